@@ -1,0 +1,63 @@
+"""Shared helpers for unigrad's Python benchmarks. They take the same flags and print the
+same JSON lines as the PyTorch peers (shared/bench/peers/common.py), with impl
+"unigrad-python", so that bench/run.py reads both alike."""
+import argparse
+import json
+import os
+import resource
+import statistics
+import time
+
+IMPL = "unigrad-python"
+
+
+def parse_args(description):
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--threads", type=int, default=2,
+                   help="threads for unigrad's kernels and OpenBLAS (ug.set_num_threads); default 2")
+    p.add_argument("--quick", action="store_true", help="small version (< ~10 s)")
+    return p.parse_args()
+
+
+def init_ug(args):
+    import unigrad as ug
+    ug.set_num_threads(args.threads)
+    return ug
+
+
+def _cpu_snapshot():
+    """(wall s, CPU s busy on the whole machine, CPU s stolen, CPU s of this process)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    busy = (v[0] + v[1] + v[2] + v[5] + v[6]) / tick  # user nice system irq softirq
+    own = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+    return time.perf_counter(), busy, v[7] / tick, own
+
+
+_window = _cpu_snapshot()
+
+
+def _other_load():
+    """Cores' worth of CPU that other processes used (and the hypervisor stole) since the
+    previous line: the same noise indicator as the peers' lines."""
+    global _window
+    now = _cpu_snapshot()
+    wall = now[0] - _window[0]
+    other = max(0.0, (now[1] - _window[1]) - (now[3] - _window[3])) / wall
+    steal = (now[2] - _window[2]) / wall
+    _window = now
+    return round(other, 2), round(steal, 2)
+
+
+def emit(ug, bench, threads, seconds, extra=None):
+    extra = dict(extra or {})
+    extra["ug_threads"] = ug.get_num_threads()
+    extra["other_cpu_cores"], extra["steal_cores"] = _other_load()
+    extra.setdefault("loadavg1", round(os.getloadavg()[0], 2))
+    print(json.dumps({"bench": bench, "impl": IMPL, "threads": threads,
+                      "seconds": seconds, "extra": extra}), flush=True)
+
+
+def median(xs):
+    return statistics.median(xs)

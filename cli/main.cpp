@@ -1,0 +1,121 @@
+// `ug`: the unigrad command-line program. main() only parses arguments and dispatches;
+// nothing touches the library before a command runs, so `ug --version` starts at once.
+#include <charconv>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "cli.h"
+
+namespace ug::cli {
+
+namespace {
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  std::string_view usage;
+  int (*run)(const Args&);
+};
+
+constexpr Command kCommands[] = {
+    {"demo", "create, print and multiply tensors; check and time matrix products",
+     "usage: ug demo [--size N] [--threads T]\n"
+     "\n"
+     "Creates and prints a few tensors, then multiplies square float32 matrices of\n"
+     "size 64, 128, ... up to N, checks sampled rows of each product against a naive\n"
+     "loop and prints the time and GFLOP/s of each size.\n"
+     "\n"
+     "options:\n"
+     "  --size N      largest matrix size, 1..8192 (default 512)\n"
+     "  --threads T   threads for kernels and OpenBLAS (default: all cores)\n"
+     "  -h, --help    show this help\n",
+     run_demo},
+    {"env", "report the version, compiler, BLAS, SIMD level, threads and devices",
+     "usage: ug env\n"
+     "\n"
+     "Prints what this build of unigrad runs with: version, compiler, C++ standard,\n"
+     "BLAS library and its threads, the SIMD kernel set in use, the thread count and\n"
+     "the devices built in.\n"
+     "\n"
+     "options:\n"
+     "  -h, --help    show this help\n",
+     run_env},
+};
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: ug <command> [options]\n"
+               "       ug --version | --help\n"
+               "\n"
+               "commands:\n");
+  for (const Command& c : kCommands)
+    std::fprintf(out, "  %-6.*s  %.*s\n", static_cast<int>(c.name.size()), c.name.data(),
+                 static_cast<int>(c.summary.size()), c.summary.data());
+  std::fprintf(out, "\nRun `ug <command> --help` for a command's options.\n");
+}
+
+bool is_help(std::string_view arg) { return arg == "-h" || arg == "--help"; }
+
+}  // namespace
+
+std::string_view option_name(std::string_view arg) { return arg.substr(0, arg.find('=')); }
+
+std::string_view option_value(const Args& args, size_t& i) {
+  std::string_view arg = args[i];
+  if (size_t eq = arg.find('='); eq != std::string_view::npos) return arg.substr(eq + 1);
+  if (i + 1 >= args.size()) throw UsageError("option " + std::string(arg) + " needs a value");
+  return args[++i];
+}
+
+int64_t parse_int(std::string_view option, std::string_view text, int64_t min, int64_t max) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max)
+    throw UsageError(std::string(option) + " expects an integer from " + std::to_string(min) +
+                     " to " + std::to_string(max) + ", got '" + std::string(text) + "'");
+  return value;
+}
+
+int main(const Args& args) {
+  if (args.empty()) {
+    print_usage(stderr);
+    return 2;
+  }
+  if (args[0] == "--version" || args[0] == "-V") {
+    std::printf("unigrad %s\n", UG_VERSION);
+    return 0;
+  }
+  if (is_help(args[0])) {
+    print_usage(stdout);
+    return 0;
+  }
+  const Command* cmd = nullptr;
+  for (const Command& c : kCommands)
+    if (c.name == args[0]) cmd = &c;
+  if (!cmd) {
+    std::fprintf(stderr, "ug: unknown command or option '%.*s'\n\n",
+                 static_cast<int>(args[0].size()), args[0].data());
+    print_usage(stderr);
+    return 2;
+  }
+  Args rest(args.begin() + 1, args.end());
+  for (std::string_view arg : rest)
+    if (is_help(arg)) {
+      std::cout << cmd->usage;
+      return 0;
+    }
+  try {
+    return cmd->run(rest);
+  } catch (const UsageError& e) {
+    std::cerr << "ug " << cmd->name << ": " << e.what() << "\n\n" << cmd->usage;
+    return 2;
+  } catch (const std::exception& e) {  // a library error: report it, no stack trace
+    std::cerr << "ug " << cmd->name << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace ug::cli
+
+int main(int argc, char** argv) { return ug::cli::main(ug::cli::Args(argv + 1, argv + argc)); }

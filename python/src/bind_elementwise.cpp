@@ -1,0 +1,126 @@
+// Elementwise ops as Tensor methods, Python operators and ug.<name> functions, generated
+// from one list per arity so that a new op is one line here.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include "bindings.h"
+
+namespace ugpy {
+
+namespace {
+
+using ug::Scalar;
+using ug::Tensor;
+
+#define UG_PY_UNARY(X)                                                                          \
+  X(neg) X(abs) X(sign) X(square) X(relu) X(floor) X(ceil) X(round) X(trunc) X(exp) X(exp2)     \
+  X(log) X(log2) X(log10) X(log1p) X(expm1) X(sqrt) X(rsqrt) X(reciprocal) X(sin) X(cos) X(tan) \
+  X(tanh) X(sigmoid) X(silu) X(erf) X(logical_not)
+
+#define UG_PY_BINARY(X)                                                                        \
+  X(add) X(sub) X(mul) X(div) X(floor_divide) X(remainder) X(pow) X(maximum) X(minimum)        \
+  X(atan2) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(logical_and) X(logical_or) X(logical_xor)     \
+  X(bitwise_and) X(bitwise_or) X(bitwise_xor)
+
+}  // namespace
+
+void bind_elementwise_methods(nb::class_<Tensor>& cls) {
+#define UG_METHOD(name)                                             \
+  cls.def(#name, [](const Tensor& t) { return t.name(); });         \
+  cls.def(#name "_", [](Tensor& t) { return t.name##_(); });
+  UG_PY_UNARY(UG_METHOD)
+#undef UG_METHOD
+  cls.def("gelu", &Tensor::gelu, nb::arg("approximate") = "none")
+      .def("isnan", &Tensor::isnan)
+      .def("isinf", &Tensor::isinf)
+      .def("isfinite", &Tensor::isfinite)
+      .def("negative", [](const Tensor& t) { return t.neg(); })
+      .def("absolute", [](const Tensor& t) { return t.abs(); })
+      .def("clamp", [](const Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) { return t.clamp(lo, hi); },
+           nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
+      .def("clamp", [](const Tensor& t, std::optional<Tensor> lo, std::optional<Tensor> hi) { return t.clamp(lo, hi); },
+           nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
+      .def("clip", [](const Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) { return t.clamp(lo, hi); },
+           nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
+      .def("clamp_", [](Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) { return t.clamp_(lo, hi); },
+           nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
+      .def("lerp", [](const Tensor& t, const Tensor& end, Scalar w) { return t.lerp(end, w); })
+      .def("lerp", [](const Tensor& t, const Tensor& end, const Tensor& w) { return t.lerp(end, w); })
+      .def("where", [](const Tensor& t, const Tensor& cond, const Tensor& other) { return ug::where(cond, t, other); })
+      .def("where", [](const Tensor& t, const Tensor& cond, Scalar other) { return ug::where(cond, t, other); });
+
+#define UG_METHOD(name)                                                                  \
+  cls.def(#name, [](const Tensor& a, const Tensor& b) { return a.name(b); });            \
+  cls.def(#name, [](const Tensor& a, Scalar b) { return a.name(b); });                   \
+  cls.def(#name "_", [](Tensor& a, const Tensor& b) { return a.name##_(b); });           \
+  cls.def(#name "_", [](Tensor& a, Scalar b) { return a.name##_(b); });
+  UG_PY_BINARY(UG_METHOD)
+#undef UG_METHOD
+
+  // Python operators. Reflected forms compute `other op self`.
+#define UG_OPERATOR(py, name)                                                            \
+  cls.def("__" py "__", [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }); \
+  cls.def("__" py "__", [](const Tensor& a, Scalar b) { return ug::name(a, b); });        \
+  cls.def("__r" py "__", [](const Tensor& a, Scalar b) { return ug::name(b, a); });       \
+  cls.def("__i" py "__", [](Tensor& a, const Tensor& b) { return a.name##_(b); });        \
+  cls.def("__i" py "__", [](Tensor& a, Scalar b) { return a.name##_(b); });
+  UG_OPERATOR("add", add)
+  UG_OPERATOR("sub", sub)
+  UG_OPERATOR("mul", mul)
+  UG_OPERATOR("truediv", div)
+  UG_OPERATOR("floordiv", floor_divide)
+  UG_OPERATOR("mod", remainder)
+  UG_OPERATOR("pow", pow)
+  UG_OPERATOR("and", bitwise_and)
+  UG_OPERATOR("or", bitwise_or)
+  UG_OPERATOR("xor", bitwise_xor)
+#undef UG_OPERATOR
+#define UG_COMPARISON(py, name)                                                            \
+  cls.def("__" py "__", [](const Tensor& a, const Tensor& b) { return ug::name(a, b); });   \
+  cls.def("__" py "__", [](const Tensor& a, Scalar b) { return ug::name(a, b); });
+  UG_COMPARISON("eq", eq)
+  UG_COMPARISON("ne", ne)
+  UG_COMPARISON("lt", lt)
+  UG_COMPARISON("le", le)
+  UG_COMPARISON("gt", gt)
+  UG_COMPARISON("ge", ge)
+#undef UG_COMPARISON
+  cls.def("__neg__", [](const Tensor& a) { return a.neg(); })
+      .def("__pos__", [](const Tensor& a) { return a; })
+      .def("__abs__", [](const Tensor& a) { return a.abs(); })
+      .def("__invert__", [](const Tensor& a) {
+        if (a.dtype() != ug::DType::Bool) return ug::bitwise_xor(a, Scalar(-1));
+        return a.logical_not();
+      });
+}
+
+void bind_elementwise_functions(nb::module_& m) {
+#define UG_FUNCTION(name) m.def(#name, [](const Tensor& x) { return ug::name(x); }, nb::arg("input"));
+  UG_PY_UNARY(UG_FUNCTION)
+#undef UG_FUNCTION
+#define UG_FUNCTION(name)                                                                        \
+  m.def(#name, [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other")); \
+  m.def(#name, [](const Tensor& a, Scalar b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other"));        \
+  m.def(#name, [](Scalar a, const Tensor& b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other"));
+  UG_PY_BINARY(UG_FUNCTION)
+#undef UG_FUNCTION
+  m.def("gelu", [](const Tensor& x, const std::string& approximate) { return ug::gelu(x, approximate); },
+        nb::arg("input"), nb::arg("approximate") = "none");
+  m.def("isnan", [](const Tensor& x) { return ug::isnan(x); });
+  m.def("isinf", [](const Tensor& x) { return ug::isinf(x); });
+  m.def("isfinite", [](const Tensor& x) { return ug::isfinite(x); });
+  m.def("where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return ug::where(c, a, b); });
+  m.def("where", [](const Tensor& c, Scalar a, const Tensor& b) { return ug::where(c, a, b); });
+  m.def("where", [](const Tensor& c, const Tensor& a, Scalar b) { return ug::where(c, a, b); });
+  m.def("where", [](const Tensor& c, Scalar a, Scalar b) {
+    return ug::where(c, ug::scalar_tensor(a), ug::scalar_tensor(b));
+  });
+  m.def("clamp", [](const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) { return ug::clamp(x, lo, hi); },
+        nb::arg("input"), nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
+  m.def("clamp", [](const Tensor& x, std::optional<Tensor> lo, std::optional<Tensor> hi) { return x.clamp(lo, hi); },
+        nb::arg("input"), nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
+  m.def("lerp", [](const Tensor& a, const Tensor& b, Scalar w) { return ug::lerp(a, b, w); });
+  m.def("lerp", [](const Tensor& a, const Tensor& b, const Tensor& w) { return ug::lerp(a, b, w); });
+}
+
+}  // namespace ugpy

@@ -1,0 +1,18 @@
+// The pieces of the unigrad._C module, one function per area.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include "casters.h"
+
+namespace ugpy {
+
+void bind_core(nb::module_& m);
+void bind_tensor(nb::module_& m, nb::class_<ug::Tensor>& cls);
+void bind_elementwise_methods(nb::class_<ug::Tensor>& cls);
+void bind_elementwise_functions(nb::module_& m);
+void bind_creation(nb::module_& m);
+/** The (values, indices) named tuple returned by max(dim), sort, topk. */
+nb::object values_indices_type();
+
+}  // namespace ugpy

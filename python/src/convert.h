@@ -1,0 +1,22 @@
+// Building tensors from Python data (nested lists, numbers, NumPy arrays) and handing
+// tensors to NumPy without copying.
+#pragma once
+
+#include <optional>
+
+#include "casters.h"
+
+namespace ugpy {
+
+/** ug.tensor(data): lists and numbers are copied; NumPy arrays and tensors too (like torch.tensor). */
+ug::Tensor tensor_from_data(nb::handle data, std::optional<ug::DType> dtype, std::optional<ug::Device> device);
+/** ug.from_numpy / ug.as_tensor: shares the array's memory (keeps the array alive). */
+ug::Tensor from_numpy(nb::handle array);
+/** Tensor.numpy(): a NumPy array over the tensor's memory (keeps the tensor alive). */
+nb::object to_numpy(const ug::Tensor& t);
+/** Tensor.tolist(). */
+nb::object to_list(const ug::Tensor& t);
+/** A Python index expression (int, slice, None, ..., bool, tensor, list, tuple of these). */
+std::vector<ug::TensorIndex> indices_from_python(nb::handle index);
+
+}  // namespace ugpy

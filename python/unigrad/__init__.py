@@ -1,0 +1,35 @@
+"""unigrad: one engine for the PyTorch, TensorFlow and JAX ways of deep learning.
+
+`import unigrad as ug`; the tensor API follows PyTorch's names and signatures. Everything
+here is a thin layer over the C++ library in unigrad._C.
+"""
+from . import _C
+from ._C import *  # noqa: F401,F403  (Tensor, dtypes, factories, elementwise functions)
+from ._C import Tensor, random  # noqa: F401
+from . import cuda, memory  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+def _method_as_function(name):
+    def function(input, *args, **kwargs):
+        return getattr(input, name)(*args, **kwargs)
+
+    function.__name__ = name
+    function.__doc__ = f"ug.{name}(input, ...) is input.{name}(...), as torch.{name}."
+    return function
+
+
+# torch.sum(x, dim) and friends are the Tensor methods called as functions.
+for _name in (
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "norm",
+    "logsumexp", "softmax", "log_softmax", "cumsum", "cumprod", "all", "any", "sort", "argsort",
+    "topk", "matmul", "mm", "bmm", "dot", "outer", "reshape", "transpose", "swapaxes", "swapdims",
+    "permute", "squeeze", "unsqueeze", "flatten", "unflatten", "narrow", "select", "diagonal",
+    "unbind", "split", "chunk", "gather", "scatter", "scatter_add", "index_select", "masked_fill",
+    "masked_select", "flip", "roll", "tile", "nonzero", "broadcast_to", "clone", "t",
+    "as_strided",
+):
+    if _name not in globals():
+        globals()[_name] = _method_as_function(_name)
+del _name

@@ -1,0 +1,66 @@
+// The interface every device backend implements. Ops validate, promote and broadcast,
+// then hand canonical operands to these kernels: a new backend adds kernels here without
+// touching any op definition.
+#pragma once
+
+#include <cstdint>
+
+#include "ug/core/random.h"
+#include "ug/core/tensor.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/reduce_kinds.h"
+#include "ug/ops/unary.h"
+
+namespace ug {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Elementwise. Operands all have out's shape (inputs may be stride-0 broadcast views);
+  // binary inputs share one dtype; out may be strided.
+  /** dst = src, converting dtype. */
+  virtual void copy(const Tensor& src, const Tensor& dst) = 0;
+  virtual void fill(const Tensor& dst, const Scalar& value) = 0;
+  virtual void unary(ops::UnaryOp op, const Tensor& x, const Tensor& out) = 0;
+  virtual void binary(ops::BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  /** out = cond ? a : b; cond is bool, a and b have out's dtype. */
+  virtual void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+
+  // Random fills of a contiguous out, element i drawn from word(s) i of `stream`.
+  virtual void uniform(const Tensor& out, const RandomStream& stream, double low, double high) = 0;
+  virtual void normal(const Tensor& out, const RandomStream& stream, double mean, double std) = 0;
+  virtual void randint(const Tensor& out, const RandomStream& stream, int64_t low, int64_t high) = 0;
+
+  // Reductions over the middle dim of a contiguous [outer, reduced, inner] view of `x`;
+  // out is contiguous [outer, inner]. ArgMax/ArgMin write int64 indices.
+  virtual void reduce(ops::ReduceOp op, const Tensor& x, int64_t outer, int64_t reduced,
+                      int64_t inner, const Tensor& out) = 0;
+  /** Inclusive scan (cumsum/cumprod) along the middle dim of contiguous [outer, n, inner]. */
+  virtual void scan(ops::ScanOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner,
+                    const Tensor& out) = 0;
+  /** Sorts each row of a contiguous [rows, n] tensor; values and int64 indices are [rows, n]. */
+  virtual void sort(const Tensor& x, int64_t rows, int64_t n, bool descending, bool stable,
+                    const Tensor& values, const Tensor& indices) = 0;
+
+  /** out[b] = a[b] @ b[b] for [B, M, K] x [B, K, N] (any strides) into contiguous [B, M, N]. */
+  virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+
+  // Indexing along `dim`. index is int64, already checked to be in range.
+  /** out[..i..] = x[..index[..i..]..] (torch.gather). */
+  virtual void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
+  /** out[..index[..i..]..] = src[..i..] (or +=, when accumulate). */
+  virtual void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
+                       bool accumulate) = 0;
+  /** out = x.index_select(dim, index) with a 1-d index. */
+  virtual void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
+  /** Writes the int64 coordinates of x's nonzero elements into out [count, ndim]. */
+  virtual void nonzero(const Tensor& x, const Tensor& out) = 0;
+  virtual int64_t count_nonzero(const Tensor& x) = 0;
+};
+
+/** The backend for a device; throws RuntimeError when the device is not available. */
+Backend& backend_for(Device device);
+bool device_available(Device device);
+
+}  // namespace ug

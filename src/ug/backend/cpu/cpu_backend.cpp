@@ -1,0 +1,60 @@
+#include "ug/backend/cpu/cpu_backend.h"
+
+#include <cstdlib>
+#include <string_view>
+
+#include "ug/backend/cpu/kernels.h"
+
+namespace ug::cpu {
+
+namespace {
+bool use_avx2() {
+  // UG_CPU_ISA=generic forces the portable kernels (for testing them on AVX2 machines).
+  const char* forced = std::getenv("UG_CPU_ISA");
+  if (forced && std::string_view(forced) == "generic") return false;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+}  // namespace
+
+CpuBackend::CpuBackend() : avx2_(use_avx2()) {}
+
+#define UG_ISA_CALL(fn, ...) (avx2_ ? avx2::fn(__VA_ARGS__) : generic::fn(__VA_ARGS__))
+
+void CpuBackend::copy(const Tensor& src, const Tensor& dst) { UG_ISA_CALL(copy, src, dst); }
+void CpuBackend::fill(const Tensor& dst, const Scalar& value) { UG_ISA_CALL(fill, dst, value); }
+void CpuBackend::unary(ops::UnaryOp op, const Tensor& x, const Tensor& out) {
+  UG_ISA_CALL(unary, op, x, out);
+}
+void CpuBackend::binary(ops::BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  UG_ISA_CALL(binary, op, a, b, out);
+}
+void CpuBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+  UG_ISA_CALL(where, cond, a, b, out);
+}
+void CpuBackend::reduce(ops::ReduceOp op, const Tensor& x, int64_t outer, int64_t reduced,
+                        int64_t inner, const Tensor& out) {
+  UG_ISA_CALL(reduce, op, x, outer, reduced, inner, out);
+}
+#undef UG_ISA_CALL
+
+CpuBackend& cpu_backend() {
+  static auto* backend = new CpuBackend();
+  return *backend;
+}
+
+}  // namespace ug::cpu
+
+namespace ug {
+
+bool device_available(Device device) { return device.type == DeviceType::CPU && device.index == 0; }
+
+Backend& backend_for(Device device) {
+  if (device.type == DeviceType::CPU) {
+    if (device.index != 0) fail<RuntimeError>("[device] cpu has only index 0, got ", device);
+    return cpu::cpu_backend();
+  }
+  fail<RuntimeError>("[device] ", device,
+                     " is not available: this build of unigrad has the CPU backend only");
+}
+
+}  // namespace ug

@@ -1,0 +1,47 @@
+// The CPU backend: elementwise and reduction kernels compiled per ISA (picked once at
+// start-up), OpenBLAS for matrix products, plain loops for indexing and sorting.
+#pragma once
+
+#include "ug/backend/backend.h"
+
+namespace ug::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend();
+  /** "avx2" or "generic": the kernel set in use. */
+  const char* isa() const { return avx2_ ? "avx2" : "generic"; }
+
+  void copy(const Tensor& src, const Tensor& dst) override;
+  void fill(const Tensor& dst, const Scalar& value) override;
+  void unary(ops::UnaryOp op, const Tensor& x, const Tensor& out) override;
+  void binary(ops::BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
+
+  void uniform(const Tensor& out, const RandomStream& stream, double low, double high) override;
+  void normal(const Tensor& out, const RandomStream& stream, double mean, double std) override;
+  void randint(const Tensor& out, const RandomStream& stream, int64_t low, int64_t high) override;
+
+  void reduce(ops::ReduceOp op, const Tensor& x, int64_t outer, int64_t reduced, int64_t inner,
+              const Tensor& out) override;
+  void scan(ops::ScanOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner,
+            const Tensor& out) override;
+  void sort(const Tensor& x, int64_t rows, int64_t n, bool descending, bool stable,
+            const Tensor& values, const Tensor& indices) override;
+
+  void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override;
+
+  void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
+  void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
+               bool accumulate) override;
+  void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
+  void nonzero(const Tensor& x, const Tensor& out) override;
+  int64_t count_nonzero(const Tensor& x) override;
+
+ private:
+  bool avx2_;
+};
+
+CpuBackend& cpu_backend();
+
+}  // namespace ug::cpu

@@ -1,0 +1,197 @@
+// Elementwise kernels: copy/cast, fill, unary, binary, where. Compiled once per ISA
+// (UG_CPU_ISA names the namespace); inner loops take unit-stride and broadcast fast paths
+// that the compiler vectorises.
+#include <cstring>
+
+#include "ug/backend/cpu/kernels.h"
+#include "ug/backend/cpu/loops.h"
+#include "ug/backend/cpu/vector_math.h"
+#include "ug/core/error.h"
+
+namespace ug::cpu::UG_CPU_ISA {
+namespace {
+
+template <class R, class T>
+inline R convert(T v) {
+  if constexpr (std::is_same_v<R, bool>) return static_cast<acc_t<T>>(v) != acc_t<T>(0);
+  else return static_cast<R>(static_cast<acc_t<R>>(static_cast<acc_t<T>>(v)));
+}
+
+template <class R, class T>
+void copy_typed(const Tensor& src, const Tensor& dst) {
+  StridedLoop<2> loop({&dst, &src});
+  loop.run_parallel([](char** p, const int64_t* s, int64_t n) {
+    R* o = reinterpret_cast<R*>(p[0]);
+    const T* a = reinterpret_cast<const T*>(p[1]);
+    if (s[0] == sizeof(R) && s[1] == sizeof(T)) {
+      if constexpr (std::is_same_v<R, T>) {
+        std::memcpy(o, a, static_cast<size_t>(n) * sizeof(T));
+      } else {
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) o[i] = convert<R>(a[i]);
+      }
+    } else if (s[0] == sizeof(R) && s[1] == 0) {
+      R v = convert<R>(*a);
+      for (int64_t i = 0; i < n; ++i) o[i] = v;
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<R*>(p[0] + i * s[0]) = convert<R>(*reinterpret_cast<const T*>(p[1] + i * s[1]));
+    }
+  });
+}
+
+template <class Op, class T, class R>
+void unary_typed(const Tensor& x, const Tensor& out) {
+  StridedLoop<2> loop({&out, &x});
+  loop.run_parallel([](char** p, const int64_t* s, int64_t n) {
+    R* o = reinterpret_cast<R*>(p[0]);
+    const T* a = reinterpret_cast<const T*>(p[1]);
+    if (s[0] == sizeof(R) && s[1] == sizeof(T)) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<R>(Op::f(static_cast<acc_t<T>>(a[i])));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<R*>(p[0] + i * s[0]) =
+            static_cast<R>(Op::f(static_cast<acc_t<T>>(*reinterpret_cast<const T*>(p[1] + i * s[1]))));
+    }
+  });
+}
+
+template <class Op, class T, class R>
+void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
+  StridedLoop<3> loop({&out, &a, &b});
+  loop.run_parallel([](char** p, const int64_t* s, int64_t n) {
+    using A = acc_t<T>;
+    R* o = reinterpret_cast<R*>(p[0]);
+    const T* x = reinterpret_cast<const T*>(p[1]);
+    const T* y = reinterpret_cast<const T*>(p[2]);
+    constexpr int64_t sz = sizeof(T), rz = sizeof(R);
+    if (s[0] == rz && s[1] == sz && s[2] == sz) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<R>(Op::f(static_cast<A>(x[i]), static_cast<A>(y[i])));
+    } else if (s[0] == rz && s[1] == sz && s[2] == 0) {
+      const A yv = static_cast<A>(*y);
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<R>(Op::f(static_cast<A>(x[i]), yv));
+    } else if (s[0] == rz && s[1] == 0 && s[2] == sz) {
+      const A xv = static_cast<A>(*x);
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<R>(Op::f(xv, static_cast<A>(y[i])));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<R*>(p[0] + i * s[0]) =
+            static_cast<R>(Op::f(static_cast<A>(*reinterpret_cast<const T*>(p[1] + i * s[1])),
+                                 static_cast<A>(*reinterpret_cast<const T*>(p[2] + i * s[2]))));
+    }
+  });
+}
+
+template <class T>
+void where_typed(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+  StridedLoop<4> loop({&out, &cond, &a, &b});
+  loop.run_parallel([](char** p, const int64_t* s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      bool c = *reinterpret_cast<const bool*>(p[1] + i * s[1]);
+      *reinterpret_cast<T*>(p[0] + i * s[0]) =
+          *reinterpret_cast<const T*>(p[c ? 2 : 3] + i * s[c ? 2 : 3]);
+    }
+  });
+}
+
+#define UG_DISPATCH_NUMERIC(DTYPE, NAME, ...)                  \
+  switch (DTYPE) {                                             \
+    UG_DTYPE_CASE(UInt8, uint8_t, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Float32, float, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Float64, double, __VA_ARGS__)                \
+    UG_DTYPE_CASE(Float16, ::ug::Half, __VA_ARGS__)            \
+    UG_DTYPE_CASE(BFloat16, ::ug::BFloat16, __VA_ARGS__)       \
+    default: UG_DISPATCH_FAIL(DTYPE, NAME);                    \
+  }
+
+#define UG_DISPATCH_INTEGRAL_AND_BOOL(DTYPE, NAME, ...)        \
+  switch (DTYPE) {                                             \
+    UG_DTYPE_CASE(Bool, bool, __VA_ARGS__)                     \
+    UG_DTYPE_CASE(UInt8, uint8_t, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)                 \
+    default: UG_DISPATCH_FAIL(DTYPE, NAME);                    \
+  }
+
+template <class Op>
+void unary_dispatch(const Tensor& x, const Tensor& out) {
+  if constexpr (Op::rule == ops::UnaryRule::Floating) {
+    UG_DISPATCH_FLOATING(x.dtype(), Op::name, (unary_typed<Op, scalar_t, scalar_t>(x, out)));
+  } else if constexpr (Op::rule == ops::UnaryRule::Predicate) {
+    UG_DISPATCH_ALL(x.dtype(), Op::name, (unary_typed<Op, scalar_t, bool>(x, out)));
+  } else {
+    UG_DISPATCH_NUMERIC(x.dtype(), Op::name, (unary_typed<Op, scalar_t, scalar_t>(x, out)));
+  }
+}
+
+template <class Op>
+void binary_dispatch(const Tensor& a, const Tensor& b, const Tensor& out) {
+  if constexpr (Op::rule == ops::BinaryRule::TrueDivide) {
+    UG_DISPATCH_FLOATING(a.dtype(), Op::name, (binary_typed<Op, scalar_t, scalar_t>(a, b, out)));
+  } else if constexpr (Op::rule == ops::BinaryRule::Compare) {
+    UG_DISPATCH_ALL(a.dtype(), Op::name, (binary_typed<Op, scalar_t, bool>(a, b, out)));
+  } else if constexpr (Op::rule == ops::BinaryRule::Bitwise) {
+    UG_DISPATCH_INTEGRAL_AND_BOOL(a.dtype(), Op::name, (binary_typed<Op, scalar_t, scalar_t>(a, b, out)));
+  } else {
+    UG_DISPATCH_ALL(a.dtype(), Op::name, (binary_typed<Op, scalar_t, scalar_t>(a, b, out)));
+  }
+}
+
+}  // namespace
+
+void copy(const Tensor& src, const Tensor& dst) {
+  UG_DISPATCH_ALL(dst.dtype(), "copy", {
+    using R = scalar_t;
+    UG_DISPATCH_ALL(src.dtype(), "copy", (copy_typed<R, scalar_t>(src, dst)));
+  });
+}
+
+void fill(const Tensor& dst, const Scalar& value) {
+  UG_DISPATCH_ALL(dst.dtype(), "fill", {
+    const scalar_t v = value.to<scalar_t>();
+    StridedLoop<1> loop({&dst});
+    loop.run_parallel([v](char** p, const int64_t* s, int64_t n) {
+      if (s[0] == sizeof(scalar_t)) {
+        scalar_t* o = reinterpret_cast<scalar_t*>(p[0]);
+        for (int64_t i = 0; i < n; ++i) o[i] = v;
+      } else {
+        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<scalar_t*>(p[0] + i * s[0]) = v;
+      }
+    });
+  });
+}
+
+void unary(ops::UnaryOp op, const Tensor& x, const Tensor& out) {
+  switch (op) {
+#define UG_CASE(Op) \
+  case ops::UnaryOp::Op: return unary_dispatch<ops::Op>(x, out);
+    UG_UNARY_OPS(UG_CASE)
+#undef UG_CASE
+  }
+}
+
+void binary(ops::BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  switch (op) {
+#define UG_CASE(Op) \
+  case ops::BinaryOp::Op: return binary_dispatch<ops::Op>(a, b, out);
+    UG_BINARY_OPS(UG_CASE)
+#undef UG_CASE
+  }
+}
+
+void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+  switch (itemsize(out.dtype())) {
+    case 1: return where_typed<uint8_t>(cond, a, b, out);
+    case 2: return where_typed<uint16_t>(cond, a, b, out);
+    case 4: return where_typed<uint32_t>(cond, a, b, out);
+    default: return where_typed<uint64_t>(cond, a, b, out);
+  }
+}
+
+}  // namespace ug::cpu::UG_CPU_ISA

@@ -1,0 +1,183 @@
+// Reductions over the middle dim of a contiguous [outer, reduced, inner] tensor. Long
+// reductions are cut into fixed chunks whose partial results are combined in order, so
+// the answer is bit-identical whatever the number of threads. Compiled once per ISA.
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "ug/backend/cpu/kernels.h"
+#include "ug/core/error.h"
+#include "ug/core/thread_pool.h"
+
+namespace ug::cpu::UG_CPU_ISA {
+namespace {
+
+constexpr int64_t kChunk = 4096;  // elements per partial result
+
+template <class A>
+struct SumOp {
+  static A init() { return A(0); }
+  static A combine(A a, A b) { return a + b; }
+};
+template <class A>
+struct ProdOp {
+  static A init() { return A(1); }
+  static A combine(A a, A b) { return a * b; }
+};
+template <class A>
+struct MaxOp {
+  static A init() {
+    if constexpr (std::numeric_limits<A>::has_infinity) return -std::numeric_limits<A>::infinity();
+    else return std::numeric_limits<A>::lowest();
+  }
+  static A combine(A a, A b) { return (a != a) ? a : (b != b) ? b : (b > a ? b : a); }
+};
+template <class A>
+struct MinOp {
+  static A init() {
+    if constexpr (std::numeric_limits<A>::has_infinity) return std::numeric_limits<A>::infinity();
+    else return std::numeric_limits<A>::max();
+  }
+  static A combine(A a, A b) { return (a != a) ? a : (b != b) ? b : (b < a ? b : a); }
+};
+
+/** Reduces n contiguous values: sums vectorise with the simd reduction. */
+template <class Op, class T, class A>
+A reduce_run(const T* x, int64_t n) {
+  A acc = Op::init();
+  if constexpr (std::is_same_v<Op, SumOp<A>> && std::is_floating_point_v<A>) {
+#pragma omp simd reduction(+ : acc)
+    for (int64_t i = 0; i < n; ++i) acc += static_cast<A>(x[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) acc = Op::combine(acc, static_cast<A>(x[i]));
+  }
+  return acc;
+}
+
+template <class Op, class T>
+void reduce_typed(const Tensor& x, int64_t outer, int64_t R, int64_t inner, const Tensor& out) {
+  using A = acc_t<T>;
+  const T* px = static_cast<const T*>(x.raw_data());
+  T* po = static_cast<T*>(out.raw_data());
+  const int64_t chunks = std::max<int64_t>(1, (R + kChunk - 1) / kChunk);
+  if (inner == 1) {
+    // One row per output; rows split into fixed chunks.
+    std::unique_ptr<A[]> partial(new A[static_cast<size_t>(outer * chunks)]);
+    parallel_for(outer * chunks, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        int64_t o = t / chunks, c = t % chunks;
+        int64_t begin = c * kChunk, len = std::min(kChunk, R - begin);
+        partial[t] = len > 0 ? reduce_run<Op, T, A>(px + o * R + begin, len) : Op::init();
+      }
+    });
+    for (int64_t o = 0; o < outer; ++o) {
+      A acc = partial[o * chunks];
+      for (int64_t c = 1; c < chunks; ++c) acc = Op::combine(acc, partial[o * chunks + c]);
+      po[o] = static_cast<T>(acc);
+    }
+    return;
+  }
+  // Columns: accumulate whole rows of `inner` values at a time (vectorises across columns).
+  std::unique_ptr<A[]> partial(new A[static_cast<size_t>(outer * chunks * inner)]);
+  parallel_for(outer * chunks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      int64_t o = t / chunks, c = t % chunks;
+      A* acc = partial.get() + t * inner;
+      for (int64_t j = 0; j < inner; ++j) acc[j] = Op::init();
+      int64_t begin = c * kChunk, end = std::min(R, begin + kChunk);
+      for (int64_t r = begin; r < end; ++r) {
+        const T* row = px + (o * R + r) * inner;
+#pragma omp simd
+        for (int64_t j = 0; j < inner; ++j) acc[j] = Op::combine(acc[j], static_cast<A>(row[j]));
+      }
+    }
+  });
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      A acc = partial[(o * chunks) * inner + j];
+      for (int64_t c = 1; c < chunks; ++c) acc = Op::combine(acc, partial[(o * chunks + c) * inner + j]);
+      po[o * inner + j] = static_cast<T>(acc);
+    }
+}
+
+/** ArgMax/ArgMin: first index of the extreme value; NaN counts as the extreme. */
+template <bool IsMax, class T>
+void arg_reduce_typed(const Tensor& x, int64_t outer, int64_t R, int64_t inner, const Tensor& out) {
+  using A = acc_t<T>;
+  const T* px = static_cast<const T*>(x.raw_data());
+  int64_t* po = static_cast<int64_t*>(out.raw_data());
+  parallel_for(outer * inner, std::max<int64_t>(1, 16384 / std::max<int64_t>(R, 1)), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      int64_t o = t / inner, j = t % inner;
+      const T* base = px + o * R * inner + j;
+      A best = static_cast<A>(base[0]);
+      int64_t best_i = 0;
+      for (int64_t r = 1; r < R && best == best; ++r) {
+        A v = static_cast<A>(base[r * inner]);
+        if (v != v || (IsMax ? v > best : v < best)) {
+          best = v;
+          best_i = r;
+        }
+      }
+      po[t] = best_i;
+    }
+  });
+}
+
+template <bool IsAll>
+void logical_reduce(const Tensor& x, int64_t outer, int64_t R, int64_t inner, const Tensor& out) {
+  const bool* px = static_cast<const bool*>(x.raw_data());
+  bool* po = static_cast<bool*>(out.raw_data());
+  parallel_for(outer * inner, std::max<int64_t>(1, 16384 / std::max<int64_t>(R, 1)), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      int64_t o = t / inner, j = t % inner;
+      const bool* base = px + o * R * inner + j;
+      bool acc = IsAll;
+      for (int64_t r = 0; r < R && acc == IsAll; ++r) acc = base[r * inner];
+      po[t] = acc;
+    }
+  });
+}
+
+#define UG_DISPATCH_NUMERIC_R(DTYPE, NAME, ...)                \
+  switch (DTYPE) {                                             \
+    UG_DTYPE_CASE(UInt8, uint8_t, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Float32, float, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Float64, double, __VA_ARGS__)                \
+    UG_DTYPE_CASE(Float16, ::ug::Half, __VA_ARGS__)            \
+    UG_DTYPE_CASE(BFloat16, ::ug::BFloat16, __VA_ARGS__)       \
+    default: UG_DISPATCH_FAIL(DTYPE, NAME);                    \
+  }
+
+}  // namespace
+
+void reduce(ops::ReduceOp op, const Tensor& x, int64_t outer, int64_t R, int64_t inner,
+            const Tensor& out) {
+  using ops::ReduceOp;
+  switch (op) {
+    case ReduceOp::Sum:
+      UG_DISPATCH_NUMERIC_R(x.dtype(), "sum", (reduce_typed<SumOp<acc_t<scalar_t>>, scalar_t>(x, outer, R, inner, out)));
+      return;
+    case ReduceOp::Prod:
+      UG_DISPATCH_NUMERIC_R(x.dtype(), "prod", (reduce_typed<ProdOp<acc_t<scalar_t>>, scalar_t>(x, outer, R, inner, out)));
+      return;
+    case ReduceOp::Max:
+      UG_DISPATCH_ALL(x.dtype(), "max", (reduce_typed<MaxOp<acc_t<scalar_t>>, scalar_t>(x, outer, R, inner, out)));
+      return;
+    case ReduceOp::Min:
+      UG_DISPATCH_ALL(x.dtype(), "min", (reduce_typed<MinOp<acc_t<scalar_t>>, scalar_t>(x, outer, R, inner, out)));
+      return;
+    case ReduceOp::ArgMax:
+      UG_DISPATCH_ALL(x.dtype(), "argmax", (arg_reduce_typed<true, scalar_t>(x, outer, R, inner, out)));
+      return;
+    case ReduceOp::ArgMin:
+      UG_DISPATCH_ALL(x.dtype(), "argmin", (arg_reduce_typed<false, scalar_t>(x, outer, R, inner, out)));
+      return;
+    case ReduceOp::All: return logical_reduce<true>(x, outer, R, inner, out);
+    case ReduceOp::Any: return logical_reduce<false>(x, outer, R, inner, out);
+  }
+}
+
+}  // namespace ug::cpu::UG_CPU_ISA

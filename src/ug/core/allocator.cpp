@@ -1,0 +1,130 @@
+#include "ug/core/allocator.h"
+
+#include <bit>
+#include <cstdlib>
+#include <sstream>
+
+#include "ug/core/error.h"
+
+namespace ug {
+
+namespace {
+constexpr size_t kAlignment = 64;
+constexpr int64_t kMaxCachedBytes = int64_t{2} << 30;  // keep at most 2 GiB of free blocks
+}  // namespace
+
+size_t CachingCpuAllocator::round_size(size_t nbytes) {
+  if (nbytes <= 64) return 64;
+  // Four classes per power of two: waste is at most 25%.
+  int top = 63 - std::countl_zero(static_cast<uint64_t>(nbytes - 1));
+  size_t step = size_t{1} << (top - 2);
+  return (nbytes + step - 1) / step * step;
+}
+
+int CachingCpuAllocator::size_class(size_t rounded) {
+  if (rounded <= 64) return 0;
+  int top = 63 - std::countl_zero(static_cast<uint64_t>(rounded - 1));
+  size_t step = size_t{1} << (top - 2);
+  int quarter = static_cast<int>((rounded - 1) / step) - 4;  // 0..3 within [2^top, 2^(top+1))
+  return (top - 5) * 4 + quarter + 1;
+}
+
+void* CachingCpuAllocator::allocate(size_t nbytes) {
+  size_t size = round_size(nbytes);
+  int cls = size_class(size);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.num_allocs++;
+    stats_.allocated += static_cast<int64_t>(size);
+    stats_.max_allocated = std::max(stats_.max_allocated, stats_.allocated);
+    auto& list = free_lists_[cls];
+    if (!list.empty()) {
+      void* p = list.back();
+      list.pop_back();
+      cached_bytes_ -= static_cast<int64_t>(size);
+      stats_.cache_hits++;
+      return p;
+    }
+    stats_.reserved += static_cast<int64_t>(size);
+    stats_.max_reserved = std::max(stats_.max_reserved, stats_.reserved);
+  }
+  void* p = std::aligned_alloc(kAlignment, size);
+  if (!p) {
+    empty_cache();
+    p = std::aligned_alloc(kAlignment, size);
+  }
+  if (!p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.allocated -= static_cast<int64_t>(size);
+    stats_.reserved -= static_cast<int64_t>(size);
+    fail<RuntimeError>("[allocator] out of memory: tried to allocate ", nbytes, " bytes on cpu (",
+                       stats_.allocated, " bytes in use)");
+  }
+  return p;
+}
+
+void CachingCpuAllocator::deallocate(void* ptr, size_t nbytes) {
+  if (!ptr) return;
+  size_t size = round_size(nbytes);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.num_frees++;
+    stats_.allocated -= static_cast<int64_t>(size);
+    if (cached_bytes_ + static_cast<int64_t>(size) <= kMaxCachedBytes) {
+      free_lists_[size_class(size)].push_back(ptr);
+      cached_bytes_ += static_cast<int64_t>(size);
+      return;
+    }
+    stats_.reserved -= static_cast<int64_t>(size);
+  }
+  std::free(ptr);
+}
+
+MemoryStats CachingCpuAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void CachingCpuAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.max_allocated = stats_.allocated;
+  stats_.max_reserved = stats_.reserved;
+}
+
+void CachingCpuAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& list : free_lists_) {
+    for (void* p : list) std::free(p);
+    list.clear();
+  }
+  stats_.reserved -= cached_bytes_;
+  cached_bytes_ = 0;
+}
+
+CachingCpuAllocator::~CachingCpuAllocator() { empty_cache(); }
+
+Allocator& allocator_for(Device device) {
+  if (device.type != DeviceType::CPU)
+    fail<RuntimeError>("[allocator] device ", device, " is not available in this build");
+  // Never destroyed: tensors held by static objects may be freed after main returns.
+  static auto* cpu = new CachingCpuAllocator();
+  return *cpu;
+}
+
+std::string memory_summary(Device device) {
+  MemoryStats s = allocator_for(device).stats();
+  auto mib = [](int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(2);
+  os << "unigrad memory summary, device " << device << "\n"
+     << "  allocated      " << mib(s.allocated) << " MiB\n"
+     << "  max allocated  " << mib(s.max_allocated) << " MiB\n"
+     << "  reserved       " << mib(s.reserved) << " MiB\n"
+     << "  max reserved   " << mib(s.max_reserved) << " MiB\n"
+     << "  allocations    " << s.num_allocs << " (" << s.cache_hits << " from cache)\n"
+     << "  frees          " << s.num_frees << "\n";
+  return os.str();
+}
+
+}  // namespace ug

@@ -1,0 +1,63 @@
+// Device memory allocators. Each device's allocator counts what it hands out, so memory
+// statistics exist on every device (PyTorch offers them for CUDA only). The CPU allocator
+// caches freed blocks by size class: a fresh 64 MB result does not fault in new pages.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ug/core/device.h"
+
+namespace ug {
+
+struct MemoryStats {
+  int64_t allocated = 0;        // bytes in live blocks
+  int64_t max_allocated = 0;    // peak of `allocated` since the last reset_peak()
+  int64_t reserved = 0;         // bytes held from the system: live blocks plus the cache
+  int64_t max_reserved = 0;
+  int64_t num_allocs = 0;       // allocation calls since start
+  int64_t num_frees = 0;
+  int64_t cache_hits = 0;       // allocations served from the cache
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  /** Returns a block of at least nbytes (64-byte aligned); never null (throws RuntimeError). */
+  virtual void* allocate(size_t nbytes) = 0;
+  virtual void deallocate(void* ptr, size_t nbytes) = 0;
+  virtual MemoryStats stats() const = 0;
+  virtual void reset_peak() = 0;
+  /** Returns cached, unused blocks to the system. */
+  virtual void empty_cache() = 0;
+};
+
+/** The CPU allocator: size classes of a quarter power of two, a bounded cache per class. */
+class CachingCpuAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes) override;
+  void deallocate(void* ptr, size_t nbytes) override;
+  MemoryStats stats() const override;
+  void reset_peak() override;
+  void empty_cache() override;
+  ~CachingCpuAllocator() override;
+
+  /** The block size an allocation of nbytes really takes. */
+  static size_t round_size(size_t nbytes);
+
+ private:
+  static int size_class(size_t rounded);
+  mutable std::mutex mu_;
+  std::vector<std::vector<void*>> free_lists_ = std::vector<std::vector<void*>>(256);
+  int64_t cached_bytes_ = 0;
+  MemoryStats stats_;
+};
+
+Allocator& allocator_for(Device device);
+/** PyTorch-style multi-line table of the statistics for one device. */
+std::string memory_summary(Device device);
+
+}  // namespace ug

@@ -1,0 +1,84 @@
+// Element types, their sizes and names, and PyTorch's type promotion.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string_view>
+
+#include "ug/core/half.h"
+
+namespace ug {
+
+enum class DType : uint8_t { Bool, UInt8, Int32, Int64, Float16, BFloat16, Float32, Float64 };
+inline constexpr int kNumDTypes = 8;
+
+/** Bool < integer < floating: the categories PyTorch's promotion works in. */
+enum class DTypeCategory : uint8_t { Bool, Integer, Floating };
+
+size_t itemsize(DType t);
+std::string_view dtype_name(DType t);  // "float32", ...
+DTypeCategory category(DType t);
+inline bool is_floating(DType t) { return category(t) == DTypeCategory::Floating; }
+inline bool is_integral(DType t, bool include_bool = false) {
+  return category(t) == DTypeCategory::Integer || (include_bool && t == DType::Bool);
+}
+/** The result type of combining two tensors of these dtypes (torch.promote_types). */
+DType promote_types(DType a, DType b);
+/** The dtype a float result takes for an input of dtype t: t if floating, else float32. */
+DType to_floating(DType t);
+/** Parses "float32", "float", "int64", "long", ... Throws TypeError for unknown names. */
+DType dtype_from_name(std::string_view name);
+
+std::ostream& operator<<(std::ostream& os, DType t);
+
+template <class T> struct DTypeOf;
+template <> struct DTypeOf<bool> { static constexpr DType value = DType::Bool; };
+template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::UInt8; };
+template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::Int32; };
+template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::Int64; };
+template <> struct DTypeOf<Half> { static constexpr DType value = DType::Float16; };
+template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::BFloat16; };
+template <> struct DTypeOf<float> { static constexpr DType value = DType::Float32; };
+template <> struct DTypeOf<double> { static constexpr DType value = DType::Float64; };
+template <class T> inline constexpr DType dtype_of = DTypeOf<T>::value;
+
+/** The type arithmetic on T is carried out in: float for the 16-bit floats. */
+template <class T> struct AccOf { using type = T; };
+template <> struct AccOf<Half> { using type = float; };
+template <> struct AccOf<BFloat16> { using type = float; };
+template <class T> using acc_t = typename AccOf<T>::type;
+
+}  // namespace ug
+
+// Calls BODY with `scalar_t` bound to the C++ type of DTYPE, for the listed kinds.
+#define UG_DTYPE_CASE(ENUM, TYPE, ...) \
+  case ::ug::DType::ENUM: {            \
+    using scalar_t = TYPE;             \
+    __VA_ARGS__;                       \
+    break;                             \
+  }
+
+#define UG_DISPATCH_FAIL(DTYPE, NAME) \
+  ::ug::fail<::ug::TypeError>("[", NAME, "] not implemented for dtype ", DTYPE)
+
+#define UG_DISPATCH_FLOATING(DTYPE, NAME, ...)                 \
+  switch (DTYPE) {                                             \
+    UG_DTYPE_CASE(Float32, float, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Float64, double, __VA_ARGS__)                \
+    UG_DTYPE_CASE(Float16, ::ug::Half, __VA_ARGS__)            \
+    UG_DTYPE_CASE(BFloat16, ::ug::BFloat16, __VA_ARGS__)       \
+    default: UG_DISPATCH_FAIL(DTYPE, NAME);                    \
+  }
+
+#define UG_DISPATCH_ALL(DTYPE, NAME, ...)                      \
+  switch (DTYPE) {                                             \
+    UG_DTYPE_CASE(Bool, bool, __VA_ARGS__)                     \
+    UG_DTYPE_CASE(UInt8, uint8_t, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Float32, float, __VA_ARGS__)                 \
+    UG_DTYPE_CASE(Float64, double, __VA_ARGS__)                \
+    UG_DTYPE_CASE(Float16, ::ug::Half, __VA_ARGS__)            \
+    UG_DTYPE_CASE(BFloat16, ::ug::BFloat16, __VA_ARGS__)       \
+    default: UG_DISPATCH_FAIL(DTYPE, NAME);                    \
+  }

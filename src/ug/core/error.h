@@ -1,0 +1,43 @@
+// Exceptions raised by unigrad. Messages start with "[op]" and name the shapes and dtypes
+// involved; the Python binding maps each class to the matching built-in exception.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace ug {
+
+/** A value is wrong (shape mismatch, bad dimension, bad argument): Python ValueError. */
+struct ValueError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+/** A dtype or argument kind is not supported: Python TypeError. */
+struct TypeError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+/** An index or dimension is out of range: Python IndexError. */
+struct IndexError : std::out_of_range {
+  using std::out_of_range::out_of_range;
+};
+/** Anything else that cannot proceed (absent device, bad state): Python RuntimeError. */
+struct RuntimeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+template <class... Args>
+std::string cat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+}  // namespace detail
+
+/** Throws E with the pieces streamed together: fail<ValueError>("[add] shapes ", a, " and ", b). */
+template <class E = ValueError, class... Args>
+[[noreturn]] void fail(const Args&... args) {
+  throw E(detail::cat(args...));
+}
+
+}  // namespace ug

@@ -1,0 +1,90 @@
+// The Tensor handle's own members: sizes, element access, conversion and copying.
+#include "ug/core/tensor.h"
+
+#include "ug/backend/backend.h"
+
+namespace ug {
+
+std::ostream& operator<<(std::ostream& os, const Scalar& s) {
+  if (s.is_bool()) return os << (s.to_bool() ? "True" : "False");
+  if (s.is_floating()) return os << s.to_double();
+  return os << s.to_int();
+}
+
+int64_t Tensor::size(int64_t d) const { return shape()[wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
+
+Scalar Tensor::item() const {
+  if (numel() != 1)
+    fail("[item] a tensor with ", numel(), " elements cannot be converted to a scalar (shape ",
+         shape(), ")");
+  Scalar result;
+  UG_DISPATCH_ALL(dtype(), "item", {
+    scalar_t v = *static_cast<const scalar_t*>(raw_data());
+    if constexpr (std::is_same_v<scalar_t, bool>) result = Scalar(v);
+    else if constexpr (std::is_integral_v<scalar_t>) result = Scalar(static_cast<int64_t>(v));
+    else result = Scalar(static_cast<double>(static_cast<acc_t<scalar_t>>(v)));
+  });
+  return result;
+}
+
+Tensor Tensor::to(DType target, bool copy) const {
+  if (target == dtype() && !copy) return *this;
+  Tensor out = empty(shape(), {.dtype = target, .device = device()});
+  backend_for(device()).copy(*this, out);
+  return out;
+}
+
+Tensor Tensor::to(Device target, bool copy) const {
+  if (target == device() && !copy) return *this;
+  if (!device_available(target))
+    fail<RuntimeError>("[to] cannot move a tensor to ", target,
+                       ": that device is not available (ug.cuda.is_available() is False)");
+  Tensor out = empty(shape(), {.dtype = dtype(), .device = target});
+  backend_for(device()).copy(*this, out);
+  return out;
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape(), {.dtype = dtype(), .device = device()});
+  backend_for(device()).copy(*this, out);
+  return out;
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  if (src.device() != device())
+    fail<RuntimeError>("[copy_] source on ", src.device(), ", destination on ", device());
+  // A source that overlaps the destination is copied first, so no element is read after
+  // it was overwritten.
+  Tensor s = (shares_storage(src) ? src.clone() : src).expand(shape());
+  backend_for(device()).copy(s, *this);
+  bump_version();
+  return *this;
+}
+
+Tensor& Tensor::fill_(Scalar value) {
+  backend_for(device()).fill(*this, value);
+  bump_version();
+  return *this;
+}
+
+Tensor from_blob(void* data, const Dims& shape, const Dims& strides, DType dtype,
+                 void (*release)(void*), void* ctx, Device device) {
+  if (shape.size() != strides.size())
+    fail("[from_blob] shape ", shape, " and strides have different lengths");
+  int64_t extent = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0 || strides[d] < 0) fail("[from_blob] negative size or stride");
+    if (shape[d] == 0) extent = 0;
+  }
+  if (extent) {
+    for (size_t d = 0; d < shape.size(); ++d) extent += (shape[d] - 1) * strides[d];
+  }
+  auto storage = make_ref<Storage>(data, static_cast<size_t>(extent) * itemsize(dtype), device,
+                                   release, ctx);
+  return Tensor(make_ref<TensorImpl>(std::move(storage), shape, Strides(strides.begin(), strides.end()), 0, dtype));
+}
+
+}  // namespace ug

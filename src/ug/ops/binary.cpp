@@ -1,0 +1,236 @@
+// Binary ops: PyTorch's promotion (dimensioned tensors > 0-d tensors > Python numbers),
+// NumPy broadcasting as stride-0 views, then the kernel. Also where, clamp and lerp.
+#include "ug/ops/binary.h"
+
+#include "ug/backend/backend.h"
+#include "ug/ops/unary.h"
+
+namespace ug::ops {
+
+namespace {
+
+struct BinaryInfo {
+  const char* name;
+  BinaryRule rule;
+};
+constexpr BinaryInfo kBinaryInfo[] = {
+#define UG_INFO(Op) {Op::name, Op::rule},
+    UG_BINARY_OPS(UG_INFO)
+#undef UG_INFO
+};
+const BinaryInfo& info(BinaryOp op) { return kBinaryInfo[static_cast<int>(op)]; }
+
+/** torch's combine_categories: the lower-priority type only counts when its category is higher. */
+DType combine(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return *lower;
+  if (!lower) return *higher;
+  if (is_floating(*higher)) return *higher;
+  if (*higher == DType::Bool || is_floating(*lower)) return promote_types(*higher, *lower);
+  return *higher;
+}
+
+/** The dtype a Python number takes in promotion: bool, int64, or the default float32. */
+DType wrapped_dtype(const Scalar& s) { return s.default_dtype(); }
+
+std::optional<DType> promote_opt(std::optional<DType> a, DType b) {
+  return a ? promote_types(*a, b) : b;
+}
+
+struct Operands {
+  std::optional<DType> dim_result, zero_result, wrapped_result;
+  void add(const Tensor& t) {
+    if (t.dim() > 0) dim_result = promote_opt(dim_result, t.dtype());
+    else zero_result = promote_opt(zero_result, t.dtype());
+  }
+  void add(const Scalar& s) { wrapped_result = promote_opt(wrapped_result, wrapped_dtype(s)); }
+  DType result() const {
+    std::optional<DType> low = zero_result || wrapped_result
+                                   ? std::optional<DType>(combine(zero_result, wrapped_result))
+                                   : std::nullopt;
+    return combine(dim_result, low);
+  }
+};
+
+/** The dtype the kernel computes in, and the dtype of the result. */
+std::pair<DType, DType> compute_and_out(BinaryOp op, DType common, DType a, DType b) {
+  const BinaryInfo& i = info(op);
+  switch (i.rule) {
+    case BinaryRule::Arithmetic:
+      if (op == BinaryOp::Sub && common == DType::Bool)
+        fail<TypeError>("[sub] subtraction with two bool tensors is not supported; use logical_xor");
+      return {common, common};
+    case BinaryRule::TrueDivide: return {to_floating(common), to_floating(common)};
+    case BinaryRule::Compare: return {common, DType::Bool};
+    case BinaryRule::Bitwise:
+      if (is_floating(common))
+        fail<TypeError>("[", i.name, "] not supported for dtypes ", a, " and ", b,
+                        " (integer or bool tensors only)");
+      return {common, common};
+  }
+  return {common, common};
+}
+
+void check_integer_division(BinaryOp op, const Tensor& b) {
+  if ((op == BinaryOp::FloorDivide || op == BinaryOp::Remainder) && !is_floating(b.dtype()) &&
+      b.eq(0).any().item<bool>())
+    fail<RuntimeError>("[", info(op).name, "] ZeroDivisionError: integer division by zero");
+  if (op == BinaryOp::Pow && !is_floating(b.dtype()) && b.dtype() != DType::Bool &&
+      b.lt(0).any().item<bool>())
+    fail<RuntimeError>("[pow] integers to negative integer powers are not allowed");
+}
+
+Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
+  auto [compute, out_dtype] = compute_and_out(op, common, a.dtype(), b.dtype());
+  if (a.device() != b.device())
+    fail<RuntimeError>("[", info(op).name, "] expected both tensors on one device, got ", a.device(),
+                       " and ", b.device());
+  Shape shape = broadcast_shapes(a.shape(), b.shape(), info(op).name);
+  Tensor ac = a.to(compute).expand(shape), bc = b.to(compute).expand(shape);
+  check_integer_division(op, bc);
+  Tensor out = empty(shape, {.dtype = out_dtype, .device = a.device()});
+  backend_for(a.device()).binary(op, ac, bc, out);
+  return out;
+}
+
+}  // namespace
+
+DType result_type(const Tensor& a, const Tensor& b) {
+  Operands ops;
+  ops.add(a);
+  ops.add(b);
+  return ops.result();
+}
+
+DType result_type(const Tensor& a, const Scalar& b) {
+  Operands ops;
+  ops.add(a);
+  ops.add(b);
+  return ops.result();
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  return run(op, result_type(a, b), a, b);
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, Scalar b) {
+  DType common = result_type(a, b);
+  return run(op, common, a, scalar_tensor(b, {.dtype = common, .device = a.device()}));
+}
+
+Tensor binary(BinaryOp op, Scalar a, const Tensor& b) {
+  DType common = result_type(b, a);
+  return run(op, common, scalar_tensor(a, {.dtype = common, .device = b.device()}), b);
+}
+
+void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
+  DType common = result_type(a, b);
+  auto [compute, out_dtype] = compute_and_out(op, common, a.dtype(), b.dtype());
+  if (promote_types(out_dtype, a.dtype()) != a.dtype() && !(is_floating(a.dtype()) && is_floating(out_dtype)))
+    fail<TypeError>("[", info(op).name, "_] result type ", out_dtype,
+                    " can't be cast to the desired output type ", a.dtype());
+  Shape shape = broadcast_shapes(a.shape(), b.shape(), info(op).name);
+  if (!(shape == a.shape()))
+    fail("[", info(op).name, "_] output with shape ", a.shape(),
+         " doesn't match the broadcast shape ", shape);
+  if (compute == a.dtype() && out_dtype == a.dtype() && !a.shares_storage(b)) {
+    Tensor bc = b.to(compute).expand(shape);
+    check_integer_division(op, bc);
+    backend_for(a.device()).binary(op, a, bc, a);
+    a.bump_version();
+  } else {
+    Tensor(a).copy_(run(op, common, a, b));
+  }
+}
+
+}  // namespace ug::ops
+
+namespace ug {
+
+#define UG_DEFINE_BINARY(name, Op)                                                          \
+  Tensor name(const Tensor& a, const Tensor& b) { return ops::binary(ops::BinaryOp::Op, a, b); } \
+  Tensor name(const Tensor& a, Scalar b) { return ops::binary(ops::BinaryOp::Op, a, b); }        \
+  Tensor name(Scalar a, const Tensor& b) { return ops::binary(ops::BinaryOp::Op, a, b); }        \
+  Tensor Tensor::name(const Tensor& other) const { return ops::binary(ops::BinaryOp::Op, *this, other); } \
+  Tensor Tensor::name(Scalar other) const { return ops::binary(ops::BinaryOp::Op, *this, other); }        \
+  Tensor& Tensor::name##_(const Tensor& other) {                                            \
+    ops::binary_inplace(ops::BinaryOp::Op, *this, other);                                   \
+    return *this;                                                                           \
+  }                                                                                         \
+  Tensor& Tensor::name##_(Scalar other) {                                                   \
+    ops::binary_inplace(ops::BinaryOp::Op, *this,                                           \
+                        scalar_tensor(other, {.dtype = ops::result_type(*this, other),      \
+                                              .device = device()}));                       \
+    return *this;                                                                           \
+  }
+UG_DEFINE_BINARY(add, Add)
+UG_DEFINE_BINARY(sub, Sub)
+UG_DEFINE_BINARY(mul, Mul)
+UG_DEFINE_BINARY(div, Div)
+UG_DEFINE_BINARY(floor_divide, FloorDivide)
+UG_DEFINE_BINARY(remainder, Remainder)
+UG_DEFINE_BINARY(pow, Pow)
+UG_DEFINE_BINARY(maximum, Maximum)
+UG_DEFINE_BINARY(minimum, Minimum)
+UG_DEFINE_BINARY(atan2, Atan2)
+UG_DEFINE_BINARY(eq, Eq)
+UG_DEFINE_BINARY(ne, Ne)
+UG_DEFINE_BINARY(lt, Lt)
+UG_DEFINE_BINARY(le, Le)
+UG_DEFINE_BINARY(gt, Gt)
+UG_DEFINE_BINARY(ge, Ge)
+UG_DEFINE_BINARY(logical_and, LogicalAnd)
+UG_DEFINE_BINARY(logical_or, LogicalOr)
+UG_DEFINE_BINARY(logical_xor, LogicalXor)
+UG_DEFINE_BINARY(bitwise_and, BitwiseAnd)
+UG_DEFINE_BINARY(bitwise_or, BitwiseOr)
+UG_DEFINE_BINARY(bitwise_xor, BitwiseXor)
+#undef UG_DEFINE_BINARY
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  if (cond.dtype() != DType::Bool && cond.dtype() != DType::UInt8)
+    fail<TypeError>("[where] condition must be a bool tensor, got ", cond.dtype());
+  DType dtype = ops::result_type(a, b);
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Tensor out = empty(shape, {.dtype = dtype, .device = a.device()});
+  backend_for(a.device()).where(cond.to(DType::Bool).expand(shape), a.to(dtype).expand(shape),
+                                b.to(dtype).expand(shape), out);
+  return out;
+}
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
+  return where(cond, scalar_tensor(a, {.dtype = ops::result_type(b, a), .device = b.device()}), b);
+}
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
+  return where(cond, a, scalar_tensor(b, {.dtype = ops::result_type(a, b), .device = a.device()}));
+}
+
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  if (!min && !max) fail("[clamp] at least one of min and max must be given");
+  Tensor out = x;
+  if (min) out = maximum(out, *min);
+  if (max) out = minimum(out, *max);
+  return out;
+}
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  return ug::clamp(*this, min, max);
+}
+Tensor Tensor::clamp(const std::optional<Tensor>& min, const std::optional<Tensor>& max) const {
+  if (!min && !max) fail("[clamp] at least one of min and max must be given");
+  Tensor out = *this;
+  if (min) out = ug::maximum(out, *min);
+  if (max) out = ug::minimum(out, *max);
+  return out;
+}
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+  return copy_(ug::clamp(*this, min, max));
+}
+
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
+  return start + weight * (end - start);
+}
+Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) {
+  return start + weight * (end - start);
+}
+Tensor Tensor::lerp(const Tensor& end, Scalar weight) const { return ug::lerp(*this, end, weight); }
+Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return ug::lerp(*this, end, weight); }
+
+}  // namespace ug

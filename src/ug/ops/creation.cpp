@@ -1,0 +1,152 @@
+// Tensor factories: empty/zeros/ones/full and their _like forms, nested lists, ranges, eye.
+#include <cmath>
+#include <cstdint>
+
+#include "ug/backend/backend.h"
+#include "ug/core/tensor.h"
+
+namespace ug {
+
+namespace {
+
+void check_shape(const Dims& shape, const char* op) {
+  for (int64_t d : shape)
+    if (d < 0) fail("[", op, "] negative dimension in shape ", Shape(shape.begin(), shape.end()));
+}
+
+}  // namespace
+
+Tensor empty(const Dims& shape, Options opts) {
+  check_shape(shape, "empty");
+  DType dtype = opts.dtype.value_or(DType::Float32);
+  Shape s(shape.begin(), shape.end());
+  int64_t n = numel_of(s);
+  auto storage = make_ref<Storage>(static_cast<size_t>(n) * itemsize(dtype), opts.device);
+  Strides strides = contiguous_strides(s);
+  return Tensor(make_ref<TensorImpl>(std::move(storage), std::move(s), std::move(strides), 0, dtype));
+}
+
+Tensor full(const Dims& shape, Scalar value, Options opts) {
+  if (!opts.dtype) opts.dtype = value.default_dtype();
+  Tensor t = empty(shape, opts);
+  backend_for(opts.device).fill(t, value);
+  return t;
+}
+
+Tensor zeros(const Dims& shape, Options opts) { return full(shape, 0, {opts.dtype.value_or(DType::Float32), opts.device}); }
+Tensor ones(const Dims& shape, Options opts) { return full(shape, 1, {opts.dtype.value_or(DType::Float32), opts.device}); }
+
+namespace {
+Options like(const Tensor& t, Options opts) {
+  return {opts.dtype.value_or(t.dtype()), opts.device};
+}
+}  // namespace
+
+Tensor empty_like(const Tensor& t, Options opts) { return empty(t.shape(), like(t, opts)); }
+Tensor zeros_like(const Tensor& t, Options opts) { return zeros(t.shape(), like(t, opts)); }
+Tensor ones_like(const Tensor& t, Options opts) { return ones(t.shape(), like(t, opts)); }
+Tensor full_like(const Tensor& t, Scalar value, Options opts) { return full(t.shape(), value, like(t, opts)); }
+
+Tensor scalar_tensor(Scalar value, Options opts) { return full({}, value, opts); }
+
+namespace {
+
+void infer_nested(const NestedList& v, size_t depth, Shape& shape, size_t& leaf_depth,
+                  DTypeCategory& cat) {
+  if (v.is_scalar()) {
+    if (leaf_depth == SIZE_MAX) leaf_depth = depth;
+    if (depth != leaf_depth || depth != shape.size())
+      fail("[tensor] nested list is ragged: a number at depth ", depth);
+    cat = std::max(cat, v.scalar().category());
+    return;
+  }
+  const auto& items = v.items();
+  if (depth >= leaf_depth) fail("[tensor] nested list is ragged: a list at depth ", depth);
+  if (depth == shape.size()) shape.push_back(static_cast<int64_t>(items.size()));
+  else if (shape[depth] != static_cast<int64_t>(items.size()))
+    fail("[tensor] nested list is ragged: expected ", shape[depth], " items at depth ", depth,
+         ", got ", items.size());
+  for (const auto& item : items) infer_nested(item, depth + 1, shape, leaf_depth, cat);
+}
+
+template <class T>
+void fill_nested(const NestedList& v, T*& out) {
+  if (v.is_scalar()) {
+    *out++ = v.scalar().to<T>();
+    return;
+  }
+  for (const auto& item : v.items()) fill_nested(item, out);
+}
+
+}  // namespace
+
+Tensor tensor(const NestedList& values, Options opts) {
+  Shape shape;
+  DTypeCategory cat = DTypeCategory::Bool;
+  size_t leaf_depth = SIZE_MAX;
+  infer_nested(values, 0, shape, leaf_depth, cat);
+  if (numel_of(shape) == 0) cat = DTypeCategory::Floating;  // tensor([]) is float32, as in PyTorch
+  DType dtype = opts.dtype.value_or(cat == DTypeCategory::Bool      ? DType::Bool
+                                    : cat == DTypeCategory::Integer ? DType::Int64
+                                                                    : DType::Float32);
+  Tensor cpu = empty(Dims(shape.begin(), shape.end()), {.dtype = dtype});
+  UG_DISPATCH_ALL(dtype, "tensor", {
+    scalar_t* p = static_cast<scalar_t*>(cpu.raw_data());
+    fill_nested(values, p);
+  });
+  return cpu.to(opts.device);
+}
+
+Tensor arange(Scalar end, Options opts) { return arange(0, end, 1, opts); }
+
+Tensor arange(Scalar start, Scalar end, Scalar step, Options opts) {
+  const bool all_int = !start.is_floating() && !end.is_floating() && !step.is_floating();
+  DType dtype = opts.dtype.value_or(all_int ? DType::Int64 : DType::Float32);
+  double s = start.to_double(), e = end.to_double(), d = step.to_double();
+  if (d == 0) fail("[arange] step must be nonzero");
+  if ((d > 0 && s > e) || (d < 0 && s < e))
+    fail("[arange] upper bound and step have inconsistent signs: start=", start, " end=", end,
+         " step=", step);
+  int64_t n = all_int ? (end.to_int() - start.to_int() + step.to_int() - (d > 0 ? 1 : -1)) / step.to_int()
+                      : static_cast<int64_t>(std::ceil((e - s) / d));
+  Tensor out = empty({std::max<int64_t>(n, 0)}, {.dtype = dtype});
+  UG_DISPATCH_ALL(dtype, "arange", {
+    scalar_t* p = static_cast<scalar_t*>(out.raw_data());
+    for (int64_t i = 0; i < n; ++i) {
+      if (all_int) p[i] = static_cast<scalar_t>(static_cast<acc_t<scalar_t>>(start.to_int() + i * step.to_int()));
+      else p[i] = static_cast<scalar_t>(static_cast<acc_t<scalar_t>>(s + static_cast<double>(i) * d));
+    }
+  });
+  return out.to(opts.device);
+}
+
+Tensor linspace(double start, double end, int64_t steps, Options opts) {
+  if (steps < 0) fail("[linspace] number of steps must be non-negative, got ", steps);
+  DType dtype = opts.dtype.value_or(DType::Float32);
+  Tensor out = empty({steps}, {.dtype = dtype});
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  const int64_t half = steps / 2;
+  UG_DISPATCH_ALL(dtype, "linspace", {
+    scalar_t* p = static_cast<scalar_t*>(out.raw_data());
+    // Like PyTorch: the first half counts up from start, the second half down from end.
+    for (int64_t i = 0; i < steps; ++i) {
+      double v = i < half ? start + step * static_cast<double>(i)
+                          : end - step * static_cast<double>(steps - i - 1);
+      p[i] = static_cast<scalar_t>(static_cast<acc_t<scalar_t>>(v));
+    }
+  });
+  return out.to(opts.device);
+}
+
+Tensor eye(int64_t n, std::optional<int64_t> m, Options opts) {
+  int64_t cols = m.value_or(n);
+  if (n < 0 || cols < 0) fail("[eye] sizes must be non-negative, got ", n, " and ", cols);
+  Tensor out = zeros({n, cols}, {opts.dtype.value_or(DType::Float32), {}});
+  UG_DISPATCH_ALL(out.dtype(), "eye", {
+    scalar_t* p = static_cast<scalar_t*>(out.raw_data());
+    for (int64_t i = 0; i < std::min(n, cols); ++i) p[i * cols + i] = static_cast<scalar_t>(1);
+  });
+  return out.to(opts.device);
+}
+
+}  // namespace ug

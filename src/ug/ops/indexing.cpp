@@ -1,0 +1,505 @@
+// Indexing: t[...] (ints, slices, None and ... give views; tensor, mask and bool indices
+// copy), assignment through an index, and gather/scatter/index_select/mask ops. Shapes,
+// dtypes and index ranges are checked here, so the kernels can trust their operands.
+#include "ug/ops/indexing.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "ug/backend/backend.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/join.h"
+
+namespace ug {
+
+namespace {
+
+bool is_index_dtype(DType t) { return t == DType::Int64 || t == DType::Int32; }
+bool is_mask_dtype(DType t) { return t == DType::Bool || t == DType::UInt8; }
+
+/** True when a tensor of shape `from` expands to `to` (NumPy broadcasting, one way). */
+bool expandable(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const size_t lead = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[lead + i]) return false;
+  return true;
+}
+
+/** index as int64 after checking that every entry lies in [-n, n) (or [0, n) when negatives
+ *  are not allowed); negative entries are wrapped to count from the end. */
+Tensor checked_index(const Tensor& index, int64_t n, int64_t dim, bool allow_negative, const char* op) {
+  Tensor idx = index.to(DType::Int64);
+  if (idx.numel() == 0) return idx;
+  const int64_t lo = idx.min().item<int64_t>(), hi = idx.max().item<int64_t>();
+  const int64_t lowest = allow_negative ? -n : 0;
+  if (lo < lowest || hi >= n)
+    fail<IndexError>("[", op, "] index ", lo < lowest ? lo : hi, " is out of bounds for dimension ",
+                     dim, " with size ", n);
+  return lo < 0 ? where(idx.lt(0), idx.add(n), idx) : idx;
+}
+
+/** x.index_select(dim, index) for a checked 1-d int64 index. */
+Tensor select_rows(const Tensor& x, int64_t dim, const Tensor& index) {
+  Shape shape = x.shape();
+  shape[dim] = index.numel();
+  Tensor out = empty(shape, {.dtype = x.dtype(), .device = x.device()});
+  if (out.numel() > 0) backend_for(x.device()).index_select(x, dim, index, out);
+  return out;
+}
+
+// ---- t[...]: the basic part as views, then the tensor indices ---------------------------
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+
+/** How many dims of the indexed tensor an entry consumes. */
+int64_t dims_used(const TensorIndex& entry) {
+  if (const Tensor* t = std::get_if<Tensor>(&entry.value))
+    return is_mask_dtype(t->dtype()) ? t->dim() : 1;
+  return std::holds_alternative<int64_t>(entry.value) || std::holds_alternative<Slice>(entry.value);
+}
+
+/** An index expression applied entry by entry: ints, slices and None reshape `view`; tensor
+ *  indices (and masks and bools, which become them) are collected with the dim they index. */
+struct IndexPlan {
+  Tensor view;
+  std::vector<int64_t> dims;    // dims of `view` indexed by tensors, ascending
+  std::vector<Tensor> indices;  // int64 or int32, not yet range-checked
+  int64_t next_dim = 0;         // the dim of `view` the next entry applies to
+
+  void add_int(int64_t i) {
+    const int64_t n = view.size(next_dim);
+    if (i < -n || i >= n)
+      fail<IndexError>("[index] index ", i, " is out of bounds for dimension ", next_dim, " with size ", n);
+    view = view.select(next_dim, i);
+  }
+  void add_slice(const Slice& s) {
+    if (s.step <= 0) fail("[index] slice step must be greater than zero, got ", s.step);
+    view = view.slice(next_dim++, s.start, s.stop, s.step);
+  }
+  void add_none() { view = view.unsqueeze(next_dim++); }
+  /** As in torch: a new size-1 dim, indexed by [0] for true and by nothing for false. */
+  void add_bool(bool b) {
+    view = view.unsqueeze(next_dim);
+    const Options opts{.dtype = DType::Int64, .device = view.device()};
+    add_tensor_index(b ? zeros({1}, opts) : empty({0}, opts));
+  }
+  void add_tensor_index(Tensor index) {
+    dims.push_back(next_dim++);
+    indices.push_back(std::move(index));
+  }
+  /** A k-d mask indexes k dims by the coordinates of its true elements. */
+  void add_mask(const Tensor& mask) {
+    for (int64_t j = 0; j < mask.dim(); ++j)
+      if (mask.size(j) != view.size(next_dim + j))
+        fail<IndexError>("[index] the shape of the mask ", mask.shape(), " at index ", j,
+                         " does not match the shape of the indexed tensor ", view.shape(),
+                         " at index ", next_dim + j);
+    Tensor coords = mask.nonzero();
+    for (int64_t j = 0; j < mask.dim(); ++j) add_tensor_index(coords.select(1, j));
+  }
+  void add_tensor(const Tensor& t) {
+    if (is_mask_dtype(t.dtype())) {
+      if (t.dim() == 0) add_bool(t.item<bool>());
+      else add_mask(t);
+    } else if (is_index_dtype(t.dtype())) {
+      if (t.dim() == 0) add_int(t.item<int64_t>());  // torch treats a 0-d index as an int
+      else add_tensor_index(t);
+    } else {
+      fail<IndexError>("[index] tensors used as indices must be int64, int32, uint8 or bool, got ", t.dtype());
+    }
+  }
+};
+
+IndexPlan plan_index(const Tensor& x, const std::vector<TensorIndex>& entries) {
+  int64_t used = 0, ellipses = 0;
+  for (const TensorIndex& e : entries) {
+    used += dims_used(e);
+    ellipses += std::holds_alternative<EllipsisIndex>(e.value);
+  }
+  if (ellipses > 1) fail<IndexError>("[index] an index can only have a single ellipsis ('...')");
+  if (used > x.dim())
+    fail<IndexError>("[index] too many indices for tensor of dimension ", x.dim(), " (", used,
+                     " dims indexed, shape ", x.shape(), ")");
+  IndexPlan plan{x};
+  for (const TensorIndex& e : entries)
+    std::visit(Overloaded{[&](int64_t i) { plan.add_int(i); },
+                          [&](const Slice& s) { plan.add_slice(s); },
+                          [&](NoneIndex) { plan.add_none(); },
+                          [&](EllipsisIndex) { plan.next_dim += x.dim() - used; },
+                          [&](bool b) { plan.add_bool(b); },
+                          [&](const Tensor& t) { plan.add_tensor(t); }},
+               e.value);
+  return plan;
+}
+
+/** The shape the tensor indices broadcast to; IndexError when they don't. */
+Shape broadcast_indices(const std::vector<Tensor>& indices) {
+  Shape shape = indices.front().shape();
+  try {
+    for (const Tensor& t : indices) shape = broadcast_shapes(shape, t.shape(), "index");
+  } catch (const ValueError&) {
+    std::ostringstream shapes;
+    for (size_t i = 0; i < indices.size(); ++i) shapes << (i ? ", " : "") << indices[i].shape();
+    fail<IndexError>("[index] shape mismatch: indexing tensors could not be broadcast together with shapes ",
+                     shapes.str());
+  }
+  return shape;
+}
+
+/** The tensor-indexed part of a plan, ready for a kernel: the indexed dims adjacent at `pos`
+ *  of `view`, one checked int64 index per dim, and their common shape. */
+struct AdvancedIndex {
+  Tensor view;
+  int64_t pos;
+  std::vector<Tensor> indices;
+  Shape index_shape;
+
+  int64_t count() const { return static_cast<int64_t>(indices.size()); }
+  /** The view's shape with the indexed dims replaced by the index shape. */
+  Shape result_shape() const {
+    Shape shape(view.shape().begin(), view.shape().begin() + pos);
+    for (int64_t s : index_shape) shape.push_back(s);
+    for (int64_t d = pos + count(); d < view.dim(); ++d) shape.push_back(view.size(d));
+    return shape;
+  }
+  /** The view's shape with the indexed dims merged into one of size `merged`. */
+  Shape merged_shape(int64_t merged) const {
+    Shape shape(view.shape().begin(), view.shape().begin() + pos);
+    shape.push_back(merged);
+    for (int64_t d = pos + count(); d < view.dim(); ++d) shape.push_back(view.size(d));
+    return shape;
+  }
+  /** sum_j indices[j] * weights[j], broadcast and flattened to one int64 row. */
+  Tensor linear_index(const Dims& weights) const {
+    Tensor lin;
+    for (int64_t j = 0; j < count(); ++j) {
+      Tensor term = weights[j] == 1 ? indices[j] : indices[j].mul(weights[j]);
+      lin = lin.defined() ? lin.add(term) : term;
+    }
+    return lin.expand(index_shape).reshape({-1});
+  }
+};
+
+AdvancedIndex prepare_advanced(const IndexPlan& plan) {
+  const auto& dims = plan.dims;
+  std::vector<Tensor> indices;
+  for (size_t j = 0; j < dims.size(); ++j)
+    indices.push_back(checked_index(plan.indices[j], plan.view.size(dims[j]), dims[j], true, "index"));
+  const bool adjacent = dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size());
+  if (adjacent) return {plan.view, dims.front(), std::move(indices), broadcast_indices(plan.indices)};
+  // NumPy's rule: when other dims separate the indexed ones, the index dims lead the result.
+  Dims order(dims.begin(), dims.end());
+  for (int64_t d = 0; d < plan.view.dim(); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) order.push_back(d);
+  return {plan.view.permute(order), 0, std::move(indices), broadcast_indices(plan.indices)};
+}
+
+/** Reads: the indexed dims flattened into one, then index_select with row-major offsets. */
+Tensor index_advanced(const AdvancedIndex& a) {
+  Dims weights(static_cast<size_t>(a.count()));
+  int64_t w = 1;
+  for (int64_t j = a.count() - 1; j >= 0; --j) {
+    weights[j] = w;
+    w *= a.view.size(a.pos + j);
+  }
+  Tensor flat = a.view.flatten(a.pos, a.pos + a.count() - 1);
+  Tensor out = select_rows(flat, a.pos, a.linear_index(weights));
+  return out.view(a.result_shape());
+}
+
+/** value as `dtype`, expanded to `shape`; like torch's setitem, leading size-1 dims of value
+ *  are dropped first. */
+Tensor broadcast_value(const Tensor& value, const Shape& shape, DType dtype) {
+  Tensor v = value;
+  while (v.dim() > static_cast<int64_t>(shape.size()) && v.size(0) == 1) v = v.select(0, 0);
+  if (!expandable(v.shape(), shape))
+    fail("[index_put_] shape mismatch: value tensor of shape ", value.shape(),
+         " cannot be broadcast to indexing result of shape ", shape);
+  return v.to(dtype).expand(shape);
+}
+
+/** Writes: the indexed dims become one dim over the storage itself, addressed by storage
+ *  offsets, and the scatter kernel writes through that view. */
+void put_advanced(const AdvancedIndex& a, const Tensor& value) {
+  const Shape out_shape = a.result_shape();
+  Tensor src = broadcast_value(value, out_shape, a.view.dtype());
+  if (numel_of(out_shape) == 0) return;
+  Dims weights(static_cast<size_t>(a.count()));
+  int64_t extent = 1;
+  for (int64_t j = 0; j < a.count(); ++j) {
+    weights[j] = a.view.stride(a.pos + j);
+    extent += (a.view.size(a.pos + j) - 1) * weights[j];
+  }
+  Strides strides(a.view.strides().begin(), a.view.strides().begin() + a.pos);
+  strides.push_back(1);
+  for (int64_t d = a.pos + a.count(); d < a.view.dim(); ++d) strides.push_back(a.view.stride(d));
+  Tensor dest = a.view.as_strided(a.merged_shape(extent), strides, a.view.storage_offset());
+
+  Tensor lin = a.linear_index(weights);
+  const Shape rows = a.merged_shape(lin.numel());
+  Shape lin_shape(rows.size(), 1);
+  lin_shape[a.pos] = lin.numel();
+  backend_for(a.view.device()).scatter(dest, a.pos, lin.view(lin_shape).expand(rows), src.reshape(rows),
+                                       /*accumulate=*/false);
+}
+
+// ---- gather and scatter ------------------------------------------------------------------
+
+/** torch's rules: index is int64, index, x (and src) have as many dims (0-d counting as 1-d),
+ *  and index is no larger than src anywhere nor than x outside `dim`. */
+void check_gather_args(const char* op, const Tensor& x, int64_t dim, const Tensor& index, const Tensor* src) {
+  if (index.dtype() != DType::Int64)
+    fail<TypeError>("[", op, "] expected dtype int64 for index, got ", index.dtype());
+  const Tensor xi = atleast_1d(x), ii = atleast_1d(index);
+  if (ii.dim() != xi.dim())
+    fail("[", op, "] index tensor must have the same number of dimensions as input tensor (index shape ",
+         index.shape(), ", input shape ", x.shape(), ")");
+  if (src && atleast_1d(*src).dim() != xi.dim())
+    fail("[", op, "] src tensor must have the same number of dimensions as input tensor (src shape ",
+         src->shape(), ", input shape ", x.shape(), ")");
+  for (int64_t d = 0; d < xi.dim(); ++d) {
+    if (d != dim && ii.size(d) > xi.size(d))
+      fail("[", op, "] index shape ", index.shape(), " exceeds input shape ", x.shape(),
+           " at dimension ", d, " (only dimension ", dim, " may differ)");
+    if (src && ii.size(d) > atleast_1d(*src).size(d))
+      fail("[", op, "] index shape ", index.shape(), " exceeds src shape ", src->shape(), " at dimension ", d);
+  }
+}
+
+Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                    bool accumulate) {
+  const int64_t d = wrap_dim(dim, x.dim(), op);
+  check_gather_args(op, x, d, index, &src);
+  if (src.dtype() != x.dtype())
+    fail<TypeError>("[", op, "] expected src to have the input's dtype ", x.dtype(), ", got ", src.dtype());
+  Tensor idx = checked_index(index, atleast_1d(x).size(d), d, false, op);
+  Tensor out = x.clone();
+  if (idx.numel() > 0)
+    backend_for(x.device()).scatter(atleast_1d(out), d, atleast_1d(idx), atleast_1d(src), accumulate);
+  return out;
+}
+
+void check_bool_mask(const Tensor& mask, const char* op) {
+  if (mask.dtype() != DType::Bool) fail<TypeError>("[", op, "] expected a bool mask, got dtype ", mask.dtype());
+}
+
+/** x rolled by `shift` along dim d; x itself when that is the identity. */
+Tensor roll_dim(const Tensor& x, int64_t d, int64_t shift) {
+  const int64_t n = x.size(d);
+  if (n == 0) return x;
+  const int64_t s = ((shift % n) + n) % n;
+  if (s == 0) return x;
+  Tensor out = empty_like(x);
+  out.narrow(d, s, n - s).copy_(x.narrow(d, 0, n - s));
+  out.narrow(d, 0, s).copy_(x.narrow(d, n - s, s));
+  return out;
+}
+
+}  // namespace
+
+// ---- Tensor methods -----------------------------------------------------------------------
+
+Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
+  IndexPlan plan = plan_index(*this, indices);
+  if (plan.dims.empty()) return plan.view;
+  return index_advanced(prepare_advanced(plan));
+}
+
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) {
+  if (value.device() != device())
+    fail<RuntimeError>("[index_put_] value on ", value.device(), ", tensor on ", device());
+  IndexPlan plan = plan_index(*this, indices);
+  if (plan.dims.empty()) {
+    plan.view.copy_(broadcast_value(value, plan.view.shape(), dtype()));
+    return *this;
+  }
+  // The scatter reads value while writing here, so an overlapping value is copied first.
+  put_advanced(prepare_advanced(plan), value.shares_storage(*this) ? value.clone() : value);
+  bump_version();
+  return *this;
+}
+
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, Scalar value) {
+  return index_put_(indices, scalar_tensor(value, {.dtype = dtype(), .device = device()}));
+}
+
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
+  const int64_t d = wrap_dim(dim, this->dim(), "gather");
+  check_gather_args("gather", *this, d, index, nullptr);
+  Tensor idx = checked_index(index, atleast_1d(*this).size(d), d, false, "gather");
+  Tensor out = empty(index.shape(), {.dtype = dtype(), .device = device()});
+  if (out.numel() > 0)
+    backend_for(device()).gather(atleast_1d(*this), d, atleast_1d(idx), atleast_1d(out));
+  return out;
+}
+
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return scatter_impl("scatter", *this, dim, index, src, false);
+}
+
+Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return scatter_impl("scatter_add", *this, dim, index, src, true);
+}
+
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
+  if (!is_index_dtype(index.dtype()))
+    fail<TypeError>("[index_select] index must be an int64 or int32 tensor, got ", index.dtype());
+  if (index.dim() > 1) fail("[index_select] index must be 0-d or 1-d, got shape ", index.shape());
+  const int64_t d = wrap_dim(dim, this->dim(), "index_select");
+  if (this->dim() == 0) {
+    if (index.numel() != 1)
+      fail<IndexError>("[index_select] index of a 0-d tensor must have exactly one value, got ", index.numel());
+    checked_index(index, 1, 0, false, "index_select");
+    return clone();
+  }
+  return select_rows(*this, d, checked_index(index, size(d), d, false, "index_select").reshape({-1}));
+}
+
+Tensor Tensor::masked_fill(const Tensor& mask, Scalar value) const {
+  check_bool_mask(mask, "masked_fill");
+  return where(mask, scalar_tensor(value, {.dtype = dtype(), .device = device()}), *this);
+}
+
+Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
+  check_bool_mask(mask, "masked_fill_");
+  if (!expandable(mask.shape(), shape()))
+    fail("[masked_fill_] mask of shape ", mask.shape(), " cannot be broadcast to the tensor's shape ", shape());
+  Tensor fill = scalar_tensor(value, {.dtype = dtype(), .device = device()});
+  backend_for(device()).where(mask.expand(shape()), fill.expand(shape()), *this, *this);
+  bump_version();
+  return *this;
+}
+
+Tensor Tensor::masked_select(const Tensor& mask) const {
+  check_bool_mask(mask, "masked_select");
+  const Shape shape = broadcast_shapes(this->shape(), mask.shape(), "masked_select");
+  Tensor positions = mask.expand(shape).reshape({-1}).nonzero().reshape({-1});
+  return select_rows(expand(shape).reshape({-1}), 0, positions);
+}
+
+Tensor Tensor::nonzero() const {
+  Backend& backend = backend_for(device());
+  Tensor out = empty({backend.count_nonzero(*this), dim()}, {.dtype = DType::Int64, .device = device()});
+  if (out.numel() > 0) backend.nonzero(*this, out);
+  return out;
+}
+
+Tensor Tensor::flip(const Dims& dims) const {
+  SmallVector<bool, 6> flipped(static_cast<size_t>(std::max<int64_t>(dim(), 1)), false);
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, dim(), "flip");
+    if (flipped[w]) fail("[flip] dim ", d, " appears multiple times in the list of dims");
+    flipped[w] = true;
+  }
+  Tensor out = *this;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (flipped[d] && size(d) > 1)
+      out = select_rows(out, d, arange(size(d) - 1, -1, -1, {.dtype = DType::Int64, .device = device()}));
+  return out.shares_storage(*this) ? out.clone() : out;
+}
+
+Tensor Tensor::roll(const Dims& shifts, const Dims& dims) const {
+  if (dims.empty()) {
+    if (shifts.size() != 1)
+      fail("[roll] without dims, shifts must have exactly one value, got ", shifts.size());
+    return flatten().roll(shifts, {0}).view(shape());
+  }
+  if (shifts.size() != dims.size())
+    fail("[roll] shifts and dims must align: got ", shifts.size(), " shifts and ", dims.size(), " dims");
+  Tensor out = *this;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t d = wrap_dim(dims[i], dim(), "roll");
+    if (dim() > 0) out = roll_dim(out, d, shifts[i]);
+  }
+  return out.shares_storage(*this) ? out.clone() : out;
+}
+
+Tensor Tensor::repeat(const Dims& repeats) const {
+  const int64_t n = static_cast<int64_t>(repeats.size());
+  if (n < dim())
+    fail("[repeat] number of repeats (", n, ") can not be smaller than the number of dimensions (", dim(),
+         ") of the tensor of shape ", shape());
+  for (int64_t r : repeats)
+    if (r < 0) fail("[repeat] repeats must be non-negative, got ", Shape(repeats.begin(), repeats.end()));
+  Dims padded(static_cast<size_t>(n - dim()), 1);
+  for (int64_t s : shape()) padded.push_back(s);
+  // View x as [1, s0, 1, s1, ...], expand the 1s to the repeats, and copy once.
+  Tensor v = reshape(padded);
+  Dims expanded, result;
+  for (int64_t i = 0; i < n; ++i) {
+    v = v.unsqueeze(2 * i);
+    expanded.push_back(repeats[i]);
+    expanded.push_back(padded[i]);
+    result.push_back(repeats[i] * padded[i]);
+  }
+  return v.expand(expanded).clone().view(result);
+}
+
+Tensor Tensor::tile(const Dims& reps) const {
+  Dims full(static_cast<size_t>(std::max<int64_t>(dim() - static_cast<int64_t>(reps.size()), 0)), 1);
+  for (int64_t r : reps) full.push_back(r);
+  return repeat(full);
+}
+
+// ---- free functions -----------------------------------------------------------------------
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) { return x.gather(dim, index); }
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return x.scatter(dim, index, src);
+}
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  return x.scatter(dim, index, full(index.shape(), value, {.dtype = x.dtype(), .device = x.device()}));
+}
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return x.scatter_add(dim, index, src);
+}
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) { return x.index_select(dim, index); }
+
+Tensor take(const Tensor& x, const Tensor& index) {
+  if (!is_index_dtype(index.dtype()))
+    fail<TypeError>("[take] index must be an int64 or int32 tensor, got ", index.dtype());
+  Tensor idx = checked_index(index, x.numel(), 0, true, "take");
+  return select_rows(x.reshape({-1}), 0, idx.reshape({-1})).view(index.shape());
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) { return x.masked_fill(mask, value); }
+Tensor masked_select(const Tensor& x, const Tensor& mask) { return x.masked_select(mask); }
+Tensor flip(const Tensor& x, const Dims& dims) { return x.flip(dims); }
+
+Tensor fliplr(const Tensor& x) {
+  if (x.dim() < 2) fail("[fliplr] input must be at least 2-d, got shape ", x.shape());
+  return x.flip({1});
+}
+
+Tensor flipud(const Tensor& x) {
+  if (x.dim() < 1) fail("[flipud] input must be at least 1-d, got a 0-d tensor");
+  return x.flip({0});
+}
+
+Tensor roll(const Tensor& x, const Dims& shifts, const Dims& dims) { return x.roll(shifts, dims); }
+Tensor tile(const Tensor& x, const Dims& reps) { return x.tile(reps); }
+
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim) {
+  if (repeats < 0) fail("[repeat_interleave] repeats must be non-negative, got ", repeats);
+  if (!dim) return repeat_interleave(x.reshape({-1}), repeats, 0);
+  const Tensor y = atleast_1d(x);
+  const int64_t d = wrap_dim(*dim, y.dim(), "repeat_interleave");
+  Dims expanded(y.shape().begin(), y.shape().end());
+  expanded.insert(expanded.begin() + d + 1, repeats);
+  return y.unsqueeze(d + 1).expand(expanded).clone().flatten(d, d + 1);
+}
+
+Tensor nonzero(const Tensor& x) { return x.nonzero(); }
+Tensor argwhere(const Tensor& x) { return x.nonzero(); }
+
+std::vector<Tensor> where(const Tensor& cond) { return atleast_1d(cond).nonzero().unbind(1); }
+
+Tensor count_nonzero(const Tensor& x) {
+  return scalar_tensor(backend_for(x.device()).count_nonzero(x), {.dtype = DType::Int64, .device = x.device()});
+}
+
+}  // namespace ug

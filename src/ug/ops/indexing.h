@@ -1,0 +1,37 @@
+// Indexing ops as free functions, as torch:: has them (the Tensor methods are declared in
+// tensor.h and defined in indexing.cpp). Index tensors are int64 (int32 where torch allows
+// it); an out-of-range index raises IndexError before any kernel runs.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ug/core/tensor.h"
+
+namespace ug {
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+/** Elements of x at flat (row-major) positions `index`; negative positions count from the end. */
+Tensor take(const Tensor& x, const Tensor& index);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+Tensor masked_select(const Tensor& x, const Tensor& mask);
+Tensor flip(const Tensor& x, const Dims& dims);
+Tensor fliplr(const Tensor& x);
+Tensor flipud(const Tensor& x);
+Tensor roll(const Tensor& x, const Dims& shifts, const Dims& dims = {});
+Tensor tile(const Tensor& x, const Dims& reps);
+/** Each element `repeats` times along dim, or over the flattened tensor when dim is absent. */
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim = {});
+/** int64 coordinates of the nonzero elements, [count, ndim]. */
+Tensor nonzero(const Tensor& x);
+Tensor argwhere(const Tensor& x);
+/** torch.where(cond) / nonzero(as_tuple=True): one 1-d coordinate tensor per dimension. */
+std::vector<Tensor> where(const Tensor& cond);
+/** The number of nonzero elements, as a 0-d int64 tensor. */
+Tensor count_nonzero(const Tensor& x);
+
+}  // namespace ug

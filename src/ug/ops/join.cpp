@@ -1,0 +1,195 @@
+// Joining and padding. cat copies each input into its slice of one fresh output; constant
+// padding does the same into a filled output, and the other pad modes gather each padded
+// dim through an index of source positions.
+#include "ug/ops/join.h"
+
+#include "ug/ops/binary.h"
+#include "ug/ops/indexing.h"
+
+namespace ug {
+
+namespace {
+
+void check_not_empty(const std::vector<Tensor>& tensors, const char* op) {
+  if (tensors.empty()) fail("[", op, "] expected a non-empty list of tensors");
+}
+
+/** torch's legacy rule: a 1-d empty tensor may join tensors of any shape, and is skipped. */
+bool is_legacy_empty(const Tensor& t) { return t.dim() == 1 && t.numel() == 0; }
+
+void check_cat_part(const Tensor& first, const Tensor& t, int64_t dim, size_t i) {
+  if (t.dim() == 0) fail("[cat] zero-dimensional tensor (at position ", i, ") cannot be concatenated");
+  if (t.dim() != first.dim())
+    fail("[cat] tensors must have the same number of dimensions: got ", first.dim(), " and ", t.dim(),
+         " (shapes ", first.shape(), " and ", t.shape(), " at position ", i, ")");
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (d != dim && t.size(d) != first.size(d))
+      fail("[cat] sizes of tensors must match except in dimension ", dim, ": expected size ", first.size(d),
+           " but got size ", t.size(d), " for tensor number ", i, " in the list (shapes ", first.shape(),
+           " and ", t.shape(), ")");
+}
+
+enum class PadMode { Constant, Reflect, Replicate, Circular };
+
+PadMode parse_pad_mode(std::string_view mode) {
+  if (mode == "constant") return PadMode::Constant;
+  if (mode == "reflect") return PadMode::Reflect;
+  if (mode == "replicate") return PadMode::Replicate;
+  if (mode == "circular") return PadMode::Circular;
+  fail("[pad] mode must be 'constant', 'reflect', 'replicate' or 'circular', got '", mode, "'");
+}
+
+/** The padding of one dim: `left` elements before it and `right` after (negative crops). */
+struct DimPad {
+  int64_t dim, left, right;
+};
+
+std::vector<DimPad> dim_pads(const Tensor& x, const Dims& pads) {
+  if (pads.size() % 2 != 0) fail("[pad] padding length must be divisible by 2, got ", pads.size());
+  const int64_t n = static_cast<int64_t>(pads.size()) / 2;
+  if (n > x.dim())
+    fail("[pad] padding length too large: ", pads.size(), " values pad ", n, " dims of a tensor of shape ", x.shape());
+  std::vector<DimPad> out;
+  for (int64_t i = 0; i < n; ++i) {
+    DimPad p{x.dim() - 1 - i, pads[2 * i], pads[2 * i + 1]};
+    if (x.size(p.dim) + p.left + p.right < 0)
+      fail("[pad] the input size ", x.size(p.dim), " plus padding (", p.left, ", ", p.right,
+           ") gives a negative output size at dimension ", p.dim, " of input ", x.shape());
+    out.push_back(p);
+  }
+  return out;
+}
+
+Tensor pad_constant(const Tensor& x, const std::vector<DimPad>& pads, Scalar value) {
+  Shape shape = x.shape();
+  for (const DimPad& p : pads) shape[p.dim] += p.left + p.right;
+  Tensor out = full(shape, value, {.dtype = x.dtype(), .device = x.device()});
+  // The part of x that survives cropping goes to its place in out.
+  Tensor src = x, dst = out;
+  for (const DimPad& p : pads) {
+    const int64_t keep = x.size(p.dim) - std::max<int64_t>(-p.left, 0) - std::max<int64_t>(-p.right, 0);
+    if (keep <= 0) return out;
+    src = src.narrow(p.dim, std::max<int64_t>(-p.left, 0), keep);
+    dst = dst.narrow(p.dim, std::max<int64_t>(p.left, 0), keep);
+  }
+  dst.copy_(src);
+  return out;
+}
+
+void check_pad_fits(PadMode mode, int64_t size, const DimPad& p, const Shape& shape) {
+  if (mode == PadMode::Reflect && (p.left >= size || p.right >= size))
+    fail("[pad] reflect padding (", p.left, ", ", p.right, ") must be less than the size ", size,
+         " of dimension ", p.dim, " of input ", shape);
+  if (mode == PadMode::Replicate && size == 0)
+    fail("[pad] replicate padding needs a non-empty dimension; dimension ", p.dim, " of input ", shape,
+         " is empty");
+  if (mode == PadMode::Circular && (p.left > size || p.right > size))
+    fail("[pad] circular padding (", p.left, ", ", p.right, ") would wrap around dimension ", p.dim,
+         " of input ", shape, " more than once");
+}
+
+/** For each output position along a padded dim, the input position it copies. */
+Tensor source_positions(PadMode mode, int64_t size, const DimPad& p, Device device) {
+  Tensor i = arange(-p.left, size + p.right, 1, {.dtype = DType::Int64, .device = device});
+  switch (mode) {
+    case PadMode::Reflect: return (size - 1) - ((size - 1) - i.abs()).abs();
+    case PadMode::Replicate: return i.clamp(Scalar(0), Scalar(size - 1));
+    default: return i.remainder(size);
+  }
+}
+
+}  // namespace
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  check_not_empty(tensors, "cat");
+  DType dtype = tensors[0].dtype();
+  const Tensor* first = nullptr;
+  for (const Tensor& t : tensors) {
+    if (t.device() != tensors[0].device())
+      fail<RuntimeError>("[cat] expected all tensors on one device, got ", tensors[0].device(), " and ", t.device());
+    dtype = promote_types(dtype, t.dtype());
+    if (!first && !is_legacy_empty(t)) first = &t;
+  }
+  if (!first) return empty({0}, {.dtype = dtype, .device = tensors[0].device()});
+  const int64_t d = wrap_dim(dim, first->dim(), "cat");
+  Shape shape = first->shape();
+  shape[d] = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (is_legacy_empty(tensors[i])) continue;
+    check_cat_part(*first, tensors[i], d, i);
+    shape[d] += tensors[i].size(d);
+  }
+  Tensor out = empty(shape, {.dtype = dtype, .device = first->device()});
+  int64_t at = 0;
+  for (const Tensor& t : tensors) {
+    if (is_legacy_empty(t)) continue;
+    out.narrow(d, at, t.size(d)).copy_(t);
+    at += t.size(d);
+  }
+  return out;
+}
+
+Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) { return cat(tensors, dim); }
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  check_not_empty(tensors, "stack");
+  const int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!(tensors[i].shape() == tensors[0].shape()))
+      fail("[stack] expects each tensor to be equal size, but got ", tensors[0].shape(), " at entry 0 and ",
+           tensors[i].shape(), " at entry ", i);
+    parts.push_back(tensors[i].unsqueeze(d));
+  }
+  return cat(parts, d);
+}
+
+Tensor atleast_1d(const Tensor& x) { return x.dim() == 0 ? x.reshape({1}) : x; }
+
+Tensor atleast_2d(const Tensor& x) {
+  if (x.dim() == 0) return x.reshape({1, 1});
+  return x.dim() == 1 ? x.unsqueeze(0) : x;
+}
+
+Tensor atleast_3d(const Tensor& x) {
+  if (x.dim() == 0) return x.reshape({1, 1, 1});
+  if (x.dim() == 1) return x.unsqueeze(0).unsqueeze(2);
+  return x.dim() == 2 ? x.unsqueeze(2) : x;
+}
+
+Tensor hstack(const std::vector<Tensor>& tensors) {
+  check_not_empty(tensors, "hstack");
+  std::vector<Tensor> parts;
+  for (const Tensor& t : tensors) parts.push_back(atleast_1d(t));
+  return cat(parts, parts[0].dim() == 1 ? 0 : 1);
+}
+
+Tensor vstack(const std::vector<Tensor>& tensors) {
+  check_not_empty(tensors, "vstack");
+  std::vector<Tensor> parts;
+  for (const Tensor& t : tensors) parts.push_back(atleast_2d(t));
+  return cat(parts, 0);
+}
+
+Tensor dstack(const std::vector<Tensor>& tensors) {
+  check_not_empty(tensors, "dstack");
+  std::vector<Tensor> parts;
+  for (const Tensor& t : tensors) parts.push_back(atleast_3d(t));
+  return cat(parts, 2);
+}
+
+Tensor pad(const Tensor& x, const Dims& pads, std::string_view mode, std::optional<Scalar> value) {
+  const PadMode m = parse_pad_mode(mode);
+  const std::vector<DimPad> dims = dim_pads(x, pads);
+  if (m == PadMode::Constant) return pad_constant(x, dims, value.value_or(Scalar(0)));
+  if (value) fail("[pad] padding mode '", mode, "' doesn't take a value argument");
+  Tensor out = x;
+  for (const DimPad& p : dims) {
+    if (p.left == 0 && p.right == 0) continue;
+    check_pad_fits(m, x.size(p.dim), p, x.shape());
+    out = index_select(out, p.dim, source_positions(m, x.size(p.dim), p, x.device()));
+  }
+  return out.shares_storage(x) ? out.clone() : out;
+}
+
+}  // namespace ug

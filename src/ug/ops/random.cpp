@@ -1,0 +1,161 @@
+#include "ug/ops/random.h"
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "ug/backend/backend.h"
+
+namespace ug {
+
+namespace {
+
+/** Each element may use two words of a 4-word block: reserve enough for any kernel layout. */
+RandomStream reserve_for(int64_t n) {
+  return default_generator().reserve(4 * static_cast<uint64_t>((n + 1) / 2));
+}
+
+DType float_dtype(const Options& opts, const char* op) {
+  DType d = opts.dtype.value_or(DType::Float32);
+  if (!is_floating(d)) fail<TypeError>("[", op, "] expects a floating dtype, got ", d);
+  return d;
+}
+
+Tensor uniform_from(const RandomStream& s, const Dims& shape, double low, double high, DType dtype, Device device) {
+  Tensor out = empty(shape, {.dtype = dtype, .device = device});
+  backend_for(device).uniform(out, s, low, high);
+  return out;
+}
+
+Tensor normal_from(const RandomStream& s, const Dims& shape, double mean, double std, DType dtype, Device device) {
+  if (std < 0) fail("[normal] std must be non-negative, got ", std);
+  Tensor out = empty(shape, {.dtype = dtype, .device = device});
+  backend_for(device).normal(out, s, mean, std);
+  return out;
+}
+
+Tensor randint_from(const RandomStream& s, const Dims& shape, int64_t low, int64_t high, DType dtype, Device device) {
+  if (low >= high) fail("[randint] expects low < high, got low=", low, " high=", high);
+  Tensor out = empty(shape, {.dtype = dtype, .device = device});
+  backend_for(device).randint(out, s, low, high);
+  return out;
+}
+
+/** A permutation of [0, n): indices sorted by 64-bit random keys drawn from the stream. */
+Tensor permutation_from(const RandomStream& s, int64_t n) {
+  if (n < 0) fail("[permutation] n must be non-negative, got ", n);
+  std::vector<std::pair<uint64_t, int64_t>> keyed(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t b = s.offset + static_cast<uint64_t>(i) / 2;
+    auto w = philox4x32(s.key, {static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32), 0, 0});
+    int k = static_cast<int>(i % 2) * 2;
+    keyed[static_cast<size_t>(i)] = {(static_cast<uint64_t>(w[k]) << 32) | w[k + 1], i};
+  }
+  std::sort(keyed.begin(), keyed.end());
+  Tensor out = empty({n}, {.dtype = DType::Int64});
+  int64_t* p = static_cast<int64_t*>(out.raw_data());
+  for (int64_t i = 0; i < n; ++i) p[i] = keyed[static_cast<size_t>(i)].second;
+  return out;
+}
+
+int64_t numel_of_dims(const Dims& shape) { return numel_of(Shape(shape.begin(), shape.end())); }
+
+}  // namespace
+
+Tensor rand(const Dims& shape, Options opts) {
+  return uniform_from(reserve_for(numel_of_dims(shape)), shape, 0, 1, float_dtype(opts, "rand"), opts.device);
+}
+Tensor randn(const Dims& shape, Options opts) {
+  return normal_from(reserve_for(numel_of_dims(shape)), shape, 0, 1, float_dtype(opts, "randn"), opts.device);
+}
+Tensor normal(double mean, double std, const Dims& shape, Options opts) {
+  return normal_from(reserve_for(numel_of_dims(shape)), shape, mean, std, float_dtype(opts, "normal"), opts.device);
+}
+Tensor randint(int64_t low, int64_t high, const Dims& shape, Options opts) {
+  return randint_from(reserve_for(numel_of_dims(shape)), shape, low, high,
+                      opts.dtype.value_or(DType::Int64), opts.device);
+}
+Tensor randperm(int64_t n, Options opts) {
+  Tensor p = permutation_from(reserve_for(n), n);
+  return p.to(opts.dtype.value_or(DType::Int64)).to(opts.device);
+}
+Tensor rand_like(const Tensor& t) { return rand(t.shape(), {.dtype = t.dtype(), .device = t.device()}); }
+Tensor randn_like(const Tensor& t) { return randn(t.shape(), {.dtype = t.dtype(), .device = t.device()}); }
+
+Tensor& uniform_(Tensor& t, double low, double high) {
+  return t.copy_(uniform_from(reserve_for(t.numel()), t.shape(), low, high, t.dtype(), t.device()));
+}
+Tensor& normal_(Tensor& t, double mean, double std) {
+  return t.copy_(normal_from(reserve_for(t.numel()), t.shape(), mean, std, t.dtype(), t.device()));
+}
+
+namespace random {
+
+namespace {
+
+std::array<uint32_t, 2> key_words(const Tensor& key) {
+  if (key.dtype() != DType::Int64 || key.dim() != 1 || key.size(0) != 2)
+    fail<TypeError>("[random] expected a key (an int64 tensor of shape [2], from ug.random.key), "
+                    "got dtype ", key.dtype(), " and shape ", key.shape());
+  Tensor k = key.contiguous();
+  const int64_t* p = static_cast<const int64_t*>(k.raw_data());
+  return {static_cast<uint32_t>(p[0]), static_cast<uint32_t>(p[1])};
+}
+
+Tensor make_key(uint32_t a, uint32_t b) {
+  Tensor k = empty({2}, {.dtype = DType::Int64});
+  int64_t* p = static_cast<int64_t*>(k.raw_data());
+  p[0] = a;
+  p[1] = b;
+  return k;
+}
+
+RandomStream stream(const Tensor& key) { return {key_words(key), 0}; }
+
+}  // namespace
+
+Tensor key(uint64_t seed) { return make_key(static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(seed)); }
+
+Tensor split(const Tensor& key, int64_t num) {
+  if (num < 1) fail("[random.split] num must be positive, got ", num);
+  auto k = key_words(key);
+  Tensor out = empty({num, 2}, {.dtype = DType::Int64});
+  int64_t* p = static_cast<int64_t*>(out.raw_data());
+  // Counter word 2 set to all ones keeps key derivation apart from data streams (word 2 = 0).
+  for (int64_t i = 0; i < num; ++i) {
+    auto w = philox4x32(k, {static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), 0xffffffffu, 0});
+    p[2 * i] = w[0];
+    p[2 * i + 1] = w[1];
+  }
+  return out;
+}
+
+Tensor fold_in(const Tensor& key, uint64_t data) {
+  auto w = philox4x32(key_words(key), {static_cast<uint32_t>(data), static_cast<uint32_t>(data >> 32),
+                                       0xffffffffu, 1});
+  return make_key(w[0], w[1]);
+}
+
+Tensor uniform(const Tensor& key, const Dims& shape, double minval, double maxval, DType dtype) {
+  if (!is_floating(dtype)) fail<TypeError>("[random.uniform] expects a floating dtype, got ", dtype);
+  return uniform_from(stream(key), shape, minval, maxval, dtype, {});
+}
+Tensor normal(const Tensor& key, const Dims& shape, DType dtype) {
+  if (!is_floating(dtype)) fail<TypeError>("[random.normal] expects a floating dtype, got ", dtype);
+  return normal_from(stream(key), shape, 0, 1, dtype, {});
+}
+Tensor randint(const Tensor& key, const Dims& shape, int64_t minval, int64_t maxval, DType dtype) {
+  return randint_from(stream(key), shape, minval, maxval, dtype, {});
+}
+Tensor bernoulli(const Tensor& key, double p, const Dims& shape) {
+  if (p < 0 || p > 1) fail("[random.bernoulli] p must be in [0, 1], got ", p);
+  return uniform(key, shape).lt(p);
+}
+Tensor permutation(const Tensor& key, int64_t n) { return permutation_from(stream(key), n); }
+Tensor permutation(const Tensor& key, const Tensor& x) {
+  if (x.dim() == 0) fail("[random.permutation] x must have at least one dimension");
+  return x.index_select(0, permutation_from(stream(key), x.size(0)));
+}
+
+}  // namespace random
+}  // namespace ug

@@ -1,0 +1,43 @@
+// Random tensors, two ways over one Philox generator: the global seed (ug::manual_seed,
+// then ug::randn) and explicit JAX-style keys (ug::random::key, split, normal...).
+#pragma once
+
+#include <utility>
+
+#include "ug/core/random.h"
+#include "ug/core/tensor.h"
+
+namespace ug {
+
+Tensor rand(const Dims& shape, Options opts = {});
+Tensor randn(const Dims& shape, Options opts = {});
+/** Integers uniform in [low, high); int64 unless a dtype is given. */
+Tensor randint(int64_t low, int64_t high, const Dims& shape, Options opts = {});
+Tensor normal(double mean, double std, const Dims& shape, Options opts = {});
+Tensor randperm(int64_t n, Options opts = {});
+Tensor rand_like(const Tensor& t);
+Tensor randn_like(const Tensor& t);
+/** Fills t in place from the global generator (used by initialisers). */
+Tensor& uniform_(Tensor& t, double low = 0, double high = 1);
+Tensor& normal_(Tensor& t, double mean = 0, double std = 1);
+
+namespace random {
+
+/** A key is an int64 tensor of shape [2] holding two 32-bit words, like jax.random.PRNGKey. */
+Tensor key(uint64_t seed);
+/** `num` independent keys derived from `key`, as a [num, 2] tensor. */
+Tensor split(const Tensor& key, int64_t num = 2);
+/** A key derived from `key` and `data` (jax.random.fold_in). */
+Tensor fold_in(const Tensor& key, uint64_t data);
+Tensor uniform(const Tensor& key, const Dims& shape, double minval = 0, double maxval = 1,
+               DType dtype = DType::Float32);
+Tensor normal(const Tensor& key, const Dims& shape, DType dtype = DType::Float32);
+Tensor randint(const Tensor& key, const Dims& shape, int64_t minval, int64_t maxval,
+               DType dtype = DType::Int64);
+Tensor bernoulli(const Tensor& key, double p, const Dims& shape);
+Tensor permutation(const Tensor& key, int64_t n);
+/** x shuffled along dim 0. */
+Tensor permutation(const Tensor& key, const Tensor& x);
+
+}  // namespace random
+}  // namespace ug

@@ -1,0 +1,351 @@
+// Reductions and scans. Every reduction comes down to one backend kernel over a contiguous
+// [outer, reduced, inner] view; mean, var, norm, logsumexp and softmax are composed from
+// those kernels and elementwise ops. dtypes follow PyTorch.
+#include "ug/ops/reduce.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ug/backend/backend.h"
+
+namespace ug {
+
+namespace {
+
+using ops::ReduceOp;
+using ops::ScanOp;
+using Mask = SmallVector<bool, 6>;
+
+/** Which of x's dims a reduction covers; an empty list means all of them. */
+Mask reduce_mask(const Tensor& x, const Dims& dims, const char* op) {
+  const int64_t n = x.dim();
+  Mask mask(static_cast<size_t>(n), dims.empty());
+  for (int64_t d : dims) {
+    int64_t w = wrap_dim(d, n, op);
+    if (n == 0) continue;  // a 0-d tensor accepts dim 0 / -1 and has nothing to reduce
+    if (mask[w]) fail("[", op, "] dim ", d, " appears multiple times in the list of dims ", Shape(dims));
+    mask[w] = true;
+  }
+  return mask;
+}
+
+Mask single_dim_mask(const Tensor& x, int64_t dim, const char* op) { return reduce_mask(x, {dim}, op); }
+
+Shape reduced_shape(const Shape& shape, const Mask& mask, bool keepdim) {
+  Shape out;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (!mask[i]) out.push_back(shape[i]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+/** How many elements each output value reduces. */
+int64_t reduced_count(const Shape& shape, const Mask& mask) {
+  int64_t n = 1;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (mask[i]) n *= shape[i];
+  return n;
+}
+
+/** max, min, argmax and amax have no identity: PyTorch rejects an empty reduced dim. */
+void check_nonempty(const Tensor& x, const Mask& mask, const char* op) {
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (mask[d] && x.size(d) == 0)
+      fail<IndexError>("[", op, "] expected reduction dim ", d, " to have non-zero size (input shape ",
+                       x.shape(), ", dtype ", x.dtype(), ")");
+}
+
+struct Layout {
+  Tensor src;
+  int64_t outer, reduced, inner;
+};
+
+/** x as a contiguous [outer, reduced, inner] block. Free when x is contiguous and the reduced
+ *  dims are adjacent (size-1 dims don't count); otherwise they are moved last and copied once. */
+Layout to_layout(const Tensor& x, const Mask& mask) {
+  if (x.is_contiguous()) {
+    int64_t outer = 1, reduced = 1, inner = 1;
+    enum { Before, Inside, After } at = Before;
+    bool adjacent = true;
+    for (int64_t d = 0; d < x.dim() && adjacent; ++d) {
+      int64_t n = x.size(d);
+      if (n == 1) continue;
+      if (mask[d]) {
+        adjacent = at != After;
+        at = Inside;
+        reduced *= n;
+      } else {
+        if (at == Inside) at = After;
+        (at == Before ? outer : inner) *= n;
+      }
+    }
+    if (adjacent) return {x, outer, reduced, inner};
+  }
+  Dims order;
+  int64_t outer = 1, reduced = 1;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (!mask[d]) {
+      order.push_back(d);
+      outer *= x.size(d);
+    }
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (mask[d]) {
+      order.push_back(d);
+      reduced *= x.size(d);
+    }
+  return {x.permute(order).contiguous(), outer, reduced, 1};
+}
+
+/** Runs the backend's `op` over the masked dims; x already has the kernel's input dtype. */
+Tensor run_reduce(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim, DType out_dtype) {
+  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), {.dtype = out_dtype, .device = x.device()});
+  if (out.numel() == 0) return out;
+  Layout l = to_layout(x, mask);
+  backend_for(x.device()).reduce(op, l.src, l.outer, l.reduced, l.inner, out);
+  return out;
+}
+
+/** PyTorch's rule for sum, prod and the scans: bool and integers accumulate in int64. */
+DType widened(DType t) { return is_floating(t) ? t : DType::Int64; }
+
+/** 16-bit floats are computed in float32 by the composed ops, then rounded once. */
+DType compute_dtype(DType t) { return t == DType::Float16 || t == DType::BFloat16 ? DType::Float32 : t; }
+
+void require_floating(const Tensor& x, const char* op) {
+  if (!is_floating(x.dtype()))
+    fail<TypeError>("[", op, "] expected a floating point input, got dtype ", x.dtype(), " (shape ",
+                    x.shape(), ")");
+}
+
+Tensor sum_masked(const Tensor& x, const Mask& mask, bool keepdim, std::optional<DType> dtype) {
+  DType target = dtype.value_or(widened(x.dtype()));
+  return run_reduce(ReduceOp::Sum, x.to(target), mask, keepdim, target);
+}
+
+Tensor prod_masked(const Tensor& x, const Mask& mask, bool keepdim, std::optional<DType> dtype) {
+  DType target = dtype.value_or(widened(x.dtype()));
+  return run_reduce(ReduceOp::Prod, x.to(target), mask, keepdim, target);
+}
+
+Tensor mean_masked(const Tensor& x, const Mask& mask, bool keepdim, std::optional<DType> dtype) {
+  DType target = dtype.value_or(x.dtype());
+  if (!is_floating(target))
+    fail<TypeError>("[mean] could not infer output dtype. Input dtype must be a floating point dtype, got ",
+                    x.dtype(), " (shape ", x.shape(), "); pass dtype=float32 or convert the input");
+  Tensor total = sum_masked(x, mask, keepdim, compute_dtype(target));
+  return total.div(static_cast<double>(reduced_count(x.shape(), mask))).to(target);
+}
+
+Tensor extreme_masked(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim, const char* name) {
+  check_nonempty(x, mask, name);
+  return run_reduce(op, x, mask, keepdim, x.dtype());
+}
+
+Tensor logical_masked(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim) {
+  Tensor r = run_reduce(op, x.to(DType::Bool), mask, keepdim, DType::Bool);
+  return x.dtype() == DType::UInt8 ? r.to(DType::UInt8) : r;
+}
+
+/** Full max/min/argmax/argmin have no dim to name, so PyTorch raises RuntimeError. */
+void check_full_nonempty(const Tensor& x, const char* op) {
+  if (x.numel() == 0)
+    fail<RuntimeError>("[", op, "] expected reduction dim to be specified for input.numel() == 0 (shape ",
+                       x.shape(), ")");
+}
+
+std::pair<Tensor, Tensor> extreme_with_index(bool is_max, const Tensor& x, int64_t dim, bool keepdim) {
+  const char* name = is_max ? "max" : "min";
+  Mask mask = single_dim_mask(x, dim, name);
+  Tensor values = extreme_masked(is_max ? ReduceOp::Max : ReduceOp::Min, x, mask, keepdim, name);
+  Tensor indices = run_reduce(is_max ? ReduceOp::ArgMax : ReduceOp::ArgMin, x, mask, keepdim, DType::Int64);
+  return {values, indices};
+}
+
+Tensor arg_extreme(bool is_max, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  const char* name = is_max ? "argmax" : "argmin";
+  ReduceOp op = is_max ? ReduceOp::ArgMax : ReduceOp::ArgMin;
+  if (dim) {
+    Mask mask = single_dim_mask(x, *dim, name);
+    check_nonempty(x, mask, name);
+    return run_reduce(op, x, mask, keepdim, DType::Int64);
+  }
+  // Reducing every dim at once walks x in row-major order: the index into the flattened tensor.
+  check_full_nonempty(x, name);
+  return run_reduce(op, x, reduce_mask(x, {}, name), keepdim, DType::Int64);
+}
+
+Tensor var_impl(const Tensor& x, const std::optional<Dims>& dims, double correction, bool keepdim,
+                const char* op) {
+  require_floating(x, op);
+  Mask mask = reduce_mask(x, dims.value_or(Dims{}), op);
+  Tensor xc = x.to(compute_dtype(x.dtype()));
+  // Two passes: squared deviations from the mean, which stays accurate for large offsets.
+  Tensor dev = xc - mean_masked(xc, mask, true, {});
+  Tensor squares = sum_masked(dev * dev, mask, keepdim, {});
+  double denom = std::max(0.0, static_cast<double>(reduced_count(x.shape(), mask)) - correction);
+  return squares.div(denom).to(x.dtype());
+}
+
+Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
+  int64_t d = wrap_dim(dim, x.dim(), name);
+  DType target = widened(x.dtype());
+  Tensor out = empty(x.shape(), {.dtype = target, .device = x.device()});
+  if (out.numel() == 0) return out;
+  int64_t outer = 1, n = x.dim() > 0 ? x.size(d) : 1, inner = 1;
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    if (i < d) outer *= x.size(i);
+    if (i > d) inner *= x.size(i);
+  }
+  backend_for(x.device()).scan(op, x.to(target).contiguous(), outer, n, inner, out);
+  return out;
+}
+
+Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const char* op) {
+  require_floating(x, op);
+  Mask mask = single_dim_mask(x, dim, op);
+  if (x.numel() == 0) return x.clone();
+  Tensor xc = x.to(compute_dtype(x.dtype()));
+  // Subtracting the row max keeps exp() finite; a row of -inf gives NaN, as in PyTorch.
+  Tensor shifted = xc - run_reduce(ReduceOp::Max, xc, mask, true, xc.dtype());
+  Tensor e = shifted.exp();
+  Tensor total = sum_masked(e, mask, true, {});
+  Tensor r = log ? shifted - total.log() : e / total;
+  return r.to(x.dtype());
+}
+
+}  // namespace
+
+// ---- sums, products, means ----------------------------------------------------------------
+
+Tensor sum(const Tensor& x, std::optional<DType> dtype) { return sum_masked(x, reduce_mask(x, {}, "sum"), false, dtype); }
+Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, std::optional<DType> dtype) {
+  return sum_masked(x, reduce_mask(x, dims, "sum"), keepdim, dtype);
+}
+Tensor mean(const Tensor& x, std::optional<DType> dtype) { return mean_masked(x, reduce_mask(x, {}, "mean"), false, dtype); }
+Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, std::optional<DType> dtype) {
+  return mean_masked(x, reduce_mask(x, dims, "mean"), keepdim, dtype);
+}
+Tensor prod(const Tensor& x, std::optional<DType> dtype) { return prod_masked(x, reduce_mask(x, {}, "prod"), false, dtype); }
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<DType> dtype) {
+  return prod_masked(x, single_dim_mask(x, dim, "prod"), keepdim, dtype);
+}
+
+// ---- extremes -------------------------------------------------------------------------------
+
+Tensor max(const Tensor& x) {
+  check_full_nonempty(x, "max");
+  return run_reduce(ReduceOp::Max, x, reduce_mask(x, {}, "max"), false, x.dtype());
+}
+Tensor min(const Tensor& x) {
+  check_full_nonempty(x, "min");
+  return run_reduce(ReduceOp::Min, x, reduce_mask(x, {}, "min"), false, x.dtype());
+}
+std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) { return extreme_with_index(true, x, dim, keepdim); }
+std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) { return extreme_with_index(false, x, dim, keepdim); }
+Tensor amax(const Tensor& x, const Dims& dims, bool keepdim) {
+  return extreme_masked(ReduceOp::Max, x, reduce_mask(x, dims, "amax"), keepdim, "amax");
+}
+Tensor amin(const Tensor& x, const Dims& dims, bool keepdim) {
+  return extreme_masked(ReduceOp::Min, x, reduce_mask(x, dims, "amin"), keepdim, "amin");
+}
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return arg_extreme(true, x, dim, keepdim); }
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return arg_extreme(false, x, dim, keepdim); }
+
+// ---- statistics and norms ---------------------------------------------------------------------
+
+Tensor var(const Tensor& x, const std::optional<Dims>& dims, double correction, bool keepdim) {
+  return var_impl(x, dims, correction, keepdim, "var");
+}
+Tensor std(const Tensor& x, const std::optional<Dims>& dims, double correction, bool keepdim) {
+  return var_impl(x, dims, correction, keepdim, "std").sqrt();
+}
+
+Tensor norm(const Tensor& x, Scalar p, const std::optional<Dims>& dims, bool keepdim) {
+  require_floating(x, "norm");
+  Mask mask = reduce_mask(x, dims.value_or(Dims{}), "norm");
+  Tensor a = x.to(compute_dtype(x.dtype())).abs();
+  const double pv = p.to_double();
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  Tensor r;
+  if (pv == inf) r = extreme_masked(ReduceOp::Max, a, mask, keepdim, "norm");
+  else if (pv == -inf) r = extreme_masked(ReduceOp::Min, a, mask, keepdim, "norm");
+  else if (pv == 0) r = sum_masked(a.ne(0).to(a.dtype()), mask, keepdim, {});
+  else if (pv == 1) r = sum_masked(a, mask, keepdim, {});
+  else if (pv == 2) r = sum_masked(a * a, mask, keepdim, {}).sqrt();
+  else r = sum_masked(a.pow(pv), mask, keepdim, {}).pow(1.0 / pv);
+  return r.to(x.dtype());
+}
+
+Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
+  Tensor xc = x.to(is_floating(x.dtype()) ? compute_dtype(x.dtype()) : DType::Float32);
+  DType out_dtype = is_floating(x.dtype()) ? x.dtype() : DType::Float32;
+  Mask mask = reduce_mask(x, dims, "logsumexp");
+  if (reduced_count(x.shape(), mask) == 0)  // an empty sum: log(0) = -inf
+    return sum_masked(xc, mask, keepdim, {}).fill_(-std::numeric_limits<double>::infinity()).to(out_dtype);
+  // Shift by the max; an infinite max is left unshifted so +-inf rows stay +-inf.
+  Tensor m = run_reduce(ReduceOp::Max, xc, mask, true, xc.dtype());
+  m = where(m.isinf(), 0.0, m);
+  Tensor r = sum_masked((xc - m).exp(), mask, keepdim, {}).log();
+  return (r + m.reshape(reduced_shape(x.shape(), mask, keepdim))).to(out_dtype);
+}
+
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false, "softmax"); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true, "log_softmax"); }
+
+Tensor cumsum(const Tensor& x, int64_t dim) { return scan(ScanOp::CumSum, x, dim, "cumsum"); }
+Tensor cumprod(const Tensor& x, int64_t dim) { return scan(ScanOp::CumProd, x, dim, "cumprod"); }
+
+// ---- logical --------------------------------------------------------------------------------
+
+Tensor all(const Tensor& x) { return logical_masked(ReduceOp::All, x, reduce_mask(x, {}, "all"), false); }
+Tensor all(const Tensor& x, int64_t dim, bool keepdim) {
+  return logical_masked(ReduceOp::All, x, single_dim_mask(x, dim, "all"), keepdim);
+}
+Tensor any(const Tensor& x) { return logical_masked(ReduceOp::Any, x, reduce_mask(x, {}, "any"), false); }
+Tensor any(const Tensor& x, int64_t dim, bool keepdim) {
+  return logical_masked(ReduceOp::Any, x, single_dim_mask(x, dim, "any"), keepdim);
+}
+
+// ---- Tensor methods ---------------------------------------------------------------------------
+
+Tensor Tensor::sum(std::optional<DType> dtype) const { return ug::sum(*this, dtype); }
+Tensor Tensor::sum(const Dims& dims, bool keepdim, std::optional<DType> dtype) const {
+  return ug::sum(*this, dims, keepdim, dtype);
+}
+Tensor Tensor::mean(std::optional<DType> dtype) const { return ug::mean(*this, dtype); }
+Tensor Tensor::mean(const Dims& dims, bool keepdim, std::optional<DType> dtype) const {
+  return ug::mean(*this, dims, keepdim, dtype);
+}
+Tensor Tensor::prod(std::optional<DType> dtype) const { return ug::prod(*this, dtype); }
+Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype) const {
+  return ug::prod(*this, dim, keepdim, dtype);
+}
+Tensor Tensor::max() const { return ug::max(*this); }
+std::pair<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const { return ug::max(*this, dim, keepdim); }
+Tensor Tensor::min() const { return ug::min(*this); }
+std::pair<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const { return ug::min(*this, dim, keepdim); }
+Tensor Tensor::amax(const Dims& dims, bool keepdim) const { return ug::amax(*this, dims, keepdim); }
+Tensor Tensor::amin(const Dims& dims, bool keepdim) const { return ug::amin(*this, dims, keepdim); }
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const { return ug::argmax(*this, dim, keepdim); }
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const { return ug::argmin(*this, dim, keepdim); }
+Tensor Tensor::var(const std::optional<Dims>& dims, double correction, bool keepdim) const {
+  return ug::var(*this, dims, correction, keepdim);
+}
+Tensor Tensor::std(const std::optional<Dims>& dims, double correction, bool keepdim) const {
+  return ug::std(*this, dims, correction, keepdim);
+}
+Tensor Tensor::norm(Scalar p, const std::optional<Dims>& dims, bool keepdim) const {
+  return ug::norm(*this, p, dims, keepdim);
+}
+Tensor Tensor::logsumexp(const Dims& dims, bool keepdim) const { return ug::logsumexp(*this, dims, keepdim); }
+Tensor Tensor::softmax(int64_t dim) const { return ug::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int64_t dim) const { return ug::log_softmax(*this, dim); }
+Tensor Tensor::cumsum(int64_t dim) const { return ug::cumsum(*this, dim); }
+Tensor Tensor::cumprod(int64_t dim) const { return ug::cumprod(*this, dim); }
+Tensor Tensor::all() const { return ug::all(*this); }
+Tensor Tensor::all(int64_t dim, bool keepdim) const { return ug::all(*this, dim, keepdim); }
+Tensor Tensor::any() const { return ug::any(*this); }
+Tensor Tensor::any(int64_t dim, bool keepdim) const { return ug::any(*this, dim, keepdim); }
+
+}  // namespace ug

@@ -1,0 +1,46 @@
+// Sorting: the sorted dim is moved last and made contiguous, the backend sorts each row of
+// that [rows, n] block, and the results are moved back. topk takes the head of a sort.
+#include "ug/backend/backend.h"
+#include "ug/ops/reduce.h"
+
+namespace ug {
+
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool stable) {
+  int64_t d = wrap_dim(dim, x.dim(), "sort");
+  if (x.dim() == 0) return {x.clone(), zeros({}, {.dtype = DType::Int64, .device = x.device()})};
+  Tensor rows = x.transpose(d, -1).contiguous();
+  Tensor values = empty(rows.shape(), {.dtype = x.dtype(), .device = x.device()});
+  Tensor indices = empty(rows.shape(), {.dtype = DType::Int64, .device = x.device()});
+  const int64_t n = x.size(d);
+  if (x.numel() > 0)
+    backend_for(x.device()).sort(rows, x.numel() / n, n, descending, stable, values, indices);
+  return {values.transpose(d, -1), indices.transpose(d, -1)};
+}
+
+Tensor argsort(const Tensor& x, int64_t dim, bool descending, bool stable) {
+  return sort(x, dim, descending, stable).second;
+}
+
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
+  (void)sorted;  // the head of a full sort is always in order
+  int64_t d = wrap_dim(dim, x.dim(), "topk");
+  int64_t n = x.dim() > 0 ? x.size(d) : 1;
+  if (k < 0 || k > n)
+    fail<RuntimeError>("[topk] selected index k = ", k, " out of range for dimension ", d,
+                       " of size ", n, " (input shape ", x.shape(), ", dtype ", x.dtype(), ")");
+  auto [values, indices] = sort(x, d, largest, /*stable=*/true);
+  if (x.dim() == 0) return {values, indices};
+  return {values.narrow(d, 0, k), indices.narrow(d, 0, k)};
+}
+
+std::pair<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending, bool stable) const {
+  return ug::sort(*this, dim, descending, stable);
+}
+Tensor Tensor::argsort(int64_t dim, bool descending, bool stable) const {
+  return ug::argsort(*this, dim, descending, stable);
+}
+std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
+  return ug::topk(*this, k, dim, largest, sorted);
+}
+
+}  // namespace ug

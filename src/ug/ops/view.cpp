@@ -1,0 +1,349 @@
+// Views: ops that return a tensor sharing storage with their input (new shape, strides
+// and offset only), wherever PyTorch returns a view. reshape copies only when it must.
+#include "ug/core/tensor.h"
+
+namespace ug {
+
+namespace {
+
+Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset) {
+  return Tensor(make_ref<TensorImpl>(t.storage(), std::move(shape), std::move(strides), offset, t.dtype()));
+}
+
+/** Resolves one -1 in a requested shape against numel. */
+Shape infer_shape(const Dims& requested, int64_t numel, const char* op, const Shape& from) {
+  Shape shape(requested.begin(), requested.end());
+  int64_t known = 1, infer_at = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer_at >= 0) fail("[", op, "] only one dimension can be inferred (-1) in ", shape);
+      infer_at = static_cast<int64_t>(i);
+    } else if (shape[i] < 0) {
+      fail("[", op, "] invalid shape dimension ", shape[i], " in ", shape);
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer_at >= 0) {
+    if (known == 0 || numel % known != 0)
+      fail("[", op, "] shape ", shape, " is invalid for input of size ", numel, " (shape ", from, ")");
+    shape[static_cast<size_t>(infer_at)] = numel / known;
+  } else if (known != numel) {
+    fail("[", op, "] shape ", shape, " is invalid for input of size ", numel, " (shape ", from, ")");
+  }
+  return shape;
+}
+
+/** Strides that view (shape, strides) as new_shape without copying, if any exist
+ *  (PyTorch's computeStride: split or merge runs of dims that are contiguous together). */
+std::optional<Strides> view_strides(const Shape& shape, const Strides& strides, const Shape& new_shape) {
+  Strides out(new_shape.size());
+  if (numel_of(shape) == 0) return contiguous_strides(new_shape);
+  int64_t view_d = static_cast<int64_t>(new_shape.size()) - 1;
+  int64_t chunk_base_stride = strides.empty() ? 1 : strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    tensor_numel *= shape[d];
+    if (d == 0 || (shape[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
+        out[view_d] = view_numel * chunk_base_stride;
+        view_numel *= new_shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base_stride = strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+Tensor Tensor::view(const Dims& requested) const {
+  Shape shape = infer_shape(requested, numel(), "view", this->shape());
+  auto strides = view_strides(this->shape(), this->strides(), shape);
+  if (!strides)
+    fail("[view] size is not compatible with input tensor's size and stride (shape ", this->shape(),
+         " to ", shape, "); use reshape() instead");
+  return make_view(*this, std::move(shape), std::move(*strides), storage_offset());
+}
+
+Tensor Tensor::reshape(const Dims& requested) const {
+  Shape shape = infer_shape(requested, numel(), "reshape", this->shape());
+  if (auto strides = view_strides(this->shape(), this->strides(), shape))
+    return make_view(*this, std::move(shape), std::move(*strides), storage_offset());
+  return clone().view(Dims(shape.begin(), shape.end()));
+}
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  int64_t n = dim();
+  d0 = wrap_dim(d0, n, "transpose");
+  d1 = wrap_dim(d1, n, "transpose");
+  if (n == 0) return *this;
+  Shape shape = this->shape();
+  Strides strides = this->strides();
+  std::swap(shape[d0], shape[d1]);
+  std::swap(strides[d0], strides[d1]);
+  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::permute(const Dims& order) const {
+  int64_t n = dim();
+  if (static_cast<int64_t>(order.size()) != n)
+    fail("[permute] number of dims in order (", order.size(), ") doesn't match tensor dims (", n, ")");
+  Shape shape(n);
+  Strides strides(n);
+  SmallVector<bool, 6> seen(n, false);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t d = wrap_dim(order[i], n, "permute");
+    if (seen[d]) fail("[permute] repeated dim ", order[i], " in order");
+    seen[d] = true;
+    shape[i] = this->shape()[d];
+    strides[i] = this->strides()[d];
+  }
+  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::t() const {
+  if (dim() > 2) fail("[t] expects a tensor with <= 2 dimensions, got ", dim());
+  return dim() < 2 ? *this : transpose(0, 1);
+}
+
+Tensor Tensor::T() const {
+  Dims order;
+  for (int64_t d = dim() - 1; d >= 0; --d) order.push_back(d);
+  return permute(order);
+}
+
+Tensor Tensor::mT() const {
+  if (dim() < 2) fail("[mT] expects a tensor with at least 2 dimensions, got ", dim());
+  return transpose(-2, -1);
+}
+
+Tensor Tensor::squeeze() const {
+  Shape shape;
+  Strides strides;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (this->shape()[d] != 1) {
+      shape.push_back(this->shape()[d]);
+      strides.push_back(this->strides()[d]);
+    }
+  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::squeeze(const Dims& dims) const {
+  SmallVector<bool, 6> drop(dim(), false);
+  for (int64_t d : dims) {
+    int64_t w = wrap_dim(d, dim(), "squeeze");
+    if (dim() > 0 && this->shape()[w] == 1) drop[w] = true;
+  }
+  Shape shape;
+  Strides strides;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (!drop[d]) {
+      shape.push_back(this->shape()[d]);
+      strides.push_back(this->strides()[d]);
+    }
+  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  d = wrap_dim(d, dim() + 1, "unsqueeze");
+  Shape shape = this->shape();
+  Strides strides = this->strides();
+  int64_t stride = d < dim() ? strides[d] * shape[d] : 1;
+  shape.insert(shape.begin() + d, 1);
+  strides.insert(strides.begin() + d, stride);
+  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  if (dim() == 0) return reshape({1});
+  start_dim = wrap_dim(start_dim, dim(), "flatten");
+  end_dim = wrap_dim(end_dim, dim(), "flatten");
+  if (start_dim > end_dim) fail("[flatten] start_dim (", start_dim, ") cannot come after end_dim (", end_dim, ")");
+  Dims shape;
+  int64_t merged = 1;
+  for (int64_t d = 0; d < dim(); ++d) {
+    if (d < start_dim || d > end_dim) shape.push_back(size(d));
+    else {
+      merged *= size(d);
+      if (d == end_dim) shape.push_back(merged);
+    }
+  }
+  return reshape(shape);
+}
+
+Tensor Tensor::unflatten(int64_t d, const Dims& sizes) const {
+  d = wrap_dim(d, dim(), "unflatten");
+  if (sizes.empty()) fail("[unflatten] sizes cannot be empty");
+  Shape inner = infer_shape(sizes, size(d), "unflatten", shape());
+  Dims shape;
+  for (int64_t i = 0; i < dim(); ++i) {
+    if (i != d) shape.push_back(size(i));
+    else
+      for (int64_t s : inner) shape.push_back(s);
+  }
+  return view(shape);
+}
+
+Tensor Tensor::expand(const Dims& requested) const {
+  if (requested.size() == shape().size() && std::equal(requested.begin(), requested.end(), shape().begin()))
+    return *this;
+  int64_t n = static_cast<int64_t>(requested.size());
+  if (n < dim())
+    fail("[expand] the number of sizes provided (", n, ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
+  Shape shape(n);
+  Strides strides(n);
+  for (int64_t i = n - 1; i >= 0; --i) {
+    int64_t src = i - (n - dim());
+    int64_t want = requested[i];
+    if (src >= 0) {
+      int64_t have = this->shape()[src];
+      if (want == -1) want = have;
+      if (have != want && have != 1)
+        fail("[expand] the expanded size of the tensor (", want, ") must match the existing size (",
+             have, ") at non-singleton dimension ", i, ".  Target sizes: ", Shape(requested.begin(), requested.end()),
+             ".  Tensor sizes: ", this->shape());
+      shape[i] = want;
+      strides[i] = have == want ? this->strides()[src] : 0;
+    } else {
+      if (want < 0) fail("[expand] -1 is not allowed in a leading, non-existing dimension");
+      shape[i] = want;
+      strides[i] = 0;
+    }
+  }
+  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  if (dim() == 0) fail("[narrow] cannot be applied to a 0-dim tensor");
+  d = wrap_dim(d, dim(), "narrow");
+  int64_t n = size(d);
+  if (start < 0) start += n;
+  if (start < 0 || length < 0 || start + length > n)
+    fail<IndexError>("[narrow] start (", start, ") + length (", length, ") exceeds dimension size (", n, ")");
+  return slice(d, start, start + length, 1);
+}
+
+Tensor Tensor::select(int64_t d, int64_t index) const {
+  if (dim() == 0) fail<IndexError>("[select] invalid index of a 0-dim tensor");
+  d = wrap_dim(d, dim(), "select");
+  int64_t n = size(d);
+  if (index < -n || index >= n)
+    fail<IndexError>("[select] index ", index, " is out of bounds for dimension ", d, " with size ", n);
+  if (index < 0) index += n;
+  Shape shape = this->shape();
+  Strides strides = this->strides();
+  int64_t offset = storage_offset() + index * strides[d];
+  shape.erase(shape.begin() + d);
+  strides.erase(strides.begin() + d);
+  return make_view(*this, std::move(shape), std::move(strides), offset);
+}
+
+Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) const {
+  if (dim() == 0) fail<IndexError>("[slice] cannot slice a 0-dim tensor");
+  d = wrap_dim(d, dim(), "slice");
+  if (step <= 0) fail("[slice] step must be greater than zero, got ", step);
+  int64_t n = size(d);
+  auto clampi = [n](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + n : v, 0, n); };
+  int64_t b = start ? clampi(*start) : 0;
+  int64_t e = stop ? clampi(*stop) : n;
+  int64_t len = e > b ? (e - b + step - 1) / step : 0;
+  Shape shape = this->shape();
+  Strides strides = this->strides();
+  int64_t offset = storage_offset() + b * strides[d];
+  shape[d] = len;
+  strides[d] *= step;
+  return make_view(*this, std::move(shape), std::move(strides), offset);
+}
+
+Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
+  int64_t n = dim();
+  dim1 = wrap_dim(dim1, n, "diagonal");
+  dim2 = wrap_dim(dim2, n, "diagonal");
+  if (dim1 == dim2) fail("[diagonal] dim1 and dim2 cannot be the same (", dim1, ")");
+  int64_t start = storage_offset();
+  int64_t len;
+  if (offset >= 0) {
+    len = std::max<int64_t>(0, std::min(size(dim1), size(dim2) - offset));
+    if (len > 0) start += offset * stride(dim2);
+  } else {
+    len = std::max<int64_t>(0, std::min(size(dim1) + offset, size(dim2)));
+    if (len > 0) start -= offset * stride(dim1);
+  }
+  Shape shape;
+  Strides strides;
+  for (int64_t d = 0; d < n; ++d)
+    if (d != dim1 && d != dim2) {
+      shape.push_back(size(d));
+      strides.push_back(stride(d));
+    }
+  shape.push_back(len);
+  strides.push_back(stride(dim1) + stride(dim2));
+  return make_view(*this, std::move(shape), std::move(strides), start);
+}
+
+Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset) const {
+  if (shape.size() != strides.size()) fail("[as_strided] shape and strides have different lengths");
+  int64_t last = offset;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0 || strides[i] < 0) fail("[as_strided] negative size or stride");
+    if (shape[i] == 0) last = -1;
+  }
+  if (last >= 0) {
+    for (size_t i = 0; i < shape.size(); ++i) last += (shape[i] - 1) * strides[i];
+    if (static_cast<size_t>(last + 1) * element_size() > storage()->nbytes())
+      fail("[as_strided] view reaches element ", last, " beyond the storage of ",
+           storage()->nbytes() / element_size(), " elements");
+  }
+  return make_view(*this, Shape(shape.begin(), shape.end()), Strides(strides.begin(), strides.end()), offset);
+}
+
+std::vector<Tensor> Tensor::unbind(int64_t d) const {
+  d = wrap_dim(d, dim(), "unbind");
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < size(d); ++i) out.push_back(select(d, i));
+  return out;
+}
+
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
+  d = wrap_dim(d, dim(), "split");
+  if (split_size <= 0 && size(d) > 0) fail("[split] split_size must be positive, got ", split_size);
+  std::vector<Tensor> out;
+  for (int64_t s = 0; s < size(d); s += split_size) out.push_back(narrow(d, s, std::min(split_size, size(d) - s)));
+  if (out.empty()) out.push_back(*this);
+  return out;
+}
+
+std::vector<Tensor> Tensor::split(const Dims& sizes, int64_t d) const {
+  d = wrap_dim(d, dim(), "split");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) fail("[split] split sizes must be non-negative");
+    total += s;
+  }
+  if (total != size(d))
+    fail("[split] split sizes sum to ", total, " but dimension ", d, " has size ", size(d));
+  std::vector<Tensor> out;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    out.push_back(narrow(d, at, s));
+    at += s;
+  }
+  return out;
+}
+
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
+  if (chunks <= 0) fail("[chunk] number of chunks must be positive, got ", chunks);
+  d = wrap_dim(d, dim(), "chunk");
+  int64_t each = (size(d) + chunks - 1) / chunks;
+  return split(std::max<int64_t>(each, 1), d);
+}
+
+}  // namespace ug

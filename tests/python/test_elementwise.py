@@ -1,0 +1,185 @@
+"""Elementwise ops against PyTorch: every dtype, broadcasting, non-contiguous views,
+0-d / empty / size-1 shapes and sizes above the threading threshold."""
+import numpy as np
+import pytest
+
+from reference import arr, check
+
+FLOATS = ["float32", "float64", "float16", "bfloat16"]
+ALL = FLOATS + ["int32", "int64", "uint8", "bool"]
+SHAPES = [(), (0,), (1,), (7,), (3, 1, 4), (2, 3, 5), (70000,)]
+
+UNARY_ANY = ["neg", "abs", "sign", "square", "relu", "floor", "ceil", "round", "trunc"]
+UNARY_FLOAT = ["exp", "exp2", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "erf",
+               "reciprocal"]
+UNARY_POSITIVE = ["log", "log2", "log10", "sqrt", "rsqrt"]
+PREDICATES = ["isnan", "isinf", "isfinite", "logical_not"]
+
+
+def transposed(t):
+    return t.transpose(0, -1)
+
+
+@pytest.mark.parametrize("name", UNARY_ANY + UNARY_FLOAT)
+@pytest.mark.parametrize("dtype", ALL)
+def test_unary(name, dtype):
+    check(lambda m, x: getattr(m, name)(x), arr((4, 5), dtype))
+
+
+@pytest.mark.parametrize("name", UNARY_FLOAT + UNARY_ANY[:1])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_unary_shapes(name, shape):
+    check(lambda m, x: getattr(m, name)(x), arr(shape))
+
+
+@pytest.mark.parametrize("name", UNARY_POSITIVE)
+@pytest.mark.parametrize("dtype", FLOATS + ["int64"])
+def test_unary_positive_domain(name, dtype):
+    check(lambda m, x: getattr(m, name)(x), arr((3, 4), dtype, low=0.1, high=9))
+
+
+@pytest.mark.parametrize("name", ["exp", "neg", "tanh", "abs"])
+def test_unary_noncontiguous(name):
+    check(lambda m, x: getattr(m, name)(x), arr((5, 3, 4), view=transposed))
+    check(lambda m, x: getattr(m, name)(x[:, ::2]), arr((5, 6)))
+
+
+@pytest.mark.parametrize("name", PREDICATES)
+@pytest.mark.parametrize("dtype", ALL)
+def test_predicates(name, dtype):
+    check(lambda m, x: getattr(m, name)(x), arr((3, 4), dtype))
+
+
+def test_predicates_special_values():
+    x = np.array([0.0, -1.5, np.inf, -np.inf, np.nan], dtype=np.float32)
+    for name in PREDICATES + ["sign", "relu", "exp", "abs"]:
+        check(lambda m, t: getattr(m, name)(t), x)
+
+
+@pytest.mark.parametrize("name", ["relu", "silu", "sigmoid", "tanh"])
+def test_activations(name):
+    check(lambda m, x: getattr(m, name)(x), arr((64, 33), low=-20, high=20))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_gelu(approximate, dtype):
+    check(lambda m, x: m.nn.functional.gelu(x, approximate=approximate) if m.__name__ == "torch"
+          else m.gelu(x, approximate=approximate), arr((6, 7), dtype))
+
+
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "atan2", "eq", "ne", "lt", "le",
+          "gt", "ge", "logical_and", "logical_or", "logical_xor"]
+BROADCAST = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((), (5,)), ((0, 3), (1, 3)),
+             ((5, 1, 6), (7, 1)), ((70000,), (70000,))]
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("dtype", ALL)
+def test_binary_dtypes(name, dtype):
+    check(lambda m, a, b: getattr(m, name)(a, b), arr((4, 5), dtype, seed=1), arr((4, 5), dtype, seed=2))
+
+
+@pytest.mark.parametrize("name", BINARY + ["pow"])
+@pytest.mark.parametrize("shapes", BROADCAST)
+def test_binary_broadcast(name, shapes):
+    check(lambda m, a, b: getattr(m, name)(a, b), arr(shapes[0], seed=1, low=0.5),
+          arr(shapes[1], seed=2, low=0.5))
+
+
+@pytest.mark.parametrize("da", ALL)
+@pytest.mark.parametrize("db", ALL)
+def test_promotion(da, db):
+    check(lambda m, a, b: a + b, arr((3,), da, seed=1), arr((3,), db, seed=2))
+    check(lambda m, a, b: a * b, arr((3,), da, seed=1), arr((), db, seed=2))
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("scalar", [2, 2.5, True, -3])
+def test_scalar_operands(dtype, scalar):
+    check(lambda m, a: a + scalar, arr((3, 2), dtype))
+    check(lambda m, a: scalar * a, arr((3, 2), dtype))
+    check(lambda m, a: a / scalar, arr((3, 2), dtype))
+    check(lambda m, a: a > scalar, arr((3, 2), dtype))
+    check(lambda m, a: scalar - a, arr((3, 2), dtype))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_floor_divide_and_remainder_signs(dtype):
+    a = np.array([7, -7, 7, -7, 0, 5], dtype=dtype)
+    b = np.array([2, 2, -2, -2, 3, -3], dtype=dtype)
+    check(lambda m, x, y: x // y, a, b)
+    check(lambda m, x, y: x % y, a, b)
+    check(lambda m, x, y: m.floor_divide(x, y), a, b)
+
+
+def test_integer_division_by_zero_raises():
+    check(lambda m, x, y: x // y, np.array([1, 2], dtype=np.int64), np.array([1, 0], dtype=np.int64))
+    check(lambda m, x, y: x % y, np.array([1, 2], dtype=np.int64), np.array([1, 0], dtype=np.int64))
+
+
+def test_pow():
+    check(lambda m, a, b: a ** b, arr((3, 4), low=0.1), arr((3, 4), seed=3))
+    check(lambda m, a: a ** 2, arr((3, 4), "int64"))
+    check(lambda m, a: 2 ** a, arr((3, 4), "int64", low=0, high=10))
+    check(lambda m, a: a ** 0.5, arr((3, 4), low=0))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8", "bool"])
+def test_bitwise(dtype):
+    for op in (lambda m, a, b: a & b, lambda m, a, b: a | b, lambda m, a, b: a ^ b):
+        check(op, arr((4, 4), dtype, seed=1, low=0, high=100), arr((4, 4), dtype, seed=2, low=0, high=100))
+
+
+def test_bitwise_rejects_floats():
+    check(lambda m, a, b: a & b, arr((3,)), arr((3,)))
+
+
+def test_bool_subtraction_rejected():
+    check(lambda m, a, b: a - b, arr((3,), "bool"), arr((3,), "bool"))
+
+
+def test_shape_mismatch_raises():
+    check(lambda m, a, b: a + b, arr((3, 4)), arr((5,)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "float16"])
+def test_inplace(dtype):
+    def fn(m, a, b):
+        a = a.clone()
+        a += b
+        a.mul_(2)
+        a.sub_(b)
+        return a
+    check(fn, arr((3, 4), dtype, seed=1), arr((4,), dtype, seed=2))
+
+
+def test_inplace_rejects_float_into_int():
+    check(lambda m, a, b: a.add_(b), arr((3,), "int64"), arr((3,), "float32"))
+    check(lambda m, a: a.exp_(), arr((3,), "int64"))
+
+
+def test_inplace_into_view_writes_base():
+    def fn(m, a):
+        b = a.clone()
+        b[:, 1].mul_(10)
+        b.t().add_(1)
+        return b
+    check(fn, arr((3, 4)))
+
+
+def test_where_clamp_lerp():
+    check(lambda m, c, a, b: m.where(c, a, b), arr((3, 4), "bool"), arr((3, 4), seed=1), arr((4,), seed=2))
+    check(lambda m, c, a: m.where(c, a, 0.0), arr((3, 4), "bool"), arr((3, 4), seed=1))
+    check(lambda m, a: m.clamp(a, -1, 1), arr((3, 4)))
+    check(lambda m, a: a.clamp(min=0.5), arr((3, 4)))
+    check(lambda m, a: a.clamp(max=0), arr((3, 4), "int64"))
+    check(lambda m, a, b: m.lerp(a, b, 0.3), arr((3, 4), seed=1), arr((3, 4), seed=2))
+    check(lambda m, a, b, w: m.lerp(a, b, w), arr((3, 4), seed=1), arr((3, 4), seed=2), arr((4,), seed=3))
+
+
+def test_nan_propagation():
+    a = np.array([1.0, np.nan, 3.0], dtype=np.float32)
+    b = np.array([np.nan, 2.0, 1.0], dtype=np.float32)
+    check(lambda m, x, y: m.maximum(x, y), a, b)
+    check(lambda m, x, y: m.minimum(x, y), a, b)
