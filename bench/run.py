@@ -70,8 +70,8 @@ def _children_cpu():
 
 def run_process(cmd, env=None):
     """Runs cmd; returns (stdout, cores' worth of CPU that other processes used meanwhile).
-    A failing command is reported on stderr and yields no output, so one broken benchmark
-    does not lose the rest of the run."""
+    A failing command is reported on stderr and the run goes on: one broken benchmark
+    should not lose the others' figures."""
     print("+ " + " ".join(str(c) for c in cmd), file=sys.stderr, flush=True)
     t0, busy0, own0 = time.perf_counter(), _cpu_busy(), _children_cpu()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
@@ -79,7 +79,6 @@ def run_process(cmd, env=None):
     other = max(0.0, (_cpu_busy() - busy0) - (_children_cpu() - own0)) / wall
     if proc.returncode != 0:
         print(f"  failed with status {proc.returncode}:\n{proc.stderr.strip()}", file=sys.stderr)
-        return "", other
     return proc.stdout, other
 
 
@@ -92,7 +91,7 @@ def run_scripts(python, folder, scripts, args, config, rep, env=None):
     for script in scripts:
         out, other = run_process([python, str(folder / script), *args], env)
         for r in json_lines(out):
-            r.update(config=config, rep=rep, run_other_cpu=other)
+            r.update(config=config, rep=rep, run_other_cpu=other, measured_at=time.time())
             records.append(r)
     return records
 
@@ -102,7 +101,7 @@ def run_ug_bench(binary, quick, rep):
     if quick:
         cmd.append("--benchmark_min_time=0.05")
     out, other = run_process(cmd)
-    if not out:
+    if not out.strip():
         return []
     data = json.loads(out)
     threads = int(data["context"].get("ug_threads", 0))
@@ -121,7 +120,8 @@ def run_ug_bench(binary, quick, rep):
             extra["bytes_moved"] = 2 * 4 * ELEMS
         records.append({"bench": bench, "impl": "unigrad-cpp", "threads": threads,
                         "seconds": b["real_time"] * scale[b["time_unit"]], "extra": extra,
-                        "config": UG_CONFIG, "rep": rep, "run_other_cpu": other})
+                        "config": UG_CONFIG, "rep": rep, "run_other_cpu": other,
+                        "measured_at": time.time()})
     return records
 
 
@@ -131,12 +131,18 @@ def find_ug_bench():
     return max(found, key=os.path.getmtime) if found else None
 
 
+def ug_env():
+    """The environment that imports the checkout's unigrad, installed or not."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT / "python"), os.environ.get("PYTHONPATH")) if p)
+    return env
+
+
 def run_all(args):
     python = sys.executable
-    ug_env = dict(os.environ)
-    ug_env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(ROOT / "python"), os.environ.get("PYTHONPATH")) if p)
-    ug_importable = subprocess.run([python, "-c", "import unigrad"], env=ug_env,
+    env = ug_env()
+    ug_importable = subprocess.run([python, "-c", "import unigrad"], env=env,
                                    capture_output=True).returncode == 0
     if not ug_importable:
         print("note: `import unigrad` fails; skipping unigrad's Python benchmarks",
@@ -153,7 +159,7 @@ def run_all(args):
             records += run_scripts(python, PEERS, PEER_SCRIPTS, flags + quick, config, rep)
         if ug_importable:
             records += run_scripts(python, ROOT / "bench" / "py", UG_SCRIPTS, threads + quick,
-                                   UG_CONFIG, rep, ug_env)
+                                   UG_CONFIG, rep, env)
         if ug_bench:
             records += run_ug_bench(ug_bench, args.quick, rep)
     return records
@@ -291,10 +297,9 @@ def versions(python):
     def ask(code, env=None):
         p = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env)
         return p.stdout.strip() or "not importable"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     return {
         "torch": ask("import torch; print(torch.__version__)"),
-        "unigrad": ask("import unigrad; print(getattr(unigrad, '__version__', '?'))", env),
+        "unigrad": ask("import unigrad; print(unigrad.__version__)", ug_env()),
     }
 
 
@@ -306,14 +311,23 @@ def cpu_model():
     return platform.processor() or "unknown CPU"
 
 
+def noise_warning(figs):
+    worst = max(f["other"] for f in figs.fig.values())
+    if worst <= 0.3:
+        return []
+    return [f"**Noisy run:** other processes used up to {worst:.2f} cores while figures were "
+            "measured; rerun on a quiet machine before drawing conclusions.", ""]
+
+
 def report(records):
     figs = Figures(records)
     quick = any(r["extra"].get("quick") for r in records)
     v = versions(sys.executable)
     reps = max((r["rep"] for r in records), default=-1) + 1
     memcpy, memcpy_source = figs.memcpy()
+    start = datetime.fromtimestamp(min(r["measured_at"] for r in records), timezone.utc)
     out = [
-        f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {cpu_model()}, "
+        f"Measured {start:%Y-%m-%d %H:%M} UTC on {cpu_model()}, "
         f"{os.cpu_count()} cores; Python {platform.python_version()}, torch {v['torch']}, "
         f"unigrad (Python) {v['unigrad']}. "
         f"{reps} repetition(s){', quick sizes' if quick else ''}; "
@@ -325,6 +339,7 @@ def report(records):
         "\"other CPU\" is the most CPU other processes used while a figure was measured; "
         "above about 0.3 the row is noisy.",
         "",
+        *noise_warning(figs),
         *comparison_table(figs),
         "",
         "PyTorch peers per thread configuration (medians):",
@@ -354,7 +369,8 @@ def main():
                    help=f"replace the results section of {DOCS.relative_to(ROOT)}")
     p.add_argument("--ug-bench", help="the ug_bench binary (default: newest build*/bench/ug_bench)")
     p.add_argument("--raw", help="also save every measurement, one JSON line each, to this file")
-    p.add_argument("--load", help="summarise a file saved with --raw instead of running")
+    p.add_argument("--load", help="summarise a file saved with --raw (on this machine) "
+                   "instead of running")
     args = p.parse_args()
     if args.repeat is None:
         args.repeat = int(os.environ.get("REPEAT", 1 if args.quick else 3))

@@ -35,7 +35,8 @@ void infer(nb::handle h, size_t depth, ug::Shape& shape, size_t& leaf_depth, ug:
   if (!nb::isinstance<nb::sequence>(h) || nb::isinstance<nb::str>(h))
     ug::fail<ug::TypeError>("[tensor] could not convert an object of type ",
                             nb::cast<std::string>(nb::str(h.type().attr("__name__"))), " to a tensor element");
-  if (depth >= leaf_depth) ug::fail("[tensor] the nested list is ragged: a sequence at depth ", depth);
+  if (depth >= leaf_depth)
+    ug::fail<ug::TypeError>("[tensor] the nested list is ragged: a sequence where a number was expected (depth ", depth, ")");
   int64_t n = static_cast<int64_t>(nb::len(h));
   if (depth == shape.size()) shape.push_back(n);
   else if (shape[depth] != n)

@@ -1,15 +1,37 @@
-// unigrad._C: the binding of the C++ library. Exceptions keep their "[op] ..." messages and
-// become the Python built-ins PyTorch raises: ValueError, TypeError, IndexError, RuntimeError.
+// unigrad._C: the binding of the C++ library. Exceptions keep their "[op] ..." messages.
+// NumPy raises ValueError/TypeError where PyTorch raises RuntimeError for the same mistake,
+// so unigrad's errors derive from both: `except ValueError` and `except RuntimeError` work.
+#include <string>
+
 #include "bindings.h"
 
+namespace {
+
+PyObject* new_error(nb::module_& errors, const char* name, PyObject* base, const char* doc) {
+  std::string qualified = std::string("unigrad.errors.") + name;
+  PyObject* bases = PyTuple_Pack(2, base, PyExc_RuntimeError);
+  PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases, nullptr);
+  Py_DECREF(bases);
+  errors.attr(name) = nb::handle(type);  // the module holds the reference from here on
+  Py_DECREF(type);
+  return type;
+}
+
+}  // namespace
+
 NB_MODULE(_C, m) {
+  nb::module_ errors = m.def_submodule("errors", "unigrad's exception classes");
+  static PyObject* value_error = new_error(errors, "ValueError", PyExc_ValueError,
+                                           "A bad value (shape, dimension, argument): a ValueError and a RuntimeError.");
+  static PyObject* type_error = new_error(errors, "TypeError", PyExc_TypeError,
+                                          "An unsupported dtype or argument kind: a TypeError and a RuntimeError.");
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const ug::TypeError& e) {
-      PyErr_SetString(PyExc_TypeError, e.what());
+      PyErr_SetString(type_error, e.what());
     } catch (const ug::ValueError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(value_error, e.what());
     } catch (const ug::IndexError& e) {
       PyErr_SetString(PyExc_IndexError, e.what());
     } catch (const ug::RuntimeError& e) {

@@ -56,8 +56,9 @@ std::pair<DType, DType> compute_and_out(BinaryOp op, DType common, DType a, DTyp
   const BinaryInfo& i = info(op);
   switch (i.rule) {
     case BinaryRule::Arithmetic:
-      if (op == BinaryOp::Sub && common == DType::Bool)
-        fail<TypeError>("[sub] subtraction with two bool tensors is not supported; use logical_xor");
+      if (op == BinaryOp::Sub && (a == DType::Bool || b == DType::Bool))
+        fail<TypeError>("[sub] subtraction with a bool tensor is not supported; to invert a mask "
+                        "use ~ or logical_not()");
       return {common, common};
     case BinaryRule::TrueDivide: return {to_floating(common), to_floating(common)};
     case BinaryRule::Compare: return {common, DType::Bool};
@@ -112,14 +113,18 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   return run(op, result_type(a, b), a, b);
 }
 
+// A Python number becomes a 0-d tensor of the dtype the kernel computes in (so 255 / -3 on
+// uint8 divides by -3.0, not by a wrapped 253).
 Tensor binary(BinaryOp op, const Tensor& a, Scalar b) {
   DType common = result_type(a, b);
-  return run(op, common, a, scalar_tensor(b, {.dtype = common, .device = a.device()}));
+  DType compute = compute_and_out(op, common, a.dtype(), b.is_bool() ? DType::Bool : common).first;
+  return run(op, common, a, scalar_tensor(b, {.dtype = compute, .device = a.device()}));
 }
 
 Tensor binary(BinaryOp op, Scalar a, const Tensor& b) {
   DType common = result_type(b, a);
-  return run(op, common, scalar_tensor(a, {.dtype = common, .device = b.device()}), b);
+  DType compute = compute_and_out(op, common, a.is_bool() ? DType::Bool : common, b.dtype()).first;
+  return run(op, common, scalar_tensor(a, {.dtype = compute, .device = b.device()}), b);
 }
 
 void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {

@@ -61,7 +61,7 @@ void infer_nested(const NestedList& v, size_t depth, Shape& shape, size_t& leaf_
     return;
   }
   const auto& items = v.items();
-  if (depth >= leaf_depth) fail("[tensor] nested list is ragged: a list at depth ", depth);
+  if (depth >= leaf_depth) fail<TypeError>("[tensor] nested list is ragged: a list where a number was expected (depth ", depth, ")");
   if (depth == shape.size()) shape.push_back(static_cast<int64_t>(items.size()));
   else if (shape[depth] != static_cast<int64_t>(items.size()))
     fail("[tensor] nested list is ragged: expected ", shape[depth], " items at depth ", depth,
@@ -130,7 +130,7 @@ Tensor linspace(double start, double end, int64_t steps, Options opts) {
     scalar_t* p = static_cast<scalar_t*>(out.raw_data());
     // Like PyTorch: the first half counts up from start, the second half down from end.
     for (int64_t i = 0; i < steps; ++i) {
-      double v = i < half ? start + step * static_cast<double>(i)
+      double v = i < half || steps == 1 ? start + step * static_cast<double>(i)
                           : end - step * static_cast<double>(steps - i - 1);
       p[i] = static_cast<scalar_t>(static_cast<acc_t<scalar_t>>(v));
     }

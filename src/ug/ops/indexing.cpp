@@ -124,7 +124,8 @@ IndexPlan plan_index(const Tensor& x, const std::vector<TensorIndex>& entries) {
   if (used > x.dim())
     fail<IndexError>("[index] too many indices for tensor of dimension ", x.dim(), " (", used,
                      " dims indexed, shape ", x.shape(), ")");
-  IndexPlan plan{x};
+  IndexPlan plan;
+  plan.view = x;
   for (const TensorIndex& e : entries)
     std::visit(Overloaded{[&](int64_t i) { plan.add_int(i); },
                           [&](const Slice& s) { plan.add_slice(s); },
@@ -247,6 +248,22 @@ void put_advanced(const AdvancedIndex& a, const Tensor& value) {
                                        /*accumulate=*/false);
 }
 
+/** x[mask] = one value, with the mask covering x's leading dims: an elementwise select does
+ *  it without the nonzero and scatter of the general path. False when the case doesn't apply. */
+bool put_by_mask(const Tensor& x, const std::vector<TensorIndex>& indices, const Tensor& value) {
+  if (indices.size() != 1 || value.numel() != 1) return false;
+  const Tensor* mask = std::get_if<Tensor>(&indices[0].value);
+  if (!mask || !is_mask_dtype(mask->dtype()) || mask->dim() == 0 || mask->dim() > x.dim() ||
+      !std::equal(mask->shape().begin(), mask->shape().end(), x.shape().begin()))
+    return false;
+  Shape cond_shape = mask->shape();
+  cond_shape.resize(x.shape().size(), 1);
+  Tensor cond = mask->to(DType::Bool).reshape(cond_shape).expand(x.shape());
+  Tensor fill = value.to(x.dtype()).reshape({}).expand(x.shape());
+  backend_for(x.device()).where(cond, fill, x, x);
+  return true;
+}
+
 // ---- gather and scatter ------------------------------------------------------------------
 
 /** torch's rules: index is int64, index, x (and src) have as many dims (0-d counting as 1-d),
@@ -312,6 +329,10 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
 Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) {
   if (value.device() != device())
     fail<RuntimeError>("[index_put_] value on ", value.device(), ", tensor on ", device());
+  if (put_by_mask(*this, indices, value)) {
+    bump_version();
+    return *this;
+  }
   IndexPlan plan = plan_index(*this, indices);
   if (plan.dims.empty()) {
     plan.view.copy_(broadcast_value(value, plan.view.shape(), dtype()));

@@ -305,7 +305,9 @@ Labeled contract(Labeled a, Labeled b, Needed needed) {
   Labeled pb = permuted(b, join({&batch, &summed, &b_only}));
   const int64_t B = product_of(a, batch), M = product_of(a, a_only), K = product_of(a, summed),
                 N = product_of(b, b_only);
-  Tensor out = batched_product(pa.t.reshape({B, M, K}), pb.t.reshape({B, K, N}));
+  // Nothing summed: an outer product per batch, cheaper as a broadcast multiply.
+  Tensor out = summed.empty() ? pa.t.reshape({B, M, 1}) * pb.t.reshape({B, 1, N})
+                              : batched_product(pa.t.reshape({B, M, K}), pb.t.reshape({B, K, N}));
   Dims shape;
   for (int l : batch) shape.push_back(a.t.size(dim_of(a, l)));
   for (int l : a_only) shape.push_back(a.t.size(dim_of(a, l)));

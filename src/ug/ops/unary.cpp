@@ -27,6 +27,8 @@ DType result_dtype(UnaryOp op, DType in) {
     case UnaryRule::Same:
       if (in == DType::Bool) fail<TypeError>("[", i.name, "] not supported for bool tensors");
       return in;
+    case UnaryRule::SameOrBool: return in;
+    case UnaryRule::Integral: return in == DType::Bool ? DType::Int64 : in;
     case UnaryRule::Floating: return to_floating(in);
     case UnaryRule::Predicate: return DType::Bool;
   }
@@ -37,7 +39,8 @@ DType result_dtype(UnaryOp op, DType in) {
 
 Tensor unary(UnaryOp op, const Tensor& x) {
   DType out_dtype = result_dtype(op, x.dtype());
-  Tensor in = info(op).rule == UnaryRule::Floating ? x.to(out_dtype) : x;
+  const UnaryRule rule = info(op).rule;
+  Tensor in = rule == UnaryRule::Floating || rule == UnaryRule::Integral ? x.to(out_dtype) : x;
   Tensor out = empty(x.shape(), {.dtype = out_dtype, .device = x.device()});
   backend_for(x.device()).unary(op, in, out);
   return out;

@@ -14,6 +14,8 @@ namespace ug::ops {
 /** How a unary op's result dtype follows its input dtype. */
 enum class UnaryRule : uint8_t {
   Same,       // result has the input dtype (bool rejected)
+  SameOrBool, // result has the input dtype, bool included
+  Integral,   // result has the input dtype; bool is computed in int64 (like x ** 2)
   Floating,   // integers and bool are computed in float32
   Predicate,  // result is bool
 };
@@ -36,16 +38,16 @@ struct Abs {
 };
 struct Sign {
   static constexpr const char* name = "sign";
-  static constexpr UnaryRule rule = UnaryRule::Same;
+  static constexpr UnaryRule rule = UnaryRule::SameOrBool;
   template <class T> static T f(T x) {
     if constexpr (std::is_floating_point_v<T>)
-      if (std::isnan(x)) return x;
+      if (std::isnan(x)) return T(0);  // torch.sign(nan) is 0
     return static_cast<T>((T(0) < x) - (x < T(0)));
   }
 };
 struct Square {
   static constexpr const char* name = "square";
-  static constexpr UnaryRule rule = UnaryRule::Same;
+  static constexpr UnaryRule rule = UnaryRule::Integral;
   template <class T> static T f(T x) { return x * x; }
 };
 struct Relu {

@@ -38,7 +38,8 @@ Shape infer_shape(const Dims& requested, int64_t numel, const char* op, const Sh
  *  (PyTorch's computeStride: split or merge runs of dims that are contiguous together). */
 std::optional<Strides> view_strides(const Shape& shape, const Strides& strides, const Shape& new_shape) {
   Strides out(new_shape.size());
-  if (numel_of(shape) == 0) return contiguous_strides(new_shape);
+  // An empty or 0-d tensor has no layout to preserve.
+  if (numel_of(shape) == 0 || shape.empty()) return contiguous_strides(new_shape);
   int64_t view_d = static_cast<int64_t>(new_shape.size()) - 1;
   int64_t chunk_base_stride = strides.empty() ? 1 : strides.back();
   int64_t tensor_numel = 1, view_numel = 1;

@@ -125,6 +125,8 @@ void unary_dispatch(const Tensor& x, const Tensor& out) {
     UG_DISPATCH_FLOATING(x.dtype(), Op::name, (unary_typed<Op, scalar_t, scalar_t>(x, out)));
   } else if constexpr (Op::rule == ops::UnaryRule::Predicate) {
     UG_DISPATCH_ALL(x.dtype(), Op::name, (unary_typed<Op, scalar_t, bool>(x, out)));
+  } else if constexpr (Op::rule == ops::UnaryRule::SameOrBool) {
+    UG_DISPATCH_ALL(x.dtype(), Op::name, (unary_typed<Op, scalar_t, scalar_t>(x, out)));
   } else {
     UG_DISPATCH_NUMERIC(x.dtype(), Op::name, (unary_typed<Op, scalar_t, scalar_t>(x, out)));
   }
