@@ -6,7 +6,6 @@
 
 #include "bindings.h"
 #include "convert.h"
-#include "ug/backend/backend.h"
 
 namespace ugpy {
 
@@ -74,6 +73,8 @@ void bind_core(nb::module_& m) {
       })
       .def("__hash__", [](const PyDevice& d) { return static_cast<int>(d.value.type) * 1000 + d.value.index; });
   m.def("device_available", [](ug::Device d) { return ug::device_available(d); });
+  m.def("cuda_device_count", &ug::cuda::device_count);
+  m.attr("__version__") = ug::version();
 
   nb::module_ collections = nb::module_::import_("collections");
   m.attr("return_types") = collections.attr("namedtuple")("return_types", nb::make_tuple("values", "indices"));

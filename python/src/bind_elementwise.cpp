@@ -35,6 +35,11 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
       .def("isinf", &Tensor::isinf)
       .def("isfinite", &Tensor::isfinite)
       .def("negative", [](const Tensor& t) { return t.neg(); })
+      .def("isclose", &ug::isclose, nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8,
+           nb::arg("equal_nan") = false)
+      .def("allclose", &ug::allclose, nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8,
+           nb::arg("equal_nan") = false)
+      .def("equal", &ug::equal, nb::arg("other"))
       .def("absolute", [](const Tensor& t) { return t.abs(); })
       .def("clamp", [](const Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) { return t.clamp(lo, hi); },
            nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
@@ -119,6 +124,11 @@ void bind_elementwise_functions(nb::module_& m) {
         nb::arg("input"), nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
   m.def("clamp", [](const Tensor& x, std::optional<Tensor> lo, std::optional<Tensor> hi) { return x.clamp(lo, hi); },
         nb::arg("input"), nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
+  m.def("isclose", &ug::isclose, nb::arg("input"), nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8,
+        nb::arg("equal_nan") = false);
+  m.def("allclose", &ug::allclose, nb::arg("input"), nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8,
+        nb::arg("equal_nan") = false);
+  m.def("equal", &ug::equal, nb::arg("input"), nb::arg("other"));
   m.def("lerp", [](const Tensor& a, const Tensor& b, Scalar w) { return ug::lerp(a, b, w); });
   m.def("lerp", [](const Tensor& a, const Tensor& b, const Tensor& w) { return ug::lerp(a, b, w); });
 }

@@ -112,6 +112,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("bool", [](const Tensor& t) { return t.to(ug::DType::Bool); })
       .def("byte", [](const Tensor& t) { return t.to(ug::DType::UInt8); })
       .def("cpu", [](const Tensor& t) { return t.to(ug::Device()); })
+      .def("cuda", [](const Tensor& t, int index) { return t.to(ug::Device(ug::DeviceType::CUDA, index)); },
+           nb::arg("device") = 0)
       .def("contiguous", &Tensor::contiguous)
       .def("clone", &Tensor::clone)
       .def("copy_", [](Tensor& t, const Tensor& src) { return t.copy_(src); })

@@ -25,6 +25,8 @@ NB_MODULE(_C, m) {
                                            "A bad value (shape, dimension, argument): a ValueError and a RuntimeError.");
   static PyObject* type_error = new_error(errors, "TypeError", PyExc_TypeError,
                                           "An unsupported dtype or argument kind: a TypeError and a RuntimeError.");
+  static PyObject* index_error = new_error(errors, "IndexError", PyExc_IndexError,
+                                           "An index or dimension out of range: an IndexError and a RuntimeError.");
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -33,7 +35,7 @@ NB_MODULE(_C, m) {
     } catch (const ug::ValueError& e) {
       PyErr_SetString(value_error, e.what());
     } catch (const ug::IndexError& e) {
-      PyErr_SetString(PyExc_IndexError, e.what());
+      PyErr_SetString(index_error, e.what());
     } catch (const ug::RuntimeError& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
@@ -43,4 +45,5 @@ NB_MODULE(_C, m) {
   ugpy::bind_creation(m);
   ugpy::bind_tensor(m, tensor);
   ugpy::bind_elementwise_functions(m);
+  ugpy::bind_functions(m);
 }

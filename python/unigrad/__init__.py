@@ -8,7 +8,7 @@ from ._C import *  # noqa: F401,F403  (Tensor, dtypes, factories, elementwise fu
 from ._C import Tensor, random  # noqa: F401
 from . import cuda, memory  # noqa: F401
 
-__version__ = "0.1.0"
+from ._C import __version__  # noqa: F401  (from the CMake project version)
 
 
 def _method_as_function(name):

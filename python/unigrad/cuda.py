@@ -7,4 +7,4 @@ def is_available():
 
 
 def device_count():
-    return 1 if is_available() else 0
+    return _C.cuda_device_count()

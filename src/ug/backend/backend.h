@@ -61,6 +61,5 @@ class Backend {
 
 /** The backend for a device; throws RuntimeError when the device is not available. */
 Backend& backend_for(Device device);
-bool device_available(Device device);
 
 }  // namespace ug

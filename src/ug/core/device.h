@@ -29,4 +29,13 @@ struct Device {
 
 std::ostream& operator<<(std::ostream& os, const Device& d);
 
+/** True when tensors can be placed on `device` in this build. */
+bool device_available(Device device);
+
+namespace cuda {
+/** Whether a CUDA device can be used (torch.cuda.is_available()). */
+bool is_available();
+int device_count();
+}  // namespace cuda
+
 }  // namespace ug

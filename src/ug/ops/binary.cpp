@@ -3,6 +3,7 @@
 #include "ug/ops/binary.h"
 
 #include "ug/backend/backend.h"
+#include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 
 namespace ug::ops {
@@ -237,5 +238,25 @@ Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) {
 }
 Tensor Tensor::lerp(const Tensor& end, Scalar weight) const { return ug::lerp(*this, end, weight); }
 Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return ug::lerp(*this, end, weight); }
+
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  if (rtol < 0 || atol < 0) fail("[isclose] rtol and atol must be non-negative, got ", rtol, " and ", atol);
+  Tensor close = a.eq(b);
+  if (is_floating(ops::result_type(a, b))) {
+    Tensor diff = (a - b).abs();
+    Tensor within = diff.le((b.abs() * rtol) + atol).logical_and(isfinite(diff));
+    close = close.logical_or(within);
+    if (equal_nan) close = close.logical_or(a.isnan().logical_and(b.isnan()));
+  }
+  return close;
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  return isclose(a, b, rtol, atol, equal_nan).all().item<bool>();
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && (a.numel() == 0 || a.eq(b).all().item<bool>());
+}
 
 }  // namespace ug

@@ -226,6 +226,11 @@ Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight);
+/** |a - b| <= atol + rtol * |b| elementwise (torch.isclose). */
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+/** Same shape and the same values (torch.equal). */
+bool equal(const Tensor& a, const Tensor& b);
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
 
 }  // namespace ug

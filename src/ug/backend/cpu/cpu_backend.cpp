@@ -48,6 +48,11 @@ namespace ug {
 
 bool device_available(Device device) { return device.type == DeviceType::CPU && device.index == 0; }
 
+namespace cuda {
+bool is_available() { return device_count() > 0; }
+int device_count() { return 0; }  // no CUDA backend in this build
+}  // namespace cuda
+
 Backend& backend_for(Device device) {
   if (device.type == DeviceType::CPU) {
     if (device.index != 0) fail<RuntimeError>("[device] cpu has only index 0, got ", device);
