@@ -48,10 +48,12 @@ void* CachingCpuAllocator::allocate(size_t nbytes) {
     stats_.reserved += static_cast<int64_t>(size);
     stats_.max_reserved = std::max(stats_.max_reserved, stats_.reserved);
   }
-  void* p = std::aligned_alloc(kAlignment, size);
+  // aligned_alloc wants a multiple of the alignment; the size class itself may not be one.
+  const size_t padded = (size + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, padded);
   if (!p) {
     empty_cache();
-    p = std::aligned_alloc(kAlignment, size);
+    p = std::aligned_alloc(kAlignment, padded);
   }
   if (!p) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -13,11 +13,15 @@ namespace ug {
 
 namespace {
 
-/** The dtype both operands are multiplied in. */
+/** The dtype both operands are multiplied in. Like PyTorch, matrix products do not promote:
+ *  the operands must share a dtype. */
 DType common_dtype(const Tensor& a, const Tensor& b, const char* op) {
   if (a.device() != b.device())
     fail<RuntimeError>("[", op, "] expected both tensors on one device, got ", a.device(), " and ", b.device());
-  DType t = promote_types(a.dtype(), b.dtype());
+  if (a.dtype() != b.dtype())
+    fail<TypeError>("[", op, "] expected both operands to have the same dtype, got ", a.dtype(), " and ",
+                    b.dtype(), " (shapes ", a.shape(), " and ", b.shape(), "); convert one with .to()");
+  DType t = a.dtype();
   if (t == DType::Bool)
     fail<TypeError>("[", op, "] not supported for dtypes ", a.dtype(), " and ", b.dtype(),
                     " (shapes ", a.shape(), " and ", b.shape(), ")");

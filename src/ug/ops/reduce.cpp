@@ -147,10 +147,11 @@ Tensor logical_masked(ReduceOp op, const Tensor& x, const Mask& mask, bool keepd
   return x.dtype() == DType::UInt8 ? r.to(DType::UInt8) : r;
 }
 
-/** Full max/min/argmax/argmin have no dim to name, so PyTorch raises RuntimeError. */
+/** Full max/min/argmax/argmin of nothing: PyTorch raises RuntimeError (IndexError for argmax/argmin). */
+template <class E = RuntimeError>
 void check_full_nonempty(const Tensor& x, const char* op) {
   if (x.numel() == 0)
-    fail<RuntimeError>("[", op, "] expected reduction dim to be specified for input.numel() == 0 (shape ",
+    fail<E>("[", op, "] expected reduction dim to be specified for input.numel() == 0 (shape ",
                        x.shape(), ")");
 }
 
@@ -165,13 +166,14 @@ std::pair<Tensor, Tensor> extreme_with_index(bool is_max, const Tensor& x, int64
 Tensor arg_extreme(bool is_max, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   const char* name = is_max ? "argmax" : "argmin";
   ReduceOp op = is_max ? ReduceOp::ArgMax : ReduceOp::ArgMin;
+  if (x.dtype() == DType::Bool) fail<TypeError>("[", name, "] does not support bool input");
   if (dim) {
     Mask mask = single_dim_mask(x, *dim, name);
     check_nonempty(x, mask, name);
     return run_reduce(op, x, mask, keepdim, DType::Int64);
   }
   // Reducing every dim at once walks x in row-major order: the index into the flattened tensor.
-  check_full_nonempty(x, name);
+  check_full_nonempty<IndexError>(x, name);
   return run_reduce(op, x, reduce_mask(x, {}, name), keepdim, DType::Int64);
 }
 
