@@ -33,6 +33,8 @@ if ! cmp -s requirements-dev.txt .venv/.requirements-installed 2>/dev/null; then
 fi
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+# Paths relative to the checkout, so a fresh clone elsewhere (as CI makes) hits the cache.
+export CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=true
 nanobind_dir=$(.venv/bin/python -m nanobind --cmake_dir)
 if [ ! -f build/build.ninja ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \

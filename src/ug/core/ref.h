@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 namespace ug {
@@ -36,6 +37,9 @@ class Ref {
     if (p_) p_->retain();
   }
   Ref(Ref&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  /** A handle to a derived object converts to a handle to its base. */
+  template <class U, class = std::enable_if_t<std::is_convertible_v<U*, T*>>>
+  Ref(const Ref<U>& o) : Ref(static_cast<T*>(o.get())) {}
   Ref& operator=(Ref o) noexcept {
     std::swap(p_, o.p_);
     return *this;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -29,6 +30,7 @@ inline constexpr DType float32 = DType::Float32;
 inline constexpr DType float64 = DType::Float64;
 
 class Tensor;
+class Node;
 using Dims = SmallVector<int64_t, 6>;
 
 /** A[start:stop:step] along one dimension; absent ends mean the whole extent. */
@@ -276,6 +278,32 @@ class Tensor {
   Tensor bmm(const Tensor& other) const;
   Tensor dot(const Tensor& other) const;
   Tensor outer(const Tensor& other) const;
+
+  // ---- autograd (autograd/tensor_autograd.cpp) --------------------------------------------
+  bool requires_grad() const;
+  /** Marks a leaf as requiring grad (floating dtypes only). */
+  Tensor& requires_grad_(bool requires_grad = true);
+  /** The gradient accumulated by backward (undefined until then). */
+  Tensor grad() const;
+  void set_grad(const Tensor& grad) const;
+  /** The node that made this tensor, or null for leaves. */
+  Ref<Node> grad_fn() const;
+  bool is_leaf() const;
+  /** The same data, cut off from the graph. */
+  Tensor detach() const;
+  /** Keep .grad for this non-leaf tensor too. */
+  void retain_grad() const;
+  bool retains_grad() const;
+  /** Computes gradients of this tensor w.r.t. graph leaves and adds them into their .grad.
+   *  gradient may be omitted for a one-element tensor; the graph is freed unless retained. */
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = {},
+                bool create_graph = false) const;
+  /** Calls fn with this tensor's gradient during backward; fn may return a replacement
+   *  (or an undefined tensor to keep it). Returns an id for remove_hook. */
+  size_t register_hook(std::function<Tensor(const Tensor&)> fn) const;
+  void remove_hook(size_t id) const;
+  /** How many in-place changes the data has seen (torch's _version). */
+  uint32_t version() const { return impl().storage()->version(); }
 
   // ---- in-place bookkeeping ------------------------------------------------------------
   /** Called by every in-place op: views of the same storage see the change. */

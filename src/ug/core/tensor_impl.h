@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "ug/core/dtype.h"
 #include "ug/core/ref.h"
@@ -9,6 +10,12 @@
 #include "ug/core/storage.h"
 
 namespace ug {
+
+/** What autograd keeps on a tensor (grad, grad_fn, hooks); defined by the autograd layer,
+ *  so the core does not depend on it. Absent until a tensor takes part in autograd. */
+struct AutogradMetaBase {
+  virtual ~AutogradMetaBase() = default;
+};
 
 class TensorImpl final : public RefCounted {
  public:
@@ -31,6 +38,8 @@ class TensorImpl final : public RefCounted {
   void* data() const {
     return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize(dtype_));
   }
+  AutogradMetaBase* autograd_meta() const { return autograd_.get(); }
+  void set_autograd_meta(std::unique_ptr<AutogradMetaBase> meta) { autograd_ = std::move(meta); }
 
  private:
   Ref<Storage> storage_;
@@ -40,6 +49,7 @@ class TensorImpl final : public RefCounted {
   int64_t numel_;
   DType dtype_;
   bool contiguous_;
+  std::unique_ptr<AutogradMetaBase> autograd_;
 };
 
 }  // namespace ug

@@ -1,0 +1,197 @@
+// Reverse-mode execution: count dependencies from the roots, then run nodes newest-first
+// (a node runs when every node that feeds it a gradient has run), summing gradients per
+// input, calling hooks, checking NaN/Inf in anomaly mode, and freeing saved tensors unless
+// the graph is retained.
+#include "ug/autograd/engine.h"
+
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ug/autograd/grad_mode.h"
+#include "ug/autograd/node.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/reduce.h"
+#include "ug/ops/unary.h"
+
+namespace ug::autograd {
+
+namespace {
+
+struct Capture {
+  Node* node;
+  uint32_t input_nr;
+  size_t index;  // position in the inputs of autograd::grad
+};
+
+struct NodeOrder {
+  bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
+};
+
+Tensor zeros_for(const Node::OutputInfo& o) { return zeros(o.shape, {.dtype = o.dtype, .device = o.device}); }
+
+void check_finite(const Tensor& g, Node* node) {
+  if (!g.defined() || !is_floating(g.dtype())) return;
+  if (g.isfinite().all().item<bool>()) return;
+  std::string where = node->forward_trace().empty() ? "" : "\nThe op ran forward at:\n" + node->forward_trace();
+  fail<RuntimeError>("[anomaly] the backward of ", node->name(), " returned NaN or Inf values (gradient shape ",
+                     g.shape(), ", dtype ", g.dtype(), ")", where);
+}
+
+Tensor root_gradient(const Tensor& out, const Tensor& given, size_t i) {
+  if (given.defined()) {
+    if (!(given.shape() == out.shape()))
+      fail("[backward] gradient ", i, " has shape ", given.shape(), " but the output has shape ", out.shape());
+    return given;
+  }
+  if (out.numel() != 1)
+    fail<RuntimeError>("[backward] grad can be implicitly created only for scalar outputs; output ", i,
+                       " has shape ", out.shape(), ": pass a gradient");
+  return ones_like(out);
+}
+
+/** Runs the graph under `roots`. With captures, gradients reaching them are returned and
+ *  leaves are left alone; without, AccumulateGrad nodes add into .grad. */
+std::vector<Tensor> execute(const std::vector<Edge>& roots, std::vector<Tensor> root_grads, bool retain_graph,
+                            bool create_graph, const std::vector<Capture>& captures, size_t n_captures) {
+  // Dependencies: how many gradient contributions each node waits for.
+  std::unordered_map<Node*, int> deps;
+  std::vector<Node*> stack;
+  std::unordered_set<Node*> seen;
+  for (const Edge& e : roots)
+    if (e.valid() && seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges()) {
+      if (!e.valid()) continue;
+      deps[e.node.get()]++;
+      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+    }
+  }
+  // With captures, only nodes that lead to a captured edge need to run.
+  std::unordered_set<Node*> capture_nodes;
+  for (const Capture& c : captures) capture_nodes.insert(c.node);
+  std::unordered_map<Node*, bool> needed;
+  std::function<bool(Node*)> leads_to_capture = [&](Node* n) -> bool {
+    auto it = needed.find(n);
+    if (it != needed.end()) return it->second;
+    needed[n] = false;
+    bool result = capture_nodes.count(n) > 0;
+    for (const Edge& e : n->next_edges())
+      if (e.valid() && leads_to_capture(e.node.get())) result = true;
+    needed[n] = result;
+    return result;
+  };
+  const bool capturing = !captures.empty() || n_captures > 0;
+
+  std::unordered_map<Node*, std::vector<Tensor>> buffers;
+  auto add_to = [&](Node* n, uint32_t input_nr, Tensor g) {
+    auto& buf = buffers[n];
+    if (buf.size() <= input_nr) buf.resize(std::max<size_t>(n->outputs().size(), input_nr + 1));
+    buf[input_nr] = buf[input_nr].defined() ? buf[input_nr] + g : std::move(g);
+  };
+  std::priority_queue<Node*, std::vector<Node*>, NodeOrder> ready;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (!roots[i].valid()) continue;
+    add_to(roots[i].node.get(), roots[i].input_nr, std::move(root_grads[i]));
+  }
+  for (Node* n : seen)
+    if (deps[n] == 0) ready.push(n);
+
+  std::vector<Tensor> captured(n_captures);
+  AutoGradMode mode(create_graph);
+  while (!ready.empty()) {
+    Node* node = ready.top();
+    ready.pop();
+    std::vector<Tensor> grads = std::move(buffers[node]);
+    buffers.erase(node);
+    grads.resize(std::max(grads.size(), node->outputs().size()));
+    for (auto& [nr, hook] : node->output_hooks()) {
+      if (nr < grads.size() && grads[nr].defined()) {
+        Tensor replaced = hook(grads[nr]);
+        if (replaced.defined()) grads[nr] = replaced;
+      }
+    }
+    for (const Capture& c : captures)
+      if (c.node == node && c.input_nr < grads.size() && grads[c.input_nr].defined())
+        captured[c.index] = captured[c.index].defined() ? captured[c.index] + grads[c.input_nr] : grads[c.input_nr];
+
+    bool run = !capturing;
+    for (const Edge& e : node->next_edges())  // with captures: only nodes on a path to one
+      if (capturing && e.valid() && leads_to_capture(e.node.get())) run = true;
+    bool any_defined = false;
+    for (const Tensor& g : grads) any_defined |= g.defined();
+    if (run && any_defined) {
+      for (size_t i = 0; i < grads.size() && i < node->outputs().size(); ++i)
+        if (!grads[i].defined()) grads[i] = zeros_for(node->outputs()[i]);
+      std::vector<Tensor> input_grads = node->apply(std::move(grads));
+      const auto& edges = node->next_edges();
+      for (size_t i = 0; i < edges.size() && i < input_grads.size(); ++i) {
+        if (!edges[i].valid() || !input_grads[i].defined()) continue;
+        if (AnomalyMode::is_enabled()) check_finite(input_grads[i], node);
+        add_to(edges[i].node.get(), edges[i].input_nr, std::move(input_grads[i]));
+      }
+    }
+    if (!retain_graph) node->release_saved();
+    for (const Edge& e : node->next_edges()) {
+      if (!e.valid()) continue;
+      if (--deps[e.node.get()] == 0) ready.push(e.node.get());
+    }
+  }
+  return captured;
+}
+
+std::vector<Edge> root_edges(const std::vector<Tensor>& outputs, const char* op) {
+  std::vector<Edge> roots;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Edge e = gradient_edge(outputs[i]);
+    if (!e.valid())
+      fail<RuntimeError>("[", op, "] output ", i, " does not require grad and has no grad_fn: nothing to "
+                         "differentiate (did you forget requires_grad=True, or compute it under no_grad?)");
+    roots.push_back(std::move(e));
+  }
+  return roots;
+}
+
+std::vector<Tensor> root_gradients(const std::vector<Tensor>& outputs, const std::vector<Tensor>& given) {
+  if (!given.empty() && given.size() != outputs.size())
+    fail("[backward] got ", given.size(), " gradients for ", outputs.size(), " outputs");
+  std::vector<Tensor> grads;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    grads.push_back(root_gradient(outputs[i], given.empty() ? Tensor() : given[i], i));
+  return grads;
+}
+
+}  // namespace
+
+void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
+              std::optional<bool> retain_graph, bool create_graph) {
+  std::vector<Edge> roots = root_edges(outputs, "backward");
+  execute(roots, root_gradients(outputs, grad_outputs), retain_graph.value_or(create_graph), create_graph, {}, 0);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
+                         bool create_graph, bool allow_unused) {
+  std::vector<Edge> roots = root_edges(outputs, "grad");
+  std::vector<Capture> captures;
+  std::vector<Edge> keep_alive;  // accumulators made here must live through the walk
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Edge e = gradient_edge(inputs[i]);
+    if (!e.valid())
+      fail<RuntimeError>("[grad] input ", i, " does not require grad (shape ", inputs[i].shape(), ", dtype ",
+                         inputs[i].dtype(), ")");
+    captures.push_back({e.node.get(), e.input_nr, i});
+    keep_alive.push_back(std::move(e));
+  }
+  std::vector<Tensor> result = execute(roots, root_gradients(outputs, grad_outputs),
+                                       retain_graph.value_or(create_graph), create_graph, captures, inputs.size());
+  for (size_t i = 0; i < result.size(); ++i)
+    if (!result[i].defined() && !allow_unused)
+      fail<RuntimeError>("[grad] input ", i, " (shape ", inputs[i].shape(), ") was not used to compute the outputs; "
+                         "pass allow_unused=True if this is expected");
+  return result;
+}
+
+}  // namespace ug::autograd

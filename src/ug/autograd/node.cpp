@@ -1,0 +1,115 @@
+#include "ug/autograd/node.h"
+
+#include <atomic>
+
+#include "ug/autograd/grad_mode.h"
+#include "ug/ops/binary.h"
+
+namespace ug {
+
+namespace {
+std::atomic<uint64_t> g_next_sequence_nr{0};
+
+/** A new handle on t's data with no autograd record. */
+Tensor alias(const Tensor& t) {
+  const TensorImpl& i = t.impl();
+  return Tensor(make_ref<TensorImpl>(i.storage(), i.shape(), i.strides(), i.offset(), i.dtype()));
+}
+}  // namespace
+
+Node::Node(std::vector<Edge> next_edges)
+    : next_edges_(std::move(next_edges)), sequence_nr_(g_next_sequence_nr.fetch_add(1)) {}
+
+Node::~Node() = default;
+
+SavedTensor::SavedTensor(const Tensor& t, bool is_output) : version_(t.version()), is_output_(is_output) {
+  if (!is_output) {
+    data_ = t;
+    return;
+  }
+  // An output keeps only its data: holding its grad_fn (this very node) would be a cycle.
+  data_ = alias(t);
+  if (AutogradMeta* m = autograd::meta_if(t)) output_nr_ = m->output_nr;
+}
+
+Tensor SavedTensor::unpack(Node* owner, const char* op) const {
+  if (!data_.defined()) return data_;
+  if (data_.version() != version_)
+    fail<RuntimeError>("[backward] one of the tensors needed for gradient computation has been modified by an "
+                       "in-place operation: a ", data_.dtype(), " tensor of shape ", data_.shape(), " saved by ",
+                       op, " is at version ", data_.version(), "; expected version ", version_,
+                       ". Use out-of-place ops (or clone()) before changing it in place.");
+  if (!is_output_ || !GradMode::is_enabled()) return data_;
+  // Double backward: give the saved output its place in the graph again.
+  Tensor t = alias(data_);
+  AutogradMeta& m = autograd::meta(t);
+  m.grad_fn = Ref<Node>(owner);
+  m.output_nr = output_nr_;
+  return t;
+}
+
+void SavedTensor::reset() { data_ = Tensor(); }
+
+AccumulateGrad::AccumulateGrad(Tensor leaf) : Node({}), leaf_(std::move(leaf)) {
+  outputs().push_back({leaf_.shape(), leaf_.dtype(), leaf_.device()});
+}
+
+AccumulateGrad::~AccumulateGrad() {
+  if (AutogradMeta* m = autograd::meta_if(leaf_))
+    if (m->grad_accumulator == this) m->grad_accumulator = nullptr;
+}
+
+std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
+  Tensor g = std::move(grads[0]);
+  AutogradMeta& m = autograd::meta(leaf_);
+  for (const GradHook& hook : m.leaf_hooks) {
+    Tensor replaced = hook(g);
+    if (replaced.defined()) g = replaced;
+  }
+  if (!m.grad.defined()) {
+    // Keep the incoming gradient when nobody else can see it; otherwise own a copy, so a
+    // later in-place accumulation never writes into a broadcast view or another tensor.
+    if (GradMode::is_enabled()) m.grad = g;
+    else if (g.is_contiguous() && g.storage()->use_count() == 1 && g.storage_offset() == 0) m.grad = g.detach();
+    else m.grad = g.detach().clone();
+  } else if (GradMode::is_enabled()) {
+    m.grad = m.grad + g;  // create_graph: the sum stays differentiable
+  } else {
+    m.grad.add_(g.detach());
+  }
+  return {};
+}
+
+std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {
+  if (!rule_)
+    fail<RuntimeError>("[backward] trying to backward through the graph a second time (or to use saved tensors "
+                       "after they were freed) at ", name_, ". Pass retain_graph=True to the first backward "
+                       "if you need to backward through the graph again.");
+  return rule_(std::move(grads), this);
+}
+
+namespace autograd {
+
+AutogradMeta* meta_if(const Tensor& t) { return static_cast<AutogradMeta*>(t.impl().autograd_meta()); }
+
+AutogradMeta& meta(const Tensor& t) {
+  AutogradMetaBase* m = t.impl().autograd_meta();
+  if (!m) {
+    auto fresh = std::make_unique<AutogradMeta>();
+    m = fresh.get();
+    t.impl().set_autograd_meta(std::move(fresh));
+  }
+  return *static_cast<AutogradMeta*>(m);
+}
+
+Edge gradient_edge(const Tensor& t) {
+  AutogradMeta* m = meta_if(t);
+  if (!m) return {};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  if (!m->requires_grad) return {};
+  if (!m->grad_accumulator) m->grad_accumulator = new AccumulateGrad(t);
+  return {Ref<Node>(m->grad_accumulator), 0};
+}
+
+}  // namespace autograd
+}  // namespace ug

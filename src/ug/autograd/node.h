@@ -1,0 +1,138 @@
+// The recorded graph. Each differentiable op that runs while grad mode is on and an input
+// requires grad leaves a Node: its derivative rule (a closure over saved tensors) and the
+// edges to the nodes of its inputs. Leaves end in AccumulateGrad, which adds into .grad.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ug/core/tensor.h"
+
+namespace ug {
+
+class Node;
+
+/** Where a gradient flows: input `input_nr` of `node`. */
+struct Edge {
+  Ref<Node> node;
+  uint32_t input_nr = 0;
+  bool valid() const { return static_cast<bool>(node); }
+};
+
+using GradHook = std::function<Tensor(const Tensor&)>;
+
+class Node : public RefCounted {
+ public:
+  explicit Node(std::vector<Edge> next_edges);
+  ~Node() override;
+
+  virtual const char* name() const = 0;
+  /** Gradients for the node's inputs (one per next edge; undefined = none) from the
+   *  gradients of its outputs (all defined: the engine fills missing ones with zeros). */
+  virtual std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) = 0;
+  /** Frees saved tensors after a backward that does not retain the graph. */
+  virtual void release_saved() {}
+
+  const std::vector<Edge>& next_edges() const { return next_edges_; }
+  uint64_t sequence_nr() const { return sequence_nr_; }
+  /** Shapes and dtypes of the outputs, for zero gradients of unused outputs. */
+  struct OutputInfo {
+    Shape shape;
+    DType dtype;
+    Device device;
+  };
+  std::vector<OutputInfo>& outputs() { return outputs_; }
+  /** Hooks on the gradient of output `nr` (Tensor.register_hook on non-leaves, retain_grad). */
+  std::vector<std::pair<uint32_t, GradHook>>& output_hooks() { return output_hooks_; }
+  /** Where the op ran forward (Python file:line), recorded in anomaly mode. */
+  std::string& forward_trace() { return forward_trace_; }
+
+ protected:
+  std::vector<Edge> next_edges_;
+
+ private:
+  uint64_t sequence_nr_;
+  std::vector<OutputInfo> outputs_;
+  std::vector<std::pair<uint32_t, GradHook>> output_hooks_;
+  std::string forward_trace_;
+};
+
+/** A tensor kept for backward, with the version it had when saved: if an in-place op
+ *  changes it before backward runs, unpacking raises instead of giving a wrong gradient. */
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  /** is_output: the tensor is an output of the saving node; it is kept without its
+   *  grad_fn (that would be a cycle) and given the node back when unpacked. */
+  SavedTensor(const Tensor& t, bool is_output);
+  Tensor unpack(Node* owner, const char* op) const;
+  void reset();
+  bool defined() const { return data_.defined(); }
+
+ private:
+  Tensor data_;
+  uint32_t version_ = 0;
+  bool is_output_ = false;
+  bool was_leaf_requiring_grad_ = false;
+  Ref<Node> grad_fn_;  // inputs keep their history, so double backward reaches them
+  uint32_t output_nr_ = 0;
+  bool released_ = false;
+};
+
+/** The node that ends every path at a leaf: adds the incoming gradient into leaf.grad. */
+class AccumulateGrad final : public Node {
+ public:
+  explicit AccumulateGrad(Tensor leaf);
+  ~AccumulateGrad() override;
+  const char* name() const override { return "AccumulateGrad"; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
+  const Tensor& leaf() const { return leaf_; }
+
+ private:
+  Tensor leaf_;
+};
+
+/** A node whose rule is a closure, as ops record them (see record.h). */
+class FunctionNode final : public Node {
+ public:
+  using Rule = std::function<std::vector<Tensor>(std::vector<Tensor>&&, Node*)>;
+  FunctionNode(const char* name, std::vector<Edge> next_edges, Rule rule)
+      : Node(std::move(next_edges)), name_(name), rule_(std::move(rule)) {}
+  const char* name() const override { return name_; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
+  void release_saved() override { rule_ = nullptr; }
+
+ private:
+  const char* name_;
+  Rule rule_;
+};
+
+/** What autograd keeps on a tensor. */
+struct AutogradMeta final : AutogradMetaBase {
+  bool requires_grad = false;  // leaves only; a non-leaf requires grad iff it has grad_fn
+  Tensor grad;
+  Ref<Node> grad_fn;
+  uint32_t output_nr = 0;
+  AccumulateGrad* grad_accumulator = nullptr;  // not owned: the graph owns it
+  bool retains_grad = false;
+  /** Where a non-leaf's retained grad lives: shared with the hook in its grad_fn, which
+   *  must not own (or dangle to) the tensor itself. */
+  std::shared_ptr<Tensor> retained_grad;
+  std::vector<GradHook> leaf_hooks;  // hooks of a leaf, run before accumulation
+};
+
+namespace autograd {
+
+/** The tensor's autograd record, created on first use. */
+AutogradMeta& meta(const Tensor& t);
+/** The record if it exists. */
+AutogradMeta* meta_if(const Tensor& t);
+/** Where gradients for t flow: its grad_fn, or its leaf's AccumulateGrad (made on demand);
+ *  an invalid edge when t does not require grad. */
+Edge gradient_edge(const Tensor& t);
+
+}  // namespace autograd
+}  // namespace ug

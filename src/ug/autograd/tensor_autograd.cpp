@@ -1,0 +1,133 @@
+// Tensor's autograd members and the recording helper ops use.
+#include <algorithm>
+
+#include "ug/autograd/engine.h"
+#include "ug/autograd/record.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/reduce.h"
+
+namespace ug {
+
+namespace autograd {
+
+void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
+            FunctionNode::Rule rule) {
+  std::vector<Edge> edges;
+  edges.reserve(inputs.size());
+  for (const Tensor& t : inputs) edges.push_back(t.defined() ? gradient_edge(t) : Edge{});
+  auto node = make_ref<FunctionNode>(name, std::move(edges), std::move(rule));
+  uint32_t nr = 0;
+  for (Tensor* out : outputs) {
+    node->outputs().push_back({out->shape(), out->dtype(), out->device()});
+    if (is_floating(out->dtype())) {
+      AutogradMeta& m = meta(*out);
+      m.grad_fn = node;
+      m.output_nr = nr;
+    }
+    ++nr;
+  }
+}
+
+void record(const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor*> outputs,
+            FunctionNode::Rule rule) {
+  record(name, std::vector<Tensor>(inputs), std::vector<Tensor*>(outputs), std::move(rule));
+}
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  const int64_t lead = g.dim() - static_cast<int64_t>(shape.size());
+  Dims dims;
+  for (int64_t d = 0; d < g.dim(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && g.size(d) != 1)) dims.push_back(d);
+  Tensor s = dims.empty() ? g : g.sum(dims, true);
+  return lead > 0 || !(s.shape() == shape) ? s.reshape(shape) : s;
+}
+
+}  // namespace autograd
+
+bool Tensor::requires_grad() const { return autograd::requires_grad(*this); }
+
+Tensor& Tensor::requires_grad_(bool requires_grad) {
+  AutogradMeta& m = autograd::meta(*this);
+  if (m.grad_fn && !requires_grad)
+    fail<RuntimeError>("[requires_grad_] you can only change requires_grad of leaf tensors; use detach() to get a "
+                       "tensor that does not require grad");
+  if (requires_grad && !is_floating(dtype()))
+    fail<RuntimeError>("[requires_grad_] only tensors of floating point dtype can require gradients, got ", dtype());
+  m.requires_grad = requires_grad;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  AutogradMeta* m = autograd::meta_if(*this);
+  if (!m) return Tensor();
+  return m->retained_grad ? *m->retained_grad : m->grad;
+}
+
+void Tensor::set_grad(const Tensor& grad) const {
+  if (grad.defined() && !(grad.shape() == shape()))
+    fail("[grad] assigned grad has shape ", grad.shape(), " but the tensor has shape ", shape());
+  AutogradMeta& m = autograd::meta(*this);
+  (m.retained_grad ? *m.retained_grad : m.grad) = grad;
+}
+
+Ref<Node> Tensor::grad_fn() const {
+  AutogradMeta* m = autograd::meta_if(*this);
+  return m ? m->grad_fn : Ref<Node>();
+}
+
+bool Tensor::is_leaf() const { return !grad_fn(); }
+
+Tensor Tensor::detach() const {
+  const TensorImpl& i = impl();
+  return Tensor(make_ref<TensorImpl>(i.storage(), i.shape(), i.strides(), i.offset(), i.dtype()));
+}
+
+void Tensor::retain_grad() const {
+  AutogradMeta& m = autograd::meta(*this);
+  if (!m.grad_fn) {
+    if (!m.requires_grad) fail<RuntimeError>("[retain_grad] can't retain_grad on a tensor that does not require grad");
+    return;  // leaves keep their grad anyway
+  }
+  if (m.retains_grad) return;
+  m.retains_grad = true;
+  m.retained_grad = std::make_shared<Tensor>();
+  m.grad_fn->output_hooks().push_back({m.output_nr, [cell = m.retained_grad](const Tensor& g) {
+                                         *cell = cell->defined() ? *cell + g.detach() : g.detach().clone();
+                                         return Tensor();
+                                       }});
+}
+
+bool Tensor::retains_grad() const {
+  AutogradMeta* m = autograd::meta_if(*this);
+  return m && m->retains_grad;
+}
+
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
+  autograd::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{},
+                     retain_graph, create_graph);
+}
+
+size_t Tensor::register_hook(std::function<Tensor(const Tensor&)> fn) const {
+  AutogradMeta& m = autograd::meta(*this);
+  if (!m.grad_fn && !m.requires_grad)
+    fail<RuntimeError>("[register_hook] cannot register a hook on a tensor that doesn't require gradient");
+  if (m.grad_fn) {
+    m.grad_fn->output_hooks().push_back({m.output_nr, std::move(fn)});
+    return m.grad_fn->output_hooks().size() - 1;
+  }
+  m.leaf_hooks.push_back(std::move(fn));
+  return m.leaf_hooks.size() - 1;
+}
+
+void Tensor::remove_hook(size_t id) const {
+  AutogradMeta& m = autograd::meta(*this);
+  auto disable = [](GradHook& h) { h = [](const Tensor&) { return Tensor(); }; };
+  if (m.grad_fn) {
+    if (id < m.grad_fn->output_hooks().size()) disable(m.grad_fn->output_hooks()[id].second);
+  } else if (id < m.leaf_hooks.size()) {
+    disable(m.leaf_hooks[id]);
+  }
+}
+
+}  // namespace ug
