@@ -17,6 +17,11 @@ ug::Options opts(std::optional<ug::DType> dtype, std::optional<ug::Device> devic
   return {dtype, device.value_or(ug::Device())};
 }
 
+Tensor with_grad(Tensor t, bool requires_grad) {
+  if (requires_grad) t.requires_grad_(true);
+  return t;
+}
+
 // Borrowed: owned by the module attribute ug.return_types.
 nb::handle g_values_indices;
 
@@ -117,9 +122,10 @@ void bind_core(nb::module_& m) {
 void bind_creation(nb::module_& m) {
   auto a_dtype = nb::arg("dtype") = nb::none();
   auto a_device = nb::arg("device") = nb::none();
-  m.def("tensor", [](nb::handle data, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
-    return tensor_from_data(data, dtype, device);
-  }, nb::arg("data"), nb::kw_only(), a_dtype, a_device);
+  auto a_grad = nb::arg("requires_grad") = false;
+  m.def("tensor", [](nb::handle data, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) {
+    return with_grad(tensor_from_data(data, dtype, device), rg);
+  }, nb::arg("data"), nb::kw_only(), a_dtype, a_device, a_grad);
   m.def("as_tensor", [](nb::handle data, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
     if (nb::isinstance<Tensor>(data)) {
       Tensor t = nb::cast<Tensor>(data);
@@ -136,22 +142,23 @@ void bind_creation(nb::module_& m) {
   m.def("is_tensor", [](nb::handle h) { return nb::isinstance<Tensor>(h); });
 
 #define UG_SIZED_FACTORY(name)                                                                    \
-  m.def(#name, [](nb::args size, std::optional<ug::DType> dtype, std::optional<ug::Device> device) { \
-    return ug::name(dims_from_args(size, #name), opts(dtype, device));                            \
-  }, nb::arg("size"), a_dtype, a_device);
+  m.def(#name, [](nb::args size, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) { \
+    return with_grad(ug::name(dims_from_args(size, #name), opts(dtype, device)), rg);             \
+  }, nb::arg("size"), a_dtype, a_device, a_grad);
   UG_SIZED_FACTORY(empty)
   UG_SIZED_FACTORY(zeros)
   UG_SIZED_FACTORY(ones)
   UG_SIZED_FACTORY(rand)
   UG_SIZED_FACTORY(randn)
 #undef UG_SIZED_FACTORY
-  m.def("full", [](nb::handle size, ug::Scalar value, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
-    return ug::full(dims_from_sequence(size, "full"), value, opts(dtype, device));
-  }, nb::arg("size"), nb::arg("fill_value"), nb::kw_only(), a_dtype, a_device);
+  m.def("full", [](nb::handle size, ug::Scalar value, std::optional<ug::DType> dtype, std::optional<ug::Device> device,
+                   bool rg) {
+    return with_grad(ug::full(dims_from_sequence(size, "full"), value, opts(dtype, device)), rg);
+  }, nb::arg("size"), nb::arg("fill_value"), nb::kw_only(), a_dtype, a_device, a_grad);
 #define UG_LIKE_FACTORY(name)                                                                     \
-  m.def(#name, [](const Tensor& t, std::optional<ug::DType> dtype, std::optional<ug::Device> device) { \
-    return ug::name(t, {dtype, device.value_or(t.device())});                                     \
-  }, nb::arg("input"), nb::kw_only(), a_dtype, a_device);
+  m.def(#name, [](const Tensor& t, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) { \
+    return with_grad(ug::name(t, {dtype, device.value_or(t.device())}), rg);                      \
+  }, nb::arg("input"), nb::kw_only(), a_dtype, a_device, a_grad);
   UG_LIKE_FACTORY(empty_like)
   UG_LIKE_FACTORY(zeros_like)
   UG_LIKE_FACTORY(ones_like)
@@ -178,13 +185,14 @@ void bind_creation(nb::module_& m) {
   m.def("randperm", [](int64_t n, std::optional<ug::DType> dtype) { return ug::randperm(n, {dtype, {}}); },
         nb::arg("n"), nb::kw_only(), a_dtype);
   m.def("arange", [](ug::Scalar start, std::optional<ug::Scalar> end, ug::Scalar step, std::optional<ug::DType> dtype,
-                     std::optional<ug::Device> device) {
-    if (!end) return ug::arange(0, start, step, opts(dtype, device));
-    return ug::arange(start, *end, step, opts(dtype, device));
-  }, nb::arg("start"), nb::arg("end") = nb::none(), nb::arg("step") = 1, nb::kw_only(), a_dtype, a_device);
-  m.def("linspace", [](double start, double end, int64_t steps, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
-    return ug::linspace(start, end, steps, opts(dtype, device));
-  }, nb::arg("start"), nb::arg("end"), nb::arg("steps"), nb::kw_only(), a_dtype, a_device);
+                     std::optional<ug::Device> device, bool rg) {
+    if (!end) return with_grad(ug::arange(0, start, step, opts(dtype, device)), rg);
+    return with_grad(ug::arange(start, *end, step, opts(dtype, device)), rg);
+  }, nb::arg("start"), nb::arg("end") = nb::none(), nb::arg("step") = 1, nb::kw_only(), a_dtype, a_device, a_grad);
+  m.def("linspace", [](double start, double end, int64_t steps, std::optional<ug::DType> dtype,
+                       std::optional<ug::Device> device, bool rg) {
+    return with_grad(ug::linspace(start, end, steps, opts(dtype, device)), rg);
+  }, nb::arg("start"), nb::arg("end"), nb::arg("steps"), nb::kw_only(), a_dtype, a_device, a_grad);
   m.def("eye", [](int64_t n, std::optional<int64_t> cols, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
     return ug::eye(n, cols, opts(dtype, device));
   }, nb::arg("n"), nb::arg("m") = nb::none(), nb::kw_only(), a_dtype, a_device);

@@ -13,6 +13,7 @@ void bind_elementwise_methods(nb::class_<ug::Tensor>& cls);
 void bind_elementwise_functions(nb::module_& m);
 void bind_creation(nb::module_& m);
 void bind_functions(nb::module_& m);
+void bind_autograd(nb::module_& m, nb::class_<ug::Tensor>& cls);
 /** The (values, indices) named tuple returned by max(dim), sort, topk. */
 nb::object values_indices_type();
 

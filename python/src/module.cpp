@@ -46,4 +46,5 @@ NB_MODULE(_C, m) {
   ugpy::bind_tensor(m, tensor);
   ugpy::bind_elementwise_functions(m);
   ugpy::bind_functions(m);
+  ugpy::bind_autograd(m, tensor);
 }

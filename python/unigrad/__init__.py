@@ -6,7 +6,8 @@ here is a thin layer over the C++ library in unigrad._C.
 from . import _C
 from ._C import *  # noqa: F401,F403  (Tensor, dtypes, factories, elementwise functions)
 from ._C import Tensor, random  # noqa: F401
-from . import cuda, memory  # noqa: F401
+from . import autograd, cuda, memory  # noqa: F401
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 
 from ._C import __version__  # noqa: F401  (from the CMake project version)
 
@@ -33,3 +34,8 @@ for _name in (
     if _name not in globals():
         globals()[_name] = _method_as_function(_name)
 del _name
+
+
+def to_tensor(data, dtype=None, place=None, stop_gradient=True):
+    """PaddlePaddle's paddle.to_tensor: stop_gradient=False means requires_grad=True."""
+    return tensor(data, dtype=dtype, device=place, requires_grad=not stop_gradient)  # noqa: F405

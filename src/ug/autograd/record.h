@@ -41,6 +41,17 @@ void record(const char* name, std::initializer_list<Tensor> inputs, std::initial
 void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
             FunctionNode::Rule rule);
 
+/** Before an in-place op on t under grad mode: raises for leaves that require grad and for
+ *  views when gradients are involved. Returns true when t (or the other operand) requires
+ *  grad, so the op must run out of place and rebase t's history (see rebase_history). */
+bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op);
+/** Writes `result`'s data into t and makes t's history that of `result`. */
+void rebase_history(const Tensor& t, const Tensor& result);
+
+/** A zero tensor of `shape` whose `view` holds g: the gradient of an op that picks part of
+ *  its input. Its own derivative takes the same view, so double backward works. */
+Tensor embed(const Tensor& g, const Shape& shape, const std::function<Tensor(const Tensor&)>& view);
+
 /** The gradient g of a broadcast result, summed back to `shape` (undoes broadcasting). */
 Tensor sum_to(const Tensor& g, const Shape& shape);
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "ug/autograd/engine.h"
+#include "ug/backend/backend.h"
 #include "ug/autograd/record.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/reduce.h"
@@ -31,6 +32,43 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
 void record(const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor*> outputs,
             FunctionNode::Rule rule) {
   record(name, std::vector<Tensor>(inputs), std::vector<Tensor*>(outputs), std::move(rule));
+}
+
+bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) {
+  if (!GradMode::is_enabled()) return false;
+  AutogradMeta* m = meta_if(t);
+  const bool t_grad = m && (m->requires_grad || m->grad_fn);
+  if (t_grad && !m->grad_fn)
+    fail<RuntimeError>("[", op, "] a leaf tensor that requires grad is being used in an in-place operation; "
+                       "wrap it in no_grad() or use the out-of-place form");
+  const bool needed = t_grad || (other && other->defined() && requires_grad(*other));
+  if (needed && t.impl().is_view())
+    fail<RuntimeError>("[", op, "] in-place change of a view while recording gradients is not supported: the "
+                       "base tensor's history would miss it; use out-of-place ops (cat, where, index ops)");
+  return needed;
+}
+
+void rebase_history(const Tensor& t, const Tensor& result) {
+  {
+    NoGradGuard no_grad;
+    backend_for(t.device()).copy(result, t);
+  }
+  t.bump_version();
+  AutogradMeta* rm = meta_if(result);
+  AutogradMeta& m = meta(t);
+  m.grad_fn = rm ? rm->grad_fn : Ref<Node>();
+  m.output_nr = rm ? rm->output_nr : 0;
+}
+
+Tensor embed(const Tensor& g, const Shape& shape, const std::function<Tensor(const Tensor&)>& view) {
+  Tensor out = zeros(Dims(shape.begin(), shape.end()), {.dtype = g.dtype(), .device = g.device()});
+  {
+    NoGradGuard no_grad;
+    view(out).copy_(g);
+  }
+  if (needs_grad({&g}))
+    record("embed", {g}, {&out}, [view](std::vector<Tensor>&& gg, Node*) { return std::vector<Tensor>{view(gg[0])}; });
+  return out;
 }
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {

@@ -1,6 +1,7 @@
 // The Tensor handle's own members: sizes, element access, conversion and copying.
 #include "ug/core/tensor.h"
 
+#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 
 namespace ug {
@@ -32,6 +33,12 @@ Tensor Tensor::to(DType target, bool copy) const {
   if (target == dtype() && !copy) return *this;
   Tensor out = empty(shape(), {.dtype = target, .device = device()});
   backend_for(device()).copy(*this, out);
+  if (is_floating(target) && autograd::needs_grad({this})) {
+    DType source = dtype();
+    autograd::record("to", {*this}, {&out}, [source](std::vector<Tensor>&& g, Node*) {
+      return std::vector<Tensor>{g[0].to(source)};
+    });
+  }
   return out;
 }
 
@@ -50,12 +57,19 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 Tensor Tensor::clone() const {
   Tensor out = empty(shape(), {.dtype = dtype(), .device = device()});
   backend_for(device()).copy(*this, out);
+  if (autograd::needs_grad({this}))
+    autograd::record("clone", {*this}, {&out}, [](std::vector<Tensor>&& g, Node*) { return std::move(g); });
   return out;
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
   if (src.device() != device())
     fail<RuntimeError>("[copy_] source on ", src.device(), ", destination on ", device());
+  if (autograd::inplace_needs_rebase(*this, &src, "copy_")) {
+    // The copy's gradient flows to src (cast back to its dtype); this tensor's old value is gone.
+    autograd::rebase_history(*this, src.to(dtype()).expand(shape()).clone());
+    return *this;
+  }
   // A source that overlaps the destination is copied first, so no element is read after
   // it was overwritten.
   Tensor s = (shares_storage(src) ? src.clone() : src).expand(shape());
@@ -65,6 +79,10 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(Scalar value) {
+  if (autograd::inplace_needs_rebase(*this, nullptr, "fill_")) {
+    autograd::rebase_history(*this, full_like(*this, value));
+    return *this;
+  }
   backend_for(device()).fill(*this, value);
   bump_version();
   return *this;

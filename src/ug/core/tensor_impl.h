@@ -39,6 +39,9 @@ class TensorImpl final : public RefCounted {
     return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize(dtype_));
   }
   AutogradMetaBase* autograd_meta() const { return autograd_.get(); }
+  /** Made by a view op over another tensor's storage. */
+  bool is_view() const { return is_view_; }
+  void set_is_view() { is_view_ = true; }
   void set_autograd_meta(std::unique_ptr<AutogradMetaBase> meta) { autograd_ = std::move(meta); }
 
  private:
@@ -49,6 +52,7 @@ class TensorImpl final : public RefCounted {
   int64_t numel_;
   DType dtype_;
   bool contiguous_;
+  bool is_view_ = false;
   std::unique_ptr<AutogradMetaBase> autograd_;
 };
 

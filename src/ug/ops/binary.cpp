@@ -2,6 +2,7 @@
 // NumPy broadcasting as stride-0 views, then the kernel. Also where, clamp and lerp.
 #include "ug/ops/binary.h"
 
+#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
@@ -81,6 +82,38 @@ void check_integer_division(BinaryOp op, const Tensor& b) {
     fail<RuntimeError>("[pow] integers to negative integer powers are not allowed");
 }
 
+/** Each op's derivative: gradients for a and b from the output gradient g and the output
+ *  y. a and b are already promoted and broadcast (the recorded to() and expand() undo that). */
+std::pair<Tensor, Tensor> vjp(BinaryOp op, const Tensor& g, const Tensor& a, const Tensor& b, const Tensor& y) {
+  switch (op) {
+    case BinaryOp::Add: return {g, g};
+    case BinaryOp::Sub: return {g, -g};
+    case BinaryOp::Mul: return {g * b, g * a};
+    case BinaryOp::Div: return {g / b, -g * a / (b * b)};
+    case BinaryOp::Pow: {
+      // d/db is 0 where a == 0 and b >= 0 (where log(a) would give -inf * 0).
+      Tensor db = where(a.eq(0).logical_and(b.ge(0)), zeros_like(g), g * y * a.log());
+      return {g * b * a.pow(b - 1), db};
+    }
+    case BinaryOp::Maximum:
+    case BinaryOp::Minimum: {
+      // Ties split the gradient in halves, as in PyTorch.
+      Tensor a_wins = op == BinaryOp::Maximum ? a.gt(b) : a.lt(b);
+      Tensor tie = a.eq(b);
+      Tensor ga = where(tie, g * 0.5, where(a_wins, g, 0));
+      return {ga, g - ga};
+    }
+    case BinaryOp::Atan2: {
+      Tensor r = a * a + b * b;
+      return {g * b / r, -g * a / r};
+    }
+    case BinaryOp::FloorDivide: return {zeros_like(g), zeros_like(g)};
+    case BinaryOp::Remainder: return {g, -g * floor_divide(a, b)};
+    default: break;
+  }
+  fail<RuntimeError>("[", info(op).name, "] is not differentiable");
+}
+
 Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   auto [compute, out_dtype] = compute_and_out(op, common, a.dtype(), b.dtype());
   if (a.device() != b.device())
@@ -91,6 +124,18 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   check_integer_division(op, bc);
   Tensor out = empty(shape, {.dtype = out_dtype, .device = a.device()});
   backend_for(a.device()).binary(op, ac, bc, out);
+  if (is_floating(out_dtype) && autograd::needs_grad({&ac, &bc})) {
+    // Only what the rule reads is kept: add and sub need nothing, pow also needs its output.
+    const bool operands = op != BinaryOp::Add && op != BinaryOp::Sub && op != BinaryOp::FloorDivide;
+    autograd::record(info(op).name, {ac, bc}, {&out},
+                     [op, as = operands ? autograd::save(ac) : SavedTensor(), bs = operands ? autograd::save(bc) : SavedTensor(),
+                      ys = op == BinaryOp::Pow ? autograd::save_output(out) : SavedTensor()](
+                         std::vector<Tensor>&& g, Node* n) {
+                       const char* name = info(op).name;
+                       auto [ga, gb] = vjp(op, g[0], as.unpack(n, name), bs.unpack(n, name), ys.unpack(n, name));
+                       return std::vector<Tensor>{ga, gb};
+                     });
+  }
   return out;
 }
 
@@ -138,6 +183,10 @@ void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
   if (!(shape == a.shape()))
     fail("[", info(op).name, "_] output with shape ", a.shape(),
          " doesn't match the broadcast shape ", shape);
+  if (autograd::inplace_needs_rebase(a, &b, info(op).name)) {
+    autograd::rebase_history(a, run(op, common, a.clone(), b).to(a.dtype()));
+    return;
+  }
   if (compute == a.dtype() && out_dtype == a.dtype() && !a.shares_storage(b)) {
     Tensor bc = b.to(compute).expand(shape);
     check_integer_division(op, bc);
@@ -198,8 +247,13 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   DType dtype = ops::result_type(a, b);
   Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor out = empty(shape, {.dtype = dtype, .device = a.device()});
-  backend_for(a.device()).where(cond.to(DType::Bool).expand(shape), a.to(dtype).expand(shape),
-                                b.to(dtype).expand(shape), out);
+  Tensor c = cond.to(DType::Bool).expand(shape), ac = a.to(dtype).expand(shape), bc = b.to(dtype).expand(shape);
+  backend_for(a.device()).where(c, ac, bc, out);
+  if (is_floating(dtype) && autograd::needs_grad({&ac, &bc})) {
+    autograd::record("where", {ac, bc}, {&out}, [c](std::vector<Tensor>&& g, Node*) {
+      return std::vector<Tensor>{where(c, g[0], 0), where(c, 0, g[0])};
+    });
+  }
   return out;
 }
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {

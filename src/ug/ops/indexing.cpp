@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
@@ -39,12 +40,27 @@ Tensor checked_index(const Tensor& index, int64_t n, int64_t dim, bool allow_neg
   return lo < 0 ? where(idx.lt(0), idx.add(n), idx) : idx;
 }
 
-/** x.index_select(dim, index) for a checked 1-d int64 index. */
+/** An index that picks along `dim` of a tensor shaped like `like`: [n] -> [1.., n, 1..] expanded. */
+Tensor along(const Tensor& index, int64_t dim, const Shape& like) {
+  Dims shape(like.size(), 1);
+  shape[dim] = index.numel();
+  return index.reshape(shape).expand(like);
+}
+
+/** x.index_select(dim, index) for a checked 1-d int64 index. The gradient adds each row of
+ *  g back where it came from (rows picked twice get both). */
 Tensor select_rows(const Tensor& x, int64_t dim, const Tensor& index) {
   Shape shape = x.shape();
   shape[dim] = index.numel();
   Tensor out = empty(shape, {.dtype = x.dtype(), .device = x.device()});
   if (out.numel() > 0) backend_for(x.device()).index_select(x, dim, index, out);
+  if (is_floating(x.dtype()) && autograd::needs_grad({&x})) {
+    Shape in_shape = x.shape();
+    autograd::record("index_select", {x}, {&out}, [dim, index, in_shape](std::vector<Tensor>&& g, Node*) {
+      Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
+      return std::vector<Tensor>{zero.scatter_add(dim, along(index, dim, g[0].shape()), g[0])};
+    });
+  }
   return out;
 }
 
@@ -294,9 +310,20 @@ Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& 
   if (src.dtype() != x.dtype())
     fail<TypeError>("[", op, "] expected src to have the input's dtype ", x.dtype(), ", got ", src.dtype());
   Tensor idx = checked_index(index, atleast_1d(x).size(d), d, false, op);
-  Tensor out = x.clone();
-  if (idx.numel() > 0)
-    backend_for(x.device()).scatter(atleast_1d(out), d, atleast_1d(idx), atleast_1d(src), accumulate);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = x.clone();
+    if (idx.numel() > 0)
+      backend_for(x.device()).scatter(atleast_1d(out), d, atleast_1d(idx), atleast_1d(src), accumulate);
+  }
+  if (is_floating(x.dtype()) && autograd::needs_grad({&x, &src})) {
+    // d/dx: g, except where scatter overwrote x; d/dsrc: g read back at the scattered places.
+    autograd::record(op, {x, src}, {&out}, [d, idx, accumulate](std::vector<Tensor>&& g, Node*) {
+      Tensor gx = accumulate ? g[0] : g[0].scatter(d, idx, zeros_like(idx, {.dtype = g[0].dtype()}));
+      return std::vector<Tensor>{gx, g[0].gather(d, idx)};
+    });
+  }
   return out;
 }
 
@@ -310,10 +337,8 @@ Tensor roll_dim(const Tensor& x, int64_t d, int64_t shift) {
   if (n == 0) return x;
   const int64_t s = ((shift % n) + n) % n;
   if (s == 0) return x;
-  Tensor out = empty_like(x);
-  out.narrow(d, s, n - s).copy_(x.narrow(d, 0, n - s));
-  out.narrow(d, 0, s).copy_(x.narrow(d, n - s, s));
-  return out;
+  // The last s entries move to the front: a join of two views, differentiable as it stands.
+  return cat({x.narrow(d, n - s, s), x.narrow(d, 0, n - s)}, d);
 }
 
 }  // namespace
@@ -329,6 +354,9 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
 Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) {
   if (value.device() != device())
     fail<RuntimeError>("[index_put_] value on ", value.device(), ", tensor on ", device());
+  if (autograd::inplace_needs_rebase(*this, &value, "index_put_"))
+    fail<RuntimeError>("[index_put_] assignment into a tensor while recording gradients (the tensor or the value "
+                       "requires grad) is not supported yet; build the result with where(), cat() or scatter()");
   if (put_by_mask(*this, indices, value)) {
     bump_version();
     return *this;
@@ -355,6 +383,13 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
   Tensor out = empty(index.shape(), {.dtype = dtype(), .device = device()});
   if (out.numel() > 0)
     backend_for(device()).gather(atleast_1d(*this), d, atleast_1d(idx), atleast_1d(out));
+  if (is_floating(dtype()) && autograd::needs_grad({this})) {
+    Shape in_shape = shape();
+    autograd::record("gather", {*this}, {&out}, [d, idx, in_shape](std::vector<Tensor>&& g, Node*) {
+      Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
+      return std::vector<Tensor>{zero.scatter_add(d, idx, g[0])};
+    });
+  }
   return out;
 }
 
@@ -387,6 +422,10 @@ Tensor Tensor::masked_fill(const Tensor& mask, Scalar value) const {
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
   check_bool_mask(mask, "masked_fill_");
+  if (autograd::inplace_needs_rebase(*this, nullptr, "masked_fill_")) {
+    autograd::rebase_history(*this, clone().masked_fill(mask, value));
+    return *this;
+  }
   if (!expandable(mask.shape(), shape()))
     fail("[masked_fill_] mask of shape ", mask.shape(), " cannot be broadcast to the tensor's shape ", shape());
   Tensor fill = scalar_tensor(value, {.dtype = dtype(), .device = device()});

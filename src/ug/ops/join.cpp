@@ -3,6 +3,10 @@
 // dim through an index of source positions.
 #include "ug/ops/join.h"
 
+#include <algorithm>
+
+#include "ug/autograd/record.h"
+
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
 
@@ -64,15 +68,32 @@ Tensor pad_constant(const Tensor& x, const std::vector<DimPad>& pads, Scalar val
   Shape shape = x.shape();
   for (const DimPad& p : pads) shape[p.dim] += p.left + p.right;
   Tensor out = full(shape, value, {.dtype = x.dtype(), .device = x.device()});
-  // The part of x that survives cropping goes to its place in out.
-  Tensor src = x, dst = out;
+  // The part of x that survives cropping goes to its place in out: the gradient is that
+  // same part of the output's gradient, embedded back into x's shape.
+  const bool grad = autograd::needs_grad({&x});
+  std::vector<std::pair<int64_t, int64_t>> src_ranges, dst_ranges;  // (start, length) per pad
   for (const DimPad& p : pads) {
     const int64_t keep = x.size(p.dim) - std::max<int64_t>(-p.left, 0) - std::max<int64_t>(-p.right, 0);
-    if (keep <= 0) return out;
-    src = src.narrow(p.dim, std::max<int64_t>(-p.left, 0), keep);
-    dst = dst.narrow(p.dim, std::max<int64_t>(p.left, 0), keep);
+    if (keep <= 0) return grad ? out + x.sum() * 0 : out;  // nothing of x survives
+    src_ranges.push_back({std::max<int64_t>(-p.left, 0), keep});
+    dst_ranges.push_back({std::max<int64_t>(p.left, 0), keep});
   }
-  dst.copy_(src);
+  auto part = [pads](const Tensor& t, const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+    Tensor v = t;
+    for (size_t i = 0; i < pads.size(); ++i) v = v.narrow(pads[i].dim, ranges[i].first, ranges[i].second);
+    return v;
+  };
+  {
+    NoGradGuard no_grad;
+    part(out, dst_ranges).copy_(part(x, src_ranges));
+  }
+  if (grad) {
+    Shape in_shape = x.shape();
+    autograd::record("pad", {x}, {&out}, [part, dst_ranges, src_ranges, in_shape](std::vector<Tensor>&& g, Node*) {
+      auto source_part = [part, src_ranges](const Tensor& t) { return part(t, src_ranges); };
+      return std::vector<Tensor>{autograd::embed(part(g[0], dst_ranges), in_shape, source_part)};
+    });
+  }
   return out;
 }
 
@@ -120,11 +141,32 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     shape[d] += tensors[i].size(d);
   }
   Tensor out = empty(shape, {.dtype = dtype, .device = first->device()});
-  int64_t at = 0;
-  for (const Tensor& t : tensors) {
-    if (is_legacy_empty(t)) continue;
-    out.narrow(d, at, t.size(d)).copy_(t);
-    at += t.size(d);
+  std::vector<Tensor> parts;
+  Dims sizes;
+  {
+    NoGradGuard no_grad;  // the copies are the op's own business; it records itself below
+    int64_t at = 0;
+    for (const Tensor& t : tensors) {
+      if (is_legacy_empty(t)) continue;
+      out.narrow(d, at, t.size(d)).copy_(t);
+      at += t.size(d);
+      parts.push_back(t);
+      sizes.push_back(t.size(d));
+    }
+  }
+  if (is_floating(dtype) && GradMode::is_enabled() &&
+      std::any_of(parts.begin(), parts.end(), [](const Tensor& t) { return autograd::requires_grad(t); })) {
+    std::vector<DType> dtypes;
+    for (const Tensor& t : parts) dtypes.push_back(t.dtype());
+    autograd::record("cat", parts, {&out}, [d, sizes, dtypes](std::vector<Tensor>&& g, Node*) {
+      std::vector<Tensor> grads;
+      int64_t at = 0;
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        grads.push_back(g[0].narrow(d, at, sizes[i]).to(dtypes[i]));
+        at += sizes[i];
+      }
+      return grads;
+    });
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ug/backend/backend.h"
+#include "ug/autograd/record.h"
 #include "ug/ops/reduce.h"
 
 namespace ug {
@@ -28,10 +29,20 @@ DType common_dtype(const Tensor& a, const Tensor& b, const char* op) {
   return t;
 }
 
-/** out[b] = a[b] @ b[b] for [B, M, K] x [B, K, N] operands of one dtype. */
+/** out[b] = a[b] @ b[b] for [B, M, K] x [B, K, N] operands of one dtype. The gradients are
+ *  products too: g @ b^T and a^T @ g (transposes are views the kernel reads in place). */
 Tensor batched_product(const Tensor& a, const Tensor& b) {
   Tensor out = empty({a.size(0), a.size(1), b.size(2)}, {.dtype = a.dtype(), .device = a.device()});
   backend_for(a.device()).matmul(a, b, out);
+  if (is_floating(a.dtype()) && autograd::needs_grad({&a, &b})) {
+    autograd::record("matmul", {a, b}, {&out},
+                     [as = autograd::save(a), bs = autograd::save(b)](std::vector<Tensor>&& g, Node* n) {
+                       Tensor a = as.unpack(n, "matmul"), b = bs.unpack(n, "matmul");
+                       Tensor ga = batched_product(g[0], b.transpose(1, 2));
+                       Tensor gb = batched_product(a.transpose(1, 2), g[0]);
+                       return std::vector<Tensor>{ga, gb};
+                     });
+  }
   return out;
 }
 

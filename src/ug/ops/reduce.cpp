@@ -6,7 +6,11 @@
 #include <cmath>
 #include <limits>
 
+#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/join.h"
+#include "ug/ops/unary.h"
 
 namespace ug {
 
@@ -97,12 +101,76 @@ Layout to_layout(const Tensor& x, const Mask& mask) {
   return {x.permute(order).contiguous(), outer, reduced, 1};
 }
 
+Dims masked_dims(const Mask& mask) {
+  Dims dims;
+  for (size_t d = 0; d < mask.size(); ++d)
+    if (mask[d]) dims.push_back(static_cast<int64_t>(d));
+  return dims;
+}
+
+/** The gradient of a reduction over the masked dims: g with those dims back as size 1. */
+Tensor keep_dims(const Tensor& g, const Shape& in_shape, const Mask& mask) {
+  Shape kept = reduced_shape(in_shape, mask, true);
+  return g.reshape(Dims(kept.begin(), kept.end()));
+}
+
+/** Each product of all elements but one, along the last dim, without dividing (exact when
+ *  some elements are zero): exclusive cumulative products from both ends. */
+Tensor products_of_others(const Tensor& x) {
+  const int64_t n = x.size(-1);
+  Dims one_shape(x.shape().begin(), x.shape().end());
+  one_shape.back() = 1;
+  Tensor one = ones(one_shape, {.dtype = x.dtype(), .device = x.device()});
+  Tensor left = cat({one, x.narrow(-1, 0, n - 1)}, -1).cumprod(-1);
+  Tensor xf = x.flip({-1});
+  Tensor right = cat({one, xf.narrow(-1, 0, n - 1)}, -1).cumprod(-1).flip({-1});
+  return left * right;
+}
+
+/** d prod / dx over the masked dims: move them last, flatten, take products of the others. */
+Tensor prod_backward(const Tensor& g, const Tensor& x, const Mask& mask) {
+  Dims order, inverse(static_cast<size_t>(x.dim()));
+  Dims outer_shape;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (!mask[d]) {
+      order.push_back(d);
+      outer_shape.push_back(x.size(d));
+    }
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (mask[d]) order.push_back(d);
+  for (size_t i = 0; i < order.size(); ++i) inverse[order[i]] = static_cast<int64_t>(i);
+  Tensor moved = x.permute(order);
+  Dims flat = outer_shape;
+  flat.push_back(-1);
+  Tensor others = products_of_others(moved.reshape(flat)).reshape(Dims(moved.shape().begin(), moved.shape().end()));
+  return keep_dims(g, x.shape(), mask) * others.permute(inverse);
+}
+
 /** Runs the backend's `op` over the masked dims; x already has the kernel's input dtype. */
 Tensor run_reduce(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim, DType out_dtype) {
   Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), {.dtype = out_dtype, .device = x.device()});
-  if (out.numel() == 0) return out;
-  Layout l = to_layout(x, mask);
-  backend_for(x.device()).reduce(op, l.src, l.outer, l.reduced, l.inner, out);
+  if (out.numel() > 0) {
+    Layout l = to_layout(x, mask);
+    backend_for(x.device()).reduce(op, l.src, l.outer, l.reduced, l.inner, out);
+  }
+  const bool differentiable = op == ReduceOp::Sum || op == ReduceOp::Prod || op == ReduceOp::Max || op == ReduceOp::Min;
+  if (differentiable && is_floating(out_dtype) && autograd::needs_grad({&x})) {
+    // A sum's rule needs only the input's shape; the others read the input (and max/min the result).
+    const bool sum = op == ReduceOp::Sum, extreme = op == ReduceOp::Max || op == ReduceOp::Min;
+    autograd::record(sum ? "sum" : op == ReduceOp::Prod ? "prod" : op == ReduceOp::Max ? "max" : "min", {x}, {&out},
+                     [op, mask, in_shape = x.shape(), xs = sum ? SavedTensor() : autograd::save(x),
+                      ys = extreme ? autograd::save_output(out) : SavedTensor()](std::vector<Tensor>&& g, Node* n) {
+                       Tensor gk = keep_dims(g[0], in_shape, mask);
+                       if (op == ReduceOp::Sum) return std::vector<Tensor>{gk.expand(in_shape)};
+                       Tensor x = xs.unpack(n, "reduce");
+                       if (op == ReduceOp::Prod) return std::vector<Tensor>{prod_backward(g[0], x, mask)};
+                       // max/min: shared evenly among the elements equal to the extreme.
+                       Tensor hit = x.eq(keep_dims(ys.unpack(n, "reduce"), x.shape(), mask)).to(x.dtype());
+                       Dims dims = masked_dims(mask);
+                       Tensor count = dims.empty() ? hit : hit.sum(dims, true);
+                       return std::vector<Tensor>{hit * gk / count};
+                     });
+  }
   return out;
 }
 
@@ -158,9 +226,14 @@ void check_full_nonempty(const Tensor& x, const char* op) {
 std::pair<Tensor, Tensor> extreme_with_index(bool is_max, const Tensor& x, int64_t dim, bool keepdim) {
   const char* name = is_max ? "max" : "min";
   Mask mask = single_dim_mask(x, dim, name);
-  Tensor values = extreme_masked(is_max ? ReduceOp::Max : ReduceOp::Min, x, mask, keepdim, name);
+  check_nonempty(x, mask, name);
   Tensor indices = run_reduce(is_max ? ReduceOp::ArgMax : ReduceOp::ArgMin, x, mask, keepdim, DType::Int64);
-  return {values, indices};
+  if (x.dim() == 0) return {extreme_masked(is_max ? ReduceOp::Max : ReduceOp::Min, x, mask, keepdim, name), indices};
+  // Reading the values at the indices gives PyTorch's gradient: all of it to the index.
+  const int64_t d = wrap_dim(dim, x.dim(), name);
+  Tensor at = keepdim ? indices : indices.unsqueeze(d);
+  Tensor values = x.gather(d, at);
+  return {keepdim ? values : values.squeeze(Dims{d}), indices};
 }
 
 Tensor arg_extreme(bool is_max, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
@@ -199,7 +272,17 @@ Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
     if (i < d) outer *= x.size(i);
     if (i > d) inner *= x.size(i);
   }
-  backend_for(x.device()).scan(op, x.to(target).contiguous(), outer, n, inner, out);
+  Tensor src = x.to(target);
+  backend_for(x.device()).scan(op, src.contiguous(), outer, n, inner, out);
+  if (is_floating(target) && autograd::needs_grad({&src})) {
+    autograd::record(name, {src}, {&out},
+                     [op, d, xs = autograd::save(src), ys = autograd::save_output(out)](std::vector<Tensor>&& g, Node* nd) {
+                       // The gradient of a running sum is the running sum of g taken from the end.
+                       if (op == ScanOp::CumSum) return std::vector<Tensor>{g[0].flip({d}).cumsum(d).flip({d})};
+                       Tensor y = ys.unpack(nd, "cumprod"), x = xs.unpack(nd, "cumprod");
+                       return std::vector<Tensor>{(g[0] * y).flip({d}).cumsum(d).flip({d}) / x};
+                     });
+  }
   return out;
 }
 

@@ -2,7 +2,11 @@
 // functions are generated from the op list in unary.h.
 #include "ug/ops/unary.h"
 
+#include <cmath>
+
+#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
+#include "ug/ops/binary.h"
 
 namespace ug::ops {
 
@@ -35,6 +39,86 @@ DType result_dtype(UnaryOp op, DType in) {
   return in;
 }
 
+/** Each op's derivative: the input gradient from the output gradient g, the input x and
+ *  the output y. Written with ops, so the rules are differentiable themselves. */
+Tensor vjp(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y) {
+  constexpr double kLn2 = 0.69314718055994530942, kLn10 = 2.30258509299404568402;
+  constexpr double kTwoOverSqrtPi = 1.12837916709551257390, kInvSqrt2Pi = 0.39894228040143267794;
+  switch (op) {
+    case UnaryOp::Neg: return -g;
+    case UnaryOp::Abs: return g * x.sign();
+    case UnaryOp::Sign:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
+    case UnaryOp::Round:
+    case UnaryOp::Trunc: return zeros_like(g);  // piecewise constant
+    case UnaryOp::Square: return g * x * 2;
+    case UnaryOp::Relu: return where(y > 0, g, 0);
+    case UnaryOp::Exp: return g * y;
+    case UnaryOp::Exp2: return g * y * kLn2;
+    case UnaryOp::Log: return g / x;
+    case UnaryOp::Log2: return g / (x * kLn2);
+    case UnaryOp::Log10: return g / (x * kLn10);
+    case UnaryOp::Log1p: return g / (x + 1);
+    case UnaryOp::Expm1: return g * (y + 1);
+    case UnaryOp::Sqrt: return g / (y * 2);
+    case UnaryOp::Rsqrt: return g * y * y * y * -0.5;
+    case UnaryOp::Reciprocal: return -g * y * y;
+    case UnaryOp::Sin: return g * x.cos();
+    case UnaryOp::Cos: return -g * x.sin();
+    case UnaryOp::Tan: return g * (y * y + 1);
+    case UnaryOp::Tanh: return g * (1 - y * y);
+    case UnaryOp::Sigmoid: return g * y * (1 - y);
+    case UnaryOp::Silu: {
+      Tensor s = x.sigmoid();
+      return g * s * (1 + x * (1 - s));
+    }
+    case UnaryOp::Erf: return g * (-(x * x)).exp() * kTwoOverSqrtPi;
+    case UnaryOp::Gelu: {
+      Tensor cdf = ((x * M_SQRT1_2).erf() + 1) * 0.5;
+      Tensor pdf = (x * x * -0.5).exp() * kInvSqrt2Pi;
+      return g * (cdf + x * pdf);
+    }
+    case UnaryOp::GeluTanh: {
+      constexpr double k = 0.79788456080286535588, c = 0.044715;
+      Tensor t = ((x + x * x * x * c) * k).tanh();
+      return g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * k * (x * x * (3 * c) + 1));
+    }
+    case UnaryOp::IsNan:
+    case UnaryOp::IsInf:
+    case UnaryOp::IsFinite:
+    case UnaryOp::LogicalNot: break;
+  }
+  fail<RuntimeError>("[", info(op).name, "] is not differentiable");
+}
+
+/** Which of input and output the op's rule reads: only those are kept for backward (a kept
+ *  tensor costs memory, and changing it in place would make backward refuse to run). */
+struct Needs {
+  bool input, output;
+};
+Needs needs(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Relu:
+    case UnaryOp::Exp:
+    case UnaryOp::Exp2:
+    case UnaryOp::Expm1:
+    case UnaryOp::Sqrt:
+    case UnaryOp::Rsqrt:
+    case UnaryOp::Reciprocal:
+    case UnaryOp::Tan:
+    case UnaryOp::Tanh:
+    case UnaryOp::Sigmoid: return {false, true};
+    case UnaryOp::Neg:
+    case UnaryOp::Sign:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
+    case UnaryOp::Round:
+    case UnaryOp::Trunc: return {false, false};
+    default: return {true, false};
+  }
+}
+
 }  // namespace
 
 Tensor unary(UnaryOp op, const Tensor& x) {
@@ -43,10 +127,23 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   Tensor in = rule == UnaryRule::Floating || rule == UnaryRule::Integral ? x.to(out_dtype) : x;
   Tensor out = empty(x.shape(), {.dtype = out_dtype, .device = x.device()});
   backend_for(x.device()).unary(op, in, out);
+  if (is_floating(out_dtype) && autograd::needs_grad({&in})) {
+    const Needs need = needs(op);
+    autograd::record(info(op).name, {in}, {&out},
+                     [op, xs = need.input ? autograd::save(in) : SavedTensor(),
+                      ys = need.output ? autograd::save_output(out) : SavedTensor()](std::vector<Tensor>&& g, Node* n) {
+                       const char* name = info(op).name;
+                       return std::vector<Tensor>{vjp(op, g[0], xs.unpack(n, name), ys.unpack(n, name))};
+                     });
+  }
   return out;
 }
 
 void unary_out(UnaryOp op, const Tensor& x, const Tensor& out) {
+  if (autograd::inplace_needs_rebase(out, &x, info(op).name)) {
+    autograd::rebase_history(out, unary(op, x.clone()));
+    return;
+  }
   DType want = result_dtype(op, x.dtype());
   if (want != out.dtype() || info(op).rule == UnaryRule::Predicate) {
     Tensor result = unary(op, x);

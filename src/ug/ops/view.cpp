@@ -1,13 +1,41 @@
 // Views: ops that return a tensor sharing storage with their input (new shape, strides
 // and offset only), wherever PyTorch returns a view. reshape copies only when it must.
+#include "ug/autograd/record.h"
 #include "ug/core/tensor.h"
+#include "ug/ops/binary.h"
 
 namespace ug {
 
 namespace {
 
+using ViewFn = std::function<Tensor(const Tensor&)>;
+
 Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset) {
-  return Tensor(make_ref<TensorImpl>(t.storage(), std::move(shape), std::move(strides), offset, t.dtype()));
+  auto impl = make_ref<TensorImpl>(t.storage(), std::move(shape), std::move(strides), offset, t.dtype());
+  impl->set_is_view();
+  return Tensor(std::move(impl));
+}
+
+/** Records a view op: `backward` maps the view's gradient to the input's. */
+Tensor recorded(Tensor out, const Tensor& in, const char* name, ViewFn backward) {
+  if (autograd::needs_grad({&in})) {
+    autograd::record(name, {in}, {&out}, [backward = std::move(backward)](std::vector<Tensor>&& g, Node*) {
+      return std::vector<Tensor>{backward(g[0])};
+    });
+  }
+  return out;
+}
+
+/** The view's gradient for ops that pick part of the input (select, slice, diagonal). */
+Tensor recorded_part(Tensor out, const Tensor& in, const char* name, ViewFn view) {
+  Shape shape = in.shape();
+  return recorded(std::move(out), in, name, [shape, view = std::move(view)](const Tensor& g) {
+    return autograd::embed(g, shape, view);
+  });
+}
+
+ViewFn reshape_to(const Shape& shape) {
+  return [shape](const Tensor& g) { return g.reshape(Dims(shape.begin(), shape.end())); };
 }
 
 /** Resolves one -1 in a requested shape against numel. */
@@ -71,13 +99,15 @@ Tensor Tensor::view(const Dims& requested) const {
   if (!strides)
     fail("[view] size is not compatible with input tensor's size and stride (shape ", this->shape(),
          " to ", shape, "); use reshape() instead");
-  return make_view(*this, std::move(shape), std::move(*strides), storage_offset());
+  return recorded(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "view",
+                  reshape_to(this->shape()));
 }
 
 Tensor Tensor::reshape(const Dims& requested) const {
   Shape shape = infer_shape(requested, numel(), "reshape", this->shape());
   if (auto strides = view_strides(this->shape(), this->strides(), shape))
-    return make_view(*this, std::move(shape), std::move(*strides), storage_offset());
+    return recorded(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "reshape",
+                    reshape_to(this->shape()));
   return clone().view(Dims(shape.begin(), shape.end()));
 }
 
@@ -90,7 +120,8 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   Strides strides = this->strides();
   std::swap(shape[d0], shape[d1]);
   std::swap(strides[d0], strides[d1]);
-  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+  return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "transpose",
+                  [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
 }
 
 Tensor Tensor::permute(const Dims& order) const {
@@ -99,6 +130,7 @@ Tensor Tensor::permute(const Dims& order) const {
     fail("[permute] number of dims in order (", order.size(), ") doesn't match tensor dims (", n, ")");
   Shape shape(n);
   Strides strides(n);
+  Dims inverse(n);
   SmallVector<bool, 6> seen(n, false);
   for (int64_t i = 0; i < n; ++i) {
     int64_t d = wrap_dim(order[i], n, "permute");
@@ -106,8 +138,10 @@ Tensor Tensor::permute(const Dims& order) const {
     seen[d] = true;
     shape[i] = this->shape()[d];
     strides[i] = this->strides()[d];
+    inverse[d] = i;
   }
-  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+  return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "permute",
+                  [inverse](const Tensor& g) { return g.permute(inverse); });
 }
 
 Tensor Tensor::t() const {
@@ -134,7 +168,8 @@ Tensor Tensor::squeeze() const {
       shape.push_back(this->shape()[d]);
       strides.push_back(this->strides()[d]);
     }
-  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+  return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "squeeze",
+                  reshape_to(this->shape()));
 }
 
 Tensor Tensor::squeeze(const Dims& dims) const {
@@ -150,7 +185,8 @@ Tensor Tensor::squeeze(const Dims& dims) const {
       shape.push_back(this->shape()[d]);
       strides.push_back(this->strides()[d]);
     }
-  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+  return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "squeeze",
+                  reshape_to(this->shape()));
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -160,7 +196,8 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   int64_t stride = d < dim() ? strides[d] * shape[d] : 1;
   shape.insert(shape.begin() + d, 1);
   strides.insert(strides.begin() + d, stride);
-  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+  return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "unsqueeze",
+                  reshape_to(this->shape()));
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
@@ -219,7 +256,9 @@ Tensor Tensor::expand(const Dims& requested) const {
       strides[i] = 0;
     }
   }
-  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+  Shape from = this->shape();
+  return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "expand",
+                  [from](const Tensor& g) { return autograd::sum_to(g, from); });
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -244,7 +283,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   int64_t offset = storage_offset() + index * strides[d];
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return make_view(*this, std::move(shape), std::move(strides), offset);
+  return recorded_part(make_view(*this, std::move(shape), std::move(strides), offset), *this, "select",
+                       [d, index](const Tensor& t) { return t.select(d, index); });
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) const {
@@ -261,7 +301,8 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   int64_t offset = storage_offset() + b * strides[d];
   shape[d] = len;
   strides[d] *= step;
-  return make_view(*this, std::move(shape), std::move(strides), offset);
+  return recorded_part(make_view(*this, std::move(shape), std::move(strides), offset), *this, "slice",
+                       [d, b, e, step](const Tensor& t) { return t.slice(d, b, e, step); });
 }
 
 Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
@@ -287,11 +328,15 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
     }
   shape.push_back(len);
   strides.push_back(stride(dim1) + stride(dim2));
-  return make_view(*this, std::move(shape), std::move(strides), start);
+  return recorded_part(make_view(*this, std::move(shape), std::move(strides), start), *this, "diagonal",
+                       [offset, dim1, dim2](const Tensor& t) { return t.diagonal(offset, dim1, dim2); });
 }
 
 Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset) const {
   if (shape.size() != strides.size()) fail("[as_strided] shape and strides have different lengths");
+  if (autograd::needs_grad({this}))
+    fail<RuntimeError>("[as_strided] is not differentiable (its views may overlap); use view ops or call it "
+                       "under no_grad()");
   int64_t last = offset;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0 || strides[i] < 0) fail("[as_strided] negative size or stride");

@@ -1,6 +1,15 @@
-// Indexing kernels: gather, scatter, index_select, nonzero. Element-size generic: they move
-// bytes, except scatter with accumulation, which adds in the element type.
+// Indexing kernels: gather, scatter, index_select, nonzero. Gather and plain scatter move
+// elements by their size; scatter with accumulation adds in the element type.
+//
+// gather and scatter walk the index tensor row by row (a row is its last dimension), keep
+// each operand's offset up to date incrementally, and run in parallel over slices of one
+// dimension. scatter only splits a dimension other than `dim`: every output element is then
+// written by one thread, in the serial order, so duplicate indices resolve as they would
+// serially (last writer wins; sums add in the same order).
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <vector>
 
 #include "ug/backend/cpu/cpu_backend.h"
 #include "ug/core/thread_pool.h"
@@ -9,64 +18,166 @@ namespace ug::cpu {
 
 namespace {
 
-/** Visits every element of `shape` in row-major order with its multi-index. */
-template <class F>
-void for_each_index(const Shape& shape, F f) {
-  int64_t n = numel_of(shape);
-  if (n == 0) return;
-  Shape idx(shape.size(), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    f(idx);
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (++idx[d] < shape[d]) break;
+/** Elements per parallel task for the indexing loops. */
+constexpr int64_t kIndexGrain = 16384;
+
+/** The unsigned integer type as wide as an element: gather and scatter copy through it. */
+template <size_t Size>
+using Bits = std::conditional_t<Size == 1, uint8_t,
+             std::conditional_t<Size == 2, uint16_t, std::conditional_t<Size == 4, uint32_t, uint64_t>>>;
+
+/** The index tensor's shape, operand strides (in elements) along it, and `dim`, with the
+ *  dimensions where the index has size 1 dropped (except `dim`): they only add offset 0. */
+template <size_t N>
+struct IndexGeometry {
+  Shape shape;
+  std::array<Strides, N> strides;
+  int64_t dim = 0;
+
+  IndexGeometry(const Tensor& index, int64_t d, const std::array<const Tensor*, N>& operands) {
+    for (int64_t k = 0; k < index.dim(); ++k) {
+      if (index.size(k) == 1 && k != d) continue;
+      if (k == d) dim = static_cast<int64_t>(shape.size());
+      shape.push_back(index.size(k));
+      for (size_t o = 0; o < N; ++o) strides[o].push_back(operands[o]->stride(k));
+    }
+  }
+};
+
+/**
+ * Calls row(offsets, n) for each row (run along the last dimension) of the slice
+ * [begin, end) of dimension `split`, with offsets[k] the start of the row in operand k.
+ * Offsets advance incrementally, row after row, in row-major order.
+ */
+template <size_t N, class Row>
+void for_each_row(const Shape& shape, const std::array<Strides, N>& strides, size_t split,
+                  int64_t begin, int64_t end, Row&& row) {
+  const size_t nd = shape.size();
+  Shape sizes = shape;
+  sizes[split] = end - begin;
+  std::array<int64_t, N> off{};
+  for (size_t k = 0; k < N; ++k) off[k] = begin * strides[k][split];
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < nd; ++d) rows *= sizes[d];
+  Shape idx(nd, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    row(off, sizes[nd - 1]);
+    for (size_t d = nd - 1; d-- > 0;) {
+      for (size_t k = 0; k < N; ++k) off[k] += strides[k][d];
+      if (++idx[d] < sizes[d]) break;
+      for (size_t k = 0; k < N; ++k) off[k] -= strides[k][d] * sizes[d];
       idx[d] = 0;
     }
   }
 }
 
-int64_t offset_of(const Shape& idx, const Strides& strides) {
-  int64_t off = 0;
-  for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides[d];
-  return off;
+/** Runs for_each_row over all of `shape`, split over dimension `split` across threads. */
+template <size_t N, class Row>
+void parallel_rows(const Shape& shape, const std::array<Strides, N>& strides, size_t split, Row&& row) {
+  const int64_t n = numel_of(shape);
+  if (n == 0) return;
+  const int64_t per_slice = n / shape[split];
+  parallel_for(shape[split], std::max<int64_t>(1, kIndexGrain / per_slice),
+               [&](int64_t b, int64_t e) { for_each_row(shape, strides, split, b, e, row); });
+}
+
+/** The largest dimension other than `skip` (-1: none skipped), or -1 if there is none. */
+int64_t largest_dim(const Shape& shape, int64_t skip) {
+  int64_t best = -1;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    if (d != skip && (best < 0 || shape[d] > shape[best])) best = d;
+  return best;
+}
+
+template <class T>
+void gather_typed(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
+  // Operands: out, index, x. x's offset along `dim` comes from the index, so the walk
+  // gives it stride 0 there.
+  IndexGeometry<3> g(index, dim, {&out, &index, &x});
+  const int64_t x_dim_stride = x.stride(dim);
+  g.strides[2][g.dim] = 0;
+  const T* px = static_cast<const T*>(x.raw_data());
+  const int64_t* pi = static_cast<const int64_t*>(index.raw_data());
+  T* po = static_cast<T*>(out.raw_data());
+  const size_t last = g.shape.size() - 1;
+  const int64_t os = g.strides[0][last], is = g.strides[1][last], xs = g.strides[2][last];
+  parallel_rows(g.shape, g.strides, static_cast<size_t>(largest_dim(g.shape, -1)),
+                [&](const std::array<int64_t, 3>& off, int64_t n) {
+                  T* o = po + off[0];
+                  const int64_t* i = pi + off[1];
+                  const T* xr = px + off[2];
+                  for (int64_t j = 0; j < n; ++j) o[j * os] = xr[j * xs + i[j * is] * x_dim_stride];
+                });
+}
+
+template <class T>
+void scatter_typed(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, bool accumulate) {
+  // Operands: out, index, src; out's offset along `dim` comes from the index.
+  IndexGeometry<3> g(index, dim, {&out, &index, &src});
+  const int64_t out_dim_stride = out.stride(dim);
+  g.strides[0][g.dim] = 0;
+  T* po = static_cast<T*>(out.raw_data());
+  const int64_t* pi = static_cast<const int64_t*>(index.raw_data());
+  const T* ps = static_cast<const T*>(src.raw_data());
+  const size_t last = g.shape.size() - 1;
+  const int64_t os = g.strides[0][last], is = g.strides[1][last], ss = g.strides[2][last];
+  auto row = [&](const std::array<int64_t, 3>& off, int64_t n) {
+    T* o = po + off[0];
+    const int64_t* i = pi + off[1];
+    const T* s = ps + off[2];
+    for (int64_t j = 0; j < n; ++j) {
+      T& dst = o[j * os + i[j * is] * out_dim_stride];
+      if (!accumulate) dst = s[j * ss];
+      else if constexpr (std::is_same_v<T, bool>) dst = dst || s[j * ss];
+      else dst = static_cast<T>(static_cast<acc_t<T>>(dst) + static_cast<acc_t<T>>(s[j * ss]));
+    }
+  };
+  // Slices of a dimension other than `dim` write disjoint parts of out, unless out repeats
+  // memory along it (a stride-0 expanded view), which the serial loop keeps deterministic.
+  const int64_t split = largest_dim(g.shape, g.dim);
+  if (split < 0 || g.strides[0][split] == 0) {
+    for_each_row(g.shape, g.strides, 0, 0, g.shape[0], row);
+    return;
+  }
+  parallel_rows(g.shape, g.strides, static_cast<size_t>(split), row);
+}
+
+/** x as a contiguous bool tensor: true where x is nonzero. */
+Tensor nonzero_mask(const Tensor& x) {
+  return x.dtype() == DType::Bool ? x.contiguous() : x.ne(0).contiguous();
+}
+
+/** Fixed-size chunks for nonzero's two passes (independent of the thread count). */
+constexpr int64_t kNonzeroChunk = 65536;
+
+int64_t count_true(const bool* p, int64_t n) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) count += p[i];
+  return count;
 }
 
 }  // namespace
 
 void CpuBackend::gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
-  const size_t item = x.element_size();
-  const char* px = static_cast<const char*>(x.raw_data());
-  const int64_t* pi = static_cast<const int64_t*>(index.raw_data());
-  char* po = static_cast<char*>(out.raw_data());
-  for_each_index(index.shape(), [&](Shape& idx) {
-    int64_t io = offset_of(idx, index.strides());
-    int64_t saved = idx[dim];
-    idx[dim] = pi[io];
-    int64_t xo = offset_of(idx, x.strides());
-    idx[dim] = saved;
-    std::memcpy(po + offset_of(idx, out.strides()) * item, px + xo * item, item);
-  });
+  switch (x.element_size()) {
+    case 1: return gather_typed<Bits<1>>(x, dim, index, out);
+    case 2: return gather_typed<Bits<2>>(x, dim, index, out);
+    case 4: return gather_typed<Bits<4>>(x, dim, index, out);
+    default: return gather_typed<Bits<8>>(x, dim, index, out);
+  }
 }
 
 void CpuBackend::scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
                          bool accumulate) {
-  const int64_t* pi = static_cast<const int64_t*>(index.raw_data());
-  UG_DISPATCH_ALL(out.dtype(), "scatter", {
-    scalar_t* po = static_cast<scalar_t*>(out.raw_data());
-    const scalar_t* ps = static_cast<const scalar_t*>(src.raw_data());
-    for_each_index(index.shape(), [&](Shape& idx) {
-      scalar_t v = ps[offset_of(idx, src.strides())];
-      int64_t saved = idx[dim];
-      idx[dim] = pi[offset_of(idx, index.strides())];
-      scalar_t& dst = po[offset_of(idx, out.strides())];
-      idx[dim] = saved;
-      if (accumulate) {
-        if constexpr (std::is_same_v<scalar_t, bool>) dst = dst || v;
-        else dst = static_cast<scalar_t>(static_cast<acc_t<scalar_t>>(dst) + static_cast<acc_t<scalar_t>>(v));
-      } else {
-        dst = v;
-      }
-    });
-  });
+  if (!accumulate) {
+    switch (out.element_size()) {
+      case 1: return scatter_typed<Bits<1>>(out, dim, index, src, false);
+      case 2: return scatter_typed<Bits<2>>(out, dim, index, src, false);
+      case 4: return scatter_typed<Bits<4>>(out, dim, index, src, false);
+      default: return scatter_typed<Bits<8>>(out, dim, index, src, false);
+    }
+  }
+  UG_DISPATCH_ALL(out.dtype(), "scatter", (scatter_typed<scalar_t>(out, dim, index, src, true)));
 }
 
 void CpuBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
@@ -91,22 +202,62 @@ void CpuBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index,
 }
 
 int64_t CpuBackend::count_nonzero(const Tensor& x) {
-  Tensor b = x.dtype() == DType::Bool ? x.contiguous() : x.ne(0).contiguous();
+  Tensor b = nonzero_mask(x);
   const bool* p = static_cast<const bool*>(b.raw_data());
-  int64_t count = 0;
-  for (int64_t i = 0, n = b.numel(); i < n; ++i) count += p[i];
-  return count;
+  const int64_t n = b.numel(), chunks = (n + kNonzeroChunk - 1) / kNonzeroChunk;
+  std::vector<int64_t> counts(static_cast<size_t>(chunks));
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      counts[c] = count_true(p + c * kNonzeroChunk, std::min(kNonzeroChunk, n - c * kNonzeroChunk));
+  });
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  return total;
 }
 
 void CpuBackend::nonzero(const Tensor& x, const Tensor& out) {
-  Tensor b = x.dtype() == DType::Bool ? x.contiguous() : x.ne(0).contiguous();
+  // Two passes over fixed chunks: count each chunk's nonzeros, then each chunk writes its
+  // coordinates from the running total of the chunks before it.
+  Tensor b = nonzero_mask(x);
   const bool* p = static_cast<const bool*>(b.raw_data());
   int64_t* po = static_cast<int64_t*>(out.raw_data());
-  int64_t i = 0;
-  const size_t nd = x.shape().size();
-  for_each_index(x.shape(), [&](Shape& idx) {
-    if (p[i++])
-      for (size_t d = 0; d < nd; ++d) *po++ = idx[d];
+  const Shape& shape = x.shape();
+  const size_t nd = shape.size();
+  const int64_t n = b.numel(), chunks = (n + kNonzeroChunk - 1) / kNonzeroChunk;
+  std::vector<int64_t> start(static_cast<size_t>(chunks) + 1, 0);
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      start[c + 1] = count_true(p + c * kNonzeroChunk, std::min(kNonzeroChunk, n - c * kNonzeroChunk));
+  });
+  for (int64_t c = 0; c < chunks; ++c) start[c + 1] += start[c];
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    const int64_t begin = c0 * kNonzeroChunk, end = std::min(n, c1 * kNonzeroChunk);
+    // Branch-free: every element's coordinates are stored at the cursor, which only
+    // advances past nonzeros. The loop stops once the piece's nonzeros are all written, so
+    // the stores stay inside this piece's rows of out.
+    const int64_t width = static_cast<int64_t>(nd);
+    int64_t* o = po + start[c0] * width;
+    int64_t* const o_end = po + start[c1] * width;
+    if (nd == 1) {
+      for (int64_t i = begin; i < end && o != o_end; ++i) {
+        *o = i;
+        o += p[i];
+      }
+      return;
+    }
+    Shape idx(nd, 0);
+    for (int64_t rem = begin, d = width - 1; d >= 0; --d) {
+      idx[d] = rem % shape[d];
+      rem /= shape[d];
+    }
+    for (int64_t i = begin; i < end && o != o_end; ++i) {
+      for (size_t d = 0; d < nd; ++d) o[d] = idx[d];
+      o += width * p[i];
+      for (size_t d = nd; d-- > 0;) {
+        if (++idx[d] < shape[d]) break;
+        idx[d] = 0;
+      }
+    }
   });
 }
 

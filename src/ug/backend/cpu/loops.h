@@ -21,8 +21,20 @@ class StridedLoop {
  public:
   explicit StridedLoop(const std::array<const Tensor*, N>& operands) {
     const Shape& shape = operands[0]->shape();
-    numel_ = numel_of(shape);
+    numel_ = operands[0]->numel();
     for (size_t k = 0; k < N; ++k) base_[k] = static_cast<char*>(operands[k]->raw_data());
+    // All operands contiguous (the usual case, and the one where per-op overhead matters
+    // most): one flat run, without looking at the dims.
+    bool flat = true;
+    for (size_t k = 0; k < N && flat; ++k) flat = operands[k]->is_contiguous();
+    if (flat) {
+      if (numel_ > 1) {
+        sizes_.push_back(numel_);
+        for (size_t k = 0; k < N; ++k)
+          strides_[k].push_back(static_cast<int64_t>(operands[k]->element_size()));
+      }
+      return;
+    }
     // Size-1 dims are dropped; a dim folds into the one outside it when, for every operand,
     // the outer stride equals the inner stride times the inner size.
     for (size_t d = 0; d < shape.size(); ++d) {
@@ -53,6 +65,16 @@ class StridedLoop {
       std::array<char*, N> ptrs = base_;
       std::array<int64_t, N> zero{};
       inner(ptrs.data(), zero.data(), int64_t{1});
+      return;
+    }
+    if (nd == 1) {  // one run: no index bookkeeping
+      std::array<char*, N> ptrs;
+      std::array<int64_t, N> st;
+      for (size_t k = 0; k < N; ++k) {
+        st[k] = strides_[k][0];
+        ptrs[k] = base_[k] + begin * st[k];
+      }
+      inner(ptrs.data(), st.data(), end - begin);
       return;
     }
     Shape idx(nd);

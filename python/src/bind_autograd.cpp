@@ -1,0 +1,128 @@
+// Autograd in Python: Tensor.requires_grad/grad/backward/..., ug.autograd.grad, grad mode and
+// anomaly mode switches (the context managers live in unigrad/autograd.py).
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "ug/autograd/engine.h"
+#include "ug/autograd/grad_mode.h"
+#include "ug/autograd/node.h"
+
+namespace ugpy {
+
+namespace {
+
+using ug::Tensor;
+
+/** A recorded node as Python sees it (Tensor.grad_fn). */
+struct PyNode {
+  ug::Ref<ug::Node> node;
+};
+
+std::vector<Tensor> as_tensor_list(nb::handle h) {
+  if (nb::isinstance<Tensor>(h)) return {nb::cast<Tensor>(h)};
+  return nb::cast<std::vector<Tensor>>(h);
+}
+
+std::vector<Tensor> optional_tensor_list(nb::handle h) {
+  if (h.is_none()) return {};
+  if (nb::isinstance<Tensor>(h)) return {nb::cast<Tensor>(h)};
+  std::vector<Tensor> out;
+  for (nb::handle item : nb::iter(h)) out.push_back(item.is_none() ? Tensor() : nb::cast<Tensor>(item));
+  return out;
+}
+
+}  // namespace
+
+void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
+  nb::class_<PyNode>(m, "Node")
+      .def("name", [](const PyNode& n) { return std::string(n.node->name()); })
+      .def("__repr__", [](const PyNode& n) { return std::string("<") + n.node->name() + "Backward>"; })
+      .def_prop_ro("next_functions", [](const PyNode& n) {
+        nb::list out;
+        for (const ug::Edge& e : n.node->next_edges())
+          out.append(nb::make_tuple(e.valid() ? nb::cast(PyNode{e.node}) : nb::none(), e.input_nr));
+        return nb::tuple(out);
+      });
+
+  cls.def_prop_rw(
+         "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
+         [](Tensor& t, bool v) { t.requires_grad_(v); })
+      .def("requires_grad_", [](Tensor& t, bool v) { return t.requires_grad_(v); }, nb::arg("requires_grad") = true)
+      .def_prop_rw(
+          "grad", [](const Tensor& t) -> std::optional<Tensor> {
+            Tensor g = t.grad();
+            if (!g.defined()) return std::nullopt;
+            return g;
+          },
+          [](Tensor& t, std::optional<Tensor> g) { t.set_grad(g ? *g : Tensor()); }, nb::arg("grad").none())
+      .def_prop_ro("grad_fn", [](const Tensor& t) -> nb::object {
+        ug::Ref<ug::Node> fn = t.grad_fn();
+        return fn ? nb::cast(PyNode{fn}) : nb::none();
+      })
+      .def_prop_rw(
+          "stop_gradient", [](const Tensor& t) { return !t.requires_grad(); },  // PaddlePaddle's spelling
+          [](Tensor& t, bool stop) { t.requires_grad_(!stop); })
+      .def_prop_ro("is_leaf", &Tensor::is_leaf)
+      .def("detach", &Tensor::detach)
+      .def("detach_", [](Tensor& t) {
+        ug::AutogradMeta* meta = ug::autograd::meta_if(t);
+        if (meta) {
+          meta->grad_fn = ug::Ref<ug::Node>();
+          meta->requires_grad = false;
+        }
+        return t;
+      })
+      .def("retain_grad", &Tensor::retain_grad)
+      .def_prop_ro("retains_grad", &Tensor::retains_grad)
+      .def("backward", [](const Tensor& t, std::optional<Tensor> gradient, std::optional<bool> retain_graph,
+                          bool create_graph, nb::handle inputs) {
+        if (!inputs.is_none()) {
+          // backward(inputs=...) accumulates only into the given tensors.
+          std::vector<Tensor> ins = as_tensor_list(inputs);
+          std::vector<Tensor> grads = ug::autograd::grad({t}, ins, gradient ? std::vector<Tensor>{*gradient} : std::vector<Tensor>{},
+                                                          retain_graph, create_graph, true);
+          for (size_t i = 0; i < ins.size(); ++i) {
+            if (!grads[i].defined()) continue;
+            Tensor old = ins[i].grad();
+            ins[i].set_grad(old.defined() ? old + grads[i] : grads[i]);
+          }
+          return;
+        }
+        t.backward(gradient ? *gradient : Tensor(), retain_graph, create_graph);
+      }, nb::arg("gradient") = nb::none(), nb::arg("retain_graph") = nb::none(), nb::arg("create_graph") = false,
+         nb::arg("inputs") = nb::none())
+      .def("register_hook", [](const Tensor& t, nb::object fn) {
+        return t.register_hook([fn](const Tensor& g) -> Tensor {
+          nb::gil_scoped_acquire gil;
+          nb::object r = fn(g);
+          return r.is_none() ? Tensor() : nb::cast<Tensor>(r);
+        });
+      })
+      .def("_remove_hook", &Tensor::remove_hook)
+      .def_prop_ro("_version", &Tensor::version);
+
+  nb::module_ ag = m.def_submodule("_autograd");
+  ag.def("grad", [](nb::handle outputs, nb::handle inputs, nb::handle grad_outputs, std::optional<bool> retain_graph,
+                    bool create_graph, bool allow_unused) {
+    std::vector<Tensor> result = ug::autograd::grad(as_tensor_list(outputs), as_tensor_list(inputs),
+                                                    optional_tensor_list(grad_outputs), retain_graph, create_graph,
+                                                    allow_unused);
+    nb::list out;
+    for (const Tensor& g : result) out.append(g.defined() ? nb::cast(g) : nb::none());
+    return nb::tuple(out);
+  }, nb::arg("outputs"), nb::arg("inputs"), nb::arg("grad_outputs") = nb::none(), nb::arg("retain_graph") = nb::none(),
+     nb::arg("create_graph") = false, nb::arg("allow_unused") = false);
+  ag.def("backward", [](nb::handle tensors, nb::handle grad_tensors, std::optional<bool> retain_graph, bool create_graph) {
+    ug::autograd::backward(as_tensor_list(tensors), optional_tensor_list(grad_tensors), retain_graph, create_graph);
+  }, nb::arg("tensors"), nb::arg("grad_tensors") = nb::none(), nb::arg("retain_graph") = nb::none(),
+     nb::arg("create_graph") = false);
+  ag.def("is_grad_enabled", &ug::GradMode::is_enabled);
+  ag.def("set_grad_enabled", &ug::GradMode::set_enabled);
+  ag.def("is_anomaly_enabled", &ug::AnomalyMode::is_enabled);
+  ag.def("set_anomaly_enabled", &ug::AnomalyMode::set_enabled);
+}
+
+}  // namespace ugpy

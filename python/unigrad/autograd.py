@@ -1,0 +1,90 @@
+"""ug.autograd: PyTorch's imperative differentiation on unigrad's one engine.
+
+backward/grad walk the graph the ops recorded; no_grad/enable_grad switch recording;
+detect_anomaly makes backward name the op whose derivative produced NaN or Inf.
+"""
+import contextlib
+import functools
+
+from . import _C
+
+_ag = _C._autograd
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
+    """Gradients of outputs w.r.t. inputs, returned as a tuple; .grad is left alone."""
+    return _ag.grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
+    """Accumulates d(tensors)/d(leaf) into every leaf's .grad."""
+    _ag.backward(tensors, grad_tensors, retain_graph, create_graph)
+
+
+class _GradModeContext(contextlib.ContextDecorator):
+    """Sets grad mode inside a `with` block or a decorated function, then restores it."""
+
+    def __init__(self, enabled):
+        self._enabled = enabled
+
+    def __enter__(self):
+        self._prev = _ag.is_grad_enabled()
+        _ag.set_grad_enabled(self._enabled)
+        return self
+
+    def __exit__(self, *exc):
+        _ag.set_grad_enabled(self._prev)
+        return False
+
+
+class no_grad(_GradModeContext):
+    """`with ug.no_grad():` or `@ug.no_grad()`: ops record nothing."""
+
+    def __init__(self):
+        super().__init__(False)
+
+
+class enable_grad(_GradModeContext):
+    """Recording on, even inside no_grad."""
+
+    def __init__(self):
+        super().__init__(True)
+
+
+class set_grad_enabled(_GradModeContext):
+    """Recording on or off; as a call it takes effect at once, as a `with` it is scoped."""
+
+    def __init__(self, mode):
+        super().__init__(bool(mode))
+        self._prev = _ag.is_grad_enabled()
+        _ag.set_grad_enabled(bool(mode))
+
+    def __enter__(self):
+        return self
+
+
+def is_grad_enabled():
+    return _ag.is_grad_enabled()
+
+
+def set_detect_anomaly(mode):
+    _ag.set_anomaly_enabled(bool(mode))
+
+
+def is_anomaly_enabled():
+    return _ag.is_anomaly_enabled()
+
+
+class detect_anomaly(contextlib.ContextDecorator):
+    """Inside it, a NaN or Inf produced in backward raises, naming the op."""
+
+    def __enter__(self):
+        self._prev = _ag.is_anomaly_enabled()
+        _ag.set_anomaly_enabled(True)
+        return self
+
+    def __exit__(self, *exc):
+        _ag.set_anomaly_enabled(self._prev)
+        return False
+
+

@@ -1,0 +1,296 @@
+"""Reverse-mode gradients against PyTorch (every differentiable op, with broadcasting and
+non-contiguous inputs), the articles' example in every style unigrad has so far, higher
+order derivatives, hooks, retain_grad, no_grad and the errors PyTorch raises."""
+import numpy as np
+import pytest
+import torch
+
+import unigrad as ug
+from reference import Arg, arr, assert_same
+
+
+def grads(fn, *args, seed=0):
+    """Runs fn on both frameworks with every floating Arg as a leaf requiring grad, backprops a
+    random cotangent and returns (torch grads, unigrad grads)."""
+    results = []
+    for m in (torch, ug):
+        inputs, leaves = [], []
+        for a in args:
+            t = a.make(m) if isinstance(a, Arg) else a
+            if isinstance(a, Arg) and t.dtype in (m.float32, m.float64):
+                t = t.detach().requires_grad_(True)
+                leaves.append(t)
+            inputs.append(t)
+        out = fn(m, *inputs)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        total = 0
+        for i, o in enumerate(outs):
+            dtype = "float64" if o.dtype == m.float64 else "float32"
+            w = np.random.default_rng(seed + i).uniform(-1, 1, size=tuple(o.shape)).astype(dtype)
+            total = total + (o * m.tensor(w)).sum()
+        total.backward()
+        results.append([x.grad for x in leaves])
+    return results
+
+
+def check_grad(fn, *args, rtol=1e-5, atol=1e-6):
+    expected, actual = grads(fn, *args)
+    assert len(expected) == len(actual)
+    for e, a in zip(expected, actual):
+        assert (e is None) == (a is None)
+        if e is not None:
+            assert_same(e, a, rtol=rtol, atol=atol)
+
+
+UNARY = ["neg", "abs", "exp", "exp2", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "relu", "square",
+         "reciprocal", "sign", "floor"]
+POSITIVE = ["log", "log2", "log10", "log1p", "sqrt", "rsqrt"]
+
+
+@pytest.mark.parametrize("name", UNARY + POSITIVE)
+def test_unary_grads(name):
+    low = 0.2 if name in POSITIVE else -2
+    check_grad(lambda m, x: getattr(m, name)(x), arr((3, 4), low=low, high=2))
+    check_grad(lambda m, x: getattr(x, name)(), arr((3, 4), "float64", low=low, high=2, view=lambda t: t.t()))
+
+
+@pytest.mark.parametrize("name,approximate", [("silu", None), ("gelu", "none"), ("gelu", "tanh")])
+def test_activation_grads(name, approximate):
+    def fn(m, x):
+        if name == "silu":
+            return torch.nn.functional.silu(x) if m is torch else ug.silu(x)
+        return (torch.nn.functional if m is torch else ug).gelu(x, approximate=approximate)
+    check_grad(fn, arr((5, 6), "float64"))
+
+
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "atan2", "pow"]
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((), (3,))])
+def test_binary_grads(name, shapes):
+    check_grad(lambda m, a, b: getattr(m, name)(a, b), arr(shapes[0], "float64", low=0.5, seed=1),
+               arr(shapes[1], "float64", low=0.5, seed=2))
+
+
+def test_scalar_and_mixed_dtype_grads():
+    check_grad(lambda m, a: 2 * a + a / 3 - 1 + a ** 3, arr((4,)))
+    check_grad(lambda m, a, b: a * b, arr((3,), "float32"), arr((3,), "float64"))
+    check_grad(lambda m, a: m.where(a > 0, a, a * 2), arr((3, 4)))
+    check_grad(lambda m, a: a.clamp(-1, 1), arr((3, 4)))
+    check_grad(lambda m, a, b: m.maximum(a, b), Arg(np.array([1.0, 2.0, 3.0])), Arg(np.array([1.0, 3.0, 2.0])))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, x: x.reshape(4, 6), lambda m, x: x.transpose(0, 2), lambda m, x: x.permute(1, 2, 0),
+    lambda m, x: x[:, 1], lambda m, x: x[..., ::2], lambda m, x: x[1:, None, :2], lambda m, x: x.unsqueeze(1),
+    lambda m, x: x[:, :1].squeeze(1), lambda m, x: x.flatten(), lambda m, x: x[:, :1].expand(2, 3, 4),
+    lambda m, x: x.narrow(2, 1, 2), lambda m, x: x.diagonal(0, 1, 2), lambda m, x: x.unbind(1),
+    lambda m, x: x.split(2, 2), lambda m, x: x.chunk(2, 0), lambda m, x: x.t() if x.ndim == 2 else x.mT,
+    lambda m, x: x.contiguous(), lambda m, x: x.clone(), lambda m, x: x.to(m.float64),
+])
+def test_view_grads(fn):
+    check_grad(fn, arr((2, 3, 4)))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, x: x.sum(), lambda m, x: x.sum(1), lambda m, x: x.sum((0, 2), keepdim=True), lambda m, x: x.mean(),
+    lambda m, x: x.mean(-1), lambda m, x: x.prod(1), lambda m, x: x.prod(), lambda m, x: x.amax(1),
+    lambda m, x: x.max(), lambda m, x: x.max(dim=1).values, lambda m, x: x.min(dim=2, keepdim=True).values,
+    lambda m, x: x.var(1), lambda m, x: x.std(), lambda m, x: x.norm(), lambda m, x: x.norm(1, dim=1),
+    lambda m, x: x.logsumexp(1), lambda m, x: x.softmax(-1), lambda m, x: x.log_softmax(1),
+    lambda m, x: x.cumsum(1), lambda m, x: x.cumprod(2),
+])
+def test_reduction_grads(fn):
+    check_grad(fn, arr((2, 3, 4), "float64", low=0.5, high=2))
+
+
+def test_prod_with_zeros():
+    check_grad(lambda m, x: x.prod(1), Arg(np.array([[1.0, 0.0, 3.0], [0.0, 0.0, 2.0], [2.0, 3.0, 4.0]])))
+
+
+def test_extreme_ties_split_like_torch():
+    check_grad(lambda m, x: x.amax(), Arg(np.array([1.0, 3.0, 3.0, 2.0])))
+    check_grad(lambda m, x: x.max(dim=0).values, Arg(np.array([[1.0, 3.0], [1.0, 2.0]])))
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4, 5)), ((4,), (4,)), ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)),
+                                    ((4,), (2, 4, 3))])
+def test_matmul_grads(shapes):
+    check_grad(lambda m, a, b: a @ b, arr(shapes[0], "float64", seed=1), arr(shapes[1], "float64", seed=2))
+
+
+def test_linalg_and_einsum_grads():
+    check_grad(lambda m, a, b: a.t() @ b, arr((5, 3)), arr((5, 2)))
+    check_grad(lambda m, a, b: m.einsum("bij,bjk->bik", a, b), arr((2, 3, 4), "float64"), arr((2, 4, 5), "float64"))
+    check_grad(lambda m, a, b: m.outer(a, b), arr((3,)), arr((4,)))
+
+
+def test_indexing_and_join_grads():
+    idx = np.array([2, 0, 2])
+    check_grad(lambda m, x: x[m.tensor(idx)], arr((3, 4)))
+    check_grad(lambda m, x: x[:, m.tensor(idx)], arr((3, 4)))
+    check_grad(lambda m, x: x[x > 0], arr((3, 4)))
+    check_grad(lambda m, x: x.index_select(1, m.tensor(idx)), arr((3, 4)))
+    check_grad(lambda m, x: x.gather(1, m.tensor([[0, 0], [1, 3], [2, 2]])), arr((3, 4)))
+    check_grad(lambda m, x, s: x.scatter_add(1, m.tensor([[0, 0], [1, 3], [2, 2]]), s), arr((3, 4)), arr((3, 2), seed=3))
+    check_grad(lambda m, x, s: x.scatter(1, m.tensor([[0, 1], [1, 3], [2, 0]]), s), arr((3, 4)), arr((3, 2), seed=3))
+    check_grad(lambda m, a, b: m.cat([a, b], 1), arr((3, 2)), arr((3, 4), seed=1))
+    check_grad(lambda m, a, b: m.stack([a, b]), arr((3, 2)), arr((3, 2), seed=1))
+    check_grad(lambda m, x: x.flip(0), arr((3, 4)))
+    check_grad(lambda m, x: x.roll(1, 1), arr((3, 4)))
+    check_grad(lambda m, x: x.repeat(2, 1), arr((3, 4)))
+    check_grad(lambda m, x: x.masked_fill(x > 0, 0.0), arr((3, 4)))
+    check_grad(lambda m, x: (torch.nn.functional.pad if m is torch else ug.pad)(x, (1, 2)), arr((3, 4)))
+    check_grad(lambda m, x: (torch.nn.functional.pad if m is torch else ug.pad)(x, (1, 1, 1, 1), mode="reflect"),
+               arr((1, 3, 4)))
+
+
+def test_articles_example_imperative_and_paddle_spelling():
+    # y = x^2 + 2x + 1 at x = 3: dy/dx = 8, d2y/dx2 = 2.
+    x = ug.tensor(3.0, requires_grad=True)
+    y = x ** 2 + 2 * x + 1
+    y.backward()
+    assert x.grad.item() == 8.0
+    p = ug.to_tensor(3.0, stop_gradient=False)
+    (p ** 2 + 2 * p + 1).backward()
+    assert p.grad.item() == 8.0
+    x = ug.tensor(3.0, requires_grad=True)
+    (dy,) = ug.autograd.grad(x ** 2 + 2 * x + 1, x, create_graph=True)
+    (d2y,) = ug.autograd.grad(dy, x, create_graph=True)
+    (d3y,) = ug.autograd.grad(d2y, x, allow_unused=True)
+    assert (dy.item(), d2y.item()) == (8.0, 2.0)
+    assert d3y is None or d3y.item() == 0.0
+
+
+@pytest.mark.parametrize("f", [
+    lambda m, x: (x ** 3 - 2 * x ** 2 + x).sum(), lambda m, x: x.tanh().sum(), lambda m, x: x.sigmoid().sum(),
+    lambda m, x: (x.softmax(0) * m.arange(4, dtype=m.float64)).sum(), lambda m, x: x.logsumexp(0),
+    lambda m, x: (x.reshape(2, 2) @ x.reshape(2, 2)).sum(),
+])
+def test_second_and_third_derivatives(f):
+    results = []
+    for m in (torch, ug):
+        x = m.tensor([0.3, -0.7, 1.1, 0.5], dtype=m.float64, requires_grad=True)
+        (g1,) = m.autograd.grad(f(m, x), x, create_graph=True)
+        (g2,) = m.autograd.grad(g1.sum(), x, create_graph=True)
+        g3 = m.autograd.grad(g2.sum(), x, allow_unused=True)[0] if g2.requires_grad else None
+        results.append((g1, g2, g3 if g3 is not None else m.zeros_like(x)))
+    for e, a in zip(*results):
+        assert_same(e.detach(), a.detach(), rtol=1e-9, atol=1e-10)
+
+
+def test_backward_create_graph_matches_autograd_grad():
+    x = ug.tensor([1.0, 2.0], requires_grad=True)
+    y = (x ** 3).sum()
+    y.backward(create_graph=True)
+    g = x.grad
+    assert g.tolist() == [3.0, 12.0] and g.requires_grad
+    x.grad = None
+    g.sum().backward()
+    assert x.grad.tolist() == [6.0, 12.0]
+
+
+def test_grad_accumulates_and_leaf_flags():
+    x = ug.tensor([1.0, 2.0], requires_grad=True)
+    for _ in range(3):
+        (x * x).sum().backward()
+    assert x.grad.tolist() == [6.0, 12.0]
+    y = x * 2
+    assert x.is_leaf and not y.is_leaf and y.requires_grad and y.grad_fn is not None
+    assert not y.detach().requires_grad and y.detach().is_leaf
+    with pytest.raises(RuntimeError):
+        ug.tensor([1, 2]).requires_grad_()
+
+
+def test_retain_grad_and_hooks():
+    x = ug.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    seen = []
+    y.register_hook(lambda g: seen.append(g.tolist()))
+    x.register_hook(lambda g: g * 10)
+    (y * y).sum().backward()
+    assert y.grad.tolist() == [4.0, 8.0, 12.0]
+    assert seen == [[4.0, 8.0, 12.0]]
+    assert x.grad.tolist() == [80.0, 160.0, 240.0]
+
+
+def test_graph_freed_and_second_backward_raises():
+    x = ug.tensor([1.0, 2.0], requires_grad=True)
+    y = (x.exp() * 2).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    assert np.allclose(x.grad.numpy(), 4 * np.exp([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward()
+
+
+def test_graph_memory_is_released():
+    x = ug.randn(256, 256, requires_grad=True)
+    base = ug.memory.allocated()
+    y = (x.exp() * x.sin()).tanh().sum()
+    held = ug.memory.allocated()
+    assert held > base + 3 * 256 * 256 * 4
+    y.backward()
+    del y
+    assert ug.memory.allocated() <= base + 256 * 256 * 4 + 1024  # only x.grad is left
+
+
+def test_inplace_modification_detected():
+    x = ug.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    z = y * 2
+    y.add_(1)  # exp's backward needs y as it was
+    with pytest.raises(RuntimeError, match="in-place"):
+        (y * z).sum().backward()
+    with pytest.raises(RuntimeError, match="leaf"):
+        x.add_(1)
+    with ug.no_grad():
+        x.add_(1)
+    assert x.tolist() == [2.0, 3.0]
+
+
+def test_inplace_on_non_leaf_rebases_history():
+    check_grad(lambda m, x: (lambda y: (y.mul_(3), y.exp_())[-1])(x * 2), arr((3,)))
+
+
+def test_no_grad_and_enable_grad():
+    x = ug.tensor([1.0], requires_grad=True)
+    with ug.no_grad():
+        y = x * 2
+        with ug.enable_grad():
+            z = x * 2
+    assert not y.requires_grad and z.requires_grad
+
+    @ug.no_grad()
+    def f(t):
+        return t * 3
+    assert not f(x).requires_grad
+    ug.set_grad_enabled(False)
+    assert not (x * 2).requires_grad
+    ug.set_grad_enabled(True)
+    assert ug.is_grad_enabled()
+
+
+def test_autograd_grad_errors_and_unused():
+    x = ug.tensor([1.0], requires_grad=True)
+    w = ug.tensor([1.0], requires_grad=True)
+    y = (x * 2).sum()
+    with pytest.raises(RuntimeError, match="not used"):
+        ug.autograd.grad(y, [x, w], retain_graph=True)
+    gx, gw = ug.autograd.grad(y, [x, w], allow_unused=True)
+    assert gx.tolist() == [2.0] and gw is None
+    assert x.grad is None  # autograd.grad never touches .grad
+    with pytest.raises(RuntimeError, match="scalar"):
+        (x * ug.ones(3)).backward()
+    with pytest.raises(RuntimeError):
+        ug.tensor([1.0]).sum().backward()
+
+
+def test_anomaly_mode_names_the_op():
+    x = ug.tensor([0.0, 1.0], requires_grad=True)
+    y = x.sqrt().sum()  # d sqrt / dx at 0 is inf
+    with ug.autograd.detect_anomaly():
+        with pytest.raises(RuntimeError, match="sqrt"):
+            y.backward()
