@@ -14,6 +14,7 @@ void bind_elementwise_functions(nb::module_& m);
 void bind_creation(nb::module_& m);
 void bind_functions(nb::module_& m);
 void bind_autograd(nb::module_& m, nb::class_<ug::Tensor>& cls);
+void bind_transforms(nb::module_& m);
 /** The (values, indices) named tuple returned by max(dim), sort, topk. */
 nb::object values_indices_type();
 

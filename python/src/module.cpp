@@ -47,4 +47,5 @@ NB_MODULE(_C, m) {
   ugpy::bind_elementwise_functions(m);
   ugpy::bind_functions(m);
   ugpy::bind_autograd(m, tensor);
+  ugpy::bind_transforms(m);
 }

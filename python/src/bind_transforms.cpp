@@ -1,0 +1,45 @@
+// GradientTape and the functional transforms. Pytrees are flattened to lists of tensors by
+// unigrad/transforms.py; here the C++ transforms run over those lists.
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "ug/autograd/functional.h"
+#include "ug/autograd/tape.h"
+
+namespace ugpy {
+
+void bind_transforms(nb::module_& m) {
+  using ug::Tensor;
+  using ug::Tensors;
+  nb::class_<ug::GradientTape>(m, "_GradientTape")
+      .def(nb::init<bool>(), nb::arg("persistent") = false)
+      .def("start", &ug::GradientTape::start)
+      .def("stop", &ug::GradientTape::stop)
+      .def_prop_ro("recording", &ug::GradientTape::recording)
+      .def("watch", &ug::GradientTape::watch)
+      .def("watched", &ug::GradientTape::watched)
+      .def("gradient", [](ug::GradientTape& tape, const Tensors& targets, const Tensors& sources,
+                          const Tensors& output_gradients) {
+        Tensors grads = tape.gradient(targets, sources, output_gradients);
+        nb::list out;
+        for (const Tensor& g : grads) out.append(g.defined() ? nb::cast(g) : nb::none());
+        return out;
+      });
+
+  nb::module_ f = m.def_submodule("_functional");
+  f.def("value_and_grad", [](const ug::TensorFn& fn, const Tensors& args, const std::vector<int>& argnums) {
+    return ug::value_and_grad(fn, args, argnums);
+  });
+  f.def("vjp", [](const ug::TensorFn& fn, const Tensors& primals) {
+    auto [out, pullback] = ug::vjp(fn, primals);
+    return std::make_pair(out, pullback);
+  });
+  f.def("jvp", &ug::jvp);
+  f.def("jacrev", &ug::jacrev);
+  f.def("jacfwd", &ug::jacfwd);
+}
+
+}  // namespace ugpy

@@ -1,0 +1,198 @@
+"""JAX-style function transforms (grad, value_and_grad, vjp, jvp, jacrev, jacfwd, hessian)
+and TensorFlow's GradientTape, over the C++ engine. This module only flattens pytrees and
+converts Python numbers; the differentiation happens in C++ (ug/autograd/functional.h)."""
+import contextlib
+
+from . import _C
+from .tree import tree_flatten, tree_unflatten
+
+_f = _C._functional
+
+
+def _as_tensor(x):
+    if isinstance(x, _C.Tensor):
+        return x
+    if isinstance(x, (bool, int, float)) or hasattr(x, "__array_interface__"):
+        t = _C.tensor(x)
+        return t.float() if not t.is_floating_point() else t
+    raise TypeError(f"[grad] expected tensors or numbers as differentiated inputs, got {type(x).__name__}")
+
+
+def _argnums(argnums):
+    return ((argnums,), False) if isinstance(argnums, int) else (tuple(argnums), True)
+
+
+def _flat_call(fun, args, kwargs, nums, defs, has_aux, aux_box):
+    """A function of the flat list of differentiated leaves, as the C++ transforms take."""
+    def flat_fn(xs):
+        new, pos = list(args), 0
+        for i, d in zip(nums, defs):
+            new[i] = tree_unflatten(d, xs[pos:pos + d.num_leaves])
+            pos += d.num_leaves
+        out = fun(*new, **kwargs)
+        if has_aux:
+            out, aux_box[0] = out
+        leaves, aux_box[1] = tree_flatten(out)
+        return [_as_tensor(v) for v in leaves]
+    return flat_fn
+
+
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """value_and_grad(f)(*args) -> (f(*args), df/dargs[argnums]) with pytree arguments."""
+    nums, many = _argnums(argnums)
+
+    def wrapped(*args, **kwargs):
+        flat, defs = [], []
+        for i in nums:
+            if i >= len(args):
+                raise IndexError(f"[grad] argnums {i} out of range for {len(args)} positional arguments")
+            leaves, d = tree_flatten(args[i])
+            flat += [_as_tensor(v) for v in leaves]
+            defs.append(d)
+        aux_box = [None, None]
+        fn = _flat_call(fun, args, kwargs, nums, defs, has_aux, aux_box)
+        outs, grads = _f.value_and_grad(fn, flat, list(range(len(flat))))
+        value = tree_unflatten(aux_box[1], outs) if aux_box[1] is not None else outs[0]
+        trees, pos = [], 0
+        for d in defs:
+            trees.append(tree_unflatten(d, grads[pos:pos + d.num_leaves]))
+            pos += d.num_leaves
+        g = tuple(trees) if many else trees[0]
+        return ((value, aux_box[0]) if has_aux else value), g
+
+    return wrapped
+
+
+def grad(fun, argnums=0, has_aux=False):
+    """grad(f)(*args): the gradient of a function returning one element, as jax.grad."""
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    def wrapped(*args, **kwargs):
+        value, g = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return wrapped
+
+
+def vjp(fun, *primals, has_aux=False):
+    """(fun(*primals), vjp_fn): vjp_fn(cotangents) returns one cotangent per primal."""
+    flat, defs = [], []
+    for p in primals:
+        leaves, d = tree_flatten(p)
+        flat += [_as_tensor(v) for v in leaves]
+        defs.append(d)
+    aux_box = [None, None]
+    fn = _flat_call(fun, primals, {}, range(len(primals)), defs, has_aux, aux_box)
+    outs, pullback = _f.vjp(fn, flat)
+    out_def = aux_box[1]
+
+    def vjp_fn(cotangents):
+        leaves, d = tree_flatten(cotangents)
+        if d != out_def:
+            raise ValueError("[vjp] cotangents must have the structure of the outputs")
+        grads = pullback([_as_tensor(c) for c in leaves])
+        trees, pos = [], 0
+        for pd in defs:
+            trees.append(tree_unflatten(pd, grads[pos:pos + pd.num_leaves]))
+            pos += pd.num_leaves
+        return tuple(trees)
+
+    out = tree_unflatten(out_def, outs)
+    return (out, vjp_fn, aux_box[0]) if has_aux else (out, vjp_fn)
+
+
+def jvp(fun, primals, tangents):
+    """(fun(*primals), the derivative of fun at primals along tangents)."""
+    if len(primals) != len(tangents):
+        raise ValueError("[jvp] primals and tangents must have the same length")
+    flat, flat_t, defs = [], [], []
+    for p, t in zip(primals, tangents):
+        leaves, d = tree_flatten(p)
+        t_leaves, td = tree_flatten(t)
+        if td != d:
+            raise ValueError("[jvp] each tangent must have the structure of its primal")
+        flat += [_as_tensor(v) for v in leaves]
+        flat_t += [_as_tensor(v) for v in t_leaves]
+        defs.append(d)
+    aux_box = [None, None]
+    fn = _flat_call(fun, primals, {}, range(len(primals)), defs, False, aux_box)
+    outs, touts = _f.jvp(fn, flat, flat_t)
+    return tree_unflatten(aux_box[1], outs), tree_unflatten(aux_box[1], touts)
+
+
+def _jacobian(kind, fun, argnums):
+    if not isinstance(argnums, int):
+        raise TypeError("[jacobian] argnums must be an int")
+
+    def wrapped(*args):
+        tensors = [_as_tensor(a) for a in args]
+        out_box = [None]
+
+        def flat_fn(xs):
+            out = fun(*xs)
+            leaves, out_box[0] = tree_flatten(out)
+            return [_as_tensor(v) for v in leaves]
+
+        jac = (_f.jacrev if kind == "rev" else _f.jacfwd)(flat_fn, tensors, argnums)
+        return tree_unflatten(out_box[0], jac)
+
+    return wrapped
+
+
+def jacrev(fun, argnums=0):
+    """The Jacobian by reverse mode: shape out.shape + arg.shape."""
+    return _jacobian("rev", fun, argnums)
+
+
+def jacfwd(fun, argnums=0):
+    """The Jacobian by forward mode: shape out.shape + arg.shape."""
+    return _jacobian("fwd", fun, argnums)
+
+
+jacobian = jacrev
+
+
+def hessian(fun, argnums=0):
+    """jacfwd(jacrev(fun)): second derivatives, shape arg.shape + arg.shape for a scalar fun."""
+    return jacfwd(jacrev(fun, argnums), argnums)
+
+
+class GradientTape:
+    """tf.GradientTape: `with ug.GradientTape() as tape:` records ops on watched tensors (and
+    on tensors that require grad); tape.gradient(target, sources) returns the gradients."""
+
+    def __init__(self, persistent=False, watch_accessed_variables=True):
+        self._tape = _C._GradientTape(persistent)
+
+    def __enter__(self):
+        self._tape.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._tape.stop()
+        return False
+
+    def watch(self, tensor):
+        for t in tree_flatten(tensor)[0]:
+            self._tape.watch(t)
+
+    def watched_variables(self):
+        return tuple(self._tape.watched())
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        prev = _C._autograd.is_grad_enabled()
+        _C._autograd.set_grad_enabled(False)
+        try:
+            yield
+        finally:
+            _C._autograd.set_grad_enabled(prev)
+
+    def gradient(self, target, sources, output_gradients=None):
+        """Gradients of target (a tensor or a pytree of them; non-scalar targets are summed)
+        with respect to sources: one tensor, a list or a dict. Unused sources give None."""
+        targets, _ = tree_flatten(target)
+        leaves, d = tree_flatten(sources)
+        weights = tree_flatten(output_gradients)[0] if output_gradients is not None else []
+        grads = self._tape.gradient(targets, leaves, weights)
+        return tree_unflatten(d, grads)

@@ -1,0 +1,86 @@
+"""Pytrees, as in JAX: nested tuples, lists and dicts whose leaves are tensors (or numbers).
+The function transforms flatten arguments and results with these."""
+
+
+class TreeDef:
+    """The structure of a pytree without its leaves."""
+
+    def __init__(self, kind, children=(), meta=None):
+        self.kind, self.children, self.meta = kind, tuple(children), meta
+
+    @property
+    def num_leaves(self):
+        return 1 if self.kind == "leaf" else sum(c.num_leaves for c in self.children)
+
+    def __eq__(self, other):
+        return isinstance(other, TreeDef) and (self.kind, self.children, self.meta) == (other.kind, other.children, other.meta)
+
+    def __repr__(self):
+        return f"TreeDef({self.kind}, {list(self.children)})" if self.kind != "leaf" else "*"
+
+
+def tree_flatten(tree):
+    """(leaves, treedef); dict keys are visited in sorted order, None is an empty node."""
+    if tree is None:
+        return [], TreeDef("none")
+    if isinstance(tree, (tuple, list)):
+        leaves, defs = [], []
+        for item in tree:
+            sub, d = tree_flatten(item)
+            leaves += sub
+            defs.append(d)
+        kind = "list" if isinstance(tree, list) else ("namedtuple" if hasattr(tree, "_fields") else "tuple")
+        return leaves, TreeDef(kind, defs, type(tree) if kind == "namedtuple" else None)
+    if isinstance(tree, dict):
+        keys = sorted(tree)
+        leaves, defs = [], []
+        for k in keys:
+            sub, d = tree_flatten(tree[k])
+            leaves += sub
+            defs.append(d)
+        return leaves, TreeDef("dict", defs, tuple(keys))
+    return [tree], TreeDef("leaf")
+
+
+def tree_unflatten(treedef, leaves):
+    leaves = list(leaves)
+    if len(leaves) != treedef.num_leaves:
+        raise ValueError(f"[tree_unflatten] expected {treedef.num_leaves} leaves, got {len(leaves)}")
+    tree, rest = _build(treedef, leaves)
+    return tree
+
+
+def _build(d, leaves):
+    if d.kind == "leaf":
+        return leaves[0], leaves[1:]
+    if d.kind == "none":
+        return None, leaves
+    items = []
+    for c in d.children:
+        item, leaves = _build(c, leaves)
+        items.append(item)
+    if d.kind == "list":
+        return items, leaves
+    if d.kind == "tuple":
+        return tuple(items), leaves
+    if d.kind == "namedtuple":
+        return d.meta(*items), leaves
+    return dict(zip(d.meta, items)), leaves
+
+
+def tree_leaves(tree):
+    return tree_flatten(tree)[0]
+
+
+def tree_structure(tree):
+    return tree_flatten(tree)[1]
+
+
+def tree_map(f, tree, *rest):
+    """f applied leaf by leaf; `rest` are trees of the same structure."""
+    leaves, d = tree_flatten(tree)
+    others = [tree_flatten(r) for r in rest]
+    for _, od in others:
+        if od != d:
+            raise ValueError("[tree_map] trees have different structures")
+    return tree_unflatten(d, [f(x, *[o[0][i] for o in others]) for i, x in enumerate(leaves)])

@@ -1,0 +1,245 @@
+#include "ug/autograd/functional.h"
+
+#include "ug/autograd/engine.h"
+#include "ug/autograd/grad_mode.h"
+#include "ug/autograd/record.h"
+#include "ug/autograd/tape.h"
+#include "ug/ops/join.h"
+
+namespace ug {
+
+namespace {
+
+thread_local int t_transform_depth = 0;
+
+/** Counts nested transforms: inside one, every gradient must stay differentiable. */
+struct TransformScope {
+  TransformScope() { ++t_transform_depth; }
+  ~TransformScope() { --t_transform_depth; }
+};
+
+/** A fresh input for the transform: a differentiable alias when x already takes part in an
+ *  outer graph (so the outer transform sees through), else a new leaf cut off from x. */
+Tensor fresh_input(const Tensor& x) {
+  if (!is_floating(x.dtype())) return x;
+  if (x.requires_grad()) return x.view(x.shape());
+  return x.detach().requires_grad_(true);
+}
+
+/** Gradients must form a graph when an enclosing transform, tape or backward may need them. */
+bool need_graph(const Tensors& args) {
+  if (!GradMode::is_enabled()) return false;
+  if (t_transform_depth > 1 || GradientTape::any_recording()) return true;
+  for (const Tensor& a : args)
+    if (a.defined() && a.requires_grad()) return true;
+  return false;
+}
+
+Tensors run(const TensorFn& f, const Tensors& inputs) {
+  EnableGradGuard enable;
+  Tensors out = f(inputs);
+  if (out.empty()) fail("[transform] the function returned no tensors");
+  return out;
+}
+
+/** A zero gradient for inputs the outputs do not depend on (JAX returns zeros). */
+Tensor or_zeros(const Tensor& g, const Tensor& like) { return g.defined() ? g : zeros_like(like); }
+
+}  // namespace
+
+std::pair<Tensors, Tensors> value_and_grad(const TensorFn& f, const Tensors& args, const std::vector<int>& argnums) {
+  TransformScope scope;
+  Tensors inputs = args;
+  for (int i : argnums) {
+    if (i < 0 || i >= static_cast<int>(args.size()))
+      fail<IndexError>("[grad] argnums entry ", i, " is out of range for ", args.size(), " arguments");
+    if (!is_floating(args[i].dtype()))
+      fail<TypeError>("[grad] argument ", i, " has dtype ", args[i].dtype(),
+                      "; only floating point inputs can be differentiated");
+    inputs[i] = fresh_input(args[i]);
+  }
+  Tensors out = run(f, inputs);
+  if (out[0].numel() != 1)
+    fail<TypeError>("[grad] the function must return a single-element tensor to differentiate, got shape ",
+                    out[0].shape(), " (use jacrev or vjp for other outputs)");
+  Tensors wrt;
+  for (int i : argnums) wrt.push_back(inputs[i]);
+  const bool graph = need_graph(args);
+  Tensors grads;
+  if (out[0].requires_grad()) {
+    grads = autograd::grad({out[0]}, wrt, {}, graph, graph, true);
+  } else {
+    grads.resize(wrt.size());
+  }
+  for (size_t k = 0; k < grads.size(); ++k) grads[k] = or_zeros(grads[k], wrt[k]);
+  if (!graph)
+    for (Tensor& o : out) o = o.detach();
+  return {out, grads};
+}
+
+std::pair<Tensors, std::function<Tensors(const Tensors&)>> vjp(const TensorFn& f, const Tensors& primals) {
+  TransformScope scope;
+  Tensors inputs;
+  for (const Tensor& p : primals) inputs.push_back(fresh_input(p));
+  Tensors out = run(f, inputs);
+  const bool graph = need_graph(primals);
+  auto pullback = [out, inputs, graph](const Tensors& cotangents) {
+    if (cotangents.size() != out.size())
+      fail("[vjp] expected ", out.size(), " cotangents, got ", cotangents.size());
+    Tensors roots, weights;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i].requires_grad()) {
+        roots.push_back(out[i]);
+        weights.push_back(cotangents[i]);
+      }
+    Tensors grads(inputs.size());
+    Tensors wrt;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].requires_grad()) {
+        wrt.push_back(inputs[i]);
+        where.push_back(i);
+      }
+    if (!roots.empty() && !wrt.empty()) {
+      Tensors g = autograd::grad(roots, wrt, weights, true, graph || GradMode::is_enabled(), true);
+      for (size_t k = 0; k < where.size(); ++k) grads[where[k]] = g[k];
+    }
+    for (size_t i = 0; i < grads.size(); ++i) grads[i] = or_zeros(grads[i], inputs[i]);
+    return grads;
+  };
+  Tensors values = out;
+  if (!graph)
+    for (Tensor& v : values) v = v.detach();
+  return {values, pullback};
+}
+
+std::pair<Tensors, Tensors> jvp(const TensorFn& f, const Tensors& primals, const Tensors& tangents) {
+  if (tangents.size() != primals.size())
+    fail("[jvp] expected one tangent per primal: ", primals.size(), " primals, ", tangents.size(), " tangents");
+  for (size_t i = 0; i < primals.size(); ++i)
+    if (!(tangents[i].shape() == primals[i].shape()))
+      fail("[jvp] tangent ", i, " has shape ", tangents[i].shape(), " but its primal has shape ", primals[i].shape());
+  TransformScope scope;
+  EnableGradGuard enable;
+  Tensors inputs;
+  for (const Tensor& p : primals) inputs.push_back(fresh_input(p));
+  Tensors out = run(f, inputs);
+  // u -> vjp(u) is linear; its own vjp along the tangents is the jvp.
+  Tensors dummies, roots, wrt;
+  for (const Tensor& o : out) {
+    dummies.push_back(zeros_like(o).requires_grad_(true));
+  }
+  for (const Tensor& i : inputs)
+    if (i.requires_grad()) wrt.push_back(i);
+  Tensors tangent_out(out.size());
+  std::vector<size_t> live;
+  for (size_t k = 0; k < out.size(); ++k)
+    if (out[k].requires_grad()) {
+      roots.push_back(out[k]);
+      live.push_back(k);
+    }
+  if (!roots.empty() && !wrt.empty()) {
+    Tensors live_dummies;
+    for (size_t k : live) live_dummies.push_back(dummies[k]);
+    Tensors g = autograd::grad(roots, wrt, live_dummies, true, true, true);
+    Tensors g_used, t_used;
+    size_t w = 0;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].requires_grad()) {
+        if (g[w].defined() && g[w].requires_grad()) {
+          g_used.push_back(g[w]);
+          t_used.push_back(tangents[i]);
+        }
+        ++w;
+      }
+    if (!g_used.empty()) {
+      Tensors jt = autograd::grad(g_used, live_dummies, t_used, true, need_graph(primals), true);
+      for (size_t k = 0; k < live.size(); ++k) tangent_out[live[k]] = jt[k];
+    }
+  }
+  for (size_t k = 0; k < out.size(); ++k) {
+    tangent_out[k] = or_zeros(tangent_out[k], out[k]);
+    if (!need_graph(primals)) {
+      out[k] = out[k].detach();
+      tangent_out[k] = tangent_out[k].detach();
+    }
+  }
+  return {out, tangent_out};
+}
+
+Tensors jacrev(const TensorFn& f, const Tensors& args, int argnum) {
+  if (argnum < 0 || argnum >= static_cast<int>(args.size())) fail<IndexError>("[jacrev] argnum ", argnum, " out of range");
+  Tensors fixed = args;
+  auto [out, pullback] = vjp(
+      [&](const Tensors& x) {
+        Tensors all = fixed;
+        all[argnum] = x[0];
+        return f(all);
+      },
+      {args[argnum]});
+  const Tensor& x = args[argnum];
+  Tensors jacobians;
+  for (size_t k = 0; k < out.size(); ++k) {
+    // One pullback per output element: row r of the Jacobian is the gradient of out[k][r].
+    Tensors rows;
+    for (int64_t r = 0; r < out[k].numel(); ++r) {
+      Tensors cot;
+      for (size_t j = 0; j < out.size(); ++j) cot.push_back(zeros_like(out[j]));
+      Tensor flat = zeros({out[k].numel()}, {.dtype = out[k].dtype(), .device = out[k].device()});
+      {
+        NoGradGuard no_grad;
+        flat.select(0, r).fill_(1);
+      }
+      cot[k] = flat.view(out[k].shape());
+      rows.push_back(pullback(cot)[0]);
+    }
+    Dims shape(out[k].shape().begin(), out[k].shape().end());
+    for (int64_t d : x.shape()) shape.push_back(d);
+    jacobians.push_back(rows.empty() ? zeros(shape, {.dtype = x.dtype()}) : stack(rows).reshape(shape));
+  }
+  return jacobians;
+}
+
+Tensors jacfwd(const TensorFn& f, const Tensors& args, int argnum) {
+  if (argnum < 0 || argnum >= static_cast<int>(args.size())) fail<IndexError>("[jacfwd] argnum ", argnum, " out of range");
+  const Tensor& x = args[argnum];
+  std::vector<Tensors> columns;  // columns[c][k]: d out[k] / d x[c]
+  Tensors out;
+  for (int64_t c = 0; c < x.numel(); ++c) {
+    Tensor flat = zeros({x.numel()}, {.dtype = x.dtype(), .device = x.device()});
+    {
+      NoGradGuard no_grad;
+      flat.select(0, c).fill_(1);
+    }
+    Tensors tangents;
+    for (size_t i = 0; i < args.size(); ++i) tangents.push_back(zeros_like(args[i]));
+    tangents[argnum] = flat.view(x.shape());
+    auto [o, t] = jvp(f, args, tangents);
+    out = o;
+    columns.push_back(t);
+  }
+  if (columns.empty()) out = run(f, args);
+  Tensors jacobians;
+  for (size_t k = 0; k < out.size(); ++k) {
+    Dims shape(out[k].shape().begin(), out[k].shape().end());
+    for (int64_t d : x.shape()) shape.push_back(d);
+    if (columns.empty()) {
+      jacobians.push_back(zeros(shape, {.dtype = out[k].dtype()}));
+      continue;
+    }
+    Tensors cols;
+    for (const Tensors& c : columns) cols.push_back(c[k].reshape({-1}));
+    jacobians.push_back(stack(cols, -1).reshape(shape));
+  }
+  return jacobians;
+}
+
+Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x) {
+  TensorFn gradient = [&f](const Tensors& a) {
+    auto [out, grads] = value_and_grad([&f](const Tensors& b) { return Tensors{f(b[0])}; }, {a[0]}, {0});
+    return Tensors{grads[0]};
+  };
+  return jacfwd(gradient, {x}, 0)[0];
+}
+
+}  // namespace ug

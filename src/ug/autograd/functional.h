@@ -1,0 +1,52 @@
+// JAX's function transforms on the shared engine. A transform makes fresh inputs, runs the
+// function with recording on, and asks the engine for gradients: it never reads or writes
+// anyone's .grad. Gradient rules are written with ops, so transforms nest:
+// grad(grad(f)), jacfwd(jacrev(f)) and hessian work to any order.
+#pragma once
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "ug/core/tensor.h"
+
+namespace ug {
+
+using Tensors = std::vector<Tensor>;
+/** The universal function type the transforms work on (Python flattens pytrees to it). */
+using TensorFn = std::function<Tensors(const Tensors&)>;
+
+/** The function's outputs and d(outputs[0])/d(args[i]) for i in argnums (outputs[0] must
+ *  have one element; the other outputs are auxiliary data, returned as they are). */
+std::pair<Tensors, Tensors> value_and_grad(const TensorFn& f, const Tensors& args, const std::vector<int>& argnums);
+
+/** The outputs and a function mapping output cotangents to input cotangents. */
+std::pair<Tensors, std::function<Tensors(const Tensors&)>> vjp(const TensorFn& f, const Tensors& primals);
+
+/** The outputs and their directional derivatives along `tangents` (forward mode, computed
+ *  as the transpose of the linear map vjp builds). */
+std::pair<Tensors, Tensors> jvp(const TensorFn& f, const Tensors& primals, const Tensors& tangents);
+
+/** d outputs[k] / d args[argnum], shaped outputs[k].shape + args[argnum].shape. */
+Tensors jacrev(const TensorFn& f, const Tensors& args, int argnum = 0);
+Tensors jacfwd(const TensorFn& f, const Tensors& args, int argnum = 0);
+/** The matrix of second derivatives of a one-element output, shaped x.shape + x.shape. */
+Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x);
+
+/** ug::grad(f)(x) for f: Tensor -> one-element Tensor, as in jax.grad. */
+inline std::function<Tensor(const Tensor&)> grad(std::function<Tensor(const Tensor&)> f) {
+  return [f = std::move(f)](const Tensor& x) {
+    auto [out, grads] = value_and_grad([&f](const Tensors& a) { return Tensors{f(a[0])}; }, {x}, {0});
+    return grads[0];
+  };
+}
+
+/** ug::value_and_grad(f)(x) -> {f(x), df/dx}. */
+inline std::function<std::pair<Tensor, Tensor>(const Tensor&)> value_and_grad(std::function<Tensor(const Tensor&)> f) {
+  return [f = std::move(f)](const Tensor& x) {
+    auto [out, grads] = value_and_grad([&f](const Tensors& a) { return Tensors{f(a[0])}; }, {x}, {0});
+    return std::make_pair(out[0], grads[0]);
+  };
+}
+
+}  // namespace ug

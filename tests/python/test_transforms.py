@@ -1,0 +1,173 @@
+"""The functional transforms against torch.func, and GradientTape against the article's
+TensorFlow example: values, composition to third order, pytrees, purity and errors."""
+import numpy as np
+import pytest
+import torch
+import torch.func as tf
+
+import unigrad as ug
+from reference import assert_same
+
+
+def f_poly(x):
+    return x ** 2 + 2 * x + 1
+
+
+def test_articles_example_functional_and_tape():
+    assert ug.grad(f_poly)(3.0).item() == 8.0
+    assert ug.grad(ug.grad(f_poly))(3.0).item() == 2.0
+    assert ug.grad(ug.grad(ug.grad(f_poly)))(3.0).item() == 0.0
+    x = ug.tensor(3.0)
+    with ug.GradientTape() as tape:
+        tape.watch(x)
+        y = x ** 2 + 2 * x + 1
+    assert tape.gradient(y, x).item() == 8.0
+    assert not x.requires_grad  # watching lends requires_grad only while recording
+
+
+def fn_mlp(params, x):
+    h = (x @ params["w1"] + params["b1"]).tanh()
+    return ((h @ params["w2"]).sigmoid() ** 2).sum()
+
+
+def make_params(m, seed=0):
+    rng = np.random.default_rng(seed)
+    return {k: m.tensor(rng.normal(size=s)) for k, s in
+            {"w1": (4, 5), "b1": (5,), "w2": (5, 3)}.items()}
+
+
+def test_grad_of_pytree_matches_torch_func():
+    x = np.random.default_rng(1).normal(size=(6, 4))
+    g_t = tf.grad(fn_mlp)(make_params(torch), torch.tensor(x))
+    g_u = ug.grad(fn_mlp)(make_params(ug), ug.tensor(x))
+    assert sorted(g_u) == sorted(g_t)
+    for k in g_t:
+        assert_same(g_t[k], g_u[k], rtol=1e-10, atol=1e-12)
+
+
+def test_value_and_grad_argnums_and_aux():
+    def f(a, b):
+        return (a * b.exp()).sum(), {"aux": a.mean()}
+    a, b = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    (v_t, aux_t), (ga_t, gb_t) = tf.grad_and_value(f, argnums=(0, 1), has_aux=True)(torch.tensor(a), torch.tensor(b))[::-1]
+    (v_u, aux_u), (ga_u, gb_u) = ug.value_and_grad(f, argnums=(0, 1), has_aux=True)(ug.tensor(a), ug.tensor(b))
+    assert_same(v_t, v_u)
+    assert_same(aux_t["aux"], aux_u["aux"])
+    assert_same(ga_t, ga_u)
+    assert_same(gb_t, gb_u)
+    g, aux = ug.grad(f, argnums=1, has_aux=True)(ug.tensor(a), ug.tensor(b))
+    assert_same(gb_t, g)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: (x ** 3 - x).sum(), lambda x: x.tanh().sum(), lambda x: x.sigmoid().prod(),
+    lambda x: x.softmax(0)[0], lambda x: x.logsumexp(0), lambda x: (x.reshape(2, 2) @ x.reshape(2, 2)).trace()
+    if hasattr(x, "trace") else (x.reshape(2, 2) @ x.reshape(2, 2)).diagonal().sum(),
+])
+def test_grad_composes_to_third_order(f):
+    x = np.array([0.3, -0.7, 1.1, 0.5])
+
+    def third(m):
+        h = lambda v: f(v).sum()  # noqa: E731
+        return (m.grad(lambda v: m.grad(lambda w: m.grad(h)(w).sum())(v).sum())(m.tensor(x))
+                if m is ug else tf.grad(lambda v: tf.grad(lambda w: tf.grad(h)(w).sum())(v).sum())(torch.tensor(x)))
+    assert_same(third(torch), third(ug), rtol=1e-8, atol=1e-10)
+
+
+def test_jacobians_and_hessian_match_torch_func():
+    x = np.array([0.2, -1.3, 0.7])
+    fns = [lambda v: v.sin() * v.sum(), lambda v: (v.reshape(3, 1) @ v.reshape(1, 3)).exp()]
+    for f in fns:
+        for ours, theirs in ((ug.jacrev, tf.jacrev), (ug.jacfwd, tf.jacfwd)):
+            assert_same(theirs(f)(torch.tensor(x)), ours(f)(ug.tensor(x)), rtol=1e-10, atol=1e-12)
+    s = lambda v: (v.tanh() ** 3).sum() * v.prod()  # noqa: E731
+    assert_same(tf.hessian(s)(torch.tensor(x)), ug.hessian(s)(ug.tensor(x)), rtol=1e-9, atol=1e-10)
+    assert_same(tf.jacfwd(tf.jacrev(s))(torch.tensor(x)), ug.jacfwd(ug.jacrev(s))(ug.tensor(x)), rtol=1e-9, atol=1e-10)
+
+
+def test_vjp_and_jvp_match_torch_func():
+    x, t = np.array([0.5, 1.5, -2.0]), np.array([1.0, -0.5, 2.0])
+    f = lambda v: (v.exp() * v, v.sum())  # noqa: E731
+    out_t, pull_t = tf.vjp(f, torch.tensor(x))
+    out_u, pull_u = ug.vjp(f, ug.tensor(x))
+    assert_same(out_t, out_u)
+    cot = (np.array([1.0, 2.0, 3.0]), np.array(0.5))
+    assert_same(pull_t(tuple(map(torch.tensor, cot))), pull_u(tuple(map(ug.tensor, cot))))
+    assert_same(pull_t(tuple(map(torch.tensor, cot))), pull_u(tuple(map(ug.tensor, cot))))  # callable again
+    assert_same(tf.jvp(f, (torch.tensor(x),), (torch.tensor(t),)), ug.jvp(f, (ug.tensor(x),), (ug.tensor(t),)))
+
+
+def test_transforms_are_pure():
+    x = ug.tensor([1.0, 2.0], requires_grad=True)
+    ug.grad(lambda v: (v * v).sum())(x)
+    ug.value_and_grad(lambda v: v.exp().sum())(x)
+    assert x.grad is None
+    w = ug.tensor([3.0])
+    ug.grad(lambda v: (v * w).sum())(ug.tensor([1.0]))
+    assert not w.requires_grad and w.grad is None
+
+
+def test_transform_errors():
+    with pytest.raises(TypeError, match="single-element"):
+        ug.grad(lambda v: v * 2)(ug.tensor([1.0, 2.0]))
+    with pytest.raises(TypeError):
+        ug.grad(lambda v: v.sum())(ug.tensor([1, 2]))
+    with pytest.raises(IndexError):
+        ug.grad(lambda a: a, argnums=3)(ug.tensor(1.0))
+    assert ug.grad(lambda a, b: (a * 2).sum(), argnums=1)(ug.tensor(1.0), ug.tensor(2.0)).item() == 0.0
+
+
+def test_tape_sources_list_dict_and_persistence():
+    w, b = ug.tensor([[1.0, 2.0], [3.0, 4.0]]), ug.tensor([0.5, -0.5])
+    x = ug.tensor([[1.0, -1.0]])
+    with ug.GradientTape(persistent=True) as tape:
+        tape.watch([w, b])
+        y = ((x @ w + b) ** 2).sum()
+        z = y * 3
+    gw, gb = tape.gradient(y, [w, b])
+    d = tape.gradient(z, {"w": w, "b": b})
+    assert_same(gw * 3, d["w"])
+    assert_same(gb * 3, d["b"])
+    xt, wt, bt = (torch.tensor(v.numpy(), requires_grad=True) for v in (x, w, b))
+    ((xt @ wt + bt) ** 2).sum().backward()
+    assert_same(wt.grad, gw)
+    assert_same(bt.grad, gb)
+    with ug.GradientTape() as once:
+        once.watch(w)
+        y = (w * w).sum()
+    once.gradient(y, w)
+    with pytest.raises(RuntimeError, match="non-persistent"):
+        once.gradient(y, w)
+
+
+def test_tape_output_gradients_unused_sources_and_stop_recording():
+    x, u = ug.tensor([1.0, 2.0]), ug.tensor([5.0])
+    with ug.GradientTape() as tape:
+        tape.watch([x, u])
+        y = x * x
+        with tape.stop_recording():
+            z = x * 10
+    gx, gu = tape.gradient(y, [x, u], output_gradients=ug.tensor([1.0, 3.0]))
+    assert gx.tolist() == [2.0, 12.0] and gu is None
+    assert not z.requires_grad
+
+
+def test_tape_watches_requires_grad_tensors_automatically_and_nests():
+    v = ug.tensor(3.0, requires_grad=True)
+    with ug.GradientTape() as outer:
+        with ug.GradientTape() as inner:
+            y = v ** 3
+        dy = inner.gradient(y, v)
+    d2y = outer.gradient(dy, v)
+    assert (dy.item(), d2y.item()) == (27.0, 18.0)
+    assert v.grad is None
+
+
+def test_trees():
+    tree = {"b": [1, (2, 3)], "a": None, "c": 4}
+    leaves, d = ug.tree_flatten(tree)
+    assert leaves == [1, 2, 3, 4]
+    assert ug.tree_unflatten(d, leaves) == tree
+    assert ug.tree_map(lambda v: v * 10, tree) == {"b": [10, (20, 30)], "a": None, "c": 40}
+    with pytest.raises(ValueError):
+        ug.tree_map(lambda a, b: a, [1, 2], [1])
