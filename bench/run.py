@@ -45,6 +45,8 @@ UG_CONFIG = "all cores"
 # ug_bench's benchmark names -> the (bench, case) of the same workload in the peers' lines.
 CPP_CASES = {
     "add_1elem": ("op_overhead", "add_1elem"),
+    "autograd_1elem": ("op_overhead", "autograd_1elem"),
+    "autograd_1elem_fresh": ("op_overhead", "autograd_1elem_fresh"),
     "add_16M_fresh": ("elementwise", "add_alloc"),
     "exp_16M_fresh": ("elementwise", "exp_alloc"),
     "exp_16M_out": ("elementwise", "exp_out"),
@@ -226,14 +228,28 @@ VS_TORCH_GEMM = ("≥ 0.95× torch", lambda u, t, m: t is not None and speedup(u
 def rows_for(impl, where):
     """(label, bench, case, impl, compare with torch?, targets); rows without a figure are
     left out of the table (ug_bench has no out= add, for one)."""
+    autograd = "1-element (a*b + c).sum().backward(), "
     if impl == "unigrad-python":
-        overhead = ("1-element a + b, " + where, "op_overhead", "add_1elem", impl, True,
-                    [("≤ 0.5× torch time", lambda u, t, m: t is not None and speedup(u, t) >= 2)])
-    else:  # C++ against Python would say nothing: the target is absolute
-        overhead = ("1-element a + b, " + where, "op_overhead", "add_1elem", impl, False,
-                    [("≤ 0.15 µs", lambda u, t, m: u["value"] <= 0.15)])
+        overhead = [
+            ("1-element a + b, " + where, "op_overhead", "add_1elem", impl, True,
+             [("≤ 0.5× torch time", lambda u, t, m: t is not None and speedup(u, t) >= 2)]),
+            (autograd + "leaves made once, " + where, "op_overhead", "autograd_1elem", impl, True,
+             [("≤ 0.3× torch time", lambda u, t, m: t is not None and speedup(u, t) >= 1 / 0.3)]),
+            (autograd + "fresh leaves, " + where, "op_overhead", "autograd_1elem_fresh", impl, True,
+             []),
+        ]
+    else:  # C++ against Python would say nothing: the targets are absolute
+        overhead = [
+            ("1-element a + b, " + where, "op_overhead", "add_1elem", impl, False,
+             [("≤ 0.15 µs", lambda u, t, m: u["value"] <= 0.15)]),
+            # Four ops an iteration (mul, add, sum, backward), each at most 1 µs.
+            (autograd + "leaves made once, " + where, "op_overhead", "autograd_1elem", impl, False,
+             [("≤ 4 µs (1 µs/op)", lambda u, t, m: u["value"] <= 4)]),
+            (autograd + "fresh leaves, " + where, "op_overhead", "autograd_1elem_fresh", impl,
+             False, []),
+        ]
     return [
-        overhead,
+        *overhead,
         ("64×64 a @ b, " + where, "op_overhead", "matmul_64", impl, True, []),
         ("a + b, 16M f32, fresh output, " + where, "elementwise", "add_alloc", impl, True,
          [("≥ 3× torch", lambda u, t, m: t is not None and speedup(u, t) >= 3), VS_MEMCPY]),

@@ -1,6 +1,6 @@
 // The C++ side of unigrad's benchmarks, on the workloads of the PyTorch peers
-// (shared/bench/peers): 1-element dispatch overhead, memory-bound elementwise ops on 16M
-// float32 elements, and square float32 GEMM. Every benchmark reports wall time
+// (shared/bench/peers): 1-element dispatch overhead (with and without autograd),
+// memory-bound elementwise ops on 16M float32 elements, and square float32 GEMM. Every benchmark reports wall time
 // (UseRealTime): kernels run on the thread pool, where the main thread's CPU time would
 // undercount them.
 #include <benchmark/benchmark.h>
@@ -24,6 +24,35 @@ void add_1elem(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(a + b);
 }
 BENCHMARK(add_1elem)->UseRealTime();
+
+// Forward and backward of (a*b + c).sum() on 1-element leaves: four ops (mul, add, sum,
+// backward) per iteration; the "per_op" counter is the time of one of them.
+constexpr int kAutogradOps = 4;
+
+void count_autograd_ops(benchmark::State& state) {
+  state.counters["per_op"] = benchmark::Counter(
+      kAutogradOps, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// The leaves are made once; their .grad accumulate.
+void autograd_1elem(benchmark::State& state) {
+  ug::Tensor a = ug::ones({1}).requires_grad_(), b = ug::ones({1}).requires_grad_(),
+             c = ug::ones({1}).requires_grad_();
+  for (auto _ : state) (a * b + c).sum().backward();
+  count_autograd_ops(state);
+}
+BENCHMARK(autograd_1elem)->UseRealTime();
+
+// The leaves are made inside the loop.
+void autograd_1elem_fresh(benchmark::State& state) {
+  for (auto _ : state) {
+    ug::Tensor a = ug::ones({1}).requires_grad_(), b = ug::ones({1}).requires_grad_(),
+               c = ug::ones({1}).requires_grad_();
+    (a * b + c).sum().backward();
+  }
+  count_autograd_ops(state);
+}
+BENCHMARK(autograd_1elem_fresh)->UseRealTime();
 
 // "fresh": every call returns a new result (c = a + b), so allocation is part of the time.
 void add_16M_fresh(benchmark::State& state) {

@@ -1,9 +1,23 @@
 #!/usr/bin/env bash
-# Sets everything up (scripts/setup.sh), then runs every test: the C++ suite under ctest
-# and the Python suite under pytest (ops checked against PyTorch 2.13).
+# Sets everything up (scripts/setup.sh), then runs every test: the C++ suite under ctest,
+# the Python suite under pytest (ops checked against PyTorch 2.13), and the C++ suite again
+# built with AddressSanitizer (leak checks included) and UndefinedBehaviorSanitizer
+# (build-asan/), where any report fails the run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 scripts/setup.sh
 (cd build && ctest --output-on-failure -j2)
 .venv/bin/python -m pytest -q -n 2 tests/python
+
+# The same ccache settings as setup.sh, so that the sanitizer build hits the cache too.
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+export CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=true
+if [ ! -f build-asan/build.ninja ]; then
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUG_SANITIZE=ON \
+    -DUG_BUILD_PYTHON=OFF -DUG_BUILD_BENCH=OFF -DUG_BUILD_CLI=OFF \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+fi
+cmake --build build-asan -j"$(nproc)" --target ug_tests
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  build-asan/tests/cpp/ug_tests

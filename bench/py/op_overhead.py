@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """op_overhead: per-op dispatch cost through unigrad's Python front end, as the peer
-shared/bench/peers/op_overhead.py measures torch's (its autograd cases are not mirrored).
+shared/bench/peers/op_overhead.py measures torch's.
 Cases (each a loop of N=10,000 iterations, quick 2,000; the median of 5 (quick 3) loops):
-  add_1elem   c = a + b on 1-element float32 tensors
-  matmul_64   c = a @ b on 64x64 float32 tensors
+  add_1elem            c = a + b on 1-element float32 tensors
+  matmul_64            c = a @ b on 64x64 float32 tensors
+  autograd_1elem       y = (a*b + c).sum(); y.backward() with a, b, c 1-element leaves
+                       (requires_grad=True) created once; their .grad accumulate
+  autograd_1elem_fresh same, but a, b, c are created inside the loop (ug.ones(1,
+                       requires_grad=True) x3)
 seconds = median seconds per iteration."""
 import os
 import sys
@@ -29,7 +33,25 @@ def matmul_64(n, a=ug.randn(64, 64), b=ug.randn(64, 64)):
         a @ b
 
 
-for name, fn in (("add_1elem", add_1elem), ("matmul_64", matmul_64)):
+_leaves = [ug.ones(1, requires_grad=True) for _ in range(3)]
+
+
+def autograd_1elem(n, a=_leaves[0], b=_leaves[1], c=_leaves[2]):
+    for _ in range(n):
+        y = (a * b + c).sum()
+        y.backward()
+
+
+def autograd_1elem_fresh(n):
+    for _ in range(n):
+        a = ug.ones(1, requires_grad=True)
+        b = ug.ones(1, requires_grad=True)
+        c = ug.ones(1, requires_grad=True)
+        (a * b + c).sum().backward()
+
+
+for name, fn in (("add_1elem", add_1elem), ("matmul_64", matmul_64),
+                 ("autograd_1elem", autograd_1elem), ("autograd_1elem_fresh", autograd_1elem_fresh)):
     fn(N // 10)  # warm-up
     per_op = []
     for _ in range(REPS):

@@ -3,10 +3,13 @@
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "ug/autograd/debugging.h"
 #include "ug/autograd/engine.h"
+#include "ug/autograd/gradcheck.h"
 #include "ug/autograd/grad_mode.h"
 #include "ug/autograd/node.h"
 
@@ -119,10 +122,28 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     ug::autograd::backward(as_tensor_list(tensors), optional_tensor_list(grad_tensors), retain_graph, create_graph);
   }, nb::arg("tensors"), nb::arg("grad_tensors") = nb::none(), nb::arg("retain_graph") = nb::none(),
      nb::arg("create_graph") = false);
+  ag.def("gradcheck", [](const ug::TensorFn& fn, const std::vector<Tensor>& inputs, double eps, double atol,
+                         double rtol, bool raise_exception, bool second_order) {
+    ug::autograd::GradcheckOptions o{eps, atol, rtol, raise_exception};
+    return second_order ? ug::autograd::gradgradcheck(fn, inputs, o) : ug::autograd::gradcheck(fn, inputs, o);
+  });
   ag.def("is_grad_enabled", &ug::GradMode::is_enabled);
   ag.def("set_grad_enabled", &ug::GradMode::set_enabled);
   ag.def("is_anomaly_enabled", &ug::AnomalyMode::is_enabled);
-  ag.def("set_anomaly_enabled", &ug::AnomalyMode::set_enabled);
+  ag.def("set_anomaly_enabled", [](bool on) {
+    ug::AnomalyMode::set_enabled(on);
+    // Anomaly mode records where each op ran: the Python frames outside unigrad itself.
+    ug::debugging::set_trace_provider(on ? std::function<std::string()>([] {
+      nb::gil_scoped_acquire gil;
+      nb::object stack = nb::module_::import_("unigrad.autograd").attr("_user_stack")();
+      return nb::cast<std::string>(stack);
+    }) : std::function<std::string()>());
+  });
+
+  nb::module_ dbg = m.def_submodule("_debugging");
+  dbg.def("check_numerics", &ug::debugging::check_numerics, nb::arg("tensor"), nb::arg("message"));
+  dbg.def("enable_check_numerics", &ug::debugging::enable_check_numerics);
+  dbg.def("disable_check_numerics", &ug::debugging::disable_check_numerics);
 }
 
 }  // namespace ugpy

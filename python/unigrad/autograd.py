@@ -88,3 +88,31 @@ class detect_anomaly(contextlib.ContextDecorator):
         return False
 
 
+
+
+def _user_stack():
+    """The caller's frames outside unigrad, for anomaly mode's 'the op ran forward at'."""
+    import os
+    import traceback
+    here = os.path.dirname(os.path.abspath(__file__))
+    frames = [f for f in traceback.extract_stack()[:-1] if not os.path.abspath(f.filename).startswith(here)]
+    return "".join(traceback.format_list(frames[-3:]))
+
+
+def gradcheck(func, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
+    """Compares func's derivative rules with central finite differences (float64 inputs)."""
+    return _check(func, inputs, eps, atol, rtol, raise_exception, False)
+
+
+def gradgradcheck(func, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
+    """gradcheck of the first derivative: checks second derivatives."""
+    return _check(func, inputs, eps, atol, rtol, raise_exception, True)
+
+
+def _check(func, inputs, eps, atol, rtol, raise_exception, second_order):
+    inputs = (inputs,) if isinstance(inputs, _C.Tensor) else tuple(inputs)
+
+    def flat(xs):
+        out = func(*xs)
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+    return _ag.gradcheck(flat, list(inputs), eps, atol, rtol, raise_exception, second_order)

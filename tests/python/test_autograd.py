@@ -294,3 +294,57 @@ def test_anomaly_mode_names_the_op():
     with ug.autograd.detect_anomaly():
         with pytest.raises(RuntimeError, match="sqrt"):
             y.backward()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, y: (x * y).exp().sum(1), lambda x, y: (x @ y.t()).tanh(), lambda x, y: x.softmax(1) * y,
+    lambda x, y: m_cat(x, y).logsumexp(0), lambda x, y: (x / (y.abs() + 1)).sigmoid().prod(0),
+    lambda x, y: x.gather(1, ug.tensor([[0, 2], [1, 1]])) * y[:, :2], lambda x, y: x[:, ::2].norm() + y.std(),
+])
+def test_gradcheck_and_gradgradcheck(fn):
+    rng = np.random.default_rng(0)
+    x = ug.tensor(rng.normal(size=(2, 3)), requires_grad=True)
+    y = ug.tensor(rng.normal(size=(2, 3)), requires_grad=True)
+    assert ug.autograd.gradcheck(fn, (x, y))
+    assert ug.autograd.gradgradcheck(fn, (x, y))
+
+
+def m_cat(x, y):
+    return ug.cat([x, y], 0)
+
+
+def test_gradcheck_catches_a_wrong_rule():
+    x = ug.tensor([0.5, 1.5], dtype=ug.float64, requires_grad=True)
+
+    def wrong(v):  # a rule that misses a factor: the hook halves the gradient
+        y = v * 3
+        y.register_hook(lambda g: g * 0.5)
+        return y
+    with pytest.raises(RuntimeError, match="Jacobian mismatch"):
+        ug.autograd.gradcheck(wrong, (x,))
+    assert ug.autograd.gradcheck(wrong, (x,), raise_exception=False) is False
+    with pytest.raises(TypeError, match="float64"):
+        ug.autograd.gradcheck(lambda v: v * 2, (ug.tensor([1.0], requires_grad=True),))
+
+
+def test_anomaly_mode_names_the_forward_line():
+    x = ug.tensor([0.0, 1.0], requires_grad=True)
+    with ug.autograd.detect_anomaly():
+        y = x.sqrt().sum()  # THIS LINE
+        with pytest.raises(RuntimeError) as info:
+            y.backward()
+    assert "sqrt" in str(info.value) and "THIS LINE" in str(info.value)
+
+
+def test_check_numerics():
+    ok = ug.tensor([1.0, 2.0])
+    assert ug.debugging.check_numerics(ok, "fine") is not None
+    with pytest.raises(RuntimeError, match="my message.*NaN"):
+        ug.debugging.check_numerics(ug.tensor([1.0, float("nan")]), "my message")
+    ug.debugging.enable_check_numerics()
+    try:
+        with pytest.raises(RuntimeError, match="log"):
+            ug.tensor([-1.0]).log()
+    finally:
+        ug.debugging.disable_check_numerics()
+    assert ug.tensor([-1.0]).log().isnan().all()

@@ -1,6 +1,7 @@
 // Tensor's autograd members and the recording helper ops use.
 #include <algorithm>
 
+#include "ug/autograd/debugging.h"
 #include "ug/autograd/engine.h"
 #include "ug/backend/backend.h"
 #include "ug/autograd/record.h"
@@ -17,6 +18,7 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
   edges.reserve(inputs.size());
   for (const Tensor& t : inputs) edges.push_back(t.defined() ? gradient_edge(t) : Edge{});
   auto node = make_ref<FunctionNode>(name, std::move(edges), std::move(rule));
+  if (AnomalyMode::is_enabled()) node->forward_trace() = debugging::current_trace();
   uint32_t nr = 0;
   for (Tensor* out : outputs) {
     node->outputs().push_back({out->shape(), out->dtype(), out->device()});

@@ -2,6 +2,7 @@
 // NumPy broadcasting as stride-0 views, then the kernel. Also where, clamp and lerp.
 #include "ug/ops/binary.h"
 
+#include "ug/autograd/debugging.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/ops/reduce.h"
@@ -124,6 +125,7 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   check_integer_division(op, bc);
   Tensor out = empty(shape, {.dtype = out_dtype, .device = a.device()});
   backend_for(a.device()).binary(op, ac, bc, out);
+  debugging::check_output(out, info(op).name);
   if (is_floating(out_dtype) && autograd::needs_grad({&ac, &bc})) {
     // Only what the rule reads is kept: add and sub need nothing, pow also needs its output.
     const bool operands = op != BinaryOp::Add && op != BinaryOp::Sub && op != BinaryOp::FloorDivide;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ug/backend/backend.h"
+#include "ug/autograd/debugging.h"
 #include "ug/autograd/record.h"
 #include "ug/ops/reduce.h"
 
@@ -34,6 +35,7 @@ DType common_dtype(const Tensor& a, const Tensor& b, const char* op) {
 Tensor batched_product(const Tensor& a, const Tensor& b) {
   Tensor out = empty({a.size(0), a.size(1), b.size(2)}, {.dtype = a.dtype(), .device = a.device()});
   backend_for(a.device()).matmul(a, b, out);
+  debugging::check_output(out, "matmul");
   if (is_floating(a.dtype()) && autograd::needs_grad({&a, &b})) {
     autograd::record("matmul", {a, b}, {&out},
                      [as = autograd::save(a), bs = autograd::save(b)](std::vector<Tensor>&& g, Node* n) {

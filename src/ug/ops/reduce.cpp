@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ug/autograd/debugging.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/ops/binary.h"
@@ -152,6 +153,7 @@ Tensor run_reduce(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim, 
   if (out.numel() > 0) {
     Layout l = to_layout(x, mask);
     backend_for(x.device()).reduce(op, l.src, l.outer, l.reduced, l.inner, out);
+    debugging::check_output(out, "reduce");
   }
   const bool differentiable = op == ReduceOp::Sum || op == ReduceOp::Prod || op == ReduceOp::Max || op == ReduceOp::Min;
   if (differentiable && is_floating(out_dtype) && autograd::needs_grad({&x})) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "ug/autograd/debugging.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/ops/binary.h"
@@ -127,6 +128,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   Tensor in = rule == UnaryRule::Floating || rule == UnaryRule::Integral ? x.to(out_dtype) : x;
   Tensor out = empty(x.shape(), {.dtype = out_dtype, .device = x.device()});
   backend_for(x.device()).unary(op, in, out);
+  debugging::check_output(out, info(op).name);
   if (is_floating(out_dtype) && autograd::needs_grad({&in})) {
     const Needs need = needs(op);
     autograd::record(info(op).name, {in}, {&out},

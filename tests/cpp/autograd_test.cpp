@@ -1,0 +1,417 @@
+// Autograd from C++: hand-computed gradients of small expressions (the articles' example
+// y = x^2 + 2x + 1 at x = 3 in every style), accumulation, retained and freed graphs,
+// hooks, grad modes, GradientTape, the functional transforms, in-place checks, memory
+// released after backward, and central finite differences in float64 for a few ops.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "ug/ug.h"
+
+namespace {
+
+using ug::Dims;
+using ug::Tensor;
+using ug::Tensors;
+
+std::vector<double> values(const Tensor& t) {
+  Tensor c = t.detach().to(ug::float64).contiguous();
+  const double* p = c.data_ptr<double>();
+  return std::vector<double>(p, p + c.numel());
+}
+
+double value(const Tensor& t) { return t.item<double>(); }
+
+Tensor f64(const ug::NestedList& v) { return ug::tensor(v, {.dtype = ug::float64}); }
+
+Tensor poly(const Tensor& x) { return x.pow(2) + 2 * x + 1; }  // the articles' y = x^2 + 2x + 1
+
+// ---- imperative backward --------------------------------------------------------------
+
+TEST(Autograd, ArticlesExampleBackwardAndSecondDerivative) {
+  Tensor x = ug::scalar_tensor(3.0).requires_grad_();
+  poly(x).backward();
+  EXPECT_EQ(value(x.grad()), 8.0);
+
+  Tensor x2 = ug::scalar_tensor(3.0).requires_grad_();
+  Tensor dy = ug::autograd::grad({poly(x2)}, {x2}, {}, {}, /*create_graph=*/true)[0];
+  EXPECT_EQ(value(dy), 8.0);
+  EXPECT_TRUE(dy.requires_grad());
+  EXPECT_EQ(value(ug::autograd::grad({dy}, {x2})[0]), 2.0);
+  EXPECT_FALSE(x2.grad().defined());  // autograd::grad leaves .grad alone
+}
+
+TEST(Autograd, SmallExpressionsByHand) {
+  // f = sum(a * b + exp(c)): df/da = b, df/db = a, df/dc = exp(c).
+  Tensor a = f64({1.0, 2.0}).requires_grad_();
+  Tensor b = f64({3.0, -4.0}).requires_grad_();
+  Tensor c = f64({0.0, 1.0}).requires_grad_();
+  (a * b + c.exp()).sum().backward();
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{3.0, -4.0}));
+  EXPECT_EQ(values(b.grad()), (std::vector<double>{1.0, 2.0}));
+  EXPECT_EQ(values(c.grad()), (std::vector<double>{1.0, std::exp(1.0)}));
+
+  // Broadcasting sums the gradient back: d/dw sum(x @ w + bias) with x 2x2, bias of shape (2).
+  Tensor x = f64({{1.0, 2.0}, {3.0, 4.0}});
+  Tensor w = f64({{1.0, 0.0}, {0.0, 1.0}}).requires_grad_();
+  Tensor bias = f64({0.5, -0.5}).requires_grad_();
+  (x.matmul(w) + bias).sum().backward();
+  EXPECT_EQ(values(w.grad()), (std::vector<double>{4.0, 4.0, 6.0, 6.0}));  // column sums of x
+  EXPECT_EQ(values(bias.grad()), (std::vector<double>{2.0, 2.0}));
+}
+
+TEST(Autograd, LeafFlagsAndDetach) {
+  Tensor x = f64({1.0, 2.0}).requires_grad_();
+  Tensor y = x * 2;
+  EXPECT_TRUE(x.is_leaf());
+  EXPECT_FALSE(y.is_leaf());
+  EXPECT_TRUE(y.requires_grad());
+  EXPECT_TRUE(y.grad_fn());
+  EXPECT_FALSE(y.detach().requires_grad());
+  EXPECT_TRUE(y.detach().is_leaf());
+  EXPECT_THROW(ug::tensor({1, 2}).requires_grad_(), ug::RuntimeError);  // integer dtype
+  EXPECT_THROW(y.requires_grad_(false), ug::RuntimeError);              // not a leaf
+}
+
+TEST(Autograd, GradientsAccumulateAcrossCalls) {
+  Tensor x = f64({1.0, 2.0}).requires_grad_();
+  for (int i = 0; i < 3; ++i) (x * x).sum().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{6.0, 12.0}));
+  x.set_grad(Tensor());
+  (x * 5).sum().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{5.0, 5.0}));
+}
+
+TEST(Autograd, BackwardWithCreateGraphMakesADifferentiableGrad) {
+  Tensor x = f64({1.0, 2.0}).requires_grad_();
+  (x * x * x).sum().backward({}, {}, /*create_graph=*/true);
+  Tensor g = x.grad();
+  EXPECT_EQ(values(g), (std::vector<double>{3.0, 12.0}));
+  ASSERT_TRUE(g.requires_grad());
+  x.set_grad(Tensor());
+  g.sum().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{6.0, 12.0}));
+}
+
+TEST(Autograd, SecondBackwardNeedsRetainGraph) {
+  Tensor x = f64({1.0, 2.0}).requires_grad_();
+  Tensor y = (x.exp() * 2).sum();
+  y.backward({}, /*retain_graph=*/true);
+  y.backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{4 * std::exp(1.0), 4 * std::exp(2.0)}));
+  EXPECT_THROW(y.backward(), ug::RuntimeError);
+}
+
+TEST(Autograd, BackwardErrors) {
+  Tensor x = f64({1.0, 2.0}).requires_grad_();
+  EXPECT_THROW((x * 2).backward(), ug::RuntimeError);  // more than one element, no gradient given
+  (x * 2).backward(f64({1.0, 10.0}));
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{2.0, 20.0}));
+  EXPECT_THROW(f64({1.0}).sum().backward(), ug::RuntimeError);  // nothing requires grad
+
+  Tensor w = f64({1.0}).requires_grad_();
+  Tensor y = (x * 2).sum();
+  EXPECT_THROW(ug::autograd::grad({y}, {x, w}, {}, true), ug::RuntimeError);  // w is unused
+  Tensors g = ug::autograd::grad({y}, {x, w}, {}, {}, false, /*allow_unused=*/true);
+  EXPECT_EQ(values(g[0]), (std::vector<double>{2.0, 2.0}));
+  EXPECT_FALSE(g[1].defined());
+}
+
+// ---- hooks and retain_grad ------------------------------------------------------------
+
+TEST(Autograd, HooksAndRetainGrad) {
+  Tensor x = f64({1.0, 2.0, 3.0}).requires_grad_();
+  Tensor y = x * 2;
+  y.retain_grad();
+  EXPECT_TRUE(y.retains_grad());
+  std::vector<double> seen;
+  y.register_hook([&seen](const Tensor& g) {
+    seen = values(g);
+    return Tensor();  // keep the gradient as it is
+  });
+  x.register_hook([](const Tensor& g) { return g * 10; });
+  const size_t removed = x.register_hook([](const Tensor& g) { return g * 1000; });
+  x.remove_hook(removed);
+  (y * y).sum().backward();
+  EXPECT_EQ(values(y.grad()), (std::vector<double>{4.0, 8.0, 12.0}));  // d/dy sum(y^2) = 2y
+  EXPECT_EQ(seen, (std::vector<double>{4.0, 8.0, 12.0}));
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{80.0, 160.0, 240.0}));  // 10 * 2 * 2y
+  EXPECT_THROW(f64({1.0}).register_hook([](const Tensor& g) { return g; }), ug::RuntimeError);
+}
+
+TEST(Autograd, HookOnANonLeafReplacesTheGradient) {
+  Tensor x = f64({1.0, 2.0}).requires_grad_();
+  Tensor y = x * 3;
+  y.register_hook([](const Tensor& g) { return g * 0.5; });
+  y.sum().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{1.5, 1.5}));
+}
+
+// ---- grad modes -----------------------------------------------------------------------
+
+TEST(Autograd, NoGradAndEnableGradGuards) {
+  Tensor x = f64({1.0}).requires_grad_();
+  ASSERT_TRUE(ug::GradMode::is_enabled());
+  {
+    ug::NoGradGuard no_grad;
+    EXPECT_FALSE(ug::GradMode::is_enabled());
+    EXPECT_FALSE((x * 2).requires_grad());
+    {
+      ug::EnableGradGuard enable;
+      EXPECT_TRUE((x * 2).requires_grad());
+    }
+    EXPECT_FALSE(ug::GradMode::is_enabled());
+    x.add_(1);  // a leaf may change in place when nothing records
+  }
+  EXPECT_TRUE(ug::GradMode::is_enabled());
+  EXPECT_EQ(value(x), 2.0);
+  EXPECT_THROW(x.add_(1), ug::RuntimeError);  // but not while recording
+}
+
+// ---- GradientTape ---------------------------------------------------------------------
+
+TEST(GradientTape, ArticlesExampleWithWatch) {
+  Tensor x = ug::scalar_tensor(3.0);
+  ug::GradientTape tape;
+  Tensor y;
+  {
+    auto recording = tape.record();
+    tape.watch(x);
+    y = poly(x);
+  }
+  EXPECT_EQ(value(tape.gradient(y, x)), 8.0);  // the one-target, one-source overload
+  EXPECT_FALSE(x.requires_grad());  // watching lends requires_grad only while recording
+}
+
+TEST(GradientTape, NonPersistentTapeAnswersOnce) {
+  Tensor x = f64({1.0, 2.0});
+  ug::GradientTape tape;
+  Tensor y;
+  {
+    auto recording = tape.record();
+    tape.watch(x);
+    y = (x * x).sum();
+  }
+  EXPECT_EQ(values(tape.gradient(Tensors{y}, Tensors{x})[0]), (std::vector<double>{2.0, 4.0}));
+  EXPECT_THROW(tape.gradient(Tensors{y}, Tensors{x}), ug::RuntimeError);
+}
+
+TEST(GradientTape, PersistentTapeAnswersAgain) {
+  Tensor w = f64({1.0, 2.0});
+  Tensor unused = f64({5.0});
+  ug::GradientTape tape(/*persistent=*/true);
+  Tensor squares, y, z;
+  {
+    auto recording = tape.record();
+    tape.watch(w);
+    tape.watch(unused);
+    squares = w * w;
+    y = squares.sum();
+    z = y * 3;
+    auto paused = tape.stop_recording();
+    EXPECT_FALSE((w * 2).requires_grad());
+  }
+  EXPECT_EQ(values(tape.gradient(Tensors{y}, Tensors{w})[0]), (std::vector<double>{2.0, 4.0}));
+  Tensors g = tape.gradient(Tensors{z}, Tensors{w, unused});
+  EXPECT_EQ(values(g[0]), (std::vector<double>{6.0, 12.0}));
+  EXPECT_FALSE(g[1].defined());
+  // output_gradients weight the targets: 2w * (1, 3).
+  Tensors weighted = tape.gradient(Tensors{squares}, Tensors{w}, Tensors{f64({1.0, 3.0})});
+  EXPECT_EQ(values(weighted[0]), (std::vector<double>{2.0, 12.0}));
+  EXPECT_FALSE(w.grad().defined());
+}
+
+TEST(GradientTape, NestedTapesGiveTheSecondDerivative) {
+  Tensor x = ug::scalar_tensor(3.0, {.dtype = ug::float64});
+  ug::GradientTape outer, inner;
+  Tensor dy;
+  {
+    auto outer_recording = outer.record();
+    outer.watch(x);
+    Tensor y;
+    {
+      auto inner_recording = inner.record();
+      inner.watch(x);
+      y = x * x * x;
+    }
+    dy = inner.gradient(Tensors{y}, Tensors{x})[0];
+  }
+  EXPECT_EQ(value(dy), 27.0);  // 3x^2
+  EXPECT_EQ(value(outer.gradient(Tensors{dy}, Tensors{x})[0]), 18.0);  // 6x
+  EXPECT_FALSE(x.requires_grad());
+}
+
+// ---- functional transforms ------------------------------------------------------------
+
+TEST(Transforms, GradAndValueAndGrad) {
+  Tensor x = ug::scalar_tensor(3.0);
+  EXPECT_EQ(value(ug::grad(poly)(x)), 8.0);
+  auto [y, dy] = ug::value_and_grad(poly)(x);
+  EXPECT_EQ(value(y), 16.0);
+  EXPECT_EQ(value(dy), 8.0);
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_THROW(ug::grad([](const Tensor& v) { return v * 2; })(f64({1.0, 2.0})), ug::TypeError);
+}
+
+TEST(Transforms, GradComposes) {
+  Tensor x = ug::scalar_tensor(3.0);
+  EXPECT_EQ(value(ug::grad(ug::grad(poly))(x)), 2.0);
+  EXPECT_EQ(value(ug::grad(ug::grad(ug::grad(poly)))(x)), 0.0);
+  auto cube = [](const Tensor& v) { return v * v * v; };
+  EXPECT_EQ(value(ug::grad(ug::grad(cube))(ug::scalar_tensor(2.0))), 12.0);  // 6x
+}
+
+TEST(Transforms, TransformsArePure) {
+  Tensor x = f64({1.0, 2.0}).requires_grad_();
+  Tensor g = ug::grad([](const Tensor& v) { return (v * v).sum(); })(x);
+  EXPECT_EQ(values(g), (std::vector<double>{2.0, 4.0}));
+  EXPECT_FALSE(x.grad().defined());
+  Tensor w = f64({3.0});
+  ug::grad([&w](const Tensor& v) { return (v * w).sum(); })(f64({1.0}));
+  EXPECT_FALSE(w.requires_grad());
+}
+
+TEST(Transforms, Hessian) {
+  // f = x0^2 x1 + sum(x^3): H = [[2 x1 + 6 x0, 2 x0], [2 x0, 6 x1]].
+  auto f = [](const Tensor& x) { return x[0] * x[0] * x[1] + x.pow(3).sum(); };
+  Tensor h = ug::hessian(f, f64({1.0, 2.0}));
+  EXPECT_EQ(h.shape(), ug::Shape({2, 2}));
+  EXPECT_EQ(values(h), (std::vector<double>{10.0, 2.0, 2.0, 12.0}));
+}
+
+TEST(Transforms, JacrevAndJacfwd) {
+  // f_i = x_i * sum(x): J_ij = [i == j] * sum(x) + x_i.
+  ug::TensorFn f = [](const Tensors& a) { return Tensors{a[0] * a[0].sum()}; };
+  const std::vector<double> want{7, 1, 1, 2, 8, 2, 3, 3, 9};
+  for (const Tensor& j : {ug::jacrev(f, {f64({1.0, 2.0, 3.0})})[0], ug::jacfwd(f, {f64({1.0, 2.0, 3.0})})[0]}) {
+    EXPECT_EQ(j.shape(), ug::Shape({3, 3}));
+    EXPECT_EQ(values(j), want);
+  }
+  // The second argument: d(a * b)/db = diag(a).
+  ug::TensorFn g = [](const Tensors& a) { return Tensors{a[0] * a[1]}; };
+  Tensors args{f64({2.0, 5.0}), f64({1.0, 1.0})};
+  EXPECT_EQ(values(ug::jacrev(g, args, 1)[0]), (std::vector<double>{2, 0, 0, 5}));
+  EXPECT_EQ(values(ug::jacfwd(g, args, 1)[0]), (std::vector<double>{2, 0, 0, 5}));
+}
+
+TEST(Transforms, VjpAndJvp) {
+  ug::TensorFn f = [](const Tensors& a) { return Tensors{a[0] * a[0]}; };
+  auto [out, pullback] = ug::vjp(f, {f64({1.0, 2.0})});
+  EXPECT_EQ(values(out[0]), (std::vector<double>{1.0, 4.0}));
+  EXPECT_EQ(values(pullback({f64({1.0, 10.0})})[0]), (std::vector<double>{2.0, 40.0}));
+  EXPECT_EQ(values(pullback({f64({1.0, 1.0})})[0]), (std::vector<double>{2.0, 4.0}));  // callable again
+  auto [primal_out, tangent_out] = ug::jvp(f, {f64({1.0, 2.0})}, {f64({3.0, 1.0})});
+  EXPECT_EQ(values(primal_out[0]), (std::vector<double>{1.0, 4.0}));
+  EXPECT_EQ(values(tangent_out[0]), (std::vector<double>{6.0, 4.0}));  // 2x * t
+}
+
+// ---- in-place checks and memory -------------------------------------------------------
+
+TEST(Autograd, InPlaceChangeOfASavedTensorThrowsAtBackward) {
+  Tensor w = f64({1.0, 2.0}).requires_grad_();
+  Tensor a = f64({3.0, 4.0});
+  Tensor y = (w * a).sum();  // mul saves a for w's gradient
+  a.add_(1);
+  EXPECT_THROW(y.backward(), ug::RuntimeError);
+
+  Tensor x = f64({1.0, 2.0}).requires_grad_();
+  Tensor e = x.exp();
+  Tensor z = e * 2;
+  e.add_(1);  // exp's backward needs its output as it was
+  EXPECT_THROW((e * z).sum().backward(), ug::RuntimeError);
+}
+
+TEST(Autograd, GraphMemoryIsReleasedAfterBackward) {
+  ug::Allocator& allocator = ug::allocator_for(ug::Device());
+  Tensor x = ug::randn({256, 256}).requires_grad_();
+  const int64_t base = allocator.stats().allocated;
+  const auto block = [](const Tensor& t) { return static_cast<int64_t>(ug::CachingCpuAllocator::round_size(t.nbytes())); };
+  Tensor y = (x.exp() * x.sin()).tanh().sum();
+  EXPECT_GT(allocator.stats().allocated, base + 3 * block(x));  // exp, sin and tanh are saved
+  y.backward();
+  EXPECT_EQ(allocator.stats().allocated, base + block(x.grad()) + block(y));  // saved tensors freed
+  y = Tensor();
+  EXPECT_EQ(allocator.stats().allocated, base + block(x.grad()));
+}
+
+// ---- finite differences ---------------------------------------------------------------
+
+/** Checks d(sum(f(inputs) * w))/d(inputs) against central differences, for random w. The
+ *  inputs must be float64. */
+void expect_matches_finite_differences(const ug::TensorFn& f, const Tensors& inputs) {
+  constexpr double eps = 1e-6;
+  Tensors leaves;
+  for (const Tensor& t : inputs) leaves.push_back(t.detach().clone().requires_grad_());
+  Tensor out = f(leaves)[0];
+  Tensor w = ug::randn(Dims(out.shape().begin(), out.shape().end()), {.dtype = ug::float64});
+  Tensors analytic = ug::autograd::grad({(out * w).sum()}, leaves);
+  auto objective = [&] {
+    ug::NoGradGuard no_grad;
+    return value((f(leaves)[0] * w).sum());
+  };
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    std::vector<double> want = values(analytic[i]);
+    double* p = leaves[i].data_ptr<double>();
+    for (int64_t k = 0; k < leaves[i].numel(); ++k) {
+      const double saved = p[k];
+      p[k] = saved + eps;
+      const double plus = objective();
+      p[k] = saved - eps;
+      const double minus = objective();
+      p[k] = saved;
+      const double numeric = (plus - minus) / (2 * eps);
+      EXPECT_NEAR(want[k], numeric, 1e-6 * std::max(1.0, std::abs(numeric))) << "input " << i << ", element " << k;
+    }
+  }
+}
+
+Tensor random64(const Dims& shape) { return ug::randn(shape, {.dtype = ug::float64}); }
+
+class FiniteDifferences : public ::testing::Test {
+ protected:
+  void SetUp() override { ug::manual_seed(0); }
+};
+
+TEST_F(FiniteDifferences, ExpAndTanh) {
+  expect_matches_finite_differences([](const Tensors& a) { return Tensors{a[0].exp()}; }, {random64({3, 4})});
+  expect_matches_finite_differences([](const Tensors& a) { return Tensors{a[0].tanh()}; }, {random64({3, 4})});
+  // A non-contiguous input.
+  expect_matches_finite_differences([](const Tensors& a) { return Tensors{a[0].t().tanh() * a[0].t().exp()}; },
+                                    {random64({4, 3})});
+}
+
+TEST_F(FiniteDifferences, Matmul) {
+  expect_matches_finite_differences([](const Tensors& a) { return Tensors{a[0].matmul(a[1])}; },
+                                    {random64({3, 4}), random64({4, 2})});
+  expect_matches_finite_differences([](const Tensors& a) { return Tensors{a[0].matmul(a[1])}; },
+                                    {random64({2, 3, 4}), random64({4})});
+}
+
+TEST_F(FiniteDifferences, Softmax) {
+  expect_matches_finite_differences([](const Tensors& a) { return Tensors{a[0].softmax(1)}; }, {random64({3, 5})});
+  expect_matches_finite_differences([](const Tensors& a) { return Tensors{a[0].softmax(0)}; }, {random64({3, 5})});
+}
+
+TEST_F(FiniteDifferences, SumOverDims) {
+  expect_matches_finite_differences([](const Tensors& a) { return Tensors{a[0].sum({0, 2})}; }, {random64({2, 3, 4})});
+  expect_matches_finite_differences([](const Tensors& a) { return Tensors{a[0].sum({1}, true) * a[0]}; },
+                                    {random64({2, 3, 4})});
+}
+
+TEST_F(FiniteDifferences, GatherAndIndexSelect) {
+  Tensor index = ug::tensor({{0, 2, 2}, {1, 0, 3}}, {.dtype = ug::int64});
+  expect_matches_finite_differences([&](const Tensors& a) { return Tensors{a[0].gather(1, index)}; },
+                                    {random64({2, 4})});
+  Tensor rows = ug::tensor({2, 0, 2}, {.dtype = ug::int64});  // a repeated index accumulates
+  expect_matches_finite_differences([&](const Tensors& a) { return Tensors{a[0].index_select(0, rows)}; },
+                                    {random64({3, 2})});
+}
+
+TEST_F(FiniteDifferences, Cat) {
+  expect_matches_finite_differences([](const Tensors& a) { return Tensors{ug::cat({a[0], a[1].exp(), a[0]}, 1)}; },
+                                    {random64({2, 3}), random64({2, 1})});
+}
+
+}  // namespace
