@@ -40,6 +40,7 @@ void bind_transforms(nb::module_& m) {
   f.def("jvp", &ug::jvp);
   f.def("jacrev", &ug::jacrev);
   f.def("jacfwd", &ug::jacfwd);
+  f.def("vmap", &ug::vmap);
 }
 
 }  // namespace ugpy

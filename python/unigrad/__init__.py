@@ -9,7 +9,7 @@ from ._C import Tensor, random  # noqa: F401
 from . import autograd, cuda, debugging, memory  # noqa: F401
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .transforms import (GradientTape, grad, hessian, jacfwd, jacobian, jacrev, jvp,  # noqa: F401
-                         value_and_grad, vjp)
+                         value_and_grad, vjp, vmap)
 from .tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten  # noqa: F401
 
 from ._C import __version__  # noqa: F401  (from the CMake project version)

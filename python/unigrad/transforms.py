@@ -196,3 +196,47 @@ class GradientTape:
         weights = tree_flatten(output_gradients)[0] if output_gradients is not None else []
         grads = self._tape.gradient(targets, leaves, weights)
         return tree_unflatten(d, grads)
+
+
+def vmap(fun, in_axes=0, out_axes=0):
+    """vmap(f)(*args): f mapped over a batch dim of its arguments, as jax.vmap. in_axes is an
+    int, None (not mapped) or a tuple with one entry per argument (an entry may be a pytree
+    prefix: an int or None applies to every leaf of that argument)."""
+
+    def wrapped(*args):
+        axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+        if len(axes) != len(args):
+            raise ValueError(f"[vmap] in_axes has {len(axes)} entries for {len(args)} arguments")
+        flat, flat_axes, defs = [], [], []
+        for a, ax in zip(args, axes):
+            leaves, d = tree_flatten(a)
+            ax_leaves = tree_flatten(ax)[0] if isinstance(ax, (tuple, list, dict)) else [ax] * len(leaves)
+            flat += [_as_tensor(v) for v in leaves]
+            flat_axes += ax_leaves
+            defs.append(d)
+        out_box = [None]
+
+        def flat_fn(xs):
+            new, pos = [], 0
+            for d in defs:
+                new.append(tree_unflatten(d, xs[pos:pos + d.num_leaves]))
+                pos += d.num_leaves
+            leaves, out_box[0] = tree_flatten(fun(*new))
+            return [_as_tensor(v) for v in leaves]
+
+        # The structure of the outputs is known after the first call; out_axes then applies.
+        outs = _f.vmap(flat_fn, flat, flat_axes, [])
+        if out_axes != 0:
+            n = len(outs)
+            o_axes = list(out_axes) if isinstance(out_axes, (tuple, list)) else [out_axes] * n
+            outs = [_move(o, a) for o, a in zip(outs, o_axes)]
+        return tree_unflatten(out_box[0], outs)
+
+    return wrapped
+
+
+def _move(t, axis):
+    """t with its leading (batch) dim moved to `axis`."""
+    axis = axis % t.ndim
+    order = list(range(1, axis + 1)) + [0] + list(range(axis + 1, t.ndim))
+    return t.permute(*order)

@@ -171,3 +171,26 @@ def test_trees():
     assert ug.tree_map(lambda v: v * 10, tree) == {"b": [10, (20, 30)], "a": None, "c": 40}
     with pytest.raises(ValueError):
         ug.tree_map(lambda a, b: a, [1, 2], [1])
+
+
+def test_vmap_matches_torch_func():
+    rng = np.random.default_rng(3)
+    w, xs, ys = rng.normal(size=(3, 2)), rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
+
+    def loss(w, x, y):
+        return ((x @ w - y) ** 2).sum()
+
+    # Per-example gradients, the classic use.
+    per_t = tf.vmap(tf.grad(loss), in_dims=(None, 0, 0))(torch.tensor(w), torch.tensor(xs), torch.tensor(ys))
+    per_u = ug.vmap(ug.grad(loss), in_axes=(None, 0, 0))(ug.tensor(w), ug.tensor(xs), ug.tensor(ys))
+    assert_same(per_t, per_u, rtol=1e-12, atol=1e-12)
+    # grad of a vmapped function, out_axes, nested vmap and in_axes other than 0.
+    f = lambda v: v.sin().sum()  # noqa: E731
+    assert_same(tf.grad(lambda x: tf.vmap(f)(x).sum())(torch.tensor(xs)),
+                ug.grad(lambda x: ug.vmap(f)(x).sum())(ug.tensor(xs)))
+    assert_same(tf.vmap(lambda v: v * 2, out_dims=1)(torch.tensor(xs)), ug.vmap(lambda v: v * 2, out_axes=1)(ug.tensor(xs)))
+    assert_same(tf.vmap(tf.vmap(lambda a: a.exp()))(torch.tensor(xs)), ug.vmap(ug.vmap(lambda a: a.exp()))(ug.tensor(xs)))
+    assert_same(tf.vmap(lambda a, b: a @ b, in_dims=(1, None))(torch.tensor(xs), torch.tensor(w[:, :1].T.copy())),
+                ug.vmap(lambda a, b: a @ b, in_axes=(1, None))(ug.tensor(xs), ug.tensor(w[:, :1].T.copy())))
+    with pytest.raises(ValueError):
+        ug.vmap(lambda a, b: a + b)(ug.zeros(3), ug.zeros(4))

@@ -234,6 +234,48 @@ Tensors jacfwd(const TensorFn& f, const Tensors& args, int argnum) {
   return jacobians;
 }
 
+Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
+             const std::vector<int64_t>& out_axes) {
+  if (in_axes.size() != args.size())
+    fail("[vmap] in_axes has ", in_axes.size(), " entries for ", args.size(), " arguments");
+  int64_t batch = -1;
+  std::vector<int64_t> axes(args.size(), 0);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!in_axes[i]) continue;
+    if (args[i].dim() == 0) fail("[vmap] argument ", i, " is 0-d and cannot be mapped over (in_axes ", *in_axes[i], ")");
+    axes[i] = wrap_dim(*in_axes[i], args[i].dim(), "vmap");
+    const int64_t n = args[i].size(axes[i]);
+    if (batch >= 0 && n != batch)
+      fail("[vmap] mapped arguments have different sizes along their axes: ", batch, " and ", n, " (argument ", i,
+           ", shape ", args[i].shape(), ")");
+    batch = n;
+  }
+  if (batch < 0) fail("[vmap] at least one argument must be mapped (in_axes all None)");
+  // One call per example, then the results stacked along out_axes: every op and every
+  // transform inside f composes, since each call is an ordinary call.
+  std::vector<Tensors> per_example;
+  for (int64_t b = 0; b < batch; ++b) {
+    Tensors slice = args;
+    for (size_t i = 0; i < args.size(); ++i)
+      if (in_axes[i]) slice[i] = args[i].select(axes[i], b);
+    per_example.push_back(f(slice));
+    if (per_example.back().size() != per_example.front().size())
+      fail("[vmap] the function returned a different number of outputs for example ", b);
+  }
+  if (batch == 0) fail("[vmap] cannot map over an empty batch dim");
+  const size_t n_out = per_example.front().size();
+  if (!out_axes.empty() && out_axes.size() != n_out)
+    fail("[vmap] out_axes has ", out_axes.size(), " entries for ", n_out, " outputs");
+  Tensors out;
+  for (size_t k = 0; k < n_out; ++k) {
+    Tensors column;
+    for (const Tensors& e : per_example) column.push_back(e[k]);
+    const int64_t axis = out_axes.empty() ? 0 : out_axes[k];
+    out.push_back(stack(column, wrap_dim(axis, column.front().dim() + 1, "vmap")));
+  }
+  return out;
+}
+
 Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x) {
   TensorFn gradient = [&f](const Tensors& a) {
     auto [out, grads] = value_and_grad([&f](const Tensors& b) { return Tensors{f(b[0])}; }, {a[0]}, {0});

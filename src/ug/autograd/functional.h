@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,12 @@ Tensors jacrev(const TensorFn& f, const Tensors& args, int argnum = 0);
 Tensors jacfwd(const TensorFn& f, const Tensors& args, int argnum = 0);
 /** The matrix of second derivatives of a one-element output, shaped x.shape + x.shape. */
 Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x);
+
+/** f mapped over a batch dim: in_axes[i] is the dim of args[i] to map over (nullopt: the
+ *  argument is shared), out_axes[k] where the batch dim goes in output k. Every mapped
+ *  argument must have the same size along its axis. */
+Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
+             const std::vector<int64_t>& out_axes);
 
 /** ug::grad(f)(x) for f: Tensor -> one-element Tensor, as in jax.grad. */
 inline std::function<Tensor(const Tensor&)> grad(std::function<Tensor(const Tensor&)> f) {
