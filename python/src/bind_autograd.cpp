@@ -19,6 +19,12 @@ namespace {
 
 using ug::Tensor;
 
+/** What Tensor.register_hook returns: handle.remove() takes the hook off again. */
+struct HookHandle {
+  Tensor tensor;
+  size_t id;
+};
+
 /** A recorded node as Python sees it (Tensor.grad_fn). */
 struct PyNode {
   ug::Ref<ug::Node> node;
@@ -49,6 +55,8 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
           out.append(nb::make_tuple(e.valid() ? nb::cast(PyNode{e.node}) : nb::none(), e.input_nr));
         return nb::tuple(out);
       });
+
+  nb::class_<HookHandle>(m, "RemovableHandle").def("remove", [](HookHandle& h) { h.tensor.remove_hook(h.id); });
 
   cls.def_prop_rw(
          "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
@@ -98,13 +106,13 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
       }, nb::arg("gradient") = nb::none(), nb::arg("retain_graph") = nb::none(), nb::arg("create_graph") = false,
          nb::arg("inputs") = nb::none())
       .def("register_hook", [](const Tensor& t, nb::object fn) {
-        return t.register_hook([fn](const Tensor& g) -> Tensor {
+        size_t id = t.register_hook([fn](const Tensor& g) -> Tensor {
           nb::gil_scoped_acquire gil;
           nb::object r = fn(g);
           return r.is_none() ? Tensor() : nb::cast<Tensor>(r);
         });
+        return HookHandle{t, id};
       })
-      .def("_remove_hook", &Tensor::remove_hook)
       .def_prop_ro("_version", &Tensor::version);
 
   nb::module_ ag = m.def_submodule("_autograd");

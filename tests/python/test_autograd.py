@@ -348,3 +348,13 @@ def test_check_numerics():
     finally:
         ug.debugging.disable_check_numerics()
     assert ug.tensor([-1.0]).log().isnan().all()
+
+
+def test_leaf_hooks_run_under_autograd_grad_and_handles_remove():
+    x = ug.tensor([1.0, 2.0], requires_grad=True)
+    h = x.register_hook(lambda g: g * 10)
+    (g,) = ug.autograd.grad((x * x).sum(), x)
+    assert g.tolist() == [20.0, 40.0]
+    h.remove()
+    (g,) = ug.autograd.grad((x * x).sum(), x)
+    assert g.tolist() == [2.0, 4.0]

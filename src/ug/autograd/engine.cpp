@@ -113,6 +113,9 @@ std::vector<Tensor> execute(const std::vector<Edge>& roots, std::vector<Tensor> 
         if (replaced.defined()) grads[nr] = replaced;
       }
     }
+    if (capturing)
+      if (auto* acc = dynamic_cast<AccumulateGrad*>(node); acc && !grads.empty() && grads[0].defined())
+        grads[0] = acc->run_hooks(std::move(grads[0]));  // a leaf's hooks see its gradient here too
     for (const Capture& c : captures)
       if (c.node == node && c.input_nr < grads.size() && grads[c.input_nr].defined())
         captured[c.index] = captured[c.index].defined() ? captured[c.index] + grads[c.input_nr] : grads[c.input_nr];

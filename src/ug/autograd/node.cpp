@@ -59,13 +59,17 @@ AccumulateGrad::~AccumulateGrad() {
     if (m->grad_accumulator == this) m->grad_accumulator = nullptr;
 }
 
-std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
-  Tensor g = std::move(grads[0]);
-  AutogradMeta& m = autograd::meta(leaf_);
-  for (const GradHook& hook : m.leaf_hooks) {
+Tensor AccumulateGrad::run_hooks(Tensor g) const {
+  for (const GradHook& hook : autograd::meta(leaf_).leaf_hooks) {
     Tensor replaced = hook(g);
     if (replaced.defined()) g = replaced;
   }
+  return g;
+}
+
+std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
+  Tensor g = run_hooks(std::move(grads[0]));
+  AutogradMeta& m = autograd::meta(leaf_);
   if (!m.grad.defined()) {
     // Keep the incoming gradient when nobody else can see it; otherwise own a copy, so a
     // later in-place accumulation never writes into a broadcast view or another tensor.

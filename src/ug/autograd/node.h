@@ -90,6 +90,8 @@ class AccumulateGrad final : public Node {
   const char* name() const override { return "AccumulateGrad"; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
   const Tensor& leaf() const { return leaf_; }
+  /** The leaf's hooks applied to g: backward and autograd.grad both run them. */
+  Tensor run_hooks(Tensor g) const;
 
  private:
   Tensor leaf_;

@@ -99,6 +99,8 @@ std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets, c
   return result;
 }
 
-Tensor GradientTape::gradient(const Tensor& target, const Tensor& source) { return gradient({target}, {source})[0]; }
+Tensor GradientTape::gradient(const Tensor& target, const Tensor& source) {
+  return gradient(std::vector<Tensor>{target}, std::vector<Tensor>{source})[0];
+}
 
 }  // namespace ug
