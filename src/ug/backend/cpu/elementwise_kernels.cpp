@@ -1,7 +1,12 @@
 // Elementwise kernels: copy/cast, fill, unary, binary, where. Compiled once per ISA
 // (UG_CPU_ISA names the namespace); inner loops take unit-stride and broadcast fast paths
 // that the compiler vectorises.
+#include <algorithm>
 #include <cstring>
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 #include "ug/backend/cpu/kernels.h"
 #include "ug/backend/cpu/loops.h"
@@ -40,6 +45,85 @@ void copy_typed(const Tensor& src, const Tensor& dst) {
   });
 }
 
+// 16-bit floats: a contiguous run is widened to float32 a block at a time, computed by the
+// float loop (which vectorises) and rounded back to nearest even; converting element by
+// element through Half/BFloat16 would not vectorise.
+template <class T>
+inline constexpr bool is_16bit_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+constexpr int64_t kBlock = 256;
+
+inline void widen(const Half* in, float* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+#endif
+  for (; i < n; ++i) out[i] = in[i];
+}
+inline void narrow(const float* in, Half* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  for (; i < n; ++i) out[i] = Half(in[i]);
+}
+inline void widen(const BFloat16* in, float* out, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits = static_cast<uint32_t>(in[i].bits) << 16;
+    std::memcpy(out + i, &bits, 4);
+  }
+}
+inline void narrow(const float* in, BFloat16* out, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t x;
+    std::memcpy(&x, in + i, 4);
+    const bool nan = (x & 0x7fffffffu) > 0x7f800000u;
+    const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    out[i].bits = static_cast<uint16_t>(nan ? (x >> 16) | 0x40u : rounded);
+  }
+}
+
+/** out[i] = f(float(a[i])) over a contiguous run of a 16-bit float input. */
+template <class R, class T, class F>
+void blocked_unary(const T* a, R* o, int64_t n, F f) {
+  float buf[kBlock];
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const int64_t m = std::min(kBlock, n - i0);
+    widen(a + i0, buf, m);
+    if constexpr (std::is_same_v<R, T>) {
+#pragma omp simd
+      for (int64_t j = 0; j < m; ++j) buf[j] = f(buf[j]);
+      narrow(buf, o + i0, m);
+    } else {
+      for (int64_t j = 0; j < m; ++j) o[i0 + j] = static_cast<R>(f(buf[j]));
+    }
+  }
+}
+
+/** out[i] = f(float(a[i]), float(b[i])); a_step / b_step are 1 or 0 (a broadcast scalar). */
+template <class R, class T, class F>
+void blocked_binary(const T* a, int64_t a_step, const T* b, int64_t b_step, R* o, int64_t n, F f) {
+  float x[kBlock], y[kBlock];
+  const float xs = static_cast<float>(a[0]), ys = static_cast<float>(b[0]);
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const int64_t m = std::min(kBlock, n - i0);
+    if (a_step) widen(a + i0, x, m);
+    else std::fill(x, x + m, xs);
+    if (b_step) widen(b + i0, y, m);
+    else std::fill(y, y + m, ys);
+    if constexpr (std::is_same_v<R, T>) {
+#pragma omp simd
+      for (int64_t j = 0; j < m; ++j) x[j] = f(x[j], y[j]);
+      narrow(x, o + i0, m);
+    } else {
+      for (int64_t j = 0; j < m; ++j) o[i0 + j] = static_cast<R>(f(x[j], y[j]));
+    }
+  }
+}
+
 template <class Op, class T, class R>
 void unary_typed(const Tensor& x, const Tensor& out) {
   StridedLoop<2> loop({&out, &x});
@@ -47,6 +131,10 @@ void unary_typed(const Tensor& x, const Tensor& out) {
     R* o = reinterpret_cast<R*>(p[0]);
     const T* a = reinterpret_cast<const T*>(p[1]);
     if (s[0] == sizeof(R) && s[1] == sizeof(T)) {
+      if constexpr (is_16bit_float_v<T>) {
+        blocked_unary(a, o, n, [](float v) { return Op::f(v); });
+        return;
+      }
 #pragma omp simd
       for (int64_t i = 0; i < n; ++i) o[i] = static_cast<R>(Op::f(static_cast<acc_t<T>>(a[i])));
     } else {
@@ -66,6 +154,13 @@ void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
     const T* x = reinterpret_cast<const T*>(p[1]);
     const T* y = reinterpret_cast<const T*>(p[2]);
     constexpr int64_t sz = sizeof(T), rz = sizeof(R);
+    if constexpr (is_16bit_float_v<T>) {
+      const bool a_ok = s[1] == sz || s[1] == 0, b_ok = s[2] == sz || s[2] == 0;
+      if (s[0] == rz && a_ok && b_ok) {
+        blocked_binary(x, s[1] != 0, y, s[2] != 0, o, n, [](float u, float v) { return Op::f(u, v); });
+        return;
+      }
+    }
     if (s[0] == rz && s[1] == sz && s[2] == sz) {
 #pragma omp simd
       for (int64_t i = 0; i < n; ++i) o[i] = static_cast<R>(Op::f(static_cast<A>(x[i]), static_cast<A>(y[i])));
