@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up (scripts/setup.sh), then runs every test: the C++ suite under ctest,
-# the Python suite under pytest (ops checked against PyTorch 2.13), and the C++ suite again
+# the Python suite under pytest (ops checked against PyTorch 2.13; the elementwise and
+# reduction tests once more on the portable kernels), and the C++ suite again
 # built with AddressSanitizer (leak checks included) and UndefinedBehaviorSanitizer
 # (build-asan/), where any report fails the run.
 set -euo pipefail
@@ -9,6 +10,8 @@ cd "$root"
 scripts/setup.sh
 (cd build && ctest --output-on-failure -j2)
 .venv/bin/python -m pytest -q -n 2 tests/python
+# The portable (non-AVX2) kernels, which this machine would not pick by itself.
+UG_CPU_ISA=generic .venv/bin/python -m pytest -q -n 2 tests/python/test_elementwise.py tests/python/test_reduce_linalg.py
 
 # The same ccache settings as setup.sh, so that the sanitizer build hits the cache too.
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}

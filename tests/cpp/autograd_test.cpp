@@ -148,6 +148,12 @@ TEST(Autograd, HooksAndRetainGrad) {
   EXPECT_THROW(f64({1.0}).register_hook([](const Tensor& g) { return g; }), ug::RuntimeError);
 }
 
+TEST(Autograd, LeafHooksRunUnderAutogradGrad) {
+  Tensor x = f64({1.0, 2.0}).requires_grad_();
+  x.register_hook([](const Tensor& g) { return g * 10; });
+  EXPECT_EQ(values(ug::autograd::grad({(x * x).sum()}, {x})[0]), (std::vector<double>{20.0, 40.0}));
+}
+
 TEST(Autograd, HookOnANonLeafReplacesTheGradient) {
   Tensor x = f64({1.0, 2.0}).requires_grad_();
   Tensor y = x * 3;
