@@ -89,7 +89,7 @@ void CpuBackend::matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
     case DType::Float16:
     case DType::BFloat16: {
       Tensor a32 = a.to(DType::Float32), b32 = b.to(DType::Float32);
-      Tensor o32 = empty(out.shape(), {.dtype = DType::Float32});
+      Tensor o32 = empty(out.shape(), {.dtype = DType::Float32, .device = out.device()});
       gemm_blas<float>(a32, b32, o32);
       copy(o32, out);
       return;

@@ -40,6 +40,15 @@ void CpuBackend::sort(const Tensor& x, int64_t rows, int64_t n, bool descending,
   });
 }
 
+namespace {
+/** One step of a running sum or product (bool: or / and). */
+template <class A>
+A scan_step(bool is_sum, A acc, A v) {
+  if constexpr (std::is_same_v<A, bool>) return is_sum ? (acc || v) : (acc && v);
+  else return is_sum ? static_cast<A>(acc + v) : static_cast<A>(acc * v);
+}
+}  // namespace
+
 void CpuBackend::scan(ops::ScanOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner,
                       const Tensor& out) {
   UG_DISPATCH_ALL(x.dtype(), "scan", {
@@ -54,8 +63,7 @@ void CpuBackend::scan(ops::ScanOp op, const Tensor& x, int64_t outer, int64_t n,
         for (int64_t k = 0; k < n; ++k) {
           int64_t at = (o * n + k) * inner + j;
           A v = static_cast<A>(px[at]);
-          if constexpr (std::is_same_v<A, bool>) acc = is_sum ? (acc || v) : (acc && v);
-          else acc = is_sum ? static_cast<A>(acc + v) : static_cast<A>(acc * v);
+          acc = scan_step(is_sum, acc, v);
           po[at] = static_cast<scalar_t>(acc);
         }
       }
