@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ug/ug.h"
+#include "test_util.h"
 
 namespace {
 
@@ -16,11 +17,7 @@ using ug::Dims;
 using ug::Tensor;
 using ug::Tensors;
 
-std::vector<double> values(const Tensor& t) {
-  Tensor c = t.detach().to(ug::float64).contiguous();
-  const double* p = c.data_ptr<double>();
-  return std::vector<double>(p, p + c.numel());
-}
+using ug::test::values;
 
 double value(const Tensor& t) { return t.item<double>(); }
 

@@ -5,23 +5,14 @@
 #include <vector>
 
 #include "ug/ops/join.h"
+#include "test_util.h"
 
 namespace {
 
+using ug::test::expect_tensor;
+using ug::test::shape;
+using ug::test::values;
 using ug::Tensor;
-
-std::vector<double> values(const Tensor& t) {
-  Tensor c = t.to(ug::float64).contiguous();
-  const double* p = c.data_ptr<double>();
-  return std::vector<double>(p, p + c.numel());
-}
-
-ug::Shape shape(std::initializer_list<int64_t> dims) { return ug::Shape(dims); }
-
-void expect_tensor(const Tensor& t, std::initializer_list<int64_t> want_shape, const std::vector<double>& want) {
-  EXPECT_EQ(t.shape(), shape(want_shape)) << t.to_string();
-  EXPECT_EQ(values(t), want) << t.to_string();
-}
 
 Tensor m22() { return ug::tensor({{1.0, 2.0}, {3.0, 4.0}}); }
 

@@ -7,23 +7,16 @@
 #include "ug/ops/binary.h"
 #include "ug/ops/linalg.h"
 #include "ug/ops/reduce.h"
+#include "test_util.h"
 
 namespace {
 
+using ug::test::shape;
+using ug::test::values;
 using ug::Tensor;
 
-std::vector<double> values(const Tensor& t) {
-  Tensor c = t.to(ug::float64).contiguous();
-  const double* p = c.data_ptr<double>();
-  return std::vector<double>(p, p + c.numel());
-}
-
-ug::Shape shape(std::initializer_list<int64_t> dims) { return ug::Shape(dims); }
-
 void expect_values(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
-  std::vector<double> got = values(t);
-  ASSERT_EQ(got.size(), want.size()) << t.to_string();
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at " << i << ": " << t.to_string();
+  ug::test::expect_values(t, want, tol);
 }
 
 void expect_close(const Tensor& a, const Tensor& b, double tol = 1e-4) {

@@ -11,32 +11,21 @@
 #include "ug/ops/binary.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
+#include "test_util.h"
 
 namespace {
 
 using ug::Dims;
 using ug::Tensor;
 
+using ug::test::shape;
+using ug::test::values;
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::vector<double> values(const Tensor& t) {
-  Tensor c = t.to(ug::float64).contiguous();
-  const double* p = c.data_ptr<double>();
-  return std::vector<double>(p, p + c.numel());
-}
-
-ug::Shape shape(std::initializer_list<int64_t> dims) { return ug::Shape(dims); }
-
-/** Equal element by element; NaN matches NaN. */
 void expect_values(const Tensor& t, const std::vector<double>& want, double tol = 1e-6) {
-  std::vector<double> got = values(t);
-  ASSERT_EQ(got.size(), want.size()) << t.to_string();
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(got[i])) << "at " << i << ": " << t.to_string();
-    else if (std::isinf(want[i])) EXPECT_EQ(got[i], want[i]) << "at " << i;
-    else EXPECT_NEAR(got[i], want[i], tol) << "at " << i << ": " << t.to_string();
-  }
+  ug::test::expect_values(t, want, tol);
 }
 
 Tensor m23() { return ug::tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}); }
