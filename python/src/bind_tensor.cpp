@@ -129,6 +129,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("swapdims", &Tensor::swapdims, nb::arg("dim0"), nb::arg("dim1"))
       .def("permute", [](const Tensor& t, nb::args a) { return t.permute(dims_from_args(a, "permute")); })
       .def("t", &Tensor::t)
+      .def("movedim", &Tensor::movedim, nb::arg("source"), nb::arg("destination"))
+      .def("moveaxis", &Tensor::movedim, nb::arg("source"), nb::arg("destination"))
       .def_prop_ro("T", &Tensor::T)
       .def_prop_ro("mT", &Tensor::mT)
       .def("squeeze", [](const Tensor& t, nb::handle dim) {

@@ -8,6 +8,7 @@
 #include "bindings.h"
 #include "ug/autograd/functional.h"
 #include "ug/autograd/tape.h"
+#include "ug/core/batching.h"
 
 namespace ugpy {
 
@@ -40,7 +41,21 @@ void bind_transforms(nb::module_& m) {
   f.def("jvp", &ug::jvp);
   f.def("jacrev", &ug::jacrev);
   f.def("jacfwd", &ug::jacfwd);
-  f.def("vmap", &ug::vmap);
+  f.def("vmap", [](const ug::TensorFn& fn, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
+                   const std::vector<int64_t>& out_axes) {
+    // A missing batching rule met inside the Python function comes back as a Python error:
+    // turn it into the C++ exception vmap answers with its per-example loop.
+    ug::TensorFn unwrapped = [&fn](const Tensors& xs) {
+      try {
+        return fn(xs);
+      } catch (nb::python_error& e) {
+        if (e.matches(no_batching_rule_type())) throw ug::NoBatchingRule(e.what());
+        throw;
+      }
+    };
+    return ug::vmap(unwrapped, args, in_axes, out_axes);
+  });
+  f.def("vmap_fallbacks", &ug::vmap_fallbacks);
 }
 
 }  // namespace ugpy

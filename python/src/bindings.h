@@ -15,6 +15,9 @@ void bind_creation(nb::module_& m);
 void bind_functions(nb::module_& m);
 void bind_autograd(nb::module_& m, nb::class_<ug::Tensor>& cls);
 void bind_transforms(nb::module_& m);
+/** unigrad.errors.NoBatchingRule, the Python face of ug::NoBatchingRule. */
+PyObject* no_batching_rule_type();
+
 /** The (values, indices) named tuple returned by max(dim), sort, topk. */
 nb::object values_indices_type();
 

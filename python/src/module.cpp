@@ -4,6 +4,14 @@
 #include <string>
 
 #include "bindings.h"
+#include "ug/core/batching.h"
+
+namespace ugpy {
+namespace {
+PyObject* g_no_batching_rule = nullptr;
+}  // namespace
+PyObject* no_batching_rule_type() { return g_no_batching_rule; }
+}  // namespace ugpy
 
 namespace {
 
@@ -27,9 +35,17 @@ NB_MODULE(_C, m) {
                                           "An unsupported dtype or argument kind: a TypeError and a RuntimeError.");
   static PyObject* index_error = new_error(errors, "IndexError", PyExc_IndexError,
                                            "An index or dimension out of range: an IndexError and a RuntimeError.");
+  // Raised through Python code inside vmap, it brings vmap back to its per-example loop.
+  ugpy::g_no_batching_rule = PyErr_NewExceptionWithDoc("unigrad.errors.NoBatchingRule",
+                                                       "An op met a batched tensor inside vmap and has no rule for it.",
+                                                       PyExc_RuntimeError, nullptr);
+  errors.attr("NoBatchingRule") = nb::handle(ugpy::g_no_batching_rule);
+  Py_DECREF(ugpy::g_no_batching_rule);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
+    } catch (const ug::NoBatchingRule& e) {
+      PyErr_SetString(ugpy::g_no_batching_rule, e.what());
     } catch (const ug::TypeError& e) {
       PyErr_SetString(type_error, e.what());
     } catch (const ug::ValueError& e) {

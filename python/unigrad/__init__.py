@@ -32,7 +32,7 @@ for _name in (
     "permute", "squeeze", "unsqueeze", "flatten", "unflatten", "narrow", "select", "diagonal",
     "unbind", "split", "chunk", "gather", "scatter", "scatter_add", "index_select", "masked_fill",
     "masked_select", "flip", "roll", "tile", "nonzero", "broadcast_to", "clone", "t",
-    "as_strided",
+    "as_strided", "movedim", "moveaxis",
 ):
     if _name not in globals():
         globals()[_name] = _method_as_function(_name)

@@ -1,9 +1,13 @@
 #include "ug/autograd/functional.h"
 
+#include <atomic>
+#include <cstdlib>
+
 #include "ug/autograd/engine.h"
 #include "ug/autograd/grad_mode.h"
 #include "ug/autograd/record.h"
 #include "ug/autograd/tape.h"
+#include "ug/core/batching.h"
 #include "ug/ops/join.h"
 
 namespace ug {
@@ -11,6 +15,8 @@ namespace ug {
 namespace {
 
 thread_local int t_transform_depth = 0;
+thread_local int t_vmap_level = 0;
+std::atomic<int64_t> g_vmap_fallbacks{0};
 
 /** Counts nested transforms: inside one, every gradient must stay differentiable. */
 struct TransformScope {
@@ -251,6 +257,35 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
     batch = n;
   }
   if (batch < 0) fail("[vmap] at least one argument must be mapped (in_axes all None)");
+  if (batch == 0) fail("[vmap] cannot map over an empty batch dim");
+  if (std::getenv("UG_VMAP_LOOP") == nullptr) {
+    // The batched run: f sees one example per argument, ops apply their batching rules.
+    const int lvl = ++t_vmap_level;
+    struct LevelScope {
+      ~LevelScope() { --t_vmap_level; }
+    } scope;
+    try {
+      Tensors wrapped = args;
+      for (size_t i = 0; i < args.size(); ++i)
+        if (in_axes[i]) wrapped[i] = batching::wrap(args[i].movedim(axes[i], 0), lvl);
+      Tensors outs = f(wrapped);
+      Tensors result;
+      for (size_t k = 0; k < outs.size(); ++k) {
+        Tensor p = batching::physical(outs[k], lvl);
+        if (batching::level(outs[k]) != lvl) {  // the output did not depend on the batch
+          Dims target{batch};
+          for (int64_t s : outs[k].shape()) target.push_back(s);
+          p = outs[k].unsqueeze(0).expand(target);
+        }
+        const int64_t axis = out_axes.empty() ? 0 : out_axes[k];
+        result.push_back(p.movedim(0, wrap_dim(axis, p.dim(), "vmap")));
+      }
+      return result;
+    } catch (const NoBatchingRule&) {
+      // An op inside f has no batching rule: map example by example instead.
+      g_vmap_fallbacks.fetch_add(1);
+    }
+  }
   // One call per example, then the results stacked along out_axes: every op and every
   // transform inside f composes, since each call is an ordinary call.
   std::vector<Tensors> per_example;
@@ -262,7 +297,6 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
     if (per_example.back().size() != per_example.front().size())
       fail("[vmap] the function returned a different number of outputs for example ", b);
   }
-  if (batch == 0) fail("[vmap] cannot map over an empty batch dim");
   const size_t n_out = per_example.front().size();
   if (!out_axes.empty() && out_axes.size() != n_out)
     fail("[vmap] out_axes has ", out_axes.size(), " entries for ", n_out, " outputs");
@@ -275,6 +309,8 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
   }
   return out;
 }
+
+int64_t vmap_fallbacks() { return g_vmap_fallbacks.load(); }
 
 Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x) {
   TensorFn gradient = [&f](const Tensors& a) {

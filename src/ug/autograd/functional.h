@@ -36,9 +36,13 @@ Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x);
 
 /** f mapped over a batch dim: in_axes[i] is the dim of args[i] to map over (nullopt: the
  *  argument is shared), out_axes[k] where the batch dim goes in output k. Every mapped
- *  argument must have the same size along its axis. */
+ *  argument must have the same size along its axis. f runs once on batched tensors, each op
+ *  applying its batching rule; if an op has none, f runs once per example instead. */
 Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
              const std::vector<int64_t>& out_axes);
+
+/** How many vmap calls fell back to one call per example (an op without a batching rule). */
+int64_t vmap_fallbacks();
 
 /** ug::grad(f)(x) for f: Tensor -> one-element Tensor, as in jax.grad. */
 inline std::function<Tensor(const Tensor&)> grad(std::function<Tensor(const Tensor&)> f) {

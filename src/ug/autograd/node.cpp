@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "ug/autograd/grad_mode.h"
+#include "ug/core/batching.h"
 #include "ug/ops/binary.h"
 
 namespace ug {
@@ -10,11 +11,8 @@ namespace ug {
 namespace {
 std::atomic<uint64_t> g_next_sequence_nr{0};
 
-/** A new handle on t's data with no autograd record. */
-Tensor alias(const Tensor& t) {
-  const TensorImpl& i = t.impl();
-  return Tensor(make_ref<TensorImpl>(i.storage(), i.shape(), i.strides(), i.offset(), i.dtype()));
-}
+/** A new handle on t's data (and batch, inside vmap) with no autograd record. */
+Tensor alias(const Tensor& t) { return batching::shallow_copy(t); }
 }  // namespace
 
 Node::Node(std::vector<Edge> next_edges)

@@ -4,6 +4,7 @@
 #include "ug/autograd/debugging.h"
 #include "ug/autograd/engine.h"
 #include "ug/backend/backend.h"
+#include "ug/core/batching.h"
 #include "ug/autograd/record.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/reduce.h"
@@ -119,8 +120,12 @@ Ref<Node> Tensor::grad_fn() const {
 bool Tensor::is_leaf() const { return !grad_fn(); }
 
 Tensor Tensor::detach() const {
-  const TensorImpl& i = impl();
-  return Tensor(make_ref<TensorImpl>(i.storage(), i.shape(), i.strides(), i.offset(), i.dtype()));
+  Tensor d = batching::shallow_copy(*this);
+  if (const BatchInfo* b = d.impl().batch()) {
+    // The physical tensor may carry history (grad of vmap): the batch view must not.
+    return batching::wrap(Tensor(b->physical).detach(), b->level);
+  }
+  return d;
 }
 
 void Tensor::retain_grad() const {

@@ -117,6 +117,8 @@ void render(std::ostream& os, const Tensor& t, const Formatter& f, int64_t dim, 
 }  // namespace
 
 std::string Tensor::to_string() const {
+  if (const BatchInfo* b = impl().batch())
+    return "BatchedTensor(level=" + std::to_string(b->level) + ", " + Tensor(b->physical).to_string() + ")";
   std::ostringstream os;
   os << "tensor(";
   const bool summarize = numel() > kThreshold;

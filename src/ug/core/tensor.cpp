@@ -3,6 +3,7 @@
 
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
+#include "ug/core/batching.h"
 
 namespace ug {
 
@@ -31,8 +32,13 @@ Scalar Tensor::item() const {
 
 Tensor Tensor::to(DType target, bool copy) const {
   if (target == dtype() && !copy) return *this;
-  Tensor out = empty(shape(), {.dtype = target, .device = device()});
-  backend_for(device()).copy(*this, out);
+  Tensor out;
+  if (int lvl = batching::level(*this)) {
+    out = batching::wrap(batching::physical(*this, lvl).to(target, copy), lvl);
+  } else {
+    out = empty(shape(), {.dtype = target, .device = device()});
+    backend_for(device()).copy(*this, out);
+  }
   if (is_floating(target) && autograd::needs_grad({this})) {
     DType source = dtype();
     autograd::record("to", {*this}, {&out}, [source](std::vector<Tensor>&& g, Node*) {
@@ -55,8 +61,13 @@ Tensor Tensor::to(Device target, bool copy) const {
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor Tensor::clone() const {
-  Tensor out = empty(shape(), {.dtype = dtype(), .device = device()});
-  backend_for(device()).copy(*this, out);
+  Tensor out;
+  if (int lvl = batching::level(*this)) {
+    out = batching::wrap(batching::physical(*this, lvl).clone(), lvl);
+  } else {
+    out = empty(shape(), {.dtype = dtype(), .device = device()});
+    backend_for(device()).copy(*this, out);
+  }
   if (autograd::needs_grad({this}))
     autograd::record("clone", {*this}, {&out}, [](std::vector<Tensor>&& g, Node*) { return std::move(g); });
   return out;

@@ -127,6 +127,8 @@ class Tensor {
   Tensor swapaxes(int64_t d0, int64_t d1) const { return transpose(d0, d1); }
   Tensor swapdims(int64_t d0, int64_t d1) const { return transpose(d0, d1); }
   Tensor permute(const Dims& order) const;
+  /** The view with dim `source` moved to position `destination` (others keep their order). */
+  Tensor movedim(int64_t source, int64_t destination) const;
   Tensor t() const;
   Tensor T() const;
   Tensor mT() const;

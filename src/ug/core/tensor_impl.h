@@ -13,8 +13,20 @@ namespace ug {
 
 /** What autograd keeps on a tensor (grad, grad_fn, hooks); defined by the autograd layer,
  *  so the core does not depend on it. Absent until a tensor takes part in autograd. */
+/** Thrown when an op meets a batched tensor it has no rule for (see BatchInfo). */
+[[noreturn]] void throw_no_batching_rule();
+
 struct AutogradMetaBase {
   virtual ~AutogradMetaBase() = default;
+};
+
+class TensorImpl;
+
+/** What makes a tensor a batched view inside ug::vmap: the logical tensor (the impl's shape)
+ *  is one example of `physical`, whose dim 0 is the batch dim of vmap level `level`. */
+struct BatchInfo {
+  Ref<TensorImpl> physical;
+  int level;
 };
 
 class TensorImpl final : public RefCounted {
@@ -35,8 +47,16 @@ class TensorImpl final : public RefCounted {
   int64_t numel() const { return numel_; }
   DType dtype() const { return dtype_; }
   bool contiguous() const { return contiguous_; }
+  /** The first element. A batched tensor has no memory layout of its own: an op reaching
+   *  its data directly has no batching rule, and vmap falls back to one call per example. */
   void* data() const {
+    if (batch_) throw_no_batching_rule();
     return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize(dtype_));
+  }
+  const BatchInfo* batch() const { return batch_.get(); }
+  void set_batch(BatchInfo info) {
+    batch_ = std::make_unique<BatchInfo>(std::move(info));
+    contiguous_ = false;  // no layout of its own: contiguous() must go through the op
   }
   AutogradMetaBase* autograd_meta() const { return autograd_.get(); }
   /** Made by a view op over another tensor's storage. */
@@ -54,6 +74,7 @@ class TensorImpl final : public RefCounted {
   bool contiguous_;
   bool is_view_ = false;
   std::unique_ptr<AutogradMetaBase> autograd_;
+  std::unique_ptr<BatchInfo> batch_;
 };
 
 }  // namespace ug

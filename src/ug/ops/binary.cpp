@@ -5,6 +5,7 @@
 #include "ug/autograd/debugging.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
+#include "ug/core/batching.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 
@@ -123,9 +124,15 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   Shape shape = broadcast_shapes(a.shape(), b.shape(), info(op).name);
   Tensor ac = a.to(compute).expand(shape), bc = b.to(compute).expand(shape);
   check_integer_division(op, bc);
-  Tensor out = empty(shape, {.dtype = out_dtype, .device = a.device()});
-  backend_for(a.device()).binary(op, ac, bc, out);
-  debugging::check_output(out, info(op).name);
+  Tensor out;
+  if (int lvl = batching::max_level({&ac, &bc})) {
+    // Both are already broadcast to the logical shape: the physical tensors line up.
+    out = batching::wrap(run(op, common, batching::physical(ac, lvl), batching::physical(bc, lvl)), lvl);
+  } else {
+    out = empty(shape, {.dtype = out_dtype, .device = a.device()});
+    backend_for(a.device()).binary(op, ac, bc, out);
+    debugging::check_output(out, info(op).name);
+  }
   if (is_floating(out_dtype) && autograd::needs_grad({&ac, &bc})) {
     // Only what the rule reads is kept: add and sub need nothing, pow also needs its output.
     const bool operands = op != BinaryOp::Add && op != BinaryOp::Sub && op != BinaryOp::FloorDivide;
@@ -250,7 +257,12 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor out = empty(shape, {.dtype = dtype, .device = a.device()});
   Tensor c = cond.to(DType::Bool).expand(shape), ac = a.to(dtype).expand(shape), bc = b.to(dtype).expand(shape);
-  backend_for(a.device()).where(c, ac, bc, out);
+  if (int lvl = batching::max_level({&c, &ac, &bc})) {
+    using batching::physical;
+    out = batching::wrap(where(physical(c, lvl), physical(ac, lvl), physical(bc, lvl)), lvl);
+  } else {
+    backend_for(a.device()).where(c, ac, bc, out);
+  }
   if (is_floating(dtype) && autograd::needs_grad({&ac, &bc})) {
     autograd::record("where", {ac, bc}, {&out}, [c](std::vector<Tensor>&& g, Node*) {
       return std::vector<Tensor>{where(c, g[0], 0), where(c, 0, g[0])};

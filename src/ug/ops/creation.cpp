@@ -1,8 +1,10 @@
 // Tensor factories: empty/zeros/ones/full and their _like forms, nested lists, ranges, eye.
 #include <cmath>
 #include <cstdint>
+#include <functional>
 
 #include "ug/backend/backend.h"
+#include "ug/core/batching.h"
 #include "ug/core/tensor.h"
 
 namespace ug {
@@ -42,10 +44,26 @@ Options like(const Tensor& t, Options opts) {
 }
 }  // namespace
 
-Tensor empty_like(const Tensor& t, Options opts) { return empty(t.shape(), like(t, opts)); }
-Tensor zeros_like(const Tensor& t, Options opts) { return zeros(t.shape(), like(t, opts)); }
-Tensor ones_like(const Tensor& t, Options opts) { return ones(t.shape(), like(t, opts)); }
-Tensor full_like(const Tensor& t, Scalar value, Options opts) { return full(t.shape(), value, like(t, opts)); }
+namespace {
+/** Inside vmap, a tensor made "like" a batched one is batched too (one per example). */
+Tensor like_batched(const Tensor& t, const std::function<Tensor(const Tensor&)>& make) {
+  const int lvl = batching::level(t);
+  return lvl ? batching::wrap(make(batching::physical(t, lvl)), lvl) : make(t);
+}
+}  // namespace
+
+Tensor empty_like(const Tensor& t, Options opts) {
+  return like_batched(t, [&](const Tensor& p) { return empty(p.shape(), like(p, opts)); });
+}
+Tensor zeros_like(const Tensor& t, Options opts) {
+  return like_batched(t, [&](const Tensor& p) { return zeros(p.shape(), like(p, opts)); });
+}
+Tensor ones_like(const Tensor& t, Options opts) {
+  return like_batched(t, [&](const Tensor& p) { return ones(p.shape(), like(p, opts)); });
+}
+Tensor full_like(const Tensor& t, Scalar value, Options opts) {
+  return like_batched(t, [&](const Tensor& p) { return full(p.shape(), value, like(p, opts)); });
+}
 
 Tensor scalar_tensor(Scalar value, Options opts) { return full({}, value, opts); }
 

@@ -8,6 +8,7 @@
 
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
+#include "ug/core/batching.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 
@@ -32,7 +33,9 @@ bool expandable(const Shape& from, const Shape& to) {
 Tensor checked_index(const Tensor& index, int64_t n, int64_t dim, bool allow_negative, const char* op) {
   Tensor idx = index.to(DType::Int64);
   if (idx.numel() == 0) return idx;
-  const int64_t lo = idx.min().item<int64_t>(), hi = idx.max().item<int64_t>();
+  // Inside vmap the bounds hold for every example at once: check the physical tensor.
+  const Tensor all = batching::level(idx) ? Tensor(idx.impl().batch()->physical) : idx;
+  const int64_t lo = all.min().item<int64_t>(), hi = all.max().item<int64_t>();
   const int64_t lowest = allow_negative ? -n : 0;
   if (lo < lowest || hi >= n)
     fail<IndexError>("[", op, "] index ", lo < lowest ? lo : hi, " is out of bounds for dimension ",
@@ -52,8 +55,14 @@ Tensor along(const Tensor& index, int64_t dim, const Shape& like) {
 Tensor select_rows(const Tensor& x, int64_t dim, const Tensor& index) {
   Shape shape = x.shape();
   shape[dim] = index.numel();
-  Tensor out = empty(shape, {.dtype = x.dtype(), .device = x.device()});
-  if (out.numel() > 0) backend_for(x.device()).index_select(x, dim, index, out);
+  Tensor out;
+  if (int lvl = batching::level(x)) {  // a shared index picks the same rows of every example
+    if (batching::level(index)) throw_no_batching_rule();
+    out = batching::wrap(select_rows(batching::physical(x, lvl), dim + 1, index), lvl);
+  } else {
+    out = empty(shape, {.dtype = x.dtype(), .device = x.device()});
+    if (out.numel() > 0) backend_for(x.device()).index_select(x, dim, index, out);
+  }
   if (is_floating(x.dtype()) && autograd::needs_grad({&x})) {
     Shape in_shape = x.shape();
     autograd::record("index_select", {x}, {&out}, [dim, index, in_shape](std::vector<Tensor>&& g, Node*) {
@@ -303,6 +312,15 @@ void check_gather_args(const char* op, const Tensor& x, int64_t dim, const Tenso
   }
 }
 
+/** t's physical tensor at `lvl` with the batch dim first; a t shared by every example
+ *  (not batched at lvl) is repeated to the batch size that `other` has. */
+Tensor batch_dim_everywhere(const Tensor& t, const Tensor& other, int lvl) {
+  if (batching::level(t) == lvl) return batching::physical(t, lvl);
+  Dims target{batching::physical(other, lvl).size(0)};
+  for (int64_t s : t.shape()) target.push_back(s);
+  return t.unsqueeze(0).expand(target);
+}
+
 Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                     bool accumulate) {
   const int64_t d = wrap_dim(dim, x.dim(), op);
@@ -311,7 +329,12 @@ Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& 
     fail<TypeError>("[", op, "] expected src to have the input's dtype ", x.dtype(), ", got ", src.dtype());
   Tensor idx = checked_index(index, atleast_1d(x).size(d), d, false, op);
   Tensor out;
-  {
+  if (int lvl = batching::max_level({&x, &idx, &src})) {  // scatter per example along d + 1
+    const Tensor& like = batching::level(x) == lvl ? x : batching::level(idx) == lvl ? idx : src;
+    Tensor px = batch_dim_everywhere(x, like, lvl).contiguous();
+    Tensor pi = batch_dim_everywhere(idx, like, lvl), ps = batch_dim_everywhere(src, like, lvl);
+    out = batching::wrap(scatter_impl(op, px, d + 1, pi, ps, accumulate), lvl);
+  } else {
     NoGradGuard no_grad;
     out = x.clone();
     if (idx.numel() > 0)
@@ -380,9 +403,15 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
   const int64_t d = wrap_dim(dim, this->dim(), "gather");
   check_gather_args("gather", *this, d, index, nullptr);
   Tensor idx = checked_index(index, atleast_1d(*this).size(d), d, false, "gather");
-  Tensor out = empty(index.shape(), {.dtype = dtype(), .device = device()});
-  if (out.numel() > 0)
-    backend_for(device()).gather(atleast_1d(*this), d, atleast_1d(idx), atleast_1d(out));
+  Tensor out;
+  if (int lvl = batching::max_level({this, &idx})) {  // gather per example along d + 1
+    Tensor px = batch_dim_everywhere(*this, idx, lvl), pi = batch_dim_everywhere(idx, *this, lvl);
+    out = batching::wrap(px.gather(d + 1, pi), lvl);
+  } else {
+    out = empty(index.shape(), {.dtype = dtype(), .device = device()});
+    if (out.numel() > 0)
+      backend_for(device()).gather(atleast_1d(*this), d, atleast_1d(idx), atleast_1d(out));
+  }
   if (is_floating(dtype()) && autograd::needs_grad({this})) {
     Shape in_shape = shape();
     autograd::record("gather", {*this}, {&out}, [d, idx, in_shape](std::vector<Tensor>&& g, Node*) {

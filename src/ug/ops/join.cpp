@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ug/autograd/record.h"
+#include "ug/core/batching.h"
 
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
@@ -140,18 +141,43 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     check_cat_part(*first, tensors[i], d, i);
     shape[d] += tensors[i].size(d);
   }
-  Tensor out = empty(shape, {.dtype = dtype, .device = first->device()});
+  int lvl = 0;
+  for (const Tensor& t : tensors) lvl = std::max(lvl, batching::level(t));
+  Tensor out;
+  if (lvl) {
+    // vmap: every part gets the batch dim (shared parts are repeated), then one cat past it.
+    std::vector<Tensor> phys;
+    int64_t v = 0;
+    for (const Tensor& t : tensors)
+      if (batching::level(t) == lvl) v = batching::physical(t, lvl).size(0);
+    for (const Tensor& t : tensors) {
+      if (is_legacy_empty(t)) continue;
+      Tensor p = batching::physical(t, lvl);
+      if (batching::level(t) != lvl) {
+        Dims target{v};
+        for (int64_t s : t.shape()) target.push_back(s);
+        p = t.unsqueeze(0).expand(target);
+      }
+      phys.push_back(p.to(dtype));
+    }
+    out = batching::wrap(cat(phys, d + 1), lvl);
+  } else {
+    out = empty(shape, {.dtype = dtype, .device = first->device()});
+  }
   std::vector<Tensor> parts;
   Dims sizes;
-  {
+  for (const Tensor& t : tensors) {
+    if (is_legacy_empty(t)) continue;
+    parts.push_back(t);
+    sizes.push_back(t.size(d));
+  }
+  if (!lvl) {
     NoGradGuard no_grad;  // the copies are the op's own business; it records itself below
     int64_t at = 0;
     for (const Tensor& t : tensors) {
       if (is_legacy_empty(t)) continue;
       out.narrow(d, at, t.size(d)).copy_(t);
       at += t.size(d);
-      parts.push_back(t);
-      sizes.push_back(t.size(d));
     }
   }
   if (is_floating(dtype) && GradMode::is_enabled() &&

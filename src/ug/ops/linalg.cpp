@@ -9,6 +9,7 @@
 #include "ug/backend/backend.h"
 #include "ug/autograd/debugging.h"
 #include "ug/autograd/record.h"
+#include "ug/core/batching.h"
 #include "ug/ops/reduce.h"
 
 namespace ug {
@@ -33,9 +34,20 @@ DType common_dtype(const Tensor& a, const Tensor& b, const char* op) {
 /** out[b] = a[b] @ b[b] for [B, M, K] x [B, K, N] operands of one dtype. The gradients are
  *  products too: g @ b^T and a^T @ g (transposes are views the kernel reads in place). */
 Tensor batched_product(const Tensor& a, const Tensor& b) {
-  Tensor out = empty({a.size(0), a.size(1), b.size(2)}, {.dtype = a.dtype(), .device = a.device()});
-  backend_for(a.device()).matmul(a, b, out);
-  debugging::check_output(out, "matmul");
+  Tensor out;
+  if (int lvl = batching::max_level({&a, &b})) {
+    // vmap: fold the vmap batch into the product's batch, [V, B, M, K] -> [V*B, M, K].
+    Tensor pa = batching::physical(a, lvl), pb = batching::physical(b, lvl);
+    const int64_t v = batching::level(a) == lvl ? pa.size(0) : pb.size(0);
+    if (batching::level(a) != lvl) pa = pa.unsqueeze(0).expand({v, a.size(0), a.size(1), a.size(2)});
+    if (batching::level(b) != lvl) pb = pb.unsqueeze(0).expand({v, b.size(0), b.size(1), b.size(2)});
+    Tensor flat = batched_product(pa.reshape({-1, a.size(1), a.size(2)}), pb.reshape({-1, b.size(1), b.size(2)}));
+    out = batching::wrap(flat.view({v, a.size(0), a.size(1), b.size(2)}), lvl);
+  } else {
+    out = empty({a.size(0), a.size(1), b.size(2)}, {.dtype = a.dtype(), .device = a.device()});
+    backend_for(a.device()).matmul(a, b, out);
+    debugging::check_output(out, "matmul");
+  }
   if (is_floating(a.dtype()) && autograd::needs_grad({&a, &b})) {
     autograd::record("matmul", {a, b}, {&out},
                      [as = autograd::save(a), bs = autograd::save(b)](std::vector<Tensor>&& g, Node* n) {

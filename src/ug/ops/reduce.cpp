@@ -9,6 +9,7 @@
 #include "ug/autograd/debugging.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
+#include "ug/core/batching.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/ops/unary.h"
@@ -149,8 +150,15 @@ Tensor prod_backward(const Tensor& g, const Tensor& x, const Mask& mask) {
 
 /** Runs the backend's `op` over the masked dims; x already has the kernel's input dtype. */
 Tensor run_reduce(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim, DType out_dtype) {
-  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), {.dtype = out_dtype, .device = x.device()});
-  if (out.numel() > 0) {
+  Tensor out;
+  if (int lvl = batching::level(x)) {
+    Mask with_batch(1, false);  // the batch dim is never reduced
+    for (bool m : mask) with_batch.push_back(m);
+    out = batching::wrap(run_reduce(op, batching::physical(x, lvl), with_batch, keepdim, out_dtype), lvl);
+  } else {
+    out = empty(reduced_shape(x.shape(), mask, keepdim), {.dtype = out_dtype, .device = x.device()});
+  }
+  if (!batching::level(x) && out.numel() > 0) {
     Layout l = to_layout(x, mask);
     backend_for(x.device()).reduce(op, l.src, l.outer, l.reduced, l.inner, out);
     debugging::check_output(out, "reduce");
@@ -267,15 +275,20 @@ Tensor var_impl(const Tensor& x, const std::optional<Dims>& dims, double correct
 Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
   int64_t d = wrap_dim(dim, x.dim(), name);
   DType target = widened(x.dtype());
-  Tensor out = empty(x.shape(), {.dtype = target, .device = x.device()});
-  if (out.numel() == 0) return out;
-  int64_t outer = 1, n = x.dim() > 0 ? x.size(d) : 1, inner = 1;
-  for (int64_t i = 0; i < x.dim(); ++i) {
-    if (i < d) outer *= x.size(i);
-    if (i > d) inner *= x.size(i);
-  }
   Tensor src = x.to(target);
-  backend_for(x.device()).scan(op, src.contiguous(), outer, n, inner, out);
+  Tensor out;
+  if (int lvl = batching::level(src)) {
+    out = batching::wrap(scan(op, batching::physical(src, lvl), d + 1, name), lvl);
+  } else {
+    out = empty(x.shape(), {.dtype = target, .device = x.device()});
+    if (out.numel() == 0) return out;
+    int64_t outer = 1, n = x.dim() > 0 ? x.size(d) : 1, inner = 1;
+    for (int64_t i = 0; i < x.dim(); ++i) {
+      if (i < d) outer *= x.size(i);
+      if (i > d) inner *= x.size(i);
+    }
+    backend_for(x.device()).scan(op, src.contiguous(), outer, n, inner, out);
+  }
   if (is_floating(target) && autograd::needs_grad({&src})) {
     autograd::record(name, {src}, {&out},
                      [op, d, xs = autograd::save(src), ys = autograd::save_output(out)](std::vector<Tensor>&& g, Node* nd) {

@@ -7,6 +7,7 @@
 #include "ug/autograd/debugging.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
+#include "ug/core/batching.h"
 #include "ug/ops/binary.h"
 
 namespace ug::ops {
@@ -126,9 +127,14 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   DType out_dtype = result_dtype(op, x.dtype());
   const UnaryRule rule = info(op).rule;
   Tensor in = rule == UnaryRule::Floating || rule == UnaryRule::Integral ? x.to(out_dtype) : x;
-  Tensor out = empty(x.shape(), {.dtype = out_dtype, .device = x.device()});
-  backend_for(x.device()).unary(op, in, out);
-  debugging::check_output(out, info(op).name);
+  Tensor out;
+  if (int lvl = batching::max_level({&in})) {
+    out = batching::wrap(unary(op, batching::physical(in, lvl)), lvl);
+  } else {
+    out = empty(x.shape(), {.dtype = out_dtype, .device = x.device()});
+    backend_for(x.device()).unary(op, in, out);
+    debugging::check_output(out, info(op).name);
+  }
   if (is_floating(out_dtype) && autograd::needs_grad({&in})) {
     const Needs need = needs(op);
     autograd::record(info(op).name, {in}, {&out},

@@ -1,6 +1,7 @@
 // Views: ops that return a tensor sharing storage with their input (new shape, strides
 // and offset only), wherever PyTorch returns a view. reshape copies only when it must.
 #include "ug/autograd/record.h"
+#include "ug/core/batching.h"
 #include "ug/core/tensor.h"
 #include "ug/ops/binary.h"
 
@@ -32,6 +33,19 @@ Tensor recorded_part(Tensor out, const Tensor& in, const char* name, ViewFn view
   return recorded(std::move(out), in, name, [shape, view = std::move(view)](const Tensor& g) {
     return autograd::embed(g, shape, view);
   });
+}
+
+/** Batching rules of the views: the same view of the physical tensor, dims shifted past
+ *  the batch dim. */
+Dims with_batch(int64_t batch, const Shape& shape) {
+  Dims d{batch};
+  for (int64_t s : shape) d.push_back(s);
+  return d;
+}
+
+Tensor batched_view(const Tensor& t, const std::function<Tensor(const Tensor&)>& on_physical) {
+  const int lvl = batching::level(t);
+  return batching::wrap(on_physical(batching::physical(t, lvl)), lvl);
 }
 
 ViewFn reshape_to(const Shape& shape) {
@@ -95,6 +109,9 @@ std::optional<Strides> view_strides(const Shape& shape, const Strides& strides, 
 
 Tensor Tensor::view(const Dims& requested) const {
   Shape shape = infer_shape(requested, numel(), "view", this->shape());
+  if (batching::level(*this))
+    return recorded(batched_view(*this, [&](const Tensor& p) { return p.reshape(with_batch(p.size(0), shape)); }),
+                    *this, "view", reshape_to(this->shape()));
   auto strides = view_strides(this->shape(), this->strides(), shape);
   if (!strides)
     fail("[view] size is not compatible with input tensor's size and stride (shape ", this->shape(),
@@ -105,6 +122,9 @@ Tensor Tensor::view(const Dims& requested) const {
 
 Tensor Tensor::reshape(const Dims& requested) const {
   Shape shape = infer_shape(requested, numel(), "reshape", this->shape());
+  if (batching::level(*this))
+    return recorded(batched_view(*this, [&](const Tensor& p) { return p.reshape(with_batch(p.size(0), shape)); }),
+                    *this, "reshape", reshape_to(this->shape()));
   if (auto strides = view_strides(this->shape(), this->strides(), shape))
     return recorded(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "reshape",
                     reshape_to(this->shape()));
@@ -116,6 +136,9 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   d0 = wrap_dim(d0, n, "transpose");
   d1 = wrap_dim(d1, n, "transpose");
   if (n == 0) return *this;
+  if (batching::level(*this))
+    return recorded(batched_view(*this, [&](const Tensor& p) { return p.transpose(d0 + 1, d1 + 1); }), *this,
+                    "transpose", [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
   Shape shape = this->shape();
   Strides strides = this->strides();
   std::swap(shape[d0], shape[d1]);
@@ -140,8 +163,25 @@ Tensor Tensor::permute(const Dims& order) const {
     strides[i] = this->strides()[d];
     inverse[d] = i;
   }
+  if (batching::level(*this)) {
+    Dims phys_order{0};
+    for (int64_t i = 0; i < n; ++i) phys_order.push_back(wrap_dim(order[i], n, "permute") + 1);
+    return recorded(batched_view(*this, [&](const Tensor& p) { return p.permute(phys_order); }), *this, "permute",
+                    [inverse](const Tensor& g) { return g.permute(inverse); });
+  }
   return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "permute",
                   [inverse](const Tensor& g) { return g.permute(inverse); });
+}
+
+Tensor Tensor::movedim(int64_t source, int64_t destination) const {
+  const int64_t n = dim();
+  source = wrap_dim(source, n, "movedim");
+  destination = wrap_dim(destination, n, "movedim");
+  Dims order;
+  for (int64_t d = 0; d < n; ++d)
+    if (d != source) order.push_back(d);
+  order.insert(order.begin() + destination, source);
+  return n == 0 ? *this : permute(order);
 }
 
 Tensor Tensor::t() const {
@@ -161,6 +201,12 @@ Tensor Tensor::mT() const {
 }
 
 Tensor Tensor::squeeze() const {
+  if (batching::level(*this)) {
+    Dims ones;
+    for (int64_t d = 0; d < dim(); ++d)
+      if (size(d) == 1) ones.push_back(d);
+    return squeeze(ones);
+  }
   Shape shape;
   Strides strides;
   for (int64_t d = 0; d < dim(); ++d)
@@ -178,6 +224,13 @@ Tensor Tensor::squeeze(const Dims& dims) const {
     int64_t w = wrap_dim(d, dim(), "squeeze");
     if (dim() > 0 && this->shape()[w] == 1) drop[w] = true;
   }
+  if (batching::level(*this)) {
+    Dims phys;
+    for (int64_t d = 0; d < dim(); ++d)
+      if (drop[d]) phys.push_back(d + 1);
+    return recorded(batched_view(*this, [&](const Tensor& p) { return p.squeeze(phys); }), *this, "squeeze",
+                    reshape_to(this->shape()));
+  }
   Shape shape;
   Strides strides;
   for (int64_t d = 0; d < dim(); ++d)
@@ -191,6 +244,9 @@ Tensor Tensor::squeeze(const Dims& dims) const {
 
 Tensor Tensor::unsqueeze(int64_t d) const {
   d = wrap_dim(d, dim() + 1, "unsqueeze");
+  if (batching::level(*this))
+    return recorded(batched_view(*this, [&](const Tensor& p) { return p.unsqueeze(d + 1); }), *this, "unsqueeze",
+                    reshape_to(this->shape()));
   Shape shape = this->shape();
   Strides strides = this->strides();
   int64_t stride = d < dim() ? strides[d] * shape[d] : 1;
@@ -236,6 +292,20 @@ Tensor Tensor::expand(const Dims& requested) const {
   int64_t n = static_cast<int64_t>(requested.size());
   if (n < dim())
     fail("[expand] the number of sizes provided (", n, ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
+  if (batching::level(*this)) {
+    // Line the example's dims up on the right, after the batch dim, then expand.
+    Dims aligned(static_cast<size_t>(n - dim()), 1), target;
+    for (int64_t s : shape()) aligned.push_back(s);
+    Shape from = shape();
+    return recorded(batched_view(*this,
+                                 [&](const Tensor& p) {
+                                   Dims pa{p.size(0)}, pt{p.size(0)};
+                                   for (int64_t s : aligned) pa.push_back(s);
+                                   for (int64_t s : requested) pt.push_back(s);
+                                   return p.reshape(pa).expand(pt);
+                                 }),
+                    *this, "expand", [from](const Tensor& g) { return autograd::sum_to(g, from); });
+  }
   Shape shape(n);
   Strides strides(n);
   for (int64_t i = n - 1; i >= 0; --i) {
@@ -278,6 +348,9 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   if (index < -n || index >= n)
     fail<IndexError>("[select] index ", index, " is out of bounds for dimension ", d, " with size ", n);
   if (index < 0) index += n;
+  if (batching::level(*this))
+    return recorded_part(batched_view(*this, [&](const Tensor& p) { return p.select(d + 1, index); }), *this, "select",
+                         [d, index](const Tensor& t) { return t.select(d, index); });
   Shape shape = this->shape();
   Strides strides = this->strides();
   int64_t offset = storage_offset() + index * strides[d];
@@ -296,6 +369,9 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   int64_t b = start ? clampi(*start) : 0;
   int64_t e = stop ? clampi(*stop) : n;
   int64_t len = e > b ? (e - b + step - 1) / step : 0;
+  if (batching::level(*this))
+    return recorded_part(batched_view(*this, [&](const Tensor& p) { return p.slice(d + 1, b, e, step); }), *this,
+                         "slice", [d, b, e, step](const Tensor& t) { return t.slice(d, b, e, step); });
   Shape shape = this->shape();
   Strides strides = this->strides();
   int64_t offset = storage_offset() + b * strides[d];
@@ -310,6 +386,10 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
   dim1 = wrap_dim(dim1, n, "diagonal");
   dim2 = wrap_dim(dim2, n, "diagonal");
   if (dim1 == dim2) fail("[diagonal] dim1 and dim2 cannot be the same (", dim1, ")");
+  if (batching::level(*this))
+    return recorded_part(batched_view(*this, [&](const Tensor& p) { return p.diagonal(offset, dim1 + 1, dim2 + 1); }),
+                         *this, "diagonal",
+                         [offset, dim1, dim2](const Tensor& t) { return t.diagonal(offset, dim1, dim2); });
   int64_t start = storage_offset();
   int64_t len;
   if (offset >= 0) {
@@ -333,6 +413,7 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
 }
 
 Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset) const {
+  if (batching::level(*this)) throw_no_batching_rule();
   if (shape.size() != strides.size()) fail("[as_strided] shape and strides have different lengths");
   if (autograd::needs_grad({this}))
     fail<RuntimeError>("[as_strided] is not differentiable (its views may overlap); use view ops or call it "

@@ -1,0 +1,27 @@
+#include "ug/core/batching.h"
+
+namespace ug {
+
+void throw_no_batching_rule() {
+  throw NoBatchingRule("[vmap] an op has no batching rule for a batched tensor");
+}
+
+namespace batching {
+
+Tensor wrap(const Tensor& phys, int lvl) {
+  if (phys.dim() == 0) fail("[vmap] cannot wrap a 0-d tensor as a batch");
+  Shape logical(phys.shape().begin() + 1, phys.shape().end());
+  Strides strides = contiguous_strides(logical);
+  auto impl = make_ref<TensorImpl>(phys.storage(), std::move(logical), std::move(strides), 0, phys.dtype());
+  impl->set_batch({phys.impl_ref(), lvl});
+  return Tensor(std::move(impl));
+}
+
+Tensor shallow_copy(const Tensor& t) {
+  const TensorImpl& i = t.impl();
+  if (const BatchInfo* b = i.batch()) return wrap(shallow_copy(Tensor(b->physical)), b->level);
+  return Tensor(make_ref<TensorImpl>(i.storage(), i.shape(), i.strides(), i.offset(), i.dtype()));
+}
+
+}  // namespace batching
+}  // namespace ug
