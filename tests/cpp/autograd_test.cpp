@@ -425,3 +425,44 @@ TEST_F(FiniteDifferences, Cat) {
 }
 
 }  // namespace
+
+// ---- vmap --------------------------------------------------------------------------------
+
+TEST(Vmap, BatchedRunMatchesPerExampleCalls) {
+  ug::manual_seed(3);
+  Tensor xs = ug::randn({5, 3, 4}, {.dtype = ug::float64});
+  Tensor w = ug::randn({4, 2}, {.dtype = ug::float64});
+  ug::TensorFn f = [](const Tensors& a) {
+    Tensor h = (a[0].matmul(a[1]) + 1).tanh();
+    return Tensors{h.softmax(-1).sum({0}), h.transpose(0, 1).reshape({-1}).cumsum(0)};
+  };
+  const int64_t before = ug::vmap_fallbacks();
+  Tensors batched = ug::vmap(f, {xs, w}, {0, std::nullopt}, {});
+  EXPECT_EQ(ug::vmap_fallbacks(), before);  // every op above has a batching rule
+  for (int64_t b = 0; b < 5; ++b) {
+    Tensors one = f({xs.select(0, b), w});
+    for (size_t k = 0; k < one.size(); ++k)
+      ug::test::expect_values(batched[k].select(0, b), values(one[k]), 1e-12);
+  }
+}
+
+TEST(Vmap, PerExampleGradientsAndFallback) {
+  ug::manual_seed(4);
+  Tensor xs = ug::randn({6, 3}, {.dtype = ug::float64});
+  Tensor w = ug::randn({3}, {.dtype = ug::float64});
+  ug::TensorFn per_example_grad = [&w](const Tensors& a) {
+    auto [out, grads] = ug::value_and_grad(
+        [&a](const Tensors& p) { return Tensors{(a[0] * p[0]).sin().sum()}; }, {w}, {0});
+    return Tensors{grads[0]};
+  };
+  Tensors g = ug::vmap(per_example_grad, {xs}, {0}, {});
+  for (int64_t b = 0; b < 6; ++b)
+    ug::test::expect_values(g[0].select(0, b), values(xs.select(0, b) * (xs.select(0, b) * w).cos()), 1e-12);
+  // A data-dependent op has no batching rule: vmap maps example by example instead.
+  const int64_t before = ug::vmap_fallbacks();
+  Tensors picked = ug::vmap([](const Tensors& a) { return Tensors{a[0] * a[0].max().item<double>()}; }, {xs}, {0}, {});
+  EXPECT_EQ(ug::vmap_fallbacks(), before + 1);
+  for (int64_t b = 0; b < 6; ++b)
+    ug::test::expect_values(picked[0].select(0, b), values(xs.select(0, b) * xs.select(0, b).max().item<double>()),
+                            1e-12);
+}
