@@ -358,3 +358,9 @@ def test_leaf_hooks_run_under_autograd_grad_and_handles_remove():
     h.remove()
     (g,) = ug.autograd.grad((x * x).sum(), x)
     assert g.tolist() == [2.0, 4.0]
+
+
+def test_sort_and_topk_grads():
+    check_grad(lambda m, x: x.sort(dim=1).values, arr((3, 5)))
+    check_grad(lambda m, x: x.sort(dim=0, descending=True).values, arr((4, 3)))
+    check_grad(lambda m, x: x.topk(2, dim=1).values, arr((3, 5)))

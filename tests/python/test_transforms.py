@@ -209,6 +209,7 @@ VMAP_CASES = [
     ("joins, where, clamp", lambda x, y: (ug_or_torch(x).cat([x, y], 0), ug_or_torch(x).stack([x, y]),
                                           ug_or_torch(x).where(x > 0, x, y), x.clamp(-0.5, 0.5), x.to(y.dtype))),
     ("index_select", lambda x, y: x.index_select(1, ug_or_torch(x).tensor([3, 0, 3]))),
+    ("sort, topk", lambda x, y: (x.sort(dim=1).values, x.argsort(dim=0), x.topk(2, dim=-1).values)),
 ]
 
 

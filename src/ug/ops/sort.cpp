@@ -1,6 +1,8 @@
 // Sorting: the sorted dim is moved last and made contiguous, the backend sorts each row of
 // that [rows, n] block, and the results are moved back. topk takes the head of a sort.
+#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
+#include "ug/core/batching.h"
 #include "ug/ops/reduce.h"
 
 namespace ug {
@@ -8,13 +10,22 @@ namespace ug {
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool stable) {
   int64_t d = wrap_dim(dim, x.dim(), "sort");
   if (x.dim() == 0) return {x.clone(), zeros({}, {.dtype = DType::Int64, .device = x.device()})};
+  if (int lvl = batching::level(x)) {  // each example sorts on its own: sort along d + 1
+    auto [v, i] = sort(batching::physical(x, lvl), d + 1, descending, stable);
+    Tensor values = batching::wrap(v, lvl), indices = batching::wrap(i, lvl);
+    // Reading the values back through the indices gives them their gradient.
+    return {autograd::needs_grad({&x}) ? x.gather(d, indices) : values, indices};
+  }
   Tensor rows = x.transpose(d, -1).contiguous();
   Tensor values = empty(rows.shape(), {.dtype = x.dtype(), .device = x.device()});
   Tensor indices = empty(rows.shape(), {.dtype = DType::Int64, .device = x.device()});
   const int64_t n = x.size(d);
   if (x.numel() > 0)
     backend_for(x.device()).sort(rows, x.numel() / n, n, descending, stable, values, indices);
-  return {values.transpose(d, -1), indices.transpose(d, -1)};
+  Tensor idx = indices.transpose(d, -1);
+  // With gradients on, the values are read back through the indices: gather records the
+  // rule (the gradient goes back to where each value came from).
+  return {autograd::needs_grad({&x}) ? x.gather(d, idx) : values.transpose(d, -1), idx};
 }
 
 Tensor argsort(const Tensor& x, int64_t dim, bool descending, bool stable) {
