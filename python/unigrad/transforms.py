@@ -162,6 +162,10 @@ class GradientTape:
     on tensors that require grad); tape.gradient(target, sources) returns the gradients."""
 
     def __init__(self, persistent=False, watch_accessed_variables=True):
+        if not watch_accessed_variables:
+            # unigrad records every tensor that requires grad; TensorFlow's opt-out has no
+            # counterpart yet, and ignoring it would give gradients the user asked not to get.
+            raise NotImplementedError("[GradientTape] watch_accessed_variables=False is not supported")
         self._tape = _C._GradientTape(persistent)
 
     def __enter__(self):
