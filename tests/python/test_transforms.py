@@ -258,3 +258,64 @@ def test_vmap_falls_back_for_ops_without_a_rule():
     assert ug._C._functional.vmap_fallbacks() == before + 1
     expected = [float(row.max()) * 2 for row in xs.numpy()]
     assert np.allclose(picked.numpy(), expected)
+
+
+JVP_CASES = [
+    ("elementwise", lambda x, y: x.exp() * y.tanh() + (x / (y.abs() + 1)).sigmoid() - x ** 3),
+    ("reductions", lambda x, y: (x.sum(0), x.mean(-1), x.amax(1), x.prod(1), x.var(0), x.norm(), x.logsumexp(1))),
+    ("softmax, scans", lambda x, y: (x.softmax(-1), x.log_softmax(0), x.cumsum(1), x.cumprod(0))),
+    ("views", lambda x, y: (x.t(), x.reshape(-1)[::2], x[1:, None, :2].expand(2, 3, 2), x.permute(1, 0).flatten())),
+    ("matmul", lambda x, y: (x @ y.t(), x.t() @ y)),
+    ("indexing", lambda x, y: (x[ug_or_torch(x).tensor([2, 0])], x.gather(1, ug_or_torch(x).tensor([[0, 3], [1, 1], [2, 0]])),
+                               x.index_select(1, ug_or_torch(x).tensor([3, 3])), x.max(dim=1).values,
+                               x.sort(dim=1).values)),
+    ("joins, where", lambda x, y: (ug_or_torch(x).cat([x, y], 1), ug_or_torch(x).where(x > 0, x, y * 2))),
+]
+
+
+@pytest.mark.parametrize("name,f", JVP_CASES, ids=[c[0] for c in JVP_CASES])
+def test_forward_mode_rules_match_torch_func_jvp(name, f):
+    rng = np.random.default_rng(11)
+    x, y, tx, ty = (rng.normal(size=(3, 4)) for _ in range(4))
+    assert_same(tf.jvp(f, (torch.tensor(x), torch.tensor(y)), (torch.tensor(tx), torch.tensor(ty))),
+                ug.jvp(f, (ug.tensor(x), ug.tensor(y)), (ug.tensor(tx), ug.tensor(ty))), rtol=1e-10, atol=1e-12)
+
+
+def test_forward_mode_is_one_forward_pass():
+    # Forward mode needs no graph: it works inside no_grad, where a reverse-mode trick could not.
+    def f(v):
+        with ug.no_grad():
+            return v.sin() * 2
+    x, t = ug.tensor([0.3, 1.2], dtype=ug.float64), ug.tensor([1.0, -2.0], dtype=ug.float64)
+    out, tangent = ug.jvp(f, (x,), (t,))
+    assert np.allclose(tangent.numpy(), 2 * np.cos(x.numpy()) * t.numpy())
+
+
+def test_forward_mode_nests_and_composes():
+    rng = np.random.default_rng(12)
+    x, t, u = (rng.normal(size=(4,)) for _ in range(3))
+    f = lambda v: (v.sin() * v.exp()).sum()  # noqa: E731
+
+    def second(m):  # d/du of (the jvp along t): a second directional derivative, forward over forward
+        jv = lambda v: m.jvp(f, (v,), (m.tensor(t),))[1] if m is ug else tf.jvp(f, (v,), (torch.tensor(t),))[1]  # noqa: E731
+        return (m.jvp if m is ug else tf.jvp)(jv, (m.tensor(x),), (m.tensor(u),))[1]
+    assert_same(second(torch), second(ug), rtol=1e-10, atol=1e-12)
+    # vmap of jvp, jvp of vmap
+    g = lambda v: v.tanh() * 3  # noqa: E731
+    xs, ts = rng.normal(size=(5, 4)), rng.normal(size=(5, 4))
+    per = ug.vmap(lambda a, b: ug.jvp(g, (a,), (b,))[1])(ug.tensor(xs), ug.tensor(ts))
+    assert np.allclose(per.numpy(), 3 * (1 - np.tanh(xs) ** 2) * ts)
+    _, jt = ug.jvp(ug.vmap(g), (ug.tensor(xs),), (ug.tensor(ts),))
+    assert np.allclose(jt.numpy(), 3 * (1 - np.tanh(xs) ** 2) * ts)
+
+
+def test_forward_mode_follows_inplace_ops():
+    def f(v):
+        y = v * 2
+        y.add_(v.sin())
+        y.mul_(3)
+        return y
+    rng = np.random.default_rng(13)
+    x, t = rng.normal(size=(4,)), rng.normal(size=(4,))
+    assert_same(tf.jvp(f, (torch.tensor(x),), (torch.tensor(t),)), ug.jvp(f, (ug.tensor(x),), (ug.tensor(t),)),
+                rtol=1e-12, atol=1e-12)

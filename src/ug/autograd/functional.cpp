@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "ug/autograd/engine.h"
+#include "ug/autograd/forward.h"
 #include "ug/autograd/grad_mode.h"
 #include "ug/autograd/record.h"
 #include "ug/autograd/tape.h"
@@ -29,7 +30,9 @@ struct TransformScope {
 Tensor fresh_input(const Tensor& x) {
   if (!is_floating(x.dtype())) return x;
   if (x.requires_grad()) return x.view(x.shape());
-  return x.detach().requires_grad_(true);
+  Tensor leaf = x.detach().requires_grad_(true);
+  forward::copy_tangents(x, leaf);  // inside jvp (say, jacfwd(jacrev(f))) the tangents go along
+  return leaf;
 }
 
 /** Gradients must form a graph when an enclosing transform, tape or backward may need them. */
@@ -126,48 +129,27 @@ std::pair<Tensors, Tensors> jvp(const TensorFn& f, const Tensors& primals, const
     if (!(tangents[i].shape() == primals[i].shape()))
       fail("[jvp] tangent ", i, " has shape ", tangents[i].shape(), " but its primal has shape ", primals[i].shape());
   TransformScope scope;
-  EnableGradGuard enable;
+  // Forward mode: the inputs carry the tangents at a fresh level, each op's forward rule
+  // carries them on, and the outputs' tangents are the answer.
+  forward::Level level;
   Tensors inputs;
-  for (const Tensor& p : primals) inputs.push_back(fresh_input(p));
+  for (size_t i = 0; i < primals.size(); ++i) {
+    Tensor x = primals[i];
+    if (is_floating(x.dtype())) {
+      x = x.view(x.shape());  // a fresh handle to hang the tangent on, still in any outer graph
+      forward::set_tangent(x, level.id(), tangents[i].to(x.dtype()));
+    }
+    inputs.push_back(x);
+  }
   Tensors out = run(f, inputs);
-  // u -> vjp(u) is linear; its own vjp along the tangents is the jvp.
-  Tensors dummies, roots, wrt;
-  for (const Tensor& o : out) {
-    dummies.push_back(zeros_like(o).requires_grad_(true));
-  }
-  for (const Tensor& i : inputs)
-    if (i.requires_grad()) wrt.push_back(i);
-  Tensors tangent_out(out.size());
-  std::vector<size_t> live;
-  for (size_t k = 0; k < out.size(); ++k)
-    if (out[k].requires_grad()) {
-      roots.push_back(out[k]);
-      live.push_back(k);
-    }
-  if (!roots.empty() && !wrt.empty()) {
-    Tensors live_dummies;
-    for (size_t k : live) live_dummies.push_back(dummies[k]);
-    Tensors g = autograd::grad(roots, wrt, live_dummies, true, true, true);
-    Tensors g_used, t_used;
-    size_t w = 0;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i].requires_grad()) {
-        if (g[w].defined() && g[w].requires_grad()) {
-          g_used.push_back(g[w]);
-          t_used.push_back(tangents[i]);
-        }
-        ++w;
-      }
-    if (!g_used.empty()) {
-      Tensors jt = autograd::grad(g_used, live_dummies, t_used, true, need_graph(primals), true);
-      for (size_t k = 0; k < live.size(); ++k) tangent_out[live[k]] = jt[k];
-    }
-  }
-  for (size_t k = 0; k < out.size(); ++k) {
-    tangent_out[k] = or_zeros(tangent_out[k], out[k]);
-    if (!need_graph(primals)) {
-      out[k] = out[k].detach();
-      tangent_out[k] = tangent_out[k].detach();
+  const bool graph = need_graph(primals) || need_graph(tangents);
+  Tensors tangent_out;
+  for (Tensor& o : out) {
+    Tensor t = forward::tangent(o, level.id());
+    tangent_out.push_back(t.defined() ? t : zeros_like(o));
+    if (!graph) {
+      o = o.detach();
+      tangent_out.back() = tangent_out.back().detach();
     }
   }
   return {out, tangent_out};

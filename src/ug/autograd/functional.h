@@ -24,8 +24,8 @@ std::pair<Tensors, Tensors> value_and_grad(const TensorFn& f, const Tensors& arg
 /** The outputs and a function mapping output cotangents to input cotangents. */
 std::pair<Tensors, std::function<Tensors(const Tensors&)>> vjp(const TensorFn& f, const Tensors& primals);
 
-/** The outputs and their directional derivatives along `tangents` (forward mode, computed
- *  as the transpose of the linear map vjp builds). */
+/** The outputs and their directional derivatives along `tangents`, by forward mode: each
+ *  op's forward rule carries the tangents through the function in one pass. */
 std::pair<Tensors, Tensors> jvp(const TensorFn& f, const Tensors& primals, const Tensors& tangents);
 
 /** d outputs[k] / d args[argnum], shaped outputs[k].shape + args[argnum].shape. */

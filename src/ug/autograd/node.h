@@ -120,6 +120,8 @@ struct AutogradMeta final : AutogradMetaBase {
   uint32_t output_nr = 0;
   AccumulateGrad* grad_accumulator = nullptr;  // not owned: the graph owns it
   bool retains_grad = false;
+  /** Forward-mode tangents, by level (see forward.h). */
+  std::vector<std::pair<int64_t, Tensor>> tangents;
   /** Where a non-leaf's retained grad lives: shared with the hook in its grad_fn, which
    *  must not own (or dangle to) the tensor itself. */
   std::shared_ptr<Tensor> retained_grad;

@@ -3,6 +3,7 @@
 
 #include "ug/autograd/debugging.h"
 #include "ug/autograd/engine.h"
+#include "ug/autograd/forward.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
 #include "ug/autograd/record.h"
@@ -38,6 +39,13 @@ void record(const char* name, std::initializer_list<Tensor> inputs, std::initial
 }
 
 bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) {
+  // Tangents (forward mode) must follow an in-place change whatever the grad mode.
+  if (forward::has_tangent(t) || (other && forward::has_tangent(*other))) {
+    if (t.impl().is_view())
+      fail<RuntimeError>("[", op, "] in-place change of a view of a tensor with a forward-mode tangent is not "
+                         "supported; use out-of-place ops");
+    return true;
+  }
   if (!GradMode::is_enabled()) return false;
   AutogradMeta* m = meta_if(t);
   const bool t_grad = m && (m->requires_grad || m->grad_fn);
@@ -61,14 +69,18 @@ void rebase_history(const Tensor& t, const Tensor& result) {
   AutogradMeta& m = meta(t);
   m.grad_fn = rm ? rm->grad_fn : Ref<Node>();
   m.output_nr = rm ? rm->output_nr : 0;
+  forward::copy_tangents(result, t);
 }
 
 Tensor embed(const Tensor& g, const Shape& shape, const std::function<Tensor(const Tensor&)>& view) {
   Tensor out = zeros(Dims(shape.begin(), shape.end()), {.dtype = g.dtype(), .device = g.device()});
   {
     NoGradGuard no_grad;
-    view(out).copy_(g);
+    backend_for(out.device()).copy(g, view(out));  // embed records itself below
   }
+  if (forward::active()) forward::propagate({&g}, out, [shape, view](const std::vector<Tensor>& t) {
+    return embed(t[0], shape, view);
+  });
   if (needs_grad({&g}))
     record("embed", {g}, {&out}, [view](std::vector<Tensor>&& gg, Node*) { return std::vector<Tensor>{view(gg[0])}; });
   return out;

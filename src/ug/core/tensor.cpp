@@ -1,6 +1,7 @@
 // The Tensor handle's own members: sizes, element access, conversion and copying.
 #include "ug/core/tensor.h"
 
+#include "ug/autograd/forward.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
@@ -39,6 +40,8 @@ Tensor Tensor::to(DType target, bool copy) const {
     out = empty(shape(), {.dtype = target, .device = device()});
     backend_for(device()).copy(*this, out);
   }
+  if (forward::active() && is_floating(target))
+    forward::propagate({this}, out, [target](const std::vector<Tensor>& t) { return t[0].to(target); });
   if (is_floating(target) && autograd::needs_grad({this})) {
     DType source = dtype();
     autograd::record("to", {*this}, {&out}, [source](std::vector<Tensor>&& g, Node*) {
@@ -68,6 +71,7 @@ Tensor Tensor::clone() const {
     out = empty(shape(), {.dtype = dtype(), .device = device()});
     backend_for(device()).copy(*this, out);
   }
+  if (forward::active()) forward::propagate({this}, out, [](const std::vector<Tensor>& t) { return t[0].clone(); });
   if (autograd::needs_grad({this}))
     autograd::record("clone", {*this}, {&out}, [](std::vector<Tensor>&& g, Node*) { return std::move(g); });
   return out;

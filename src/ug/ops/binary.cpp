@@ -3,6 +3,7 @@
 #include "ug/ops/binary.h"
 
 #include "ug/autograd/debugging.h"
+#include "ug/autograd/forward.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
@@ -133,6 +134,12 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
     backend_for(a.device()).binary(op, ac, bc, out);
     debugging::check_output(out, info(op).name);
   }
+  if (forward::active())
+    forward::propagate({&ac, &bc}, out, [op, ac, bc, out](const std::vector<Tensor>& t) {
+      Tensor ta = t[0].defined() ? vjp(op, t[0], ac, bc, out).first : Tensor();
+      Tensor tb = t[1].defined() ? vjp(op, t[1], ac, bc, out).second : Tensor();
+      return ta.defined() && tb.defined() ? ta + tb : ta.defined() ? ta : tb;
+    });
   if (is_floating(out_dtype) && autograd::needs_grad({&ac, &bc})) {
     // Only what the rule reads is kept: add and sub need nothing, pow also needs its output.
     const bool operands = op != BinaryOp::Add && op != BinaryOp::Sub && op != BinaryOp::FloorDivide;
@@ -263,6 +270,10 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   } else {
     backend_for(a.device()).where(c, ac, bc, out);
   }
+  if (forward::active())
+    forward::propagate({&ac, &bc}, out, [c](const std::vector<Tensor>& t) {
+      return where(c, t[0].defined() ? t[0] : zeros_like(t[1]), t[1].defined() ? t[1] : zeros_like(t[0]));
+    });
   if (is_floating(dtype) && autograd::needs_grad({&ac, &bc})) {
     autograd::record("where", {ac, bc}, {&out}, [c](std::vector<Tensor>&& g, Node*) {
       return std::vector<Tensor>{where(c, g[0], 0), where(c, 0, g[0])};

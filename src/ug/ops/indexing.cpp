@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "ug/autograd/forward.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
@@ -63,6 +64,8 @@ Tensor select_rows(const Tensor& x, int64_t dim, const Tensor& index) {
     out = empty(shape, {.dtype = x.dtype(), .device = x.device()});
     if (out.numel() > 0) backend_for(x.device()).index_select(x, dim, index, out);
   }
+  if (is_floating(x.dtype()) && forward::active())
+    forward::propagate({&x}, out, [dim, index](const std::vector<Tensor>& t) { return select_rows(t[0], dim, index); });
   if (is_floating(x.dtype()) && autograd::needs_grad({&x})) {
     Shape in_shape = x.shape();
     autograd::record("index_select", {x}, {&out}, [dim, index, in_shape](std::vector<Tensor>&& g, Node*) {
@@ -340,6 +343,11 @@ Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& 
     if (idx.numel() > 0)
       backend_for(x.device()).scatter(atleast_1d(out), d, atleast_1d(idx), atleast_1d(src), accumulate);
   }
+  if (is_floating(x.dtype()) && forward::active())
+    forward::propagate({&x, &src}, out, [op, d, idx, accumulate, x, src](const std::vector<Tensor>& t) {
+      return scatter_impl(op, t[0].defined() ? t[0] : zeros_like(x), d, idx, t[1].defined() ? t[1] : zeros_like(src),
+                          accumulate);
+    });
   if (is_floating(x.dtype()) && autograd::needs_grad({&x, &src})) {
     // d/dx: g, except where scatter overwrote x; d/dsrc: g read back at the scattered places.
     autograd::record(op, {x, src}, {&out}, [d, idx, accumulate](std::vector<Tensor>&& g, Node*) {
@@ -412,6 +420,8 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
     if (out.numel() > 0)
       backend_for(device()).gather(atleast_1d(*this), d, atleast_1d(idx), atleast_1d(out));
   }
+  if (is_floating(dtype()) && forward::active())
+    forward::propagate({this}, out, [d, idx](const std::vector<Tensor>& t) { return t[0].gather(d, idx); });
   if (is_floating(dtype()) && autograd::needs_grad({this})) {
     Shape in_shape = shape();
     autograd::record("gather", {*this}, {&out}, [d, idx, in_shape](std::vector<Tensor>&& g, Node*) {

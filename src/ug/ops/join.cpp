@@ -5,7 +5,9 @@
 
 #include <algorithm>
 
+#include "ug/autograd/forward.h"
 #include "ug/autograd/record.h"
+#include "ug/backend/backend.h"
 #include "ug/core/batching.h"
 
 #include "ug/ops/binary.h"
@@ -86,8 +88,10 @@ Tensor pad_constant(const Tensor& x, const std::vector<DimPad>& pads, Scalar val
   };
   {
     NoGradGuard no_grad;
-    part(out, dst_ranges).copy_(part(x, src_ranges));
+    backend_for(x.device()).copy(part(x, src_ranges), part(out, dst_ranges));  // the op records itself below
   }
+  if (forward::active())
+    forward::propagate({&x}, out, [pads](const std::vector<Tensor>& t) { return pad_constant(t[0], pads, 0); });
   if (grad) {
     Shape in_shape = x.shape();
     autograd::record("pad", {x}, {&out}, [part, dst_ranges, src_ranges, in_shape](std::vector<Tensor>&& g, Node*) {
@@ -176,9 +180,19 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     int64_t at = 0;
     for (const Tensor& t : tensors) {
       if (is_legacy_empty(t)) continue;
-      out.narrow(d, at, t.size(d)).copy_(t);
+      backend_for(out.device()).copy(t, out.narrow(d, at, t.size(d)));
       at += t.size(d);
     }
+  }
+  if (is_floating(dtype) && forward::active()) {
+    std::vector<const Tensor*> inputs;
+    for (const Tensor& t : parts) inputs.push_back(&t);
+    forward::propagate(inputs, out, [parts, d, dtype](const std::vector<Tensor>& t) {
+      std::vector<Tensor> tangents;
+      for (size_t i = 0; i < parts.size(); ++i)
+        tangents.push_back(t[i].defined() ? t[i].to(dtype) : zeros_like(parts[i], {.dtype = dtype}));
+      return cat(tangents, d);
+    });
   }
   if (is_floating(dtype) && GradMode::is_enabled() &&
       std::any_of(parts.begin(), parts.end(), [](const Tensor& t) { return autograd::requires_grad(t); })) {

@@ -8,6 +8,7 @@
 
 #include "ug/backend/backend.h"
 #include "ug/autograd/debugging.h"
+#include "ug/autograd/forward.h"
 #include "ug/autograd/record.h"
 #include "ug/core/batching.h"
 #include "ug/ops/reduce.h"
@@ -48,6 +49,12 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
     backend_for(a.device()).matmul(a, b, out);
     debugging::check_output(out, "matmul");
   }
+  if (is_floating(a.dtype()) && forward::active())
+    forward::propagate({&a, &b}, out, [a, b](const std::vector<Tensor>& t) {
+      Tensor ta = t[0].defined() ? batched_product(t[0], b) : Tensor();
+      Tensor tb = t[1].defined() ? batched_product(a, t[1]) : Tensor();
+      return ta.defined() && tb.defined() ? ta + tb : ta.defined() ? ta : tb;
+    });
   if (is_floating(a.dtype()) && autograd::needs_grad({&a, &b})) {
     autograd::record("matmul", {a, b}, {&out},
                      [as = autograd::save(a), bs = autograd::save(b)](std::vector<Tensor>&& g, Node* n) {

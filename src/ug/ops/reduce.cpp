@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "ug/autograd/debugging.h"
+#include "ug/autograd/forward.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
@@ -164,6 +165,19 @@ Tensor run_reduce(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim, 
     debugging::check_output(out, "reduce");
   }
   const bool differentiable = op == ReduceOp::Sum || op == ReduceOp::Prod || op == ReduceOp::Max || op == ReduceOp::Min;
+  if (differentiable && forward::active())
+    forward::propagate({&x}, out, [op, x, out, mask, keepdim](const std::vector<Tensor>& t) {
+      Dims dims = masked_dims(mask);
+      auto total = [&](const Tensor& v) {
+        Tensor s = dims.empty() ? v : v.sum(dims, true);
+        return keepdim ? s : s.reshape(Dims(out.shape().begin(), out.shape().end()));
+      };
+      if (op == ReduceOp::Sum) return total(t[0]);
+      if (op == ReduceOp::Prod) return total(prod_backward(ones_like(out), x, mask) * t[0]);
+      // max/min: the mean tangent of the elements equal to the extreme.
+      Tensor hit = x.eq(keep_dims(out, x.shape(), mask)).to(x.dtype());
+      return total(hit * t[0]) / total(hit);
+    });
   if (differentiable && is_floating(out_dtype) && autograd::needs_grad({&x})) {
     // A sum's rule needs only the input's shape; the others read the input (and max/min the result).
     const bool sum = op == ReduceOp::Sum, extreme = op == ReduceOp::Max || op == ReduceOp::Min;
@@ -289,6 +303,10 @@ Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
     }
     backend_for(x.device()).scan(op, src.contiguous(), outer, n, inner, out);
   }
+  if (is_floating(target) && forward::active())
+    forward::propagate({&src}, out, [op, d, src, out](const std::vector<Tensor>& t) {
+      return op == ScanOp::CumSum ? t[0].cumsum(d) : out * (t[0] / src).cumsum(d);
+    });
   if (is_floating(target) && autograd::needs_grad({&src})) {
     autograd::record(name, {src}, {&out},
                      [op, d, xs = autograd::save(src), ys = autograd::save_output(out)](std::vector<Tensor>&& g, Node* nd) {

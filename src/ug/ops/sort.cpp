@@ -1,11 +1,17 @@
 // Sorting: the sorted dim is moved last and made contiguous, the backend sorts each row of
 // that [rows, n] block, and the results are moved back. topk takes the head of a sort.
+#include "ug/autograd/forward.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
 #include "ug/ops/reduce.h"
 
 namespace ug {
+
+namespace {
+/** Whether the sorted values need a derivative rule (reverse or forward mode). */
+bool derivative_wanted(const Tensor& x) { return autograd::needs_grad({&x}) || forward::active(); }
+}  // namespace
 
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool stable) {
   int64_t d = wrap_dim(dim, x.dim(), "sort");
@@ -14,7 +20,7 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bo
     auto [v, i] = sort(batching::physical(x, lvl), d + 1, descending, stable);
     Tensor values = batching::wrap(v, lvl), indices = batching::wrap(i, lvl);
     // Reading the values back through the indices gives them their gradient.
-    return {autograd::needs_grad({&x}) ? x.gather(d, indices) : values, indices};
+    return {derivative_wanted(x) ? x.gather(d, indices) : values, indices};
   }
   Tensor rows = x.transpose(d, -1).contiguous();
   Tensor values = empty(rows.shape(), {.dtype = x.dtype(), .device = x.device()});
@@ -25,7 +31,7 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bo
   Tensor idx = indices.transpose(d, -1);
   // With gradients on, the values are read back through the indices: gather records the
   // rule (the gradient goes back to where each value came from).
-  return {autograd::needs_grad({&x}) ? x.gather(d, idx) : values.transpose(d, -1), idx};
+  return {derivative_wanted(x) ? x.gather(d, idx) : values.transpose(d, -1), idx};
 }
 
 Tensor argsort(const Tensor& x, int64_t dim, bool descending, bool stable) {

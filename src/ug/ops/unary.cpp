@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ug/autograd/debugging.h"
+#include "ug/autograd/forward.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
@@ -135,6 +136,8 @@ Tensor unary(UnaryOp op, const Tensor& x) {
     backend_for(x.device()).unary(op, in, out);
     debugging::check_output(out, info(op).name);
   }
+  if (forward::active())  // elementwise: the forward rule is the same derivative times the tangent
+    forward::propagate({&in}, out, [op, in, out](const std::vector<Tensor>& t) { return vjp(op, t[0], in, out); });
   if (is_floating(out_dtype) && autograd::needs_grad({&in})) {
     const Needs need = needs(op);
     autograd::record(info(op).name, {in}, {&out},

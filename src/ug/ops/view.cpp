@@ -1,5 +1,6 @@
 // Views: ops that return a tensor sharing storage with their input (new shape, strides
 // and offset only), wherever PyTorch returns a view. reshape copies only when it must.
+#include "ug/autograd/forward.h"
 #include "ug/autograd/record.h"
 #include "ug/core/batching.h"
 #include "ug/core/tensor.h"
@@ -17,8 +18,13 @@ Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset) 
   return Tensor(std::move(impl));
 }
 
-/** Records a view op: `backward` maps the view's gradient to the input's. */
-Tensor recorded(Tensor out, const Tensor& in, const char* name, ViewFn backward) {
+/** Records a view op: `backward` maps the view's gradient to the input's, `forward` the
+ *  input's tangent to the view's (by default: the same reshape). */
+Tensor recorded(Tensor out, const Tensor& in, const char* name, ViewFn backward, ViewFn forward = nullptr) {
+  if (forward::active()) {
+    if (!forward) forward = [shape = out.shape()](const Tensor& t) { return t.reshape(Dims(shape.begin(), shape.end())); };
+    forward::propagate({&in}, out, [forward](const std::vector<Tensor>& t) { return forward(t[0]); });
+  }
   if (autograd::needs_grad({&in})) {
     autograd::record(name, {in}, {&out}, [backward = std::move(backward)](std::vector<Tensor>&& g, Node*) {
       return std::vector<Tensor>{backward(g[0])};
@@ -30,9 +36,8 @@ Tensor recorded(Tensor out, const Tensor& in, const char* name, ViewFn backward)
 /** The view's gradient for ops that pick part of the input (select, slice, diagonal). */
 Tensor recorded_part(Tensor out, const Tensor& in, const char* name, ViewFn view) {
   Shape shape = in.shape();
-  return recorded(std::move(out), in, name, [shape, view = std::move(view)](const Tensor& g) {
-    return autograd::embed(g, shape, view);
-  });
+  return recorded(
+      std::move(out), in, name, [shape, view](const Tensor& g) { return autograd::embed(g, shape, view); }, view);
 }
 
 /** Batching rules of the views: the same view of the physical tensor, dims shifted past
@@ -138,13 +143,15 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   if (n == 0) return *this;
   if (batching::level(*this))
     return recorded(batched_view(*this, [&](const Tensor& p) { return p.transpose(d0 + 1, d1 + 1); }), *this,
-                    "transpose", [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
+                    "transpose", [d0, d1](const Tensor& g) { return g.transpose(d0, d1); },
+                    [d0, d1](const Tensor& t) { return t.transpose(d0, d1); });
   Shape shape = this->shape();
   Strides strides = this->strides();
   std::swap(shape[d0], shape[d1]);
   std::swap(strides[d0], strides[d1]);
   return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "transpose",
-                  [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
+                  [d0, d1](const Tensor& g) { return g.transpose(d0, d1); },
+                    [d0, d1](const Tensor& t) { return t.transpose(d0, d1); });
 }
 
 Tensor Tensor::permute(const Dims& order) const {
@@ -167,10 +174,12 @@ Tensor Tensor::permute(const Dims& order) const {
     Dims phys_order{0};
     for (int64_t i = 0; i < n; ++i) phys_order.push_back(wrap_dim(order[i], n, "permute") + 1);
     return recorded(batched_view(*this, [&](const Tensor& p) { return p.permute(phys_order); }), *this, "permute",
-                    [inverse](const Tensor& g) { return g.permute(inverse); });
+                    [inverse](const Tensor& g) { return g.permute(inverse); },
+                    [order](const Tensor& t) { return t.permute(order); });
   }
   return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "permute",
-                  [inverse](const Tensor& g) { return g.permute(inverse); });
+                  [inverse](const Tensor& g) { return g.permute(inverse); },
+                  [order](const Tensor& t) { return t.permute(order); });
 }
 
 Tensor Tensor::movedim(int64_t source, int64_t destination) const {
@@ -304,7 +313,8 @@ Tensor Tensor::expand(const Dims& requested) const {
                                    for (int64_t s : requested) pt.push_back(s);
                                    return p.reshape(pa).expand(pt);
                                  }),
-                    *this, "expand", [from](const Tensor& g) { return autograd::sum_to(g, from); });
+                    *this, "expand", [from](const Tensor& g) { return autograd::sum_to(g, from); },
+                    [requested](const Tensor& t) { return t.expand(requested); });
   }
   Shape shape(n);
   Strides strides(n);
@@ -328,7 +338,8 @@ Tensor Tensor::expand(const Dims& requested) const {
   }
   Shape from = this->shape();
   return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "expand",
-                  [from](const Tensor& g) { return autograd::sum_to(g, from); });
+                  [from](const Tensor& g) { return autograd::sum_to(g, from); },
+                  [requested](const Tensor& t) { return t.expand(requested); });
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {

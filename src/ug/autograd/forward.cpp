@@ -1,0 +1,74 @@
+#include "ug/autograd/forward.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "ug/autograd/node.h"
+
+namespace ug::forward {
+
+namespace {
+std::atomic<int64_t> g_next_level{1};
+thread_local std::vector<int64_t> t_levels;  // open levels, innermost last
+}  // namespace
+
+Level::Level() : id_(g_next_level.fetch_add(1)) { t_levels.push_back(id_); }
+Level::~Level() { t_levels.erase(std::find(t_levels.begin(), t_levels.end(), id_)); }
+
+bool active() { return !t_levels.empty(); }
+
+bool has_tangent(const Tensor& t) {
+  if (t_levels.empty() || !t.defined()) return false;
+  for (int64_t level : t_levels)
+    if (tangent(t, level).defined()) return true;
+  return false;
+}
+
+Tensor tangent(const Tensor& t, int64_t level) {
+  if (!t.defined()) return Tensor();
+  AutogradMeta* m = autograd::meta_if(t);
+  if (!m) return Tensor();
+  for (const auto& [l, tan] : m->tangents)
+    if (l == level) return tan;
+  return Tensor();
+}
+
+void set_tangent(const Tensor& t, int64_t level, const Tensor& tan) {
+  auto& list = autograd::meta(t).tangents;
+  for (auto& [l, existing] : list)
+    if (l == level) {
+      existing = tan;
+      return;
+    }
+  list.push_back({level, tan});
+}
+
+void propagate(const std::vector<const Tensor*>& inputs, const Tensor& out,
+               const std::function<Tensor(const std::vector<Tensor>&)>& rule) {
+  if (t_levels.empty() || !is_floating(out.dtype())) return;
+  const std::vector<int64_t> levels = t_levels;
+  for (int64_t level : levels) {
+    std::vector<Tensor> tangents;
+    bool any = false;
+    for (const Tensor* in : inputs) {
+      tangents.push_back(tangent(*in, level));
+      any |= tangents.back().defined();
+    }
+    if (!any) continue;
+    // The rule's own ops must not give the tangent a tangent at this same level.
+    t_levels.erase(std::find(t_levels.begin(), t_levels.end(), level));
+    struct Restore {
+      int64_t level;
+      ~Restore() { t_levels.insert(std::upper_bound(t_levels.begin(), t_levels.end(), level), level); }
+    } restore{level};
+    set_tangent(out, level, rule(tangents));
+  }
+}
+
+void copy_tangents(const Tensor& result, const Tensor& t) {
+  AutogradMeta* rm = autograd::meta_if(result);
+  if (!rm || rm->tangents.empty()) return;
+  autograd::meta(t).tangents = rm->tangents;
+}
+
+}  // namespace ug::forward

@@ -1,0 +1,46 @@
+// Forward mode: while ug::jvp runs, tensors carry tangents, and each op computes its
+// output's tangent from its inputs' with the op's forward rule, written next to its vjp.
+// Levels (one per active jvp, never reused) let forward mode nest and compose with reverse
+// mode and vmap.
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <vector>
+
+#include "ug/core/tensor.h"
+
+namespace ug::forward {
+
+/** Opens a forward-mode level for its lifetime (ug::jvp holds one). */
+class Level {
+ public:
+  Level();
+  ~Level();
+  Level(const Level&) = delete;
+  Level& operator=(const Level&) = delete;
+  int64_t id() const { return id_; }
+
+ private:
+  int64_t id_;
+};
+
+/** True while some level is open on this thread: ops skip all forward work otherwise. */
+bool active();
+
+/** Whether t has a tangent at an open level. */
+bool has_tangent(const Tensor& t);
+
+/** t's tangent at `level` (undefined when it has none). */
+Tensor tangent(const Tensor& t, int64_t level);
+void set_tangent(const Tensor& t, int64_t level, const Tensor& tangent);
+
+/** For every open level at which an input has a tangent, sets out's tangent to
+ *  rule(tangents of the inputs at that level; undefined where an input has none). */
+void propagate(const std::vector<const Tensor*>& inputs, const Tensor& out,
+               const std::function<Tensor(const std::vector<Tensor>&)>& rule);
+
+/** Moves result's tangents onto t (for in-place ops, which run out of place). */
+void copy_tangents(const Tensor& result, const Tensor& t);
+
+}  // namespace ug::forward
