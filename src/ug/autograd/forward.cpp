@@ -7,15 +7,25 @@
 
 namespace ug::forward {
 
+namespace detail {
+thread_local int open_levels = 0;  // t_levels.size(), read inline by active()
+}
+
 namespace {
 std::atomic<int64_t> g_next_level{1};
 thread_local std::vector<int64_t> t_levels;  // open levels, innermost last
+
+void sync() { detail::open_levels = static_cast<int>(t_levels.size()); }
 }  // namespace
 
-Level::Level() : id_(g_next_level.fetch_add(1)) { t_levels.push_back(id_); }
-Level::~Level() { t_levels.erase(std::find(t_levels.begin(), t_levels.end(), id_)); }
-
-bool active() { return !t_levels.empty(); }
+Level::Level() : id_(g_next_level.fetch_add(1)) {
+  t_levels.push_back(id_);
+  sync();
+}
+Level::~Level() {
+  t_levels.erase(std::find(t_levels.begin(), t_levels.end(), id_));
+  sync();
+}
 
 bool has_tangent(const Tensor& t) {
   if (t_levels.empty() || !t.defined()) return false;
@@ -57,9 +67,13 @@ void propagate(const std::vector<const Tensor*>& inputs, const Tensor& out,
     if (!any) continue;
     // The rule's own ops must not give the tangent a tangent at this same level.
     t_levels.erase(std::find(t_levels.begin(), t_levels.end(), level));
+    sync();
     struct Restore {
       int64_t level;
-      ~Restore() { t_levels.insert(std::upper_bound(t_levels.begin(), t_levels.end(), level), level); }
+      ~Restore() {
+        t_levels.insert(std::upper_bound(t_levels.begin(), t_levels.end(), level), level);
+        sync();
+      }
     } restore{level};
     set_tangent(out, level, rule(tangents));
   }

@@ -25,8 +25,12 @@ class Level {
   int64_t id_;
 };
 
-/** True while some level is open on this thread: ops skip all forward work otherwise. */
-bool active();
+namespace detail {
+extern thread_local int open_levels;
+}
+/** True while some level is open on this thread: ops skip all forward work otherwise (an
+ *  inline check, since every op asks). */
+inline bool active() { return detail::open_levels > 0; }
 
 /** Whether t has a tangent at an open level. */
 bool has_tangent(const Tensor& t);
