@@ -29,7 +29,7 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : version_(t.version()
   // An output keeps only its data (and forward-mode tangents): holding its grad_fn (this
   // very node) would be a cycle.
   data_ = alias(t);
-  forward::copy_tangents(t, data_);
+  if (forward::active()) forward::copy_tangents(t, data_);
   if (AutogradMeta* m = autograd::meta_if(t)) output_nr_ = m->output_nr;
 }
 
@@ -43,7 +43,7 @@ Tensor SavedTensor::unpack(Node* owner, const char* op) const {
   if (!is_output_ || !GradMode::is_enabled()) return data_;
   // Double backward: give the saved output its place in the graph again.
   Tensor t = alias(data_);
-  forward::copy_tangents(data_, t);
+  if (forward::active()) forward::copy_tangents(data_, t);
   AutogradMeta& m = autograd::meta(t);
   m.grad_fn = Ref<Node>(owner);
   m.output_nr = output_nr_;
