@@ -184,3 +184,9 @@ def test_nan_propagation():
     b = np.array([np.nan, 2.0, 1.0], dtype=np.float32)
     check(lambda m, x, y: m.maximum(x, y), a, b)
     check(lambda m, x, y: m.minimum(x, y), a, b)
+
+
+@pytest.mark.parametrize("name", ["exp", "tanh", "sigmoid"])
+def test_long_runs_streamed_to_memory(name):
+    # Runs over a million elements write with non-temporal stores; a misaligned start too.
+    check(lambda m, x: getattr(x[3:], name)(), arr(((1 << 20) + 11,)))

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#if defined(__F16C__)
+#if defined(__AVX2__) || defined(__F16C__)
 #include <immintrin.h>
 #endif
 
@@ -124,6 +124,27 @@ void blocked_binary(const T* a, int64_t a_step, const T* b, int64_t b_step, R* o
   }
 }
 
+#if defined(__AVX2__)
+/** Runs longer than this write their results with non-temporal stores: the output would not
+ *  stay in cache anyway, and streaming it skips reading each destination line first. */
+constexpr int64_t kStreamingRun = int64_t{1} << 20;
+
+/** o[i] = f(a[i]) for a long float run: computed a block at a time into L1, then streamed. */
+template <class F>
+void streamed_unary(const float* a, float* o, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i < n && (reinterpret_cast<uintptr_t>(o + i) & 31) != 0; ++i) o[i] = f(a[i]);
+  alignas(32) float buf[kBlock];
+  for (; i + kBlock <= n; i += kBlock) {
+#pragma omp simd
+    for (int64_t j = 0; j < kBlock; ++j) buf[j] = f(a[i + j]);
+    for (int64_t j = 0; j < kBlock; j += 8) _mm256_stream_ps(o + i + j, _mm256_load_ps(buf + j));
+  }
+  for (; i < n; ++i) o[i] = f(a[i]);
+  _mm_sfence();
+}
+#endif
+
 template <class Op, class T, class R>
 void unary_typed(const Tensor& x, const Tensor& out) {
   StridedLoop<2> loop({&out, &x});
@@ -135,6 +156,14 @@ void unary_typed(const Tensor& x, const Tensor& out) {
         blocked_unary(a, o, n, [](float v) { return Op::f(v); });
         return;
       }
+#if defined(__AVX2__)
+      if constexpr (std::is_same_v<T, float> && std::is_same_v<R, float>) {
+        if (n >= kStreamingRun) {
+          streamed_unary(a, o, n, [](float v) { return Op::f(v); });
+          return;
+        }
+      }
+#endif
 #pragma omp simd
       for (int64_t i = 0; i < n; ++i) o[i] = static_cast<R>(Op::f(static_cast<acc_t<T>>(a[i])));
     } else {
