@@ -62,29 +62,33 @@ bool gradcheck(const TensorFn& f, const Tensors& inputs, const GradcheckOptions&
   // Analytical Jacobian rows: one pullback per output element.
   EnableGradGuard enable;
   Tensors outs = f(inputs);
+  Tensors wrt;
+  for (size_t i : checked) wrt.push_back(inputs[i]);
+  // rows[k][r][c]: gradient of out[k][r] w.r.t. checked input c.
+  std::vector<std::vector<Tensors>> rows(outs.size());
   for (size_t k = 0; k < outs.size(); ++k) {
     const int64_t n_out = outs[k].numel();
-    std::vector<Tensors> rows;  // rows[r][c]: gradient of out[k][r] w.r.t. checked input c
     for (int64_t r = 0; r < n_out; ++r) {
       Tensor cot = zeros({n_out}, {.dtype = outs[k].dtype()});
       {
         NoGradGuard no_grad;
         cot.select(0, r).fill_(1);
       }
-      Tensors wrt;
-      for (size_t i : checked) wrt.push_back(inputs[i]);
-      rows.push_back(outs[k].requires_grad()
-                         ? grad({outs[k]}, wrt, {cot.view(outs[k].shape())}, true, false, true)
-                         : Tensors(wrt.size()));
+      rows[k].push_back(outs[k].requires_grad()
+                            ? grad({outs[k]}, wrt, {cot.view(outs[k].shape())}, true, false, true)
+                            : Tensors(wrt.size()));
     }
-    for (size_t c = 0; c < checked.size(); ++c) {
-      const size_t i = checked[c];
-      for (int64_t j = 0; j < inputs[i].numel(); ++j) {
-        std::vector<double> numeric = numerical_column(f, inputs, i, j, options.eps)[k];
-        for (int64_t r = 0; r < n_out; ++r) {
-          const Tensor& g = rows[r][c];
+  }
+  // Each perturbation of an input element gives the numerical column for every output at once.
+  for (size_t c = 0; c < checked.size(); ++c) {
+    const size_t i = checked[c];
+    for (int64_t j = 0; j < inputs[i].numel(); ++j) {
+      std::vector<std::vector<double>> numeric = numerical_column(f, inputs, i, j, options.eps);
+      for (size_t k = 0; k < outs.size(); ++k) {
+        for (size_t r = 0; r < rows[k].size(); ++r) {
+          const Tensor& g = rows[k][r][c];
           const double analytic = g.defined() ? g.reshape({-1}).select(0, j).to(DType::Float64).item<double>() : 0.0;
-          const double expected = numeric[static_cast<size_t>(r)];
+          const double expected = numeric[k][r];
           if (std::fabs(analytic - expected) > options.atol + options.rtol * std::fabs(expected) ||
               std::isnan(analytic) != std::isnan(expected)) {
             std::ostringstream m;
