@@ -69,7 +69,7 @@ bool gradcheck(const TensorFn& f, const Tensors& inputs, const GradcheckOptions&
   for (size_t k = 0; k < outs.size(); ++k) {
     const int64_t n_out = outs[k].numel();
     for (int64_t r = 0; r < n_out; ++r) {
-      Tensor cot = zeros({n_out}, {.dtype = outs[k].dtype()});
+      Tensor cot = zeros({n_out}, {.dtype = outs[k].dtype(), .device = outs[k].device()});
       {
         NoGradGuard no_grad;
         cot.select(0, r).fill_(1);
@@ -114,7 +114,7 @@ bool gradgradcheck(const TensorFn& f, const Tensors& inputs, const GradcheckOpti
   // checked with respect to both the inputs and the cotangents.
   Tensors cotangents;
   for (const Tensor& o : outs) {
-    Tensor v = randn(o.shape(), {.dtype = DType::Float64});
+    Tensor v = randn(o.shape(), {.dtype = DType::Float64, .device = o.device()});
     cotangents.push_back(v.requires_grad_(true));
   }
   const size_t n_in = inputs.size();
