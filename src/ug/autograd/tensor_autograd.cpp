@@ -140,6 +140,14 @@ Tensor Tensor::detach() const {
   return d;
 }
 
+void Tensor::set_data(const Tensor& src) const {
+  if (!is_leaf()) fail<RuntimeError>("[set_data] only leaf tensors can take new data; this one was made by an op");
+  if (impl().batch() || src.impl().batch()) throw_no_batching_rule();
+  if (requires_grad() && !is_floating(src.dtype()))
+    fail<TypeError>("[set_data] a tensor that requires grad needs floating data, got ", src.dtype());
+  impl().set_data(src.impl());
+}
+
 void Tensor::retain_grad() const {
   AutogradMeta& m = autograd::meta(*this);
   if (!m.grad_fn) {

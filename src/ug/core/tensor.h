@@ -293,6 +293,9 @@ class Tensor {
   bool is_leaf() const;
   /** The same data, cut off from the graph. */
   Tensor detach() const;
+  /** torch's `t.data = src`: this tensor (a leaf) now holds src's data, shape and dtype;
+   *  every handle to it sees the change and its requires_grad stays. */
+  void set_data(const Tensor& src) const;
   /** Keep .grad for this non-leaf tensor too. */
   void retain_grad() const;
   bool retains_grad() const;

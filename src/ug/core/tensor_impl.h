@@ -63,6 +63,20 @@ class TensorImpl final : public RefCounted {
   bool is_view() const { return is_view_; }
   void set_is_view() { is_view_ = true; }
   void set_autograd_meta(std::unique_ptr<AutogradMetaBase> meta) { autograd_ = std::move(meta); }
+  /** Registered with a module as a trainable parameter (nn.Parameter). */
+  bool is_parameter() const { return is_parameter_; }
+  void set_is_parameter(bool on) { is_parameter_ = on; }
+  /** Points this impl at other's data (shape, strides, dtype, storage), keeping its identity
+   *  and autograd state: how Module::to and Tensor::set_data change a parameter in place. */
+  void set_data(const TensorImpl& other) {
+    storage_ = other.storage_;
+    shape_ = other.shape_;
+    strides_ = other.strides_;
+    offset_ = other.offset_;
+    numel_ = other.numel_;
+    dtype_ = other.dtype_;
+    contiguous_ = other.contiguous_;
+  }
 
  private:
   Ref<Storage> storage_;
@@ -73,6 +87,7 @@ class TensorImpl final : public RefCounted {
   DType dtype_;
   bool contiguous_;
   bool is_view_ = false;
+  bool is_parameter_ = false;
   std::unique_ptr<AutogradMetaBase> autograd_;
   std::unique_ptr<BatchInfo> batch_;
 };

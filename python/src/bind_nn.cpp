@@ -1,0 +1,7 @@
+#include "bindings.h"
+
+namespace ugpy {
+
+void bind_nn(nb::module_& nn) {}
+
+}  // namespace ugpy

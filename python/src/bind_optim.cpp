@@ -1,0 +1,7 @@
+#include "bindings.h"
+
+namespace ugpy {
+
+void bind_optim(nb::module_& optim) {}
+
+}  // namespace ugpy

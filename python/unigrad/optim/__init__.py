@@ -1,0 +1,5 @@
+"""ug.optim: optimizers, usable imperatively (step) and functionally (init/update, like optax)."""
+from .. import _C
+from .._export import export
+
+__all__ = export(_C.optim, globals())

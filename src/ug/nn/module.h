@@ -1,0 +1,216 @@
+// ug::nn::Module: a tree of named parameters, buffers and child modules, as in PyTorch.
+//
+// A layer is a Module subclass (LinearImpl) that registers its tensors in its constructor and
+// defines forward; its holder (Linear, declared with UG_MODULE) is a shared pointer with the
+// layer's constructor arguments, so `Linear fc(784, 128); fc->forward(x)` or `fc(x)` reads
+// like libtorch. Python subclasses the same class (python/src/bind_nn.cpp).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ug/core/tensor.h"
+#include "ug/nn/ordered_dict.h"
+
+namespace ug::nn {
+
+class Module;
+
+/** Flat, ordered name -> tensor maps ("fc1.weight"): state dicts and functional parameters. */
+using TensorDict = OrderedDict<Tensor>;
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  /** `type_name` names the layer in printouts and summaries ("Linear"). */
+  explicit Module(std::string type_name = "Module");
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  const std::string& type_name() const { return type_name_; }
+  void set_type_name(std::string name) { type_name_ = std::move(name); }
+
+  // ---- registration -------------------------------------------------------------------
+  /** Adds (or replaces) a parameter; it becomes a leaf that requires grad unless told not to.
+   *  An undefined tensor registers an absent parameter (bias=False), skipped everywhere. */
+  Tensor& register_parameter(const std::string& name, Tensor t, bool requires_grad = true);
+  /** A buffer is state that is not trained (BatchNorm's running mean); persistent buffers
+   *  are part of the state dict. */
+  Tensor& register_buffer(const std::string& name, Tensor t, bool persistent = true);
+  std::shared_ptr<Module> register_module(const std::string& name, std::shared_ptr<Module> m);
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
+    register_module(name, std::static_pointer_cast<Module>(m));
+    return m;
+  }
+  template <class Holder, class = decltype(std::declval<Holder>().ptr())>
+  Holder register_module(const std::string& name, Holder h) {
+    register_module(name, std::static_pointer_cast<Module>(h.ptr()));
+    return h;
+  }
+  /** Assigns to a registered parameter or buffer, or a child module; returns false when the
+   *  name is none of them (Python's __setattr__ then stores a plain attribute). */
+  bool has_parameter(const std::string& name) const { return parameters_.contains(name); }
+  bool has_buffer(const std::string& name) const { return buffers_.contains(name); }
+  bool has_module(const std::string& name) const { return children_.contains(name); }
+  /** This module's own parameter, buffer or child by name (no dots); throws if absent. */
+  Tensor& parameter(const std::string& name);
+  Tensor& buffer(const std::string& name);
+  std::shared_ptr<Module> child(const std::string& name) const;
+  /** Removes an own parameter, buffer or child of that name, if any. */
+  void unregister(const std::string& name);
+
+  // ---- walking the tree ---------------------------------------------------------------
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  std::vector<std::shared_ptr<Module>> children() const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  /** This module first, then every descendant once, with dotted names ("" for this one). */
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_modules();
+  std::vector<std::shared_ptr<Module>> modules();
+  /** The submodule at a dotted path ("encoder.layers.0"). */
+  std::shared_ptr<Module> get_submodule(const std::string& path);
+
+  // ---- state ----------------------------------------------------------------------------
+  /** Parameters and persistent buffers by dotted name, sharing their data. */
+  TensorDict state_dict() const;
+  /** Copies values into the parameters and buffers in place (optimizers keep seeing them).
+   *  strict: missing or unexpected keys are an error; shapes must always match. Returns the
+   *  missing and unexpected keys (both empty when strict). */
+  std::pair<std::vector<std::string>, std::vector<std::string>> load_state_dict(const TensorDict& state,
+                                                                                bool strict = true);
+
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  /** Clears every parameter's gradient: to none (the default) or to zeros. */
+  void zero_grad(bool set_to_none = true);
+  void requires_grad_(bool on = true);
+  /** Converts floating parameters and buffers (dtype), or all of them (device), in place. */
+  void to(DType dtype);
+  void to(Device device);
+  /** Calls fn on every submodule (children first) and then on this module. */
+  void apply(const std::function<void(Module&)>& fn);
+  /** The number of parameter elements (only those requiring grad when trainable_only). */
+  int64_t num_parameters(bool trainable_only = false) const;
+
+  // ---- forward ------------------------------------------------------------------------
+  /** The one-input forward. Layers with one tensor in and one out override it; Sequential
+   *  and the training loops call it. */
+  virtual Tensor forward(const Tensor& x);
+  /** forward with the forward pre-hooks and hooks around it. */
+  Tensor operator()(const Tensor& x);
+  using ForwardPreHook = std::function<std::optional<Tensor>(Module&, const Tensor& input)>;
+  using ForwardHook = std::function<std::optional<Tensor>(Module&, const Tensor& input, const Tensor& output)>;
+  /** Hooks may return a replacement input (pre) or output; they return an id for remove_hook. */
+  size_t register_forward_pre_hook(ForwardPreHook hook);
+  size_t register_forward_hook(ForwardHook hook);
+  void remove_hook(size_t id);
+
+  // ---- printing -----------------------------------------------------------------------
+  /** The arguments shown in a printout: "in_features=784, out_features=128, bias=True". */
+  virtual std::string extra_repr() const { return ""; }
+  /** PyTorch-style nested printout. */
+  std::string to_string() const;
+  /** A Keras-style table of layers, output shapes and parameter counts, from one forward
+   *  pass on zeros of `input_shape` (batch included) with gradients off. */
+  std::string summary(const Shape& input_shape, DType dtype = DType::Float32);
+
+  // ---- functional use (Flax init/apply, torch.func.functional_call) ---------------------
+  /** Fresh parameters drawn from `key` (a ug::random key), as a flat name -> tensor dict;
+   *  the module's own parameters are left as they were. */
+  TensorDict init(const Tensor& key);
+  /** Runs fn with the given tensors standing in for the parameters and buffers of those
+   *  names (others keep theirs), then restores the module, even if fn throws. */
+  template <class F>
+  auto functional_call(const TensorDict& params, F&& fn) {
+    Swap swap(*this, params);
+    return fn();
+  }
+  /** forward(x) computed with `params` (model.apply(params, x)). */
+  Tensor apply(const TensorDict& params, const Tensor& x) {
+    return functional_call(params, [&] { return forward(x); });
+  }
+  /** Re-draws this module's own parameters with PyTorch's default initialisation for the
+   *  layer; called on construction and by init(). Modules without parameters do nothing. */
+  virtual void reset_parameters() {}
+
+ private:
+  struct Entry {
+    Tensor value;
+    bool persistent = true;
+  };
+  /** Puts the given tensors into the named slots and restores the originals on exit. */
+  class Swap {
+   public:
+    Swap(Module& root, const TensorDict& values);
+    ~Swap();
+    Swap(const Swap&) = delete;
+    Swap& operator=(const Swap&) = delete;
+
+   private:
+    std::vector<std::pair<Tensor*, Tensor>> saved_;
+  };
+  /** The slot (parameter or buffer) at a dotted path, or null. */
+  Tensor* find_tensor(const std::string& path);
+  void collect_parameters(const std::string& prefix, bool recurse,
+                          std::vector<std::pair<std::string, Tensor>>& out) const;
+  void collect_buffers(const std::string& prefix, bool recurse, bool persistent_only,
+                       std::vector<std::pair<std::string, Tensor>>& out) const;
+  void collect_modules(const std::string& prefix, std::vector<std::pair<std::string, std::shared_ptr<Module>>>& out,
+                       std::vector<const Module*>& seen);
+  void print(std::string& out, int indent) const;
+
+  std::string type_name_;
+  bool training_ = true;
+  OrderedDict<Tensor> parameters_;
+  OrderedDict<Entry> buffers_;
+  OrderedDict<std::shared_ptr<Module>> children_;
+  std::vector<std::pair<size_t, ForwardPreHook>> pre_hooks_;
+  std::vector<std::pair<size_t, ForwardHook>> hooks_;
+  size_t next_hook_id_ = 0;
+};
+
+/** A shared handle to a layer: `Linear fc(4, 2);` constructs a LinearImpl, `fc->weight` and
+ *  `fc(x)` reach it. Empty holders come from `nullptr`. */
+template <class Impl>
+class ModuleHolder {
+ public:
+  using ImplType = Impl;
+  template <class... Args>
+    requires(!(sizeof...(Args) == 1 && (std::is_base_of_v<ModuleHolder, std::remove_cvref_t<Args>> && ...)))
+  explicit ModuleHolder(Args&&... args) : impl_(std::make_shared<Impl>(std::forward<Args>(args)...)) {}
+  ModuleHolder(std::nullptr_t) {}
+  ModuleHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+  Impl* operator->() const { return impl_.get(); }
+  Impl& operator*() const { return *impl_; }
+  const std::shared_ptr<Impl>& ptr() const { return impl_; }
+  explicit operator bool() const { return static_cast<bool>(impl_); }
+  template <class... Args>
+  auto operator()(Args&&... args) {
+    if constexpr (sizeof...(Args) == 1)
+      return (*impl_)(std::forward<Args>(args)...);
+    else
+      return impl_->forward(std::forward<Args>(args)...);
+  }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+/** Declares the holder `Name` for `NameImpl`, as libtorch's TORCH_MODULE does. */
+#define UG_MODULE(Name)                                \
+  class Name : public ::ug::nn::ModuleHolder<Name##Impl> { \
+   public:                                             \
+    using ::ug::nn::ModuleHolder<Name##Impl>::ModuleHolder; \
+  }
+
+}  // namespace ug::nn
