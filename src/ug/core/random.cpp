@@ -46,10 +46,17 @@ void Generator::set_state(std::array<uint64_t, 2> state) {
   offset_ = state[1];
 }
 
+namespace {
+thread_local Generator* scoped_generator = nullptr;
+}  // namespace
+
 Generator& default_generator() {
   static Generator g;
-  return g;
+  return scoped_generator ? *scoped_generator : g;
 }
+
+GeneratorScope::GeneratorScope(Generator& g) : previous_(scoped_generator) { scoped_generator = &g; }
+GeneratorScope::~GeneratorScope() { scoped_generator = previous_; }
 
 void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
 

@@ -130,14 +130,9 @@ class Module : public std::enable_shared_from_this<Module> {
   /** Runs fn with the given tensors standing in for the parameters and buffers of those
    *  names (others keep theirs), then restores the module, even if fn throws. */
   template <class F>
-  auto functional_call(const TensorDict& params, F&& fn) {
-    Swap swap(*this, params);
-    return fn();
-  }
+  auto functional_call(const TensorDict& params, F&& fn);
   /** forward(x) computed with `params` (model.apply(params, x)). */
-  Tensor apply(const TensorDict& params, const Tensor& x) {
-    return functional_call(params, [&] { return forward(x); });
-  }
+  Tensor apply(const TensorDict& params, const Tensor& x);
   /** Re-draws this module's own parameters with PyTorch's default initialisation for the
    *  layer; called on construction and by init(). Modules without parameters do nothing. */
   virtual void reset_parameters() {}
@@ -147,17 +142,7 @@ class Module : public std::enable_shared_from_this<Module> {
     Tensor value;
     bool persistent = true;
   };
-  /** Puts the given tensors into the named slots and restores the originals on exit. */
-  class Swap {
-   public:
-    Swap(Module& root, const TensorDict& values);
-    ~Swap();
-    Swap(const Swap&) = delete;
-    Swap& operator=(const Swap&) = delete;
-
-   private:
-    std::vector<std::pair<Tensor*, Tensor>> saved_;
-  };
+  friend class ParameterSwap;
   /** The slot (parameter or buffer) at a dotted path, or null. */
   Tensor* find_tensor(const std::string& path);
   void collect_parameters(const std::string& prefix, bool recurse,
@@ -177,6 +162,25 @@ class Module : public std::enable_shared_from_this<Module> {
   std::vector<std::pair<size_t, ForwardHook>> hooks_;
   size_t next_hook_id_ = 0;
 };
+
+/** Puts the given tensors into a module's parameter and buffer slots of those (dotted)
+ *  names, and puts the originals back when it goes out of scope. */
+class ParameterSwap {
+ public:
+  ParameterSwap(Module& root, const TensorDict& values);
+  ~ParameterSwap();
+  ParameterSwap(const ParameterSwap&) = delete;
+  ParameterSwap& operator=(const ParameterSwap&) = delete;
+
+ private:
+  std::vector<std::pair<Tensor*, Tensor>> saved_;
+};
+
+template <class F>
+auto Module::functional_call(const TensorDict& params, F&& fn) {
+  ParameterSwap swap(*this, params);
+  return fn();
+}
 
 /** A shared handle to a layer: `Linear fc(4, 2);` constructs a LinearImpl, `fc->weight` and
  *  `fc(x)` reach it. Empty holders come from `nullptr`. */

@@ -1,7 +1,9 @@
 // An insertion-ordered map with string keys: a module's parameters, buffers and children,
-// and state dicts. Modules hold a handful of entries, so lookup is a linear scan.
+// and state dicts. Modules hold a handful of entries, so lookup is a linear scan; a list
+// keeps references to values valid while others are added or removed.
 #pragma once
 
+#include <list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,7 +64,7 @@ class OrderedDict {
   auto end() const { return items_.end(); }
 
  private:
-  std::vector<Item> items_;
+  std::list<Item> items_;
 };
 
 }  // namespace ug::nn

@@ -1,0 +1,72 @@
+// Containers: Sequential (runs its modules in order), ModuleList and ModuleDict (hold
+// modules so their parameters are registered, without a forward of their own).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ug/nn/module.h"
+
+namespace ug::nn {
+
+namespace detail {
+template <class M>
+std::shared_ptr<Module> as_module(M&& m) {
+  if constexpr (requires { m.ptr(); })
+    return std::static_pointer_cast<Module>(m.ptr());
+  else
+    return std::static_pointer_cast<Module>(std::forward<M>(m));
+}
+}  // namespace detail
+
+class SequentialImpl : public Module {
+ public:
+  /** Sequential(Linear(784, 128), ReLU(), Linear(128, 10)): children named "0", "1", ... */
+  template <class... M>
+    requires(!std::is_base_of_v<Module, std::remove_cvref_t<M>> && ...)
+  explicit SequentialImpl(M&&... modules) : Module("Sequential") {
+    (push_back(detail::as_module(std::forward<M>(modules))), ...);
+  }
+  void push_back(std::shared_ptr<Module> m) { push_back(std::to_string(size()), std::move(m)); }
+  void push_back(const std::string& name, std::shared_ptr<Module> m);
+  std::shared_ptr<Module> operator[](int64_t i) const;
+  size_t size() const { return modules_.size(); }
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  std::vector<std::shared_ptr<Module>> modules_;
+};
+UG_MODULE(Sequential);
+
+class ModuleListImpl : public Module {
+ public:
+  template <class... M>
+    requires(!std::is_base_of_v<Module, std::remove_cvref_t<M>> && ...)
+  explicit ModuleListImpl(M&&... modules) : Module("ModuleList") {
+    (push_back(detail::as_module(std::forward<M>(modules))), ...);
+  }
+  void push_back(std::shared_ptr<Module> m);
+  std::shared_ptr<Module> operator[](int64_t i) const;
+  size_t size() const { return modules_.size(); }
+  auto begin() const { return modules_.begin(); }
+  auto end() const { return modules_.end(); }
+
+ private:
+  std::vector<std::shared_ptr<Module>> modules_;
+};
+UG_MODULE(ModuleList);
+
+class ModuleDictImpl : public Module {
+ public:
+  ModuleDictImpl() : Module("ModuleDict") {}
+  void insert(const std::string& name, std::shared_ptr<Module> m) { register_module(name, std::move(m)); }
+  std::shared_ptr<Module> operator[](const std::string& name) const { return child(name); }
+  bool contains(const std::string& name) const { return has_module(name); }
+  size_t size() const { return named_children().size(); }
+  std::vector<std::string> keys() const;
+};
+UG_MODULE(ModuleDict);
+
+}  // namespace ug::nn

@@ -1,0 +1,86 @@
+#include "ug/nn/layers/linear.h"
+
+#include <cmath>
+
+#include "ug/autograd/grad_mode.h"
+#include "ug/nn/init.h"
+#include "ug/nn/layers/activation.h"
+#include "ug/ops/binary.h"
+
+namespace ug::nn {
+
+LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool bias, DType dtype)
+    : LinearImpl("Linear", in_features, out_features, bias, dtype) {
+  if (in_features >= 0) reset_parameters();
+}
+
+LinearImpl::LinearImpl(std::string type_name, int64_t in_features, int64_t out_features, bool bias, DType dtype)
+    : Module(std::move(type_name)), in_features_(-1), out_features_(out_features), has_bias_(bias), dtype_(dtype) {
+  if (out_features <= 0) fail("[", this->type_name(), "] out_features must be positive, got ", out_features);
+  if (!is_floating(dtype)) fail<TypeError>("[", this->type_name(), "] needs a floating dtype, got ", dtype);
+  register_parameter("weight", Tensor());
+  register_parameter("bias", Tensor());
+  if (in_features >= 0) materialize(in_features);
+}
+
+void LinearImpl::materialize(int64_t in_features) {
+  in_features_ = in_features;
+  register_parameter("weight", empty({out_features_, in_features}, {.dtype = dtype_, .device = {}}));
+  if (has_bias_) register_parameter("bias", empty({out_features_}, {.dtype = dtype_, .device = {}}));
+}
+
+void LinearImpl::reset_parameters() {
+  if (in_features_ < 0) return;
+  // PyTorch: kaiming_uniform_(a=sqrt(5)), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)), for both.
+  init::kaiming_uniform_(weight(), std::sqrt(5.0));
+  if (has_bias_) {
+    const double bound = in_features_ > 0 ? 1 / std::sqrt(static_cast<double>(in_features_)) : 0;
+    init::uniform_(bias(), -bound, bound);
+  }
+}
+
+Tensor LinearImpl::forward(const Tensor& x) {
+  if (in_features_ < 0) {
+    if (x.dim() == 0) fail("[", type_name(), "] expected an input with a feature dim, got a scalar");
+    materialize(x.size(-1));
+    reset_parameters();
+  }
+  if (x.dim() == 0 || x.size(-1) != in_features_)
+    fail("[", type_name(), "] expected input with last dim ", in_features_, ", got shape ", x.shape());
+  Tensor y = x.matmul(weight().t());
+  return has_bias_ ? y + bias() : y;
+}
+
+std::string LinearImpl::extra_repr() const {
+  return "in_features=" + (in_features_ < 0 ? std::string("None") : std::to_string(in_features_)) +
+         ", out_features=" + std::to_string(out_features_) + ", bias=" + (has_bias_ ? "True" : "False");
+}
+
+DenseImpl::DenseImpl(int64_t units, const std::string& activation_name, int64_t input_dim, bool use_bias, DType dtype)
+    : LinearImpl("Dense", input_dim, units, use_bias, dtype),
+      activation_name_(activation_name),
+      activation_(activation(activation_name)) {
+  if (input_dim >= 0) reset_parameters();
+}
+
+void DenseImpl::reset_parameters() {
+  if (in_features() < 0) return;
+  init::xavier_uniform_(weight());
+  if (has_parameter("bias") && bias().defined()) init::zeros_(bias());
+}
+
+Tensor DenseImpl::forward(const Tensor& x) {
+  Tensor y = LinearImpl::forward(x);
+  return activation_ ? activation_(y) : y;
+}
+
+std::string DenseImpl::extra_repr() const {
+  return "units=" + std::to_string(out_features()) +
+         (activation_name_.empty() ? "" : ", activation=\"" + activation_name_ + "\"");
+}
+
+std::string FlattenImpl::extra_repr() const {
+  return "start_dim=" + std::to_string(start_dim_) + ", end_dim=" + std::to_string(end_dim_);
+}
+
+}  // namespace ug::nn

@@ -1,0 +1,70 @@
+// Linear (PyTorch), Dense (Keras: units, activation, lazy input size), Identity, Flatten.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "ug/nn/module.h"
+
+namespace ug::nn {
+
+class LinearImpl : public Module {
+ public:
+  /** in_features < 0 makes a lazy layer whose weight is created by the first forward. */
+  LinearImpl(int64_t in_features, int64_t out_features, bool bias = true, DType dtype = DType::Float32);
+  Tensor forward(const Tensor& x) override;
+  void reset_parameters() override;
+  std::string extra_repr() const override;
+  Tensor& weight() { return parameter("weight"); }
+  Tensor& bias() { return parameter("bias"); }
+  int64_t in_features() const { return in_features_; }
+  int64_t out_features() const { return out_features_; }
+
+ protected:
+  LinearImpl(std::string type_name, int64_t in_features, int64_t out_features, bool bias, DType dtype);
+  /** Creates the weight once the input size is known. */
+  void materialize(int64_t in_features);
+
+ private:
+  int64_t in_features_, out_features_;
+  bool has_bias_;
+  DType dtype_;
+};
+UG_MODULE(Linear);
+
+/** Keras's Dense: `Dense(128, "relu")`; the input size comes from the first call unless
+ *  given. Keras's defaults: Glorot-uniform kernel, zero bias. */
+class DenseImpl : public LinearImpl {
+ public:
+  DenseImpl(int64_t units, const std::string& activation = "", int64_t input_dim = -1, bool use_bias = true,
+            DType dtype = DType::Float32);
+  Tensor forward(const Tensor& x) override;
+  void reset_parameters() override;
+  std::string extra_repr() const override;
+
+ private:
+  std::string activation_name_;
+  std::function<Tensor(const Tensor&)> activation_;
+};
+UG_MODULE(Dense);
+
+class IdentityImpl : public Module {
+ public:
+  IdentityImpl() : Module("Identity") {}
+  Tensor forward(const Tensor& x) override { return x; }
+};
+UG_MODULE(Identity);
+
+class FlattenImpl : public Module {
+ public:
+  explicit FlattenImpl(int64_t start_dim = 1, int64_t end_dim = -1)
+      : Module("Flatten"), start_dim_(start_dim), end_dim_(end_dim) {}
+  Tensor forward(const Tensor& x) override { return x.flatten(start_dim_, end_dim_); }
+  std::string extra_repr() const override;
+
+ private:
+  int64_t start_dim_, end_dim_;
+};
+UG_MODULE(Flatten);
+
+}  // namespace ug::nn
