@@ -197,7 +197,7 @@ void bind_nn(nb::module_& nn) {
              self.p->set_type_name(nb::cast<std::string>(self.h.type().attr("__name__")));
            })
       .def("__call__", &call_module)
-      .def("__setattr__", &set_attribute)
+      .def("__setattr__", &set_attribute, "name"_a, "value"_a.none())
       .def("__getattr__", &get_attribute)
       .def("__delattr__",
            [](nb::handle self, const std::string& name) {
