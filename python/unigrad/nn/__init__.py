@@ -5,3 +5,4 @@ from .._export import export
 __all__ = export(_C.nn, globals())
 
 from . import functional  # noqa: E402,F401
+from . import utils  # noqa: E402,F401
