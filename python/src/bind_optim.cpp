@@ -1,7 +1,447 @@
+// ug.optim: the optimizers with torch's constructor arguments, their param_groups as mutable
+// mappings over the C++ groups, torch-structured state dicts, the functional init/update
+// (dicts or lists of tensors), and gradient clipping (ug.nn.utils).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <string>
+
 #include "bindings.h"
+#include "ug/autograd/grad_mode.h"
+#include "ug/optim/optim.h"
 
 namespace ugpy {
 
-void bind_optim(nb::module_& optim) {}
+void bind_lr_scheduler(nb::module_& lr_scheduler);
+
+namespace {
+
+using ug::Tensor;
+using namespace ug::optim;
+
+nb::object hyper_to_python(const HyperValue& v) {
+  if (const double* d = std::get_if<double>(&v)) return nb::float_(*d);
+  if (const bool* b = std::get_if<bool>(&v)) return nb::bool_(*b);
+  if (const auto* p = std::get_if<std::pair<double, double>>(&v)) return nb::make_tuple(p->first, p->second);
+  return nb::str(std::get<std::string>(v).c_str());
+}
+
+HyperValue hyper_from_python(const std::string& key, nb::handle h) {
+  if (PyBool_Check(h.ptr())) return nb::cast<bool>(h);
+  if (PyLong_Check(h.ptr()) || PyFloat_Check(h.ptr())) return nb::cast<double>(h);
+  if (PyUnicode_Check(h.ptr())) return nb::cast<std::string>(h);
+  if ((PyTuple_Check(h.ptr()) || PyList_Check(h.ptr())) && nb::len(h) == 2)
+    return std::pair<double, double>(nb::cast<double>(h[0]), nb::cast<double>(h[1]));
+  ug::fail<ug::TypeError>("[optim] option '", key, "' must be a number, a bool, a pair of numbers or a string, got ",
+                          nb::inst_name(h).c_str());
+}
+
+/** A parameter list: tensors, or (name, tensor) pairs as model.named_parameters() gives. */
+std::vector<Tensor> tensors_from_python(nb::handle h) {
+  if (nb::isinstance<Tensor>(h)) return {nb::cast<Tensor>(h)};
+  std::vector<Tensor> out;
+  for (nb::handle item : nb::iter(h)) {
+    if (nb::isinstance<Tensor>(item))
+      out.push_back(nb::cast<Tensor>(item));
+    else if (PyTuple_Check(item.ptr()) && nb::len(item) == 2 && nb::isinstance<Tensor>(item[1]))
+      out.push_back(nb::cast<Tensor>(item[1]));
+    else
+      ug::fail<ug::TypeError>("[optim] optimizer can only optimize Tensors, but one of the params is ",
+                              nb::inst_name(item).c_str());
+  }
+  return out;
+}
+
+ParamGroup group_from_dict(nb::handle d) {
+  nb::dict dict = nb::cast<nb::dict>(d);
+  if (!dict.contains("params")) ug::fail<ug::ValueError>("[optim] a parameter group dict needs a 'params' entry");
+  Hyper options;
+  for (auto [k, v] : dict) {
+    std::string key = nb::cast<std::string>(k);
+    if (key != "params") options.insert(key, hyper_from_python(key, v));
+  }
+  return ParamGroup(tensors_from_python(dict["params"]), std::move(options));
+}
+
+/** torch's `params` argument: an iterable of tensors (one group) or of dicts (groups). */
+std::vector<ParamGroup> groups_from_python(nb::handle params) {
+  if (params.is_none()) return {};
+  if (nb::isinstance<Tensor>(params))
+    ug::fail<ug::TypeError>("[optim] params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            "but got a Tensor");
+  nb::list items = nb::list(params);
+  if (nb::len(items) == 0) ug::fail<ug::ValueError>("[optim] optimizer got an empty parameter list");
+  if (!PyDict_Check(items[0].ptr())) return {ParamGroup(tensors_from_python(items))};
+  std::vector<ParamGroup> groups;
+  for (nb::handle d : items) groups.push_back(group_from_dict(d));
+  return groups;
+}
+
+/** opt.param_groups[i] (or opt.defaults when index < 0): a live view, so `g["lr"] = 0.1` changes the optimizer. */
+struct GroupView {
+  nb::object owner;  // keeps the optimizer alive
+  Optimizer* opt;
+  int64_t index;
+
+  Hyper& options() const {
+    if (index < 0) return opt->defaults();
+    if (index >= static_cast<int64_t>(opt->param_groups().size()))
+      ug::fail<ug::IndexError>("[optim] parameter group ", index, " no longer exists");
+    return opt->param_groups()[index].options();
+  }
+  bool has_params() const { return index >= 0; }
+  std::vector<std::string> keys() const {
+    std::vector<std::string> k;
+    if (has_params()) k.push_back("params");
+    for (const std::string& key : options().keys()) k.push_back(key);
+    return k;
+  }
+  nb::object get(const std::string& key) const {
+    if (key == "params" && has_params()) return nb::cast(opt->param_groups()[index].params());
+    const HyperValue* v = options().find(key);
+    if (!v) throw nb::key_error(key.c_str());
+    return hyper_to_python(*v);
+  }
+  void set(const std::string& key, nb::handle value) const {
+    if (key == "params" && has_params())
+      opt->param_groups()[index].params() = tensors_from_python(value);
+    else
+      options().insert(key, hyper_from_python(key, value));
+  }
+};
+
+nb::dict view_to_dict(const GroupView& v) {
+  nb::dict d;
+  for (const std::string& k : v.keys()) d[k.c_str()] = v.get(k);
+  return d;
+}
+
+/** opt.state[p]: the state dict of one parameter (sharing its tensors). */
+struct StateView {
+  nb::object owner;
+  Optimizer* opt;
+};
+
+nb::dict tensor_dict_to_python(const TensorDict& d) {
+  nb::dict out;
+  for (const auto& [k, t] : d) out[k.c_str()] = nb::cast(t);
+  return out;
+}
+
+TensorDict tensor_dict_from_python(nb::handle h) {
+  TensorDict out;
+  for (auto [k, v] : nb::cast<nb::dict>(h)) {
+    std::string key = nb::cast<std::string>(k);
+    if (nb::isinstance<Tensor>(v))
+      out.insert(key, nb::cast<Tensor>(v));
+    else  // torch's old checkpoints keep "step" as a number
+      out.insert(key, ug::scalar_tensor(nb::cast<double>(v), ug::Options{ug::DType::Float32, {}}));
+  }
+  return out;
+}
+
+nb::dict state_dict_to_python(const OptimizerStateDict& sd) {
+  nb::dict state;
+  for (const auto& [index, st] : sd.state) state[nb::int_(index)] = tensor_dict_to_python(st);
+  nb::list groups;
+  for (const auto& g : sd.param_groups) {
+    nb::dict d;
+    for (const auto& [k, v] : g.options) d[k.c_str()] = hyper_to_python(v);
+    d["params"] = nb::cast(g.params);
+    groups.append(d);
+  }
+  nb::dict out;
+  out["state"] = state;
+  out["param_groups"] = groups;
+  return out;
+}
+
+OptimizerStateDict state_dict_from_python(nb::handle h) {
+  nb::dict d = nb::cast<nb::dict>(h);
+  if (!d.contains("state") || !d.contains("param_groups"))
+    ug::fail<ug::ValueError>("[optim] a state dict needs 'state' and 'param_groups' entries");
+  OptimizerStateDict sd;
+  for (auto [k, v] : nb::cast<nb::dict>(d["state"])) sd.state.emplace_back(nb::cast<int64_t>(k), tensor_dict_from_python(v));
+  for (nb::handle g : d["param_groups"]) {
+    OptimizerStateDict::Group rec;
+    for (auto [k, v] : nb::cast<nb::dict>(g)) {
+      std::string key = nb::cast<std::string>(k);
+      if (key == "params")
+        rec.params = nb::cast<std::vector<int64_t>>(v);
+      else if (!v.is_none())  // torch's unset flags (foreach=None, fused=None) have no meaning here
+        rec.options.insert(key, hyper_from_python(key, v));
+    }
+    sd.param_groups.push_back(std::move(rec));
+  }
+  return sd;
+}
+
+// ---- functional form: dicts name -> tensor, or lists --------------------------------------
+
+bool is_mapping(nb::handle h) { return PyDict_Check(h.ptr()) || nb::hasattr(h, "keys"); }
+
+TensorDict tensors_in(nb::handle h) {
+  TensorDict out;
+  auto put = [&](const std::string& key, nb::handle v) { out.insert(key, v.is_none() ? Tensor() : nb::cast<Tensor>(v)); };
+  if (is_mapping(h)) {
+    for (nb::handle k : nb::iter(h.attr("keys")())) put(nb::cast<std::string>(nb::str(k)), h[k]);
+  } else {
+    size_t i = 0;
+    for (nb::handle v : nb::iter(h)) put(std::to_string(i++), v);
+  }
+  return out;
+}
+
+/** Rebuilds the container kind of `like` (a dict with its keys, or a list) from values by name. */
+template <class Dict, class F>
+nb::object container_out(nb::handle like, const Dict& values, F&& convert) {
+  if (is_mapping(like)) {
+    nb::dict out;
+    for (nb::handle k : nb::iter(like.attr("keys")())) out[k] = convert(values.at(nb::cast<std::string>(nb::str(k))));
+    return out;
+  }
+  nb::list out;
+  for (const auto& item : values) out.append(convert(item.second));
+  return out;
+}
+
+OptState opt_state_in(nb::handle h) {
+  OptState out;
+  if (is_mapping(h)) {
+    for (nb::handle k : nb::iter(h.attr("keys")())) out.insert(nb::cast<std::string>(nb::str(k)), tensor_dict_from_python(h[k]));
+  } else {
+    size_t i = 0;
+    for (nb::handle v : nb::iter(h)) out.insert(std::to_string(i++), tensor_dict_from_python(v));
+  }
+  return out;
+}
+
+nb::object tensor_or_none(const Tensor& t) { return t.defined() ? nb::cast(t) : nb::none(); }
+
+std::string optimizer_repr(const Optimizer& opt) {
+  std::string s = opt.name() + " (";
+  for (size_t i = 0; i < opt.param_groups().size(); ++i) {
+    s += "\nParameter Group " + std::to_string(i);
+    Hyper sorted = opt.param_groups()[i].options();
+    std::vector<std::string> keys = sorted.keys();
+    std::sort(keys.begin(), keys.end());
+    for (const std::string& k : keys)
+      s += "\n    " + k + ": " + nb::cast<std::string>(nb::repr(hyper_to_python(sorted.at(k))));
+  }
+  return s + "\n)";
+}
+
+}  // namespace
+
+void bind_optim(nb::module_& optim) {
+  nb::class_<GroupView>(optim, "_ParamGroup", "A live view of one parameter group (or the defaults) as a dict.")
+      .def("__getitem__", [](const GroupView& v, const std::string& k) { return v.get(k); })
+      .def("__setitem__", [](const GroupView& v, const std::string& k, nb::handle value) { v.set(k, value); })
+      .def("__delitem__",
+           [](const GroupView& v, const std::string& k) {
+             if (k == "params" || !v.options().erase(k)) throw nb::key_error(k.c_str());
+           })
+      .def("__contains__", [](const GroupView& v, const std::string& k) {
+        return (k == "params" && v.has_params()) || v.options().contains(k);
+      })
+      .def("__len__", [](const GroupView& v) { return v.keys().size(); })
+      .def("__iter__", [](const GroupView& v) { return nb::iter(nb::cast(v.keys())); })
+      .def("keys", [](const GroupView& v) { return v.keys(); })
+      .def("values", [](const GroupView& v) { return view_to_dict(v).attr("values")(); })
+      .def("items", [](const GroupView& v) { return view_to_dict(v).attr("items")(); })
+      .def("get",
+           [](const GroupView& v, const std::string& k, nb::object dflt) {
+             return ((k == "params" && v.has_params()) || v.options().contains(k)) ? v.get(k) : dflt;
+           },
+           nb::arg("key"), nb::arg("default") = nb::none())
+      .def("setdefault",
+           [](const GroupView& v, const std::string& k, nb::object dflt) {
+             if (!v.options().contains(k) && !(k == "params" && v.has_params())) v.set(k, dflt);
+             return v.get(k);
+           },
+           nb::arg("key"), nb::arg("default") = nb::none())
+      .def("update",
+           [](const GroupView& v, nb::dict d) {
+             for (auto [k, value] : d) v.set(nb::cast<std::string>(k), value);
+           })
+      .def("copy", &view_to_dict)
+      .def("__eq__", [](const GroupView& v, nb::handle other) { return view_to_dict(v).equal(other); })
+      .def("__repr__", [](const GroupView& v) { return nb::repr(view_to_dict(v)); });
+  nb::module_::import_("collections.abc").attr("MutableMapping").attr("register")(optim.attr("_ParamGroup"));
+
+  nb::class_<StateView>(optim, "_OptimizerState", "opt.state: parameter -> its state dict.")
+      .def("__getitem__",
+           [](const StateView& v, const Tensor& p) {
+             const TensorDict* st = v.opt->find_state(p);
+             return st ? tensor_dict_to_python(*st) : nb::dict();
+           })
+      .def("__contains__", [](const StateView& v, const Tensor& p) {
+        const TensorDict* st = v.opt->find_state(p);
+        return st && !st->empty();
+      })
+      .def("__len__", [](const StateView& v) {
+        size_t n = 0;
+        for (const ParamGroup& g : v.opt->param_groups())
+          for (const Tensor& p : g.params())
+            if (const TensorDict* st = v.opt->find_state(p); st && !st->empty()) ++n;
+        return n;
+      });
+
+  nb::class_<Optimizer>(optim, "Optimizer", "Base of the optimizers: parameter groups, state, step and zero_grad.")
+      .def_prop_ro("param_groups",
+                   [](nb::handle self) {
+                     Optimizer& opt = nb::cast<Optimizer&>(self);
+                     nb::list out;
+                     for (size_t i = 0; i < opt.param_groups().size(); ++i)
+                       out.append(GroupView{nb::borrow(self), &opt, static_cast<int64_t>(i)});
+                     return out;
+                   })
+      .def_prop_ro("defaults",
+                   [](nb::handle self) { return GroupView{nb::borrow(self), &nb::cast<Optimizer&>(self), -1}; })
+      .def_prop_ro("state", [](nb::handle self) { return StateView{nb::borrow(self), &nb::cast<Optimizer&>(self)}; })
+      .def(
+          "step",
+          [](Optimizer& opt, nb::object closure) {
+            nb::object loss = nb::none();
+            if (!closure.is_none()) {
+              ug::EnableGradGuard enable;
+              loss = closure();
+            }
+            opt.step();
+            return loss;
+          },
+          nb::arg("closure") = nb::none(),
+          "Updates the parameters from their .grad; closure (optional) re-evaluates the loss first.")
+      .def("zero_grad", &Optimizer::zero_grad, nb::arg("set_to_none") = true)
+      .def("add_param_group", [](Optimizer& opt, nb::handle group) { opt.add_param_group(group_from_dict(group)); })
+      .def("state_dict", [](const Optimizer& opt) { return state_dict_to_python(opt.state_dict()); })
+      .def("load_state_dict",
+           [](Optimizer& opt, nb::handle sd) { opt.load_state_dict(state_dict_from_python(sd)); })
+      .def(
+          "init",
+          [](const Optimizer& opt, nb::handle params) {
+            return container_out(params, opt.init(tensors_in(params)), tensor_dict_to_python);
+          },
+          nb::arg("params"), "The starting optimizer state for params (a dict name -> tensor, or a list).")
+      .def(
+          "update",
+          [](const Optimizer& opt, nb::handle grads, nb::handle state, nb::handle params) {
+            auto [updates, next] = opt.update(tensors_in(grads), opt_state_in(state), tensors_in(params));
+            return nb::make_tuple(container_out(params, updates, tensor_or_none),
+                                  container_out(params, next, tensor_dict_to_python));
+          },
+          nb::arg("grads"), nb::arg("state"), nb::arg("params"),
+          "(updates, new_state): updates = new params - params, by the rule of step() with the defaults' "
+          "hyperparameters; the inputs are not modified.")
+      .def("__repr__", &optimizer_repr);
+
+  nb::class_<SGD, Optimizer>(optim, "SGD", "torch.optim.SGD: momentum, dampening, Nesterov, weight decay.")
+      .def(
+          "__init__",
+          [](SGD* self, nb::handle params, double lr, double momentum, double dampening, double weight_decay,
+             bool nesterov, bool maximize) {
+            new (self) SGD(groups_from_python(params), SGDOptions(lr)
+                                                           .momentum(momentum)
+                                                           .dampening(dampening)
+                                                           .weight_decay(weight_decay)
+                                                           .nesterov(nesterov)
+                                                           .maximize(maximize));
+          },
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = 1e-3, nb::arg("momentum") = 0.0,
+          nb::arg("dampening") = 0.0, nb::arg("weight_decay") = 0.0, nb::arg("nesterov") = false, nb::kw_only(),
+          nb::arg("maximize") = false);
+
+  nb::class_<Adam, Optimizer>(optim, "Adam", "torch.optim.Adam: amsgrad, weight decay (L2 or decoupled), maximize.")
+      .def(
+          "__init__",
+          [](Adam* self, nb::handle params, double lr, std::pair<double, double> betas, double eps, double weight_decay,
+             bool amsgrad, bool maximize, bool decoupled) {
+            new (self) Adam(groups_from_python(params), AdamOptions(lr)
+                                                            .betas(betas)
+                                                            .eps(eps)
+                                                            .weight_decay(weight_decay)
+                                                            .amsgrad(amsgrad)
+                                                            .maximize(maximize)
+                                                            .decoupled_weight_decay(decoupled));
+          },
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = 1e-3,
+          nb::arg("betas") = std::pair<double, double>(0.9, 0.999), nb::arg("eps") = 1e-8,
+          nb::arg("weight_decay") = 0.0, nb::arg("amsgrad") = false, nb::kw_only(), nb::arg("maximize") = false,
+          nb::arg("decoupled_weight_decay") = false);
+
+  nb::class_<AdamW, Adam>(optim, "AdamW", "torch.optim.AdamW: Adam with decoupled weight decay.")
+      .def(
+          "__init__",
+          [](AdamW* self, nb::handle params, double lr, std::pair<double, double> betas, double eps,
+             double weight_decay, bool amsgrad, bool maximize) {
+            new (self) AdamW(groups_from_python(params),
+                             AdamWOptions(lr).betas(betas).eps(eps).weight_decay(weight_decay).amsgrad(amsgrad).maximize(
+                                 maximize));
+          },
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = 1e-3,
+          nb::arg("betas") = std::pair<double, double>(0.9, 0.999), nb::arg("eps") = 1e-8,
+          nb::arg("weight_decay") = 1e-2, nb::arg("amsgrad") = false, nb::kw_only(), nb::arg("maximize") = false);
+
+  nb::class_<RMSprop, Optimizer>(optim, "RMSprop", "torch.optim.RMSprop: momentum, centered, weight decay.")
+      .def(
+          "__init__",
+          [](RMSprop* self, nb::handle params, double lr, double alpha, double eps, double weight_decay,
+             double momentum, bool centered, bool maximize) {
+            new (self) RMSprop(groups_from_python(params), RMSpropOptions(lr)
+                                                               .alpha(alpha)
+                                                               .eps(eps)
+                                                               .weight_decay(weight_decay)
+                                                               .momentum(momentum)
+                                                               .centered(centered)
+                                                               .maximize(maximize));
+          },
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = 1e-2, nb::arg("alpha") = 0.99,
+          nb::arg("eps") = 1e-8, nb::arg("weight_decay") = 0.0, nb::arg("momentum") = 0.0,
+          nb::arg("centered") = false, nb::kw_only(), nb::arg("maximize") = false);
+
+  nb::class_<Adagrad, Optimizer>(optim, "Adagrad", "torch.optim.Adagrad: lr_decay, weight decay, initial accumulator.")
+      .def(
+          "__init__",
+          [](Adagrad* self, nb::handle params, double lr, double lr_decay, double weight_decay,
+             double initial_accumulator_value, double eps, bool maximize) {
+            new (self) Adagrad(groups_from_python(params), AdagradOptions(lr)
+                                                               .lr_decay(lr_decay)
+                                                               .weight_decay(weight_decay)
+                                                               .initial_accumulator_value(initial_accumulator_value)
+                                                               .eps(eps)
+                                                               .maximize(maximize));
+          },
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = 1e-2, nb::arg("lr_decay") = 0.0,
+          nb::arg("weight_decay") = 0.0, nb::arg("initial_accumulator_value") = 0.0, nb::arg("eps") = 1e-10,
+          nb::kw_only(), nb::arg("maximize") = false);
+
+  optim.def(
+      "apply_updates",
+      [](nb::handle params, nb::handle updates) {
+        return container_out(params, apply_updates(tensors_in(params), tensors_in(updates)), tensor_or_none);
+      },
+      nb::arg("params"), nb::arg("updates"), "params + updates (optax.apply_updates), as new tensors.");
+
+  nb::module_ utils = optim.def_submodule("_utils", "gradient clipping (re-exported by ug.nn.utils)");
+  utils.def(
+      "clip_grad_norm_",
+      [](nb::handle parameters, double max_norm, double norm_type, bool error_if_nonfinite) {
+        return ug::nn::utils::clip_grad_norm_(tensors_from_python(parameters), max_norm, norm_type, error_if_nonfinite);
+      },
+      nb::arg("parameters"), nb::arg("max_norm"), nb::arg("norm_type") = 2.0, nb::arg("error_if_nonfinite") = false,
+      "Scales the gradients so their joint norm is at most max_norm; returns the norm before clipping.");
+  utils.def(
+      "clip_grad_value_",
+      [](nb::handle parameters, double clip_value) {
+        ug::nn::utils::clip_grad_value_(tensors_from_python(parameters), clip_value);
+      },
+      nb::arg("parameters"), nb::arg("clip_value"), "Clamps every gradient element into [-clip_value, clip_value].");
+
+  nb::module_ lr_scheduler = optim.def_submodule("lr_scheduler", "learning-rate schedules");
+  bind_lr_scheduler(lr_scheduler);
+}
 
 }  // namespace ugpy

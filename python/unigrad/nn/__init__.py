@@ -6,9 +6,9 @@ from .._export import export
 
 __all__ = export(_C.nn, globals())
 
-from . import functional  # noqa: E402,F401
+from . import functional, utils  # noqa: E402,F401
 from .parameter import Parameter, functional_call  # noqa: E402,F401
 
 init = _C.nn.init
 sys.modules[__name__ + ".init"] = init  # `import unigrad.nn.init` and `from unigrad.nn import init`
-__all__ += ["Parameter", "functional_call", "functional", "init"]
+__all__ += ["Parameter", "functional_call", "functional", "init", "utils"]

@@ -3,3 +3,5 @@ from .. import _C
 from .._export import export
 
 __all__ = export(_C.optim, globals())
+
+from . import lr_scheduler  # noqa: E402,F401

@@ -1,0 +1,131 @@
+// ug.optim.lr_scheduler: the schedulers with torch's constructor arguments. Each keeps its
+// optimizer alive; SequentialLR keeps its schedulers.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <string>
+
+#include "bindings.h"
+#include "ug/optim/lr_scheduler.h"
+
+namespace ugpy {
+namespace {
+
+using namespace ug::optim;
+using namespace ug::optim::lr_scheduler;
+
+/** One number or a list of numbers (one per group). */
+std::vector<double> floats(nb::handle h) {
+  if (PyFloat_Check(h.ptr()) || PyLong_Check(h.ptr())) return {nb::cast<double>(h)};
+  return nb::cast<std::vector<double>>(h);
+}
+
+nb::dict state_to_python(const SchedulerState& s) {
+  nb::dict out;
+  for (const auto& [k, v] : s) {
+    if (const double* d = std::get_if<double>(&v)) {
+      const bool counter = k.find("epoch") != std::string::npos || k.find("_count") != std::string::npos ||
+                           k.find("num_bad") != std::string::npos || k.find("cooldown") != std::string::npos;
+      out[k.c_str()] = counter ? nb::object(nb::int_(static_cast<int64_t>(*d))) : nb::object(nb::float_(*d));
+    } else {
+      out[k.c_str()] = nb::cast(std::get<std::vector<double>>(v));
+    }
+  }
+  return out;
+}
+
+SchedulerState state_from_python(nb::handle h) {
+  SchedulerState out;
+  for (auto [k, v] : nb::cast<nb::dict>(h)) {
+    std::string key = nb::cast<std::string>(k);
+    if (PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr()))
+      out.insert(key, nb::cast<double>(v));
+    else
+      out.insert(key, nb::cast<std::vector<double>>(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_lr_scheduler(nb::module_& m) {
+  nb::class_<LRScheduler>(m, "LRScheduler", "Base of the epoch-driven schedulers.")
+      .def("step", &LRScheduler::step, "Advances one epoch and sets the groups' learning rates.")
+      .def("get_last_lr", &LRScheduler::get_last_lr)
+      .def_prop_ro("last_epoch", &LRScheduler::last_epoch)
+      .def_prop_ro("base_lrs", &LRScheduler::base_lrs)
+      .def_prop_ro("optimizer", &LRScheduler::optimizer, nb::rv_policy::reference)
+      .def("state_dict", [](const LRScheduler& s) { return state_to_python(s.state_dict()); })
+      .def("load_state_dict", [](LRScheduler& s, nb::handle d) { s.load_state_dict(state_from_python(d)); });
+
+  nb::class_<StepLR, LRScheduler>(m, "StepLR", "lr *= gamma every step_size epochs.")
+      .def(nb::init<Optimizer&, int64_t, double, int64_t>(), nb::arg("optimizer"), nb::arg("step_size"),
+           nb::arg("gamma") = 0.1, nb::arg("last_epoch") = -1, nb::keep_alive<1, 2>());
+  nb::class_<MultiStepLR, LRScheduler>(m, "MultiStepLR", "lr *= gamma at each milestone.")
+      .def(nb::init<Optimizer&, std::vector<int64_t>, double, int64_t>(), nb::arg("optimizer"), nb::arg("milestones"),
+           nb::arg("gamma") = 0.1, nb::arg("last_epoch") = -1, nb::keep_alive<1, 2>());
+  nb::class_<ExponentialLR, LRScheduler>(m, "ExponentialLR", "lr *= gamma every epoch.")
+      .def(nb::init<Optimizer&, double, int64_t>(), nb::arg("optimizer"), nb::arg("gamma"), nb::arg("last_epoch") = -1,
+           nb::keep_alive<1, 2>());
+  nb::class_<CosineAnnealingLR, LRScheduler>(m, "CosineAnnealingLR", "Cosine from the base lr to eta_min in T_max epochs.")
+      .def(nb::init<Optimizer&, int64_t, double, int64_t>(), nb::arg("optimizer"), nb::arg("T_max"),
+           nb::arg("eta_min") = 0.0, nb::arg("last_epoch") = -1, nb::keep_alive<1, 2>());
+  nb::class_<LinearLR, LRScheduler>(m, "LinearLR", "The lr factor moves linearly from start_factor to end_factor.")
+      .def(nb::init<Optimizer&, double, double, int64_t, int64_t>(), nb::arg("optimizer"),
+           nb::arg("start_factor") = 1.0 / 3, nb::arg("end_factor") = 1.0, nb::arg("total_iters") = 5,
+           nb::arg("last_epoch") = -1, nb::keep_alive<1, 2>());
+  nb::class_<SequentialLR, LRScheduler>(m, "SequentialLR", "Schedulers one after another, switching at milestones.")
+      .def(nb::init<Optimizer&, std::vector<std::shared_ptr<LRScheduler>>, std::vector<int64_t>, int64_t>(),
+           nb::arg("optimizer"), nb::arg("schedulers"), nb::arg("milestones"), nb::arg("last_epoch") = -1,
+           nb::keep_alive<1, 2>());
+  nb::class_<OneCycleLR, LRScheduler>(m, "OneCycleLR", "The 1cycle policy, with momentum cycling.")
+      .def(
+          "__init__",
+          [](OneCycleLR* self, Optimizer& opt, nb::handle max_lr, std::optional<int64_t> total_steps,
+             std::optional<int64_t> epochs, std::optional<int64_t> steps_per_epoch, double pct_start,
+             std::string anneal_strategy, bool cycle_momentum, nb::handle base_momentum, nb::handle max_momentum,
+             double div_factor, double final_div_factor, bool three_phase, int64_t last_epoch) {
+            OneCycleOptions o{total_steps,     epochs,          steps_per_epoch,       pct_start,
+                              anneal_strategy, cycle_momentum,  floats(base_momentum), floats(max_momentum),
+                              div_factor,      final_div_factor, three_phase,          last_epoch};
+            new (self) OneCycleLR(opt, floats(max_lr), std::move(o));
+          },
+          nb::arg("optimizer"), nb::arg("max_lr"), nb::arg("total_steps").none() = nb::none(),
+          nb::arg("epochs").none() = nb::none(), nb::arg("steps_per_epoch").none() = nb::none(),
+          nb::arg("pct_start") = 0.3, nb::arg("anneal_strategy") = "cos", nb::arg("cycle_momentum") = true,
+          nb::arg("base_momentum") = 0.85, nb::arg("max_momentum") = 0.95, nb::arg("div_factor") = 25.0,
+          nb::arg("final_div_factor") = 1e4, nb::arg("three_phase") = false, nb::arg("last_epoch") = -1,
+          nb::keep_alive<1, 2>())
+      .def_prop_ro("total_steps", &OneCycleLR::total_steps);
+
+  nb::class_<ReduceLROnPlateau>(m, "ReduceLROnPlateau", "Cuts the lr when a metric stops improving.")
+      .def(
+          "__init__",
+          [](ReduceLROnPlateau* self, Optimizer& opt, std::string mode, double factor, int64_t patience,
+             double threshold, std::string threshold_mode, int64_t cooldown, nb::handle min_lr, double eps) {
+            new (self) ReduceLROnPlateau(opt, ReduceLROnPlateauOptions{mode, factor, patience, threshold,
+                                                                       threshold_mode, cooldown, floats(min_lr), eps});
+          },
+          nb::arg("optimizer"), nb::arg("mode") = "min", nb::arg("factor") = 0.1, nb::arg("patience") = 10,
+          nb::arg("threshold") = 1e-4, nb::arg("threshold_mode") = "rel", nb::arg("cooldown") = 0,
+          nb::arg("min_lr") = 0.0, nb::arg("eps") = 1e-8, nb::keep_alive<1, 2>())
+      .def(
+          "step",
+          [](ReduceLROnPlateau& s, nb::handle metrics) {
+            nb::object f = nb::steal(PyNumber_Float(metrics.ptr()));
+            if (!f.is_valid()) throw nb::python_error();
+            s.step(nb::cast<double>(f));
+          },
+          nb::arg("metrics"))
+      .def("get_last_lr", &ReduceLROnPlateau::get_last_lr)
+      .def_prop_ro("last_epoch", &ReduceLROnPlateau::last_epoch)
+      .def_prop_ro("best", &ReduceLROnPlateau::best)
+      .def_prop_ro("num_bad_epochs", &ReduceLROnPlateau::num_bad_epochs)
+      .def_prop_ro("optimizer", &ReduceLROnPlateau::optimizer, nb::rv_policy::reference)
+      .def("state_dict", [](const ReduceLROnPlateau& s) { return state_to_python(s.state_dict()); })
+      .def("load_state_dict", [](ReduceLROnPlateau& s, nb::handle d) { s.load_state_dict(state_from_python(d)); });
+}
+
+}  // namespace ugpy

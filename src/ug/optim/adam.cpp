@@ -1,0 +1,77 @@
+#include "ug/optim/adam.h"
+
+#include "ug/optim/kernels.h"
+
+namespace ug::optim {
+namespace {
+
+Hyper adam_hyper(const char* name, double lr, std::pair<double, double> betas, double eps, double weight_decay,
+                 bool amsgrad, bool maximize, bool decoupled) {
+  if (lr < 0) fail<ValueError>("[", name, "] invalid learning rate: ", lr);
+  if (eps < 0) fail<ValueError>("[", name, "] invalid epsilon value: ", eps);
+  if (betas.first < 0 || betas.first >= 1) fail<ValueError>("[", name, "] invalid beta parameter at index 0: ", betas.first);
+  if (betas.second < 0 || betas.second >= 1)
+    fail<ValueError>("[", name, "] invalid beta parameter at index 1: ", betas.second);
+  if (weight_decay < 0) fail<ValueError>("[", name, "] invalid weight_decay value: ", weight_decay);
+  return {{"lr", lr},
+          {"betas", betas},
+          {"eps", eps},
+          {"weight_decay", weight_decay},
+          {"amsgrad", amsgrad},
+          {"maximize", maximize},
+          {"decoupled_weight_decay", decoupled}};
+}
+
+std::vector<ParamGroup> one_group(std::vector<Tensor> params) { return {ParamGroup(std::move(params))}; }
+
+}  // namespace
+
+AdamOptions::operator Hyper() const {
+  return adam_hyper("Adam", lr_, betas_, eps_, weight_decay_, amsgrad_, maximize_, decoupled_weight_decay_);
+}
+
+AdamWOptions::operator Hyper() const {
+  return adam_hyper("AdamW", lr_, betas_, eps_, weight_decay_, amsgrad_, maximize_, true);
+}
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Adam(one_group(std::move(params)), options) {}
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions defaults) : Adam("Adam", std::move(groups), defaults) {}
+Adam::Adam(std::string name, std::vector<ParamGroup> groups, Hyper defaults)
+    : Optimizer(std::move(name), std::move(groups), std::move(defaults)) {}
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : AdamW(one_group(std::move(params)), options) {}
+AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions defaults) : Adam("AdamW", std::move(groups), defaults) {}
+
+TensorDict Adam::init_state(const Tensor& param, const Hyper& h) const {
+  TensorDict st{{"step", detail::zero_step()},
+                {"exp_avg", zeros(param.shape(), Options{param.dtype(), param.device()})},
+                {"exp_avg_sq", zeros(param.shape(), Options{param.dtype(), param.device()})}};
+  if (hyper_get<bool>(h, "amsgrad")) st.insert("max_exp_avg_sq", zeros(param.shape(), Options{param.dtype(), param.device()}));
+  return st;
+}
+
+void Adam::update_param(const Hyper& h, const Tensor& param, const Tensor& grad, TensorDict& state) const {
+  const bool amsgrad = hyper_get<bool>(h, "amsgrad");
+  if (amsgrad && !state.contains("max_exp_avg_sq"))
+    state.insert("max_exp_avg_sq", zeros(param.shape(), Options{param.dtype(), param.device()}));
+  const double step = detail::increment_step(state);
+  const auto [beta1, beta2] = hyper_get<std::pair<double, double>>(h, "betas");
+  UG_OPTIM_DISPATCH(param.dtype(), T, {
+    const kernels::AdamArgs<T> a{param.data_ptr<T>(),
+                                 grad.data_ptr<T>(),
+                                 state.at("exp_avg").data_ptr<T>(),
+                                 state.at("exp_avg_sq").data_ptr<T>(),
+                                 amsgrad ? state.at("max_exp_avg_sq").data_ptr<T>() : nullptr,
+                                 hyper_get<double>(h, "lr"),
+                                 beta1,
+                                 beta2,
+                                 hyper_get<double>(h, "eps"),
+                                 hyper_get<double>(h, "weight_decay"),
+                                 step,
+                                 hyper_get<bool>(h, "decoupled_weight_decay"),
+                                 hyper_get<bool>(h, "maximize")};
+    detail::for_chunks(param.numel(), [&](int64_t b, int64_t e) { kernels::adam(a, b, e); });
+  })
+}
+
+}  // namespace ug::optim

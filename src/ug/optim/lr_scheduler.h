@@ -1,0 +1,215 @@
+// Learning-rate schedules, torch.optim.lr_scheduler: each step() sets the lr of every
+// parameter group of an optimizer. They follow torch's chainable forms (each lr computed from
+// the group's current lr), so they compose with each other and with manual changes exactly as
+// torch's do. A scheduler refers to its optimizer, which must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ug/optim/optimizer.h"
+
+namespace ug::optim::lr_scheduler {
+
+/** A scheduler's state: its counters and learning-rate lists by name ("last_epoch", ...). */
+using SchedulerState = nn::OrderedDict<std::variant<double, std::vector<double>>>;
+
+class LRScheduler {
+ public:
+  virtual ~LRScheduler() = default;
+  LRScheduler(const LRScheduler&) = delete;
+  LRScheduler& operator=(const LRScheduler&) = delete;
+
+  /** Advances one epoch (or iteration) and sets the groups' learning rates. */
+  virtual void step();
+  /** The learning rates set by the last step, one per group. */
+  const std::vector<double>& get_last_lr() const { return last_lr_; }
+  int64_t last_epoch() const { return last_epoch_; }
+  const std::vector<double>& base_lrs() const { return base_lrs_; }
+  Optimizer& optimizer() const { return *opt_; }
+  virtual SchedulerState state_dict() const;
+  virtual void load_state_dict(const SchedulerState& state);
+
+ protected:
+  explicit LRScheduler(Optimizer& optimizer) : opt_(&optimizer) {}
+  /** torch's LRScheduler.__init__, run at the end of a subclass's constructor: records the
+   *  base learning rates ("initial_lr") and takes the initial step. */
+  void initialize(int64_t last_epoch);
+  /** The next learning rates from the current ones (the chainable form). */
+  virtual std::vector<double> get_lr() = 0;
+  /** The learning rates at last_epoch from the base ones, where a closed form exists. */
+  virtual std::optional<std::vector<double>> closed_form_lr() const { return std::nullopt; }
+  /** torch's _update_lr: next epoch (or jump to `epoch`), then set the groups' lr. */
+  void update_lr(std::optional<int64_t> epoch = std::nullopt);
+  /** torch's _initial_step. */
+  void initial_step();
+  std::vector<double> group_values(const std::string& key) const;
+
+  Optimizer* opt_;
+  int64_t last_epoch_ = -1;
+  int64_t step_count_ = 0;
+  bool is_initial_ = false;
+  std::vector<double> base_lrs_, last_lr_;
+
+  friend class SequentialLR;
+};
+
+/** lr *= gamma every step_size epochs. */
+class StepLR : public LRScheduler {
+ public:
+  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1, int64_t last_epoch = -1);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
+
+ private:
+  int64_t step_size_;
+  double gamma_;
+};
+
+/** lr *= gamma at each milestone epoch (a milestone listed twice counts twice). */
+class MultiStepLR : public LRScheduler {
+ public:
+  MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1, int64_t last_epoch = -1);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
+
+ private:
+  std::vector<int64_t> milestones_;  // sorted
+  double gamma_;
+};
+
+/** lr *= gamma every epoch. */
+class ExponentialLR : public LRScheduler {
+ public:
+  ExponentialLR(Optimizer& optimizer, double gamma, int64_t last_epoch = -1);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
+
+ private:
+  double gamma_;
+};
+
+/** Half a cosine from the base lr down to eta_min over T_max epochs (then back up). */
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0.0, int64_t last_epoch = -1);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
+
+ private:
+  int64_t T_max_;
+  double eta_min_;
+};
+
+/** The lr factor goes linearly from start_factor to end_factor over total_iters epochs. */
+class LinearLR : public LRScheduler {
+ public:
+  LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5,
+           int64_t last_epoch = -1);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
+
+ private:
+  double start_factor_, end_factor_;
+  int64_t total_iters_;
+};
+
+/** Runs schedulers one after another, switching at the milestone epochs (warm-up, then decay). */
+class SequentialLR : public LRScheduler {
+ public:
+  SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
+               std::vector<int64_t> milestones, int64_t last_epoch = -1);
+  void step() override;
+  SchedulerState state_dict() const override;
+  void load_state_dict(const SchedulerState& state) override;
+  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
+
+ protected:
+  std::vector<double> get_lr() override { return last_lr_; }
+
+ private:
+  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+  std::vector<int64_t> milestones_;
+};
+
+/** The 1cycle policy: lr rises from max_lr/div_factor to max_lr, then anneals (cos or linear)
+ *  to initial_lr/final_div_factor; momentum (or Adam's beta1) cycles the other way. */
+struct OneCycleOptions {
+  std::optional<int64_t> total_steps, epochs, steps_per_epoch;
+  double pct_start = 0.3;
+  std::string anneal_strategy = "cos";
+  bool cycle_momentum = true;
+  std::vector<double> base_momentum = {0.85}, max_momentum = {0.95};  // one value, or one per group
+  double div_factor = 25.0, final_div_factor = 1e4;
+  bool three_phase = false;
+  int64_t last_epoch = -1;
+};
+
+class OneCycleLR : public LRScheduler {
+ public:
+  /** max_lr: one value, or one per group. */
+  OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, OneCycleOptions options = {});
+  int64_t total_steps() const { return total_steps_; }
+
+ protected:
+  std::vector<double> get_lr() override;
+
+ private:
+  struct Phase {
+    double end_step;
+    const char *start_lr, *end_lr, *start_momentum, *end_momentum;
+  };
+  double anneal(double start, double end, double pct) const;
+  int64_t total_steps_;
+  std::vector<Phase> phases_;
+  bool cos_, cycle_momentum_, use_beta1_ = false;
+};
+
+/** Cuts the lr by `factor` when a metric has stopped improving for `patience` epochs. */
+struct ReduceLROnPlateauOptions {
+  std::string mode = "min";
+  double factor = 0.1;
+  int64_t patience = 10;
+  double threshold = 1e-4;
+  std::string threshold_mode = "rel";
+  int64_t cooldown = 0;
+  std::vector<double> min_lr = {0.0};  // one value, or one per group
+  double eps = 1e-8;
+};
+
+class ReduceLROnPlateau {
+ public:
+  explicit ReduceLROnPlateau(Optimizer& optimizer, ReduceLROnPlateauOptions options = {});
+  void step(double metric);
+  const std::vector<double>& get_last_lr() const { return last_lr_; }
+  int64_t last_epoch() const { return last_epoch_; }
+  double best() const { return best_; }
+  int64_t num_bad_epochs() const { return num_bad_epochs_; }
+  Optimizer& optimizer() const { return *opt_; }
+  SchedulerState state_dict() const;
+  void load_state_dict(const SchedulerState& state);
+
+ private:
+  bool is_better(double a, double best) const;
+  Optimizer* opt_;
+  ReduceLROnPlateauOptions o_;
+  std::vector<double> min_lrs_, last_lr_;
+  double best_;
+  int64_t last_epoch_ = 0, cooldown_counter_ = 0, num_bad_epochs_ = 0;
+};
+
+}  // namespace ug::optim::lr_scheduler

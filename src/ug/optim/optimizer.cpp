@@ -1,0 +1,183 @@
+#include "ug/optim/optimizer.h"
+
+#include <algorithm>
+
+#include "ug/autograd/grad_mode.h"
+#include "ug/core/thread_pool.h"
+
+namespace ug::optim {
+
+HyperValue& ParamGroup::slot(const std::string& key) {
+  HyperValue* v = options_.find(key);
+  if (!v) fail<ValueError>("[optim] param group has no option '", key, "'");
+  if (!std::holds_alternative<double>(*v)) fail<TypeError>("[optim] option '", key, "' is not a number");
+  return *v;
+}
+
+Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups, Hyper defaults)
+    : name_(std::move(name)), defaults_(std::move(defaults)) {
+  for (ParamGroup& g : groups) add_param_group(std::move(g));
+}
+
+void Optimizer::add_param_group(ParamGroup group) {
+  const auto& params = group.params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    if (!p.defined()) fail<ValueError>("[", name_, "] a parameter is an undefined tensor");
+    if (!p.is_leaf()) fail<ValueError>("[", name_, "] can't optimize a non-leaf tensor");
+    for (size_t j = 0; j < i; ++j)
+      if (params[j].impl_ref().get() == p.impl_ref().get())
+        fail<ValueError>("[", name_, "] a parameter group contains the same parameter twice");
+    for (const ParamGroup& other : groups_)
+      for (const Tensor& q : other.params())
+        if (q.impl_ref().get() == p.impl_ref().get())
+          fail<ValueError>("[", name_, "] some parameters appear in more than one parameter group");
+  }
+  for (const auto& [key, value] : defaults_)
+    if (!group.options().contains(key)) group.options().insert(key, value);
+  groups_.push_back(std::move(group));
+}
+
+const TensorDict* Optimizer::find_state(const Tensor& param) const {
+  auto it = state_.find(param.impl_ref().get());
+  return it == state_.end() ? nullptr : &it->second;
+}
+
+void Optimizer::update_one(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const {
+  if (grad.shape() != param.shape())
+    fail<ValueError>("[", name_, "] gradient of shape ", grad.shape(), " for a parameter of shape ", param.shape());
+  if (!is_floating(param.dtype()) || (param.dtype() != DType::Float32 && param.dtype() != DType::Float64))
+    fail<TypeError>("[", name_, "] parameters must be float32 or float64, got ", param.dtype());
+  if (grad.dtype() != param.dtype())
+    fail<TypeError>("[", name_, "] gradient of dtype ", grad.dtype(), " for a parameter of dtype ", param.dtype());
+  if (state.empty()) state = init_state(param, group);
+  // The kernels run over plain contiguous arrays; a strided parameter is updated through a copy.
+  Tensor work = param.is_contiguous() ? param : param.contiguous();
+  update_param(group, work, grad.contiguous(), state);
+  if (work.impl_ref().get() != param.impl_ref().get()) Tensor(param).copy_(work);
+  param.bump_version();
+}
+
+Tensor Optimizer::step(const LossClosure& closure) {
+  Tensor loss;
+  if (closure) {
+    EnableGradGuard enable;
+    loss = closure();
+  }
+  NoGradGuard no_grad;
+  for (ParamGroup& g : groups_)
+    for (Tensor& p : g.params()) {
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      update_one(g.options(), p, grad.detach(), state(p));
+    }
+  return loss;
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  NoGradGuard no_grad;
+  for (ParamGroup& g : groups_)
+    for (Tensor& p : g.params()) {
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      if (set_to_none)
+        p.set_grad(Tensor());
+      else
+        grad.detach().zero_();
+    }
+}
+
+OptimizerStateDict Optimizer::state_dict() const {
+  OptimizerStateDict sd;
+  int64_t index = 0;
+  for (const ParamGroup& g : groups_) {
+    OptimizerStateDict::Group rec{g.options(), {}};
+    for (const Tensor& p : g.params()) {
+      if (const TensorDict* st = find_state(p); st && !st->empty()) sd.state.emplace_back(index, *st);
+      rec.params.push_back(index++);
+    }
+    sd.param_groups.push_back(std::move(rec));
+  }
+  return sd;
+}
+
+void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
+  if (sd.param_groups.size() != groups_.size())
+    fail<ValueError>("[", name_, "] loaded state dict has ", sd.param_groups.size(), " parameter groups, the optimizer has ",
+                     groups_.size());
+  std::vector<Tensor> by_index;
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    if (sd.param_groups[i].params.size() != groups_[i].params().size())
+      fail<ValueError>("[", name_, "] loaded state dict contains a parameter group that doesn't match the size of "
+                       "optimizer's group ", i);
+    for (const Tensor& p : groups_[i].params()) by_index.push_back(p);
+  }
+  NoGradGuard no_grad;
+  std::unordered_map<const TensorImpl*, TensorDict> state;
+  for (const auto& [index, st] : sd.state) {
+    if (index < 0 || index >= static_cast<int64_t>(by_index.size()))
+      fail<IndexError>("[", name_, "] state for parameter ", index, " of ", by_index.size());
+    const Tensor& p = by_index[index];
+    TensorDict copy;
+    // Like torch: the step counter stays float32, the rest takes the parameter's dtype.
+    for (const auto& [key, t] : st)
+      copy.insert(key, key == "step" ? t.clone() : t.to(p.dtype(), /*copy=*/true).contiguous());
+    state[p.impl_ref().get()] = std::move(copy);
+  }
+  for (size_t i = 0; i < groups_.size(); ++i) groups_[i].options() = sd.param_groups[i].options;
+  state_ = std::move(state);
+}
+
+OptState Optimizer::init(const TensorDict& params) const {
+  NoGradGuard no_grad;
+  OptState out;
+  for (const auto& [key, p] : params) out.insert(key, init_state(p, defaults_));
+  return out;
+}
+
+std::pair<TensorDict, OptState> Optimizer::update(const TensorDict& grads, const OptState& state,
+                                                  const TensorDict& params) const {
+  NoGradGuard no_grad;
+  TensorDict updates;
+  OptState next;
+  for (const auto& [key, p] : params) {
+    const Tensor* g = grads.find(key);
+    const TensorDict* st = state.find(key);
+    if (!st) fail<ValueError>("[", name_, ".update] no state for parameter '", key, "' (made by init?)");
+    if (!g || !g->defined()) {
+      updates.insert(key, zeros_like(p));
+      next.insert(key, *st);
+      continue;
+    }
+    TensorDict fresh;
+    for (const auto& [name, t] : *st) fresh.insert(name, t.clone());
+    Tensor value = p.detach().clone().contiguous();
+    update_one(defaults_, value, g->detach(), fresh);
+    updates.insert(key, value.sub(p.detach()));
+    next.insert(key, std::move(fresh));
+  }
+  return {std::move(updates), std::move(next)};
+}
+
+namespace detail {
+
+void for_chunks(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  // Elementwise updates are memory bound: split only when each piece is worth a thread.
+  constexpr int64_t kGrain = 1 << 16;
+  if (n <= kGrain)
+    fn(0, n);
+  else
+    parallel_for(n, kGrain, fn);
+}
+
+double increment_step(TensorDict& state) {
+  float* s = state.at("step").data_ptr<float>();
+  *s += 1.0f;
+  return *s;
+}
+
+Tensor zero_step() { return zeros({}, Options{DType::Float32, {}}); }
+
+}  // namespace detail
+
+}  // namespace ug::optim

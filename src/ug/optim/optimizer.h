@@ -1,0 +1,166 @@
+// ug::optim::Optimizer: parameter groups with their hyperparameters, per-parameter state,
+// zero_grad, state_dict/load_state_dict, as in PyTorch. A subclass is one update rule: it
+// says which state a parameter starts with (init_state) and how one step changes a parameter
+// and its state in place (update_param, a fused loop over the elements). The same two
+// functions serve the imperative step() and the functional init/update (functional.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "ug/core/tensor.h"
+#include "ug/nn/ordered_dict.h"
+
+namespace ug::optim {
+
+using TensorDict = nn::OrderedDict<Tensor>;
+/** A hyperparameter value: a number, a flag, a pair (Adam's betas) or a name. */
+using HyperValue = std::variant<double, bool, std::pair<double, double>, std::string>;
+/** A group's hyperparameters by name ("lr", "betas", ...), as in torch's param_groups. */
+using Hyper = nn::OrderedDict<HyperValue>;
+/** Functional optimizer state: one state dict (name -> tensor) per parameter name. */
+using OptState = nn::OrderedDict<TensorDict>;
+
+/** Declares a chainable option, as libtorch's TORCH_ARG: AdamOptions(1e-3).betas({0.9, 0.99}). */
+#define UG_OPTIM_ARG(T, name)             \
+ public:                                  \
+  auto& name(const T& value) {            \
+    name##_ = value;                      \
+    return *this;                         \
+  }                                       \
+  const T& name() const { return name##_; } \
+                                          \
+ private:                                 \
+  T name##_
+
+/** Reads a hyperparameter of a known type, with a clear error when absent or of another kind. */
+template <class T>
+const T& hyper_get(const Hyper& h, const std::string& key) {
+  const HyperValue* v = h.find(key);
+  if (!v) fail<ValueError>("[optim] param group has no option '", key, "'");
+  if (!std::holds_alternative<T>(*v)) fail<TypeError>("[optim] option '", key, "' has another type");
+  return std::get<T>(*v);
+}
+
+/** Some parameters and their hyperparameters; options not given take the optimizer's defaults. */
+class ParamGroup {
+ public:
+  ParamGroup(std::vector<Tensor> params, Hyper options = {})
+      : params_(std::move(params)), options_(std::move(options)) {}
+
+  std::vector<Tensor>& params() { return params_; }
+  const std::vector<Tensor>& params() const { return params_; }
+  Hyper& options() { return options_; }
+  const Hyper& options() const { return options_; }
+  /** The learning rate, readable and settable: `group.lr() = 0.1`. */
+  double& lr() { return std::get<double>(slot("lr")); }
+  double lr() const { return hyper_get<double>(options_, "lr"); }
+  bool has(const std::string& key) const { return options_.contains(key); }
+
+ private:
+  /** The value of a number option, checked to exist and be a number. */
+  HyperValue& slot(const std::string& key);
+  std::vector<Tensor> params_;
+  Hyper options_;
+};
+
+/** The optimizer's state as torch's state_dict holds it: state by parameter index (over all
+ *  groups, in order) and each group's options with its parameters' indices. */
+struct OptimizerStateDict {
+  struct Group {
+    Hyper options;
+    std::vector<int64_t> params;
+  };
+  std::vector<std::pair<int64_t, TensorDict>> state;
+  std::vector<Group> param_groups;
+};
+
+class Optimizer {
+ public:
+  using LossClosure = std::function<Tensor()>;
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  const std::string& name() const { return name_; }
+  /** Updates every parameter that has a gradient, without recording autograd. The closure, if
+   *  given, re-evaluates the loss (with grad mode on) first; its result is returned. */
+  Tensor step(const LossClosure& closure = nullptr);
+  /** Clears the gradients: to none (the default) or to zeros in place. */
+  void zero_grad(bool set_to_none = true);
+
+  std::vector<ParamGroup>& param_groups() { return groups_; }
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  /** Adds a group; options it lacks are taken from defaults(). */
+  void add_param_group(ParamGroup group);
+  /** The options a group without its own gets; also the hyperparameters of init/update. */
+  Hyper& defaults() { return defaults_; }
+  const Hyper& defaults() const { return defaults_; }
+
+  /** The state kept for a parameter ("step", "exp_avg", ...), empty before its first step. */
+  TensorDict& state(const Tensor& param) { return state_[param.impl_ref().get()]; }
+  const TensorDict* find_state(const Tensor& param) const;
+
+  /** The state, sharing its tensors; load_state_dict copies them, so a resumed run continues
+   *  exactly where the saved one stopped. */
+  OptimizerStateDict state_dict() const;
+  void load_state_dict(const OptimizerStateDict& sd);
+
+  // ---- functional use (optax's init/update), with the defaults() hyperparameters ---------
+  /** The starting state for each parameter. */
+  OptState init(const TensorDict& params) const;
+  /** The updates (new value - old value of each parameter) and the next state; nothing given
+   *  is modified. Parameters without a gradient get zero updates and keep their state. */
+  std::pair<TensorDict, OptState> update(const TensorDict& grads, const OptState& state,
+                                         const TensorDict& params) const;
+
+ protected:
+  Optimizer(std::string name, std::vector<ParamGroup> groups, Hyper defaults);
+  /** The state a parameter starts with (may be empty, e.g. SGD's lazily made buffer). */
+  virtual TensorDict init_state(const Tensor& param, const Hyper& group) const = 0;
+  /** One step: updates `param` (contiguous, float32 or float64) and `state` in place from `grad`
+   *  (contiguous, same shape and dtype). */
+  virtual void update_param(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const = 0;
+
+ private:
+  /** Checks grad against param, makes both contiguous, runs update_param, writes back. */
+  void update_one(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const;
+
+  std::string name_;
+  std::vector<ParamGroup> groups_;
+  Hyper defaults_;
+  std::unordered_map<const TensorImpl*, TensorDict> state_;
+};
+
+namespace detail {
+/** Runs fn(begin, end) over [0, n), split across the thread pool when n is large. */
+void for_chunks(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+/** The "step" counter (a float32 scalar tensor, as torch keeps it), incremented; returns its new value. */
+double increment_step(TensorDict& state);
+/** A float32 scalar tensor holding 0: a fresh step counter. */
+Tensor zero_step();
+}  // namespace detail
+
+/** Dispatches a kernel body on the parameter's floating dtype (float32 or float64). */
+#define UG_OPTIM_DISPATCH(dtype, T, ...)                                        \
+  switch (dtype) {                                                              \
+    case ::ug::DType::Float32: {                                                \
+      using T = float;                                                          \
+      __VA_ARGS__;                                                              \
+      break;                                                                    \
+    }                                                                           \
+    case ::ug::DType::Float64: {                                                \
+      using T = double;                                                         \
+      __VA_ARGS__;                                                              \
+      break;                                                                    \
+    }                                                                           \
+    default:                                                                    \
+      ::ug::fail<::ug::TypeError>("[optim] parameters must be float32 or float64, got ", dtype); \
+  }
+
+}  // namespace ug::optim

@@ -1,0 +1,155 @@
+// ug::optim from C++: hand-computed steps, param groups, the functional form against step(),
+// state_dict round trips, schedulers and gradient clipping. The comparisons with torch are in
+// tests/python/test_optim.py.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "test_util.h"
+#include "ug/optim/optim.h"
+
+namespace {
+
+using ug::Tensor;
+using ug::test::values;
+namespace optim = ug::optim;
+
+Tensor param(std::vector<double> v) {
+  Tensor t = ug::zeros({static_cast<int64_t>(v.size())}, {.dtype = ug::float64});
+  double* p = t.data_ptr<double>();
+  for (size_t i = 0; i < v.size(); ++i) p[i] = v[i];
+  t.requires_grad_(true);
+  return t;
+}
+
+TEST(Optim, SgdMomentumByHand) {
+  Tensor w = param({1.0, -2.0});
+  optim::SGD opt({w}, optim::SGDOptions(0.1).momentum(0.9));
+  w.set_grad(ug::tensor({1.0, 1.0}, {.dtype = ug::float64}));
+  opt.step();  // buf = g; w -= 0.1 * g
+  EXPECT_EQ(values(w), (std::vector<double>{0.9, -2.1}));
+  opt.step();  // buf = 0.9 * 1 + 1 = 1.9
+  EXPECT_NEAR(values(w)[0], 0.9 - 0.19, 1e-15);
+  EXPECT_EQ(values(opt.state(w).at("momentum_buffer")), (std::vector<double>{1.9, 1.9}));
+}
+
+TEST(Optim, AdamFirstStepIsLrTimesSign) {
+  Tensor w = param({1.0, 1.0, 1.0});
+  optim::Adam opt({w}, optim::AdamOptions(0.01).betas({0.9, 0.999}).eps(0));
+  w.set_grad(ug::tensor({3.0, -0.5, 2.0}, {.dtype = ug::float64}));
+  opt.step();
+  ug::test::expect_values(w, {0.99, 1.01, 0.99}, 1e-12);
+  EXPECT_EQ(opt.state(w).at("step").item<double>(), 1.0);
+  EXPECT_FALSE(w.grad_fn());
+}
+
+TEST(Optim, ParamGroupsAndLrSetter) {
+  Tensor a = param({1.0}), b = param({1.0});
+  std::vector<optim::ParamGroup> groups;
+  groups.emplace_back(std::vector<Tensor>{a});
+  groups.emplace_back(std::vector<Tensor>{b}, optim::Hyper{{"lr", 0.5}});
+  optim::SGD opt(std::move(groups), optim::SGDOptions(0.1));
+  EXPECT_EQ(opt.param_groups()[0].lr(), 0.1);
+  EXPECT_EQ(opt.param_groups()[1].lr(), 0.5);
+  opt.param_groups()[0].lr() = 0.25;
+  a.set_grad(ug::tensor({1.0}, {.dtype = ug::float64}));
+  b.set_grad(ug::tensor({1.0}, {.dtype = ug::float64}));
+  opt.step();
+  EXPECT_EQ(values(a)[0], 0.75);
+  EXPECT_EQ(values(b)[0], 0.5);
+  opt.zero_grad();
+  EXPECT_FALSE(a.grad().defined());
+}
+
+TEST(Optim, FunctionalUpdateEqualsStepAndLeavesInputs) {
+  Tensor w = param({0.5, -1.5, 2.0});
+  optim::AdamW opt({w}, optim::AdamWOptions(0.1).weight_decay(0.1));
+  optim::AdamW fopt(std::vector<Tensor>{}, optim::AdamWOptions(0.1).weight_decay(0.1));
+  optim::TensorDict params{{"w", w.detach().clone()}};
+  optim::OptState state = fopt.init(params);
+  for (int s = 0; s < 3; ++s) {
+    Tensor g = ug::tensor({0.3 * s - 0.2, 1.0, -0.7}, {.dtype = ug::float64});
+    w.set_grad(g);
+    opt.step();
+    const std::vector<double> before = values(params.at("w"));
+    auto [updates, next] = fopt.update({{"w", g}}, state, params);
+    EXPECT_EQ(values(params.at("w")), before);
+    params = optim::apply_updates(params, updates);
+    state = std::move(next);
+  }
+  ug::test::expect_values(params.at("w"), values(w), 1e-14);
+  EXPECT_EQ(state.at("w").at("step").item<double>(), 3.0);
+}
+
+TEST(Optim, StateDictRoundTripContinuesIdentically) {
+  auto run = [](optim::Adam& opt, Tensor& w, int from, int to) {
+    for (int s = from; s < to; ++s) {
+      w.set_grad(ug::tensor({std::sin(s), std::cos(s)}, {.dtype = ug::float64}));
+      opt.step();
+    }
+  };
+  Tensor ref = param({1.0, 2.0}), a = param({1.0, 2.0});
+  optim::Adam ref_opt({ref}, optim::AdamOptions(0.1).amsgrad(true));
+  optim::Adam a_opt({a}, optim::AdamOptions(0.1).amsgrad(true));
+  run(ref_opt, ref, 0, 6);
+  run(a_opt, a, 0, 3);
+  Tensor b = a.detach().clone().requires_grad_(true);
+  optim::Adam b_opt({b}, optim::AdamOptions(0.1).amsgrad(true));
+  b_opt.load_state_dict(a_opt.state_dict());
+  run(b_opt, b, 3, 6);
+  EXPECT_EQ(values(b), values(ref));
+}
+
+TEST(Optim, RejectsUnsupportedDtype) {
+  Tensor q = ug::zeros({2}, {.dtype = ug::int64});
+  optim::SGD opt({q});
+  q.set_grad(ug::zeros({2}, {.dtype = ug::int64}));
+  EXPECT_THROW(opt.step(), ug::TypeError);
+}
+
+TEST(LrScheduler, WarmupThenCosine) {
+  Tensor w = param({0.0});
+  optim::SGD opt({w}, optim::SGDOptions(1.0));
+  namespace sch = optim::lr_scheduler;
+  auto warm = std::make_shared<sch::LinearLR>(opt, 0.5, 1.0, 2);
+  auto cos = std::make_shared<sch::CosineAnnealingLR>(opt, 4);
+  sch::SequentialLR seq(opt, {warm, cos}, {2});
+  std::vector<double> lrs;
+  for (int s = 0; s < 7; ++s) {
+    lrs.push_back(seq.get_last_lr()[0]);
+    seq.step();
+  }
+  const double pi = std::acos(-1.0);
+  const std::vector<double> want = {0.5, 0.75, 1.0, (1 + std::cos(pi / 4)) / 2, 0.5, (1 + std::cos(3 * pi / 4)) / 2, 0.0};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(lrs[i], want[i], 1e-12) << i;
+}
+
+TEST(LrScheduler, StepLRAndPlateau) {
+  Tensor w = param({0.0});
+  optim::SGD opt({w}, optim::SGDOptions(1.0));
+  optim::lr_scheduler::StepLR step(opt, 2, 0.5);
+  step.step();
+  step.step();
+  EXPECT_EQ(opt.param_groups()[0].lr(), 0.5);
+  optim::lr_scheduler::ReduceLROnPlateau plateau(opt, {.patience = 1});
+  for (double loss : {1.0, 1.0, 1.0}) plateau.step(loss);
+  EXPECT_NEAR(opt.param_groups()[0].lr(), 0.05, 1e-15);
+}
+
+TEST(ClipGrad, NormAndValue) {
+  Tensor a = param({0.0, 0.0}), b = param({0.0});
+  a.set_grad(ug::tensor({3.0, 0.0}, {.dtype = ug::float64}));
+  b.set_grad(ug::tensor({4.0}, {.dtype = ug::float64}));
+  Tensor total = ug::nn::utils::clip_grad_norm_({a, b}, 1.0);
+  EXPECT_DOUBLE_EQ(total.item<double>(), 5.0);
+  ug::test::expect_values(a.grad(), {0.6, 0.0}, 1e-6);
+  EXPECT_DOUBLE_EQ(ug::nn::utils::clip_grad_norm_({a, b}, 1.0, INFINITY).item<double>(), values(b.grad())[0]);
+  b.set_grad(ug::tensor({NAN}, {.dtype = ug::float64}));
+  EXPECT_THROW(ug::nn::utils::clip_grad_norm_({a, b}, 1.0, 2.0, true), ug::RuntimeError);
+  a.set_grad(ug::tensor({-2.0, 0.5}, {.dtype = ug::float64}));
+  ug::nn::utils::clip_grad_value_({a}, 1.0);
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{-1.0, 0.5}));
+}
+
+}  // namespace

@@ -1,0 +1,490 @@
+"""ug.optim against torch 2.13: identical parameters and hand-set gradients, several steps,
+every optimizer with the option combinations that change its update rule; schedulers' lr
+sequences; clipping; state dicts; the functional (optax-style) form."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import unigrad as ug
+
+SHAPES = [(4, 3), (7,), (2, 3, 2)]
+TOL = {"float32": dict(rtol=2e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-13)}
+
+
+def arrays(dtype, seed, shapes=SHAPES):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(dtype) for s in shapes]
+
+
+def close(u, t, dtype):
+    np.testing.assert_allclose(u.numpy(), t.detach().numpy(), **TOL[dtype])
+
+
+def run_pair(name, kwargs, dtype="float32", steps=6, skip=None):
+    """Steps torch's single-tensor optimizer and ours on the same params and grads; `skip`
+    (step, param) pairs get no gradient that step."""
+    init = arrays(dtype, 0)
+    tp = [torch.tensor(a, requires_grad=True) for a in init]
+    up = [ug.tensor(a).requires_grad_() for a in init]
+    topt = getattr(torch.optim, name)(tp, foreach=False, **kwargs)
+    uopt = getattr(ug.optim, name)(up, **kwargs)
+    for s in range(steps):
+        for i, (t, u, g) in enumerate(zip(tp, up, arrays(dtype, 100 + s))):
+            none = skip is not None and (s, i) in skip
+            t.grad = None if none else torch.tensor(g)
+            u.grad = None if none else ug.tensor(g)
+        topt.step()
+        uopt.step()
+    for t, u in zip(tp, up):
+        close(u, t, dtype)
+    return topt, uopt, tp, up
+
+
+def check_state(topt, uopt, dtype):
+    ts, us = topt.state_dict()["state"], uopt.state_dict()["state"]
+    assert sorted(ts) == sorted(us)
+    for k in ts:
+        assert sorted(ts[k]) == sorted(us[k]), (ts[k].keys(), us[k].keys())
+        for name, t in ts[k].items():
+            close(us[k][name], t, dtype)
+
+
+CASES = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
+    ("SGD", dict(lr=0.05, momentum=0.8, weight_decay=0.1, maximize=True)),
+    ("SGD", dict(lr=0.05, weight_decay=0.1)),
+    ("Adam", dict(lr=0.01)),
+    ("Adam", dict(lr=0.01, amsgrad=True)),
+    ("Adam", dict(lr=0.01, weight_decay=0.1)),
+    ("Adam", dict(lr=0.01, betas=(0.8, 0.9), eps=1e-6, maximize=True)),
+    ("Adam", dict(lr=0.01, betas=(0.3, 0.9), amsgrad=True, weight_decay=0.05)),
+    ("Adam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("AdamW", dict(lr=0.01)),
+    ("AdamW", dict(lr=0.01, weight_decay=0.3, amsgrad=True)),
+    ("AdamW", dict(lr=0.01, maximize=True)),
+    ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, centered=True)),
+    ("RMSprop", dict(lr=0.01, momentum=0.9)),
+    ("RMSprop", dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.01, alpha=0.9, eps=1e-4, maximize=True)),
+    ("Adagrad", dict(lr=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.05)),
+    ("Adagrad", dict(lr=0.1, weight_decay=0.1, initial_accumulator_value=0.2)),
+    ("Adagrad", dict(lr=0.1, eps=1e-3, maximize=True)),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{'-'.join(k)}" for n, k in CASES])
+def test_optimizer_matches_torch(name, kwargs):
+    topt, uopt, _, _ = run_pair(name, kwargs, skip={(1, 0), (2, 2)})
+    check_state(topt, uopt, "float32")
+
+
+@pytest.mark.parametrize("name,kwargs", [CASES[2], CASES[7], CASES[13], CASES[18], CASES[22]])
+def test_optimizer_matches_torch_float64(name, kwargs):
+    topt, uopt, _, _ = run_pair(name, kwargs, dtype="float64")
+    check_state(topt, uopt, "float64")
+
+
+def test_large_parameter_uses_threads_and_matches():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((300, 400)).astype(np.float32)
+    t = torch.tensor(a, requires_grad=True)
+    u = ug.tensor(a).requires_grad_()
+    topt = torch.optim.AdamW([t], lr=1e-2, foreach=False)
+    uopt = ug.optim.AdamW([u], lr=1e-2)
+    for s in range(3):
+        g = rng.standard_normal(a.shape).astype(np.float32)
+        t.grad, u.grad = torch.tensor(g), ug.tensor(g)
+        topt.step()
+        uopt.step()
+    close(u, t, "float32")
+
+
+def test_param_groups_with_their_own_lr():
+    init = arrays("float32", 0)
+    tp = [torch.tensor(a, requires_grad=True) for a in init]
+    up = [ug.tensor(a).requires_grad_() for a in init]
+    topt = torch.optim.SGD([{"params": tp[:2]}, {"params": tp[2:], "lr": 0.01, "momentum": 0.5}], lr=0.1, momentum=0.9,
+                           foreach=False)
+    uopt = ug.optim.SGD([{"params": up[:2]}, {"params": up[2:], "lr": 0.01, "momentum": 0.5}], lr=0.1, momentum=0.9)
+    assert uopt.param_groups[1]["lr"] == 0.01 and uopt.param_groups[0]["momentum"] == 0.9
+    for s in range(4):
+        if s == 2:  # changing a group's lr by hand takes effect at the next step
+            topt.param_groups[0]["lr"] = 0.3
+            uopt.param_groups[0]["lr"] = 0.3
+        for t, u, g in zip(tp, up, arrays("float32", 10 + s)):
+            t.grad, u.grad = torch.tensor(g), ug.tensor(g)
+        topt.step()
+        uopt.step()
+    for t, u in zip(tp, up):
+        close(u, t, "float32")
+    g = uopt.param_groups[0]
+    assert set(g.keys()) == {"params", "lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize"}
+    assert len(g["params"]) == 2 and "lr" in g and g.get("nope", 5) == 5
+
+
+def test_zero_grad_set_to_none_or_zeros():
+    p = ug.tensor([1.0, 2.0]).requires_grad_()
+    opt = ug.optim.SGD([p], lr=0.1)
+    p.grad = ug.tensor([1.0, 1.0])
+    opt.zero_grad(set_to_none=False)
+    assert p.grad is not None and p.grad.numpy().tolist() == [0.0, 0.0]
+    opt.zero_grad()
+    assert p.grad is None
+    opt.step()  # no gradient: nothing changes
+    assert p.numpy().tolist() == [1.0, 2.0]
+
+
+def test_step_with_closure_and_no_grad_recording():
+    w = ug.tensor([1.0, -2.0]).requires_grad_()
+    opt = ug.optim.SGD([w], lr=0.5)
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+
+    loss = opt.step(closure)
+    assert float(loss) == 5.0
+    np.testing.assert_allclose(w.numpy(), [0.0, 0.0])
+    assert w.is_leaf and w.grad_fn is None
+
+
+@pytest.mark.parametrize("name,kwargs", [("Adam", dict(lr=0.01, amsgrad=True)), ("SGD", dict(lr=0.1, momentum=0.9)),
+                                         ("RMSprop", dict(momentum=0.5, centered=True)), ("Adagrad", dict(lr_decay=0.1))])
+def test_state_dict_round_trip_is_bit_identical(name, kwargs):
+    init = arrays("float32", 3)
+    grads = [arrays("float32", 200 + s) for s in range(6)]
+
+    def make():
+        ps = [ug.tensor(a).requires_grad_() for a in init]
+        return ps, getattr(ug.optim, name)(ps, **kwargs)
+
+    def steps(ps, opt, which):
+        for s in which:
+            for p, g in zip(ps, grads[s]):
+                p.grad = ug.tensor(g)
+            opt.step()
+
+    ref_p, ref_opt = make()
+    steps(ref_p, ref_opt, range(6))
+    a_p, a_opt = make()
+    steps(a_p, a_opt, range(3))
+    sd = a_opt.state_dict()
+    b_p = [ug.tensor(p.numpy().copy()).requires_grad_() for p in a_p]
+    b_opt = getattr(ug.optim, name)(b_p, **kwargs)
+    b_opt.load_state_dict(sd)
+    steps(a_p, a_opt, range(3, 6))  # the original goes on: the loaded copy must not share its state
+    steps(b_p, b_opt, range(3, 6))
+    for r, a, b in zip(ref_p, a_p, b_p):
+        assert np.array_equal(r.numpy(), b.numpy()) and np.array_equal(r.numpy(), a.numpy())
+    if name != "SGD":  # SGD keeps no step count
+        assert b_opt.state_dict()["state"][0]["step"].item() == 6
+
+
+def test_loads_a_torch_state_dict():
+    init = arrays("float32", 4)
+    tp = [torch.tensor(a, requires_grad=True) for a in init]
+    topt = torch.optim.Adam(tp, lr=0.01, amsgrad=True, foreach=False)
+    for s in range(2):
+        for t, g in zip(tp, arrays("float32", 50 + s)):
+            t.grad = torch.tensor(g)
+        topt.step()
+    sd = topt.state_dict()
+    up = [ug.tensor(t.detach().numpy().copy()).requires_grad_() for t in tp]
+    uopt = ug.optim.Adam(up)
+    uopt.load_state_dict({"param_groups": sd["param_groups"],
+                          "state": {k: {n: ug.tensor(v.numpy()) for n, v in st.items()} for k, st in sd["state"].items()}})
+    assert uopt.param_groups[0]["lr"] == 0.01 and uopt.param_groups[0]["amsgrad"]
+    for s in range(2, 4):
+        for t, u, g in zip(tp, up, arrays("float32", 50 + s)):
+            t.grad, u.grad = torch.tensor(g), ug.tensor(g)
+        topt.step()
+        uopt.step()
+    for t, u in zip(tp, up):
+        close(u, t, "float32")
+
+
+def test_state_dict_structure_and_errors():
+    ps = [ug.tensor(a).requires_grad_() for a in arrays("float32", 0)]
+    opt = ug.optim.Adam([{"params": ps[:1]}, {"params": ps[1:], "lr": 0.1}])
+    for p in ps:
+        p.grad = ug.ones_like(p)
+    opt.step()
+    sd = opt.state_dict()
+    assert [g["params"] for g in sd["param_groups"]] == [[0], [1, 2]]
+    assert sd["param_groups"][1]["lr"] == 0.1 and sd["param_groups"][0]["betas"] == (0.9, 0.999)
+    assert sorted(sd["state"][2]) == ["exp_avg", "exp_avg_sq", "step"]
+    assert ps[0] in opt.state and sorted(opt.state[ps[0]]) == ["exp_avg", "exp_avg_sq", "step"]
+    other = ug.optim.Adam([ug.zeros(2).requires_grad_()])
+    with pytest.raises(ug.errors.ValueError):
+        other.load_state_dict(sd)
+
+
+def test_bad_arguments_raise():
+    p = ug.zeros(3).requires_grad_()
+    with pytest.raises(ug.errors.ValueError):
+        ug.optim.Adam([p], lr=-1.0)
+    with pytest.raises(ug.errors.ValueError):
+        ug.optim.Adam([p], betas=(1.0, 0.9))
+    with pytest.raises(ug.errors.ValueError):
+        ug.optim.SGD([p], nesterov=True)
+    with pytest.raises(ug.errors.ValueError):
+        ug.optim.SGD([])
+    with pytest.raises(ug.errors.TypeError):
+        ug.optim.SGD(p)
+    with pytest.raises(ug.errors.ValueError):
+        ug.optim.SGD([p, p])
+    q = ug.zeros(3, dtype=ug.int64)
+    opt = ug.optim.SGD([q])
+    q.grad = ug.zeros(3, dtype=ug.int64)
+    with pytest.raises(ug.errors.TypeError):
+        opt.step()
+
+
+def test_non_contiguous_parameter():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    u = ug.tensor(a).t()
+    u.requires_grad_()
+    assert not u.is_contiguous()
+    t = torch.tensor(a).t().requires_grad_()
+    g = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    uopt, topt = ug.optim.Adam([u], lr=0.1), torch.optim.Adam([t], lr=0.1, foreach=False)
+    for _ in range(2):
+        u.grad, t.grad = ug.tensor(g), torch.tensor(g)
+        uopt.step()
+        topt.step()
+    close(u, t, "float32")
+
+
+# ---- functional (optax-style) ------------------------------------------------------------
+
+@pytest.mark.parametrize("name,kwargs", [("AdamW", dict(lr=0.01, weight_decay=0.1)), ("SGD", dict(lr=0.1, momentum=0.9)),
+                                         ("RMSprop", dict(centered=True)), ("Adagrad", dict())])
+def test_functional_update_equals_step(name, kwargs):
+    init = arrays("float32", 5)
+    names = ["w", "b", "c"]
+    params = {n: ug.tensor(a) for n, a in zip(names, init)}
+    ps = [ug.tensor(a).requires_grad_() for a in init]
+    opt = getattr(ug.optim, name)(ps, **kwargs)
+    fopt = getattr(ug.optim, name)(**kwargs)
+    state = fopt.init(params)
+    for s in range(4):
+        gs = arrays("float32", 300 + s)
+        for p, g in zip(ps, gs):
+            p.grad = ug.tensor(g)
+        opt.step()
+        grads = {n: ug.tensor(g) for n, g in zip(names, gs)}
+        before = {n: p.numpy().copy() for n, p in params.items()}
+        state_before = {n: {k: v.numpy().copy() for k, v in st.items()} for n, st in state.items()}
+        updates, new_state = fopt.update(grads, state, params)
+        for n in names:  # inputs untouched
+            assert np.array_equal(params[n].numpy(), before[n])
+            for k, v in state[n].items():
+                assert np.array_equal(v.numpy(), state_before[n][k])
+        params = ug.optim.apply_updates(params, updates)
+        state = new_state
+    for n, p in zip(names, ps):
+        np.testing.assert_allclose(params[n].numpy(), p.numpy(), rtol=1e-5, atol=1e-6)
+        for k, v in opt.state[p].items():
+            np.testing.assert_allclose(state[n][k].numpy(), v.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_functional_lists_and_missing_grads():
+    params = [ug.tensor([1.0, 2.0]), ug.tensor([3.0])]
+    opt = ug.optim.SGD(lr=0.5)
+    state = opt.init(params)
+    assert isinstance(state, list) and len(state) == 2
+    updates, state = opt.update([ug.tensor([1.0, -1.0]), None], state, params)
+    assert updates[1].numpy().tolist() == [0.0]
+    new = ug.optim.apply_updates(params, updates)
+    assert new[0].numpy().tolist() == [0.5, 2.5] and new[1].numpy().tolist() == [3.0]
+
+
+# ---- gradient accumulation -----------------------------------------------------------------
+
+def test_gradient_accumulation_equals_one_big_batch():
+    rng = np.random.default_rng(7)
+    k, b, d = 4, 8, 5
+    x = rng.standard_normal((k * b, d)).astype(np.float64)
+    y = rng.standard_normal((k * b, 1)).astype(np.float64)
+    w0 = rng.standard_normal((d, 1)).astype(np.float64)
+
+    def loss(w, xs, ys):
+        r = ug.matmul(ug.tensor(xs), w) - ug.tensor(ys)
+        return (r * r).mean()
+
+    big = ug.tensor(w0).requires_grad_()
+    opt = ug.optim.SGD([big], lr=0.1, momentum=0.9)
+    loss(big, x, y).backward()
+    opt.step()
+    acc = ug.tensor(w0).requires_grad_()
+    opt2 = ug.optim.SGD([acc], lr=0.1, momentum=0.9)
+    opt2.zero_grad()
+    for i in range(k):
+        (loss(acc, x[i * b:(i + 1) * b], y[i * b:(i + 1) * b]) / k).backward()
+    opt2.step()
+    np.testing.assert_allclose(acc.numpy(), big.numpy(), rtol=1e-12, atol=1e-14)
+
+
+# ---- clipping ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
+def test_clip_grad_norm_matches_torch(norm_type):
+    gs = arrays("float32", 9)
+    tp = [torch.zeros(g.shape, requires_grad=True) for g in gs]
+    up = [ug.zeros(g.shape).requires_grad_() for g in gs]
+    for t, u, g in zip(tp, up, gs):
+        t.grad, u.grad = torch.tensor(g), ug.tensor(g)
+    tn = torch.nn.utils.clip_grad_norm_(tp, 1.5, norm_type=norm_type)
+    un = ug.nn.utils.clip_grad_norm_(up, 1.5, norm_type=norm_type)
+    np.testing.assert_allclose(float(un), float(tn), rtol=1e-6)
+    for t, u in zip(tp, up):
+        close(u.grad, t.grad, "float32")
+
+
+def test_clip_grad_norm_nonfinite_and_value():
+    p = ug.zeros(3).requires_grad_()
+    p.grad = ug.tensor([1.0, float("nan"), 0.0])
+    with pytest.raises(RuntimeError):
+        ug.nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)
+    assert math.isnan(float(ug.nn.utils.clip_grad_norm_(p, 1.0)))
+    q = ug.zeros(3).requires_grad_()
+    q.grad = ug.tensor([-3.0, 0.5, 2.0])
+    ug.nn.utils.clip_grad_value_([q], 1.0)
+    assert q.grad.numpy().tolist() == [-1.0, 0.5, 1.0]
+    small = ug.zeros(2).requires_grad_()
+    small.grad = ug.tensor([0.3, 0.4])
+    assert abs(float(ug.nn.utils.clip_grad_norm_([small], 10.0)) - 0.5) < 1e-7
+    np.testing.assert_allclose(small.grad.numpy(), [0.3, 0.4])  # below max_norm: unchanged
+
+
+# ---- schedulers ------------------------------------------------------------------------------
+
+def sched_pair(opt_name="SGD", opt_kwargs=None, two_groups=True):
+    opt_kwargs = opt_kwargs if opt_kwargs is not None else dict(lr=0.1, momentum=0.9)
+    tp = [torch.zeros(2, requires_grad=True), torch.zeros(3, requires_grad=True)]
+    up = [ug.zeros(2).requires_grad_(), ug.zeros(3).requires_grad_()]
+    if two_groups:
+        tg = [{"params": tp[:1]}, {"params": tp[1:], "lr": 0.03}]
+        ugg = [{"params": up[:1]}, {"params": up[1:], "lr": 0.03}]
+    else:
+        tg, ugg = tp, up
+    return getattr(torch.optim, opt_name)(tg, **opt_kwargs), getattr(ug.optim, opt_name)(ugg, **opt_kwargs)
+
+
+def same_lrs(topt, uopt, tsched, usched, steps=30, momentum_key=None):
+    for s in range(steps + 1):
+        assert usched.get_last_lr() == tsched.get_last_lr(), s
+        assert [g["lr"] for g in uopt.param_groups] == [g["lr"] for g in topt.param_groups], s
+        if momentum_key:
+            assert [g[momentum_key] for g in uopt.param_groups] == [g[momentum_key] for g in topt.param_groups], s
+        if s < steps:
+            topt.step()
+            uopt.step()
+            tsched.step()
+            usched.step()
+
+
+TS, US = torch.optim.lr_scheduler, ug.optim.lr_scheduler
+
+SCHEDULERS = [
+    ("StepLR", dict(step_size=7, gamma=0.5)),
+    ("MultiStepLR", dict(milestones=[5, 12, 12, 20], gamma=0.3)),
+    ("ExponentialLR", dict(gamma=0.9)),
+    ("CosineAnnealingLR", dict(T_max=10, eta_min=0.001)),
+    ("LinearLR", dict(start_factor=0.25, total_iters=8)),
+    ("LinearLR", dict(start_factor=1.0, end_factor=0.1, total_iters=12)),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", SCHEDULERS, ids=[s[0] + str(i) for i, s in enumerate(SCHEDULERS)])
+def test_scheduler_matches_torch(name, kwargs):
+    topt, uopt = sched_pair()
+    same_lrs(topt, uopt, getattr(TS, name)(topt, **kwargs), getattr(US, name)(uopt, **kwargs))
+
+
+def test_sequential_warmup_then_cosine():
+    topt, uopt = sched_pair()
+    tw, uw = TS.LinearLR(topt, start_factor=0.1, total_iters=5), US.LinearLR(uopt, start_factor=0.1, total_iters=5)
+    tc, uc = TS.CosineAnnealingLR(topt, T_max=25), US.CosineAnnealingLR(uopt, T_max=25)
+    ts = TS.SequentialLR(topt, [tw, tc], milestones=[5])
+    us = US.SequentialLR(uopt, [uw, uc], milestones=[5])
+    same_lrs(topt, uopt, ts, us)
+
+
+def test_chained_schedulers_compose_like_torch():
+    topt, uopt = sched_pair()
+    t1, u1 = TS.StepLR(topt, 4, 0.5), US.StepLR(uopt, 4, 0.5)
+    t2, u2 = TS.ExponentialLR(topt, 0.95), US.ExponentialLR(uopt, 0.95)
+    for _ in range(20):
+        topt.step()
+        for s in (t1, t2, u1, u2):
+            s.step()
+        assert [g["lr"] for g in uopt.param_groups] == [g["lr"] for g in topt.param_groups]
+
+
+@pytest.mark.parametrize("opt_name,opt_kwargs,key", [("SGD", dict(lr=0.1, momentum=0.9), "momentum"),
+                                                     ("Adam", dict(lr=0.1), "betas")])
+@pytest.mark.parametrize("kw", [dict(), dict(anneal_strategy="linear"), dict(three_phase=True, pct_start=0.25)])
+def test_one_cycle_with_momentum(opt_name, opt_kwargs, key, kw):
+    topt, uopt = sched_pair(opt_name, opt_kwargs)
+    ts = TS.OneCycleLR(topt, max_lr=[1.0, 0.5], total_steps=30, **kw)
+    us = US.OneCycleLR(uopt, max_lr=[1.0, 0.5], total_steps=30, **kw)
+    same_lrs(topt, uopt, ts, us, steps=29, momentum_key=key)
+    topt.step()
+    ts.step()
+    us.step()
+    with pytest.raises(ValueError):
+        us.step()
+
+
+@pytest.mark.parametrize("kw", [dict(patience=2, cooldown=1), dict(mode="max", patience=1, threshold_mode="abs",
+                                                                   threshold=0.05, factor=0.5, min_lr=[0.01, 0.02])])
+def test_reduce_lr_on_plateau(kw):
+    topt, uopt = sched_pair()
+    ts, us = TS.ReduceLROnPlateau(topt, **kw), US.ReduceLROnPlateau(uopt, **kw)
+    losses = [1.0, 0.9, 0.95, 0.91, 0.92, 0.93, 0.89, 0.9, 0.9, 0.9, 0.9, 0.5, 0.6, 0.7, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8]
+    for i, x in enumerate(losses):
+        ts.step(x)
+        us.step(ug.tensor(np.float64(x)) if i % 2 else x)  # a number or a one-element tensor
+        assert us.get_last_lr() == ts.get_last_lr()
+        assert us.num_bad_epochs == ts.num_bad_epochs and us.best == ts.best
+
+
+def test_scheduler_state_dict_resumes():
+    _, opt_a = sched_pair()
+    sa = US.CosineAnnealingLR(opt_a, T_max=10)
+    for _ in range(4):
+        sa.step()
+    _, opt_b = sched_pair()
+    opt_b.load_state_dict(opt_a.state_dict())
+    sb = US.CosineAnnealingLR(opt_b, T_max=10)
+    sb.load_state_dict(sa.state_dict())
+    assert sb.state_dict()["last_epoch"] == 4
+    for _ in range(8):
+        sa.step()
+        sb.step()
+        assert sa.get_last_lr() == sb.get_last_lr()
+
+
+def test_scheduler_bad_arguments():
+    _, uopt = sched_pair()
+    with pytest.raises(ValueError):
+        US.LinearLR(uopt, start_factor=0.0)
+    with pytest.raises(ValueError):
+        US.OneCycleLR(uopt, max_lr=1.0)
+    with pytest.raises(ValueError):
+        US.ReduceLROnPlateau(uopt, factor=2.0)
+    with pytest.raises(ValueError):
+        US.SequentialLR(uopt, [US.StepLR(uopt, 2)], milestones=[3])
+    plain = ug.optim.Adagrad([ug.zeros(2).requires_grad_()])
+    with pytest.raises(ValueError):
+        US.OneCycleLR(plain, max_lr=1.0, total_steps=10)
