@@ -290,11 +290,22 @@ void bind_nn(nb::module_& nn) {
            "key"_a, "args"_a, "kwargs"_a,
            "Fresh parameters drawn from a ug.random key, as a dict name -> Tensor (Flax's model.init); "
            "example inputs, if given, size lazy layers first.")
+      .def_prop_ro("trainable_variables",
+                   [](const Module& m) {
+                     std::vector<Tensor> out;
+                     for (const Tensor& p : m.parameters())
+                       if (p.requires_grad()) out.push_back(p);
+                     return out;
+                   },
+                   "Keras's name for the parameters that require grad.")
       .def("num_parameters", &Module::num_parameters, "trainable_only"_a = false)
       .def("count_params", [](const Module& m) { return m.num_parameters(); })
       .def("summary",
            [](Module& m, nb::handle input_size, ug::DType dtype) {
-             nb::print(nb::str(m.summary(dims_from_sequence(input_size, "summary"), dtype).c_str()), nb::str(""));
+             // Keras writes the batch dim as None: (None, 784) runs one example.
+             nb::list sizes;
+             for (nb::handle d : nb::iter(input_size)) sizes.append(d.is_none() ? nb::int_(1) : nb::borrow(d));
+             nb::print(nb::str(m.summary(dims_from_sequence(sizes, "summary"), dtype).c_str()), nb::str(""));
            },
            "input_size"_a, "dtype"_a = ug::DType::Float32,
            "Prints a Keras-style table of layers, output shapes and parameter counts for one forward "
@@ -390,17 +401,23 @@ void bind_nn(nb::module_& nn) {
       .def("__init__",
            [](SequentialImpl* s, nb::args modules) {
              new (s) SequentialImpl();
-             if (modules.size() == 1 && PyMapping_Check(modules[0].ptr())) {
+             if (modules.size() == 1 && nb::hasattr(modules[0], "keys") && !nb::isinstance<Module>(modules[0])) {
                for (nb::handle key : nb::iter(modules[0]))
                  s->push_back(nb::cast<std::string>(key), nb::cast<std::shared_ptr<Module>>(modules[0][key]));
                return;
              }
-             for (nb::handle m : modules) s->push_back(nb::cast<std::shared_ptr<Module>>(m));
+             // Keras passes one list: Sequential([Dense(128, activation="relu"), Dense(10)]).
+             nb::handle items = modules.size() == 1 && (nb::isinstance<nb::list>(modules[0]) || nb::isinstance<nb::tuple>(modules[0]))
+                                    ? modules[0]
+                                    : nb::handle(modules);
+             for (nb::handle m : nb::iter(items)) s->push_back(nb::cast<std::shared_ptr<Module>>(m));
            })
       .def("append", [](nb::handle self, std::shared_ptr<Module> m) {
         nb::cast<SequentialImpl&>(self).push_back(std::move(m));
         return nb::borrow(self);
       })
+      .def("add", [](SequentialImpl& s, std::shared_ptr<Module> m) { s.push_back(std::move(m)); },
+           "layer"_a, "Keras's and Gluon's model.add(layer).")
       .def("__len__", &SequentialImpl::size)
       .def("__getitem__", [](const SequentialImpl& s, int64_t i) { return s[i]; })
       .def("__iter__", [](const SequentialImpl& s) { return nb::iter(nb::cast(s.children())); });
