@@ -31,8 +31,9 @@ PEERS = ROOT.parent / "shared" / "bench" / "peers"
 DOCS = ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- bench/run.py:begin -->", "<!-- bench/run.py:end -->"
 
-PEER_SCRIPTS = ("op_overhead.py", "elementwise.py", "gemm.py", "machine_baseline.py")
-UG_SCRIPTS = ("op_overhead.py", "elementwise.py", "gemm.py")
+PEER_SCRIPTS = ("op_overhead.py", "elementwise.py", "gemm.py", "machine_baseline.py", "cnn_train.py",
+                "transformer_step.py")
+UG_SCRIPTS = ("op_overhead.py", "elementwise.py", "gemm.py", "cnn_train.py", "transformer_step.py")
 # The configurations of the peers' README: on 2 cores, torch's and OpenBLAS's spinning
 # pools fight, so the fastest configuration differs between workloads.
 TORCH_CONFIGS = {
@@ -179,6 +180,10 @@ def rate(bench, case, seconds, extra):
         return extra["bytes_moved"] / seconds / 1e9, "GB/s", True
     if bench == "gemm":
         return 2 * int(case[1:]) ** 3 / seconds / 1e9, "GFLOP/s", True
+    if bench == "cnn_train":
+        return seconds / extra["steps"] * 1e3, "ms/step", False
+    if bench == "transformer_step":
+        return seconds * 1e3, "ms/step", False
     raise ValueError(bench)
 
 
@@ -248,8 +253,15 @@ def rows_for(impl, where):
             (autograd + "fresh leaves, " + where, "op_overhead", "autograd_1elem_fresh", impl,
              False, []),
         ]
+    training = [
+        ("LeNet training step (forward, backward, SGD), batch 64, " + where, "cnn_train", "", impl, True,
+         [("≤ 0.8× torch time", lambda u, t, m: t is not None and speedup(u, t) >= 1 / 0.8)]),
+        ("Transformer encoder block step (forward, backward, AdamW), " + where, "transformer_step", "", impl,
+         True, [("≤ 0.8× torch time", lambda u, t, m: t is not None and speedup(u, t) >= 1 / 0.8)]),
+    ] if impl == "unigrad-python" else []
     return [
         *overhead,
+        *training,
         ("64×64 a @ b, " + where, "op_overhead", "matmul_64", impl, True, []),
         ("a + b, 16M f32, fresh output, " + where, "elementwise", "add_alloc", impl, True,
          [("≥ 3× torch", lambda u, t, m: t is not None and speedup(u, t) >= 3), VS_MEMCPY]),

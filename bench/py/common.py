@@ -61,3 +61,28 @@ def emit(ug, bench, threads, seconds, extra=None):
 
 def median(xs):
     return statistics.median(xs)
+
+
+DATA_DIR = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
+
+
+def load_fashion_mnist(data_dir=DATA_DIR):
+    """Fashion-MNIST as the peers read it: float32 numpy arrays in [0, 1] of shape (N, 784)
+    and int64 labels, for (train, test)."""
+    import gzip
+
+    import numpy as np
+
+    def read_idx(path):
+        with gzip.open(path, "rb") as f:
+            data = f.read()
+        ndim = data[3]
+        dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+        return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+    out = {}
+    for split, prefix in (("train", "train"), ("test", "t10k")):
+        x = read_idx(os.path.join(data_dir, f"{prefix}-images-idx3-ubyte.gz"))
+        y = read_idx(os.path.join(data_dir, f"{prefix}-labels-idx1-ubyte.gz"))
+        out[split] = (x.reshape(x.shape[0], -1).astype(np.float32) / 255.0, y.astype(np.int64))
+    return out["train"], out["test"]

@@ -1,0 +1,121 @@
+// ug::nn::Module in C++: registration, the tree walks, state dicts, holders, containers,
+// functional init/apply and the Keras-style summary.
+#include "test_util.h"
+#include "ug/nn/nn.h"
+
+namespace ug {
+namespace {
+
+struct MLPImpl : nn::Module {
+  MLPImpl() : Module("MLP") {
+    fc1 = register_module("fc1", nn::Linear(784, 128));
+    fc2 = register_module("fc2", nn::Linear(128, 10));
+  }
+  Tensor forward(const Tensor& x) override { return fc2(fc1(x).relu()); }
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+UG_MODULE(MLP);
+
+TEST(NnModule, ArticlesMlpHas101770Parameters) {
+  MLP model;
+  EXPECT_EQ(model->num_parameters(), 101770);
+  std::vector<std::string> names;
+  for (auto& [name, p] : model->named_parameters()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}));
+  Tensor y = model(randn({4, 784}));
+  EXPECT_EQ(y.shape(), test::shape({4, 10}));
+  EXPECT_EQ(model->fc1->weight().shape(), test::shape({128, 784}));
+}
+
+TEST(NnModule, BackwardFillsParameterGradsAndZeroGradClears) {
+  MLP model;
+  model(randn({2, 784})).sum().backward();
+  for (const Tensor& p : model->parameters()) EXPECT_TRUE(p.grad().defined());
+  model->zero_grad();
+  for (const Tensor& p : model->parameters()) EXPECT_FALSE(p.grad().defined());
+}
+
+TEST(NnModule, StateDictRoundTripCopiesInPlaceAndReportsBadKeys) {
+  MLP a, b;
+  Tensor w = b->fc1->weight();
+  b->load_state_dict(a->state_dict());
+  EXPECT_EQ(test::values(w), test::values(a->fc1->weight()));
+  nn::TensorDict sd = a->state_dict();
+  sd.erase("fc2.bias");
+  EXPECT_THROW(b->load_state_dict(sd), ValueError);
+  auto [missing, unexpected] = b->load_state_dict(sd, /*strict=*/false);
+  EXPECT_EQ(missing, std::vector<std::string>{"fc2.bias"});
+  EXPECT_TRUE(unexpected.empty());
+  sd.insert("fc2.bias", zeros({3}));
+  EXPECT_THROW(b->load_state_dict(sd, false), ValueError);
+}
+
+TEST(NnModule, TrainEvalToAndApply) {
+  MLP model;
+  model->eval();
+  EXPECT_FALSE(model->fc1->is_training());
+  model->train();
+  EXPECT_TRUE(model->fc2->is_training());
+  Tensor w = model->fc1->weight();
+  model->to(float64);
+  EXPECT_EQ(w.dtype(), float64);  // the same parameter, converted in place
+  EXPECT_TRUE(w.requires_grad());
+  int visited = 0;
+  model->apply([&](nn::Module&) { ++visited; });
+  EXPECT_EQ(visited, 3);
+  EXPECT_EQ(model->named_modules().size(), 3u);
+  EXPECT_EQ(model->get_submodule("fc2").get(), model->fc2.ptr().get());
+}
+
+TEST(NnModule, SequentialRunsInOrderAndPrintsLikeTorch) {
+  nn::Sequential seq(nn::Linear(4, 8), nn::ReLU(), nn::Linear(8, 2));
+  EXPECT_EQ(seq->size(), 3u);
+  EXPECT_EQ(seq(randn({5, 4})).shape(), test::shape({5, 2}));
+  EXPECT_EQ(seq->to_string(),
+            "Sequential(\n  (0): Linear(in_features=4, out_features=8, bias=True)\n  (1): ReLU()\n"
+            "  (2): Linear(in_features=8, out_features=2, bias=True)\n)");
+  EXPECT_THROW((*seq)[3], IndexError);
+}
+
+TEST(NnModule, FunctionalInitAndApplyLeaveTheModuleUntouched) {
+  MLP model;
+  Tensor before = model->fc1->weight().clone();
+  nn::TensorDict params = model->init(random::key(0));
+  EXPECT_EQ(test::values(model->fc1->weight()), test::values(before));
+  EXPECT_EQ(test::values(model->init(random::key(0))["fc2.bias"]), test::values(params["fc2.bias"]));
+  Tensor x = randn({3, 784});
+  Tensor functional = model->apply(params, x);
+  model->load_state_dict(params);
+  EXPECT_EQ(test::values(functional), test::values(model(x)));
+}
+
+TEST(NnModule, SummaryListsLayersShapesAndCounts) {
+  MLP model;
+  std::string s = model->summary({1, 784});
+  EXPECT_NE(s.find("fc1 (Linear)"), std::string::npos) << s;
+  EXPECT_NE(s.find("(None, 128)"), std::string::npos) << s;
+  EXPECT_NE(s.find("Total params: 101770"), std::string::npos) << s;
+}
+
+TEST(NnModule, RegistrationErrors) {
+  nn::Module m;
+  m.register_parameter("w", zeros({2}));
+  EXPECT_THROW(m.register_buffer("w", zeros({2})), ValueError);
+  EXPECT_THROW(m.register_parameter("a.b", zeros({2})), ValueError);
+  EXPECT_THROW(m.register_parameter("i", zeros({2}, {.dtype = int64})), TypeError);
+  EXPECT_THROW(m.forward(zeros({1})), RuntimeError);
+}
+
+TEST(NnModule, InitialisersFollowTheirFormulas) {
+  manual_seed(0);
+  Tensor w = empty({64, 32});
+  nn::init::orthogonal_(w);
+  Tensor gram = w.t().matmul(w);
+  test::expect_values(gram, test::values(eye(32)), 1e-5);
+  nn::init::kaiming_uniform_(w, std::sqrt(5.0));
+  EXPECT_LE(w.abs().max().item<double>(), 1 / std::sqrt(32.0));
+  EXPECT_DOUBLE_EQ(nn::init::calculate_gain("tanh"), 5.0 / 3);
+}
+
+}  // namespace
+}  // namespace ug
