@@ -57,6 +57,24 @@ class Backend {
   /** Writes the int64 coordinates of x's nonzero elements into out [count, ndim]. */
   virtual void nonzero(const Tensor& x, const Tensor& out) = 0;
   virtual int64_t count_nonzero(const Tensor& x) = 0;
+
+  // normalization
+  /** Normalizes each row of contiguous x [rows, cols] (float32/float64): y = (x - mean) * rstd,
+   *  times weight plus bias ([cols], contiguous) when those are defined. Writes y [rows, cols]
+   *  and each row's mean and rstd = 1 / sqrt(var + eps) ([rows]). */
+  virtual void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                          const Tensor& y, const Tensor& mean, const Tensor& rstd) = 0;
+  /** The gradients of layer_norm for the output gradient g [rows, cols] (contiguous): dx, and
+   *  dweight and dbias [cols] where they are defined (weight may be undefined: all ones). */
+  virtual void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                                   const Tensor& weight, const Tensor& dx, const Tensor& dweight,
+                                   const Tensor& dbias) = 0;
+  /** softmax (or, when log, log_softmax) of each row of contiguous x [rows, cols] (float32 or
+   *  float64) into y. */
+  virtual void softmax(const Tensor& x, bool log, const Tensor& y) = 0;
+  /** The input gradient of softmax / log_softmax from its output y and output gradient g
+   *  (contiguous [rows, cols]). */
+  virtual void softmax_backward(const Tensor& g, const Tensor& y, bool log, const Tensor& dx) = 0;
 };
 
 /** The backend for a device; throws RuntimeError when the device is not available. */

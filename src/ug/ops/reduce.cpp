@@ -1,6 +1,8 @@
 // Reductions and scans. Every reduction comes down to one backend kernel over a contiguous
-// [outer, reduced, inner] view; mean, var, norm, logsumexp and softmax are composed from
-// those kernels and elementwise ops. dtypes follow PyTorch.
+// [outer, reduced, inner] view; mean, var, norm and logsumexp are composed from those
+// kernels and elementwise ops. softmax over the last dim of float32/float64 has a fused
+// kernel each way (the attention and cross-entropy hot path); other cases are composed.
+// dtypes follow PyTorch.
 #include "ug/ops/reduce.h"
 
 #include <cmath>
@@ -319,10 +321,38 @@ Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
   return out;
 }
 
+/** softmax over rows of contiguous float32/float64 x (the reduced dim last): one backend
+ *  kernel each way. The rule runs the fused backward, or the same formula with ops when a
+ *  graph of the gradient is asked for (double backward). */
+Tensor softmax_rows(const Tensor& x, int64_t cols, bool log, const char* op) {
+  Tensor xc = x.contiguous();
+  const int64_t rows = x.numel() / cols;
+  Tensor y = empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
+  backend_for(x.device()).softmax(xc.view({rows, cols}), log, y.view({rows, cols}));
+  debugging::check_output(y, op);
+  if (autograd::needs_grad({&x}))
+    autograd::record(op, {x}, {&y}, [op, log, cols, ys = autograd::save_output(y)](std::vector<Tensor>&& g, Node* n) {
+      Tensor y = ys.unpack(n, op);
+      if (GradMode::is_enabled()) {
+        const int64_t d = y.dim() - 1;
+        return std::vector<Tensor>{log ? g[0] - y.exp() * g[0].sum(Dims{d}, true) : y * (g[0] - (g[0] * y).sum(Dims{d}, true))};
+      }
+      const int64_t rows = y.numel() / cols;
+      Tensor gc = g[0].contiguous();
+      Tensor dx = empty(y.shape(), {.dtype = y.dtype(), .device = y.device()});
+      backend_for(y.device()).softmax_backward(gc.view({rows, cols}), y.view({rows, cols}), log, dx.view({rows, cols}));
+      return std::vector<Tensor>{dx};
+    });
+  return y;
+}
+
 Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const char* op) {
   require_floating(x, op);
   Mask mask = single_dim_mask(x, dim, op);
   if (x.numel() == 0) return x.clone();
+  const bool fused_dtype = x.dtype() == DType::Float32 || x.dtype() == DType::Float64;
+  if (fused_dtype && x.dim() > 0 && wrap_dim(dim, x.dim(), op) == x.dim() - 1 && !batching::level(x) && !forward::active())
+    return softmax_rows(x, x.size(-1), log, op);
   Tensor xc = x.to(compute_dtype(x.dtype()));
   // Subtracting the row max keeps exp() finite; a row of -inf gives NaN, as in PyTorch.
   Tensor shifted = xc - run_reduce(ReduceOp::Max, xc, mask, true, xc.dtype());

@@ -1,0 +1,12 @@
+// ug::nn::functional, the layers and losses as functions (torch.nn.functional):
+//   namespace F = ug::nn::functional;
+//   Tensor loss = F::cross_entropy(F::linear(x, w, b), y, {.label_smoothing = 0.1});
+#pragma once
+
+#include "ug/nn/functional/activation.h"
+#include "ug/nn/functional/attention.h"
+#include "ug/nn/functional/dropout.h"
+#include "ug/nn/functional/embedding.h"
+#include "ug/nn/functional/linear.h"
+#include "ug/nn/functional/loss.h"
+#include "ug/nn/functional/normalization.h"

@@ -1,0 +1,38 @@
+// A shared helper for activations whose composed form would get a kink or an overflow
+// wrong: compute the value with ops under no_grad, then record one node whose rule is
+// the derivative written with ops (so double backward still works).
+#pragma once
+
+#include <functional>
+
+#include "ug/autograd/grad_mode.h"
+#include "ug/autograd/record.h"
+#include "ug/core/tensor.h"
+
+namespace ug::nn::functional::detail {
+
+/** Returns value(x) (run without recording), with d/dx given by grad(g, x). Forward-mode
+ *  tangents come from value's own ops. */
+inline Tensor with_derivative(const char* name, const Tensor& x, const std::function<Tensor(const Tensor&)>& value,
+                              std::function<Tensor(const Tensor&, const Tensor&)> grad) {
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = value(x);
+  }
+  if (autograd::needs_grad({&x}))
+    autograd::record(name, {x}, {&y}, [name, xs = autograd::save(x), grad = std::move(grad)](std::vector<Tensor>&& g, Node* n) {
+      return std::vector<Tensor>{grad(g[0], xs.unpack(n, name))};
+    });
+  return y;
+}
+
+/** torch's `inplace=True`: the result is written into x, and x returned. */
+inline Tensor maybe_inplace(const Tensor& x, const Tensor& y, bool inplace) {
+  if (!inplace) return y;
+  Tensor out = x;
+  out.copy_(y);
+  return out;
+}
+
+}  // namespace ug::nn::functional::detail

@@ -1,0 +1,74 @@
+// linear is the MLP and transformer hot path, so it records one node (not a transpose, a
+// product and a broadcast add): the forward is one GEMM into a fresh buffer plus an in-place
+// bias add, and the backward is two GEMMs reading the operands in place and one column sum.
+#include "ug/nn/functional/linear.h"
+
+#include "ug/autograd/debugging.h"
+#include "ug/autograd/forward.h"
+#include "ug/autograd/record.h"
+#include "ug/backend/backend.h"
+#include "ug/core/batching.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/linalg.h"
+#include "ug/ops/reduce.h"
+
+namespace ug::nn::functional {
+
+namespace {
+
+void check_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  if (w.dim() != 2 && w.dim() != 1)
+    fail("[linear] weight must be [out_features, in_features] (or 1-D), got shape ", w.shape());
+  if (x.dim() == 0) fail("[linear] input must have at least 1 dimension, got a 0-d tensor");
+  if (x.size(-1) != w.size(-1))
+    fail("[linear] input shape ", x.shape(), " does not match weight shape ", w.shape(), " (in_features ",
+         x.size(-1), " vs ", w.size(-1), ")");
+  if (x.dtype() != w.dtype() || (b.defined() && b.dtype() != x.dtype()))
+    fail<TypeError>("[linear] input, weight and bias must share a dtype, got ", x.dtype(), ", ", w.dtype(),
+                    b.defined() ? ", " : "", b.defined() ? dtype_name(b.dtype()) : "");
+  if (!is_floating(x.dtype())) fail<TypeError>("[linear] expected floating point tensors, got ", x.dtype());
+}
+
+/** The composed form, for vmap, forward mode, 1-D weights and biases that are not [out]
+ *  (broadcast): every op brings its own rules. */
+Tensor linear_composed(const Tensor& x, const Tensor& w, const Tensor& b) {
+  Tensor y = matmul(x, w.dim() == 2 ? w.t() : w);
+  return b.defined() ? y + b : y;
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  check_linear(x, w, b);
+  if (w.dim() == 1 || batching::max_level({&x, &w, &b}) || forward::active() || (b.defined() && b.dim() != 1))
+    return linear_composed(x, w, b);
+  const int64_t in = w.size(1), out = w.size(0);
+  if (b.defined() && b.size(0) != out)
+    fail("[linear] bias shape ", b.shape(), " does not match weight shape ", w.shape());
+  Dims out_shape(x.shape().begin(), x.shape().end());
+  out_shape.back() = out;
+  Tensor x2 = x.reshape({-1, in});
+  Tensor y = empty(out_shape, {.dtype = x.dtype(), .device = x.device()});
+  Tensor y3 = y.view({1, x2.size(0), out});
+  Backend& be = backend_for(x.device());
+  be.matmul(x2.unsqueeze(0), w.t().unsqueeze(0), y3);
+  if (b.defined()) be.binary(ops::BinaryOp::Add, y3, b.expand(y3.shape()), y3);
+  debugging::check_output(y, "linear");
+  if (autograd::needs_grad({&x, &w, &b})) {
+    autograd::record("linear", {x, w, b}, {&y},
+                     [xs = autograd::requires_grad(w) ? autograd::save(x) : SavedTensor(),
+                      ws = autograd::requires_grad(x) ? autograd::save(w) : SavedTensor(), has_b = b.defined(), x_shape = x.shape(),
+                      in](std::vector<Tensor>&& g, Node* n) {
+                       // Only the gradients some input needs: the input of a first layer needs none.
+                       const auto& e = n->next_edges();
+                       Tensor g2 = g[0].reshape({-1, g[0].size(-1)});
+                       Tensor gx = e[0].valid() ? mm(g2, ws.unpack(n, "linear")).view(x_shape) : Tensor();
+                       Tensor gw = e[1].valid() ? mm(g2.t(), xs.unpack(n, "linear").reshape({-1, in})) : Tensor();
+                       Tensor gb = has_b && e[2].valid() ? g2.sum(Dims{0}) : Tensor();
+                       return std::vector<Tensor>{gx, gw, gb};
+                     });
+  }
+  return y;
+}
+
+}  // namespace ug::nn::functional

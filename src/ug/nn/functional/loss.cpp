@@ -1,0 +1,271 @@
+// Losses composed from ops (log_softmax, gather, where, sums), so every one differentiates
+// twice; binary_cross_entropy records its own derivative, torch's clamped formula.
+#include "ug/nn/functional/loss.h"
+
+
+#include "ug/autograd/grad_mode.h"
+#include "ug/autograd/record.h"
+#include "ug/nn/functional/activation.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/indexing.h"
+#include "ug/ops/reduce.h"
+#include "ug/ops/unary.h"
+
+namespace ug::nn::functional {
+
+namespace {
+
+enum class Reduction { None, Mean, Sum, BatchMean };
+
+Reduction parse_reduction(std::string_view r, const char* op, bool batchmean = false) {
+  if (r == "mean") return Reduction::Mean;
+  if (r == "sum") return Reduction::Sum;
+  if (r == "none") return Reduction::None;
+  if (batchmean && r == "batchmean") return Reduction::BatchMean;
+  fail("[", op, "] '", r, "' is not a valid value for reduction: use 'mean', 'sum' or 'none'",
+       batchmean ? " (or 'batchmean')" : "");
+}
+
+Tensor reduce(const Tensor& loss, Reduction r) {
+  switch (r) {
+    case Reduction::None: return loss;
+    case Reduction::Sum: return loss.sum();
+    case Reduction::Mean: return loss.mean();
+    case Reduction::BatchMean: return loss.dim() == 0 ? loss.sum() : loss.sum() / static_cast<double>(loss.size(0));
+  }
+  return loss;
+}
+
+void require_floating(const Tensor& x, const char* op, const char* what) {
+  if (!is_floating(x.dtype()))
+    fail<TypeError>("[", op, "] expected a floating point ", what, ", got dtype ", x.dtype(), " (shape ", x.shape(), ")");
+}
+
+/** input - target for the elementwise losses; the operands broadcast (torch warns, then does too). */
+Tensor difference(const Tensor& input, const Tensor& target, const char* op) {
+  require_floating(input, op, "input");
+  return input - target;
+}
+
+/** loss * weight (weight of loss's shape, optional); "mean" divides by sum(weight) when
+ *  by_weight_sum, else by the element count. */
+Tensor weighted(const Tensor& loss, const Tensor& weight, Reduction r, const char* op, bool by_weight_sum) {
+  if (!weight.defined()) return reduce(loss, r);
+  if (weight.shape() != loss.shape())
+    fail("[", op, "] Weights and input must have the same size, got ", weight.shape(), " and ", loss.shape());
+  Tensor l = loss * weight;
+  return r == Reduction::Mean && by_weight_sum ? l.sum() / weight.sum() : reduce(l, r);
+}
+
+/** The class dim of logits / log-probabilities: 0 for a single [C] sample, else 1. */
+int64_t class_dim(const Tensor& input) { return input.dim() == 1 ? 0 : 1; }
+
+void check_weight(const Tensor& weight, int64_t classes, const char* op) {
+  if (weight.defined() && (weight.dim() != 1 || weight.size(0) != classes))
+    fail("[", op, "] weight tensor should be defined either for all ", classes, " classes or no classes but got weight of shape ",
+         weight.shape());
+}
+
+/** Checks class-index targets against input [N, C, d...] / [C]; returns the indices with
+ *  ignored entries replaced by 0 (safe to gather) and the mask of ignored entries. */
+std::pair<Tensor, Tensor> class_targets(const Tensor& input, const Tensor& target, int64_t ignore_index, const char* op) {
+  if (input.dim() == 0) fail("[", op, "] input must have at least 1 dimension (classes), got a 0-d tensor");
+  if (is_floating(target.dtype()) || target.dtype() == DType::Bool)
+    fail<TypeError>("[", op, "] expected class-index targets of an integer dtype (int64), got ", target.dtype(),
+                    " (target shape ", target.shape(), ", input shape ", input.shape(), ")");
+  Shape expected = input.shape();
+  expected.erase(expected.begin() + class_dim(input));
+  if (target.shape() != expected) {
+    if (input.dim() >= 2 && (target.dim() == 0 || target.size(0) != input.size(0)))
+      fail("[", op, "] Expected input batch_size (", input.size(0), ") to match target batch_size (",
+           target.dim() ? target.size(0) : 0, "): input shape ", input.shape(), ", target shape ", target.shape());
+    fail("[", op, "] expected target of shape ", expected, " for input of shape ", input.shape(), ", got ", target.shape());
+  }
+  const int64_t classes = input.size(class_dim(input));
+  Tensor ignored = target == ignore_index;
+  Tensor safe = where(ignored, Scalar(int64_t{0}), target).to(DType::Int64);
+  if (safe.numel() > 0) {
+    Tensor bad = (safe < 0).logical_or(safe >= classes);
+    if (bad.any().item<bool>()) {
+      int64_t value = safe.masked_select(bad).flatten()[0].item<int64_t>();
+      fail<IndexError>("[", op, "] Target ", value, " is out of bounds: class indices must be in [0, ", classes,
+                       ") or equal ignore_index (", ignore_index, ")");
+    }
+  }
+  return {safe, ignored};
+}
+
+/** weight[target] per element ([N, d...]), 0 where the target is ignored. */
+Tensor target_weights(const Tensor& weight, const Tensor& safe, const Tensor& ignored, const Tensor& like) {
+  Tensor w = weight.defined() ? weight.index_select(0, safe.flatten()).view(safe.shape())
+                              : ones(safe.shape(), {.dtype = like.dtype(), .device = like.device()});
+  return where(ignored, 0.0, w);
+}
+
+/** weight viewed [1, C, 1, ...] to broadcast against input along the class dim. */
+Tensor class_broadcast(const Tensor& weight, const Tensor& input) {
+  Dims shape(static_cast<size_t>(input.dim()), 1);
+  shape[class_dim(input)] = weight.size(0);
+  return weight.view(shape);
+}
+
+}  // namespace
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const NllLossOptions& o) {
+  const char* op = "nll_loss";
+  Reduction r = parse_reduction(o.reduction, op);
+  require_floating(input, op, "input");
+  auto [safe, ignored] = class_targets(input, target, o.ignore_index, op);
+  const int64_t cd = class_dim(input);
+  check_weight(o.weight, input.size(cd), op);
+  Tensor picked = input.gather(cd, safe.unsqueeze(cd)).squeeze(Dims{cd});
+  Tensor w = target_weights(o.weight, safe, ignored, input);
+  Tensor loss = -picked * w;
+  if (r == Reduction::Mean) return loss.sum() / w.sum();  // all ignored: 0 / 0 = nan, as torch
+  return reduce(loss, r);
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& o) {
+  const char* op = "cross_entropy";
+  Reduction r = parse_reduction(o.reduction, op);
+  require_floating(input, op, "input");
+  if (input.dim() == 0) fail("[cross_entropy] input must have at least 1 dimension (classes), got a 0-d tensor");
+  if (o.label_smoothing < 0 || o.label_smoothing > 1)
+    fail("[cross_entropy] label_smoothing must be between 0.0 and 1.0, got ", o.label_smoothing);
+  const int64_t cd = class_dim(input), classes = input.size(cd);
+  check_weight(o.weight, classes, op);
+  Tensor logp = input.log_softmax(cd);
+  const double s = o.label_smoothing;
+  if (is_floating(target.dtype())) {
+    // Class probabilities: -sum_c w_c t_c log p_c per sample; "mean" averages over samples.
+    if (target.shape() != input.shape())
+      fail("[cross_entropy] class-probability targets must have the input's shape ", input.shape(), ", got ",
+           target.shape());
+    Tensor t = s > 0 ? target * (1 - s) + s / static_cast<double>(classes) : target;
+    Tensor prod = logp * t;
+    if (o.weight.defined()) prod = prod * class_broadcast(o.weight, input);
+    Tensor loss = -prod.sum(Dims{cd});
+    if (r == Reduction::Mean) return loss.sum() / static_cast<double>(classes ? input.numel() / classes : 0);
+    return reduce(loss, r);
+  }
+  Tensor nll = nll_loss(logp, target, {.weight = o.weight, .ignore_index = o.ignore_index, .reduction = o.reduction});
+  if (s <= 0) return nll;
+  // torch's label smoothing: (1 - s) * nll + s / C * (the loss against a uniform target),
+  // the latter normalised like nll's mean (by the weights of the targets).
+  auto [safe, ignored] = class_targets(input, target, o.ignore_index, op);
+  Tensor lw = o.weight.defined() ? logp * class_broadcast(o.weight, input) : logp;
+  Tensor smooth = where(ignored, 0.0, -lw.sum(Dims{cd}));
+  Tensor reduced = r == Reduction::Mean ? smooth.sum() / target_weights(o.weight, safe, ignored, input).sum()
+                                        : reduce(smooth, r);
+  return nll * (1 - s) + reduced * (s / static_cast<double>(classes));
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction, const Tensor& weight) {
+  Reduction r = parse_reduction(reduction, "mse_loss");
+  Tensor d = difference(input, target, "mse_loss");
+  return weighted(d * d, weight, r, "mse_loss", true);
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction, const Tensor& weight) {
+  Reduction r = parse_reduction(reduction, "l1_loss");
+  return weighted(difference(input, target, "l1_loss").abs(), weight, r, "l1_loss", true);
+}
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction, double beta) {
+  Reduction r = parse_reduction(reduction, "smooth_l1_loss");
+  if (beta < 0) fail("[smooth_l1_loss] does not support negative values for beta, got ", beta);
+  Tensor z = difference(input, target, "smooth_l1_loss").abs();
+  if (beta == 0) return reduce(z, r);
+  return reduce(where(z < beta, z * z * (0.5 / beta), z - 0.5 * beta), r);
+}
+
+Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view reduction, double delta,
+                  const Tensor& weight) {
+  Reduction r = parse_reduction(reduction, "huber_loss");
+  if (delta <= 0) fail("[huber_loss] does not support non-positive values for delta, got ", delta);
+  Tensor z = difference(input, target, "huber_loss").abs();
+  return weighted(where(z < delta, z * z * 0.5, (z - 0.5 * delta) * delta), weight, r, "huber_loss", false);
+}
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, std::string_view reduction) {
+  const char* op = "binary_cross_entropy";
+  Reduction r = parse_reduction(reduction, op);
+  require_floating(input, op, "input");
+  if (target.shape() != input.shape())
+    fail("[binary_cross_entropy] Using a target size (", target.shape(), ") that is different to the input size (",
+         input.shape(), ") is deprecated. Please ensure they have the same size.");
+  if (input.numel() > 0 && (input >= 0).logical_and(input <= 1).logical_not().any().item<bool>())
+    fail<RuntimeError>("[binary_cross_entropy] all elements of input should be between 0 and 1");
+  Tensor t = target.to(input.dtype());
+  Tensor loss;
+  {
+    NoGradGuard no_grad;
+    loss = -(t * input.log().clamp(-100.0, std::nullopt) + (1 - t) * (1 - input).log().clamp(-100.0, std::nullopt));
+  }
+  // torch's derivatives: (x - t) / max(x (1 - x), 1e-12) for the input (the composed form
+  // would give inf at 0 and 1), the log-odds log(1 - x) - log(x) for the target.
+  if (autograd::needs_grad({&input, &t}))
+    autograd::record(op, {input, t}, {&loss},
+                     [xs = autograd::save(input), ts = autograd::save(t)](std::vector<Tensor>&& g, Node* n) {
+                       Tensor x = xs.unpack(n, "binary_cross_entropy"), t = ts.unpack(n, "binary_cross_entropy");
+                       const auto& e = n->next_edges();
+                       Tensor gx = e[0].valid() ? g[0] * (x - t) / (x * (1 - x)).clamp(1e-12, std::nullopt) : Tensor();
+                       Tensor gt = e[1].valid() ? g[0] * ((-x).log1p() - x.log()) : Tensor();
+                       return std::vector<Tensor>{gx, gt};
+                     });
+  if (weight.defined()) loss = loss * weight;
+  return reduce(loss, r);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const BceWithLogitsOptions& o) {
+  const char* op = "binary_cross_entropy_with_logits";
+  Reduction r = parse_reduction(o.reduction, op);
+  require_floating(input, op, "input");
+  if (target.shape() != input.shape())
+    fail("[binary_cross_entropy_with_logits] Target size (", target.shape(), ") must be the same as input size (",
+         input.shape(), ")");
+  // (1 - t) x - lw log(sigmoid(x)), lw = 1 + (pos_weight - 1) t: finite for any logit.
+  Tensor t = target.to(input.dtype());
+  Tensor ls = logsigmoid(input);
+  Tensor loss = o.pos_weight.defined() ? (1 - t) * input - ((o.pos_weight - 1) * t + 1) * ls : (1 - t) * input - ls;
+  if (o.weight.defined()) loss = loss * o.weight;
+  return reduce(loss, r);
+}
+
+Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduction, bool log_target) {
+  Reduction r = parse_reduction(reduction, "kl_div", true);
+  require_floating(input, "kl_div", "input");
+  Tensor loss;
+  if (log_target) {
+    loss = target.exp() * (target - input);
+  } else {
+    // xlogy(t, t) - t x, with 0 log 0 = 0 (and a zero gradient there).
+    Tensor zero = target == 0;
+    Tensor safe = where(zero, 1.0, target);
+    loss = where(zero, 0.0, target * safe.log()) - target * input;
+  }
+  return reduce(loss, r);
+}
+
+Tensor cosine_embedding_loss(const Tensor& x1, const Tensor& x2, const Tensor& target, double margin,
+                             std::string_view reduction) {
+  const char* op = "cosine_embedding_loss";
+  Reduction r = parse_reduction(reduction, op);
+  require_floating(x1, op, "input1");
+  if (x1.shape() != x2.shape())
+    fail("[cosine_embedding_loss] input1 and input2 must have the same shape, got ", x1.shape(), " and ", x2.shape());
+  if (x1.dim() != 1 && x1.dim() != 2)
+    fail("[cosine_embedding_loss] expected 1-D or 2-D inputs, got shape ", x1.shape());
+  if (target.dim() != x1.dim() - 1 || (target.dim() == 1 && target.size(0) != x1.size(0)))
+    fail("[cosine_embedding_loss] ", target.dim(), "D target tensor of shape ", target.shape(),
+         " does not match inputs of shape ", x1.shape());
+  constexpr double eps = 1e-12;  // torch's EPSILON
+  const int64_t d = x1.dim() - 1;
+  Tensor prod = (x1 * x2).sum(Dims{d});
+  Tensor m1 = (x1 * x1).sum(Dims{d}) + eps, m2 = (x2 * x2).sum(Dims{d}) + eps;
+  Tensor cos = prod / (m1 * m2).sqrt();
+  Tensor pos = 1 - cos, neg = (cos - margin).clamp(0.0, std::nullopt);
+  return reduce(where(target == 1, pos, 0.0) + where(target == -1, neg, 0.0), r);
+}
+
+}  // namespace ug::nn::functional

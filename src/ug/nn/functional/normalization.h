@@ -1,0 +1,40 @@
+// Normalization layers of torch.nn.functional. layer_norm (and group_norm and instance_norm,
+// which normalize rows of a reshaped input) run a fused kernel forward and backward.
+#pragma once
+
+#include <optional>
+
+#include "ug/core/tensor.h"
+
+namespace ug::nn::functional {
+
+/** Normalizes over the trailing dims `normalized_shape`: (x - mean) / sqrt(var + eps) * weight
+ *  + bias, with the biased variance; weight and bias (optional) have normalized_shape. */
+Tensor layer_norm(const Tensor& input, const Dims& normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+
+/** x / sqrt(mean(x^2) + eps) * weight over the trailing dims; eps defaults to the machine
+ *  epsilon of x's dtype, as in torch. */
+Tensor rms_norm(const Tensor& input, const Dims& normalized_shape, const Tensor& weight = {},
+                std::optional<double> eps = {});
+
+/** Per-channel (dim 1) normalization of [N, C, ...]. In training the batch statistics are
+ *  used and running_mean / running_var (when given) are updated in place: r = (1 - momentum)
+ *  r + momentum * stat, with the unbiased variance. Otherwise the running statistics are used. */
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = {}, const Tensor& bias = {}, bool training = false,
+                  double momentum = 0.1, double eps = 1e-5);
+
+/** Normalizes each of num_groups groups of channels of [N, C, ...] per sample; weight and
+ *  bias are per channel [C]. */
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+
+/** Normalizes each channel of each sample of [N, C, ...] over its spatial dims; running
+ *  statistics (when given) are updated as batch_norm does. With use_input_stats false the
+ *  running statistics are used instead. */
+Tensor instance_norm(const Tensor& input, const Tensor& running_mean = {}, const Tensor& running_var = {},
+                     const Tensor& weight = {}, const Tensor& bias = {}, bool use_input_stats = true,
+                     double momentum = 0.1, double eps = 1e-5);
+
+}  // namespace ug::nn::functional
