@@ -3,6 +3,11 @@
 
 #include "ug/nn/containers.h"
 #include "ug/nn/init.h"
+#include "ug/nn/functional.h"
 #include "ug/nn/layers/activation.h"
+#include "ug/nn/layers/attention.h"
+#include "ug/nn/layers/dropout.h"
 #include "ug/nn/layers/linear.h"
+#include "ug/nn/layers/loss.h"
+#include "ug/nn/layers/normalization.h"
 #include "ug/nn/module.h"

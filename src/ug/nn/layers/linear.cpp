@@ -5,7 +5,7 @@
 #include "ug/autograd/grad_mode.h"
 #include "ug/nn/init.h"
 #include "ug/nn/layers/activation.h"
-#include "ug/ops/binary.h"
+#include "ug/nn/functional/linear.h"
 
 namespace ug::nn {
 
@@ -47,8 +47,7 @@ Tensor LinearImpl::forward(const Tensor& x) {
   }
   if (x.dim() == 0 || x.size(-1) != in_features_)
     fail("[", type_name(), "] expected input with last dim ", in_features_, ", got shape ", x.shape());
-  Tensor y = x.matmul(weight().t());
-  return has_bias_ ? y + bias() : y;
+  return functional::linear(x, weight(), bias());
 }
 
 std::string LinearImpl::extra_repr() const {

@@ -1,0 +1,145 @@
+// ug.nn layers over the functional ops: convolution and pooling, normalization, dropout and
+// embedding, losses, attention and the transformer encoder layer.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+
+#include "bindings.h"
+#include "ug/nn/layers/attention.h"
+#include "ug/nn/layers/dropout.h"
+#include "ug/nn/layers/loss.h"
+#include "ug/nn/layers/normalization.h"
+
+namespace ugpy {
+
+using namespace nb::literals;
+
+namespace {
+
+using ug::Dims;
+using ug::Tensor;
+using ug::nn::Module;
+
+/** 5 or (5, 3): a size for every spatial dim or one each. */
+Dims sizes(nb::handle h) {
+  if (nb::isinstance<nb::int_>(h)) return Dims{nb::cast<int64_t>(h)};
+  return dims_from_sequence(h, "nn");
+}
+
+Tensor tensor_or_empty(const std::optional<Tensor>& t) { return t.value_or(Tensor()); }
+
+nb::object optional_result(const Tensor& t) { return t.defined() ? nb::cast(t) : nb::none(); }
+
+}  // namespace
+
+void bind_nn_layers(nb::module_& nn) {
+  namespace n = ug::nn;
+  // ---- normalization, dropout, embedding ------------------------------------------------------
+  nb::class_<n::BatchNormImpl, Module>(nn, "_BatchNorm");
+  nb::class_<n::BatchNorm1dImpl, n::BatchNormImpl>(nn, "BatchNorm1d")
+      .def(nb::init<int64_t, double, std::optional<double>, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
+           "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true);
+  nb::class_<n::BatchNorm2dImpl, n::BatchNormImpl>(nn, "BatchNorm2d")
+      .def(nb::init<int64_t, double, std::optional<double>, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
+           "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true);
+  nb::class_<n::LayerNormImpl, Module>(nn, "LayerNorm")
+      .def("__init__",
+           [](n::LayerNormImpl* l, nb::handle shape, double eps, bool affine, bool bias) {
+             new (l) n::LayerNormImpl(sizes(shape), eps, affine, bias);
+           },
+           "normalized_shape"_a, "eps"_a = 1e-5, "elementwise_affine"_a = true, "bias"_a = true);
+  nb::class_<n::GroupNormImpl, Module>(nn, "GroupNorm")
+      .def(nb::init<int64_t, int64_t, double, bool>(), "num_groups"_a, "num_channels"_a, "eps"_a = 1e-5,
+           "affine"_a = true);
+  nb::class_<n::RMSNormImpl, Module>(nn, "RMSNorm")
+      .def("__init__",
+           [](n::RMSNormImpl* l, nb::handle shape, std::optional<double> eps, bool affine) {
+             new (l) n::RMSNormImpl(sizes(shape), eps, affine);
+           },
+           "normalized_shape"_a, "eps"_a = nb::none(), "elementwise_affine"_a = true);
+  nb::class_<n::DropoutImpl, Module>(nn, "Dropout")
+      .def("__init__", [](n::DropoutImpl* d, double p, bool) { new (d) n::DropoutImpl(p); }, "p"_a = 0.5,
+           "inplace"_a = false)
+      .def_prop_ro("p", &n::DropoutImpl::p);
+  nb::class_<n::EmbeddingImpl, Module>(nn, "Embedding")
+      .def(nb::init<int64_t, int64_t, std::optional<int64_t>>(), "num_embeddings"_a, "embedding_dim"_a,
+           "padding_idx"_a = nb::none());
+
+  // ---- losses: loss_fn(input, target) ----------------------------------------------------------
+  nb::class_<n::LossImpl, Module>(nn, "_Loss").def_prop_ro("reduction", &n::LossImpl::reduction);
+  nb::class_<n::CrossEntropyLossImpl, n::LossImpl>(nn, "CrossEntropyLoss")
+      .def("__init__",
+           [](n::CrossEntropyLossImpl* l, std::optional<Tensor> weight, int64_t ignore_index, std::string reduction,
+              double label_smoothing) {
+             new (l) n::CrossEntropyLossImpl(tensor_or_empty(weight), ignore_index, std::move(reduction), label_smoothing);
+           },
+           "weight"_a = nb::none(), "ignore_index"_a = -100, "reduction"_a = "mean", "label_smoothing"_a = 0.0)
+      .def("forward", &n::CrossEntropyLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::NLLLossImpl, n::LossImpl>(nn, "NLLLoss")
+      .def("__init__",
+           [](n::NLLLossImpl* l, std::optional<Tensor> weight, int64_t ignore_index, std::string reduction) {
+             new (l) n::NLLLossImpl(tensor_or_empty(weight), ignore_index, std::move(reduction));
+           },
+           "weight"_a = nb::none(), "ignore_index"_a = -100, "reduction"_a = "mean")
+      .def("forward", &n::NLLLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::MSELossImpl, n::LossImpl>(nn, "MSELoss")
+      .def(nb::init<std::string>(), "reduction"_a = "mean")
+      .def("forward", &n::MSELossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::L1LossImpl, n::LossImpl>(nn, "L1Loss")
+      .def(nb::init<std::string>(), "reduction"_a = "mean")
+      .def("forward", &n::L1LossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::SmoothL1LossImpl, n::LossImpl>(nn, "SmoothL1Loss")
+      .def(nb::init<std::string, double>(), "reduction"_a = "mean", "beta"_a = 1.0)
+      .def("forward", &n::SmoothL1LossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::HuberLossImpl, n::LossImpl>(nn, "HuberLoss")
+      .def(nb::init<std::string, double>(), "reduction"_a = "mean", "delta"_a = 1.0)
+      .def("forward", &n::HuberLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::BCELossImpl, n::LossImpl>(nn, "BCELoss")
+      .def("__init__",
+           [](n::BCELossImpl* l, std::optional<Tensor> weight, std::string reduction) {
+             new (l) n::BCELossImpl(tensor_or_empty(weight), std::move(reduction));
+           },
+           "weight"_a = nb::none(), "reduction"_a = "mean")
+      .def("forward", &n::BCELossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::BCEWithLogitsLossImpl, n::LossImpl>(nn, "BCEWithLogitsLoss")
+      .def("__init__",
+           [](n::BCEWithLogitsLossImpl* l, std::optional<Tensor> weight, std::string reduction,
+              std::optional<Tensor> pos_weight) {
+             new (l) n::BCEWithLogitsLossImpl(tensor_or_empty(weight), std::move(reduction), tensor_or_empty(pos_weight));
+           },
+           "weight"_a = nb::none(), "reduction"_a = "mean", "pos_weight"_a = nb::none())
+      .def("forward", &n::BCEWithLogitsLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::KLDivLossImpl, n::LossImpl>(nn, "KLDivLoss")
+      .def(nb::init<std::string, bool>(), "reduction"_a = "mean", "log_target"_a = false)
+      .def("forward", &n::KLDivLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::CosineEmbeddingLossImpl, n::LossImpl>(nn, "CosineEmbeddingLoss")
+      .def(nb::init<double, std::string>(), "margin"_a = 0.0, "reduction"_a = "mean")
+      .def("forward", &n::CosineEmbeddingLossImpl::forward, "input1"_a, "input2"_a, "target"_a);
+
+  // ---- attention -----------------------------------------------------------------------------
+  nb::class_<n::MultiheadAttentionImpl, Module>(nn, "MultiheadAttention")
+      .def(nb::init<int64_t, int64_t, double, bool, bool>(), "embed_dim"_a, "num_heads"_a, "dropout"_a = 0.0,
+           "bias"_a = true, "batch_first"_a = false)
+      .def("forward",
+           [](n::MultiheadAttentionImpl& m, const Tensor& q, const Tensor& k, const Tensor& v,
+              std::optional<Tensor> key_padding_mask, bool need_weights, std::optional<Tensor> attn_mask,
+              bool average_attn_weights, bool is_causal) {
+             auto [out, weights] = m.forward(q, k, v, tensor_or_empty(key_padding_mask), need_weights,
+                                             tensor_or_empty(attn_mask), average_attn_weights, is_causal);
+             return nb::make_tuple(out, optional_result(weights));
+           },
+           "query"_a, "key"_a, "value"_a, "key_padding_mask"_a = nb::none(), "need_weights"_a = true,
+           "attn_mask"_a = nb::none(), "average_attn_weights"_a = true, "is_causal"_a = false);
+  nb::class_<n::TransformerEncoderLayerImpl, Module>(nn, "TransformerEncoderLayer")
+      .def(nb::init<int64_t, int64_t, int64_t, double, const std::string&, double, bool, bool, bool>(), "d_model"_a,
+           "nhead"_a, "dim_feedforward"_a = 2048, "dropout"_a = 0.1, "activation"_a = "relu",
+           "layer_norm_eps"_a = 1e-5, "batch_first"_a = false, "norm_first"_a = false, "bias"_a = true)
+      .def("forward",
+           [](n::TransformerEncoderLayerImpl& m, const Tensor& src, std::optional<Tensor> src_mask,
+              std::optional<Tensor> src_key_padding_mask, bool is_causal) {
+             return m.forward(src, tensor_or_empty(src_mask), tensor_or_empty(src_key_padding_mask), is_causal);
+           },
+           "src"_a, "src_mask"_a = nb::none(), "src_key_padding_mask"_a = nb::none(), "is_causal"_a = false);
+}
+
+}  // namespace ugpy

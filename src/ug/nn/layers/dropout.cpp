@@ -1,0 +1,55 @@
+#include "ug/nn/layers/dropout.h"
+
+#include <sstream>
+
+#include "ug/autograd/grad_mode.h"
+#include "ug/nn/functional/dropout.h"
+#include "ug/nn/functional/embedding.h"
+#include "ug/nn/init.h"
+
+namespace ug::nn {
+
+DropoutImpl::DropoutImpl(double p) : Module("Dropout"), p_(p) {
+  if (p < 0 || p > 1) fail("[Dropout] p must be in [0, 1], got ", p);
+}
+
+Tensor DropoutImpl::forward(const Tensor& x) { return functional::dropout(x, p_, is_training()); }
+
+std::string DropoutImpl::extra_repr() const {
+  std::ostringstream s;
+  s << "p=" << p_ << ", inplace=False";
+  return s.str();
+}
+
+EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx)
+    : Module("Embedding"), num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {
+  if (num_embeddings <= 0 || embedding_dim <= 0)
+    fail("[Embedding] sizes must be positive, got ", num_embeddings, " and ", embedding_dim);
+  if (padding_idx) {
+    if (*padding_idx < -num_embeddings || *padding_idx >= num_embeddings)
+      fail("[Embedding] padding_idx ", *padding_idx, " is out of range for ", num_embeddings, " embeddings");
+    padding_idx_ = *padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx;
+  }
+  register_parameter("weight", empty({num_embeddings, embedding_dim}));
+  reset_parameters();
+}
+
+void EmbeddingImpl::reset_parameters() {
+  Tensor& w = parameter("weight");
+  init::normal_(w);
+  if (padding_idx_) {
+    NoGradGuard no_grad;
+    w.select(0, *padding_idx_).zero_();
+  }
+}
+
+Tensor EmbeddingImpl::forward(const Tensor& indices) {
+  return functional::embedding(indices, parameter("weight"), padding_idx_);
+}
+
+std::string EmbeddingImpl::extra_repr() const {
+  return std::to_string(num_embeddings_) + ", " + std::to_string(embedding_dim_) +
+         (padding_idx_ ? ", padding_idx=" + std::to_string(*padding_idx_) : "");
+}
+
+}  // namespace ug::nn

@@ -1,0 +1,153 @@
+#include "ug/nn/layers/normalization.h"
+
+#include <sstream>
+
+#include "ug/autograd/grad_mode.h"
+#include "ug/nn/functional/normalization.h"
+#include "ug/nn/init.h"
+
+namespace ug::nn {
+
+namespace F = functional;
+
+namespace {
+std::string dims_text(const Dims& d) {
+  std::ostringstream s;
+  s << "(";
+  for (size_t i = 0; i < d.size(); ++i) s << (i ? ", " : "") << d[i];
+  s << (d.size() == 1 ? ",)" : ")");
+  return s.str();
+}
+const char* flag(bool b) { return b ? "True" : "False"; }
+}  // namespace
+
+BatchNormImpl::BatchNormImpl(int spatial_dims, int64_t num_features, double eps, std::optional<double> momentum,
+                             bool affine, bool track_running_stats)
+    : Module(spatial_dims == 1 ? "BatchNorm1d" : "BatchNorm2d"),
+      spatial_dims_(spatial_dims),
+      num_features_(num_features),
+      eps_(eps),
+      momentum_(momentum),
+      affine_(affine),
+      track_running_stats_(track_running_stats) {
+  if (num_features <= 0) fail("[", type_name(), "] num_features must be positive, got ", num_features);
+  register_parameter("weight", affine ? empty({num_features}) : Tensor());
+  register_parameter("bias", affine ? empty({num_features}) : Tensor());
+  register_buffer("running_mean", track_running_stats ? zeros({num_features}) : Tensor());
+  register_buffer("running_var", track_running_stats ? ones({num_features}) : Tensor());
+  register_buffer("num_batches_tracked", track_running_stats ? zeros({}, {.dtype = DType::Int64}) : Tensor());
+  reset_parameters();
+}
+
+void BatchNormImpl::reset_parameters() {
+  if (track_running_stats_) {
+    init::zeros_(buffer("running_mean"));
+    init::ones_(buffer("running_var"));
+    NoGradGuard no_grad;
+    buffer("num_batches_tracked").zero_();
+  }
+  if (affine_) {
+    init::ones_(parameter("weight"));
+    init::zeros_(parameter("bias"));
+  }
+}
+
+Tensor BatchNormImpl::forward(const Tensor& x) {
+  const bool ok = spatial_dims_ == 1 ? (x.dim() == 2 || x.dim() == 3) : x.dim() == 4;
+  if (!ok)
+    fail("[", type_name(), "] expected ", spatial_dims_ == 1 ? "2D or 3D" : "4D", " input, got shape ", x.shape());
+  if (x.size(1) != num_features_)
+    fail("[", type_name(), "] expected ", num_features_, " channels in dim 1, got shape ", x.shape());
+  double momentum = momentum_.value_or(0.0);
+  if (is_training() && track_running_stats_) {
+    Tensor& count = buffer("num_batches_tracked");
+    {
+      NoGradGuard no_grad;
+      count.add_(1);
+    }
+    if (!momentum_) momentum = 1.0 / count.item<double>();
+  }
+  const bool use_batch_stats = is_training() || !track_running_stats_;
+  return F::batch_norm(x, track_running_stats_ ? buffer("running_mean") : Tensor(),
+                       track_running_stats_ ? buffer("running_var") : Tensor(), parameter("weight"), parameter("bias"),
+                       use_batch_stats, momentum, eps_);
+}
+
+std::string BatchNormImpl::extra_repr() const {
+  std::ostringstream s;
+  s << num_features_ << ", eps=" << eps_ << ", momentum=";
+  if (momentum_) s << *momentum_; else s << "None";
+  s << ", affine=" << flag(affine_) << ", track_running_stats=" << flag(track_running_stats_);
+  return s.str();
+}
+
+LayerNormImpl::LayerNormImpl(Dims normalized_shape, double eps, bool elementwise_affine, bool bias)
+    : Module("LayerNorm"), normalized_shape_(std::move(normalized_shape)), eps_(eps), affine_(elementwise_affine) {
+  register_parameter("weight", affine_ ? empty(normalized_shape_) : Tensor());
+  register_parameter("bias", affine_ && bias ? empty(normalized_shape_) : Tensor());
+  reset_parameters();
+}
+
+void LayerNormImpl::reset_parameters() {
+  if (Tensor& w = parameter("weight"); w.defined()) init::ones_(w);
+  if (Tensor& b = parameter("bias"); b.defined()) init::zeros_(b);
+}
+
+Tensor LayerNormImpl::forward(const Tensor& x) {
+  return F::layer_norm(x, normalized_shape_, parameter("weight"), parameter("bias"), eps_);
+}
+
+std::string LayerNormImpl::extra_repr() const {
+  std::ostringstream s;
+  s << dims_text(normalized_shape_) << ", eps=" << eps_ << ", elementwise_affine=" << flag(affine_);
+  return s.str();
+}
+
+GroupNormImpl::GroupNormImpl(int64_t num_groups, int64_t num_channels, double eps, bool affine)
+    : Module("GroupNorm"), num_groups_(num_groups), num_channels_(num_channels), eps_(eps), affine_(affine) {
+  if (num_groups <= 0 || num_channels % num_groups != 0)
+    fail("[GroupNorm] num_channels (", num_channels, ") must be divisible by num_groups (", num_groups, ")");
+  register_parameter("weight", affine ? empty({num_channels}) : Tensor());
+  register_parameter("bias", affine ? empty({num_channels}) : Tensor());
+  reset_parameters();
+}
+
+void GroupNormImpl::reset_parameters() {
+  if (!affine_) return;
+  init::ones_(parameter("weight"));
+  init::zeros_(parameter("bias"));
+}
+
+Tensor GroupNormImpl::forward(const Tensor& x) {
+  return F::group_norm(x, num_groups_, parameter("weight"), parameter("bias"), eps_);
+}
+
+std::string GroupNormImpl::extra_repr() const {
+  std::ostringstream s;
+  s << num_groups_ << ", " << num_channels_ << ", eps=" << eps_ << ", affine=" << flag(affine_);
+  return s.str();
+}
+
+RMSNormImpl::RMSNormImpl(Dims normalized_shape, std::optional<double> eps, bool elementwise_affine)
+    : Module("RMSNorm"), normalized_shape_(std::move(normalized_shape)), eps_(eps), affine_(elementwise_affine) {
+  register_parameter("weight", affine_ ? empty(normalized_shape_) : Tensor());
+  reset_parameters();
+}
+
+void RMSNormImpl::reset_parameters() {
+  if (affine_) init::ones_(parameter("weight"));
+}
+
+Tensor RMSNormImpl::forward(const Tensor& x) {
+  return F::rms_norm(x, normalized_shape_, parameter("weight"), eps_);
+}
+
+std::string RMSNormImpl::extra_repr() const {
+  std::ostringstream s;
+  s << dims_text(normalized_shape_) << ", eps=";
+  if (eps_) s << *eps_; else s << "None";
+  s << ", elementwise_affine=" << flag(affine_);
+  return s.str();
+}
+
+}  // namespace ug::nn

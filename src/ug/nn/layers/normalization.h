@@ -1,0 +1,88 @@
+// Normalization layers: BatchNorm1d/2d (running statistics), LayerNorm, GroupNorm, RMSNorm.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "ug/nn/module.h"
+
+namespace ug::nn {
+
+/** BatchNorm1d ([N, C] or [N, C, L]) and BatchNorm2d ([N, C, H, W]): batch statistics in
+ *  training (updating running_mean/running_var), running statistics in eval. momentum
+ *  unset means a cumulative average over the batches seen, as in PyTorch. */
+class BatchNormImpl : public Module {
+ public:
+  BatchNormImpl(int spatial_dims, int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                bool affine = true, bool track_running_stats = true);
+  Tensor forward(const Tensor& x) override;
+  void reset_parameters() override;
+  std::string extra_repr() const override;
+
+ private:
+  int spatial_dims_;
+  int64_t num_features_;
+  double eps_;
+  std::optional<double> momentum_;
+  bool affine_, track_running_stats_;
+};
+
+class BatchNorm1dImpl : public BatchNormImpl {
+ public:
+  explicit BatchNorm1dImpl(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                           bool affine = true, bool track_running_stats = true)
+      : BatchNormImpl(1, num_features, eps, momentum, affine, track_running_stats) {}
+};
+UG_MODULE(BatchNorm1d);
+
+class BatchNorm2dImpl : public BatchNormImpl {
+ public:
+  explicit BatchNorm2dImpl(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                           bool affine = true, bool track_running_stats = true)
+      : BatchNormImpl(2, num_features, eps, momentum, affine, track_running_stats) {}
+};
+UG_MODULE(BatchNorm2d);
+
+class LayerNormImpl : public Module {
+ public:
+  explicit LayerNormImpl(Dims normalized_shape, double eps = 1e-5, bool elementwise_affine = true, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  void reset_parameters() override;
+  std::string extra_repr() const override;
+
+ private:
+  Dims normalized_shape_;
+  double eps_;
+  bool affine_;
+};
+UG_MODULE(LayerNorm);
+
+class GroupNormImpl : public Module {
+ public:
+  GroupNormImpl(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  Tensor forward(const Tensor& x) override;
+  void reset_parameters() override;
+  std::string extra_repr() const override;
+
+ private:
+  int64_t num_groups_, num_channels_;
+  double eps_;
+  bool affine_;
+};
+UG_MODULE(GroupNorm);
+
+class RMSNormImpl : public Module {
+ public:
+  explicit RMSNormImpl(Dims normalized_shape, std::optional<double> eps = {}, bool elementwise_affine = true);
+  Tensor forward(const Tensor& x) override;
+  void reset_parameters() override;
+  std::string extra_repr() const override;
+
+ private:
+  Dims normalized_shape_;
+  std::optional<double> eps_;
+  bool affine_;
+};
+UG_MODULE(RMSNorm);
+
+}  // namespace ug::nn
