@@ -5,4 +5,5 @@
 #include "ug/nn/init.h"
 #include "ug/nn/layers/activation.h"
 #include "ug/nn/layers/linear.h"
+#include "ug/nn/layers/recurrent.h"
 #include "ug/nn/module.h"
