@@ -18,6 +18,7 @@ void bind_transforms(nb::module_& m);
 /** ug.nn: Module and the layers (bind_nn first: the layers derive from its Module). */
 void bind_nn(nb::module_& nn);
 void bind_nn_layers(nb::module_& nn);
+void bind_nn_recurrent(nb::module_& nn);
 void bind_nn_conv(nb::module_& nn, nb::module_& functional);
 void bind_nn_functional(nb::module_& nn, nb::module_& functional);
 void bind_optim(nb::module_& optim);

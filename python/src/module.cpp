@@ -68,6 +68,7 @@ NB_MODULE(_C, m) {
   nb::module_ functional = nn.def_submodule("functional", "the layers as functions");
   ugpy::bind_nn(nn);
   ugpy::bind_nn_layers(nn);
+  ugpy::bind_nn_recurrent(nn);
   ugpy::bind_nn_conv(nn, functional);
   ugpy::bind_nn_functional(nn, functional);
   nb::module_ optim = m.def_submodule("optim", "optimizers and learning-rate schedules");

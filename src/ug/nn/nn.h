@@ -10,4 +10,5 @@
 #include "ug/nn/layers/linear.h"
 #include "ug/nn/layers/loss.h"
 #include "ug/nn/layers/normalization.h"
+#include "ug/nn/layers/recurrent.h"
 #include "ug/nn/module.h"

@@ -1,0 +1,169 @@
+// Recurrent layers with PyTorch's parameters, shapes, initialisation and semantics: the
+// multi-layer RNN, LSTM and GRU, and their one-step cells RNNCell, LSTMCell and GRUCell.
+//
+// They are built from ops (matmul, sigmoid, tanh, mul, add, stack), so autograd, double
+// backward and dtype handling come with them. Each layer projects the whole input sequence
+// with one GEMM (x @ W_ih^T + b) and only the recurrent h @ W_hh^T runs per time step.
+//
+// The full results come from the two-argument forward:
+//   LSTM lstm(10, 20, RNNOptions{.num_layers = 2, .batch_first = true});
+//   auto [out, state] = lstm->forward(x, std::nullopt);   // state = (h_n, c_n)
+//   auto [out2, state2] = lstm->forward(x, state);         // continue from a state
+// The one-tensor forward (lstm(x), Sequential) returns only the output sequence, for a
+// cell only the new hidden state h'.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "ug/nn/module.h"
+
+namespace ug::nn {
+
+/** (h, c): an LSTM's hidden and cell state. */
+using LSTMState = std::pair<Tensor, Tensor>;
+
+/** What the cell of a recurrent layer computes per step. */
+enum class RNNMode { RNNTanh, RNNReLU, LSTM, GRU };
+
+/** The shared part of the cells: weight_ih [G*H, in], weight_hh [G*H, H], bias_ih and
+ *  bias_hh [G*H] (G = 4 for LSTM, 3 for GRU, 1 for RNN), all U(-1/sqrt(H), 1/sqrt(H)). */
+class RNNCellBaseImpl : public Module {
+ public:
+  void reset_parameters() override;
+  std::string extra_repr() const override;
+  int64_t input_size() const { return input_size_; }
+  int64_t hidden_size() const { return hidden_size_; }
+  bool bias() const { return bias_; }
+
+ protected:
+  RNNCellBaseImpl(std::string type_name, RNNMode mode, int64_t input_size, int64_t hidden_size, bool bias,
+                  DType dtype);
+  /** Checks x ([N, in] or unbatched [in]) and returns it as [N, in]. */
+  Tensor batched_input(const Tensor& x);
+  /** Checks a state part against x ([N, H] or [H]; zeros when undefined), as [N, H]. */
+  Tensor batched_state(const Tensor& x, const Tensor& h, const char* what) const;
+  /** The new (h, c) from x [N, in] and the state [N, H] (c only for LSTM). */
+  LSTMState cell_step(const Tensor& x2d, const Tensor& h, const Tensor& c);
+
+  RNNMode mode_;
+
+ private:
+  int64_t input_size_, hidden_size_;
+  bool bias_;
+};
+
+/** h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (or relu); torch.nn.RNNCell. */
+class RNNCellImpl : public RNNCellBaseImpl {
+ public:
+  RNNCellImpl(int64_t input_size, int64_t hidden_size, bool bias = true, const std::string& nonlinearity = "tanh",
+              DType dtype = DType::Float32);
+  /** h' from x ([N, in] or [in]) and h ([N, H] or [H]; zeros when absent). */
+  Tensor forward(const Tensor& x, const std::optional<Tensor>& hx);
+  Tensor forward(const Tensor& x) override { return forward(x, std::nullopt); }
+  std::string extra_repr() const override;
+  std::string nonlinearity() const { return mode_ == RNNMode::RNNReLU ? "relu" : "tanh"; }
+};
+UG_MODULE(RNNCell);
+
+/** One LSTM step, gates in PyTorch's order i, f, g, o; torch.nn.LSTMCell. */
+class LSTMCellImpl : public RNNCellBaseImpl {
+ public:
+  LSTMCellImpl(int64_t input_size, int64_t hidden_size, bool bias = true, DType dtype = DType::Float32);
+  /** (h', c') from x ([N, in] or [in]) and (h, c) ([N, H] or [H]; zeros when absent). */
+  LSTMState forward(const Tensor& x, const std::optional<LSTMState>& hx);
+  /** h' from a zero state. */
+  Tensor forward(const Tensor& x) override { return forward(x, std::nullopt).first; }
+};
+UG_MODULE(LSTMCell);
+
+/** One GRU step, gates r, z, n with n = tanh(W_in x + b_in + r * (W_hn h + b_hn));
+ *  torch.nn.GRUCell. */
+class GRUCellImpl : public RNNCellBaseImpl {
+ public:
+  GRUCellImpl(int64_t input_size, int64_t hidden_size, bool bias = true, DType dtype = DType::Float32);
+  /** h' from x ([N, in] or [in]) and h ([N, H] or [H]; zeros when absent). */
+  Tensor forward(const Tensor& x, const std::optional<Tensor>& hx);
+  Tensor forward(const Tensor& x) override { return forward(x, std::nullopt); }
+};
+UG_MODULE(GRUCell);
+
+/** The options after (input_size, hidden_size), PyTorch's keyword arguments:
+ *  `RNNOptions{.num_layers = 2, .batch_first = true}`. dropout applies to the output of each
+ *  layer but the last, in training mode only. */
+struct RNNOptions {
+  int64_t num_layers = 1;
+  bool bias = true;
+  bool batch_first = false;
+  double dropout = 0;
+  bool bidirectional = false;
+  DType dtype = DType::Float32;
+};
+
+/** The stacked, optionally bidirectional layers. Parameters per layer k and direction, in
+ *  PyTorch's order and names: weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k},
+ *  then the same with the suffix _reverse. Input [L, N, in] ([N, L, in] when batch_first) or
+ *  unbatched [L, in]; states [num_layers * D, N, H] (or [num_layers * D, H]), D = 2 when
+ *  bidirectional; output [L, N, D * H]. */
+class RNNBaseImpl : public Module {
+ public:
+  void reset_parameters() override;
+  std::string extra_repr() const override;
+  int64_t input_size() const { return input_size_; }
+  int64_t hidden_size() const { return hidden_size_; }
+  const RNNOptions& options() const { return options_; }
+
+ protected:
+  RNNBaseImpl(std::string type_name, RNNMode mode, int64_t input_size, int64_t hidden_size, RNNOptions options);
+  /** The output sequence and the final states: h_n, and c_n for LSTM (c0 is used and c_n
+   *  returned for LSTM only; undefined initial states are zeros). */
+  std::tuple<Tensor, Tensor, Tensor> run(const Tensor& x, const Tensor& h0, const Tensor& c0);
+
+  RNNMode mode_;
+
+ private:
+  /** x as time-major [L, N, in] and each state as [num_layers * D, N, H]. */
+  Tensor check_input(const Tensor& x);
+  Tensor check_state(const Tensor& x, const Tensor& h, int64_t batch, const char* what) const;
+
+  int64_t input_size_, hidden_size_;
+  RNNOptions options_;
+};
+
+/** Elman RNN, h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh) (or relu); torch.nn.RNN. */
+class RNNImpl : public RNNBaseImpl {
+ public:
+  RNNImpl(int64_t input_size, int64_t hidden_size, RNNOptions options = {}, const std::string& nonlinearity = "tanh");
+  /** (output, h_n) from the input and h0 (zeros when absent). */
+  std::pair<Tensor, Tensor> forward(const Tensor& x, const std::optional<Tensor>& h0);
+  /** The output sequence only. */
+  Tensor forward(const Tensor& x) override { return forward(x, std::nullopt).first; }
+  std::string nonlinearity() const { return mode_ == RNNMode::RNNReLU ? "relu" : "tanh"; }
+};
+UG_MODULE(RNN);
+
+/** torch.nn.LSTM (without proj_size). */
+class LSTMImpl : public RNNBaseImpl {
+ public:
+  LSTMImpl(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
+  /** (output, (h_n, c_n)) from the input and (h0, c0) (zeros when absent). */
+  std::tuple<Tensor, LSTMState> forward(const Tensor& x, const std::optional<LSTMState>& hx);
+  /** The output sequence only. */
+  Tensor forward(const Tensor& x) override { return std::get<0>(forward(x, std::nullopt)); }
+};
+UG_MODULE(LSTM);
+
+/** torch.nn.GRU. */
+class GRUImpl : public RNNBaseImpl {
+ public:
+  GRUImpl(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
+  /** (output, h_n) from the input and h0 (zeros when absent). */
+  std::pair<Tensor, Tensor> forward(const Tensor& x, const std::optional<Tensor>& h0);
+  /** The output sequence only. */
+  Tensor forward(const Tensor& x) override { return forward(x, std::nullopt).first; }
+};
+UG_MODULE(GRU);
+
+}  // namespace ug::nn
