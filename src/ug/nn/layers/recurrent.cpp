@@ -1,7 +1,5 @@
 #include "ug/nn/layers/recurrent.h"
 
-#include "ug/nn/functional/dropout.h"
-
 #include <cmath>
 #include <sstream>
 #include <vector>
@@ -10,6 +8,7 @@
 #include "ug/autograd/grad_mode.h"
 #include "ug/autograd/record.h"
 #include "ug/core/batching.h"
+#include "ug/nn/functional/dropout.h"
 #include "ug/nn/init.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
