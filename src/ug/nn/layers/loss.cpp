@@ -4,10 +4,11 @@ namespace ug::nn {
 
 namespace F = functional;
 
-LossImpl::LossImpl(std::string type_name, std::string reduction)
+LossImpl::LossImpl(std::string type_name, std::string reduction, bool batchmean_allowed)
     : Module(std::move(type_name)), reduction_(std::move(reduction)) {
-  if (reduction_ != "mean" && reduction_ != "sum" && reduction_ != "none")
-    fail("[", this->type_name(), "] reduction must be \"mean\", \"sum\" or \"none\", got \"", reduction_, "\"");
+  if (reduction_ != "mean" && reduction_ != "sum" && reduction_ != "none" && !(batchmean_allowed && reduction_ == "batchmean"))
+    fail("[", this->type_name(), "] reduction must be \"mean\", \"sum\"", batchmean_allowed ? ", \"batchmean\"" : "",
+         " or \"none\", got \"", reduction_, "\"");
 }
 
 // Class weights are buffers, as in PyTorch: they follow .to() and are not trained.

@@ -12,7 +12,8 @@ namespace ug::nn {
 /** The reduction every loss takes: "mean", "sum" or "none". */
 class LossImpl : public Module {
  public:
-  LossImpl(std::string type_name, std::string reduction);
+  /** KLDivLoss also takes "batchmean". */
+  LossImpl(std::string type_name, std::string reduction, bool batchmean_allowed = false);
   const std::string& reduction() const { return reduction_; }
   std::string extra_repr() const override { return ""; }
 
@@ -101,7 +102,7 @@ UG_MODULE(BCEWithLogitsLoss);
 class KLDivLossImpl : public LossImpl {
  public:
   explicit KLDivLossImpl(std::string reduction = "mean", bool log_target = false)
-      : LossImpl("KLDivLoss", std::move(reduction)), log_target_(log_target) {}
+      : LossImpl("KLDivLoss", std::move(reduction), true), log_target_(log_target) {}
   Tensor forward(const Tensor& input, const Tensor& target) {
     return functional::kl_div(input, target, reduction(), log_target_);
   }
