@@ -2,6 +2,7 @@
 // from one list per arity so that a new op is one line here.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 
 #include "bindings.h"
 

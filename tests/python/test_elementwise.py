@@ -67,6 +67,7 @@ def test_activations(name):
 def test_gelu(approximate, dtype):
     check(lambda m, x: m.nn.functional.gelu(x, approximate=approximate) if m.__name__ == "torch"
           else m.gelu(x, approximate=approximate), arr((6, 7), dtype))
+    check(lambda m, x: x.gelu() if m.__name__ == "unigrad" else m.nn.functional.gelu(x), arr((6, 7), dtype))
 
 
 BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "atan2", "eq", "ne", "lt", "le",
