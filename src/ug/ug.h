@@ -14,6 +14,7 @@
 #include "ug/core/random.h"
 #include "ug/core/tensor.h"
 #include "ug/core/thread_pool.h"
+#include "ug/nn/nn.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/join.h"
@@ -21,4 +22,5 @@
 #include "ug/ops/random.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
+#include "ug/optim/optim.h"
 #include "ug/version.h"
