@@ -330,3 +330,38 @@ def test_initialiser_errors():
         ug.nn.init.kaiming_uniform_(ug.empty(3, 3), mode="fan")
     with pytest.raises(TypeError):
         ug.nn.init.normal_(ug.empty(3, dtype=ug.int64))
+
+
+def test_keras_call_and_mindspore_construct_name_forward():
+    class KerasStyle(ug.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dense = ug.nn.Dense(2, input_dim=3)
+
+        def call(self, x):
+            return self.dense(x) * 0 + 1
+
+    class MindSporeStyle(ug.nn.Module):
+        def construct(self, x):
+            return x * 2
+
+    assert KerasStyle()(ug.zeros(1, 3)).tolist() == [[1.0, 1.0]]
+    assert ug.nn.Sequential(MindSporeStyle())(ug.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_modules_held_by_containers_are_freed():
+    import gc
+    import weakref
+
+    class Child(ug.nn.Module):
+        def forward(self, x):
+            return x
+
+    child = Child()
+    ref = weakref.ref(child)
+    seq = ug.nn.Sequential(child, ug.nn.Linear(2, 2))
+    del child
+    assert ref() is not None  # the container keeps it alive
+    del seq
+    gc.collect()
+    assert ref() is None

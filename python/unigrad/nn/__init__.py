@@ -9,6 +9,16 @@ __all__ = export(_C.nn, globals())
 from . import functional, utils  # noqa: E402,F401
 from .parameter import Parameter, functional_call  # noqa: E402,F401
 
+
+def _forward_from_other_names(cls, **kwargs):
+    """A subclass may name its forward `call` (Keras) or `construct` (MindSpore)."""
+    for name in ("call", "construct"):
+        if name in cls.__dict__ and "forward" not in cls.__dict__:
+            cls.forward = cls.__dict__[name]
+
+
+Module.__init_subclass__ = classmethod(_forward_from_other_names)  # noqa: F405
+
 init = _C.nn.init
 sys.modules[__name__ + ".init"] = init  # `import unigrad.nn.init` and `from unigrad.nn import init`
 __all__ += ["Parameter", "functional_call", "functional", "init", "utils"]
