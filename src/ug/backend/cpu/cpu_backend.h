@@ -38,6 +38,14 @@ class CpuBackend final : public Backend {
   void nonzero(const Tensor& x, const Tensor& out) override;
   int64_t count_nonzero(const Tensor& x) override;
 
+  void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+              const Tensor& out) override;
+  void conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Tensor& gx) override;
+  void conv2d_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Tensor& gw) override;
+  void max_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out, const Tensor& indices) override;
+  void avg_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out) override;
+  void avg_pool2d_transpose(const Tensor& g, const PoolWindows& win, const Tensor& gx) override;
+
  private:
   bool avx2_;
 };
