@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "ug/nn/layers/attention.h"
+#include "ug/nn/layers/conv.h"
 #include "ug/nn/layers/dropout.h"
 #include "ug/nn/layers/loss.h"
 #include "ug/nn/layers/normalization.h"
@@ -26,6 +27,11 @@ Dims sizes(nb::handle h) {
   return dims_from_sequence(h, "nn");
 }
 
+ug::ConvPadding conv_padding(nb::handle h) {
+  if (nb::isinstance<nb::str>(h)) return ug::ConvPadding(nb::cast<std::string>(h));
+  return ug::ConvPadding(sizes(h));
+}
+
 Tensor tensor_or_empty(const std::optional<Tensor>& t) { return t.value_or(Tensor()); }
 
 nb::object optional_result(const Tensor& t) { return t.defined() ? nb::cast(t) : nb::none(); }
@@ -34,6 +40,52 @@ nb::object optional_result(const Tensor& t) { return t.defined() ? nb::cast(t) :
 
 void bind_nn_layers(nb::module_& nn) {
   namespace n = ug::nn;
+  // ---- convolution and pooling ---------------------------------------------------------------
+  nb::class_<n::ConvImpl, Module>(nn, "_ConvNd");
+  nb::class_<n::Conv1dImpl, n::ConvImpl>(nn, "Conv1d")
+      .def("__init__",
+           [](n::Conv1dImpl* c, int64_t in, int64_t out, int64_t k, int64_t stride, nb::handle padding, int64_t dilation,
+              int64_t groups, bool bias) { new (c) n::Conv1dImpl(in, out, k, stride, conv_padding(padding), dilation, groups, bias); },
+           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
+           "groups"_a = 1, "bias"_a = true);
+  nb::class_<n::Conv2dImpl, n::ConvImpl>(nn, "Conv2d")
+      .def("__init__",
+           [](n::Conv2dImpl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding,
+              nb::handle dilation, int64_t groups, bool bias) {
+             new (c) n::Conv2dImpl(in, out, sizes(k), sizes(stride), conv_padding(padding), sizes(dilation), groups, bias);
+           },
+           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
+           "groups"_a = 1, "bias"_a = true);
+  nb::class_<n::ConvTranspose2dImpl, n::ConvImpl>(nn, "ConvTranspose2d")
+      .def("__init__",
+           [](n::ConvTranspose2dImpl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding,
+              nb::handle output_padding, int64_t groups, bool bias, nb::handle dilation) {
+             new (c) n::ConvTranspose2dImpl(in, out, sizes(k), sizes(stride), sizes(padding), sizes(output_padding),
+                                            groups, bias, sizes(dilation));
+           },
+           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
+           "output_padding"_a = 0, "groups"_a = 1, "bias"_a = true, "dilation"_a = 1);
+  nb::class_<n::MaxPool2dImpl, Module>(nn, "MaxPool2d")
+      .def("__init__",
+           [](n::MaxPool2dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation,
+              bool ceil_mode) {
+             new (p) n::MaxPool2dImpl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding),
+                                      sizes(dilation), ceil_mode);
+           },
+           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "ceil_mode"_a = false);
+  nb::class_<n::AvgPool2dImpl, Module>(nn, "AvgPool2d")
+      .def("__init__",
+           [](n::AvgPool2dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, bool ceil_mode,
+              bool count_include_pad, std::optional<int64_t> divisor_override) {
+             new (p) n::AvgPool2dImpl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding), ceil_mode,
+                                      count_include_pad, divisor_override);
+           },
+           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+           "count_include_pad"_a = true, "divisor_override"_a = nb::none());
+  nb::class_<n::AdaptiveAvgPool2dImpl, Module>(nn, "AdaptiveAvgPool2d")
+      .def("__init__", [](n::AdaptiveAvgPool2dImpl* p, nb::handle size) { new (p) n::AdaptiveAvgPool2dImpl(sizes(size)); },
+           "output_size"_a);
+
   // ---- normalization, dropout, embedding ------------------------------------------------------
   nb::class_<n::BatchNormImpl, Module>(nn, "_BatchNorm");
   nb::class_<n::BatchNorm1dImpl, n::BatchNormImpl>(nn, "BatchNorm1d")

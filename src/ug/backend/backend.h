@@ -8,6 +8,8 @@
 #include "ug/core/random.h"
 #include "ug/core/tensor.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/conv.h"
+#include "ug/ops/pool.h"
 #include "ug/ops/reduce_kinds.h"
 #include "ug/ops/unary.h"
 
@@ -75,6 +77,24 @@ class Backend {
   /** The input gradient of softmax / log_softmax from its output y and output gradient g
    *  (contiguous [rows, cols]). */
   virtual void softmax_backward(const Tensor& g, const Tensor& y, bool log, const Tensor& dx) = 0;
+
+  // convolution and pooling. Every tensor is contiguous, float32 or float64.
+  /** out [N, O, Ho, Wo] = conv(x [N, C, H, W], w [O, C / groups, kh, kw]) + bias [O] (bias
+   *  may be undefined). */
+  virtual void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+                      const Tensor& out) = 0;
+  /** gx [N, C, H, W] = the adjoint of conv2d in x, applied to g [N, O, Ho, Wo]. */
+  virtual void conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p,
+                                 const Tensor& gx) = 0;
+  /** gw [O, C / groups, kh, kw] = the adjoint of conv2d in w: sum over n of g[n] (x) x[n]. */
+  virtual void conv2d_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p,
+                                  const Tensor& gw) = 0;
+  /** Pools planes x [P, H, W] into out [P, Ho, Wo]; indices (int64, h * W + w) of the maxima. */
+  virtual void max_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out,
+                          const Tensor& indices) = 0;
+  virtual void avg_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out) = 0;
+  /** gx [P, H, W] = the adjoint of avg_pool2d applied to g [P, Ho, Wo]. */
+  virtual void avg_pool2d_transpose(const Tensor& g, const PoolWindows& win, const Tensor& gx) = 0;
 };
 
 /** The backend for a device; throws RuntimeError when the device is not available. */

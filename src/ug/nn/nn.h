@@ -6,6 +6,7 @@
 #include "ug/nn/functional.h"
 #include "ug/nn/layers/activation.h"
 #include "ug/nn/layers/attention.h"
+#include "ug/nn/layers/conv.h"
 #include "ug/nn/layers/dropout.h"
 #include "ug/nn/layers/linear.h"
 #include "ug/nn/layers/loss.h"

@@ -46,6 +46,14 @@ class CpuBackend final : public Backend {
   void softmax(const Tensor& x, bool log, const Tensor& y) override;
   void softmax_backward(const Tensor& g, const Tensor& y, bool log, const Tensor& dx) override;
 
+  void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+              const Tensor& out) override;
+  void conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Tensor& gx) override;
+  void conv2d_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Tensor& gw) override;
+  void max_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out, const Tensor& indices) override;
+  void avg_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out) override;
+  void avg_pool2d_transpose(const Tensor& g, const PoolWindows& win, const Tensor& gx) override;
+
  private:
   bool avx2_;
 };

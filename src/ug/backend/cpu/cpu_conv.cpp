@@ -1,0 +1,402 @@
+// 2-d convolution kernels: im2col and OpenBLAS. A chunk of samples (its size fixed by the
+// problem) is folded into one [C/groups * kh * kw, samples * Ho * Wo] column matrix, so each
+// group needs one product per chunk; chunks run in parallel while the products are small
+// enough for OpenBLAS to run them on one thread, and one after another otherwise. A
+// one-sample chunk reads and writes the tensors in place, and 1x1 convolutions with unit
+// stride and no padding need no column matrix then. The weight gradient sums runs of chunks
+// into partials and adds them in order: the same bits on any thread count.
+#include <cblas.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "ug/backend/cpu/cpu_backend.h"
+#include "ug/core/thread_pool.h"
+
+namespace ug::cpu {
+
+namespace {
+
+// Samples are folded into the products' columns in chunks of about this many column-matrix
+// elements: few, large products, and a column matrix that stays in cache.
+constexpr int64_t kChunkElements = int64_t{1} << 16;
+// OpenBLAS runs untransposed-A products up to about this many multiply-adds on the calling
+// thread (its small-matrix kernels); chunks of larger ones run one after another instead of
+// in parallel, so that OpenBLAS threads them rather than queueing two threaded products.
+constexpr int64_t kSingleThreadMacs = 1000000;
+// Other products OpenBLAS runs on the calling thread up to this many multiply-adds.
+constexpr int64_t kBlasThreadMacs = 262144;
+
+template <class T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
+          T beta, T* c, int64_t ldc) {
+  const CBLAS_TRANSPOSE cta = ta ? CblasTrans : CblasNoTrans, ctb = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, cta, ctb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+  else
+    cblas_dgemm(CblasRowMajor, cta, ctb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+}
+
+/** Working memory from the caching allocator, grown on demand and never zeroed. */
+template <class T>
+class Scratch {
+ public:
+  T* get(int64_t n) {
+    constexpr DType dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
+    if (!block_.defined() || block_.numel() < n)
+      block_ = empty({std::max<int64_t>(n, 1)}, {.dtype = dtype, .device = Device()});
+    return static_cast<T*>(block_.raw_data());
+  }
+
+ private:
+  Tensor block_;
+};
+
+/** The sizes of one convolution, from its operands' shapes, and how the batch is chunked. */
+struct Geometry {
+  int64_t N, C, H, W, O, kh, kw, Ho, Wo, G;
+  Conv2dParams p;
+  int64_t Cg() const { return C / G; }
+  int64_t Og() const { return O / G; }
+  int64_t K() const { return Cg() * kh * kw; }  // rows of the column matrix
+  int64_t L() const { return Ho * Wo; }          // its columns per sample
+  /** 1x1, unit stride, no padding: a sample's input planes are its column matrix. */
+  bool pointwise() const {
+    return kh == 1 && kw == 1 && p.stride[0] == 1 && p.stride[1] == 1 && p.padding[0] == 0 &&
+           p.padding[1] == 0;
+  }
+  /** Samples per chunk: fixed by the problem, never by the thread count. */
+  int64_t chunk() const {
+    return std::clamp<int64_t>(kChunkElements / std::max<int64_t>(std::max(K(), Og()) * L(), 1), 1, N);
+  }
+  int64_t chunks() const { return (N + chunk() - 1) / chunk(); }
+  /** parallel_for's grain over chunks: all of them in one piece when OpenBLAS threads them. */
+  int64_t chunk_grain() const { return Og() * K() * chunk() * L() <= kSingleThreadMacs ? 1 : chunks(); }
+};
+
+Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p) {
+  return {x.size(0), x.size(1), x.size(2), x.size(3), w.size(0), w.size(2), w.size(3),
+          y.size(2), y.size(3), p.groups, p};
+}
+
+/** The output columns [lo, hi) whose input column o * s - pad + off lies inside [0, size). */
+void valid_range(int64_t out, int64_t s, int64_t pad, int64_t off, int64_t size, int64_t& lo, int64_t& hi) {
+  const int64_t first = pad - off;  // o * s >= first
+  lo = first <= 0 ? 0 : (first + s - 1) / s;
+  const int64_t last = size + pad - off;  // o * s < last
+  hi = last <= 0 ? 0 : std::min(out, (last + s - 1) / s);
+  lo = std::min(lo, hi);
+}
+
+/** One sample's column matrix [Cg * kh * kw, Ho * Wo] from its planes x [Cg, H, W], row r at
+ *  cols + r * ld; padding reads as zero. */
+template <class T>
+void im2col_planes(const Geometry& g, const T* x, T* cols, int64_t ld) {
+  const auto& p = g.p;
+  if (g.pointwise()) {
+    for (int64_t c = 0; c < g.Cg(); ++c) std::copy(x + c * g.L(), x + (c + 1) * g.L(), cols + c * ld);
+    return;
+  }
+  for (int64_t c = 0; c < g.Cg(); ++c)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j) {
+        T* row = cols + ((c * g.kh + i) * g.kw + j) * ld;
+        int64_t lo, hi;
+        valid_range(g.Wo, p.stride[1], p.padding[1], j * p.dilation[1], g.W, lo, hi);
+        const int64_t ih0 = i * p.dilation[0] - p.padding[0], ih1 = ih0 + (g.Ho - 1) * p.stride[0];
+        if (p.stride[1] == 1 && lo == 0 && hi == g.Wo && ih0 >= 0 && ih1 < g.H) {
+          // Inside the input: a plain strided copy, branch-free.
+          const T* src = x + (c * g.H + ih0) * g.W + j * p.dilation[1] - p.padding[1];
+          const int64_t step = p.stride[0] * g.W;
+          for (int64_t oh = 0; oh < g.Ho; ++oh)
+            for (int64_t ow = 0; ow < g.Wo; ++ow) row[oh * g.Wo + ow] = src[oh * step + ow];
+          continue;
+        }
+        for (int64_t oh = 0; oh < g.Ho; ++oh, row += g.Wo) {
+          const int64_t ih = oh * p.stride[0] - p.padding[0] + i * p.dilation[0];
+          if (ih < 0 || ih >= g.H) {
+            for (int64_t ow = 0; ow < g.Wo; ++ow) row[ow] = T(0);
+            continue;
+          }
+          // Plain loops: rows are short, and memcpy/memset calls cost more than the copy.
+          const T* src = x + (c * g.H + ih) * g.W + j * p.dilation[1] - p.padding[1];
+          for (int64_t ow = 0; ow < lo; ++ow) row[ow] = T(0);
+          if (p.stride[1] == 1) {
+            for (int64_t ow = lo; ow < hi; ++ow) row[ow] = src[ow];
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) row[ow] = src[ow * p.stride[1]];
+          }
+          for (int64_t ow = hi; ow < g.Wo; ++ow) row[ow] = T(0);
+        }
+      }
+}
+
+/** x [Cg, H, W] += one sample's columns scattered back (im2col's adjoint). */
+template <class T>
+void col2im_planes(const Geometry& g, const T* cols, int64_t ld, T* x) {
+  const auto& p = g.p;
+  if (g.pointwise()) {
+    for (int64_t c = 0; c < g.Cg(); ++c)
+      for (int64_t l = 0; l < g.L(); ++l) x[c * g.L() + l] += cols[c * ld + l];
+    return;
+  }
+  for (int64_t c = 0; c < g.Cg(); ++c)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const T* row = cols + ((c * g.kh + i) * g.kw + j) * ld;
+        int64_t lo, hi;
+        valid_range(g.Wo, p.stride[1], p.padding[1], j * p.dilation[1], g.W, lo, hi);
+        const int64_t ih0 = i * p.dilation[0] - p.padding[0], ih1 = ih0 + (g.Ho - 1) * p.stride[0];
+        if (p.stride[1] == 1 && lo == 0 && hi == g.Wo && ih0 >= 0 && ih1 < g.H) {
+          T* dst = x + (c * g.H + ih0) * g.W + j * p.dilation[1] - p.padding[1];
+          const int64_t step = p.stride[0] * g.W;
+          for (int64_t oh = 0; oh < g.Ho; ++oh)
+            for (int64_t ow = 0; ow < g.Wo; ++ow) dst[oh * step + ow] += row[oh * g.Wo + ow];
+          continue;
+        }
+        for (int64_t oh = 0; oh < g.Ho; ++oh, row += g.Wo) {
+          const int64_t ih = oh * p.stride[0] - p.padding[0] + i * p.dilation[0];
+          if (ih < 0 || ih >= g.H) continue;
+          T* dst = x + (c * g.H + ih) * g.W + j * p.dilation[1] - p.padding[1];
+          if (p.stride[1] == 1) {
+            for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += row[ow];
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) dst[ow * p.stride[1]] += row[ow];
+          }
+        }
+      }
+}
+
+/** With unit width stride and padding, the planes are first copied into a zero-padded
+ *  buffer: every row of the column matrix is then a plain strided copy (short rows with
+ *  bounds checks cost more than the extra copy). Returns the geometry of the buffer. */
+bool pads_first(const Geometry& g) { return g.p.stride[1] == 1 && (g.p.padding[0] > 0 || g.p.padding[1] > 0); }
+
+Geometry padded_geometry(const Geometry& g) {
+  Geometry q = g;
+  q.H += 2 * g.p.padding[0];
+  q.W += 2 * g.p.padding[1];
+  q.p.padding[0] = q.p.padding[1] = 0;
+  return q;
+}
+
+/** One sample's column matrix from its group's planes x [Cg, H, W] (see im2col_planes). */
+template <class T>
+void im2col(const Geometry& g, const T* x, T* cols, int64_t ld, Scratch<T>& pad_buf) {
+  if (!pads_first(g)) return im2col_planes(g, x, cols, ld);
+  const Geometry q = padded_geometry(g);
+  T* buf = pad_buf.get(g.Cg() * q.H * q.W);
+  std::fill(buf, buf + g.Cg() * q.H * q.W, T(0));
+  for (int64_t c = 0; c < g.Cg(); ++c)
+    for (int64_t h = 0; h < g.H; ++h) {
+      const T* src = x + (c * g.H + h) * g.W;
+      T* dst = buf + (c * q.H + h + g.p.padding[0]) * q.W + g.p.padding[1];
+      for (int64_t w = 0; w < g.W; ++w) dst[w] = src[w];
+    }
+  im2col_planes(q, buf, cols, ld);
+}
+
+/** x [Cg, H, W] = one sample's columns scattered back (im2col's adjoint). */
+template <class T>
+void col2im(const Geometry& g, const T* cols, int64_t ld, T* x, Scratch<T>& pad_buf) {
+  if (!pads_first(g)) {
+    std::fill(x, x + g.Cg() * g.H * g.W, T(0));
+    return col2im_planes(g, cols, ld, x);
+  }
+  const Geometry q = padded_geometry(g);
+  T* buf = pad_buf.get(g.Cg() * q.H * q.W);
+  std::fill(buf, buf + g.Cg() * q.H * q.W, T(0));
+  col2im_planes(q, cols, ld, buf);
+  for (int64_t c = 0; c < g.Cg(); ++c)
+    for (int64_t h = 0; h < g.H; ++h) {
+      const T* src = buf + (c * q.H + h + g.p.padding[0]) * q.W + g.p.padding[1];
+      T* dst = x + (c * g.H + h) * g.W;
+      for (int64_t w = 0; w < g.W; ++w) dst[w] = src[w];
+    }
+}
+
+/** A chunk of samples [n0, n1) and one group: where its operands live. */
+template <class T>
+struct Chunk {
+  const Geometry& g;
+  int64_t n0, n1, grp;
+  int64_t count() const { return n1 - n0; }
+  int64_t ld() const { return count() * g.L(); }  // columns of the folded matrices
+  /** Sample n's planes of this group in an [N, channels, plane] tensor. */
+  template <class P>
+  P* planes(P* base, int64_t channels, int64_t per_group, int64_t plane, int64_t n) const {
+    return base + (n * channels + grp * per_group) * plane;
+  }
+  /** folded [Og, count * L] <- the group's output planes of each sample. */
+  void gather_out(const T* y, T* folded) const {
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t o = 0; o < g.Og(); ++o) {
+        const T* src = planes(y, g.O, g.Og(), g.L(), n) + o * g.L();
+        std::copy(src, src + g.L(), folded + o * ld() + (n - n0) * g.L());
+      }
+  }
+};
+
+template <class T>
+void conv_forward(const Tensor& xt, const Tensor& wt, const Tensor& bt, const Conv2dParams& p, const Tensor& yt) {
+  const Geometry g = geometry(xt, wt, yt, p);
+  const T* x = static_cast<const T*>(xt.raw_data());
+  const T* w = static_cast<const T*>(wt.raw_data());
+  const T* bias = bt.defined() ? static_cast<const T*>(bt.raw_data()) : nullptr;
+  T* y = static_cast<T*>(yt.raw_data());
+  const int64_t K = g.K(), L = g.L(), HW = g.H * g.W;
+  parallel_for(g.chunks(), g.chunk_grain(), [&](int64_t c0, int64_t c1) {
+    Scratch<T> cols_buf, folded_buf, pad_buf;
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t grp = 0; grp < g.G; ++grp) {
+        const Chunk<T> ch{g, c * g.chunk(), std::min(g.N, (c + 1) * g.chunk()), grp};
+        const T* wg = w + grp * g.Og() * K;
+        const T* b = bias ? bias + grp * g.Og() : nullptr;
+        if (ch.count() == 1) {  // the product writes the output planes directly
+          T* ys = ch.planes(y, g.O, g.Og(), L, ch.n0);
+          const T* src = ch.planes(x, g.C, g.Cg(), HW, ch.n0);
+          if (!g.pointwise()) {
+            T* cols = cols_buf.get(K * L);
+            im2col(g, src, cols, L, pad_buf);
+            src = cols;
+          }
+          if (b)
+            for (int64_t o = 0; o < g.Og(); ++o) std::fill(ys + o * L, ys + (o + 1) * L, b[o]);
+          gemm<T>(false, false, g.Og(), L, K, wg, K, src, L, b ? T(1) : T(0), ys, L);
+          continue;
+        }
+        T* cols = cols_buf.get(K * ch.ld());
+        T* folded = folded_buf.get(g.Og() * ch.ld());
+        for (int64_t n = ch.n0; n < ch.n1; ++n)
+          im2col(g, ch.planes(x, g.C, g.Cg(), HW, n), cols + (n - ch.n0) * L, ch.ld(), pad_buf);
+        gemm<T>(false, false, g.Og(), ch.ld(), K, wg, K, cols, ch.ld(), T(0), folded, ch.ld());
+        for (int64_t n = ch.n0; n < ch.n1; ++n)
+          for (int64_t o = 0; o < g.Og(); ++o) {
+            const T* src = folded + o * ch.ld() + (n - ch.n0) * L;
+            T* dst = ch.planes(y, g.O, g.Og(), L, n) + o * L;
+            const T add = b ? b[o] : T(0);
+            for (int64_t l = 0; l < L; ++l) dst[l] = src[l] + add;
+          }
+      }
+  });
+}
+
+template <class T>
+void conv_input_grad(const Tensor& gt, const Tensor& wt, const Conv2dParams& p, const Tensor& gxt) {
+  const Geometry g = geometry(gxt, wt, gt, p);
+  const T* gy = static_cast<const T*>(gt.raw_data());
+  const T* w = static_cast<const T*>(wt.raw_data());
+  T* gx = static_cast<T*>(gxt.raw_data());
+  const int64_t K = g.K(), L = g.L(), HW = g.H * g.W;
+  // Each group's weights transposed to [K, Og] once: untransposed products take OpenBLAS's
+  // faster small-matrix path.
+  Scratch<T> wt_buf;
+  T* w_t = wt_buf.get(g.O * K);
+  for (int64_t grp = 0; grp < g.G; ++grp)
+    for (int64_t o = 0; o < g.Og(); ++o)
+      for (int64_t k = 0; k < K; ++k) w_t[(grp * K + k) * g.Og() + o] = w[(grp * g.Og() + o) * K + k];
+  parallel_for(g.chunks(), g.chunk_grain(), [&](int64_t c0, int64_t c1) {
+    Scratch<T> cols_buf, folded_buf, pad_buf;
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t grp = 0; grp < g.G; ++grp) {
+        const Chunk<T> ch{g, c * g.chunk(), std::min(g.N, (c + 1) * g.chunk()), grp};
+        const T* wg = w_t + grp * K * g.Og();
+        const T* gs = ch.planes(gy, g.O, g.Og(), L, ch.n0);
+        if (ch.count() > 1) {
+          T* folded = folded_buf.get(g.Og() * ch.ld());
+          ch.gather_out(gy, folded);
+          gs = folded;
+        }
+        if (ch.count() == 1 && g.pointwise()) {
+          gemm<T>(false, false, K, L, g.Og(), wg, g.Og(), gs, L, T(0), ch.planes(gx, g.C, g.Cg(), HW, ch.n0), L);
+          continue;
+        }
+        T* cols = cols_buf.get(K * ch.ld());
+        gemm<T>(false, false, K, ch.ld(), g.Og(), wg, g.Og(), gs, ch.ld(), T(0), cols, ch.ld());
+        for (int64_t n = ch.n0; n < ch.n1; ++n)
+          col2im(g, cols + (n - ch.n0) * L, ch.ld(), ch.planes(gx, g.C, g.Cg(), HW, n), pad_buf);
+      }
+  });
+}
+
+template <class T>
+void conv_weight_grad(const Tensor& xt, const Tensor& gt, const Conv2dParams& p, const Tensor& gwt) {
+  const Geometry g = geometry(xt, gwt, gt, p);
+  const T* x = static_cast<const T*>(xt.raw_data());
+  const T* gy = static_cast<const T*>(gt.raw_data());
+  T* gw = static_cast<T*>(gwt.raw_data());
+  const int64_t K = g.K(), L = g.L(), HW = g.H * g.W, size = g.O * K, chunks = g.chunks();
+  // Runs of consecutive chunks (how many: fixed by the problem, and fewer for large weights)
+  // each sum into their own partial, the first into gw; the partials are added in order.
+  // Products are per sample (g read in place, transposed columns): OpenBLAS has no small-
+  // matrix kernel for that form, and threads it above kBlasThreadMacs, so runs go in
+  // parallel only below that.
+  const int64_t runs =
+      std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(size, 1), 1, std::min<int64_t>(chunks, 16));
+  Scratch<T> partial_buf;
+  T* partial = partial_buf.get((runs - 1) * size);
+  parallel_for(runs, g.Og() * K * L <= kBlasThreadMacs ? 1 : runs, [&](int64_t r0, int64_t r1) {
+    Scratch<T> cols_buf, pad_buf;
+    for (int64_t r = r0; r < r1; ++r) {
+      T* acc = r == 0 ? gw : partial + (r - 1) * size;
+      for (int64_t c = chunks * r / runs; c < chunks * (r + 1) / runs; ++c)
+        for (int64_t grp = 0; grp < g.G; ++grp) {
+          const Chunk<T> ch{g, c * g.chunk(), std::min(g.N, (c + 1) * g.chunk()), grp};
+          const T* src = ch.planes(x, g.C, g.Cg(), HW, ch.n0);
+          int64_t ld = L;
+          if (ch.count() > 1 || !g.pointwise()) {
+            T* cols = cols_buf.get(K * ch.ld());
+            for (int64_t n = ch.n0; n < ch.n1; ++n)
+              im2col(g, ch.planes(x, g.C, g.Cg(), HW, n), cols + (n - ch.n0) * L, ch.ld(), pad_buf);
+            src = cols;
+            ld = ch.ld();
+          }
+          for (int64_t n = ch.n0; n < ch.n1; ++n) {
+            const T beta = c == chunks * r / runs && n == ch.n0 ? T(0) : T(1);
+            gemm<T>(false, true, g.Og(), K, L, ch.planes(gy, g.O, g.Og(), L, n), L, src + (n - ch.n0) * L, ld, beta,
+                    acc + grp * g.Og() * K, K);
+          }
+        }
+    }
+  });
+  for (int64_t r = 1; r < runs; ++r) {
+    const T* part = partial + (r - 1) * size;
+    for (int64_t i = 0; i < size; ++i) gw[i] += part[i];
+  }
+}
+
+template <class F>
+void dispatch(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+    default: fail<TypeError>("[", op, "] the CPU kernel supports float32 and float64, got ", dtype);
+  }
+}
+
+}  // namespace
+
+void CpuBackend::conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+                        const Tensor& out) {
+  if (out.numel() == 0) return;
+  if (x.size(1) == 0) {  // no input channels: the bias alone
+    if (bias.defined()) copy(bias.view({1, -1, 1, 1}).expand(out.shape()), out);
+    else fill(out, 0);
+    return;
+  }
+  dispatch(out.dtype(), "conv2d", [&](auto t) { conv_forward<decltype(t)>(x, w, bias, p, out); });
+}
+
+void CpuBackend::conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Tensor& gx) {
+  if (gx.numel() == 0) return;
+  if (g.numel() == 0) return fill(gx, 0);
+  dispatch(gx.dtype(), "conv2d", [&](auto t) { conv_input_grad<decltype(t)>(g, w, p, gx); });
+}
+
+void CpuBackend::conv2d_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Tensor& gw) {
+  if (gw.numel() == 0) return;
+  if (x.numel() == 0 || g.numel() == 0) return fill(gw, 0);
+  dispatch(gw.dtype(), "conv2d", [&](auto t) { conv_weight_grad<decltype(t)>(x, g, p, gw); });
+}
+
+}  // namespace ug::cpu

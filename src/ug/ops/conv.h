@@ -1,0 +1,58 @@
+// Convolutions, as torch.nn.functional spells them: conv1d, conv2d and their transposes.
+// Inputs are [N, C, *spatial] or unbatched [C, *spatial]; weights are [O, C / groups, *kernel]
+// (transposed: [C, O / groups, *kernel]); bias is [O]. Sizes given as one int apply to
+// every spatial dim.
+#pragma once
+
+#include <concepts>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ug/core/tensor.h"
+
+namespace ug {
+
+/** A convolution's padding: sizes per spatial dim (one size for all), or "valid" (none) or
+ *  "same" (the output keeps the input's size; stride 1 only; the odd extra goes right). */
+struct ConvPadding {
+  template <std::integral I>  // a template, so a literal 0 is a size and not a null string
+  ConvPadding(I size) : sizes{static_cast<int64_t>(size)} {}
+  ConvPadding(Dims sizes) : sizes(std::move(sizes)) {}
+  ConvPadding(std::initializer_list<int64_t> sizes) : sizes(sizes) {}
+  ConvPadding(const char* mode) : mode(mode) {}
+  ConvPadding(std::string_view mode) : mode(mode) {}
+  ConvPadding(std::string mode) : mode(std::move(mode)) {}
+
+  Dims sizes;
+  std::string mode;  // "valid" or "same" when set; sizes is used otherwise
+};
+
+/** The geometry of a 2-d convolution as the backend sees it: x [N, C, H, W], weight
+ *  [O, C / groups, kh, kw], out [N, O, Ho, Wo], out[i] reading x at i * stride - padding +
+ *  k * dilation. */
+struct Conv2dParams {
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  int64_t groups = 1;
+};
+
+Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {},
+              const Dims& stride = {1}, const ConvPadding& padding = 0, const Dims& dilation = {1},
+              int64_t groups = 1);
+Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {},
+              const Dims& stride = {1}, const ConvPadding& padding = 0, const Dims& dilation = {1},
+              int64_t groups = 1);
+
+/** The transposed convolution (the gradient of conv with respect to its input), with
+ *  torch's argument order. */
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {},
+                        const Dims& stride = {1}, const Dims& padding = {0}, const Dims& output_padding = {0},
+                        int64_t groups = 1, const Dims& dilation = {1});
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {},
+                        const Dims& stride = {1}, const Dims& padding = {0}, const Dims& output_padding = {0},
+                        int64_t groups = 1, const Dims& dilation = {1});
+
+}  // namespace ug

@@ -1,0 +1,303 @@
+// Pooling. Every form turns its arguments into PoolWindows (where each output reads) and
+// runs one of three primitives on [..., H, W]: window max (with indices; its gradient
+// scatters back through them), window average, and the average's adjoint (its gradient,
+// whose own gradient is the average again). 1-d pooling is 2-d pooling with a height of 1;
+// float16 and bfloat16 compute in float32.
+#include "ug/ops/pool.h"
+
+#include <memory>
+
+#include "ug/autograd/debugging.h"
+#include "ug/autograd/forward.h"
+#include "ug/autograd/record.h"
+#include "ug/backend/backend.h"
+#include "ug/core/batching.h"
+
+namespace ug {
+
+namespace {
+
+using Windows = std::shared_ptr<const PoolWindows>;
+
+/** x [..., H, W] as planes [P, H, W] (contiguous). */
+Tensor planes(const Tensor& x) { return x.contiguous().reshape({-1, x.size(-2), x.size(-1)}); }
+
+Shape with_last2(const Tensor& x, int64_t a, int64_t b) {
+  Shape s(x.shape().begin(), x.shape().end() - 2);
+  s.push_back(a);
+  s.push_back(b);
+  return s;
+}
+
+std::pair<Tensor, Tensor> window_max(const Tensor& x, const Windows& win) {
+  Tensor out, idx;
+  if (int lvl = batching::level(x)) {
+    auto [o, i] = window_max(batching::physical(x, lvl), win);
+    out = batching::wrap(o, lvl);
+    idx = batching::wrap(i, lvl);
+  } else {
+    Shape shape = with_last2(x, win->out_size(0), win->out_size(1));
+    out = empty(shape, {.dtype = x.dtype(), .device = x.device()});
+    idx = empty(shape, {.dtype = DType::Int64, .device = x.device()});
+    if (out.numel() > 0)
+      backend_for(x.device()).max_pool2d(planes(x), *win, out.view({-1, shape[shape.size() - 2], shape.back()}),
+                                         idx.view({-1, shape[shape.size() - 2], shape.back()}));
+    debugging::check_output(out, "max_pool2d");
+  }
+  if (forward::active())
+    forward::propagate({&x}, out, [idx, shape = out.shape()](const std::vector<Tensor>& t) {
+      return t[0].flatten(-2).gather(-1, idx.flatten(-2)).view(shape);
+    });
+  if (autograd::needs_grad({&x}))
+    autograd::record("max_pool2d", {x}, {&out}, [idx, shape = x.shape(), dtype = x.dtype(), device = x.device()](
+                                                    std::vector<Tensor>&& g, Node*) {
+      Tensor zero = zeros(shape, {.dtype = dtype, .device = device}).flatten(-2);
+      return std::vector<Tensor>{zero.scatter_add(-1, idx.flatten(-2), g[0].flatten(-2)).view(shape)};
+    });
+  return {out, idx};
+}
+
+Tensor window_avg_transpose(const Tensor& g, const Windows& win, int64_t h, int64_t w);
+
+Tensor window_avg(const Tensor& x, const Windows& win) {
+  Tensor out;
+  if (int lvl = batching::level(x)) {
+    out = batching::wrap(window_avg(batching::physical(x, lvl), win), lvl);
+  } else {
+    Shape shape = with_last2(x, win->out_size(0), win->out_size(1));
+    out = empty(shape, {.dtype = x.dtype(), .device = x.device()});
+    if (out.numel() > 0)
+      backend_for(x.device()).avg_pool2d(planes(x), *win, out.view({-1, shape[shape.size() - 2], shape.back()}));
+    debugging::check_output(out, "avg_pool2d");
+  }
+  if (forward::active())
+    forward::propagate({&x}, out, [win](const std::vector<Tensor>& t) { return window_avg(t[0], win); });
+  if (autograd::needs_grad({&x}))
+    autograd::record("avg_pool2d", {x}, {&out}, [win, h = x.size(-2), w = x.size(-1)](std::vector<Tensor>&& g, Node*) {
+      return std::vector<Tensor>{window_avg_transpose(g[0], win, h, w)};
+    });
+  return out;
+}
+
+/** The adjoint of window_avg: each output's gradient spread over its window. */
+Tensor window_avg_transpose(const Tensor& g, const Windows& win, int64_t h, int64_t w) {
+  Tensor out;
+  if (int lvl = batching::level(g)) {
+    out = batching::wrap(window_avg_transpose(batching::physical(g, lvl), win, h, w), lvl);
+  } else {
+    Shape shape = with_last2(g, h, w);
+    out = empty(shape, {.dtype = g.dtype(), .device = g.device()});
+    if (out.numel() > 0)
+      backend_for(g.device()).avg_pool2d_transpose(planes(g), *win, out.view({-1, h, w}));
+    debugging::check_output(out, "avg_pool2d_backward");
+  }
+  if (forward::active())
+    forward::propagate({&g}, out, [win, h, w](const std::vector<Tensor>& t) {
+      return window_avg_transpose(t[0], win, h, w);
+    });
+  if (autograd::needs_grad({&g}))
+    autograd::record("avg_pool2d_backward", {g}, {&out}, [win](std::vector<Tensor>&& gr, Node*) {
+      return std::vector<Tensor>{window_avg(gr[0], win)};
+    });
+  return out;
+}
+
+// ---- arguments ------------------------------------------------------------------------
+
+/** The checked arguments of a pooling over nd spatial dims, as 2-d ones (1-d: a height of
+ *  1 with a kernel of 1). */
+struct Args {
+  int64_t kernel[2] = {1, 1}, stride[2] = {1, 1}, padding[2] = {0, 0}, dilation[2] = {1, 1};
+};
+
+Dims expand_arg(const Dims& v, int64_t nd, const char* op, const char* name, bool may_omit) {
+  if (v.size() == 1) return Dims(static_cast<size_t>(nd), v[0]);
+  if (static_cast<int64_t>(v.size()) != nd || (v.empty() && !may_omit))
+    fail("[", op, "] ", name, " must either be ", may_omit ? "omitted, " : "", "a single int, or a tuple of ", nd,
+         " ints, got ", v);
+  return v;
+}
+
+Args make_args(int64_t nd, const Dims& kernel0, const Dims& stride0, const Dims& pad0, const Dims& dil0,
+               const char* op) {
+  Dims kernel = expand_arg(kernel0, nd, op, "kernel_size", false);
+  Dims stride = stride0.empty() ? kernel : expand_arg(stride0, nd, op, "stride", true);
+  Dims pad = expand_arg(pad0, nd, op, "padding", false), dil = expand_arg(dil0, nd, op, "dilation", false);
+  Args a;
+  for (int64_t i = 0; i < nd; ++i) {
+    const int64_t d = 2 - nd + i;
+    if (kernel[i] <= 0) fail("[", op, "] kernel size should be greater than zero, got kernel_size=", kernel);
+    if (stride[i] <= 0) fail("[", op, "] stride should be greater than zero, got stride=", stride);
+    if (dil[i] <= 0) fail("[", op, "] dilation should be greater than zero, got dilation=", dil);
+    if (pad[i] < 0 || pad[i] > kernel[i] / 2)
+      fail("[", op, "] pad should be at most half of kernel size, but got pad=", pad, ", kernel_size=", kernel);
+    a.kernel[d] = kernel[i];
+    a.stride[d] = stride[i];
+    a.padding[d] = pad[i];
+    a.dilation[d] = dil[i];
+  }
+  return a;
+}
+
+/** As torch: with ceil_mode, a last window that would start in the right padding is dropped. */
+int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d, bool ceil_mode) {
+  const int64_t span = in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+  int64_t out = (span >= 0 ? span / s : -((-span + s - 1) / s)) + 1;
+  if (ceil_mode && (out - 1) * s >= in + pad) --out;
+  return out;
+}
+
+/** The input, 3-d or 4-d (for nd = 2; 2-d or 3-d for nd = 1) with non-empty spatial dims,
+ *  as a 2-d pooling input [..., H, W] of a computable dtype. */
+Tensor pool_input(const Tensor& x, int64_t nd, const char* op) {
+  bool ok = x.dim() == nd + 1 || x.dim() == nd + 2;
+  for (int64_t i = 1; ok && i < x.dim(); ++i) ok = x.size(i) > 0;
+  if (!ok)
+    fail("[", op, "] expected a ", nd + 1, "D or ", nd + 2, "D input with non-zero sizes after the first dim, got ",
+         x.shape());
+  if (!is_floating(x.dtype())) fail<TypeError>("[", op, "] expected a floating-point input, got ", x.dtype());
+  Tensor t = nd == 1 ? x.unsqueeze(-2) : x;
+  return x.dtype() == DType::Float64 ? t : t.to(DType::Float32);
+}
+
+Tensor pool_output(const Tensor& out, const Tensor& input, int64_t nd) {
+  return (nd == 1 ? out.squeeze({-2}) : out).to(input.dtype());
+}
+Tensor index_output(const Tensor& idx, int64_t nd) { return nd == 1 ? idx.squeeze({-2}) : idx; }
+
+/** The windows of a sliding pooling over x [..., H, W]. */
+PoolWindows sliding_windows(const Tensor& x, const Args& a, bool ceil_mode, const char* op) {
+  PoolWindows win;
+  int64_t outs[2];
+  for (int d = 0; d < 2; ++d) {
+    const int64_t in = x.size(x.dim() - 2 + d);
+    outs[d] = pool_out_size(in, a.kernel[d], a.stride[d], a.padding[d], a.dilation[d], ceil_mode);
+    win.step[d] = a.dilation[d];
+    for (int64_t i = 0; i < outs[d]; ++i) {
+      win.start[d].push_back(i * a.stride[d] - a.padding[d]);
+      win.count[d].push_back(a.kernel[d]);
+    }
+  }
+  if (outs[0] < 1 || outs[1] < 1)
+    fail("[", op, "] given input size ", x.shape(), ", the calculated output size (", outs[0], "x", outs[1],
+         ") is too small");
+  return win;
+}
+
+/** Adaptive windows of x [..., H, W] pooled to `size` [Ho, Wo]. */
+PoolWindows adaptive_windows(const Tensor& x, const int64_t size[2]) {
+  PoolWindows win;
+  for (int d = 0; d < 2; ++d) {
+    const int64_t in = x.size(x.dim() - 2 + d), out = size[d];
+    for (int64_t i = 0; i < out; ++i) {
+      const int64_t start = i * in / out, end = ((i + 1) * in + out - 1) / out;
+      win.start[d].push_back(start);
+      win.count[d].push_back(end - start);
+      win.divisor[d].push_back(static_cast<double>(end - start));
+    }
+  }
+  return win;
+}
+
+std::pair<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd, const Dims& kernel, const Dims& stride,
+                                   const Dims& padding, const Dims& dilation, bool ceil_mode, const char* op) {
+  Tensor x = pool_input(input, nd, op);
+  Args a = make_args(nd, kernel, stride, padding, dilation, op);
+  auto [out, idx] = window_max(x, std::make_shared<const PoolWindows>(sliding_windows(x, a, ceil_mode, op)));
+  return {pool_output(out, input, nd), index_output(idx, nd)};
+}
+
+Tensor avg_pool(const Tensor& input, int64_t nd, const Dims& kernel, const Dims& stride, const Dims& padding,
+                bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, const char* op) {
+  Tensor x = pool_input(input, nd, op);
+  Args a = make_args(nd, kernel, stride, padding, {1}, op);
+  if (divisor_override && *divisor_override == 0) fail("[", op, "] divisor must be not zero");
+  PoolWindows win = sliding_windows(x, a, ceil_mode, op);
+  for (int d = 0; d < 2; ++d) {
+    const int64_t in = x.size(x.dim() - 2 + d);
+    for (size_t i = 0; i < win.start[d].size(); ++i) {
+      // As torch: a window ends at the right padding at most and counts the padding it covers.
+      const int64_t start = win.start[d][i], end = std::min(start + a.kernel[d], in + a.padding[d]);
+      win.count[d][i] = end - start;
+      const int64_t inside = std::min(end, in) - std::max<int64_t>(start, 0);
+      win.divisor[d].push_back(static_cast<double>(count_include_pad ? end - start : inside));
+    }
+    if (divisor_override)
+      std::fill(win.divisor[d].begin(), win.divisor[d].end(), d == 0 ? static_cast<double>(*divisor_override) : 1.0);
+  }
+  return pool_output(window_avg(x, std::make_shared<const PoolWindows>(std::move(win))), input, nd);
+}
+
+void adaptive_size(int64_t nd, const Dims& output_size, int64_t size[2], const char* op) {
+  Dims s = expand_arg(output_size, nd, op, "output_size", false);
+  size[0] = 1;
+  for (int64_t i = 0; i < nd; ++i) {
+    if (s[i] < 0) fail("[", op, "] output_size must be non-negative, got ", s);
+    size[2 - nd + i] = s[i];
+  }
+}
+
+std::pair<Tensor, Tensor> adaptive_max(const Tensor& input, int64_t nd, const Dims& output_size, const char* op) {
+  Tensor x = pool_input(input, nd, op);
+  int64_t size[2];
+  adaptive_size(nd, output_size, size, op);
+  auto [out, idx] = window_max(x, std::make_shared<const PoolWindows>(adaptive_windows(x, size)));
+  return {pool_output(out, input, nd), index_output(idx, nd)};
+}
+
+Tensor adaptive_avg(const Tensor& input, int64_t nd, const Dims& output_size, const char* op) {
+  Tensor x = pool_input(input, nd, op);
+  int64_t size[2];
+  adaptive_size(nd, output_size, size, op);
+  return pool_output(window_avg(x, std::make_shared<const PoolWindows>(adaptive_windows(x, size))), input, nd);
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const Dims& kernel_size, const Dims& stride,
+                                                  const Dims& padding, const Dims& dilation, bool ceil_mode) {
+  return max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
+}
+Tensor max_pool2d(const Tensor& input, const Dims& kernel_size, const Dims& stride, const Dims& padding,
+                  const Dims& dilation, bool ceil_mode) {
+  return max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d").first;
+}
+std::pair<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, const Dims& kernel_size, const Dims& stride,
+                                                  const Dims& padding, const Dims& dilation, bool ceil_mode) {
+  return max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode, "max_pool1d");
+}
+Tensor max_pool1d(const Tensor& input, const Dims& kernel_size, const Dims& stride, const Dims& padding,
+                  const Dims& dilation, bool ceil_mode) {
+  return max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode, "max_pool1d").first;
+}
+
+Tensor avg_pool2d(const Tensor& input, const Dims& kernel_size, const Dims& stride, const Dims& padding,
+                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+                  "avg_pool2d");
+}
+Tensor avg_pool1d(const Tensor& input, const Dims& kernel_size, const Dims& stride, const Dims& padding,
+                  bool ceil_mode, bool count_include_pad) {
+  return avg_pool(input, 1, kernel_size, stride, padding, ceil_mode, count_include_pad, {}, "avg_pool1d");
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& input, const Dims& output_size) {
+  return adaptive_avg(input, 2, output_size, "adaptive_avg_pool2d");
+}
+Tensor adaptive_avg_pool1d(const Tensor& input, const Dims& output_size) {
+  return adaptive_avg(input, 1, output_size, "adaptive_avg_pool1d");
+}
+std::pair<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input, const Dims& output_size) {
+  return adaptive_max(input, 2, output_size, "adaptive_max_pool2d");
+}
+Tensor adaptive_max_pool2d(const Tensor& input, const Dims& output_size) {
+  return adaptive_max(input, 2, output_size, "adaptive_max_pool2d").first;
+}
+std::pair<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& input, const Dims& output_size) {
+  return adaptive_max(input, 1, output_size, "adaptive_max_pool1d");
+}
+Tensor adaptive_max_pool1d(const Tensor& input, const Dims& output_size) {
+  return adaptive_max(input, 1, output_size, "adaptive_max_pool1d").first;
+}
+
+}  // namespace ug
