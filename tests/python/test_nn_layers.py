@@ -250,3 +250,51 @@ def test_default_inits_follow_torch():
     assert abs(emb.std() - 1) < 0.02
     ln = ug.nn.LayerNorm(5)
     assert ln.weight.numpy().tolist() == [1] * 5 and ln.bias.numpy().tolist() == [0] * 5
+
+
+# ---- convolution and pooling ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs", [
+    dict(in_channels=3, out_channels=4, kernel_size=3),
+    dict(in_channels=4, out_channels=6, kernel_size=(3, 2), stride=2, padding=1, dilation=(1, 2), groups=2),
+    dict(in_channels=3, out_channels=5, kernel_size=5, padding="same", bias=False),
+])
+def test_conv2d_layer(kwargs):
+    u, t = twins(ug.nn.Conv2d(**kwargs), torch.nn.Conv2d(**kwargs))
+    compare(u, t, rand(2, kwargs["in_channels"], 9, 8), rtol=1e-4, atol=1e-5)
+    assert repr(u) == repr(t)
+
+
+def test_conv1d_and_conv_transpose2d_layers():
+    compare(*twins(ug.nn.Conv1d(3, 4, 3, stride=2, padding=1), torch.nn.Conv1d(3, 4, 3, stride=2, padding=1)),
+            rand(2, 3, 11), rtol=1e-4, atol=1e-5)
+    kw = dict(in_channels=4, out_channels=3, kernel_size=3, stride=2, padding=1, output_padding=1)
+    compare(*twins(ug.nn.ConvTranspose2d(**kw), torch.nn.ConvTranspose2d(**kw)), rand(2, 4, 5, 6), rtol=1e-4, atol=1e-5)
+
+
+def test_pooling_layers():
+    x = rand(2, 3, 9, 8)
+    compare(ug.nn.MaxPool2d(2), torch.nn.MaxPool2d(2), x)
+    compare(ug.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True), torch.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True), x)
+    compare(ug.nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
+            torch.nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False), x)
+    compare(ug.nn.AdaptiveAvgPool2d((3, 2)), torch.nn.AdaptiveAvgPool2d((3, 2)), x)
+    compare(ug.nn.AdaptiveAvgPool2d(1), torch.nn.AdaptiveAvgPool2d(1), x)
+
+
+def test_conv_default_init_matches_torch_bounds():
+    ug.manual_seed(0)
+    conv = ug.nn.Conv2d(6, 16, 5)
+    bound = 1 / np.sqrt(6 * 25)
+    assert float(conv.weight.abs().max().item()) <= bound and float(conv.bias.abs().max().item()) <= bound
+    assert abs(conv.weight.numpy().std() - bound / np.sqrt(3)) < 0.05 * bound
+
+
+def test_lenet_matches_torch():
+    def make(m):
+        return m.nn.Sequential(m.nn.Conv2d(1, 6, 5, padding=2), m.nn.ReLU(), m.nn.MaxPool2d(2),
+                               m.nn.Conv2d(6, 16, 5), m.nn.ReLU(), m.nn.MaxPool2d(2), m.nn.Flatten(),
+                               m.nn.Linear(400, 120), m.nn.ReLU(), m.nn.Linear(120, 84), m.nn.ReLU(),
+                               m.nn.Linear(84, 10))
+    u, t = twins(make(ug), make(torch))
+    compare(u, t, rand(4, 1, 28, 28), rtol=1e-4, atol=1e-5)
