@@ -214,6 +214,22 @@ template <class T>
 void where_typed(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
   StridedLoop<4> loop({&out, &cond, &a, &b});
   loop.run_parallel([](char** p, const int64_t* s, int64_t n) {
+    constexpr int64_t sz = sizeof(T);
+    T* o = reinterpret_cast<T*>(p[0]);
+    const uint8_t* c = reinterpret_cast<const uint8_t*>(p[1]);
+    const T* x = reinterpret_cast<const T*>(p[2]);
+    const T* y = reinterpret_cast<const T*>(p[3]);
+    // Contiguous runs (one side maybe a broadcast scalar, as in relu's backward) select
+    // without branches, so they vectorise; both sides are read, which is always in bounds.
+    if (s[0] == sz && s[1] == 1 && (s[2] == sz || s[2] == 0) && (s[3] == sz || s[3] == 0)) {
+      const int64_t xs = s[2] ? 1 : 0, ys = s[3] ? 1 : 0;
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) {
+        const T xv = x[i * xs], yv = y[i * ys];
+        o[i] = c[i] ? xv : yv;
+      }
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) {
       bool c = *reinterpret_cast<const bool*>(p[1] + i * s[1]);
       *reinterpret_cast<T*>(p[0] + i * s[0]) =
