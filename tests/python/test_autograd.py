@@ -300,6 +300,8 @@ def test_anomaly_mode_names_the_op():
     lambda x, y: (x * y).exp().sum(1), lambda x, y: (x @ y.t()).tanh(), lambda x, y: x.softmax(1) * y,
     lambda x, y: m_cat(x, y).logsumexp(0), lambda x, y: (x / (y.abs() + 1)).sigmoid().prod(0),
     lambda x, y: x.gather(1, ug.tensor([[0, 2], [1, 1]])) * y[:, :2], lambda x, y: x[:, ::2].norm() + y.std(),
+    # The activations' fused derivative ops and their own derivatives:
+    lambda x, y: (x * y).gelu() + x.silu() * y.tanh() + (x + y).relu() * y.sigmoid(),
 ])
 def test_gradcheck_and_gradgradcheck(fn):
     rng = np.random.default_rng(0)
@@ -364,3 +366,21 @@ def test_sort_and_topk_grads():
     check_grad(lambda m, x: x.sort(dim=1).values, arr((3, 5)))
     check_grad(lambda m, x: x.sort(dim=0, descending=True).values, arr((4, 3)))
     check_grad(lambda m, x: x.topk(2, dim=1).values, arr((3, 5)))
+
+
+def test_split_chunk_unbind_record_one_node_and_match_torch():
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(4, 6))
+
+    def f(m, x):
+        a, _, c = x.chunk(3, 1)  # the middle part unused: its gradient is zero
+        p, q = x.split([1, 3], 0)
+        rows = x.unbind(0)
+        return (a * 2 + c.sin()).sum() + (q ** 2).sum() + rows[1].exp().sum() + p.sum() * 0
+
+    x, t = ug.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    f(ug, x).backward()
+    f(torch, t).backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+    assert x.chunk(3, 1)[0].grad_fn.name() == "split"
+    assert ug.autograd.gradgradcheck(lambda x: f(ug, x), (ug.tensor(data, requires_grad=True),))

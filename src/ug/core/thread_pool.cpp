@@ -120,7 +120,12 @@ int default_threads() {
 }
 
 ThreadPool& pool() {
-  static auto* p = new ThreadPool(default_threads());  // never destroyed: workers outlive statics
+  // One pool runs everything: OpenBLAS stays on the calling thread (its own pool would spin
+  // against ours for the same cores), and the matrix-product kernels split work into tasks.
+  static auto* p = [] {
+    openblas_set_num_threads(1);
+    return new ThreadPool(default_threads());  // never destroyed: workers outlive statics
+  }();
   return *p;
 }
 
@@ -129,7 +134,6 @@ ThreadPool& pool() {
 void set_num_threads(int n) {
   if (n < 1) fail("[set_num_threads] expected a positive number of threads, got ", n);
   pool().resize(n);
-  openblas_set_num_threads(n);
 }
 
 int get_num_threads() { return pool().size(); }

@@ -7,7 +7,8 @@
 
 namespace ug {
 
-/** Sets the number of threads kernels use (and OpenBLAS's pool to match). */
+/** Sets the number of threads kernels use, matrix products included (OpenBLAS itself runs
+ *  single-threaded inside the pool's tasks). */
 void set_num_threads(int n);
 int get_num_threads();
 

@@ -112,6 +112,20 @@ std::pair<Tensor, Tensor> vjp(BinaryOp op, const Tensor& g, const Tensor& a, con
     }
     case BinaryOp::FloorDivide: return {zeros_like(g), zeros_like(g)};
     case BinaryOp::Remainder: return {g, -g * floor_divide(a, b)};
+    // The activation derivatives f(a, v) = a * d(v): d/da = d(v) (the same op on g), and
+    // d/dv = g * a * d'(v), written with ops so higher derivatives keep working.
+    case BinaryOp::ReluBackward: return {binary(op, g, b), zeros_like(b)};
+    case BinaryOp::TanhBackward: return {binary(op, g, b), g * a * b * -2};
+    case BinaryOp::SigmoidBackward: return {binary(op, g, b), g * a * (1 - b * 2)};
+    case BinaryOp::SiluBackward: {
+      Tensor s = b.sigmoid();
+      return {binary(op, g, b), g * a * s * (1 - s) * (2 + b * (1 - s * 2))};
+    }
+    case BinaryOp::GeluBackward: {
+      constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+      Tensor pdf = (b * b * -0.5).exp() * kInvSqrt2Pi;
+      return {binary(op, g, b), g * a * pdf * (2 - b * b)};
+    }
     default: break;
   }
   fail<RuntimeError>("[", info(op).name, "] is not differentiable");

@@ -138,10 +138,30 @@ UG_BITWISE(BitwiseOr, "bitwise_or", |)
 UG_BITWISE(BitwiseXor, "bitwise_xor", ^)
 #undef UG_BITWISE
 
+// Activation derivatives fused into one pass: f(g, v) is the gradient g times the
+// derivative at v (the input x for GELU and SiLU, the output y for the others). The
+// unary ops' backward rules use them; their own derivatives are in binary.cpp.
+#define UG_ACTIVATION_GRAD(Name, opname, expr)                       \
+  struct Name {                                                      \
+    static constexpr const char* name = opname;                      \
+    static constexpr BinaryRule rule = BinaryRule::TrueDivide;       \
+    template <class T> static T f(T g, T v) { return expr; }         \
+  };
+UG_ACTIVATION_GRAD(ReluBackward, "relu_backward", v > T(0) ? g : T(0))
+UG_ACTIVATION_GRAD(TanhBackward, "tanh_backward", g * (T(1) - v * v))
+UG_ACTIVATION_GRAD(SigmoidBackward, "sigmoid_backward", g * v * (T(1) - v))
+UG_ACTIVATION_GRAD(SiluBackward, "silu_backward",
+                   g * (T(1) / (T(1) + std::exp(-v))) * (T(1) + v * (T(1) - T(1) / (T(1) + std::exp(-v)))))
+UG_ACTIVATION_GRAD(GeluBackward, "gelu_backward",
+                   g * (T(0.5) * (T(1) + std::erf(v * T(0.70710678118654752440))) +
+                        v * std::exp(T(-0.5) * v * v) * T(0.39894228040143267794)))
+#undef UG_ACTIVATION_GRAD
+
 #define UG_BINARY_OPS(X)                                                                  \
   X(Add) X(Sub) X(Mul) X(Div) X(FloorDivide) X(Remainder) X(Pow) X(Maximum) X(Minimum)    \
   X(Atan2) X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge) X(LogicalAnd) X(LogicalOr) X(LogicalXor)  \
-  X(BitwiseAnd) X(BitwiseOr) X(BitwiseXor)
+  X(BitwiseAnd) X(BitwiseOr) X(BitwiseXor) X(ReluBackward) X(TanhBackward)                \
+  X(SigmoidBackward) X(SiluBackward) X(GeluBackward)
 
 enum class BinaryOp : uint8_t {
 #define UG_ENUM(Op) Op,

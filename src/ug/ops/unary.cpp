@@ -46,7 +46,7 @@ DType result_dtype(UnaryOp op, DType in) {
  *  the output y. Written with ops, so the rules are differentiable themselves. */
 Tensor vjp(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y) {
   constexpr double kLn2 = 0.69314718055994530942, kLn10 = 2.30258509299404568402;
-  constexpr double kTwoOverSqrtPi = 1.12837916709551257390, kInvSqrt2Pi = 0.39894228040143267794;
+  constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
   switch (op) {
     case UnaryOp::Neg: return -g;
     case UnaryOp::Abs: return g * x.sign();
@@ -56,7 +56,7 @@ Tensor vjp(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y) {
     case UnaryOp::Round:
     case UnaryOp::Trunc: return zeros_like(g);  // piecewise constant
     case UnaryOp::Square: return g * x * 2;
-    case UnaryOp::Relu: return where(y > 0, g, 0);
+    case UnaryOp::Relu: return binary(BinaryOp::ReluBackward, g, y);
     case UnaryOp::Exp: return g * y;
     case UnaryOp::Exp2: return g * y * kLn2;
     case UnaryOp::Log: return g / x;
@@ -70,18 +70,11 @@ Tensor vjp(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y) {
     case UnaryOp::Sin: return g * x.cos();
     case UnaryOp::Cos: return -g * x.sin();
     case UnaryOp::Tan: return g * (y * y + 1);
-    case UnaryOp::Tanh: return g * (1 - y * y);
-    case UnaryOp::Sigmoid: return g * y * (1 - y);
-    case UnaryOp::Silu: {
-      Tensor s = x.sigmoid();
-      return g * s * (1 + x * (1 - s));
-    }
+    case UnaryOp::Tanh: return binary(BinaryOp::TanhBackward, g, y);
+    case UnaryOp::Sigmoid: return binary(BinaryOp::SigmoidBackward, g, y);
+    case UnaryOp::Silu: return binary(BinaryOp::SiluBackward, g, x);
     case UnaryOp::Erf: return g * (-(x * x)).exp() * kTwoOverSqrtPi;
-    case UnaryOp::Gelu: {
-      Tensor cdf = ((x * M_SQRT1_2).erf() + 1) * 0.5;
-      Tensor pdf = (x * x * -0.5).exp() * kInvSqrt2Pi;
-      return g * (cdf + x * pdf);
-    }
+    case UnaryOp::Gelu: return binary(BinaryOp::GeluBackward, g, x);
     case UnaryOp::GeluTanh: {
       constexpr double k = 0.79788456080286535588, c = 0.044715;
       Tensor t = ((x + x * x * x * c) * k).tanh();

@@ -5,6 +5,7 @@
 #include "ug/core/batching.h"
 #include "ug/core/tensor.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/join.h"
 
 namespace ug {
 
@@ -443,20 +444,53 @@ Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset
   return make_view(*this, Shape(shape.begin(), shape.end()), Strides(strides.begin(), strides.end()), offset);
 }
 
+namespace {
+
+/** Records the parts of a split (or unbind, `stacked`) along d as one node whose backward
+ *  concatenates (stacks) their gradients, zeros for unused parts: one pass, where a node per
+ *  part would embed each gradient in a zero-filled tensor of the input's size. */
+std::vector<Tensor> recorded_parts(const Tensor& in, int64_t d, bool stacked,
+                                   const std::function<std::vector<Tensor>()>& make) {
+  if (batching::level(in) || forward::active() || !autograd::needs_grad({&in}) || in.size(d) == 0) return make();
+  std::vector<Tensor> parts;
+  {
+    NoGradGuard no_grad;
+    parts = make();
+  }
+  std::vector<Shape> shapes;
+  std::vector<Tensor*> outs;
+  for (Tensor& p : parts) {
+    shapes.push_back(p.shape());
+    outs.push_back(&p);
+  }
+  autograd::record(stacked ? "unbind" : "split", {in}, outs, [d, stacked, shapes, dtype = in.dtype(), device = in.device()](std::vector<Tensor>&& g, Node*) {
+    for (size_t i = 0; i < g.size(); ++i)
+      if (!g[i].defined()) g[i] = zeros(Dims(shapes[i].begin(), shapes[i].end()), {.dtype = dtype, .device = device});
+    return std::vector<Tensor>{stacked ? stack(g, d) : cat(g, d)};
+  });
+  return parts;
+}
+
+}  // namespace
+
 std::vector<Tensor> Tensor::unbind(int64_t d) const {
   d = wrap_dim(d, dim(), "unbind");
-  std::vector<Tensor> out;
-  for (int64_t i = 0; i < size(d); ++i) out.push_back(select(d, i));
-  return out;
+  return recorded_parts(*this, d, true, [&] {
+    std::vector<Tensor> out;
+    for (int64_t i = 0; i < size(d); ++i) out.push_back(select(d, i));
+    return out;
+  });
 }
 
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
   d = wrap_dim(d, dim(), "split");
   if (split_size <= 0 && size(d) > 0) fail("[split] split_size must be positive, got ", split_size);
-  std::vector<Tensor> out;
-  for (int64_t s = 0; s < size(d); s += split_size) out.push_back(narrow(d, s, std::min(split_size, size(d) - s)));
-  if (out.empty()) out.push_back(*this);
-  return out;
+  return recorded_parts(*this, d, false, [&] {
+    std::vector<Tensor> out;
+    for (int64_t s = 0; s < size(d); s += split_size) out.push_back(narrow(d, s, std::min(split_size, size(d) - s)));
+    if (out.empty()) out.push_back(*this);
+    return out;
+  });
 }
 
 std::vector<Tensor> Tensor::split(const Dims& sizes, int64_t d) const {
@@ -468,13 +502,15 @@ std::vector<Tensor> Tensor::split(const Dims& sizes, int64_t d) const {
   }
   if (total != size(d))
     fail("[split] split sizes sum to ", total, " but dimension ", d, " has size ", size(d));
-  std::vector<Tensor> out;
-  int64_t at = 0;
-  for (int64_t s : sizes) {
-    out.push_back(narrow(d, at, s));
-    at += s;
-  }
-  return out;
+  return recorded_parts(*this, d, false, [&] {
+    std::vector<Tensor> out;
+    int64_t at = 0;
+    for (int64_t s : sizes) {
+      out.push_back(narrow(d, at, s));
+      at += s;
+    }
+    return out;
+  });
 }
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {

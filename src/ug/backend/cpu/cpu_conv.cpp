@@ -1,7 +1,7 @@
 // 2-d convolution kernels: im2col and OpenBLAS. A chunk of samples (its size fixed by the
 // problem) is folded into one [C/groups * kh * kw, samples * Ho * Wo] column matrix, so each
-// group needs one product per chunk; chunks run in parallel while the products are small
-// enough for OpenBLAS to run them on one thread, and one after another otherwise. A
+// group needs one product per chunk; chunks run in parallel (OpenBLAS itself runs on the
+// calling thread, see thread_pool.cpp). A
 // one-sample chunk reads and writes the tensors in place, and 1x1 convolutions with unit
 // stride and no padding need no column matrix then. The weight gradient sums runs of chunks
 // into partials and adds them in order: the same bits on any thread count.
@@ -20,12 +20,6 @@ namespace {
 // Samples are folded into the products' columns in chunks of about this many column-matrix
 // elements: few, large products, and a column matrix that stays in cache.
 constexpr int64_t kChunkElements = int64_t{1} << 16;
-// OpenBLAS runs untransposed-A products up to about this many multiply-adds on the calling
-// thread (its small-matrix kernels); chunks of larger ones run one after another instead of
-// in parallel, so that OpenBLAS threads them rather than queueing two threaded products.
-constexpr int64_t kSingleThreadMacs = 1000000;
-// Other products OpenBLAS runs on the calling thread up to this many multiply-adds.
-constexpr int64_t kBlasThreadMacs = 262144;
 
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
@@ -70,8 +64,6 @@ struct Geometry {
     return std::clamp<int64_t>(kChunkElements / std::max<int64_t>(std::max(K(), Og()) * L(), 1), 1, N);
   }
   int64_t chunks() const { return (N + chunk() - 1) / chunk(); }
-  /** parallel_for's grain over chunks: all of them in one piece when OpenBLAS threads them. */
-  int64_t chunk_grain() const { return Og() * K() * chunk() * L() <= kSingleThreadMacs ? 1 : chunks(); }
 };
 
 Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p) {
@@ -245,7 +237,7 @@ void conv_forward(const Tensor& xt, const Tensor& wt, const Tensor& bt, const Co
   const T* bias = bt.defined() ? static_cast<const T*>(bt.raw_data()) : nullptr;
   T* y = static_cast<T*>(yt.raw_data());
   const int64_t K = g.K(), L = g.L(), HW = g.H * g.W;
-  parallel_for(g.chunks(), g.chunk_grain(), [&](int64_t c0, int64_t c1) {
+  parallel_for(g.chunks(), 1, [&](int64_t c0, int64_t c1) {
     Scratch<T> cols_buf, folded_buf, pad_buf;
     for (int64_t c = c0; c < c1; ++c)
       for (int64_t grp = 0; grp < g.G; ++grp) {
@@ -295,7 +287,7 @@ void conv_input_grad(const Tensor& gt, const Tensor& wt, const Conv2dParams& p, 
   for (int64_t grp = 0; grp < g.G; ++grp)
     for (int64_t o = 0; o < g.Og(); ++o)
       for (int64_t k = 0; k < K; ++k) w_t[(grp * K + k) * g.Og() + o] = w[(grp * g.Og() + o) * K + k];
-  parallel_for(g.chunks(), g.chunk_grain(), [&](int64_t c0, int64_t c1) {
+  parallel_for(g.chunks(), 1, [&](int64_t c0, int64_t c1) {
     Scratch<T> cols_buf, folded_buf, pad_buf;
     for (int64_t c = c0; c < c1; ++c)
       for (int64_t grp = 0; grp < g.G; ++grp) {
@@ -328,14 +320,11 @@ void conv_weight_grad(const Tensor& xt, const Tensor& gt, const Conv2dParams& p,
   const int64_t K = g.K(), L = g.L(), HW = g.H * g.W, size = g.O * K, chunks = g.chunks();
   // Runs of consecutive chunks (how many: fixed by the problem, and fewer for large weights)
   // each sum into their own partial, the first into gw; the partials are added in order.
-  // Products are per sample (g read in place, transposed columns): OpenBLAS has no small-
-  // matrix kernel for that form, and threads it above kBlasThreadMacs, so runs go in
-  // parallel only below that.
   const int64_t runs =
       std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(size, 1), 1, std::min<int64_t>(chunks, 16));
   Scratch<T> partial_buf;
   T* partial = partial_buf.get((runs - 1) * size);
-  parallel_for(runs, g.Og() * K * L <= kBlasThreadMacs ? 1 : runs, [&](int64_t r0, int64_t r1) {
+  parallel_for(runs, 1, [&](int64_t r0, int64_t r1) {
     Scratch<T> cols_buf, pad_buf;
     for (int64_t r = r0; r < r1; ++r) {
       T* acc = r == 0 ? gw : partial + (r - 1) * size;

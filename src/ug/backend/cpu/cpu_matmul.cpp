@@ -1,7 +1,9 @@
 // Matrix products. float32/float64 go to OpenBLAS, reading transposed operands in place
-// (a unit stride on either axis); 16-bit floats are widened to float32, multiplied and
-// rounded; integers use a plain triple loop.
+// (a unit stride on either axis), split into tasks for unigrad's thread pool; 16-bit floats
+// are widened to float32, multiplied and rounded; integers use a plain triple loop.
 #include <cblas.h>
+
+#include <algorithm>
 
 #include "ug/backend/cpu/cpu_backend.h"
 #include "ug/core/thread_pool.h"
@@ -9,6 +11,9 @@
 namespace ug::cpu {
 
 namespace {
+
+// Products smaller than this many multiply-adds per task are not worth waking a thread for.
+constexpr int64_t kMacsPerTask = 1 << 17;
 
 /** How BLAS can read a [rows, cols] matrix with these strides, or false if it cannot. */
 bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, CBLAS_TRANSPOSE& trans,
@@ -43,15 +48,32 @@ void gemm_blas(const Tensor& a, const Tensor& b, const Tensor& out) {
   const T* pa = static_cast<const T*>(A.raw_data());
   const T* pb = static_cast<const T*>(Bm.raw_data());
   T* po = static_cast<T*>(out.raw_data());
-  for (int64_t i = 0; i < B; ++i) {
-    const T* ai = pa + i * A.stride(0);
-    const T* bi = pb + i * Bm.stride(0);
-    T* oi = po + i * M * N;
+  // OpenBLAS runs single-threaded (see thread_pool.cpp); the pool splits the product into
+  // tasks of whole batch entries, else of row blocks, else of column blocks, each one GEMM.
+  const int64_t threads = get_num_threads();
+  const int64_t macs = B * M * N * K;
+  const int64_t tasks = std::clamp<int64_t>(macs / kMacsPerTask, 1, threads);
+  const bool by_batch = B >= tasks, by_rows = !by_batch && M >= N;
+  const int64_t splits = by_batch ? B : by_rows ? std::min(tasks, M) : std::min(tasks, N);
+  auto gemm = [&](int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const T* ai = pa + bi * A.stride(0) + (ta == CblasNoTrans ? i0 * lda : i0);
+    const T* bj = pb + bi * Bm.stride(0) + (tb == CblasNoTrans ? j0 : j0 * ldb);
+    T* oij = po + bi * M * N + i0 * N + j0;
+    const int64_t ldo = std::max<int64_t>(N, 1);
     if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, ai, lda, bi, ldb, 0.0f, oi, std::max<int64_t>(N, 1));
+      cblas_sgemm(CblasRowMajor, ta, tb, i1 - i0, j1 - j0, K, 1.0f, ai, lda, bj, ldb, 0.0f, oij, ldo);
     else
-      cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, ai, lda, bi, ldb, 0.0, oi, std::max<int64_t>(N, 1));
-  }
+      cblas_dgemm(CblasRowMajor, ta, tb, i1 - i0, j1 - j0, K, 1.0, ai, lda, bj, ldb, 0.0, oij, ldo);
+  };
+  parallel_for(splits, by_batch ? (B + tasks - 1) / tasks : 1, [&](int64_t s0, int64_t s1) {
+    if (by_batch) {
+      for (int64_t bi = s0; bi < s1; ++bi) gemm(bi, 0, M, 0, N);
+    } else if (by_rows) {
+      gemm(0, M * s0 / splits, M * s1 / splits, 0, N);
+    } else {
+      gemm(0, 0, M, N * s0 / splits, N * s1 / splits);
+    }
+  });
 }
 
 template <class T>
