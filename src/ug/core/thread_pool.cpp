@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -50,6 +51,7 @@ class ThreadPool {
     }
     cv_.notify_all();
     work();
+    spin_until([this] { return pending_.load() == 0; });
     std::unique_lock<std::mutex> lock(mu_);
     done_cv_.wait(lock, [this] { return pending_.load() == 0; });
     job_ = nullptr;
@@ -78,14 +80,27 @@ class ThreadPool {
     t_inside_pool = was_inside;
   }
 
+  /** Polls `ready` for a short while before the caller blocks: kernels come in quick
+   *  succession, and waking a sleeping thread costs tens of microseconds. */
+  template <class Ready>
+  static void spin_until(Ready ready) {
+    const auto deadline = std::chrono::steady_clock::now() + kSpin;
+    while (!ready() && std::chrono::steady_clock::now() < deadline) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
+
   void worker_loop() {
     uint64_t seen = 0;
     for (;;) {
+      spin_until([&] { return generation_.load() != seen || stopping_.load(); });
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return stopping_ || (generation_ != seen && job_); });
         if (stopping_) return;
-        seen = generation_;
+        seen = generation_.load();
       }
       work();
     }
@@ -110,8 +125,9 @@ class ThreadPool {
   std::atomic<int64_t> next_piece_{0};
   std::atomic<int> pending_{0};
   std::exception_ptr error_;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
+  static constexpr std::chrono::microseconds kSpin{50};
 };
 
 int default_threads() {
