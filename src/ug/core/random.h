@@ -24,19 +24,6 @@ class Generator {
  public:
   explicit Generator(uint64_t seed = 67280421310721ULL) { manual_seed(seed); }
   void manual_seed(uint64_t seed);
-
-/** While alive, default_generator() on this thread is `g`: Module::init draws a model's
- *  initial parameters from a JAX-style key through the same initialisers as the global seed. */
-class GeneratorScope {
- public:
-  explicit GeneratorScope(Generator& g);
-  ~GeneratorScope();
-  GeneratorScope(const GeneratorScope&) = delete;
-  GeneratorScope& operator=(const GeneratorScope&) = delete;
-
- private:
-  Generator* previous_;
-};
   uint64_t initial_seed() const { return seed_; }
   /** Reserves `words` words for one draw and returns where they start. */
   RandomStream reserve(uint64_t words);

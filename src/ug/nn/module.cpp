@@ -22,6 +22,14 @@ std::string join_keys(const std::vector<std::string>& keys) {
 
 }  // namespace
 
+std::string tuple_repr(const Dims& dims) {
+  std::ostringstream s;
+  s << "(";
+  for (size_t i = 0; i < dims.size(); ++i) s << (i ? ", " : "") << dims[i];
+  s << (dims.size() == 1 ? ",)" : ")");
+  return s.str();
+}
+
 Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
 
 // ---- registration ---------------------------------------------------------------------

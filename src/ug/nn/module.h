@@ -163,6 +163,9 @@ class Module : public std::enable_shared_from_this<Module> {
   size_t next_hook_id_ = 0;
 };
 
+/** Sizes as a Python tuple, "(5, 5)" or "(5,)": how extra_repr shows them, as PyTorch does. */
+std::string tuple_repr(const Dims& dims);
+
 /** Puts the given tensors into a module's parameter and buffer slots of those (dotted)
  *  names, and puts the originals back when it goes out of scope. */
 class ParameterSwap {

@@ -60,4 +60,14 @@ class CpuBackend final : public Backend {
 
 CpuBackend& cpu_backend();
 
+/** Calls f(float{}) or f(double{}) for the dtype: the kernels written for those two only. */
+template <class F>
+void dispatch_float_or_double(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+    default: fail<TypeError>("[", op, "] the CPU kernel supports float32 and float64, got ", dtype);
+  }
+}
+
 }  // namespace ug::cpu

@@ -354,15 +354,6 @@ void conv_weight_grad(const Tensor& xt, const Tensor& gt, const Conv2dParams& p,
   }
 }
 
-template <class F>
-void dispatch(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    default: fail<TypeError>("[", op, "] the CPU kernel supports float32 and float64, got ", dtype);
-  }
-}
-
 }  // namespace
 
 void CpuBackend::conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
@@ -373,19 +364,19 @@ void CpuBackend::conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, co
     else fill(out, 0);
     return;
   }
-  dispatch(out.dtype(), "conv2d", [&](auto t) { conv_forward<decltype(t)>(x, w, bias, p, out); });
+  dispatch_float_or_double(out.dtype(), "conv2d", [&](auto t) { conv_forward<decltype(t)>(x, w, bias, p, out); });
 }
 
 void CpuBackend::conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Tensor& gx) {
   if (gx.numel() == 0) return;
   if (g.numel() == 0) return fill(gx, 0);
-  dispatch(gx.dtype(), "conv2d", [&](auto t) { conv_input_grad<decltype(t)>(g, w, p, gx); });
+  dispatch_float_or_double(gx.dtype(), "conv2d", [&](auto t) { conv_input_grad<decltype(t)>(g, w, p, gx); });
 }
 
 void CpuBackend::conv2d_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Tensor& gw) {
   if (gw.numel() == 0) return;
   if (x.numel() == 0 || g.numel() == 0) return fill(gw, 0);
-  dispatch(gw.dtype(), "conv2d", [&](auto t) { conv_weight_grad<decltype(t)>(x, g, p, gw); });
+  dispatch_float_or_double(gw.dtype(), "conv2d", [&](auto t) { conv_weight_grad<decltype(t)>(x, g, p, gw); });
 }
 
 }  // namespace ug::cpu

@@ -154,30 +154,21 @@ void avg_pool_transpose(const Tensor& gt, const PoolWindows& win, const Tensor& 
   });
 }
 
-template <class F>
-void dispatch(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    default: fail<TypeError>("[", op, "] the CPU kernel supports float32 and float64, got ", dtype);
-  }
-}
-
 }  // namespace
 
 void CpuBackend::max_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out, const Tensor& indices) {
   if (out.numel() == 0) return;
-  dispatch(x.dtype(), "max_pool2d", [&](auto t) { max_pool<decltype(t)>(x, win, out, indices); });
+  dispatch_float_or_double(x.dtype(), "max_pool2d", [&](auto t) { max_pool<decltype(t)>(x, win, out, indices); });
 }
 
 void CpuBackend::avg_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out) {
   if (out.numel() == 0) return;
-  dispatch(x.dtype(), "avg_pool2d", [&](auto t) { avg_pool<decltype(t)>(x, win, out); });
+  dispatch_float_or_double(x.dtype(), "avg_pool2d", [&](auto t) { avg_pool<decltype(t)>(x, win, out); });
 }
 
 void CpuBackend::avg_pool2d_transpose(const Tensor& g, const PoolWindows& win, const Tensor& gx) {
   if (gx.numel() == 0) return;
-  dispatch(gx.dtype(), "avg_pool2d", [&](auto t) { avg_pool_transpose<decltype(t)>(g, win, gx); });
+  dispatch_float_or_double(gx.dtype(), "avg_pool2d", [&](auto t) { avg_pool_transpose<decltype(t)>(g, win, gx); });
 }
 
 }  // namespace ug::cpu

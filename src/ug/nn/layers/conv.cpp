@@ -18,14 +18,6 @@ Dims per_dim(Dims d, int n, const std::string& layer, const char* what) {
   return d;
 }
 
-std::string tuple(const Dims& d) {
-  std::ostringstream s;
-  s << "(";
-  for (size_t i = 0; i < d.size(); ++i) s << (i ? ", " : "") << d[i];
-  s << (d.size() == 1 ? ",)" : ")");
-  return s.str();
-}
-
 }  // namespace
 
 ConvImpl::ConvImpl(int spatial_dims, int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride,
@@ -75,10 +67,10 @@ Tensor ConvImpl::forward(const Tensor& x) {
 
 std::string ConvImpl::extra_repr() const {
   std::ostringstream s;
-  s << in_channels_ << ", " << out_channels_ << ", kernel_size=" << tuple(kernel_size_) << ", stride=" << tuple(stride_);
+  s << in_channels_ << ", " << out_channels_ << ", kernel_size=" << tuple_repr(kernel_size_) << ", stride=" << tuple_repr(stride_);
   if (!padding_.mode.empty()) s << ", padding=" << padding_.mode;
-  else if (padding_.sizes != Dims{0}) s << ", padding=" << tuple(per_dim(padding_.sizes, spatial_dims_, type_name(), "padding"));
-  if (dilation_ != Dims(static_cast<size_t>(spatial_dims_), 1)) s << ", dilation=" << tuple(dilation_);
+  else if (padding_.sizes != Dims{0}) s << ", padding=" << tuple_repr(per_dim(padding_.sizes, spatial_dims_, type_name(), "padding"));
+  if (dilation_ != Dims(static_cast<size_t>(spatial_dims_), 1)) s << ", dilation=" << tuple_repr(dilation_);
   if (groups_ != 1) s << ", groups=" << groups_;
   if (!has_bias_) s << ", bias=False";
   return s.str();
@@ -88,8 +80,8 @@ Tensor MaxPool2dImpl::forward(const Tensor& x) { return max_pool2d(x, kernel_, s
 
 std::string MaxPool2dImpl::extra_repr() const {
   std::ostringstream s;
-  s << "kernel_size=" << tuple(kernel_) << ", stride=" << tuple(stride_.empty() ? kernel_ : stride_)
-    << ", padding=" << tuple(padding_) << ", dilation=" << tuple(dilation_)
+  s << "kernel_size=" << tuple_repr(kernel_) << ", stride=" << tuple_repr(stride_.empty() ? kernel_ : stride_)
+    << ", padding=" << tuple_repr(padding_) << ", dilation=" << tuple_repr(dilation_)
     << ", ceil_mode=" << (ceil_mode_ ? "True" : "False");
   return s.str();
 }
@@ -100,13 +92,13 @@ Tensor AvgPool2dImpl::forward(const Tensor& x) {
 
 std::string AvgPool2dImpl::extra_repr() const {
   std::ostringstream s;
-  s << "kernel_size=" << tuple(kernel_) << ", stride=" << tuple(stride_.empty() ? kernel_ : stride_)
-    << ", padding=" << tuple(padding_);
+  s << "kernel_size=" << tuple_repr(kernel_) << ", stride=" << tuple_repr(stride_.empty() ? kernel_ : stride_)
+    << ", padding=" << tuple_repr(padding_);
   return s.str();
 }
 
 Tensor AdaptiveAvgPool2dImpl::forward(const Tensor& x) { return adaptive_avg_pool2d(x, output_size_); }
 
-std::string AdaptiveAvgPool2dImpl::extra_repr() const { return "output_size=" + tuple(output_size_); }
+std::string AdaptiveAvgPool2dImpl::extra_repr() const { return "output_size=" + tuple_repr(output_size_); }
 
 }  // namespace ug::nn

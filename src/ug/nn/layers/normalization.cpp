@@ -11,13 +11,6 @@ namespace ug::nn {
 namespace F = functional;
 
 namespace {
-std::string dims_text(const Dims& d) {
-  std::ostringstream s;
-  s << "(";
-  for (size_t i = 0; i < d.size(); ++i) s << (i ? ", " : "") << d[i];
-  s << (d.size() == 1 ? ",)" : ")");
-  return s.str();
-}
 const char* flag(bool b) { return b ? "True" : "False"; }
 }  // namespace
 
@@ -99,7 +92,7 @@ Tensor LayerNormImpl::forward(const Tensor& x) {
 
 std::string LayerNormImpl::extra_repr() const {
   std::ostringstream s;
-  s << dims_text(normalized_shape_) << ", eps=" << eps_ << ", elementwise_affine=" << flag(affine_);
+  s << tuple_repr(normalized_shape_) << ", eps=" << eps_ << ", elementwise_affine=" << flag(affine_);
   return s.str();
 }
 
@@ -144,7 +137,7 @@ Tensor RMSNormImpl::forward(const Tensor& x) {
 
 std::string RMSNormImpl::extra_repr() const {
   std::ostringstream s;
-  s << dims_text(normalized_shape_) << ", eps=";
+  s << tuple_repr(normalized_shape_) << ", eps=";
   if (eps_) s << *eps_; else s << "None";
   s << ", elementwise_affine=" << flag(affine_);
   return s.str();
