@@ -481,3 +481,8 @@ def test_fused_paths_compose_with_vmap_and_jvp():
         np.testing.assert_allclose(tangent.numpy(), numeric.numpy(), atol=1e-7)
     per_example = ug.vmap(ug.grad(lambda v: UF.cross_entropy(v, ug.tensor(1))))(t(4, 3))
     assert per_example.shape == (4, 3)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_functional_pad(mode):
+    check(lambda m, x: F(m).pad(x, (1, 2, 2, 1), mode=mode), arr((2, 3, 4, 5)))

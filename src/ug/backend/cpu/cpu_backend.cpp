@@ -8,17 +8,33 @@
 namespace ug::cpu {
 
 namespace {
-bool use_avx2() {
-  // UG_CPU_ISA=generic forces the portable kernels (for testing them on AVX2 machines).
-  const char* forced = std::getenv("UG_CPU_ISA");
-  if (forced && std::string_view(forced) == "generic") return false;
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+CpuBackend::Isa pick_isa() {
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+  // UG_CPU_ISA=generic or avx2 caps the kernel set (to test the others on a newer machine).
+  const std::string_view forced = std::getenv("UG_CPU_ISA") ? std::getenv("UG_CPU_ISA") : "";
+  if (forced == "generic") return CpuBackend::Isa::Generic;
+  if (forced == "avx2") return avx2 ? CpuBackend::Isa::Avx2 : CpuBackend::Isa::Generic;
+  return avx512 ? CpuBackend::Isa::Avx512 : avx2 ? CpuBackend::Isa::Avx2 : CpuBackend::Isa::Generic;
 }
 }  // namespace
 
-CpuBackend::CpuBackend() : avx2_(use_avx2()) {}
+CpuBackend::CpuBackend() : isa_(pick_isa()) {}
 
-#define UG_ISA_CALL(fn, ...) (avx2_ ? avx2::fn(__VA_ARGS__) : generic::fn(__VA_ARGS__))
+const char* CpuBackend::isa() const {
+  switch (isa_) {
+    case Isa::Avx512: return "avx512";
+    case Isa::Avx2: return "avx2";
+    case Isa::Generic: break;
+  }
+  return "generic";
+}
+
+#define UG_ISA_CALL(fn, ...)                                  \
+  (isa_ == Isa::Avx512 ? avx512::fn(__VA_ARGS__)              \
+   : isa_ == Isa::Avx2 ? avx2::fn(__VA_ARGS__)                \
+                       : generic::fn(__VA_ARGS__))
 
 void CpuBackend::copy(const Tensor& src, const Tensor& dst) { UG_ISA_CALL(copy, src, dst); }
 void CpuBackend::fill(const Tensor& dst, const Scalar& value) { UG_ISA_CALL(fill, dst, value); }

@@ -9,8 +9,9 @@ namespace ug::cpu {
 class CpuBackend final : public Backend {
  public:
   CpuBackend();
-  /** "avx2" or "generic": the kernel set in use. */
-  const char* isa() const { return avx2_ ? "avx2" : "generic"; }
+  enum class Isa { Generic, Avx2, Avx512 };
+  /** "avx512", "avx2" or "generic": the kernel set in use. */
+  const char* isa() const;
 
   void copy(const Tensor& src, const Tensor& dst) override;
   void fill(const Tensor& dst, const Scalar& value) override;
@@ -55,7 +56,7 @@ class CpuBackend final : public Backend {
   void avg_pool2d_transpose(const Tensor& g, const PoolWindows& win, const Tensor& gx) override;
 
  private:
-  bool avx2_;
+  Isa isa_;
 };
 
 CpuBackend& cpu_backend();

@@ -286,29 +286,29 @@ void softmax_backward_impl(bool avx2, const Tensor& g, const Tensor& y, bool log
 
 void CpuBackend::softmax(const Tensor& x, bool log, const Tensor& y) {
   if (x.numel() == 0) return;
-  if (x.dtype() == DType::Float64) return softmax_impl<double>(avx2_, x, log, y);
-  softmax_impl<float>(avx2_, x, log, y);
+  if (x.dtype() == DType::Float64) return softmax_impl<double>(isa_ != Isa::Generic, x, log, y);
+  softmax_impl<float>(isa_ != Isa::Generic, x, log, y);
 }
 
 void CpuBackend::softmax_backward(const Tensor& g, const Tensor& y, bool log, const Tensor& dx) {
   if (y.numel() == 0) return;
-  if (y.dtype() == DType::Float64) return softmax_backward_impl<double>(avx2_, g, y, log, dx);
-  softmax_backward_impl<float>(avx2_, g, y, log, dx);
+  if (y.dtype() == DType::Float64) return softmax_backward_impl<double>(isa_ != Isa::Generic, g, y, log, dx);
+  softmax_backward_impl<float>(isa_ != Isa::Generic, g, y, log, dx);
 }
 
 void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
                             const Tensor& mean, const Tensor& rstd) {
   if (x.numel() == 0) return;
-  if (x.dtype() == DType::Float64) return layer_norm_impl<double>(avx2_, x, weight, bias, eps, y, mean, rstd);
-  layer_norm_impl<float>(avx2_, x, weight, bias, eps, y, mean, rstd);
+  if (x.dtype() == DType::Float64) return layer_norm_impl<double>(isa_ != Isa::Generic, x, weight, bias, eps, y, mean, rstd);
+  layer_norm_impl<float>(isa_ != Isa::Generic, x, weight, bias, eps, y, mean, rstd);
 }
 
 void CpuBackend::layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                                      const Tensor& weight, const Tensor& dx, const Tensor& dweight,
                                      const Tensor& dbias) {
   if (x.dtype() == DType::Float64)
-    return layer_norm_backward_impl<double>(avx2_, g, x, mean, rstd, weight, dx, dweight, dbias);
-  layer_norm_backward_impl<float>(avx2_, g, x, mean, rstd, weight, dx, dweight, dbias);
+    return layer_norm_backward_impl<double>(isa_ != Isa::Generic, g, x, mean, rstd, weight, dx, dweight, dbias);
+  layer_norm_backward_impl<float>(isa_ != Isa::Generic, g, x, mean, rstd, weight, dx, dweight, dbias);
 }
 
 }  // namespace ug::cpu

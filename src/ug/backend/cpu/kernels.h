@@ -1,5 +1,6 @@
-// CPU kernels that are compiled once per instruction set (generic x86-64 and AVX2+FMA):
-// the same source, vectorised by the compiler for each; cpu_backend.cpp picks at start-up.
+// CPU kernels that are compiled once per instruction set (generic x86-64, AVX2+FMA and
+// AVX-512): the same source, vectorised by the compiler for each; cpu_backend.cpp picks at
+// start-up.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,9 @@ namespace generic {
 UG_CPU_KERNEL_DECLS
 }
 namespace avx2 {
+UG_CPU_KERNEL_DECLS
+}
+namespace avx512 {
 UG_CPU_KERNEL_DECLS
 }
 }  // namespace ug::cpu
