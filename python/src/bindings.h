@@ -22,6 +22,7 @@ void bind_nn_recurrent(nb::module_& nn);
 void bind_nn_conv(nb::module_& nn, nb::module_& functional);
 void bind_nn_functional(nb::module_& nn, nb::module_& functional);
 void bind_optim(nb::module_& optim);
+void bind_data(nb::module_& data);
 /** unigrad.errors.NoBatchingRule, the Python face of ug::NoBatchingRule. */
 PyObject* no_batching_rule_type();
 

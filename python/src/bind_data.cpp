@@ -1,0 +1,14 @@
+// ug.data: data set readers.
+#include <nanobind/stl/string.h>
+
+#include "bindings.h"
+#include "ug/data/idx.h"
+
+namespace ugpy {
+
+void bind_data(nb::module_& data) {
+  data.def("read_idx", &ug::data::read_idx, nb::arg("path"),
+           "The tensor in an IDX file (MNIST / Fashion-MNIST format), gzip-compressed or not.");
+}
+
+}  // namespace ugpy
