@@ -78,4 +78,5 @@ NB_MODULE(_C, m) {
   functional.attr("pad") = m.attr("pad");  // torch.nn.functional.pad is torch's pad
   nb::module_ optim = m.def_submodule("optim", "optimizers and learning-rate schedules");
   ugpy::bind_optim(optim);
+  ugpy::bind_io(m);
 }
