@@ -80,4 +80,5 @@ NB_MODULE(_C, m) {
   ugpy::bind_optim(optim);
   nb::module_ data = m.def_submodule("data", "data sets and their readers");
   ugpy::bind_data(data);
+  ugpy::bind_io(m);
 }
