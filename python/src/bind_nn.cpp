@@ -75,18 +75,14 @@ nb::list pairs(const std::vector<std::pair<std::string, V>>& items, const std::s
 }
 
 /** The Python hooks of a module, kept in its __dict__ for calls that do not go through C++
- *  (several arguments or keywords): id -> (is_pre, hook). */
-nb::dict python_hooks(nb::handle self) {
-  nb::object dict = nb::borrow(PyObject_GenericGetDict(self.ptr(), nullptr));
-  nb::object hooks = nb::steal(PyDict_GetItemString(dict.ptr(), "_forward_hooks"));
-  if (!hooks.is_valid()) {
-    PyErr_Clear();
-    hooks = nb::dict();
-    dict[nb::str("_forward_hooks")] = hooks;
-  } else {
-    hooks.inc_ref();  // PyDict_GetItemString returns a borrowed reference
+ *  (several arguments or keywords): id -> (is_pre, hook). An empty dict when it has none. */
+nb::dict python_hooks(nb::handle self, bool create = false) {
+  nb::dict dict = nb::steal<nb::dict>(PyObject_GenericGetDict(self.ptr(), nullptr));
+  if (!dict.contains("_forward_hooks")) {
+    if (!create) return nb::dict();
+    dict["_forward_hooks"] = nb::dict();
   }
-  return nb::borrow<nb::dict>(hooks);
+  return nb::borrow<nb::dict>(dict["_forward_hooks"]);
 }
 
 nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
@@ -317,7 +313,7 @@ void bind_nn(nb::module_& nn) {
                nb::object r = hook(self, nb::make_tuple(in), out);
                return r.is_none() ? std::optional<Tensor>() : std::optional<Tensor>(nb::cast<Tensor>(r));
              });
-             python_hooks(self)[nb::int_(id)] = nb::make_tuple(false, hook);
+             python_hooks(self, true)[nb::int_(id)] = nb::make_tuple(false, hook);
              return ModuleHookHandle{m.weak_from_this(), nb::borrow(self), id};
            },
            "hook"_a)
@@ -330,7 +326,7 @@ void bind_nn(nb::module_& nn) {
                if (nb::isinstance<nb::tuple>(r)) r = r[0];
                return std::optional<Tensor>(nb::cast<Tensor>(r));
              });
-             python_hooks(self)[nb::int_(id)] = nb::make_tuple(true, hook);
+             python_hooks(self, true)[nb::int_(id)] = nb::make_tuple(true, hook);
              return ModuleHookHandle{m.weak_from_this(), nb::borrow(self), id};
            },
            "hook"_a);

@@ -196,7 +196,6 @@ Tensor* Module::find_tensor(const std::string& path) {
 TensorDict Module::state_dict() const {
   std::vector<std::pair<std::string, Tensor>> items;
   // Tied parameters appear under every name, as in PyTorch's state dicts.
-  std::vector<std::pair<const Module*, std::string>> stack{{this, ""}};
   std::function<void(const Module&, const std::string&)> walk = [&](const Module& m, const std::string& prefix) {
     for (const auto& [name, t] : m.parameters_)
       if (t.defined()) items.emplace_back(join(prefix, name), t);

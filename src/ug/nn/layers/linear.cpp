@@ -65,7 +65,7 @@ DenseImpl::DenseImpl(int64_t units, const std::string& activation_name, int64_t 
 void DenseImpl::reset_parameters() {
   if (in_features() < 0) return;
   init::xavier_uniform_(weight());
-  if (has_parameter("bias") && bias().defined()) init::zeros_(bias());
+  if (bias().defined()) init::zeros_(bias());
 }
 
 Tensor DenseImpl::forward(const Tensor& x) {
