@@ -51,6 +51,21 @@ std::shared_ptr<nn::Module> make(const std::string& name, const Config& c) {
       .classes = c.at("classes")});
 }
 
+/** The architecture's settings over its defaults, checked. */
+Config full_config(const Architecture& arch) {
+  Config full = default_config(arch.name);
+  for (const auto& [key, value] : arch.config) {
+    if (!full.count(key)) {
+      std::vector<std::string> keys;
+      for (const auto& [k, v] : full) keys.push_back(k);
+      fail("[models] ", arch.name, " has no setting '", key, "'; its settings are ", joined(keys));
+    }
+    if (value <= 0) fail("[models] ", arch.name, " setting ", key, " must be positive, got ", value);
+    full[key] = value;
+  }
+  return full;
+}
+
 }  // namespace
 
 std::vector<std::string> names() {
@@ -66,18 +81,15 @@ Config default_config(const std::string& name) {
 }
 
 std::shared_ptr<nn::Module> build(Architecture& arch) {
-  Config full = default_config(arch.name);
-  for (const auto& [key, value] : arch.config) {
-    if (!full.count(key)) {
-      std::vector<std::string> keys;
-      for (const auto& [k, v] : full) keys.push_back(k);
-      fail("[models] ", arch.name, " has no setting '", key, "'; its settings are ", joined(keys));
-    }
-    if (value <= 0) fail("[models] ", arch.name, " setting ", key, " must be positive, got ", value);
-    full[key] = value;
-  }
-  arch.config = full;
-  return make(arch.name, full);
+  arch.config = full_config(arch);
+  return make(arch.name, arch.config);
+}
+
+Shape input_shape(const Architecture& arch) {
+  const Config c = full_config(arch);
+  if (arch.name == "mlp") return Shape{1, c.at("in_features")};
+  if (arch.name == "lenet") return Shape{1, c.at("in_channels"), 28, 28};
+  return Shape{1, c.at("tokens"), c.at("features")};
 }
 
 void save_model(const nn::Module& model, const Architecture& arch, const std::string& path) {

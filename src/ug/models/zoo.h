@@ -31,6 +31,10 @@ std::map<std::string, int64_t> default_config(const std::string& name);
  *  ValueError listing the valid ones. The full config, defaults filled in, goes to `arch`. */
 std::shared_ptr<nn::Module> build(Architecture& arch);
 
+/** The shape of one input sample with a leading batch dim of 1: (1, 784) for the MLP,
+ *  (1, C, 28, 28) for LeNet, (1, tokens, features) for the transformer. */
+Shape input_shape(const Architecture& arch);
+
 /** The weights and architecture in one safetensors file (written atomically). */
 void save_model(const nn::Module& model, const Architecture& arch, const std::string& path);
 
