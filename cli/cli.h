@@ -27,5 +27,6 @@ int64_t parse_int(std::string_view option, std::string_view text, int64_t min, i
 
 int run_demo(const Args& args);
 int run_env(const Args& args);
+int run_summary(const Args& args);
 
 }  // namespace ug::cli

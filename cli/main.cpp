@@ -41,6 +41,16 @@ constexpr Command kCommands[] = {
      "options:\n"
      "  -h, --help    show this help\n",
      run_env},
+    {"summary", "print the layers, output shapes and parameter counts of a saved model",
+     "usage: ug summary MODEL\n"
+     "\n"
+     "Prints the architecture and settings of MODEL (a .safetensors file written by\n"
+     "`ug train`), then each layer with its output shape and parameter count, and the\n"
+     "totals, as Keras's model.summary() does.\n"
+     "\n"
+     "options:\n"
+     "  -h, --help    show this help\n",
+     run_summary},
 };
 
 void print_usage(std::FILE* out) {
@@ -50,7 +60,7 @@ void print_usage(std::FILE* out) {
                "\n"
                "commands:\n");
   for (const Command& c : kCommands)
-    std::fprintf(out, "  %-6.*s  %.*s\n", static_cast<int>(c.name.size()), c.name.data(),
+    std::fprintf(out, "  %-8.*s  %.*s\n", static_cast<int>(c.name.size()), c.name.data(),
                  static_cast<int>(c.summary.size()), c.summary.data());
   std::fprintf(out, "\nRun `ug <command> --help` for a command's options.\n");
 }

@@ -23,6 +23,8 @@ void bind_nn_conv(nb::module_& nn, nb::module_& functional);
 void bind_nn_functional(nb::module_& nn, nb::module_& functional);
 void bind_optim(nb::module_& optim);
 void bind_data(nb::module_& data);
+/** ug.models: the built-in architectures and save_model / load_model. */
+void bind_models(nb::module_& models);
 /** ug.save, ug.load and ug.safetensors (the safetensors format). */
 void bind_io(nb::module_& m);
 /** unigrad.errors.NoBatchingRule, the Python face of ug::NoBatchingRule. */

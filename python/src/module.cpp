@@ -81,4 +81,6 @@ NB_MODULE(_C, m) {
   nb::module_ data = m.def_submodule("data", "data sets and their readers");
   ugpy::bind_data(data);
   ugpy::bind_io(m);
+  nb::module_ models = m.def_submodule("models", "the built-in architectures of `ug train`");
+  ugpy::bind_models(models);
 }

@@ -361,10 +361,18 @@ std::string Module::summary(const Shape& input_shape, DType dtype) {
   };
   std::vector<Row> rows;
   std::vector<std::pair<std::shared_ptr<Module>, size_t>> hooked;
-  // Hook the direct children (Keras lists a model's layers, not their insides); a model
+  // Hook the layers: the direct children (Keras lists a model's layers, not their insides),
+  // looking through ModuleList / ModuleDict, which hold layers but are never called. A model
   // without children is one row.
-  auto children = named_children();
-  for (auto& [name, m] : children) {
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> layers;
+  std::function<void(const std::string&, const Module&)> collect = [&](const std::string& prefix, const Module& parent) {
+    for (auto& [name, m] : parent.named_children()) {
+      if (m->type_name() == "ModuleList" || m->type_name() == "ModuleDict") collect(prefix + name + ".", *m);
+      else layers.emplace_back(prefix + name, m);
+    }
+  };
+  collect("", *this);
+  for (auto& [name, m] : layers) {
     size_t id = m->register_forward_hook([&rows, name](Module& mod, const Tensor&, const Tensor& out) {
       rows.push_back({name, mod.type_name(), out.shape(), mod.num_parameters()});
       return std::optional<Tensor>();
@@ -386,7 +394,7 @@ std::string Module::summary(const Shape& input_shape, DType dtype) {
     train(was_training);
   }
   for (auto& [m, id] : hooked) m->remove_hook(id);
-  if (children.empty()) rows.push_back({"", type_name_, out.shape(), num_parameters()});
+  if (layers.empty()) rows.push_back({"", type_name_, out.shape(), num_parameters()});
 
   auto shape_text = [](const Shape& s) {
     std::string t = "(None";
