@@ -25,6 +25,8 @@ void bind_optim(nb::module_& optim);
 void bind_data(nb::module_& data);
 /** ug.save, ug.load and ug.safetensors (the safetensors format). */
 void bind_io(nb::module_& m);
+/** ug.logging: SummaryWriter (TensorBoard event files) and SVG charts of training metrics. */
+void bind_logging(nb::module_& logging);
 /** unigrad.errors.NoBatchingRule, the Python face of ug::NoBatchingRule. */
 PyObject* no_batching_rule_type();
 

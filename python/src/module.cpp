@@ -81,4 +81,6 @@ NB_MODULE(_C, m) {
   nb::module_ data = m.def_submodule("data", "data sets and their readers");
   ugpy::bind_data(data);
   ugpy::bind_io(m);
+  nb::module_ logging = m.def_submodule("logging", "TensorBoard event files and charts of training metrics");
+  ugpy::bind_logging(logging);
 }
