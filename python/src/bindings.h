@@ -27,6 +27,8 @@ void bind_data(nb::module_& data);
 void bind_models(nb::module_& models);
 /** ug.save, ug.load and ug.safetensors (the safetensors format). */
 void bind_io(nb::module_& m);
+/** ug.logging: SummaryWriter (TensorBoard event files) and SVG charts of training metrics. */
+void bind_logging(nb::module_& logging);
 /** unigrad.errors.NoBatchingRule, the Python face of ug::NoBatchingRule. */
 PyObject* no_batching_rule_type();
 

@@ -83,4 +83,6 @@ NB_MODULE(_C, m) {
   ugpy::bind_io(m);
   nb::module_ models = m.def_submodule("models", "the built-in architectures of `ug train`");
   ugpy::bind_models(models);
+  nb::module_ logging = m.def_submodule("logging", "TensorBoard event files and charts of training metrics");
+  ugpy::bind_logging(logging);
 }

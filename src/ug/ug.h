@@ -18,6 +18,7 @@
 #include "ug/data/npy.h"
 #include "ug/io/safetensors.h"
 #include "ug/models/zoo.h"
+#include "ug/log/logging.h"
 #include "ug/nn/nn.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/conv.h"
