@@ -9,6 +9,7 @@ cd "$root"
 apt_packages=(
   build-essential ninja-build ccache pkg-config
   libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev
+  libprotobuf-dev protobuf-compiler
   dataset-fashion-mnist
 )
 missing=()
