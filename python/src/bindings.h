@@ -23,6 +23,8 @@ void bind_nn_conv(nb::module_& nn, nb::module_& functional);
 void bind_nn_functional(nb::module_& nn, nb::module_& functional);
 void bind_optim(nb::module_& optim);
 void bind_data(nb::module_& data);
+/** Module.compile/fit/evaluate/predict and ug.callbacks (after bind_nn: it adds to Module). */
+void bind_train(nb::module_& m);
 /** ug.save, ug.load and ug.safetensors (the safetensors format). */
 void bind_io(nb::module_& m);
 /** unigrad.errors.NoBatchingRule, the Python face of ug::NoBatchingRule. */
