@@ -25,6 +25,8 @@ void bind_optim(nb::module_& optim);
 void bind_data(nb::module_& data);
 /** ug.models: the built-in architectures and save_model / load_model. */
 void bind_models(nb::module_& models);
+/** Module.compile/fit/evaluate/predict and ug.callbacks (after bind_nn: it adds to Module). */
+void bind_train(nb::module_& m);
 /** ug.save, ug.load and ug.safetensors (the safetensors format). */
 void bind_io(nb::module_& m);
 /** ug.logging: SummaryWriter (TensorBoard event files) and SVG charts of training metrics. */

@@ -85,4 +85,5 @@ NB_MODULE(_C, m) {
   ugpy::bind_models(models);
   nb::module_ logging = m.def_submodule("logging", "TensorBoard event files and charts of training metrics");
   ugpy::bind_logging(logging);
+  ugpy::bind_train(m);
 }

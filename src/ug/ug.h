@@ -30,4 +30,5 @@
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 #include "ug/optim/optim.h"
+#include "ug/train/train.h"
 #include "ug/version.h"

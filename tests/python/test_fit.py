@@ -28,10 +28,10 @@ class MLP(ug.nn.Module):
         return self.fc2(ug.tanh(self.fc1(x)))
 
 
-def mlp_pair(cls=MLP):
+def mlp_pair():
     ug.manual_seed(1)
-    a = cls()
-    b = cls()
+    a = MLP()
+    b = MLP()
     b.load_state_dict(a.state_dict())
     return a, b
 
@@ -129,7 +129,7 @@ def test_string_losses_read_probabilities_after_a_softmax_and_logits_otherwise()
 
 
 def test_callable_losses_and_metrics():
-    a, b = mlp_pair()
+    a, _ = mlp_pair()
 
     def half_mse(output, target):
         return ((output - target) ** 2).mean() / 2
@@ -224,6 +224,7 @@ def test_user_callback_order_logs_and_stop_training():
                          "batch_end 0 ['accuracy', 'loss']", "batch_end 1 ['accuracy', 'loss']", "epoch_end 1",
                          "train_end"]
     assert rec.model is m
+    assert rec.params == {"epochs": 2, "steps": 2, "verbose": 0}
 
     class StopAfterThreeBatches(ug.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
@@ -275,7 +276,8 @@ def test_learning_rate_scheduler_sets_the_lr():
     history = m.fit(X, Y, epochs=4, verbose=0, callbacks=[
         ug.callbacks.LearningRateScheduler(lambda epoch, lr: lr if epoch < 2 else lr * 0.5)])
     assert history.history["lr"] == [0.01, 0.01, 0.005, 0.0025]
-    history = m.fit(X, Y, epochs=2, verbose=0, callbacks=[ug.callbacks.LearningRateScheduler(lambda epoch: 0.1 / (epoch + 1))])
+    history = m.fit(X, Y, epochs=2, verbose=0,
+                    callbacks=[ug.callbacks.LearningRateScheduler(lambda epoch: 0.1 / (epoch + 1))])
     assert history.history["lr"] == [0.1, 0.05]
     opt = ug.optim.SGD(m.parameters(), lr=1.0)
     m.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
@@ -330,8 +332,9 @@ def test_progress_redraws_a_bar_on_a_terminal(monkeypatch):
     out = term.getvalue()
     assert out.startswith("Epoch 1/1\n\r1/3 [=========>....................] - ETA: ")
     assert "\r3/3 [==============================] - " in out and out.endswith("\n")
+    term.seek(0)
     term.truncate(0)
-    m.fit(X, Y, batch_size=32, epochs=1, verbose=2)  # verbose=2: one line even on a terminal
+    m.fit(X, Y, batch_size=32, epochs=1, verbose=2)  # verbose=2: one line per epoch even on a terminal
     assert "\r" not in term.getvalue()
 
 
@@ -339,11 +342,11 @@ def test_predict_runs_without_autograd_in_eval_mode_and_without_compile():
     ug.manual_seed(0)
     m = ug.nn.Sequential(ug.nn.Linear(4, 5), ug.nn.Dropout(0.5))
     out = m.predict(X, batch_size=10, verbose=0)
-    assert out.shape == (96, 5) and not out.requires_grad
+    assert tuple(out.shape) == (96, 5) and not out.requires_grad
     assert m.training
     np.testing.assert_allclose(out.numpy(), m[0](ug.tensor(X)).detach().numpy(), rtol=1e-6)
     out = m.predict(batches_of(X, Y, 40), verbose=0)  # (x, y) batches: y is ignored
-    assert out.shape == (96, 5)
+    assert tuple(out.shape) == (96, 5)
 
 
 def test_bad_arguments():

@@ -41,6 +41,8 @@ class DenseImpl : public LinearImpl {
   Tensor forward(const Tensor& x) override;
   void reset_parameters() override;
   std::string extra_repr() const override;
+  /** The activation's name, "" for none. */
+  const std::string& activation_name() const { return activation_name_; }
 
  private:
   std::string activation_name_;

@@ -1,0 +1,517 @@
+// Keras's model.compile / fit / evaluate / predict on every ug.nn.Module, and ug.callbacks.
+// The loops are ug::train::Trainer's; this file adapts Python's side of them: arrays and
+// iterables of (x, y) batches as batch sources, Python callables as losses, metrics and
+// schedules, Python subclasses of Callback (logs as dicts), and printing to sys.stdout.
+// model.compile keeps its Trainer in the model's __dict__ as "_trainer".
+#include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+#include <nanobind/trampoline.h>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+
+#include "bindings.h"
+#include "convert.h"
+#include "ug/ops/random.h"
+#include "ug/train/train.h"
+
+namespace ugpy {
+
+using namespace nb::literals;
+
+namespace {
+
+using ug::Tensor;
+using ug::nn::Module;
+namespace train = ug::train;
+using train::Callback;
+using train::Logs;
+using train::Trainer;
+
+nb::dict logs_to_python(const Logs& logs) {
+  nb::dict d;
+  for (const auto& [k, v] : logs) d[k.c_str()] = v;
+  return d;
+}
+
+/** Takes back what a Python hook put in the dict: numbers (others are Python's own business). */
+void logs_from_python(nb::handle dict, Logs& logs) {
+  for (auto [k, v] : nb::borrow<nb::dict>(dict))
+    if (PyFloat_Check(v.ptr()) || (PyLong_Check(v.ptr()) && !PyBool_Check(v.ptr())))
+      logs.insert(nb::cast<std::string>(k), nb::cast<double>(v));
+}
+
+Logs logs_from_dict(nb::handle logs) {
+  Logs out;
+  if (!logs.is_none()) logs_from_python(logs, out);
+  return out;
+}
+
+/** A Python subclass of ug.callbacks.Callback: each hook it defines is called with a logs dict
+ *  whose number entries flow back (a callback may add metrics for the ones after it). */
+struct PyCallback : Callback {
+  NB_TRAMPOLINE(Callback, 6);
+  void on_train_begin(Logs& logs) override { dispatch("on_train_begin", logs); }
+  void on_train_end(Logs& logs) override { dispatch("on_train_end", logs); }
+  void on_epoch_begin(int64_t epoch, Logs& logs) override { dispatch("on_epoch_begin", logs, epoch); }
+  void on_epoch_end(int64_t epoch, Logs& logs) override { dispatch("on_epoch_end", logs, epoch); }
+  void on_train_batch_begin(int64_t batch, Logs& logs) override { dispatch("on_train_batch_begin", logs, batch); }
+  void on_train_batch_end(int64_t batch, Logs& logs) override { dispatch("on_train_batch_end", logs, batch); }
+
+ private:
+  template <class... Index>
+  void dispatch(const char* name, Logs& logs, Index... index) {
+    nb::detail::ticket ticket(nb_trampoline, name, false);
+    if (!ticket.key.is_valid()) return;  // not overridden: the base hook does nothing
+    nb::dict d = logs_to_python(logs);
+    nb_trampoline.base().attr(ticket.key)(index..., d);
+    logs_from_python(d, logs);
+  }
+};
+
+/** sys.stdout at the time of each write, so redirection (pytest, Jupyter) is followed. */
+train::Output python_stdout() {
+  nb::object out = nb::module_::import_("sys").attr("stdout");
+  bool terminal = false;
+  if (nb::hasattr(out, "isatty")) {
+    try {
+      terminal = nb::cast<bool>(out.attr("isatty")());
+    } catch (const nb::python_error&) {  // a closed or exotic stream: not a terminal
+    }
+  }
+  return {[](std::string_view s) {
+            nb::object stream = nb::module_::import_("sys").attr("stdout");
+            stream.attr("write")(nb::str(s.data(), s.size()));
+            if (nb::hasattr(stream, "flush")) stream.attr("flush")();
+          },
+          terminal};
+}
+
+int verbose_from_python(nb::handle v, const char* who) {
+  if (PyUnicode_Check(v.ptr())) {
+    if (nb::cast<std::string>(v) == "auto") return 1;
+  } else if (PyLong_Check(v.ptr())) {
+    const int64_t n = nb::cast<int64_t>(v);
+    if (n >= 0 && n <= 2) return static_cast<int>(n);
+  }
+  ug::fail<ug::ValueError>("[", who, "] verbose must be \"auto\", 0, 1 or 2, got ", nb::cast<std::string>(nb::repr(v)));
+}
+
+bool is_array(nb::handle h) {
+  return nb::isinstance<Tensor>(h) || nb::hasattr(h, "__array_interface__") || nb::hasattr(h, "__array__");
+}
+
+Tensor as_tensor(nb::handle h) {
+  return nb::isinstance<Tensor>(h) ? nb::cast<Tensor>(h) : tensor_from_data(h, std::nullopt, std::nullopt);
+}
+
+/** Any Python iterable of batches, re-iterated each epoch: (x, y) pairs (or x alone, for
+ *  predict) of tensors or arrays. A DataLoader is one; so is a list of pairs. */
+class PyBatches : public ug::data::BatchSource {
+ public:
+  PyBatches(nb::handle iterable, const char* who) : iterable_(nb::borrow(iterable)) {
+    if (!nb::hasattr(iterable, "__iter__"))
+      ug::fail<ug::TypeError>("[", who, "] x must be an array, a Tensor or an iterable of (x, y) batches, got ",
+                              nb::inst_name(iterable).c_str());
+  }
+  void start_epoch(int64_t) override { it_ = nb::steal(PyObject_GetIter(iterable_.ptr())); check(it_); }
+  std::optional<ug::data::Example> next() override {
+    if (!it_.is_valid()) start_epoch(0);
+    nb::object item = nb::steal(PyIter_Next(it_.ptr()));
+    if (!item.is_valid()) {
+      if (PyErr_Occurred()) throw nb::python_error();
+      return std::nullopt;
+    }
+    if (!PyTuple_Check(item.ptr()) && !PyList_Check(item.ptr())) return ug::data::Example{as_tensor(item)};
+    ug::data::Example batch;
+    for (nb::handle field : item) batch.push_back(as_tensor(field));
+    return batch;
+  }
+  int64_t num_batches() const override {
+    if (!nb::hasattr(iterable_, "__len__")) return -1;
+    const Py_ssize_t n = PyObject_Length(iterable_.ptr());
+    if (n < 0) {
+      PyErr_Clear();
+      return -1;
+    }
+    return n;
+  }
+
+ private:
+  static void check(const nb::object& o) {
+    if (!o.is_valid()) throw nb::python_error();
+  }
+  nb::object iterable_, it_;
+};
+
+/** A seed for the array path's shuffling from ug's global generator: ug.manual_seed fixes it. */
+uint64_t draw_seed() {
+  return static_cast<uint64_t>(ug::randint(0, std::numeric_limits<int64_t>::max(), {}).item<int64_t>());
+}
+
+/** The batches fit, evaluate and predict read: arrays (x, y) batched here, or an iterable of batches. */
+std::unique_ptr<ug::data::BatchSource> batches_from_python(nb::handle x, nb::handle y, std::optional<int64_t> batch_size,
+                                                           bool shuffle, bool need_y, const char* who) {
+  if (x.is_none()) ug::fail<ug::ValueError>("[", who, "] x is required");
+  if (!is_array(x)) {
+    if (!y.is_none())
+      ug::fail<ug::ValueError>("[", who, "] y must not be given when x yields batches (it gives the (x, y) pairs)");
+    if (batch_size)
+      ug::fail<ug::ValueError>("[", who, "] batch_size must not be given when x yields batches (they are batched already)");
+    return std::make_unique<PyBatches>(x, who);
+  }
+  if (need_y && y.is_none()) ug::fail<ug::ValueError>("[", who, "] y is required when x is an array");
+  std::vector<Tensor> fields = {as_tensor(x)};
+  if (!y.is_none()) fields.push_back(as_tensor(y));
+  return std::make_unique<train::TensorBatches>(std::move(fields), batch_size.value_or(32), shuffle,
+                                                shuffle ? draw_seed() : 0, who);
+}
+
+/** The name a metric object reports under: its .name, its __name__, or its class's name. */
+std::string metric_name(nb::handle fn) {
+  for (const char* attr : {"name", "__name__"})
+    if (nb::hasattr(fn, attr) && PyUnicode_Check(fn.attr(attr).ptr())) return nb::cast<std::string>(fn.attr(attr));
+  return nb::cast<std::string>(nb::handle(Py_TYPE(fn.ptr())).attr("__name__"));
+}
+
+/** A Python callable f(output, target) -> Tensor as a loss or metric function. */
+std::function<Tensor(const Tensor&, const Tensor&)> python_fn(nb::handle fn, const char* what) {
+  return [fn = nb::borrow(fn), what](const Tensor& out, const Tensor& y) {
+    nb::object r = fn(out, y);
+    if (!nb::isinstance<Tensor>(r))
+      ug::fail<ug::TypeError>("[", what, "] must return a Tensor, got ", nb::inst_name(r).c_str());
+    return nb::cast<Tensor>(r);
+  };
+}
+
+/** The instance __dict__ entry "_trainer", or null. */
+nb::object trainer_object(nb::handle self) {
+  nb::dict dict = nb::steal<nb::dict>(PyObject_GenericGetDict(self.ptr(), nullptr));
+  return dict.contains("_trainer") ? nb::borrow(dict["_trainer"]) : nb::object();
+}
+
+Trainer& compiled_trainer(nb::handle self, const char* who) {
+  nb::object t = trainer_object(self);
+  if (!t.is_valid() || !nb::cast<Trainer&>(t).compiled())
+    ug::fail<ug::RuntimeError>("[", who, "] the model must be compiled before ", who,
+                               ": call model.compile(optimizer=..., loss=...) first");
+  return nb::cast<Trainer&>(t);
+}
+
+/** A trainer for the Python object `self`: it refers to the module without owning it (it
+ *  lives in the module's own __dict__, so the module outlives it). */
+std::unique_ptr<Trainer> trainer_for(nb::handle self) {
+  Module& m = nb::cast<Module&>(self);
+  return std::make_unique<Trainer>(std::shared_ptr<Module>(std::shared_ptr<Module>(), &m));
+}
+
+void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle metrics, std::optional<double> learning_rate,
+             std::optional<bool> from_logits, std::optional<double> clipnorm, std::optional<double> clipvalue,
+             std::optional<double> global_clipnorm, int64_t gradient_accumulation_steps) {
+  train::CompileOptions o;
+  if (PyUnicode_Check(optimizer.ptr()))
+    o.optimizer = nb::cast<std::string>(optimizer);
+  else if (nb::isinstance<ug::optim::Optimizer>(optimizer))
+    o.optimizer = nb::cast<std::shared_ptr<ug::optim::Optimizer>>(optimizer);
+  else
+    ug::fail<ug::TypeError>("[compile] optimizer must be a name such as \"adam\" or a ug.optim optimizer, got ",
+                            nb::inst_name(optimizer).c_str());
+  if (loss.is_none())
+    ug::fail<ug::ValueError>("[compile] loss is required: a name such as \"sparse_categorical_crossentropy\" or a "
+                             "function loss(output, target)");
+  if (PyUnicode_Check(loss.ptr()))
+    o.loss = nb::cast<std::string>(loss);
+  else if (PyCallable_Check(loss.ptr()))
+    o.loss = python_fn(loss, "loss");
+  else
+    ug::fail<ug::TypeError>("[compile] loss must be a name or a callable loss(output, target), got ",
+                            nb::inst_name(loss).c_str());
+  if (!metrics.is_none()) {
+    if (PyUnicode_Check(metrics.ptr()))
+      ug::fail<ug::TypeError>("[compile] metrics must be a list, such as [\"accuracy\"]");
+    for (nb::handle m : metrics) {
+      if (PyUnicode_Check(m.ptr()))
+        o.metrics.emplace_back(nb::cast<std::string>(m));
+      else if (PyCallable_Check(m.ptr()))
+        o.metrics.emplace_back(metric_name(m), python_fn(m, "metric"));
+      else
+        ug::fail<ug::TypeError>("[compile] a metric must be a name or a callable metric(output, target), got ",
+                                nb::inst_name(m).c_str());
+    }
+  }
+  o.learning_rate = learning_rate;
+  o.from_logits = from_logits;
+  o.clipnorm = clipnorm;
+  o.clipvalue = clipvalue;
+  o.global_clipnorm = global_clipnorm;
+  o.gradient_accumulation_steps = gradient_accumulation_steps;
+  nb::object t = trainer_object(self);
+  if (!t.is_valid()) {
+    t = nb::cast(trainer_for(self).release(), nb::rv_policy::take_ownership);
+    nb::setattr(self, "_trainer", t);
+  }
+  nb::cast<Trainer&>(t).compile(std::move(o));
+}
+
+std::vector<std::shared_ptr<Callback>> callbacks_from_python(nb::handle self, nb::handle callbacks) {
+  std::vector<std::shared_ptr<Callback>> out;
+  if (callbacks.is_none()) return out;
+  for (nb::handle cb : callbacks) {
+    if (!nb::isinstance<Callback>(cb))
+      ug::fail<ug::TypeError>("[fit] callbacks must be ug.callbacks.Callback objects, got ", nb::inst_name(cb).c_str());
+    cb.attr("set_model")(self);
+    out.push_back(nb::cast<std::shared_ptr<Callback>>(cb));
+  }
+  return out;
+}
+
+nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_t> batch_size, int64_t epochs,
+               nb::handle verbose, nb::handle callbacks, double validation_split, nb::handle validation_data, bool shuffle,
+               int64_t initial_epoch, std::optional<int64_t> steps_per_epoch) {
+  Trainer& trainer = compiled_trainer(self, "fit");
+  train::FitOptions o;
+  o.epochs = epochs;
+  o.initial_epoch = initial_epoch;
+  o.verbose = verbose_from_python(verbose, "fit");
+  o.steps_per_epoch = steps_per_epoch.value_or(-1);
+  std::unique_ptr<ug::data::BatchSource> data, validation;
+  if (validation_split < 0 || validation_split >= 1)
+    ug::fail<ug::ValueError>("[fit] validation_split must be in [0, 1), got ", validation_split);
+  if (validation_split > 0) {
+    // Keras's rule: the last fraction of the samples, taken before shuffling.
+    if (!is_array(x) || y.is_none()) ug::fail<ug::ValueError>("[fit] validation_split needs array x and y");
+    if (!validation_data.is_none()) ug::fail<ug::ValueError>("[fit] give validation_split or validation_data, not both");
+    Tensor tx = as_tensor(x), ty = as_tensor(y);
+    const int64_t n = tx.dim() > 0 ? tx.size(0) : 0;
+    const int64_t split = n - static_cast<int64_t>(static_cast<double>(n) * validation_split);
+    if (split <= 0 || split >= n)
+      ug::fail<ug::ValueError>("[fit] validation_split=", validation_split, " leaves no samples on one side of ", n);
+    data = batches_from_python(nb::cast(tx.narrow(0, 0, split)), nb::cast(ty.narrow(0, 0, split)), batch_size, shuffle,
+                               true, "fit");
+    validation = batches_from_python(nb::cast(tx.narrow(0, split, n - split)), nb::cast(ty.narrow(0, split, n - split)),
+                                     batch_size, false, true, "fit");
+  } else {
+    data = batches_from_python(x, y, batch_size, shuffle, true, "fit");
+    if (!validation_data.is_none()) {
+      // (x_val, y_val) arrays, or an iterable of batches.
+      const bool pair = (PyTuple_Check(validation_data.ptr()) || PyList_Check(validation_data.ptr())) &&
+                        nb::len(validation_data) == 2 && is_array(validation_data[0]) && is_array(validation_data[1]);
+      validation = pair ? batches_from_python(validation_data[0], validation_data[1], batch_size, false, true, "fit")
+                        : batches_from_python(validation_data, nb::none(), std::nullopt, false, true, "fit");
+    }
+  }
+  o.validation_data = validation.get();
+  o.callbacks = callbacks_from_python(self, callbacks);
+  trainer.set_output(python_stdout());
+  std::shared_ptr<train::History> history = trainer.fit(*data, std::move(o));
+  nb::object h = nb::cast(history);
+  h.attr("set_model")(self);
+  return h;
+}
+
+nb::object evaluate(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_t> batch_size, nb::handle verbose,
+                    bool return_dict) {
+  Trainer& trainer = compiled_trainer(self, "evaluate");
+  auto data = batches_from_python(x, y, batch_size, false, true, "evaluate");
+  trainer.set_output(python_stdout());
+  Logs logs = trainer.evaluate(*data, verbose_from_python(verbose, "evaluate"));
+  if (return_dict) return logs_to_python(logs);
+  if (logs.size() == 1) return nb::float_(logs.at("loss"));
+  nb::list out;  // Keras: [loss, metric1, ...]
+  for (const auto& [k, v] : logs) out.append(v);
+  return out;
+}
+
+Tensor predict(nb::handle self, nb::handle x, std::optional<int64_t> batch_size, nb::handle verbose) {
+  nb::object t = trainer_object(self);
+  std::unique_ptr<Trainer> own;
+  Trainer* trainer = t.is_valid() ? &nb::cast<Trainer&>(t) : (own = trainer_for(self)).get();
+  auto data = batches_from_python(x, nb::none(), batch_size, false, false, "predict");
+  trainer->set_output(python_stdout());
+  return trainer->predict(*data, verbose_from_python(verbose, "predict"));
+}
+
+/** Binds the hooks so Python can call them (super().on_epoch_end(...) or by hand): T's own
+ *  implementation, called non-virtually so a Python override calling super() ends there. */
+template <class T, class Class>
+void bind_hooks(Class& cls) {
+  cls.def("on_train_begin", [](T& c, nb::handle logs) { Logs l = logs_from_dict(logs); c.T::on_train_begin(l); },
+          "logs"_a = nb::none())
+      .def("on_train_end", [](T& c, nb::handle logs) { Logs l = logs_from_dict(logs); c.T::on_train_end(l); },
+           "logs"_a = nb::none())
+      .def("on_epoch_begin",
+           [](T& c, int64_t epoch, nb::handle logs) { Logs l = logs_from_dict(logs); c.T::on_epoch_begin(epoch, l); },
+           "epoch"_a, "logs"_a = nb::none())
+      .def("on_epoch_end",
+           [](T& c, int64_t epoch, nb::handle logs) { Logs l = logs_from_dict(logs); c.T::on_epoch_end(epoch, l); },
+           "epoch"_a, "logs"_a = nb::none())
+      .def("on_train_batch_begin",
+           [](T& c, int64_t batch, nb::handle logs) { Logs l = logs_from_dict(logs); c.T::on_train_batch_begin(batch, l); },
+           "batch"_a, "logs"_a = nb::none())
+      .def("on_train_batch_end",
+           [](T& c, int64_t batch, nb::handle logs) { Logs l = logs_from_dict(logs); c.T::on_train_batch_end(batch, l); },
+           "batch"_a, "logs"_a = nb::none());
+}
+
+nb::object optional_float(std::optional<double> v) { return v ? nb::object(nb::float_(*v)) : nb::none(); }
+
+}  // namespace
+
+void bind_train(nb::module_& m) {
+  nb::class_<Trainer>(m, "_Trainer", "The state model.compile sets up and the loops of fit, evaluate and predict.");
+
+  // ---- ug.callbacks ----------------------------------------------------------------------
+  nb::module_ cbm = m.def_submodule("callbacks", "Keras's training callbacks (keras.callbacks)");
+  auto cb = nb::class_<Callback, PyCallback>(
+      cbm, "Callback", nb::dynamic_attr(),
+      "Base of the callbacks: override any of on_train_begin/end(logs), on_epoch_begin/end(epoch, logs), "
+      "on_train_batch_begin/end(batch, logs). self.model is the model being trained; set "
+      "self.model.stop_training = True to stop.");
+  cb.def(nb::init<>())
+      .def("set_model", [](nb::handle self, nb::handle model) { nb::setattr(self, "model", model); }, "model"_a)
+      .def_prop_ro("params", [](const Callback& c) {
+        nb::dict d;
+        if (c.has_trainer()) {
+          d["epochs"] = c.trainer().params().epochs;
+          d["steps"] = c.trainer().params().steps < 0 ? nb::none() : nb::int_(c.trainer().params().steps);
+          d["verbose"] = c.trainer().params().verbose;
+        }
+        return d;
+      });
+  bind_hooks<Callback>(cb);
+
+  auto history = nb::class_<train::History, Callback>(cbm, "History", nb::dynamic_attr(),
+                                                      "What fit returns: history.history[name] is the list of that "
+                                                      "metric's values per epoch; history.epoch the epochs run.");
+  history.def(nb::init<>())
+      .def_prop_ro("history",
+                   [](const train::History& h) {
+                     nb::dict d;
+                     for (const auto& [k, v] : h.history) d[k.c_str()] = nb::cast(v);
+                     return d;
+                   })
+      .def_prop_ro("epoch", [](const train::History& h) { return h.epoch; });
+  bind_hooks<train::History>(history);
+
+  auto early = nb::class_<train::EarlyStopping, Callback>(cbm, "EarlyStopping", nb::dynamic_attr(),
+                                                          "Stops training when a monitored metric has stopped improving.");
+  early
+      .def("__init__",
+           [](train::EarlyStopping* self, std::string monitor, double min_delta, int64_t patience, int verbose,
+              std::string mode, std::optional<double> baseline, bool restore_best_weights) {
+             new (self) train::EarlyStopping({std::move(monitor), min_delta, patience, verbose, std::move(mode), baseline,
+                                              restore_best_weights});
+           },
+           "monitor"_a = "val_loss", "min_delta"_a = 0.0, "patience"_a = 0, "verbose"_a = 0, "mode"_a = "auto",
+           "baseline"_a = nb::none(), "restore_best_weights"_a = false)
+      .def_prop_ro("stopped_epoch", &train::EarlyStopping::stopped_epoch)
+      .def_prop_ro("best_epoch", &train::EarlyStopping::best_epoch)
+      .def_prop_ro("wait", &train::EarlyStopping::wait)
+      .def_prop_ro("best", [](const train::EarlyStopping& e) { return optional_float(e.best()); });
+  bind_hooks<train::EarlyStopping>(early);
+
+  auto checkpoint = nb::class_<train::ModelCheckpoint, Callback>(
+      cbm, "ModelCheckpoint", nb::dynamic_attr(),
+      "Saves the model's weights (safetensors) after each epoch, or only when the monitored metric improves; "
+      "filepath may name {epoch:02d} and any metric, e.g. {val_loss:.2f}.");
+  checkpoint
+      .def("__init__",
+           [](train::ModelCheckpoint* self, const std::filesystem::path& filepath, std::string monitor, int verbose,
+              bool save_best_only, bool save_weights_only, std::string mode, std::optional<double> initial_value_threshold) {
+             new (self) train::ModelCheckpoint(filepath.string(), {std::move(monitor), verbose, save_best_only,
+                                                                   save_weights_only, std::move(mode),
+                                                                   initial_value_threshold, nullptr});
+           },
+           "filepath"_a, "monitor"_a = "val_loss", "verbose"_a = 0, "save_best_only"_a = false,
+           "save_weights_only"_a = true, "mode"_a = "auto", "initial_value_threshold"_a = nb::none())
+      .def_prop_ro("best", [](const train::ModelCheckpoint& c) { return optional_float(c.best()); });
+  bind_hooks<train::ModelCheckpoint>(checkpoint);
+
+  auto scheduler = nb::class_<train::LearningRateScheduler, Callback>(
+      cbm, "LearningRateScheduler", nb::dynamic_attr(),
+      "Sets the learning rate at the start of each epoch to schedule(epoch, lr) (or schedule(epoch)).");
+  scheduler.def(
+      "__init__",
+      [](train::LearningRateScheduler* self, nb::object schedule, int verbose) {
+        if (!PyCallable_Check(schedule.ptr()))
+          ug::fail<ug::TypeError>("[LearningRateScheduler] schedule must be callable, got ", nb::inst_name(schedule).c_str());
+        new (self) train::LearningRateScheduler(
+            [schedule](int64_t epoch, double lr) {
+              nb::object r;
+              try {
+                r = schedule(epoch, lr);
+              } catch (nb::python_error& e) {  // Keras also takes schedule(epoch)
+                if (!e.matches(PyExc_TypeError)) throw;
+                r = schedule(epoch);
+              }
+              return nb::cast<double>(nb::float_(r));
+            },
+            verbose);
+      },
+      "schedule"_a, "verbose"_a = 0);
+  bind_hooks<train::LearningRateScheduler>(scheduler);
+
+  auto plateau = nb::class_<train::ReduceLROnPlateau, Callback>(
+      cbm, "ReduceLROnPlateau", nb::dynamic_attr(), "Cuts the learning rate by factor when a metric stops improving.");
+  plateau.def(
+      "__init__",
+      [](train::ReduceLROnPlateau* self, std::string monitor, double factor, int64_t patience, int verbose,
+         std::string mode, double min_delta, int64_t cooldown, double min_lr) {
+        new (self) train::ReduceLROnPlateau(
+            {std::move(monitor), factor, patience, verbose, std::move(mode), min_delta, cooldown, min_lr});
+      },
+      "monitor"_a = "val_loss", "factor"_a = 0.1, "patience"_a = 10, "verbose"_a = 0, "mode"_a = "auto",
+      "min_delta"_a = 1e-4, "cooldown"_a = 0, "min_lr"_a = 0.0);
+  bind_hooks<train::ReduceLROnPlateau>(plateau);
+
+  auto csv = nb::class_<train::CSVLogger, Callback>(cbm, "CSVLogger", nb::dynamic_attr(),
+                                                    "Writes each epoch's logs as a row of a CSV file.");
+  csv.def(
+      "__init__",
+      [](train::CSVLogger* self, const std::filesystem::path& filename, std::string separator, bool append) {
+        new (self) train::CSVLogger(filename.string(), std::move(separator), append);
+      },
+      "filename"_a, "separator"_a = ",", "append"_a = false);
+  bind_hooks<train::CSVLogger>(csv);
+
+  // ---- Module.compile / fit / evaluate / predict ------------------------------------------
+  nb::handle module_cls = nb::type<Module>();
+  nb::cpp_function_def(&compile, nb::scope(module_cls), nb::name("compile"), nb::is_method(), "optimizer"_a = "rmsprop",
+                       "loss"_a = nb::none(), "metrics"_a = nb::none(), nb::kw_only(), "learning_rate"_a = nb::none(),
+                       "from_logits"_a = nb::none(), "clipnorm"_a = nb::none(), "clipvalue"_a = nb::none(),
+                       "global_clipnorm"_a = nb::none(), "gradient_accumulation_steps"_a = 1,
+                       "Keras's compile: optimizer (a name or a ug.optim optimizer), loss (a name or loss(output, "
+                       "target)), metrics (names or metric(output, target)). Named losses take logits unless the "
+                       "model ends in a Softmax/Sigmoid; from_logits overrides that.");
+  nb::cpp_function_def(&fit, nb::scope(module_cls), nb::name("fit"), nb::is_method(), "x"_a = nb::none(),
+                       "y"_a = nb::none(), "batch_size"_a = nb::none(), "epochs"_a = 1, "verbose"_a = "auto",
+                       "callbacks"_a = nb::none(), "validation_split"_a = 0.0, "validation_data"_a = nb::none(),
+                       "shuffle"_a = true, "initial_epoch"_a = 0, "steps_per_epoch"_a = nb::none(),
+                       "Keras's fit: x, y arrays (batched here, batch_size 32, reshuffled each epoch) or x an "
+                       "iterable of (x, y) batches such as a DataLoader. Returns a History.");
+  nb::cpp_function_def(&evaluate, nb::scope(module_cls), nb::name("evaluate"), nb::is_method(), "x"_a = nb::none(),
+                       "y"_a = nb::none(), "batch_size"_a = nb::none(), "verbose"_a = "auto", "return_dict"_a = false,
+                       "The loss (and metrics: [loss, metric, ...], or a dict with return_dict) over the data.");
+  nb::cpp_function_def(&predict, nb::scope(module_cls), nb::name("predict"), nb::is_method(), "x"_a,
+                       "batch_size"_a = nb::none(), "verbose"_a = "auto",
+                       "The model's outputs for x (an array, or an iterable of batches), batch by batch, concatenated.");
+  nb::object property = nb::module_::import_("builtins").attr("property");
+  nb::setattr(module_cls, "stop_training",
+              property(nb::cpp_function([](nb::handle self) {
+                         nb::object t = trainer_object(self);
+                         return t.is_valid() && nb::cast<Trainer&>(t).stop_training;
+                       }),
+                       nb::cpp_function([](nb::handle self, bool stop) {
+                         nb::object t = trainer_object(self);
+                         if (!t.is_valid())
+                           ug::fail<ug::RuntimeError>("[stop_training] only a compiled model trains with fit");
+                         nb::cast<Trainer&>(t).stop_training = stop;
+                       }),
+                       nb::none(), "Set to True (from a callback) to end fit after the current batch."));
+}
+
+}  // namespace ugpy

@@ -1,0 +1,10 @@
+// Everything of ug::train: the Keras-style training loop and its callbacks.
+#pragma once
+
+#include "ug/train/callback.h"
+#include "ug/train/callbacks.h"
+#include "ug/train/losses.h"
+#include "ug/train/metrics.h"
+#include "ug/train/progress.h"
+#include "ug/train/tensor_batches.h"
+#include "ug/train/trainer.h"

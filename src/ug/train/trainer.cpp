@@ -1,0 +1,333 @@
+#include "ug/train/trainer.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "ug/autograd/grad_mode.h"
+#include "ug/core/error.h"
+#include "ug/ops/join.h"
+#include "ug/optim/optim.h"
+#include "ug/train/tensor_batches.h"
+
+namespace ug::train {
+
+namespace {
+
+/** Puts the module back in the train/eval mode it had, even when a loop throws. */
+class ModeGuard {
+ public:
+  ModeGuard(nn::Module& m, bool training) : m_(m), was_(m.is_training()) { m_.train(training); }
+  ~ModeGuard() { m_.train(was_); }
+  ModeGuard(const ModeGuard&) = delete;
+  ModeGuard& operator=(const ModeGuard&) = delete;
+
+ private:
+  nn::Module& m_;
+  bool was_;
+};
+
+int64_t batch_size_of(const Tensor& x) { return x.dim() > 0 ? x.size(0) : 1; }
+
+const data::Example& checked_pair(const data::Example& batch, const char* who) {
+  if (batch.size() != 2)
+    fail<ValueError>("[", who, "] each batch must be (x, y), got ", batch.size(), " tensor", batch.size() == 1 ? "" : "s");
+  return batch;
+}
+
+void check_verbose(int verbose, const char* who) {
+  if (verbose < 0 || verbose > 2) fail<ValueError>("[", who, "] verbose must be 0, 1 or 2, got ", verbose);
+}
+
+std::vector<Tensor> trainable(const nn::Module& m) {
+  std::vector<Tensor> out;
+  for (const Tensor& p : m.parameters())
+    if (p.requires_grad()) out.push_back(p);
+  return out;
+}
+
+size_t optimizer_size(const optim::Optimizer& opt) {
+  size_t n = 0;
+  for (const optim::ParamGroup& g : opt.param_groups()) n += g.params().size();
+  return n;
+}
+
+}  // namespace
+
+struct Trainer::Pass {
+  explicit Pass(size_t metrics) : metrics(metrics) {}
+  MeanTracker loss;
+  std::vector<MeanTracker> metrics;
+  int64_t steps = 0, samples = 0;
+};
+
+Trainer::Trainer(std::shared_ptr<nn::Module> module) : module_(std::move(module)) {
+  if (!module_) fail<ValueError>("[Trainer] expected a module, got none");
+}
+
+void Trainer::check_compiled(const char* who) const {
+  if (!compiled())
+    fail<RuntimeError>("[", who, "] the model must be compiled before ", who,
+                       ": call compile(optimizer=..., loss=...) first");
+}
+
+std::shared_ptr<optim::Optimizer> Trainer::make_named_optimizer(double lr) const {
+  std::vector<Tensor> params = trainable(*module_);
+  if (optimizer_name_ == "adam") return std::make_shared<optim::Adam>(params, optim::AdamOptions(lr));
+  if (optimizer_name_ == "adamw") return std::make_shared<optim::AdamW>(params, optim::AdamWOptions(lr));
+  if (optimizer_name_ == "sgd") return std::make_shared<optim::SGD>(params, optim::SGDOptions(lr));
+  if (optimizer_name_ == "rmsprop") return std::make_shared<optim::RMSprop>(params, optim::RMSpropOptions(lr));
+  return std::make_shared<optim::Adagrad>(params, optim::AdagradOptions(lr));
+}
+
+void Trainer::refresh_named_optimizer() {
+  if (optimizer_name_.empty() || stepped_) return;
+  if (optimizer_size(*optimizer_) != trainable(*module_).size()) optimizer_ = make_named_optimizer(learning_rate());
+}
+
+void Trainer::compile(CompileOptions options) {
+  // Nothing counts as compiled until every option has been checked.
+  loss_ = nullptr;
+  stepped_ = false;
+  if (auto* name = std::get_if<std::string>(&options.optimizer)) {
+    std::string key = *name;
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+    const std::vector<std::pair<std::string, double>> defaults = {
+        {"adam", 1e-3}, {"adamw", 1e-3}, {"sgd", 1e-2}, {"rmsprop", 1e-3}, {"adagrad", 1e-3}};
+    auto it = std::find_if(defaults.begin(), defaults.end(), [&](const auto& d) { return d.first == key; });
+    if (it == defaults.end())
+      fail<ValueError>("[compile] unknown optimizer \"", *name,
+                       "\"; the known optimizers are \"adam\", \"adamw\", \"sgd\", \"rmsprop\", \"adagrad\", or pass "
+                       "an optimizer");
+    const double lr = options.learning_rate.value_or(it->second);
+    if (!(lr > 0)) fail<ValueError>("[compile] learning_rate must be positive, got ", lr);
+    optimizer_name_ = key;
+    optimizer_ = make_named_optimizer(lr);
+  } else {
+    auto opt = std::get<std::shared_ptr<optim::Optimizer>>(options.optimizer);
+    if (!opt) fail<ValueError>("[compile] optimizer is a null pointer");
+    if (options.learning_rate)
+      fail<ValueError>("[compile] learning_rate applies to an optimizer given by name; set the lr of the optimizer "
+                       "object instead");
+    optimizer_name_.clear();
+    optimizer_ = std::move(opt);
+  }
+
+  // Loss, and whether its input is logits.
+  std::string loss_name;
+  LossFn loss;
+  if (auto* name = std::get_if<std::string>(&options.loss)) {
+    if (name->empty())
+      fail<ValueError>("[compile] a loss is required: a name such as \"sparse_categorical_crossentropy\" or a function");
+    loss_name = canonical_loss_name(*name);
+    loss = loss_by_name(loss_name, options.from_logits.value_or(loss_takes_logits(loss_name, *module_)));
+  } else {
+    loss = std::get<LossFn>(options.loss);
+    if (!loss) fail<ValueError>("[compile] a loss is required: the loss function is empty");
+  }
+  // Binary accuracy thresholds logits at 0 and probabilities at 0.5: the same rule as the losses.
+  const bool from_logits = options.from_logits.value_or(loss_takes_logits("binary_crossentropy", *module_));
+
+  metrics_.clear();
+  for (const Metric& m : options.metrics) {
+    if (m.name.empty()) fail<ValueError>("[compile] a metric needs a name");
+    if (m.name == "loss" || std::any_of(metrics_.begin(), metrics_.end(), [&](const Metric& o) { return o.name == m.name; }))
+      fail<ValueError>("[compile] the metric name \"", m.name, "\" is used twice (\"loss\" is the loss's)");
+    metrics_.emplace_back(m.name, m.fn ? m.fn : metric_by_name(m.name, loss_name, from_logits));
+  }
+
+  const int clips = options.clipnorm.has_value() + options.clipvalue.has_value() + options.global_clipnorm.has_value();
+  if (clips > 1) fail<ValueError>("[compile] give at most one of clipnorm, clipvalue and global_clipnorm");
+  for (const auto& v : {options.clipnorm, options.clipvalue, options.global_clipnorm})
+    if (v && !(*v > 0)) fail<ValueError>("[compile] clipping thresholds must be positive, got ", *v);
+  if (options.gradient_accumulation_steps < 1)
+    fail<ValueError>("[compile] gradient_accumulation_steps must be at least 1, got ", options.gradient_accumulation_steps);
+  options_ = std::move(options);
+  loss_ = std::move(loss);
+}
+
+optim::Optimizer& Trainer::optimizer() const {
+  if (!optimizer_) fail<RuntimeError>("[Trainer] there is no optimizer before compile(optimizer=..., loss=...)");
+  return *optimizer_;
+}
+
+double Trainer::learning_rate() const {
+  const auto& groups = optimizer().param_groups();
+  if (!groups.empty()) return groups.front().lr();
+  return optim::hyper_get<double>(optimizer_->defaults(), "lr");
+}
+
+void Trainer::set_learning_rate(double lr) {
+  if (!(lr >= 0)) fail<ValueError>("[Trainer] the learning rate must be non-negative, got ", lr);
+  optimizer().defaults().insert("lr", lr);
+  for (optim::ParamGroup& g : optimizer_->param_groups()) g.lr() = lr;
+}
+
+void Trainer::record(Pass& pass, const Tensor& output, const Tensor& loss, const Tensor& target, int64_t batch_size) {
+  pass.loss.add(loss.item<double>(), batch_size);
+  NoGradGuard no_grad;
+  const Tensor out = output.detach();
+  for (size_t i = 0; i < metrics_.size(); ++i) {
+    Tensor v = metrics_[i].fn(out, target);
+    if (!v.defined() || v.numel() != 1)
+      fail<ValueError>("[", metrics_[i].name, "] a metric must return one value, got shape ",
+                       v.defined() ? v.shape() : Shape{});
+    pass.metrics[i].add(v.item<double>(), batch_size);
+  }
+  pass.samples += batch_size;
+  ++pass.steps;
+}
+
+Logs Trainer::pass_logs(const Pass& pass) const {
+  Logs logs;
+  logs.insert("loss", pass.loss.result());
+  for (size_t i = 0; i < metrics_.size(); ++i) logs.insert(metrics_[i].name, pass.metrics[i].result());
+  return logs;
+}
+
+void Trainer::apply_gradients(int64_t accumulated) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> params;
+  for (const optim::ParamGroup& g : optimizer_->param_groups())
+    params.insert(params.end(), g.params().begin(), g.params().end());
+  const int64_t k = options_.gradient_accumulation_steps;
+  if (accumulated < k)  // an epoch ended part-way through: the mean over the batches it had
+    for (const Tensor& p : params)
+      if (Tensor g = p.grad(); g.defined()) g.mul_(Scalar(static_cast<double>(k) / static_cast<double>(accumulated)));
+  if (options_.clipnorm)
+    for (const Tensor& p : params) nn::utils::clip_grad_norm_({p}, *options_.clipnorm);
+  else if (options_.global_clipnorm)
+    nn::utils::clip_grad_norm_(params, *options_.global_clipnorm);
+  else if (options_.clipvalue)
+    nn::utils::clip_grad_value_(params, *options_.clipvalue);
+  optimizer_->step();
+  stepped_ = true;
+  optimizer_->zero_grad();
+  module_->zero_grad();
+}
+
+std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
+  check_compiled("fit");
+  check_verbose(o.verbose, "fit");
+  if (o.initial_epoch < 0) fail<ValueError>("[fit] initial_epoch must be non-negative, got ", o.initial_epoch);
+  if (o.steps_per_epoch == 0 || o.steps_per_epoch < -1)
+    fail<ValueError>("[fit] steps_per_epoch must be positive (or -1 for whole passes), got ", o.steps_per_epoch);
+
+  std::vector<std::shared_ptr<Callback>> callbacks;
+  std::shared_ptr<History> history;
+  for (const auto& cb : o.callbacks) {
+    if (!cb) fail<ValueError>("[fit] a callback is a null pointer");
+    if (auto h = std::dynamic_pointer_cast<History>(cb)) history = h;
+    callbacks.push_back(cb);
+  }
+  if (!history) callbacks.push_back(history = std::make_shared<History>());
+  for (const auto& cb : callbacks) cb->set_trainer(this);
+
+  int64_t steps = train.num_batches();
+  if (o.steps_per_epoch > 0) steps = steps < 0 ? o.steps_per_epoch : std::min(steps, o.steps_per_epoch);
+  params_ = {o.epochs, steps, o.verbose};
+  const int64_t k = options_.gradient_accumulation_steps;
+
+  ModeGuard mode(*module_, true);
+  module_->zero_grad();
+  stop_training = false;
+  Logs logs;
+  for (const auto& cb : callbacks) cb->on_train_begin(logs);
+  for (int64_t epoch = o.initial_epoch; epoch < o.epochs; ++epoch) {
+    Logs epoch_logs;
+    for (const auto& cb : callbacks) cb->on_epoch_begin(epoch, epoch_logs);
+    std::optional<ProgressBar> bar;
+    if (o.verbose > 0) {
+      output_.line("Epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs));
+      bar.emplace(output_, steps, o.verbose);
+    }
+    Pass pass(metrics_.size());
+    int64_t accumulated = 0;
+    train.start_epoch(epoch);
+    while (o.steps_per_epoch < 0 || pass.steps < o.steps_per_epoch) {
+      std::optional<data::Example> batch = train.next();
+      if (!batch) break;
+      const data::Example& xy = checked_pair(*batch, "fit");
+      Logs batch_logs;
+      for (const auto& cb : callbacks) cb->on_train_batch_begin(pass.steps, batch_logs);
+      const Tensor output = (*module_)(xy[0]);
+      const Tensor loss = loss_(output, xy[1]);
+      if (!loss.defined() || loss.numel() != 1)
+        fail<ValueError>("[fit] the loss must be a single value, got shape ", loss.defined() ? loss.shape() : Shape{});
+      refresh_named_optimizer();
+      (k == 1 ? loss : loss.div(Scalar(static_cast<double>(k)))).backward();
+      record(pass, output, loss, xy[1], batch_size_of(xy[0]));
+      if (++accumulated == k) {
+        apply_gradients(accumulated);
+        accumulated = 0;
+      }
+      batch_logs = pass_logs(pass);
+      for (const auto& cb : callbacks) cb->on_train_batch_end(pass.steps - 1, batch_logs);
+      if (bar) bar->update(pass.steps, pass.samples, batch_logs);
+      if (stop_training) break;
+    }
+    if (accumulated > 0) apply_gradients(accumulated);
+    if (pass.steps == 0) fail<ValueError>("[fit] the training data gave no batches in epoch ", epoch);
+    epoch_logs = pass_logs(pass);
+    if (o.validation_data)
+      for (const auto& [name, value] : run_evaluation(*o.validation_data, 0, "fit")) epoch_logs.insert("val_" + name, value);
+    epoch_logs.insert("lr", learning_rate());
+    if (bar) bar->finish(pass.steps, pass.samples, epoch_logs);
+    for (const auto& cb : callbacks) cb->on_epoch_end(epoch, epoch_logs);
+    logs = epoch_logs;
+    if (stop_training) break;
+  }
+  for (const auto& cb : callbacks) cb->on_train_end(logs);
+  return history;
+}
+
+Logs Trainer::run_evaluation(data::BatchSource& data, int verbose, const char* who) {
+  NoGradGuard no_grad;
+  ModeGuard mode(*module_, false);
+  std::optional<ProgressBar> bar;
+  if (verbose > 0) bar.emplace(output_, data.num_batches(), verbose);
+  Pass pass(metrics_.size());
+  data.start_epoch(0);
+  while (std::optional<data::Example> batch = data.next()) {
+    const data::Example& xy = checked_pair(*batch, who);
+    const Tensor output = (*module_)(xy[0]);
+    record(pass, output, loss_(output, xy[1]), xy[1], batch_size_of(xy[0]));
+    if (bar) bar->update(pass.steps, pass.samples, pass_logs(pass));
+  }
+  if (pass.steps == 0) fail<ValueError>("[", who, "] the evaluation data gave no batches");
+  Logs logs = pass_logs(pass);
+  if (bar) bar->finish(pass.steps, pass.samples, logs);
+  return logs;
+}
+
+Logs Trainer::evaluate(data::BatchSource& data, int verbose) {
+  check_compiled("evaluate");
+  check_verbose(verbose, "evaluate");
+  return run_evaluation(data, verbose, "evaluate");
+}
+
+Tensor Trainer::predict(data::BatchSource& data, int verbose) {
+  check_verbose(verbose, "predict");
+  NoGradGuard no_grad;
+  ModeGuard mode(*module_, false);
+  std::optional<ProgressBar> bar;
+  if (verbose > 0) bar.emplace(output_, data.num_batches(), verbose);
+  std::vector<Tensor> outputs;
+  int64_t samples = 0;
+  data.start_epoch(0);
+  while (std::optional<data::Example> batch = data.next()) {
+    if (batch->empty()) fail<ValueError>("[predict] a batch has no tensors");
+    outputs.push_back((*module_)(batch->front()));
+    samples += batch_size_of(batch->front());
+    if (bar) bar->update(static_cast<int64_t>(outputs.size()), samples, {});
+  }
+  if (outputs.empty()) fail<ValueError>("[predict] the data gave no batches");
+  if (bar) bar->finish(static_cast<int64_t>(outputs.size()), samples, {});
+  return outputs.size() == 1 ? outputs.front() : cat(outputs, 0);
+}
+
+Tensor Trainer::predict(const Tensor& x, int64_t batch_size, int verbose) {
+  TensorBatches batches({x}, batch_size, false, 0, "predict");
+  return predict(batches, verbose);
+}
+
+}  // namespace ug::train

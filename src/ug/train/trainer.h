@@ -1,0 +1,134 @@
+// ug::train::Trainer: Keras's compile / fit / evaluate / predict for any ug::nn::Module.
+//
+// Keras puts these on its Model class; here every Module is already a model, so the loops and
+// the state compile() sets up (optimizer, loss, metrics, clipping, accumulation) live in a
+// Trainer built around one. Python's model.compile(...) makes one and keeps it on the model.
+//
+//   train::Trainer trainer(model);
+//   trainer.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy", .metrics = {"accuracy"}});
+//   auto history = trainer.fit(train_batches, {.epochs = 5, .validation_data = &val_batches});
+//
+// One training step is exactly the hand-written loop `loss = loss_fn(model(x), y);
+// loss.backward(); opt.step(); opt.zero_grad()`, so fit reaches bit-identical parameters.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ug/data/dataset.h"
+#include "ug/nn/module.h"
+#include "ug/optim/optimizer.h"
+#include "ug/train/callback.h"
+#include "ug/train/losses.h"
+#include "ug/train/metrics.h"
+#include "ug/train/progress.h"
+
+namespace ug::train {
+
+struct CompileOptions {
+  /** "adam", "adamw", "sgd", "rmsprop" or "adagrad", built over the parameters that require
+   *  grad with torch.optim's update rules; or an optimizer. Keras's default is rmsprop. */
+  std::variant<std::string, std::shared_ptr<optim::Optimizer>> optimizer = std::string("rmsprop");
+  /** The lr of an optimizer given by name; without it Keras's default for that optimizer
+   *  (adam, adamw, rmsprop, adagrad 1e-3; sgd 0.01). */
+  std::optional<double> learning_rate;
+  /** A Keras loss name (losses.h) or loss(output, target). Required. */
+  std::variant<std::string, LossFn> loss;
+  /** Whether a named loss reads logits; when unset, the rule in losses.h decides. */
+  std::optional<bool> from_logits;
+  /** Reported in the logs under their names, validation ones with "val_" in front. */
+  std::vector<Metric> metrics;
+  /** Keras's clipping, at most one of them: each gradient's norm, every element, or the
+   *  joint norm of all gradients (torch's clip_grad_norm_) is clipped before the step. */
+  std::optional<double> clipnorm, clipvalue, global_clipnorm;
+  /** Sums the gradients of this many batches (each loss divided by it) before one step: with
+   *  a mean loss and equal batches, the step of one batch this many times larger. */
+  int64_t gradient_accumulation_steps = 1;
+};
+
+struct FitOptions {
+  /** Trains epochs initial_epoch .. epochs - 1. */
+  int64_t epochs = 1;
+  int64_t initial_epoch = 0;
+  /** Evaluated after each epoch; its metrics are logged as "val_loss", "val_accuracy"... */
+  data::BatchSource* validation_data = nullptr;
+  std::vector<std::shared_ptr<Callback>> callbacks;
+  /** 0 silent, 1 a progress bar (a line per epoch when the output is not a terminal), 2 a line per epoch. */
+  int verbose = 1;
+  /** At most this many batches per epoch (each epoch restarts the source); -1 for all. */
+  int64_t steps_per_epoch = -1;
+};
+
+/** What a running fit tells its callbacks (Keras's callback.params). */
+struct FitParams {
+  int64_t epochs = 0;
+  /** Batches per epoch, -1 when unknown. */
+  int64_t steps = -1;
+  int verbose = 0;
+};
+
+class Trainer {
+ public:
+  explicit Trainer(std::shared_ptr<nn::Module> module);
+  template <class Holder, class = decltype(std::declval<Holder>().ptr())>
+  explicit Trainer(const Holder& holder) : Trainer(std::static_pointer_cast<nn::Module>(holder.ptr())) {}
+
+  void compile(CompileOptions options);
+  bool compiled() const { return static_cast<bool>(loss_); }
+
+  /** Trains on `train` (batches {x, y}); returns the per-epoch logs. The module is in train
+   *  mode during fit (its previous mode is restored after) and in eval mode for validation. */
+  std::shared_ptr<History> fit(data::BatchSource& train, FitOptions options = {});
+  /** The loss and metrics over one pass, averaged over samples, in eval mode without autograd. */
+  Logs evaluate(data::BatchSource& data, int verbose = 1);
+  /** The outputs for every batch's first field, concatenated along dim 0, in eval mode without autograd. */
+  Tensor predict(data::BatchSource& data, int verbose = 0);
+  Tensor predict(const Tensor& x, int64_t batch_size = 32, int verbose = 0);
+
+  nn::Module& module() const { return *module_; }
+  /** The optimizer compile() set up (throws before compile). */
+  optim::Optimizer& optimizer() const;
+  /** The first parameter group's lr; set_learning_rate sets every group's. */
+  double learning_rate() const;
+  void set_learning_rate(double lr);
+  const FitParams& params() const { return params_; }
+
+  /** Set by a callback (EarlyStopping) to end fit after the current batch. */
+  bool stop_training = false;
+
+  /** Where progress and callbacks' messages go: stdout unless set. */
+  void set_output(Output out) { output_ = std::move(out); }
+  const Output& output() const { return output_; }
+
+ private:
+  struct Pass;
+  void check_compiled(const char* who) const;
+  /** The optimizer named in compile, over the parameters that require grad. */
+  std::shared_ptr<optim::Optimizer> make_named_optimizer(double lr) const;
+  /** Remakes a named optimizer before its first step when lazily sized layers have since
+   *  made their parameters. */
+  void refresh_named_optimizer();
+  /** Adds one batch's loss (read once) and metrics to `pass`. */
+  void record(Pass& pass, const Tensor& output, const Tensor& loss, const Tensor& target, int64_t batch_size);
+  /** The running means: "loss" and each metric. */
+  Logs pass_logs(const Pass& pass) const;
+  /** Scales the accumulated gradients when fewer than k batches went into them, clips, steps. */
+  void apply_gradients(int64_t accumulated);
+  Logs run_evaluation(data::BatchSource& data, int verbose, const char* who);
+
+  std::shared_ptr<nn::Module> module_;
+  std::shared_ptr<optim::Optimizer> optimizer_;
+  std::string optimizer_name_;  // when made by name
+  bool stepped_ = false;
+  LossFn loss_;
+  std::vector<Metric> metrics_;
+  CompileOptions options_;
+  FitParams params_;
+  Output output_ = Output::standard();
+};
+
+}  // namespace ug::train
