@@ -478,6 +478,15 @@ void bind_train(nb::module_& m) {
       "filename"_a, "separator"_a = ",", "append"_a = false);
   bind_hooks<train::CSVLogger>(csv);
 
+  auto tensorboard = nb::class_<train::TensorBoard, Callback>(
+      cbm, "TensorBoard", nb::dynamic_attr(),
+      "Writes each epoch's logs as TensorBoard scalars in log_dir/train and log_dir/validation.");
+  tensorboard.def(
+      "__init__",
+      [](train::TensorBoard* self, const std::filesystem::path& log_dir) { new (self) train::TensorBoard(log_dir.string()); },
+      "log_dir"_a = "logs");
+  bind_hooks<train::TensorBoard>(tensorboard);
+
   // ---- Module.compile / fit / evaluate / predict ------------------------------------------
   nb::handle module_cls = nb::type<Module>();
   nb::cpp_function_def(&compile, nb::scope(module_cls), nb::name("compile"), nb::is_method(), "optimizer"_a = "rmsprop",

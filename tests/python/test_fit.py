@@ -306,6 +306,24 @@ def test_csv_logger(tmp_path):
     assert len(lines) == 4 and lines[3].startswith("0;")
 
 
+def test_tensorboard_callback_writes_keras_runs_and_tags(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    m = compiled(metrics=["accuracy"])
+    history = m.fit(X, Y, epochs=3, verbose=0, validation_data=(X, Y),
+                    callbacks=[ug.callbacks.TensorBoard(log_dir=str(tmp_path))])
+    h = history.history
+    for run, prefix in (("train", ""), ("validation", "val_")):
+        acc = EventAccumulator(str(tmp_path / run))
+        acc.Reload()
+        for metric in ("loss", "accuracy"):
+            events = acc.Scalars("epoch_" + metric)
+            assert [e.step for e in events] == [0, 1, 2]
+            np.testing.assert_allclose([e.value for e in events], h[prefix + metric], rtol=1e-6)
+    acc = EventAccumulator(str(tmp_path / "train"))
+    acc.Reload()
+    assert [e.value for e in acc.Scalars("epoch_learning_rate")] == pytest.approx([0.01] * 3)
+
+
 def test_progress_prints_a_line_per_epoch_when_not_a_terminal(capsys):
     m = compiled(metrics=["accuracy"])
     m.fit(X, Y, batch_size=32, epochs=2, validation_data=(X, Y))

@@ -7,4 +7,5 @@
 #include "ug/train/metrics.h"
 #include "ug/train/progress.h"
 #include "ug/train/tensor_batches.h"
+#include "ug/train/tensorboard_callback.h"
 #include "ug/train/trainer.h"

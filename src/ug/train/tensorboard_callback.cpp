@@ -1,0 +1,28 @@
+#include "ug/train/tensorboard_callback.h"
+
+#include <filesystem>
+
+namespace ug::train {
+
+TensorBoard::TensorBoard(std::string log_dir) : log_dir_(std::move(log_dir)) {}
+
+logging::SummaryWriter& TensorBoard::writer(bool validation) {
+  std::unique_ptr<logging::SummaryWriter>& w = validation ? validation_ : train_;
+  if (!w) w = std::make_unique<logging::SummaryWriter>((std::filesystem::path(log_dir_) / (validation ? "validation" : "train")).string());
+  return *w;
+}
+
+void TensorBoard::on_epoch_end(int64_t epoch, Logs& logs) {
+  for (const auto& [key, value] : logs) {
+    const bool validation = key.starts_with("val_");
+    const std::string metric = validation ? key.substr(4) : key;
+    writer(validation).add_scalar("epoch_" + (metric == "lr" ? std::string("learning_rate") : metric), value, epoch);
+  }
+}
+
+void TensorBoard::on_train_end(Logs& /*logs*/) {
+  for (auto* w : {&train_, &validation_})
+    if (*w) (*w)->close();
+}
+
+}  // namespace ug::train
