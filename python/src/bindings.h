@@ -23,6 +23,11 @@ void bind_nn_conv(nb::module_& nn, nb::module_& functional);
 void bind_nn_functional(nb::module_& nn, nb::module_& functional);
 void bind_optim(nb::module_& optim);
 void bind_data(nb::module_& data);
+/** ug.data's data sets, samplers, DataLoader and tf.data-style Pipeline. */
+void bind_data_sets(nb::module_& data);
+void bind_data_samplers(nb::module_& data);
+void bind_data_loader(nb::module_& data);
+void bind_data_pipeline(nb::module_& data);
 /** ug.save, ug.load and ug.safetensors (the safetensors format). */
 void bind_io(nb::module_& m);
 /** unigrad.errors.NoBatchingRule, the Python face of ug::NoBatchingRule. */
