@@ -27,6 +27,11 @@ void bind_data(nb::module_& data);
 void bind_models(nb::module_& models);
 /** Module.compile/fit/evaluate/predict and ug.callbacks (after bind_nn: it adds to Module). */
 void bind_train(nb::module_& m);
+/** ug.data's data sets, samplers, DataLoader and tf.data-style Pipeline. */
+void bind_data_sets(nb::module_& data);
+void bind_data_samplers(nb::module_& data);
+void bind_data_loader(nb::module_& data);
+void bind_data_pipeline(nb::module_& data);
 /** ug.save, ug.load and ug.safetensors (the safetensors format). */
 void bind_io(nb::module_& m);
 /** ug.logging: SummaryWriter (TensorBoard event files) and SVG charts of training metrics. */

@@ -80,6 +80,10 @@ NB_MODULE(_C, m) {
   ugpy::bind_optim(optim);
   nb::module_ data = m.def_submodule("data", "data sets and their readers");
   ugpy::bind_data(data);
+  ugpy::bind_data_sets(data);
+  ugpy::bind_data_samplers(data);
+  ugpy::bind_data_loader(data);
+  ugpy::bind_data_pipeline(data);
   ugpy::bind_io(m);
   nb::module_ models = m.def_submodule("models", "the built-in architectures of `ug train`");
   ugpy::bind_models(models);

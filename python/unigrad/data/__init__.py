@@ -1,5 +1,19 @@
-"""ug.data: data sets and their readers (ug::data in C++)."""
+"""ug.data: data sets, samplers, DataLoader, the tf.data-style Pipeline and file readers
+(ug::data in C++)."""
 from .. import _C
 from .._export import export
 
 __all__ = export(_C.data, globals())
+
+
+class IterableDataset:
+    """A data set read as a stream (torch.utils.data.IterableDataset): subclass it with
+    __iter__. A DataLoader batches what one iterator yields; with num_workers > 0 one worker
+    thread pulls from it ahead of the training loop (threads share the iterator, so nothing
+    is duplicated and no get_worker_info sharding is needed)."""
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} must define __iter__")
+
+
+__all__.append("IterableDataset")

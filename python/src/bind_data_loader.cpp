@@ -1,0 +1,268 @@
+// ug.data.DataLoader (torch.utils.data.DataLoader) and ug.data.BatchSource. The loader runs
+// on ug::data::BatchLoader: sampling, worker threads, ordering and seeding are C++; this file
+// only adapts Python data sets, collate_fns and iterable data sets. Its batches are either
+// tensors (the C++ collation) or what a Python collate_fn returned (PyBatch).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <atomic>
+
+#include "bindings.h"
+#include "data_samplers_python.h"
+#include "data_sets_python.h"
+#include "ug/data/collate.h"
+#include "ug/data/data_loader.h"
+#include "ug/data/seeding.h"
+
+namespace ugpy {
+
+using namespace nb::literals;
+
+namespace {
+
+using ug::data::BatchLoader;
+using ug::data::BatchSource;
+using ug::data::Example;
+using Pass = ug::data::Prefetcher<PyBatch>;
+
+struct LoaderArgs {
+  int64_t batch_size = 1;
+  bool drop_last = false;
+  ug::data::LoaderOptions options;
+};
+
+/** One pass of a DataLoader, as a Python iterator. Dropping it stops its workers. */
+class LoaderIterator {
+ public:
+  /** `single` says whether samples come as one value (then a batch is a tensor, not a list). */
+  LoaderIterator(std::unique_ptr<Pass> pass, std::function<bool()> single, nb::object loader)
+      : pass_(std::move(pass)), single_(std::move(single)), loader_(std::move(loader)) {}
+  ~LoaderIterator() {
+    without_gil([&] { pass_.reset(); });
+  }
+  nb::object next() {
+    std::optional<PyBatch> batch = without_gil([&] { return pass_->next(); });
+    if (!batch) throw nb::stop_iteration();
+    if (auto* e = std::get_if<Example>(&*batch)) return example_to_python(*e, single_());
+    return std::get<PyRef>(*batch).get();
+  }
+
+ private:
+  std::unique_ptr<Pass> pass_;
+  std::function<bool()> single_;
+  PyRef loader_;
+  WorkerRegistration registration_{[p = pass_.get()] { p->stop(); }};
+};
+
+class PyDataLoader : public BatchSource {
+ public:
+  PyDataLoader(nb::handle dataset, LoaderArgs args, nb::handle sampler, nb::handle batch_sampler,
+               nb::handle collate_fn, bool shuffle)
+      : dataset_obj_(nb::borrow(dataset)), collate_(nb::borrow(collate_fn)), args_(args) {
+    const bool map_style = nb::isinstance<ug::data::Dataset>(dataset) ||
+                           (nb::hasattr(dataset, "__len__") && nb::hasattr(dataset, "__getitem__"));
+    if (!map_style) {
+      if (!nb::hasattr(dataset, "__iter__"))
+        ug::fail<ug::TypeError>("[DataLoader] expected a data set (__len__ and __getitem__) or an iterable one "
+                                "(__iter__), got ", nb::cast<std::string>(dataset.type().attr("__name__")));
+      if (shuffle) ug::fail("[DataLoader] DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle=True");
+      if (!sampler.is_none()) ug::fail("[DataLoader] DataLoader with IterableDataset: expected unspecified sampler option");
+      if (!batch_sampler.is_none()) ug::fail("[DataLoader] DataLoader with IterableDataset: expected unspecified batch_sampler option");
+      ug::data::check_batch_size(args.batch_size);
+      ug::data::queue_capacity(args.options);
+      return;
+    }
+    dataset_ = dataset_from_python(dataset, "DataLoader");
+    ug::data::DataLoaderOptions o;
+    o.batch_size = args.batch_size;
+    o.shuffle = shuffle;
+    o.drop_last = args.drop_last;
+    o.seed = args.options.seed;
+    if (!sampler.is_none()) o.sampler = sampler_from_python(sampler);
+    if (!batch_sampler.is_none()) o.batch_sampler = batch_sampler_from_python(batch_sampler);
+    core_.emplace(ug::data::make_batch_sampler(dataset_->size(), o), load_function(), args.options);
+  }
+  ~PyDataLoader() override {
+    without_gil([&] { pass_.reset(); });
+  }
+
+  /** A new pass for Python iteration (the loader's epoch moves on). */
+  std::unique_ptr<Pass> begin_pass() {
+    if (core_) return core_->begin_pass();
+    return iterable_pass();
+  }
+  /** Whether the samples come as one value rather than a tuple (known once one is read). */
+  std::function<bool()> single() const {
+    if (dataset_) return [d = dataset_] { return yields_single(*d); };
+    return [flag = iterable_single_] { return flag->load(); };
+  }
+
+  void set_epoch(int64_t epoch) {
+    if (core_) core_->set_epoch(epoch);
+    epoch_ = epoch;
+  }
+  void start_epoch(int64_t epoch) override {
+    without_gil([&] { pass_.reset(); });
+    set_epoch(epoch);
+    pass_ = begin_pass();
+  }
+  /** A batch as tensors, for the training loop; a Python collate_fn's result must be a
+   *  tensor or a tuple / list of tensors. */
+  std::optional<Example> next() override {
+    if (!pass_) {
+      nb::gil_scoped_acquire gil;
+      pass_ = begin_pass();
+    }
+    std::optional<PyBatch> batch = without_gil([&] { return pass_->next(); });
+    if (!batch) return std::nullopt;
+    if (auto* e = std::get_if<Example>(&*batch)) return std::move(*e);
+    nb::gil_scoped_acquire gil;
+    return example_from_python(std::get<PyRef>(*batch).get(), "DataLoader: collate_fn result");
+  }
+  int64_t num_batches() const override {
+    if (core_) return core_->num_batches();
+    nb::gil_scoped_acquire gil;
+    if (!nb::hasattr(dataset_obj_.get(), "__len__")) return -1;
+    const int64_t n = static_cast<int64_t>(nb::len(dataset_obj_.get()));
+    return args_.drop_last ? n / args_.batch_size : (n + args_.batch_size - 1) / args_.batch_size;
+  }
+
+  nb::object dataset() const { return dataset_obj_.get(); }
+  std::optional<int64_t> batch_size() const {
+    if (core_ && !core_->batch_sampler()->sampler()) return std::nullopt;  // a custom batch_sampler
+    return args_.batch_size;
+  }
+  const LoaderArgs& args() const { return args_; }
+  std::shared_ptr<ug::data::BatchSampler> batch_sampler() const { return core_ ? core_->batch_sampler() : nullptr; }
+
+ private:
+  BatchLoader<PyBatch>::Load load_function() const {
+    if (collate_.get().is_none())
+      return [d = dataset_](std::span<const int64_t> indices) { return PyBatch(d->get_batch(indices)); };
+    return [d = dataset_obj_, collate = collate_](std::span<const int64_t> indices) {
+      nb::gil_scoped_acquire gil;
+      nb::list samples;
+      for (int64_t i : indices) samples.append(d.get()[nb::int_(i)]);
+      return PyBatch(PyRef(collate.get()(samples)));
+    };
+  }
+
+  /** A pass over an iterable data set: one shared Python iterator, so at most one worker
+   *  pulls from it (more could not keep the order); batches still load ahead of the consumer. */
+  std::unique_ptr<Pass> iterable_pass() {
+    const int64_t epoch = epoch_++;
+    const uint64_t seed = ug::data::pass_seed(args_.options.seed, epoch);
+    auto it = std::make_shared<PyRef>(nb::iter(dataset_obj_.get()));
+    auto produce = [it, seed, collate = collate_, a = args_, flag = iterable_single_](int64_t i) -> std::optional<PyBatch> {
+      ug::Generator g(ug::data::batch_seed(seed, i));
+      ug::GeneratorScope scope(g);
+      nb::gil_scoped_acquire gil;
+      nb::list samples;
+      while (static_cast<int64_t>(samples.size()) < a.batch_size) {
+        PyObject* item = PyIter_Next(it->get().ptr());
+        if (!item) {
+          if (PyErr_Occurred()) throw nb::python_error();
+          break;
+        }
+        samples.append(nb::steal(item));
+      }
+      if (samples.size() == 0 || (a.drop_last && static_cast<int64_t>(samples.size()) < a.batch_size)) return std::nullopt;
+      if (!collate.get().is_none()) return PyBatch(PyRef(collate.get()(samples)));
+      std::vector<Example> rows;
+      bool single = false;
+      for (nb::handle s : samples) rows.push_back(example_from_python(s, "DataLoader", &single));
+      flag->store(single);
+      return PyBatch(ug::data::default_collate(rows));
+    };
+    ug::data::LoaderOptions o = args_.options;
+    return std::make_unique<Pass>(std::move(produce), std::min(o.num_workers, 1), ug::data::queue_capacity(o));
+  }
+
+  PyRef dataset_obj_;
+  PyRef collate_;
+  LoaderArgs args_;
+  std::shared_ptr<ug::data::Dataset> dataset_;  // map-style data sets
+  std::optional<BatchLoader<PyBatch>> core_;     // map-style data sets
+  int64_t epoch_ = 0;                             // iterable data sets
+  std::shared_ptr<std::atomic<bool>> iterable_single_ = std::make_shared<std::atomic<bool>>(false);
+  std::unique_ptr<Pass> pass_;                    // the pass of start_epoch / next
+  WorkerRegistration registration_{[this] {
+    if (pass_) pass_->stop();
+  }};
+};
+
+}  // namespace
+
+void bind_data_loader(nb::module_& data) {
+  nb::class_<BatchSource>(data, "BatchSource",
+                          "Batches one pass at a time: what the training loop consumes (DataLoader, Pipeline).")
+      .def("start_epoch", &BatchSource::start_epoch, "epoch"_a)
+      .def("next", [](BatchSource& s) { return without_gil([&] { return s.next(); }); },
+           "The next batch of the current pass, or None at its end.")
+      .def("num_batches", &BatchSource::num_batches);
+
+  nb::class_<LoaderIterator>(data, "_LoaderIterator")
+      .def("__iter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__next__", &LoaderIterator::next);
+
+  nb::class_<PyDataLoader, BatchSource>(
+      data, "DataLoader",
+      "Batches of a data set, loaded ahead by num_workers threads (not processes: no pickling, and C++ data sets "
+      "load without the GIL). Each batch loads under a generator seeded from (seed, epoch, batch index), so random "
+      "transforms give the same batches with any num_workers. pin_memory and persistent_workers are accepted and "
+      "do nothing (CPU tensors; threads start cheaply).")
+      .def("__init__",
+           [](PyDataLoader* self, nb::handle dataset, int64_t batch_size, bool shuffle, nb::handle sampler,
+              nb::handle batch_sampler, int num_workers, nb::handle collate_fn, bool /*pin_memory*/, bool drop_last,
+              std::optional<int> prefetch_factor, bool /*persistent_workers*/, nb::handle generator, nb::handle seed) {
+             LoaderArgs a;
+             a.batch_size = batch_size;
+             a.drop_last = drop_last;
+             a.options = {num_workers, prefetch_factor.value_or(2), seed_from_python(seed, generator)};
+             new (self) PyDataLoader(dataset, a, sampler, batch_sampler, collate_fn, shuffle);
+           },
+           "dataset"_a, "batch_size"_a = 1, "shuffle"_a = false, "sampler"_a.none() = nb::none(),
+           "batch_sampler"_a.none() = nb::none(), "num_workers"_a = 0, "collate_fn"_a.none() = nb::none(),
+           "pin_memory"_a = false, "drop_last"_a = false, "prefetch_factor"_a.none() = nb::none(),
+           "persistent_workers"_a = false, "generator"_a.none() = nb::none(), nb::kw_only(),
+           "seed"_a.none() = nb::none())
+      .def("__iter__",
+           [](nb::handle self) {
+             PyDataLoader& l = nb::cast<PyDataLoader&>(self);
+             return std::make_unique<LoaderIterator>(l.begin_pass(), l.single(), nb::borrow(self));
+           })
+      .def("__len__",
+           [](const PyDataLoader& l) {
+             const int64_t n = l.num_batches();
+             if (n < 0) throw nb::type_error("[DataLoader] the iterable data set has no len()");
+             return n;
+           })
+      .def("set_epoch", &PyDataLoader::set_epoch, "epoch"_a,
+           "The epoch of the next pass (passed on to the sampler): resumes the shuffle of epoch k.")
+      .def_prop_ro("dataset", &PyDataLoader::dataset)
+      .def_prop_ro("batch_size", &PyDataLoader::batch_size)
+      .def_prop_ro("drop_last", [](const PyDataLoader& l) { return l.args().drop_last; })
+      .def_prop_ro("num_workers", [](const PyDataLoader& l) { return l.args().options.num_workers; })
+      .def_prop_ro("prefetch_factor", [](const PyDataLoader& l) { return l.args().options.prefetch_factor; })
+      .def_prop_ro("batch_sampler", &PyDataLoader::batch_sampler)
+      .def_prop_ro("sampler", [](const PyDataLoader& l) {
+        auto b = l.batch_sampler();
+        return b ? b->sampler() : nullptr;
+      });
+
+  data.def(
+      "default_collate",
+      [](nb::handle samples) {
+        std::vector<Example> rows;
+        bool single = false;
+        for (nb::handle s : samples) rows.push_back(example_from_python(s, "default_collate", &single));
+        return example_to_python(ug::data::default_collate(rows), single);
+      },
+      "batch"_a, "Samples (tuples of tensors, numbers, NumPy arrays) stacked field by field into a list of tensors.");
+
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function([] { WorkerRegistration::stop_all(); }));
+}
+
+}  // namespace ugpy

@@ -1,0 +1,151 @@
+// ug.data's data sets: Dataset (subclassable: __len__ and __getitem__), TensorDataset,
+// Subset, ConcatDataset, random_split, and the marker class IterableDataset.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/vector.h>
+#include <nanobind/trampoline.h>
+
+#include "bindings.h"
+#include "data_sets_python.h"
+#include "ug/data/datasets.h"
+
+namespace ugpy {
+
+using namespace nb::literals;
+
+namespace {
+
+using ug::data::Dataset;
+using ug::data::Example;
+
+/** A Python subclass of ug.data.Dataset. */
+struct PyDataset : Dataset, PythonSamples {
+  NB_TRAMPOLINE(Dataset, 2);
+  int64_t size() const override { NB_OVERRIDE_PURE_NAME("__len__", size); }
+  Example get(int64_t index) const override {
+    nb::detail::ticket ticket(nb_trampoline, "__getitem__", true);  // holds the GIL
+    return convert(nb_trampoline.base().attr(ticket.key)(index), "Dataset.__getitem__");
+  }
+};
+
+/** Any Python object with __len__ and __getitem__ (a list, a subclass that skipped
+ *  super().__init__()). */
+class DuckDataset : public Dataset, public PythonSamples {
+ public:
+  explicit DuckDataset(nb::object obj) : obj_(std::move(obj)) {}
+  int64_t size() const override {
+    nb::gil_scoped_acquire gil;
+    return static_cast<int64_t>(nb::len(obj_.get()));
+  }
+  Example get(int64_t index) const override {
+    nb::gil_scoped_acquire gil;
+    return convert(obj_.get()[nb::int_(index)], "Dataset.__getitem__");
+  }
+
+ private:
+  PyRef obj_;
+};
+
+/** Python's index rules: negative counts from the end. */
+int64_t normalize_index(int64_t index, int64_t size, const char* op) {
+  if (index < 0 && index >= -size) index += size;
+  ug::data::check_index(op, index, size);
+  return index;
+}
+
+nb::tuple sample_to_python(const Example& e) {
+  nb::list fields;
+  for (const ug::Tensor& t : e) fields.append(nb::cast(t));
+  return nb::tuple(fields);
+}
+
+std::vector<double> lengths_from_python(nb::handle lengths) {
+  std::vector<double> out;
+  for (nb::handle l : lengths) {
+    if (!PyLong_Check(l.ptr()) && !PyFloat_Check(l.ptr()))
+      ug::fail<ug::TypeError>("[random_split] lengths must be ints or floats, got ",
+                              nb::cast<std::string>(l.type().attr("__name__")));
+    out.push_back(nb::cast<double>(l));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<Dataset> dataset_from_python(nb::handle obj, const char* op) {
+  if (nb::isinstance<Dataset>(obj) && nb::inst_ready(obj)) return nb::cast<std::shared_ptr<Dataset>>(obj);
+  if (nb::hasattr(obj, "__len__") && nb::hasattr(obj, "__getitem__"))
+    return std::make_shared<DuckDataset>(nb::borrow(obj));
+  ug::fail<ug::TypeError>("[", op, "] expected a data set (with __len__ and __getitem__), got ",
+                          nb::cast<std::string>(obj.type().attr("__name__")));
+}
+
+bool yields_single(const Dataset& d) {
+  const auto* p = dynamic_cast<const PythonSamples*>(&d);
+  return p && p->single();
+}
+
+void bind_data_sets(nb::module_& data) {
+  nb::class_<Dataset, PyDataset>(data, "Dataset", nb::dynamic_attr(),
+                                 "A map-style data set: subclass it with __len__ and __getitem__ (which may return "
+                                 "a tuple of tensors, numbers or NumPy arrays).")
+      .def(nb::init<>())
+      .def("__len__", &Dataset::size)
+      .def("__getitem__",
+           [](const Dataset& d, int64_t index) {
+             return sample_to_python(d.get(normalize_index(index, d.size(), "Dataset")));
+           },
+           "index"_a, "Sample `index` as a tuple of tensors.")
+      .def("__add__", [](nb::handle self, nb::handle other) {
+        return std::make_shared<ug::data::ConcatDataset>(std::vector<std::shared_ptr<Dataset>>{
+            dataset_from_python(self, "ConcatDataset"), dataset_from_python(other, "ConcatDataset")});
+      });
+
+  nb::class_<ug::data::TensorDataset, Dataset>(data, "TensorDataset",
+                                                "Sample i is (t[i] for t in tensors); batches are one index_select per tensor.")
+      .def("__init__",
+           [](ug::data::TensorDataset* self, nb::args tensors) {
+             std::vector<ug::Tensor> ts;
+             for (nb::handle t : tensors) {
+               if (!nb::isinstance<ug::Tensor>(t))
+                 ug::fail<ug::TypeError>("[TensorDataset] expected tensors, got ",
+                                         nb::cast<std::string>(t.type().attr("__name__")));
+               ts.push_back(nb::cast<ug::Tensor>(t));
+             }
+             new (self) ug::data::TensorDataset(std::move(ts));
+           })
+      .def_prop_ro("tensors", [](const ug::data::TensorDataset& d) {
+        return nb::tuple(nb::cast(d.tensors()));
+      });
+
+  nb::class_<ug::data::Subset, Dataset>(data, "Subset", "The samples of `dataset` at `indices`.")
+      .def("__init__",
+           [](ug::data::Subset* self, nb::handle dataset, std::vector<int64_t> indices) {
+             new (self) ug::data::Subset(dataset_from_python(dataset, "Subset"), std::move(indices));
+           },
+           "dataset"_a, "indices"_a)
+      .def_prop_ro("dataset", [](const ug::data::Subset& s) { return s.dataset(); })
+      .def_prop_ro("indices", [](const ug::data::Subset& s) { return s.indices(); });
+
+  nb::class_<ug::data::ConcatDataset, Dataset>(data, "ConcatDataset", "The data sets one after the other.")
+      .def("__init__",
+           [](ug::data::ConcatDataset* self, nb::iterable datasets) {
+             std::vector<std::shared_ptr<Dataset>> ds;
+             for (nb::handle d : datasets) ds.push_back(dataset_from_python(d, "ConcatDataset"));
+             new (self) ug::data::ConcatDataset(std::move(ds));
+           },
+           "datasets"_a)
+      .def_prop_ro("datasets", [](const ug::data::ConcatDataset& c) { return c.datasets(); })
+      .def_prop_ro("cumulative_sizes", [](const ug::data::ConcatDataset& c) { return c.cumulative_sizes(); });
+
+  data.def(
+      "random_split",
+      [](nb::handle dataset, nb::handle lengths, nb::handle generator, nb::handle seed) {
+        return ug::data::random_split(dataset_from_python(dataset, "random_split"), lengths_from_python(lengths),
+                                      seed_from_python(seed, generator));
+      },
+      "dataset"_a, "lengths"_a, "generator"_a.none() = nb::none(), nb::kw_only(), "seed"_a.none() = nb::none(),
+      "Splits the data set at random into Subsets of the given lengths or fractions (summing to 1).");
+}
+
+}  // namespace ugpy

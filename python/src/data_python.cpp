@@ -1,0 +1,109 @@
+#include "data_python.h"
+
+#include <map>
+#include <mutex>
+
+#include "convert.h"
+
+namespace ugpy {
+
+namespace {
+
+std::string py_type_name(nb::handle h) { return nb::cast<std::string>(h.type().attr("__name__")); }
+
+ug::Tensor field_from_python(nb::handle h, const char* op, size_t field) {
+  if (nb::isinstance<ug::Tensor>(h)) return nb::cast<ug::Tensor>(h);
+  if (PyBool_Check(h.ptr())) return ug::scalar_tensor(h.ptr() == Py_True, {.dtype = ug::DType::Bool});
+  if (PyLong_Check(h.ptr())) return ug::scalar_tensor(nb::cast<int64_t>(h), {.dtype = ug::DType::Int64});
+  if (PyFloat_Check(h.ptr())) return ug::scalar_tensor(nb::cast<double>(h), {.dtype = ug::DType::Float64});
+  if (nb::hasattr(h, "__array_interface__")) return tensor_from_data(h, std::nullopt, std::nullopt);
+  ug::fail<ug::TypeError>("[", op, "] field ", field, " is a ", py_type_name(h),
+                          "; expected tensors, numbers or NumPy arrays (or a tuple of them)");
+}
+
+struct Registry {
+  std::mutex mu;
+  std::map<const void*, std::function<void()>> stops;
+};
+
+Registry& registry() {
+  static auto* r = new Registry();  // outlives the interpreter's exit hooks
+  return *r;
+}
+
+}  // namespace
+
+ug::data::Example example_from_python(nb::handle value, const char* op, bool* single) {
+  const bool sequence = nb::isinstance<nb::tuple>(value) || nb::isinstance<nb::list>(value);
+  if (single) *single = !sequence;
+  ug::data::Example out;
+  if (!sequence) {
+    out.push_back(field_from_python(value, op, 0));
+    return out;
+  }
+  size_t i = 0;
+  for (nb::handle field : value) out.push_back(field_from_python(field, op, i++));
+  if (out.empty()) ug::fail("[", op, "] expected at least one field, got an empty ", py_type_name(value));
+  return out;
+}
+
+nb::object example_to_python(const ug::data::Example& e, bool single) {
+  if (single && e.size() == 1) return nb::cast(e[0]);
+  nb::list out;
+  for (const ug::Tensor& t : e) out.append(nb::cast(t));
+  return out;
+}
+
+PyRef::PyRef(const PyRef& other) {
+  nb::gil_scoped_acquire gil;
+  obj_ = other.obj_;
+}
+
+PyRef& PyRef::operator=(PyRef&& other) noexcept {
+  if (this != &other) {
+    release();
+    obj_ = std::move(other.obj_);
+  }
+  return *this;
+}
+
+void PyRef::release() noexcept {
+  if (!obj_.is_valid()) return;
+  if (!Py_IsInitialized()) {
+    obj_.release();  // the interpreter is gone: nothing to give back
+    return;
+  }
+  nb::gil_scoped_acquire gil;
+  obj_.reset();
+}
+
+WorkerRegistration::WorkerRegistration(std::function<void()> stop) {
+  std::lock_guard<std::mutex> lock(registry().mu);
+  registry().stops[this] = std::move(stop);
+}
+
+WorkerRegistration::~WorkerRegistration() {
+  std::lock_guard<std::mutex> lock(registry().mu);
+  registry().stops.erase(this);
+}
+
+void WorkerRegistration::stop_all() {
+  std::map<const void*, std::function<void()>> stops;
+  {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    stops.swap(registry().stops);
+  }
+  nb::gil_scoped_release release;
+  for (auto& [key, stop] : stops) stop();
+}
+
+std::optional<uint64_t> seed_from_python(nb::handle seed, nb::handle generator) {
+  if (!seed.is_none() && !generator.is_none()) ug::fail("[seed] give a seed or a generator, not both");
+  nb::handle source = seed.is_none() ? generator : seed;
+  if (source.is_none()) return std::nullopt;
+  if (PyLong_Check(source.ptr())) return static_cast<uint64_t>(nb::cast<int64_t>(source));
+  if (nb::hasattr(source, "initial_seed")) return static_cast<uint64_t>(nb::cast<int64_t>(source.attr("initial_seed")()));
+  ug::fail<ug::TypeError>("[seed] expected an int or a generator with initial_seed(), got ", py_type_name(source));
+}
+
+}  // namespace ugpy

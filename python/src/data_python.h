@@ -1,0 +1,67 @@
+// Python values in the data pipeline: samples and batches to and from ug::data::Example, a
+// Python object that worker threads may hold, and stopping worker threads at interpreter exit.
+#pragma once
+
+#include <functional>
+#include <variant>
+
+#include "casters.h"
+#include "ug/data/dataset.h"
+
+namespace ugpy {
+
+/** A sample or batch from Python as fields: a tuple or list of tensors, numbers (bool ->
+ *  bool, int -> int64, float -> float64, as torch's default_collate) and NumPy arrays, or one
+ *  such value alone (then `single` is set when given). Anything else raises TypeError
+ *  naming `op` and the field. Needs the GIL. */
+ug::data::Example example_from_python(nb::handle value, const char* op, bool* single = nullptr);
+/** A batch for Python: the tensor alone when `single`, else a list of tensors. */
+nb::object example_to_python(const ug::data::Example& e, bool single);
+
+/** A Python object that any thread may drop: it takes the GIL to let go of it. */
+class PyRef {
+ public:
+  PyRef() = default;
+  explicit PyRef(nb::object obj) : obj_(std::move(obj)) {}
+  PyRef(PyRef&& other) noexcept = default;
+  PyRef& operator=(PyRef&& other) noexcept;
+  PyRef(const PyRef& other);
+  PyRef& operator=(const PyRef&) = delete;
+  ~PyRef() { release(); }
+  /** The object (the caller holds the GIL). */
+  const nb::object& get() const { return obj_; }
+
+ private:
+  void release() noexcept;
+  nb::object obj_;
+};
+
+/** What the DataLoader's workers hand over: tensors from the C++ collation, or whatever a
+ *  Python collate_fn returned. */
+using PyBatch = std::variant<ug::data::Example, PyRef>;
+
+/** While alive, `stop` is called at interpreter exit: a member of each object whose threads
+ *  run Python code (a thread waiting for the GIL after exit would wait forever). */
+class WorkerRegistration {
+ public:
+  explicit WorkerRegistration(std::function<void()> stop);
+  ~WorkerRegistration();
+  WorkerRegistration(const WorkerRegistration&) = delete;
+  WorkerRegistration& operator=(const WorkerRegistration&) = delete;
+  /** Calls every registered stop, with the GIL released so that the workers can finish. */
+  static void stop_all();
+};
+
+/** Runs `f` with the GIL released if this thread holds it (a worker may need it meanwhile). */
+template <class F>
+auto without_gil(F&& f) {
+  if (!PyGILState_Check()) return f();
+  nb::gil_scoped_release release;
+  return f();
+}
+
+/** A seed from torch-style arguments: `seed`, or `generator` (an int, or an object with
+ *  initial_seed(), e.g. a torch.Generator); none when neither is given. */
+std::optional<uint64_t> seed_from_python(nb::handle seed, nb::handle generator);
+
+}  // namespace ugpy
