@@ -81,4 +81,5 @@ NB_MODULE(_C, m) {
   nb::module_ data = m.def_submodule("data", "data sets and their readers");
   ugpy::bind_data(data);
   ugpy::bind_io(m);
+  ugpy::bind_checkpoint(m);
 }

@@ -17,6 +17,7 @@
 #include "ug/data/idx.h"
 #include "ug/data/npy.h"
 #include "ug/io/safetensors.h"
+#include "ug/io/tree_file.h"
 #include "ug/nn/nn.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/conv.h"
@@ -28,4 +29,5 @@
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 #include "ug/optim/optim.h"
+#include "ug/train/checkpoint.h"
 #include "ug/version.h"
