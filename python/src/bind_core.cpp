@@ -89,17 +89,8 @@ void bind_core(nb::module_& m) {
   m.def("get_num_threads", &ug::get_num_threads);
   m.def("manual_seed", [](int64_t seed) { ug::manual_seed(static_cast<uint64_t>(seed)); }, nb::arg("seed"));
   m.def("initial_seed", [] { return ug::default_generator().initial_seed(); });
-  m.def("get_rng_state", [] {
-    auto s = ug::default_generator().get_state();
-    return ug::tensor({static_cast<long long>(s[0]), static_cast<long long>(s[1])});
-  });
-  m.def("set_rng_state", [](const Tensor& state) {
-    if (state.numel() != 2 || state.dtype() != ug::DType::Int64)
-      ug::fail("[set_rng_state] expected the int64 tensor of 2 elements from get_rng_state()");
-    Tensor s = state.contiguous();
-    const int64_t* p = s.data_ptr<int64_t>();
-    ug::default_generator().set_state({static_cast<uint64_t>(p[0]), static_cast<uint64_t>(p[1])});
-  });
+  m.def("get_rng_state", &ug::get_rng_state);
+  m.def("set_rng_state", &ug::set_rng_state, nb::arg("new_state"));
 
   nb::module_ mem = m.def_submodule("_memory");
   mem.def("stats", [](ug::Device d) {

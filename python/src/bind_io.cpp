@@ -1,12 +1,14 @@
-// ug.save / ug.load and ug.safetensors: dicts of tensors in the safetensors format. The names
-// of ug.safetensors follow the safetensors package (save_file, load_file, save, load).
+// ug.save / ug.load: nested values (a checkpoint dict of state dicts, numbers, strings...) in
+// the safetensors format (ug/io/tree_file.h); ug.safetensors: flat dicts of tensors, with the
+// safetensors package's names (save_file, load_file, save, load).
 #include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
-#include "ug/io/safetensors.h"
+#include "tree_convert.h"
+#include "ug/io/tree_file.h"
 
 namespace ugpy {
 
@@ -62,11 +64,21 @@ void save_file(nb::handle obj, const std::filesystem::path& path, const std::opt
 }  // namespace
 
 void bind_io(nb::module_& m) {
-  m.def("save", [](nb::handle obj, const std::filesystem::path& path,
-                   const std::optional<Metadata>& metadata) { save_file(obj, path, metadata, "save"); },
-        "obj"_a, "f"_a, "metadata"_a = nb::none(),
-        "Saves a dict of name -> Tensor (e.g. module.state_dict()) to a safetensors file, atomically.");
-  m.def("load", &load_file, "f"_a, "The dict of name -> Tensor in a safetensors file.");
+  m.def("save", [](nb::handle obj, const std::filesystem::path& f, const std::optional<Metadata>& metadata) {
+    ug::io::Tree tree = tree_from_python(obj, "save");
+    nb::gil_scoped_release release;
+    ug::io::save(tree, f.string(), metadata.value_or(Metadata{}));
+  }, "obj"_a, "f"_a, "metadata"_a = nb::none(),
+        "Saves obj atomically to a safetensors file: a state_dict, or any nesting of dicts (str or int keys), "
+        "lists and tuples of tensors, None, bool, int, float and str (a checkpoint). Never pickles.");
+  m.def("load", [](const std::filesystem::path& f) {
+    ug::io::Tree tree;
+    {
+      nb::gil_scoped_release release;
+      tree = ug::io::load(f.string());
+    }
+    return tree_to_python(tree);
+  }, "f"_a, "What ug.save saved (a plain safetensors file: its dict of name -> Tensor). Runs no code.");
 
   nb::module_ st = m.def_submodule("safetensors", "the safetensors format, with the safetensors package's names");
   st.def("save_file", [](nb::handle tensors, const std::filesystem::path& filename,

@@ -26,9 +26,7 @@ nb::dict state_to_python(const SchedulerState& s) {
   nb::dict out;
   for (const auto& [k, v] : s) {
     if (const double* d = std::get_if<double>(&v)) {
-      const bool counter = k.find("epoch") != std::string::npos || k.find("_count") != std::string::npos ||
-                           k.find("num_bad") != std::string::npos || k.find("cooldown") != std::string::npos;
-      out[k.c_str()] = counter ? nb::object(nb::int_(static_cast<int64_t>(*d))) : nb::object(nb::float_(*d));
+      out[k.c_str()] = is_counter(k) ? nb::object(nb::int_(static_cast<int64_t>(*d))) : nb::object(nb::float_(*d));
     } else {
       out[k.c_str()] = nb::cast(std::get<std::vector<double>>(v));
     }

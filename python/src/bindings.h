@@ -36,6 +36,17 @@ void bind_data_pipeline(nb::module_& data);
 void bind_io(nb::module_& m);
 /** ug.logging: SummaryWriter (TensorBoard event files) and SVG charts of training metrics. */
 void bind_logging(nb::module_& logging);
+/** ug.train.save_checkpoint / load_checkpoint. */
+void bind_checkpoint(nb::module_& m);
+
+/** m.<name>, created on first use: several bind_* files add to one submodule (_C.train). */
+inline nb::module_ get_or_create_submodule(nb::module_& m, const char* name, const char* doc) {
+  if (nb::hasattr(m, name)) {
+    nb::object existing = m.attr(name);
+    if (PyModule_Check(existing.ptr())) return nb::borrow<nb::module_>(existing);
+  }
+  return m.def_submodule(name, doc);
+}
 /** unigrad.errors.NoBatchingRule, the Python face of ug::NoBatchingRule. */
 PyObject* no_batching_rule_type();
 

@@ -90,4 +90,5 @@ NB_MODULE(_C, m) {
   nb::module_ logging = m.def_submodule("logging", "TensorBoard event files and charts of training metrics");
   ugpy::bind_logging(logging);
   ugpy::bind_train(m);
+  ugpy::bind_checkpoint(m);
 }

@@ -23,6 +23,7 @@
 #include "ug/io/safetensors.h"
 #include "ug/models/zoo.h"
 #include "ug/log/logging.h"
+#include "ug/io/tree_file.h"
 #include "ug/nn/nn.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/conv.h"
@@ -35,4 +36,5 @@
 #include "ug/ops/unary.h"
 #include "ug/optim/optim.h"
 #include "ug/train/train.h"
+#include "ug/train/checkpoint.h"
 #include "ug/version.h"

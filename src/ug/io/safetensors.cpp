@@ -301,8 +301,9 @@ Header parse_header(const Source& src) {
   return out;
 }
 
-TensorDict load(const Source& src) {
+TensorDict load(const Source& src, Metadata* metadata) {
   Header header = parse_header(src);
+  if (metadata) *metadata = std::move(header.metadata);
   std::sort(header.entries.begin(), header.entries.end(),
             [](const Entry& a, const Entry& b) { return a.name < b.name; });
   TensorDict out;
@@ -373,16 +374,16 @@ void save_file(const TensorDict& tensors, const std::string& path, const Metadat
   sync_directory(target.parent_path());
 }
 
-TensorDict load_bytes(std::string_view data) {
+TensorDict load_bytes(std::string_view data, Metadata* metadata) {
   Source src{"<bytes>", data.size(), [data](uint64_t offset, void* dst, uint64_t n) {
                if (n > 0) std::memcpy(dst, data.data() + offset, n);
              }};
-  return load(src);
+  return load(src, metadata);
 }
 
-TensorDict load_file(const std::string& path) {
+TensorDict load_file(const std::string& path, Metadata* metadata) {
   FileSource file(path);
-  return load(file.source());
+  return load(file.source(), metadata);
 }
 
 Metadata load_metadata(const std::string& path) {

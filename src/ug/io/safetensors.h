@@ -23,9 +23,10 @@ std::string save_bytes(const TensorDict& tensors, const Metadata& metadata = {})
  *  of the directory. A crash part-way leaves the previous file intact. */
 void save_file(const TensorDict& tensors, const std::string& path, const Metadata& metadata = {});
 
-/** Tensors in the order of their names. Every malformed input raises ValueError "[safetensors]". */
-TensorDict load_bytes(std::string_view data);
-TensorDict load_file(const std::string& path);
+/** Tensors in the order of their names. Every malformed input raises ValueError "[safetensors]".
+ *  When metadata is given, the "__metadata__" table read in the same pass is stored there. */
+TensorDict load_bytes(std::string_view data, Metadata* metadata = nullptr);
+TensorDict load_file(const std::string& path, Metadata* metadata = nullptr);
 
 /** The "__metadata__" table of a file (empty when absent); reads the header only. */
 Metadata load_metadata(const std::string& path);

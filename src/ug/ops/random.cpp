@@ -79,6 +79,23 @@ Tensor randperm(int64_t n, Options opts) {
   Tensor p = permutation_from(reserve_for(n), n);
   return p.to(opts.dtype.value_or(DType::Int64)).to(opts.device);
 }
+
+Tensor get_rng_state() {
+  auto s = default_generator().get_state();
+  Tensor out = empty({2}, {.dtype = DType::Int64});
+  out.data_ptr<int64_t>()[0] = static_cast<int64_t>(s[0]);
+  out.data_ptr<int64_t>()[1] = static_cast<int64_t>(s[1]);
+  return out;
+}
+
+void set_rng_state(const Tensor& state) {
+  if (!state.defined() || state.numel() != 2 || state.dtype() != DType::Int64)
+    fail<ValueError>("[set_rng_state] expected the int64 tensor of 2 elements from get_rng_state()",
+                     state.defined() ? detail::cat(", got ", state.dtype(), " of shape ", state.shape()) : "");
+  Tensor s = state.to(Device{}).contiguous();
+  const int64_t* p = s.data_ptr<int64_t>();
+  default_generator().set_state({static_cast<uint64_t>(p[0]), static_cast<uint64_t>(p[1])});
+}
 Tensor rand_like(const Tensor& t) { return rand(t.shape(), {.dtype = t.dtype(), .device = t.device()}); }
 Tensor randn_like(const Tensor& t) { return randn(t.shape(), {.dtype = t.dtype(), .device = t.device()}); }
 

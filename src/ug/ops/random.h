@@ -17,6 +17,10 @@ Tensor normal(double mean, double std, const Dims& shape, Options opts = {});
 Tensor randperm(int64_t n, Options opts = {});
 Tensor rand_like(const Tensor& t);
 Tensor randn_like(const Tensor& t);
+/** The global generator's state as an int64 tensor [seed, offset] (torch.get_rng_state's
+ *  role: checkpoints save it), and back. */
+Tensor get_rng_state();
+void set_rng_state(const Tensor& state);
 /** Fills t in place from the global generator (used by initialisers). */
 Tensor& uniform_(Tensor& t, double low = 0, double high = 1);
 Tensor& normal_(Tensor& t, double mean = 0, double std = 1);

@@ -26,11 +26,16 @@ double as_double(const SchedulerState& s, const std::string& key) {
   if (!v || !std::holds_alternative<double>(*v)) fail<ValueError>("[lr_scheduler] state has no number '", key, "'");
   return std::get<double>(*v);
 }
-std::vector<double> as_list(const SchedulerState& s, const std::string& key) {
+/** A per-group list: the schedules index it by group, so its length is checked. */
+std::vector<double> as_list(const SchedulerState& s, const std::string& key, const Optimizer& opt) {
   const auto* v = s.find(key);
   if (!v || !std::holds_alternative<std::vector<double>>(*v))
     fail<ValueError>("[lr_scheduler] state has no list '", key, "'");
-  return std::get<std::vector<double>>(*v);
+  const auto& list = std::get<std::vector<double>>(*v);
+  if (list.size() != opt.param_groups().size())
+    fail<ValueError>("[lr_scheduler] state list '", key, "' has ", list.size(), " values for ",
+                     opt.param_groups().size(), " parameter groups");
+  return list;
 }
 
 /** One value per group: a single value is repeated, a list must match the group count. */
@@ -44,6 +49,11 @@ std::vector<double> per_group(const char* name, const Optimizer& opt, const std:
 }
 
 }  // namespace
+
+bool is_counter(const std::string& key) {
+  return key.find("epoch") != std::string::npos || key.find("_count") != std::string::npos ||
+         key.find("num_bad") != std::string::npos || key.find("cooldown") != std::string::npos;
+}
 
 // ---- LRScheduler ---------------------------------------------------------------------------
 
@@ -108,10 +118,13 @@ SchedulerState LRScheduler::state_dict() const {
 }
 
 void LRScheduler::load_state_dict(const SchedulerState& state) {
-  last_epoch_ = static_cast<int64_t>(as_double(state, "last_epoch"));
-  step_count_ = static_cast<int64_t>(as_double(state, "_step_count"));
-  base_lrs_ = as_list(state, "base_lrs");
-  last_lr_ = as_list(state, "_last_lr");
+  // All read (and checked) before any is set.
+  std::vector<double> base_lrs = as_list(state, "base_lrs", *opt_), last_lr = as_list(state, "_last_lr", *opt_);
+  const double last_epoch = as_double(state, "last_epoch"), step_count = as_double(state, "_step_count");
+  last_epoch_ = static_cast<int64_t>(last_epoch);
+  step_count_ = static_cast<int64_t>(step_count);
+  base_lrs_ = std::move(base_lrs);
+  last_lr_ = std::move(last_lr);
 }
 
 // ---- StepLR, MultiStepLR, ExponentialLR ------------------------------------------------------
@@ -294,7 +307,7 @@ SchedulerState SequentialLR::state_dict() const {
 
 void SequentialLR::load_state_dict(const SchedulerState& state) {
   last_epoch_ = static_cast<int64_t>(as_double(state, "last_epoch"));
-  last_lr_ = as_list(state, "_last_lr");
+  last_lr_ = as_list(state, "_last_lr", *opt_);
   for (size_t i = 0; i < schedulers_.size(); ++i) {
     const std::string prefix = "_schedulers." + std::to_string(i) + ".";
     SchedulerState child;
@@ -464,12 +477,16 @@ SchedulerState ReduceLROnPlateau::state_dict() const {
 }
 
 void ReduceLROnPlateau::load_state_dict(const SchedulerState& state) {
-  last_epoch_ = static_cast<int64_t>(as_double(state, "last_epoch"));
-  best_ = as_double(state, "best");
-  num_bad_epochs_ = static_cast<int64_t>(as_double(state, "num_bad_epochs"));
-  cooldown_counter_ = static_cast<int64_t>(as_double(state, "cooldown_counter"));
-  min_lrs_ = as_list(state, "min_lrs");
-  last_lr_ = as_list(state, "_last_lr");
+  // All read (and checked) before any is set.
+  std::vector<double> min_lrs = as_list(state, "min_lrs", *opt_), last_lr = as_list(state, "_last_lr", *opt_);
+  const double last_epoch = as_double(state, "last_epoch"), best = as_double(state, "best");
+  const double num_bad_epochs = as_double(state, "num_bad_epochs"), cooldown = as_double(state, "cooldown_counter");
+  last_epoch_ = static_cast<int64_t>(last_epoch);
+  best_ = best;
+  num_bad_epochs_ = static_cast<int64_t>(num_bad_epochs);
+  cooldown_counter_ = static_cast<int64_t>(cooldown);
+  min_lrs_ = std::move(min_lrs);
+  last_lr_ = std::move(last_lr);
 }
 
 }  // namespace ug::optim::lr_scheduler

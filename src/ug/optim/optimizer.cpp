@@ -119,9 +119,21 @@ void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
       fail<IndexError>("[", name_, "] state for parameter ", index, " of ", by_index.size());
     const Tensor& p = by_index[index];
     TensorDict copy;
-    // Like torch: the step counter stays float32, the rest takes the parameter's dtype.
-    for (const auto& [key, t] : st)
-      copy.insert(key, key == "step" ? t.clone() : t.to(p.dtype(), /*copy=*/true).contiguous());
+    // Like torch: the step counter stays float32, the rest takes the parameter's dtype. The
+    // update loops walk state and parameter together, so their shapes must agree.
+    for (const auto& [key, t] : st) {
+      if (key == "step") {
+        if (t.numel() != 1)
+          fail<ValueError>("[", name_, "] loaded step counter of parameter ", index, " has shape ", t.shape(),
+                           ", not a single number");
+        copy.insert(key, t.to(DType::Float32, /*copy=*/true).reshape({}));
+        continue;
+      }
+      if (!(t.shape() == p.shape()))
+        fail<ValueError>("[", name_, "] loaded state '", key, "' of parameter ", index, " has shape ", t.shape(),
+                         ", the parameter ", p.shape());
+      copy.insert(key, t.to(p.dtype(), /*copy=*/true).contiguous());
+    }
     state[p.impl_ref().get()] = std::move(copy);
   }
   for (size_t i = 0; i < groups_.size(); ++i) groups_[i].options() = sd.param_groups[i].options;
