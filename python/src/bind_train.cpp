@@ -148,11 +148,6 @@ class PyBatches : public ug::data::BatchSource {
   nb::object iterable_, it_;
 };
 
-/** A seed for the array path's shuffling from ug's global generator: ug.manual_seed fixes it. */
-uint64_t draw_seed() {
-  return static_cast<uint64_t>(ug::randint(0, std::numeric_limits<int64_t>::max(), {}).item<int64_t>());
-}
-
 /** The batches fit, evaluate and predict read: arrays (x, y) batched here, or an iterable of batches. */
 std::unique_ptr<ug::data::BatchSource> batches_from_python(nb::handle x, nb::handle y, std::optional<int64_t> batch_size,
                                                            bool shuffle, bool need_y, const char* who) {
@@ -167,8 +162,10 @@ std::unique_ptr<ug::data::BatchSource> batches_from_python(nb::handle x, nb::han
   if (need_y && y.is_none()) ug::fail<ug::ValueError>("[", who, "] y is required when x is an array");
   std::vector<Tensor> fields = {as_tensor(x)};
   if (!y.is_none()) fields.push_back(as_tensor(y));
-  return std::make_unique<train::TensorBatches>(std::move(fields), batch_size.value_or(32), shuffle,
-                                                shuffle ? draw_seed() : 0, who);
+  // Shuffled passes draw their seeds from the global generator: ug.manual_seed fixes them.
+  return std::make_unique<ug::data::DataLoader>(std::make_shared<ug::data::TensorDataset>(std::move(fields)),
+                                                ug::data::DataLoaderOptions{.batch_size = batch_size.value_or(32),
+                                                                            .shuffle = shuffle});
 }
 
 /** The name a metric object reports under: its .name, its __name__, or its class's name. */

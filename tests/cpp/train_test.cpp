@@ -524,31 +524,10 @@ TEST(Train, BadArgumentsRaiseClearErrors) {
   EXPECT_THROW(trainer.compile({.optimizer = "sgd", .loss = "mse", .clipnorm = 1.0, .clipvalue = 1.0}), ug::ValueError);
   EXPECT_THROW(trainer.compile({.optimizer = "sgd", .loss = "mse", .gradient_accumulation_steps = 0}), ug::ValueError);
   EXPECT_THROW(trainer.compile({.optimizer = "sgd"}), ug::ValueError);
-  m = message([] { train::TensorBatches({ug::zeros({5, 2}), ug::zeros({4})}, 2); });
-  EXPECT_NE(m.find("same number of samples, got 5 and 4"), std::string::npos) << m;
   trainer.compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
   Batches one_field({{ug::zeros({2, 4})}});
   m = message([&] { trainer.fit(one_field, {.verbose = 0}); });
   EXPECT_NE(m.find("(x, y)"), std::string::npos) << m;
-}
-
-TEST(Train, TensorBatchesShuffleBySeedAndEpoch) {
-  Tensor x = ug::arange(10).to(ug::float32);
-  train::TensorBatches a({x}, 4, true, 7), b({x}, 4, true, 7);
-  auto epoch = [](train::TensorBatches& s, int64_t e) {
-    s.start_epoch(e);
-    std::vector<double> seen;
-    while (auto batch = s.next())
-      for (double v : values((*batch)[0])) seen.push_back(v);
-    return seen;
-  };
-  EXPECT_EQ(a.num_batches(), 3);
-  std::vector<double> e0 = epoch(a, 0), e1 = epoch(a, 1);
-  EXPECT_EQ(e0, epoch(b, 0));
-  EXPECT_EQ(e1, epoch(b, 1));
-  EXPECT_NE(e0, e1);
-  std::sort(e0.begin(), e0.end());
-  EXPECT_EQ(e0, values(x));
 }
 
 TEST(Train, PythonStyleFormatting) {

@@ -6,6 +6,5 @@
 #include "ug/train/losses.h"
 #include "ug/train/metrics.h"
 #include "ug/train/progress.h"
-#include "ug/train/tensor_batches.h"
 #include "ug/train/tensorboard_callback.h"
 #include "ug/train/trainer.h"

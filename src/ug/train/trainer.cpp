@@ -5,9 +5,10 @@
 
 #include "ug/autograd/grad_mode.h"
 #include "ug/core/error.h"
+#include "ug/data/data_loader.h"
+#include "ug/data/datasets.h"
 #include "ug/ops/join.h"
 #include "ug/optim/optim.h"
-#include "ug/train/tensor_batches.h"
 
 namespace ug::train {
 
@@ -326,7 +327,7 @@ Tensor Trainer::predict(data::BatchSource& data, int verbose) {
 }
 
 Tensor Trainer::predict(const Tensor& x, int64_t batch_size, int verbose) {
-  TensorBatches batches({x}, batch_size, false, 0, "predict");
+  data::DataLoader batches(std::make_shared<data::TensorDataset>(std::vector<Tensor>{x}), {.batch_size = batch_size});
   return predict(batches, verbose);
 }
 
