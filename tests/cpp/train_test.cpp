@@ -392,7 +392,14 @@ TEST(Train, ModelCheckpointWritesTheBestEpochsWithFormattedNames) {
                           }});
   trainer.fit(data, {.epochs = 2, .callbacks = {every}, .verbose = 0});
   EXPECT_EQ(saved_paths, (std::vector<std::string>{"e1.bin", "e2.bin"}));
-  EXPECT_THROW(train::ModelCheckpoint("x", {.save_weights_only = false}), ug::ValueError);
+
+  // A full, resumable checkpoint when weights only is off.
+  auto full = std::make_shared<train::ModelCheckpoint>((dir / "run.ckpt").string(),
+                                                       train::ModelCheckpointOptions{.save_weights_only = false});
+  trainer.fit(data, {.epochs = 2, .callbacks = {full}, .verbose = 0});
+  train::Progress progress = train::Checkpoint{.model = &trainer.module(), .optimizer = &trainer.optimizer(), .scheduler = {}}
+                                 .load((dir / "run.ckpt").string());
+  EXPECT_EQ(progress.epoch, 2);
   std::filesystem::remove_all(dir);
 }
 

@@ -267,8 +267,13 @@ def test_model_checkpoint_writes_the_best_epochs(tmp_path):
     last = ug.load(str(tmp_path / "last.safetensors"))
     for k, v in m.state_dict().items():
         np.testing.assert_array_equal(last[k].numpy(), v.numpy())
-    with pytest.raises(ValueError, match="save function"):
-        ug.callbacks.ModelCheckpoint("m.keras", save_weights_only=False)
+    full = ug.callbacks.ModelCheckpoint(tmp_path / "run.ckpt", save_weights_only=False)
+    m.fit(X, Y, epochs=2, verbose=0, callbacks=[full])
+    state = ug.load(str(tmp_path / "run.ckpt"))
+    assert set(state) == {"model", "optimizer", "epoch", "step", "rng", "extra"} and state["epoch"] == 2
+    for k, v in m.state_dict().items():
+        np.testing.assert_array_equal(state["model"][k].numpy(), v.numpy())
+    assert state["optimizer"]["param_groups"][0]["lr"] == 0.01
 
 
 def test_learning_rate_scheduler_sets_the_lr():

@@ -9,6 +9,7 @@
 #include "ug/autograd/grad_mode.h"
 #include "ug/core/error.h"
 #include "ug/io/safetensors.h"
+#include "ug/train/checkpoint.h"
 #include "ug/train/format.h"
 #include "ug/train/trainer.h"
 
@@ -101,9 +102,6 @@ ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions op
       maximize_(monitor_maximizes(o_.monitor, o_.mode, "ModelCheckpoint")),
       best_(o_.initial_value_threshold) {
   if (filepath_.empty()) fail<ValueError>("[ModelCheckpoint] filepath is empty");
-  if (!o_.save_weights_only && !o_.save)
-    fail<ValueError>("[ModelCheckpoint] save_weights_only=false needs a save function that writes full checkpoints; "
-                     "with save_weights_only=true the weights are written as safetensors");
 }
 
 void ModelCheckpoint::on_epoch_end(int64_t epoch, Logs& logs) {
@@ -132,8 +130,11 @@ void ModelCheckpoint::on_epoch_end(int64_t epoch, Logs& logs) {
   if (!dir.empty()) std::filesystem::create_directories(dir);
   if (o_.save)
     o_.save(trainer(), path);
-  else
+  else if (o_.save_weights_only)
     save_weights(trainer().module(), path);
+  else  // the whole run's state: resumable with Checkpoint::load (epochs done so far as its epoch)
+    Checkpoint{.model = &trainer().module(), .optimizer = &trainer().optimizer(), .scheduler = {}}.save(
+        path, {.epoch = epoch + 1, .step = 0, .extra = {}});
 }
 
 // ---- LearningRateScheduler -------------------------------------------------------------

@@ -67,14 +67,13 @@ struct ModelCheckpointOptions {
   int verbose = 0;
   /** Save only when the monitored metric improves on the best so far. */
   bool save_best_only = false;
-  /** Keras's flag. The weights (save_weights) are written unless `save` is given; full
-   *  checkpoints (with the optimizer) come from a `save` function, so without one this must
-   *  stay true. */
+  /** Keras's flag: true writes the weights (save_weights); false writes a full, resumable
+   *  Checkpoint (model, optimizer, RNG, the epochs done). A `save` function overrides both. */
   bool save_weights_only = true;
   std::string mode = "auto";
   /** With save_best_only: the value to beat before the first save. */
   std::optional<double> initial_value_threshold;
-  /** How to write a checkpoint; unset: the module's weights as safetensors. */
+  /** How to write a checkpoint; unset: as save_weights_only says. */
   SaveFn save;
 };
 
