@@ -25,8 +25,14 @@ std::string_view option_name(std::string_view arg);
 /** An integer option in [min, max], or a UsageError naming the option. */
 int64_t parse_int(std::string_view option, std::string_view text, int64_t min, int64_t max);
 
+/** A number option in [min, max], or a UsageError naming the option. */
+double parse_double(std::string_view option, std::string_view text, double min, double max);
+
 int run_demo(const Args& args);
 int run_env(const Args& args);
 int run_summary(const Args& args);
+int run_train(const Args& args);
+int run_eval(const Args& args);
+int run_predict(const Args& args);
 
 }  // namespace ug::cli

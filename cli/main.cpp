@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "data.h"
 
 namespace ug::cli {
 
@@ -19,6 +20,50 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
+    {"train", "train a built-in model (mlp, lenet, transformer) on Fashion-MNIST or given files",
+     "usage: ug train [--model NAME] [--epochs N] [--batch-size N] [--optimizer NAME] [--lr X]\n"
+     "                [--schedule S] [--threads T] [--workers W] [--seed S] [--out DIR] [--resume]\n"
+     "\n"
+     "Trains the model with Keras-style fit (a progress bar on a terminal, a line per epoch\n"
+     "otherwise), testing after every epoch, and writes into the output folder:\n"
+     "model.safetensors (weights and architecture), checkpoint.safetensors (resumable),\n"
+     "metrics.csv, logs/ (TensorBoard: tensorboard --logdir DIR/logs) and history.svg.\n"
+     "\n"
+     "options:\n"
+     "  --model NAME        mlp (784-128-10), lenet or transformer (default mlp)\n"
+     "  --epochs N          epochs to train in all (default 3)\n"
+     "  --batch-size N      samples per step (default 64)\n"
+     "  --optimizer NAME    adam, adamw, sgd, rmsprop or adagrad (default adam)\n"
+     "  --lr X              learning rate (default: Keras's for the optimizer, adam 1e-3)\n"
+     "  --schedule S        constant, step (x0.1 at 1/2 and 3/4 of the run) or cosine\n"
+     "  --threads T         threads for the kernels (default: all cores)\n"
+     "  --workers W         data-loading threads (default 2; 0 loads on the training thread)\n"
+     "  --seed S            seeds the initial weights and the shuffles (default 0)\n"
+     "  --out DIR           output folder (default runs/<model>)\n"
+     "  --resume            continue from DIR/checkpoint.safetensors up to --epochs\n"
+     "  --verbose V         0 silent, 1 progress bar, 2 a line per epoch (default 1)\n"
+     "  -h, --help          show this help\n" UG_DATA_USAGE,
+     run_train},
+    {"eval", "report the test accuracy and loss of a saved model",
+     "usage: ug eval MODEL [--batch-size N] [data options]\n"
+     "\n"
+     "Evaluates MODEL (model.safetensors from `ug train`) on the test split.\n"
+     "\n"
+     "options:\n"
+     "  --batch-size N      samples per forward pass (default 1000)\n"
+     "  -h, --help          show this help\n" UG_DATA_USAGE,
+     run_eval},
+    {"predict", "classify test images (by index) or the images in a file with a saved model",
+     "usage: ug predict MODEL [--index I [I ...]] [--file F] [data options]\n"
+     "\n"
+     "Prints the predicted class name of each image with its probability and, for test\n"
+     "images, the true class.\n"
+     "\n"
+     "options:\n"
+     "  --index I [I ...]   test images to classify (default 0 1 2 3 4)\n"
+     "  --file F            classify the images in F (.idx/.idx.gz or .npy) instead\n"
+     "  -h, --help          show this help\n" UG_DATA_USAGE,
+     run_predict},
     {"demo", "create, print and multiply tensors; check and time matrix products",
      "usage: ug demo [--size N] [--threads T]\n"
      "\n"
@@ -84,6 +129,15 @@ int64_t parse_int(std::string_view option, std::string_view text, int64_t min, i
   if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max)
     throw UsageError(std::string(option) + " expects an integer from " + std::to_string(min) +
                      " to " + std::to_string(max) + ", got '" + std::string(text) + "'");
+  return value;
+}
+
+double parse_double(std::string_view option, std::string_view text, double min, double max) {
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !(value >= min && value <= max))
+    throw UsageError(std::string(option) + " expects a number from " + std::to_string(min) + " to " +
+                     std::to_string(max) + ", got '" + std::string(text) + "'");
   return value;
 }
 

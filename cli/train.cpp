@@ -1,0 +1,155 @@
+// `ug train`: trains a built-in model on Fashion-MNIST (or files given by path) with the
+// Keras-style loop, then writes the model, a resumable checkpoint, CSV and TensorBoard logs and
+// an SVG chart of the metrics per epoch into the output folder.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numbers>
+#include <sstream>
+
+#include "cli.h"
+#include "data.h"
+#include "ug/core/error.h"
+#include "ug/core/random.h"
+#include "ug/core/thread_pool.h"
+#include "ug/data/data_loader.h"
+#include "ug/data/datasets.h"
+#include "ug/log/history_chart.h"
+#include "ug/models/zoo.h"
+#include "ug/ops/reduce.h"
+#include "ug/train/checkpoint.h"
+#include "ug/train/train.h"
+
+namespace ug::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TrainFlags {
+  std::string model = "mlp", optimizer = "adam", schedule = "constant", out;
+  int64_t epochs = 3, batch_size = 64, threads = 0, workers = 2, seed = 0, verbose = 1;
+  std::optional<double> lr;
+  bool resume = false;
+};
+
+/** The lr of epoch e (from 0) for a run of `epochs` starting at `base`. */
+train::Schedule make_schedule(const std::string& name, double base, int64_t epochs) {
+  if (name == "step")  // x0.1 at half and at three quarters of the run, as the classic recipes do
+    return [=](int64_t e, double) { return base * std::pow(0.1, (2 * e >= epochs) + (4 * e >= 3 * epochs)); };
+  return [=](int64_t e, double) {  // cosine: from base down towards 0 at the last epoch's end
+    return base * 0.5 * (1 + std::cos(std::numbers::pi * static_cast<double>(e) / static_cast<double>(epochs)));
+  };
+}
+
+/** The metrics per epoch in metrics.csv (all epochs, also those before a --resume). */
+logging::MetricHistory read_history(const fs::path& csv) {
+  std::ifstream in(csv);
+  std::string line, cell;
+  std::getline(in, line);
+  std::vector<std::string> columns;
+  for (std::stringstream header(line); std::getline(header, cell, ',');) columns.push_back(cell);
+  std::vector<std::vector<double>> values(columns.size());
+  while (std::getline(in, line)) {
+    std::stringstream row(line);
+    for (size_t c = 0; c < columns.size() && std::getline(row, cell, ','); ++c)
+      values[c].push_back(cell == "NA" ? std::nan("") : std::stod(cell));
+  }
+  logging::MetricHistory history;
+  for (const char* name : {"loss", "val_loss", "accuracy", "val_accuracy"})
+    for (size_t c = 0; c < columns.size(); ++c)
+      if (columns[c] == name) history.emplace_back(name, values[c]);
+  return history;
+}
+
+}  // namespace
+
+int run_train(const Args& args) {
+  TrainFlags f;
+  DataFlags data;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (parse_data_flag(args, i, data)) continue;
+    const std::string_view name = option_name(args[i]);
+    if (name == "--model") f.model = option_value(args, i);
+    else if (name == "--epochs") f.epochs = parse_int(name, option_value(args, i), 1, 100000);
+    else if (name == "--batch-size") f.batch_size = parse_int(name, option_value(args, i), 1, 1 << 20);
+    else if (name == "--optimizer") f.optimizer = option_value(args, i);
+    else if (name == "--lr") f.lr = parse_double(name, option_value(args, i), 0, 1e3);
+    else if (name == "--schedule") f.schedule = option_value(args, i);
+    else if (name == "--threads") f.threads = parse_int(name, option_value(args, i), 1, 1024);
+    else if (name == "--workers") f.workers = parse_int(name, option_value(args, i), 0, 64);
+    else if (name == "--seed") f.seed = parse_int(name, option_value(args, i), 0, INT64_MAX);
+    else if (name == "--out") f.out = option_value(args, i);
+    else if (name == "--verbose") f.verbose = parse_int(name, option_value(args, i), 0, 2);
+    else if (name == "--resume") f.resume = true;
+    else throw UsageError("unknown option '" + std::string(args[i]) + "'");
+  }
+  if (f.schedule != "constant" && f.schedule != "step" && f.schedule != "cosine")
+    throw UsageError("--schedule expects constant, step or cosine, got '" + f.schedule + "'");
+  if (f.out.empty()) f.out = "runs/" + f.model;
+  if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
+  manual_seed(static_cast<uint64_t>(f.seed));
+
+  Split train_split = load_split(data, true), test_split = load_split(data, false);
+  models::Architecture arch{f.model, {}};
+  arch.config["classes"] = std::max<int64_t>(2, max(train_split.labels).item<int64_t>() + 1);
+  if (f.model == "mlp") arch.config["in_features"] = train_split.images[0].numel();
+  auto model = models::build(arch);
+  train::Trainer trainer(model);
+  trainer.compile({.optimizer = f.optimizer,
+                   .learning_rate = f.lr,
+                   .loss = "sparse_categorical_crossentropy",
+                   .metrics = {"accuracy"}});
+
+  const fs::path out(f.out);
+  fs::create_directories(out);
+  const fs::path checkpoint = out / "checkpoint.safetensors", model_path = out / "model.safetensors",
+                 metrics = out / "metrics.csv", chart = out / "history.svg", logs = out / "logs";
+  int64_t initial_epoch = 0;
+  if (f.resume) {
+    if (!fs::exists(checkpoint)) fail("[train] --resume: no checkpoint at ", checkpoint.string());
+    initial_epoch = train::Checkpoint{.model = model.get(), .optimizer = &trainer.optimizer(), .scheduler = {}}
+                        .load(checkpoint.string())
+                        .epoch;
+    std::printf("resuming from %s after epoch %lld\n", checkpoint.c_str(), static_cast<long long>(initial_epoch));
+  }
+  std::printf("training %s (%lld parameters) on %lld images, testing on %lld; %s, lr %g, batch %lld, %lld epochs\n",
+              f.model.c_str(), static_cast<long long>(model->num_parameters()),
+              static_cast<long long>(train_split.labels.numel()), static_cast<long long>(test_split.labels.numel()),
+              f.optimizer.c_str(), trainer.learning_rate(), static_cast<long long>(f.batch_size),
+              static_cast<long long>(f.epochs));
+  std::fflush(stdout);
+
+  data::DataLoader train_loader(
+      std::make_shared<data::TensorDataset>(std::vector<Tensor>{train_split.images, train_split.labels}),
+      {.batch_size = f.batch_size, .shuffle = true, .num_workers = static_cast<int>(f.workers),
+       .seed = static_cast<uint64_t>(f.seed)});
+  data::DataLoader test_loader(
+      std::make_shared<data::TensorDataset>(std::vector<Tensor>{test_split.images, test_split.labels}),
+      {.batch_size = 1000});
+  std::vector<std::shared_ptr<train::Callback>> callbacks = {
+      std::make_shared<train::CSVLogger>(metrics.string(), ",", /*append=*/f.resume),
+      std::make_shared<train::TensorBoard>(logs.string()),
+      std::make_shared<train::ModelCheckpoint>(checkpoint.string(),
+                                               train::ModelCheckpointOptions{.save_weights_only = false})};
+  if (f.schedule != "constant")
+    callbacks.push_back(std::make_shared<train::LearningRateScheduler>(
+        make_schedule(f.schedule, trainer.learning_rate(), f.epochs)));
+  if (initial_epoch < f.epochs)
+    trainer.fit(train_loader, {.epochs = f.epochs,
+                               .initial_epoch = initial_epoch,
+                               .validation_data = &test_loader,
+                               .callbacks = callbacks,
+                               .verbose = static_cast<int>(f.verbose)});
+
+  train::Logs result = trainer.evaluate(test_loader, 0);
+  models::save_model(*model, arch, model_path.string());
+  logging::plot_history(read_history(metrics), chart.string(), f.model + " on " + data.data);
+  std::printf("test accuracy %.4f, test loss %.4f\n", result.at("accuracy"), result.at("loss"));
+  std::printf("wrote %s, %s, %s, %s and %s/\n", model_path.c_str(), checkpoint.c_str(), metrics.c_str(),
+              chart.c_str(), logs.c_str());
+  return 0;
+}
+
+}  // namespace ug::cli
