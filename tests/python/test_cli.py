@@ -3,6 +3,7 @@
 import os
 import subprocess
 
+import numpy as np
 import pytest
 
 import unigrad as ug
@@ -71,3 +72,89 @@ def test_env_reports_the_build():
     keys = [line.split()[0] for line in r.stdout.splitlines()]
     assert keys[:4] == ["unigrad", "compiler", "standard", "BLAS"]
     assert "SIMD" in keys and "devices" in keys
+
+
+def fashion_slice(tmp_path, n_train=2000, n_test=500):
+    """A slice of Fashion-MNIST as NPY files, so that a training run takes a second."""
+    images = ug.data.read_idx("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz").numpy()
+    labels = ug.data.read_idx("/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz").numpy()
+    paths = {}
+    for split, lo, hi in (("train", 0, n_train), ("test", n_train, n_train + n_test)):
+        for kind, array in (("images", images[lo:hi]), ("labels", labels[lo:hi].astype(np.int64))):
+            paths[f"--{split}-{kind}"] = str(tmp_path / f"{split}-{kind}.npy")
+            np.save(paths[f"--{split}-{kind}"], array)
+    return [arg for kv in paths.items() for arg in kv]
+
+
+def test_train_writes_model_checkpoint_logs_and_chart_and_resumes_bit_identically(tmp_path):
+    import xml.etree.ElementTree as ET
+    data = fashion_slice(tmp_path)
+    straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
+    r = ug_run("train", *data, "--epochs", "2", "--out", straight, "--verbose", "2", "--schedule", "cosine")
+    assert r.returncode == 0, r.stderr
+    assert "Epoch 2/2" in r.stdout and "val_accuracy" in r.stdout
+    accuracy = float(r.stdout.split("test accuracy ")[1].split(",")[0])
+    assert accuracy > 0.6  # 2,000 images, 2 epochs
+    for name in ("model.safetensors", "checkpoint.safetensors", "metrics.csv", "history.svg"):
+        assert os.path.exists(os.path.join(straight, name)), name
+    assert sorted(os.listdir(os.path.join(straight, "logs"))) == ["train", "validation"]
+    lines = open(os.path.join(straight, "metrics.csv")).read().splitlines()
+    assert lines[0] == "epoch,accuracy,loss,lr,val_accuracy,val_loss" and len(lines) == 3
+    assert float(lines[2].split(",")[3]) == pytest.approx(1e-3 * 0.5 * (1 + np.cos(np.pi / 2)))  # cosine at epoch 1
+    svg = ET.parse(os.path.join(straight, "history.svg")).getroot()
+    assert svg.tag.endswith("svg")
+
+    assert ug_run("train", *data, "--epochs", "1", "--out", resumed, "--verbose", "0", "--schedule", "cosine",
+                  "--lr", "0.001").returncode == 0
+    r = ug_run("train", *data, "--epochs", "2", "--out", resumed, "--verbose", "0", "--schedule", "cosine", "--resume")
+    assert r.returncode == 0, r.stderr
+    assert "resuming from" in r.stdout and "after epoch 1" in r.stdout
+    with open(os.path.join(straight, "model.safetensors"), "rb") as a, \
+            open(os.path.join(resumed, "model.safetensors"), "rb") as b:
+        assert a.read() == b.read()
+    assert len(open(os.path.join(resumed, "metrics.csv")).read().splitlines()) == 3
+
+    model = os.path.join(straight, "model.safetensors")
+    r = ug_run("eval", model, *data)
+    assert r.returncode == 0 and f"accuracy {accuracy:.4f}" in r.stdout
+    r = ug_run("predict", model, *data, "--index", "0", "3")
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.splitlines()
+    assert len(rows) == 2 and rows[0].startswith("test image 0: ") and rows[1].startswith("test image 3: ")
+    assert "true: class " in rows[0]  # labels from files are numbered, not named
+
+
+def test_predict_names_fashion_classes_and_checks_indices(tmp_path):
+    arch = ug.models.Architecture("mlp")
+    model = str(tmp_path / "m.safetensors")
+    ug.models.save_model(ug.models.build(arch), arch, model)
+    r = ug_run("predict", model, "--index", "0")
+    assert r.returncode == 0 and "true: Ankle boot" in r.stdout  # the first Fashion-MNIST test image
+    r = ug_run("predict", model, "--index", "10000")
+    assert r.returncode == 1 and "index 10000 is out of range for 10000 test images" in r.stderr
+
+
+def test_train_bad_arguments(tmp_path):
+    r = ug_run("train", "--schedule", "linear")
+    assert r.returncode == 2 and "--schedule expects constant, step or cosine" in r.stderr
+    r = ug_run("train", "--epochs", "0")
+    assert r.returncode == 2 and "--epochs expects an integer from 1" in r.stderr
+    r = ug_run("train", "--train-images", "x.npy")
+    assert r.returncode == 2 and "give both --train-images and --train-labels" in r.stderr
+    r = ug_run("train", "--model", "resnet", "--out", str(tmp_path / "o"))
+    assert r.returncode == 1 and "unknown model 'resnet'" in r.stderr
+    r = ug_run("train", "--data", str(tmp_path), "--out", str(tmp_path / "o"))
+    assert r.returncode == 1 and "train-images-idx3-ubyte.gz is missing" in r.stderr
+    r = ug_run("train", "--out", str(tmp_path / "fresh"), "--resume")
+    assert r.returncode == 1 and "no checkpoint" in r.stderr
+
+
+def test_missing_fashion_mnist_says_how_to_install(tmp_path):
+    env = dict(os.environ, FASHION_MNIST_DIR=str(tmp_path))
+    r = subprocess.run([UG, "eval", "nothing.safetensors"], capture_output=True, text=True, env=env)
+    assert r.returncode == 1
+    arch = ug.models.Architecture("mlp")
+    model = str(tmp_path / "m.safetensors")
+    ug.models.save_model(ug.models.build(arch), arch, model)
+    r = subprocess.run([UG, "eval", model], capture_output=True, text=True, env=env)
+    assert r.returncode == 1 and "sudo apt-get install dataset-fashion-mnist" in r.stderr
