@@ -316,6 +316,19 @@ void bind_optim(nb::module_& optim) {
           nb::arg("closure") = nb::none(),
           "Updates the parameters from their .grad; closure (optional) re-evaluates the loss first.")
       .def("zero_grad", &Optimizer::zero_grad, nb::arg("set_to_none") = true)
+      .def(
+          "apply_gradients",
+          [](Optimizer& opt, nb::iterable grads_and_vars) {
+            std::vector<std::pair<Tensor, Tensor>> pairs;
+            for (nb::handle pair : grads_and_vars) {
+              nb::tuple gv = nb::tuple(nb::borrow(pair));
+              if (gv.size() != 2) ug::fail("[apply_gradients] expected (gradient, variable) pairs, got ", gv.size(), " items");
+              pairs.emplace_back(gv[0].is_none() ? Tensor() : nb::cast<Tensor>(gv[0]), nb::cast<Tensor>(gv[1]));
+            }
+            opt.apply_gradients(pairs);
+          },
+          nb::arg("grads_and_vars"),
+          "TensorFlow/Keras's step: optimizer.apply_gradients(zip(grads, model.trainable_variables)).")
       .def("add_param_group", [](Optimizer& opt, nb::handle group) { opt.add_param_group(group_from_dict(group)); })
       .def("state_dict", [](const Optimizer& opt) { return state_dict_to_python(opt.state_dict()); })
       .def("load_state_dict",

@@ -488,3 +488,35 @@ def test_scheduler_bad_arguments():
     plain = ug.optim.Adagrad([ug.zeros(2).requires_grad_()])
     with pytest.raises(ValueError):
         US.OneCycleLR(plain, max_lr=1.0, total_steps=10)
+
+
+def test_apply_gradients_is_the_tensorflow_step():
+    ug.manual_seed(0)
+    model = ug.nn.Sequential(ug.nn.Linear(3, 4), ug.nn.Linear(4, 2))
+    reference = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+    with torch.no_grad():
+        for p, q in zip(model.parameters(), reference.parameters()):
+            q.copy_(torch.from_numpy(p.numpy()))
+    opt = ug.optim.Adam(model.parameters(), lr=0.1)
+    ref_opt = torch.optim.Adam(reference[0].parameters(), lr=0.1)
+    x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+    first = list(model[0].parameters())
+    model[1].weight.grad = ug.ones(2, 4)  # a gradient apply_gradients must neither use nor lose
+    for _ in range(3):
+        with ug.GradientTape() as tape:
+            loss = (model(ug.tensor(x)) ** 2).mean()
+        grads = tape.gradient(loss, first)
+        untouched = model[1].weight.numpy().copy()
+        opt.apply_gradients(zip(grads, first))
+        ref_opt.zero_grad()
+        (reference(torch.from_numpy(x)) ** 2).mean().backward()
+        ref_opt.step()
+        for p, q in zip(first, reference[0].parameters()):
+            np.testing.assert_allclose(p.numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+        assert np.array_equal(model[1].weight.numpy(), untouched)
+        assert np.array_equal(model[1].weight.grad.numpy(), np.ones((2, 4), np.float32))
+        assert first[0].grad is None
+    with pytest.raises(ValueError, match="not one of its parameters"):
+        opt.apply_gradients([(ug.zeros(2), ug.zeros(2))])
+    with pytest.raises(ValueError, match="gradient of shape"):
+        opt.apply_gradients([(ug.zeros(3), first[1])])

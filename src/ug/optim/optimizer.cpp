@@ -74,6 +74,30 @@ Tensor Optimizer::step(const LossClosure& closure) {
   return loss;
 }
 
+void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars) {
+  // Every parameter's .grad is set aside, the given gradients put in their place for one
+  // step, and the previous gradients restored, so the one update rule serves both styles.
+  std::vector<std::pair<Tensor, Tensor>> saved;
+  for (ParamGroup& g : groups_)
+    for (Tensor& p : g.params()) saved.emplace_back(p, p.grad());
+  for (const auto& [grad, var] : grads_and_vars) {
+    const bool known = std::any_of(saved.begin(), saved.end(),
+                                   [&](const auto& s) { return s.first.impl_ref().get() == var.impl_ref().get(); });
+    if (!known) fail("[", name_, ".apply_gradients] a variable of shape ", var.shape(), " is not one of its parameters");
+    if (grad.defined() && grad.shape() != var.shape())
+      fail("[", name_, ".apply_gradients] gradient of shape ", grad.shape(), " for a variable of shape ", var.shape());
+  }
+  for (auto& [p, grad] : saved) p.set_grad(Tensor());
+  for (const auto& [grad, var] : grads_and_vars) var.set_grad(grad.defined() ? grad.detach() : Tensor());
+  try {
+    step();
+  } catch (...) {
+    for (auto& [p, grad] : saved) p.set_grad(grad);
+    throw;
+  }
+  for (auto& [p, grad] : saved) p.set_grad(grad);
+}
+
 void Optimizer::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;
   for (ParamGroup& g : groups_)

@@ -93,6 +93,10 @@ class Optimizer {
   Tensor step(const LossClosure& closure = nullptr);
   /** Clears the gradients: to none (the default) or to zeros in place. */
   void zero_grad(bool set_to_none = true);
+  /** TensorFlow/Keras's step from explicit (gradient, variable) pairs, as tape.gradient gives
+   *  them: updates exactly those variables (which must be this optimizer's parameters) with
+   *  those gradients; the other parameters and every .grad are left as they were. */
+  void apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars);
 
   std::vector<ParamGroup>& param_groups() { return groups_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
