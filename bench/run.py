@@ -7,10 +7,12 @@ and prints a Markdown table of unigrad against torch's fastest thread configurat
     .venv/bin/python bench/run.py --write-docs     # also put the table in docs/benchmarks.md
 
 What runs, REPEAT times (each figure is then the median over the repetitions):
-  - the peers in ../shared/bench/peers (op_overhead, elementwise, gemm, machine_baseline),
-    with this Python's torch, in the three thread configurations the peers' README asks for;
+  - the peers in ../shared/bench/peers (op_overhead, elementwise, gemm, machine_baseline,
+    cnn_train, transformer_step, mlp_train_epoch, infer_latency, startup_and_memory), with this
+    Python's torch, in the three thread configurations the peers' README asks for;
   - bench/py/*.py, the same workloads through `import unigrad as ug`, on all cores;
-  - the C++ ug_bench (Google Benchmark), on all cores.
+  - the C++ ug_bench (Google Benchmark), on all cores;
+  - `ug --version` (build*/cli/ug), started many times: the start-up time.
 """
 import argparse
 import glob
@@ -32,8 +34,9 @@ DOCS = ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- bench/run.py:begin -->", "<!-- bench/run.py:end -->"
 
 PEER_SCRIPTS = ("op_overhead.py", "elementwise.py", "gemm.py", "machine_baseline.py", "cnn_train.py",
-                "transformer_step.py")
-UG_SCRIPTS = ("op_overhead.py", "elementwise.py", "gemm.py", "cnn_train.py", "transformer_step.py")
+                "transformer_step.py", "mlp_train_epoch.py", "infer_latency.py", "startup_and_memory.py")
+UG_SCRIPTS = ("op_overhead.py", "elementwise.py", "gemm.py", "cnn_train.py", "transformer_step.py",
+              "mlp_train_epoch.py", "infer_latency.py")
 # The configurations of the peers' README: on 2 cores, torch's and OpenBLAS's spinning
 # pools fight, so the fastest configuration differs between workloads.
 TORCH_CONFIGS = {
@@ -52,10 +55,17 @@ CPP_CASES = {
     "exp_16M_fresh": ("elementwise", "exp_alloc"),
     "exp_16M_out": ("elementwise", "exp_out"),
     "memcpy_16M": ("memcpy", "memcpy_16M"),
+    "mlp_train_step": ("mlp_train_step", ""),
 }
 ELEMS = 16 * 1024 * 1024
 CPP_BYTES = {"add_alloc": 3 * 4 * ELEMS, "exp_alloc": 2 * 4 * ELEMS, "exp_out": 2 * 4 * ELEMS}
 GEMM_SIZES = (256, 512, 1024, 2048)
+# `ug --version` is started this many times (quick: fewer); its figure is the median.
+STARTS, QUICK_STARTS = 101, 21
+# One epoch's test accuracy moves with the seed: over seeds 0-7 the standard deviation was
+# 0.007 for both torch and unigrad (same workload, different random streams), so "at least
+# torch's" allows three of them.
+ACCURACY_NOISE = 0.021
 
 
 # ---- running ------------------------------------------------------------------------------
@@ -114,6 +124,8 @@ def run_ug_bench(binary, quick, rep):
         name = b["run_name"].split("/")
         if name[0] == "gemm":
             bench, case = "gemm", f"n{name[1]}"
+        elif name[0] == "mlp_infer":
+            bench, case = "infer_latency", f"batch{name[1]}"
         else:
             bench, case = CPP_CASES[name[0]]
         extra = {"case": case, "quick": quick}
@@ -121,16 +133,37 @@ def run_ug_bench(binary, quick, rep):
             extra["bytes"] = CPP_BYTES[case]
         elif bench == "memcpy":
             extra["bytes_moved"] = 2 * 4 * ELEMS
+        # Per-call medians where the benchmark times each call (as the peers do), else the mean.
+        seconds = b["us_median"] * 1e-6 if "us_median" in b else b["real_time"] * scale[b["time_unit"]]
         records.append({"bench": bench, "impl": "unigrad-cpp", "threads": threads,
-                        "seconds": b["real_time"] * scale[b["time_unit"]], "extra": extra,
+                        "seconds": seconds, "extra": extra,
                         "config": UG_CONFIG, "rep": rep, "run_other_cpu": other,
                         "measured_at": time.time()})
     return records
 
 
-def find_ug_bench():
-    """The most recently built ug_bench in any build folder of the checkout."""
-    found = glob.glob(str(ROOT / "build*" / "bench" / "ug_bench"))
+def run_startup(binary, quick, rep):
+    """The median wall time of `ug --version`, started again and again."""
+    cmd = [binary, "--version"]
+    print("+ " + " ".join(cmd) + f"  (x{QUICK_STARTS if quick else STARTS})", file=sys.stderr, flush=True)
+    t_start, busy0, own0 = time.perf_counter(), _cpu_busy(), _children_cpu()
+    times = []
+    for _ in range(QUICK_STARTS if quick else STARTS):
+        t0 = time.perf_counter()
+        if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode != 0:
+            print(f"  {binary} --version failed", file=sys.stderr)
+            return []
+        times.append(time.perf_counter() - t0)
+    wall = time.perf_counter() - t_start
+    other = max(0.0, (_cpu_busy() - busy0) - (_children_cpu() - own0)) / wall
+    return [{"bench": "startup", "impl": "unigrad-cpp", "threads": 1, "seconds": statistics.median(times),
+             "extra": {"case": "ug_version", "quick": quick, "runs": len(times), "min_s": min(times)},
+             "config": UG_CONFIG, "rep": rep, "run_other_cpu": other, "measured_at": time.time()}]
+
+
+def find_built(path):
+    """The most recently built program at build*/<path> in the checkout (ug_bench, ug)."""
+    found = glob.glob(str(ROOT / "build*" / path))
     return max(found, key=os.path.getmtime) if found else None
 
 
@@ -150,9 +183,13 @@ def run_all(args):
     if not ug_importable:
         print("note: `import unigrad` fails; skipping unigrad's Python benchmarks",
               file=sys.stderr)
-    ug_bench = args.ug_bench or find_ug_bench()
+    ug_bench = args.ug_bench or find_built("bench/ug_bench")
     if not ug_bench:
         print("note: no ug_bench binary found (build the ug_bench target); skipping it",
+              file=sys.stderr)
+    ug_cli = args.ug or find_built("cli/ug")
+    if not ug_cli:
+        print("note: no ug program found (build the ug target); skipping its start-up time",
               file=sys.stderr)
     quick = ["--quick"] if args.quick else []
     threads = ["--threads", str(os.cpu_count())]
@@ -165,6 +202,8 @@ def run_all(args):
                                    UG_CONFIG, rep, env)
         if ug_bench:
             records += run_ug_bench(ug_bench, args.quick, rep)
+        if ug_cli:
+            records += run_startup(ug_cli, args.quick, rep)
     return records
 
 
@@ -172,6 +211,10 @@ def run_all(args):
 
 def rate(bench, case, seconds, extra):
     """A figure in the unit people read it in: (value, unit, higher is better)."""
+    if case == "test_accuracy":
+        return extra["test_accuracy"], "accuracy", True
+    if case in ("peak_rss", "mlp_peak_rss"):
+        return extra["peak_rss_mb"], "MiB", False
     if bench == "op_overhead":
         return seconds * 1e6, "µs", False
     if bench == "elementwise":
@@ -184,7 +227,26 @@ def rate(bench, case, seconds, extra):
         return seconds / extra["steps"] * 1e3, "ms/step", False
     if bench == "transformer_step":
         return seconds * 1e3, "ms/step", False
+    if bench == "mlp_train_epoch":
+        return seconds, "s", False
+    if bench == "mlp_train_step":
+        return seconds * 1e6, "µs/step", False
+    if bench == "infer_latency":
+        return seconds * 1e6, "µs", False
+    if bench in ("startup", "startup_and_memory"):
+        return seconds * 1e3, "ms", False
     raise ValueError(bench)
+
+
+def derived(records):
+    """The epoch runs' second and third figures as records of their own: test accuracy and
+    peak RSS (a case of mlp_train_epoch each)."""
+    out = []
+    for r in records:
+        if r["bench"] == "mlp_train_epoch" and not r["extra"].get("case"):
+            for case in ("test_accuracy", "peak_rss"):
+                out.append(dict(r, extra=dict(r["extra"], case=case)))
+    return out
 
 
 class Figures:
@@ -192,13 +254,13 @@ class Figures:
 
     def __init__(self, records):
         groups = defaultdict(list)
-        for r in records:
+        for r in records + derived(records):
             groups[(r["bench"], r["extra"].get("case", ""), r["impl"], r["config"])].append(r)
         self.fig = {}
         for key, runs in groups.items():
-            seconds = statistics.median(r["seconds"] for r in runs)
-            value, unit, higher = rate(key[0], key[1], seconds, runs[0]["extra"])
-            self.fig[key] = {"value": value, "unit": unit, "higher": higher, "n": len(runs),
+            rates = [rate(key[0], key[1], r["seconds"], r["extra"]) for r in runs]
+            self.fig[key] = {"value": statistics.median(v for v, _, _ in rates), "unit": rates[0][1],
+                             "higher": rates[0][2], "n": len(runs),
                              "other": max(r["run_other_cpu"] for r in runs)}
 
     def get(self, bench, case, impl, config=UG_CONFIG):
@@ -230,9 +292,15 @@ VS_MEMCPY = ("≥ 0.9× memcpy", lambda u, t, m: m is not None and u["value"] >=
 VS_TORCH_GEMM = ("≥ 0.95× torch", lambda u, t, m: t is not None and speedup(u, t) >= 0.95)
 
 
+def at_most(fraction, what="torch"):
+    """unigrad's figure (lower is better) at most `fraction` of torch's."""
+    return (f"≤ {fraction:g}× {what}", lambda u, t, m: t is not None and u["value"] <= fraction * t["value"])
+
+
 def rows_for(impl, where):
-    """(label, bench, case, impl, compare with torch?, targets); rows without a figure are
-    left out of the table (ug_bench has no out= add, for one)."""
+    """(label, bench, case, impl, torch's counterpart, targets); the counterpart is True (the
+    same bench and case), a (bench, case) of the peers' lines, or False (none). Rows without a
+    figure are left out of the table (ug_bench has no out= add, for one)."""
     autograd = "1-element (a*b + c).sum().backward(), "
     if impl == "unigrad-python":
         overhead = [
@@ -253,12 +321,34 @@ def rows_for(impl, where):
             (autograd + "fresh leaves, " + where, "op_overhead", "autograd_1elem_fresh", impl,
              False, []),
         ]
-    training = [
-        ("LeNet training step (forward, backward, SGD), batch 64, " + where, "cnn_train", "", impl, True,
-         [("≤ 0.8× torch time", lambda u, t, m: t is not None and speedup(u, t) >= 1 / 0.8)]),
-        ("Transformer encoder block step (forward, backward, AdamW), " + where, "transformer_step", "", impl,
-         True, [("≤ 0.8× torch time", lambda u, t, m: t is not None and speedup(u, t) >= 1 / 0.8)]),
-    ] if impl == "unigrad-python" else []
+    mlp = "MLP 784-128-10 (Adam, batch 64, Fashion-MNIST), "
+    infer = "MLP 784-128-10 forward under no_grad, "
+    if impl == "unigrad-python":
+        training = [
+            (mlp + "one training epoch, " + where, "mlp_train_epoch", "", impl, True,
+             [at_most(0.5, "torch time")]),
+            (mlp + "test accuracy after the epoch, " + where, "mlp_train_epoch", "test_accuracy", impl, True,
+             [(f"≥ torch − {ACCURACY_NOISE} (seed noise)",
+               lambda u, t, m: t is not None and u["value"] >= t["value"] - ACCURACY_NOISE)]),
+            (mlp + "peak RSS of the epoch's process, " + where, "mlp_train_epoch", "peak_rss", impl,
+             ("startup_and_memory", "mlp_peak_rss"), [at_most(0.5)]),
+            ("LeNet training step (forward, backward, SGD), batch 64, " + where, "cnn_train", "", impl, True,
+             [("≤ 0.8× torch time", lambda u, t, m: t is not None and speedup(u, t) >= 1 / 0.8)]),
+            ("Transformer encoder block step (forward, backward, AdamW), " + where, "transformer_step", "", impl,
+             True, [("≤ 0.8× torch time", lambda u, t, m: t is not None and speedup(u, t) >= 1 / 0.8)]),
+            # Data loading (DataLoader throughput against torch.utils.data) goes here.
+            (infer + "batch 1, " + where, "infer_latency", "batch1", impl, True, []),
+            (infer + "batch 256, " + where, "infer_latency", "batch256", impl, True, []),
+        ]
+    else:
+        training = [
+            ("`ug --version` start-up against `python -c 'import torch'`", "startup", "ug_version", impl,
+             ("startup_and_memory", "import_torch"), [at_most(0.01)]),
+            (infer + "batch 1, " + where, "infer_latency", "batch1", impl, False,
+             [("≤ 10 µs", lambda u, t, m: u["value"] <= 10)]),
+            (infer + "batch 256, " + where, "infer_latency", "batch256", impl, False, []),
+            (mlp + "training step, random data, " + where, "mlp_train_step", "", impl, False, []),
+        ]
     return [
         *overhead,
         *training,
@@ -289,7 +379,8 @@ def comparison_table(figs):
         u = figs.get(bench, case, impl)
         if u is None:
             continue
-        t, config = figs.best(bench, case, "torch-python") if compare else (None, None)
+        peer = (bench, case) if compare is True else compare
+        t, config = figs.best(*peer, "torch-python") if peer else (None, None)
         torch_cell = f"{fmt(t['value'])} ({config})" if t else "—"
         up = f"{speedup(u, t):.2f}×" if t else "—"
         vs_memcpy = f"{u['value'] / memcpy:.2f}" if bench == "elementwise" and memcpy else "—"
@@ -307,7 +398,7 @@ def torch_table(figs):
     def order(key):  # gemm n256 before n1024
         bench, case, impl = key
         return bench, impl != "torch-python", int(case[1:]) if bench == "gemm" else 0, case
-    used = {(row[1], row[2]) for row in ROWS}
+    used = {(row[1], row[2]) for row in ROWS} | {row[4] for row in ROWS if isinstance(row[4], tuple)}
     keys = sorted({k[:3] for k in figs.fig if k[2] in ("torch-python", "numpy")
                    and ((k[0], k[1]) in used or k[0] == "memcpy")}, key=order)
     configs = list(TORCH_CONFIGS)
@@ -396,6 +487,7 @@ def main():
     p.add_argument("--write-docs", action="store_true",
                    help=f"replace the results section of {DOCS.relative_to(ROOT)}")
     p.add_argument("--ug-bench", help="the ug_bench binary (default: newest build*/bench/ug_bench)")
+    p.add_argument("--ug", help="the ug program whose start-up is timed (default: newest build*/cli/ug)")
     p.add_argument("--raw", help="also save every measurement, one JSON line each, to this file")
     p.add_argument("--load", help="summarise a file saved with --raw (on this machine) "
                    "instead of running")

@@ -75,6 +75,26 @@ TEST(Allocator, CountsAndReusesBlocks) {
   EXPECT_EQ(CachingCpuAllocator::round_size(1), 64u);
 }
 
+TEST(Allocator, CacheKeepsTheFootprintWithinPeakUse) {
+  CachingCpuAllocator a;
+  const size_t big = size_t{8} << 20, other = size_t{6} << 20;
+  void* p = a.allocate(big);
+  a.deallocate(p, big);
+  EXPECT_EQ(a.stats().reserved, static_cast<int64_t>(big));  // cached: within the 8 MiB peak
+  void* q = a.allocate(other);  // would exceed the peak: the cached block goes back
+  EXPECT_EQ(a.stats().reserved, static_cast<int64_t>(other));
+  void* r = a.allocate(big);  // a new peak of 14 MiB
+  a.deallocate(q, other);
+  a.deallocate(r, big);
+  EXPECT_EQ(a.stats().reserved, static_cast<int64_t>(big + other));  // both cached
+  const int64_t hits = a.stats().cache_hits;
+  void* s = a.allocate(other);
+  void* t = a.allocate(big);
+  EXPECT_EQ(a.stats().cache_hits, hits + 2);
+  a.deallocate(s, other);
+  a.deallocate(t, big);
+}
+
 TEST(Random, PhiloxKnownAnswer) {
   // Random123's known-answer test for philox4x32-10 with zero key and counter.
   auto r = philox4x32({0, 0}, {0, 0, 0, 0});

@@ -189,6 +189,57 @@ def test_nll_loss(reduction):
     check_grad(lambda m, x, t: F(m).nll_loss(x, t, reduction=reduction), arr((2, 4, 3)), targets((2, 3), 4))
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("opts", [{}, {"weight": True}, {"ignore_index": 2}, {"weight": True, "ignore_index": 0}])
+def test_nll_loss_kernel_matches_composed_ops(opts, reduction, dtype):
+    """[N, C] inputs run nll_loss as one kernel; [N, C, 1] ones run the composed ops: the
+    values and gradients agree."""
+    rng = np.random.default_rng(3)
+    data = rng.normal(size=(7, 5)).astype(dtype)
+    t = rng.integers(0, 5, size=7)
+    t[::3] = opts.get("ignore_index", 0)
+    w = ug.tensor(rng.uniform(0.2, 2, size=5).astype(dtype)) if opts.get("weight") else None
+    kw = {"reduction": reduction, "ignore_index": opts.get("ignore_index", -100)}
+    x2, x3 = ug.tensor(data, requires_grad=True), ug.tensor(data[:, :, None], requires_grad=True)
+    t2, t3 = ug.tensor(t), ug.tensor(t[:, None])
+    l2 = UF.nll_loss(x2.log_softmax(1), t2, w, **kw)
+    l3 = UF.nll_loss(x3.log_softmax(1), t3, w, **kw)
+    tol = dict(rtol=1e-6, atol=1e-6) if dtype == "float32" else dict(rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(l2.numpy().ravel(), l3.numpy().ravel(), **tol)
+    g = ug.tensor(rng.uniform(0.5, 1.5, size=tuple(l2.shape)).astype(dtype))
+    l2.backward(g)
+    l3.backward(g.reshape(tuple(l3.shape)))
+    np.testing.assert_allclose(x2.grad.numpy(), x3.grad.numpy()[:, :, 0], **tol)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cross_entropy_double_backward(reduction):
+    rng = np.random.default_rng(5)
+    x = ug.tensor(rng.normal(size=(4, 3)), requires_grad=True)
+    w = ug.tensor(rng.uniform(0.5, 2, size=3))
+    t = ug.tensor(np.array([0, 2, 1, 2]))
+    assert ug.autograd.gradgradcheck(lambda x: UF.cross_entropy(x, t, w, ignore_index=1, reduction=reduction), (x,))
+    x1 = ug.tensor(rng.normal(size=3), requires_grad=True)
+    assert ug.autograd.gradgradcheck(lambda x: UF.cross_entropy(x, ug.tensor(2), reduction=reduction), (x1,))
+
+
+def test_nll_loss_kernel_errors_and_target_dtypes():
+    with pytest.raises(IndexError, match=r"Target 5 is out of bounds: class indices must be in \[0, 5\)"):
+        UF.nll_loss(ug.randn(2, 5), ug.tensor([1, 5]))
+    with pytest.raises(IndexError, match="Target -3 is out of bounds"):
+        UF.nll_loss(ug.randn(5), ug.tensor(-3))
+    x = ug.randn(3, 4)
+    expected = UF.nll_loss(x, ug.tensor([0, 3, 1]))
+    for dtype in (ug.int32, ug.uint8):
+        np.testing.assert_allclose(UF.nll_loss(x, ug.tensor([0, 3, 1]).to(dtype)).item(), expected.item(), rtol=1e-6)
+    target = ug.tensor([0, 3, 1])
+    loss = UF.nll_loss(x.requires_grad_(), target)
+    target.add_(0)  # the saved target changed: backward must refuse
+    with pytest.raises(RuntimeError, match="modified by an"):
+        loss.backward()
+
+
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_regression_losses(reduction):
     x, t = arr((4, 5)), arr((4, 5), seed=1)

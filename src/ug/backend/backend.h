@@ -78,6 +78,19 @@ class Backend {
    *  (contiguous [rows, cols]). */
   virtual void softmax_backward(const Tensor& g, const Tensor& y, bool log, const Tensor& dx) = 0;
 
+  // losses
+  /** nll_loss over contiguous log-probabilities x [N, C] (float32/float64) and int64 targets
+   *  [N]: each sample's loss is -weight[t] * x[i, t] (0 where t == ignore_index); loss gets
+   *  them ([N]) or, when 0-d, their sum. total_weight (0-d) gets the sum of weight[t] over the
+   *  samples not ignored. weight is [C] or undefined (ones). A target outside [0, C) that is
+   *  not ignore_index raises IndexError. */
+  virtual void nll_loss(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                        const Tensor& loss, const Tensor& total_weight) = 0;
+  /** The gradient of nll_loss's per-sample losses: dx [N, C] is -g[i] * weight[t] at (i, t) and 0
+   *  elsewhere (and on ignored samples); g is [N] or 0-d (one value for every sample). */
+  virtual void nll_loss_backward(const Tensor& g, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                                 const Tensor& dx) = 0;
+
   // convolution and pooling. Every tensor is contiguous, float32 or float64.
   /** out [N, O, Ho, Wo] = conv(x [N, C, H, W], w [O, C / groups, kh, kw]) + bias [O] (bias
    *  may be undefined). */

@@ -45,25 +45,57 @@ int CachingCpuAllocator::size_class(size_t rounded) {
   return (top - 5) * 4 + quarter + 1;
 }
 
+size_t CachingCpuAllocator::class_size(int cls) {
+  if (cls == 0) return 64;
+  const int top = (cls - 1) / 4 + 5, quarter = (cls - 1) % 4;
+  return (size_t{4} + static_cast<size_t>(quarter) + 1) << (top - 2);
+}
+
+std::vector<void*> CachingCpuAllocator::evict_large() {
+  std::vector<void*> out;
+  auto over = [&] { return large_live_ + large_cached_ > large_high_water_; };
+  for (int cls = static_cast<int>(free_lists_.size()) - 1; cls >= size_class(kHugeFrom) && over(); --cls) {
+    auto& list = free_lists_[cls];
+    const auto bytes = static_cast<int64_t>(class_size(cls));
+    while (!list.empty() && over()) {
+      out.push_back(list.back());
+      list.pop_back();
+      cached_bytes_ -= bytes;
+      large_cached_ -= bytes;
+      stats_.reserved -= bytes;
+    }
+  }
+  return out;
+}
+
 void* CachingCpuAllocator::allocate(size_t nbytes) {
   size_t size = round_size(nbytes);
   int cls = size_class(size);
+  const bool large = size >= kHugeFrom;
+  std::vector<void*> evicted;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.num_allocs++;
     stats_.allocated += static_cast<int64_t>(size);
     stats_.max_allocated = std::max(stats_.max_allocated, stats_.allocated);
+    if (large) {
+      large_live_ += static_cast<int64_t>(size);
+      large_high_water_ = std::max(large_high_water_, large_live_);
+    }
     auto& list = free_lists_[cls];
     if (!list.empty()) {
       void* p = list.back();
       list.pop_back();
       cached_bytes_ -= static_cast<int64_t>(size);
+      if (large) large_cached_ -= static_cast<int64_t>(size);
       stats_.cache_hits++;
       return p;
     }
+    if (large) evicted = evict_large();
     stats_.reserved += static_cast<int64_t>(size);
     stats_.max_reserved = std::max(stats_.max_reserved, stats_.reserved);
   }
+  for (void* p : evicted) std::free(p);
   // aligned_alloc wants a multiple of the alignment; the size class itself may not be one.
   void* p = aligned_block(size);
   if (!p) {
@@ -74,6 +106,7 @@ void* CachingCpuAllocator::allocate(size_t nbytes) {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.allocated -= static_cast<int64_t>(size);
     stats_.reserved -= static_cast<int64_t>(size);
+    if (large) large_live_ -= static_cast<int64_t>(size);
     fail<RuntimeError>("[allocator] out of memory: tried to allocate ", nbytes, " bytes on cpu (",
                        stats_.allocated, " bytes in use)");
   }
@@ -85,11 +118,14 @@ void CachingCpuAllocator::deallocate(void* ptr, size_t nbytes) {
   size_t size = round_size(nbytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
+    const bool large = size >= kHugeFrom;
     stats_.num_frees++;
     stats_.allocated -= static_cast<int64_t>(size);
+    if (large) large_live_ -= static_cast<int64_t>(size);
     if (cached_bytes_ + static_cast<int64_t>(size) <= kMaxCachedBytes) {
       free_lists_[size_class(size)].push_back(ptr);
       cached_bytes_ += static_cast<int64_t>(size);
+      if (large) large_cached_ += static_cast<int64_t>(size);
       return;
     }
     stats_.reserved -= static_cast<int64_t>(size);
@@ -116,6 +152,7 @@ void CachingCpuAllocator::empty_cache() {
   }
   stats_.reserved -= cached_bytes_;
   cached_bytes_ = 0;
+  large_cached_ = 0;
 }
 
 CachingCpuAllocator::~CachingCpuAllocator() { empty_cache(); }

@@ -1,6 +1,9 @@
 // Device memory allocators. Each device's allocator counts what it hands out, so memory
 // statistics exist on every device (PyTorch offers them for CUDA only). The CPU allocator
-// caches freed blocks by size class: a fresh 64 MB result does not fault in new pages.
+// caches freed blocks by size class: a fresh 64 MB result does not fault in new pages. Large
+// blocks cached never take the footprint of large blocks beyond the most ever in use at
+// once: one of a size no longer asked for (a file's bytes after their conversion) goes back
+// to the system when a block of another size is needed.
 #pragma once
 
 #include <cstddef>
@@ -35,7 +38,10 @@ class Allocator {
   virtual void empty_cache() = 0;
 };
 
-/** The CPU allocator: size classes of a quarter power of two, a bounded cache per class. */
+/** The CPU allocator: size classes of a quarter power of two, a cache per class (at most
+ *  2 GiB). When a large block (4 MiB and up) is not in the cache, cached large blocks are
+ *  freed, largest first, until the large blocks held, the new one included, fit within the
+ *  high-water mark of large blocks in use. Small blocks stay cached: their churn is per op. */
 class CachingCpuAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes) override;
@@ -50,9 +56,15 @@ class CachingCpuAllocator final : public Allocator {
 
  private:
   static int size_class(size_t rounded);
+  static size_t class_size(int cls);
+  /** Takes cached large blocks out, largest first, until the large blocks held fit under
+   *  the high-water mark; the caller frees them outside the lock. */
+  std::vector<void*> evict_large();
   mutable std::mutex mu_;
   std::vector<std::vector<void*>> free_lists_ = std::vector<std::vector<void*>>(256);
   int64_t cached_bytes_ = 0;
+  // Large blocks: bytes live, bytes cached, the most ever live at once (reset_peak leaves it).
+  int64_t large_live_ = 0, large_cached_ = 0, large_high_water_ = 0;
   MemoryStats stats_;
 };
 

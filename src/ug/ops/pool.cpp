@@ -9,6 +9,7 @@
 
 #include "ug/autograd/debugging.h"
 #include "ug/autograd/forward.h"
+#include "ug/autograd/grad_mode.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
@@ -19,8 +20,11 @@ namespace {
 
 using Windows = std::shared_ptr<const PoolWindows>;
 
-/** x [..., H, W] as planes [P, H, W] (contiguous). */
-Tensor planes(const Tensor& x) { return x.contiguous().reshape({-1, x.size(-2), x.size(-1)}); }
+/** x [..., H, W] as planes [P, H, W] (contiguous), for a kernel: no autograd node for the view. */
+Tensor planes(const Tensor& x) {
+  NoGradGuard kernel_view;
+  return x.contiguous().reshape({-1, x.size(-2), x.size(-1)});
+}
 
 Shape with_last2(const Tensor& x, int64_t a, int64_t b) {
   Shape s(x.shape().begin(), x.shape().end() - 2);

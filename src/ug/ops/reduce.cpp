@@ -325,10 +325,12 @@ Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
  *  kernel each way. The rule runs the fused backward, or the same formula with ops when a
  *  graph of the gradient is asked for (double backward). */
 Tensor softmax_rows(const Tensor& x, int64_t cols, bool log, const char* op) {
-  Tensor xc = x.contiguous();
   const int64_t rows = x.numel() / cols;
   Tensor y = empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
-  backend_for(x.device()).softmax(xc.view({rows, cols}), log, y.view({rows, cols}));
+  {
+    NoGradGuard kernel_views;  // x's views only feed the kernel: no nodes for them
+    backend_for(x.device()).softmax(x.contiguous().view({rows, cols}), log, y.view({rows, cols}));
+  }
   debugging::check_output(y, op);
   if (autograd::needs_grad({&x}))
     autograd::record(op, {x}, {&y}, [op, log, cols, ys = autograd::save_output(y)](std::vector<Tensor>&& g, Node* n) {

@@ -5,6 +5,7 @@
 
 #include "ug/autograd/debugging.h"
 #include "ug/autograd/forward.h"
+#include "ug/autograd/grad_mode.h"
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
@@ -47,12 +48,15 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     fail("[linear] bias shape ", b.shape(), " does not match weight shape ", w.shape());
   Dims out_shape(x.shape().begin(), x.shape().end());
   out_shape.back() = out;
-  Tensor x2 = x.reshape({-1, in});
   Tensor y = empty(out_shape, {.dtype = x.dtype(), .device = x.device()});
-  Tensor y3 = y.view({1, x2.size(0), out});
-  Backend& be = backend_for(x.device());
-  be.matmul(x2.unsqueeze(0), w.t().unsqueeze(0), y3);
-  if (b.defined()) be.binary(ops::BinaryOp::Add, y3, b.expand(y3.shape()), y3);
+  {
+    NoGradGuard kernel_views;  // the operands' views only feed the kernels: no nodes for them
+    Tensor x2 = x.reshape({-1, in});
+    Tensor y3 = y.view({1, x2.size(0), out});
+    Backend& be = backend_for(x.device());
+    be.matmul(x2.unsqueeze(0), w.t().unsqueeze(0), y3);
+    if (b.defined()) be.binary(ops::BinaryOp::Add, y3, b.expand(y3.shape()), y3);
+  }
   debugging::check_output(y, "linear");
   if (autograd::needs_grad({&x, &w, &b})) {
     autograd::record("linear", {x, w, b}, {&y},

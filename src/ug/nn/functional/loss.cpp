@@ -1,10 +1,15 @@
 // Losses composed from ops (log_softmax, gather, where, sums), so every one differentiates
-// twice; binary_cross_entropy records its own derivative, torch's clamped formula.
+// twice; binary_cross_entropy records its own derivative, torch's clamped formula. nll_loss
+// (and so cross_entropy) on [N, C] / [C] inputs, classification's hot path, is one backend
+// kernel each way instead of about fifteen ops.
 #include "ug/nn/functional/loss.h"
 
-
+#include "ug/autograd/debugging.h"
+#include "ug/autograd/forward.h"
 #include "ug/autograd/grad_mode.h"
 #include "ug/autograd/record.h"
+#include "ug/backend/backend.h"
+#include "ug/core/batching.h"
 #include "ug/nn/functional/activation.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
@@ -109,15 +114,69 @@ Tensor class_broadcast(const Tensor& weight, const Tensor& input) {
   return weight.view(shape);
 }
 
+/** Whether nll_loss can run as one kernel: [N, C] or [C] float32/float64 input with targets
+ *  of the matching shape, class weights that take no gradient, no vmap or forward mode. */
+bool fused_nll_applies(const Tensor& input, const Tensor& target, const Tensor& weight) {
+  const bool dtype_ok = input.dtype() == DType::Float32 || input.dtype() == DType::Float64;
+  const bool target_ok = target.dtype() == DType::Int64 || target.dtype() == DType::Int32 ||
+                         target.dtype() == DType::UInt8;
+  const bool shape_ok = input.dim() == 2   ? target.dim() == 1 && target.size(0) == input.size(0)
+                        : input.dim() == 1 ? target.dim() == 0
+                                           : false;
+  const bool weight_ok = !weight.defined() || (weight.dtype() == input.dtype() && !autograd::requires_grad(weight));
+  return dtype_ok && target_ok && shape_ok && weight_ok && !batching::max_level({&input, &target, &weight}) &&
+         !forward::active();
+}
+
+Tensor fused_nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                      Reduction r) {
+  const Shape in_shape = input.shape();
+  const int64_t classes = in_shape.back(), n = input.dim() == 2 ? in_shape[0] : 1;
+  const Options opts{.dtype = input.dtype(), .device = input.device()};
+  Tensor t = target.to(DType::Int64).contiguous().view({n});
+  Tensor w = weight.defined() ? weight.contiguous() : Tensor();
+  Tensor loss = empty(r == Reduction::None ? Dims{n} : Dims{}, opts), total = empty({}, opts);
+  {
+    NoGradGuard kernel_view;  // input's view only feeds the kernel: no node for it
+    backend_for(input.device()).nll_loss(input.contiguous().view({n, classes}), t, w, ignore_index, loss, total);
+  }
+  if (r == Reduction::Mean) loss = loss / total;  // all ignored: 0 / 0 = nan, as torch
+  if (r == Reduction::None && input.dim() == 1) loss = loss.view({});
+  debugging::check_output(loss, "nll_loss");
+  if (autograd::needs_grad({&input})) {
+    SavedTensor ws = w.defined() ? autograd::save(w) : SavedTensor();
+    autograd::record("nll_loss", {input}, {&loss},
+                     [ts = autograd::save(t), ws, total, ignore_index, r, n, classes, in_shape](
+                         std::vector<Tensor>&& g, Node* node) {
+                       Tensor t = ts.unpack(node, "nll_loss"), w = ws.unpack(node, "nll_loss");
+                       const Options opts{.dtype = total.dtype(), .device = total.device()};
+                       Backend& be = backend_for(total.device());
+                       Tensor gs = r == Reduction::Mean ? g[0] / total : g[0];
+                       Tensor dx = empty({n, classes}, opts);
+                       if (GradMode::is_enabled()) {
+                         // A graph of the gradient (double backward): unit coefficients times g, recorded.
+                         be.nll_loss_backward(ones({}, opts), t, w, ignore_index, dx);
+                         dx = dx * (gs.dim() == 1 ? gs.unsqueeze(1) : gs);
+                       } else {
+                         be.nll_loss_backward(gs.contiguous(), t, w, ignore_index, dx);
+                       }
+                       return std::vector<Tensor>{dx.view(in_shape)};
+                     });
+  }
+  return loss;
+}
+
 }  // namespace
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NllLossOptions& o) {
   const char* op = "nll_loss";
   Reduction r = parse_reduction(o.reduction, op);
   require_floating(input, op, "input");
-  auto [safe, ignored] = class_targets(input, target, o.ignore_index, op);
+  if (input.dim() == 0) fail("[", op, "] input must have at least 1 dimension (classes), got a 0-d tensor");
   const int64_t cd = class_dim(input);
   check_weight(o.weight, input.size(cd), op);
+  if (fused_nll_applies(input, target, o.weight)) return fused_nll_loss(input, target, o.weight, o.ignore_index, r);
+  auto [safe, ignored] = class_targets(input, target, o.ignore_index, op);
   Tensor picked = input.gather(cd, safe.unsqueeze(cd)).squeeze(Dims{cd});
   Tensor w = target_weights(o.weight, safe, ignored, input);
   Tensor loss = -picked * w;

@@ -62,7 +62,10 @@ Tensor normalize_rows(const char* op, const Tensor& x, int64_t cols, const Tenso
   Tensor y = empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
   Tensor mean = empty({rows}, {.dtype = x.dtype(), .device = x.device()});
   Tensor rstd = empty({rows}, {.dtype = x.dtype(), .device = x.device()});
-  backend_for(x.device()).layer_norm(xc.view({rows, cols}), wc, bc, eps, y.view({rows, cols}), mean, rstd);
+  {
+    NoGradGuard kernel_views;  // views that only feed the kernel: no nodes for them
+    backend_for(x.device()).layer_norm(xc.view({rows, cols}), wc, bc, eps, y.view({rows, cols}), mean, rstd);
+  }
   debugging::check_output(y, op);
   if (autograd::needs_grad({&x, &w, &b}))
     autograd::record(op, {x, w, b}, {&y},

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""mlp_train_epoch: the peer shared/bench/peers/mlp_train_epoch.py in unigrad. MLP 784-128(ReLU)-10,
+Adam lr 1e-3, cross-entropy, batch 64, one shuffled epoch over the 60k Fashion-MNIST training
+images (quick: the first 10k), batches taken with randperm + index_select, zero_grad and
+loss.item() every step. seconds = the training loop's wall time; then test accuracy on the
+10k test images and the process's peak RSS."""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+args = common.parse_args(__doc__)
+ug = common.init_ug(args)
+nn = ug.nn
+BATCH = 64
+
+
+def load(prefix):
+    """Images as (N, 784) float32 in [0, 1] and int64 labels, read with ug.data.read_idx."""
+    x = ug.data.read_idx(os.path.join(common.DATA_DIR, f"{prefix}-images-idx3-ubyte.gz"))
+    y = ug.data.read_idx(os.path.join(common.DATA_DIR, f"{prefix}-labels-idx1-ubyte.gz"))
+    return x.reshape(x.shape[0], -1).float().div_(255.0), y.long()
+
+
+t0 = time.perf_counter()
+xtr, ytr = load("train")
+xte, yte = load("t10k")
+if args.quick:
+    xtr, ytr = xtr[:10000], ytr[:10000]
+load_seconds = time.perf_counter() - t0
+
+ug.manual_seed(0)
+model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+opt = ug.optim.Adam(model.parameters(), lr=1e-3)
+loss_fn = nn.CrossEntropyLoss()
+n = xtr.shape[0]
+perm = ug.randperm(n)
+
+steps, loss_sum = 0, 0.0
+cpu0 = common.cpu_seconds()
+t0 = time.perf_counter()
+for i in range(0, n, BATCH):
+    idx = perm[i:i + BATCH]
+    xb, yb = xtr.index_select(0, idx), ytr.index_select(0, idx)
+    opt.zero_grad()
+    loss = loss_fn(model(xb), yb)
+    loss.backward()
+    opt.step()
+    loss_sum += loss.item()
+    steps += 1
+seconds = time.perf_counter() - t0
+cpu_train = common.cpu_seconds() - cpu0
+
+t0 = time.perf_counter()
+model.eval()
+with ug.no_grad():
+    correct = sum(int((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum().item())
+                  for i in range(0, xte.shape[0], 1000))
+eval_seconds = time.perf_counter() - t0
+
+common.emit(ug, "mlp_train_epoch", args.threads, seconds, {
+    "quick": args.quick, "train_images": n, "steps": steps, "steps_per_s": steps / seconds,
+    "test_accuracy": correct / xte.shape[0], "mean_train_loss": loss_sum / steps,
+    "eval_seconds": eval_seconds, "load_seconds": load_seconds, "cpu_seconds_train": cpu_train,
+    "peak_rss_mb": common.peak_rss_mb()})

@@ -1,0 +1,69 @@
+// nll_loss in one pass over the targets each way: classification's loss without a chain of
+// gather, where and sum kernels. Sums accumulate in double.
+#include <algorithm>
+
+#include "ug/backend/cpu/cpu_backend.h"
+
+namespace ug::cpu {
+
+namespace {
+
+template <class T>
+void nll_loss_typed(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                    const Tensor& loss, const Tensor& total_weight) {
+  const int64_t n = x.size(0), classes = x.size(1);
+  const T* px = static_cast<const T*>(x.raw_data());
+  const auto* pt = static_cast<const int64_t*>(target.raw_data());
+  const T* pw = weight.defined() ? static_cast<const T*>(weight.raw_data()) : nullptr;
+  T* per_sample = loss.dim() == 1 ? static_cast<T*>(loss.raw_data()) : nullptr;
+  double sum = 0, weights = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = pt[i];
+    T li = T(0);
+    if (t != ignore_index) {
+      if (t < 0 || t >= classes)
+        fail<IndexError>("[nll_loss] Target ", t, " is out of bounds: class indices must be in [0, ", classes,
+                         ") or equal ignore_index (", ignore_index, ")");
+      const T wi = pw ? pw[t] : T(1);
+      li = -(wi * px[i * classes + t]);
+      sum += li;
+      weights += wi;
+    }
+    if (per_sample) per_sample[i] = li;
+  }
+  if (!per_sample) *static_cast<T*>(loss.raw_data()) = static_cast<T>(sum);
+  *static_cast<T*>(total_weight.raw_data()) = static_cast<T>(weights);
+}
+
+template <class T>
+void nll_loss_backward_typed(const Tensor& g, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                             const Tensor& dx) {
+  const int64_t n = dx.size(0), classes = dx.size(1);
+  const T* pg = static_cast<const T*>(g.raw_data());
+  const int64_t g_step = g.dim() == 0 ? 0 : 1;
+  const auto* pt = static_cast<const int64_t*>(target.raw_data());
+  const T* pw = weight.defined() ? static_cast<const T*>(weight.raw_data()) : nullptr;
+  T* pd = static_cast<T*>(dx.raw_data());
+  std::fill(pd, pd + n * classes, T(0));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = pt[i];
+    if (t == ignore_index || t < 0 || t >= classes) continue;  // forward rejected out-of-range ones
+    pd[i * classes + t] = -(pg[i * g_step] * (pw ? pw[t] : T(1)));
+  }
+}
+
+}  // namespace
+
+void CpuBackend::nll_loss(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                          const Tensor& loss, const Tensor& total_weight) {
+  dispatch_float_or_double(x.dtype(), "nll_loss",
+                           [&](auto t) { nll_loss_typed<decltype(t)>(x, target, weight, ignore_index, loss, total_weight); });
+}
+
+void CpuBackend::nll_loss_backward(const Tensor& g, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                                   const Tensor& dx) {
+  dispatch_float_or_double(dx.dtype(), "nll_loss",
+                           [&](auto t) { nll_loss_backward_typed<decltype(t)>(g, target, weight, ignore_index, dx); });
+}
+
+}  // namespace ug::cpu
