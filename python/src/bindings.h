@@ -23,6 +23,12 @@ void bind_nn_conv(nb::module_& nn, nb::module_& functional);
 void bind_nn_functional(nb::module_& nn, nb::module_& functional);
 void bind_optim(nb::module_& optim);
 void bind_data(nb::module_& data);
+/** ug.data.read_csv and read_npz. */
+void bind_data_readers(nb::module_& data);
+/** ug.data.transforms: the image transforms. */
+void bind_data_transforms(nb::module_& data);
+/** ug.datasets: FashionMNIST. */
+void bind_datasets(nb::module_& datasets);
 /** ug.save, ug.load and ug.safetensors (the safetensors format). */
 void bind_io(nb::module_& m);
 /** unigrad.errors.NoBatchingRule, the Python face of ug::NoBatchingRule. */

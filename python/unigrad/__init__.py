@@ -6,9 +6,9 @@ here is a thin layer over the C++ library in unigrad._C.
 from . import _C
 from ._C import *  # noqa: F401,F403  (Tensor, dtypes, factories, elementwise functions)
 from ._C import Tensor, random  # noqa: F401
-# The star import brought _C's data, nn and optim submodules; the packages of those names wrap them.
-del data, nn, optim  # noqa: F821
-from . import autograd, cuda, data, debugging, memory, nn, optim  # noqa: F401,E402
+# The star import brought _C's data, datasets, nn and optim submodules; the modules of those names wrap them.
+del data, datasets, nn, optim  # noqa: F821
+from . import autograd, cuda, data, datasets, debugging, memory, nn, optim  # noqa: F401,E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .transforms import (GradientTape, grad, hessian, jacfwd, jacobian, jacrev, jvp,  # noqa: F401
                          value_and_grad, vjp, vmap)

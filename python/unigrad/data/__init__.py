@@ -3,3 +3,5 @@ from .. import _C
 from .._export import export
 
 __all__ = export(_C.data, globals())
+
+from . import transforms  # noqa: E402,F401
