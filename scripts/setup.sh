@@ -9,7 +9,7 @@ cd "$root"
 apt_packages=(
   build-essential ninja-build ccache pkg-config
   libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev
-  libprotobuf-dev protobuf-compiler
+  libprotobuf-dev protobuf-compiler libzip-dev clang-14 libclang-rt-14-dev
   dataset-fashion-mnist
 )
 missing=()

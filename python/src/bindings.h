@@ -32,6 +32,12 @@ void bind_data_sets(nb::module_& data);
 void bind_data_samplers(nb::module_& data);
 void bind_data_loader(nb::module_& data);
 void bind_data_pipeline(nb::module_& data);
+/** ug.data.read_csv and read_npz. */
+void bind_data_readers(nb::module_& data);
+/** ug.data.transforms: the image transforms. */
+void bind_data_transforms(nb::module_& data);
+/** ug.datasets: FashionMNIST. */
+void bind_datasets(nb::module_& datasets);
 /** ug.save, ug.load and ug.safetensors (the safetensors format). */
 void bind_io(nb::module_& m);
 /** ug.logging: SummaryWriter (TensorBoard event files) and SVG charts of training metrics. */

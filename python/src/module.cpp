@@ -58,6 +58,8 @@ NB_MODULE(_C, m) {
       PyErr_SetString(index_error, e.what());
     } catch (const ug::RuntimeError& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const ug::FileNotFoundError& e) {
+      PyErr_SetString(PyExc_FileNotFoundError, e.what());
     }
   });
   auto tensor = nb::class_<ug::Tensor>(m, "Tensor");
@@ -84,6 +86,10 @@ NB_MODULE(_C, m) {
   ugpy::bind_data_samplers(data);
   ugpy::bind_data_loader(data);
   ugpy::bind_data_pipeline(data);
+  ugpy::bind_data_readers(data);
+  ugpy::bind_data_transforms(data);
+  nb::module_ datasets = m.def_submodule("datasets", "ready-made data sets (torchvision.datasets)");
+  ugpy::bind_datasets(datasets);
   ugpy::bind_io(m);
   nb::module_ models = m.def_submodule("models", "the built-in architectures of `ug train`");
   ugpy::bind_models(models);

@@ -57,5 +57,9 @@ def test_malformed_files_raise_clear_errors(tmp_path):
     huge = bytes([0, 0, 0x08, 3]) + (2**31).to_bytes(4, "big") * 3
     with pytest.raises(ValueError, match="more than 2\\^32"):
         ug.data.read_idx(write(tmp_path, huge, name="huge"))
+    # Found by fuzzing: a zero size let the others grow until the strides overflowed.
+    empty_but_huge = bytes([0, 0, 0x08, 3]) + (0).to_bytes(4, "big") + (2**31).to_bytes(4, "big") * 2
+    with pytest.raises(ValueError, match="more than 2\\^32"):
+        ug.data.read_idx(write(tmp_path, empty_but_huge, name="empty_huge"))
     with pytest.raises(ValueError, match="cannot open"):
         ug.data.read_idx(os.path.join(tmp_path, "missing.idx"))

@@ -17,3 +17,4 @@ class IterableDataset:
 
 
 __all__.append("IterableDataset")
+from . import transforms  # noqa: E402,F401

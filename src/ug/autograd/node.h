@@ -76,10 +76,8 @@ class SavedTensor {
   Tensor data_;
   uint32_t version_ = 0;
   bool is_output_ = false;
-  bool was_leaf_requiring_grad_ = false;
   Ref<Node> grad_fn_;  // inputs keep their history, so double backward reaches them
   uint32_t output_nr_ = 0;
-  bool released_ = false;
 };
 
 /** The node that ends every path at a leaf: adds the incoming gradient into leaf.grad. */

@@ -24,6 +24,10 @@ struct IndexError : std::out_of_range {
 struct RuntimeError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+/** A file that is needed does not exist: Python FileNotFoundError. */
+struct FileNotFoundError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 namespace detail {
 template <class... Args>

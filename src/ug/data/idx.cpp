@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -13,6 +14,8 @@ namespace {
 
 // No real IDX file comes near this; a hostile header must not make us allocate more.
 constexpr uint64_t kMaxElements = uint64_t{1} << 32;
+// Deflate expands at most about 1032-fold: a gzip file cannot hold more data than this.
+constexpr uint64_t kMaxInflateRatio = 1032;
 
 /** Reads exactly n bytes, or fails naming the file: gzread reads plain files too. */
 void read_exact(gzFile f, void* out, size_t n, const std::string& path, const char* what) {
@@ -47,16 +50,27 @@ Tensor read_idx(const std::string& path) {
   const int rank = magic[3];
   if (rank == 0) fail("[read_idx] ", path, ": an IDX file needs at least one dimension");
   Dims shape;
-  uint64_t numel = 1;
+  uint64_t numel = 1, extent = 1;  // extent skips zero sizes: the strides must stay in range too
   for (int d = 0; d < rank; ++d) {
     unsigned char b[4];
     read_exact(f.get(), b, 4, path, "sizes");
     const uint32_t size = big_endian32(b);
-    if (size > 0 && numel > kMaxElements / size)
+    if (extent > kMaxElements / std::max<uint32_t>(size, 1))
       fail("[read_idx] ", path, ": the sizes describe more than 2^32 elements (dimension ", d, " is ", size, ")");
+    extent *= std::max<uint32_t>(size, 1);
     numel *= size;
     shape.push_back(size);
   }
+  // Checked before anything is allocated, so a small hostile header cannot ask for gigabytes.
+  static constexpr int kWidth[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 2, 4, 4, 8, 0};
+  const uint64_t item_width = kWidth[magic[2] & 15];
+  std::error_code ec;
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  const uint64_t header = 4 + 4 * uint64_t(rank);
+  const uint64_t room = gzdirect(f.get()) ? file_size - std::min(file_size, header) : file_size * kMaxInflateRatio;
+  if (!ec && numel * item_width > room)
+    fail("[read_idx] ", path, ": the file ends inside the data: the sizes describe ", numel * item_width,
+         " bytes, more than the ", file_size, "-byte file can hold (truncated or not an IDX file)");
   auto read_as = [&](DType stored, size_t width) {
     Tensor t = empty(shape, {.dtype = stored, .device = {}});
     read_exact(f.get(), t.raw_data(), numel * width, path, "data");

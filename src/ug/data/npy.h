@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "ug/core/tensor.h"
 
@@ -12,5 +13,9 @@ namespace ug::data {
  *  either byte order, C or Fortran order. A malformed or truncated file raises
  *  ug::ValueError naming the file and the problem. */
 Tensor read_npy(const std::string& path);
+
+/** The same from .npy bytes in memory (an .npz member, a network buffer); `name` labels
+ *  the error messages. Never allocates more than the bytes describe. */
+Tensor parse_npy(std::string_view bytes, const std::string& name = "<bytes>");
 
 }  // namespace ug::data

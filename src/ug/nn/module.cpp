@@ -92,7 +92,7 @@ void Module::unregister(const std::string& name) {
 void Module::collect_parameters(const std::string& prefix, bool recurse,
                                 std::vector<std::pair<std::string, Tensor>>& out) const {
   for (const auto& [name, t] : parameters_)
-    if (t.defined() && std::none_of(out.begin(), out.end(), [&](const auto& p) { return p.second.impl_ref() == t.impl_ref(); }))
+    if (t.defined() && std::none_of(out.begin(), out.end(), [&t = t](const auto& p) { return p.second.impl_ref() == t.impl_ref(); }))
       out.emplace_back(join(prefix, name), t);
   if (recurse)
     for (const auto& [name, m] : children_)
@@ -373,7 +373,7 @@ std::string Module::summary(const Shape& input_shape, DType dtype) {
   };
   collect("", *this);
   for (auto& [name, m] : layers) {
-    size_t id = m->register_forward_hook([&rows, name](Module& mod, const Tensor&, const Tensor& out) {
+    size_t id = m->register_forward_hook([&rows, name = name](Module& mod, const Tensor&, const Tensor& out) {
       rows.push_back({name, mod.type_name(), out.shape(), mod.num_parameters()});
       return std::optional<Tensor>();
     });

@@ -82,6 +82,8 @@ template <class... F>
 struct Overloaded : F... {
   using F::operator()...;
 };
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;  // clang before 17 does not deduce aggregates by itself
 
 /** How many dims of the indexed tensor an entry consumes. */
 int64_t dims_used(const TensorIndex& entry) {

@@ -3,7 +3,8 @@
 // say so under -ffast-math, which we do not use.
 #pragma once
 
-#if defined(__x86_64__) && defined(__GNUC__)
+// GCC's simd attribute; clang (which also defines __GNUC__) has no such attribute.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define UG_SIMD_DECL __attribute__((simd("notinbranch")))
 extern "C" {
 UG_SIMD_DECL float expf(float);
