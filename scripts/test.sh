@@ -3,7 +3,8 @@
 # the Python suite under pytest (ops checked against PyTorch 2.13; the elementwise and
 # reduction tests once more on the portable kernels), and the C++ suite again
 # built with AddressSanitizer (leak checks included) and UndefinedBehaviorSanitizer
-# (build-asan/), where any report fails the run.
+# (build-asan/), where any report fails the run, and the file loaders under libFuzzer
+# (scripts/fuzz.sh, build-fuzz/).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -26,3 +27,7 @@ fi
 cmake --build build-asan -j"$(nproc)" --target ug_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   build-asan/tests/cpp/ug_tests
+
+# Every file loader (safetensors, IDX, NPY, NPZ, CSV) fuzzed with libFuzzer for a bounded time
+# from the committed seed corpus in fuzz/corpus/.
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh

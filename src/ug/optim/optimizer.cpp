@@ -81,8 +81,9 @@ void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& gr
   for (ParamGroup& g : groups_)
     for (Tensor& p : g.params()) saved.emplace_back(p, p.grad());
   for (const auto& [grad, var] : grads_and_vars) {
-    const bool known = std::any_of(saved.begin(), saved.end(),
-                                   [&](const auto& s) { return s.first.impl_ref().get() == var.impl_ref().get(); });
+    const TensorImpl* impl = var.impl_ref().get();
+    const bool known =
+        std::any_of(saved.begin(), saved.end(), [impl](const auto& s) { return s.first.impl_ref().get() == impl; });
     if (!known) fail("[", name_, ".apply_gradients] a variable of shape ", var.shape(), " is not one of its parameters");
     if (grad.defined() && grad.shape() != var.shape())
       fail("[", name_, ".apply_gradients] gradient of shape ", grad.shape(), " for a variable of shape ", var.shape());
