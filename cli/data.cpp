@@ -1,10 +1,10 @@
 #include "data.h"
 
-#include <array>
-#include <cstdlib>
 #include <filesystem>
 
 #include "ug/core/error.h"
+#include "ug/data/csv.h"
+#include "ug/data/fashion_mnist.h"
 #include "ug/data/idx.h"
 #include "ug/data/npy.h"
 #include "ug/ops/binary.h"
@@ -15,27 +15,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::array<const char*, 10> kFashionClasses = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                                         "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
-
-std::string fashion_mnist_dir() {
-  const char* env = std::getenv("FASHION_MNIST_DIR");
-  return env && *env ? env : "/usr/share/datasets/fashion-mnist";
-}
-
-/** The IDX file `stem` in `dir`, gzip-compressed or not. */
-std::string idx_in(const std::string& dir, const std::string& stem, bool default_set) {
-  for (const std::string& name : {stem + ".gz", stem})
-    if (fs::exists(fs::path(dir) / name)) return (fs::path(dir) / name).string();
-  fail("[data] ", (fs::path(dir) / (stem + ".gz")).string(), " is missing",
-       default_set ? "; install Fashion-MNIST with `sudo apt-get install dataset-fashion-mnist` or set "
-                     "FASHION_MNIST_DIR to a folder holding its four files"
-                   : "");
-}
-
-Tensor read_array(const std::string& path) {
+/** An IDX, NPY or CSV file's array; CSV cells are read as `csv_dtype` (a header is skipped). */
+Tensor read_array(const std::string& path, DType csv_dtype) {
   if (!fs::exists(path)) fail("[data] ", path, " does not exist");
-  return path.ends_with(".npy") ? data::read_npy(path) : data::read_idx(path);
+  if (path.ends_with(".npy")) return data::read_npy(path);
+  if (path.ends_with(".csv")) return data::read_csv(path, {.delimiter = ',', .header = {}, .dtype = csv_dtype});
+  return data::read_idx(path);
 }
 
 }  // namespace
@@ -60,14 +45,12 @@ Split load_split(const DataFlags& flags, bool train) {
   if (images_path.empty() != labels_path.empty())
     throw UsageError(std::string("give both --") + (train ? "train" : "test") + "-images and --" +
                      (train ? "train" : "test") + "-labels, or neither");
-  if (images_path.empty()) {
-    const bool default_set = flags.data == "fashion-mnist";
-    const std::string dir = default_set ? fashion_mnist_dir() : flags.data;
-    const std::string prefix = train ? "train" : "t10k";
-    images_path = idx_in(dir, prefix + "-images-idx3-ubyte", default_set);
-    labels_path = idx_in(dir, prefix + "-labels-idx1-ubyte", default_set);
+  if (images_path.empty()) {  // the four IDX files of a (Fashion-)MNIST folder
+    data::FashionMNIST set(flags.data == "fashion-mnist" ? "" : flags.data, train);
+    return {set.data().to(DType::Float32).div(255.0).unsqueeze(1), set.targets()};
   }
-  Tensor images = load_images(images_path), labels = read_array(labels_path);
+  Tensor images = load_images(images_path), labels = read_array(labels_path, DType::Int64);
+  if (labels.dim() == 2 && labels.size(1) == 1) labels = labels.reshape({-1});  // a one-column CSV
   if (labels.dim() != 1 || images.size(0) != labels.size(0))
     fail("[data] ", images_path, " and ", labels_path, " must hold N images and N labels; got ", images.size(0),
          " images and labels of shape ", labels.shape());
@@ -76,7 +59,7 @@ Split load_split(const DataFlags& flags, bool train) {
 }
 
 Tensor load_images(const std::string& path) {
-  Tensor images = read_array(path);
+  Tensor images = read_array(path, DType::Float32);
   if (images.dim() < 2 || images.size(0) == 0)
     fail("[data] ", path, " must hold a batch of images (N, ...), got shape ", images.shape());
   Tensor x = images.dtype() == DType::UInt8 ? images.to(DType::Float32) / 255.0 : images.to(DType::Float32);
@@ -86,7 +69,8 @@ Tensor load_images(const std::string& path) {
 
 std::string class_name(int64_t label, const DataFlags& flags) {
   const bool fashion = flags.data == "fashion-mnist" && flags.test_labels.empty();
-  return fashion && label >= 0 && label < 10 ? kFashionClasses[label] : "class " + std::to_string(label);
+  return fashion && label >= 0 && label < 10 ? std::string(data::FashionMNIST::classes()[label])
+                                             : "class " + std::to_string(label);
 }
 
 }  // namespace ug::cli

@@ -1,5 +1,5 @@
 // The data options `ug train`, `ug eval` and `ug predict` share: Fashion-MNIST by default, or
-// image and label files given by path (IDX, gzip or not, and NPY), read into memory.
+// image and label files given by path (IDX, gzip or not, NPY and CSV), read into memory.
 #pragma once
 
 #include <string>
@@ -22,7 +22,7 @@ struct DataFlags {
   "\n"                                                                                           \
   "data (default: Fashion-MNIST from Debian's dataset-fashion-mnist package):\n"                 \
   "  --data D            fashion-mnist, or a folder with the four (Fashion-)MNIST IDX files\n"   \
-  "  --train-images F    training images: .idx/.idx.gz (IDX) or .npy, uint8 or float\n"          \
+  "  --train-images F    training images: .idx/.idx.gz (IDX), .npy or .csv (a row each)\n"       \
   "  --train-labels F    training labels, same formats\n"                                        \
   "  --test-images F     test images\n"                                                          \
   "  --test-labels F     test labels\n"
@@ -35,7 +35,7 @@ struct Split {
   Tensor labels;  // int64 (N)
 };
 
-/** Images from an IDX or NPY file as a Split holds them. */
+/** Images from an IDX, NPY or CSV file as a Split holds them. */
 Tensor load_images(const std::string& path);
 
 /** The training or the test split the flags name; a missing file names itself and, for the

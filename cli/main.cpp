@@ -61,7 +61,7 @@ constexpr Command kCommands[] = {
      "\n"
      "options:\n"
      "  --index I [I ...]   test images to classify (default 0 1 2 3 4)\n"
-     "  --file F            classify the images in F (.idx/.idx.gz or .npy) instead\n"
+     "  --file F            classify the images in F (.idx/.idx.gz, .npy or .csv) instead\n"
      "  -h, --help          show this help\n" UG_DATA_USAGE,
      run_predict},
     {"demo", "create, print and multiply tensors; check and time matrix products",

@@ -7,25 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "ug/ug.h"
-
-namespace {
-
-const char* const kClasses[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
-
-/** Images as float32 (N, 784) in [0, 1] and int64 labels, from Debian's IDX files. */
-std::pair<ug::Tensor, ug::Tensor> load(const std::string& split, int64_t limit) {
-  const char* env = std::getenv("FASHION_MNIST_DIR");
-  const std::string dir = env ? env : "/usr/share/datasets/fashion-mnist";
-  ug::Tensor images = ug::data::read_idx(dir + "/" + split + "-images-idx3-ubyte.gz");
-  ug::Tensor labels = ug::data::read_idx(dir + "/" + split + "-labels-idx1-ubyte.gz");
-  const int64_t n = limit > 0 ? std::min(limit, images.size(0)) : images.size(0);
-  return {images.narrow(0, 0, n).reshape({n, 784}).to(ug::float32) / 255.0, labels.narrow(0, 0, n).to(ug::int64)};
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   const int64_t epochs = argc > 1 ? std::atoll(argv[1]) : 3;
@@ -34,12 +18,16 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(out);
   try {
     ug::manual_seed(0);
-    auto [x_train, y_train] = load("train", limit);
-    auto [x_test, y_test] = load("t10k", 0);
-    ug::data::DataLoader train(std::make_shared<ug::data::TensorDataset>(std::vector<ug::Tensor>{x_train, y_train}),
-                               {.batch_size = 64, .shuffle = true, .num_workers = 2, .seed = 0});
-    ug::data::DataLoader test(std::make_shared<ug::data::TensorDataset>(std::vector<ug::Tensor>{x_test, y_test}),
-                              {.batch_size = 1000});
+    // Images (1, 28, 28) in [0, 1] and int64 labels, from Debian's dataset-fashion-mnist.
+    std::shared_ptr<ug::data::Dataset> train_set = std::make_shared<ug::data::FashionMNIST>("", true);
+    auto test_set = std::make_shared<ug::data::FashionMNIST>("", false);
+    if (limit > 0) {
+      std::vector<int64_t> first(static_cast<size_t>(limit));
+      for (int64_t i = 0; i < limit; ++i) first[i] = i;
+      train_set = std::make_shared<ug::data::Subset>(train_set, first);
+    }
+    ug::data::DataLoader train(train_set, {.batch_size = 64, .shuffle = true, .num_workers = 2, .seed = 0});
+    ug::data::DataLoader test(test_set, {.batch_size = 1000});
 
     ug::models::Architecture arch{"mlp", {}};  // Sequential(Flatten, Linear(784, 128), ReLU, Linear(128, 10))
     auto model = ug::models::build(arch);
@@ -61,11 +49,15 @@ int main(int argc, char** argv) {
     ug::models::save_model(*model, arch, out + "/model.safetensors");
     ug::logging::plot_history({history->history.begin(), history->history.end()}, out + "/history.svg",
                               "mlp on fashion-mnist");
-    ug::Tensor probabilities = trainer.predict(x_test.narrow(0, 0, 5)).softmax(1);
+    const std::vector<int64_t> first_five = {0, 1, 2, 3, 4};
+    ug::data::Example images_labels = test_set->get_batch(first_five);
+    ug::Tensor probabilities = trainer.predict(images_labels[0]).softmax(1);
+    const auto& classes = ug::data::FashionMNIST::classes();
     for (int64_t i = 0; i < 5; ++i) {
       auto [p, label] = ug::max(probabilities[i], 0);
       std::printf("test image %lld: %-12s p=%.3f  true: %s\n", static_cast<long long>(i),
-                  kClasses[label.item<int64_t>()], p.item<double>(), kClasses[y_test[i].item<int64_t>()]);
+                  std::string(classes[label.item<int64_t>()]).c_str(), p.item<double>(),
+                  std::string(classes[images_labels[1][i].item<int64_t>()]).c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_fashion_mnist: %s\n", e.what());

@@ -8,16 +8,6 @@ import os
 
 import unigrad as ug
 
-CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
-FASHION = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
-
-
-def load(split, limit=None):
-    """Images as float32 (N, 784) in [0, 1] and int64 labels, from Debian's IDX files."""
-    images = ug.data.read_idx(f"{FASHION}/{split}-images-idx3-ubyte.gz")[:limit]
-    labels = ug.data.read_idx(f"{FASHION}/{split}-labels-idx1-ubyte.gz")[:limit]
-    return images.reshape(-1, 784).float() / 255, labels.long()
-
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -28,11 +18,12 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     ug.manual_seed(0)
-    x_train, y_train = load("train", args.limit)
-    x_test, y_test = load("t10k")
-    train = ug.data.DataLoader(ug.data.TensorDataset(x_train, y_train), batch_size=64, shuffle=True, seed=0,
-                               num_workers=2)
-    test = ug.data.DataLoader(ug.data.TensorDataset(x_test, y_test), batch_size=1000)
+    train_set = ug.datasets.fashion_mnist(train=True)  # images (1, 28, 28) in [0, 1], int64 labels
+    test_set = ug.datasets.fashion_mnist(train=False)
+    if args.limit:
+        train_set = ug.data.Subset(train_set, range(args.limit))
+    train = ug.data.DataLoader(train_set, batch_size=64, shuffle=True, seed=0, num_workers=2)
+    test = ug.data.DataLoader(test_set, batch_size=1000)
 
     arch = ug.models.Architecture("mlp")  # nn.Sequential(Flatten, Linear(784, 128), ReLU, Linear(128, 10))
     model = ug.models.build(arch)
@@ -48,9 +39,11 @@ def main():
 
     ug.models.save_model(model, arch, f"{args.out}/model.safetensors")
     ug.logging.plot_history(history, f"{args.out}/history.svg", title="mlp on fashion-mnist")
-    probabilities = model.predict(x_test[:5], verbose=0).softmax(1)
-    for i, (p, label) in enumerate(zip(probabilities, y_test[:5].tolist())):
-        print(f"test image {i}: {CLASSES[p.argmax().item()]:<12} p={p.max().item():.3f}  true: {CLASSES[label]}")
+    images, labels = test_set.get_batch(range(5))
+    probabilities = model.predict(images, verbose=0).softmax(1)
+    for i, (p, label) in enumerate(zip(probabilities, labels.tolist())):
+        print(f"test image {i}: {test_set.classes[p.argmax().item()]:<12} p={p.max().item():.3f}  "
+              f"true: {test_set.classes[label]}")
 
 
 if __name__ == "__main__":
