@@ -36,7 +36,7 @@ BEGIN, END = "<!-- bench/run.py:begin -->", "<!-- bench/run.py:end -->"
 PEER_SCRIPTS = ("op_overhead.py", "elementwise.py", "gemm.py", "machine_baseline.py", "cnn_train.py",
                 "transformer_step.py", "mlp_train_epoch.py", "infer_latency.py", "startup_and_memory.py")
 UG_SCRIPTS = ("op_overhead.py", "elementwise.py", "gemm.py", "cnn_train.py", "transformer_step.py",
-              "mlp_train_epoch.py", "infer_latency.py")
+              "mlp_train_epoch.py", "infer_latency.py", "dataloader.py")
 # The configurations of the peers' README: on 2 cores, torch's and OpenBLAS's spinning
 # pools fight, so the fastest configuration differs between workloads.
 TORCH_CONFIGS = {
@@ -229,6 +229,8 @@ def rate(bench, case, seconds, extra):
         return seconds * 1e3, "ms/step", False
     if bench == "mlp_train_epoch":
         return seconds, "s", False
+    if bench == "dataloader":
+        return extra["images_per_s"], "images/s", True
     if bench == "mlp_train_step":
         return seconds * 1e6, "µs/step", False
     if bench == "infer_latency":
@@ -336,7 +338,9 @@ def rows_for(impl, where):
              [("≤ 0.8× torch time", lambda u, t, m: t is not None and speedup(u, t) >= 1 / 0.8)]),
             ("Transformer encoder block step (forward, backward, AdamW), " + where, "transformer_step", "", impl,
              True, [("≤ 0.8× torch time", lambda u, t, m: t is not None and speedup(u, t) >= 1 / 0.8)]),
-            # Data loading (DataLoader throughput against torch.utils.data) goes here.
+            ("DataLoader, Fashion-MNIST epoch, shuffled, batch 64, 2 worker threads, normalised, " + where,
+             "dataloader", "fashion_mnist_b64_w2", impl, False,
+             [("≥ 50,000 images/s", lambda u, t, m: u["value"] >= 50000)]),
             (infer + "batch 1, " + where, "infer_latency", "batch1", impl, True, []),
             (infer + "batch 256, " + where, "infer_latency", "batch256", impl, True, []),
         ]

@@ -37,11 +37,14 @@ int run_env(const Args& args) {
   row("compiler", "GCC " __VERSION__);
 #endif
   row("standard", cxx_standard());
-  row("BLAS", std::string(openblas_get_config()) + ", " +
-                  std::to_string(openblas_get_num_threads()) + " threads");
+  const int threads = ug::get_num_threads();  // starts the pool, which sets OpenBLAS to 1 thread
+  row("BLAS", std::string(openblas_get_config()) + ", " + std::to_string(openblas_get_num_threads()) +
+                  " thread per call inside unigrad's pool");
   row("SIMD", ug::cpu::cpu_backend().isa());
-  row("threads", std::to_string(ug::get_num_threads()));
+  row("threads", std::to_string(threads));
   row("devices", "cpu; cuda: not built");
+  row("parts", "TensorBoard logs (protobuf " UG_PROTOBUF_VERSION "), .npz (libzip " UG_LIBZIP_VERSION
+               "), safetensors (nlohmann-json " UG_JSON_VERSION "); ONNX, serving: not built");
   return 0;
 }
 

@@ -71,7 +71,9 @@ def test_env_reports_the_build():
     assert r.returncode == 0
     keys = [line.split()[0] for line in r.stdout.splitlines()]
     assert keys[:4] == ["unigrad", "compiler", "standard", "BLAS"]
-    assert "SIMD" in keys and "devices" in keys
+    assert {"SIMD", "threads", "devices", "parts"} <= set(keys)
+    assert "thread per call inside unigrad's pool" in r.stdout  # OpenBLAS runs single-threaded in our tasks
+    assert "protobuf 3." in r.stdout and "libzip 1." in r.stdout
 
 
 def fashion_slice(tmp_path, n_train=2000, n_test=500):
