@@ -56,6 +56,7 @@ std::vector<void*> CachingCpuAllocator::evict_large() {
   auto over = [&] { return large_live_ + large_cached_ > large_high_water_; };
   for (int cls = static_cast<int>(free_lists_.size()) - 1; cls >= size_class(kHugeFrom) && over(); --cls) {
     auto& list = free_lists_[cls];
+    if (list.empty()) continue;  // the top classes are sizes no block has (class_size would overflow)
     const auto bytes = static_cast<int64_t>(class_size(cls));
     while (!list.empty() && over()) {
       out.push_back(list.back());
