@@ -4,15 +4,14 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <numbers>
-#include <sstream>
 
 #include "cli.h"
 #include "data.h"
 #include "ug/core/error.h"
 #include "ug/core/random.h"
 #include "ug/core/thread_pool.h"
+#include "ug/data/csv.h"
 #include "ug/data/data_loader.h"
 #include "ug/data/datasets.h"
 #include "ug/log/history_chart.h"
@@ -45,21 +44,15 @@ train::Schedule make_schedule(const std::string& name, double base, int64_t epoc
 
 /** The metrics per epoch in metrics.csv (all epochs, also those before a --resume). */
 logging::MetricHistory read_history(const fs::path& csv) {
-  std::ifstream in(csv);
-  std::string line, cell;
-  std::getline(in, line);
-  std::vector<std::string> columns;
-  for (std::stringstream header(line); std::getline(header, cell, ',');) columns.push_back(cell);
-  std::vector<std::vector<double>> values(columns.size());
-  while (std::getline(in, line)) {
-    std::stringstream row(line);
-    for (size_t c = 0; c < columns.size() && std::getline(row, cell, ','); ++c)
-      values[c].push_back(cell == "NA" ? std::nan("") : std::stod(cell));
-  }
+  data::CsvTable table = data::read_csv_table(csv.string(), {.delimiter = ',', .header = true, .dtype = DType::Float64});
   logging::MetricHistory history;
   for (const char* name : {"loss", "val_loss", "accuracy", "val_accuracy"})
-    for (size_t c = 0; c < columns.size(); ++c)
-      if (columns[c] == name) history.emplace_back(name, values[c]);
+    for (size_t c = 0; c < table.columns.size(); ++c)
+      if (table.columns[c] == name) {
+        Tensor column = table.data.select(1, static_cast<int64_t>(c)).contiguous();
+        history.emplace_back(name, std::vector<double>(column.data_ptr<double>(),
+                                                       column.data_ptr<double>() + column.numel()));
+      }
   return history;
 }
 

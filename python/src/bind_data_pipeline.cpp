@@ -18,19 +18,13 @@ using ug::data::ElementStream;
 using ug::data::Example;
 using ug::data::Pipeline;
 
-nb::tuple element_to_python(const Example& e) {
-  nb::list fields;
-  for (const ug::Tensor& t : e) fields.append(nb::cast(t));
-  return nb::tuple(fields);
-}
-
 /** A Python function of the element's fields (tf.data unpacks tuples), returning a tensor
  *  or a tuple of tensors. It runs on whichever thread pulls the element, with the GIL. */
 ug::data::MapFn map_fn_from_python(nb::handle fn) {
   if (!PyCallable_Check(fn.ptr())) ug::fail<ug::TypeError>("[map] expected a callable");
   return [f = std::make_shared<PyRef>(nb::borrow(fn))](Example e) {
     nb::gil_scoped_acquire gil;
-    return example_from_python(f->get()(*element_to_python(e)), "map: the function's result");
+    return example_from_python(f->get()(*example_to_tuple(e)), "map: the function's result");
   };
 }
 
@@ -45,7 +39,7 @@ class PipelineIterator {
   nb::tuple next() {
     std::optional<Example> e = without_gil([&] { return pass_ ? pass_->next() : std::nullopt; });
     if (!e) throw nb::stop_iteration();
-    return element_to_python(*e);
+    return example_to_tuple(*e);
   }
 
  private:

@@ -53,12 +53,6 @@ int64_t normalize_index(int64_t index, int64_t size, const char* op) {
   return index;
 }
 
-nb::tuple sample_to_python(const Example& e) {
-  nb::list fields;
-  for (const ug::Tensor& t : e) fields.append(nb::cast(t));
-  return nb::tuple(fields);
-}
-
 std::vector<double> lengths_from_python(nb::handle lengths) {
   std::vector<double> out;
   for (nb::handle l : lengths) {
@@ -93,7 +87,7 @@ void bind_data_sets(nb::module_& data) {
       .def("__len__", &Dataset::size)
       .def("__getitem__",
            [](const Dataset& d, int64_t index) {
-             return sample_to_python(d.get(normalize_index(index, d.size(), "Dataset")));
+             return example_to_tuple(d.get(normalize_index(index, d.size(), "Dataset")));
            },
            "index"_a, "Sample `index` as a tuple of tensors.")
       .def("__add__", [](nb::handle self, nb::handle other) {

@@ -6,6 +6,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "convert.h"
+#include "data_python.h"
 #include "data_transforms_python.h"
 
 namespace ugpy {
@@ -15,40 +16,20 @@ namespace tf = ug::data::transforms;
 
 namespace {
 
-/** A Python callable kept alive by C++; the GIL is taken to call it and to drop it. */
-class PyFunction {
- public:
-  explicit PyFunction(nb::object fn) : fn_(std::move(fn)) {}
-  ~PyFunction() {
-    if (!Py_IsInitialized()) {
-      fn_.release();  // the interpreter is gone: nothing left to free
-      return;
-    }
-    nb::gil_scoped_acquire gil;
-    fn_.reset();
-  }
-  PyFunction(const PyFunction&) = delete;
-  PyFunction& operator=(const PyFunction&) = delete;
-  const nb::object& object() const { return fn_; }
-
- private:
-  nb::object fn_;
-};
-
 /** What a Lambda made from a Python callable calls. `implicit`: the Lambda wraps a callable
  *  given where a transform goes, so Python sees the callable again rather than the wrapper. */
 struct PyCall {
-  std::shared_ptr<PyFunction> fn;
+  std::shared_ptr<PyRef> fn;  // shared: copies of the Lambda take no GIL
   bool implicit;
   ug::Tensor operator()(const ug::Tensor& x) const {
     nb::gil_scoped_acquire gil;
-    nb::object out = fn->object()(x);
+    nb::object out = fn->get()(x);
     if (nb::isinstance<ug::Tensor>(out)) return nb::cast<ug::Tensor>(out);
     return tensor_from_data(out, std::nullopt, std::nullopt);
   }
 };
 
-PyCall py_call(nb::handle fn, bool implicit) { return PyCall{std::make_shared<PyFunction>(nb::borrow(fn)), implicit}; }
+PyCall py_call(nb::handle fn, bool implicit) { return PyCall{std::make_shared<PyRef>(nb::borrow(fn)), implicit}; }
 
 /** One number or a sequence of them (anything with __float__: floats, ints, NumPy scalars, 0-d tensors). */
 std::vector<double> doubles_from_python(nb::handle h, const char* op, const char* what) {
@@ -89,7 +70,7 @@ std::shared_ptr<tf::Transform> transform_from_python(nb::handle obj, const char*
 nb::object transform_to_python(const std::shared_ptr<tf::Transform>& t) {
   if (!t) return nb::none();
   if (const auto* lambda = dynamic_cast<const tf::Lambda*>(t.get()))
-    if (const auto* call = lambda->function().target<PyCall>(); call && call->implicit) return call->fn->object();
+    if (const auto* call = lambda->function().target<PyCall>(); call && call->implicit) return call->fn->get();
   return nb::cast(t);
 }
 
@@ -171,7 +152,7 @@ void bind_data_transforms(nb::module_& data) {
            },
            "lambd"_a)
       .def_prop_ro("lambd", [](const tf::Lambda& l) -> nb::object {
-        if (const auto* call = l.function().target<PyCall>()) return call->fn->object();
+        if (const auto* call = l.function().target<PyCall>()) return call->fn->get();
         return nb::none();
       });
 }

@@ -3,6 +3,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include "data_python.h"
 #include "data_transforms_python.h"
 #include "ug/data/fashion_mnist.h"
 
@@ -12,12 +13,6 @@ using namespace nb::literals;
 using ug::data::FashionMNIST;
 
 namespace {
-
-nb::tuple example_to_python(const ug::data::Example& e) {
-  nb::list fields;
-  for (const ug::Tensor& t : e) fields.append(nb::cast(t));
-  return nb::tuple(fields);
-}
 
 /** Indices as a sequence of ints or an integer tensor. */
 std::vector<int64_t> indices_from_python(nb::handle h) {
@@ -64,7 +59,7 @@ void bind_datasets(nb::module_& datasets) {
                nb::gil_scoped_release release;
                e = d.get(index);
              }
-             return example_to_python(e);
+             return example_to_tuple(e);
            },
            "index"_a)
       .def("get_batch",
@@ -75,7 +70,7 @@ void bind_datasets(nb::module_& datasets) {
                nb::gil_scoped_release release;
                e = d.get_batch(idx);
              }
-             return example_to_python(e);
+             return example_to_tuple(e);
            },
            "indices"_a, "(images (N, 1, 28, 28), labels (N,)) for the samples at indices, each transform run once.")
       .def_prop_ro("data", &FashionMNIST::data, "The images as stored: (N, 28, 28) uint8.")

@@ -54,6 +54,12 @@ nb::object example_to_python(const ug::data::Example& e, bool single) {
   return out;
 }
 
+nb::tuple example_to_tuple(const ug::data::Example& e) {
+  nb::list fields;
+  for (const ug::Tensor& t : e) fields.append(nb::cast(t));
+  return nb::tuple(fields);
+}
+
 PyRef::PyRef(const PyRef& other) {
   nb::gil_scoped_acquire gil;
   obj_ = other.obj_;

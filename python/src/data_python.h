@@ -17,6 +17,8 @@ namespace ugpy {
 ug::data::Example example_from_python(nb::handle value, const char* op, bool* single = nullptr);
 /** A batch for Python: the tensor alone when `single`, else a list of tensors. */
 nb::object example_to_python(const ug::data::Example& e, bool single);
+/** A sample's or element's fields as a tuple of tensors (dataset[i], a pipeline's elements). */
+nb::tuple example_to_tuple(const ug::data::Example& e);
 
 /** A Python object that any thread may drop: it takes the GIL to let go of it. */
 class PyRef {
