@@ -9,7 +9,8 @@ cd "$root"
 apt_packages=(
   build-essential ninja-build ccache pkg-config
   libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev
-  libprotobuf-dev protobuf-compiler libzip-dev clang-14 libclang-rt-14-dev
+  libprotobuf-dev protobuf-compiler libonnx-dev libzip-dev clang-14 libclang-rt-14-dev
+  libcpp-httplib-dev wrk
   dataset-fashion-mnist
 )
 missing=()

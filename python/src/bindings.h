@@ -44,6 +44,9 @@ void bind_io(nb::module_& m);
 void bind_logging(nb::module_& logging);
 /** ug.train.save_checkpoint / load_checkpoint. */
 void bind_checkpoint(nb::module_& m);
+/** ug.onnx.export (tracing a forward pass) and ug.onnx.load (a trainable Module). */
+void bind_onnx_export(nb::module_& onnx);
+void bind_onnx_import(nb::module_& onnx);
 
 /** m.<name>, created on first use: several bind_* files add to one submodule (_C.train). */
 inline nb::module_ get_or_create_submodule(nb::module_& m, const char* name, const char* doc) {

@@ -97,4 +97,7 @@ NB_MODULE(_C, m) {
   ugpy::bind_logging(logging);
   ugpy::bind_train(m);
   ugpy::bind_checkpoint(m);
+  nb::module_ onnx = m.def_submodule("onnx", "ONNX export and import");
+  ugpy::bind_onnx_export(onnx);
+  ugpy::bind_onnx_import(onnx);
 }
