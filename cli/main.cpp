@@ -96,6 +96,18 @@ constexpr Command kCommands[] = {
      "options:\n"
      "  -h, --help    show this help\n",
      run_summary},
+    {"export", "write a saved model as an ONNX file with a dynamic batch size",
+     "usage: ug export MODEL OUT.onnx [--batch N] [--opset K]\n"
+     "\n"
+     "Traces MODEL (a .safetensors file written by `ug train`) on a random batch and\n"
+     "writes it to OUT.onnx: input \"input\", output \"logits\", both with a dynamic\n"
+     "batch axis named \"batch\", so the file runs at any batch size (onnxruntime, ...).\n"
+     "\n"
+     "options:\n"
+     "  --batch N     batch size of the traced example (default 2)\n"
+     "  --opset K     ONNX opset, 13..20 (default 17)\n"
+     "  -h, --help    show this help\n",
+     run_export},
 };
 
 void print_usage(std::FILE* out) {

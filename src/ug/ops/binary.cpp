@@ -5,6 +5,7 @@
 #include "ug/autograd/debugging.h"
 #include "ug/autograd/forward.h"
 #include "ug/autograd/record.h"
+#include "ug/onnx/trace.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
 #include "ug/ops/reduce.h"
@@ -24,6 +25,19 @@ constexpr BinaryInfo kBinaryInfo[] = {
 #undef UG_INFO
 };
 const BinaryInfo& info(BinaryOp op) { return kBinaryInfo[static_cast<int>(op)]; }
+
+const onnx::TracedOp kTraced[] = {
+#define UG_TRACED(Op) onnx::TracedOp(Op::name),
+    UG_BINARY_OPS(UG_TRACED)
+#undef UG_TRACED
+};
+const onnx::TracedOp& traced(BinaryOp op) { return kTraced[static_cast<int>(op)]; }
+
+/** The export trace keeps the operands as given (ONNX broadcasts them itself) and the dtype
+ *  the kernel computes in. */
+void record_trace(onnx::TraceScope& trace, const Tensor& a, const Tensor& b, const Tensor& out, DType compute) {
+  trace.record({a, b}, {out}, {{"compute_dtype", static_cast<int64_t>(compute)}});
+}
 
 /** torch's combine_categories: the lower-priority type only counts when its category is higher. */
 DType combine(std::optional<DType> higher, std::optional<DType> lower) {
@@ -132,6 +146,7 @@ std::pair<Tensor, Tensor> vjp(BinaryOp op, const Tensor& g, const Tensor& a, con
 }
 
 Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
+  onnx::TraceScope trace(traced(op));
   auto [compute, out_dtype] = compute_and_out(op, common, a.dtype(), b.dtype());
   if (a.device() != b.device())
     fail<RuntimeError>("[", info(op).name, "] expected both tensors on one device, got ", a.device(),
@@ -154,6 +169,7 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
       Tensor tb = t[1].defined() ? vjp(op, t[1], ac, bc, out).second : Tensor();
       return ta.defined() && tb.defined() ? ta + tb : ta.defined() ? ta : tb;
     });
+  if (trace) record_trace(trace, a, b, out, compute);
   if (is_floating(out_dtype) && autograd::needs_grad({&ac, &bc})) {
     // Only what the rule reads is kept: add and sub need nothing, pow also needs its output.
     const bool operands = op != BinaryOp::Add && op != BinaryOp::Sub && op != BinaryOp::FloorDivide;
@@ -204,6 +220,7 @@ Tensor binary(BinaryOp op, Scalar a, const Tensor& b) {
 }
 
 void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
+  onnx::TraceScope trace(traced(op));
   DType common = result_type(a, b);
   auto [compute, out_dtype] = compute_and_out(op, common, a.dtype(), b.dtype());
   if (promote_types(out_dtype, a.dtype()) != a.dtype() && !(is_floating(a.dtype()) && is_floating(out_dtype)))
@@ -225,6 +242,7 @@ void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
   } else {
     Tensor(a).copy_(run(op, common, a, b));
   }
+  if (trace) record_trace(trace, a, b, a, compute);
 }
 
 }  // namespace ug::ops
@@ -271,7 +289,10 @@ UG_DEFINE_BINARY(bitwise_or, BitwiseOr)
 UG_DEFINE_BINARY(bitwise_xor, BitwiseXor)
 #undef UG_DEFINE_BINARY
 
+const onnx::TracedOp kTracedWhere("where");
+
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  onnx::TraceScope trace(kTracedWhere);
   if (cond.dtype() != DType::Bool && cond.dtype() != DType::UInt8)
     fail<TypeError>("[where] condition must be a bool tensor, got ", cond.dtype());
   DType dtype = ops::result_type(a, b);
@@ -288,6 +309,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     forward::propagate({&ac, &bc}, out, [c](const std::vector<Tensor>& t) {
       return where(c, t[0].defined() ? t[0] : zeros_like(t[1]), t[1].defined() ? t[1] : zeros_like(t[0]));
     });
+  if (trace) trace.record({cond, a, b}, {out});
   if (is_floating(dtype) && autograd::needs_grad({&ac, &bc})) {
     autograd::record("where", {ac, bc}, {&out}, [c](std::vector<Tensor>&& g, Node*) {
       return std::vector<Tensor>{where(c, g[0], 0), where(c, 0, g[0])};

@@ -11,6 +11,7 @@
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
+#include "ug/onnx/trace.h"
 #include "ug/ops/join.h"
 #include "ug/ops/reduce.h"
 
@@ -278,8 +279,20 @@ bool is_batched(const Tensor& x, int64_t nd, const char* op) {
 Tensor as_2d(const Tensor& t, int64_t nd) { return nd == 1 ? t.unsqueeze(-2) : t; }
 Tensor from_2d(const Tensor& t, int64_t nd) { return nd == 1 ? t.squeeze({-2}) : t; }
 
+const onnx::TracedOp kTracedConv("conv"), kTracedConvTranspose("conv_transpose");
+
+std::vector<int64_t> as_vector(const Dims& d) { return std::vector<int64_t>(d.begin(), d.end()); }
+
+/** ONNX's pads: the begins of every spatial dim, then the ends. */
+std::vector<int64_t> onnx_pads(const Dims& begin, const Dims& end) {
+  std::vector<int64_t> pads = as_vector(begin);
+  pads.insert(pads.end(), end.begin(), end.end());
+  return pads;
+}
+
 Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, const Dims& stride,
                    const ConvPadding& padding, const Dims& dilation, int64_t groups, int64_t nd, const char* op) {
+  onnx::TraceScope trace(kTracedConv);
   const bool batched = is_batched(input, nd, op);
   const DType dtype = compute_dtype(input, weight, bias, op);
   Tensor x = batched ? input : input.unsqueeze(0);
@@ -318,12 +331,23 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
   Tensor b = bias ? *bias : Tensor();
   Tensor out = conv_forward(as_2d(x, nd).to(dtype), as_2d(weight, nd).to(dtype), b.defined() ? b.to(dtype) : b, s.p);
   out = from_2d(out, nd).to(input.dtype());
-  return batched ? out : out.squeeze({0});
+  if (!batched) out = out.squeeze({0});
+  if (trace) {
+    Dims begin = expand_arg(pads, nd, op, "padding"), end = begin;
+    for (int64_t i = 0; i < nd; ++i) end[i] += pad_right[i];
+    trace.record({input, weight, b}, {out},
+                 {{"strides", as_vector(expand_arg(stride, nd, op, "stride"))},
+                  {"pads", onnx_pads(begin, end)},
+                  {"dilations", as_vector(expand_arg(dilation, nd, op, "dilation"))},
+                  {"group", groups}});
+  }
+  return out;
 }
 
 Tensor transposed_convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                               const Dims& stride, const Dims& padding, const Dims& output_padding, int64_t groups,
                               const Dims& dilation, int64_t nd, const char* op) {
+  onnx::TraceScope trace(kTracedConvTranspose);
   const bool batched = is_batched(input, nd, op);
   const DType dtype = compute_dtype(input, weight, bias, op);
   Tensor x = batched ? input : input.unsqueeze(0);
@@ -349,7 +373,17 @@ Tensor transposed_convolution(const Tensor& input, const Tensor& weight, const s
   Tensor out = conv_input_grad(as_2d(x, nd).to(dtype), as_2d(weight, nd).to(dtype), s.p, out_shape);
   if (bias && bias->defined()) out = out + bias->to(dtype).view({-1, 1, 1});
   out = from_2d(out, nd).to(input.dtype());
-  return batched ? out : out.squeeze({0});
+  if (!batched) out = out.squeeze({0});
+  if (trace) {
+    Dims pads = expand_arg(padding, nd, op, "padding");
+    trace.record({input, weight, bias ? *bias : Tensor()}, {out},
+                 {{"strides", as_vector(expand_arg(stride, nd, op, "stride"))},
+                  {"pads", onnx_pads(pads, pads)},
+                  {"dilations", as_vector(expand_arg(dilation, nd, op, "dilation"))},
+                  {"output_padding", as_vector(out_pad)},
+                  {"group", groups}});
+  }
+  return out;
 }
 
 }  // namespace

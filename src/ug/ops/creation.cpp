@@ -6,6 +6,7 @@
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
 #include "ug/core/tensor.h"
+#include "ug/onnx/trace.h"
 
 namespace ug {
 
@@ -56,13 +57,22 @@ Tensor empty_like(const Tensor& t, Options opts) {
   return like_batched(t, [&](const Tensor& p) { return empty(p.shape(), like(p, opts)); });
 }
 Tensor zeros_like(const Tensor& t, Options opts) {
-  return like_batched(t, [&](const Tensor& p) { return zeros(p.shape(), like(p, opts)); });
+  return full_like(t, 0, {.dtype = opts.dtype.value_or(t.dtype()), .device = opts.device});
 }
 Tensor ones_like(const Tensor& t, Options opts) {
-  return like_batched(t, [&](const Tensor& p) { return ones(p.shape(), like(p, opts)); });
+  return full_like(t, 1, {.dtype = opts.dtype.value_or(t.dtype()), .device = opts.device});
 }
+
+namespace {
+// Traced, unlike the other factories: its shape follows t's, so it must follow a dynamic batch.
+const onnx::TracedOp kTracedFullLike("full_like");
+}  // namespace
+
 Tensor full_like(const Tensor& t, Scalar value, Options opts) {
-  return like_batched(t, [&](const Tensor& p) { return full(p.shape(), value, like(p, opts)); });
+  onnx::TraceScope trace(kTracedFullLike);
+  Tensor out = like_batched(t, [&](const Tensor& p) { return full(p.shape(), value, like(p, opts)); });
+  if (trace) trace.record({t}, {out}, {{"value", value.to_double()}});
+  return out;
 }
 
 Tensor scalar_tensor(Scalar value, Options opts) { return full({}, value, opts); }

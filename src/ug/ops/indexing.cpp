@@ -10,6 +10,7 @@
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
+#include "ug/onnx/trace.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 
@@ -51,9 +52,14 @@ Tensor along(const Tensor& index, int64_t dim, const Shape& like) {
   return index.reshape(shape).expand(like);
 }
 
+const onnx::TracedOp kTracedIndexSelect("index_select"), kTracedGather("gather"), kTracedScatter("scatter"),
+    kTracedScatterAdd("scatter_add"), kTracedIndexPut("index_put_"), kTracedMaskedFill("masked_fill_"),
+    kTracedNonzero("nonzero");
+
 /** x.index_select(dim, index) for a checked 1-d int64 index. The gradient adds each row of
  *  g back where it came from (rows picked twice get both). */
 Tensor select_rows(const Tensor& x, int64_t dim, const Tensor& index) {
+  onnx::TraceScope trace(kTracedIndexSelect);
   Shape shape = x.shape();
   shape[dim] = index.numel();
   Tensor out;
@@ -64,6 +70,7 @@ Tensor select_rows(const Tensor& x, int64_t dim, const Tensor& index) {
     out = empty(shape, {.dtype = x.dtype(), .device = x.device()});
     if (out.numel() > 0) backend_for(x.device()).index_select(x, dim, index, out);
   }
+  if (trace) trace.record({x, index}, {out}, {{"dim", dim}});
   if (is_floating(x.dtype()) && forward::active())
     forward::propagate({&x}, out, [dim, index](const std::vector<Tensor>& t) { return select_rows(t[0], dim, index); });
   if (is_floating(x.dtype()) && autograd::needs_grad({&x})) {
@@ -328,6 +335,7 @@ Tensor batch_dim_everywhere(const Tensor& t, const Tensor& other, int lvl) {
 
 Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                     bool accumulate) {
+  onnx::TraceScope trace(accumulate ? kTracedScatterAdd : kTracedScatter);
   const int64_t d = wrap_dim(dim, x.dim(), op);
   check_gather_args(op, x, d, index, &src);
   if (src.dtype() != x.dtype())
@@ -345,6 +353,7 @@ Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& 
     if (idx.numel() > 0)
       backend_for(x.device()).scatter(atleast_1d(out), d, atleast_1d(idx), atleast_1d(src), accumulate);
   }
+  if (trace) trace.record({x, idx, src}, {out}, {{"dim", d}});
   if (is_floating(x.dtype()) && forward::active())
     forward::propagate({&x, &src}, out, [op, d, idx, accumulate, x, src](const std::vector<Tensor>& t) {
       return scatter_impl(op, t[0].defined() ? t[0] : zeros_like(x), d, idx, t[1].defined() ? t[1] : zeros_like(src),
@@ -385,6 +394,8 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
 }
 
 Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) {
+  onnx::TraceScope trace(kTracedIndexPut);
+  if (trace) trace.record({value}, {*this});  // the exporter rejects it: its inputs do not matter
   if (value.device() != device())
     fail<RuntimeError>("[index_put_] value on ", value.device(), ", tensor on ", device());
   if (autograd::inplace_needs_rebase(*this, &value, "index_put_"))
@@ -410,6 +421,7 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, Scalar value
 }
 
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
+  onnx::TraceScope trace(kTracedGather);
   const int64_t d = wrap_dim(dim, this->dim(), "gather");
   check_gather_args("gather", *this, d, index, nullptr);
   Tensor idx = checked_index(index, atleast_1d(*this).size(d), d, false, "gather");
@@ -424,6 +436,7 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
   }
   if (is_floating(dtype()) && forward::active())
     forward::propagate({this}, out, [d, idx](const std::vector<Tensor>& t) { return t[0].gather(d, idx); });
+  if (trace) trace.record({*this, index}, {out}, {{"dim", d}});
   if (is_floating(dtype()) && autograd::needs_grad({this})) {
     Shape in_shape = shape();
     autograd::record("gather", {*this}, {&out}, [d, idx, in_shape](std::vector<Tensor>&& g, Node*) {
@@ -470,6 +483,8 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
   if (!expandable(mask.shape(), shape()))
     fail("[masked_fill_] mask of shape ", mask.shape(), " cannot be broadcast to the tensor's shape ", shape());
   Tensor fill = scalar_tensor(value, {.dtype = dtype(), .device = device()});
+  onnx::TraceScope trace(kTracedMaskedFill);
+  if (trace) trace.record({mask, fill, *this}, {*this});  // recorded first: it reads the old value
   backend_for(device()).where(mask.expand(shape()), fill.expand(shape()), *this, *this);
   bump_version();
   return *this;
@@ -483,9 +498,11 @@ Tensor Tensor::masked_select(const Tensor& mask) const {
 }
 
 Tensor Tensor::nonzero() const {
+  onnx::TraceScope trace(kTracedNonzero);
   Backend& backend = backend_for(device());
   Tensor out = empty({backend.count_nonzero(*this), dim()}, {.dtype = DType::Int64, .device = device()});
   if (out.numel() > 0) backend.nonzero(*this, out);
+  if (trace) trace.record({*this}, {out});
   return out;
 }
 
@@ -600,6 +617,8 @@ Tensor argwhere(const Tensor& x) { return x.nonzero(); }
 std::vector<Tensor> where(const Tensor& cond) { return atleast_1d(cond).nonzero().unbind(1); }
 
 Tensor count_nonzero(const Tensor& x) {
+  onnx::TraceScope trace(kTracedNonzero);
+  if (trace) trace.record({x}, {});
   return scalar_tensor(backend_for(x.device()).count_nonzero(x), {.dtype = DType::Int64, .device = x.device()});
 }
 

@@ -9,6 +9,7 @@
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
+#include "ug/onnx/trace.h"
 
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
@@ -124,9 +125,27 @@ Tensor source_positions(PadMode mode, int64_t size, const DimPad& p, Device devi
   }
 }
 
+/** pad() itself; the public pad records it for export as one op. */
+Tensor pad_untraced(const Tensor& x, const Dims& pads, std::string_view mode, std::optional<Scalar> value) {
+  const PadMode m = parse_pad_mode(mode);
+  const std::vector<DimPad> dims = dim_pads(x, pads);
+  if (m == PadMode::Constant) return pad_constant(x, dims, value.value_or(Scalar(0)));
+  if (value) fail("[pad] padding mode '", mode, "' doesn't take a value argument");
+  Tensor out = x;
+  for (const DimPad& p : dims) {
+    if (p.left == 0 && p.right == 0) continue;
+    check_pad_fits(m, x.size(p.dim), p, x.shape());
+    out = index_select(out, p.dim, source_positions(m, x.size(p.dim), p, x.device()));
+  }
+  return out.shares_storage(x) ? out.clone() : out;
+}
+
+const onnx::TracedOp kTracedCat("cat"), kTracedPad("pad");
+
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  onnx::TraceScope trace(kTracedCat);
   check_not_empty(tensors, "cat");
   DType dtype = tensors[0].dtype();
   const Tensor* first = nullptr;
@@ -184,6 +203,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
       at += t.size(d);
     }
   }
+  if (trace) trace.record(parts, {out}, {{"dim", d}});
   if (is_floating(dtype) && forward::active()) {
     std::vector<const Tensor*> inputs;
     for (const Tensor& t : parts) inputs.push_back(&t);
@@ -261,17 +281,14 @@ Tensor dstack(const std::vector<Tensor>& tensors) {
 }
 
 Tensor pad(const Tensor& x, const Dims& pads, std::string_view mode, std::optional<Scalar> value) {
-  const PadMode m = parse_pad_mode(mode);
-  const std::vector<DimPad> dims = dim_pads(x, pads);
-  if (m == PadMode::Constant) return pad_constant(x, dims, value.value_or(Scalar(0)));
-  if (value) fail("[pad] padding mode '", mode, "' doesn't take a value argument");
-  Tensor out = x;
-  for (const DimPad& p : dims) {
-    if (p.left == 0 && p.right == 0) continue;
-    check_pad_fits(m, x.size(p.dim), p, x.shape());
-    out = index_select(out, p.dim, source_positions(m, x.size(p.dim), p, x.device()));
-  }
-  return out.shares_storage(x) ? out.clone() : out;
+  onnx::TraceScope trace(kTracedPad);
+  Tensor out = pad_untraced(x, pads, mode, value);
+  if (trace)
+    trace.record({x}, {out},
+                 {{"pads", std::vector<int64_t>(pads.begin(), pads.end())},
+                  {"mode", std::string(mode)},
+                  {"value", value ? value->to_double() : 0.0}});
+  return out;
 }
 
 }  // namespace ug

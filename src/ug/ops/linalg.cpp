@@ -11,6 +11,7 @@
 #include "ug/autograd/forward.h"
 #include "ug/autograd/record.h"
 #include "ug/core/batching.h"
+#include "ug/onnx/trace.h"
 #include "ug/ops/reduce.h"
 
 namespace ug {
@@ -105,7 +106,10 @@ void require_dims(const Tensor& a, const Tensor& b, int64_t n, const char* op) {
 
 }  // namespace
 
+const onnx::TracedOp kTracedMatmul("matmul");
+
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
+  onnx::TraceScope trace(kTracedMatmul);
   if (a0.dim() == 0 || b0.dim() == 0)
     fail("[matmul] both arguments need at least 1 dimension, got shapes ", a0.shape(), " and ", b0.shape());
   DType dtype = common_dtype(a0, b0, "matmul");
@@ -130,7 +134,9 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   Dims drop;
   if (a_vec) drop.push_back(out.dim() - 2);
   if (b_vec) drop.push_back(out.dim() - 1);
-  return drop.empty() ? out : out.squeeze(drop);
+  if (!drop.empty()) out = out.squeeze(drop);
+  if (trace) trace.record({a0, b0}, {out});
+  return out;
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
@@ -149,8 +155,11 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   if (a.size(2) != b.size(1))
     fail("[bmm] shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", a.size(2), " vs ",
          b.size(1), ")");
+  onnx::TraceScope trace(kTracedMatmul);
   DType dtype = common_dtype(a, b, "bmm");
-  return batched_product(a.to(dtype), b.to(dtype));
+  Tensor out = batched_product(a.to(dtype), b.to(dtype));
+  if (trace) trace.record({a, b}, {out});
+  return out;
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {

@@ -13,6 +13,7 @@
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
+#include "ug/onnx/trace.h"
 
 namespace ug {
 
@@ -203,16 +204,37 @@ PoolWindows adaptive_windows(const Tensor& x, const int64_t size[2]) {
   return win;
 }
 
+const onnx::TracedOp kTracedMaxPool("max_pool"), kTracedAvgPool("avg_pool"),
+    kTracedAdaptiveMaxPool("adaptive_max_pool"), kTracedAdaptiveAvgPool("adaptive_avg_pool");
+
+/** A pooling's export trace: kernel, strides, pads and dilations of the nd spatial dims. */
+onnx::Attrs pool_attrs(const Args& a, int64_t nd, bool ceil_mode) {
+  std::vector<int64_t> kernel, strides, pads, dilations;
+  for (int64_t d = 2 - nd; d < 2; ++d) {
+    kernel.push_back(a.kernel[d]);
+    strides.push_back(a.stride[d]);
+    pads.push_back(a.padding[d]);
+    dilations.push_back(a.dilation[d]);
+  }
+  pads.insert(pads.end(), pads.begin(), pads.end());
+  return {{"kernel_shape", kernel}, {"strides", strides}, {"pads", pads}, {"dilations", dilations},
+          {"ceil_mode", int64_t{ceil_mode}}};
+}
+
 std::pair<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd, const Dims& kernel, const Dims& stride,
                                    const Dims& padding, const Dims& dilation, bool ceil_mode, const char* op) {
+  onnx::TraceScope trace(kTracedMaxPool);
   Tensor x = pool_input(input, nd, op);
   Args a = make_args(nd, kernel, stride, padding, dilation, op);
   auto [out, idx] = window_max(x, std::make_shared<const PoolWindows>(sliding_windows(x, a, ceil_mode, op)));
-  return {pool_output(out, input, nd), index_output(idx, nd)};
+  Tensor y = pool_output(out, input, nd);
+  if (trace) trace.record({input}, {y}, pool_attrs(a, nd, ceil_mode));
+  return {y, index_output(idx, nd)};
 }
 
 Tensor avg_pool(const Tensor& input, int64_t nd, const Dims& kernel, const Dims& stride, const Dims& padding,
                 bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, const char* op) {
+  onnx::TraceScope trace(kTracedAvgPool);
   Tensor x = pool_input(input, nd, op);
   Args a = make_args(nd, kernel, stride, padding, {1}, op);
   if (divisor_override && *divisor_override == 0) fail("[", op, "] divisor must be not zero");
@@ -229,7 +251,14 @@ Tensor avg_pool(const Tensor& input, int64_t nd, const Dims& kernel, const Dims&
     if (divisor_override)
       std::fill(win.divisor[d].begin(), win.divisor[d].end(), d == 0 ? static_cast<double>(*divisor_override) : 1.0);
   }
-  return pool_output(window_avg(x, std::make_shared<const PoolWindows>(std::move(win))), input, nd);
+  Tensor y = pool_output(window_avg(x, std::make_shared<const PoolWindows>(std::move(win))), input, nd);
+  if (trace) {
+    onnx::Attrs attrs = pool_attrs(a, nd, ceil_mode);
+    attrs.emplace_back("count_include_pad", int64_t{count_include_pad});
+    attrs.emplace_back("divisor_override", divisor_override.value_or(0));
+    trace.record({input}, {y}, std::move(attrs));
+  }
+  return y;
 }
 
 void adaptive_size(int64_t nd, const Dims& output_size, int64_t size[2], const char* op) {
@@ -242,18 +271,24 @@ void adaptive_size(int64_t nd, const Dims& output_size, int64_t size[2], const c
 }
 
 std::pair<Tensor, Tensor> adaptive_max(const Tensor& input, int64_t nd, const Dims& output_size, const char* op) {
+  onnx::TraceScope trace(kTracedAdaptiveMaxPool);
   Tensor x = pool_input(input, nd, op);
   int64_t size[2];
   adaptive_size(nd, output_size, size, op);
   auto [out, idx] = window_max(x, std::make_shared<const PoolWindows>(adaptive_windows(x, size)));
-  return {pool_output(out, input, nd), index_output(idx, nd)};
+  Tensor y = pool_output(out, input, nd);
+  if (trace) trace.record({input}, {y}, {{"spatial_dims", nd}});
+  return {y, index_output(idx, nd)};
 }
 
 Tensor adaptive_avg(const Tensor& input, int64_t nd, const Dims& output_size, const char* op) {
+  onnx::TraceScope trace(kTracedAdaptiveAvgPool);
   Tensor x = pool_input(input, nd, op);
   int64_t size[2];
   adaptive_size(nd, output_size, size, op);
-  return pool_output(window_avg(x, std::make_shared<const PoolWindows>(adaptive_windows(x, size))), input, nd);
+  Tensor y = pool_output(window_avg(x, std::make_shared<const PoolWindows>(adaptive_windows(x, size))), input, nd);
+  if (trace) trace.record({input}, {y}, {{"spatial_dims", nd}});
+  return y;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
+#include "ug/onnx/trace.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/ops/unary.h"
@@ -39,6 +40,20 @@ Mask reduce_mask(const Tensor& x, const Dims& dims, const char* op) {
 }
 
 Mask single_dim_mask(const Tensor& x, int64_t dim, const char* op) { return reduce_mask(x, {dim}, op); }
+
+const onnx::TracedOp kTracedReduce[] = {onnx::TracedOp("sum"),    onnx::TracedOp("prod"),   onnx::TracedOp("amax"),
+                                         onnx::TracedOp("amin"),   onnx::TracedOp("argmax"), onnx::TracedOp("argmin"),
+                                         onnx::TracedOp("all"),    onnx::TracedOp("any")};
+const onnx::TracedOp kTracedCumsum("cumsum"), kTracedCumprod("cumprod");
+const onnx::TracedOp kTracedMean("mean"), kTracedSoftmax("softmax"), kTracedLogSoftmax("log_softmax");
+
+/** A reduction's export trace: the reduced dims and keepdim. */
+onnx::Attrs reduce_attrs(const Mask& mask, bool keepdim) {
+  std::vector<int64_t> axes;
+  for (size_t d = 0; d < mask.size(); ++d)
+    if (mask[d]) axes.push_back(static_cast<int64_t>(d));
+  return {{"axes", std::move(axes)}, {"keepdim", int64_t{keepdim}}};
+}
 
 Shape reduced_shape(const Shape& shape, const Mask& mask, bool keepdim) {
   Shape out;
@@ -153,6 +168,7 @@ Tensor prod_backward(const Tensor& g, const Tensor& x, const Mask& mask) {
 
 /** Runs the backend's `op` over the masked dims; x already has the kernel's input dtype. */
 Tensor run_reduce(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim, DType out_dtype) {
+  onnx::TraceScope trace(kTracedReduce[static_cast<int>(op)]);
   Tensor out;
   if (int lvl = batching::level(x)) {
     Mask with_batch(1, false);  // the batch dim is never reduced
@@ -166,6 +182,7 @@ Tensor run_reduce(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim, 
     backend_for(x.device()).reduce(op, l.src, l.outer, l.reduced, l.inner, out);
     debugging::check_output(out, "reduce");
   }
+  if (trace) trace.record({x}, {out}, reduce_attrs(mask, keepdim));
   const bool differentiable = op == ReduceOp::Sum || op == ReduceOp::Prod || op == ReduceOp::Max || op == ReduceOp::Min;
   if (differentiable && forward::active())
     forward::propagate({&x}, out, [op, x, out, mask, keepdim](const std::vector<Tensor>& t) {
@@ -223,12 +240,15 @@ Tensor prod_masked(const Tensor& x, const Mask& mask, bool keepdim, std::optiona
 }
 
 Tensor mean_masked(const Tensor& x, const Mask& mask, bool keepdim, std::optional<DType> dtype) {
+  onnx::TraceScope trace(kTracedMean);
   DType target = dtype.value_or(x.dtype());
   if (!is_floating(target))
     fail<TypeError>("[mean] could not infer output dtype. Input dtype must be a floating point dtype, got ",
                     x.dtype(), " (shape ", x.shape(), "); pass dtype=float32 or convert the input");
   Tensor total = sum_masked(x, mask, keepdim, compute_dtype(target));
-  return total.div(static_cast<double>(reduced_count(x.shape(), mask))).to(target);
+  Tensor out = total.div(static_cast<double>(reduced_count(x.shape(), mask))).to(target);
+  if (trace) trace.record({x}, {out}, reduce_attrs(mask, keepdim));
+  return out;
 }
 
 Tensor extreme_masked(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim, const char* name) {
@@ -289,6 +309,7 @@ Tensor var_impl(const Tensor& x, const std::optional<Dims>& dims, double correct
 }
 
 Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
+  onnx::TraceScope trace(op == ScanOp::CumSum ? kTracedCumsum : kTracedCumprod);
   int64_t d = wrap_dim(dim, x.dim(), name);
   DType target = widened(x.dtype());
   Tensor src = x.to(target);
@@ -305,6 +326,7 @@ Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
     }
     backend_for(x.device()).scan(op, src.contiguous(), outer, n, inner, out);
   }
+  if (trace) trace.record({x}, {out}, {{"dim", d}});
   if (is_floating(target) && forward::active())
     forward::propagate({&src}, out, [op, d, src, out](const std::vector<Tensor>& t) {
       return op == ScanOp::CumSum ? t[0].cumsum(d) : out * (t[0] / src).cumsum(d);
@@ -320,6 +342,9 @@ Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
   }
   return out;
 }
+
+/** softmax or log_softmax itself; softmax_impl records it for export as one op. */
+Tensor softmax_untraced(const Tensor& x, int64_t dim, bool log, const char* op);
 
 /** softmax over rows of contiguous float32/float64 x (the reduced dim last): one backend
  *  kernel each way. The rule runs the fused backward, or the same formula with ops when a
@@ -349,6 +374,13 @@ Tensor softmax_rows(const Tensor& x, int64_t cols, bool log, const char* op) {
 }
 
 Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const char* op) {
+  onnx::TraceScope trace(log ? kTracedLogSoftmax : kTracedSoftmax);
+  Tensor out = softmax_untraced(x, dim, log, op);
+  if (trace) trace.record({x}, {out}, {{"dim", wrap_dim(dim, std::max<int64_t>(x.dim(), 1), op)}});
+  return out;
+}
+
+Tensor softmax_untraced(const Tensor& x, int64_t dim, bool log, const char* op) {
   require_floating(x, op);
   Mask mask = single_dim_mask(x, dim, op);
   if (x.numel() == 0) return x.clone();

@@ -4,6 +4,7 @@
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
+#include "ug/onnx/trace.h"
 #include "ug/ops/reduce.h"
 
 namespace ug {
@@ -11,13 +12,15 @@ namespace ug {
 namespace {
 /** Whether the sorted values need a derivative rule (reverse or forward mode). */
 bool derivative_wanted(const Tensor& x) { return autograd::needs_grad({&x}) || forward::active(); }
-}  // namespace
 
-std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool stable) {
+const onnx::TracedOp kTracedSort("sort");
+
+/** sort() itself; the public sort records it for export as one op. */
+std::pair<Tensor, Tensor> sort_untraced(const Tensor& x, int64_t dim, bool descending, bool stable) {
   int64_t d = wrap_dim(dim, x.dim(), "sort");
   if (x.dim() == 0) return {x.clone(), zeros({}, {.dtype = DType::Int64, .device = x.device()})};
   if (int lvl = batching::level(x)) {  // each example sorts on its own: sort along d + 1
-    auto [v, i] = sort(batching::physical(x, lvl), d + 1, descending, stable);
+    auto [v, i] = sort_untraced(batching::physical(x, lvl), d + 1, descending, stable);
     Tensor values = batching::wrap(v, lvl), indices = batching::wrap(i, lvl);
     // Reading the values back through the indices gives them their gradient.
     return {derivative_wanted(x) ? x.gather(d, indices) : values, indices};
@@ -32,6 +35,15 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bo
   // With gradients on, the values are read back through the indices: gather records the
   // rule (the gradient goes back to where each value came from).
   return {derivative_wanted(x) ? x.gather(d, idx) : values.transpose(d, -1), idx};
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool stable) {
+  onnx::TraceScope trace(kTracedSort);
+  auto result = sort_untraced(x, dim, descending, stable);
+  if (trace) trace.record({x}, {result.first, result.second});
+  return result;
 }
 
 Tensor argsort(const Tensor& x, int64_t dim, bool descending, bool stable) {

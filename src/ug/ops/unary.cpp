@@ -10,6 +10,7 @@
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
 #include "ug/ops/binary.h"
+#include "ug/onnx/trace.h"
 
 namespace ug::ops {
 
@@ -27,6 +28,20 @@ constexpr UnaryInfo kUnaryInfo[] = {
 };
 
 const UnaryInfo& info(UnaryOp op) { return kUnaryInfo[static_cast<int>(op)]; }
+
+const onnx::TracedOp kTraced[] = {
+#define UG_TRACED(Op) onnx::TracedOp(Op::name),
+    UG_UNARY_OPS(UG_TRACED)
+#undef UG_TRACED
+};
+
+/** The op's export trace: gelu's two forms share a name, told apart by "approximate". */
+void record_trace(onnx::TraceScope& trace, UnaryOp op, const Tensor& x, const Tensor& out) {
+  onnx::Attrs attrs;
+  if (op == UnaryOp::Gelu || op == UnaryOp::GeluTanh)
+    attrs.emplace_back("approximate", std::string(op == UnaryOp::Gelu ? "none" : "tanh"));
+  trace.record({x}, {out}, std::move(attrs));
+}
 
 DType result_dtype(UnaryOp op, DType in) {
   const UnaryInfo& i = info(op);
@@ -118,6 +133,7 @@ Needs needs(UnaryOp op) {
 }  // namespace
 
 Tensor unary(UnaryOp op, const Tensor& x) {
+  onnx::TraceScope trace(kTraced[static_cast<int>(op)]);
   DType out_dtype = result_dtype(op, x.dtype());
   const UnaryRule rule = info(op).rule;
   Tensor in = rule == UnaryRule::Floating || rule == UnaryRule::Integral ? x.to(out_dtype) : x;
@@ -131,6 +147,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   }
   if (forward::active())  // elementwise: the forward rule is the same derivative times the tangent
     forward::propagate({&in}, out, [op, in, out](const std::vector<Tensor>& t) { return vjp(op, t[0], in, out); });
+  if (trace) record_trace(trace, op, x, out);
   if (is_floating(out_dtype) && autograd::needs_grad({&in})) {
     const Needs need = needs(op);
     autograd::record(info(op).name, {in}, {&out},
@@ -144,6 +161,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
 }
 
 void unary_out(UnaryOp op, const Tensor& x, const Tensor& out) {
+  onnx::TraceScope trace(kTraced[static_cast<int>(op)]);
   if (autograd::inplace_needs_rebase(out, &x, info(op).name)) {
     autograd::rebase_history(out, unary(op, x.clone()));
     return;
@@ -155,10 +173,12 @@ void unary_out(UnaryOp op, const Tensor& x, const Tensor& out) {
       fail<TypeError>("[", info(op).name, "_] result type ", result.dtype(),
                       " can't be cast to the desired output type ", out.dtype());
     Tensor(out).copy_(result);
+    if (trace) record_trace(trace, op, x, out);
     return;
   }
   backend_for(x.device()).unary(op, x, out);
   out.bump_version();
+  if (trace) record_trace(trace, op, x, out);
 }
 
 }  // namespace ug::ops

@@ -6,6 +6,7 @@
 #include "ug/core/tensor.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
+#include "ug/onnx/trace.h"
 
 namespace ug {
 
@@ -32,6 +33,18 @@ Tensor recorded(Tensor out, const Tensor& in, const char* name, ViewFn backward,
     });
   }
   return out;
+}
+
+const onnx::TracedOp kView("view"), kReshape("reshape"), kTranspose("transpose"), kPermute("permute"),
+    kSqueeze("squeeze"), kUnsqueeze("unsqueeze"), kFlatten("flatten"), kExpand("expand"), kSelect("select"),
+    kSlice("slice"), kDiagonal("diagonal"), kAsStrided("as_strided");
+
+/** The dims a squeeze drops, for its export trace. */
+std::vector<int64_t> dropped(const SmallVector<bool, 6>& drop) {
+  std::vector<int64_t> axes;
+  for (size_t d = 0; d < drop.size(); ++d)
+    if (drop[d]) axes.push_back(static_cast<int64_t>(d));
+  return axes;
 }
 
 /** The view's gradient for ops that pick part of the input (select, slice, diagonal). */
@@ -114,6 +127,7 @@ std::optional<Strides> view_strides(const Shape& shape, const Strides& strides, 
 }  // namespace
 
 Tensor Tensor::view(const Dims& requested) const {
+  onnx::TraceScope trace(kView);
   Shape shape = infer_shape(requested, numel(), "view", this->shape());
   if (batching::level(*this))
     return recorded(batched_view(*this, [&](const Tensor& p) { return p.reshape(with_batch(p.size(0), shape)); }),
@@ -122,22 +136,30 @@ Tensor Tensor::view(const Dims& requested) const {
   if (!strides)
     fail("[view] size is not compatible with input tensor's size and stride (shape ", this->shape(),
          " to ", shape, "); use reshape() instead");
-  return recorded(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "view",
-                  reshape_to(this->shape()));
+  Tensor out = recorded(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "view",
+                        reshape_to(this->shape()));
+  if (trace) trace.record({*this}, {out});
+  return out;
 }
 
 Tensor Tensor::reshape(const Dims& requested) const {
+  onnx::TraceScope trace(kReshape);
   Shape shape = infer_shape(requested, numel(), "reshape", this->shape());
   if (batching::level(*this))
     return recorded(batched_view(*this, [&](const Tensor& p) { return p.reshape(with_batch(p.size(0), shape)); }),
                     *this, "reshape", reshape_to(this->shape()));
+  Tensor out;
   if (auto strides = view_strides(this->shape(), this->strides(), shape))
-    return recorded(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "reshape",
-                    reshape_to(this->shape()));
-  return clone().view(Dims(shape.begin(), shape.end()));
+    out = recorded(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "reshape",
+                   reshape_to(this->shape()));
+  else
+    out = clone().view(Dims(shape.begin(), shape.end()));
+  if (trace) trace.record({*this}, {out});
+  return out;
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  onnx::TraceScope trace(kTranspose);
   int64_t n = dim();
   d0 = wrap_dim(d0, n, "transpose");
   d1 = wrap_dim(d1, n, "transpose");
@@ -150,12 +172,15 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   Strides strides = this->strides();
   std::swap(shape[d0], shape[d1]);
   std::swap(strides[d0], strides[d1]);
-  return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "transpose",
-                  [d0, d1](const Tensor& g) { return g.transpose(d0, d1); },
-                    [d0, d1](const Tensor& t) { return t.transpose(d0, d1); });
+  Tensor out = recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "transpose",
+                        [d0, d1](const Tensor& g) { return g.transpose(d0, d1); },
+                        [d0, d1](const Tensor& t) { return t.transpose(d0, d1); });
+  if (trace) trace.record({*this}, {out}, {{"dim0", d0}, {"dim1", d1}});
+  return out;
 }
 
 Tensor Tensor::permute(const Dims& order) const {
+  onnx::TraceScope trace(kPermute);
   int64_t n = dim();
   if (static_cast<int64_t>(order.size()) != n)
     fail("[permute] number of dims in order (", order.size(), ") doesn't match tensor dims (", n, ")");
@@ -178,9 +203,11 @@ Tensor Tensor::permute(const Dims& order) const {
                     [inverse](const Tensor& g) { return g.permute(inverse); },
                     [order](const Tensor& t) { return t.permute(order); });
   }
-  return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "permute",
-                  [inverse](const Tensor& g) { return g.permute(inverse); },
-                  [order](const Tensor& t) { return t.permute(order); });
+  Tensor out = recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "permute",
+                        [inverse](const Tensor& g) { return g.permute(inverse); },
+                        [order](const Tensor& t) { return t.permute(order); });
+  if (trace) trace.record({*this}, {out}, {{"perm", std::vector<int64_t>(order.begin(), order.end())}});
+  return out;
 }
 
 Tensor Tensor::movedim(int64_t source, int64_t destination) const {
@@ -211,6 +238,7 @@ Tensor Tensor::mT() const {
 }
 
 Tensor Tensor::squeeze() const {
+  onnx::TraceScope trace(kSqueeze);
   if (batching::level(*this)) {
     Dims ones;
     for (int64_t d = 0; d < dim(); ++d)
@@ -224,11 +252,14 @@ Tensor Tensor::squeeze() const {
       shape.push_back(this->shape()[d]);
       strides.push_back(this->strides()[d]);
     }
-  return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "squeeze",
-                  reshape_to(this->shape()));
+  Tensor out = recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "squeeze",
+                        reshape_to(this->shape()));
+  if (trace) trace.record({*this}, {out});
+  return out;
 }
 
 Tensor Tensor::squeeze(const Dims& dims) const {
+  onnx::TraceScope trace(kSqueeze);
   SmallVector<bool, 6> drop(dim(), false);
   for (int64_t d : dims) {
     int64_t w = wrap_dim(d, dim(), "squeeze");
@@ -248,11 +279,14 @@ Tensor Tensor::squeeze(const Dims& dims) const {
       shape.push_back(this->shape()[d]);
       strides.push_back(this->strides()[d]);
     }
-  return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "squeeze",
-                  reshape_to(this->shape()));
+  Tensor out = recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "squeeze",
+                        reshape_to(this->shape()));
+  if (trace) trace.record({*this}, {out}, {{"axes", dropped(drop)}});
+  return out;
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
+  onnx::TraceScope trace(kUnsqueeze);
   d = wrap_dim(d, dim() + 1, "unsqueeze");
   if (batching::level(*this))
     return recorded(batched_view(*this, [&](const Tensor& p) { return p.unsqueeze(d + 1); }), *this, "unsqueeze",
@@ -262,12 +296,19 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   int64_t stride = d < dim() ? strides[d] * shape[d] : 1;
   shape.insert(shape.begin() + d, 1);
   strides.insert(strides.begin() + d, stride);
-  return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "unsqueeze",
-                  reshape_to(this->shape()));
+  Tensor out = recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "unsqueeze",
+                        reshape_to(this->shape()));
+  if (trace) trace.record({*this}, {out}, {{"dim", d}});
+  return out;
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
-  if (dim() == 0) return reshape({1});
+  onnx::TraceScope trace(kFlatten);
+  if (dim() == 0) {
+    Tensor out = reshape({1});
+    if (trace) trace.record({*this}, {out}, {{"start_dim", int64_t{0}}, {"end_dim", int64_t{0}}});
+    return out;
+  }
   start_dim = wrap_dim(start_dim, dim(), "flatten");
   end_dim = wrap_dim(end_dim, dim(), "flatten");
   if (start_dim > end_dim) fail("[flatten] start_dim (", start_dim, ") cannot come after end_dim (", end_dim, ")");
@@ -280,7 +321,9 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
       if (d == end_dim) shape.push_back(merged);
     }
   }
-  return reshape(shape);
+  Tensor out = reshape(shape);
+  if (trace) trace.record({*this}, {out}, {{"start_dim", start_dim}, {"end_dim", end_dim}});
+  return out;
 }
 
 Tensor Tensor::unflatten(int64_t d, const Dims& sizes) const {
@@ -297,6 +340,7 @@ Tensor Tensor::unflatten(int64_t d, const Dims& sizes) const {
 }
 
 Tensor Tensor::expand(const Dims& requested) const {
+  onnx::TraceScope trace(kExpand);
   if (requested.size() == shape().size() && std::equal(requested.begin(), requested.end(), shape().begin()))
     return *this;
   int64_t n = static_cast<int64_t>(requested.size());
@@ -338,9 +382,11 @@ Tensor Tensor::expand(const Dims& requested) const {
     }
   }
   Shape from = this->shape();
-  return recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "expand",
-                  [from](const Tensor& g) { return autograd::sum_to(g, from); },
-                  [requested](const Tensor& t) { return t.expand(requested); });
+  Tensor out = recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "expand",
+                        [from](const Tensor& g) { return autograd::sum_to(g, from); },
+                        [requested](const Tensor& t) { return t.expand(requested); });
+  if (trace) trace.record({*this}, {out});
+  return out;
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -354,6 +400,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
+  onnx::TraceScope trace(kSelect);
   if (dim() == 0) fail<IndexError>("[select] invalid index of a 0-dim tensor");
   d = wrap_dim(d, dim(), "select");
   int64_t n = size(d);
@@ -368,11 +415,14 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   int64_t offset = storage_offset() + index * strides[d];
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return recorded_part(make_view(*this, std::move(shape), std::move(strides), offset), *this, "select",
-                       [d, index](const Tensor& t) { return t.select(d, index); });
+  Tensor out = recorded_part(make_view(*this, std::move(shape), std::move(strides), offset), *this, "select",
+                             [d, index](const Tensor& t) { return t.select(d, index); });
+  if (trace) trace.record({*this}, {out}, {{"dim", d}, {"index", index}});
+  return out;
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) const {
+  onnx::TraceScope trace(kSlice);
   if (dim() == 0) fail<IndexError>("[slice] cannot slice a 0-dim tensor");
   d = wrap_dim(d, dim(), "slice");
   if (step <= 0) fail("[slice] step must be greater than zero, got ", step);
@@ -389,11 +439,14 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   int64_t offset = storage_offset() + b * strides[d];
   shape[d] = len;
   strides[d] *= step;
-  return recorded_part(make_view(*this, std::move(shape), std::move(strides), offset), *this, "slice",
-                       [d, b, e, step](const Tensor& t) { return t.slice(d, b, e, step); });
+  Tensor out = recorded_part(make_view(*this, std::move(shape), std::move(strides), offset), *this, "slice",
+                             [d, b, e, step](const Tensor& t) { return t.slice(d, b, e, step); });
+  if (trace) trace.record({*this}, {out}, {{"dim", d}, {"start", b}, {"end", e}, {"step", step}});
+  return out;
 }
 
 Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
+  onnx::TraceScope trace(kDiagonal);
   int64_t n = dim();
   dim1 = wrap_dim(dim1, n, "diagonal");
   dim2 = wrap_dim(dim2, n, "diagonal");
@@ -420,11 +473,14 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
     }
   shape.push_back(len);
   strides.push_back(stride(dim1) + stride(dim2));
-  return recorded_part(make_view(*this, std::move(shape), std::move(strides), start), *this, "diagonal",
-                       [offset, dim1, dim2](const Tensor& t) { return t.diagonal(offset, dim1, dim2); });
+  Tensor out = recorded_part(make_view(*this, std::move(shape), std::move(strides), start), *this, "diagonal",
+                             [offset, dim1, dim2](const Tensor& t) { return t.diagonal(offset, dim1, dim2); });
+  if (trace) trace.record({*this}, {out});
+  return out;
 }
 
 Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset) const {
+  onnx::TraceScope trace(kAsStrided);
   if (batching::level(*this)) throw_no_batching_rule();
   if (shape.size() != strides.size()) fail("[as_strided] shape and strides have different lengths");
   if (autograd::needs_grad({this}))
@@ -441,7 +497,9 @@ Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset
       fail("[as_strided] view reaches element ", last, " beyond the storage of ",
            storage()->nbytes() / element_size(), " elements");
   }
-  return make_view(*this, Shape(shape.begin(), shape.end()), Strides(strides.begin(), strides.end()), offset);
+  Tensor out = make_view(*this, Shape(shape.begin(), shape.end()), Strides(strides.begin(), strides.end()), offset);
+  if (trace) trace.record({*this}, {out});
+  return out;
 }
 
 namespace {

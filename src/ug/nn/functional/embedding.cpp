@@ -10,6 +10,7 @@
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/reduce.h"
+#include "ug/onnx/trace.h"
 
 namespace ug::nn::functional {
 
@@ -32,8 +33,11 @@ void renorm_rows(const Tensor& weight, const Tensor& flat, double max_norm, doub
 
 }  // namespace
 
+const onnx::TracedOp kTraced("embedding");
+
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx,
                  std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq) {
+  onnx::TraceScope trace(kTraced);
   const char* op = "embedding";
   if (weight.dim() != 2) fail("[embedding] weight must be 2-D [num_embeddings, embedding_dim], got shape ", weight.shape());
   require_index_dtype(indices, op, "indices");
@@ -52,10 +56,14 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
   if (max_norm) renorm_rows(weight, flat, *max_norm, norm_type);
   Dims out_shape(indices.shape().begin(), indices.shape().end());
   out_shape.push_back(dim);
-  if (batching::max_level({&indices, &weight}) || forward::active())
-    return weight.index_select(0, flat).reshape(out_shape);
+  if (batching::max_level({&indices, &weight}) || forward::active()) {
+    Tensor out = weight.index_select(0, flat).reshape(out_shape);
+    if (trace) trace.record({weight, indices}, {out});
+    return out;
+  }
   Tensor out = empty(out_shape, {.dtype = weight.dtype(), .device = weight.device()});
   backend_for(weight.device()).index_select(weight, 0, flat, out.view({n, dim}));
+  if (trace) trace.record({weight, indices}, {out});
   if (autograd::needs_grad({&weight}))
     autograd::record(op, {weight}, {&out},
                      [flat, pad, scale_grad_by_freq, num, dim](std::vector<Tensor>&& g, Node*) {

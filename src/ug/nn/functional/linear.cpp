@@ -9,6 +9,7 @@
 #include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
+#include "ug/onnx/trace.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/linalg.h"
 #include "ug/ops/reduce.h"
@@ -39,10 +40,16 @@ Tensor linear_composed(const Tensor& x, const Tensor& w, const Tensor& b) {
 
 }  // namespace
 
+const onnx::TracedOp kTraced("linear");
+
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  onnx::TraceScope trace(kTraced);
   check_linear(x, w, b);
-  if (w.dim() == 1 || batching::max_level({&x, &w, &b}) || forward::active() || (b.defined() && b.dim() != 1))
-    return linear_composed(x, w, b);
+  if (w.dim() == 1 || batching::max_level({&x, &w, &b}) || forward::active() || (b.defined() && b.dim() != 1)) {
+    Tensor y = linear_composed(x, w, b);
+    if (trace) trace.record({x, w, b}, {y});
+    return y;
+  }
   const int64_t in = w.size(1), out = w.size(0);
   if (b.defined() && b.size(0) != out)
     fail("[linear] bias shape ", b.shape(), " does not match weight shape ", w.shape());
@@ -58,6 +65,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     if (b.defined()) be.binary(ops::BinaryOp::Add, y3, b.expand(y3.shape()), y3);
   }
   debugging::check_output(y, "linear");
+  if (trace) trace.record({x, w, b}, {y});
   if (autograd::needs_grad({&x, &w, &b})) {
     autograd::record("linear", {x, w, b}, {&y},
                      [xs = autograd::requires_grad(w) ? autograd::save(x) : SavedTensor(),

@@ -15,6 +15,7 @@
 #include "ug/ops/indexing.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
+#include "ug/onnx/trace.h"
 
 namespace ug::nn::functional {
 
@@ -128,8 +129,11 @@ bool fused_nll_applies(const Tensor& input, const Tensor& target, const Tensor& 
          !forward::active();
 }
 
+const onnx::TracedOp kTracedNllLoss("nll_loss");
+
 Tensor fused_nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                       Reduction r) {
+  onnx::TraceScope trace(kTracedNllLoss);
   const Shape in_shape = input.shape();
   const int64_t classes = in_shape.back(), n = input.dim() == 2 ? in_shape[0] : 1;
   const Options opts{.dtype = input.dtype(), .device = input.device()};
@@ -143,6 +147,7 @@ Tensor fused_nll_loss(const Tensor& input, const Tensor& target, const Tensor& w
   if (r == Reduction::Mean) loss = loss / total;  // all ignored: 0 / 0 = nan, as torch
   if (r == Reduction::None && input.dim() == 1) loss = loss.view({});
   debugging::check_output(loss, "nll_loss");
+  if (trace) trace.record({input, target, weight}, {loss});
   if (autograd::needs_grad({&input})) {
     SavedTensor ws = w.defined() ? autograd::save(w) : SavedTensor();
     autograd::record("nll_loss", {input}, {&loss},

@@ -15,6 +15,7 @@
 #include "ug/ops/binary.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
+#include "ug/onnx/trace.h"
 
 namespace ug::nn::functional {
 
@@ -139,13 +140,20 @@ Tensor apply_stats(const Tensor& x, const Tensor& mean, const Tensor& var, const
 
 }  // namespace
 
+const onnx::TracedOp kTracedLayerNorm("layer_norm"), kTracedBatchNorm("batch_norm");
+
 Tensor layer_norm(const Tensor& x, const Dims& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+  onnx::TraceScope trace(kTracedLayerNorm);
   const char* op = "layer_norm";
   if (!is_floating(x.dtype())) fail<TypeError>("[layer_norm] expected a floating point input, got ", x.dtype());
   const int64_t cols = trailing_numel(x, normalized_shape, op);
   check_param(weight, normalized_shape, op, "weight");
   check_param(bias, normalized_shape, op, "bias");
-  return normalize_rows(op, x, cols, weight, bias, eps);
+  Tensor y = normalize_rows(op, x, cols, weight, bias, eps);
+  if (trace)
+    trace.record({x, weight, bias}, {y},
+                 {{"axis", x.dim() - static_cast<int64_t>(normalized_shape.size())}, {"epsilon", eps}});
+  return y;
 }
 
 Tensor rms_norm(const Tensor& x, const Dims& normalized_shape, const Tensor& weight, std::optional<double> eps) {
@@ -165,6 +173,7 @@ Tensor rms_norm(const Tensor& x, const Dims& normalized_shape, const Tensor& wei
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
+  onnx::TraceScope trace(kTracedBatchNorm);
   const char* op = "batch_norm";
   if (x.dim() < 2) fail("[batch_norm] expected an input of at least 2 dims [N, C, ...], got shape ", x.shape());
   if (!is_floating(x.dtype())) fail<TypeError>("[batch_norm] expected a floating point input, got ", x.dtype());
@@ -176,7 +185,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   if (!training) {
     if (!running_mean.defined() || !running_var.defined())
       fail<RuntimeError>("[batch_norm] running_mean and running_var must be given when training is false");
-    return apply_stats(x, per_channel(running_mean, x), per_channel(running_var, x), weight, bias, eps);
+    Tensor y = apply_stats(x, per_channel(running_mean, x), per_channel(running_var, x), weight, bias, eps);
+    if (trace) trace.record({x, weight, bias, running_mean, running_var}, {y}, {{"epsilon", eps}, {"training", int64_t{0}}});
+    return y;
   }
   const int64_t count = x.numel() / std::max<int64_t>(channels, 1);
   if (count <= 1)
@@ -191,7 +202,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   Tensor scale = (var + eps).rsqrt();
   if (weight.defined()) scale = scale * per_channel(weight, x);
   Tensor y = xc * scale;
-  return bias.defined() ? y + per_channel(bias, x) : y;
+  if (bias.defined()) y = y + per_channel(bias, x);
+  if (trace) trace.record({x, weight, bias, running_mean, running_var}, {y}, {{"epsilon", eps}, {"training", int64_t{1}}});
+  return y;
 }
 
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {

@@ -10,6 +10,7 @@
 #include "ug/core/batching.h"
 #include "ug/nn/functional/dropout.h"
 #include "ug/nn/init.h"
+#include "ug/onnx/trace.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/ops/random.h"
@@ -24,6 +25,18 @@ int64_t gate_count(RNNMode mode) {
     case RNNMode::GRU: return 3;
     default: return 1;
   }
+}
+
+const onnx::TracedOp kTracedRNNTanh("rnn_tanh"), kTracedRNNReLU("rnn_relu"), kTracedLSTM("lstm"), kTracedGRU("gru");
+
+const onnx::TracedOp& traced(RNNMode mode) {
+  switch (mode) {
+    case RNNMode::RNNTanh: return kTracedRNNTanh;
+    case RNNMode::RNNReLU: return kTracedRNNReLU;
+    case RNNMode::LSTM: return kTracedLSTM;
+    case RNNMode::GRU: return kTracedGRU;
+  }
+  return kTracedRNNTanh;
 }
 
 RNNMode rnn_mode(const std::string& nonlinearity) {
@@ -259,6 +272,32 @@ Tensor RNNBaseImpl::check_state(const Tensor& x, const Tensor& h, int64_t batch,
 }
 
 std::tuple<Tensor, Tensor, Tensor> RNNBaseImpl::run(const Tensor& x, const Tensor& h0, const Tensor& c0) {
+  // A whole layer stack is one ONNX LSTM/GRU/RNN node per layer: the steps inside stay untraced.
+  onnx::TraceScope trace(traced(mode_));
+  auto result = run_steps(x, h0, c0);
+  if (trace) {
+    // Inputs: x, h0, c0 (undefined when absent), then per layer and direction w_ih, w_hh, b_ih, b_hh.
+    std::vector<Tensor> inputs{x, h0, c0};
+    const int64_t directions = options_.bidirectional ? 2 : 1;
+    for (int64_t k = 0; k < options_.num_layers; ++k)
+      for (int64_t d = 0; d < directions; ++d) {
+        const std::string suffix = "_l" + std::to_string(k) + (d ? "_reverse" : "");
+        inputs.push_back(parameter("weight_ih" + suffix));
+        inputs.push_back(parameter("weight_hh" + suffix));
+        inputs.push_back(options_.bias ? parameter("bias_ih" + suffix) : Tensor());
+        inputs.push_back(options_.bias ? parameter("bias_hh" + suffix) : Tensor());
+      }
+    auto& [out, hn, cn] = result;
+    trace.record(std::move(inputs), {out, hn, cn},
+                 {{"hidden_size", hidden_size_},
+                  {"num_layers", options_.num_layers},
+                  {"bidirectional", int64_t{options_.bidirectional}},
+                  {"batch_first", int64_t{options_.batch_first}}});
+  }
+  return result;
+}
+
+std::tuple<Tensor, Tensor, Tensor> RNNBaseImpl::run_steps(const Tensor& x, const Tensor& h0, const Tensor& c0) {
   const bool lstm = mode_ == RNNMode::LSTM;
   const Tensor seq = check_input(x);
   const int64_t steps = seq.size(0), batch = seq.size(1);

@@ -124,6 +124,8 @@ class RNNBaseImpl : public Module {
   RNNMode mode_;
 
  private:
+  /** run() step by step (run itself records the whole stack for ONNX export). */
+  std::tuple<Tensor, Tensor, Tensor> run_steps(const Tensor& x, const Tensor& h0, const Tensor& c0);
   /** x as time-major [L, N, in] and each state as [num_layers * D, N, H]. */
   Tensor check_input(const Tensor& x);
   Tensor check_state(const Tensor& x, const Tensor& h, int64_t batch, const char* what) const;

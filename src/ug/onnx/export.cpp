@@ -1,0 +1,128 @@
+#include "ug/onnx/export.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+#include <set>
+
+#include "ug/autograd/grad_mode.h"
+#include "ug/core/error.h"
+#include "ug/onnx/export_table.h"
+#include "ug/onnx/graph_builder.h"
+#include "ug/onnx/trace.h"
+#include "ug/version.h"
+
+namespace ug::onnx {
+
+namespace {
+
+constexpr int64_t kIrVersion = 8;
+constexpr int kMinOpset = 13, kMaxOpset = 20;
+
+std::vector<std::string> names_or_default(const std::vector<std::string>& given, size_t count, const char* prefix,
+                                          const char* what) {
+  if (given.size() > count)
+    fail("[onnx.export] ", given.size(), " ", what, " names given for ", count, " ", what, "s");
+  std::vector<std::string> names = given;
+  for (size_t i = names.size(); i < count; ++i) names.push_back(prefix + std::to_string(i));
+  return names;
+}
+
+/** The dim names of a graph input or output from dynamic_axes ("" for a fixed dim). */
+std::vector<std::string> dim_names(const ExportOptions& options, const std::string& name, const Tensor& t) {
+  std::vector<std::string> dims(static_cast<size_t>(t.dim()));
+  auto it = options.dynamic_axes.find(name);
+  if (it == options.dynamic_axes.end()) return dims;
+  for (const auto& [axis, symbol] : it->second) {
+    const int64_t d = axis < 0 ? axis + t.dim() : axis;
+    if (d < 0 || d >= t.dim())
+      fail("[onnx.export] dynamic_axes: '", name, "' has ", t.dim(), " dims, got axis ", axis);
+    dims[d] = symbol.empty() ? name + "_dim_" + std::to_string(d) : symbol;
+  }
+  return dims;
+}
+
+void check_options(const ExportOptions& options, const std::vector<std::string>& inputs,
+                   const std::vector<std::string>& outputs) {
+  if (options.opset_version < kMinOpset || options.opset_version > kMaxOpset)
+    fail("[onnx.export] opset_version must be between ", kMinOpset, " and ", kMaxOpset, ", got ",
+         options.opset_version);
+  std::set<std::string> known(inputs.begin(), inputs.end());
+  known.insert(outputs.begin(), outputs.end());
+  if (known.size() != inputs.size() + outputs.size())
+    fail("[onnx.export] input and output names must be distinct");
+  for (const auto& [name, axes] : options.dynamic_axes)
+    if (!known.contains(name)) fail("[onnx.export] dynamic_axes names '", name, "', which is no input or output");
+}
+
+void write(const ::onnx::ModelProto& model, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail<RuntimeError>("[onnx.export] cannot open '", path, "' for writing");
+  if (!model.SerializeToOstream(&out)) fail<RuntimeError>("[onnx.export] failed to write '", path, "'");
+}
+
+}  // namespace
+
+void export_function(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
+                     const std::vector<std::pair<std::string, Tensor>>& named_tensors, const std::string& path,
+                     const ExportOptions& options) {
+  for (const Tensor& t : example_inputs)
+    if (!t.defined()) fail("[onnx.export] example inputs must be defined tensors");
+  const std::vector<std::string> input_names =
+      names_or_default(options.input_names, example_inputs.size(), "input_", "input");
+
+  std::vector<Tensor> outputs;
+  std::vector<TracedCall> calls;
+  {
+    NoGradGuard no_grad;
+    Tracer tracer;
+    outputs = fn(example_inputs);
+    tracer.check();
+    calls = tracer.calls();
+  }
+  if (outputs.empty()) fail("[onnx.export] the model returned no tensors");
+  const std::vector<std::string> output_names =
+      names_or_default(options.output_names, outputs.size(), "output_", "output");
+  check_options(options, input_names, output_names);
+
+  ::onnx::ModelProto model;
+  model.set_ir_version(kIrVersion);
+  model.set_producer_name("unigrad");
+  model.set_producer_version(version());
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(options.opset_version);
+  ::onnx::GraphProto& graph = *model.mutable_graph();
+  graph.set_name("unigrad");
+
+  GraphBuilder g(graph, options.opset_version, named_tensors);
+  for (size_t i = 0; i < example_inputs.size(); ++i)
+    g.add_input(example_inputs[i], input_names[i], dim_names(options, input_names[i], example_inputs[i]));
+  for (const TracedCall& call : calls) emit(g, call);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    g.add_output(outputs[i], output_names[i], dim_names(options, output_names[i], outputs[i]));
+  write(model, path);
+}
+
+EvalModeGuard::EvalModeGuard(nn::Module& model) {
+  for (const auto& [name, m] : model.named_modules()) modes_.emplace_back(m, m->is_training());
+  model.eval();
+}
+
+// Parents come before their children in named_modules(), so each child's own mode is set last.
+EvalModeGuard::~EvalModeGuard() {
+  for (auto& [m, mode] : modes_) m->train(mode);
+}
+
+void export_model(nn::Module& model, const std::vector<Tensor>& example_inputs, const std::string& path,
+                  const ExportOptions& options) {
+  if (example_inputs.size() != 1)
+    fail("[onnx.export] export_model runs the one-tensor forward: give 1 example input, got ", example_inputs.size());
+  EvalModeGuard eval_mode(model);
+  std::vector<std::pair<std::string, Tensor>> named = model.named_parameters();
+  for (auto& b : model.named_buffers()) named.push_back(std::move(b));
+  export_function([&model](const std::vector<Tensor>& x) { return std::vector<Tensor>{model(x[0])}; },
+                  example_inputs, named, path, options);
+}
+
+}  // namespace ug::onnx

@@ -1,0 +1,61 @@
+// ONNX export by tracing: the model runs once on example inputs (eval mode, no grad) while
+// every op records itself (trace.h); the export table (export_table.cpp) turns each recorded
+// op into ONNX nodes. Parameters and buffers become initializers under their state_dict names.
+//
+//   ug::onnx::export_model(model, {x}, "model.onnx",
+//                          {.input_names = {"x"}, .output_names = {"y"},
+//                           .dynamic_axes = {{"x", {{0, "batch"}}}, {"y", {{0, "batch"}}}}});
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ug/core/tensor.h"
+#include "ug/nn/module.h"
+
+namespace ug::onnx {
+
+struct ExportOptions {
+  /** Names of the graph inputs and outputs; missing ones are input_0, ... and output_0, .... */
+  std::vector<std::string> input_names, output_names;
+  /** Per input or output name: the dims that are symbolic, with their names ({0: "batch"}). */
+  std::map<std::string, std::map<int64_t, std::string>> dynamic_axes;
+  /** The default ONNX opset; 13 to 20 are accepted. */
+  int opset_version = 17;
+};
+
+/** Exports `model` traced on `example_inputs` (its one-tensor forward) to an .onnx file. The
+ *  model runs in eval mode without grad; each module's training mode is restored afterwards. */
+void export_model(nn::Module& model, const std::vector<Tensor>& example_inputs, const std::string& path,
+                  const ExportOptions& options = {});
+
+using TracedFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+/** The lower-level entry: traces `fn` on `example_inputs` (without grad) and writes the graph;
+ *  tensors of `named_tensors` (parameters and buffers) become initializers of those names. */
+void export_function(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
+                     const std::vector<std::pair<std::string, Tensor>>& named_tensors, const std::string& path,
+                     const ExportOptions& options = {});
+
+/** Puts a model and all its submodules in eval mode; gives each its own mode back on exit. */
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(nn::Module& model);
+  ~EvalModeGuard();
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  std::vector<std::pair<std::shared_ptr<nn::Module>, bool>> modes_;
+};
+
+/** The op names the export table maps to ONNX, and those it rejects on purpose. */
+std::vector<std::string> exportable_ops();
+std::vector<std::string> unsupported_ops();
+
+}  // namespace ug::onnx

@@ -1,0 +1,858 @@
+// The one table from traced op names to their ONNX emitters, and the list of ops that are
+// traced but have no ONNX form here. Every name a TracedOp registers must be in one of the
+// two (tests/cpp/onnx_export_test.cpp checks it against onnx::traceable_ops()).
+#include "ug/onnx/export_table.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+
+#include "ug/core/error.h"
+#include "ug/onnx/export.h"
+#include "ug/ops/join.h"
+
+namespace ug::onnx {
+
+namespace {
+
+using Emitter = void (*)(GraphBuilder&, const TracedCall&);
+
+DType out_dtype(const TracedCall& c, size_t i = 0) { return c.outputs.at(i).dtype(); }
+
+/** Input i as a value name, converted to the output's dtype. */
+std::string in(GraphBuilder& g, const TracedCall& c, size_t i) { return g.value(c.inputs.at(i), out_dtype(c)); }
+
+/** A node with one output, named after `hint`; returns the output's name. */
+std::string node1(GraphBuilder& g, const std::string& op, const std::vector<std::string>& inputs,
+                  const std::string& hint) {
+  std::string out = g.fresh(hint);
+  g.node(op, inputs, {out});
+  return out;
+}
+
+std::vector<int64_t> wrap_axes(std::vector<int64_t> axes, int64_t rank) {
+  for (int64_t& a : axes)
+    if (a < 0) a += rank;
+  return axes;
+}
+
+// ---- elementwise --------------------------------------------------------------------------
+
+/** One ONNX op on the input in the output's dtype. */
+template <const char* Op>
+void unary(GraphBuilder& g, const TracedCall& c) {
+  std::string x = in(g, c, 0);
+  g.node(Op, {x}, {g.output(c)});
+}
+
+/** floor, ceil, round and trunc leave integers as they are; ONNX's versions take floats only. */
+template <const char* Op>
+void rounding(GraphBuilder& g, const TracedCall& c) {
+  std::string x = in(g, c, 0);
+  g.node(is_floating(out_dtype(c)) ? Op : "Identity", {x}, {g.output(c)});
+}
+
+#define UG_ONNX_NAME(var, text) constexpr char var[] = text;
+UG_ONNX_NAME(kNeg, "Neg")
+UG_ONNX_NAME(kAbs, "Abs")
+UG_ONNX_NAME(kSign, "Sign")
+UG_ONNX_NAME(kRelu, "Relu")
+UG_ONNX_NAME(kFloor, "Floor")
+UG_ONNX_NAME(kCeil, "Ceil")
+UG_ONNX_NAME(kRound, "Round")
+UG_ONNX_NAME(kExp, "Exp")
+UG_ONNX_NAME(kLog, "Log")
+UG_ONNX_NAME(kSqrt, "Sqrt")
+UG_ONNX_NAME(kReciprocal, "Reciprocal")
+UG_ONNX_NAME(kSin, "Sin")
+UG_ONNX_NAME(kCos, "Cos")
+UG_ONNX_NAME(kTan, "Tan")
+UG_ONNX_NAME(kTanh, "Tanh")
+UG_ONNX_NAME(kSigmoid, "Sigmoid")
+UG_ONNX_NAME(kErf, "Erf")
+UG_ONNX_NAME(kIdentity, "Identity")
+#undef UG_ONNX_NAME
+
+void trunc(GraphBuilder& g, const TracedCall& c) {
+  std::string x = in(g, c, 0);
+  if (!is_floating(out_dtype(c))) {
+    g.node("Identity", {x}, {g.output(c)});
+    return;
+  }
+  std::string floor_abs = node1(g, "Floor", {node1(g, "Abs", {x}, "abs")}, "floor");
+  g.node("Mul", {node1(g, "Sign", {x}, "sign"), floor_abs}, {g.output(c)});
+}
+
+void square(GraphBuilder& g, const TracedCall& c) {
+  std::string x = in(g, c, 0);
+  g.node("Mul", {x, x}, {g.output(c)});
+}
+
+/** f(x) op constant, for the ops ONNX spells with a constant (log2 = log / ln 2, ...). */
+void with_constant(GraphBuilder& g, const TracedCall& c, const std::string& first, const std::string& op, double k) {
+  std::string x = in(g, c, 0);
+  std::string fx = first.empty() ? x : node1(g, first, {x}, "t");
+  g.node(op, {fx, g.scalar(k, out_dtype(c))}, {g.output(c)});
+}
+
+void exp2(GraphBuilder& g, const TracedCall& c) {
+  std::string x = in(g, c, 0);
+  g.node("Pow", {g.scalar(2.0, out_dtype(c)), x}, {g.output(c)});
+}
+void log2(GraphBuilder& g, const TracedCall& c) { with_constant(g, c, "Log", "Div", std::log(2.0)); }
+void log10(GraphBuilder& g, const TracedCall& c) { with_constant(g, c, "Log", "Div", std::log(10.0)); }
+void expm1(GraphBuilder& g, const TracedCall& c) { with_constant(g, c, "Exp", "Sub", 1.0); }
+
+void log1p(GraphBuilder& g, const TracedCall& c) {
+  std::string x = in(g, c, 0);
+  g.node("Log", {node1(g, "Add", {x, g.scalar(1.0, out_dtype(c))}, "t")}, {g.output(c)});
+}
+
+void rsqrt(GraphBuilder& g, const TracedCall& c) {
+  std::string x = in(g, c, 0);
+  g.node("Reciprocal", {node1(g, "Sqrt", {x}, "sqrt")}, {g.output(c)});
+}
+
+void silu(GraphBuilder& g, const TracedCall& c) {
+  std::string x = in(g, c, 0);
+  g.node("Mul", {x, node1(g, "Sigmoid", {x}, "sigmoid")}, {g.output(c)});
+}
+
+/** Gelu is an ONNX op from opset 20; before it, its formula (erf or tanh form). */
+void gelu(GraphBuilder& g, const TracedCall& c) {
+  const std::string& approximate = attr_string(c, "approximate");
+  std::string x = in(g, c, 0);
+  const DType dt = out_dtype(c);
+  if (g.opset() >= 20) {
+    set_attr(g.node("Gelu", {x}, {g.output(c)}), "approximate", approximate);
+    return;
+  }
+  std::string inner;
+  if (approximate == "tanh") {
+    std::string cube = node1(g, "Mul", {node1(g, "Mul", {x, x}, "sq"), x}, "cube");
+    std::string sum = node1(g, "Add", {x, node1(g, "Mul", {cube, g.scalar(0.044715, dt)}, "t")}, "t");
+    inner = node1(g, "Tanh", {node1(g, "Mul", {sum, g.scalar(std::sqrt(2.0 / M_PI), dt)}, "t")}, "tanh");
+  } else {
+    inner = node1(g, "Erf", {node1(g, "Mul", {x, g.scalar(M_SQRT1_2, dt)}, "t")}, "erf");
+  }
+  std::string half_x = node1(g, "Mul", {x, g.scalar(0.5, dt)}, "half");
+  g.node("Mul", {half_x, node1(g, "Add", {inner, g.scalar(1.0, dt)}, "t")}, {g.output(c)});
+}
+
+void isnan(GraphBuilder& g, const TracedCall& c) {
+  std::string x = g.value(c.inputs[0]);
+  g.node("IsNaN", {x}, {g.output(c)});
+}
+
+void isinf(GraphBuilder& g, const TracedCall& c) {
+  std::string x = g.value(c.inputs[0]);
+  g.node("IsInf", {x}, {g.output(c)});
+}
+
+void isfinite(GraphBuilder& g, const TracedCall& c) {
+  std::string x = g.value(c.inputs[0]);
+  std::string bad = node1(g, "Or", {node1(g, "IsNaN", {x}, "nan"), node1(g, "IsInf", {x}, "inf")}, "bad");
+  g.node("Not", {bad}, {g.output(c)});
+}
+
+void logical_not(GraphBuilder& g, const TracedCall& c) {
+  std::string x = g.value(c.inputs[0], DType::Bool);
+  g.node("Not", {x}, {g.output(c)});
+}
+
+
+/** A binary op on both operands in the dtype the kernel computed in (ONNX broadcasts them). */
+void binary_node(GraphBuilder& g, const TracedCall& c, const char* op, std::optional<DType> operands = {},
+                 bool negate = false) {
+  const DType dt = operands.value_or(static_cast<DType>(attr_int(c, "compute_dtype")));
+  std::string a = g.value(c.inputs.at(0), dt), b = g.value(c.inputs.at(1), dt);
+  if (negate) {
+    std::string eq = node1(g, op, {a, b}, "t");
+    g.node("Not", {eq}, {g.output(c)});
+    return;
+  }
+  g.node(op, {a, b}, {g.output(c)});
+}
+
+/** add and mul of bools are or and and. */
+void add(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, out_dtype(c) == DType::Bool ? "Or" : "Add"); }
+void mul(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, out_dtype(c) == DType::Bool ? "And" : "Mul"); }
+void sub(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Sub"); }
+void div(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Div"); }
+void pow(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Pow"); }
+void maximum(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Max"); }
+void minimum(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Min"); }
+void eq(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Equal"); }
+void ne(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Equal", {}, true); }
+void lt(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Less"); }
+void le(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "LessOrEqual"); }
+void gt(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Greater"); }
+void ge(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "GreaterOrEqual"); }
+void logical_and(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "And", DType::Bool); }
+void logical_or(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Or", DType::Bool); }
+void logical_xor(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Xor", DType::Bool); }
+
+void where(GraphBuilder& g, const TracedCall& c) {
+  std::string cond = g.value(c.inputs[0], DType::Bool), a = in(g, c, 1), b = in(g, c, 2);
+  g.node("Where", {cond, a, b}, {g.output(c)});
+}
+
+// ---- shapes ---------------------------------------------------------------------------------
+
+/** The target of a Reshape that keeps working when the dynamic dims change size. The rule:
+ *   1. an output dim at the position of a dynamic input dim, with the same size, is 0 ("copy
+ *      that dim from the input"; allowzero stays 0);
+ *   2. if dynamic input dims remain that were not copied, their sizes went into another output
+ *      dim: the first one that is a multiple of their product becomes -1 (inferred);
+ *   3. every other dim is its traced size.
+ *  Returns the target and the output's dynamic dims. */
+std::pair<std::vector<int64_t>, DynamicDims> reshape_target(const Tensor& x, const DynamicDims& dyn, const Shape& out,
+                                                           const std::string& op) {
+  std::vector<int64_t> target(out.begin(), out.end());
+  DynamicDims out_dyn(out.size(), false);
+  int64_t folded = 1;
+  bool any_folded = false;
+  for (size_t i = 0; i < dyn.size(); ++i) {
+    if (!dyn[i]) continue;
+    if (i < out.size() && out[i] == x.size(static_cast<int64_t>(i))) {
+      target[i] = 0;
+      out_dyn[i] = true;
+    } else {
+      folded *= x.size(static_cast<int64_t>(i));
+      any_folded = true;
+    }
+  }
+  if (any_folded) {
+    for (size_t j = 0; j < target.size(); ++j) {
+      if (target[j] != 0 && folded != 0 && target[j] % folded == 0) {
+        target[j] = -1;
+        out_dyn[j] = true;
+        return {target, out_dyn};
+      }
+    }
+    fail("[onnx.export] ", op, " from shape ", x.shape(), " to ", out,
+         " mixes a dynamic axis into dims it cannot be inferred from; export with fewer dynamic_axes");
+  }
+  return {target, out_dyn};
+}
+
+void reshape_to(GraphBuilder& g, const TracedCall& c, const std::string& x) {
+  auto [target, dyn] = reshape_target(c.inputs[0], g.dynamic(c.inputs[0]), c.outputs[0].shape(), c.op);
+  std::string shape = g.ints(target);
+  g.node("Reshape", {x, shape}, {g.output(c, 0, dyn)});
+}
+
+void reshape(GraphBuilder& g, const TracedCall& c) { reshape_to(g, c, g.value(c.inputs[0])); }
+
+/** flatten(1) of a batch is ONNX's Flatten(axis=1); other flattens are reshapes. */
+void flatten(GraphBuilder& g, const TracedCall& c) {
+  const Tensor& x = c.inputs[0];
+  std::string xv = g.value(x);
+  if (x.dim() >= 2 && attr_int(c, "start_dim") == 1 && attr_int(c, "end_dim") == x.dim() - 1) {
+    DynamicDims d = g.dynamic(x);
+    DynamicDims out{d[0], std::any_of(d.begin() + 1, d.end(), [](bool b) { return b; })};
+    set_attr(g.node("Flatten", {xv}, {g.output(c, 0, out)}), "axis", int64_t{1});
+    return;
+  }
+  reshape_to(g, c, xv);
+}
+
+void permute_with(GraphBuilder& g, const TracedCall& c, const std::vector<int64_t>& perm) {
+  std::string x = g.value(c.inputs[0]);
+  DynamicDims d = g.dynamic(c.inputs[0]), out;
+  for (int64_t p : perm) out.push_back(d[p]);
+  set_attr(g.node("Transpose", {x}, {g.output(c, 0, out)}), "perm", perm);
+}
+
+void transpose(GraphBuilder& g, const TracedCall& c) {
+  std::vector<int64_t> perm(static_cast<size_t>(c.inputs[0].dim()));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[attr_int(c, "dim0")], perm[attr_int(c, "dim1")]);
+  permute_with(g, c, perm);
+}
+
+void permute(GraphBuilder& g, const TracedCall& c) {
+  permute_with(g, c, wrap_axes(attr_ints(c, "perm"), c.inputs[0].dim()));
+}
+
+void squeeze(GraphBuilder& g, const TracedCall& c) {
+  const Tensor& x = c.inputs[0];
+  std::vector<int64_t> axes;
+  if (has_attr(c, "axes")) {
+    axes = attr_ints(c, "axes");
+  } else {
+    for (int64_t d = 0; d < x.dim(); ++d)
+      if (x.size(d) == 1) axes.push_back(d);
+  }
+  std::string xv = g.value(x);
+  DynamicDims d = g.dynamic(x), out;
+  for (int64_t i = 0; i < x.dim(); ++i)
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) out.push_back(d[i]);
+  if (axes.empty()) {
+    g.node("Identity", {xv}, {g.output(c, 0, out)});
+    return;
+  }
+  g.node("Squeeze", {xv, g.ints(axes)}, {g.output(c, 0, out)});
+}
+
+void unsqueeze(GraphBuilder& g, const TracedCall& c) {
+  const int64_t dim = attr_int(c, "dim");
+  std::string x = g.value(c.inputs[0]);
+  DynamicDims out = g.dynamic(c.inputs[0]);
+  out.insert(out.begin() + dim, false);
+  g.node("Unsqueeze", {x, g.ints({dim})}, {g.output(c, 0, out)});
+}
+
+/** Expand broadcasts both ways: a 1 keeps the input's dim, so dims that do not change are 1
+ *  and a dynamic dim stays dynamic. */
+void expand(GraphBuilder& g, const TracedCall& c) {
+  const Tensor& x = c.inputs[0];
+  const Shape& out = c.outputs[0].shape();
+  std::string xv = g.value(x);
+  DynamicDims d = g.dynamic(x), out_dyn(out.size(), false);
+  std::vector<int64_t> shape(out.begin(), out.end());
+  const int64_t lead = static_cast<int64_t>(out.size()) - x.dim();
+  for (int64_t i = 0; i < x.dim(); ++i)
+    if (x.size(i) == out[lead + i]) {
+      shape[lead + i] = 1;
+      out_dyn[lead + i] = d[i];
+    }
+  g.node("Expand", {xv, g.ints(shape)}, {g.output(c, 0, out_dyn)});
+}
+
+void select(GraphBuilder& g, const TracedCall& c) {
+  const int64_t dim = attr_int(c, "dim");
+  std::string x = g.value(c.inputs[0]);
+  std::string index = g.scalar(static_cast<double>(attr_int(c, "index")), DType::Int64);
+  DynamicDims out = g.dynamic(c.inputs[0]);
+  out.erase(out.begin() + dim);
+  set_attr(g.node("Gather", {x, index}, {g.output(c, 0, out)}), "axis", dim);
+}
+
+/** A slice to the end of a dim runs to INT64_MAX, so it keeps reaching the end at other sizes. */
+void slice(GraphBuilder& g, const TracedCall& c) {
+  const Tensor& x = c.inputs[0];
+  const int64_t dim = attr_int(c, "dim"), start = attr_int(c, "start"), step = attr_int(c, "step");
+  int64_t end = attr_int(c, "end");
+  const bool whole = start == 0 && step == 1 && end == x.size(dim);
+  if (end == x.size(dim)) end = std::numeric_limits<int64_t>::max();
+  std::string xv = g.value(x);
+  DynamicDims out = g.dynamic(x);
+  out[dim] = out[dim] && whole;
+  g.node("Slice", {xv, g.ints({start}), g.ints({end}), g.ints({dim}), g.ints({step})}, {g.output(c, 0, out)});
+}
+
+void cast(GraphBuilder& g, const TracedCall& c) {
+  std::string x = g.value(c.inputs[0]);
+  set_attr(g.node("Cast", {x}, {g.output(c)}), "to", static_cast<int64_t>(onnx_dtype(out_dtype(c))));
+}
+
+/** zeros_like, ones_like, full_like: a constant of the input's (run-time) shape. */
+void full_like(GraphBuilder& g, const TracedCall& c) {
+  std::string shape = node1(g, "Shape", {g.value(c.inputs[0])}, "shape");
+  ::onnx::NodeProto& n = g.node("ConstantOfShape", {shape}, {g.output(c, 0, g.dynamic(c.inputs[0]))});
+  auto* a = n.add_attribute();
+  a->set_name("value");
+  a->set_type(::onnx::AttributeProto_AttributeType_TENSOR);
+  Tensor one = full({1}, attr_float(c, "value"), {.dtype = out_dtype(c)});
+  ::onnx::TensorProto& value = *a->mutable_t();
+  value.set_data_type(onnx_dtype(one.dtype()));
+  value.add_dims(1);
+  value.set_raw_data(one.raw_data(), one.nbytes());
+}
+
+void cat(GraphBuilder& g, const TracedCall& c) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < c.inputs.size(); ++i) parts.push_back(in(g, c, i));
+  set_attr(g.node("Concat", parts, {g.output(c)}), "axis", attr_int(c, "dim"));
+}
+
+/** torch's pads run from the last dim backwards, (left, right) each; ONNX's are all the
+ *  begins, then all the ends. */
+void pad(GraphBuilder& g, const TracedCall& c) {
+  const Tensor& x = c.inputs[0];
+  const std::vector<int64_t>& torch_pads = attr_ints(c, "pads");
+  const std::string& mode = attr_string(c, "mode");
+  std::vector<int64_t> pads(2 * static_cast<size_t>(x.dim()), 0);
+  for (size_t k = 0; k < torch_pads.size() / 2; ++k) {
+    const int64_t d = x.dim() - 1 - static_cast<int64_t>(k);
+    pads[d] = torch_pads[2 * k];
+    pads[x.dim() + d] = torch_pads[2 * k + 1];
+  }
+  const std::string onnx_mode = mode == "constant"    ? "constant"
+                                : mode == "reflect"   ? "reflect"
+                                : mode == "replicate" ? "edge"
+                                                      : "wrap";
+  if (onnx_mode == "wrap" && g.opset() < 19) fail("[onnx.export] pad mode 'circular' needs opset 19 or later");
+  std::string xv = g.value(x);
+  std::vector<std::string> inputs{xv, g.ints(pads)};
+  if (onnx_mode == "constant") inputs.push_back(g.scalar(attr_float(c, "value"), x.dtype()));
+  set_attr(g.node("Pad", inputs, {g.output(c)}), "mode", onnx_mode);
+}
+
+void gather(GraphBuilder& g, const TracedCall& c) {
+  std::string x = g.value(c.inputs[0]), index = g.value(c.inputs[1], DType::Int64);
+  set_attr(g.node("GatherElements", {x, index}, {g.output(c, 0, g.dynamic(c.inputs[1]))}), "axis", attr_int(c, "dim"));
+}
+
+void index_select(GraphBuilder& g, const TracedCall& c) {
+  const int64_t dim = attr_int(c, "dim");
+  std::string x = g.value(c.inputs[0]), index = g.value(c.inputs[1], DType::Int64);
+  if (c.inputs[1].dim() == 0) index = node1(g, "Reshape", {index, g.ints({1})}, "index");
+  DynamicDims out = g.dynamic(c.inputs[0]);
+  out[dim] = false;
+  set_attr(g.node("Gather", {x, index}, {g.output(c, 0, out)}), "axis", dim);
+}
+
+void scatter_node(GraphBuilder& g, const TracedCall& c, bool add) {
+  if (add && g.opset() < 16) fail("[onnx.export] scatter_add needs opset 16 or later, got ", g.opset());
+  std::string x = g.value(c.inputs[0]), index = g.value(c.inputs[1], DType::Int64), src = in(g, c, 2);
+  ::onnx::NodeProto& n = g.node("ScatterElements", {x, index, src}, {g.output(c, 0, g.dynamic(c.inputs[0]))});
+  set_attr(n, "axis", attr_int(c, "dim"));
+  if (add) set_attr(n, "reduction", std::string("add"));
+}
+void scatter(GraphBuilder& g, const TracedCall& c) { scatter_node(g, c, false); }
+void scatter_add(GraphBuilder& g, const TracedCall& c) { scatter_node(g, c, true); }
+
+/** x.masked_fill_(mask, value): the new value of x is Where(mask, value, x). */
+void masked_fill(GraphBuilder& g, const TracedCall& c) {
+  std::string mask = g.value(c.inputs[0], DType::Bool), fill = in(g, c, 1), x = g.value(c.inputs[2]);
+  g.node("Where", {mask, fill, x}, {g.output(c, 0, g.dynamic(c.inputs[2]))});
+}
+
+void cumsum(GraphBuilder& g, const TracedCall& c) {
+  std::string x = in(g, c, 0);
+  g.node("CumSum", {x, g.scalar(static_cast<double>(attr_int(c, "dim")), DType::Int64)}, {g.output(c)});
+}
+
+void embedding(GraphBuilder& g, const TracedCall& c) {
+  std::string w = g.value(c.inputs[0]), idx = g.value(c.inputs[1], DType::Int64);
+  DynamicDims out = g.dynamic(c.inputs[1]);
+  out.push_back(false);
+  set_attr(g.node("Gather", {w, idx}, {g.output(c, 0, out)}), "axis", int64_t{0});
+}
+
+// ---- products and reductions ----------------------------------------------------------------
+
+void matmul(GraphBuilder& g, const TracedCall& c) {
+  std::string a = in(g, c, 0), b = in(g, c, 1);
+  g.node("MatMul", {a, b}, {g.output(c)});
+}
+
+/** y = x W^T + b: one Gemm for a 2-d x, else MatMul with the transposed weight and Add. */
+void linear(GraphBuilder& g, const TracedCall& c) {
+  const Tensor &x = c.inputs[0], &w = c.inputs[1], &b = c.inputs[2];
+  std::string xv = g.value(x), wv = g.value(w);
+  std::string bv = b.defined() ? g.value(b) : std::string();
+  if (x.dim() == 2 && w.dim() == 2 && b.defined() && b.dim() == 1) {
+    set_attr(g.node("Gemm", {xv, wv, bv}, {g.output(c)}), "transB", int64_t{1});
+    return;
+  }
+  std::string wt = wv;
+  if (w.dim() == 2) {
+    wt = g.fresh(wv + "_t");
+    set_attr(g.node("Transpose", {wv}, {wt}), "perm", std::vector<int64_t>{1, 0});
+  }
+  if (!b.defined()) {
+    g.node("MatMul", {xv, wt}, {g.output(c)});
+    return;
+  }
+  std::string y = node1(g, "MatMul", {xv, wt}, "matmul");
+  g.node("Add", {y, bv}, {g.output(c)});
+}
+
+/** The output's dynamic dims after a reduction over `axes`. */
+DynamicDims reduced_dynamic(const DynamicDims& d, const std::vector<int64_t>& axes, bool keepdim) {
+  DynamicDims out;
+  for (size_t i = 0; i < d.size(); ++i) {
+    const bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
+    if (!reduced) out.push_back(d[i]);
+    else if (keepdim) out.push_back(false);
+  }
+  return out;
+}
+
+/** ReduceSum takes its axes as an input from opset 13, the other reductions from opset 18. */
+void reduce_node(GraphBuilder& g, const TracedCall& c, const char* op, const std::string& x, const std::string& out) {
+  const std::vector<int64_t>& axes = attr_ints(c, "axes");
+  const bool keepdim = attr_int(c, "keepdim") != 0;
+  const bool axes_input = std::string(op) == "ReduceSum" || g.opset() >= 18;
+  std::vector<std::string> inputs{x};
+  if (axes_input) inputs.push_back(g.ints(axes));
+  ::onnx::NodeProto& n = g.node(op, inputs, {out});
+  set_attr(n, "keepdims", int64_t{keepdim});
+  if (!axes_input) set_attr(n, "axes", axes);
+}
+
+template <const char* Op>
+void reduce(GraphBuilder& g, const TracedCall& c) {
+  const Tensor& x = c.inputs[0];
+  std::string xv = in(g, c, 0);
+  DynamicDims out = reduced_dynamic(g.dynamic(x), attr_ints(c, "axes"), attr_int(c, "keepdim") != 0);
+  if (attr_ints(c, "axes").empty()) {  // a 0-d input: nothing to reduce
+    g.node("Identity", {xv}, {g.output(c, 0, out)});
+    return;
+  }
+  reduce_node(g, c, Op, xv, g.output(c, 0, out));
+}
+
+/** all and any: min and max of the input as int32 (ONNX reduces no bools before opset 20). */
+template <const char* Op>
+void logical_reduce(GraphBuilder& g, const TracedCall& c) {
+  std::string x = g.value(c.inputs[0], DType::Int32);
+  DynamicDims out = reduced_dynamic(g.dynamic(c.inputs[0]), attr_ints(c, "axes"), attr_int(c, "keepdim") != 0);
+  std::string r = g.fresh("reduced");
+  if (attr_ints(c, "axes").empty()) g.node("Identity", {x}, {r});
+  else reduce_node(g, c, Op, x, r);
+  set_attr(g.node("Cast", {r}, {g.output(c, 0, out)}), "to", static_cast<int64_t>(onnx_dtype(DType::Bool)));
+}
+
+/** argmax/argmin over one dim, or over all of them (the input flattened first). */
+template <const char* Op>
+void arg_reduce(GraphBuilder& g, const TracedCall& c) {
+  const Tensor& x = c.inputs[0];
+  const std::vector<int64_t>& axes = attr_ints(c, "axes");
+  const bool keepdim = attr_int(c, "keepdim") != 0;
+  std::string xv = g.value(x);
+  DynamicDims out = reduced_dynamic(g.dynamic(x), axes, keepdim);
+  if (axes.size() == 1 && x.dim() > 0) {
+    ::onnx::NodeProto& n = g.node(Op, {xv}, {g.output(c, 0, out)});
+    set_attr(n, "axis", axes[0]);
+    set_attr(n, "keepdims", int64_t{keepdim});
+    return;
+  }
+  std::string flat = node1(g, "Reshape", {xv, g.ints({-1})}, "flat");
+  std::string r = g.fresh("arg");
+  ::onnx::NodeProto& n = g.node(Op, {flat}, {r});
+  set_attr(n, "axis", int64_t{0});
+  set_attr(n, "keepdims", int64_t{0});
+  const Shape& shape = c.outputs[0].shape();
+  g.node("Reshape", {r, g.ints(std::vector<int64_t>(shape.begin(), shape.end()))}, {g.output(c, 0, out)});
+}
+
+template <const char* Op>
+void softmax(GraphBuilder& g, const TracedCall& c) {
+  std::string x = g.value(c.inputs[0]);
+  set_attr(g.node(Op, {x}, {g.output(c)}), "axis", attr_int(c, "dim"));
+}
+
+// ---- normalization, convolution, pooling ------------------------------------------------------
+
+/** A parameter that may be absent (no affine weight or bias): a constant of `value` instead. */
+std::string param_or(GraphBuilder& g, const Tensor& t, const Shape& shape, double value, DType dtype) {
+  if (t.defined()) return g.value(t);
+  return g.value(full(Dims(shape.begin(), shape.end()), value, {.dtype = dtype}));
+}
+
+void layer_norm(GraphBuilder& g, const TracedCall& c) {
+  if (g.opset() < 17) fail("[onnx.export] layer_norm needs opset 17 or later (LayerNormalization), got ", g.opset());
+  const Tensor& x = c.inputs[0];
+  const int64_t axis = attr_int(c, "axis");
+  Shape norm_shape(x.shape().begin() + axis, x.shape().end());
+  std::string xv = g.value(x);
+  std::string w = param_or(g, c.inputs[1], norm_shape, 1.0, x.dtype());
+  std::vector<std::string> inputs{xv, w};
+  if (c.inputs[2].defined()) inputs.push_back(g.value(c.inputs[2]));
+  ::onnx::NodeProto& n = g.node("LayerNormalization", inputs, {g.output(c)});
+  set_attr(n, "axis", axis);
+  set_attr(n, "epsilon", attr_float(c, "epsilon"));
+}
+
+void batch_norm(GraphBuilder& g, const TracedCall& c) {
+  if (attr_int(c, "training"))
+    fail("[onnx.export] batch_norm in training mode (batch statistics) cannot be exported; call model.eval()");
+  const Tensor& x = c.inputs[0];
+  Shape channels{x.size(1)};
+  std::string xv = g.value(x);
+  std::string w = param_or(g, c.inputs[1], channels, 1.0, x.dtype());
+  std::string b = param_or(g, c.inputs[2], channels, 0.0, x.dtype());
+  std::string mean = g.value(c.inputs[3]), var = g.value(c.inputs[4]);
+  set_attr(g.node("BatchNormalization", {xv, w, b, mean, var}, {g.output(c)}), "epsilon", attr_float(c, "epsilon"));
+}
+
+/** Runs `body` on x with a batch dim: an unbatched input gets one (Unsqueeze) and loses it after. */
+template <class Body>
+void batched(GraphBuilder& g, const TracedCall& c, int64_t spatial, Body body) {
+  const Tensor& x = c.inputs[0];
+  std::string xv = g.value(x);
+  if (x.dim() == spatial + 2) {
+    body(xv, g.output(c));
+    return;
+  }
+  std::string x4 = node1(g, "Unsqueeze", {xv, g.ints({0})}, "batched");
+  std::string y4 = g.fresh("batched");
+  body(x4, y4);
+  g.node("Squeeze", {y4, g.ints({0})}, {g.output(c)});
+}
+
+void conv_node(GraphBuilder& g, const TracedCall& c, const char* op) {
+  const int64_t spatial = static_cast<int64_t>(attr_ints(c, "strides").size());
+  std::string w = g.value(c.inputs[1]);
+  std::string b = c.inputs[2].defined() ? g.value(c.inputs[2]) : std::string();
+  batched(g, c, spatial, [&](const std::string& x, const std::string& y) {
+    std::vector<std::string> inputs{x, w};
+    if (!b.empty()) inputs.push_back(b);
+    ::onnx::NodeProto& n = g.node(op, inputs, {y});
+    std::vector<int64_t> kernel;
+    for (int64_t i = 0; i < spatial; ++i) kernel.push_back(c.inputs[1].size(2 + i));
+    set_attr(n, "kernel_shape", kernel);
+    set_attr(n, "strides", attr_ints(c, "strides"));
+    set_attr(n, "pads", attr_ints(c, "pads"));
+    set_attr(n, "dilations", attr_ints(c, "dilations"));
+    set_attr(n, "group", attr_int(c, "group"));
+    if (has_attr(c, "output_padding")) set_attr(n, "output_padding", attr_ints(c, "output_padding"));
+  });
+}
+
+void conv(GraphBuilder& g, const TracedCall& c) { conv_node(g, c, "Conv"); }
+void conv_transpose(GraphBuilder& g, const TracedCall& c) { conv_node(g, c, "ConvTranspose"); }
+
+void max_pool(GraphBuilder& g, const TracedCall& c) {
+  const int64_t spatial = static_cast<int64_t>(attr_ints(c, "kernel_shape").size());
+  batched(g, c, spatial, [&](const std::string& x, const std::string& y) {
+    ::onnx::NodeProto& n = g.node("MaxPool", {x}, {y});
+    for (const char* a : {"kernel_shape", "strides", "pads", "dilations"}) set_attr(n, a, attr_ints(c, a));
+    set_attr(n, "ceil_mode", attr_int(c, "ceil_mode"));
+  });
+}
+
+void avg_pool(GraphBuilder& g, const TracedCall& c) {
+  if (attr_int(c, "divisor_override") != 0) fail("[onnx.export] avg_pool with divisor_override has no ONNX form");
+  const int64_t spatial = static_cast<int64_t>(attr_ints(c, "kernel_shape").size());
+  batched(g, c, spatial, [&](const std::string& x, const std::string& y) {
+    ::onnx::NodeProto& n = g.node("AveragePool", {x}, {y});
+    for (const char* a : {"kernel_shape", "strides", "pads"}) set_attr(n, a, attr_ints(c, a));
+    set_attr(n, "ceil_mode", attr_int(c, "ceil_mode"));
+    set_attr(n, "count_include_pad", attr_int(c, "count_include_pad"));
+  });
+}
+
+/** Adaptive pooling to size 1 is global pooling; to a size that divides the input, fixed windows. */
+template <const char* Global, const char* Windowed>
+void adaptive_pool(GraphBuilder& g, const TracedCall& c) {
+  const Tensor &x = c.inputs[0], &y = c.outputs[0];
+  const int64_t spatial = attr_int(c, "spatial_dims");
+  std::vector<int64_t> kernel;
+  bool global = true;
+  for (int64_t i = spatial; i >= 1; --i) {
+    const int64_t in = x.size(-i), out = y.size(-i);
+    if (in % out != 0)
+      fail("[onnx.export] adaptive pooling from ", x.shape(), " to ", y.shape(),
+           " has no ONNX form (the sizes must divide)");
+    kernel.push_back(in / out);
+    global = global && out == 1;
+  }
+  batched(g, c, spatial, [&](const std::string& xv, const std::string& yv) {
+    if (global) {
+      g.node(Global, {xv}, {yv});
+      return;
+    }
+    ::onnx::NodeProto& n = g.node(Windowed, {xv}, {yv});
+    set_attr(n, "kernel_shape", kernel);
+    set_attr(n, "strides", kernel);
+  });
+}
+
+
+// ---- recurrent layers -------------------------------------------------------------------------
+
+/** The rows of a stacked gate weight (or bias) in another gate order: block i of the result is
+ *  block order[i] of t. */
+Tensor reorder_gates(const Tensor& t, const std::vector<int64_t>& order) {
+  const int64_t h = t.size(0) / static_cast<int64_t>(order.size());
+  std::vector<Tensor> blocks;
+  for (int64_t i : order) blocks.push_back(t.narrow(0, i * h, h));
+  return ug::cat(blocks, 0);
+}
+
+/** One ONNX LSTM/GRU/RNN node per layer. unigrad's gates are torch's: LSTM i, f, g, o (ONNX
+ *  wants i, o, f, c), GRU r, z, n (ONNX: z, r, h, with linear_before_reset=1 for torch's n). */
+void recurrent(GraphBuilder& g, const TracedCall& c, const char* op, std::vector<int64_t> gate_order,
+               const char* activation) {
+  const Tensor &x = c.inputs[0], &h0 = c.inputs[1], &c0 = c.inputs[2];
+  const int64_t hidden = attr_int(c, "hidden_size"), layers = attr_int(c, "num_layers");
+  const int64_t dirs = attr_int(c, "bidirectional") ? 2 : 1;
+  const bool batch_first = attr_int(c, "batch_first") != 0, batched = x.dim() == 3;
+  const bool lstm = std::string(op) == "LSTM";
+  std::string seq = g.value(x);
+  if (!batched) seq = node1(g, "Unsqueeze", {seq, g.ints({1})}, "seq");
+  else if (batch_first) {
+    std::string t = g.fresh("seq");
+    set_attr(g.node("Transpose", {seq}, {t}), "perm", std::vector<int64_t>{1, 0, 2});
+    seq = t;
+  }
+  /** A state [layers * dirs, N, H] (unbatched: [layers * dirs, H]) cut to layer k's rows. */
+  auto state = [&](const Tensor& s, int64_t k) {
+    if (!s.defined()) return std::string();
+    std::string v = g.value(s);
+    if (!batched) v = node1(g, "Unsqueeze", {v, g.ints({1})}, "state");
+    return node1(g, "Slice", {v, g.ints({k * dirs}), g.ints({(k + 1) * dirs}), g.ints({0})}, "state");
+  };
+  std::vector<std::string> h_n, c_n;
+  for (int64_t k = 0; k < layers; ++k) {
+    std::vector<Tensor> w, r, b;
+    bool has_bias = true;
+    for (int64_t d = 0; d < dirs; ++d) {
+      const size_t at = static_cast<size_t>(3 + 4 * (k * dirs + d));
+      const Tensor &w_ih = c.inputs[at], &w_hh = c.inputs[at + 1], &b_ih = c.inputs[at + 2], &b_hh = c.inputs[at + 3];
+      w.push_back(reorder_gates(w_ih, gate_order));
+      r.push_back(reorder_gates(w_hh, gate_order));
+      has_bias = b_ih.defined();
+      if (has_bias) b.push_back(ug::cat({reorder_gates(b_ih, gate_order), reorder_gates(b_hh, gate_order)}, 0));
+    }
+    std::vector<std::string> inputs{seq, g.value(stack(w, 0)), g.value(stack(r, 0)),
+                                    has_bias ? g.value(stack(b, 0)) : std::string(), "", state(h0, k)};
+    if (lstm) inputs.push_back(state(c0, k));
+    while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
+    std::string y = g.fresh("y"), yh = g.fresh("y_h"), yc = g.fresh("y_c");
+    std::vector<std::string> outs{y, yh};
+    if (lstm) outs.push_back(yc);
+    ::onnx::NodeProto& n = g.node(op, inputs, outs);
+    set_attr(n, "hidden_size", hidden);
+    if (dirs == 2) set_attr(n, "direction", std::string("bidirectional"));
+    if (std::string(op) == "GRU") set_attr(n, "linear_before_reset", int64_t{1});
+    if (activation) {
+      auto* a = n.add_attribute();
+      a->set_name("activations");
+      a->set_type(::onnx::AttributeProto_AttributeType_STRINGS);
+      for (int64_t d = 0; d < dirs; ++d) a->add_strings(activation);
+    }
+    h_n.push_back(yh);
+    c_n.push_back(yc);
+    // Y [L, dirs, N, H] -> the next layer's input [L, N, dirs * H].
+    std::string t = g.fresh("y_t");
+    set_attr(g.node("Transpose", {y}, {t}), "perm", std::vector<int64_t>{0, 2, 1, 3});
+    seq = node1(g, "Reshape", {t, g.ints({0, 0, dirs * hidden})}, "seq");
+  }
+  const DynamicDims dx = g.dynamic(x);
+  const bool batch_dyn = batched && dx[batch_first ? 0 : 1];
+  // The output sequence back in the input's layout.
+  if (!batched) {
+    g.node("Squeeze", {seq, g.ints({1})}, {g.output(c, 0, DynamicDims{dx[0], false})});
+  } else if (batch_first) {
+    set_attr(g.node("Transpose", {seq}, {g.output(c, 0, DynamicDims{dx[0], dx[1], false})}), "perm",
+             std::vector<int64_t>{1, 0, 2});
+  } else {
+    g.node("Identity", {seq}, {g.output(c, 0, DynamicDims{dx[0], dx[1], false})});
+  }
+  auto final_state = [&](const std::vector<std::string>& parts, size_t i) {
+    std::string all = parts.size() == 1 ? parts[0] : g.fresh("state");
+    if (parts.size() > 1) set_attr(g.node("Concat", parts, {all}), "axis", int64_t{0});
+    if (batched) g.node("Identity", {all}, {g.output(c, i, DynamicDims{false, batch_dyn, false})});
+    else g.node("Squeeze", {all, g.ints({1})}, {g.output(c, i, DynamicDims{false, false})});
+  };
+  final_state(h_n, 1);
+  if (lstm) final_state(c_n, 2);
+}
+
+void lstm(GraphBuilder& g, const TracedCall& c) { recurrent(g, c, "LSTM", {0, 3, 1, 2}, nullptr); }
+void gru(GraphBuilder& g, const TracedCall& c) { recurrent(g, c, "GRU", {1, 0, 2}, nullptr); }
+void rnn_tanh(GraphBuilder& g, const TracedCall& c) { recurrent(g, c, "RNN", {0}, "Tanh"); }
+void rnn_relu(GraphBuilder& g, const TracedCall& c) { recurrent(g, c, "RNN", {0}, "Relu"); }
+
+#define UG_ONNX_NAME(var, text) constexpr char var[] = text;
+UG_ONNX_NAME(kReduceSum, "ReduceSum")
+UG_ONNX_NAME(kReduceMean, "ReduceMean")
+UG_ONNX_NAME(kReduceProd, "ReduceProd")
+UG_ONNX_NAME(kReduceMax, "ReduceMax")
+UG_ONNX_NAME(kReduceMin, "ReduceMin")
+UG_ONNX_NAME(kArgMax, "ArgMax")
+UG_ONNX_NAME(kArgMin, "ArgMin")
+UG_ONNX_NAME(kSoftmax, "Softmax")
+UG_ONNX_NAME(kLogSoftmax, "LogSoftmax")
+UG_ONNX_NAME(kGlobalAveragePool, "GlobalAveragePool")
+UG_ONNX_NAME(kAveragePool, "AveragePool")
+UG_ONNX_NAME(kGlobalMaxPool, "GlobalMaxPool")
+UG_ONNX_NAME(kMaxPool, "MaxPool")
+#undef UG_ONNX_NAME
+
+/** The export table: traced op name -> emitter. */
+const std::map<std::string, Emitter>& table() {
+  static const std::map<std::string, Emitter> t = {
+      // elementwise
+      {"neg", unary<kNeg>}, {"abs", unary<kAbs>}, {"sign", unary<kSign>}, {"square", square},
+      {"relu", unary<kRelu>}, {"floor", rounding<kFloor>}, {"ceil", rounding<kCeil>}, {"round", rounding<kRound>},
+      {"trunc", trunc}, {"exp", unary<kExp>}, {"exp2", exp2}, {"log", unary<kLog>}, {"log2", log2},
+      {"log10", log10}, {"log1p", log1p}, {"expm1", expm1}, {"sqrt", unary<kSqrt>}, {"rsqrt", rsqrt},
+      {"reciprocal", unary<kReciprocal>}, {"sin", unary<kSin>}, {"cos", unary<kCos>}, {"tan", unary<kTan>},
+      {"tanh", unary<kTanh>}, {"sigmoid", unary<kSigmoid>}, {"silu", silu}, {"erf", unary<kErf>}, {"gelu", gelu},
+      {"isnan", isnan}, {"isinf", isinf}, {"isfinite", isfinite}, {"logical_not", logical_not},
+      {"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}, {"pow", pow}, {"maximum", maximum},
+      {"minimum", minimum}, {"eq", eq}, {"ne", ne}, {"lt", lt}, {"le", le}, {"gt", gt}, {"ge", ge},
+      {"logical_and", logical_and}, {"logical_or", logical_or}, {"logical_xor", logical_xor}, {"where", where},
+      // shapes and copies
+      {"view", reshape}, {"reshape", reshape}, {"flatten", flatten}, {"transpose", transpose},
+      {"permute", permute}, {"squeeze", squeeze}, {"unsqueeze", unsqueeze}, {"expand", expand},
+      {"select", select}, {"slice", slice}, {"to", cast}, {"to_device", unary<kIdentity>},
+      {"clone", unary<kIdentity>}, {"full_like", full_like}, {"cat", cat}, {"pad", pad}, {"gather", gather},
+      {"index_select", index_select}, {"embedding", embedding}, {"scatter", scatter}, {"scatter_add", scatter_add},
+      {"masked_fill_", masked_fill}, {"cumsum", cumsum},
+      // products and reductions
+      {"matmul", matmul}, {"linear", linear}, {"sum", reduce<kReduceSum>}, {"mean", reduce<kReduceMean>},
+      {"prod", reduce<kReduceProd>}, {"amax", reduce<kReduceMax>}, {"amin", reduce<kReduceMin>},
+      {"all", logical_reduce<kReduceMin>}, {"any", logical_reduce<kReduceMax>}, {"argmax", arg_reduce<kArgMax>},
+      {"argmin", arg_reduce<kArgMin>}, {"softmax", softmax<kSoftmax>}, {"log_softmax", softmax<kLogSoftmax>},
+      // layers
+      {"layer_norm", layer_norm}, {"batch_norm", batch_norm}, {"conv", conv}, {"conv_transpose", conv_transpose},
+      {"max_pool", max_pool}, {"avg_pool", avg_pool},
+      {"adaptive_avg_pool", adaptive_pool<kGlobalAveragePool, kAveragePool>},
+      {"adaptive_max_pool", adaptive_pool<kGlobalMaxPool, kMaxPool>},
+      {"lstm", lstm}, {"gru", gru}, {"rnn_tanh", rnn_tanh}, {"rnn_relu", rnn_relu},
+  };
+  return t;
+}
+
+/** Traced ops without an ONNX form here, with the reason given to the user. */
+const std::map<std::string, std::string>& unsupported() {
+  static const std::map<std::string, std::string> u = {
+      {"floor_divide", "Python's floor division has no exact ONNX op for integers"},
+      {"remainder", "Python's remainder (sign of the divisor) has no exact ONNX op for integers"},
+      {"atan2", "ONNX has no atan2"},
+      {"bitwise_and", "bitwise ops are not exported"},
+      {"bitwise_or", "bitwise ops are not exported"},
+      {"bitwise_xor", "bitwise ops are not exported"},
+      {"relu_backward", "a gradient op; export traces the forward pass only"},
+      {"tanh_backward", "a gradient op; export traces the forward pass only"},
+      {"sigmoid_backward", "a gradient op; export traces the forward pass only"},
+      {"silu_backward", "a gradient op; export traces the forward pass only"},
+      {"gelu_backward", "a gradient op; export traces the forward pass only"},
+      {"diagonal", "a strided view with no ONNX counterpart"},
+      {"as_strided", "arbitrary strides have no ONNX counterpart"},
+      {"copy_", "in-place copies into a tensor are not exported; build the value with ops"},
+      {"fill_", "in-place fills are not exported; use full() or where()"},
+      {"index_put_", "assignment into a tensor is not exported; build the value with where(), cat() or scatter()"},
+      {"cumprod", "ONNX has no cumulative product"},
+      {"sort", "sort and topk are not exported"},
+      {"nonzero", "its output size depends on the data"},
+      {"random", "random draws are not exported (dropout must be in eval mode)"},
+      {"nll_loss", "losses are not exported; export the model without its loss"},
+  };
+  return u;
+}
+
+}  // namespace
+
+void emit(GraphBuilder& g, const TracedCall& call) {
+  if (auto it = table().find(call.op); it != table().end()) {
+    it->second(g, call);
+    return;
+  }
+  if (auto it = unsupported().find(call.op); it != unsupported().end())
+    fail("[onnx.export] op '", call.op, "' is not supported by the ONNX exporter: ", it->second);
+  fail("[onnx.export] op '", call.op, "' has no ONNX export rule");
+}
+
+std::vector<std::string> exportable_ops() {
+  std::vector<std::string> names;
+  for (const auto& [name, e] : table()) names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> unsupported_ops() {
+  std::vector<std::string> names;
+  for (const auto& [name, why] : unsupported()) names.push_back(name);
+  return names;
+}
+
+}  // namespace ug::onnx

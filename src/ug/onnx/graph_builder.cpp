@@ -1,0 +1,205 @@
+#include "ug/onnx/graph_builder.h"
+
+#include <algorithm>
+
+#include "ug/core/error.h"
+
+namespace ug::onnx {
+
+::onnx::TensorProto_DataType onnx_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::Bool: return ::onnx::TensorProto_DataType_BOOL;
+    case DType::UInt8: return ::onnx::TensorProto_DataType_UINT8;
+    case DType::Int32: return ::onnx::TensorProto_DataType_INT32;
+    case DType::Int64: return ::onnx::TensorProto_DataType_INT64;
+    case DType::Float16: return ::onnx::TensorProto_DataType_FLOAT16;
+    case DType::BFloat16: return ::onnx::TensorProto_DataType_BFLOAT16;
+    case DType::Float32: return ::onnx::TensorProto_DataType_FLOAT;
+    case DType::Float64: return ::onnx::TensorProto_DataType_DOUBLE;
+  }
+  fail("[onnx.export] unknown dtype");
+}
+
+namespace {
+
+const void* key(const Tensor& t) { return t.impl_ref().get(); }
+
+void set_type(::onnx::ValueInfoProto& info, const Tensor& t, const std::vector<std::string>& dim_names) {
+  auto* type = info.mutable_type()->mutable_tensor_type();
+  type->set_elem_type(onnx_dtype(t.dtype()));
+  auto* shape = type->mutable_shape();
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    auto* dim = shape->add_dim();
+    const std::string& symbol = static_cast<size_t>(d) < dim_names.size() ? dim_names[d] : std::string();
+    if (symbol.empty()) dim->set_dim_value(t.size(d));
+    else dim->set_dim_param(symbol);
+  }
+}
+
+}  // namespace
+
+GraphBuilder::GraphBuilder(::onnx::GraphProto& graph, int64_t opset, std::vector<std::pair<std::string, Tensor>> params)
+    : graph_(graph), opset_(opset), params_(std::move(params)) {}
+
+void GraphBuilder::add_input(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names) {
+  set_type(*graph_.add_input(), t, dim_names);
+  graph_.mutable_input(graph_.input_size() - 1)->set_name(name);
+  DynamicDims dynamic(static_cast<size_t>(t.dim()), false);
+  for (size_t d = 0; d < dim_names.size() && d < dynamic.size(); ++d) dynamic[d] = !dim_names[d].empty();
+  values_[key(t)] = {name, dynamic, t};
+}
+
+void GraphBuilder::add_output(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names) {
+  node("Identity", {value(t)}, {name});
+  set_type(*graph_.add_output(), t, dim_names);
+  graph_.mutable_output(graph_.output_size() - 1)->set_name(name);
+}
+
+std::optional<std::string> GraphBuilder::param_name(const Tensor& t) const {
+  for (const auto& [name, p] : params_) {
+    if (!p.defined()) continue;
+    if (key(p) == key(t) || (p.storage() == t.storage() && p.storage_offset() == t.storage_offset() &&
+                             p.shape() == t.shape() && p.strides() == t.strides() && p.dtype() == t.dtype()))
+      return name;
+  }
+  return std::nullopt;
+}
+
+std::string GraphBuilder::initializer(const Tensor& t, const std::string& name) {
+  ::onnx::TensorProto& init = *graph_.add_initializer();
+  init.set_name(name);
+  init.set_data_type(onnx_dtype(t.dtype()));
+  for (int64_t s : t.shape()) init.add_dims(s);
+  // raw_data is little-endian, as is every host unigrad runs on.
+  Tensor c = t.contiguous();
+  init.set_raw_data(c.raw_data(), c.nbytes());
+  return name;
+}
+
+std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
+  if (!t.defined()) fail<RuntimeError>("[onnx.export] an op used an undefined tensor");
+  if (auto it = values_.find(key(t)); it != values_.end()) {
+    if (!dtype || *dtype == t.dtype()) return it->second.name;
+    std::string cast = fresh(it->second.name + "_cast");
+    set_attr(node("Cast", {it->second.name}, {cast}), "to", static_cast<int64_t>(onnx_dtype(*dtype)));
+    return cast;
+  }
+  std::string name;
+  if (auto param = param_name(t)) {
+    name = initializer(t, *param);
+  } else {
+    name = initializer(dtype ? t.to(*dtype) : t, fresh("const"));
+    if (dtype && *dtype != t.dtype()) return name;  // a converted copy: not t's own value
+  }
+  values_[key(t)] = {name, DynamicDims(static_cast<size_t>(t.dim()), false), t};
+  return value(t, dtype);
+}
+
+DynamicDims GraphBuilder::dynamic(const Tensor& t) const {
+  if (auto it = values_.find(key(t)); it != values_.end()) return it->second.dynamic;
+  return DynamicDims(static_cast<size_t>(t.dim()), false);
+}
+
+std::string GraphBuilder::ints(const std::vector<int64_t>& values) {
+  ::onnx::TensorProto& init = *graph_.add_initializer();
+  std::string name = fresh("ints");
+  init.set_name(name);
+  init.set_data_type(::onnx::TensorProto_DataType_INT64);
+  init.add_dims(static_cast<int64_t>(values.size()));
+  init.set_raw_data(values.data(), values.size() * sizeof(int64_t));
+  return name;
+}
+
+std::string GraphBuilder::scalar(double value, DType dtype) {
+  return initializer(full({}, value, {.dtype = dtype}), fresh("const"));
+}
+
+std::string GraphBuilder::fresh(const std::string& hint) {
+  int64_t& n = counters_[hint];
+  return hint + "_" + std::to_string(n++);
+}
+
+::onnx::NodeProto& GraphBuilder::node(const std::string& op_type, const std::vector<std::string>& inputs,
+                                      const std::vector<std::string>& outputs) {
+  ::onnx::NodeProto& n = *graph_.add_node();
+  n.set_op_type(op_type);
+  n.set_name(fresh(op_type));
+  for (const std::string& i : inputs) n.add_input(i);
+  for (const std::string& o : outputs) n.add_output(o);
+  return n;
+}
+
+std::string GraphBuilder::output(const TracedCall& call, size_t i, std::optional<DynamicDims> dynamic) {
+  const Tensor& out = call.outputs.at(i);
+  if (!dynamic) {
+    // Lined up on the right, like broadcasting: a dim stays symbolic where an input's dim of
+    // the same size was.
+    dynamic = DynamicDims(static_cast<size_t>(out.dim()), false);
+    for (const Tensor& in : call.inputs) {
+      if (!in.defined()) continue;
+      DynamicDims d = this->dynamic(in);
+      for (int64_t k = 1; k <= std::min(in.dim(), out.dim()); ++k)
+        if (d[in.dim() - k] && in.size(-k) == out.size(-k)) (*dynamic)[out.dim() - k] = true;
+    }
+  }
+  if (values_.contains(key(out))) {
+    // An in-place op gives the tensor a new value; any other view of its memory would keep the
+    // old one in the graph.
+    for (const auto& [k, v] : values_)
+      if (k != key(out) && v.tensor.storage() == out.storage())
+        fail("[onnx.export] in-place op '", call.op, "' writes memory that another tensor (a view) shares; ",
+             "export needs the out-of-place form");
+  }
+  std::string name = fresh(call.op);
+  values_[key(out)] = {name, std::move(*dynamic), out};
+  return name;
+}
+
+void set_attr(::onnx::NodeProto& node, const std::string& name, int64_t value) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto_AttributeType_INT);
+  a->set_i(value);
+}
+
+void set_attr(::onnx::NodeProto& node, const std::string& name, double value) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto_AttributeType_FLOAT);
+  a->set_f(static_cast<float>(value));
+}
+
+void set_attr(::onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& values) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto_AttributeType_INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+void set_attr(::onnx::NodeProto& node, const std::string& name, const std::string& value) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto_AttributeType_STRING);
+  a->set_s(value);
+}
+
+const AttrValue& attr(const TracedCall& call, const std::string& name) {
+  for (const auto& [n, v] : call.attrs)
+    if (n == name) return v;
+  fail<RuntimeError>("[onnx.export] op '", call.op, "' was traced without its attribute '", name, "'");
+}
+
+bool has_attr(const TracedCall& call, const std::string& name) {
+  return std::any_of(call.attrs.begin(), call.attrs.end(), [&](const auto& a) { return a.first == name; });
+}
+
+int64_t attr_int(const TracedCall& call, const std::string& name) { return std::get<int64_t>(attr(call, name)); }
+double attr_float(const TracedCall& call, const std::string& name) { return std::get<double>(attr(call, name)); }
+const std::vector<int64_t>& attr_ints(const TracedCall& call, const std::string& name) {
+  return std::get<std::vector<int64_t>>(attr(call, name));
+}
+const std::string& attr_string(const TracedCall& call, const std::string& name) {
+  return std::get<std::string>(attr(call, name));
+}
+
+}  // namespace ug::onnx
