@@ -34,5 +34,6 @@ int run_summary(const Args& args);
 int run_train(const Args& args);
 int run_eval(const Args& args);
 int run_predict(const Args& args);
+int run_serve(const Args& args);
 
 }  // namespace ug::cli
