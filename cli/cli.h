@@ -35,5 +35,6 @@ int run_train(const Args& args);
 int run_eval(const Args& args);
 int run_predict(const Args& args);
 int run_export(const Args& args);
+int run_serve(const Args& args);
 
 }  // namespace ug::cli

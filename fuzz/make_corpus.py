@@ -64,6 +64,14 @@ def main():
     write("csv_fuzz", "ragged.csv", b"\x00" + b"1,2\n3\n")
     write("csv_fuzz", "usecols.csv", b"\xc4skipped\na,b\n1,2\n")
 
+    # The first byte of a serve_decode_fuzz input picks the sample shape and the body's format
+    # (see serve_decode_fuzz.cpp).
+    write("serve_decode_fuzz", "flat.json", b"\x00" + b'{"inputs": [[1, -2.5e-3, 3], [4, 5, 6E+1]]}')
+    write("serve_decode_fuzz", "nested.json", b"\x01" + b'{"inputs": [[[0.5, 1], [2, 3]]]}')
+    write("serve_decode_fuzz", "escaped_key.json", b"\x02" + b'{ "\\u0069nputs" :\n[[[[1, 2], [3, 4]]]] }')
+    write("serve_decode_fuzz", "ragged.json", b"\x00" + b'{"inputs": [[1, 2], [3, [4]]]}')
+    write("serve_decode_fuzz", "raw.f32", b"\x04" + np.arange(6, dtype="<f4").tobytes())
+
 
 if __name__ == "__main__":
     main()
