@@ -1,0 +1,61 @@
+// The parsed form of an ONNX model (onnx/parse.cpp makes it from protobuf bytes): checked
+// nodes in topological order over numbered values, with no protobuf type in sight, so the op
+// table and the module never see the wire format.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "ug/core/tensor.h"
+#include "ug/onnx/import.h"
+
+namespace ug::onnx {
+
+/** An attribute's value, by ONNX AttributeType: FLOAT, INT, STRING, TENSOR, FLOATS, INTS, STRINGS.
+ *  Other kinds (graphs, sparse tensors) are kept as their type name, for error messages. */
+struct Unsupported {
+  std::string type;
+};
+using Attribute = std::variant<double, int64_t, std::string, Tensor, std::vector<double>, std::vector<int64_t>,
+                               std::vector<std::string>, Unsupported>;
+
+/** One node: value ids of its inputs (-1 for an absent optional input) and outputs. */
+struct Node {
+  std::string op_type;
+  std::string name;
+  std::map<std::string, Attribute, std::less<>> attributes;
+  std::vector<int64_t> inputs;
+  std::vector<int64_t> outputs;
+};
+
+struct Graph {
+  int64_t opset = 0;
+  size_t num_values = 0;
+  std::vector<std::string> value_names;  // by value id
+  std::vector<ValueInfo> inputs, outputs;
+  /** Whether each input / output declared a shape; without one any rank is accepted. */
+  std::vector<bool> input_has_shape;
+  std::vector<int64_t> input_ids, output_ids;
+  /** Initializers in file order: their names and values (the module takes them over). */
+  std::vector<std::pair<std::string, Tensor>> initializers;
+  std::vector<int64_t> initializer_ids;
+  std::vector<Node> nodes;
+  /** For each node, the values it reads for the last time (forward drops them after it). */
+  std::vector<std::vector<int64_t>> last_uses;
+  /** Whether a node or the graph's outputs read each value (forward drops the others at once). */
+  std::vector<bool> read;
+  LoadLimits limits;
+};
+
+/** Parses and checks a serialized ModelProto; external data is read relative to base_dir
+ *  (refused when base_dir is empty). Throws ValueError / TypeError naming what is wrong. */
+Graph parse_model(std::string_view bytes, const std::string& base_dir, const LoadLimits& limits);
+
+/** The ug dtype of an ONNX TensorProto.DataType, or a TypeError naming it. */
+DType dtype_from_onnx(int64_t onnx_type, std::string_view what);
+
+}  // namespace ug::onnx

@@ -1,0 +1,184 @@
+// OnnxModule: the parsed graph's initializers registered as parameters and buffers, and a
+// forward that runs the nodes in order through the op table.
+#include "ug/onnx/import.h"
+
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "ug/onnx/graph.h"
+#include "ug/onnx/op_table.h"
+
+namespace ug::onnx {
+namespace {
+
+/** The parts of a dotted name, or nothing when a part is empty ("a..b", ".a", "a."). */
+std::optional<std::vector<std::string>> dotted_parts(const std::string& name) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = name.find('.', start);
+    parts.push_back(name.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (parts.back().empty()) return std::nullopt;
+    if (dot == std::string::npos) return parts;
+    start = dot + 1;
+  }
+}
+
+bool taken(const nn::Module& m, const std::string& name) {
+  return m.has_parameter(name) || m.has_buffer(name) || m.has_module(name);
+}
+
+void register_initializer(nn::Module& m, const std::string& name, const Tensor& value) {
+  if (is_floating(value.dtype())) m.register_parameter(name, value);
+  else m.register_buffer(name, value);
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  return s + "]";
+}
+
+}  // namespace
+
+OnnxModule::OnnxModule(Graph graph) : nn::Module("OnnxModule") {
+  // Initializer "fc1.weight" becomes child module "fc1" with parameter "weight": the state
+  // dict keys are then the ONNX names, so torch's exports take torch's state dicts. A name that
+  // cannot be such a path (an empty part, a part that is already a tensor) is registered on
+  // this module with its dots turned into underscores, underscores appended until unique.
+  for (const auto& [name, value] : graph.initializers) {
+    std::string module_path, local;
+    nn::Module* m = this;
+    auto parts = dotted_parts(name);
+    for (size_t i = 0; parts && i + 1 < parts->size(); ++i) {
+      const std::string& p = (*parts)[i];
+      if (m->has_module(p)) m = m->child(p).get();
+      else if (taken(*m, p)) parts.reset();
+      else m = m->register_module(p, std::make_shared<nn::Module>("OnnxScope")).get();
+      if (parts) module_path += (i ? "." : "") + p;
+    }
+    if (parts && !taken(*m, parts->back())) {
+      local = parts->back();
+      register_initializer(*m, local, value);
+    } else {
+      module_path.clear();
+      local = name;
+      std::replace(local.begin(), local.end(), '.', '_');
+      if (local.empty()) local.push_back('_');
+      while (taken(*this, local)) local.push_back('_');
+      register_initializer(*this, local, value);
+    }
+    initializer_slots_.emplace_back(module_path, local);
+  }
+  graph.initializers.clear();  // the module holds them now
+  graph_ = std::make_shared<const Graph>(std::move(graph));
+}
+
+OnnxModule::~OnnxModule() = default;
+
+const std::vector<ValueInfo>& OnnxModule::inputs() const { return graph_->inputs; }
+const std::vector<ValueInfo>& OnnxModule::outputs() const { return graph_->outputs; }
+int64_t OnnxModule::opset() const { return graph_->opset; }
+
+Tensor OnnxModule::initializer(size_t i) {
+  const auto& [path, name] = initializer_slots_[i];
+  nn::Module* m = this;
+  for (size_t start = 0; !path.empty();) {
+    const size_t dot = path.find('.', start);
+    m = m->child(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start)).get();
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return m->has_parameter(name) ? m->parameter(name) : m->buffer(name);
+}
+
+std::vector<Tensor> OnnxModule::forward(const std::vector<Tensor>& inputs) {
+  const Graph& g = *graph_;
+  if (inputs.size() != g.inputs.size())
+    fail("[onnx] the model takes ", g.inputs.size(), " input(s), got ", inputs.size());
+  std::vector<Tensor> values(g.num_values);
+  std::vector<bool> produced(g.num_values);  // by a node (inputs and initializers are not counted)
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueInfo& info = g.inputs[i];
+    const Tensor& x = inputs[i];
+    if (!x.defined()) fail("[onnx] input '", info.name, "' is an undefined tensor");
+    if (x.dtype() != info.dtype)
+      fail<TypeError>("[onnx] input '", info.name, "' must have dtype ", info.dtype, ", got ", x.dtype());
+    bool fits = !g.input_has_shape[i] || static_cast<size_t>(x.dim()) == info.shape.size();
+    for (size_t d = 0; fits && g.input_has_shape[i] && d < info.shape.size(); ++d)
+      fits = info.shape[d] < 0 || info.shape[d] == x.size(static_cast<int64_t>(d));
+    if (!fits)
+      fail("[onnx] input '", info.name, "' must have shape ", shape_string(info.shape), ", got ", x.shape());
+    values[static_cast<size_t>(g.input_ids[i])] = x;
+  }
+  for (size_t i = 0; i < g.initializer_ids.size(); ++i) values[static_cast<size_t>(g.initializer_ids[i])] = initializer(i);
+
+  // Elements of the node outputs alive now: a hostile graph cannot keep piling them up.
+  int64_t live = 0;
+  std::vector<Tensor> args;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    args.clear();
+    for (int64_t id : node.inputs) args.push_back(id < 0 ? Tensor() : values[static_cast<size_t>(id)]);
+    for (int64_t id : g.last_uses[n]) {
+      Tensor& v = values[static_cast<size_t>(id)];
+      if (produced[static_cast<size_t>(id)]) live -= v.numel();
+      v = Tensor();
+    }
+    const OpContext ctx(node, args, g.opset, g.limits.max_elements);
+    std::vector<Tensor> results = find_op(node.op_type)->run(ctx);
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      if (node.outputs[o] < 0) continue;
+      if (o >= results.size() || !results[o].defined())
+        ctx.fail("output ", o, " ('", g.value_names[static_cast<size_t>(node.outputs[o])], "') is not computed");
+      const int64_t numel = results[o].numel();
+      if (numel > g.limits.max_elements)
+        ctx.fail("output ", o, " has ", numel, " elements, over LoadLimits::max_elements (", g.limits.max_elements, ")");
+      if (!g.read[static_cast<size_t>(node.outputs[o])]) continue;
+      live += numel;
+      if (live > g.limits.max_live_elements)
+        ctx.fail("the values alive at once pass LoadLimits::max_live_elements (", g.limits.max_live_elements, ")");
+      produced[static_cast<size_t>(node.outputs[o])] = true;
+      values[static_cast<size_t>(node.outputs[o])] = std::move(results[o]);
+    }
+  }
+  std::vector<Tensor> out;
+  for (int64_t id : g.output_ids) out.push_back(values[static_cast<size_t>(id)]);
+  return out;
+}
+
+Tensor OnnxModule::forward(const Tensor& x) {
+  if (graph_->inputs.size() != 1)
+    fail("[onnx] forward(x) needs a model with one input; this one takes ", graph_->inputs.size(),
+         ": call forward with a list");
+  return forward(std::vector<Tensor>{x}).front();
+}
+
+std::string OnnxModule::extra_repr() const {
+  std::string s = "opset=" + std::to_string(graph_->opset) + ", nodes=" + std::to_string(graph_->nodes.size()) + ", inputs=[";
+  for (size_t i = 0; i < graph_->inputs.size(); ++i)
+    s += (i ? ", " : "") + graph_->inputs[i].name + ": " + shape_string(graph_->inputs[i].shape);
+  return s + "]";
+}
+
+std::shared_ptr<OnnxModule> load_bytes(std::string_view bytes, const std::string& base_dir, const LoadLimits& limits) {
+  return std::make_shared<OnnxModule>(parse_model(bytes, base_dir, limits));
+}
+
+std::shared_ptr<OnnxModule> load(const std::string& path, const LoadLimits& limits) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) fail<FileNotFoundError>("[onnx] no such model file: ", path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail<FileNotFoundError>("[onnx] cannot open ", path);
+  if (std::filesystem::file_size(path, ec) > static_cast<uintmax_t>(INT_MAX))
+    fail("[onnx] ", path, " is over 2 GiB, protobuf's limit; keep the weights in external data");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string base_dir = std::filesystem::path(path).parent_path().string();
+  return load_bytes(bytes, base_dir.empty() ? "." : base_dir, limits);
+}
+
+}  // namespace ug::onnx

@@ -1,0 +1,83 @@
+// The op table's interface (onnx/import_table.cpp): what the parser checks a node against and
+// what the module calls to run it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ug/core/error.h"
+#include "ug/onnx/graph.h"
+
+namespace ug::onnx {
+
+/** What an op implementation sees: its node, its inputs (undefined where an optional input is
+ *  absent) and the model's opset; attribute readers that name the node in their errors. */
+class OpContext {
+ public:
+  OpContext(const Node& node, const std::vector<Tensor>& inputs, int64_t opset, int64_t max_elements)
+      : node_(node), inputs_(inputs), opset_(opset), max_elements_(max_elements) {}
+
+  const Node& node() const { return node_; }
+  int64_t opset() const { return opset_; }
+  /** LoadLimits::max_elements: the most elements a tensor sized by the file may have. */
+  int64_t max_elements() const { return max_elements_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  size_t num_outputs() const { return node_.outputs.size(); }
+  /** Whether output i is wanted (present and named). */
+  bool wants_output(size_t i) const { return i < node_.outputs.size() && node_.outputs[i] >= 0; }
+
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].defined(); }
+  /** A required input; absent ones are an error naming the node. */
+  const Tensor& input(size_t i) const;
+  /** The values of an integer input (shapes, axes, indices), or nullopt when it is absent. */
+  std::optional<std::vector<int64_t>> ints_input(size_t i) const;
+  /** The value of a one-element input as a double. */
+  double scalar_input(size_t i) const;
+
+  bool has_attr(std::string_view name) const { return node_.attributes.contains(name); }
+  int64_t attr_int(std::string_view name, int64_t fallback) const;
+  int64_t attr_int(std::string_view name) const;
+  double attr_float(std::string_view name, double fallback) const;
+  std::string attr_string(std::string_view name, std::string_view fallback) const;
+  std::optional<std::vector<int64_t>> attr_ints(std::string_view name) const;
+  std::optional<std::vector<double>> attr_floats(std::string_view name) const;
+  std::optional<std::vector<std::string>> attr_strings(std::string_view name) const;
+  std::optional<Tensor> attr_tensor(std::string_view name) const;
+
+  /** "[onnx] Conv node 'conv1' (opset 20): " + the pieces. */
+  template <class E = ValueError, class... Args>
+  [[noreturn]] void fail(const Args&... args) const {
+    ug::fail<E>("[onnx] ", node_.op_type, " node '", node_.name, "' (opset ", opset_, "): ", args...);
+  }
+
+ private:
+  template <class T>
+  const T* attr_of(std::string_view name, std::string_view kind) const;
+
+  const Node& node_;
+  const std::vector<Tensor>& inputs_;
+  int64_t opset_;
+  int64_t max_elements_;
+};
+
+using OpFn = std::vector<Tensor> (*)(const OpContext&);
+
+struct OpSpec {
+  std::string_view op_type;
+  OpFn run;
+  size_t min_inputs, max_inputs, max_outputs;
+  int64_t since_opset;  // the first opset that has the op (only some are newer than 13)
+  std::vector<std::string_view> required_attributes;
+};
+
+/** The entry for an op type, or null. */
+const OpSpec* find_op(std::string_view op_type);
+
+/** Load-time checks of a node against its entry: a supported op type for this opset, input
+ *  and output counts, required attributes. Throws ValueError naming op type, node and opset. */
+void check_node(const Node& node, int64_t opset);
+
+}  // namespace ug::onnx
