@@ -41,6 +41,19 @@ LUA = PEER_DIR / "predict.lua"
 TARGETS = {"rps_ratio": 10.0, "p99_ratio_c8": 0.2, "single_sample_us": 10.0}
 
 
+DOCS = ROOT / "docs" / "benchmarks.md"
+BEGIN, END = "<!-- serving:begin -->", "<!-- serving:end -->"
+
+
+def write_docs(text):
+    doc = DOCS.read_text()
+    start, end = doc.find(BEGIN), doc.find(END)
+    if start < 0 or end < start:
+        sys.exit(f"{DOCS} lacks the markers {BEGIN} ... {END}")
+    DOCS.write_text(doc[:start + len(BEGIN)] + "\n" + text + doc[end:])
+    print(f"wrote {DOCS.relative_to(ROOT)}", file=sys.stderr)
+
+
 def emit(record):
     print(json.dumps(record), flush=True)
 
@@ -169,6 +182,8 @@ def main():
     p.add_argument("--repeats", type=int, default=5, help="repeats of the single-sample timings (default 5)")
     p.add_argument("--no-access-log", action="store_true", help="turn both servers' access logs off")
     p.add_argument("--ug", default=None, help="the ug program (default build*/cli/ug)")
+    p.add_argument("--write-docs", action="store_true",
+                   help="also write the table into docs/benchmarks.md between the serving markers")
     args = p.parse_args()
     if not shutil.which("wrk"):
         sys.exit("wrk not found (apt-get install -y wrk)")
@@ -207,20 +222,22 @@ def main():
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
-    print(f"\nug serve (--rate 0: not rate limited; access log {'off' if args.no_access_log else 'on'}) vs "
-          f"FastAPI peer ({', '.join(f'{k} {v}' for k, v in peer_versions.items())}), "
-          f"wrk {args.duration} s per row, {os.cpu_count()} cores shared with wrk\n")
-    print("| conns | ug req/s | peer req/s | ratio | ug p50 ms | peer p50 ms | ug p99 ms | peer p99 ms | p99 ratio "
-          "| errors ug/peer |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    lines = [f"ug serve (--rate 0: not rate limited; access log {'off' if args.no_access_log else 'on'}) vs "
+             f"FastAPI peer ({', '.join(f'{k} {v}' for k, v in peer_versions.items())}), "
+             f"wrk {args.duration} s per row, {os.cpu_count()} cores shared with wrk, "
+             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+             "",
+             "| conns | ug req/s | peer req/s | ratio | ug p50 ms | peer p50 ms | ug p99 ms | peer p99 ms | p99 ratio "
+             "| errors ug/peer |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for c in args.conns:
         o, q = ours[c], peer[c]
-        print(f"| {c} | {o['requests_per_s']:.0f} | {q['requests_per_s']:.0f} | "
-              f"{o['requests_per_s'] / q['requests_per_s']:.1f}x | {o['p50_ms']:.3f} | {q['p50_ms']:.3f} | "
-              f"{o['p99_ms']:.3f} | {q['p99_ms']:.3f} | {o['p99_ms'] / q['p99_ms']:.3f} | "
-              f"{o['errors_total']}/{q['errors_total']} |")
-    print(f"\nsingle sample, in-process: unigrad (C++ mlp_infer/1) {ug_us:.2f} us, onnxruntime {ort_us:.2f} us "
-          f"(ratio {ug_us / ort_us:.2f})")
+        lines.append(f"| {c} | {o['requests_per_s']:.0f} | {q['requests_per_s']:.0f} | "
+                     f"{o['requests_per_s'] / q['requests_per_s']:.1f}x | {o['p50_ms']:.3f} | {q['p50_ms']:.3f} | "
+                     f"{o['p99_ms']:.3f} | {q['p99_ms']:.3f} | {o['p99_ms'] / q['p99_ms']:.3f} | "
+                     f"{o['errors_total']}/{q['errors_total']} |")
+    lines += ["", f"Single sample, in-process: unigrad (C++ mlp_infer/1) {ug_us:.2f} us, onnxruntime {ort_us:.2f} us "
+                  f"(ratio {ug_us / ort_us:.2f})."]
 
     rps_ratio = min(ours[c]["requests_per_s"] / peer[c]["requests_per_s"] for c in args.conns)
     checks = {
@@ -234,9 +251,12 @@ def main():
         p99_ratio = ours[8]["p99_ms"] / peer[8]["p99_ms"]
         checks[f"p99 at c8 <= {TARGETS['p99_ratio_c8']:g}x the peer's ({p99_ratio:.3f})"] = \
             p99_ratio <= TARGETS["p99_ratio_c8"]
-    print()
-    for text, ok in checks.items():
-        print(f"{'met' if ok else 'MISSED'}: {text}")
+    lines.append("")
+    lines += [f"- {'met' if ok else 'MISSED'}: {text}" for text, ok in checks.items()]
+    text = "\n".join(lines) + "\n"
+    print("\n" + text)
+    if args.write_docs:
+        write_docs(text)
     emit({"bench": "serving_summary", "rps_ratio_min": round(rps_ratio, 2),
           "targets_met": all(checks.values()), "checks": {k: bool(v) for k, v in checks.items()}})
 

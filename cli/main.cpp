@@ -64,13 +64,14 @@ constexpr Command kCommands[] = {
      "  --file F            classify the images in F (.idx/.idx.gz, .npy or .csv) instead\n"
      "  -h, --help          show this help\n" UG_DATA_USAGE,
      run_predict},
-    {"serve", "serve a saved model over HTTP (POST /predict), with batching, auth and limits",
+    {"serve", "serve a saved or ONNX model over HTTP (POST /predict), with batching, auth and limits",
      "usage: ug serve MODEL [--host H] [--port P] [--token-file F] [--rate R] [--burst B]\n"
      "                [--max-batch N] [--batch-wait-us U] [--max-body BYTES] [--max-queue Q]\n"
      "                [--timeout-ms T] [--threads T] [--workers W] [--http-threads N] [--no-access-log]\n"
      "\n"
-     "Serves MODEL (model.safetensors from `ug train`) until SIGTERM or SIGINT, then answers\n"
-     "the requests in flight and exits 0. Endpoints:\n"
+     "Serves MODEL (model.safetensors from `ug train`, or an .onnx file with one float32\n"
+     "input) until SIGTERM or SIGINT, then answers the requests in flight and exits 0.\n"
+     "Endpoints:\n"
      "  POST /predict     {\"inputs\": [[...], ...]} (rows of the input shape, nested or flat)\n"
      "                    or raw float32 rows (Content-Type: application/octet-stream) ->\n"
      "                    {\"outputs\": [[...]], \"predictions\": [...]}, or raw float32 outputs\n"

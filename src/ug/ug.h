@@ -29,6 +29,7 @@
 #include "ug/log/logging.h"
 #include "ug/models/zoo.h"
 #include "ug/nn/nn.h"
+#include "ug/onnx/export.h"
 #include "ug/onnx/import.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/conv.h"

@@ -18,7 +18,9 @@ HEADER = """\
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
+#include <thread>
 
+#include "ug/serve/server.h"  // the library ug_serve, beside ug.h's libunigrad
 #include "ug/ug.h"
 
 using namespace ug;

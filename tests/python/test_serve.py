@@ -100,6 +100,32 @@ def test_answers_match_the_model_in_process(mlp, served):
     assert out["predictions"] == want.argmax(1).tolist()
 
 
+@pytest.mark.filterwarnings("ignore:You are using the legacy TorchScript-based ONNX export")
+def test_serves_an_onnx_model_exported_by_torch(tmp_path):
+    import torch
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)).eval()
+    path = str(tmp_path / "mlp.onnx")
+    torch.onnx.export(model, (torch.randn(1, 784),), path, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, dynamo=False)
+    x = np.random.default_rng(3).random((4, 784), dtype=np.float32)
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy()
+    with Server(path) as server:
+        status, _, out = server.predict(x.tolist())
+        assert status == 200
+        np.testing.assert_allclose(out["outputs"], want, rtol=1e-5, atol=1e-5)
+        assert out["predictions"] == want.argmax(1).tolist()
+        status, _, body = server.request("GET", "/v1/model")
+        info = json.loads(body)
+        assert status == 200 and info["format"] == "onnx"
+        assert info["inputs"][0]["name"] == "x" and info["inputs"][0]["shape"] == [-1, 784]
+        assert info["outputs"][0]["name"] == "y" and info["outputs"][0]["shape"] == [-1, 10]
+        status, _, out = server.predict(x[:, :100].tolist())
+        assert status == 400 and "784" in out["error"]
+        assert server.stop()[0] == 0
+
+
 def test_nested_and_flattened_rows_give_the_same_answer(tmp_path_factory):
     model, path = save(tmp_path_factory, "lenet")
     x = np.random.default_rng(1).random((2, 1, 28, 28), dtype=np.float32)

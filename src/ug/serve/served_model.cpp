@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "ug/serve/onnx_model.h"
 #include "ug/serve/unigrad_model.h"
 
 namespace ug::serve {
@@ -21,6 +22,9 @@ std::vector<int64_t> ServedModel::output_sample_shape() const {
   return {shape.begin() + 1, shape.end()};
 }
 
-std::unique_ptr<ServedModel> open_model(const std::string& path) { return open_unigrad_model(path); }
+std::unique_ptr<ServedModel> open_model(const std::string& path) {
+  const bool onnx = path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
+  return onnx ? open_onnx_model(path) : open_unigrad_model(path);
+}
 
 }  // namespace ug::serve

@@ -41,7 +41,8 @@ class ServedModel {
   std::vector<int64_t> output_sample_shape() const;
 };
 
-/** The model in `path`: a model.safetensors written by `ug train` or ug::models::save_model. */
+/** The model in `path`: an .onnx file (ug::onnx::load), or a model.safetensors written by
+ *  `ug train` or ug::models::save_model. */
 std::unique_ptr<ServedModel> open_model(const std::string& path);
 
 }  // namespace ug::serve

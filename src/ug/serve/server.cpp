@@ -3,11 +3,14 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "ug/core/error.h"
 #include "ug/serve/auth.h"
@@ -167,6 +170,10 @@ struct Server::Impl {
   Batcher batcher;
   Handlers handlers;
   int listen_fd = -1;
+  // stop() may come before run() has started listening (or before it is called at all).
+  std::mutex run_mutex;
+  bool stop_requested = false, run_started = false;
+  std::atomic<bool> run_finished = false;
   httplib::Server http;  // last: destroyed first, before what its handlers use
 };
 
@@ -190,9 +197,26 @@ int Server::bind() {
   return port;
 }
 
-void Server::run() { impl_->http.listen_after_bind(); }
+void Server::run() {
+  {
+    std::lock_guard lock(impl_->run_mutex);
+    if (impl_->stop_requested) return;
+    impl_->run_started = true;
+  }
+  impl_->http.listen_after_bind();
+  impl_->run_finished = true;
+}
 
-void Server::stop() { impl_->http.stop(); }
+void Server::stop() {
+  {
+    std::lock_guard lock(impl_->run_mutex);
+    impl_->stop_requested = true;
+    if (!impl_->run_started) return;  // a later run() returns at once
+  }
+  // httplib's stop() does nothing until listen_after_bind() has started: wait for that.
+  while (!impl_->http.is_running() && !impl_->run_finished) std::this_thread::yield();
+  impl_->http.stop();
+}
 
 const ServedModel& Server::model() const { return *impl_->model; }
 
