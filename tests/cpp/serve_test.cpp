@@ -48,6 +48,22 @@ TEST(ServeDecode, BothReadersGiveTheSameCorrectlyRoundedFloats) {
     std::from_chars(text, text + std::strlen(text), f);
     want.push_back(f);
   }
+  // Short decimals, the fast path's domain and its edges: mantissas around 2^24, 0 to 12
+  // decimals, leading zeros after the point.
+  for (int i = 0; i < 3000; ++i) {
+    const uint64_t mantissa = i % 5 == 0 ? (uint64_t(1) << 24) + (gen() % 5) - 2 : gen() % (uint64_t(1) << (gen() % 27));
+    const int decimals = static_cast<int>(gen() % 13);
+    std::string digits = std::to_string(mantissa);
+    if (static_cast<int>(digits.size()) <= decimals) digits.insert(0, static_cast<size_t>(decimals) + 1 - digits.size(), '0');
+    if (decimals) digits.insert(digits.size() - static_cast<size_t>(decimals), ".");
+    // (nlohmann reads the integer -0 as int64 0, so its reader gives +0 there: no "-0" here.)
+    const bool negative = gen() % 2 && (mantissa || decimals);
+    const std::string text = (negative ? "-" : "") + digits;
+    values += ", " + text;
+    float f = 0;
+    std::from_chars(text.data(), text.data() + text.size(), f);
+    want.push_back(f);
+  }
   values += ", 7, -0.0, 1E+2";
   want.insert(want.end(), {7.f, -0.f, 100.f});
   // The escaped key is valid JSON that only nlohmann's reader takes.

@@ -221,18 +221,33 @@ class PlainReader {
    *  stricter than from_chars (no "inf", "1.", leading zeros). */
   Result number() {
     const char* start = p_;
-    if (p_ != end_ && *p_ == '-') ++p_;
+    const bool negative = p_ != end_ && *p_ == '-';
+    if (negative) ++p_;
     if (p_ == end_ || !digit(*p_)) return Result::Unsupported;
+    uint64_t mantissa = 0;  // the digits without the point, while they fit float's fast path
+    int64_t digits = 0, decimals = 0;
     if (*p_ == '0') ++p_;
-    else skip_digits();
+    else digits += skip_digits(mantissa);
     if (p_ != end_ && *p_ == '.') {
       ++p_;
-      if (!skip_digits()) return Result::Unsupported;
+      decimals = skip_digits(mantissa);
+      if (decimals == 0) return Result::Unsupported;
+      digits += decimals;
     }
+    bool exponent = false;
     if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
+      exponent = true;
       ++p_;
       if (p_ != end_ && (*p_ == '+' || *p_ == '-')) ++p_;
-      if (!skip_digits()) return Result::Unsupported;
+      uint64_t ignored = 0;
+      if (!skip_digits(ignored)) return Result::Unsupported;
+    }
+    // Clinger's fast path: an integer below 2^24 and a power of ten up to 10^10 are exact in
+    // float, so one correctly rounded division gives what from_chars gives ("0.123456").
+    constexpr float kPow10[] = {1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f};
+    if (!exponent && digits <= 19 && mantissa <= (uint64_t(1) << 24) && decimals <= 10) {
+      const float v = static_cast<float>(mantissa) / kPow10[decimals];
+      return handler_.number(negative ? -v : v) ? Result::Ok : Result::Stopped;
     }
     float v = 0;
     const auto [end, ec] = std::from_chars(start, p_, v);
@@ -241,10 +256,13 @@ class PlainReader {
   }
 
   static bool digit(char c) { return c >= '0' && c <= '9'; }
-  bool skip_digits() {
+  /** Skips digits, appending them to `value` (which saturates: its caller checks the count);
+   *  returns how many there were. */
+  int64_t skip_digits(uint64_t& value) {
     const char* start = p_;
-    while (p_ != end_ && digit(*p_)) ++p_;
-    return p_ != start;
+    for (; p_ != end_ && digit(*p_); ++p_)
+      if (p_ - start < 19) value = value * 10 + static_cast<uint64_t>(*p_ - '0');
+    return p_ - start;
   }
   void skip_space() {
     while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\t' || *p_ == '\r')) ++p_;
