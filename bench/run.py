@@ -472,12 +472,13 @@ def report(records):
     return "\n".join(out) + "\n"
 
 
-def write_docs(text):
+def write_docs(text, begin=BEGIN, end=END):
+    """Replaces what docs/benchmarks.md holds between the markers `begin` and `end` with text."""
     doc = DOCS.read_text()
-    start, end = doc.find(BEGIN), doc.find(END)
-    if start < 0 or end < start:
-        sys.exit(f"{DOCS} lacks the markers {BEGIN} ... {END}")
-    DOCS.write_text(doc[:start + len(BEGIN)] + "\n" + text + doc[end:])
+    first, last = doc.find(begin), doc.find(end)
+    if first < 0 or last < first:
+        sys.exit(f"{DOCS} lacks the markers {begin} ... {end}")
+    DOCS.write_text(doc[:first + len(begin)] + "\n" + text + doc[last:])
     print(f"wrote {DOCS.relative_to(ROOT)}", file=sys.stderr)
 
 

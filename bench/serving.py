@@ -20,7 +20,6 @@ Both servers keep their access logs on (as deployed) unless --no-access-log; the
 /dev/null. Prints one JSON line per measurement, then a table with the ratios and targets.
 """
 import argparse
-import warnings
 import json
 import os
 import shutil
@@ -31,7 +30,10 @@ import sys
 import tempfile
 import time
 import urllib.request
+import warnings
 from pathlib import Path
+
+from run import write_docs  # bench/run.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 # ../shared/bench/peers next to the checkout (or next to one of its parents, for a worktree).
@@ -41,17 +43,7 @@ LUA = PEER_DIR / "predict.lua"
 TARGETS = {"rps_ratio": 10.0, "p99_ratio_c8": 0.2, "single_sample_us": 10.0}
 
 
-DOCS = ROOT / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- serving:begin -->", "<!-- serving:end -->"
-
-
-def write_docs(text):
-    doc = DOCS.read_text()
-    start, end = doc.find(BEGIN), doc.find(END)
-    if start < 0 or end < start:
-        sys.exit(f"{DOCS} lacks the markers {BEGIN} ... {END}")
-    DOCS.write_text(doc[:start + len(BEGIN)] + "\n" + text + doc[end:])
-    print(f"wrote {DOCS.relative_to(ROOT)}", file=sys.stderr)
+DOCS_MARKERS = ("<!-- serving:begin -->", "<!-- serving:end -->")
 
 
 def emit(record):
@@ -256,7 +248,7 @@ def main():
     text = "\n".join(lines) + "\n"
     print("\n" + text)
     if args.write_docs:
-        write_docs(text)
+        write_docs(text, *DOCS_MARKERS)
     emit({"bench": "serving_summary", "rps_ratio_min": round(rps_ratio, 2),
           "targets_met": all(checks.values()), "checks": {k: bool(v) for k, v in checks.items()}})
 

@@ -48,15 +48,6 @@ class Wrapped(torch.nn.Module):
         return self.inner(x)
 
 
-class Recurrent(torch.nn.Module):
-    def __init__(self, kind):
-        super().__init__()
-        self.rnn = getattr(torch.nn, kind)(8, 16, batch_first=True)
-
-    def forward(self, x):
-        return self.rnn(x)[0]
-
-
 def layer():
     return torch.nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32, batch_first=True)
 
