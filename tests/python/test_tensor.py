@@ -179,3 +179,18 @@ def test_dtype_objects():
     assert ug.tensor([1], dtype="float64").dtype == ug.float64
     assert ug.tensor([1], dtype=np.float32).dtype == ug.float32
     assert_same(torch.tensor([1.0]), ug.tensor([1.0]))
+
+
+@pytest.mark.parametrize("shape", [(2**40, 2**40), (2**62, 4), (3, 2**40, 2**40, 0, 2**40)])
+def test_shapes_whose_size_overflows_int64_are_refused(shape):
+    with pytest.raises(RuntimeError):
+        torch.empty(*shape)
+    with pytest.raises(ValueError, match="overflow|more elements"):
+        ug.empty(*shape)
+
+
+def test_empty_tensors_with_huge_dims_are_fine():
+    want = torch.empty(2**40, 2**20, 0)
+    got = ug.empty(2**40, 2**20, 0)
+    assert tuple(got.shape) == tuple(want.shape) and got.numel() == 0
+    assert got.stride() == want.stride()

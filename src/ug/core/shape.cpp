@@ -8,7 +8,8 @@ namespace ug {
 
 int64_t numel_of(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) fail("shape ", shape, " has more elements than an int64 counts");
   return n;
 }
 
@@ -17,7 +18,9 @@ Strides contiguous_strides(const Shape& shape) {
   int64_t s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = s;
-    s *= shape[i] > 0 ? shape[i] : 1;
+    // An empty tensor's strides still multiply the other dims: (2^40, 2^40, 0) must not wrap.
+    if (i > 0 && __builtin_mul_overflow(s, shape[i] > 0 ? shape[i] : 1, &s))
+      fail("shape ", shape, " has strides that overflow int64");
   }
   return strides;
 }
