@@ -134,3 +134,11 @@ def test_join_and_gather_errors(fn):
 def test_pad(mode):
     check(lambda m, x: (torch.nn.functional.pad if m is torch else m.pad)(x, (1, 2, 2, 1), mode=mode), arr((1, 2, 4, 5)))
     check(lambda m, x: (torch.nn.functional.pad if m is torch else m.pad)(x, (1, 1), mode=mode), arr((2, 3, 4)))
+
+
+@pytest.mark.parametrize("step", [1, 3, 9, 10, 2**62, 2**63 - 1])
+def test_slice_steps_up_to_int64_max(step):
+    # NumPy is the reference here: torch 2.13 answers [] for x[1::2**63 - 1] (its size overflows).
+    x = np.arange(10, dtype=np.float32)
+    got = ug.from_numpy(x)[1::step]
+    np.testing.assert_array_equal(got.numpy(), x[1::step])

@@ -430,7 +430,7 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   auto clampi = [n](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + n : v, 0, n); };
   int64_t b = start ? clampi(*start) : 0;
   int64_t e = stop ? clampi(*stop) : n;
-  int64_t len = e > b ? (e - b + step - 1) / step : 0;
+  int64_t len = e > b ? 1 + (e - b - 1) / step : 0;  // no step + n that could overflow
   if (batching::level(*this))
     return recorded_part(batched_view(*this, [&](const Tensor& p) { return p.slice(d + 1, b, e, step); }), *this,
                          "slice", [d, b, e, step](const Tensor& t) { return t.slice(d, b, e, step); });
@@ -438,7 +438,9 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   Strides strides = this->strides();
   int64_t offset = storage_offset() + b * strides[d];
   shape[d] = len;
-  strides[d] *= step;
+  // With two or more elements step < n, so the product stays within the storage's extent; one
+  // element needs no stride, and a huge step would overflow.
+  if (len > 1) strides[d] *= step;
   Tensor out = recorded_part(make_view(*this, std::move(shape), std::move(strides), offset), *this, "slice",
                              [d, b, e, step](const Tensor& t) { return t.slice(d, b, e, step); });
   if (trace) trace.record({*this}, {out}, {{"dim", d}, {"start", b}, {"end", e}, {"step", step}});
