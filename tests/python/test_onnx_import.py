@@ -9,18 +9,9 @@ import pytest
 import torch
 
 import unigrad as ug
+from test_nn_module import TorchMLP as MLP, to_ug  # the articles' MLP in torch
 
 torch.manual_seed(0)
-
-
-class MLP(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(784, 128)
-        self.fc2 = torch.nn.Linear(128, 10)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
 
 
 class LeNet(torch.nn.Module):
@@ -91,10 +82,6 @@ def exported(tmp_path_factory):
         return model, shape, paths[exporter]
 
     return get
-
-
-def to_ug(t):
-    return ug.tensor(t.detach().numpy())
 
 
 @pytest.mark.parametrize("exporter", EXPORTERS)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ug/core/tensor.h"
+#include "ug/nn/module.h"
 
 namespace ug::serve {
 
@@ -39,6 +40,25 @@ class ServedModel {
   std::vector<int64_t> sample_shape() const;
   int64_t sample_numel() const;
   std::vector<int64_t> output_sample_shape() const;
+};
+
+/** A model that is an nn::Module (a unigrad model, an imported ONNX graph): predict runs its
+ *  forward without grad. The first output's per-sample shape comes from one forward on a
+ *  sample of zeros, which also warms the allocator and kernels. */
+class ModuleModel : public ServedModel {
+ public:
+  const TensorSpec& input() const override { return input_; }
+  const std::vector<TensorSpec>& outputs() const override { return outputs_; }
+  Tensor predict(const Tensor& batch) override;
+
+ protected:
+  /** `input`'s first dim is the batch (any size); `outputs` has at least the first output's name. */
+  ModuleModel(std::shared_ptr<nn::Module> module, TensorSpec input, std::vector<TensorSpec> outputs);
+
+ private:
+  std::shared_ptr<nn::Module> module_;
+  TensorSpec input_;
+  std::vector<TensorSpec> outputs_;
 };
 
 /** The model in `path`: an .onnx file (ug::onnx::load), or a model.safetensors written by

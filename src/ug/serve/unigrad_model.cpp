@@ -1,42 +1,29 @@
 #include "ug/serve/unigrad_model.h"
 
-#include "ug/autograd/grad_mode.h"
-#include "ug/core/error.h"
 #include "ug/models/zoo.h"
 
 namespace ug::serve {
 
 namespace {
 
-class UnigradModel final : public ServedModel {
+class UnigradModel final : public ModuleModel {
  public:
-  explicit UnigradModel(models::LoadedModel loaded) : loaded_(std::move(loaded)) {
-    const Shape shape = models::input_shape(loaded_.arch);
-    input_ = {.name = "input", .shape = {shape.begin(), shape.end()}, .dtype = DType::Float32};
-    input_.shape[0] = -1;
-    // One forward on zeros gives the output's shape, and warms the allocator and kernels.
-    const Tensor out = predict(zeros(shape));
-    outputs_ = {{.name = "output", .shape = {out.shape().begin(), out.shape().end()}, .dtype = out.dtype()}};
-    outputs_[0].shape[0] = -1;
-  }
+  explicit UnigradModel(models::LoadedModel loaded)
+      : ModuleModel(loaded.model, input_spec(loaded.arch), {{.name = "output"}}), arch_(std::move(loaded.arch)) {}
 
   std::string format() const override { return "unigrad"; }
-  std::string architecture() const override { return loaded_.arch.name; }
+  std::string architecture() const override { return arch_.name; }
   std::map<std::string, std::variant<int64_t, std::string>> settings() const override {
-    return {loaded_.arch.config.begin(), loaded_.arch.config.end()};
-  }
-  const TensorSpec& input() const override { return input_; }
-  const std::vector<TensorSpec>& outputs() const override { return outputs_; }
-
-  Tensor predict(const Tensor& batch) override {
-    NoGradGuard no_grad;
-    return loaded_.model->forward(batch).contiguous();
+    return {arch_.config.begin(), arch_.config.end()};
   }
 
  private:
-  models::LoadedModel loaded_;
-  TensorSpec input_;
-  std::vector<TensorSpec> outputs_;
+  static TensorSpec input_spec(const models::Architecture& arch) {
+    const Shape shape = models::input_shape(arch);
+    return {.name = "input", .shape = {shape.begin(), shape.end()}, .dtype = DType::Float32};
+  }
+
+  models::Architecture arch_;
 };
 
 }  // namespace
