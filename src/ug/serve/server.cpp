@@ -16,6 +16,7 @@
 #include "ug/serve/auth.h"
 #include "ug/serve/batcher.h"
 #include "ug/serve/handlers.h"
+#include "ug/serve/http_server.h"
 #include "ug/serve/metrics.h"
 #include "ug/serve/rate_limiter.h"
 
@@ -66,7 +67,7 @@ struct Server::Impl {
     const auto timeout = std::chrono::milliseconds(options.timeout_ms);
     http.set_read_timeout(timeout);
     http.set_write_timeout(timeout);
-    // An idle keep-alive connection holds a pool thread, and stop() waits for it: keep both short.
+    // An idle keep-alive connection holds a pool thread: let it go after 2 s.
     http.set_keep_alive_timeout(2);
     http.set_keep_alive_max_count(1000);
     http.set_payload_max_length(static_cast<size_t>(options.max_body));
@@ -174,7 +175,7 @@ struct Server::Impl {
   std::mutex run_mutex;
   bool stop_requested = false, run_started = false;
   std::atomic<bool> run_finished = false;
-  httplib::Server http;  // last: destroyed first, before what its handlers use
+  HttpServer http;  // last: destroyed first, before what its handlers use
 };
 
 Server::Server(std::unique_ptr<ServedModel> model, ServeOptions options) {
