@@ -76,6 +76,27 @@ TEST(ServeDecode, BothReadersGiveTheSameCorrectlyRoundedFloats) {
   }
 }
 
+TEST(ServeDecode, DigitsOfEveryLengthAtEveryDistanceFromTheEnd) {
+  // The reader takes digits eight bytes at a time while eight bytes remain, one at a time after.
+  std::mt19937 gen(1);
+  for (int length = 1; length <= 24; ++length) {
+    for (int point = 0; point < length; ++point) {
+      std::string text;
+      for (int i = 0; i < length; ++i) text += static_cast<char>('0' + (i == 0 && length > 1 ? 1 + gen() % 9 : gen() % 10));
+      if (point > 0) text.insert(static_cast<size_t>(point), ".");
+      float want = 0;
+      std::from_chars(text.data(), text.data() + text.size(), want);
+      // The number alone, first and last in its list.
+      for (const auto& [list, at] : {std::pair{"[" + text + "]", 0}, {"[" + text + ",1]", 0}, {"[2," + text + "]", 1}}) {
+        const std::vector<float> values = decode_json("{\"inputs\": [" + list + "]}", {list.size() - text.size() > 2 ? 2 : 1}).values;
+        EXPECT_EQ(std::bit_cast<uint32_t>(values[at]), std::bit_cast<uint32_t>(want)) << list;
+      }
+    }
+  }
+  EXPECT_EQ(error_of(R"({"inputs": [[1, 2, [3]]]})", {3}), "'inputs' mixes numbers and lists at depth 2");
+  EXPECT_EQ(error_of(R"({"inputs": [[[1], 2]]})", {2, 1}), "'inputs' mixes numbers and lists at depth 2");
+}
+
 TEST(ServeDecode, NestedAndFlattenedRows) {
   Inputs nested = decode_json(R"({"inputs": [[[1, 2], [3, 4], [5, 6]], [[7, 8], [9, 10], [11, 12]]]})", {3, 2});
   Inputs flat = decode_json(R"({"inputs": [[1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11, 12]]})", {3, 2});

@@ -1,10 +1,12 @@
 #include "ug/serve/decode.h"
 
+#include <bit>
 #include <charconv>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "ug/core/error.h"
 
@@ -45,10 +47,13 @@ class InputsHandler {
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), f);
     return number(ec == std::errc() && end == text.data() + text.size() ? f : static_cast<float>(v));
   }
-  bool number(float v) {
+  bool number(float v) { return numbers(&v, 1); }
+  /** `count` consecutive numbers of the innermost open list. */
+  bool numbers(const float* v, size_t count) {
     if (open_.empty()) return wrong_value("a number");
     if (!element(Kind::Number)) return false;
-    values_.push_back(v);
+    open_.back() += static_cast<int64_t>(count) - 1;
+    values_.insert(values_.end(), v, v + count);
     return true;
   }
 
@@ -164,7 +169,9 @@ class PlainReader {
     if (p_ == end_) return Result::Unsupported;
     if (*p_ == '[') return list();
     if (*p_ == '{') return object();
-    return number();
+    float v = 0;
+    if (Result r = number(v); r != Result::Ok) return r;
+    return handler_.number(v) ? Result::Ok : Result::Stopped;
   }
 
   Result list() {
@@ -173,13 +180,37 @@ class PlainReader {
     skip_space();
     if (p_ != end_ && *p_ == ']') return close_list();
     for (;;) {
-      if (Result r = value(); r != Result::Ok) return r;
+      if (Result r = p_ != end_ && starts_number(*p_) ? numbers() : value(); r != Result::Ok) return r;
       skip_space();
       if (p_ == end_) return Result::Unsupported;
       if (*p_ == ']') return close_list();
       if (*p_++ != ',') return Result::Unsupported;
     }
   }
+  /** A run of numbers in a list, up to its last number or the item before a non-number,
+   *  handed to the handler in blocks: the body of a request is mostly such runs. */
+  Result numbers() {
+    constexpr size_t kBlock = 256;
+    float block[kBlock];
+    size_t n = 0;
+    for (Result r;;) {
+      if ((r = number(block[n++])) != Result::Ok) return r;
+      const bool more = next_item_is_number();
+      if ((n == kBlock || !more) && !handler_.numbers(block, std::exchange(n, 0))) return Result::Stopped;
+      if (!more) return Result::Ok;
+    }
+  }
+  /** Moves past ", " when a number follows it. */
+  bool next_item_is_number() {
+    const char* p = p_;
+    while (p != end_ && space(*p)) ++p;
+    if (p == end_ || *p++ != ',') return false;
+    while (p != end_ && space(*p)) ++p;
+    if (p == end_ || !starts_number(*p)) return false;
+    p_ = p;
+    return true;
+  }
+
   Result close_list() {
     ++p_;
     return handler_.end_array() ? Result::Ok : Result::Stopped;
@@ -218,54 +249,82 @@ class PlainReader {
   }
 
   /** A number in JSON's grammar, -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, which is
-   *  stricter than from_chars (no "inf", "1.", leading zeros). */
-  Result number() {
-    const char* start = p_;
-    const bool negative = p_ != end_ && *p_ == '-';
-    if (negative) ++p_;
-    if (p_ == end_ || !digit(*p_)) return Result::Unsupported;
+   *  stricter than from_chars (no "inf", "1.", leading zeros). It reads through a local
+   *  pointer: p_ is written once, not after each character (a char may alias the member). */
+  Result number(float& out) {
+    const char* const start = p_;
+    const char* p = p_;
+    const bool negative = p != end_ && *p == '-';
+    if (negative) ++p;
+    if (p == end_ || !digit(*p)) return Result::Unsupported;
     uint64_t mantissa = 0;  // the digits without the point, while they fit float's fast path
     int64_t digits = 0, decimals = 0;
-    if (*p_ == '0') ++p_;
-    else digits += skip_digits(mantissa);
-    if (p_ != end_ && *p_ == '.') {
-      ++p_;
-      decimals = skip_digits(mantissa);
+    if (*p == '0') ++p;
+    else digits += skip_digits(p, mantissa);
+    if (p != end_ && *p == '.') {
+      ++p;
+      decimals = skip_digits(p, mantissa);
       if (decimals == 0) return Result::Unsupported;
       digits += decimals;
     }
     bool exponent = false;
-    if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
+    if (p != end_ && (*p == 'e' || *p == 'E')) {
       exponent = true;
-      ++p_;
-      if (p_ != end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      ++p;
+      if (p != end_ && (*p == '+' || *p == '-')) ++p;
       uint64_t ignored = 0;
-      if (!skip_digits(ignored)) return Result::Unsupported;
+      if (!skip_digits(p, ignored)) return Result::Unsupported;
     }
+    p_ = p;
     // Clinger's fast path: an integer below 2^24 and a power of ten up to 10^10 are exact in
     // float, so one correctly rounded division gives what from_chars gives ("0.123456").
-    constexpr float kPow10[] = {1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f};
+    static constexpr float kPow10[] = {1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f};
     if (!exponent && digits <= 19 && mantissa <= (uint64_t(1) << 24) && decimals <= 10) {
       const float v = static_cast<float>(mantissa) / kPow10[decimals];
-      return handler_.number(negative ? -v : v) ? Result::Ok : Result::Stopped;
+      out = negative ? -v : v;
+      return Result::Ok;
     }
-    float v = 0;
-    const auto [end, ec] = std::from_chars(start, p_, v);
-    if (ec != std::errc() || end != p_) return Result::Unsupported;  // out of float's range
-    return handler_.number(v) ? Result::Ok : Result::Stopped;
+    const auto [end, ec] = std::from_chars(start, p, out);
+    return ec == std::errc() && end == p ? Result::Ok : Result::Unsupported;  // else out of float's range
   }
 
   static bool digit(char c) { return c >= '0' && c <= '9'; }
-  /** Skips digits, appending them to `value` (which saturates: its caller checks the count);
-   *  returns how many there were. */
-  int64_t skip_digits(uint64_t& value) {
-    const char* start = p_;
-    for (; p_ != end_ && digit(*p_); ++p_)
-      if (p_ - start < 19) value = value * 10 + static_cast<uint64_t>(*p_ - '0');
-    return p_ - start;
+  static bool starts_number(char c) { return digit(c) || c == '-'; }
+  static bool space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+  /** Moves `p` past digits, appending them to `value` (which saturates: its caller checks the
+   *  count); returns how many there were. Eight bytes at a time while eight can be read. */
+  int64_t skip_digits(const char*& p, uint64_t& value) const {
+    static constexpr uint64_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+    const char* const start = p;
+    while (end_ - p >= 8) {
+      uint64_t bytes;
+      std::memcpy(&bytes, p, 8);
+      const uint64_t values = bytes ^ 0x3030303030303030u;  // a digit's byte becomes 0..9
+      // The high bit of each byte that is not 0..9 (a carry only leaves such a byte).
+      const uint64_t others = ((values + 0x7676767676767676u) | values) & 0x8080808080808080u;
+      const int n = others ? std::countr_zero(others) / 8 : 8;  // x86-64 is little-endian
+      if (n == 0 || p - start + n > 19) break;
+      value = value * kPow10[n] + eight_digits(values << (8 * (8 - n)));
+      p += n;
+      if (n < 8) return p - start;
+    }
+    const char* q = p;
+    for (; q != end_ && digit(*q); ++q)
+      if (q - start < 19) value = value * 10 + static_cast<uint64_t>(*q - '0');
+    p = q;
+    return q - start;
+  }
+  /** The number whose decimal digits are the bytes of `digits`, the first byte the most
+   *  significant digit (Lemire's SWAR reduction: pairs, then fours, then eight). */
+  static uint64_t eight_digits(uint64_t digits) {
+    digits = digits * 10 + (digits >> 8);
+    constexpr uint64_t kMask = 0x000000FF000000FFu;
+    return ((digits & kMask) * (100 + (1000000ull << 32)) + ((digits >> 16) & kMask) * (1 + (10000ull << 32))) >> 32;
   }
   void skip_space() {
-    while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\t' || *p_ == '\r')) ++p_;
+    const char* p = p_;
+    while (p != end_ && space(*p)) ++p;
+    p_ = p;
   }
 
   const char* p_;
