@@ -1,6 +1,6 @@
 // ug::serve::HttpServer, httplib's server with unigrad's connection loop, seen from a raw TCP
 // client: one segment per answer, pipelining, "100 Continue", large answers, keep-alive limits,
-// and stop() ending idle connections.
+// the read deadline of a request, and stop() ending idle connections.
 #include <gtest/gtest.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -64,6 +64,7 @@ class Client {
     EXPECT_EQ(::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
   }
   ~Client() { ::close(fd_); }
+  int fd() const { return fd_; }
 
   void send(const std::string& bytes) const {
     ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
@@ -232,6 +233,30 @@ TEST(HttpServer, KeepAliveLimits) {
     EXPECT_TRUE(client.closed_within(3s)) << "an idle connection outlived the keep-alive timeout";
     EXPECT_GE(Clock::now() - start, 900ms);
   }
+}
+
+TEST(HttpServer, ARequestMustArriveWithinTheReadTimeout) {
+  HttpServer server;
+  add_echo(server);
+  server.set_read_timeout(std::chrono::milliseconds(500));
+  Running running(server);
+  Client client(running.port());
+  // A byte every 100 ms: each arrives well within the timeout, the request does not.
+  const std::string request = get("/echo/slow");
+  const auto start = Clock::now();
+  bool closed = false;
+  for (size_t i = 0; i < request.size() && !closed; ++i) {
+    if (::send(client.fd(), &request[i], 1, MSG_NOSIGNAL) != 1) break;
+    closed = client.closed_within(100ms);
+  }
+  EXPECT_TRUE(closed || client.closed_within(1s));
+  EXPECT_LT(Clock::now() - start, 1500ms) << "the server waited for a request dribbled a byte at a time";
+  EXPECT_EQ(client.answers(1).find("slow"), std::string::npos);
+
+  Client prompt(running.port());  // the server still answers others
+  prompt.send(get("/echo/prompt"));
+  const std::string text = prompt.answers(1);
+  EXPECT_EQ(text.substr(text.size() - 6), "prompt");
 }
 
 TEST(HttpServer, StopEndsIdleConnectionsAtOnce) {

@@ -49,7 +49,10 @@ Endpoint endpoint_of(int sock, bool peer) {
 }
 
 /** One accepted connection as an httplib::Stream: reads through a buffer kept for the whole
- *  connection, and gathers what is written until flush(), so an answer leaves in one `send`. */
+ *  connection, and gathers what is written until flush(), so an answer leaves in one `send`.
+ *  A request must arrive whole within the read timeout of its first byte (httplib's own
+ *  stream allows that much per `recv`, so a client sending a byte at a time held a thread for
+ *  ever); after a timeout or an error the connection takes no more requests. */
 class ConnectionStream final : public httplib::Stream {
  public:
   ConnectionStream(int sock, milliseconds read_timeout, milliseconds write_timeout)
@@ -60,7 +63,7 @@ class ConnectionStream final : public httplib::Stream {
         local_(endpoint_of(sock, false)),
         input_(kInputCapacity) {}
 
-  bool is_readable() const override { return begin_ < end_ || poll_socket(sock_, POLLIN, read_timeout_) > 0; }
+  bool is_readable() const override { return begin_ < end_ || poll_socket(sock_, POLLIN, time_left()) > 0; }
   bool is_writable() const override { return poll_socket(sock_, POLLOUT, write_timeout_) > 0; }
 
   ssize_t read(char* ptr, size_t size) override {
@@ -110,16 +113,19 @@ class ConnectionStream final : public httplib::Stream {
     return ok;
   }
 
-  /** Waits for the next request: false once the connection has been idle for `idle`, or the
-   *  server stops listening (looked at every 10 ms, as httplib's own loop does). */
-  bool await_request(milliseconds idle, const std::atomic<socket_t>& listener) const {
-    if (begin_ < end_) return true;
-    const auto deadline = Clock::now() + idle;
-    while (listener != INVALID_SOCKET) {
-      if (const int ready = poll_socket(sock_, POLLIN, milliseconds(10)); ready != 0) return ready > 0;
-      if (Clock::now() >= deadline) return false;
+  /** Waits for the next request and starts its read deadline: false once the connection has
+   *  been idle for `idle`, or failed, or the server stops listening (looked at every 10 ms, as
+   *  httplib's own loop does). */
+  bool await_request(milliseconds idle, const std::atomic<socket_t>& listener) {
+    const auto idle_until = Clock::now() + idle;
+    bool ready = begin_ < end_;
+    while (!ready && !failed_ && listener != INVALID_SOCKET && Clock::now() < idle_until) {
+      const int polled = poll_socket(sock_, POLLIN, milliseconds(10));
+      failed_ = polled < 0;
+      ready = polled > 0;
     }
-    return false;
+    read_deadline_ = Clock::now() + read_timeout_;
+    return ready && !failed_;
   }
 
  private:
@@ -128,18 +134,24 @@ class ConnectionStream final : public httplib::Stream {
   // Large answers go out in pieces rather than growing the buffer without bound.
   static constexpr size_t kFlushThreshold = 256 * 1024;
 
-  /** recv(2), waiting at most the read timeout only when nothing has arrived yet. */
-  ssize_t receive(char* ptr, size_t size) const {
-    while (true) {
+  /** recv(2), waiting only when nothing has arrived yet, and not past the request's deadline. */
+  ssize_t receive(char* ptr, size_t size) {
+    while (!failed_) {
       const ssize_t n = ::recv(sock_, ptr, size, MSG_DONTWAIT);
       if (n >= 0) return n;
       if (errno == EINTR) continue;
-      if ((errno != EAGAIN && errno != EWOULDBLOCK) || poll_socket(sock_, POLLIN, read_timeout_) <= 0) return -1;
+      failed_ = (errno != EAGAIN && errno != EWOULDBLOCK) || poll_socket(sock_, POLLIN, time_left()) <= 0;
     }
+    return -1;
+  }
+  milliseconds time_left() const {
+    return std::max(milliseconds(0), std::chrono::ceil<milliseconds>(read_deadline_ - Clock::now()));
   }
 
   int sock_;
   milliseconds read_timeout_, write_timeout_;
+  Clock::time_point read_deadline_;
+  bool failed_ = false;
   Endpoint remote_, local_;
   std::vector<char> input_;
   size_t begin_ = 0, end_ = 0;
