@@ -201,6 +201,30 @@ def test_bodies_over_the_limit_get_413(mlp):
         conn.close()
 
 
+def test_a_request_dribbled_a_byte_at_a_time_is_cut_off(mlp):
+    body = json.dumps({"inputs": [[0.5] * 784]}).encode()
+    request = (b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n" % len(body)) + body
+    with Server(mlp[1], "--timeout-ms", "600") as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as slow:
+            start, answer = time.monotonic(), b"?"
+            for i in range(len(request)):  # a byte every 50 ms: 7 minutes for the whole request
+                if time.monotonic() - start > 3:
+                    break
+                try:
+                    slow.sendall(request[i:i + 1])
+                    slow.settimeout(0.05)
+                    answer = slow.recv(4096)
+                    break  # the server closed the connection (b"") or answered
+                except socket.timeout:
+                    continue
+                except (BrokenPipeError, ConnectionResetError):
+                    answer = b""
+                    break
+            assert answer == b"" and time.monotonic() - start < 2, answer
+        assert server.predict([[0.5] * 784])[0] == 200  # others are still served
+
+
 def test_bearer_token_auth(mlp, tmp_path):
     token_file = tmp_path / "token"
     token_file.write_text("s3cret-token\n")
