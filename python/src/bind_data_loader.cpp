@@ -1,9 +1,10 @@
 // ug.data.DataLoader (torch.utils.data.DataLoader) and ug.data.BatchSource. The loader runs
 // on ug::data::BatchLoader: sampling, worker threads, ordering and seeding are C++; this file
-// only adapts Python data sets, collate_fns and iterable data sets. Its batches are either
-// tensors (the C++ collation) or what a Python collate_fn returned (PyBatch).
+// only adapts Python data sets, collate_fns, worker_init_fns and iterable data sets. Its batches
+// are either tensors (the C++ collation) or what a Python collate_fn returned (PyBatch).
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
@@ -15,6 +16,7 @@
 #include "ug/data/collate.h"
 #include "ug/data/data_loader.h"
 #include "ug/data/seeding.h"
+#include "ug/data/worker_info.h"
 
 namespace ugpy {
 
@@ -32,6 +34,30 @@ struct LoaderArgs {
   bool drop_last = false;
   ug::data::LoaderOptions options;
 };
+
+// The data set of the loader whose worker this thread is (borrowed: the loader outlives its
+// passes' threads), for get_worker_info().dataset.
+thread_local PyObject* worker_dataset = nullptr;
+
+/** torch.utils.data.get_worker_info()'s answer. */
+struct PyWorkerInfo {
+  int id, num_workers;
+  uint64_t seed;
+  nb::object dataset;
+};
+
+/** What a worker thread runs first: it records its data set for get_worker_info(), then calls
+ *  the user's worker_init_fn, if any, with its id. */
+std::function<void(int)> python_worker_init(nb::handle dataset, nb::handle worker_init_fn) {
+  if (!worker_init_fn.is_none() && !PyCallable_Check(worker_init_fn.ptr()))
+    ug::fail<ug::TypeError>("[DataLoader] worker_init_fn must be callable, got ",
+                            nb::cast<std::string>(worker_init_fn.type().attr("__name__")));
+  return [dataset = dataset.ptr(), fn = PyRef(nb::borrow(worker_init_fn))](int id) {
+    nb::gil_scoped_acquire gil;
+    worker_dataset = dataset;
+    if (!fn.get().is_none()) fn.get()(id);
+  };
+}
 
 /** One pass of a DataLoader, as a Python iterator. Dropping it stops its workers. */
 class LoaderIterator {
@@ -176,8 +202,12 @@ class PyDataLoader : public BatchSource {
       flag->store(single);
       return PyBatch(ug::data::default_collate(rows));
     };
-    ug::data::LoaderOptions o = args_.options;
-    return std::make_unique<Pass>(std::move(produce), std::min(o.num_workers, 1), ug::data::queue_capacity(o));
+    // One thread pulls from the iterator, and its worker_info says so: a data set that shards
+    // its stream by get_worker_info() (as torch's multi-process workers need) reads it whole.
+    const ug::data::LoaderOptions& o = args_.options;
+    const int workers = std::min(o.num_workers, 1);
+    return std::make_unique<Pass>(std::move(produce), workers, ug::data::queue_capacity(o),
+                                  ug::data::worker_start(o, seed, workers), o.timeout);
   }
 
   PyRef dataset_obj_;
@@ -212,22 +242,33 @@ void bind_data_loader(nb::module_& data) {
       "Batches of a data set, loaded ahead by num_workers threads (not processes: no pickling, and C++ data sets "
       "load without the GIL). Each batch loads under a generator seeded from (seed, epoch, batch index), so random "
       "transforms give the same batches with any num_workers. pin_memory and persistent_workers are accepted and "
-      "do nothing (CPU tensors; threads start cheaply).")
+      "do nothing (CPU tensors; threads start cheaply), nor do multiprocessing_context, pin_memory_device and "
+      "in_order (batches always come in order). worker_init_fn(id) runs first on each worker thread; timeout "
+      "(seconds) bounds the wait for a batch from the workers.")
       .def("__init__",
-           [](PyDataLoader* self, nb::handle dataset, int64_t batch_size, bool shuffle, nb::handle sampler,
-              nb::handle batch_sampler, int num_workers, nb::handle collate_fn, bool /*pin_memory*/, bool drop_last,
-              std::optional<int> prefetch_factor, bool /*persistent_workers*/, nb::handle generator, nb::handle seed) {
+           [](PyDataLoader* self, nb::handle dataset, int64_t batch_size, std::optional<bool> shuffle,
+              nb::handle sampler, nb::handle batch_sampler, int num_workers, nb::handle collate_fn,
+              bool /*pin_memory*/, bool drop_last, double timeout, nb::handle worker_init_fn,
+              nb::handle /*multiprocessing_context*/, nb::handle generator, std::optional<int> prefetch_factor,
+              bool /*persistent_workers*/, const std::string& /*pin_memory_device*/, bool /*in_order*/,
+              nb::handle seed) {
              LoaderArgs a;
              a.batch_size = batch_size;
              a.drop_last = drop_last;
-             a.options = {num_workers, prefetch_factor.value_or(2), seed_from_python(seed, generator)};
-             new (self) PyDataLoader(dataset, a, sampler, batch_sampler, collate_fn, shuffle);
+             a.options = {.num_workers = num_workers,
+                          .prefetch_factor = prefetch_factor.value_or(2),
+                          .seed = seed_from_python(seed, generator),
+                          .worker_init_fn = python_worker_init(dataset, worker_init_fn),
+                          .timeout = timeout};
+             new (self) PyDataLoader(dataset, a, sampler, batch_sampler, collate_fn, shuffle.value_or(false));
            },
-           "dataset"_a, "batch_size"_a = 1, "shuffle"_a = false, "sampler"_a.none() = nb::none(),
+           // torch's signature, in its order, then unigrad's seed.
+           "dataset"_a, "batch_size"_a = 1, "shuffle"_a.none() = nb::none(), "sampler"_a.none() = nb::none(),
            "batch_sampler"_a.none() = nb::none(), "num_workers"_a = 0, "collate_fn"_a.none() = nb::none(),
-           "pin_memory"_a = false, "drop_last"_a = false, "prefetch_factor"_a.none() = nb::none(),
-           "persistent_workers"_a = false, "generator"_a.none() = nb::none(), nb::kw_only(),
-           "seed"_a.none() = nb::none())
+           "pin_memory"_a = false, "drop_last"_a = false, "timeout"_a = 0.0, "worker_init_fn"_a.none() = nb::none(),
+           "multiprocessing_context"_a.none() = nb::none(), "generator"_a.none() = nb::none(), nb::kw_only(),
+           "prefetch_factor"_a.none() = nb::none(), "persistent_workers"_a = false, "pin_memory_device"_a = "",
+           "in_order"_a = true, "seed"_a.none() = nb::none())
       .def("__iter__",
            [](nb::handle self) {
              PyDataLoader& l = nb::cast<PyDataLoader&>(self);
@@ -246,11 +287,31 @@ void bind_data_loader(nb::module_& data) {
       .def_prop_ro("drop_last", [](const PyDataLoader& l) { return l.args().drop_last; })
       .def_prop_ro("num_workers", [](const PyDataLoader& l) { return l.args().options.num_workers; })
       .def_prop_ro("prefetch_factor", [](const PyDataLoader& l) { return l.args().options.prefetch_factor; })
+      .def_prop_ro("timeout", [](const PyDataLoader& l) { return l.args().options.timeout; })
       .def_prop_ro("batch_sampler", &PyDataLoader::batch_sampler)
       .def_prop_ro("sampler", [](const PyDataLoader& l) {
         auto b = l.batch_sampler();
         return b ? b->sampler() : nullptr;
       });
+
+  nb::class_<PyWorkerInfo>(data, "WorkerInfo", "Which DataLoader worker thread this is (get_worker_info()).")
+      .def_ro("id", &PyWorkerInfo::id)
+      .def_ro("num_workers", &PyWorkerInfo::num_workers)
+      .def_ro("seed", &PyWorkerInfo::seed)
+      .def_ro("dataset", &PyWorkerInfo::dataset)
+      .def("__repr__", [](const PyWorkerInfo& w) {
+        return "WorkerInfo(id=" + std::to_string(w.id) + ", num_workers=" + std::to_string(w.num_workers) +
+               ", seed=" + std::to_string(w.seed) + ", dataset=" + nb::cast<std::string>(nb::repr(w.dataset)) + ")";
+      });
+  data.def(
+      "get_worker_info",
+      []() -> std::optional<PyWorkerInfo> {
+        const ug::data::WorkerInfo* w = ug::data::worker_info();
+        if (!w) return std::nullopt;
+        return PyWorkerInfo{w->id, w->num_workers, w->seed, nb::borrow(worker_dataset ? worker_dataset : Py_None)};
+      },
+      "On a DataLoader worker thread, which one it is: id, num_workers, seed and dataset; None elsewhere "
+      "(torch.utils.data.get_worker_info).");
 
   data.def(
       "default_collate",

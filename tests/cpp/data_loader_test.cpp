@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -260,6 +261,89 @@ TEST(DataLoader, SameBatchesWithAnyNumberOfWorkers) {
     EXPECT_EQ(got, reference) << workers << " workers";
   }
   EXPECT_NE(reference[0], reference[16]);  // epochs differ
+}
+
+/** A data set whose samples say which worker loaded them (-1: none). */
+class WorkerSamples : public data::Dataset {
+ public:
+  int64_t size() const override { return 20; }
+  data::Example get(int64_t index) const override {
+    const data::WorkerInfo* w = data::worker_info();
+    return {ug::scalar_tensor(w ? w->id : -1), ug::scalar_tensor(w ? w->num_workers : -1), ug::scalar_tensor(index)};
+  }
+};
+
+TEST(DataLoader, WorkerInitAndWorkerInfo) {
+  std::mutex mu;
+  std::set<int> started;
+  std::set<uint64_t> seeds_minus_ids;
+  data::DataLoaderOptions o;
+  o.batch_size = 4;
+  o.num_workers = 3;
+  o.seed = 5;
+  o.worker_init_fn = [&](int id) {
+    const data::WorkerInfo* w = data::worker_info();
+    ASSERT_NE(w, nullptr);
+    std::lock_guard lock(mu);
+    EXPECT_TRUE(started.insert(id).second) << "worker " << id << " started twice";
+    EXPECT_EQ(w->id, id);
+    seeds_minus_ids.insert(w->seed - static_cast<uint64_t>(id));
+  };
+  data::DataLoader loader(std::make_shared<WorkerSamples>(), o);
+  loader.start_epoch(0);
+  std::vector<int64_t> indices;
+  while (auto b = loader.next()) {
+    for (int64_t id : ints(b->at(0))) EXPECT_TRUE(id >= 0 && id < 3) << id;
+    for (int64_t n : ints(b->at(1))) EXPECT_EQ(n, 3);
+    for (int64_t i : ints(b->at(2))) indices.push_back(i);
+  }
+  EXPECT_EQ(indices, iota(20));
+  loader.stop();  // joins the workers: a late one may start after the last batch
+  EXPECT_EQ(started, (std::set<int>{0, 1, 2}));
+  EXPECT_EQ(seeds_minus_ids.size(), 1u);  // one seed per pass, plus the worker's id
+  EXPECT_EQ(data::worker_info(), nullptr);
+
+  o.num_workers = 0;  // batches load on this thread: no worker, no worker_init_fn
+  started.clear();
+  data::DataLoader inline_loader(std::make_shared<WorkerSamples>(), o);
+  inline_loader.start_epoch(0);
+  while (auto b = inline_loader.next()) EXPECT_EQ(ints(b->at(0)), std::vector<int64_t>(4, -1));
+  EXPECT_TRUE(started.empty());
+}
+
+TEST(DataLoader, WorkerInitErrorsAndTimeouts) {
+  data::DataLoaderOptions o;
+  o.num_workers = 2;
+  o.worker_init_fn = [](int id) { ug::fail("worker ", id, " cannot start"); };
+  data::DataLoader failing(numbered(8), o);
+  failing.start_epoch(0);
+  EXPECT_THROW(while (failing.next()) {}, ug::ValueError);
+
+  // A sample that takes longer than the timeout: next() throws, the pass still stops cleanly.
+  class Slow : public data::Dataset {
+   public:
+    int64_t size() const override { return 2; }
+    data::Example get(int64_t index) const override {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      return {ug::scalar_tensor(index)};
+    }
+  };
+  data::DataLoaderOptions slow;
+  slow.num_workers = 1;
+  slow.timeout = 0.02;
+  data::DataLoader loader(std::make_shared<Slow>(), slow);
+  loader.start_epoch(0);
+  try {
+    loader.next();
+    FAIL() << "no timeout";
+  } catch (const ug::RuntimeError& e) {
+    EXPECT_STREQ(e.what(), "DataLoader timed out after 0.02 seconds");
+  }
+  slow.num_workers = 0;
+  EXPECT_THROW(data::DataLoader(std::make_shared<Slow>(), slow), ug::ValueError);
+  slow.num_workers = 1;
+  slow.timeout = -1;
+  EXPECT_THROW(data::DataLoader(std::make_shared<Slow>(), slow), ug::ValueError);
 }
 
 TEST(DataLoader, ShuffleCoversTheDataAndResumes) {

@@ -475,6 +475,97 @@ def test_accepted_torch_options():
         D.DataLoader(numbered(3), num_workers=-1)
 
 
+def test_torch_positional_order_and_extra_options():
+    # torch's positional order: ..., drop_last, timeout, worker_init_fn, multiprocessing_context, generator.
+    started = []
+    ours = D.DataLoader(numbered(6), 2, None, None, None, 1, None, False, True, 5.0, started.append, None, None,
+                        prefetch_factor=2, persistent_workers=False, pin_memory_device="", in_order=False)
+    theirs = tud.DataLoader(tud.TensorDataset(torch.arange(6)), 2, None, None, None, 0, None, False, True, 0, None,
+                            None, None)
+    assert labels(ours) == [b[-1].tolist() for b in theirs] == [[0, 1], [2, 3], [4, 5]]
+    assert started == [0] and ours.timeout == 5.0
+
+
+class WhoLoads(D.Dataset):
+    """Each sample records the worker loading it."""
+
+    def __len__(self):
+        return 24
+
+    def __getitem__(self, i):
+        info = D.get_worker_info()
+        return ug.zeros(1), i, -1 if info is None else info.id, -1 if info is None else info.num_workers, info
+
+
+def test_worker_init_fn_and_get_worker_info():
+    ds = WhoLoads()
+    started = []
+    loader = D.DataLoader(ds, batch_size=2, num_workers=3, worker_init_fn=started.append, collate_fn=list, seed=4)
+    samples = [s for batch in loader for s in batch]
+    assert sorted(started) == [0, 1, 2]  # once per worker thread, before it loads anything
+    assert [s[1] for s in samples] == list(range(24))
+    infos = {s[2]: s[4] for s in samples}
+    assert set(infos) <= {0, 1, 2} and all(s[3] == 3 for s in samples)
+    for wid, info in infos.items():
+        assert info.id == wid and info.num_workers == 3 and info.dataset is ds
+        assert "WorkerInfo(id=%d, num_workers=3, seed=" % wid in repr(info)
+    assert len({info.seed - info.id for info in infos.values()}) == 1  # the pass's seed plus the id, as in torch
+    assert D.get_worker_info() is None  # off the workers, as torch's main process
+    assert {sample[2] for batch in D.DataLoader(ds, batch_size=4, collate_fn=list) for sample in batch} == {-1}
+
+    def failing_init(worker_id):
+        raise KeyError(f"worker {worker_id} cannot start")
+
+    with pytest.raises(KeyError, match="cannot start"):
+        list(D.DataLoader(ds, batch_size=4, num_workers=2, worker_init_fn=failing_init))
+    with pytest.raises(TypeError, match="worker_init_fn must be callable, got int"):
+        D.DataLoader(ds, num_workers=1, worker_init_fn=3)
+
+
+def test_a_stream_sharded_by_worker_info_is_read_whole():
+    # The sharding torch's documentation shows for multi-process workers; unigrad's one thread
+    # pulling from the stream says num_workers=1, so every sample comes once.
+    class Range(D.IterableDataset):
+        def __iter__(self):
+            info = D.get_worker_info()
+            lo, hi = 3, 17
+            if info is not None:
+                per = -(-(hi - lo) // info.num_workers)
+                lo, hi = lo + info.id * per, min(lo + (info.id + 1) * per, hi)
+            yield from (ug.tensor(float(i)) for i in range(lo, hi))
+
+    for workers in (0, 1, 3):
+        assert [v for b in D.DataLoader(Range(), batch_size=4, num_workers=workers) for v in b.tolist()] == \
+            [float(i) for i in range(3, 17)]
+
+
+def test_timeout():
+    import threading
+
+    release = threading.Event()
+
+    class Blocked(D.Dataset):
+        """Samples wait for `release` (at most 10 s)."""
+
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            release.wait(10)
+            return ug.zeros(1), i
+
+    it = iter(D.DataLoader(Blocked(), num_workers=1, timeout=0.05))
+    with pytest.raises(RuntimeError, match=r"^DataLoader timed out after 0.05 seconds$"):  # torch's words
+        next(it)  # the sample waits for `release`: only the timeout ends the wait
+    release.set()
+    del it
+    assert labels(D.DataLoader(Blocked(), num_workers=2, timeout=5)) == [[0], [1], [2]]
+    with pytest.raises(ValueError, match="timeout option should be non-negative"):
+        D.DataLoader(Blocked(), num_workers=1, timeout=-1)
+    with pytest.raises(ValueError, match="num_workers=0 loads batches on the calling thread"):
+        D.DataLoader(Blocked(), timeout=1)
+
+
 # ---- Pipeline (tf.data style) --------------------------------------------------------------
 
 

@@ -1,7 +1,8 @@
 // The part of a DataLoader that does not depend on what a batch is: the passes of a batch
 // sampler, loaded by worker threads ahead of the consumer. Each batch is loaded under its own
 // generator, seeded from (loader seed, epoch, batch index), so random transforms give the
-// same batches with any number of workers.
+// same batches with any number of workers. Each worker thread knows which it is (worker_info)
+// before it loads anything.
 #pragma once
 
 #include <functional>
@@ -12,6 +13,7 @@
 #include "ug/core/random.h"
 #include "ug/data/batch_sampler.h"
 #include "ug/data/prefetcher.h"
+#include "ug/data/worker_info.h"
 
 namespace ug::data {
 
@@ -23,6 +25,10 @@ struct LoaderOptions {
   /** Seeds the batches' generators (and, in DataLoader, the shuffle); none: drawn per pass
    *  from the global generator. */
   std::optional<uint64_t> seed;
+  /** Called first on each worker thread with its id (torch's worker_init_fn), worker_info() set. */
+  std::function<void(int)> worker_init_fn;
+  /** Seconds to wait for a batch from the workers before raising (0: no limit; workers only). */
+  double timeout = 0;
 };
 
 /** The batches of one pass and the seed their generators derive from. */
@@ -39,6 +45,9 @@ uint64_t batch_seed(uint64_t pass_seed, int64_t index);
 uint64_t pass_seed(std::optional<uint64_t> seed, int64_t epoch);
 /** Checks the options and returns the queue's capacity. */
 int64_t queue_capacity(const LoaderOptions& options);
+/** What each of the `workers` threads of a pass seeded `pass_seed` runs first: it records its
+ *  worker_info, then calls the options' worker_init_fn. */
+std::function<void(int)> worker_start(const LoaderOptions& options, uint64_t pass_seed, int workers);
 
 template <class Batch>
 class BatchLoader {
@@ -66,7 +75,8 @@ class BatchLoader {
       GeneratorScope scope(g);
       return load(plan->batches[static_cast<size_t>(i)]);
     };
-    return std::make_unique<Pass>(std::move(produce), options_.num_workers, capacity_);
+    return std::make_unique<Pass>(std::move(produce), options_.num_workers, capacity_,
+                                  worker_start(options_, plan->seed, options_.num_workers), options_.timeout);
   }
 
   int64_t num_batches() const { return sampler_->size(); }

@@ -39,7 +39,11 @@ std::shared_ptr<BatchSampler> make_batch_sampler(int64_t size, const DataLoaderO
 DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions options)
     : dataset_(require(std::move(dataset))),
       core_(make_batch_sampler(dataset_->size(), options), load_for(dataset_, options.collate_fn),
-            {options.num_workers, options.prefetch_factor, options.seed}) {}
+            {.num_workers = options.num_workers,
+             .prefetch_factor = options.prefetch_factor,
+             .seed = options.seed,
+             .worker_init_fn = options.worker_init_fn,
+             .timeout = options.timeout}) {}
 
 DataLoader::~DataLoader() { stop(); }
 

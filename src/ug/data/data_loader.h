@@ -36,6 +36,10 @@ struct DataLoaderOptions {
   bool persistent_workers = false;
   /** Seeds the shuffle and the batches' generators; none: drawn per pass from the global one. */
   std::optional<uint64_t> seed;
+  /** Called first on each worker thread with its id; worker_info() tells it more. */
+  std::function<void(int)> worker_init_fn;
+  /** Seconds next() waits for a batch from the workers before it throws (0: no limit). */
+  double timeout = 0;
 };
 
 /** The batch sampler the options describe for a data set of `size` samples (checks that

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <cstdint>
@@ -25,16 +26,24 @@ class Prefetcher {
   /** Item `i` of the stream, or nullopt when the stream ends before it. Called with rising
    *  i by one worker at a time per i; with several workers, for several i at once. */
   using Produce = std::function<std::optional<T>(int64_t)>;
+  /** Runs first on each worker thread, with its number; what it throws is the error of the
+   *  first item that worker takes. */
+  using WorkerStart = std::function<void(int)>;
 
-  /** `workers` threads (0: items are produced on the consumer's thread when asked for). */
-  Prefetcher(Produce produce, int workers, int64_t capacity)
-      : produce_(std::move(produce)), inline_(workers == 0), capacity_(capacity) {
+  /** `workers` threads (0: items are produced on the consumer's thread when asked for).
+   *  next() waits at most `timeout_s` seconds for an item from them (0: without limit). */
+  Prefetcher(Produce produce, int workers, int64_t capacity, WorkerStart on_start = {}, double timeout_s = 0)
+      : produce_(std::move(produce)),
+        on_start_(std::move(on_start)),
+        inline_(workers == 0),
+        capacity_(capacity),
+        timeout_s_(timeout_s) {
     if (workers < 0) fail("[DataLoader] num_workers must be non-negative, got ", workers);
     if (capacity < 1) fail("[DataLoader] the prefetch queue needs room for at least one batch, got ", capacity);
     if (inline_) return;
     slots_.resize(static_cast<size_t>(capacity));
     threads_.reserve(static_cast<size_t>(workers));
-    for (int w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
+    for (int w = 0; w < workers; ++w) threads_.emplace_back([this, w] { work(w); });
   }
   ~Prefetcher() { stop(); }
   Prefetcher(const Prefetcher&) = delete;
@@ -59,7 +68,11 @@ class Prefetcher {
     std::unique_lock<std::mutex> lock(mu_);
     if (consumed_ >= end_) return std::nullopt;
     Slot& slot = slots_[static_cast<size_t>(consumed_ % capacity_)];
-    to_consumer_.wait(lock, [&] { return slot.done || stopping_; });
+    const auto ready = [&] { return slot.done || stopping_; };
+    if (timeout_s_ <= 0)
+      to_consumer_.wait(lock, ready);
+    else if (!to_consumer_.wait_for(lock, std::chrono::duration<double>(timeout_s_), ready))
+      fail<RuntimeError>("DataLoader timed out after ", timeout_s_, " seconds");
     if (!slot.done) return std::nullopt;  // stopped: the pass ends here
     Slot taken = std::move(slot);
     slot = Slot{};
@@ -89,7 +102,15 @@ class Prefetcher {
     bool done = false;
   };
 
-  void work() {
+  void work(int worker) {
+    std::exception_ptr start_error;
+    if (on_start_) {
+      try {
+        on_start_(worker);
+      } catch (...) {
+        start_error = std::current_exception();
+      }
+    }
     for (;;) {
       int64_t i;
       {
@@ -100,6 +121,7 @@ class Prefetcher {
       }
       Slot slot;
       try {
+        if (start_error) std::rethrow_exception(start_error);
         slot.value = produce_(i);
       } catch (...) {
         slot.error = std::current_exception();
@@ -116,8 +138,10 @@ class Prefetcher {
   }
 
   Produce produce_;
+  WorkerStart on_start_;
   const bool inline_;
   const int64_t capacity_;
+  const double timeout_s_;
   std::vector<Slot> slots_;  // item i waits in slot i % capacity
   std::mutex mu_;
   std::condition_variable to_workers_, to_consumer_;
