@@ -22,7 +22,7 @@ Device::Device(std::string_view spec) {
 
 std::string Device::str() const {
   std::string s = type == DeviceType::CPU ? "cpu" : "cuda";
-  if (type != DeviceType::CPU || index != 0) s += ":" + std::to_string(index);
+  if (type != DeviceType::CPU || index != 0) s.append(1, ':').append(std::to_string(index));
   return s;
 }
 
