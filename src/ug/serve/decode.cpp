@@ -249,8 +249,7 @@ class PlainReader {
   }
 
   /** A number in JSON's grammar, -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, which is
-   *  stricter than from_chars (no "inf", "1.", leading zeros). It reads through a local
-   *  pointer: p_ is written once, not after each character (a char may alias the member). */
+   *  stricter than from_chars (no "inf", "1.", leading zeros); p_ moves past it once it is read. */
   Result number(float& out) {
     const char* const start = p_;
     const char* p = p_;
