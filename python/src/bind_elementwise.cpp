@@ -13,11 +13,6 @@ namespace {
 using ug::Scalar;
 using ug::Tensor;
 
-#define UG_PY_UNARY(X)                                                                          \
-  X(neg) X(abs) X(sign) X(square) X(relu) X(floor) X(ceil) X(round) X(trunc) X(exp) X(exp2)     \
-  X(log) X(log2) X(log10) X(log1p) X(expm1) X(sqrt) X(rsqrt) X(reciprocal) X(sin) X(cos) X(tan) \
-  X(tanh) X(sigmoid) X(silu) X(erf) X(logical_not)
-
 #define UG_PY_BINARY(X)                                                                        \
   X(add) X(sub) X(mul) X(div) X(floor_divide) X(remainder) X(pow) X(maximum) X(minimum)        \
   X(atan2) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(logical_and) X(logical_or) X(logical_xor)     \
@@ -26,15 +21,16 @@ using ug::Tensor;
 }  // namespace
 
 void bind_elementwise_methods(nb::class_<Tensor>& cls) {
-#define UG_METHOD(name)                                             \
+  // The unary ops come from their table (src/ug/ops/unary_kinds.h).
+#define UG_METHOD(Op, name)                                         \
   cls.def(#name, [](const Tensor& t) { return t.name(); });         \
   cls.def(#name "_", [](Tensor& t) { return t.name##_(); });
-  UG_PY_UNARY(UG_METHOD)
+  UG_UNARY_MATH_OPS(UG_METHOD)
+#undef UG_METHOD
+#define UG_METHOD(Op, name) cls.def(#name, [](const Tensor& t) { return t.name(); });
+  UG_UNARY_PREDICATES(UG_METHOD)
 #undef UG_METHOD
   cls.def("gelu", &Tensor::gelu, nb::arg("approximate") = "none")
-      .def("isnan", &Tensor::isnan)
-      .def("isinf", &Tensor::isinf)
-      .def("isfinite", &Tensor::isfinite)
       .def("negative", [](const Tensor& t) { return t.neg(); })
       .def("isclose", &ug::isclose, nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8,
            nb::arg("equal_nan") = false)
@@ -101,8 +97,9 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
 }
 
 void bind_elementwise_functions(nb::module_& m) {
-#define UG_FUNCTION(name) m.def(#name, [](const Tensor& x) { return ug::name(x); }, nb::arg("input"));
-  UG_PY_UNARY(UG_FUNCTION)
+#define UG_FUNCTION(Op, name) m.def(#name, [](const Tensor& x) { return ug::name(x); }, nb::arg("input"));
+  UG_UNARY_MATH_OPS(UG_FUNCTION)
+  UG_UNARY_PREDICATES(UG_FUNCTION)
 #undef UG_FUNCTION
 #define UG_FUNCTION(name)                                                                        \
   m.def(#name, [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other")); \
@@ -112,9 +109,6 @@ void bind_elementwise_functions(nb::module_& m) {
 #undef UG_FUNCTION
   m.def("gelu", [](const Tensor& x, const std::string& approximate) { return ug::gelu(x, approximate); },
         nb::arg("input"), nb::arg("approximate") = "none");
-  m.def("isnan", [](const Tensor& x) { return ug::isnan(x); });
-  m.def("isinf", [](const Tensor& x) { return ug::isinf(x); });
-  m.def("isfinite", [](const Tensor& x) { return ug::isfinite(x); });
   m.def("where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return ug::where(c, a, b); });
   m.def("where", [](const Tensor& c, Scalar a, const Tensor& b) { return ug::where(c, a, b); });
   m.def("where", [](const Tensor& c, const Tensor& a, Scalar b) { return ug::where(c, a, b); });

@@ -7,7 +7,7 @@
 
 #include "bindings.h"
 #include "ug/onnx/export.h"
-#include "ug/onnx/trace.h"
+#include "ug/graph/op_def.h"
 
 namespace ugpy {
 
@@ -82,7 +82,7 @@ void bind_onnx_export(nb::module_& m) {
            "initializers under their state_dict names. dynamic_axes={'x': {0: 'batch'}} makes those dims symbolic.");
   m.def("exportable_ops", &onnx::exportable_ops, "The traced op names the exporter maps to ONNX.");
   m.def("unsupported_ops", &onnx::unsupported_ops, "The traced op names the exporter rejects.");
-  m.def("traceable_ops", &onnx::traceable_ops, "Every op name the library records while tracing.");
+  m.def("traceable_ops", &ug::graph::registered_ops, "Every op name the library records while tracing.");
 }
 
 }  // namespace ugpy

@@ -11,7 +11,8 @@
 
 #include "test_util.h"
 #include "ug/onnx/export.h"
-#include "ug/onnx/trace.h"
+#include "ug/graph/capture.h"
+#include "ug/graph/op_def.h"
 
 namespace ug {
 namespace {
@@ -22,11 +23,11 @@ std::string temp_path(const std::string& name) {
 
 std::vector<std::string> traced_ops(const std::function<void()>& fn) {
   NoGradGuard no_grad;
-  onnx::Tracer tracer;
+  graph::Capture capture("test");
   fn();
-  tracer.check();
+  capture.check();
   std::vector<std::string> ops;
-  for (const onnx::TracedCall& c : tracer.calls()) ops.push_back(c.op);
+  for (const graph::CapturedCall& c : capture.calls()) ops.push_back(c.op);
   return ops;
 }
 
@@ -45,7 +46,7 @@ TEST(OnnxExport, EveryTraceableOpIsExportedOrRejected) {
     return s;
   }();
   EXPECT_EQ(known.size(), mapped.size() + rejected.size()) << "an op is both mapped and rejected";
-  const std::vector<std::string> traceable = onnx::traceable_ops();
+  const std::vector<std::string> traceable = graph::registered_ops();
   EXPECT_GT(traceable.size(), 80u);
   for (const std::string& op : traceable) EXPECT_TRUE(known.contains(op)) << "no export rule for traced op " << op;
   for (const std::string& op : known)
@@ -62,9 +63,9 @@ TEST(OnnxExport, CompositesRecordThemselvesOnce) {
   EXPECT_EQ(traced_ops([&] { norm(fc(x).relu()); }), (std::vector<std::string>{"linear", "relu", "layer_norm"}));
   EXPECT_EQ(traced_ops([&] { lstm(seq); }), (std::vector<std::string>{"lstm"}));
   EXPECT_EQ(traced_ops([] { randn({2}); }), (std::vector<std::string>{"random"}));
-  // One tracer per thread.
-  onnx::Tracer outer;
-  EXPECT_THROW(onnx::Tracer inner, RuntimeError);
+  // One capture per thread.
+  graph::Capture outer("outer");
+  EXPECT_THROW(graph::Capture inner("inner"), RuntimeError);
 }
 
 TEST(OnnxExport, ExportModelWritesNamedInitializersAndDynamicBatch) {

@@ -53,15 +53,17 @@ void set_tangent(const Tensor& t, int64_t level, const Tensor& tan) {
   list.push_back({level, tan});
 }
 
-void propagate(const std::vector<const Tensor*>& inputs, const Tensor& out,
-               const std::function<Tensor(const std::vector<Tensor>&)>& rule) {
-  if (t_levels.empty() || !is_floating(out.dtype())) return;
+void propagate(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& outputs,
+               const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& rule) {
+  bool floating = false;
+  for (const Tensor* out : outputs) floating |= is_floating(out->dtype());
+  if (t_levels.empty() || !floating) return;
   const std::vector<int64_t> levels = t_levels;
   for (int64_t level : levels) {
     std::vector<Tensor> tangents;
     bool any = false;
     for (const Tensor* in : inputs) {
-      tangents.push_back(tangent(*in, level));
+      tangents.push_back(in ? tangent(*in, level) : Tensor());
       any |= tangents.back().defined();
     }
     if (!any) continue;
@@ -75,7 +77,9 @@ void propagate(const std::vector<const Tensor*>& inputs, const Tensor& out,
         sync();
       }
     } restore{level};
-    set_tangent(out, level, rule(tangents));
+    std::vector<Tensor> result = rule(tangents);
+    for (size_t i = 0; i < outputs.size() && i < result.size(); ++i)
+      if (result[i].defined() && is_floating(outputs[i]->dtype())) set_tangent(*outputs[i], level, result[i]);
   }
 }
 

@@ -39,10 +39,11 @@ bool has_tangent(const Tensor& t);
 Tensor tangent(const Tensor& t, int64_t level);
 void set_tangent(const Tensor& t, int64_t level, const Tensor& tangent);
 
-/** For every open level at which an input has a tangent, sets out's tangent to
- *  rule(tangents of the inputs at that level; undefined where an input has none). */
-void propagate(const std::vector<const Tensor*>& inputs, const Tensor& out,
-               const std::function<Tensor(const std::vector<Tensor>&)>& rule);
+/** For every open level at which an input has a tangent, sets the floating outputs' tangents
+ *  to rule(tangents of the inputs at that level; undefined where an input has none), which
+ *  gives one tangent per output (undefined: none). */
+void propagate(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& outputs,
+               const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& rule);
 
 /** Moves result's tangents onto t (for in-place ops, which run out of place). */
 void copy_tangents(const Tensor& result, const Tensor& t);

@@ -36,9 +36,9 @@ inline SavedTensor save_output(const Tensor& t) { return SavedTensor(t, true); }
 
 /** Links `outputs` (floating ones only: integer and bool results are not differentiable)
  *  to a new node running `rule`, whose inputs are `inputs`. */
-void record(const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor*> outputs,
+void record(const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<const Tensor*> outputs,
             FunctionNode::Rule rule);
-void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
+void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<const Tensor*>& outputs,
             FunctionNode::Rule rule);
 
 /** Before an in-place op on t under grad mode: raises for leaves that require grad and for

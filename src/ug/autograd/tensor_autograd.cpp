@@ -7,6 +7,7 @@
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
 #include "ug/autograd/record.h"
+#include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/reduce.h"
 
@@ -14,7 +15,7 @@ namespace ug {
 
 namespace autograd {
 
-void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
+void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<const Tensor*>& outputs,
             FunctionNode::Rule rule) {
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
@@ -22,7 +23,7 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
   auto node = make_ref<FunctionNode>(name, std::move(edges), std::move(rule));
   if (AnomalyMode::is_enabled()) node->forward_trace() = debugging::current_trace();
   uint32_t nr = 0;
-  for (Tensor* out : outputs) {
+  for (const Tensor* out : outputs) {
     node->outputs().push_back({out->shape(), out->dtype(), out->device()});
     if (is_floating(out->dtype())) {
       AutogradMeta& m = meta(*out);
@@ -33,9 +34,9 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
   }
 }
 
-void record(const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor*> outputs,
+void record(const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<const Tensor*> outputs,
             FunctionNode::Rule rule) {
-  record(name, std::vector<Tensor>(inputs), std::vector<Tensor*>(outputs), std::move(rule));
+  record(name, std::vector<Tensor>(inputs), std::vector<const Tensor*>(outputs), std::move(rule));
 }
 
 bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) {
@@ -72,17 +73,20 @@ void rebase_history(const Tensor& t, const Tensor& result) {
   forward::copy_tangents(result, t);
 }
 
+namespace {
+const graph::OpDef kEmbed("embed");
+}
+
 Tensor embed(const Tensor& g, const Shape& shape, const std::function<Tensor(const Tensor&)>& view) {
+  graph::OpCall call(kEmbed);
   Tensor out = zeros(Dims(shape.begin(), shape.end()), {.dtype = g.dtype(), .device = g.device()});
   {
     NoGradGuard no_grad;
-    backend_for(out.device()).copy(g, view(out));  // embed records itself below
+    backend_for(out.device()).copy(g, view(out));
   }
-  if (forward::active()) forward::propagate({&g}, out, [shape, view](const std::vector<Tensor>& t) {
-    return embed(t[0], shape, view);
-  });
-  if (needs_grad({&g}))
-    record("embed", {g}, {&out}, [view](std::vector<Tensor>&& gg, Node*) { return std::vector<Tensor>{view(gg[0])}; });
+  call.finish({&g}, {&out}, {},
+              [view](const graph::Tensors&, graph::Tensors&& gg) { return graph::Tensors{view(gg[0])}; },
+              [&](const graph::Tensors& t) { return graph::Tensors{embed(t[0], shape, view)}; });
   return out;
 }
 

@@ -7,11 +7,11 @@
 
 #include "ug/core/random.h"
 #include "ug/core/tensor.h"
-#include "ug/ops/binary.h"
-#include "ug/ops/conv.h"
-#include "ug/ops/pool.h"
+#include "ug/ops/binary_kinds.h"
+#include "ug/ops/conv_kinds.h"
+#include "ug/ops/pool_kinds.h"
 #include "ug/ops/reduce_kinds.h"
-#include "ug/ops/unary.h"
+#include "ug/ops/unary_kinds.h"
 
 namespace ug {
 

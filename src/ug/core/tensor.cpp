@@ -1,11 +1,7 @@
-// The Tensor handle's own members: sizes, element access, conversion and copying.
+// The Tensor handle's own members: sizes, element access and wrapping foreign memory.
+// Conversion and copying are ops (ops/copy.cpp).
 #include "ug/core/tensor.h"
 
-#include "ug/autograd/forward.h"
-#include "ug/autograd/record.h"
-#include "ug/backend/backend.h"
-#include "ug/core/batching.h"
-#include "ug/onnx/trace.h"
 
 namespace ug {
 
@@ -30,92 +26,6 @@ Scalar Tensor::item() const {
     else result = Scalar(static_cast<double>(static_cast<acc_t<scalar_t>>(v)));
   });
   return result;
-}
-
-namespace {
-const onnx::TracedOp kTo("to"), kToDevice("to_device"), kClone("clone"), kCopy("copy_"), kFill("fill_");
-}
-
-Tensor Tensor::to(DType target, bool copy) const {
-  if (target == dtype() && !copy) return *this;
-  onnx::TraceScope trace(kTo);
-  Tensor out;
-  if (int lvl = batching::level(*this)) {
-    out = batching::wrap(batching::physical(*this, lvl).to(target, copy), lvl);
-  } else {
-    out = empty(shape(), {.dtype = target, .device = device()});
-    backend_for(device()).copy(*this, out);
-  }
-  if (forward::active() && is_floating(target))
-    forward::propagate({this}, out, [target](const std::vector<Tensor>& t) { return t[0].to(target); });
-  if (trace) trace.record({*this}, {out});
-  if (is_floating(target) && autograd::needs_grad({this})) {
-    DType source = dtype();
-    autograd::record("to", {*this}, {&out}, [source](std::vector<Tensor>&& g, Node*) {
-      return std::vector<Tensor>{g[0].to(source)};
-    });
-  }
-  return out;
-}
-
-Tensor Tensor::to(Device target, bool copy) const {
-  if (target == device() && !copy) return *this;
-  if (!device_available(target))
-    fail<RuntimeError>("[to] cannot move a tensor to ", target,
-                       ": that device is not available (ug.cuda.is_available() is False)");
-  onnx::TraceScope trace(kToDevice);
-  Tensor out = empty(shape(), {.dtype = dtype(), .device = target});
-  backend_for(device()).copy(*this, out);
-  if (trace) trace.record({*this}, {out});
-  return out;
-}
-
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
-
-Tensor Tensor::clone() const {
-  onnx::TraceScope trace(kClone);
-  Tensor out;
-  if (int lvl = batching::level(*this)) {
-    out = batching::wrap(batching::physical(*this, lvl).clone(), lvl);
-  } else {
-    out = empty(shape(), {.dtype = dtype(), .device = device()});
-    backend_for(device()).copy(*this, out);
-  }
-  if (forward::active()) forward::propagate({this}, out, [](const std::vector<Tensor>& t) { return t[0].clone(); });
-  if (trace) trace.record({*this}, {out});
-  if (autograd::needs_grad({this}))
-    autograd::record("clone", {*this}, {&out}, [](std::vector<Tensor>&& g, Node*) { return std::move(g); });
-  return out;
-}
-
-Tensor& Tensor::copy_(const Tensor& src) {
-  onnx::TraceScope trace(kCopy);
-  if (src.device() != device())
-    fail<RuntimeError>("[copy_] source on ", src.device(), ", destination on ", device());
-  if (autograd::inplace_needs_rebase(*this, &src, "copy_")) {
-    // The copy's gradient flows to src (cast back to its dtype); this tensor's old value is gone.
-    autograd::rebase_history(*this, src.to(dtype()).expand(shape()).clone());
-    return *this;
-  }
-  // A source that overlaps the destination is copied first, so no element is read after
-  // it was overwritten.
-  Tensor s = (shares_storage(src) ? src.clone() : src).expand(shape());
-  backend_for(device()).copy(s, *this);
-  bump_version();
-  if (trace) trace.record({src}, {*this});
-  return *this;
-}
-
-Tensor& Tensor::fill_(Scalar value) {
-  onnx::TraceScope trace(kFill);
-  if (autograd::inplace_needs_rebase(*this, nullptr, "fill_")) {
-    autograd::rebase_history(*this, full_like(*this, value));
-    return *this;
-  }
-  backend_for(device()).fill(*this, value);
-  bump_version();
-  if (trace) trace.record({}, {*this});
-  return *this;
 }
 
 Tensor from_blob(void* data, const Dims& shape, const Dims& strides, DType dtype,

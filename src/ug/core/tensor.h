@@ -17,6 +17,7 @@
 #include "ug/core/scalar.h"
 #include "ug/core/shape.h"
 #include "ug/core/tensor_impl.h"
+#include "ug/ops/unary_kinds.h"
 
 namespace ug {
 
@@ -170,42 +171,16 @@ class Tensor {
   Tensor nonzero() const;
 
   // ---- elementwise math (ops/unary.cpp, ops/binary.cpp) --------------------------------
-#define UG_DECLARE_UNARY_METHOD(name) \
-  Tensor name() const;                \
-  Tensor& name##_();
-  UG_DECLARE_UNARY_METHOD(neg)
-  UG_DECLARE_UNARY_METHOD(abs)
-  UG_DECLARE_UNARY_METHOD(sign)
-  UG_DECLARE_UNARY_METHOD(exp)
-  UG_DECLARE_UNARY_METHOD(exp2)
-  UG_DECLARE_UNARY_METHOD(log)
-  UG_DECLARE_UNARY_METHOD(log2)
-  UG_DECLARE_UNARY_METHOD(log10)
-  UG_DECLARE_UNARY_METHOD(log1p)
-  UG_DECLARE_UNARY_METHOD(expm1)
-  UG_DECLARE_UNARY_METHOD(sqrt)
-  UG_DECLARE_UNARY_METHOD(rsqrt)
-  UG_DECLARE_UNARY_METHOD(square)
-  UG_DECLARE_UNARY_METHOD(reciprocal)
-  UG_DECLARE_UNARY_METHOD(sin)
-  UG_DECLARE_UNARY_METHOD(cos)
-  UG_DECLARE_UNARY_METHOD(tan)
-  UG_DECLARE_UNARY_METHOD(tanh)
-  UG_DECLARE_UNARY_METHOD(sigmoid)
-  UG_DECLARE_UNARY_METHOD(relu)
-  UG_DECLARE_UNARY_METHOD(silu)
-  UG_DECLARE_UNARY_METHOD(erf)
-  UG_DECLARE_UNARY_METHOD(floor)
-  UG_DECLARE_UNARY_METHOD(ceil)
-  UG_DECLARE_UNARY_METHOD(round)
-  UG_DECLARE_UNARY_METHOD(trunc)
-  UG_DECLARE_UNARY_METHOD(logical_not)
+#define UG_DECLARE_UNARY_METHOD(Op, method) \
+  Tensor method() const;                     \
+  Tensor& method##_();
+  UG_UNARY_MATH_OPS(UG_DECLARE_UNARY_METHOD)
 #undef UG_DECLARE_UNARY_METHOD
+#define UG_DECLARE_PREDICATE_METHOD(Op, method) Tensor method() const;
+  UG_UNARY_PREDICATES(UG_DECLARE_PREDICATE_METHOD)
+#undef UG_DECLARE_PREDICATE_METHOD
   /** approximate: "none" (exact, with erf) or "tanh". */
   Tensor gelu(std::string_view approximate = "none") const;
-  Tensor isnan() const;
-  Tensor isinf() const;
-  Tensor isfinite() const;
 
 #define UG_DECLARE_BINARY_METHOD(name)     \
   Tensor name(const Tensor& other) const;  \

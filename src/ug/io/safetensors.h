@@ -9,11 +9,11 @@
 #include <string_view>
 
 #include "ug/core/tensor.h"
-#include "ug/nn/ordered_dict.h"
+#include "ug/core/ordered_dict.h"
 
 namespace ug::io {
 
-using TensorDict = nn::OrderedDict<Tensor>;
+using TensorDict = OrderedDict<Tensor>;
 using Metadata = std::map<std::string, std::string>;
 
 /** The whole file in memory: what save_file writes. */

@@ -33,7 +33,7 @@ Tree::Tree(Tensor v) : kind_(Kind::Tensor), value_(std::move(v)) {
   if (!std::get<Tensor>(value_).defined()) fail<ValueError>("[io.Tree] a tree cannot hold an undefined tensor");
 }
 
-Tree::Tree(const nn::OrderedDict<Tensor>& tensors) : kind_(Kind::Dict), value_(Dict{}) {
+Tree::Tree(const OrderedDict<Tensor>& tensors) : kind_(Kind::Dict), value_(Dict{}) {
   Dict& d = std::get<Dict>(value_);
   d.reserve(tensors.size());
   for (const auto& [name, t] : tensors) d.emplace_back(name, Tree(t));
@@ -99,8 +99,8 @@ const Tree::Dict& Tree::entries() const {
 
 Tree::Dict& Tree::entries() { return const_cast<Dict&>(std::as_const(*this).entries()); }
 
-nn::OrderedDict<Tensor> Tree::as_tensor_dict() const {
-  nn::OrderedDict<Tensor> out;
+OrderedDict<Tensor> Tree::as_tensor_dict() const {
+  OrderedDict<Tensor> out;
   for (const auto& [key, value] : entries()) {
     const std::string* name = std::get_if<std::string>(&key);
     if (!name) fail<TypeError>("[io.Tree] expected a dict of name -> Tensor, but key ", key_to_string(key), " is an int");

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "ug/core/tensor.h"
-#include "ug/nn/ordered_dict.h"
+#include "ug/core/ordered_dict.h"
 
 namespace ug::io {
 
@@ -36,7 +36,7 @@ class Tree {
   /** Throws ValueError for an undefined tensor. */
   Tree(Tensor v);
   /** A dict of name -> tensor (a state_dict). */
-  Tree(const nn::OrderedDict<Tensor>& tensors);
+  Tree(const OrderedDict<Tensor>& tensors);
   static Tree list(List items = {});
   static Tree tuple(List items = {});
   static Tree dict(Dict items = {});
@@ -59,7 +59,7 @@ class Tree {
   const Dict& entries() const;
   Dict& entries();
   /** A dict of name -> tensor back as one (TypeError on other keys or values). */
-  nn::OrderedDict<Tensor> as_tensor_dict() const;
+  OrderedDict<Tensor> as_tensor_dict() const;
 
   /** Dict lookup: nullptr when absent. */
   const Tree* find(const Key& key) const;

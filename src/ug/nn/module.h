@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "ug/core/tensor.h"
-#include "ug/nn/ordered_dict.h"
+#include "ug/core/ordered_dict.h"
 
 namespace ug::nn {
 

@@ -9,7 +9,6 @@
 #include "ug/core/error.h"
 #include "ug/onnx/export_table.h"
 #include "ug/onnx/graph_builder.h"
-#include "ug/onnx/trace.h"
 #include "ug/version.h"
 
 namespace ug::onnx {
@@ -72,13 +71,13 @@ void export_function(const TracedFunction& fn, const std::vector<Tensor>& exampl
       names_or_default(options.input_names, example_inputs.size(), "input_", "input");
 
   std::vector<Tensor> outputs;
-  std::vector<TracedCall> calls;
+  std::vector<CapturedCall> calls;
   {
     NoGradGuard no_grad;
-    Tracer tracer;
+    graph::Capture capture("onnx.export");
     outputs = fn(example_inputs);
-    tracer.check();
-    calls = tracer.calls();
+    capture.check();
+    calls = capture.calls();
   }
   if (outputs.empty()) fail("[onnx.export] the model returned no tensors");
   const std::vector<std::string> output_names =
@@ -98,7 +97,7 @@ void export_function(const TracedFunction& fn, const std::vector<Tensor>& exampl
   GraphBuilder g(graph, options.opset_version, named_tensors);
   for (size_t i = 0; i < example_inputs.size(); ++i)
     g.add_input(example_inputs[i], input_names[i], dim_names(options, input_names[i], example_inputs[i]));
-  for (const TracedCall& call : calls) emit(g, call);
+  for (const CapturedCall& call : calls) emit(g, call);
   for (size_t i = 0; i < outputs.size(); ++i)
     g.add_output(outputs[i], output_names[i], dim_names(options, output_names[i], outputs[i]));
   write(model, path);

@@ -1,5 +1,5 @@
 // ONNX export by tracing: the model runs once on example inputs (eval mode, no grad) while
-// every op records itself (trace.h); the export table (export_table.cpp) turns each recorded
+// every op call is captured (ug/graph/capture.h); the export table (export_table.cpp) turns each recorded
 // op into ONNX nodes. Parameters and buffers become initializers under their state_dict names.
 //
 //   ug::onnx::export_model(model, {x}, "model.onnx",

@@ -1,6 +1,6 @@
 // The one table from traced op names to their ONNX emitters, and the list of ops that are
-// traced but have no ONNX form here. Every name a TracedOp registers must be in one of the
-// two (tests/cpp/onnx_export_test.cpp checks it against onnx::traceable_ops()).
+// traced but have no ONNX form here. Every name an OpDef registers must be in one of the
+// two (tests/cpp/onnx_export_test.cpp checks it against graph::registered_ops()).
 #include "ug/onnx/export_table.h"
 
 #include <cmath>
@@ -11,17 +11,18 @@
 #include "ug/core/error.h"
 #include "ug/onnx/export.h"
 #include "ug/ops/join.h"
+#include "ug/ops/unary_kinds.h"
 
 namespace ug::onnx {
 
 namespace {
 
-using Emitter = void (*)(GraphBuilder&, const TracedCall&);
+using Emitter = void (*)(GraphBuilder&, const CapturedCall&);
 
-DType out_dtype(const TracedCall& c, size_t i = 0) { return c.outputs.at(i).dtype(); }
+DType out_dtype(const CapturedCall& c, size_t i = 0) { return c.outputs.at(i).dtype(); }
 
 /** Input i as a value name, converted to the output's dtype. */
-std::string in(GraphBuilder& g, const TracedCall& c, size_t i) { return g.value(c.inputs.at(i), out_dtype(c)); }
+std::string in(GraphBuilder& g, const CapturedCall& c, size_t i) { return g.value(c.inputs.at(i), out_dtype(c)); }
 
 /** A node with one output, named after `hint`; returns the output's name. */
 std::string node1(GraphBuilder& g, const std::string& op, const std::vector<std::string>& inputs,
@@ -41,40 +42,36 @@ std::vector<int64_t> wrap_axes(std::vector<int64_t> axes, int64_t rank) {
 
 /** One ONNX op on the input in the output's dtype. */
 template <const char* Op>
-void unary(GraphBuilder& g, const TracedCall& c) {
+void unary(GraphBuilder& g, const CapturedCall& c) {
   std::string x = in(g, c, 0);
   g.node(Op, {x}, {g.output(c)});
 }
 
+/** A unary op that is one ONNX op, on the input in the output's dtype. */
+template <class Op>
+void unary_node(GraphBuilder& g, const CapturedCall& c) {
+  g.node(Op::onnx, {in(g, c, 0)}, {g.output(c)});
+}
+template <class Op>
+void add_unary_row(std::map<std::string, Emitter>& t) {
+  if constexpr (Op::onnx != nullptr) t.emplace(Op::name, unary_node<Op>);
+}
+
 /** floor, ceil, round and trunc leave integers as they are; ONNX's versions take floats only. */
 template <const char* Op>
-void rounding(GraphBuilder& g, const TracedCall& c) {
+void rounding(GraphBuilder& g, const CapturedCall& c) {
   std::string x = in(g, c, 0);
   g.node(is_floating(out_dtype(c)) ? Op : "Identity", {x}, {g.output(c)});
 }
 
 #define UG_ONNX_NAME(var, text) constexpr char var[] = text;
-UG_ONNX_NAME(kNeg, "Neg")
-UG_ONNX_NAME(kAbs, "Abs")
-UG_ONNX_NAME(kSign, "Sign")
-UG_ONNX_NAME(kRelu, "Relu")
 UG_ONNX_NAME(kFloor, "Floor")
 UG_ONNX_NAME(kCeil, "Ceil")
 UG_ONNX_NAME(kRound, "Round")
-UG_ONNX_NAME(kExp, "Exp")
-UG_ONNX_NAME(kLog, "Log")
-UG_ONNX_NAME(kSqrt, "Sqrt")
-UG_ONNX_NAME(kReciprocal, "Reciprocal")
-UG_ONNX_NAME(kSin, "Sin")
-UG_ONNX_NAME(kCos, "Cos")
-UG_ONNX_NAME(kTan, "Tan")
-UG_ONNX_NAME(kTanh, "Tanh")
-UG_ONNX_NAME(kSigmoid, "Sigmoid")
-UG_ONNX_NAME(kErf, "Erf")
 UG_ONNX_NAME(kIdentity, "Identity")
 #undef UG_ONNX_NAME
 
-void trunc(GraphBuilder& g, const TracedCall& c) {
+void trunc(GraphBuilder& g, const CapturedCall& c) {
   std::string x = in(g, c, 0);
   if (!is_floating(out_dtype(c))) {
     g.node("Identity", {x}, {g.output(c)});
@@ -84,43 +81,43 @@ void trunc(GraphBuilder& g, const TracedCall& c) {
   g.node("Mul", {node1(g, "Sign", {x}, "sign"), floor_abs}, {g.output(c)});
 }
 
-void square(GraphBuilder& g, const TracedCall& c) {
+void square(GraphBuilder& g, const CapturedCall& c) {
   std::string x = in(g, c, 0);
   g.node("Mul", {x, x}, {g.output(c)});
 }
 
 /** f(x) op constant, for the ops ONNX spells with a constant (log2 = log / ln 2, ...). */
-void with_constant(GraphBuilder& g, const TracedCall& c, const std::string& first, const std::string& op, double k) {
+void with_constant(GraphBuilder& g, const CapturedCall& c, const std::string& first, const std::string& op, double k) {
   std::string x = in(g, c, 0);
   std::string fx = first.empty() ? x : node1(g, first, {x}, "t");
   g.node(op, {fx, g.scalar(k, out_dtype(c))}, {g.output(c)});
 }
 
-void exp2(GraphBuilder& g, const TracedCall& c) {
+void exp2(GraphBuilder& g, const CapturedCall& c) {
   std::string x = in(g, c, 0);
   g.node("Pow", {g.scalar(2.0, out_dtype(c)), x}, {g.output(c)});
 }
-void log2(GraphBuilder& g, const TracedCall& c) { with_constant(g, c, "Log", "Div", std::log(2.0)); }
-void log10(GraphBuilder& g, const TracedCall& c) { with_constant(g, c, "Log", "Div", std::log(10.0)); }
-void expm1(GraphBuilder& g, const TracedCall& c) { with_constant(g, c, "Exp", "Sub", 1.0); }
+void log2(GraphBuilder& g, const CapturedCall& c) { with_constant(g, c, "Log", "Div", std::log(2.0)); }
+void log10(GraphBuilder& g, const CapturedCall& c) { with_constant(g, c, "Log", "Div", std::log(10.0)); }
+void expm1(GraphBuilder& g, const CapturedCall& c) { with_constant(g, c, "Exp", "Sub", 1.0); }
 
-void log1p(GraphBuilder& g, const TracedCall& c) {
+void log1p(GraphBuilder& g, const CapturedCall& c) {
   std::string x = in(g, c, 0);
   g.node("Log", {node1(g, "Add", {x, g.scalar(1.0, out_dtype(c))}, "t")}, {g.output(c)});
 }
 
-void rsqrt(GraphBuilder& g, const TracedCall& c) {
+void rsqrt(GraphBuilder& g, const CapturedCall& c) {
   std::string x = in(g, c, 0);
   g.node("Reciprocal", {node1(g, "Sqrt", {x}, "sqrt")}, {g.output(c)});
 }
 
-void silu(GraphBuilder& g, const TracedCall& c) {
+void silu(GraphBuilder& g, const CapturedCall& c) {
   std::string x = in(g, c, 0);
   g.node("Mul", {x, node1(g, "Sigmoid", {x}, "sigmoid")}, {g.output(c)});
 }
 
 /** Gelu is an ONNX op from opset 20; before it, its formula (erf or tanh form). */
-void gelu(GraphBuilder& g, const TracedCall& c) {
+void gelu(GraphBuilder& g, const CapturedCall& c) {
   const std::string& approximate = attr_string(c, "approximate");
   std::string x = in(g, c, 0);
   const DType dt = out_dtype(c);
@@ -140,30 +137,30 @@ void gelu(GraphBuilder& g, const TracedCall& c) {
   g.node("Mul", {half_x, node1(g, "Add", {inner, g.scalar(1.0, dt)}, "t")}, {g.output(c)});
 }
 
-void isnan(GraphBuilder& g, const TracedCall& c) {
+void isnan(GraphBuilder& g, const CapturedCall& c) {
   std::string x = g.value(c.inputs[0]);
   g.node("IsNaN", {x}, {g.output(c)});
 }
 
-void isinf(GraphBuilder& g, const TracedCall& c) {
+void isinf(GraphBuilder& g, const CapturedCall& c) {
   std::string x = g.value(c.inputs[0]);
   g.node("IsInf", {x}, {g.output(c)});
 }
 
-void isfinite(GraphBuilder& g, const TracedCall& c) {
+void isfinite(GraphBuilder& g, const CapturedCall& c) {
   std::string x = g.value(c.inputs[0]);
   std::string bad = node1(g, "Or", {node1(g, "IsNaN", {x}, "nan"), node1(g, "IsInf", {x}, "inf")}, "bad");
   g.node("Not", {bad}, {g.output(c)});
 }
 
-void logical_not(GraphBuilder& g, const TracedCall& c) {
+void logical_not(GraphBuilder& g, const CapturedCall& c) {
   std::string x = g.value(c.inputs[0], DType::Bool);
   g.node("Not", {x}, {g.output(c)});
 }
 
 
 /** A binary op on both operands in the dtype the kernel computed in (ONNX broadcasts them). */
-void binary_node(GraphBuilder& g, const TracedCall& c, const char* op, std::optional<DType> operands = {},
+void binary_node(GraphBuilder& g, const CapturedCall& c, const char* op, std::optional<DType> operands = {},
                  bool negate = false) {
   const DType dt = operands.value_or(static_cast<DType>(attr_int(c, "compute_dtype")));
   std::string a = g.value(c.inputs.at(0), dt), b = g.value(c.inputs.at(1), dt);
@@ -176,24 +173,24 @@ void binary_node(GraphBuilder& g, const TracedCall& c, const char* op, std::opti
 }
 
 /** add and mul of bools are or and and. */
-void add(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, out_dtype(c) == DType::Bool ? "Or" : "Add"); }
-void mul(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, out_dtype(c) == DType::Bool ? "And" : "Mul"); }
-void sub(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Sub"); }
-void div(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Div"); }
-void pow(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Pow"); }
-void maximum(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Max"); }
-void minimum(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Min"); }
-void eq(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Equal"); }
-void ne(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Equal", {}, true); }
-void lt(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Less"); }
-void le(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "LessOrEqual"); }
-void gt(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Greater"); }
-void ge(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "GreaterOrEqual"); }
-void logical_and(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "And", DType::Bool); }
-void logical_or(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Or", DType::Bool); }
-void logical_xor(GraphBuilder& g, const TracedCall& c) { binary_node(g, c, "Xor", DType::Bool); }
+void add(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, out_dtype(c) == DType::Bool ? "Or" : "Add"); }
+void mul(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, out_dtype(c) == DType::Bool ? "And" : "Mul"); }
+void sub(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "Sub"); }
+void div(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "Div"); }
+void pow(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "Pow"); }
+void maximum(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "Max"); }
+void minimum(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "Min"); }
+void eq(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "Equal"); }
+void ne(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "Equal", {}, true); }
+void lt(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "Less"); }
+void le(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "LessOrEqual"); }
+void gt(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "Greater"); }
+void ge(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "GreaterOrEqual"); }
+void logical_and(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "And", DType::Bool); }
+void logical_or(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "Or", DType::Bool); }
+void logical_xor(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, "Xor", DType::Bool); }
 
-void where(GraphBuilder& g, const TracedCall& c) {
+void where(GraphBuilder& g, const CapturedCall& c) {
   std::string cond = g.value(c.inputs[0], DType::Bool), a = in(g, c, 1), b = in(g, c, 2);
   g.node("Where", {cond, a, b}, {g.output(c)});
 }
@@ -237,16 +234,16 @@ std::pair<std::vector<int64_t>, DynamicDims> reshape_target(const Tensor& x, con
   return {target, out_dyn};
 }
 
-void reshape_to(GraphBuilder& g, const TracedCall& c, const std::string& x) {
+void reshape_to(GraphBuilder& g, const CapturedCall& c, const std::string& x) {
   auto [target, dyn] = reshape_target(c.inputs[0], g.dynamic(c.inputs[0]), c.outputs[0].shape(), c.op);
   std::string shape = g.ints(target);
   g.node("Reshape", {x, shape}, {g.output(c, 0, dyn)});
 }
 
-void reshape(GraphBuilder& g, const TracedCall& c) { reshape_to(g, c, g.value(c.inputs[0])); }
+void reshape(GraphBuilder& g, const CapturedCall& c) { reshape_to(g, c, g.value(c.inputs[0])); }
 
 /** flatten(1) of a batch is ONNX's Flatten(axis=1); other flattens are reshapes. */
-void flatten(GraphBuilder& g, const TracedCall& c) {
+void flatten(GraphBuilder& g, const CapturedCall& c) {
   const Tensor& x = c.inputs[0];
   std::string xv = g.value(x);
   if (x.dim() >= 2 && attr_int(c, "start_dim") == 1 && attr_int(c, "end_dim") == x.dim() - 1) {
@@ -258,25 +255,25 @@ void flatten(GraphBuilder& g, const TracedCall& c) {
   reshape_to(g, c, xv);
 }
 
-void permute_with(GraphBuilder& g, const TracedCall& c, const std::vector<int64_t>& perm) {
+void permute_with(GraphBuilder& g, const CapturedCall& c, const std::vector<int64_t>& perm) {
   std::string x = g.value(c.inputs[0]);
   DynamicDims d = g.dynamic(c.inputs[0]), out;
   for (int64_t p : perm) out.push_back(d[p]);
   set_attr(g.node("Transpose", {x}, {g.output(c, 0, out)}), "perm", perm);
 }
 
-void transpose(GraphBuilder& g, const TracedCall& c) {
+void transpose(GraphBuilder& g, const CapturedCall& c) {
   std::vector<int64_t> perm(static_cast<size_t>(c.inputs[0].dim()));
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[attr_int(c, "dim0")], perm[attr_int(c, "dim1")]);
   permute_with(g, c, perm);
 }
 
-void permute(GraphBuilder& g, const TracedCall& c) {
+void permute(GraphBuilder& g, const CapturedCall& c) {
   permute_with(g, c, wrap_axes(attr_ints(c, "perm"), c.inputs[0].dim()));
 }
 
-void squeeze(GraphBuilder& g, const TracedCall& c) {
+void squeeze(GraphBuilder& g, const CapturedCall& c) {
   const Tensor& x = c.inputs[0];
   std::vector<int64_t> axes;
   if (has_attr(c, "axes")) {
@@ -296,7 +293,7 @@ void squeeze(GraphBuilder& g, const TracedCall& c) {
   g.node("Squeeze", {xv, g.ints(axes)}, {g.output(c, 0, out)});
 }
 
-void unsqueeze(GraphBuilder& g, const TracedCall& c) {
+void unsqueeze(GraphBuilder& g, const CapturedCall& c) {
   const int64_t dim = attr_int(c, "dim");
   std::string x = g.value(c.inputs[0]);
   DynamicDims out = g.dynamic(c.inputs[0]);
@@ -306,7 +303,7 @@ void unsqueeze(GraphBuilder& g, const TracedCall& c) {
 
 /** Expand broadcasts both ways: a 1 keeps the input's dim, so dims that do not change are 1
  *  and a dynamic dim stays dynamic. */
-void expand(GraphBuilder& g, const TracedCall& c) {
+void expand(GraphBuilder& g, const CapturedCall& c) {
   const Tensor& x = c.inputs[0];
   const Shape& out = c.outputs[0].shape();
   std::string xv = g.value(x);
@@ -321,7 +318,7 @@ void expand(GraphBuilder& g, const TracedCall& c) {
   g.node("Expand", {xv, g.ints(shape)}, {g.output(c, 0, out_dyn)});
 }
 
-void select(GraphBuilder& g, const TracedCall& c) {
+void select(GraphBuilder& g, const CapturedCall& c) {
   const int64_t dim = attr_int(c, "dim");
   std::string x = g.value(c.inputs[0]);
   std::string index = g.scalar(static_cast<double>(attr_int(c, "index")), DType::Int64);
@@ -331,7 +328,7 @@ void select(GraphBuilder& g, const TracedCall& c) {
 }
 
 /** A slice to the end of a dim runs to INT64_MAX, so it keeps reaching the end at other sizes. */
-void slice(GraphBuilder& g, const TracedCall& c) {
+void slice(GraphBuilder& g, const CapturedCall& c) {
   const Tensor& x = c.inputs[0];
   const int64_t dim = attr_int(c, "dim"), start = attr_int(c, "start"), step = attr_int(c, "step");
   int64_t end = attr_int(c, "end");
@@ -343,13 +340,13 @@ void slice(GraphBuilder& g, const TracedCall& c) {
   g.node("Slice", {xv, g.ints({start}), g.ints({end}), g.ints({dim}), g.ints({step})}, {g.output(c, 0, out)});
 }
 
-void cast(GraphBuilder& g, const TracedCall& c) {
+void cast(GraphBuilder& g, const CapturedCall& c) {
   std::string x = g.value(c.inputs[0]);
   set_attr(g.node("Cast", {x}, {g.output(c)}), "to", static_cast<int64_t>(onnx_dtype(out_dtype(c))));
 }
 
 /** zeros_like, ones_like, full_like: a constant of the input's (run-time) shape. */
-void full_like(GraphBuilder& g, const TracedCall& c) {
+void full_like(GraphBuilder& g, const CapturedCall& c) {
   std::string shape = node1(g, "Shape", {g.value(c.inputs[0])}, "shape");
   ::onnx::NodeProto& n = g.node("ConstantOfShape", {shape}, {g.output(c, 0, g.dynamic(c.inputs[0]))});
   auto* a = n.add_attribute();
@@ -362,7 +359,7 @@ void full_like(GraphBuilder& g, const TracedCall& c) {
   value.set_raw_data(one.raw_data(), one.nbytes());
 }
 
-void cat(GraphBuilder& g, const TracedCall& c) {
+void cat(GraphBuilder& g, const CapturedCall& c) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < c.inputs.size(); ++i) parts.push_back(in(g, c, i));
   set_attr(g.node("Concat", parts, {g.output(c)}), "axis", attr_int(c, "dim"));
@@ -370,7 +367,7 @@ void cat(GraphBuilder& g, const TracedCall& c) {
 
 /** torch's pads run from the last dim backwards, (left, right) each; ONNX's are all the
  *  begins, then all the ends. */
-void pad(GraphBuilder& g, const TracedCall& c) {
+void pad(GraphBuilder& g, const CapturedCall& c) {
   const Tensor& x = c.inputs[0];
   const std::vector<int64_t>& torch_pads = attr_ints(c, "pads");
   const std::string& mode = attr_string(c, "mode");
@@ -391,12 +388,12 @@ void pad(GraphBuilder& g, const TracedCall& c) {
   set_attr(g.node("Pad", inputs, {g.output(c)}), "mode", onnx_mode);
 }
 
-void gather(GraphBuilder& g, const TracedCall& c) {
+void gather(GraphBuilder& g, const CapturedCall& c) {
   std::string x = g.value(c.inputs[0]), index = g.value(c.inputs[1], DType::Int64);
   set_attr(g.node("GatherElements", {x, index}, {g.output(c, 0, g.dynamic(c.inputs[1]))}), "axis", attr_int(c, "dim"));
 }
 
-void index_select(GraphBuilder& g, const TracedCall& c) {
+void index_select(GraphBuilder& g, const CapturedCall& c) {
   const int64_t dim = attr_int(c, "dim");
   std::string x = g.value(c.inputs[0]), index = g.value(c.inputs[1], DType::Int64);
   if (c.inputs[1].dim() == 0) index = node1(g, "Reshape", {index, g.ints({1})}, "index");
@@ -405,28 +402,28 @@ void index_select(GraphBuilder& g, const TracedCall& c) {
   set_attr(g.node("Gather", {x, index}, {g.output(c, 0, out)}), "axis", dim);
 }
 
-void scatter_node(GraphBuilder& g, const TracedCall& c, bool add) {
+void scatter_node(GraphBuilder& g, const CapturedCall& c, bool add) {
   if (add && g.opset() < 16) fail("[onnx.export] scatter_add needs opset 16 or later, got ", g.opset());
   std::string x = g.value(c.inputs[0]), index = g.value(c.inputs[1], DType::Int64), src = in(g, c, 2);
   ::onnx::NodeProto& n = g.node("ScatterElements", {x, index, src}, {g.output(c, 0, g.dynamic(c.inputs[0]))});
   set_attr(n, "axis", attr_int(c, "dim"));
   if (add) set_attr(n, "reduction", std::string("add"));
 }
-void scatter(GraphBuilder& g, const TracedCall& c) { scatter_node(g, c, false); }
-void scatter_add(GraphBuilder& g, const TracedCall& c) { scatter_node(g, c, true); }
+void scatter(GraphBuilder& g, const CapturedCall& c) { scatter_node(g, c, false); }
+void scatter_add(GraphBuilder& g, const CapturedCall& c) { scatter_node(g, c, true); }
 
 /** x.masked_fill_(mask, value): the new value of x is Where(mask, value, x). */
-void masked_fill(GraphBuilder& g, const TracedCall& c) {
+void masked_fill(GraphBuilder& g, const CapturedCall& c) {
   std::string mask = g.value(c.inputs[0], DType::Bool), fill = in(g, c, 1), x = g.value(c.inputs[2]);
   g.node("Where", {mask, fill, x}, {g.output(c, 0, g.dynamic(c.inputs[2]))});
 }
 
-void cumsum(GraphBuilder& g, const TracedCall& c) {
+void cumsum(GraphBuilder& g, const CapturedCall& c) {
   std::string x = in(g, c, 0);
   g.node("CumSum", {x, g.scalar(static_cast<double>(attr_int(c, "dim")), DType::Int64)}, {g.output(c)});
 }
 
-void embedding(GraphBuilder& g, const TracedCall& c) {
+void embedding(GraphBuilder& g, const CapturedCall& c) {
   std::string w = g.value(c.inputs[0]), idx = g.value(c.inputs[1], DType::Int64);
   DynamicDims out = g.dynamic(c.inputs[1]);
   out.push_back(false);
@@ -435,13 +432,13 @@ void embedding(GraphBuilder& g, const TracedCall& c) {
 
 // ---- products and reductions ----------------------------------------------------------------
 
-void matmul(GraphBuilder& g, const TracedCall& c) {
+void matmul(GraphBuilder& g, const CapturedCall& c) {
   std::string a = in(g, c, 0), b = in(g, c, 1);
   g.node("MatMul", {a, b}, {g.output(c)});
 }
 
 /** y = x W^T + b: one Gemm for a 2-d x, else MatMul with the transposed weight and Add. */
-void linear(GraphBuilder& g, const TracedCall& c) {
+void linear(GraphBuilder& g, const CapturedCall& c) {
   const Tensor &x = c.inputs[0], &w = c.inputs[1], &b = c.inputs[2];
   std::string xv = g.value(x), wv = g.value(w);
   std::string bv = b.defined() ? g.value(b) : std::string();
@@ -474,7 +471,7 @@ DynamicDims reduced_dynamic(const DynamicDims& d, const std::vector<int64_t>& ax
 }
 
 /** ReduceSum takes its axes as an input from opset 13, the other reductions from opset 18. */
-void reduce_node(GraphBuilder& g, const TracedCall& c, const char* op, const std::string& x, const std::string& out) {
+void reduce_node(GraphBuilder& g, const CapturedCall& c, const char* op, const std::string& x, const std::string& out) {
   const std::vector<int64_t>& axes = attr_ints(c, "axes");
   const bool keepdim = attr_int(c, "keepdim") != 0;
   const bool axes_input = std::string(op) == "ReduceSum" || g.opset() >= 18;
@@ -486,7 +483,7 @@ void reduce_node(GraphBuilder& g, const TracedCall& c, const char* op, const std
 }
 
 template <const char* Op>
-void reduce(GraphBuilder& g, const TracedCall& c) {
+void reduce(GraphBuilder& g, const CapturedCall& c) {
   const Tensor& x = c.inputs[0];
   std::string xv = in(g, c, 0);
   DynamicDims out = reduced_dynamic(g.dynamic(x), attr_ints(c, "axes"), attr_int(c, "keepdim") != 0);
@@ -499,7 +496,7 @@ void reduce(GraphBuilder& g, const TracedCall& c) {
 
 /** all and any: min and max of the input as int32 (ONNX reduces no bools before opset 20). */
 template <const char* Op>
-void logical_reduce(GraphBuilder& g, const TracedCall& c) {
+void logical_reduce(GraphBuilder& g, const CapturedCall& c) {
   std::string x = g.value(c.inputs[0], DType::Int32);
   DynamicDims out = reduced_dynamic(g.dynamic(c.inputs[0]), attr_ints(c, "axes"), attr_int(c, "keepdim") != 0);
   std::string r = g.fresh("reduced");
@@ -510,7 +507,7 @@ void logical_reduce(GraphBuilder& g, const TracedCall& c) {
 
 /** argmax/argmin over one dim, or over all of them (the input flattened first). */
 template <const char* Op>
-void arg_reduce(GraphBuilder& g, const TracedCall& c) {
+void arg_reduce(GraphBuilder& g, const CapturedCall& c) {
   const Tensor& x = c.inputs[0];
   const std::vector<int64_t>& axes = attr_ints(c, "axes");
   const bool keepdim = attr_int(c, "keepdim") != 0;
@@ -532,7 +529,7 @@ void arg_reduce(GraphBuilder& g, const TracedCall& c) {
 }
 
 template <const char* Op>
-void softmax(GraphBuilder& g, const TracedCall& c) {
+void softmax(GraphBuilder& g, const CapturedCall& c) {
   std::string x = g.value(c.inputs[0]);
   set_attr(g.node(Op, {x}, {g.output(c)}), "axis", attr_int(c, "dim"));
 }
@@ -545,7 +542,7 @@ std::string param_or(GraphBuilder& g, const Tensor& t, const Shape& shape, doubl
   return g.value(full(Dims(shape.begin(), shape.end()), value, {.dtype = dtype}));
 }
 
-void layer_norm(GraphBuilder& g, const TracedCall& c) {
+void layer_norm(GraphBuilder& g, const CapturedCall& c) {
   if (g.opset() < 17) fail("[onnx.export] layer_norm needs opset 17 or later (LayerNormalization), got ", g.opset());
   const Tensor& x = c.inputs[0];
   const int64_t axis = attr_int(c, "axis");
@@ -559,7 +556,7 @@ void layer_norm(GraphBuilder& g, const TracedCall& c) {
   set_attr(n, "epsilon", attr_float(c, "epsilon"));
 }
 
-void batch_norm(GraphBuilder& g, const TracedCall& c) {
+void batch_norm(GraphBuilder& g, const CapturedCall& c) {
   if (attr_int(c, "training"))
     fail("[onnx.export] batch_norm in training mode (batch statistics) cannot be exported; call model.eval()");
   const Tensor& x = c.inputs[0];
@@ -573,7 +570,7 @@ void batch_norm(GraphBuilder& g, const TracedCall& c) {
 
 /** Runs `body` on x with a batch dim: an unbatched input gets one (Unsqueeze) and loses it after. */
 template <class Body>
-void batched(GraphBuilder& g, const TracedCall& c, int64_t spatial, Body body) {
+void batched(GraphBuilder& g, const CapturedCall& c, int64_t spatial, Body body) {
   const Tensor& x = c.inputs[0];
   std::string xv = g.value(x);
   if (x.dim() == spatial + 2) {
@@ -586,7 +583,7 @@ void batched(GraphBuilder& g, const TracedCall& c, int64_t spatial, Body body) {
   g.node("Squeeze", {y4, g.ints({0})}, {g.output(c)});
 }
 
-void conv_node(GraphBuilder& g, const TracedCall& c, const char* op) {
+void conv_node(GraphBuilder& g, const CapturedCall& c, const char* op) {
   const int64_t spatial = static_cast<int64_t>(attr_ints(c, "strides").size());
   std::string w = g.value(c.inputs[1]);
   std::string b = c.inputs[2].defined() ? g.value(c.inputs[2]) : std::string();
@@ -605,10 +602,10 @@ void conv_node(GraphBuilder& g, const TracedCall& c, const char* op) {
   });
 }
 
-void conv(GraphBuilder& g, const TracedCall& c) { conv_node(g, c, "Conv"); }
-void conv_transpose(GraphBuilder& g, const TracedCall& c) { conv_node(g, c, "ConvTranspose"); }
+void conv(GraphBuilder& g, const CapturedCall& c) { conv_node(g, c, "Conv"); }
+void conv_transpose(GraphBuilder& g, const CapturedCall& c) { conv_node(g, c, "ConvTranspose"); }
 
-void max_pool(GraphBuilder& g, const TracedCall& c) {
+void max_pool(GraphBuilder& g, const CapturedCall& c) {
   const int64_t spatial = static_cast<int64_t>(attr_ints(c, "kernel_shape").size());
   batched(g, c, spatial, [&](const std::string& x, const std::string& y) {
     ::onnx::NodeProto& n = g.node("MaxPool", {x}, {y});
@@ -617,7 +614,7 @@ void max_pool(GraphBuilder& g, const TracedCall& c) {
   });
 }
 
-void avg_pool(GraphBuilder& g, const TracedCall& c) {
+void avg_pool(GraphBuilder& g, const CapturedCall& c) {
   if (attr_int(c, "divisor_override") != 0) fail("[onnx.export] avg_pool with divisor_override has no ONNX form");
   const int64_t spatial = static_cast<int64_t>(attr_ints(c, "kernel_shape").size());
   batched(g, c, spatial, [&](const std::string& x, const std::string& y) {
@@ -630,7 +627,7 @@ void avg_pool(GraphBuilder& g, const TracedCall& c) {
 
 /** Adaptive pooling to size 1 is global pooling; to a size that divides the input, fixed windows. */
 template <const char* Global, const char* Windowed>
-void adaptive_pool(GraphBuilder& g, const TracedCall& c) {
+void adaptive_pool(GraphBuilder& g, const CapturedCall& c) {
   const Tensor &x = c.inputs[0], &y = c.outputs[0];
   const int64_t spatial = attr_int(c, "spatial_dims");
   std::vector<int64_t> kernel;
@@ -668,7 +665,7 @@ Tensor reorder_gates(const Tensor& t, const std::vector<int64_t>& order) {
 
 /** One ONNX LSTM/GRU/RNN node per layer. unigrad's gates are torch's: LSTM i, f, g, o (ONNX
  *  wants i, o, f, c), GRU r, z, n (ONNX: z, r, h, with linear_before_reset=1 for torch's n). */
-void recurrent(GraphBuilder& g, const TracedCall& c, const char* op, std::vector<int64_t> gate_order,
+void recurrent(GraphBuilder& g, const CapturedCall& c, const char* op, std::vector<int64_t> gate_order,
                const char* activation) {
   const Tensor &x = c.inputs[0], &h0 = c.inputs[1], &c0 = c.inputs[2];
   const int64_t hidden = attr_int(c, "hidden_size"), layers = attr_int(c, "num_layers");
@@ -746,10 +743,10 @@ void recurrent(GraphBuilder& g, const TracedCall& c, const char* op, std::vector
   if (lstm) final_state(c_n, 2);
 }
 
-void lstm(GraphBuilder& g, const TracedCall& c) { recurrent(g, c, "LSTM", {0, 3, 1, 2}, nullptr); }
-void gru(GraphBuilder& g, const TracedCall& c) { recurrent(g, c, "GRU", {1, 0, 2}, nullptr); }
-void rnn_tanh(GraphBuilder& g, const TracedCall& c) { recurrent(g, c, "RNN", {0}, "Tanh"); }
-void rnn_relu(GraphBuilder& g, const TracedCall& c) { recurrent(g, c, "RNN", {0}, "Relu"); }
+void lstm(GraphBuilder& g, const CapturedCall& c) { recurrent(g, c, "LSTM", {0, 3, 1, 2}, nullptr); }
+void gru(GraphBuilder& g, const CapturedCall& c) { recurrent(g, c, "GRU", {1, 0, 2}, nullptr); }
+void rnn_tanh(GraphBuilder& g, const CapturedCall& c) { recurrent(g, c, "RNN", {0}, "Tanh"); }
+void rnn_relu(GraphBuilder& g, const CapturedCall& c) { recurrent(g, c, "RNN", {0}, "Relu"); }
 
 #define UG_ONNX_NAME(var, text) constexpr char var[] = text;
 UG_ONNX_NAME(kReduceSum, "ReduceSum")
@@ -769,15 +766,13 @@ UG_ONNX_NAME(kMaxPool, "MaxPool")
 
 /** The export table: traced op name -> emitter. */
 const std::map<std::string, Emitter>& table() {
-  static const std::map<std::string, Emitter> t = {
-      // elementwise
-      {"neg", unary<kNeg>}, {"abs", unary<kAbs>}, {"sign", unary<kSign>}, {"square", square},
-      {"relu", unary<kRelu>}, {"floor", rounding<kFloor>}, {"ceil", rounding<kCeil>}, {"round", rounding<kRound>},
-      {"trunc", trunc}, {"exp", unary<kExp>}, {"exp2", exp2}, {"log", unary<kLog>}, {"log2", log2},
-      {"log10", log10}, {"log1p", log1p}, {"expm1", expm1}, {"sqrt", unary<kSqrt>}, {"rsqrt", rsqrt},
-      {"reciprocal", unary<kReciprocal>}, {"sin", unary<kSin>}, {"cos", unary<kCos>}, {"tan", unary<kTan>},
-      {"tanh", unary<kTanh>}, {"sigmoid", unary<kSigmoid>}, {"silu", silu}, {"erf", unary<kErf>}, {"gelu", gelu},
-      {"isnan", isnan}, {"isinf", isinf}, {"isfinite", isfinite}, {"logical_not", logical_not},
+  static const std::map<std::string, Emitter> t = [] {
+  std::map<std::string, Emitter> t = {
+      // elementwise: the unary ops with a rule of their own (the others are added below)
+      {"square", square}, {"floor", rounding<kFloor>}, {"ceil", rounding<kCeil>}, {"round", rounding<kRound>},
+      {"trunc", trunc}, {"exp2", exp2}, {"log2", log2}, {"log10", log10}, {"log1p", log1p}, {"expm1", expm1},
+      {"rsqrt", rsqrt}, {"silu", silu}, {"gelu", gelu}, {"isnan", isnan}, {"isinf", isinf},
+      {"isfinite", isfinite}, {"logical_not", logical_not},
       {"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}, {"pow", pow}, {"maximum", maximum},
       {"minimum", minimum}, {"eq", eq}, {"ne", ne}, {"lt", lt}, {"le", le}, {"gt", gt}, {"ge", ge},
       {"logical_and", logical_and}, {"logical_or", logical_or}, {"logical_xor", logical_xor}, {"where", where},
@@ -800,6 +795,12 @@ const std::map<std::string, Emitter>& table() {
       {"adaptive_max_pool", adaptive_pool<kGlobalMaxPool, kMaxPool>},
       {"lstm", lstm}, {"gru", gru}, {"rnn_tanh", rnn_tanh}, {"rnn_relu", rnn_relu},
   };
+  // Every other unary op is the ONNX op of the same meaning (the onnx field of its entry).
+#define UG_ROW(Op, method) add_unary_row<ops::Op>(t);
+  UG_UNARY_ALL(UG_ROW)
+#undef UG_ROW
+  return t;
+  }();
   return t;
 }
 
@@ -817,23 +818,37 @@ const std::map<std::string, std::string>& unsupported() {
       {"sigmoid_backward", "a gradient op; export traces the forward pass only"},
       {"silu_backward", "a gradient op; export traces the forward pass only"},
       {"gelu_backward", "a gradient op; export traces the forward pass only"},
+      {"embed", "a gradient op; export traces the forward pass only"},
       {"diagonal", "a strided view with no ONNX counterpart"},
       {"as_strided", "arbitrary strides have no ONNX counterpart"},
       {"copy_", "in-place copies into a tensor are not exported; build the value with ops"},
       {"fill_", "in-place fills are not exported; use full() or where()"},
       {"index_put_", "assignment into a tensor is not exported; build the value with where(), cat() or scatter()"},
+      {"max", "internal: captured as amax"},
+      {"min", "internal: captured as amin"},
       {"cumprod", "ONNX has no cumulative product"},
       {"sort", "sort and topk are not exported"},
       {"nonzero", "its output size depends on the data"},
+      {"split", "internal: split's gradient node; under export (no grad) its parts are captured as slices"},
+      {"unbind", "internal: unbind's gradient node; under export (no grad) its parts are captured as selects"},
       {"random", "random draws are not exported (dropout must be in eval mode)"},
       {"nll_loss", "losses are not exported; export the model without its loss"},
+      {"binary_cross_entropy", "losses are not exported; export the model without its loss"},
+      {"conv2d", "internal: captured as conv"},
+      {"conv_transpose2d", "internal: captured as conv_transpose (alone, it is conv's gradient)"},
+      {"conv2d_weight_grad", "a gradient op; export traces the forward pass only"},
+      {"max_pool2d", "internal: captured as max_pool or adaptive_max_pool"},
+      {"avg_pool2d", "internal: captured as avg_pool or adaptive_avg_pool"},
+      {"avg_pool2d_backward", "a gradient op; export traces the forward pass only"},
+      {"group_norm", "group normalization is not exported"},
+      {"instance_norm", "instance normalization is not exported"},
   };
   return u;
 }
 
 }  // namespace
 
-void emit(GraphBuilder& g, const TracedCall& call) {
+void emit(GraphBuilder& g, const CapturedCall& call) {
   if (auto it = table().find(call.op); it != table().end()) {
     it->second(g, call);
     return;

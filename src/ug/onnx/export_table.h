@@ -9,6 +9,6 @@
 namespace ug::onnx {
 
 /** Appends the ONNX nodes of one traced call. Raises ValueError for an op without an emitter. */
-void emit(GraphBuilder& g, const TracedCall& call);
+void emit(GraphBuilder& g, const CapturedCall& call);
 
 }  // namespace ug::onnx

@@ -129,7 +129,7 @@ std::string GraphBuilder::fresh(const std::string& hint) {
   return n;
 }
 
-std::string GraphBuilder::output(const TracedCall& call, size_t i, std::optional<DynamicDims> dynamic) {
+std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::optional<DynamicDims> dynamic) {
   const Tensor& out = call.outputs.at(i);
   if (!dynamic) {
     // Lined up on the right, like broadcasting: a dim stays symbolic where an input's dim of
@@ -183,22 +183,22 @@ void set_attr(::onnx::NodeProto& node, const std::string& name, const std::strin
   a->set_s(value);
 }
 
-const AttrValue& attr(const TracedCall& call, const std::string& name) {
+const AttrValue& attr(const CapturedCall& call, const std::string& name) {
   for (const auto& [n, v] : call.attrs)
     if (n == name) return v;
   fail<RuntimeError>("[onnx.export] op '", call.op, "' was traced without its attribute '", name, "'");
 }
 
-bool has_attr(const TracedCall& call, const std::string& name) {
+bool has_attr(const CapturedCall& call, const std::string& name) {
   return std::any_of(call.attrs.begin(), call.attrs.end(), [&](const auto& a) { return a.first == name; });
 }
 
-int64_t attr_int(const TracedCall& call, const std::string& name) { return std::get<int64_t>(attr(call, name)); }
-double attr_float(const TracedCall& call, const std::string& name) { return std::get<double>(attr(call, name)); }
-const std::vector<int64_t>& attr_ints(const TracedCall& call, const std::string& name) {
+int64_t attr_int(const CapturedCall& call, const std::string& name) { return std::get<int64_t>(attr(call, name)); }
+double attr_float(const CapturedCall& call, const std::string& name) { return std::get<double>(attr(call, name)); }
+const std::vector<int64_t>& attr_ints(const CapturedCall& call, const std::string& name) {
   return std::get<std::vector<int64_t>>(attr(call, name));
 }
-const std::string& attr_string(const TracedCall& call, const std::string& name) {
+const std::string& attr_string(const CapturedCall& call, const std::string& name) {
   return std::get<std::string>(attr(call, name));
 }
 

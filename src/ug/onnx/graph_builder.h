@@ -13,9 +13,13 @@
 #include <vector>
 
 #include "ug/core/tensor.h"
-#include "ug/onnx/trace.h"
+#include "ug/graph/capture.h"
 
 namespace ug::onnx {
+
+using graph::Attrs;
+using graph::AttrValue;
+using graph::CapturedCall;
 
 /** Which dims of a value are symbolic (a dynamic axis flows into them). */
 using DynamicDims = std::vector<bool>;
@@ -49,7 +53,7 @@ class GraphBuilder {
                           const std::vector<std::string>& outputs);
   /** The output name of a call's i-th output, bound to it. Its dynamic dims are `dynamic`, or
    *  by default those of the inputs' dims of the same size, lined up on the right. */
-  std::string output(const TracedCall& call, size_t i = 0, std::optional<DynamicDims> dynamic = std::nullopt);
+  std::string output(const CapturedCall& call, size_t i = 0, std::optional<DynamicDims> dynamic = std::nullopt);
 
  private:
   struct Value {
@@ -74,11 +78,11 @@ void set_attr(::onnx::NodeProto& node, const std::string& name, const std::vecto
 void set_attr(::onnx::NodeProto& node, const std::string& name, const std::string& value);
 
 /** A traced call's attribute; raises when it is missing. */
-const AttrValue& attr(const TracedCall& call, const std::string& name);
-int64_t attr_int(const TracedCall& call, const std::string& name);
-double attr_float(const TracedCall& call, const std::string& name);
-const std::vector<int64_t>& attr_ints(const TracedCall& call, const std::string& name);
-const std::string& attr_string(const TracedCall& call, const std::string& name);
-bool has_attr(const TracedCall& call, const std::string& name);
+const AttrValue& attr(const CapturedCall& call, const std::string& name);
+int64_t attr_int(const CapturedCall& call, const std::string& name);
+double attr_float(const CapturedCall& call, const std::string& name);
+const std::vector<int64_t>& attr_ints(const CapturedCall& call, const std::string& name);
+const std::string& attr_string(const CapturedCall& call, const std::string& name);
+bool has_attr(const CapturedCall& call, const std::string& name);
 
 }  // namespace ug::onnx

@@ -1019,27 +1019,24 @@ constexpr size_t kMany = std::numeric_limits<size_t>::max();
     return one(expr);                                   \
   }
 
+/** An ONNX op that is one of unigrad's unary ops (the onnx field of its entry in unary_kinds.h). */
+template <ops::UnaryOp op>
+Outputs unary_op(const OpContext& c) {
+  return one(ops::unary(op, c.input(0)));
+}
+template <class Op, ops::UnaryOp op>
+void add_unary_row(std::vector<OpSpec>& ops) {
+  if constexpr (Op::onnx != nullptr) ops.push_back({Op::onnx, unary_op<op>, 1, 1, 1, 1, {}});
+}
+
 const std::vector<OpSpec>& table() {
-  static const std::vector<OpSpec> ops = {
+  static const std::vector<OpSpec> ops = [] {
+  std::vector<OpSpec> ops = {
       // elementwise
       {"Identity", UG_UNARY(x), 1, 1, 1, 1, {}},
-      {"Neg", UG_UNARY(neg(x)), 1, 1, 1, 1, {}},
-      {"Abs", UG_UNARY(abs(x)), 1, 1, 1, 1, {}},
-      {"Sign", UG_UNARY(sign(x)), 1, 1, 1, 1, {}},
-      {"Exp", UG_UNARY(exp(x)), 1, 1, 1, 1, {}},
-      {"Log", UG_UNARY(log(x)), 1, 1, 1, 1, {}},
-      {"Sqrt", UG_UNARY(sqrt(x)), 1, 1, 1, 1, {}},
-      {"Reciprocal", UG_UNARY(reciprocal(x)), 1, 1, 1, 1, {}},
       {"Floor", UG_UNARY(floor(x)), 1, 1, 1, 1, {}},
       {"Ceil", UG_UNARY(ceil(x)), 1, 1, 1, 1, {}},
       {"Round", UG_UNARY(round(x)), 1, 1, 1, 1, {}},
-      {"Sin", UG_UNARY(sin(x)), 1, 1, 1, 1, {}},
-      {"Cos", UG_UNARY(cos(x)), 1, 1, 1, 1, {}},
-      {"Tan", UG_UNARY(tan(x)), 1, 1, 1, 1, {}},
-      {"Tanh", UG_UNARY(tanh(x)), 1, 1, 1, 1, {}},
-      {"Sigmoid", UG_UNARY(sigmoid(x)), 1, 1, 1, 1, {}},
-      {"Relu", UG_UNARY(relu(x)), 1, 1, 1, 1, {}},
-      {"Erf", UG_UNARY(erf(x)), 1, 1, 1, 1, {}},
       {"Gelu", gelu_op, 1, 1, 1, 20, {}},
       {"LeakyRelu", UG_UNARY(F::leaky_relu(x, c.attr_float("alpha", 0.01))), 1, 1, 1, 1, {}},
       {"Elu", UG_UNARY(F::elu(x, c.attr_float("alpha", 1.0))), 1, 1, 1, 1, {}},
@@ -1049,8 +1046,6 @@ const std::vector<OpSpec>& table() {
       {"HardSigmoid", hard_sigmoid_op, 1, 1, 1, 1, {}},
       {"HardSwish", hard_swish_op, 1, 1, 1, 14, {}},
       {"PRelu", prelu_op, 2, 2, 1, 1, {}},
-      {"Not", UG_UNARY(logical_not(x)), 1, 1, 1, 1, {}},
-      {"IsNaN", UG_UNARY(isnan(x)), 1, 1, 1, 1, {}},
       {"IsInf", is_inf_op, 1, 1, 1, 1, {}},
       {"Add", UG_BINARY(add(a, b)), 2, 2, 1, 1, {}},
       {"Sub", UG_BINARY(sub(a, b)), 2, 2, 1, 1, {}},
@@ -1125,6 +1120,11 @@ const std::vector<OpSpec>& table() {
       {"ArgMin", arg_op<false>, 1, 1, 1, 1, {}},
       {"CumSum", cum_sum_op, 2, 2, 1, 1, {}},
   };
+#define UG_ROW(Op, method) add_unary_row<ops::Op, ops::UnaryOp::Op>(ops);
+  UG_UNARY_ALL(UG_ROW)
+#undef UG_ROW
+  return ops;
+  }();
   return ops;
 }
 

@@ -2,12 +2,8 @@
 // NumPy broadcasting as stride-0 views, then the kernel. Also where, clamp and lerp.
 #include "ug/ops/binary.h"
 
-#include "ug/autograd/debugging.h"
-#include "ug/autograd/forward.h"
-#include "ug/autograd/record.h"
-#include "ug/onnx/trace.h"
 #include "ug/backend/backend.h"
-#include "ug/core/batching.h"
+#include "ug/graph/op_call.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 
@@ -26,17 +22,17 @@ constexpr BinaryInfo kBinaryInfo[] = {
 };
 const BinaryInfo& info(BinaryOp op) { return kBinaryInfo[static_cast<int>(op)]; }
 
-const onnx::TracedOp kTraced[] = {
-#define UG_TRACED(Op) onnx::TracedOp(Op::name),
-    UG_BINARY_OPS(UG_TRACED)
-#undef UG_TRACED
+const graph::OpDef kDefs[] = {
+#define UG_DEF(Op) graph::OpDef(Op::name),
+    UG_BINARY_OPS(UG_DEF)
+#undef UG_DEF
 };
-const onnx::TracedOp& traced(BinaryOp op) { return kTraced[static_cast<int>(op)]; }
+const graph::OpDef& def(BinaryOp op) { return kDefs[static_cast<int>(op)]; }
 
-/** The export trace keeps the operands as given (ONNX broadcasts them itself) and the dtype
- *  the kernel computes in. */
-void record_trace(onnx::TraceScope& trace, const Tensor& a, const Tensor& b, const Tensor& out, DType compute) {
-  trace.record({a, b}, {out}, {{"compute_dtype", static_cast<int64_t>(compute)}});
+/** The call keeps the operands as given (ONNX broadcasts them itself) and the dtype the
+ *  kernel computes in. */
+void set_attrs(graph::OpCall& call, DType compute) {
+  if (call.capturing()) call.set_attrs({{"compute_dtype", static_cast<int64_t>(compute)}});
 }
 
 /** torch's combine_categories: the lower-priority type only counts when its category is higher. */
@@ -99,6 +95,13 @@ void check_integer_division(BinaryOp op, const Tensor& b) {
     fail<RuntimeError>("[pow] integers to negative integer powers are not allowed");
 }
 
+/** A gradient of a promoted, broadcast operand, brought back to the operand as it was given
+ *  (summed over the broadcast dims, cast to its dtype); integer operands get none. */
+Tensor as_operand(const Tensor& g, const Shape& shape, DType dtype) {
+  if (!g.defined() || !is_floating(dtype)) return Tensor();
+  return autograd::sum_to(g, shape).to(dtype);
+}
+
 /** Each op's derivative: gradients for a and b from the output gradient g and the output
  *  y. a and b are already promoted and broadcast (the recorded to() and expand() undo that). */
 std::pair<Tensor, Tensor> vjp(BinaryOp op, const Tensor& g, const Tensor& a, const Tensor& b, const Tensor& y) {
@@ -146,7 +149,7 @@ std::pair<Tensor, Tensor> vjp(BinaryOp op, const Tensor& g, const Tensor& a, con
 }
 
 Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
-  onnx::TraceScope trace(traced(op));
+  graph::OpCall call(def(op));
   auto [compute, out_dtype] = compute_and_out(op, common, a.dtype(), b.dtype());
   if (a.device() != b.device())
     fail<RuntimeError>("[", info(op).name, "] expected both tensors on one device, got ", a.device(),
@@ -161,27 +164,23 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   } else {
     out = empty(shape, {.dtype = out_dtype, .device = a.device()});
     backend_for(a.device()).binary(op, ac, bc, out);
-    debugging::check_output(out, info(op).name);
   }
-  if (forward::active())
-    forward::propagate({&ac, &bc}, out, [op, ac, bc, out](const std::vector<Tensor>& t) {
-      Tensor ta = t[0].defined() ? vjp(op, t[0], ac, bc, out).first : Tensor();
-      Tensor tb = t[1].defined() ? vjp(op, t[1], ac, bc, out).second : Tensor();
-      return ta.defined() && tb.defined() ? ta + tb : ta.defined() ? ta : tb;
-    });
-  if (trace) record_trace(trace, a, b, out, compute);
-  if (is_floating(out_dtype) && autograd::needs_grad({&ac, &bc})) {
-    // Only what the rule reads is kept: add and sub need nothing, pow also needs its output.
-    const bool operands = op != BinaryOp::Add && op != BinaryOp::Sub && op != BinaryOp::FloorDivide;
-    autograd::record(info(op).name, {ac, bc}, {&out},
-                     [op, as = operands ? autograd::save(ac) : SavedTensor(), bs = operands ? autograd::save(bc) : SavedTensor(),
-                      ys = op == BinaryOp::Pow ? autograd::save_output(out) : SavedTensor()](
-                         std::vector<Tensor>&& g, Node* n) {
-                       const char* name = info(op).name;
-                       auto [ga, gb] = vjp(op, g[0], as.unpack(n, name), bs.unpack(n, name), ys.unpack(n, name));
-                       return std::vector<Tensor>{ga, gb};
-                     });
-  }
+  set_attrs(call, compute);
+  // Only what the rule reads is kept: add and sub need nothing, pow also needs its output.
+  const bool operands = op != BinaryOp::Add && op != BinaryOp::Sub && op != BinaryOp::FloorDivide;
+  call.finish({&a, &b}, {&out},
+              {operands ? graph::input(ac) : graph::nothing, operands ? graph::input(bc) : graph::nothing,
+               op == BinaryOp::Pow ? graph::output(out) : graph::nothing},
+              [op, sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](const graph::Tensors& s,
+                                                                                   graph::Tensors&& g) {
+                auto [ga, gb] = vjp(op, g[0], s[0], s[1], s[2]);
+                return graph::Tensors{as_operand(ga, sa, da), as_operand(gb, sb, db)};
+              },
+              [&](const graph::Tensors& t) {
+                Tensor ta = t[0].defined() ? vjp(op, t[0].to(compute).expand(shape), ac, bc, out).first : Tensor();
+                Tensor tb = t[1].defined() ? vjp(op, t[1].to(compute).expand(shape), ac, bc, out).second : Tensor();
+                return graph::Tensors{ta.defined() && tb.defined() ? ta + tb : ta.defined() ? ta : tb};
+              });
   return out;
 }
 
@@ -220,7 +219,7 @@ Tensor binary(BinaryOp op, Scalar a, const Tensor& b) {
 }
 
 void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
-  onnx::TraceScope trace(traced(op));
+  graph::OpCall call(def(op));
   DType common = result_type(a, b);
   auto [compute, out_dtype] = compute_and_out(op, common, a.dtype(), b.dtype());
   if (promote_types(out_dtype, a.dtype()) != a.dtype() && !(is_floating(a.dtype()) && is_floating(out_dtype)))
@@ -242,7 +241,8 @@ void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
   } else {
     Tensor(a).copy_(run(op, common, a, b));
   }
-  if (trace) record_trace(trace, a, b, a, compute);
+  set_attrs(call, compute);
+  call.finish({&a, &b}, {&a});
 }
 
 }  // namespace ug::ops
@@ -289,10 +289,12 @@ UG_DEFINE_BINARY(bitwise_or, BitwiseOr)
 UG_DEFINE_BINARY(bitwise_xor, BitwiseXor)
 #undef UG_DEFINE_BINARY
 
-const onnx::TracedOp kTracedWhere("where");
+namespace {
+const graph::OpDef kWhere("where");
+}
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  onnx::TraceScope trace(kTracedWhere);
+  graph::OpCall call(kWhere);
   if (cond.dtype() != DType::Bool && cond.dtype() != DType::UInt8)
     fail<TypeError>("[where] condition must be a bool tensor, got ", cond.dtype());
   DType dtype = ops::result_type(a, b);
@@ -305,16 +307,17 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   } else {
     backend_for(a.device()).where(c, ac, bc, out);
   }
-  if (forward::active())
-    forward::propagate({&ac, &bc}, out, [c](const std::vector<Tensor>& t) {
-      return where(c, t[0].defined() ? t[0] : zeros_like(t[1]), t[1].defined() ? t[1] : zeros_like(t[0]));
-    });
-  if (trace) trace.record({cond, a, b}, {out});
-  if (is_floating(dtype) && autograd::needs_grad({&ac, &bc})) {
-    autograd::record("where", {ac, bc}, {&out}, [c](std::vector<Tensor>&& g, Node*) {
-      return std::vector<Tensor>{where(c, g[0], 0), where(c, 0, g[0])};
-    });
-  }
+  call.finish({&cond, &a, &b}, {&out}, {graph::input(c)},
+              [sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](const graph::Tensors& s,
+                                                                               graph::Tensors&& g) {
+                return graph::Tensors{Tensor(), ops::as_operand(where(s[0], g[0], 0), sa, da),
+                                      ops::as_operand(where(s[0], 0, g[0]), sb, db)};
+              },
+              [&](const graph::Tensors& t) {
+                Tensor ta = t[1].defined() ? t[1].to(dtype).expand(shape) : zeros(shape, {.dtype = dtype, .device = a.device()});
+                Tensor tb = t[2].defined() ? t[2].to(dtype).expand(shape) : zeros(shape, {.dtype = dtype, .device = a.device()});
+                return graph::Tensors{where(c, ta, tb)};
+              });
   return out;
 }
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {

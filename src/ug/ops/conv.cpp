@@ -6,12 +6,9 @@
 // float32.
 #include "ug/ops/conv.h"
 
-#include "ug/autograd/debugging.h"
-#include "ug/autograd/forward.h"
-#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
-#include "ug/core/batching.h"
-#include "ug/onnx/trace.h"
+#include "ug/graph/op_call.h"
+#include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/ops/reduce.h"
 
@@ -28,6 +25,13 @@ Tensor contiguous_or_undefined(const Tensor& t) { return t.defined() ? t.contigu
 Tensor conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p);
 Tensor conv_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Shape& x_shape);
 Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Shape& w_shape);
+
+// The primitives' own calls: nested in conv and conv_transpose, they are captured only where
+// they run alone (in a backward pass).
+const graph::OpDef kConv2d("conv2d"), kConvTranspose2d("conv_transpose2d"), kConv2dWeightGrad("conv2d_weight_grad");
+
+/** Whether t takes a gradient: the rules compute only the ones some input needs. */
+bool wants_grad(const Tensor& t) { return t.defined() && autograd::requires_grad(t); }
 
 /** The sum of the defined tensors (undefined when none is). */
 Tensor sum_defined(std::initializer_list<Tensor> ts) {
@@ -81,33 +85,36 @@ Tensor conv_forward_batched(const Tensor& x, const Tensor& w, const Tensor& b, c
 }
 
 Tensor conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
+  graph::OpCall call(kConv2d);
   Tensor out;
   if (int lvl = batching::max_level({&x, &w, &b})) {
-    if (batching::level(b) == lvl) return conv_forward(x, w, Tensor(), p) + b.view({-1, 1, 1});
+    if (batching::level(b) == lvl) {
+      // A batched bias is added afterwards: those ops record their own derivatives.
+      out = conv_forward(x, w, Tensor(), p) + b.view({-1, 1, 1});
+      call.finish({&x, &w, &b}, {&out});
+      return out;
+    }
     out = conv_forward_batched(x, w, b, p, lvl);
   } else {
     out = empty({x.size(0), w.size(0), conv_out_size(x.size(2), w.size(2), p.stride[0], p.padding[0], p.dilation[0]),
                  conv_out_size(x.size(3), w.size(3), p.stride[1], p.padding[1], p.dilation[1])},
                 {.dtype = x.dtype(), .device = x.device()});
     backend_for(x.device()).conv2d(x.contiguous(), w.contiguous(), contiguous_or_undefined(b), p, out);
-    debugging::check_output(out, "conv2d");
   }
-  if (forward::active())
-    forward::propagate({&x, &w, &b}, out, [x, w, p, shape = out.shape()](const std::vector<Tensor>& t) {
-      Tensor tb = t[2].defined() ? t[2].view({-1, 1, 1}).expand(shape) : Tensor();
-      return sum_defined({t[0].defined() ? conv_forward(t[0], w, Tensor(), p) : Tensor(),
-                          t[1].defined() ? conv_forward(x, t[1], Tensor(), p) : Tensor(), tb});
-    });
-  if (autograd::needs_grad({&x, &w, &b}))
-    autograd::record("conv2d", {x, w, b}, {&out},
-                     [xs = autograd::save(x), ws = autograd::save(w), p](std::vector<Tensor>&& g, Node* n) {
-                       Tensor x = xs.unpack(n, "conv2d"), w = ws.unpack(n, "conv2d");
-                       const auto& edges = n->next_edges();
-                       return std::vector<Tensor>{
-                           edges[0].valid() ? conv_input_grad(g[0], w, p, x.shape()) : Tensor(),
-                           edges[1].valid() ? conv_weight_grad(x, g[0], p, w.shape()) : Tensor(),
-                           edges[2].valid() ? g[0].sum({0, 2, 3}) : Tensor()};
-                     });
+  call.finish({&x, &w, &b}, {&out}, {graph::input(x), graph::input(w)},
+              [p, gx = wants_grad(x), gw = wants_grad(w), gb = wants_grad(b)](const graph::Tensors& s,
+                                                                                graph::Tensors&& g) {
+                const Tensor &x = s[0], &w = s[1];
+                return graph::Tensors{gx ? conv_input_grad(g[0], w, p, x.shape()) : Tensor(),
+                                      gw ? conv_weight_grad(x, g[0], p, w.shape()) : Tensor(),
+                                      gb ? g[0].sum({0, 2, 3}) : Tensor()};
+              },
+              [&](const graph::Tensors& t) {
+                Tensor tx = t[0].defined() ? conv_forward(t[0], w, Tensor(), p) : Tensor();
+                Tensor tw = t[1].defined() ? conv_forward(x, t[1], Tensor(), p) : Tensor();
+                Tensor tb = t[2].defined() ? t[2].view({-1, 1, 1}).expand(out.shape()) : Tensor();
+                return graph::Tensors{sum_defined({tx, tw, tb})};
+              });
   return out;
 }
 
@@ -128,33 +135,30 @@ Tensor conv_input_grad_batched(const Tensor& g, const Tensor& w, const Conv2dPar
 
 /** The adjoint of conv_forward in x: an x-shaped result from g and w (conv_transpose). */
 Tensor conv_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Shape& x_shape) {
+  graph::OpCall call(kConvTranspose2d);
   Tensor out;
   if (int lvl = batching::max_level({&g, &w})) {
     out = conv_input_grad_batched(g, w, p, x_shape, lvl);
   } else {
     out = empty(x_shape, {.dtype = g.dtype(), .device = g.device()});
     backend_for(g.device()).conv2d_input_grad(g.contiguous(), w.contiguous(), p, out);
-    debugging::check_output(out, "conv_transpose2d");
   }
-  if (forward::active())
-    forward::propagate({&g, &w}, out, [g, w, p, x_shape](const std::vector<Tensor>& t) {
-      return sum_defined({t[0].defined() ? conv_input_grad(t[0], w, p, x_shape) : Tensor(),
-                          t[1].defined() ? conv_input_grad(g, t[1], p, x_shape) : Tensor()});
-    });
-  if (autograd::needs_grad({&g, &w}))
-    autograd::record("conv_transpose2d", {g, w}, {&out},
-                     [gs = autograd::save(g), ws = autograd::save(w), p](std::vector<Tensor>&& gr, Node* n) {
-                       Tensor g = gs.unpack(n, "conv_transpose2d"), w = ws.unpack(n, "conv_transpose2d");
-                       const auto& edges = n->next_edges();
-                       return std::vector<Tensor>{
-                           edges[0].valid() ? conv_forward(gr[0], w, Tensor(), p) : Tensor(),
-                           edges[1].valid() ? conv_weight_grad(gr[0], g, p, w.shape()) : Tensor()};
-                     });
+  call.finish({&g, &w}, {&out}, {graph::input(g), graph::input(w)},
+              [p, gg = wants_grad(g), gw = wants_grad(w)](const graph::Tensors& s, graph::Tensors&& gr) {
+                const Tensor &g = s[0], &w = s[1];
+                return graph::Tensors{gg ? conv_forward(gr[0], w, Tensor(), p) : Tensor(),
+                                      gw ? conv_weight_grad(gr[0], g, p, w.shape()) : Tensor()};
+              },
+              [&](const graph::Tensors& t) {
+                return graph::Tensors{sum_defined({t[0].defined() ? conv_input_grad(t[0], w, p, x_shape) : Tensor(),
+                                                   t[1].defined() ? conv_input_grad(g, t[1], p, x_shape) : Tensor()})};
+              });
   return out;
 }
 
 /** The adjoint of conv_forward in w: a weight-shaped result from x and g. */
 Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Shape& w_shape) {
+  graph::OpCall call(kConv2dWeightGrad);
   Tensor out;
   if (int lvl = batching::max_level({&x, &g})) {
     const int64_t v = vmap_size({&x, &g}, lvl);
@@ -164,22 +168,17 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p,
   } else {
     out = empty(w_shape, {.dtype = x.dtype(), .device = x.device()});
     backend_for(x.device()).conv2d_weight_grad(x.contiguous(), g.contiguous(), p, out);
-    debugging::check_output(out, "conv2d");
   }
-  if (forward::active())
-    forward::propagate({&x, &g}, out, [x, g, p, w_shape](const std::vector<Tensor>& t) {
-      return sum_defined({t[0].defined() ? conv_weight_grad(t[0], g, p, w_shape) : Tensor(),
-                          t[1].defined() ? conv_weight_grad(x, t[1], p, w_shape) : Tensor()});
-    });
-  if (autograd::needs_grad({&x, &g}))
-    autograd::record("conv2d_weight_grad", {x, g}, {&out},
-                     [xs = autograd::save(x), gs = autograd::save(g), p](std::vector<Tensor>&& gr, Node* n) {
-                       Tensor x = xs.unpack(n, "conv2d_weight_grad"), g = gs.unpack(n, "conv2d_weight_grad");
-                       const auto& edges = n->next_edges();
-                       return std::vector<Tensor>{
-                           edges[0].valid() ? conv_input_grad(g, gr[0], p, x.shape()) : Tensor(),
-                           edges[1].valid() ? conv_forward(x, gr[0], Tensor(), p) : Tensor()};
-                     });
+  call.finish({&x, &g}, {&out}, {graph::input(x), graph::input(g)},
+              [p, gx = wants_grad(x), gg = wants_grad(g)](const graph::Tensors& s, graph::Tensors&& gr) {
+                const Tensor &x = s[0], &g = s[1];
+                return graph::Tensors{gx ? conv_input_grad(g, gr[0], p, x.shape()) : Tensor(),
+                                      gg ? conv_forward(x, gr[0], Tensor(), p) : Tensor()};
+              },
+              [&](const graph::Tensors& t) {
+                return graph::Tensors{sum_defined({t[0].defined() ? conv_weight_grad(t[0], g, p, w_shape) : Tensor(),
+                                                   t[1].defined() ? conv_weight_grad(x, t[1], p, w_shape) : Tensor()})};
+              });
   return out;
 }
 
@@ -279,7 +278,7 @@ bool is_batched(const Tensor& x, int64_t nd, const char* op) {
 Tensor as_2d(const Tensor& t, int64_t nd) { return nd == 1 ? t.unsqueeze(-2) : t; }
 Tensor from_2d(const Tensor& t, int64_t nd) { return nd == 1 ? t.squeeze({-2}) : t; }
 
-const onnx::TracedOp kTracedConv("conv"), kTracedConvTranspose("conv_transpose");
+const graph::OpDef kConv("conv"), kConvTranspose("conv_transpose");
 
 std::vector<int64_t> as_vector(const Dims& d) { return std::vector<int64_t>(d.begin(), d.end()); }
 
@@ -292,7 +291,7 @@ std::vector<int64_t> onnx_pads(const Dims& begin, const Dims& end) {
 
 Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, const Dims& stride,
                    const ConvPadding& padding, const Dims& dilation, int64_t groups, int64_t nd, const char* op) {
-  onnx::TraceScope trace(kTracedConv);
+  graph::OpCall call(kConv);
   const bool batched = is_batched(input, nd, op);
   const DType dtype = compute_dtype(input, weight, bias, op);
   Tensor x = batched ? input : input.unsqueeze(0);
@@ -332,22 +331,23 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
   Tensor out = conv_forward(as_2d(x, nd).to(dtype), as_2d(weight, nd).to(dtype), b.defined() ? b.to(dtype) : b, s.p);
   out = from_2d(out, nd).to(input.dtype());
   if (!batched) out = out.squeeze({0});
-  if (trace) {
+  if (call.capturing()) {
     Dims begin = expand_arg(pads, nd, op, "padding"), end = begin;
     for (int64_t i = 0; i < nd; ++i) end[i] += pad_right[i];
-    trace.record({input, weight, b}, {out},
-                 {{"strides", as_vector(expand_arg(stride, nd, op, "stride"))},
-                  {"pads", onnx_pads(begin, end)},
-                  {"dilations", as_vector(expand_arg(dilation, nd, op, "dilation"))},
-                  {"group", groups}});
+    call.set_attrs({{"strides", as_vector(expand_arg(stride, nd, op, "stride"))},
+                    {"pads", onnx_pads(begin, end)},
+                    {"dilations", as_vector(expand_arg(dilation, nd, op, "dilation"))},
+                    {"group", groups}});
   }
+  // A composite: the ops above record their own derivatives.
+  call.finish({&input, &weight, &b}, {&out});
   return out;
 }
 
 Tensor transposed_convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                               const Dims& stride, const Dims& padding, const Dims& output_padding, int64_t groups,
                               const Dims& dilation, int64_t nd, const char* op) {
-  onnx::TraceScope trace(kTracedConvTranspose);
+  graph::OpCall call(kConvTranspose);
   const bool batched = is_batched(input, nd, op);
   const DType dtype = compute_dtype(input, weight, bias, op);
   Tensor x = batched ? input : input.unsqueeze(0);
@@ -370,19 +370,21 @@ Tensor transposed_convolution(const Tensor& input, const Tensor& weight, const s
            ", weight shape ", weight.shape(), ")");
     out_shape.push_back(size);
   }
+  const Tensor b = bias ? *bias : Tensor();
   Tensor out = conv_input_grad(as_2d(x, nd).to(dtype), as_2d(weight, nd).to(dtype), s.p, out_shape);
-  if (bias && bias->defined()) out = out + bias->to(dtype).view({-1, 1, 1});
+  if (b.defined()) out = out + b.to(dtype).view({-1, 1, 1});
   out = from_2d(out, nd).to(input.dtype());
   if (!batched) out = out.squeeze({0});
-  if (trace) {
+  if (call.capturing()) {
     Dims pads = expand_arg(padding, nd, op, "padding");
-    trace.record({input, weight, bias ? *bias : Tensor()}, {out},
-                 {{"strides", as_vector(expand_arg(stride, nd, op, "stride"))},
-                  {"pads", onnx_pads(pads, pads)},
-                  {"dilations", as_vector(expand_arg(dilation, nd, op, "dilation"))},
-                  {"output_padding", as_vector(out_pad)},
-                  {"group", groups}});
+    call.set_attrs({{"strides", as_vector(expand_arg(stride, nd, op, "stride"))},
+                    {"pads", onnx_pads(pads, pads)},
+                    {"dilations", as_vector(expand_arg(dilation, nd, op, "dilation"))},
+                    {"output_padding", as_vector(out_pad)},
+                    {"group", groups}});
   }
+  // A composite: the ops above record their own derivatives.
+  call.finish({&input, &weight, &b}, {&out});
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "ug/core/tensor.h"
+#include "ug/ops/conv_kinds.h"
 
 namespace ug {
 
@@ -27,16 +28,6 @@ struct ConvPadding {
 
   Dims sizes;
   std::string mode;  // "valid" or "same" when set; sizes is used otherwise
-};
-
-/** The geometry of a 2-d convolution as the backend sees it: x [N, C, H, W], weight
- *  [O, C / groups, kh, kw], out [N, O, Ho, Wo], out[i] reading x at i * stride - padding +
- *  k * dilation. */
-struct Conv2dParams {
-  int64_t stride[2] = {1, 1};
-  int64_t padding[2] = {0, 0};
-  int64_t dilation[2] = {1, 1};
-  int64_t groups = 1;
 };
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {},

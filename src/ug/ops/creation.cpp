@@ -4,9 +4,8 @@
 #include <functional>
 
 #include "ug/backend/backend.h"
-#include "ug/core/batching.h"
 #include "ug/core/tensor.h"
-#include "ug/onnx/trace.h"
+#include "ug/graph/op_call.h"
 
 namespace ug {
 
@@ -64,14 +63,15 @@ Tensor ones_like(const Tensor& t, Options opts) {
 }
 
 namespace {
-// Traced, unlike the other factories: its shape follows t's, so it must follow a dynamic batch.
-const onnx::TracedOp kTracedFullLike("full_like");
+// Captured, unlike the other factories: its shape follows t's, so it must follow a dynamic batch.
+const graph::OpDef kFullLike("full_like");
 }  // namespace
 
 Tensor full_like(const Tensor& t, Scalar value, Options opts) {
-  onnx::TraceScope trace(kTracedFullLike);
+  graph::OpCall call(kFullLike);
   Tensor out = like_batched(t, [&](const Tensor& p) { return full(p.shape(), value, like(p, opts)); });
-  if (trace) trace.record({t}, {out}, {{"value", value.to_double()}});
+  if (call.capturing()) call.set_attrs({{"value", value.to_double()}});
+  call.finish({&t}, {&out});
   return out;
 }
 

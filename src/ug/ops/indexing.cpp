@@ -6,11 +6,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "ug/autograd/forward.h"
-#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
-#include "ug/core/batching.h"
-#include "ug/onnx/trace.h"
+#include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 
@@ -52,14 +49,13 @@ Tensor along(const Tensor& index, int64_t dim, const Shape& like) {
   return index.reshape(shape).expand(like);
 }
 
-const onnx::TracedOp kTracedIndexSelect("index_select"), kTracedGather("gather"), kTracedScatter("scatter"),
-    kTracedScatterAdd("scatter_add"), kTracedIndexPut("index_put_"), kTracedMaskedFill("masked_fill_"),
-    kTracedNonzero("nonzero");
+const graph::OpDef kIndexSelect("index_select"), kGather("gather"), kScatter("scatter"), kScatterAdd("scatter_add"),
+    kIndexPut("index_put_"), kMaskedFill("masked_fill_"), kNonzero("nonzero");
 
 /** x.index_select(dim, index) for a checked 1-d int64 index. The gradient adds each row of
  *  g back where it came from (rows picked twice get both). */
 Tensor select_rows(const Tensor& x, int64_t dim, const Tensor& index) {
-  onnx::TraceScope trace(kTracedIndexSelect);
+  graph::OpCall call(kIndexSelect);
   Shape shape = x.shape();
   shape[dim] = index.numel();
   Tensor out;
@@ -70,16 +66,13 @@ Tensor select_rows(const Tensor& x, int64_t dim, const Tensor& index) {
     out = empty(shape, {.dtype = x.dtype(), .device = x.device()});
     if (out.numel() > 0) backend_for(x.device()).index_select(x, dim, index, out);
   }
-  if (trace) trace.record({x, index}, {out}, {{"dim", dim}});
-  if (is_floating(x.dtype()) && forward::active())
-    forward::propagate({&x}, out, [dim, index](const std::vector<Tensor>& t) { return select_rows(t[0], dim, index); });
-  if (is_floating(x.dtype()) && autograd::needs_grad({&x})) {
-    Shape in_shape = x.shape();
-    autograd::record("index_select", {x}, {&out}, [dim, index, in_shape](std::vector<Tensor>&& g, Node*) {
-      Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
-      return std::vector<Tensor>{zero.scatter_add(dim, along(index, dim, g[0].shape()), g[0])};
-    });
-  }
+  if (call.capturing()) call.set_attrs({{"dim", dim}});
+  call.finish({&x, &index}, {&out}, {},
+              [dim, index, in_shape = x.shape()](const graph::Tensors&, graph::Tensors&& g) {
+                Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
+                return graph::Tensors{zero.scatter_add(dim, along(index, dim, g[0].shape()), g[0]), Tensor()};
+              },
+              [&](const graph::Tensors& t) { return graph::Tensors{select_rows(t[0], dim, index)}; });
   return out;
 }
 
@@ -335,7 +328,7 @@ Tensor batch_dim_everywhere(const Tensor& t, const Tensor& other, int lvl) {
 
 Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                     bool accumulate) {
-  onnx::TraceScope trace(accumulate ? kTracedScatterAdd : kTracedScatter);
+  graph::OpCall call(accumulate ? kScatterAdd : kScatter);
   const int64_t d = wrap_dim(dim, x.dim(), op);
   check_gather_args(op, x, d, index, &src);
   if (src.dtype() != x.dtype())
@@ -353,19 +346,17 @@ Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& 
     if (idx.numel() > 0)
       backend_for(x.device()).scatter(atleast_1d(out), d, atleast_1d(idx), atleast_1d(src), accumulate);
   }
-  if (trace) trace.record({x, idx, src}, {out}, {{"dim", d}});
-  if (is_floating(x.dtype()) && forward::active())
-    forward::propagate({&x, &src}, out, [op, d, idx, accumulate, x, src](const std::vector<Tensor>& t) {
-      return scatter_impl(op, t[0].defined() ? t[0] : zeros_like(x), d, idx, t[1].defined() ? t[1] : zeros_like(src),
-                          accumulate);
-    });
-  if (is_floating(x.dtype()) && autograd::needs_grad({&x, &src})) {
-    // d/dx: g, except where scatter overwrote x; d/dsrc: g read back at the scattered places.
-    autograd::record(op, {x, src}, {&out}, [d, idx, accumulate](std::vector<Tensor>&& g, Node*) {
-      Tensor gx = accumulate ? g[0] : g[0].scatter(d, idx, zeros_like(idx, {.dtype = g[0].dtype()}));
-      return std::vector<Tensor>{gx, g[0].gather(d, idx)};
-    });
-  }
+  if (call.capturing()) call.set_attrs({{"dim", d}});
+  call.finish({&x, &idx, &src}, {&out}, {},
+              // d/dx: g, except where scatter overwrote x; d/dsrc: g read back at the scattered places.
+              [d, idx, accumulate](const graph::Tensors&, graph::Tensors&& g) {
+                Tensor gx = accumulate ? g[0] : g[0].scatter(d, idx, zeros_like(idx, {.dtype = g[0].dtype()}));
+                return graph::Tensors{gx, Tensor(), g[0].gather(d, idx)};
+              },
+              [&](const graph::Tensors& t) {
+                return graph::Tensors{scatter_impl(op, t[0].defined() ? t[0] : zeros_like(x), d, idx,
+                                                   t[2].defined() ? t[2] : zeros_like(src), accumulate)};
+              });
   return out;
 }
 
@@ -394,8 +385,7 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
 }
 
 Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) {
-  onnx::TraceScope trace(kTracedIndexPut);
-  if (trace) trace.record({value}, {*this});  // the exporter rejects it: its inputs do not matter
+  graph::OpCall call(kIndexPut);
   if (value.device() != device())
     fail<RuntimeError>("[index_put_] value on ", value.device(), ", tensor on ", device());
   if (autograd::inplace_needs_rebase(*this, &value, "index_put_"))
@@ -403,16 +393,14 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
                        "requires grad) is not supported yet; build the result with where(), cat() or scatter()");
   if (put_by_mask(*this, indices, value)) {
     bump_version();
-    return *this;
-  }
-  IndexPlan plan = plan_index(*this, indices);
-  if (plan.dims.empty()) {
+  } else if (IndexPlan plan = plan_index(*this, indices); plan.dims.empty()) {
     plan.view.copy_(broadcast_value(value, plan.view.shape(), dtype()));
-    return *this;
+  } else {
+    // The scatter reads value while writing here, so an overlapping value is copied first.
+    put_advanced(prepare_advanced(plan), value.shares_storage(*this) ? value.clone() : value);
+    bump_version();
   }
-  // The scatter reads value while writing here, so an overlapping value is copied first.
-  put_advanced(prepare_advanced(plan), value.shares_storage(*this) ? value.clone() : value);
-  bump_version();
+  call.finish({&value}, {this});  // the exporter rejects it: its inputs do not matter
   return *this;
 }
 
@@ -421,7 +409,7 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, Scalar value
 }
 
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
-  onnx::TraceScope trace(kTracedGather);
+  graph::OpCall call(kGather);
   const int64_t d = wrap_dim(dim, this->dim(), "gather");
   check_gather_args("gather", *this, d, index, nullptr);
   Tensor idx = checked_index(index, atleast_1d(*this).size(d), d, false, "gather");
@@ -434,16 +422,13 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
     if (out.numel() > 0)
       backend_for(device()).gather(atleast_1d(*this), d, atleast_1d(idx), atleast_1d(out));
   }
-  if (is_floating(dtype()) && forward::active())
-    forward::propagate({this}, out, [d, idx](const std::vector<Tensor>& t) { return t[0].gather(d, idx); });
-  if (trace) trace.record({*this, index}, {out}, {{"dim", d}});
-  if (is_floating(dtype()) && autograd::needs_grad({this})) {
-    Shape in_shape = shape();
-    autograd::record("gather", {*this}, {&out}, [d, idx, in_shape](std::vector<Tensor>&& g, Node*) {
-      Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
-      return std::vector<Tensor>{zero.scatter_add(d, idx, g[0])};
-    });
-  }
+  if (call.capturing()) call.set_attrs({{"dim", d}});
+  call.finish({this, &index}, {&out}, {},
+              [d, idx, in_shape = shape()](const graph::Tensors&, graph::Tensors&& g) {
+                Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
+                return graph::Tensors{zero.scatter_add(d, idx, g[0]), Tensor()};
+              },
+              [&](const graph::Tensors& t) { return graph::Tensors{t[0].gather(d, idx)}; });
   return out;
 }
 
@@ -483,10 +468,10 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
   if (!expandable(mask.shape(), shape()))
     fail("[masked_fill_] mask of shape ", mask.shape(), " cannot be broadcast to the tensor's shape ", shape());
   Tensor fill = scalar_tensor(value, {.dtype = dtype(), .device = device()});
-  onnx::TraceScope trace(kTracedMaskedFill);
-  if (trace) trace.record({mask, fill, *this}, {*this});  // recorded first: it reads the old value
+  graph::OpCall call(kMaskedFill);
   backend_for(device()).where(mask.expand(shape()), fill.expand(shape()), *this, *this);
   bump_version();
+  call.finish({&mask, &fill, this}, {this});
   return *this;
 }
 
@@ -498,11 +483,11 @@ Tensor Tensor::masked_select(const Tensor& mask) const {
 }
 
 Tensor Tensor::nonzero() const {
-  onnx::TraceScope trace(kTracedNonzero);
+  graph::OpCall call(kNonzero);
   Backend& backend = backend_for(device());
   Tensor out = empty({backend.count_nonzero(*this), dim()}, {.dtype = DType::Int64, .device = device()});
   if (out.numel() > 0) backend.nonzero(*this, out);
-  if (trace) trace.record({*this}, {out});
+  call.finish({this}, {&out});
   return out;
 }
 
@@ -617,9 +602,10 @@ Tensor argwhere(const Tensor& x) { return x.nonzero(); }
 std::vector<Tensor> where(const Tensor& cond) { return atleast_1d(cond).nonzero().unbind(1); }
 
 Tensor count_nonzero(const Tensor& x) {
-  onnx::TraceScope trace(kTracedNonzero);
-  if (trace) trace.record({x}, {});
-  return scalar_tensor(backend_for(x.device()).count_nonzero(x), {.dtype = DType::Int64, .device = x.device()});
+  graph::OpCall call(kNonzero);
+  Tensor out = scalar_tensor(backend_for(x.device()).count_nonzero(x), {.dtype = DType::Int64, .device = x.device()});
+  call.finish({&x}, {&out});
+  return out;
 }
 
 }  // namespace ug

@@ -5,18 +5,16 @@
 
 #include <algorithm>
 
-#include "ug/autograd/forward.h"
-#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
-#include "ug/core/batching.h"
-#include "ug/onnx/trace.h"
-
+#include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
 
 namespace ug {
 
 namespace {
+
+const graph::OpDef kCat("cat"), kPad("pad");
 
 void check_not_empty(const std::vector<Tensor>& tensors, const char* op) {
   if (tensors.empty()) fail("[", op, "] expected a non-empty list of tensors");
@@ -69,6 +67,7 @@ std::vector<DimPad> dim_pads(const Tensor& x, const Dims& pads) {
 }
 
 Tensor pad_constant(const Tensor& x, const std::vector<DimPad>& pads, Scalar value) {
+  graph::OpCall call(kPad);  // nested in pad()'s call: it records the derivatives only
   Shape shape = x.shape();
   for (const DimPad& p : pads) shape[p.dim] += p.left + p.right;
   Tensor out = full(shape, value, {.dtype = x.dtype(), .device = x.device()});
@@ -91,15 +90,12 @@ Tensor pad_constant(const Tensor& x, const std::vector<DimPad>& pads, Scalar val
     NoGradGuard no_grad;
     backend_for(x.device()).copy(part(x, src_ranges), part(out, dst_ranges));  // the op records itself below
   }
-  if (forward::active())
-    forward::propagate({&x}, out, [pads](const std::vector<Tensor>& t) { return pad_constant(t[0], pads, 0); });
-  if (grad) {
-    Shape in_shape = x.shape();
-    autograd::record("pad", {x}, {&out}, [part, dst_ranges, src_ranges, in_shape](std::vector<Tensor>&& g, Node*) {
-      auto source_part = [part, src_ranges](const Tensor& t) { return part(t, src_ranges); };
-      return std::vector<Tensor>{autograd::embed(part(g[0], dst_ranges), in_shape, source_part)};
-    });
-  }
+  call.finish({&x}, {&out}, {},
+              [part, dst_ranges, src_ranges, in_shape = x.shape()](const graph::Tensors&, graph::Tensors&& g) {
+                auto source_part = [part, src_ranges](const Tensor& t) { return part(t, src_ranges); };
+                return graph::Tensors{autograd::embed(part(g[0], dst_ranges), in_shape, source_part)};
+              },
+              [&](const graph::Tensors& t) { return graph::Tensors{pad_constant(t[0], pads, 0)}; });
   return out;
 }
 
@@ -125,8 +121,8 @@ Tensor source_positions(PadMode mode, int64_t size, const DimPad& p, Device devi
   }
 }
 
-/** pad() itself; the public pad records it for export as one op. */
-Tensor pad_untraced(const Tensor& x, const Dims& pads, std::string_view mode, std::optional<Scalar> value) {
+/** pad() itself; the public pad's call captures it as one op. */
+Tensor pad_impl(const Tensor& x, const Dims& pads, std::string_view mode, std::optional<Scalar> value) {
   const PadMode m = parse_pad_mode(mode);
   const std::vector<DimPad> dims = dim_pads(x, pads);
   if (m == PadMode::Constant) return pad_constant(x, dims, value.value_or(Scalar(0)));
@@ -140,12 +136,10 @@ Tensor pad_untraced(const Tensor& x, const Dims& pads, std::string_view mode, st
   return out.shares_storage(x) ? out.clone() : out;
 }
 
-const onnx::TracedOp kTracedCat("cat"), kTracedPad("pad");
-
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
-  onnx::TraceScope trace(kTracedCat);
+  graph::OpCall call(kCat);
   check_not_empty(tensors, "cat");
   DType dtype = tensors[0].dtype();
   const Tensor* first = nullptr;
@@ -189,10 +183,12 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   }
   std::vector<Tensor> parts;
   Dims sizes;
+  std::vector<DType> dtypes;
   for (const Tensor& t : tensors) {
     if (is_legacy_empty(t)) continue;
     parts.push_back(t);
     sizes.push_back(t.size(d));
+    dtypes.push_back(t.dtype());
   }
   if (!lvl) {
     NoGradGuard no_grad;  // the copies are the op's own business; it records itself below
@@ -203,31 +199,25 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
       at += t.size(d);
     }
   }
-  if (trace) trace.record(parts, {out}, {{"dim", d}});
-  if (is_floating(dtype) && forward::active()) {
-    std::vector<const Tensor*> inputs;
-    for (const Tensor& t : parts) inputs.push_back(&t);
-    forward::propagate(inputs, out, [parts, d, dtype](const std::vector<Tensor>& t) {
-      std::vector<Tensor> tangents;
-      for (size_t i = 0; i < parts.size(); ++i)
-        tangents.push_back(t[i].defined() ? t[i].to(dtype) : zeros_like(parts[i], {.dtype = dtype}));
-      return cat(tangents, d);
-    });
-  }
-  if (is_floating(dtype) && GradMode::is_enabled() &&
-      std::any_of(parts.begin(), parts.end(), [](const Tensor& t) { return autograd::requires_grad(t); })) {
-    std::vector<DType> dtypes;
-    for (const Tensor& t : parts) dtypes.push_back(t.dtype());
-    autograd::record("cat", parts, {&out}, [d, sizes, dtypes](std::vector<Tensor>&& g, Node*) {
-      std::vector<Tensor> grads;
-      int64_t at = 0;
-      for (size_t i = 0; i < sizes.size(); ++i) {
-        grads.push_back(g[0].narrow(d, at, sizes[i]).to(dtypes[i]));
-        at += sizes[i];
-      }
-      return grads;
-    });
-  }
+  std::vector<const Tensor*> inputs;
+  for (const Tensor& t : parts) inputs.push_back(&t);
+  if (call.capturing()) call.set_attrs({{"dim", d}});
+  call.finish(inputs, {&out}, {},
+              [d, sizes, dtypes](const graph::Tensors&, graph::Tensors&& g) {
+                graph::Tensors grads;
+                int64_t at = 0;
+                for (size_t i = 0; i < sizes.size(); ++i) {
+                  grads.push_back(g[0].narrow(d, at, sizes[i]).to(dtypes[i]));
+                  at += sizes[i];
+                }
+                return grads;
+              },
+              [&](const graph::Tensors& t) {
+                graph::Tensors tangents;
+                for (size_t i = 0; i < parts.size(); ++i)
+                  tangents.push_back(t[i].defined() ? t[i].to(dtype) : zeros_like(parts[i], {.dtype = dtype}));
+                return graph::Tensors{cat(tangents, d)};
+              });
   return out;
 }
 
@@ -281,13 +271,13 @@ Tensor dstack(const std::vector<Tensor>& tensors) {
 }
 
 Tensor pad(const Tensor& x, const Dims& pads, std::string_view mode, std::optional<Scalar> value) {
-  onnx::TraceScope trace(kTracedPad);
-  Tensor out = pad_untraced(x, pads, mode, value);
-  if (trace)
-    trace.record({x}, {out},
-                 {{"pads", std::vector<int64_t>(pads.begin(), pads.end())},
-                  {"mode", std::string(mode)},
-                  {"value", value ? value->to_double() : 0.0}});
+  graph::OpCall call(kPad);
+  Tensor out = pad_impl(x, pads, mode, value);
+  if (call.capturing())
+    call.set_attrs({{"pads", std::vector<int64_t>(pads.begin(), pads.end())},
+                    {"mode", std::string(mode)},
+                    {"value", value ? value->to_double() : 0.0}});
+  call.finish({&x}, {&out});
   return out;
 }
 

@@ -7,11 +7,8 @@
 #include <string>
 
 #include "ug/backend/backend.h"
-#include "ug/autograd/debugging.h"
-#include "ug/autograd/forward.h"
-#include "ug/autograd/record.h"
-#include "ug/core/batching.h"
-#include "ug/onnx/trace.h"
+#include "ug/graph/op_call.h"
+#include "ug/ops/binary.h"
 #include "ug/ops/reduce.h"
 
 namespace ug {
@@ -33,9 +30,13 @@ DType common_dtype(const Tensor& a, const Tensor& b, const char* op) {
   return t;
 }
 
+const graph::OpDef kMatmul("matmul");
+
 /** out[b] = a[b] @ b[b] for [B, M, K] x [B, K, N] operands of one dtype. The gradients are
- *  products too: g @ b^T and a^T @ g (transposes are views the kernel reads in place). */
+ *  products too: g @ b^T and a^T @ g (transposes are views the kernel reads in place).
+ *  Inside matmul or bmm its call is nested, so the capture sees only theirs. */
 Tensor batched_product(const Tensor& a, const Tensor& b) {
+  graph::OpCall call(kMatmul);
   Tensor out;
   if (int lvl = batching::max_level({&a, &b})) {
     // vmap: fold the vmap batch into the product's batch, [V, B, M, K] -> [V*B, M, K].
@@ -48,23 +49,18 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
   } else {
     out = empty({a.size(0), a.size(1), b.size(2)}, {.dtype = a.dtype(), .device = a.device()});
     backend_for(a.device()).matmul(a, b, out);
-    debugging::check_output(out, "matmul");
   }
-  if (is_floating(a.dtype()) && forward::active())
-    forward::propagate({&a, &b}, out, [a, b](const std::vector<Tensor>& t) {
-      Tensor ta = t[0].defined() ? batched_product(t[0], b) : Tensor();
-      Tensor tb = t[1].defined() ? batched_product(a, t[1]) : Tensor();
-      return ta.defined() && tb.defined() ? ta + tb : ta.defined() ? ta : tb;
-    });
-  if (is_floating(a.dtype()) && autograd::needs_grad({&a, &b})) {
-    autograd::record("matmul", {a, b}, {&out},
-                     [as = autograd::save(a), bs = autograd::save(b)](std::vector<Tensor>&& g, Node* n) {
-                       Tensor a = as.unpack(n, "matmul"), b = bs.unpack(n, "matmul");
-                       Tensor ga = batched_product(g[0], b.transpose(1, 2));
-                       Tensor gb = batched_product(a.transpose(1, 2), g[0]);
-                       return std::vector<Tensor>{ga, gb};
-                     });
-  }
+  call.finish({&a, &b}, {&out}, {graph::input(a), graph::input(b)},
+              [](const graph::Tensors& s, graph::Tensors&& g) {
+                Tensor ga = batched_product(g[0], s[1].transpose(1, 2));
+                Tensor gb = batched_product(s[0].transpose(1, 2), g[0]);
+                return graph::Tensors{ga, gb};
+              },
+              [&](const graph::Tensors& t) {
+                Tensor ta = t[0].defined() ? batched_product(t[0], b) : Tensor();
+                Tensor tb = t[1].defined() ? batched_product(a, t[1]) : Tensor();
+                return graph::Tensors{ta.defined() && tb.defined() ? ta + tb : ta.defined() ? ta : tb};
+              });
   return out;
 }
 
@@ -106,10 +102,8 @@ void require_dims(const Tensor& a, const Tensor& b, int64_t n, const char* op) {
 
 }  // namespace
 
-const onnx::TracedOp kTracedMatmul("matmul");
-
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
-  onnx::TraceScope trace(kTracedMatmul);
+  graph::OpCall call(kMatmul);
   if (a0.dim() == 0 || b0.dim() == 0)
     fail("[matmul] both arguments need at least 1 dimension, got shapes ", a0.shape(), " and ", b0.shape());
   DType dtype = common_dtype(a0, b0, "matmul");
@@ -135,7 +129,7 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   if (a_vec) drop.push_back(out.dim() - 2);
   if (b_vec) drop.push_back(out.dim() - 1);
   if (!drop.empty()) out = out.squeeze(drop);
-  if (trace) trace.record({a0, b0}, {out});
+  call.finish({&a0, &b0}, {&out});
   return out;
 }
 
@@ -155,10 +149,10 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   if (a.size(2) != b.size(1))
     fail("[bmm] shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", a.size(2), " vs ",
          b.size(1), ")");
-  onnx::TraceScope trace(kTracedMatmul);
+  graph::OpCall call(kMatmul);
   DType dtype = common_dtype(a, b, "bmm");
   Tensor out = batched_product(a.to(dtype), b.to(dtype));
-  if (trace) trace.record({a, b}, {out});
+  call.finish({&a, &b}, {&out});
   return out;
 }
 

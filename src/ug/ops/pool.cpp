@@ -7,19 +7,19 @@
 
 #include <memory>
 
-#include "ug/autograd/debugging.h"
-#include "ug/autograd/forward.h"
 #include "ug/autograd/grad_mode.h"
-#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
-#include "ug/core/batching.h"
-#include "ug/onnx/trace.h"
+#include "ug/graph/op_call.h"
 
 namespace ug {
 
 namespace {
 
 using Windows = std::shared_ptr<const PoolWindows>;
+
+// The primitives' own calls: nested in the public poolings, they are captured only where they
+// run alone (in a backward pass).
+const graph::OpDef kMaxPool2d("max_pool2d"), kAvgPool2d("avg_pool2d"), kAvgPool2dBackward("avg_pool2d_backward");
 
 /** x [..., H, W] as planes [P, H, W] (contiguous), for a kernel: no autograd node for the view. */
 Tensor planes(const Tensor& x) {
@@ -35,6 +35,7 @@ Shape with_last2(const Tensor& x, int64_t a, int64_t b) {
 }
 
 std::pair<Tensor, Tensor> window_max(const Tensor& x, const Windows& win) {
+  graph::OpCall call(kMaxPool2d);
   Tensor out, idx;
   if (int lvl = batching::level(x)) {
     auto [o, i] = window_max(batching::physical(x, lvl), win);
@@ -47,24 +48,24 @@ std::pair<Tensor, Tensor> window_max(const Tensor& x, const Windows& win) {
     if (out.numel() > 0)
       backend_for(x.device()).max_pool2d(planes(x), *win, out.view({-1, shape[shape.size() - 2], shape.back()}),
                                          idx.view({-1, shape[shape.size() - 2], shape.back()}));
-    debugging::check_output(out, "max_pool2d");
   }
-  if (forward::active())
-    forward::propagate({&x}, out, [idx, shape = out.shape()](const std::vector<Tensor>& t) {
-      return t[0].flatten(-2).gather(-1, idx.flatten(-2)).view(shape);
-    });
-  if (autograd::needs_grad({&x}))
-    autograd::record("max_pool2d", {x}, {&out}, [idx, shape = x.shape(), dtype = x.dtype(), device = x.device()](
-                                                    std::vector<Tensor>&& g, Node*) {
-      Tensor zero = zeros(shape, {.dtype = dtype, .device = device}).flatten(-2);
-      return std::vector<Tensor>{zero.scatter_add(-1, idx.flatten(-2), g[0].flatten(-2)).view(shape)};
-    });
+  // The indices are an integer by-product: the call's output is the maximum alone.
+  call.finish({&x}, {&out}, {},
+              [idx, shape = x.shape(), dtype = x.dtype(), device = x.device()](const graph::Tensors&,
+                                                                                graph::Tensors&& g) {
+                Tensor zero = zeros(shape, {.dtype = dtype, .device = device}).flatten(-2);
+                return graph::Tensors{zero.scatter_add(-1, idx.flatten(-2), g[0].flatten(-2)).view(shape)};
+              },
+              [&](const graph::Tensors& t) {
+                return graph::Tensors{t[0].flatten(-2).gather(-1, idx.flatten(-2)).view(out.shape())};
+              });
   return {out, idx};
 }
 
 Tensor window_avg_transpose(const Tensor& g, const Windows& win, int64_t h, int64_t w);
 
 Tensor window_avg(const Tensor& x, const Windows& win) {
+  graph::OpCall call(kAvgPool2d);
   Tensor out;
   if (int lvl = batching::level(x)) {
     out = batching::wrap(window_avg(batching::physical(x, lvl), win), lvl);
@@ -73,19 +74,18 @@ Tensor window_avg(const Tensor& x, const Windows& win) {
     out = empty(shape, {.dtype = x.dtype(), .device = x.device()});
     if (out.numel() > 0)
       backend_for(x.device()).avg_pool2d(planes(x), *win, out.view({-1, shape[shape.size() - 2], shape.back()}));
-    debugging::check_output(out, "avg_pool2d");
   }
-  if (forward::active())
-    forward::propagate({&x}, out, [win](const std::vector<Tensor>& t) { return window_avg(t[0], win); });
-  if (autograd::needs_grad({&x}))
-    autograd::record("avg_pool2d", {x}, {&out}, [win, h = x.size(-2), w = x.size(-1)](std::vector<Tensor>&& g, Node*) {
-      return std::vector<Tensor>{window_avg_transpose(g[0], win, h, w)};
-    });
+  call.finish({&x}, {&out}, {},
+              [win, h = x.size(-2), w = x.size(-1)](const graph::Tensors&, graph::Tensors&& g) {
+                return graph::Tensors{window_avg_transpose(g[0], win, h, w)};
+              },
+              [&](const graph::Tensors& t) { return graph::Tensors{window_avg(t[0], win)}; });
   return out;
 }
 
 /** The adjoint of window_avg: each output's gradient spread over its window. */
 Tensor window_avg_transpose(const Tensor& g, const Windows& win, int64_t h, int64_t w) {
+  graph::OpCall call(kAvgPool2dBackward);
   Tensor out;
   if (int lvl = batching::level(g)) {
     out = batching::wrap(window_avg_transpose(batching::physical(g, lvl), win, h, w), lvl);
@@ -94,16 +94,10 @@ Tensor window_avg_transpose(const Tensor& g, const Windows& win, int64_t h, int6
     out = empty(shape, {.dtype = g.dtype(), .device = g.device()});
     if (out.numel() > 0)
       backend_for(g.device()).avg_pool2d_transpose(planes(g), *win, out.view({-1, h, w}));
-    debugging::check_output(out, "avg_pool2d_backward");
   }
-  if (forward::active())
-    forward::propagate({&g}, out, [win, h, w](const std::vector<Tensor>& t) {
-      return window_avg_transpose(t[0], win, h, w);
-    });
-  if (autograd::needs_grad({&g}))
-    autograd::record("avg_pool2d_backward", {g}, {&out}, [win](std::vector<Tensor>&& gr, Node*) {
-      return std::vector<Tensor>{window_avg(gr[0], win)};
-    });
+  call.finish({&g}, {&out}, {},
+              [win](const graph::Tensors&, graph::Tensors&& gr) { return graph::Tensors{window_avg(gr[0], win)}; },
+              [&](const graph::Tensors& t) { return graph::Tensors{window_avg_transpose(t[0], win, h, w)}; });
   return out;
 }
 
@@ -204,11 +198,12 @@ PoolWindows adaptive_windows(const Tensor& x, const int64_t size[2]) {
   return win;
 }
 
-const onnx::TracedOp kTracedMaxPool("max_pool"), kTracedAvgPool("avg_pool"),
-    kTracedAdaptiveMaxPool("adaptive_max_pool"), kTracedAdaptiveAvgPool("adaptive_avg_pool");
+const graph::OpDef kMaxPool("max_pool"), kAvgPool("avg_pool"), kAdaptiveMaxPool("adaptive_max_pool"),
+    kAdaptiveAvgPool("adaptive_avg_pool");
 
-/** A pooling's export trace: kernel, strides, pads and dilations of the nd spatial dims. */
-onnx::Attrs pool_attrs(const Args& a, int64_t nd, bool ceil_mode) {
+/** A pooling's attributes for the capture: kernel, strides, pads and dilations of the nd
+ *  spatial dims. */
+graph::Attrs pool_attrs(const Args& a, int64_t nd, bool ceil_mode) {
   std::vector<int64_t> kernel, strides, pads, dilations;
   for (int64_t d = 2 - nd; d < 2; ++d) {
     kernel.push_back(a.kernel[d]);
@@ -223,18 +218,19 @@ onnx::Attrs pool_attrs(const Args& a, int64_t nd, bool ceil_mode) {
 
 std::pair<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd, const Dims& kernel, const Dims& stride,
                                    const Dims& padding, const Dims& dilation, bool ceil_mode, const char* op) {
-  onnx::TraceScope trace(kTracedMaxPool);
+  graph::OpCall call(kMaxPool);
   Tensor x = pool_input(input, nd, op);
   Args a = make_args(nd, kernel, stride, padding, dilation, op);
   auto [out, idx] = window_max(x, std::make_shared<const PoolWindows>(sliding_windows(x, a, ceil_mode, op)));
   Tensor y = pool_output(out, input, nd);
-  if (trace) trace.record({input}, {y}, pool_attrs(a, nd, ceil_mode));
+  if (call.capturing()) call.set_attrs(pool_attrs(a, nd, ceil_mode));
+  call.finish({&input}, {&y});
   return {y, index_output(idx, nd)};
 }
 
 Tensor avg_pool(const Tensor& input, int64_t nd, const Dims& kernel, const Dims& stride, const Dims& padding,
                 bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, const char* op) {
-  onnx::TraceScope trace(kTracedAvgPool);
+  graph::OpCall call(kAvgPool);
   Tensor x = pool_input(input, nd, op);
   Args a = make_args(nd, kernel, stride, padding, {1}, op);
   if (divisor_override && *divisor_override == 0) fail("[", op, "] divisor must be not zero");
@@ -252,12 +248,13 @@ Tensor avg_pool(const Tensor& input, int64_t nd, const Dims& kernel, const Dims&
       std::fill(win.divisor[d].begin(), win.divisor[d].end(), d == 0 ? static_cast<double>(*divisor_override) : 1.0);
   }
   Tensor y = pool_output(window_avg(x, std::make_shared<const PoolWindows>(std::move(win))), input, nd);
-  if (trace) {
-    onnx::Attrs attrs = pool_attrs(a, nd, ceil_mode);
+  if (call.capturing()) {
+    graph::Attrs attrs = pool_attrs(a, nd, ceil_mode);
     attrs.emplace_back("count_include_pad", int64_t{count_include_pad});
     attrs.emplace_back("divisor_override", divisor_override.value_or(0));
-    trace.record({input}, {y}, std::move(attrs));
+    call.set_attrs(std::move(attrs));
   }
+  call.finish({&input}, {&y});
   return y;
 }
 
@@ -271,23 +268,25 @@ void adaptive_size(int64_t nd, const Dims& output_size, int64_t size[2], const c
 }
 
 std::pair<Tensor, Tensor> adaptive_max(const Tensor& input, int64_t nd, const Dims& output_size, const char* op) {
-  onnx::TraceScope trace(kTracedAdaptiveMaxPool);
+  graph::OpCall call(kAdaptiveMaxPool);
   Tensor x = pool_input(input, nd, op);
   int64_t size[2];
   adaptive_size(nd, output_size, size, op);
   auto [out, idx] = window_max(x, std::make_shared<const PoolWindows>(adaptive_windows(x, size)));
   Tensor y = pool_output(out, input, nd);
-  if (trace) trace.record({input}, {y}, {{"spatial_dims", nd}});
+  if (call.capturing()) call.set_attrs({{"spatial_dims", nd}});
+  call.finish({&input}, {&y});
   return {y, index_output(idx, nd)};
 }
 
 Tensor adaptive_avg(const Tensor& input, int64_t nd, const Dims& output_size, const char* op) {
-  onnx::TraceScope trace(kTracedAdaptiveAvgPool);
+  graph::OpCall call(kAdaptiveAvgPool);
   Tensor x = pool_input(input, nd, op);
   int64_t size[2];
   adaptive_size(nd, output_size, size, op);
   Tensor y = pool_output(window_avg(x, std::make_shared<const PoolWindows>(adaptive_windows(x, size))), input, nd);
-  if (trace) trace.record({input}, {y}, {{"spatial_dims", nd}});
+  if (call.capturing()) call.set_attrs({{"spatial_dims", nd}});
+  call.finish({&input}, {&y});
   return y;
 }
 

@@ -8,19 +8,9 @@
 #include <vector>
 
 #include "ug/core/tensor.h"
+#include "ug/ops/pool_kinds.h"
 
 namespace ug {
-
-/** Where each output of a 2-d pooling reads, as the backend sees it. Along spatial dim d,
- *  output i reads input positions start[d][i] + j * step[d] for j < count[d][i], skipping
- *  those outside the input (padding). An average divides the window's sum by
- *  divisor[0][i] * divisor[1][j]. */
-struct PoolWindows {
-  std::vector<int64_t> start[2], count[2];
-  int64_t step[2] = {1, 1};
-  std::vector<double> divisor[2];
-  int64_t out_size(int d) const { return static_cast<int64_t>(start[d].size()); }
-};
 
 /** Max pooling; the indices (int64) are flat positions in each input plane (h * W + w). */
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const Dims& kernel_size,

@@ -5,14 +5,14 @@
 #include <vector>
 
 #include "ug/backend/backend.h"
-#include "ug/onnx/trace.h"
+#include "ug/graph/op_call.h"
 
 namespace ug {
 
 namespace {
 
-/** Random draws are traced (and rejected by the exporter) rather than frozen into constants. */
-const onnx::TracedOp kTracedRandom("random");
+/** Random draws are captured (and rejected by the exporter) rather than frozen into constants. */
+const graph::OpDef kRandom("random");
 
 /** Each element may use two words of a 4-word block: reserve enough for any kernel layout. */
 RandomStream reserve_for(int64_t n) {
@@ -26,34 +26,34 @@ DType float_dtype(const Options& opts, const char* op) {
 }
 
 Tensor uniform_from(const RandomStream& s, const Dims& shape, double low, double high, DType dtype, Device device) {
-  onnx::TraceScope trace(kTracedRandom);
+  graph::OpCall call(kRandom);
   Tensor out = empty(shape, {.dtype = dtype, .device = device});
   backend_for(device).uniform(out, s, low, high);
-  if (trace) trace.record({}, {out});
+  call.finish({}, {&out});
   return out;
 }
 
 Tensor normal_from(const RandomStream& s, const Dims& shape, double mean, double std, DType dtype, Device device) {
-  onnx::TraceScope trace(kTracedRandom);
+  graph::OpCall call(kRandom);
   if (std < 0) fail("[normal] std must be non-negative, got ", std);
   Tensor out = empty(shape, {.dtype = dtype, .device = device});
   backend_for(device).normal(out, s, mean, std);
-  if (trace) trace.record({}, {out});
+  call.finish({}, {&out});
   return out;
 }
 
 Tensor randint_from(const RandomStream& s, const Dims& shape, int64_t low, int64_t high, DType dtype, Device device) {
-  onnx::TraceScope trace(kTracedRandom);
+  graph::OpCall call(kRandom);
   if (low >= high) fail("[randint] expects low < high, got low=", low, " high=", high);
   Tensor out = empty(shape, {.dtype = dtype, .device = device});
   backend_for(device).randint(out, s, low, high);
-  if (trace) trace.record({}, {out});
+  call.finish({}, {&out});
   return out;
 }
 
 /** A permutation of [0, n): indices sorted by 64-bit random keys drawn from the stream. */
 Tensor permutation_from(const RandomStream& s, int64_t n) {
-  onnx::TraceScope trace(kTracedRandom);
+  graph::OpCall call(kRandom);
   if (n < 0) fail("[permutation] n must be non-negative, got ", n);
   std::vector<std::pair<uint64_t, int64_t>> keyed(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
@@ -66,7 +66,7 @@ Tensor permutation_from(const RandomStream& s, int64_t n) {
   Tensor out = empty({n}, {.dtype = DType::Int64});
   int64_t* p = static_cast<int64_t*>(out.raw_data());
   for (int64_t i = 0; i < n; ++i) p[i] = keyed[static_cast<size_t>(i)].second;
-  if (trace) trace.record({}, {out});
+  call.finish({}, {&out});
   return out;
 }
 

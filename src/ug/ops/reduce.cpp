@@ -8,12 +8,8 @@
 #include <cmath>
 #include <limits>
 
-#include "ug/autograd/debugging.h"
-#include "ug/autograd/forward.h"
-#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
-#include "ug/core/batching.h"
-#include "ug/onnx/trace.h"
+#include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/ops/unary.h"
@@ -41,14 +37,16 @@ Mask reduce_mask(const Tensor& x, const Dims& dims, const char* op) {
 
 Mask single_dim_mask(const Tensor& x, int64_t dim, const char* op) { return reduce_mask(x, {dim}, op); }
 
-const onnx::TracedOp kTracedReduce[] = {onnx::TracedOp("sum"),    onnx::TracedOp("prod"),   onnx::TracedOp("amax"),
-                                         onnx::TracedOp("amin"),   onnx::TracedOp("argmax"), onnx::TracedOp("argmin"),
-                                         onnx::TracedOp("all"),    onnx::TracedOp("any")};
-const onnx::TracedOp kTracedCumsum("cumsum"), kTracedCumprod("cumprod");
-const onnx::TracedOp kTracedMean("mean"), kTracedSoftmax("softmax"), kTracedLogSoftmax("log_softmax");
+const graph::OpDef kReduce[] = {graph::OpDef("sum"),    graph::OpDef("prod"),   graph::OpDef("amax"),
+                                 graph::OpDef("amin"),   graph::OpDef("argmax"), graph::OpDef("argmin"),
+                                 graph::OpDef("all"),    graph::OpDef("any")};
+// amax and amin's autograd nodes are named max and min (see run_reduce).
+const graph::OpDef kMax("max"), kMin("min");
+const graph::OpDef kCumsum("cumsum"), kCumprod("cumprod");
+const graph::OpDef kMean("mean"), kSoftmax("softmax"), kLogSoftmax("log_softmax");
 
-/** A reduction's export trace: the reduced dims and keepdim. */
-onnx::Attrs reduce_attrs(const Mask& mask, bool keepdim) {
+/** A reduction's attributes for the capture: the reduced dims and keepdim. */
+graph::Attrs reduce_attrs(const Mask& mask, bool keepdim) {
   std::vector<int64_t> axes;
   for (size_t d = 0; d < mask.size(); ++d)
     if (mask[d]) axes.push_back(static_cast<int64_t>(d));
@@ -166,54 +164,65 @@ Tensor prod_backward(const Tensor& g, const Tensor& x, const Mask& mask) {
   return keep_dims(g, x.shape(), mask) * others.permute(inverse);
 }
 
-/** Runs the backend's `op` over the masked dims; x already has the kernel's input dtype. */
-Tensor run_reduce(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim, DType out_dtype) {
-  onnx::TraceScope trace(kTracedReduce[static_cast<int>(op)]);
+/** Runs the backend's `op` over the masked dims as the op `def`; x already has the kernel's
+ *  input dtype. */
+Tensor reduce_as(const graph::OpDef& def, ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim,
+                 DType out_dtype) {
+  graph::OpCall call(def);
   Tensor out;
   if (int lvl = batching::level(x)) {
     Mask with_batch(1, false);  // the batch dim is never reduced
     for (bool m : mask) with_batch.push_back(m);
-    out = batching::wrap(run_reduce(op, batching::physical(x, lvl), with_batch, keepdim, out_dtype), lvl);
+    out = batching::wrap(reduce_as(def, op, batching::physical(x, lvl), with_batch, keepdim, out_dtype), lvl);
   } else {
     out = empty(reduced_shape(x.shape(), mask, keepdim), {.dtype = out_dtype, .device = x.device()});
   }
   if (!batching::level(x) && out.numel() > 0) {
     Layout l = to_layout(x, mask);
     backend_for(x.device()).reduce(op, l.src, l.outer, l.reduced, l.inner, out);
-    debugging::check_output(out, "reduce");
   }
-  if (trace) trace.record({x}, {out}, reduce_attrs(mask, keepdim));
-  const bool differentiable = op == ReduceOp::Sum || op == ReduceOp::Prod || op == ReduceOp::Max || op == ReduceOp::Min;
-  if (differentiable && forward::active())
-    forward::propagate({&x}, out, [op, x, out, mask, keepdim](const std::vector<Tensor>& t) {
-      Dims dims = masked_dims(mask);
-      auto total = [&](const Tensor& v) {
-        Tensor s = dims.empty() ? v : v.sum(dims, true);
-        return keepdim ? s : s.reshape(Dims(out.shape().begin(), out.shape().end()));
-      };
-      if (op == ReduceOp::Sum) return total(t[0]);
-      if (op == ReduceOp::Prod) return total(prod_backward(ones_like(out), x, mask) * t[0]);
-      // max/min: the mean tangent of the elements equal to the extreme.
-      Tensor hit = x.eq(keep_dims(out, x.shape(), mask)).to(x.dtype());
-      return total(hit * t[0]) / total(hit);
-    });
-  if (differentiable && is_floating(out_dtype) && autograd::needs_grad({&x})) {
-    // A sum's rule needs only the input's shape; the others read the input (and max/min the result).
-    const bool sum = op == ReduceOp::Sum, extreme = op == ReduceOp::Max || op == ReduceOp::Min;
-    autograd::record(sum ? "sum" : op == ReduceOp::Prod ? "prod" : op == ReduceOp::Max ? "max" : "min", {x}, {&out},
-                     [op, mask, in_shape = x.shape(), xs = sum ? SavedTensor() : autograd::save(x),
-                      ys = extreme ? autograd::save_output(out) : SavedTensor()](std::vector<Tensor>&& g, Node* n) {
-                       Tensor gk = keep_dims(g[0], in_shape, mask);
-                       if (op == ReduceOp::Sum) return std::vector<Tensor>{gk.expand(in_shape)};
-                       Tensor x = xs.unpack(n, "reduce");
-                       if (op == ReduceOp::Prod) return std::vector<Tensor>{prod_backward(g[0], x, mask)};
-                       // max/min: shared evenly among the elements equal to the extreme.
-                       Tensor hit = x.eq(keep_dims(ys.unpack(n, "reduce"), x.shape(), mask)).to(x.dtype());
-                       Dims dims = masked_dims(mask);
-                       Tensor count = dims.empty() ? hit : hit.sum(dims, true);
-                       return std::vector<Tensor>{hit * gk / count};
-                     });
+  if (call.capturing()) call.set_attrs(reduce_attrs(mask, keepdim));
+  const bool sum = op == ReduceOp::Sum, extreme = op == ReduceOp::Max || op == ReduceOp::Min;
+  if (!sum && !extreme && op != ReduceOp::Prod) {  // argmax, argmin, all, any: no derivative
+    call.finish({&x}, {&out});
+    return out;
   }
+  // A sum's rule needs only the input's shape; the others read the input (and max/min the result).
+  call.finish({&x}, {&out}, {sum ? graph::nothing : graph::input(x), extreme ? graph::output(out) : graph::nothing},
+              [op, mask, in_shape = x.shape()](const graph::Tensors& s, graph::Tensors&& g) {
+                Tensor gk = keep_dims(g[0], in_shape, mask);
+                if (op == ReduceOp::Sum) return graph::Tensors{gk.expand(in_shape)};
+                const Tensor& x = s[0];
+                if (op == ReduceOp::Prod) return graph::Tensors{prod_backward(g[0], x, mask)};
+                // max/min: shared evenly among the elements equal to the extreme.
+                Tensor hit = x.eq(keep_dims(s[1], x.shape(), mask)).to(x.dtype());
+                Dims dims = masked_dims(mask);
+                Tensor count = dims.empty() ? hit : hit.sum(dims, true);
+                return graph::Tensors{hit * gk / count};
+              },
+              [&](const graph::Tensors& t) {
+                Dims dims = masked_dims(mask);
+                auto total = [&](const Tensor& v) {
+                  Tensor s = dims.empty() ? v : v.sum(dims, true);
+                  return keepdim ? s : s.reshape(Dims(out.shape().begin(), out.shape().end()));
+                };
+                if (op == ReduceOp::Sum) return graph::Tensors{total(t[0])};
+                if (op == ReduceOp::Prod) return graph::Tensors{total(prod_backward(ones_like(out), x, mask) * t[0])};
+                // max/min: the mean tangent of the elements equal to the extreme.
+                Tensor hit = x.eq(keep_dims(out, x.shape(), mask)).to(x.dtype());
+                return graph::Tensors{total(hit * t[0]) / total(hit)};
+              });
+  return out;
+}
+
+Tensor run_reduce(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim, DType out_dtype) {
+  const graph::OpDef& def = kReduce[static_cast<int>(op)];
+  if (op != ReduceOp::Max && op != ReduceOp::Min) return reduce_as(def, op, x, mask, keepdim, out_dtype);
+  // Captured as amax/amin; a nested call (hidden from the capture) names the autograd node max/min.
+  graph::OpCall call(def);
+  Tensor out = reduce_as(op == ReduceOp::Max ? kMax : kMin, op, x, mask, keepdim, out_dtype);
+  if (call.capturing()) call.set_attrs(reduce_attrs(mask, keepdim));
+  call.finish({&x}, {&out});
   return out;
 }
 
@@ -240,14 +249,15 @@ Tensor prod_masked(const Tensor& x, const Mask& mask, bool keepdim, std::optiona
 }
 
 Tensor mean_masked(const Tensor& x, const Mask& mask, bool keepdim, std::optional<DType> dtype) {
-  onnx::TraceScope trace(kTracedMean);
+  graph::OpCall call(kMean);
   DType target = dtype.value_or(x.dtype());
   if (!is_floating(target))
     fail<TypeError>("[mean] could not infer output dtype. Input dtype must be a floating point dtype, got ",
                     x.dtype(), " (shape ", x.shape(), "); pass dtype=float32 or convert the input");
   Tensor total = sum_masked(x, mask, keepdim, compute_dtype(target));
   Tensor out = total.div(static_cast<double>(reduced_count(x.shape(), mask))).to(target);
-  if (trace) trace.record({x}, {out}, reduce_attrs(mask, keepdim));
+  if (call.capturing()) call.set_attrs(reduce_attrs(mask, keepdim));
+  call.finish({&x}, {&out});
   return out;
 }
 
@@ -309,7 +319,7 @@ Tensor var_impl(const Tensor& x, const std::optional<Dims>& dims, double correct
 }
 
 Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
-  onnx::TraceScope trace(op == ScanOp::CumSum ? kTracedCumsum : kTracedCumprod);
+  graph::OpCall call(op == ScanOp::CumSum ? kCumsum : kCumprod);
   int64_t d = wrap_dim(dim, x.dim(), name);
   DType target = widened(x.dtype());
   Tensor src = x.to(target);
@@ -326,57 +336,62 @@ Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
     }
     backend_for(x.device()).scan(op, src.contiguous(), outer, n, inner, out);
   }
-  if (trace) trace.record({x}, {out}, {{"dim", d}});
-  if (is_floating(target) && forward::active())
-    forward::propagate({&src}, out, [op, d, src, out](const std::vector<Tensor>& t) {
-      return op == ScanOp::CumSum ? t[0].cumsum(d) : out * (t[0] / src).cumsum(d);
-    });
-  if (is_floating(target) && autograd::needs_grad({&src})) {
-    autograd::record(name, {src}, {&out},
-                     [op, d, xs = autograd::save(src), ys = autograd::save_output(out)](std::vector<Tensor>&& g, Node* nd) {
-                       // The gradient of a running sum is the running sum of g taken from the end.
-                       if (op == ScanOp::CumSum) return std::vector<Tensor>{g[0].flip({d}).cumsum(d).flip({d})};
-                       Tensor y = ys.unpack(nd, "cumprod"), x = xs.unpack(nd, "cumprod");
-                       return std::vector<Tensor>{(g[0] * y).flip({d}).cumsum(d).flip({d}) / x};
-                     });
-  }
+  if (call.capturing()) call.set_attrs({{"dim", d}});
+  // A derivative exists only for floating x, and then src is x itself.
+  call.finish({&x}, {&out}, {graph::input(src), graph::output(out)},
+              [op, d](const graph::Tensors& s, graph::Tensors&& g) {
+                // The gradient of a running sum is the running sum of g taken from the end.
+                if (op == ScanOp::CumSum) return graph::Tensors{g[0].flip({d}).cumsum(d).flip({d})};
+                return graph::Tensors{(g[0] * s[1]).flip({d}).cumsum(d).flip({d}) / s[0]};
+              },
+              [&](const graph::Tensors& t) {
+                return graph::Tensors{op == ScanOp::CumSum ? t[0].cumsum(d) : out * (t[0] / src).cumsum(d)};
+              });
   return out;
 }
 
-/** softmax or log_softmax itself; softmax_impl records it for export as one op. */
+/** softmax or log_softmax itself; softmax_impl's call records it as one op. */
 Tensor softmax_untraced(const Tensor& x, int64_t dim, bool log, const char* op);
+
+const graph::OpDef& softmax_def(bool log) { return log ? kLogSoftmax : kSoftmax; }
 
 /** softmax over rows of contiguous float32/float64 x (the reduced dim last): one backend
  *  kernel each way. The rule runs the fused backward, or the same formula with ops when a
- *  graph of the gradient is asked for (double backward). */
-Tensor softmax_rows(const Tensor& x, int64_t cols, bool log, const char* op) {
+ *  graph of the gradient is asked for (double backward). Its call is nested in softmax_impl's,
+ *  so the capture sees one softmax. */
+Tensor softmax_rows(const Tensor& x, int64_t cols, bool log) {
+  graph::OpCall call(softmax_def(log));
   const int64_t rows = x.numel() / cols;
   Tensor y = empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
   {
     NoGradGuard kernel_views;  // x's views only feed the kernel: no nodes for them
     backend_for(x.device()).softmax(x.contiguous().view({rows, cols}), log, y.view({rows, cols}));
   }
-  debugging::check_output(y, op);
-  if (autograd::needs_grad({&x}))
-    autograd::record(op, {x}, {&y}, [op, log, cols, ys = autograd::save_output(y)](std::vector<Tensor>&& g, Node* n) {
-      Tensor y = ys.unpack(n, op);
-      if (GradMode::is_enabled()) {
-        const int64_t d = y.dim() - 1;
-        return std::vector<Tensor>{log ? g[0] - y.exp() * g[0].sum(Dims{d}, true) : y * (g[0] - (g[0] * y).sum(Dims{d}, true))};
-      }
-      const int64_t rows = y.numel() / cols;
-      Tensor gc = g[0].contiguous();
-      Tensor dx = empty(y.shape(), {.dtype = y.dtype(), .device = y.device()});
-      backend_for(y.device()).softmax_backward(gc.view({rows, cols}), y.view({rows, cols}), log, dx.view({rows, cols}));
-      return std::vector<Tensor>{dx};
-    });
+  // No forward rule: under forward mode softmax takes the composed path.
+  call.finish({&x}, {&y}, {graph::output(y)},
+              [log, cols](const graph::Tensors& s, graph::Tensors&& g) {
+                const Tensor& y = s[0];
+                if (GradMode::is_enabled()) {
+                  const int64_t d = y.dim() - 1;
+                  return graph::Tensors{log ? g[0] - y.exp() * g[0].sum(Dims{d}, true)
+                                            : y * (g[0] - (g[0] * y).sum(Dims{d}, true))};
+                }
+                const int64_t rows = y.numel() / cols;
+                Tensor gc = g[0].contiguous();
+                Tensor dx = empty(y.shape(), {.dtype = y.dtype(), .device = y.device()});
+                backend_for(y.device()).softmax_backward(gc.view({rows, cols}), y.view({rows, cols}), log,
+                                                         dx.view({rows, cols}));
+                return graph::Tensors{dx};
+              },
+              graph::NoRule{});
   return y;
 }
 
 Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const char* op) {
-  onnx::TraceScope trace(log ? kTracedLogSoftmax : kTracedSoftmax);
+  graph::OpCall call(softmax_def(log));
   Tensor out = softmax_untraced(x, dim, log, op);
-  if (trace) trace.record({x}, {out}, {{"dim", wrap_dim(dim, std::max<int64_t>(x.dim(), 1), op)}});
+  if (call.capturing()) call.set_attrs({{"dim", wrap_dim(dim, std::max<int64_t>(x.dim(), 1), op)}});
+  call.finish({&x}, {&out});
   return out;
 }
 
@@ -386,7 +401,7 @@ Tensor softmax_untraced(const Tensor& x, int64_t dim, bool log, const char* op) 
   if (x.numel() == 0) return x.clone();
   const bool fused_dtype = x.dtype() == DType::Float32 || x.dtype() == DType::Float64;
   if (fused_dtype && x.dim() > 0 && wrap_dim(dim, x.dim(), op) == x.dim() - 1 && !batching::level(x) && !forward::active())
-    return softmax_rows(x, x.size(-1), log, op);
+    return softmax_rows(x, x.size(-1), log);
   Tensor xc = x.to(compute_dtype(x.dtype()));
   // Subtracting the row max keeps exp() finite; a row of -inf gives NaN, as in PyTorch.
   Tensor shifted = xc - run_reduce(ReduceOp::Max, xc, mask, true, xc.dtype());

@@ -1,10 +1,7 @@
 // Sorting: the sorted dim is moved last and made contiguous, the backend sorts each row of
 // that [rows, n] block, and the results are moved back. topk takes the head of a sort.
-#include "ug/autograd/forward.h"
-#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
-#include "ug/core/batching.h"
-#include "ug/onnx/trace.h"
+#include "ug/graph/op_call.h"
 #include "ug/ops/reduce.h"
 
 namespace ug {
@@ -13,9 +10,9 @@ namespace {
 /** Whether the sorted values need a derivative rule (reverse or forward mode). */
 bool derivative_wanted(const Tensor& x) { return autograd::needs_grad({&x}) || forward::active(); }
 
-const onnx::TracedOp kTracedSort("sort");
+const graph::OpDef kSort("sort");
 
-/** sort() itself; the public sort records it for export as one op. */
+/** sort() itself; the public sort's call records it as one op. */
 std::pair<Tensor, Tensor> sort_untraced(const Tensor& x, int64_t dim, bool descending, bool stable) {
   int64_t d = wrap_dim(dim, x.dim(), "sort");
   if (x.dim() == 0) return {x.clone(), zeros({}, {.dtype = DType::Int64, .device = x.device()})};
@@ -40,9 +37,10 @@ std::pair<Tensor, Tensor> sort_untraced(const Tensor& x, int64_t dim, bool desce
 }  // namespace
 
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool stable) {
-  onnx::TraceScope trace(kTracedSort);
+  graph::OpCall call(kSort);
   auto result = sort_untraced(x, dim, descending, stable);
-  if (trace) trace.record({x}, {result.first, result.second});
+  // The values' derivative is recorded by the gather that reads them.
+  call.finish({&x}, {&result.first, &result.second});
   return result;
 }
 

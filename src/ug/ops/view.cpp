@@ -1,12 +1,9 @@
 // Views: ops that return a tensor sharing storage with their input (new shape, strides
 // and offset only), wherever PyTorch returns a view. reshape copies only when it must.
-#include "ug/autograd/forward.h"
-#include "ug/autograd/record.h"
-#include "ug/core/batching.h"
 #include "ug/core/tensor.h"
+#include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
-#include "ug/onnx/trace.h"
 
 namespace ug {
 
@@ -20,26 +17,25 @@ Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset) 
   return Tensor(std::move(impl));
 }
 
-/** Records a view op: `backward` maps the view's gradient to the input's, `forward` the
+/** Finishes a view's call: `backward` maps the view's gradient to the input's, `forward` the
  *  input's tangent to the view's (by default: the same reshape). */
-Tensor recorded(Tensor out, const Tensor& in, const char* name, ViewFn backward, ViewFn forward = nullptr) {
-  if (forward::active()) {
-    if (!forward) forward = [shape = out.shape()](const Tensor& t) { return t.reshape(Dims(shape.begin(), shape.end())); };
-    forward::propagate({&in}, out, [forward](const std::vector<Tensor>& t) { return forward(t[0]); });
-  }
-  if (autograd::needs_grad({&in})) {
-    autograd::record(name, {in}, {&out}, [backward = std::move(backward)](std::vector<Tensor>&& g, Node*) {
-      return std::vector<Tensor>{backward(g[0])};
-    });
-  }
+Tensor finish_view(graph::OpCall& call, Tensor out, const Tensor& in, ViewFn backward, ViewFn forward = nullptr) {
+  call.finish({&in}, {&out}, {},
+              [backward = std::move(backward)](const graph::Tensors&, graph::Tensors&& g) {
+                return graph::Tensors{backward(g[0])};
+              },
+              [&](const graph::Tensors& t) {
+                const Shape& shape = out.shape();
+                return graph::Tensors{forward ? forward(t[0]) : t[0].reshape(Dims(shape.begin(), shape.end()))};
+              });
   return out;
 }
 
-const onnx::TracedOp kView("view"), kReshape("reshape"), kTranspose("transpose"), kPermute("permute"),
+const graph::OpDef kView("view"), kReshape("reshape"), kTranspose("transpose"), kPermute("permute"),
     kSqueeze("squeeze"), kUnsqueeze("unsqueeze"), kFlatten("flatten"), kExpand("expand"), kSelect("select"),
-    kSlice("slice"), kDiagonal("diagonal"), kAsStrided("as_strided");
+    kSlice("slice"), kDiagonal("diagonal"), kAsStrided("as_strided"), kSplit("split"), kUnbind("unbind");
 
-/** The dims a squeeze drops, for its export trace. */
+/** The dims a squeeze drops, for its capture. */
 std::vector<int64_t> dropped(const SmallVector<bool, 6>& drop) {
   std::vector<int64_t> axes;
   for (size_t d = 0; d < drop.size(); ++d)
@@ -48,10 +44,10 @@ std::vector<int64_t> dropped(const SmallVector<bool, 6>& drop) {
 }
 
 /** The view's gradient for ops that pick part of the input (select, slice, diagonal). */
-Tensor recorded_part(Tensor out, const Tensor& in, const char* name, ViewFn view) {
+Tensor finish_part(graph::OpCall& call, Tensor out, const Tensor& in, ViewFn view) {
   Shape shape = in.shape();
-  return recorded(
-      std::move(out), in, name, [shape, view](const Tensor& g) { return autograd::embed(g, shape, view); }, view);
+  return finish_view(
+      call, std::move(out), in, [shape, view](const Tensor& g) { return autograd::embed(g, shape, view); }, view);
 }
 
 /** Batching rules of the views: the same view of the physical tensor, dims shifted past
@@ -127,60 +123,56 @@ std::optional<Strides> view_strides(const Shape& shape, const Strides& strides, 
 }  // namespace
 
 Tensor Tensor::view(const Dims& requested) const {
-  onnx::TraceScope trace(kView);
+  graph::OpCall call(kView);
   Shape shape = infer_shape(requested, numel(), "view", this->shape());
-  if (batching::level(*this))
-    return recorded(batched_view(*this, [&](const Tensor& p) { return p.reshape(with_batch(p.size(0), shape)); }),
-                    *this, "view", reshape_to(this->shape()));
+  if (batching::level(*this)) {
+    auto on_physical = [&](const Tensor& p) { return p.reshape(with_batch(p.size(0), shape)); };
+    return finish_view(call, batched_view(*this, on_physical), *this, reshape_to(this->shape()));
+  }
   auto strides = view_strides(this->shape(), this->strides(), shape);
   if (!strides)
     fail("[view] size is not compatible with input tensor's size and stride (shape ", this->shape(),
          " to ", shape, "); use reshape() instead");
-  Tensor out = recorded(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "view",
-                        reshape_to(this->shape()));
-  if (trace) trace.record({*this}, {out});
-  return out;
+  return finish_view(call, make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this,
+                     reshape_to(this->shape()));
 }
 
 Tensor Tensor::reshape(const Dims& requested) const {
-  onnx::TraceScope trace(kReshape);
+  graph::OpCall call(kReshape);
   Shape shape = infer_shape(requested, numel(), "reshape", this->shape());
-  if (batching::level(*this))
-    return recorded(batched_view(*this, [&](const Tensor& p) { return p.reshape(with_batch(p.size(0), shape)); }),
-                    *this, "reshape", reshape_to(this->shape()));
-  Tensor out;
+  if (batching::level(*this)) {
+    auto on_physical = [&](const Tensor& p) { return p.reshape(with_batch(p.size(0), shape)); };
+    return finish_view(call, batched_view(*this, on_physical), *this, reshape_to(this->shape()));
+  }
   if (auto strides = view_strides(this->shape(), this->strides(), shape))
-    out = recorded(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "reshape",
-                   reshape_to(this->shape()));
-  else
-    out = clone().view(Dims(shape.begin(), shape.end()));
-  if (trace) trace.record({*this}, {out});
+    return finish_view(call, make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this,
+                       reshape_to(this->shape()));
+  // The copy: clone and view record their own derivatives.
+  Tensor out = clone().view(Dims(shape.begin(), shape.end()));
+  call.finish({this}, {&out});
   return out;
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
-  onnx::TraceScope trace(kTranspose);
+  graph::OpCall call(kTranspose);
   int64_t n = dim();
   d0 = wrap_dim(d0, n, "transpose");
   d1 = wrap_dim(d1, n, "transpose");
   if (n == 0) return *this;
+  if (call.capturing()) call.set_attrs({{"dim0", d0}, {"dim1", d1}});
+  ViewFn swap = [d0, d1](const Tensor& t) { return t.transpose(d0, d1); };
   if (batching::level(*this))
-    return recorded(batched_view(*this, [&](const Tensor& p) { return p.transpose(d0 + 1, d1 + 1); }), *this,
-                    "transpose", [d0, d1](const Tensor& g) { return g.transpose(d0, d1); },
-                    [d0, d1](const Tensor& t) { return t.transpose(d0, d1); });
+    return finish_view(call, batched_view(*this, [&](const Tensor& p) { return p.transpose(d0 + 1, d1 + 1); }), *this,
+                       swap, swap);
   Shape shape = this->shape();
   Strides strides = this->strides();
   std::swap(shape[d0], shape[d1]);
   std::swap(strides[d0], strides[d1]);
-  Tensor out = recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "transpose",
-                        [d0, d1](const Tensor& g) { return g.transpose(d0, d1); },
-                        [d0, d1](const Tensor& t) { return t.transpose(d0, d1); });
-  if (trace) trace.record({*this}, {out}, {{"dim0", d0}, {"dim1", d1}});
-  return out;
+  return finish_view(call, make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, swap, swap);
 }
 
 Tensor Tensor::permute(const Dims& order) const {
-  onnx::TraceScope trace(kPermute);
+  graph::OpCall call(kPermute);
   int64_t n = dim();
   if (static_cast<int64_t>(order.size()) != n)
     fail("[permute] number of dims in order (", order.size(), ") doesn't match tensor dims (", n, ")");
@@ -196,18 +188,17 @@ Tensor Tensor::permute(const Dims& order) const {
     strides[i] = this->strides()[d];
     inverse[d] = i;
   }
+  if (call.capturing()) call.set_attrs({{"perm", std::vector<int64_t>(order.begin(), order.end())}});
+  ViewFn backward = [inverse](const Tensor& g) { return g.permute(inverse); };
+  ViewFn forward = [order](const Tensor& t) { return t.permute(order); };
   if (batching::level(*this)) {
     Dims phys_order{0};
     for (int64_t i = 0; i < n; ++i) phys_order.push_back(wrap_dim(order[i], n, "permute") + 1);
-    return recorded(batched_view(*this, [&](const Tensor& p) { return p.permute(phys_order); }), *this, "permute",
-                    [inverse](const Tensor& g) { return g.permute(inverse); },
-                    [order](const Tensor& t) { return t.permute(order); });
+    return finish_view(call, batched_view(*this, [&](const Tensor& p) { return p.permute(phys_order); }), *this,
+                       std::move(backward), std::move(forward));
   }
-  Tensor out = recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "permute",
-                        [inverse](const Tensor& g) { return g.permute(inverse); },
-                        [order](const Tensor& t) { return t.permute(order); });
-  if (trace) trace.record({*this}, {out}, {{"perm", std::vector<int64_t>(order.begin(), order.end())}});
-  return out;
+  return finish_view(call, make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this,
+                     std::move(backward), std::move(forward));
 }
 
 Tensor Tensor::movedim(int64_t source, int64_t destination) const {
@@ -238,12 +229,15 @@ Tensor Tensor::mT() const {
 }
 
 Tensor Tensor::squeeze() const {
-  onnx::TraceScope trace(kSqueeze);
+  graph::OpCall call(kSqueeze);
   if (batching::level(*this)) {
     Dims ones;
     for (int64_t d = 0; d < dim(); ++d)
       if (size(d) == 1) ones.push_back(d);
-    return squeeze(ones);
+    // The inner squeeze records the derivatives; this call, squeezing every size-1 dim, is captured.
+    Tensor out = squeeze(ones);
+    call.finish({this}, {&out});
+    return out;
   }
   Shape shape;
   Strides strides;
@@ -252,25 +246,24 @@ Tensor Tensor::squeeze() const {
       shape.push_back(this->shape()[d]);
       strides.push_back(this->strides()[d]);
     }
-  Tensor out = recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "squeeze",
-                        reshape_to(this->shape()));
-  if (trace) trace.record({*this}, {out});
-  return out;
+  return finish_view(call, make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this,
+                     reshape_to(this->shape()));
 }
 
 Tensor Tensor::squeeze(const Dims& dims) const {
-  onnx::TraceScope trace(kSqueeze);
+  graph::OpCall call(kSqueeze);
   SmallVector<bool, 6> drop(dim(), false);
   for (int64_t d : dims) {
     int64_t w = wrap_dim(d, dim(), "squeeze");
     if (dim() > 0 && this->shape()[w] == 1) drop[w] = true;
   }
+  if (call.capturing()) call.set_attrs({{"axes", dropped(drop)}});
   if (batching::level(*this)) {
     Dims phys;
     for (int64_t d = 0; d < dim(); ++d)
       if (drop[d]) phys.push_back(d + 1);
-    return recorded(batched_view(*this, [&](const Tensor& p) { return p.squeeze(phys); }), *this, "squeeze",
-                    reshape_to(this->shape()));
+    return finish_view(call, batched_view(*this, [&](const Tensor& p) { return p.squeeze(phys); }), *this,
+                       reshape_to(this->shape()));
   }
   Shape shape;
   Strides strides;
@@ -279,34 +272,33 @@ Tensor Tensor::squeeze(const Dims& dims) const {
       shape.push_back(this->shape()[d]);
       strides.push_back(this->strides()[d]);
     }
-  Tensor out = recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "squeeze",
-                        reshape_to(this->shape()));
-  if (trace) trace.record({*this}, {out}, {{"axes", dropped(drop)}});
-  return out;
+  return finish_view(call, make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this,
+                     reshape_to(this->shape()));
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
-  onnx::TraceScope trace(kUnsqueeze);
+  graph::OpCall call(kUnsqueeze);
   d = wrap_dim(d, dim() + 1, "unsqueeze");
+  if (call.capturing()) call.set_attrs({{"dim", d}});
   if (batching::level(*this))
-    return recorded(batched_view(*this, [&](const Tensor& p) { return p.unsqueeze(d + 1); }), *this, "unsqueeze",
-                    reshape_to(this->shape()));
+    return finish_view(call, batched_view(*this, [&](const Tensor& p) { return p.unsqueeze(d + 1); }), *this,
+                       reshape_to(this->shape()));
   Shape shape = this->shape();
   Strides strides = this->strides();
   int64_t stride = d < dim() ? strides[d] * shape[d] : 1;
   shape.insert(shape.begin() + d, 1);
   strides.insert(strides.begin() + d, stride);
-  Tensor out = recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "unsqueeze",
-                        reshape_to(this->shape()));
-  if (trace) trace.record({*this}, {out}, {{"dim", d}});
-  return out;
+  return finish_view(call, make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this,
+                     reshape_to(this->shape()));
 }
 
+/** A composite of reshape, which records the derivatives; the call is captured as flatten. */
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
-  onnx::TraceScope trace(kFlatten);
+  graph::OpCall call(kFlatten);
   if (dim() == 0) {
     Tensor out = reshape({1});
-    if (trace) trace.record({*this}, {out}, {{"start_dim", int64_t{0}}, {"end_dim", int64_t{0}}});
+    if (call.capturing()) call.set_attrs({{"start_dim", int64_t{0}}, {"end_dim", int64_t{0}}});
+    call.finish({this}, {&out});
     return out;
   }
   start_dim = wrap_dim(start_dim, dim(), "flatten");
@@ -322,7 +314,8 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
     }
   }
   Tensor out = reshape(shape);
-  if (trace) trace.record({*this}, {out}, {{"start_dim", start_dim}, {"end_dim", end_dim}});
+  if (call.capturing()) call.set_attrs({{"start_dim", start_dim}, {"end_dim", end_dim}});
+  call.finish({this}, {&out});
   return out;
 }
 
@@ -340,26 +333,27 @@ Tensor Tensor::unflatten(int64_t d, const Dims& sizes) const {
 }
 
 Tensor Tensor::expand(const Dims& requested) const {
-  onnx::TraceScope trace(kExpand);
+  graph::OpCall call(kExpand);
   if (requested.size() == shape().size() && std::equal(requested.begin(), requested.end(), shape().begin()))
     return *this;
   int64_t n = static_cast<int64_t>(requested.size());
   if (n < dim())
     fail("[expand] the number of sizes provided (", n, ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
+  ViewFn backward = [from = shape()](const Tensor& g) { return autograd::sum_to(g, from); };
+  ViewFn forward = [requested](const Tensor& t) { return t.expand(requested); };
   if (batching::level(*this)) {
     // Line the example's dims up on the right, after the batch dim, then expand.
     Dims aligned(static_cast<size_t>(n - dim()), 1), target;
     for (int64_t s : shape()) aligned.push_back(s);
-    Shape from = shape();
-    return recorded(batched_view(*this,
-                                 [&](const Tensor& p) {
-                                   Dims pa{p.size(0)}, pt{p.size(0)};
-                                   for (int64_t s : aligned) pa.push_back(s);
-                                   for (int64_t s : requested) pt.push_back(s);
-                                   return p.reshape(pa).expand(pt);
-                                 }),
-                    *this, "expand", [from](const Tensor& g) { return autograd::sum_to(g, from); },
-                    [requested](const Tensor& t) { return t.expand(requested); });
+    return finish_view(call,
+                       batched_view(*this,
+                                    [&](const Tensor& p) {
+                                      Dims pa{p.size(0)}, pt{p.size(0)};
+                                      for (int64_t s : aligned) pa.push_back(s);
+                                      for (int64_t s : requested) pt.push_back(s);
+                                      return p.reshape(pa).expand(pt);
+                                    }),
+                       *this, std::move(backward), std::move(forward));
   }
   Shape shape(n);
   Strides strides(n);
@@ -381,12 +375,8 @@ Tensor Tensor::expand(const Dims& requested) const {
       strides[i] = 0;
     }
   }
-  Shape from = this->shape();
-  Tensor out = recorded(make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this, "expand",
-                        [from](const Tensor& g) { return autograd::sum_to(g, from); },
-                        [requested](const Tensor& t) { return t.expand(requested); });
-  if (trace) trace.record({*this}, {out});
-  return out;
+  return finish_view(call, make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this,
+                     std::move(backward), std::move(forward));
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -400,29 +390,28 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
-  onnx::TraceScope trace(kSelect);
+  graph::OpCall call(kSelect);
   if (dim() == 0) fail<IndexError>("[select] invalid index of a 0-dim tensor");
   d = wrap_dim(d, dim(), "select");
   int64_t n = size(d);
   if (index < -n || index >= n)
     fail<IndexError>("[select] index ", index, " is out of bounds for dimension ", d, " with size ", n);
   if (index < 0) index += n;
+  if (call.capturing()) call.set_attrs({{"dim", d}, {"index", index}});
+  ViewFn part = [d, index](const Tensor& t) { return t.select(d, index); };
   if (batching::level(*this))
-    return recorded_part(batched_view(*this, [&](const Tensor& p) { return p.select(d + 1, index); }), *this, "select",
-                         [d, index](const Tensor& t) { return t.select(d, index); });
+    return finish_part(call, batched_view(*this, [&](const Tensor& p) { return p.select(d + 1, index); }), *this,
+                       std::move(part));
   Shape shape = this->shape();
   Strides strides = this->strides();
   int64_t offset = storage_offset() + index * strides[d];
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  Tensor out = recorded_part(make_view(*this, std::move(shape), std::move(strides), offset), *this, "select",
-                             [d, index](const Tensor& t) { return t.select(d, index); });
-  if (trace) trace.record({*this}, {out}, {{"dim", d}, {"index", index}});
-  return out;
+  return finish_part(call, make_view(*this, std::move(shape), std::move(strides), offset), *this, std::move(part));
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) const {
-  onnx::TraceScope trace(kSlice);
+  graph::OpCall call(kSlice);
   if (dim() == 0) fail<IndexError>("[slice] cannot slice a 0-dim tensor");
   d = wrap_dim(d, dim(), "slice");
   if (step <= 0) fail("[slice] step must be greater than zero, got ", step);
@@ -431,9 +420,11 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   int64_t b = start ? clampi(*start) : 0;
   int64_t e = stop ? clampi(*stop) : n;
   int64_t len = e > b ? 1 + (e - b - 1) / step : 0;  // no step + n that could overflow
+  if (call.capturing()) call.set_attrs({{"dim", d}, {"start", b}, {"end", e}, {"step", step}});
+  ViewFn part = [d, b, e, step](const Tensor& t) { return t.slice(d, b, e, step); };
   if (batching::level(*this))
-    return recorded_part(batched_view(*this, [&](const Tensor& p) { return p.slice(d + 1, b, e, step); }), *this,
-                         "slice", [d, b, e, step](const Tensor& t) { return t.slice(d, b, e, step); });
+    return finish_part(call, batched_view(*this, [&](const Tensor& p) { return p.slice(d + 1, b, e, step); }), *this,
+                       std::move(part));
   Shape shape = this->shape();
   Strides strides = this->strides();
   int64_t offset = storage_offset() + b * strides[d];
@@ -441,22 +432,20 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   // With two or more elements step < n, so the product stays within the storage's extent; one
   // element needs no stride, and a huge step would overflow.
   if (len > 1) strides[d] *= step;
-  Tensor out = recorded_part(make_view(*this, std::move(shape), std::move(strides), offset), *this, "slice",
-                             [d, b, e, step](const Tensor& t) { return t.slice(d, b, e, step); });
-  if (trace) trace.record({*this}, {out}, {{"dim", d}, {"start", b}, {"end", e}, {"step", step}});
-  return out;
+  return finish_part(call, make_view(*this, std::move(shape), std::move(strides), offset), *this, std::move(part));
 }
 
 Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
-  onnx::TraceScope trace(kDiagonal);
+  graph::OpCall call(kDiagonal);
   int64_t n = dim();
   dim1 = wrap_dim(dim1, n, "diagonal");
   dim2 = wrap_dim(dim2, n, "diagonal");
   if (dim1 == dim2) fail("[diagonal] dim1 and dim2 cannot be the same (", dim1, ")");
+  ViewFn part = [offset, dim1, dim2](const Tensor& t) { return t.diagonal(offset, dim1, dim2); };
   if (batching::level(*this))
-    return recorded_part(batched_view(*this, [&](const Tensor& p) { return p.diagonal(offset, dim1 + 1, dim2 + 1); }),
-                         *this, "diagonal",
-                         [offset, dim1, dim2](const Tensor& t) { return t.diagonal(offset, dim1, dim2); });
+    return finish_part(call,
+                       batched_view(*this, [&](const Tensor& p) { return p.diagonal(offset, dim1 + 1, dim2 + 1); }),
+                       *this, std::move(part));
   int64_t start = storage_offset();
   int64_t len;
   if (offset >= 0) {
@@ -475,14 +464,11 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
     }
   shape.push_back(len);
   strides.push_back(stride(dim1) + stride(dim2));
-  Tensor out = recorded_part(make_view(*this, std::move(shape), std::move(strides), start), *this, "diagonal",
-                             [offset, dim1, dim2](const Tensor& t) { return t.diagonal(offset, dim1, dim2); });
-  if (trace) trace.record({*this}, {out});
-  return out;
+  return finish_part(call, make_view(*this, std::move(shape), std::move(strides), start), *this, std::move(part));
 }
 
 Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset) const {
-  onnx::TraceScope trace(kAsStrided);
+  graph::OpCall call(kAsStrided);
   if (batching::level(*this)) throw_no_batching_rule();
   if (shape.size() != strides.size()) fail("[as_strided] shape and strides have different lengths");
   if (autograd::needs_grad({this}))
@@ -500,7 +486,7 @@ Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset
            storage()->nbytes() / element_size(), " elements");
   }
   Tensor out = make_view(*this, Shape(shape.begin(), shape.end()), Strides(strides.begin(), strides.end()), offset);
-  if (trace) trace.record({*this}, {out});
+  call.finish({this}, {&out});
   return out;
 }
 
@@ -508,26 +494,32 @@ namespace {
 
 /** Records the parts of a split (or unbind, `stacked`) along d as one node whose backward
  *  concatenates (stacks) their gradients, zeros for unused parts: one pass, where a node per
- *  part would embed each gradient in a zero-filled tensor of the input's size. */
+ *  part would embed each gradient in a zero-filled tensor of the input's size. Without a
+ *  gradient to record, each part is a view that records itself. */
 std::vector<Tensor> recorded_parts(const Tensor& in, int64_t d, bool stacked,
                                    const std::function<std::vector<Tensor>()>& make) {
   if (batching::level(in) || forward::active() || !autograd::needs_grad({&in}) || in.size(d) == 0) return make();
+  graph::OpCall call(stacked ? kUnbind : kSplit);
   std::vector<Tensor> parts;
   {
     NoGradGuard no_grad;
     parts = make();
   }
   std::vector<Shape> shapes;
-  std::vector<Tensor*> outs;
-  for (Tensor& p : parts) {
+  std::vector<const Tensor*> outs;
+  for (const Tensor& p : parts) {
     shapes.push_back(p.shape());
     outs.push_back(&p);
   }
-  autograd::record(stacked ? "unbind" : "split", {in}, outs, [d, stacked, shapes, dtype = in.dtype(), device = in.device()](std::vector<Tensor>&& g, Node*) {
-    for (size_t i = 0; i < g.size(); ++i)
-      if (!g[i].defined()) g[i] = zeros(Dims(shapes[i].begin(), shapes[i].end()), {.dtype = dtype, .device = device});
-    return std::vector<Tensor>{stacked ? stack(g, d) : cat(g, d)};
-  });
+  call.finish({&in}, outs, {},
+              [d, stacked, shapes, dtype = in.dtype(), device = in.device()](const graph::Tensors&,
+                                                                             graph::Tensors&& g) {
+                for (size_t i = 0; i < g.size(); ++i)
+                  if (!g[i].defined())
+                    g[i] = zeros(Dims(shapes[i].begin(), shapes[i].end()), {.dtype = dtype, .device = device});
+                return graph::Tensors{stacked ? stack(g, d) : cat(g, d)};
+              },
+              graph::NoRule{});
   return parts;
 }
 

@@ -16,7 +16,7 @@
 namespace ug::optim::lr_scheduler {
 
 /** A scheduler's state: its counters and learning-rate lists by name ("last_epoch", ...). */
-using SchedulerState = nn::OrderedDict<std::variant<double, std::vector<double>>>;
+using SchedulerState = OrderedDict<std::variant<double, std::vector<double>>>;
 
 /** Whether a state entry counts (last_epoch, _step_count, num_bad_epochs, cooldown_counter):
  *  an int in torch's state_dict, where the other numbers are floats. */

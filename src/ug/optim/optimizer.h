@@ -14,17 +14,17 @@
 #include <vector>
 
 #include "ug/core/tensor.h"
-#include "ug/nn/ordered_dict.h"
+#include "ug/core/ordered_dict.h"
 
 namespace ug::optim {
 
-using TensorDict = nn::OrderedDict<Tensor>;
+using TensorDict = OrderedDict<Tensor>;
 /** A hyperparameter value: a number, a flag, a pair (Adam's betas) or a name. */
 using HyperValue = std::variant<double, bool, std::pair<double, double>, std::string>;
 /** A group's hyperparameters by name ("lr", "betas", ...), as in torch's param_groups. */
-using Hyper = nn::OrderedDict<HyperValue>;
+using Hyper = OrderedDict<HyperValue>;
 /** Functional optimizer state: one state dict (name -> tensor) per parameter name. */
-using OptState = nn::OrderedDict<TensorDict>;
+using OptState = OrderedDict<TensorDict>;
 
 /** Declares a chainable option, as libtorch's TORCH_ARG: AdamOptions(1e-3).betas({0.9, 0.99}). */
 #define UG_OPTIM_ARG(T, name)             \

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "ug/nn/ordered_dict.h"
+#include "ug/core/ordered_dict.h"
 
 namespace ug::train {
 
 class Trainer;
 
 /** Metric name -> value ("loss", "accuracy", "val_loss", "lr"), in the order they were computed. */
-using Logs = nn::OrderedDict<double>;
+using Logs = OrderedDict<double>;
 
 class Callback {
  public:
@@ -43,7 +43,7 @@ class History : public Callback {
 
   /** The epochs run (from 0), and for each metric its value at each of them. */
   std::vector<int64_t> epoch;
-  nn::OrderedDict<std::vector<double>> history;
+  OrderedDict<std::vector<double>> history;
 };
 
 /** Whether larger values of a monitored metric are better: mode "min", "max", or "auto"

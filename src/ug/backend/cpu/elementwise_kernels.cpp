@@ -311,9 +311,9 @@ void fill(const Tensor& dst, const Scalar& value) {
 
 void unary(ops::UnaryOp op, const Tensor& x, const Tensor& out) {
   switch (op) {
-#define UG_CASE(Op) \
+#define UG_CASE(Op, method) \
   case ops::UnaryOp::Op: return unary_dispatch<ops::Op>(x, out);
-    UG_UNARY_OPS(UG_CASE)
+    UG_UNARY_ALL(UG_CASE)
 #undef UG_CASE
   }
 }

@@ -7,9 +7,9 @@
 
 #include "ug/core/random.h"
 #include "ug/core/tensor.h"
-#include "ug/ops/binary.h"
+#include "ug/ops/binary_kinds.h"
 #include "ug/ops/reduce_kinds.h"
-#include "ug/ops/unary.h"
+#include "ug/ops/unary_kinds.h"
 
 #define UG_CPU_KERNEL_DECLS                                                                  \
   void copy(const Tensor& src, const Tensor& dst);                                           \

@@ -2,19 +2,18 @@
 // into the looked-up rows, with the padding row left out and optional per-row scaling.
 #include "ug/nn/functional/embedding.h"
 
-#include "ug/autograd/forward.h"
 #include "ug/autograd/grad_mode.h"
-#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
-#include "ug/core/batching.h"
+#include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/reduce.h"
-#include "ug/onnx/trace.h"
 
 namespace ug::nn::functional {
 
 namespace {
+
+const graph::OpDef kEmbedding("embedding");
 
 void require_index_dtype(const Tensor& t, const char* op, const char* what) {
   if (t.dtype() != DType::Int64 && t.dtype() != DType::Int32)
@@ -33,11 +32,9 @@ void renorm_rows(const Tensor& weight, const Tensor& flat, double max_norm, doub
 
 }  // namespace
 
-const onnx::TracedOp kTraced("embedding");
-
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx,
                  std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq) {
-  onnx::TraceScope trace(kTraced);
+  graph::OpCall call(kEmbedding);
   const char* op = "embedding";
   if (weight.dim() != 2) fail("[embedding] weight must be 2-D [num_embeddings, embedding_dim], got shape ", weight.shape());
   require_index_dtype(indices, op, "indices");
@@ -58,26 +55,26 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
   out_shape.push_back(dim);
   if (batching::max_level({&indices, &weight}) || forward::active()) {
     Tensor out = weight.index_select(0, flat).reshape(out_shape);
-    if (trace) trace.record({weight, indices}, {out});
+    call.finish({&weight, &indices}, {&out});  // index_select records the derivatives
     return out;
   }
   Tensor out = empty(out_shape, {.dtype = weight.dtype(), .device = weight.device()});
   backend_for(weight.device()).index_select(weight, 0, flat, out.view({n, dim}));
-  if (trace) trace.record({weight, indices}, {out});
-  if (autograd::needs_grad({&weight}))
-    autograd::record(op, {weight}, {&out},
-                     [flat, pad, scale_grad_by_freq, num, dim](std::vector<Tensor>&& g, Node*) {
-                       const int64_t n = flat.size(0);
-                       Tensor g2 = g[0].reshape({n, dim});
-                       if (pad) g2 = where((flat == *pad).unsqueeze(1), 0.0, g2);
-                       if (scale_grad_by_freq) {
-                         Tensor counts = zeros({num}, {.dtype = g2.dtype(), .device = g2.device()})
-                                             .scatter_add(0, flat, ones({n}, {.dtype = g2.dtype(), .device = g2.device()}));
-                         g2 = g2 / counts.index_select(0, flat).unsqueeze(1);
-                       }
-                       Tensor gw = zeros({num, dim}, {.dtype = g2.dtype(), .device = g2.device()});
-                       return std::vector<Tensor>{gw.scatter_add(0, flat.unsqueeze(1).expand({n, dim}), g2)};
-                     });
+  call.finish({&weight, &indices}, {&out}, {},
+              [flat, pad, scale_grad_by_freq, num, dim](const graph::Tensors&, graph::Tensors&& g) {
+                const int64_t n = flat.size(0);
+                Tensor g2 = g[0].reshape({n, dim});
+                if (pad) g2 = where((flat == *pad).unsqueeze(1), 0.0, g2);
+                if (scale_grad_by_freq) {
+                  Tensor counts = zeros({num}, {.dtype = g2.dtype(), .device = g2.device()})
+                                      .scatter_add(0, flat, ones({n}, {.dtype = g2.dtype(), .device = g2.device()}));
+                  g2 = g2 / counts.index_select(0, flat).unsqueeze(1);
+                }
+                Tensor gw = zeros({num, dim}, {.dtype = g2.dtype(), .device = g2.device()});
+                // The indices take no gradient.
+                return graph::Tensors{gw.scatter_add(0, flat.unsqueeze(1).expand({n, dim}), g2), Tensor()};
+              },
+              graph::NoRule{});  // forward mode takes the composed form
   return out;
 }
 

@@ -3,13 +3,9 @@
 // bias add, and the backward is two GEMMs reading the operands in place and one column sum.
 #include "ug/nn/functional/linear.h"
 
-#include "ug/autograd/debugging.h"
-#include "ug/autograd/forward.h"
 #include "ug/autograd/grad_mode.h"
-#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
-#include "ug/core/batching.h"
-#include "ug/onnx/trace.h"
+#include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/linalg.h"
 #include "ug/ops/reduce.h"
@@ -38,16 +34,19 @@ Tensor linear_composed(const Tensor& x, const Tensor& w, const Tensor& b) {
   return b.defined() ? y + b : y;
 }
 
+const graph::OpDef kLinear("linear");
+
+/** Whether t takes a gradient: the rule computes only the ones some input needs. */
+bool wants_grad(const Tensor& t) { return t.defined() && autograd::requires_grad(t); }
+
 }  // namespace
 
-const onnx::TracedOp kTraced("linear");
-
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
-  onnx::TraceScope trace(kTraced);
+  graph::OpCall call(kLinear);
   check_linear(x, w, b);
   if (w.dim() == 1 || batching::max_level({&x, &w, &b}) || forward::active() || (b.defined() && b.dim() != 1)) {
     Tensor y = linear_composed(x, w, b);
-    if (trace) trace.record({x, w, b}, {y});
+    call.finish({&x, &w, &b}, {&y});  // the composed ops record the derivatives
     return y;
   }
   const int64_t in = w.size(1), out = w.size(0);
@@ -64,22 +63,18 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     be.matmul(x2.unsqueeze(0), w.t().unsqueeze(0), y3);
     if (b.defined()) be.binary(ops::BinaryOp::Add, y3, b.expand(y3.shape()), y3);
   }
-  debugging::check_output(y, "linear");
-  if (trace) trace.record({x, w, b}, {y});
-  if (autograd::needs_grad({&x, &w, &b})) {
-    autograd::record("linear", {x, w, b}, {&y},
-                     [xs = autograd::requires_grad(w) ? autograd::save(x) : SavedTensor(),
-                      ws = autograd::requires_grad(x) ? autograd::save(w) : SavedTensor(), has_b = b.defined(), x_shape = x.shape(),
-                      in](std::vector<Tensor>&& g, Node* n) {
-                       // Only the gradients some input needs: the input of a first layer needs none.
-                       const auto& e = n->next_edges();
-                       Tensor g2 = g[0].reshape({-1, g[0].size(-1)});
-                       Tensor gx = e[0].valid() ? mm(g2, ws.unpack(n, "linear")).view(x_shape) : Tensor();
-                       Tensor gw = e[1].valid() ? mm(g2.t(), xs.unpack(n, "linear").reshape({-1, in})) : Tensor();
-                       Tensor gb = has_b && e[2].valid() ? g2.sum(Dims{0}) : Tensor();
-                       return std::vector<Tensor>{gx, gw, gb};
-                     });
-  }
+  // Only the gradients some input needs, and only what they read: the input of a first layer
+  // needs none, so w is not kept for it.
+  const bool need_x = wants_grad(x), need_w = wants_grad(w), need_b = wants_grad(b);
+  call.finish({&x, &w, &b}, {&y},
+              {need_w ? graph::input(x) : graph::nothing, need_x ? graph::input(w) : graph::nothing},
+              [need_x, need_w, need_b, x_shape = x.shape(), in](const graph::Tensors& s, graph::Tensors&& g) {
+                Tensor g2 = g[0].reshape({-1, g[0].size(-1)});
+                return graph::Tensors{need_x ? mm(g2, s[1]).view(x_shape) : Tensor(),
+                                      need_w ? mm(g2.t(), s[0].reshape({-1, in})) : Tensor(),
+                                      need_b ? g2.sum(Dims{0}) : Tensor()};
+              },
+              graph::NoRule{});  // forward mode takes the composed form
   return y;
 }
 

@@ -4,18 +4,14 @@
 // kernel each way instead of about fifteen ops.
 #include "ug/nn/functional/loss.h"
 
-#include "ug/autograd/debugging.h"
-#include "ug/autograd/forward.h"
 #include "ug/autograd/grad_mode.h"
-#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
-#include "ug/core/batching.h"
+#include "ug/graph/op_call.h"
 #include "ug/nn/functional/activation.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
-#include "ug/onnx/trace.h"
 
 namespace ug::nn::functional {
 
@@ -129,11 +125,11 @@ bool fused_nll_applies(const Tensor& input, const Tensor& target, const Tensor& 
          !forward::active();
 }
 
-const onnx::TracedOp kTracedNllLoss("nll_loss");
+const graph::OpDef kNllLoss("nll_loss"), kBinaryCrossEntropy("binary_cross_entropy");
 
 Tensor fused_nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                       Reduction r) {
-  onnx::TraceScope trace(kTracedNllLoss);
+  graph::OpCall call(kNllLoss);
   const Shape in_shape = input.shape();
   const int64_t classes = in_shape.back(), n = input.dim() == 2 ? in_shape[0] : 1;
   const Options opts{.dtype = input.dtype(), .device = input.device()};
@@ -146,28 +142,25 @@ Tensor fused_nll_loss(const Tensor& input, const Tensor& target, const Tensor& w
   }
   if (r == Reduction::Mean) loss = loss / total;  // all ignored: 0 / 0 = nan, as torch
   if (r == Reduction::None && input.dim() == 1) loss = loss.view({});
-  debugging::check_output(loss, "nll_loss");
-  if (trace) trace.record({input, target, weight}, {loss});
-  if (autograd::needs_grad({&input})) {
-    SavedTensor ws = w.defined() ? autograd::save(w) : SavedTensor();
-    autograd::record("nll_loss", {input}, {&loss},
-                     [ts = autograd::save(t), ws, total, ignore_index, r, n, classes, in_shape](
-                         std::vector<Tensor>&& g, Node* node) {
-                       Tensor t = ts.unpack(node, "nll_loss"), w = ws.unpack(node, "nll_loss");
-                       const Options opts{.dtype = total.dtype(), .device = total.device()};
-                       Backend& be = backend_for(total.device());
-                       Tensor gs = r == Reduction::Mean ? g[0] / total : g[0];
-                       Tensor dx = empty({n, classes}, opts);
-                       if (GradMode::is_enabled()) {
-                         // A graph of the gradient (double backward): unit coefficients times g, recorded.
-                         be.nll_loss_backward(ones({}, opts), t, w, ignore_index, dx);
-                         dx = dx * (gs.dim() == 1 ? gs.unsqueeze(1) : gs);
-                       } else {
-                         be.nll_loss_backward(gs.contiguous(), t, w, ignore_index, dx);
-                       }
-                       return std::vector<Tensor>{dx.view(in_shape)};
-                     });
-  }
+  // Only the input takes a gradient: the targets are indices and fused_nll_applies leaves
+  // weights that require grad to the composed form.
+  call.finish({&input, &target, &weight}, {&loss}, {graph::input(t), w.defined() ? graph::input(w) : graph::nothing},
+              [total, ignore_index, r, n, classes, in_shape](const graph::Tensors& s, graph::Tensors&& g) {
+                const Tensor &t = s[0], &w = s[1];
+                const Options opts{.dtype = total.dtype(), .device = total.device()};
+                Backend& be = backend_for(total.device());
+                Tensor gs = r == Reduction::Mean ? g[0] / total : g[0];
+                Tensor dx = empty({n, classes}, opts);
+                if (GradMode::is_enabled()) {
+                  // A graph of the gradient (double backward): unit coefficients times g, recorded.
+                  be.nll_loss_backward(ones({}, opts), t, w, ignore_index, dx);
+                  dx = dx * (gs.dim() == 1 ? gs.unsqueeze(1) : gs);
+                } else {
+                  be.nll_loss_backward(gs.contiguous(), t, w, ignore_index, dx);
+                }
+                return graph::Tensors{dx.view(in_shape), Tensor(), Tensor()};
+              },
+              graph::NoRule{});  // forward mode takes the composed form
   return loss;
 }
 
@@ -251,6 +244,32 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view re
   return weighted(where(z < delta, z * z * 0.5, (z - 0.5 * delta) * delta), weight, r, "huber_loss", false);
 }
 
+namespace {
+
+/** torch's clamped binary cross entropy of input x and target t (of x's dtype), elementwise:
+ *  computed without recording, with its own derivatives. */
+Tensor binary_cross_entropy_elementwise(const Tensor& input, const Tensor& t) {
+  graph::OpCall call(kBinaryCrossEntropy);
+  Tensor loss;
+  {
+    NoGradGuard no_grad;
+    loss = -(t * input.log().clamp(-100.0, std::nullopt) + (1 - t) * (1 - input).log().clamp(-100.0, std::nullopt));
+  }
+  // torch's derivatives: (x - t) / max(x (1 - x), 1e-12) for the input (the composed form
+  // would give inf at 0 and 1), the log-odds log(1 - x) - log(x) for the target.
+  call.finish({&input, &t}, {&loss}, {graph::input(input), graph::input(t)},
+              [gx = autograd::requires_grad(input), gt = autograd::requires_grad(t)](const graph::Tensors& s,
+                                                                                    graph::Tensors&& g) {
+                const Tensor &x = s[0], &t = s[1];
+                return graph::Tensors{gx ? g[0] * (x - t) / (x * (1 - x)).clamp(1e-12, std::nullopt) : Tensor(),
+                                      gt ? g[0] * ((-x).log1p() - x.log()) : Tensor()};
+              },
+              graph::NoRule{});  // tangents come from the ops above
+  return loss;
+}
+
+}  // namespace
+
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, std::string_view reduction) {
   const char* op = "binary_cross_entropy";
   Reduction r = parse_reduction(reduction, op);
@@ -260,23 +279,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
          input.shape(), ") is deprecated. Please ensure they have the same size.");
   if (input.numel() > 0 && (input >= 0).logical_and(input <= 1).logical_not().any().item<bool>())
     fail<RuntimeError>("[binary_cross_entropy] all elements of input should be between 0 and 1");
-  Tensor t = target.to(input.dtype());
-  Tensor loss;
-  {
-    NoGradGuard no_grad;
-    loss = -(t * input.log().clamp(-100.0, std::nullopt) + (1 - t) * (1 - input).log().clamp(-100.0, std::nullopt));
-  }
-  // torch's derivatives: (x - t) / max(x (1 - x), 1e-12) for the input (the composed form
-  // would give inf at 0 and 1), the log-odds log(1 - x) - log(x) for the target.
-  if (autograd::needs_grad({&input, &t}))
-    autograd::record(op, {input, t}, {&loss},
-                     [xs = autograd::save(input), ts = autograd::save(t)](std::vector<Tensor>&& g, Node* n) {
-                       Tensor x = xs.unpack(n, "binary_cross_entropy"), t = ts.unpack(n, "binary_cross_entropy");
-                       const auto& e = n->next_edges();
-                       Tensor gx = e[0].valid() ? g[0] * (x - t) / (x * (1 - x)).clamp(1e-12, std::nullopt) : Tensor();
-                       Tensor gt = e[1].valid() ? g[0] * ((-x).log1p() - x.log()) : Tensor();
-                       return std::vector<Tensor>{gx, gt};
-                     });
+  Tensor loss = binary_cross_entropy_elementwise(input, target.to(input.dtype()));
   if (weight.defined()) loss = loss * weight;
   return reduce(loss, r);
 }

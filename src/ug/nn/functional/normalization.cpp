@@ -6,20 +6,22 @@
 
 #include <limits>
 
-#include "ug/autograd/debugging.h"
-#include "ug/autograd/forward.h"
 #include "ug/autograd/grad_mode.h"
-#include "ug/autograd/record.h"
 #include "ug/backend/backend.h"
-#include "ug/core/batching.h"
+#include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
-#include "ug/onnx/trace.h"
 
 namespace ug::nn::functional {
 
 namespace {
+
+const graph::OpDef kLayerNorm("layer_norm"), kBatchNorm("batch_norm"), kGroupNorm("group_norm"),
+    kInstanceNorm("instance_norm");
+
+/** Whether t takes a gradient: the rule computes only the ones some input needs. */
+bool wants_grad(const Tensor& t) { return t.defined() && autograd::requires_grad(t); }
 
 /** dx, dweight, dbias of row normalization, written with ops (differentiable). */
 std::vector<Tensor> normalize_rows_backward_ops(const Tensor& g, const Tensor& x, const Tensor& w, int64_t cols,
@@ -48,15 +50,10 @@ Tensor normalize_rows_ops(const Tensor& x, int64_t cols, const Tensor& w, const 
   return y.reshape(Dims(x.shape().begin(), x.shape().end())).to(x.dtype());
 }
 
-/** x (any shape) normalized over rows of `cols` consecutive elements, times weight plus bias
- *  (`cols` elements each, any shape, optional). The result has x's shape. */
-Tensor normalize_rows(const char* op, const Tensor& x, int64_t cols, const Tensor& w, const Tensor& b, double eps) {
-  const bool fused_dtype = x.dtype() == DType::Float32 || x.dtype() == DType::Float64;
-  if (!fused_dtype || batching::max_level({&x, &w, &b}) || forward::active() || cols == 0)
-    return normalize_rows_ops(x, cols, w, b, eps);
-  for (const Tensor* t : {&w, &b})
-    if (t->defined() && t->dtype() != x.dtype())
-      fail<TypeError>("[", op, "] weight and bias must have the input's dtype ", x.dtype(), ", got ", t->dtype());
+/** normalize_rows as one kernel, recorded as one call of `def`. */
+Tensor normalize_rows_fused(const graph::OpDef& def, const Tensor& x, int64_t cols, const Tensor& w, const Tensor& b,
+                            double eps) {
+  graph::OpCall call(def);
   const int64_t rows = x.numel() / cols;
   Tensor xc = x.contiguous();
   Tensor wc = w.defined() ? w.contiguous() : Tensor(), bc = b.defined() ? b.contiguous() : Tensor();
@@ -67,28 +64,40 @@ Tensor normalize_rows(const char* op, const Tensor& x, int64_t cols, const Tenso
     NoGradGuard kernel_views;  // views that only feed the kernel: no nodes for them
     backend_for(x.device()).layer_norm(xc.view({rows, cols}), wc, bc, eps, y.view({rows, cols}), mean, rstd);
   }
-  debugging::check_output(y, op);
-  if (autograd::needs_grad({&x, &w, &b}))
-    autograd::record(op, {x, w, b}, {&y},
-                     [op, xs = autograd::save(xc), ws = wc.defined() ? autograd::save(wc) : SavedTensor(), mean, rstd, cols, eps,
-                      w_shape = w.defined() ? w.shape() : Shape(),
-                      b_shape = b.defined() ? b.shape() : Shape()](std::vector<Tensor>&& g, Node* n) {
-                       const auto& e = n->next_edges();
-                       Tensor x = xs.unpack(n, op), w = ws.unpack(n, op);
-                       if (GradMode::is_enabled())  // create_graph: a differentiable gradient
-                         return normalize_rows_backward_ops(g[0], x, w, cols, eps, e[1].valid(), e[2].valid());
-                       const int64_t rows = mean.size(0);
-                       Tensor gc = g[0].contiguous();
-                       Tensor dx = empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
-                       Options o{.dtype = x.dtype(), .device = x.device()};
-                       Tensor dw = e[1].valid() ? empty({cols}, o) : Tensor();
-                       Tensor db = e[2].valid() ? empty({cols}, o) : Tensor();
-                       backend_for(x.device()).layer_norm_backward(gc.view({rows, cols}), x.view({rows, cols}), mean,
-                                                                   rstd, w, dx.view({rows, cols}), dw, db);
-                       return std::vector<Tensor>{dx, dw.defined() ? dw.view(w_shape) : dw,
-                                                  db.defined() ? db.view(b_shape) : db};
-                     });
+  call.finish({&x, &w, &b}, {&y}, {graph::input(xc), wc.defined() ? graph::input(wc) : graph::nothing},
+              [mean, rstd, cols, eps, w_shape = w.defined() ? w.shape() : Shape(),
+               b_shape = b.defined() ? b.shape() : Shape(), need_w = wants_grad(w),
+               need_b = wants_grad(b)](const graph::Tensors& s, graph::Tensors&& g) {
+                const Tensor &x = s[0], &w = s[1];
+                if (GradMode::is_enabled())  // create_graph: a differentiable gradient
+                  return normalize_rows_backward_ops(g[0], x, w, cols, eps, need_w, need_b);
+                const int64_t rows = mean.size(0);
+                Tensor gc = g[0].contiguous();
+                Tensor dx = empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
+                Options o{.dtype = x.dtype(), .device = x.device()};
+                Tensor dw = need_w ? empty({cols}, o) : Tensor();
+                Tensor db = need_b ? empty({cols}, o) : Tensor();
+                backend_for(x.device()).layer_norm_backward(gc.view({rows, cols}), x.view({rows, cols}), mean, rstd, w,
+                                                            dx.view({rows, cols}), dw, db);
+                return graph::Tensors{dx, dw.defined() ? dw.view(w_shape) : dw, db.defined() ? db.view(b_shape) : db};
+              },
+              graph::NoRule{});  // forward mode takes the composed form
   return y;
+}
+
+/** x (any shape) normalized over rows of `cols` consecutive elements, times weight plus bias
+ *  (`cols` elements each, any shape, optional). The result has x's shape. The composed form
+ *  is not one call: its ops are recorded (and exported) one by one. */
+Tensor normalize_rows(const graph::OpDef& def, const Tensor& x, int64_t cols, const Tensor& w, const Tensor& b,
+                      double eps) {
+  const bool fused_dtype = x.dtype() == DType::Float32 || x.dtype() == DType::Float64;
+  if (!fused_dtype || batching::max_level({&x, &w, &b}) || forward::active() || cols == 0)
+    return normalize_rows_ops(x, cols, w, b, eps);
+  for (const Tensor* t : {&w, &b})
+    if (t->defined() && t->dtype() != x.dtype())
+      fail<TypeError>("[", def.name(), "] weight and bias must have the input's dtype ", x.dtype(), ", got ",
+                      t->dtype());
+  return normalize_rows_fused(def, x, cols, w, b, eps);
 }
 
 /** x's trailing dims must be `shape`; returns how many elements they hold. */
@@ -140,19 +149,18 @@ Tensor apply_stats(const Tensor& x, const Tensor& mean, const Tensor& var, const
 
 }  // namespace
 
-const onnx::TracedOp kTracedLayerNorm("layer_norm"), kTracedBatchNorm("batch_norm");
-
 Tensor layer_norm(const Tensor& x, const Dims& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
-  onnx::TraceScope trace(kTracedLayerNorm);
+  graph::OpCall call(kLayerNorm);
   const char* op = "layer_norm";
   if (!is_floating(x.dtype())) fail<TypeError>("[layer_norm] expected a floating point input, got ", x.dtype());
   const int64_t cols = trailing_numel(x, normalized_shape, op);
   check_param(weight, normalized_shape, op, "weight");
   check_param(bias, normalized_shape, op, "bias");
-  Tensor y = normalize_rows(op, x, cols, weight, bias, eps);
-  if (trace)
-    trace.record({x, weight, bias}, {y},
-                 {{"axis", x.dim() - static_cast<int64_t>(normalized_shape.size())}, {"epsilon", eps}});
+  Tensor y = normalize_rows(kLayerNorm, x, cols, weight, bias, eps);
+  if (call.capturing())
+    call.set_attrs({{"axis", x.dim() - static_cast<int64_t>(normalized_shape.size())}, {"epsilon", eps}});
+  // A composite: normalize_rows records the derivatives.
+  call.finish({&x, &weight, &bias}, {&y});
   return y;
 }
 
@@ -173,7 +181,7 @@ Tensor rms_norm(const Tensor& x, const Dims& normalized_shape, const Tensor& wei
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
-  onnx::TraceScope trace(kTracedBatchNorm);
+  graph::OpCall call(kBatchNorm);
   const char* op = "batch_norm";
   if (x.dim() < 2) fail("[batch_norm] expected an input of at least 2 dims [N, C, ...], got shape ", x.shape());
   if (!is_floating(x.dtype())) fail<TypeError>("[batch_norm] expected a floating point input, got ", x.dtype());
@@ -186,7 +194,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     if (!running_mean.defined() || !running_var.defined())
       fail<RuntimeError>("[batch_norm] running_mean and running_var must be given when training is false");
     Tensor y = apply_stats(x, per_channel(running_mean, x), per_channel(running_var, x), weight, bias, eps);
-    if (trace) trace.record({x, weight, bias, running_mean, running_var}, {y}, {{"epsilon", eps}, {"training", int64_t{0}}});
+    // A composite in both modes: the ops record the derivatives.
+    if (call.capturing()) call.set_attrs({{"epsilon", eps}, {"training", int64_t{0}}});
+    call.finish({&x, &weight, &bias, &running_mean, &running_var}, {&y});
     return y;
   }
   const int64_t count = x.numel() / std::max<int64_t>(channels, 1);
@@ -203,7 +213,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   if (weight.defined()) scale = scale * per_channel(weight, x);
   Tensor y = xc * scale;
   if (bias.defined()) y = y + per_channel(bias, x);
-  if (trace) trace.record({x, weight, bias, running_mean, running_var}, {y}, {{"epsilon", eps}, {"training", int64_t{1}}});
+  if (call.capturing()) call.set_attrs({{"epsilon", eps}, {"training", int64_t{1}}});
+  call.finish({&x, &weight, &bias, &running_mean, &running_var}, {&y});
   return y;
 }
 
@@ -218,7 +229,7 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
   check_channels(weight, channels, op, "weight");
   check_channels(bias, channels, op, "bias");
   const int64_t rows = n * num_groups;
-  Tensor y = normalize_rows(op, x, rows ? x.numel() / rows : 0, {}, {}, eps);
+  Tensor y = normalize_rows(kGroupNorm, x, rows ? x.numel() / rows : 0, {}, {}, eps);
   if (weight.defined()) y = y * per_channel(weight, x);
   return bias.defined() ? y + per_channel(bias, x) : y;
 }
@@ -249,7 +260,7 @@ Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& 
     update_running(running_mean, inst_mean.mean(Dims{0}), momentum);
     update_running(running_var, flat.var(Dims{2}, 1).mean(Dims{0}), momentum);
   }
-  Tensor y = normalize_rows(op, x, spatial, {}, {}, eps);
+  Tensor y = normalize_rows(kInstanceNorm, x, spatial, {}, {}, eps);
   if (weight.defined()) y = y * per_channel(weight, x);
   return bias.defined() ? y + per_channel(bias, x) : y;
 }

@@ -4,13 +4,9 @@
 #include <sstream>
 #include <vector>
 
-#include "ug/autograd/forward.h"
-#include "ug/autograd/grad_mode.h"
-#include "ug/autograd/record.h"
-#include "ug/core/batching.h"
+#include "ug/graph/op_call.h"
 #include "ug/nn/functional/dropout.h"
 #include "ug/nn/init.h"
-#include "ug/onnx/trace.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/ops/random.h"
@@ -27,39 +23,22 @@ int64_t gate_count(RNNMode mode) {
   }
 }
 
-const onnx::TracedOp kTracedRNNTanh("rnn_tanh"), kTracedRNNReLU("rnn_relu"), kTracedLSTM("lstm"), kTracedGRU("gru");
+const graph::OpDef kRNNTanh("rnn_tanh"), kRNNReLU("rnn_relu"), kLSTM("lstm"), kGRU("gru");
 
-const onnx::TracedOp& traced(RNNMode mode) {
+const graph::OpDef& def(RNNMode mode) {
   switch (mode) {
-    case RNNMode::RNNTanh: return kTracedRNNTanh;
-    case RNNMode::RNNReLU: return kTracedRNNReLU;
-    case RNNMode::LSTM: return kTracedLSTM;
-    case RNNMode::GRU: return kTracedGRU;
+    case RNNMode::RNNTanh: return kRNNTanh;
+    case RNNMode::RNNReLU: return kRNNReLU;
+    case RNNMode::LSTM: return kLSTM;
+    case RNNMode::GRU: return kGRU;
   }
-  return kTracedRNNTanh;
+  return kRNNTanh;
 }
 
 RNNMode rnn_mode(const std::string& nonlinearity) {
   if (nonlinearity == "tanh") return RNNMode::RNNTanh;
   if (nonlinearity == "relu") return RNNMode::RNNReLU;
   fail("[RNN] unknown nonlinearity '", nonlinearity, "'; select from 'tanh' or 'relu'");
-}
-
-/** t.unbind(dim) whose gradient is one stack of the parts' gradients. Tensor::unbind selects
- *  each part, and each select's gradient is a zero tensor of the full shape: over a sequence
- *  of L steps that is L^2 work. Tangents and vmap take the plain unbind. */
-std::vector<Tensor> unbind_parts(const Tensor& t, int64_t dim) {
-  if (!autograd::needs_grad({&t}) || forward::has_tangent(t) || batching::level(t)) return t.unbind(dim);
-  std::vector<Tensor> parts;
-  {
-    NoGradGuard no_grad;
-    parts = t.unbind(dim);
-  }
-  std::vector<Tensor*> outputs;
-  for (Tensor& p : parts) outputs.push_back(&p);
-  autograd::record("unbind", std::vector<Tensor>{t}, outputs,
-                   [dim](std::vector<Tensor>&& g, Node*) { return std::vector<Tensor>{stack(g, dim)}; });
-  return parts;
 }
 
 /** x @ W_ih^T plus the biases that can go before the recurrent product: both of them, but
@@ -80,14 +59,14 @@ LSTMState step(RNNMode mode, const Tensor& gi, const Tensor& h, const Tensor& c,
     case RNNMode::RNNTanh: return {(gi + gh).tanh(), Tensor()};
     case RNNMode::RNNReLU: return {(gi + gh).relu(), Tensor()};
     case RNNMode::LSTM: {
-      std::vector<Tensor> g = unbind_parts((gi + gh).unflatten(1, {4, hidden}), 1);  // i, f, g, o
+      std::vector<Tensor> g = (gi + gh).unflatten(1, {4, hidden}).unbind(1);  // i, f, g, o
       Tensor c2 = g[1].sigmoid() * c + g[0].sigmoid() * g[2].tanh();
       return {g[3].sigmoid() * c2.tanh(), c2};
     }
     case RNNMode::GRU: {
       if (b_hh.defined()) gh = gh + b_hh;
-      std::vector<Tensor> i = unbind_parts(gi.unflatten(1, {3, hidden}), 1);  // r, z, n
-      std::vector<Tensor> r_z_n = unbind_parts(gh.unflatten(1, {3, hidden}), 1);
+      std::vector<Tensor> i = gi.unflatten(1, {3, hidden}).unbind(1);  // r, z, n
+      std::vector<Tensor> r_z_n = gh.unflatten(1, {3, hidden}).unbind(1);
       Tensor r = (i[0] + r_z_n[0]).sigmoid();
       Tensor z = (i[1] + r_z_n[1]).sigmoid();
       Tensor n = (i[2] + r * r_z_n[2]).tanh();
@@ -272,28 +251,31 @@ Tensor RNNBaseImpl::check_state(const Tensor& x, const Tensor& h, int64_t batch,
 }
 
 std::tuple<Tensor, Tensor, Tensor> RNNBaseImpl::run(const Tensor& x, const Tensor& h0, const Tensor& c0) {
-  // A whole layer stack is one ONNX LSTM/GRU/RNN node per layer: the steps inside stay untraced.
-  onnx::TraceScope trace(traced(mode_));
+  // A whole layer stack is one call (one ONNX LSTM/GRU/RNN node per layer): the steps inside
+  // are hidden in it and record the derivatives themselves.
+  graph::OpCall call(def(mode_));
   auto result = run_steps(x, h0, c0);
-  if (trace) {
-    // Inputs: x, h0, c0 (undefined when absent), then per layer and direction w_ih, w_hh, b_ih, b_hh.
-    std::vector<Tensor> inputs{x, h0, c0};
-    const int64_t directions = options_.bidirectional ? 2 : 1;
-    for (int64_t k = 0; k < options_.num_layers; ++k)
-      for (int64_t d = 0; d < directions; ++d) {
-        const std::string suffix = "_l" + std::to_string(k) + (d ? "_reverse" : "");
-        inputs.push_back(parameter("weight_ih" + suffix));
-        inputs.push_back(parameter("weight_hh" + suffix));
-        inputs.push_back(options_.bias ? parameter("bias_ih" + suffix) : Tensor());
-        inputs.push_back(options_.bias ? parameter("bias_hh" + suffix) : Tensor());
-      }
-    auto& [out, hn, cn] = result;
-    trace.record(std::move(inputs), {out, hn, cn},
-                 {{"hidden_size", hidden_size_},
-                  {"num_layers", options_.num_layers},
-                  {"bidirectional", int64_t{options_.bidirectional}},
-                  {"batch_first", int64_t{options_.batch_first}}});
-  }
+  // Inputs: x, h0, c0 (undefined when absent), then per layer and direction w_ih, w_hh, b_ih, b_hh.
+  std::vector<Tensor> params;
+  const int64_t directions = options_.bidirectional ? 2 : 1;
+  for (int64_t k = 0; k < options_.num_layers; ++k)
+    for (int64_t d = 0; d < directions; ++d) {
+      const std::string suffix = "_l" + std::to_string(k) + (d ? "_reverse" : "");
+      params.push_back(parameter("weight_ih" + suffix));
+      params.push_back(parameter("weight_hh" + suffix));
+      params.push_back(options_.bias ? parameter("bias_ih" + suffix) : Tensor());
+      params.push_back(options_.bias ? parameter("bias_hh" + suffix) : Tensor());
+    }
+  std::vector<const Tensor*> inputs{&x, &h0, &c0};
+  for (const Tensor& p : params) inputs.push_back(&p);
+  if (call.capturing())
+    call.set_attrs({{"hidden_size", hidden_size_},
+                    {"num_layers", options_.num_layers},
+                    {"bidirectional", int64_t{options_.bidirectional}},
+                    {"batch_first", int64_t{options_.batch_first}}});
+  auto& [out, hn, cn] = result;
+  if (mode_ == RNNMode::LSTM) call.finish(inputs, {&out, &hn, &cn});
+  else call.finish(inputs, {&out, &hn});  // no cell state
   return result;
 }
 
@@ -302,8 +284,8 @@ std::tuple<Tensor, Tensor, Tensor> RNNBaseImpl::run_steps(const Tensor& x, const
   const Tensor seq = check_input(x);
   const int64_t steps = seq.size(0), batch = seq.size(1);
   const int64_t directions = options_.bidirectional ? 2 : 1;
-  const std::vector<Tensor> h_init = unbind_parts(check_state(x, h0, batch, "h0"), 0);
-  const std::vector<Tensor> c_init = lstm ? unbind_parts(check_state(x, c0, batch, "c0"), 0) : std::vector<Tensor>();
+  const std::vector<Tensor> h_init = check_state(x, h0, batch, "h0").unbind(0);
+  const std::vector<Tensor> c_init = lstm ? check_state(x, c0, batch, "c0").unbind(0) : std::vector<Tensor>();
   std::vector<Tensor> h_n, c_n;
   Tensor layer_in = seq;
   for (int64_t k = 0; k < options_.num_layers; ++k) {
@@ -314,8 +296,7 @@ std::tuple<Tensor, Tensor, Tensor> RNNBaseImpl::run_steps(const Tensor& x, const
       const Tensor b_hh = options_.bias ? parameter("bias_hh" + suffix) : Tensor();
       const Tensor w_hh = parameter("weight_hh" + suffix);
       // One GEMM projects every time step; only h @ W_hh^T is left to the loop.
-      const std::vector<Tensor> gi =
-          unbind_parts(project(mode_, layer_in, parameter("weight_ih" + suffix), b_ih, b_hh), 0);
+      const std::vector<Tensor> gi = project(mode_, layer_in, parameter("weight_ih" + suffix), b_ih, b_hh).unbind(0);
       const size_t at = static_cast<size_t>(k * directions + d);
       Tensor h = h_init[at], c = lstm ? c_init[at] : Tensor();
       std::vector<Tensor> hs(static_cast<size_t>(steps));

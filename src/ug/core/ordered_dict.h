@@ -10,7 +10,7 @@
 
 #include "ug/core/error.h"
 
-namespace ug::nn {
+namespace ug {
 
 template <class V>
 class OrderedDict {
@@ -67,4 +67,4 @@ class OrderedDict {
   std::list<Item> items_;
 };
 
-}  // namespace ug::nn
+}  // namespace ug

@@ -1,0 +1,55 @@
+#include "ug/graph/capture.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "ug/core/error.h"
+#include "ug/graph/op_def.h"
+
+namespace ug::graph {
+
+namespace detail {
+thread_local constinit Capture* current_capture = nullptr;
+}
+
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<std::string> names;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+OpDef::OpDef(const char* name) : name_(name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.names.emplace_back(name);
+}
+
+std::vector<std::string> registered_ops() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::vector<std::string> names = r.names;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+Capture::Capture(const char* who) : who_(who), previous_(detail::current_capture) {
+  if (previous_) fail<RuntimeError>("[", who, "] a capture (", previous_->who_, ") is already running on this thread");
+  detail::current_capture = this;
+}
+
+Capture::~Capture() { detail::current_capture = previous_; }
+
+void Capture::check() const {
+  if (!error_.empty()) fail<RuntimeError>("[", who_, "] ", error_);
+}
+
+}  // namespace ug::graph

@@ -1,0 +1,165 @@
+// One op call's record. Every op body is written inside one:
+//
+//   const graph::OpDef kExp("exp");                  // at namespace scope: the op's name, once
+//   Tensor exp(const Tensor& x) {
+//     graph::OpCall call(kExp);                      // first, before the op calls other ops
+//     Tensor y = ...forward, or the batching rule...;
+//     call.finish({&x}, {&y}, {graph::output(y)},
+//                 [](const Tensors& saved, Tensors&& g) { return Tensors{g[0] * saved[0]}; },  // vjp
+//                 [&](const Tensors& t) { return Tensors{t[0] * y}; });                       // jvp
+//     return y;
+//   }
+//
+// finish() hands the call to every party that wants it, always in this order:
+//   1. numerics: with check_numerics on, a NaN or Inf in a floating output raises, naming the op
+//      (batched outputs are checked by the physical call inside the batching rule);
+//   2. capture: the call (op, inputs, outputs, attributes) joins the active Capture, for the
+//      ONNX exporter and the compiler, unless it runs inside another op's call;
+//   3. forward mode: for every open jvp level at which an input has a tangent, the jvp rule
+//      gives the outputs' tangents;
+//   4. reverse mode: when grad mode is on and an input requires grad, a node holding the vjp
+//      rule and the saved tensors becomes the floating outputs' grad_fn.
+// Parts 3 and 4 build nothing unless they run, so an op call costs a few flag tests when no
+// transform is active. The vjp and jvp rules are written with ops: a rule run under an
+// active transform records itself, which is how higher derivatives and jvp-of-vjp work.
+#pragma once
+
+#include <initializer_list>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "ug/autograd/debugging.h"
+#include "ug/autograd/forward.h"
+#include "ug/autograd/record.h"
+#include "ug/core/batching.h"
+#include "ug/graph/capture.h"
+#include "ug/graph/op_def.h"
+
+namespace ug::graph {
+
+using Tensors = std::vector<Tensor>;
+
+/** A tensor the vjp rule reads back: an input of the call, an intermediate it computed, or
+ *  (output = true) one of its outputs, kept without its history. A null tensor keeps nothing. */
+struct Save {
+  const Tensor* tensor = nullptr;
+  bool is_output = false;
+};
+inline Save input(const Tensor& t) { return {&t, false}; }
+inline Save output(const Tensor& t) { return {&t, true}; }
+inline constexpr Save nothing{};
+
+/** The rule an op without a derivative (or a composite that records none) gives. */
+struct NoRule {};
+
+/** A list finish() reads during the call: a braced list ({&a, &b}) or a vector, for ops
+ *  whose operand count varies (cat, the recurrent layers). Holds no copy. */
+template <class T>
+class List {
+ public:
+  List(std::initializer_list<T> l) : items_(l.begin(), l.size()) {}
+  List(const std::vector<T>& v) : items_(v) {}
+  const T* begin() const { return items_.data(); }
+  const T* end() const { return items_.data() + items_.size(); }
+  size_t size() const { return items_.size(); }
+
+ private:
+  std::span<const T> items_;
+};
+using Inputs = List<const Tensor*>;
+using Outputs = List<const Tensor*>;
+using Saves = List<Save>;
+
+class OpCall {
+ public:
+  explicit OpCall(const OpDef& def) : def_(def) {
+    if (detail::current_capture) [[unlikely]] enter();
+  }
+  ~OpCall() {
+    if (capture_) leave();
+  }
+  OpCall(const OpCall&) = delete;
+  OpCall& operator=(const OpCall&) = delete;
+
+  const OpDef& def() const { return def_; }
+  /** True when this call is captured: building attributes is worth it only then. */
+  bool capturing() const { return capture_ != nullptr; }
+
+  /** Attributes of the call for the capture, set before finish() (only when capturing()). */
+  void set_attrs(Attrs attrs) { attrs_ = std::move(attrs); }
+
+  /** A call without derivative rules: integer results, or a composite whose inner ops record
+   *  their own derivatives. */
+  void finish(Inputs inputs, Outputs outputs) { finish(inputs, outputs, {}, NoRule{}, NoRule{}); }
+
+  /** vjp(const Tensors& saved, Tensors&& output_grads) -> one gradient per input (undefined:
+   *  none), with the saved tensors unpacked in the order given; jvp(const Tensors& tangents)
+   *  -> one tangent per output, from one per input (undefined where an input has none).
+   *  Either may be NoRule. */
+  template <class Vjp, class Jvp>
+  void finish(Inputs inputs, Outputs outputs, Saves saved, Vjp&& vjp, Jvp&& jvp) {
+    check_numerics(outputs);
+    if (capture_) record_capture(inputs, outputs);
+    if constexpr (!std::is_same_v<std::decay_t<Jvp>, NoRule>) {
+      if (forward::active()) [[unlikely]]
+        propagate_tangents(inputs, outputs, jvp);
+    }
+    if constexpr (!std::is_same_v<std::decay_t<Vjp>, NoRule>) {
+      if (any_floating(outputs) && needs_grad(inputs))
+        record_node(inputs, outputs, saved, std::forward<Vjp>(vjp));
+    }
+  }
+
+ private:
+  void enter();
+  void leave();
+  void record_capture(Inputs inputs, Outputs outputs);
+  void check_numerics(Outputs outputs) const {
+    if (debugging::check_numerics_enabled()) [[unlikely]]
+      for (const Tensor* out : outputs)
+        if (!batching::level(*out)) debugging::check_output(*out, def_.name());
+  }
+  static bool any_floating(Outputs outputs) {
+    for (const Tensor* out : outputs)
+      if (is_floating(out->dtype())) return true;
+    return false;
+  }
+  static bool needs_grad(Inputs inputs) {
+    if (!GradMode::is_enabled()) return false;
+    for (const Tensor* t : inputs)
+      if (t && t->defined() && autograd::requires_grad(*t)) return true;
+    return false;
+  }
+
+  template <class Jvp>
+  static void propagate_tangents(Inputs inputs, Outputs outputs, Jvp& jvp) {
+    forward::propagate(std::vector<const Tensor*>(inputs.begin(), inputs.end()),
+                       std::vector<const Tensor*>(outputs.begin(), outputs.end()), jvp);
+  }
+
+  template <class Vjp>
+  void record_node(Inputs inputs, Outputs outputs, Saves saved, Vjp&& vjp) {
+    std::vector<SavedTensor> kept;
+    kept.reserve(saved.size());
+    for (const Save& s : saved) kept.push_back(s.tensor ? SavedTensor(*s.tensor, s.is_output) : SavedTensor());
+    const char* name = def_.name();
+    std::vector<Tensor> ins;
+    ins.reserve(inputs.size());
+    for (const Tensor* t : inputs) ins.push_back(t ? *t : Tensor());
+    autograd::record(name, ins, std::vector<const Tensor*>(outputs.begin(), outputs.end()),
+                     [name, kept = std::move(kept), vjp = std::forward<Vjp>(vjp)](Tensors&& g, Node* n) {
+                       Tensors s;
+                       s.reserve(kept.size());
+                       for (const SavedTensor& k : kept) s.push_back(k.unpack(n, name));
+                       return vjp(s, std::move(g));
+                     });
+  }
+
+  const OpDef& def_;
+  Capture* capture_ = nullptr;
+  bool recorded_ = false;
+  Attrs attrs_;
+};
+
+}  // namespace ug::graph

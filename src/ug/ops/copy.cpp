@@ -1,0 +1,85 @@
+// Conversion and copying: Tensor::to (dtype, device), clone, contiguous, copy_ and fill_.
+#include "ug/backend/backend.h"
+#include "ug/graph/op_call.h"
+
+namespace ug {
+
+namespace {
+const graph::OpDef kTo("to"), kToDevice("to_device"), kClone("clone"), kCopy("copy_"), kFill("fill_");
+}
+
+Tensor Tensor::to(DType target, bool copy) const {
+  if (target == dtype() && !copy) return *this;
+  graph::OpCall call(kTo);
+  Tensor out;
+  if (int lvl = batching::level(*this)) {
+    out = batching::wrap(batching::physical(*this, lvl).to(target, copy), lvl);
+  } else {
+    out = empty(shape(), {.dtype = target, .device = device()});
+    backend_for(device()).copy(*this, out);
+  }
+  call.finish({this}, {&out}, {},
+              [source = dtype()](const graph::Tensors&, graph::Tensors&& g) { return graph::Tensors{g[0].to(source)}; },
+              [target](const graph::Tensors& t) { return graph::Tensors{t[0].to(target)}; });
+  return out;
+}
+
+Tensor Tensor::to(Device target, bool copy) const {
+  if (target == device() && !copy) return *this;
+  if (!device_available(target))
+    fail<RuntimeError>("[to] cannot move a tensor to ", target,
+                       ": that device is not available (ug.cuda.is_available() is False)");
+  graph::OpCall call(kToDevice);
+  Tensor out = empty(shape(), {.dtype = dtype(), .device = target});
+  backend_for(device()).copy(*this, out);
+  call.finish({this}, {&out});
+  return out;
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::clone() const {
+  graph::OpCall call(kClone);
+  Tensor out;
+  if (int lvl = batching::level(*this)) {
+    out = batching::wrap(batching::physical(*this, lvl).clone(), lvl);
+  } else {
+    out = empty(shape(), {.dtype = dtype(), .device = device()});
+    backend_for(device()).copy(*this, out);
+  }
+  call.finish({this}, {&out}, {}, [](const graph::Tensors&, graph::Tensors&& g) { return std::move(g); },
+              [](const graph::Tensors& t) { return graph::Tensors{t[0].clone()}; });
+  return out;
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  graph::OpCall call(kCopy);
+  if (src.device() != device())
+    fail<RuntimeError>("[copy_] source on ", src.device(), ", destination on ", device());
+  if (autograd::inplace_needs_rebase(*this, &src, "copy_")) {
+    // The copy's gradient flows to src (cast back to its dtype); this tensor's old value is gone.
+    autograd::rebase_history(*this, src.to(dtype()).expand(shape()).clone());
+    return *this;
+  }
+  // A source that overlaps the destination is copied first, so no element is read after
+  // it was overwritten.
+  Tensor s = (shares_storage(src) ? src.clone() : src).expand(shape());
+  backend_for(device()).copy(s, *this);
+  bump_version();
+  call.finish({&src}, {this});
+  return *this;
+}
+
+Tensor& Tensor::fill_(Scalar value) {
+  graph::OpCall call(kFill);
+  if (autograd::inplace_needs_rebase(*this, nullptr, "fill_")) {
+    autograd::rebase_history(*this, full_like(*this, value));
+    return *this;
+  }
+  backend_for(device()).fill(*this, value);
+  bump_version();
+  call.finish({}, {this});
+  return *this;
+}
+
+}  // namespace ug
