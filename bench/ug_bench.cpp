@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/backend/cpu/cpu_backend.h"
 #include "ug/core/thread_pool.h"
 #include "ug/data/idx.h"

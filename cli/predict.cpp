@@ -5,7 +5,7 @@
 
 #include "cli.h"
 #include "data.h"
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/models/zoo.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/reduce.h"

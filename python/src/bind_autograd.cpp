@@ -7,11 +7,11 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
-#include "ug/autograd/debugging.h"
+#include "ug/graph/debugging.h"
 #include "ug/autograd/engine.h"
 #include "ug/autograd/gradcheck.h"
-#include "ug/autograd/grad_mode.h"
-#include "ug/autograd/node.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/graph/node.h"
 
 namespace ugpy {
 

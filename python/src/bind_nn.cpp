@@ -11,7 +11,7 @@
 #include <nanobind/trampoline.h>
 
 #include "bindings.h"
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/nn/nn.h"
 
 namespace ugpy {

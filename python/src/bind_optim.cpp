@@ -10,7 +10,7 @@
 #include <string>
 
 #include "bindings.h"
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/optim/optim.h"
 
 namespace ugpy {

@@ -1,12 +1,12 @@
 // The whole public C++ API of unigrad: #include "ug/ug.h".
 #pragma once
 
-#include "ug/autograd/debugging.h"
+#include "ug/graph/debugging.h"
 #include "ug/autograd/engine.h"
 #include "ug/autograd/functional.h"
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/autograd/gradcheck.h"
-#include "ug/autograd/node.h"
+#include "ug/graph/node.h"
 #include "ug/autograd/tape.h"
 #include "ug/core/allocator.h"
 #include "ug/core/device.h"

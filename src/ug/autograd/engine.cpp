@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ug/autograd/grad_mode.h"
-#include "ug/autograd/node.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/graph/node.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
@@ -29,6 +29,24 @@ struct NodeOrder {
 };
 
 Tensor zeros_for(const Node::OutputInfo& o) { return zeros(o.shape, {.dtype = o.dtype, .device = o.device}); }
+
+/** What a leaf's AccumulateGrad does: g, after the leaf's hooks, added into leaf.grad. The
+ *  engine runs it (the node's own layer is below the ops that add). */
+void accumulate(AccumulateGrad& acc, Tensor g) {
+  g = acc.run_hooks(std::move(g));
+  AutogradMeta& m = meta(acc.leaf());
+  if (!m.grad.defined()) {
+    // Keep the incoming gradient when nobody else can see it; otherwise own a copy, so a
+    // later in-place accumulation never writes into a broadcast view or another tensor.
+    if (GradMode::is_enabled()) m.grad = g;
+    else if (g.is_contiguous() && g.storage()->use_count() == 1 && g.storage_offset() == 0) m.grad = g.detach();
+    else m.grad = g.detach().clone();
+  } else if (GradMode::is_enabled()) {
+    m.grad = m.grad + g;  // create_graph: the sum stays differentiable
+  } else {
+    m.grad.add_(g.detach());
+  }
+}
 
 void check_finite(const Tensor& g, Node* node) {
   if (!g.defined() || !is_floating(g.dtype())) return;
@@ -128,7 +146,9 @@ std::vector<Tensor> execute(const std::vector<Edge>& roots, std::vector<Tensor> 
     if (run && any_defined) {
       for (size_t i = 0; i < grads.size() && i < node->outputs().size(); ++i)
         if (!grads[i].defined()) grads[i] = zeros_for(node->outputs()[i]);
-      std::vector<Tensor> input_grads = node->apply(std::move(grads));
+      auto* leaf = dynamic_cast<AccumulateGrad*>(node);
+      if (leaf) accumulate(*leaf, std::move(grads[0]));
+      std::vector<Tensor> input_grads = leaf ? std::vector<Tensor>() : node->apply(std::move(grads));
       const auto& edges = node->next_edges();
       for (size_t i = 0; i < edges.size() && i < input_grads.size(); ++i) {
         if (!edges[i].valid() || !input_grads[i].defined()) continue;

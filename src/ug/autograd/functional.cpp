@@ -4,9 +4,9 @@
 #include <cstdlib>
 
 #include "ug/autograd/engine.h"
-#include "ug/autograd/forward.h"
-#include "ug/autograd/grad_mode.h"
-#include "ug/autograd/record.h"
+#include "ug/graph/forward.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/graph/record.h"
 #include "ug/autograd/tape.h"
 #include "ug/core/batching.h"
 #include "ug/ops/join.h"

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "ug/autograd/engine.h"
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/random.h"
 #include "ug/ops/reduce.h"

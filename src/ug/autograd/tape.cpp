@@ -1,7 +1,7 @@
 #include "ug/autograd/tape.h"
 
 #include "ug/autograd/engine.h"
-#include "ug/autograd/record.h"
+#include "ug/graph/record.h"
 
 namespace ug {
 

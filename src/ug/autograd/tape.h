@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "ug/autograd/grad_mode.h"
-#include "ug/autograd/node.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/graph/node.h"
 
 namespace ug {
 

@@ -28,6 +28,18 @@ Scalar Tensor::item() const {
   return result;
 }
 
+/** Allocation is the one factory below the ops: kernels and the recording layer need it. */
+Tensor empty(const Dims& shape, Options opts) {
+  for (int64_t d : shape)
+    if (d < 0) fail("[empty] negative dimension in shape ", Shape(shape.begin(), shape.end()));
+  DType dtype = opts.dtype.value_or(DType::Float32);
+  Shape s(shape.begin(), shape.end());
+  int64_t n = numel_of(s);
+  auto storage = make_ref<Storage>(static_cast<size_t>(n) * itemsize(dtype), opts.device);
+  Strides strides = contiguous_strides(s);
+  return Tensor(make_ref<TensorImpl>(std::move(storage), std::move(s), std::move(strides), 0, dtype));
+}
+
 Tensor from_blob(void* data, const Dims& shape, const Dims& strides, DType dtype,
                  void (*release)(void*), void* ctx, Device device) {
   if (shape.size() != strides.size())

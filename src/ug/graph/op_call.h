@@ -29,9 +29,9 @@
 #include <utility>
 #include <vector>
 
-#include "ug/autograd/debugging.h"
-#include "ug/autograd/forward.h"
-#include "ug/autograd/record.h"
+#include "ug/graph/debugging.h"
+#include "ug/graph/forward.h"
+#include "ug/graph/record.h"
 #include "ug/core/batching.h"
 #include "ug/graph/capture.h"
 #include "ug/graph/op_def.h"
@@ -118,7 +118,7 @@ class OpCall {
   void check_numerics(Outputs outputs) const {
     if (debugging::check_numerics_enabled()) [[unlikely]]
       for (const Tensor* out : outputs)
-        if (!batching::level(*out)) debugging::check_output(*out, def_.name());
+        if (out->defined() && !batching::level(*out)) debugging::check_output(*out, def_.name());
   }
   static bool any_floating(Outputs outputs) {
     for (const Tensor* out : outputs)

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/random.h"
 

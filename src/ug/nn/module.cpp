@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/core/random.h"
 
 namespace ug::nn {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <set>
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/core/error.h"
 #include "ug/onnx/export_table.h"
 #include "ug/onnx/graph_builder.h"

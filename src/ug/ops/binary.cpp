@@ -4,6 +4,7 @@
 
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/rules.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 

@@ -9,25 +9,6 @@
 
 namespace ug {
 
-namespace {
-
-void check_shape(const Dims& shape, const char* op) {
-  for (int64_t d : shape)
-    if (d < 0) fail("[", op, "] negative dimension in shape ", Shape(shape.begin(), shape.end()));
-}
-
-}  // namespace
-
-Tensor empty(const Dims& shape, Options opts) {
-  check_shape(shape, "empty");
-  DType dtype = opts.dtype.value_or(DType::Float32);
-  Shape s(shape.begin(), shape.end());
-  int64_t n = numel_of(s);
-  auto storage = make_ref<Storage>(static_cast<size_t>(n) * itemsize(dtype), opts.device);
-  Strides strides = contiguous_strides(s);
-  return Tensor(make_ref<TensorImpl>(std::move(storage), std::move(s), std::move(strides), 0, dtype));
-}
-
 Tensor full(const Dims& shape, Scalar value, Options opts) {
   if (!opts.dtype) opts.dtype = value.default_dtype();
   Tensor t = empty(shape, opts);

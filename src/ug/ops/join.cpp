@@ -7,6 +7,7 @@
 
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/rules.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
 

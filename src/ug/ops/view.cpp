@@ -2,6 +2,7 @@
 // and offset only), wherever PyTorch returns a view. reshape copies only when it must.
 #include "ug/core/tensor.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/rules.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 

@@ -1,6 +1,6 @@
 #include "ug/optim/adagrad.h"
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/optim/kernels.h"
 
 namespace ug::optim {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/ops/join.h"
 
 namespace ug::nn::utils {

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 
 namespace ug::optim {
 namespace {

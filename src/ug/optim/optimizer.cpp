@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/core/thread_pool.h"
 
 namespace ug::optim {

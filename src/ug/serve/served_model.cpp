@@ -2,7 +2,7 @@
 
 #include <numeric>
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 
 #include "ug/serve/onnx_model.h"
 #include "ug/serve/unigrad_model.h"

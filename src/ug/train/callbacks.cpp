@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <limits>
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/core/error.h"
 #include "ug/io/safetensors.h"
 #include "ug/train/checkpoint.h"

@@ -27,7 +27,7 @@ std::string python_repr(double value) {
   if (exp < -4 || exp >= 16) {  // Python's switch to exponent notation
     out += digits.substr(0, 1);
     if (digits.size() > 1) out += "." + digits.substr(1);
-    char ebuf[8];
+    char ebuf[16];  // room for any int, so GCC can prove the write fits
     std::snprintf(ebuf, sizeof ebuf, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
     return out + ebuf;
   }

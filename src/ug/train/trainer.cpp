@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/core/error.h"
 #include "ug/data/data_loader.h"
 #include "ug/data/datasets.h"

@@ -37,6 +37,12 @@ const char* CpuBackend::isa() const {
                        : generic::fn(__VA_ARGS__))
 
 void CpuBackend::copy(const Tensor& src, const Tensor& dst) { UG_ISA_CALL(copy, src, dst); }
+Tensor contiguous(const Tensor& src, DType dtype) {
+  if (src.dtype() == dtype && src.is_contiguous()) return src;
+  Tensor out = empty(src.shape(), {.dtype = dtype, .device = src.device()});
+  backend_for(src.device()).copy(src, out);
+  return out;
+}
 void CpuBackend::fill(const Tensor& dst, const Scalar& value) { UG_ISA_CALL(fill, dst, value); }
 void CpuBackend::unary(ops::UnaryOp op, const Tensor& x, const Tensor& out) {
   UG_ISA_CALL(unary, op, x, out);

@@ -6,6 +6,11 @@
 
 namespace ug::cpu {
 
+/** src as a contiguous tensor of `dtype`: src itself when it already is one, else a copy by
+ *  the copy kernel (the kernels sit below the ops, so they convert with their own). */
+Tensor contiguous(const Tensor& src, DType dtype);
+inline Tensor contiguous(const Tensor& src) { return contiguous(src, src.dtype()); }
+
 class CpuBackend final : public Backend {
  public:
   CpuBackend();

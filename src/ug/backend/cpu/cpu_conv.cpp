@@ -360,7 +360,10 @@ void CpuBackend::conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, co
                         const Tensor& out) {
   if (out.numel() == 0) return;
   if (x.size(1) == 0) {  // no input channels: the bias alone
-    if (bias.defined()) copy(bias.view({1, -1, 1, 1}).expand(out.shape()), out);
+    if (bias.defined())  // bias [O] seen as [N, O, H, W] with stride 0 along N, H and W
+      copy(Tensor(make_ref<TensorImpl>(bias.storage(), out.shape(), Strides{0, bias.stride(0), 0, 0},
+                                       bias.storage_offset(), bias.dtype())),
+           out);
     else fill(out, 0);
     return;
   }

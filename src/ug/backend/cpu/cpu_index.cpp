@@ -142,9 +142,13 @@ void scatter_typed(const Tensor& out, int64_t dim, const Tensor& index, const Te
   parallel_rows(g.shape, g.strides, static_cast<size_t>(split), row);
 }
 
-/** x as a contiguous bool tensor: true where x is nonzero. */
-Tensor nonzero_mask(const Tensor& x) {
-  return x.dtype() == DType::Bool ? x.contiguous() : x.ne(0).contiguous();
+/** x as a contiguous bool tensor: true where x is nonzero (not of not x, for any dtype). */
+Tensor nonzero_mask(CpuBackend& backend, const Tensor& x) {
+  if (x.dtype() == DType::Bool) return contiguous(x);
+  Tensor zero = empty(x.shape(), {.dtype = DType::Bool, .device = x.device()});
+  backend.unary(ops::UnaryOp::LogicalNot, x, zero);
+  backend.unary(ops::UnaryOp::LogicalNot, zero, zero);
+  return zero;
 }
 
 /** Fixed-size chunks for nonzero's two passes (independent of the thread count). */
@@ -183,13 +187,13 @@ void CpuBackend::scatter(const Tensor& out, int64_t dim, const Tensor& index, co
 void CpuBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
   // View both as [outer, size(dim), inner] and copy whole inner blocks.
   const size_t item = x.element_size();
-  Tensor xc = x.contiguous();
+  Tensor xc = contiguous(x);
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < dim; ++d) outer *= x.size(d);
   for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
   const int64_t n_in = x.dim() ? x.size(dim) : 1, n_idx = index.numel();
   const char* px = static_cast<const char*>(xc.raw_data());
-  Tensor idx = index.contiguous();
+  Tensor idx = contiguous(index);
   const int64_t* pi = static_cast<const int64_t*>(idx.raw_data());
   char* po = static_cast<char*>(out.raw_data());
   const size_t block = static_cast<size_t>(inner) * item;
@@ -202,7 +206,7 @@ void CpuBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index,
 }
 
 int64_t CpuBackend::count_nonzero(const Tensor& x) {
-  Tensor b = nonzero_mask(x);
+  Tensor b = nonzero_mask(*this, x);
   const bool* p = static_cast<const bool*>(b.raw_data());
   const int64_t n = b.numel(), chunks = (n + kNonzeroChunk - 1) / kNonzeroChunk;
   std::vector<int64_t> counts(static_cast<size_t>(chunks));
@@ -218,7 +222,7 @@ int64_t CpuBackend::count_nonzero(const Tensor& x) {
 void CpuBackend::nonzero(const Tensor& x, const Tensor& out) {
   // Two passes over fixed chunks: count each chunk's nonzeros, then each chunk writes its
   // coordinates from the running total of the chunks before it.
-  Tensor b = nonzero_mask(x);
+  Tensor b = nonzero_mask(*this, x);
   const bool* p = static_cast<const bool*>(b.raw_data());
   int64_t* po = static_cast<int64_t*>(out.raw_data());
   const Shape& shape = x.shape();

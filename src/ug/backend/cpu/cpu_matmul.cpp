@@ -38,11 +38,11 @@ void gemm_blas(const Tensor& a, const Tensor& b, const Tensor& out) {
   CBLAS_TRANSPOSE ta, tb;
   int64_t lda, ldb;
   if (!blas_layout(M, K, a.stride(1), a.stride(2), ta, lda)) {
-    A = a.contiguous();
+    A = contiguous(a);
     blas_layout(M, K, A.stride(1), A.stride(2), ta, lda);
   }
   if (!blas_layout(K, N, b.stride(1), b.stride(2), tb, ldb)) {
-    Bm = b.contiguous();
+    Bm = contiguous(b);
     blas_layout(K, N, Bm.stride(1), Bm.stride(2), tb, ldb);
   }
   const T* pa = static_cast<const T*>(A.raw_data());
@@ -110,7 +110,7 @@ void CpuBackend::matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
     case DType::Float64: return gemm_blas<double>(a, b, out);
     case DType::Float16:
     case DType::BFloat16: {
-      Tensor a32 = a.to(DType::Float32), b32 = b.to(DType::Float32);
+      Tensor a32 = contiguous(a, DType::Float32), b32 = contiguous(b, DType::Float32);
       Tensor o32 = empty(out.shape(), {.dtype = DType::Float32, .device = out.device()});
       gemm_blas<float>(a32, b32, o32);
       copy(o32, out);

@@ -5,8 +5,8 @@
 
 #include <functional>
 
-#include "ug/autograd/grad_mode.h"
-#include "ug/autograd/record.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/graph/record.h"
 #include "ug/core/tensor.h"
 
 namespace ug::nn::functional::detail {

@@ -2,7 +2,7 @@
 // into the looked-up rows, with the padding row left out and optional per-row scaling.
 #include "ug/nn/functional/embedding.h"
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"

@@ -3,7 +3,7 @@
 // bias add, and the backward is two GEMMs reading the operands in place and one column sum.
 #include "ug/nn/functional/linear.h"
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"

@@ -4,7 +4,7 @@
 // kernel each way instead of about fifteen ops.
 #include "ug/nn/functional/loss.h"
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
 #include "ug/nn/functional/activation.h"

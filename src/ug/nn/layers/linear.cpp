@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/nn/init.h"
 #include "ug/nn/layers/activation.h"
 #include "ug/nn/functional/linear.h"

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/nn/functional/normalization.h"
 #include "ug/nn/init.h"
 

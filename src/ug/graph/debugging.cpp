@@ -1,9 +1,8 @@
-#include "ug/autograd/debugging.h"
+#include "ug/graph/debugging.h"
 
 #include <atomic>
 
-#include "ug/ops/reduce.h"
-#include "ug/ops/unary.h"
+#include "ug/backend/backend.h"
 
 namespace ug::debugging {
 
@@ -15,10 +14,23 @@ std::function<std::string()>& provider() {
 }
 }  // namespace
 
+namespace {
+/** Whether any element of x passes `test`, with the kernels themselves: this layer is below
+ *  the ops. */
+bool any(const Tensor& x, ops::UnaryOp test) {
+  Backend& backend = backend_for(x.device());
+  Tensor flags = empty(x.shape(), {.dtype = DType::Bool, .device = x.device()});
+  backend.unary(test, x, flags);
+  Tensor result = empty({}, {.dtype = DType::Bool, .device = x.device()});
+  backend.reduce(ops::ReduceOp::Any, flags, 1, flags.numel(), 1, result);
+  return result.item<bool>();
+}
+}  // namespace
+
 const Tensor& check_numerics(const Tensor& x, std::string_view message) {
   if (!is_floating(x.dtype()) || x.numel() == 0) return x;
-  const bool nan = x.isnan().any().item<bool>();
-  const bool inf = x.isinf().any().item<bool>();
+  const bool nan = any(x, ops::UnaryOp::IsNan);
+  const bool inf = any(x, ops::UnaryOp::IsInf);
   if (nan || inf)
     fail<RuntimeError>("[check_numerics] ", message, ": tensor of shape ", x.shape(), " and dtype ", x.dtype(),
                        " has ", nan && inf ? "NaN and Inf" : nan ? "NaN" : "Inf", " values");

@@ -1,20 +1,13 @@
-// How an op records itself for autograd, next to its forward code:
-//
-//   Tensor out = ...forward...;
-//   if (autograd::needs_grad({&x}))
-//     autograd::record("exp", {x}, {&out}, [y = autograd::save_output(out)](auto&& g, Node* n) {
-//       return grads{g[0] * y.unpack(n, "exp")};
-//     });
-//
-// The rule is written with ops, so it is itself recorded when create_graph is on: that is
-// how second and third derivatives work.
+// The autograd side of an op call. Ops reach it through graph::OpCall (op_call.h), which
+// links the outputs to a node holding the op's vjp rule; the rule is written with ops, so it
+// is itself recorded when create_graph is on: that is how second and third derivatives work.
 #pragma once
 
 #include <initializer_list>
 #include <vector>
 
-#include "ug/autograd/grad_mode.h"
-#include "ug/autograd/node.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/graph/node.h"
 
 namespace ug::autograd {
 
@@ -47,12 +40,5 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
 bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op);
 /** Writes `result`'s data into t and makes t's history that of `result`. */
 void rebase_history(const Tensor& t, const Tensor& result);
-
-/** A zero tensor of `shape` whose `view` holds g: the gradient of an op that picks part of
- *  its input. Its own derivative takes the same view, so double backward works. */
-Tensor embed(const Tensor& g, const Shape& shape, const std::function<Tensor(const Tensor&)>& view);
-
-/** The gradient g of a broadcast result, summed back to `shape` (undoes broadcasting). */
-Tensor sum_to(const Tensor& g, const Shape& shape);
 
 }  // namespace ug::autograd

@@ -1,11 +1,10 @@
-#include "ug/autograd/node.h"
+#include "ug/graph/node.h"
 
 #include <atomic>
 
-#include "ug/autograd/forward.h"
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/forward.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/core/batching.h"
-#include "ug/ops/binary.h"
 
 namespace ug {
 
@@ -69,21 +68,8 @@ Tensor AccumulateGrad::run_hooks(Tensor g) const {
   return g;
 }
 
-std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
-  Tensor g = run_hooks(std::move(grads[0]));
-  AutogradMeta& m = autograd::meta(leaf_);
-  if (!m.grad.defined()) {
-    // Keep the incoming gradient when nobody else can see it; otherwise own a copy, so a
-    // later in-place accumulation never writes into a broadcast view or another tensor.
-    if (GradMode::is_enabled()) m.grad = g;
-    else if (g.is_contiguous() && g.storage()->use_count() == 1 && g.storage_offset() == 0) m.grad = g.detach();
-    else m.grad = g.detach().clone();
-  } else if (GradMode::is_enabled()) {
-    m.grad = m.grad + g;  // create_graph: the sum stays differentiable
-  } else {
-    m.grad.add_(g.detach());
-  }
-  return {};
+std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&&) {
+  fail<RuntimeError>("[backward] AccumulateGrad is run by the engine (autograd/engine.cpp), which adds with ops");
 }
 
 std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {

@@ -1,4 +1,4 @@
-#include "ug/autograd/grad_mode.h"
+#include "ug/graph/grad_mode.h"
 
 #include <atomic>
 

@@ -1,9 +1,9 @@
-#include "ug/autograd/forward.h"
+#include "ug/graph/forward.h"
 
 #include <algorithm>
 #include <atomic>
 
-#include "ug/autograd/node.h"
+#include "ug/graph/node.h"
 
 namespace ug::forward {
 
