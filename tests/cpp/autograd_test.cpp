@@ -123,6 +123,37 @@ TEST(Autograd, BackwardErrors) {
   EXPECT_FALSE(g[1].defined());
 }
 
+TEST(Autograd, BackwardWithInputsAccumulatesOnlyIntoThem) {
+  // torch's backward(inputs=...): y = x^2 w, so x.grad gets 2 x w and w (not asked for) nothing.
+  Tensor x = f64({1.0, 2.0}).requires_grad_(), w = f64({3.0, 4.0}).requires_grad_();
+  ug::autograd::backward({(x * w * x).sum()}, {}, {}, false, {x});
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{6.0, 16.0}));
+  EXPECT_FALSE(w.grad().defined());
+  ug::autograd::backward({(x * w * x).sum()}, {}, {}, false, {x});  // accumulates
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{12.0, 32.0}));
+
+  // A non-leaf input gets its gradient too, once even when it retains its grad.
+  for (bool retain : {false, true}) {
+    Tensor h = x * w;
+    if (retain) h.retain_grad();
+    ug::autograd::backward({(h * x).sum()}, {}, {}, false, {h});
+    EXPECT_EQ(values(h.grad()), (std::vector<double>{1.0, 2.0})) << retain;
+  }
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{12.0, 32.0}));
+  EXPECT_FALSE(w.grad().defined());
+
+  Tensor unused = f64({1.0}).requires_grad_();
+  ug::autograd::backward({(x * 2).sum()}, {}, {}, false, {unused, x});  // an unused input is skipped
+  EXPECT_FALSE(unused.grad().defined());
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{14.0, 34.0}));
+  try {
+    ug::autograd::backward({(x * 2).sum()}, {}, {}, false, {f64({1.0})});
+    ADD_FAILURE() << "an input that does not require grad must raise";
+  } catch (const ug::RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("[backward] input 0 does not require grad"), std::string::npos) << e.what();
+  }
+}
+
 // ---- hooks and retain_grad ------------------------------------------------------------
 
 TEST(Autograd, HooksAndRetainGrad) {
