@@ -322,6 +322,18 @@ TEST(Transforms, Hessian) {
   EXPECT_EQ(values(h), (std::vector<double>{10.0, 2.0, 2.0, 12.0}));
 }
 
+TEST(Transforms, HessianOfOneArgumentOfSeveralOutputs) {
+  // f(x, c) = (c * sum(x^3), x0 x1): H0 = c diag(6 x), H1 = [[0, 1], [1, 0]]; c is held fixed.
+  ug::TensorFn f = [](const Tensors& a) { return Tensors{a[1] * a[0].pow(3).sum(), (a[0][0] * a[0][1]).reshape({1})}; };
+  Tensors h = ug::hessian(f, {f64({1.0, 2.0}), f64({0.5})}, 0);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[0].shape(), ug::Shape({1, 2, 2}));
+  EXPECT_EQ(values(h[0]), (std::vector<double>{3.0, 0.0, 0.0, 6.0}));
+  EXPECT_EQ(h[1].shape(), ug::Shape({1, 2, 2}));
+  EXPECT_EQ(values(h[1]), (std::vector<double>{0.0, 1.0, 1.0, 0.0}));
+  EXPECT_THROW(ug::hessian([](const Tensor& x) { return x * 2; }, f64({1.0, 2.0})), ug::ValueError);
+}
+
 TEST(Transforms, JacrevAndJacfwd) {
   // f_i = x_i * sum(x): J_ij = [i == j] * sum(x) + x_i.
   ug::TensorFn f = [](const Tensors& a) { return Tensors{a[0] * a[0].sum()}; };
