@@ -237,6 +237,22 @@ def test_forward_hooks_on_calls_with_several_arguments_match_torch():
     assert run(ug)[1:3] == ([4.0, 4.0], [3.0, 3.0])
 
 
+def test_handle_remove_takes_hooks_off_a_top_level_python_module():
+    class Double(ug.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    m, calls = Double(), []
+    handles = [m.register_forward_hook(lambda mod, inp, out: calls.append("post")),
+               m.register_forward_pre_hook(lambda mod, inp: calls.append("pre"))]
+    m(ug.ones(2))
+    for h in handles:
+        h.remove()
+        h.remove()  # a second remove does nothing
+    m(ug.ones(2))
+    assert calls == ["pre", "post"]
+
+
 def test_dense_keras_style_is_lazy_and_activated():
     d = ug.nn.Dense(16, activation="relu")
     assert d.num_parameters() == 0
