@@ -43,6 +43,15 @@ std::vector<Tensor> optional_tensor_list(nb::handle h) {
   return out;
 }
 
+/** backward's `inputs`: none for every leaf, else a tensor or a non-empty sequence of them
+ *  (torch refuses an empty one, which C++ would read as "every leaf"). */
+std::vector<Tensor> backward_inputs(nb::handle h) {
+  if (h.is_none()) return {};
+  std::vector<Tensor> out = as_tensor_list(h);
+  if (out.empty()) ug::fail<ug::ValueError>("[backward] inputs must not be empty: leave it None to reach every leaf");
+  return out;
+}
+
 }  // namespace
 
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
@@ -90,21 +99,12 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
       .def_prop_ro("retains_grad", &Tensor::retains_grad)
       .def("backward", [](const Tensor& t, std::optional<Tensor> gradient, std::optional<bool> retain_graph,
                           bool create_graph, nb::handle inputs) {
-        if (!inputs.is_none()) {
-          // backward(inputs=...) accumulates only into the given tensors.
-          std::vector<Tensor> ins = as_tensor_list(inputs);
-          std::vector<Tensor> grads = ug::autograd::grad({t}, ins, gradient ? std::vector<Tensor>{*gradient} : std::vector<Tensor>{},
-                                                          retain_graph, create_graph, true);
-          for (size_t i = 0; i < ins.size(); ++i) {
-            if (!grads[i].defined()) continue;
-            Tensor old = ins[i].grad();
-            ins[i].set_grad(old.defined() ? old + grads[i] : grads[i]);
-          }
-          return;
-        }
-        t.backward(gradient ? *gradient : Tensor(), retain_graph, create_graph);
+        ug::autograd::backward({t}, gradient ? std::vector<Tensor>{*gradient} : std::vector<Tensor>{}, retain_graph,
+                               create_graph, backward_inputs(inputs));
       }, nb::arg("gradient") = nb::none(), nb::arg("retain_graph") = nb::none(), nb::arg("create_graph") = false,
-         nb::arg("inputs") = nb::none())
+         nb::arg("inputs") = nb::none(),
+         "Adds the gradient of this tensor into the .grad of the leaves it depends on (of `inputs` alone, "
+         "when given); a non-scalar tensor needs `gradient`.")
       .def("register_hook", [](const Tensor& t, nb::object fn) {
         size_t id = t.register_hook([fn](const Tensor& g) -> Tensor {
           nb::gil_scoped_acquire gil;
@@ -126,10 +126,12 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     return nb::tuple(out);
   }, nb::arg("outputs"), nb::arg("inputs"), nb::arg("grad_outputs") = nb::none(), nb::arg("retain_graph") = nb::none(),
      nb::arg("create_graph") = false, nb::arg("allow_unused") = false);
-  ag.def("backward", [](nb::handle tensors, nb::handle grad_tensors, std::optional<bool> retain_graph, bool create_graph) {
-    ug::autograd::backward(as_tensor_list(tensors), optional_tensor_list(grad_tensors), retain_graph, create_graph);
+  ag.def("backward", [](nb::handle tensors, nb::handle grad_tensors, std::optional<bool> retain_graph, bool create_graph,
+                        nb::handle inputs) {
+    ug::autograd::backward(as_tensor_list(tensors), optional_tensor_list(grad_tensors), retain_graph, create_graph,
+                           backward_inputs(inputs));
   }, nb::arg("tensors"), nb::arg("grad_tensors") = nb::none(), nb::arg("retain_graph") = nb::none(),
-     nb::arg("create_graph") = false);
+     nb::arg("create_graph") = false, nb::arg("inputs") = nb::none());
   ag.def("gradcheck", [](const ug::TensorFn& fn, const std::vector<Tensor>& inputs, double eps, double atol,
                          double rtol, bool raise_exception, bool second_order) {
     ug::autograd::GradcheckOptions o{eps, atol, rtol, raise_exception};

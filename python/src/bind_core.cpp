@@ -116,7 +116,8 @@ void bind_creation(nb::module_& m) {
   auto a_grad = nb::arg("requires_grad") = false;
   m.def("tensor", [](nb::handle data, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) {
     return with_grad(tensor_from_data(data, dtype, device), rg);
-  }, nb::arg("data"), nb::kw_only(), a_dtype, a_device, a_grad);
+  }, nb::arg("data"), nb::kw_only(), a_dtype, a_device, a_grad,
+     "A new tensor copied from data: a number, a nested list, a NumPy array or a Tensor (torch.tensor).");
   m.def("as_tensor", [](nb::handle data, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
     if (nb::isinstance<Tensor>(data)) {
       Tensor t = nb::cast<Tensor>(data);
@@ -128,65 +129,75 @@ void bind_creation(nb::module_& m) {
       return t.to(dtype.value_or(t.dtype())).to(device.value_or(t.device()));
     }
     return tensor_from_data(data, dtype, device);
-  }, nb::arg("data"), a_dtype, a_device);
-  m.def("from_numpy", &from_numpy, nb::arg("ndarray"));
-  m.def("is_tensor", [](nb::handle h) { return nb::isinstance<Tensor>(h); });
+  }, nb::arg("data"), a_dtype, a_device,
+     "data as a tensor, sharing the memory of a Tensor or a NumPy array when dtype and device allow (torch.as_tensor).");
+  m.def("from_numpy", &from_numpy, nb::arg("ndarray"), "A tensor sharing the memory of a NumPy array.");
+  m.def("is_tensor", [](nb::handle h) { return nb::isinstance<Tensor>(h); }, nb::arg("obj"),
+        "Whether obj is a ug.Tensor.");
 
-#define UG_SIZED_FACTORY(name)                                                                    \
+#define UG_SIZED_FACTORY(name, doc)                                                               \
   m.def(#name, [](nb::args size, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) { \
     return with_grad(ug::name(dims_from_args(size, #name), opts(dtype, device)), rg);             \
-  }, nb::arg("size"), a_dtype, a_device, a_grad);
-  UG_SIZED_FACTORY(empty)
-  UG_SIZED_FACTORY(zeros)
-  UG_SIZED_FACTORY(ones)
-  UG_SIZED_FACTORY(rand)
-  UG_SIZED_FACTORY(randn)
+  }, nb::arg("size"), a_dtype, a_device, a_grad, doc " of the given size: ug." #name "(2, 3) or ug." #name "((2, 3)).");
+  UG_SIZED_FACTORY(empty, "An uninitialised tensor")
+  UG_SIZED_FACTORY(zeros, "A tensor of zeros")
+  UG_SIZED_FACTORY(ones, "A tensor of ones")
+  UG_SIZED_FACTORY(rand, "Uniform samples in [0, 1)")
+  UG_SIZED_FACTORY(randn, "Standard normal samples")
 #undef UG_SIZED_FACTORY
   m.def("full", [](nb::handle size, ug::Scalar value, std::optional<ug::DType> dtype, std::optional<ug::Device> device,
                    bool rg) {
     return with_grad(ug::full(dims_from_sequence(size, "full"), value, opts(dtype, device)), rg);
-  }, nb::arg("size"), nb::arg("fill_value"), nb::kw_only(), a_dtype, a_device, a_grad);
+  }, nb::arg("size"), nb::arg("fill_value"), nb::kw_only(), a_dtype, a_device, a_grad,
+     "A tensor of the given size filled with fill_value.");
 #define UG_LIKE_FACTORY(name)                                                                     \
   m.def(#name, [](const Tensor& t, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) { \
     return with_grad(ug::name(t, {dtype, device.value_or(t.device())}), rg);                      \
-  }, nb::arg("input"), nb::kw_only(), a_dtype, a_device, a_grad);
+  }, nb::arg("input"), nb::kw_only(), a_dtype, a_device, a_grad,                                \
+     "ug." #name "(input): the shape, dtype and device of input unless dtype or device is given.");
   UG_LIKE_FACTORY(empty_like)
   UG_LIKE_FACTORY(zeros_like)
   UG_LIKE_FACTORY(ones_like)
 #undef UG_LIKE_FACTORY
   m.def("full_like", [](const Tensor& t, ug::Scalar v, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
     return ug::full_like(t, v, {dtype, device.value_or(t.device())});
-  }, nb::arg("input"), nb::arg("fill_value"), nb::kw_only(), a_dtype, a_device);
+  }, nb::arg("input"), nb::arg("fill_value"), nb::kw_only(), a_dtype, a_device,
+     "A tensor shaped like input filled with fill_value.");
   m.def("rand_like", [](const Tensor& t, std::optional<ug::DType> dtype) {
     return ug::rand(t.shape(), {dtype.value_or(t.dtype()), t.device()});
-  }, nb::arg("input"), nb::kw_only(), a_dtype);
+  }, nb::arg("input"), nb::kw_only(), a_dtype, "Uniform samples in [0, 1) shaped like input.");
   m.def("randn_like", [](const Tensor& t, std::optional<ug::DType> dtype) {
     return ug::randn(t.shape(), {dtype.value_or(t.dtype()), t.device()});
-  }, nb::arg("input"), nb::kw_only(), a_dtype);
+  }, nb::arg("input"), nb::kw_only(), a_dtype, "Standard normal samples shaped like input.");
   m.def("randint", [](nb::args args, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
     // randint(high, size) or randint(low, high, size), as in torch.
     if (args.size() != 2 && args.size() != 3) ug::fail<ug::TypeError>("[randint] expected randint(low=0, high, size)");
     int64_t low = args.size() == 3 ? nb::cast<int64_t>(args[0]) : 0;
     int64_t high = nb::cast<int64_t>(args[args.size() - 2]);
     return ug::randint(low, high, dims_from_sequence(args[args.size() - 1], "randint"), opts(dtype, device));
-  }, nb::arg("args"), a_dtype, a_device);
+  }, nb::arg("args"), a_dtype, a_device,
+     "randint(high, size) or randint(low, high, size): integers drawn uniformly from [low, high).");
   m.def("normal", [](double mean, double std, nb::handle size, std::optional<ug::DType> dtype) {
     return ug::normal(mean, std, dims_from_sequence(size, "normal"), {dtype, {}});
-  }, nb::arg("mean"), nb::arg("std"), nb::arg("size"), nb::kw_only(), a_dtype);
+  }, nb::arg("mean"), nb::arg("std"), nb::arg("size"), nb::kw_only(), a_dtype,
+     "Normal samples of the given mean and standard deviation.");
   m.def("randperm", [](int64_t n, std::optional<ug::DType> dtype) { return ug::randperm(n, {dtype, {}}); },
-        nb::arg("n"), nb::kw_only(), a_dtype);
+        nb::arg("n"), nb::kw_only(), a_dtype, "A random permutation of 0 .. n - 1.");
   m.def("arange", [](ug::Scalar start, std::optional<ug::Scalar> end, ug::Scalar step, std::optional<ug::DType> dtype,
                      std::optional<ug::Device> device, bool rg) {
     if (!end) return with_grad(ug::arange(0, start, step, opts(dtype, device)), rg);
     return with_grad(ug::arange(start, *end, step, opts(dtype, device)), rg);
-  }, nb::arg("start"), nb::arg("end") = nb::none(), nb::arg("step") = 1, nb::kw_only(), a_dtype, a_device, a_grad);
+  }, nb::arg("start"), nb::arg("end") = nb::none(), nb::arg("step") = 1, nb::kw_only(), a_dtype, a_device, a_grad,
+     "arange(end) or arange(start, end, step): the values from start up to (not including) end.");
   m.def("linspace", [](double start, double end, int64_t steps, std::optional<ug::DType> dtype,
                        std::optional<ug::Device> device, bool rg) {
     return with_grad(ug::linspace(start, end, steps, opts(dtype, device)), rg);
-  }, nb::arg("start"), nb::arg("end"), nb::arg("steps"), nb::kw_only(), a_dtype, a_device, a_grad);
+  }, nb::arg("start"), nb::arg("end"), nb::arg("steps"), nb::kw_only(), a_dtype, a_device, a_grad,
+     "steps values evenly spaced from start to end, both included.");
   m.def("eye", [](int64_t n, std::optional<int64_t> cols, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
     return ug::eye(n, cols, opts(dtype, device));
-  }, nb::arg("n"), nb::arg("m") = nb::none(), nb::kw_only(), a_dtype, a_device);
+  }, nb::arg("n"), nb::arg("m") = nb::none(), nb::kw_only(), a_dtype, a_device,
+     "The n x m (n x n by default) matrix with ones on the diagonal.");
 
   nb::module_ r = m.def_submodule("random", "JAX-style explicit keys: key, split, normal, uniform, ...");
   r.def("key", [](int64_t seed) { return ug::random::key(static_cast<uint64_t>(seed)); }, nb::arg("seed"));

@@ -10,6 +10,8 @@
 #include <nanobind/stl/vector.h>
 #include <nanobind/trampoline.h>
 
+#include <any>
+
 #include "bindings.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/nn/nn.h"
@@ -33,8 +35,7 @@ struct PyModule : Module {
 
 /** What register_forward_hook returns: handle.remove() takes the hook off again. */
 struct ModuleHookHandle {
-  std::weak_ptr<Module> module;
-  nb::object owner;  // keeps a Python-owned module alive while the handle lives
+  nb::object module;  // the Python object, alive while the handle lives (it may own no shared_ptr)
   size_t id;
 };
 
@@ -74,35 +75,18 @@ nb::list pairs(const std::vector<std::pair<std::string, V>>& items, const std::s
   return out;
 }
 
-/** The Python hooks of a module, kept in its __dict__ for calls that do not go through C++
- *  (several arguments or keywords): id -> (is_pre, hook). An empty dict when it has none. */
-nb::dict python_hooks(nb::handle self, bool create = false) {
-  nb::dict dict = nb::steal<nb::dict>(PyObject_GenericGetDict(self.ptr(), nullptr));
-  if (!dict.contains("_forward_hooks")) {
-    if (!create) return nb::dict();
-    dict["_forward_hooks"] = nb::dict();
-  }
-  return nb::borrow<nb::dict>(dict["_forward_hooks"]);
-}
+/** The Python object a general call's inputs or output hold (Module::call). */
+const nb::object& held(const std::any& value) { return std::any_cast<const nb::object&>(value); }
 
 nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
   Module& m = as_module(self);
   if (args.size() == 1 && kwargs.size() == 0 && nb::isinstance<Tensor>(args[0]))
     return nb::cast(m(nb::cast<Tensor>(args[0])));  // C++ path: hooks, then the (maybe Python) forward
-  nb::dict hooks = python_hooks(self);
-  nb::tuple inputs = nb::borrow<nb::tuple>(args);
-  for (auto [id, entry] : hooks) {
-    if (!nb::cast<bool>(entry[0])) continue;
-    nb::object r = entry[1](self, inputs);
-    if (!r.is_none()) inputs = nb::isinstance<nb::tuple>(r) ? nb::borrow<nb::tuple>(r) : nb::make_tuple(r);
-  }
-  nb::object out = self.attr("forward")(*inputs, **kwargs);
-  for (auto [id, entry] : hooks) {
-    if (nb::cast<bool>(entry[0])) continue;
-    nb::object r = entry[1](self, inputs, out);
-    if (!r.is_none()) out = r;
-  }
-  return out;
+  // Several arguments or keywords: the same hooks see the positional arguments' tuple.
+  std::any out = m.call(std::any(nb::object(args)), [&](const std::any& inputs) {
+    return std::any(self.attr("forward")(*held(inputs), **kwargs));
+  });
+  return held(out);
 }
 
 void set_attribute(nb::handle self, const std::string& name, nb::handle value) {
@@ -176,14 +160,9 @@ void module_to(Module& m, nb::handle what) {
 }  // namespace
 
 void bind_nn(nb::module_& nn) {
-  nb::class_<ModuleHookHandle>(nn, "RemovableHandle").def("remove", [](ModuleHookHandle& h) {
-    if (auto m = h.module.lock()) m->remove_hook(h.id);
-    if (h.owner.is_valid()) {
-      nb::dict hooks = python_hooks(h.owner);
-      nb::object key = nb::int_(h.id);
-      if (hooks.contains(key)) PyDict_DelItem(hooks.ptr(), key.ptr());
-    }
-  });
+  nb::class_<ModuleHookHandle>(nn, "RemovableHandle", "What register_forward_hook returns.")
+      .def("remove", [](ModuleHookHandle& h) { nb::cast<Module&>(h.module).remove_hook(h.id); },
+           "Takes the hook off the module; a second call does nothing.");
 
   nb::class_<Module, PyModule>(nn, "Module", nb::dynamic_attr(),
                                "The base of every layer and model (torch.nn.Module); subclass it with __init__ and forward.")
@@ -308,28 +287,42 @@ void bind_nn(nb::module_& nn) {
            "pass on zeros of input_size (batch dim included).")
       .def("register_forward_hook",
            [](nb::handle self, nb::object hook) {
+             // hook(module, inputs, output): inputs is the positional arguments' tuple.
              Module& m = as_module(self);
-             size_t id = m.register_forward_hook([self, hook](Module&, const Tensor& in, const Tensor& out) {
-               nb::object r = hook(self, nb::make_tuple(in), out);
-               return r.is_none() ? std::optional<Tensor>() : std::optional<Tensor>(nb::cast<Tensor>(r));
-             });
-             python_hooks(self, true)[nb::int_(id)] = nb::make_tuple(false, hook);
-             return ModuleHookHandle{m.weak_from_this(), nb::borrow(self), id};
+             size_t id = m.register_forward_hook(
+                 [self, hook](Module&, const Tensor& in, const Tensor& out) {
+                   nb::object r = hook(self, nb::make_tuple(in), out);
+                   return r.is_none() ? std::optional<Tensor>() : std::optional<Tensor>(nb::cast<Tensor>(r));
+                 },
+                 [self, hook](Module&, const std::any& in, const std::any& out) {
+                   nb::object r = hook(self, held(in), held(out));
+                   return r.is_none() ? std::optional<std::any>() : std::optional<std::any>(std::move(r));
+                 });
+             return ModuleHookHandle{nb::borrow(self), id};
            },
-           "hook"_a)
+           "hook"_a, "Calls hook(module, inputs, output) after each forward; a result other than None replaces "
+           "the output. Returns a handle whose remove() takes the hook off.")
       .def("register_forward_pre_hook",
            [](nb::handle self, nb::object hook) {
+             // hook(module, inputs) may return new inputs: a tuple, or one value.
              Module& m = as_module(self);
-             size_t id = m.register_forward_pre_hook([self, hook](Module&, const Tensor& in) {
-               nb::object r = hook(self, nb::make_tuple(in));
-               if (r.is_none()) return std::optional<Tensor>();
-               if (nb::isinstance<nb::tuple>(r)) r = r[0];
-               return std::optional<Tensor>(nb::cast<Tensor>(r));
-             });
-             python_hooks(self, true)[nb::int_(id)] = nb::make_tuple(true, hook);
-             return ModuleHookHandle{m.weak_from_this(), nb::borrow(self), id};
+             size_t id = m.register_forward_pre_hook(
+                 [self, hook](Module&, const Tensor& in) {
+                   nb::object r = hook(self, nb::make_tuple(in));
+                   if (r.is_none()) return std::optional<Tensor>();
+                   if (nb::isinstance<nb::tuple>(r)) r = r[0];
+                   return std::optional<Tensor>(nb::cast<Tensor>(r));
+                 },
+                 [self, hook](Module&, const std::any& in) {
+                   nb::object r = hook(self, held(in));
+                   if (r.is_none()) return std::optional<std::any>();
+                   if (!nb::isinstance<nb::tuple>(r)) r = nb::make_tuple(r);
+                   return std::optional<std::any>(std::move(r));
+                 });
+             return ModuleHookHandle{nb::borrow(self), id};
            },
-           "hook"_a);
+           "hook"_a, "Calls hook(module, inputs) before each forward; a result other than None replaces the "
+           "inputs. Returns a handle whose remove() takes the hook off.");
 
   nn.def("_make_parameter",
          [](const Tensor& data, bool requires_grad) {

@@ -351,6 +351,12 @@ void bind_optim(nb::module_& optim) {
           "hyperparameters; the inputs are not modified.")
       .def("__repr__", &optimizer_repr);
 
+  // The constructors' defaults are the C++ option structs' own.
+  const SGDOptions sgd;
+  const AdamOptions adam;
+  const AdamWOptions adamw;
+  const RMSpropOptions rmsprop;
+  const AdagradOptions adagrad;
   nb::class_<SGD, Optimizer>(optim, "SGD", "torch.optim.SGD: momentum, dampening, Nesterov, weight decay.")
       .def(
           "__init__",
@@ -363,9 +369,9 @@ void bind_optim(nb::module_& optim) {
                                                            .nesterov(nesterov)
                                                            .maximize(maximize));
           },
-          nb::arg("params").none() = nb::none(), nb::arg("lr") = 1e-3, nb::arg("momentum") = 0.0,
-          nb::arg("dampening") = 0.0, nb::arg("weight_decay") = 0.0, nb::arg("nesterov") = false, nb::kw_only(),
-          nb::arg("maximize") = false);
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = sgd.lr(), nb::arg("momentum") = sgd.momentum(),
+          nb::arg("dampening") = sgd.dampening(), nb::arg("weight_decay") = sgd.weight_decay(),
+          nb::arg("nesterov") = sgd.nesterov(), nb::kw_only(), nb::arg("maximize") = sgd.maximize());
 
   nb::class_<Adam, Optimizer>(optim, "Adam", "torch.optim.Adam: amsgrad, weight decay (L2 or decoupled), maximize.")
       .def(
@@ -380,10 +386,10 @@ void bind_optim(nb::module_& optim) {
                                                             .maximize(maximize)
                                                             .decoupled_weight_decay(decoupled));
           },
-          nb::arg("params").none() = nb::none(), nb::arg("lr") = 1e-3,
-          nb::arg("betas") = std::pair<double, double>(0.9, 0.999), nb::arg("eps") = 1e-8,
-          nb::arg("weight_decay") = 0.0, nb::arg("amsgrad") = false, nb::kw_only(), nb::arg("maximize") = false,
-          nb::arg("decoupled_weight_decay") = false);
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = adam.lr(), nb::arg("betas") = adam.betas(),
+          nb::arg("eps") = adam.eps(), nb::arg("weight_decay") = adam.weight_decay(), nb::arg("amsgrad") = adam.amsgrad(),
+          nb::kw_only(), nb::arg("maximize") = adam.maximize(),
+          nb::arg("decoupled_weight_decay") = adam.decoupled_weight_decay());
 
   nb::class_<AdamW, Adam>(optim, "AdamW", "torch.optim.AdamW: Adam with decoupled weight decay.")
       .def(
@@ -394,9 +400,9 @@ void bind_optim(nb::module_& optim) {
                              AdamWOptions(lr).betas(betas).eps(eps).weight_decay(weight_decay).amsgrad(amsgrad).maximize(
                                  maximize));
           },
-          nb::arg("params").none() = nb::none(), nb::arg("lr") = 1e-3,
-          nb::arg("betas") = std::pair<double, double>(0.9, 0.999), nb::arg("eps") = 1e-8,
-          nb::arg("weight_decay") = 1e-2, nb::arg("amsgrad") = false, nb::kw_only(), nb::arg("maximize") = false);
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = adamw.lr(), nb::arg("betas") = adamw.betas(),
+          nb::arg("eps") = adamw.eps(), nb::arg("weight_decay") = adamw.weight_decay(),
+          nb::arg("amsgrad") = adamw.amsgrad(), nb::kw_only(), nb::arg("maximize") = adamw.maximize());
 
   nb::class_<RMSprop, Optimizer>(optim, "RMSprop", "torch.optim.RMSprop: momentum, centered, weight decay.")
       .def(
@@ -411,9 +417,10 @@ void bind_optim(nb::module_& optim) {
                                                                .centered(centered)
                                                                .maximize(maximize));
           },
-          nb::arg("params").none() = nb::none(), nb::arg("lr") = 1e-2, nb::arg("alpha") = 0.99,
-          nb::arg("eps") = 1e-8, nb::arg("weight_decay") = 0.0, nb::arg("momentum") = 0.0,
-          nb::arg("centered") = false, nb::kw_only(), nb::arg("maximize") = false);
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = rmsprop.lr(), nb::arg("alpha") = rmsprop.alpha(),
+          nb::arg("eps") = rmsprop.eps(), nb::arg("weight_decay") = rmsprop.weight_decay(),
+          nb::arg("momentum") = rmsprop.momentum(), nb::arg("centered") = rmsprop.centered(), nb::kw_only(),
+          nb::arg("maximize") = rmsprop.maximize());
 
   nb::class_<Adagrad, Optimizer>(optim, "Adagrad", "torch.optim.Adagrad: lr_decay, weight decay, initial accumulator.")
       .def(
@@ -427,9 +434,10 @@ void bind_optim(nb::module_& optim) {
                                                                .eps(eps)
                                                                .maximize(maximize));
           },
-          nb::arg("params").none() = nb::none(), nb::arg("lr") = 1e-2, nb::arg("lr_decay") = 0.0,
-          nb::arg("weight_decay") = 0.0, nb::arg("initial_accumulator_value") = 0.0, nb::arg("eps") = 1e-10,
-          nb::kw_only(), nb::arg("maximize") = false);
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = adagrad.lr(), nb::arg("lr_decay") = adagrad.lr_decay(),
+          nb::arg("weight_decay") = adagrad.weight_decay(),
+          nb::arg("initial_accumulator_value") = adagrad.initial_accumulator_value(), nb::arg("eps") = adagrad.eps(),
+          nb::kw_only(), nb::arg("maximize") = adagrad.maximize());
 
   optim.def(
       "apply_updates",

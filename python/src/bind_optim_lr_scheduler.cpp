@@ -22,6 +22,11 @@ std::vector<double> floats(nb::handle h) {
   return nb::cast<std::vector<double>>(h);
 }
 
+/** A per-group default as torch writes it: one number when it is one value. */
+nb::object one_or_list(const std::vector<double>& v) {
+  return v.size() == 1 ? nb::object(nb::float_(v.front())) : nb::cast(v);
+}
+
 nb::dict state_to_python(const SchedulerState& s) {
   nb::dict out;
   for (const auto& [k, v] : s) {
@@ -78,6 +83,7 @@ void bind_lr_scheduler(nb::module_& m) {
       .def(nb::init<Optimizer&, std::vector<std::shared_ptr<LRScheduler>>, std::vector<int64_t>, int64_t>(),
            nb::arg("optimizer"), nb::arg("schedulers"), nb::arg("milestones"), nb::arg("last_epoch") = -1,
            nb::keep_alive<1, 2>());
+  const OneCycleOptions one_cycle;  // the keyword defaults, stated once in C++
   nb::class_<OneCycleLR, LRScheduler>(m, "OneCycleLR", "The 1cycle policy, with momentum cycling.")
       .def(
           "__init__",
@@ -92,12 +98,15 @@ void bind_lr_scheduler(nb::module_& m) {
           },
           nb::arg("optimizer"), nb::arg("max_lr"), nb::arg("total_steps").none() = nb::none(),
           nb::arg("epochs").none() = nb::none(), nb::arg("steps_per_epoch").none() = nb::none(),
-          nb::arg("pct_start") = 0.3, nb::arg("anneal_strategy") = "cos", nb::arg("cycle_momentum") = true,
-          nb::arg("base_momentum") = 0.85, nb::arg("max_momentum") = 0.95, nb::arg("div_factor") = 25.0,
-          nb::arg("final_div_factor") = 1e4, nb::arg("three_phase") = false, nb::arg("last_epoch") = -1,
-          nb::keep_alive<1, 2>())
+          nb::arg("pct_start") = one_cycle.pct_start, nb::arg("anneal_strategy") = one_cycle.anneal_strategy,
+          nb::arg("cycle_momentum") = one_cycle.cycle_momentum,
+          nb::arg("base_momentum") = one_or_list(one_cycle.base_momentum),
+          nb::arg("max_momentum") = one_or_list(one_cycle.max_momentum), nb::arg("div_factor") = one_cycle.div_factor,
+          nb::arg("final_div_factor") = one_cycle.final_div_factor, nb::arg("three_phase") = one_cycle.three_phase,
+          nb::arg("last_epoch") = one_cycle.last_epoch, nb::keep_alive<1, 2>())
       .def_prop_ro("total_steps", &OneCycleLR::total_steps);
 
+  const ReduceLROnPlateauOptions plateau;
   nb::class_<ReduceLROnPlateau>(m, "ReduceLROnPlateau", "Cuts the lr when a metric stops improving.")
       .def(
           "__init__",
@@ -106,9 +115,10 @@ void bind_lr_scheduler(nb::module_& m) {
             new (self) ReduceLROnPlateau(opt, ReduceLROnPlateauOptions{mode, factor, patience, threshold,
                                                                        threshold_mode, cooldown, floats(min_lr), eps});
           },
-          nb::arg("optimizer"), nb::arg("mode") = "min", nb::arg("factor") = 0.1, nb::arg("patience") = 10,
-          nb::arg("threshold") = 1e-4, nb::arg("threshold_mode") = "rel", nb::arg("cooldown") = 0,
-          nb::arg("min_lr") = 0.0, nb::arg("eps") = 1e-8, nb::keep_alive<1, 2>())
+          nb::arg("optimizer"), nb::arg("mode") = plateau.mode, nb::arg("factor") = plateau.factor,
+          nb::arg("patience") = plateau.patience, nb::arg("threshold") = plateau.threshold,
+          nb::arg("threshold_mode") = plateau.threshold_mode, nb::arg("cooldown") = plateau.cooldown,
+          nb::arg("min_lr") = one_or_list(plateau.min_lr), nb::arg("eps") = plateau.eps, nb::keep_alive<1, 2>())
       .def(
           "step",
           [](ReduceLROnPlateau& s, nb::handle metrics) {

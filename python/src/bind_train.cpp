@@ -275,36 +275,30 @@ nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_
   o.initial_epoch = initial_epoch;
   o.verbose = verbose_from_python(verbose, "fit");
   o.steps_per_epoch = steps_per_epoch.value_or(-1);
+  o.validation_split = validation_split;
+  // Arrays are batched (and split, and shuffled) by the C++ fit; other data comes batched.
+  const bool arrays = is_array(x) && !y.is_none();
+  std::optional<Tensor> tx, ty;
   std::unique_ptr<ug::data::BatchSource> data, validation;
-  if (validation_split < 0 || validation_split >= 1)
-    ug::fail<ug::ValueError>("[fit] validation_split must be in [0, 1), got ", validation_split);
-  if (validation_split > 0) {
-    // Keras's rule: the last fraction of the samples, taken before shuffling.
-    if (!is_array(x) || y.is_none()) ug::fail<ug::ValueError>("[fit] validation_split needs array x and y");
-    if (!validation_data.is_none()) ug::fail<ug::ValueError>("[fit] give validation_split or validation_data, not both");
-    Tensor tx = as_tensor(x), ty = as_tensor(y);
-    const int64_t n = tx.dim() > 0 ? tx.size(0) : 0;
-    const int64_t split = n - static_cast<int64_t>(static_cast<double>(n) * validation_split);
-    if (split <= 0 || split >= n)
-      ug::fail<ug::ValueError>("[fit] validation_split=", validation_split, " leaves no samples on one side of ", n);
-    data = batches_from_python(nb::cast(tx.narrow(0, 0, split)), nb::cast(ty.narrow(0, 0, split)), batch_size, shuffle,
-                               true, "fit");
-    validation = batches_from_python(nb::cast(tx.narrow(0, split, n - split)), nb::cast(ty.narrow(0, split, n - split)),
-                                     batch_size, false, true, "fit");
+  if (arrays) {
+    tx = as_tensor(x);
+    ty = as_tensor(y);
+    o.batch_size = batch_size;
+    o.shuffle = shuffle;
   } else {
     data = batches_from_python(x, y, batch_size, shuffle, true, "fit");
-    if (!validation_data.is_none()) {
-      // (x_val, y_val) arrays, or an iterable of batches.
-      const bool pair = (PyTuple_Check(validation_data.ptr()) || PyList_Check(validation_data.ptr())) &&
-                        nb::len(validation_data) == 2 && is_array(validation_data[0]) && is_array(validation_data[1]);
-      validation = pair ? batches_from_python(validation_data[0], validation_data[1], batch_size, false, true, "fit")
-                        : batches_from_python(validation_data, nb::none(), std::nullopt, false, true, "fit");
-    }
+  }
+  if (!validation_data.is_none()) {
+    // (x_val, y_val) arrays, or an iterable of batches.
+    const bool pair = (PyTuple_Check(validation_data.ptr()) || PyList_Check(validation_data.ptr())) &&
+                      nb::len(validation_data) == 2 && is_array(validation_data[0]) && is_array(validation_data[1]);
+    validation = pair ? batches_from_python(validation_data[0], validation_data[1], batch_size, false, true, "fit")
+                      : batches_from_python(validation_data, nb::none(), std::nullopt, false, true, "fit");
   }
   o.validation_data = validation.get();
   o.callbacks = callbacks_from_python(self, callbacks);
   trainer.set_output(python_stdout());
-  std::shared_ptr<train::History> history = trainer.fit(*data, std::move(o));
+  std::shared_ptr<train::History> history = arrays ? trainer.fit(*tx, *ty, std::move(o)) : trainer.fit(*data, std::move(o));
   nb::object h = nb::cast(history);
   h.attr("set_model")(self);
   return h;

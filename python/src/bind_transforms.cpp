@@ -41,6 +41,7 @@ void bind_transforms(nb::module_& m) {
   f.def("jvp", &ug::jvp);
   f.def("jacrev", &ug::jacrev);
   f.def("jacfwd", &ug::jacfwd);
+  f.def("hessian", [](const ug::TensorFn& fn, const Tensors& args, int argnum) { return ug::hessian(fn, args, argnum); });
   f.def("vmap", [](const ug::TensorFn& fn, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
                    const std::vector<int64_t>& out_axes) {
     // A missing batching rule met inside the Python function comes back as a Python error:

@@ -62,7 +62,10 @@ NB_MODULE(_C, m) {
       PyErr_SetString(PyExc_FileNotFoundError, e.what());
     }
   });
-  auto tensor = nb::class_<ug::Tensor>(m, "Tensor");
+  auto tensor = nb::class_<ug::Tensor>(
+      m, "Tensor",
+      "An n-dimensional array on a device, with autograd (torch.Tensor): made by ug.tensor(data) or the "
+      "factories (zeros, ones, randn, arange, ...); its methods and operators follow torch's names.");
   ugpy::bind_core(m);
   ugpy::bind_creation(m);
   ugpy::bind_tensor(m, tensor);

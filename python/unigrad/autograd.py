@@ -16,9 +16,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return _ag.grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
-    """Accumulates d(tensors)/d(leaf) into every leaf's .grad."""
-    _ag.backward(tensors, grad_tensors, retain_graph, create_graph)
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulates d(tensors)/d(leaf) into every leaf's .grad (into the .grad of `inputs`
+    alone, when given)."""
+    _ag.backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
 
 
 class _GradModeContext(contextlib.ContextDecorator):

@@ -120,7 +120,9 @@ def jvp(fun, primals, tangents):
     return tree_unflatten(aux_box[1], outs), tree_unflatten(aux_box[1], touts)
 
 
-def _jacobian(kind, fun, argnums):
+def _jacobian(transform, fun, argnums):
+    """transform(flat_fn, tensors, argnum), one of the C++ Jacobian transforms, over the
+    positional arguments of fun and the pytree it returns."""
     if not isinstance(argnums, int):
         raise TypeError("[jacobian] argnums must be an int")
 
@@ -133,7 +135,7 @@ def _jacobian(kind, fun, argnums):
             leaves, out_box[0] = tree_flatten(out)
             return [_as_tensor(v) for v in leaves]
 
-        jac = (_f.jacrev if kind == "rev" else _f.jacfwd)(flat_fn, tensors, argnums)
+        jac = transform(flat_fn, tensors, argnums)
         return tree_unflatten(out_box[0], jac)
 
     return wrapped
@@ -141,20 +143,21 @@ def _jacobian(kind, fun, argnums):
 
 def jacrev(fun, argnums=0):
     """The Jacobian by reverse mode: shape out.shape + arg.shape."""
-    return _jacobian("rev", fun, argnums)
+    return _jacobian(_f.jacrev, fun, argnums)
 
 
 def jacfwd(fun, argnums=0):
     """The Jacobian by forward mode: shape out.shape + arg.shape."""
-    return _jacobian("fwd", fun, argnums)
+    return _jacobian(_f.jacfwd, fun, argnums)
 
 
 jacobian = jacrev
 
 
 def hessian(fun, argnums=0):
-    """jacfwd(jacrev(fun)): second derivatives, shape arg.shape + arg.shape for a scalar fun."""
-    return jacfwd(jacrev(fun, argnums), argnums)
+    """jacfwd(jacrev(fun)): second derivatives, shape out.shape + arg.shape + arg.shape
+    (arg.shape + arg.shape for a scalar fun)."""
+    return _jacobian(_f.hessian, fun, argnums)
 
 
 class GradientTape:

@@ -123,6 +123,37 @@ TEST(Autograd, BackwardErrors) {
   EXPECT_FALSE(g[1].defined());
 }
 
+TEST(Autograd, BackwardWithInputsAccumulatesOnlyIntoThem) {
+  // torch's backward(inputs=...): y = x^2 w, so x.grad gets 2 x w and w (not asked for) nothing.
+  Tensor x = f64({1.0, 2.0}).requires_grad_(), w = f64({3.0, 4.0}).requires_grad_();
+  ug::autograd::backward({(x * w * x).sum()}, {}, {}, false, {x});
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{6.0, 16.0}));
+  EXPECT_FALSE(w.grad().defined());
+  ug::autograd::backward({(x * w * x).sum()}, {}, {}, false, {x});  // accumulates
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{12.0, 32.0}));
+
+  // A non-leaf input gets its gradient too, once even when it retains its grad.
+  for (bool retain : {false, true}) {
+    Tensor h = x * w;
+    if (retain) h.retain_grad();
+    ug::autograd::backward({(h * x).sum()}, {}, {}, false, {h});
+    EXPECT_EQ(values(h.grad()), (std::vector<double>{1.0, 2.0})) << retain;
+  }
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{12.0, 32.0}));
+  EXPECT_FALSE(w.grad().defined());
+
+  Tensor unused = f64({1.0}).requires_grad_();
+  ug::autograd::backward({(x * 2).sum()}, {}, {}, false, {unused, x});  // an unused input is skipped
+  EXPECT_FALSE(unused.grad().defined());
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{14.0, 34.0}));
+  try {
+    ug::autograd::backward({(x * 2).sum()}, {}, {}, false, {f64({1.0})});
+    ADD_FAILURE() << "an input that does not require grad must raise";
+  } catch (const ug::RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("[backward] input 0 does not require grad"), std::string::npos) << e.what();
+  }
+}
+
 // ---- hooks and retain_grad ------------------------------------------------------------
 
 TEST(Autograd, HooksAndRetainGrad) {
@@ -289,6 +320,18 @@ TEST(Transforms, Hessian) {
   Tensor h = ug::hessian(f, f64({1.0, 2.0}));
   EXPECT_EQ(h.shape(), ug::Shape({2, 2}));
   EXPECT_EQ(values(h), (std::vector<double>{10.0, 2.0, 2.0, 12.0}));
+}
+
+TEST(Transforms, HessianOfOneArgumentOfSeveralOutputs) {
+  // f(x, c) = (c * sum(x^3), x0 x1): H0 = c diag(6 x), H1 = [[0, 1], [1, 0]]; c is held fixed.
+  ug::TensorFn f = [](const Tensors& a) { return Tensors{a[1] * a[0].pow(3).sum(), (a[0][0] * a[0][1]).reshape({1})}; };
+  Tensors h = ug::hessian(f, {f64({1.0, 2.0}), f64({0.5})}, 0);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[0].shape(), ug::Shape({1, 2, 2}));
+  EXPECT_EQ(values(h[0]), (std::vector<double>{3.0, 0.0, 0.0, 6.0}));
+  EXPECT_EQ(h[1].shape(), ug::Shape({1, 2, 2}));
+  EXPECT_EQ(values(h[1]), (std::vector<double>{0.0, 1.0, 1.0, 0.0}));
+  EXPECT_THROW(ug::hessian([](const Tensor& x) { return x * 2; }, f64({1.0, 2.0})), ug::ValueError);
 }
 
 TEST(Transforms, JacrevAndJacfwd) {

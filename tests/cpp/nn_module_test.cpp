@@ -97,6 +97,42 @@ TEST(NnModule, SummaryListsLayersShapesAndCounts) {
   EXPECT_NE(s.find("Total params: 101770"), std::string::npos) << s;
 }
 
+TEST(NnModule, ForwardHooksRunInOrderOnBothCallFormsAndRemove) {
+  nn::Linear fc(2, 2);
+  std::vector<std::string> log;
+  const size_t pre = fc->register_forward_pre_hook(
+      [&](nn::Module&, const Tensor& x) -> std::optional<Tensor> {
+        log.push_back("pre");
+        return x * 0;
+      },
+      [&](nn::Module&, const std::any& inputs) -> std::optional<std::any> {
+        log.push_back("pre " + std::any_cast<std::string>(inputs));
+        return std::any(std::string("b"));
+      });
+  fc->register_forward_hook([&](nn::Module&, const Tensor&, const Tensor&) -> std::optional<Tensor> {
+    log.push_back("tensor only");
+    return std::nullopt;
+  });
+  fc->register_forward_hook(nullptr, [&](nn::Module&, const std::any& inputs, const std::any& out) -> std::optional<std::any> {
+    log.push_back("post " + std::any_cast<std::string>(inputs) + std::any_cast<std::string>(out));
+    return std::any(std::string("out"));
+  });
+
+  // The pre-hook zeroes the input: the output is the bias.
+  test::expect_values(fc(ones({1, 2})), test::values(fc->bias()), 0);
+  std::any out = fc->call(std::string("a"), [&](const std::any& in) {
+    log.push_back("run " + std::any_cast<std::string>(in));
+    return std::any(std::string("c"));
+  });
+  EXPECT_EQ(std::any_cast<std::string>(out), "out");
+  EXPECT_EQ(log, (std::vector<std::string>{"pre", "tensor only", "pre a", "run b", "post bc"}));
+
+  fc->remove_hook(pre);
+  log.clear();
+  fc->call(std::string("a"), [](const std::any& in) { return in; });
+  EXPECT_EQ(log, (std::vector<std::string>{"post aa"}));
+}
+
 TEST(NnModule, RegistrationErrors) {
   nn::Module m;
   m.register_parameter("w", zeros({2}));

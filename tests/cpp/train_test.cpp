@@ -3,6 +3,7 @@
 // metric rules, and the errors. The Python front end is tested in tests/python/test_fit.py.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -503,6 +504,55 @@ TEST(Train, PredictConcatenatesWithoutAutogradInEvalMode) {
   EXPECT_FALSE(y.requires_grad());
   EXPECT_TRUE(model->is_training());
   ug::test::expect_values(y, values(model(x)), 1e-6);
+}
+
+/** The (x, y) batches of batch_size rows of x and y from row `begin` to `end`, in order. */
+Batches row_batches(const Tensor& x, const Tensor& y, int64_t begin, int64_t end, int64_t batch_size) {
+  std::vector<ug::data::Example> out;
+  for (int64_t i = begin; i < end; i += batch_size) {
+    const int64_t n = std::min(batch_size, end - i);
+    out.push_back({x.narrow(0, i, n), y.narrow(0, i, n)});
+  }
+  return Batches(out);
+}
+
+TEST(Train, ValidationSplitHoldsOutTheLastSamplesOfTensors) {
+  ug::manual_seed(3);
+  Tensor x = ug::randn({20, 4});
+  Tensor y = x.narrow(1, 0, 3).argmax(1);
+  nn::Sequential a = mlp(), b = mlp();
+  train::Trainer split(a), by_hand(b);
+  for (train::Trainer* t : {&split, &by_hand}) t->compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
+  // 20 * 0.25 = 5 samples held out: the last ones, in batches of 4 like the training ones.
+  auto history = split.fit(x, y, {.epochs = 2, .verbose = 0, .batch_size = 4, .shuffle = false, .validation_split = 0.25});
+  Batches train_part = row_batches(x, y, 0, 15, 4), validation_part = row_batches(x, y, 15, 20, 4);
+  auto expected = by_hand.fit(train_part, {.epochs = 2, .validation_data = &validation_part, .verbose = 0});
+  EXPECT_EQ(parameter_values(*a), parameter_values(*b));
+  EXPECT_EQ(history->history.at("loss"), expected->history.at("loss"));
+  EXPECT_EQ(history->history.at("val_loss"), expected->history.at("val_loss"));
+  EXPECT_EQ(split.params().steps, 4);
+
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const ug::ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no ValueError");
+  };
+  auto has = [](const std::string& m, const std::string& part) { return m.find(part) != std::string::npos; };
+  std::string m = message([&] { split.fit(x, y, {.verbose = 0, .validation_split = 1.0}); });
+  EXPECT_TRUE(has(m, "[fit] validation_split must be in [0, 1), got 1")) << m;
+  m = message([&] { split.fit(x, y, {.verbose = 0, .validation_split = -0.5}); });
+  EXPECT_TRUE(has(m, "validation_split must be in [0, 1)")) << m;
+  m = message([&] { split.fit(x, y, {.validation_data = &validation_part, .verbose = 0, .validation_split = 0.5}); });
+  EXPECT_TRUE(has(m, "[fit] give validation_split or validation_data, not both")) << m;
+  m = message([&] { split.fit(x, y, {.verbose = 0, .validation_split = 0.01}); });
+  EXPECT_TRUE(has(m, "[fit] validation_split=0.01 leaves no samples on one side of 20")) << m;
+  m = message([&] { split.fit(train_part, {.verbose = 0, .validation_split = 0.5}); });
+  EXPECT_TRUE(has(m, "[fit] validation_split needs array x and y")) << m;
+  m = message([&] { split.fit(train_part, {.verbose = 0, .batch_size = 4}); });
+  EXPECT_TRUE(has(m, "[fit] batch_size must not be given")) << m;
 }
 
 TEST(Train, BadArgumentsRaiseClearErrors) {

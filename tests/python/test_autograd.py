@@ -203,6 +203,21 @@ def test_grad_accumulates_and_leaf_flags():
         ug.tensor([1, 2]).requires_grad_()
 
 
+def test_backward_inputs_accumulates_only_into_them_like_torch():
+    results = []
+    for m in (torch, ug):
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        w = m.tensor([3.0, 4.0], requires_grad=True)
+        h = x * w
+        (h * x).sum().backward(inputs=[x, h])
+        (x * w).sum().backward(inputs=x)
+        m.autograd.backward([(x * w).sum()], inputs=[w])
+        results.append((x.grad.tolist(), h.grad.tolist(), w.grad.tolist()))
+    assert results[0] == results[1] == ([9.0, 20.0], [1.0, 2.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="inputs"):
+        (ug.tensor([1.0], requires_grad=True) * 2).sum().backward(inputs=[])
+
+
 def test_retain_grad_and_hooks():
     x = ug.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 2

@@ -216,6 +216,43 @@ def test_forward_hooks():
     assert len(calls) == 1
 
 
+def test_forward_hooks_on_calls_with_several_arguments_match_torch():
+    def run(m):
+        class Add(m.nn.Module):
+            def forward(self, a, b, scale=1.0):
+                return (a + b) * scale
+
+        mod, log = Add(), []
+        pre = mod.register_forward_pre_hook(lambda mod, inp: log.append(("pre", len(inp))) or (inp[0], inp[1] * 0))
+        mod.register_forward_hook(lambda mod, inp, out: log.append(("post", len(inp))))
+        mod.register_forward_hook(lambda mod, inp, out: out + 1)
+        mod.register_forward_pre_hook(lambda mod, inp: log.append(("second pre", inp[1].tolist())))
+        one = m.ones(2)
+        first = mod(one, one, scale=3.0).tolist()  # keywords are not the hooks' inputs
+        pre.remove()
+        second = mod(one, one).tolist()
+        return log, first, second
+
+    assert run(ug) == run(torch)
+    assert run(ug)[1:3] == ([4.0, 4.0], [3.0, 3.0])
+
+
+def test_handle_remove_takes_hooks_off_a_top_level_python_module():
+    class Double(ug.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    m, calls = Double(), []
+    handles = [m.register_forward_hook(lambda mod, inp, out: calls.append("post")),
+               m.register_forward_pre_hook(lambda mod, inp: calls.append("pre"))]
+    m(ug.ones(2))
+    for h in handles:
+        h.remove()
+        h.remove()  # a second remove does nothing
+    m(ug.ones(2))
+    assert calls == ["pre", "post"]
+
+
 def test_dense_keras_style_is_lazy_and_activated():
     d = ug.nn.Dense(16, activation="relu")
     assert d.num_parameters() == 0

@@ -186,30 +186,47 @@ std::vector<Tensor> root_gradients(const std::vector<Tensor>& outputs, const std
   return grads;
 }
 
-}  // namespace
-
-void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
-              std::optional<bool> retain_graph, bool create_graph) {
-  std::vector<Edge> roots = root_edges(outputs, "backward");
-  execute(roots, root_gradients(outputs, grad_outputs), retain_graph.value_or(create_graph), create_graph, {}, 0);
-}
-
-std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
-                         bool create_graph, bool allow_unused) {
-  std::vector<Edge> roots = root_edges(outputs, "grad");
+/** d(outputs)/d(inputs), undefined where an input is unused; `op` names the caller in errors. */
+std::vector<Tensor> captured_grads(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
+                                   bool create_graph, const char* op) {
+  std::vector<Edge> roots = root_edges(outputs, op);
   std::vector<Capture> captures;
   std::vector<Edge> keep_alive;  // accumulators made here must live through the walk
   for (size_t i = 0; i < inputs.size(); ++i) {
     Edge e = gradient_edge(inputs[i]);
     if (!e.valid())
-      fail<RuntimeError>("[grad] input ", i, " does not require grad (shape ", inputs[i].shape(), ", dtype ",
+      fail<RuntimeError>("[", op, "] input ", i, " does not require grad (shape ", inputs[i].shape(), ", dtype ",
                          inputs[i].dtype(), ")");
     captures.push_back({e.node.get(), e.input_nr, i});
     keep_alive.push_back(std::move(e));
   }
-  std::vector<Tensor> result = execute(roots, root_gradients(outputs, grad_outputs),
-                                       retain_graph.value_or(create_graph), create_graph, captures, inputs.size());
+  return execute(roots, root_gradients(outputs, grad_outputs), retain_graph.value_or(create_graph), create_graph,
+                 captures, inputs.size());
+}
+
+}  // namespace
+
+void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
+              std::optional<bool> retain_graph, bool create_graph, const std::vector<Tensor>& inputs) {
+  if (inputs.empty()) {
+    std::vector<Edge> roots = root_edges(outputs, "backward");
+    execute(roots, root_gradients(outputs, grad_outputs), retain_graph.value_or(create_graph), create_graph, {}, 0);
+    return;
+  }
+  std::vector<Tensor> grads = captured_grads(outputs, inputs, grad_outputs, retain_graph, create_graph, "backward");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    // A non-leaf that retains its grad has had this gradient added by its hook during the walk.
+    if (!grads[i].defined() || inputs[i].retains_grad()) continue;
+    const Tensor old = inputs[i].grad();
+    inputs[i].set_grad(old.defined() ? old + grads[i] : grads[i]);
+  }
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
+                         bool create_graph, bool allow_unused) {
+  std::vector<Tensor> result = captured_grads(outputs, inputs, grad_outputs, retain_graph, create_graph, "grad");
   for (size_t i = 0; i < result.size(); ++i)
     if (!result[i].defined() && !allow_unused)
       fail<RuntimeError>("[grad] input ", i, " (shape ", inputs[i].shape(), ") was not used to compute the outputs; "

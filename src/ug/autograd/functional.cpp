@@ -294,12 +294,18 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
 
 int64_t vmap_fallbacks() { return g_vmap_fallbacks.load(); }
 
+Tensors hessian(const TensorFn& f, const Tensors& args, int argnum) {
+  TensorFn jacobian = [&f, argnum](const Tensors& a) { return jacrev(f, a, argnum); };
+  return jacfwd(jacobian, args, argnum);
+}
+
 Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x) {
-  TensorFn gradient = [&f](const Tensors& a) {
-    auto [out, grads] = value_and_grad([&f](const Tensors& b) { return Tensors{f(b[0])}; }, {a[0]}, {0});
-    return Tensors{grads[0]};
+  TensorFn scalar = [&f](const Tensors& a) {
+    Tensor out = f(a[0]);
+    if (out.numel() != 1) fail("[hessian] the function must return one element, got shape ", out.shape());
+    return Tensors{out.reshape({})};
   };
-  return jacfwd(gradient, {x}, 0)[0];
+  return hessian(scalar, {x}, 0)[0];
 }
 
 }  // namespace ug

@@ -31,6 +31,8 @@ std::pair<Tensors, Tensors> jvp(const TensorFn& f, const Tensors& primals, const
 /** d outputs[k] / d args[argnum], shaped outputs[k].shape + args[argnum].shape. */
 Tensors jacrev(const TensorFn& f, const Tensors& args, int argnum = 0);
 Tensors jacfwd(const TensorFn& f, const Tensors& args, int argnum = 0);
+/** jacfwd(jacrev(f)): d^2 outputs[k] / d args[argnum]^2, shaped outputs[k].shape + arg.shape + arg.shape. */
+Tensors hessian(const TensorFn& f, const Tensors& args, int argnum = 0);
 /** The matrix of second derivatives of a one-element output, shaped x.shape + x.shape. */
 Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x);
 

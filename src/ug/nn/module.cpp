@@ -307,27 +307,40 @@ Tensor Module::forward(const Tensor&) {
 Tensor Module::operator()(const Tensor& x) {
   if (pre_hooks_.empty() && hooks_.empty()) return forward(x);
   Tensor input = x;
-  for (auto& [id, hook] : pre_hooks_)
-    if (std::optional<Tensor> r = hook(*this, input)) input = *r;
+  for (auto& h : pre_hooks_)
+    if (h.on_tensor)
+      if (std::optional<Tensor> r = h.on_tensor(*this, input)) input = *r;
   Tensor out = forward(input);
-  for (auto& [id, hook] : hooks_)
-    if (std::optional<Tensor> r = hook(*this, input, out)) out = *r;
+  for (auto& h : hooks_)
+    if (h.on_tensor)
+      if (std::optional<Tensor> r = h.on_tensor(*this, input, out)) out = *r;
   return out;
 }
 
-size_t Module::register_forward_pre_hook(ForwardPreHook hook) {
-  pre_hooks_.emplace_back(next_hook_id_, std::move(hook));
+std::any Module::call(std::any inputs, const std::function<std::any(const std::any&)>& run) {
+  for (auto& h : pre_hooks_)
+    if (h.on_any)
+      if (std::optional<std::any> r = h.on_any(*this, inputs)) inputs = std::move(*r);
+  std::any out = run(inputs);
+  for (auto& h : hooks_)
+    if (h.on_any)
+      if (std::optional<std::any> r = h.on_any(*this, inputs, out)) out = std::move(*r);
+  return out;
+}
+
+size_t Module::register_forward_pre_hook(ForwardPreHook hook, AnyForwardPreHook any_hook) {
+  pre_hooks_.push_back({next_hook_id_, std::move(hook), std::move(any_hook)});
   return next_hook_id_++;
 }
 
-size_t Module::register_forward_hook(ForwardHook hook) {
-  hooks_.emplace_back(next_hook_id_, std::move(hook));
+size_t Module::register_forward_hook(ForwardHook hook, AnyForwardHook any_hook) {
+  hooks_.push_back({next_hook_id_, std::move(hook), std::move(any_hook)});
   return next_hook_id_++;
 }
 
 void Module::remove_hook(size_t id) {
-  std::erase_if(pre_hooks_, [&](const auto& h) { return h.first == id; });
-  std::erase_if(hooks_, [&](const auto& h) { return h.first == id; });
+  std::erase_if(pre_hooks_, [&](const auto& h) { return h.id == id; });
+  std::erase_if(hooks_, [&](const auto& h) { return h.id == id; });
 }
 
 // ---- printing -----------------------------------------------------------------------------

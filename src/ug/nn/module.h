@@ -6,6 +6,7 @@
 // like libtorch. Python subclasses the same class (python/src/bind_nn.cpp).
 #pragma once
 
+#include <any>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -107,11 +108,20 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual Tensor forward(const Tensor& x);
   /** forward with the forward pre-hooks and hooks around it. */
   Tensor operator()(const Tensor& x);
+  /** A call of any other form (the Python front end's calls with several arguments or
+   *  keywords) with the same hooks around it: `inputs` and the output of run(inputs) are the
+   *  front end's own values, which C++ passes along and only the hooks' general forms read. */
+  std::any call(std::any inputs, const std::function<std::any(const std::any& inputs)>& run);
   using ForwardPreHook = std::function<std::optional<Tensor>(Module&, const Tensor& input)>;
   using ForwardHook = std::function<std::optional<Tensor>(Module&, const Tensor& input, const Tensor& output)>;
-  /** Hooks may return a replacement input (pre) or output; they return an id for remove_hook. */
-  size_t register_forward_pre_hook(ForwardPreHook hook);
-  size_t register_forward_hook(ForwardHook hook);
+  /** A hook's general form, for call(). */
+  using AnyForwardPreHook = std::function<std::optional<std::any>(Module&, const std::any& inputs)>;
+  using AnyForwardHook = std::function<std::optional<std::any>(Module&, const std::any& inputs, const std::any& output)>;
+  /** Hooks may return a replacement input (pre) or output; they return an id for remove_hook.
+   *  A hook runs, in registration order, on operator()'s calls and, when it has a general
+   *  form, on call()'s; an empty form skips those calls. */
+  size_t register_forward_pre_hook(ForwardPreHook hook, AnyForwardPreHook any_hook = {});
+  size_t register_forward_hook(ForwardHook hook, AnyForwardHook any_hook = {});
   void remove_hook(size_t id);
 
   // ---- printing -----------------------------------------------------------------------
@@ -158,8 +168,14 @@ class Module : public std::enable_shared_from_this<Module> {
   OrderedDict<Tensor> parameters_;
   OrderedDict<Entry> buffers_;
   OrderedDict<std::shared_ptr<Module>> children_;
-  std::vector<std::pair<size_t, ForwardPreHook>> pre_hooks_;
-  std::vector<std::pair<size_t, ForwardHook>> hooks_;
+  template <class OnTensor, class OnAny>
+  struct Hook {
+    size_t id;
+    OnTensor on_tensor;
+    OnAny on_any;
+  };
+  std::vector<Hook<ForwardPreHook, AnyForwardPreHook>> pre_hooks_;
+  std::vector<Hook<ForwardHook, AnyForwardHook>> hooks_;
   size_t next_hook_id_ = 0;
 };
 

@@ -39,6 +39,16 @@ void check_verbose(int verbose, const char* who) {
   if (verbose < 0 || verbose > 2) fail<ValueError>("[", who, "] verbose must be 0, 1 or 2, got ", verbose);
 }
 
+void check_validation_split(double split) {
+  if (!(split >= 0 && split < 1)) fail<ValueError>("[fit] validation_split must be in [0, 1), got ", split);
+}
+
+/** Batches of (x, y) along dim 0, as Keras batches arrays. */
+std::unique_ptr<data::DataLoader> tensor_batches(const Tensor& x, const Tensor& y, int64_t batch_size, bool shuffle) {
+  return std::make_unique<data::DataLoader>(std::make_shared<data::TensorDataset>(std::vector<Tensor>{x, y}),
+                                            data::DataLoaderOptions{.batch_size = batch_size, .shuffle = shuffle});
+}
+
 std::vector<Tensor> trainable(const nn::Module& m) {
   std::vector<Tensor> out;
   for (const Tensor& p : m.parameters())
@@ -209,6 +219,10 @@ void Trainer::apply_gradients(int64_t accumulated) {
 std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
   check_compiled("fit");
   check_verbose(o.verbose, "fit");
+  check_validation_split(o.validation_split);
+  if (o.validation_split > 0) fail<ValueError>("[fit] validation_split needs array x and y");
+  if (o.batch_size)
+    fail<ValueError>("[fit] batch_size must not be given when x yields batches (they are batched already)");
   if (o.initial_epoch < 0) fail<ValueError>("[fit] initial_epoch must be non-negative, got ", o.initial_epoch);
   if (o.steps_per_epoch == 0 || o.steps_per_epoch < -1)
     fail<ValueError>("[fit] steps_per_epoch must be positive (or -1 for whole passes), got ", o.steps_per_epoch);
@@ -279,6 +293,25 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
   }
   for (const auto& cb : callbacks) cb->on_train_end(logs);
   return history;
+}
+
+std::shared_ptr<History> Trainer::fit(const Tensor& x, const Tensor& y, FitOptions o) {
+  check_compiled("fit");
+  check_validation_split(o.validation_split);
+  const int64_t batch_size = o.batch_size.value_or(32);
+  o.batch_size.reset();  // used up here: the batch-source fit takes batches as they come
+  if (o.validation_split == 0) return fit(*tensor_batches(x, y, batch_size, o.shuffle), std::move(o));
+  // Keras's rule: the last fraction of the samples, taken before shuffling.
+  if (o.validation_data) fail<ValueError>("[fit] give validation_split or validation_data, not both");
+  const int64_t n = x.dim() > 0 ? x.size(0) : 0;
+  const int64_t split = n - static_cast<int64_t>(static_cast<double>(n) * o.validation_split);
+  if (split <= 0 || split >= n)
+    fail<ValueError>("[fit] validation_split=", o.validation_split, " leaves no samples on one side of ", n);
+  auto train = tensor_batches(x.narrow(0, 0, split), y.narrow(0, 0, split), batch_size, o.shuffle);
+  auto validation = tensor_batches(x.narrow(0, split, n - split), y.narrow(0, split, n - split), batch_size, false);
+  o.validation_data = validation.get();
+  o.validation_split = 0;
+  return fit(*train, std::move(o));
 }
 
 Logs Trainer::run_evaluation(data::BatchSource& data, int verbose, const char* who) {

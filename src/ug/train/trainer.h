@@ -7,6 +7,7 @@
 //   train::Trainer trainer(model);
 //   trainer.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy", .metrics = {"accuracy"}});
 //   auto history = trainer.fit(train_batches, {.epochs = 5, .validation_data = &val_batches});
+//   trainer.fit(x, y, {.epochs = 5, .batch_size = 64, .validation_split = 0.1});  // tensors, as Keras
 //
 // One training step is exactly the hand-written loop `loss = loss_fn(model(x), y);
 // loss.backward(); opt.step(); opt.zero_grad()`, so fit reaches bit-identical parameters.
@@ -61,6 +62,14 @@ struct FitOptions {
   int verbose = 1;
   /** At most this many batches per epoch (each epoch restarts the source); -1 for all. */
   int64_t steps_per_epoch = -1;
+  // Keras's options for fit(x, y, ...) on tensors (a batch source is batched already).
+  /** Samples per batch; 32 when unset. */
+  std::optional<int64_t> batch_size;
+  /** Reshuffles the training samples each epoch (draws from the global generator: manual_seed fixes it). */
+  bool shuffle = true;
+  /** Holds out this last fraction of the samples, in [0, 1), as validation data, taken before
+   *  shuffling; not together with validation_data. */
+  double validation_split = 0;
 };
 
 /** What a running fit tells its callbacks (Keras's callback.params). */
@@ -83,6 +92,9 @@ class Trainer {
   /** Trains on `train` (batches {x, y}); returns the per-epoch logs. The module is in train
    *  mode during fit (its previous mode is restored after) and in eval mode for validation. */
   std::shared_ptr<History> fit(data::BatchSource& train, FitOptions options = {});
+  /** Keras's fit(x, y): batches of options.batch_size samples of x and y (dim 0), with
+   *  options.shuffle and options.validation_split. */
+  std::shared_ptr<History> fit(const Tensor& x, const Tensor& y, FitOptions options = {});
   /** The loss and metrics over one pass, averaged over samples, in eval mode without autograd. */
   Logs evaluate(data::BatchSource& data, int verbose = 1);
   /** The outputs for every batch's first field, concatenated along dim 0, in eval mode without autograd. */
