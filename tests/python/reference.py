@@ -37,7 +37,8 @@ terms=ABS evaluates fn itself on the inputs' magnitudes, which is Σ|term| exact
 products with unit coefficients (matmul, bmm, linear, einsum, conv, sum, mean, cumsum, avg
 pools); other ops pass a function that bounds it (each such test says why). n is the length
 of the longest sum a compared value adds: one int for the forward and every gradient, or a
-tuple (forward, then the gradient of each differentiated input). Gradients get their
+tuple (forward, then the gradient of each differentiated input; values past its end sum at
+most LONG_SUM terms). Gradients get their
 magnitudes the same way: with ABS from the vjp of the magnitudes with |cotangent|, otherwise
 as |cotangent|ᵀ·|J| with J torch's float64 Jacobian (the terms each gradient element sums).
 Sums of up to LONG_SUM terms keep the dtype's tolerance. A comparison with a derived
@@ -144,8 +145,11 @@ def _part(tree, i):
 
 
 def _n_at(n, i):
-    """The sum length for compared value i (0: the forward, 1 + j: gradient j) of an int or tuple n."""
-    return n[i] if isinstance(n, (tuple, list)) else n
+    """The sum length for compared value i (0: the forward, 1 + j: gradient j) of an int or a
+    tuple n; values past a tuple's end sum no more than LONG_SUM terms."""
+    if isinstance(n, (tuple, list)):
+        return n[i] if i < len(n) else None
+    return n
 
 
 # ---- comparing ------------------------------------------------------------------------------
@@ -273,12 +277,13 @@ def _inputs(m, args, absolute=False, float64=False):
 
 
 def _cotangents(outs, m, low_high, seed):
-    """A seeded uniform cotangent for every output that requires grad, by output index."""
+    """A seeded uniform cotangent for every output that requires grad, by output index (from
+    a seed sequence arr's plain seeds never give: a cotangent equal to an input hides errors)."""
     cots = {}
     for i, o in enumerate(outs):
         if isinstance(o, m.Tensor) and o.requires_grad:
             dtype = "float64" if o.dtype == m.float64 else "float32"
-            cots[i] = np.random.default_rng(seed + i).uniform(*low_high, size=tuple(o.shape)).astype(dtype)
+            cots[i] = np.random.default_rng([seed, 1, i]).uniform(*low_high, size=tuple(o.shape)).astype(dtype)
     return cots
 
 
@@ -353,14 +358,16 @@ def _check_fd(fn, args, cotangent, seed, n):
             return sum(float((o[i] * w).sum().item()) for i, w in weights.items())
 
     scale = sum(float((outs[i].detach().abs() * w.abs()).sum().item()) for i, w in weights.items())
-    longest = max(n) if isinstance(n, (tuple, list)) else n or 1
+    longest = max(v or 1 for v in n) if isinstance(n, (tuple, list)) else n or 1
     atol = 1e-7 + K * longest * np.finfo(np.float64).eps * scale / FD_STEP
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng([seed, 3])
     for j, p in enumerate(leaves):
+        if grads[j] is None:  # fn detaches it (vjp checks that torch does too)
+            continue
         x = ins[p].detach()
         size = x.numel()
         points = range(size) if size <= FD_POINTS else rng.choice(size, FD_POINTS, replace=False)
-        analytic = np.zeros(size) if grads[j] is None else grads[j].numpy().reshape(-1)
+        analytic = grads[j].numpy().reshape(-1)
         for k in points:
             step = np.zeros(size)
             step[k] = FD_STEP
@@ -369,7 +376,7 @@ def _check_fd(fn, args, cotangent, seed, n):
             plus[p], minus[p] = x + delta, x - delta
             numeric = (weighted(plus) - weighted(minus)) / (2 * FD_STEP)
             assert abs(numeric - analytic[k]) <= atol + 1e-6 * abs(numeric), (
-                f"input {p}, element {k}: vjp {analytic[k]!r}, finite differences {numeric!r} (allowed {atol:.3g})")
+                f"input {p}, element {k}: vjp {analytic[k]:.9g}, finite differences {numeric:.9g} (allowed {atol:.3g})")
 
 
 def _check_jvp(fn, args, seed):
@@ -379,7 +386,7 @@ def _check_jvp(fn, args, seed):
     for m in (torch, ug):
         ins, leaves = _inputs(m, args)
         primals = tuple(ins[p].detach() for p in leaves)
-        tangents = tuple(m.tensor(np.random.default_rng(seed + 100 + j).uniform(-1, 1, size=tuple(x.shape)))
+        tangents = tuple(m.tensor(np.random.default_rng([seed, 2, j]).uniform(-1, 1, size=tuple(x.shape)))
                          for j, x in enumerate(primals))
 
         def f(*xs, m=m, ins=ins, leaves=leaves):
