@@ -379,7 +379,7 @@ def _check_fd(fn, args, cotangent, seed, n):
                 f"input {p}, element {k}: vjp {analytic[k]:.9g}, finite differences {numeric:.9g} (allowed {atol:.3g})")
 
 
-def _check_jvp(fn, args, seed):
+def _check_jvp(fn, args, seed, rtol, atol):
     """ug.jvp against torch.func.jvp in float64 with seeded tangents for every float input."""
     args = _as_float64(args)
     results = []
@@ -397,10 +397,10 @@ def _check_jvp(fn, args, seed):
         out, tangent = (torch.func.jvp if m is torch else ug.jvp)(f, primals, tangents)
         results.append((_flat(out), _flat(tangent)))
     (e_out, e_tan), (a_out, a_tan) = results
-    assert_same(e_out, a_out, path="jvp primal")
+    assert_same(e_out, a_out, rtol, atol, path="jvp primal")
     for i, (o, e, a) in enumerate(zip(e_out, e_tan, a_tan)):
         if o.is_floating_point():  # an integer output has no tangent to compare
-            assert_same(e, a, path=f"jvp tangent {i}")
+            assert_same(e, a, rtol, atol, path=f"jvp tangent {i}")
 
 
 VMAP_BATCH = 3
@@ -413,7 +413,7 @@ def _example(a, b):
     return Arg(np.roll(a.array.reshape(-1), b).reshape(a.array.shape), a.dtype, a.view)
 
 
-def _check_vmap(fn, args):
+def _check_vmap(fn, args, rtol, atol):
     """ug.vmap against a Python loop over the examples, in float64: first every input mapped
     over dim 0, then (for several inputs) each one alone mapped over its last dim."""
     args = _as_float64(args)
@@ -437,7 +437,7 @@ def _check_vmap(fn, args):
                 ins[i] = x
             return fn(ug, *ins)
         actual = _flat(ug.vmap(f, in_axes=tuple(axes[i] for i in order))(*batched))
-        assert_same(expected, actual, path=f"vmap with in_axes {axes}")
+        assert_same(expected, actual, rtol, atol, path=f"vmap with in_axes {axes}")
 
 
 class _OpModule(ug.nn.Module):
@@ -455,7 +455,7 @@ class _OpModule(ug.nn.Module):
         return tuple(out) if isinstance(out, (tuple, list)) else out  # a plain tuple: Module's outputs
 
 
-def _check_onnx(fn, args, rtol, atol, terms, n):
+def _check_onnx(fn, args, rtol, atol, terms, n, opset):
     """ug.onnx.export of the op, checked by onnx and run by onnxruntime, against unigrad."""
     import onnx
     import onnxruntime as ort
@@ -467,7 +467,7 @@ def _check_onnx(fn, args, rtol, atol, terms, n):
     names = [f"x{p}" for p in positions]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "op.onnx")
-        ug.onnx.export(module, tuple(ins[p] for p in positions), path, input_names=names)
+        ug.onnx.export(module, tuple(ins[p] for p in positions), path, input_names=names, opset_version=opset)
         onnx.checker.check_model(onnx.load(path), full_check=True)
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         got = session.run(None, {name: ins[p].numpy() for name, p in zip(names, positions)})
@@ -484,11 +484,12 @@ def _check_onnx(fn, args, rtol, atol, terms, n):
 
 
 def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=None, n=None, cotangent=(-1.0, 1.0),
-             seed=0):
+             seed=0, opset=17):
     """Checks the transforms in `only` of fn(m, *args) (see TRANSFORMS and the docstring);
     off maps a transform to the reason it does not apply. Float32/float64 Args are the
     differentiated inputs; vjp compares at their dtypes, fd, jvp and vmap run in float64,
-    onnx at the inputs' dtypes. Returns {transform: None if checked, else why not}."""
+    onnx (exported at `opset`) at the inputs' dtypes. rtol/atol override the dtype's
+    tolerance in every comparison. Returns {transform: None if checked, else why not}."""
     if (terms is None) != (n is None):
         raise TypeError("check_op: terms and n go together")
     off = dict(off or {})
@@ -506,11 +507,11 @@ def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=N
         elif name == "fd":
             _check_fd(fn, args, cotangent, seed, n)
         elif name == "jvp":
-            _check_jvp(fn, args, seed)
+            _check_jvp(fn, args, seed, rtol, atol)
         elif name == "vmap":
-            _check_vmap(fn, args)
+            _check_vmap(fn, args, rtol, atol)
         elif name == "onnx":
-            _check_onnx(fn, args, rtol, atol, terms, n)
+            _check_onnx(fn, args, rtol, atol, terms, n, opset)
         else:
             raise ValueError(f"check_op: unknown transform {name!r}; known: {TRANSFORMS}")
         report[name] = None
