@@ -11,7 +11,8 @@ the forward as check does, the vjp against torch.autograd.grad and against centr
 differences, the jvp against torch.func.jvp, ug.vmap against a loop over the batch, and
 ug.onnx.export run by onnxruntime against unigrad's forward. A transform that cannot apply
 is switched off with its reason: check_op(..., off={"vjp": "integer output"}).
-check_grad is check_op restricted to GRADS.
+check_grad is check_op restricted to GRADS. check_layer compares a unigrad layer (or model)
+with its torch twin: the output and the gradients of every input and parameter.
 
 Tolerances that follow from the computation
 -------------------------------------------
@@ -47,8 +48,10 @@ tolerance also checks that it could still fail: some element's allowance must be
 shorter sums or inputs of one sign, whose terms do not cancel. sum_atol gives the allowance
 for comparisons written with assert_close.
 """
+import copy
 import os
 import tempfile
+import warnings
 
 import numpy as np
 import torch
@@ -516,6 +519,97 @@ def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=N
             raise ValueError(f"check_op: unknown transform {name!r}; known: {TRANSFORMS}")
         report[name] = None
     return report
+
+
+# ---- layers ----------------------------------------------------------------------------------
+
+def _first(y):
+    return y[0] if isinstance(y, tuple) else y
+
+
+def _values(t):
+    return _to_numpy(t)[0]
+
+
+class _Called(torch.nn.Module):
+    """_first(call(layer, *inputs)) as a module, for torch.func.functional_call."""
+
+    def __init__(self, layer, call):
+        super().__init__()
+        self.layer, self.call = layer, call
+
+    def forward(self, *xs):
+        return _first(self.call(self.layer, *xs))
+
+
+def layer_terms(twin, inputs, call, cotangent):
+    """What the sums behind the first output and the gradients add up to (the docstring), from
+    the float64 twin's Jacobian J of that output in its parameters θ and the inputs x: a sum's
+    rounding is a relative change of its terms, each term carries a parameter or an input, so
+    the output's terms are |J_θ||θ| + |J_x||x| (every layer's sums, to first order); a
+    gradient element's are |cotangent|ᵀ|J|, what its own sum adds."""
+    for module in twin.modules():  # batch statistics, without the running ones' updates, in a training twin
+        if module.training and getattr(module, "running_mean", None) is not None:
+            module.running_mean = module.running_var = module.num_batches_tracked = None
+    called = _Called(twin, call)
+    params = {k: v.detach() for k, v in called.named_parameters()}
+    buffers = {k: v.detach().clone() for k, v in called.named_buffers()}
+    xs = [torch.tensor(x).double() if x.dtype.kind == "f" else torch.tensor(x) for x in inputs]
+    floats = [i for i, x in enumerate(inputs) if x.dtype.kind == "f"]
+
+    def f(params, *fx):
+        args = list(xs)
+        for i, v in zip(floats, fx):
+            args[i] = v
+        return torch.func.functional_call(called, {**params, **buffers}, tuple(args))
+    with warnings.catch_warnings():  # torch's note that a batching rule is slow
+        warnings.simplefilter("ignore", UserWarning)
+        jac = torch.func.jacrev(f, argnums=tuple(range(1 + len(floats))))(params, *[xs[i] for i in floats])
+    flat = {k.removeprefix("layer."): (j, params[k]) for k, j in jac[0].items()}
+    flat.update({i: (j, xs[i]) for i, j in zip(floats, jac[1:])})
+    cot = torch.tensor(np.abs(cotangent)).double().reshape(-1)
+    out = sum(j.reshape(cot.numel(), -1).abs() @ v.abs().reshape(-1) for j, v in flat.values())
+    grads = {k: (cot @ j.reshape(cot.numel(), -1).abs()).reshape(v.shape) for k, (j, v) in flat.items()}
+    return out.reshape(cotangent.shape), grads
+
+
+def check_layer(ug_layer, torch_layer, *inputs, call=None, rtol=None, atol=None, grads=True, n=None, one_sign=False,
+                seed=0):
+    """A unigrad layer against its torch twin (the same parameters) on the same numpy inputs:
+    the first output, then the gradients of a random projection of it with respect to the
+    inputs and every parameter, at the dtype's tolerance. call(layer, *tensors) runs a layer
+    (default: layer(*tensors)). n: the longest sum among the compared values (or {"output", an
+    input's position or a parameter's name: its own}), whose terms layer_terms derives.
+    one_sign: a cotangent >= 0, for a gradient that sums it alone over hundreds of terms (a
+    bias's), which a cotangent of both signs cancels below what its tolerance can tell.
+    Returns both layers' results."""
+    call = call or (lambda layer, *xs: layer(*xs))
+    twin = copy.deepcopy(torch_layer).double() if n is not None else None  # before a step moves its buffers
+    u_in = [ug.tensor(x, requires_grad=grads and x.dtype.kind == "f") for x in inputs]
+    t_in = [torch.tensor(x, requires_grad=grads and x.dtype.kind == "f") for x in inputs]
+    uy, ty = call(ug_layer, *u_in), call(torch_layer, *t_in)
+    uy0, ty0 = _first(uy), _first(ty)
+    w = np.random.default_rng([seed, 4]).standard_normal(tuple(ty0.shape)).astype(_to_numpy(ty0)[0].dtype)
+    w = np.abs(w) if one_sign else w
+    terms, grad_terms = layer_terms(twin, inputs, call, w) if n is not None else (None, {})
+    tol = dict(rtol=rtol, atol=atol)
+
+    def sums(key):
+        return n.get(key) if isinstance(n, dict) else n
+    assert_close(_values(uy0), _values(ty0), **tol, terms=terms, n=sums("output"))
+    if not grads:
+        return uy, ty
+    (uy0 * ug.tensor(w)).sum().backward()
+    (ty0 * torch.tensor(w)).sum().backward()
+    for i, (u, t) in enumerate(zip(u_in, t_in)):
+        if t.grad is not None:
+            assert_close(_values(u.grad), _values(t.grad), **tol, terms=grad_terms.get(i), n=sums(i),
+                         path=f"input {i}'s gradient")
+    for (name, up), (tname, tp) in zip(ug_layer.named_parameters(), torch_layer.named_parameters()):
+        assert name == tname
+        assert_close(_values(up.grad), _values(tp.grad), **tol, terms=grad_terms.get(name), n=sums(name),
+                     path=f"{name}'s gradient")
+    return uy, ty
 
 
 def check_grad(fn, *args, off=None, **options):
