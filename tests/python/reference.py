@@ -19,10 +19,10 @@ Tolerances that follow from the computation
 A value that adds up n terms (a dot product, a sum, a norm, a convolution window) is exact
 in no dtype: two correct implementations that add in different orders (blocked, vectorised,
 pairwise, another BLAS kernel) differ by up to n·eps·Σ|term|, however small the result is
-(recursive summation in any order errs by at most γ_n·Σ|term|, γ_n ≈ n·eps/2: Higham,
-Accuracy and Stability of Numerical Algorithms, §4.2; the ONNX and NumPy test suites scale
-their tolerances the same way). So where a compared value sums n > LONG_SUM terms, say how
-many and what their magnitudes add up to, and each element may differ by
+(a dot product or a sum in any order errs by at most γ_n·Σ|term|, γ_n ≈ n·eps/2: Higham,
+Accuracy and Stability of Numerical Algorithms, 2nd ed., §3.1 and §4.2). So where a compared
+value sums n > LONG_SUM terms, say how many and what their magnitudes add up to, and each
+element may differ by
 
     atol + rtol·|torch| + K·n·eps·terms
 
@@ -39,14 +39,20 @@ products with unit coefficients (matmul, bmm, linear, einsum, conv, sum, mean, c
 pools); other ops pass a function that bounds it (each such test says why). n is the length
 of the longest sum a compared value adds: one int for the forward and every gradient, or a
 tuple (forward, then the gradient of each differentiated input; values past its end sum at
-most LONG_SUM terms). Gradients get their
-magnitudes the same way: with ABS from the vjp of the magnitudes with |cotangent|, otherwise
-as |cotangent|ᵀ·|J| with J torch's float64 Jacobian (the terms each gradient element sums).
-Sums of up to LONG_SUM terms keep the dtype's tolerance. A comparison with a derived
-tolerance also checks that it could still fail: some element's allowance must be below
-1e-3 of its value (twice the dtype's rtol for the half types), else the test must use
-shorter sums or inputs of one sign, whose terms do not cancel. sum_atol gives the allowance
-for comparisons written with assert_close.
+most LONG_SUM terms). Where sums feed sums (a model), their errors add up: n is then the
+total along the longest chain. Gradients get their magnitudes the same way: with ABS from
+the vjp of the magnitudes with |cotangent|, otherwise as |cotangent|ᵀ·|J| with J torch's
+float64 Jacobian (the terms each gradient element sums); check_layer's layer_terms does the
+same for a layer's parameters. Sums of up to LONG_SUM terms keep the dtype's tolerance, and
+so do check_op's float64 transforms (fd, jvp, vmap): K·n·eps is at most 6e-14 for the op
+table's sums, so only terms cancelling a thousandfold could reach their rtol of 1e-10.
+
+A comparison with a derived tolerance also checks that it could still fail: some element's
+allowance must be below 1e-3 of its value (twice the dtype's rtol for the half types). Terms
+of both signs cancel to about sqrt(n) of their magnitude, so past a few hundred terms in
+float32 that fails: such a test takes inputs of one sign, shorter sums, or float64 (a model's
+float32 kernels have their own tests). sum_atol gives the allowance for comparisons written
+with assert_close.
 """
 import copy
 import os
@@ -183,15 +189,15 @@ def assert_close(actual, expected, dtype=None, rtol=None, atol=None, terms=None,
         with np.errstate(invalid="ignore", divide="ignore"):
             excess = np.where(ok, 0, np.nan_to_num(np.abs(a - e) / bound, nan=np.inf))
         i = np.unravel_index(np.argmax(excess), e.shape)
-        derived = f", of it {K}·{n}·eps·terms = {np.broadcast_to(extra, e.shape)[i]:.3g}" if terms is not None else ""
+        derived = "" if terms is None else f", of it {K}·{n}·eps·terms = {np.broadcast_to(extra, e.shape)[i]:.3g}"
         raise AssertionError(f"{path}: {(~ok).sum()} of {e.size} values differ; the worst at {tuple(map(int, i))}: "
                              f"{a[i]:.9g} vs {e[i]:.9g}, allowed {bound[i]:.3g} (rtol {r}, atol {t}{derived})")
     if terms is not None and n is not None and n > LONG_SUM and e.size:
         level = max(1e-3, 2 * r)
         if not np.any(level * np.abs(e) > bound - t):  # the fixed atol is not the derived part
-            raise AssertionError(f"{path}: the tolerance derived for sums of {n} terms (up to {np.max(bound):.3g}) would "
-                                 f"not catch a {level:g} relative error in any element: use shorter sums or inputs of "
-                                 "one sign, whose terms do not cancel")
+            raise AssertionError(f"{path}: the tolerance derived for sums of {n} terms (up to {np.max(bound):.3g}) "
+                                 f"would not catch a {level:g} relative error in any element: use shorter sums or "
+                                 "inputs of one sign, whose terms do not cancel")
 
 
 def assert_same(expected, actual, rtol=None, atol=None, path="result", terms=None, n=None):
@@ -261,7 +267,8 @@ def check(fn, *args, rtol=None, atol=None, terms=None, n=None):
             return
         raise AssertionError(f"torch raised {type(expected_exc).__name__}({expected_exc}) but unigrad did not")
     actual = fn(ug, *[_convert(ug, a) for a in args])
-    assert_same(expected, actual, rtol, atol, terms=None if terms is None else magnitudes(fn, args, terms), n=_n_at(n, 0))
+    mags = None if terms is None else magnitudes(fn, args, terms)
+    assert_same(expected, actual, rtol, atol, terms=mags, n=_n_at(n, 0))
 
 
 # ---- the transforms ---------------------------------------------------------------------------
