@@ -237,6 +237,8 @@ LINALG = [
     Op("dot", lambda m, a, b: m.dot(a, b), x(20), x(20, seed=1), ops=("matmul",), terms=ABS, n=20),
     Op("outer", lambda m, a, b: m.outer(a, b), x(3), x(4, seed=1), ops=("unsqueeze", "mul")),
     Op("einsum", lambda m, a, b: m.einsum("bij,bjk->bik", a, b), x(2, 3, 4), x(2, 4, 5, seed=1), ops=("matmul",)),
+    Op("einsum.contraction", lambda m, a, b: m.einsum("ikj,kl->il", a, b), x(3, 20, 2), x(20, 4, seed=1),
+       ops=("matmul",), terms=ABS, n=40),
     Op("einsum.trace", lambda m, a: m.einsum("ii->", a), x(4, 4), ops=("diagonal", "sum"),
        off=unsupported("diagonal")),
 ]
