@@ -450,12 +450,17 @@ def _check_vmap(fn, args, rtol, atol):
         assert_same(expected, actual, rtol, atol, path=f"vmap with in_axes {axes}")
 
 
-class _OpModule(ug.nn.Module):
-    """fn(ug, *inputs) as a module whose forward takes the tensor inputs."""
+class OpModule(ug.nn.Module):
+    """fn(ug, *args) as a module for ug.onnx.export: forward takes the tensors among the
+    inputs (tensor_inputs()), the other arguments stay fixed."""
 
-    def __init__(self, fn, ins, tensor_positions):
+    def __init__(self, fn, args):
         super().__init__()
-        self.fn, self.ins, self.positions = fn, ins, tensor_positions
+        self.fn, self.ins = fn, [_convert(ug, a) for a in args]
+        self.positions = [i for i, t in enumerate(self.ins) if isinstance(t, ug.Tensor)]
+
+    def tensor_inputs(self):
+        return tuple(self.ins[p] for p in self.positions)
 
     def forward(self, *xs):
         ins = list(self.ins)
@@ -470,17 +475,16 @@ def _check_onnx(fn, args, rtol, atol, terms, n, opset):
     import onnx
     import onnxruntime as ort
 
-    ins = [_convert(ug, a) for a in args]
-    positions = [i for i, t in enumerate(ins) if isinstance(t, ug.Tensor)]
-    module = _OpModule(fn, ins, positions)
-    expected = _flat(module(*[ins[p] for p in positions]))
-    names = [f"x{p}" for p in positions]
+    module = OpModule(fn, args)
+    inputs = module.tensor_inputs()
+    expected = _flat(fn(ug, *module.ins))
+    names = [f"x{p}" for p in module.positions]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "op.onnx")
-        ug.onnx.export(module, tuple(ins[p] for p in positions), path, input_names=names, opset_version=opset)
+        ug.onnx.export(module, inputs, path, input_names=names, opset_version=opset)
         onnx.checker.check_model(onnx.load(path), full_check=True)
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-        got = session.run(None, {name: ins[p].numpy() for name, p in zip(names, positions)})
+        got = session.run(None, {name: x.numpy() for name, x in zip(names, inputs)})
     mags = _flat(magnitudes(fn, args, terms)) if terms is not None else [None] * len(expected)
     assert len(got) == len(expected), f"onnxruntime gave {len(got)} outputs, unigrad {len(expected)}"
     for i, (g, e, mag) in enumerate(zip(got, expected, mags)):
