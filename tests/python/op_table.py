@@ -1,0 +1,462 @@
+"""Every op unigrad exposes in Python, one row each: how to call it (fn(m, *inputs) with m
+torch or unigrad), its inputs, the registered op names it runs, and the transforms that do
+not apply with the reason (off), or that fail for a known bug with its reproduction (xfail).
+test_op_table.py checks every transform of every row with reference.check_op.
+
+Inputs are float32 unless a row says otherwise (check_op runs fd, jvp and vmap in float64);
+shapes stay small, but a few rows sum more than LONG_SUM terms so that the derived
+tolerances are exercised too (they state terms and n, see reference.py).
+"""
+import numpy as np
+import torch
+
+import unigrad as ug
+from reference import ABS, Arg, arr
+
+
+def F(m):
+    return torch.nn.functional if m is torch else ug.nn.functional
+
+
+def x(*shape, low=-3.0, high=3.0, seed=0, dtype="float32", view=None):
+    return arr(shape, dtype, low, high, seed, view)
+
+
+def pos(*shape, seed=0):
+    """Inputs of log, sqrt, pow's base and the like: in [0.2, 3)."""
+    return arr(shape, low=0.2, high=3.0, seed=seed)
+
+
+def ints(*shape, high=4, seed=0, dtype="int64"):
+    return arr(shape, dtype, 0, high, seed)
+
+
+def mask(*shape, seed=0):
+    return arr(shape, "bool", seed=seed)
+
+
+def const(values, dtype=np.int64):
+    return Arg(np.array(values, dtype=dtype))
+
+
+class Op:
+    """One row: name (unique; "op.variant" for a variant), fn(m, *inputs), the inputs; ops:
+    the registered op names it runs (default: the name before the dot); off / xfail:
+    {transform: reason}; the other keywords go to check_op (terms, n, rtol, atol, ...)."""
+
+    def __init__(self, name, fn, *inputs, ops=None, off=None, xfail=None, **options):
+        self.name, self.fn, self.inputs = name, fn, inputs
+        self.ops = tuple(ops) if ops is not None else (name.split(".")[0],)
+        self.off, self.xfail, self.options = dict(off or {}), dict(xfail or {}), options
+
+    def __repr__(self):
+        return self.name
+
+
+INTEGER = "not differentiable: an integer or boolean output"
+NO_GRAD = {t: INTEGER for t in ("vjp", "fd", "jvp")}
+INT_INPUTS = {t: "integer inputs: nothing to differentiate" for t in ("vjp", "fd", "jvp")}
+PYTHON_VALUE = {t: "returns a Python value, not a tensor" for t in ("vjp", "fd", "jvp", "vmap", "onnx")}
+REJECTS = "the exporter rejects it: "  # test_op_table checks that it still does, with this message
+
+
+def rejects(message):
+    return {"onnx": REJECTS + message}
+
+
+def unsupported(op):
+    return rejects(f"op '{op}' is not supported")
+
+
+# ug.nn.Module.__call__ with one tensor argument takes the C++ path, which casts forward's
+# result to one tensor: a Python module returning a tuple fails, so ug.onnx.export of any
+# single-input op with several outputs does too (xfail, strict).
+TUPLE_BUG = ("bug: class M(ug.nn.Module): def forward(self, x): return x, x -- M()(ug.ones(2)) raises "
+             "RuntimeError: std::bad_cast (Module.__call__'s one-tensor path casts forward's result to a Tensor)")
+TUPLE_OUTPUT = {"onnx": TUPLE_BUG}
+# Tensor::to(Device) copies without recording the op for autograd or forward mode.
+TO_DEVICE_BUG = ("bug: ug.tensor([1.0], requires_grad=True).to('cpu', copy=True).requires_grad is False (torch: "
+                 "True), and ug.jvp through it gives a zero tangent: a move to another device would lose the gradient")
+
+
+def unary(name, make=x, ops=None, **kw):
+    return Op(name, lambda m, a: getattr(m, name)(a), make(3, 4), ops=ops, **kw)
+
+
+def silu(m, a):  # torch has it in nn.functional only
+    return (torch.nn.functional.silu if m is torch else ug.silu)(a)
+
+
+def binary(name, a=None, b=None, **kw):
+    return Op(name, lambda m, p, q: getattr(m, name)(p, q), a or x(3, 4, seed=1), b or x(4, seed=2), **kw)
+
+
+def functional(name, *inputs, ops=None, call_kw=None, **kw):
+    """nn.functional.<name before the dot>(*inputs, **call_kw), as row "F.<name>"."""
+    options = call_kw or {}
+    return Op("F." + name, lambda m, *xs: getattr(F(m), name.split(".")[0])(*xs, **options), *inputs,
+              ops=ops or (name.split(".")[0],), **kw)
+
+
+def setitem(index):
+    """x.clone() with x[index] = value: the in-place index_put_ on a copy."""
+    def fn(m, a, v):
+        y = a.clone()
+        y[index] = v
+        return y
+    return fn
+
+
+def masked_fill_(m, a, keep):
+    y = a.clone()
+    y.masked_fill_(keep, 0.5)
+    return y
+
+
+def copy_(m, a):
+    y = m.zeros_like(a)
+    y.copy_(a)
+    return y
+
+
+def recurrent(kind, **options):
+    """One layer of torch's / unigrad's recurrent module run on (x, w_ih, w_hh, b_ih, b_hh);
+    the layers are built here, as their random init must not run inside an export's trace."""
+    layers = {m: getattr(m.nn, kind)(4, 3, **options) for m in (torch, ug)}
+
+    def fn(m, inp, w_ih, w_hh, b_ih, b_hh):
+        params = {"weight_ih_l0": w_ih, "weight_hh_l0": w_hh, "bias_ih_l0": b_ih, "bias_hh_l0": b_hh}
+        call = torch.func.functional_call if m is torch else ug.nn.functional_call
+        return call(layers[m], params, (inp,))[0]
+    return fn
+
+
+def recurrent_inputs(gates):
+    return (x(5, 2, 4, low=-1, high=1), x(gates * 3, 4, low=-0.5, high=0.5, seed=1),
+            x(gates * 3, 3, low=-0.5, high=0.5, seed=2), x(gates * 3, low=-0.5, high=0.5, seed=3),
+            x(gates * 3, low=-0.5, high=0.5, seed=4))
+
+
+def lse_terms(m, a):
+    """log Σ exp: the relative error n·eps of the sum is an absolute error of its log."""
+    return m.ones_like(a.logsumexp(1))
+
+
+# ---- the table -------------------------------------------------------------------------------
+
+UNARY = [
+    unary("neg"), unary("abs"), unary("sign"), unary("square"), unary("relu", ops=("relu", "relu_backward")),
+    unary("floor"), unary("ceil"), unary("round"), unary("trunc"), unary("exp"), unary("exp2"), unary("log", pos),
+    unary("log2", pos), unary("log10", pos), unary("log1p", pos), unary("expm1"), unary("sqrt", pos),
+    unary("rsqrt", pos), unary("reciprocal", pos), unary("sin"), unary("cos"),
+    unary("tan", lambda *s: x(*s, low=-1.2, high=1.2)), unary("tanh", ops=("tanh", "tanh_backward")),
+    unary("sigmoid", ops=("sigmoid", "sigmoid_backward")), Op("silu", silu, x(3, 4), ops=("silu", "silu_backward")),
+    unary("erf"),
+    unary("logical_not", mask, off=NO_GRAD),
+    Op("gelu", lambda m, a: m.nn.functional.gelu(a), x(3, 4), ops=("gelu", "gelu_backward")),
+    Op("gelu.tanh", lambda m, a: m.nn.functional.gelu(a, approximate="tanh"), x(3, 4), ops=("gelu", "gelu_backward")),
+    Op("isnan", lambda m, a: m.isnan(a), const([[np.nan, 1.0], [np.inf, -np.inf]], np.float32), off=NO_GRAD),
+    Op("isinf", lambda m, a: m.isinf(a), const([[np.nan, 1.0], [np.inf, -np.inf]], np.float32), off=NO_GRAD),
+    Op("isfinite", lambda m, a: m.isfinite(a), const([[np.nan, 1.0], [np.inf, -np.inf]], np.float32), off=NO_GRAD),
+    Op("clamp", lambda m, a: m.clamp(a, -1.0, 2.0), x(3, 4), ops=("clamp", "maximum", "minimum")),
+    Op("clamp.tensor", lambda m, a, lo, hi: m.clamp(a, lo, hi), x(3, 4), x(4, low=-2, high=-0.5, seed=1),
+       x(3, 1, low=0.5, high=2, seed=2), ops=("maximum", "minimum")),
+    Op("lerp", lambda m, a, b: m.lerp(a, b, 0.3), x(3, 4), x(3, 4, seed=1)),
+    Op("lerp.tensor", lambda m, a, b, w: m.lerp(a, b, w), x(3, 4), x(3, 4, seed=1), x(4, low=0, high=1, seed=2)),
+]
+
+BINARY = [
+    binary("add"), binary("sub"), binary("mul"), binary("div", b=pos(4, seed=2)), binary("maximum"),
+    binary("minimum"), binary("atan2", off=unsupported("atan2")), binary("pow", a=pos(3, 4, seed=1)),
+    binary("remainder", b=pos(4, seed=2), off=unsupported("remainder")),
+    binary("floor_divide", b=pos(4, seed=2), off={**unsupported("floor_divide"),
+                                                  **{t: "torch has no derivative of floor_divide"
+                                                     for t in ("vjp", "fd", "jvp")}}),
+    Op("add.scalar", lambda m, a: 2.5 + a * 3 - 1 / (a * a + 1), x(3, 4), ops=("add", "mul", "sub", "div")),
+    binary("eq", a=ints(3, 4, seed=1), b=ints(4, seed=2), off=INT_INPUTS),
+    binary("ne", a=ints(3, 4, seed=1), b=ints(4, seed=2), off=INT_INPUTS),
+    binary("lt", off=NO_GRAD), binary("le", off=NO_GRAD), binary("gt", off=NO_GRAD), binary("ge", off=NO_GRAD),
+    binary("logical_and", a=mask(3, 4, seed=1), b=mask(4, seed=2), off=INT_INPUTS),
+    binary("logical_or", a=mask(3, 4, seed=1), b=mask(4, seed=2), off=INT_INPUTS),
+    binary("logical_xor", a=mask(3, 4, seed=1), b=mask(4, seed=2), off=INT_INPUTS),
+    binary("bitwise_and", a=ints(3, 4, high=16, seed=1), b=ints(4, high=16, seed=2),
+           off={**INT_INPUTS, **unsupported("bitwise_and")}),
+    binary("bitwise_or", a=ints(3, 4, high=16, seed=1), b=ints(4, high=16, seed=2),
+           off={**INT_INPUTS, **unsupported("bitwise_or")}),
+    binary("bitwise_xor", a=ints(3, 4, high=16, seed=1), b=ints(4, high=16, seed=2),
+           off={**INT_INPUTS, **unsupported("bitwise_xor")}),
+    Op("isclose", lambda m, a, b: m.isclose(a, a + b * 1e-6), x(3, 4), x(3, 4, seed=1), off=NO_GRAD,
+       ops=("isclose", "le", "abs", "sub")),
+    Op("allclose", lambda m, a, b: m.allclose(a, a + b * 1e-6), x(3, 4), x(3, 4, seed=1), off=PYTHON_VALUE),
+    Op("equal", lambda m, a: m.equal(a, a.clone()), x(3, 4), off=PYTHON_VALUE),
+    Op("where", lambda m, c, a, b: m.where(c, a, b), mask(3, 4), x(3, 4, seed=1), x(4, seed=2)),
+]
+
+REDUCTIONS = [
+    Op("sum", lambda m, a: a.sum(), x(3, 20), terms=ABS, n=60),
+    Op("sum.dim", lambda m, a: a.sum(1, keepdim=True), x(3, 20), terms=ABS, n=20),
+    Op("mean", lambda m, a: a.mean(), x(3, 20), terms=ABS, n=60),
+    Op("mean.dim", lambda m, a: a.mean((0, 2)), x(2, 3, 4)),
+    Op("prod", lambda m, a: a.prod(1), x(3, 5, low=0.5, high=2)),
+    Op("amax", lambda m, a: a.amax(1), x(3, 5)), Op("amin", lambda m, a: a.amin(0), x(3, 5)),
+    Op("max", lambda m, a: a.max(), x(3, 5), ops=("amax",)),
+    Op("max.dim", lambda m, a: a.max(1), x(3, 5), ops=("amax", "argmax"), xfail=TUPLE_OUTPUT),
+    Op("min.dim", lambda m, a: a.min(0, keepdim=True), x(3, 5), ops=("amin", "argmin"), xfail=TUPLE_OUTPUT),
+    Op("argmax", lambda m, a: a.argmax(1), x(3, 5), off=NO_GRAD),
+    Op("argmin", lambda m, a: a.argmin(), x(3, 5), off=NO_GRAD),
+    # Σx²/(N - correction) bounds the variance's terms whether they are summed around the mean
+    # or not; a square root (std, a 2-norm) divides its argument's error by twice its value.
+    Op("var", lambda m, a: a.var(1), x(3, 20), terms=lambda m, a: (a * a).sum(1) / 19, n=20),
+    Op("std", lambda m, a: a.std(1, correction=0), x(3, 20),
+       terms=lambda m, a: (a * a).mean(1) / (2 * a.std(1, correction=0)), n=20),
+    Op("norm", lambda m, a: a.norm(), x(3, 20), terms=lambda m, a: a.norm() / 2, n=60),
+    Op("norm.p1", lambda m, a: a.norm(1, dim=1), x(3, 5)),
+    Op("logsumexp", lambda m, a: a.logsumexp(1), x(3, 20), terms=lse_terms, n=20),
+    # softmax errs relative to each output; log_softmax by n·eps absolute (its log of a sum)
+    Op("softmax", lambda m, a: a.softmax(1), x(3, 20), terms=lambda m, a: a.softmax(1), n=20),
+    Op("log_softmax", lambda m, a: a.log_softmax(1), x(3, 20), terms=lambda m, a: m.ones_like(a), n=20),
+    Op("cumsum", lambda m, a: a.cumsum(1), x(3, 20), terms=ABS, n=20),
+    Op("cumprod", lambda m, a: a.cumprod(1), x(3, 5, low=0.5, high=2), off=unsupported("cumprod")),
+    Op("all", lambda m, a: a.all(1), mask(3, 4), off=INT_INPUTS),
+    Op("any", lambda m, a: a.any(), mask(3, 4), off=INT_INPUTS),
+    Op("sort", lambda m, a: a.sort(1), x(3, 5), xfail=TUPLE_OUTPUT),  # then: the exporter rejects 'sort'
+    Op("argsort", lambda m, a: a.argsort(0, descending=True), x(3, 5), ops=("sort",),
+       off={**NO_GRAD, **unsupported("sort")}),
+    Op("topk", lambda m, a: a.topk(2, 1), x(3, 5), ops=("sort",), xfail=TUPLE_OUTPUT),
+    Op("count_nonzero", lambda m, a: m.count_nonzero(a), const([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]], np.float32),
+       ops=("nonzero",), off={**NO_GRAD, **unsupported("nonzero")}),
+]
+
+LINALG = [
+    Op("matmul", lambda m, a, b: a @ b, x(3, 20), x(20, 5, seed=1), terms=ABS, n=20),
+    Op("matmul.batched", lambda m, a, b: m.matmul(a, b), x(2, 1, 3, 4), x(5, 4, 2, seed=1), ops=("matmul",)),
+    Op("matmul.vector", lambda m, a, b: a @ b, x(4,), x(2, 4, 3, seed=1), ops=("matmul",)),
+    Op("mm", lambda m, a, b: m.mm(a, b), x(3, 4), x(5, 4, seed=1, view=lambda t: t.t()),
+       ops=("matmul",)),
+    Op("bmm", lambda m, a, b: m.bmm(a, b), x(2, 3, 4), x(2, 4, 5, seed=1), ops=("matmul",)),
+    Op("dot", lambda m, a, b: m.dot(a, b), x(20), x(20, seed=1), ops=("matmul",), terms=ABS, n=20),
+    Op("outer", lambda m, a, b: m.outer(a, b), x(3), x(4, seed=1), ops=("unsqueeze", "mul")),
+    Op("einsum", lambda m, a, b: m.einsum("bij,bjk->bik", a, b), x(2, 3, 4), x(2, 4, 5, seed=1), ops=("matmul",)),
+    Op("einsum.contraction", lambda m, a, b: m.einsum("ikj,kl->il", a, b), x(3, 20, 2), x(20, 4, seed=1),
+       ops=("matmul",), terms=ABS, n=40),
+    Op("einsum.trace", lambda m, a: m.einsum("ii->", a), x(4, 4), ops=("diagonal", "sum"),
+       off=unsupported("diagonal")),
+]
+
+SHAPES = [
+    Op("reshape", lambda m, a: a.reshape(4, 6), x(2, 3, 4)),
+    Op("view", lambda m, a: a.view(2, 12), x(2, 3, 4)),
+    Op("view_as", lambda m, a, b: a.view_as(b), x(2, 3, 4), x(6, 4, seed=1), ops=("view",)),
+    Op("reshape_as", lambda m, a, b: a.reshape_as(b), x(2, 3, 4, view=lambda t: t.transpose(0, 2)),
+       x(4, 6, seed=1), ops=("reshape",)),
+    Op("transpose", lambda m, a: a.transpose(0, 2), x(2, 3, 4)),
+    Op("swapaxes", lambda m, a: a.swapaxes(1, 2), x(2, 3, 4), ops=("transpose",)),
+    Op("swapdims", lambda m, a: a.swapdims(0, 1), x(2, 3, 4), ops=("transpose",)),
+    Op("permute", lambda m, a: a.permute(1, 2, 0), x(2, 3, 4)),
+    Op("t", lambda m, a: a.t(), x(3, 4), ops=("transpose",)),
+    Op("T", lambda m, a: a.T, x(3, 4), ops=("permute",)),
+    Op("mT", lambda m, a: a.mT, x(2, 3, 4), ops=("transpose",)),
+    Op("movedim", lambda m, a: a.movedim(0, 2), x(2, 3, 4), ops=("permute",)),
+    Op("moveaxis", lambda m, a: m.moveaxis(a, 2, 0), x(2, 3, 4), ops=("permute",)),
+    Op("squeeze", lambda m, a: a.squeeze(1), x(3, 1, 4)),
+    Op("squeeze.all", lambda m, a: a.squeeze(), x(1, 3, 1), ops=("squeeze",)),
+    Op("unsqueeze", lambda m, a: a.unsqueeze(1), x(3, 4)),
+    Op("flatten", lambda m, a: a.flatten(1), x(2, 3, 4)),
+    Op("unflatten", lambda m, a: a.unflatten(1, (2, 2)), x(3, 4), ops=("view",)),
+    Op("expand", lambda m, a: a.expand(2, 3, 4), x(3, 1)),
+    Op("expand_as", lambda m, a, b: a.expand_as(b), x(1, 4), x(3, 4, seed=1), ops=("expand",)),
+    Op("broadcast_to", lambda m, a: m.broadcast_to(a, (2, 3, 4)), x(4), ops=("expand",)),
+    Op("narrow", lambda m, a: a.narrow(1, 1, 2), x(3, 4), ops=("slice",)),
+    Op("select", lambda m, a: a.select(1, 2), x(3, 4)),
+    Op("diagonal", lambda m, a: a.diagonal(1, 0, 1), x(3, 4), off=unsupported("diagonal")),
+    Op("as_strided", lambda m, a: a.contiguous().as_strided((2, 2), (1, 2), 1), x(3, 4), ops=("as_strided",),
+       off={**unsupported("as_strided"), **{t: "unigrad refuses to differentiate as_strided (its views may overlap)"
+                                            for t in ("vjp", "fd")},
+            "vmap": "as_strided reads the storage: torch's vmap makes the offset relative to each example, "
+                    "unigrad's (like a loop over xs[i]) absolute"},
+       xfail={"jvp": "bug: ug.jvp(lambda a: a.as_strided((2, 2), (1, 2), 1), (ug.arange(6.0, dtype=ug.float64),), "
+                     "(ug.ones(6, dtype=ug.float64),)) gives a zero tangent (torch: ones); vjp raises instead"}),
+    Op("unbind", lambda m, a: a.unbind(1), x(3, 2), ops=("select",), xfail=TUPLE_OUTPUT),
+    Op("split", lambda m, a: a.split([1, 3], 1), x(3, 4), ops=("slice",), xfail=TUPLE_OUTPUT),
+    Op("chunk", lambda m, a: a.chunk(2, 0), x(4, 3), ops=("slice",), xfail=TUPLE_OUTPUT),
+    Op("contiguous", lambda m, a: a.contiguous(), x(3, 4, view=lambda t: t.t()), ops=("clone",)),
+    Op("clone", lambda m, a: a.clone(), x(3, 4)),
+    Op("to", lambda m, a: a.to(m.float64) * 2, x(3, 4), ops=("to", "mul")),
+    Op("to.device", lambda m, a: a.to("cpu", copy=True) * 2, x(3, 4), ops=("to_device", "mul"),
+       xfail={t: TO_DEVICE_BUG for t in ("vjp", "fd", "jvp")}),
+    Op("copy_", copy_, x(3, 4), ops=("copy_", "full_like"), off=unsupported("copy_")),
+    Op("fill_", lambda m, a: a * a.clone().fill_(2.0), x(3, 4), ops=("fill_", "clone"), off=unsupported("fill_"),
+       xfail={"jvp": "bug: ug.jvp(lambda a: a.clone().fill_(2.0), (ug.tensor([1.0, 2.0]),), (ug.ones(2),)) gives "
+                     "the tangent [1, 1]: fill_ keeps the clone's tangent (torch: [0, 0])"}),
+    Op("full_like", lambda m, a: a * m.full_like(a, 2.5), x(3, 4), ops=("full_like", "mul")),
+    Op("zeros_like", lambda m, a: a + m.zeros_like(a), x(3, 4), ops=("full_like", "add")),
+    Op("repeat", lambda m, a: a.repeat(2, 1, 2), x(3, 2), ops=("expand", "reshape")),
+    Op("tile", lambda m, a: a.tile((2, 2)), x(3, 2), ops=("expand", "reshape")),
+    Op("flip", lambda m, a: a.flip(0, 1), x(3, 4), ops=("index_select",)),
+    Op("fliplr", lambda m, a: m.fliplr(a), x(3, 4), ops=("index_select",)),
+    Op("flipud", lambda m, a: m.flipud(a), x(3, 4), ops=("index_select",)),
+    Op("roll", lambda m, a: a.roll(1, 1), x(3, 4), ops=("cat", "slice")),
+    Op("atleast_1d", lambda m, a: m.atleast_1d(a), x(), ops=("reshape",)),
+    Op("atleast_2d", lambda m, a: m.atleast_2d(a), x(3), ops=("unsqueeze",)),
+    Op("atleast_3d", lambda m, a: m.atleast_3d(a), x(3, 4), ops=("unsqueeze",)),
+]
+
+INDEXING = [
+    Op("getitem.slice", lambda m, a: a[1:, ::2], x(3, 4), ops=("slice",)),
+    Op("getitem.int", lambda m, a: a[1, None, :2], x(3, 4), ops=("select", "unsqueeze", "slice")),
+    Op("getitem.index", lambda m, a, i: a[:, i], x(3, 4), const([2, 0, 2]), ops=("index_select",)),
+    Op("getitem.mask", lambda m, a, k: a[k], x(3, 4), mask(3, 4, seed=1), ops=("nonzero",),
+       off={"vmap": "the output's shape depends on the mask's values", **unsupported("nonzero")}),
+    Op("setitem", setitem((slice(None), 1)), x(3, 4), x(3, seed=1), ops=("index_put_", "clone"),
+       off={**unsupported("index_put_"), **{t: "unigrad: index_put_ while recording gradients is not supported yet"
+                                            for t in ("vjp", "fd", "jvp")}}),
+    Op("gather", lambda m, a, i: a.gather(1, i), x(3, 4), const([[0, 0], [1, 3], [2, 2]])),
+    Op("scatter", lambda m, a, i, s: a.scatter(1, i, s), x(3, 4), const([[0, 1], [1, 3], [2, 0]]),
+       x(3, 2, seed=1)),
+    Op("scatter_add", lambda m, a, i, s: a.scatter_add(1, i, s), x(3, 4), const([[0, 0], [1, 3], [2, 2]]),
+       x(3, 2, seed=1)),
+    Op("index_select", lambda m, a, i: a.index_select(0, i), x(3, 4), const([2, 0, 2, 1])),
+    Op("take", lambda m, a, i: m.take(a, i), x(3, 4), const([[0, 11], [5, 5]]), ops=("index_select", "reshape")),
+    Op("masked_fill", lambda m, a, k: a.masked_fill(k, -1.0), x(3, 4), mask(3, 4, seed=1), ops=("where",)),
+    Op("masked_fill_", masked_fill_, x(3, 4), mask(4, seed=1), ops=("masked_fill_", "clone")),
+    Op("masked_select", lambda m, a, k: a.masked_select(k), x(3, 4), mask(3, 4, seed=1), ops=("nonzero",),
+       off={"vmap": "the output's shape depends on the mask's values", **unsupported("nonzero")}),
+    Op("nonzero", lambda m, a: a.nonzero(), const([[0.0, 1.0], [2.0, 0.0]], np.float32),
+       off={**NO_GRAD, **unsupported("nonzero"), "vmap": "the output's shape depends on the values"}),
+    Op("argwhere", lambda m, a: m.argwhere(a), const([[0.0, 1.0], [2.0, 0.0]], np.float32), ops=("nonzero",),
+       off={**NO_GRAD, **unsupported("nonzero"), "vmap": "the output's shape depends on the values"}),
+    Op("repeat_interleave", lambda m, a: m.repeat_interleave(a, 2, 1), x(3, 2), ops=("expand", "flatten")),
+]
+
+JOINS = [
+    Op("cat", lambda m, a, b: m.cat([a, b], 1), x(3, 2), x(3, 4, seed=1)),
+    Op("concat", lambda m, a, b: m.concat([a, b]), x(2, 3), x(1, 3, seed=1), ops=("cat",)),
+    Op("concatenate", lambda m, a, b: m.concatenate([a, b], axis=1), x(2, 3), x(2, 1, seed=1), ops=("cat",)),
+    Op("stack", lambda m, a, b: m.stack([a, b], 1), x(3, 2), x(3, 2, seed=1), ops=("unsqueeze", "cat")),
+    Op("hstack", lambda m, a, b: m.hstack([a, b]), x(3, 2), x(3, 1, seed=1), ops=("cat",)),
+    Op("vstack", lambda m, a, b: m.vstack([a, b]), x(3), x(3, seed=1), ops=("cat",)),
+    Op("dstack", lambda m, a, b: m.dstack([a, b]), x(2, 3), x(2, 3, seed=1), ops=("cat",)),
+    Op("pad", lambda m, a: F(m).pad(a, (1, 2, 0, 1), value=0.5), x(2, 3, 4)),
+    Op("pad.reflect", lambda m, a: F(m).pad(a, (2, 1), mode="reflect"), x(2, 3, 4), ops=("pad",)),
+    Op("pad.replicate", lambda m, a: F(m).pad(a, (1, 1, 2, 0), mode="replicate"), x(1, 2, 3, 4), ops=("pad",)),
+    Op("pad.circular", lambda m, a: F(m).pad(a, (1, 2), mode="circular"), x(1, 2, 4), ops=("pad",), opset=19),
+]
+
+CONV_POOL = [
+    # n: the longest sum, a weight element's over every output position (a bias's, transposed)
+    Op("conv1d", lambda m, a, w, b: F(m).conv1d(a, w, b, stride=2, padding=1), x(2, 3, 11), x(4, 3, 3, seed=1),
+       x(4, seed=2), ops=("conv",), terms=ABS, n=12),
+    Op("conv2d", lambda m, a, w, b: F(m).conv2d(a, w, b, padding=1, groups=2), x(2, 4, 5, 5), x(6, 2, 3, 3, seed=1),
+       x(6, seed=2), ops=("conv",), terms=ABS, n=50),
+    Op("conv_transpose1d", lambda m, a, w: F(m).conv_transpose1d(a, w, stride=2), x(2, 3, 5), x(3, 2, 3, seed=1),
+       ops=("conv_transpose",), terms=ABS, n=10),
+    Op("conv_transpose2d", lambda m, a, w, b: F(m).conv_transpose2d(a, w, b, stride=2, padding=1, output_padding=1),
+       x(2, 3, 4, 4), x(3, 2, 3, 3, seed=1), x(2, seed=2), ops=("conv_transpose",), terms=ABS, n=128),
+    Op("max_pool1d", lambda m, a: F(m).max_pool1d(a, 3, 2, 1), x(2, 3, 9), ops=("max_pool",)),
+    Op("max_pool2d", lambda m, a: F(m).max_pool2d(a, 3, 2, 1, ceil_mode=True), x(2, 3, 7, 6), ops=("max_pool",)),
+    Op("max_pool2d.indices", lambda m, a: F(m).max_pool2d(a, 2, return_indices=True), x(2, 3, 6, 6),
+       ops=("max_pool",), xfail=TUPLE_OUTPUT),
+    Op("max_pool2d_with_indices", lambda m, a: F(m).max_pool2d_with_indices(a, 2, 1), x(1, 2, 4, 4),
+       ops=("max_pool",), xfail=TUPLE_OUTPUT),
+    Op("avg_pool1d", lambda m, a: F(m).avg_pool1d(a, 3, 2, 1, count_include_pad=False), x(2, 3, 9),
+       ops=("avg_pool",)),
+    Op("avg_pool2d", lambda m, a: F(m).avg_pool2d(a, 3, 2, 1), x(2, 3, 7, 6), ops=("avg_pool",)),
+    Op("avg_pool2d.divisor_override", lambda m, a: F(m).avg_pool2d(a, 3, 2, 1, divisor_override=5), x(2, 3, 7, 6),
+       ops=("avg_pool",), off=rejects("avg_pool with divisor_override has no ONNX form")),
+    Op("adaptive_avg_pool1d", lambda m, a: F(m).adaptive_avg_pool1d(a, 4), x(2, 3, 8), ops=("adaptive_avg_pool",)),
+    Op("adaptive_avg_pool1d.uneven", lambda m, a: F(m).adaptive_avg_pool1d(a, 4), x(2, 3, 9),
+       ops=("adaptive_avg_pool",), off=rejects("has no ONNX form (the sizes must divide)")),
+    Op("adaptive_avg_pool2d", lambda m, a: F(m).adaptive_avg_pool2d(a, 1), x(2, 3, 6, 5), ops=("adaptive_avg_pool",),
+       terms=ABS, n=30),
+    Op("adaptive_max_pool1d", lambda m, a: F(m).adaptive_max_pool1d(a, 4), x(2, 3, 8), ops=("adaptive_max_pool",)),
+    Op("adaptive_max_pool2d", lambda m, a: F(m).adaptive_max_pool2d(a, (2, 3)), x(2, 3, 6, 6),
+       ops=("adaptive_max_pool",)),
+    Op("adaptive_max_pool2d.uneven", lambda m, a: F(m).adaptive_max_pool2d(a, (2, 3)), x(2, 3, 5, 7),
+       ops=("adaptive_max_pool",), off=rejects("has no ONNX form (the sizes must divide)")),
+]
+
+
+def act(name, ops=None, **kw):
+    return functional(name, x(3, 5, low=-5, high=5), ops=ops, **kw)
+
+
+ACTIVATIONS = [
+    act("relu", ("relu", "relu_backward")), act("relu6"), act("leaky_relu"),
+    act("leaky_relu.slope", call_kw={"negative_slope": 0.2}), act("elu"), act("selu"),
+    act("celu", call_kw={"alpha": 2.0}), act("gelu", ("gelu", "gelu_backward")),
+    act("gelu.tanh", ("gelu", "gelu_backward"), call_kw={"approximate": "tanh"}),
+    act("silu", ("silu", "silu_backward")), act("mish"), act("sigmoid", ("sigmoid", "sigmoid_backward")),
+    act("tanh", ("tanh", "tanh_backward")), act("logsigmoid"), act("softplus"),
+    act("softplus.beta", call_kw={"beta": 2.0, "threshold": 3.0}), act("softsign"),
+    act("hardtanh", call_kw={"min_val": -2.0, "max_val": 0.5}),
+    # torch's hardsigmoid derivative multiplies by 1/6 rounded to float32, even in float64
+    act("hardsigmoid", rtol=1e-7), act("hardswish"),
+    functional("glu", x(3, 8), ops=("slice", "sigmoid")),
+    functional("softmax", x(3, 5, 2), call_kw={"dim": 1}),
+    Op("F.log_softmax", lambda m, a: F(m).log_softmax(a, -1, dtype=m.float64), x(3, 5), ops=("log_softmax", "to")),
+    functional("softmin", x(3, 5), call_kw={"dim": 1}, ops=("softmax", "neg")),
+    functional("normalize", x(3, 4), call_kw={"p": 3.0, "dim": 0}, ops=("div",)),
+    functional("cosine_similarity", x(4, 5), x(4, 5, seed=1), ops=("sum", "mul")),
+    functional("pairwise_distance", x(4, 5), x(4, 5, seed=1), ops=("sub", "sum")),
+]
+
+
+def targets(*shape, classes=5, seed=3):
+    return ints(*shape, high=classes, seed=seed)
+
+
+def probs(*shape, seed=4):
+    return Arg(np.random.default_rng(seed).dirichlet(np.ones(shape[-1]), size=shape[:-1]).astype(np.float32))
+
+
+LOSSES = [
+    Op("cross_entropy", lambda m, a, t: F(m).cross_entropy(a, t, label_smoothing=0.1), x(6, 5), targets(6),
+       ops=("log_softmax", "nll_loss"), off=unsupported("nll_loss")),
+    Op("cross_entropy.probabilities", lambda m, a, p: F(m).cross_entropy(a, p), x(6, 5), probs(6, 5),
+       ops=("log_softmax", "mul", "sum")),
+    Op("nll_loss", lambda m, a, t: F(m).nll_loss(a, t, ignore_index=2), x(6, 5), targets(6),
+       off=unsupported("nll_loss")),
+    Op("nll_loss.weighted", lambda m, a, t, w: F(m).nll_loss(a, t, w.detach(), reduction="sum"), x(2, 5, 3),
+       targets(2, 3), pos(5, seed=5)),  # [N, C, d]: composed ops, not nll_loss's kernel
+    # these losses' terms are >= 0: the loss itself is what their magnitudes add up to
+    Op("mse_loss", lambda m, a, t: F(m).mse_loss(a, t), x(4, 5), x(4, 5, seed=1),
+       terms=lambda m, a, t: F(m).mse_loss(a, t), n=20),
+    Op("l1_loss", lambda m, a, t: F(m).l1_loss(a, t, reduction="sum"), x(4, 5), x(4, 5, seed=1),
+       terms=lambda m, a, t: F(m).l1_loss(a, t, reduction="sum"), n=20),
+    Op("smooth_l1_loss", lambda m, a, t: F(m).smooth_l1_loss(a, t, beta=0.5), x(3, 4), x(3, 4, seed=1)),
+    Op("huber_loss", lambda m, a, t: F(m).huber_loss(a, t, reduction="none", delta=2.0), x(3, 4), x(3, 4, seed=1)),
+    Op("binary_cross_entropy", lambda m, p, t: F(m).binary_cross_entropy(p, t), x(3, 4, low=0.05, high=0.95),
+       x(3, 4, low=0, high=1, seed=1)),
+    Op("binary_cross_entropy_with_logits", lambda m, a, t, pw: F(m).binary_cross_entropy_with_logits(
+        a, t, pos_weight=pw.detach()), x(3, 4), x(3, 4, low=0, high=1, seed=1), pos(4, seed=2)),
+    Op("kl_div", lambda m, lp, q: F(m).kl_div(lp, q, reduction="batchmean"), x(3, 4, low=-3, high=-0.1),
+       probs(3, 4)),
+    Op("cosine_embedding_loss", lambda m, a, b, t: F(m).cosine_embedding_loss(a, b, t, 0.2), x(5, 4),
+       x(5, 4, seed=1), const([1, -1, 1, -1, -1])),
+]
+
+OTHERS = [
+    Op("linear", lambda m, a, w, b: F(m).linear(a, w, b), x(3, 20), x(4, 20, seed=1), x(4, seed=2), terms=ABS,
+       n=21),
+    Op("layer_norm", lambda m, a, w, b: F(m).layer_norm(a, (6,), w, b), x(4, 6), x(6, seed=1), x(6, seed=2)),
+    Op("rms_norm", lambda m, a, w: F(m).rms_norm(a, (6,), w), x(4, 6), x(6, seed=1)),
+    Op("batch_norm", lambda m, a, w, b: F(m).batch_norm(a, None, None, w, b, training=True), x(4, 3, 2),
+       x(3, seed=1), x(3, seed=2), off=rejects("batch_norm in training mode (batch statistics) cannot be exported")),
+    Op("batch_norm.eval", lambda m, a, rm, rv: F(m).batch_norm(a, rm.detach(), rv.detach()), x(4, 3, 2),
+       x(3, seed=1), pos(3, seed=2), ops=("batch_norm",)),
+    Op("group_norm", lambda m, a, w, b: F(m).group_norm(a, 2, w, b), x(2, 4, 3), x(4, seed=1), x(4, seed=2)),
+    Op("instance_norm", lambda m, a: F(m).instance_norm(a), x(2, 3, 5)),
+    Op("embedding", lambda m, i, w: F(m).embedding(i, w), const([[0, 2, 4], [2, 2, 1]]), x(5, 3)),
+    Op("one_hot", lambda m, t: F(m).one_hot(t, 5), const([0, 3, 4, 1]), off=INT_INPUTS),
+    Op("scaled_dot_product_attention", lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
+       x(2, 4, 3), x(2, 4, 3, seed=1), x(2, 4, 2, seed=2), ops=("softmax", "matmul")),
+    Op("dropout.eval", lambda m, a: F(m).dropout(a, 0.5, training=False), x(3, 4)),
+    # random values: the generators differ (test_random.py checks unigrad's distributions)
+    Op("random", lambda m, a: tuple(m.rand_like(a).shape), x(3, 4), off=PYTHON_VALUE),
+    Op("lstm", recurrent("LSTM"), *recurrent_inputs(4)),
+    Op("gru", recurrent("GRU"), *recurrent_inputs(3)),
+    Op("rnn_tanh", recurrent("RNN"), *recurrent_inputs(1)),
+    Op("rnn_relu", recurrent("RNN", nonlinearity="relu"), *recurrent_inputs(1)),
+]
+
+OPS = UNARY + BINARY + REDUCTIONS + LINALG + SHAPES + INDEXING + JOINS + CONV_POOL + ACTIVATIONS + LOSSES + OTHERS

@@ -1,0 +1,54 @@
+"""Every transform of every op in op_table.py: one test per (op, transform), through
+reference.check_op. A transform a row switches off is skipped with its reason (pytest -rs
+lists them); one the exporter rejects is checked to be rejected still; a known bug is a strict
+xfail whose reason is its reproduction."""
+import os
+import re
+import tempfile
+
+import pytest
+
+import unigrad as ug
+from op_table import OPS, REJECTS
+from reference import TRANSFORMS, OpModule, check_op
+
+
+def cases():
+    for op in OPS:
+        for transform in TRANSFORMS:
+            marks = [pytest.mark.xfail(strict=True, reason=op.xfail[transform])] if transform in op.xfail else []
+            yield pytest.param(op, transform, id=f"{op.name}-{transform}", marks=marks)
+
+
+def still_rejected(op):
+    """The exporter refuses the op with the row's message: once it exports it, the row must
+    switch onnx on."""
+    module = OpModule(op.fn, op.inputs)
+    message = re.escape(op.off["onnx"][len(REJECTS):])
+    with tempfile.TemporaryDirectory() as tmp, pytest.raises(ValueError, match=message):
+        ug.onnx.export(module, module.tensor_inputs(), os.path.join(tmp, "m.onnx"))
+
+
+@pytest.mark.parametrize("op,transform", list(cases()))
+def test_op(op, transform):
+    reason = op.off.get(transform)
+    if transform == "onnx" and reason and reason.startswith(REJECTS):
+        still_rejected(op)
+    elif reason:
+        pytest.skip(f"{transform} off: {reason}")
+    else:
+        check_op(op.fn, *op.inputs, only=(transform,), **op.options)
+
+
+def test_op_names_are_unique():
+    names = [op.name for op in OPS]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+def test_op_table_covers_registered_ops():
+    # The C++ op table will list every op (ug._C.registered_ops()); until it does, the names the
+    # library registers for tracing are the list to cover.
+    registered = getattr(ug._C, "registered_ops", None)
+    names = set(registered() if registered is not None else ug.onnx.traceable_ops())
+    covered = {name for op in OPS for name in op.ops}
+    assert not names - covered, f"registered ops no row of op_table.py runs: {sorted(names - covered)}"
