@@ -9,6 +9,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 scripts/setup.sh
+# Every include points down the layer stack (the build already checked the symbols).
+.venv/bin/python scripts/check_layers.py
 (cd build && ctest --output-on-failure -j2)
 .venv/bin/python -m pytest -q -n 2 tests/python
 # The kernel sets this machine would not pick by itself (it picks AVX-512 where it has it).

@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "ug/graph/op_def.h"
 
 namespace ugpy {
 
@@ -87,6 +88,8 @@ void bind_core(nb::module_& m) {
 
   m.def("set_num_threads", &ug::set_num_threads, nb::arg("n"));
   m.def("get_num_threads", &ug::get_num_threads);
+  m.def("registered_ops", &ug::graph::registered_ops,
+        "The name of every op, sorted: each op's graph::OpDef registers it (src/ug/graph/op_def.h).");
   m.def("manual_seed", [](int64_t seed) { ug::manual_seed(static_cast<uint64_t>(seed)); }, nb::arg("seed"));
   m.def("initial_seed", [] { return ug::default_generator().initial_seed(); });
   m.def("get_rng_state", &ug::get_rng_state);

@@ -1,5 +1,5 @@
 // Elementwise ops as Tensor methods, Python operators and ug.<name> functions, generated
-// from one list per arity so that a new op is one line here.
+// from the op tables (src/ug/ops/unary_kinds.h, binary_kinds.h): a new op needs nothing here.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
@@ -12,11 +12,6 @@ namespace {
 
 using ug::Scalar;
 using ug::Tensor;
-
-#define UG_PY_BINARY(X)                                                                        \
-  X(add) X(sub) X(mul) X(div) X(floor_divide) X(remainder) X(pow) X(maximum) X(minimum)        \
-  X(atan2) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(logical_and) X(logical_or) X(logical_xor)     \
-  X(bitwise_and) X(bitwise_or) X(bitwise_xor)
 
 }  // namespace
 
@@ -51,12 +46,12 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
       .def("where", [](const Tensor& t, const Tensor& cond, const Tensor& other) { return ug::where(cond, t, other); })
       .def("where", [](const Tensor& t, const Tensor& cond, Scalar other) { return ug::where(cond, t, other); });
 
-#define UG_METHOD(name)                                                                  \
+#define UG_METHOD(Op, name)                                                              \
   cls.def(#name, [](const Tensor& a, const Tensor& b) { return a.name(b); });            \
   cls.def(#name, [](const Tensor& a, Scalar b) { return a.name(b); });                   \
   cls.def(#name "_", [](Tensor& a, const Tensor& b) { return a.name##_(b); });           \
   cls.def(#name "_", [](Tensor& a, Scalar b) { return a.name##_(b); });
-  UG_PY_BINARY(UG_METHOD)
+  UG_BINARY_PUBLIC(UG_METHOD)
 #undef UG_METHOD
 
   // Python operators. Reflected forms compute `other op self`.
@@ -101,11 +96,11 @@ void bind_elementwise_functions(nb::module_& m) {
   UG_UNARY_MATH_OPS(UG_FUNCTION)
   UG_UNARY_PREDICATES(UG_FUNCTION)
 #undef UG_FUNCTION
-#define UG_FUNCTION(name)                                                                        \
+#define UG_FUNCTION(Op, name)                                                                    \
   m.def(#name, [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other")); \
   m.def(#name, [](const Tensor& a, Scalar b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other"));        \
   m.def(#name, [](Scalar a, const Tensor& b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other"));
-  UG_PY_BINARY(UG_FUNCTION)
+  UG_BINARY_PUBLIC(UG_FUNCTION)
 #undef UG_FUNCTION
   m.def("gelu", [](const Tensor& x, const std::string& approximate) { return ug::gelu(x, approximate); },
         nb::arg("input"), nb::arg("approximate") = "none");

@@ -129,8 +129,9 @@ TEST(Autograd, BackwardWithInputsAccumulatesOnlyIntoThem) {
   ug::autograd::backward({(x * w * x).sum()}, {}, {}, false, {x});
   EXPECT_EQ(values(x.grad()), (std::vector<double>{6.0, 16.0}));
   EXPECT_FALSE(w.grad().defined());
-  ug::autograd::backward({(x * w * x).sum()}, {}, {}, false, {x});  // accumulates
+  (x * w * x).sum().backward({}, {}, false, {x});  // Tensor::backward takes them too; accumulates
   EXPECT_EQ(values(x.grad()), (std::vector<double>{12.0, 32.0}));
+  EXPECT_FALSE(w.grad().defined());
 
   // A non-leaf input gets its gradient too, once even when it retains its grad.
   for (bool retain : {false, true}) {

@@ -182,33 +182,12 @@ class Tensor {
   /** approximate: "none" (exact, with erf) or "tanh". */
   Tensor gelu(std::string_view approximate = "none") const;
 
-#define UG_DECLARE_BINARY_METHOD(name)     \
+#define UG_DECLARE_BINARY_METHOD(Op, name) \
   Tensor name(const Tensor& other) const;  \
   Tensor name(Scalar other) const;         \
   Tensor& name##_(const Tensor& other);    \
   Tensor& name##_(Scalar other);
-  UG_DECLARE_BINARY_METHOD(add)
-  UG_DECLARE_BINARY_METHOD(sub)
-  UG_DECLARE_BINARY_METHOD(mul)
-  UG_DECLARE_BINARY_METHOD(div)
-  UG_DECLARE_BINARY_METHOD(floor_divide)
-  UG_DECLARE_BINARY_METHOD(remainder)
-  UG_DECLARE_BINARY_METHOD(pow)
-  UG_DECLARE_BINARY_METHOD(maximum)
-  UG_DECLARE_BINARY_METHOD(minimum)
-  UG_DECLARE_BINARY_METHOD(atan2)
-  UG_DECLARE_BINARY_METHOD(eq)
-  UG_DECLARE_BINARY_METHOD(ne)
-  UG_DECLARE_BINARY_METHOD(lt)
-  UG_DECLARE_BINARY_METHOD(le)
-  UG_DECLARE_BINARY_METHOD(gt)
-  UG_DECLARE_BINARY_METHOD(ge)
-  UG_DECLARE_BINARY_METHOD(logical_and)
-  UG_DECLARE_BINARY_METHOD(logical_or)
-  UG_DECLARE_BINARY_METHOD(logical_xor)
-  UG_DECLARE_BINARY_METHOD(bitwise_and)
-  UG_DECLARE_BINARY_METHOD(bitwise_or)
-  UG_DECLARE_BINARY_METHOD(bitwise_xor)
+  UG_BINARY_PUBLIC(UG_DECLARE_BINARY_METHOD)
 #undef UG_DECLARE_BINARY_METHOD
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max) const;
   Tensor clamp(const std::optional<Tensor>& min, const std::optional<Tensor>& max) const;
@@ -274,10 +253,11 @@ class Tensor {
   /** Keep .grad for this non-leaf tensor too. */
   void retain_grad() const;
   bool retains_grad() const;
-  /** Computes gradients of this tensor w.r.t. graph leaves and adds them into their .grad.
-   *  gradient may be omitted for a one-element tensor; the graph is freed unless retained. */
+  /** Computes gradients of this tensor w.r.t. graph leaves and adds them into their .grad
+   *  (only into `inputs`' when given, as torch's backward(inputs=)). gradient may be omitted
+   *  for a one-element tensor; the graph is freed unless retained. */
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = {},
-                bool create_graph = false) const;
+                bool create_graph = false, const std::vector<Tensor>& inputs = {}) const;
   /** Calls fn with this tensor's gradient during backward; fn may return a replacement
    *  (or an undefined tensor to keep it). Returns an id for remove_hook. */
   size_t register_hook(std::function<Tensor(const Tensor&)> fn) const;

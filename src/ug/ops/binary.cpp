@@ -15,17 +15,18 @@ namespace {
 struct BinaryInfo {
   const char* name;
   BinaryRule rule;
+  bool reads_operands, reads_output;
 };
 constexpr BinaryInfo kBinaryInfo[] = {
-#define UG_INFO(Op) {Op::name, Op::rule},
-    UG_BINARY_OPS(UG_INFO)
+#define UG_INFO(Op, method) {Op::name, Op::rule, Op::reads_operands, Op::reads_output},
+    UG_BINARY_ALL(UG_INFO)
 #undef UG_INFO
 };
 const BinaryInfo& info(BinaryOp op) { return kBinaryInfo[static_cast<int>(op)]; }
 
 const graph::OpDef kDefs[] = {
-#define UG_DEF(Op) graph::OpDef(Op::name),
-    UG_BINARY_OPS(UG_DEF)
+#define UG_DEF(Op, method) graph::OpDef(Op::name),
+    UG_BINARY_ALL(UG_DEF)
 #undef UG_DEF
 };
 const graph::OpDef& def(BinaryOp op) { return kDefs[static_cast<int>(op)]; }
@@ -103,50 +104,15 @@ Tensor as_operand(const Tensor& g, const Shape& shape, DType dtype) {
   return autograd::sum_to(g, shape).to(dtype);
 }
 
-/** Each op's derivative: gradients for a and b from the output gradient g and the output
- *  y. a and b are already promoted and broadcast (the recorded to() and expand() undo that). */
+/** Each op's derivative, from its entry in binary_kinds.h. */
 std::pair<Tensor, Tensor> vjp(BinaryOp op, const Tensor& g, const Tensor& a, const Tensor& b, const Tensor& y) {
   switch (op) {
-    case BinaryOp::Add: return {g, g};
-    case BinaryOp::Sub: return {g, -g};
-    case BinaryOp::Mul: return {g * b, g * a};
-    case BinaryOp::Div: return {g / b, -g * a / (b * b)};
-    case BinaryOp::Pow: {
-      // d/db is 0 where a == 0 and b >= 0 (where log(a) would give -inf * 0).
-      Tensor db = where(a.eq(0).logical_and(b.ge(0)), zeros_like(g), g * y * a.log());
-      return {g * b * a.pow(b - 1), db};
-    }
-    case BinaryOp::Maximum:
-    case BinaryOp::Minimum: {
-      // Ties split the gradient in halves, as in PyTorch.
-      Tensor a_wins = op == BinaryOp::Maximum ? a.gt(b) : a.lt(b);
-      Tensor tie = a.eq(b);
-      Tensor ga = where(tie, g * 0.5, where(a_wins, g, 0));
-      return {ga, g - ga};
-    }
-    case BinaryOp::Atan2: {
-      Tensor r = a * a + b * b;
-      return {g * b / r, -g * a / r};
-    }
-    case BinaryOp::FloorDivide: return {zeros_like(g), zeros_like(g)};
-    case BinaryOp::Remainder: return {g, -g * floor_divide(a, b)};
-    // The activation derivatives f(a, v) = a * d(v): d/da = d(v) (the same op on g), and
-    // d/dv = g * a * d'(v), written with ops so higher derivatives keep working.
-    case BinaryOp::ReluBackward: return {binary(op, g, b), zeros_like(b)};
-    case BinaryOp::TanhBackward: return {binary(op, g, b), g * a * b * -2};
-    case BinaryOp::SigmoidBackward: return {binary(op, g, b), g * a * (1 - b * 2)};
-    case BinaryOp::SiluBackward: {
-      Tensor s = b.sigmoid();
-      return {binary(op, g, b), g * a * s * (1 - s) * (2 + b * (1 - s * 2))};
-    }
-    case BinaryOp::GeluBackward: {
-      constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-      Tensor pdf = (b * b * -0.5).exp() * kInvSqrt2Pi;
-      return {binary(op, g, b), g * a * pdf * (2 - b * b)};
-    }
-    default: break;
+#define UG_CASE(Op, method) \
+  case BinaryOp::Op: return Op::vjp(g, a, b, y);
+    UG_BINARY_ALL(UG_CASE)
+#undef UG_CASE
   }
-  fail<RuntimeError>("[", info(op).name, "] is not differentiable");
+  return {};
 }
 
 Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
@@ -167,11 +133,11 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
     backend_for(a.device()).binary(op, ac, bc, out);
   }
   set_attrs(call, compute);
-  // Only what the rule reads is kept: add and sub need nothing, pow also needs its output.
-  const bool operands = op != BinaryOp::Add && op != BinaryOp::Sub && op != BinaryOp::FloorDivide;
+  // Only what the rule reads is kept (add and sub need nothing, pow also needs its output).
+  const bool operands = info(op).reads_operands;
   call.finish({&a, &b}, {&out},
               {operands ? graph::input(ac) : graph::nothing, operands ? graph::input(bc) : graph::nothing,
-               op == BinaryOp::Pow ? graph::output(out) : graph::nothing},
+               info(op).reads_output ? graph::output(out) : graph::nothing},
               [op, sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](const graph::Tensors& s,
                                                                                    graph::Tensors&& g) {
                 auto [ga, gb] = vjp(op, g[0], s[0], s[1], s[2]);
@@ -250,7 +216,7 @@ void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
 
 namespace ug {
 
-#define UG_DEFINE_BINARY(name, Op)                                                          \
+#define UG_DEFINE_BINARY(Op, name)                                                             \
   Tensor name(const Tensor& a, const Tensor& b) { return ops::binary(ops::BinaryOp::Op, a, b); } \
   Tensor name(const Tensor& a, Scalar b) { return ops::binary(ops::BinaryOp::Op, a, b); }        \
   Tensor name(Scalar a, const Tensor& b) { return ops::binary(ops::BinaryOp::Op, a, b); }        \
@@ -266,28 +232,7 @@ namespace ug {
                                               .device = device()}));                       \
     return *this;                                                                           \
   }
-UG_DEFINE_BINARY(add, Add)
-UG_DEFINE_BINARY(sub, Sub)
-UG_DEFINE_BINARY(mul, Mul)
-UG_DEFINE_BINARY(div, Div)
-UG_DEFINE_BINARY(floor_divide, FloorDivide)
-UG_DEFINE_BINARY(remainder, Remainder)
-UG_DEFINE_BINARY(pow, Pow)
-UG_DEFINE_BINARY(maximum, Maximum)
-UG_DEFINE_BINARY(minimum, Minimum)
-UG_DEFINE_BINARY(atan2, Atan2)
-UG_DEFINE_BINARY(eq, Eq)
-UG_DEFINE_BINARY(ne, Ne)
-UG_DEFINE_BINARY(lt, Lt)
-UG_DEFINE_BINARY(le, Le)
-UG_DEFINE_BINARY(gt, Gt)
-UG_DEFINE_BINARY(ge, Ge)
-UG_DEFINE_BINARY(logical_and, LogicalAnd)
-UG_DEFINE_BINARY(logical_or, LogicalOr)
-UG_DEFINE_BINARY(logical_xor, LogicalXor)
-UG_DEFINE_BINARY(bitwise_and, BitwiseAnd)
-UG_DEFINE_BINARY(bitwise_or, BitwiseOr)
-UG_DEFINE_BINARY(bitwise_xor, BitwiseXor)
+UG_BINARY_PUBLIC(UG_DEFINE_BINARY)
 #undef UG_DEFINE_BINARY
 
 namespace {

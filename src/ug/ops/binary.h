@@ -21,32 +21,11 @@ DType result_type(const Tensor& a, const Tensor& b);
 
 namespace ug {
 // Free functions and operators, as in torch::.
-#define UG_DECLARE_BINARY_FN(fn)                   \
+#define UG_DECLARE_BINARY_FN(Op, fn)               \
   Tensor fn(const Tensor& a, const Tensor& b);     \
   Tensor fn(const Tensor& a, Scalar b);            \
   Tensor fn(Scalar a, const Tensor& b);
-UG_DECLARE_BINARY_FN(add)
-UG_DECLARE_BINARY_FN(sub)
-UG_DECLARE_BINARY_FN(mul)
-UG_DECLARE_BINARY_FN(div)
-UG_DECLARE_BINARY_FN(floor_divide)
-UG_DECLARE_BINARY_FN(remainder)
-UG_DECLARE_BINARY_FN(pow)
-UG_DECLARE_BINARY_FN(maximum)
-UG_DECLARE_BINARY_FN(minimum)
-UG_DECLARE_BINARY_FN(atan2)
-UG_DECLARE_BINARY_FN(eq)
-UG_DECLARE_BINARY_FN(ne)
-UG_DECLARE_BINARY_FN(lt)
-UG_DECLARE_BINARY_FN(le)
-UG_DECLARE_BINARY_FN(gt)
-UG_DECLARE_BINARY_FN(ge)
-UG_DECLARE_BINARY_FN(logical_and)
-UG_DECLARE_BINARY_FN(logical_or)
-UG_DECLARE_BINARY_FN(logical_xor)
-UG_DECLARE_BINARY_FN(bitwise_and)
-UG_DECLARE_BINARY_FN(bitwise_or)
-UG_DECLARE_BINARY_FN(bitwise_xor)
+UG_BINARY_PUBLIC(UG_DECLARE_BINARY_FN)
 #undef UG_DECLARE_BINARY_FN
 
 #define UG_DECLARE_OPERATOR(sym, fn)                                              \

@@ -1,10 +1,17 @@
-// The elementwise binary ops: name, dtype rule and scalar math in one place, shared by
-// every backend. Inputs are broadcast (NumPy rules) and promoted (PyTorch rules) first.
+// The elementwise binary ops, one entry each: its name, dtype rule, scalar math (shared by
+// every backend), what its derivative reads and the derivative itself. Inputs are broadcast
+// (NumPy rules) and promoted (PyTorch rules) first. The enum, kernels, Tensor methods, free
+// functions and Python bindings are generated from the lists at the end.
+//
+// vjp(g, a, b, y) gives the gradients of both operands (already promoted and broadcast) from
+// the output gradient g and the output y; a template so that the kernels need no Tensor
+// (instantiated in ops/binary.cpp). The forward-mode rule is the same with tangents for g.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 namespace ug::ops {
 
@@ -15,36 +22,79 @@ enum class BinaryRule : uint8_t {
   Bitwise,     // integers and bool only
 };
 
+// The lists, ahead of the entries (an activation gradient's rule names its own enum
+// value). X(Entry, method): Tensor methods (with and without a Scalar, in-place forms
+// method_), free functions ug::method and Python bindings each. The activation gradients are
+// internal: enum entries and kernels only.
+#define UG_BINARY_PUBLIC(X)                                                                    \
+  X(Add, add) X(Sub, sub) X(Mul, mul) X(Div, div) X(FloorDivide, floor_divide)                 \
+  X(Remainder, remainder) X(Pow, pow) X(Maximum, maximum) X(Minimum, minimum) X(Atan2, atan2)  \
+  X(Eq, eq) X(Ne, ne) X(Lt, lt) X(Le, le) X(Gt, gt) X(Ge, ge) X(LogicalAnd, logical_and)       \
+  X(LogicalOr, logical_or) X(LogicalXor, logical_xor) X(BitwiseAnd, bitwise_and)               \
+  X(BitwiseOr, bitwise_or) X(BitwiseXor, bitwise_xor)
+#define UG_BINARY_GRADS(X)                                                                     \
+  X(ReluBackward, relu_backward) X(TanhBackward, tanh_backward) X(SigmoidBackward, sigmoid_backward) \
+  X(SiluBackward, silu_backward) X(GeluBackward, gelu_backward)
+
+/** Every binary op: X(Entry, method). */
+#define UG_BINARY_ALL(X) UG_BINARY_PUBLIC(X) UG_BINARY_GRADS(X)
+
+enum class BinaryOp : uint8_t {
+#define UG_ENUM(Op, method) Op,
+  UG_BINARY_ALL(UG_ENUM)
+#undef UG_ENUM
+};
+
 template <class T>
 inline constexpr bool int_like_v = std::is_integral_v<T>;
 
-struct Add {
+/** What a binary op's derivative reads: only that is kept for backward. */
+struct ReadsOperands {
+  static constexpr bool reads_operands = true, reads_output = false;
+};
+struct ReadsNothing {
+  static constexpr bool reads_operands = false, reads_output = false;
+};
+/** Comparisons and bitwise ops: bool or integer results have no derivative. */
+struct NoDerivative : ReadsNothing {
+  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn&, const Tn&, const Tn&, const Tn&) { return {}; }
+};
+
+struct Add : ReadsNothing {
   static constexpr const char* name = "add";
   static constexpr BinaryRule rule = BinaryRule::Arithmetic;
   template <class T> static T f(T a, T b) {
     if constexpr (std::is_same_v<T, bool>) return a || b;
     else return a + b;
   }
+  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn&, const Tn&, const Tn&) { return {g, g}; }
 };
-struct Sub {
+struct Sub : ReadsNothing {
   static constexpr const char* name = "sub";
   static constexpr BinaryRule rule = BinaryRule::Arithmetic;
   template <class T> static T f(T a, T b) { return static_cast<T>(a - b); }
+  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn&, const Tn&, const Tn&) { return {g, -g}; }
 };
-struct Mul {
+struct Mul : ReadsOperands {
   static constexpr const char* name = "mul";
   static constexpr BinaryRule rule = BinaryRule::Arithmetic;
   template <class T> static T f(T a, T b) {
     if constexpr (std::is_same_v<T, bool>) return a && b;
     else return a * b;
   }
+  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) {
+    return {g * b, g * a};
+  }
 };
-struct Div {
+struct Div : ReadsOperands {
   static constexpr const char* name = "div";
   static constexpr BinaryRule rule = BinaryRule::TrueDivide;
   template <class T> static T f(T a, T b) { return a / b; }
+  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) {
+    return {g / b, -g * a / (b * b)};
+  }
 };
-struct FloorDivide {  // Python's //: rounds toward minus infinity
+struct FloorDivide : ReadsNothing {  // Python's //: rounds toward minus infinity
   static constexpr const char* name = "floor_divide";
   static constexpr BinaryRule rule = BinaryRule::Arithmetic;
   template <class T> static T f(T a, T b) {
@@ -61,8 +111,11 @@ struct FloorDivide {  // Python's //: rounds toward minus infinity
       return div == T(0) ? std::copysign(T(0), a / b) : floordiv;
     }
   }
+  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn&, const Tn&, const Tn&) {
+    return {zeros_like(g), zeros_like(g)};  // piecewise constant
+  }
 };
-struct Remainder {  // Python's %: the result has the sign of the divisor
+struct Remainder : ReadsOperands {  // Python's %: the result has the sign of the divisor
   static constexpr const char* name = "remainder";
   static constexpr BinaryRule rule = BinaryRule::Arithmetic;
   template <class T> static T f(T a, T b) {
@@ -73,6 +126,9 @@ struct Remainder {  // Python's %: the result has the sign of the divisor
       T r = std::fmod(a, b);
       return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
     }
+  }
+  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) {
+    return {g, -g * floor_divide(a, b)};
   }
 };
 struct Pow {
@@ -88,25 +144,45 @@ struct Pow {
       return std::pow(a, b);
     }
   }
+  static constexpr bool reads_operands = true, reads_output = true;
+  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn& y) {
+    // d/db is 0 where a == 0 and b >= 0 (where log(a) would give -inf * 0).
+    Tn db = where(a.eq(0).logical_and(b.ge(0)), zeros_like(g), g * y * a.log());
+    return {g * b * a.pow(b - 1), db};
+  }
 };
-struct Maximum {  // propagates NaN, like torch.maximum
+struct Maximum : ReadsOperands {  // propagates NaN, like torch.maximum
   static constexpr const char* name = "maximum";
   static constexpr BinaryRule rule = BinaryRule::Arithmetic;
   template <class T> static T f(T a, T b) { return (a != a) ? a : (b != b) ? b : (a > b ? a : b); }
+  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) {
+    // Ties split the gradient in halves, as in PyTorch.
+    Tn ga = where(a.eq(b), g * 0.5, where(a.gt(b), g, 0));
+    return {ga, g - ga};
+  }
 };
-struct Minimum {
+struct Minimum : ReadsOperands {
   static constexpr const char* name = "minimum";
   static constexpr BinaryRule rule = BinaryRule::Arithmetic;
   template <class T> static T f(T a, T b) { return (a != a) ? a : (b != b) ? b : (a < b ? a : b); }
+  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) {
+    // Ties split the gradient in halves, as in PyTorch.
+    Tn ga = where(a.eq(b), g * 0.5, where(a.lt(b), g, 0));
+    return {ga, g - ga};
+  }
 };
-struct Atan2 {
+struct Atan2 : ReadsOperands {
   static constexpr const char* name = "atan2";
   static constexpr BinaryRule rule = BinaryRule::TrueDivide;
   template <class T> static T f(T a, T b) { return std::atan2(a, b); }
+  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) {
+    Tn r = a * a + b * b;
+    return {g * b / r, -g * a / r};
+  }
 };
 
 #define UG_COMPARE(Name, opname, expr)                     \
-  struct Name {                                            \
+  struct Name : NoDerivative {                             \
     static constexpr const char* name = opname;            \
     static constexpr BinaryRule rule = BinaryRule::Compare; \
     template <class T> static bool f(T a, T b) { return expr; } \
@@ -123,7 +199,7 @@ UG_COMPARE(LogicalXor, "logical_xor", (a != T(0)) != (b != T(0)))
 #undef UG_COMPARE
 
 #define UG_BITWISE(Name, opname, op)                        \
-  struct Name {                                             \
+  struct Name : NoDerivative {                              \
     static constexpr const char* name = opname;             \
     static constexpr BinaryRule rule = BinaryRule::Bitwise; \
     template <class T> static T f(T a, T b) {               \
@@ -137,34 +213,28 @@ UG_BITWISE(BitwiseXor, "bitwise_xor", ^)
 #undef UG_BITWISE
 
 // Activation derivatives fused into one pass: f(g, v) is the gradient g times the
-// derivative at v (the input x for GELU and SiLU, the output y for the others). The
-// unary ops' backward rules use them; their own derivatives are in binary.cpp.
-#define UG_ACTIVATION_GRAD(Name, opname, expr)                       \
-  struct Name {                                                      \
-    static constexpr const char* name = opname;                      \
-    static constexpr BinaryRule rule = BinaryRule::TrueDivide;       \
-    template <class T> static T f(T g, T v) { return expr; }         \
+// derivative at v (the input x for GELU and SiLU, the output y for the others). The unary
+// ops' backward rules use them. Their own derivative: d/dg is the same op on the incoming
+// gradient, d/dv is g * a * d'(v) (`second`), written with ops so higher derivatives work.
+#define UG_ACTIVATION_GRAD(Name, opname, expr, second)                                       \
+  struct Name : ReadsOperands {                                                              \
+    static constexpr const char* name = opname;                                              \
+    static constexpr BinaryRule rule = BinaryRule::TrueDivide;                               \
+    template <class T> static T f(T g, T v) { return expr; }                                 \
+    template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) { \
+      return {binary(BinaryOp::Name, g, b), second};                                         \
+    }                                                                                        \
   };
-UG_ACTIVATION_GRAD(ReluBackward, "relu_backward", v > T(0) ? g : T(0))
-UG_ACTIVATION_GRAD(TanhBackward, "tanh_backward", g * (T(1) - v * v))
-UG_ACTIVATION_GRAD(SigmoidBackward, "sigmoid_backward", g * v * (T(1) - v))
+UG_ACTIVATION_GRAD(ReluBackward, "relu_backward", v > T(0) ? g : T(0), zeros_like(b))
+UG_ACTIVATION_GRAD(TanhBackward, "tanh_backward", g * (T(1) - v * v), g * a * b * -2)
+UG_ACTIVATION_GRAD(SigmoidBackward, "sigmoid_backward", g * v * (T(1) - v), g * a * (1 - b * 2))
 UG_ACTIVATION_GRAD(SiluBackward, "silu_backward",
-                   g * (T(1) / (T(1) + std::exp(-v))) * (T(1) + v * (T(1) - T(1) / (T(1) + std::exp(-v)))))
+                   g * (T(1) / (T(1) + std::exp(-v))) * (T(1) + v * (T(1) - T(1) / (T(1) + std::exp(-v)))),
+                   g * a * b.sigmoid() * (1 - b.sigmoid()) * (2 + b * (1 - b.sigmoid() * 2)))
 UG_ACTIVATION_GRAD(GeluBackward, "gelu_backward",
                    g * (T(0.5) * (T(1) + std::erf(v * T(0.70710678118654752440))) +
-                        v * std::exp(T(-0.5) * v * v) * T(0.39894228040143267794)))
+                        v * std::exp(T(-0.5) * v * v) * T(0.39894228040143267794)),
+                   g * a * ((b * b * -0.5).exp() * 0.39894228040143267794) * (2 - b * b))
 #undef UG_ACTIVATION_GRAD
-
-#define UG_BINARY_OPS(X)                                                                  \
-  X(Add) X(Sub) X(Mul) X(Div) X(FloorDivide) X(Remainder) X(Pow) X(Maximum) X(Minimum)    \
-  X(Atan2) X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge) X(LogicalAnd) X(LogicalOr) X(LogicalXor)  \
-  X(BitwiseAnd) X(BitwiseOr) X(BitwiseXor) X(ReluBackward) X(TanhBackward)                \
-  X(SigmoidBackward) X(SiluBackward) X(GeluBackward)
-
-enum class BinaryOp : uint8_t {
-#define UG_ENUM(Op) Op,
-  UG_BINARY_OPS(UG_ENUM)
-#undef UG_ENUM
-};
 
 }  // namespace ug::ops

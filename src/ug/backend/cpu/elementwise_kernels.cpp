@@ -320,9 +320,9 @@ void unary(ops::UnaryOp op, const Tensor& x, const Tensor& out) {
 
 void binary(ops::BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   switch (op) {
-#define UG_CASE(Op) \
+#define UG_CASE(Op, method) \
   case ops::BinaryOp::Op: return binary_dispatch<ops::Op>(a, b, out);
-    UG_BINARY_OPS(UG_CASE)
+    UG_BINARY_ALL(UG_CASE)
 #undef UG_CASE
   }
 }
