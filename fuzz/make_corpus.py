@@ -4,7 +4,6 @@ committed. Needs numpy and safetensors (both in requirements-dev.txt)."""
 import gzip
 import io
 import os
-import zipfile
 
 import numpy as np
 from safetensors.numpy import save as save_safetensors

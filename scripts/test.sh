@@ -9,8 +9,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 scripts/setup.sh
-# Every include points down the layer stack (the build already checked the symbols).
+# Every include points down the layer stack (the build already checked the symbols), and the
+# Python code has no undefined or unused names (ruff, configured in pyproject.toml).
 .venv/bin/python scripts/check_layers.py
+.venv/bin/ruff check .
 (cd build && ctest --output-on-failure -j2)
 .venv/bin/python -m pytest -q -n 2 tests/python
 # The kernel sets this machine would not pick by itself (it picks AVX-512 where it has it).

@@ -3,7 +3,7 @@
 `import unigrad as ug`; the tensor API follows PyTorch's names and signatures. Everything
 here is a thin layer over the C++ library in unigrad._C.
 """
-from . import _C
+from . import _C  # noqa: F401  (unigrad._C, the extension, as an attribute)
 from ._C import *  # noqa: F401,F403  (Tensor, dtypes, factories, elementwise functions)
 from ._C import Tensor, random  # noqa: F401
 # The star import brought _C's callbacks, data, datasets, logging, models, nn, onnx, optim and train submodules; the
@@ -43,6 +43,6 @@ for _name in (
 del _name
 
 
-def to_tensor(data, dtype=None, place=None, stop_gradient=True):
+def to_tensor(data, dtype=None, place=None, stop_gradient=True):  # noqa: F811  (Paddle names it data)
     """PaddlePaddle's paddle.to_tensor: stop_gradient=False means requires_grad=True."""
     return tensor(data, dtype=dtype, device=place, requires_grad=not stop_gradient)  # noqa: F405

@@ -4,7 +4,6 @@ backward/grad walk the graph the ops recorded; no_grad/enable_grad switch record
 detect_anomaly makes backward name the op whose derivative produced NaN or Inf.
 """
 import contextlib
-import functools
 
 from . import _C
 

@@ -3,7 +3,6 @@ hang or absurd allocation). External data is read only inside the model's folder
 import os
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 

@@ -2,7 +2,6 @@
 negatives, keepdim, dtypes, empty and 0-d inputs, and results independent of thread count."""
 import numpy as np
 import pytest
-import torch
 
 import unigrad as ug
 from reference import ABS, arr, assert_close, check

@@ -1,6 +1,5 @@
 """`ug serve` over HTTP: answers that match the model run in-process, every status code, auth,
 rate limits, bounded bodies and queues, metrics, concurrent clients, and a graceful SIGTERM."""
-import contextlib
 import http.client
 import json
 import os

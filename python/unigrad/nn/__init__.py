@@ -17,7 +17,7 @@ def _forward_from_other_names(cls, **kwargs):
             cls.forward = cls.__dict__[name]
 
 
-Module.__init_subclass__ = classmethod(_forward_from_other_names)  # noqa: F405
+Module.__init_subclass__ = classmethod(_forward_from_other_names)  # noqa: F405,F821
 
 init = _C.nn.init
 sys.modules[__name__ + ".init"] = init  # `import unigrad.nn.init` and `from unigrad.nn import init`

@@ -238,27 +238,6 @@ void where_typed(const Tensor& cond, const Tensor& a, const Tensor& b, const Ten
   });
 }
 
-#define UG_DISPATCH_NUMERIC(DTYPE, NAME, ...)                  \
-  switch (DTYPE) {                                             \
-    UG_DTYPE_CASE(UInt8, uint8_t, __VA_ARGS__)                 \
-    UG_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                 \
-    UG_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)                 \
-    UG_DTYPE_CASE(Float32, float, __VA_ARGS__)                 \
-    UG_DTYPE_CASE(Float64, double, __VA_ARGS__)                \
-    UG_DTYPE_CASE(Float16, ::ug::Half, __VA_ARGS__)            \
-    UG_DTYPE_CASE(BFloat16, ::ug::BFloat16, __VA_ARGS__)       \
-    default: UG_DISPATCH_FAIL(DTYPE, NAME);                    \
-  }
-
-#define UG_DISPATCH_INTEGRAL_AND_BOOL(DTYPE, NAME, ...)        \
-  switch (DTYPE) {                                             \
-    UG_DTYPE_CASE(Bool, bool, __VA_ARGS__)                     \
-    UG_DTYPE_CASE(UInt8, uint8_t, __VA_ARGS__)                 \
-    UG_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                 \
-    UG_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)                 \
-    default: UG_DISPATCH_FAIL(DTYPE, NAME);                    \
-  }
-
 template <class Op>
 void unary_dispatch(const Tensor& x, const Tensor& out) {
   if constexpr (Op::rule == ops::UnaryRule::Floating) {

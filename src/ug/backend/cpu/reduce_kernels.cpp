@@ -139,18 +139,6 @@ void logical_reduce(const Tensor& x, int64_t outer, int64_t R, int64_t inner, co
   });
 }
 
-#define UG_DISPATCH_NUMERIC_R(DTYPE, NAME, ...)                \
-  switch (DTYPE) {                                             \
-    UG_DTYPE_CASE(UInt8, uint8_t, __VA_ARGS__)                 \
-    UG_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                 \
-    UG_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)                 \
-    UG_DTYPE_CASE(Float32, float, __VA_ARGS__)                 \
-    UG_DTYPE_CASE(Float64, double, __VA_ARGS__)                \
-    UG_DTYPE_CASE(Float16, ::ug::Half, __VA_ARGS__)            \
-    UG_DTYPE_CASE(BFloat16, ::ug::BFloat16, __VA_ARGS__)       \
-    default: UG_DISPATCH_FAIL(DTYPE, NAME);                    \
-  }
-
 }  // namespace
 
 void reduce(ops::ReduceOp op, const Tensor& x, int64_t outer, int64_t R, int64_t inner,
@@ -158,10 +146,10 @@ void reduce(ops::ReduceOp op, const Tensor& x, int64_t outer, int64_t R, int64_t
   using ops::ReduceOp;
   switch (op) {
     case ReduceOp::Sum:
-      UG_DISPATCH_NUMERIC_R(x.dtype(), "sum", (reduce_typed<SumOp<acc_t<scalar_t>>, scalar_t>(x, outer, R, inner, out)));
+      UG_DISPATCH_NUMERIC(x.dtype(), "sum", (reduce_typed<SumOp<acc_t<scalar_t>>, scalar_t>(x, outer, R, inner, out)));
       return;
     case ReduceOp::Prod:
-      UG_DISPATCH_NUMERIC_R(x.dtype(), "prod", (reduce_typed<ProdOp<acc_t<scalar_t>>, scalar_t>(x, outer, R, inner, out)));
+      UG_DISPATCH_NUMERIC(x.dtype(), "prod", (reduce_typed<ProdOp<acc_t<scalar_t>>, scalar_t>(x, outer, R, inner, out)));
       return;
     case ReduceOp::Max:
       UG_DISPATCH_ALL(x.dtype(), "max", (reduce_typed<MaxOp<acc_t<scalar_t>>, scalar_t>(x, outer, R, inner, out)));
