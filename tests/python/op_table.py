@@ -148,7 +148,7 @@ UNARY = [
     unary("neg"), unary("abs"), unary("sign"), unary("square"), unary("relu", ops=("relu", "relu_backward")),
     unary("floor"), unary("ceil"), unary("round"), unary("trunc"), unary("exp"), unary("exp2"), unary("log", pos),
     unary("log2", pos), unary("log10", pos), unary("log1p", pos), unary("expm1"), unary("sqrt", pos),
-    unary("rsqrt", pos), unary("reciprocal", pos), unary("sin"), unary("cos"),
+    unary("rsqrt", pos), unary("reciprocal", pos), unary("sin"), unary("cos"), unary("sinh"), unary("cosh"), unary("asinh"),
     unary("tan", lambda *s: x(*s, low=-1.2, high=1.2)), unary("tanh", ops=("tanh", "tanh_backward")),
     unary("sigmoid", ops=("sigmoid", "sigmoid_backward")), Op("silu", silu, x(3, 4), ops=("silu", "silu_backward")),
     unary("erf"),
