@@ -167,7 +167,7 @@ UNARY = [
 
 BINARY = [
     binary("add"), binary("sub"), binary("mul"), binary("div", b=pos(4, seed=2)), binary("maximum"),
-    binary("minimum"), binary("atan2", off=unsupported("atan2")), binary("pow", a=pos(3, 4, seed=1)),
+    binary("minimum"), binary("logaddexp"), binary("atan2", off=unsupported("atan2")), binary("pow", a=pos(3, 4, seed=1)),
     binary("remainder", b=pos(4, seed=2), off=unsupported("remainder")),
     binary("floor_divide", b=pos(4, seed=2), off={**unsupported("floor_divide"),
                                                   **{t: "torch has no derivative of floor_divide"

@@ -172,6 +172,15 @@ void binary_node(GraphBuilder& g, const CapturedCall& c, const char* op, std::op
   g.node(op, {a, b}, {g.output(c)});
 }
 
+/** logaddexp: ONNX has none; max(a, b) + log(1 + exp(-|a - b|)). */
+void logaddexp(GraphBuilder& g, const CapturedCall& c) {
+  const DType dt = static_cast<DType>(attr_int(c, "compute_dtype"));
+  std::string a = g.value(c.inputs.at(0), dt), b = g.value(c.inputs.at(1), dt);
+  std::string gap = node1(g, "Neg", {node1(g, "Abs", {node1(g, "Sub", {a, b}, "d")}, "ad")}, "nd");
+  std::string tail = node1(g, "Log", {node1(g, "Add", {node1(g, "Exp", {gap}, "e"), g.scalar(1.0, dt)}, "p")}, "l");
+  g.node("Add", {node1(g, "Max", {a, b}, "m"), tail}, {g.output(c)});
+}
+
 /** add and mul of bools are or and and. */
 void add(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, out_dtype(c) == DType::Bool ? "Or" : "Add"); }
 void mul(GraphBuilder& g, const CapturedCall& c) { binary_node(g, c, out_dtype(c) == DType::Bool ? "And" : "Mul"); }
@@ -774,7 +783,7 @@ const std::map<std::string, Emitter>& table() {
       {"rsqrt", rsqrt}, {"silu", silu}, {"gelu", gelu}, {"isnan", isnan}, {"isinf", isinf},
       {"isfinite", isfinite}, {"logical_not", logical_not},
       {"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}, {"pow", pow}, {"maximum", maximum},
-      {"minimum", minimum}, {"eq", eq}, {"ne", ne}, {"lt", lt}, {"le", le}, {"gt", gt}, {"ge", ge},
+      {"minimum", minimum}, {"logaddexp", logaddexp}, {"eq", eq}, {"ne", ne}, {"lt", lt}, {"le", le}, {"gt", gt}, {"ge", ge},
       {"logical_and", logical_and}, {"logical_or", logical_or}, {"logical_xor", logical_xor}, {"where", where},
       // shapes and copies
       {"view", reshape}, {"reshape", reshape}, {"flatten", flatten}, {"transpose", transpose},

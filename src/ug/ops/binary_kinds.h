@@ -29,6 +29,7 @@ enum class BinaryRule : uint8_t {
 #define UG_BINARY_PUBLIC(X)                                                                    \
   X(Add, add) X(Sub, sub) X(Mul, mul) X(Div, div) X(FloorDivide, floor_divide)                 \
   X(Remainder, remainder) X(Pow, pow) X(Maximum, maximum) X(Minimum, minimum) X(Atan2, atan2)  \
+  X(LogAddExp, logaddexp)                                                                      \
   X(Eq, eq) X(Ne, ne) X(Lt, lt) X(Le, le) X(Gt, gt) X(Ge, ge) X(LogicalAnd, logical_and)       \
   X(LogicalOr, logical_or) X(LogicalXor, logical_xor) X(BitwiseAnd, bitwise_and)               \
   X(BitwiseOr, bitwise_or) X(BitwiseXor, bitwise_xor)
@@ -178,6 +179,21 @@ struct Atan2 : ReadsOperands {
   template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) {
     Tn r = a * a + b * b;
     return {g * b / r, -g * a / r};
+  }
+};
+
+struct LogAddExp : ReadsOperands {  // log(exp(a) + exp(b)) without overflow, like torch.logaddexp
+  static constexpr const char* name = "logaddexp";
+  static constexpr BinaryRule rule = BinaryRule::TrueDivide;
+  static constexpr bool reads_output = true;
+  template <class T> static T f(T a, T b) {
+    const T m = a > b ? a : b;
+    if (a != a || b != b) return a + b;  // NaN
+    if (std::isinf(m)) return m;         // both -inf, or one +inf
+    return m + std::log1p(std::exp(-std::abs(a - b)));
+  }
+  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn& y) {
+    return {g * (a - y).exp(), g * (b - y).exp()};
   }
 };
 
