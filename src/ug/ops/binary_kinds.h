@@ -238,6 +238,7 @@ UG_BITWISE(BitwiseXor, "bitwise_xor", ^)
     static constexpr BinaryRule rule = BinaryRule::TrueDivide;                               \
     template <class T> static T f(T g, T v) { return expr; }                                 \
     template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) { \
+      (void)a; /* relu's second half does not read it */                                      \
       return {binary(BinaryOp::Name, g, b), second};                                         \
     }                                                                                        \
   };
