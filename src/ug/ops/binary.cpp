@@ -117,7 +117,7 @@ std::pair<Tensor, Tensor> vjp(BinaryOp op, const Tensor& g, const Tensor& a, con
 
 Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   graph::OpCall call(def(op));
-  auto [compute, out_dtype] = compute_and_out(op, common, a.dtype(), b.dtype());
+  const auto [compute, out_dtype] = compute_and_out(op, common, a.dtype(), b.dtype());
   if (a.device() != b.device())
     fail<RuntimeError>("[", info(op).name, "] expected both tensors on one device, got ", a.device(),
                        " and ", b.device());
@@ -143,7 +143,7 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
                 auto [ga, gb] = vjp(op, g[0], s[0], s[1], s[2]);
                 return graph::Tensors{as_operand(ga, sa, da), as_operand(gb, sb, db)};
               },
-              [&](const graph::Tensors& t) {
+              [&, compute = compute](const graph::Tensors& t) {  // clang 14 cannot capture a binding by &
                 Tensor ta = t[0].defined() ? vjp(op, t[0].to(compute).expand(shape), ac, bc, out).first : Tensor();
                 Tensor tb = t[1].defined() ? vjp(op, t[1].to(compute).expand(shape), ac, bc, out).second : Tensor();
                 return graph::Tensors{ta.defined() && tb.defined() ? ta + tb : ta.defined() ? ta : tb};
