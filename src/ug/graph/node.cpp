@@ -72,12 +72,10 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&&) {
   fail<RuntimeError>("[backward] AccumulateGrad is run by the engine (autograd/engine.cpp), which adds with ops");
 }
 
-std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {
-  if (!rule_)
-    fail<RuntimeError>("[backward] trying to backward through the graph a second time (or to use saved tensors "
-                       "after they were freed) at ", name_, ". Pass retain_graph=True to the first backward "
-                       "if you need to backward through the graph again.");
-  return rule_(std::move(grads), this);
+void throw_graph_freed(const char* op) {
+  fail<RuntimeError>("[backward] trying to backward through the graph a second time (or to use saved tensors "
+                     "after they were freed) at ", op, ". Pass retain_graph=True to the first backward "
+                     "if you need to backward through the graph again.");
 }
 
 namespace autograd {

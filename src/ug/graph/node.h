@@ -5,7 +5,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <array>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -95,19 +98,44 @@ class AccumulateGrad final : public Node {
   Tensor leaf_;
 };
 
-/** A node whose rule is a closure, as ops record them (see record.h). */
-class FunctionNode final : public Node {
+/** The saved tensors a vjp rule reads, unpacked, in the order the op saved them. */
+using Saved = std::span<const Tensor>;
+
+[[noreturn]] void throw_graph_freed(const char* op);
+
+/** The node an op call leaves (graph/op_call.h): the op's vjp rule and the tensors it saved,
+ *  held in the node itself so that recording allocates little. vjp(Saved, grads) -> one
+ *  gradient per input. */
+template <class Vjp>
+class RuleNode final : public Node {
  public:
-  using Rule = std::function<std::vector<Tensor>(std::vector<Tensor>&&, Node*)>;
-  FunctionNode(const char* name, std::vector<Edge> next_edges, Rule rule)
-      : Node(std::move(next_edges)), name_(name), rule_(std::move(rule)) {}
+  RuleNode(const char* name, std::vector<Edge> next_edges, Vjp vjp)
+      : Node(std::move(next_edges)), name_(name), vjp_(std::move(vjp)) {}
   const char* name() const override { return name_; }
-  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
-  void release_saved() override { rule_ = nullptr; }
+  std::vector<SavedTensor>& saved() { return saved_; }
+
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
+    if (!vjp_) throw_graph_freed(name_);
+    constexpr size_t kInline = 4;  // most ops save fewer: unpack them without allocating
+    if (saved_.size() <= kInline) {
+      std::array<Tensor, kInline> s;
+      for (size_t i = 0; i < saved_.size(); ++i) s[i] = saved_[i].unpack(this, name_);
+      return (*vjp_)(Saved(s.data(), saved_.size()), std::move(grads));
+    }
+    std::vector<Tensor> s;
+    s.reserve(saved_.size());
+    for (const SavedTensor& k : saved_) s.push_back(k.unpack(this, name_));
+    return (*vjp_)(Saved(s), std::move(grads));
+  }
+  void release_saved() override {
+    saved_.clear();
+    vjp_.reset();
+  }
 
  private:
   const char* name_;
-  Rule rule_;
+  std::vector<SavedTensor> saved_;
+  std::optional<Vjp> vjp_;
 };
 
 /** What autograd keeps on a tensor. */

@@ -5,7 +5,7 @@
 //     graph::OpCall call(kExp);                      // first, before the op calls other ops
 //     Tensor y = ...forward, or the batching rule...;
 //     call.finish({&x}, {&y}, {graph::output(y)},
-//                 [](const Tensors& saved, Tensors&& g) { return Tensors{g[0] * saved[0]}; },  // vjp
+//                 [](Saved saved, Tensors&& g) { return Tensors{g[0] * saved[0]}; },  // vjp
 //                 [&](const Tensors& t) { return Tensors{t[0] * y}; });                       // jvp
 //     return y;
 //   }
@@ -39,16 +39,7 @@
 namespace ug::graph {
 
 using Tensors = std::vector<Tensor>;
-
-/** A tensor the vjp rule reads back: an input of the call, an intermediate it computed, or
- *  (output = true) one of its outputs, kept without its history. A null tensor keeps nothing. */
-struct Save {
-  const Tensor* tensor = nullptr;
-  bool is_output = false;
-};
-inline Save input(const Tensor& t) { return {&t, false}; }
-inline Save output(const Tensor& t) { return {&t, true}; }
-inline constexpr Save nothing{};
+using ug::Saved;
 
 /** The rule an op without a derivative (or a composite that records none) gives. */
 struct NoRule {};
@@ -63,6 +54,7 @@ class List {
   const T* begin() const { return items_.data(); }
   const T* end() const { return items_.data() + items_.size(); }
   size_t size() const { return items_.size(); }
+  std::span<const T> span() const { return items_; }
 
  private:
   std::span<const T> items_;
@@ -93,10 +85,12 @@ class OpCall {
    *  their own derivatives. */
   void finish(Inputs inputs, Outputs outputs) { finish(inputs, outputs, {}, NoRule{}, NoRule{}); }
 
-  /** vjp(const Tensors& saved, Tensors&& output_grads) -> one gradient per input (undefined:
+  /** vjp(Saved saved, Tensors&& output_grads) -> one gradient per input (undefined:
    *  none), with the saved tensors unpacked in the order given; jvp(const Tensors& tangents)
    *  -> one tangent per output, from one per input (undefined where an input has none).
-   *  Either may be NoRule. */
+   *  Either may be NoRule. A vjp whose captures cost something to build (shapes, index
+   *  lists) is given as a maker, `[&] { return [captures](Saved s, Tensors&& g) {...}; }`, run
+   *  only when a node is recorded, so that a call without gradients never builds them. */
   template <class Vjp, class Jvp>
   void finish(Inputs inputs, Outputs outputs, Saves saved, Vjp&& vjp, Jvp&& jvp) {
     check_numerics(outputs);
@@ -106,8 +100,12 @@ class OpCall {
         propagate_tangents(inputs, outputs, jvp);
     }
     if constexpr (!std::is_same_v<std::decay_t<Vjp>, NoRule>) {
-      if (any_floating(outputs) && needs_grad(inputs))
-        record_node(inputs, outputs, saved, std::forward<Vjp>(vjp));
+      if (any_floating(outputs) && needs_grad(inputs)) {
+        if constexpr (std::is_invocable_v<Vjp&>)
+          record_node(inputs, outputs, saved, vjp());
+        else
+          record_node(inputs, outputs, saved, std::forward<Vjp>(vjp));
+      }
     }
   }
 
@@ -140,20 +138,7 @@ class OpCall {
 
   template <class Vjp>
   void record_node(Inputs inputs, Outputs outputs, Saves saved, Vjp&& vjp) {
-    std::vector<SavedTensor> kept;
-    kept.reserve(saved.size());
-    for (const Save& s : saved) kept.push_back(s.tensor ? SavedTensor(*s.tensor, s.is_output) : SavedTensor());
-    const char* name = def_.name();
-    std::vector<Tensor> ins;
-    ins.reserve(inputs.size());
-    for (const Tensor* t : inputs) ins.push_back(t ? *t : Tensor());
-    autograd::record(name, ins, std::vector<const Tensor*>(outputs.begin(), outputs.end()),
-                     [name, kept = std::move(kept), vjp = std::forward<Vjp>(vjp)](Tensors&& g, Node* n) {
-                       Tensors s;
-                       s.reserve(kept.size());
-                       for (const SavedTensor& k : kept) s.push_back(k.unpack(n, name));
-                       return vjp(s, std::move(g));
-                     });
+    autograd::record(def_.name(), inputs.span(), outputs.span(), saved.span(), std::forward<Vjp>(vjp));
   }
 
   const OpDef& def_;

@@ -7,28 +7,26 @@
 
 namespace ug::autograd {
 
-void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<const Tensor*>& outputs,
-            FunctionNode::Rule rule) {
+std::vector<Edge> input_edges(std::span<const Tensor* const> inputs) {
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
-  for (const Tensor& t : inputs) edges.push_back(t.defined() ? gradient_edge(t) : Edge{});
-  auto node = make_ref<FunctionNode>(name, std::move(edges), std::move(rule));
-  if (AnomalyMode::is_enabled()) node->forward_trace() = debugging::current_trace();
+  for (const Tensor* t : inputs) edges.push_back(t && t->defined() ? gradient_edge(*t) : Edge{});
+  return edges;
+}
+
+void link_outputs(Node& node, std::span<const Tensor* const> outputs) {
+  if (AnomalyMode::is_enabled()) node.forward_trace() = debugging::current_trace();
+  node.outputs().reserve(outputs.size());
   uint32_t nr = 0;
   for (const Tensor* out : outputs) {
-    node->outputs().push_back({out->shape(), out->dtype(), out->device()});
+    node.outputs().push_back({out->shape(), out->dtype(), out->device()});
     if (is_floating(out->dtype())) {
       AutogradMeta& m = meta(*out);
-      m.grad_fn = node;
+      m.grad_fn = Ref<Node>(&node);
       m.output_nr = nr;
     }
     ++nr;
   }
-}
-
-void record(const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<const Tensor*> outputs,
-            FunctionNode::Rule rule) {
-  record(name, std::vector<Tensor>(inputs), std::vector<const Tensor*>(outputs), std::move(rule));
 }
 
 bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) {

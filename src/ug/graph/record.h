@@ -4,10 +4,25 @@
 #pragma once
 
 #include <initializer_list>
+#include <span>
 #include <vector>
 
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/node.h"
+
+namespace ug::graph {
+
+/** A tensor the vjp rule reads back: an input of the call, an intermediate it computed, or
+ *  (output = true) one of its outputs, kept without its history. A null tensor keeps nothing. */
+struct Save {
+  const Tensor* tensor = nullptr;
+  bool is_output = false;
+};
+inline Save input(const Tensor& t) { return {&t, false}; }
+inline Save output(const Tensor& t) { return {&t, true}; }
+inline constexpr Save nothing{};
+
+}  // namespace ug::graph
 
 namespace ug::autograd {
 
@@ -24,15 +39,24 @@ inline bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-inline SavedTensor save(const Tensor& t) { return SavedTensor(t, false); }
-inline SavedTensor save_output(const Tensor& t) { return SavedTensor(t, true); }
+/** Edges to where the gradients of `inputs` flow; a null or undefined input gets none. */
+std::vector<Edge> input_edges(std::span<const Tensor* const> inputs);
+/** Makes `node` the grad_fn of the floating `outputs` (integer and bool results are not
+ *  differentiable) and notes their shapes; in anomaly mode, where the op ran. */
+void link_outputs(Node& node, std::span<const Tensor* const> outputs);
 
-/** Links `outputs` (floating ones only: integer and bool results are not differentiable)
- *  to a new node running `rule`, whose inputs are `inputs`. */
-void record(const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<const Tensor*> outputs,
-            FunctionNode::Rule rule);
-void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<const Tensor*>& outputs,
-            FunctionNode::Rule rule);
+/** Links `outputs` to a new node running vjp (see RuleNode) over the tensors `saved` names.
+ *  graph::OpCall calls it for every op; a custom derivative around recorded ops
+ *  (nn/functional's with_derivative) calls it directly. */
+template <class Vjp>
+void record(const char* name, std::span<const Tensor* const> inputs, std::span<const Tensor* const> outputs,
+            std::span<const graph::Save> saved, Vjp&& vjp) {
+  auto node = make_ref<RuleNode<std::decay_t<Vjp>>>(name, input_edges(inputs), std::forward<Vjp>(vjp));
+  link_outputs(*node, outputs);  // first, so that a saved output knows its output number
+  std::vector<SavedTensor>& kept = node->saved();
+  kept.reserve(saved.size());
+  for (const graph::Save& s : saved) kept.push_back(s.tensor ? SavedTensor(*s.tensor, s.is_output) : SavedTensor());
+}
 
 /** Before an in-place op on t under grad mode: raises for leaves that require grad and for
  *  views when gradients are involved. Returns true when t (or the other operand) requires

@@ -138,10 +138,12 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   call.finish({&a, &b}, {&out},
               {operands ? graph::input(ac) : graph::nothing, operands ? graph::input(bc) : graph::nothing,
                info(op).reads_output ? graph::output(out) : graph::nothing},
-              [op, sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](const graph::Tensors& s,
-                                                                                   graph::Tensors&& g) {
-                auto [ga, gb] = vjp(op, g[0], s[0], s[1], s[2]);
-                return graph::Tensors{as_operand(ga, sa, da), as_operand(gb, sb, db)};
+              [&] {  // the captures are built only when a node is recorded
+                return [op, sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](graph::Saved s,
+                                                                                          graph::Tensors&& g) {
+                  auto [ga, gb] = vjp(op, g[0], s[0], s[1], s[2]);
+                  return graph::Tensors{as_operand(ga, sa, da), as_operand(gb, sb, db)};
+                };
               },
               [&, compute = compute](const graph::Tensors& t) {  // clang 14 cannot capture a binding by &
                 Tensor ta = t[0].defined() ? vjp(op, t[0].to(compute).expand(shape), ac, bc, out).first : Tensor();
@@ -254,10 +256,12 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     backend_for(a.device()).where(c, ac, bc, out);
   }
   call.finish({&cond, &a, &b}, {&out}, {graph::input(c)},
-              [sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](const graph::Tensors& s,
-                                                                               graph::Tensors&& g) {
-                return graph::Tensors{Tensor(), ops::as_operand(where(s[0], g[0], 0), sa, da),
-                                      ops::as_operand(where(s[0], 0, g[0]), sb, db)};
+              [&] {  // the captures are built only when a node is recorded
+                return [sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](graph::Saved s,
+                                                                                      graph::Tensors&& g) {
+                  return graph::Tensors{Tensor(), ops::as_operand(where(s[0], g[0], 0), sa, da),
+                                        ops::as_operand(where(s[0], 0, g[0]), sb, db)};
+                };
               },
               [&](const graph::Tensors& t) {
                 Tensor ta = t[1].defined() ? t[1].to(dtype).expand(shape) : zeros(shape, {.dtype = dtype, .device = a.device()});

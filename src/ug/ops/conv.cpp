@@ -102,7 +102,7 @@ Tensor conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Con
     backend_for(x.device()).conv2d(x.contiguous(), w.contiguous(), contiguous_or_undefined(b), p, out);
   }
   call.finish({&x, &w, &b}, {&out}, {graph::input(x), graph::input(w)},
-              [p, gx = wants_grad(x), gw = wants_grad(w), gb = wants_grad(b)](const graph::Tensors& s,
+              [p, gx = wants_grad(x), gw = wants_grad(w), gb = wants_grad(b)](graph::Saved s,
                                                                                 graph::Tensors&& g) {
                 const Tensor &x = s[0], &w = s[1];
                 return graph::Tensors{gx ? conv_input_grad(g[0], w, p, x.shape()) : Tensor(),
@@ -144,7 +144,7 @@ Tensor conv_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, 
     backend_for(g.device()).conv2d_input_grad(g.contiguous(), w.contiguous(), p, out);
   }
   call.finish({&g, &w}, {&out}, {graph::input(g), graph::input(w)},
-              [p, gg = wants_grad(g), gw = wants_grad(w)](const graph::Tensors& s, graph::Tensors&& gr) {
+              [p, gg = wants_grad(g), gw = wants_grad(w)](graph::Saved s, graph::Tensors&& gr) {
                 const Tensor &g = s[0], &w = s[1];
                 return graph::Tensors{gg ? conv_forward(gr[0], w, Tensor(), p) : Tensor(),
                                       gw ? conv_weight_grad(gr[0], g, p, w.shape()) : Tensor()};
@@ -170,7 +170,7 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p,
     backend_for(x.device()).conv2d_weight_grad(x.contiguous(), g.contiguous(), p, out);
   }
   call.finish({&x, &g}, {&out}, {graph::input(x), graph::input(g)},
-              [p, gx = wants_grad(x), gg = wants_grad(g)](const graph::Tensors& s, graph::Tensors&& gr) {
+              [p, gx = wants_grad(x), gg = wants_grad(g)](graph::Saved s, graph::Tensors&& gr) {
                 const Tensor &x = s[0], &g = s[1];
                 return graph::Tensors{gx ? conv_input_grad(g, gr[0], p, x.shape()) : Tensor(),
                                       gg ? conv_forward(x, gr[0], Tensor(), p) : Tensor()};

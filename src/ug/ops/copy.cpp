@@ -19,7 +19,7 @@ Tensor Tensor::to(DType target, bool copy) const {
     backend_for(device()).copy(*this, out);
   }
   call.finish({this}, {&out}, {},
-              [source = dtype()](const graph::Tensors&, graph::Tensors&& g) { return graph::Tensors{g[0].to(source)}; },
+              [source = dtype()](graph::Saved, graph::Tensors&& g) { return graph::Tensors{g[0].to(source)}; },
               [target](const graph::Tensors& t) { return graph::Tensors{t[0].to(target)}; });
   return out;
 }
@@ -47,7 +47,7 @@ Tensor Tensor::clone() const {
     out = empty(shape(), {.dtype = dtype(), .device = device()});
     backend_for(device()).copy(*this, out);
   }
-  call.finish({this}, {&out}, {}, [](const graph::Tensors&, graph::Tensors&& g) { return std::move(g); },
+  call.finish({this}, {&out}, {}, [](graph::Saved, graph::Tensors&& g) { return std::move(g); },
               [](const graph::Tensors& t) { return graph::Tensors{t[0].clone()}; });
   return out;
 }

@@ -68,9 +68,11 @@ Tensor select_rows(const Tensor& x, int64_t dim, const Tensor& index) {
   }
   if (call.capturing()) call.set_attrs({{"dim", dim}});
   call.finish({&x, &index}, {&out}, {},
-              [dim, index, in_shape = x.shape()](const graph::Tensors&, graph::Tensors&& g) {
-                Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
-                return graph::Tensors{zero.scatter_add(dim, along(index, dim, g[0].shape()), g[0]), Tensor()};
+              [&] {  // the captures are built only when a node is recorded
+                return [dim, index, in_shape = x.shape()](graph::Saved, graph::Tensors&& g) {
+                  Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
+                  return graph::Tensors{zero.scatter_add(dim, along(index, dim, g[0].shape()), g[0]), Tensor()};
+                };
               },
               [&](const graph::Tensors& t) { return graph::Tensors{select_rows(t[0], dim, index)}; });
   return out;
@@ -349,9 +351,11 @@ Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& 
   if (call.capturing()) call.set_attrs({{"dim", d}});
   call.finish({&x, &idx, &src}, {&out}, {},
               // d/dx: g, except where scatter overwrote x; d/dsrc: g read back at the scattered places.
-              [d, idx, accumulate](const graph::Tensors&, graph::Tensors&& g) {
-                Tensor gx = accumulate ? g[0] : g[0].scatter(d, idx, zeros_like(idx, {.dtype = g[0].dtype()}));
-                return graph::Tensors{gx, Tensor(), g[0].gather(d, idx)};
+              [&] {  // the captures are built only when a node is recorded
+                return [d, idx, accumulate](graph::Saved, graph::Tensors&& g) {
+                  Tensor gx = accumulate ? g[0] : g[0].scatter(d, idx, zeros_like(idx, {.dtype = g[0].dtype()}));
+                  return graph::Tensors{gx, Tensor(), g[0].gather(d, idx)};
+                };
               },
               [&](const graph::Tensors& t) {
                 return graph::Tensors{scatter_impl(op, t[0].defined() ? t[0] : zeros_like(x), d, idx,
@@ -424,9 +428,11 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
   }
   if (call.capturing()) call.set_attrs({{"dim", d}});
   call.finish({this, &index}, {&out}, {},
-              [d, idx, in_shape = shape()](const graph::Tensors&, graph::Tensors&& g) {
-                Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
-                return graph::Tensors{zero.scatter_add(d, idx, g[0]), Tensor()};
+              [&] {  // the captures are built only when a node is recorded
+                return [d, idx, in_shape = shape()](graph::Saved, graph::Tensors&& g) {
+                  Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
+                  return graph::Tensors{zero.scatter_add(d, idx, g[0]), Tensor()};
+                };
               },
               [&](const graph::Tensors& t) { return graph::Tensors{t[0].gather(d, idx)}; });
   return out;

@@ -92,9 +92,11 @@ Tensor pad_constant(const Tensor& x, const std::vector<DimPad>& pads, Scalar val
     backend_for(x.device()).copy(part(x, src_ranges), part(out, dst_ranges));  // the op records itself below
   }
   call.finish({&x}, {&out}, {},
-              [part, dst_ranges, src_ranges, in_shape = x.shape()](const graph::Tensors&, graph::Tensors&& g) {
-                auto source_part = [part, src_ranges](const Tensor& t) { return part(t, src_ranges); };
-                return graph::Tensors{autograd::embed(part(g[0], dst_ranges), in_shape, source_part)};
+              [&] {  // the captures are built only when a node is recorded
+                return [part, dst_ranges, src_ranges, in_shape = x.shape()](graph::Saved, graph::Tensors&& g) {
+                  auto source_part = [part, src_ranges](const Tensor& t) { return part(t, src_ranges); };
+                  return graph::Tensors{autograd::embed(part(g[0], dst_ranges), in_shape, source_part)};
+                };
               },
               [&](const graph::Tensors& t) { return graph::Tensors{pad_constant(t[0], pads, 0)}; });
   return out;
@@ -204,14 +206,16 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   for (const Tensor& t : parts) inputs.push_back(&t);
   if (call.capturing()) call.set_attrs({{"dim", d}});
   call.finish(inputs, {&out}, {},
-              [d, sizes, dtypes](const graph::Tensors&, graph::Tensors&& g) {
-                graph::Tensors grads;
-                int64_t at = 0;
-                for (size_t i = 0; i < sizes.size(); ++i) {
-                  grads.push_back(g[0].narrow(d, at, sizes[i]).to(dtypes[i]));
-                  at += sizes[i];
-                }
-                return grads;
+              [&] {  // the captures are built only when a node is recorded
+                return [d, sizes, dtypes](graph::Saved, graph::Tensors&& g) {
+                  graph::Tensors grads;
+                  int64_t at = 0;
+                  for (size_t i = 0; i < sizes.size(); ++i) {
+                    grads.push_back(g[0].narrow(d, at, sizes[i]).to(dtypes[i]));
+                    at += sizes[i];
+                  }
+                  return grads;
+                };
               },
               [&](const graph::Tensors& t) {
                 graph::Tensors tangents;

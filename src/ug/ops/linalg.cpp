@@ -51,7 +51,7 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
     backend_for(a.device()).matmul(a, b, out);
   }
   call.finish({&a, &b}, {&out}, {graph::input(a), graph::input(b)},
-              [](const graph::Tensors& s, graph::Tensors&& g) {
+              [](graph::Saved s, graph::Tensors&& g) {
                 Tensor ga = batched_product(g[0], s[1].transpose(1, 2));
                 Tensor gb = batched_product(s[0].transpose(1, 2), g[0]);
                 return graph::Tensors{ga, gb};

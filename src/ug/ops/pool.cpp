@@ -51,10 +51,12 @@ std::pair<Tensor, Tensor> window_max(const Tensor& x, const Windows& win) {
   }
   // The indices are an integer by-product: the call's output is the maximum alone.
   call.finish({&x}, {&out}, {},
-              [idx, shape = x.shape(), dtype = x.dtype(), device = x.device()](const graph::Tensors&,
-                                                                                graph::Tensors&& g) {
-                Tensor zero = zeros(shape, {.dtype = dtype, .device = device}).flatten(-2);
-                return graph::Tensors{zero.scatter_add(-1, idx.flatten(-2), g[0].flatten(-2)).view(shape)};
+              [&] {  // the captures are built only when a node is recorded
+                return [idx, shape = x.shape(), dtype = x.dtype(), device = x.device()](graph::Saved,
+                                                                                  graph::Tensors&& g) {
+                  Tensor zero = zeros(shape, {.dtype = dtype, .device = device}).flatten(-2);
+                  return graph::Tensors{zero.scatter_add(-1, idx.flatten(-2), g[0].flatten(-2)).view(shape)};
+                };
               },
               [&](const graph::Tensors& t) {
                 return graph::Tensors{t[0].flatten(-2).gather(-1, idx.flatten(-2)).view(out.shape())};
@@ -76,7 +78,7 @@ Tensor window_avg(const Tensor& x, const Windows& win) {
       backend_for(x.device()).avg_pool2d(planes(x), *win, out.view({-1, shape[shape.size() - 2], shape.back()}));
   }
   call.finish({&x}, {&out}, {},
-              [win, h = x.size(-2), w = x.size(-1)](const graph::Tensors&, graph::Tensors&& g) {
+              [win, h = x.size(-2), w = x.size(-1)](graph::Saved, graph::Tensors&& g) {
                 return graph::Tensors{window_avg_transpose(g[0], win, h, w)};
               },
               [&](const graph::Tensors& t) { return graph::Tensors{window_avg(t[0], win)}; });
@@ -96,7 +98,7 @@ Tensor window_avg_transpose(const Tensor& g, const Windows& win, int64_t h, int6
       backend_for(g.device()).avg_pool2d_transpose(planes(g), *win, out.view({-1, h, w}));
   }
   call.finish({&g}, {&out}, {},
-              [win](const graph::Tensors&, graph::Tensors&& gr) { return graph::Tensors{window_avg(gr[0], win)}; },
+              [win](graph::Saved, graph::Tensors&& gr) { return graph::Tensors{window_avg(gr[0], win)}; },
               [&](const graph::Tensors& t) { return graph::Tensors{window_avg_transpose(t[0], win, h, w)}; });
   return out;
 }

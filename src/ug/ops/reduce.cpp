@@ -189,16 +189,18 @@ Tensor reduce_as(const graph::OpDef& def, ReduceOp op, const Tensor& x, const Ma
   }
   // A sum's rule needs only the input's shape; the others read the input (and max/min the result).
   call.finish({&x}, {&out}, {sum ? graph::nothing : graph::input(x), extreme ? graph::output(out) : graph::nothing},
-              [op, mask, in_shape = x.shape()](const graph::Tensors& s, graph::Tensors&& g) {
-                Tensor gk = keep_dims(g[0], in_shape, mask);
-                if (op == ReduceOp::Sum) return graph::Tensors{gk.expand(in_shape)};
-                const Tensor& x = s[0];
-                if (op == ReduceOp::Prod) return graph::Tensors{prod_backward(g[0], x, mask)};
-                // max/min: shared evenly among the elements equal to the extreme.
-                Tensor hit = x.eq(keep_dims(s[1], x.shape(), mask)).to(x.dtype());
-                Dims dims = masked_dims(mask);
-                Tensor count = dims.empty() ? hit : hit.sum(dims, true);
-                return graph::Tensors{hit * gk / count};
+              [&] {  // the captures are built only when a node is recorded
+                return [op, mask, in_shape = x.shape()](graph::Saved s, graph::Tensors&& g) {
+                  Tensor gk = keep_dims(g[0], in_shape, mask);
+                  if (op == ReduceOp::Sum) return graph::Tensors{gk.expand(in_shape)};
+                  const Tensor& x = s[0];
+                  if (op == ReduceOp::Prod) return graph::Tensors{prod_backward(g[0], x, mask)};
+                  // max/min: shared evenly among the elements equal to the extreme.
+                  Tensor hit = x.eq(keep_dims(s[1], x.shape(), mask)).to(x.dtype());
+                  Dims dims = masked_dims(mask);
+                  Tensor count = dims.empty() ? hit : hit.sum(dims, true);
+                  return graph::Tensors{hit * gk / count};
+                };
               },
               [&](const graph::Tensors& t) {
                 Dims dims = masked_dims(mask);
@@ -339,7 +341,7 @@ Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
   if (call.capturing()) call.set_attrs({{"dim", d}});
   // A derivative exists only for floating x, and then src is x itself.
   call.finish({&x}, {&out}, {graph::input(src), graph::output(out)},
-              [op, d](const graph::Tensors& s, graph::Tensors&& g) {
+              [op, d](graph::Saved s, graph::Tensors&& g) {
                 // The gradient of a running sum is the running sum of g taken from the end.
                 if (op == ScanOp::CumSum) return graph::Tensors{g[0].flip({d}).cumsum(d).flip({d})};
                 return graph::Tensors{(g[0] * s[1]).flip({d}).cumsum(d).flip({d}) / s[0]};
@@ -369,7 +371,7 @@ Tensor softmax_rows(const Tensor& x, int64_t cols, bool log) {
   }
   // No forward rule: under forward mode softmax takes the composed path.
   call.finish({&x}, {&y}, {graph::output(y)},
-              [log, cols](const graph::Tensors& s, graph::Tensors&& g) {
+              [log, cols](graph::Saved s, graph::Tensors&& g) {
                 const Tensor& y = s[0];
                 if (GradMode::is_enabled()) {
                   const int64_t d = y.dim() - 1;

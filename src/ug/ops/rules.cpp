@@ -18,7 +18,7 @@ Tensor embed(const Tensor& g, const Shape& shape, const std::function<Tensor(con
     backend_for(out.device()).copy(g, view(out));
   }
   call.finish({&g}, {&out}, {},
-              [view](const graph::Tensors&, graph::Tensors&& gg) { return graph::Tensors{view(gg[0])}; },
+              [view](graph::Saved, graph::Tensors&& gg) { return graph::Tensors{view(gg[0])}; },
               [&](const graph::Tensors& t) { return graph::Tensors{embed(t[0], shape, view)}; });
   return out;
 }

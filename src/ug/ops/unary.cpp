@@ -83,7 +83,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   call.finish({&x}, {&out},
               {reads == Reads::Input ? graph::input(in) : graph::nothing,
                reads == Reads::Output ? graph::output(out) : graph::nothing},
-              [op](const graph::Tensors& s, graph::Tensors&& g) { return graph::Tensors{vjp(op, g[0], s[0], s[1])}; },
+              [op](graph::Saved s, graph::Tensors&& g) { return graph::Tensors{vjp(op, g[0], s[0], s[1])}; },
               // Elementwise: the forward rule is the same derivative times the tangent.
               [op, &in, &out](const graph::Tensors& t) { return graph::Tensors{vjp(op, t[0], in, out)}; });
   return out;

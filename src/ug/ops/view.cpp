@@ -22,7 +22,7 @@ Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset) 
  *  input's tangent to the view's (by default: the same reshape). */
 Tensor finish_view(graph::OpCall& call, Tensor out, const Tensor& in, ViewFn backward, ViewFn forward = nullptr) {
   call.finish({&in}, {&out}, {},
-              [backward = std::move(backward)](const graph::Tensors&, graph::Tensors&& g) {
+              [backward = std::move(backward)](graph::Saved, graph::Tensors&& g) {
                 return graph::Tensors{backward(g[0])};
               },
               [&](const graph::Tensors& t) {
@@ -513,12 +513,14 @@ std::vector<Tensor> recorded_parts(const Tensor& in, int64_t d, bool stacked,
     outs.push_back(&p);
   }
   call.finish({&in}, outs, {},
-              [d, stacked, shapes, dtype = in.dtype(), device = in.device()](const graph::Tensors&,
-                                                                             graph::Tensors&& g) {
-                for (size_t i = 0; i < g.size(); ++i)
-                  if (!g[i].defined())
-                    g[i] = zeros(Dims(shapes[i].begin(), shapes[i].end()), {.dtype = dtype, .device = device});
-                return graph::Tensors{stacked ? stack(g, d) : cat(g, d)};
+              [&] {  // the captures are built only when a node is recorded
+                return [d, stacked, shapes, dtype = in.dtype(), device = in.device()](graph::Saved,
+                                                                               graph::Tensors&& g) {
+                  for (size_t i = 0; i < g.size(); ++i)
+                    if (!g[i].defined())
+                      g[i] = zeros(Dims(shapes[i].begin(), shapes[i].end()), {.dtype = dtype, .device = device});
+                  return graph::Tensors{stacked ? stack(g, d) : cat(g, d)};
+                };
               },
               graph::NoRule{});
   return parts;

@@ -20,10 +20,14 @@ inline Tensor with_derivative(const char* name, const Tensor& x, const std::func
     NoGradGuard no_grad;
     y = value(x);
   }
-  if (autograd::needs_grad({&x}))
-    autograd::record(name, {x}, {&y}, [name, xs = autograd::save(x), grad = std::move(grad)](std::vector<Tensor>&& g, Node* n) {
-      return std::vector<Tensor>{grad(g[0], xs.unpack(n, name))};
+  if (autograd::needs_grad({&x})) {
+    const Tensor* inputs[] = {&x};
+    const Tensor* outputs[] = {&y};
+    const graph::Save saved[] = {graph::input(x)};
+    autograd::record(name, inputs, outputs, saved, [grad = std::move(grad)](Saved s, std::vector<Tensor>&& g) {
+      return std::vector<Tensor>{grad(g[0], s[0])};
     });
+  }
   return y;
 }
 

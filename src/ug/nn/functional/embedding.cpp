@@ -61,7 +61,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
   Tensor out = empty(out_shape, {.dtype = weight.dtype(), .device = weight.device()});
   backend_for(weight.device()).index_select(weight, 0, flat, out.view({n, dim}));
   call.finish({&weight, &indices}, {&out}, {},
-              [flat, pad, scale_grad_by_freq, num, dim](const graph::Tensors&, graph::Tensors&& g) {
+              [flat, pad, scale_grad_by_freq, num, dim](graph::Saved, graph::Tensors&& g) {
                 const int64_t n = flat.size(0);
                 Tensor g2 = g[0].reshape({n, dim});
                 if (pad) g2 = where((flat == *pad).unsqueeze(1), 0.0, g2);

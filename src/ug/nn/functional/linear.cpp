@@ -68,11 +68,13 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   const bool need_x = wants_grad(x), need_w = wants_grad(w), need_b = wants_grad(b);
   call.finish({&x, &w, &b}, {&y},
               {need_w ? graph::input(x) : graph::nothing, need_x ? graph::input(w) : graph::nothing},
-              [need_x, need_w, need_b, x_shape = x.shape(), in](const graph::Tensors& s, graph::Tensors&& g) {
-                Tensor g2 = g[0].reshape({-1, g[0].size(-1)});
-                return graph::Tensors{need_x ? mm(g2, s[1]).view(x_shape) : Tensor(),
-                                      need_w ? mm(g2.t(), s[0].reshape({-1, in})) : Tensor(),
-                                      need_b ? g2.sum(Dims{0}) : Tensor()};
+              [&] {  // the captures are built only when a node is recorded
+                return [need_x, need_w, need_b, x_shape = x.shape(), in](graph::Saved s, graph::Tensors&& g) {
+                  Tensor g2 = g[0].reshape({-1, g[0].size(-1)});
+                  return graph::Tensors{need_x ? mm(g2, s[1]).view(x_shape) : Tensor(),
+                                        need_w ? mm(g2.t(), s[0].reshape({-1, in})) : Tensor(),
+                                        need_b ? g2.sum(Dims{0}) : Tensor()};
+                };
               },
               graph::NoRule{});  // forward mode takes the composed form
   return y;

@@ -145,20 +145,22 @@ Tensor fused_nll_loss(const Tensor& input, const Tensor& target, const Tensor& w
   // Only the input takes a gradient: the targets are indices and fused_nll_applies leaves
   // weights that require grad to the composed form.
   call.finish({&input, &target, &weight}, {&loss}, {graph::input(t), w.defined() ? graph::input(w) : graph::nothing},
-              [total, ignore_index, r, n, classes, in_shape](const graph::Tensors& s, graph::Tensors&& g) {
-                const Tensor &t = s[0], &w = s[1];
-                const Options opts{.dtype = total.dtype(), .device = total.device()};
-                Backend& be = backend_for(total.device());
-                Tensor gs = r == Reduction::Mean ? g[0] / total : g[0];
-                Tensor dx = empty({n, classes}, opts);
-                if (GradMode::is_enabled()) {
-                  // A graph of the gradient (double backward): unit coefficients times g, recorded.
-                  be.nll_loss_backward(ones({}, opts), t, w, ignore_index, dx);
-                  dx = dx * (gs.dim() == 1 ? gs.unsqueeze(1) : gs);
-                } else {
-                  be.nll_loss_backward(gs.contiguous(), t, w, ignore_index, dx);
-                }
-                return graph::Tensors{dx.view(in_shape), Tensor(), Tensor()};
+              [&] {  // the captures are built only when a node is recorded
+                return [total, ignore_index, r, n, classes, in_shape](graph::Saved s, graph::Tensors&& g) {
+                  const Tensor &t = s[0], &w = s[1];
+                  const Options opts{.dtype = total.dtype(), .device = total.device()};
+                  Backend& be = backend_for(total.device());
+                  Tensor gs = r == Reduction::Mean ? g[0] / total : g[0];
+                  Tensor dx = empty({n, classes}, opts);
+                  if (GradMode::is_enabled()) {
+                    // A graph of the gradient (double backward): unit coefficients times g, recorded.
+                    be.nll_loss_backward(ones({}, opts), t, w, ignore_index, dx);
+                    dx = dx * (gs.dim() == 1 ? gs.unsqueeze(1) : gs);
+                  } else {
+                    be.nll_loss_backward(gs.contiguous(), t, w, ignore_index, dx);
+                  }
+                  return graph::Tensors{dx.view(in_shape), Tensor(), Tensor()};
+                };
               },
               graph::NoRule{});  // forward mode takes the composed form
   return loss;
@@ -258,7 +260,7 @@ Tensor binary_cross_entropy_elementwise(const Tensor& input, const Tensor& t) {
   // torch's derivatives: (x - t) / max(x (1 - x), 1e-12) for the input (the composed form
   // would give inf at 0 and 1), the log-odds log(1 - x) - log(x) for the target.
   call.finish({&input, &t}, {&loss}, {graph::input(input), graph::input(t)},
-              [gx = autograd::requires_grad(input), gt = autograd::requires_grad(t)](const graph::Tensors& s,
+              [gx = autograd::requires_grad(input), gt = autograd::requires_grad(t)](graph::Saved s,
                                                                                     graph::Tensors&& g) {
                 const Tensor &x = s[0], &t = s[1];
                 return graph::Tensors{gx ? g[0] * (x - t) / (x * (1 - x)).clamp(1e-12, std::nullopt) : Tensor(),

@@ -67,7 +67,7 @@ Tensor normalize_rows_fused(const graph::OpDef& def, const Tensor& x, int64_t co
   call.finish({&x, &w, &b}, {&y}, {graph::input(xc), wc.defined() ? graph::input(wc) : graph::nothing},
               [mean, rstd, cols, eps, w_shape = w.defined() ? w.shape() : Shape(),
                b_shape = b.defined() ? b.shape() : Shape(), need_w = wants_grad(w),
-               need_b = wants_grad(b)](const graph::Tensors& s, graph::Tensors&& g) {
+               need_b = wants_grad(b)](graph::Saved s, graph::Tensors&& g) {
                 const Tensor &x = s[0], &w = s[1];
                 if (GradMode::is_enabled())  // create_graph: a differentiable gradient
                   return normalize_rows_backward_ops(g[0], x, w, cols, eps, need_w, need_b);
