@@ -1,12 +1,10 @@
-// torch.nn.functional.linear: the fully connected layer as a function.
+// torch.nn.functional.linear: the fully connected layer as a function (an op: ops/nn.h).
 #pragma once
 
-#include "ug/core/tensor.h"
+#include "ug/ops/nn.h"
 
 namespace ug::nn::functional {
 
-/** y = input @ weight^T + bias for input [..., in], weight [out, in] and bias [out] (optional):
- *  one matrix product over all leading dims, the bias added into its result. */
-Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
+using ug::linear;
 
 }  // namespace ug::nn::functional

@@ -1,15 +1,15 @@
 // Losses composed from ops (log_softmax, gather, where, sums), so every one differentiates
 // twice; binary_cross_entropy records its own derivative, torch's clamped formula. nll_loss
-// (and so cross_entropy) on [N, C] / [C] inputs, classification's hot path, is one backend
-// kernel each way instead of about fifteen ops.
+// (and so cross_entropy) on [N, C] / [C] inputs, classification's hot path, is the fused op
+// ops::nll_loss_fused (ops/nn.h): one backend kernel each way instead of about fifteen ops.
 #include "ug/nn/functional/loss.h"
 
 #include "ug/graph/grad_mode.h"
-#include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
 #include "ug/nn/functional/activation.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
+#include "ug/ops/nn.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 
@@ -17,7 +17,7 @@ namespace ug::nn::functional {
 
 namespace {
 
-enum class Reduction { None, Mean, Sum, BatchMean };
+using ops::Reduction;
 
 Reduction parse_reduction(std::string_view r, const char* op, bool batchmean = false) {
   if (r == "mean") return Reduction::Mean;
@@ -111,60 +111,7 @@ Tensor class_broadcast(const Tensor& weight, const Tensor& input) {
   return weight.view(shape);
 }
 
-/** Whether nll_loss can run as one kernel: [N, C] or [C] float32/float64 input with targets
- *  of the matching shape, class weights that take no gradient, no vmap or forward mode. */
-bool fused_nll_applies(const Tensor& input, const Tensor& target, const Tensor& weight) {
-  const bool dtype_ok = input.dtype() == DType::Float32 || input.dtype() == DType::Float64;
-  const bool target_ok = target.dtype() == DType::Int64 || target.dtype() == DType::Int32 ||
-                         target.dtype() == DType::UInt8;
-  const bool shape_ok = input.dim() == 2   ? target.dim() == 1 && target.size(0) == input.size(0)
-                        : input.dim() == 1 ? target.dim() == 0
-                                           : false;
-  const bool weight_ok = !weight.defined() || (weight.dtype() == input.dtype() && !autograd::requires_grad(weight));
-  return dtype_ok && target_ok && shape_ok && weight_ok && !batching::max_level({&input, &target, &weight}) &&
-         !forward::active();
-}
-
-const graph::OpDef kNllLoss("nll_loss"), kBinaryCrossEntropy("binary_cross_entropy");
-
-Tensor fused_nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
-                      Reduction r) {
-  graph::OpCall call(kNllLoss);
-  const Shape in_shape = input.shape();
-  const int64_t classes = in_shape.back(), n = input.dim() == 2 ? in_shape[0] : 1;
-  const Options opts{.dtype = input.dtype(), .device = input.device()};
-  Tensor t = target.to(DType::Int64).contiguous().view({n});
-  Tensor w = weight.defined() ? weight.contiguous() : Tensor();
-  Tensor loss = empty(r == Reduction::None ? Dims{n} : Dims{}, opts), total = empty({}, opts);
-  {
-    NoGradGuard kernel_view;  // input's view only feeds the kernel: no node for it
-    backend_for(input.device()).nll_loss(input.contiguous().view({n, classes}), t, w, ignore_index, loss, total);
-  }
-  if (r == Reduction::Mean) loss = loss / total;  // all ignored: 0 / 0 = nan, as torch
-  if (r == Reduction::None && input.dim() == 1) loss = loss.view({});
-  // Only the input takes a gradient: the targets are indices and fused_nll_applies leaves
-  // weights that require grad to the composed form.
-  call.finish({&input, &target, &weight}, {&loss}, {graph::input(t), w.defined() ? graph::input(w) : graph::nothing},
-              [&] {  // the captures are built only when a node is recorded
-                return [total, ignore_index, r, n, classes, in_shape](graph::Saved s, graph::Tensors&& g) {
-                  const Tensor &t = s[0], &w = s[1];
-                  const Options opts{.dtype = total.dtype(), .device = total.device()};
-                  Backend& be = backend_for(total.device());
-                  Tensor gs = r == Reduction::Mean ? g[0] / total : g[0];
-                  Tensor dx = empty({n, classes}, opts);
-                  if (GradMode::is_enabled()) {
-                    // A graph of the gradient (double backward): unit coefficients times g, recorded.
-                    be.nll_loss_backward(ones({}, opts), t, w, ignore_index, dx);
-                    dx = dx * (gs.dim() == 1 ? gs.unsqueeze(1) : gs);
-                  } else {
-                    be.nll_loss_backward(gs.contiguous(), t, w, ignore_index, dx);
-                  }
-                  return graph::Tensors{dx.view(in_shape), Tensor(), Tensor()};
-                };
-              },
-              graph::NoRule{});  // forward mode takes the composed form
-  return loss;
-}
+const graph::OpDef kBinaryCrossEntropy("binary_cross_entropy");
 
 }  // namespace
 
@@ -175,7 +122,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NllLossOptions&
   if (input.dim() == 0) fail("[", op, "] input must have at least 1 dimension (classes), got a 0-d tensor");
   const int64_t cd = class_dim(input);
   check_weight(o.weight, input.size(cd), op);
-  if (fused_nll_applies(input, target, o.weight)) return fused_nll_loss(input, target, o.weight, o.ignore_index, r);
+  if (ops::nll_loss_fuses(input, target, o.weight)) return ops::nll_loss_fused(input, target, o.weight, o.ignore_index, r);
   auto [safe, ignored] = class_targets(input, target, o.ignore_index, op);
   Tensor picked = input.gather(cd, safe.unsqueeze(cd)).squeeze(Dims{cd});
   Tensor w = target_weights(o.weight, safe, ignored, input);

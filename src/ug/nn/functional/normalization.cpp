@@ -1,15 +1,14 @@
-// layer_norm, group_norm and instance_norm all normalize the rows of x seen as [rows, cols]:
-// normalize_rows runs the backend's fused kernel and records one node whose rule calls the
-// fused backward, or (when a graph of the gradient is asked for) the same formula written
-// with ops, so double backward works. batch_norm and rms_norm are composed from ops.
+// group_norm and instance_norm normalize the rows of a reshaped x with the fused op
+// ops::normalize_rows, as layer_norm (an op, ops/nn.h) does; batch_norm and rms_norm are
+// composed from ops.
 #include "ug/nn/functional/normalization.h"
 
 #include <limits>
 
 #include "ug/graph/grad_mode.h"
-#include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/nn.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 
@@ -17,106 +16,7 @@ namespace ug::nn::functional {
 
 namespace {
 
-const graph::OpDef kLayerNorm("layer_norm"), kBatchNorm("batch_norm"), kGroupNorm("group_norm"),
-    kInstanceNorm("instance_norm");
-
-/** Whether t takes a gradient: the rule computes only the ones some input needs. */
-bool wants_grad(const Tensor& t) { return t.defined() && autograd::requires_grad(t); }
-
-/** dx, dweight, dbias of row normalization, written with ops (differentiable). */
-std::vector<Tensor> normalize_rows_backward_ops(const Tensor& g, const Tensor& x, const Tensor& w, int64_t cols,
-                                                double eps, bool need_w, bool need_b) {
-  Tensor x2 = x.reshape({-1, cols}), g2 = g.reshape({-1, cols});
-  Tensor mu = x2.mean(Dims{1}, true);
-  Tensor xc = x2 - mu;
-  Tensor rs = ((xc * xc).mean(Dims{1}, true) + eps).rsqrt();
-  Tensor xhat = xc * rs;
-  Tensor gw = w.defined() ? g2 * w.reshape({cols}) : g2;
-  Tensor dx = (gw - gw.mean(Dims{1}, true) - xhat * (gw * xhat).mean(Dims{1}, true)) * rs;
-  Tensor dw = need_w ? (g2 * xhat).sum(Dims{0}).view(w.shape()) : Tensor();
-  Tensor db = need_b ? g2.sum(Dims{0}) : Tensor();
-  return {dx.view(x.shape()), dw, db};
-}
-
-/** The composed forward, for vmap, forward mode and 16-bit floats (computed in float32). */
-Tensor normalize_rows_ops(const Tensor& x, int64_t cols, const Tensor& w, const Tensor& b, double eps) {
-  const bool half = x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16;
-  Tensor x2 = (half ? x.to(DType::Float32) : x).reshape({-1, cols});
-  Tensor mu = x2.mean(Dims{1}, true);
-  Tensor xc = x2 - mu;
-  Tensor y = xc * ((xc * xc).mean(Dims{1}, true) + eps).rsqrt();
-  if (w.defined()) y = y * w.reshape({cols});
-  if (b.defined()) y = y + b.reshape({cols});
-  return y.reshape(Dims(x.shape().begin(), x.shape().end())).to(x.dtype());
-}
-
-/** normalize_rows as one kernel, recorded as one call of `def`. */
-Tensor normalize_rows_fused(const graph::OpDef& def, const Tensor& x, int64_t cols, const Tensor& w, const Tensor& b,
-                            double eps) {
-  graph::OpCall call(def);
-  const int64_t rows = x.numel() / cols;
-  Tensor xc = x.contiguous();
-  Tensor wc = w.defined() ? w.contiguous() : Tensor(), bc = b.defined() ? b.contiguous() : Tensor();
-  Tensor y = empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
-  Tensor mean = empty({rows}, {.dtype = x.dtype(), .device = x.device()});
-  Tensor rstd = empty({rows}, {.dtype = x.dtype(), .device = x.device()});
-  {
-    NoGradGuard kernel_views;  // views that only feed the kernel: no nodes for them
-    backend_for(x.device()).layer_norm(xc.view({rows, cols}), wc, bc, eps, y.view({rows, cols}), mean, rstd);
-  }
-  call.finish({&x, &w, &b}, {&y}, {graph::input(xc), wc.defined() ? graph::input(wc) : graph::nothing},
-              [mean, rstd, cols, eps, w_shape = w.defined() ? w.shape() : Shape(),
-               b_shape = b.defined() ? b.shape() : Shape(), need_w = wants_grad(w),
-               need_b = wants_grad(b)](graph::Saved s, graph::Tensors&& g) {
-                const Tensor &x = s[0], &w = s[1];
-                if (GradMode::is_enabled())  // create_graph: a differentiable gradient
-                  return normalize_rows_backward_ops(g[0], x, w, cols, eps, need_w, need_b);
-                const int64_t rows = mean.size(0);
-                Tensor gc = g[0].contiguous();
-                Tensor dx = empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
-                Options o{.dtype = x.dtype(), .device = x.device()};
-                Tensor dw = need_w ? empty({cols}, o) : Tensor();
-                Tensor db = need_b ? empty({cols}, o) : Tensor();
-                backend_for(x.device()).layer_norm_backward(gc.view({rows, cols}), x.view({rows, cols}), mean, rstd, w,
-                                                            dx.view({rows, cols}), dw, db);
-                return graph::Tensors{dx, dw.defined() ? dw.view(w_shape) : dw, db.defined() ? db.view(b_shape) : db};
-              },
-              graph::NoRule{});  // forward mode takes the composed form
-  return y;
-}
-
-/** x (any shape) normalized over rows of `cols` consecutive elements, times weight plus bias
- *  (`cols` elements each, any shape, optional). The result has x's shape. The composed form
- *  is not one call: its ops are recorded (and exported) one by one. */
-Tensor normalize_rows(const graph::OpDef& def, const Tensor& x, int64_t cols, const Tensor& w, const Tensor& b,
-                      double eps) {
-  const bool fused_dtype = x.dtype() == DType::Float32 || x.dtype() == DType::Float64;
-  if (!fused_dtype || batching::max_level({&x, &w, &b}) || forward::active() || cols == 0)
-    return normalize_rows_ops(x, cols, w, b, eps);
-  for (const Tensor* t : {&w, &b})
-    if (t->defined() && t->dtype() != x.dtype())
-      fail<TypeError>("[", def.name(), "] weight and bias must have the input's dtype ", x.dtype(), ", got ",
-                      t->dtype());
-  return normalize_rows_fused(def, x, cols, w, b, eps);
-}
-
-/** x's trailing dims must be `shape`; returns how many elements they hold. */
-int64_t trailing_numel(const Tensor& x, const Dims& shape, const char* op) {
-  const int64_t k = static_cast<int64_t>(shape.size());
-  bool ok = k <= x.dim();
-  for (int64_t i = 0; ok && i < k; ++i) ok = x.size(x.dim() - k + i) == shape[i];
-  if (!ok)
-    fail("[", op, "] Given normalized_shape=", Shape(shape), ", expected input with shape [*, ", Shape(shape),
-         "], but got input of size ", x.shape());
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
-}
-
-void check_param(const Tensor& t, const Dims& shape, const char* op, const char* what) {
-  if (t.defined() && t.shape() != Shape(shape))
-    fail("[", op, "] expected ", what, " of shape ", Shape(shape), ", got ", t.shape());
-}
+const graph::OpDef kBatchNorm("batch_norm");
 
 /** A per-channel [C] tensor viewed [1, C, 1, ...] against x [N, C, ...]. */
 Tensor per_channel(const Tensor& t, const Tensor& x) {
@@ -149,26 +49,10 @@ Tensor apply_stats(const Tensor& x, const Tensor& mean, const Tensor& var, const
 
 }  // namespace
 
-Tensor layer_norm(const Tensor& x, const Dims& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
-  graph::OpCall call(kLayerNorm);
-  const char* op = "layer_norm";
-  if (!is_floating(x.dtype())) fail<TypeError>("[layer_norm] expected a floating point input, got ", x.dtype());
-  const int64_t cols = trailing_numel(x, normalized_shape, op);
-  check_param(weight, normalized_shape, op, "weight");
-  check_param(bias, normalized_shape, op, "bias");
-  Tensor y = normalize_rows(kLayerNorm, x, cols, weight, bias, eps);
-  if (call.capturing())
-    call.set_attrs({{"axis", x.dim() - static_cast<int64_t>(normalized_shape.size())}, {"epsilon", eps}});
-  // A composite: normalize_rows records the derivatives.
-  call.finish({&x, &weight, &bias}, {&y});
-  return y;
-}
-
 Tensor rms_norm(const Tensor& x, const Dims& normalized_shape, const Tensor& weight, std::optional<double> eps) {
   const char* op = "rms_norm";
   if (!is_floating(x.dtype())) fail<TypeError>("[rms_norm] expected a floating point input, got ", x.dtype());
-  trailing_numel(x, normalized_shape, op);
-  check_param(weight, normalized_shape, op, "weight");
+  ops::check_normalized(x, normalized_shape, weight, {}, op);
   const double e = eps.value_or(x.dtype() == DType::Float64   ? std::numeric_limits<double>::epsilon()
                                 : x.dtype() == DType::Float16 ? 0.0009765625
                                 : x.dtype() == DType::BFloat16 ? 0.0078125
@@ -229,7 +113,7 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
   check_channels(weight, channels, op, "weight");
   check_channels(bias, channels, op, "bias");
   const int64_t rows = n * num_groups;
-  Tensor y = normalize_rows(kGroupNorm, x, rows ? x.numel() / rows : 0, {}, {}, eps);
+  Tensor y = ops::normalize_rows(ops::RowNorm::Group, x, rows ? x.numel() / rows : 0, {}, {}, eps);
   if (weight.defined()) y = y * per_channel(weight, x);
   return bias.defined() ? y + per_channel(bias, x) : y;
 }
@@ -260,7 +144,7 @@ Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& 
     update_running(running_mean, inst_mean.mean(Dims{0}), momentum);
     update_running(running_var, flat.var(Dims{2}, 1).mean(Dims{0}), momentum);
   }
-  Tensor y = normalize_rows(kInstanceNorm, x, spatial, {}, {}, eps);
+  Tensor y = ops::normalize_rows(ops::RowNorm::Instance, x, spatial, {}, {}, eps);
   if (weight.defined()) y = y * per_channel(weight, x);
   return bias.defined() ? y + per_channel(bias, x) : y;
 }

@@ -1,17 +1,15 @@
-// Normalization layers of torch.nn.functional. layer_norm (and group_norm and instance_norm,
-// which normalize rows of a reshaped input) run a fused kernel forward and backward.
+// Normalization layers of torch.nn.functional. layer_norm (an op), group_norm and
+// instance_norm (which normalize rows of a reshaped input) run a fused kernel each way.
 #pragma once
 
 #include <optional>
 
 #include "ug/core/tensor.h"
+#include "ug/ops/nn.h"
 
 namespace ug::nn::functional {
 
-/** Normalizes over the trailing dims `normalized_shape`: (x - mean) / sqrt(var + eps) * weight
- *  + bias, with the biased variance; weight and bias (optional) have normalized_shape. */
-Tensor layer_norm(const Tensor& input, const Dims& normalized_shape, const Tensor& weight = {},
-                  const Tensor& bias = {}, double eps = 1e-5);
+using ug::layer_norm;  // an op: ops/nn.h
 
 /** x / sqrt(mean(x^2) + eps) * weight over the trailing dims; eps defaults to the machine
  *  epsilon of x's dtype, as in torch. */

@@ -1,7 +1,7 @@
 // linear is the MLP and transformer hot path, so it records one node (not a transpose, a
 // product and a broadcast add): the forward is one GEMM into a fresh buffer plus an in-place
 // bias add, and the backward is two GEMMs reading the operands in place and one column sum.
-#include "ug/nn/functional/linear.h"
+#include "ug/ops/nn.h"
 
 #include "ug/graph/grad_mode.h"
 #include "ug/backend/backend.h"
@@ -10,7 +10,7 @@
 #include "ug/ops/linalg.h"
 #include "ug/ops/reduce.h"
 
-namespace ug::nn::functional {
+namespace ug {
 
 namespace {
 
@@ -80,4 +80,4 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   return y;
 }
 
-}  // namespace ug::nn::functional
+}  // namespace ug

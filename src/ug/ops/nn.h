@@ -1,0 +1,54 @@
+// The fused primitives the layers of nn/ are built from: each runs one backend kernel
+// forward and one backward (and records one node) on its hot path, and its composition of
+// ops elsewhere (vmap, forward mode, other dtypes), where every op brings its own rules.
+// nn::functional re-exports the public ones under torch.nn.functional's names.
+#pragma once
+
+#include <optional>
+
+#include "ug/core/tensor.h"
+
+namespace ug {
+
+/** y = input @ weight^T + bias for input [..., in], weight [out, in] and bias [out] (optional):
+ *  one matrix product over all leading dims, the bias added into its result. */
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
+
+/** weight[indices]: indices (int64 or int32, any shape) pick rows of weight [num, dim], giving
+ *  indices.shape + [dim]. The row at padding_idx gets no gradient. With max_norm, the rows
+ *  looked up are first renormalized in place to a norm_type-norm of at most max_norm (as
+ *  torch does); scale_grad_by_freq divides each row's gradient by its count in indices. */
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = {},
+                 std::optional<double> max_norm = {}, double norm_type = 2.0, bool scale_grad_by_freq = false);
+
+/** Normalizes over the trailing dims `normalized_shape`: (x - mean) / sqrt(var + eps) * weight
+ *  + bias, with the biased variance; weight and bias (optional) have normalized_shape. */
+Tensor layer_norm(const Tensor& input, const Dims& normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+
+namespace ops {
+
+/** How a loss's per-element values are reduced (torch's `reduction`). */
+enum class Reduction { None, Mean, Sum, BatchMean };
+
+/** Whether nll_loss_fused applies: [N, C] or [C] float32/float64 input with targets of the
+ *  matching shape, class weights that take no gradient, no vmap or forward mode. */
+bool nll_loss_fuses(const Tensor& input, const Tensor& target, const Tensor& weight);
+/** nll_loss (None, Mean or Sum) as one kernel each way; the input alone takes a gradient. */
+Tensor nll_loss_fused(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                      Reduction reduction);
+
+/** The op whose call normalize_rows records: layer_norm, group_norm or instance_norm. */
+enum class RowNorm { Layer, Group, Instance };
+/** x (any shape) normalized over rows of `cols` consecutive elements, times weight plus bias
+ *  (`cols` elements each, any shape, optional). The result has x's shape. The composed form
+ *  is not one call: its ops are recorded (and exported) one by one. */
+Tensor normalize_rows(RowNorm kind, const Tensor& x, int64_t cols, const Tensor& weight, const Tensor& bias,
+                      double eps);
+/** Checks that x ends in the dims `normalized_shape` and that weight and bias (when defined)
+ *  have that shape; returns how many elements those dims hold. */
+int64_t check_normalized(const Tensor& x, const Dims& normalized_shape, const Tensor& weight, const Tensor& bias,
+                         const char* op);
+
+}  // namespace ops
+}  // namespace ug
