@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Sets everything up (scripts/setup.sh), then runs every test: the C++ suite under ctest,
-# the Python suite under pytest (ops checked against PyTorch 2.13; the elementwise and
-# reduction tests once more on the portable kernels), and the C++ suite again
-# built with AddressSanitizer (leak checks included) and UndefinedBehaviorSanitizer
-# (build-asan/), where any report fails the run, and the file loaders under libFuzzer
-# (scripts/fuzz.sh, build-fuzz/).
+# Sets everything up (scripts/setup.sh), then runs every test: the C++ suite under ctest, the
+# installed C++ package used by programs of their own (scripts/package_test.sh), the Python
+# suite under pytest (ops checked against PyTorch 2.13; the elementwise and reduction tests
+# once more on the portable kernels), and the C++ suite again built with AddressSanitizer
+# (leak checks included) and UndefinedBehaviorSanitizer (build-asan/), where any report fails
+# the run, and the file loaders under libFuzzer (scripts/fuzz.sh, build-fuzz/).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -14,6 +14,9 @@ scripts/setup.sh
 .venv/bin/python scripts/check_layers.py
 .venv/bin/ruff check .
 (cd build && ctest --output-on-failure -j2)
+# The C++ package: installed into a scratch prefix, then built against by a project of its own
+# (examples/cpp-consumer, find_package) and by docs/cpp.md's snippets (pkg-config).
+scripts/package_test.sh
 .venv/bin/python -m pytest -q -n 2 tests/python
 # The kernel sets this machine would not pick by itself (it picks AVX-512 where it has it).
 for isa in generic avx2; do

@@ -1,10 +1,10 @@
 """Turns the ```cpp unigrad blocks of a Markdown file into a GoogleTest source.
 
-Usage: extract_snippets.py DOC.md OUT.cpp
+Usage: extract_snippets.py DOC.md OUT.cpp [SUITE]
 
-Each block becomes TEST(MigrationDocs, <Section>_<n>), where <Section> is the enclosing `## `
-heading in CamelCase and n counts the blocks of that section from 1. A #line directive points
-compiler errors at the block's line in DOC.md.
+Each block becomes TEST(SUITE, <Section>_<n>), SUITE MigrationDocs unless given, where
+<Section> is the enclosing `## ` heading in CamelCase and n counts the blocks of that section
+from 1. A #line directive points compiler errors at the block's line in DOC.md.
 """
 import re
 import sys
@@ -51,13 +51,13 @@ def snippets(lines):
         raise SystemExit(f"unterminated ``` block opened at line {start - 1}")
 
 
-def main(doc, out):
+def main(doc, out, suite="MigrationDocs"):
     with open(doc, encoding="utf-8") as f:
         lines = f.readlines()
     parts, counts = [HEADER.format(doc=doc)], {}
     for section, start, code in snippets(lines):
         counts[section] = counts.get(section, 0) + 1
-        parts.append(f"\nTEST(MigrationDocs, {section}_{counts[section]}) {{\n"
+        parts.append(f"\nTEST({suite}, {section}_{counts[section]}) {{\n"
                      f'#line {start} "{doc}"\n{code}}}\n')
     if not counts:
         raise SystemExit(f"no ```{INFO_STRING} blocks in {doc}")
@@ -66,6 +66,6 @@ def main(doc, out):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         raise SystemExit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:])
