@@ -63,25 +63,27 @@ void bind_lr_scheduler(nb::module_& m) {
       .def("state_dict", [](const LRScheduler& s) { return state_to_python(s.state_dict()); })
       .def("load_state_dict", [](LRScheduler& s, nb::handle d) { s.load_state_dict(state_from_python(d)); });
 
+  using D = SchedulerDefaults;  // the keyword defaults, stated once in C++
   nb::class_<StepLR, LRScheduler>(m, "StepLR", "lr *= gamma every step_size epochs.")
       .def(nb::init<Optimizer&, int64_t, double, int64_t>(), nb::arg("optimizer"), nb::arg("step_size"),
-           nb::arg("gamma") = 0.1, nb::arg("last_epoch") = -1, nb::keep_alive<1, 2>());
+           nb::arg("gamma") = D::gamma, nb::arg("last_epoch") = D::last_epoch, nb::keep_alive<1, 2>());
   nb::class_<MultiStepLR, LRScheduler>(m, "MultiStepLR", "lr *= gamma at each milestone.")
       .def(nb::init<Optimizer&, std::vector<int64_t>, double, int64_t>(), nb::arg("optimizer"), nb::arg("milestones"),
-           nb::arg("gamma") = 0.1, nb::arg("last_epoch") = -1, nb::keep_alive<1, 2>());
+           nb::arg("gamma") = D::gamma, nb::arg("last_epoch") = D::last_epoch, nb::keep_alive<1, 2>());
   nb::class_<ExponentialLR, LRScheduler>(m, "ExponentialLR", "lr *= gamma every epoch.")
-      .def(nb::init<Optimizer&, double, int64_t>(), nb::arg("optimizer"), nb::arg("gamma"), nb::arg("last_epoch") = -1,
+      .def(nb::init<Optimizer&, double, int64_t>(), nb::arg("optimizer"), nb::arg("gamma"), nb::arg("last_epoch") = D::last_epoch,
            nb::keep_alive<1, 2>());
   nb::class_<CosineAnnealingLR, LRScheduler>(m, "CosineAnnealingLR", "Cosine from the base lr to eta_min in T_max epochs.")
       .def(nb::init<Optimizer&, int64_t, double, int64_t>(), nb::arg("optimizer"), nb::arg("T_max"),
-           nb::arg("eta_min") = 0.0, nb::arg("last_epoch") = -1, nb::keep_alive<1, 2>());
+           nb::arg("eta_min") = D::eta_min, nb::arg("last_epoch") = D::last_epoch, nb::keep_alive<1, 2>());
   nb::class_<LinearLR, LRScheduler>(m, "LinearLR", "The lr factor moves linearly from start_factor to end_factor.")
       .def(nb::init<Optimizer&, double, double, int64_t, int64_t>(), nb::arg("optimizer"),
-           nb::arg("start_factor") = 1.0 / 3, nb::arg("end_factor") = 1.0, nb::arg("total_iters") = 5,
-           nb::arg("last_epoch") = -1, nb::keep_alive<1, 2>());
+           nb::arg("start_factor") = D::start_factor, nb::arg("end_factor") = D::end_factor,
+           nb::arg("total_iters") = D::total_iters,
+           nb::arg("last_epoch") = D::last_epoch, nb::keep_alive<1, 2>());
   nb::class_<SequentialLR, LRScheduler>(m, "SequentialLR", "Schedulers one after another, switching at milestones.")
       .def(nb::init<Optimizer&, std::vector<std::shared_ptr<LRScheduler>>, std::vector<int64_t>, int64_t>(),
-           nb::arg("optimizer"), nb::arg("schedulers"), nb::arg("milestones"), nb::arg("last_epoch") = -1,
+           nb::arg("optimizer"), nb::arg("schedulers"), nb::arg("milestones"), nb::arg("last_epoch") = D::last_epoch,
            nb::keep_alive<1, 2>());
   const OneCycleOptions one_cycle;  // the keyword defaults, stated once in C++
   nb::class_<OneCycleLR, LRScheduler>(m, "OneCycleLR", "The 1cycle policy, with momentum cycling.")

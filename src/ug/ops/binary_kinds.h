@@ -152,14 +152,19 @@ struct Pow {
     return {g * b * a.pow(b - 1), db};
   }
 };
+/** The derivative of maximum and minimum: g goes to the operand picked (`a_won` where a was),
+ *  and ties split it in halves, as in PyTorch. */
+template <class Tn>
+std::pair<Tn, Tn> pick_vjp(const Tn& g, const Tn& a, const Tn& b, const Tn& a_won) {
+  Tn ga = where(a.eq(b), g * 0.5, where(a_won, g, 0));
+  return {ga, g - ga};
+}
 struct Maximum : ReadsOperands {  // propagates NaN, like torch.maximum
   static constexpr const char* name = "maximum";
   static constexpr BinaryRule rule = BinaryRule::Arithmetic;
   template <class T> static T f(T a, T b) { return (a != a) ? a : (b != b) ? b : (a > b ? a : b); }
   template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) {
-    // Ties split the gradient in halves, as in PyTorch.
-    Tn ga = where(a.eq(b), g * 0.5, where(a.gt(b), g, 0));
-    return {ga, g - ga};
+    return pick_vjp(g, a, b, a.gt(b));
   }
 };
 struct Minimum : ReadsOperands {
@@ -167,9 +172,7 @@ struct Minimum : ReadsOperands {
   static constexpr BinaryRule rule = BinaryRule::Arithmetic;
   template <class T> static T f(T a, T b) { return (a != a) ? a : (b != b) ? b : (a < b ? a : b); }
   template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) {
-    // Ties split the gradient in halves, as in PyTorch.
-    Tn ga = where(a.eq(b), g * 0.5, where(a.lt(b), g, 0));
-    return {ga, g - ga};
+    return pick_vjp(g, a, b, a.lt(b));
   }
 };
 struct Atan2 : ReadsOperands {

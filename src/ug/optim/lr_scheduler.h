@@ -62,10 +62,21 @@ class LRScheduler {
   friend class SequentialLR;
 };
 
+/** The schedulers' argument defaults (torch's), stated once: the constructors below and the
+ *  Python binding read them. */
+struct SchedulerDefaults {
+  static constexpr double gamma = 0.1;
+  static constexpr double eta_min = 0.0;
+  static constexpr double start_factor = 1.0 / 3, end_factor = 1.0;
+  static constexpr int64_t total_iters = 5;
+  static constexpr int64_t last_epoch = -1;
+};
+
 /** lr *= gamma every step_size epochs. */
 class StepLR : public LRScheduler {
  public:
-  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1, int64_t last_epoch = -1);
+  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = SchedulerDefaults::gamma,
+         int64_t last_epoch = SchedulerDefaults::last_epoch);
 
  protected:
   std::vector<double> get_lr() override;
@@ -79,7 +90,8 @@ class StepLR : public LRScheduler {
 /** lr *= gamma at each milestone epoch (a milestone listed twice counts twice). */
 class MultiStepLR : public LRScheduler {
  public:
-  MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1, int64_t last_epoch = -1);
+  MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = SchedulerDefaults::gamma,
+              int64_t last_epoch = SchedulerDefaults::last_epoch);
 
  protected:
   std::vector<double> get_lr() override;
@@ -93,7 +105,7 @@ class MultiStepLR : public LRScheduler {
 /** lr *= gamma every epoch. */
 class ExponentialLR : public LRScheduler {
  public:
-  ExponentialLR(Optimizer& optimizer, double gamma, int64_t last_epoch = -1);
+  ExponentialLR(Optimizer& optimizer, double gamma, int64_t last_epoch = SchedulerDefaults::last_epoch);
 
  protected:
   std::vector<double> get_lr() override;
@@ -106,7 +118,8 @@ class ExponentialLR : public LRScheduler {
 /** Half a cosine from the base lr down to eta_min over T_max epochs (then back up). */
 class CosineAnnealingLR : public LRScheduler {
  public:
-  CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0.0, int64_t last_epoch = -1);
+  CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = SchedulerDefaults::eta_min,
+                    int64_t last_epoch = SchedulerDefaults::last_epoch);
 
  protected:
   std::vector<double> get_lr() override;
@@ -120,8 +133,9 @@ class CosineAnnealingLR : public LRScheduler {
 /** The lr factor goes linearly from start_factor to end_factor over total_iters epochs. */
 class LinearLR : public LRScheduler {
  public:
-  LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5,
-           int64_t last_epoch = -1);
+  LinearLR(Optimizer& optimizer, double start_factor = SchedulerDefaults::start_factor,
+           double end_factor = SchedulerDefaults::end_factor, int64_t total_iters = SchedulerDefaults::total_iters,
+           int64_t last_epoch = SchedulerDefaults::last_epoch);
 
  protected:
   std::vector<double> get_lr() override;
@@ -136,7 +150,7 @@ class LinearLR : public LRScheduler {
 class SequentialLR : public LRScheduler {
  public:
   SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
-               std::vector<int64_t> milestones, int64_t last_epoch = -1);
+               std::vector<int64_t> milestones, int64_t last_epoch = SchedulerDefaults::last_epoch);
   void step() override;
   SchedulerState state_dict() const override;
   void load_state_dict(const SchedulerState& state) override;
