@@ -110,7 +110,8 @@ Tensor as_tensor(nb::handle h) {
 }
 
 /** Any Python iterable of batches, re-iterated each epoch: (x, y) pairs (or x alone, for
- *  predict) of tensors or arrays. A DataLoader is one; so is a list of pairs. */
+ *  predict) of tensors or arrays, or dicts of them read in order. A DataLoader is one; so is
+ *  a list of pairs. */
 class PyBatches : public ug::data::BatchSource {
  public:
   PyBatches(nb::handle iterable, const char* who) : iterable_(nb::borrow(iterable)) {
@@ -126,8 +127,14 @@ class PyBatches : public ug::data::BatchSource {
       if (PyErr_Occurred()) throw nb::python_error();
       return std::nullopt;
     }
-    if (!PyTuple_Check(item.ptr()) && !PyList_Check(item.ptr())) return ug::data::Example{as_tensor(item)};
     ug::data::Example batch;
+    if (PyDict_Check(item.ptr())) {
+      // A dict batch (a pipeline from a dict): its fields in order, as MindSpore feeds a data
+      // set's columns ("data", "label") to the network and the loss.
+      for (auto [name, field] : nb::borrow<nb::dict>(item)) batch.push_back(as_tensor(field));
+      return batch;
+    }
+    if (!PyTuple_Check(item.ptr()) && !PyList_Check(item.ptr())) return ug::data::Example{as_tensor(item)};
     for (nb::handle field : item) batch.push_back(as_tensor(field));
     return batch;
   }
