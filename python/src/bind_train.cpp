@@ -222,7 +222,8 @@ void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle 
   else if (nb::isinstance<ug::optim::Optimizer>(optimizer))
     o.optimizer = nb::cast<std::shared_ptr<ug::optim::Optimizer>>(optimizer);
   else
-    ug::fail<ug::TypeError>("[compile] optimizer must be a name such as \"adam\" or a ug.optim optimizer, got ",
+    ug::fail<ug::TypeError>("[compile] optimizer must be a name such as \"adam\" or a ug.optimizers or ug.optim "
+                            "optimizer, got ",
                             nb::inst_name(optimizer).c_str());
   if (loss.is_none())
     ug::fail<ug::ValueError>("[compile] loss is required: a name such as \"sparse_categorical_crossentropy\" or a "
@@ -491,8 +492,9 @@ void bind_train(nb::module_& m) {
                        "loss"_a = nb::none(), "metrics"_a = nb::none(), nb::kw_only(), "learning_rate"_a = nb::none(),
                        "from_logits"_a = nb::none(), "clipnorm"_a = nb::none(), "clipvalue"_a = nb::none(),
                        "global_clipnorm"_a = nb::none(), "gradient_accumulation_steps"_a = 1,
-                       "Keras's compile: optimizer (a name or a ug.optim optimizer), loss (a name or loss(output, "
-                       "target)), metrics (names or metric(output, target)). Named losses take logits unless the "
+                       "Keras's compile: optimizer (a name such as \"adam\", Keras's optimizer of that name, or a "
+                       "ug.optimizers / ug.optim optimizer), loss (a name or loss(output, target)), metrics (names or "
+                       "metric(output, target)). Named losses take logits unless the "
                        "model ends in a Softmax/Sigmoid; from_logits overrides that.");
   nb::cpp_function_def(&fit, nb::scope(module_cls), nb::name("fit"), nb::is_method(), "x"_a = nb::none(),
                        "y"_a = nb::none(), "batch_size"_a = nb::none(), "epochs"_a = 1, "verbose"_a = "auto",
