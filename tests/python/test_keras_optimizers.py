@@ -160,6 +160,8 @@ def test_build_apply_gradients_and_the_training_loop():
     assert opt.learning_rate == 0.125
     state = opt.state_dict()
     again = ug.optimizers.SGD()
+    with pytest.raises(ValueError, match=r"\[SGD\] .* the optimizer has 0 \(a Keras optimizer needs build\(variables\) first\)"):
+        again.load_state_dict(state)
     again.build([w])
     again.load_state_dict(state)
     assert again.iterations == 1 and again.learning_rate == 0.125
