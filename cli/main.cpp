@@ -33,7 +33,7 @@ constexpr Command kCommands[] = {
      "  --model NAME        mlp (784-128-10), lenet or transformer (default mlp)\n"
      "  --epochs N          epochs to train in all (default 3)\n"
      "  --batch-size N      samples per step (default 64)\n"
-     "  --optimizer NAME    adam, adamw, sgd, rmsprop or adagrad (default adam)\n"
+     "  --optimizer NAME    Keras's adam, adamw, sgd, rmsprop or adagrad (default adam)\n"
      "  --lr X              learning rate (default: Keras's for the optimizer, adam 1e-3)\n"
      "  --schedule S        constant, step (x0.1 at 1/2 and 3/4 of the run) or cosine\n"
      "  --threads T         threads for the kernels (default: all cores)\n"

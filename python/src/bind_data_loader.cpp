@@ -229,8 +229,13 @@ void bind_data_loader(nb::module_& data) {
   nb::class_<BatchSource>(data, "BatchSource",
                           "Batches one pass at a time: what the training loop consumes (DataLoader, Pipeline).")
       .def("start_epoch", &BatchSource::start_epoch, "epoch"_a)
-      .def("next", [](BatchSource& s) { return without_gil([&] { return s.next(); }); },
-           "The next batch of the current pass, or None at its end.")
+      .def(
+          "next",
+          [](BatchSource& s) -> nb::object {
+            std::optional<Example> batch = without_gil([&] { return s.next(); });
+            return batch ? example_to_python(*batch, false) : nb::none();
+          },
+          "The next batch of the current pass (a list of tensors, or a dict when they are named), or None at its end.")
       .def("num_batches", &BatchSource::num_batches);
 
   nb::class_<LoaderIterator>(data, "_LoaderIterator")

@@ -1,5 +1,5 @@
 // ug.data's tf.data-style chain: from_tensor_slices((x, y)).shuffle(...).map(fn).batch(32)
-// .prefetch(AUTOTUNE). The steps are C++ (ug::data::Pipeline); this file adapts Python
+// .prefetch(AUTOTUNE), or from_tensor_slices({"data": x, "label": y}) with dict elements. The steps are C++ (ug::data::Pipeline); this file adapts Python
 // functions for map and iterates passes from Python.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/unique_ptr.h>
@@ -18,13 +18,16 @@ using ug::data::ElementStream;
 using ug::data::Example;
 using ug::data::Pipeline;
 
-/** A Python function of the element's fields (tf.data unpacks tuples), returning a tensor
- *  or a tuple of tensors. It runs on whichever thread pulls the element, with the GIL. */
+/** A Python function of the element's fields (tf.data unpacks tuples and passes a dict as
+ *  it is), returning a tensor, a tuple or a dict of tensors. It runs on whichever thread
+ *  pulls the element, with the GIL. */
 ug::data::MapFn map_fn_from_python(nb::handle fn) {
   if (!PyCallable_Check(fn.ptr())) ug::fail<ug::TypeError>("[map] expected a callable");
   return [f = std::make_shared<PyRef>(nb::borrow(fn))](Example e) {
     nb::gil_scoped_acquire gil;
-    return example_from_python(f->get()(*example_to_tuple(e)), "map: the function's result");
+    nb::object element = example_to_element(e);
+    nb::object result = e.names.empty() ? f->get()(*element) : f->get()(element);
+    return example_from_python(result, "map: the function's result");
   };
 }
 
@@ -36,10 +39,10 @@ class PipelineIterator {
   ~PipelineIterator() {
     without_gil([&] { pass_.reset(); });
   }
-  nb::tuple next() {
+  nb::object next() {
     std::optional<Example> e = without_gil([&] { return pass_ ? pass_->next() : std::nullopt; });
     if (!e) throw nb::stop_iteration();
-    return example_to_tuple(*e);
+    return example_to_element(*e);
   }
 
  private:
@@ -59,12 +62,12 @@ void bind_data_pipeline(nb::module_& data) {
 
   nb::class_<Pipeline, ug::data::BatchSource>(
       data, "Pipeline",
-      "A tf.data-style chain of steps over elements (tuples of tensors); each step returns a new Pipeline, and each "
-      "iteration is a fresh pass (reshuffled).")
+      "A tf.data-style chain of steps over elements (tuples of tensors, or dicts of them); each step returns a new "
+      "Pipeline, and each iteration is a fresh pass (reshuffled).")
       .def("shuffle", &Pipeline::shuffle, "buffer_size"_a, "seed"_a.none() = nb::none(),
            "Elements drawn at random from a buffer of the next buffer_size ones (tf.data's shuffle).")
       .def("map", [](const Pipeline& p, nb::handle fn) { return p.map(map_fn_from_python(fn)); }, "map_func"_a,
-           "map_func(*fields) applied to each element.")
+           "map_func(*fields) applied to each element; map_func(element) when the element is a dict.")
       .def("batch", &Pipeline::batch, "batch_size"_a, "drop_remainder"_a = false)
       .def("prefetch", &Pipeline::prefetch, "buffer_size"_a,
            "Elements prepared on a background thread, up to buffer_size ahead (AUTOTUNE: 4).")
@@ -83,7 +86,9 @@ void bind_data_pipeline(nb::module_& data) {
   data.def(
       "from_tensor_slices",
       [](nb::handle tensors) { return Pipeline::from_tensor_slices(example_from_python(tensors, "from_tensor_slices")); },
-      "tensors"_a, "A pipeline whose element i is (t[i] for t in tensors); tensors: a tensor or a tuple of them.");
+      "tensors"_a,
+      "A pipeline whose element i is (t[i] for t in tensors); tensors: a tensor, a tuple of them, or a dict name -> "
+      "tensor, whose elements (and batches) are dicts, as tf.data's and MindSpore's NumpySlicesDataset's.");
 }
 
 }  // namespace ugpy

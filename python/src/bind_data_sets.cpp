@@ -87,9 +87,9 @@ void bind_data_sets(nb::module_& data) {
       .def("__len__", &Dataset::size)
       .def("__getitem__",
            [](const Dataset& d, int64_t index) {
-             return example_to_tuple(d.get(normalize_index(index, d.size(), "Dataset")));
+             return example_to_element(d.get(normalize_index(index, d.size(), "Dataset")));
            },
-           "index"_a, "Sample `index` as a tuple of tensors.")
+           "index"_a, "Sample `index` as a tuple of tensors (a dict when its fields are named).")
       .def("__add__", [](nb::handle self, nb::handle other) {
         return std::make_shared<ug::data::ConcatDataset>(std::vector<std::shared_ptr<Dataset>>{
             dataset_from_python(self, "ConcatDataset"), dataset_from_python(other, "ConcatDataset")});

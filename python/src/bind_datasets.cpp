@@ -59,7 +59,7 @@ void bind_datasets(nb::module_& datasets) {
                nb::gil_scoped_release release;
                e = d.get(index);
              }
-             return example_to_tuple(e);
+             return example_to_element(e);
            },
            "index"_a)
       .def("get_batch",
@@ -70,7 +70,7 @@ void bind_datasets(nb::module_& datasets) {
                nb::gil_scoped_release release;
                e = d.get_batch(idx);
              }
-             return example_to_tuple(e);
+             return example_to_element(e);
            },
            "indices"_a, "(images (N, 1, 28, 28), labels (N,)) for the samples at indices, each transform run once.")
       .def_prop_ro("data", &FashionMNIST::data, "The images as stored: (N, 28, 28) uint8.")

@@ -459,14 +459,17 @@ void bind_nn(nb::module_& nn) {
       .def_prop_ro("in_features", &LinearImpl::in_features)
       .def_prop_ro("out_features", &LinearImpl::out_features);
   using ug::nn::DenseImpl;
-  nb::class_<DenseImpl, LinearImpl>(nn, "Dense", "Keras's Dense(units, activation): the input size comes from the first call.")
+  nb::class_<DenseImpl, LinearImpl>(nn, "Dense",
+                                     "Keras's Dense(units, activation): the input size comes from the first call. "
+                                     "flatten=True is Gluon's Dense: the dims after the first are flattened first.")
       .def("__init__",
            [](DenseImpl* d, int64_t units, std::optional<std::string> activation, std::optional<int64_t> input_dim,
-              bool use_bias, ug::DType dtype) {
-             new (d) DenseImpl(units, activation.value_or(""), input_dim.value_or(-1), use_bias, dtype);
+              bool use_bias, ug::DType dtype, bool flatten) {
+             new (d) DenseImpl(units, activation.value_or(""), input_dim.value_or(-1), use_bias, dtype, flatten);
            },
            "units"_a, "activation"_a = nb::none(), "input_dim"_a = nb::none(), "use_bias"_a = true,
-           "dtype"_a = ug::DType::Float32);
+           "dtype"_a = ug::DType::Float32, "flatten"_a = false)
+      .def_prop_ro("flatten", &DenseImpl::flatten);
   nb::class_<ug::nn::IdentityImpl, Module>(nn, "Identity")
       .def("__init__", [](ug::nn::IdentityImpl* i, nb::args, nb::kwargs) { new (i) ug::nn::IdentityImpl(); });
   nb::class_<ug::nn::FlattenImpl, Module>(nn, "Flatten")

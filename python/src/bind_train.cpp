@@ -110,7 +110,8 @@ Tensor as_tensor(nb::handle h) {
 }
 
 /** Any Python iterable of batches, re-iterated each epoch: (x, y) pairs (or x alone, for
- *  predict) of tensors or arrays. A DataLoader is one; so is a list of pairs. */
+ *  predict) of tensors or arrays, or dicts of them read in order. A DataLoader is one; so is
+ *  a list of pairs. */
 class PyBatches : public ug::data::BatchSource {
  public:
   PyBatches(nb::handle iterable, const char* who) : iterable_(nb::borrow(iterable)) {
@@ -126,8 +127,14 @@ class PyBatches : public ug::data::BatchSource {
       if (PyErr_Occurred()) throw nb::python_error();
       return std::nullopt;
     }
-    if (!PyTuple_Check(item.ptr()) && !PyList_Check(item.ptr())) return ug::data::Example{as_tensor(item)};
     ug::data::Example batch;
+    if (PyDict_Check(item.ptr())) {
+      // A dict batch (a pipeline from a dict): its fields in order, as MindSpore feeds a data
+      // set's columns ("data", "label") to the network and the loss.
+      for (auto [name, field] : nb::borrow<nb::dict>(item)) batch.push_back(as_tensor(field));
+      return batch;
+    }
+    if (!PyTuple_Check(item.ptr()) && !PyList_Check(item.ptr())) return ug::data::Example{as_tensor(item)};
     for (nb::handle field : item) batch.push_back(as_tensor(field));
     return batch;
   }
@@ -215,7 +222,8 @@ void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle 
   else if (nb::isinstance<ug::optim::Optimizer>(optimizer))
     o.optimizer = nb::cast<std::shared_ptr<ug::optim::Optimizer>>(optimizer);
   else
-    ug::fail<ug::TypeError>("[compile] optimizer must be a name such as \"adam\" or a ug.optim optimizer, got ",
+    ug::fail<ug::TypeError>("[compile] optimizer must be a name such as \"adam\" or a ug.optimizers or ug.optim "
+                            "optimizer, got ",
                             nb::inst_name(optimizer).c_str());
   if (loss.is_none())
     ug::fail<ug::ValueError>("[compile] loss is required: a name such as \"sparse_categorical_crossentropy\" or a "
@@ -484,8 +492,9 @@ void bind_train(nb::module_& m) {
                        "loss"_a = nb::none(), "metrics"_a = nb::none(), nb::kw_only(), "learning_rate"_a = nb::none(),
                        "from_logits"_a = nb::none(), "clipnorm"_a = nb::none(), "clipvalue"_a = nb::none(),
                        "global_clipnorm"_a = nb::none(), "gradient_accumulation_steps"_a = 1,
-                       "Keras's compile: optimizer (a name or a ug.optim optimizer), loss (a name or loss(output, "
-                       "target)), metrics (names or metric(output, target)). Named losses take logits unless the "
+                       "Keras's compile: optimizer (a name such as \"adam\", Keras's optimizer of that name, or a "
+                       "ug.optimizers / ug.optim optimizer), loss (a name or loss(output, target)), metrics (names or "
+                       "metric(output, target)). Named losses take logits unless the "
                        "model ends in a Softmax/Sigmoid; from_logits overrides that.");
   nb::cpp_function_def(&fit, nb::scope(module_cls), nb::name("fit"), nb::is_method(), "x"_a = nb::none(),
                        "y"_a = nb::none(), "batch_size"_a = nb::none(), "epochs"_a = 1, "verbose"_a = "auto",

@@ -22,6 +22,8 @@ void bind_nn_recurrent(nb::module_& nn);
 void bind_nn_conv(nb::module_& nn, nb::module_& functional);
 void bind_nn_functional(nb::module_& nn, nb::module_& functional);
 void bind_optim(nb::module_& optim);
+/** ug.optimizers: Keras's optimizers (after bind_optim: they derive from ug.optim.Optimizer). */
+void bind_optimizers(nb::module_& m);
 void bind_data(nb::module_& data);
 /** ug.models: the built-in architectures and save_model / load_model. */
 void bind_models(nb::module_& models);

@@ -11,14 +11,15 @@ namespace {
 
 std::string py_type_name(nb::handle h) { return nb::cast<std::string>(h.type().attr("__name__")); }
 
-ug::Tensor field_from_python(nb::handle h, const char* op, size_t field) {
+/** A field's value as a tensor; `field` names it in errors ("0", "'label'"). */
+ug::Tensor field_from_python(nb::handle h, const char* op, const std::string& field) {
   if (nb::isinstance<ug::Tensor>(h)) return nb::cast<ug::Tensor>(h);
   if (PyBool_Check(h.ptr())) return ug::scalar_tensor(h.ptr() == Py_True, {.dtype = ug::DType::Bool});
   if (PyLong_Check(h.ptr())) return ug::scalar_tensor(nb::cast<int64_t>(h), {.dtype = ug::DType::Int64});
   if (PyFloat_Check(h.ptr())) return ug::scalar_tensor(nb::cast<double>(h), {.dtype = ug::DType::Float64});
   if (nb::hasattr(h, "__array_interface__")) return tensor_from_data(h, std::nullopt, std::nullopt);
   ug::fail<ug::TypeError>("[", op, "] field ", field, " is a ", py_type_name(h),
-                          "; expected tensors, numbers or NumPy arrays (or a tuple of them)");
+                          "; expected tensors, numbers or NumPy arrays (or a tuple or dict of them)");
 }
 
 struct Registry {
@@ -35,26 +36,41 @@ Registry& registry() {
 
 ug::data::Example example_from_python(nb::handle value, const char* op, bool* single) {
   const bool sequence = nb::isinstance<nb::tuple>(value) || nb::isinstance<nb::list>(value);
-  if (single) *single = !sequence;
+  const bool dict = PyDict_Check(value.ptr());
+  if (single) *single = !sequence && !dict;
   ug::data::Example out;
-  if (!sequence) {
-    out.push_back(field_from_python(value, op, 0));
-    return out;
+  if (dict) {
+    for (auto [key, field] : nb::borrow<nb::dict>(value)) {
+      if (!PyUnicode_Check(key.ptr()))
+        ug::fail<ug::TypeError>("[", op, "] a dict's keys name its fields and must be strings, got a ", py_type_name(key));
+      const std::string name = nb::cast<std::string>(key);
+      out.push_back(field_from_python(field, op, "'" + name + "'"));
+      out.names.push_back(name);
+    }
+  } else if (sequence) {
+    size_t i = 0;
+    for (nb::handle field : value) out.push_back(field_from_python(field, op, std::to_string(i++)));
+  } else {
+    out.push_back(field_from_python(value, op, "0"));
   }
-  size_t i = 0;
-  for (nb::handle field : value) out.push_back(field_from_python(field, op, i++));
   if (out.empty()) ug::fail("[", op, "] expected at least one field, got an empty ", py_type_name(value));
   return out;
 }
 
 nb::object example_to_python(const ug::data::Example& e, bool single) {
+  if (!e.names.empty()) return example_to_element(e);
   if (single && e.size() == 1) return nb::cast(e[0]);
   nb::list out;
   for (const ug::Tensor& t : e) out.append(nb::cast(t));
   return out;
 }
 
-nb::tuple example_to_tuple(const ug::data::Example& e) {
+nb::object example_to_element(const ug::data::Example& e) {
+  if (!e.names.empty()) {
+    nb::dict out;
+    for (size_t i = 0; i < e.size(); ++i) out[e.names[i].c_str()] = nb::cast(e[i]);
+    return out;
+  }
   nb::list fields;
   for (const ug::Tensor& t : e) fields.append(nb::cast(t));
   return nb::tuple(fields);

@@ -11,14 +11,16 @@
 namespace ugpy {
 
 /** A sample or batch from Python as fields: a tuple or list of tensors, numbers (bool ->
- *  bool, int -> int64, float -> float64, as torch's default_collate) and NumPy arrays, or one
- *  such value alone (then `single` is set when given). Anything else raises TypeError
- *  naming `op` and the field. Needs the GIL. */
+ *  bool, int -> int64, float -> float64, as torch's default_collate) and NumPy arrays, a dict
+ *  of them (named fields, in the dict's order), or one such value alone (then `single` is set
+ *  when given). Anything else raises TypeError naming `op` and the field. Needs the GIL. */
 ug::data::Example example_from_python(nb::handle value, const char* op, bool* single = nullptr);
-/** A batch for Python: the tensor alone when `single`, else a list of tensors. */
+/** A batch for Python: a dict when the fields are named, else the tensor alone when
+ *  `single`, else a list of tensors. */
 nb::object example_to_python(const ug::data::Example& e, bool single);
-/** A sample's or element's fields as a tuple of tensors (dataset[i], a pipeline's elements). */
-nb::tuple example_to_tuple(const ug::data::Example& e);
+/** A sample's or element's fields (dataset[i], a pipeline's elements): a dict when they are
+ *  named, else a tuple of tensors. */
+nb::object example_to_element(const ug::data::Example& e);
 
 /** A Python object that any thread may drop: it takes the GIL to let go of it. */
 class PyRef {

@@ -83,6 +83,8 @@ NB_MODULE(_C, m) {
   functional.attr("pad") = m.attr("pad");  // torch.nn.functional.pad is torch's pad
   nb::module_ optim = m.def_submodule("optim", "optimizers and learning-rate schedules");
   ugpy::bind_optim(optim);
+  nb::module_ optimizers = m.def_submodule("optimizers", "Keras's optimizers (keras.optimizers)");
+  ugpy::bind_optimizers(optimizers);
   nb::module_ data = m.def_submodule("data", "data sets and their readers");
   ugpy::bind_data(data);
   ugpy::bind_data_sets(data);

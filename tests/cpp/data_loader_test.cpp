@@ -452,4 +452,31 @@ TEST(Pipeline, MapAndPrefetch) {
   EXPECT_THROW(failing.next(), ug::ValueError);
 }
 
+TEST(Pipeline, DictSlicesKeepTheirNamesThroughShuffleAndBatch) {
+  Tensor x = ug::arange(10), y = ug::arange(10) * 2;
+  auto p = data::Pipeline::from_tensor_slices({{"data", x}, {"label", y}});
+  p.start_epoch(0);
+  std::optional<data::Example> first = p.next();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->names, (std::vector<std::string>{"data", "label"}));
+  EXPECT_EQ(first->field("label").item<int64_t>(), 0);
+  EXPECT_THROW(first->field("image"), ug::IndexError);
+
+  auto batches = p.shuffle(10, 0).batch(4);
+  batches.start_epoch(0);
+  int64_t seen = 0;
+  while (std::optional<data::Example> b = batches.next()) {
+    EXPECT_EQ(b->names, (std::vector<std::string>{"data", "label"}));
+    EXPECT_EQ(values(b->field("label")), values(b->field("data") * 2));  // rows stay together
+    seen += b->field("data").size(0);
+  }
+  EXPECT_EQ(seen, 10);
+
+  data::Example renamed({ug::ones({2})}, {"label"});
+  EXPECT_THROW(data::default_collate({*first, renamed}), ug::ValueError);
+  EXPECT_THROW(data::Example({x}, {"a", "b"}), ug::ValueError);
+  EXPECT_THROW(data::Example({x, y}, {"a", "a"}), ug::ValueError);
+  EXPECT_THROW(data::Pipeline::from_tensor_slices({{"data", x}, {"label", ug::arange(3)}}), ug::ValueError);
+}
+
 }  // namespace

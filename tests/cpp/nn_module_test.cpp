@@ -153,5 +153,19 @@ TEST(NnModule, InitialisersFollowTheirFormulas) {
   EXPECT_DOUBLE_EQ(nn::init::calculate_gain("tanh"), 5.0 / 3);
 }
 
+TEST(NnModule, DenseFlattenIsGluonsDense) {
+  manual_seed(0);
+  Tensor images = randn({2, 1, 28, 28});
+  nn::Dense keras(10), gluon(10, "", -1, true, float32, /*flatten=*/true);
+  EXPECT_EQ(keras(images).shape(), (Shape{2, 1, 28, 10}));  // Keras maps the last dim
+  Tensor y = gluon(images);
+  EXPECT_EQ(y.shape(), (Shape{2, 10}));
+  EXPECT_EQ(gluon->weight().shape(), (Shape{10, 784}));
+  EXPECT_TRUE(allclose(y, images.reshape({2, 784}).matmul(gluon->weight().t()) + gluon->bias()));
+  nn::Dense column(10, "", -1, true, float32, /*flatten=*/true);
+  EXPECT_EQ(column(ones({3})).shape(), (Shape{3, 10}));  // a 1-D batch: 3 inputs of size 1, as Gluon
+  EXPECT_THROW(column(ones({})), ValueError);
+}
+
 }  // namespace
 }  // namespace ug

@@ -108,6 +108,74 @@ TEST(Optim, RejectsUnsupportedDtype) {
   EXPECT_THROW(opt.step(), ug::TypeError);
 }
 
+// Keras's rules, one or two steps worked out from keras/src/optimizers/*.py; the step-by-step
+// comparison with Keras itself is tests/python/test_keras_optimizers.py.
+TEST(KerasOptim, AdamAddsEpsilonBeforeTheBiasCorrection) {
+  Tensor w = param({0.0, 0.0});
+  optim::keras::Adam opt(optim::keras::AdamOptions(0.01));
+  opt.apply_gradients({{ug::tensor({1e-6, -2.0}, {.dtype = ug::float64}), w}});
+  EXPECT_TRUE(opt.built());
+  EXPECT_EQ(opt.iterations(), 1);
+  // m = 0.1 g, v = 0.001 g^2, alpha = lr sqrt(1 - 0.999) / (1 - 0.9), w -= alpha m / (sqrt(v) + 1e-7)
+  const double alpha = 0.01 * std::sqrt(1 - 0.999) / (1 - 0.9);
+  for (size_t i = 0; i < 2; ++i) {
+    const double g = i == 0 ? 1e-6 : -2.0;
+    EXPECT_NEAR(values(w)[i], -alpha * 0.1 * g / (std::sqrt(0.001 * g * g) + 1e-7), 1e-15);
+  }
+  EXPECT_EQ(values(opt.state(w).at("velocity")), (std::vector<double>{1e-6 * 1e-6 * (1 - 0.999), 4.0 * (1 - 0.999)}));
+}
+
+TEST(KerasOptim, SgdRmspropAdagradByHand) {
+  Tensor a = param({1.0}), b = param({1.0}), c = param({1.0});
+  optim::keras::SGD sgd(optim::keras::SGDOptions(0.1).momentum(0.9).weight_decay(0.5));
+  optim::keras::RMSprop rms(optim::keras::RMSpropOptions(0.1));
+  optim::keras::Adagrad ada(optim::keras::AdagradOptions(0.1));
+  sgd.build({a});
+  rms.build({b});
+  ada.build({c});
+  for (Tensor* t : {&a, &b, &c}) t->set_grad(ug::tensor({2.0}, {.dtype = ug::float64}));
+  sgd.step();
+  rms.step();
+  ada.step();
+  // SGD: a -= a * 0.5 * 0.1 (decay), m = -0.1 * 2, a += m.
+  EXPECT_NEAR(values(a)[0], 0.95 - 0.2, 1e-15);
+  EXPECT_NEAR(values(sgd.state(a).at("momentum"))[0], -0.2, 1e-15);
+  sgd.step();  // decay again; m = 0.9 * -0.2 - 0.2
+  EXPECT_NEAR(values(a)[0], 0.75 * 0.95 - 0.38, 1e-15);
+  // RMSprop: v = 0.1 * 4, b -= 0.1 * 2 / sqrt(v + 1e-7).
+  EXPECT_NEAR(values(b)[0], 1 - 0.2 / std::sqrt(0.4 + 1e-7), 1e-15);
+  // Adagrad: acc = 0.1 + 4, c -= 0.1 * 2 / sqrt(acc + 1e-7).
+  EXPECT_NEAR(values(c)[0], 1 - 0.2 / std::sqrt(4.1 + 1e-7), 1e-15);
+  EXPECT_EQ(sgd.iterations(), 2);
+}
+
+TEST(KerasOptim, OneIterationCountAndBuildOnce) {
+  Tensor a = param({1.0}), b = param({1.0});
+  optim::keras::Adam opt;
+  EXPECT_THROW(opt.step(), ug::RuntimeError);  // no variables yet
+  opt.build({a, b});
+  opt.build({param({5.0})});  // built already: ignored, as in Keras
+  EXPECT_EQ(opt.param_groups().front().params().size(), 2u);
+  a.set_grad(ug::tensor({1.0}, {.dtype = ug::float64}));
+  opt.step();
+  opt.step();  // b has had no gradient so far
+  b.set_grad(ug::tensor({1.0}, {.dtype = ug::float64}));
+  opt.step();
+  EXPECT_EQ(opt.iterations(), 3);
+  EXPECT_EQ(opt.state(b).at("step").item<double>(), 3);  // Keras's step 3, not b's first
+  EXPECT_THROW(optim::keras::Adam(optim::keras::AdamOptions().clipnorm(1.0).clipvalue(1.0)), ug::ValueError);
+  EXPECT_THROW(optim::keras::SGD(optim::keras::SGDOptions().momentum(2)), ug::ValueError);
+  EXPECT_EQ(static_cast<optim::Hyper>(optim::keras::AdamWOptions()).at("weight_decay"), optim::HyperValue(0.004));
+}
+
+TEST(KerasOptim, ClipnormScalesEachGradient) {
+  Tensor w = param({0.0, 0.0});
+  optim::keras::SGD opt(optim::keras::SGDOptions(1.0).clipnorm(1.0));
+  opt.apply_gradients({{ug::tensor({3.0, 4.0}, {.dtype = ug::float64}), w}});  // norm 5 -> 1
+  EXPECT_NEAR(values(w)[0], -0.6, 1e-15);
+  EXPECT_NEAR(values(w)[1], -0.8, 1e-15);
+}
+
 TEST(LrScheduler, WarmupThenCosine) {
   Tensor w = param({0.0});
   optim::SGD opt({w}, optim::SGDOptions(1.0));

@@ -128,13 +128,15 @@ TEST(Train, FitEqualsTheHandWrittenLoopBitForBit) {
   }
 }
 
-TEST(Train, NamedAdamAndLossEqualTorchStyleLoop) {
+TEST(Train, NamedAdamIsKerassAdam) {
   Batches data = classification_data(4, 8);
   nn::Sequential a = mlp(), b = mlp();
   train::Trainer trainer(a);
   trainer.compile({.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});  // logits: no softmax at the end
   trainer.fit(data, {.epochs = 2, .verbose = 0});
-  optim::Adam opt(b->parameters(), optim::AdamOptions(1e-3));
+  EXPECT_NE(dynamic_cast<optim::keras::Adam*>(&trainer.optimizer()), nullptr);
+  optim::keras::Adam opt;
+  opt.build(b->parameters());
   for (int epoch = 0; epoch < 2; ++epoch)
     for (const auto& xy : data.all()) {
       F::cross_entropy(b(xy[0]), xy[1]).backward();

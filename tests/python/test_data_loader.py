@@ -663,3 +663,104 @@ def test_interpreter_exit_with_workers_running():
     out = subprocess.run([sys.executable, "-c", EXIT_SCRIPT], capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+# ---- dict elements: tf.data's from_tensor_slices(dict), MindSpore's NumpySlicesDataset --------
+
+
+def tf_numpy(element):
+    return {k: v.numpy() for k, v in element.items()}
+
+
+def ug_numpy(element):
+    return {k: v.numpy() for k, v in element.items()}
+
+
+def assert_same_elements(ours, reference):
+    ours, reference = list(ours), list(reference)
+    assert len(ours) == len(reference)
+    for o, r in zip(ours, reference):
+        assert isinstance(o, dict) and list(o) == list(r)  # the dict's own order, as tf keeps it
+        for k in r:
+            assert o[k].numpy().dtype == r[k].dtype and o[k].shape == r[k].shape, k
+            np.testing.assert_array_equal(o[k].numpy(), r[k], err_msg=k)
+
+
+def test_from_tensor_slices_of_a_dict_is_tf_datas(tf):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((10, 3)).astype(np.float32), np.arange(10)
+    reference = tf.data.Dataset.from_tensor_slices({"label": y, "data": x})
+    ours = D.from_tensor_slices({"label": ug.tensor(y), "data": ug.tensor(x)})
+    assert len(ours) == int(reference.cardinality())
+    assert_same_elements(ours, map(tf_numpy, reference))
+    # batch stacks each field: a dict of batched tensors, the last one shorter.
+    assert_same_elements(ours.batch(4), map(tf_numpy, reference.batch(4)))
+    assert_same_elements(ours.batch(4, drop_remainder=True), map(tf_numpy, reference.batch(4, drop_remainder=True)))
+    # map gets the dict as one argument and may return a dict or a tuple.
+    doubled = ours.map(lambda d: {"data": d["data"] * 2, "label": d["label"]})
+    assert_same_elements(doubled, map(tf_numpy, reference.map(lambda d: {"data": d["data"] * 2, "label": d["label"]})))
+    pairs = list(ours.map(lambda d: (d["data"], d["label"])).batch(5))
+    ref_pairs = list(reference.map(lambda d: (d["data"], d["label"])).batch(5))
+    assert all(isinstance(p, tuple) for p in pairs)
+    for (a, b), (ra, rb) in zip(pairs, ref_pairs):
+        np.testing.assert_array_equal(a.numpy(), ra.numpy())
+        np.testing.assert_array_equal(b.numpy(), rb.numpy())
+    # NumPy arrays straight in, as MindSpore's NumpySlicesDataset takes them.
+    assert_same_elements(D.from_tensor_slices({"label": y, "data": x}), map(tf_numpy, reference))
+
+
+def test_dict_elements_shuffle_prefetch_and_repeat_keep_rows_together():
+    x = ug.arange(20).float() * 10
+    p = D.from_tensor_slices({"data": x, "label": ug.arange(20)})
+    seen = []
+    for b in p.shuffle(20, seed=0).batch(8).prefetch(D.AUTOTUNE).repeat(2):
+        assert list(b) == ["data", "label"]
+        assert b["data"].tolist() == (b["label"] * 10).float().tolist()
+        seen += b["label"].tolist()
+    assert sorted(seen) == sorted(list(range(20)) * 2)
+
+
+def test_dict_element_errors_name_the_field():
+    with pytest.raises(ValueError, match=r"\[from_tensor_slices\] the tensors' first dimensions differ: 'data' has "
+                                         r"shape \[4\], 'label' has shape \[3\]"):
+        D.from_tensor_slices({"data": ug.ones(4), "label": ug.ones(3)})
+    with pytest.raises(ValueError, match=r"'label' is a scalar"):
+        D.from_tensor_slices({"data": ug.ones(4), "label": ug.tensor(1.0)})
+    with pytest.raises(TypeError, match=r"\[from_tensor_slices\] field 'data' is a str"):
+        D.from_tensor_slices({"data": "images"})
+    with pytest.raises(TypeError, match=r"a dict's keys name its fields and must be strings, got a int"):
+        D.from_tensor_slices({0: ug.ones(4)})
+
+
+class NamedSamples(D.Dataset):
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        return {"data": ug.tensor([float(i), 2.0 * i]), "label": i}
+
+
+class TorchNamedSamples(tud.Dataset):
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        return {"data": torch.tensor([float(i), 2.0 * i]), "label": i}
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_dataloader_collates_dict_samples_as_torch(num_workers):
+    ours = list(D.DataLoader(NamedSamples(), batch_size=4, num_workers=num_workers))
+    reference = list(tud.DataLoader(TorchNamedSamples(), batch_size=4))
+    assert len(ours) == len(reference)
+    for o, r in zip(ours, reference):
+        assert list(o) == list(r)
+        for k in r:
+            assert o[k].numpy().dtype == r[k].numpy().dtype
+            np.testing.assert_array_equal(o[k].numpy(), r[k].numpy())
+    for b in D.DataLoader(NamedSamples(), batch_size=3, shuffle=True, seed=0):
+        assert b["data"][:, 0].tolist() == b["label"].float().tolist()
+    assert D.default_collate([{"a": 1}, {"a": 2}])["a"].tolist() == [1, 2]
+    with pytest.raises(ValueError, match=r"\[default_collate\] sample 1 of the batch has the fields \(b\), sample 0 has "
+                                         r"\(a\)"):
+        D.default_collate([{"a": 1}, {"b": 2}])

@@ -71,11 +71,24 @@ def test_fit_equals_the_hand_written_loop_bit_for_bit(data):
     assert a.training
 
 
-def test_named_optimizer_and_loss_equal_adam_and_cross_entropy():
+def test_named_optimizer_and_loss_equal_kerass_adam_and_cross_entropy():
     a, b = mlp_pair()
     a.compile(optimizer="adam", loss="sparse_categorical_crossentropy")  # logits: no softmax at the end
     a.fit(X, Y, batch_size=32, epochs=2, shuffle=False, verbose=0)
-    manual_fit(b, ug.optim.Adam(b.parameters(), lr=1e-3), ug.nn.functional.cross_entropy, batches_of(X, Y, 32), 2)
+    adam = ug.optimizers.Adam()  # Keras's Adam, as "adam" names in Keras
+    adam.build(list(b.parameters()))
+    manual_fit(b, adam, ug.nn.functional.cross_entropy, batches_of(X, Y, 32), 2)
+    for pa, pb in zip(params(a), params(b)):
+        np.testing.assert_array_equal(pa, pb)
+
+
+def test_fit_reads_a_dict_pipeline_in_order_as_mindspore():
+    # MindSpore's Model.train feeds a data set's columns ("data", "label") in order.
+    a, b = mlp_pair()
+    for m in (a, b):
+        m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    a.fit(ug.data.from_tensor_slices({"data": X, "label": Y}).batch(16), epochs=2, verbose=0)
+    b.fit(ug.data.from_tensor_slices((X, Y)).batch(16), epochs=2, verbose=0)
     for pa, pb in zip(params(a), params(b)):
         np.testing.assert_array_equal(pa, pb)
 

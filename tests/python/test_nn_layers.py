@@ -313,3 +313,25 @@ def test_lenet_matches_torch():
     # twins compare in float64; the float32 kernels have their own tests (test_conv, test_nn_functional).
     u, t = twins(make(ug).double(), make(torch).double())
     check_layer(u, t, rand(4, 1, 28, 28, dtype=np.float64), n=5000)
+
+
+def test_dense_flatten_is_gluons_dense():
+    # Gluon's Dense(units, flatten=True) collapses every dim after the first, then is Linear.
+    x = rand(2, 1, 28, 28)
+    gluon = ug.nn.Dense(10, flatten=True)
+    out = gluon(ug.tensor(x))
+    assert out.shape == (2, 10) and gluon.weight.shape == (10, 784)
+    linear = torch.nn.Linear(784, 10)
+    with torch.no_grad():
+        linear.weight.copy_(torch.tensor(to_np(gluon.weight)))
+        linear.bias.copy_(torch.tensor(to_np(gluon.bias)))
+    assert_close(to_np(out), to_np(linear(torch.flatten(torch.tensor(x), 1))), n=784)
+    assert gluon.flatten and "flatten=True" in repr(gluon)
+    assert ug.nn.Dense(10)(ug.tensor(x)).shape == (2, 1, 28, 10)  # Keras's Dense maps the last dim
+    assert ug.nn.Dense(3, flatten=True)(ug.ones(4)).shape == (4, 3)  # Gluon: 4 inputs of size 1
+    net = ug.nn.Sequential(ug.nn.Dense(128, activation="relu", flatten=True), ug.nn.Dense(10))
+    assert net(ug.tensor(x)).shape == (2, 10)
+    with pytest.raises(ValueError, match=r"\[Dense\] expected 784 features after flattening .* got shape \[2, 3, 5\]"):
+        gluon(ug.ones(2, 3, 5))
+    with pytest.raises(ValueError, match=r"\[Dense\] flatten=True needs a batch dim first, got a scalar"):
+        ug.nn.Dense(3, flatten=True)(ug.tensor(1.0))

@@ -45,6 +45,8 @@ def test_the_package_ships_stubs_that_parse():
     assert {"register_forward_hook", "forward", "state_dict"} <= set(methods(find_class(nn, "Module")))
     sgd = methods(find_class(stub("optim", "__init__.pyi"), "SGD"))["__init__"]
     assert "lr" in argument_names(sgd)
+    keras_adam = methods(find_class(stub("optimizers.pyi"), "Adam"))["__init__"]
+    assert argument_names(keras_adam)[:5] == ["self", "learning_rate", "beta_1", "beta_2", "epsilon"]
 
 
 def test_docstrings_name_the_arguments():
@@ -57,4 +59,7 @@ def test_docstrings_name_the_arguments():
     assert "lr: float = 0.001" in ug.optim.SGD.__init__.__doc__
     assert "weight_decay: float = 0.01" in ug.optim.AdamW.__init__.__doc__
     assert "betas: tuple[float, float] = (0.9, 0.999)" in ug.optim.Adam.__init__.__doc__
+    # ug.optimizers' are Keras's: epsilon 1e-7, AdamW's decay 0.004.
+    assert "epsilon: float = 1e-07" in ug.optimizers.Adam.__init__.__doc__
+    assert "weight_decay: float = 0.004" in ug.optimizers.AdamW.__init__.__doc__
     assert "min_lr: object = 0.0" in ug.optim.lr_scheduler.ReduceLROnPlateau.__init__.__doc__

@@ -7,14 +7,30 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ug/core/tensor.h"
 
 namespace ug::data {
 
-/** One sample's fields (e.g. {image, label}), or one batch's, each stacked along a new dim 0. */
-using Example = std::vector<Tensor>;
+/** One sample's fields (e.g. {image, label}), or one batch's, each stacked along a new dim 0.
+ *  The fields may be named, as a dict sample in torch or an element of tf.data's
+ *  from_tensor_slices({"data": x, "label": y}): `names` then has one name per field, in
+ *  order; it is empty for a plain tuple. The fields keep their order either way, so a
+ *  training loop reads a named (data, label) pair as (x, y), as MindSpore reads columns. */
+struct Example : std::vector<Tensor> {
+  using std::vector<Tensor>::vector;
+  Example() = default;
+  Example(std::vector<Tensor> fields) : std::vector<Tensor>(std::move(fields)) {}
+  /** Named fields; as many names as fields, each once (ValueError otherwise). */
+  Example(std::vector<Tensor> fields, std::vector<std::string> names);
+
+  /** The field called `name` (IndexError when there is none). */
+  const Tensor& field(const std::string& name) const;
+
+  std::vector<std::string> names;
+};
 
 /** A map-style data set: a known number of samples, each read by index. */
 class Dataset {

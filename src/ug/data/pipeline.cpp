@@ -2,8 +2,14 @@
 
 namespace ug::data {
 
-Pipeline Pipeline::from_tensor_slices(std::vector<Tensor> tensors) {
-  return Pipeline(tensor_slices_node(std::move(tensors)));
+Pipeline Pipeline::from_tensor_slices(Example tensors) { return Pipeline(tensor_slices_node(std::move(tensors))); }
+Pipeline Pipeline::from_tensor_slices(const OrderedDict<Tensor>& named) {
+  Example tensors;
+  for (const auto& [name, t] : named) {
+    tensors.push_back(t);
+    tensors.names.push_back(name);
+  }
+  return from_tensor_slices(std::move(tensors));
 }
 Pipeline Pipeline::shuffle(int64_t buffer_size, std::optional<uint64_t> seed) const {
   return Pipeline(shuffle_node(node_, buffer_size, seed));

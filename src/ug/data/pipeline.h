@@ -1,10 +1,12 @@
 // A tf.data-style chain: Pipeline::from_tensor_slices({x, y}).shuffle(1000).map(f)
-// .batch(32).prefetch(AUTOTUNE). Each step returns a new Pipeline; the description never
+// .batch(32).prefetch(AUTOTUNE), or from_tensor_slices({{"data", x}, {"label", y}}), whose
+// elements and batches have named fields. Each step returns a new Pipeline; the description never
 // changes, and each pass (start_epoch) runs over it afresh, so shuffles differ per pass
 // (tf's reshuffle_each_iteration) and depend on (seed, epoch) when seeded. After .batch it
 // is a BatchSource like DataLoader.
 #pragma once
 
+#include "ug/core/ordered_dict.h"
 #include "ug/data/pipeline_nodes.h"
 
 namespace ug::data {
@@ -15,8 +17,10 @@ inline constexpr int64_t AUTOTUNE = -1;
 
 class Pipeline : public BatchSource {
  public:
-  /** Element i is (t[i] for t in tensors). */
-  static Pipeline from_tensor_slices(std::vector<Tensor> tensors);
+  /** Element i is (t[i] for t in tensors), its fields named as the tensors are (if they are). */
+  static Pipeline from_tensor_slices(Example tensors);
+  /** tf.data's dict form: element i is {name: t[i]}, the names in the given order. */
+  static Pipeline from_tensor_slices(const OrderedDict<Tensor>& named);
 
   /** Elements drawn at random from a buffer of the next buffer_size ones. */
   Pipeline shuffle(int64_t buffer_size, std::optional<uint64_t> seed = std::nullopt) const;

@@ -64,20 +64,23 @@ constexpr int64_t kAutotunePrefetch = 4;
 
 }  // namespace
 
-NodePtr tensor_slices_node(std::vector<Tensor> tensors) {
+NodePtr tensor_slices_node(Example tensors) {
   if (tensors.empty()) fail("[from_tensor_slices] expected at least one tensor");
-  for (const Tensor& t : tensors)
-    if (t.dim() == 0) fail("[from_tensor_slices] every tensor needs a first dimension (got a scalar)");
+  auto label = [&](size_t i) { return tensors.names.empty() ? "tensor " + std::to_string(i) : "'" + tensors.names[i] + "'"; };
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].dim() == 0) fail("[from_tensor_slices] every tensor needs a first dimension; ", label(i), " is a scalar");
   const int64_t n = tensors[0].size(0);
-  for (const Tensor& t : tensors)
-    if (t.size(0) != n)
-      fail("[from_tensor_slices] the tensors' first dimensions differ: ", n, " and ", t.size(0));
+  for (size_t i = 1; i < tensors.size(); ++i)
+    if (tensors[i].size(0) != n)
+      fail("[from_tensor_slices] the tensors' first dimensions differ: ", label(0), " has shape ", tensors[0].shape(), ", ",
+           label(i), " has shape ", tensors[i].shape());
   return node(
       [tensors, n](uint64_t) {
         return stream([tensors, n, i = int64_t{0}]() mutable -> std::optional<Example> {
           if (i >= n) return std::nullopt;
           Example e;
           for (const Tensor& t : tensors) e.push_back(t.select(0, i));
+          e.names = tensors.names;
           ++i;
           return e;
         });

@@ -32,7 +32,7 @@ using NodePtr = std::shared_ptr<const PipelineNode>;
 /** A per-element function: the element's fields in, the new element's fields out. */
 using MapFn = std::function<Example(Example)>;
 
-NodePtr tensor_slices_node(std::vector<Tensor> tensors);
+NodePtr tensor_slices_node(Example tensors);
 NodePtr shuffle_node(NodePtr input, int64_t buffer_size, std::optional<uint64_t> seed);
 NodePtr map_node(NodePtr input, MapFn fn);
 NodePtr batch_node(NodePtr input, int64_t batch_size, bool drop_remainder);

@@ -160,6 +160,158 @@ UG_INLINE void adagrad_impl(const AdagradArgs<T>& a, int64_t begin, int64_t end)
     adagrad_loop<T, false>(a, begin, end);
 }
 
+// ---- Keras ---------------------------------------------------------------------------------
+
+/** Keras's decoupled weight decay: var - var * wd * lr, in that order. */
+template <class T>
+UG_INLINE T keras_decay(T p, T wd, T lr) {
+  return p - (p * wd) * lr;
+}
+
+template <class T, bool WD, int Mode>  // Mode 0: no momentum, 1: momentum, 2: Nesterov
+UG_INLINE void keras_sgd_loop(const KerasSgdArgs<T>& a, int64_t begin, int64_t end) {
+  T* __restrict p = a.param;
+  const T* __restrict gr = a.grad;
+  T* __restrict m = a.momentum_buffer;
+  const T lr = T(a.lr), mom = T(a.momentum), wd = T(a.weight_decay);
+  for (int64_t i = begin; i < end; ++i) {
+    T pi = p[i];
+    if constexpr (WD) pi = keras_decay(pi, wd, lr);
+    const T g = gr[i];
+    if constexpr (Mode == 0) {
+      pi = pi - g * lr;
+    } else {
+      // Keras's buffer is the step itself, lr included (torch's leaves lr out).
+      const T mi = m[i] * mom - g * lr;
+      m[i] = mi;
+      pi = Mode == 2 ? pi + (mi * mom - g * lr) : pi + mi;
+    }
+    p[i] = pi;
+  }
+}
+
+template <class T>
+UG_INLINE void keras_sgd_impl(const KerasSgdArgs<T>& a, int64_t begin, int64_t end) {
+  const int mode = a.momentum_buffer == nullptr ? 0 : a.nesterov ? 2 : 1;
+  if (a.weight_decay != 0) {
+    if (mode == 0) keras_sgd_loop<T, true, 0>(a, begin, end);
+    if (mode == 1) keras_sgd_loop<T, true, 1>(a, begin, end);
+    if (mode == 2) keras_sgd_loop<T, true, 2>(a, begin, end);
+  } else {
+    if (mode == 0) keras_sgd_loop<T, false, 0>(a, begin, end);
+    if (mode == 1) keras_sgd_loop<T, false, 1>(a, begin, end);
+    if (mode == 2) keras_sgd_loop<T, false, 2>(a, begin, end);
+  }
+}
+
+template <class T, bool WD, bool AMS>
+UG_INLINE void keras_adam_loop(const KerasAdamArgs<T>& a, int64_t begin, int64_t end) {
+  T* __restrict p = a.param;
+  const T* __restrict gr = a.grad;
+  T* __restrict m = a.momentum;
+  T* __restrict v = a.velocity;
+  T* __restrict vhat = a.velocity_hat;
+  const T lr = T(a.lr), step = T(a.step), wd = T(a.weight_decay), eps = T(a.epsilon);
+  const T w1 = T(1 - a.beta_1), w2 = T(1 - a.beta_2);
+  // The bias corrections fold into the step size; epsilon is added to the uncorrected sqrt(v).
+  const T alpha = lr * std::sqrt(T(1) - std::pow(T(a.beta_2), step)) / (T(1) - std::pow(T(a.beta_1), step));
+  for (int64_t i = begin; i < end; ++i) {
+    T pi = p[i];
+    if constexpr (WD) pi = keras_decay(pi, wd, lr);
+    const T g = gr[i];
+    const T mi = m[i] + (g - m[i]) * w1;
+    T vi = v[i] + (g * g - v[i]) * w2;
+    m[i] = mi;
+    v[i] = vi;
+    if constexpr (AMS) vi = vhat[i] = std::max(vhat[i], vi);
+    p[i] = pi - (mi * alpha) / (std::sqrt(vi) + eps);
+  }
+}
+
+template <class T>
+UG_INLINE void keras_adam_impl(const KerasAdamArgs<T>& a, int64_t begin, int64_t end) {
+  const bool wd = a.weight_decay != 0, ams = a.velocity_hat != nullptr;
+  if (wd && ams) keras_adam_loop<T, true, true>(a, begin, end);
+  if (wd && !ams) keras_adam_loop<T, true, false>(a, begin, end);
+  if (!wd && ams) keras_adam_loop<T, false, true>(a, begin, end);
+  if (!wd && !ams) keras_adam_loop<T, false, false>(a, begin, end);
+}
+
+template <class T, bool WD, bool CENTERED, bool MOM>
+UG_INLINE void keras_rmsprop_loop(const KerasRmspropArgs<T>& a, int64_t begin, int64_t end) {
+  T* __restrict p = a.param;
+  const T* __restrict gr = a.grad;
+  T* __restrict v = a.velocity;
+  T* __restrict m = a.momentum_buffer;
+  T* __restrict ga = a.average_gradient;
+  const T lr = T(a.lr), rho = T(a.rho), w = T(1 - a.rho), mom = T(a.momentum), eps = T(a.epsilon);
+  const T wd = T(a.weight_decay);
+  for (int64_t i = begin; i < end; ++i) {
+    T pi = p[i];
+    if constexpr (WD) pi = keras_decay(pi, wd, lr);
+    const T g = gr[i];
+    const T vi = rho * v[i] + w * (g * g);
+    v[i] = vi;
+    T denominator;  // epsilon goes under the square root
+    if constexpr (CENTERED) {
+      const T gai = rho * ga[i] + w * g;
+      ga[i] = gai;
+      denominator = vi - gai * gai + eps;
+    } else {
+      denominator = vi + eps;
+    }
+    const T increment = (lr * g) / std::sqrt(denominator);
+    if constexpr (MOM) {
+      const T mi = mom * m[i] + increment;
+      m[i] = mi;
+      p[i] = pi - mi;
+    } else {
+      p[i] = pi - increment;
+    }
+  }
+}
+
+template <class T, bool WD>
+UG_INLINE void keras_rmsprop_wd(const KerasRmspropArgs<T>& a, int64_t begin, int64_t end) {
+  const bool centered = a.average_gradient != nullptr, mom = a.momentum_buffer != nullptr;
+  if (centered && mom) keras_rmsprop_loop<T, WD, true, true>(a, begin, end);
+  if (centered && !mom) keras_rmsprop_loop<T, WD, true, false>(a, begin, end);
+  if (!centered && mom) keras_rmsprop_loop<T, WD, false, true>(a, begin, end);
+  if (!centered && !mom) keras_rmsprop_loop<T, WD, false, false>(a, begin, end);
+}
+
+template <class T>
+UG_INLINE void keras_rmsprop_impl(const KerasRmspropArgs<T>& a, int64_t begin, int64_t end) {
+  if (a.weight_decay != 0)
+    keras_rmsprop_wd<T, true>(a, begin, end);
+  else
+    keras_rmsprop_wd<T, false>(a, begin, end);
+}
+
+template <class T, bool WD>
+UG_INLINE void keras_adagrad_loop(const KerasAdagradArgs<T>& a, int64_t begin, int64_t end) {
+  T* __restrict p = a.param;
+  const T* __restrict gr = a.grad;
+  T* __restrict acc = a.accumulator;
+  const T lr = T(a.lr), eps = T(a.epsilon), wd = T(a.weight_decay);
+  for (int64_t i = begin; i < end; ++i) {
+    T pi = p[i];
+    if constexpr (WD) pi = keras_decay(pi, wd, lr);
+    const T g = gr[i];
+    const T s = acc[i] + g * g;
+    acc[i] = s;
+    p[i] = pi - (lr * g) / std::sqrt(s + eps);
+  }
+}
+
+template <class T>
+UG_INLINE void keras_adagrad_impl(const KerasAdagradArgs<T>& a, int64_t begin, int64_t end) {
+  if (a.weight_decay != 0)
+    keras_adagrad_loop<T, true>(a, begin, end);
+  else
+    keras_adagrad_loop<T, false>(a, begin, end);
+}
+
 }  // namespace
 
 UG_OPTIM_CLONES void sgd(const SgdArgs<float>& a, int64_t begin, int64_t end) { sgd_impl(a, begin, end); }
@@ -170,5 +322,21 @@ UG_OPTIM_CLONES void rmsprop(const RmspropArgs<float>& a, int64_t begin, int64_t
 UG_OPTIM_CLONES void rmsprop(const RmspropArgs<double>& a, int64_t begin, int64_t end) { rmsprop_impl(a, begin, end); }
 UG_OPTIM_CLONES void adagrad(const AdagradArgs<float>& a, int64_t begin, int64_t end) { adagrad_impl(a, begin, end); }
 UG_OPTIM_CLONES void adagrad(const AdagradArgs<double>& a, int64_t begin, int64_t end) { adagrad_impl(a, begin, end); }
+UG_OPTIM_CLONES void keras_sgd(const KerasSgdArgs<float>& a, int64_t begin, int64_t end) { keras_sgd_impl(a, begin, end); }
+UG_OPTIM_CLONES void keras_sgd(const KerasSgdArgs<double>& a, int64_t begin, int64_t end) { keras_sgd_impl(a, begin, end); }
+UG_OPTIM_CLONES void keras_adam(const KerasAdamArgs<float>& a, int64_t begin, int64_t end) { keras_adam_impl(a, begin, end); }
+UG_OPTIM_CLONES void keras_adam(const KerasAdamArgs<double>& a, int64_t begin, int64_t end) { keras_adam_impl(a, begin, end); }
+UG_OPTIM_CLONES void keras_rmsprop(const KerasRmspropArgs<float>& a, int64_t begin, int64_t end) {
+  keras_rmsprop_impl(a, begin, end);
+}
+UG_OPTIM_CLONES void keras_rmsprop(const KerasRmspropArgs<double>& a, int64_t begin, int64_t end) {
+  keras_rmsprop_impl(a, begin, end);
+}
+UG_OPTIM_CLONES void keras_adagrad(const KerasAdagradArgs<float>& a, int64_t begin, int64_t end) {
+  keras_adagrad_impl(a, begin, end);
+}
+UG_OPTIM_CLONES void keras_adagrad(const KerasAdagradArgs<double>& a, int64_t begin, int64_t end) {
+  keras_adagrad_impl(a, begin, end);
+}
 
 }  // namespace ug::optim::kernels

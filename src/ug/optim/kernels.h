@@ -1,7 +1,8 @@
 // The optimizers' update rules as fused loops over contiguous float32/float64 arrays: one
 // pass reads a parameter's gradient and state and writes the new parameter and state, in the
 // operation order of torch's single-tensor implementations (scalars rounded to T as torch
-// does). Each rule updates elements [begin, end), so the caller can split the work.
+// does), or of Keras's for the keras_* rules. Each rule updates elements [begin, end), so
+// the caller can split the work.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,47 @@ struct AdagradArgs {
   bool maximize;
 };
 
+// Keras's rules (keras/src/optimizers/*.py): every scalar is made in T and combined in
+// Keras's order, so float32 steps round as Keras's do. weight_decay != 0 first shrinks the
+// parameter, var -= var * weight_decay * lr, as Keras's base optimizer does before each step.
+
+template <class T>
+struct KerasSgdArgs {
+  T* param;
+  const T* grad;
+  T* momentum_buffer;  // null without momentum
+  double lr, momentum, weight_decay;
+  bool nesterov;
+};
+
+template <class T>
+struct KerasAdamArgs {
+  T* param;
+  const T* grad;
+  T* momentum;
+  T* velocity;
+  T* velocity_hat;  // null without amsgrad
+  double lr, beta_1, beta_2, epsilon, weight_decay, step;
+};
+
+template <class T>
+struct KerasRmspropArgs {
+  T* param;
+  const T* grad;
+  T* velocity;
+  T* momentum_buffer;   // null without momentum
+  T* average_gradient;  // null unless centered
+  double lr, rho, momentum, epsilon, weight_decay;
+};
+
+template <class T>
+struct KerasAdagradArgs {
+  T* param;
+  const T* grad;
+  T* accumulator;
+  double lr, epsilon, weight_decay;
+};
+
 void sgd(const SgdArgs<float>& a, int64_t begin, int64_t end);
 void sgd(const SgdArgs<double>& a, int64_t begin, int64_t end);
 void adam(const AdamArgs<float>& a, int64_t begin, int64_t end);
@@ -57,5 +99,13 @@ void rmsprop(const RmspropArgs<float>& a, int64_t begin, int64_t end);
 void rmsprop(const RmspropArgs<double>& a, int64_t begin, int64_t end);
 void adagrad(const AdagradArgs<float>& a, int64_t begin, int64_t end);
 void adagrad(const AdagradArgs<double>& a, int64_t begin, int64_t end);
+void keras_sgd(const KerasSgdArgs<float>& a, int64_t begin, int64_t end);
+void keras_sgd(const KerasSgdArgs<double>& a, int64_t begin, int64_t end);
+void keras_adam(const KerasAdamArgs<float>& a, int64_t begin, int64_t end);
+void keras_adam(const KerasAdamArgs<double>& a, int64_t begin, int64_t end);
+void keras_rmsprop(const KerasRmspropArgs<float>& a, int64_t begin, int64_t end);
+void keras_rmsprop(const KerasRmspropArgs<double>& a, int64_t begin, int64_t end);
+void keras_adagrad(const KerasAdagradArgs<float>& a, int64_t begin, int64_t end);
+void keras_adagrad(const KerasAdagradArgs<double>& a, int64_t begin, int64_t end);
 
 }  // namespace ug::optim::kernels

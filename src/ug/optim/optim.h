@@ -1,11 +1,12 @@
-// Everything in ug::optim: the optimizers, their functional form, learning-rate schedulers
-// and gradient clipping.
+// Everything in ug::optim: the optimizers (torch's, and Keras's in optim::keras), their
+// functional form, learning-rate schedulers and gradient clipping.
 #pragma once
 
 #include "ug/optim/adagrad.h"
 #include "ug/optim/adam.h"
 #include "ug/optim/clip_grad.h"
 #include "ug/optim/functional.h"
+#include "ug/optim/keras.h"
 #include "ug/optim/lr_scheduler.h"
 #include "ug/optim/optimizer.h"
 #include "ug/optim/rmsprop.h"

@@ -129,7 +129,7 @@ OptimizerStateDict Optimizer::state_dict() const {
 void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
   if (sd.param_groups.size() != groups_.size())
     fail<ValueError>("[", name_, "] loaded state dict has ", sd.param_groups.size(), " parameter groups, the optimizer has ",
-                     groups_.size());
+                     groups_.size(), groups_.empty() ? " (a Keras optimizer needs build(variables) first)" : "");
   std::vector<Tensor> by_index;
   for (size_t i = 0; i < groups_.size(); ++i) {
     if (sd.param_groups[i].params.size() != groups_[i].params().size())

@@ -90,13 +90,13 @@ class Optimizer {
   const std::string& name() const { return name_; }
   /** Updates every parameter that has a gradient, without recording autograd. The closure, if
    *  given, re-evaluates the loss (with grad mode on) first; its result is returned. */
-  Tensor step(const LossClosure& closure = nullptr);
+  virtual Tensor step(const LossClosure& closure = nullptr);
   /** Clears the gradients: to none (the default) or to zeros in place. */
   void zero_grad(bool set_to_none = true);
   /** TensorFlow/Keras's step from explicit (gradient, variable) pairs, as tape.gradient gives
    *  them: updates exactly those variables (which must be this optimizer's parameters) with
    *  those gradients; the other parameters and every .grad are left as they were. */
-  void apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars);
+  virtual void apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars);
 
   std::vector<ParamGroup>& param_groups() { return groups_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
@@ -130,10 +130,10 @@ class Optimizer {
   /** One step: updates `param` (contiguous, float32 or float64) and `state` in place from `grad`
    *  (contiguous, same shape and dtype). */
   virtual void update_param(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const = 0;
-
- private:
   /** Checks grad against param, makes both contiguous, runs update_param, writes back. */
   void update_one(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const;
+
+ private:
 
   std::string name_;
   std::vector<ParamGroup> groups_;

@@ -82,17 +82,29 @@ void Trainer::check_compiled(const char* who) const {
 }
 
 std::shared_ptr<optim::Optimizer> Trainer::make_named_optimizer(double lr) const {
-  std::vector<Tensor> params = trainable(*module_);
-  if (optimizer_name_ == "adam") return std::make_shared<optim::Adam>(params, optim::AdamOptions(lr));
-  if (optimizer_name_ == "adamw") return std::make_shared<optim::AdamW>(params, optim::AdamWOptions(lr));
-  if (optimizer_name_ == "sgd") return std::make_shared<optim::SGD>(params, optim::SGDOptions(lr));
-  if (optimizer_name_ == "rmsprop") return std::make_shared<optim::RMSprop>(params, optim::RMSpropOptions(lr));
-  return std::make_shared<optim::Adagrad>(params, optim::AdagradOptions(lr));
+  namespace keras = optim::keras;
+  std::shared_ptr<keras::Optimizer> opt;
+  if (optimizer_name_ == "adam")
+    opt = std::make_shared<keras::Adam>(keras::AdamOptions(lr));
+  else if (optimizer_name_ == "adamw")
+    opt = std::make_shared<keras::AdamW>(keras::AdamWOptions(lr));
+  else if (optimizer_name_ == "sgd")
+    opt = std::make_shared<keras::SGD>(keras::SGDOptions(lr));
+  else if (optimizer_name_ == "rmsprop")
+    opt = std::make_shared<keras::RMSprop>(keras::RMSpropOptions(lr));
+  else
+    opt = std::make_shared<keras::Adagrad>(keras::AdagradOptions(lr));
+  opt->build(trainable(*module_));
+  return opt;
 }
 
 void Trainer::refresh_named_optimizer() {
-  if (optimizer_name_.empty() || stepped_) return;
-  if (optimizer_size(*optimizer_) != trainable(*module_).size()) optimizer_ = make_named_optimizer(learning_rate());
+  if (stepped_) return;
+  if (!optimizer_name_.empty() && optimizer_size(*optimizer_) != trainable(*module_).size())
+    optimizer_ = make_named_optimizer(learning_rate());
+  // A Keras optimizer given unbuilt is built now, as Keras builds it at the first step.
+  if (auto* keras = dynamic_cast<optim::keras::Optimizer*>(optimizer_.get()); keras && !keras->built())
+    keras->build(trainable(*module_));
 }
 
 void Trainer::compile(CompileOptions options) {

@@ -31,8 +31,10 @@
 namespace ug::train {
 
 struct CompileOptions {
-  /** "adam", "adamw", "sgd", "rmsprop" or "adagrad", built over the parameters that require
-   *  grad with torch.optim's update rules; or an optimizer. Keras's default is rmsprop. */
+  /** "adam", "adamw", "sgd", "rmsprop" or "adagrad": Keras's optimizer of that name
+   *  (optim::keras: Keras's defaults and update rules) over the parameters that require grad;
+   *  or an optimizer (a Keras one given unbuilt is built at the first step). Keras's default
+   *  is rmsprop. */
   std::variant<std::string, std::shared_ptr<optim::Optimizer>> optimizer = std::string("rmsprop");
   /** The lr of an optimizer given by name; without it Keras's default for that optimizer
    *  (adam, adamw, rmsprop, adagrad 1e-3; sgd 0.01). */
@@ -119,10 +121,10 @@ class Trainer {
  private:
   struct Pass;
   void check_compiled(const char* who) const;
-  /** The optimizer named in compile, over the parameters that require grad. */
+  /** Keras's optimizer named in compile, built on the parameters that require grad. */
   std::shared_ptr<optim::Optimizer> make_named_optimizer(double lr) const;
-  /** Remakes a named optimizer before its first step when lazily sized layers have since
-   *  made their parameters. */
+  /** Before the first step: remakes a named optimizer when lazily sized layers have since
+   *  made their parameters, and builds a Keras optimizer given unbuilt. */
   void refresh_named_optimizer();
   /** Adds one batch's loss (read once) and metrics to `pass`. */
   void record(Pass& pass, const Tensor& output, const Tensor& loss, const Tensor& target, int64_t batch_size);

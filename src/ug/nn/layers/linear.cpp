@@ -55,9 +55,11 @@ std::string LinearImpl::extra_repr() const {
          ", out_features=" + std::to_string(out_features_) + ", bias=" + (has_bias_ ? "True" : "False");
 }
 
-DenseImpl::DenseImpl(int64_t units, const std::string& activation_name, int64_t input_dim, bool use_bias, DType dtype)
+DenseImpl::DenseImpl(int64_t units, const std::string& activation_name, int64_t input_dim, bool use_bias, DType dtype,
+                     bool flatten)
     : LinearImpl("Dense", input_dim, units, use_bias, dtype),
       activation_name_(activation_name),
+      flatten_(flatten),
       activation_(activation(activation_name)) {
   if (input_dim >= 0) reset_parameters();
 }
@@ -69,13 +71,24 @@ void DenseImpl::reset_parameters() {
 }
 
 Tensor DenseImpl::forward(const Tensor& x) {
-  Tensor y = LinearImpl::forward(x);
+  Tensor in = x;
+  if (flatten_) {
+    // Gluon's flatten: (N, d1, d2, ...) as (N, d1 * d2 * ...); a 1-D batch is N inputs of size 1.
+    if (x.dim() == 0) fail("[Dense] flatten=True needs a batch dim first, got a scalar");
+    int64_t features = 1;
+    for (int64_t d = 1; d < x.dim(); ++d) features *= x.size(d);
+    if (in_features() >= 0 && features != in_features())
+      fail("[Dense] expected ", in_features(), " features after flattening the dims after the first, got shape ",
+           x.shape());
+    in = x.reshape({x.size(0), features});
+  }
+  Tensor y = LinearImpl::forward(in);
   return activation_ ? activation_(y) : y;
 }
 
 std::string DenseImpl::extra_repr() const {
   return "units=" + std::to_string(out_features()) +
-         (activation_name_.empty() ? "" : ", activation=\"" + activation_name_ + "\"");
+         (activation_name_.empty() ? "" : ", activation=\"" + activation_name_ + "\"") + (flatten_ ? ", flatten=True" : "");
 }
 
 std::string FlattenImpl::extra_repr() const {

@@ -1,4 +1,4 @@
-// Linear (PyTorch), Dense (Keras: units, activation, lazy input size), Identity, Flatten.
+// Linear (PyTorch), Dense (Keras and Gluon: units, activation, lazy input size), Identity, Flatten.
 #pragma once
 
 #include <functional>
@@ -33,19 +33,23 @@ class LinearImpl : public Module {
 UG_MODULE(Linear);
 
 /** Keras's Dense: `Dense(128, "relu")`; the input size comes from the first call unless
- *  given. Keras's defaults: Glorot-uniform kernel, zero bias. */
+ *  given. Keras's defaults: Glorot-uniform kernel, zero bias. Keras maps the last dim; with
+ *  `flatten`, Gluon's Dense, every dim after the first is flattened into one first, so a
+ *  (N, C, H, W) batch gives (N, units). */
 class DenseImpl : public LinearImpl {
  public:
   DenseImpl(int64_t units, const std::string& activation = "", int64_t input_dim = -1, bool use_bias = true,
-            DType dtype = DType::Float32);
+            DType dtype = DType::Float32, bool flatten = false);
   Tensor forward(const Tensor& x) override;
   void reset_parameters() override;
   std::string extra_repr() const override;
   /** The activation's name, "" for none. */
   const std::string& activation_name() const { return activation_name_; }
+  bool flatten() const { return flatten_; }
 
  private:
   std::string activation_name_;
+  bool flatten_;
   std::function<Tensor(const Tensor&)> activation_;
 };
 UG_MODULE(Dense);
