@@ -40,14 +40,13 @@ BENCHMARK(add_1elem)->UseRealTime();
 constexpr int kAutogradOps = 4;
 
 void count_autograd_ops(benchmark::State& state) {
-  state.counters["per_op"] = benchmark::Counter(
-      kAutogradOps, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_op"] =
+      benchmark::Counter(kAutogradOps, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 // The leaves are made once; their .grad accumulate.
 void autograd_1elem(benchmark::State& state) {
-  ug::Tensor a = ug::ones({1}).requires_grad_(), b = ug::ones({1}).requires_grad_(),
-             c = ug::ones({1}).requires_grad_();
+  ug::Tensor a = ug::ones({1}).requires_grad_(), b = ug::ones({1}).requires_grad_(), c = ug::ones({1}).requires_grad_();
   for (auto _ : state) (a * b + c).sum().backward();
   count_autograd_ops(state);
 }
@@ -104,8 +103,8 @@ void gemm(benchmark::State& state) {
   ug::manual_seed(0);
   ug::Tensor a = ug::randn({n, n}), b = ug::randn({n, n});
   for (auto _ : state) benchmark::DoNotOptimize(a.matmul(b));
-  state.counters["GFLOPS"] = benchmark::Counter(
-      2e-9 * static_cast<double>(n * n * n), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2e-9 * static_cast<double>(n * n * n), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(gemm)->UseRealTime()->Unit(benchmark::kMillisecond)->RangeMultiplier(2)->Range(256, 2048);
 
@@ -119,8 +118,7 @@ ug::nn::Sequential make_mlp() {
  *  them; random pixels where the data set is absent (the timing does not depend on them). */
 ug::Tensor test_images(int64_t n) {
   const char* dir = std::getenv("FASHION_MNIST_DIR");
-  const std::string path =
-      std::string(dir ? dir : "/usr/share/datasets/fashion-mnist") + "/t10k-images-idx3-ubyte.gz";
+  const std::string path = std::string(dir ? dir : "/usr/share/datasets/fashion-mnist") + "/t10k-images-idx3-ubyte.gz";
   if (!std::filesystem::exists(path)) return ug::rand({n, 784});
   ug::Tensor x = ug::data::read_idx(path);
   return x.slice(0, 0, n).reshape({n, 784}).to(ug::DType::Float32).div(255.0).contiguous();

@@ -54,7 +54,8 @@ Split load_split(const DataFlags& flags, bool train) {
   if (labels.dim() != 1 || images.size(0) != labels.size(0))
     fail("[data] ", images_path, " and ", labels_path, " must hold N images and N labels; got ", images.size(0),
          " images and labels of shape ", labels.shape());
-  if (is_floating(labels.dtype())) fail("[data] ", labels_path, " holds ", labels.dtype(), " labels; expected integers");
+  if (is_floating(labels.dtype()))
+    fail("[data] ", labels_path, " holds ", labels.dtype(), " labels; expected integers");
   return {images, labels.to(DType::Int64)};
 }
 

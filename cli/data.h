@@ -18,13 +18,13 @@ struct DataFlags {
 };
 
 /** The usage lines of the data options, a literal so that each command's help is one constant. */
-#define UG_DATA_USAGE                                                                            \
-  "\n"                                                                                           \
-  "data (default: Fashion-MNIST from Debian's dataset-fashion-mnist package):\n"                 \
-  "  --data D            fashion-mnist, or a folder with the four (Fashion-)MNIST IDX files\n"   \
-  "  --train-images F    training images: .idx/.idx.gz (IDX), .npy or .csv (a row each)\n"       \
-  "  --train-labels F    training labels, same formats\n"                                        \
-  "  --test-images F     test images\n"                                                          \
+#define UG_DATA_USAGE                                                                          \
+  "\n"                                                                                         \
+  "data (default: Fashion-MNIST from Debian's dataset-fashion-mnist package):\n"               \
+  "  --data D            fashion-mnist, or a folder with the four (Fashion-)MNIST IDX files\n" \
+  "  --train-images F    training images: .idx/.idx.gz (IDX), .npy or .csv (a row each)\n"     \
+  "  --train-labels F    training labels, same formats\n"                                      \
+  "  --test-images F     test images\n"                                                        \
   "  --test-labels F     test labels\n"
 
 /** Consumes args[i] (and its value) when it is a data option. */

@@ -55,8 +55,7 @@ Check check_rows(const Tensor& a, const Tensor& b, const Tensor& c) {
     std::fill(ref.begin(), ref.end(), 0.0);
     for (int64_t k = 0; k < n; ++k)
       for (int64_t j = 0; j < n; ++j) ref[j] += double(pa[i * n + k]) * pb[k * n + j];
-    for (int64_t j = 0; j < n; ++j)
-      max_error = std::max(max_error, std::abs(ref[j] - pc[i * n + j]));
+    for (int64_t j = 0; j < n; ++j) max_error = std::max(max_error, std::abs(ref[j] - pc[i * n + j]));
   }
   // float32 rounding grows with n, and entries of a product of N(0, 1) matrices are about
   // sqrt(n) in size: n * eps * sqrt(n) is loose for rounding, far below any real bug.
@@ -65,8 +64,7 @@ Check check_rows(const Tensor& a, const Tensor& b, const Tensor& c) {
 }
 
 /** Median seconds per call, over at least 3 calls and about a quarter second. */
-template <class Fn>
-double median_seconds(Fn&& fn) {
+template <class Fn> double median_seconds(Fn&& fn) {
   using clock = std::chrono::steady_clock;
   fn();  // warm-up: first-touch pages, BLAS buffers
   std::vector<double> times;
@@ -82,8 +80,7 @@ double median_seconds(Fn&& fn) {
 
 bool matmul_sweep(int64_t max_size) {
   std::cout << "== matrix products: float32 C = A.matmul(B), A and B from ug::randn\n\n";
-  std::printf("%6s %14s %10s %14s %12s  %s\n", "n", "median time", "GFLOP/s", "max |error|",
-              "tolerance", "check");
+  std::printf("%6s %14s %10s %14s %12s  %s\n", "n", "median time", "GFLOP/s", "max |error|", "tolerance", "check");
   std::vector<int64_t> sizes;
   for (int64_t n = 64; n < max_size; n *= 2) sizes.push_back(n);
   sizes.push_back(max_size);
@@ -96,8 +93,8 @@ bool matmul_sweep(int64_t max_size) {
     all_ok = all_ok && ok;
     const double seconds = median_seconds([&] { c = a.matmul(b); });
     const double gflops = 2.0 * n * n * n / seconds / 1e9;
-    std::printf("%6lld %11.3f ms %10.1f %14.3g %12.3g  %s\n", static_cast<long long>(n),
-                seconds * 1e3, gflops, check.max_error, check.tolerance, ok ? "ok" : "FAILED");
+    std::printf("%6lld %11.3f ms %10.1f %14.3g %12.3g  %s\n", static_cast<long long>(n), seconds * 1e3, gflops,
+                check.max_error, check.tolerance, ok ? "ok" : "FAILED");
   }
   std::cout << "\n(the check recomputes 9 rows of each product in double precision)\n";
   return all_ok;
@@ -109,12 +106,9 @@ int run_demo(const Args& args) {
   int64_t size = 512, threads = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view name = option_name(args[i]);
-    if (name == "--size")
-      size = parse_int(name, option_value(args, i), 1, 8192);
-    else if (name == "--threads")
-      threads = parse_int(name, option_value(args, i), 1, 1024);
-    else
-      throw UsageError("unknown option '" + std::string(args[i]) + "'");
+    if (name == "--size") size = parse_int(name, option_value(args, i), 1, 8192);
+    else if (name == "--threads") threads = parse_int(name, option_value(args, i), 1, 1024);
+    else throw UsageError("unknown option '" + std::string(args[i]) + "'");
   }
   if (threads > 0) ug::set_num_threads(static_cast<int>(threads));
   std::cout << "unigrad " << UG_VERSION << " demo: " << ug::get_num_threads() << " threads, "

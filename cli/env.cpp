@@ -27,9 +27,7 @@ std::string cxx_standard() {
 
 int run_env(const Args& args) {
   if (!args.empty()) throw UsageError("unexpected argument '" + std::string(args[0]) + "'");
-  const auto row = [](const char* key, const std::string& value) {
-    std::printf("%-10s %s\n", key, value.c_str());
-  };
+  const auto row = [](const char* key, const std::string& value) { std::printf("%-10s %s\n", key, value.c_str()); };
   row("unigrad", UG_VERSION " (" UG_BUILD_TYPE " build)");
 #if defined(__clang__)
   row("compiler", __VERSION__);  // already reads "Clang x.y.z ..."

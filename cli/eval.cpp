@@ -19,7 +19,8 @@ int run_eval(const Args& args) {
     const std::string_view name = option_name(args[i]);
     if (name == "--batch-size") batch_size = parse_int(name, option_value(args, i), 1, 1 << 20);
     else if (args[i].starts_with("-")) throw UsageError("unknown option '" + std::string(args[i]) + "'");
-    else if (!path.empty()) throw UsageError("expected one model file, got '" + path + "' and '" + std::string(args[i]) + "'");
+    else if (!path.empty())
+      throw UsageError("expected one model file, got '" + path + "' and '" + std::string(args[i]) + "'");
     else path = args[i];
   }
   if (path.empty()) throw UsageError("expected a model file (model.safetensors from `ug train`)");

@@ -177,8 +177,8 @@ int64_t parse_int(std::string_view option, std::string_view text, int64_t min, i
   int64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max)
-    throw UsageError(std::string(option) + " expects an integer from " + std::to_string(min) +
-                     " to " + std::to_string(max) + ", got '" + std::string(text) + "'");
+    throw UsageError(std::string(option) + " expects an integer from " + std::to_string(min) + " to " +
+                     std::to_string(max) + ", got '" + std::string(text) + "'");
   return value;
 }
 
@@ -208,8 +208,7 @@ int main(const Args& args) {
   for (const Command& c : kCommands)
     if (c.name == args[0]) cmd = &c;
   if (!cmd) {
-    std::fprintf(stderr, "ug: unknown command or option '%.*s'\n\n",
-                 static_cast<int>(args[0].size()), args[0].data());
+    std::fprintf(stderr, "ug: unknown command or option '%.*s'\n\n", static_cast<int>(args[0].size()), args[0].data());
     print_usage(stderr);
     return 2;
   }

@@ -56,8 +56,9 @@ int run_predict(const Args& args) {
   auto [best, classes] = max(probabilities, 1);
   for (int64_t n = 0; n < images.size(0); ++n) {
     const int64_t predicted = classes[n].item<int64_t>();
-    std::printf("%s %lld: %-12s p=%.3f", file.empty() ? "test image" : "image", static_cast<long long>(file.empty() ? indices[n] : n),
-                class_name(predicted, data).c_str(), best[n].item<double>());
+    std::printf("%s %lld: %-12s p=%.3f", file.empty() ? "test image" : "image",
+                static_cast<long long>(file.empty() ? indices[n] : n), class_name(predicted, data).c_str(),
+                best[n].item<double>());
     if (labels.defined()) {
       const int64_t truth = labels[n].item<int64_t>();
       std::printf("  true: %-12s %s", class_name(truth, data).c_str(), truth == predicted ? "ok" : "wrong");

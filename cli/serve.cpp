@@ -33,10 +33,12 @@ serve::ServeOptions parse_serve_flags(const Args& args, std::string& path) {
     else if (name == "--timeout-ms") o.timeout_ms = parse_int(name, option_value(args, i), 1, 3600000);
     else if (name == "--threads") o.threads = static_cast<int>(parse_int(name, option_value(args, i), 1, 1024));
     else if (name == "--workers") o.workers = static_cast<int>(parse_int(name, option_value(args, i), 1, 64));
-    else if (name == "--http-threads") o.http_threads = static_cast<int>(parse_int(name, option_value(args, i), 1, 4096));
+    else if (name == "--http-threads")
+      o.http_threads = static_cast<int>(parse_int(name, option_value(args, i), 1, 4096));
     else if (name == "--no-access-log") o.access_log = false;
     else if (args[i].starts_with("-")) throw UsageError("unknown option '" + std::string(args[i]) + "'");
-    else if (!path.empty()) throw UsageError("expected one model file, got '" + path + "' and '" + std::string(args[i]) + "'");
+    else if (!path.empty())
+      throw UsageError("expected one model file, got '" + path + "' and '" + std::string(args[i]) + "'");
     else path = args[i];
   }
   if (path.empty()) throw UsageError("expected a model file (model.safetensors from `ug train`)");
@@ -79,8 +81,7 @@ class ShutdownSignals {
   /** Blocks until a signal came or wake() was called; returns the signal, or 0 for wake(). */
   int wait() {
     char byte = 0;
-    while (read(fds_[0], &byte, 1) < 0 && errno == EINTR) {
-    }
+    while (read(fds_[0], &byte, 1) < 0 && errno == EINTR) {}
     return byte;
   }
   void wake() {
@@ -108,8 +109,8 @@ int run_serve(const Args& args) {
   char rate[48] = "unlimited";
   if (options.rate > 0) std::snprintf(rate, sizeof rate, "%g/s per client", options.rate);
   std::printf("ug serve: %s model %s on http://%s (threads %d, workers %d, max batch %lld, rate %s)\n",
-              model.format().c_str(), model.architecture().c_str(), address.c_str(), options.threads,
-              options.workers, static_cast<long long>(options.max_batch), rate);
+              model.format().c_str(), model.architecture().c_str(), address.c_str(), options.threads, options.workers,
+              static_cast<long long>(options.max_batch), rate);
   std::fflush(stdout);
 
   int received = 0;

@@ -12,7 +12,8 @@ int run_summary(const Args& args) {
   std::string path;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].starts_with("-")) throw UsageError("unknown option '" + std::string(args[i]) + "'");
-    if (!path.empty()) throw UsageError("expected one model file, got '" + path + "' and '" + std::string(args[i]) + "'");
+    if (!path.empty())
+      throw UsageError("expected one model file, got '" + path + "' and '" + std::string(args[i]) + "'");
     path = args[i];
   }
   if (path.empty()) throw UsageError("expected a model file (model.safetensors from `ug train`)");

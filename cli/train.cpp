@@ -44,14 +44,15 @@ train::Schedule make_schedule(const std::string& name, double base, int64_t epoc
 
 /** The metrics per epoch in metrics.csv (all epochs, also those before a --resume). */
 logging::MetricHistory read_history(const fs::path& csv) {
-  data::CsvTable table = data::read_csv_table(csv.string(), {.delimiter = ',', .header = true, .dtype = DType::Float64});
+  data::CsvTable table =
+      data::read_csv_table(csv.string(), {.delimiter = ',', .header = true, .dtype = DType::Float64});
   logging::MetricHistory history;
   for (const char* name : {"loss", "val_loss", "accuracy", "val_accuracy"})
     for (size_t c = 0; c < table.columns.size(); ++c)
       if (table.columns[c] == name) {
         Tensor column = table.data.select(1, static_cast<int64_t>(c)).contiguous();
-        history.emplace_back(name, std::vector<double>(column.data_ptr<double>(),
-                                                       column.data_ptr<double>() + column.numel()));
+        history.emplace_back(
+            name, std::vector<double>(column.data_ptr<double>(), column.data_ptr<double>() + column.numel()));
       }
   return history;
 }
@@ -116,7 +117,9 @@ int run_train(const Args& args) {
 
   data::DataLoader train_loader(
       std::make_shared<data::TensorDataset>(std::vector<Tensor>{train_split.images, train_split.labels}),
-      {.batch_size = f.batch_size, .shuffle = true, .num_workers = static_cast<int>(f.workers),
+      {.batch_size = f.batch_size,
+       .shuffle = true,
+       .num_workers = static_cast<int>(f.workers),
        .seed = static_cast<uint64_t>(f.seed)});
   data::DataLoader test_loader(
       std::make_shared<data::TensorDataset>(std::vector<Tensor>{test_split.images, test_split.labels}),
@@ -127,8 +130,8 @@ int run_train(const Args& args) {
       std::make_shared<train::ModelCheckpoint>(checkpoint.string(),
                                                train::ModelCheckpointOptions{.save_weights_only = false})};
   if (f.schedule != "constant")
-    callbacks.push_back(std::make_shared<train::LearningRateScheduler>(
-        make_schedule(f.schedule, trainer.learning_rate(), f.epochs)));
+    callbacks.push_back(
+        std::make_shared<train::LearningRateScheduler>(make_schedule(f.schedule, trainer.learning_rate(), f.epochs)));
   if (initial_epoch < f.epochs)
     trainer.fit(train_loader, {.epochs = f.epochs,
                                .initial_epoch = initial_epoch,
@@ -140,8 +143,8 @@ int run_train(const Args& args) {
   models::save_model(*model, arch, model_path.string());
   logging::plot_history(read_history(metrics), chart.string(), f.model + " on " + data.data);
   std::printf("test accuracy %.4f, test loss %.4f\n", result.at("accuracy"), result.at("loss"));
-  std::printf("wrote %s, %s, %s, %s and %s/\n", model_path.c_str(), checkpoint.c_str(), metrics.c_str(),
-              chart.c_str(), logs.c_str());
+  std::printf("wrote %s, %s, %s, %s and %s/\n", model_path.c_str(), checkpoint.c_str(), metrics.c_str(), chart.c_str(),
+              logs.c_str());
   return 0;
 }
 

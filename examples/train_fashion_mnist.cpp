@@ -35,14 +35,14 @@ int main(int argc, char** argv) {
     trainer.compile({.optimizer = std::make_shared<ug::optim::Adam>(model->parameters(), ug::optim::AdamOptions(1e-3)),
                      .loss = "sparse_categorical_crossentropy",
                      .metrics = {"accuracy"}});
-    auto history = trainer.fit(
-        train, {.epochs = epochs,
-                .validation_data = &test,
-                .callbacks = {std::make_shared<ug::train::CSVLogger>(out + "/metrics.csv"),
-                              std::make_shared<ug::train::TensorBoard>(out + "/logs"),
-                              std::make_shared<ug::train::ModelCheckpoint>(
-                                  out + "/checkpoint.safetensors",
-                                  ug::train::ModelCheckpointOptions{.save_weights_only = false})}});
+    auto history =
+        trainer.fit(train, {.epochs = epochs,
+                            .validation_data = &test,
+                            .callbacks = {std::make_shared<ug::train::CSVLogger>(out + "/metrics.csv"),
+                                          std::make_shared<ug::train::TensorBoard>(out + "/logs"),
+                                          std::make_shared<ug::train::ModelCheckpoint>(
+                                              out + "/checkpoint.safetensors",
+                                              ug::train::ModelCheckpointOptions{.save_weights_only = false})}});
     ug::train::Logs result = trainer.evaluate(test, 0);
     std::printf("test accuracy %.4f, test loss %.4f\n", result.at("accuracy"), result.at("loss"));
 

@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.dtype = dtypes[pick >> 4 & 3];
   if (pick & 0x40) options.usecols = {int64_t{0}, int64_t{-1}, std::string("b")};
   if (pick & 0x80) options.skip_rows = 1;
-  expect_clean_failure(
-      [&] { ug::data::parse_csv({reinterpret_cast<const char*>(data) + 1, size - 1}, options, "<fuzz>"); });
+  expect_clean_failure([&] {
+    ug::data::parse_csv({reinterpret_cast<const char*>(data) + 1, size - 1}, options, "<fuzz>");
+  });
   return 0;
 }

@@ -4,13 +4,11 @@
 
 #include "ug/core/error.h"
 
-template <class F>
-void expect_clean_failure(F&& load) {
+template <class F> void expect_clean_failure(F&& load) {
   try {
     load();
   } catch (const ug::ValueError&) {
   } catch (const ug::TypeError&) {
   } catch (const ug::IndexError&) {
-  } catch (const ug::RuntimeError&) {
-  }
+  } catch (const ug::RuntimeError&) {}
 }

@@ -9,10 +9,12 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 scripts/setup.sh
-# Every include points down the layer stack (the build already checked the symbols), and the
-# Python code has no undefined or unused names (ruff, configured in pyproject.toml).
+# Every include points down the layer stack (the build already checked the symbols), the
+# Python code has no undefined or unused names (ruff, configured in pyproject.toml), and the
+# C++ code is formatted as .clang-format says (run `clang-format-14 -i` on what it names).
 .venv/bin/python scripts/check_layers.py
 .venv/bin/ruff check .
+git ls-files -z '*.cpp' '*.h' | xargs -0 clang-format-14 --dry-run --Werror
 (cd build && ctest --output-on-failure -j2)
 # The C++ package: installed into a scratch prefix, then built against by a project of its own
 # (examples/cpp-consumer, find_package) and by docs/cpp.md's snippets (pkg-config).

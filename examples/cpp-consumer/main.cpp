@@ -53,16 +53,20 @@ int main() {
 
     // The model, Adam's moments and the random state in one safetensors file, loaded into a
     // fresh model and optimizer.
-    std::string path = (std::filesystem::temp_directory_path() /
-                        ("ug_consumer_" + std::to_string(::getpid()) + ".safetensors")).string();
-    ug::train::Checkpoint{.model = model.ptr().get(), .optimizer = &optimizer, .scheduler = {}}.save(path, {.epoch = 1});
+    std::string path =
+        (std::filesystem::temp_directory_path() / ("ug_consumer_" + std::to_string(::getpid()) + ".safetensors"))
+            .string();
+    ug::train::Checkpoint{.model = model.ptr().get(), .optimizer = &optimizer, .scheduler = {}}.save(path,
+                                                                                                     {.epoch = 1});
     ug::nn::Sequential restored = mlp();
     ug::optim::Adam restored_optimizer(restored->parameters(), ug::optim::AdamOptions(1e-2));
     ug::train::Progress progress =
-        ug::train::Checkpoint{.model = restored.ptr().get(), .optimizer = &restored_optimizer, .scheduler = {}}.load(path);
+        ug::train::Checkpoint{.model = restored.ptr().get(), .optimizer = &restored_optimizer, .scheduler = {}}.load(
+            path);
     std::filesystem::remove(path);
     bool same = progress.epoch == 1;
-    for (const auto& [name, tensor] : model->state_dict()) same = same && ug::equal(tensor, restored->state_dict().at(name));
+    for (const auto& [name, tensor] : model->state_dict())
+      same = same && ug::equal(tensor, restored->state_dict().at(name));
     ug::Tensor w = model->parameters()[0];
     same = same && ug::equal(optimizer.state(w).at("exp_avg"),
                              restored_optimizer.state(restored->parameters()[0]).at("exp_avg"));

@@ -70,68 +70,82 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def_prop_rw(
          "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
          [](Tensor& t, bool v) { t.requires_grad_(v); })
-      .def("requires_grad_", [](Tensor& t, bool v) { return t.requires_grad_(v); }, nb::arg("requires_grad") = true)
+      .def(
+          "requires_grad_", [](Tensor& t, bool v) { return t.requires_grad_(v); }, nb::arg("requires_grad") = true)
       .def_prop_rw(
-          "grad", [](const Tensor& t) -> std::optional<Tensor> {
+          "grad",
+          [](const Tensor& t) -> std::optional<Tensor> {
             Tensor g = t.grad();
             if (!g.defined()) return std::nullopt;
             return g;
           },
           [](Tensor& t, std::optional<Tensor> g) { t.set_grad(g ? *g : Tensor()); }, nb::arg("grad").none())
-      .def_prop_ro("grad_fn", [](const Tensor& t) -> nb::object {
-        ug::Ref<ug::Node> fn = t.grad_fn();
-        return fn ? nb::cast(PyNode{fn}) : nb::none();
-      })
+      .def_prop_ro("grad_fn",
+                   [](const Tensor& t) -> nb::object {
+                     ug::Ref<ug::Node> fn = t.grad_fn();
+                     return fn ? nb::cast(PyNode{fn}) : nb::none();
+                   })
       .def_prop_rw(
           "stop_gradient", [](const Tensor& t) { return !t.requires_grad(); },  // PaddlePaddle's spelling
           [](Tensor& t, bool stop) { t.requires_grad_(!stop); })
       .def_prop_ro("is_leaf", &Tensor::is_leaf)
       .def("detach", &Tensor::detach)
-      .def("detach_", [](Tensor& t) {
-        ug::AutogradMeta* meta = ug::autograd::meta_if(t);
-        if (meta) {
-          meta->grad_fn = ug::Ref<ug::Node>();
-          meta->requires_grad = false;
-        }
-        return t;
-      })
+      .def("detach_",
+           [](Tensor& t) {
+             ug::AutogradMeta* meta = ug::autograd::meta_if(t);
+             if (meta) {
+               meta->grad_fn = ug::Ref<ug::Node>();
+               meta->requires_grad = false;
+             }
+             return t;
+           })
       .def("retain_grad", &Tensor::retain_grad)
       .def_prop_ro("retains_grad", &Tensor::retains_grad)
-      .def("backward", [](const Tensor& t, std::optional<Tensor> gradient, std::optional<bool> retain_graph,
-                          bool create_graph, nb::handle inputs) {
-        ug::autograd::backward({t}, gradient ? std::vector<Tensor>{*gradient} : std::vector<Tensor>{}, retain_graph,
-                               create_graph, backward_inputs(inputs));
-      }, nb::arg("gradient") = nb::none(), nb::arg("retain_graph") = nb::none(), nb::arg("create_graph") = false,
-         nb::arg("inputs") = nb::none(),
-         "Adds the gradient of this tensor into the .grad of the leaves it depends on (of `inputs` alone, "
-         "when given); a non-scalar tensor needs `gradient`.")
-      .def("register_hook", [](const Tensor& t, nb::object fn) {
-        size_t id = t.register_hook([fn](const Tensor& g) -> Tensor {
-          nb::gil_scoped_acquire gil;
-          nb::object r = fn(g);
-          return r.is_none() ? Tensor() : nb::cast<Tensor>(r);
-        });
-        return HookHandle{t, id};
-      })
+      .def(
+          "backward",
+          [](const Tensor& t, std::optional<Tensor> gradient, std::optional<bool> retain_graph, bool create_graph,
+             nb::handle inputs) {
+            ug::autograd::backward({t}, gradient ? std::vector<Tensor>{*gradient} : std::vector<Tensor>{}, retain_graph,
+                                   create_graph, backward_inputs(inputs));
+          },
+          nb::arg("gradient") = nb::none(), nb::arg("retain_graph") = nb::none(), nb::arg("create_graph") = false,
+          nb::arg("inputs") = nb::none(),
+          "Adds the gradient of this tensor into the .grad of the leaves it depends on (of `inputs` alone, "
+          "when given); a non-scalar tensor needs `gradient`.")
+      .def("register_hook",
+           [](const Tensor& t, nb::object fn) {
+             size_t id = t.register_hook([fn](const Tensor& g) -> Tensor {
+               nb::gil_scoped_acquire gil;
+               nb::object r = fn(g);
+               return r.is_none() ? Tensor() : nb::cast<Tensor>(r);
+             });
+             return HookHandle{t, id};
+           })
       .def_prop_ro("_version", &Tensor::version);
 
   nb::module_ ag = m.def_submodule("_autograd");
-  ag.def("grad", [](nb::handle outputs, nb::handle inputs, nb::handle grad_outputs, std::optional<bool> retain_graph,
-                    bool create_graph, bool allow_unused) {
-    std::vector<Tensor> result = ug::autograd::grad(as_tensor_list(outputs), as_tensor_list(inputs),
-                                                    optional_tensor_list(grad_outputs), retain_graph, create_graph,
-                                                    allow_unused);
-    nb::list out;
-    for (const Tensor& g : result) out.append(g.defined() ? nb::cast(g) : nb::none());
-    return nb::tuple(out);
-  }, nb::arg("outputs"), nb::arg("inputs"), nb::arg("grad_outputs") = nb::none(), nb::arg("retain_graph") = nb::none(),
-     nb::arg("create_graph") = false, nb::arg("allow_unused") = false);
-  ag.def("backward", [](nb::handle tensors, nb::handle grad_tensors, std::optional<bool> retain_graph, bool create_graph,
-                        nb::handle inputs) {
-    ug::autograd::backward(as_tensor_list(tensors), optional_tensor_list(grad_tensors), retain_graph, create_graph,
-                           backward_inputs(inputs));
-  }, nb::arg("tensors"), nb::arg("grad_tensors") = nb::none(), nb::arg("retain_graph") = nb::none(),
-     nb::arg("create_graph") = false, nb::arg("inputs") = nb::none());
+  ag.def(
+      "grad",
+      [](nb::handle outputs, nb::handle inputs, nb::handle grad_outputs, std::optional<bool> retain_graph,
+         bool create_graph, bool allow_unused) {
+        std::vector<Tensor> result =
+            ug::autograd::grad(as_tensor_list(outputs), as_tensor_list(inputs), optional_tensor_list(grad_outputs),
+                               retain_graph, create_graph, allow_unused);
+        nb::list out;
+        for (const Tensor& g : result) out.append(g.defined() ? nb::cast(g) : nb::none());
+        return nb::tuple(out);
+      },
+      nb::arg("outputs"), nb::arg("inputs"), nb::arg("grad_outputs") = nb::none(), nb::arg("retain_graph") = nb::none(),
+      nb::arg("create_graph") = false, nb::arg("allow_unused") = false);
+  ag.def(
+      "backward",
+      [](nb::handle tensors, nb::handle grad_tensors, std::optional<bool> retain_graph, bool create_graph,
+         nb::handle inputs) {
+        ug::autograd::backward(as_tensor_list(tensors), optional_tensor_list(grad_tensors), retain_graph, create_graph,
+                               backward_inputs(inputs));
+      },
+      nb::arg("tensors"), nb::arg("grad_tensors") = nb::none(), nb::arg("retain_graph") = nb::none(),
+      nb::arg("create_graph") = false, nb::arg("inputs") = nb::none());
   ag.def("gradcheck", [](const ug::TensorFn& fn, const std::vector<Tensor>& inputs, double eps, double atol,
                          double rtol, bool raise_exception, bool second_order) {
     ug::autograd::GradcheckOptions o{eps, atol, rtol, raise_exception};
@@ -147,7 +161,8 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
       nb::gil_scoped_acquire gil;
       nb::object stack = nb::module_::import_("unigrad.autograd").attr("_user_stack")();
       return nb::cast<std::string>(stack);
-    }) : std::function<std::string()>());
+    })
+                                         : std::function<std::string()>());
   });
 
   nb::module_ dbg = m.def_submodule("_debugging");

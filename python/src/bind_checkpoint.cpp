@@ -37,12 +37,9 @@ Checkpoint checkpoint_of(nb::handle model, nb::handle optimizer, nb::handle sche
     if (!nb::isinstance<Optimizer>(optimizer)) wrong_type(op, "optimizer", "a ug.optim.Optimizer", optimizer);
     c.optimizer = &nb::cast<Optimizer&>(optimizer);
   }
-  if (nb::isinstance<LRScheduler>(scheduler))
-    c.scheduler = &nb::cast<LRScheduler&>(scheduler);
-  else if (nb::isinstance<ReduceLROnPlateau>(scheduler))
-    c.scheduler = &nb::cast<ReduceLROnPlateau&>(scheduler);
-  else if (!scheduler.is_none())
-    wrong_type(op, "scheduler", "a ug.optim.lr_scheduler scheduler", scheduler);
+  if (nb::isinstance<LRScheduler>(scheduler)) c.scheduler = &nb::cast<LRScheduler&>(scheduler);
+  else if (nb::isinstance<ReduceLROnPlateau>(scheduler)) c.scheduler = &nb::cast<ReduceLROnPlateau&>(scheduler);
+  else if (!scheduler.is_none()) wrong_type(op, "scheduler", "a ug.optim.lr_scheduler scheduler", scheduler);
   return c;
 }
 

@@ -35,13 +35,14 @@ void bind_core(nb::module_& m) {
       .def_prop_ro("is_floating_point", [](const PyDType& d) { return ug::is_floating(d.value); })
       .def_prop_ro("itemsize", [](const PyDType& d) { return ug::itemsize(d.value); })
       .def("__repr__", [](const PyDType& d) { return "unigrad." + std::string(ug::dtype_name(d.value)); })
-      .def("__eq__", [](const PyDType& a, nb::handle b) {
-        try {
-          return a.value == dtype_from_python(b);
-        } catch (...) {
-          return false;
-        }
-      })
+      .def("__eq__",
+           [](const PyDType& a, nb::handle b) {
+             try {
+               return a.value == dtype_from_python(b);
+             } catch (...) {
+               return false;
+             }
+           })
       .def("__hash__", [](const PyDType& d) { return static_cast<int>(d.value); });
   for (int i = 0; i < ug::kNumDTypes; ++i) {
     auto d = static_cast<ug::DType>(i);
@@ -57,26 +58,31 @@ void bind_core(nb::module_& m) {
   m.def("promote_types", &ug::promote_types);
 
   nb::class_<PyDevice>(m, "device")
-      .def("__init__", [](PyDevice* self, nb::handle spec, std::optional<int> index) {
-        ug::Device d = device_from_python(spec);
-        if (index) d.index = *index;
-        new (self) PyDevice{d};
-      }, nb::arg("type"), nb::arg("index") = nb::none())
+      .def(
+          "__init__",
+          [](PyDevice* self, nb::handle spec, std::optional<int> index) {
+            ug::Device d = device_from_python(spec);
+            if (index) d.index = *index;
+            new (self) PyDevice{d};
+          },
+          nb::arg("type"), nb::arg("index") = nb::none())
       .def_prop_ro("type", [](const PyDevice& d) { return d.value.type == ug::DeviceType::CPU ? "cpu" : "cuda"; })
       .def_prop_ro("index", [](const PyDevice& d) { return d.value.index; })
-      .def("__repr__", [](const PyDevice& d) {
-        std::string s = "device(type='" + std::string(d.value.type == ug::DeviceType::CPU ? "cpu" : "cuda") + "'";
-        if (d.value.type != ug::DeviceType::CPU) s += ", index=" + std::to_string(d.value.index);
-        return s + ")";
-      })
+      .def("__repr__",
+           [](const PyDevice& d) {
+             std::string s = "device(type='" + std::string(d.value.type == ug::DeviceType::CPU ? "cpu" : "cuda") + "'";
+             if (d.value.type != ug::DeviceType::CPU) s += ", index=" + std::to_string(d.value.index);
+             return s + ")";
+           })
       .def("__str__", [](const PyDevice& d) { return d.value.str(); })
-      .def("__eq__", [](const PyDevice& a, nb::handle b) {
-        try {
-          return a.value == device_from_python(b);
-        } catch (...) {
-          return false;
-        }
-      })
+      .def("__eq__",
+           [](const PyDevice& a, nb::handle b) {
+             try {
+               return a.value == device_from_python(b);
+             } catch (...) {
+               return false;
+             }
+           })
       .def("__hash__", [](const PyDevice& d) { return static_cast<int>(d.value.type) * 1000 + d.value.index; });
   m.def("device_available", [](ug::Device d) { return ug::device_available(d); });
   m.def("cuda_device_count", &ug::cuda::device_count);
@@ -90,141 +96,210 @@ void bind_core(nb::module_& m) {
   m.def("get_num_threads", &ug::get_num_threads);
   m.def("registered_ops", &ug::graph::registered_ops,
         "The name of every op, sorted: each op's graph::OpDef registers it (src/ug/graph/op_def.h).");
-  m.def("manual_seed", [](int64_t seed) { ug::manual_seed(static_cast<uint64_t>(seed)); }, nb::arg("seed"));
+  m.def(
+      "manual_seed", [](int64_t seed) { ug::manual_seed(static_cast<uint64_t>(seed)); }, nb::arg("seed"));
   m.def("initial_seed", [] { return ug::default_generator().initial_seed(); });
   m.def("get_rng_state", &ug::get_rng_state);
   m.def("set_rng_state", &ug::set_rng_state, nb::arg("new_state"));
 
   nb::module_ mem = m.def_submodule("_memory");
-  mem.def("stats", [](ug::Device d) {
-    ug::MemoryStats s = ug::allocator_for(d).stats();
-    nb::dict out;
-    out["allocated"] = s.allocated;
-    out["max_allocated"] = s.max_allocated;
-    out["reserved"] = s.reserved;
-    out["max_reserved"] = s.max_reserved;
-    out["num_allocs"] = s.num_allocs;
-    out["num_frees"] = s.num_frees;
-    out["cache_hits"] = s.cache_hits;
-    return out;
-  }, nb::arg("device") = ug::Device());
-  mem.def("reset_peak", [](ug::Device d) { ug::allocator_for(d).reset_peak(); }, nb::arg("device") = ug::Device());
-  mem.def("empty_cache", [](ug::Device d) { ug::allocator_for(d).empty_cache(); }, nb::arg("device") = ug::Device());
-  mem.def("summary", [](ug::Device d) { return ug::memory_summary(d); }, nb::arg("device") = ug::Device());
+  mem.def(
+      "stats",
+      [](ug::Device d) {
+        ug::MemoryStats s = ug::allocator_for(d).stats();
+        nb::dict out;
+        out["allocated"] = s.allocated;
+        out["max_allocated"] = s.max_allocated;
+        out["reserved"] = s.reserved;
+        out["max_reserved"] = s.max_reserved;
+        out["num_allocs"] = s.num_allocs;
+        out["num_frees"] = s.num_frees;
+        out["cache_hits"] = s.cache_hits;
+        return out;
+      },
+      nb::arg("device") = ug::Device());
+  mem.def(
+      "reset_peak", [](ug::Device d) { ug::allocator_for(d).reset_peak(); }, nb::arg("device") = ug::Device());
+  mem.def(
+      "empty_cache", [](ug::Device d) { ug::allocator_for(d).empty_cache(); }, nb::arg("device") = ug::Device());
+  mem.def(
+      "summary", [](ug::Device d) { return ug::memory_summary(d); }, nb::arg("device") = ug::Device());
 }
 
 void bind_creation(nb::module_& m) {
   auto a_dtype = nb::arg("dtype") = nb::none();
   auto a_device = nb::arg("device") = nb::none();
   auto a_grad = nb::arg("requires_grad") = false;
-  m.def("tensor", [](nb::handle data, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) {
-    return with_grad(tensor_from_data(data, dtype, device), rg);
-  }, nb::arg("data"), nb::kw_only(), a_dtype, a_device, a_grad,
-     "A new tensor copied from data: a number, a nested list, a NumPy array or a Tensor (torch.tensor).");
-  m.def("as_tensor", [](nb::handle data, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
-    if (nb::isinstance<Tensor>(data)) {
-      Tensor t = nb::cast<Tensor>(data);
-      return t.to(dtype.value_or(t.dtype())).to(device.value_or(t.device()));
-    }
-    nb::handle type = data.type();
-    if (nb::cast<std::string>(type.attr("__module__")) == "numpy" && nb::hasattr(data, "__array_interface__")) {
-      Tensor t = from_numpy(data);
-      return t.to(dtype.value_or(t.dtype())).to(device.value_or(t.device()));
-    }
-    return tensor_from_data(data, dtype, device);
-  }, nb::arg("data"), a_dtype, a_device,
-     "data as a tensor, sharing the memory of a Tensor or a NumPy array when dtype and device allow (torch.as_tensor).");
+  m.def(
+      "tensor",
+      [](nb::handle data, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) {
+        return with_grad(tensor_from_data(data, dtype, device), rg);
+      },
+      nb::arg("data"), nb::kw_only(), a_dtype, a_device, a_grad,
+      "A new tensor copied from data: a number, a nested list, a NumPy array or a Tensor (torch.tensor).");
+  m.def(
+      "as_tensor",
+      [](nb::handle data, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
+        if (nb::isinstance<Tensor>(data)) {
+          Tensor t = nb::cast<Tensor>(data);
+          return t.to(dtype.value_or(t.dtype())).to(device.value_or(t.device()));
+        }
+        nb::handle type = data.type();
+        if (nb::cast<std::string>(type.attr("__module__")) == "numpy" && nb::hasattr(data, "__array_interface__")) {
+          Tensor t = from_numpy(data);
+          return t.to(dtype.value_or(t.dtype())).to(device.value_or(t.device()));
+        }
+        return tensor_from_data(data, dtype, device);
+      },
+      nb::arg("data"), a_dtype, a_device,
+      "data as a tensor, sharing the memory of a Tensor or a NumPy array when dtype and device allow "
+      "(torch.as_tensor).");
   m.def("from_numpy", &from_numpy, nb::arg("ndarray"), "A tensor sharing the memory of a NumPy array.");
-  m.def("is_tensor", [](nb::handle h) { return nb::isinstance<Tensor>(h); }, nb::arg("obj"),
-        "Whether obj is a ug.Tensor.");
+  m.def(
+      "is_tensor", [](nb::handle h) { return nb::isinstance<Tensor>(h); }, nb::arg("obj"),
+      "Whether obj is a ug.Tensor.");
 
-#define UG_SIZED_FACTORY(name, doc)                                                               \
-  m.def(#name, [](nb::args size, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) { \
-    return with_grad(ug::name(dims_from_args(size, #name), opts(dtype, device)), rg);             \
-  }, nb::arg("size"), a_dtype, a_device, a_grad, doc " of the given size: ug." #name "(2, 3) or ug." #name "((2, 3)).");
+#define UG_SIZED_FACTORY(name, doc)                                                                  \
+  m.def(                                                                                             \
+      #name,                                                                                         \
+      [](nb::args size, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) { \
+        return with_grad(ug::name(dims_from_args(size, #name), opts(dtype, device)), rg);            \
+      },                                                                                             \
+      nb::arg("size"), a_dtype, a_device, a_grad,                                                    \
+      doc " of the given size: ug." #name "(2, 3) or ug." #name "((2, 3)).");
   UG_SIZED_FACTORY(empty, "An uninitialised tensor")
   UG_SIZED_FACTORY(zeros, "A tensor of zeros")
   UG_SIZED_FACTORY(ones, "A tensor of ones")
   UG_SIZED_FACTORY(rand, "Uniform samples in [0, 1)")
   UG_SIZED_FACTORY(randn, "Standard normal samples")
 #undef UG_SIZED_FACTORY
-  m.def("full", [](nb::handle size, ug::Scalar value, std::optional<ug::DType> dtype, std::optional<ug::Device> device,
-                   bool rg) {
-    return with_grad(ug::full(dims_from_sequence(size, "full"), value, opts(dtype, device)), rg);
-  }, nb::arg("size"), nb::arg("fill_value"), nb::kw_only(), a_dtype, a_device, a_grad,
-     "A tensor of the given size filled with fill_value.");
-#define UG_LIKE_FACTORY(name)                                                                     \
-  m.def(#name, [](const Tensor& t, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) { \
-    return with_grad(ug::name(t, {dtype, device.value_or(t.device())}), rg);                      \
-  }, nb::arg("input"), nb::kw_only(), a_dtype, a_device, a_grad,                                \
-     "ug." #name "(input): the shape, dtype and device of input unless dtype or device is given.");
+  m.def(
+      "full",
+      [](nb::handle size, ug::Scalar value, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) {
+        return with_grad(ug::full(dims_from_sequence(size, "full"), value, opts(dtype, device)), rg);
+      },
+      nb::arg("size"), nb::arg("fill_value"), nb::kw_only(), a_dtype, a_device, a_grad,
+      "A tensor of the given size filled with fill_value.");
+#define UG_LIKE_FACTORY(name)                                                                          \
+  m.def(                                                                                               \
+      #name,                                                                                           \
+      [](const Tensor& t, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) { \
+        return with_grad(ug::name(t, {dtype, device.value_or(t.device())}), rg);                       \
+      },                                                                                               \
+      nb::arg("input"), nb::kw_only(), a_dtype, a_device, a_grad,                                      \
+      "ug." #name "(input): the shape, dtype and device of input unless dtype or device is given.");
   UG_LIKE_FACTORY(empty_like)
   UG_LIKE_FACTORY(zeros_like)
   UG_LIKE_FACTORY(ones_like)
 #undef UG_LIKE_FACTORY
-  m.def("full_like", [](const Tensor& t, ug::Scalar v, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
-    return ug::full_like(t, v, {dtype, device.value_or(t.device())});
-  }, nb::arg("input"), nb::arg("fill_value"), nb::kw_only(), a_dtype, a_device,
-     "A tensor shaped like input filled with fill_value.");
-  m.def("rand_like", [](const Tensor& t, std::optional<ug::DType> dtype) {
-    return ug::rand(t.shape(), {dtype.value_or(t.dtype()), t.device()});
-  }, nb::arg("input"), nb::kw_only(), a_dtype, "Uniform samples in [0, 1) shaped like input.");
-  m.def("randn_like", [](const Tensor& t, std::optional<ug::DType> dtype) {
-    return ug::randn(t.shape(), {dtype.value_or(t.dtype()), t.device()});
-  }, nb::arg("input"), nb::kw_only(), a_dtype, "Standard normal samples shaped like input.");
-  m.def("randint", [](nb::args args, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
-    // randint(high, size) or randint(low, high, size), as in torch.
-    if (args.size() != 2 && args.size() != 3) ug::fail<ug::TypeError>("[randint] expected randint(low=0, high, size)");
-    int64_t low = args.size() == 3 ? nb::cast<int64_t>(args[0]) : 0;
-    int64_t high = nb::cast<int64_t>(args[args.size() - 2]);
-    return ug::randint(low, high, dims_from_sequence(args[args.size() - 1], "randint"), opts(dtype, device));
-  }, nb::arg("args"), a_dtype, a_device,
-     "randint(high, size) or randint(low, high, size): integers drawn uniformly from [low, high).");
-  m.def("normal", [](double mean, double std, nb::handle size, std::optional<ug::DType> dtype) {
-    return ug::normal(mean, std, dims_from_sequence(size, "normal"), {dtype, {}});
-  }, nb::arg("mean"), nb::arg("std"), nb::arg("size"), nb::kw_only(), a_dtype,
-     "Normal samples of the given mean and standard deviation.");
-  m.def("randperm", [](int64_t n, std::optional<ug::DType> dtype) { return ug::randperm(n, {dtype, {}}); },
-        nb::arg("n"), nb::kw_only(), a_dtype, "A random permutation of 0 .. n - 1.");
-  m.def("arange", [](ug::Scalar start, std::optional<ug::Scalar> end, ug::Scalar step, std::optional<ug::DType> dtype,
-                     std::optional<ug::Device> device, bool rg) {
-    if (!end) return with_grad(ug::arange(0, start, step, opts(dtype, device)), rg);
-    return with_grad(ug::arange(start, *end, step, opts(dtype, device)), rg);
-  }, nb::arg("start"), nb::arg("end") = nb::none(), nb::arg("step") = 1, nb::kw_only(), a_dtype, a_device, a_grad,
-     "arange(end) or arange(start, end, step): the values from start up to (not including) end.");
-  m.def("linspace", [](double start, double end, int64_t steps, std::optional<ug::DType> dtype,
-                       std::optional<ug::Device> device, bool rg) {
-    return with_grad(ug::linspace(start, end, steps, opts(dtype, device)), rg);
-  }, nb::arg("start"), nb::arg("end"), nb::arg("steps"), nb::kw_only(), a_dtype, a_device, a_grad,
-     "steps values evenly spaced from start to end, both included.");
-  m.def("eye", [](int64_t n, std::optional<int64_t> cols, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
-    return ug::eye(n, cols, opts(dtype, device));
-  }, nb::arg("n"), nb::arg("m") = nb::none(), nb::kw_only(), a_dtype, a_device,
-     "The n x m (n x n by default) matrix with ones on the diagonal.");
+  m.def(
+      "full_like",
+      [](const Tensor& t, ug::Scalar v, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
+        return ug::full_like(t, v, {dtype, device.value_or(t.device())});
+      },
+      nb::arg("input"), nb::arg("fill_value"), nb::kw_only(), a_dtype, a_device,
+      "A tensor shaped like input filled with fill_value.");
+  m.def(
+      "rand_like",
+      [](const Tensor& t, std::optional<ug::DType> dtype) {
+        return ug::rand(t.shape(), {dtype.value_or(t.dtype()), t.device()});
+      },
+      nb::arg("input"), nb::kw_only(), a_dtype, "Uniform samples in [0, 1) shaped like input.");
+  m.def(
+      "randn_like",
+      [](const Tensor& t, std::optional<ug::DType> dtype) {
+        return ug::randn(t.shape(), {dtype.value_or(t.dtype()), t.device()});
+      },
+      nb::arg("input"), nb::kw_only(), a_dtype, "Standard normal samples shaped like input.");
+  m.def(
+      "randint",
+      [](nb::args args, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
+        // randint(high, size) or randint(low, high, size), as in torch.
+        if (args.size() != 2 && args.size() != 3)
+          ug::fail<ug::TypeError>("[randint] expected randint(low=0, high, size)");
+        int64_t low = args.size() == 3 ? nb::cast<int64_t>(args[0]) : 0;
+        int64_t high = nb::cast<int64_t>(args[args.size() - 2]);
+        return ug::randint(low, high, dims_from_sequence(args[args.size() - 1], "randint"), opts(dtype, device));
+      },
+      nb::arg("args"), a_dtype, a_device,
+      "randint(high, size) or randint(low, high, size): integers drawn uniformly from [low, high).");
+  m.def(
+      "normal",
+      [](double mean, double std, nb::handle size, std::optional<ug::DType> dtype) {
+        return ug::normal(mean, std, dims_from_sequence(size, "normal"), {dtype, {}});
+      },
+      nb::arg("mean"), nb::arg("std"), nb::arg("size"), nb::kw_only(), a_dtype,
+      "Normal samples of the given mean and standard deviation.");
+  m.def(
+      "randperm",
+      [](int64_t n, std::optional<ug::DType> dtype) {
+        return ug::randperm(n, {dtype, {}});
+      },
+      nb::arg("n"), nb::kw_only(), a_dtype, "A random permutation of 0 .. n - 1.");
+  m.def(
+      "arange",
+      [](ug::Scalar start, std::optional<ug::Scalar> end, ug::Scalar step, std::optional<ug::DType> dtype,
+         std::optional<ug::Device> device, bool rg) {
+        if (!end) return with_grad(ug::arange(0, start, step, opts(dtype, device)), rg);
+        return with_grad(ug::arange(start, *end, step, opts(dtype, device)), rg);
+      },
+      nb::arg("start"), nb::arg("end") = nb::none(), nb::arg("step") = 1, nb::kw_only(), a_dtype, a_device, a_grad,
+      "arange(end) or arange(start, end, step): the values from start up to (not including) end.");
+  m.def(
+      "linspace",
+      [](double start, double end, int64_t steps, std::optional<ug::DType> dtype, std::optional<ug::Device> device,
+         bool rg) { return with_grad(ug::linspace(start, end, steps, opts(dtype, device)), rg); },
+      nb::arg("start"), nb::arg("end"), nb::arg("steps"), nb::kw_only(), a_dtype, a_device, a_grad,
+      "steps values evenly spaced from start to end, both included.");
+  m.def(
+      "eye",
+      [](int64_t n, std::optional<int64_t> cols, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
+        return ug::eye(n, cols, opts(dtype, device));
+      },
+      nb::arg("n"), nb::arg("m") = nb::none(), nb::kw_only(), a_dtype, a_device,
+      "The n x m (n x n by default) matrix with ones on the diagonal.");
 
   nb::module_ r = m.def_submodule("random", "JAX-style explicit keys: key, split, normal, uniform, ...");
-  r.def("key", [](int64_t seed) { return ug::random::key(static_cast<uint64_t>(seed)); }, nb::arg("seed"));
-  r.def("PRNGKey", [](int64_t seed) { return ug::random::key(static_cast<uint64_t>(seed)); }, nb::arg("seed"));
+  r.def(
+      "key", [](int64_t seed) { return ug::random::key(static_cast<uint64_t>(seed)); }, nb::arg("seed"));
+  r.def(
+      "PRNGKey", [](int64_t seed) { return ug::random::key(static_cast<uint64_t>(seed)); }, nb::arg("seed"));
   r.def("split", &ug::random::split, nb::arg("key"), nb::arg("num") = 2);
-  r.def("fold_in", [](const Tensor& k, int64_t d) { return ug::random::fold_in(k, static_cast<uint64_t>(d)); },
-        nb::arg("key"), nb::arg("data"));
-  r.def("uniform", [](const Tensor& k, nb::handle shape, ug::DType dtype, double lo, double hi) {
-    return ug::random::uniform(k, dims_from_sequence(shape, "random.uniform"), lo, hi, dtype);
-  }, nb::arg("key"), nb::arg("shape") = nb::tuple(), nb::arg("dtype") = ug::DType::Float32,
-     nb::arg("minval") = 0.0, nb::arg("maxval") = 1.0);
-  r.def("normal", [](const Tensor& k, nb::handle shape, ug::DType dtype) {
-    return ug::random::normal(k, dims_from_sequence(shape, "random.normal"), dtype);
-  }, nb::arg("key"), nb::arg("shape") = nb::tuple(), nb::arg("dtype") = ug::DType::Float32);
-  r.def("randint", [](const Tensor& k, nb::handle shape, int64_t lo, int64_t hi, ug::DType dtype) {
-    return ug::random::randint(k, dims_from_sequence(shape, "random.randint"), lo, hi, dtype);
-  }, nb::arg("key"), nb::arg("shape"), nb::arg("minval"), nb::arg("maxval"), nb::arg("dtype") = ug::DType::Int64);
-  r.def("bernoulli", [](const Tensor& k, double p, nb::handle shape) {
-    return ug::random::bernoulli(k, p, dims_from_sequence(shape, "random.bernoulli"));
-  }, nb::arg("key"), nb::arg("p") = 0.5, nb::arg("shape") = nb::tuple());
-  r.def("permutation", [](const Tensor& k, nb::handle x) {
-    if (nb::isinstance<Tensor>(x)) return ug::random::permutation(k, nb::cast<Tensor>(x));
-    return ug::random::permutation(k, nb::cast<int64_t>(x));
-  }, nb::arg("key"), nb::arg("x"));
+  r.def(
+      "fold_in", [](const Tensor& k, int64_t d) { return ug::random::fold_in(k, static_cast<uint64_t>(d)); },
+      nb::arg("key"), nb::arg("data"));
+  r.def(
+      "uniform",
+      [](const Tensor& k, nb::handle shape, ug::DType dtype, double lo, double hi) {
+        return ug::random::uniform(k, dims_from_sequence(shape, "random.uniform"), lo, hi, dtype);
+      },
+      nb::arg("key"), nb::arg("shape") = nb::tuple(), nb::arg("dtype") = ug::DType::Float32, nb::arg("minval") = 0.0,
+      nb::arg("maxval") = 1.0);
+  r.def(
+      "normal",
+      [](const Tensor& k, nb::handle shape, ug::DType dtype) {
+        return ug::random::normal(k, dims_from_sequence(shape, "random.normal"), dtype);
+      },
+      nb::arg("key"), nb::arg("shape") = nb::tuple(), nb::arg("dtype") = ug::DType::Float32);
+  r.def(
+      "randint",
+      [](const Tensor& k, nb::handle shape, int64_t lo, int64_t hi, ug::DType dtype) {
+        return ug::random::randint(k, dims_from_sequence(shape, "random.randint"), lo, hi, dtype);
+      },
+      nb::arg("key"), nb::arg("shape"), nb::arg("minval"), nb::arg("maxval"), nb::arg("dtype") = ug::DType::Int64);
+  r.def(
+      "bernoulli",
+      [](const Tensor& k, double p, nb::handle shape) {
+        return ug::random::bernoulli(k, p, dims_from_sequence(shape, "random.bernoulli"));
+      },
+      nb::arg("key"), nb::arg("p") = 0.5, nb::arg("shape") = nb::tuple());
+  r.def(
+      "permutation",
+      [](const Tensor& k, nb::handle x) {
+        if (nb::isinstance<Tensor>(x)) return ug::random::permutation(k, nb::cast<Tensor>(x));
+        return ug::random::permutation(k, nb::cast<int64_t>(x));
+      },
+      nb::arg("key"), nb::arg("x"));
 }
 
 }  // namespace ugpy

@@ -84,18 +84,24 @@ class LoaderIterator {
 
 class PyDataLoader : public BatchSource {
  public:
-  PyDataLoader(nb::handle dataset, LoaderArgs args, nb::handle sampler, nb::handle batch_sampler,
-               nb::handle collate_fn, bool shuffle)
+  PyDataLoader(nb::handle dataset, LoaderArgs args, nb::handle sampler, nb::handle batch_sampler, nb::handle collate_fn,
+               bool shuffle)
       : dataset_obj_(nb::borrow(dataset)), collate_(nb::borrow(collate_fn)), args_(args) {
     const bool map_style = nb::isinstance<ug::data::Dataset>(dataset) ||
                            (nb::hasattr(dataset, "__len__") && nb::hasattr(dataset, "__getitem__"));
     if (!map_style) {
       if (!nb::hasattr(dataset, "__iter__"))
-        ug::fail<ug::TypeError>("[DataLoader] expected a data set (__len__ and __getitem__) or an iterable one "
-                                "(__iter__), got ", nb::cast<std::string>(dataset.type().attr("__name__")));
-      if (shuffle) ug::fail("[DataLoader] DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle=True");
-      if (!sampler.is_none()) ug::fail("[DataLoader] DataLoader with IterableDataset: expected unspecified sampler option");
-      if (!batch_sampler.is_none()) ug::fail("[DataLoader] DataLoader with IterableDataset: expected unspecified batch_sampler option");
+        ug::fail<ug::TypeError>(
+            "[DataLoader] expected a data set (__len__ and __getitem__) or an iterable one "
+            "(__iter__), got ",
+            nb::cast<std::string>(dataset.type().attr("__name__")));
+      if (shuffle)
+        ug::fail(
+            "[DataLoader] DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle=True");
+      if (!sampler.is_none())
+        ug::fail("[DataLoader] DataLoader with IterableDataset: expected unspecified sampler option");
+      if (!batch_sampler.is_none())
+        ug::fail("[DataLoader] DataLoader with IterableDataset: expected unspecified batch_sampler option");
       ug::data::check_batch_size(args.batch_size);
       ug::data::queue_capacity(args.options);
       return;
@@ -181,7 +187,8 @@ class PyDataLoader : public BatchSource {
     const int64_t epoch = epoch_++;
     const uint64_t seed = ug::data::pass_seed(args_.options.seed, epoch);
     auto it = std::make_shared<PyRef>(nb::iter(dataset_obj_.get()));
-    auto produce = [it, seed, collate = collate_, a = args_, flag = iterable_single_](int64_t i) -> std::optional<PyBatch> {
+    auto produce = [it, seed, collate = collate_, a = args_,
+                    flag = iterable_single_](int64_t i) -> std::optional<PyBatch> {
       ug::Generator g(ug::data::batch_seed(seed, i));
       ug::GeneratorScope scope(g);
       nb::gil_scoped_acquire gil;
@@ -194,7 +201,8 @@ class PyDataLoader : public BatchSource {
         }
         samples.append(nb::steal(item));
       }
-      if (samples.size() == 0 || (a.drop_last && static_cast<int64_t>(samples.size()) < a.batch_size)) return std::nullopt;
+      if (samples.size() == 0 || (a.drop_last && static_cast<int64_t>(samples.size()) < a.batch_size))
+        return std::nullopt;
       if (!collate.get().is_none()) return PyBatch(PyRef(collate.get()(samples)));
       std::vector<Example> rows;
       bool single = false;
@@ -214,10 +222,10 @@ class PyDataLoader : public BatchSource {
   PyRef collate_;
   LoaderArgs args_;
   std::shared_ptr<ug::data::Dataset> dataset_;  // map-style data sets
-  std::optional<BatchLoader<PyBatch>> core_;     // map-style data sets
-  int64_t epoch_ = 0;                             // iterable data sets
+  std::optional<BatchLoader<PyBatch>> core_;    // map-style data sets
+  int64_t epoch_ = 0;                           // iterable data sets
   std::shared_ptr<std::atomic<bool>> iterable_single_ = std::make_shared<std::atomic<bool>>(false);
-  std::unique_ptr<Pass> pass_;                    // the pass of start_epoch / next
+  std::unique_ptr<Pass> pass_;  // the pass of start_epoch / next
   WorkerRegistration registration_{[this] {
     if (pass_) pass_->stop();
   }};
@@ -250,30 +258,30 @@ void bind_data_loader(nb::module_& data) {
       "do nothing (CPU tensors; threads start cheaply), nor do multiprocessing_context, pin_memory_device and "
       "in_order (batches always come in order). worker_init_fn(id) runs first on each worker thread; timeout "
       "(seconds) bounds the wait for a batch from the workers.")
-      .def("__init__",
-           [](PyDataLoader* self, nb::handle dataset, int64_t batch_size, std::optional<bool> shuffle,
-              nb::handle sampler, nb::handle batch_sampler, int num_workers, nb::handle collate_fn,
-              bool /*pin_memory*/, bool drop_last, double timeout, nb::handle worker_init_fn,
-              nb::handle /*multiprocessing_context*/, nb::handle generator, std::optional<int> prefetch_factor,
-              bool /*persistent_workers*/, const std::string& /*pin_memory_device*/, bool /*in_order*/,
-              nb::handle seed) {
-             LoaderArgs a;
-             a.batch_size = batch_size;
-             a.drop_last = drop_last;
-             a.options = {.num_workers = num_workers,
-                          .prefetch_factor = prefetch_factor.value_or(2),
-                          .seed = seed_from_python(seed, generator),
-                          .worker_init_fn = python_worker_init(dataset, worker_init_fn),
-                          .timeout = timeout};
-             new (self) PyDataLoader(dataset, a, sampler, batch_sampler, collate_fn, shuffle.value_or(false));
-           },
-           // torch's signature, in its order, then unigrad's seed.
-           "dataset"_a, "batch_size"_a = 1, "shuffle"_a.none() = nb::none(), "sampler"_a.none() = nb::none(),
-           "batch_sampler"_a.none() = nb::none(), "num_workers"_a = 0, "collate_fn"_a.none() = nb::none(),
-           "pin_memory"_a = false, "drop_last"_a = false, "timeout"_a = 0.0, "worker_init_fn"_a.none() = nb::none(),
-           "multiprocessing_context"_a.none() = nb::none(), "generator"_a.none() = nb::none(), nb::kw_only(),
-           "prefetch_factor"_a.none() = nb::none(), "persistent_workers"_a = false, "pin_memory_device"_a = "",
-           "in_order"_a = true, "seed"_a.none() = nb::none())
+      .def(
+          "__init__",
+          [](PyDataLoader* self, nb::handle dataset, int64_t batch_size, std::optional<bool> shuffle,
+             nb::handle sampler, nb::handle batch_sampler, int num_workers, nb::handle collate_fn, bool /*pin_memory*/,
+             bool drop_last, double timeout, nb::handle worker_init_fn, nb::handle /*multiprocessing_context*/,
+             nb::handle generator, std::optional<int> prefetch_factor, bool /*persistent_workers*/,
+             const std::string& /*pin_memory_device*/, bool /*in_order*/, nb::handle seed) {
+            LoaderArgs a;
+            a.batch_size = batch_size;
+            a.drop_last = drop_last;
+            a.options = {.num_workers = num_workers,
+                         .prefetch_factor = prefetch_factor.value_or(2),
+                         .seed = seed_from_python(seed, generator),
+                         .worker_init_fn = python_worker_init(dataset, worker_init_fn),
+                         .timeout = timeout};
+            new (self) PyDataLoader(dataset, a, sampler, batch_sampler, collate_fn, shuffle.value_or(false));
+          },
+          // torch's signature, in its order, then unigrad's seed.
+          "dataset"_a, "batch_size"_a = 1, "shuffle"_a.none() = nb::none(), "sampler"_a.none() = nb::none(),
+          "batch_sampler"_a.none() = nb::none(), "num_workers"_a = 0, "collate_fn"_a.none() = nb::none(),
+          "pin_memory"_a = false, "drop_last"_a = false, "timeout"_a = 0.0, "worker_init_fn"_a.none() = nb::none(),
+          "multiprocessing_context"_a.none() = nb::none(), "generator"_a.none() = nb::none(), nb::kw_only(),
+          "prefetch_factor"_a.none() = nb::none(), "persistent_workers"_a = false, "pin_memory_device"_a = "",
+          "in_order"_a = true, "seed"_a.none() = nb::none())
       .def("__iter__",
            [](nb::handle self) {
              PyDataLoader& l = nb::cast<PyDataLoader&>(self);

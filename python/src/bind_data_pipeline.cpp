@@ -1,6 +1,6 @@
 // ug.data's tf.data-style chain: from_tensor_slices((x, y)).shuffle(...).map(fn).batch(32)
-// .prefetch(AUTOTUNE), or from_tensor_slices({"data": x, "label": y}) with dict elements. The steps are C++ (ug::data::Pipeline); this file adapts Python
-// functions for map and iterates passes from Python.
+// .prefetch(AUTOTUNE), or from_tensor_slices({"data": x, "label": y}) with dict elements. The steps are C++
+// (ug::data::Pipeline); this file adapts Python functions for map and iterates passes from Python.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/unique_ptr.h>
 
@@ -66,8 +66,9 @@ void bind_data_pipeline(nb::module_& data) {
       "Pipeline, and each iteration is a fresh pass (reshuffled).")
       .def("shuffle", &Pipeline::shuffle, "buffer_size"_a, "seed"_a.none() = nb::none(),
            "Elements drawn at random from a buffer of the next buffer_size ones (tf.data's shuffle).")
-      .def("map", [](const Pipeline& p, nb::handle fn) { return p.map(map_fn_from_python(fn)); }, "map_func"_a,
-           "map_func(*fields) applied to each element; map_func(element) when the element is a dict.")
+      .def(
+          "map", [](const Pipeline& p, nb::handle fn) { return p.map(map_fn_from_python(fn)); }, "map_func"_a,
+          "map_func(*fields) applied to each element; map_func(element) when the element is a dict.")
       .def("batch", &Pipeline::batch, "batch_size"_a, "drop_remainder"_a = false)
       .def("prefetch", &Pipeline::prefetch, "buffer_size"_a,
            "Elements prepared on a background thread, up to buffer_size ahead (AUTOTUNE: 4).")
@@ -85,7 +86,9 @@ void bind_data_pipeline(nb::module_& data) {
 
   data.def(
       "from_tensor_slices",
-      [](nb::handle tensors) { return Pipeline::from_tensor_slices(example_from_python(tensors, "from_tensor_slices")); },
+      [](nb::handle tensors) {
+        return Pipeline::from_tensor_slices(example_from_python(tensors, "from_tensor_slices"));
+      },
       "tensors"_a,
       "A pipeline whose element i is (t[i] for t in tensors); tensors: a tensor, a tuple of them, or a dict name -> "
       "tensor, whose elements (and batches) are dicts, as tf.data's and MindSpore's NumpySlicesDataset's.");

@@ -30,10 +30,12 @@ std::vector<std::variant<int64_t, std::string>> usecols_from_python(nb::handle h
   auto one = [&](nb::handle c) {
     if (nb::isinstance<nb::str>(c)) out.emplace_back(nb::cast<std::string>(c));
     else if (PyIndex_Check(c.ptr()) && !PyBool_Check(c.ptr())) out.emplace_back(nb::cast<int64_t>(nb::int_(c)));
-    else ug::fail<ug::TypeError>("[read_csv] usecols holds ", nb::cast<std::string>(nb::repr(c)), ", not an int or str");
+    else
+      ug::fail<ug::TypeError>("[read_csv] usecols holds ", nb::cast<std::string>(nb::repr(c)), ", not an int or str");
   };
   if (nb::isinstance<nb::str>(h) || PyIndex_Check(h.ptr())) one(h);
-  else for (nb::handle c : nb::iter(h)) one(c);
+  else
+    for (nb::handle c : nb::iter(h)) one(c);
   return out;
 }
 

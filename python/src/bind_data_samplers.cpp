@@ -102,60 +102,68 @@ void bind_data_samplers(nb::module_& data) {
                                  "The order of a data set's indices: subclass it with __iter__ and __len__.")
       .def(nb::init<>())
       .def("__len__", &Sampler::size)
-      .def("__iter__", [](Sampler& s) { return iterate(s.indices()); }, "The indices of the next pass.")
+      .def(
+          "__iter__", [](Sampler& s) { return iterate(s.indices()); }, "The indices of the next pass.")
       .def("set_epoch", &Sampler::set_epoch, "epoch"_a, "The epoch of the next pass (its shuffle depends on it).")
       .def_prop_ro("epoch", &Sampler::epoch);
 
   nb::class_<ug::data::SequentialSampler, Sampler>(data, "SequentialSampler", "0, 1, ..., len(data_source) - 1.")
-      .def("__init__", [](ug::data::SequentialSampler* self, nb::handle data_source) {
-        new (self) ug::data::SequentialSampler(size_of(data_source));
-      }, "data_source"_a);
+      .def(
+          "__init__",
+          [](ug::data::SequentialSampler* self, nb::handle data_source) {
+            new (self) ug::data::SequentialSampler(size_of(data_source));
+          },
+          "data_source"_a);
 
   nb::class_<ug::data::RandomSampler, Sampler>(
       data, "RandomSampler",
       "A random permutation per pass (or num_samples draws). Seeded, pass k depends on (seed, k) only.")
-      .def("__init__",
-           [](ug::data::RandomSampler* self, nb::handle data_source, bool replacement, std::optional<int64_t> num_samples,
-              nb::handle generator, nb::handle seed) {
-             new (self) ug::data::RandomSampler(size_of(data_source), replacement, num_samples,
-                                                seed_from_python(seed, generator));
-           },
-           "data_source"_a, "replacement"_a = false, "num_samples"_a.none() = nb::none(),
-           "generator"_a.none() = nb::none(), nb::kw_only(), "seed"_a.none() = nb::none());
+      .def(
+          "__init__",
+          [](ug::data::RandomSampler* self, nb::handle data_source, bool replacement,
+             std::optional<int64_t> num_samples, nb::handle generator, nb::handle seed) {
+            new (self) ug::data::RandomSampler(size_of(data_source), replacement, num_samples,
+                                               seed_from_python(seed, generator));
+          },
+          "data_source"_a, "replacement"_a = false, "num_samples"_a.none() = nb::none(),
+          "generator"_a.none() = nb::none(), nb::kw_only(), "seed"_a.none() = nb::none());
 
-  nb::class_<ug::data::WeightedRandomSampler, Sampler>(
-      data, "WeightedRandomSampler", "num_samples indices drawn in proportion to `weights`.")
-      .def("__init__",
-           [](ug::data::WeightedRandomSampler* self, nb::handle weights, int64_t num_samples, bool replacement,
-              nb::handle generator, nb::handle seed) {
-             std::vector<double> w;
-             nb::object values = nb::isinstance<ug::Tensor>(weights) ? weights.attr("tolist")() : nb::borrow(weights);
-             for (nb::handle x : nb::iter(values)) w.push_back(nb::cast<double>(x));
-             new (self) ug::data::WeightedRandomSampler(std::move(w), num_samples, replacement,
-                                                        seed_from_python(seed, generator));
-           },
-           "weights"_a, "num_samples"_a, "replacement"_a = true, "generator"_a.none() = nb::none(), nb::kw_only(),
-           "seed"_a.none() = nb::none());
+  nb::class_<ug::data::WeightedRandomSampler, Sampler>(data, "WeightedRandomSampler",
+                                                       "num_samples indices drawn in proportion to `weights`.")
+      .def(
+          "__init__",
+          [](ug::data::WeightedRandomSampler* self, nb::handle weights, int64_t num_samples, bool replacement,
+             nb::handle generator, nb::handle seed) {
+            std::vector<double> w;
+            nb::object values = nb::isinstance<ug::Tensor>(weights) ? weights.attr("tolist")() : nb::borrow(weights);
+            for (nb::handle x : nb::iter(values)) w.push_back(nb::cast<double>(x));
+            new (self) ug::data::WeightedRandomSampler(std::move(w), num_samples, replacement,
+                                                       seed_from_python(seed, generator));
+          },
+          "weights"_a, "num_samples"_a, "replacement"_a = true, "generator"_a.none() = nb::none(), nb::kw_only(),
+          "seed"_a.none() = nb::none());
 
   nb::class_<ug::data::DistributedSampler, Sampler>(
       data, "DistributedSampler",
       "Rank `rank`'s share of the data set split over num_replicas processes (torch's padding and interleaving).")
-      .def("__init__",
-           [](ug::data::DistributedSampler* self, nb::handle dataset, int64_t num_replicas, int64_t rank, bool shuffle,
-              int64_t seed, bool drop_last) {
-             new (self) ug::data::DistributedSampler(size_of(dataset), num_replicas, rank, shuffle,
-                                                     static_cast<uint64_t>(seed), drop_last);
-           },
-           "dataset"_a, "num_replicas"_a = 1, "rank"_a = 0, "shuffle"_a = true, "seed"_a = 0, "drop_last"_a = false)
+      .def(
+          "__init__",
+          [](ug::data::DistributedSampler* self, nb::handle dataset, int64_t num_replicas, int64_t rank, bool shuffle,
+             int64_t seed, bool drop_last) {
+            new (self) ug::data::DistributedSampler(size_of(dataset), num_replicas, rank, shuffle,
+                                                    static_cast<uint64_t>(seed), drop_last);
+          },
+          "dataset"_a, "num_replicas"_a = 1, "rank"_a = 0, "shuffle"_a = true, "seed"_a = 0, "drop_last"_a = false)
       .def_prop_ro("num_samples", &ug::data::DistributedSampler::size)
       .def_prop_ro("total_size", &ug::data::DistributedSampler::total_size);
 
   nb::class_<BatchSampler>(data, "BatchSampler", "A sampler's indices in batches of batch_size.")
-      .def("__init__",
-           [](BatchSampler* self, nb::handle sampler, int64_t batch_size, bool drop_last) {
-             new (self) BatchSampler(sampler_from_python(sampler), batch_size, drop_last);
-           },
-           "sampler"_a, "batch_size"_a, "drop_last"_a)
+      .def(
+          "__init__",
+          [](BatchSampler* self, nb::handle sampler, int64_t batch_size, bool drop_last) {
+            new (self) BatchSampler(sampler_from_python(sampler), batch_size, drop_last);
+          },
+          "sampler"_a, "batch_size"_a, "drop_last"_a)
       .def("__len__", &BatchSampler::size)
       .def("__iter__", [](BatchSampler& b) { return nb::iter(nb::cast(b.batches())); })
       .def("set_epoch", &BatchSampler::set_epoch, "epoch"_a)

@@ -85,18 +85,19 @@ void bind_data_sets(nb::module_& data) {
                                  "a tuple of tensors, numbers or NumPy arrays).")
       .def(nb::init<>())
       .def("__len__", &Dataset::size)
-      .def("__getitem__",
-           [](const Dataset& d, int64_t index) {
-             return example_to_element(d.get(normalize_index(index, d.size(), "Dataset")));
-           },
-           "index"_a, "Sample `index` as a tuple of tensors (a dict when its fields are named).")
+      .def(
+          "__getitem__",
+          [](const Dataset& d, int64_t index) {
+            return example_to_element(d.get(normalize_index(index, d.size(), "Dataset")));
+          },
+          "index"_a, "Sample `index` as a tuple of tensors (a dict when its fields are named).")
       .def("__add__", [](nb::handle self, nb::handle other) {
         return std::make_shared<ug::data::ConcatDataset>(std::vector<std::shared_ptr<Dataset>>{
             dataset_from_python(self, "ConcatDataset"), dataset_from_python(other, "ConcatDataset")});
       });
 
-  nb::class_<ug::data::TensorDataset, Dataset>(data, "TensorDataset",
-                                                "Sample i is (t[i] for t in tensors); batches are one index_select per tensor.")
+  nb::class_<ug::data::TensorDataset, Dataset>(
+      data, "TensorDataset", "Sample i is (t[i] for t in tensors); batches are one index_select per tensor.")
       .def("__init__",
            [](ug::data::TensorDataset* self, nb::args tensors) {
              std::vector<ug::Tensor> ts;
@@ -108,27 +109,27 @@ void bind_data_sets(nb::module_& data) {
              }
              new (self) ug::data::TensorDataset(std::move(ts));
            })
-      .def_prop_ro("tensors", [](const ug::data::TensorDataset& d) {
-        return nb::tuple(nb::cast(d.tensors()));
-      });
+      .def_prop_ro("tensors", [](const ug::data::TensorDataset& d) { return nb::tuple(nb::cast(d.tensors())); });
 
   nb::class_<ug::data::Subset, Dataset>(data, "Subset", "The samples of `dataset` at `indices`.")
-      .def("__init__",
-           [](ug::data::Subset* self, nb::handle dataset, std::vector<int64_t> indices) {
-             new (self) ug::data::Subset(dataset_from_python(dataset, "Subset"), std::move(indices));
-           },
-           "dataset"_a, "indices"_a)
+      .def(
+          "__init__",
+          [](ug::data::Subset* self, nb::handle dataset, std::vector<int64_t> indices) {
+            new (self) ug::data::Subset(dataset_from_python(dataset, "Subset"), std::move(indices));
+          },
+          "dataset"_a, "indices"_a)
       .def_prop_ro("dataset", [](const ug::data::Subset& s) { return s.dataset(); })
       .def_prop_ro("indices", [](const ug::data::Subset& s) { return s.indices(); });
 
   nb::class_<ug::data::ConcatDataset, Dataset>(data, "ConcatDataset", "The data sets one after the other.")
-      .def("__init__",
-           [](ug::data::ConcatDataset* self, nb::iterable datasets) {
-             std::vector<std::shared_ptr<Dataset>> ds;
-             for (nb::handle d : datasets) ds.push_back(dataset_from_python(d, "ConcatDataset"));
-             new (self) ug::data::ConcatDataset(std::move(ds));
-           },
-           "datasets"_a)
+      .def(
+          "__init__",
+          [](ug::data::ConcatDataset* self, nb::iterable datasets) {
+            std::vector<std::shared_ptr<Dataset>> ds;
+            for (nb::handle d : datasets) ds.push_back(dataset_from_python(d, "ConcatDataset"));
+            new (self) ug::data::ConcatDataset(std::move(ds));
+          },
+          "datasets"_a)
       .def_prop_ro("datasets", [](const ug::data::ConcatDataset& c) { return c.datasets(); })
       .def_prop_ro("cumulative_sizes", [](const ug::data::ConcatDataset& c) { return c.cumulative_sizes(); });
 

@@ -79,25 +79,27 @@ void bind_data_transforms(nb::module_& data) {
 
   nb::class_<tf::Transform>(m, "Transform",
                             "An image transform: call it on one image (C, H, W) or a batch (N, C, H, W).")
-      .def("__call__",
-           [](const tf::Transform& t, nb::handle image) {
-             // ToTensor's input is often a NumPy array; the others take it too.
-             ug::Tensor x = nb::isinstance<ug::Tensor>(image) ? nb::cast<ug::Tensor>(image)
-                                                               : tensor_from_data(image, std::nullopt, std::nullopt);
-             nb::gil_scoped_release release;
-             return t(x);
-           },
-           "img"_a)
+      .def(
+          "__call__",
+          [](const tf::Transform& t, nb::handle image) {
+            // ToTensor's input is often a NumPy array; the others take it too.
+            ug::Tensor x = nb::isinstance<ug::Tensor>(image) ? nb::cast<ug::Tensor>(image)
+                                                             : tensor_from_data(image, std::nullopt, std::nullopt);
+            nb::gil_scoped_release release;
+            return t(x);
+          },
+          "img"_a)
       .def("__repr__", &tf::Transform::repr);
 
   nb::class_<tf::Normalize, tf::Transform>(
       m, "Normalize", "(x - mean[c]) / std[c] for each channel c of a float image; one value stands for all.")
-      .def("__init__",
-           [](tf::Normalize* self, nb::handle mean, nb::handle std, bool inplace) {
-             new (self) tf::Normalize(doubles_from_python(mean, "Normalize", "mean"),
-                                      doubles_from_python(std, "Normalize", "std"), inplace);
-           },
-           "mean"_a, "std"_a, "inplace"_a = false)
+      .def(
+          "__init__",
+          [](tf::Normalize* self, nb::handle mean, nb::handle std, bool inplace) {
+            new (self) tf::Normalize(doubles_from_python(mean, "Normalize", "mean"),
+                                     doubles_from_python(std, "Normalize", "std"), inplace);
+          },
+          "mean"_a, "std"_a, "inplace"_a = false)
       .def_prop_ro("mean", &tf::Normalize::mean)
       .def_prop_ro("std", &tf::Normalize::std);
 
@@ -105,15 +107,15 @@ void bind_data_transforms(nb::module_& data) {
       m, "RandomCrop",
       "A size (h, w) crop at a random place of the image padded by padding (int, (left/right, top/bottom) or\n"
       "(left, top, right, bottom)); padding_mode 'constant' (with fill), 'edge', 'reflect' or 'symmetric'.")
-      .def("__init__",
-           [](tf::RandomCrop* self, nb::handle size, nb::handle padding, bool pad_if_needed, double fill,
-              const std::string& padding_mode) {
-             new (self) tf::RandomCrop(ints_from_python(size, "RandomCrop", "size"),
-                                       ints_from_python(padding, "RandomCrop", "padding"), pad_if_needed, fill,
-                                       tf::padding_mode_from_name(padding_mode));
-           },
-           "size"_a, "padding"_a = nb::none(), "pad_if_needed"_a = false, "fill"_a = 0,
-           "padding_mode"_a = "constant");
+      .def(
+          "__init__",
+          [](tf::RandomCrop* self, nb::handle size, nb::handle padding, bool pad_if_needed, double fill,
+             const std::string& padding_mode) {
+            new (self) tf::RandomCrop(ints_from_python(size, "RandomCrop", "size"),
+                                      ints_from_python(padding, "RandomCrop", "padding"), pad_if_needed, fill,
+                                      tf::padding_mode_from_name(padding_mode));
+          },
+          "size"_a, "padding"_a = nb::none(), "pad_if_needed"_a = false, "fill"_a = 0, "padding_mode"_a = "constant");
 
   nb::class_<tf::RandomHorizontalFlip, tf::Transform>(m, "RandomHorizontalFlip",
                                                       "Mirrors each image left-right with probability p.")
@@ -126,16 +128,17 @@ void bind_data_transforms(nb::module_& data) {
       .def(nb::init<>());
 
   nb::class_<tf::Compose, tf::Transform>(m, "Compose", "The transforms (or any callables) one after another.")
-      .def("__init__",
-           [](tf::Compose* self, nb::iterable transforms) {
-             std::vector<std::shared_ptr<tf::Transform>> ts;
-             for (nb::handle t : transforms) {
-               if (t.is_none()) ug::fail<ug::TypeError>("[Compose] a transform is None");
-               ts.push_back(transform_from_python(t, "Compose"));
-             }
-             new (self) tf::Compose(std::move(ts));
-           },
-           "transforms"_a)
+      .def(
+          "__init__",
+          [](tf::Compose* self, nb::iterable transforms) {
+            std::vector<std::shared_ptr<tf::Transform>> ts;
+            for (nb::handle t : transforms) {
+              if (t.is_none()) ug::fail<ug::TypeError>("[Compose] a transform is None");
+              ts.push_back(transform_from_python(t, "Compose"));
+            }
+            new (self) tf::Compose(std::move(ts));
+          },
+          "transforms"_a)
       .def_prop_ro("transforms", [](const tf::Compose& c) {
         nb::list out;
         for (const auto& t : c.transforms()) out.append(transform_to_python(t));
@@ -143,14 +146,15 @@ void bind_data_transforms(nb::module_& data) {
       });
 
   nb::class_<tf::Lambda, tf::Transform>(m, "Lambda", "A Python function as a transform.")
-      .def("__init__",
-           [](tf::Lambda* self, nb::handle lambd) {
-             if (!PyCallable_Check(lambd.ptr()))
-               ug::fail<ug::TypeError>("[Lambda] expected a callable, got ",
-                                       nb::cast<std::string>(lambd.type().attr("__name__")));
-             new (self) tf::Lambda(py_call(lambd, false));
-           },
-           "lambd"_a)
+      .def(
+          "__init__",
+          [](tf::Lambda* self, nb::handle lambd) {
+            if (!PyCallable_Check(lambd.ptr()))
+              ug::fail<ug::TypeError>("[Lambda] expected a callable, got ",
+                                      nb::cast<std::string>(lambd.type().attr("__name__")));
+            new (self) tf::Lambda(py_call(lambd, false));
+          },
+          "lambd"_a)
       .def_prop_ro("lambd", [](const tf::Lambda& l) -> nb::object {
         if (const auto* call = l.function().target<PyCall>()) return call->fn->get();
         return nb::none();

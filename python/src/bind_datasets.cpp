@@ -40,39 +40,42 @@ void bind_datasets(nb::module_& datasets) {
       "root defaults to $FASHION_MNIST_DIR, else /usr/share/datasets/fashion-mnist, where Debian's package\n"
       "puts the files (sudo apt-get install dataset-fashion-mnist); a missing file raises FileNotFoundError.\n"
       "download is accepted for torchvision's signature: nothing is downloaded.");
-  cls.def("__init__",
-          [](FashionMNIST* self, const std::optional<std::filesystem::path>& root, bool train, nb::handle transform,
-             nb::handle target_transform, bool /*download*/) {
-            auto t = transform_from_python(transform, "FashionMNIST");
-            auto tt = transform_from_python(target_transform, "FashionMNIST");
-            const std::string dir = root ? root->string() : "";
-            nb::gil_scoped_release release;  // reading the files takes a while
-            new (self) FashionMNIST(dir, train, std::move(t), std::move(tt));
-          },
-          "root"_a = nb::none(), "train"_a = true, "transform"_a = nb::none(), "target_transform"_a = nb::none(),
-          "download"_a = false)
+  cls.def(
+         "__init__",
+         [](FashionMNIST* self, const std::optional<std::filesystem::path>& root, bool train, nb::handle transform,
+            nb::handle target_transform, bool /*download*/) {
+           auto t = transform_from_python(transform, "FashionMNIST");
+           auto tt = transform_from_python(target_transform, "FashionMNIST");
+           const std::string dir = root ? root->string() : "";
+           nb::gil_scoped_release release;  // reading the files takes a while
+           new (self) FashionMNIST(dir, train, std::move(t), std::move(tt));
+         },
+         "root"_a = nb::none(), "train"_a = true, "transform"_a = nb::none(), "target_transform"_a = nb::none(),
+         "download"_a = false)
       .def("__len__", &FashionMNIST::size)
-      .def("__getitem__",
-           [](const FashionMNIST& d, int64_t index) {
-             ug::data::Example e;
-             {
-               nb::gil_scoped_release release;
-               e = d.get(index);
-             }
-             return example_to_element(e);
-           },
-           "index"_a)
-      .def("get_batch",
-           [](const FashionMNIST& d, nb::handle indices) {
-             const std::vector<int64_t> idx = indices_from_python(indices);
-             ug::data::Example e;
-             {
-               nb::gil_scoped_release release;
-               e = d.get_batch(idx);
-             }
-             return example_to_element(e);
-           },
-           "indices"_a, "(images (N, 1, 28, 28), labels (N,)) for the samples at indices, each transform run once.")
+      .def(
+          "__getitem__",
+          [](const FashionMNIST& d, int64_t index) {
+            ug::data::Example e;
+            {
+              nb::gil_scoped_release release;
+              e = d.get(index);
+            }
+            return example_to_element(e);
+          },
+          "index"_a)
+      .def(
+          "get_batch",
+          [](const FashionMNIST& d, nb::handle indices) {
+            const std::vector<int64_t> idx = indices_from_python(indices);
+            ug::data::Example e;
+            {
+              nb::gil_scoped_release release;
+              e = d.get_batch(idx);
+            }
+            return example_to_element(e);
+          },
+          "indices"_a, "(images (N, 1, 28, 28), labels (N,)) for the samples at indices, each transform run once.")
       .def_prop_ro("data", &FashionMNIST::data, "The images as stored: (N, 28, 28) uint8.")
       .def_prop_ro("targets", &FashionMNIST::targets, "The labels: (N,) int64.")
       .def_prop_ro("root", &FashionMNIST::root)

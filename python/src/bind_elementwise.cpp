@@ -17,8 +17,8 @@ using ug::Tensor;
 
 void bind_elementwise_methods(nb::class_<Tensor>& cls) {
   // The unary ops come from their table (src/ug/ops/unary_kinds.h).
-#define UG_METHOD(Op, name)                                         \
-  cls.def(#name, [](const Tensor& t) { return t.name(); });         \
+#define UG_METHOD(Op, name)                                 \
+  cls.def(#name, [](const Tensor& t) { return t.name(); }); \
   cls.def(#name "_", [](Tensor& t) { return t.name##_(); });
   UG_UNARY_MATH_OPS(UG_METHOD)
 #undef UG_METHOD
@@ -33,29 +33,33 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
            nb::arg("equal_nan") = false)
       .def("equal", &ug::equal, nb::arg("other"))
       .def("absolute", [](const Tensor& t) { return t.abs(); })
-      .def("clamp", [](const Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) { return t.clamp(lo, hi); },
-           nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
-      .def("clamp", [](const Tensor& t, std::optional<Tensor> lo, std::optional<Tensor> hi) { return t.clamp(lo, hi); },
-           nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
-      .def("clip", [](const Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) { return t.clamp(lo, hi); },
-           nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
-      .def("clamp_", [](Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) { return t.clamp_(lo, hi); },
-           nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
+      .def(
+          "clamp", [](const Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) { return t.clamp(lo, hi); },
+          nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
+      .def(
+          "clamp", [](const Tensor& t, std::optional<Tensor> lo, std::optional<Tensor> hi) { return t.clamp(lo, hi); },
+          nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
+      .def(
+          "clip", [](const Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) { return t.clamp(lo, hi); },
+          nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
+      .def(
+          "clamp_", [](Tensor& t, std::optional<Scalar> lo, std::optional<Scalar> hi) { return t.clamp_(lo, hi); },
+          nb::arg("min") = nb::none(), nb::arg("max") = nb::none())
       .def("lerp", [](const Tensor& t, const Tensor& end, Scalar w) { return t.lerp(end, w); })
       .def("lerp", [](const Tensor& t, const Tensor& end, const Tensor& w) { return t.lerp(end, w); })
       .def("where", [](const Tensor& t, const Tensor& cond, const Tensor& other) { return ug::where(cond, t, other); })
       .def("where", [](const Tensor& t, const Tensor& cond, Scalar other) { return ug::where(cond, t, other); });
 
-#define UG_METHOD(Op, name)                                                              \
-  cls.def(#name, [](const Tensor& a, const Tensor& b) { return a.name(b); });            \
-  cls.def(#name, [](const Tensor& a, Scalar b) { return a.name(b); });                   \
-  cls.def(#name "_", [](Tensor& a, const Tensor& b) { return a.name##_(b); });           \
+#define UG_METHOD(Op, name)                                                    \
+  cls.def(#name, [](const Tensor& a, const Tensor& b) { return a.name(b); });  \
+  cls.def(#name, [](const Tensor& a, Scalar b) { return a.name(b); });         \
+  cls.def(#name "_", [](Tensor& a, const Tensor& b) { return a.name##_(b); }); \
   cls.def(#name "_", [](Tensor& a, Scalar b) { return a.name##_(b); });
   UG_BINARY_PUBLIC(UG_METHOD)
 #undef UG_METHOD
 
   // Python operators. Reflected forms compute `other op self`.
-#define UG_OPERATOR(py, name)                                                            \
+#define UG_OPERATOR(py, name)                                                             \
   cls.def("__" py "__", [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }); \
   cls.def("__" py "__", [](const Tensor& a, Scalar b) { return ug::name(a, b); });        \
   cls.def("__r" py "__", [](const Tensor& a, Scalar b) { return ug::name(b, a); });       \
@@ -72,8 +76,8 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
   UG_OPERATOR("or", bitwise_or)
   UG_OPERATOR("xor", bitwise_xor)
 #undef UG_OPERATOR
-#define UG_COMPARISON(py, name)                                                            \
-  cls.def("__" py "__", [](const Tensor& a, const Tensor& b) { return ug::name(a, b); });   \
+#define UG_COMPARISON(py, name)                                                           \
+  cls.def("__" py "__", [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }); \
   cls.def("__" py "__", [](const Tensor& a, Scalar b) { return ug::name(a, b); });
   UG_COMPARISON("eq", eq)
   UG_COMPARISON("ne", ne)
@@ -92,28 +96,35 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
 }
 
 void bind_elementwise_functions(nb::module_& m) {
-#define UG_FUNCTION(Op, name) m.def(#name, [](const Tensor& x) { return ug::name(x); }, nb::arg("input"));
+#define UG_FUNCTION(Op, name) \
+  m.def(                      \
+      #name, [](const Tensor& x) { return ug::name(x); }, nb::arg("input"));
   UG_UNARY_MATH_OPS(UG_FUNCTION)
   UG_UNARY_PREDICATES(UG_FUNCTION)
 #undef UG_FUNCTION
-#define UG_FUNCTION(Op, name)                                                                    \
-  m.def(#name, [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other")); \
-  m.def(#name, [](const Tensor& a, Scalar b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other"));        \
-  m.def(#name, [](Scalar a, const Tensor& b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other"));
+#define UG_FUNCTION(Op, name)                                                                                      \
+  m.def(                                                                                                           \
+      #name, [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other")); \
+  m.def(                                                                                                           \
+      #name, [](const Tensor& a, Scalar b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other"));        \
+  m.def(                                                                                                           \
+      #name, [](Scalar a, const Tensor& b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other"));
   UG_BINARY_PUBLIC(UG_FUNCTION)
 #undef UG_FUNCTION
-  m.def("gelu", [](const Tensor& x, const std::string& approximate) { return ug::gelu(x, approximate); },
-        nb::arg("input"), nb::arg("approximate") = "none");
+  m.def(
+      "gelu", [](const Tensor& x, const std::string& approximate) { return ug::gelu(x, approximate); },
+      nb::arg("input"), nb::arg("approximate") = "none");
   m.def("where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return ug::where(c, a, b); });
   m.def("where", [](const Tensor& c, Scalar a, const Tensor& b) { return ug::where(c, a, b); });
   m.def("where", [](const Tensor& c, const Tensor& a, Scalar b) { return ug::where(c, a, b); });
-  m.def("where", [](const Tensor& c, Scalar a, Scalar b) {
-    return ug::where(c, ug::scalar_tensor(a), ug::scalar_tensor(b));
-  });
-  m.def("clamp", [](const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) { return ug::clamp(x, lo, hi); },
-        nb::arg("input"), nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
-  m.def("clamp", [](const Tensor& x, std::optional<Tensor> lo, std::optional<Tensor> hi) { return x.clamp(lo, hi); },
-        nb::arg("input"), nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
+  m.def("where",
+        [](const Tensor& c, Scalar a, Scalar b) { return ug::where(c, ug::scalar_tensor(a), ug::scalar_tensor(b)); });
+  m.def(
+      "clamp", [](const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) { return ug::clamp(x, lo, hi); },
+      nb::arg("input"), nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
+  m.def(
+      "clamp", [](const Tensor& x, std::optional<Tensor> lo, std::optional<Tensor> hi) { return x.clamp(lo, hi); },
+      nb::arg("input"), nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
   m.def("isclose", &ug::isclose, nb::arg("input"), nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8,
         nb::arg("equal_nan") = false);
   m.def("allclose", &ug::allclose, nb::arg("input"), nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8,

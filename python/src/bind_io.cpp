@@ -27,8 +27,8 @@ TensorDict tensors_from_python(nb::handle obj, const char* op) {
   TensorDict out;
   for (nb::handle key : nb::iter(obj)) {
     if (!nb::isinstance<nb::str>(key))
-      throw nb::type_error((std::string("[") + op + "] key " + nb::cast<std::string>(nb::repr(key)) +
-                            " is not a str").c_str());
+      throw nb::type_error(
+          (std::string("[") + op + "] key " + nb::cast<std::string>(nb::repr(key)) + " is not a str").c_str());
     nb::object value = obj[key];
     if (!nb::isinstance<ug::Tensor>(value))
       throw nb::type_error((std::string("[") + op + "] entry '" + nb::cast<std::string>(key) + "' is a " +
@@ -64,36 +64,50 @@ void save_file(nb::handle obj, const std::filesystem::path& path, const std::opt
 }  // namespace
 
 void bind_io(nb::module_& m) {
-  m.def("save", [](nb::handle obj, const std::filesystem::path& f, const std::optional<Metadata>& metadata) {
-    ug::io::Tree tree = tree_from_python(obj, "save");
-    nb::gil_scoped_release release;
-    ug::io::save(tree, f.string(), metadata.value_or(Metadata{}));
-  }, "obj"_a, "f"_a, "metadata"_a = nb::none(),
-        "Saves obj atomically to a safetensors file: a state_dict, or any nesting of dicts (str or int keys), "
-        "lists and tuples of tensors, None, bool, int, float and str (a checkpoint). Never pickles.");
-  m.def("load", [](const std::filesystem::path& f) {
-    ug::io::Tree tree;
-    {
-      nb::gil_scoped_release release;
-      tree = ug::io::load(f.string());
-    }
-    return tree_to_python(tree);
-  }, "f"_a, "What ug.save saved (a plain safetensors file: its dict of name -> Tensor). Runs no code.");
+  m.def(
+      "save",
+      [](nb::handle obj, const std::filesystem::path& f, const std::optional<Metadata>& metadata) {
+        ug::io::Tree tree = tree_from_python(obj, "save");
+        nb::gil_scoped_release release;
+        ug::io::save(tree, f.string(), metadata.value_or(Metadata{}));
+      },
+      "obj"_a, "f"_a, "metadata"_a = nb::none(),
+      "Saves obj atomically to a safetensors file: a state_dict, or any nesting of dicts (str or int keys), "
+      "lists and tuples of tensors, None, bool, int, float and str (a checkpoint). Never pickles.");
+  m.def(
+      "load",
+      [](const std::filesystem::path& f) {
+        ug::io::Tree tree;
+        {
+          nb::gil_scoped_release release;
+          tree = ug::io::load(f.string());
+        }
+        return tree_to_python(tree);
+      },
+      "f"_a, "What ug.save saved (a plain safetensors file: its dict of name -> Tensor). Runs no code.");
 
   nb::module_ st = m.def_submodule("safetensors", "the safetensors format, with the safetensors package's names");
-  st.def("save_file", [](nb::handle tensors, const std::filesystem::path& filename,
-                         const std::optional<Metadata>& metadata) { save_file(tensors, filename, metadata, "save_file"); },
-         "tensors"_a, "filename"_a, "metadata"_a = nb::none());
+  st.def(
+      "save_file",
+      [](nb::handle tensors, const std::filesystem::path& filename, const std::optional<Metadata>& metadata) {
+        save_file(tensors, filename, metadata, "save_file");
+      },
+      "tensors"_a, "filename"_a, "metadata"_a = nb::none());
   st.def("load_file", &load_file, "filename"_a);
-  st.def("save", [](nb::handle tensors, const std::optional<Metadata>& metadata) {
-    std::string data = ug::io::save_bytes(tensors_from_python(tensors, "save"), metadata.value_or(Metadata{}));
-    return nb::bytes(data.data(), data.size());
-  }, "tensors"_a, "metadata"_a = nb::none(), "The safetensors file as bytes.");
-  st.def("load", [](nb::bytes data) {
-    return tensors_to_python(ug::io::load_bytes(std::string_view(data.c_str(), data.size())));
-  }, "data"_a);
-  st.def("load_metadata", [](const std::filesystem::path& filename) { return ug::io::load_metadata(filename.string()); },
-         "filename"_a, "The file's __metadata__ dict (empty when it has none); reads the header only.");
+  st.def(
+      "save",
+      [](nb::handle tensors, const std::optional<Metadata>& metadata) {
+        std::string data = ug::io::save_bytes(tensors_from_python(tensors, "save"), metadata.value_or(Metadata{}));
+        return nb::bytes(data.data(), data.size());
+      },
+      "tensors"_a, "metadata"_a = nb::none(), "The safetensors file as bytes.");
+  st.def(
+      "load",
+      [](nb::bytes data) { return tensors_to_python(ug::io::load_bytes(std::string_view(data.c_str(), data.size()))); },
+      "data"_a);
+  st.def(
+      "load_metadata", [](const std::filesystem::path& filename) { return ug::io::load_metadata(filename.string()); },
+      "filename"_a, "The file's __metadata__ dict (empty when it has none); reads the header only.");
 }
 
 }  // namespace ugpy

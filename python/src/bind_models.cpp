@@ -21,12 +21,13 @@ void bind_models(nb::module_& models) {
 
   nb::class_<m::Architecture>(models, "Architecture",
                               "An architecture by name with integer settings: Architecture('mlp', hidden=256).")
-      .def("__init__",
-           [](m::Architecture* a, std::string name, const nb::kwargs& config) {
-             new (a) m::Architecture{std::move(name), {}};
-             for (auto [key, value] : config) a->config[nb::cast<std::string>(key)] = nb::cast<int64_t>(value);
-           },
-           "name"_a, "config"_a)
+      .def(
+          "__init__",
+          [](m::Architecture* a, std::string name, const nb::kwargs& config) {
+            new (a) m::Architecture{std::move(name), {}};
+            for (auto [key, value] : config) a->config[nb::cast<std::string>(key)] = nb::cast<int64_t>(value);
+          },
+          "name"_a, "config"_a)
       .def_rw("name", &m::Architecture::name)
       .def_rw("config", &m::Architecture::config)
       .def("__repr__", [](const m::Architecture& a) {
@@ -38,11 +39,13 @@ void bind_models(nb::module_& models) {
   models.def("default_config", &m::default_config, "name"_a, "The settings of an architecture and their defaults.");
   models.def("build", &m::build, "arch"_a,
              "A freshly initialised model; fills arch.config with the defaults of the settings not given.");
-  models.def("input_shape", [](const m::Architecture& a) {
-               ug::Shape s = m::input_shape(a);
-               return nb::tuple(nb::cast(std::vector<int64_t>(s.begin(), s.end())));
-             }, "arch"_a,
-             "The shape of one input with a batch dim of 1, e.g. (1, 784) for the MLP.");
+  models.def(
+      "input_shape",
+      [](const m::Architecture& a) {
+        ug::Shape s = m::input_shape(a);
+        return nb::tuple(nb::cast(std::vector<int64_t>(s.begin(), s.end())));
+      },
+      "arch"_a, "The shape of one input with a batch dim of 1, e.g. (1, 784) for the MLP.");
   models.def("save_model", &m::save_model, "model"_a, "arch"_a, "path"_a,
              "Writes the weights and the architecture to one safetensors file, atomically.");
   models.def(

@@ -60,18 +60,18 @@ TensorDict from_python(nb::handle mapping, const char* op) {
   for (nb::handle key : nb::iter(mapping)) {
     nb::object value = mapping[key];
     if (!nb::isinstance<Tensor>(value))
-      throw nb::type_error((std::string("[") + op + "] entry '" + nb::cast<std::string>(nb::str(key)) +
-                            "' is not a Tensor").c_str());
+      throw nb::type_error(
+          (std::string("[") + op + "] entry '" + nb::cast<std::string>(nb::str(key)) + "' is not a Tensor").c_str());
     out.insert(nb::cast<std::string>(key), nb::cast<Tensor>(value));
   }
   return out;
 }
 
 /** A module's (name, value) pairs as a list of Python tuples. */
-template <class V>
-nb::list pairs(const std::vector<std::pair<std::string, V>>& items, const std::string& prefix = "") {
+template <class V> nb::list pairs(const std::vector<std::pair<std::string, V>>& items, const std::string& prefix = "") {
   nb::list out;
-  for (const auto& [k, v] : items) out.append(nb::make_tuple(prefix.empty() ? k : (k.empty() ? prefix : prefix + "." + k), v));
+  for (const auto& [k, v] : items)
+    out.append(nb::make_tuple(prefix.empty() ? k : (k.empty() ? prefix : prefix + "." + k), v));
   return out;
 }
 
@@ -114,8 +114,9 @@ void set_attribute(nb::handle self, const std::string& name, nb::handle value) {
       return;
     }
     if (m.has_parameter(name))
-      throw nb::type_error(("[Module] cannot assign a plain Tensor to parameter '" + name +
-                            "' (a ug.nn.Parameter or None is expected)").c_str());
+      throw nb::type_error(
+          ("[Module] cannot assign a plain Tensor to parameter '" + name + "' (a ug.nn.Parameter or None is expected)")
+              .c_str());
   }
   if (value.is_none() && m.has_parameter(name)) {
     m.parameter(name) = Tensor();
@@ -136,8 +137,8 @@ nb::object get_attribute(nb::handle self, const std::string& name) {
     if (m.has_buffer(name)) return tensor_or_none(m.buffer(name));
     if (m.has_module(name)) return nb::cast(m.child(name));
   }
-  throw nb::attribute_error(("'" + nb::cast<std::string>(self.type().attr("__name__")) +
-                             "' object has no attribute '" + name + "'").c_str());
+  throw nb::attribute_error(
+      ("'" + nb::cast<std::string>(self.type().attr("__name__")) + "' object has no attribute '" + name + "'").c_str());
 }
 
 /** Module.to(dtype), .to(device), .to("cpu"), .to(tensor): like Tensor.to, in place. */
@@ -161,11 +162,13 @@ void module_to(Module& m, nb::handle what) {
 
 void bind_nn(nb::module_& nn) {
   nb::class_<ModuleHookHandle>(nn, "RemovableHandle", "What register_forward_hook returns.")
-      .def("remove", [](ModuleHookHandle& h) { nb::cast<Module&>(h.module).remove_hook(h.id); },
-           "Takes the hook off the module; a second call does nothing.");
+      .def(
+          "remove", [](ModuleHookHandle& h) { nb::cast<Module&>(h.module).remove_hook(h.id); },
+          "Takes the hook off the module; a second call does nothing.");
 
-  nb::class_<Module, PyModule>(nn, "Module", nb::dynamic_attr(),
-                               "The base of every layer and model (torch.nn.Module); subclass it with __init__ and forward.")
+  nb::class_<Module, PyModule>(
+      nn, "Module", nb::dynamic_attr(),
+      "The base of every layer and model (torch.nn.Module); subclass it with __init__ and forward.")
       .def("__init__",
            [](nb::pointer_and_handle<Module> self) {
              new (static_cast<void*>(self.p)) PyModule();
@@ -181,160 +184,225 @@ void bind_nn(nb::module_& nn) {
                m.unregister(name);
                return;
              }
-             if (PyObject_GenericSetAttr(self.ptr(), nb::str(name.c_str()).ptr(), nullptr) != 0) throw nb::python_error();
+             if (PyObject_GenericSetAttr(self.ptr(), nb::str(name.c_str()).ptr(), nullptr) != 0)
+               throw nb::python_error();
            })
       .def("forward", &Module::forward, "x"_a)
       .def("extra_repr", &Module::extra_repr)
       .def("reset_parameters", &Module::reset_parameters)
       .def("__repr__", &Module::to_string)
-      .def("register_parameter",
-           [](Module& m, const std::string& name, std::optional<Tensor> t) {
-             m.register_parameter(name, t.value_or(Tensor()), t ? t->requires_grad() || !t->impl().is_parameter() : true);
-           },
-           "name"_a, "param"_a.none())
-      .def("register_buffer",
-           [](Module& m, const std::string& name, std::optional<Tensor> t, bool persistent) {
-             m.register_buffer(name, t.value_or(Tensor()), persistent);
-           },
-           "name"_a, "tensor"_a.none(), "persistent"_a = true)
-      .def("register_module", [](Module& m, const std::string& name, std::shared_ptr<Module> child) {
-        m.register_module(name, std::move(child));
-      }, "name"_a, "module"_a)
-      .def("add_module", [](Module& m, const std::string& name, std::shared_ptr<Module> child) {
-        m.register_module(name, std::move(child));
-      }, "name"_a, "module"_a)
+      .def(
+          "register_parameter",
+          [](Module& m, const std::string& name, std::optional<Tensor> t) {
+            m.register_parameter(name, t.value_or(Tensor()),
+                                 t ? t->requires_grad() || !t->impl().is_parameter() : true);
+          },
+          "name"_a, "param"_a.none())
+      .def(
+          "register_buffer",
+          [](Module& m, const std::string& name, std::optional<Tensor> t, bool persistent) {
+            m.register_buffer(name, t.value_or(Tensor()), persistent);
+          },
+          "name"_a, "tensor"_a.none(), "persistent"_a = true)
+      .def(
+          "register_module",
+          [](Module& m, const std::string& name, std::shared_ptr<Module> child) {
+            m.register_module(name, std::move(child));
+          },
+          "name"_a, "module"_a)
+      .def(
+          "add_module",
+          [](Module& m, const std::string& name, std::shared_ptr<Module> child) {
+            m.register_module(name, std::move(child));
+          },
+          "name"_a, "module"_a)
       .def("parameters", &Module::parameters, "recurse"_a = true)
-      .def("named_parameters",
-           [](const Module& m, const std::string& prefix, bool recurse) { return pairs(m.named_parameters(recurse), prefix); },
-           "prefix"_a = "", "recurse"_a = true)
+      .def(
+          "named_parameters",
+          [](const Module& m, const std::string& prefix, bool recurse) {
+            return pairs(m.named_parameters(recurse), prefix);
+          },
+          "prefix"_a = "", "recurse"_a = true)
       .def("buffers", &Module::buffers, "recurse"_a = true)
-      .def("named_buffers",
-           [](const Module& m, const std::string& prefix, bool recurse) { return pairs(m.named_buffers(recurse), prefix); },
-           "prefix"_a = "", "recurse"_a = true)
+      .def(
+          "named_buffers",
+          [](const Module& m, const std::string& prefix, bool recurse) {
+            return pairs(m.named_buffers(recurse), prefix);
+          },
+          "prefix"_a = "", "recurse"_a = true)
       .def("children", &Module::children)
       .def("named_children", [](const Module& m) { return pairs(m.named_children()); })
       .def("modules", &Module::modules)
       .def("named_modules", [](Module& m) { return pairs(m.named_modules()); })
       .def("get_submodule", &Module::get_submodule, "target"_a)
       .def("state_dict", [](const Module& m) { return to_python(m.state_dict()); })
-      .def("load_state_dict",
-           [](Module& m, nb::handle state, bool strict) {
-             auto [missing, unexpected] = m.load_state_dict(from_python(state, "load_state_dict"), strict);
-             nb::object result = nb::module_::import_("collections")
-                                     .attr("namedtuple")("IncompatibleKeys", "missing_keys unexpected_keys");
-             return result(missing, unexpected);
-           },
-           "state_dict"_a, "strict"_a = true)
-      .def("train", [](nb::handle self, bool mode) { as_module(self).train(mode); return nb::borrow(self); }, "mode"_a = true)
-      .def("eval", [](nb::handle self) { as_module(self).eval(); return nb::borrow(self); })
+      .def(
+          "load_state_dict",
+          [](Module& m, nb::handle state, bool strict) {
+            auto [missing, unexpected] = m.load_state_dict(from_python(state, "load_state_dict"), strict);
+            nb::object result = nb::module_::import_("collections")
+                                    .attr("namedtuple")("IncompatibleKeys", "missing_keys unexpected_keys");
+            return result(missing, unexpected);
+          },
+          "state_dict"_a, "strict"_a = true)
+      .def(
+          "train",
+          [](nb::handle self, bool mode) {
+            as_module(self).train(mode);
+            return nb::borrow(self);
+          },
+          "mode"_a = true)
+      .def("eval",
+           [](nb::handle self) {
+             as_module(self).eval();
+             return nb::borrow(self);
+           })
       .def_prop_rw("training", &Module::is_training, [](Module& m, bool on) { m.train(on); })
       .def("zero_grad", &Module::zero_grad, "set_to_none"_a = true)
-      .def("requires_grad_",
-           [](nb::handle self, bool on) { as_module(self).requires_grad_(on); return nb::borrow(self); },
-           "requires_grad"_a = true)
-      .def("to", [](nb::handle self, nb::handle what) { module_to(as_module(self), what); return nb::borrow(self); },
-           "dtype_or_device"_a)
-      .def("float", [](nb::handle self) { as_module(self).to(ug::DType::Float32); return nb::borrow(self); })
-      .def("double", [](nb::handle self) { as_module(self).to(ug::DType::Float64); return nb::borrow(self); })
-      .def("half", [](nb::handle self) { as_module(self).to(ug::DType::Float16); return nb::borrow(self); })
-      .def("bfloat16", [](nb::handle self) { as_module(self).to(ug::DType::BFloat16); return nb::borrow(self); })
-      .def("cpu", [](nb::handle self) { as_module(self).to(ug::Device()); return nb::borrow(self); })
-      .def("apply",
-           [](nb::handle self, nb::handle fn_or_params, nb::args args, nb::kwargs kwargs) -> nb::object {
-             Module& m = as_module(self);
-             if (PyMapping_Check(fn_or_params.ptr())) {
-               // Flax's model.apply(params, x): forward with these parameters, the module untouched.
-               ug::nn::ParameterSwap swap(m, from_python(fn_or_params, "apply"));
-               return call_module(self, args, kwargs);
-             }
-             m.apply([&](Module& sub) { fn_or_params(nb::cast(&sub, nb::rv_policy::reference)); });
+      .def(
+          "requires_grad_",
+          [](nb::handle self, bool on) {
+            as_module(self).requires_grad_(on);
+            return nb::borrow(self);
+          },
+          "requires_grad"_a = true)
+      .def(
+          "to",
+          [](nb::handle self, nb::handle what) {
+            module_to(as_module(self), what);
+            return nb::borrow(self);
+          },
+          "dtype_or_device"_a)
+      .def("float",
+           [](nb::handle self) {
+             as_module(self).to(ug::DType::Float32);
              return nb::borrow(self);
-           },
-           "fn_or_params"_a, "args"_a, "kwargs"_a,
-           "apply(fn) calls fn on every submodule and this module (torch); apply(params, *args) runs "
-           "forward with the given parameters (Flax).")
-      .def("init",
-           [](nb::handle self, const Tensor& key, nb::args args, nb::kwargs kwargs) {
-             Module& m = as_module(self);
-             if (args.size() > 0 || kwargs.size() > 0) {
-               ug::NoGradGuard no_grad;  // one forward creates lazily sized parameters
-               call_module(self, args, kwargs);
-             }
-             return to_python(m.init(key));
-           },
-           "key"_a, "args"_a, "kwargs"_a,
-           "Fresh parameters drawn from a ug.random key, as a dict name -> Tensor (Flax's model.init); "
-           "example inputs, if given, size lazy layers first.")
-      .def_prop_ro("trainable_variables",
-                   [](const Module& m) {
-                     std::vector<Tensor> out;
-                     for (const Tensor& p : m.parameters())
-                       if (p.requires_grad()) out.push_back(p);
-                     return out;
-                   },
-                   "Keras's name for the parameters that require grad.")
+           })
+      .def("double",
+           [](nb::handle self) {
+             as_module(self).to(ug::DType::Float64);
+             return nb::borrow(self);
+           })
+      .def("half",
+           [](nb::handle self) {
+             as_module(self).to(ug::DType::Float16);
+             return nb::borrow(self);
+           })
+      .def("bfloat16",
+           [](nb::handle self) {
+             as_module(self).to(ug::DType::BFloat16);
+             return nb::borrow(self);
+           })
+      .def("cpu",
+           [](nb::handle self) {
+             as_module(self).to(ug::Device());
+             return nb::borrow(self);
+           })
+      .def(
+          "apply",
+          [](nb::handle self, nb::handle fn_or_params, nb::args args, nb::kwargs kwargs) -> nb::object {
+            Module& m = as_module(self);
+            if (PyMapping_Check(fn_or_params.ptr())) {
+              // Flax's model.apply(params, x): forward with these parameters, the module untouched.
+              ug::nn::ParameterSwap swap(m, from_python(fn_or_params, "apply"));
+              return call_module(self, args, kwargs);
+            }
+            m.apply([&](Module& sub) { fn_or_params(nb::cast(&sub, nb::rv_policy::reference)); });
+            return nb::borrow(self);
+          },
+          "fn_or_params"_a, "args"_a, "kwargs"_a,
+          "apply(fn) calls fn on every submodule and this module (torch); apply(params, *args) runs "
+          "forward with the given parameters (Flax).")
+      .def(
+          "init",
+          [](nb::handle self, const Tensor& key, nb::args args, nb::kwargs kwargs) {
+            Module& m = as_module(self);
+            if (args.size() > 0 || kwargs.size() > 0) {
+              ug::NoGradGuard no_grad;  // one forward creates lazily sized parameters
+              call_module(self, args, kwargs);
+            }
+            return to_python(m.init(key));
+          },
+          "key"_a, "args"_a, "kwargs"_a,
+          "Fresh parameters drawn from a ug.random key, as a dict name -> Tensor (Flax's model.init); "
+          "example inputs, if given, size lazy layers first.")
+      .def_prop_ro(
+          "trainable_variables",
+          [](const Module& m) {
+            std::vector<Tensor> out;
+            for (const Tensor& p : m.parameters())
+              if (p.requires_grad()) out.push_back(p);
+            return out;
+          },
+          "Keras's name for the parameters that require grad.")
       .def("num_parameters", &Module::num_parameters, "trainable_only"_a = false)
       .def("count_params", [](const Module& m) { return m.num_parameters(); })
-      .def("summary",
-           [](Module& m, nb::handle input_size, ug::DType dtype) {
-             // Keras writes the batch dim as None: (None, 784) runs one example.
-             nb::list sizes;
-             for (nb::handle d : nb::iter(input_size)) sizes.append(d.is_none() ? nb::int_(1) : nb::borrow(d));
-             nb::print(nb::str(m.summary(dims_from_sequence(sizes, "summary"), dtype).c_str()), nb::str(""));
-           },
-           "input_size"_a, "dtype"_a = ug::DType::Float32,
-           "Prints a Keras-style table of layers, output shapes and parameter counts for one forward "
-           "pass on zeros of input_size (batch dim included).")
-      .def("register_forward_hook",
-           [](nb::handle self, nb::object hook) {
-             // hook(module, inputs, output): inputs is the positional arguments' tuple.
-             Module& m = as_module(self);
-             size_t id = m.register_forward_hook(
-                 [self, hook](Module&, const Tensor& in, const Tensor& out) {
-                   nb::object r = hook(self, nb::make_tuple(in), out);
-                   return r.is_none() ? std::optional<Tensor>() : std::optional<Tensor>(nb::cast<Tensor>(r));
-                 },
-                 [self, hook](Module&, const std::any& in, const std::any& out) {
-                   nb::object r = hook(self, held(in), held(out));
-                   return r.is_none() ? std::optional<std::any>() : std::optional<std::any>(std::move(r));
-                 });
-             return ModuleHookHandle{nb::borrow(self), id};
-           },
-           "hook"_a, "Calls hook(module, inputs, output) after each forward; a result other than None replaces "
-           "the output. Returns a handle whose remove() takes the hook off.")
-      .def("register_forward_pre_hook",
-           [](nb::handle self, nb::object hook) {
-             // hook(module, inputs) may return new inputs: a tuple, or one value.
-             Module& m = as_module(self);
-             size_t id = m.register_forward_pre_hook(
-                 [self, hook](Module&, const Tensor& in) {
-                   nb::object r = hook(self, nb::make_tuple(in));
-                   if (r.is_none()) return std::optional<Tensor>();
-                   if (nb::isinstance<nb::tuple>(r)) r = r[0];
-                   return std::optional<Tensor>(nb::cast<Tensor>(r));
-                 },
-                 [self, hook](Module&, const std::any& in) {
-                   nb::object r = hook(self, held(in));
-                   if (r.is_none()) return std::optional<std::any>();
-                   if (!nb::isinstance<nb::tuple>(r)) r = nb::make_tuple(r);
-                   return std::optional<std::any>(std::move(r));
-                 });
-             return ModuleHookHandle{nb::borrow(self), id};
-           },
-           "hook"_a, "Calls hook(module, inputs) before each forward; a result other than None replaces the "
-           "inputs. Returns a handle whose remove() takes the hook off.");
+      .def(
+          "summary",
+          [](Module& m, nb::handle input_size, ug::DType dtype) {
+            // Keras writes the batch dim as None: (None, 784) runs one example.
+            nb::list sizes;
+            for (nb::handle d : nb::iter(input_size)) sizes.append(d.is_none() ? nb::int_(1) : nb::borrow(d));
+            nb::print(nb::str(m.summary(dims_from_sequence(sizes, "summary"), dtype).c_str()), nb::str(""));
+          },
+          "input_size"_a, "dtype"_a = ug::DType::Float32,
+          "Prints a Keras-style table of layers, output shapes and parameter counts for one forward "
+          "pass on zeros of input_size (batch dim included).")
+      .def(
+          "register_forward_hook",
+          [](nb::handle self, nb::object hook) {
+            // hook(module, inputs, output): inputs is the positional arguments' tuple.
+            Module& m = as_module(self);
+            size_t id = m.register_forward_hook(
+                [self, hook](Module&, const Tensor& in, const Tensor& out) {
+                  nb::object r = hook(self, nb::make_tuple(in), out);
+                  return r.is_none() ? std::optional<Tensor>() : std::optional<Tensor>(nb::cast<Tensor>(r));
+                },
+                [self, hook](Module&, const std::any& in, const std::any& out) {
+                  nb::object r = hook(self, held(in), held(out));
+                  return r.is_none() ? std::optional<std::any>() : std::optional<std::any>(std::move(r));
+                });
+            return ModuleHookHandle{nb::borrow(self), id};
+          },
+          "hook"_a,
+          "Calls hook(module, inputs, output) after each forward; a result other than None replaces "
+          "the output. Returns a handle whose remove() takes the hook off.")
+      .def(
+          "register_forward_pre_hook",
+          [](nb::handle self, nb::object hook) {
+            // hook(module, inputs) may return new inputs: a tuple, or one value.
+            Module& m = as_module(self);
+            size_t id = m.register_forward_pre_hook(
+                [self, hook](Module&, const Tensor& in) {
+                  nb::object r = hook(self, nb::make_tuple(in));
+                  if (r.is_none()) return std::optional<Tensor>();
+                  if (nb::isinstance<nb::tuple>(r)) r = r[0];
+                  return std::optional<Tensor>(nb::cast<Tensor>(r));
+                },
+                [self, hook](Module&, const std::any& in) {
+                  nb::object r = hook(self, held(in));
+                  if (r.is_none()) return std::optional<std::any>();
+                  if (!nb::isinstance<nb::tuple>(r)) r = nb::make_tuple(r);
+                  return std::optional<std::any>(std::move(r));
+                });
+            return ModuleHookHandle{nb::borrow(self), id};
+          },
+          "hook"_a,
+          "Calls hook(module, inputs) before each forward; a result other than None replaces the "
+          "inputs. Returns a handle whose remove() takes the hook off.");
 
-  nn.def("_make_parameter",
-         [](const Tensor& data, bool requires_grad) {
-           if (requires_grad && !data.is_floating_point())
-             throw ug::TypeError("[Parameter] only floating tensors can require gradients, got " +
-                                 std::string(ug::dtype_name(data.dtype())));
-           Tensor p = data.detach();
-           p.requires_grad_(requires_grad);
-           p.impl().set_is_parameter(true);
-           return p;
-         },
-         "data"_a, "requires_grad"_a = true);
+  nn.def(
+      "_make_parameter",
+      [](const Tensor& data, bool requires_grad) {
+        if (requires_grad && !data.is_floating_point())
+          throw ug::TypeError("[Parameter] only floating tensors can require gradients, got " +
+                              std::string(ug::dtype_name(data.dtype())));
+        Tensor p = data.detach();
+        p.requires_grad_(requires_grad);
+        p.impl().set_is_parameter(true);
+        return p;
+      },
+      "data"_a, "requires_grad"_a = true);
   nn.def("_is_parameter", [](const Tensor& t) { return t.impl().is_parameter(); });
 
   struct SwapScope {
@@ -353,36 +421,49 @@ void bind_nn(nb::module_& nn) {
   // ---- initialisers (ug.nn.init) ------------------------------------------------------------
   namespace init = ug::nn::init;
   nb::module_ in = nn.def_submodule("init", "in-place initialisers (torch.nn.init)");
-  in.def("calculate_gain",
-         [](const std::string& nonlinearity, std::optional<double> param) {
-           return init::calculate_gain(nonlinearity, param.value_or(0.01));
-         },
-         "nonlinearity"_a, "param"_a = nb::none());
+  in.def(
+      "calculate_gain",
+      [](const std::string& nonlinearity, std::optional<double> param) {
+        return init::calculate_gain(nonlinearity, param.value_or(0.01));
+      },
+      "nonlinearity"_a, "param"_a = nb::none());
   in.def("_calculate_fan_in_and_fan_out", &init::calculate_fan_in_and_fan_out, "tensor"_a);
-  in.def("uniform_", [](Tensor t, double a, double b) { return init::uniform_(t, a, b); }, "tensor"_a, "a"_a = 0.0, "b"_a = 1.0);
-  in.def("normal_", [](Tensor t, double mean, double std) { return init::normal_(t, mean, std); }, "tensor"_a,
-         "mean"_a = 0.0, "std"_a = 1.0);
-  in.def("trunc_normal_",
-         [](Tensor t, double mean, double std, double a, double b) { return init::trunc_normal_(t, mean, std, a, b); },
-         "tensor"_a, "mean"_a = 0.0, "std"_a = 1.0, "a"_a = -2.0, "b"_a = 2.0);
-  in.def("constant_", [](Tensor t, double v) { return init::constant_(t, v); }, "tensor"_a, "val"_a);
-  in.def("zeros_", [](Tensor t) { return init::zeros_(t); }, "tensor"_a);
-  in.def("ones_", [](Tensor t) { return init::ones_(t); }, "tensor"_a);
-  in.def("xavier_uniform_", [](Tensor t, double gain) { return init::xavier_uniform_(t, gain); }, "tensor"_a,
-         "gain"_a = 1.0);
-  in.def("xavier_normal_", [](Tensor t, double gain) { return init::xavier_normal_(t, gain); }, "tensor"_a,
-         "gain"_a = 1.0);
-  in.def("kaiming_uniform_",
-         [](Tensor t, double a, const std::string& mode, const std::string& nl) {
-           return init::kaiming_uniform_(t, a, mode, nl);
-         },
-         "tensor"_a, "a"_a = 0.0, "mode"_a = "fan_in", "nonlinearity"_a = "leaky_relu");
-  in.def("kaiming_normal_",
-         [](Tensor t, double a, const std::string& mode, const std::string& nl) {
-           return init::kaiming_normal_(t, a, mode, nl);
-         },
-         "tensor"_a, "a"_a = 0.0, "mode"_a = "fan_in", "nonlinearity"_a = "leaky_relu");
-  in.def("orthogonal_", [](Tensor t, double gain) { return init::orthogonal_(t, gain); }, "tensor"_a, "gain"_a = 1.0);
+  in.def(
+      "uniform_", [](Tensor t, double a, double b) { return init::uniform_(t, a, b); }, "tensor"_a, "a"_a = 0.0,
+      "b"_a = 1.0);
+  in.def(
+      "normal_", [](Tensor t, double mean, double std) { return init::normal_(t, mean, std); }, "tensor"_a,
+      "mean"_a = 0.0, "std"_a = 1.0);
+  in.def(
+      "trunc_normal_",
+      [](Tensor t, double mean, double std, double a, double b) { return init::trunc_normal_(t, mean, std, a, b); },
+      "tensor"_a, "mean"_a = 0.0, "std"_a = 1.0, "a"_a = -2.0, "b"_a = 2.0);
+  in.def(
+      "constant_", [](Tensor t, double v) { return init::constant_(t, v); }, "tensor"_a, "val"_a);
+  in.def(
+      "zeros_", [](Tensor t) { return init::zeros_(t); }, "tensor"_a);
+  in.def(
+      "ones_", [](Tensor t) { return init::ones_(t); }, "tensor"_a);
+  in.def(
+      "xavier_uniform_", [](Tensor t, double gain) { return init::xavier_uniform_(t, gain); }, "tensor"_a,
+      "gain"_a = 1.0);
+  in.def(
+      "xavier_normal_", [](Tensor t, double gain) { return init::xavier_normal_(t, gain); }, "tensor"_a,
+      "gain"_a = 1.0);
+  in.def(
+      "kaiming_uniform_",
+      [](Tensor t, double a, const std::string& mode, const std::string& nl) {
+        return init::kaiming_uniform_(t, a, mode, nl);
+      },
+      "tensor"_a, "a"_a = 0.0, "mode"_a = "fan_in", "nonlinearity"_a = "leaky_relu");
+  in.def(
+      "kaiming_normal_",
+      [](Tensor t, double a, const std::string& mode, const std::string& nl) {
+        return init::kaiming_normal_(t, a, mode, nl);
+      },
+      "tensor"_a, "a"_a = 0.0, "mode"_a = "fan_in", "nonlinearity"_a = "leaky_relu");
+  in.def(
+      "orthogonal_", [](Tensor t, double gain) { return init::orthogonal_(t, gain); }, "tensor"_a, "gain"_a = 1.0);
 
   // ---- containers ------------------------------------------------------------------------
   using ug::nn::SequentialImpl;
@@ -396,52 +477,60 @@ void bind_nn(nb::module_& nn) {
                return;
              }
              // Keras passes one list: Sequential([Dense(128, activation="relu"), Dense(10)]).
-             nb::handle items = modules.size() == 1 && (nb::isinstance<nb::list>(modules[0]) || nb::isinstance<nb::tuple>(modules[0]))
-                                    ? modules[0]
-                                    : nb::handle(modules);
+             nb::handle items =
+                 modules.size() == 1 && (nb::isinstance<nb::list>(modules[0]) || nb::isinstance<nb::tuple>(modules[0]))
+                     ? modules[0]
+                     : nb::handle(modules);
              for (nb::handle m : nb::iter(items)) s->push_back(nb::cast<std::shared_ptr<Module>>(m));
            })
-      .def("append", [](nb::handle self, std::shared_ptr<Module> m) {
-        nb::cast<SequentialImpl&>(self).push_back(std::move(m));
-        return nb::borrow(self);
-      })
-      .def("add", [](SequentialImpl& s, std::shared_ptr<Module> m) { s.push_back(std::move(m)); },
-           "layer"_a, "Keras's and Gluon's model.add(layer).")
+      .def("append",
+           [](nb::handle self, std::shared_ptr<Module> m) {
+             nb::cast<SequentialImpl&>(self).push_back(std::move(m));
+             return nb::borrow(self);
+           })
+      .def(
+          "add", [](SequentialImpl& s, std::shared_ptr<Module> m) { s.push_back(std::move(m)); }, "layer"_a,
+          "Keras's and Gluon's model.add(layer).")
       .def("__len__", &SequentialImpl::size)
       .def("__getitem__", [](const SequentialImpl& s, int64_t i) { return s[i]; })
       .def("__iter__", [](const SequentialImpl& s) { return nb::iter(nb::cast(s.children())); });
 
   using ug::nn::ModuleListImpl;
   nb::class_<ModuleListImpl, Module>(nn, "ModuleList", "A list of modules whose parameters are registered.")
-      .def("__init__",
-           [](ModuleListImpl* l, nb::handle modules) {
-             new (l) ModuleListImpl();
-             if (!modules.is_none())
-               for (nb::handle m : nb::iter(modules)) l->push_back(nb::cast<std::shared_ptr<Module>>(m));
-           },
-           "modules"_a = nb::none())
-      .def("append", [](nb::handle self, std::shared_ptr<Module> m) {
-        nb::cast<ModuleListImpl&>(self).push_back(std::move(m));
-        return nb::borrow(self);
-      })
-      .def("extend", [](nb::handle self, nb::handle modules) {
-        for (nb::handle m : nb::iter(modules)) nb::cast<ModuleListImpl&>(self).push_back(nb::cast<std::shared_ptr<Module>>(m));
-        return nb::borrow(self);
-      })
+      .def(
+          "__init__",
+          [](ModuleListImpl* l, nb::handle modules) {
+            new (l) ModuleListImpl();
+            if (!modules.is_none())
+              for (nb::handle m : nb::iter(modules)) l->push_back(nb::cast<std::shared_ptr<Module>>(m));
+          },
+          "modules"_a = nb::none())
+      .def("append",
+           [](nb::handle self, std::shared_ptr<Module> m) {
+             nb::cast<ModuleListImpl&>(self).push_back(std::move(m));
+             return nb::borrow(self);
+           })
+      .def("extend",
+           [](nb::handle self, nb::handle modules) {
+             for (nb::handle m : nb::iter(modules))
+               nb::cast<ModuleListImpl&>(self).push_back(nb::cast<std::shared_ptr<Module>>(m));
+             return nb::borrow(self);
+           })
       .def("__len__", &ModuleListImpl::size)
       .def("__getitem__", [](const ModuleListImpl& l, int64_t i) { return l[i]; })
       .def("__iter__", [](const ModuleListImpl& l) { return nb::iter(nb::cast(l.children())); });
 
   using ug::nn::ModuleDictImpl;
   nb::class_<ModuleDictImpl, Module>(nn, "ModuleDict", "A dict of modules whose parameters are registered.")
-      .def("__init__",
-           [](ModuleDictImpl* d, nb::handle modules) {
-             new (d) ModuleDictImpl();
-             if (!modules.is_none())
-               for (nb::handle key : nb::iter(modules))
-                 d->insert(nb::cast<std::string>(key), nb::cast<std::shared_ptr<Module>>(modules[key]));
-           },
-           "modules"_a = nb::none())
+      .def(
+          "__init__",
+          [](ModuleDictImpl* d, nb::handle modules) {
+            new (d) ModuleDictImpl();
+            if (!modules.is_none())
+              for (nb::handle key : nb::iter(modules))
+                d->insert(nb::cast<std::string>(key), nb::cast<std::shared_ptr<Module>>(modules[key]));
+          },
+          "modules"_a = nb::none())
       .def("__setitem__", &ModuleDictImpl::insert)
       .def("__getitem__", &ModuleDictImpl::operator[])
       .def("__contains__", &ModuleDictImpl::contains)
@@ -460,15 +549,16 @@ void bind_nn(nb::module_& nn) {
       .def_prop_ro("out_features", &LinearImpl::out_features);
   using ug::nn::DenseImpl;
   nb::class_<DenseImpl, LinearImpl>(nn, "Dense",
-                                     "Keras's Dense(units, activation): the input size comes from the first call. "
-                                     "flatten=True is Gluon's Dense: the dims after the first are flattened first.")
-      .def("__init__",
-           [](DenseImpl* d, int64_t units, std::optional<std::string> activation, std::optional<int64_t> input_dim,
-              bool use_bias, ug::DType dtype, bool flatten) {
-             new (d) DenseImpl(units, activation.value_or(""), input_dim.value_or(-1), use_bias, dtype, flatten);
-           },
-           "units"_a, "activation"_a = nb::none(), "input_dim"_a = nb::none(), "use_bias"_a = true,
-           "dtype"_a = ug::DType::Float32, "flatten"_a = false)
+                                    "Keras's Dense(units, activation): the input size comes from the first call. "
+                                    "flatten=True is Gluon's Dense: the dims after the first are flattened first.")
+      .def(
+          "__init__",
+          [](DenseImpl* d, int64_t units, std::optional<std::string> activation, std::optional<int64_t> input_dim,
+             bool use_bias, ug::DType dtype, bool flatten) {
+            new (d) DenseImpl(units, activation.value_or(""), input_dim.value_or(-1), use_bias, dtype, flatten);
+          },
+          "units"_a, "activation"_a = nb::none(), "input_dim"_a = nb::none(), "use_bias"_a = true,
+          "dtype"_a = ug::DType::Float32, "flatten"_a = false)
       .def_prop_ro("flatten", &DenseImpl::flatten);
   nb::class_<ug::nn::IdentityImpl, Module>(nn, "Identity")
       .def("__init__", [](ug::nn::IdentityImpl* i, nb::args, nb::kwargs) { new (i) ug::nn::IdentityImpl(); });
@@ -478,16 +568,19 @@ void bind_nn(nb::module_& nn) {
   nb::class_<ug::nn::ActivationImpl, Module>(nn, "_Activation");
   // inplace= is accepted for PyTorch code; the result is the same, computed out of place.
   nb::class_<ug::nn::ReLUImpl, ug::nn::ActivationImpl>(nn, "ReLU")
-      .def("__init__", [](ug::nn::ReLUImpl* a, bool) { new (a) ug::nn::ReLUImpl(); }, "inplace"_a = false);
+      .def(
+          "__init__", [](ug::nn::ReLUImpl* a, bool) { new (a) ug::nn::ReLUImpl(); }, "inplace"_a = false);
   nb::class_<ug::nn::SigmoidImpl, ug::nn::ActivationImpl>(nn, "Sigmoid").def(nb::init<>());
   nb::class_<ug::nn::TanhImpl, ug::nn::ActivationImpl>(nn, "Tanh").def(nb::init<>());
   nb::class_<ug::nn::SiLUImpl, ug::nn::ActivationImpl>(nn, "SiLU")
-      .def("__init__", [](ug::nn::SiLUImpl* a, bool) { new (a) ug::nn::SiLUImpl(); }, "inplace"_a = false);
+      .def(
+          "__init__", [](ug::nn::SiLUImpl* a, bool) { new (a) ug::nn::SiLUImpl(); }, "inplace"_a = false);
   nb::class_<ug::nn::GELUImpl, ug::nn::ActivationImpl>(nn, "GELU")
       .def(nb::init<const std::string&>(), "approximate"_a = "none");
   nb::class_<ug::nn::LeakyReLUImpl, ug::nn::ActivationImpl>(nn, "LeakyReLU")
-      .def("__init__", [](ug::nn::LeakyReLUImpl* a, double slope, bool) { new (a) ug::nn::LeakyReLUImpl(slope); },
-           "negative_slope"_a = 0.01, "inplace"_a = false);
+      .def(
+          "__init__", [](ug::nn::LeakyReLUImpl* a, double slope, bool) { new (a) ug::nn::LeakyReLUImpl(slope); },
+          "negative_slope"_a = 0.01, "inplace"_a = false);
   nb::class_<ug::nn::SoftmaxImpl, ug::nn::ActivationImpl>(nn, "Softmax").def(nb::init<int64_t>(), "dim"_a = -1);
   nb::class_<ug::nn::LogSoftmaxImpl, ug::nn::ActivationImpl>(nn, "LogSoftmax").def(nb::init<int64_t>(), "dim"_a = -1);
 }

@@ -30,41 +30,41 @@ nb::object maybe_indices(const std::pair<Tensor, Tensor>& r, bool return_indices
 void bind_nn_conv(nb::module_&, nb::module_& functional) {
   using OptTensor = std::optional<Tensor>;
   auto& f = functional;
-#define UG_CONV(name, fn)                                                                                  \
-  f.def(                                                                                                   \
-      name,                                                                                                \
-      [](const Tensor& x, const Tensor& w, const OptTensor& b, nb::handle stride, nb::handle padding,      \
-         nb::handle dilation, int64_t groups) {                                                            \
+#define UG_CONV(name, fn)                                                                                    \
+  f.def(                                                                                                     \
+      name,                                                                                                  \
+      [](const Tensor& x, const Tensor& w, const OptTensor& b, nb::handle stride, nb::handle padding,        \
+         nb::handle dilation, int64_t groups) {                                                              \
         return fn(x, w, b, sizes(stride, name), conv_padding(padding, name), sizes(dilation, name), groups); \
-      },                                                                                                   \
-      nb::arg("input"), nb::arg("weight"), nb::arg("bias") = nb::none(), nb::arg("stride") = 1,            \
+      },                                                                                                     \
+      nb::arg("input"), nb::arg("weight"), nb::arg("bias") = nb::none(), nb::arg("stride") = 1,              \
       nb::arg("padding") = 0, nb::arg("dilation") = 1, nb::arg("groups") = 1)
   UG_CONV("conv1d", ug::conv1d);
   UG_CONV("conv2d", ug::conv2d);
 #undef UG_CONV
-#define UG_CONV_T(name, fn)                                                                                  \
-  f.def(                                                                                                     \
-      name,                                                                                                  \
-      [](const Tensor& x, const Tensor& w, const OptTensor& b, nb::handle stride, nb::handle padding,        \
-         nb::handle output_padding, int64_t groups, nb::handle dilation) {                                   \
-        return fn(x, w, b, sizes(stride, name), sizes(padding, name), sizes(output_padding, name), groups,   \
-                  sizes(dilation, name));                                                                    \
-      },                                                                                                     \
-      nb::arg("input"), nb::arg("weight"), nb::arg("bias") = nb::none(), nb::arg("stride") = 1,              \
+#define UG_CONV_T(name, fn)                                                                                \
+  f.def(                                                                                                   \
+      name,                                                                                                \
+      [](const Tensor& x, const Tensor& w, const OptTensor& b, nb::handle stride, nb::handle padding,      \
+         nb::handle output_padding, int64_t groups, nb::handle dilation) {                                 \
+        return fn(x, w, b, sizes(stride, name), sizes(padding, name), sizes(output_padding, name), groups, \
+                  sizes(dilation, name));                                                                  \
+      },                                                                                                   \
+      nb::arg("input"), nb::arg("weight"), nb::arg("bias") = nb::none(), nb::arg("stride") = 1,            \
       nb::arg("padding") = 0, nb::arg("output_padding") = 0, nb::arg("groups") = 1, nb::arg("dilation") = 1)
   UG_CONV_T("conv_transpose1d", ug::conv_transpose1d);
   UG_CONV_T("conv_transpose2d", ug::conv_transpose2d);
 #undef UG_CONV_T
-#define UG_MAX_POOL(name, fn)                                                                           \
-  f.def(                                                                                                \
-      name,                                                                                             \
-      [](const Tensor& x, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation,     \
-         bool ceil_mode, bool return_indices) {                                                         \
-        return maybe_indices(fn(x, sizes(k, name), sizes(stride, name), sizes(padding, name),           \
-                                sizes(dilation, name), ceil_mode),                                      \
-                             return_indices);                                                           \
-      },                                                                                                \
-      nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride") = nb::none(), nb::arg("padding") = 0, \
+#define UG_MAX_POOL(name, fn)                                                                                       \
+  f.def(                                                                                                            \
+      name,                                                                                                         \
+      [](const Tensor& x, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation, bool ceil_mode, \
+         bool return_indices) {                                                                                     \
+        return maybe_indices(                                                                                       \
+            fn(x, sizes(k, name), sizes(stride, name), sizes(padding, name), sizes(dilation, name), ceil_mode),     \
+            return_indices);                                                                                        \
+      },                                                                                                            \
+      nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride") = nb::none(), nb::arg("padding") = 0,             \
       nb::arg("dilation") = 1, nb::arg("ceil_mode") = false, nb::arg("return_indices") = false)
   UG_MAX_POOL("max_pool1d", ug::max_pool1d_with_indices);
   UG_MAX_POOL("max_pool2d", ug::max_pool2d_with_indices);
@@ -72,10 +72,10 @@ void bind_nn_conv(nb::module_&, nb::module_& functional) {
   f.def(
       "max_pool2d_with_indices",
       [](const Tensor& x, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation, bool ceil_mode) {
-        return maybe_indices(ug::max_pool2d_with_indices(x, sizes(k, "max_pool2d"), sizes(stride, "max_pool2d"),
-                                                         sizes(padding, "max_pool2d"), sizes(dilation, "max_pool2d"),
-                                                         ceil_mode),
-                             true);
+        return maybe_indices(
+            ug::max_pool2d_with_indices(x, sizes(k, "max_pool2d"), sizes(stride, "max_pool2d"),
+                                        sizes(padding, "max_pool2d"), sizes(dilation, "max_pool2d"), ceil_mode),
+            true);
       },
       nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride") = nb::none(), nb::arg("padding") = 0,
       nb::arg("dilation") = 1, nb::arg("ceil_mode") = false);

@@ -35,8 +35,9 @@ int64_t softmax_dim(const Tensor& x, std::optional<int64_t> dim) {
 void bind_nn_functional(nb::module_&, nb::module_& m) {
   auto none = nb::none();
   // ---- linear ----
-  m.def("linear", [](const Tensor& x, const Tensor& w, const OptTensor& b) { return F::linear(x, w, or_undefined(b)); },
-        nb::arg("input"), nb::arg("weight"), nb::arg("bias") = none);
+  m.def(
+      "linear", [](const Tensor& x, const Tensor& w, const OptTensor& b) { return F::linear(x, w, or_undefined(b)); },
+      nb::arg("input"), nb::arg("weight"), nb::arg("bias") = none);
 
   // ---- activations ----
   m.def("relu", &F::relu, nb::arg("input"), nb::arg("inplace") = false);
@@ -45,8 +46,9 @@ void bind_nn_functional(nb::module_&, nb::module_& m) {
   m.def("elu", &F::elu, nb::arg("input"), nb::arg("alpha") = 1.0, nb::arg("inplace") = false);
   m.def("selu", &F::selu, nb::arg("input"), nb::arg("inplace") = false);
   m.def("celu", &F::celu, nb::arg("input"), nb::arg("alpha") = 1.0, nb::arg("inplace") = false);
-  m.def("gelu", [](const Tensor& x, const std::string& approximate) { return F::gelu(x, approximate); },
-        nb::arg("input"), nb::arg("approximate") = "none");
+  m.def(
+      "gelu", [](const Tensor& x, const std::string& approximate) { return F::gelu(x, approximate); }, nb::arg("input"),
+      nb::arg("approximate") = "none");
   m.def("silu", &F::silu, nb::arg("input"), nb::arg("inplace") = false);
   m.def("mish", &F::mish, nb::arg("input"), nb::arg("inplace") = false);
   m.def("sigmoid", &F::sigmoid, nb::arg("input"));
@@ -59,17 +61,27 @@ void bind_nn_functional(nb::module_&, nb::module_& m) {
   m.def("hardsigmoid", &F::hardsigmoid, nb::arg("input"), nb::arg("inplace") = false);
   m.def("hardswish", &F::hardswish, nb::arg("input"), nb::arg("inplace") = false);
   m.def("glu", &F::glu, nb::arg("input"), nb::arg("dim") = -1);
-  m.def("softmax", [](const Tensor& x, std::optional<int64_t> dim, int, std::optional<ug::DType> dtype) {
-    return F::softmax(x, softmax_dim(x, dim), dtype);
-  }, nb::arg("input"), nb::arg("dim") = none, nb::arg("_stacklevel") = 3, nb::arg("dtype") = none);
-  m.def("log_softmax", [](const Tensor& x, std::optional<int64_t> dim, int, std::optional<ug::DType> dtype) {
-    return F::log_softmax(x, softmax_dim(x, dim), dtype);
-  }, nb::arg("input"), nb::arg("dim") = none, nb::arg("_stacklevel") = 3, nb::arg("dtype") = none);
-  m.def("softmin", [](const Tensor& x, std::optional<int64_t> dim, int, std::optional<ug::DType> dtype) {
-    return F::softmin(x, softmax_dim(x, dim), dtype);
-  }, nb::arg("input"), nb::arg("dim") = none, nb::arg("_stacklevel") = 3, nb::arg("dtype") = none);
-  m.def("normalize", [](const Tensor& x, double p, int64_t dim, double eps) { return F::normalize(x, p, dim, eps); },
-        nb::arg("input"), nb::arg("p") = 2.0, nb::arg("dim") = 1, nb::arg("eps") = 1e-12);
+  m.def(
+      "softmax",
+      [](const Tensor& x, std::optional<int64_t> dim, int, std::optional<ug::DType> dtype) {
+        return F::softmax(x, softmax_dim(x, dim), dtype);
+      },
+      nb::arg("input"), nb::arg("dim") = none, nb::arg("_stacklevel") = 3, nb::arg("dtype") = none);
+  m.def(
+      "log_softmax",
+      [](const Tensor& x, std::optional<int64_t> dim, int, std::optional<ug::DType> dtype) {
+        return F::log_softmax(x, softmax_dim(x, dim), dtype);
+      },
+      nb::arg("input"), nb::arg("dim") = none, nb::arg("_stacklevel") = 3, nb::arg("dtype") = none);
+  m.def(
+      "softmin",
+      [](const Tensor& x, std::optional<int64_t> dim, int, std::optional<ug::DType> dtype) {
+        return F::softmin(x, softmax_dim(x, dim), dtype);
+      },
+      nb::arg("input"), nb::arg("dim") = none, nb::arg("_stacklevel") = 3, nb::arg("dtype") = none);
+  m.def(
+      "normalize", [](const Tensor& x, double p, int64_t dim, double eps) { return F::normalize(x, p, dim, eps); },
+      nb::arg("input"), nb::arg("p") = 2.0, nb::arg("dim") = 1, nb::arg("eps") = 1e-12);
   m.def("cosine_similarity", &F::cosine_similarity, nb::arg("x1"), nb::arg("x2"), nb::arg("dim") = 1,
         nb::arg("eps") = 1e-8);
   m.def("pairwise_distance", &F::pairwise_distance, nb::arg("x1"), nb::arg("x2"), nb::arg("p") = 2.0,
@@ -77,86 +89,135 @@ void bind_nn_functional(nb::module_&, nb::module_& m) {
 
   // ---- losses ----
   using OptBool = std::optional<bool>;
-  m.def("cross_entropy", [](const Tensor& x, const Tensor& t, const OptTensor& w, OptBool size_average, int64_t ignore_index,
-                            OptBool reduce, const std::string& reduction, double label_smoothing) {
-    return F::cross_entropy(x, t, {.weight = or_undefined(w), .ignore_index = ignore_index,
-                                   .reduction = reduction_of(size_average, reduce, reduction),
-                                   .label_smoothing = label_smoothing});
-  }, nb::arg("input"), nb::arg("target"), nb::arg("weight") = none, nb::arg("size_average") = none,
-        nb::arg("ignore_index") = -100, nb::arg("reduce") = none, nb::arg("reduction") = "mean",
-        nb::arg("label_smoothing") = 0.0);
-  m.def("nll_loss", [](const Tensor& x, const Tensor& t, const OptTensor& w, OptBool size_average, int64_t ignore_index,
-                       OptBool reduce, const std::string& reduction) {
-    return F::nll_loss(x, t, {.weight = or_undefined(w), .ignore_index = ignore_index,
-                              .reduction = reduction_of(size_average, reduce, reduction)});
-  }, nb::arg("input"), nb::arg("target"), nb::arg("weight") = none, nb::arg("size_average") = none,
-        nb::arg("ignore_index") = -100, nb::arg("reduce") = none, nb::arg("reduction") = "mean");
-  m.def("mse_loss", [](const Tensor& x, const Tensor& t, OptBool size_average, OptBool reduce, const std::string& reduction,
-                       const OptTensor& w) {
-    return F::mse_loss(x, t, reduction_of(size_average, reduce, reduction), or_undefined(w));
-  }, nb::arg("input"), nb::arg("target"), nb::arg("size_average") = none, nb::arg("reduce") = none,
-        nb::arg("reduction") = "mean", nb::arg("weight") = none);
-  m.def("l1_loss", [](const Tensor& x, const Tensor& t, OptBool size_average, OptBool reduce, const std::string& reduction,
-                      const OptTensor& w) {
-    return F::l1_loss(x, t, reduction_of(size_average, reduce, reduction), or_undefined(w));
-  }, nb::arg("input"), nb::arg("target"), nb::arg("size_average") = none, nb::arg("reduce") = none,
-        nb::arg("reduction") = "mean", nb::arg("weight") = none);
-  m.def("smooth_l1_loss", [](const Tensor& x, const Tensor& t, OptBool size_average, OptBool reduce,
-                             const std::string& reduction, double beta) {
-    return F::smooth_l1_loss(x, t, reduction_of(size_average, reduce, reduction), beta);
-  }, nb::arg("input"), nb::arg("target"), nb::arg("size_average") = none, nb::arg("reduce") = none,
-        nb::arg("reduction") = "mean", nb::arg("beta") = 1.0);
-  m.def("huber_loss", [](const Tensor& x, const Tensor& t, const std::string& reduction, double delta, const OptTensor& w) {
-    return F::huber_loss(x, t, reduction, delta, or_undefined(w));
-  }, nb::arg("input"), nb::arg("target"), nb::arg("reduction") = "mean", nb::arg("delta") = 1.0, nb::arg("weight") = none);
-  m.def("binary_cross_entropy", [](const Tensor& x, const Tensor& t, const OptTensor& w, OptBool size_average,
-                                   OptBool reduce, const std::string& reduction) {
-    return F::binary_cross_entropy(x, t, or_undefined(w), reduction_of(size_average, reduce, reduction));
-  }, nb::arg("input"), nb::arg("target"), nb::arg("weight") = none, nb::arg("size_average") = none,
-        nb::arg("reduce") = none, nb::arg("reduction") = "mean");
-  m.def("binary_cross_entropy_with_logits", [](const Tensor& x, const Tensor& t, const OptTensor& w, OptBool size_average,
-                                               OptBool reduce, const std::string& reduction, const OptTensor& pos_weight) {
-    return F::binary_cross_entropy_with_logits(
-        x, t, {.weight = or_undefined(w), .reduction = reduction_of(size_average, reduce, reduction),
-               .pos_weight = or_undefined(pos_weight)});
-  }, nb::arg("input"), nb::arg("target"), nb::arg("weight") = none, nb::arg("size_average") = none,
-        nb::arg("reduce") = none, nb::arg("reduction") = "mean", nb::arg("pos_weight") = none);
-  m.def("kl_div", [](const Tensor& x, const Tensor& t, OptBool size_average, OptBool reduce, const std::string& reduction,
-                     bool log_target) {
-    return F::kl_div(x, t, reduction_of(size_average, reduce, reduction), log_target);
-  }, nb::arg("input"), nb::arg("target"), nb::arg("size_average") = none, nb::arg("reduce") = none,
-        nb::arg("reduction") = "mean", nb::arg("log_target") = false);
-  m.def("cosine_embedding_loss", [](const Tensor& x1, const Tensor& x2, const Tensor& t, double margin,
-                                    OptBool size_average, OptBool reduce, const std::string& reduction) {
-    return F::cosine_embedding_loss(x1, x2, t, margin, reduction_of(size_average, reduce, reduction));
-  }, nb::arg("input1"), nb::arg("input2"), nb::arg("target"), nb::arg("margin") = 0.0, nb::arg("size_average") = none,
-        nb::arg("reduce") = none, nb::arg("reduction") = "mean");
+  m.def(
+      "cross_entropy",
+      [](const Tensor& x, const Tensor& t, const OptTensor& w, OptBool size_average, int64_t ignore_index,
+         OptBool reduce, const std::string& reduction, double label_smoothing) {
+        return F::cross_entropy(x, t,
+                                {.weight = or_undefined(w),
+                                 .ignore_index = ignore_index,
+                                 .reduction = reduction_of(size_average, reduce, reduction),
+                                 .label_smoothing = label_smoothing});
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("weight") = none, nb::arg("size_average") = none,
+      nb::arg("ignore_index") = -100, nb::arg("reduce") = none, nb::arg("reduction") = "mean",
+      nb::arg("label_smoothing") = 0.0);
+  m.def(
+      "nll_loss",
+      [](const Tensor& x, const Tensor& t, const OptTensor& w, OptBool size_average, int64_t ignore_index,
+         OptBool reduce, const std::string& reduction) {
+        return F::nll_loss(x, t,
+                           {.weight = or_undefined(w),
+                            .ignore_index = ignore_index,
+                            .reduction = reduction_of(size_average, reduce, reduction)});
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("weight") = none, nb::arg("size_average") = none,
+      nb::arg("ignore_index") = -100, nb::arg("reduce") = none, nb::arg("reduction") = "mean");
+  m.def(
+      "mse_loss",
+      [](const Tensor& x, const Tensor& t, OptBool size_average, OptBool reduce, const std::string& reduction,
+         const OptTensor& w) {
+        return F::mse_loss(x, t, reduction_of(size_average, reduce, reduction), or_undefined(w));
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("size_average") = none, nb::arg("reduce") = none,
+      nb::arg("reduction") = "mean", nb::arg("weight") = none);
+  m.def(
+      "l1_loss",
+      [](const Tensor& x, const Tensor& t, OptBool size_average, OptBool reduce, const std::string& reduction,
+         const OptTensor& w) {
+        return F::l1_loss(x, t, reduction_of(size_average, reduce, reduction), or_undefined(w));
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("size_average") = none, nb::arg("reduce") = none,
+      nb::arg("reduction") = "mean", nb::arg("weight") = none);
+  m.def(
+      "smooth_l1_loss",
+      [](const Tensor& x, const Tensor& t, OptBool size_average, OptBool reduce, const std::string& reduction,
+         double beta) { return F::smooth_l1_loss(x, t, reduction_of(size_average, reduce, reduction), beta); },
+      nb::arg("input"), nb::arg("target"), nb::arg("size_average") = none, nb::arg("reduce") = none,
+      nb::arg("reduction") = "mean", nb::arg("beta") = 1.0);
+  m.def(
+      "huber_loss",
+      [](const Tensor& x, const Tensor& t, const std::string& reduction, double delta, const OptTensor& w) {
+        return F::huber_loss(x, t, reduction, delta, or_undefined(w));
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("reduction") = "mean", nb::arg("delta") = 1.0,
+      nb::arg("weight") = none);
+  m.def(
+      "binary_cross_entropy",
+      [](const Tensor& x, const Tensor& t, const OptTensor& w, OptBool size_average, OptBool reduce,
+         const std::string& reduction) {
+        return F::binary_cross_entropy(x, t, or_undefined(w), reduction_of(size_average, reduce, reduction));
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("weight") = none, nb::arg("size_average") = none,
+      nb::arg("reduce") = none, nb::arg("reduction") = "mean");
+  m.def(
+      "binary_cross_entropy_with_logits",
+      [](const Tensor& x, const Tensor& t, const OptTensor& w, OptBool size_average, OptBool reduce,
+         const std::string& reduction, const OptTensor& pos_weight) {
+        return F::binary_cross_entropy_with_logits(x, t,
+                                                   {.weight = or_undefined(w),
+                                                    .reduction = reduction_of(size_average, reduce, reduction),
+                                                    .pos_weight = or_undefined(pos_weight)});
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("weight") = none, nb::arg("size_average") = none,
+      nb::arg("reduce") = none, nb::arg("reduction") = "mean", nb::arg("pos_weight") = none);
+  m.def(
+      "kl_div",
+      [](const Tensor& x, const Tensor& t, OptBool size_average, OptBool reduce, const std::string& reduction,
+         bool log_target) { return F::kl_div(x, t, reduction_of(size_average, reduce, reduction), log_target); },
+      nb::arg("input"), nb::arg("target"), nb::arg("size_average") = none, nb::arg("reduce") = none,
+      nb::arg("reduction") = "mean", nb::arg("log_target") = false);
+  m.def(
+      "cosine_embedding_loss",
+      [](const Tensor& x1, const Tensor& x2, const Tensor& t, double margin, OptBool size_average, OptBool reduce,
+         const std::string& reduction) {
+        return F::cosine_embedding_loss(x1, x2, t, margin, reduction_of(size_average, reduce, reduction));
+      },
+      nb::arg("input1"), nb::arg("input2"), nb::arg("target"), nb::arg("margin") = 0.0, nb::arg("size_average") = none,
+      nb::arg("reduce") = none, nb::arg("reduction") = "mean");
 
   // ---- normalization ----
-  m.def("layer_norm", [](const Tensor& x, nb::handle shape, const OptTensor& w, const OptTensor& b, double eps) {
-    return F::layer_norm(x, dims_from_sequence(shape, "layer_norm"), or_undefined(w), or_undefined(b), eps);
-  }, nb::arg("input"), nb::arg("normalized_shape"), nb::arg("weight") = none, nb::arg("bias") = none,
-        nb::arg("eps") = 1e-5);
-  m.def("rms_norm", [](const Tensor& x, nb::handle shape, const OptTensor& w, std::optional<double> eps) {
-    return F::rms_norm(x, dims_from_sequence(shape, "rms_norm"), or_undefined(w), eps);
-  }, nb::arg("input"), nb::arg("normalized_shape"), nb::arg("weight") = none, nb::arg("eps") = none);
-  m.def("batch_norm", [](const Tensor& x, const OptTensor& rm, const OptTensor& rv, const OptTensor& w, const OptTensor& b,
-                         bool training, double momentum, double eps) {
-    return F::batch_norm(x, or_undefined(rm), or_undefined(rv), or_undefined(w), or_undefined(b), training, momentum, eps);
-  }, nb::arg("input"), nb::arg("running_mean").none(), nb::arg("running_var").none(), nb::arg("weight") = none,
-        nb::arg("bias") = none, nb::arg("training") = false, nb::arg("momentum") = 0.1, nb::arg("eps") = 1e-5);
-  m.def("group_norm", [](const Tensor& x, int64_t groups, const OptTensor& w, const OptTensor& b, double eps) {
-    return F::group_norm(x, groups, or_undefined(w), or_undefined(b), eps);
-  }, nb::arg("input"), nb::arg("num_groups"), nb::arg("weight") = none, nb::arg("bias") = none, nb::arg("eps") = 1e-5);
-  m.def("instance_norm", [](const Tensor& x, const OptTensor& rm, const OptTensor& rv, const OptTensor& w,
-                            const OptTensor& b, bool use_input_stats, double momentum, double eps) {
-    return F::instance_norm(x, or_undefined(rm), or_undefined(rv), or_undefined(w), or_undefined(b), use_input_stats,
-                            momentum, eps);
-  }, nb::arg("input"), nb::arg("running_mean") = none, nb::arg("running_var") = none, nb::arg("weight") = none,
-        nb::arg("bias") = none, nb::arg("use_input_stats") = true, nb::arg("momentum") = 0.1, nb::arg("eps") = 1e-5);
+  m.def(
+      "layer_norm",
+      [](const Tensor& x, nb::handle shape, const OptTensor& w, const OptTensor& b, double eps) {
+        return F::layer_norm(x, dims_from_sequence(shape, "layer_norm"), or_undefined(w), or_undefined(b), eps);
+      },
+      nb::arg("input"), nb::arg("normalized_shape"), nb::arg("weight") = none, nb::arg("bias") = none,
+      nb::arg("eps") = 1e-5);
+  m.def(
+      "rms_norm",
+      [](const Tensor& x, nb::handle shape, const OptTensor& w, std::optional<double> eps) {
+        return F::rms_norm(x, dims_from_sequence(shape, "rms_norm"), or_undefined(w), eps);
+      },
+      nb::arg("input"), nb::arg("normalized_shape"), nb::arg("weight") = none, nb::arg("eps") = none);
+  m.def(
+      "batch_norm",
+      [](const Tensor& x, const OptTensor& rm, const OptTensor& rv, const OptTensor& w, const OptTensor& b,
+         bool training, double momentum, double eps) {
+        return F::batch_norm(x, or_undefined(rm), or_undefined(rv), or_undefined(w), or_undefined(b), training,
+                             momentum, eps);
+      },
+      nb::arg("input"), nb::arg("running_mean").none(), nb::arg("running_var").none(), nb::arg("weight") = none,
+      nb::arg("bias") = none, nb::arg("training") = false, nb::arg("momentum") = 0.1, nb::arg("eps") = 1e-5);
+  m.def(
+      "group_norm",
+      [](const Tensor& x, int64_t groups, const OptTensor& w, const OptTensor& b, double eps) {
+        return F::group_norm(x, groups, or_undefined(w), or_undefined(b), eps);
+      },
+      nb::arg("input"), nb::arg("num_groups"), nb::arg("weight") = none, nb::arg("bias") = none, nb::arg("eps") = 1e-5);
+  m.def(
+      "instance_norm",
+      [](const Tensor& x, const OptTensor& rm, const OptTensor& rv, const OptTensor& w, const OptTensor& b,
+         bool use_input_stats, double momentum, double eps) {
+        return F::instance_norm(x, or_undefined(rm), or_undefined(rv), or_undefined(w), or_undefined(b),
+                                use_input_stats, momentum, eps);
+      },
+      nb::arg("input"), nb::arg("running_mean") = none, nb::arg("running_var") = none, nb::arg("weight") = none,
+      nb::arg("bias") = none, nb::arg("use_input_stats") = true, nb::arg("momentum") = 0.1, nb::arg("eps") = 1e-5);
 
   // ---- dropout ----
-  m.def("dropout", &F::dropout, nb::arg("input"), nb::arg("p") = 0.5, nb::arg("training") = true, nb::arg("inplace") = false);
+  m.def("dropout", &F::dropout, nb::arg("input"), nb::arg("p") = 0.5, nb::arg("training") = true,
+        nb::arg("inplace") = false);
   m.def("dropout1d", &F::dropout1d, nb::arg("input"), nb::arg("p") = 0.5, nb::arg("training") = true,
         nb::arg("inplace") = false);
   m.def("dropout2d", &F::dropout2d, nb::arg("input"), nb::arg("p") = 0.5, nb::arg("training") = true,
@@ -167,20 +228,26 @@ void bind_nn_functional(nb::module_&, nb::module_& m) {
         nb::arg("inplace") = false);
 
   // ---- embedding ----
-  m.def("embedding", [](const Tensor& idx, const Tensor& w, std::optional<int64_t> padding_idx,
-                        std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq, bool sparse) {
-    if (sparse) throw ug::ValueError("[embedding] sparse gradients are not supported; use sparse=False");
-    return F::embedding(idx, w, padding_idx, max_norm, norm_type, scale_grad_by_freq);
-  }, nb::arg("input"), nb::arg("weight"), nb::arg("padding_idx") = none, nb::arg("max_norm") = none,
-        nb::arg("norm_type") = 2.0, nb::arg("scale_grad_by_freq") = false, nb::arg("sparse") = false);
+  m.def(
+      "embedding",
+      [](const Tensor& idx, const Tensor& w, std::optional<int64_t> padding_idx, std::optional<double> max_norm,
+         double norm_type, bool scale_grad_by_freq, bool sparse) {
+        if (sparse) throw ug::ValueError("[embedding] sparse gradients are not supported; use sparse=False");
+        return F::embedding(idx, w, padding_idx, max_norm, norm_type, scale_grad_by_freq);
+      },
+      nb::arg("input"), nb::arg("weight"), nb::arg("padding_idx") = none, nb::arg("max_norm") = none,
+      nb::arg("norm_type") = 2.0, nb::arg("scale_grad_by_freq") = false, nb::arg("sparse") = false);
   m.def("one_hot", &F::one_hot, nb::arg("tensor"), nb::arg("num_classes") = -1);
 
   // ---- attention ----
-  m.def("scaled_dot_product_attention", [](const Tensor& q, const Tensor& k, const Tensor& v, const OptTensor& mask,
-                                           double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa) {
-    return F::scaled_dot_product_attention(q, k, v, or_undefined(mask), dropout_p, is_causal, scale, enable_gqa);
-  }, nb::arg("query"), nb::arg("key"), nb::arg("value"), nb::arg("attn_mask") = none, nb::arg("dropout_p") = 0.0,
-        nb::arg("is_causal") = false, nb::arg("scale") = none, nb::arg("enable_gqa") = false);
+  m.def(
+      "scaled_dot_product_attention",
+      [](const Tensor& q, const Tensor& k, const Tensor& v, const OptTensor& mask, double dropout_p, bool is_causal,
+         std::optional<double> scale, bool enable_gqa) {
+        return F::scaled_dot_product_attention(q, k, v, or_undefined(mask), dropout_p, is_causal, scale, enable_gqa);
+      },
+      nb::arg("query"), nb::arg("key"), nb::arg("value"), nb::arg("attn_mask") = none, nb::arg("dropout_p") = 0.0,
+      nb::arg("is_causal") = false, nb::arg("scale") = none, nb::arg("enable_gqa") = false);
 }
 
 }  // namespace ugpy

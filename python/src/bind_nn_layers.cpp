@@ -42,111 +42,129 @@ void bind_nn_layers(nb::module_& nn) {
   namespace n = ug::nn;
   // ---- convolution and pooling ---------------------------------------------------------------
   nb::class_<n::ConvImpl, Module>(nn, "_ConvNd");
-  nb::class_<n::Conv1dImpl, n::ConvImpl>(nn, "Conv1d",
-              "1-d convolution over [N, C, L] (torch.nn.Conv1d); padding may be \"same\" or \"valid\".")
-      .def("__init__",
-           [](n::Conv1dImpl* c, int64_t in, int64_t out, int64_t k, int64_t stride, nb::handle padding, int64_t dilation,
-              int64_t groups, bool bias) { new (c) n::Conv1dImpl(in, out, k, stride, conv_padding(padding), dilation, groups, bias); },
-           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-           "groups"_a = 1, "bias"_a = true);
+  nb::class_<n::Conv1dImpl, n::ConvImpl>(
+      nn, "Conv1d", "1-d convolution over [N, C, L] (torch.nn.Conv1d); padding may be \"same\" or \"valid\".")
+      .def(
+          "__init__",
+          [](n::Conv1dImpl* c, int64_t in, int64_t out, int64_t k, int64_t stride, nb::handle padding, int64_t dilation,
+             int64_t groups,
+             bool bias) { new (c) n::Conv1dImpl(in, out, k, stride, conv_padding(padding), dilation, groups, bias); },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
+          "groups"_a = 1, "bias"_a = true);
   nb::class_<n::Conv2dImpl, n::ConvImpl>(nn, "Conv2d",
-              "2-d convolution over [N, C, H, W] (torch.nn.Conv2d); sizes are an int or a pair, padding may be \"same\" or \"valid\".")
-      .def("__init__",
-           [](n::Conv2dImpl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding,
-              nb::handle dilation, int64_t groups, bool bias) {
-             new (c) n::Conv2dImpl(in, out, sizes(k), sizes(stride), conv_padding(padding), sizes(dilation), groups, bias);
-           },
-           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-           "groups"_a = 1, "bias"_a = true);
+                                         "2-d convolution over [N, C, H, W] (torch.nn.Conv2d); sizes are an int or a "
+                                         "pair, padding may be \"same\" or \"valid\".")
+      .def(
+          "__init__",
+          [](n::Conv2dImpl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding,
+             nb::handle dilation, int64_t groups, bool bias) {
+            new (c)
+                n::Conv2dImpl(in, out, sizes(k), sizes(stride), conv_padding(padding), sizes(dilation), groups, bias);
+          },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
+          "groups"_a = 1, "bias"_a = true);
   nb::class_<n::ConvTranspose2dImpl, n::ConvImpl>(nn, "ConvTranspose2d",
-              "The transposed 2-d convolution (torch.nn.ConvTranspose2d).")
-      .def("__init__",
-           [](n::ConvTranspose2dImpl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding,
-              nb::handle output_padding, int64_t groups, bool bias, nb::handle dilation) {
-             new (c) n::ConvTranspose2dImpl(in, out, sizes(k), sizes(stride), sizes(padding), sizes(output_padding),
-                                            groups, bias, sizes(dilation));
-           },
-           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
-           "output_padding"_a = 0, "groups"_a = 1, "bias"_a = true, "dilation"_a = 1);
+                                                  "The transposed 2-d convolution (torch.nn.ConvTranspose2d).")
+      .def(
+          "__init__",
+          [](n::ConvTranspose2dImpl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding,
+             nb::handle output_padding, int64_t groups, bool bias, nb::handle dilation) {
+            new (c) n::ConvTranspose2dImpl(in, out, sizes(k), sizes(stride), sizes(padding), sizes(output_padding),
+                                           groups, bias, sizes(dilation));
+          },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0,
+          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1);
   nb::class_<n::MaxPool2dImpl, Module>(nn, "MaxPool2d",
-              "2-d max pooling (torch.nn.MaxPool2d); stride defaults to kernel_size.")
-      .def("__init__",
-           [](n::MaxPool2dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation,
-              bool ceil_mode) {
-             new (p) n::MaxPool2dImpl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding),
-                                      sizes(dilation), ceil_mode);
-           },
-           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "ceil_mode"_a = false);
+                                       "2-d max pooling (torch.nn.MaxPool2d); stride defaults to kernel_size.")
+      .def(
+          "__init__",
+          [](n::MaxPool2dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation,
+             bool ceil_mode) {
+            new (p) n::MaxPool2dImpl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding),
+                                     sizes(dilation), ceil_mode);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "ceil_mode"_a = false);
   nb::class_<n::AvgPool2dImpl, Module>(nn, "AvgPool2d",
-              "2-d average pooling (torch.nn.AvgPool2d); stride defaults to kernel_size.")
-      .def("__init__",
-           [](n::AvgPool2dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, bool ceil_mode,
-              bool count_include_pad, std::optional<int64_t> divisor_override) {
-             new (p) n::AvgPool2dImpl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding), ceil_mode,
-                                      count_include_pad, divisor_override);
-           },
-           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
-           "count_include_pad"_a = true, "divisor_override"_a = nb::none());
-  nb::class_<n::AdaptiveAvgPool2dImpl, Module>(nn, "AdaptiveAvgPool2d",
-              "2-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d).")
-      .def("__init__", [](n::AdaptiveAvgPool2dImpl* p, nb::handle size) { new (p) n::AdaptiveAvgPool2dImpl(sizes(size)); },
-           "output_size"_a);
+                                       "2-d average pooling (torch.nn.AvgPool2d); stride defaults to kernel_size.")
+      .def(
+          "__init__",
+          [](n::AvgPool2dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, bool ceil_mode,
+             bool count_include_pad, std::optional<int64_t> divisor_override) {
+            new (p) n::AvgPool2dImpl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding), ceil_mode,
+                                     count_include_pad, divisor_override);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+          "count_include_pad"_a = true, "divisor_override"_a = nb::none());
+  nb::class_<n::AdaptiveAvgPool2dImpl, Module>(
+      nn, "AdaptiveAvgPool2d", "2-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d).")
+      .def(
+          "__init__",
+          [](n::AdaptiveAvgPool2dImpl* p, nb::handle size) { new (p) n::AdaptiveAvgPool2dImpl(sizes(size)); },
+          "output_size"_a);
 
   // ---- normalization, dropout, embedding ------------------------------------------------------
   nb::class_<n::BatchNormImpl, Module>(nn, "_BatchNorm");
-  nb::class_<n::BatchNorm1dImpl, n::BatchNormImpl>(nn, "BatchNorm1d",
-              "Batch normalisation over [N, C] or [N, C, L] with running statistics (torch.nn.BatchNorm1d).")
+  nb::class_<n::BatchNorm1dImpl, n::BatchNormImpl>(
+      nn, "BatchNorm1d", "Batch normalisation over [N, C] or [N, C, L] with running statistics (torch.nn.BatchNorm1d).")
       .def(nb::init<int64_t, double, std::optional<double>, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
            "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true);
-  nb::class_<n::BatchNorm2dImpl, n::BatchNormImpl>(nn, "BatchNorm2d",
-              "Batch normalisation over [N, C, H, W] with running statistics (torch.nn.BatchNorm2d).")
+  nb::class_<n::BatchNorm2dImpl, n::BatchNormImpl>(
+      nn, "BatchNorm2d", "Batch normalisation over [N, C, H, W] with running statistics (torch.nn.BatchNorm2d).")
       .def(nb::init<int64_t, double, std::optional<double>, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
            "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true);
   nb::class_<n::LayerNormImpl, Module>(nn, "LayerNorm",
-              "Normalises over the last dims, normalized_shape (torch.nn.LayerNorm).")
-      .def("__init__",
-           [](n::LayerNormImpl* l, nb::handle shape, double eps, bool affine, bool bias) {
-             new (l) n::LayerNormImpl(sizes(shape), eps, affine, bias);
-           },
-           "normalized_shape"_a, "eps"_a = 1e-5, "elementwise_affine"_a = true, "bias"_a = true);
+                                       "Normalises over the last dims, normalized_shape (torch.nn.LayerNorm).")
+      .def(
+          "__init__",
+          [](n::LayerNormImpl* l, nb::handle shape, double eps, bool affine, bool bias) {
+            new (l) n::LayerNormImpl(sizes(shape), eps, affine, bias);
+          },
+          "normalized_shape"_a, "eps"_a = 1e-5, "elementwise_affine"_a = true, "bias"_a = true);
   nb::class_<n::GroupNormImpl, Module>(nn, "GroupNorm", "Normalises over groups of channels (torch.nn.GroupNorm).")
       .def(nb::init<int64_t, int64_t, double, bool>(), "num_groups"_a, "num_channels"_a, "eps"_a = 1e-5,
            "affine"_a = true);
   nb::class_<n::RMSNormImpl, Module>(nn, "RMSNorm",
-              "Scales by the root mean square over the last dims (torch.nn.RMSNorm).")
-      .def("__init__",
-           [](n::RMSNormImpl* l, nb::handle shape, std::optional<double> eps, bool affine) {
-             new (l) n::RMSNormImpl(sizes(shape), eps, affine);
-           },
-           "normalized_shape"_a, "eps"_a = nb::none(), "elementwise_affine"_a = true);
-  nb::class_<n::DropoutImpl, Module>(nn, "Dropout",
-              "Zeroes elements with probability p in training, scaling the others by 1 / (1 - p) (torch.nn.Dropout).")
-      .def("__init__", [](n::DropoutImpl* d, double p, bool) { new (d) n::DropoutImpl(p); }, "p"_a = 0.5,
-           "inplace"_a = false)
+                                     "Scales by the root mean square over the last dims (torch.nn.RMSNorm).")
+      .def(
+          "__init__",
+          [](n::RMSNormImpl* l, nb::handle shape, std::optional<double> eps, bool affine) {
+            new (l) n::RMSNormImpl(sizes(shape), eps, affine);
+          },
+          "normalized_shape"_a, "eps"_a = nb::none(), "elementwise_affine"_a = true);
+  nb::class_<n::DropoutImpl, Module>(
+      nn, "Dropout",
+      "Zeroes elements with probability p in training, scaling the others by 1 / (1 - p) (torch.nn.Dropout).")
+      .def(
+          "__init__", [](n::DropoutImpl* d, double p, bool) { new (d) n::DropoutImpl(p); }, "p"_a = 0.5,
+          "inplace"_a = false)
       .def_prop_ro("p", &n::DropoutImpl::p);
-  nb::class_<n::EmbeddingImpl, Module>(nn, "Embedding",
-              "A lookup table of num_embeddings vectors of size embedding_dim (torch.nn.Embedding).")
+  nb::class_<n::EmbeddingImpl, Module>(
+      nn, "Embedding", "A lookup table of num_embeddings vectors of size embedding_dim (torch.nn.Embedding).")
       .def(nb::init<int64_t, int64_t, std::optional<int64_t>>(), "num_embeddings"_a, "embedding_dim"_a,
            "padding_idx"_a = nb::none());
 
   // ---- losses: loss_fn(input, target) ----------------------------------------------------------
   nb::class_<n::LossImpl, Module>(nn, "_Loss").def_prop_ro("reduction", &n::LossImpl::reduction);
-  nb::class_<n::CrossEntropyLossImpl, n::LossImpl>(nn, "CrossEntropyLoss",
-              "Cross entropy of logits against class indices or probabilities (torch.nn.CrossEntropyLoss).")
-      .def("__init__",
-           [](n::CrossEntropyLossImpl* l, std::optional<Tensor> weight, int64_t ignore_index, std::string reduction,
-              double label_smoothing) {
-             new (l) n::CrossEntropyLossImpl(tensor_or_empty(weight), ignore_index, std::move(reduction), label_smoothing);
-           },
-           "weight"_a = nb::none(), "ignore_index"_a = -100, "reduction"_a = "mean", "label_smoothing"_a = 0.0)
+  nb::class_<n::CrossEntropyLossImpl, n::LossImpl>(
+      nn, "CrossEntropyLoss",
+      "Cross entropy of logits against class indices or probabilities (torch.nn.CrossEntropyLoss).")
+      .def(
+          "__init__",
+          [](n::CrossEntropyLossImpl* l, std::optional<Tensor> weight, int64_t ignore_index, std::string reduction,
+             double label_smoothing) {
+            new (l)
+                n::CrossEntropyLossImpl(tensor_or_empty(weight), ignore_index, std::move(reduction), label_smoothing);
+          },
+          "weight"_a = nb::none(), "ignore_index"_a = -100, "reduction"_a = "mean", "label_smoothing"_a = 0.0)
       .def("forward", &n::CrossEntropyLossImpl::forward, "input"_a, "target"_a);
-  nb::class_<n::NLLLossImpl, n::LossImpl>(nn, "NLLLoss",
-              "Negative log likelihood of log-probabilities against class indices (torch.nn.NLLLoss).")
-      .def("__init__",
-           [](n::NLLLossImpl* l, std::optional<Tensor> weight, int64_t ignore_index, std::string reduction) {
-             new (l) n::NLLLossImpl(tensor_or_empty(weight), ignore_index, std::move(reduction));
-           },
-           "weight"_a = nb::none(), "ignore_index"_a = -100, "reduction"_a = "mean")
+  nb::class_<n::NLLLossImpl, n::LossImpl>(
+      nn, "NLLLoss", "Negative log likelihood of log-probabilities against class indices (torch.nn.NLLLoss).")
+      .def(
+          "__init__",
+          [](n::NLLLossImpl* l, std::optional<Tensor> weight, int64_t ignore_index, std::string reduction) {
+            new (l) n::NLLLossImpl(tensor_or_empty(weight), ignore_index, std::move(reduction));
+          },
+          "weight"_a = nb::none(), "ignore_index"_a = -100, "reduction"_a = "mean")
       .def("forward", &n::NLLLossImpl::forward, "input"_a, "target"_a);
   nb::class_<n::MSELossImpl, n::LossImpl>(nn, "MSELoss", "Mean squared error (torch.nn.MSELoss).")
       .def(nb::init<std::string>(), "reduction"_a = "mean")
@@ -154,64 +172,70 @@ void bind_nn_layers(nb::module_& nn) {
   nb::class_<n::L1LossImpl, n::LossImpl>(nn, "L1Loss", "Mean absolute error (torch.nn.L1Loss).")
       .def(nb::init<std::string>(), "reduction"_a = "mean")
       .def("forward", &n::L1LossImpl::forward, "input"_a, "target"_a);
-  nb::class_<n::SmoothL1LossImpl, n::LossImpl>(nn, "SmoothL1Loss",
-              "Squared error below beta, absolute error above (torch.nn.SmoothL1Loss).")
+  nb::class_<n::SmoothL1LossImpl, n::LossImpl>(
+      nn, "SmoothL1Loss", "Squared error below beta, absolute error above (torch.nn.SmoothL1Loss).")
       .def(nb::init<std::string, double>(), "reduction"_a = "mean", "beta"_a = 1.0)
       .def("forward", &n::SmoothL1LossImpl::forward, "input"_a, "target"_a);
   nb::class_<n::HuberLossImpl, n::LossImpl>(nn, "HuberLoss", "Huber loss with threshold delta (torch.nn.HuberLoss).")
       .def(nb::init<std::string, double>(), "reduction"_a = "mean", "delta"_a = 1.0)
       .def("forward", &n::HuberLossImpl::forward, "input"_a, "target"_a);
   nb::class_<n::BCELossImpl, n::LossImpl>(nn, "BCELoss", "Binary cross entropy of probabilities (torch.nn.BCELoss).")
-      .def("__init__",
-           [](n::BCELossImpl* l, std::optional<Tensor> weight, std::string reduction) {
-             new (l) n::BCELossImpl(tensor_or_empty(weight), std::move(reduction));
-           },
-           "weight"_a = nb::none(), "reduction"_a = "mean")
+      .def(
+          "__init__",
+          [](n::BCELossImpl* l, std::optional<Tensor> weight, std::string reduction) {
+            new (l) n::BCELossImpl(tensor_or_empty(weight), std::move(reduction));
+          },
+          "weight"_a = nb::none(), "reduction"_a = "mean")
       .def("forward", &n::BCELossImpl::forward, "input"_a, "target"_a);
-  nb::class_<n::BCEWithLogitsLossImpl, n::LossImpl>(nn, "BCEWithLogitsLoss",
-              "Binary cross entropy of logits, computed stably (torch.nn.BCEWithLogitsLoss).")
-      .def("__init__",
-           [](n::BCEWithLogitsLossImpl* l, std::optional<Tensor> weight, std::string reduction,
-              std::optional<Tensor> pos_weight) {
-             new (l) n::BCEWithLogitsLossImpl(tensor_or_empty(weight), std::move(reduction), tensor_or_empty(pos_weight));
-           },
-           "weight"_a = nb::none(), "reduction"_a = "mean", "pos_weight"_a = nb::none())
+  nb::class_<n::BCEWithLogitsLossImpl, n::LossImpl>(
+      nn, "BCEWithLogitsLoss", "Binary cross entropy of logits, computed stably (torch.nn.BCEWithLogitsLoss).")
+      .def(
+          "__init__",
+          [](n::BCEWithLogitsLossImpl* l, std::optional<Tensor> weight, std::string reduction,
+             std::optional<Tensor> pos_weight) {
+            new (l)
+                n::BCEWithLogitsLossImpl(tensor_or_empty(weight), std::move(reduction), tensor_or_empty(pos_weight));
+          },
+          "weight"_a = nb::none(), "reduction"_a = "mean", "pos_weight"_a = nb::none())
       .def("forward", &n::BCEWithLogitsLossImpl::forward, "input"_a, "target"_a);
   nb::class_<n::KLDivLossImpl, n::LossImpl>(nn, "KLDivLoss",
-              "Kullback-Leibler divergence of log-probabilities (torch.nn.KLDivLoss).")
+                                            "Kullback-Leibler divergence of log-probabilities (torch.nn.KLDivLoss).")
       .def(nb::init<std::string, bool>(), "reduction"_a = "mean", "log_target"_a = false)
       .def("forward", &n::KLDivLossImpl::forward, "input"_a, "target"_a);
-  nb::class_<n::CosineEmbeddingLossImpl, n::LossImpl>(nn, "CosineEmbeddingLoss",
-              "Cosine-similarity loss of pairs labelled 1 or -1 (torch.nn.CosineEmbeddingLoss).")
+  nb::class_<n::CosineEmbeddingLossImpl, n::LossImpl>(
+      nn, "CosineEmbeddingLoss", "Cosine-similarity loss of pairs labelled 1 or -1 (torch.nn.CosineEmbeddingLoss).")
       .def(nb::init<double, std::string>(), "margin"_a = 0.0, "reduction"_a = "mean")
       .def("forward", &n::CosineEmbeddingLossImpl::forward, "input1"_a, "input2"_a, "target"_a);
 
   // ---- attention -----------------------------------------------------------------------------
-  nb::class_<n::MultiheadAttentionImpl, Module>(nn, "MultiheadAttention",
-              "Multi-head scaled dot-product attention (torch.nn.MultiheadAttention).")
+  nb::class_<n::MultiheadAttentionImpl, Module>(
+      nn, "MultiheadAttention", "Multi-head scaled dot-product attention (torch.nn.MultiheadAttention).")
       .def(nb::init<int64_t, int64_t, double, bool, bool>(), "embed_dim"_a, "num_heads"_a, "dropout"_a = 0.0,
            "bias"_a = true, "batch_first"_a = false)
-      .def("forward",
-           [](n::MultiheadAttentionImpl& m, const Tensor& q, const Tensor& k, const Tensor& v,
-              std::optional<Tensor> key_padding_mask, bool need_weights, std::optional<Tensor> attn_mask,
-              bool average_attn_weights, bool is_causal) {
-             auto [out, weights] = m.forward(q, k, v, tensor_or_empty(key_padding_mask), need_weights,
-                                             tensor_or_empty(attn_mask), average_attn_weights, is_causal);
-             return nb::make_tuple(out, optional_result(weights));
-           },
-           "query"_a, "key"_a, "value"_a, "key_padding_mask"_a = nb::none(), "need_weights"_a = true,
-           "attn_mask"_a = nb::none(), "average_attn_weights"_a = true, "is_causal"_a = false);
-  nb::class_<n::TransformerEncoderLayerImpl, Module>(nn, "TransformerEncoderLayer",
-              "Self-attention and a feed-forward block, each with a residual and LayerNorm (torch.nn.TransformerEncoderLayer).")
+      .def(
+          "forward",
+          [](n::MultiheadAttentionImpl& m, const Tensor& q, const Tensor& k, const Tensor& v,
+             std::optional<Tensor> key_padding_mask, bool need_weights, std::optional<Tensor> attn_mask,
+             bool average_attn_weights, bool is_causal) {
+            auto [out, weights] = m.forward(q, k, v, tensor_or_empty(key_padding_mask), need_weights,
+                                            tensor_or_empty(attn_mask), average_attn_weights, is_causal);
+            return nb::make_tuple(out, optional_result(weights));
+          },
+          "query"_a, "key"_a, "value"_a, "key_padding_mask"_a = nb::none(), "need_weights"_a = true,
+          "attn_mask"_a = nb::none(), "average_attn_weights"_a = true, "is_causal"_a = false);
+  nb::class_<n::TransformerEncoderLayerImpl, Module>(
+      nn, "TransformerEncoderLayer",
+      "Self-attention and a feed-forward block, each with a residual and LayerNorm (torch.nn.TransformerEncoderLayer).")
       .def(nb::init<int64_t, int64_t, int64_t, double, const std::string&, double, bool, bool, bool>(), "d_model"_a,
-           "nhead"_a, "dim_feedforward"_a = 2048, "dropout"_a = 0.1, "activation"_a = "relu",
-           "layer_norm_eps"_a = 1e-5, "batch_first"_a = false, "norm_first"_a = false, "bias"_a = true)
-      .def("forward",
-           [](n::TransformerEncoderLayerImpl& m, const Tensor& src, std::optional<Tensor> src_mask,
-              std::optional<Tensor> src_key_padding_mask, bool is_causal) {
-             return m.forward(src, tensor_or_empty(src_mask), tensor_or_empty(src_key_padding_mask), is_causal);
-           },
-           "src"_a, "src_mask"_a = nb::none(), "src_key_padding_mask"_a = nb::none(), "is_causal"_a = false);
+           "nhead"_a, "dim_feedforward"_a = 2048, "dropout"_a = 0.1, "activation"_a = "relu", "layer_norm_eps"_a = 1e-5,
+           "batch_first"_a = false, "norm_first"_a = false, "bias"_a = true)
+      .def(
+          "forward",
+          [](n::TransformerEncoderLayerImpl& m, const Tensor& src, std::optional<Tensor> src_mask,
+             std::optional<Tensor> src_key_padding_mask, bool is_causal) {
+            return m.forward(src, tensor_or_empty(src_mask), tensor_or_empty(src_key_padding_mask), is_causal);
+          },
+          "src"_a, "src_mask"_a = nb::none(), "src_key_padding_mask"_a = nb::none(), "is_causal"_a = false);
 }
 
 }  // namespace ugpy

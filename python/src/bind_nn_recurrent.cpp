@@ -63,27 +63,31 @@ void bind_nn_recurrent(nb::module_& nn) {
       .def_prop_ro("input_size", &RNNCellBaseImpl::input_size)
       .def_prop_ro("hidden_size", &RNNCellBaseImpl::hidden_size)
       .def_prop_ro("bias", &RNNCellBaseImpl::bias);
-  nb::class_<RNNCellImpl, RNNCellBaseImpl>(nn, "RNNCell", "h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (torch.nn.RNNCell).")
+  nb::class_<RNNCellImpl, RNNCellBaseImpl>(nn, "RNNCell",
+                                           "h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (torch.nn.RNNCell).")
       .def(nb::init<int64_t, int64_t, bool, const std::string&, ug::DType>(), "input_size"_a, "hidden_size"_a,
            "bias"_a = true, "nonlinearity"_a = "tanh", "dtype"_a = ug::DType::Float32)
       .def_prop_ro("nonlinearity", &RNNCellImpl::nonlinearity)
-      .def("forward", [](RNNCellImpl& m, const Tensor& x, nb::handle hx) { return m.forward(x, state(hx, "RNNCell")); },
-           "input"_a, "hx"_a = nb::none(), "h' from input [N, in] or [in] and hx (zeros when None).");
+      .def(
+          "forward", [](RNNCellImpl& m, const Tensor& x, nb::handle hx) { return m.forward(x, state(hx, "RNNCell")); },
+          "input"_a, "hx"_a = nb::none(), "h' from input [N, in] or [in] and hx (zeros when None).");
   nb::class_<LSTMCellImpl, RNNCellBaseImpl>(nn, "LSTMCell", "One LSTM step, gates i, f, g, o (torch.nn.LSTMCell).")
       .def(nb::init<int64_t, int64_t, bool, ug::DType>(), "input_size"_a, "hidden_size"_a, "bias"_a = true,
            "dtype"_a = ug::DType::Float32)
       .def("__call__", &call_with_state)
-      .def("forward",
-           [](LSTMCellImpl& m, const Tensor& x, nb::handle hx) {
-             auto [h, c] = m.forward(x, lstm_state(hx, "LSTMCell"));
-             return nb::make_tuple(h, c);
-           },
-           "input"_a, "hx"_a = nb::none(), "(h', c') from input [N, in] or [in] and hx = (h, c) (zeros when None).");
+      .def(
+          "forward",
+          [](LSTMCellImpl& m, const Tensor& x, nb::handle hx) {
+            auto [h, c] = m.forward(x, lstm_state(hx, "LSTMCell"));
+            return nb::make_tuple(h, c);
+          },
+          "input"_a, "hx"_a = nb::none(), "(h', c') from input [N, in] or [in] and hx = (h, c) (zeros when None).");
   nb::class_<GRUCellImpl, RNNCellBaseImpl>(nn, "GRUCell", "One GRU step, gates r, z, n (torch.nn.GRUCell).")
       .def(nb::init<int64_t, int64_t, bool, ug::DType>(), "input_size"_a, "hidden_size"_a, "bias"_a = true,
            "dtype"_a = ug::DType::Float32)
-      .def("forward", [](GRUCellImpl& m, const Tensor& x, nb::handle hx) { return m.forward(x, state(hx, "GRUCell")); },
-           "input"_a, "hx"_a = nb::none(), "h' from input [N, in] or [in] and hx (zeros when None).");
+      .def(
+          "forward", [](GRUCellImpl& m, const Tensor& x, nb::handle hx) { return m.forward(x, state(hx, "GRUCell")); },
+          "input"_a, "hx"_a = nb::none(), "h' from input [N, in] or [in] and hx (zeros when None).");
 
   nb::class_<RNNBaseImpl, Module>(nn, "RNNBase")
       .def_prop_ro("input_size", &RNNBaseImpl::input_size)
@@ -94,52 +98,59 @@ void bind_nn_recurrent(nb::module_& nn) {
       .def_prop_ro("dropout", [](const RNNBaseImpl& m) { return m.options().dropout; })
       .def_prop_ro("bidirectional", [](const RNNBaseImpl& m) { return m.options().bidirectional; })
       .def("__call__", &call_with_state);
-  nb::class_<RNNImpl, RNNBaseImpl>(nn, "RNN", "Elman RNN with tanh or relu (torch.nn.RNN); forward returns (output, h_n).")
-      .def("__init__",
-           [](RNNImpl* m, int64_t input_size, int64_t hidden_size, int64_t num_layers, const std::string& nonlinearity,
-              bool bias, bool batch_first, double dropout, bool bidirectional, ug::DType dtype) {
-             new (m) RNNImpl(input_size, hidden_size,
-                             options(num_layers, bias, batch_first, dropout, bidirectional, 0, dtype), nonlinearity);
-           },
-           "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "nonlinearity"_a = "tanh", "bias"_a = true,
-           "batch_first"_a = false, "dropout"_a = 0.0, "bidirectional"_a = false, "dtype"_a = ug::DType::Float32)
+  nb::class_<RNNImpl, RNNBaseImpl>(nn, "RNN",
+                                   "Elman RNN with tanh or relu (torch.nn.RNN); forward returns (output, h_n).")
+      .def(
+          "__init__",
+          [](RNNImpl* m, int64_t input_size, int64_t hidden_size, int64_t num_layers, const std::string& nonlinearity,
+             bool bias, bool batch_first, double dropout, bool bidirectional, ug::DType dtype) {
+            new (m) RNNImpl(input_size, hidden_size,
+                            options(num_layers, bias, batch_first, dropout, bidirectional, 0, dtype), nonlinearity);
+          },
+          "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "nonlinearity"_a = "tanh", "bias"_a = true,
+          "batch_first"_a = false, "dropout"_a = 0.0, "bidirectional"_a = false, "dtype"_a = ug::DType::Float32)
       .def_prop_ro("nonlinearity", &RNNImpl::nonlinearity)
-      .def("forward",
-           [](RNNImpl& m, const Tensor& x, nb::handle hx) {
-             auto [out, h] = m.forward(x, state(hx, "RNN"));
-             return nb::make_tuple(out, h);
-           },
-           "input"_a, "hx"_a = nb::none());
+      .def(
+          "forward",
+          [](RNNImpl& m, const Tensor& x, nb::handle hx) {
+            auto [out, h] = m.forward(x, state(hx, "RNN"));
+            return nb::make_tuple(out, h);
+          },
+          "input"_a, "hx"_a = nb::none());
   nb::class_<LSTMImpl, RNNBaseImpl>(nn, "LSTM", "torch.nn.LSTM; forward returns (output, (h_n, c_n)).")
-      .def("__init__",
-           [](LSTMImpl* m, int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias, bool batch_first,
-              double dropout, bool bidirectional, int64_t proj_size, ug::DType dtype) {
-             new (m) LSTMImpl(input_size, hidden_size,
-                              options(num_layers, bias, batch_first, dropout, bidirectional, proj_size, dtype));
-           },
-           "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true, "batch_first"_a = false,
-           "dropout"_a = 0.0, "bidirectional"_a = false, "proj_size"_a = 0, "dtype"_a = ug::DType::Float32)
-      .def("forward",
-           [](LSTMImpl& m, const Tensor& x, nb::handle hx) {
-             auto [out, st] = m.forward(x, lstm_state(hx, "LSTM"));
-             return nb::make_tuple(out, nb::make_tuple(st.first, st.second));
-           },
-           "input"_a, "hx"_a = nb::none());
+      .def(
+          "__init__",
+          [](LSTMImpl* m, int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias, bool batch_first,
+             double dropout, bool bidirectional, int64_t proj_size, ug::DType dtype) {
+            new (m) LSTMImpl(input_size, hidden_size,
+                             options(num_layers, bias, batch_first, dropout, bidirectional, proj_size, dtype));
+          },
+          "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true, "batch_first"_a = false,
+          "dropout"_a = 0.0, "bidirectional"_a = false, "proj_size"_a = 0, "dtype"_a = ug::DType::Float32)
+      .def(
+          "forward",
+          [](LSTMImpl& m, const Tensor& x, nb::handle hx) {
+            auto [out, st] = m.forward(x, lstm_state(hx, "LSTM"));
+            return nb::make_tuple(out, nb::make_tuple(st.first, st.second));
+          },
+          "input"_a, "hx"_a = nb::none());
   nb::class_<GRUImpl, RNNBaseImpl>(nn, "GRU", "torch.nn.GRU; forward returns (output, h_n).")
-      .def("__init__",
-           [](GRUImpl* m, int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias, bool batch_first,
-              double dropout, bool bidirectional, ug::DType dtype) {
-             new (m) GRUImpl(input_size, hidden_size,
-                             options(num_layers, bias, batch_first, dropout, bidirectional, 0, dtype));
-           },
-           "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true, "batch_first"_a = false,
-           "dropout"_a = 0.0, "bidirectional"_a = false, "dtype"_a = ug::DType::Float32)
-      .def("forward",
-           [](GRUImpl& m, const Tensor& x, nb::handle hx) {
-             auto [out, h] = m.forward(x, state(hx, "GRU"));
-             return nb::make_tuple(out, h);
-           },
-           "input"_a, "hx"_a = nb::none());
+      .def(
+          "__init__",
+          [](GRUImpl* m, int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias, bool batch_first,
+             double dropout, bool bidirectional, ug::DType dtype) {
+            new (m) GRUImpl(input_size, hidden_size,
+                            options(num_layers, bias, batch_first, dropout, bidirectional, 0, dtype));
+          },
+          "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true, "batch_first"_a = false,
+          "dropout"_a = 0.0, "bidirectional"_a = false, "dtype"_a = ug::DType::Float32)
+      .def(
+          "forward",
+          [](GRUImpl& m, const Tensor& x, nb::handle hx) {
+            auto [out, h] = m.forward(x, state(hx, "GRU"));
+            return nb::make_tuple(out, h);
+          },
+          "input"_a, "hx"_a = nb::none());
 }
 
 }  // namespace ugpy

@@ -50,8 +50,7 @@ std::map<std::string, std::map<int64_t, std::string>> dynamic_axes_of(nb::handle
   return out;
 }
 
-void export_model(nb::object model, nb::object args, nb::object f,
-                  std::optional<std::vector<std::string>> input_names,
+void export_model(nb::object model, nb::object args, nb::object f, std::optional<std::vector<std::string>> input_names,
                   std::optional<std::vector<std::string>> output_names, nb::object dynamic_axes, int opset_version) {
   ug::nn::Module& module = nb::cast<ug::nn::Module&>(model);
   const std::vector<Tensor> inputs = as_tensors(args, "args");
@@ -76,10 +75,10 @@ void export_model(nb::object model, nb::object args, nb::object f,
 
 void bind_onnx_export(nb::module_& m) {
   m.def("export", &export_model, nb::arg("model"), nb::arg("args"), nb::arg("f"), nb::arg("input_names") = nb::none(),
-           nb::arg("output_names") = nb::none(), nb::arg("dynamic_axes") = nb::none(), nb::arg("opset_version") = 17,
-           "Exports model, traced on args (a tensor or a tuple of tensors), to the ONNX file f, like "
-           "torch.onnx.export: the model runs once in eval mode without grad; parameters and buffers become "
-           "initializers under their state_dict names. dynamic_axes={'x': {0: 'batch'}} makes those dims symbolic.");
+        nb::arg("output_names") = nb::none(), nb::arg("dynamic_axes") = nb::none(), nb::arg("opset_version") = 17,
+        "Exports model, traced on args (a tensor or a tuple of tensors), to the ONNX file f, like "
+        "torch.onnx.export: the model runs once in eval mode without grad; parameters and buffers become "
+        "initializers under their state_dict names. dynamic_axes={'x': {0: 'batch'}} makes those dims symbolic.");
   m.def("exportable_ops", &onnx::exportable_ops, "The traced op names the exporter maps to ONNX.");
   m.def("unsupported_ops", &onnx::unsupported_ops, "The traced op names the exporter rejects.");
   m.def("traceable_ops", &ug::graph::registered_ops, "Every op name the library records while tracing.");

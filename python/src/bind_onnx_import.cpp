@@ -63,23 +63,25 @@ void bind_onnx_import(nb::module_& onnx) {
       });
 
   const ug::onnx::LoadLimits defaults;
-  onnx.def("load",
-           [](const std::filesystem::path& path, int64_t max_elements, int64_t max_live_elements) {
-             return ug::onnx::load(path.string(), {max_elements, max_live_elements});
-           },
-           "path"_a, nb::kw_only(), "max_elements"_a = defaults.max_elements,
-           "max_live_elements"_a = defaults.max_live_elements,
-           "Reads an ONNX model (external data next to it) as a trainable OnnxModule. A forward pass "
-           "refuses tensors over max_elements elements, and intermediate values over max_live_elements "
-           "alive at once.");
-  onnx.def("load_bytes",
-           [](nb::bytes data, const std::string& base_dir, int64_t max_elements, int64_t max_live_elements) {
-             return ug::onnx::load_bytes(std::string_view(data.c_str(), data.size()), base_dir,
-                                         {max_elements, max_live_elements});
-           },
-           "data"_a, "base_dir"_a = "", nb::kw_only(), "max_elements"_a = defaults.max_elements,
-           "max_live_elements"_a = defaults.max_live_elements,
-           "Reads a serialized ONNX model; external data only when base_dir names its folder.");
+  onnx.def(
+      "load",
+      [](const std::filesystem::path& path, int64_t max_elements, int64_t max_live_elements) {
+        return ug::onnx::load(path.string(), {max_elements, max_live_elements});
+      },
+      "path"_a, nb::kw_only(), "max_elements"_a = defaults.max_elements,
+      "max_live_elements"_a = defaults.max_live_elements,
+      "Reads an ONNX model (external data next to it) as a trainable OnnxModule. A forward pass "
+      "refuses tensors over max_elements elements, and intermediate values over max_live_elements "
+      "alive at once.");
+  onnx.def(
+      "load_bytes",
+      [](nb::bytes data, const std::string& base_dir, int64_t max_elements, int64_t max_live_elements) {
+        return ug::onnx::load_bytes(std::string_view(data.c_str(), data.size()), base_dir,
+                                    {max_elements, max_live_elements});
+      },
+      "data"_a, "base_dir"_a = "", nb::kw_only(), "max_elements"_a = defaults.max_elements,
+      "max_live_elements"_a = defaults.max_live_elements,
+      "Reads a serialized ONNX model; external data only when base_dir names its folder.");
 }
 
 }  // namespace ugpy

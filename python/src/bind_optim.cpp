@@ -44,8 +44,7 @@ std::vector<Tensor> tensors_from_python(nb::handle h) {
   if (nb::isinstance<Tensor>(h)) return {nb::cast<Tensor>(h)};
   std::vector<Tensor> out;
   for (nb::handle item : nb::iter(h)) {
-    if (nb::isinstance<Tensor>(item))
-      out.push_back(nb::cast<Tensor>(item));
+    if (nb::isinstance<Tensor>(item)) out.push_back(nb::cast<Tensor>(item));
     else if (PyTuple_Check(item.ptr()) && nb::len(item) == 2 && nb::isinstance<Tensor>(item[1]))
       out.push_back(nb::cast<Tensor>(item[1]));
     else
@@ -70,8 +69,9 @@ ParamGroup group_from_dict(nb::handle d) {
 std::vector<ParamGroup> groups_from_python(nb::handle params) {
   if (params.is_none()) return {};
   if (nb::isinstance<Tensor>(params))
-    ug::fail<ug::TypeError>("[optim] params argument given to the optimizer should be an iterable of Tensors or dicts, "
-                            "but got a Tensor");
+    ug::fail<ug::TypeError>(
+        "[optim] params argument given to the optimizer should be an iterable of Tensors or dicts, "
+        "but got a Tensor");
   nb::list items = nb::list(params);
   if (nb::len(items) == 0) ug::fail<ug::ValueError>("[optim] optimizer got an empty parameter list");
   if (!PyDict_Check(items[0].ptr())) return {ParamGroup(tensors_from_python(items))};
@@ -106,10 +106,8 @@ struct GroupView {
     return hyper_to_python(*v);
   }
   void set(const std::string& key, nb::handle value) const {
-    if (key == "params" && has_params())
-      opt->param_groups()[index].params() = tensors_from_python(value);
-    else
-      options().insert(key, hyper_from_python(key, value));
+    if (key == "params" && has_params()) opt->param_groups()[index].params() = tensors_from_python(value);
+    else options().insert(key, hyper_from_python(key, value));
   }
 };
 
@@ -135,8 +133,7 @@ TensorDict tensor_dict_from_python(nb::handle h) {
   TensorDict out;
   for (auto [k, v] : nb::cast<nb::dict>(h)) {
     std::string key = nb::cast<std::string>(k);
-    if (nb::isinstance<Tensor>(v))
-      out.insert(key, nb::cast<Tensor>(v));
+    if (nb::isinstance<Tensor>(v)) out.insert(key, nb::cast<Tensor>(v));
     else  // torch's old checkpoints keep "step" as a number
       out.insert(key, ug::scalar_tensor(nb::cast<double>(v), ug::Options{ug::DType::Float32, {}}));
   }
@@ -164,13 +161,13 @@ OptimizerStateDict state_dict_from_python(nb::handle h) {
   if (!d.contains("state") || !d.contains("param_groups"))
     ug::fail<ug::ValueError>("[optim] a state dict needs 'state' and 'param_groups' entries");
   OptimizerStateDict sd;
-  for (auto [k, v] : nb::cast<nb::dict>(d["state"])) sd.state.emplace_back(nb::cast<int64_t>(k), tensor_dict_from_python(v));
+  for (auto [k, v] : nb::cast<nb::dict>(d["state"]))
+    sd.state.emplace_back(nb::cast<int64_t>(k), tensor_dict_from_python(v));
   for (nb::handle g : d["param_groups"]) {
     OptimizerStateDict::Group rec;
     for (auto [k, v] : nb::cast<nb::dict>(g)) {
       std::string key = nb::cast<std::string>(k);
-      if (key == "params")
-        rec.params = nb::cast<std::vector<int64_t>>(v);
+      if (key == "params") rec.params = nb::cast<std::vector<int64_t>>(v);
       else if (!v.is_none())  // torch's unset flags (foreach=None, fused=None) have no meaning here
         rec.options.insert(key, hyper_from_python(key, v));
     }
@@ -185,7 +182,9 @@ bool is_mapping(nb::handle h) { return PyDict_Check(h.ptr()) || nb::hasattr(h, "
 
 TensorDict tensors_in(nb::handle h) {
   TensorDict out;
-  auto put = [&](const std::string& key, nb::handle v) { out.insert(key, v.is_none() ? Tensor() : nb::cast<Tensor>(v)); };
+  auto put = [&](const std::string& key, nb::handle v) {
+    out.insert(key, v.is_none() ? Tensor() : nb::cast<Tensor>(v));
+  };
   if (is_mapping(h)) {
     for (nb::handle k : nb::iter(h.attr("keys")())) put(nb::cast<std::string>(nb::str(k)), h[k]);
   } else {
@@ -196,8 +195,7 @@ TensorDict tensors_in(nb::handle h) {
 }
 
 /** Rebuilds the container kind of `like` (a dict with its keys, or a list) from values by name. */
-template <class Dict, class F>
-nb::object container_out(nb::handle like, const Dict& values, F&& convert) {
+template <class Dict, class F> nb::object container_out(nb::handle like, const Dict& values, F&& convert) {
   if (is_mapping(like)) {
     nb::dict out;
     for (nb::handle k : nb::iter(like.attr("keys")())) out[k] = convert(values.at(nb::cast<std::string>(nb::str(k))));
@@ -211,7 +209,8 @@ nb::object container_out(nb::handle like, const Dict& values, F&& convert) {
 OptState opt_state_in(nb::handle h) {
   OptState out;
   if (is_mapping(h)) {
-    for (nb::handle k : nb::iter(h.attr("keys")())) out.insert(nb::cast<std::string>(nb::str(k)), tensor_dict_from_python(h[k]));
+    for (nb::handle k : nb::iter(h.attr("keys")()))
+      out.insert(nb::cast<std::string>(nb::str(k)), tensor_dict_from_python(h[k]));
   } else {
     size_t i = 0;
     for (nb::handle v : nb::iter(h)) out.insert(std::to_string(i++), tensor_dict_from_python(v));
@@ -244,25 +243,28 @@ void bind_optim(nb::module_& optim) {
            [](const GroupView& v, const std::string& k) {
              if (k == "params" || !v.options().erase(k)) throw nb::key_error(k.c_str());
            })
-      .def("__contains__", [](const GroupView& v, const std::string& k) {
-        return (k == "params" && v.has_params()) || v.options().contains(k);
-      })
+      .def("__contains__",
+           [](const GroupView& v, const std::string& k) {
+             return (k == "params" && v.has_params()) || v.options().contains(k);
+           })
       .def("__len__", [](const GroupView& v) { return v.keys().size(); })
       .def("__iter__", [](const GroupView& v) { return nb::iter(nb::cast(v.keys())); })
       .def("keys", [](const GroupView& v) { return v.keys(); })
       .def("values", [](const GroupView& v) { return view_to_dict(v).attr("values")(); })
       .def("items", [](const GroupView& v) { return view_to_dict(v).attr("items")(); })
-      .def("get",
-           [](const GroupView& v, const std::string& k, nb::object dflt) {
-             return ((k == "params" && v.has_params()) || v.options().contains(k)) ? v.get(k) : dflt;
-           },
-           nb::arg("key"), nb::arg("default") = nb::none())
-      .def("setdefault",
-           [](const GroupView& v, const std::string& k, nb::object dflt) {
-             if (!v.options().contains(k) && !(k == "params" && v.has_params())) v.set(k, dflt);
-             return v.get(k);
-           },
-           nb::arg("key"), nb::arg("default") = nb::none())
+      .def(
+          "get",
+          [](const GroupView& v, const std::string& k, nb::object dflt) {
+            return ((k == "params" && v.has_params()) || v.options().contains(k)) ? v.get(k) : dflt;
+          },
+          nb::arg("key"), nb::arg("default") = nb::none())
+      .def(
+          "setdefault",
+          [](const GroupView& v, const std::string& k, nb::object dflt) {
+            if (!v.options().contains(k) && !(k == "params" && v.has_params())) v.set(k, dflt);
+            return v.get(k);
+          },
+          nb::arg("key"), nb::arg("default") = nb::none())
       .def("update",
            [](const GroupView& v, nb::dict d) {
              for (auto [k, value] : d) v.set(nb::cast<std::string>(k), value);
@@ -278,10 +280,11 @@ void bind_optim(nb::module_& optim) {
              const TensorDict* st = v.opt->find_state(p);
              return st ? tensor_dict_to_python(*st) : nb::dict();
            })
-      .def("__contains__", [](const StateView& v, const Tensor& p) {
-        const TensorDict* st = v.opt->find_state(p);
-        return st && !st->empty();
-      })
+      .def("__contains__",
+           [](const StateView& v, const Tensor& p) {
+             const TensorDict* st = v.opt->find_state(p);
+             return st && !st->empty();
+           })
       .def("__len__", [](const StateView& v) {
         size_t n = 0;
         for (const ParamGroup& g : v.opt->param_groups())
@@ -300,8 +303,13 @@ void bind_optim(nb::module_& optim) {
                      return out;
                    })
       .def_prop_ro("defaults",
-                   [](nb::handle self) { return GroupView{nb::borrow(self), &nb::cast<Optimizer&>(self), -1}; })
-      .def_prop_ro("state", [](nb::handle self) { return StateView{nb::borrow(self), &nb::cast<Optimizer&>(self)}; })
+                   [](nb::handle self) {
+                     return GroupView{nb::borrow(self), &nb::cast<Optimizer&>(self), -1};
+                   })
+      .def_prop_ro("state",
+                   [](nb::handle self) {
+                     return StateView{nb::borrow(self), &nb::cast<Optimizer&>(self)};
+                   })
       .def(
           "step",
           [](Optimizer& opt, nb::object closure) {
@@ -322,7 +330,8 @@ void bind_optim(nb::module_& optim) {
             std::vector<std::pair<Tensor, Tensor>> pairs;
             for (nb::handle pair : grads_and_vars) {
               nb::tuple gv = nb::tuple(nb::borrow(pair));
-              if (gv.size() != 2) ug::fail("[apply_gradients] expected (gradient, variable) pairs, got ", gv.size(), " items");
+              if (gv.size() != 2)
+                ug::fail("[apply_gradients] expected (gradient, variable) pairs, got ", gv.size(), " items");
               pairs.emplace_back(gv[0].is_none() ? Tensor() : nb::cast<Tensor>(gv[0]), nb::cast<Tensor>(gv[1]));
             }
             opt.apply_gradients(pairs);
@@ -331,8 +340,7 @@ void bind_optim(nb::module_& optim) {
           "TensorFlow/Keras's step: optimizer.apply_gradients(zip(grads, model.trainable_variables)).")
       .def("add_param_group", [](Optimizer& opt, nb::handle group) { opt.add_param_group(group_from_dict(group)); })
       .def("state_dict", [](const Optimizer& opt) { return state_dict_to_python(opt.state_dict()); })
-      .def("load_state_dict",
-           [](Optimizer& opt, nb::handle sd) { opt.load_state_dict(state_dict_from_python(sd)); })
+      .def("load_state_dict", [](Optimizer& opt, nb::handle sd) { opt.load_state_dict(state_dict_from_python(sd)); })
       .def(
           "init",
           [](const Optimizer& opt, nb::handle params) {
@@ -387,8 +395,8 @@ void bind_optim(nb::module_& optim) {
                                                             .decoupled_weight_decay(decoupled));
           },
           nb::arg("params").none() = nb::none(), nb::arg("lr") = adam.lr(), nb::arg("betas") = adam.betas(),
-          nb::arg("eps") = adam.eps(), nb::arg("weight_decay") = adam.weight_decay(), nb::arg("amsgrad") = adam.amsgrad(),
-          nb::kw_only(), nb::arg("maximize") = adam.maximize(),
+          nb::arg("eps") = adam.eps(), nb::arg("weight_decay") = adam.weight_decay(),
+          nb::arg("amsgrad") = adam.amsgrad(), nb::kw_only(), nb::arg("maximize") = adam.maximize(),
           nb::arg("decoupled_weight_decay") = adam.decoupled_weight_decay());
 
   nb::class_<AdamW, Adam>(optim, "AdamW", "torch.optim.AdamW: Adam with decoupled weight decay.")
@@ -396,9 +404,9 @@ void bind_optim(nb::module_& optim) {
           "__init__",
           [](AdamW* self, nb::handle params, double lr, std::pair<double, double> betas, double eps,
              double weight_decay, bool amsgrad, bool maximize) {
-            new (self) AdamW(groups_from_python(params),
-                             AdamWOptions(lr).betas(betas).eps(eps).weight_decay(weight_decay).amsgrad(amsgrad).maximize(
-                                 maximize));
+            new (self) AdamW(
+                groups_from_python(params),
+                AdamWOptions(lr).betas(betas).eps(eps).weight_decay(weight_decay).amsgrad(amsgrad).maximize(maximize));
           },
           nb::arg("params").none() = nb::none(), nb::arg("lr") = adamw.lr(), nb::arg("betas") = adamw.betas(),
           nb::arg("eps") = adamw.eps(), nb::arg("weight_decay") = adamw.weight_decay(),

@@ -43,10 +43,8 @@ SchedulerState state_from_python(nb::handle h) {
   SchedulerState out;
   for (auto [k, v] : nb::cast<nb::dict>(h)) {
     std::string key = nb::cast<std::string>(k);
-    if (PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr()))
-      out.insert(key, nb::cast<double>(v));
-    else
-      out.insert(key, nb::cast<std::vector<double>>(v));
+    if (PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr())) out.insert(key, nb::cast<double>(v));
+    else out.insert(key, nb::cast<std::vector<double>>(v));
   }
   return out;
 }
@@ -71,16 +69,16 @@ void bind_lr_scheduler(nb::module_& m) {
       .def(nb::init<Optimizer&, std::vector<int64_t>, double, int64_t>(), nb::arg("optimizer"), nb::arg("milestones"),
            nb::arg("gamma") = D::gamma, nb::arg("last_epoch") = D::last_epoch, nb::keep_alive<1, 2>());
   nb::class_<ExponentialLR, LRScheduler>(m, "ExponentialLR", "lr *= gamma every epoch.")
-      .def(nb::init<Optimizer&, double, int64_t>(), nb::arg("optimizer"), nb::arg("gamma"), nb::arg("last_epoch") = D::last_epoch,
-           nb::keep_alive<1, 2>());
-  nb::class_<CosineAnnealingLR, LRScheduler>(m, "CosineAnnealingLR", "Cosine from the base lr to eta_min in T_max epochs.")
+      .def(nb::init<Optimizer&, double, int64_t>(), nb::arg("optimizer"), nb::arg("gamma"),
+           nb::arg("last_epoch") = D::last_epoch, nb::keep_alive<1, 2>());
+  nb::class_<CosineAnnealingLR, LRScheduler>(m, "CosineAnnealingLR",
+                                             "Cosine from the base lr to eta_min in T_max epochs.")
       .def(nb::init<Optimizer&, int64_t, double, int64_t>(), nb::arg("optimizer"), nb::arg("T_max"),
            nb::arg("eta_min") = D::eta_min, nb::arg("last_epoch") = D::last_epoch, nb::keep_alive<1, 2>());
   nb::class_<LinearLR, LRScheduler>(m, "LinearLR", "The lr factor moves linearly from start_factor to end_factor.")
       .def(nb::init<Optimizer&, double, double, int64_t, int64_t>(), nb::arg("optimizer"),
            nb::arg("start_factor") = D::start_factor, nb::arg("end_factor") = D::end_factor,
-           nb::arg("total_iters") = D::total_iters,
-           nb::arg("last_epoch") = D::last_epoch, nb::keep_alive<1, 2>());
+           nb::arg("total_iters") = D::total_iters, nb::arg("last_epoch") = D::last_epoch, nb::keep_alive<1, 2>());
   nb::class_<SequentialLR, LRScheduler>(m, "SequentialLR", "Schedulers one after another, switching at milestones.")
       .def(nb::init<Optimizer&, std::vector<std::shared_ptr<LRScheduler>>, std::vector<int64_t>, int64_t>(),
            nb::arg("optimizer"), nb::arg("schedulers"), nb::arg("milestones"), nb::arg("last_epoch") = D::last_epoch,
@@ -93,9 +91,9 @@ void bind_lr_scheduler(nb::module_& m) {
              std::optional<int64_t> epochs, std::optional<int64_t> steps_per_epoch, double pct_start,
              std::string anneal_strategy, bool cycle_momentum, nb::handle base_momentum, nb::handle max_momentum,
              double div_factor, double final_div_factor, bool three_phase, int64_t last_epoch) {
-            OneCycleOptions o{total_steps,     epochs,          steps_per_epoch,       pct_start,
-                              anneal_strategy, cycle_momentum,  floats(base_momentum), floats(max_momentum),
-                              div_factor,      final_div_factor, three_phase,          last_epoch};
+            OneCycleOptions o{total_steps,     epochs,           steps_per_epoch,       pct_start,
+                              anneal_strategy, cycle_momentum,   floats(base_momentum), floats(max_momentum),
+                              div_factor,      final_div_factor, three_phase,           last_epoch};
             new (self) OneCycleLR(opt, floats(max_lr), std::move(o));
           },
           nb::arg("optimizer"), nb::arg("max_lr"), nb::arg("total_steps").none() = nb::none(),

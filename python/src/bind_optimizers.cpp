@@ -42,8 +42,9 @@ void set_learning_rate(keras::Optimizer& opt, double lr) {
 void bind_optimizers(nb::module_& m) {
   nb::class_<keras::Optimizer, ug::optim::Optimizer>(
       m, "Optimizer", "keras.optimizers.Optimizer: made without variables, built on those of its first step.")
-      .def("build", [](keras::Optimizer& opt, nb::handle var_list) { opt.build(variables_from_python(var_list)); },
-           "var_list"_a, "The variables to update (Keras's build); once built, later calls do nothing.")
+      .def(
+          "build", [](keras::Optimizer& opt, nb::handle var_list) { opt.build(variables_from_python(var_list)); },
+          "var_list"_a, "The variables to update (Keras's build); once built, later calls do nothing.")
       .def_prop_ro("built", &keras::Optimizer::built)
       .def_prop_ro("iterations", &keras::Optimizer::iterations, "The steps taken so far.")
       .def_prop_rw("learning_rate", &learning_rate, &set_learning_rate,

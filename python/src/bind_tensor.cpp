@@ -44,22 +44,26 @@ Tensor to_any(const Tensor& t, nb::args args, nb::kwargs kwargs) {
   return out;
 }
 
-nb::object values_indices(std::pair<Tensor, Tensor> p) {
-  return values_indices_type()(p.first, p.second);
-}
+nb::object values_indices(std::pair<Tensor, Tensor> p) { return values_indices_type()(p.first, p.second); }
 
 }  // namespace
 
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def_prop_ro("shape", [](const Tensor& t) { return shape_tuple(t.shape()); })
-      .def("size", [](const Tensor& t, std::optional<int64_t> d) -> nb::object {
+      .def(
+          "size",
+          [](const Tensor& t, std::optional<int64_t> d) -> nb::object {
             if (d) return nb::cast(t.size(*d));
             return shape_tuple(t.shape());
-          }, nb::arg("dim") = nb::none())
-      .def("stride", [](const Tensor& t, std::optional<int64_t> d) -> nb::object {
+          },
+          nb::arg("dim") = nb::none())
+      .def(
+          "stride",
+          [](const Tensor& t, std::optional<int64_t> d) -> nb::object {
             if (d) return nb::cast(t.stride(*d));
             return shape_tuple(ug::Shape(t.strides().begin(), t.strides().end()));
-          }, nb::arg("dim") = nb::none())
+          },
+          nb::arg("dim") = nb::none())
       .def("dim", &Tensor::dim)
       .def_prop_ro("ndim", &Tensor::dim)
       .def("numel", &Tensor::numel)
@@ -76,33 +80,43 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("item", [](const Tensor& t) { return t.item(); })
       .def("tolist", &to_list)
       .def("numpy", &to_numpy)
-      .def("__array__", [](const Tensor& t, nb::handle dtype, nb::handle) {
+      .def(
+          "__array__",
+          [](const Tensor& t, nb::handle dtype, nb::handle) {
             nb::object a = to_numpy(t);
             return dtype.is_none() ? a : a.attr("astype")(dtype);
-          }, nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
+          },
+          nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
       .def("__repr__", &Tensor::to_string)
-      .def("__len__", [](const Tensor& t) {
-            if (t.dim() == 0) ug::fail<ug::TypeError>("[len] len() of a 0-d tensor");
-            return t.size(0);
-          })
-      .def("__iter__", [](const Tensor& t) {
-            if (t.dim() == 0) ug::fail<ug::TypeError>("[iter] iteration over a 0-d tensor");
-            return nb::iter(nb::cast(t.unbind(0)));
-          })
+      .def("__len__",
+           [](const Tensor& t) {
+             if (t.dim() == 0) ug::fail<ug::TypeError>("[len] len() of a 0-d tensor");
+             return t.size(0);
+           })
+      .def("__iter__",
+           [](const Tensor& t) {
+             if (t.dim() == 0) ug::fail<ug::TypeError>("[iter] iteration over a 0-d tensor");
+             return nb::iter(nb::cast(t.unbind(0)));
+           })
       .def("__bool__", [](const Tensor& t) { return t.item().to_bool(); })
       .def("__float__", [](const Tensor& t) { return t.item().to_double(); })
       .def("__int__", [](const Tensor& t) { return t.item().to_int(); })
-      .def("__index__", [](const Tensor& t) {
-            if (ug::is_floating(t.dtype())) ug::fail<ug::TypeError>("[index] only integer tensors of a single element can be converted to an index");
-            return t.item().to_int();
-          })
+      .def("__index__",
+           [](const Tensor& t) {
+             if (ug::is_floating(t.dtype()))
+               ug::fail<ug::TypeError>("[index] only integer tensors of a single element can be converted to an index");
+             return t.item().to_int();
+           })
       .def("__hash__", [](const Tensor& t) { return reinterpret_cast<intptr_t>(t.impl_ref().get()); })
       // conversion
       .def("to", &to_any)
-      .def("type", [](const Tensor& t, nb::handle dtype) -> nb::object {
+      .def(
+          "type",
+          [](const Tensor& t, nb::handle dtype) -> nb::object {
             if (dtype.is_none()) return nb::str(("unigrad." + std::string(ug::dtype_name(t.dtype()))).c_str());
             return nb::cast(t.to(dtype_from_python(dtype)));
-          }, nb::arg("dtype") = nb::none())
+          },
+          nb::arg("dtype") = nb::none())
       .def("float", [](const Tensor& t) { return t.to(ug::DType::Float32); })
       .def("double", [](const Tensor& t) { return t.to(ug::DType::Float64); })
       .def("half", [](const Tensor& t) { return t.to(ug::DType::Float16); })
@@ -112,8 +126,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("bool", [](const Tensor& t) { return t.to(ug::DType::Bool); })
       .def("byte", [](const Tensor& t) { return t.to(ug::DType::UInt8); })
       .def("cpu", [](const Tensor& t) { return t.to(ug::Device()); })
-      .def("cuda", [](const Tensor& t, int index) { return t.to(ug::Device(ug::DeviceType::CUDA, index)); },
-           nb::arg("device") = 0)
+      .def(
+          "cuda", [](const Tensor& t, int index) { return t.to(ug::Device(ug::DeviceType::CUDA, index)); },
+          nb::arg("device") = 0)
       .def("contiguous", &Tensor::contiguous)
       .def("clone", &Tensor::clone)
       .def("copy_", [](Tensor& t, const Tensor& src) { return t.copy_(src); })
@@ -133,122 +148,192 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("moveaxis", &Tensor::movedim, nb::arg("source"), nb::arg("destination"))
       .def_prop_ro("T", &Tensor::T)
       .def_prop_ro("mT", &Tensor::mT)
-      .def("squeeze", [](const Tensor& t, nb::handle dim) {
+      .def(
+          "squeeze",
+          [](const Tensor& t, nb::handle dim) {
             auto d = opt_dims(dim, "squeeze");
             return d ? t.squeeze(*d) : t.squeeze();
-          }, nb::arg("dim") = nb::none())
+          },
+          nb::arg("dim") = nb::none())
       .def("unsqueeze", &Tensor::unsqueeze, nb::arg("dim"))
       .def("flatten", &Tensor::flatten, nb::arg("start_dim") = 0, nb::arg("end_dim") = -1)
-      .def("unflatten", [](const Tensor& t, int64_t dim, nb::handle sizes) {
+      .def(
+          "unflatten",
+          [](const Tensor& t, int64_t dim, nb::handle sizes) {
             return t.unflatten(dim, dims_from_sequence(sizes, "unflatten"));
-          }, nb::arg("dim"), nb::arg("sizes"))
+          },
+          nb::arg("dim"), nb::arg("sizes"))
       .def("expand", [](const Tensor& t, nb::args a) { return t.expand(dims_from_args(a, "expand")); })
       .def("expand_as", &Tensor::expand_as)
-      .def("broadcast_to", [](const Tensor& t, nb::handle s) { return t.expand(dims_from_sequence(s, "broadcast_to")); })
+      .def("broadcast_to",
+           [](const Tensor& t, nb::handle s) { return t.expand(dims_from_sequence(s, "broadcast_to")); })
       .def("narrow", &Tensor::narrow, nb::arg("dim"), nb::arg("start"), nb::arg("length"))
       .def("select", &Tensor::select, nb::arg("dim"), nb::arg("index"))
       .def("diagonal", &Tensor::diagonal, nb::arg("offset") = 0, nb::arg("dim1") = 0, nb::arg("dim2") = 1)
-      .def("as_strided", [](const Tensor& t, nb::handle size, nb::handle stride, int64_t offset) {
-            return t.as_strided(dims_from_sequence(size, "as_strided"), dims_from_sequence(stride, "as_strided"), offset);
-          }, nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = 0)
+      .def(
+          "as_strided",
+          [](const Tensor& t, nb::handle size, nb::handle stride, int64_t offset) {
+            return t.as_strided(dims_from_sequence(size, "as_strided"), dims_from_sequence(stride, "as_strided"),
+                                offset);
+          },
+          nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = 0)
       .def("unbind", &Tensor::unbind, nb::arg("dim") = 0)
-      .def("split", [](const Tensor& t, nb::handle s, int64_t dim) {
+      .def(
+          "split",
+          [](const Tensor& t, nb::handle s, int64_t dim) {
             if (PyLong_Check(s.ptr())) return t.split(nb::cast<int64_t>(s), dim);
             return t.split(dims_from_sequence(s, "split"), dim);
-          }, nb::arg("split_size_or_sections"), nb::arg("dim") = 0)
+          },
+          nb::arg("split_size_or_sections"), nb::arg("dim") = 0)
       .def("chunk", &Tensor::chunk, nb::arg("chunks"), nb::arg("dim") = 0)
       // indexing
       .def("__getitem__", [](const Tensor& t, nb::handle idx) { return t.index(indices_from_python(idx)); })
-      .def("__setitem__", [](Tensor& t, nb::handle idx, nb::handle value) {
-            ug::Scalar s;
-            if (scalar_from_python(value, s)) t.index_put_(indices_from_python(idx), s);
-            else if (nb::isinstance<Tensor>(value)) t.index_put_(indices_from_python(idx), nb::cast<Tensor>(value));
-            else t.index_put_(indices_from_python(idx), tensor_from_data(value, t.dtype(), t.device()));
-          })
+      .def("__setitem__",
+           [](Tensor& t, nb::handle idx, nb::handle value) {
+             ug::Scalar s;
+             if (scalar_from_python(value, s)) t.index_put_(indices_from_python(idx), s);
+             else if (nb::isinstance<Tensor>(value)) t.index_put_(indices_from_python(idx), nb::cast<Tensor>(value));
+             else t.index_put_(indices_from_python(idx), tensor_from_data(value, t.dtype(), t.device()));
+           })
       .def("gather", &Tensor::gather, nb::arg("dim"), nb::arg("index"))
       .def("scatter", &Tensor::scatter, nb::arg("dim"), nb::arg("index"), nb::arg("src"))
       .def("scatter_add", &Tensor::scatter_add, nb::arg("dim"), nb::arg("index"), nb::arg("src"))
       .def("index_select", &Tensor::index_select, nb::arg("dim"), nb::arg("index"))
       .def("masked_fill", &Tensor::masked_fill, nb::arg("mask"), nb::arg("value"))
-      .def("masked_fill_", [](Tensor& t, const Tensor& mask, ug::Scalar v) { return t.masked_fill_(mask, v); },
-           nb::arg("mask"), nb::arg("value"))
+      .def(
+          "masked_fill_", [](Tensor& t, const Tensor& mask, ug::Scalar v) { return t.masked_fill_(mask, v); },
+          nb::arg("mask"), nb::arg("value"))
       .def("masked_select", &Tensor::masked_select, nb::arg("mask"))
       .def("flip", [](const Tensor& t, nb::args a) { return t.flip(dims_from_args(a, "flip")); })
-      .def("roll", [](const Tensor& t, nb::handle shifts, nb::handle dims) {
-            return t.roll(dims_from_sequence(shifts, "roll"), dims.is_none() ? ug::Dims{} : dims_from_sequence(dims, "roll"));
-          }, nb::arg("shifts"), nb::arg("dims") = nb::none())
+      .def(
+          "roll",
+          [](const Tensor& t, nb::handle shifts, nb::handle dims) {
+            return t.roll(dims_from_sequence(shifts, "roll"),
+                          dims.is_none() ? ug::Dims{} : dims_from_sequence(dims, "roll"));
+          },
+          nb::arg("shifts"), nb::arg("dims") = nb::none())
       .def("repeat", [](const Tensor& t, nb::args a) { return t.repeat(dims_from_args(a, "repeat")); })
-      .def("tile", [](const Tensor& t, nb::handle d) { return t.tile(dims_from_sequence(d, "tile")); }, nb::arg("dims"))
+      .def(
+          "tile", [](const Tensor& t, nb::handle d) { return t.tile(dims_from_sequence(d, "tile")); }, nb::arg("dims"))
       .def("nonzero", &Tensor::nonzero)
       // reductions
-      .def("sum", [](const Tensor& t, nb::handle dim, bool keepdim, std::optional<ug::DType> dtype) {
+      .def(
+          "sum",
+          [](const Tensor& t, nb::handle dim, bool keepdim, std::optional<ug::DType> dtype) {
             auto d = opt_dims(dim, "sum");
             return d ? t.sum(*d, keepdim, dtype) : t.sum(dtype);
-          }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::arg("dtype") = nb::none())
-      .def("mean", [](const Tensor& t, nb::handle dim, bool keepdim, std::optional<ug::DType> dtype) {
+          },
+          nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::arg("dtype") = nb::none())
+      .def(
+          "mean",
+          [](const Tensor& t, nb::handle dim, bool keepdim, std::optional<ug::DType> dtype) {
             auto d = opt_dims(dim, "mean");
             return d ? t.mean(*d, keepdim, dtype) : t.mean(dtype);
-          }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::arg("dtype") = nb::none())
-      .def("prod", [](const Tensor& t, std::optional<int64_t> dim, bool keepdim, std::optional<ug::DType> dtype) {
+          },
+          nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::arg("dtype") = nb::none())
+      .def(
+          "prod",
+          [](const Tensor& t, std::optional<int64_t> dim, bool keepdim, std::optional<ug::DType> dtype) {
             return dim ? t.prod(*dim, keepdim, dtype) : t.prod(dtype);
-          }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::arg("dtype") = nb::none())
-      .def("max", [](const Tensor& t, nb::handle dim, bool keepdim) -> nb::object {
+          },
+          nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::arg("dtype") = nb::none())
+      .def(
+          "max",
+          [](const Tensor& t, nb::handle dim, bool keepdim) -> nb::object {
             if (dim.is_none()) return nb::cast(t.max());
             if (nb::isinstance<Tensor>(dim)) return nb::cast(ug::maximum(t, nb::cast<Tensor>(dim)));
             return values_indices(t.max(nb::cast<int64_t>(dim), keepdim));
-          }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
-      .def("min", [](const Tensor& t, nb::handle dim, bool keepdim) -> nb::object {
+          },
+          nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
+      .def(
+          "min",
+          [](const Tensor& t, nb::handle dim, bool keepdim) -> nb::object {
             if (dim.is_none()) return nb::cast(t.min());
             if (nb::isinstance<Tensor>(dim)) return nb::cast(ug::minimum(t, nb::cast<Tensor>(dim)));
             return values_indices(t.min(nb::cast<int64_t>(dim), keepdim));
-          }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
-      .def("amax", [](const Tensor& t, nb::handle dim, bool keepdim) {
+          },
+          nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
+      .def(
+          "amax",
+          [](const Tensor& t, nb::handle dim, bool keepdim) {
             return t.amax(opt_dims(dim, "amax").value_or(ug::Dims{}), keepdim);
-          }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
-      .def("amin", [](const Tensor& t, nb::handle dim, bool keepdim) {
+          },
+          nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
+      .def(
+          "amin",
+          [](const Tensor& t, nb::handle dim, bool keepdim) {
             return t.amin(opt_dims(dim, "amin").value_or(ug::Dims{}), keepdim);
-          }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
+          },
+          nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
       .def("argmax", &Tensor::argmax, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
       .def("argmin", &Tensor::argmin, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
-      .def("var", [](const Tensor& t, nb::handle dim, std::optional<bool> unbiased, std::optional<double> correction, bool keepdim) {
+      .def(
+          "var",
+          [](const Tensor& t, nb::handle dim, std::optional<bool> unbiased, std::optional<double> correction,
+             bool keepdim) {
             double c = correction ? *correction : (unbiased.value_or(true) ? 1.0 : 0.0);
             return t.var(opt_dims(dim, "var"), c, keepdim);
-          }, nb::arg("dim") = nb::none(), nb::arg("unbiased") = nb::none(), nb::kw_only(),
+          },
+          nb::arg("dim") = nb::none(), nb::arg("unbiased") = nb::none(), nb::kw_only(),
           nb::arg("correction") = nb::none(), nb::arg("keepdim") = false)
-      .def("std", [](const Tensor& t, nb::handle dim, std::optional<bool> unbiased, std::optional<double> correction, bool keepdim) {
+      .def(
+          "std",
+          [](const Tensor& t, nb::handle dim, std::optional<bool> unbiased, std::optional<double> correction,
+             bool keepdim) {
             double c = correction ? *correction : (unbiased.value_or(true) ? 1.0 : 0.0);
             return t.std(opt_dims(dim, "std"), c, keepdim);
-          }, nb::arg("dim") = nb::none(), nb::arg("unbiased") = nb::none(), nb::kw_only(),
+          },
+          nb::arg("dim") = nb::none(), nb::arg("unbiased") = nb::none(), nb::kw_only(),
           nb::arg("correction") = nb::none(), nb::arg("keepdim") = false)
-      .def("norm", [](const Tensor& t, nb::handle p, nb::handle dim, bool keepdim) {
+      .def(
+          "norm",
+          [](const Tensor& t, nb::handle p, nb::handle dim, bool keepdim) {
             ug::Scalar ps = 2;
             if (nb::isinstance<nb::str>(p)) {
-              if (nb::cast<std::string>(p) != "fro") ug::fail("[norm] unsupported norm type ", nb::cast<std::string>(p));
+              if (nb::cast<std::string>(p) != "fro")
+                ug::fail("[norm] unsupported norm type ", nb::cast<std::string>(p));
             } else if (!p.is_none() && !scalar_from_python(p, ps)) {
               ug::fail<ug::TypeError>("[norm] p must be a number");
             }
             return t.norm(ps, opt_dims(dim, "norm"), keepdim);
-          }, nb::arg("p") = 2, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
-      .def("logsumexp", [](const Tensor& t, nb::handle dim, bool keepdim) {
+          },
+          nb::arg("p") = 2, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
+      .def(
+          "logsumexp",
+          [](const Tensor& t, nb::handle dim, bool keepdim) {
             return t.logsumexp(dims_from_sequence(dim, "logsumexp"), keepdim);
-          }, nb::arg("dim"), nb::arg("keepdim") = false)
+          },
+          nb::arg("dim"), nb::arg("keepdim") = false)
       .def("softmax", &Tensor::softmax, nb::arg("dim"))
       .def("log_softmax", &Tensor::log_softmax, nb::arg("dim"))
       .def("cumsum", &Tensor::cumsum, nb::arg("dim"))
       .def("cumprod", &Tensor::cumprod, nb::arg("dim"))
-      .def("all", [](const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
+      .def(
+          "all",
+          [](const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
             return dim ? t.all(*dim, keepdim) : t.all();
-          }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
-      .def("any", [](const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
+          },
+          nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
+      .def(
+          "any",
+          [](const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
             return dim ? t.any(*dim, keepdim) : t.any();
-          }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
-      .def("sort", [](const Tensor& t, int64_t dim, bool descending, bool stable) {
+          },
+          nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
+      .def(
+          "sort",
+          [](const Tensor& t, int64_t dim, bool descending, bool stable) {
             return values_indices(t.sort(dim, descending, stable));
-          }, nb::arg("dim") = -1, nb::arg("descending") = false, nb::kw_only(), nb::arg("stable") = false)
-      .def("argsort", &Tensor::argsort, nb::arg("dim") = -1, nb::arg("descending") = false, nb::kw_only(), nb::arg("stable") = false)
-      .def("topk", [](const Tensor& t, int64_t k, int64_t dim, bool largest, bool sorted) {
+          },
+          nb::arg("dim") = -1, nb::arg("descending") = false, nb::kw_only(), nb::arg("stable") = false)
+      .def("argsort", &Tensor::argsort, nb::arg("dim") = -1, nb::arg("descending") = false, nb::kw_only(),
+           nb::arg("stable") = false)
+      .def(
+          "topk",
+          [](const Tensor& t, int64_t k, int64_t dim, bool largest, bool sorted) {
             return values_indices(t.topk(k, dim, largest, sorted));
-          }, nb::arg("k"), nb::arg("dim") = -1, nb::arg("largest") = true, nb::arg("sorted") = true)
+          },
+          nb::arg("k"), nb::arg("dim") = -1, nb::arg("largest") = true, nb::arg("sorted") = true)
       // linear algebra
       .def("matmul", &Tensor::matmul)
       .def("mm", &Tensor::mm)

@@ -63,8 +63,7 @@ struct PyCallback : Callback {
   void on_train_batch_end(int64_t batch, Logs& logs) override { dispatch("on_train_batch_end", logs, batch); }
 
  private:
-  template <class... Index>
-  void dispatch(const char* name, Logs& logs, Index... index) {
+  template <class... Index> void dispatch(const char* name, Logs& logs, Index... index) {
     nb::detail::ticket ticket(nb_trampoline, name, false);
     if (!ticket.key.is_valid()) return;  // not overridden: the base hook does nothing
     nb::dict d = logs_to_python(logs);
@@ -119,7 +118,10 @@ class PyBatches : public ug::data::BatchSource {
       ug::fail<ug::TypeError>("[", who, "] x must be an array, a Tensor or an iterable of (x, y) batches, got ",
                               nb::inst_name(iterable).c_str());
   }
-  void start_epoch(int64_t) override { it_ = nb::steal(PyObject_GetIter(iterable_.ptr())); check(it_); }
+  void start_epoch(int64_t) override {
+    it_ = nb::steal(PyObject_GetIter(iterable_.ptr()));
+    check(it_);
+  }
   std::optional<ug::data::Example> next() override {
     if (!it_.is_valid()) start_epoch(0);
     nb::object item = nb::steal(PyIter_Next(it_.ptr()));
@@ -156,23 +158,25 @@ class PyBatches : public ug::data::BatchSource {
 };
 
 /** The batches fit, evaluate and predict read: arrays (x, y) batched here, or an iterable of batches. */
-std::unique_ptr<ug::data::BatchSource> batches_from_python(nb::handle x, nb::handle y, std::optional<int64_t> batch_size,
-                                                           bool shuffle, bool need_y, const char* who) {
+std::unique_ptr<ug::data::BatchSource> batches_from_python(nb::handle x, nb::handle y,
+                                                           std::optional<int64_t> batch_size, bool shuffle, bool need_y,
+                                                           const char* who) {
   if (x.is_none()) ug::fail<ug::ValueError>("[", who, "] x is required");
   if (!is_array(x)) {
     if (!y.is_none())
       ug::fail<ug::ValueError>("[", who, "] y must not be given when x yields batches (it gives the (x, y) pairs)");
     if (batch_size)
-      ug::fail<ug::ValueError>("[", who, "] batch_size must not be given when x yields batches (they are batched already)");
+      ug::fail<ug::ValueError>("[", who,
+                               "] batch_size must not be given when x yields batches (they are batched already)");
     return std::make_unique<PyBatches>(x, who);
   }
   if (need_y && y.is_none()) ug::fail<ug::ValueError>("[", who, "] y is required when x is an array");
   std::vector<Tensor> fields = {as_tensor(x)};
   if (!y.is_none()) fields.push_back(as_tensor(y));
   // Shuffled passes draw their seeds from the global generator: ug.manual_seed fixes them.
-  return std::make_unique<ug::data::DataLoader>(std::make_shared<ug::data::TensorDataset>(std::move(fields)),
-                                                ug::data::DataLoaderOptions{.batch_size = batch_size.value_or(32),
-                                                                            .shuffle = shuffle});
+  return std::make_unique<ug::data::DataLoader>(
+      std::make_shared<ug::data::TensorDataset>(std::move(fields)),
+      ug::data::DataLoaderOptions{.batch_size = batch_size.value_or(32), .shuffle = shuffle});
 }
 
 /** The name a metric object reports under: its .name, its __name__, or its class's name. */
@@ -213,25 +217,25 @@ std::unique_ptr<Trainer> trainer_for(nb::handle self) {
   return std::make_unique<Trainer>(std::shared_ptr<Module>(std::shared_ptr<Module>(), &m));
 }
 
-void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle metrics, std::optional<double> learning_rate,
-             std::optional<bool> from_logits, std::optional<double> clipnorm, std::optional<double> clipvalue,
-             std::optional<double> global_clipnorm, int64_t gradient_accumulation_steps) {
+void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle metrics,
+             std::optional<double> learning_rate, std::optional<bool> from_logits, std::optional<double> clipnorm,
+             std::optional<double> clipvalue, std::optional<double> global_clipnorm,
+             int64_t gradient_accumulation_steps) {
   train::CompileOptions o;
-  if (PyUnicode_Check(optimizer.ptr()))
-    o.optimizer = nb::cast<std::string>(optimizer);
+  if (PyUnicode_Check(optimizer.ptr())) o.optimizer = nb::cast<std::string>(optimizer);
   else if (nb::isinstance<ug::optim::Optimizer>(optimizer))
     o.optimizer = nb::cast<std::shared_ptr<ug::optim::Optimizer>>(optimizer);
   else
-    ug::fail<ug::TypeError>("[compile] optimizer must be a name such as \"adam\" or a ug.optimizers or ug.optim "
-                            "optimizer, got ",
-                            nb::inst_name(optimizer).c_str());
+    ug::fail<ug::TypeError>(
+        "[compile] optimizer must be a name such as \"adam\" or a ug.optimizers or ug.optim "
+        "optimizer, got ",
+        nb::inst_name(optimizer).c_str());
   if (loss.is_none())
-    ug::fail<ug::ValueError>("[compile] loss is required: a name such as \"sparse_categorical_crossentropy\" or a "
-                             "function loss(output, target)");
-  if (PyUnicode_Check(loss.ptr()))
-    o.loss = nb::cast<std::string>(loss);
-  else if (PyCallable_Check(loss.ptr()))
-    o.loss = python_fn(loss, "loss");
+    ug::fail<ug::ValueError>(
+        "[compile] loss is required: a name such as \"sparse_categorical_crossentropy\" or a "
+        "function loss(output, target)");
+  if (PyUnicode_Check(loss.ptr())) o.loss = nb::cast<std::string>(loss);
+  else if (PyCallable_Check(loss.ptr())) o.loss = python_fn(loss, "loss");
   else
     ug::fail<ug::TypeError>("[compile] loss must be a name or a callable loss(output, target), got ",
                             nb::inst_name(loss).c_str());
@@ -239,10 +243,8 @@ void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle 
     if (PyUnicode_Check(metrics.ptr()))
       ug::fail<ug::TypeError>("[compile] metrics must be a list, such as [\"accuracy\"]");
     for (nb::handle m : metrics) {
-      if (PyUnicode_Check(m.ptr()))
-        o.metrics.emplace_back(nb::cast<std::string>(m));
-      else if (PyCallable_Check(m.ptr()))
-        o.metrics.emplace_back(metric_name(m), python_fn(m, "metric"));
+      if (PyUnicode_Check(m.ptr())) o.metrics.emplace_back(nb::cast<std::string>(m));
+      else if (PyCallable_Check(m.ptr())) o.metrics.emplace_back(metric_name(m), python_fn(m, "metric"));
       else
         ug::fail<ug::TypeError>("[compile] a metric must be a name or a callable metric(output, target), got ",
                                 nb::inst_name(m).c_str());
@@ -275,8 +277,8 @@ std::vector<std::shared_ptr<Callback>> callbacks_from_python(nb::handle self, nb
 }
 
 nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_t> batch_size, int64_t epochs,
-               nb::handle verbose, nb::handle callbacks, double validation_split, nb::handle validation_data, bool shuffle,
-               int64_t initial_epoch, std::optional<int64_t> steps_per_epoch) {
+               nb::handle verbose, nb::handle callbacks, double validation_split, nb::handle validation_data,
+               bool shuffle, int64_t initial_epoch, std::optional<int64_t> steps_per_epoch) {
   Trainer& trainer = compiled_trainer(self, "fit");
   train::FitOptions o;
   o.epochs = epochs;
@@ -306,7 +308,8 @@ nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_
   o.validation_data = validation.get();
   o.callbacks = callbacks_from_python(self, callbacks);
   trainer.set_output(python_stdout());
-  std::shared_ptr<train::History> history = arrays ? trainer.fit(*tx, *ty, std::move(o)) : trainer.fit(*data, std::move(o));
+  std::shared_ptr<train::History> history =
+      arrays ? trainer.fit(*tx, *ty, std::move(o)) : trainer.fit(*data, std::move(o));
   nb::object h = nb::cast(history);
   h.attr("set_model")(self);
   return h;
@@ -336,24 +339,49 @@ Tensor predict(nb::handle self, nb::handle x, std::optional<int64_t> batch_size,
 
 /** Binds the hooks so Python can call them (super().on_epoch_end(...) or by hand): T's own
  *  implementation, called non-virtually so a Python override calling super() ends there. */
-template <class T, class Class>
-void bind_hooks(Class& cls) {
-  cls.def("on_train_begin", [](T& c, nb::handle logs) { Logs l = logs_from_dict(logs); c.T::on_train_begin(l); },
+template <class T, class Class> void bind_hooks(Class& cls) {
+  cls.def(
+         "on_train_begin",
+         [](T& c, nb::handle logs) {
+           Logs l = logs_from_dict(logs);
+           c.T::on_train_begin(l);
+         },
+         "logs"_a = nb::none())
+      .def(
+          "on_train_end",
+          [](T& c, nb::handle logs) {
+            Logs l = logs_from_dict(logs);
+            c.T::on_train_end(l);
+          },
           "logs"_a = nb::none())
-      .def("on_train_end", [](T& c, nb::handle logs) { Logs l = logs_from_dict(logs); c.T::on_train_end(l); },
-           "logs"_a = nb::none())
-      .def("on_epoch_begin",
-           [](T& c, int64_t epoch, nb::handle logs) { Logs l = logs_from_dict(logs); c.T::on_epoch_begin(epoch, l); },
-           "epoch"_a, "logs"_a = nb::none())
-      .def("on_epoch_end",
-           [](T& c, int64_t epoch, nb::handle logs) { Logs l = logs_from_dict(logs); c.T::on_epoch_end(epoch, l); },
-           "epoch"_a, "logs"_a = nb::none())
-      .def("on_train_batch_begin",
-           [](T& c, int64_t batch, nb::handle logs) { Logs l = logs_from_dict(logs); c.T::on_train_batch_begin(batch, l); },
-           "batch"_a, "logs"_a = nb::none())
-      .def("on_train_batch_end",
-           [](T& c, int64_t batch, nb::handle logs) { Logs l = logs_from_dict(logs); c.T::on_train_batch_end(batch, l); },
-           "batch"_a, "logs"_a = nb::none());
+      .def(
+          "on_epoch_begin",
+          [](T& c, int64_t epoch, nb::handle logs) {
+            Logs l = logs_from_dict(logs);
+            c.T::on_epoch_begin(epoch, l);
+          },
+          "epoch"_a, "logs"_a = nb::none())
+      .def(
+          "on_epoch_end",
+          [](T& c, int64_t epoch, nb::handle logs) {
+            Logs l = logs_from_dict(logs);
+            c.T::on_epoch_end(epoch, l);
+          },
+          "epoch"_a, "logs"_a = nb::none())
+      .def(
+          "on_train_batch_begin",
+          [](T& c, int64_t batch, nb::handle logs) {
+            Logs l = logs_from_dict(logs);
+            c.T::on_train_batch_begin(batch, l);
+          },
+          "batch"_a, "logs"_a = nb::none())
+      .def(
+          "on_train_batch_end",
+          [](T& c, int64_t batch, nb::handle logs) {
+            Logs l = logs_from_dict(logs);
+            c.T::on_train_batch_end(batch, l);
+          },
+          "batch"_a, "logs"_a = nb::none());
 }
 
 nb::object optional_float(std::optional<double> v) { return v ? nb::object(nb::float_(*v)) : nb::none(); }
@@ -371,7 +399,8 @@ void bind_train(nb::module_& m) {
       "on_train_batch_begin/end(batch, logs). self.model is the model being trained; set "
       "self.model.stop_training = True to stop.");
   cb.def(nb::init<>())
-      .def("set_model", [](nb::handle self, nb::handle model) { nb::setattr(self, "model", model); }, "model"_a)
+      .def(
+          "set_model", [](nb::handle self, nb::handle model) { nb::setattr(self, "model", model); }, "model"_a)
       .def_prop_ro("params", [](const Callback& c) {
         nb::dict d;
         if (c.has_trainer()) {
@@ -396,17 +425,18 @@ void bind_train(nb::module_& m) {
       .def_prop_ro("epoch", [](const train::History& h) { return h.epoch; });
   bind_hooks<train::History>(history);
 
-  auto early = nb::class_<train::EarlyStopping, Callback>(cbm, "EarlyStopping", nb::dynamic_attr(),
-                                                          "Stops training when a monitored metric has stopped improving.");
+  auto early = nb::class_<train::EarlyStopping, Callback>(
+      cbm, "EarlyStopping", nb::dynamic_attr(), "Stops training when a monitored metric has stopped improving.");
   early
-      .def("__init__",
-           [](train::EarlyStopping* self, std::string monitor, double min_delta, int64_t patience, int verbose,
-              std::string mode, std::optional<double> baseline, bool restore_best_weights) {
-             new (self) train::EarlyStopping({std::move(monitor), min_delta, patience, verbose, std::move(mode), baseline,
-                                              restore_best_weights});
-           },
-           "monitor"_a = "val_loss", "min_delta"_a = 0.0, "patience"_a = 0, "verbose"_a = 0, "mode"_a = "auto",
-           "baseline"_a = nb::none(), "restore_best_weights"_a = false)
+      .def(
+          "__init__",
+          [](train::EarlyStopping* self, std::string monitor, double min_delta, int64_t patience, int verbose,
+             std::string mode, std::optional<double> baseline, bool restore_best_weights) {
+            new (self) train::EarlyStopping(
+                {std::move(monitor), min_delta, patience, verbose, std::move(mode), baseline, restore_best_weights});
+          },
+          "monitor"_a = "val_loss", "min_delta"_a = 0.0, "patience"_a = 0, "verbose"_a = 0, "mode"_a = "auto",
+          "baseline"_a = nb::none(), "restore_best_weights"_a = false)
       .def_prop_ro("stopped_epoch", &train::EarlyStopping::stopped_epoch)
       .def_prop_ro("best_epoch", &train::EarlyStopping::best_epoch)
       .def_prop_ro("wait", &train::EarlyStopping::wait)
@@ -418,15 +448,17 @@ void bind_train(nb::module_& m) {
       "Saves the model's weights (safetensors) after each epoch, or only when the monitored metric improves; "
       "filepath may name {epoch:02d} and any metric, e.g. {val_loss:.2f}.");
   checkpoint
-      .def("__init__",
-           [](train::ModelCheckpoint* self, const std::filesystem::path& filepath, std::string monitor, int verbose,
-              bool save_best_only, bool save_weights_only, std::string mode, std::optional<double> initial_value_threshold) {
-             new (self) train::ModelCheckpoint(filepath.string(), {std::move(monitor), verbose, save_best_only,
-                                                                   save_weights_only, std::move(mode),
-                                                                   initial_value_threshold, nullptr});
-           },
-           "filepath"_a, "monitor"_a = "val_loss", "verbose"_a = 0, "save_best_only"_a = false,
-           "save_weights_only"_a = true, "mode"_a = "auto", "initial_value_threshold"_a = nb::none())
+      .def(
+          "__init__",
+          [](train::ModelCheckpoint* self, const std::filesystem::path& filepath, std::string monitor, int verbose,
+             bool save_best_only, bool save_weights_only, std::string mode,
+             std::optional<double> initial_value_threshold) {
+            new (self) train::ModelCheckpoint(
+                filepath.string(), {std::move(monitor), verbose, save_best_only, save_weights_only, std::move(mode),
+                                    initial_value_threshold, nullptr});
+          },
+          "filepath"_a, "monitor"_a = "val_loss", "verbose"_a = 0, "save_best_only"_a = false,
+          "save_weights_only"_a = true, "mode"_a = "auto", "initial_value_threshold"_a = nb::none())
       .def_prop_ro("best", [](const train::ModelCheckpoint& c) { return optional_float(c.best()); });
   bind_hooks<train::ModelCheckpoint>(checkpoint);
 
@@ -437,7 +469,8 @@ void bind_train(nb::module_& m) {
       "__init__",
       [](train::LearningRateScheduler* self, nb::object schedule, int verbose) {
         if (!PyCallable_Check(schedule.ptr()))
-          ug::fail<ug::TypeError>("[LearningRateScheduler] schedule must be callable, got ", nb::inst_name(schedule).c_str());
+          ug::fail<ug::TypeError>("[LearningRateScheduler] schedule must be callable, got ",
+                                  nb::inst_name(schedule).c_str());
         new (self) train::LearningRateScheduler(
             [schedule](int64_t epoch, double lr) {
               nb::object r;
@@ -482,7 +515,9 @@ void bind_train(nb::module_& m) {
       "Writes each epoch's logs as TensorBoard scalars in log_dir/train and log_dir/validation.");
   tensorboard.def(
       "__init__",
-      [](train::TensorBoard* self, const std::filesystem::path& log_dir) { new (self) train::TensorBoard(log_dir.string()); },
+      [](train::TensorBoard* self, const std::filesystem::path& log_dir) {
+        new (self) train::TensorBoard(log_dir.string());
+      },
       "log_dir"_a = "logs");
   bind_hooks<train::TensorBoard>(tensorboard);
 
@@ -505,9 +540,10 @@ void bind_train(nb::module_& m) {
   nb::cpp_function_def(&evaluate, nb::scope(module_cls), nb::name("evaluate"), nb::is_method(), "x"_a = nb::none(),
                        "y"_a = nb::none(), "batch_size"_a = nb::none(), "verbose"_a = "auto", "return_dict"_a = false,
                        "The loss (and metrics: [loss, metric, ...], or a dict with return_dict) over the data.");
-  nb::cpp_function_def(&predict, nb::scope(module_cls), nb::name("predict"), nb::is_method(), "x"_a,
-                       "batch_size"_a = nb::none(), "verbose"_a = "auto",
-                       "The model's outputs for x (an array, or an iterable of batches), batch by batch, concatenated.");
+  nb::cpp_function_def(
+      &predict, nb::scope(module_cls), nb::name("predict"), nb::is_method(), "x"_a, "batch_size"_a = nb::none(),
+      "verbose"_a = "auto",
+      "The model's outputs for x (an array, or an iterable of batches), batch by batch, concatenated.");
   nb::object property = nb::module_::import_("builtins").attr("property");
   nb::setattr(module_cls, "stop_training",
               property(nb::cpp_function([](nb::handle self) {

@@ -22,13 +22,13 @@ void bind_transforms(nb::module_& m) {
       .def_prop_ro("recording", &ug::GradientTape::recording)
       .def("watch", &ug::GradientTape::watch)
       .def("watched", &ug::GradientTape::watched)
-      .def("gradient", [](ug::GradientTape& tape, const Tensors& targets, const Tensors& sources,
-                          const Tensors& output_gradients) {
-        Tensors grads = tape.gradient(targets, sources, output_gradients);
-        nb::list out;
-        for (const Tensor& g : grads) out.append(g.defined() ? nb::cast(g) : nb::none());
-        return out;
-      });
+      .def("gradient",
+           [](ug::GradientTape& tape, const Tensors& targets, const Tensors& sources, const Tensors& output_gradients) {
+             Tensors grads = tape.gradient(targets, sources, output_gradients);
+             nb::list out;
+             for (const Tensor& g : grads) out.append(g.defined() ? nb::cast(g) : nb::none());
+             return out;
+           });
 
   nb::module_ f = m.def_submodule("_functional");
   f.def("value_and_grad", [](const ug::TensorFn& fn, const Tensors& args, const std::vector<int>& argnums) {
@@ -41,7 +41,8 @@ void bind_transforms(nb::module_& m) {
   f.def("jvp", &ug::jvp);
   f.def("jacrev", &ug::jacrev);
   f.def("jacfwd", &ug::jacfwd);
-  f.def("hessian", [](const ug::TensorFn& fn, const Tensors& args, int argnum) { return ug::hessian(fn, args, argnum); });
+  f.def("hessian",
+        [](const ug::TensorFn& fn, const Tensors& args, int argnum) { return ug::hessian(fn, args, argnum); });
   f.def("vmap", [](const ug::TensorFn& fn, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
                    const std::vector<int64_t>& out_axes) {
     // A missing batching rule met inside the Python function comes back as a Python error:

@@ -17,8 +17,8 @@ ug::DType dtype_from_python(nb::handle h) {
   // numpy dtypes and scalar types, torch dtypes: go by their name.
   nb::object name;
   if (nb::hasattr(h, "dtype") && nb::hasattr(h, "__name__")) name = h.attr("__name__");  // np.float32
-  else if (nb::hasattr(h, "name")) name = h.attr("name");                            // np.dtype
-  else if (nb::hasattr(h, "__name__")) name = h.attr("__name__");                    // float, int, bool
+  else if (nb::hasattr(h, "name")) name = h.attr("name");                                // np.dtype
+  else if (nb::hasattr(h, "__name__")) name = h.attr("__name__");                        // float, int, bool
   if (name.is_valid() && nb::isinstance<nb::str>(name)) {
     std::string s = nb::cast<std::string>(name);
     if (s == "float") return ug::DType::Float32;
@@ -33,8 +33,7 @@ ug::DType dtype_from_python(nb::handle h) {
 ug::Device device_from_python(nb::handle h) {
   if (nb::isinstance<PyDevice>(h)) return nb::cast<PyDevice&>(h).value;
   if (nb::isinstance<nb::str>(h)) return ug::Device(nb::cast<std::string>(h));
-  ug::fail<ug::TypeError>("[device] expected a device or a string like 'cpu', got ",
-                          nb::cast<std::string>(nb::str(h)));
+  ug::fail<ug::TypeError>("[device] expected a device or a string like 'cpu', got ", nb::cast<std::string>(nb::str(h)));
 }
 
 bool scalar_from_python(nb::handle h, ug::Scalar& out) {
@@ -56,8 +55,7 @@ bool scalar_from_python(nb::handle h, ug::Scalar& out) {
   }
   // numpy scalars (np.float32(1.5), np.int64(3), np.bool_(True)) and 0-d numpy arrays.
   nb::handle type = h.type();
-  if (!nb::hasattr(type, "__module__") || nb::cast<std::string>(type.attr("__module__")) != "numpy")
-    return false;
+  if (!nb::hasattr(type, "__module__") || nb::cast<std::string>(type.attr("__module__")) != "numpy") return false;
   if (!nb::hasattr(h, "ndim") || nb::cast<int>(h.attr("ndim")) != 0) return false;
   std::string kind = nb::cast<std::string>(h.attr("dtype").attr("kind"));
   nb::object item = h.attr("item")();
@@ -78,7 +76,8 @@ ug::Dims dims_from_sequence(nb::handle h, const char* op) {
     ug::fail<ug::TypeError>("[", op, "] expected a sequence of ints, got ", nb::cast<std::string>(nb::str(h.type())));
   for (nb::handle item : nb::iter(h)) {
     if (!PyLong_Check(item.ptr()) && !nb::hasattr(item, "__index__"))
-      ug::fail<ug::TypeError>("[", op, "] expected ints in the size, got ", nb::cast<std::string>(nb::str(item.type())));
+      ug::fail<ug::TypeError>("[", op, "] expected ints in the size, got ",
+                              nb::cast<std::string>(nb::str(item.type())));
     dims.push_back(nb::cast<int64_t>(item.attr("__index__")()));
   }
   return dims;

@@ -32,8 +32,7 @@ ug::Dims dims_from_sequence(nb::handle h, const char* op);
 
 namespace nanobind::detail {
 
-template <>
-struct type_caster<ug::DType> {
+template <> struct type_caster<ug::DType> {
   NB_TYPE_CASTER(ug::DType, const_name("unigrad.dtype"))
   bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
     try {
@@ -46,8 +45,7 @@ struct type_caster<ug::DType> {
   static handle from_cpp(ug::DType d, rv_policy, cleanup_list*) noexcept;
 };
 
-template <>
-struct type_caster<ug::Device> {
+template <> struct type_caster<ug::Device> {
   NB_TYPE_CASTER(ug::Device, const_name("unigrad.device"))
   bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
     try {
@@ -60,12 +58,9 @@ struct type_caster<ug::Device> {
   static handle from_cpp(const ug::Device& d, rv_policy, cleanup_list*) noexcept;
 };
 
-template <>
-struct type_caster<ug::Scalar> {
+template <> struct type_caster<ug::Scalar> {
   NB_TYPE_CASTER(ug::Scalar, const_name("bool | int | float"))
-  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
-    return ugpy::scalar_from_python(src, value);
-  }
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept { return ugpy::scalar_from_python(src, value); }
   static handle from_cpp(const ug::Scalar& s, rv_policy, cleanup_list*) noexcept {
     if (s.is_bool()) return PyBool_FromLong(s.to_bool());
     if (s.is_floating()) return PyFloat_FromDouble(s.to_double());

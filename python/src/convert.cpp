@@ -36,7 +36,8 @@ void infer(nb::handle h, size_t depth, ug::Shape& shape, size_t& leaf_depth, ug:
     ug::fail<ug::TypeError>("[tensor] could not convert an object of type ",
                             nb::cast<std::string>(nb::str(h.type().attr("__name__"))), " to a tensor element");
   if (depth >= leaf_depth)
-    ug::fail<ug::TypeError>("[tensor] the nested list is ragged: a sequence where a number was expected (depth ", depth, ")");
+    ug::fail<ug::TypeError>("[tensor] the nested list is ragged: a sequence where a number was expected (depth ", depth,
+                            ")");
   int64_t n = static_cast<int64_t>(nb::len(h));
   if (depth == shape.size()) shape.push_back(n);
   else if (shape[depth] != n)
@@ -44,8 +45,7 @@ void infer(nb::handle h, size_t depth, ug::Shape& shape, size_t& leaf_depth, ug:
   for (nb::handle item : nb::iter(h)) infer(item, depth + 1, shape, leaf_depth, cat);
 }
 
-template <class T>
-void fill(nb::handle h, T*& out) {
+template <class T> void fill(nb::handle h, T*& out) {
   ug::Scalar s;
   if (scalar_from_python(h, s)) {
     *out++ = s.to<T>();
@@ -94,7 +94,9 @@ ug::Tensor from_numpy(nb::handle array) {
   for (nb::handle s : nb::iter(array.attr("strides"))) {
     int64_t bytes = nb::cast<int64_t>(s);
     if (bytes < 0 || bytes % item != 0)
-      ug::fail("[from_numpy] arrays with negative or unaligned strides are not supported; use a copy (np.ascontiguousarray)");
+      ug::fail(
+          "[from_numpy] arrays with negative or unaligned strides are not supported; use a copy "
+          "(np.ascontiguousarray)");
     strides.push_back(bytes / item);
   }
   Py_INCREF(array.ptr());
@@ -139,8 +141,7 @@ nb::object to_numpy(const ug::Tensor& t) {
     case ug::DType::UInt8: dt = nb::dtype<uint8_t>(); break;
     case ug::DType::Bool: dt = nb::dtype<bool>(); break;
     case ug::DType::Float16: dt = {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1}; break;
-    case ug::DType::BFloat16:
-      ug::fail<ug::TypeError>("[numpy] numpy has no bfloat16; convert with .float() first");
+    case ug::DType::BFloat16: ug::fail<ug::TypeError>("[numpy] numpy has no bfloat16; convert with .float() first");
   }
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
@@ -178,15 +179,15 @@ std::vector<ug::TensorIndex> indices_from_python(nb::handle index) {
     } else if (nb::hasattr(h, "__index__")) {
       out.emplace_back(nb::cast<int64_t>(h.attr("__index__")()));
     } else {
-      ug::fail<ug::IndexError>("[index] only integers, slices (`:`), ellipsis (`...`), None and "
-                               "integer or boolean tensors are valid indices (got ",
-                               nb::cast<std::string>(nb::str(h.type().attr("__name__"))), ")");
+      ug::fail<ug::IndexError>(
+          "[index] only integers, slices (`:`), ellipsis (`...`), None and "
+          "integer or boolean tensors are valid indices (got ",
+          nb::cast<std::string>(nb::str(h.type().attr("__name__"))), ")");
     }
   };
   if (nb::isinstance<nb::tuple>(index))
     for (nb::handle h : nb::iter(index)) one(h);
-  else
-    one(index);
+  else one(index);
   return out;
 }
 

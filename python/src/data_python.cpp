@@ -42,7 +42,8 @@ ug::data::Example example_from_python(nb::handle value, const char* op, bool* si
   if (dict) {
     for (auto [key, field] : nb::borrow<nb::dict>(value)) {
       if (!PyUnicode_Check(key.ptr()))
-        ug::fail<ug::TypeError>("[", op, "] a dict's keys name its fields and must be strings, got a ", py_type_name(key));
+        ug::fail<ug::TypeError>("[", op, "] a dict's keys name its fields and must be strings, got a ",
+                                py_type_name(key));
       const std::string name = nb::cast<std::string>(key);
       out.push_back(field_from_python(field, op, "'" + name + "'"));
       out.names.push_back(name);
@@ -124,7 +125,8 @@ std::optional<uint64_t> seed_from_python(nb::handle seed, nb::handle generator) 
   nb::handle source = seed.is_none() ? generator : seed;
   if (source.is_none()) return std::nullopt;
   if (PyLong_Check(source.ptr())) return static_cast<uint64_t>(nb::cast<int64_t>(source));
-  if (nb::hasattr(source, "initial_seed")) return static_cast<uint64_t>(nb::cast<int64_t>(source.attr("initial_seed")()));
+  if (nb::hasattr(source, "initial_seed"))
+    return static_cast<uint64_t>(nb::cast<int64_t>(source.attr("initial_seed")()));
   ug::fail<ug::TypeError>("[seed] expected an int or a generator with initial_seed(), got ", py_type_name(source));
 }
 

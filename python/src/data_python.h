@@ -57,8 +57,7 @@ class WorkerRegistration {
 };
 
 /** Runs `f` with the GIL released if this thread holds it (a worker may need it meanwhile). */
-template <class F>
-auto without_gil(F&& f) {
+template <class F> auto without_gil(F&& f) {
   if (!PyGILState_Check()) return f();
   nb::gil_scoped_release release;
   return f();

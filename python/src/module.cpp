@@ -33,8 +33,9 @@ NB_MODULE(_C, m) {
   // leaked although they are freed normally while the program runs (tested).
   nb::set_leak_warnings(false);
   nb::module_ errors = m.def_submodule("errors", "unigrad's exception classes");
-  static PyObject* value_error = new_error(errors, "ValueError", PyExc_ValueError,
-                                           "A bad value (shape, dimension, argument): a ValueError and a RuntimeError.");
+  static PyObject* value_error =
+      new_error(errors, "ValueError", PyExc_ValueError,
+                "A bad value (shape, dimension, argument): a ValueError and a RuntimeError.");
   static PyObject* type_error = new_error(errors, "TypeError", PyExc_TypeError,
                                           "An unsupported dtype or argument kind: a TypeError and a RuntimeError.");
   static PyObject* index_error = new_error(errors, "IndexError", PyExc_IndexError,

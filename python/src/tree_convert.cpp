@@ -12,7 +12,9 @@ using ug::io::Tree;
 std::string name_of_type(nb::handle h) { return nb::inst_name(h).c_str(); }
 
 /** Where a value sits, for messages: "obj", "obj['optimizer']['state'][0]". */
-std::string child(const std::string& where, nb::handle key) { return where + "[" + nb::cast<std::string>(nb::repr(key)) + "]"; }
+std::string child(const std::string& where, nb::handle key) {
+  return where + "[" + nb::cast<std::string>(nb::repr(key)) + "]";
+}
 
 int64_t int_from_python(nb::handle h, const std::string& where, const char* op) {
   int overflow = 0;
@@ -49,10 +51,8 @@ Tree from_python(nb::handle h, const std::string& where, int depth, const char* 
     for (nb::handle k : nb::iter(h)) {
       std::string at = child(where, k);
       Tree::Key key;
-      if (PyUnicode_Check(k.ptr()))
-        key = nb::cast<std::string>(k);
-      else if (PyLong_Check(k.ptr()) && !PyBool_Check(k.ptr()))
-        key = int_from_python(k, at, op);
+      if (PyUnicode_Check(k.ptr())) key = nb::cast<std::string>(k);
+      else if (PyLong_Check(k.ptr()) && !PyBool_Check(k.ptr())) key = int_from_python(k, at, op);
       else
         ug::fail<ug::TypeError>("[", op, "] ", where, " has the key ", nb::cast<std::string>(nb::repr(k)), ", a ",
                                 name_of_type(k), ": dict keys must be str or int");
@@ -64,7 +64,8 @@ Tree from_python(nb::handle h, const std::string& where, int depth, const char* 
   Tree::List items;
   items.reserve(nb::len(h));
   size_t i = 0;
-  for (nb::handle item : nb::iter(h)) items.push_back(from_python(item, where + "[" + std::to_string(i++) + "]", depth + 1, op));
+  for (nb::handle item : nb::iter(h))
+    items.push_back(from_python(item, where + "[" + std::to_string(i++) + "]", depth + 1, op));
   return is_list ? Tree::list(std::move(items)) : Tree::tuple(std::move(items));
 }
 

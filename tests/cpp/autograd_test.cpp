@@ -224,7 +224,7 @@ TEST(GradientTape, ArticlesExampleWithWatch) {
     y = poly(x);
   }
   EXPECT_EQ(value(tape.gradient(y, x)), 8.0);  // the one-target, one-source overload
-  EXPECT_FALSE(x.requires_grad());  // watching lends requires_grad only while recording
+  EXPECT_FALSE(x.requires_grad());             // watching lends requires_grad only while recording
 }
 
 TEST(GradientTape, NonPersistentTapeAnswersOnce) {
@@ -280,7 +280,7 @@ TEST(GradientTape, NestedTapesGiveTheSecondDerivative) {
     }
     dy = inner.gradient(Tensors{y}, Tensors{x})[0];
   }
-  EXPECT_EQ(value(dy), 27.0);  // 3x^2
+  EXPECT_EQ(value(dy), 27.0);                                          // 3x^2
   EXPECT_EQ(value(outer.gradient(Tensors{dy}, Tensors{x})[0]), 18.0);  // 6x
   EXPECT_FALSE(x.requires_grad());
 }
@@ -381,7 +381,9 @@ TEST(Autograd, GraphMemoryIsReleasedAfterBackward) {
   ug::Allocator& allocator = ug::allocator_for(ug::Device());
   Tensor x = ug::randn({256, 256}).requires_grad_();
   const int64_t base = allocator.stats().allocated;
-  const auto block = [](const Tensor& t) { return static_cast<int64_t>(ug::CachingCpuAllocator::round_size(t.nbytes())); };
+  const auto block = [](const Tensor& t) {
+    return static_cast<int64_t>(ug::CachingCpuAllocator::round_size(t.nbytes()));
+  };
   Tensor y = (x.exp() * x.sin()).tanh().sum();
   EXPECT_GT(allocator.stats().allocated, base + 3 * block(x));  // exp, sin and tanh are saved
   y.backward();
@@ -464,8 +466,11 @@ TEST_F(FiniteDifferences, GatherAndIndexSelect) {
 }
 
 TEST_F(FiniteDifferences, Cat) {
-  expect_matches_finite_differences([](const Tensors& a) { return Tensors{ug::cat({a[0], a[1].exp(), a[0]}, 1)}; },
-                                    {random64({2, 3}), random64({2, 1})});
+  expect_matches_finite_differences(
+      [](const Tensors& a) {
+        return Tensors{ug::cat({a[0], a[1].exp(), a[0]}, 1)};
+      },
+      {random64({2, 3}), random64({2, 1})});
 }
 
 }  // namespace
@@ -485,8 +490,7 @@ TEST(Vmap, BatchedRunMatchesPerExampleCalls) {
   EXPECT_EQ(ug::vmap_fallbacks(), before);  // every op above has a batching rule
   for (int64_t b = 0; b < 5; ++b) {
     Tensors one = f({xs.select(0, b), w});
-    for (size_t k = 0; k < one.size(); ++k)
-      ug::test::expect_values(batched[k].select(0, b), values(one[k]), 1e-12);
+    for (size_t k = 0; k < one.size(); ++k) ug::test::expect_values(batched[k].select(0, b), values(one[k]), 1e-12);
   }
 }
 
@@ -495,8 +499,8 @@ TEST(Vmap, PerExampleGradientsAndFallback) {
   Tensor xs = ug::randn({6, 3}, {.dtype = ug::float64});
   Tensor w = ug::randn({3}, {.dtype = ug::float64});
   ug::TensorFn per_example_grad = [&w](const Tensors& a) {
-    auto [out, grads] = ug::value_and_grad(
-        [&a](const Tensors& p) { return Tensors{(a[0] * p[0]).sin().sum()}; }, {w}, {0});
+    auto [out, grads] =
+        ug::value_and_grad([&a](const Tensors& p) { return Tensors{(a[0] * p[0]).sin().sum()}; }, {w}, {0});
     return Tensors{grads[0]};
   };
   Tensors g = ug::vmap(per_example_grad, {xs}, {0}, {});

@@ -78,13 +78,15 @@ void expect_same_tree(const Tree& a, const Tree& b, const std::string& where = "
     case Tree::Kind::List:
     case Tree::Kind::Tuple:
       ASSERT_EQ(a.size(), b.size()) << where;
-      for (size_t i = 0; i < a.size(); ++i) expect_same_tree(a.items()[i], b.items()[i], where + "." + std::to_string(i));
+      for (size_t i = 0; i < a.size(); ++i)
+        expect_same_tree(a.items()[i], b.items()[i], where + "." + std::to_string(i));
       return;
     case Tree::Kind::Dict:
       ASSERT_EQ(a.size(), b.size()) << where;
       for (size_t i = 0; i < a.size(); ++i) {
         EXPECT_EQ(a.entries()[i].first, b.entries()[i].first) << where;
-        expect_same_tree(a.entries()[i].second, b.entries()[i].second, where + "." + io::key_to_string(a.entries()[i].first));
+        expect_same_tree(a.entries()[i].second, b.entries()[i].second,
+                         where + "." + io::key_to_string(a.entries()[i].first));
       }
   }
 }
@@ -102,7 +104,8 @@ TEST(Tree, TensorsAreNamedByTheirDottedPathsForOtherReaders) {
   io::TensorDict flat = io::load_bytes(io::save_tree_bytes(sample_tree()));
   EXPECT_EQ(flat.keys(), (std::vector<std::string>{"state.0.exp_avg", "state.0.step", "state.a.b"}));
   // {"a.b": x, "a": {"b": y}} would share a name: both get a suffix, and still load apart.
-  Tree clash = Tree::dict({{"a.b", Tree(ones({1}))}, {"a", Tree::dict({{"b", Tree(zeros({1}))}})}, {"a.b#1x", Tree(ones({2}))}});
+  Tree clash =
+      Tree::dict({{"a.b", Tree(ones({1}))}, {"a", Tree::dict({{"b", Tree(zeros({1}))}})}, {"a.b#1x", Tree(ones({2}))}});
   EXPECT_EQ(io::load_bytes(io::save_tree_bytes(clash)).keys(), (std::vector<std::string>{"a.b#1", "a.b#1x", "a.b#2"}));
   expect_same_tree(io::load_tree_bytes(io::save_tree_bytes(clash)), clash);
 }
@@ -314,13 +317,16 @@ TEST(Checkpoint, WrongTypesAndMissingEntriesRaiseClearErrors) {
   };
   expect_error([](Tree& t) { t.set("epoch", "three"); }, "[load_checkpoint] 'ckpt': 'epoch' is a str, expected an int");
   expect_error([](Tree& t) { t.entries().erase(t.entries().begin() + 1); }, "the checkpoint has no entry 'optimizer'");
-  expect_error([](Tree& t) { t.find("model")->set("0.weight", 1); }, "'model' entry '0.weight' is an int, expected a Tensor");
+  expect_error([](Tree& t) { t.find("model")->set("0.weight", 1); },
+               "'model' entry '0.weight' is an int, expected a Tensor");
   expect_error([](Tree& t) { t.find("optimizer")->find("state")->set("x", Tree::dict()); },
                "'optimizer.state' has the key 'x', expected parameter indices");
   expect_error([](Tree& t) { t.find("optimizer")->find("param_groups")->items()[0].set("lr", Tree::list()); },
                "'optimizer.param_groups.0' entry 'lr' is a list, expected a number");
-  expect_error([](Tree& t) { t.find("scheduler")->set("last_epoch", 1e300); }, "'scheduler.last_epoch' is a float, expected an int");
-  expect_error([](Tree& t) { t.find("scheduler")->set("_last_lr", "x"); }, "'scheduler._last_lr' is a str, expected a number");
+  expect_error([](Tree& t) { t.find("scheduler")->set("last_epoch", 1e300); },
+               "'scheduler.last_epoch' is a float, expected an int");
+  expect_error([](Tree& t) { t.find("scheduler")->set("_last_lr", "x"); },
+               "'scheduler._last_lr' is a str, expected a number");
   expect_error([](Tree& t) { t.set("rng", Tree(zeros({3}))); }, "'rng' is a float32 tensor of shape [3]");
   expect_error([](Tree& t) { t.find("optimizer")->find("state")->find(int64_t{0})->set("exp_avg", Tree(zeros({5}))); },
                "loaded state 'exp_avg' of parameter 0 has shape [5]");

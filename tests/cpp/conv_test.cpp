@@ -104,7 +104,7 @@ TEST(Pool, AverageCountsPaddingAsAsked) {
 
 TEST(Conv, BadShapesRaise) {
   Tensor x = ug::zeros({1, 3, 8, 8}), w = ug::zeros({6, 2, 5, 5});
-  EXPECT_THROW(ug::conv2d(x, w), ug::ValueError);                       // 3 channels, weight wants 2
+  EXPECT_THROW(ug::conv2d(x, w), ug::ValueError);                        // 3 channels, weight wants 2
   EXPECT_THROW(ug::conv2d(x, ug::zeros({6, 3, 9, 9})), ug::ValueError);  // kernel larger than the input
   EXPECT_THROW(ug::conv2d(x, ug::zeros({6, 3, 3, 3}), {}, {2}, "same"), ug::ValueError);
   EXPECT_THROW(ug::conv2d(x, ug::zeros({6, 3, 3, 3}, {.dtype = ug::float64})), ug::TypeError);

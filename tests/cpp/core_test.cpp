@@ -32,19 +32,19 @@ TEST(DType, ScalarsDoNotWidenTensors) {
 
 TEST(Half, RoundsToNearestEven) {
   EXPECT_EQ(Half(1.0f).bits, 0x3c00);
-  EXPECT_EQ(Half(1.0f + 0x1.0p-11f).bits, 0x3c00);       // tie goes to even
-  EXPECT_EQ(Half(1.0f + 3 * 0x1.0p-11f).bits, 0x3c02);   // tie goes to even (up)
+  EXPECT_EQ(Half(1.0f + 0x1.0p-11f).bits, 0x3c00);      // tie goes to even
+  EXPECT_EQ(Half(1.0f + 3 * 0x1.0p-11f).bits, 0x3c02);  // tie goes to even (up)
   EXPECT_EQ(Half(65504.0f).bits, 0x7bff);
-  EXPECT_EQ(Half(65520.0f).bits, 0x7c00);                 // overflows to inf
-  EXPECT_EQ(Half(0x1.0p-24f).bits, 0x0001);               // smallest subnormal
+  EXPECT_EQ(Half(65520.0f).bits, 0x7c00);    // overflows to inf
+  EXPECT_EQ(Half(0x1.0p-24f).bits, 0x0001);  // smallest subnormal
   EXPECT_TRUE(std::isnan(static_cast<float>(Half(NAN))));
-  for (uint32_t b = 0; b < 0x7c00; b += 7) {              // every finite half survives a round trip
+  for (uint32_t b = 0; b < 0x7c00; b += 7) {  // every finite half survives a round trip
     Half h;
     h.bits = static_cast<uint16_t>(b);
     EXPECT_EQ(Half(static_cast<float>(h)).bits, b);
   }
   EXPECT_EQ(BFloat16(1.0f).bits, 0x3f80);
-  EXPECT_EQ(BFloat16(1.0f + 0x1.0p-8f).bits, 0x3f80);     // tie to even
+  EXPECT_EQ(BFloat16(1.0f + 0x1.0p-8f).bits, 0x3f80);  // tie to even
   EXPECT_EQ(BFloat16(1.0f + 0x1.8p-8f).bits, 0x3f81);
 }
 
@@ -81,7 +81,7 @@ TEST(Allocator, CacheKeepsTheFootprintWithinPeakUse) {
   void* p = a.allocate(big);
   a.deallocate(p, big);
   EXPECT_EQ(a.stats().reserved, static_cast<int64_t>(big));  // cached: within the 8 MiB peak
-  void* q = a.allocate(other);  // would exceed the peak: the cached block goes back
+  void* q = a.allocate(other);                               // would exceed the peak: the cached block goes back
   EXPECT_EQ(a.stats().reserved, static_cast<int64_t>(other));
   void* r = a.allocate(big);  // a new peak of 14 MiB
   a.deallocate(q, other);
@@ -127,9 +127,10 @@ TEST(ThreadPool, CoversEveryIndexOnceAndPropagatesErrors) {
     for (int64_t i = b; i < e; ++i) hits[i]++;
   });
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);
-  EXPECT_THROW(parallel_for(10000, 10, [](int64_t b, int64_t) {
-                 if (b > 0) fail("[test] boom");
-               }),
+  EXPECT_THROW(parallel_for(10000, 10,
+                            [](int64_t b, int64_t) {
+                              if (b > 0) fail("[test] boom");
+                            }),
                ValueError);
 }
 

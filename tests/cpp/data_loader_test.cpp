@@ -124,10 +124,10 @@ TEST(Samplers, SeededShufflesDependOnSeedAndEpochOnly) {
   data::RandomSampler a(50, false, std::nullopt, 7), b(50, false, std::nullopt, 7);
   const std::vector<int64_t> e0 = a.indices(), e1 = a.indices();
   EXPECT_EQ(sorted(e0), iota(50));
-  EXPECT_NE(e0, e1);                 // the epoch moves on after a pass
+  EXPECT_NE(e0, e1);  // the epoch moves on after a pass
   b.set_epoch(1);
-  EXPECT_EQ(b.indices(), e1);        // resuming at epoch 1
-  data::RandomSampler drawn(50);     // unseeded: drawn from the global generator
+  EXPECT_EQ(b.indices(), e1);     // resuming at epoch 1
+  data::RandomSampler drawn(50);  // unseeded: drawn from the global generator
   ug::manual_seed(3);
   const std::vector<int64_t> d1 = drawn.indices();
   ug::manual_seed(3);
@@ -317,7 +317,7 @@ TEST(DataLoader, WorkerInitErrorsAndTimeouts) {
   o.worker_init_fn = [](int id) { ug::fail("worker ", id, " cannot start"); };
   data::DataLoader failing(numbered(8), o);
   failing.start_epoch(0);
-  EXPECT_THROW(while (failing.next()) {}, ug::ValueError);
+  EXPECT_THROW(while (failing.next()){}, ug::ValueError);
 
   // A sample that takes longer than the timeout: next() throws, the pass still stops cleanly.
   class Slow : public data::Dataset {
@@ -414,8 +414,8 @@ TEST(Pipeline, ShuffleBatchRepeatTake) {
   auto shuffled = p.shuffle(10, 4).batch(10);
   const auto e0 = flat(labels(shuffled, 0)), e1 = flat(labels(shuffled, 1));
   EXPECT_EQ(sorted(e0), sorted(flat(labels(p, 0))));
-  EXPECT_NE(e0, e1);                          // reshuffled each pass
-  EXPECT_EQ(flat(labels(shuffled, 1)), e1);   // ... as a function of (seed, epoch)
+  EXPECT_NE(e0, e1);                         // reshuffled each pass
+  EXPECT_EQ(flat(labels(shuffled, 1)), e1);  // ... as a function of (seed, epoch)
 
   auto twice = p.shuffle(3, 0).repeat(2);
   EXPECT_EQ(twice.cardinality(), 20);

@@ -134,9 +134,8 @@ void add_echo(HttpServer& server) {
   server.Get("/echo/(\\w+)", [](const httplib::Request& req, httplib::Response& res) {
     res.set_content(req.matches[1].str(), "text/plain");
   });
-  server.Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
-    res.set_content(req.body, "text/plain");
-  });
+  server.Post("/echo",
+              [](const httplib::Request& req, httplib::Response& res) { res.set_content(req.body, "text/plain"); });
 }
 
 TEST(HttpServer, AnAnswerLeavesInOneSegment) {
@@ -162,7 +161,8 @@ TEST(HttpServer, PipelinedRequestsAreAnsweredInOrder) {
   Client client(running.port());
   client.send(get("/echo/first") + get("/echo/second") + get("/echo/third"));
   const std::string text = client.answers(3);
-  const size_t first = text.find("\r\n\r\nfirst"), second = text.find("\r\n\r\nsecond"), third = text.find("\r\n\r\nthird");
+  const size_t first = text.find("\r\n\r\nfirst"), second = text.find("\r\n\r\nsecond"),
+               third = text.find("\r\n\r\nthird");
   ASSERT_NE(first, std::string::npos) << text;
   ASSERT_NE(second, std::string::npos) << text;
   ASSERT_NE(third, std::string::npos) << text;

@@ -11,13 +11,13 @@
 
 namespace {
 
-using ug::test::expect_tensor;
-using ug::test::shape;
-using ug::test::values;
 using ug::Ellipsis;
 using ug::None;
 using ug::Slice;
 using ug::Tensor;
+using ug::test::expect_tensor;
+using ug::test::shape;
+using ug::test::values;
 
 Tensor i64(const ug::NestedList& v) { return ug::tensor(v, {.dtype = ug::int64}); }
 Tensor x234() { return ug::arange(24).reshape({2, 3, 4}); }
@@ -91,12 +91,10 @@ TEST(IndexAdvanced, OneAndSeveralIndexTensors) {
 TEST(IndexAdvanced, MixedWithBasicIndices) {
   Tensor x = x234();
   // Adjacent index tensors keep their place.
-  expect_tensor(x.index({Slice{}, i64({2, 0})}), {2, 2, 4},
-                {8, 9, 10, 11, 0, 1, 2, 3, 20, 21, 22, 23, 12, 13, 14, 15});
+  expect_tensor(x.index({Slice{}, i64({2, 0})}), {2, 2, 4}, {8, 9, 10, 11, 0, 1, 2, 3, 20, 21, 22, 23, 12, 13, 14, 15});
   expect_tensor(x.index({0, Slice{}, i64({1, 2})}), {3, 2}, {1, 2, 5, 6, 9, 10});
   expect_tensor(x.index({i64({1}), 0, i64({2})}), {1}, {14});
-  expect_tensor(x.index({Ellipsis, i64({3, 0})}), {2, 3, 2},
-                {3, 0, 7, 4, 11, 8, 15, 12, 19, 16, 23, 20});
+  expect_tensor(x.index({Ellipsis, i64({3, 0})}), {2, 3, 2}, {3, 0, 7, 4, 11, 8, 15, 12, 19, 16, 23, 20});
   // Separated by a slice (or by None), the index dims go first.
   expect_tensor(x.index({i64({1, 0}), Slice{}, i64({3, 1})}), {2, 3}, {15, 19, 23, 1, 5, 9});
   expect_tensor(x34().index({i64({0, 1}), None, i64({0, 1})}), {2, 1}, {0, 5});
@@ -155,7 +153,7 @@ TEST(IndexPut, BasicIndicesWriteThroughViews) {
   EXPECT_GT(x.storage()->version(), version);
   x.index_put_({Slice{}, -1}, 0);
   x.index_put_({2}, ug::ones({1, 1, 4}, {.dtype = ug::int64}));  // leading 1s are dropped
-  x.index_put_({1, Slice{1, 3}}, 2.7);                             // converted to int64
+  x.index_put_({1, Slice{1, 3}}, 2.7);                           // converted to int64
   expect_tensor(x, {3, 4}, {9, 8, 7, 0, 4, 2, 2, 0, 1, 1, 1, 1});
   EXPECT_THROW(x.index_put_({0}, i64({1, 2, 3})), ug::ValueError);
   EXPECT_THROW(x.index_put_({5}, 1), ug::IndexError);
@@ -233,8 +231,7 @@ TEST(IndexGather, Errors) {
 TEST(IndexScatter, ScatterAndScatterAdd) {
   Tensor src = ug::arange(1, 11, 1, {.dtype = ug::float32}).reshape({2, 5});
   Tensor zeros = ug::zeros({3, 5});
-  expect_tensor(zeros.scatter(0, i64({{0, 1, 2, 0}}), src), {3, 5},
-                {1, 0, 0, 4, 0, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0});
+  expect_tensor(zeros.scatter(0, i64({{0, 1, 2, 0}}), src), {3, 5}, {1, 0, 0, 4, 0, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0});
   expect_tensor(zeros, {3, 5}, std::vector<double>(15, 0.0));  // the input is untouched
   expect_tensor(ug::scatter_add(zeros, 0, i64({{0, 1, 2, 0, 0}, {2, 0, 0, 1, 2}}), ug::ones({2, 5})), {3, 5},
                 {1, 1, 1, 1, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1});

@@ -9,10 +9,10 @@
 
 namespace {
 
+using ug::Tensor;
 using ug::test::expect_tensor;
 using ug::test::shape;
 using ug::test::values;
-using ug::Tensor;
 
 Tensor m22() { return ug::tensor({{1.0, 2.0}, {3.0, 4.0}}); }
 

@@ -15,8 +15,7 @@ namespace {
 using ug::Tensor;
 
 /** Row-major walk over a 3-d shape, calling f(i, j, k). */
-template <class F>
-void for_3d(const ug::Shape& s, F f) {
+template <class F> void for_3d(const ug::Shape& s, F f) {
   for (int64_t i = 0; i < s[0]; ++i)
     for (int64_t j = 0; j < s[1]; ++j)
       for (int64_t k = 0; k < s[2]; ++k) f(i, j, k);
@@ -31,8 +30,7 @@ Tensor strided_index(const ug::Shape& shape, int64_t high) {
   return t.permute({2, 1, 0});
 }
 
-template <class T>
-std::vector<T> contiguous_values(const Tensor& t) {
+template <class T> std::vector<T> contiguous_values(const Tensor& t) {
   Tensor c = t.contiguous();
   return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
 }
@@ -75,8 +73,8 @@ TEST(GatherKernel, SizeOneIndexDims) {
 /** scatter / scatter_add by the serial definition: index in row-major order, last write wins. */
 template <class T>
 std::vector<T> reference_scatter(std::vector<T> out, const ug::Shape& os, int64_t dim, const ug::Shape& is,
-                                 const std::vector<int64_t>& iv, const std::vector<T>& sv,
-                                 const ug::Shape& ss, bool accumulate) {
+                                 const std::vector<int64_t>& iv, const std::vector<T>& sv, const ug::Shape& ss,
+                                 bool accumulate) {
   for_3d(is, [&](int64_t i, int64_t j, int64_t k) {
     std::array<int64_t, 3> dst{i, j, k};
     dst[dim] = iv[at(is, i, j, k)];
@@ -87,8 +85,7 @@ std::vector<T> reference_scatter(std::vector<T> out, const ug::Shape& os, int64_
   return out;
 }
 
-template <class T>
-void check_scatter(ug::DType dtype, bool accumulate) {
+template <class T> void check_scatter(ug::DType dtype, bool accumulate) {
   ug::manual_seed(3);
   const ug::Shape os{40, 30, 50}, ss{45, 32, 55};
   Tensor x = (ug::rand(os) * 100).to(dtype);

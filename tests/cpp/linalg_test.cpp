@@ -11,9 +11,9 @@
 
 namespace {
 
+using ug::Tensor;
 using ug::test::shape;
 using ug::test::values;
-using ug::Tensor;
 
 void expect_values(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
   ug::test::expect_values(t, want, tol);
@@ -103,7 +103,8 @@ TEST(LinalgMatmul, DtypesMustMatch) {
   Tensor ii = i.matmul(ug::tensor({{1, 1}, {1, 1}}, {.dtype = ug::int32}));
   EXPECT_EQ(ii.dtype(), ug::int32);
   expect_values(ii, {3, 3, 7, 7});
-  Tensor h = ug::tensor({{1.0, 2.0}}, {.dtype = ug::float16}).matmul(ug::tensor({{3.0}, {4.0}}, {.dtype = ug::float16}));
+  Tensor h =
+      ug::tensor({{1.0, 2.0}}, {.dtype = ug::float16}).matmul(ug::tensor({{3.0}, {4.0}}, {.dtype = ug::float16}));
   EXPECT_EQ(h.dtype(), ug::float16);
   expect_values(h, {11});
   Tensor bools = ug::tensor({{true}});

@@ -9,14 +9,13 @@ namespace ug {
 namespace {
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".safetensors"))
-      .string();
+  return (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".safetensors")).string();
 }
 
 TEST(Models, ParameterCountsMatchTheArticlesAndTorch) {
   manual_seed(0);
   models::Architecture mlp{"mlp", {}}, lenet{"lenet", {}}, wide{"mlp", {{"hidden", 256}}};
-  EXPECT_EQ(models::build(mlp)->num_parameters(), 101770);  // 784*128+128 + 128*10+10
+  EXPECT_EQ(models::build(mlp)->num_parameters(), 101770);   // 784*128+128 + 128*10+10
   EXPECT_EQ(models::build(lenet)->num_parameters(), 61706);  // torch's LeNet in shared/bench/peers/models.py
   EXPECT_EQ(models::build(wide)->num_parameters(), 784 * 256 + 256 + 256 * 10 + 10);
   EXPECT_EQ(wide.config.at("in_features"), 784);  // defaults filled in

@@ -42,9 +42,7 @@ TEST(NnFunctional, LayerNormFusedMatchesComposedAndDifferentiatesTwice) {
   Tensor mu = x.mean(Dims{1}, true);
   Tensor ref = (x - mu) / (x.var(Dims{1}, 0, true) + 1e-5).sqrt() * w + b;
   expect_close(y, ref, 1e-10);
-  auto f = [](const ug::Tensors& in) {
-    return ug::Tensors{F::layer_norm(in[0], {6}, in[1], in[2]).tanh()};
-  };
+  auto f = [](const ug::Tensors& in) { return ug::Tensors{F::layer_norm(in[0], {6}, in[1], in[2]).tanh()}; };
   EXPECT_TRUE(ug::autograd::gradcheck(f, {x, w, b}));
   EXPECT_TRUE(ug::autograd::gradgradcheck(f, {x, w, b}));
   EXPECT_THROW(F::layer_norm(x, {5}), ug::ValueError);

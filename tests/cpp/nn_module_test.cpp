@@ -113,10 +113,11 @@ TEST(NnModule, ForwardHooksRunInOrderOnBothCallFormsAndRemove) {
     log.push_back("tensor only");
     return std::nullopt;
   });
-  fc->register_forward_hook(nullptr, [&](nn::Module&, const std::any& inputs, const std::any& out) -> std::optional<std::any> {
-    log.push_back("post " + std::any_cast<std::string>(inputs) + std::any_cast<std::string>(out));
-    return std::any(std::string("out"));
-  });
+  fc->register_forward_hook(
+      nullptr, [&](nn::Module&, const std::any& inputs, const std::any& out) -> std::optional<std::any> {
+        log.push_back("post " + std::any_cast<std::string>(inputs) + std::any_cast<std::string>(out));
+        return std::any(std::string("out"));
+      });
 
   // The pre-hook zeroes the input: the output is the bias.
   test::expect_values(fc(ones({1, 2})), test::values(fc->bias()), 0);

@@ -37,7 +37,8 @@ std::string float_tensor(const std::string& name, const std::vector<int64_t>& di
 /** A float tensor ValueInfoProto; dims < 0 are symbolic ("batch"). */
 std::string value_info(const std::string& name, const std::vector<int64_t>& dims) {
   std::string shape;
-  for (int64_t d : dims) shape += field_bytes(1, d < 0 ? field_bytes(2, "batch") : field_int(1, static_cast<uint64_t>(d)));
+  for (int64_t d : dims)
+    shape += field_bytes(1, d < 0 ? field_bytes(2, "batch") : field_int(1, static_cast<uint64_t>(d)));
   const std::string tensor_type = field_int(1, 1) + field_bytes(2, shape);
   return field_bytes(1, name) + field_bytes(2, field_bytes(1, tensor_type));
 }
@@ -114,8 +115,7 @@ TEST(OnnxImport, RefusesCorruptBytesAndUnsupportedOps) {
     try {
       onnx::load_bytes(good.substr(0, cut));
     } catch (const ValueError&) {
-    } catch (const TypeError&) {
-    }
+    } catch (const TypeError&) {}
   }
   try {
     onnx::load_bytes(linear_relu("Frobnicate"));

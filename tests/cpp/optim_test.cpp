@@ -189,7 +189,8 @@ TEST(LrScheduler, WarmupThenCosine) {
     seq.step();
   }
   const double pi = std::acos(-1.0);
-  const std::vector<double> want = {0.5, 0.75, 1.0, (1 + std::cos(pi / 4)) / 2, 0.5, (1 + std::cos(3 * pi / 4)) / 2, 0.0};
+  const std::vector<double> want = {0.5, 0.75, 1.0, (1 + std::cos(pi / 4)) / 2, 0.5, (1 + std::cos(3 * pi / 4)) / 2,
+                                    0.0};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(lrs[i], want[i], 1e-12) << i;
 }
 

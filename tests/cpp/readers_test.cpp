@@ -156,8 +156,8 @@ TEST(FashionMNIST, TestSplitBatchesAndMissingFiles) {
   data::Example batch = ds.get_batch(indices);
   EXPECT_EQ(batch[0].shape(), test::shape({3, 1, 28, 28}));
   EXPECT_EQ(batch[1].dtype(), int64);
-  Tensor expected = (ds.data().index_select(0, tensor({0, 9999, 3}, {.dtype = int64})).to(float32) / 255.0f - 0.5f) /
-                    0.5f;
+  Tensor expected =
+      (ds.data().index_select(0, tensor({0, 9999, 3}, {.dtype = int64})).to(float32) / 255.0f - 0.5f) / 0.5f;
   test::expect_values(batch[0].reshape({3, 28, 28}), test::values(expected), 1e-6);
   test::expect_values(ds.get(3)[0].reshape({28, 28}), test::values(expected.select(0, 2)), 1e-6);
   EXPECT_THROW(ds.get(10000), IndexError);

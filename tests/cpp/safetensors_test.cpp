@@ -97,9 +97,9 @@ TEST(Safetensors, MalformedInputRaisesValueError) {
                "not a non-negative integer");
   expect_error(with_length(R"({"a":{"dtype":"Q7","shape":[2],"data_offsets":[0,8]}})", std::string(8, '\0')),
                "unknown or unsupported dtype");
-  expect_error(with_length(R"({"a":)" + f32 + R"(,"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                           std::string(8, '\0')),
-               "overlap");
+  expect_error(
+      with_length(R"({"a":)" + f32 + R"(,"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", std::string(8, '\0')),
+      "overlap");
 }
 
 }  // namespace

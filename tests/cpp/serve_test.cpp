@@ -51,10 +51,12 @@ TEST(ServeDecode, BothReadersGiveTheSameCorrectlyRoundedFloats) {
   // Short decimals, the fast path's domain and its edges: mantissas around 2^24, 0 to 12
   // decimals, leading zeros after the point.
   for (int i = 0; i < 3000; ++i) {
-    const uint64_t mantissa = i % 5 == 0 ? (uint64_t(1) << 24) + (gen() % 5) - 2 : gen() % (uint64_t(1) << (gen() % 27));
+    const uint64_t mantissa =
+        i % 5 == 0 ? (uint64_t(1) << 24) + (gen() % 5) - 2 : gen() % (uint64_t(1) << (gen() % 27));
     const int decimals = static_cast<int>(gen() % 13);
     std::string digits = std::to_string(mantissa);
-    if (static_cast<int>(digits.size()) <= decimals) digits.insert(0, static_cast<size_t>(decimals) + 1 - digits.size(), '0');
+    if (static_cast<int>(digits.size()) <= decimals)
+      digits.insert(0, static_cast<size_t>(decimals) + 1 - digits.size(), '0');
     if (decimals) digits.insert(digits.size() - static_cast<size_t>(decimals), ".");
     // (nlohmann reads the integer -0 as int64 0, so its reader gives +0 there: no "-0" here.)
     const bool negative = gen() % 2 && (mantissa || decimals);
@@ -72,7 +74,8 @@ TEST(ServeDecode, BothReadersGiveTheSameCorrectlyRoundedFloats) {
     Inputs in = decode_json(body, {static_cast<int64_t>(want.size())});
     EXPECT_EQ(in.rows, 1);
     ASSERT_EQ(in.values.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(std::bit_cast<uint32_t>(in.values[i]), std::bit_cast<uint32_t>(want[i])) << key << " " << i;
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_EQ(std::bit_cast<uint32_t>(in.values[i]), std::bit_cast<uint32_t>(want[i])) << key << " " << i;
   }
 }
 
@@ -82,13 +85,16 @@ TEST(ServeDecode, DigitsOfEveryLengthAtEveryDistanceFromTheEnd) {
   for (int length = 1; length <= 24; ++length) {
     for (int point = 0; point < length; ++point) {
       std::string text;
-      for (int i = 0; i < length; ++i) text += static_cast<char>('0' + (i == 0 && length > 1 ? 1 + gen() % 9 : gen() % 10));
+      for (int i = 0; i < length; ++i)
+        text += static_cast<char>('0' + (i == 0 && length > 1 ? 1 + gen() % 9 : gen() % 10));
       if (point > 0) text.insert(static_cast<size_t>(point), ".");
       float want = 0;
       std::from_chars(text.data(), text.data() + text.size(), want);
       // The number alone, first and last in its list.
-      for (const auto& [list, at] : {std::pair{"[" + text + "]", 0}, {"[" + text + ",1]", 0}, {"[2," + text + "]", 1}}) {
-        const std::vector<float> values = decode_json("{\"inputs\": [" + list + "]}", {list.size() - text.size() > 2 ? 2 : 1}).values;
+      for (const auto& [list, at] :
+           {std::pair{"[" + text + "]", 0}, {"[" + text + ",1]", 0}, {"[2," + text + "]", 1}}) {
+        const std::vector<float> values =
+            decode_json("{\"inputs\": [" + list + "]}", {list.size() - text.size() > 2 ? 2 : 1}).values;
         EXPECT_EQ(std::bit_cast<uint32_t>(values[at]), std::bit_cast<uint32_t>(want)) << list;
       }
     }
@@ -116,8 +122,9 @@ TEST(ServeDecode, NumbersOutsideJsonGrammarAreMalformed) {
   EXPECT_TRUE(error_of(R"({"inputs": [[1]]} x)", {1}).starts_with("malformed JSON"));
   EXPECT_EQ(error_of(R"({"inputs": [[1]], "inputs": [[2]]})", {1}), "'inputs' given twice");
   EXPECT_EQ(error_of(R"({"inputs": [{}]})", {1}), "expected float32 numbers in 'inputs', got an object");
-  EXPECT_EQ(error_of("", {1}), "malformed JSON: parse error at line 1, column 1: syntax error while parsing value - "
-                               "unexpected end of input; expected '[', '{', or a literal");
+  EXPECT_EQ(error_of("", {1}),
+            "malformed JSON: parse error at line 1, column 1: syntax error while parsing value - "
+            "unexpected end of input; expected '[', '{', or a literal");
 }
 
 TEST(ServeDecode, RawFloat32Rows) {
@@ -188,7 +195,8 @@ TEST(ServeAuth, BearerTokens) {
 
 TEST(ServeOptions, OnlyLoopbackWithoutAToken) {
   for (const char* host : {"127.0.0.1", "127.4.5.6", "::1", "localhost"}) EXPECT_TRUE(is_loopback(host)) << host;
-  for (const char* host : {"0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "example.com", ""}) EXPECT_FALSE(is_loopback(host)) << host;
+  for (const char* host : {"0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "example.com", ""})
+    EXPECT_FALSE(is_loopback(host)) << host;
   ServeOptions options;
   EXPECT_NO_THROW(validate(options));
   options.host = "0.0.0.0";
@@ -207,15 +215,15 @@ TEST(ServeMetrics, PrometheusText) {
   metrics.observe_batch(3);
   Metrics::Prediction running(metrics);
   const std::string text = metrics.render(7);
-  for (const char* line : {"ug_requests_total{code=\"200\"} 2\n", "ug_requests_total{code=\"429\"} 1\n",
-                           "ug_request_duration_seconds_bucket{le=\"0.0001\"} 1\n",
-                           "ug_request_duration_seconds_bucket{le=\"0.0005\"} 2\n",
-                           "ug_request_duration_seconds_bucket{le=\"0.0025\"} 2\n",
-                           "ug_request_duration_seconds_bucket{le=\"0.005\"} 3\n",
-                           "ug_request_duration_seconds_bucket{le=\"+Inf\"} 3\n", "ug_request_duration_seconds_count 3\n",
-                           "ug_request_duration_seconds_sum 0.00332\n", "ug_batch_size_bucket{le=\"2\"} 0\n",
-                           "ug_batch_size_bucket{le=\"4\"} 1\n", "ug_batch_size_sum 3\n", "ug_queue_depth 7\n",
-                           "ug_predictions_in_progress 1\n"})
+  for (const char* line :
+       {"ug_requests_total{code=\"200\"} 2\n", "ug_requests_total{code=\"429\"} 1\n",
+        "ug_request_duration_seconds_bucket{le=\"0.0001\"} 1\n",
+        "ug_request_duration_seconds_bucket{le=\"0.0005\"} 2\n",
+        "ug_request_duration_seconds_bucket{le=\"0.0025\"} 2\n", "ug_request_duration_seconds_bucket{le=\"0.005\"} 3\n",
+        "ug_request_duration_seconds_bucket{le=\"+Inf\"} 3\n", "ug_request_duration_seconds_count 3\n",
+        "ug_request_duration_seconds_sum 0.00332\n", "ug_batch_size_bucket{le=\"2\"} 0\n",
+        "ug_batch_size_bucket{le=\"4\"} 1\n", "ug_batch_size_sum 3\n", "ug_queue_depth 7\n",
+        "ug_predictions_in_progress 1\n"})
     EXPECT_NE(text.find(line), std::string::npos) << line << text;
 }
 

@@ -191,7 +191,8 @@ TEST(Train, NamedLossesMatchTheirDefinitions) {
   Tensor out = ug::randn({5, 3}), y = ug::randn({5, 3});
   Tensor probs = out.softmax(-1), onehot = ug::randn({5, 3}).softmax(-1);
   EXPECT_NEAR(train::loss_by_name("mse", true)(out, y).item<double>(), F::mse_loss(out, y).item<double>(), 1e-7);
-  EXPECT_NEAR(train::loss_by_name("mean_absolute_error", true)(out, y).item<double>(), F::l1_loss(out, y).item<double>(), 1e-7);
+  EXPECT_NEAR(train::loss_by_name("mean_absolute_error", true)(out, y).item<double>(),
+              F::l1_loss(out, y).item<double>(), 1e-7);
   EXPECT_NEAR(train::loss_by_name("huber", true)(out, y).item<double>(), F::huber_loss(out, y).item<double>(), 1e-7);
   EXPECT_NEAR(train::loss_by_name("categorical_crossentropy", true)(out, onehot).item<double>(),
               train::loss_by_name("categorical_crossentropy", false)(probs, onehot).item<double>(), 1e-6);
@@ -207,9 +208,11 @@ TEST(Train, MetricsAreSampleWeightedMeans) {
   Tensor x2 = ug::tensor({{1.0, 0.0}}), y2 = ug::tensor({1}, {.dtype = ug::int64});
   Batches data({{x1, y1}, {x2, y2}});
   train::Trainer trainer(id);
-  trainer.compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy", .metrics = {"accuracy", {"n", [](const Tensor& out, const Tensor&) {
-                                  return ug::scalar_tensor(static_cast<double>(out.size(0)), {});
-                                }}}});
+  trainer.compile({.optimizer = "sgd",
+                   .loss = "sparse_categorical_crossentropy",
+                   .metrics = {"accuracy", {"n", [](const Tensor& out, const Tensor&) {
+                                              return ug::scalar_tensor(static_cast<double>(out.size(0)), {});
+                                            }}}});
   train::Logs logs = trainer.evaluate(data, 0);
   EXPECT_DOUBLE_EQ(logs.at("n"), (3.0 * 3 + 1.0 * 1) / 4);
   EXPECT_DOUBLE_EQ(logs.at("accuracy"), 0.5);
@@ -222,12 +225,14 @@ TEST(Train, GradientAccumulationEqualsOneLargeBatch) {
   Batches small = classification_data(4, 8);
   std::vector<ug::data::Example> large;
   for (int i = 0; i < 4; i += 2)
-    large.push_back({ug::cat({small.all()[i][0], small.all()[i + 1][0]}), ug::cat({small.all()[i][1], small.all()[i + 1][1]})});
+    large.push_back(
+        {ug::cat({small.all()[i][0], small.all()[i + 1][0]}), ug::cat({small.all()[i][1], small.all()[i + 1][1]})});
   Batches big(large);
   nn::Sequential a = mlp(), b = mlp();
   train::Trainer ta(a), tb(b);
   ta.compile({.optimizer = std::make_shared<optim::SGD>(a->parameters(), optim::SGDOptions(0.5).momentum(0.9)),
-              .loss = "sparse_categorical_crossentropy", .gradient_accumulation_steps = 2});
+              .loss = "sparse_categorical_crossentropy",
+              .gradient_accumulation_steps = 2});
   tb.compile({.optimizer = std::make_shared<optim::SGD>(b->parameters(), optim::SGDOptions(0.5).momentum(0.9)),
               .loss = "sparse_categorical_crossentropy"});
   ta.fit(small, {.epochs = 2, .verbose = 0});
@@ -243,7 +248,8 @@ TEST(Train, PartialAccumulationAtEpochEndIsTheMeanOfItsBatches) {
   nn::Sequential a = mlp(), b = mlp();
   train::Trainer ta(a);
   ta.compile({.optimizer = std::make_shared<optim::SGD>(a->parameters(), optim::SGDOptions(0.1)),
-              .loss = nn::CrossEntropyLoss(), .gradient_accumulation_steps = 2});
+              .loss = nn::CrossEntropyLoss(),
+              .gradient_accumulation_steps = 2});
   ta.fit(data, {.epochs = 1, .verbose = 0});
   optim::SGD opt(b->parameters(), optim::SGDOptions(0.1));
   nn::CrossEntropyLoss loss_fn;
@@ -262,7 +268,8 @@ TEST(Train, GlobalClipnormIsClipGradNormBeforeTheStep) {
   nn::Sequential a = mlp(), b = mlp();
   train::Trainer trainer(a);
   trainer.compile({.optimizer = std::make_shared<optim::SGD>(a->parameters(), optim::SGDOptions(1.0)),
-                   .loss = nn::CrossEntropyLoss(), .global_clipnorm = 0.05});
+                   .loss = nn::CrossEntropyLoss(),
+                   .global_clipnorm = 0.05});
   trainer.fit(data, {.epochs = 1, .verbose = 0});
   optim::SGD opt(b->parameters(), optim::SGDOptions(1.0));
   nn::CrossEntropyLoss loss_fn;
@@ -287,8 +294,7 @@ TEST(Train, ClipnormClipsEachGradientAndClipvalueEachElement) {
     trainer.fit(data, {.epochs = 1, .verbose = 0});
     optim::SGD opt(b->parameters(), optim::SGDOptions(1.0));
     nn::CrossEntropyLoss()(b(data.all()[0][0]), data.all()[0][1]).backward();
-    if (by_value)
-      nn::utils::clip_grad_value_(b->parameters(), 0.01);
+    if (by_value) nn::utils::clip_grad_value_(b->parameters(), 0.01);
     else
       for (const Tensor& p : b->parameters()) nn::utils::clip_grad_norm_({p}, 0.01);
     opt.step();
@@ -303,10 +309,10 @@ TEST(Train, CallbacksAreCalledInOrder) {
   trainer.compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
   auto rec = std::make_shared<Recorder>();
   trainer.fit(data, {.epochs = 2, .callbacks = {rec}, .verbose = 0});
-  EXPECT_EQ(rec->calls, (std::vector<std::string>{"train_begin", "epoch_begin 0", "batch_begin 0", "batch_end 0",
-                                                   "batch_begin 1", "batch_end 1", "epoch_end 0", "epoch_begin 1",
-                                                   "batch_begin 0", "batch_end 0", "batch_begin 1", "batch_end 1",
-                                                   "epoch_end 1", "train_end"}));
+  EXPECT_EQ(rec->calls,
+            (std::vector<std::string>{"train_begin", "epoch_begin 0", "batch_begin 0", "batch_end 0", "batch_begin 1",
+                                      "batch_end 1", "epoch_end 0", "epoch_begin 1", "batch_begin 0", "batch_end 0",
+                                      "batch_begin 1", "batch_end 1", "epoch_end 1", "train_end"}));
 }
 
 TEST(Train, InitialEpochAndStepsPerEpoch) {
@@ -315,7 +321,8 @@ TEST(Train, InitialEpochAndStepsPerEpoch) {
   train::Trainer trainer(model);
   trainer.compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
   auto rec = std::make_shared<Recorder>();
-  auto history = trainer.fit(data, {.epochs = 3, .initial_epoch = 1, .callbacks = {rec}, .verbose = 0, .steps_per_epoch = 2});
+  auto history =
+      trainer.fit(data, {.epochs = 3, .initial_epoch = 1, .callbacks = {rec}, .verbose = 0, .steps_per_epoch = 2});
   EXPECT_EQ(history->epoch, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(std::count(rec->calls.begin(), rec->calls.end(), "batch_end 1"), 2);
   EXPECT_EQ(std::count(rec->calls.begin(), rec->calls.end(), "batch_end 2"), 0);
@@ -352,7 +359,8 @@ TEST(Train, EarlyStoppingMinDeltaModeAndBaseline) {
     auto rec = std::make_shared<Recorder>();
     rec->scripted = std::move(script);
     auto stop = std::make_shared<train::EarlyStopping>(o);
-    return trainer.fit(data, {.epochs = static_cast<int64_t>(rec->scripted.size()), .callbacks = {rec, stop}, .verbose = 0})
+    return trainer
+        .fit(data, {.epochs = static_cast<int64_t>(rec->scripted.size()), .callbacks = {rec, stop}, .verbose = 0})
         ->epoch.size();
   };
   // Improvements of 0.01 are below min_delta: patience 1 stops after epoch 1.
@@ -380,19 +388,19 @@ TEST(Train, ModelCheckpointWritesTheBestEpochsWithFormattedNames) {
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(dir / "sub")) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"w.01-0.90.safetensors", "w.02-0.70.safetensors", "w.04-0.50.safetensors"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"w.01-0.90.safetensors", "w.02-0.70.safetensors", "w.04-0.50.safetensors"}));
   ug::io::TensorDict saved = ug::io::load_file((dir / "sub" / "w.02-0.70.safetensors").string());
   for (const auto& [k, t] : rec->weights[1]) EXPECT_EQ(values(saved.at(k)), values(t)) << k;
 
   // Every epoch, through a plugged-in save function.
   std::vector<std::string> saved_paths;
   auto every = std::make_shared<train::ModelCheckpoint>(
-      "e{epoch}.bin", train::ModelCheckpointOptions{
-                          .save_weights_only = false,
-                          .save = [&](train::Trainer& t, const std::string& path) {
-                            EXPECT_EQ(&t, &trainer);
-                            saved_paths.push_back(path);
-                          }});
+      "e{epoch}.bin", train::ModelCheckpointOptions{.save_weights_only = false,
+                                                    .save = [&](train::Trainer& t, const std::string& path) {
+                                                      EXPECT_EQ(&t, &trainer);
+                                                      saved_paths.push_back(path);
+                                                    }});
   trainer.fit(data, {.epochs = 2, .callbacks = {every}, .verbose = 0});
   EXPECT_EQ(saved_paths, (std::vector<std::string>{"e1.bin", "e2.bin"}));
 
@@ -400,8 +408,9 @@ TEST(Train, ModelCheckpointWritesTheBestEpochsWithFormattedNames) {
   auto full = std::make_shared<train::ModelCheckpoint>((dir / "run.ckpt").string(),
                                                        train::ModelCheckpointOptions{.save_weights_only = false});
   trainer.fit(data, {.epochs = 2, .callbacks = {full}, .verbose = 0});
-  train::Progress progress = train::Checkpoint{.model = &trainer.module(), .optimizer = &trainer.optimizer(), .scheduler = {}}
-                                 .load((dir / "run.ckpt").string());
+  train::Progress progress =
+      train::Checkpoint{.model = &trainer.module(), .optimizer = &trainer.optimizer(), .scheduler = {}}.load(
+          (dir / "run.ckpt").string());
   EXPECT_EQ(progress.epoch, 2);
   std::filesystem::remove_all(dir);
 }
@@ -435,8 +444,8 @@ TEST(Train, CsvLoggerWritesAHeaderAndOneRowPerEpoch) {
   trainer.compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy", .metrics = {"accuracy"}});
   auto rec = std::make_shared<Recorder>();
   rec->scripted = {0.5, 0.25, 0.125};
-  auto history = trainer.fit(data, {.epochs = 2, .callbacks = {rec, std::make_shared<train::CSVLogger>(path.string(), ";")},
-                                    .verbose = 0});
+  auto history = trainer.fit(
+      data, {.epochs = 2, .callbacks = {rec, std::make_shared<train::CSVLogger>(path.string(), ";")}, .verbose = 0});
   auto read = [&] {
     std::ifstream f(path);
     std::stringstream s;
@@ -445,12 +454,13 @@ TEST(Train, CsvLoggerWritesAHeaderAndOneRowPerEpoch) {
   };
   auto row = [&](int e) {
     const auto& h = history->history;
-    return std::to_string(e) + ";" + train::python_repr(h.at("accuracy")[e]) + ";" + train::python_repr(h.at("loss")[e]) +
-           ";0.01;" + train::python_repr(h.at("val_loss")[e]) + "\n";
+    return std::to_string(e) + ";" + train::python_repr(h.at("accuracy")[e]) + ";" +
+           train::python_repr(h.at("loss")[e]) + ";0.01;" + train::python_repr(h.at("val_loss")[e]) + "\n";
   };
   EXPECT_EQ(read(), "epoch;accuracy;loss;lr;val_loss\n" + row(0) + row(1));
-  history = trainer.fit(data, {.epochs = 1, .callbacks = {rec, std::make_shared<train::CSVLogger>(path.string(), ";", true)},
-                               .verbose = 0});
+  history = trainer.fit(
+      data,
+      {.epochs = 1, .callbacks = {rec, std::make_shared<train::CSVLogger>(path.string(), ";", true)}, .verbose = 0});
   std::string text = read();
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4);
   EXPECT_EQ(text.find("epoch", 1), std::string::npos);  // no second header
@@ -524,9 +534,11 @@ TEST(Train, ValidationSplitHoldsOutTheLastSamplesOfTensors) {
   Tensor y = x.narrow(1, 0, 3).argmax(1);
   nn::Sequential a = mlp(), b = mlp();
   train::Trainer split(a), by_hand(b);
-  for (train::Trainer* t : {&split, &by_hand}) t->compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
+  for (train::Trainer* t : {&split, &by_hand})
+    t->compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
   // 20 * 0.25 = 5 samples held out: the last ones, in batches of 4 like the training ones.
-  auto history = split.fit(x, y, {.epochs = 2, .verbose = 0, .batch_size = 4, .shuffle = false, .validation_split = 0.25});
+  auto history =
+      split.fit(x, y, {.epochs = 2, .verbose = 0, .batch_size = 4, .shuffle = false, .validation_split = 0.25});
   Batches train_part = row_batches(x, y, 0, 15, 4), validation_part = row_batches(x, y, 15, 20, 4);
   auto expected = by_hand.fit(train_part, {.epochs = 2, .validation_data = &validation_part, .verbose = 0});
   EXPECT_EQ(parameter_values(*a), parameter_values(*b));

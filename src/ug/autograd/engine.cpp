@@ -63,8 +63,8 @@ Tensor root_gradient(const Tensor& out, const Tensor& given, size_t i) {
     return given;
   }
   if (out.numel() != 1)
-    fail<RuntimeError>("[backward] grad can be implicitly created only for scalar outputs; output ", i,
-                       " has shape ", out.shape(), ": pass a gradient");
+    fail<RuntimeError>("[backward] grad can be implicitly created only for scalar outputs; output ", i, " has shape ",
+                       out.shape(), ": pass a gradient");
   return ones_like(out);
 }
 
@@ -170,7 +170,8 @@ std::vector<Edge> root_edges(const std::vector<Tensor>& outputs, const char* op)
   for (size_t i = 0; i < outputs.size(); ++i) {
     Edge e = gradient_edge(outputs[i]);
     if (!e.valid())
-      fail<RuntimeError>("[", op, "] output ", i, " does not require grad and has no grad_fn: nothing to "
+      fail<RuntimeError>("[", op, "] output ", i,
+                         " does not require grad and has no grad_fn: nothing to "
                          "differentiate (did you forget requires_grad=True, or compute it under no_grad?)");
     roots.push_back(std::move(e));
   }
@@ -224,12 +225,13 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
-                         bool create_graph, bool allow_unused) {
+                         const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph, bool create_graph,
+                         bool allow_unused) {
   std::vector<Tensor> result = captured_grads(outputs, inputs, grad_outputs, retain_graph, create_graph, "grad");
   for (size_t i = 0; i < result.size(); ++i)
     if (!result[i].defined() && !allow_unused)
-      fail<RuntimeError>("[grad] input ", i, " (shape ", inputs[i].shape(), ") was not used to compute the outputs; "
+      fail<RuntimeError>("[grad] input ", i, " (shape ", inputs[i].shape(),
+                         ") was not used to compute the outputs; "
                          "pass allow_unused=True if this is expected");
   return result;
 }

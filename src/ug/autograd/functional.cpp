@@ -93,8 +93,7 @@ std::pair<Tensors, std::function<Tensors(const Tensors&)>> vjp(const TensorFn& f
   Tensors out = run(f, inputs);
   const bool graph = need_graph(primals);
   auto pullback = [out, inputs, graph](const Tensors& cotangents) {
-    if (cotangents.size() != out.size())
-      fail("[vjp] expected ", out.size(), " cotangents, got ", cotangents.size());
+    if (cotangents.size() != out.size()) fail("[vjp] expected ", out.size(), " cotangents, got ", cotangents.size());
     Tensors roots, weights;
     for (size_t i = 0; i < out.size(); ++i)
       if (out[i].requires_grad()) {
@@ -156,7 +155,8 @@ std::pair<Tensors, Tensors> jvp(const TensorFn& f, const Tensors& primals, const
 }
 
 Tensors jacrev(const TensorFn& f, const Tensors& args, int argnum) {
-  if (argnum < 0 || argnum >= static_cast<int>(args.size())) fail<IndexError>("[jacrev] argnum ", argnum, " out of range");
+  if (argnum < 0 || argnum >= static_cast<int>(args.size()))
+    fail<IndexError>("[jacrev] argnum ", argnum, " out of range");
   Tensors fixed = args;
   auto [out, pullback] = vjp(
       [&](const Tensors& x) {
@@ -189,7 +189,8 @@ Tensors jacrev(const TensorFn& f, const Tensors& args, int argnum) {
 }
 
 Tensors jacfwd(const TensorFn& f, const Tensors& args, int argnum) {
-  if (argnum < 0 || argnum >= static_cast<int>(args.size())) fail<IndexError>("[jacfwd] argnum ", argnum, " out of range");
+  if (argnum < 0 || argnum >= static_cast<int>(args.size()))
+    fail<IndexError>("[jacfwd] argnum ", argnum, " out of range");
   const Tensor& x = args[argnum];
   std::vector<Tensors> columns;  // columns[c][k]: d out[k] / d x[c]
   Tensors out;
@@ -230,7 +231,8 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
   std::vector<int64_t> axes(args.size(), 0);
   for (size_t i = 0; i < args.size(); ++i) {
     if (!in_axes[i]) continue;
-    if (args[i].dim() == 0) fail("[vmap] argument ", i, " is 0-d and cannot be mapped over (in_axes ", *in_axes[i], ")");
+    if (args[i].dim() == 0)
+      fail("[vmap] argument ", i, " is 0-d and cannot be mapped over (in_axes ", *in_axes[i], ")");
     axes[i] = wrap_dim(*in_axes[i], args[i].dim(), "vmap");
     const int64_t n = args[i].size(axes[i]);
     if (batch >= 0 && n != batch)

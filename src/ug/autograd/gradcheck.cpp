@@ -74,9 +74,8 @@ bool gradcheck(const TensorFn& f, const Tensors& inputs, const GradcheckOptions&
         NoGradGuard no_grad;
         cot.select(0, r).fill_(1);
       }
-      rows[k].push_back(outs[k].requires_grad()
-                            ? grad({outs[k]}, wrt, {cot.view(outs[k].shape())}, true, false, true)
-                            : Tensors(wrt.size()));
+      rows[k].push_back(outs[k].requires_grad() ? grad({outs[k]}, wrt, {cot.view(outs[k].shape())}, true, false, true)
+                                                : Tensors(wrt.size()));
     }
   }
   // Each perturbation of an input element gives the numerical column for every output at once.

@@ -54,8 +54,9 @@ std::vector<Tensor> GradientTape::watched() const {
 std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets, const std::vector<Tensor>& sources,
                                            const std::vector<Tensor>& output_gradients) {
   if (used_ && !persistent_)
-    fail<RuntimeError>("[GradientTape.gradient] a non-persistent GradientTape can only be used to compute one set "
-                       "of gradients; create it with persistent=True to call gradient() again");
+    fail<RuntimeError>(
+        "[GradientTape.gradient] a non-persistent GradientTape can only be used to compute one set "
+        "of gradients; create it with persistent=True to call gradient() again");
   used_ = true;
   std::vector<Tensor> weights = output_gradients;
   if (weights.empty())

@@ -27,8 +27,8 @@ bool Tensor::retains_grad() const {
 
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
                       const std::vector<Tensor>& inputs) const {
-  autograd::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{},
-                     retain_graph, create_graph, inputs);
+  autograd::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{}, retain_graph,
+                     create_graph, inputs);
 }
 
 size_t Tensor::register_hook(std::function<Tensor(const Tensor&)> fn) const {

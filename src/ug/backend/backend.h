@@ -36,14 +36,13 @@ class Backend {
 
   // Reductions over the middle dim of a contiguous [outer, reduced, inner] view of `x`;
   // out is contiguous [outer, inner]. ArgMax/ArgMin write int64 indices.
-  virtual void reduce(ops::ReduceOp op, const Tensor& x, int64_t outer, int64_t reduced,
-                      int64_t inner, const Tensor& out) = 0;
+  virtual void reduce(ops::ReduceOp op, const Tensor& x, int64_t outer, int64_t reduced, int64_t inner,
+                      const Tensor& out) = 0;
   /** Inclusive scan (cumsum/cumprod) along the middle dim of contiguous [outer, n, inner]. */
-  virtual void scan(ops::ScanOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner,
-                    const Tensor& out) = 0;
+  virtual void scan(ops::ScanOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner, const Tensor& out) = 0;
   /** Sorts each row of a contiguous [rows, n] tensor; values and int64 indices are [rows, n]. */
-  virtual void sort(const Tensor& x, int64_t rows, int64_t n, bool descending, bool stable,
-                    const Tensor& values, const Tensor& indices) = 0;
+  virtual void sort(const Tensor& x, int64_t rows, int64_t n, bool descending, bool stable, const Tensor& values,
+                    const Tensor& indices) = 0;
 
   /** out[b] = a[b] @ b[b] for [B, M, K] x [B, K, N] (any strides) into contiguous [B, M, N]. */
   virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
@@ -52,8 +51,7 @@ class Backend {
   /** out[..i..] = x[..index[..i..]..] (torch.gather). */
   virtual void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
   /** out[..index[..i..]..] = src[..i..] (or +=, when accumulate). */
-  virtual void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
-                       bool accumulate) = 0;
+  virtual void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, bool accumulate) = 0;
   /** out = x.index_select(dim, index) with a 1-d index. */
   virtual void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
   /** Writes the int64 coordinates of x's nonzero elements into out [count, ndim]. */
@@ -64,8 +62,8 @@ class Backend {
   /** Normalizes each row of contiguous x [rows, cols] (float32/float64): y = (x - mean) * rstd,
    *  times weight plus bias ([cols], contiguous) when those are defined. Writes y [rows, cols]
    *  and each row's mean and rstd = 1 / sqrt(var + eps) ([rows]). */
-  virtual void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
-                          const Tensor& y, const Tensor& mean, const Tensor& rstd) = 0;
+  virtual void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
+                          const Tensor& mean, const Tensor& rstd) = 0;
   /** The gradients of layer_norm for the output gradient g [rows, cols] (contiguous): dx, and
    *  dweight and dbias [cols] where they are defined (weight may be undefined: all ones). */
   virtual void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& rstd,
@@ -97,14 +95,11 @@ class Backend {
   virtual void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
                       const Tensor& out) = 0;
   /** gx [N, C, H, W] = the adjoint of conv2d in x, applied to g [N, O, Ho, Wo]. */
-  virtual void conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p,
-                                 const Tensor& gx) = 0;
+  virtual void conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Tensor& gx) = 0;
   /** gw [O, C / groups, kh, kw] = the adjoint of conv2d in w: sum over n of g[n] (x) x[n]. */
-  virtual void conv2d_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p,
-                                  const Tensor& gw) = 0;
+  virtual void conv2d_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Tensor& gw) = 0;
   /** Pools planes x [P, H, W] into out [P, Ho, Wo]; indices (int64, h * W + w) of the maxima. */
-  virtual void max_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out,
-                          const Tensor& indices) = 0;
+  virtual void max_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out, const Tensor& indices) = 0;
   virtual void avg_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out) = 0;
   /** gx [P, H, W] = the adjoint of avg_pool2d applied to g [P, Ho, Wo]. */
   virtual void avg_pool2d_transpose(const Tensor& g, const PoolWindows& win, const Tensor& gx) = 0;

@@ -108,8 +108,8 @@ void* CachingCpuAllocator::allocate(size_t nbytes) {
     stats_.allocated -= static_cast<int64_t>(size);
     stats_.reserved -= static_cast<int64_t>(size);
     if (large) large_live_ -= static_cast<int64_t>(size);
-    fail<RuntimeError>("[allocator] out of memory: tried to allocate ", nbytes, " bytes on cpu (",
-                       stats_.allocated, " bytes in use)");
+    fail<RuntimeError>("[allocator] out of memory: tried to allocate ", nbytes, " bytes on cpu (", stats_.allocated,
+                       " bytes in use)");
   }
   return p;
 }

@@ -17,13 +17,13 @@
 namespace ug {
 
 struct MemoryStats {
-  int64_t allocated = 0;        // bytes in live blocks
-  int64_t max_allocated = 0;    // peak of `allocated` since the last reset_peak()
-  int64_t reserved = 0;         // bytes held from the system: live blocks plus the cache
+  int64_t allocated = 0;      // bytes in live blocks
+  int64_t max_allocated = 0;  // peak of `allocated` since the last reset_peak()
+  int64_t reserved = 0;       // bytes held from the system: live blocks plus the cache
   int64_t max_reserved = 0;
-  int64_t num_allocs = 0;       // allocation calls since start
+  int64_t num_allocs = 0;  // allocation calls since start
   int64_t num_frees = 0;
-  int64_t cache_hits = 0;       // allocations served from the cache
+  int64_t cache_hits = 0;  // allocations served from the cache
 };
 
 class Allocator {

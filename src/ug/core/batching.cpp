@@ -2,9 +2,7 @@
 
 namespace ug {
 
-void throw_no_batching_rule() {
-  throw NoBatchingRule("[vmap] an op has no batching rule for a batched tensor");
-}
+void throw_no_batching_rule() { throw NoBatchingRule("[vmap] an op has no batching rule for a batched tensor"); }
 
 namespace batching {
 

@@ -22,9 +22,7 @@ struct Device {
   Device(const char* spec) : Device(std::string_view(spec)) {}
 
   std::string str() const;
-  friend bool operator==(const Device& a, const Device& b) {
-    return a.type == b.type && a.index == b.index;
-  }
+  friend bool operator==(const Device& a, const Device& b) { return a.type == b.type && a.index == b.index; }
 };
 
 std::ostream& operator<<(std::ostream& os, const Device& d);

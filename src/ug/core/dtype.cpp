@@ -52,10 +52,10 @@ DType dtype_from_name(std::string_view name) {
     DType dtype;
   };
   static constexpr Alias aliases[] = {
-      {"bool", DType::Bool},       {"uint8", DType::UInt8},       {"int32", DType::Int32},
-      {"int", DType::Int32},       {"int64", DType::Int64},       {"long", DType::Int64},
-      {"float16", DType::Float16}, {"half", DType::Float16},      {"bfloat16", DType::BFloat16},
-      {"float32", DType::Float32}, {"float", DType::Float32},     {"float64", DType::Float64},
+      {"bool", DType::Bool},       {"uint8", DType::UInt8},   {"int32", DType::Int32},
+      {"int", DType::Int32},       {"int64", DType::Int64},   {"long", DType::Int64},
+      {"float16", DType::Float16}, {"half", DType::Float16},  {"bfloat16", DType::BFloat16},
+      {"float32", DType::Float32}, {"float", DType::Float32}, {"float64", DType::Float64},
       {"double", DType::Float64},
   };
   for (const auto& a : aliases)

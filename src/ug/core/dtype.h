@@ -58,45 +58,44 @@ template <class T> using acc_t = typename AccOf<T>::type;
     break;                             \
   }
 
-#define UG_DISPATCH_FAIL(DTYPE, NAME) \
-  ::ug::fail<::ug::TypeError>("[", NAME, "] not implemented for dtype ", DTYPE)
+#define UG_DISPATCH_FAIL(DTYPE, NAME) ::ug::fail<::ug::TypeError>("[", NAME, "] not implemented for dtype ", DTYPE)
 
 // One switch, cut to the dtypes a kernel takes: each dispatch below is a subset of these cases.
-#define UG_FLOATING_CASES(...)                                 \
-  UG_DTYPE_CASE(Float32, float, __VA_ARGS__)                   \
-  UG_DTYPE_CASE(Float64, double, __VA_ARGS__)                  \
-  UG_DTYPE_CASE(Float16, ::ug::Half, __VA_ARGS__)              \
+#define UG_FLOATING_CASES(...)                    \
+  UG_DTYPE_CASE(Float32, float, __VA_ARGS__)      \
+  UG_DTYPE_CASE(Float64, double, __VA_ARGS__)     \
+  UG_DTYPE_CASE(Float16, ::ug::Half, __VA_ARGS__) \
   UG_DTYPE_CASE(BFloat16, ::ug::BFloat16, __VA_ARGS__)
-#define UG_INTEGRAL_CASES(...)                                 \
-  UG_DTYPE_CASE(UInt8, uint8_t, __VA_ARGS__)                   \
-  UG_DTYPE_CASE(Int32, int32_t, __VA_ARGS__)                   \
+#define UG_INTEGRAL_CASES(...)               \
+  UG_DTYPE_CASE(UInt8, uint8_t, __VA_ARGS__) \
+  UG_DTYPE_CASE(Int32, int32_t, __VA_ARGS__) \
   UG_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)
 
-#define UG_DISPATCH_FLOATING(DTYPE, NAME, ...)                 \
-  switch (DTYPE) {                                             \
-    UG_FLOATING_CASES(__VA_ARGS__)                             \
-    default: UG_DISPATCH_FAIL(DTYPE, NAME);                    \
+#define UG_DISPATCH_FLOATING(DTYPE, NAME, ...) \
+  switch (DTYPE) {                             \
+    UG_FLOATING_CASES(__VA_ARGS__)             \
+    default: UG_DISPATCH_FAIL(DTYPE, NAME);    \
   }
 
 /** Every dtype but bool. */
-#define UG_DISPATCH_NUMERIC(DTYPE, NAME, ...)                  \
-  switch (DTYPE) {                                             \
-    UG_INTEGRAL_CASES(__VA_ARGS__)                             \
-    UG_FLOATING_CASES(__VA_ARGS__)                             \
-    default: UG_DISPATCH_FAIL(DTYPE, NAME);                    \
+#define UG_DISPATCH_NUMERIC(DTYPE, NAME, ...) \
+  switch (DTYPE) {                            \
+    UG_INTEGRAL_CASES(__VA_ARGS__)            \
+    UG_FLOATING_CASES(__VA_ARGS__)            \
+    default: UG_DISPATCH_FAIL(DTYPE, NAME);   \
   }
 
-#define UG_DISPATCH_INTEGRAL_AND_BOOL(DTYPE, NAME, ...)        \
-  switch (DTYPE) {                                             \
-    UG_DTYPE_CASE(Bool, bool, __VA_ARGS__)                     \
-    UG_INTEGRAL_CASES(__VA_ARGS__)                             \
-    default: UG_DISPATCH_FAIL(DTYPE, NAME);                    \
+#define UG_DISPATCH_INTEGRAL_AND_BOOL(DTYPE, NAME, ...) \
+  switch (DTYPE) {                                      \
+    UG_DTYPE_CASE(Bool, bool, __VA_ARGS__)              \
+    UG_INTEGRAL_CASES(__VA_ARGS__)                      \
+    default: UG_DISPATCH_FAIL(DTYPE, NAME);             \
   }
 
-#define UG_DISPATCH_ALL(DTYPE, NAME, ...)                      \
-  switch (DTYPE) {                                             \
-    UG_DTYPE_CASE(Bool, bool, __VA_ARGS__)                     \
-    UG_INTEGRAL_CASES(__VA_ARGS__)                             \
-    UG_FLOATING_CASES(__VA_ARGS__)                             \
-    default: UG_DISPATCH_FAIL(DTYPE, NAME);                    \
+#define UG_DISPATCH_ALL(DTYPE, NAME, ...)   \
+  switch (DTYPE) {                          \
+    UG_DTYPE_CASE(Bool, bool, __VA_ARGS__)  \
+    UG_INTEGRAL_CASES(__VA_ARGS__)          \
+    UG_FLOATING_CASES(__VA_ARGS__)          \
+    default: UG_DISPATCH_FAIL(DTYPE, NAME); \
   }

@@ -30,8 +30,7 @@ struct FileNotFoundError : std::runtime_error {
 };
 
 namespace detail {
-template <class... Args>
-std::string cat(const Args&... args) {
+template <class... Args> std::string cat(const Args&... args) {
   std::ostringstream os;
   (os << ... << args);
   return os.str();
@@ -39,8 +38,7 @@ std::string cat(const Args&... args) {
 }  // namespace detail
 
 /** Throws E with the pieces streamed together: fail<ValueError>("[add] shapes ", a, " and ", b). */
-template <class E = ValueError, class... Args>
-[[noreturn]] void fail(const Args&... args) {
+template <class E = ValueError, class... Args> [[noreturn]] void fail(const Args&... args) {
   throw E(detail::cat(args...));
 }
 

@@ -12,8 +12,7 @@
 
 namespace ug {
 
-template <class V>
-class OrderedDict {
+template <class V> class OrderedDict {
  public:
   using Item = std::pair<std::string, V>;
 

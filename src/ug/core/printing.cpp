@@ -89,8 +89,8 @@ void collect(const Tensor& t, int64_t dim, int64_t offset, bool summarize, std::
     if (i >= 0) collect(t, dim + 1, offset + i * t.stride(dim), summarize, out);
 }
 
-void render(std::ostream& os, const Tensor& t, const Formatter& f, int64_t dim, int64_t offset,
-            bool summarize, int indent) {
+void render(std::ostream& os, const Tensor& t, const Formatter& f, int64_t dim, int64_t offset, bool summarize,
+            int indent) {
   if (dim == t.dim()) {
     os << f.padded(value_at(t, offset));
     return;

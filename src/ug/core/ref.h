@@ -26,8 +26,7 @@ class RefCounted {
   mutable std::atomic<uint32_t> refs_{0};
 };
 
-template <class T>
-class Ref {
+template <class T> class Ref {
  public:
   Ref() = default;
   Ref(T* p) : p_(p) {
@@ -57,9 +56,6 @@ class Ref {
   T* p_ = nullptr;
 };
 
-template <class T, class... Args>
-Ref<T> make_ref(Args&&... args) {
-  return Ref<T>(new T(std::forward<Args>(args)...));
-}
+template <class T, class... Args> Ref<T> make_ref(Args&&... args) { return Ref<T>(new T(std::forward<Args>(args)...)); }
 
 }  // namespace ug

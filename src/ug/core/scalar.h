@@ -28,11 +28,9 @@ class Scalar {
   bool to_bool() const { return is_floating() ? d_ != 0.0 : i_ != 0; }
   /** The dtype a tensor made from this scalar gets: bool, int64 or float32 (the default). */
   DType default_dtype() const {
-    return kind_ == DTypeCategory::Bool ? DType::Bool
-           : kind_ == DTypeCategory::Integer ? DType::Int64 : DType::Float32;
+    return kind_ == DTypeCategory::Bool ? DType::Bool : kind_ == DTypeCategory::Integer ? DType::Int64 : DType::Float32;
   }
-  template <class T>
-  T to() const {
+  template <class T> T to() const {
     if constexpr (std::is_same_v<T, bool>) return to_bool();
     else if constexpr (std::is_integral_v<T>) return static_cast<T>(to_int());
     else return static_cast<T>(static_cast<acc_t<T>>(to_double()));

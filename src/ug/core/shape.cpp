@@ -38,8 +38,8 @@ bool is_contiguous(const Shape& shape, const Strides& strides) {
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t n = ndim > 0 ? ndim : 1;  // a 0-d tensor accepts dim 0 and -1, as in PyTorch
   if (dim < -n || dim >= n)
-    fail<IndexError>("[", op, "] dimension out of range (expected to be in range of [", -n, ", ",
-                     n - 1, "], but got ", dim, ")");
+    fail<IndexError>("[", op, "] dimension out of range (expected to be in range of [", -n, ", ", n - 1, "], but got ",
+                     dim, ")");
   return dim < 0 ? dim + n : dim;
 }
 
@@ -51,8 +51,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)
-      fail("[", op, "] shapes ", a, " and ", b, " cannot be broadcast together (dimension ", i,
-           ": ", da, " vs ", db, ")");
+      fail("[", op, "] shapes ", a, " and ", b, " cannot be broadcast together (dimension ", i, ": ", da, " vs ", db,
+           ")");
     out[i] = da == 1 ? db : da;
   }
   return out;

@@ -10,8 +10,7 @@
 
 namespace ug {
 
-template <class T, size_t N>
-class SmallVector {
+template <class T, size_t N> class SmallVector {
   static_assert(std::is_trivially_copyable_v<T>, "SmallVector holds trivially copyable values");
 
  public:
@@ -22,8 +21,7 @@ class SmallVector {
   SmallVector() = default;
   explicit SmallVector(size_t n, T value = T()) { resize(n, value); }
   SmallVector(std::initializer_list<T> values) { assign(values.begin(), values.end()); }
-  template <class It, class = decltype(*std::declval<It>())>
-  SmallVector(It first, It last) { assign(first, last); }
+  template <class It, class = decltype(*std::declval<It>())> SmallVector(It first, It last) { assign(first, last); }
   SmallVector(const SmallVector& o) { assign(o.begin(), o.end()); }
   SmallVector(SmallVector&& o) noexcept { take(o); }
   SmallVector& operator=(const SmallVector& o) {
@@ -39,8 +37,7 @@ class SmallVector {
   }
   ~SmallVector() { release(); }
 
-  template <class It>
-  void assign(It first, It last) {
+  template <class It> void assign(It first, It last) {
     size_t n = static_cast<size_t>(std::distance(first, last));
     size_ = 0;
     reserve(n);

@@ -2,7 +2,6 @@
 // Conversion and copying are ops (ops/copy.cpp).
 #include "ug/core/tensor.h"
 
-
 namespace ug {
 
 std::ostream& operator<<(std::ostream& os, const Scalar& s) {
@@ -16,8 +15,7 @@ int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "s
 
 Scalar Tensor::item() const {
   if (numel() != 1)
-    fail("[item] a tensor with ", numel(), " elements cannot be converted to a scalar (shape ",
-         shape(), ")");
+    fail("[item] a tensor with ", numel(), " elements cannot be converted to a scalar (shape ", shape(), ")");
   Scalar result;
   UG_DISPATCH_ALL(dtype(), "item", {
     scalar_t v = *static_cast<const scalar_t*>(raw_data());
@@ -40,10 +38,9 @@ Tensor empty(const Dims& shape, Options opts) {
   return Tensor(make_ref<TensorImpl>(std::move(storage), std::move(s), std::move(strides), 0, dtype));
 }
 
-Tensor from_blob(void* data, const Dims& shape, const Dims& strides, DType dtype,
-                 void (*release)(void*), void* ctx, Device device) {
-  if (shape.size() != strides.size())
-    fail("[from_blob] shape ", shape, " and strides have different lengths");
+Tensor from_blob(void* data, const Dims& shape, const Dims& strides, DType dtype, void (*release)(void*), void* ctx,
+                 Device device) {
+  if (shape.size() != strides.size()) fail("[from_blob] shape ", shape, " and strides have different lengths");
   int64_t extent = 1;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0 || strides[d] < 0) fail("[from_blob] negative size or stride");
@@ -52,8 +49,7 @@ Tensor from_blob(void* data, const Dims& shape, const Dims& strides, DType dtype
   if (extent) {
     for (size_t d = 0; d < shape.size(); ++d) extent += (shape[d] - 1) * strides[d];
   }
-  auto storage = make_ref<Storage>(data, static_cast<size_t>(extent) * itemsize(dtype), device,
-                                   release, ctx);
+  auto storage = make_ref<Storage>(data, static_cast<size_t>(extent) * itemsize(dtype), device, release, ctx);
   return Tensor(make_ref<TensorImpl>(std::move(storage), shape, Strides(strides.begin(), strides.end()), 0, dtype));
 }
 

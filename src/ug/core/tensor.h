@@ -93,12 +93,9 @@ class Tensor {
   bool is_contiguous() const { return impl().contiguous(); }
   bool is_floating_point() const { return ug::is_floating(dtype()); }
   /** True when both tensors view the same storage. */
-  bool shares_storage(const Tensor& other) const {
-    return impl().storage() == other.impl().storage();
-  }
+  bool shares_storage(const Tensor& other) const { return impl().storage() == other.impl().storage(); }
   void* raw_data() const { return impl().data(); }
-  template <class T>
-  T* data_ptr() const;
+  template <class T> T* data_ptr() const;
   const Ref<Storage>& storage() const { return impl().storage(); }
   TensorImpl& impl() const {
     if (!impl_) fail<RuntimeError>("[tensor] use of an undefined tensor");
@@ -108,8 +105,7 @@ class Tensor {
 
   /** The value of a one-element tensor. */
   Scalar item() const;
-  template <class T>
-  T item() const { return item().to<T>(); }
+  template <class T> T item() const { return item().to<T>(); }
   /** PyTorch-style printout: tensor([[1., 2.], [3., 4.]], dtype=float64). */
   std::string to_string() const;
 
@@ -143,8 +139,7 @@ class Tensor {
   Tensor broadcast_to(const Dims& shape) const { return expand(shape); }
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor select(int64_t dim, int64_t index) const;
-  Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop,
-               int64_t step = 1) const;
+  Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step = 1) const;
   Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
   Tensor as_strided(const Dims& shape, const Dims& strides, int64_t offset) const;
   std::vector<Tensor> unbind(int64_t dim = 0) const;
@@ -172,7 +167,7 @@ class Tensor {
 
   // ---- elementwise math (ops/unary.cpp, ops/binary.cpp) --------------------------------
 #define UG_DECLARE_UNARY_METHOD(Op, method) \
-  Tensor method() const;                     \
+  Tensor method() const;                    \
   Tensor& method##_();
   UG_UNARY_MATH_OPS(UG_DECLARE_UNARY_METHOD)
 #undef UG_DECLARE_UNARY_METHOD
@@ -256,8 +251,8 @@ class Tensor {
   /** Computes gradients of this tensor w.r.t. graph leaves and adds them into their .grad
    *  (only into `inputs`' when given, as torch's backward(inputs=)). gradient may be omitted
    *  for a one-element tensor; the graph is freed unless retained. */
-  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = {},
-                bool create_graph = false, const std::vector<Tensor>& inputs = {}) const;
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = {}, bool create_graph = false,
+                const std::vector<Tensor>& inputs = {}) const;
   /** Calls fn with this tensor's gradient during backward; fn may return a replacement
    *  (or an undefined tensor to keep it). Returns an id for remove_hook. */
   size_t register_hook(std::function<Tensor(const Tensor&)> fn) const;
@@ -273,10 +268,8 @@ class Tensor {
   Ref<TensorImpl> impl_;
 };
 
-template <class T>
-T* Tensor::data_ptr() const {
-  if (dtype_of<T> != dtype())
-    fail<TypeError>("[data_ptr] tensor has dtype ", dtype(), ", asked for ", dtype_of<T>);
+template <class T> T* Tensor::data_ptr() const {
+  if (dtype_of<T> != dtype()) fail<TypeError>("[data_ptr] tensor has dtype ", dtype(), ", asked for ", dtype_of<T>);
   return static_cast<T*>(raw_data());
 }
 
@@ -313,7 +306,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step = 1, Options opts = {});
 Tensor linspace(double start, double end, int64_t steps, Options opts = {});
 Tensor eye(int64_t n, std::optional<int64_t> m = {}, Options opts = {});
 /** A tensor over memory that someone else owns; `release(ctx)` runs when it is freed. */
-Tensor from_blob(void* data, const Dims& shape, const Dims& strides, DType dtype,
-                 void (*release)(void*), void* ctx, Device device = {});
+Tensor from_blob(void* data, const Dims& shape, const Dims& strides, DType dtype, void (*release)(void*), void* ctx,
+                 Device device = {});
 
 }  // namespace ug

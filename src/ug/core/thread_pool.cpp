@@ -82,8 +82,7 @@ class ThreadPool {
 
   /** Polls `ready` for a short while before the caller blocks: kernels come in quick
    *  succession, and waking a sleeping thread costs tens of microseconds. */
-  template <class Ready>
-  static void spin_until(Ready ready) {
+  template <class Ready> static void spin_until(Ready ready) {
     const auto deadline = std::chrono::steady_clock::now() + kSpin;
     // The clock is read every 64 polls: reading it each time cost 2% of a training step.
     for (unsigned polls = 1; !ready(); ++polls) {

@@ -49,8 +49,7 @@ int64_t queue_capacity(const LoaderOptions& options);
  *  worker_info, then calls the options' worker_init_fn. */
 std::function<void(int)> worker_start(const LoaderOptions& options, uint64_t pass_seed, int workers);
 
-template <class Batch>
-class BatchLoader {
+template <class Batch> class BatchLoader {
  public:
   /** Loads the batch of the samples at `indices`; runs on a worker thread. */
   using Load = std::function<Batch(std::span<const int64_t>)>;

@@ -26,7 +26,8 @@ std::vector<std::vector<int64_t>> BatchSampler::batches() {
   for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(batch_size_)) {
     const size_t end = std::min(indices.size(), start + static_cast<size_t>(batch_size_));
     if (drop_last_ && end - start < static_cast<size_t>(batch_size_)) break;
-    out.emplace_back(indices.begin() + static_cast<std::ptrdiff_t>(start), indices.begin() + static_cast<std::ptrdiff_t>(end));
+    out.emplace_back(indices.begin() + static_cast<std::ptrdiff_t>(start),
+                     indices.begin() + static_cast<std::ptrdiff_t>(end));
   }
   return out;
 }

@@ -32,8 +32,7 @@ class Splitter {
     if (s_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = line_start_ = 3;  // a UTF-8 byte-order mark
   }
 
-  template <class... Args>
-  [[noreturn]] void bad_at(int64_t line, int64_t column, const Args&... args) const {
+  template <class... Args> [[noreturn]] void bad_at(int64_t line, int64_t column, const Args&... args) const {
     fail("[read_csv] ", name_, ":", line, ":", column, ": ", args...);
   }
 
@@ -157,16 +156,15 @@ std::string_view trim(std::string_view v) {
 bool is_missing(std::string_view v) { return v.empty() || v == "NA" || v == "N/A" || v == "null" || v == "NULL"; }
 
 /** A number in the whole of v: from_chars's syntax plus an optional leading '+'. */
-template <class T>
-bool parse_number(std::string_view v, T& out) {
+template <class T> bool parse_number(std::string_view v, T& out) {
   if (v.size() > 1 && v[0] == '+' && v[1] != '-' && v[1] != '+') v.remove_prefix(1);
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   return ec == std::errc() && end == v.data() + v.size();
 }
 
 /** The column positions `options.usecols` names, checked against the first record. */
-std::vector<size_t> resolve_usecols(const CsvOptions& options, const std::vector<std::string>& header,
-                                    size_t width, const std::string& name) {
+std::vector<size_t> resolve_usecols(const CsvOptions& options, const std::vector<std::string>& header, size_t width,
+                                    const std::string& name) {
   std::vector<size_t> cols;
   if (options.usecols.empty()) {
     for (size_t c = 0; c < width; ++c) cols.push_back(c);
@@ -181,8 +179,7 @@ std::vector<size_t> resolve_usecols(const CsvOptions& options, const std::vector
       continue;
     }
     const std::string& wanted = std::get<std::string>(col);
-    if (header.empty())
-      fail("[read_csv] ", name, ": usecols names column '", wanted, "' but the file has no header");
+    if (header.empty()) fail("[read_csv] ", name, ": usecols names column '", wanted, "' but the file has no header");
     const auto it = std::find(header.begin(), header.end(), wanted);
     if (it == header.end()) {
       std::ostringstream known;

@@ -90,8 +90,8 @@ ConcatDataset::ConcatDataset(std::vector<std::shared_ptr<Dataset>> datasets) : d
 
 std::pair<size_t, int64_t> ConcatDataset::locate(int64_t index) const {
   check_index("ConcatDataset", index, size());
-  const size_t d = static_cast<size_t>(
-      std::upper_bound(cumulative_sizes_.begin(), cumulative_sizes_.end(), index) - cumulative_sizes_.begin());
+  const size_t d = static_cast<size_t>(std::upper_bound(cumulative_sizes_.begin(), cumulative_sizes_.end(), index) -
+                                       cumulative_sizes_.begin());
   return {d, d == 0 ? index : index - cumulative_sizes_[d - 1]};
 }
 
@@ -125,8 +125,8 @@ Example ConcatDataset::get_batch(std::span<const int64_t> indices) const {
     std::vector<Tensor> column;
     for (const Example& part : parts) {
       if (part.size() != parts[0].size())
-        fail("[ConcatDataset.get_batch] the data sets' samples have different numbers of fields (",
-             parts[0].size(), " and ", part.size(), ")");
+        fail("[ConcatDataset.get_batch] the data sets' samples have different numbers of fields (", parts[0].size(),
+             " and ", part.size(), ")");
       column.push_back(part[f]);
     }
     out.push_back(cat(column, 0).index_select(0, gather));
@@ -135,8 +135,7 @@ Example ConcatDataset::get_batch(std::span<const int64_t> indices) const {
 }
 
 std::vector<std::shared_ptr<Subset>> random_split(const std::shared_ptr<Dataset>& dataset,
-                                                  const std::vector<double>& lengths,
-                                                  std::optional<uint64_t> seed) {
+                                                  const std::vector<double>& lengths, std::optional<uint64_t> seed) {
   if (!dataset) fail("[random_split] expected a data set, got none");
   const int64_t n = dataset->size();
   const double total = std::accumulate(lengths.begin(), lengths.end(), 0.0);
@@ -150,7 +149,8 @@ std::vector<std::shared_ptr<Subset>> random_split(const std::shared_ptr<Dataset>
     for (int64_t i = 0; i < remainder; ++i) ++sizes[static_cast<size_t>(i) % sizes.size()];
   } else {
     for (double l : lengths) {
-      if (l < 0 || l != std::floor(l)) fail("[random_split] lengths must be non-negative integers or fractions summing to 1, got ", l);
+      if (l < 0 || l != std::floor(l))
+        fail("[random_split] lengths must be non-negative integers or fractions summing to 1, got ", l);
       sizes.push_back(static_cast<int64_t>(l));
     }
   }
@@ -160,7 +160,8 @@ std::vector<std::shared_ptr<Subset>> random_split(const std::shared_ptr<Dataset>
   std::vector<std::shared_ptr<Subset>> out;
   int64_t start = 0;
   for (int64_t s : sizes) {
-    out.push_back(std::make_shared<Subset>(dataset, std::vector<int64_t>(order.begin() + start, order.begin() + start + s)));
+    out.push_back(
+        std::make_shared<Subset>(dataset, std::vector<int64_t>(order.begin() + start, order.begin() + start + s)));
     start += s;
   }
   return out;

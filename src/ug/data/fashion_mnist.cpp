@@ -29,7 +29,8 @@ std::string find_file(const std::string& root, const std::string& stem) {
 
 int64_t FashionMNIST::checked_index(int64_t index) const {
   const int64_t i = index < 0 ? index + size() : index;
-  if (i < 0 || i >= size()) fail<IndexError>("[FashionMNIST] index ", index, " is out of range for ", size(), " samples");
+  if (i < 0 || i >= size())
+    fail<IndexError>("[FashionMNIST] index ", index, " is out of range for ", size(), " samples");
   return i;
 }
 

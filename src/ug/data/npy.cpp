@@ -29,8 +29,7 @@ struct Header {
   uint64_t data_offset;  // where the data starts
 };
 
-template <class... Args>
-[[noreturn]] void bad(const std::string& name, const Args&... args) {
+template <class... Args> [[noreturn]] void bad(const std::string& name, const Args&... args) {
   fail("[read_npy] ", name, ": ", args...);
 }
 
@@ -89,8 +88,7 @@ class DictParser {
  private:
   char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
   void skip_space() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r'))
-      ++pos_;
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r')) ++pos_;
   }
   void expect(char c) {
     skip_space();
@@ -170,8 +168,8 @@ Header parse_header(std::string_view head, uint64_t total, const std::string& na
     numel *= static_cast<uint64_t>(n);
   }
   if (__builtin_mul_overflow(numel, uint64_t{h.descr.width}, &h.nbytes) || h.nbytes > available)
-    bad(name, "the shape describes more data than the file holds (", numel, " elements of ", h.descr.width,
-        " bytes, ", available, " bytes present)");
+    bad(name, "the shape describes more data than the file holds (", numel, " elements of ", h.descr.width, " bytes, ",
+        available, " bytes present)");
   return h;
 }
 

@@ -21,8 +21,7 @@ class FnStream : public ElementStream {
   std::function<std::optional<Example>()> next_;
 };
 
-template <class Next>
-std::unique_ptr<ElementStream> stream(Next next) {
+template <class Next> std::unique_ptr<ElementStream> stream(Next next) {
   return std::make_unique<FnStream>(std::move(next));
 }
 
@@ -66,14 +65,17 @@ constexpr int64_t kAutotunePrefetch = 4;
 
 NodePtr tensor_slices_node(Example tensors) {
   if (tensors.empty()) fail("[from_tensor_slices] expected at least one tensor");
-  auto label = [&](size_t i) { return tensors.names.empty() ? "tensor " + std::to_string(i) : "'" + tensors.names[i] + "'"; };
+  auto label = [&](size_t i) {
+    return tensors.names.empty() ? "tensor " + std::to_string(i) : "'" + tensors.names[i] + "'";
+  };
   for (size_t i = 0; i < tensors.size(); ++i)
-    if (tensors[i].dim() == 0) fail("[from_tensor_slices] every tensor needs a first dimension; ", label(i), " is a scalar");
+    if (tensors[i].dim() == 0)
+      fail("[from_tensor_slices] every tensor needs a first dimension; ", label(i), " is a scalar");
   const int64_t n = tensors[0].size(0);
   for (size_t i = 1; i < tensors.size(); ++i)
     if (tensors[i].size(0) != n)
-      fail("[from_tensor_slices] the tensors' first dimensions differ: ", label(0), " has shape ", tensors[0].shape(), ", ",
-           label(i), " has shape ", tensors[i].shape());
+      fail("[from_tensor_slices] the tensors' first dimensions differ: ", label(0), " has shape ", tensors[0].shape(),
+           ", ", label(i), " has shape ", tensors[i].shape());
   return node(
       [tensors, n](uint64_t) {
         return stream([tensors, n, i = int64_t{0}]() mutable -> std::optional<Example> {
@@ -104,8 +106,8 @@ NodePtr shuffle_node(NodePtr input, int64_t buffer_size, std::optional<uint64_t>
             buffer.push_back(std::move(*e));
           }
           if (buffer.empty()) return std::nullopt;
-          const size_t pick = std::min(buffer.size() - 1,
-                                       static_cast<size_t>(uniform_doubles(*g, 1)[0] * static_cast<double>(buffer.size())));
+          const size_t pick = std::min(
+              buffer.size() - 1, static_cast<size_t>(uniform_doubles(*g, 1)[0] * static_cast<double>(buffer.size())));
           std::swap(buffer[pick], buffer.back());
           Example out = std::move(buffer.back());
           buffer.pop_back();
@@ -170,24 +172,25 @@ NodePtr repeat_node(NodePtr input, std::optional<int64_t> count) {
       [input, count](uint64_t pass) {
         std::shared_ptr<ElementStream> first;
         if (!count || *count > 0) first = input->open(mix_seed(pass, {0}));
-        return stream([input, count, pass, in = first, round = int64_t{0}, produced = false]() mutable -> std::optional<Example> {
-          while (in) {
-            if (std::optional<Example> e = in->next()) {
-              produced = true;
-              return e;
-            }
-            // An empty pass would repeat forever without producing anything: stop instead.
-            if (!produced || (count && round + 1 >= *count)) {
-              in.reset();
-              break;
-            }
-            ++round;
-            produced = false;
-            in.reset();  // stop the previous pass's threads before the next one starts
-            in = input->open(mix_seed(pass, {static_cast<uint64_t>(round)}));
-          }
-          return std::nullopt;
-        });
+        return stream(
+            [input, count, pass, in = first, round = int64_t{0}, produced = false]() mutable -> std::optional<Example> {
+              while (in) {
+                if (std::optional<Example> e = in->next()) {
+                  produced = true;
+                  return e;
+                }
+                // An empty pass would repeat forever without producing anything: stop instead.
+                if (!produced || (count && round + 1 >= *count)) {
+                  in.reset();
+                  break;
+                }
+                ++round;
+                produced = false;
+                in.reset();  // stop the previous pass's threads before the next one starts
+                in = input->open(mix_seed(pass, {static_cast<uint64_t>(round)}));
+              }
+              return std::nullopt;
+            });
       },
       total);
 }

@@ -20,8 +20,7 @@
 
 namespace ug::data {
 
-template <class T>
-class Prefetcher {
+template <class T> class Prefetcher {
  public:
   /** Item `i` of the stream, or nullopt when the stream ends before it. Called with rising
    *  i by one worker at a time per i; with several workers, for several i at once. */
@@ -69,8 +68,7 @@ class Prefetcher {
     if (consumed_ >= end_) return std::nullopt;
     Slot& slot = slots_[static_cast<size_t>(consumed_ % capacity_)];
     const auto ready = [&] { return slot.done || stopping_; };
-    if (timeout_s_ <= 0)
-      to_consumer_.wait(lock, ready);
+    if (timeout_s_ <= 0) to_consumer_.wait(lock, ready);
     else if (!to_consumer_.wait_for(lock, std::chrono::duration<double>(timeout_s_), ready))
       fail<RuntimeError>("DataLoader timed out after ", timeout_s_, " seconds");
     if (!slot.done) return std::nullopt;  // stopped: the pass ends here

@@ -14,7 +14,8 @@ namespace ug::data {
 namespace {
 
 void check_num_samples(const char* op, int64_t num_samples) {
-  if (num_samples <= 0) fail("[", op, "] num_samples should be a positive integer value, but got num_samples=", num_samples);
+  if (num_samples <= 0)
+    fail("[", op, "] num_samples should be a positive integer value, but got num_samples=", num_samples);
 }
 
 }  // namespace
@@ -34,7 +35,8 @@ uint64_t SeededSampler::next_pass_seed() {
   return seed_ ? mix_seed(*seed_, {static_cast<uint64_t>(epoch)}) : draw_seed();
 }
 
-RandomSampler::RandomSampler(int64_t n, bool replacement, std::optional<int64_t> num_samples, std::optional<uint64_t> seed)
+RandomSampler::RandomSampler(int64_t n, bool replacement, std::optional<int64_t> num_samples,
+                             std::optional<uint64_t> seed)
     : SeededSampler(seed), n_(n), replacement_(replacement), num_samples_(num_samples.value_or(n)) {
   check_num_samples("RandomSampler", num_samples_);
 }
@@ -66,7 +68,8 @@ WeightedRandomSampler::WeightedRandomSampler(std::vector<double> weights, int64_
   double total = 0;
   int64_t positive = 0;
   for (double w : weights_) {
-    if (!(w >= 0) || !std::isfinite(w)) fail("[WeightedRandomSampler] weights must be finite and non-negative, got ", w);
+    if (!(w >= 0) || !std::isfinite(w))
+      fail("[WeightedRandomSampler] weights must be finite and non-negative, got ", w);
     total += w;
     positive += w > 0;
   }
@@ -106,7 +109,12 @@ std::vector<int64_t> WeightedRandomSampler::indices() {
 
 DistributedSampler::DistributedSampler(int64_t dataset_size, int64_t num_replicas, int64_t rank, bool shuffle,
                                        uint64_t seed, bool drop_last)
-    : n_(dataset_size), num_replicas_(num_replicas), rank_(rank), shuffle_(shuffle), seed_(seed), drop_last_(drop_last) {
+    : n_(dataset_size),
+      num_replicas_(num_replicas),
+      rank_(rank),
+      shuffle_(shuffle),
+      seed_(seed),
+      drop_last_(drop_last) {
   if (num_replicas < 1) fail("[DistributedSampler] num_replicas must be at least 1, got ", num_replicas);
   if (rank < 0 || rank >= num_replicas)
     fail("[DistributedSampler] invalid rank ", rank, ", rank should be in the interval [0, ", num_replicas - 1, "]");

@@ -39,8 +39,7 @@ Dims with_hw(const Tensor& input, int64_t h, int64_t w) {
 
 /** Calls fn with a null pointer of the unsigned type as wide as dtype's elements: moving
  *  pixels does not care what they mean. */
-template <class Fn>
-void by_width(DType dtype, Fn&& fn) {
+template <class Fn> void by_width(DType dtype, Fn&& fn) {
   switch (itemsize(dtype)) {
     case 1: return fn(static_cast<uint8_t*>(nullptr));
     case 2: return fn(static_cast<uint16_t*>(nullptr));
@@ -66,8 +65,7 @@ int64_t source_index(int64_t i, int64_t n, PaddingMode mode) {
   return -1;
 }
 
-template <class V>
-std::string list_str(const std::vector<V>& v) {
+template <class V> std::string list_str(const std::vector<V>& v) {
   std::ostringstream os;
   os << "[";
   for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
@@ -170,7 +168,8 @@ Tensor RandomCrop::operator()(const Tensor& input) const {
          padded_w, ") of shape ", input.shape());
   if (mode_ != PaddingMode::Constant && (left || right || top || bottom)) {
     // A mirror or edge needs pixels to copy; torch's reflect pads less than the size.
-    if (im.h == 0 || im.w == 0) fail("[RandomCrop] padding a ", im.h, "x", im.w, " image needs padding_mode='constant'");
+    if (im.h == 0 || im.w == 0)
+      fail("[RandomCrop] padding a ", im.h, "x", im.w, " image needs padding_mode='constant'");
     const int64_t slack = mode_ == PaddingMode::Reflect ? 1 : 0;
     if (mode_ != PaddingMode::Edge && (std::max(left, right) > im.w - slack || std::max(top, bottom) > im.h - slack))
       fail("[RandomCrop] padding (", left, ", ", top, ", ", right, ", ", bottom, ") is too large to ",
@@ -203,7 +202,8 @@ Tensor RandomCrop::operator()(const Tensor& input) const {
           }
           const E* s = plane + rows[y] * im.w;
           for (int64_t x = 0; x < inner_begin; ++x) d[x] = cols[x] < 0 ? fill_value : s[cols[x]];
-          if (inner_end > inner_begin) std::memcpy(d + inner_begin, s + x0 + inner_begin, (inner_end - inner_begin) * sizeof(E));
+          if (inner_end > inner_begin)
+            std::memcpy(d + inner_begin, s + x0 + inner_begin, (inner_end - inner_begin) * sizeof(E));
           for (int64_t x = inner_end; x < width_; ++x) d[x] = cols[x] < 0 ? fill_value : s[cols[x]];
         }
       }

@@ -47,8 +47,8 @@ PaddingMode padding_mode_from_name(const std::string& name);
  *  pad_if_needed, an image smaller than the crop is padded further on both sides. */
 class RandomCrop : public Transform {
  public:
-  RandomCrop(std::vector<int64_t> size, std::vector<int64_t> padding = {}, bool pad_if_needed = false,
-             double fill = 0, PaddingMode padding_mode = PaddingMode::Constant);
+  RandomCrop(std::vector<int64_t> size, std::vector<int64_t> padding = {}, bool pad_if_needed = false, double fill = 0,
+             PaddingMode padding_mode = PaddingMode::Constant);
   Tensor operator()(const Tensor& input) const override;
   std::string repr() const override;
 

@@ -32,8 +32,11 @@ const Tensor& check_numerics(const Tensor& x, std::string_view message) {
   const bool nan = any(x, ops::UnaryOp::IsNan);
   const bool inf = any(x, ops::UnaryOp::IsInf);
   if (nan || inf)
-    fail<RuntimeError>("[check_numerics] ", message, ": tensor of shape ", x.shape(), " and dtype ", x.dtype(),
-                       " has ", nan && inf ? "NaN and Inf" : nan ? "NaN" : "Inf", " values");
+    fail<RuntimeError>("[check_numerics] ", message, ": tensor of shape ", x.shape(), " and dtype ", x.dtype(), " has ",
+                       nan && inf ? "NaN and Inf"
+                       : nan      ? "NaN"
+                                  : "Inf",
+                       " values");
   return x;
 }
 

@@ -35,10 +35,11 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : version_(t.version()
 Tensor SavedTensor::unpack(Node* owner, const char* op) const {
   if (!data_.defined()) return data_;
   if (data_.version() != version_)
-    fail<RuntimeError>("[backward] one of the tensors needed for gradient computation has been modified by an "
-                       "in-place operation: a ", data_.dtype(), " tensor of shape ", data_.shape(), " saved by ",
-                       op, " is at version ", data_.version(), "; expected version ", version_,
-                       ". Use out-of-place ops (or clone()) before changing it in place.");
+    fail<RuntimeError>(
+        "[backward] one of the tensors needed for gradient computation has been modified by an "
+        "in-place operation: a ",
+        data_.dtype(), " tensor of shape ", data_.shape(), " saved by ", op, " is at version ", data_.version(),
+        "; expected version ", version_, ". Use out-of-place ops (or clone()) before changing it in place.");
   if (!is_output_ || !GradMode::is_enabled()) return data_;
   // Double backward: give the saved output its place in the graph again.
   Tensor t = alias(data_);
@@ -73,9 +74,12 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&&) {
 }
 
 void throw_graph_freed(const char* op) {
-  fail<RuntimeError>("[backward] trying to backward through the graph a second time (or to use saved tensors "
-                     "after they were freed) at ", op, ". Pass retain_graph=True to the first backward "
-                     "if you need to backward through the graph again.");
+  fail<RuntimeError>(
+      "[backward] trying to backward through the graph a second time (or to use saved tensors "
+      "after they were freed) at ",
+      op,
+      ". Pass retain_graph=True to the first backward "
+      "if you need to backward through the graph again.");
 }
 
 namespace autograd {

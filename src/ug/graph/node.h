@@ -106,8 +106,7 @@ using Saved = std::span<const Tensor>;
 /** The node an op call leaves (graph/op_call.h): the op's vjp rule and the tensors it saved,
  *  held in the node itself so that recording allocates little. vjp(Saved, grads) -> one
  *  gradient per input. */
-template <class Vjp>
-class RuleNode final : public Node {
+template <class Vjp> class RuleNode final : public Node {
  public:
   RuleNode(const char* name, std::vector<Edge> next_edges, Vjp vjp)
       : Node(std::move(next_edges)), name_(name), vjp_(std::move(vjp)) {}

@@ -46,8 +46,7 @@ struct NoRule {};
 
 /** A list finish() reads during the call: a braced list ({&a, &b}) or a vector, for ops
  *  whose operand count varies (cat, the recurrent layers). Holds no copy. */
-template <class T>
-class List {
+template <class T> class List {
  public:
   List(std::initializer_list<T> l) : items_(l.begin(), l.size()) {}
   List(const std::vector<T>& v) : items_(v) {}
@@ -66,7 +65,8 @@ using Saves = List<Save>;
 class OpCall {
  public:
   explicit OpCall(const OpDef& def) : def_(def) {
-    if (detail::current_capture) [[unlikely]] enter();
+    if (detail::current_capture) [[unlikely]]
+      enter();
   }
   ~OpCall() {
     if (capture_) leave();
@@ -91,8 +91,7 @@ class OpCall {
    *  Either may be NoRule. A vjp whose captures cost something to build (shapes, index
    *  lists) is given as a maker, `[&] { return [captures](Saved s, Tensors&& g) {...}; }`, run
    *  only when a node is recorded, so that a call without gradients never builds them. */
-  template <class Vjp, class Jvp>
-  void finish(Inputs inputs, Outputs outputs, Saves saved, Vjp&& vjp, Jvp&& jvp) {
+  template <class Vjp, class Jvp> void finish(Inputs inputs, Outputs outputs, Saves saved, Vjp&& vjp, Jvp&& jvp) {
     check_numerics(outputs);
     if (capture_) record_capture(inputs, outputs);
     if constexpr (!std::is_same_v<std::decay_t<Jvp>, NoRule>) {
@@ -101,10 +100,8 @@ class OpCall {
     }
     if constexpr (!std::is_same_v<std::decay_t<Vjp>, NoRule>) {
       if (any_floating(outputs) && needs_grad(inputs)) {
-        if constexpr (std::is_invocable_v<Vjp&>)
-          record_node(inputs, outputs, saved, vjp());
-        else
-          record_node(inputs, outputs, saved, std::forward<Vjp>(vjp));
+        if constexpr (std::is_invocable_v<Vjp&>) record_node(inputs, outputs, saved, vjp());
+        else record_node(inputs, outputs, saved, std::forward<Vjp>(vjp));
       }
     }
   }
@@ -130,14 +127,12 @@ class OpCall {
     return false;
   }
 
-  template <class Jvp>
-  static void propagate_tangents(Inputs inputs, Outputs outputs, Jvp& jvp) {
+  template <class Jvp> static void propagate_tangents(Inputs inputs, Outputs outputs, Jvp& jvp) {
     forward::propagate(std::vector<const Tensor*>(inputs.begin(), inputs.end()),
                        std::vector<const Tensor*>(outputs.begin(), outputs.end()), jvp);
   }
 
-  template <class Vjp>
-  void record_node(Inputs inputs, Outputs outputs, Saves saved, Vjp&& vjp) {
+  template <class Vjp> void record_node(Inputs inputs, Outputs outputs, Saves saved, Vjp&& vjp) {
     autograd::record(def_.name(), inputs.span(), outputs.span(), saved.span(), std::forward<Vjp>(vjp));
   }
 

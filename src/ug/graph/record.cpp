@@ -33,7 +33,8 @@ bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) 
   // Tangents (forward mode) must follow an in-place change whatever the grad mode.
   if (forward::has_tangent(t) || (other && forward::has_tangent(*other))) {
     if (t.impl().is_view())
-      fail<RuntimeError>("[", op, "] in-place change of a view of a tensor with a forward-mode tangent is not "
+      fail<RuntimeError>("[", op,
+                         "] in-place change of a view of a tensor with a forward-mode tangent is not "
                          "supported; use out-of-place ops");
     return true;
   }
@@ -41,11 +42,13 @@ bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) 
   AutogradMeta* m = meta_if(t);
   const bool t_grad = m && (m->requires_grad || m->grad_fn);
   if (t_grad && !m->grad_fn)
-    fail<RuntimeError>("[", op, "] a leaf tensor that requires grad is being used in an in-place operation; "
+    fail<RuntimeError>("[", op,
+                       "] a leaf tensor that requires grad is being used in an in-place operation; "
                        "wrap it in no_grad() or use the out-of-place form");
   const bool needed = t_grad || (other && other->defined() && requires_grad(*other));
   if (needed && t.impl().is_view())
-    fail<RuntimeError>("[", op, "] in-place change of a view while recording gradients is not supported: the "
+    fail<RuntimeError>("[", op,
+                       "] in-place change of a view while recording gradients is not supported: the "
                        "base tensor's history would miss it; use out-of-place ops (cat, where, index ops)");
   return needed;
 }

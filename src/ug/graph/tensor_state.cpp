@@ -9,8 +9,9 @@ bool Tensor::requires_grad() const { return autograd::requires_grad(*this); }
 Tensor& Tensor::requires_grad_(bool requires_grad) {
   AutogradMeta& m = autograd::meta(*this);
   if (m.grad_fn && !requires_grad)
-    fail<RuntimeError>("[requires_grad_] you can only change requires_grad of leaf tensors; use detach() to get a "
-                       "tensor that does not require grad");
+    fail<RuntimeError>(
+        "[requires_grad_] you can only change requires_grad of leaf tensors; use detach() to get a "
+        "tensor that does not require grad");
   if (requires_grad && !is_floating(dtype()))
     fail<RuntimeError>("[requires_grad_] only tensors of floating point dtype can require gradients, got ", dtype());
   m.requires_grad = requires_grad;

@@ -178,8 +178,7 @@ struct Source {
   std::function<void(uint64_t offset, void* dst, uint64_t n)> read;
 };
 
-template <class... Args>
-[[noreturn]] void bad(const Source& src, const Args&... args) {
+template <class... Args> [[noreturn]] void bad(const Source& src, const Args&... args) {
   fail<ValueError>("[safetensors] '", src.name, "': ", args...);
 }
 
@@ -286,18 +285,19 @@ Header parse_header(const Source& src) {
   // As the reference: the ranges tile the data section, without gaps or overlaps.
   std::vector<const Entry*> by_offset;
   for (const Entry& e : out.entries) by_offset.push_back(&e);
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const Entry* a, const Entry* b) { return a->begin != b->begin ? a->begin < b->begin : a->end < b->end; });
+  std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
   uint64_t covered = 0;
   const Entry* previous = nullptr;
   for (const Entry* e : by_offset) {
     if (e->begin < covered) bad(src, "tensors '", previous->name, "' and '", e->name, "' overlap");
-    if (e->begin > covered) bad(src, "bytes ", covered, " to ", e->begin, " before tensor '", e->name, "' belong to no tensor");
+    if (e->begin > covered)
+      bad(src, "bytes ", covered, " to ", e->begin, " before tensor '", e->name, "' belong to no tensor");
     covered = e->end;
     previous = e;
   }
-  if (covered != data_size)
-    bad(src, "the tensors cover ", covered, " bytes but the data section holds ", data_size);
+  if (covered != data_size) bad(src, "the tensors cover ", covered, " bytes but the data section holds ", data_size);
   return out;
 }
 
@@ -337,7 +337,8 @@ class FileSource {
                    ssize_t r = ::pread(fd, p, std::min<uint64_t>(n, uint64_t{1} << 30), static_cast<off_t>(offset));
                    if (r < 0 && errno == EINTR) continue;
                    if (r < 0) os_fail("read", path);
-                   if (r == 0) fail<ValueError>("[safetensors] '", path, "': the file ended early (changed while read?)");
+                   if (r == 0)
+                     fail<ValueError>("[safetensors] '", path, "': the file ended early (changed while read?)");
                    p += r;
                    offset += static_cast<uint64_t>(r);
                    n -= static_cast<uint64_t>(r);

@@ -103,7 +103,8 @@ OrderedDict<Tensor> Tree::as_tensor_dict() const {
   OrderedDict<Tensor> out;
   for (const auto& [key, value] : entries()) {
     const std::string* name = std::get_if<std::string>(&key);
-    if (!name) fail<TypeError>("[io.Tree] expected a dict of name -> Tensor, but key ", key_to_string(key), " is an int");
+    if (!name)
+      fail<TypeError>("[io.Tree] expected a dict of name -> Tensor, but key ", key_to_string(key), " is an int");
     if (value.kind() != Kind::Tensor)
       fail<TypeError>("[io.Tree] expected a dict of name -> Tensor, but '", *name, "' is a ", kind_name(value.kind()));
     out.insert(*name, value.as_tensor());

@@ -29,9 +29,7 @@ bool is_flat(const Tree& tree) {
 void collect(const Tree& t, const std::string& path, int depth, std::vector<std::pair<std::string, Tensor>>& out) {
   auto child_path = [&](const std::string& part) { return depth == 0 ? part : path + "." + part; };
   switch (t.kind()) {
-    case Tree::Kind::Tensor:
-      out.emplace_back(path, t.as_tensor());
-      return;
+    case Tree::Kind::Tensor: out.emplace_back(path, t.as_tensor()); return;
     case Tree::Kind::List:
     case Tree::Kind::Tuple:
     case Tree::Kind::Dict:
@@ -40,11 +38,11 @@ void collect(const Tree& t, const std::string& path, int depth, std::vector<std:
       if (t.is_dict()) {
         for (const auto& [key, value] : t.entries()) collect(value, child_path(key_to_string(key)), depth + 1, out);
       } else {
-        for (size_t i = 0; i < t.items().size(); ++i) collect(t.items()[i], child_path(std::to_string(i)), depth + 1, out);
+        for (size_t i = 0; i < t.items().size(); ++i)
+          collect(t.items()[i], child_path(std::to_string(i)), depth + 1, out);
       }
       return;
-    default:
-      return;
+    default: return;
   }
 }
 
@@ -56,8 +54,7 @@ void give_unique_names(std::vector<std::pair<std::string, Tensor>>& named) {
   for (auto& [name, t] : named) {
     if (count[name] == 1 && name != "__metadata__") continue;
     std::string unique;
-    for (int k = 1; taken.count(unique = name + "#" + std::to_string(k)); ++k) {
-    }
+    for (int k = 1; taken.count(unique = name + "#" + std::to_string(k)); ++k) {}
     taken[unique] = 1;
     name = std::move(unique);
   }
@@ -87,7 +84,7 @@ ordered_json skeleton(const Tree& t, const std::vector<std::pair<std::string, Te
       ordered_json entries = ordered_json::array();
       for (const auto& [key, value] : t.entries()) {
         ordered_json k = std::holds_alternative<int64_t>(key) ? ordered_json(std::get<int64_t>(key))
-                                                               : ordered_json(std::get<std::string>(key));
+                                                              : ordered_json(std::get<std::string>(key));
         entries.push_back(ordered_json::array({std::move(k), skeleton(value, named, next)}));
       }
       return {{"dict", std::move(entries)}};
@@ -155,8 +152,7 @@ class Unflattener {
     bool used;
   };
 
-  template <class... Args>
-  [[noreturn]] void bad(const Args&... args) const {
+  template <class... Args> [[noreturn]] void bad(const Args&... args) const {
     fail<ValueError>("[load] '", source_, "': bad '", kTreeMetadataKey, "' metadata: ", args...);
   }
 

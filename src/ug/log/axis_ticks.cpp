@@ -57,10 +57,8 @@ AxisTicks ticks_within(double lo, double hi, int target, bool integer) {
 std::string tick_label(double value, const AxisTicks& ticks) {
   char text[64];
   double magnitude = std::max(std::abs(ticks.lo), std::abs(ticks.hi));
-  if (ticks.decimals > 6 || magnitude >= 1e7)
-    std::snprintf(text, sizeof text, "%g", value);
-  else
-    std::snprintf(text, sizeof text, "%.*f", ticks.decimals, value);
+  if (ticks.decimals > 6 || magnitude >= 1e7) std::snprintf(text, sizeof text, "%g", value);
+  else std::snprintf(text, sizeof text, "%.*f", ticks.decimals, value);
   return text;
 }
 

@@ -21,8 +21,8 @@ std::string event_file_path(const std::string& log_dir, const std::string& suffi
   static std::atomic<uint64_t> files_opened{0};
   char secs[32];
   std::snprintf(secs, sizeof secs, "%010lld", static_cast<long long>(wall_time()));
-  std::string name = std::string("events.out.tfevents.") + secs + "." + host_name() + "." +
-                     std::to_string(::getpid()) + "." + std::to_string(files_opened++) + suffix;
+  std::string name = std::string("events.out.tfevents.") + secs + "." + host_name() + "." + std::to_string(::getpid()) +
+                     "." + std::to_string(files_opened++) + suffix;
   return (std::filesystem::path(log_dir) / name).string();
 }
 

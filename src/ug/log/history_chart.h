@@ -19,7 +19,6 @@ using MetricHistory = std::vector<std::pair<std::string, std::vector<double>>>;
 ChartSpec history_chart(const MetricHistory& history, const std::string& title = "training history");
 
 /** Writes history_chart(history, title) to path as SVG. */
-void plot_history(const MetricHistory& history, const std::string& path,
-                  const std::string& title = "training history");
+void plot_history(const MetricHistory& history, const std::string& path, const std::string& title = "training history");
 
 }  // namespace ug::logging

@@ -105,8 +105,8 @@ void draw_axes(std::string& out, const Panel& panel, const Frame& f) {
 }
 
 void draw_series(std::string& out, const Series& s, const char* color, const Frame& f) {
-  out += "<g class=\"series\" data-series=\"" + escape(s.name) + "\" stroke=\"" + color + "\" fill=\"" + color +
-         "\">\n";
+  out +=
+      "<g class=\"series\" data-series=\"" + escape(s.name) + "\" stroke=\"" + color + "\" fill=\"" + color + "\">\n";
   size_t n = s.values.size();
   for (size_t i = 0; i < n;) {
     if (!std::isfinite(s.values[i])) {
@@ -153,8 +153,8 @@ std::string chart_svg(const ChartSpec& spec) {
   double width = spec.panel_width * static_cast<double>(spec.panels.size());
   double height = kTitleHeight + spec.panel_height;
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    num(width) + "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(width) + " " +
-                    num(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+                    num(width) + "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(width) + " " + num(height) +
+                    "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   out += "<text class=\"title\" x=\"" + num(width / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"16\">" +
          escape(spec.title) + "</text>\n";

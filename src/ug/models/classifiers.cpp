@@ -27,8 +27,7 @@ Tensor LeNet::forward(const Tensor& x) {
   return fc3_(h);
 }
 
-TransformerClassifier::TransformerClassifier(Options options)
-    : Module("TransformerClassifier"), options_(options) {
+TransformerClassifier::TransformerClassifier(Options options) : Module("TransformerClassifier"), options_(options) {
   if (options.d_model % options.heads != 0)
     fail("[TransformerClassifier] d_model ", options.d_model, " is not divisible by heads ", options.heads);
   embed_ = register_module("embed", nn::Linear(options.features, options.d_model));
@@ -36,8 +35,8 @@ TransformerClassifier::TransformerClassifier(Options options)
   nn::init::normal_(position, 0.0, 0.02);
   encoder_ = register_module("encoder", nn::ModuleList());
   for (int64_t i = 0; i < options.layers; ++i)
-    encoder_->push_back(nn::TransformerEncoderLayer(options.d_model, options.heads, options.ff, /*dropout=*/0.0,
-                                                    "gelu", 1e-5, /*batch_first=*/true, /*norm_first=*/true)
+    encoder_->push_back(nn::TransformerEncoderLayer(options.d_model, options.heads, options.ff, /*dropout=*/0.0, "gelu",
+                                                    1e-5, /*batch_first=*/true, /*norm_first=*/true)
                             .ptr());
   norm_ = register_module("norm", nn::LayerNorm(Dims{options.d_model}));
   head_ = register_module("head", nn::Linear(options.d_model, options.classes));

@@ -23,8 +23,7 @@ const std::map<std::string, Config>& defaults() {
       {"mlp", {{"in_features", 784}, {"hidden", 128}, {"classes", 10}}},
       {"lenet", {{"in_channels", 1}, {"classes", 10}}},
       {"transformer",
-       {{"tokens", 28}, {"features", 28}, {"d_model", 64}, {"heads", 4}, {"ff", 128}, {"layers", 2},
-        {"classes", 10}}},
+       {{"tokens", 28}, {"features", 28}, {"d_model", 64}, {"heads", 4}, {"ff", 128}, {"layers", 2}, {"classes", 10}}},
   };
   return table;
 }
@@ -41,14 +40,13 @@ std::shared_ptr<nn::Module> make(const std::string& name, const Config& c) {
                           nn::Linear(c.at("hidden"), c.at("classes")))
         .ptr();
   if (name == "lenet") return std::make_shared<LeNet>(c.at("in_channels"), c.at("classes"));
-  return std::make_shared<TransformerClassifier>(TransformerClassifier::Options{
-      .tokens = c.at("tokens"),
-      .features = c.at("features"),
-      .d_model = c.at("d_model"),
-      .heads = c.at("heads"),
-      .ff = c.at("ff"),
-      .layers = c.at("layers"),
-      .classes = c.at("classes")});
+  return std::make_shared<TransformerClassifier>(TransformerClassifier::Options{.tokens = c.at("tokens"),
+                                                                                .features = c.at("features"),
+                                                                                .d_model = c.at("d_model"),
+                                                                                .heads = c.at("heads"),
+                                                                                .ff = c.at("ff"),
+                                                                                .layers = c.at("layers"),
+                                                                                .classes = c.at("classes")});
 }
 
 /** The architecture's settings over its defaults, checked. */
@@ -93,8 +91,7 @@ Shape input_shape(const Architecture& arch) {
 }
 
 void save_model(const nn::Module& model, const Architecture& arch, const std::string& path) {
-  io::Metadata metadata = {{kArchitectureKey, arch.name},
-                           {kConfigKey, nlohmann::json(arch.config).dump()}};
+  io::Metadata metadata = {{kArchitectureKey, arch.name}, {kConfigKey, nlohmann::json(arch.config).dump()}};
   io::save_file(model.state_dict(), path, metadata);
 }
 

@@ -12,12 +12,9 @@
 namespace ug::nn {
 
 namespace detail {
-template <class M>
-std::shared_ptr<Module> as_module(M&& m) {
-  if constexpr (requires { m.ptr(); })
-    return std::static_pointer_cast<Module>(m.ptr());
-  else
-    return std::static_pointer_cast<Module>(std::forward<M>(m));
+template <class M> std::shared_ptr<Module> as_module(M&& m) {
+  if constexpr (requires { m.ptr(); }) return std::static_pointer_cast<Module>(m.ptr());
+  else return std::static_pointer_cast<Module>(std::forward<M>(m));
 }
 }  // namespace detail
 
@@ -25,8 +22,8 @@ class SequentialImpl : public Module {
  public:
   /** Sequential(Linear(784, 128), ReLU(), Linear(128, 10)): children named "0", "1", ... */
   template <class... M>
-    requires(!std::is_base_of_v<Module, std::remove_cvref_t<M>> && ...)
-  explicit SequentialImpl(M&&... modules) : Module("Sequential") {
+  requires(!std::is_base_of_v<Module, std::remove_cvref_t<M>> && ...) explicit SequentialImpl(M&&... modules)
+      : Module("Sequential") {
     (push_back(detail::as_module(std::forward<M>(modules))), ...);
   }
   void push_back(std::shared_ptr<Module> m) { push_back(std::to_string(size()), std::move(m)); }
@@ -43,8 +40,8 @@ UG_MODULE(Sequential);
 class ModuleListImpl : public Module {
  public:
   template <class... M>
-    requires(!std::is_base_of_v<Module, std::remove_cvref_t<M>> && ...)
-  explicit ModuleListImpl(M&&... modules) : Module("ModuleList") {
+  requires(!std::is_base_of_v<Module, std::remove_cvref_t<M>> && ...) explicit ModuleListImpl(M&&... modules)
+      : Module("ModuleList") {
     (push_back(detail::as_module(std::forward<M>(modules))), ...);
   }
   void push_back(std::shared_ptr<Module> m);

@@ -34,8 +34,8 @@ double erfinv(double y) {
 }  // namespace
 
 double calculate_gain(const std::string& nonlinearity, double param) {
-  static const char* linear_like[] = {"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-                                      "conv_transpose2d", "conv_transpose3d", "sigmoid"};
+  static const char* linear_like[] = {"linear",           "conv1d",           "conv2d",           "conv3d",
+                                      "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "sigmoid"};
   for (const char* name : linear_like)
     if (nonlinearity == name) return 1;
   if (nonlinearity == "tanh") return 5.0 / 3;
@@ -46,8 +46,7 @@ double calculate_gain(const std::string& nonlinearity, double param) {
 }
 
 std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t) {
-  if (t.dim() < 2)
-    fail("[init] fan in and fan out need a tensor of at least 2 dims, got shape ", t.shape());
+  if (t.dim() < 2) fail("[init] fan in and fan out need a tensor of at least 2 dims, got shape ", t.shape());
   int64_t receptive = 1;
   for (int64_t d = 2; d < t.dim(); ++d) receptive *= t.size(d);
   return {t.size(1) * receptive, t.size(0) * receptive};

@@ -38,8 +38,8 @@ Tensor& Module::register_parameter(const std::string& name, Tensor t, bool requi
   if (name.empty() || name.find('.') != std::string::npos)
     fail("[register_parameter] a parameter name must be non-empty and have no dots, got \"", name, "\"");
   if (buffers_.contains(name) || children_.contains(name))
-    fail("[register_parameter] \"", name, "\" is already a ", buffers_.contains(name) ? "buffer" : "submodule",
-         " of ", type_name_);
+    fail("[register_parameter] \"", name, "\" is already a ", buffers_.contains(name) ? "buffer" : "submodule", " of ",
+         type_name_);
   if (t.defined()) {
     if (requires_grad && !t.is_floating_point())
       fail<TypeError>("[register_parameter] parameter \"", name, "\" must have a floating dtype, got ", t.dtype());
@@ -63,8 +63,8 @@ std::shared_ptr<Module> Module::register_module(const std::string& name, std::sh
   if (name.empty() || name.find('.') != std::string::npos)
     fail("[register_module] a submodule name must be non-empty and have no dots, got \"", name, "\"");
   if (parameters_.contains(name) || buffers_.contains(name))
-    fail("[register_module] \"", name, "\" is already a ", parameters_.contains(name) ? "parameter" : "buffer",
-         " of ", type_name_);
+    fail("[register_module] \"", name, "\" is already a ", parameters_.contains(name) ? "parameter" : "buffer", " of ",
+         type_name_);
   return children_.insert(name, std::move(m));
 }
 
@@ -92,7 +92,8 @@ void Module::unregister(const std::string& name) {
 void Module::collect_parameters(const std::string& prefix, bool recurse,
                                 std::vector<std::pair<std::string, Tensor>>& out) const {
   for (const auto& [name, t] : parameters_)
-    if (t.defined() && std::none_of(out.begin(), out.end(), [&t = t](const auto& p) { return p.second.impl_ref() == t.impl_ref(); }))
+    if (t.defined() &&
+        std::none_of(out.begin(), out.end(), [&t = t](const auto& p) { return p.second.impl_ref() == t.impl_ref(); }))
       out.emplace_back(join(prefix, name), t);
   if (recurse)
     for (const auto& [name, m] : children_)
@@ -378,7 +379,8 @@ std::string Module::summary(const Shape& input_shape, DType dtype) {
   // looking through ModuleList / ModuleDict, which hold layers but are never called. A model
   // without children is one row.
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> layers;
-  std::function<void(const std::string&, const Module&)> collect = [&](const std::string& prefix, const Module& parent) {
+  std::function<void(const std::string&, const Module&)> collect = [&](const std::string& prefix,
+                                                                       const Module& parent) {
     for (auto& [name, m] : parent.named_children()) {
       if (m->type_name() == "ModuleList" || m->type_name() == "ModuleDict") collect(prefix + name + ".", *m);
       else layers.emplace_back(prefix + name, m);
@@ -416,7 +418,8 @@ std::string Module::summary(const Shape& input_shape, DType dtype) {
   };
   std::vector<std::array<std::string, 3>> cells;
   for (const Row& r : rows)
-    cells.push_back({r.name.empty() ? r.type : r.name + " (" + r.type + ")", shape_text(r.shape), std::to_string(r.params)});
+    cells.push_back(
+        {r.name.empty() ? r.type : r.name + " (" + r.type + ")", shape_text(r.shape), std::to_string(r.params)});
   size_t w0 = 12, w1 = 12, w2 = 7;
   for (auto& c : cells) {
     w0 = std::max(w0, c[0].size());
@@ -427,7 +430,8 @@ std::string Module::summary(const Shape& input_shape, DType dtype) {
   const size_t width = w0 + w1 + w2 + 6;
   std::ostringstream t;
   t << "Model: \"" << type_name_ << "\"\n" << std::string(width, '=') << "\n";
-  t << pad("Layer (type)", w0) << "   " << pad("Output Shape", w1) << "   " << "Param #\n";
+  t << pad("Layer (type)", w0) << "   " << pad("Output Shape", w1) << "   "
+    << "Param #\n";
   t << std::string(width, '=') << "\n";
   for (auto& c : cells) t << pad(c[0], w0) << "   " << pad(c[1], w1) << "   " << c[2] << "\n";
   t << std::string(width, '=') << "\n";
@@ -470,8 +474,7 @@ Tensor Module::apply(const TensorDict& params, const Tensor& x) {
 ParameterSwap::ParameterSwap(Module& root, const TensorDict& values) {
   for (const auto& [name, t] : values) {
     Tensor* slot = root.find_tensor(name);
-    if (!slot)
-      fail<IndexError>("[functional_call] ", root.type_name(), " has no parameter or buffer \"", name, "\"");
+    if (!slot) fail<IndexError>("[functional_call] ", root.type_name(), " has no parameter or buffer \"", name, "\"");
     if (!(slot->shape() == t.shape()))
       fail("[functional_call] \"", name, "\" has shape ", slot->shape(), " but was given shape ", t.shape());
     saved_.emplace_back(slot, *slot);

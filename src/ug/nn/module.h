@@ -44,8 +44,7 @@ class Module : public std::enable_shared_from_this<Module> {
    *  are part of the state dict. */
   Tensor& register_buffer(const std::string& name, Tensor t, bool persistent = true);
   std::shared_ptr<Module> register_module(const std::string& name, std::shared_ptr<Module> m);
-  template <class M>
-  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
+  template <class M> std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
     register_module(name, std::static_pointer_cast<Module>(m));
     return m;
   }
@@ -116,7 +115,8 @@ class Module : public std::enable_shared_from_this<Module> {
   using ForwardHook = std::function<std::optional<Tensor>(Module&, const Tensor& input, const Tensor& output)>;
   /** A hook's general form, for call(). */
   using AnyForwardPreHook = std::function<std::optional<std::any>(Module&, const std::any& inputs)>;
-  using AnyForwardHook = std::function<std::optional<std::any>(Module&, const std::any& inputs, const std::any& output)>;
+  using AnyForwardHook =
+      std::function<std::optional<std::any>(Module&, const std::any& inputs, const std::any& output)>;
   /** Hooks may return a replacement input (pre) or output; they return an id for remove_hook.
    *  A hook runs, in registration order, on operator()'s calls and, when it has a general
    *  form, on call()'s; an empty form skips those calls. */
@@ -139,8 +139,7 @@ class Module : public std::enable_shared_from_this<Module> {
   TensorDict init(const Tensor& key);
   /** Runs fn with the given tensors standing in for the parameters and buffers of those
    *  names (others keep theirs), then restores the module, even if fn throws. */
-  template <class F>
-  auto functional_call(const TensorDict& params, F&& fn);
+  template <class F> auto functional_call(const TensorDict& params, F&& fn);
   /** forward(x) computed with `params` (model.apply(params, x)). */
   Tensor apply(const TensorDict& params, const Tensor& x);
   /** Re-draws this module's own parameters with PyTorch's default initialisation for the
@@ -168,8 +167,7 @@ class Module : public std::enable_shared_from_this<Module> {
   OrderedDict<Tensor> parameters_;
   OrderedDict<Entry> buffers_;
   OrderedDict<std::shared_ptr<Module>> children_;
-  template <class OnTensor, class OnAny>
-  struct Hook {
+  template <class OnTensor, class OnAny> struct Hook {
     size_t id;
     OnTensor on_tensor;
     OnAny on_any;
@@ -195,21 +193,20 @@ class ParameterSwap {
   std::vector<std::pair<Tensor*, Tensor>> saved_;
 };
 
-template <class F>
-auto Module::functional_call(const TensorDict& params, F&& fn) {
+template <class F> auto Module::functional_call(const TensorDict& params, F&& fn) {
   ParameterSwap swap(*this, params);
   return fn();
 }
 
 /** A shared handle to a layer: `Linear fc(4, 2);` constructs a LinearImpl, `fc->weight` and
  *  `fc(x)` reach it. Empty holders come from `nullptr`. */
-template <class Impl>
-class ModuleHolder {
+template <class Impl> class ModuleHolder {
  public:
   using ImplType = Impl;
   template <class... Args>
-    requires(!(sizeof...(Args) == 1 && (std::is_base_of_v<ModuleHolder, std::remove_cvref_t<Args>> && ...)))
-  explicit ModuleHolder(Args&&... args) : impl_(std::make_shared<Impl>(std::forward<Args>(args)...)) {}
+  requires(!(sizeof...(Args) == 1 &&
+             (std::is_base_of_v<ModuleHolder, std::remove_cvref_t<Args>> && ...))) explicit ModuleHolder(Args&&... args)
+      : impl_(std::make_shared<Impl>(std::forward<Args>(args)...)) {}
   ModuleHolder(std::nullptr_t) {}
   ModuleHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -217,12 +214,9 @@ class ModuleHolder {
   Impl& operator*() const { return *impl_; }
   const std::shared_ptr<Impl>& ptr() const { return impl_; }
   explicit operator bool() const { return static_cast<bool>(impl_); }
-  template <class... Args>
-  auto operator()(Args&&... args) {
-    if constexpr (sizeof...(Args) == 1)
-      return (*impl_)(std::forward<Args>(args)...);
-    else
-      return impl_->forward(std::forward<Args>(args)...);
+  template <class... Args> auto operator()(Args&&... args) {
+    if constexpr (sizeof...(Args) == 1) return (*impl_)(std::forward<Args>(args)...);
+    else return impl_->forward(std::forward<Args>(args)...);
   }
 
  private:
@@ -230,9 +224,9 @@ class ModuleHolder {
 };
 
 /** Declares the holder `Name` for `NameImpl`, as libtorch's TORCH_MODULE does. */
-#define UG_MODULE(Name)                                \
-  class Name : public ::ug::nn::ModuleHolder<Name##Impl> { \
-   public:                                             \
+#define UG_MODULE(Name)                                     \
+  class Name : public ::ug::nn::ModuleHolder<Name##Impl> {  \
+   public:                                                  \
     using ::ug::nn::ModuleHolder<Name##Impl>::ModuleHolder; \
   }
 

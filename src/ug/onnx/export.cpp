@@ -20,8 +20,7 @@ constexpr int kMinOpset = 13, kMaxOpset = 20;
 
 std::vector<std::string> names_or_default(const std::vector<std::string>& given, size_t count, const char* prefix,
                                           const char* what) {
-  if (given.size() > count)
-    fail("[onnx.export] ", given.size(), " ", what, " names given for ", count, " ", what, "s");
+  if (given.size() > count) fail("[onnx.export] ", given.size(), " ", what, " names given for ", count, " ", what, "s");
   std::vector<std::string> names = given;
   for (size_t i = names.size(); i < count; ++i) names.push_back(prefix + std::to_string(i));
   return names;
@@ -34,8 +33,7 @@ std::vector<std::string> dim_names(const ExportOptions& options, const std::stri
   if (it == options.dynamic_axes.end()) return dims;
   for (const auto& [axis, symbol] : it->second) {
     const int64_t d = axis < 0 ? axis + t.dim() : axis;
-    if (d < 0 || d >= t.dim())
-      fail("[onnx.export] dynamic_axes: '", name, "' has ", t.dim(), " dims, got axis ", axis);
+    if (d < 0 || d >= t.dim()) fail("[onnx.export] dynamic_axes: '", name, "' has ", t.dim(), " dims, got axis ", axis);
     dims[d] = symbol.empty() ? name + "_dim_" + std::to_string(d) : symbol;
   }
   return dims;
@@ -48,8 +46,7 @@ void check_options(const ExportOptions& options, const std::vector<std::string>&
          options.opset_version);
   std::set<std::string> known(inputs.begin(), inputs.end());
   known.insert(outputs.begin(), outputs.end());
-  if (known.size() != inputs.size() + outputs.size())
-    fail("[onnx.export] input and output names must be distinct");
+  if (known.size() != inputs.size() + outputs.size()) fail("[onnx.export] input and output names must be distinct");
   for (const auto& [name, axes] : options.dynamic_axes)
     if (!known.contains(name)) fail("[onnx.export] dynamic_axes names '", name, "', which is no input or output");
 }
@@ -120,8 +117,8 @@ void export_model(nn::Module& model, const std::vector<Tensor>& example_inputs, 
   EvalModeGuard eval_mode(model);
   std::vector<std::pair<std::string, Tensor>> named = model.named_parameters();
   for (auto& b : model.named_buffers()) named.push_back(std::move(b));
-  export_function([&model](const std::vector<Tensor>& x) { return std::vector<Tensor>{model(x[0])}; },
-                  example_inputs, named, path, options);
+  export_function([&model](const std::vector<Tensor>& x) { return std::vector<Tensor>{model(x[0])}; }, example_inputs,
+                  named, path, options);
 }
 
 }  // namespace ug::onnx

@@ -41,25 +41,21 @@ std::vector<int64_t> wrap_axes(std::vector<int64_t> axes, int64_t rank) {
 // ---- elementwise --------------------------------------------------------------------------
 
 /** One ONNX op on the input in the output's dtype. */
-template <const char* Op>
-void unary(GraphBuilder& g, const CapturedCall& c) {
+template <const char* Op> void unary(GraphBuilder& g, const CapturedCall& c) {
   std::string x = in(g, c, 0);
   g.node(Op, {x}, {g.output(c)});
 }
 
 /** A unary op that is one ONNX op, on the input in the output's dtype. */
-template <class Op>
-void unary_node(GraphBuilder& g, const CapturedCall& c) {
+template <class Op> void unary_node(GraphBuilder& g, const CapturedCall& c) {
   g.node(Op::onnx, {in(g, c, 0)}, {g.output(c)});
 }
-template <class Op>
-void add_unary_row(std::map<std::string, Emitter>& t) {
+template <class Op> void add_unary_row(std::map<std::string, Emitter>& t) {
   if constexpr (Op::onnx != nullptr) t.emplace(Op::name, unary_node<Op>);
 }
 
 /** floor, ceil, round and trunc leave integers as they are; ONNX's versions take floats only. */
-template <const char* Op>
-void rounding(GraphBuilder& g, const CapturedCall& c) {
+template <const char* Op> void rounding(GraphBuilder& g, const CapturedCall& c) {
   std::string x = in(g, c, 0);
   g.node(is_floating(out_dtype(c)) ? Op : "Identity", {x}, {g.output(c)});
 }
@@ -158,7 +154,6 @@ void logical_not(GraphBuilder& g, const CapturedCall& c) {
   g.node("Not", {x}, {g.output(c)});
 }
 
-
 /** A binary op on both operands in the dtype the kernel computed in (ONNX broadcasts them). */
 void binary_node(GraphBuilder& g, const CapturedCall& c, const char* op, std::optional<DType> operands = {},
                  bool negate = false) {
@@ -214,7 +209,7 @@ void where(GraphBuilder& g, const CapturedCall& c) {
  *   3. every other dim is its traced size.
  *  Returns the target and the output's dynamic dims. */
 std::pair<std::vector<int64_t>, DynamicDims> reshape_target(const Tensor& x, const DynamicDims& dyn, const Shape& out,
-                                                           const std::string& op) {
+                                                            const std::string& op) {
   std::vector<int64_t> target(out.begin(), out.end());
   DynamicDims out_dyn(out.size(), false);
   int64_t folded = 1;
@@ -491,8 +486,7 @@ void reduce_node(GraphBuilder& g, const CapturedCall& c, const char* op, const s
   if (!axes_input) set_attr(n, "axes", axes);
 }
 
-template <const char* Op>
-void reduce(GraphBuilder& g, const CapturedCall& c) {
+template <const char* Op> void reduce(GraphBuilder& g, const CapturedCall& c) {
   const Tensor& x = c.inputs[0];
   std::string xv = in(g, c, 0);
   DynamicDims out = reduced_dynamic(g.dynamic(x), attr_ints(c, "axes"), attr_int(c, "keepdim") != 0);
@@ -504,8 +498,7 @@ void reduce(GraphBuilder& g, const CapturedCall& c) {
 }
 
 /** all and any: min and max of the input as int32 (ONNX reduces no bools before opset 20). */
-template <const char* Op>
-void logical_reduce(GraphBuilder& g, const CapturedCall& c) {
+template <const char* Op> void logical_reduce(GraphBuilder& g, const CapturedCall& c) {
   std::string x = g.value(c.inputs[0], DType::Int32);
   DynamicDims out = reduced_dynamic(g.dynamic(c.inputs[0]), attr_ints(c, "axes"), attr_int(c, "keepdim") != 0);
   std::string r = g.fresh("reduced");
@@ -515,8 +508,7 @@ void logical_reduce(GraphBuilder& g, const CapturedCall& c) {
 }
 
 /** argmax/argmin over one dim, or over all of them (the input flattened first). */
-template <const char* Op>
-void arg_reduce(GraphBuilder& g, const CapturedCall& c) {
+template <const char* Op> void arg_reduce(GraphBuilder& g, const CapturedCall& c) {
   const Tensor& x = c.inputs[0];
   const std::vector<int64_t>& axes = attr_ints(c, "axes");
   const bool keepdim = attr_int(c, "keepdim") != 0;
@@ -537,8 +529,7 @@ void arg_reduce(GraphBuilder& g, const CapturedCall& c) {
   g.node("Reshape", {r, g.ints(std::vector<int64_t>(shape.begin(), shape.end()))}, {g.output(c, 0, out)});
 }
 
-template <const char* Op>
-void softmax(GraphBuilder& g, const CapturedCall& c) {
+template <const char* Op> void softmax(GraphBuilder& g, const CapturedCall& c) {
   std::string x = g.value(c.inputs[0]);
   set_attr(g.node(Op, {x}, {g.output(c)}), "axis", attr_int(c, "dim"));
 }
@@ -578,8 +569,7 @@ void batch_norm(GraphBuilder& g, const CapturedCall& c) {
 }
 
 /** Runs `body` on x with a batch dim: an unbatched input gets one (Unsqueeze) and loses it after. */
-template <class Body>
-void batched(GraphBuilder& g, const CapturedCall& c, int64_t spatial, Body body) {
+template <class Body> void batched(GraphBuilder& g, const CapturedCall& c, int64_t spatial, Body body) {
   const Tensor& x = c.inputs[0];
   std::string xv = g.value(x);
   if (x.dim() == spatial + 2) {
@@ -635,8 +625,7 @@ void avg_pool(GraphBuilder& g, const CapturedCall& c) {
 }
 
 /** Adaptive pooling to size 1 is global pooling; to a size that divides the input, fixed windows. */
-template <const char* Global, const char* Windowed>
-void adaptive_pool(GraphBuilder& g, const CapturedCall& c) {
+template <const char* Global, const char* Windowed> void adaptive_pool(GraphBuilder& g, const CapturedCall& c) {
   const Tensor &x = c.inputs[0], &y = c.outputs[0];
   const int64_t spatial = attr_int(c, "spatial_dims");
   std::vector<int64_t> kernel;
@@ -659,7 +648,6 @@ void adaptive_pool(GraphBuilder& g, const CapturedCall& c) {
     set_attr(n, "strides", kernel);
   });
 }
-
 
 // ---- recurrent layers -------------------------------------------------------------------------
 
@@ -707,8 +695,9 @@ void recurrent(GraphBuilder& g, const CapturedCall& c, const char* op, std::vect
       has_bias = b_ih.defined();
       if (has_bias) b.push_back(ug::cat({reorder_gates(b_ih, gate_order), reorder_gates(b_hh, gate_order)}, 0));
     }
-    std::vector<std::string> inputs{seq, g.value(stack(w, 0)), g.value(stack(r, 0)),
-                                    has_bias ? g.value(stack(b, 0)) : std::string(), "", state(h0, k)};
+    std::vector<std::string> inputs{
+        seq, g.value(stack(w, 0)), g.value(stack(r, 0)), has_bias ? g.value(stack(b, 0)) : std::string(),
+        "",  state(h0, k)};
     if (lstm) inputs.push_back(state(c0, k));
     while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
     std::string y = g.fresh("y"), yh = g.fresh("y_h"), yc = g.fresh("y_c");
@@ -776,39 +765,100 @@ UG_ONNX_NAME(kMaxPool, "MaxPool")
 /** The export table: traced op name -> emitter. */
 const std::map<std::string, Emitter>& table() {
   static const std::map<std::string, Emitter> t = [] {
-  std::map<std::string, Emitter> t = {
-      // elementwise: the unary ops with a rule of their own (the others are added below)
-      {"square", square}, {"floor", rounding<kFloor>}, {"ceil", rounding<kCeil>}, {"round", rounding<kRound>},
-      {"trunc", trunc}, {"exp2", exp2}, {"log2", log2}, {"log10", log10}, {"log1p", log1p}, {"expm1", expm1},
-      {"rsqrt", rsqrt}, {"silu", silu}, {"gelu", gelu}, {"isnan", isnan}, {"isinf", isinf},
-      {"isfinite", isfinite}, {"logical_not", logical_not},
-      {"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}, {"pow", pow}, {"maximum", maximum},
-      {"minimum", minimum}, {"logaddexp", logaddexp}, {"eq", eq}, {"ne", ne}, {"lt", lt}, {"le", le}, {"gt", gt}, {"ge", ge},
-      {"logical_and", logical_and}, {"logical_or", logical_or}, {"logical_xor", logical_xor}, {"where", where},
-      // shapes and copies
-      {"view", reshape}, {"reshape", reshape}, {"flatten", flatten}, {"transpose", transpose},
-      {"permute", permute}, {"squeeze", squeeze}, {"unsqueeze", unsqueeze}, {"expand", expand},
-      {"select", select}, {"slice", slice}, {"to", cast}, {"to_device", unary<kIdentity>},
-      {"clone", unary<kIdentity>}, {"full_like", full_like}, {"cat", cat}, {"pad", pad}, {"gather", gather},
-      {"index_select", index_select}, {"embedding", embedding}, {"scatter", scatter}, {"scatter_add", scatter_add},
-      {"masked_fill_", masked_fill}, {"cumsum", cumsum},
-      // products and reductions
-      {"matmul", matmul}, {"linear", linear}, {"sum", reduce<kReduceSum>}, {"mean", reduce<kReduceMean>},
-      {"prod", reduce<kReduceProd>}, {"amax", reduce<kReduceMax>}, {"amin", reduce<kReduceMin>},
-      {"all", logical_reduce<kReduceMin>}, {"any", logical_reduce<kReduceMax>}, {"argmax", arg_reduce<kArgMax>},
-      {"argmin", arg_reduce<kArgMin>}, {"softmax", softmax<kSoftmax>}, {"log_softmax", softmax<kLogSoftmax>},
-      // layers
-      {"layer_norm", layer_norm}, {"batch_norm", batch_norm}, {"conv", conv}, {"conv_transpose", conv_transpose},
-      {"max_pool", max_pool}, {"avg_pool", avg_pool},
-      {"adaptive_avg_pool", adaptive_pool<kGlobalAveragePool, kAveragePool>},
-      {"adaptive_max_pool", adaptive_pool<kGlobalMaxPool, kMaxPool>},
-      {"lstm", lstm}, {"gru", gru}, {"rnn_tanh", rnn_tanh}, {"rnn_relu", rnn_relu},
-  };
-  // Every other unary op is the ONNX op of the same meaning (the onnx field of its entry).
+    std::map<std::string, Emitter> t = {
+        // elementwise: the unary ops with a rule of their own (the others are added below)
+        {"square", square},
+        {"floor", rounding<kFloor>},
+        {"ceil", rounding<kCeil>},
+        {"round", rounding<kRound>},
+        {"trunc", trunc},
+        {"exp2", exp2},
+        {"log2", log2},
+        {"log10", log10},
+        {"log1p", log1p},
+        {"expm1", expm1},
+        {"rsqrt", rsqrt},
+        {"silu", silu},
+        {"gelu", gelu},
+        {"isnan", isnan},
+        {"isinf", isinf},
+        {"isfinite", isfinite},
+        {"logical_not", logical_not},
+        {"add", add},
+        {"sub", sub},
+        {"mul", mul},
+        {"div", div},
+        {"pow", pow},
+        {"maximum", maximum},
+        {"minimum", minimum},
+        {"logaddexp", logaddexp},
+        {"eq", eq},
+        {"ne", ne},
+        {"lt", lt},
+        {"le", le},
+        {"gt", gt},
+        {"ge", ge},
+        {"logical_and", logical_and},
+        {"logical_or", logical_or},
+        {"logical_xor", logical_xor},
+        {"where", where},
+        // shapes and copies
+        {"view", reshape},
+        {"reshape", reshape},
+        {"flatten", flatten},
+        {"transpose", transpose},
+        {"permute", permute},
+        {"squeeze", squeeze},
+        {"unsqueeze", unsqueeze},
+        {"expand", expand},
+        {"select", select},
+        {"slice", slice},
+        {"to", cast},
+        {"to_device", unary<kIdentity>},
+        {"clone", unary<kIdentity>},
+        {"full_like", full_like},
+        {"cat", cat},
+        {"pad", pad},
+        {"gather", gather},
+        {"index_select", index_select},
+        {"embedding", embedding},
+        {"scatter", scatter},
+        {"scatter_add", scatter_add},
+        {"masked_fill_", masked_fill},
+        {"cumsum", cumsum},
+        // products and reductions
+        {"matmul", matmul},
+        {"linear", linear},
+        {"sum", reduce<kReduceSum>},
+        {"mean", reduce<kReduceMean>},
+        {"prod", reduce<kReduceProd>},
+        {"amax", reduce<kReduceMax>},
+        {"amin", reduce<kReduceMin>},
+        {"all", logical_reduce<kReduceMin>},
+        {"any", logical_reduce<kReduceMax>},
+        {"argmax", arg_reduce<kArgMax>},
+        {"argmin", arg_reduce<kArgMin>},
+        {"softmax", softmax<kSoftmax>},
+        {"log_softmax", softmax<kLogSoftmax>},
+        // layers
+        {"layer_norm", layer_norm},
+        {"batch_norm", batch_norm},
+        {"conv", conv},
+        {"conv_transpose", conv_transpose},
+        {"max_pool", max_pool},
+        {"avg_pool", avg_pool},
+        {"adaptive_avg_pool", adaptive_pool<kGlobalAveragePool, kAveragePool>},
+        {"adaptive_max_pool", adaptive_pool<kGlobalMaxPool, kMaxPool>},
+        {"lstm", lstm},
+        {"gru", gru},
+        {"rnn_tanh", rnn_tanh},
+        {"rnn_relu", rnn_relu},
+    };
+    // Every other unary op is the ONNX op of the same meaning (the onnx field of its entry).
 #define UG_ROW(Op, method) add_unary_row<ops::Op>(t);
-  UG_UNARY_ALL(UG_ROW)
+    UG_UNARY_ALL(UG_ROW)
 #undef UG_ROW
-  return t;
+    return t;
   }();
   return t;
 }

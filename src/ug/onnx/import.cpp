@@ -111,11 +111,11 @@ std::vector<Tensor> OnnxModule::forward(const std::vector<Tensor>& inputs) {
     bool fits = !g.input_has_shape[i] || static_cast<size_t>(x.dim()) == info.shape.size();
     for (size_t d = 0; fits && g.input_has_shape[i] && d < info.shape.size(); ++d)
       fits = info.shape[d] < 0 || info.shape[d] == x.size(static_cast<int64_t>(d));
-    if (!fits)
-      fail("[onnx] input '", info.name, "' must have shape ", shape_string(info.shape), ", got ", x.shape());
+    if (!fits) fail("[onnx] input '", info.name, "' must have shape ", shape_string(info.shape), ", got ", x.shape());
     values[static_cast<size_t>(g.input_ids[i])] = x;
   }
-  for (size_t i = 0; i < g.initializer_ids.size(); ++i) values[static_cast<size_t>(g.initializer_ids[i])] = initializer(i);
+  for (size_t i = 0; i < g.initializer_ids.size(); ++i)
+    values[static_cast<size_t>(g.initializer_ids[i])] = initializer(i);
 
   // Elements of the node outputs alive now: a hostile graph cannot keep piling them up.
   int64_t live = 0;
@@ -137,7 +137,8 @@ std::vector<Tensor> OnnxModule::forward(const std::vector<Tensor>& inputs) {
         ctx.fail("output ", o, " ('", g.value_names[static_cast<size_t>(node.outputs[o])], "') is not computed");
       const int64_t numel = results[o].numel();
       if (numel > g.limits.max_elements)
-        ctx.fail("output ", o, " has ", numel, " elements, over LoadLimits::max_elements (", g.limits.max_elements, ")");
+        ctx.fail("output ", o, " has ", numel, " elements, over LoadLimits::max_elements (", g.limits.max_elements,
+                 ")");
       if (!g.read[static_cast<size_t>(node.outputs[o])]) continue;
       live += numel;
       if (live > g.limits.max_live_elements)
@@ -159,7 +160,8 @@ Tensor OnnxModule::forward(const Tensor& x) {
 }
 
 std::string OnnxModule::extra_repr() const {
-  std::string s = "opset=" + std::to_string(graph_->opset) + ", nodes=" + std::to_string(graph_->nodes.size()) + ", inputs=[";
+  std::string s =
+      "opset=" + std::to_string(graph_->opset) + ", nodes=" + std::to_string(graph_->nodes.size()) + ", inputs=[";
   for (size_t i = 0; i < graph_->inputs.size(); ++i)
     s += (i ? ", " : "") + graph_->inputs[i].name + ": " + shape_string(graph_->inputs[i].shape);
   return s + "]";

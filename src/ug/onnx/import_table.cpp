@@ -46,8 +46,7 @@ double OpContext::scalar_input(size_t i) const {
   return t.detach().item<double>();
 }
 
-template <class T>
-const T* OpContext::attr_of(std::string_view name, std::string_view kind) const {
+template <class T> const T* OpContext::attr_of(std::string_view name, std::string_view kind) const {
   auto it = node_.attributes.find(name);
   if (it == node_.attributes.end()) return nullptr;
   if (const T* v = std::get_if<T>(&it->second)) return v;
@@ -197,8 +196,7 @@ Outputs mod_op(const OpContext& c) {
   return one(sub(a, mul(q, b)));
 }
 
-template <Tensor (*Fold)(const Tensor&, const Tensor&)>
-Outputs variadic(const OpContext& c) {
+template <Tensor (*Fold)(const Tensor&, const Tensor&)> Outputs variadic(const OpContext& c) {
   check_broadcast(c);
   Tensor acc = c.input(0);
   for (size_t i = 1; i < c.num_inputs(); ++i) acc = Fold(acc, c.input(i));
@@ -349,12 +347,14 @@ Window window_of(const OpContext& c, const Tensor& x, const Dims& kernel_from_we
   w.begin = w.end = Dims(rank, 0);
   if (auto_pad == "NOTSET") {
     if (auto pads = c.attr_ints("pads")) {
-      if (pads->size() != 2 * rank) c.fail("attribute 'pads' has ", pads->size(), " values for ", rank, " spatial dims");
+      if (pads->size() != 2 * rank)
+        c.fail("attribute 'pads' has ", pads->size(), " values for ", rank, " spatial dims");
       for (size_t d = 0; d < rank; ++d) {
         w.begin[d] = (*pads)[d];
         w.end[d] = (*pads)[d + rank];
         if (w.begin[d] < 0 || w.end[d] < 0) c.fail("negative pads are not supported");
-        if (w.begin[d] > c.max_elements() || w.end[d] > c.max_elements()) c.fail("pads ", to_dims(*pads), " are absurd");
+        if (w.begin[d] > c.max_elements() || w.end[d] > c.max_elements())
+          c.fail("pads ", to_dims(*pads), " are absurd");
       }
     }
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
@@ -406,7 +406,8 @@ Outputs conv_op(const OpContext& c) {
 Outputs conv_transpose_op(const OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& weight = c.input(1);
-  if (weight.dim() != x.dim()) c.fail("the weight must have the input's rank, got ", weight.shape(), " for ", x.shape());
+  if (weight.dim() != x.dim())
+    c.fail("the weight must have the input's rank, got ", weight.shape(), " for ", x.shape());
   if (x.dim() != 3 && x.dim() != 4) c.fail("only 1-d and 2-d transposed convolutions are supported, got ", x.shape());
   const size_t rank = static_cast<size_t>(x.dim() - 2);
   const Dims kernel(weight.shape().begin() + 2, weight.shape().end());
@@ -416,7 +417,8 @@ Outputs conv_transpose_op(const OpContext& c) {
   if (group < 1) c.fail("group must be positive, got ", group);
   const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   auto output_shape = c.attr_ints("output_shape");
-  if (output_shape && output_shape->size() == rank + 2) output_shape->erase(output_shape->begin(), output_shape->begin() + 2);
+  if (output_shape && output_shape->size() == rank + 2)
+    output_shape->erase(output_shape->begin(), output_shape->begin() + 2);
   if (output_shape && output_shape->size() != rank)
     c.fail("output_shape has ", output_shape->size(), " values for ", rank, " spatial dims");
   if (output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
@@ -434,8 +436,8 @@ Outputs conv_transpose_op(const OpContext& c) {
     const int64_t in = x.size(static_cast<int64_t>(d) + 2);
     int64_t span = 0, reach = 0;
     if (__builtin_mul_overflow(std::max<int64_t>(in - 1, 0), w.strides[d], &span) ||
-        __builtin_mul_overflow(kernel[d] - 1, w.dilations[d], &reach) || span > c.max_elements() || reach > c.max_elements() ||
-        output_padding[d] > c.max_elements())
+        __builtin_mul_overflow(kernel[d] - 1, w.dilations[d], &reach) || span > c.max_elements() ||
+        reach > c.max_elements() || output_padding[d] > c.max_elements())
       c.fail("strides and dilations ", w.strides, " and ", w.dilations, " are absurd");
     full.push_back(span + reach + 1 + output_padding[d]);
   }
@@ -459,7 +461,8 @@ Outputs max_pool_op(const OpContext& c) {
   Window w = window_of(c, x, {}, x.size(1));
   const bool ceil_mode = c.attr_int("ceil_mode", 0);
   const bool want_indices = c.wants_output(1);
-  if (want_indices && c.attr_int("storage_order", 0)) c.fail("column-major indices (storage_order=1) are not supported");
+  if (want_indices && c.attr_int("storage_order", 0))
+    c.fail("column-major indices (storage_order=1) are not supported");
   Dims padding = w.begin;
   if (!w.symmetric()) {
     if (want_indices) c.fail("indices with asymmetric pads are not supported");
@@ -583,8 +586,8 @@ Outputs recurrent_op(const OpContext& c, bool lstm) {
   const bool batch_first = c.attr_int("layout", 0);
   if (c.has_attr("clip")) c.fail("clip is not supported");
   if (auto acts = c.attr_strings("activations")) {
-    const std::vector<std::string> one_dir = lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                                                  : std::vector<std::string>{"Sigmoid", "Tanh"};
+    const std::vector<std::string> one_dir =
+        lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"} : std::vector<std::string>{"Sigmoid", "Tanh"};
     std::vector<std::string> want;
     for (int64_t d = 0; d < dirs; ++d) want.insert(want.end(), one_dir.begin(), one_dir.end());
     if (*acts != want) c.fail("only the default activations are supported");
@@ -733,7 +736,8 @@ Outputs concat_op(const OpContext& c) {
   for (size_t i = 0; i < c.num_inputs(); ++i) {
     parts.push_back(c.input(i));
     total += parts.back().numel();
-    if (total > c.max_elements()) c.fail("concatenates over ", c.max_elements(), " elements (LoadLimits::max_elements)");
+    if (total > c.max_elements())
+      c.fail("concatenates over ", c.max_elements(), " elements (LoadLimits::max_elements)");
   }
   return one(cat(parts, norm_axis(c, c.attr_int("axis"), parts.front().dim())));
 }
@@ -758,7 +762,8 @@ Outputs split_op(const OpContext& c) {
     total += s;
   }
   if (total != length || sizes->size() != c.num_outputs())
-    c.fail("split ", to_dims(*sizes), " does not cut dim ", axis, " of size ", length, " into ", c.num_outputs(), " parts");
+    c.fail("split ", to_dims(*sizes), " does not cut dim ", axis, " of size ", length, " into ", c.num_outputs(),
+           " parts");
   return x.split(to_dims(*sizes), axis);
 }
 
@@ -784,7 +789,9 @@ Outputs slice_op(const OpContext& c) {
     // A step past the dim's size takes one element, as a step of the size does (and keeps
     // the view's stride arithmetic from overflowing).
     const int64_t step = std::clamp(steps[i], -dim, dim);
-    auto norm = [&](int64_t v, int64_t lo, int64_t hi) { return std::clamp(v < 0 ? (v < -dim ? lo : v + dim) : v, lo, hi); };
+    auto norm = [&](int64_t v, int64_t lo, int64_t hi) {
+      return std::clamp(v < 0 ? (v < -dim ? lo : v + dim) : v, lo, hi);
+    };
     if (step > 0) {
       const int64_t start = norm(starts[i], 0, dim), end = norm(ends[i], 0, dim);
       x = x.slice(axis, start, std::max(start, end), step);
@@ -858,7 +865,8 @@ Outputs expand_op(const OpContext& c) {
 Outputs tile_op(const OpContext& c) {
   const Tensor& x = c.input(0);
   const auto repeats = *c.ints_input(1);
-  if (repeats.size() != static_cast<size_t>(x.dim())) c.fail("repeats has ", repeats.size(), " values for rank ", x.dim());
+  if (repeats.size() != static_cast<size_t>(x.dim()))
+    c.fail("repeats has ", repeats.size(), " values for rank ", x.dim());
   Dims out;
   for (size_t i = 0; i < repeats.size(); ++i) {
     if (repeats[i] < 0) c.fail("repeats has a negative value");
@@ -888,7 +896,8 @@ Outputs pad_op(const OpContext& c) {
     ug_pads.push_back(begin[static_cast<size_t>(d)]);
     ug_pads.push_back(end[static_cast<size_t>(d)]);
   }
-  for (int64_t d = 0; d < x.dim(); ++d) out.push_back(x.size(d) + begin[static_cast<size_t>(d)] + end[static_cast<size_t>(d)]);
+  for (int64_t d = 0; d < x.dim(); ++d)
+    out.push_back(x.size(d) + begin[static_cast<size_t>(d)] + end[static_cast<size_t>(d)]);
   check_new_shape(c, out);
   if (mode == "constant") {
     const Scalar value = c.has_input(2) && c.input(2).numel() > 0 ? c.input(2).detach().item() : Scalar(0);
@@ -961,8 +970,7 @@ std::optional<Dims> reduce_dims(const OpContext& c, const Tensor& x) {
   return all;
 }
 
-template <Tensor (*Reduce)(const Tensor&, const Dims&, bool)>
-Outputs reduce_op(const OpContext& c) {
+template <Tensor (*Reduce)(const Tensor&, const Dims&, bool)> Outputs reduce_op(const OpContext& c) {
   const Tensor& x = c.input(0);
   auto dims = reduce_dims(c, x);
   if (!dims) return one(x);
@@ -984,8 +992,7 @@ Tensor prod_of(const Tensor& x, const Dims& d, bool k) {
   return k ? y : y.squeeze(d);
 }
 
-template <bool Max>
-Outputs arg_op(const OpContext& c) {
+template <bool Max> Outputs arg_op(const OpContext& c) {
   const Tensor& x = c.input(0);
   const int64_t axis = norm_axis(c, c.attr_int("axis", 0), x.dim());
   const bool keep = c.attr_int("keepdims", 1);
@@ -1011,119 +1018,125 @@ Outputs cum_sum_op(const OpContext& c) {
 
 constexpr size_t kMany = std::numeric_limits<size_t>::max();
 
-#define UG_UNARY(expr) +[](const OpContext& c) -> Outputs { const Tensor& x = c.input(0); return one(expr); }
-#define UG_BINARY(expr)                                 \
-  +[](const OpContext& c) -> Outputs {                  \
-    check_broadcast(c);                                 \
-    const Tensor &a = c.input(0), &b = c.input(1);      \
-    return one(expr);                                   \
+#define UG_UNARY(expr)                 \
+  +[](const OpContext& c) -> Outputs { \
+    const Tensor& x = c.input(0);      \
+    return one(expr);                  \
+  }
+#define UG_BINARY(expr)                            \
+  +[](const OpContext& c) -> Outputs {             \
+    check_broadcast(c);                            \
+    const Tensor &a = c.input(0), &b = c.input(1); \
+    return one(expr);                              \
   }
 
 /** An ONNX op that is one of unigrad's unary ops (the onnx field of its entry in unary_kinds.h). */
-template <ops::UnaryOp op>
-Outputs unary_op(const OpContext& c) {
-  return one(ops::unary(op, c.input(0)));
-}
-template <class Op, ops::UnaryOp op>
-void add_unary_row(std::vector<OpSpec>& ops) {
+template <ops::UnaryOp op> Outputs unary_op(const OpContext& c) { return one(ops::unary(op, c.input(0))); }
+template <class Op, ops::UnaryOp op> void add_unary_row(std::vector<OpSpec>& ops) {
   if constexpr (Op::onnx != nullptr) ops.push_back({Op::onnx, unary_op<op>, 1, 1, 1, 1, {}});
 }
 
 const std::vector<OpSpec>& table() {
   static const std::vector<OpSpec> ops = [] {
-  std::vector<OpSpec> ops = {
-      // elementwise
-      {"Identity", UG_UNARY(x), 1, 1, 1, 1, {}},
-      {"Floor", UG_UNARY(floor(x)), 1, 1, 1, 1, {}},
-      {"Ceil", UG_UNARY(ceil(x)), 1, 1, 1, 1, {}},
-      {"Round", UG_UNARY(round(x)), 1, 1, 1, 1, {}},
-      {"Gelu", gelu_op, 1, 1, 1, 20, {}},
-      {"LeakyRelu", UG_UNARY(F::leaky_relu(x, c.attr_float("alpha", 0.01))), 1, 1, 1, 1, {}},
-      {"Elu", UG_UNARY(F::elu(x, c.attr_float("alpha", 1.0))), 1, 1, 1, 1, {}},
-      {"Selu", selu_op, 1, 1, 1, 1, {}},
-      {"Softplus", UG_UNARY(F::softplus(x)), 1, 1, 1, 1, {}},
-      {"Softsign", UG_UNARY(F::softsign(x)), 1, 1, 1, 1, {}},
-      {"HardSigmoid", hard_sigmoid_op, 1, 1, 1, 1, {}},
-      {"HardSwish", hard_swish_op, 1, 1, 1, 14, {}},
-      {"PRelu", prelu_op, 2, 2, 1, 1, {}},
-      {"IsInf", is_inf_op, 1, 1, 1, 1, {}},
-      {"Add", UG_BINARY(add(a, b)), 2, 2, 1, 1, {}},
-      {"Sub", UG_BINARY(sub(a, b)), 2, 2, 1, 1, {}},
-      {"Mul", UG_BINARY(mul(a, b)), 2, 2, 1, 1, {}},
-      {"Div", div_op, 2, 2, 1, 1, {}},
-      {"Pow", pow_op, 2, 2, 1, 1, {}},
-      {"Mod", mod_op, 2, 2, 1, 1, {}},
-      {"Equal", UG_BINARY(eq(a, b)), 2, 2, 1, 1, {}},
-      {"Less", UG_BINARY(lt(a, b)), 2, 2, 1, 1, {}},
-      {"LessOrEqual", UG_BINARY(le(a, b)), 2, 2, 1, 1, {}},
-      {"Greater", UG_BINARY(gt(a, b)), 2, 2, 1, 1, {}},
-      {"GreaterOrEqual", UG_BINARY(ge(a, b)), 2, 2, 1, 1, {}},
-      {"And", UG_BINARY(logical_and(a, b)), 2, 2, 1, 1, {}},
-      {"Or", UG_BINARY(logical_or(a, b)), 2, 2, 1, 1, {}},
-      {"Xor", UG_BINARY(logical_xor(a, b)), 2, 2, 1, 1, {}},
-      {"Max", variadic<max2>, 1, kMany, 1, 1, {}},
-      {"Min", variadic<min2>, 1, kMany, 1, 1, {}},
-      {"Sum", variadic<add2>, 1, kMany, 1, 1, {}},
-      {"Mean", mean_op, 1, kMany, 1, 1, {}},
-      {"Clip", clip_op, 1, 3, 1, 1, {}},
-      {"Where", where_op, 3, 3, 1, 1, {}},
-      {"Cast", cast_op, 1, 1, 1, 1, {"to"}},
-      {"CastLike", +[](const OpContext& c) -> Outputs { return one(c.input(0).to(c.input(1).dtype())); }, 2, 2, 1, 15, {}},
-      {"Softmax", softmax_op, 1, 1, 1, 1, {}},
-      {"LogSoftmax", log_softmax_op, 1, 1, 1, 1, {}},
-      // matrix products
-      {"MatMul", matmul_op, 2, 2, 1, 1, {}},
-      {"Gemm", gemm_op, 2, 3, 1, 1, {}},
-      // convolution, pooling, normalization
-      {"Conv", conv_op, 2, 3, 1, 1, {}},
-      {"ConvTranspose", conv_transpose_op, 2, 3, 1, 1, {}},
-      {"MaxPool", max_pool_op, 1, 1, 2, 1, {"kernel_shape"}},
-      {"AveragePool", average_pool_op, 1, 1, 1, 1, {"kernel_shape"}},
-      {"GlobalAveragePool", global_average_pool_op, 1, 1, 1, 1, {}},
-      {"GlobalMaxPool", global_max_pool_op, 1, 1, 1, 1, {}},
-      {"BatchNormalization", batch_norm_op, 5, 5, 3, 1, {}},
-      {"LayerNormalization", layer_norm_op, 2, 3, 3, 17, {}},
-      {"Dropout", dropout_op, 1, 3, 2, 1, {}},
-      {"LSTM", +[](const OpContext& c) { return recurrent_op(c, true); }, 3, 8, 3, 1, {"hidden_size"}},
-      {"GRU", +[](const OpContext& c) { return recurrent_op(c, false); }, 3, 6, 2, 1, {"hidden_size"}},
-      // shapes and data movement
-      {"Shape", shape_op, 1, 1, 1, 1, {}},
-      {"Size", size_op, 1, 1, 1, 1, {}},
-      {"Reshape", reshape_op, 2, 2, 1, 1, {}},
-      {"Flatten", flatten_op, 1, 1, 1, 1, {}},
-      {"Transpose", transpose_op, 1, 1, 1, 1, {}},
-      {"Concat", concat_op, 1, kMany, 1, 1, {"axis"}},
-      {"Split", split_op, 1, 2, kMany, 1, {}},
-      {"Slice", slice_op, 3, 5, 1, 1, {}},
-      {"Gather", gather_op, 2, 2, 1, 1, {}},
-      {"GatherElements", gather_elements_op, 2, 2, 1, 1, {}},
-      {"Squeeze", squeeze_op, 1, 2, 1, 1, {}},
-      {"Unsqueeze", unsqueeze_op, 1, 2, 1, 1, {}},
-      {"Expand", expand_op, 2, 2, 1, 1, {}},
-      {"Tile", tile_op, 2, 2, 1, 1, {}},
-      {"Pad", pad_op, 2, 4, 1, 1, {}},
-      {"Constant", constant_op, 0, 0, 1, 1, {}},
-      {"ConstantOfShape", constant_of_shape_op, 1, 1, 1, 1, {}},
-      {"Range", range_op, 3, 3, 1, 1, {}},
-      {"Trilu", trilu_op, 1, 2, 1, 14, {}},
-      // reductions
-      {"ReduceSum", reduce_op<sum_of>, 1, 2, 1, 1, {}},
-      {"ReduceMean", reduce_op<mean_of>, 1, 2, 1, 1, {}},
-      {"ReduceMax", reduce_op<max_of>, 1, 2, 1, 1, {}},
-      {"ReduceMin", reduce_op<min_of>, 1, 2, 1, 1, {}},
-      {"ReduceProd", reduce_op<prod_of>, 1, 2, 1, 1, {}},
-      {"ReduceL1", reduce_op<l1_of>, 1, 2, 1, 1, {}},
-      {"ReduceL2", reduce_op<l2_of>, 1, 2, 1, 1, {}},
-      {"ReduceSumSquare", reduce_op<sum_square_of>, 1, 2, 1, 1, {}},
-      {"ReduceLogSumExp", reduce_op<log_sum_exp_of>, 1, 2, 1, 1, {}},
-      {"ArgMax", arg_op<true>, 1, 1, 1, 1, {}},
-      {"ArgMin", arg_op<false>, 1, 1, 1, 1, {}},
-      {"CumSum", cum_sum_op, 2, 2, 1, 1, {}},
-  };
+    std::vector<OpSpec> ops = {
+        // elementwise
+        {"Identity", UG_UNARY(x), 1, 1, 1, 1, {}},
+        {"Floor", UG_UNARY(floor(x)), 1, 1, 1, 1, {}},
+        {"Ceil", UG_UNARY(ceil(x)), 1, 1, 1, 1, {}},
+        {"Round", UG_UNARY(round(x)), 1, 1, 1, 1, {}},
+        {"Gelu", gelu_op, 1, 1, 1, 20, {}},
+        {"LeakyRelu", UG_UNARY(F::leaky_relu(x, c.attr_float("alpha", 0.01))), 1, 1, 1, 1, {}},
+        {"Elu", UG_UNARY(F::elu(x, c.attr_float("alpha", 1.0))), 1, 1, 1, 1, {}},
+        {"Selu", selu_op, 1, 1, 1, 1, {}},
+        {"Softplus", UG_UNARY(F::softplus(x)), 1, 1, 1, 1, {}},
+        {"Softsign", UG_UNARY(F::softsign(x)), 1, 1, 1, 1, {}},
+        {"HardSigmoid", hard_sigmoid_op, 1, 1, 1, 1, {}},
+        {"HardSwish", hard_swish_op, 1, 1, 1, 14, {}},
+        {"PRelu", prelu_op, 2, 2, 1, 1, {}},
+        {"IsInf", is_inf_op, 1, 1, 1, 1, {}},
+        {"Add", UG_BINARY(add(a, b)), 2, 2, 1, 1, {}},
+        {"Sub", UG_BINARY(sub(a, b)), 2, 2, 1, 1, {}},
+        {"Mul", UG_BINARY(mul(a, b)), 2, 2, 1, 1, {}},
+        {"Div", div_op, 2, 2, 1, 1, {}},
+        {"Pow", pow_op, 2, 2, 1, 1, {}},
+        {"Mod", mod_op, 2, 2, 1, 1, {}},
+        {"Equal", UG_BINARY(eq(a, b)), 2, 2, 1, 1, {}},
+        {"Less", UG_BINARY(lt(a, b)), 2, 2, 1, 1, {}},
+        {"LessOrEqual", UG_BINARY(le(a, b)), 2, 2, 1, 1, {}},
+        {"Greater", UG_BINARY(gt(a, b)), 2, 2, 1, 1, {}},
+        {"GreaterOrEqual", UG_BINARY(ge(a, b)), 2, 2, 1, 1, {}},
+        {"And", UG_BINARY(logical_and(a, b)), 2, 2, 1, 1, {}},
+        {"Or", UG_BINARY(logical_or(a, b)), 2, 2, 1, 1, {}},
+        {"Xor", UG_BINARY(logical_xor(a, b)), 2, 2, 1, 1, {}},
+        {"Max", variadic<max2>, 1, kMany, 1, 1, {}},
+        {"Min", variadic<min2>, 1, kMany, 1, 1, {}},
+        {"Sum", variadic<add2>, 1, kMany, 1, 1, {}},
+        {"Mean", mean_op, 1, kMany, 1, 1, {}},
+        {"Clip", clip_op, 1, 3, 1, 1, {}},
+        {"Where", where_op, 3, 3, 1, 1, {}},
+        {"Cast", cast_op, 1, 1, 1, 1, {"to"}},
+        {"CastLike",
+         +[](const OpContext& c) -> Outputs { return one(c.input(0).to(c.input(1).dtype())); },
+         2,
+         2,
+         1,
+         15,
+         {}},
+        {"Softmax", softmax_op, 1, 1, 1, 1, {}},
+        {"LogSoftmax", log_softmax_op, 1, 1, 1, 1, {}},
+        // matrix products
+        {"MatMul", matmul_op, 2, 2, 1, 1, {}},
+        {"Gemm", gemm_op, 2, 3, 1, 1, {}},
+        // convolution, pooling, normalization
+        {"Conv", conv_op, 2, 3, 1, 1, {}},
+        {"ConvTranspose", conv_transpose_op, 2, 3, 1, 1, {}},
+        {"MaxPool", max_pool_op, 1, 1, 2, 1, {"kernel_shape"}},
+        {"AveragePool", average_pool_op, 1, 1, 1, 1, {"kernel_shape"}},
+        {"GlobalAveragePool", global_average_pool_op, 1, 1, 1, 1, {}},
+        {"GlobalMaxPool", global_max_pool_op, 1, 1, 1, 1, {}},
+        {"BatchNormalization", batch_norm_op, 5, 5, 3, 1, {}},
+        {"LayerNormalization", layer_norm_op, 2, 3, 3, 17, {}},
+        {"Dropout", dropout_op, 1, 3, 2, 1, {}},
+        {"LSTM", +[](const OpContext& c) { return recurrent_op(c, true); }, 3, 8, 3, 1, {"hidden_size"}},
+        {"GRU", +[](const OpContext& c) { return recurrent_op(c, false); }, 3, 6, 2, 1, {"hidden_size"}},
+        // shapes and data movement
+        {"Shape", shape_op, 1, 1, 1, 1, {}},
+        {"Size", size_op, 1, 1, 1, 1, {}},
+        {"Reshape", reshape_op, 2, 2, 1, 1, {}},
+        {"Flatten", flatten_op, 1, 1, 1, 1, {}},
+        {"Transpose", transpose_op, 1, 1, 1, 1, {}},
+        {"Concat", concat_op, 1, kMany, 1, 1, {"axis"}},
+        {"Split", split_op, 1, 2, kMany, 1, {}},
+        {"Slice", slice_op, 3, 5, 1, 1, {}},
+        {"Gather", gather_op, 2, 2, 1, 1, {}},
+        {"GatherElements", gather_elements_op, 2, 2, 1, 1, {}},
+        {"Squeeze", squeeze_op, 1, 2, 1, 1, {}},
+        {"Unsqueeze", unsqueeze_op, 1, 2, 1, 1, {}},
+        {"Expand", expand_op, 2, 2, 1, 1, {}},
+        {"Tile", tile_op, 2, 2, 1, 1, {}},
+        {"Pad", pad_op, 2, 4, 1, 1, {}},
+        {"Constant", constant_op, 0, 0, 1, 1, {}},
+        {"ConstantOfShape", constant_of_shape_op, 1, 1, 1, 1, {}},
+        {"Range", range_op, 3, 3, 1, 1, {}},
+        {"Trilu", trilu_op, 1, 2, 1, 14, {}},
+        // reductions
+        {"ReduceSum", reduce_op<sum_of>, 1, 2, 1, 1, {}},
+        {"ReduceMean", reduce_op<mean_of>, 1, 2, 1, 1, {}},
+        {"ReduceMax", reduce_op<max_of>, 1, 2, 1, 1, {}},
+        {"ReduceMin", reduce_op<min_of>, 1, 2, 1, 1, {}},
+        {"ReduceProd", reduce_op<prod_of>, 1, 2, 1, 1, {}},
+        {"ReduceL1", reduce_op<l1_of>, 1, 2, 1, 1, {}},
+        {"ReduceL2", reduce_op<l2_of>, 1, 2, 1, 1, {}},
+        {"ReduceSumSquare", reduce_op<sum_square_of>, 1, 2, 1, 1, {}},
+        {"ReduceLogSumExp", reduce_op<log_sum_exp_of>, 1, 2, 1, 1, {}},
+        {"ArgMax", arg_op<true>, 1, 1, 1, 1, {}},
+        {"ArgMin", arg_op<false>, 1, 1, 1, 1, {}},
+        {"CumSum", cum_sum_op, 2, 2, 1, 1, {}},
+    };
 #define UG_ROW(Op, method) add_unary_row<ops::Op, ops::UnaryOp::Op>(ops);
-  UG_UNARY_ALL(UG_ROW)
+    UG_UNARY_ALL(UG_ROW)
 #undef UG_ROW
-  return ops;
+    return ops;
   }();
   return ops;
 }

@@ -48,14 +48,12 @@ class OpContext {
   std::optional<Tensor> attr_tensor(std::string_view name) const;
 
   /** "[onnx] Conv node 'conv1' (opset 20): " + the pieces. */
-  template <class E = ValueError, class... Args>
-  [[noreturn]] void fail(const Args&... args) const {
+  template <class E = ValueError, class... Args> [[noreturn]] void fail(const Args&... args) const {
     ug::fail<E>("[onnx] ", node_.op_type, " node '", node_.name, "' (opset ", opset_, "): ", args...);
   }
 
  private:
-  template <class T>
-  const T* attr_of(std::string_view name, std::string_view kind) const;
+  template <class T> const T* attr_of(std::string_view name, std::string_view kind) const;
 
   const Node& node_;
   const std::vector<Tensor>& inputs_;

@@ -26,10 +26,9 @@ constexpr int kMaxRank = 64;
 constexpr int64_t kMaxDim = int64_t(1) << 40;
 
 constexpr std::array<std::string_view, 24> kTypeNames = {
-    "UNDEFINED", "FLOAT",      "UINT8",     "INT8",          "UINT16",         "INT16",
-    "INT32",     "INT64",      "STRING",    "BOOL",          "FLOAT16",        "DOUBLE",
-    "UINT32",    "UINT64",     "COMPLEX64", "COMPLEX128",    "BFLOAT16",       "FLOAT8E4M3FN",
-    "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4",          "FLOAT4E2M1"};
+    "UNDEFINED", "FLOAT",        "UINT8",          "INT8",       "UINT16",         "INT16",  "INT32",     "INT64",
+    "STRING",    "BOOL",         "FLOAT16",        "DOUBLE",     "UINT32",         "UINT64", "COMPLEX64", "COMPLEX128",
+    "BFLOAT16",  "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",  "INT4",      "FLOAT4E2M1"};
 
 std::string type_name(int64_t t) {
   if (t >= 0 && t < static_cast<int64_t>(kTypeNames.size())) return std::string(kTypeNames[static_cast<size_t>(t)]);
@@ -69,7 +68,8 @@ fs::path external_file(const std::string& location, const std::string& base_dir,
     fail("[onnx] ", what, ": external data has no valid location");
   const fs::path loc(location);
   if (loc.is_absolute() || loc.has_root_name() || loc.has_root_directory())
-    fail("[onnx] ", what, ": external data location \"", location, "\" is absolute; it must be relative to the model's folder");
+    fail("[onnx] ", what, ": external data location \"", location,
+         "\" is absolute; it must be relative to the model's folder");
   for (const auto& part : loc)
     if (part == "..") fail("[onnx] ", what, ": external data location \"", location, "\" leaves the model's folder");
   std::error_code ec;
@@ -81,7 +81,8 @@ fs::path external_file(const std::string& location, const std::string& base_dir,
   if (b != base.end())
     fail("[onnx] ", what, ": external data location \"", location, "\" resolves to ", file.string(),
          ", outside the model's folder");
-  if (!fs::is_regular_file(file, ec)) fail("[onnx] ", what, ": external data ", file.string(), " is not a regular file");
+  if (!fs::is_regular_file(file, ec))
+    fail("[onnx] ", what, ": external data ", file.string(), " is not a regular file");
   return file;
 }
 
@@ -101,8 +102,8 @@ void read_external(const ::onnx::TensorProto& t, const std::string& base_dir, si
   if (length >= 0 && static_cast<size_t>(length) != nbytes)
     fail("[onnx] ", what, ": external data length ", length, " does not match its dims and dtype (", nbytes, " bytes)");
   if (offset > file_size || static_cast<int64_t>(nbytes) > file_size - offset)
-    fail("[onnx] ", what, ": external data [", offset, ", ", offset + static_cast<int64_t>(nbytes), ") runs past the end of ",
-         file.string(), " (", file_size, " bytes)");
+    fail("[onnx] ", what, ": external data [", offset, ", ", offset + static_cast<int64_t>(nbytes),
+         ") runs past the end of ", file.string(), " (", file_size, " bytes)");
   std::ifstream in(file, std::ios::binary);
   in.seekg(offset);
   in.read(static_cast<char*>(out), static_cast<std::streamsize>(nbytes));
@@ -111,7 +112,8 @@ void read_external(const ::onnx::TensorProto& t, const std::string& base_dir, si
 
 /** Copies a typed repeated field into the tensor's elements, converting each. */
 template <class Dst, class Field>
-void copy_field(const Field& field, int64_t numel, const Tensor& out, std::string_view field_name, std::string_view what) {
+void copy_field(const Field& field, int64_t numel, const Tensor& out, std::string_view field_name,
+                std::string_view what) {
   if (field.size() != numel)
     fail("[onnx] ", what, " has ", field.size(), " values in ", field_name, ", its dims say ", numel);
   Dst* dst = static_cast<Dst*>(out.raw_data());
@@ -143,8 +145,8 @@ Tensor read_tensor(const ::onnx::TensorProto& t, const std::string& base_dir, st
   }
   // The typed fields hold at most as many values as the file has bytes: checking the count
   // against them before allocating bounds the allocation by the file's size.
-  const int64_t present = t.float_data_size() + t.int32_data_size() + t.int64_data_size() + t.double_data_size() +
-                          t.uint64_data_size();
+  const int64_t present =
+      t.float_data_size() + t.int32_data_size() + t.int64_data_size() + t.double_data_size() + t.uint64_data_size();
   if (present != numel) fail("[onnx] ", what, " has ", present, " values, its dims say ", numel);
   Tensor out = empty(dims, {.dtype = dtype});
   switch (dtype) {
@@ -182,7 +184,8 @@ ValueInfo read_value_info(const ::onnx::ValueInfoProto& v, std::string_view kind
   const auto& tt = v.type().tensor_type();
   ValueInfo info{v.name(), {}, dtype_from_onnx(tt.elem_type(), what)};
   has_shape = tt.has_shape();
-  if (tt.shape().dim_size() > kMaxRank) fail("[onnx] ", what, " has ", tt.shape().dim_size(), " dims (at most ", kMaxRank, ")");
+  if (tt.shape().dim_size() > kMaxRank)
+    fail("[onnx] ", what, " has ", tt.shape().dim_size(), " dims (at most ", kMaxRank, ")");
   for (const auto& d : tt.shape().dim()) {
     if (d.has_dim_value() && d.dim_value() < 0) fail("[onnx] ", what, " has a negative dim ", d.dim_value());
     info.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);

@@ -49,9 +49,7 @@ DType combine(std::optional<DType> higher, std::optional<DType> lower) {
 /** The dtype a Python number takes in promotion: bool, int64, or the default float32. */
 DType wrapped_dtype(const Scalar& s) { return s.default_dtype(); }
 
-std::optional<DType> promote_opt(std::optional<DType> a, DType b) {
-  return a ? promote_types(*a, b) : b;
-}
+std::optional<DType> promote_opt(std::optional<DType> a, DType b) { return a ? promote_types(*a, b) : b; }
 
 struct Operands {
   std::optional<DType> dim_result, zero_result, wrapped_result;
@@ -61,9 +59,8 @@ struct Operands {
   }
   void add(const Scalar& s) { wrapped_result = promote_opt(wrapped_result, wrapped_dtype(s)); }
   DType result() const {
-    std::optional<DType> low = zero_result || wrapped_result
-                                   ? std::optional<DType>(combine(zero_result, wrapped_result))
-                                   : std::nullopt;
+    std::optional<DType> low =
+        zero_result || wrapped_result ? std::optional<DType>(combine(zero_result, wrapped_result)) : std::nullopt;
     return combine(dim_result, low);
   }
 };
@@ -74,15 +71,15 @@ std::pair<DType, DType> compute_and_out(BinaryOp op, DType common, DType a, DTyp
   switch (i.rule) {
     case BinaryRule::Arithmetic:
       if (op == BinaryOp::Sub && (a == DType::Bool || b == DType::Bool))
-        fail<TypeError>("[sub] subtraction with a bool tensor is not supported; to invert a mask "
-                        "use ~ or logical_not()");
+        fail<TypeError>(
+            "[sub] subtraction with a bool tensor is not supported; to invert a mask "
+            "use ~ or logical_not()");
       return {common, common};
     case BinaryRule::TrueDivide: return {to_floating(common), to_floating(common)};
     case BinaryRule::Compare: return {common, DType::Bool};
     case BinaryRule::Bitwise:
       if (is_floating(common))
-        fail<TypeError>("[", i.name, "] not supported for dtypes ", a, " and ", b,
-                        " (integer or bool tensors only)");
+        fail<TypeError>("[", i.name, "] not supported for dtypes ", a, " and ", b, " (integer or bool tensors only)");
       return {common, common};
   }
   return {common, common};
@@ -92,8 +89,7 @@ void check_integer_division(BinaryOp op, const Tensor& b) {
   if ((op == BinaryOp::FloorDivide || op == BinaryOp::Remainder) && !is_floating(b.dtype()) &&
       b.eq(0).any().item<bool>())
     fail<RuntimeError>("[", info(op).name, "] ZeroDivisionError: integer division by zero");
-  if (op == BinaryOp::Pow && !is_floating(b.dtype()) && b.dtype() != DType::Bool &&
-      b.lt(0).any().item<bool>())
+  if (op == BinaryOp::Pow && !is_floating(b.dtype()) && b.dtype() != DType::Bool && b.lt(0).any().item<bool>())
     fail<RuntimeError>("[pow] integers to negative integer powers are not allowed");
 }
 
@@ -119,8 +115,8 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   graph::OpCall call(def(op));
   const auto [compute, out_dtype] = compute_and_out(op, common, a.dtype(), b.dtype());
   if (a.device() != b.device())
-    fail<RuntimeError>("[", info(op).name, "] expected both tensors on one device, got ", a.device(),
-                       " and ", b.device());
+    fail<RuntimeError>("[", info(op).name, "] expected both tensors on one device, got ", a.device(), " and ",
+                       b.device());
   Shape shape = broadcast_shapes(a.shape(), b.shape(), info(op).name);
   Tensor ac = a.to(compute).expand(shape), bc = b.to(compute).expand(shape);
   check_integer_division(op, bc);
@@ -135,21 +131,22 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   set_attrs(call, compute);
   // Only what the rule reads is kept (add and sub need nothing, pow also needs its output).
   const bool operands = info(op).reads_operands;
-  call.finish({&a, &b}, {&out},
-              {operands ? graph::input(ac) : graph::nothing, operands ? graph::input(bc) : graph::nothing,
-               info(op).reads_output ? graph::output(out) : graph::nothing},
-              [&] {  // the captures are built only when a node is recorded
-                return [op, sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](graph::Saved s,
-                                                                                          graph::Tensors&& g) {
-                  auto [ga, gb] = vjp(op, g[0], s[0], s[1], s[2]);
-                  return graph::Tensors{as_operand(ga, sa, da), as_operand(gb, sb, db)};
-                };
-              },
-              [&, compute = compute](const graph::Tensors& t) {  // clang 14 cannot capture a binding by &
-                Tensor ta = t[0].defined() ? vjp(op, t[0].to(compute).expand(shape), ac, bc, out).first : Tensor();
-                Tensor tb = t[1].defined() ? vjp(op, t[1].to(compute).expand(shape), ac, bc, out).second : Tensor();
-                return graph::Tensors{ta.defined() && tb.defined() ? ta + tb : ta.defined() ? ta : tb};
-              });
+  call.finish(
+      {&a, &b}, {&out},
+      {operands ? graph::input(ac) : graph::nothing, operands ? graph::input(bc) : graph::nothing,
+       info(op).reads_output ? graph::output(out) : graph::nothing},
+      [&] {  // the captures are built only when a node is recorded
+        return
+            [op, sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](graph::Saved s, graph::Tensors&& g) {
+              auto [ga, gb] = vjp(op, g[0], s[0], s[1], s[2]);
+              return graph::Tensors{as_operand(ga, sa, da), as_operand(gb, sb, db)};
+            };
+      },
+      [&, compute = compute](const graph::Tensors& t) {  // clang 14 cannot capture a binding by &
+        Tensor ta = t[0].defined() ? vjp(op, t[0].to(compute).expand(shape), ac, bc, out).first : Tensor();
+        Tensor tb = t[1].defined() ? vjp(op, t[1].to(compute).expand(shape), ac, bc, out).second : Tensor();
+        return graph::Tensors{ta.defined() && tb.defined() ? ta + tb : ta.defined() ? ta : tb};
+      });
   return out;
 }
 
@@ -169,9 +166,7 @@ DType result_type(const Tensor& a, const Scalar& b) {
   return ops.result();
 }
 
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
-  return run(op, result_type(a, b), a, b);
-}
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) { return run(op, result_type(a, b), a, b); }
 
 // A Python number becomes a 0-d tensor of the dtype the kernel computes in (so 255 / -3 on
 // uint8 divides by -3.0, not by a wrapped 253).
@@ -192,12 +187,11 @@ void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
   DType common = result_type(a, b);
   auto [compute, out_dtype] = compute_and_out(op, common, a.dtype(), b.dtype());
   if (promote_types(out_dtype, a.dtype()) != a.dtype() && !(is_floating(a.dtype()) && is_floating(out_dtype)))
-    fail<TypeError>("[", info(op).name, "_] result type ", out_dtype,
-                    " can't be cast to the desired output type ", a.dtype());
+    fail<TypeError>("[", info(op).name, "_] result type ", out_dtype, " can't be cast to the desired output type ",
+                    a.dtype());
   Shape shape = broadcast_shapes(a.shape(), b.shape(), info(op).name);
   if (!(shape == a.shape()))
-    fail("[", info(op).name, "_] output with shape ", a.shape(),
-         " doesn't match the broadcast shape ", shape);
+    fail("[", info(op).name, "_] output with shape ", a.shape(), " doesn't match the broadcast shape ", shape);
   if (autograd::inplace_needs_rebase(a, &b, info(op).name)) {
     autograd::rebase_history(a, run(op, common, a.clone(), b).to(a.dtype()));
     return;
@@ -218,21 +212,20 @@ void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
 
 namespace ug {
 
-#define UG_DEFINE_BINARY(Op, name)                                                             \
-  Tensor name(const Tensor& a, const Tensor& b) { return ops::binary(ops::BinaryOp::Op, a, b); } \
-  Tensor name(const Tensor& a, Scalar b) { return ops::binary(ops::BinaryOp::Op, a, b); }        \
-  Tensor name(Scalar a, const Tensor& b) { return ops::binary(ops::BinaryOp::Op, a, b); }        \
-  Tensor Tensor::name(const Tensor& other) const { return ops::binary(ops::BinaryOp::Op, *this, other); } \
-  Tensor Tensor::name(Scalar other) const { return ops::binary(ops::BinaryOp::Op, *this, other); }        \
-  Tensor& Tensor::name##_(const Tensor& other) {                                            \
-    ops::binary_inplace(ops::BinaryOp::Op, *this, other);                                   \
-    return *this;                                                                           \
-  }                                                                                         \
-  Tensor& Tensor::name##_(Scalar other) {                                                   \
-    ops::binary_inplace(ops::BinaryOp::Op, *this,                                           \
-                        scalar_tensor(other, {.dtype = ops::result_type(*this, other),      \
-                                              .device = device()}));                       \
-    return *this;                                                                           \
+#define UG_DEFINE_BINARY(Op, name)                                                                            \
+  Tensor name(const Tensor& a, const Tensor& b) { return ops::binary(ops::BinaryOp::Op, a, b); }              \
+  Tensor name(const Tensor& a, Scalar b) { return ops::binary(ops::BinaryOp::Op, a, b); }                     \
+  Tensor name(Scalar a, const Tensor& b) { return ops::binary(ops::BinaryOp::Op, a, b); }                     \
+  Tensor Tensor::name(const Tensor& other) const { return ops::binary(ops::BinaryOp::Op, *this, other); }     \
+  Tensor Tensor::name(Scalar other) const { return ops::binary(ops::BinaryOp::Op, *this, other); }            \
+  Tensor& Tensor::name##_(const Tensor& other) {                                                              \
+    ops::binary_inplace(ops::BinaryOp::Op, *this, other);                                                     \
+    return *this;                                                                                             \
+  }                                                                                                           \
+  Tensor& Tensor::name##_(Scalar other) {                                                                     \
+    ops::binary_inplace(ops::BinaryOp::Op, *this,                                                             \
+                        scalar_tensor(other, {.dtype = ops::result_type(*this, other), .device = device()})); \
+    return *this;                                                                                             \
   }
 UG_BINARY_PUBLIC(UG_DEFINE_BINARY)
 #undef UG_DEFINE_BINARY
@@ -255,19 +248,21 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   } else {
     backend_for(a.device()).where(c, ac, bc, out);
   }
-  call.finish({&cond, &a, &b}, {&out}, {graph::input(c)},
-              [&] {  // the captures are built only when a node is recorded
-                return [sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](graph::Saved s,
-                                                                                      graph::Tensors&& g) {
-                  return graph::Tensors{Tensor(), ops::as_operand(where(s[0], g[0], 0), sa, da),
-                                        ops::as_operand(where(s[0], 0, g[0]), sb, db)};
-                };
-              },
-              [&](const graph::Tensors& t) {
-                Tensor ta = t[1].defined() ? t[1].to(dtype).expand(shape) : zeros(shape, {.dtype = dtype, .device = a.device()});
-                Tensor tb = t[2].defined() ? t[2].to(dtype).expand(shape) : zeros(shape, {.dtype = dtype, .device = a.device()});
-                return graph::Tensors{where(c, ta, tb)};
-              });
+  call.finish(
+      {&cond, &a, &b}, {&out}, {graph::input(c)},
+      [&] {  // the captures are built only when a node is recorded
+        return [sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](graph::Saved s, graph::Tensors&& g) {
+          return graph::Tensors{Tensor(), ops::as_operand(where(s[0], g[0], 0), sa, da),
+                                ops::as_operand(where(s[0], 0, g[0]), sb, db)};
+        };
+      },
+      [&](const graph::Tensors& t) {
+        Tensor ta =
+            t[1].defined() ? t[1].to(dtype).expand(shape) : zeros(shape, {.dtype = dtype, .device = a.device()});
+        Tensor tb =
+            t[2].defined() ? t[2].to(dtype).expand(shape) : zeros(shape, {.dtype = dtype, .device = a.device()});
+        return graph::Tensors{where(c, ta, tb)};
+      });
   return out;
 }
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
@@ -284,9 +279,7 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   if (max) out = minimum(out, *max);
   return out;
 }
-Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
-  return ug::clamp(*this, min, max);
-}
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const { return ug::clamp(*this, min, max); }
 Tensor Tensor::clamp(const std::optional<Tensor>& min, const std::optional<Tensor>& max) const {
   if (!min && !max) fail("[clamp] at least one of min and max must be given");
   Tensor out = *this;
@@ -298,12 +291,8 @@ Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
   return copy_(ug::clamp(*this, min, max));
 }
 
-Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
-  return start + weight * (end - start);
-}
-Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) {
-  return start + weight * (end - start);
-}
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) { return start + weight * (end - start); }
+Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) { return start + weight * (end - start); }
 Tensor Tensor::lerp(const Tensor& end, Scalar weight) const { return ug::lerp(*this, end, weight); }
 Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return ug::lerp(*this, end, weight); }
 

@@ -21,14 +21,14 @@ DType result_type(const Tensor& a, const Tensor& b);
 
 namespace ug {
 // Free functions and operators, as in torch::.
-#define UG_DECLARE_BINARY_FN(Op, fn)               \
-  Tensor fn(const Tensor& a, const Tensor& b);     \
-  Tensor fn(const Tensor& a, Scalar b);            \
+#define UG_DECLARE_BINARY_FN(Op, fn)           \
+  Tensor fn(const Tensor& a, const Tensor& b); \
+  Tensor fn(const Tensor& a, Scalar b);        \
   Tensor fn(Scalar a, const Tensor& b);
 UG_BINARY_PUBLIC(UG_DECLARE_BINARY_FN)
 #undef UG_DECLARE_BINARY_FN
 
-#define UG_DECLARE_OPERATOR(sym, fn)                                              \
+#define UG_DECLARE_OPERATOR(sym, fn)                                                \
   inline Tensor operator sym(const Tensor& a, const Tensor& b) { return fn(a, b); } \
   inline Tensor operator sym(const Tensor& a, Scalar b) { return fn(a, b); }        \
   inline Tensor operator sym(Scalar a, const Tensor& b) { return fn(a, b); }

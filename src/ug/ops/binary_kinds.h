@@ -26,6 +26,8 @@ enum class BinaryRule : uint8_t {
 // value). X(Entry, method): Tensor methods (with and without a Scalar, in-place forms
 // method_), free functions ug::method and Python bindings each. The activation gradients are
 // internal: enum entries and kernels only.
+// The op lists are laid out by hand, not by clang-format:
+// clang-format off
 #define UG_BINARY_PUBLIC(X)                                                                    \
   X(Add, add) X(Sub, sub) X(Mul, mul) X(Div, div) X(FloorDivide, floor_divide)                 \
   X(Remainder, remainder) X(Pow, pow) X(Maximum, maximum) X(Minimum, minimum) X(Atan2, atan2)  \
@@ -39,6 +41,7 @@ enum class BinaryRule : uint8_t {
 
 /** Every binary op: X(Entry, method). */
 #define UG_BINARY_ALL(X) UG_BINARY_PUBLIC(X) UG_BINARY_GRADS(X)
+// clang-format on
 
 enum class BinaryOp : uint8_t {
 #define UG_ENUM(Op, method) Op,
@@ -46,8 +49,7 @@ enum class BinaryOp : uint8_t {
 #undef UG_ENUM
 };
 
-template <class T>
-inline constexpr bool int_like_v = std::is_integral_v<T>;
+template <class T> inline constexpr bool int_like_v = std::is_integral_v<T>;
 
 /** What a binary op's derivative reads: only that is kept for backward. */
 struct ReadsOperands {
@@ -154,8 +156,7 @@ struct Pow {
 };
 /** The derivative of maximum and minimum: g goes to the operand picked (`a_won` where a was),
  *  and ties split it in halves, as in PyTorch. */
-template <class Tn>
-std::pair<Tn, Tn> pick_vjp(const Tn& g, const Tn& a, const Tn& b, const Tn& a_won) {
+template <class Tn> std::pair<Tn, Tn> pick_vjp(const Tn& g, const Tn& a, const Tn& b, const Tn& a_won) {
   Tn ga = where(a.eq(b), g * 0.5, where(a_won, g, 0));
   return {ga, g - ga};
 }
@@ -200,10 +201,10 @@ struct LogAddExp : ReadsOperands {  // log(exp(a) + exp(b)) without overflow, li
   }
 };
 
-#define UG_COMPARE(Name, opname, expr)                     \
-  struct Name : NoDerivative {                             \
-    static constexpr const char* name = opname;            \
-    static constexpr BinaryRule rule = BinaryRule::Compare; \
+#define UG_COMPARE(Name, opname, expr)                          \
+  struct Name : NoDerivative {                                  \
+    static constexpr const char* name = opname;                 \
+    static constexpr BinaryRule rule = BinaryRule::Compare;     \
     template <class T> static bool f(T a, T b) { return expr; } \
   };
 UG_COMPARE(Eq, "eq", a == b)
@@ -217,14 +218,14 @@ UG_COMPARE(LogicalOr, "logical_or", a != T(0) || b != T(0))
 UG_COMPARE(LogicalXor, "logical_xor", (a != T(0)) != (b != T(0)))
 #undef UG_COMPARE
 
-#define UG_BITWISE(Name, opname, op)                        \
-  struct Name : NoDerivative {                              \
-    static constexpr const char* name = opname;             \
-    static constexpr BinaryRule rule = BinaryRule::Bitwise; \
-    template <class T> static T f(T a, T b) {               \
+#define UG_BITWISE(Name, opname, op)                              \
+  struct Name : NoDerivative {                                    \
+    static constexpr const char* name = opname;                   \
+    static constexpr BinaryRule rule = BinaryRule::Bitwise;       \
+    template <class T> static T f(T a, T b) {                     \
       if constexpr (int_like_v<T>) return static_cast<T>(a op b); \
-      else return a;                                        \
-    }                                                       \
+      else return a;                                              \
+    }                                                             \
   };
 UG_BITWISE(BitwiseAnd, "bitwise_and", &)
 UG_BITWISE(BitwiseOr, "bitwise_or", |)
@@ -235,16 +236,18 @@ UG_BITWISE(BitwiseXor, "bitwise_xor", ^)
 // derivative at v (the input x for GELU and SiLU, the output y for the others). The unary
 // ops' backward rules use them. Their own derivative: d/dg is the same op on the incoming
 // gradient, d/dv is g * a * d'(v) (`second`), written with ops so higher derivatives work.
-#define UG_ACTIVATION_GRAD(Name, opname, expr, second)                                       \
-  struct Name : ReadsOperands {                                                              \
-    static constexpr const char* name = opname;                                              \
-    static constexpr BinaryRule rule = BinaryRule::TrueDivide;                               \
-    template <class T> static T f(T g, T v) { return expr; }                                 \
+#define UG_ACTIVATION_GRAD(Name, opname, expr, second)                                                   \
+  struct Name : ReadsOperands {                                                                          \
+    static constexpr const char* name = opname;                                                          \
+    static constexpr BinaryRule rule = BinaryRule::TrueDivide;                                           \
+    template <class T> static T f(T g, T v) { return expr; }                                             \
     template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) { \
-      (void)a; /* relu's second half does not read it */                                      \
-      return {binary(BinaryOp::Name, g, b), second};                                         \
-    }                                                                                        \
+      (void)a; /* relu's second half does not read it */                                                 \
+      return {binary(BinaryOp::Name, g, b), second};                                                     \
+    }                                                                                                    \
   };
+// The entries hold expressions that clang-format would misread as declarations:
+// clang-format off
 UG_ACTIVATION_GRAD(ReluBackward, "relu_backward", v > T(0) ? g : T(0), zeros_like(b))
 UG_ACTIVATION_GRAD(TanhBackward, "tanh_backward", g * (T(1) - v * v), g * a * b * -2)
 UG_ACTIVATION_GRAD(SigmoidBackward, "sigmoid_backward", g * v * (T(1) - v), g * a * (1 - b * 2))
@@ -255,6 +258,7 @@ UG_ACTIVATION_GRAD(GeluBackward, "gelu_backward",
                    g * (T(0.5) * (T(1) + std::erf(v * T(0.70710678118654752440))) +
                         v * std::exp(T(-0.5) * v * v) * T(0.39894228040143267794)),
                    g * a * ((b * b * -0.5).exp() * 0.39894228040143267794) * (2 - b * b))
+// clang-format on
 #undef UG_ACTIVATION_GRAD
 
 }  // namespace ug::ops

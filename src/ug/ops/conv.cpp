@@ -79,8 +79,8 @@ Tensor conv_forward_batched(const Tensor& x, const Tensor& w, const Tensor& b, c
   }
   Tensor pw = batching::physical(w, lvl);
   Tensor bias = b.defined() ? b.repeat({v}) : b;
-  Tensor out = conv_forward(fold_channels(physical_of(x, lvl, v)),
-                            pw.reshape({-1, w.size(1), w.size(2), w.size(3)}), bias, grouped(p, v));
+  Tensor out = conv_forward(fold_channels(physical_of(x, lvl, v)), pw.reshape({-1, w.size(1), w.size(2), w.size(3)}),
+                            bias, grouped(p, v));
   return unfold_channels(out, v, lvl);
 }
 
@@ -101,25 +101,24 @@ Tensor conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Con
                 {.dtype = x.dtype(), .device = x.device()});
     backend_for(x.device()).conv2d(x.contiguous(), w.contiguous(), contiguous_or_undefined(b), p, out);
   }
-  call.finish({&x, &w, &b}, {&out}, {graph::input(x), graph::input(w)},
-              [p, gx = wants_grad(x), gw = wants_grad(w), gb = wants_grad(b)](graph::Saved s,
-                                                                                graph::Tensors&& g) {
-                const Tensor &x = s[0], &w = s[1];
-                return graph::Tensors{gx ? conv_input_grad(g[0], w, p, x.shape()) : Tensor(),
-                                      gw ? conv_weight_grad(x, g[0], p, w.shape()) : Tensor(),
-                                      gb ? g[0].sum({0, 2, 3}) : Tensor()};
-              },
-              [&](const graph::Tensors& t) {
-                Tensor tx = t[0].defined() ? conv_forward(t[0], w, Tensor(), p) : Tensor();
-                Tensor tw = t[1].defined() ? conv_forward(x, t[1], Tensor(), p) : Tensor();
-                Tensor tb = t[2].defined() ? t[2].view({-1, 1, 1}).expand(out.shape()) : Tensor();
-                return graph::Tensors{sum_defined({tx, tw, tb})};
-              });
+  call.finish(
+      {&x, &w, &b}, {&out}, {graph::input(x), graph::input(w)},
+      [p, gx = wants_grad(x), gw = wants_grad(w), gb = wants_grad(b)](graph::Saved s, graph::Tensors&& g) {
+        const Tensor &x = s[0], &w = s[1];
+        return graph::Tensors{gx ? conv_input_grad(g[0], w, p, x.shape()) : Tensor(),
+                              gw ? conv_weight_grad(x, g[0], p, w.shape()) : Tensor(),
+                              gb ? g[0].sum({0, 2, 3}) : Tensor()};
+      },
+      [&](const graph::Tensors& t) {
+        Tensor tx = t[0].defined() ? conv_forward(t[0], w, Tensor(), p) : Tensor();
+        Tensor tw = t[1].defined() ? conv_forward(x, t[1], Tensor(), p) : Tensor();
+        Tensor tb = t[2].defined() ? t[2].view({-1, 1, 1}).expand(out.shape()) : Tensor();
+        return graph::Tensors{sum_defined({tx, tw, tb})};
+      });
   return out;
 }
 
-Tensor conv_input_grad_batched(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Shape& x_shape,
-                               int lvl) {
+Tensor conv_input_grad_batched(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Shape& x_shape, int lvl) {
   const int64_t v = vmap_size({&g, &w}, lvl);
   if (batching::level(w) != lvl) {
     Tensor pg = batching::physical(g, lvl);
@@ -143,16 +142,17 @@ Tensor conv_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, 
     out = empty(x_shape, {.dtype = g.dtype(), .device = g.device()});
     backend_for(g.device()).conv2d_input_grad(g.contiguous(), w.contiguous(), p, out);
   }
-  call.finish({&g, &w}, {&out}, {graph::input(g), graph::input(w)},
-              [p, gg = wants_grad(g), gw = wants_grad(w)](graph::Saved s, graph::Tensors&& gr) {
-                const Tensor &g = s[0], &w = s[1];
-                return graph::Tensors{gg ? conv_forward(gr[0], w, Tensor(), p) : Tensor(),
-                                      gw ? conv_weight_grad(gr[0], g, p, w.shape()) : Tensor()};
-              },
-              [&](const graph::Tensors& t) {
-                return graph::Tensors{sum_defined({t[0].defined() ? conv_input_grad(t[0], w, p, x_shape) : Tensor(),
-                                                   t[1].defined() ? conv_input_grad(g, t[1], p, x_shape) : Tensor()})};
-              });
+  call.finish(
+      {&g, &w}, {&out}, {graph::input(g), graph::input(w)},
+      [p, gg = wants_grad(g), gw = wants_grad(w)](graph::Saved s, graph::Tensors&& gr) {
+        const Tensor &g = s[0], &w = s[1];
+        return graph::Tensors{gg ? conv_forward(gr[0], w, Tensor(), p) : Tensor(),
+                              gw ? conv_weight_grad(gr[0], g, p, w.shape()) : Tensor()};
+      },
+      [&](const graph::Tensors& t) {
+        return graph::Tensors{sum_defined({t[0].defined() ? conv_input_grad(t[0], w, p, x_shape) : Tensor(),
+                                           t[1].defined() ? conv_input_grad(g, t[1], p, x_shape) : Tensor()})};
+      });
   return out;
 }
 
@@ -169,16 +169,17 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p,
     out = empty(w_shape, {.dtype = x.dtype(), .device = x.device()});
     backend_for(x.device()).conv2d_weight_grad(x.contiguous(), g.contiguous(), p, out);
   }
-  call.finish({&x, &g}, {&out}, {graph::input(x), graph::input(g)},
-              [p, gx = wants_grad(x), gg = wants_grad(g)](graph::Saved s, graph::Tensors&& gr) {
-                const Tensor &x = s[0], &g = s[1];
-                return graph::Tensors{gx ? conv_input_grad(g, gr[0], p, x.shape()) : Tensor(),
-                                      gg ? conv_forward(x, gr[0], Tensor(), p) : Tensor()};
-              },
-              [&](const graph::Tensors& t) {
-                return graph::Tensors{sum_defined({t[0].defined() ? conv_weight_grad(t[0], g, p, w_shape) : Tensor(),
-                                                   t[1].defined() ? conv_weight_grad(x, t[1], p, w_shape) : Tensor()})};
-              });
+  call.finish(
+      {&x, &g}, {&out}, {graph::input(x), graph::input(g)},
+      [p, gx = wants_grad(x), gg = wants_grad(g)](graph::Saved s, graph::Tensors&& gr) {
+        const Tensor &x = s[0], &g = s[1];
+        return graph::Tensors{gx ? conv_input_grad(g, gr[0], p, x.shape()) : Tensor(),
+                              gg ? conv_forward(x, gr[0], Tensor(), p) : Tensor()};
+      },
+      [&](const graph::Tensors& t) {
+        return graph::Tensors{sum_defined({t[0].defined() ? conv_weight_grad(t[0], g, p, w_shape) : Tensor(),
+                                           t[1].defined() ? conv_weight_grad(x, t[1], p, w_shape) : Tensor()})};
+      });
   return out;
 }
 
@@ -262,8 +263,8 @@ void check_shapes(const Tensor& x, const Tensor& w, const std::optional<Tensor>&
   }
   if (too_big)
     fail("[", op, "] calculated padded input size per channel: ", padded, ", (dilated) kernel size: ", kernel,
-         "; kernel size can't be greater than actual input size (input shape ", x.shape(), ", weight shape ",
-         w.shape(), ")");
+         "; kernel size can't be greater than actual input size (input shape ", x.shape(), ", weight shape ", w.shape(),
+         ")");
 }
 
 /** An input with nd spatial dims, batched (nd + 2 dims) or not (nd + 1). */
@@ -360,9 +361,8 @@ Tensor transposed_convolution(const Tensor& input, const Tensor& weight, const s
   for (int64_t i = 0; i < nd; ++i) {
     const int64_t d = 2 - nd + i;
     if (out_pad[i] < 0 || (out_pad[i] >= s.p.stride[d] && out_pad[i] >= s.p.dilation[d]))
-      fail("[", op, "] output padding must be smaller than either stride or dilation, but got output_padding=",
-           out_pad, ", stride=", stride,
-           ", dilation=", dilation);
+      fail("[", op, "] output padding must be smaller than either stride or dilation, but got output_padding=", out_pad,
+           ", stride=", stride, ", dilation=", dilation);
     const int64_t size = (x.size(2 + i) - 1) * s.p.stride[d] - 2 * s.p.padding[d] +
                          s.p.dilation[d] * (weight.size(2 + i) - 1) + out_pad[i] + 1;
     if (size <= 0)

@@ -31,11 +31,9 @@ struct ConvPadding {
 };
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {},
-              const Dims& stride = {1}, const ConvPadding& padding = 0, const Dims& dilation = {1},
-              int64_t groups = 1);
+              const Dims& stride = {1}, const ConvPadding& padding = 0, const Dims& dilation = {1}, int64_t groups = 1);
 Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {},
-              const Dims& stride = {1}, const ConvPadding& padding = 0, const Dims& dilation = {1},
-              int64_t groups = 1);
+              const Dims& stride = {1}, const ConvPadding& padding = 0, const Dims& dilation = {1}, int64_t groups = 1);
 
 /** The transposed convolution (the gradient of conv with respect to its input), with
  *  torch's argument order. */

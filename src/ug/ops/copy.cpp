@@ -18,9 +18,10 @@ Tensor Tensor::to(DType target, bool copy) const {
     out = empty(shape(), {.dtype = target, .device = device()});
     backend_for(device()).copy(*this, out);
   }
-  call.finish({this}, {&out}, {},
-              [source = dtype()](graph::Saved, graph::Tensors&& g) { return graph::Tensors{g[0].to(source)}; },
-              [target](const graph::Tensors& t) { return graph::Tensors{t[0].to(target)}; });
+  call.finish(
+      {this}, {&out}, {},
+      [source = dtype()](graph::Saved, graph::Tensors&& g) { return graph::Tensors{g[0].to(source)}; },
+      [target](const graph::Tensors& t) { return graph::Tensors{t[0].to(target)}; });
   return out;
 }
 
@@ -47,15 +48,15 @@ Tensor Tensor::clone() const {
     out = empty(shape(), {.dtype = dtype(), .device = device()});
     backend_for(device()).copy(*this, out);
   }
-  call.finish({this}, {&out}, {}, [](graph::Saved, graph::Tensors&& g) { return std::move(g); },
-              [](const graph::Tensors& t) { return graph::Tensors{t[0].clone()}; });
+  call.finish(
+      {this}, {&out}, {}, [](graph::Saved, graph::Tensors&& g) { return std::move(g); },
+      [](const graph::Tensors& t) { return graph::Tensors{t[0].clone()}; });
   return out;
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
   graph::OpCall call(kCopy);
-  if (src.device() != device())
-    fail<RuntimeError>("[copy_] source on ", src.device(), ", destination on ", device());
+  if (src.device() != device()) fail<RuntimeError>("[copy_] source on ", src.device(), ", destination on ", device());
   if (autograd::inplace_needs_rebase(*this, &src, "copy_")) {
     // The copy's gradient flows to src (cast back to its dtype); this tensor's old value is gone.
     autograd::rebase_history(*this, src.to(dtype()).expand(shape()).clone());

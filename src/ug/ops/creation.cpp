@@ -16,13 +16,15 @@ Tensor full(const Dims& shape, Scalar value, Options opts) {
   return t;
 }
 
-Tensor zeros(const Dims& shape, Options opts) { return full(shape, 0, {opts.dtype.value_or(DType::Float32), opts.device}); }
-Tensor ones(const Dims& shape, Options opts) { return full(shape, 1, {opts.dtype.value_or(DType::Float32), opts.device}); }
+Tensor zeros(const Dims& shape, Options opts) {
+  return full(shape, 0, {opts.dtype.value_or(DType::Float32), opts.device});
+}
+Tensor ones(const Dims& shape, Options opts) {
+  return full(shape, 1, {opts.dtype.value_or(DType::Float32), opts.device});
+}
 
 namespace {
-Options like(const Tensor& t, Options opts) {
-  return {opts.dtype.value_or(t.dtype()), opts.device};
-}
+Options like(const Tensor& t, Options opts) { return {opts.dtype.value_or(t.dtype()), opts.device}; }
 }  // namespace
 
 namespace {
@@ -60,26 +62,23 @@ Tensor scalar_tensor(Scalar value, Options opts) { return full({}, value, opts);
 
 namespace {
 
-void infer_nested(const NestedList& v, size_t depth, Shape& shape, size_t& leaf_depth,
-                  DTypeCategory& cat) {
+void infer_nested(const NestedList& v, size_t depth, Shape& shape, size_t& leaf_depth, DTypeCategory& cat) {
   if (v.is_scalar()) {
     if (leaf_depth == SIZE_MAX) leaf_depth = depth;
-    if (depth != leaf_depth || depth != shape.size())
-      fail("[tensor] nested list is ragged: a number at depth ", depth);
+    if (depth != leaf_depth || depth != shape.size()) fail("[tensor] nested list is ragged: a number at depth ", depth);
     cat = std::max(cat, v.scalar().category());
     return;
   }
   const auto& items = v.items();
-  if (depth >= leaf_depth) fail<TypeError>("[tensor] nested list is ragged: a list where a number was expected (depth ", depth, ")");
+  if (depth >= leaf_depth)
+    fail<TypeError>("[tensor] nested list is ragged: a list where a number was expected (depth ", depth, ")");
   if (depth == shape.size()) shape.push_back(static_cast<int64_t>(items.size()));
   else if (shape[depth] != static_cast<int64_t>(items.size()))
-    fail("[tensor] nested list is ragged: expected ", shape[depth], " items at depth ", depth,
-         ", got ", items.size());
+    fail("[tensor] nested list is ragged: expected ", shape[depth], " items at depth ", depth, ", got ", items.size());
   for (const auto& item : items) infer_nested(item, depth + 1, shape, leaf_depth, cat);
 }
 
-template <class T>
-void fill_nested(const NestedList& v, T*& out) {
+template <class T> void fill_nested(const NestedList& v, T*& out) {
   if (v.is_scalar()) {
     *out++ = v.scalar().to<T>();
     return;
@@ -114,8 +113,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step, Options opts) {
   double s = start.to_double(), e = end.to_double(), d = step.to_double();
   if (d == 0) fail("[arange] step must be nonzero");
   if ((d > 0 && s > e) || (d < 0 && s < e))
-    fail("[arange] upper bound and step have inconsistent signs: start=", start, " end=", end,
-         " step=", step);
+    fail("[arange] upper bound and step have inconsistent signs: start=", start, " end=", end, " step=", step);
   int64_t n = all_int ? (end.to_int() - start.to_int() + step.to_int() - (d > 0 ? 1 : -1)) / step.to_int()
                       : static_cast<int64_t>(std::ceil((e - s) / d));
   Tensor out = empty({std::max<int64_t>(n, 0)}, {.dtype = dtype});
@@ -140,7 +138,7 @@ Tensor linspace(double start, double end, int64_t steps, Options opts) {
     // Like PyTorch: the first half counts up from start, the second half down from end.
     for (int64_t i = 0; i < steps; ++i) {
       double v = i < half || steps == 1 ? start + step * static_cast<double>(i)
-                          : end - step * static_cast<double>(steps - i - 1);
+                                        : end - step * static_cast<double>(steps - i - 1);
       p[i] = static_cast<scalar_t>(static_cast<acc_t<scalar_t>>(v));
     }
   });

@@ -17,7 +17,8 @@ const graph::OpDef kEmbedding("embedding");
 
 void require_index_dtype(const Tensor& t, const char* op, const char* what) {
   if (t.dtype() != DType::Int64 && t.dtype() != DType::Int32)
-    fail<TypeError>("[", op, "] expected ", what, " of dtype int64 or int32, got ", t.dtype(), " (shape ", t.shape(), ")");
+    fail<TypeError>("[", op, "] expected ", what, " of dtype int64 or int32, got ", t.dtype(), " (shape ", t.shape(),
+                    ")");
 }
 
 /** Rows of weight named in `flat` scaled in place to a norm of at most max_norm (torch's renorm). */
@@ -36,7 +37,8 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
                  std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq) {
   graph::OpCall call(kEmbedding);
   const char* op = "embedding";
-  if (weight.dim() != 2) fail("[embedding] weight must be 2-D [num_embeddings, embedding_dim], got shape ", weight.shape());
+  if (weight.dim() != 2)
+    fail("[embedding] weight must be 2-D [num_embeddings, embedding_dim], got shape ", weight.shape());
   require_index_dtype(indices, op, "indices");
   const int64_t num = weight.size(0), dim = weight.size(1);
   std::optional<int64_t> pad = padding_idx;
@@ -60,21 +62,22 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
   }
   Tensor out = empty(out_shape, {.dtype = weight.dtype(), .device = weight.device()});
   backend_for(weight.device()).index_select(weight, 0, flat, out.view({n, dim}));
-  call.finish({&weight, &indices}, {&out}, {},
-              [flat, pad, scale_grad_by_freq, num, dim](graph::Saved, graph::Tensors&& g) {
-                const int64_t n = flat.size(0);
-                Tensor g2 = g[0].reshape({n, dim});
-                if (pad) g2 = where((flat == *pad).unsqueeze(1), 0.0, g2);
-                if (scale_grad_by_freq) {
-                  Tensor counts = zeros({num}, {.dtype = g2.dtype(), .device = g2.device()})
-                                      .scatter_add(0, flat, ones({n}, {.dtype = g2.dtype(), .device = g2.device()}));
-                  g2 = g2 / counts.index_select(0, flat).unsqueeze(1);
-                }
-                Tensor gw = zeros({num, dim}, {.dtype = g2.dtype(), .device = g2.device()});
-                // The indices take no gradient.
-                return graph::Tensors{gw.scatter_add(0, flat.unsqueeze(1).expand({n, dim}), g2), Tensor()};
-              },
-              graph::NoRule{});  // forward mode takes the composed form
+  call.finish(
+      {&weight, &indices}, {&out}, {},
+      [flat, pad, scale_grad_by_freq, num, dim](graph::Saved, graph::Tensors&& g) {
+        const int64_t n = flat.size(0);
+        Tensor g2 = g[0].reshape({n, dim});
+        if (pad) g2 = where((flat == *pad).unsqueeze(1), 0.0, g2);
+        if (scale_grad_by_freq) {
+          Tensor counts = zeros({num}, {.dtype = g2.dtype(), .device = g2.device()})
+                              .scatter_add(0, flat, ones({n}, {.dtype = g2.dtype(), .device = g2.device()}));
+          g2 = g2 / counts.index_select(0, flat).unsqueeze(1);
+        }
+        Tensor gw = zeros({num, dim}, {.dtype = g2.dtype(), .device = g2.device()});
+        // The indices take no gradient.
+        return graph::Tensors{gw.scatter_add(0, flat.unsqueeze(1).expand({n, dim}), g2), Tensor()};
+      },
+      graph::NoRule{});  // forward mode takes the composed form
   return out;
 }
 

@@ -37,8 +37,8 @@ Tensor checked_index(const Tensor& index, int64_t n, int64_t dim, bool allow_neg
   const int64_t lo = all.min().item<int64_t>(), hi = all.max().item<int64_t>();
   const int64_t lowest = allow_negative ? -n : 0;
   if (lo < lowest || hi >= n)
-    fail<IndexError>("[", op, "] index ", lo < lowest ? lo : hi, " is out of bounds for dimension ",
-                     dim, " with size ", n);
+    fail<IndexError>("[", op, "] index ", lo < lowest ? lo : hi, " is out of bounds for dimension ", dim, " with size ",
+                     n);
   return lo < 0 ? where(idx.lt(0), idx.add(n), idx) : idx;
 }
 
@@ -67,30 +67,26 @@ Tensor select_rows(const Tensor& x, int64_t dim, const Tensor& index) {
     if (out.numel() > 0) backend_for(x.device()).index_select(x, dim, index, out);
   }
   if (call.capturing()) call.set_attrs({{"dim", dim}});
-  call.finish({&x, &index}, {&out}, {},
-              [&] {  // the captures are built only when a node is recorded
-                return [dim, index, in_shape = x.shape()](graph::Saved, graph::Tensors&& g) {
-                  Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
-                  return graph::Tensors{zero.scatter_add(dim, along(index, dim, g[0].shape()), g[0]), Tensor()};
-                };
-              },
-              [&](const graph::Tensors& t) { return graph::Tensors{select_rows(t[0], dim, index)}; });
+  call.finish(
+      {&x, &index}, {&out}, {},
+      [&] {  // the captures are built only when a node is recorded
+        return [dim, index, in_shape = x.shape()](graph::Saved, graph::Tensors&& g) {
+          Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
+          return graph::Tensors{zero.scatter_add(dim, along(index, dim, g[0].shape()), g[0]), Tensor()};
+        };
+      },
+      [&](const graph::Tensors& t) { return graph::Tensors{select_rows(t[0], dim, index)}; });
   return out;
 }
 
 // ---- t[...]: the basic part as views, then the tensor indices ---------------------------
 
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;  // clang before 17 does not deduce aggregates by itself
+template <class... F> struct Overloaded : F... { using F::operator()...; };
+template <class... F> Overloaded(F...) -> Overloaded<F...>;  // clang before 17 does not deduce aggregates by itself
 
 /** How many dims of the indexed tensor an entry consumes. */
 int64_t dims_used(const TensorIndex& entry) {
-  if (const Tensor* t = std::get_if<Tensor>(&entry.value))
-    return is_mask_dtype(t->dtype()) ? t->dim() : 1;
+  if (const Tensor* t = std::get_if<Tensor>(&entry.value)) return is_mask_dtype(t->dtype()) ? t->dim() : 1;
   return std::holds_alternative<int64_t>(entry.value) || std::holds_alternative<Slice>(entry.value);
 }
 
@@ -128,8 +124,7 @@ struct IndexPlan {
     for (int64_t j = 0; j < mask.dim(); ++j)
       if (mask.size(j) != view.size(next_dim + j))
         fail<IndexError>("[index] the shape of the mask ", mask.shape(), " at index ", j,
-                         " does not match the shape of the indexed tensor ", view.shape(),
-                         " at index ", next_dim + j);
+                         " does not match the shape of the indexed tensor ", view.shape(), " at index ", next_dim + j);
     Tensor coords = mask.nonzero();
     for (int64_t j = 0; j < mask.dim(); ++j) add_tensor_index(coords.select(1, j));
   }
@@ -154,17 +149,14 @@ IndexPlan plan_index(const Tensor& x, const std::vector<TensorIndex>& entries) {
   }
   if (ellipses > 1) fail<IndexError>("[index] an index can only have a single ellipsis ('...')");
   if (used > x.dim())
-    fail<IndexError>("[index] too many indices for tensor of dimension ", x.dim(), " (", used,
-                     " dims indexed, shape ", x.shape(), ")");
+    fail<IndexError>("[index] too many indices for tensor of dimension ", x.dim(), " (", used, " dims indexed, shape ",
+                     x.shape(), ")");
   IndexPlan plan;
   plan.view = x;
   for (const TensorIndex& e : entries)
-    std::visit(Overloaded{[&](int64_t i) { plan.add_int(i); },
-                          [&](const Slice& s) { plan.add_slice(s); },
-                          [&](NoneIndex) { plan.add_none(); },
-                          [&](EllipsisIndex) { plan.next_dim += x.dim() - used; },
-                          [&](bool b) { plan.add_bool(b); },
-                          [&](const Tensor& t) { plan.add_tensor(t); }},
+    std::visit(Overloaded{[&](int64_t i) { plan.add_int(i); }, [&](const Slice& s) { plan.add_slice(s); },
+                          [&](NoneIndex) { plan.add_none(); }, [&](EllipsisIndex) { plan.next_dim += x.dim() - used; },
+                          [&](bool b) { plan.add_bool(b); }, [&](const Tensor& t) { plan.add_tensor(t); }},
                e.value);
   return plan;
 }
@@ -276,8 +268,9 @@ void put_advanced(const AdvancedIndex& a, const Tensor& value) {
   const Shape rows = a.merged_shape(lin.numel());
   Shape lin_shape(rows.size(), 1);
   lin_shape[a.pos] = lin.numel();
-  backend_for(a.view.device()).scatter(dest, a.pos, lin.view(lin_shape).expand(rows), src.reshape(rows),
-                                       /*accumulate=*/false);
+  backend_for(a.view.device())
+      .scatter(dest, a.pos, lin.view(lin_shape).expand(rows), src.reshape(rows),
+               /*accumulate=*/false);
 }
 
 /** x[mask] = one value, with the mask covering x's leading dims: an elementwise select does
@@ -301,19 +294,18 @@ bool put_by_mask(const Tensor& x, const std::vector<TensorIndex>& indices, const
 /** torch's rules: index is int64, index, x (and src) have as many dims (0-d counting as 1-d),
  *  and index is no larger than src anywhere nor than x outside `dim`. */
 void check_gather_args(const char* op, const Tensor& x, int64_t dim, const Tensor& index, const Tensor* src) {
-  if (index.dtype() != DType::Int64)
-    fail<TypeError>("[", op, "] expected dtype int64 for index, got ", index.dtype());
+  if (index.dtype() != DType::Int64) fail<TypeError>("[", op, "] expected dtype int64 for index, got ", index.dtype());
   const Tensor xi = atleast_1d(x), ii = atleast_1d(index);
   if (ii.dim() != xi.dim())
-    fail("[", op, "] index tensor must have the same number of dimensions as input tensor (index shape ",
-         index.shape(), ", input shape ", x.shape(), ")");
+    fail("[", op, "] index tensor must have the same number of dimensions as input tensor (index shape ", index.shape(),
+         ", input shape ", x.shape(), ")");
   if (src && atleast_1d(*src).dim() != xi.dim())
-    fail("[", op, "] src tensor must have the same number of dimensions as input tensor (src shape ",
-         src->shape(), ", input shape ", x.shape(), ")");
+    fail("[", op, "] src tensor must have the same number of dimensions as input tensor (src shape ", src->shape(),
+         ", input shape ", x.shape(), ")");
   for (int64_t d = 0; d < xi.dim(); ++d) {
     if (d != dim && ii.size(d) > xi.size(d))
-      fail("[", op, "] index shape ", index.shape(), " exceeds input shape ", x.shape(),
-           " at dimension ", d, " (only dimension ", dim, " may differ)");
+      fail("[", op, "] index shape ", index.shape(), " exceeds input shape ", x.shape(), " at dimension ", d,
+           " (only dimension ", dim, " may differ)");
     if (src && ii.size(d) > atleast_1d(*src).size(d))
       fail("[", op, "] index shape ", index.shape(), " exceeds src shape ", src->shape(), " at dimension ", d);
   }
@@ -349,18 +341,19 @@ Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& 
       backend_for(x.device()).scatter(atleast_1d(out), d, atleast_1d(idx), atleast_1d(src), accumulate);
   }
   if (call.capturing()) call.set_attrs({{"dim", d}});
-  call.finish({&x, &idx, &src}, {&out}, {},
-              // d/dx: g, except where scatter overwrote x; d/dsrc: g read back at the scattered places.
-              [&] {  // the captures are built only when a node is recorded
-                return [d, idx, accumulate](graph::Saved, graph::Tensors&& g) {
-                  Tensor gx = accumulate ? g[0] : g[0].scatter(d, idx, zeros_like(idx, {.dtype = g[0].dtype()}));
-                  return graph::Tensors{gx, Tensor(), g[0].gather(d, idx)};
-                };
-              },
-              [&](const graph::Tensors& t) {
-                return graph::Tensors{scatter_impl(op, t[0].defined() ? t[0] : zeros_like(x), d, idx,
-                                                   t[2].defined() ? t[2] : zeros_like(src), accumulate)};
-              });
+  call.finish(
+      {&x, &idx, &src}, {&out}, {},
+      // d/dx: g, except where scatter overwrote x; d/dsrc: g read back at the scattered places.
+      [&] {  // the captures are built only when a node is recorded
+        return [d, idx, accumulate](graph::Saved, graph::Tensors&& g) {
+          Tensor gx = accumulate ? g[0] : g[0].scatter(d, idx, zeros_like(idx, {.dtype = g[0].dtype()}));
+          return graph::Tensors{gx, Tensor(), g[0].gather(d, idx)};
+        };
+      },
+      [&](const graph::Tensors& t) {
+        return graph::Tensors{scatter_impl(op, t[0].defined() ? t[0] : zeros_like(x), d, idx,
+                                           t[2].defined() ? t[2] : zeros_like(src), accumulate)};
+      });
   return out;
 }
 
@@ -393,8 +386,9 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
   if (value.device() != device())
     fail<RuntimeError>("[index_put_] value on ", value.device(), ", tensor on ", device());
   if (autograd::inplace_needs_rebase(*this, &value, "index_put_"))
-    fail<RuntimeError>("[index_put_] assignment into a tensor while recording gradients (the tensor or the value "
-                       "requires grad) is not supported yet; build the result with where(), cat() or scatter()");
+    fail<RuntimeError>(
+        "[index_put_] assignment into a tensor while recording gradients (the tensor or the value "
+        "requires grad) is not supported yet; build the result with where(), cat() or scatter()");
   if (put_by_mask(*this, indices, value)) {
     bump_version();
   } else if (IndexPlan plan = plan_index(*this, indices); plan.dims.empty()) {
@@ -423,18 +417,18 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
     out = batching::wrap(px.gather(d + 1, pi), lvl);
   } else {
     out = empty(index.shape(), {.dtype = dtype(), .device = device()});
-    if (out.numel() > 0)
-      backend_for(device()).gather(atleast_1d(*this), d, atleast_1d(idx), atleast_1d(out));
+    if (out.numel() > 0) backend_for(device()).gather(atleast_1d(*this), d, atleast_1d(idx), atleast_1d(out));
   }
   if (call.capturing()) call.set_attrs({{"dim", d}});
-  call.finish({this, &index}, {&out}, {},
-              [&] {  // the captures are built only when a node is recorded
-                return [d, idx, in_shape = shape()](graph::Saved, graph::Tensors&& g) {
-                  Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
-                  return graph::Tensors{zero.scatter_add(d, idx, g[0]), Tensor()};
-                };
-              },
-              [&](const graph::Tensors& t) { return graph::Tensors{t[0].gather(d, idx)}; });
+  call.finish(
+      {this, &index}, {&out}, {},
+      [&] {  // the captures are built only when a node is recorded
+        return [d, idx, in_shape = shape()](graph::Saved, graph::Tensors&& g) {
+          Tensor zero = zeros(in_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
+          return graph::Tensors{zero.scatter_add(d, idx, g[0]), Tensor()};
+        };
+      },
+      [&](const graph::Tensors& t) { return graph::Tensors{t[0].gather(d, idx)}; });
   return out;
 }
 
@@ -513,8 +507,7 @@ Tensor Tensor::flip(const Dims& dims) const {
 
 Tensor Tensor::roll(const Dims& shifts, const Dims& dims) const {
   if (dims.empty()) {
-    if (shifts.size() != 1)
-      fail("[roll] without dims, shifts must have exactly one value, got ", shifts.size());
+    if (shifts.size() != 1) fail("[roll] without dims, shifts must have exactly one value, got ", shifts.size());
     return flatten().roll(shifts, {0}).view(shape());
   }
   if (shifts.size() != dims.size())

@@ -27,13 +27,13 @@ bool is_legacy_empty(const Tensor& t) { return t.dim() == 1 && t.numel() == 0; }
 void check_cat_part(const Tensor& first, const Tensor& t, int64_t dim, size_t i) {
   if (t.dim() == 0) fail("[cat] zero-dimensional tensor (at position ", i, ") cannot be concatenated");
   if (t.dim() != first.dim())
-    fail("[cat] tensors must have the same number of dimensions: got ", first.dim(), " and ", t.dim(),
-         " (shapes ", first.shape(), " and ", t.shape(), " at position ", i, ")");
+    fail("[cat] tensors must have the same number of dimensions: got ", first.dim(), " and ", t.dim(), " (shapes ",
+         first.shape(), " and ", t.shape(), " at position ", i, ")");
   for (int64_t d = 0; d < t.dim(); ++d)
     if (d != dim && t.size(d) != first.size(d))
       fail("[cat] sizes of tensors must match except in dimension ", dim, ": expected size ", first.size(d),
-           " but got size ", t.size(d), " for tensor number ", i, " in the list (shapes ", first.shape(),
-           " and ", t.shape(), ")");
+           " but got size ", t.size(d), " for tensor number ", i, " in the list (shapes ", first.shape(), " and ",
+           t.shape(), ")");
 }
 
 enum class PadMode { Constant, Reflect, Replicate, Circular };
@@ -91,27 +91,27 @@ Tensor pad_constant(const Tensor& x, const std::vector<DimPad>& pads, Scalar val
     NoGradGuard no_grad;
     backend_for(x.device()).copy(part(x, src_ranges), part(out, dst_ranges));  // the op records itself below
   }
-  call.finish({&x}, {&out}, {},
-              [&] {  // the captures are built only when a node is recorded
-                return [part, dst_ranges, src_ranges, in_shape = x.shape()](graph::Saved, graph::Tensors&& g) {
-                  auto source_part = [part, src_ranges](const Tensor& t) { return part(t, src_ranges); };
-                  return graph::Tensors{autograd::embed(part(g[0], dst_ranges), in_shape, source_part)};
-                };
-              },
-              [&](const graph::Tensors& t) { return graph::Tensors{pad_constant(t[0], pads, 0)}; });
+  call.finish(
+      {&x}, {&out}, {},
+      [&] {  // the captures are built only when a node is recorded
+        return [part, dst_ranges, src_ranges, in_shape = x.shape()](graph::Saved, graph::Tensors&& g) {
+          auto source_part = [part, src_ranges](const Tensor& t) { return part(t, src_ranges); };
+          return graph::Tensors{autograd::embed(part(g[0], dst_ranges), in_shape, source_part)};
+        };
+      },
+      [&](const graph::Tensors& t) { return graph::Tensors{pad_constant(t[0], pads, 0)}; });
   return out;
 }
 
 void check_pad_fits(PadMode mode, int64_t size, const DimPad& p, const Shape& shape) {
   if (mode == PadMode::Reflect && (p.left >= size || p.right >= size))
-    fail("[pad] reflect padding (", p.left, ", ", p.right, ") must be less than the size ", size,
-         " of dimension ", p.dim, " of input ", shape);
+    fail("[pad] reflect padding (", p.left, ", ", p.right, ") must be less than the size ", size, " of dimension ",
+         p.dim, " of input ", shape);
   if (mode == PadMode::Replicate && size == 0)
-    fail("[pad] replicate padding needs a non-empty dimension; dimension ", p.dim, " of input ", shape,
-         " is empty");
+    fail("[pad] replicate padding needs a non-empty dimension; dimension ", p.dim, " of input ", shape, " is empty");
   if (mode == PadMode::Circular && (p.left > size || p.right > size))
-    fail("[pad] circular padding (", p.left, ", ", p.right, ") would wrap around dimension ", p.dim,
-         " of input ", shape, " more than once");
+    fail("[pad] circular padding (", p.left, ", ", p.right, ") would wrap around dimension ", p.dim, " of input ",
+         shape, " more than once");
 }
 
 /** For each output position along a padded dim, the input position it copies. */
@@ -205,24 +205,25 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   std::vector<const Tensor*> inputs;
   for (const Tensor& t : parts) inputs.push_back(&t);
   if (call.capturing()) call.set_attrs({{"dim", d}});
-  call.finish(inputs, {&out}, {},
-              [&] {  // the captures are built only when a node is recorded
-                return [d, sizes, dtypes](graph::Saved, graph::Tensors&& g) {
-                  graph::Tensors grads;
-                  int64_t at = 0;
-                  for (size_t i = 0; i < sizes.size(); ++i) {
-                    grads.push_back(g[0].narrow(d, at, sizes[i]).to(dtypes[i]));
-                    at += sizes[i];
-                  }
-                  return grads;
-                };
-              },
-              [&](const graph::Tensors& t) {
-                graph::Tensors tangents;
-                for (size_t i = 0; i < parts.size(); ++i)
-                  tangents.push_back(t[i].defined() ? t[i].to(dtype) : zeros_like(parts[i], {.dtype = dtype}));
-                return graph::Tensors{cat(tangents, d)};
-              });
+  call.finish(
+      inputs, {&out}, {},
+      [&] {  // the captures are built only when a node is recorded
+        return [d, sizes, dtypes](graph::Saved, graph::Tensors&& g) {
+          graph::Tensors grads;
+          int64_t at = 0;
+          for (size_t i = 0; i < sizes.size(); ++i) {
+            grads.push_back(g[0].narrow(d, at, sizes[i]).to(dtypes[i]));
+            at += sizes[i];
+          }
+          return grads;
+        };
+      },
+      [&](const graph::Tensors& t) {
+        graph::Tensors tangents;
+        for (size_t i = 0; i < parts.size(); ++i)
+          tangents.push_back(t[i].defined() ? t[i].to(dtype) : zeros_like(parts[i], {.dtype = dtype}));
+        return graph::Tensors{cat(tangents, d)};
+      });
   return out;
 }
 

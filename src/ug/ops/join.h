@@ -26,7 +26,6 @@ Tensor atleast_3d(const Tensor& x);
 /** torch.nn.functional.pad: pads holds (left, right) pairs starting from the last dim;
  *  negative pads crop. mode is "constant" (with value, default 0), "reflect", "replicate"
  *  or "circular". */
-Tensor pad(const Tensor& x, const Dims& pads, std::string_view mode = "constant",
-           std::optional<Scalar> value = {});
+Tensor pad(const Tensor& x, const Dims& pads, std::string_view mode = "constant", std::optional<Scalar> value = {});
 
 }  // namespace ug

@@ -21,12 +21,12 @@ DType common_dtype(const Tensor& a, const Tensor& b, const char* op) {
   if (a.device() != b.device())
     fail<RuntimeError>("[", op, "] expected both tensors on one device, got ", a.device(), " and ", b.device());
   if (a.dtype() != b.dtype())
-    fail<TypeError>("[", op, "] expected both operands to have the same dtype, got ", a.dtype(), " and ",
-                    b.dtype(), " (shapes ", a.shape(), " and ", b.shape(), "); convert one with .to()");
+    fail<TypeError>("[", op, "] expected both operands to have the same dtype, got ", a.dtype(), " and ", b.dtype(),
+                    " (shapes ", a.shape(), " and ", b.shape(), "); convert one with .to()");
   DType t = a.dtype();
   if (t == DType::Bool)
-    fail<TypeError>("[", op, "] not supported for dtypes ", a.dtype(), " and ", b.dtype(),
-                    " (shapes ", a.shape(), " and ", b.shape(), ")");
+    fail<TypeError>("[", op, "] not supported for dtypes ", a.dtype(), " and ", b.dtype(), " (shapes ", a.shape(),
+                    " and ", b.shape(), ")");
   return t;
 }
 
@@ -50,17 +50,18 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
     out = empty({a.size(0), a.size(1), b.size(2)}, {.dtype = a.dtype(), .device = a.device()});
     backend_for(a.device()).matmul(a, b, out);
   }
-  call.finish({&a, &b}, {&out}, {graph::input(a), graph::input(b)},
-              [](graph::Saved s, graph::Tensors&& g) {
-                Tensor ga = batched_product(g[0], s[1].transpose(1, 2));
-                Tensor gb = batched_product(s[0].transpose(1, 2), g[0]);
-                return graph::Tensors{ga, gb};
-              },
-              [&](const graph::Tensors& t) {
-                Tensor ta = t[0].defined() ? batched_product(t[0], b) : Tensor();
-                Tensor tb = t[1].defined() ? batched_product(a, t[1]) : Tensor();
-                return graph::Tensors{ta.defined() && tb.defined() ? ta + tb : ta.defined() ? ta : tb};
-              });
+  call.finish(
+      {&a, &b}, {&out}, {graph::input(a), graph::input(b)},
+      [](graph::Saved s, graph::Tensors&& g) {
+        Tensor ga = batched_product(g[0], s[1].transpose(1, 2));
+        Tensor gb = batched_product(s[0].transpose(1, 2), g[0]);
+        return graph::Tensors{ga, gb};
+      },
+      [&](const graph::Tensors& t) {
+        Tensor ta = t[0].defined() ? batched_product(t[0], b) : Tensor();
+        Tensor tb = t[1].defined() ? batched_product(a, t[1]) : Tensor();
+        return graph::Tensors{ta.defined() && tb.defined() ? ta + tb : ta.defined() ? ta : tb};
+      });
   return out;
 }
 
@@ -88,8 +89,7 @@ Shape broadcast_batches(const Tensor& a, const Tensor& b, const Shape& a0, const
     int64_t da = i < n - ba.size() ? 1 : ba[i - (n - ba.size())];
     int64_t db = i < n - bb.size() ? 1 : bb[i - (n - bb.size())];
     if (da != db && da != 1 && db != 1)
-      fail("[matmul] batch dims of shapes ", a0, " and ", b0, " cannot be broadcast together (",
-           da, " vs ", db, ")");
+      fail("[matmul] batch dims of shapes ", a0, " and ", b0, " cannot be broadcast together (", da, " vs ", db, ")");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -113,8 +113,8 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   Tensor b = b_vec ? b0.to(dtype).unsqueeze(1) : b0.to(dtype);
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   if (b.size(-2) != K)
-    fail("[matmul] shapes ", a0.shape(), " and ", b0.shape(), " cannot be multiplied (", K, " vs ",
-         b.size(-2), "), dtypes ", a0.dtype(), " and ", b0.dtype());
+    fail("[matmul] shapes ", a0.shape(), " and ", b0.shape(), " cannot be multiplied (", K, " vs ", b.size(-2),
+         "), dtypes ", a0.dtype(), " and ", b0.dtype());
   Shape batch = broadcast_batches(a, b, a0.shape(), b0.shape());
   Tensor out;
   if (b.dim() == 2 && a.dim() > 2) {
@@ -136,19 +136,16 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
 Tensor mm(const Tensor& a, const Tensor& b) {
   require_dims(a, b, 2, "mm");
   if (a.size(1) != b.size(0))
-    fail("[mm] shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", a.size(1), " vs ",
-         b.size(0), ")");
+    fail("[mm] shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", a.size(1), " vs ", b.size(0), ")");
   return matmul(a, b);
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
   require_dims(a, b, 3, "bmm");
   if (a.size(0) != b.size(0))
-    fail("[bmm] batch sizes of shapes ", a.shape(), " and ", b.shape(), " differ (", a.size(0), " vs ",
-         b.size(0), ")");
+    fail("[bmm] batch sizes of shapes ", a.shape(), " and ", b.shape(), " differ (", a.size(0), " vs ", b.size(0), ")");
   if (a.size(2) != b.size(1))
-    fail("[bmm] shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", a.size(2), " vs ",
-         b.size(1), ")");
+    fail("[bmm] shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", a.size(2), " vs ", b.size(1), ")");
   graph::OpCall call(kMatmul);
   DType dtype = common_dtype(a, b, "bmm");
   Tensor out = batched_product(a.to(dtype), b.to(dtype));
@@ -190,8 +187,7 @@ Labels parse_term(std::string_view term, std::string_view equation) {
   for (size_t i = 0; i < term.size(); ++i) {
     char c = term[i];
     if (c == '.') {
-      if (term.substr(i, 3) != "..." ||
-          std::find(labels.begin(), labels.end(), kEllipsis) != labels.end())
+      if (term.substr(i, 3) != "..." || std::find(labels.begin(), labels.end(), kEllipsis) != labels.end())
         fail("[einsum] invalid ellipsis in equation '", equation, "': use '...' at most once per term");
       labels.push_back(kEllipsis);
       i += 2;
@@ -236,8 +232,7 @@ struct Labeled {
 
 /** Replaces "..." by ellipsis labels, right-aligned across operands like broadcasting. */
 Labels expand_ellipsis(const Labels& term, int64_t ndim, int64_t ellipsis_dims, size_t operand) {
-  const int64_t named = static_cast<int64_t>(term.size()) -
-                        std::count(term.begin(), term.end(), kEllipsis);
+  const int64_t named = static_cast<int64_t>(term.size()) - std::count(term.begin(), term.end(), kEllipsis);
   const bool has_ellipsis = named != static_cast<int64_t>(term.size());
   if (has_ellipsis ? named > ndim : named != ndim)
     fail("[einsum] operand ", operand, " has ", ndim, " dims but its subscripts name ", named,
@@ -261,8 +256,8 @@ Labeled take_diagonals(Labeled x) {
       if (x.labels[i] != x.labels[j]) continue;
       int64_t di = static_cast<int64_t>(i), dj = static_cast<int64_t>(j);
       if (x.t.size(di) != x.t.size(dj))
-        fail("[einsum] subscript '", label_name(x.labels[i]), "' is repeated for dims of sizes ",
-             x.t.size(di), " and ", x.t.size(dj), " (shape ", x.t.shape(), ")");
+        fail("[einsum] subscript '", label_name(x.labels[i]), "' is repeated for dims of sizes ", x.t.size(di), " and ",
+             x.t.size(dj), " (shape ", x.t.shape(), ")");
       int l = x.labels[i];
       x.t = x.t.diagonal(0, di, dj);
       x.labels.erase(x.labels.begin() + static_cast<std::ptrdiff_t>(j));
@@ -275,13 +270,10 @@ Labeled take_diagonals(Labeled x) {
 
 bool contains(const Labels& labels, int l) { return std::find(labels.begin(), labels.end(), l) != labels.end(); }
 
-int64_t dim_of(const Labeled& x, int l) {
-  return std::find(x.labels.begin(), x.labels.end(), l) - x.labels.begin();
-}
+int64_t dim_of(const Labeled& x, int l) { return std::find(x.labels.begin(), x.labels.end(), l) - x.labels.begin(); }
 
 /** Sums away the labels of x that `keep` rejects. */
-template <class Keep>
-Labeled sum_out(Labeled x, Keep keep) {
+template <class Keep> Labeled sum_out(Labeled x, Keep keep) {
   Dims dims;
   Labels kept;
   for (size_t i = 0; i < x.labels.size(); ++i) {
@@ -304,8 +296,8 @@ void match_sizes(Labeled& a, Labeled& b, const Labels& shared) {
   for (int l : shared) {
     int64_t &na = sa[dim_of(a, l)], &nb = sb[dim_of(b, l)];
     if (na != nb && na != 1 && nb != 1)
-      fail("[einsum] subscript '", label_name(l), "' has size ", na, " in one operand and ", nb,
-           " in another (shapes ", a.t.shape(), " and ", b.t.shape(), ")");
+      fail("[einsum] subscript '", label_name(l), "' has size ", na, " in one operand and ", nb, " in another (shapes ",
+           a.t.shape(), " and ", b.t.shape(), ")");
     na = nb = std::max(na, nb);
   }
   a.t = a.t.expand(sa);
@@ -320,8 +312,7 @@ int64_t product_of(const Labeled& x, const Labels& labels) {
 
 /** a * b summed over their shared labels that `needed` rejects, as one batched matmul: a is
  *  arranged as [batch, a-only, summed], b as [batch, summed, b-only]. */
-template <class Needed>
-Labeled contract(Labeled a, Labeled b, Needed needed) {
+template <class Needed> Labeled contract(Labeled a, Labeled b, Needed needed) {
   a = sum_out(std::move(a), [&](int l) { return needed(l) || contains(b.labels, l); });
   b = sum_out(std::move(b), [&](int l) { return needed(l) || contains(a.labels, l); });
   Labels batch, summed, a_only, b_only;
@@ -387,8 +378,8 @@ DType einsum_dtype(const std::vector<Tensor>& operands) {
   DType dtype = operands[0].dtype();
   for (const Tensor& x : operands) {
     if (x.device() != operands[0].device())
-      fail<RuntimeError>("[einsum] expected all operands on one device, got ", operands[0].device(),
-                         " and ", x.device());
+      fail<RuntimeError>("[einsum] expected all operands on one device, got ", operands[0].device(), " and ",
+                         x.device());
     dtype = promote_types(dtype, x.dtype());
   }
   if (dtype == DType::Bool) fail<TypeError>("[einsum] not supported for bool operands");
@@ -405,16 +396,16 @@ Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands) {
   DType dtype = einsum_dtype(operands);
   int64_t ellipsis_dims = 0;
   for (size_t i = 0; i < operands.size(); ++i) {
-    int64_t named = static_cast<int64_t>(eq.inputs[i].size()) -
-                    std::count(eq.inputs[i].begin(), eq.inputs[i].end(), kEllipsis);
+    int64_t named =
+        static_cast<int64_t>(eq.inputs[i].size()) - std::count(eq.inputs[i].begin(), eq.inputs[i].end(), kEllipsis);
     ellipsis_dims = std::max(ellipsis_dims, operands[i].dim() - named);
   }
   std::vector<Labeled> xs;
   for (size_t i = 0; i < operands.size(); ++i)
-    xs.push_back(take_diagonals(
-        {operands[i].to(dtype), expand_ellipsis(eq.inputs[i], operands[i].dim(), ellipsis_dims, i)}));
-  Labels output = eq.output ? explicit_output(*eq.output, ellipsis_dims, xs)
-                            : implicit_output(eq.inputs, ellipsis_dims);
+    xs.push_back(
+        take_diagonals({operands[i].to(dtype), expand_ellipsis(eq.inputs[i], operands[i].dim(), ellipsis_dims, i)}));
+  Labels output =
+      eq.output ? explicit_output(*eq.output, ellipsis_dims, xs) : implicit_output(eq.inputs, ellipsis_dims);
 
   // Left to right: a label stays needed while the output or a later operand uses it.
   Labeled acc = xs[0];

@@ -19,8 +19,8 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     fail("[linear] weight must be [out_features, in_features] (or 1-D), got shape ", w.shape());
   if (x.dim() == 0) fail("[linear] input must have at least 1 dimension, got a 0-d tensor");
   if (x.size(-1) != w.size(-1))
-    fail("[linear] input shape ", x.shape(), " does not match weight shape ", w.shape(), " (in_features ",
-         x.size(-1), " vs ", w.size(-1), ")");
+    fail("[linear] input shape ", x.shape(), " does not match weight shape ", w.shape(), " (in_features ", x.size(-1),
+         " vs ", w.size(-1), ")");
   if (x.dtype() != w.dtype() || (b.defined() && b.dtype() != x.dtype()))
     fail<TypeError>("[linear] input, weight and bias must share a dtype, got ", x.dtype(), ", ", w.dtype(),
                     b.defined() ? ", " : "", b.defined() ? dtype_name(b.dtype()) : "");
@@ -66,17 +66,17 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   // Only the gradients some input needs, and only what they read: the input of a first layer
   // needs none, so w is not kept for it.
   const bool need_x = wants_grad(x), need_w = wants_grad(w), need_b = wants_grad(b);
-  call.finish({&x, &w, &b}, {&y},
-              {need_w ? graph::input(x) : graph::nothing, need_x ? graph::input(w) : graph::nothing},
-              [&] {  // the captures are built only when a node is recorded
-                return [need_x, need_w, need_b, x_shape = x.shape(), in](graph::Saved s, graph::Tensors&& g) {
-                  Tensor g2 = g[0].reshape({-1, g[0].size(-1)});
-                  return graph::Tensors{need_x ? mm(g2, s[1]).view(x_shape) : Tensor(),
-                                        need_w ? mm(g2.t(), s[0].reshape({-1, in})) : Tensor(),
-                                        need_b ? g2.sum(Dims{0}) : Tensor()};
-                };
-              },
-              graph::NoRule{});  // forward mode takes the composed form
+  call.finish(
+      {&x, &w, &b}, {&y}, {need_w ? graph::input(x) : graph::nothing, need_x ? graph::input(w) : graph::nothing},
+      [&] {  // the captures are built only when a node is recorded
+        return [need_x, need_w, need_b, x_shape = x.shape(), in](graph::Saved s, graph::Tensors&& g) {
+          Tensor g2 = g[0].reshape({-1, g[0].size(-1)});
+          return graph::Tensors{need_x ? mm(g2, s[1]).view(x_shape) : Tensor(),
+                                need_w ? mm(g2.t(), s[0].reshape({-1, in})) : Tensor(),
+                                need_b ? g2.sum(Dims{0}) : Tensor()};
+        };
+      },
+      graph::NoRule{});  // forward mode takes the composed form
   return y;
 }
 

@@ -12,8 +12,8 @@ namespace ug::ops {
  *  of the matching shape, class weights that take no gradient, no vmap or forward mode. */
 bool nll_loss_fuses(const Tensor& input, const Tensor& target, const Tensor& weight) {
   const bool dtype_ok = input.dtype() == DType::Float32 || input.dtype() == DType::Float64;
-  const bool target_ok = target.dtype() == DType::Int64 || target.dtype() == DType::Int32 ||
-                         target.dtype() == DType::UInt8;
+  const bool target_ok =
+      target.dtype() == DType::Int64 || target.dtype() == DType::Int32 || target.dtype() == DType::UInt8;
   const bool shape_ok = input.dim() == 2   ? target.dim() == 1 && target.size(0) == input.size(0)
                         : input.dim() == 1 ? target.dim() == 0
                                            : false;
@@ -43,25 +43,26 @@ Tensor nll_loss_fused(const Tensor& input, const Tensor& target, const Tensor& w
   if (r == Reduction::None && input.dim() == 1) loss = loss.view({});
   // Only the input takes a gradient: the targets are indices and nll_loss_fuses leaves
   // weights that require grad to the composed form.
-  call.finish({&input, &target, &weight}, {&loss}, {graph::input(t), w.defined() ? graph::input(w) : graph::nothing},
-              [&] {  // the captures are built only when a node is recorded
-                return [total, ignore_index, r, n, classes, in_shape](graph::Saved s, graph::Tensors&& g) {
-                  const Tensor &t = s[0], &w = s[1];
-                  const Options opts{.dtype = total.dtype(), .device = total.device()};
-                  Backend& be = backend_for(total.device());
-                  Tensor gs = r == Reduction::Mean ? g[0] / total : g[0];
-                  Tensor dx = empty({n, classes}, opts);
-                  if (GradMode::is_enabled()) {
-                    // A graph of the gradient (double backward): unit coefficients times g, recorded.
-                    be.nll_loss_backward(ones({}, opts), t, w, ignore_index, dx);
-                    dx = dx * (gs.dim() == 1 ? gs.unsqueeze(1) : gs);
-                  } else {
-                    be.nll_loss_backward(gs.contiguous(), t, w, ignore_index, dx);
-                  }
-                  return graph::Tensors{dx.view(in_shape), Tensor(), Tensor()};
-                };
-              },
-              graph::NoRule{});  // forward mode takes the composed form
+  call.finish(
+      {&input, &target, &weight}, {&loss}, {graph::input(t), w.defined() ? graph::input(w) : graph::nothing},
+      [&] {  // the captures are built only when a node is recorded
+        return [total, ignore_index, r, n, classes, in_shape](graph::Saved s, graph::Tensors&& g) {
+          const Tensor &t = s[0], &w = s[1];
+          const Options opts{.dtype = total.dtype(), .device = total.device()};
+          Backend& be = backend_for(total.device());
+          Tensor gs = r == Reduction::Mean ? g[0] / total : g[0];
+          Tensor dx = empty({n, classes}, opts);
+          if (GradMode::is_enabled()) {
+            // A graph of the gradient (double backward): unit coefficients times g, recorded.
+            be.nll_loss_backward(ones({}, opts), t, w, ignore_index, dx);
+            dx = dx * (gs.dim() == 1 ? gs.unsqueeze(1) : gs);
+          } else {
+            be.nll_loss_backward(gs.contiguous(), t, w, ignore_index, dx);
+          }
+          return graph::Tensors{dx.view(in_shape), Tensor(), Tensor()};
+        };
+      },
+      graph::NoRule{});  // forward mode takes the composed form
   return loss;
 }
 

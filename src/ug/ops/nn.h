@@ -23,8 +23,8 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
 
 /** Normalizes over the trailing dims `normalized_shape`: (x - mean) / sqrt(var + eps) * weight
  *  + bias, with the biased variance; weight and bias (optional) have normalized_shape. */
-Tensor layer_norm(const Tensor& input, const Dims& normalized_shape, const Tensor& weight = {},
-                  const Tensor& bias = {}, double eps = 1e-5);
+Tensor layer_norm(const Tensor& input, const Dims& normalized_shape, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5);
 
 namespace ops {
 

@@ -63,24 +63,25 @@ Tensor normalize_rows_fused(const graph::OpDef& def, const Tensor& x, int64_t co
     NoGradGuard kernel_views;  // views that only feed the kernel: no nodes for them
     backend_for(x.device()).layer_norm(xc.view({rows, cols}), wc, bc, eps, y.view({rows, cols}), mean, rstd);
   }
-  call.finish({&x, &w, &b}, {&y}, {graph::input(xc), wc.defined() ? graph::input(wc) : graph::nothing},
-              [mean, rstd, cols, eps, w_shape = w.defined() ? w.shape() : Shape(),
-               b_shape = b.defined() ? b.shape() : Shape(), need_w = wants_grad(w),
-               need_b = wants_grad(b)](graph::Saved s, graph::Tensors&& g) {
-                const Tensor &x = s[0], &w = s[1];
-                if (GradMode::is_enabled())  // create_graph: a differentiable gradient
-                  return normalize_rows_backward_ops(g[0], x, w, cols, eps, need_w, need_b);
-                const int64_t rows = mean.size(0);
-                Tensor gc = g[0].contiguous();
-                Tensor dx = empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
-                Options o{.dtype = x.dtype(), .device = x.device()};
-                Tensor dw = need_w ? empty({cols}, o) : Tensor();
-                Tensor db = need_b ? empty({cols}, o) : Tensor();
-                backend_for(x.device()).layer_norm_backward(gc.view({rows, cols}), x.view({rows, cols}), mean, rstd, w,
-                                                            dx.view({rows, cols}), dw, db);
-                return graph::Tensors{dx, dw.defined() ? dw.view(w_shape) : dw, db.defined() ? db.view(b_shape) : db};
-              },
-              graph::NoRule{});  // forward mode takes the composed form
+  call.finish(
+      {&x, &w, &b}, {&y}, {graph::input(xc), wc.defined() ? graph::input(wc) : graph::nothing},
+      [mean, rstd, cols, eps, w_shape = w.defined() ? w.shape() : Shape(), b_shape = b.defined() ? b.shape() : Shape(),
+       need_w = wants_grad(w), need_b = wants_grad(b)](graph::Saved s, graph::Tensors&& g) {
+        const Tensor &x = s[0], &w = s[1];
+        if (GradMode::is_enabled())  // create_graph: a differentiable gradient
+          return normalize_rows_backward_ops(g[0], x, w, cols, eps, need_w, need_b);
+        const int64_t rows = mean.size(0);
+        Tensor gc = g[0].contiguous();
+        Tensor dx = empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
+        Options o{.dtype = x.dtype(), .device = x.device()};
+        Tensor dw = need_w ? empty({cols}, o) : Tensor();
+        Tensor db = need_b ? empty({cols}, o) : Tensor();
+        backend_for(x.device())
+            .layer_norm_backward(gc.view({rows, cols}), x.view({rows, cols}), mean, rstd, w, dx.view({rows, cols}), dw,
+                                 db);
+        return graph::Tensors{dx, dw.defined() ? dw.view(w_shape) : dw, db.defined() ? db.view(b_shape) : db};
+      },
+      graph::NoRule{});  // forward mode takes the composed form
   return y;
 }
 
@@ -98,8 +99,7 @@ Tensor normalize_rows(RowNorm kind, const Tensor& x, int64_t cols, const Tensor&
   return normalize_rows_fused(def, x, cols, w, b, eps);
 }
 
-int64_t check_normalized(const Tensor& x, const Dims& shape, const Tensor& weight, const Tensor& bias,
-                         const char* op) {
+int64_t check_normalized(const Tensor& x, const Dims& shape, const Tensor& weight, const Tensor& bias, const char* op) {
   const int64_t k = static_cast<int64_t>(shape.size());
   bool ok = k <= x.dim();
   for (int64_t i = 0; ok && i < k; ++i) ok = x.size(x.dim() - k + i) == shape[i];

@@ -46,21 +46,22 @@ std::pair<Tensor, Tensor> window_max(const Tensor& x, const Windows& win) {
     out = empty(shape, {.dtype = x.dtype(), .device = x.device()});
     idx = empty(shape, {.dtype = DType::Int64, .device = x.device()});
     if (out.numel() > 0)
-      backend_for(x.device()).max_pool2d(planes(x), *win, out.view({-1, shape[shape.size() - 2], shape.back()}),
-                                         idx.view({-1, shape[shape.size() - 2], shape.back()}));
+      backend_for(x.device())
+          .max_pool2d(planes(x), *win, out.view({-1, shape[shape.size() - 2], shape.back()}),
+                      idx.view({-1, shape[shape.size() - 2], shape.back()}));
   }
   // The indices are an integer by-product: the call's output is the maximum alone.
-  call.finish({&x}, {&out}, {},
-              [&] {  // the captures are built only when a node is recorded
-                return [idx, shape = x.shape(), dtype = x.dtype(), device = x.device()](graph::Saved,
-                                                                                  graph::Tensors&& g) {
-                  Tensor zero = zeros(shape, {.dtype = dtype, .device = device}).flatten(-2);
-                  return graph::Tensors{zero.scatter_add(-1, idx.flatten(-2), g[0].flatten(-2)).view(shape)};
-                };
-              },
-              [&](const graph::Tensors& t) {
-                return graph::Tensors{t[0].flatten(-2).gather(-1, idx.flatten(-2)).view(out.shape())};
-              });
+  call.finish(
+      {&x}, {&out}, {},
+      [&] {  // the captures are built only when a node is recorded
+        return [idx, shape = x.shape(), dtype = x.dtype(), device = x.device()](graph::Saved, graph::Tensors&& g) {
+          Tensor zero = zeros(shape, {.dtype = dtype, .device = device}).flatten(-2);
+          return graph::Tensors{zero.scatter_add(-1, idx.flatten(-2), g[0].flatten(-2)).view(shape)};
+        };
+      },
+      [&](const graph::Tensors& t) {
+        return graph::Tensors{t[0].flatten(-2).gather(-1, idx.flatten(-2)).view(out.shape())};
+      });
   return {out, idx};
 }
 
@@ -77,11 +78,12 @@ Tensor window_avg(const Tensor& x, const Windows& win) {
     if (out.numel() > 0)
       backend_for(x.device()).avg_pool2d(planes(x), *win, out.view({-1, shape[shape.size() - 2], shape.back()}));
   }
-  call.finish({&x}, {&out}, {},
-              [win, h = x.size(-2), w = x.size(-1)](graph::Saved, graph::Tensors&& g) {
-                return graph::Tensors{window_avg_transpose(g[0], win, h, w)};
-              },
-              [&](const graph::Tensors& t) { return graph::Tensors{window_avg(t[0], win)}; });
+  call.finish(
+      {&x}, {&out}, {},
+      [win, h = x.size(-2), w = x.size(-1)](graph::Saved, graph::Tensors&& g) {
+        return graph::Tensors{window_avg_transpose(g[0], win, h, w)};
+      },
+      [&](const graph::Tensors& t) { return graph::Tensors{window_avg(t[0], win)}; });
   return out;
 }
 
@@ -94,12 +96,11 @@ Tensor window_avg_transpose(const Tensor& g, const Windows& win, int64_t h, int6
   } else {
     Shape shape = with_last2(g, h, w);
     out = empty(shape, {.dtype = g.dtype(), .device = g.device()});
-    if (out.numel() > 0)
-      backend_for(g.device()).avg_pool2d_transpose(planes(g), *win, out.view({-1, h, w}));
+    if (out.numel() > 0) backend_for(g.device()).avg_pool2d_transpose(planes(g), *win, out.view({-1, h, w}));
   }
-  call.finish({&g}, {&out}, {},
-              [win](graph::Saved, graph::Tensors&& gr) { return graph::Tensors{window_avg(gr[0], win)}; },
-              [&](const graph::Tensors& t) { return graph::Tensors{window_avg_transpose(t[0], win, h, w)}; });
+  call.finish(
+      {&g}, {&out}, {}, [win](graph::Saved, graph::Tensors&& gr) { return graph::Tensors{window_avg(gr[0], win)}; },
+      [&](const graph::Tensors& t) { return graph::Tensors{window_avg_transpose(t[0], win, h, w)}; });
   return out;
 }
 
@@ -214,7 +215,10 @@ graph::Attrs pool_attrs(const Args& a, int64_t nd, bool ceil_mode) {
     dilations.push_back(a.dilation[d]);
   }
   pads.insert(pads.end(), pads.begin(), pads.end());
-  return {{"kernel_shape", kernel}, {"strides", strides}, {"pads", pads}, {"dilations", dilations},
+  return {{"kernel_shape", kernel},
+          {"strides", strides},
+          {"pads", pads},
+          {"dilations", dilations},
           {"ceil_mode", int64_t{ceil_mode}}};
 }
 
@@ -311,13 +315,12 @@ Tensor max_pool1d(const Tensor& input, const Dims& kernel_size, const Dims& stri
   return max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode, "max_pool1d").first;
 }
 
-Tensor avg_pool2d(const Tensor& input, const Dims& kernel_size, const Dims& stride, const Dims& padding,
-                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
-  return avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
-                  "avg_pool2d");
+Tensor avg_pool2d(const Tensor& input, const Dims& kernel_size, const Dims& stride, const Dims& padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, "avg_pool2d");
 }
-Tensor avg_pool1d(const Tensor& input, const Dims& kernel_size, const Dims& stride, const Dims& padding,
-                  bool ceil_mode, bool count_include_pad) {
+Tensor avg_pool1d(const Tensor& input, const Dims& kernel_size, const Dims& stride, const Dims& padding, bool ceil_mode,
+                  bool count_include_pad) {
   return avg_pool(input, 1, kernel_size, stride, padding, ceil_mode, count_include_pad, {}, "avg_pool1d");
 }
 

@@ -15,9 +15,7 @@ namespace {
 const graph::OpDef kRandom("random");
 
 /** Each element may use two words of a 4-word block: reserve enough for any kernel layout. */
-RandomStream reserve_for(int64_t n) {
-  return default_generator().reserve(4 * static_cast<uint64_t>((n + 1) / 2));
-}
+RandomStream reserve_for(int64_t n) { return default_generator().reserve(4 * static_cast<uint64_t>((n + 1) / 2)); }
 
 DType float_dtype(const Options& opts, const char* op) {
   DType d = opts.dtype.value_or(DType::Float32);
@@ -84,8 +82,8 @@ Tensor normal(double mean, double std, const Dims& shape, Options opts) {
   return normal_from(reserve_for(numel_of_dims(shape)), shape, mean, std, float_dtype(opts, "normal"), opts.device);
 }
 Tensor randint(int64_t low, int64_t high, const Dims& shape, Options opts) {
-  return randint_from(reserve_for(numel_of_dims(shape)), shape, low, high,
-                      opts.dtype.value_or(DType::Int64), opts.device);
+  return randint_from(reserve_for(numel_of_dims(shape)), shape, low, high, opts.dtype.value_or(DType::Int64),
+                      opts.device);
 }
 Tensor randperm(int64_t n, Options opts) {
   Tensor p = permutation_from(reserve_for(n), n);
@@ -124,8 +122,10 @@ namespace {
 
 std::array<uint32_t, 2> key_words(const Tensor& key) {
   if (key.dtype() != DType::Int64 || key.dim() != 1 || key.size(0) != 2)
-    fail<TypeError>("[random] expected a key (an int64 tensor of shape [2], from ug.random.key), "
-                    "got dtype ", key.dtype(), " and shape ", key.shape());
+    fail<TypeError>(
+        "[random] expected a key (an int64 tensor of shape [2], from ug.random.key), "
+        "got dtype ",
+        key.dtype(), " and shape ", key.shape());
   Tensor k = key.contiguous();
   const int64_t* p = static_cast<const int64_t*>(k.raw_data());
   return {static_cast<uint32_t>(p[0]), static_cast<uint32_t>(p[1])};
@@ -160,8 +160,7 @@ Tensor split(const Tensor& key, int64_t num) {
 }
 
 Tensor fold_in(const Tensor& key, uint64_t data) {
-  auto w = philox4x32(key_words(key), {static_cast<uint32_t>(data), static_cast<uint32_t>(data >> 32),
-                                       0xffffffffu, 1});
+  auto w = philox4x32(key_words(key), {static_cast<uint32_t>(data), static_cast<uint32_t>(data >> 32), 0xffffffffu, 1});
   return make_key(w[0], w[1]);
 }
 

@@ -36,8 +36,7 @@ Tensor fold_in(const Tensor& key, uint64_t data);
 Tensor uniform(const Tensor& key, const Dims& shape, double minval = 0, double maxval = 1,
                DType dtype = DType::Float32);
 Tensor normal(const Tensor& key, const Dims& shape, DType dtype = DType::Float32);
-Tensor randint(const Tensor& key, const Dims& shape, int64_t minval, int64_t maxval,
-               DType dtype = DType::Int64);
+Tensor randint(const Tensor& key, const Dims& shape, int64_t minval, int64_t maxval, DType dtype = DType::Int64);
 Tensor bernoulli(const Tensor& key, double p, const Dims& shape);
 Tensor permutation(const Tensor& key, int64_t n);
 /** x shuffled along dim 0. */

@@ -37,9 +37,9 @@ Mask reduce_mask(const Tensor& x, const Dims& dims, const char* op) {
 
 Mask single_dim_mask(const Tensor& x, int64_t dim, const char* op) { return reduce_mask(x, {dim}, op); }
 
-const graph::OpDef kReduce[] = {graph::OpDef("sum"),    graph::OpDef("prod"),   graph::OpDef("amax"),
-                                 graph::OpDef("amin"),   graph::OpDef("argmax"), graph::OpDef("argmin"),
-                                 graph::OpDef("all"),    graph::OpDef("any")};
+const graph::OpDef kReduce[] = {graph::OpDef("sum"),  graph::OpDef("prod"),   graph::OpDef("amax"),
+                                graph::OpDef("amin"), graph::OpDef("argmax"), graph::OpDef("argmin"),
+                                graph::OpDef("all"),  graph::OpDef("any")};
 // amax and amin's autograd nodes are named max and min (see run_reduce).
 const graph::OpDef kMax("max"), kMin("min");
 const graph::OpDef kCumsum("cumsum"), kCumprod("cumprod");
@@ -74,8 +74,8 @@ int64_t reduced_count(const Shape& shape, const Mask& mask) {
 void check_nonempty(const Tensor& x, const Mask& mask, const char* op) {
   for (int64_t d = 0; d < x.dim(); ++d)
     if (mask[d] && x.size(d) == 0)
-      fail<IndexError>("[", op, "] expected reduction dim ", d, " to have non-zero size (input shape ",
-                       x.shape(), ", dtype ", x.dtype(), ")");
+      fail<IndexError>("[", op, "] expected reduction dim ", d, " to have non-zero size (input shape ", x.shape(),
+                       ", dtype ", x.dtype(), ")");
 }
 
 struct Layout {
@@ -188,32 +188,33 @@ Tensor reduce_as(const graph::OpDef& def, ReduceOp op, const Tensor& x, const Ma
     return out;
   }
   // A sum's rule needs only the input's shape; the others read the input (and max/min the result).
-  call.finish({&x}, {&out}, {sum ? graph::nothing : graph::input(x), extreme ? graph::output(out) : graph::nothing},
-              [&] {  // the captures are built only when a node is recorded
-                return [op, mask, in_shape = x.shape()](graph::Saved s, graph::Tensors&& g) {
-                  Tensor gk = keep_dims(g[0], in_shape, mask);
-                  if (op == ReduceOp::Sum) return graph::Tensors{gk.expand(in_shape)};
-                  const Tensor& x = s[0];
-                  if (op == ReduceOp::Prod) return graph::Tensors{prod_backward(g[0], x, mask)};
-                  // max/min: shared evenly among the elements equal to the extreme.
-                  Tensor hit = x.eq(keep_dims(s[1], x.shape(), mask)).to(x.dtype());
-                  Dims dims = masked_dims(mask);
-                  Tensor count = dims.empty() ? hit : hit.sum(dims, true);
-                  return graph::Tensors{hit * gk / count};
-                };
-              },
-              [&](const graph::Tensors& t) {
-                Dims dims = masked_dims(mask);
-                auto total = [&](const Tensor& v) {
-                  Tensor s = dims.empty() ? v : v.sum(dims, true);
-                  return keepdim ? s : s.reshape(Dims(out.shape().begin(), out.shape().end()));
-                };
-                if (op == ReduceOp::Sum) return graph::Tensors{total(t[0])};
-                if (op == ReduceOp::Prod) return graph::Tensors{total(prod_backward(ones_like(out), x, mask) * t[0])};
-                // max/min: the mean tangent of the elements equal to the extreme.
-                Tensor hit = x.eq(keep_dims(out, x.shape(), mask)).to(x.dtype());
-                return graph::Tensors{total(hit * t[0]) / total(hit)};
-              });
+  call.finish(
+      {&x}, {&out}, {sum ? graph::nothing : graph::input(x), extreme ? graph::output(out) : graph::nothing},
+      [&] {  // the captures are built only when a node is recorded
+        return [op, mask, in_shape = x.shape()](graph::Saved s, graph::Tensors&& g) {
+          Tensor gk = keep_dims(g[0], in_shape, mask);
+          if (op == ReduceOp::Sum) return graph::Tensors{gk.expand(in_shape)};
+          const Tensor& x = s[0];
+          if (op == ReduceOp::Prod) return graph::Tensors{prod_backward(g[0], x, mask)};
+          // max/min: shared evenly among the elements equal to the extreme.
+          Tensor hit = x.eq(keep_dims(s[1], x.shape(), mask)).to(x.dtype());
+          Dims dims = masked_dims(mask);
+          Tensor count = dims.empty() ? hit : hit.sum(dims, true);
+          return graph::Tensors{hit * gk / count};
+        };
+      },
+      [&](const graph::Tensors& t) {
+        Dims dims = masked_dims(mask);
+        auto total = [&](const Tensor& v) {
+          Tensor s = dims.empty() ? v : v.sum(dims, true);
+          return keepdim ? s : s.reshape(Dims(out.shape().begin(), out.shape().end()));
+        };
+        if (op == ReduceOp::Sum) return graph::Tensors{total(t[0])};
+        if (op == ReduceOp::Prod) return graph::Tensors{total(prod_backward(ones_like(out), x, mask) * t[0])};
+        // max/min: the mean tangent of the elements equal to the extreme.
+        Tensor hit = x.eq(keep_dims(out, x.shape(), mask)).to(x.dtype());
+        return graph::Tensors{total(hit * t[0]) / total(hit)};
+      });
   return out;
 }
 
@@ -236,8 +237,7 @@ DType compute_dtype(DType t) { return t == DType::Float16 || t == DType::BFloat1
 
 void require_floating(const Tensor& x, const char* op) {
   if (!is_floating(x.dtype()))
-    fail<TypeError>("[", op, "] expected a floating point input, got dtype ", x.dtype(), " (shape ",
-                    x.shape(), ")");
+    fail<TypeError>("[", op, "] expected a floating point input, got dtype ", x.dtype(), " (shape ", x.shape(), ")");
 }
 
 Tensor sum_masked(const Tensor& x, const Mask& mask, bool keepdim, std::optional<DType> dtype) {
@@ -254,8 +254,8 @@ Tensor mean_masked(const Tensor& x, const Mask& mask, bool keepdim, std::optiona
   graph::OpCall call(kMean);
   DType target = dtype.value_or(x.dtype());
   if (!is_floating(target))
-    fail<TypeError>("[mean] could not infer output dtype. Input dtype must be a floating point dtype, got ",
-                    x.dtype(), " (shape ", x.shape(), "); pass dtype=float32 or convert the input");
+    fail<TypeError>("[mean] could not infer output dtype. Input dtype must be a floating point dtype, got ", x.dtype(),
+                    " (shape ", x.shape(), "); pass dtype=float32 or convert the input");
   Tensor total = sum_masked(x, mask, keepdim, compute_dtype(target));
   Tensor out = total.div(static_cast<double>(reduced_count(x.shape(), mask))).to(target);
   if (call.capturing()) call.set_attrs(reduce_attrs(mask, keepdim));
@@ -274,11 +274,9 @@ Tensor logical_masked(ReduceOp op, const Tensor& x, const Mask& mask, bool keepd
 }
 
 /** Full max/min/argmax/argmin of nothing: PyTorch raises RuntimeError (IndexError for argmax/argmin). */
-template <class E = RuntimeError>
-void check_full_nonempty(const Tensor& x, const char* op) {
+template <class E = RuntimeError> void check_full_nonempty(const Tensor& x, const char* op) {
   if (x.numel() == 0)
-    fail<E>("[", op, "] expected reduction dim to be specified for input.numel() == 0 (shape ",
-                       x.shape(), ")");
+    fail<E>("[", op, "] expected reduction dim to be specified for input.numel() == 0 (shape ", x.shape(), ")");
 }
 
 std::pair<Tensor, Tensor> extreme_with_index(bool is_max, const Tensor& x, int64_t dim, bool keepdim) {
@@ -308,8 +306,7 @@ Tensor arg_extreme(bool is_max, const Tensor& x, std::optional<int64_t> dim, boo
   return run_reduce(op, x, reduce_mask(x, {}, name), keepdim, DType::Int64);
 }
 
-Tensor var_impl(const Tensor& x, const std::optional<Dims>& dims, double correction, bool keepdim,
-                const char* op) {
+Tensor var_impl(const Tensor& x, const std::optional<Dims>& dims, double correction, bool keepdim, const char* op) {
   require_floating(x, op);
   Mask mask = reduce_mask(x, dims.value_or(Dims{}), op);
   Tensor xc = x.to(compute_dtype(x.dtype()));
@@ -340,15 +337,16 @@ Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
   }
   if (call.capturing()) call.set_attrs({{"dim", d}});
   // A derivative exists only for floating x, and then src is x itself.
-  call.finish({&x}, {&out}, {graph::input(src), graph::output(out)},
-              [op, d](graph::Saved s, graph::Tensors&& g) {
-                // The gradient of a running sum is the running sum of g taken from the end.
-                if (op == ScanOp::CumSum) return graph::Tensors{g[0].flip({d}).cumsum(d).flip({d})};
-                return graph::Tensors{(g[0] * s[1]).flip({d}).cumsum(d).flip({d}) / s[0]};
-              },
-              [&](const graph::Tensors& t) {
-                return graph::Tensors{op == ScanOp::CumSum ? t[0].cumsum(d) : out * (t[0] / src).cumsum(d)};
-              });
+  call.finish(
+      {&x}, {&out}, {graph::input(src), graph::output(out)},
+      [op, d](graph::Saved s, graph::Tensors&& g) {
+        // The gradient of a running sum is the running sum of g taken from the end.
+        if (op == ScanOp::CumSum) return graph::Tensors{g[0].flip({d}).cumsum(d).flip({d})};
+        return graph::Tensors{(g[0] * s[1]).flip({d}).cumsum(d).flip({d}) / s[0]};
+      },
+      [&](const graph::Tensors& t) {
+        return graph::Tensors{op == ScanOp::CumSum ? t[0].cumsum(d) : out * (t[0] / src).cumsum(d)};
+      });
   return out;
 }
 
@@ -370,22 +368,23 @@ Tensor softmax_rows(const Tensor& x, int64_t cols, bool log) {
     backend_for(x.device()).softmax(x.contiguous().view({rows, cols}), log, y.view({rows, cols}));
   }
   // No forward rule: under forward mode softmax takes the composed path.
-  call.finish({&x}, {&y}, {graph::output(y)},
-              [log, cols](graph::Saved s, graph::Tensors&& g) {
-                const Tensor& y = s[0];
-                if (GradMode::is_enabled()) {
-                  const int64_t d = y.dim() - 1;
-                  return graph::Tensors{log ? g[0] - y.exp() * g[0].sum(Dims{d}, true)
-                                            : y * (g[0] - (g[0] * y).sum(Dims{d}, true))};
-                }
-                const int64_t rows = y.numel() / cols;
-                Tensor gc = g[0].contiguous();
-                Tensor dx = empty(y.shape(), {.dtype = y.dtype(), .device = y.device()});
-                backend_for(y.device()).softmax_backward(gc.view({rows, cols}), y.view({rows, cols}), log,
-                                                         dx.view({rows, cols}));
-                return graph::Tensors{dx};
-              },
-              graph::NoRule{});
+  call.finish(
+      {&x}, {&y}, {graph::output(y)},
+      [log, cols](graph::Saved s, graph::Tensors&& g) {
+        const Tensor& y = s[0];
+        if (GradMode::is_enabled()) {
+          const int64_t d = y.dim() - 1;
+          return graph::Tensors{log ? g[0] - y.exp() * g[0].sum(Dims{d}, true)
+                                    : y * (g[0] - (g[0] * y).sum(Dims{d}, true))};
+        }
+        const int64_t rows = y.numel() / cols;
+        Tensor gc = g[0].contiguous();
+        Tensor dx = empty(y.shape(), {.dtype = y.dtype(), .device = y.device()});
+        backend_for(y.device())
+            .softmax_backward(gc.view({rows, cols}), y.view({rows, cols}), log, dx.view({rows, cols}));
+        return graph::Tensors{dx};
+      },
+      graph::NoRule{});
   return y;
 }
 
@@ -402,7 +401,8 @@ Tensor softmax_untraced(const Tensor& x, int64_t dim, bool log, const char* op) 
   Mask mask = single_dim_mask(x, dim, op);
   if (x.numel() == 0) return x.clone();
   const bool fused_dtype = x.dtype() == DType::Float32 || x.dtype() == DType::Float64;
-  if (fused_dtype && x.dim() > 0 && wrap_dim(dim, x.dim(), op) == x.dim() - 1 && !batching::level(x) && !forward::active())
+  if (fused_dtype && x.dim() > 0 && wrap_dim(dim, x.dim(), op) == x.dim() - 1 && !batching::level(x) &&
+      !forward::active())
     return softmax_rows(x, x.size(-1), log);
   Tensor xc = x.to(compute_dtype(x.dtype()));
   // Subtracting the row max keeps exp() finite; a row of -inf gives NaN, as in PyTorch.
@@ -417,15 +417,21 @@ Tensor softmax_untraced(const Tensor& x, int64_t dim, bool log, const char* op) 
 
 // ---- sums, products, means ----------------------------------------------------------------
 
-Tensor sum(const Tensor& x, std::optional<DType> dtype) { return sum_masked(x, reduce_mask(x, {}, "sum"), false, dtype); }
+Tensor sum(const Tensor& x, std::optional<DType> dtype) {
+  return sum_masked(x, reduce_mask(x, {}, "sum"), false, dtype);
+}
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, std::optional<DType> dtype) {
   return sum_masked(x, reduce_mask(x, dims, "sum"), keepdim, dtype);
 }
-Tensor mean(const Tensor& x, std::optional<DType> dtype) { return mean_masked(x, reduce_mask(x, {}, "mean"), false, dtype); }
+Tensor mean(const Tensor& x, std::optional<DType> dtype) {
+  return mean_masked(x, reduce_mask(x, {}, "mean"), false, dtype);
+}
 Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, std::optional<DType> dtype) {
   return mean_masked(x, reduce_mask(x, dims, "mean"), keepdim, dtype);
 }
-Tensor prod(const Tensor& x, std::optional<DType> dtype) { return prod_masked(x, reduce_mask(x, {}, "prod"), false, dtype); }
+Tensor prod(const Tensor& x, std::optional<DType> dtype) {
+  return prod_masked(x, reduce_mask(x, {}, "prod"), false, dtype);
+}
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<DType> dtype) {
   return prod_masked(x, single_dim_mask(x, dim, "prod"), keepdim, dtype);
 }
@@ -440,8 +446,12 @@ Tensor min(const Tensor& x) {
   check_full_nonempty(x, "min");
   return run_reduce(ReduceOp::Min, x, reduce_mask(x, {}, "min"), false, x.dtype());
 }
-std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) { return extreme_with_index(true, x, dim, keepdim); }
-std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) { return extreme_with_index(false, x, dim, keepdim); }
+std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  return extreme_with_index(true, x, dim, keepdim);
+}
+std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+  return extreme_with_index(false, x, dim, keepdim);
+}
 Tensor amax(const Tensor& x, const Dims& dims, bool keepdim) {
   return extreme_masked(ReduceOp::Max, x, reduce_mask(x, dims, "amax"), keepdim, "amax");
 }

@@ -29,10 +29,8 @@ Tensor argmax(const Tensor& x, std::optional<int64_t> dim = {}, bool keepdim = f
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim = {}, bool keepdim = false);
 
 /** Variance: sum of squared deviations over (N - correction); floating tensors only. */
-Tensor var(const Tensor& x, const std::optional<Dims>& dims = {}, double correction = 1,
-           bool keepdim = false);
-Tensor std(const Tensor& x, const std::optional<Dims>& dims = {}, double correction = 1,
-           bool keepdim = false);
+Tensor var(const Tensor& x, const std::optional<Dims>& dims = {}, double correction = 1, bool keepdim = false);
+Tensor std(const Tensor& x, const std::optional<Dims>& dims = {}, double correction = 1, bool keepdim = false);
 /** The vector p-norm over dims (all when absent): p = 0, 1, 2, inf, -inf or any other number. */
 Tensor norm(const Tensor& x, Scalar p = 2, const std::optional<Dims>& dims = {}, bool keepdim = false);
 
@@ -51,11 +49,9 @@ Tensor any(const Tensor& x, int64_t dim, bool keepdim = false);
 
 // ---- sorting (ops/sort.cpp) -------------------------------------------------------------
 /** (values, int64 indices) sorted along dim; NaN sorts above every number. */
-std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false,
-                               bool stable = false);
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false, bool stable = false);
 Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false, bool stable = false);
 /** The k largest (or smallest) values along dim and their indices, best first. */
-std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
-                               bool sorted = true);
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true);
 
 }  // namespace ug

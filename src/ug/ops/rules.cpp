@@ -17,9 +17,9 @@ Tensor embed(const Tensor& g, const Shape& shape, const std::function<Tensor(con
     NoGradGuard no_grad;
     backend_for(out.device()).copy(g, view(out));
   }
-  call.finish({&g}, {&out}, {},
-              [view](graph::Saved, graph::Tensors&& gg) { return graph::Tensors{view(gg[0])}; },
-              [&](const graph::Tensors& t) { return graph::Tensors{embed(t[0], shape, view)}; });
+  call.finish(
+      {&g}, {&out}, {}, [view](graph::Saved, graph::Tensors&& gg) { return graph::Tensors{view(gg[0])}; },
+      [&](const graph::Tensors& t) { return graph::Tensors{embed(t[0], shape, view)}; });
   return out;
 }
 

@@ -26,8 +26,7 @@ std::pair<Tensor, Tensor> sort_untraced(const Tensor& x, int64_t dim, bool desce
   Tensor values = empty(rows.shape(), {.dtype = x.dtype(), .device = x.device()});
   Tensor indices = empty(rows.shape(), {.dtype = DType::Int64, .device = x.device()});
   const int64_t n = x.size(d);
-  if (x.numel() > 0)
-    backend_for(x.device()).sort(rows, x.numel() / n, n, descending, stable, values, indices);
+  if (x.numel() > 0) backend_for(x.device()).sort(rows, x.numel() / n, n, descending, stable, values, indices);
   Tensor idx = indices.transpose(d, -1);
   // With gradients on, the values are read back through the indices: gather records the
   // rule (the gradient goes back to where each value came from).
@@ -53,8 +52,8 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool lar
   int64_t d = wrap_dim(dim, x.dim(), "topk");
   int64_t n = x.dim() > 0 ? x.size(d) : 1;
   if (k < 0 || k > n)
-    fail<RuntimeError>("[topk] selected index k = ", k, " out of range for dimension ", d,
-                       " of size ", n, " (input shape ", x.shape(), ", dtype ", x.dtype(), ")");
+    fail<RuntimeError>("[topk] selected index k = ", k, " out of range for dimension ", d, " of size ", n,
+                       " (input shape ", x.shape(), ", dtype ", x.dtype(), ")");
   auto [values, indices] = sort(x, d, largest, /*stable=*/true);
   if (x.dim() == 0) return {values, indices};
   return {values.narrow(d, 0, k), indices.narrow(d, 0, k)};

@@ -80,12 +80,13 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   set_attrs(call, op);
   // in is x itself wherever a derivative exists: only integers and bool are converted.
   const Reads reads = info(op).reads;
-  call.finish({&x}, {&out},
-              {reads == Reads::Input ? graph::input(in) : graph::nothing,
-               reads == Reads::Output ? graph::output(out) : graph::nothing},
-              [op](graph::Saved s, graph::Tensors&& g) { return graph::Tensors{vjp(op, g[0], s[0], s[1])}; },
-              // Elementwise: the forward rule is the same derivative times the tangent.
-              [op, &in, &out](const graph::Tensors& t) { return graph::Tensors{vjp(op, t[0], in, out)}; });
+  call.finish(
+      {&x}, {&out},
+      {reads == Reads::Input ? graph::input(in) : graph::nothing,
+       reads == Reads::Output ? graph::output(out) : graph::nothing},
+      [op](graph::Saved s, graph::Tensors&& g) { return graph::Tensors{vjp(op, g[0], s[0], s[1])}; },
+      // Elementwise: the forward rule is the same derivative times the tangent.
+      [op, &in, &out](const graph::Tensors& t) { return graph::Tensors{vjp(op, t[0], in, out)}; });
   return out;
 }
 
@@ -114,18 +115,18 @@ void unary_out(UnaryOp op, const Tensor& x, const Tensor& out) {
 
 namespace ug {
 
-#define UG_DEFINE_UNARY(Op, method)                                                \
-  Tensor method(const Tensor& x) { return ops::unary(ops::UnaryOp::Op, x); }      \
-  Tensor Tensor::method() const { return ops::unary(ops::UnaryOp::Op, *this); }   \
-  Tensor& Tensor::method##_() {                                                    \
-    ops::unary_out(ops::UnaryOp::Op, *this, *this);                                \
-    return *this;                                                                  \
+#define UG_DEFINE_UNARY(Op, method)                                             \
+  Tensor method(const Tensor& x) { return ops::unary(ops::UnaryOp::Op, x); }    \
+  Tensor Tensor::method() const { return ops::unary(ops::UnaryOp::Op, *this); } \
+  Tensor& Tensor::method##_() {                                                 \
+    ops::unary_out(ops::UnaryOp::Op, *this, *this);                             \
+    return *this;                                                               \
   }
 UG_UNARY_MATH_OPS(UG_DEFINE_UNARY)
 #undef UG_DEFINE_UNARY
 
-#define UG_DEFINE_PREDICATE(Op, method)                                            \
-  Tensor method(const Tensor& x) { return ops::unary(ops::UnaryOp::Op, x); }      \
+#define UG_DEFINE_PREDICATE(Op, method)                                      \
+  Tensor method(const Tensor& x) { return ops::unary(ops::UnaryOp::Op, x); } \
   Tensor Tensor::method() const { return ops::unary(ops::UnaryOp::Op, *this); }
 UG_UNARY_PREDICATES(UG_DEFINE_PREDICATE)
 #undef UG_DEFINE_PREDICATE

@@ -21,19 +21,18 @@ namespace ug::ops {
 
 /** How a unary op's result dtype follows its input dtype. */
 enum class UnaryRule : uint8_t {
-  Same,       // result has the input dtype (bool rejected)
-  SameOrBool, // result has the input dtype, bool included
-  Integral,   // result has the input dtype; bool is computed in int64 (like x ** 2)
-  Floating,   // integers and bool are computed in float32
-  Predicate,  // result is bool
+  Same,        // result has the input dtype (bool rejected)
+  SameOrBool,  // result has the input dtype, bool included
+  Integral,    // result has the input dtype; bool is computed in int64 (like x ** 2)
+  Floating,    // integers and bool are computed in float32
+  Predicate,   // result is bool
 };
 
 /** What a unary op's derivative reads: only that is kept for backward (a kept tensor costs
  *  memory, and changing it in place makes backward refuse to run). */
 enum class Reads : uint8_t { Nothing, Input, Output };
 
-template <class T>
-inline constexpr bool is_int_v = std::is_integral_v<T>;
+template <class T> inline constexpr bool is_int_v = std::is_integral_v<T>;
 
 /** The derivative of a piecewise-constant op. */
 struct ZeroGrad {
@@ -89,19 +88,21 @@ struct Relu {
   static constexpr UnaryRule rule = UnaryRule::Same;
   static constexpr Reads reads = Reads::Output;
   template <class T> static T f(T x) { return x > T(0) ? x : (x != x ? x : T(0)); }
-  template <class Tn> static Tn vjp(const Tn& g, const Tn&, const Tn& y) { return binary(BinaryOp::ReluBackward, g, y); }
+  template <class Tn> static Tn vjp(const Tn& g, const Tn&, const Tn& y) {
+    return binary(BinaryOp::ReluBackward, g, y);
+  }
 };
 
 // Rounding leaves integers as they are; ONNX's versions take floats only (export_table.cpp).
-#define UG_ROUNDING_UNARY(Name, opname, expr)              \
-  struct Name : ZeroGrad {                                 \
-    static constexpr const char* name = opname;            \
-    static constexpr const char* onnx = nullptr;           \
-    static constexpr UnaryRule rule = UnaryRule::Same;     \
-    template <class T> static T f(T x) {                   \
-      if constexpr (is_int_v<T>) return x;                 \
-      else return expr;                                    \
-    }                                                      \
+#define UG_ROUNDING_UNARY(Name, opname, expr)          \
+  struct Name : ZeroGrad {                             \
+    static constexpr const char* name = opname;        \
+    static constexpr const char* onnx = nullptr;       \
+    static constexpr UnaryRule rule = UnaryRule::Same; \
+    template <class T> static T f(T x) {               \
+      if constexpr (is_int_v<T>) return x;             \
+      else return expr;                                \
+    }                                                  \
   };
 UG_ROUNDING_UNARY(Floor, "floor", std::floor(x))
 UG_ROUNDING_UNARY(Ceil, "ceil", std::ceil(x))
@@ -123,6 +124,8 @@ UG_ROUNDING_UNARY(Trunc, "trunc", std::trunc(x))
       return derivative;                                                          \
     }                                                                             \
   };
+// The entries hold expressions that clang-format would misread as declarations:
+// clang-format off
 UG_FLOAT_UNARY(Exp, "exp", "Exp", Output, std::exp(x), g * y)
 UG_FLOAT_UNARY(Exp2, "exp2", nullptr, Output, std::exp2(x), g * y * 0.69314718055994530942)
 UG_FLOAT_UNARY(Log, "log", "Log", Input, std::log(x), g / x)
@@ -146,6 +149,7 @@ UG_FLOAT_UNARY(Silu, "silu", nullptr, Input, x / (T(1) + std::exp(-x)), binary(B
 UG_FLOAT_UNARY(Erf, "erf", "Erf", Input, std::erf(x), g * (-(x * x)).exp() * 1.12837916709551257390)
 UG_FLOAT_UNARY(Gelu, "gelu", nullptr, Input, T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440))),
                binary(BinaryOp::GeluBackward, g, x))
+// clang-format on
 #undef UG_FLOAT_UNARY
 
 struct GeluTanh {
@@ -200,6 +204,8 @@ struct LogicalNot : NoGrad {
 // The lists. X(Entry, method): a Tensor method, its in-place form (method_) and a free
 // function ug::method each. isnan, isinf and isfinite have no in-place form (as in torch);
 // gelu's two entries are one function with an `approximate` argument.
+// The op lists are laid out by hand, not by clang-format:
+// clang-format off
 #define UG_UNARY_MATH_OPS(X)                                                                   \
   X(Neg, neg) X(Abs, abs) X(Sign, sign) X(Square, square) X(Relu, relu) X(Floor, floor)        \
   X(Ceil, ceil) X(Round, round) X(Trunc, trunc) X(Exp, exp) X(Exp2, exp2) X(Log, log)          \
@@ -212,6 +218,7 @@ struct LogicalNot : NoGrad {
 
 /** Every unary op: X(Entry, method). */
 #define UG_UNARY_ALL(X) UG_UNARY_MATH_OPS(X) UG_UNARY_GELU(X) UG_UNARY_PREDICATES(X)
+// clang-format on
 
 enum class UnaryOp : uint8_t {
 #define UG_ENUM(Op, method) Op,

@@ -21,14 +21,13 @@ Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset) 
 /** Finishes a view's call: `backward` maps the view's gradient to the input's, `forward` the
  *  input's tangent to the view's (by default: the same reshape). */
 Tensor finish_view(graph::OpCall& call, Tensor out, const Tensor& in, ViewFn backward, ViewFn forward = nullptr) {
-  call.finish({&in}, {&out}, {},
-              [backward = std::move(backward)](graph::Saved, graph::Tensors&& g) {
-                return graph::Tensors{backward(g[0])};
-              },
-              [&](const graph::Tensors& t) {
-                const Shape& shape = out.shape();
-                return graph::Tensors{forward ? forward(t[0]) : t[0].reshape(Dims(shape.begin(), shape.end()))};
-              });
+  call.finish(
+      {&in}, {&out}, {},
+      [backward = std::move(backward)](graph::Saved, graph::Tensors&& g) { return graph::Tensors{backward(g[0])}; },
+      [&](const graph::Tensors& t) {
+        const Shape& shape = out.shape();
+        return graph::Tensors{forward ? forward(t[0]) : t[0].reshape(Dims(shape.begin(), shape.end()))};
+      });
   return out;
 }
 
@@ -132,8 +131,8 @@ Tensor Tensor::view(const Dims& requested) const {
   }
   auto strides = view_strides(this->shape(), this->strides(), shape);
   if (!strides)
-    fail("[view] size is not compatible with input tensor's size and stride (shape ", this->shape(),
-         " to ", shape, "); use reshape() instead");
+    fail("[view] size is not compatible with input tensor's size and stride (shape ", this->shape(), " to ", shape,
+         "); use reshape() instead");
   return finish_view(call, make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this,
                      reshape_to(this->shape()));
 }
@@ -339,7 +338,8 @@ Tensor Tensor::expand(const Dims& requested) const {
     return *this;
   int64_t n = static_cast<int64_t>(requested.size());
   if (n < dim())
-    fail("[expand] the number of sizes provided (", n, ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
+    fail("[expand] the number of sizes provided (", n,
+         ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
   ViewFn backward = [from = shape()](const Tensor& g) { return autograd::sum_to(g, from); };
   ViewFn forward = [requested](const Tensor& t) { return t.expand(requested); };
   if (batching::level(*this)) {
@@ -365,8 +365,8 @@ Tensor Tensor::expand(const Dims& requested) const {
       int64_t have = this->shape()[src];
       if (want == -1) want = have;
       if (have != want && have != 1)
-        fail("[expand] the expanded size of the tensor (", want, ") must match the existing size (",
-             have, ") at non-singleton dimension ", i, ".  Target sizes: ", Shape(requested.begin(), requested.end()),
+        fail("[expand] the expanded size of the tensor (", want, ") must match the existing size (", have,
+             ") at non-singleton dimension ", i, ".  Target sizes: ", Shape(requested.begin(), requested.end()),
              ".  Tensor sizes: ", this->shape());
       shape[i] = want;
       strides[i] = have == want ? this->strides()[src] : 0;
@@ -473,8 +473,9 @@ Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset
   if (batching::level(*this)) throw_no_batching_rule();
   if (shape.size() != strides.size()) fail("[as_strided] shape and strides have different lengths");
   if (autograd::needs_grad({this}))
-    fail<RuntimeError>("[as_strided] is not differentiable (its views may overlap); use view ops or call it "
-                       "under no_grad()");
+    fail<RuntimeError>(
+        "[as_strided] is not differentiable (its views may overlap); use view ops or call it "
+        "under no_grad()");
   int64_t last = offset;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0 || strides[i] < 0) fail("[as_strided] negative size or stride");
@@ -483,8 +484,8 @@ Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset
   if (last >= 0) {
     for (size_t i = 0; i < shape.size(); ++i) last += (shape[i] - 1) * strides[i];
     if (static_cast<size_t>(last + 1) * element_size() > storage()->nbytes())
-      fail("[as_strided] view reaches element ", last, " beyond the storage of ",
-           storage()->nbytes() / element_size(), " elements");
+      fail("[as_strided] view reaches element ", last, " beyond the storage of ", storage()->nbytes() / element_size(),
+           " elements");
   }
   Tensor out = make_view(*this, Shape(shape.begin(), shape.end()), Strides(strides.begin(), strides.end()), offset);
   call.finish({this}, {&out});
@@ -512,17 +513,17 @@ std::vector<Tensor> recorded_parts(const Tensor& in, int64_t d, bool stacked,
     shapes.push_back(p.shape());
     outs.push_back(&p);
   }
-  call.finish({&in}, outs, {},
-              [&] {  // the captures are built only when a node is recorded
-                return [d, stacked, shapes, dtype = in.dtype(), device = in.device()](graph::Saved,
-                                                                               graph::Tensors&& g) {
-                  for (size_t i = 0; i < g.size(); ++i)
-                    if (!g[i].defined())
-                      g[i] = zeros(Dims(shapes[i].begin(), shapes[i].end()), {.dtype = dtype, .device = device});
-                  return graph::Tensors{stacked ? stack(g, d) : cat(g, d)};
-                };
-              },
-              graph::NoRule{});
+  call.finish(
+      {&in}, outs, {},
+      [&] {  // the captures are built only when a node is recorded
+        return [d, stacked, shapes, dtype = in.dtype(), device = in.device()](graph::Saved, graph::Tensors&& g) {
+          for (size_t i = 0; i < g.size(); ++i)
+            if (!g[i].defined())
+              g[i] = zeros(Dims(shapes[i].begin(), shapes[i].end()), {.dtype = dtype, .device = device});
+          return graph::Tensors{stacked ? stack(g, d) : cat(g, d)};
+        };
+      },
+      graph::NoRule{});
   return parts;
 }
 
@@ -555,8 +556,7 @@ std::vector<Tensor> Tensor::split(const Dims& sizes, int64_t d) const {
     if (s < 0) fail("[split] split sizes must be non-negative");
     total += s;
   }
-  if (total != size(d))
-    fail("[split] split sizes sum to ", total, " but dimension ", d, " has size ", size(d));
+  if (total != size(d)) fail("[split] split sizes sum to ", total, " but dimension ", d, " has size ", size(d));
   return recorded_parts(*this, d, false, [&] {
     std::vector<Tensor> out;
     int64_t at = 0;

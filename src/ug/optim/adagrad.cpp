@@ -32,7 +32,8 @@ Adagrad::Adagrad(std::vector<ParamGroup> groups, AdagradOptions defaults)
 
 TensorDict Adagrad::init_state(const Tensor& param, const Hyper& h) const {
   return {{"step", detail::zero_step()},
-          {"sum", full(param.shape(), hyper_get<double>(h, "initial_accumulator_value"), Options{param.dtype(), param.device()})}};
+          {"sum", full(param.shape(), hyper_get<double>(h, "initial_accumulator_value"),
+                       Options{param.dtype(), param.device()})}};
 }
 
 void Adagrad::update_param(const Hyper& h, const Tensor& param, const Tensor& grad, TensorDict& state) const {
@@ -40,12 +41,9 @@ void Adagrad::update_param(const Hyper& h, const Tensor& param, const Tensor& gr
   const double lr = hyper_get<double>(h, "lr");
   const double clr = lr / (1 + (step - 1) * hyper_get<double>(h, "lr_decay"));
   UG_OPTIM_DISPATCH(param.dtype(), T, {
-    const kernels::AdagradArgs<T> a{param.data_ptr<T>(),
-                                    grad.data_ptr<T>(),
-                                    state.at("sum").data_ptr<T>(),
-                                    clr,
-                                    hyper_get<double>(h, "eps"),
-                                    hyper_get<double>(h, "weight_decay"),
+    const kernels::AdagradArgs<T> a{param.data_ptr<T>(),           grad.data_ptr<T>(),
+                                    state.at("sum").data_ptr<T>(), clr,
+                                    hyper_get<double>(h, "eps"),   hyper_get<double>(h, "weight_decay"),
                                     hyper_get<bool>(h, "maximize")};
     detail::for_chunks(param.numel(), [&](int64_t b, int64_t e) { kernels::adagrad(a, b, e); });
   })

@@ -9,7 +9,8 @@ Hyper adam_hyper(const char* name, double lr, std::pair<double, double> betas, d
                  bool amsgrad, bool maximize, bool decoupled) {
   if (lr < 0) fail<ValueError>("[", name, "] invalid learning rate: ", lr);
   if (eps < 0) fail<ValueError>("[", name, "] invalid epsilon value: ", eps);
-  if (betas.first < 0 || betas.first >= 1) fail<ValueError>("[", name, "] invalid beta parameter at index 0: ", betas.first);
+  if (betas.first < 0 || betas.first >= 1)
+    fail<ValueError>("[", name, "] invalid beta parameter at index 0: ", betas.first);
   if (betas.second < 0 || betas.second >= 1)
     fail<ValueError>("[", name, "] invalid beta parameter at index 1: ", betas.second);
   if (weight_decay < 0) fail<ValueError>("[", name, "] invalid weight_decay value: ", weight_decay);
@@ -46,7 +47,8 @@ TensorDict Adam::init_state(const Tensor& param, const Hyper& h) const {
   TensorDict st{{"step", detail::zero_step()},
                 {"exp_avg", zeros(param.shape(), Options{param.dtype(), param.device()})},
                 {"exp_avg_sq", zeros(param.shape(), Options{param.dtype(), param.device()})}};
-  if (hyper_get<bool>(h, "amsgrad")) st.insert("max_exp_avg_sq", zeros(param.shape(), Options{param.dtype(), param.device()}));
+  if (hyper_get<bool>(h, "amsgrad"))
+    st.insert("max_exp_avg_sq", zeros(param.shape(), Options{param.dtype(), param.device()}));
   return st;
 }
 

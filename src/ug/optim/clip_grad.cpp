@@ -31,7 +31,9 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
                        " for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this "
                        "error and scale the gradients by the non-finite norm anyway, set "
                        "`error_if_nonfinite=False`");
-  Tensor coef = scalar_tensor(max_norm, Options{total.dtype(), {}}).div(total.add(1e-6)).clamp(std::optional<Scalar>(), std::optional<Scalar>(1.0));
+  Tensor coef = scalar_tensor(max_norm, Options{total.dtype(), {}})
+                    .div(total.add(1e-6))
+                    .clamp(std::optional<Scalar>(), std::optional<Scalar>(1.0));
   for (Tensor& g : grads) g.mul_(coef.to(g.dtype()));
   return total;
 }

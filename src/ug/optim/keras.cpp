@@ -14,10 +14,12 @@ namespace {
 Hyper common(const char* name, double lr, std::optional<double> weight_decay, std::optional<double> clipnorm,
              std::optional<double> clipvalue, std::optional<double> global_clipnorm) {
   if (!(lr >= 0)) fail<ValueError>("[", name, "] learning_rate must be non-negative, got ", lr);
-  if (weight_decay && !(*weight_decay >= 0)) fail<ValueError>("[", name, "] weight_decay must be non-negative, got ", *weight_decay);
+  if (weight_decay && !(*weight_decay >= 0))
+    fail<ValueError>("[", name, "] weight_decay must be non-negative, got ", *weight_decay);
   if (clipnorm.has_value() + clipvalue.has_value() + global_clipnorm.has_value() > 1)
     fail<ValueError>("[", name, "] only one of clipnorm, clipvalue and global_clipnorm can be set");
-  for (const auto& [key, v] : {std::pair{"clipnorm", clipnorm}, {"clipvalue", clipvalue}, {"global_clipnorm", global_clipnorm}})
+  for (const auto& [key, v] :
+       {std::pair{"clipnorm", clipnorm}, {"clipvalue", clipvalue}, {"global_clipnorm", global_clipnorm}})
     if (v && !(*v > 0)) fail<ValueError>("[", name, "] ", key, " must be positive, got ", *v);
   return {{"lr", lr},
           {"weight_decay", weight_decay.value_or(0)},
@@ -60,7 +62,8 @@ void clip(const Hyper& h, std::vector<Tensor>& grads) {
     for (size_t i = 1; i < grads.size(); ++i) squared = squared.add(grads[i].square().sum().to(squared.dtype()));
     const Tensor norm = sqrt(squared);
     // clipnorm * min(1 / norm, 1 / clipnorm), plus (norm - norm) to turn a non-finite norm into NaN.
-    const Tensor scale = minimum(div(Scalar(1.0), norm), Scalar(1 / global_clipnorm)).mul(global_clipnorm).add(norm.sub(norm));
+    const Tensor scale =
+        minimum(div(Scalar(1.0), norm), Scalar(1 / global_clipnorm)).mul(global_clipnorm).add(norm.sub(norm));
     for (Tensor& g : grads) g = g.mul(scale.to(g.dtype()));
   } else if (clipvalue > 0) {
     for (Tensor& g : grads) g = g.clamp(Scalar(-clipvalue), Scalar(clipvalue));
@@ -122,7 +125,8 @@ int64_t Optimizer::iterations() const {
   double latest = 0;
   for (const ParamGroup& g : param_groups())
     for (const Tensor& p : g.params())
-      if (const TensorDict* st = find_state(p); st && st->contains("step")) latest = std::max(latest, st->at("step").item<double>());
+      if (const TensorDict* st = find_state(p); st && st->contains("step"))
+        latest = std::max(latest, st->at("step").item<double>());
   return static_cast<int64_t>(latest);
 }
 
@@ -133,7 +137,8 @@ Tensor Optimizer::step(const LossClosure& closure) {
     loss = closure();
   }
   if (!built())
-    fail<RuntimeError>("[", name(), ".step] the optimizer has no variables yet: build(variables) first, or "
+    fail<RuntimeError>("[", name(),
+                       ".step] the optimizer has no variables yet: build(variables) first, or "
                        "apply_gradients(zip(grads, variables))");
   NoGradGuard no_grad;
   std::vector<std::pair<ParamGroup*, Tensor>> params;
@@ -182,13 +187,10 @@ void SGD::update_param(const Hyper& h, const Tensor& param, const Tensor& grad, 
   const double momentum = hyper_get<double>(h, "momentum");
   if (momentum != 0 && !state.contains("momentum")) state.insert("momentum", zeros_as(param));
   UG_OPTIM_DISPATCH(param.dtype(), T, {
-    const kernels::KerasSgdArgs<T> a{param.data_ptr<T>(),
-                                     grad.data_ptr<T>(),
-                                     momentum != 0 ? state.at("momentum").data_ptr<T>() : nullptr,
-                                     hyper_get<double>(h, "lr"),
-                                     momentum,
-                                     hyper_get<double>(h, "weight_decay"),
-                                     hyper_get<bool>(h, "nesterov")};
+    const kernels::KerasSgdArgs<T> a{
+        param.data_ptr<T>(),           grad.data_ptr<T>(), momentum != 0 ? state.at("momentum").data_ptr<T>() : nullptr,
+        hyper_get<double>(h, "lr"),    momentum,           hyper_get<double>(h, "weight_decay"),
+        hyper_get<bool>(h, "nesterov")};
     detail::for_chunks(param.numel(), [&](int64_t b, int64_t e) { kernels::keras_sgd(a, b, e); });
   })
 }
@@ -263,8 +265,11 @@ TensorDict Adagrad::init_state(const Tensor& param, const Hyper& h) const {
 void Adagrad::update_param(const Hyper& h, const Tensor& param, const Tensor& grad, TensorDict& state) const {
   detail::increment_step(state);
   UG_OPTIM_DISPATCH(param.dtype(), T, {
-    const kernels::KerasAdagradArgs<T> a{param.data_ptr<T>(), grad.data_ptr<T>(), state.at("accumulator").data_ptr<T>(),
-                                         hyper_get<double>(h, "lr"), hyper_get<double>(h, "epsilon"),
+    const kernels::KerasAdagradArgs<T> a{param.data_ptr<T>(),
+                                         grad.data_ptr<T>(),
+                                         state.at("accumulator").data_ptr<T>(),
+                                         hyper_get<double>(h, "lr"),
+                                         hyper_get<double>(h, "epsilon"),
                                          hyper_get<double>(h, "weight_decay")};
     detail::for_chunks(param.numel(), [&](int64_t b, int64_t e) { kernels::keras_adagrad(a, b, e); });
   })

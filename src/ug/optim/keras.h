@@ -20,9 +20,9 @@ namespace ug::optim::keras {
 
 /** The clipping every Keras optimizer takes, at most one of them: each gradient's norm, each
  *  element, or the joint norm of all gradients. */
-#define UG_KERAS_CLIP_ARGS                          \
-  UG_OPTIM_ARG(std::optional<double>, clipnorm);    \
-  UG_OPTIM_ARG(std::optional<double>, clipvalue);   \
+#define UG_KERAS_CLIP_ARGS                        \
+  UG_OPTIM_ARG(std::optional<double>, clipnorm);  \
+  UG_OPTIM_ARG(std::optional<double>, clipvalue); \
   UG_OPTIM_ARG(std::optional<double>, global_clipnorm)
 
 struct SGDOptions {

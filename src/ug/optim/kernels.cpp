@@ -12,8 +12,7 @@ namespace ug::optim::kernels {
 namespace {
 
 /** torch's lerp: exact at both ends, start + w * (end - start) for small weights. */
-template <class T>
-UG_INLINE T lerp(T start, T end, T w) {
+template <class T> UG_INLINE T lerp(T start, T end, T w) {
   return w < T(0.5) ? start + w * (end - start) : end - (end - start) * (T(1) - w);
 }
 
@@ -35,8 +34,7 @@ UG_INLINE void sgd_loop(const SgdArgs<T>& a, int64_t begin, int64_t end) {
   }
 }
 
-template <class T>
-UG_INLINE void sgd_impl(const SgdArgs<T>& a, int64_t begin, int64_t end) {
+template <class T> UG_INLINE void sgd_impl(const SgdArgs<T>& a, int64_t begin, int64_t end) {
   const bool wd = a.weight_decay != 0;
   const int mode = a.momentum == 0 ? 0 : a.first_step ? 1 : 2;
   if (wd) {
@@ -50,8 +48,7 @@ UG_INLINE void sgd_impl(const SgdArgs<T>& a, int64_t begin, int64_t end) {
   }
 }
 
-template <class T, bool WD, bool AMS>
-UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
+template <class T, bool WD, bool AMS> UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   T* __restrict p = a.param;
   const T* __restrict gr = a.grad;
   T* __restrict m = a.exp_avg;
@@ -78,8 +75,7 @@ UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   }
 }
 
-template <class T>
-UG_INLINE void adam_impl(const AdamArgs<T>& a, int64_t begin, int64_t end) {
+template <class T> UG_INLINE void adam_impl(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   const bool wd = a.weight_decay != 0 && !a.decoupled_weight_decay, ams = a.max_exp_avg_sq != nullptr;
   if (wd && ams) adam_loop<T, true, true>(a, begin, end);
   if (wd && !ams) adam_loop<T, true, false>(a, begin, end);
@@ -120,8 +116,7 @@ UG_INLINE void rmsprop_loop(const RmspropArgs<T>& a, int64_t begin, int64_t end)
   }
 }
 
-template <class T, bool WD>
-UG_INLINE void rmsprop_wd(const RmspropArgs<T>& a, int64_t begin, int64_t end) {
+template <class T, bool WD> UG_INLINE void rmsprop_wd(const RmspropArgs<T>& a, int64_t begin, int64_t end) {
   const bool centered = a.grad_avg != nullptr, mom = a.momentum_buffer != nullptr;
   if (centered && mom) rmsprop_loop<T, WD, true, true>(a, begin, end);
   if (centered && !mom) rmsprop_loop<T, WD, true, false>(a, begin, end);
@@ -129,16 +124,12 @@ UG_INLINE void rmsprop_wd(const RmspropArgs<T>& a, int64_t begin, int64_t end) {
   if (!centered && !mom) rmsprop_loop<T, WD, false, false>(a, begin, end);
 }
 
-template <class T>
-UG_INLINE void rmsprop_impl(const RmspropArgs<T>& a, int64_t begin, int64_t end) {
-  if (a.weight_decay != 0)
-    rmsprop_wd<T, true>(a, begin, end);
-  else
-    rmsprop_wd<T, false>(a, begin, end);
+template <class T> UG_INLINE void rmsprop_impl(const RmspropArgs<T>& a, int64_t begin, int64_t end) {
+  if (a.weight_decay != 0) rmsprop_wd<T, true>(a, begin, end);
+  else rmsprop_wd<T, false>(a, begin, end);
 }
 
-template <class T, bool WD>
-UG_INLINE void adagrad_loop(const AdagradArgs<T>& a, int64_t begin, int64_t end) {
+template <class T, bool WD> UG_INLINE void adagrad_loop(const AdagradArgs<T>& a, int64_t begin, int64_t end) {
   T* __restrict p = a.param;
   const T* __restrict gr = a.grad;
   T* __restrict sum = a.sum;
@@ -152,21 +143,15 @@ UG_INLINE void adagrad_loop(const AdagradArgs<T>& a, int64_t begin, int64_t end)
   }
 }
 
-template <class T>
-UG_INLINE void adagrad_impl(const AdagradArgs<T>& a, int64_t begin, int64_t end) {
-  if (a.weight_decay != 0)
-    adagrad_loop<T, true>(a, begin, end);
-  else
-    adagrad_loop<T, false>(a, begin, end);
+template <class T> UG_INLINE void adagrad_impl(const AdagradArgs<T>& a, int64_t begin, int64_t end) {
+  if (a.weight_decay != 0) adagrad_loop<T, true>(a, begin, end);
+  else adagrad_loop<T, false>(a, begin, end);
 }
 
 // ---- Keras ---------------------------------------------------------------------------------
 
 /** Keras's decoupled weight decay: var - var * wd * lr, in that order. */
-template <class T>
-UG_INLINE T keras_decay(T p, T wd, T lr) {
-  return p - (p * wd) * lr;
-}
+template <class T> UG_INLINE T keras_decay(T p, T wd, T lr) { return p - (p * wd) * lr; }
 
 template <class T, bool WD, int Mode>  // Mode 0: no momentum, 1: momentum, 2: Nesterov
 UG_INLINE void keras_sgd_loop(const KerasSgdArgs<T>& a, int64_t begin, int64_t end) {
@@ -190,8 +175,7 @@ UG_INLINE void keras_sgd_loop(const KerasSgdArgs<T>& a, int64_t begin, int64_t e
   }
 }
 
-template <class T>
-UG_INLINE void keras_sgd_impl(const KerasSgdArgs<T>& a, int64_t begin, int64_t end) {
+template <class T> UG_INLINE void keras_sgd_impl(const KerasSgdArgs<T>& a, int64_t begin, int64_t end) {
   const int mode = a.momentum_buffer == nullptr ? 0 : a.nesterov ? 2 : 1;
   if (a.weight_decay != 0) {
     if (mode == 0) keras_sgd_loop<T, true, 0>(a, begin, end);
@@ -228,8 +212,7 @@ UG_INLINE void keras_adam_loop(const KerasAdamArgs<T>& a, int64_t begin, int64_t
   }
 }
 
-template <class T>
-UG_INLINE void keras_adam_impl(const KerasAdamArgs<T>& a, int64_t begin, int64_t end) {
+template <class T> UG_INLINE void keras_adam_impl(const KerasAdamArgs<T>& a, int64_t begin, int64_t end) {
   const bool wd = a.weight_decay != 0, ams = a.velocity_hat != nullptr;
   if (wd && ams) keras_adam_loop<T, true, true>(a, begin, end);
   if (wd && !ams) keras_adam_loop<T, true, false>(a, begin, end);
@@ -271,8 +254,7 @@ UG_INLINE void keras_rmsprop_loop(const KerasRmspropArgs<T>& a, int64_t begin, i
   }
 }
 
-template <class T, bool WD>
-UG_INLINE void keras_rmsprop_wd(const KerasRmspropArgs<T>& a, int64_t begin, int64_t end) {
+template <class T, bool WD> UG_INLINE void keras_rmsprop_wd(const KerasRmspropArgs<T>& a, int64_t begin, int64_t end) {
   const bool centered = a.average_gradient != nullptr, mom = a.momentum_buffer != nullptr;
   if (centered && mom) keras_rmsprop_loop<T, WD, true, true>(a, begin, end);
   if (centered && !mom) keras_rmsprop_loop<T, WD, true, false>(a, begin, end);
@@ -280,12 +262,9 @@ UG_INLINE void keras_rmsprop_wd(const KerasRmspropArgs<T>& a, int64_t begin, int
   if (!centered && !mom) keras_rmsprop_loop<T, WD, false, false>(a, begin, end);
 }
 
-template <class T>
-UG_INLINE void keras_rmsprop_impl(const KerasRmspropArgs<T>& a, int64_t begin, int64_t end) {
-  if (a.weight_decay != 0)
-    keras_rmsprop_wd<T, true>(a, begin, end);
-  else
-    keras_rmsprop_wd<T, false>(a, begin, end);
+template <class T> UG_INLINE void keras_rmsprop_impl(const KerasRmspropArgs<T>& a, int64_t begin, int64_t end) {
+  if (a.weight_decay != 0) keras_rmsprop_wd<T, true>(a, begin, end);
+  else keras_rmsprop_wd<T, false>(a, begin, end);
 }
 
 template <class T, bool WD>
@@ -304,12 +283,9 @@ UG_INLINE void keras_adagrad_loop(const KerasAdagradArgs<T>& a, int64_t begin, i
   }
 }
 
-template <class T>
-UG_INLINE void keras_adagrad_impl(const KerasAdagradArgs<T>& a, int64_t begin, int64_t end) {
-  if (a.weight_decay != 0)
-    keras_adagrad_loop<T, true>(a, begin, end);
-  else
-    keras_adagrad_loop<T, false>(a, begin, end);
+template <class T> UG_INLINE void keras_adagrad_impl(const KerasAdagradArgs<T>& a, int64_t begin, int64_t end) {
+  if (a.weight_decay != 0) keras_adagrad_loop<T, true>(a, begin, end);
+  else keras_adagrad_loop<T, false>(a, begin, end);
 }
 
 }  // namespace
@@ -322,10 +298,18 @@ UG_OPTIM_CLONES void rmsprop(const RmspropArgs<float>& a, int64_t begin, int64_t
 UG_OPTIM_CLONES void rmsprop(const RmspropArgs<double>& a, int64_t begin, int64_t end) { rmsprop_impl(a, begin, end); }
 UG_OPTIM_CLONES void adagrad(const AdagradArgs<float>& a, int64_t begin, int64_t end) { adagrad_impl(a, begin, end); }
 UG_OPTIM_CLONES void adagrad(const AdagradArgs<double>& a, int64_t begin, int64_t end) { adagrad_impl(a, begin, end); }
-UG_OPTIM_CLONES void keras_sgd(const KerasSgdArgs<float>& a, int64_t begin, int64_t end) { keras_sgd_impl(a, begin, end); }
-UG_OPTIM_CLONES void keras_sgd(const KerasSgdArgs<double>& a, int64_t begin, int64_t end) { keras_sgd_impl(a, begin, end); }
-UG_OPTIM_CLONES void keras_adam(const KerasAdamArgs<float>& a, int64_t begin, int64_t end) { keras_adam_impl(a, begin, end); }
-UG_OPTIM_CLONES void keras_adam(const KerasAdamArgs<double>& a, int64_t begin, int64_t end) { keras_adam_impl(a, begin, end); }
+UG_OPTIM_CLONES void keras_sgd(const KerasSgdArgs<float>& a, int64_t begin, int64_t end) {
+  keras_sgd_impl(a, begin, end);
+}
+UG_OPTIM_CLONES void keras_sgd(const KerasSgdArgs<double>& a, int64_t begin, int64_t end) {
+  keras_sgd_impl(a, begin, end);
+}
+UG_OPTIM_CLONES void keras_adam(const KerasAdamArgs<float>& a, int64_t begin, int64_t end) {
+  keras_adam_impl(a, begin, end);
+}
+UG_OPTIM_CLONES void keras_adam(const KerasAdamArgs<double>& a, int64_t begin, int64_t end) {
+  keras_adam_impl(a, begin, end);
+}
 UG_OPTIM_CLONES void keras_rmsprop(const KerasRmspropArgs<float>& a, int64_t begin, int64_t end) {
   keras_rmsprop_impl(a, begin, end);
 }

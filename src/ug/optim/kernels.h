@@ -9,8 +9,7 @@
 
 namespace ug::optim::kernels {
 
-template <class T>
-struct SgdArgs {
+template <class T> struct SgdArgs {
   T* param;
   const T* grad;
   T* momentum_buffer;  // null without momentum
@@ -19,8 +18,7 @@ struct SgdArgs {
   bool first_step;  // the buffer starts as the (decayed) gradient
 };
 
-template <class T>
-struct AdamArgs {
+template <class T> struct AdamArgs {
   T* param;
   const T* grad;
   T* exp_avg;
@@ -30,8 +28,7 @@ struct AdamArgs {
   bool decoupled_weight_decay, maximize;
 };
 
-template <class T>
-struct RmspropArgs {
+template <class T> struct RmspropArgs {
   T* param;
   const T* grad;
   T* square_avg;
@@ -41,8 +38,7 @@ struct RmspropArgs {
   bool maximize;
 };
 
-template <class T>
-struct AdagradArgs {
+template <class T> struct AdagradArgs {
   T* param;
   const T* grad;
   T* sum;
@@ -54,8 +50,7 @@ struct AdagradArgs {
 // Keras's order, so float32 steps round as Keras's do. weight_decay != 0 first shrinks the
 // parameter, var -= var * weight_decay * lr, as Keras's base optimizer does before each step.
 
-template <class T>
-struct KerasSgdArgs {
+template <class T> struct KerasSgdArgs {
   T* param;
   const T* grad;
   T* momentum_buffer;  // null without momentum
@@ -63,8 +58,7 @@ struct KerasSgdArgs {
   bool nesterov;
 };
 
-template <class T>
-struct KerasAdamArgs {
+template <class T> struct KerasAdamArgs {
   T* param;
   const T* grad;
   T* momentum;
@@ -73,8 +67,7 @@ struct KerasAdamArgs {
   double lr, beta_1, beta_2, epsilon, weight_decay, step;
 };
 
-template <class T>
-struct KerasRmspropArgs {
+template <class T> struct KerasRmspropArgs {
   T* param;
   const T* grad;
   T* velocity;
@@ -83,8 +76,7 @@ struct KerasRmspropArgs {
   double lr, rho, momentum, epsilon, weight_decay;
 };
 
-template <class T>
-struct KerasAdagradArgs {
+template <class T> struct KerasAdagradArgs {
   T* param;
   const T* grad;
   T* accumulator;

@@ -205,8 +205,7 @@ std::vector<double> CosineAnnealingLR::get_lr() {
       lrs[i] = eta_min_ + (base_lrs_[i] - eta_min_) * (1 + std::cos(e * pi / T)) / 2;
     else if (py_mod(last_epoch_ - 1 - T_max_, 2 * T_max_) == 0)
       lrs[i] = lrs[i] + (base_lrs_[i] - eta_min_) * (1 - std::cos(pi / T)) / 2;
-    else
-      lrs[i] = (1 + std::cos(pi * e / T)) / (1 + std::cos(pi * (e - 1) / T)) * (lrs[i] - eta_min_) + eta_min_;
+    else lrs[i] = (1 + std::cos(pi * e / T)) / (1 + std::cos(pi * (e - 1) / T)) * (lrs[i] - eta_min_) + eta_min_;
   }
   return lrs;
 }
@@ -214,10 +213,10 @@ std::vector<double> CosineAnnealingLR::get_lr() {
 std::optional<std::vector<double>> CosineAnnealingLR::closed_form_lr() const {
   std::vector<double> lrs;
   for (double base : base_lrs_)
-    lrs.push_back(eta_min_ + (base - eta_min_) *
-                                 (1 + std::cos(std::numbers::pi * static_cast<double>(last_epoch_) /
-                                               static_cast<double>(T_max_))) /
-                                 2);
+    lrs.push_back(
+        eta_min_ +
+        (base - eta_min_) *
+            (1 + std::cos(std::numbers::pi * static_cast<double>(last_epoch_) / static_cast<double>(T_max_))) / 2);
   return lrs;
 }
 
@@ -240,7 +239,8 @@ std::vector<double> LinearLR::get_lr() {
   if (is_initial_ || last_epoch_ > total_iters_) return lrs;
   const double d = end_factor_ - start_factor_;
   for (double& lr : lrs)
-    lr = lr * (1.0 + d / (static_cast<double>(total_iters_) * start_factor_ + static_cast<double>(last_epoch_ - 1) * d));
+    lr =
+        lr * (1.0 + d / (static_cast<double>(total_iters_) * start_factor_ + static_cast<double>(last_epoch_ - 1) * d));
   return lrs;
 }
 
@@ -266,9 +266,10 @@ SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRS
                        " has another");
   }
   if (milestones_.size() != schedulers_.size() - 1)
-    fail<ValueError>("[SequentialLR] expects number of schedulers provided to be one more than the number of milestone "
-                     "points, but got number of schedulers ",
-                     schedulers_.size(), " and the number of milestones to be equal to ", milestones_.size());
+    fail<ValueError>(
+        "[SequentialLR] expects number of schedulers provided to be one more than the number of milestone "
+        "points, but got number of schedulers ",
+        schedulers_.size(), " and the number of milestones to be equal to ", milestones_.size());
   last_epoch_ = last_epoch + 1;
   for (ParamGroup& g : opt_->param_groups()) g.lr() = hyper_get<double>(g.options(), "initial_lr");
   base_lrs_ = group_values("initial_lr");
@@ -290,10 +291,8 @@ void SequentialLR::step() {
   ++last_epoch_;
   const int64_t idx = bisect_right(milestones_, last_epoch_);
   LRScheduler& s = *schedulers_[idx];
-  if (idx > 0 && milestones_[idx - 1] == last_epoch_)
-    s.update_lr(0);
-  else
-    s.step();
+  if (idx > 0 && milestones_[idx - 1] == last_epoch_) s.update_lr(0);
+  else s.step();
   last_lr_ = s.get_last_lr();
 }
 
@@ -322,7 +321,8 @@ void SequentialLR::load_state_dict(const SchedulerState& state) {
 OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, OneCycleOptions o)
     : LRScheduler(optimizer), cycle_momentum_(o.cycle_momentum) {
   if (o.total_steps) {
-    if (*o.total_steps <= 0) fail<ValueError>("[OneCycleLR] Expected positive integer total_steps, but got ", *o.total_steps);
+    if (*o.total_steps <= 0)
+      fail<ValueError>("[OneCycleLR] Expected positive integer total_steps, but got ", *o.total_steps);
     total_steps_ = *o.total_steps;
   } else if (o.epochs && o.steps_per_epoch) {
     if (*o.epochs <= 0) fail<ValueError>("[OneCycleLR] Expected positive integer epochs, but got ", *o.epochs);
@@ -363,10 +363,8 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, OneCycl
     if (o.last_epoch == -1)
       for (size_t i = 0; i < groups.size(); ++i) {
         Hyper& h = groups[i].options();
-        if (use_beta1_)
-          h.insert("betas", std::pair{max_m[i], hyper_get<std::pair<double, double>>(h, "betas").second});
-        else
-          h.insert("momentum", max_m[i]);
+        if (use_beta1_) h.insert("betas", std::pair{max_m[i], hyper_get<std::pair<double, double>>(h, "betas").second});
+        else h.insert("momentum", max_m[i]);
         h.insert("max_momentum", max_m[i]);
         h.insert("base_momentum", base_m[i]);
       }
@@ -404,10 +402,8 @@ std::vector<double> OneCycleLR::get_lr() {
     }
     lrs.push_back(lr);
     if (cycle_momentum_) {
-      if (use_beta1_)
-        h.insert("betas", std::pair{momentum, hyper_get<std::pair<double, double>>(h, "betas").second});
-      else
-        h.insert("momentum", momentum);
+      if (use_beta1_) h.insert("betas", std::pair{momentum, hyper_get<std::pair<double, double>>(h, "betas").second});
+      else h.insert("momentum", momentum);
     }
   }
   return lrs;

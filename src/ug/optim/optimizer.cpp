@@ -84,7 +84,8 @@ void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& gr
     const TensorImpl* impl = var.impl_ref().get();
     const bool known =
         std::any_of(saved.begin(), saved.end(), [impl](const auto& s) { return s.first.impl_ref().get() == impl; });
-    if (!known) fail("[", name_, ".apply_gradients] a variable of shape ", var.shape(), " is not one of its parameters");
+    if (!known)
+      fail("[", name_, ".apply_gradients] a variable of shape ", var.shape(), " is not one of its parameters");
     if (grad.defined() && grad.shape() != var.shape())
       fail("[", name_, ".apply_gradients] gradient of shape ", grad.shape(), " for a variable of shape ", var.shape());
   }
@@ -105,10 +106,8 @@ void Optimizer::zero_grad(bool set_to_none) {
     for (Tensor& p : g.params()) {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
-      if (set_to_none)
-        p.set_grad(Tensor());
-      else
-        grad.detach().zero_();
+      if (set_to_none) p.set_grad(Tensor());
+      else grad.detach().zero_();
     }
 }
 
@@ -128,13 +127,16 @@ OptimizerStateDict Optimizer::state_dict() const {
 
 void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
   if (sd.param_groups.size() != groups_.size())
-    fail<ValueError>("[", name_, "] loaded state dict has ", sd.param_groups.size(), " parameter groups, the optimizer has ",
-                     groups_.size(), groups_.empty() ? " (a Keras optimizer needs build(variables) first)" : "");
+    fail<ValueError>("[", name_, "] loaded state dict has ", sd.param_groups.size(),
+                     " parameter groups, the optimizer has ", groups_.size(),
+                     groups_.empty() ? " (a Keras optimizer needs build(variables) first)" : "");
   std::vector<Tensor> by_index;
   for (size_t i = 0; i < groups_.size(); ++i) {
     if (sd.param_groups[i].params.size() != groups_[i].params().size())
-      fail<ValueError>("[", name_, "] loaded state dict contains a parameter group that doesn't match the size of "
-                       "optimizer's group ", i);
+      fail<ValueError>("[", name_,
+                       "] loaded state dict contains a parameter group that doesn't match the size of "
+                       "optimizer's group ",
+                       i);
     for (const Tensor& p : groups_[i].params()) by_index.push_back(p);
   }
   NoGradGuard no_grad;
@@ -201,10 +203,8 @@ namespace detail {
 void for_chunks(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   // Elementwise updates are memory bound: split only when each piece is worth a thread.
   constexpr int64_t kGrain = 1 << 16;
-  if (n <= kGrain)
-    fn(0, n);
-  else
-    parallel_for(n, kGrain, fn);
+  if (n <= kGrain) fn(0, n);
+  else parallel_for(n, kGrain, fn);
 }
 
 double increment_step(TensorDict& state) {

@@ -27,20 +27,19 @@ using Hyper = OrderedDict<HyperValue>;
 using OptState = OrderedDict<TensorDict>;
 
 /** Declares a chainable option, as libtorch's TORCH_ARG: AdamOptions(1e-3).betas({0.9, 0.99}). */
-#define UG_OPTIM_ARG(T, name)             \
- public:                                  \
-  auto& name(const T& value) {            \
-    name##_ = value;                      \
-    return *this;                         \
-  }                                       \
+#define UG_OPTIM_ARG(T, name)               \
+ public:                                    \
+  auto& name(const T& value) {              \
+    name##_ = value;                        \
+    return *this;                           \
+  }                                         \
   const T& name() const { return name##_; } \
-                                          \
- private:                                 \
+                                            \
+ private:                                   \
   T name##_
 
 /** Reads a hyperparameter of a known type, with a clear error when absent or of another kind. */
-template <class T>
-const T& hyper_get(const Hyper& h, const std::string& key) {
+template <class T> const T& hyper_get(const Hyper& h, const std::string& key) {
   const HyperValue* v = h.find(key);
   if (!v) fail<ValueError>("[optim] param group has no option '", key, "'");
   if (!std::holds_alternative<T>(*v)) fail<TypeError>("[optim] option '", key, "' has another type");
@@ -134,7 +133,6 @@ class Optimizer {
   void update_one(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const;
 
  private:
-
   std::string name_;
   std::vector<ParamGroup> groups_;
   Hyper defaults_;
@@ -151,20 +149,19 @@ Tensor zero_step();
 }  // namespace detail
 
 /** Dispatches a kernel body on the parameter's floating dtype (float32 or float64). */
-#define UG_OPTIM_DISPATCH(dtype, T, ...)                                        \
-  switch (dtype) {                                                              \
-    case ::ug::DType::Float32: {                                                \
-      using T = float;                                                          \
-      __VA_ARGS__;                                                              \
-      break;                                                                    \
-    }                                                                           \
-    case ::ug::DType::Float64: {                                                \
-      using T = double;                                                         \
-      __VA_ARGS__;                                                              \
-      break;                                                                    \
-    }                                                                           \
-    default:                                                                    \
-      ::ug::fail<::ug::TypeError>("[optim] parameters must be float32 or float64, got ", dtype); \
+#define UG_OPTIM_DISPATCH(dtype, T, ...)                                                                \
+  switch (dtype) {                                                                                      \
+    case ::ug::DType::Float32: {                                                                        \
+      using T = float;                                                                                  \
+      __VA_ARGS__;                                                                                      \
+      break;                                                                                            \
+    }                                                                                                   \
+    case ::ug::DType::Float64: {                                                                        \
+      using T = double;                                                                                 \
+      __VA_ARGS__;                                                                                      \
+      break;                                                                                            \
+    }                                                                                                   \
+    default: ::ug::fail<::ug::TypeError>("[optim] parameters must be float32 or float64, got ", dtype); \
   }
 
 }  // namespace ug::optim

@@ -39,7 +39,8 @@ void RMSprop::update_param(const Hyper& h, const Tensor& param, const Tensor& gr
   // Options switched on after the first step start their state at zero, as at the start.
   if (momentum > 0 && !state.contains("momentum_buffer"))
     state.insert("momentum_buffer", zeros(param.shape(), Options{param.dtype(), param.device()}));
-  if (centered && !state.contains("grad_avg")) state.insert("grad_avg", zeros(param.shape(), Options{param.dtype(), param.device()}));
+  if (centered && !state.contains("grad_avg"))
+    state.insert("grad_avg", zeros(param.shape(), Options{param.dtype(), param.device()}));
   detail::increment_step(state);
   UG_OPTIM_DISPATCH(param.dtype(), T, {
     const kernels::RmspropArgs<T> a{param.data_ptr<T>(),

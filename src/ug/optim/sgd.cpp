@@ -18,7 +18,8 @@ SGDOptions::operator Hyper() const {
           {"maximize", maximize_}};
 }
 
-SGD::SGD(std::vector<Tensor> params, SGDOptions options) : SGD(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
+SGD::SGD(std::vector<Tensor> params, SGDOptions options)
+    : SGD(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults) : Optimizer("SGD", std::move(groups), defaults) {}
 

@@ -129,8 +129,7 @@ std::vector<std::shared_ptr<Job>> Batcher::next_batch() {
     // single client, say) the batch goes at once.
     const auto deadline = queue_.front()->queued_at + options_.batch_wait;
     while (!stopping_ && !queue_.empty() && queued_samples_ < options_.max_batch && arriving_ > 0 &&
-           cv_.wait_until(lock, deadline) == std::cv_status::no_timeout) {
-    }
+           cv_.wait_until(lock, deadline) == std::cv_status::no_timeout) {}
     if (queue_.empty()) continue;  // another worker took them, or they timed out
     std::vector<std::shared_ptr<Job>> batch;
     int64_t samples = 0;
@@ -160,7 +159,8 @@ void Batcher::run(const std::vector<std::shared_ptr<Job>>& batch) {
     outputs = model_.predict(inputs);
     if (outputs.dtype() != DType::Float32 || outputs.numel() != samples * output_numel_)
       fail<RuntimeError>("[serve] the model answered ", samples, " samples with a ", dtype_name(outputs.dtype()),
-                         " tensor of shape ", outputs.shape(), ", expected ", output_numel_, " float32 values per sample");
+                         " tensor of shape ", outputs.shape(), ", expected ", output_numel_,
+                         " float32 values per sample");
   } catch (const std::exception& e) {
     error = e.what();
   }

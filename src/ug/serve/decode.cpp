@@ -77,7 +77,8 @@ class InputsHandler {
     if (state_ != State::Inputs) return wrong_value("an array");
     if (!open_.empty() && !element(Kind::List)) return false;
     if (open_.size() == max_depth_)
-      return fail("expected 'inputs' of shape " + expected_shape_ + ": got lists nested deeper than " + std::to_string(max_depth_));
+      return fail("expected 'inputs' of shape " + expected_shape_ + ": got lists nested deeper than " +
+                  std::to_string(max_depth_));
     open_.push_back(0);
     if (dims_.size() < open_.size()) dims_.push_back(-1);
     return true;
@@ -353,8 +354,8 @@ Inputs decode_json(std::string_view body, const std::vector<int64_t>& sample_sha
   }
   const std::vector<int64_t> shape = handler.shape();
   const std::vector<int64_t> row(shape.begin() + (shape.empty() ? 0 : 1), shape.end());
-  const bool rows_ok = shape.size() >= 2 && shape[0] >= 1 &&
-                       (row == sample_shape || (row.size() == 1 && row[0] == sample));
+  const bool rows_ok =
+      shape.size() >= 2 && shape[0] >= 1 && (row == sample_shape || (row.size() == 1 && row[0] == sample));
   if (!rows_ok)
     fail<ValueError>("expected 'inputs' of shape ", expected, ", got ",
                      shape.empty() ? std::string("an empty list") : shape_text(shape, false));
@@ -365,8 +366,8 @@ Inputs decode_float32(std::string_view body, const std::vector<int64_t>& sample_
   const int64_t sample = numel(sample_shape);
   const size_t row_bytes = static_cast<size_t>(sample) * sizeof(float);
   if (body.empty() || body.size() % row_bytes != 0)
-    fail<ValueError>("expected float32 rows of ", sample, " values (a multiple of ", row_bytes,
-                     " bytes), got ", body.size(), " bytes");
+    fail<ValueError>("expected float32 rows of ", sample, " values (a multiple of ", row_bytes, " bytes), got ",
+                     body.size(), " bytes");
   Inputs out{.values = std::vector<float>(body.size() / sizeof(float)),
              .rows = static_cast<int64_t>(body.size() / row_bytes)};
   std::memcpy(out.values.data(), body.data(), body.size());  // x86-64 is little-endian

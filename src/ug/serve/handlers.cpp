@@ -23,12 +23,9 @@ std::string describe(const ServedModel& model, const ServeOptions& options) {
     std::visit([&, &key = key](const auto& v) { settings[key] = v; }, value);
   nlohmann::json outputs = nlohmann::json::array();
   for (const TensorSpec& spec : model.outputs()) outputs.push_back(spec_json(spec));
-  return nlohmann::json{{"format", model.format()},
-                        {"architecture", model.architecture()},
-                        {"settings", settings},
-                        {"inputs", {spec_json(model.input())}},
-                        {"outputs", outputs},
-                        {"max_batch", options.max_batch}}
+  return nlohmann::json{{"format", model.format()}, {"architecture", model.architecture()},
+                        {"settings", settings},     {"inputs", {spec_json(model.input())}},
+                        {"outputs", outputs},       {"max_batch", options.max_batch}}
       .dump();
 }
 
@@ -69,7 +66,7 @@ void Handlers::predict(const httplib::Request& req, httplib::Response& res) {
   Inputs inputs;
   try {
     inputs = req.get_header_value("Content-Type").starts_with(kFloat32) ? decode_float32(req.body, sample_shape_)
-                                                                         : decode_json(req.body, sample_shape_);
+                                                                        : decode_json(req.body, sample_shape_);
   } catch (const ValueError& e) {
     send_error(res, 400, e.what());
     return;
@@ -99,15 +96,12 @@ bool Handlers::run(const std::shared_ptr<Job>& job, Batcher::Arrival& arrival, h
   }
   const std::string limit = std::to_string(options_.timeout_ms) + " ms";
   switch (batcher_.wait(job, current_request().start + std::chrono::milliseconds(options_.timeout_ms))) {
-    case Batcher::Wait::Done:
-      return true;
+    case Batcher::Wait::Done: return true;
     case Batcher::Wait::TimedOutQueued:
       res.set_header("Retry-After", "1");
       send_error(res, 503, "the model did not start on the request within " + limit);
       return false;
-    case Batcher::Wait::TimedOutRunning:
-      send_error(res, 504, "the model did not answer within " + limit);
-      return false;
+    case Batcher::Wait::TimedOutRunning: send_error(res, 504, "the model did not answer within " + limit); return false;
   }
   return false;
 }

@@ -104,8 +104,7 @@ class ConnectionStream final : public httplib::Stream {
     bool ok = true;
     while (ok && sent < output_.size()) {
       const ssize_t n = ::send(sock_, output_.data() + sent, output_.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n >= 0)
-        sent += static_cast<size_t>(n);
+      if (n >= 0) sent += static_cast<size_t>(n);
       else if (errno != EINTR)
         ok = (errno == EAGAIN || errno == EWOULDBLOCK) && poll_socket(sock_, POLLOUT, write_timeout_) > 0;
     }

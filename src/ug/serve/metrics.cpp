@@ -32,7 +32,8 @@ void Metrics::observe_request(int status, std::chrono::nanoseconds latency) {
   requests_[static_cast<size_t>(std::clamp(status, 0, static_cast<int>(requests_.size()) - 1))].fetch_add(
       1, std::memory_order_relaxed);
   const double seconds = std::chrono::duration<double>(latency).count();
-  const size_t bucket = std::lower_bound(kLatencyBounds.begin(), kLatencyBounds.end(), seconds) - kLatencyBounds.begin();
+  const size_t bucket =
+      std::lower_bound(kLatencyBounds.begin(), kLatencyBounds.end(), seconds) - kLatencyBounds.begin();
   latency_counts_[bucket].fetch_add(1, std::memory_order_relaxed);
   latency_ns_sum_.fetch_add(static_cast<uint64_t>(latency.count()), std::memory_order_relaxed);
 }
@@ -46,19 +47,23 @@ void Metrics::observe_batch(int64_t samples) {
 std::string Metrics::render(int64_t queue_depth) const {
   std::string out;
   char line[160];
-  out += "# HELP ug_requests_total HTTP requests answered, by status code.\n"
-         "# TYPE ug_requests_total counter\n";
+  out +=
+      "# HELP ug_requests_total HTTP requests answered, by status code.\n"
+      "# TYPE ug_requests_total counter\n";
   for (size_t code = 0; code < requests_.size(); ++code)
     if (const uint64_t n = requests_[code].load(std::memory_order_relaxed)) {
-      std::snprintf(line, sizeof line, "ug_requests_total{code=\"%zu\"} %llu\n", code, static_cast<unsigned long long>(n));
+      std::snprintf(line, sizeof line, "ug_requests_total{code=\"%zu\"} %llu\n", code,
+                    static_cast<unsigned long long>(n));
       out += line;
     }
-  out += "# HELP ug_request_duration_seconds Time from a request's headers to its answer.\n"
-         "# TYPE ug_request_duration_seconds histogram\n";
+  out +=
+      "# HELP ug_request_duration_seconds Time from a request's headers to its answer.\n"
+      "# TYPE ug_request_duration_seconds histogram\n";
   write_histogram(out, "ug_request_duration_seconds", kLatencyBounds, latency_counts_,
                   static_cast<double>(latency_ns_sum_.load(std::memory_order_relaxed)) * 1e-9);
-  out += "# HELP ug_batch_size Samples per forward pass.\n"
-         "# TYPE ug_batch_size histogram\n";
+  out +=
+      "# HELP ug_batch_size Samples per forward pass.\n"
+      "# TYPE ug_batch_size histogram\n";
   write_histogram(out, "ug_batch_size", kBatchBounds, batch_counts_,
                   static_cast<double>(batch_sum_.load(std::memory_order_relaxed)));
   std::snprintf(line, sizeof line,

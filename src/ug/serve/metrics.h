@@ -32,8 +32,8 @@ class Metrics {
 
  private:
   // Upper bounds of the latency buckets, in seconds, and of the batch size buckets.
-  static constexpr std::array<double, 14> kLatencyBounds = {
-      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+  static constexpr std::array<double, 14> kLatencyBounds = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                            0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5};
   static constexpr std::array<int64_t, 11> kBatchBounds = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 
   std::array<std::atomic<uint64_t>, 600> requests_{};  // by status code

@@ -7,7 +7,9 @@ namespace ug::serve {
 
 namespace {
 
-TensorSpec spec_of(const onnx::ValueInfo& info) { return {.name = info.name, .shape = info.shape, .dtype = info.dtype}; }
+TensorSpec spec_of(const onnx::ValueInfo& info) {
+  return {.name = info.name, .shape = info.shape, .dtype = info.dtype};
+}
 
 /** The model's one input: float32, a batch dimension first and every other dimension fixed. */
 TensorSpec servable_input(const onnx::OnnxModule& module) {

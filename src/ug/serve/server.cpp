@@ -117,7 +117,8 @@ struct Server::Impl {
     }
     if (!token.empty() && req.path != "/healthz" && !bearer_matches(req.get_header_value("Authorization"), token)) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"ug serve\"");
-      send_error(res, 401, req.has_header("Authorization") ? "wrong bearer token" : "missing Authorization: Bearer <token>");
+      send_error(res, 401,
+                 req.has_header("Authorization") ? "wrong bearer token" : "missing Authorization: Bearer <token>");
       return false;
     }
     return true;
@@ -140,15 +141,18 @@ struct Server::Impl {
         send_error(res, 405, req.method + " is not allowed on " + req.path + "; use " + allow);
         return;
       }
-      send_error(res, 404, "no endpoint " + req.path + "; the endpoints are POST /predict, GET /healthz, "
-                           "GET /metrics and GET /v1/model");
+      send_error(res, 404,
+                 "no endpoint " + req.path +
+                     "; the endpoints are POST /predict, GET /healthz, "
+                     "GET /metrics and GET /v1/model");
       return;
     }
     if (res.status == 413) {
       send_error(res, 413, "the body is larger than " + std::to_string(options.max_body) + " bytes");
       return;
     }
-    send_error(res, res.status, res.status == 400 ? "malformed HTTP request" : "HTTP status " + std::to_string(res.status));
+    send_error(res, res.status,
+               res.status == 400 ? "malformed HTTP request" : "HTTP status " + std::to_string(res.status));
   }
 
   void log(const Request& req, const Response& res) {
@@ -188,7 +192,8 @@ Server::~Server() = default;
 int Server::bind() {
   const ServeOptions& o = impl_->options;
   errno = 0;
-  const int port = o.port == 0 ? impl_->http.bind_to_any_port(o.host) : (impl_->http.bind_to_port(o.host, o.port) ? o.port : -1);
+  const int port =
+      o.port == 0 ? impl_->http.bind_to_any_port(o.host) : (impl_->http.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port < 0)
     fail<RuntimeError>("cannot listen on ", o.host, ":", o.port, ": ",
                        errno ? std::strerror(errno) : "not an address of this machine");

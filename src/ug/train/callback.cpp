@@ -17,10 +17,8 @@ void History::on_train_begin(Logs&) {
 void History::on_epoch_end(int64_t e, Logs& logs) {
   epoch.push_back(e);
   for (const auto& [name, value] : logs) {
-    if (std::vector<double>* values = history.find(name))
-      values->push_back(value);
-    else
-      history.insert(name, {value});
+    if (std::vector<double>* values = history.find(name)) values->push_back(value);
+    else history.insert(name, {value});
   }
 }
 
@@ -29,7 +27,8 @@ bool monitor_maximizes(const std::string& monitor, const std::string& mode, cons
   if (mode == "max") return true;
   if (mode != "auto") fail<ValueError>("[", who, "] mode must be \"auto\", \"min\" or \"max\", got \"", mode, "\"");
   auto ends_with = [&](const std::string& suffix) {
-    return monitor.size() >= suffix.size() && monitor.compare(monitor.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return monitor.size() >= suffix.size() &&
+           monitor.compare(monitor.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   return ends_with("acc") || ends_with("accuracy") || ends_with("auc");
 }

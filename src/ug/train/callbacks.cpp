@@ -86,8 +86,8 @@ void EarlyStopping::on_train_end(Logs&) {
     trainer().output().line("Epoch " + std::to_string(stopped_epoch_ + 1) + ": early stopping");
   if (o_.restore_best_weights && !best_weights_.empty()) {
     if (o_.verbose > 0)
-      trainer().output().line("Restoring model weights from the end of the best epoch: " +
-                              std::to_string(best_epoch_ + 1) + ".");
+      trainer().output().line(
+          "Restoring model weights from the end of the best epoch: " + std::to_string(best_epoch_ + 1) + ".");
     trainer().module().load_state_dict(best_weights_);
   }
 }
@@ -113,8 +113,8 @@ void ModelCheckpoint::on_epoch_end(int64_t epoch, Logs& logs) {
       trainer().output().line("Can save best model only with " + o_.monitor + " available, skipping.");
       return;
     }
-    const double best = best_.value_or(maximize_ ? -std::numeric_limits<double>::infinity()
-                                                 : std::numeric_limits<double>::infinity());
+    const double best =
+        best_.value_or(maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
     if (!(maximize_ ? *current > best : *current < best)) {
       if (o_.verbose > 0) trainer().output().line(when + o_.monitor + " did not improve from " + fixed5(best));
       return;
@@ -128,10 +128,8 @@ void ModelCheckpoint::on_epoch_end(int64_t epoch, Logs& logs) {
   }
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir);
-  if (o_.save)
-    o_.save(trainer(), path);
-  else if (o_.save_weights_only)
-    save_weights(trainer().module(), path);
+  if (o_.save) o_.save(trainer(), path);
+  else if (o_.save_weights_only) save_weights(trainer().module(), path);
   else  // the whole run's state: resumable with Checkpoint::load (epochs done so far as its epoch)
     Checkpoint{.model = &trainer().module(), .optimizer = &trainer().optimizer(), .scheduler = {}}.save(
         path, {.epoch = epoch + 1, .step = 0, .extra = {}});
@@ -201,7 +199,8 @@ CSVLogger::CSVLogger(std::string filename, std::string separator, bool append)
 
 void CSVLogger::on_train_begin(Logs&) {
   std::error_code ec;
-  header_needed_ = !append_ || !std::filesystem::exists(filename_, ec) || std::filesystem::file_size(filename_, ec) == 0;
+  header_needed_ =
+      !append_ || !std::filesystem::exists(filename_, ec) || std::filesystem::file_size(filename_, ec) == 0;
   keys_.clear();
   file_.close();
   file_.open(filename_, append_ ? std::ios::app : std::ios::trunc);

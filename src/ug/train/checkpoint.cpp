@@ -24,8 +24,7 @@ std::string a_kind(Tree::Kind kind) {
 struct Reader {
   const std::string& source;
 
-  template <class... Args>
-  [[noreturn]] void bad(const Args&... args) const {
+  template <class... Args> [[noreturn]] void bad(const Args&... args) const {
     fail<ValueError>("[load_checkpoint] '", source, "': ", args...);
   }
 
@@ -72,8 +71,7 @@ struct Reader {
       case Tree::Kind::Tuple:
         if (t.size() == 2) return std::pair(number(t.items()[0], what), number(t.items()[1], what));
         [[fallthrough]];
-      default:
-        bad(what, " is ", a_kind(t.kind()), ", expected a number, a bool, a pair of numbers or a str");
+      default: bad(what, " is ", a_kind(t.kind()), ", expected a number, a bool, a pair of numbers or a str");
     }
   }
 
@@ -168,8 +166,7 @@ Tree scheduler_tree(const SchedulerState& s) {
 }
 
 /** Calls fn on the scheduler, whichever kind it is; false when there is none. */
-template <class F>
-bool with_scheduler(const SchedulerRef& ref, F&& fn) {
+template <class F> bool with_scheduler(const SchedulerRef& ref, F&& fn) {
   return std::visit(
       [&](auto* s) {
         if (!s) return false;

@@ -76,10 +76,14 @@ std::string format_value(double value, bool integer, std::string_view spec, cons
     case 'd':
       if (!precision.empty()) bad();
       break;
-    case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case '%':
-      break;
-    default:
-      bad();
+    case 'f':
+    case 'F':
+    case 'e':
+    case 'E':
+    case 'g':
+    case 'G':
+    case '%': break;
+    default: bad();
   }
   if (type == 'd') {
     std::snprintf(buf, sizeof buf, (head + "lld").c_str(), static_cast<long long>(std::llround(value)));

@@ -38,9 +38,14 @@ Tensor clipped(const Tensor& p) { return p.clamp(Scalar(kEpsilon), Scalar(1 - kE
 }  // namespace
 
 const std::vector<std::string>& loss_names() {
-  static const std::vector<std::string> names = {
-      "sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy", "mse",
-      "mean_squared_error", "mae", "mean_absolute_error", "huber"};
+  static const std::vector<std::string> names = {"sparse_categorical_crossentropy",
+                                                 "categorical_crossentropy",
+                                                 "binary_crossentropy",
+                                                 "mse",
+                                                 "mean_squared_error",
+                                                 "mae",
+                                                 "mean_absolute_error",
+                                                 "huber"};
   return names;
 }
 
@@ -70,8 +75,11 @@ LossFn loss_by_name(const std::string& name, bool from_logits) {
   }
   if (loss == "binary_crossentropy") {
     if (from_logits)
-      return [](const Tensor& out, const Tensor& y) { return F::binary_cross_entropy_with_logits(out, like_output(out, y)); };
-    return [](const Tensor& out, const Tensor& y) { return F::binary_cross_entropy(clipped(out), like_output(out, y)); };
+      return [](const Tensor& out, const Tensor& y) {
+        return F::binary_cross_entropy_with_logits(out, like_output(out, y));
+      };
+    return
+        [](const Tensor& out, const Tensor& y) { return F::binary_cross_entropy(clipped(out), like_output(out, y)); };
   }
   if (loss == "mse") return [](const Tensor& out, const Tensor& y) { return F::mse_loss(out, like_output(out, y)); };
   if (loss == "mae") return [](const Tensor& out, const Tensor& y) { return F::l1_loss(out, like_output(out, y)); };

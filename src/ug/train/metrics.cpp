@@ -46,8 +46,9 @@ MetricFn accuracy_from_shapes(MetricFn binary) {
 
 const std::vector<std::string>& metric_names() {
   static const std::vector<std::string> names = {
-      "accuracy", "acc", "sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy",
-      "mae", "mean_absolute_error", "mse", "mean_squared_error"};
+      "accuracy",          "acc", "sparse_categorical_accuracy", "categorical_accuracy",
+      "binary_accuracy",   "mae", "mean_absolute_error",         "mse",
+      "mean_squared_error"};
   return names;
 }
 

@@ -13,8 +13,7 @@ namespace {
 constexpr int kBarWidth = 30;
 constexpr auto kRedrawInterval = std::chrono::milliseconds(50);
 
-template <class... Args>
-std::string printf_string(const char* fmt, Args... args) {
+template <class... Args> std::string printf_string(const char* fmt, Args... args) {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, args...);
   return buf;
@@ -77,12 +76,9 @@ std::string ProgressBar::line(int64_t step, int64_t samples, const Logs& logs, b
     s += " [" + bar + "]";
   }
   const double step_time = step > 0 ? elapsed / static_cast<double>(step) : 0.0;
-  if (!final)
-    s += " - ETA: " + duration(total_ > 0 ? step_time * static_cast<double>(total_ - step) : 0.0);
-  else if (in_place_)
-    s += " - " + duration(elapsed) + " " + per_step(step_time);
-  else
-    s += " - " + duration(elapsed) + " - " + per_step(step_time);
+  if (!final) s += " - ETA: " + duration(total_ > 0 ? step_time * static_cast<double>(total_ - step) : 0.0);
+  else if (in_place_) s += " - " + duration(elapsed) + " " + per_step(step_time);
+  else s += " - " + duration(elapsed) + " - " + per_step(step_time);
   if (elapsed > 0 && samples > 0) s += printf_string(" - %.0f samples/s", static_cast<double>(samples) / elapsed);
   const std::string metrics = format_logs(logs);
   if (!metrics.empty()) s += " - " + metrics;
@@ -102,10 +98,8 @@ void ProgressBar::update(int64_t step, int64_t samples, const Logs& logs) {
 void ProgressBar::finish(int64_t steps, int64_t samples, const Logs& logs) {
   const std::string s = line(steps, samples, logs, true);
   if (!out_.write) return;
-  if (in_place_)
-    out_.write("\r" + s + std::string(last_width_ > s.size() ? last_width_ - s.size() : 0, ' ') + "\n");
-  else
-    out_.write(s + "\n");
+  if (in_place_) out_.write("\r" + s + std::string(last_width_ > s.size() ? last_width_ - s.size() : 0, ' ') + "\n");
+  else out_.write(s + "\n");
 }
 
 }  // namespace ug::train

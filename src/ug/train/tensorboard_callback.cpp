@@ -8,7 +8,9 @@ TensorBoard::TensorBoard(std::string log_dir) : log_dir_(std::move(log_dir)) {}
 
 logging::SummaryWriter& TensorBoard::writer(bool validation) {
   std::unique_ptr<logging::SummaryWriter>& w = validation ? validation_ : train_;
-  if (!w) w = std::make_unique<logging::SummaryWriter>((std::filesystem::path(log_dir_) / (validation ? "validation" : "train")).string());
+  if (!w)
+    w = std::make_unique<logging::SummaryWriter>(
+        (std::filesystem::path(log_dir_) / (validation ? "validation" : "train")).string());
   return *w;
 }
 

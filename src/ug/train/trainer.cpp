@@ -31,7 +31,8 @@ int64_t batch_size_of(const Tensor& x) { return x.dim() > 0 ? x.size(0) : 1; }
 
 const data::Example& checked_pair(const data::Example& batch, const char* who) {
   if (batch.size() != 2)
-    fail<ValueError>("[", who, "] each batch must be (x, y), got ", batch.size(), " tensor", batch.size() == 1 ? "" : "s");
+    fail<ValueError>("[", who, "] each batch must be (x, y), got ", batch.size(), " tensor",
+                     batch.size() == 1 ? "" : "s");
   return batch;
 }
 
@@ -84,16 +85,11 @@ void Trainer::check_compiled(const char* who) const {
 std::shared_ptr<optim::Optimizer> Trainer::make_named_optimizer(double lr) const {
   namespace keras = optim::keras;
   std::shared_ptr<keras::Optimizer> opt;
-  if (optimizer_name_ == "adam")
-    opt = std::make_shared<keras::Adam>(keras::AdamOptions(lr));
-  else if (optimizer_name_ == "adamw")
-    opt = std::make_shared<keras::AdamW>(keras::AdamWOptions(lr));
-  else if (optimizer_name_ == "sgd")
-    opt = std::make_shared<keras::SGD>(keras::SGDOptions(lr));
-  else if (optimizer_name_ == "rmsprop")
-    opt = std::make_shared<keras::RMSprop>(keras::RMSpropOptions(lr));
-  else
-    opt = std::make_shared<keras::Adagrad>(keras::AdagradOptions(lr));
+  if (optimizer_name_ == "adam") opt = std::make_shared<keras::Adam>(keras::AdamOptions(lr));
+  else if (optimizer_name_ == "adamw") opt = std::make_shared<keras::AdamW>(keras::AdamWOptions(lr));
+  else if (optimizer_name_ == "sgd") opt = std::make_shared<keras::SGD>(keras::SGDOptions(lr));
+  else if (optimizer_name_ == "rmsprop") opt = std::make_shared<keras::RMSprop>(keras::RMSpropOptions(lr));
+  else opt = std::make_shared<keras::Adagrad>(keras::AdagradOptions(lr));
   opt->build(trainable(*module_));
   return opt;
 }
@@ -129,8 +125,9 @@ void Trainer::compile(CompileOptions options) {
     auto opt = std::get<std::shared_ptr<optim::Optimizer>>(options.optimizer);
     if (!opt) fail<ValueError>("[compile] optimizer is a null pointer");
     if (options.learning_rate)
-      fail<ValueError>("[compile] learning_rate applies to an optimizer given by name; set the lr of the optimizer "
-                       "object instead");
+      fail<ValueError>(
+          "[compile] learning_rate applies to an optimizer given by name; set the lr of the optimizer "
+          "object instead");
     optimizer_name_.clear();
     optimizer_ = std::move(opt);
   }
@@ -140,7 +137,8 @@ void Trainer::compile(CompileOptions options) {
   LossFn loss;
   if (auto* name = std::get_if<std::string>(&options.loss)) {
     if (name->empty())
-      fail<ValueError>("[compile] a loss is required: a name such as \"sparse_categorical_crossentropy\" or a function");
+      fail<ValueError>(
+          "[compile] a loss is required: a name such as \"sparse_categorical_crossentropy\" or a function");
     loss_name = canonical_loss_name(*name);
     loss = loss_by_name(loss_name, options.from_logits.value_or(loss_takes_logits(loss_name, *module_)));
   } else {
@@ -153,7 +151,8 @@ void Trainer::compile(CompileOptions options) {
   metrics_.clear();
   for (const Metric& m : options.metrics) {
     if (m.name.empty()) fail<ValueError>("[compile] a metric needs a name");
-    if (m.name == "loss" || std::any_of(metrics_.begin(), metrics_.end(), [&](const Metric& o) { return o.name == m.name; }))
+    if (m.name == "loss" ||
+        std::any_of(metrics_.begin(), metrics_.end(), [&](const Metric& o) { return o.name == m.name; }))
       fail<ValueError>("[compile] the metric name \"", m.name, "\" is used twice (\"loss\" is the loss's)");
     metrics_.emplace_back(m.name, m.fn ? m.fn : metric_by_name(m.name, loss_name, from_logits));
   }
@@ -163,7 +162,8 @@ void Trainer::compile(CompileOptions options) {
   for (const auto& v : {options.clipnorm, options.clipvalue, options.global_clipnorm})
     if (v && !(*v > 0)) fail<ValueError>("[compile] clipping thresholds must be positive, got ", *v);
   if (options.gradient_accumulation_steps < 1)
-    fail<ValueError>("[compile] gradient_accumulation_steps must be at least 1, got ", options.gradient_accumulation_steps);
+    fail<ValueError>("[compile] gradient_accumulation_steps must be at least 1, got ",
+                     options.gradient_accumulation_steps);
   options_ = std::move(options);
   loss_ = std::move(loss);
 }
@@ -218,10 +218,8 @@ void Trainer::apply_gradients(int64_t accumulated) {
       if (Tensor g = p.grad(); g.defined()) g.mul_(Scalar(static_cast<double>(k) / static_cast<double>(accumulated)));
   if (options_.clipnorm)
     for (const Tensor& p : params) nn::utils::clip_grad_norm_({p}, *options_.clipnorm);
-  else if (options_.global_clipnorm)
-    nn::utils::clip_grad_norm_(params, *options_.global_clipnorm);
-  else if (options_.clipvalue)
-    nn::utils::clip_grad_value_(params, *options_.clipvalue);
+  else if (options_.global_clipnorm) nn::utils::clip_grad_norm_(params, *options_.global_clipnorm);
+  else if (options_.clipvalue) nn::utils::clip_grad_value_(params, *options_.clipvalue);
   optimizer_->step();
   stepped_ = true;
   optimizer_->zero_grad();
@@ -296,7 +294,8 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
     if (pass.steps == 0) fail<ValueError>("[fit] the training data gave no batches in epoch ", epoch);
     epoch_logs = pass_logs(pass);
     if (o.validation_data)
-      for (const auto& [name, value] : run_evaluation(*o.validation_data, 0, "fit")) epoch_logs.insert("val_" + name, value);
+      for (const auto& [name, value] : run_evaluation(*o.validation_data, 0, "fit"))
+        epoch_logs.insert("val_" + name, value);
     epoch_logs.insert("lr", learning_rate());
     if (bar) bar->finish(pass.steps, pass.samples, epoch_logs);
     for (const auto& cb : callbacks) cb->on_epoch_end(epoch, epoch_logs);

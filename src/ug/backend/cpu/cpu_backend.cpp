@@ -31,10 +31,8 @@ const char* CpuBackend::isa() const {
   return "generic";
 }
 
-#define UG_ISA_CALL(fn, ...)                                  \
-  (isa_ == Isa::Avx512 ? avx512::fn(__VA_ARGS__)              \
-   : isa_ == Isa::Avx2 ? avx2::fn(__VA_ARGS__)                \
-                       : generic::fn(__VA_ARGS__))
+#define UG_ISA_CALL(fn, ...) \
+  (isa_ == Isa::Avx512 ? avx512::fn(__VA_ARGS__) : isa_ == Isa::Avx2 ? avx2::fn(__VA_ARGS__) : generic::fn(__VA_ARGS__))
 
 void CpuBackend::copy(const Tensor& src, const Tensor& dst) { UG_ISA_CALL(copy, src, dst); }
 Tensor contiguous(const Tensor& src, DType dtype) {
@@ -44,17 +42,15 @@ Tensor contiguous(const Tensor& src, DType dtype) {
   return out;
 }
 void CpuBackend::fill(const Tensor& dst, const Scalar& value) { UG_ISA_CALL(fill, dst, value); }
-void CpuBackend::unary(ops::UnaryOp op, const Tensor& x, const Tensor& out) {
-  UG_ISA_CALL(unary, op, x, out);
-}
+void CpuBackend::unary(ops::UnaryOp op, const Tensor& x, const Tensor& out) { UG_ISA_CALL(unary, op, x, out); }
 void CpuBackend::binary(ops::BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   UG_ISA_CALL(binary, op, a, b, out);
 }
 void CpuBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
   UG_ISA_CALL(where, cond, a, b, out);
 }
-void CpuBackend::reduce(ops::ReduceOp op, const Tensor& x, int64_t outer, int64_t reduced,
-                        int64_t inner, const Tensor& out) {
+void CpuBackend::reduce(ops::ReduceOp op, const Tensor& x, int64_t outer, int64_t reduced, int64_t inner,
+                        const Tensor& out) {
   UG_ISA_CALL(reduce, op, x, outer, reduced, inner, out);
 }
 #undef UG_ISA_CALL
@@ -80,8 +76,7 @@ Backend& backend_for(Device device) {
     if (device.index != 0) fail<RuntimeError>("[device] cpu has only index 0, got ", device);
     return cpu::cpu_backend();
   }
-  fail<RuntimeError>("[device] ", device,
-                     " is not available: this build of unigrad has the CPU backend only");
+  fail<RuntimeError>("[device] ", device, " is not available: this build of unigrad has the CPU backend only");
 }
 
 }  // namespace ug

@@ -30,16 +30,14 @@ class CpuBackend final : public Backend {
 
   void reduce(ops::ReduceOp op, const Tensor& x, int64_t outer, int64_t reduced, int64_t inner,
               const Tensor& out) override;
-  void scan(ops::ScanOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner,
-            const Tensor& out) override;
-  void sort(const Tensor& x, int64_t rows, int64_t n, bool descending, bool stable,
-            const Tensor& values, const Tensor& indices) override;
+  void scan(ops::ScanOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner, const Tensor& out) override;
+  void sort(const Tensor& x, int64_t rows, int64_t n, bool descending, bool stable, const Tensor& values,
+            const Tensor& indices) override;
 
   void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override;
 
   void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
-  void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
-               bool accumulate) override;
+  void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, bool accumulate) override;
   void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
   void nonzero(const Tensor& x, const Tensor& out) override;
   int64_t count_nonzero(const Tensor& x) override;
@@ -47,18 +45,16 @@ class CpuBackend final : public Backend {
   void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
                   const Tensor& mean, const Tensor& rstd) override;
   void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                           const Tensor& weight, const Tensor& dx, const Tensor& dweight,
-                           const Tensor& dbias) override;
+                           const Tensor& weight, const Tensor& dx, const Tensor& dweight, const Tensor& dbias) override;
   void softmax(const Tensor& x, bool log, const Tensor& y) override;
   void softmax_backward(const Tensor& g, const Tensor& y, bool log, const Tensor& dx) override;
 
-  void nll_loss(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t ignore_index,
-                const Tensor& loss, const Tensor& total_weight) override;
+  void nll_loss(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t ignore_index, const Tensor& loss,
+                const Tensor& total_weight) override;
   void nll_loss_backward(const Tensor& g, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                          const Tensor& dx) override;
 
-  void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
-              const Tensor& out) override;
+  void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& out) override;
   void conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Tensor& gx) override;
   void conv2d_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Tensor& gw) override;
   void max_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out, const Tensor& indices) override;
@@ -72,8 +68,7 @@ class CpuBackend final : public Backend {
 CpuBackend& cpu_backend();
 
 /** Calls f(float{}) or f(double{}) for the dtype: the kernels written for those two only. */
-template <class F>
-void dispatch_float_or_double(DType dtype, const char* op, F&& f) {
+template <class F> void dispatch_float_or_double(DType dtype, const char* op, F&& f) {
   switch (dtype) {
     case DType::Float32: return f(float{});
     case DType::Float64: return f(double{});

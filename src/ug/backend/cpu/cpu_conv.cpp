@@ -22,18 +22,16 @@ namespace {
 constexpr int64_t kChunkElements = int64_t{1} << 16;
 
 template <class T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
-          T beta, T* c, int64_t ldc) {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
+          T* c, int64_t ldc) {
   const CBLAS_TRANSPOSE cta = ta ? CblasTrans : CblasNoTrans, ctb = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, cta, ctb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
-  else
-    cblas_dgemm(CblasRowMajor, cta, ctb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+  else cblas_dgemm(CblasRowMajor, cta, ctb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 
 /** Working memory from the caching allocator, grown on demand and never zeroed. */
-template <class T>
-class Scratch {
+template <class T> class Scratch {
  public:
   T* get(int64_t n) {
     constexpr DType dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
@@ -53,11 +51,10 @@ struct Geometry {
   int64_t Cg() const { return C / G; }
   int64_t Og() const { return O / G; }
   int64_t K() const { return Cg() * kh * kw; }  // rows of the column matrix
-  int64_t L() const { return Ho * Wo; }          // its columns per sample
+  int64_t L() const { return Ho * Wo; }         // its columns per sample
   /** 1x1, unit stride, no padding: a sample's input planes are its column matrix. */
   bool pointwise() const {
-    return kh == 1 && kw == 1 && p.stride[0] == 1 && p.stride[1] == 1 && p.padding[0] == 0 &&
-           p.padding[1] == 0;
+    return kh == 1 && kw == 1 && p.stride[0] == 1 && p.stride[1] == 1 && p.padding[0] == 0 && p.padding[1] == 0;
   }
   /** Samples per chunk: fixed by the problem, never by the thread count. */
   int64_t chunk() const {
@@ -67,8 +64,8 @@ struct Geometry {
 };
 
 Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p) {
-  return {x.size(0), x.size(1), x.size(2), x.size(3), w.size(0), w.size(2), w.size(3),
-          y.size(2), y.size(3), p.groups, p};
+  return {x.size(0), x.size(1), x.size(2), x.size(3), w.size(0), w.size(2),
+          w.size(3), y.size(2), y.size(3), p.groups,  p};
 }
 
 /** The output columns [lo, hi) whose input column o * s - pad + off lies inside [0, size). */
@@ -82,8 +79,7 @@ void valid_range(int64_t out, int64_t s, int64_t pad, int64_t off, int64_t size,
 
 /** One sample's column matrix [Cg * kh * kw, Ho * Wo] from its planes x [Cg, H, W], row r at
  *  cols + r * ld; padding reads as zero. */
-template <class T>
-void im2col_planes(const Geometry& g, const T* x, T* cols, int64_t ld) {
+template <class T> void im2col_planes(const Geometry& g, const T* x, T* cols, int64_t ld) {
   const auto& p = g.p;
   if (g.pointwise()) {
     for (int64_t c = 0; c < g.Cg(); ++c) std::copy(x + c * g.L(), x + (c + 1) * g.L(), cols + c * ld);
@@ -124,8 +120,7 @@ void im2col_planes(const Geometry& g, const T* x, T* cols, int64_t ld) {
 }
 
 /** x [Cg, H, W] += one sample's columns scattered back (im2col's adjoint). */
-template <class T>
-void col2im_planes(const Geometry& g, const T* cols, int64_t ld, T* x) {
+template <class T> void col2im_planes(const Geometry& g, const T* cols, int64_t ld, T* x) {
   const auto& p = g.p;
   if (g.pointwise()) {
     for (int64_t c = 0; c < g.Cg(); ++c)
@@ -173,8 +168,7 @@ Geometry padded_geometry(const Geometry& g) {
 }
 
 /** One sample's column matrix from its group's planes x [Cg, H, W] (see im2col_planes). */
-template <class T>
-void im2col(const Geometry& g, const T* x, T* cols, int64_t ld, Scratch<T>& pad_buf) {
+template <class T> void im2col(const Geometry& g, const T* x, T* cols, int64_t ld, Scratch<T>& pad_buf) {
   if (!pads_first(g)) return im2col_planes(g, x, cols, ld);
   const Geometry q = padded_geometry(g);
   T* buf = pad_buf.get(g.Cg() * q.H * q.W);
@@ -189,8 +183,7 @@ void im2col(const Geometry& g, const T* x, T* cols, int64_t ld, Scratch<T>& pad_
 }
 
 /** x [Cg, H, W] = one sample's columns scattered back (im2col's adjoint). */
-template <class T>
-void col2im(const Geometry& g, const T* cols, int64_t ld, T* x, Scratch<T>& pad_buf) {
+template <class T> void col2im(const Geometry& g, const T* cols, int64_t ld, T* x, Scratch<T>& pad_buf) {
   if (!pads_first(g)) {
     std::fill(x, x + g.Cg() * g.H * g.W, T(0));
     return col2im_planes(g, cols, ld, x);
@@ -208,15 +201,13 @@ void col2im(const Geometry& g, const T* cols, int64_t ld, T* x, Scratch<T>& pad_
 }
 
 /** A chunk of samples [n0, n1) and one group: where its operands live. */
-template <class T>
-struct Chunk {
+template <class T> struct Chunk {
   const Geometry& g;
   int64_t n0, n1, grp;
   int64_t count() const { return n1 - n0; }
   int64_t ld() const { return count() * g.L(); }  // columns of the folded matrices
   /** Sample n's planes of this group in an [N, channels, plane] tensor. */
-  template <class P>
-  P* planes(P* base, int64_t channels, int64_t per_group, int64_t plane, int64_t n) const {
+  template <class P> P* planes(P* base, int64_t channels, int64_t per_group, int64_t plane, int64_t n) const {
     return base + (n * channels + grp * per_group) * plane;
   }
   /** folded [Og, count * L] <- the group's output planes of each sample. */
@@ -273,8 +264,7 @@ void conv_forward(const Tensor& xt, const Tensor& wt, const Tensor& bt, const Co
   });
 }
 
-template <class T>
-void conv_input_grad(const Tensor& gt, const Tensor& wt, const Conv2dParams& p, const Tensor& gxt) {
+template <class T> void conv_input_grad(const Tensor& gt, const Tensor& wt, const Conv2dParams& p, const Tensor& gxt) {
   const Geometry g = geometry(gxt, wt, gt, p);
   const T* gy = static_cast<const T*>(gt.raw_data());
   const T* w = static_cast<const T*>(wt.raw_data());
@@ -311,8 +301,7 @@ void conv_input_grad(const Tensor& gt, const Tensor& wt, const Conv2dParams& p, 
   });
 }
 
-template <class T>
-void conv_weight_grad(const Tensor& xt, const Tensor& gt, const Conv2dParams& p, const Tensor& gwt) {
+template <class T> void conv_weight_grad(const Tensor& xt, const Tensor& gt, const Conv2dParams& p, const Tensor& gwt) {
   const Geometry g = geometry(xt, gwt, gt, p);
   const T* x = static_cast<const T*>(xt.raw_data());
   const T* gy = static_cast<const T*>(gt.raw_data());

@@ -23,13 +23,13 @@ constexpr int64_t kIndexGrain = 16384;
 
 /** The unsigned integer type as wide as an element: gather and scatter copy through it. */
 template <size_t Size>
-using Bits = std::conditional_t<Size == 1, uint8_t,
-             std::conditional_t<Size == 2, uint16_t, std::conditional_t<Size == 4, uint32_t, uint64_t>>>;
+using Bits =
+    std::conditional_t<Size == 1, uint8_t,
+                       std::conditional_t<Size == 2, uint16_t, std::conditional_t<Size == 4, uint32_t, uint64_t>>>;
 
 /** The index tensor's shape, operand strides (in elements) along it, and `dim`, with the
  *  dimensions where the index has size 1 dropped (except `dim`): they only add offset 0. */
-template <size_t N>
-struct IndexGeometry {
+template <size_t N> struct IndexGeometry {
   Shape shape;
   std::array<Strides, N> strides;
   int64_t dim = 0;
@@ -50,8 +50,8 @@ struct IndexGeometry {
  * Offsets advance incrementally, row after row, in row-major order.
  */
 template <size_t N, class Row>
-void for_each_row(const Shape& shape, const std::array<Strides, N>& strides, size_t split,
-                  int64_t begin, int64_t end, Row&& row) {
+void for_each_row(const Shape& shape, const std::array<Strides, N>& strides, size_t split, int64_t begin, int64_t end,
+                  Row&& row) {
   const size_t nd = shape.size();
   Shape sizes = shape;
   sizes[split] = end - begin;
@@ -89,8 +89,7 @@ int64_t largest_dim(const Shape& shape, int64_t skip) {
   return best;
 }
 
-template <class T>
-void gather_typed(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
+template <class T> void gather_typed(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
   // Operands: out, index, x. x's offset along `dim` comes from the index, so the walk
   // gives it stride 0 there.
   IndexGeometry<3> g(index, dim, {&out, &index, &x});
@@ -171,8 +170,7 @@ void CpuBackend::gather(const Tensor& x, int64_t dim, const Tensor& index, const
   }
 }
 
-void CpuBackend::scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
-                         bool accumulate) {
+void CpuBackend::scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, bool accumulate) {
   if (!accumulate) {
     switch (out.element_size()) {
       case 1: return scatter_typed<Bits<1>>(out, dim, index, src, false);

@@ -56,8 +56,9 @@ void nll_loss_backward_typed(const Tensor& g, const Tensor& target, const Tensor
 
 void CpuBackend::nll_loss(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                           const Tensor& loss, const Tensor& total_weight) {
-  dispatch_float_or_double(x.dtype(), "nll_loss",
-                           [&](auto t) { nll_loss_typed<decltype(t)>(x, target, weight, ignore_index, loss, total_weight); });
+  dispatch_float_or_double(x.dtype(), "nll_loss", [&](auto t) {
+    nll_loss_typed<decltype(t)>(x, target, weight, ignore_index, loss, total_weight);
+  });
 }
 
 void CpuBackend::nll_loss_backward(const Tensor& g, const Tensor& target, const Tensor& weight, int64_t ignore_index,

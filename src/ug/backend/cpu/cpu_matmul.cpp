@@ -16,8 +16,7 @@ namespace {
 constexpr int64_t kMacsPerTask = 1 << 17;
 
 /** How BLAS can read a [rows, cols] matrix with these strides, or false if it cannot. */
-bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, CBLAS_TRANSPOSE& trans,
-                 int64_t& ld) {
+bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, CBLAS_TRANSPOSE& trans, int64_t& ld) {
   if (cs == 1 && (rs >= std::max<int64_t>(cols, 1) || rows == 1)) {
     trans = CblasNoTrans;
     ld = std::max<int64_t>({rs, cols, 1});
@@ -31,8 +30,7 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, CBLAS_TRANS
   return false;
 }
 
-template <class T>
-void gemm_blas(const Tensor& a, const Tensor& b, const Tensor& out) {
+template <class T> void gemm_blas(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
   Tensor A = a, Bm = b;
   CBLAS_TRANSPOSE ta, tb;
@@ -62,8 +60,7 @@ void gemm_blas(const Tensor& a, const Tensor& b, const Tensor& out) {
     const int64_t ldo = std::max<int64_t>(N, 1);
     if constexpr (std::is_same_v<T, float>)
       cblas_sgemm(CblasRowMajor, ta, tb, i1 - i0, j1 - j0, K, 1.0f, ai, lda, bj, ldb, 0.0f, oij, ldo);
-    else
-      cblas_dgemm(CblasRowMajor, ta, tb, i1 - i0, j1 - j0, K, 1.0, ai, lda, bj, ldb, 0.0, oij, ldo);
+    else cblas_dgemm(CblasRowMajor, ta, tb, i1 - i0, j1 - j0, K, 1.0, ai, lda, bj, ldb, 0.0, oij, ldo);
   };
   parallel_for(splits, by_batch ? (B + tasks - 1) / tasks : 1, [&](int64_t s0, int64_t s1) {
     if (by_batch) {
@@ -76,8 +73,7 @@ void gemm_blas(const Tensor& a, const Tensor& b, const Tensor& out) {
   });
 }
 
-template <class T>
-void gemm_loops(const Tensor& a, const Tensor& b, const Tensor& out) {
+template <class T> void gemm_loops(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
   const T* pa = static_cast<const T*>(a.raw_data());
   const T* pb = static_cast<const T*>(b.raw_data());

@@ -17,8 +17,7 @@ namespace {
 
 constexpr int kLanes = 8;  // independent accumulators, so the compiler vectorises the sums
 
-template <class T>
-struct NormArgs {
+template <class T> struct NormArgs {
   const T* x;
   const T* w;  // null: no weight
   const T* b;  // null: no bias
@@ -32,8 +31,7 @@ struct NormArgs {
   T eps;
 };
 
-template <class T, class F>
-[[gnu::always_inline]] inline T row_sum(int64_t n, F f) {
+template <class T, class F> [[gnu::always_inline]] inline T row_sum(int64_t n, F f) {
   T acc[kLanes] = {};
   int64_t c = 0;
   for (; c + kLanes <= n; c += kLanes)
@@ -44,14 +42,18 @@ template <class T, class F>
   return s;
 }
 
-template <class T>
-[[gnu::always_inline]] inline void forward_rows(const NormArgs<T>& a, int64_t r0, int64_t r1) {
+template <class T> [[gnu::always_inline]] inline void forward_rows(const NormArgs<T>& a, int64_t r0, int64_t r1) {
   const int64_t n = a.cols;
   for (int64_t r = r0; r < r1; ++r) {
     const T* x = a.x + r * n;
     T* y = a.y + r * n;
     const T m = row_sum<T>(n, [&](int64_t c) { return x[c]; }) / static_cast<T>(n);
-    const T var = row_sum<T>(n, [&](int64_t c) { T d = x[c] - m; return d * d; }) / static_cast<T>(n);
+    const T var = row_sum<T>(n,
+                             [&](int64_t c) {
+                               T d = x[c] - m;
+                               return d * d;
+                             }) /
+                  static_cast<T>(n);
     const T rs = T(1) / std::sqrt(var + a.eps);
     a.mean[r] = m;
     a.rstd[r] = rs;
@@ -67,8 +69,7 @@ template <class T>
 }
 
 /** Rows of blocks [k0, k1): dx per row; the block's dw and db partial sums. */
-template <class T>
-[[gnu::always_inline]] inline void backward_blocks(const NormArgs<T>& a, int64_t k0, int64_t k1) {
+template <class T> [[gnu::always_inline]] inline void backward_blocks(const NormArgs<T>& a, int64_t k0, int64_t k1) {
   const int64_t n = a.cols;
   for (int64_t k = k0; k < k1; ++k) {
     T* dw = a.dw ? a.dw + k * n : nullptr;
@@ -153,29 +154,28 @@ template <class T>
   }
 }
 
-#define UG_NORM_VARIANTS(T, suffix)                                                                      \
-  void forward_generic_##suffix(const NormArgs<T>& a, int64_t r0, int64_t r1) { forward_rows(a, r0, r1); } \
-  [[gnu::target("avx2,fma")]] void forward_avx2_##suffix(const NormArgs<T>& a, int64_t r0, int64_t r1) {  \
-    forward_rows(a, r0, r1);                                                                             \
-  }                                                                                                      \
-  void backward_generic_##suffix(const NormArgs<T>& a, int64_t k0, int64_t k1) { backward_blocks(a, k0, k1); } \
-  [[gnu::target("avx2,fma")]] void backward_avx2_##suffix(const NormArgs<T>& a, int64_t k0, int64_t k1) { \
-    backward_blocks(a, k0, k1);                                                                          \
-  }                                                                                                      \
-  void softmax_generic_##suffix(const T* x, T* y, int64_t n, bool log, int64_t r0, int64_t r1) {          \
-    softmax_rows(x, y, n, log, r0, r1);                                                                  \
-  }                                                                                                      \
-  [[gnu::target("avx2,fma")]] void softmax_avx2_##suffix(const T* x, T* y, int64_t n, bool log, int64_t r0, \
-                                                         int64_t r1) {                                   \
-    softmax_rows(x, y, n, log, r0, r1);                                                                  \
-  }                                                                                                      \
-  void softmax_backward_generic_##suffix(const T* g, const T* y, T* dx, int64_t n, bool log, int64_t r0,  \
-                                         int64_t r1) {                                                   \
-    softmax_backward_rows(g, y, dx, n, log, r0, r1);                                                     \
-  }                                                                                                      \
-  [[gnu::target("avx2,fma")]] void softmax_backward_avx2_##suffix(const T* g, const T* y, T* dx, int64_t n, \
-                                                                  bool log, int64_t r0, int64_t r1) {    \
-    softmax_backward_rows(g, y, dx, n, log, r0, r1);                                                     \
+#define UG_NORM_VARIANTS(T, suffix)                                                                                    \
+  void forward_generic_##suffix(const NormArgs<T>& a, int64_t r0, int64_t r1) { forward_rows(a, r0, r1); }             \
+  [[gnu::target("avx2,fma")]] void forward_avx2_##suffix(const NormArgs<T>& a, int64_t r0, int64_t r1) {               \
+    forward_rows(a, r0, r1);                                                                                           \
+  }                                                                                                                    \
+  void backward_generic_##suffix(const NormArgs<T>& a, int64_t k0, int64_t k1) { backward_blocks(a, k0, k1); }         \
+  [[gnu::target("avx2,fma")]] void backward_avx2_##suffix(const NormArgs<T>& a, int64_t k0, int64_t k1) {              \
+    backward_blocks(a, k0, k1);                                                                                        \
+  }                                                                                                                    \
+  void softmax_generic_##suffix(const T* x, T* y, int64_t n, bool log, int64_t r0, int64_t r1) {                       \
+    softmax_rows(x, y, n, log, r0, r1);                                                                                \
+  }                                                                                                                    \
+  [[gnu::target("avx2,fma")]] void softmax_avx2_##suffix(const T* x, T* y, int64_t n, bool log, int64_t r0,            \
+                                                         int64_t r1) {                                                 \
+    softmax_rows(x, y, n, log, r0, r1);                                                                                \
+  }                                                                                                                    \
+  void softmax_backward_generic_##suffix(const T* g, const T* y, T* dx, int64_t n, bool log, int64_t r0, int64_t r1) { \
+    softmax_backward_rows(g, y, dx, n, log, r0, r1);                                                                   \
+  }                                                                                                                    \
+  [[gnu::target("avx2,fma")]] void softmax_backward_avx2_##suffix(const T* g, const T* y, T* dx, int64_t n, bool log,  \
+                                                                  int64_t r0, int64_t r1) {                            \
+    softmax_backward_rows(g, y, dx, n, log, r0, r1);                                                                   \
   }
 UG_NORM_VARIANTS(float, f32)
 UG_NORM_VARIANTS(double, f64)
@@ -209,8 +209,7 @@ void softmax_backward_isa(bool avx2, const double* g, const double* y, double* d
   avx2 ? softmax_backward_avx2_f64(g, y, dx, n, log, r0, r1) : softmax_backward_generic_f64(g, y, dx, n, log, r0, r1);
 }
 
-template <class T>
-const T* ptr_or_null(const Tensor& t) {
+template <class T> const T* ptr_or_null(const Tensor& t) {
   return t.defined() ? static_cast<const T*>(t.raw_data()) : nullptr;
 }
 
@@ -264,16 +263,14 @@ void layer_norm_backward_impl(bool avx2, const Tensor& g, const Tensor& x, const
   if (db.defined()) total(db_part, db);
 }
 
-template <class T>
-void softmax_impl(bool avx2, const Tensor& x, bool log, const Tensor& y) {
+template <class T> void softmax_impl(bool avx2, const Tensor& x, bool log, const Tensor& y) {
   const T* px = static_cast<const T*>(x.raw_data());
   T* py = static_cast<T*>(y.raw_data());
   const int64_t n = x.size(1);
   parallel_for(x.size(0), row_grain(n), [&](int64_t r0, int64_t r1) { softmax_isa(avx2, px, py, n, log, r0, r1); });
 }
 
-template <class T>
-void softmax_backward_impl(bool avx2, const Tensor& g, const Tensor& y, bool log, const Tensor& dx) {
+template <class T> void softmax_backward_impl(bool avx2, const Tensor& g, const Tensor& y, bool log, const Tensor& dx) {
   const T* pg = static_cast<const T*>(g.raw_data());
   const T* py = static_cast<const T*>(y.raw_data());
   T* pd = static_cast<T*>(dx.raw_data());
@@ -299,7 +296,8 @@ void CpuBackend::softmax_backward(const Tensor& g, const Tensor& y, bool log, co
 void CpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
                             const Tensor& mean, const Tensor& rstd) {
   if (x.numel() == 0) return;
-  if (x.dtype() == DType::Float64) return layer_norm_impl<double>(isa_ != Isa::Generic, x, weight, bias, eps, y, mean, rstd);
+  if (x.dtype() == DType::Float64)
+    return layer_norm_impl<double>(isa_ != Isa::Generic, x, weight, bias, eps, y, mean, rstd);
   layer_norm_impl<float>(isa_ != Isa::Generic, x, weight, bias, eps, y, mean, rstd);
 }
 

@@ -87,8 +87,7 @@ void max_pool_planes(const T* x, int64_t P, int64_t H, int64_t W, const std::vec
   });
 }
 
-template <class T>
-void max_pool(const Tensor& xt, const PoolWindows& win, const Tensor& yt, const Tensor& it) {
+template <class T> void max_pool(const Tensor& xt, const PoolWindows& win, const Tensor& yt, const Tensor& it) {
   const int64_t P = xt.size(0), H = xt.size(1), W = xt.size(2);
   const T* x = static_cast<const T*>(xt.raw_data());
   T* y = static_cast<T*>(yt.raw_data());
@@ -102,8 +101,7 @@ void max_pool(const Tensor& xt, const PoolWindows& win, const Tensor& yt, const 
   else max_pool_planes<0>(x, P, H, W, rows, cols, win.step[0], win.step[1], y, idx);
 }
 
-template <class T>
-void avg_pool(const Tensor& xt, const PoolWindows& win, const Tensor& yt) {
+template <class T> void avg_pool(const Tensor& xt, const PoolWindows& win, const Tensor& yt) {
   const int64_t P = xt.size(0), H = xt.size(1), W = xt.size(2), Ho = yt.size(1), Wo = yt.size(2);
   const T* x = static_cast<const T*>(xt.raw_data());
   T* y = static_cast<T*>(yt.raw_data());
@@ -128,8 +126,7 @@ void avg_pool(const Tensor& xt, const PoolWindows& win, const Tensor& yt) {
   });
 }
 
-template <class T>
-void avg_pool_transpose(const Tensor& gt, const PoolWindows& win, const Tensor& gxt) {
+template <class T> void avg_pool_transpose(const Tensor& gt, const PoolWindows& win, const Tensor& gxt) {
   const int64_t P = gxt.size(0), H = gxt.size(1), W = gxt.size(2), Ho = gt.size(1), Wo = gt.size(2);
   const T* g = static_cast<const T*>(gt.raw_data());
   T* gx = static_cast<T*>(gxt.raw_data());

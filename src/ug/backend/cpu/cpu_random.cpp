@@ -17,8 +17,7 @@ std::array<uint32_t, 4> block(const RandomStream& s, int64_t b) {
 }
 
 /** Calls make(words, first_element, count) for each block; `per_block` elements a block. */
-template <class Make>
-void for_blocks(int64_t n, int64_t per_block, const RandomStream& s, Make make) {
+template <class Make> void for_blocks(int64_t n, int64_t per_block, const RandomStream& s, Make make) {
   int64_t blocks = (n + per_block - 1) / per_block;
   parallel_for(blocks, kBlockGrain, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
@@ -36,8 +35,7 @@ void CpuBackend::uniform(const Tensor& out, const RandomStream& s, double low, d
     scalar_t* o = static_cast<scalar_t*>(out.raw_data());
     if constexpr (std::is_same_v<scalar_t, double>) {
       for_blocks(n, 2, s, [&](std::array<uint32_t, 4> w, int64_t i, int64_t c) {
-        for (int64_t j = 0; j < c; ++j)
-          o[i + j] = low + (high - low) * uniform_double(w[2 * j], w[2 * j + 1]);
+        for (int64_t j = 0; j < c; ++j) o[i + j] = low + (high - low) * uniform_double(w[2 * j], w[2 * j + 1]);
       });
     } else {
       const float lo = static_cast<float>(low), span = static_cast<float>(high - low);

@@ -9,8 +9,8 @@
 
 namespace ug::cpu {
 
-void CpuBackend::sort(const Tensor& x, int64_t rows, int64_t n, bool descending, bool stable,
-                      const Tensor& values, const Tensor& indices) {
+void CpuBackend::sort(const Tensor& x, int64_t rows, int64_t n, bool descending, bool stable, const Tensor& values,
+                      const Tensor& indices) {
   (void)stable;  // std::stable_sort is used always: equal keys keep their order
   UG_DISPATCH_ALL(x.dtype(), "sort", {
     using A = acc_t<scalar_t>;
@@ -27,10 +27,8 @@ void CpuBackend::sort(const Tensor& x, int64_t rows, int64_t n, bool descending,
           if (a != a) return false;  // NaN is never less
           return b != b || a < b;
         };
-        if (descending)
-          std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return less(j, i); });
-        else
-          std::stable_sort(order.begin(), order.end(), less);
+        if (descending) std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return less(j, i); });
+        else std::stable_sort(order.begin(), order.end(), less);
         for (int64_t k = 0; k < n; ++k) {
           pv[r * n + k] = row[order[k]];
           pi[r * n + k] = order[k];
@@ -42,15 +40,13 @@ void CpuBackend::sort(const Tensor& x, int64_t rows, int64_t n, bool descending,
 
 namespace {
 /** One step of a running sum or product (bool: or / and). */
-template <class A>
-A scan_step(bool is_sum, A acc, A v) {
+template <class A> A scan_step(bool is_sum, A acc, A v) {
   if constexpr (std::is_same_v<A, bool>) return is_sum ? (acc || v) : (acc && v);
   else return is_sum ? static_cast<A>(acc + v) : static_cast<A>(acc * v);
 }
 }  // namespace
 
-void CpuBackend::scan(ops::ScanOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner,
-                      const Tensor& out) {
+void CpuBackend::scan(ops::ScanOp op, const Tensor& x, int64_t outer, int64_t n, int64_t inner, const Tensor& out) {
   UG_DISPATCH_ALL(x.dtype(), "scan", {
     using A = acc_t<scalar_t>;
     const scalar_t* px = static_cast<const scalar_t*>(x.raw_data());

@@ -16,14 +16,12 @@
 namespace ug::cpu::UG_CPU_ISA {
 namespace {
 
-template <class R, class T>
-inline R convert(T v) {
+template <class R, class T> inline R convert(T v) {
   if constexpr (std::is_same_v<R, bool>) return static_cast<acc_t<T>>(v) != acc_t<T>(0);
   else return static_cast<R>(static_cast<acc_t<R>>(static_cast<acc_t<T>>(v)));
 }
 
-template <class R, class T>
-void copy_typed(const Tensor& src, const Tensor& dst) {
+template <class R, class T> void copy_typed(const Tensor& src, const Tensor& dst) {
   StridedLoop<2> loop({&dst, &src});
   loop.run_parallel([](char** p, const int64_t* s, int64_t n) {
     R* o = reinterpret_cast<R*>(p[0]);
@@ -48,8 +46,7 @@ void copy_typed(const Tensor& src, const Tensor& dst) {
 // 16-bit floats: a contiguous run is widened to float32 a block at a time, computed by the
 // float loop (which vectorises) and rounded back to nearest even; converting element by
 // element through Half/BFloat16 would not vectorise.
-template <class T>
-inline constexpr bool is_16bit_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+template <class T> inline constexpr bool is_16bit_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 constexpr int64_t kBlock = 256;
 
 inline void widen(const Half* in, float* out, int64_t n) {
@@ -64,7 +61,8 @@ inline void narrow(const float* in, Half* out, int64_t n) {
   int64_t i = 0;
 #if defined(__F16C__)
   for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
 #endif
   for (; i < n; ++i) out[i] = Half(in[i]);
 }
@@ -87,8 +85,7 @@ inline void narrow(const float* in, BFloat16* out, int64_t n) {
 }
 
 /** out[i] = f(float(a[i])) over a contiguous run of a 16-bit float input. */
-template <class R, class T, class F>
-void blocked_unary(const T* a, R* o, int64_t n, F f) {
+template <class R, class T, class F> void blocked_unary(const T* a, R* o, int64_t n, F f) {
   float buf[kBlock];
   for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
     const int64_t m = std::min(kBlock, n - i0);
@@ -130,8 +127,7 @@ void blocked_binary(const T* a, int64_t a_step, const T* b, int64_t b_step, R* o
 constexpr int64_t kStreamingRun = int64_t{1} << 20;
 
 /** o[i] = f(a[i]) for a long float run: computed a block at a time into L1, then streamed. */
-template <class F>
-void streamed_unary(const float* a, float* o, int64_t n, F f) {
+template <class F> void streamed_unary(const float* a, float* o, int64_t n, F f) {
   int64_t i = 0;
   for (; i < n && (reinterpret_cast<uintptr_t>(o + i) & 31) != 0; ++i) o[i] = f(a[i]);
   alignas(32) float buf[kBlock];
@@ -145,8 +141,7 @@ void streamed_unary(const float* a, float* o, int64_t n, F f) {
 }
 #endif
 
-template <class Op, class T, class R>
-void unary_typed(const Tensor& x, const Tensor& out) {
+template <class Op, class T, class R> void unary_typed(const Tensor& x, const Tensor& out) {
   StridedLoop<2> loop({&out, &x});
   loop.run_parallel([](char** p, const int64_t* s, int64_t n) {
     R* o = reinterpret_cast<R*>(p[0]);
@@ -174,8 +169,7 @@ void unary_typed(const Tensor& x, const Tensor& out) {
   });
 }
 
-template <class Op, class T, class R>
-void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
+template <class Op, class T, class R> void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
   StridedLoop<3> loop({&out, &a, &b});
   loop.run_parallel([](char** p, const int64_t* s, int64_t n) {
     using A = acc_t<T>;
@@ -210,8 +204,7 @@ void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
   });
 }
 
-template <class T>
-void where_typed(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+template <class T> void where_typed(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
   StridedLoop<4> loop({&out, &cond, &a, &b});
   loop.run_parallel([](char** p, const int64_t* s, int64_t n) {
     constexpr int64_t sz = sizeof(T);
@@ -232,14 +225,12 @@ void where_typed(const Tensor& cond, const Tensor& a, const Tensor& b, const Ten
     }
     for (int64_t i = 0; i < n; ++i) {
       bool c = *reinterpret_cast<const bool*>(p[1] + i * s[1]);
-      *reinterpret_cast<T*>(p[0] + i * s[0]) =
-          *reinterpret_cast<const T*>(p[c ? 2 : 3] + i * s[c ? 2 : 3]);
+      *reinterpret_cast<T*>(p[0] + i * s[0]) = *reinterpret_cast<const T*>(p[c ? 2 : 3] + i * s[c ? 2 : 3]);
     }
   });
 }
 
-template <class Op>
-void unary_dispatch(const Tensor& x, const Tensor& out) {
+template <class Op> void unary_dispatch(const Tensor& x, const Tensor& out) {
   if constexpr (Op::rule == ops::UnaryRule::Floating) {
     UG_DISPATCH_FLOATING(x.dtype(), Op::name, (unary_typed<Op, scalar_t, scalar_t>(x, out)));
   } else if constexpr (Op::rule == ops::UnaryRule::Predicate) {
@@ -251,8 +242,7 @@ void unary_dispatch(const Tensor& x, const Tensor& out) {
   }
 }
 
-template <class Op>
-void binary_dispatch(const Tensor& a, const Tensor& b, const Tensor& out) {
+template <class Op> void binary_dispatch(const Tensor& a, const Tensor& b, const Tensor& out) {
   if constexpr (Op::rule == ops::BinaryRule::TrueDivide) {
     UG_DISPATCH_FLOATING(a.dtype(), Op::name, (binary_typed<Op, scalar_t, scalar_t>(a, b, out)));
   } else if constexpr (Op::rule == ops::BinaryRule::Compare) {

@@ -16,8 +16,7 @@ namespace ug::cpu {
 /** Elements per parallel task: below this, threading costs more than it saves. */
 inline constexpr int64_t kElementwiseGrain = 32768;
 
-template <size_t N>
-class StridedLoop {
+template <size_t N> class StridedLoop {
  public:
   explicit StridedLoop(const std::array<const Tensor*, N>& operands) {
     const Shape& shape = operands[0]->shape();
@@ -30,8 +29,7 @@ class StridedLoop {
     if (flat) {
       if (numel_ > 1) {
         sizes_.push_back(numel_);
-        for (size_t k = 0; k < N; ++k)
-          strides_[k].push_back(static_cast<int64_t>(operands[k]->element_size()));
+        for (size_t k = 0; k < N; ++k) strides_[k].push_back(static_cast<int64_t>(operands[k]->element_size()));
       }
       return;
     }
@@ -57,8 +55,7 @@ class StridedLoop {
   int64_t numel() const { return numel_; }
 
   /** Runs inner(ptrs, strides, n) over linear elements [begin, end). */
-  template <class Inner>
-  void run(int64_t begin, int64_t end, Inner&& inner) const {
+  template <class Inner> void run(int64_t begin, int64_t end, Inner&& inner) const {
     if (begin >= end) return;
     const int nd = static_cast<int>(sizes_.size());
     if (nd == 0) {  // a single element
@@ -105,8 +102,7 @@ class StridedLoop {
   }
 
   /** Runs the loop over all elements, in parallel for large tensors. */
-  template <class Inner>
-  void run_parallel(Inner&& inner, int64_t grain = kElementwiseGrain) const {
+  template <class Inner> void run_parallel(Inner&& inner, int64_t grain = kElementwiseGrain) const {
     if (numel_ == 0) return;
     if (numel_ < grain) {
       run(0, numel_, inner);

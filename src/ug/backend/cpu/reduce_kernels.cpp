@@ -14,26 +14,22 @@ namespace {
 
 constexpr int64_t kChunk = 4096;  // elements per partial result
 
-template <class A>
-struct SumOp {
+template <class A> struct SumOp {
   static A init() { return A(0); }
   static A combine(A a, A b) { return a + b; }
 };
-template <class A>
-struct ProdOp {
+template <class A> struct ProdOp {
   static A init() { return A(1); }
   static A combine(A a, A b) { return a * b; }
 };
-template <class A>
-struct MaxOp {
+template <class A> struct MaxOp {
   static A init() {
     if constexpr (std::numeric_limits<A>::has_infinity) return -std::numeric_limits<A>::infinity();
     else return std::numeric_limits<A>::lowest();
   }
   static A combine(A a, A b) { return (a != a) ? a : (b != b) ? b : (b > a ? b : a); }
 };
-template <class A>
-struct MinOp {
+template <class A> struct MinOp {
   static A init() {
     if constexpr (std::numeric_limits<A>::has_infinity) return std::numeric_limits<A>::infinity();
     else return std::numeric_limits<A>::max();
@@ -42,8 +38,7 @@ struct MinOp {
 };
 
 /** Reduces n contiguous values: sums vectorise with the simd reduction. */
-template <class Op, class T, class A>
-A reduce_run(const T* x, int64_t n) {
+template <class Op, class T, class A> A reduce_run(const T* x, int64_t n) {
   A acc = Op::init();
   if constexpr (std::is_same_v<Op, SumOp<A>> && std::is_floating_point_v<A>) {
 #pragma omp simd reduction(+ : acc)
@@ -124,8 +119,7 @@ void arg_reduce_typed(const Tensor& x, int64_t outer, int64_t R, int64_t inner, 
   });
 }
 
-template <bool IsAll>
-void logical_reduce(const Tensor& x, int64_t outer, int64_t R, int64_t inner, const Tensor& out) {
+template <bool IsAll> void logical_reduce(const Tensor& x, int64_t outer, int64_t R, int64_t inner, const Tensor& out) {
   const bool* px = static_cast<const bool*>(x.raw_data());
   bool* po = static_cast<bool*>(out.raw_data());
   parallel_for(outer * inner, std::max<int64_t>(1, 16384 / std::max<int64_t>(R, 1)), [&](int64_t t0, int64_t t1) {
@@ -141,15 +135,15 @@ void logical_reduce(const Tensor& x, int64_t outer, int64_t R, int64_t inner, co
 
 }  // namespace
 
-void reduce(ops::ReduceOp op, const Tensor& x, int64_t outer, int64_t R, int64_t inner,
-            const Tensor& out) {
+void reduce(ops::ReduceOp op, const Tensor& x, int64_t outer, int64_t R, int64_t inner, const Tensor& out) {
   using ops::ReduceOp;
   switch (op) {
     case ReduceOp::Sum:
       UG_DISPATCH_NUMERIC(x.dtype(), "sum", (reduce_typed<SumOp<acc_t<scalar_t>>, scalar_t>(x, outer, R, inner, out)));
       return;
     case ReduceOp::Prod:
-      UG_DISPATCH_NUMERIC(x.dtype(), "prod", (reduce_typed<ProdOp<acc_t<scalar_t>>, scalar_t>(x, outer, R, inner, out)));
+      UG_DISPATCH_NUMERIC(x.dtype(), "prod",
+                          (reduce_typed<ProdOp<acc_t<scalar_t>>, scalar_t>(x, outer, R, inner, out)));
       return;
     case ReduceOp::Max:
       UG_DISPATCH_ALL(x.dtype(), "max", (reduce_typed<MaxOp<acc_t<scalar_t>>, scalar_t>(x, outer, R, inner, out)));

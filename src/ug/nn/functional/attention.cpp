@@ -36,7 +36,8 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
 
 /** k or v with each of its heads (dim -3) repeated for its group of query heads. */
 Tensor expand_heads(const Tensor& t, int64_t q_heads, const char* what) {
-  if (t.dim() < 3) fail("[scaled_dot_product_attention] enable_gqa needs ", what, " with a heads dim (-3), got shape ", t.shape());
+  if (t.dim() < 3)
+    fail("[scaled_dot_product_attention] enable_gqa needs ", what, " with a heads dim (-3), got shape ", t.shape());
   const int64_t heads = t.size(-3);
   if (heads == q_heads) return t;
   if (heads == 0 || q_heads % heads != 0)

@@ -24,7 +24,8 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   else if (top >= num_classes)
     fail("[one_hot] Class values must be smaller than num_classes (", num_classes, "), got ", top);
   shape.push_back(num_classes);
-  return scatter(zeros(shape, {.dtype = DType::Int64, .device = idx.device()}), -1, idx.unsqueeze(-1), Scalar(int64_t{1}));
+  return scatter(zeros(shape, {.dtype = DType::Int64, .device = idx.device()}), -1, idx.unsqueeze(-1),
+                 Scalar(int64_t{1}));
 }
 
 }  // namespace ug::nn::functional

@@ -40,7 +40,8 @@ Tensor reduce(const Tensor& loss, Reduction r) {
 
 void require_floating(const Tensor& x, const char* op, const char* what) {
   if (!is_floating(x.dtype()))
-    fail<TypeError>("[", op, "] expected a floating point ", what, ", got dtype ", x.dtype(), " (shape ", x.shape(), ")");
+    fail<TypeError>("[", op, "] expected a floating point ", what, ", got dtype ", x.dtype(), " (shape ", x.shape(),
+                    ")");
 }
 
 /** input - target for the elementwise losses; the operands broadcast (torch warns, then does too). */
@@ -64,13 +65,14 @@ int64_t class_dim(const Tensor& input) { return input.dim() == 1 ? 0 : 1; }
 
 void check_weight(const Tensor& weight, int64_t classes, const char* op) {
   if (weight.defined() && (weight.dim() != 1 || weight.size(0) != classes))
-    fail("[", op, "] weight tensor should be defined either for all ", classes, " classes or no classes but got weight of shape ",
-         weight.shape());
+    fail("[", op, "] weight tensor should be defined either for all ", classes,
+         " classes or no classes but got weight of shape ", weight.shape());
 }
 
 /** Checks class-index targets against input [N, C, d...] / [C]; returns the indices with
  *  ignored entries replaced by 0 (safe to gather) and the mask of ignored entries. */
-std::pair<Tensor, Tensor> class_targets(const Tensor& input, const Tensor& target, int64_t ignore_index, const char* op) {
+std::pair<Tensor, Tensor> class_targets(const Tensor& input, const Tensor& target, int64_t ignore_index,
+                                        const char* op) {
   if (input.dim() == 0) fail("[", op, "] input must have at least 1 dimension (classes), got a 0-d tensor");
   if (is_floating(target.dtype()) || target.dtype() == DType::Bool)
     fail<TypeError>("[", op, "] expected class-index targets of an integer dtype (int64), got ", target.dtype(),
@@ -81,7 +83,8 @@ std::pair<Tensor, Tensor> class_targets(const Tensor& input, const Tensor& targe
     if (input.dim() >= 2 && (target.dim() == 0 || target.size(0) != input.size(0)))
       fail("[", op, "] Expected input batch_size (", input.size(0), ") to match target batch_size (",
            target.dim() ? target.size(0) : 0, "): input shape ", input.shape(), ", target shape ", target.shape());
-    fail("[", op, "] expected target of shape ", expected, " for input of shape ", input.shape(), ", got ", target.shape());
+    fail("[", op, "] expected target of shape ", expected, " for input of shape ", input.shape(), ", got ",
+         target.shape());
   }
   const int64_t classes = input.size(class_dim(input));
   Tensor ignored = target == ignore_index;
@@ -122,7 +125,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NllLossOptions&
   if (input.dim() == 0) fail("[", op, "] input must have at least 1 dimension (classes), got a 0-d tensor");
   const int64_t cd = class_dim(input);
   check_weight(o.weight, input.size(cd), op);
-  if (ops::nll_loss_fuses(input, target, o.weight)) return ops::nll_loss_fused(input, target, o.weight, o.ignore_index, r);
+  if (ops::nll_loss_fuses(input, target, o.weight))
+    return ops::nll_loss_fused(input, target, o.weight, o.ignore_index, r);
   auto [safe, ignored] = class_targets(input, target, o.ignore_index, op);
   Tensor picked = input.gather(cd, safe.unsqueeze(cd)).squeeze(Dims{cd});
   Tensor w = target_weights(o.weight, safe, ignored, input);
@@ -161,8 +165,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
   auto [safe, ignored] = class_targets(input, target, o.ignore_index, op);
   Tensor lw = o.weight.defined() ? logp * class_broadcast(o.weight, input) : logp;
   Tensor smooth = where(ignored, 0.0, -lw.sum(Dims{cd}));
-  Tensor reduced = r == Reduction::Mean ? smooth.sum() / target_weights(o.weight, safe, ignored, input).sum()
-                                        : reduce(smooth, r);
+  Tensor reduced =
+      r == Reduction::Mean ? smooth.sum() / target_weights(o.weight, safe, ignored, input).sum() : reduce(smooth, r);
   return nll * (1 - s) + reduced * (s / static_cast<double>(classes));
 }
 
@@ -206,20 +210,21 @@ Tensor binary_cross_entropy_elementwise(const Tensor& input, const Tensor& t) {
   }
   // torch's derivatives: (x - t) / max(x (1 - x), 1e-12) for the input (the composed form
   // would give inf at 0 and 1), the log-odds log(1 - x) - log(x) for the target.
-  call.finish({&input, &t}, {&loss}, {graph::input(input), graph::input(t)},
-              [gx = autograd::requires_grad(input), gt = autograd::requires_grad(t)](graph::Saved s,
-                                                                                    graph::Tensors&& g) {
-                const Tensor &x = s[0], &t = s[1];
-                return graph::Tensors{gx ? g[0] * (x - t) / (x * (1 - x)).clamp(1e-12, std::nullopt) : Tensor(),
-                                      gt ? g[0] * ((-x).log1p() - x.log()) : Tensor()};
-              },
-              graph::NoRule{});  // tangents come from the ops above
+  call.finish(
+      {&input, &t}, {&loss}, {graph::input(input), graph::input(t)},
+      [gx = autograd::requires_grad(input), gt = autograd::requires_grad(t)](graph::Saved s, graph::Tensors&& g) {
+        const Tensor &x = s[0], &t = s[1];
+        return graph::Tensors{gx ? g[0] * (x - t) / (x * (1 - x)).clamp(1e-12, std::nullopt) : Tensor(),
+                              gt ? g[0] * ((-x).log1p() - x.log()) : Tensor()};
+      },
+      graph::NoRule{});  // tangents come from the ops above
   return loss;
 }
 
 }  // namespace
 
-Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, std::string_view reduction) {
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                            std::string_view reduction) {
   const char* op = "binary_cross_entropy";
   Reduction r = parse_reduction(reduction, op);
   require_floating(input, op, "input");

@@ -42,8 +42,8 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_vie
                       double beta = 1.0);
 /** 0.5 d^2 where |d| < delta, delta * (|d| - 0.5 delta) elsewhere; with a weight, "mean" is
  *  the plain mean of weight * loss (torch's rule for huber_loss). */
-Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
-                  double delta = 1.0, const Tensor& weight = {});
+Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean", double delta = 1.0,
+                  const Tensor& weight = {});
 
 /** Binary cross entropy of probabilities in [0, 1]; each log is clamped to >= -100. */
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
@@ -61,11 +61,10 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                                         const BceWithLogitsOptions& options = {});
 
 /** KL divergence with `input` in log space; `target` too when log_target. */
-Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
-              bool log_target = false);
+Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduction = "mean", bool log_target = false);
 
 /** 1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1. */
-Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
-                             double margin = 0.0, std::string_view reduction = "mean");
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0.0,
+                             std::string_view reduction = "mean");
 
 }  // namespace ug::nn::functional

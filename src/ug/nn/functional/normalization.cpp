@@ -53,8 +53,8 @@ Tensor rms_norm(const Tensor& x, const Dims& normalized_shape, const Tensor& wei
   const char* op = "rms_norm";
   if (!is_floating(x.dtype())) fail<TypeError>("[rms_norm] expected a floating point input, got ", x.dtype());
   ops::check_normalized(x, normalized_shape, weight, {}, op);
-  const double e = eps.value_or(x.dtype() == DType::Float64   ? std::numeric_limits<double>::epsilon()
-                                : x.dtype() == DType::Float16 ? 0.0009765625
+  const double e = eps.value_or(x.dtype() == DType::Float64    ? std::numeric_limits<double>::epsilon()
+                                : x.dtype() == DType::Float16  ? 0.0009765625
                                 : x.dtype() == DType::BFloat16 ? 0.0078125
                                                                : std::numeric_limits<float>::epsilon());
   Dims dims;
@@ -84,8 +84,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     return y;
   }
   const int64_t count = x.numel() / std::max<int64_t>(channels, 1);
-  if (count <= 1)
-    fail("[batch_norm] Expected more than 1 value per channel when training, got input size ", x.shape());
+  if (count <= 1) fail("[batch_norm] Expected more than 1 value per channel when training, got input size ", x.shape());
   Dims dims{0};
   for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
   Tensor mean = x.mean(dims, true);
@@ -130,7 +129,8 @@ Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& 
   check_channels(bias, channels, op, "bias");
   if (!use_input_stats) {
     if (!running_mean.defined() || !running_var.defined())
-      fail<RuntimeError>("[instance_norm] Expected running_mean and running_var to be defined when use_input_stats is false");
+      fail<RuntimeError>(
+          "[instance_norm] Expected running_mean and running_var to be defined when use_input_stats is false");
     return apply_stats(x, per_channel(running_mean, x), per_channel(running_var, x), weight, bias, eps);
   }
   const int64_t spatial = n * channels != 0 ? x.numel() / (n * channels) : 0;

@@ -19,14 +19,13 @@ Tensor rms_norm(const Tensor& input, const Dims& normalized_shape, const Tensor&
 /** Per-channel (dim 1) normalization of [N, C, ...]. In training the batch statistics are
  *  used and running_mean / running_var (when given) are updated in place: r = (1 - momentum)
  *  r + momentum * stat, with the unbiased variance. Otherwise the running statistics are used. */
-Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
-                  const Tensor& weight = {}, const Tensor& bias = {}, bool training = false,
-                  double momentum = 0.1, double eps = 1e-5);
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight = {},
+                  const Tensor& bias = {}, bool training = false, double momentum = 0.1, double eps = 1e-5);
 
 /** Normalizes each of num_groups groups of channels of [N, C, ...] per sample; weight and
  *  bias are per channel [C]. */
-Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {},
-                  const Tensor& bias = {}, double eps = 1e-5);
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5);
 
 /** Normalizes each channel of each sample of [N, C, ...] over its spatial dims; running
  *  statistics (when given) are updated as batch_norm does. With use_input_stats false the

@@ -27,18 +27,21 @@ SigmoidImpl::SigmoidImpl() : ActivationImpl("Sigmoid", [](const Tensor& x) { ret
 TanhImpl::TanhImpl() : ActivationImpl("Tanh", [](const Tensor& x) { return x.tanh(); }) {}
 SiLUImpl::SiLUImpl() : ActivationImpl("SiLU", [](const Tensor& x) { return x.silu(); }) {}
 GELUImpl::GELUImpl(const std::string& approximate)
-    : ActivationImpl("GELU", [approximate](const Tensor& x) { return x.gelu(approximate); },
-                     approximate == "none" ? "" : "approximate='" + approximate + "'") {
+    : ActivationImpl(
+          "GELU", [approximate](const Tensor& x) { return x.gelu(approximate); },
+          approximate == "none" ? "" : "approximate='" + approximate + "'") {
   if (approximate != "none" && approximate != "tanh")
     fail("[GELU] approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
 }
 LeakyReLUImpl::LeakyReLUImpl(double slope)
-    : ActivationImpl("LeakyReLU", [slope](const Tensor& x) { return leaky_relu(x, slope); },
-                     "negative_slope=" + std::to_string(slope)) {}
+    : ActivationImpl(
+          "LeakyReLU", [slope](const Tensor& x) { return leaky_relu(x, slope); },
+          "negative_slope=" + std::to_string(slope)) {}
 SoftmaxImpl::SoftmaxImpl(int64_t dim)
-    : ActivationImpl("Softmax", [dim](const Tensor& x) { return x.softmax(dim); }, "dim=" + std::to_string(dim)) {}
+    : ActivationImpl(
+          "Softmax", [dim](const Tensor& x) { return x.softmax(dim); }, "dim=" + std::to_string(dim)) {}
 LogSoftmaxImpl::LogSoftmaxImpl(int64_t dim)
-    : ActivationImpl("LogSoftmax", [dim](const Tensor& x) { return x.log_softmax(dim); },
-                     "dim=" + std::to_string(dim)) {}
+    : ActivationImpl(
+          "LogSoftmax", [dim](const Tensor& x) { return x.log_softmax(dim); }, "dim=" + std::to_string(dim)) {}
 
 }  // namespace ug::nn

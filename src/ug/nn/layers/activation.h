@@ -26,11 +26,11 @@ class ActivationImpl : public Module {
   std::string repr_;
 };
 
-#define UG_ACTIVATION(Name, Ctor)                        \
-  class Name##Impl : public ActivationImpl {            \
-   public:                                              \
-    Ctor                                                \
-  };                                                    \
+#define UG_ACTIVATION(Name, Ctor)            \
+  class Name##Impl : public ActivationImpl { \
+   public:                                   \
+    Ctor                                     \
+  };                                         \
   UG_MODULE(Name);
 
 UG_ACTIVATION(ReLU, ReLUImpl();)

@@ -90,16 +90,16 @@ std::pair<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, c
 
   Tensor mask;
   if (attn_mask.defined()) {
-    if (attn_mask.dim() == 2 && attn_mask.size(0) == L && attn_mask.size(1) == S)
-      mask = additive(attn_mask, q.dtype());
+    if (attn_mask.dim() == 2 && attn_mask.size(0) == L && attn_mask.size(1) == S) mask = additive(attn_mask, q.dtype());
     else if (attn_mask.dim() == 3 && attn_mask.size(0) == N * H && attn_mask.size(1) == L && attn_mask.size(2) == S)
       mask = additive(attn_mask, q.dtype()).view({N, H, L, S});
     else
-      fail("[MultiheadAttention] attn_mask must have shape [", L, ", ", S, "] or [", N * H, ", ", L, ", ", S,
-           "], got ", attn_mask.shape());
+      fail("[MultiheadAttention] attn_mask must have shape [", L, ", ", S, "] or [", N * H, ", ", L, ", ", S, "], got ",
+           attn_mask.shape());
   } else if (is_causal) {
     // Query i may not attend to keys after i.
-    Tensor future = arange(0, S, 1, {.dtype = DType::Int64}).unsqueeze(0) > arange(0, L, 1, {.dtype = DType::Int64}).unsqueeze(1);
+    Tensor future =
+        arange(0, S, 1, {.dtype = DType::Int64}).unsqueeze(0) > arange(0, L, 1, {.dtype = DType::Int64}).unsqueeze(1);
     mask = additive(future, q.dtype());
   }
   if (key_padding_mask.defined()) {

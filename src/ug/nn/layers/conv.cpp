@@ -13,17 +13,16 @@ namespace {
 /** One size for every spatial dim, or one per dim. */
 Dims per_dim(Dims d, int n, const std::string& layer, const char* what) {
   if (d.size() == 1 && n > 1) d = Dims(static_cast<size_t>(n), d[0]);
-  if (static_cast<int>(d.size()) != n)
-    fail("[", layer, "] ", what, " needs 1 or ", n, " values, got ", d.size());
+  if (static_cast<int>(d.size()) != n) fail("[", layer, "] ", what, " needs 1 or ", n, " values, got ", d.size());
   return d;
 }
 
 }  // namespace
 
 ConvImpl::ConvImpl(int spatial_dims, int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride,
-                   ConvPadding padding, Dims dilation, int64_t groups, bool bias, bool transposed,
-                   Dims output_padding)
-    : Module(transposed ? "ConvTranspose" + std::to_string(spatial_dims) + "d" : "Conv" + std::to_string(spatial_dims) + "d"),
+                   ConvPadding padding, Dims dilation, int64_t groups, bool bias, bool transposed, Dims output_padding)
+    : Module(transposed ? "ConvTranspose" + std::to_string(spatial_dims) + "d"
+                        : "Conv" + std::to_string(spatial_dims) + "d"),
       spatial_dims_(spatial_dims),
       in_channels_(in_channels),
       out_channels_(out_channels),
@@ -59,24 +58,27 @@ Tensor ConvImpl::forward(const Tensor& x) {
   const Tensor& w = parameter("weight");
   std::optional<Tensor> b;
   if (const Tensor& bias = parameter("bias"); bias.defined()) b = bias;
-  if (transposed_)
-    return conv_transpose2d(x, w, b, stride_, padding_.sizes, output_padding_, groups_, dilation_);
+  if (transposed_) return conv_transpose2d(x, w, b, stride_, padding_.sizes, output_padding_, groups_, dilation_);
   return spatial_dims_ == 1 ? conv1d(x, w, b, stride_, padding_, dilation_, groups_)
                             : conv2d(x, w, b, stride_, padding_, dilation_, groups_);
 }
 
 std::string ConvImpl::extra_repr() const {
   std::ostringstream s;
-  s << in_channels_ << ", " << out_channels_ << ", kernel_size=" << tuple_repr(kernel_size_) << ", stride=" << tuple_repr(stride_);
+  s << in_channels_ << ", " << out_channels_ << ", kernel_size=" << tuple_repr(kernel_size_)
+    << ", stride=" << tuple_repr(stride_);
   if (!padding_.mode.empty()) s << ", padding=" << padding_.mode;
-  else if (padding_.sizes != Dims{0}) s << ", padding=" << tuple_repr(per_dim(padding_.sizes, spatial_dims_, type_name(), "padding"));
+  else if (padding_.sizes != Dims{0})
+    s << ", padding=" << tuple_repr(per_dim(padding_.sizes, spatial_dims_, type_name(), "padding"));
   if (dilation_ != Dims(static_cast<size_t>(spatial_dims_), 1)) s << ", dilation=" << tuple_repr(dilation_);
   if (groups_ != 1) s << ", groups=" << groups_;
   if (!has_bias_) s << ", bias=False";
   return s.str();
 }
 
-Tensor MaxPool2dImpl::forward(const Tensor& x) { return max_pool2d(x, kernel_, stride_, padding_, dilation_, ceil_mode_); }
+Tensor MaxPool2dImpl::forward(const Tensor& x) {
+  return max_pool2d(x, kernel_, stride_, padding_, dilation_, ceil_mode_);
+}
 
 std::string MaxPool2dImpl::extra_repr() const {
   std::ostringstream s;

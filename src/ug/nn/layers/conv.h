@@ -15,8 +15,8 @@ namespace ug::nn {
 class ConvImpl : public Module {
  public:
   ConvImpl(int spatial_dims, int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride = {1},
-           ConvPadding padding = 0, Dims dilation = {1}, int64_t groups = 1, bool bias = true,
-           bool transposed = false, Dims output_padding = {0});
+           ConvPadding padding = 0, Dims dilation = {1}, int64_t groups = 1, bool bias = true, bool transposed = false,
+           Dims output_padding = {0});
   Tensor forward(const Tensor& x) override;
   void reset_parameters() override;
   std::string extra_repr() const override;
@@ -55,16 +55,20 @@ class ConvTranspose2dImpl : public ConvImpl {
   ConvTranspose2dImpl(int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride = {1},
                       Dims padding = {0}, Dims output_padding = {0}, int64_t groups = 1, bool bias = true,
                       Dims dilation = {1})
-      : ConvImpl(2, in_channels, out_channels, std::move(kernel_size), std::move(stride), ConvPadding(std::move(padding)),
-                 std::move(dilation), groups, bias, true, std::move(output_padding)) {}
+      : ConvImpl(2, in_channels, out_channels, std::move(kernel_size), std::move(stride),
+                 ConvPadding(std::move(padding)), std::move(dilation), groups, bias, true, std::move(output_padding)) {}
 };
 UG_MODULE(ConvTranspose2d);
 
 class MaxPool2dImpl : public Module {
  public:
   MaxPool2dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, Dims dilation = {1}, bool ceil_mode = false)
-      : Module("MaxPool2d"), kernel_(std::move(kernel_size)), stride_(std::move(stride)), padding_(std::move(padding)),
-        dilation_(std::move(dilation)), ceil_mode_(ceil_mode) {}
+      : Module("MaxPool2d"),
+        kernel_(std::move(kernel_size)),
+        stride_(std::move(stride)),
+        padding_(std::move(padding)),
+        dilation_(std::move(dilation)),
+        ceil_mode_(ceil_mode) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
 
@@ -78,8 +82,13 @@ class AvgPool2dImpl : public Module {
  public:
   AvgPool2dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, bool ceil_mode = false,
                 bool count_include_pad = true, std::optional<int64_t> divisor_override = {})
-      : Module("AvgPool2d"), kernel_(std::move(kernel_size)), stride_(std::move(stride)), padding_(std::move(padding)),
-        ceil_mode_(ceil_mode), count_include_pad_(count_include_pad), divisor_override_(divisor_override) {}
+      : Module("AvgPool2d"),
+        kernel_(std::move(kernel_size)),
+        stride_(std::move(stride)),
+        padding_(std::move(padding)),
+        ceil_mode_(ceil_mode),
+        count_include_pad_(count_include_pad),
+        divisor_override_(divisor_override) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
 
@@ -92,7 +101,8 @@ UG_MODULE(AvgPool2d);
 
 class AdaptiveAvgPool2dImpl : public Module {
  public:
-  explicit AdaptiveAvgPool2dImpl(Dims output_size) : Module("AdaptiveAvgPool2d"), output_size_(std::move(output_size)) {}
+  explicit AdaptiveAvgPool2dImpl(Dims output_size)
+      : Module("AdaptiveAvgPool2d"), output_size_(std::move(output_size)) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
 

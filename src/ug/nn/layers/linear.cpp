@@ -88,7 +88,8 @@ Tensor DenseImpl::forward(const Tensor& x) {
 
 std::string DenseImpl::extra_repr() const {
   return "units=" + std::to_string(out_features()) +
-         (activation_name_.empty() ? "" : ", activation=\"" + activation_name_ + "\"") + (flatten_ ? ", flatten=True" : "");
+         (activation_name_.empty() ? "" : ", activation=\"" + activation_name_ + "\"") +
+         (flatten_ ? ", flatten=True" : "");
 }
 
 std::string FlattenImpl::extra_repr() const {

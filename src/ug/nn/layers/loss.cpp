@@ -6,7 +6,8 @@ namespace F = functional;
 
 LossImpl::LossImpl(std::string type_name, std::string reduction, bool batchmean_allowed)
     : Module(std::move(type_name)), reduction_(std::move(reduction)) {
-  if (reduction_ != "mean" && reduction_ != "sum" && reduction_ != "none" && !(batchmean_allowed && reduction_ == "batchmean"))
+  if (reduction_ != "mean" && reduction_ != "sum" && reduction_ != "none" &&
+      !(batchmean_allowed && reduction_ == "batchmean"))
     fail("[", this->type_name(), "] reduction must be \"mean\", \"sum\"", batchmean_allowed ? ", \"batchmean\"" : "",
          " or \"none\", got \"", reduction_, "\"");
 }
@@ -14,13 +15,18 @@ LossImpl::LossImpl(std::string type_name, std::string reduction, bool batchmean_
 // Class weights are buffers, as in PyTorch: they follow .to() and are not trained.
 CrossEntropyLossImpl::CrossEntropyLossImpl(Tensor weight, int64_t ignore_index, std::string reduction,
                                            double label_smoothing)
-    : LossImpl("CrossEntropyLoss", std::move(reduction)), ignore_index_(ignore_index), label_smoothing_(label_smoothing) {
+    : LossImpl("CrossEntropyLoss", std::move(reduction)),
+      ignore_index_(ignore_index),
+      label_smoothing_(label_smoothing) {
   register_buffer("weight", std::move(weight));
 }
 
 Tensor CrossEntropyLossImpl::forward(const Tensor& input, const Tensor& target) {
-  return F::cross_entropy(input, target, {.weight = buffer("weight"), .ignore_index = ignore_index_,
-                                          .reduction = reduction(), .label_smoothing = label_smoothing_});
+  return F::cross_entropy(input, target,
+                          {.weight = buffer("weight"),
+                           .ignore_index = ignore_index_,
+                           .reduction = reduction(),
+                           .label_smoothing = label_smoothing_});
 }
 
 NLLLossImpl::NLLLossImpl(Tensor weight, int64_t ignore_index, std::string reduction)
@@ -29,7 +35,8 @@ NLLLossImpl::NLLLossImpl(Tensor weight, int64_t ignore_index, std::string reduct
 }
 
 Tensor NLLLossImpl::forward(const Tensor& input, const Tensor& target) {
-  return F::nll_loss(input, target, {.weight = buffer("weight"), .ignore_index = ignore_index_, .reduction = reduction()});
+  return F::nll_loss(input, target,
+                     {.weight = buffer("weight"), .ignore_index = ignore_index_, .reduction = reduction()});
 }
 
 BCELossImpl::BCELossImpl(Tensor weight, std::string reduction) : LossImpl("BCELoss", std::move(reduction)) {

@@ -46,9 +46,7 @@ UG_MODULE(NLLLoss);
 class MSELossImpl : public LossImpl {
  public:
   explicit MSELossImpl(std::string reduction = "mean") : LossImpl("MSELoss", std::move(reduction)) {}
-  Tensor forward(const Tensor& input, const Tensor& target) {
-    return functional::mse_loss(input, target, reduction());
-  }
+  Tensor forward(const Tensor& input, const Tensor& target) { return functional::mse_loss(input, target, reduction()); }
 };
 UG_MODULE(MSELoss);
 

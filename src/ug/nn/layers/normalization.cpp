@@ -69,7 +69,8 @@ Tensor BatchNormImpl::forward(const Tensor& x) {
 std::string BatchNormImpl::extra_repr() const {
   std::ostringstream s;
   s << num_features_ << ", eps=" << eps_ << ", momentum=";
-  if (momentum_) s << *momentum_; else s << "None";
+  if (momentum_) s << *momentum_;
+  else s << "None";
   s << ", affine=" << flag(affine_) << ", track_running_stats=" << flag(track_running_stats_);
   return s.str();
 }
@@ -131,14 +132,13 @@ void RMSNormImpl::reset_parameters() {
   if (affine_) init::ones_(parameter("weight"));
 }
 
-Tensor RMSNormImpl::forward(const Tensor& x) {
-  return F::rms_norm(x, normalized_shape_, parameter("weight"), eps_);
-}
+Tensor RMSNormImpl::forward(const Tensor& x) { return F::rms_norm(x, normalized_shape_, parameter("weight"), eps_); }
 
 std::string RMSNormImpl::extra_repr() const {
   std::ostringstream s;
   s << tuple_repr(normalized_shape_) << ", eps=";
-  if (eps_) s << *eps_; else s << "None";
+  if (eps_) s << *eps_;
+  else s << "None";
   s << ", elementwise_affine=" << flag(affine_);
   return s.str();
 }

@@ -180,8 +180,7 @@ Tensor GRUCellImpl::forward(const Tensor& x, const std::optional<Tensor>& hx) {
 
 RNNBaseImpl::RNNBaseImpl(std::string type_name, RNNMode mode, int64_t input_size, int64_t hidden_size,
                          RNNOptions options)
-    : Module(std::move(type_name)), mode_(mode), input_size_(input_size), hidden_size_(hidden_size),
-      options_(options) {
+    : Module(std::move(type_name)), mode_(mode), input_size_(input_size), hidden_size_(hidden_size), options_(options) {
   const std::string& name = this->type_name();
   if (input_size < 0) fail("[", name, "] input_size must be non-negative, got ", input_size);
   if (hidden_size <= 0) fail("[", name, "] hidden_size must be greater than zero, got ", hidden_size);
@@ -310,7 +309,8 @@ std::tuple<Tensor, Tensor, Tensor> RNNBaseImpl::run_steps(const Tensor& x, const
       c_n.push_back(c);
     }
     layer_in = directions == 1 ? outputs[0] : cat(outputs, 2);
-    if (options_.dropout > 0 && is_training() && k + 1 < options_.num_layers) layer_in = functional::dropout(layer_in, options_.dropout, true);
+    if (options_.dropout > 0 && is_training() && k + 1 < options_.num_layers)
+      layer_in = functional::dropout(layer_in, options_.dropout, true);
   }
   Tensor out = layer_in, hn = stack(h_n, 0), cn = lstm ? stack(c_n, 0) : Tensor();
   if (x.dim() == 2) return {out.select(1, 0), hn.select(1, 0), lstm ? cn.select(1, 0) : cn};

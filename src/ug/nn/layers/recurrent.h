@@ -39,8 +39,7 @@ class RNNCellBaseImpl : public Module {
   bool bias() const { return bias_; }
 
  protected:
-  RNNCellBaseImpl(std::string type_name, RNNMode mode, int64_t input_size, int64_t hidden_size, bool bias,
-                  DType dtype);
+  RNNCellBaseImpl(std::string type_name, RNNMode mode, int64_t input_size, int64_t hidden_size, bool bias, DType dtype);
   /** Checks x ([N, in] or unbatched [in]) and returns it as [N, in]. */
   Tensor batched_input(const Tensor& x);
   /** Checks a state part against x ([N, H] or [H]; zeros when undefined), as [N, H]. */
