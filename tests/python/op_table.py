@@ -74,10 +74,6 @@ def unsupported(op):
 TUPLE_BUG = ("bug: class M(ug.nn.Module): def forward(self, x): return x, x -- M()(ug.ones(2)) raises "
              "RuntimeError: std::bad_cast (Module.__call__'s one-tensor path casts forward's result to a Tensor)")
 TUPLE_OUTPUT = {"onnx": TUPLE_BUG}
-# Tensor::to(Device) copies without recording the op for autograd or forward mode.
-TO_DEVICE_BUG = ("bug: ug.tensor([1.0], requires_grad=True).to('cpu', copy=True).requires_grad is False (torch: "
-                 "True), and ug.jvp through it gives a zero tangent: a move to another device would lose the gradient")
-
 
 def unary(name, make=x, ops=None, **kw):
     return Op(name, lambda m, a: getattr(m, name)(a), make(3, 4), ops=ops, **kw)
@@ -273,21 +269,16 @@ SHAPES = [
        off={**unsupported("as_strided"), **{t: "unigrad refuses to differentiate as_strided (its views may overlap)"
                                             for t in ("vjp", "fd")},
             "vmap": "as_strided reads the storage: torch's vmap makes the offset relative to each example, "
-                    "unigrad's (like a loop over xs[i]) absolute"},
-       xfail={"jvp": "bug: ug.jvp(lambda a: a.as_strided((2, 2), (1, 2), 1), (ug.arange(6.0, dtype=ug.float64),), "
-                     "(ug.ones(6, dtype=ug.float64),)) gives a zero tangent (torch: ones); vjp raises instead"}),
+                    "unigrad's (like a loop over xs[i]) absolute"}),
     Op("unbind", lambda m, a: a.unbind(1), x(3, 2), ops=("select", "unbind"), xfail=TUPLE_OUTPUT),
     Op("split", lambda m, a: a.split([1, 3], 1), x(3, 4), ops=("slice", "split"), xfail=TUPLE_OUTPUT),
     Op("chunk", lambda m, a: a.chunk(2, 0), x(4, 3), ops=("slice",), xfail=TUPLE_OUTPUT),
     Op("contiguous", lambda m, a: a.contiguous(), x(3, 4, view=lambda t: t.t()), ops=("clone",)),
     Op("clone", lambda m, a: a.clone(), x(3, 4)),
     Op("to", lambda m, a: a.to(m.float64) * 2, x(3, 4), ops=("to", "mul")),
-    Op("to.device", lambda m, a: a.to("cpu", copy=True) * 2, x(3, 4), ops=("to_device", "mul"),
-       xfail={t: TO_DEVICE_BUG for t in ("vjp", "fd", "jvp")}),
+    Op("to.device", lambda m, a: a.to("cpu", copy=True) * 2, x(3, 4), ops=("to_device", "mul")),
     Op("copy_", copy_, x(3, 4), ops=("copy_", "full_like"), off=unsupported("copy_")),
-    Op("fill_", lambda m, a: a * a.clone().fill_(2.0), x(3, 4), ops=("fill_", "clone"), off=unsupported("fill_"),
-       xfail={"jvp": "bug: ug.jvp(lambda a: a.clone().fill_(2.0), (ug.tensor([1.0, 2.0]),), (ug.ones(2),)) gives "
-                     "the tangent [1, 1]: fill_ keeps the clone's tangent (torch: [0, 0])"}),
+    Op("fill_", lambda m, a: a * a.clone().fill_(2.0), x(3, 4), ops=("fill_", "clone"), off=unsupported("fill_")),
     Op("full_like", lambda m, a: a * m.full_like(a, 2.5), x(3, 4), ops=("full_like", "mul")),
     Op("zeros_like", lambda m, a: a + m.zeros_like(a), x(3, 4), ops=("full_like", "add")),
     Op("repeat", lambda m, a: a.repeat(2, 1, 2), x(3, 2), ops=("expand", "reshape")),

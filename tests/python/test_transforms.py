@@ -319,3 +319,34 @@ def test_forward_mode_follows_inplace_ops():
     x, t = rng.normal(size=(4,)), rng.normal(size=(4,))
     assert_same(tf.jvp(f, (torch.tensor(x),), (torch.tensor(t),)), ug.jvp(f, (ug.tensor(x),), (ug.tensor(t),)),
                 rtol=1e-12, atol=1e-12)
+
+
+def test_as_strided_under_jvp_takes_the_same_view_of_the_tangent():
+    x = ug.arange(6.0, dtype=ug.float64)
+    _, t = ug.jvp(lambda a: a.as_strided((2, 2), (1, 2), 1), (x,), (ug.arange(6.0, dtype=ug.float64) * 10,))
+    xt = torch.arange(6.0, dtype=torch.float64)
+    _, expected = tf.jvp(lambda a: a.as_strided((2, 2), (1, 2), 1), (xt,), (xt * 10,))
+    assert_same(t, expected)
+
+
+def test_as_strided_under_jvp_refuses_a_tangent_laid_out_otherwise():
+    x = ug.zeros(3, 2, dtype=ug.float64)
+    tangent = ug.ones(2, 3, dtype=ug.float64).t()  # the same shape, other strides
+    with pytest.raises(RuntimeError, match=r"\[as_strided\] forward mode needs a tangent laid out"):
+        ug.jvp(lambda a: a.as_strided((2, 2), (1, 2), 1), (x,), (tangent,))
+
+
+def test_fill_under_jvp_drops_the_old_tangent():
+    _, t = ug.jvp(lambda a: a.clone().fill_(2.0), (ug.tensor([1.0, 2.0]),), (ug.ones(2),))
+    _, expected = tf.jvp(lambda a: a.clone().fill_(2.0), (torch.tensor([1.0, 2.0]),), (torch.ones(2),))
+    assert_same(t, expected)
+
+
+def test_to_device_with_copy_records_both_modes():
+    x = ug.tensor([1.0, 2.0], requires_grad=True)
+    y = x.to("cpu", copy=True)
+    assert y.requires_grad
+    (y * 3).sum().backward()
+    assert_same(x.grad, torch.tensor([3.0, 3.0]))
+    _, t = ug.jvp(lambda a: a.to("cpu", copy=True), (ug.tensor([1.0]),), (ug.tensor([5.0]),))
+    assert_same(t, torch.tensor([5.0]))

@@ -85,8 +85,8 @@ void propagate(const std::vector<const Tensor*>& inputs, const std::vector<const
 
 void copy_tangents(const Tensor& result, const Tensor& t) {
   AutogradMeta* rm = autograd::meta_if(result);
-  if (!rm || rm->tangents.empty()) return;
-  autograd::meta(t).tangents = rm->tangents;
+  if (rm && !rm->tangents.empty()) autograd::meta(t).tangents = rm->tangents;
+  else if (AutogradMeta* tm = autograd::meta_if(t)) tm->tangents.clear();
 }
 
 }  // namespace ug::forward

@@ -45,7 +45,7 @@ void set_tangent(const Tensor& t, int64_t level, const Tensor& tangent);
 void propagate(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& outputs,
                const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& rule);
 
-/** Moves result's tangents onto t (for in-place ops, which run out of place). */
+/** Gives t result's tangents, or none (in-place ops run out of place: t's old tangent goes). */
 void copy_tangents(const Tensor& result, const Tensor& t);
 
 }  // namespace ug::forward

@@ -33,7 +33,10 @@ Tensor Tensor::to(Device target, bool copy) const {
   graph::OpCall call(kToDevice);
   Tensor out = empty(shape(), {.dtype = dtype(), .device = target});
   backend_for(device()).copy(*this, out);
-  call.finish({this}, {&out});
+  call.finish(
+      {this}, {&out}, {},
+      [source = device()](graph::Saved, graph::Tensors&& g) { return graph::Tensors{g[0].to(source)}; },
+      [target](const graph::Tensors& t) { return graph::Tensors{t[0].to(target)}; });
   return out;
 }
 

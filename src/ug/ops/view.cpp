@@ -488,7 +488,16 @@ Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset
            " elements");
   }
   Tensor out = make_view(*this, Shape(shape.begin(), shape.end()), Strides(strides.begin(), strides.end()), offset);
-  call.finish({this}, {&out});
+  // Forward mode: the same view of the tangent's storage, which must be laid out as this one's.
+  call.finish({this}, {&out}, {}, graph::NoRule{}, [&](const graph::Tensors& t) {
+    const Tensor& tt = t[0];
+    if (tt.strides() != this->strides() || tt.storage_offset() != storage_offset() ||
+        tt.storage()->nbytes() != storage()->nbytes())
+      fail<RuntimeError>("[as_strided] forward mode needs a tangent laid out in storage as its primal (strides ",
+                         this->strides(), ", offset ", storage_offset(), "); got strides ", tt.strides(), ", offset ",
+                         tt.storage_offset());
+    return graph::Tensors{tt.as_strided(shape, strides, offset)};
+  });
   return out;
 }
 
