@@ -80,9 +80,11 @@ const nb::object& held(const std::any& value) { return std::any_cast<const nb::o
 
 nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
   Module& m = as_module(self);
-  if (args.size() == 1 && kwargs.size() == 0 && nb::isinstance<Tensor>(args[0]))
-    return nb::cast(m(nb::cast<Tensor>(args[0])));  // C++ path: hooks, then the (maybe Python) forward
-  // Several arguments or keywords: the same hooks see the positional arguments' tuple.
+  // A layer written in C++ called on one tensor: the C++ path (its hooks, then its forward).
+  // A module written in Python may return anything (a tuple, a dict), so it takes the
+  // general path, as do several arguments or keywords; the same hooks see the arguments' tuple.
+  if (args.size() == 1 && kwargs.size() == 0 && nb::isinstance<Tensor>(args[0]) && !dynamic_cast<PyModule*>(&m))
+    return nb::cast(m(nb::cast<Tensor>(args[0])));
   std::any out = m.call(std::any(nb::object(args)), [&](const std::any& inputs) {
     return std::any(self.attr("forward")(*held(inputs), **kwargs));
   });

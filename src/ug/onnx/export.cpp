@@ -94,7 +94,10 @@ void export_function(const TracedFunction& fn, const std::vector<Tensor>& exampl
   GraphBuilder g(graph, options.opset_version, named_tensors);
   for (size_t i = 0; i < example_inputs.size(); ++i)
     g.add_input(example_inputs[i], input_names[i], dim_names(options, input_names[i], example_inputs[i]));
-  for (const CapturedCall& call : calls) emit(g, call);
+  for (const CapturedCall& call : calls) {
+    emit(g, call);
+    g.check_outputs(call);
+  }
   for (size_t i = 0; i < outputs.size(); ++i)
     g.add_output(outputs[i], output_names[i], dim_names(options, output_names[i], outputs[i]));
   write(model, path);

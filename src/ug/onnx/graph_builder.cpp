@@ -78,6 +78,7 @@ std::string GraphBuilder::initializer(const Tensor& t, const std::string& name) 
 
 std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
   if (!t.defined()) fail<RuntimeError>("[onnx.export] an op used an undefined tensor");
+  if (auto it = unexported_.find(key(t)); it != unexported_.end()) fail("[onnx.export] ", it->second.second);
   if (auto it = values_.find(key(t)); it != values_.end()) {
     if (!dtype || *dtype == t.dtype()) return it->second.name;
     std::string cast = fresh(it->second.name + "_cast");
@@ -93,6 +94,16 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
   }
   values_[key(t)] = {name, DynamicDims(static_cast<size_t>(t.dim()), false), t};
   return value(t, dtype);
+}
+
+void GraphBuilder::check_outputs(const CapturedCall& call) {
+  for (size_t i = 0; i < call.outputs.size(); ++i) {
+    const Tensor& out = call.outputs[i];
+    if (out.defined() && !values_.contains(key(out)))
+      unexported_[key(out)] = {out, "output " + std::to_string(i) + " of op '" + call.op + "' (" +
+                                        std::string(dtype_name(out.dtype())) + " " + shape_str(out.shape()) +
+                                        ") has no ONNX form; leave it out of what the model returns"};
+  }
 }
 
 DynamicDims GraphBuilder::dynamic(const Tensor& t) const {

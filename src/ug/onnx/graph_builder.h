@@ -54,6 +54,9 @@ class GraphBuilder {
   /** The output name of a call's i-th output, bound to it. Its dynamic dims are `dynamic`, or
    *  by default those of the inputs' dims of the same size, lined up on the right. */
   std::string output(const CapturedCall& call, size_t i = 0, std::optional<DynamicDims> dynamic = std::nullopt);
+  /** After a call's rule ran: its outputs the rule gave no value (max_pool's indices) fail
+   *  when used, naming the op, instead of being exported as constants of their traced value. */
+  void check_outputs(const CapturedCall& call);
 
  private:
   struct Value {
@@ -69,6 +72,7 @@ class GraphBuilder {
   int64_t opset_;
   std::vector<std::pair<std::string, Tensor>> params_;
   std::unordered_map<const void*, Value> values_;
+  std::unordered_map<const void*, std::pair<Tensor, std::string>> unexported_;  // the tensor, and why
   std::unordered_map<std::string, int64_t> counters_;
 };
 

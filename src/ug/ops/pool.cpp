@@ -229,9 +229,10 @@ std::pair<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd, const Dims& 
   Args a = make_args(nd, kernel, stride, padding, dilation, op);
   auto [out, idx] = window_max(x, std::make_shared<const PoolWindows>(sliding_windows(x, a, ceil_mode, op)));
   Tensor y = pool_output(out, input, nd);
+  Tensor indices = index_output(idx, nd);
   if (call.capturing()) call.set_attrs(pool_attrs(a, nd, ceil_mode));
-  call.finish({&input}, {&y});
-  return {y, index_output(idx, nd)};
+  call.finish({&input}, {&y, &indices});
+  return {y, indices};
 }
 
 Tensor avg_pool(const Tensor& input, int64_t nd, const Dims& kernel, const Dims& stride, const Dims& padding,
@@ -280,9 +281,10 @@ std::pair<Tensor, Tensor> adaptive_max(const Tensor& input, int64_t nd, const Di
   adaptive_size(nd, output_size, size, op);
   auto [out, idx] = window_max(x, std::make_shared<const PoolWindows>(adaptive_windows(x, size)));
   Tensor y = pool_output(out, input, nd);
+  Tensor indices = index_output(idx, nd);
   if (call.capturing()) call.set_attrs({{"spatial_dims", nd}});
-  call.finish({&input}, {&y});
-  return {y, index_output(idx, nd)};
+  call.finish({&input}, {&y, &indices});
+  return {y, indices};
 }
 
 Tensor adaptive_avg(const Tensor& input, int64_t nd, const Dims& output_size, const char* op) {
