@@ -210,3 +210,24 @@ def test_initializer_names_become_dotted_paths_where_they_can():
     assert [n for n, _ in m.named_buffers()] == ["steps"]
     assert sorted(m.state_dict()) == sorted([n for n, _ in m.named_parameters()] + ["steps"])
     np.testing.assert_allclose(m().numpy(), sum(consts[n] for n in names[:-1]) + consts["steps"], rtol=1e-6)
+
+
+# Ops whose form changed between these opsets and 13, which ONNX's version converter rewrites
+# (attributes become inputs, Softmax's 2-D coercion becomes a per-axis softmax); and opsets past
+# 21, whose versions of these ops only added element types.
+OPSET_CASES = {
+    "softmax_opset11": (11, [node("Softmax", ["x"], axis=1)], {"x": randn(2, 3, 4)}),
+    "slice_opset9": (9, [node("Slice", ["x"], starts=[1, 0], ends=[3, -1], axes=[0, 2])], {"x": randn(4, 3, 5)}),
+    "unsqueeze_squeeze_opset11": (11, [node("Unsqueeze", ["x"], ["u"], axes=[0, 3]), node("Squeeze", ["u"], axes=[0])],
+                                  {"x": randn(2, 3)}),
+    "reduce_sum_opset11": (11, [node("ReduceSum", ["x"], axes=[1], keepdims=0)], {"x": randn(2, 3, 4)}),
+    "split_opset7": (7, [node("Split", ["x"], ["y0", "y1"], axis=1, split=[1, 2])], {"x": randn(2, 3)}),
+    "reshape_transpose_opset23": (23, [node("Reshape", ["x", "s"], ["r"]), node("Transpose", ["r"], perm=[1, 0])],
+                                  {"x": randn(2, 3), "s": ints(3, 2)}),
+}
+
+
+@pytest.mark.parametrize("case", OPSET_CASES)
+def test_opsets_before_13_and_after_21_match_onnxruntime(case):
+    opset, nodes, feeds = OPSET_CASES[case]
+    run_both(nodes, feeds, opset=opset, n_out=len(nodes[-1].output))

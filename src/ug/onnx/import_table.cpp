@@ -1162,6 +1162,13 @@ void check_node(const Node& node, int64_t opset) {
   if (!op) fail("[onnx] unsupported op type '", node.op_type, "' (", where(), ")");
   if (opset < op->since_opset)
     fail("[onnx] op type '", node.op_type, "' needs opset ", op->since_opset, " or later (", where(), ")");
+  // The table implements each op as of opset 21. Later versions only added element types, except
+  // these: Range 27 accumulates float16/bfloat16 as stash_type says.
+  static constexpr std::pair<std::string_view, int64_t> kChangedAfter21[] = {{"Range", 27}};
+  for (const auto& [type, changed] : kChangedAfter21)
+    if (node.op_type == type && opset >= changed)
+      fail("[onnx] op type '", type, "' changed in opset ", changed, ", which ug.onnx does not implement (", where(),
+           "); re-export the model with opset ", changed - 1, " or lower");
   const size_t n_in = node.inputs.size();
   if (n_in < op->min_inputs || n_in > op->max_inputs)
     fail("[onnx] ", node.op_type, " (", where(), ") has ", n_in, " inputs; it takes ", op->min_inputs,
