@@ -231,3 +231,38 @@ OPSET_CASES = {
 def test_opsets_before_13_and_after_21_match_onnxruntime(case):
     opset, nodes, feeds = OPSET_CASES[case]
     run_both(nodes, feeds, opset=opset, n_out=len(nodes[-1].output))
+
+
+def targets(*shape, classes=5, ignore=None):
+    t = rng.integers(0, classes, shape).astype(np.int64)
+    if ignore is not None:
+        t.flat[::3] = ignore
+    return t
+
+
+LOSS_AND_NORM_CASES = {
+    "nll_mean": (20, [node("NegativeLogLikelihoodLoss", ["x", "t"])], {"x": randn(4, 5), "t": targets(4)}),
+    "nll_weight_ignore_sum": (20, [node("NegativeLogLikelihoodLoss", ["x", "t", "w"], reduction="sum", ignore_index=-1)],
+                              {"x": randn(3, 5, 2), "t": targets(3, 2, ignore=-1), "w": randn(5) + 2}),
+    "nll_weight_ignore_none": (20, [node("NegativeLogLikelihoodLoss", ["x", "t", "w"], reduction="none", ignore_index=2)],
+                             {"x": randn(2, 5, 3, 2), "t": targets(2, 3, 2, ignore=2), "w": randn(5) + 2}),
+    "sce_mean_log_prob": (20, [node("SoftmaxCrossEntropyLoss", ["x", "t"], ["y0", "y1"])],
+                          {"x": randn(4, 5, 3), "t": targets(4, 3)}),
+    "sce_weight_ignore_mean": (20, [node("SoftmaxCrossEntropyLoss", ["x", "t", "w"], ignore_index=0)],
+                               {"x": randn(6, 5), "t": targets(6, ignore=0), "w": randn(5) + 2}),
+    "rms_norm_last_axes": (23, [node("RMSNormalization", ["x", "s"], axis=-2, epsilon=1e-3)],
+                           {"x": randn(2, 3, 4), "s": randn(3, 4)}),
+    "rms_norm_broadcast_scale": (23, [node("RMSNormalization", ["x", "s"])], {"x": randn(2, 3, 4), "s": randn(4)}),
+}
+
+
+@pytest.mark.parametrize("case", LOSS_AND_NORM_CASES)
+def test_losses_and_rms_norm_match_onnxruntime(case):
+    opset, nodes, feeds = LOSS_AND_NORM_CASES[case]
+    run_both(nodes, feeds, opset=opset, n_out=len(nodes[-1].output))
+
+
+def test_nll_loss_refuses_targets_out_of_range():
+    with pytest.raises(ValueError, match=r"NegativeLogLikelihoodLoss node .*target values must be in \[0, 5\)"):
+        run_both([node("NegativeLogLikelihoodLoss", ["x", "t"])], {"x": randn(2, 5), "t": ints(1, 5)},
+                 reference=lambda data: [np.zeros(())])

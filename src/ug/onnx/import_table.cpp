@@ -527,6 +527,14 @@ Outputs batch_norm_op(const OpContext& c) {
                            c.attr_float("epsilon", 1e-5)));
 }
 
+/** Whether t broadcasts unidirectionally into the normalized shape (a normalization's scale, bias). */
+bool broadcasts_into(const Tensor& t, const Dims& normalized) {
+  if (t.dim() > static_cast<int64_t>(normalized.size())) return false;
+  for (int64_t k = 1; k <= t.dim(); ++k)
+    if (t.size(-k) != 1 && t.size(-k) != normalized[normalized.size() - static_cast<size_t>(k)]) return false;
+  return true;
+}
+
 Outputs layer_norm_op(const OpContext& c) {
   const Tensor& x = c.input(0);
   const int64_t axis = norm_axis(c, c.attr_int("axis", -1), x.dim());
@@ -534,12 +542,7 @@ Outputs layer_norm_op(const OpContext& c) {
   const Dims normalized(x.shape().begin() + axis, x.shape().end());
   const Tensor& scale = c.input(1);
   const Tensor bias = c.has_input(2) ? c.input(2) : Tensor();
-  auto broadcasts = [&](const Tensor& t) {  // unidirectionally, into the normalized shape
-    if (t.dim() > static_cast<int64_t>(normalized.size())) return false;
-    for (int64_t k = 1; k <= t.dim(); ++k)
-      if (t.size(-k) != 1 && t.size(-k) != normalized[normalized.size() - static_cast<size_t>(k)]) return false;
-    return true;
-  };
+  auto broadcasts = [&](const Tensor& t) { return broadcasts_into(t, normalized); };
   if (!broadcasts(scale) || (bias.defined() && !broadcasts(bias)))
     c.fail("scale ", scale.shape(), " and bias must broadcast to the normalized shape ", normalized);
   Outputs out;
@@ -555,6 +558,65 @@ Outputs layer_norm_op(const OpContext& c) {
     out.push_back(x.mean(dims, true));
     out.push_back(rsqrt(add(x.var(dims, 0, true), eps)));
   }
+  return out;
+}
+
+Outputs rms_norm_op(const OpContext& c) {
+  const Tensor &x = c.input(0), &scale = c.input(1);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), x.dim());
+  const Dims normalized(x.shape().begin() + axis, x.shape().end());
+  if (!broadcasts_into(scale, normalized))
+    c.fail("scale ", scale.shape(), " must broadcast to the normalized shape ", normalized);
+  if (scale.dtype() != x.dtype()) c.fail<TypeError>("scale is ", scale.dtype(), ", the input ", x.dtype());
+  if (c.attr_int("stash_type", 1) != 1) c.fail("only stash_type=1 (statistics in float32) is supported");
+  Dims dims;
+  for (int64_t d = axis; d < x.dim(); ++d) dims.push_back(d);
+  // As the op's function body: normalized in float32, cast back, then scaled.
+  const Tensor xf = x.to(DType::Float32);
+  const Tensor rms = rsqrt(add(mul(xf, xf).mean(dims, true), c.attr_float("epsilon", 1e-5)));
+  return one(mul(mul(xf, rms).to(x.dtype()), scale));
+}
+
+/** NegativeLogLikelihoodLoss of log-probabilities x (N, C, d1...) at integer targets (N, d1...):
+ *  -x[n, target, d...] times the target's weight, 0 at ignore_index, reduced as `reduction`
+ *  says ("mean" divides by the sum of the weights applied). */
+Tensor nll_loss(const OpContext& c, const Tensor& x, const Tensor& target, const Tensor& weight) {
+  if (x.dim() < 2) c.fail("the input must be (N, C, d1, ...), got ", x.shape());
+  if (!is_integral(target.dtype())) c.fail<TypeError>("the target must be integers, got ", target.dtype());
+  Dims expected = x.shape();
+  expected.erase(expected.begin() + 1);
+  if (target.shape() != expected)
+    c.fail("the target ", target.shape(), " must be the input's shape ", x.shape(), " without its class dim");
+  const int64_t classes = x.size(1);
+  Tensor t = target.to(DType::Int64);
+  const Tensor kept =
+      c.has_attr("ignore_index") ? ne(t, c.attr_int("ignore_index")) : ones_like(t, {.dtype = DType::Bool});
+  t = where(kept, t, 0);  // an ignored target may lie outside [0, C)
+  if (t.numel() > 0 && (t.min().item<int64_t>() < 0 || t.max().item<int64_t>() >= classes))
+    c.fail("target values must be in [0, ", classes, ") or ignore_index");
+  Tensor w = kept.to(x.dtype());
+  if (weight.defined()) {
+    if (weight.shape() != Dims{classes}) c.fail("the weight ", weight.shape(), " must be (C) = (", classes, ")");
+    w = mul(w, weight.index_select(0, t.reshape({-1})).reshape(t.shape()));
+  }
+  const Tensor loss = where(kept, neg(mul(x.gather(1, t.unsqueeze(1)).squeeze(Dims{1}), w)), 0);
+  const std::string reduction = c.attr_string("reduction", "mean");
+  if (reduction == "none") return loss;
+  if (reduction == "sum") return loss.sum();
+  if (reduction == "mean") return div(loss.sum(), w.sum());
+  c.fail("reduction must be none, sum or mean, got '", reduction, "'");
+}
+
+Outputs nll_loss_op(const OpContext& c) {
+  return one(nll_loss(c, c.input(0), c.input(1), c.has_input(2) ? c.input(2) : Tensor()));
+}
+
+Outputs softmax_cross_entropy_op(const OpContext& c) {
+  const Tensor& scores = c.input(0);
+  if (scores.dim() < 2) c.fail("the scores must be (N, C, d1, ...), got ", scores.shape());
+  const Tensor log_prob = log_softmax(scores, 1);
+  Outputs out = one(nll_loss(c, log_prob, c.input(1), c.has_input(2) ? c.input(2) : Tensor()));
+  if (c.wants_output(1)) out.push_back(log_prob);
   return out;
 }
 
@@ -1096,6 +1158,9 @@ const std::vector<OpSpec>& table() {
         {"GlobalMaxPool", global_max_pool_op, 1, 1, 1, 1, {}},
         {"BatchNormalization", batch_norm_op, 5, 5, 3, 1, {}},
         {"LayerNormalization", layer_norm_op, 2, 3, 3, 17, {}},
+        {"RMSNormalization", rms_norm_op, 2, 2, 1, 23, {}},
+        {"NegativeLogLikelihoodLoss", nll_loss_op, 2, 3, 1, 1, {}},
+        {"SoftmaxCrossEntropyLoss", softmax_cross_entropy_op, 2, 3, 2, 1, {}},
         {"Dropout", dropout_op, 1, 3, 2, 1, {}},
         {"LSTM", +[](const OpContext& c) { return recurrent_op(c, true); }, 3, 8, 3, 1, {"hidden_size"}},
         {"GRU", +[](const OpContext& c) { return recurrent_op(c, false); }, 3, 6, 2, 1, {"hidden_size"}},
