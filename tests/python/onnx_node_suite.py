@@ -119,7 +119,7 @@ RANDOM_CASES = {"test_training_dropout", "test_training_dropout_default", "test_
 
 
 def refusal_category(message: str) -> str:
-    if re.search(r"opset \d+ is not supported|needs opset|from opset|conversion|convert", message):
+    if re.search(r"opset \d+ is not supported|needs opset|changed in opset", message):
         return "opset"
     if "unsupported op type" in message:
         return "op"

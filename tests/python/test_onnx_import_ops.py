@@ -240,7 +240,7 @@ def targets(*shape, classes=5, ignore=None):
     return t
 
 
-LOSS_AND_NORM_CASES = {
+MORE_OP_CASES = {
     "nll_mean": (20, [node("NegativeLogLikelihoodLoss", ["x", "t"])], {"x": randn(4, 5), "t": targets(4)}),
     "nll_weight_ignore_sum": (20, [node("NegativeLogLikelihoodLoss", ["x", "t", "w"], reduction="sum", ignore_index=-1)],
                               {"x": randn(3, 5, 2), "t": targets(3, 2, ignore=-1), "w": randn(5) + 2}),
@@ -253,12 +253,20 @@ LOSS_AND_NORM_CASES = {
     "rms_norm_last_axes": (23, [node("RMSNormalization", ["x", "s"], axis=-2, epsilon=1e-3)],
                            {"x": randn(2, 3, 4), "s": randn(3, 4)}),
     "rms_norm_broadcast_scale": (23, [node("RMSNormalization", ["x", "s"])], {"x": randn(2, 3, 4), "s": randn(4)}),
+    "celu_hardmax_lp_norm": (20, [node("Celu", ["x"], ["c"], alpha=0.7), node("Hardmax", ["c"], ["h"], axis=1),
+                                  node("LpNormalization", ["x"], ["l"], axis=0, p=1), node("Add", ["h", "l"])],
+                             {"x": randn(3, 4, 2)}),
+    "lp_norm_zero_vector": (20, [node("LpNormalization", ["x"])], {"x": np.array([[0, 0], [3, 4]], np.float32)}),
+    "reduce_log_sum": (20, [node("ReduceLogSum", ["x", "a"], keepdims=0)], {"x": randn(3, 4) ** 2, "a": ints(1)}),
+    "swish": (24, [node("Swish", ["x"], alpha=0.5)], {"x": randn(3, 4)}),
+    "cum_prod_exclusive_reverse": (26, [node("CumProd", ["x", "a"], exclusive=1, reverse=1)],
+                                   {"x": randn(3, 4), "a": np.array(1, np.int64)}),
 }
 
 
-@pytest.mark.parametrize("case", LOSS_AND_NORM_CASES)
-def test_losses_and_rms_norm_match_onnxruntime(case):
-    opset, nodes, feeds = LOSS_AND_NORM_CASES[case]
+@pytest.mark.parametrize("case", MORE_OP_CASES)
+def test_more_ops_match_onnxruntime(case):
+    opset, nodes, feeds = MORE_OP_CASES[case]
     run_both(nodes, feeds, opset=opset, n_out=len(nodes[-1].output))
 
 

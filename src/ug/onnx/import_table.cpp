@@ -251,6 +251,30 @@ Outputs selu_op(const OpContext& c) {
   return one(mul(F::elu(x, alpha), c.attr_float("gamma", 1.05070102214813232421875)));
 }
 
+Outputs celu_op(const OpContext& c) {
+  const double alpha = c.attr_float("alpha", 1.0);
+  if (alpha == 0) c.fail("alpha is 0");
+  return one(mul(F::elu(div(c.input(0), alpha), 1.0), alpha));
+}
+
+/** 1 at the first maximum along the axis, 0 elsewhere. */
+Outputs hardmax_op(const OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), x.dim());
+  Dims along(static_cast<size_t>(x.dim()), 1);
+  along[static_cast<size_t>(axis)] = x.size(axis);
+  const Tensor positions = arange(x.size(axis), {.dtype = DType::Int64}).reshape(along);
+  return one(eq(positions, x.argmax(axis, true)).to(x.dtype()));
+}
+
+Outputs lp_normalization_op(const OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), x.dim()), p = c.attr_int("p", 2);
+  if (p != 1 && p != 2) c.fail("p must be 1 or 2, got ", p);
+  const Tensor norm = p == 1 ? x.abs().sum({axis}, true) : sqrt(mul(x, x).sum({axis}, true));
+  return one(where(eq(norm, 0), 0, div(x, norm)));  // a zero vector stays zero, as onnxruntime does
+}
+
 Outputs prelu_op(const OpContext& c) {
   check_broadcast(c);
   const Tensor& x = c.input(0);
@@ -1047,6 +1071,7 @@ Tensor min_of(const Tensor& x, const Dims& d, bool k) { return x.amin(d, k); }
 Tensor l1_of(const Tensor& x, const Dims& d, bool k) { return x.abs().sum(d, k); }
 Tensor l2_of(const Tensor& x, const Dims& d, bool k) { return mul(x, x).sum(d, k).sqrt(); }
 Tensor sum_square_of(const Tensor& x, const Dims& d, bool k) { return mul(x, x).sum(d, k); }
+Tensor log_sum_of(const Tensor& x, const Dims& d, bool k) { return log(x.sum(d, k)); }
 Tensor log_sum_exp_of(const Tensor& x, const Dims& d, bool k) { return x.logsumexp(d, k); }
 Tensor prod_of(const Tensor& x, const Dims& d, bool k) {
   Tensor y = x;
@@ -1072,6 +1097,21 @@ Outputs cum_sum_op(const OpContext& c) {
   if (reverse) x = x.flip({axis});
   Tensor y = x.cumsum(axis);
   if (exclusive) y = sub(y, x);
+  if (reverse) y = y.flip({axis});
+  return one(y.dtype() == x.dtype() ? y : y.to(x.dtype()));
+}
+
+Outputs cum_prod_op(const OpContext& c) {
+  Tensor x = c.input(0);
+  const int64_t axis = norm_axis(c, static_cast<int64_t>(c.scalar_input(1)), x.dim());
+  const bool reverse = c.attr_int("reverse", 0), exclusive = c.attr_int("exclusive", 0);
+  if (reverse) x = x.flip({axis});
+  Tensor y = x.cumprod(axis);
+  if (exclusive && x.size(axis) > 0) {  // shifted one along the axis, from 1 (not y / x: x may hold 0)
+    Dims first = x.shape();
+    first[static_cast<size_t>(axis)] = 1;
+    y = concat({ones(first, {.dtype = y.dtype()}), y.narrow(axis, 0, x.size(axis) - 1)}, axis);
+  }
   if (reverse) y = y.flip({axis});
   return one(y.dtype() == x.dtype() ? y : y.to(x.dtype()));
 }
@@ -1115,6 +1155,10 @@ const std::vector<OpSpec>& table() {
         {"HardSigmoid", hard_sigmoid_op, 1, 1, 1, 1, {}},
         {"HardSwish", hard_swish_op, 1, 1, 1, 14, {}},
         {"PRelu", prelu_op, 2, 2, 1, 1, {}},
+        {"Celu", celu_op, 1, 1, 1, 1, {}},
+        {"Swish", UG_UNARY(mul(x, sigmoid(mul(x, c.attr_float("alpha", 1.0))))), 1, 1, 1, 24, {}},
+        {"Hardmax", hardmax_op, 1, 1, 1, 1, {}},
+        {"LpNormalization", lp_normalization_op, 1, 1, 1, 1, {}},
         {"IsInf", is_inf_op, 1, 1, 1, 1, {}},
         {"Add", UG_BINARY(add(a, b)), 2, 2, 1, 1, {}},
         {"Sub", UG_BINARY(sub(a, b)), 2, 2, 1, 1, {}},
@@ -1194,9 +1238,11 @@ const std::vector<OpSpec>& table() {
         {"ReduceL2", reduce_op<l2_of>, 1, 2, 1, 1, {}},
         {"ReduceSumSquare", reduce_op<sum_square_of>, 1, 2, 1, 1, {}},
         {"ReduceLogSumExp", reduce_op<log_sum_exp_of>, 1, 2, 1, 1, {}},
+        {"ReduceLogSum", reduce_op<log_sum_of>, 1, 2, 1, 1, {}},
         {"ArgMax", arg_op<true>, 1, 1, 1, 1, {}},
         {"ArgMin", arg_op<false>, 1, 1, 1, 1, {}},
         {"CumSum", cum_sum_op, 2, 2, 1, 1, {}},
+        {"CumProd", cum_prod_op, 2, 2, 1, 26, {}},
     };
 #define UG_ROW(Op, method) add_unary_row<ops::Op, ops::UnaryOp::Op>(ops);
     UG_UNARY_ALL(UG_ROW)
