@@ -601,6 +601,85 @@ Outputs rms_norm_op(const OpContext& c) {
   return one(mul(mul(xf, rms).to(x.dtype()), scale));
 }
 
+/** (B, S, heads * D) -> (B, heads, S, D), for Attention's 3-D inputs. */
+Tensor split_heads(const OpContext& c, const Tensor& t, int64_t heads, std::string_view name) {
+  if (heads <= 0 || t.size(2) % heads != 0)
+    c.fail(name, " ", t.shape(), ": its last dim must split into ", heads, " heads");
+  return t.reshape({t.size(0), t.size(1), heads, t.size(2) / heads}).transpose(1, 2);
+}
+
+/** Attention (opsets 23 to 25) as its reference computes it: Q and K each scaled by sqrt(scale),
+ *  softcap, then the mask and causal biases, softmax (a row with every key masked gives 0), V. */
+Outputs attention_op(const OpContext& c) {
+  if (c.has_input(6)) c.fail("nonpad_kv_seqlen (an external KV cache) is not supported");
+  if (c.attr_int("left_window_size", -1) != -1 || c.attr_int("right_window_size", -1) != -1)
+    c.fail("sliding windows (left_window_size, right_window_size) are not supported");
+  const int64_t mode = c.attr_int("qk_matmul_output_mode", 0);
+  if (c.wants_output(3) && (mode == 1 || mode == 2 || (mode == 0 && c.attr_float("softcap", 0) > 0)))
+    c.fail("qk_matmul_output_mode=", mode, " is not supported with this softcap (only QK^T without softcap, or 3)");
+  const int64_t precision = c.attr_int("softmax_precision", 1);
+  if (precision != 1) c.fail("softmax_precision=", precision, " is not supported (only 1, float32)");
+  Tensor q = c.input(0), k = c.input(1), v = c.input(2);
+  const int64_t rank = q.dim();
+  if (rank != k.dim() || rank != v.dim() || (rank != 3 && rank != 4))
+    c.fail("Q ", q.shape(), ", K ", k.shape(), " and V ", v.shape(), " must all be 3-D or all 4-D");
+  if (rank == 3) {
+    if (!c.has_attr("q_num_heads") || !c.has_attr("kv_num_heads"))
+      c.fail("3-D inputs need q_num_heads and kv_num_heads");
+    q = split_heads(c, q, c.attr_int("q_num_heads"), "Q");
+    k = split_heads(c, k, c.attr_int("kv_num_heads"), "K");
+    v = split_heads(c, v, c.attr_int("kv_num_heads"), "V");
+  }
+  if (c.has_input(4) != c.has_input(5)) c.fail("past_key and past_value come together");
+  const int64_t past = c.has_input(4) ? c.input(4).size(2) : 0;
+  if (c.has_input(4)) {
+    k = concat({c.input(4), k}, 2);
+    v = concat({c.input(5), v}, 2);
+  }
+  const int64_t q_heads = q.size(1), kv_heads = k.size(1), sq = q.size(2), skv = k.size(2);
+  if (q.size(0) != k.size(0) || k.size(0) != v.size(0) || v.size(1) != kv_heads || v.size(2) != skv ||
+      q.size(3) != k.size(3) || kv_heads == 0 || q_heads % kv_heads != 0)
+    c.fail("Q ", q.shape(), ", K ", k.shape(), " and V ", v.shape(), " (after the past) do not fit together");
+  const DType dtype = q.dtype();
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor bias = zeros({sq, skv}, {.dtype = dtype});
+  if (c.has_input(3)) {
+    Tensor mask = c.input(3);
+    if (mask.dim() < 1 || mask.size(-1) > skv) c.fail("attn_mask ", mask.shape(), " is longer than the ", skv, " keys");
+    const bool boolean = mask.dtype() == DType::Bool;
+    if (mask.size(-1) < skv) {  // the keys past the mask are masked out
+      Dims rest = mask.shape();
+      rest.back() = skv - mask.size(-1);
+      mask = concat({mask, full(rest, boolean ? Scalar(false) : Scalar(-inf), {.dtype = mask.dtype()})}, -1);
+    }
+    bias = add(bias, boolean ? where(mask, 0, full({}, -inf, {.dtype = dtype})) : mask.to(dtype));
+  }
+  if (c.attr_int("is_causal", 0)) {  // query i sees key j <= i + the past's length
+    const Tensor i = arange(sq, {.dtype = DType::Int64}).reshape({sq, 1});
+    const Tensor j = arange(skv, {.dtype = DType::Int64}).reshape({1, skv});
+    bias = add(bias, where(le(j, add(i, past)), 0, full({}, -inf, {.dtype = dtype})));
+  }
+  const Tensor present_k = k, present_v = v;
+  if (q_heads != kv_heads) {  // grouped-query: K/V head h serves query heads h * reps to h * reps + reps - 1
+    auto repeat = [&](const Tensor& t) {
+      return t.unsqueeze(2)
+          .expand({t.size(0), kv_heads, q_heads / kv_heads, skv, t.size(3)})
+          .reshape({t.size(0), q_heads, skv, t.size(3)});
+    };
+    k = repeat(k);
+    v = repeat(v);
+  }
+  const double scale = std::sqrt(c.attr_float("scale", 1.0 / std::sqrt(static_cast<double>(q.size(3)))));
+  Tensor qk = matmul(mul(q, scale), mul(k, scale).transpose(2, 3));
+  const double softcap = c.attr_float("softcap", 0);
+  if (softcap > 0) qk = mul(tanh(div(qk, softcap)), softcap);
+  const Tensor all_masked = eq(bias.amax({-1}, true), -inf);
+  const Tensor probs = where(all_masked, 0, softmax(add(qk, bias).to(DType::Float32), -1)).to(dtype);
+  Tensor y = matmul(probs, v);
+  if (rank == 3) y = y.transpose(1, 2).reshape({y.size(0), sq, -1});
+  return {y, present_k, present_v, mode == 3 ? probs : qk};
+}
+
 /** NegativeLogLikelihoodLoss of log-probabilities x (N, C, d1...) at integer targets (N, d1...):
  *  -x[n, target, d...] times the target's weight, 0 at ignore_index, reduced as `reduction`
  *  says ("mean" divides by the sum of the weights applied). */
@@ -1203,6 +1282,7 @@ const std::vector<OpSpec>& table() {
         {"BatchNormalization", batch_norm_op, 5, 5, 3, 1, {}},
         {"LayerNormalization", layer_norm_op, 2, 3, 3, 17, {}},
         {"RMSNormalization", rms_norm_op, 2, 2, 1, 23, {}},
+        {"Attention", attention_op, 3, 7, 4, 23, {}},
         {"NegativeLogLikelihoodLoss", nll_loss_op, 2, 3, 1, 1, {}},
         {"SoftmaxCrossEntropyLoss", softmax_cross_entropy_op, 2, 3, 2, 1, {}},
         {"Dropout", dropout_op, 1, 3, 2, 1, {}},
