@@ -992,6 +992,38 @@ Outputs gather_elements_op(const OpContext& c) {
   return one(x.gather(axis, idx));
 }
 
+Outputs scatter_elements_op(const OpContext& c) {
+  const Tensor &x = c.input(0), &updates = c.input(2);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), x.dim());
+  if (!is_integral(c.input(1).dtype())) c.fail<TypeError>("indices must be integers, got ", c.input(1).dtype());
+  Tensor idx = c.input(1).to(DType::Int64);
+  idx = where(lt(idx, 0), add(idx, x.size(axis)), idx);
+  const std::string reduction = c.attr_string("reduction", "none");
+  if (reduction == "none") return one(x.scatter(axis, idx, updates));
+  if (reduction == "add") return one(x.scatter_add(axis, idx, updates));
+  c.fail("reduction '", reduction, "' is not supported (none, add)");
+}
+
+Outputs one_hot_op(const OpContext& c) {
+  const Tensor& indices = c.input(0);
+  const int64_t depth = static_cast<int64_t>(c.scalar_input(1));
+  const Tensor& values = c.input(2);
+  if (depth <= 0) c.fail("depth must be positive, got ", depth);
+  if (values.numel() != 2) c.fail("values must be [off, on], got ", values.shape());
+  const int64_t rank = indices.dim() + 1;
+  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), rank);
+  Dims out_shape = indices.shape();
+  out_shape.insert(out_shape.begin() + axis, depth);
+  check_new_shape(c, out_shape);
+  Tensor idx = indices.to(DType::Int64);
+  idx = where(lt(idx, 0), add(idx, depth), idx).unsqueeze(axis);  // -depth..-1 count from the end
+  Dims along(static_cast<size_t>(rank), 1);
+  along[static_cast<size_t>(axis)] = depth;
+  const Tensor hot = eq(idx, arange(depth, {.dtype = DType::Int64}).reshape(along));
+  const Tensor flat = values.reshape({2});
+  return one(where(hot, flat.narrow(0, 1, 1), flat.narrow(0, 0, 1)));
+}
+
 Outputs squeeze_op(const OpContext& c) {
   const Tensor& x = c.input(0);
   auto axes = axes_of(c, 1, x.dim());
@@ -1180,6 +1212,18 @@ Outputs cum_sum_op(const OpContext& c) {
   return one(y.dtype() == x.dtype() ? y : y.to(x.dtype()));
 }
 
+/** The k largest (or smallest) along the axis, ties to the lower index, as ONNX asks: a stable sort. */
+Outputs top_k_op(const OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), x.dim());
+  const auto k_values = c.ints_input(1);
+  if (!k_values || k_values->size() != 1) c.fail("K must hold one value");
+  const int64_t k = k_values->front();
+  if (k < 0 || k > x.size(axis)) c.fail("K=", k, " is outside [0, ", x.size(axis), "] for input ", x.shape());
+  auto [values, indices] = x.sort(axis, c.attr_int("largest", 1) != 0, true);
+  return {values.narrow(axis, 0, k), indices.narrow(axis, 0, k).to(DType::Int64)};
+}
+
 Outputs cum_prod_op(const OpContext& c) {
   Tensor x = c.input(0);
   const int64_t axis = norm_axis(c, static_cast<int64_t>(c.scalar_input(1)), x.dim());
@@ -1299,6 +1343,8 @@ const std::vector<OpSpec>& table() {
         {"Slice", slice_op, 3, 5, 1, 1, {}},
         {"Gather", gather_op, 2, 2, 1, 1, {}},
         {"GatherElements", gather_elements_op, 2, 2, 1, 1, {}},
+        {"ScatterElements", scatter_elements_op, 3, 3, 1, 1, {}},
+        {"OneHot", one_hot_op, 3, 3, 1, 1, {}},
         {"Squeeze", squeeze_op, 1, 2, 1, 1, {}},
         {"Unsqueeze", unsqueeze_op, 1, 2, 1, 1, {}},
         {"Expand", expand_op, 2, 2, 1, 1, {}},
@@ -1323,6 +1369,7 @@ const std::vector<OpSpec>& table() {
         {"ArgMin", arg_op<false>, 1, 1, 1, 1, {}},
         {"CumSum", cum_sum_op, 2, 2, 1, 1, {}},
         {"CumProd", cum_prod_op, 2, 2, 1, 26, {}},
+        {"TopK", top_k_op, 2, 2, 2, 1, {}},
     };
 #define UG_ROW(Op, method) add_unary_row<ops::Op, ops::UnaryOp::Op>(ops);
     UG_UNARY_ALL(UG_ROW)
