@@ -279,6 +279,20 @@ MORE_OP_CASES = {
     "one_hot_axis_negative_indices": (20, [node("OneHot", ["i", "d", "v"], axis=0)],
                                       {"i": np.array([[0, -1], [7, 2]], np.int64), "d": ints(4),
                                        "v": np.array([-2, 3], np.float32)}),
+    "resize_nearest_asymmetric_floor": (
+        20, [node("Resize", ["x", "", "s"], mode="nearest", coordinate_transformation_mode="asymmetric",
+                  nearest_mode="floor")], {"x": randn(1, 2, 3, 4), "s": np.array([1, 1, 2.5, 1.5], np.float32)}),
+    "resize_nearest_half_pixel_round": (20, [node("Resize", ["x", "", "", "z"])],
+                                        {"x": randn(1, 1, 5, 4), "z": ints(1, 1, 3, 7)}),
+    "resize_linear_sizes_axes": (20, [node("Resize", ["x", "", "", "z"], mode="linear", axes=[3, 2])],
+                                 {"x": randn(2, 1, 4, 6), "z": ints(4, 7)}),
+    "resize_cubic_exclude_outside_pytorch": (
+        20, [node("Resize", ["x", "", "s"], mode="cubic", exclude_outside=1, cubic_coeff_a=-0.5,
+                  coordinate_transformation_mode="pytorch_half_pixel")],
+        {"x": randn(1, 2, 4, 4), "s": np.array([1, 1, 0.5, 1.75], np.float32)}),
+    "resize_linear_align_corners_whole": (
+        20, [node("Resize", ["x", "", "s"], mode="linear", coordinate_transformation_mode="align_corners")],
+        {"x": randn(1, 1, 3, 4), "s": np.array([1, 1, 2, 0.5], np.float32)}),
     "lp_norm_zero_vector": (20, [node("LpNormalization", ["x"])], {"x": np.array([[0, 0], [3, 4]], np.float32)}),
     "reduce_log_sum": (20, [node("ReduceLogSum", ["x", "a"], keepdims=0)], {"x": randn(3, 4) ** 2, "a": ints(1)}),
     "swish": (24, [node("Swish", ["x"], alpha=0.5)], {"x": randn(3, 4)}),

@@ -992,6 +992,127 @@ Outputs gather_elements_op(const OpContext& c) {
   return one(x.gather(axis, idx));
 }
 
+/** Where output position i of an axis falls in the input (ONNX's coordinate_transformation_mode). */
+double resize_source(const OpContext& c, std::string_view mode, int64_t i, int64_t in, int64_t out, double scale) {
+  const double x = static_cast<double>(i), n = static_cast<double>(in), m = static_cast<double>(out);
+  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (mode == "half_pixel_symmetric") {
+    const double offset = n / 2 * (1 - m / (scale * n));
+    return offset + (x + 0.5) / scale - 0.5;
+  }
+  if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0;
+  if (mode == "align_corners") return out == 1 ? 0 : x * (n - 1) / (m - 1);
+  if (mode == "asymmetric") return x / scale;
+  c.fail("coordinate_transformation_mode '", mode, "' is not supported");
+}
+
+/** Resize, one axis at a time (each mode is separable): every output position is a weighted sum
+ *  of input positions along the axis (1 tap for nearest, 2 linear, 4 cubic), edges repeated. */
+Outputs resize_op(const OpContext& c) {
+  Tensor x = c.input(0);
+  const std::string mode = c.attr_string("mode", "nearest");
+  const std::string coords = c.attr_string("coordinate_transformation_mode", "half_pixel");
+  const std::string nearest = c.attr_string("nearest_mode", "round_prefer_floor");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") c.fail("mode '", mode, "' is not supported");
+  if (c.attr_int("antialias", 0)) c.fail("antialias=1 is not supported");
+  if (c.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
+    c.fail("keep_aspect_ratio_policy other than stretch is not supported");
+  if (mode != "nearest" && !is_floating(x.dtype())) c.fail<TypeError>(mode, " resizing needs floats, got ", x.dtype());
+  const int64_t rank = x.dim();
+  std::vector<int64_t> axes(static_cast<size_t>(rank));
+  std::iota(axes.begin(), axes.end(), 0);
+  if (auto given = c.attr_ints("axes")) {
+    axes = *given;
+    for (int64_t& a : axes) a = norm_axis(c, a, rank);
+  }
+  const auto sizes = c.ints_input(3);
+  std::optional<std::vector<double>> scales;
+  if (c.has_input(2) && c.input(2).numel() > 0) {
+    const Tensor t = c.input(2).detach().to(DType::Float64).contiguous();
+    scales.emplace(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+  }
+  if (scales.has_value() == (sizes.has_value() && !sizes->empty())) c.fail("give exactly one of scales and sizes");
+  const size_t count = scales ? scales->size() : sizes->size();
+  if (count != axes.size()) c.fail(count, " scales or sizes for ", axes.size(), " axes");
+  const double a = c.attr_float("cubic_coeff_a", -0.75);
+  const bool exclude_outside = c.attr_int("exclude_outside", 0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t axis = axes[k], in = x.size(axis);
+    const double scale = scales ? (*scales)[k] : static_cast<double>((*sizes)[k]) / static_cast<double>(in);
+    const int64_t out = scales ? static_cast<int64_t>(std::floor(static_cast<double>(in) * scale)) : (*sizes)[k];
+    if (!(scale > 0) || out <= 0 || in == 0)
+      c.fail("axis ", axis, " of ", x.shape(), ": scale ", scale, " gives ", out);
+    // align_corners divides by the output length less 1, which ONNX's reference takes unrounded
+    // (in * scale) and onnxruntime rounded: refused where the two differ.
+    if (coords == "align_corners" && scales && static_cast<double>(out) != static_cast<double>(in) * scale)
+      c.fail("align_corners with a scale that does not give a whole length (", in, " * ", scale, ") is ambiguous");
+    if (out == in && scale == 1.0 && coords != "tf_crop_and_resize") continue;
+    Dims out_shape = x.shape();
+    out_shape[static_cast<size_t>(axis)] = out;
+    check_new_shape(c, out_shape);
+    const int64_t taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
+    std::vector<int64_t> index(static_cast<size_t>(out * taps));
+    std::vector<double> weight(static_cast<size_t>(out * taps));
+    for (int64_t i = 0; i < out; ++i) {
+      const double src = resize_source(c, coords, i, in, out, scale);
+      int64_t first = 0;
+      std::vector<double> w;
+      if (mode == "nearest") {
+        const double fl = std::floor(src), frac = src - fl;
+        if (nearest == "round_prefer_floor") first = static_cast<int64_t>(frac <= 0.5 ? fl : fl + 1);
+        else if (nearest == "round_prefer_ceil") first = static_cast<int64_t>(frac < 0.5 ? fl : fl + 1);
+        else if (nearest == "floor") first = static_cast<int64_t>(fl);
+        else if (nearest == "ceil") first = static_cast<int64_t>(std::ceil(src));
+        else c.fail("nearest_mode '", nearest, "' is not supported");
+        w = {1.0};
+      } else {
+        // The neighbours on the left win ties: an integral source takes ratio 1 from its left.
+        double base = std::floor(src), r = src - base;
+        if (r == 0) {
+          base -= 1;
+          r = 1;
+        }
+        if (mode == "linear") {
+          first = static_cast<int64_t>(base);
+          w = {1 - r, r};
+        } else {
+          first = static_cast<int64_t>(base) - 1;
+          auto far = [&](double t) { return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a; };  // 1 < t < 2
+          auto near = [&](double t) { return ((a + 2) * t - (a + 3)) * t * t + 1; };       // t <= 1
+          w = {far(r + 1), near(r), near(1 - r), far(2 - r)};
+        }
+      }
+      double total = 0;
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t at = first + t;
+        if (exclude_outside && (at < 0 || at >= in)) w[static_cast<size_t>(t)] = 0;
+        total += w[static_cast<size_t>(t)];
+        index[static_cast<size_t>(i * taps + t)] = std::clamp<int64_t>(at, 0, in - 1);
+      }
+      for (int64_t t = 0; t < taps; ++t)
+        weight[static_cast<size_t>(i * taps + t)] =
+            exclude_outside ? w[static_cast<size_t>(t)] / total : w[static_cast<size_t>(t)];
+    }
+    Tensor idx = empty({out * taps}, {.dtype = DType::Int64});
+    std::copy(index.begin(), index.end(), idx.data_ptr<int64_t>());
+    Tensor picked = x.index_select(axis, idx);  // the taps of each output position, in a row
+    if (mode == "nearest") {
+      x = picked;
+      continue;
+    }
+    Dims split = x.shape();
+    split[static_cast<size_t>(axis)] = out;
+    split.insert(split.begin() + axis + 1, taps);
+    Tensor w = empty({out, taps}, {.dtype = DType::Float64});
+    std::copy(weight.begin(), weight.end(), w.data_ptr<double>());
+    Dims w_shape(static_cast<size_t>(rank + 1), 1);
+    w_shape[static_cast<size_t>(axis)] = out;
+    w_shape[static_cast<size_t>(axis + 1)] = taps;
+    x = mul(picked.reshape(split).to(DType::Float64), w.reshape(w_shape)).sum({axis + 1}).to(x.dtype());
+  }
+  return one(x);
+}
+
 Outputs scatter_elements_op(const OpContext& c) {
   const Tensor &x = c.input(0), &updates = c.input(2);
   const int64_t axis = norm_axis(c, c.attr_int("axis", 0), x.dim());
@@ -1345,6 +1466,7 @@ const std::vector<OpSpec>& table() {
         {"GatherElements", gather_elements_op, 2, 2, 1, 1, {}},
         {"ScatterElements", scatter_elements_op, 3, 3, 1, 1, {}},
         {"OneHot", one_hot_op, 3, 3, 1, 1, {}},
+        {"Resize", resize_op, 1, 4, 1, 1, {}},
         {"Squeeze", squeeze_op, 1, 2, 1, 1, {}},
         {"Unsqueeze", unsqueeze_op, 1, 2, 1, 1, {}},
         {"Expand", expand_op, 2, 2, 1, 1, {}},
