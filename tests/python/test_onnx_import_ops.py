@@ -293,6 +293,11 @@ MORE_OP_CASES = {
     "resize_linear_align_corners_whole": (
         20, [node("Resize", ["x", "", "s"], mode="linear", coordinate_transformation_mode="align_corners")],
         {"x": randn(1, 1, 3, 4), "s": np.array([1, 1, 2, 0.5], np.float32)}),
+    "rotary_4d_interleaved_positions_partial": (
+        23, [node("RotaryEmbedding", ["x", "c", "s", "p"], interleaved=1, rotary_embedding_dim=4)],
+        {"x": randn(2, 3, 5, 6), "c": randn(8, 2), "s": randn(8, 2), "p": np.array([[0, 1, 2, 3, 4], [7, 6, 5, 4, 3]])}),
+    "rotary_3d_halves": (23, [node("RotaryEmbedding", ["x", "c", "s"], num_heads=2)],
+                         {"x": randn(2, 5, 8), "c": randn(2, 5, 2), "s": randn(2, 5, 2)}),
     "lp_norm_zero_vector": (20, [node("LpNormalization", ["x"])], {"x": np.array([[0, 0], [3, 4]], np.float32)}),
     "reduce_log_sum": (20, [node("ReduceLogSum", ["x", "a"], keepdims=0)], {"x": randn(3, 4) ** 2, "a": ints(1)}),
     "swish": (24, [node("Swish", ["x"], alpha=0.5)], {"x": randn(3, 4)}),

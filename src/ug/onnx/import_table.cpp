@@ -680,6 +680,47 @@ Outputs attention_op(const OpContext& c) {
   return {y, present_k, present_v, mode == 3 ? probs : qk};
 }
 
+/** RotaryEmbedding (opset 23): the first rotary_embedding_dim features of each head rotated by
+ *  the cached angles, as pairs of halves or, interleaved, of neighbours. */
+Outputs rotary_embedding_op(const OpContext& c) {
+  const Tensor& input = c.input(0);
+  Tensor x = input;  // as (B, S, heads, D)
+  if (x.dim() == 4) {
+    x = x.transpose(1, 2);
+  } else if (x.dim() == 3) {
+    const int64_t heads = c.attr_int("num_heads", 0);
+    if (heads <= 0 || x.size(2) % heads != 0) c.fail("input ", x.shape(), " needs num_heads dividing its last dim");
+    x = x.reshape({x.size(0), x.size(1), heads, x.size(2) / heads});
+  } else {
+    c.fail("the input must be 3-D or 4-D, got ", x.shape());
+  }
+  const int64_t d = x.size(3), rd = c.attr_int("rotary_embedding_dim", 0) ? c.attr_int("rotary_embedding_dim") : d;
+  if (rd <= 0 || rd > d || rd % 2 != 0) c.fail("rotary_embedding_dim ", rd, " must be even and at most ", d);
+  Tensor cos = c.input(1), sin = c.input(2);
+  if (c.has_input(3)) {  // the caches are (positions, rd / 2): pick each token's row
+    const Tensor pos = c.input(3).to(DType::Int64);
+    if (pos.dim() != 2) c.fail("position_ids must be (B, S), got ", pos.shape());
+    auto pick = [&](const Tensor& cache) {
+      return cache.index_select(0, pos.reshape({-1})).reshape({pos.size(0), pos.size(1), cache.size(-1)});
+    };
+    cos = pick(cos);
+    sin = pick(sin);
+  }
+  if (cos.dim() != 3 || cos.size(-1) != rd / 2 || sin.shape() != cos.shape())
+    c.fail("the cos and sin caches ", cos.shape(), ", ", sin.shape(), " must be (B, S, ", rd / 2, ")");
+  cos = cos.unsqueeze(2);
+  sin = sin.unsqueeze(2);
+  const Tensor rot = x.narrow(3, 0, rd);
+  const bool interleaved = c.attr_int("interleaved", 0);
+  const Tensor x1 = interleaved ? rot.slice(3, 0, std::nullopt, 2) : rot.narrow(3, 0, rd / 2);
+  const Tensor x2 = interleaved ? rot.slice(3, 1, std::nullopt, 2) : rot.narrow(3, rd / 2, rd / 2);
+  const Tensor real = sub(mul(cos, x1), mul(sin, x2)), imag = add(mul(sin, x1), mul(cos, x2));
+  Tensor y =
+      interleaved ? concat({real.unsqueeze(4), imag.unsqueeze(4)}, 4).reshape(rot.shape()) : concat({real, imag}, 3);
+  if (rd < d) y = concat({y, x.narrow(3, rd, d - rd)}, 3);
+  return one(input.dim() == 4 ? y.transpose(1, 2) : y.reshape(input.shape()));
+}
+
 /** NegativeLogLikelihoodLoss of log-probabilities x (N, C, d1...) at integer targets (N, d1...):
  *  -x[n, target, d...] times the target's weight, 0 at ignore_index, reduced as `reduction`
  *  says ("mean" divides by the sum of the weights applied). */
@@ -1448,6 +1489,7 @@ const std::vector<OpSpec>& table() {
         {"LayerNormalization", layer_norm_op, 2, 3, 3, 17, {}},
         {"RMSNormalization", rms_norm_op, 2, 2, 1, 23, {}},
         {"Attention", attention_op, 3, 7, 4, 23, {}},
+        {"RotaryEmbedding", rotary_embedding_op, 3, 4, 1, 23, {}},
         {"NegativeLogLikelihoodLoss", nll_loss_op, 2, 3, 1, 1, {}},
         {"SoftmaxCrossEntropyLoss", softmax_cross_entropy_op, 2, 3, 2, 1, {}},
         {"Dropout", dropout_op, 1, 3, 2, 1, {}},
