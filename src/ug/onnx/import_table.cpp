@@ -1154,6 +1154,48 @@ Outputs resize_op(const OpContext& c) {
   return one(x);
 }
 
+Outputs compress_op(const OpContext& c) {
+  Tensor x = c.input(0);
+  const Tensor& condition = c.input(1);
+  if (condition.dtype() != DType::Bool || condition.dim() != 1)
+    c.fail<TypeError>("the condition must be 1-D bool, got ", condition.dtype(), " ", condition.shape());
+  int64_t axis = 0;
+  if (c.has_attr("axis")) axis = norm_axis(c, c.attr_int("axis"), x.dim());
+  else x = x.reshape({-1});
+  if (condition.numel() > x.size(axis))
+    c.fail("the condition has ", condition.numel(), " values for an axis of ", x.size(axis));
+  const Tensor flags = condition.detach().contiguous();
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < flags.numel(); ++i)
+    if (flags.data_ptr<bool>()[i]) kept.push_back(i);
+  Tensor idx = empty({static_cast<int64_t>(kept.size())}, {.dtype = DType::Int64});
+  std::copy(kept.begin(), kept.end(), idx.data_ptr<int64_t>());
+  return one(x.index_select(axis, idx));
+}
+
+/** DepthToSpace and SpaceToDepth: (N, C, H, W) regrouped through a 6-D view. DCR orders the
+ *  channels block-first, CRD channel-first (SpaceToDepth before opset 28 is DCR). */
+template <bool ToSpace> Outputs depth_space_op(const OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t b = c.attr_int("blocksize");
+  const std::string mode = c.attr_string("mode", "DCR");
+  if (x.dim() != 4) c.fail("the input must be 4-D, got ", x.shape());
+  if (mode != "DCR" && mode != "CRD") c.fail("mode must be DCR or CRD, got '", mode, "'");
+  const bool dcr = mode == "DCR";
+  const int64_t n = x.size(0), ch = x.size(1), h = x.size(2), w = x.size(3);
+  if (b <= 0 || (ToSpace ? ch % (b * b) != 0 : h % b != 0 || w % b != 0))
+    c.fail("blocksize ", b, " does not divide input ", x.shape());
+  if (ToSpace) {
+    const int64_t cb = ch / (b * b);
+    const Tensor v = dcr ? x.reshape({n, b, b, cb, h, w}).permute({0, 3, 4, 1, 5, 2})
+                         : x.reshape({n, cb, b, b, h, w}).permute({0, 1, 4, 2, 5, 3});
+    return one(v.reshape({n, cb, h * b, w * b}));
+  }
+  const Tensor v = x.reshape({n, ch, h / b, b, w / b, b});
+  return one(
+      (dcr ? v.permute({0, 3, 5, 1, 2, 4}) : v.permute({0, 1, 3, 5, 2, 4})).reshape({n, ch * b * b, h / b, w / b}));
+}
+
 Outputs scatter_elements_op(const OpContext& c) {
   const Tensor &x = c.input(0), &updates = c.input(2);
   const int64_t axis = norm_axis(c, c.attr_int("axis", 0), x.dim());
@@ -1508,6 +1550,9 @@ const std::vector<OpSpec>& table() {
         {"GatherElements", gather_elements_op, 2, 2, 1, 1, {}},
         {"ScatterElements", scatter_elements_op, 3, 3, 1, 1, {}},
         {"OneHot", one_hot_op, 3, 3, 1, 1, {}},
+        {"Compress", compress_op, 2, 2, 1, 1, {}},
+        {"DepthToSpace", depth_space_op<true>, 1, 1, 1, 1, {"blocksize"}},
+        {"SpaceToDepth", depth_space_op<false>, 1, 1, 1, 1, {"blocksize"}},
         {"Resize", resize_op, 1, 4, 1, 1, {}},
         {"Squeeze", squeeze_op, 1, 2, 1, 1, {}},
         {"Unsqueeze", unsqueeze_op, 1, 2, 1, 1, {}},
