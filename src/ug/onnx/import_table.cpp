@@ -275,6 +275,24 @@ Outputs lp_normalization_op(const OpContext& c) {
   return one(where(eq(norm, 0), 0, div(x, norm)));  // a zero vector stays zero, as onnxruntime does
 }
 
+Outputs einsum_op(const OpContext& c) {
+  std::string equation = c.attr_string("equation", "");
+  std::erase(equation, ' ');
+  std::vector<Tensor> operands;
+  for (size_t i = 0; i < c.num_inputs(); ++i) operands.push_back(c.input(i));
+  return one(einsum(equation, operands));
+}
+
+Outputs eye_like_op(const OpContext& c) {
+  const Tensor& x = c.input(0);
+  if (x.dim() != 2) c.fail("the input must be 2-D, got ", x.shape());
+  const DType dtype =
+      c.has_attr("dtype") ? dtype_from_onnx(c.attr_int("dtype"), "EyeLike node '" + c.node().name + "'") : x.dtype();
+  const Tensor rows = arange(x.size(0), {.dtype = DType::Int64}).reshape({x.size(0), 1});
+  const Tensor cols = arange(x.size(1), {.dtype = DType::Int64}).reshape({1, x.size(1)});
+  return one(eq(add(rows, c.attr_int("k", 0)), cols).to(dtype));  // ones on the k-th diagonal
+}
+
 Outputs prelu_op(const OpContext& c) {
   check_broadcast(c);
   const Tensor& x = c.input(0);
@@ -1483,6 +1501,9 @@ const std::vector<OpSpec>& table() {
         {"HardSwish", hard_swish_op, 1, 1, 1, 14, {}},
         {"PRelu", prelu_op, 2, 2, 1, 1, {}},
         {"Celu", celu_op, 1, 1, 1, 1, {}},
+        {"ThresholdedRelu", UG_UNARY(where(gt(x, c.attr_float("alpha", 1.0)), x, 0)), 1, 1, 1, 1, {}},
+        {"EyeLike", eye_like_op, 1, 1, 1, 1, {}},
+        {"Einsum", einsum_op, 1, kMany, 1, 1, {"equation"}},
         {"Swish", UG_UNARY(mul(x, sigmoid(mul(x, c.attr_float("alpha", 1.0))))), 1, 1, 1, 24, {}},
         {"Hardmax", hardmax_op, 1, 1, 1, 1, {}},
         {"LpNormalization", lp_normalization_op, 1, 1, 1, 1, {}},
