@@ -210,3 +210,121 @@ def test_initializer_names_become_dotted_paths_where_they_can():
     assert [n for n, _ in m.named_buffers()] == ["steps"]
     assert sorted(m.state_dict()) == sorted([n for n, _ in m.named_parameters()] + ["steps"])
     np.testing.assert_allclose(m().numpy(), sum(consts[n] for n in names[:-1]) + consts["steps"], rtol=1e-6)
+
+
+# Ops whose form changed between these opsets and 13, which ONNX's version converter rewrites
+# (attributes become inputs, Softmax's 2-D coercion becomes a per-axis softmax); and opsets past
+# 21, whose versions of these ops only added element types.
+OPSET_CASES = {
+    "softmax_opset11": (11, [node("Softmax", ["x"], axis=1)], {"x": randn(2, 3, 4)}),
+    "slice_opset9": (9, [node("Slice", ["x"], starts=[1, 0], ends=[3, -1], axes=[0, 2])], {"x": randn(4, 3, 5)}),
+    "unsqueeze_squeeze_opset11": (11, [node("Unsqueeze", ["x"], ["u"], axes=[0, 3]), node("Squeeze", ["u"], axes=[0])],
+                                  {"x": randn(2, 3)}),
+    "reduce_sum_opset11": (11, [node("ReduceSum", ["x"], axes=[1], keepdims=0)], {"x": randn(2, 3, 4)}),
+    "split_opset7": (7, [node("Split", ["x"], ["y0", "y1"], axis=1, split=[1, 2])], {"x": randn(2, 3)}),
+    "reshape_transpose_opset23": (23, [node("Reshape", ["x", "s"], ["r"]), node("Transpose", ["r"], perm=[1, 0])],
+                                  {"x": randn(2, 3), "s": ints(3, 2)}),
+}
+
+
+@pytest.mark.parametrize("case", OPSET_CASES)
+def test_opsets_before_13_and_after_21_match_onnxruntime(case):
+    opset, nodes, feeds = OPSET_CASES[case]
+    run_both(nodes, feeds, opset=opset, n_out=len(nodes[-1].output))
+
+
+def targets(*shape, classes=5, ignore=None):
+    t = rng.integers(0, classes, shape).astype(np.int64)
+    if ignore is not None:
+        t.flat[::3] = ignore
+    return t
+
+
+MORE_OP_CASES = {
+    "nll_mean": (20, [node("NegativeLogLikelihoodLoss", ["x", "t"])], {"x": randn(4, 5), "t": targets(4)}),
+    "nll_weight_ignore_sum": (20, [node("NegativeLogLikelihoodLoss", ["x", "t", "w"], reduction="sum", ignore_index=-1)],
+                              {"x": randn(3, 5, 2), "t": targets(3, 2, ignore=-1), "w": randn(5) + 2}),
+    "nll_weight_ignore_none": (20, [node("NegativeLogLikelihoodLoss", ["x", "t", "w"], reduction="none", ignore_index=2)],
+                             {"x": randn(2, 5, 3, 2), "t": targets(2, 3, 2, ignore=2), "w": randn(5) + 2}),
+    "sce_mean_log_prob": (20, [node("SoftmaxCrossEntropyLoss", ["x", "t"], ["y0", "y1"])],
+                          {"x": randn(4, 5, 3), "t": targets(4, 3)}),
+    "sce_weight_ignore_mean": (20, [node("SoftmaxCrossEntropyLoss", ["x", "t", "w"], ignore_index=0)],
+                               {"x": randn(6, 5), "t": targets(6, ignore=0), "w": randn(5) + 2}),
+    "rms_norm_last_axes": (23, [node("RMSNormalization", ["x", "s"], axis=-2, epsilon=1e-3)],
+                           {"x": randn(2, 3, 4), "s": randn(3, 4)}),
+    "rms_norm_broadcast_scale": (23, [node("RMSNormalization", ["x", "s"])], {"x": randn(2, 3, 4), "s": randn(4)}),
+    "celu_hardmax_lp_norm": (20, [node("Celu", ["x"], ["c"], alpha=0.7), node("Hardmax", ["c"], ["h"], axis=1),
+                                  node("LpNormalization", ["x"], ["l"], axis=0, p=1), node("Add", ["h", "l"])],
+                             {"x": randn(3, 4, 2)}),
+    "attention_4d_gqa_causal_past": (
+        23, [node("Attention", ["q", "k", "v", "", "pk", "pv"], ["y0", "y1", "y2"], is_causal=1)],
+        {"q": randn(2, 4, 3, 8), "k": randn(2, 2, 3, 8), "v": randn(2, 2, 3, 5), "pk": randn(2, 2, 4, 8),
+         "pv": randn(2, 2, 4, 5)}),
+    "attention_3d_float_mask_scale_probs": (
+        23, [node("Attention", ["q", "k", "v", "m"], ["y0", "", "", "y1"], q_num_heads=2, kv_num_heads=2, scale=0.3,
+                  qk_matmul_output_mode=3)],
+        {"q": randn(2, 3, 8), "k": randn(2, 5, 8), "v": randn(2, 5, 6), "m": randn(3, 5)}),
+    "attention_bool_mask_softcap": (
+        23, [node("Attention", ["q", "k", "v", "m"], softcap=2.0)],
+        {"q": randn(1, 2, 3, 4), "k": randn(1, 2, 5, 4), "v": randn(1, 2, 5, 4),
+         "m": np.array([[1, 0, 1, 1, 0], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]], bool)}),
+    "top_k_ties_smallest": (20, [node("TopK", ["x", "k"], ["y0", "y1"], axis=0, largest=0)],
+                            {"x": np.array([[3, 1], [1, 1], [2, 0], [1, 5]], np.float32), "k": ints(3)}),
+    "top_k_largest_last_axis": (20, [node("TopK", ["x", "k"], ["y0", "y1"])], {"x": randn(3, 6), "k": ints(2)}),
+    "scatter_elements_add_negative_indices": (
+        20, [node("ScatterElements", ["x", "i", "u"], axis=1, reduction="add")],
+        {"x": randn(3, 4), "i": np.array([[0, -1], [2, 2], [-4, 1]], np.int64), "u": randn(3, 2)}),
+    "scatter_elements": (20, [node("ScatterElements", ["x", "i", "u"])],
+                         {"x": randn(3, 4), "i": np.array([[2, 0, 1, 1]], np.int64), "u": randn(1, 4)}),
+    "one_hot_axis_negative_indices": (20, [node("OneHot", ["i", "d", "v"], axis=0)],
+                                      {"i": np.array([[0, -1], [7, 2]], np.int64), "d": ints(4),
+                                       "v": np.array([-2, 3], np.float32)}),
+    "resize_nearest_asymmetric_floor": (
+        20, [node("Resize", ["x", "", "s"], mode="nearest", coordinate_transformation_mode="asymmetric",
+                  nearest_mode="floor")], {"x": randn(1, 2, 3, 4), "s": np.array([1, 1, 2.5, 1.5], np.float32)}),
+    "resize_nearest_half_pixel_round": (20, [node("Resize", ["x", "", "", "z"])],
+                                        {"x": randn(1, 1, 5, 4), "z": ints(1, 1, 3, 7)}),
+    "resize_linear_sizes_axes": (20, [node("Resize", ["x", "", "", "z"], mode="linear", axes=[3, 2])],
+                                 {"x": randn(2, 1, 4, 6), "z": ints(4, 7)}),
+    "resize_cubic_exclude_outside_pytorch": (
+        20, [node("Resize", ["x", "", "s"], mode="cubic", exclude_outside=1, cubic_coeff_a=-0.5,
+                  coordinate_transformation_mode="pytorch_half_pixel")],
+        {"x": randn(1, 2, 4, 4), "s": np.array([1, 1, 0.5, 1.75], np.float32)}),
+    "resize_linear_align_corners_whole": (
+        20, [node("Resize", ["x", "", "s"], mode="linear", coordinate_transformation_mode="align_corners")],
+        {"x": randn(1, 1, 3, 4), "s": np.array([1, 1, 2, 0.5], np.float32)}),
+    "rotary_4d_interleaved_positions_partial": (
+        23, [node("RotaryEmbedding", ["x", "c", "s", "p"], interleaved=1, rotary_embedding_dim=4)],
+        {"x": randn(2, 3, 5, 6), "c": randn(8, 2), "s": randn(8, 2), "p": np.array([[0, 1, 2, 3, 4], [7, 6, 5, 4, 3]])}),
+    "rotary_3d_halves": (23, [node("RotaryEmbedding", ["x", "c", "s"], num_heads=2)],
+                         {"x": randn(2, 5, 8), "c": randn(2, 5, 2), "s": randn(2, 5, 2)}),
+    "compress_axis_short_condition": (20, [node("Compress", ["x", "m"], axis=-1)],
+                                      {"x": randn(2, 3, 5), "m": np.array([1, 0, 1, 1], bool)}),
+    "compress_flattened": (20, [node("Compress", ["x", "m"])], {"x": randn(2, 3), "m": np.array([0, 1, 0, 0, 1, 1], bool)}),
+    "depth_to_space_dcr_crd": (20, [node("DepthToSpace", ["x"], ["d"], blocksize=2),
+                                    node("DepthToSpace", ["x"], ["e"], blocksize=2, mode="CRD"), node("Sub", ["d", "e"])],
+                               {"x": randn(2, 8, 2, 3)}),
+    "space_to_depth": (20, [node("SpaceToDepth", ["x"], blocksize=3)], {"x": randn(1, 2, 6, 3)}),
+    "einsum_batch_matmul_spaces": (20, [node("Einsum", ["a", "b"], equation="bij, bjk -> bik")],
+                                   {"a": randn(2, 3, 4), "b": randn(2, 4, 5)}),
+    "einsum_ellipsis_implicit": (20, [node("Einsum", ["a"], equation="...ii")], {"a": randn(2, 3, 3)}),
+    "thresholded_relu_eye_like": (20, [node("ThresholdedRelu", ["x"], ["t"], alpha=0.3),
+                                       node("EyeLike", ["x"], ["e"], k=-1), node("Add", ["t", "e"])], {"x": randn(4, 5)}),
+    "lp_norm_zero_vector": (20, [node("LpNormalization", ["x"])], {"x": np.array([[0, 0], [3, 4]], np.float32)}),
+    "reduce_log_sum": (20, [node("ReduceLogSum", ["x", "a"], keepdims=0)], {"x": randn(3, 4) ** 2, "a": ints(1)}),
+    "swish": (24, [node("Swish", ["x"], alpha=0.5)], {"x": randn(3, 4)}),
+    "cum_prod_exclusive_reverse": (26, [node("CumProd", ["x", "a"], exclusive=1, reverse=1)],
+                                   {"x": randn(3, 4), "a": np.array(1, np.int64)}),
+}
+
+
+@pytest.mark.parametrize("case", MORE_OP_CASES)
+def test_more_ops_match_onnxruntime(case):
+    opset, nodes, feeds = MORE_OP_CASES[case]
+    run_both(nodes, feeds, opset=opset, n_out=len([o for o in nodes[-1].output if o]))
+
+
+def test_nll_loss_refuses_targets_out_of_range():
+    with pytest.raises(ValueError, match=r"NegativeLogLikelihoodLoss node .*target values must be in \[0, 5\)"):
+        run_both([node("NegativeLogLikelihoodLoss", ["x", "t"])], {"x": randn(2, 5), "t": ints(1, 5)},
+                 reference=lambda data: [np.zeros(())])

@@ -43,7 +43,8 @@ class OnnxModule : public nn::Module {
   /** The graph inputs that are not initializers, in the order forward takes them. */
   const std::vector<ValueInfo>& inputs() const;
   const std::vector<ValueInfo>& outputs() const;
-  /** The opset of the default ONNX domain the model was written for. */
+  /** The opset of the default ONNX domain the model was written for (13 for an older model, which
+   *  load converts to opset 13). */
   int64_t opset() const;
 
   /** Runs the graph: one tensor per input, checked against its dtype and fixed dims. */

@@ -251,6 +251,48 @@ Outputs selu_op(const OpContext& c) {
   return one(mul(F::elu(x, alpha), c.attr_float("gamma", 1.05070102214813232421875)));
 }
 
+Outputs celu_op(const OpContext& c) {
+  const double alpha = c.attr_float("alpha", 1.0);
+  if (alpha == 0) c.fail("alpha is 0");
+  return one(mul(F::elu(div(c.input(0), alpha), 1.0), alpha));
+}
+
+/** 1 at the first maximum along the axis, 0 elsewhere. */
+Outputs hardmax_op(const OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), x.dim());
+  Dims along(static_cast<size_t>(x.dim()), 1);
+  along[static_cast<size_t>(axis)] = x.size(axis);
+  const Tensor positions = arange(x.size(axis), {.dtype = DType::Int64}).reshape(along);
+  return one(eq(positions, x.argmax(axis, true)).to(x.dtype()));
+}
+
+Outputs lp_normalization_op(const OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), x.dim()), p = c.attr_int("p", 2);
+  if (p != 1 && p != 2) c.fail("p must be 1 or 2, got ", p);
+  const Tensor norm = p == 1 ? x.abs().sum({axis}, true) : sqrt(mul(x, x).sum({axis}, true));
+  return one(where(eq(norm, 0), 0, div(x, norm)));  // a zero vector stays zero, as onnxruntime does
+}
+
+Outputs einsum_op(const OpContext& c) {
+  std::string equation = c.attr_string("equation", "");
+  std::erase(equation, ' ');
+  std::vector<Tensor> operands;
+  for (size_t i = 0; i < c.num_inputs(); ++i) operands.push_back(c.input(i));
+  return one(einsum(equation, operands));
+}
+
+Outputs eye_like_op(const OpContext& c) {
+  const Tensor& x = c.input(0);
+  if (x.dim() != 2) c.fail("the input must be 2-D, got ", x.shape());
+  const DType dtype =
+      c.has_attr("dtype") ? dtype_from_onnx(c.attr_int("dtype"), "EyeLike node '" + c.node().name + "'") : x.dtype();
+  const Tensor rows = arange(x.size(0), {.dtype = DType::Int64}).reshape({x.size(0), 1});
+  const Tensor cols = arange(x.size(1), {.dtype = DType::Int64}).reshape({1, x.size(1)});
+  return one(eq(add(rows, c.attr_int("k", 0)), cols).to(dtype));  // ones on the k-th diagonal
+}
+
 Outputs prelu_op(const OpContext& c) {
   check_broadcast(c);
   const Tensor& x = c.input(0);
@@ -527,6 +569,14 @@ Outputs batch_norm_op(const OpContext& c) {
                            c.attr_float("epsilon", 1e-5)));
 }
 
+/** Whether t broadcasts unidirectionally into the normalized shape (a normalization's scale, bias). */
+bool broadcasts_into(const Tensor& t, const Dims& normalized) {
+  if (t.dim() > static_cast<int64_t>(normalized.size())) return false;
+  for (int64_t k = 1; k <= t.dim(); ++k)
+    if (t.size(-k) != 1 && t.size(-k) != normalized[normalized.size() - static_cast<size_t>(k)]) return false;
+  return true;
+}
+
 Outputs layer_norm_op(const OpContext& c) {
   const Tensor& x = c.input(0);
   const int64_t axis = norm_axis(c, c.attr_int("axis", -1), x.dim());
@@ -534,12 +584,7 @@ Outputs layer_norm_op(const OpContext& c) {
   const Dims normalized(x.shape().begin() + axis, x.shape().end());
   const Tensor& scale = c.input(1);
   const Tensor bias = c.has_input(2) ? c.input(2) : Tensor();
-  auto broadcasts = [&](const Tensor& t) {  // unidirectionally, into the normalized shape
-    if (t.dim() > static_cast<int64_t>(normalized.size())) return false;
-    for (int64_t k = 1; k <= t.dim(); ++k)
-      if (t.size(-k) != 1 && t.size(-k) != normalized[normalized.size() - static_cast<size_t>(k)]) return false;
-    return true;
-  };
+  auto broadcasts = [&](const Tensor& t) { return broadcasts_into(t, normalized); };
   if (!broadcasts(scale) || (bias.defined() && !broadcasts(bias)))
     c.fail("scale ", scale.shape(), " and bias must broadcast to the normalized shape ", normalized);
   Outputs out;
@@ -555,6 +600,185 @@ Outputs layer_norm_op(const OpContext& c) {
     out.push_back(x.mean(dims, true));
     out.push_back(rsqrt(add(x.var(dims, 0, true), eps)));
   }
+  return out;
+}
+
+Outputs rms_norm_op(const OpContext& c) {
+  const Tensor &x = c.input(0), &scale = c.input(1);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), x.dim());
+  const Dims normalized(x.shape().begin() + axis, x.shape().end());
+  if (!broadcasts_into(scale, normalized))
+    c.fail("scale ", scale.shape(), " must broadcast to the normalized shape ", normalized);
+  if (scale.dtype() != x.dtype()) c.fail<TypeError>("scale is ", scale.dtype(), ", the input ", x.dtype());
+  if (c.attr_int("stash_type", 1) != 1) c.fail("only stash_type=1 (statistics in float32) is supported");
+  Dims dims;
+  for (int64_t d = axis; d < x.dim(); ++d) dims.push_back(d);
+  // As the op's function body: normalized in float32, cast back, then scaled.
+  const Tensor xf = x.to(DType::Float32);
+  const Tensor rms = rsqrt(add(mul(xf, xf).mean(dims, true), c.attr_float("epsilon", 1e-5)));
+  return one(mul(mul(xf, rms).to(x.dtype()), scale));
+}
+
+/** (B, S, heads * D) -> (B, heads, S, D), for Attention's 3-D inputs. */
+Tensor split_heads(const OpContext& c, const Tensor& t, int64_t heads, std::string_view name) {
+  if (heads <= 0 || t.size(2) % heads != 0)
+    c.fail(name, " ", t.shape(), ": its last dim must split into ", heads, " heads");
+  return t.reshape({t.size(0), t.size(1), heads, t.size(2) / heads}).transpose(1, 2);
+}
+
+/** Attention (opsets 23 to 25) as its reference computes it: Q and K each scaled by sqrt(scale),
+ *  softcap, then the mask and causal biases, softmax (a row with every key masked gives 0), V. */
+Outputs attention_op(const OpContext& c) {
+  if (c.has_input(6)) c.fail("nonpad_kv_seqlen (an external KV cache) is not supported");
+  if (c.attr_int("left_window_size", -1) != -1 || c.attr_int("right_window_size", -1) != -1)
+    c.fail("sliding windows (left_window_size, right_window_size) are not supported");
+  const int64_t mode = c.attr_int("qk_matmul_output_mode", 0);
+  if (c.wants_output(3) && (mode == 1 || mode == 2 || (mode == 0 && c.attr_float("softcap", 0) > 0)))
+    c.fail("qk_matmul_output_mode=", mode, " is not supported with this softcap (only QK^T without softcap, or 3)");
+  const int64_t precision = c.attr_int("softmax_precision", 1);
+  if (precision != 1) c.fail("softmax_precision=", precision, " is not supported (only 1, float32)");
+  Tensor q = c.input(0), k = c.input(1), v = c.input(2);
+  const int64_t rank = q.dim();
+  if (rank != k.dim() || rank != v.dim() || (rank != 3 && rank != 4))
+    c.fail("Q ", q.shape(), ", K ", k.shape(), " and V ", v.shape(), " must all be 3-D or all 4-D");
+  if (rank == 3) {
+    if (!c.has_attr("q_num_heads") || !c.has_attr("kv_num_heads"))
+      c.fail("3-D inputs need q_num_heads and kv_num_heads");
+    q = split_heads(c, q, c.attr_int("q_num_heads"), "Q");
+    k = split_heads(c, k, c.attr_int("kv_num_heads"), "K");
+    v = split_heads(c, v, c.attr_int("kv_num_heads"), "V");
+  }
+  if (c.has_input(4) != c.has_input(5)) c.fail("past_key and past_value come together");
+  const int64_t past = c.has_input(4) ? c.input(4).size(2) : 0;
+  if (c.has_input(4)) {
+    k = concat({c.input(4), k}, 2);
+    v = concat({c.input(5), v}, 2);
+  }
+  const int64_t q_heads = q.size(1), kv_heads = k.size(1), sq = q.size(2), skv = k.size(2);
+  if (q.size(0) != k.size(0) || k.size(0) != v.size(0) || v.size(1) != kv_heads || v.size(2) != skv ||
+      q.size(3) != k.size(3) || kv_heads == 0 || q_heads % kv_heads != 0)
+    c.fail("Q ", q.shape(), ", K ", k.shape(), " and V ", v.shape(), " (after the past) do not fit together");
+  const DType dtype = q.dtype();
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor bias = zeros({sq, skv}, {.dtype = dtype});
+  if (c.has_input(3)) {
+    Tensor mask = c.input(3);
+    if (mask.dim() < 1 || mask.size(-1) > skv) c.fail("attn_mask ", mask.shape(), " is longer than the ", skv, " keys");
+    const bool boolean = mask.dtype() == DType::Bool;
+    if (mask.size(-1) < skv) {  // the keys past the mask are masked out
+      Dims rest = mask.shape();
+      rest.back() = skv - mask.size(-1);
+      mask = concat({mask, full(rest, boolean ? Scalar(false) : Scalar(-inf), {.dtype = mask.dtype()})}, -1);
+    }
+    bias = add(bias, boolean ? where(mask, 0, full({}, -inf, {.dtype = dtype})) : mask.to(dtype));
+  }
+  if (c.attr_int("is_causal", 0)) {  // query i sees key j <= i + the past's length
+    const Tensor i = arange(sq, {.dtype = DType::Int64}).reshape({sq, 1});
+    const Tensor j = arange(skv, {.dtype = DType::Int64}).reshape({1, skv});
+    bias = add(bias, where(le(j, add(i, past)), 0, full({}, -inf, {.dtype = dtype})));
+  }
+  const Tensor present_k = k, present_v = v;
+  if (q_heads != kv_heads) {  // grouped-query: K/V head h serves query heads h * reps to h * reps + reps - 1
+    auto repeat = [&](const Tensor& t) {
+      return t.unsqueeze(2)
+          .expand({t.size(0), kv_heads, q_heads / kv_heads, skv, t.size(3)})
+          .reshape({t.size(0), q_heads, skv, t.size(3)});
+    };
+    k = repeat(k);
+    v = repeat(v);
+  }
+  const double scale = std::sqrt(c.attr_float("scale", 1.0 / std::sqrt(static_cast<double>(q.size(3)))));
+  Tensor qk = matmul(mul(q, scale), mul(k, scale).transpose(2, 3));
+  const double softcap = c.attr_float("softcap", 0);
+  if (softcap > 0) qk = mul(tanh(div(qk, softcap)), softcap);
+  const Tensor all_masked = eq(bias.amax({-1}, true), -inf);
+  const Tensor probs = where(all_masked, 0, softmax(add(qk, bias).to(DType::Float32), -1)).to(dtype);
+  Tensor y = matmul(probs, v);
+  if (rank == 3) y = y.transpose(1, 2).reshape({y.size(0), sq, -1});
+  return {y, present_k, present_v, mode == 3 ? probs : qk};
+}
+
+/** RotaryEmbedding (opset 23): the first rotary_embedding_dim features of each head rotated by
+ *  the cached angles, as pairs of halves or, interleaved, of neighbours. */
+Outputs rotary_embedding_op(const OpContext& c) {
+  const Tensor& input = c.input(0);
+  Tensor x = input;  // as (B, S, heads, D)
+  if (x.dim() == 4) {
+    x = x.transpose(1, 2);
+  } else if (x.dim() == 3) {
+    const int64_t heads = c.attr_int("num_heads", 0);
+    if (heads <= 0 || x.size(2) % heads != 0) c.fail("input ", x.shape(), " needs num_heads dividing its last dim");
+    x = x.reshape({x.size(0), x.size(1), heads, x.size(2) / heads});
+  } else {
+    c.fail("the input must be 3-D or 4-D, got ", x.shape());
+  }
+  const int64_t d = x.size(3), rd = c.attr_int("rotary_embedding_dim", 0) ? c.attr_int("rotary_embedding_dim") : d;
+  if (rd <= 0 || rd > d || rd % 2 != 0) c.fail("rotary_embedding_dim ", rd, " must be even and at most ", d);
+  Tensor cos = c.input(1), sin = c.input(2);
+  if (c.has_input(3)) {  // the caches are (positions, rd / 2): pick each token's row
+    const Tensor pos = c.input(3).to(DType::Int64);
+    if (pos.dim() != 2) c.fail("position_ids must be (B, S), got ", pos.shape());
+    auto pick = [&](const Tensor& cache) {
+      return cache.index_select(0, pos.reshape({-1})).reshape({pos.size(0), pos.size(1), cache.size(-1)});
+    };
+    cos = pick(cos);
+    sin = pick(sin);
+  }
+  if (cos.dim() != 3 || cos.size(-1) != rd / 2 || sin.shape() != cos.shape())
+    c.fail("the cos and sin caches ", cos.shape(), ", ", sin.shape(), " must be (B, S, ", rd / 2, ")");
+  cos = cos.unsqueeze(2);
+  sin = sin.unsqueeze(2);
+  const Tensor rot = x.narrow(3, 0, rd);
+  const bool interleaved = c.attr_int("interleaved", 0);
+  const Tensor x1 = interleaved ? rot.slice(3, 0, std::nullopt, 2) : rot.narrow(3, 0, rd / 2);
+  const Tensor x2 = interleaved ? rot.slice(3, 1, std::nullopt, 2) : rot.narrow(3, rd / 2, rd / 2);
+  const Tensor real = sub(mul(cos, x1), mul(sin, x2)), imag = add(mul(sin, x1), mul(cos, x2));
+  Tensor y =
+      interleaved ? concat({real.unsqueeze(4), imag.unsqueeze(4)}, 4).reshape(rot.shape()) : concat({real, imag}, 3);
+  if (rd < d) y = concat({y, x.narrow(3, rd, d - rd)}, 3);
+  return one(input.dim() == 4 ? y.transpose(1, 2) : y.reshape(input.shape()));
+}
+
+/** NegativeLogLikelihoodLoss of log-probabilities x (N, C, d1...) at integer targets (N, d1...):
+ *  -x[n, target, d...] times the target's weight, 0 at ignore_index, reduced as `reduction`
+ *  says ("mean" divides by the sum of the weights applied). */
+Tensor nll_loss(const OpContext& c, const Tensor& x, const Tensor& target, const Tensor& weight) {
+  if (x.dim() < 2) c.fail("the input must be (N, C, d1, ...), got ", x.shape());
+  if (!is_integral(target.dtype())) c.fail<TypeError>("the target must be integers, got ", target.dtype());
+  Dims expected = x.shape();
+  expected.erase(expected.begin() + 1);
+  if (target.shape() != expected)
+    c.fail("the target ", target.shape(), " must be the input's shape ", x.shape(), " without its class dim");
+  const int64_t classes = x.size(1);
+  Tensor t = target.to(DType::Int64);
+  const Tensor kept =
+      c.has_attr("ignore_index") ? ne(t, c.attr_int("ignore_index")) : ones_like(t, {.dtype = DType::Bool});
+  t = where(kept, t, 0);  // an ignored target may lie outside [0, C)
+  if (t.numel() > 0 && (t.min().item<int64_t>() < 0 || t.max().item<int64_t>() >= classes))
+    c.fail("target values must be in [0, ", classes, ") or ignore_index");
+  Tensor w = kept.to(x.dtype());
+  if (weight.defined()) {
+    if (weight.shape() != Dims{classes}) c.fail("the weight ", weight.shape(), " must be (C) = (", classes, ")");
+    w = mul(w, weight.index_select(0, t.reshape({-1})).reshape(t.shape()));
+  }
+  const Tensor loss = where(kept, neg(mul(x.gather(1, t.unsqueeze(1)).squeeze(Dims{1}), w)), 0);
+  const std::string reduction = c.attr_string("reduction", "mean");
+  if (reduction == "none") return loss;
+  if (reduction == "sum") return loss.sum();
+  if (reduction == "mean") return div(loss.sum(), w.sum());
+  c.fail("reduction must be none, sum or mean, got '", reduction, "'");
+}
+
+Outputs nll_loss_op(const OpContext& c) {
+  return one(nll_loss(c, c.input(0), c.input(1), c.has_input(2) ? c.input(2) : Tensor()));
+}
+
+Outputs softmax_cross_entropy_op(const OpContext& c) {
+  const Tensor& scores = c.input(0);
+  if (scores.dim() < 2) c.fail("the scores must be (N, C, d1, ...), got ", scores.shape());
+  const Tensor log_prob = log_softmax(scores, 1);
+  Outputs out = one(nll_loss(c, log_prob, c.input(1), c.has_input(2) ? c.input(2) : Tensor()));
+  if (c.wants_output(1)) out.push_back(log_prob);
   return out;
 }
 
@@ -827,6 +1051,201 @@ Outputs gather_elements_op(const OpContext& c) {
   return one(x.gather(axis, idx));
 }
 
+/** Where output position i of an axis falls in the input (ONNX's coordinate_transformation_mode). */
+double resize_source(const OpContext& c, std::string_view mode, int64_t i, int64_t in, int64_t out, double scale) {
+  const double x = static_cast<double>(i), n = static_cast<double>(in), m = static_cast<double>(out);
+  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (mode == "half_pixel_symmetric") {
+    const double offset = n / 2 * (1 - m / (scale * n));
+    return offset + (x + 0.5) / scale - 0.5;
+  }
+  if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0;
+  if (mode == "align_corners") return out == 1 ? 0 : x * (n - 1) / (m - 1);
+  if (mode == "asymmetric") return x / scale;
+  c.fail("coordinate_transformation_mode '", mode, "' is not supported");
+}
+
+/** Resize, one axis at a time (each mode is separable): every output position is a weighted sum
+ *  of input positions along the axis (1 tap for nearest, 2 linear, 4 cubic), edges repeated. */
+Outputs resize_op(const OpContext& c) {
+  Tensor x = c.input(0);
+  const std::string mode = c.attr_string("mode", "nearest");
+  const std::string coords = c.attr_string("coordinate_transformation_mode", "half_pixel");
+  const std::string nearest = c.attr_string("nearest_mode", "round_prefer_floor");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") c.fail("mode '", mode, "' is not supported");
+  if (c.attr_int("antialias", 0)) c.fail("antialias=1 is not supported");
+  if (c.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
+    c.fail("keep_aspect_ratio_policy other than stretch is not supported");
+  if (mode != "nearest" && !is_floating(x.dtype())) c.fail<TypeError>(mode, " resizing needs floats, got ", x.dtype());
+  const int64_t rank = x.dim();
+  std::vector<int64_t> axes(static_cast<size_t>(rank));
+  std::iota(axes.begin(), axes.end(), 0);
+  if (auto given = c.attr_ints("axes")) {
+    axes = *given;
+    for (int64_t& a : axes) a = norm_axis(c, a, rank);
+  }
+  const auto sizes = c.ints_input(3);
+  std::optional<std::vector<double>> scales;
+  if (c.has_input(2) && c.input(2).numel() > 0) {
+    const Tensor t = c.input(2).detach().to(DType::Float64).contiguous();
+    scales.emplace(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+  }
+  if (scales.has_value() == (sizes.has_value() && !sizes->empty())) c.fail("give exactly one of scales and sizes");
+  const size_t count = scales ? scales->size() : sizes->size();
+  if (count != axes.size()) c.fail(count, " scales or sizes for ", axes.size(), " axes");
+  const double a = c.attr_float("cubic_coeff_a", -0.75);
+  const bool exclude_outside = c.attr_int("exclude_outside", 0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t axis = axes[k], in = x.size(axis);
+    const double scale = scales ? (*scales)[k] : static_cast<double>((*sizes)[k]) / static_cast<double>(in);
+    const int64_t out = scales ? static_cast<int64_t>(std::floor(static_cast<double>(in) * scale)) : (*sizes)[k];
+    if (!(scale > 0) || out <= 0 || in == 0)
+      c.fail("axis ", axis, " of ", x.shape(), ": scale ", scale, " gives ", out);
+    // align_corners divides by the output length less 1, which ONNX's reference takes unrounded
+    // (in * scale) and onnxruntime rounded: refused where the two differ.
+    if (coords == "align_corners" && scales && static_cast<double>(out) != static_cast<double>(in) * scale)
+      c.fail("align_corners with a scale that does not give a whole length (", in, " * ", scale, ") is ambiguous");
+    if (out == in && scale == 1.0 && coords != "tf_crop_and_resize") continue;
+    Dims out_shape = x.shape();
+    out_shape[static_cast<size_t>(axis)] = out;
+    check_new_shape(c, out_shape);
+    const int64_t taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
+    std::vector<int64_t> index(static_cast<size_t>(out * taps));
+    std::vector<double> weight(static_cast<size_t>(out * taps));
+    for (int64_t i = 0; i < out; ++i) {
+      const double src = resize_source(c, coords, i, in, out, scale);
+      int64_t first = 0;
+      std::vector<double> w;
+      if (mode == "nearest") {
+        const double fl = std::floor(src), frac = src - fl;
+        if (nearest == "round_prefer_floor") first = static_cast<int64_t>(frac <= 0.5 ? fl : fl + 1);
+        else if (nearest == "round_prefer_ceil") first = static_cast<int64_t>(frac < 0.5 ? fl : fl + 1);
+        else if (nearest == "floor") first = static_cast<int64_t>(fl);
+        else if (nearest == "ceil") first = static_cast<int64_t>(std::ceil(src));
+        else c.fail("nearest_mode '", nearest, "' is not supported");
+        w = {1.0};
+      } else {
+        // The neighbours on the left win ties: an integral source takes ratio 1 from its left.
+        double base = std::floor(src), r = src - base;
+        if (r == 0) {
+          base -= 1;
+          r = 1;
+        }
+        if (mode == "linear") {
+          first = static_cast<int64_t>(base);
+          w = {1 - r, r};
+        } else {
+          first = static_cast<int64_t>(base) - 1;
+          auto far = [&](double t) { return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a; };  // 1 < t < 2
+          auto near = [&](double t) { return ((a + 2) * t - (a + 3)) * t * t + 1; };       // t <= 1
+          w = {far(r + 1), near(r), near(1 - r), far(2 - r)};
+        }
+      }
+      double total = 0;
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t at = first + t;
+        if (exclude_outside && (at < 0 || at >= in)) w[static_cast<size_t>(t)] = 0;
+        total += w[static_cast<size_t>(t)];
+        index[static_cast<size_t>(i * taps + t)] = std::clamp<int64_t>(at, 0, in - 1);
+      }
+      for (int64_t t = 0; t < taps; ++t)
+        weight[static_cast<size_t>(i * taps + t)] =
+            exclude_outside ? w[static_cast<size_t>(t)] / total : w[static_cast<size_t>(t)];
+    }
+    Tensor idx = empty({out * taps}, {.dtype = DType::Int64});
+    std::copy(index.begin(), index.end(), idx.data_ptr<int64_t>());
+    Tensor picked = x.index_select(axis, idx);  // the taps of each output position, in a row
+    if (mode == "nearest") {
+      x = picked;
+      continue;
+    }
+    Dims split = x.shape();
+    split[static_cast<size_t>(axis)] = out;
+    split.insert(split.begin() + axis + 1, taps);
+    Tensor w = empty({out, taps}, {.dtype = DType::Float64});
+    std::copy(weight.begin(), weight.end(), w.data_ptr<double>());
+    Dims w_shape(static_cast<size_t>(rank + 1), 1);
+    w_shape[static_cast<size_t>(axis)] = out;
+    w_shape[static_cast<size_t>(axis + 1)] = taps;
+    x = mul(picked.reshape(split).to(DType::Float64), w.reshape(w_shape)).sum({axis + 1}).to(x.dtype());
+  }
+  return one(x);
+}
+
+Outputs compress_op(const OpContext& c) {
+  Tensor x = c.input(0);
+  const Tensor& condition = c.input(1);
+  if (condition.dtype() != DType::Bool || condition.dim() != 1)
+    c.fail<TypeError>("the condition must be 1-D bool, got ", condition.dtype(), " ", condition.shape());
+  int64_t axis = 0;
+  if (c.has_attr("axis")) axis = norm_axis(c, c.attr_int("axis"), x.dim());
+  else x = x.reshape({-1});
+  if (condition.numel() > x.size(axis))
+    c.fail("the condition has ", condition.numel(), " values for an axis of ", x.size(axis));
+  const Tensor flags = condition.detach().contiguous();
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < flags.numel(); ++i)
+    if (flags.data_ptr<bool>()[i]) kept.push_back(i);
+  Tensor idx = empty({static_cast<int64_t>(kept.size())}, {.dtype = DType::Int64});
+  std::copy(kept.begin(), kept.end(), idx.data_ptr<int64_t>());
+  return one(x.index_select(axis, idx));
+}
+
+/** DepthToSpace and SpaceToDepth: (N, C, H, W) regrouped through a 6-D view. DCR orders the
+ *  channels block-first, CRD channel-first (SpaceToDepth before opset 28 is DCR). */
+template <bool ToSpace> Outputs depth_space_op(const OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t b = c.attr_int("blocksize");
+  const std::string mode = c.attr_string("mode", "DCR");
+  if (x.dim() != 4) c.fail("the input must be 4-D, got ", x.shape());
+  if (mode != "DCR" && mode != "CRD") c.fail("mode must be DCR or CRD, got '", mode, "'");
+  const bool dcr = mode == "DCR";
+  const int64_t n = x.size(0), ch = x.size(1), h = x.size(2), w = x.size(3);
+  if (b <= 0 || (ToSpace ? ch % (b * b) != 0 : h % b != 0 || w % b != 0))
+    c.fail("blocksize ", b, " does not divide input ", x.shape());
+  if (ToSpace) {
+    const int64_t cb = ch / (b * b);
+    const Tensor v = dcr ? x.reshape({n, b, b, cb, h, w}).permute({0, 3, 4, 1, 5, 2})
+                         : x.reshape({n, cb, b, b, h, w}).permute({0, 1, 4, 2, 5, 3});
+    return one(v.reshape({n, cb, h * b, w * b}));
+  }
+  const Tensor v = x.reshape({n, ch, h / b, b, w / b, b});
+  return one(
+      (dcr ? v.permute({0, 3, 5, 1, 2, 4}) : v.permute({0, 1, 3, 5, 2, 4})).reshape({n, ch * b * b, h / b, w / b}));
+}
+
+Outputs scatter_elements_op(const OpContext& c) {
+  const Tensor &x = c.input(0), &updates = c.input(2);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), x.dim());
+  if (!is_integral(c.input(1).dtype())) c.fail<TypeError>("indices must be integers, got ", c.input(1).dtype());
+  Tensor idx = c.input(1).to(DType::Int64);
+  idx = where(lt(idx, 0), add(idx, x.size(axis)), idx);
+  const std::string reduction = c.attr_string("reduction", "none");
+  if (reduction == "none") return one(x.scatter(axis, idx, updates));
+  if (reduction == "add") return one(x.scatter_add(axis, idx, updates));
+  c.fail("reduction '", reduction, "' is not supported (none, add)");
+}
+
+Outputs one_hot_op(const OpContext& c) {
+  const Tensor& indices = c.input(0);
+  const int64_t depth = static_cast<int64_t>(c.scalar_input(1));
+  const Tensor& values = c.input(2);
+  if (depth <= 0) c.fail("depth must be positive, got ", depth);
+  if (values.numel() != 2) c.fail("values must be [off, on], got ", values.shape());
+  const int64_t rank = indices.dim() + 1;
+  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), rank);
+  Dims out_shape = indices.shape();
+  out_shape.insert(out_shape.begin() + axis, depth);
+  check_new_shape(c, out_shape);
+  Tensor idx = indices.to(DType::Int64);
+  idx = where(lt(idx, 0), add(idx, depth), idx).unsqueeze(axis);  // -depth..-1 count from the end
+  Dims along(static_cast<size_t>(rank), 1);
+  along[static_cast<size_t>(axis)] = depth;
+  const Tensor hot = eq(idx, arange(depth, {.dtype = DType::Int64}).reshape(along));
+  const Tensor flat = values.reshape({2});
+  return one(where(hot, flat.narrow(0, 1, 1), flat.narrow(0, 0, 1)));
+}
+
 Outputs squeeze_op(const OpContext& c) {
   const Tensor& x = c.input(0);
   auto axes = axes_of(c, 1, x.dim());
@@ -985,6 +1404,7 @@ Tensor min_of(const Tensor& x, const Dims& d, bool k) { return x.amin(d, k); }
 Tensor l1_of(const Tensor& x, const Dims& d, bool k) { return x.abs().sum(d, k); }
 Tensor l2_of(const Tensor& x, const Dims& d, bool k) { return mul(x, x).sum(d, k).sqrt(); }
 Tensor sum_square_of(const Tensor& x, const Dims& d, bool k) { return mul(x, x).sum(d, k); }
+Tensor log_sum_of(const Tensor& x, const Dims& d, bool k) { return log(x.sum(d, k)); }
 Tensor log_sum_exp_of(const Tensor& x, const Dims& d, bool k) { return x.logsumexp(d, k); }
 Tensor prod_of(const Tensor& x, const Dims& d, bool k) {
   Tensor y = x;
@@ -1010,6 +1430,33 @@ Outputs cum_sum_op(const OpContext& c) {
   if (reverse) x = x.flip({axis});
   Tensor y = x.cumsum(axis);
   if (exclusive) y = sub(y, x);
+  if (reverse) y = y.flip({axis});
+  return one(y.dtype() == x.dtype() ? y : y.to(x.dtype()));
+}
+
+/** The k largest (or smallest) along the axis, ties to the lower index, as ONNX asks: a stable sort. */
+Outputs top_k_op(const OpContext& c) {
+  const Tensor& x = c.input(0);
+  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), x.dim());
+  const auto k_values = c.ints_input(1);
+  if (!k_values || k_values->size() != 1) c.fail("K must hold one value");
+  const int64_t k = k_values->front();
+  if (k < 0 || k > x.size(axis)) c.fail("K=", k, " is outside [0, ", x.size(axis), "] for input ", x.shape());
+  auto [values, indices] = x.sort(axis, c.attr_int("largest", 1) != 0, true);
+  return {values.narrow(axis, 0, k), indices.narrow(axis, 0, k).to(DType::Int64)};
+}
+
+Outputs cum_prod_op(const OpContext& c) {
+  Tensor x = c.input(0);
+  const int64_t axis = norm_axis(c, static_cast<int64_t>(c.scalar_input(1)), x.dim());
+  const bool reverse = c.attr_int("reverse", 0), exclusive = c.attr_int("exclusive", 0);
+  if (reverse) x = x.flip({axis});
+  Tensor y = x.cumprod(axis);
+  if (exclusive && x.size(axis) > 0) {  // shifted one along the axis, from 1 (not y / x: x may hold 0)
+    Dims first = x.shape();
+    first[static_cast<size_t>(axis)] = 1;
+    y = concat({ones(first, {.dtype = y.dtype()}), y.narrow(axis, 0, x.size(axis) - 1)}, axis);
+  }
   if (reverse) y = y.flip({axis});
   return one(y.dtype() == x.dtype() ? y : y.to(x.dtype()));
 }
@@ -1053,6 +1500,13 @@ const std::vector<OpSpec>& table() {
         {"HardSigmoid", hard_sigmoid_op, 1, 1, 1, 1, {}},
         {"HardSwish", hard_swish_op, 1, 1, 1, 14, {}},
         {"PRelu", prelu_op, 2, 2, 1, 1, {}},
+        {"Celu", celu_op, 1, 1, 1, 1, {}},
+        {"ThresholdedRelu", UG_UNARY(where(gt(x, c.attr_float("alpha", 1.0)), x, 0)), 1, 1, 1, 1, {}},
+        {"EyeLike", eye_like_op, 1, 1, 1, 1, {}},
+        {"Einsum", einsum_op, 1, kMany, 1, 1, {"equation"}},
+        {"Swish", UG_UNARY(mul(x, sigmoid(mul(x, c.attr_float("alpha", 1.0))))), 1, 1, 1, 24, {}},
+        {"Hardmax", hardmax_op, 1, 1, 1, 1, {}},
+        {"LpNormalization", lp_normalization_op, 1, 1, 1, 1, {}},
         {"IsInf", is_inf_op, 1, 1, 1, 1, {}},
         {"Add", UG_BINARY(add(a, b)), 2, 2, 1, 1, {}},
         {"Sub", UG_BINARY(sub(a, b)), 2, 2, 1, 1, {}},
@@ -1096,6 +1550,11 @@ const std::vector<OpSpec>& table() {
         {"GlobalMaxPool", global_max_pool_op, 1, 1, 1, 1, {}},
         {"BatchNormalization", batch_norm_op, 5, 5, 3, 1, {}},
         {"LayerNormalization", layer_norm_op, 2, 3, 3, 17, {}},
+        {"RMSNormalization", rms_norm_op, 2, 2, 1, 23, {}},
+        {"Attention", attention_op, 3, 7, 4, 23, {}},
+        {"RotaryEmbedding", rotary_embedding_op, 3, 4, 1, 23, {}},
+        {"NegativeLogLikelihoodLoss", nll_loss_op, 2, 3, 1, 1, {}},
+        {"SoftmaxCrossEntropyLoss", softmax_cross_entropy_op, 2, 3, 2, 1, {}},
         {"Dropout", dropout_op, 1, 3, 2, 1, {}},
         {"LSTM", +[](const OpContext& c) { return recurrent_op(c, true); }, 3, 8, 3, 1, {"hidden_size"}},
         {"GRU", +[](const OpContext& c) { return recurrent_op(c, false); }, 3, 6, 2, 1, {"hidden_size"}},
@@ -1110,6 +1569,12 @@ const std::vector<OpSpec>& table() {
         {"Slice", slice_op, 3, 5, 1, 1, {}},
         {"Gather", gather_op, 2, 2, 1, 1, {}},
         {"GatherElements", gather_elements_op, 2, 2, 1, 1, {}},
+        {"ScatterElements", scatter_elements_op, 3, 3, 1, 1, {}},
+        {"OneHot", one_hot_op, 3, 3, 1, 1, {}},
+        {"Compress", compress_op, 2, 2, 1, 1, {}},
+        {"DepthToSpace", depth_space_op<true>, 1, 1, 1, 1, {"blocksize"}},
+        {"SpaceToDepth", depth_space_op<false>, 1, 1, 1, 1, {"blocksize"}},
+        {"Resize", resize_op, 1, 4, 1, 1, {}},
         {"Squeeze", squeeze_op, 1, 2, 1, 1, {}},
         {"Unsqueeze", unsqueeze_op, 1, 2, 1, 1, {}},
         {"Expand", expand_op, 2, 2, 1, 1, {}},
@@ -1129,9 +1594,12 @@ const std::vector<OpSpec>& table() {
         {"ReduceL2", reduce_op<l2_of>, 1, 2, 1, 1, {}},
         {"ReduceSumSquare", reduce_op<sum_square_of>, 1, 2, 1, 1, {}},
         {"ReduceLogSumExp", reduce_op<log_sum_exp_of>, 1, 2, 1, 1, {}},
+        {"ReduceLogSum", reduce_op<log_sum_of>, 1, 2, 1, 1, {}},
         {"ArgMax", arg_op<true>, 1, 1, 1, 1, {}},
         {"ArgMin", arg_op<false>, 1, 1, 1, 1, {}},
         {"CumSum", cum_sum_op, 2, 2, 1, 1, {}},
+        {"CumProd", cum_prod_op, 2, 2, 1, 26, {}},
+        {"TopK", top_k_op, 2, 2, 2, 1, {}},
     };
 #define UG_ROW(Op, method) add_unary_row<ops::Op, ops::UnaryOp::Op>(ops);
     UG_UNARY_ALL(UG_ROW)
@@ -1162,6 +1630,13 @@ void check_node(const Node& node, int64_t opset) {
   if (!op) fail("[onnx] unsupported op type '", node.op_type, "' (", where(), ")");
   if (opset < op->since_opset)
     fail("[onnx] op type '", node.op_type, "' needs opset ", op->since_opset, " or later (", where(), ")");
+  // The table implements each op as of opset 21. Later versions only added element types, except
+  // these: Range 27 accumulates float16/bfloat16 as stash_type says.
+  static constexpr std::pair<std::string_view, int64_t> kChangedAfter21[] = {{"Range", 27}};
+  for (const auto& [type, changed] : kChangedAfter21)
+    if (node.op_type == type && opset >= changed)
+      fail("[onnx] op type '", type, "' changed in opset ", changed, ", which ug.onnx does not implement (", where(),
+           "); re-export the model with opset ", changed - 1, " or lower");
   const size_t n_in = node.inputs.size();
   if (n_in < op->min_inputs || n_in > op->max_inputs)
     fail("[onnx] ", node.op_type, " (", where(), ") has ", n_in, " inputs; it takes ", op->min_inputs,

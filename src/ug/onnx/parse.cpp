@@ -1,7 +1,9 @@
 // ONNX protobuf bytes -> onnx::Graph, with every check a hostile file needs before anything is
 // allocated or run: sizes against the bytes actually present, external data confined to the
 // model's folder, values produced once and before use, supported ops and opsets.
+#include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
+#include <onnx/version_converter/convert.h>
 
 #include <algorithm>
 #include <array>
@@ -21,7 +23,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kMinOpset = 13, kMaxOpset = 21;
+// Up to the newest opset (onnx 1.23's): since 21 the ops of the table only gained element types,
+// except those check_node refuses from the opset that changed them.
+constexpr int64_t kMinOpset = 13, kMaxOpset = 28;
 constexpr int kMaxRank = 64;
 constexpr int64_t kMaxDim = int64_t(1) << 40;
 
@@ -198,9 +202,26 @@ int64_t default_opset(const ::onnx::ModelProto& model) {
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   if (opset < 0) fail("[onnx] the model imports no opset of the default ONNX domain");
-  if (opset < kMinOpset || opset > kMaxOpset)
+  if (opset > kMaxOpset)
     fail("[onnx] opset ", opset, " is not supported (ug.onnx reads opsets ", kMinOpset, " to ", kMaxOpset, ")");
   return opset;
+}
+
+/** A model of an opset before kMinOpset rewritten to kMinOpset by ONNX's own version converter,
+ *  whose adapters rewrite each node whose op changed in between. The converter trusts its input,
+ *  so ONNX's checker sees the model first. */
+::onnx::ModelProto convert_to_min_opset(::onnx::ModelProto model, int64_t opset) {
+  // Tools write old opsets under new IR versions, which libonnx's checker refuses as newer than
+  // itself; no op of these opsets takes what the newer IR versions added (new element types).
+  model.set_ir_version(std::min<int64_t>(model.ir_version(), ::onnx::IR_VERSION));
+  try {
+    ::onnx::checker::check_model(model);
+    return ::onnx::version_conversion::ConvertVersion(model, static_cast<int>(kMinOpset));
+  } catch (const std::exception& e) {
+    fail("[onnx] opset ", opset, " is not supported (ug.onnx reads opsets ", kMinOpset, " to ", kMaxOpset,
+         "), and ONNX's checker and version converter could not bring the model to opset ", kMinOpset, ": ",
+         std::string_view(e.what()).substr(0, 500));
+  }
 }
 
 }  // namespace
@@ -228,10 +249,14 @@ Graph parse_model(std::string_view bytes, const std::string& base_dir, const Loa
   if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     fail("[onnx] not an ONNX model: the ", bytes.size(), " bytes do not parse as a ModelProto");
   if (!model.has_graph()) fail("[onnx] the model has no graph");
-  const auto& g = model.graph();
   Graph graph;
   graph.limits = limits;
   graph.opset = default_opset(model);
+  if (graph.opset < kMinOpset) {
+    model = convert_to_min_opset(model, graph.opset);
+    graph.opset = kMinOpset;
+  }
+  const auto& g = model.graph();
   if (g.sparse_initializer_size() > 0) fail("[onnx] sparse initializers are not supported");
 
   std::unordered_map<std::string, int64_t> ids;
