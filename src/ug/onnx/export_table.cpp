@@ -605,12 +605,28 @@ void conv(GraphBuilder& g, const CapturedCall& c) { conv_node(g, c, "Conv"); }
 void conv_transpose(GraphBuilder& g, const CapturedCall& c) { conv_node(g, c, "ConvTranspose"); }
 
 void max_pool(GraphBuilder& g, const CapturedCall& c) {
+  const Tensor& x = c.inputs[0];
   const int64_t spatial = static_cast<int64_t>(attr_ints(c, "kernel_shape").size());
-  batched(g, c, spatial, [&](const std::string& x, const std::string& y) {
-    ::onnx::NodeProto& n = g.node("MaxPool", {x}, {y});
-    for (const char* a : {"kernel_shape", "strides", "pads", "dilations"}) set_attr(n, a, attr_ints(c, a));
-    set_attr(n, "ceil_mode", attr_int(c, "ceil_mode"));
-  });
+  const bool unbatched = x.dim() != spatial + 2;
+  const bool indices = c.outputs.size() > 1 && c.outputs[1].defined();
+  std::string xv = g.value(x);
+  std::string x4 = unbatched ? node1(g, "Unsqueeze", {xv, g.ints({0})}, "batched") : xv;
+  std::string y4 = unbatched ? g.fresh("batched") : g.output(c, 0);
+  std::vector<std::string> outs{y4};
+  if (indices) outs.push_back(g.fresh("indices"));
+  ::onnx::NodeProto& n = g.node("MaxPool", {x4}, outs);
+  for (const char* a : {"kernel_shape", "strides", "pads", "dilations"}) set_attr(n, a, attr_ints(c, a));
+  set_attr(n, "ceil_mode", attr_int(c, "ceil_mode"));
+  if (unbatched) g.node("Squeeze", {y4, g.ints({0})}, {g.output(c, 0)});
+  if (!indices) return;
+  // ONNX counts indices over the whole tensor, torch within each plane: the remainder by the
+  // plane's size is torch's.
+  int64_t plane = 1;
+  for (int64_t i = 1; i <= spatial; ++i) plane *= x.size(-i);
+  std::string i4 = outs[1];
+  std::string per_plane = unbatched ? g.fresh("indices") : g.output(c, 1);
+  g.node("Mod", {i4, g.scalar(static_cast<double>(plane), DType::Int64)}, {per_plane});
+  if (unbatched) g.node("Squeeze", {per_plane, g.ints({0})}, {g.output(c, 1)});
 }
 
 void avg_pool(GraphBuilder& g, const CapturedCall& c) {
