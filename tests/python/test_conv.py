@@ -70,6 +70,12 @@ CONV2D_CASES = [  # C, O, kernel, stride, padding, dilation, groups, bias, H, W
     (2, 4, 4, 1, "same", 2, 2, True, 9, 8),      # even effective kernel: asymmetric padding
     (2, 4, (2, 3), 1, "same", 1, 1, False, 5, 6),
     (2, 3, 3, 1, "valid", 1, 1, True, 6, 5),
+    # 3x3, unit stride, float32, 16+ channels and 64+ tiles of 2x2 outputs: Winograd's F(2x2, 3x3),
+    # forward and input gradient; odd output sizes cut the last tiles
+    (16, 24, 3, 1, 1, 1, 1, True, 16, 16),
+    (16, 16, 3, 1, 0, 1, 1, False, 19, 18),
+    (20, 16, 3, 1, 2, 1, 1, True, 13, 15),
+    (16, 17, 3, 1, "same", 1, 1, True, 15, 16),
 ]
 
 
@@ -161,6 +167,14 @@ def test_max_pool_ties_infinities_and_nan():
     x = np.array([[[[1.0, 1.0, -np.inf], [1.0, np.nan, 2.0], [-np.inf, -np.inf, 3.0]]]], dtype=np.float32)
     check(lambda m, x: fn_of(m).max_pool2d(x, 2, 1, return_indices=True), x)
     check(lambda m, x: fn_of(m).max_pool2d(x, 3, 1, 1, return_indices=True), np.full((1, 1, 3, 3), -np.inf, np.float32))
+    # Windows wider than 2 take the maximum down the columns first, then along the rows: ties
+    # across both (small integers) must still pick torch's first position, and a NaN must win.
+    ties = np.random.default_rng(3).integers(0, 3, (2, 3, 11, 12)).astype(np.float32)
+    with_nan = ties.copy()
+    with_nan[0, 0, 4, 5] = with_nan[1, 2, 0, 0] = with_nan[1, 2, 0, 1] = np.nan
+    for x in (ties, with_nan):
+        for k, s, p in [(3, 2, 1), (3, 1, 0), ((3, 4), (2, 1), (1, 2))]:
+            check(lambda m, x: fn_of(m).max_pool2d(x, k, s, p, return_indices=True), x)
 
 
 AVG_POOL_CASES = [  # kernel, stride, padding, ceil_mode, count_include_pad, divisor_override

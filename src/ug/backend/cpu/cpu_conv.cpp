@@ -1,4 +1,5 @@
-// 2-d convolution kernels: im2col and OpenBLAS. A chunk of samples (its size fixed by the
+// 2-d convolution kernels: Winograd's F(2x2, 3x3) for the 3x3 float32 convolutions with unit
+// stride where it pays (cpu_winograd.h), im2col and OpenBLAS for the rest. A chunk of samples (its size fixed by the
 // problem) is folded into one [C/groups * kh * kw, samples * Ho * Wo] column matrix, so each
 // group needs one product per chunk; chunks run in parallel (OpenBLAS itself runs on the
 // calling thread, see thread_pool.cpp). A
@@ -11,6 +12,8 @@
 #include <type_traits>
 
 #include "ug/backend/cpu/cpu_backend.h"
+#include "ug/backend/cpu/scratch.h"
+#include "ug/backend/cpu/cpu_winograd.h"
 #include "ug/core/thread_pool.h"
 
 namespace ug::cpu {
@@ -30,20 +33,6 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
   else cblas_dgemm(CblasRowMajor, cta, ctb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 
-/** Working memory from the caching allocator, grown on demand and never zeroed. */
-template <class T> class Scratch {
- public:
-  T* get(int64_t n) {
-    constexpr DType dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
-    if (!block_.defined() || block_.numel() < n)
-      block_ = empty({std::max<int64_t>(n, 1)}, {.dtype = dtype, .device = Device()});
-    return static_cast<T*>(block_.raw_data());
-  }
-
- private:
-  Tensor block_;
-};
-
 /** The sizes of one convolution, from its operands' shapes, and how the batch is chunked. */
 struct Geometry {
   int64_t N, C, H, W, O, kh, kw, Ho, Wo, G;
@@ -61,6 +50,16 @@ struct Geometry {
     return std::clamp<int64_t>(kChunkElements / std::max<int64_t>(std::max(K(), Og()) * L(), 1), 1, N);
   }
   int64_t chunks() const { return (N + chunk() - 1) / chunk(); }
+  /** 3x3, unit stride and dilation, one group: the Winograd kernel's case, if it pays. The
+   *  input gradient is such a convolution too, of g with padding 2 - padding. */
+  bool winograd(bool input_grad) const {
+    if (kh != 3 || kw != 3 || G != 1 || p.stride[0] != 1 || p.stride[1] != 1 || p.dilation[0] != 1 ||
+        p.dilation[1] != 1 || p.padding[0] > 2 || p.padding[1] > 2)
+      return false;
+    return input_grad ? winograd_input_grad().worthwhile() : winograd_forward().worthwhile();
+  }
+  Winograd3x3 winograd_forward() const { return {N, C, H, W, O, p.padding[0], p.padding[1]}; }
+  Winograd3x3 winograd_input_grad() const { return {N, O, Ho, Wo, C, 2 - p.padding[0], 2 - p.padding[1]}; }
 };
 
 Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p) {
@@ -227,6 +226,8 @@ void conv_forward(const Tensor& xt, const Tensor& wt, const Tensor& bt, const Co
   const T* w = static_cast<const T*>(wt.raw_data());
   const T* bias = bt.defined() ? static_cast<const T*>(bt.raw_data()) : nullptr;
   T* y = static_cast<T*>(yt.raw_data());
+  if constexpr (std::is_same_v<T, float>)
+    if (g.winograd(false)) return winograd_conv3x3(g.winograd_forward(), x, w, false, bias, y);
   const int64_t K = g.K(), L = g.L(), HW = g.H * g.W;
   parallel_for(g.chunks(), 1, [&](int64_t c0, int64_t c1) {
     Scratch<T> cols_buf, folded_buf, pad_buf;
@@ -269,6 +270,8 @@ template <class T> void conv_input_grad(const Tensor& gt, const Tensor& wt, cons
   const T* gy = static_cast<const T*>(gt.raw_data());
   const T* w = static_cast<const T*>(wt.raw_data());
   T* gx = static_cast<T*>(gxt.raw_data());
+  if constexpr (std::is_same_v<T, float>)
+    if (g.winograd(true)) return winograd_conv3x3(g.winograd_input_grad(), gy, w, true, nullptr, gx);
   const int64_t K = g.K(), L = g.L(), HW = g.H * g.W;
   // Each group's weights transposed to [K, Og] once: untransposed products take OpenBLAS's
   // faster small-matrix path.

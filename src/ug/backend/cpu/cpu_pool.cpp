@@ -73,17 +73,72 @@ void window_max(const T* x, int64_t W, Span rs, Span cs, int64_t sh, int64_t sw,
   index = best;
 }
 
+/** The maxima of one output row oh of a plane, separably: first the maximum of each input
+ *  column over the window's rows (a vectorised pass over whole rows), then of those over each
+ *  window's columns. The first position wins ties as in window_max: a column keeps its first
+ *  maximal row, and among columns the smallest flat index wins. Returns false, leaving the row
+ *  to window_max, when the rows hold a NaN. */
+template <class T>
+bool max_pool_row(const T* x, int64_t W, Span rs, const std::vector<Span>& cols, int64_t sh, int64_t sw, T* col_max,
+                  int32_t* col_row, T* y, int64_t* idx) {
+  if (rs.n == 0) return false;
+  // Restrict-qualified, so that the passes over a row vectorise.
+  T* __restrict cmax = col_max;
+  int32_t* __restrict crow = col_row;
+  const T* __restrict first = x + rs.first * W;
+  int32_t nan = 0;
+  for (int64_t w = 0; w < W; ++w) {
+    cmax[w] = first[w];
+    crow[w] = static_cast<int32_t>(rs.first);
+    nan |= -static_cast<int32_t>(first[w] != first[w]);
+  }
+  for (int64_t a = 1; a < rs.n; ++a) {
+    const int32_t h = static_cast<int32_t>(rs.first + a * sh);
+    const T* __restrict row = x + h * W;
+    for (int64_t w = 0; w < W; ++w) {
+      const T v = row[w], m = cmax[w];
+      const int32_t take = -static_cast<int32_t>(v > m);  // masks, not branches: GCC vectorises these
+      cmax[w] = std::max(m, v);
+      crow[w] += (h - crow[w]) & take;
+      nan |= -static_cast<int32_t>(v != v);
+    }
+  }
+  if (nan) return false;
+  for (size_t ow = 0; ow < cols.size(); ++ow) {
+    const Span cs = cols[ow];
+    if (cs.n == 0) return false;
+    T val = col_max[cs.first];
+    int64_t best = col_row[cs.first] * W + cs.first;
+    for (int64_t b = 1; b < cs.n; ++b) {
+      const int64_t w = cs.first + b * sw, at = col_row[w] * W + w;
+      const T v = col_max[w];
+      const int64_t take = -static_cast<int64_t>((v > val) | ((v == val) & (at < best)));  // no branch
+      best += (at - best) & take;
+      val = std::max(val, v);
+    }
+    y[ow] = val;
+    idx[ow] = best;
+  }
+  return true;
+}
+
 template <int F, class T>
 void max_pool_planes(const T* x, int64_t P, int64_t H, int64_t W, const std::vector<Span>& rows,
                      const std::vector<Span>& cols, int64_t sh, int64_t sw, T* y, int64_t* idx) {
   const int64_t Ho = static_cast<int64_t>(rows.size()), Wo = static_cast<int64_t>(cols.size());
   parallel_for(P, plane_grain(H * W), [&](int64_t p0, int64_t p1) {
+    std::vector<T> col_max(F ? 0 : W);
+    std::vector<int32_t> col_row(F ? 0 : W);
     for (int64_t pl = p0; pl < p1; ++pl)
-      for (int64_t oh = 0; oh < Ho; ++oh)
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          const int64_t o = (pl * Ho + oh) * Wo + ow;
-          window_max<F>(x + pl * H * W, W, rows[oh], cols[ow], sh, sw, y[o], idx[o]);
-        }
+      for (int64_t oh = 0; oh < Ho; ++oh) {
+        const int64_t o = (pl * Ho + oh) * Wo;
+        // Unrolled 2x2 windows are as fast as the separable pass; wider ones are not.
+        if (!F &&
+            max_pool_row(x + pl * H * W, W, rows[oh], cols, sh, sw, col_max.data(), col_row.data(), y + o, idx + o))
+          continue;
+        for (int64_t ow = 0; ow < Wo; ++ow)
+          window_max<F>(x + pl * H * W, W, rows[oh], cols[ow], sh, sw, y[o + ow], idx[o + ow]);
+      }
   });
 }
 
