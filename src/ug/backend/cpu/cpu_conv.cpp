@@ -23,6 +23,9 @@ namespace {
 // Samples are folded into the products' columns in chunks of about this many column-matrix
 // elements: few, large products, and a column matrix that stays in cache.
 constexpr int64_t kChunkElements = int64_t{1} << 16;
+// ... but at least this many columns, where the batch allows: a product over a 7x7 plane of
+// one sample is too narrow for OpenBLAS to run at speed.
+constexpr int64_t kMinColumns = 256;
 
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
@@ -47,7 +50,8 @@ struct Geometry {
   }
   /** Samples per chunk: fixed by the problem, never by the thread count. */
   int64_t chunk() const {
-    return std::clamp<int64_t>(kChunkElements / std::max<int64_t>(std::max(K(), Og()) * L(), 1), 1, N);
+    const int64_t in_cache = kChunkElements / std::max<int64_t>(std::max(K(), Og()) * L(), 1);
+    return std::clamp<int64_t>(std::max(in_cache, (kMinColumns + L() - 1) / std::max<int64_t>(L(), 1)), 1, N);
   }
   int64_t chunks() const { return (N + chunk() - 1) / chunk(); }
   /** 3x3, unit stride and dilation, one group: the Winograd kernel's case, if it pays. The
@@ -273,19 +277,26 @@ template <class T> void conv_input_grad(const Tensor& gt, const Tensor& wt, cons
   if constexpr (std::is_same_v<T, float>)
     if (g.winograd(true)) return winograd_conv3x3(g.winograd_input_grad(), gy, w, true, nullptr, gx);
   const int64_t K = g.K(), L = g.L(), HW = g.H * g.W;
-  // Each group's weights transposed to [K, Og] once: untransposed products take OpenBLAS's
-  // faster small-matrix path.
+  // Small weights are transposed to [K, Og] per group once: untransposed products take
+  // OpenBLAS's faster small-matrix path. Large ones are read transposed in place, as the
+  // strided copy would cost more than the product gains.
+  const bool copy_transposed = g.O * K <= kChunkElements;
   Scratch<T> wt_buf;
-  T* w_t = wt_buf.get(g.O * K);
-  for (int64_t grp = 0; grp < g.G; ++grp)
-    for (int64_t o = 0; o < g.Og(); ++o)
-      for (int64_t k = 0; k < K; ++k) w_t[(grp * K + k) * g.Og() + o] = w[(grp * g.Og() + o) * K + k];
+  T* w_t = copy_transposed ? wt_buf.get(g.O * K) : nullptr;
+  if (copy_transposed)
+    for (int64_t grp = 0; grp < g.G; ++grp)
+      for (int64_t o = 0; o < g.Og(); ++o)
+        for (int64_t k = 0; k < K; ++k) w_t[(grp * K + k) * g.Og() + o] = w[(grp * g.Og() + o) * K + k];
+  // cols [K, n] = the group's weights transposed times the outputs' gradient [Og, n].
+  auto product = [&](int64_t grp, int64_t n, const T* gs, T* cols) {
+    if (copy_transposed) gemm<T>(false, false, K, n, g.Og(), w_t + grp * K * g.Og(), g.Og(), gs, n, T(0), cols, n);
+    else gemm<T>(true, false, K, n, g.Og(), w + grp * g.Og() * K, K, gs, n, T(0), cols, n);
+  };
   parallel_for(g.chunks(), 1, [&](int64_t c0, int64_t c1) {
     Scratch<T> cols_buf, folded_buf, pad_buf;
     for (int64_t c = c0; c < c1; ++c)
       for (int64_t grp = 0; grp < g.G; ++grp) {
         const Chunk<T> ch{g, c * g.chunk(), std::min(g.N, (c + 1) * g.chunk()), grp};
-        const T* wg = w_t + grp * K * g.Og();
         const T* gs = ch.planes(gy, g.O, g.Og(), L, ch.n0);
         if (ch.count() > 1) {
           T* folded = folded_buf.get(g.Og() * ch.ld());
@@ -293,11 +304,11 @@ template <class T> void conv_input_grad(const Tensor& gt, const Tensor& wt, cons
           gs = folded;
         }
         if (ch.count() == 1 && g.pointwise()) {
-          gemm<T>(false, false, K, L, g.Og(), wg, g.Og(), gs, L, T(0), ch.planes(gx, g.C, g.Cg(), HW, ch.n0), L);
+          product(grp, L, gs, ch.planes(gx, g.C, g.Cg(), HW, ch.n0));
           continue;
         }
         T* cols = cols_buf.get(K * ch.ld());
-        gemm<T>(false, false, K, ch.ld(), g.Og(), wg, g.Og(), gs, ch.ld(), T(0), cols, ch.ld());
+        product(grp, ch.ld(), gs, cols);
         for (int64_t n = ch.n0; n < ch.n1; ++n)
           col2im(g, cols + (n - ch.n0) * L, ch.ld(), ch.planes(gx, g.C, g.Cg(), HW, n), pad_buf);
       }
@@ -317,7 +328,7 @@ template <class T> void conv_weight_grad(const Tensor& xt, const Tensor& gt, con
   Scratch<T> partial_buf;
   T* partial = partial_buf.get((runs - 1) * size);
   parallel_for(runs, 1, [&](int64_t r0, int64_t r1) {
-    Scratch<T> cols_buf, pad_buf;
+    Scratch<T> cols_buf, folded_buf, pad_buf;
     for (int64_t r = r0; r < r1; ++r) {
       T* acc = r == 0 ? gw : partial + (r - 1) * size;
       for (int64_t c = chunks * r / runs; c < chunks * (r + 1) / runs; ++c)
@@ -332,11 +343,14 @@ template <class T> void conv_weight_grad(const Tensor& xt, const Tensor& gt, con
             src = cols;
             ld = ch.ld();
           }
-          for (int64_t n = ch.n0; n < ch.n1; ++n) {
-            const T beta = c == chunks * r / runs && n == ch.n0 ? T(0) : T(1);
-            gemm<T>(false, true, g.Og(), K, L, ch.planes(gy, g.O, g.Og(), L, n), L, src + (n - ch.n0) * L, ld, beta,
-                    acc + grp * g.Og() * K, K);
+          const T beta = c == chunks * r / runs ? T(0) : T(1);
+          const T* gs = ch.planes(gy, g.O, g.Og(), L, ch.n0);
+          if (ch.count() > 1) {  // the chunk's output planes side by side, one product over all
+            T* folded = folded_buf.get(g.Og() * ch.ld());
+            ch.gather_out(gy, folded);
+            gs = folded;
           }
+          gemm<T>(false, true, g.Og(), K, ch.ld(), gs, ch.ld(), src, ld, beta, acc + grp * g.Og() * K, K);
         }
     }
   });

@@ -127,7 +127,7 @@ void untransform_tiles(const Winograd3x3& g, const float* M, int64_t tiles_w, in
 
 bool Winograd3x3::worthwhile() const {
   const int64_t tiles = N * ((out_h() + 1) / 2) * ((out_w() + 1) / 2);
-  return C >= 16 && O >= 16 && tiles >= 64;
+  return C >= 16 && O >= 16 && tiles >= 128;
 }
 
 void winograd_conv3x3(const Winograd3x3& g, const float* x, const float* w, bool transposed, const float* bias,
