@@ -320,6 +320,8 @@ template <class T> void conv_weight_grad(const Tensor& xt, const Tensor& gt, con
   const T* x = static_cast<const T*>(xt.raw_data());
   const T* gy = static_cast<const T*>(gt.raw_data());
   T* gw = static_cast<T*>(gwt.raw_data());
+  if constexpr (std::is_same_v<T, float>)
+    if (g.winograd(false)) return winograd_weight_grad3x3(g.winograd_forward(), x, gy, gw);
   const int64_t K = g.K(), L = g.L(), HW = g.H * g.W, size = g.O * K, chunks = g.chunks();
   // Runs of consecutive chunks (how many: fixed by the problem, and fewer for large weights)
   // each sum into their own partial, the first into gw; the partials are added in order.

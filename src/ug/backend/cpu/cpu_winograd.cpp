@@ -123,6 +123,63 @@ void untransform_tiles(const Winograd3x3& g, const float* M, int64_t tiles_w, in
   }
 }
 
+/** Z[k][o][t] = (A e A^T)[k] for the output gradient's 2x2 tiles e of one image's tile rows
+ *  [row0, row0 + rows), A = [1 0; 1 1; 1 -1; 0 -1]; values past the edge read as zero. */
+void transform_grad_tiles(const Winograd3x3& g, const float* gy, int64_t tiles_w, int64_t row0, int64_t rows,
+                          float* Z) {
+  const int64_t Ho = g.out_h(), Wo = g.out_w(), count = rows * tiles_w, k_stride = g.O * count;
+  for (int64_t o = 0; o < g.O; ++o)
+    for (int64_t ti = 0; ti < rows; ++ti) {
+      const int64_t oh = 2 * (row0 + ti);
+      const float* top = gy + (o * Ho + oh) * Wo;
+      const float* bottom = oh + 1 < Ho ? top + Wo : nullptr;
+      float* z = Z + o * count + ti * tiles_w;
+      for (int64_t tj = 0; tj < tiles_w; ++tj) {
+        const int64_t ow = 2 * tj;
+        const bool right = ow + 1 < Wo;
+        const float e00 = top[ow], e01 = right ? top[ow + 1] : 0.0f;
+        const float e10 = bottom ? bottom[ow] : 0.0f, e11 = bottom && right ? bottom[ow + 1] : 0.0f;
+        const float r[4][2] = {{e00, e01}, {e00 + e10, e01 + e11}, {e00 - e10, e01 - e11}, {-e10, -e11}};
+        for (int i = 0; i < 4; ++i) {
+          z[(i * 4 + 0) * k_stride + tj] = r[i][0];
+          z[(i * 4 + 1) * k_stride + tj] = r[i][0] + r[i][1];
+          z[(i * 4 + 2) * k_stride + tj] = r[i][0] - r[i][1];
+          z[(i * 4 + 3) * k_stride + tj] = -r[i][1];
+        }
+      }
+    }
+}
+
+/** gw [O, C, 3, 3] = G^T S G for the summed products S [16][O][C], the adjoint of
+ *  transform_filters. */
+void untransform_filters(const Winograd3x3& g, const float* S, float* gw) {
+  const int64_t OC = g.O * g.C;
+  for (int64_t f = 0; f < OC; ++f) {
+    float t[3][4];
+    for (int j = 0; j < 4; ++j) {
+      const float s0 = S[j * OC + f], s1 = S[(4 + j) * OC + f], s2 = S[(8 + j) * OC + f], s3 = S[(12 + j) * OC + f];
+      t[0][j] = s0 + 0.5f * (s1 + s2);
+      t[1][j] = 0.5f * (s1 - s2);
+      t[2][j] = 0.5f * (s1 + s2) + s3;
+    }
+    for (int i = 0; i < 3; ++i) {
+      gw[f * 9 + i * 3 + 0] = t[i][0] + 0.5f * (t[i][1] + t[i][2]);
+      gw[f * 9 + i * 3 + 1] = 0.5f * (t[i][1] - t[i][2]);
+      gw[f * 9 + i * 3 + 2] = 0.5f * (t[i][1] + t[i][2]) + t[i][3];
+    }
+  }
+}
+
+/** The tiling of a convolution's outputs: whole tile rows in blocks of about kBlockFloats. */
+struct Tiling {
+  int64_t tiles_h, tiles_w, Hp, Wp, rows, blocks;
+  explicit Tiling(const Winograd3x3& g)
+      : tiles_h((g.out_h() + 1) / 2), tiles_w((g.out_w() + 1) / 2), Hp(2 * tiles_h + 2), Wp(2 * tiles_w + 2) {
+    rows = std::clamp<int64_t>(kBlockFloats / (16 * (g.C + g.O) * tiles_w), 1, tiles_h);
+    blocks = (tiles_h + rows - 1) / rows;
+  }
+};
+
 }  // namespace
 
 bool Winograd3x3::worthwhile() const {
@@ -132,11 +189,9 @@ bool Winograd3x3::worthwhile() const {
 
 void winograd_conv3x3(const Winograd3x3& g, const float* x, const float* w, bool transposed, const float* bias,
                       float* y) {
-  const int64_t Ho = g.out_h(), Wo = g.out_w(), tiles_h = (Ho + 1) / 2, tiles_w = (Wo + 1) / 2;
-  const int64_t Hp = 2 * tiles_h + 2, Wp = 2 * tiles_w + 2;
-  // Blocks of whole tile rows, of about kBlockFloats.
-  const int64_t rows = std::clamp<int64_t>(kBlockFloats / (16 * (g.C + g.O) * tiles_w), 1, tiles_h);
-  const int64_t blocks = (tiles_h + rows - 1) / rows;
+  const int64_t Ho = g.out_h(), Wo = g.out_w();
+  const Tiling tl(g);
+  const int64_t tiles_h = tl.tiles_h, tiles_w = tl.tiles_w, Hp = tl.Hp, Wp = tl.Wp, rows = tl.rows, blocks = tl.blocks;
   Scratch<float> filters_buf, planes_buf;
   float* U = filters_buf.get(16 * g.O * g.C);
   transform_filters(g, w, transposed, U);
@@ -157,6 +212,38 @@ void winograd_conv3x3(const Winograd3x3& g, const float* x, const float* w, bool
       untransform_tiles(g, M, tiles_w, row0, nrows, bias, y + n * g.O * Ho * Wo, r);
     }
   });
+}
+
+void winograd_weight_grad3x3(const Winograd3x3& g, const float* x, const float* gy, float* gw) {
+  const Tiling tl(g);
+  const int64_t total = g.N * tl.blocks, size = 16 * g.O * g.C;
+  // Runs of consecutive blocks (how many: fixed by the problem, fewer for large filters) sum
+  // into their own products, added in order at the end: the same bits on any thread count.
+  const int64_t runs = std::clamp<int64_t>((int64_t{1} << 22) / size, 1, std::min<int64_t>(total, 16));
+  Scratch<float> planes_buf, sums_buf;
+  float* xp = planes_buf.get(g.N * g.C * tl.Hp * tl.Wp);
+  pad_planes(g, x, tl.Hp, tl.Wp, xp);
+  float* S = sums_buf.get(runs * size);
+  parallel_for(runs, 1, [&](int64_t r0, int64_t r1) {
+    Scratch<float> inputs_buf, grads_buf, rows_buf;
+    float* V = inputs_buf.get(16 * g.C * tl.rows * tl.tiles_w);
+    float* Z = grads_buf.get(16 * g.O * tl.rows * tl.tiles_w);
+    float* r = rows_buf.get(4 * tl.Wp);
+    for (int64_t run = r0; run < r1; ++run)
+      for (int64_t b = total * run / runs; b < total * (run + 1) / runs; ++b) {
+        const int64_t n = b / tl.blocks, row0 = b % tl.blocks * tl.rows, nrows = std::min(tl.rows, tl.tiles_h - row0);
+        const int64_t count = nrows * tl.tiles_w;
+        transform_tiles(xp + n * g.C * tl.Hp * tl.Wp, g.C, tl.Hp, tl.Wp, tl.tiles_w, row0, nrows, V, r);
+        transform_grad_tiles(g, gy + n * g.O * g.out_h() * g.out_w(), tl.tiles_w, row0, nrows, Z);
+        const float beta = b == total * run / runs ? 0.0f : 1.0f;
+        for (int k = 0; k < 16; ++k)
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, g.O, g.C, count, 1.0f, Z + k * g.O * count, count,
+                      V + k * g.C * count, count, beta, S + run * size + k * g.O * g.C, g.C);
+      }
+  });
+  for (int64_t run = 1; run < runs; ++run)
+    for (int64_t i = 0; i < size; ++i) S[i] += S[run * size + i];
+  untransform_filters(g, S, gw);
 }
 
 }  // namespace ug::cpu

@@ -24,4 +24,9 @@ struct Winograd3x3 {
 void winograd_conv3x3(const Winograd3x3& g, const float* x, const float* w, bool transposed, const float* bias,
                       float* y);
 
+/** gw [O, C, 3, 3] = the adjoint of winograd_conv3x3 (not transposed) in w, applied to the
+ *  output gradient gy [N, O, Ho, Wo]: the same input tiles, the gradient's tiles transformed by
+ *  A, 16 products summed over tiles, and G^T . G back to 3x3. */
+void winograd_weight_grad3x3(const Winograd3x3& g, const float* x, const float* gy, float* gw);
+
 }  // namespace ug::cpu
