@@ -26,6 +26,8 @@ constexpr int64_t kChunkElements = int64_t{1} << 16;
 // ... but at least this many columns, where the batch allows: a product over a 7x7 plane of
 // one sample is too narrow for OpenBLAS to run at speed.
 constexpr int64_t kMinColumns = 256;
+// A one-sample column matrix is built in blocks of output rows of about this many elements.
+constexpr int64_t kBlockColumns = int64_t{1} << 18;
 
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
@@ -80,12 +82,14 @@ void valid_range(int64_t out, int64_t s, int64_t pad, int64_t off, int64_t size,
   lo = std::min(lo, hi);
 }
 
-/** One sample's column matrix [Cg * kh * kw, Ho * Wo] from its planes x [Cg, H, W], row r at
- *  cols + r * ld; padding reads as zero. */
-template <class T> void im2col_planes(const Geometry& g, const T* x, T* cols, int64_t ld) {
+/** The columns of output rows [oh0, oh1) of one sample's column matrix [Cg * kh * kw, Ho * Wo]
+ *  from its planes x [Cg, H, W], row r at cols + r * ld; padding reads as zero. */
+template <class T> void im2col_planes(const Geometry& g, const T* x, T* cols, int64_t ld, int64_t oh0, int64_t oh1) {
   const auto& p = g.p;
+  const int64_t rows = oh1 - oh0;
   if (g.pointwise()) {
-    for (int64_t c = 0; c < g.Cg(); ++c) std::copy(x + c * g.L(), x + (c + 1) * g.L(), cols + c * ld);
+    for (int64_t c = 0; c < g.Cg(); ++c)
+      std::copy(x + c * g.L() + oh0 * g.Wo, x + c * g.L() + oh1 * g.Wo, cols + c * ld);
     return;
   }
   for (int64_t c = 0; c < g.Cg(); ++c)
@@ -94,16 +98,21 @@ template <class T> void im2col_planes(const Geometry& g, const T* x, T* cols, in
         T* row = cols + ((c * g.kh + i) * g.kw + j) * ld;
         int64_t lo, hi;
         valid_range(g.Wo, p.stride[1], p.padding[1], j * p.dilation[1], g.W, lo, hi);
-        const int64_t ih0 = i * p.dilation[0] - p.padding[0], ih1 = ih0 + (g.Ho - 1) * p.stride[0];
-        if (p.stride[1] == 1 && lo == 0 && hi == g.Wo && ih0 >= 0 && ih1 < g.H) {
-          // Inside the input: a plain strided copy, branch-free.
+        const int64_t ih0 = oh0 * p.stride[0] + i * p.dilation[0] - p.padding[0];
+        const int64_t ih1 = ih0 + (rows - 1) * p.stride[0];
+        if (lo == 0 && hi == g.Wo && ih0 >= 0 && ih1 < g.H) {
+          // Inside the input: a plain strided copy, branch-free (unit width steps vectorise).
           const T* src = x + (c * g.H + ih0) * g.W + j * p.dilation[1] - p.padding[1];
-          const int64_t step = p.stride[0] * g.W;
-          for (int64_t oh = 0; oh < g.Ho; ++oh)
-            for (int64_t ow = 0; ow < g.Wo; ++ow) row[oh * g.Wo + ow] = src[oh * step + ow];
+          const int64_t step = p.stride[0] * g.W, sw = p.stride[1];
+          for (int64_t oh = 0; oh < rows; ++oh)
+            if (sw == 1) {
+              for (int64_t ow = 0; ow < g.Wo; ++ow) row[oh * g.Wo + ow] = src[oh * step + ow];
+            } else {
+              for (int64_t ow = 0; ow < g.Wo; ++ow) row[oh * g.Wo + ow] = src[oh * step + ow * sw];
+            }
           continue;
         }
-        for (int64_t oh = 0; oh < g.Ho; ++oh, row += g.Wo) {
+        for (int64_t oh = oh0; oh < oh1; ++oh, row += g.Wo) {
           const int64_t ih = oh * p.stride[0] - p.padding[0] + i * p.dilation[0];
           if (ih < 0 || ih >= g.H) {
             for (int64_t ow = 0; ow < g.Wo; ++ow) row[ow] = T(0);
@@ -137,11 +146,15 @@ template <class T> void col2im_planes(const Geometry& g, const T* cols, int64_t 
         int64_t lo, hi;
         valid_range(g.Wo, p.stride[1], p.padding[1], j * p.dilation[1], g.W, lo, hi);
         const int64_t ih0 = i * p.dilation[0] - p.padding[0], ih1 = ih0 + (g.Ho - 1) * p.stride[0];
-        if (p.stride[1] == 1 && lo == 0 && hi == g.Wo && ih0 >= 0 && ih1 < g.H) {
+        if (lo == 0 && hi == g.Wo && ih0 >= 0 && ih1 < g.H) {
           T* dst = x + (c * g.H + ih0) * g.W + j * p.dilation[1] - p.padding[1];
-          const int64_t step = p.stride[0] * g.W;
+          const int64_t step = p.stride[0] * g.W, sw = p.stride[1];
           for (int64_t oh = 0; oh < g.Ho; ++oh)
-            for (int64_t ow = 0; ow < g.Wo; ++ow) dst[oh * step + ow] += row[oh * g.Wo + ow];
+            if (sw == 1) {
+              for (int64_t ow = 0; ow < g.Wo; ++ow) dst[oh * step + ow] += row[oh * g.Wo + ow];
+            } else {
+              for (int64_t ow = 0; ow < g.Wo; ++ow) dst[oh * step + ow * sw] += row[oh * g.Wo + ow];
+            }
           continue;
         }
         for (int64_t oh = 0; oh < g.Ho; ++oh, row += g.Wo) {
@@ -157,10 +170,10 @@ template <class T> void col2im_planes(const Geometry& g, const T* cols, int64_t 
       }
 }
 
-/** With unit width stride and padding, the planes are first copied into a zero-padded
- *  buffer: every row of the column matrix is then a plain strided copy (short rows with
- *  bounds checks cost more than the extra copy). Returns the geometry of the buffer. */
-bool pads_first(const Geometry& g) { return g.p.stride[1] == 1 && (g.p.padding[0] > 0 || g.p.padding[1] > 0); }
+/** With padding, the planes are first copied into a zero-padded buffer: every row of the
+ *  column matrix is then a plain strided copy (short rows with bounds checks cost more than
+ *  the extra copy). */
+bool pads_first(const Geometry& g) { return g.p.padding[0] > 0 || g.p.padding[1] > 0; }
 
 Geometry padded_geometry(const Geometry& g) {
   Geometry q = g;
@@ -170,10 +183,12 @@ Geometry padded_geometry(const Geometry& g) {
   return q;
 }
 
-/** One sample's column matrix from its group's planes x [Cg, H, W] (see im2col_planes). */
-template <class T> void im2col(const Geometry& g, const T* x, T* cols, int64_t ld, Scratch<T>& pad_buf) {
-  if (!pads_first(g)) return im2col_planes(g, x, cols, ld);
-  const Geometry q = padded_geometry(g);
+/** One sample's planes as im2col_planes reads them: x itself, or with padding a zero-padded
+ *  copy in pad_buf (whose geometry q then has none). */
+template <class T> const T* padded_planes(const Geometry& g, const T* x, Scratch<T>& pad_buf, Geometry& q) {
+  q = g;
+  if (!pads_first(g)) return x;
+  q = padded_geometry(g);
   T* buf = pad_buf.get(g.Cg() * q.H * q.W);
   std::fill(buf, buf + g.Cg() * q.H * q.W, T(0));
   for (int64_t c = 0; c < g.Cg(); ++c)
@@ -182,7 +197,14 @@ template <class T> void im2col(const Geometry& g, const T* x, T* cols, int64_t l
       T* dst = buf + (c * q.H + h + g.p.padding[0]) * q.W + g.p.padding[1];
       for (int64_t w = 0; w < g.W; ++w) dst[w] = src[w];
     }
-  im2col_planes(q, buf, cols, ld);
+  return buf;
+}
+
+/** One sample's column matrix from its group's planes x [Cg, H, W] (see im2col_planes). */
+template <class T> void im2col(const Geometry& g, const T* x, T* cols, int64_t ld, Scratch<T>& pad_buf) {
+  Geometry q;
+  const T* planes = padded_planes(g, x, pad_buf, q);
+  im2col_planes(q, planes, cols, ld, 0, g.Ho);
 }
 
 /** x [Cg, H, W] = one sample's columns scattered back (im2col's adjoint). */
@@ -243,14 +265,23 @@ void conv_forward(const Tensor& xt, const Tensor& wt, const Tensor& bt, const Co
         if (ch.count() == 1) {  // the product writes the output planes directly
           T* ys = ch.planes(y, g.O, g.Og(), L, ch.n0);
           const T* src = ch.planes(x, g.C, g.Cg(), HW, ch.n0);
-          if (!g.pointwise()) {
-            T* cols = cols_buf.get(K * L);
-            im2col(g, src, cols, L, pad_buf);
-            src = cols;
-          }
           if (b)
             for (int64_t o = 0; o < g.Og(); ++o) std::fill(ys + o * L, ys + (o + 1) * L, b[o]);
-          gemm<T>(false, false, g.Og(), L, K, wg, K, src, L, b ? T(1) : T(0), ys, L);
+          if (g.pointwise()) {
+            gemm<T>(false, false, g.Og(), L, K, wg, K, src, L, b ? T(1) : T(0), ys, L);
+            continue;
+          }
+          // A large column matrix is made and multiplied a block of output rows at a time, so
+          // that OpenBLAS reads it back from the cache.
+          Geometry q;
+          const T* planes = padded_planes(g, src, pad_buf, q);
+          const int64_t rows = std::clamp<int64_t>(kBlockColumns / std::max<int64_t>(K * g.Wo, 1), 1, g.Ho);
+          T* cols = cols_buf.get(K * rows * g.Wo);
+          for (int64_t oh0 = 0; oh0 < g.Ho; oh0 += rows) {
+            const int64_t oh1 = std::min(g.Ho, oh0 + rows), n = (oh1 - oh0) * g.Wo;
+            im2col_planes(q, planes, cols, n, oh0, oh1);
+            gemm<T>(false, false, g.Og(), n, K, wg, K, cols, n, b ? T(1) : T(0), ys + oh0 * g.Wo, L);
+          }
           continue;
         }
         T* cols = cols_buf.get(K * ch.ld());
