@@ -18,8 +18,10 @@ namespace ug::cpu {
 namespace {
 
 // The transformed inputs and the products of one block of tiles, 16 * (C + O) floats a tile,
-// take about this many floats: the products are then read back from the L2 cache.
-constexpr int64_t kBlockFloats = int64_t{1} << 19;
+// take about this many floats: the products are then read back from the L2 cache. The weight
+// gradient's products sum over the tiles instead, and run faster over longer blocks.
+constexpr int64_t kBlockFloats = int64_t{1} << 18;
+constexpr int64_t kWeightGradBlockFloats = int64_t{1} << 20;
 
 /** U [16][O][C] = G g G^T, G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]. */
 void transform_filters(const Winograd3x3& g, const float* w, bool transposed, float* U) {
@@ -170,12 +172,12 @@ void untransform_filters(const Winograd3x3& g, const float* S, float* gw) {
   }
 }
 
-/** The tiling of a convolution's outputs: whole tile rows in blocks of about kBlockFloats. */
+/** The tiling of a convolution's outputs: whole tile rows in blocks of about block_floats. */
 struct Tiling {
   int64_t tiles_h, tiles_w, Hp, Wp, rows, blocks;
-  explicit Tiling(const Winograd3x3& g)
+  Tiling(const Winograd3x3& g, int64_t block_floats)
       : tiles_h((g.out_h() + 1) / 2), tiles_w((g.out_w() + 1) / 2), Hp(2 * tiles_h + 2), Wp(2 * tiles_w + 2) {
-    rows = std::clamp<int64_t>(kBlockFloats / (16 * (g.C + g.O) * tiles_w), 1, tiles_h);
+    rows = std::clamp<int64_t>(block_floats / (16 * (g.C + g.O) * tiles_w), 1, tiles_h);
     blocks = (tiles_h + rows - 1) / rows;
   }
 };
@@ -190,7 +192,7 @@ bool Winograd3x3::worthwhile() const {
 void winograd_conv3x3(const Winograd3x3& g, const float* x, const float* w, bool transposed, const float* bias,
                       float* y) {
   const int64_t Ho = g.out_h(), Wo = g.out_w();
-  const Tiling tl(g);
+  const Tiling tl(g, kBlockFloats);
   const int64_t tiles_h = tl.tiles_h, tiles_w = tl.tiles_w, Hp = tl.Hp, Wp = tl.Wp, rows = tl.rows, blocks = tl.blocks;
   Scratch<float> filters_buf, planes_buf;
   float* U = filters_buf.get(16 * g.O * g.C);
@@ -215,7 +217,7 @@ void winograd_conv3x3(const Winograd3x3& g, const float* x, const float* w, bool
 }
 
 void winograd_weight_grad3x3(const Winograd3x3& g, const float* x, const float* gy, float* gw) {
-  const Tiling tl(g);
+  const Tiling tl(g, kWeightGradBlockFloats);
   const int64_t total = g.N * tl.blocks, size = 16 * g.O * g.C;
   // Runs of consecutive blocks (how many: fixed by the problem, fewer for large filters) sum
   // into their own products, added in order at the end: the same bits on any thread count.
