@@ -17,6 +17,11 @@ namespace ug::cpu {
 
 namespace {
 
+// The tile transforms are adds and subtractions over whole rows, which the compiler vectorises:
+// built for AVX-512 and AVX2 too, the CPU's best picked when the library loads (function
+// multiversioning); each gives the same bits.
+#define UG_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
+
 // The transformed inputs and the products of one block of tiles, 16 * (C + O) floats a tile,
 // take about this many floats: the products are then read back from the L2 cache. The weight
 // gradient's products sum over the tiles instead, and run faster over longer blocks.
@@ -62,26 +67,29 @@ void pad_planes(const Winograd3x3& g, const float* x, int64_t Hp, int64_t Wp, fl
   });
 }
 
+/** B^T down the columns of four input rows d [4, Wp] into r [4, Wp]. */
+inline void down_columns(const float* __restrict d, int64_t Wp, float* __restrict r) {
+  for (int64_t j = 0; j < Wp; ++j) {
+    const float d0 = d[j], d1 = d[Wp + j], d2 = d[2 * Wp + j], d3 = d[3 * Wp + j];
+    r[j] = d0 - d2;
+    r[Wp + j] = d1 + d2;
+    r[2 * Wp + j] = d2 - d1;
+    r[3 * Wp + j] = d1 - d3;
+  }
+}
+
 /** V[k][c][t] = (B^T d B)[k] for the tile rows [row0, row0 + rows) of one image's padded
  *  planes, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]: first down the columns of each tile
  *  row's four input rows, then along them (loops over whole rows, which the compiler vectorises). */
-void transform_tiles(const float* planes, int64_t C, int64_t Hp, int64_t Wp, int64_t tiles_w, int64_t row0,
-                     int64_t rows, float* V, float* r) {
+UG_MULTIVERSION void transform_tiles(const float* planes, int64_t C, int64_t Hp, int64_t Wp, int64_t tiles_w,
+                                     int64_t row0, int64_t rows, float* V, float* r) {
   const int64_t count = rows * tiles_w, k_stride = C * count;
   for (int64_t c = 0; c < C; ++c)
     for (int64_t ti = 0; ti < rows; ++ti) {
-      const float* d = planes + (c * Hp + 2 * (row0 + ti)) * Wp;
-      float *r0 = r, *r1 = r + Wp, *r2 = r + 2 * Wp, *r3 = r + 3 * Wp;
-      for (int64_t j = 0; j < Wp; ++j) {
-        const float d0 = d[j], d1 = d[Wp + j], d2 = d[2 * Wp + j], d3 = d[3 * Wp + j];
-        r0[j] = d0 - d2;
-        r1[j] = d1 + d2;
-        r2[j] = d2 - d1;
-        r3[j] = d1 - d3;
-      }
+      down_columns(planes + (c * Hp + 2 * (row0 + ti)) * Wp, Wp, r);
       for (int i = 0; i < 4; ++i) {
-        const float* ri = r + i * Wp;
-        float* v = V + (i * 4) * k_stride + c * count + ti * tiles_w;
+        const float* __restrict ri = r + i * Wp;
+        float* __restrict v = V + (i * 4) * k_stride + c * count + ti * tiles_w;
         for (int64_t tj = 0; tj < tiles_w; ++tj) {
           const float e0 = ri[2 * tj], o0 = ri[2 * tj + 1], e1 = ri[2 * tj + 2], o1 = ri[2 * tj + 3];
           v[tj] = e0 - e1;
@@ -95,8 +103,8 @@ void transform_tiles(const float* planes, int64_t C, int64_t Hp, int64_t Wp, int
 
 /** One image's outputs y [O, Ho, Wo] for its tile rows [row0, row0 + rows) from the products
  *  M[k][o][t]: A^T m A plus the bias, A^T = [1 1 1 0; 0 1 -1 -1]; tiles past the edge are cut. */
-void untransform_tiles(const Winograd3x3& g, const float* M, int64_t tiles_w, int64_t row0, int64_t rows,
-                       const float* bias, float* y, float* s) {
+UG_MULTIVERSION void untransform_tiles(const Winograd3x3& g, const float* M, int64_t tiles_w, int64_t row0,
+                                       int64_t rows, const float* bias, float* y, float* s) {
   const int64_t Ho = g.out_h(), Wo = g.out_w(), count = rows * tiles_w, k_stride = g.O * count;
   for (int64_t o = 0; o < g.O; ++o) {
     const float b = bias ? bias[o] : 0.0f;
@@ -125,30 +133,46 @@ void untransform_tiles(const Winograd3x3& g, const float* M, int64_t tiles_w, in
   }
 }
 
+/** z[k * k_stride + t] = (A e A^T)[k] for the n tiles e of two gradient rows. */
+inline void along_grad_row(const float* __restrict top, const float* __restrict bottom, int64_t n, int64_t k_stride,
+                           float* __restrict z) {
+  for (int64_t t = 0; t < n; ++t) {
+    const float e00 = top[2 * t], e01 = top[2 * t + 1], e10 = bottom[2 * t], e11 = bottom[2 * t + 1];
+    const float a0 = e00, a1 = e01, b0 = e00 + e10, b1 = e01 + e11, c0 = e00 - e10, c1 = e01 - e11;
+    z[t] = a0;
+    z[k_stride + t] = a0 + a1;
+    z[2 * k_stride + t] = a0 - a1;
+    z[3 * k_stride + t] = -a1;
+    z[4 * k_stride + t] = b0;
+    z[5 * k_stride + t] = b0 + b1;
+    z[6 * k_stride + t] = b0 - b1;
+    z[7 * k_stride + t] = -b1;
+    z[8 * k_stride + t] = c0;
+    z[9 * k_stride + t] = c0 + c1;
+    z[10 * k_stride + t] = c0 - c1;
+    z[11 * k_stride + t] = -c1;
+    z[12 * k_stride + t] = -e10;
+    z[13 * k_stride + t] = -e10 - e11;
+    z[14 * k_stride + t] = e11 - e10;
+    z[15 * k_stride + t] = e11;
+  }
+}
+
 /** Z[k][o][t] = (A e A^T)[k] for the output gradient's 2x2 tiles e of one image's tile rows
- *  [row0, row0 + rows), A = [1 0; 1 1; 1 -1; 0 -1]; values past the edge read as zero. */
-void transform_grad_tiles(const Winograd3x3& g, const float* gy, int64_t tiles_w, int64_t row0, int64_t rows,
-                          float* Z) {
+ *  [row0, row0 + rows), A = [1 0; 1 1; 1 -1; 0 -1]; values past the edge read as zero (each
+ *  tile row's two output rows are copied into e, 4 * tiles_w floats, zero-padded). */
+UG_MULTIVERSION void transform_grad_tiles(const Winograd3x3& g, const float* gy, int64_t tiles_w, int64_t row0,
+                                          int64_t rows, float* Z, float* e) {
   const int64_t Ho = g.out_h(), Wo = g.out_w(), count = rows * tiles_w, k_stride = g.O * count;
+  float *top = e, *bottom = e + 2 * tiles_w;
   for (int64_t o = 0; o < g.O; ++o)
     for (int64_t ti = 0; ti < rows; ++ti) {
       const int64_t oh = 2 * (row0 + ti);
-      const float* top = gy + (o * Ho + oh) * Wo;
-      const float* bottom = oh + 1 < Ho ? top + Wo : nullptr;
-      float* z = Z + o * count + ti * tiles_w;
-      for (int64_t tj = 0; tj < tiles_w; ++tj) {
-        const int64_t ow = 2 * tj;
-        const bool right = ow + 1 < Wo;
-        const float e00 = top[ow], e01 = right ? top[ow + 1] : 0.0f;
-        const float e10 = bottom ? bottom[ow] : 0.0f, e11 = bottom && right ? bottom[ow + 1] : 0.0f;
-        const float r[4][2] = {{e00, e01}, {e00 + e10, e01 + e11}, {e00 - e10, e01 - e11}, {-e10, -e11}};
-        for (int i = 0; i < 4; ++i) {
-          z[(i * 4 + 0) * k_stride + tj] = r[i][0];
-          z[(i * 4 + 1) * k_stride + tj] = r[i][0] + r[i][1];
-          z[(i * 4 + 2) * k_stride + tj] = r[i][0] - r[i][1];
-          z[(i * 4 + 3) * k_stride + tj] = -r[i][1];
-        }
-      }
+      const float* src = gy + (o * Ho + oh) * Wo;
+      std::fill(e, e + 4 * tiles_w, 0.0f);
+      std::copy(src, src + Wo, top);
+      if (oh + 1 < Ho) std::copy(src + Wo, src + 2 * Wo, bottom);
+      along_grad_row(top, bottom, tiles_w, k_stride, Z + o * count + ti * tiles_w);
     }
 }
 
@@ -181,6 +205,8 @@ struct Tiling {
     blocks = (tiles_h + rows - 1) / rows;
   }
 };
+
+#undef UG_MULTIVERSION
 
 }  // namespace
 
@@ -230,13 +256,13 @@ void winograd_weight_grad3x3(const Winograd3x3& g, const float* x, const float* 
     Scratch<float> inputs_buf, grads_buf, rows_buf;
     float* V = inputs_buf.get(16 * g.C * tl.rows * tl.tiles_w);
     float* Z = grads_buf.get(16 * g.O * tl.rows * tl.tiles_w);
-    float* r = rows_buf.get(4 * tl.Wp);
+    float* r = rows_buf.get(4 * tl.Wp);  // 4 * Wp >= 4 * tiles_w: also transform_grad_tiles' rows
     for (int64_t run = r0; run < r1; ++run)
       for (int64_t b = total * run / runs; b < total * (run + 1) / runs; ++b) {
         const int64_t n = b / tl.blocks, row0 = b % tl.blocks * tl.rows, nrows = std::min(tl.rows, tl.tiles_h - row0);
         const int64_t count = nrows * tl.tiles_w;
         transform_tiles(xp + n * g.C * tl.Hp * tl.Wp, g.C, tl.Hp, tl.Wp, tl.tiles_w, row0, nrows, V, r);
-        transform_grad_tiles(g, gy + n * g.O * g.out_h() * g.out_w(), tl.tiles_w, row0, nrows, Z);
+        transform_grad_tiles(g, gy + n * g.O * g.out_h() * g.out_w(), tl.tiles_w, row0, nrows, Z, r);
         const float beta = b == total * run / runs ? 0.0f : 1.0f;
         for (int k = 0; k < 16; ++k)
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, g.O, g.C, count, 1.0f, Z + k * g.O * count, count,
