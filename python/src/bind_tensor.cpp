@@ -125,6 +125,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("long", [](const Tensor& t) { return t.to(ug::DType::Int64); })
       .def("bool", [](const Tensor& t) { return t.to(ug::DType::Bool); })
       .def("byte", [](const Tensor& t) { return t.to(ug::DType::UInt8); })
+      .def("char", [](const Tensor& t) { return t.to(ug::DType::Int8); })
+      .def("short", [](const Tensor& t) { return t.to(ug::DType::Int16); })
       .def("cpu", [](const Tensor& t) { return t.to(ug::Device()); })
       .def(
           "cuda", [](const Tensor& t, int index) { return t.to(ug::Device(ug::DeviceType::CUDA, index)); },

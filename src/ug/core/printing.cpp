@@ -61,7 +61,7 @@ struct Formatter {
 
 double value_at(const Tensor& t, int64_t offset) {
   double v = 0;
-  UG_DISPATCH_ALL(t.dtype(), "print", {
+  UG_DISPATCH_ALL_AND_SHELLS(t.dtype(), "print", {
     v = static_cast<double>(static_cast<acc_t<scalar_t>>(static_cast<const scalar_t*>(t.storage()->data())[offset]));
   });
   return v;
