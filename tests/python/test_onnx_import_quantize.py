@@ -115,6 +115,26 @@ def test_uint16_and_uint32_wrap_as_onnxruntime(dtype, op):
     run_both([node(op, ["a", "b"])], {"a": a, "b": b}, {}, [("y", ELEM[np.dtype(dtype)])], opset=18)
 
 
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin", "ReduceSum", "Abs", "Where", "Clip"])
+def test_unsigned_reductions_abs_where_and_clip_as_onnx_reference(dtype, op):
+    a = np.array([[1, 9, np.iinfo(dtype).max // 3], [5, 7, np.iinfo(dtype).max // 2]], dtype)
+    feeds = {"a": a}
+    inputs = ["a"]
+    if op == "Where":
+        feeds = {"c": a > 6, "a": a, "b": a[::-1].copy()}
+        inputs = ["c", "a", "b"]
+    elif op == "Clip":
+        feeds = {"a": a, "lo": np.array(6, dtype), "hi": np.array(np.iinfo(dtype).max // 2 - 1, dtype)}
+        inputs = ["a", "lo", "hi"]
+    data = model([node(op, inputs, **({"keepdims": 0} if op.startswith("Reduce") else {}))], feeds, {},
+                 [("y", ELEM[np.dtype(dtype)])], 18)
+    expected = ReferenceEvaluator(data).run(None, feeds)[0]
+    got = ug.onnx.load_bytes(data).forward(*[ug.tensor(v) for v in feeds.values()]).numpy()
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_bit_shift_of_unsigned_types():
     for dtype in (np.uint8, np.uint16, np.uint32, np.uint64):
         a = np.array([1, 255, 7, 128], dtype)

@@ -57,7 +57,8 @@ Outputs widened(const OpContext& c) {
   }
   const OpContext wide_context(c.node(), args, c.opset(), c.max_elements());
   Outputs out = w.original(wide_context);
-  // The first output is the op's value (TopK's second, its indices, stays int64).
+  // The first output is the op's value (TopK's second, its indices, stays int64; ArgMax, whose
+  // only output is an index, is not wrapped).
   if (!out.empty() && out[0].defined() && out[0].dtype() == wide)
     out[0] = (flip ? bitwise_xor(out[0], kTopBit) : out[0]).to(shell);
   return out;
@@ -67,13 +68,30 @@ Outputs widened(const OpContext& c) {
 
 void widen_unsigned_ops(std::vector<OpSpec>& ops) {
   static constexpr std::pair<std::string_view, Kind> kOps[] = {
-      {"Add", Kind::Wrapping},           {"Sub", Kind::Wrapping},        {"Mul", Kind::Wrapping},
-      {"Sum", Kind::Wrapping},           {"Equal", Kind::Wrapping},      {"BitwiseAnd", Kind::Wrapping},
-      {"BitwiseOr", Kind::Wrapping},     {"BitwiseXor", Kind::Wrapping}, {"BitwiseNot", Kind::Wrapping},
-      {"Less", Kind::Ordered},           {"LessOrEqual", Kind::Ordered}, {"Greater", Kind::Ordered},
-      {"GreaterOrEqual", Kind::Ordered}, {"Max", Kind::Ordered},         {"Min", Kind::Ordered},
-      {"Clip", Kind::Ordered},           {"TopK", Kind::Ordered},        {"Div", Kind::Magnitude},
-      {"Mod", Kind::Magnitude},          {"BitShift", Kind::Magnitude},  // a left shift wraps
+      {"Add", Kind::Wrapping},
+      {"Sub", Kind::Wrapping},
+      {"Mul", Kind::Wrapping},
+      {"Sum", Kind::Wrapping},
+      {"Equal", Kind::Wrapping},
+      {"BitwiseAnd", Kind::Wrapping},
+      {"BitwiseOr", Kind::Wrapping},
+      {"BitwiseXor", Kind::Wrapping},
+      {"BitwiseNot", Kind::Wrapping},
+      {"Less", Kind::Ordered},
+      {"LessOrEqual", Kind::Ordered},
+      {"Greater", Kind::Ordered},
+      {"GreaterOrEqual", Kind::Ordered},
+      {"Max", Kind::Ordered},
+      {"Min", Kind::Ordered},
+      {"Clip", Kind::Ordered},
+      {"TopK", Kind::Ordered},
+      {"ReduceMax", Kind::Ordered},
+      {"ReduceMin", Kind::Ordered},
+      {"ReduceSum", Kind::Wrapping},
+      {"Abs", Kind::Magnitude},
+      {"Div", Kind::Magnitude},
+      {"Mod", Kind::Magnitude},
+      {"BitShift", Kind::Magnitude},  // a left shift wraps
   };
   for (OpSpec& row : ops)
     for (const auto& [type, kind] : kOps)
