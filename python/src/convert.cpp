@@ -164,8 +164,14 @@ nb::object to_numpy(const ug::Tensor& t) {
   return nb::cast(arr);
 }
 
+nb::object item_to_python(const ug::Tensor& t) {
+  if (t.dtype() == ug::DType::UInt64 && t.numel() == 1 && t.device().type == ug::DeviceType::CPU)
+    return nb::steal(PyLong_FromUnsignedLongLong(*static_cast<const uint64_t*>(t.raw_data())));
+  return nb::cast(t.item());
+}
+
 nb::object to_list(const ug::Tensor& t) {
-  if (t.dim() == 0) return nb::cast(t.item());
+  if (t.dim() == 0) return item_to_python(t);
   nb::list out;
   for (int64_t i = 0; i < t.size(0); ++i) out.append(to_list(t.select(0, i)));
   return out;

@@ -154,3 +154,11 @@ def test_npy_files_of_the_new_dtypes_read_as_numpy_wrote_them(name, order, tmp_p
     x = ug.data.read_npy(str(tmp_path / "a.npy"))
     assert x.dtype == getattr(ug, name)
     np.testing.assert_array_equal(x.numpy(), values.astype(name))
+
+
+def test_uint64_item_and_tolist_past_int64_as_torch():
+    values = np.array([2**64 - 1, 2**63, 5], np.uint64)
+    t, tt = ug.tensor(values), torch.from_numpy(values)
+    assert t.tolist() == tt.tolist()
+    assert t[1].item() == tt[1].item() == 2**63
+    assert "dtype=ug.uint64" in repr(t) and "-" not in repr(t)
