@@ -55,6 +55,7 @@ void bind_core(nb::module_& m) {
   m.attr("half") = nb::cast(ug::DType::Float16);
   m.attr("int") = nb::cast(ug::DType::Int32);
   m.attr("long") = nb::cast(ug::DType::Int64);
+  m.attr("short") = nb::cast(ug::DType::Int16);
   m.def("promote_types", &ug::promote_types);
 
   nb::class_<PyDevice>(m, "device")

@@ -75,6 +75,8 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
   UG_OPERATOR("and", bitwise_and)
   UG_OPERATOR("or", bitwise_or)
   UG_OPERATOR("xor", bitwise_xor)
+  UG_OPERATOR("lshift", bitwise_left_shift)
+  UG_OPERATOR("rshift", bitwise_right_shift)
 #undef UG_OPERATOR
 #define UG_COMPARISON(py, name)                                                           \
   cls.def("__" py "__", [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }); \
@@ -89,10 +91,7 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
   cls.def("__neg__", [](const Tensor& a) { return a.neg(); })
       .def("__pos__", [](const Tensor& a) { return a; })
       .def("__abs__", [](const Tensor& a) { return a.abs(); })
-      .def("__invert__", [](const Tensor& a) {
-        if (a.dtype() != ug::DType::Bool) return ug::bitwise_xor(a, Scalar(-1));
-        return a.logical_not();
-      });
+      .def("__invert__", [](const Tensor& a) { return a.bitwise_not(); });
 }
 
 void bind_elementwise_functions(nb::module_& m) {

@@ -77,7 +77,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("is_floating_point", &Tensor::is_floating_point)
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()); })
-      .def("item", [](const Tensor& t) { return t.item(); })
+      .def("item", &item_to_python)
       .def("tolist", &to_list)
       .def("numpy", &to_numpy)
       .def(
@@ -125,6 +125,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("long", [](const Tensor& t) { return t.to(ug::DType::Int64); })
       .def("bool", [](const Tensor& t) { return t.to(ug::DType::Bool); })
       .def("byte", [](const Tensor& t) { return t.to(ug::DType::UInt8); })
+      .def("char", [](const Tensor& t) { return t.to(ug::DType::Int8); })
+      .def("short", [](const Tensor& t) { return t.to(ug::DType::Int16); })
       .def("cpu", [](const Tensor& t) { return t.to(ug::Device()); })
       .def(
           "cuda", [](const Tensor& t, int index) { return t.to(ug::Device(ug::DeviceType::CUDA, index)); },

@@ -62,9 +62,15 @@ std::optional<ug::DType> dtype_of_numpy(const std::string& s) {
   if (s == "float32") return ug::DType::Float32;
   if (s == "float64") return ug::DType::Float64;
   if (s == "float16") return ug::DType::Float16;
+  if (s == "bfloat16") return ug::DType::BFloat16;  // ml_dtypes.bfloat16: the same bits
   if (s == "int32") return ug::DType::Int32;
   if (s == "int64") return ug::DType::Int64;
   if (s == "uint8") return ug::DType::UInt8;
+  if (s == "int8") return ug::DType::Int8;
+  if (s == "int16") return ug::DType::Int16;
+  if (s == "uint16") return ug::DType::UInt16;
+  if (s == "uint32") return ug::DType::UInt32;
+  if (s == "uint64") return ug::DType::UInt64;
   if (s == "bool") return ug::DType::Bool;
   return std::nullopt;
 }
@@ -83,8 +89,10 @@ ug::Tensor from_numpy(nb::handle array) {
   std::string name = nb::cast<std::string>(array.attr("dtype").attr("name"));
   auto dtype = dtype_of_numpy(name);
   if (!dtype)
-    ug::fail<ug::TypeError>("[from_numpy] can't convert numpy array of type ", name,
-                            "; supported: float64, float32, float16, int64, int32, uint8, bool");
+    ug::fail<ug::TypeError>(
+        "[from_numpy] can't convert numpy array of type ", name,
+        "; supported: float64, float32, float16, bfloat16, int64, int32, int16, int8, uint64, uint32, uint16, "
+        "uint8, bool");
   nb::dict iface = nb::cast<nb::dict>(array.attr("__array_interface__"));
   nb::tuple data = nb::cast<nb::tuple>(iface["data"]);
   void* ptr = reinterpret_cast<void*>(nb::cast<uintptr_t>(data[0]));
@@ -122,7 +130,7 @@ ug::Tensor tensor_from_data(nb::handle data, std::optional<ug::DType> dtype, std
                                : cat == ug::DTypeCategory::Integer ? ug::DType::Int64
                                                                    : ug::DType::Float32);
   ug::Tensor t = ug::empty(ug::Dims(shape.begin(), shape.end()), {.dtype = d});
-  UG_DISPATCH_ALL(d, "tensor", {
+  UG_DISPATCH_ALL_AND_SHELLS(d, "tensor", {
     scalar_t* p = static_cast<scalar_t*>(t.raw_data());
     fill(data, p);
   });
@@ -139,6 +147,11 @@ nb::object to_numpy(const ug::Tensor& t) {
     case ug::DType::Int32: dt = nb::dtype<int32_t>(); break;
     case ug::DType::Int64: dt = nb::dtype<int64_t>(); break;
     case ug::DType::UInt8: dt = nb::dtype<uint8_t>(); break;
+    case ug::DType::Int8: dt = nb::dtype<int8_t>(); break;
+    case ug::DType::Int16: dt = nb::dtype<int16_t>(); break;
+    case ug::DType::UInt16: dt = nb::dtype<uint16_t>(); break;
+    case ug::DType::UInt32: dt = nb::dtype<uint32_t>(); break;
+    case ug::DType::UInt64: dt = nb::dtype<uint64_t>(); break;
     case ug::DType::Bool: dt = nb::dtype<bool>(); break;
     case ug::DType::Float16: dt = {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1}; break;
     case ug::DType::BFloat16: ug::fail<ug::TypeError>("[numpy] numpy has no bfloat16; convert with .float() first");
@@ -151,8 +164,14 @@ nb::object to_numpy(const ug::Tensor& t) {
   return nb::cast(arr);
 }
 
+nb::object item_to_python(const ug::Tensor& t) {
+  if (t.dtype() == ug::DType::UInt64 && t.numel() == 1 && t.device().type == ug::DeviceType::CPU)
+    return nb::steal(PyLong_FromUnsignedLongLong(*static_cast<const uint64_t*>(t.raw_data())));
+  return nb::cast(t.item());
+}
+
 nb::object to_list(const ug::Tensor& t) {
-  if (t.dim() == 0) return nb::cast(t.item());
+  if (t.dim() == 0) return item_to_python(t);
   nb::list out;
   for (int64_t i = 0; i < t.size(0); ++i) out.append(to_list(t.select(0, i)));
   return out;

@@ -16,6 +16,8 @@ ug::Tensor from_numpy(nb::handle array);
 nb::object to_numpy(const ug::Tensor& t);
 /** Tensor.tolist(). */
 nb::object to_list(const ug::Tensor& t);
+/** t.item() as a Python number; uint64 values past int64's range stay exact (a Scalar holds int64). */
+nb::object item_to_python(const ug::Tensor& t);
 /** A Python index expression (int, slice, None, ..., bool, tensor, list, tuple of these). */
 std::vector<ug::TensorIndex> indices_from_python(nb::handle index);
 

@@ -18,6 +18,26 @@ TEST(DType, PromotionFollowsTorch) {
   EXPECT_EQ(promote_types(float32, float64), float64);
   EXPECT_EQ(dtype_from_name("long"), int64);
   EXPECT_THROW(dtype_from_name("complex64"), TypeError);
+  // int8 and int16 (tests/python/test_dtypes_int.py checks every pair against torch)
+  EXPECT_EQ(promote_types(uint8, int8), int16);
+  EXPECT_EQ(promote_types(int8, int32), int32);
+  EXPECT_EQ(promote_types(bool_, int8), int8);
+  EXPECT_EQ(dtype_from_name("short"), int16);
+  // the shells meet only floats, as in torch
+  EXPECT_EQ(promote_types(uint32, float16), float16);
+  EXPECT_THROW(promote_types(uint16, int32), TypeError);
+  EXPECT_THROW(promote_types(uint64, uint32), TypeError);
+}
+
+TEST(DType, SmallIntegersWrapAndShellsOnlyCast) {
+  Tensor a = tensor({100, -100, 7}, {.dtype = int8});
+  Tensor sum = a + a;
+  EXPECT_EQ(sum.dtype(), int8);
+  EXPECT_EQ(sum.to(int64).data_ptr<int64_t>()[0], -56);  // 200 wraps modulo 256
+  EXPECT_EQ(bitwise_right_shift(a, 9).to(int64).data_ptr<int64_t>()[1], -1);
+  Tensor u = tensor({1, 2, 3}).to(uint32);
+  EXPECT_EQ(u.to(int64).sum().item<int64_t>(), 6);
+  EXPECT_THROW(u + u, TypeError);
 }
 
 TEST(DType, ScalarsDoNotWidenTensors) {

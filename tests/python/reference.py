@@ -114,7 +114,7 @@ def arr(shape, dtype="float32", low=-3.0, high=3.0, seed=0, view=None):
     if dtype == "bool":
         a = rng.random(shape) > 0.5
         return Arg(a, None, view)
-    if dtype in ("int32", "int64", "uint8"):
+    if dtype in ("int8", "int16", "int32", "int64", "uint8"):
         return Arg(rng.integers(int(low), int(high), size=shape).astype(dtype), None, view)
     a = rng.uniform(low, high, size=shape)
     if dtype in ("float16", "bfloat16"):

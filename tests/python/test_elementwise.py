@@ -6,7 +6,7 @@ import pytest
 from reference import arr, check
 
 FLOATS = ["float32", "float64", "float16", "bfloat16"]
-ALL = FLOATS + ["int32", "int64", "uint8", "bool"]
+ALL = FLOATS + ["int8", "int16", "int32", "int64", "uint8", "bool"]
 SHAPES = [(), (0,), (1,), (7,), (3, 1, 4), (2, 3, 5), (70000,)]
 
 UNARY_ANY = ["neg", "abs", "sign", "square", "relu", "floor", "ceil", "round", "trunc"]
@@ -127,7 +127,7 @@ def test_pow():
     check(lambda m, a: a ** 0.5, arr((3, 4), low=0))
 
 
-@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "bool"])
 def test_bitwise(dtype):
     for op in (lambda m, a, b: a & b, lambda m, a, b: a | b, lambda m, a, b: a ^ b):
         check(op, arr((4, 4), dtype, seed=1, low=0, high=100), arr((4, 4), dtype, seed=2, low=0, high=100))

@@ -298,6 +298,25 @@ def test_embedding_and_integer_inputs(tmp_path):
     assert "Gather" in op_types(proto)
 
 
+class SmallIntegers(ug.nn.Module):
+    """int8 in, int16 and uint16 constants and outputs: the new element types in a file."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("offset", ug.tensor([1, -2, 3], dtype=ug.int16))
+
+    def forward(self, x):
+        return x.float() * 0.5, x.to(ug.int16) + self.offset, x.to(ug.uint16)
+
+
+def test_int8_int16_uint16_inputs_constants_and_outputs(tmp_path):
+    x = ug.tensor(np.array([[1, -5, 100], [-128, 127, 0]], np.int8))
+    proto = export_and_compare(tmp_path, SmallIntegers(), x, dynamic=False)
+    assert proto.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.INT8
+    assert [o.type.tensor_type.elem_type for o in proto.graph.output[1:]] == [onnx.TensorProto.INT16,
+                                                                             onnx.TensorProto.UINT16]
+
+
 def test_lower_opsets(tmp_path):
     ug.manual_seed(0)
     export_and_compare(tmp_path, ug.models.LeNet(), ug.rand(2, 1, 28, 28), ug.rand(3, 1, 28, 28), opset=13)

@@ -31,7 +31,7 @@ FULL_TERMS = {
 
 @pytest.mark.parametrize("name", ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
                                   "var", "std", "norm", "all", "any"])
-@pytest.mark.parametrize("dtype", FLOATS + ["int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("dtype", FLOATS + ["int8", "int16", "int32", "int64", "uint8", "bool"])
 def test_full_reductions(name, dtype):
     terms = FULL_TERMS.get(name)
     check(lambda m, x: getattr(x, name)(), arr((4, 6), dtype, low=0, high=3), terms=terms,

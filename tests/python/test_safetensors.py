@@ -18,7 +18,8 @@ import torch
 
 import unigrad as ug
 
-DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool"]
+DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool", "int8", "int16", "uint16",
+          "uint32", "uint64"]
 
 
 def values(shape, dtype, seed=0):
@@ -26,8 +27,8 @@ def values(shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
     if dtype == "bool":
         a = rng.random(shape) > 0.5
-    elif dtype in ("int32", "int64", "uint8"):
-        a = rng.integers(0, 200, shape).astype(dtype)
+    elif not dtype.startswith(("float", "bfloat")):
+        a = rng.integers(0, 100, shape).astype(dtype)
     else:
         a = rng.standard_normal(shape).astype("float32")
     return (ug.tensor(a).to(getattr(ug, dtype)), torch.from_numpy(np.array(a)).to(getattr(torch, dtype)))
@@ -71,12 +72,19 @@ def test_round_trip_every_dtype_with_metadata(tmp_path):
     assert ug.load(path) == {}
 
 
+def without_shells(d):
+    """safetensors.torch of this version cannot save torch's uint16, uint32 and uint64 (KeyError):
+    those are checked through safetensors.numpy."""
+    return {k: v for k, v in d.items() if not k.startswith(("uint16", "uint32", "uint64"))}
+
+
 def test_bytes_identical_to_the_reference():
     ours, theirs = pair_dicts()
+    ours, theirs = without_shells(ours), without_shells(theirs)
     theirs["float32.t"] = theirs["float32.t"].contiguous()  # torch's save refuses strided tensors
     assert ug.safetensors.save(ours) == safetensors.torch.save(theirs)
     # One metadata key: the reference writes a Rust HashMap, whose order is not fixed.
-    no_bf16 = {k: v for k, v in ours.items() if not k.startswith("bfloat16")}
+    no_bf16 = {k: v for k, v in pair_dicts()[0].items() if not k.startswith("bfloat16")}
     assert ug.safetensors.save(no_bf16, metadata={"k": "v"}) == safetensors.numpy.save(
         {k: v.numpy() for k, v in no_bf16.items()}, metadata={"k": "v"})
 
@@ -100,7 +108,7 @@ def test_reference_loads_our_files(tmp_path):
 
 def test_we_load_reference_files(tmp_path):
     _, theirs = pair_dicts()
-    theirs = {k: v.contiguous() for k, v in theirs.items()}
+    theirs = {k: v.contiguous() for k, v in without_shells(theirs).items()}
     path = str(tmp_path / "theirs.safetensors")
     safetensors.torch.save_file(theirs, path, metadata={"who": "torch"})
     loaded = ug.load(path)
@@ -108,6 +116,13 @@ def test_we_load_reference_files(tmp_path):
     for name, t in theirs.items():
         same(loaded[name], t)
     assert ug.safetensors.load_metadata(path) == {"who": "torch"}
+    shells = {k: v.numpy() for k, v in pair_dicts()[1].items() if k not in theirs and not k.startswith("bfloat16")}
+    safetensors.numpy.save_file(shells, str(tmp_path / "shells.safetensors"))
+    loaded = ug.load(str(tmp_path / "shells.safetensors"))
+    assert loaded.keys() == shells.keys()
+    for name, a in shells.items():
+        assert loaded[name].numpy().dtype == a.dtype
+        np.testing.assert_array_equal(loaded[name].numpy(), a)
 
 
 def test_state_dict_round_trip_into_a_fresh_module(tmp_path):
@@ -204,8 +219,8 @@ CORRUPT = {
     "trailing bytes": (build({"a": F32x2}, bytes(12)), "cover 8 bytes but the data section holds 12"),
     "wrong dtype": (build({"a": {"dtype": "F33", "shape": [2], "data_offsets": [0, 8]}}, bytes(8)),
                     "tensor 'a' has unknown or unsupported dtype \"F33\""),
-    "unsupported dtype": (build({"a": {"dtype": "I8", "shape": [8], "data_offsets": [0, 8]}}, bytes(8)),
-                          "unsupported dtype \"I8\""),
+    "unsupported dtype": (build({"a": {"dtype": "F8_E5M2", "shape": [8], "data_offsets": [0, 8]}}, bytes(8)),
+                          "unsupported dtype \"F8_E5M2\""),
     "size mismatch": (build({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, bytes(8)),
                       r"tensor 'a': data_offsets \[0,8\] span 8 bytes but F32 shape \[3\] needs 12"),
     "negative dim": (build({"a": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}}, bytes(8)),

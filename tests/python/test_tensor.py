@@ -19,7 +19,7 @@ def test_tensor_ragged_raises():
     check(lambda m: m.tensor([1, [2, 3]]))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "bool"])
 def test_tensor_dtype_argument(dtype):
     check(lambda m: m.tensor([[0, 1.7], [-2.2, 3]], dtype=getattr(m, dtype)) if dtype != "uint8"
           else m.tensor([[0, 1.7], [2.2, 3]], dtype=getattr(m, dtype)))
@@ -71,8 +71,12 @@ def test_item_tolist():
     check(lambda m: bool(m.tensor([0.0])))
 
 
-@pytest.mark.parametrize("src", ["float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool"])
-@pytest.mark.parametrize("dst", ["float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool"])
+CAST_DTYPES = ["float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+               "uint64", "bool"]
+
+
+@pytest.mark.parametrize("src", CAST_DTYPES)
+@pytest.mark.parametrize("dst", CAST_DTYPES)
 def test_casts(src, dst):
     check(lambda m, x: x.to(getattr(m, dst)), arr((17,), src, low=0, high=100))
 
@@ -107,7 +111,8 @@ def test_numpy_shares_memory():
 
 
 def test_numpy_roundtrip_dtypes():
-    for dt in ["float32", "float64", "float16", "int32", "int64", "uint8", "bool"]:
+    for dt in ["float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+               "bool"]:
         a = (np.arange(5) % 2).astype(dt)
         t = ug.from_numpy(a)
         assert repr(t.dtype) == f"unigrad.{dt}"

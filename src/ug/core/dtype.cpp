@@ -7,41 +7,57 @@
 namespace ug {
 
 size_t itemsize(DType t) {
-  static constexpr size_t sizes[] = {1, 1, 4, 8, 2, 2, 4, 8};
+  static constexpr size_t sizes[] = {1, 1, 4, 8, 2, 2, 4, 8, 1, 2, 2, 4, 8};
   return sizes[static_cast<int>(t)];
 }
 
 std::string_view dtype_name(DType t) {
-  static constexpr std::string_view names[] = {"bool",    "uint8",    "int32",   "int64",
-                                               "float16", "bfloat16", "float32", "float64"};
+  static constexpr std::string_view names[] = {"bool",    "uint8", "int32", "int64",  "float16", "bfloat16", "float32",
+                                               "float64", "int8",  "int16", "uint16", "uint32",  "uint64"};
   return names[static_cast<int>(t)];
 }
 
 DTypeCategory category(DType t) {
   switch (t) {
     case DType::Bool: return DTypeCategory::Bool;
-    case DType::UInt8:
-    case DType::Int32:
-    case DType::Int64: return DTypeCategory::Integer;
-    default: return DTypeCategory::Floating;
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Float32:
+    case DType::Float64: return DTypeCategory::Floating;
+    default: return DTypeCategory::Integer;
   }
 }
 
+namespace {
+
+/** PyTorch's promotion among bool and the signed and 8-bit integers: the wider type wins,
+ *  and uint8 with int8 meets in int16. */
+DType promote_integers(DType a, DType b) {
+  if (a == DType::Bool) return b;
+  if (b == DType::Bool) return a;
+  if ((a == DType::UInt8 && b == DType::Int8) || (a == DType::Int8 && b == DType::UInt8)) return DType::Int16;
+  if (a == DType::UInt8) return itemsize(b) > 1 ? b : a;
+  if (b == DType::UInt8) return itemsize(a) > 1 ? a : b;
+  return itemsize(a) >= itemsize(b) ? a : b;
+}
+
+}  // namespace
+
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
-  // Rows and columns in enum order: Bool UInt8 Int32 Int64 Float16 BFloat16 Float32 Float64.
-  using D = DType;
-  static constexpr D table[8][8] = {
-      {D::Bool, D::UInt8, D::Int32, D::Int64, D::Float16, D::BFloat16, D::Float32, D::Float64},
-      {D::UInt8, D::UInt8, D::Int32, D::Int64, D::Float16, D::BFloat16, D::Float32, D::Float64},
-      {D::Int32, D::Int32, D::Int32, D::Int64, D::Float16, D::BFloat16, D::Float32, D::Float64},
-      {D::Int64, D::Int64, D::Int64, D::Int64, D::Float16, D::BFloat16, D::Float32, D::Float64},
-      {D::Float16, D::Float16, D::Float16, D::Float16, D::Float16, D::Float32, D::Float32, D::Float64},
-      {D::BFloat16, D::BFloat16, D::BFloat16, D::BFloat16, D::Float32, D::BFloat16, D::Float32, D::Float64},
-      {D::Float32, D::Float32, D::Float32, D::Float32, D::Float32, D::Float32, D::Float32, D::Float64},
-      {D::Float64, D::Float64, D::Float64, D::Float64, D::Float64, D::Float64, D::Float64, D::Float64},
-  };
-  return table[static_cast<int>(a)][static_cast<int>(b)];
+  const bool fa = is_floating(a), fb = is_floating(b);
+  if (fa && fb) {
+    if ((a == DType::Float16 && b == DType::BFloat16) || (a == DType::BFloat16 && b == DType::Float16))
+      return DType::Float32;
+    return itemsize(a) >= itemsize(b) ? a : b;
+  }
+  if (fa) return a;
+  if (fb) return b;
+  if (is_shell(a) || is_shell(b))
+    fail<TypeError>(
+        "[promote_types] promotion for uint16, uint32, uint64 types is not supported, attempted to promote ", a,
+        " and ", b);
+  return promote_integers(a, b);
 }
 
 DType to_floating(DType t) { return is_floating(t) ? t : DType::Float32; }
@@ -52,7 +68,9 @@ DType dtype_from_name(std::string_view name) {
     DType dtype;
   };
   static constexpr Alias aliases[] = {
-      {"bool", DType::Bool},       {"uint8", DType::UInt8},   {"int32", DType::Int32},
+      {"bool", DType::Bool},       {"uint8", DType::UInt8},   {"int8", DType::Int8},
+      {"int16", DType::Int16},     {"short", DType::Int16},   {"uint16", DType::UInt16},
+      {"uint32", DType::UInt32},   {"uint64", DType::UInt64}, {"int32", DType::Int32},
       {"int", DType::Int32},       {"int64", DType::Int64},   {"long", DType::Int64},
       {"float16", DType::Float16}, {"half", DType::Float16},  {"bfloat16", DType::BFloat16},
       {"float32", DType::Float32}, {"float", DType::Float32}, {"float64", DType::Float64},

@@ -9,8 +9,24 @@
 
 namespace ug {
 
-enum class DType : uint8_t { Bool, UInt8, Int32, Int64, Float16, BFloat16, Float32, Float64 };
-inline constexpr int kNumDTypes = 8;
+// New dtypes go at the end: the values are stable (hashes, tables indexed by them).
+// UInt16, UInt32 and UInt64 are shells, as in PyTorch: storage, casts, creation and views only.
+enum class DType : uint8_t {
+  Bool,
+  UInt8,
+  Int32,
+  Int64,
+  Float16,
+  BFloat16,
+  Float32,
+  Float64,
+  Int8,
+  Int16,
+  UInt16,
+  UInt32,
+  UInt64
+};
+inline constexpr int kNumDTypes = 13;
 
 /** Bool < integer < floating: the categories PyTorch's promotion works in. */
 enum class DTypeCategory : uint8_t { Bool, Integer, Floating };
@@ -19,10 +35,13 @@ size_t itemsize(DType t);
 std::string_view dtype_name(DType t);  // "float32", ...
 DTypeCategory category(DType t);
 inline bool is_floating(DType t) { return category(t) == DTypeCategory::Floating; }
+/** uint16, uint32, uint64: no arithmetic, no promotion with other integer dtypes (as PyTorch). */
+inline bool is_shell(DType t) { return t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64; }
 inline bool is_integral(DType t, bool include_bool = false) {
   return category(t) == DTypeCategory::Integer || (include_bool && t == DType::Bool);
 }
-/** The result type of combining two tensors of these dtypes (torch.promote_types). */
+/** The result type of combining two tensors of these dtypes (torch.promote_types); a shell
+ *  dtype with another integer or bool dtype throws TypeError, as in PyTorch. */
 DType promote_types(DType a, DType b);
 /** The dtype a float result takes for an input of dtype t: t if floating, else float32. */
 DType to_floating(DType t);
@@ -34,8 +53,13 @@ std::ostream& operator<<(std::ostream& os, DType t);
 template <class T> struct DTypeOf;
 template <> struct DTypeOf<bool> { static constexpr DType value = DType::Bool; };
 template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::UInt8; };
+template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::Int8; };
+template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::Int16; };
 template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::Int32; };
 template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::Int64; };
+template <> struct DTypeOf<uint16_t> { static constexpr DType value = DType::UInt16; };
+template <> struct DTypeOf<uint32_t> { static constexpr DType value = DType::UInt32; };
+template <> struct DTypeOf<uint64_t> { static constexpr DType value = DType::UInt64; };
 template <> struct DTypeOf<Half> { static constexpr DType value = DType::Float16; };
 template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::BFloat16; };
 template <> struct DTypeOf<float> { static constexpr DType value = DType::Float32; };
@@ -68,8 +92,14 @@ template <class T> using acc_t = typename AccOf<T>::type;
   UG_DTYPE_CASE(BFloat16, ::ug::BFloat16, __VA_ARGS__)
 #define UG_INTEGRAL_CASES(...)               \
   UG_DTYPE_CASE(UInt8, uint8_t, __VA_ARGS__) \
+  UG_DTYPE_CASE(Int8, int8_t, __VA_ARGS__)   \
+  UG_DTYPE_CASE(Int16, int16_t, __VA_ARGS__) \
   UG_DTYPE_CASE(Int32, int32_t, __VA_ARGS__) \
   UG_DTYPE_CASE(Int64, int64_t, __VA_ARGS__)
+#define UG_SHELL_CASES(...)                    \
+  UG_DTYPE_CASE(UInt16, uint16_t, __VA_ARGS__) \
+  UG_DTYPE_CASE(UInt32, uint32_t, __VA_ARGS__) \
+  UG_DTYPE_CASE(UInt64, uint64_t, __VA_ARGS__)
 
 #define UG_DISPATCH_FLOATING(DTYPE, NAME, ...) \
   switch (DTYPE) {                             \
@@ -98,4 +128,14 @@ template <class T> using acc_t = typename AccOf<T>::type;
     UG_INTEGRAL_CASES(__VA_ARGS__)          \
     UG_FLOATING_CASES(__VA_ARGS__)          \
     default: UG_DISPATCH_FAIL(DTYPE, NAME); \
+  }
+
+/** Every dtype, the shells included: for the few kernels they have (copy, fill, printing). */
+#define UG_DISPATCH_ALL_AND_SHELLS(DTYPE, NAME, ...) \
+  switch (DTYPE) {                                   \
+    UG_DTYPE_CASE(Bool, bool, __VA_ARGS__)           \
+    UG_INTEGRAL_CASES(__VA_ARGS__)                   \
+    UG_SHELL_CASES(__VA_ARGS__)                      \
+    UG_FLOATING_CASES(__VA_ARGS__)                   \
+    default: UG_DISPATCH_FAIL(DTYPE, NAME);          \
   }

@@ -42,6 +42,10 @@ struct Formatter {
   std::string format(double v) const {
     char buf[64];
     if (dtype == DType::Bool) return v != 0 ? "True" : "False";
+    if (dtype == DType::UInt64) {  // past int64's range; the value is read as a double
+      std::snprintf(buf, sizeof buf, "%.0f", v);
+      return buf;
+    }
     if (!is_floating(dtype)) {
       std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
       return buf;
@@ -61,7 +65,7 @@ struct Formatter {
 
 double value_at(const Tensor& t, int64_t offset) {
   double v = 0;
-  UG_DISPATCH_ALL(t.dtype(), "print", {
+  UG_DISPATCH_ALL_AND_SHELLS(t.dtype(), "print", {
     v = static_cast<double>(static_cast<acc_t<scalar_t>>(static_cast<const scalar_t*>(t.storage()->data())[offset]));
   });
   return v;

@@ -17,9 +17,9 @@ Scalar Tensor::item() const {
   if (numel() != 1)
     fail("[item] a tensor with ", numel(), " elements cannot be converted to a scalar (shape ", shape(), ")");
   Scalar result;
-  UG_DISPATCH_ALL(dtype(), "item", {
+  UG_DISPATCH_ALL_AND_SHELLS(dtype(), "item", {
     scalar_t v = *static_cast<const scalar_t*>(raw_data());
-    if constexpr (std::is_same_v<scalar_t, bool>) result = Scalar(v);
+    if constexpr (std::is_same_v<scalar_t, bool>) result = Scalar(static_cast<bool>(v));
     else if constexpr (std::is_integral_v<scalar_t>) result = Scalar(static_cast<int64_t>(v));
     else result = Scalar(static_cast<double>(static_cast<acc_t<scalar_t>>(v)));
   });

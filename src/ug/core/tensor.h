@@ -23,6 +23,11 @@ namespace ug {
 
 inline constexpr DType bool_ = DType::Bool;
 inline constexpr DType uint8 = DType::UInt8;
+inline constexpr DType int8 = DType::Int8;
+inline constexpr DType int16 = DType::Int16;
+inline constexpr DType uint16 = DType::UInt16;
+inline constexpr DType uint32 = DType::UInt32;
+inline constexpr DType uint64 = DType::UInt64;
 inline constexpr DType int32 = DType::Int32;
 inline constexpr DType int64 = DType::Int64;
 inline constexpr DType float16 = DType::Float16;

@@ -43,10 +43,11 @@ Descr parse_descr(const std::string& d, const std::string& name) {
   static const std::pair<const char*, Descr> known[] = {
       {"f4", {DType::Float32, 4, false}}, {"f8", {DType::Float64, 8, false}}, {"f2", {DType::Float16, 2, false}},
       {"i4", {DType::Int32, 4, false}},   {"i8", {DType::Int64, 8, false}},   {"u1", {DType::UInt8, 1, false}},
-      {"b1", {DType::Bool, 1, false}}};
+      {"i1", {DType::Int8, 1, false}},    {"i2", {DType::Int16, 2, false}},   {"u2", {DType::UInt16, 2, false}},
+      {"u4", {DType::UInt32, 4, false}},  {"u8", {DType::UInt64, 8, false}},  {"b1", {DType::Bool, 1, false}}};
   for (const auto& [kind_name, descr] : known)
     if (kind == kind_name) return {descr.dtype, descr.width, big && descr.width > 1};
-  bad(name, "unsupported dtype '", d, "' (float16/32/64, int32/64, uint8 and bool are read)");
+  bad(name, "unsupported dtype '", d, "' (float16/32/64, int8/16/32/64, uint8/16/32/64 and bool are read)");
 }
 
 /** The header dict, a Python literal with string keys and string, bool or int-tuple values:

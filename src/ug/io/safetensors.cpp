@@ -37,14 +37,19 @@ struct Format {
 };
 // Ordered as the reference lays tensors out: widest first (then by name), so every tensor
 // starts at a multiple of its item size once the header is padded to 8 bytes.
-constexpr std::array<Format, 8> kFormats{{{DType::Int64, "I64"},
-                                          {DType::Float64, "F64"},
-                                          {DType::Float32, "F32"},
-                                          {DType::Int32, "I32"},
-                                          {DType::BFloat16, "BF16"},
-                                          {DType::Float16, "F16"},
-                                          {DType::UInt8, "U8"},
-                                          {DType::Bool, "BOOL"}}};
+constexpr std::array<Format, 13> kFormats{{{DType::UInt64, "U64"},
+                                           {DType::Int64, "I64"},
+                                           {DType::Float64, "F64"},
+                                           {DType::Float32, "F32"},
+                                           {DType::UInt32, "U32"},
+                                           {DType::Int32, "I32"},
+                                           {DType::BFloat16, "BF16"},
+                                           {DType::Float16, "F16"},
+                                           {DType::UInt16, "U16"},
+                                           {DType::Int16, "I16"},
+                                           {DType::Int8, "I8"},
+                                           {DType::UInt8, "U8"},
+                                           {DType::Bool, "BOOL"}}};
 
 size_t layout_rank(DType t) {
   for (size_t i = 0; i < kFormats.size(); ++i)

@@ -50,8 +50,10 @@ template <const char* Op> void unary(GraphBuilder& g, const CapturedCall& c) {
 template <class Op> void unary_node(GraphBuilder& g, const CapturedCall& c) {
   g.node(Op::onnx, {in(g, c, 0)}, {g.output(c)});
 }
+const std::map<std::string, std::string>& unsupported();
 template <class Op> void add_unary_row(std::map<std::string, Emitter>& t) {
-  if constexpr (Op::onnx != nullptr) t.emplace(Op::name, unary_node<Op>);
+  if constexpr (Op::onnx != nullptr)
+    if (!unsupported().contains(Op::name)) t.emplace(Op::name, unary_node<Op>);
 }
 
 /** floor, ceil, round and trunc leave integers as they are; ONNX's versions take floats only. */
@@ -888,6 +890,9 @@ const std::map<std::string, std::string>& unsupported() {
       {"bitwise_and", "bitwise ops are not exported"},
       {"bitwise_or", "bitwise ops are not exported"},
       {"bitwise_xor", "bitwise ops are not exported"},
+      {"bitwise_not", "bitwise ops are not exported"},
+      {"bitwise_left_shift", "bitwise ops are not exported"},
+      {"bitwise_right_shift", "bitwise ops are not exported"},
       {"relu_backward", "a gradient op; export traces the forward pass only"},
       {"tanh_backward", "a gradient op; export traces the forward pass only"},
       {"sigmoid_backward", "a gradient op; export traces the forward pass only"},

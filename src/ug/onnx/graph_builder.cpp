@@ -10,6 +10,11 @@ namespace ug::onnx {
   switch (dtype) {
     case DType::Bool: return ::onnx::TensorProto_DataType_BOOL;
     case DType::UInt8: return ::onnx::TensorProto_DataType_UINT8;
+    case DType::Int8: return ::onnx::TensorProto_DataType_INT8;
+    case DType::Int16: return ::onnx::TensorProto_DataType_INT16;
+    case DType::UInt16: return ::onnx::TensorProto_DataType_UINT16;
+    case DType::UInt32: return ::onnx::TensorProto_DataType_UINT32;
+    case DType::UInt64: return ::onnx::TensorProto_DataType_UINT64;
     case DType::Int32: return ::onnx::TensorProto_DataType_INT32;
     case DType::Int64: return ::onnx::TensorProto_DataType_INT64;
     case DType::Float16: return ::onnx::TensorProto_DataType_FLOAT16;

@@ -71,6 +71,13 @@ struct OpSpec {
   std::vector<std::string_view> required_attributes;
 };
 
+// Rows kept in files of their own (onnx/import_<topic>.cpp), appended by table().
+void add_quantize_ops(std::vector<OpSpec>& ops);
+void add_bitwise_ops(std::vector<OpSpec>& ops);
+/** Makes the elementwise rows take uint16, uint32 and uint64 (unigrad's shell dtypes): called
+ *  after every row is in. */
+void widen_unsigned_ops(std::vector<OpSpec>& ops);
+
 /** The entry for an op type, or null. */
 const OpSpec* find_op(std::string_view op_type);
 

@@ -159,6 +159,11 @@ Tensor read_tensor(const ::onnx::TensorProto& t, const std::string& base_dir, st
     case DType::Int64: copy_field<int64_t>(t.int64_data(), numel, out, "int64_data", what); break;
     case DType::Int32: copy_field<int32_t>(t.int32_data(), numel, out, "int32_data", what); break;
     case DType::UInt8: copy_field<uint8_t>(t.int32_data(), numel, out, "int32_data", what); break;
+    case DType::Int8: copy_field<int8_t>(t.int32_data(), numel, out, "int32_data", what); break;
+    case DType::Int16: copy_field<int16_t>(t.int32_data(), numel, out, "int32_data", what); break;
+    case DType::UInt16: copy_field<uint16_t>(t.int32_data(), numel, out, "int32_data", what); break;
+    case DType::UInt32: copy_field<uint32_t>(t.uint64_data(), numel, out, "uint64_data", what); break;
+    case DType::UInt64: copy_field<uint64_t>(t.uint64_data(), numel, out, "uint64_data", what); break;
     case DType::Bool: copy_field<bool>(t.int32_data(), numel, out, "int32_data", what); break;
     case DType::Float16: copy_field<Half>(t.int32_data(), numel, out, "int32_data", what); break;
     case DType::BFloat16: copy_field<BFloat16>(t.int32_data(), numel, out, "int32_data", what); break;
@@ -236,10 +241,16 @@ DType dtype_from_onnx(int64_t t, std::string_view what) {
     case T::INT64: return DType::Int64;
     case T::INT32: return DType::Int32;
     case T::UINT8: return DType::UInt8;
+    case T::INT8: return DType::Int8;
+    case T::INT16: return DType::Int16;
+    case T::UINT16: return DType::UInt16;
+    case T::UINT32: return DType::UInt32;
+    case T::UINT64: return DType::UInt64;
     case T::BOOL: return DType::Bool;
     default:
       fail<TypeError>("[onnx] ", what, " has element type ", type_name(t),
-                      ", which ug does not have (bool, uint8, int32, int64, float16, bfloat16, float32, float64)");
+                      ", which ug does not have (bool, uint8, uint16, uint32, uint64, int8, int16, int32, int64, "
+                      "float16, bfloat16, float32, float64)");
   }
 }
 

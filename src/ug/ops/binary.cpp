@@ -80,6 +80,8 @@ std::pair<DType, DType> compute_and_out(BinaryOp op, DType common, DType a, DTyp
     case BinaryRule::Bitwise:
       if (is_floating(common))
         fail<TypeError>("[", i.name, "] not supported for dtypes ", a, " and ", b, " (integer or bool tensors only)");
+      if (common == DType::Bool && (op == BinaryOp::BitwiseLeftShift || op == BinaryOp::BitwiseRightShift))
+        fail<TypeError>("[", i.name, "] not supported for bool tensors (integer tensors only)");
       return {common, common};
   }
   return {common, common};

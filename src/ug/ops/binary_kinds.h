@@ -34,7 +34,8 @@ enum class BinaryRule : uint8_t {
   X(LogAddExp, logaddexp)                                                                      \
   X(Eq, eq) X(Ne, ne) X(Lt, lt) X(Le, le) X(Gt, gt) X(Ge, ge) X(LogicalAnd, logical_and)       \
   X(LogicalOr, logical_or) X(LogicalXor, logical_xor) X(BitwiseAnd, bitwise_and)               \
-  X(BitwiseOr, bitwise_or) X(BitwiseXor, bitwise_xor)
+  X(BitwiseOr, bitwise_or) X(BitwiseXor, bitwise_xor)                                         \
+  X(BitwiseLeftShift, bitwise_left_shift) X(BitwiseRightShift, bitwise_right_shift)
 #define UG_BINARY_GRADS(X)                                                                     \
   X(ReluBackward, relu_backward) X(TanhBackward, tanh_backward) X(SigmoidBackward, sigmoid_backward) \
   X(SiluBackward, silu_backward) X(GeluBackward, gelu_backward)
@@ -231,6 +232,38 @@ UG_BITWISE(BitwiseAnd, "bitwise_and", &)
 UG_BITWISE(BitwiseOr, "bitwise_or", |)
 UG_BITWISE(BitwiseXor, "bitwise_xor", ^)
 #undef UG_BITWISE
+
+/** Shifts as PyTorch (and ONNX's BitShift): a count outside [0, bits) shifts every bit out, the
+ *  sign filling a right shift; a left shift wraps as unsigned. Bool is refused in binary.cpp. */
+template <class T> inline bool shift_out_of_range(T b) {
+  if constexpr (std::is_signed_v<T>) return b < T(0) || b >= T(sizeof(T) * 8);
+  else return b >= T(sizeof(T) * 8);
+}
+struct BitwiseLeftShift : NoDerivative {
+  static constexpr const char* name = "bitwise_left_shift";
+  static constexpr BinaryRule rule = BinaryRule::Bitwise;
+  template <class T> static T f(T a, T b) {
+    if constexpr (int_like_v<T> && !std::is_same_v<T, bool>) {
+      using U = std::make_unsigned_t<T>;
+      return shift_out_of_range(b) ? T(0) : static_cast<T>(static_cast<U>(static_cast<U>(a) << b));
+    } else {
+      return a;
+    }
+  }
+};
+struct BitwiseRightShift : NoDerivative {
+  static constexpr const char* name = "bitwise_right_shift";
+  static constexpr BinaryRule rule = BinaryRule::Bitwise;
+  template <class T> static T f(T a, T b) {
+    if constexpr (int_like_v<T> && !std::is_same_v<T, bool>) {
+      if (!shift_out_of_range(b)) return static_cast<T>(a >> b);
+      if constexpr (std::is_signed_v<T>) return a < T(0) ? T(-1) : T(0);
+      else return T(0);
+    } else {
+      return a;
+    }
+  }
+};
 
 // Activation derivatives fused into one pass: f(g, v) is the gradient g times the
 // derivative at v (the input x for GELU and SiLU, the output y for the others). The unary

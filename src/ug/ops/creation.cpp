@@ -98,7 +98,7 @@ Tensor tensor(const NestedList& values, Options opts) {
                                     : cat == DTypeCategory::Integer ? DType::Int64
                                                                     : DType::Float32);
   Tensor cpu = empty(Dims(shape.begin(), shape.end()), {.dtype = dtype});
-  UG_DISPATCH_ALL(dtype, "tensor", {
+  UG_DISPATCH_ALL_AND_SHELLS(dtype, "tensor", {
     scalar_t* p = static_cast<scalar_t*>(cpu.raw_data());
     fill_nested(values, p);
   });

@@ -48,6 +48,10 @@ DType result_dtype(UnaryOp op, DType in) {
     case UnaryRule::Integral: return in == DType::Bool ? DType::Int64 : in;
     case UnaryRule::Floating: return to_floating(in);
     case UnaryRule::Predicate: return DType::Bool;
+    case UnaryRule::Bitwise:
+      if (is_floating(in))
+        fail<TypeError>("[", i.name, "] not supported for dtype ", in, " (integer or bool tensors only)");
+      return in;
   }
   return in;
 }

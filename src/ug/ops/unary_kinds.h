@@ -26,6 +26,7 @@ enum class UnaryRule : uint8_t {
   Integral,    // result has the input dtype; bool is computed in int64 (like x ** 2)
   Floating,    // integers and bool are computed in float32
   Predicate,   // result is bool
+  Bitwise,     // result has the input dtype; integers and bool only
 };
 
 /** What a unary op's derivative reads: only that is kept for backward (a kept tensor costs
@@ -200,6 +201,16 @@ struct LogicalNot : NoGrad {
   static constexpr UnaryRule rule = UnaryRule::Predicate;
   template <class T> static bool f(T x) { return x == T(0); }
 };
+struct BitwiseNot : NoGrad {
+  static constexpr const char* name = "bitwise_not";
+  static constexpr const char* onnx = "BitwiseNot";
+  static constexpr UnaryRule rule = UnaryRule::Bitwise;
+  template <class T> static T f(T x) {
+    if constexpr (std::is_same_v<T, bool>) return !x;
+    else if constexpr (is_int_v<T>) return static_cast<T>(~x);
+    else return x;
+  }
+};
 
 // The lists. X(Entry, method): a Tensor method, its in-place form (method_) and a free
 // function ug::method each. isnan, isinf and isfinite have no in-place form (as in torch);
@@ -212,7 +223,8 @@ struct LogicalNot : NoGrad {
   X(Log2, log2) X(Log10, log10) X(Log1p, log1p) X(Expm1, expm1) X(Sqrt, sqrt) X(Rsqrt, rsqrt)  \
   X(Reciprocal, reciprocal) X(Sin, sin) X(Cos, cos) X(Tan, tan) X(Tanh, tanh) X(Sinh, sinh)    \
   X(Cosh, cosh) X(Asinh, asinh)                                                                \
-  X(Sigmoid, sigmoid) X(Silu, silu) X(Erf, erf) X(LogicalNot, logical_not)
+  X(Sigmoid, sigmoid) X(Silu, silu) X(Erf, erf) X(LogicalNot, logical_not)                   \
+  X(BitwiseNot, bitwise_not)
 #define UG_UNARY_PREDICATES(X) X(IsNan, isnan) X(IsInf, isinf) X(IsFinite, isfinite)
 #define UG_UNARY_GELU(X) X(Gelu, gelu) X(GeluTanh, gelu)
 

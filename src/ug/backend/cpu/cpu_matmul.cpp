@@ -114,8 +114,13 @@ void CpuBackend::matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
     }
     case DType::Int32: return gemm_loops<int32_t>(a, b, out);
     case DType::Int64: return gemm_loops<int64_t>(a, b, out);
+    case DType::Int16: return gemm_loops<int16_t>(a, b, out);
+    case DType::Int8: return gemm_loops<int8_t>(a, b, out);
     case DType::UInt8: return gemm_loops<uint8_t>(a, b, out);
-    case DType::Bool: fail<TypeError>("[matmul] not implemented for dtype bool");
+    case DType::Bool:
+    case DType::UInt16:
+    case DType::UInt32:
+    case DType::UInt64: fail<TypeError>("[matmul] not implemented for dtype ", a.dtype());
   }
 }
 

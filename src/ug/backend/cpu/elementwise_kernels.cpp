@@ -235,6 +235,8 @@ template <class Op> void unary_dispatch(const Tensor& x, const Tensor& out) {
     UG_DISPATCH_FLOATING(x.dtype(), Op::name, (unary_typed<Op, scalar_t, scalar_t>(x, out)));
   } else if constexpr (Op::rule == ops::UnaryRule::Predicate) {
     UG_DISPATCH_ALL(x.dtype(), Op::name, (unary_typed<Op, scalar_t, bool>(x, out)));
+  } else if constexpr (Op::rule == ops::UnaryRule::Bitwise) {
+    UG_DISPATCH_INTEGRAL_AND_BOOL(x.dtype(), Op::name, (unary_typed<Op, scalar_t, scalar_t>(x, out)));
   } else if constexpr (Op::rule == ops::UnaryRule::SameOrBool) {
     UG_DISPATCH_ALL(x.dtype(), Op::name, (unary_typed<Op, scalar_t, scalar_t>(x, out)));
   } else {
@@ -257,14 +259,14 @@ template <class Op> void binary_dispatch(const Tensor& a, const Tensor& b, const
 }  // namespace
 
 void copy(const Tensor& src, const Tensor& dst) {
-  UG_DISPATCH_ALL(dst.dtype(), "copy", {
+  UG_DISPATCH_ALL_AND_SHELLS(dst.dtype(), "copy", {
     using R = scalar_t;
-    UG_DISPATCH_ALL(src.dtype(), "copy", (copy_typed<R, scalar_t>(src, dst)));
+    UG_DISPATCH_ALL_AND_SHELLS(src.dtype(), "copy", (copy_typed<R, scalar_t>(src, dst)));
   });
 }
 
 void fill(const Tensor& dst, const Scalar& value) {
-  UG_DISPATCH_ALL(dst.dtype(), "fill", {
+  UG_DISPATCH_ALL_AND_SHELLS(dst.dtype(), "fill", {
     const scalar_t v = value.to<scalar_t>();
     StridedLoop<1> loop({&dst});
     loop.run_parallel([v](char** p, const int64_t* s, int64_t n) {
