@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "ug/nn/functional.h"
-#include "ug/onnx/op_table.h"
+#include "ug/onnx/import_util.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/conv.h"
 #include "ug/ops/indexing.h"
@@ -94,11 +94,7 @@ std::optional<Tensor> OpContext::attr_tensor(std::string_view name) const {
   return v ? std::optional(*v) : std::nullopt;
 }
 
-namespace {
-
-using Outputs = std::vector<Tensor>;
-
-// ---- helpers ------------------------------------------------------------------------------
+// ---- helpers (import_util.h) ------------------------------------------------------------------------------
 
 int64_t norm_axis(const OpContext& c, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank) c.fail("axis ", axis, " is out of range for rank ", rank);
@@ -165,7 +161,7 @@ Tensor trunc_divide(const Tensor& a, const Tensor& b) {
   return add(q, inexact.to(q.dtype()));
 }
 
-Outputs one(Tensor t) { return {std::move(t)}; }
+namespace {
 
 // ---- elementwise --------------------------------------------------------------------------
 
@@ -357,11 +353,7 @@ Outputs gemm_op(const OpContext& c) {
 
 // ---- convolution and pooling ----------------------------------------------------------------
 
-/** The geometry attributes shared by Conv, ConvTranspose and the pools, per spatial dim. */
-struct Window {
-  Dims kernel, strides, dilations, begin, end;
-  bool symmetric() const { return begin == end; }
-};
+}  // namespace
 
 Dims spatial_attr(const OpContext& c, std::string_view name, size_t rank, int64_t fallback, int64_t min) {
   auto v = c.attr_ints(name);
@@ -425,6 +417,8 @@ Tensor pad_spatial(const Tensor& x, const Window& w, Scalar value) {
   }
   return pad(x, pads, "constant", value);
 }
+
+namespace {
 
 Outputs conv_op(const OpContext& c) {
   Tensor x = c.input(0);
@@ -1604,6 +1598,7 @@ const std::vector<OpSpec>& table() {
 #define UG_ROW(Op, method) add_unary_row<ops::Op, ops::UnaryOp::Op>(ops);
     UG_UNARY_ALL(UG_ROW)
 #undef UG_ROW
+    add_normalization_ops(ops);
     return ops;
   }();
   return ops;

@@ -71,6 +71,9 @@ struct OpSpec {
   std::vector<std::string_view> required_attributes;
 };
 
+/** Rows the table's other files add (import_<topic>.cpp). */
+void add_normalization_ops(std::vector<OpSpec>& ops);
+
 /** The entry for an op type, or null. */
 const OpSpec* find_op(std::string_view op_type);
 
