@@ -39,4 +39,11 @@ Window window_of(const OpContext& c, const Tensor& x, const Dims& kernel_from_we
 /** x padded by the window's (begin, end) over the spatial dims with `value`. */
 Tensor pad_spatial(const Tensor& x, const Window& w, Scalar value);
 
+enum class PoolKind { Max, Average, Lp };
+/** Pooling of any rank as ONNX defines it, composed of strided slices (import_pooling.cpp): for
+ *  what ug's pooling kernels do not take. Averages count the pads when count_include_pad says so,
+ *  never ceil_mode's overhang; p is LpPool's. */
+Tensor pool_by_slices(const OpContext& c, const Tensor& x, const Window& w, bool ceil_mode, PoolKind kind,
+                      bool count_include_pad, double p = 1);
+
 }  // namespace ug::onnx

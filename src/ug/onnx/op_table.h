@@ -73,6 +73,9 @@ struct OpSpec {
 
 /** Rows the table's other files add (import_<topic>.cpp). */
 void add_normalization_ops(std::vector<OpSpec>& ops);
+void add_pooling_ops(std::vector<OpSpec>& ops);
+void add_indexing_ops(std::vector<OpSpec>& ops);
+void add_resize_ops(std::vector<OpSpec>& ops);
 
 /** The entry for an op type, or null. */
 const OpSpec* find_op(std::string_view op_type);
