@@ -30,13 +30,28 @@ CASES = {
     "averagepool_3d_asymmetric": ([node("AveragePool", ["x"], kernel_shape=[2, 2, 3], pads=[1, 0, 0, 0, 1, 2])],
                                   {"x": randn(1, 3, 4, 5, 6)}, {}),
     "lppool_1d_pads": ([node("LpPool", ["x"], kernel_shape=[3], pads=[1, 1], strides=[2], p=3)], {"x": randn(2, 3, 9)}, {}),
+    "scatter_nd_duplicates_mul": ([node("ScatterND", ["x", "i", "u"], reduction="mul")], {"x": randn(4, 3), "u": randn(3, 3)},
+                                  {"i": ints(1, 3, 1).reshape(3, 1)}, 1, 18),
+    "scatter_nd_elements_add": ([node("ScatterND", ["x", "i", "u"], reduction="add")], {"x": randn(2, 3), "u": randn(3)},
+                                {"i": ints(0, 1, 1, 2, 0, 1).reshape(3, 2)}, 1, 18),
     "scatter_elements_max_axis1": ([node("ScatterElements", ["x", "i", "u"], axis=1, reduction="max")],
                                    {"x": randn(3, 4), "u": randn(3, 2)}, {"i": ints(0, 0, 3, -1, 2, 2).reshape(3, 2)}, 1, 18),
+    "gather_nd_batch_dims": ([node("GatherND", ["x", "i"], batch_dims=1)], {"x": randn(2, 3, 4)},
+                             {"i": ints(2, 0, 1, -1).reshape(2, 2, 1)}),
+    "reverse_sequence_batch_first": ([node("ReverseSequence", ["x", "l"], time_axis=1, batch_axis=0)],
+                                     {"x": randn(3, 4, 2)}, {"l": ints(4, 1, 3)}),
+    "det_batched": ([node("Det", ["x"])], {"x": randn(3, 4, 4)}, {}),
+    "det_singular": ([node("Det", ["x"])], {"x": np.array([[1, 2], [2, 4]], np.float32)}, {}),
+    "max_unpool_1d": ([node("MaxUnpool", ["x", "i"], kernel_shape=[2], strides=[2])],
+                      {"x": randn(1, 2, 3)}, {"i": ints(1, 2, 5, 6, 9, 10).reshape(1, 2, 3)}),
 }
 
 # onnxruntime has no kernel for these forms (Mod fmod=0 of floats), or computes them otherwise
 # than onnx's reference, which the node suite follows (Resize, ConvTranspose's grown output).
 REFERENCE_CASES = {
+    "unique_rows_unsorted": ([node("Unique", ["x"], ["y0", "y1", "y2", "y3"], axis=0, sorted=0)],
+                             {"x": np.array([[2, 1], [0, 3], [2, 1], [0, 2]], np.float32)}, {}, 4),
+    "center_crop_pad_axes": ([node("CenterCropPad", ["x", "s"], axes=[-1, 1])], {"x": randn(2, 5, 4)}, {"s": ints(7, 2)}),
     "resize_antialias_cubic_axes": ([node("Resize", ["x", "", "sc"], mode="cubic", antialias=1, axes=[2, 3])],
                                     {"x": randn(1, 2, 9, 7)}, {"sc": np.array([0.4, 0.7], np.float32)}),
     "resize_antialias_linear_sizes": ([node("Resize", ["x", "", "", "sz"], mode="linear", antialias=1)],
@@ -132,6 +147,7 @@ GRAD_CASES = {
                    lambda x: T.max_pool3d(x, 2)),
     "averagepool_3d": ([node("AveragePool", ["x"], kernel_shape=[3, 3, 3], pads=[1, 1, 1, 1, 1, 1])], {"x": [1, 1, 4, 5, 3]},
                        lambda x: T.avg_pool3d(x, 3, 1, 1, count_include_pad=False)),
+    "det": ([node("Det", ["x"])], {"x": [2, 3, 3]}, torch.linalg.det),
     "asin_acos_atan": ([node("Asin", ["x"], ["a"]), node("Acos", ["x"], ["b"]), node("Atan", ["x"], ["c"]),
                         node("Atanh", ["x"], ["d"]), node("Sum", ["a", "b", "c", "d"])], {"x": [3, 4]},
                        lambda x: torch.asin(x) + torch.acos(x) + torch.atan(x) + torch.atanh(x)),
@@ -153,8 +169,10 @@ def test_gradients_match_torch(case):
     ([node("GroupNormalization", ["x", "s", "s"], num_groups=3)], {"x": [1, 4, 2], "s": [4]}, "does not divide"),
     ([node("Resize", ["x", "", "s"], antialias=1)], {"x": [1, 1, 4, 4], "s": [4]}, "antialias applies to linear"),
     ([node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2, 2])], {"x": [1, 1, 4, 4, 4]}, "indices are supported for"),
+    ([node("ScatterND", ["x", "i", "x"], reduction="sub")], {"x": [2], "i": [2, 1]}, "reduction must be none, add"),
     ([node("ScatterElements", ["x", "i", "x"], reduction="sub")], {"x": [2], "i": [2]}, "reduction must be none, add"),
     ([node("LRN", ["x"], size=0)], {"x": [1, 2, 3]}, "size must be positive"),
+    ([node("Det", ["x"])], {"x": [2, 3]}, r"must be \[..., n, n\]"),
 ])
 def test_unsupported_forms_are_refused_naming_the_op(nodes, inputs, message):
     feeds = [np.zeros(s, np.int64) if k == "i" else np.ones(s, np.float32) for k, s in inputs.items()]
@@ -164,6 +182,9 @@ def test_unsupported_forms_are_refused_naming_the_op(nodes, inputs, message):
 
 
 def test_scatter_indices_out_of_range_are_refused():
+    m = load([node("ScatterND", ["x", "i", "u"])], {"x": [3], "i": [1, 1], "u": [1]})
+    with pytest.raises(ValueError, match="index 3 is out of range for a dim of 3"):
+        m(ug.tensor(randn(3)), ug.tensor(ints(3).reshape(1, 1)), ug.tensor(randn(1)))
     m = load([node("ScatterElements", ["x", "i", "u"], axis=0)], {"x": [2, 3], "i": [1, 2], "u": [1, 2]})
     with pytest.raises(ValueError, match="index -3 is out of range for a dim of 2"):
         m(ug.tensor(randn(2, 3)), ug.tensor(ints(0, -3).reshape(1, 2)), ug.tensor(randn(1, 2)))

@@ -1533,6 +1533,7 @@ const std::vector<OpSpec>& table() {
     add_normalization_ops(ops);
     add_pooling_ops(ops);
     add_indexing_ops(ops);
+    add_linalg_ops(ops);
     add_resize_ops(ops);
     return ops;
   }();

@@ -75,6 +75,7 @@ struct OpSpec {
 void add_normalization_ops(std::vector<OpSpec>& ops);
 void add_pooling_ops(std::vector<OpSpec>& ops);
 void add_indexing_ops(std::vector<OpSpec>& ops);
+void add_linalg_ops(std::vector<OpSpec>& ops);
 void add_resize_ops(std::vector<OpSpec>& ops);
 
 /** The entry for an op type, or null. */
