@@ -437,12 +437,37 @@ Outputs conv_op(const OpContext& c) {
   c.fail("only 1-d and 2-d convolutions are supported, got input shape ", x.shape());
 }
 
+/** A 3-d transposed convolution without padding or bias, from 2-d ones: input plane i with
+ *  kernel plane k lands on output plane i * stride + k * dilation. */
+Tensor conv_transpose3d_by_planes(const Tensor& x, const Tensor& weight, const Window& w, const Dims& output_padding,
+                                  int64_t group) {
+  const int64_t depth = x.size(2), taps = weight.size(2), s = w.strides[0], dil = w.dilations[0];
+  const Dims stride{w.strides[1], w.strides[2]}, dilation{w.dilations[1], w.dilations[2]};
+  const Dims extra{output_padding[1], output_padding[2]};
+  std::vector<Tensor> planes(static_cast<size_t>(s * (depth - 1) + (taps - 1) * dil + 1 + output_padding[0]));
+  for (int64_t i = 0; i < depth; ++i)
+    for (int64_t k = 0; k < taps; ++k) {
+      Tensor& plane = planes[static_cast<size_t>(i * s + k * dil)];
+      const Tensor part =
+          conv_transpose2d(x.select(2, i), weight.select(2, k), std::nullopt, stride, {0, 0}, extra, group, dilation);
+      plane = plane.defined() ? add(plane, part) : part;
+    }
+  Dims plane_shape{x.size(0), weight.size(1) * group};
+  for (size_t d = 1; d < 3; ++d)
+    plane_shape.push_back(w.strides[d] * (x.size(static_cast<int64_t>(d) + 2) - 1) +
+                          (weight.size(static_cast<int64_t>(d) + 2) - 1) * w.dilations[d] + 1 + output_padding[d]);
+  for (Tensor& plane : planes)
+    if (!plane.defined()) plane = zeros(plane_shape, {.dtype = x.dtype()});
+  return stack(planes, 2);
+}
+
 Outputs conv_transpose_op(const OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& weight = c.input(1);
   if (weight.dim() != x.dim())
     c.fail("the weight must have the input's rank, got ", weight.shape(), " for ", x.shape());
-  if (x.dim() != 3 && x.dim() != 4) c.fail("only 1-d and 2-d transposed convolutions are supported, got ", x.shape());
+  if (x.dim() < 3 || x.dim() > 5)
+    c.fail("only 1-d, 2-d and 3-d transposed convolutions are supported, got ", x.shape());
   const size_t rank = static_cast<size_t>(x.dim() - 2);
   const Dims kernel(weight.shape().begin() + 2, weight.shape().end());
   Window w = window_of(c, x, kernel, 1);
@@ -481,12 +506,15 @@ Outputs conv_transpose_op(const OpContext& c) {
   std::optional<Tensor> bias = c.has_input(2) ? std::optional(c.input(2)) : std::nullopt;
   const bool grows = std::any_of(w.begin.begin(), w.begin.end(), [](int64_t p) { return p < 0; }) ||
                      std::any_of(w.end.begin(), w.end.end(), [](int64_t p) { return p < 0; });
-  const Dims padding = w.symmetric() && !grows ? w.begin : Dims(rank, 0);
-  const std::optional<Tensor> fused_bias = grows ? std::nullopt : bias;  // the grown cells get the bias too
-  Tensor y = rank == 1
-                 ? conv_transpose1d(x, weight, fused_bias, w.strides, padding, output_padding, group, w.dilations)
-                 : conv_transpose2d(x, weight, fused_bias, w.strides, padding, output_padding, group, w.dilations);
-  if (!w.symmetric() || grows) {  // crop what the pads remove, grow by the negative ones
+  // 3-d is composed of 2-d planes, uncropped; the grown cells get the bias too.
+  const bool explicit_pads = !w.symmetric() || grows || rank == 3;
+  const Dims padding = explicit_pads ? Dims(rank, 0) : w.begin;
+  const std::optional<Tensor> fused_bias = grows || rank == 3 ? std::nullopt : bias;
+  Tensor y = rank == 1 ? conv_transpose1d(x, weight, fused_bias, w.strides, padding, output_padding, group, w.dilations)
+             : rank == 2
+                 ? conv_transpose2d(x, weight, fused_bias, w.strides, padding, output_padding, group, w.dilations)
+                 : conv_transpose3d_by_planes(x, weight, w, output_padding, group);
+  if (explicit_pads) {  // crop what the pads remove, grow by the negative ones
     Window grow{.begin = Dims(rank, 0), .end = Dims(rank, 0)};
     for (size_t d = 0; d < rank; ++d) {
       const int64_t dim = static_cast<int64_t>(d) + 2, begin = std::max<int64_t>(w.begin[d], 0);
@@ -501,12 +529,12 @@ Outputs conv_transpose_op(const OpContext& c) {
       for (size_t d = 0; d < rank; ++d) grown[d + 2] += grow.begin[d] + grow.end[d];
       check_new_shape(c, grown);
       y = pad_spatial(y, grow, 0);
-      if (bias) {
-        Dims channel(static_cast<size_t>(y.dim()), 1);
-        channel[1] = -1;
-        y = add(y, bias->reshape(channel));
-      }
     }
+  }
+  if (bias && !fused_bias) {
+    Dims channel(static_cast<size_t>(y.dim()), 1);
+    channel[1] = -1;
+    y = add(y, bias->reshape(channel));
   }
   return one(y);
 }
