@@ -19,6 +19,7 @@ def reference(feeds):
 
 CASES = {
     "lrn": ([node("LRN", ["x"], size=5, alpha=0.01, beta=0.6, bias=1.5)], {"x": randn(2, 7, 3, 4)}, {}),
+    "lrn_window_past_the_channels": ([node("LRN", ["x"], size=9)], {"x": randn(1, 3, 2, 2)}, {}),
     "instance_norm_3d": ([node("InstanceNormalization", ["x", "s", "b"], epsilon=1e-3)], {"x": randn(2, 3, 4, 2, 3)},
                          {"s": randn(3), "b": randn(3)}),
     "mvn_axes": ([node("MeanVarianceNormalization", ["x"], axes=[1, 2])], {"x": randn(2, 3, 4)}, {}),
@@ -194,3 +195,26 @@ def test_scatter_indices_out_of_range_are_refused():
     m = load([node("ScatterElements", ["x", "i", "u"], axis=0)], {"x": [2, 3], "i": [1, 2], "u": [1, 2]})
     with pytest.raises(ValueError, match="index -3 is out of range for a dim of 2"):
         m(ug.tensor(randn(2, 3)), ug.tensor(ints(0, -3).reshape(1, 2)), ug.tensor(randn(1, 2)))
+
+
+def test_work_past_the_element_limit_is_refused():
+    """Scatter reductions rewrite the data once per repeat of a target, pooling reads every window's
+    cells: both are bounded by LoadLimits::max_elements like the tensors a file asks for."""
+    nodes = [node("ScatterElements", ["x", "i", "u"], reduction="max")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [100]),
+                                           helper.make_tensor_value_info("i", TensorProto.INT64, [20]),
+                                           helper.make_tensor_value_info("u", F, [20])],
+                              [helper.make_tensor_value_info("y", F, None)])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]).SerializeToString()
+    m = ug.onnx.load_bytes(data, max_elements=1000)
+    with pytest.raises(ValueError, match="repeat a target 20 times over 100 elements"):
+        m(ug.tensor(randn(100)), ug.tensor(np.zeros(20, np.int64)), ug.tensor(randn(20)))
+    np.testing.assert_allclose(m(ug.tensor(np.zeros(100, np.float32)), ug.tensor(np.arange(20)),
+                                 ug.tensor(np.ones(20, np.float32))).numpy(), np.r_[np.ones(20), np.zeros(80)])
+    graph = helper.make_graph([node("MaxPool", ["x"], kernel_shape=[4, 4, 4])], "g",
+                              [helper.make_tensor_value_info("x", F, [1, 1, 8, 8, 8])],
+                              [helper.make_tensor_value_info("y", F, None)])
+    m = ug.onnx.load_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]).SerializeToString(),
+                           max_elements=5000)
+    with pytest.raises(ValueError, match="LoadLimits::max_elements"):
+        m(ug.tensor(randn(1, 1, 8, 8, 8)))

@@ -28,14 +28,18 @@ int64_t checked_index(const OpContext& c, int64_t index, int64_t size, std::stri
   return index < 0 ? index + size : index;
 }
 
-/** Rows `targets` of data [M, R] combined with updates [K, R] as `reduction` says, in order: the
- *  k-th update of a row in round k, so that each round's rows are distinct (a repeated row with
- *  reduction "none" keeps its last update). */
+/** Rows `targets` of data [M, R] combined with updates [K, R] as `reduction` says: "add" in one
+ *  scatter_add, the others in order, the k-th update of a row in round k, so that each round's
+ *  rows are distinct (a repeated row with reduction "none" keeps its last update). */
 Tensor scatter_rows(const OpContext& c, Tensor data, const std::vector<int64_t>& targets, const Tensor& updates,
                     std::string_view reduction) {
   if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
     c.fail("reduction must be none, add, mul, max or min, got '", reduction, "'");
   const Tensor values = updates.to(data.dtype());
+  if (reduction == "add") {
+    const Tensor at = int_tensor(targets).unsqueeze(1).expand(values.shape()).contiguous();
+    return data.scatter_add(0, at, values);
+  }
   std::vector<std::vector<int64_t>> rounds;  // positions k of `targets`, per round
   std::map<int64_t, size_t> seen;
   for (size_t k = 0; k < targets.size(); ++k) {
@@ -43,6 +47,10 @@ Tensor scatter_rows(const OpContext& c, Tensor data, const std::vector<int64_t>&
     if (round == rounds.size()) rounds.emplace_back();
     rounds[round].push_back(static_cast<int64_t>(k));
   }
+  int64_t work = 0;  // each round rewrites the whole data
+  if (__builtin_mul_overflow(static_cast<int64_t>(rounds.size()), data.numel(), &work) || work > c.max_elements())
+    c.fail("the updates repeat a target ", rounds.size(), " times over ", data.numel(),
+           " elements of data, more work than LoadLimits::max_elements allows");
   for (const std::vector<int64_t>& round : rounds) {
     std::vector<int64_t> rows;
     for (int64_t k : round) rows.push_back(targets[static_cast<size_t>(k)]);

@@ -1,6 +1,8 @@
 // The op table's normalizations (LRN, InstanceNormalization, GroupNormalization,
 // MeanVarianceNormalization) and the activations Mish and Shrink, each as ONNX's reference
 // computes it, composed of ug ops so that gradients flow through them.
+#include <algorithm>
+
 #include "ug/nn/functional.h"
 #include "ug/onnx/import_util.h"
 #include "ug/ops/binary.h"
@@ -29,13 +31,15 @@ Outputs lrn_op(const OpContext& c) {
   const int64_t size = c.attr_int("size");
   if (size < 1 || size > c.max_elements()) c.fail("size must be positive, got ", size);
   const double alpha = c.attr_float("alpha", 1e-4), beta = c.attr_float("beta", 0.75), bias = c.attr_float("bias", 1.0);
-  const int64_t before = (size - 1) / 2, after = size - 1 - before, channels = x.size(1);
+  // A window reaching past every channel sums the same as one reaching just past them.
+  const int64_t channels = x.size(1), before = std::min((size - 1) / 2, channels);
+  const int64_t after = std::min(size - 1 - (size - 1) / 2, channels);
   Dims pads(2 * static_cast<size_t>(x.dim() - 2), 0);  // ug::pad's order: last dim first
   pads.push_back(before);
   pads.push_back(after);
   const Tensor squares = pad(mul(x, x), pads, "constant", 0);
   Tensor sum = squares.narrow(1, 0, channels);
-  for (int64_t k = 1; k < size; ++k) sum = add(sum, squares.narrow(1, k, channels));
+  for (int64_t k = 1; k <= before + after; ++k) sum = add(sum, squares.narrow(1, k, channels));
   return one(div(x, pow(add(mul(sum, alpha / static_cast<double>(size)), bias), beta)));
 }
 

@@ -48,6 +48,9 @@ Tensor pool_by_slices(const OpContext& c, const Tensor& x, const Window& w, bool
     shape.push_back(out[d]);
   }
   check_new_shape(c, shape);
+  Dims unfolded = shape;  // every window's cells: the work the slices do
+  for (int64_t k : w.kernel) unfolded.push_back(k);
+  check_new_shape(c, unfolded);
   if (kind == PoolKind::Max) {
     const Scalar lowest = is_floating(x.dtype()) ? Scalar(-std::numeric_limits<double>::infinity())
                           : x.numel() > 0        ? x.detach().amin().item()
