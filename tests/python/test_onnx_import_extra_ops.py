@@ -146,6 +146,8 @@ GRAD_CASES = {
     "instance_norm": ([node("InstanceNormalization", ["x", "s", "b"])], {"x": [2, 3, 5], "s": [3], "b": [3]},
                       lambda x, s, b: T.instance_norm(x, weight=s, bias=b)),
     "mish": ([node("Mish", ["x"])], {"x": [3, 4]}, T.mish),
+    "swiglu": ([node("SwiGLU", ["a", "b"], alpha=1.5)], {"a": [3, 4], "b": [3, 4]},
+               lambda a, b: a * torch.sigmoid(1.5 * a) * b, 28),
     "lppool": ([node("LpPool", ["x"], kernel_shape=[2, 2], p=2)], {"x": [1, 2, 4, 4]}, lambda x: T.lp_pool2d(x, 2, 2, 1)),
     "maxpool_3d": ([node("MaxPool", ["x"], kernel_shape=[2, 2, 2], strides=[2, 2, 2])], {"x": [1, 2, 4, 4, 4]},
                    lambda x: T.max_pool3d(x, 2)),

@@ -1,5 +1,5 @@
 // The op table's normalizations (LRN, InstanceNormalization, GroupNormalization,
-// MeanVarianceNormalization) and the activations Mish and Shrink, each as ONNX's reference
+// MeanVarianceNormalization) and the activations Mish, Shrink and SwiGLU, each as ONNX's reference
 // computes it, composed of ug ops so that gradients flow through them.
 #include <algorithm>
 
@@ -96,6 +96,15 @@ Outputs shrink_op(const OpContext& c) {
   return one(where(lt(x, -lambd), add(x, bias), where(gt(x, lambd), sub(x, bias), zero)).to(x.dtype()));
 }
 
+/** SwiGLU (opset 28): Swish_alpha(A) * B, of inputs of one shape. */
+Outputs swiglu_op(const OpContext& c) {
+  const Tensor &a = c.input(0), &b = c.input(1);
+  if (a.shape() != b.shape() || a.dtype() != b.dtype())
+    c.fail("A (", a.shape(), ", ", a.dtype(), ") and B (", b.shape(), ", ", b.dtype(),
+           ") must have one shape and dtype");
+  return one(mul(mul(a, sigmoid(mul(a, c.attr_float("alpha", 1.0)))), b));
+}
+
 }  // namespace
 
 void add_normalization_ops(std::vector<OpSpec>& ops) {
@@ -106,6 +115,7 @@ void add_normalization_ops(std::vector<OpSpec>& ops) {
                             {"MeanVarianceNormalization", mean_variance_normalization_op, 1, 1, 1, 1, {}},
                             {"Mish", +[](const OpContext& c) { return one(F::mish(c.input(0))); }, 1, 1, 1, 18, {}},
                             {"Shrink", shrink_op, 1, 1, 1, 1, {}},
+                            {"SwiGLU", swiglu_op, 2, 2, 1, 28, {}},
                         });
 }
 
