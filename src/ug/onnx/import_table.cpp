@@ -9,13 +9,14 @@
 #include <unordered_map>
 
 #include "ug/nn/functional.h"
-#include "ug/onnx/op_table.h"
+#include "ug/onnx/import_util.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/conv.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/join.h"
 #include "ug/ops/linalg.h"
 #include "ug/ops/pool.h"
+#include "ug/ops/random.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 
@@ -94,11 +95,7 @@ std::optional<Tensor> OpContext::attr_tensor(std::string_view name) const {
   return v ? std::optional(*v) : std::nullopt;
 }
 
-namespace {
-
-using Outputs = std::vector<Tensor>;
-
-// ---- helpers ------------------------------------------------------------------------------
+// ---- helpers (import_util.h) ------------------------------------------------------------------------------
 
 int64_t norm_axis(const OpContext& c, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank) c.fail("axis ", axis, " is out of range for rank ", rank);
@@ -165,7 +162,7 @@ Tensor trunc_divide(const Tensor& a, const Tensor& b) {
   return add(q, inexact.to(q.dtype()));
 }
 
-Outputs one(Tensor t) { return {std::move(t)}; }
+namespace {
 
 // ---- elementwise --------------------------------------------------------------------------
 
@@ -187,10 +184,7 @@ Outputs mod_op(const OpContext& c) {
   check_broadcast(c);
   const Tensor &a = c.input(0), &b = c.input(1);
   const bool integers = is_integral(a.dtype()) && is_integral(b.dtype());
-  if (!c.attr_int("fmod", 0)) {
-    if (!integers) c.fail("fmod=0 needs integer inputs, got ", a.dtype(), " and ", b.dtype());
-    return one(remainder(a, b));
-  }
+  if (!c.attr_int("fmod", 0)) return one(remainder(a, b));  // Python's %: the sign of the divisor
   // C's fmod: the result has the sign of the dividend.
   Tensor q = integers ? trunc_divide(a, b) : trunc(div(a, b));
   return one(sub(a, mul(q, b)));
@@ -357,11 +351,7 @@ Outputs gemm_op(const OpContext& c) {
 
 // ---- convolution and pooling ----------------------------------------------------------------
 
-/** The geometry attributes shared by Conv, ConvTranspose and the pools, per spatial dim. */
-struct Window {
-  Dims kernel, strides, dilations, begin, end;
-  bool symmetric() const { return begin == end; }
-};
+}  // namespace
 
 Dims spatial_attr(const OpContext& c, std::string_view name, size_t rank, int64_t fallback, int64_t min) {
   auto v = c.attr_ints(name);
@@ -426,6 +416,8 @@ Tensor pad_spatial(const Tensor& x, const Window& w, Scalar value) {
   return pad(x, pads, "constant", value);
 }
 
+namespace {
+
 Outputs conv_op(const OpContext& c) {
   Tensor x = c.input(0);
   const Tensor& weight = c.input(1);
@@ -445,12 +437,37 @@ Outputs conv_op(const OpContext& c) {
   c.fail("only 1-d and 2-d convolutions are supported, got input shape ", x.shape());
 }
 
+/** A 3-d transposed convolution without padding or bias, from 2-d ones: input plane i with
+ *  kernel plane k lands on output plane i * stride + k * dilation. */
+Tensor conv_transpose3d_by_planes(const Tensor& x, const Tensor& weight, const Window& w, const Dims& output_padding,
+                                  int64_t group) {
+  const int64_t depth = x.size(2), taps = weight.size(2), s = w.strides[0], dil = w.dilations[0];
+  const Dims stride{w.strides[1], w.strides[2]}, dilation{w.dilations[1], w.dilations[2]};
+  const Dims extra{output_padding[1], output_padding[2]};
+  std::vector<Tensor> planes(static_cast<size_t>(s * (depth - 1) + (taps - 1) * dil + 1 + output_padding[0]));
+  for (int64_t i = 0; i < depth; ++i)
+    for (int64_t k = 0; k < taps; ++k) {
+      Tensor& plane = planes[static_cast<size_t>(i * s + k * dil)];
+      const Tensor part =
+          conv_transpose2d(x.select(2, i), weight.select(2, k), std::nullopt, stride, {0, 0}, extra, group, dilation);
+      plane = plane.defined() ? add(plane, part) : part;
+    }
+  Dims plane_shape{x.size(0), weight.size(1) * group};
+  for (size_t d = 1; d < 3; ++d)
+    plane_shape.push_back(w.strides[d] * (x.size(static_cast<int64_t>(d) + 2) - 1) +
+                          (weight.size(static_cast<int64_t>(d) + 2) - 1) * w.dilations[d] + 1 + output_padding[d]);
+  for (Tensor& plane : planes)
+    if (!plane.defined()) plane = zeros(plane_shape, {.dtype = x.dtype()});
+  return stack(planes, 2);
+}
+
 Outputs conv_transpose_op(const OpContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& weight = c.input(1);
   if (weight.dim() != x.dim())
     c.fail("the weight must have the input's rank, got ", weight.shape(), " for ", x.shape());
-  if (x.dim() != 3 && x.dim() != 4) c.fail("only 1-d and 2-d transposed convolutions are supported, got ", x.shape());
+  if (x.dim() < 3 || x.dim() > 5)
+    c.fail("only 1-d, 2-d and 3-d transposed convolutions are supported, got ", x.shape());
   const size_t rank = static_cast<size_t>(x.dim() - 2);
   const Dims kernel(weight.shape().begin() + 2, weight.shape().end());
   Window w = window_of(c, x, kernel, 1);
@@ -468,8 +485,10 @@ Outputs conv_transpose_op(const OpContext& c) {
       const int64_t in = x.size(static_cast<int64_t>(d) + 2);
       const int64_t out = output_shape ? (*output_shape)[d] : in * w.strides[d];
       const int64_t total = w.strides[d] * (in - 1) + output_padding[d] + (kernel[d] - 1) * w.dilations[d] + 1 - out;
-      if (total < 0) c.fail("output_shape ", out, " is larger than the transposed convolution gives");
-      w.begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      if (out < 0 || out > c.max_elements()) c.fail("output_shape ", to_dims(*output_shape), " is absurd");
+      // Halved rounding down, as onnx's reference: a larger output_shape grows at the end.
+      const int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
+      w.begin[d] = auto_pad == "SAME_UPPER" ? half : total - half;
       w.end[d] = total - w.begin[d];
     }
   }
@@ -484,18 +503,49 @@ Outputs conv_transpose_op(const OpContext& c) {
     full.push_back(span + reach + 1 + output_padding[d]);
   }
   check_new_shape(c, full);
-  const std::optional<Tensor> bias = c.has_input(2) ? std::optional(c.input(2)) : std::nullopt;
-  const Dims padding = w.symmetric() ? w.begin : Dims(rank, 0);
-  Tensor y = rank == 1 ? conv_transpose1d(x, weight, bias, w.strides, padding, output_padding, group, w.dilations)
-                       : conv_transpose2d(x, weight, bias, w.strides, padding, output_padding, group, w.dilations);
-  if (!w.symmetric())  // crop what the pads remove
+  std::optional<Tensor> bias = c.has_input(2) ? std::optional(c.input(2)) : std::nullopt;
+  const bool grows = std::any_of(w.begin.begin(), w.begin.end(), [](int64_t p) { return p < 0; }) ||
+                     std::any_of(w.end.begin(), w.end.end(), [](int64_t p) { return p < 0; });
+  // 3-d is composed of 2-d planes, uncropped; the grown cells get the bias too.
+  const bool explicit_pads = !w.symmetric() || grows || rank == 3;
+  const Dims padding = explicit_pads ? Dims(rank, 0) : w.begin;
+  const std::optional<Tensor> fused_bias = grows || rank == 3 ? std::nullopt : bias;
+  Tensor y = rank == 1 ? conv_transpose1d(x, weight, fused_bias, w.strides, padding, output_padding, group, w.dilations)
+             : rank == 2
+                 ? conv_transpose2d(x, weight, fused_bias, w.strides, padding, output_padding, group, w.dilations)
+                 : conv_transpose3d_by_planes(x, weight, w, output_padding, group);
+  if (explicit_pads) {  // crop what the pads remove, grow by the negative ones
+    Window grow{.begin = Dims(rank, 0), .end = Dims(rank, 0)};
     for (size_t d = 0; d < rank; ++d) {
-      const int64_t dim = static_cast<int64_t>(d) + 2;
-      const int64_t length = y.size(dim) - w.begin[d] - w.end[d];
+      const int64_t dim = static_cast<int64_t>(d) + 2, begin = std::max<int64_t>(w.begin[d], 0);
+      const int64_t length = y.size(dim) - begin - std::max<int64_t>(w.end[d], 0);
       if (length < 0) c.fail("pads remove more than the output has");
-      y = y.narrow(dim, w.begin[d], length);
+      y = y.narrow(dim, begin, length);
+      grow.begin[d] = std::max<int64_t>(-w.begin[d], 0);
+      grow.end[d] = std::max<int64_t>(-w.end[d], 0);
     }
+    if (grows) {
+      Dims grown = y.shape();
+      for (size_t d = 0; d < rank; ++d) grown[d + 2] += grow.begin[d] + grow.end[d];
+      check_new_shape(c, grown);
+      y = pad_spatial(y, grow, 0);
+    }
+  }
+  if (bias && !fused_bias) {
+    Dims channel(static_cast<size_t>(y.dim()), 1);
+    channel[1] = -1;
+    y = add(y, bias->reshape(channel));
+  }
   return one(y);
+}
+
+/** Whether ug's pooling kernels take the window: 1-d or 2-d, symmetric pads of at most half the
+ *  kernel (asymmetric ones are padded explicitly). */
+bool pool_kernel_fits(const Tensor& x, const Window& w) {
+  if (x.dim() != 3 && x.dim() != 4) return false;
+  for (size_t d = 0; d < w.kernel.size(); ++d)
+    if (w.symmetric() && w.begin[d] > w.kernel[d] / 2) return false;
+  return true;
 }
 
 Outputs max_pool_op(const OpContext& c) {
@@ -503,18 +553,23 @@ Outputs max_pool_op(const OpContext& c) {
   Window w = window_of(c, x, {}, x.size(1));
   const bool ceil_mode = c.attr_int("ceil_mode", 0);
   const bool want_indices = c.wants_output(1);
-  if (want_indices && c.attr_int("storage_order", 0))
-    c.fail("column-major indices (storage_order=1) are not supported");
+  if (!pool_kernel_fits(x, w) || !is_floating(x.dtype())) {
+    if (want_indices) c.fail("indices are supported for 1-d and 2-d floating-point pooling only, got ", x.shape());
+    return one(pool_by_slices(c, x, w, ceil_mode, PoolKind::Max, false));
+  }
   Dims padding = w.begin;
   if (!w.symmetric()) {
     if (want_indices) c.fail("indices with asymmetric pads are not supported");
     x = pad_spatial(x, w, -std::numeric_limits<double>::infinity());
     padding = Dims(w.begin.size(), 0);
   }
-  if (x.dim() != 3 && x.dim() != 4) c.fail("only 1-d and 2-d pooling is supported, got input shape ", x.shape());
   auto [y, idx] = x.dim() == 3 ? max_pool1d_with_indices(x, w.kernel, w.strides, padding, w.dilations, ceil_mode)
                                : max_pool2d_with_indices(x, w.kernel, w.strides, padding, w.dilations, ceil_mode);
   if (!want_indices) return one(y);
+  if (c.attr_int("storage_order", 0) && x.dim() == 4) {  // column-major: w * H + h within the plane
+    const int64_t height = x.size(2), width = x.size(3);
+    idx = add(mul(remainder(idx, width), height), floor_divide(idx, width));
+  }
   // ug's indices count within each [H, W] plane; ONNX's within the whole tensor.
   const int64_t plane = x.numel() / std::max<int64_t>(1, x.size(0) * x.size(1));
   Dims offset_shape{x.size(0), x.size(1)};
@@ -526,11 +581,10 @@ Outputs max_pool_op(const OpContext& c) {
 Outputs average_pool_op(const OpContext& c) {
   Tensor x = c.input(0);
   Window w = window_of(c, x, {}, x.size(1));
-  for (int64_t d : w.dilations)
-    if (d != 1) c.fail("dilations other than 1 are not supported");
   const bool ceil_mode = c.attr_int("ceil_mode", 0);
   const bool count_pad = c.attr_int("count_include_pad", 0);
-  if (x.dim() != 3 && x.dim() != 4) c.fail("only 1-d and 2-d pooling is supported, got input shape ", x.shape());
+  const bool dilated = std::any_of(w.dilations.begin(), w.dilations.end(), [](int64_t d) { return d != 1; });
+  if (dilated || !pool_kernel_fits(x, w)) return one(pool_by_slices(c, x, w, ceil_mode, PoolKind::Average, count_pad));
   auto pool = [&](const Tensor& t, const Dims& padding, bool include_pad) {
     return t.dim() == 3 ? avg_pool1d(t, w.kernel, w.strides, padding, ceil_mode, include_pad)
                         : avg_pool2d(t, w.kernel, w.strides, padding, ceil_mode, include_pad);
@@ -563,10 +617,27 @@ Outputs global_max_pool_op(const OpContext& c) {
 // ---- normalization ----------------------------------------------------------------------
 
 Outputs batch_norm_op(const OpContext& c) {
-  if (c.attr_int("training_mode", 0)) c.fail("training_mode=1 is not supported (export the model in eval mode)");
-  if (c.wants_output(1) || c.wants_output(2)) c.fail("running statistics outputs exist only in training mode");
-  return one(F::batch_norm(c.input(0), c.input(3), c.input(4), c.input(1), c.input(2), false, 0.1,
-                           c.attr_float("epsilon", 1e-5)));
+  const double eps = c.attr_float("epsilon", 1e-5);
+  if (!c.attr_int("training_mode", 0)) {
+    if (c.wants_output(1) || c.wants_output(2)) c.fail("running statistics outputs exist only in training mode");
+    return one(F::batch_norm(c.input(0), c.input(3), c.input(4), c.input(1), c.input(2), false, 0.1, eps));
+  }
+  // Training: normalized by the batch's statistics (the population variance); the running ones
+  // come out blended with them, running * momentum + batch * (1 - momentum).
+  const Tensor& x = c.input(0);
+  if (x.dim() < 2) c.fail("the input must be [N, C, ...], got ", x.shape());
+  Dims dims{0}, channel(static_cast<size_t>(x.dim()), 1);
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  channel[1] = x.size(1);
+  const Tensor mean = x.mean(dims), var = x.var(dims, 0);
+  for (size_t i = 1; i < 5; ++i)
+    if (c.input(i).shape() != Dims{x.size(1)})
+      c.fail("input ", i, " ", c.input(i).shape(), " must be [C] = [", x.size(1), "]");
+  const Tensor normalized = mul(sub(x, mean.reshape(channel)), rsqrt(add(var.reshape(channel), eps)));
+  const Tensor y = add(mul(normalized, c.input(1).reshape(channel)), c.input(2).reshape(channel));
+  const double momentum = c.attr_float("momentum", 0.9);
+  return {y, add(mul(c.input(3), momentum), mul(mean, 1 - momentum)),
+          add(mul(c.input(4), momentum), mul(var, 1 - momentum))};
 }
 
 /** Whether t broadcasts unidirectionally into the normalized shape (a normalization's scale, bias). */
@@ -791,8 +862,10 @@ Outputs dropout_op(const OpContext& c) {
     if (c.wants_output(1)) out.push_back(ones(x.shape(), {.dtype = DType::Bool}));
     return out;
   }
-  if (c.wants_output(1)) c.fail("the mask output in training mode is not supported");
-  return one(F::dropout(x, ratio, true));
+  if (!c.wants_output(1)) return one(F::dropout(x, ratio, true));
+  if (ratio < 0 || ratio >= 1) c.fail("ratio must be in [0, 1), got ", ratio);
+  const Tensor mask = ge(rand(x.shape(), {.dtype = DType::Float32}), ratio);
+  return {where(mask, mul(x, 1 / (1 - ratio)), zeros({}, {.dtype = x.dtype()})), mask};
 }
 
 // ---- recurrent layers ------------------------------------------------------------------------
@@ -817,7 +890,6 @@ Outputs recurrent_op(const OpContext& c, bool lstm) {
     if (*acts != want) c.fail("only the default activations are supported");
   }
   if (lstm && c.attr_int("input_forget", 0)) c.fail("input_forget=1 is not supported");
-  if (lstm && c.has_input(7)) c.fail("peephole weights (input P) are not supported");
   Tensor x = c.input(0);
   if (x.dim() != 3) c.fail("X must be 3-d, got shape ", x.shape());
   if (batch_first) x = x.transpose(0, 1);
@@ -841,6 +913,9 @@ Outputs recurrent_op(const OpContext& c, bool lstm) {
   };
   const Tensor h0 = initial(5), c0 = lstm ? initial(6) : Tensor();
   const bool linear_before_reset = !lstm && c.attr_int("linear_before_reset", 0);
+  const Tensor peepholes = lstm && c.has_input(7) ? c.input(7) : Tensor();  // P: per direction, i, o, f
+  if (peepholes.defined() && peepholes.shape() != Shape{dirs, 3 * hidden})
+    c.fail("P must have shape [", dirs, ", ", 3 * hidden, "], got ", peepholes.shape());
 
   std::vector<Tensor> ys, hs, cs;
   for (int64_t d = 0; d < dirs; ++d) {
@@ -852,6 +927,7 @@ Outputs recurrent_op(const OpContext& c, bool lstm) {
     }
     const Tensor xw = F::linear(x, wd, wb);  // [seq, batch, gates * hidden]
     Tensor h = h0.select(0, d), cell = lstm ? c0.select(0, d) : Tensor();
+    const std::vector<Tensor> peep = peepholes.defined() ? peepholes.select(0, d).chunk(3, 0) : std::vector<Tensor>{};
     std::vector<Tensor> steps(static_cast<size_t>(seq));
     const bool backwards = direction == "reverse" || d == 1;
     for (int64_t k = 0; k < seq; ++k) {
@@ -859,8 +935,14 @@ Outputs recurrent_op(const OpContext& c, bool lstm) {
       const Tensor gx = xw.select(0, t);
       if (lstm) {
         const std::vector<Tensor> g = add(gx, F::linear(h, rd, rb)).chunk(4, 1);
-        cell = add(mul(sigmoid(g[2]), cell), mul(sigmoid(g[0]), tanh(g[3])));
-        h = mul(sigmoid(g[1]), tanh(cell));
+        Tensor in = g[0], out = g[1], forget = g[2];
+        if (!peep.empty()) {  // the input and forget gates see the old cell, the output gate the new one
+          in = add(in, mul(peep[0], cell));
+          forget = add(forget, mul(peep[2], cell));
+        }
+        cell = add(mul(sigmoid(forget), cell), mul(sigmoid(in), tanh(g[3])));
+        if (!peep.empty()) out = add(out, mul(peep[1], cell));
+        h = mul(sigmoid(out), tanh(cell));
       } else {
         const std::vector<Tensor> xg = gx.chunk(3, 1);
         const Tensor rzr = rd.narrow(0, 0, 2 * hidden), rh = rd.narrow(0, 2 * hidden, hidden);
@@ -1051,127 +1133,6 @@ Outputs gather_elements_op(const OpContext& c) {
   return one(x.gather(axis, idx));
 }
 
-/** Where output position i of an axis falls in the input (ONNX's coordinate_transformation_mode). */
-double resize_source(const OpContext& c, std::string_view mode, int64_t i, int64_t in, int64_t out, double scale) {
-  const double x = static_cast<double>(i), n = static_cast<double>(in), m = static_cast<double>(out);
-  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
-  if (mode == "half_pixel_symmetric") {
-    const double offset = n / 2 * (1 - m / (scale * n));
-    return offset + (x + 0.5) / scale - 0.5;
-  }
-  if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0;
-  if (mode == "align_corners") return out == 1 ? 0 : x * (n - 1) / (m - 1);
-  if (mode == "asymmetric") return x / scale;
-  c.fail("coordinate_transformation_mode '", mode, "' is not supported");
-}
-
-/** Resize, one axis at a time (each mode is separable): every output position is a weighted sum
- *  of input positions along the axis (1 tap for nearest, 2 linear, 4 cubic), edges repeated. */
-Outputs resize_op(const OpContext& c) {
-  Tensor x = c.input(0);
-  const std::string mode = c.attr_string("mode", "nearest");
-  const std::string coords = c.attr_string("coordinate_transformation_mode", "half_pixel");
-  const std::string nearest = c.attr_string("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear" && mode != "cubic") c.fail("mode '", mode, "' is not supported");
-  if (c.attr_int("antialias", 0)) c.fail("antialias=1 is not supported");
-  if (c.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
-    c.fail("keep_aspect_ratio_policy other than stretch is not supported");
-  if (mode != "nearest" && !is_floating(x.dtype())) c.fail<TypeError>(mode, " resizing needs floats, got ", x.dtype());
-  const int64_t rank = x.dim();
-  std::vector<int64_t> axes(static_cast<size_t>(rank));
-  std::iota(axes.begin(), axes.end(), 0);
-  if (auto given = c.attr_ints("axes")) {
-    axes = *given;
-    for (int64_t& a : axes) a = norm_axis(c, a, rank);
-  }
-  const auto sizes = c.ints_input(3);
-  std::optional<std::vector<double>> scales;
-  if (c.has_input(2) && c.input(2).numel() > 0) {
-    const Tensor t = c.input(2).detach().to(DType::Float64).contiguous();
-    scales.emplace(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
-  }
-  if (scales.has_value() == (sizes.has_value() && !sizes->empty())) c.fail("give exactly one of scales and sizes");
-  const size_t count = scales ? scales->size() : sizes->size();
-  if (count != axes.size()) c.fail(count, " scales or sizes for ", axes.size(), " axes");
-  const double a = c.attr_float("cubic_coeff_a", -0.75);
-  const bool exclude_outside = c.attr_int("exclude_outside", 0);
-  for (size_t k = 0; k < axes.size(); ++k) {
-    const int64_t axis = axes[k], in = x.size(axis);
-    const double scale = scales ? (*scales)[k] : static_cast<double>((*sizes)[k]) / static_cast<double>(in);
-    const int64_t out = scales ? static_cast<int64_t>(std::floor(static_cast<double>(in) * scale)) : (*sizes)[k];
-    if (!(scale > 0) || out <= 0 || in == 0)
-      c.fail("axis ", axis, " of ", x.shape(), ": scale ", scale, " gives ", out);
-    // align_corners divides by the output length less 1, which ONNX's reference takes unrounded
-    // (in * scale) and onnxruntime rounded: refused where the two differ.
-    if (coords == "align_corners" && scales && static_cast<double>(out) != static_cast<double>(in) * scale)
-      c.fail("align_corners with a scale that does not give a whole length (", in, " * ", scale, ") is ambiguous");
-    if (out == in && scale == 1.0 && coords != "tf_crop_and_resize") continue;
-    Dims out_shape = x.shape();
-    out_shape[static_cast<size_t>(axis)] = out;
-    check_new_shape(c, out_shape);
-    const int64_t taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
-    std::vector<int64_t> index(static_cast<size_t>(out * taps));
-    std::vector<double> weight(static_cast<size_t>(out * taps));
-    for (int64_t i = 0; i < out; ++i) {
-      const double src = resize_source(c, coords, i, in, out, scale);
-      int64_t first = 0;
-      std::vector<double> w;
-      if (mode == "nearest") {
-        const double fl = std::floor(src), frac = src - fl;
-        if (nearest == "round_prefer_floor") first = static_cast<int64_t>(frac <= 0.5 ? fl : fl + 1);
-        else if (nearest == "round_prefer_ceil") first = static_cast<int64_t>(frac < 0.5 ? fl : fl + 1);
-        else if (nearest == "floor") first = static_cast<int64_t>(fl);
-        else if (nearest == "ceil") first = static_cast<int64_t>(std::ceil(src));
-        else c.fail("nearest_mode '", nearest, "' is not supported");
-        w = {1.0};
-      } else {
-        // The neighbours on the left win ties: an integral source takes ratio 1 from its left.
-        double base = std::floor(src), r = src - base;
-        if (r == 0) {
-          base -= 1;
-          r = 1;
-        }
-        if (mode == "linear") {
-          first = static_cast<int64_t>(base);
-          w = {1 - r, r};
-        } else {
-          first = static_cast<int64_t>(base) - 1;
-          auto far = [&](double t) { return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a; };  // 1 < t < 2
-          auto near = [&](double t) { return ((a + 2) * t - (a + 3)) * t * t + 1; };       // t <= 1
-          w = {far(r + 1), near(r), near(1 - r), far(2 - r)};
-        }
-      }
-      double total = 0;
-      for (int64_t t = 0; t < taps; ++t) {
-        const int64_t at = first + t;
-        if (exclude_outside && (at < 0 || at >= in)) w[static_cast<size_t>(t)] = 0;
-        total += w[static_cast<size_t>(t)];
-        index[static_cast<size_t>(i * taps + t)] = std::clamp<int64_t>(at, 0, in - 1);
-      }
-      for (int64_t t = 0; t < taps; ++t)
-        weight[static_cast<size_t>(i * taps + t)] =
-            exclude_outside ? w[static_cast<size_t>(t)] / total : w[static_cast<size_t>(t)];
-    }
-    Tensor idx = empty({out * taps}, {.dtype = DType::Int64});
-    std::copy(index.begin(), index.end(), idx.data_ptr<int64_t>());
-    Tensor picked = x.index_select(axis, idx);  // the taps of each output position, in a row
-    if (mode == "nearest") {
-      x = picked;
-      continue;
-    }
-    Dims split = x.shape();
-    split[static_cast<size_t>(axis)] = out;
-    split.insert(split.begin() + axis + 1, taps);
-    Tensor w = empty({out, taps}, {.dtype = DType::Float64});
-    std::copy(weight.begin(), weight.end(), w.data_ptr<double>());
-    Dims w_shape(static_cast<size_t>(rank + 1), 1);
-    w_shape[static_cast<size_t>(axis)] = out;
-    w_shape[static_cast<size_t>(axis + 1)] = taps;
-    x = mul(picked.reshape(split).to(DType::Float64), w.reshape(w_shape)).sum({axis + 1}).to(x.dtype());
-  }
-  return one(x);
-}
-
 Outputs compress_op(const OpContext& c) {
   Tensor x = c.input(0);
   const Tensor& condition = c.input(1);
@@ -1212,18 +1173,6 @@ template <bool ToSpace> Outputs depth_space_op(const OpContext& c) {
   const Tensor v = x.reshape({n, ch, h / b, b, w / b, b});
   return one(
       (dcr ? v.permute({0, 3, 5, 1, 2, 4}) : v.permute({0, 1, 3, 5, 2, 4})).reshape({n, ch * b * b, h / b, w / b}));
-}
-
-Outputs scatter_elements_op(const OpContext& c) {
-  const Tensor &x = c.input(0), &updates = c.input(2);
-  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), x.dim());
-  if (!is_integral(c.input(1).dtype())) c.fail<TypeError>("indices must be integers, got ", c.input(1).dtype());
-  Tensor idx = c.input(1).to(DType::Int64);
-  idx = where(lt(idx, 0), add(idx, x.size(axis)), idx);
-  const std::string reduction = c.attr_string("reduction", "none");
-  if (reduction == "none") return one(x.scatter(axis, idx, updates));
-  if (reduction == "add") return one(x.scatter_add(axis, idx, updates));
-  c.fail("reduction '", reduction, "' is not supported (none, add)");
 }
 
 Outputs one_hot_op(const OpContext& c) {
@@ -1363,7 +1312,14 @@ Outputs range_op(const OpContext& c) {
     const int64_t s = start_t.detach().item<int64_t>(), d = c.input(2).detach().item<int64_t>();
     return one(add(mul(arange(n, {.dtype = DType::Int64}), d), s).to(dtype));
   }
-  return one(add(mul(arange(n, {.dtype = dtype}), delta), start));
+  // Range 27 computes float16 and bfloat16 in stash_type (float32 by default).
+  DType compute = dtype;
+  if (c.opset() >= 27 && (dtype == DType::Float16 || dtype == DType::BFloat16)) {
+    const int64_t stash = c.attr_int("stash_type", 1);
+    if (stash != 1 && stash != 11) c.fail("stash_type must be 1 (float) or 11 (double), got ", stash);
+    compute = stash == 1 ? DType::Float32 : DType::Float64;
+  }
+  return one(add(mul(arange(n, {.dtype = compute}), delta), start).to(dtype));
 }
 
 Outputs trilu_op(const OpContext& c) {
@@ -1569,12 +1525,10 @@ const std::vector<OpSpec>& table() {
         {"Slice", slice_op, 3, 5, 1, 1, {}},
         {"Gather", gather_op, 2, 2, 1, 1, {}},
         {"GatherElements", gather_elements_op, 2, 2, 1, 1, {}},
-        {"ScatterElements", scatter_elements_op, 3, 3, 1, 1, {}},
         {"OneHot", one_hot_op, 3, 3, 1, 1, {}},
         {"Compress", compress_op, 2, 2, 1, 1, {}},
         {"DepthToSpace", depth_space_op<true>, 1, 1, 1, 1, {"blocksize"}},
         {"SpaceToDepth", depth_space_op<false>, 1, 1, 1, 1, {"blocksize"}},
-        {"Resize", resize_op, 1, 4, 1, 1, {}},
         {"Squeeze", squeeze_op, 1, 2, 1, 1, {}},
         {"Unsqueeze", unsqueeze_op, 1, 2, 1, 1, {}},
         {"Expand", expand_op, 2, 2, 1, 1, {}},
@@ -1604,9 +1558,14 @@ const std::vector<OpSpec>& table() {
 #define UG_ROW(Op, method) add_unary_row<ops::Op, ops::UnaryOp::Op>(ops);
     UG_UNARY_ALL(UG_ROW)
 #undef UG_ROW
+    add_normalization_ops(ops);
+    add_pooling_ops(ops);
+    add_indexing_ops(ops);
+    add_linalg_ops(ops);
+    add_resize_ops(ops);
     add_quantize_ops(ops);
     add_bitwise_ops(ops);
-    widen_unsigned_ops(ops);
+    widen_unsigned_ops(ops);  // last: it widens every row above
     return ops;
   }();
   return ops;
@@ -1633,13 +1592,8 @@ void check_node(const Node& node, int64_t opset) {
   if (!op) fail("[onnx] unsupported op type '", node.op_type, "' (", where(), ")");
   if (opset < op->since_opset)
     fail("[onnx] op type '", node.op_type, "' needs opset ", op->since_opset, " or later (", where(), ")");
-  // The table implements each op as of opset 21. Later versions only added element types, except
-  // these: Range 27 accumulates float16/bfloat16 as stash_type says.
-  static constexpr std::pair<std::string_view, int64_t> kChangedAfter21[] = {{"Range", 27}};
-  for (const auto& [type, changed] : kChangedAfter21)
-    if (node.op_type == type && opset >= changed)
-      fail("[onnx] op type '", type, "' changed in opset ", changed, ", which ug.onnx does not implement (", where(),
-           "); re-export the model with opset ", changed - 1, " or lower");
+  // The table implements each op as of opset 21; later versions only added element types, and
+  // Range 27 stash_type, which range_op reads.
   const size_t n_in = node.inputs.size();
   if (n_in < op->min_inputs || n_in > op->max_inputs)
     fail("[onnx] ", node.op_type, " (", where(), ") has ", n_in, " inputs; it takes ", op->min_inputs,

@@ -72,6 +72,11 @@ struct OpSpec {
 };
 
 // Rows kept in files of their own (onnx/import_<topic>.cpp), appended by table().
+void add_normalization_ops(std::vector<OpSpec>& ops);
+void add_pooling_ops(std::vector<OpSpec>& ops);
+void add_indexing_ops(std::vector<OpSpec>& ops);
+void add_linalg_ops(std::vector<OpSpec>& ops);
+void add_resize_ops(std::vector<OpSpec>& ops);
 void add_quantize_ops(std::vector<OpSpec>& ops);
 void add_bitwise_ops(std::vector<OpSpec>& ops);
 /** Makes the elementwise rows take uint16, uint32 and uint64 (unigrad's shell dtypes): called

@@ -3,6 +3,7 @@
 // model's folder, values produced once and before use, supported ops and opsets.
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
 #include <algorithm>
@@ -221,6 +222,9 @@ int64_t default_opset(const ::onnx::ModelProto& model) {
   model.set_ir_version(std::min<int64_t>(model.ir_version(), ::onnx::IR_VERSION));
   try {
     ::onnx::checker::check_model(model);
+    // Some adapters read their input's shape (Softmax 12 -> 13 its rank), which libonnx's
+    // converter, unlike onnx's newer ones, does not infer first.
+    ::onnx::shape_inference::InferShapes(model);
     return ::onnx::version_conversion::ConvertVersion(model, static_cast<int>(kMinOpset));
   } catch (const std::exception& e) {
     fail("[onnx] opset ", opset, " is not supported (ug.onnx reads opsets ", kMinOpset, " to ", kMaxOpset,

@@ -144,6 +144,11 @@ UG_FLOAT_UNARY(Tanh, "tanh", "Tanh", Output, std::tanh(x), binary(BinaryOp::Tanh
 UG_FLOAT_UNARY(Sinh, "sinh", "Sinh", Input, std::sinh(x), g * x.cosh())
 UG_FLOAT_UNARY(Cosh, "cosh", "Cosh", Input, std::cosh(x), g * x.sinh())
 UG_FLOAT_UNARY(Asinh, "asinh", "Asinh", Input, std::asinh(x), g * (x * x + 1).rsqrt())
+UG_FLOAT_UNARY(Asin, "asin", "Asin", Input, std::asin(x), g * (1 - x * x).rsqrt())
+UG_FLOAT_UNARY(Acos, "acos", "Acos", Input, std::acos(x), -g * (1 - x * x).rsqrt())
+UG_FLOAT_UNARY(Atan, "atan", "Atan", Input, std::atan(x), g / (x * x + 1))
+UG_FLOAT_UNARY(Acosh, "acosh", "Acosh", Input, std::acosh(x), g * (x * x - 1).rsqrt())
+UG_FLOAT_UNARY(Atanh, "atanh", "Atanh", Input, std::atanh(x), g / (1 - x * x))
 UG_FLOAT_UNARY(Sigmoid, "sigmoid", "Sigmoid", Output, T(1) / (T(1) + std::exp(-x)),
                binary(BinaryOp::SigmoidBackward, g, y))
 UG_FLOAT_UNARY(Silu, "silu", nullptr, Input, x / (T(1) + std::exp(-x)), binary(BinaryOp::SiluBackward, g, x))
@@ -222,8 +227,9 @@ struct BitwiseNot : NoGrad {
   X(Ceil, ceil) X(Round, round) X(Trunc, trunc) X(Exp, exp) X(Exp2, exp2) X(Log, log)          \
   X(Log2, log2) X(Log10, log10) X(Log1p, log1p) X(Expm1, expm1) X(Sqrt, sqrt) X(Rsqrt, rsqrt)  \
   X(Reciprocal, reciprocal) X(Sin, sin) X(Cos, cos) X(Tan, tan) X(Tanh, tanh) X(Sinh, sinh)    \
-  X(Cosh, cosh) X(Asinh, asinh)                                                                \
-  X(Sigmoid, sigmoid) X(Silu, silu) X(Erf, erf) X(LogicalNot, logical_not)                   \
+  X(Cosh, cosh) X(Asinh, asinh) X(Asin, asin) X(Acos, acos) X(Atan, atan) X(Acosh, acosh)      \
+  X(Atanh, atanh)                                                                              \
+  X(Sigmoid, sigmoid) X(Silu, silu) X(Erf, erf) X(LogicalNot, logical_not)                     \
   X(BitwiseNot, bitwise_not)
 #define UG_UNARY_PREDICATES(X) X(IsNan, isnan) X(IsInf, isinf) X(IsFinite, isfinite)
 #define UG_UNARY_GELU(X) X(Gelu, gelu) X(GeluTanh, gelu)
