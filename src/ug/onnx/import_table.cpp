@@ -1604,6 +1604,7 @@ const std::vector<OpSpec>& table() {
 #define UG_ROW(Op, method) add_unary_row<ops::Op, ops::UnaryOp::Op>(ops);
     UG_UNARY_ALL(UG_ROW)
 #undef UG_ROW
+    add_control_flow_ops(ops);
     return ops;
   }();
   return ops;

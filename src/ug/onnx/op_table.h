@@ -17,8 +17,9 @@ namespace ug::onnx {
  *  absent) and the model's opset; attribute readers that name the node in their errors. */
 class OpContext {
  public:
-  OpContext(const Node& node, const std::vector<Tensor>& inputs, int64_t opset, int64_t max_elements)
-      : node_(node), inputs_(inputs), opset_(opset), max_elements_(max_elements) {}
+  OpContext(const Node& node, const std::vector<Tensor>& inputs, int64_t opset, int64_t max_elements,
+            const std::vector<Tensor>* implicit_inputs = nullptr)
+      : node_(node), inputs_(inputs), implicit_inputs_(implicit_inputs), opset_(opset), max_elements_(max_elements) {}
 
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
@@ -46,6 +47,11 @@ class OpContext {
   std::optional<std::vector<double>> attr_floats(std::string_view name) const;
   std::optional<std::vector<std::string>> attr_strings(std::string_view name) const;
   std::optional<Tensor> attr_tensor(std::string_view name) const;
+  /** A required GRAPH attribute (a subgraph). */
+  const Graph& attr_graph(std::string_view name) const;
+  /** Runs subgraph attribute `name` on `inputs` (one per input of the subgraph), with the values
+   *  it reads from the enclosing graph; checks and returns its outputs. */
+  std::vector<Tensor> run_subgraph(std::string_view name, const std::vector<Tensor>& inputs) const;
 
   /** "[onnx] Conv node 'conv1' (opset 20): " + the pieces. */
   template <class E = ValueError, class... Args> [[noreturn]] void fail(const Args&... args) const {
@@ -57,6 +63,7 @@ class OpContext {
 
   const Node& node_;
   const std::vector<Tensor>& inputs_;
+  const std::vector<Tensor>* implicit_inputs_;
   int64_t opset_;
   int64_t max_elements_;
 };
@@ -70,6 +77,9 @@ struct OpSpec {
   int64_t since_opset;  // the first opset that has the op (only some are newer than 13)
   std::vector<std::string_view> required_attributes;
 };
+
+/** Rows of the table kept in their own files, by topic. */
+void add_control_flow_ops(std::vector<OpSpec>& ops);
 
 /** The entry for an op type, or null. */
 const OpSpec* find_op(std::string_view op_type);
