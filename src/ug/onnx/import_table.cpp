@@ -1605,6 +1605,7 @@ const std::vector<OpSpec>& table() {
     UG_UNARY_ALL(UG_ROW)
 #undef UG_ROW
     add_control_flow_ops(ops);
+    add_sampling_ops(ops);
     return ops;
   }();
   return ops;
