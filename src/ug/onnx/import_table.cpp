@@ -1606,6 +1606,8 @@ const std::vector<OpSpec>& table() {
 #undef UG_ROW
     add_control_flow_ops(ops);
     add_sampling_ops(ops);
+    add_detection_ops(ops);
+    add_col2im_ops(ops);
     return ops;
   }();
   return ops;

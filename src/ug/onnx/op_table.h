@@ -81,6 +81,8 @@ struct OpSpec {
 /** Rows of the table kept in their own files, by topic. */
 void add_control_flow_ops(std::vector<OpSpec>& ops);
 void add_sampling_ops(std::vector<OpSpec>& ops);
+void add_detection_ops(std::vector<OpSpec>& ops);
+void add_col2im_ops(std::vector<OpSpec>& ops);
 
 /** The entry for an op type, or null. */
 const OpSpec* find_op(std::string_view op_type);
