@@ -1608,6 +1608,7 @@ const std::vector<OpSpec>& table() {
     add_sampling_ops(ops);
     add_detection_ops(ops);
     add_col2im_ops(ops);
+    add_signal_ops(ops);
     return ops;
   }();
   return ops;
