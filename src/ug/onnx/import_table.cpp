@@ -1627,6 +1627,7 @@ const std::vector<OpSpec>& table() {
     add_detection_ops(ops);
     add_col2im_ops(ops);
     add_signal_ops(ops);
+    add_rnn_ops(ops);
     return ops;
   }();
   return ops;

@@ -84,6 +84,7 @@ void add_sampling_ops(std::vector<OpSpec>& ops);
 void add_detection_ops(std::vector<OpSpec>& ops);
 void add_col2im_ops(std::vector<OpSpec>& ops);
 void add_signal_ops(std::vector<OpSpec>& ops);
+void add_rnn_ops(std::vector<OpSpec>& ops);
 
 /** The entry for an op type, or null. */
 const OpSpec* find_op(std::string_view op_type);
