@@ -140,3 +140,20 @@ def test_subgraphs_nested_too_deep_are_refused():
                       [(f"o{depth}", F, None)], f"level{depth}")
     with pytest.raises(ValueError, match=r"subgraphs are nested over 16 deep"):
         load(inner.node, [("c", B, []), ("x", F, [2])], [("o19", F, None)])
+
+
+def test_optional_ops_on_tensors_match_the_reference_and_keep_gradients():
+    from onnx.reference import ReferenceEvaluator
+
+    x = randn(3)
+    nodes = [node("OptionalHasElement", ["x"], ["present"]), node("OptionalHasElement", [""], ["absent"]),
+             node("OptionalGetElement", ["x"], ["got"]), node("Mul", ["got", "got"], ["sq"])]
+    g = graph(nodes, [("x", F, [3])], [("present", B, []), ("absent", B, []), ("sq", F, [3])], "g")
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    expected = ReferenceEvaluator(model).run(None, {"x": x})
+    ux = ug.tensor(x, requires_grad=True)
+    actual = ug.onnx.load_bytes(model.SerializeToString()).forward(ux)
+    for a, e in zip(actual, expected):
+        np.testing.assert_array_equal(a.numpy(), e)
+    actual[2].sum().backward()
+    np.testing.assert_allclose(ux.grad.numpy(), 2 * x)

@@ -1628,6 +1628,7 @@ const std::vector<OpSpec>& table() {
     add_col2im_ops(ops);
     add_signal_ops(ops);
     add_rnn_ops(ops);
+    add_optional_ops(ops);
     return ops;
   }();
   return ops;
