@@ -1,5 +1,6 @@
-"""NonMaxSuppression and Col2Im beyond the node suite's cases: random overlapping boxes in both box
-formats against onnxruntime; Col2Im with padding, strides and dilations against torch's fold
+"""NonMaxSuppression, RoiAlign and Col2Im beyond the node suite's cases: random overlapping boxes in
+both box formats against onnxruntime; RoiAlign's modes, coordinate transforms and sampling grids
+against onnxruntime, its gradient against finite differences; Col2Im with padding, strides and dilations against torch's fold
 (outputs and gradients) and, in 1-d and 3-d, against onnx's reference; the refusals."""
 import numpy as np
 import onnxruntime as ort
@@ -17,7 +18,7 @@ rng = np.random.default_rng(0)
 def model_bytes(op, inputs, **attrs):
     g = helper.make_graph([helper.make_node(op, [n for n, _, _ in inputs], ["y"], **attrs)], "g",
                           [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
-                          [helper.make_tensor_value_info("y", I64 if op == "NonMaxSuppression" else F, None)])
+                          [helper.make_tensor_value_info("y", I64 if op == "NonMaxSuppression" else inputs[0][1], None)])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)], ir_version=9).SerializeToString()
 
 
@@ -87,3 +88,41 @@ def test_detection_refusals():
     data, feeds = col2im(np.zeros((1, 4, 5), np.float32), [3, 3], [2, 2])
     with pytest.raises(ValueError, match=r"Col2Im node .* does not hold blocks of 4 values at 4 positions"):
         ug.onnx.load_bytes(data).forward(*[ug.tensor(v) for v in feeds])
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("transform", ["half_pixel", "output_half_pixel"])
+@pytest.mark.parametrize("ratio", [0, 2])
+def test_roi_align_matches_onnxruntime(mode, transform, ratio):
+    x = rng.standard_normal((2, 3, 7, 9)).astype(np.float32)
+    # Boxes inside, across the border, tiny and past the image.
+    rois = np.array([[0.5, 1, 6, 5.5], [-2, -1, 4, 3], [3, 3, 3.4, 3.2], [7, 5, 12, 11], [1, 0, 8.9, 6.9]], np.float32)
+    batch = np.array([0, 1, 1, 0, 1], np.int64)
+    data = model_bytes("RoiAlign", [("x", F, [2, 3, 7, 9]), ("rois", F, [5, 4]), ("batch", I64, [5])], mode=mode,
+                       coordinate_transformation_mode=transform, sampling_ratio=ratio, output_height=3,
+                       output_width=2, spatial_scale=0.9)
+    feeds = {"x": x, "rois": rois, "batch": batch}
+    expected = ort.InferenceSession(data).run(None, feeds)[0]
+    actual = ug.onnx.load_bytes(data).forward(*[ug.tensor(v) for v in feeds.values()]).numpy()
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_roi_align_gradient_matches_finite_differences():
+    x = rng.standard_normal((1, 2, 5, 6))
+    rois, batch = np.array([[0.3, 0.7, 4.2, 3.9]]), np.array([0], np.int64)
+    data = model_bytes("RoiAlign", [("x", TensorProto.DOUBLE, [1, 2, 5, 6]), ("rois", TensorProto.DOUBLE, [1, 4]),
+                                    ("batch", I64, [1])], output_height=2, output_width=3)
+    m = ug.onnx.load_bytes(data)
+    w = rng.standard_normal((1, 2, 2, 3))
+
+    def loss(v):
+        return float((m.forward(ug.tensor(v), ug.tensor(rois), ug.tensor(batch)).numpy() * w).sum())
+
+    ux = ug.tensor(x, requires_grad=True)
+    (m.forward(ux, ug.tensor(rois), ug.tensor(batch)) * ug.tensor(w)).sum().backward()
+    numeric = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = 1e-6
+        numeric[i] = (loss(x + step) - loss(x - step)) / 2e-6
+    np.testing.assert_allclose(ux.grad.numpy(), numeric, rtol=1e-6, atol=1e-8)
