@@ -1629,6 +1629,7 @@ const std::vector<OpSpec>& table() {
     add_signal_ops(ops);
     add_rnn_ops(ops);
     add_optional_ops(ops);
+    add_linear_attention_ops(ops);
     return ops;
   }();
   return ops;
