@@ -1630,6 +1630,7 @@ const std::vector<OpSpec>& table() {
     add_rnn_ops(ops);
     add_optional_ops(ops);
     add_linear_attention_ops(ops);
+    add_causal_conv_ops(ops);
     return ops;
   }();
   return ops;
