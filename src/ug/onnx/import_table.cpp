@@ -1631,6 +1631,7 @@ const std::vector<OpSpec>& table() {
     add_optional_ops(ops);
     add_linear_attention_ops(ops);
     add_causal_conv_ops(ops);
+    add_tensor_scatter_ops(ops);
     return ops;
   }();
   return ops;

@@ -88,6 +88,7 @@ void add_rnn_ops(std::vector<OpSpec>& ops);
 void add_optional_ops(std::vector<OpSpec>& ops);
 void add_linear_attention_ops(std::vector<OpSpec>& ops);
 void add_causal_conv_ops(std::vector<OpSpec>& ops);
+void add_tensor_scatter_ops(std::vector<OpSpec>& ops);
 
 /** The entry for an op type, or null. */
 const OpSpec* find_op(std::string_view op_type);
