@@ -80,7 +80,13 @@ def read_data_set(case: Path):
     return read("input"), read("output")
 
 
-def compare(outputs, expected) -> str | None:
+# Cases whose expected outputs carry NumPy's single-precision FFT rounding: np.fft.ifft of a complex64
+# signal gives 1.9e-7 where the exact value is 0 (float32's ULP at the outputs' 45 is 3.8e-6), past the
+# runner's atol of 1e-7. They are compared with an atol of 1e-6.
+FFT_ROUNDED_CASES = {"test_dft_inverse", "test_dft_inverse_opset19"}
+
+
+def compare(outputs, expected, atol=ATOL) -> str | None:
     """None when the outputs match as onnx's backend runner checks them, else what differs."""
     if len(outputs) != len(expected):
         return f"{len(outputs)} outputs, expected {len(expected)}"
@@ -104,7 +110,7 @@ def compare(outputs, expected) -> str | None:
             # (2**-10), and the expected values carry NumPy's own float16 roundings.
             rtol = max(RTOL, 2**-9)
         try:
-            np.testing.assert_allclose(out, ref, rtol=rtol, atol=ATOL)
+            np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol)
         except AssertionError as e:
             return f"output {i}: " + " ".join(str(e).split())[:300]
     return None
@@ -144,7 +150,7 @@ def run_ug(case: Path):
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
     if case.name in RANDOM_CASES:
         return "random", None, None
-    diff = compare([to_numpy(o) for o in outputs], expected)
+    diff = compare([to_numpy(o) for o in outputs], expected, 1e-6 if case.name in FFT_ROUNDED_CASES else ATOL)
     return ("wrong", None, diff) if diff else ("pass", None, None)
 
 
@@ -174,7 +180,7 @@ def run_ort(case: Path):
         return "refused", "dtype", "a non-tensor output"
     if case.name in RANDOM_CASES:
         return "random", None, None
-    diff = compare(outputs, expected)
+    diff = compare(outputs, expected, 1e-6 if case.name in FFT_ROUNDED_CASES else ATOL)
     return ("wrong", None, diff) if diff else ("pass", None, None)
 
 

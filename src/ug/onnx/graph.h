@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -15,13 +16,16 @@
 
 namespace ug::onnx {
 
-/** An attribute's value, by ONNX AttributeType: FLOAT, INT, STRING, TENSOR, FLOATS, INTS, STRINGS.
- *  Other kinds (graphs, sparse tensors) are kept as their type name, for error messages. */
+struct Graph;
+
+/** An attribute's value, by ONNX AttributeType: FLOAT, INT, STRING, TENSOR, FLOATS, INTS, STRINGS,
+ *  GRAPH (the body of If, Loop, Scan). Other kinds (lists of graphs, sparse tensors) are kept as
+ *  their type name, for error messages. */
 struct Unsupported {
   std::string type;
 };
 using Attribute = std::variant<double, int64_t, std::string, Tensor, std::vector<double>, std::vector<int64_t>,
-                               std::vector<std::string>, Unsupported>;
+                               std::vector<std::string>, std::shared_ptr<const Graph>, Unsupported>;
 
 /** One node: value ids of its inputs (-1 for an absent optional input) and outputs. */
 struct Node {
@@ -30,6 +34,8 @@ struct Node {
   std::map<std::string, Attribute, std::less<>> attributes;
   std::vector<int64_t> inputs;
   std::vector<int64_t> outputs;
+  /** The enclosing graph's values its subgraphs read by name (ONNX's outer scope), read as inputs. */
+  std::vector<int64_t> implicit_inputs;
 };
 
 struct Graph {
@@ -43,6 +49,10 @@ struct Graph {
   /** Initializers in file order: their names and values (the module takes them over). */
   std::vector<std::pair<std::string, Tensor>> initializers;
   std::vector<int64_t> initializer_ids;
+  /** In a subgraph: the values it takes from the enclosing graph, and for each the index in its
+   *  node's implicit_inputs. */
+  std::vector<int64_t> capture_ids;
+  std::vector<size_t> capture_slots;
   std::vector<Node> nodes;
   /** For each node, the values it reads for the last time (forward drops them after it). */
   std::vector<std::vector<int64_t>> last_uses;
@@ -54,6 +64,10 @@ struct Graph {
 /** Parses and checks a serialized ModelProto; external data is read relative to base_dir
  *  (refused when base_dir is empty). Throws ValueError / TypeError naming what is wrong. */
 Graph parse_model(std::string_view bytes, const std::string& base_dir, const LoadLimits& limits);
+
+/** Runs a graph's nodes over `values` (by value id, with the inputs, initializers and captures
+ *  set) and returns its outputs. */
+std::vector<Tensor> run_graph(const Graph& graph, std::vector<Tensor> values);
 
 /** The ug dtype of an ONNX TensorProto.DataType, or a TypeError naming it. */
 DType dtype_from_onnx(int64_t onnx_type, std::string_view what);

@@ -101,7 +101,6 @@ std::vector<Tensor> OnnxModule::forward(const std::vector<Tensor>& inputs) {
   if (inputs.size() != g.inputs.size())
     fail("[onnx] the model takes ", g.inputs.size(), " input(s), got ", inputs.size());
   std::vector<Tensor> values(g.num_values);
-  std::vector<bool> produced(g.num_values);  // by a node (inputs and initializers are not counted)
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ValueInfo& info = g.inputs[i];
     const Tensor& x = inputs[i];
@@ -117,19 +116,26 @@ std::vector<Tensor> OnnxModule::forward(const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < g.initializer_ids.size(); ++i)
     values[static_cast<size_t>(g.initializer_ids[i])] = initializer(i);
 
+  return run_graph(g, std::move(values));
+}
+
+std::vector<Tensor> run_graph(const Graph& g, std::vector<Tensor> values) {
+  std::vector<bool> produced(g.num_values);  // by a node (inputs, initializers and captures are not counted)
   // Elements of the node outputs alive now: a hostile graph cannot keep piling them up.
   int64_t live = 0;
-  std::vector<Tensor> args;
+  std::vector<Tensor> args, implicit;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     args.clear();
+    implicit.clear();
     for (int64_t id : node.inputs) args.push_back(id < 0 ? Tensor() : values[static_cast<size_t>(id)]);
+    for (int64_t id : node.implicit_inputs) implicit.push_back(values[static_cast<size_t>(id)]);
     for (int64_t id : g.last_uses[n]) {
       Tensor& v = values[static_cast<size_t>(id)];
       if (produced[static_cast<size_t>(id)]) live -= v.numel();
       v = Tensor();
     }
-    const OpContext ctx(node, args, g.opset, g.limits.max_elements);
+    const OpContext ctx(node, args, g.opset, g.limits.max_elements, &implicit);
     std::vector<Tensor> results = find_op(node.op_type)->run(ctx);
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       if (node.outputs[o] < 0) continue;
@@ -149,6 +155,30 @@ std::vector<Tensor> OnnxModule::forward(const std::vector<Tensor>& inputs) {
   }
   std::vector<Tensor> out;
   for (int64_t id : g.output_ids) out.push_back(values[static_cast<size_t>(id)]);
+  return out;
+}
+
+const Graph& OpContext::attr_graph(std::string_view name) const {
+  auto it = node_.attributes.find(name);
+  if (it == node_.attributes.end()) fail("missing required attribute '", name, "'");
+  const auto* g = std::get_if<std::shared_ptr<const Graph>>(&it->second);
+  if (!g) fail<TypeError>("attribute '", name, "' must be a GRAPH");
+  return **g;
+}
+
+std::vector<Tensor> OpContext::run_subgraph(std::string_view name, const std::vector<Tensor>& inputs) const {
+  const Graph& g = attr_graph(name);
+  if (inputs.size() != g.input_ids.size())
+    fail("subgraph '", name, "' takes ", g.input_ids.size(), " input(s), the op gives it ", inputs.size());
+  std::vector<Tensor> values(g.num_values);
+  for (size_t i = 0; i < inputs.size(); ++i) values[static_cast<size_t>(g.input_ids[i])] = inputs[i];
+  for (size_t i = 0; i < g.initializer_ids.size(); ++i)
+    values[static_cast<size_t>(g.initializer_ids[i])] = g.initializers[i].second;
+  for (size_t i = 0; i < g.capture_ids.size(); ++i)
+    values[static_cast<size_t>(g.capture_ids[i])] = (*implicit_inputs_)[g.capture_slots[i]];
+  std::vector<Tensor> out = run_graph(g, std::move(values));
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!out[i].defined()) fail("subgraph '", name, "' output ", i, " ('", g.outputs[i].name, "') is not computed");
   return out;
 }
 

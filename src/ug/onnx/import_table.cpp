@@ -698,16 +698,17 @@ Tensor split_heads(const OpContext& c, const Tensor& t, int64_t heads, std::stri
 }
 
 /** Attention (opsets 23 to 25) as its reference computes it: Q and K each scaled by sqrt(scale),
- *  softcap, then the mask and causal biases, softmax (a row with every key masked gives 0), V. */
+ *  softcap, then the mask, causal, sliding-window and padding biases, softmax (a row with every
+ *  key masked gives 0), V. The qk output is, by qk_matmul_output_mode, the softcapped QK^T (0 and
+ *  1), that plus the biases (2) or the probabilities (3), as the reference gives them. */
 Outputs attention_op(const OpContext& c) {
-  if (c.has_input(6)) c.fail("nonpad_kv_seqlen (an external KV cache) is not supported");
-  if (c.attr_int("left_window_size", -1) != -1 || c.attr_int("right_window_size", -1) != -1)
-    c.fail("sliding windows (left_window_size, right_window_size) are not supported");
   const int64_t mode = c.attr_int("qk_matmul_output_mode", 0);
-  if (c.wants_output(3) && (mode == 1 || mode == 2 || (mode == 0 && c.attr_float("softcap", 0) > 0)))
-    c.fail("qk_matmul_output_mode=", mode, " is not supported with this softcap (only QK^T without softcap, or 3)");
-  const int64_t precision = c.attr_int("softmax_precision", 1);
-  if (precision != 1) c.fail("softmax_precision=", precision, " is not supported (only 1, float32)");
+  if (mode < 0 || mode > 3) c.fail("qk_matmul_output_mode must be 0 to 3, got ", mode);
+  const int64_t left = c.attr_int("left_window_size", -1), right = c.attr_int("right_window_size", -1);
+  if (left < -1 || right < -1)
+    c.fail("left_window_size (", left, ") and right_window_size (", right, ") must be -1 or more");
+  const DType softmax_dtype = dtype_from_onnx(c.attr_int("softmax_precision", 1), "softmax_precision");
+  if (!is_floating(softmax_dtype)) c.fail("softmax_precision must name a floating-point type, got ", softmax_dtype);
   Tensor q = c.input(0), k = c.input(1), v = c.input(2);
   const int64_t rank = q.dim();
   if (rank != k.dim() || rank != v.dim() || (rank != 3 && rank != 4))
@@ -743,10 +744,27 @@ Outputs attention_op(const OpContext& c) {
     }
     bias = add(bias, boolean ? where(mask, 0, full({}, -inf, {.dtype = dtype})) : mask.to(dtype));
   }
-  if (c.attr_int("is_causal", 0)) {  // query i sees key j <= i + the past's length
-    const Tensor i = arange(sq, {.dtype = DType::Int64}).reshape({sq, 1});
-    const Tensor j = arange(skv, {.dtype = DType::Int64}).reshape({1, skv});
-    bias = add(bias, where(le(j, add(i, past)), 0, full({}, -inf, {.dtype = dtype})));
+  // Query i sits at position i + the past's length; with an external cache (nonpad_kv_seqlen), at
+  // i + the batch's valid keys - the queries, and the keys past the valid ones are masked.
+  const Tensor i = arange(sq, {.dtype = DType::Int64}).reshape({sq, 1});
+  const Tensor j = arange(skv, {.dtype = DType::Int64}).reshape({1, skv});
+  Tensor at = add(i, past);
+  const Tensor masked = full({}, -inf, {.dtype = dtype});
+  auto per_batch = [&](const Tensor& t) { return t.dim() == 3 ? t.unsqueeze(1) : t; };  // (B, q, kv) -> (B, 1, q, kv)
+  if (c.has_input(6)) {
+    if (c.has_input(4)) c.fail("nonpad_kv_seqlen cannot be combined with past_key and past_value");
+    const Tensor valid = c.input(6).to(DType::Int64);
+    if (valid.dim() != 1 || valid.size(0) != q.size(0))
+      c.fail("nonpad_kv_seqlen must have shape [", q.size(0), "], got ", valid.shape());
+    at = add(i.unsqueeze(0), sub(valid, sq).reshape({-1, 1, 1}));
+    bias = add(bias, where(lt(j, valid.reshape({-1, 1, 1})).unsqueeze(1), 0, masked));
+  }
+  if (c.attr_int("is_causal", 0)) bias = add(bias, per_batch(where(le(j, at), 0, masked)));
+  if (left >= 0 || right >= 0) {  // key j within [position - left, position + right]
+    Tensor allowed = full({}, true, {.dtype = DType::Bool});
+    if (left >= 0) allowed = logical_and(allowed, ge(j, sub(at, left)));
+    if (right >= 0) allowed = logical_and(allowed, le(j, add(at, right)));
+    bias = add(bias, per_batch(where(allowed, 0, masked)));
   }
   const Tensor present_k = k, present_v = v;
   if (q_heads != kv_heads) {  // grouped-query: K/V head h serves query heads h * reps to h * reps + reps - 1
@@ -763,10 +781,10 @@ Outputs attention_op(const OpContext& c) {
   const double softcap = c.attr_float("softcap", 0);
   if (softcap > 0) qk = mul(tanh(div(qk, softcap)), softcap);
   const Tensor all_masked = eq(bias.amax({-1}, true), -inf);
-  const Tensor probs = where(all_masked, 0, softmax(add(qk, bias).to(DType::Float32), -1)).to(dtype);
+  const Tensor probs = where(all_masked, 0, softmax(add(qk, bias).to(softmax_dtype), -1)).to(dtype);
   Tensor y = matmul(probs, v);
   if (rank == 3) y = y.transpose(1, 2).reshape({y.size(0), sq, -1});
-  return {y, present_k, present_v, mode == 3 ? probs : qk};
+  return {y, present_k, present_v, mode == 3 ? probs : mode == 2 ? add(qk, bias) : qk};
 }
 
 /** RotaryEmbedding (opset 23): the first rotary_embedding_dim features of each head rotated by
@@ -1565,6 +1583,16 @@ const std::vector<OpSpec>& table() {
     add_resize_ops(ops);
     add_quantize_ops(ops);
     add_bitwise_ops(ops);
+    add_control_flow_ops(ops);
+    add_sampling_ops(ops);
+    add_detection_ops(ops);
+    add_col2im_ops(ops);
+    add_signal_ops(ops);
+    add_rnn_ops(ops);
+    add_optional_ops(ops);
+    add_linear_attention_ops(ops);
+    add_causal_conv_ops(ops);
+    add_tensor_scatter_ops(ops);
     widen_unsigned_ops(ops);  // last: it widens every row above
     return ops;
   }();

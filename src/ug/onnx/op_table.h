@@ -17,8 +17,9 @@ namespace ug::onnx {
  *  absent) and the model's opset; attribute readers that name the node in their errors. */
 class OpContext {
  public:
-  OpContext(const Node& node, const std::vector<Tensor>& inputs, int64_t opset, int64_t max_elements)
-      : node_(node), inputs_(inputs), opset_(opset), max_elements_(max_elements) {}
+  OpContext(const Node& node, const std::vector<Tensor>& inputs, int64_t opset, int64_t max_elements,
+            const std::vector<Tensor>* implicit_inputs = nullptr)
+      : node_(node), inputs_(inputs), implicit_inputs_(implicit_inputs), opset_(opset), max_elements_(max_elements) {}
 
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
@@ -46,6 +47,11 @@ class OpContext {
   std::optional<std::vector<double>> attr_floats(std::string_view name) const;
   std::optional<std::vector<std::string>> attr_strings(std::string_view name) const;
   std::optional<Tensor> attr_tensor(std::string_view name) const;
+  /** A required GRAPH attribute (a subgraph). */
+  const Graph& attr_graph(std::string_view name) const;
+  /** Runs subgraph attribute `name` on `inputs` (one per input of the subgraph), with the values
+   *  it reads from the enclosing graph; checks and returns its outputs. */
+  std::vector<Tensor> run_subgraph(std::string_view name, const std::vector<Tensor>& inputs) const;
 
   /** "[onnx] Conv node 'conv1' (opset 20): " + the pieces. */
   template <class E = ValueError, class... Args> [[noreturn]] void fail(const Args&... args) const {
@@ -57,6 +63,7 @@ class OpContext {
 
   const Node& node_;
   const std::vector<Tensor>& inputs_;
+  const std::vector<Tensor>* implicit_inputs_;
   int64_t opset_;
   int64_t max_elements_;
 };
@@ -79,6 +86,16 @@ void add_linalg_ops(std::vector<OpSpec>& ops);
 void add_resize_ops(std::vector<OpSpec>& ops);
 void add_quantize_ops(std::vector<OpSpec>& ops);
 void add_bitwise_ops(std::vector<OpSpec>& ops);
+void add_control_flow_ops(std::vector<OpSpec>& ops);
+void add_sampling_ops(std::vector<OpSpec>& ops);
+void add_detection_ops(std::vector<OpSpec>& ops);
+void add_col2im_ops(std::vector<OpSpec>& ops);
+void add_signal_ops(std::vector<OpSpec>& ops);
+void add_rnn_ops(std::vector<OpSpec>& ops);
+void add_optional_ops(std::vector<OpSpec>& ops);
+void add_linear_attention_ops(std::vector<OpSpec>& ops);
+void add_causal_conv_ops(std::vector<OpSpec>& ops);
+void add_tensor_scatter_ops(std::vector<OpSpec>& ops);
 /** Makes the elementwise rows take uint16, uint32 and uint64 (unigrad's shell dtypes): called
  *  after every row is in. */
 void widen_unsigned_ops(std::vector<OpSpec>& ops);

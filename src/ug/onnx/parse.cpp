@@ -29,6 +29,7 @@ namespace fs = std::filesystem;
 constexpr int64_t kMinOpset = 13, kMaxOpset = 28;
 constexpr int kMaxRank = 64;
 constexpr int64_t kMaxDim = int64_t(1) << 40;
+constexpr int kMaxGraphDepth = 16;
 
 constexpr std::array<std::string_view, 24> kTypeNames = {
     "UNDEFINED", "FLOAT",        "UINT8",          "INT8",       "UINT16",         "INT16",  "INT32",     "INT64",
@@ -172,21 +173,6 @@ Tensor read_tensor(const ::onnx::TensorProto& t, const std::string& base_dir, st
   return out;
 }
 
-Attribute read_attribute(const ::onnx::AttributeProto& a, const std::string& base_dir, const std::string& what) {
-  using A = ::onnx::AttributeProto;
-  switch (a.type()) {
-    case A::FLOAT: return static_cast<double>(a.f());
-    case A::INT: return static_cast<int64_t>(a.i());
-    case A::STRING: return a.s();
-    case A::TENSOR: return read_tensor(a.t(), base_dir, what);
-    case A::FLOATS: return std::vector<double>(a.floats().begin(), a.floats().end());
-    case A::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
-    case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
-    case A::UNDEFINED: fail("[onnx] ", what, " has no type");
-    default: return Unsupported{A::AttributeType_Name(a.type())};
-  }
-}
-
 ValueInfo read_value_info(const ::onnx::ValueInfoProto& v, std::string_view kind, bool& has_shape) {
   const std::string what = std::string(kind) + " '" + v.name() + "'";
   if (!v.type().has_tensor_type())
@@ -201,6 +187,15 @@ ValueInfo read_value_info(const ::onnx::ValueInfoProto& v, std::string_view kind
     info.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
   }
   return info;
+}
+
+/** A subgraph's input or output: ONNX lets it leave its type out (it is then the op's to check),
+ *  but not be a sequence, map or optional. */
+ValueInfo read_subgraph_value_info(const ::onnx::ValueInfoProto& v, std::string_view kind) {
+  if (!v.has_type() || (v.type().has_tensor_type() && !v.type().tensor_type().has_elem_type()))
+    return {v.name(), {}, DType::Float32};
+  bool has_shape = false;
+  return read_value_info(v, kind, has_shape);
 }
 
 int64_t default_opset(const ::onnx::ModelProto& model) {
@@ -231,6 +226,165 @@ int64_t default_opset(const ::onnx::ModelProto& model) {
          "), and ONNX's checker and version converter could not bring the model to opset ", kMinOpset, ": ",
          std::string_view(e.what()).substr(0, 500));
   }
+}
+
+/** Reads one graph: the model's, or a subgraph (the body of an If, Loop or Scan), which may read
+ *  the values of the graphs around it by name. */
+class GraphParser {
+ public:
+  /** `outer` parses the graph around this one, whose node `outer_node` has it as an attribute. */
+  GraphParser(Graph& graph, const std::string& base_dir, GraphParser* outer, Node* outer_node)
+      : graph_(graph),
+        base_dir_(base_dir),
+        outer_(outer),
+        outer_node_(outer_node),
+        depth_(outer ? outer->depth_ + 1 : 0) {
+    if (depth_ > kMaxGraphDepth) fail("[onnx] subgraphs are nested over ", kMaxGraphDepth, " deep");
+  }
+
+  void parse(const ::onnx::GraphProto& g);
+
+ private:
+  int64_t produce(const std::string& name, const std::string& by);
+  /** The id of value `name` in this graph, taking it from the enclosing graphs when it is theirs
+   *  (each graph in between then reads it as an implicit input of its node); -1 when none has it. */
+  int64_t resolve(const std::string& name);
+  Attribute read_attribute(const ::onnx::AttributeProto& a, Node& node, const std::string& what);
+
+  Graph& graph_;
+  const std::string& base_dir_;
+  GraphParser* outer_;
+  Node* outer_node_;
+  int depth_;
+  std::unordered_map<std::string, int64_t> ids_;
+};
+
+int64_t GraphParser::produce(const std::string& name, const std::string& by) {
+  if (name.empty()) fail("[onnx] ", by, " has an empty name");
+  if (!ids_.emplace(name, static_cast<int64_t>(graph_.value_names.size())).second)
+    fail("[onnx] value '", name, "' is produced twice (again by ", by, ")");
+  graph_.value_names.push_back(name);
+  return ids_.at(name);
+}
+
+int64_t GraphParser::resolve(const std::string& name) {
+  if (auto it = ids_.find(name); it != ids_.end()) return it->second;
+  if (!outer_) return -1;
+  const int64_t outer_id = outer_->resolve(name);
+  if (outer_id < 0) return -1;
+  auto& implicit = outer_node_->implicit_inputs;
+  auto slot = std::find(implicit.begin(), implicit.end(), outer_id);
+  if (slot == implicit.end()) slot = implicit.insert(implicit.end(), outer_id);
+  const int64_t id = produce(name, "the enclosing graph");
+  graph_.capture_ids.push_back(id);
+  graph_.capture_slots.push_back(static_cast<size_t>(slot - implicit.begin()));
+  return id;
+}
+
+Attribute GraphParser::read_attribute(const ::onnx::AttributeProto& a, Node& node, const std::string& what) {
+  using A = ::onnx::AttributeProto;
+  switch (a.type()) {
+    case A::FLOAT: return static_cast<double>(a.f());
+    case A::INT: return static_cast<int64_t>(a.i());
+    case A::STRING: return a.s();
+    case A::TENSOR: return read_tensor(a.t(), base_dir_, what);
+    case A::FLOATS: return std::vector<double>(a.floats().begin(), a.floats().end());
+    case A::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
+    case A::GRAPH: {
+      auto sub = std::make_shared<Graph>();
+      sub->opset = graph_.opset;
+      sub->limits = graph_.limits;
+      GraphParser(*sub, base_dir_, this, &node).parse(a.g());
+      return std::shared_ptr<const Graph>(std::move(sub));
+    }
+    case A::UNDEFINED: fail("[onnx] ", what, " has no type");
+    default: return Unsupported{A::AttributeType_Name(a.type())};
+  }
+}
+
+void GraphParser::parse(const ::onnx::GraphProto& g) {
+  Graph& graph = graph_;
+  const bool sub = outer_ != nullptr;
+  if (g.sparse_initializer_size() > 0) fail("[onnx] sparse initializers are not supported");
+
+  for (const auto& init : g.initializer()) {
+    const std::string what = "initializer '" + init.name() + "'";
+    graph.initializer_ids.push_back(produce(init.name(), what));
+    graph.initializers.emplace_back(init.name(), read_tensor(init, base_dir_, what));
+  }
+  std::unordered_set<std::string> initializer_names;
+  for (const auto& [name, value] : graph.initializers) initializer_names.insert(name);
+  for (const auto& in : g.input()) {
+    if (initializer_names.contains(in.name())) continue;  // an initializer's declaration, not an input
+    bool has_shape = false;
+    graph.inputs.push_back(sub ? read_subgraph_value_info(in, "subgraph input")
+                               : read_value_info(in, "input", has_shape));
+    graph.input_has_shape.push_back(has_shape);
+    graph.input_ids.push_back(produce(in.name(), "input '" + in.name() + "'"));
+  }
+
+  std::unordered_set<std::string> node_outputs;
+  for (const auto& n : g.node())
+    for (const auto& o : n.output()) node_outputs.insert(o);
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    Node node{n.op_type(), n.name().empty() ? std::string("#").append(std::to_string(i)) : n.name(), {}, {}, {}, {}};
+    const std::string what = n.op_type() + " node '" + node.name + "'";
+    if (!n.domain().empty() && n.domain() != "ai.onnx")
+      fail("[onnx] unsupported op type '", n.domain(), "::", n.op_type(), "' (node '", node.name, "', opset ",
+           graph.opset, "): only the default ONNX domain is supported");
+    for (const auto& name : n.input()) {
+      if (name.empty()) {
+        node.inputs.push_back(-1);
+        continue;
+      }
+      const int64_t id = resolve(name);
+      if (id < 0) {
+        if (node_outputs.contains(name))
+          fail("[onnx] ", what, " reads '", name, "' before it is produced: the nodes are not in topological order",
+               " (or form a cycle)");
+        fail("[onnx] ", what, " reads '", name, "', which no node, input or initializer produces");
+      }
+      node.inputs.push_back(id);
+    }
+    if (!find_op(node.op_type)) check_node(node, graph.opset);  // refused before its subgraphs are read
+    // Attributes first: a subgraph sees the values before its node, not the node's outputs.
+    for (const auto& a : n.attribute()) {
+      const std::string attr_what = what + " attribute '" + a.name() + "'";
+      if (!a.ref_attr_name().empty()) fail("[onnx] ", attr_what, " refers to a function attribute");
+      if (!node.attributes.emplace(a.name(), read_attribute(a, node, attr_what)).second)
+        fail("[onnx] ", what, " has attribute '", a.name(), "' twice");
+    }
+    for (const auto& name : n.output()) node.outputs.push_back(name.empty() ? -1 : produce(name, what));
+    check_node(node, graph.opset);
+    graph.nodes.push_back(std::move(node));
+  }
+  for (const auto& out : g.output()) {
+    const int64_t id = resolve(out.name());
+    if (id < 0) fail("[onnx] graph output '", out.name(), "' is never produced");
+    bool has_shape = false;
+    graph.outputs.push_back(sub ? read_subgraph_value_info(out, "subgraph output")
+                                : read_value_info(out, "output", has_shape));
+    graph.output_ids.push_back(id);
+  }
+  if (graph.outputs.empty()) fail("[onnx] the graph has no outputs");
+  graph.num_values = graph.value_names.size();
+  // Intermediate values are dropped after their last reader; graph outputs are kept.
+  std::vector<int64_t> last_reader(graph.num_values, -1);
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    for (const auto* ids : {&graph.nodes[i].inputs, &graph.nodes[i].implicit_inputs})
+      for (int64_t id : *ids)
+        if (id >= 0) last_reader[static_cast<size_t>(id)] = static_cast<int64_t>(i);
+  graph.read.assign(graph.num_values, false);
+  for (size_t id = 0; id < graph.num_values; ++id) graph.read[id] = last_reader[id] >= 0;
+  for (int64_t id : graph.output_ids) {
+    last_reader[static_cast<size_t>(id)] = -1;
+    graph.read[static_cast<size_t>(id)] = true;
+  }
+  graph.last_uses.resize(graph.nodes.size());
+  for (size_t id = 0; id < graph.num_values; ++id)
+    if (last_reader[id] >= 0) graph.last_uses[static_cast<size_t>(last_reader[id])].push_back(static_cast<int64_t>(id));
 }
 
 }  // namespace
@@ -271,90 +425,7 @@ Graph parse_model(std::string_view bytes, const std::string& base_dir, const Loa
     model = convert_to_min_opset(model, graph.opset);
     graph.opset = kMinOpset;
   }
-  const auto& g = model.graph();
-  if (g.sparse_initializer_size() > 0) fail("[onnx] sparse initializers are not supported");
-
-  std::unordered_map<std::string, int64_t> ids;
-  auto produce = [&](const std::string& name, const std::string& by) {
-    if (name.empty()) fail("[onnx] ", by, " has an empty name");
-    if (!ids.emplace(name, static_cast<int64_t>(graph.value_names.size())).second)
-      fail("[onnx] value '", name, "' is produced twice (again by ", by, ")");
-    graph.value_names.push_back(name);
-    return ids.at(name);
-  };
-
-  for (const auto& init : g.initializer()) {
-    const std::string what = "initializer '" + init.name() + "'";
-    graph.initializer_ids.push_back(produce(init.name(), what));
-    graph.initializers.emplace_back(init.name(), read_tensor(init, base_dir, what));
-  }
-  std::unordered_set<std::string> initializer_names;
-  for (const auto& [name, value] : graph.initializers) initializer_names.insert(name);
-  for (const auto& in : g.input()) {
-    if (initializer_names.contains(in.name())) continue;  // an initializer's declaration, not an input
-    bool has_shape = false;
-    graph.inputs.push_back(read_value_info(in, "input", has_shape));
-    graph.input_has_shape.push_back(has_shape);
-    graph.input_ids.push_back(produce(in.name(), "input '" + in.name() + "'"));
-  }
-
-  std::unordered_set<std::string> node_outputs;
-  for (const auto& n : g.node())
-    for (const auto& o : n.output()) node_outputs.insert(o);
-  for (int i = 0; i < g.node_size(); ++i) {
-    const auto& n = g.node(i);
-    Node node{n.op_type(), n.name().empty() ? std::string("#").append(std::to_string(i)) : n.name(), {}, {}, {}};
-    const std::string what = n.op_type() + " node '" + node.name + "'";
-    if (!n.domain().empty() && n.domain() != "ai.onnx")
-      fail("[onnx] unsupported op type '", n.domain(), "::", n.op_type(), "' (node '", node.name, "', opset ",
-           graph.opset, "): only the default ONNX domain is supported");
-    for (const auto& name : n.input()) {
-      if (name.empty()) {
-        node.inputs.push_back(-1);
-        continue;
-      }
-      auto it = ids.find(name);
-      if (it == ids.end()) {
-        if (node_outputs.contains(name))
-          fail("[onnx] ", what, " reads '", name, "' before it is produced: the nodes are not in topological order",
-               " (or form a cycle)");
-        fail("[onnx] ", what, " reads '", name, "', which no node, input or initializer produces");
-      }
-      node.inputs.push_back(it->second);
-    }
-    for (const auto& name : n.output()) node.outputs.push_back(name.empty() ? -1 : produce(name, what));
-    for (const auto& a : n.attribute()) {
-      const std::string attr_what = what + " attribute '" + a.name() + "'";
-      if (!a.ref_attr_name().empty()) fail("[onnx] ", attr_what, " refers to a function attribute");
-      if (!node.attributes.emplace(a.name(), read_attribute(a, base_dir, attr_what)).second)
-        fail("[onnx] ", what, " has attribute '", a.name(), "' twice");
-    }
-    check_node(node, graph.opset);
-    graph.nodes.push_back(std::move(node));
-  }
-  for (const auto& out : g.output()) {
-    auto it = ids.find(out.name());
-    if (it == ids.end()) fail("[onnx] graph output '", out.name(), "' is never produced");
-    bool has_shape = false;
-    graph.outputs.push_back(read_value_info(out, "output", has_shape));
-    graph.output_ids.push_back(it->second);
-  }
-  if (graph.outputs.empty()) fail("[onnx] the graph has no outputs");
-  graph.num_values = graph.value_names.size();
-  // Intermediate values are dropped after their last reader; graph outputs are kept.
-  std::vector<int64_t> last_reader(graph.num_values, -1);
-  for (size_t i = 0; i < graph.nodes.size(); ++i)
-    for (int64_t id : graph.nodes[i].inputs)
-      if (id >= 0) last_reader[static_cast<size_t>(id)] = static_cast<int64_t>(i);
-  graph.read.assign(graph.num_values, false);
-  for (size_t id = 0; id < graph.num_values; ++id) graph.read[id] = last_reader[id] >= 0;
-  for (int64_t id : graph.output_ids) {
-    last_reader[static_cast<size_t>(id)] = -1;
-    graph.read[static_cast<size_t>(id)] = true;
-  }
-  graph.last_uses.resize(graph.nodes.size());
-  for (size_t id = 0; id < graph.num_values; ++id)
-    if (last_reader[id] >= 0) graph.last_uses[static_cast<size_t>(last_reader[id])].push_back(static_cast<int64_t>(id));
+  GraphParser(graph, base_dir, nullptr, nullptr).parse(model.graph());
   return graph;
 }
 
