@@ -1,11 +1,11 @@
 // 2-d convolution kernels: Winograd's F(2x2, 3x3) for the 3x3 float32 convolutions with unit
-// stride where it pays (cpu_winograd.h), im2col and OpenBLAS for the rest. A chunk of samples (its size fixed by the
-// problem) is folded into one [C/groups * kh * kw, samples * Ho * Wo] column matrix, so each
-// group needs one product per chunk; chunks run in parallel (OpenBLAS itself runs on the
-// calling thread, see thread_pool.cpp). A
-// one-sample chunk reads and writes the tensors in place, and 1x1 convolutions with unit
-// stride and no padding need no column matrix then. The weight gradient sums runs of chunks
-// into partials and adds them in order: the same bits on any thread count.
+// stride where it pays (cpu_winograd.h), im2col and OpenBLAS for the rest. A chunk of samples
+// (its size fixed by the problem) is folded into one [C/groups * kh * kw, samples * Ho * Wo]
+// column matrix, so each group needs one product per chunk; chunks run in parallel (OpenBLAS
+// itself runs on the calling thread, see thread_pool.cpp). A one-sample chunk reads and writes
+// the tensors in place, and 1x1 convolutions with unit stride and no padding need no column
+// matrix then. The weight gradient sums runs of chunks into partials and adds them in order:
+// the same bits on any thread count.
 #include <cblas.h>
 
 #include <algorithm>

@@ -217,27 +217,25 @@ bool Winograd3x3::worthwhile() const {
 
 void winograd_conv3x3(const Winograd3x3& g, const float* x, const float* w, bool transposed, const float* bias,
                       float* y) {
-  const int64_t Ho = g.out_h(), Wo = g.out_w();
   const Tiling tl(g, kBlockFloats);
-  const int64_t tiles_h = tl.tiles_h, tiles_w = tl.tiles_w, Hp = tl.Hp, Wp = tl.Wp, rows = tl.rows, blocks = tl.blocks;
   Scratch<float> filters_buf, planes_buf;
   float* U = filters_buf.get(16 * g.O * g.C);
   transform_filters(g, w, transposed, U);
-  float* xp = planes_buf.get(g.N * g.C * Hp * Wp);
-  pad_planes(g, x, Hp, Wp, xp);
-  parallel_for(g.N * blocks, 1, [&](int64_t b0, int64_t b1) {
+  float* xp = planes_buf.get(g.N * g.C * tl.Hp * tl.Wp);
+  pad_planes(g, x, tl.Hp, tl.Wp, xp);
+  parallel_for(g.N * tl.blocks, 1, [&](int64_t b0, int64_t b1) {
     Scratch<float> inputs_buf, products_buf, rows_buf;
-    float* V = inputs_buf.get(16 * g.C * rows * tiles_w);
-    float* M = products_buf.get(16 * g.O * rows * tiles_w);
-    float* r = rows_buf.get(std::max(4 * Wp, 8 * tiles_w));
+    float* V = inputs_buf.get(16 * g.C * tl.rows * tl.tiles_w);
+    float* M = products_buf.get(16 * g.O * tl.rows * tl.tiles_w);
+    float* r = rows_buf.get(std::max(4 * tl.Wp, 8 * tl.tiles_w));
     for (int64_t b = b0; b < b1; ++b) {
-      const int64_t n = b / blocks, row0 = b % blocks * rows, nrows = std::min(rows, tiles_h - row0);
-      const int64_t count = nrows * tiles_w;
-      transform_tiles(xp + n * g.C * Hp * Wp, g.C, Hp, Wp, tiles_w, row0, nrows, V, r);
+      const int64_t n = b / tl.blocks, row0 = b % tl.blocks * tl.rows, nrows = std::min(tl.rows, tl.tiles_h - row0);
+      const int64_t count = nrows * tl.tiles_w;
+      transform_tiles(xp + n * g.C * tl.Hp * tl.Wp, g.C, tl.Hp, tl.Wp, tl.tiles_w, row0, nrows, V, r);
       for (int k = 0; k < 16; ++k)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g.O, count, g.C, 1.0f, U + k * g.O * g.C, g.C,
                     V + k * g.C * count, count, 0.0f, M + k * g.O * count, count);
-      untransform_tiles(g, M, tiles_w, row0, nrows, bias, y + n * g.O * Ho * Wo, r);
+      untransform_tiles(g, M, tl.tiles_w, row0, nrows, bias, y + n * g.O * g.out_h() * g.out_w(), r);
     }
   });
 }
