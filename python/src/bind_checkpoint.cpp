@@ -25,7 +25,8 @@ using ug::train::Checkpoint;
   ug::fail<ug::TypeError>("[", op, "] ", arg, " must be ", expected, " or None, got ", nb::inst_name(got).c_str());
 }
 
-Checkpoint checkpoint_of(nb::handle model, nb::handle optimizer, nb::handle scheduler, const char* op) {
+Checkpoint checkpoint_of(nb::handle model, nb::handle optimizer, nb::handle scheduler, nb::handle scaler,
+                         const char* op) {
   Checkpoint c;
   if (!model.is_none()) {
     if (!nb::isinstance<ug::nn::Module>(model)) wrong_type(op, "model", "a ug.nn.Module", model);
@@ -40,6 +41,10 @@ Checkpoint checkpoint_of(nb::handle model, nb::handle optimizer, nb::handle sche
   if (nb::isinstance<LRScheduler>(scheduler)) c.scheduler = &nb::cast<LRScheduler&>(scheduler);
   else if (nb::isinstance<ReduceLROnPlateau>(scheduler)) c.scheduler = &nb::cast<ReduceLROnPlateau&>(scheduler);
   else if (!scheduler.is_none()) wrong_type(op, "scheduler", "a ug.optim.lr_scheduler scheduler", scheduler);
+  if (!scaler.is_none()) {
+    if (!nb::isinstance<ug::amp::GradScaler>(scaler)) wrong_type(op, "scaler", "a ug.amp.GradScaler", scaler);
+    c.scaler = &nb::cast<ug::amp::GradScaler&>(scaler);
+  }
   return c;
 }
 
@@ -50,21 +55,22 @@ void bind_checkpoint(nb::module_& m) {
   train.def(
       "save_checkpoint",
       [](const std::filesystem::path& path, nb::handle model, nb::handle optimizer, nb::handle scheduler, int64_t epoch,
-         int64_t step, nb::handle extra) {
-        Checkpoint c = checkpoint_of(model, optimizer, scheduler, "save_checkpoint");
+         int64_t step, nb::handle extra, nb::handle scaler) {
+        Checkpoint c = checkpoint_of(model, optimizer, scheduler, scaler, "save_checkpoint");
         ug::io::Tree tree = c.to_tree({epoch, step, tree_from_python(extra, "save_checkpoint", "extra")});
         nb::gil_scoped_release release;
         ug::io::save(tree, path.string());
       },
       "path"_a, "model"_a = nb::none(), "optimizer"_a = nb::none(), "scheduler"_a = nb::none(), "epoch"_a = 0,
-      "step"_a = 0, "extra"_a = nb::none(),
-      "Saves the training state atomically to a safetensors file: the model's state_dict, the optimizer's and the "
-      "scheduler's, the global RNG state, epoch, step and extra (anything ug.save takes). ug.load(path) reads it as "
-      "a dict.");
+      "step"_a = 0, "extra"_a = nb::none(), "scaler"_a = nb::none(),
+      "Saves the training state atomically to a safetensors file: the model's state_dict, the optimizer's, the "
+      "scheduler's and the GradScaler's, the global RNG state, epoch, step and extra (anything ug.save takes). "
+      "ug.load(path) reads it as a dict.");
   train.def(
       "load_checkpoint",
-      [](const std::filesystem::path& path, nb::handle model, nb::handle optimizer, nb::handle scheduler) {
-        Checkpoint c = checkpoint_of(model, optimizer, scheduler, "load_checkpoint");
+      [](const std::filesystem::path& path, nb::handle model, nb::handle optimizer, nb::handle scheduler,
+         nb::handle scaler) {
+        Checkpoint c = checkpoint_of(model, optimizer, scheduler, scaler, "load_checkpoint");
         ug::io::Tree tree;
         {
           nb::gil_scoped_release release;
@@ -73,7 +79,7 @@ void bind_checkpoint(nb::module_& m) {
         ug::train::Progress p = c.from_tree(tree, path.string());
         return nb::make_tuple(p.epoch, p.step, tree_to_python(p.extra));
       },
-      "path"_a, "model"_a = nb::none(), "optimizer"_a = nb::none(), "scheduler"_a = nb::none(),
+      "path"_a, "model"_a = nb::none(), "optimizer"_a = nb::none(), "scheduler"_a = nb::none(), "scaler"_a = nb::none(),
       "Restores what save_checkpoint saved into freshly built objects (same architecture and constructor "
       "arguments) and the global RNG state; returns (epoch, step, extra). Runs no code from the file.");
 }

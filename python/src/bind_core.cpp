@@ -116,6 +116,9 @@ void bind_core(nb::module_& m) {
         out["num_allocs"] = s.num_allocs;
         out["num_frees"] = s.num_frees;
         out["cache_hits"] = s.cache_hits;
+        out["allocated_total"] = s.allocated_total;
+        out["freed_total"] = s.freed_total;
+        out["num_ooms"] = s.num_ooms;
         return out;
       },
       nb::arg("device") = ug::Device());
@@ -125,6 +128,11 @@ void bind_core(nb::module_& m) {
       "empty_cache", [](ug::Device d) { ug::allocator_for(d).empty_cache(); }, nb::arg("device") = ug::Device());
   mem.def(
       "summary", [](ug::Device d) { return ug::memory_summary(d); }, nb::arg("device") = ug::Device());
+  mem.def(
+      "set_limit", [](int64_t bytes, ug::Device d) { ug::allocator_for(d).set_limit(bytes); }, nb::arg("bytes"),
+      nb::arg("device") = ug::Device());
+  mem.def(
+      "limit", [](ug::Device d) { return ug::allocator_for(d).limit(); }, nb::arg("device") = ug::Device());
 }
 
 void bind_creation(nb::module_& m) {

@@ -557,6 +557,15 @@ void bind_train(nb::module_& m) {
                          nb::cast<Trainer&>(t).stop_training = stop;
                        }),
                        nb::none(), "Set to True (from a callback) to end fit after the current batch."));
+  nb::setattr(module_cls, "loss_scaler",
+              property(nb::cpp_function([](nb::handle self) -> nb::object {
+                         nb::object t = trainer_object(self);
+                         ug::amp::GradScaler* s = t.is_valid() ? nb::cast<Trainer&>(t).loss_scaler() : nullptr;
+                         return s ? nb::cast(s, nb::rv_policy::reference) : nb::none();
+                       }),
+                       nb::none(), nb::none(),
+                       "The loss scaling compile() set up under the mixed_float16 policy (Keras's "
+                       "LossScaleOptimizer), else None."));
 }
 
 }  // namespace ugpy

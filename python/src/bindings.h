@@ -14,6 +14,8 @@ void bind_elementwise_functions(nb::module_& m);
 void bind_creation(nb::module_& m);
 void bind_functions(nb::module_& m);
 void bind_autograd(nb::module_& m, nb::class_<ug::Tensor>& cls);
+/** ug._C._amp: autocast state, the op table's autocast policies, GradScaler (after bind_optim). */
+void bind_amp(nb::module_& m);
 void bind_transforms(nb::module_& m);
 /** ug.nn: Module and the layers (bind_nn first: the layers derive from its Module). */
 void bind_nn(nb::module_& nn);

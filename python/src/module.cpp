@@ -40,6 +40,10 @@ NB_MODULE(_C, m) {
                                           "An unsupported dtype or argument kind: a TypeError and a RuntimeError.");
   static PyObject* index_error = new_error(errors, "IndexError", PyExc_IndexError,
                                            "An index or dimension out of range: an IndexError and a RuntimeError.");
+  static PyObject* oom_error =
+      new_error(errors, "OutOfMemoryError", PyExc_MemoryError,
+                "An allocation past ug.memory.set_limit (or refused by the system): a MemoryError and a RuntimeError, "
+                "as torch.OutOfMemoryError is a RuntimeError.");
   // Raised through Python code inside vmap, it brings vmap back to its per-example loop.
   ugpy::g_no_batching_rule = PyErr_NewExceptionWithDoc("unigrad.errors.NoBatchingRule",
                                                        "An op met a batched tensor inside vmap and has no rule for it.",
@@ -57,6 +61,8 @@ NB_MODULE(_C, m) {
       PyErr_SetString(value_error, e.what());
     } catch (const ug::IndexError& e) {
       PyErr_SetString(index_error, e.what());
+    } catch (const ug::OutOfMemoryError& e) {
+      PyErr_SetString(oom_error, e.what());
     } catch (const ug::RuntimeError& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     } catch (const ug::FileNotFoundError& e) {
@@ -84,6 +90,7 @@ NB_MODULE(_C, m) {
   functional.attr("pad") = m.attr("pad");  // torch.nn.functional.pad is torch's pad
   nb::module_ optim = m.def_submodule("optim", "optimizers and learning-rate schedules");
   ugpy::bind_optim(optim);
+  ugpy::bind_amp(m);
   nb::module_ optimizers = m.def_submodule("optimizers", "Keras's optimizers (keras.optimizers)");
   ugpy::bind_optimizers(optimizers);
   nb::module_ data = m.def_submodule("data", "data sets and their readers");

@@ -9,8 +9,11 @@ from ._C import Tensor, random  # noqa: F401
 # The star import brought _C's callbacks, data, datasets, logging, models, nn, onnx, optim, optimizers and train
 # submodules; the packages of those names wrap them.
 del callbacks, data, datasets, logging, models, nn, onnx, optim, optimizers, train  # noqa: F821
-from . import (autograd, callbacks, cuda, data, datasets, debugging, logging, memory, models, nn, onnx,  # noqa: F401,E402
-               optim, optimizers, train, utils)
+from . import (amp, autograd, callbacks, cuda, data, datasets, debugging, logging, memory, mixed_precision,  # noqa: F401,E402
+               models, nn, onnx, optim, optimizers, train, utils)
+from . import keras  # noqa: F401,E402
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled, set_autocast_dtype, set_autocast_enabled  # noqa: F401,E402
+from ._C.errors import OutOfMemoryError  # noqa: F401,E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .transforms import (GradientTape, grad, hessian, jacfwd, jacobian, jacrev, jvp,  # noqa: F401
                          value_and_grad, vjp, vmap)

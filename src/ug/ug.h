@@ -31,6 +31,7 @@
 #include "ug/nn/nn.h"
 #include "ug/onnx/export.h"
 #include "ug/onnx/import.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/conv.h"
 #include "ug/ops/indexing.h"

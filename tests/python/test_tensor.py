@@ -164,7 +164,7 @@ def test_memory_statistics():
     assert ug.memory.max_allocated() == peak
     ug.memory.reset_peak()
     assert ug.memory.max_allocated() == before
-    assert "max allocated" in ug.memory.summary()
+    assert "Allocated memory" in ug.memory.summary()
 
 
 def test_threads_setting():

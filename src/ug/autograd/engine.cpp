@@ -10,6 +10,7 @@
 
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/node.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
@@ -72,6 +73,9 @@ Tensor root_gradient(const Tensor& out, const Tensor& given, size_t i) {
  *  leaves are left alone; without, AccumulateGrad nodes add into .grad. */
 std::vector<Tensor> execute(const std::vector<Edge>& roots, std::vector<Tensor> root_grads, bool retain_graph,
                             bool create_graph, const std::vector<Capture>& captures, size_t n_captures) {
+  // Backward ops run in the dtypes the forward chose (the casts' own rules convert back), as
+  // PyTorch says of backward under autocast.
+  autocast::ExcludeGuard no_autocast;
   // Dependencies: how many gradient contributions each node waits for.
   std::unordered_map<Node*, int> deps;
   std::vector<Node*> stack;

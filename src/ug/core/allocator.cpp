@@ -4,6 +4,8 @@
 
 #include <bit>
 #include <cstdlib>
+#include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include "ug/core/error.h"
@@ -76,8 +78,14 @@ void* CachingCpuAllocator::allocate(size_t nbytes) {
   std::vector<void*> evicted;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (limit_ > 0 && stats_.allocated + static_cast<int64_t>(size) > limit_) {
+      stats_.num_ooms++;
+      fail<OutOfMemoryError>("[allocator] out of memory: ", nbytes, " bytes asked for on cpu, ", stats_.allocated,
+                             " in use, would pass the limit of ", limit_, " bytes set by memory set_limit");
+    }
     stats_.num_allocs++;
     stats_.allocated += static_cast<int64_t>(size);
+    stats_.allocated_total += static_cast<int64_t>(size);
     stats_.max_allocated = std::max(stats_.max_allocated, stats_.allocated);
     if (large) {
       large_live_ += static_cast<int64_t>(size);
@@ -106,10 +114,13 @@ void* CachingCpuAllocator::allocate(size_t nbytes) {
   if (!p) {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.allocated -= static_cast<int64_t>(size);
+    stats_.allocated_total -= static_cast<int64_t>(size);
+    stats_.num_allocs--;
+    stats_.num_ooms++;
     stats_.reserved -= static_cast<int64_t>(size);
     if (large) large_live_ -= static_cast<int64_t>(size);
-    fail<RuntimeError>("[allocator] out of memory: tried to allocate ", nbytes, " bytes on cpu (", stats_.allocated,
-                       " bytes in use)");
+    fail<OutOfMemoryError>("[allocator] out of memory: the system refused ", nbytes, " bytes on cpu (",
+                           stats_.allocated, " bytes in use)");
   }
   return p;
 }
@@ -122,6 +133,7 @@ void CachingCpuAllocator::deallocate(void* ptr, size_t nbytes) {
     const bool large = size >= kHugeFrom;
     stats_.num_frees++;
     stats_.allocated -= static_cast<int64_t>(size);
+    stats_.freed_total += static_cast<int64_t>(size);
     if (large) large_live_ -= static_cast<int64_t>(size);
     if (cached_bytes_ + static_cast<int64_t>(size) <= kMaxCachedBytes) {
       free_lists_[size_class(size)].push_back(ptr);
@@ -156,6 +168,17 @@ void CachingCpuAllocator::empty_cache() {
   large_cached_ = 0;
 }
 
+void CachingCpuAllocator::set_limit(int64_t bytes) {
+  if (bytes < 0) fail("[memory] set_limit: the limit must be >= 0 bytes (0: none), got ", bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  limit_ = bytes;
+}
+
+int64_t CachingCpuAllocator::limit() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return limit_;
+}
+
 CachingCpuAllocator::~CachingCpuAllocator() { empty_cache(); }
 
 Allocator& allocator_for(Device device) {
@@ -166,19 +189,65 @@ Allocator& allocator_for(Device device) {
   return *cpu;
 }
 
-std::string memory_summary(Device device) {
-  MemoryStats s = allocator_for(device).stats();
-  auto mib = [](int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
+namespace {
+
+/** A byte count as torch's memory_summary writes it: whole units, the largest unit that
+ *  keeps the preferred size (the row's peak) at 768 or more of it. */
+std::string format_size(int64_t bytes, int64_t preferred) {
+  static const char* units[] = {"B  ", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double pref = static_cast<double>(preferred);
+  while (u < 4 && pref >= 768.0 * 1024.0) {
+    bytes /= 1024;
+    pref /= 1024.0;
+    ++u;
+  }
   std::ostringstream os;
-  os.setf(std::ios::fixed);
-  os.precision(2);
-  os << "unigrad memory summary, device " << device << "\n"
-     << "  allocated      " << mib(s.allocated) << " MiB\n"
-     << "  max allocated  " << mib(s.max_allocated) << " MiB\n"
-     << "  reserved       " << mib(s.reserved) << " MiB\n"
-     << "  max reserved   " << mib(s.max_reserved) << " MiB\n"
-     << "  allocations    " << s.num_allocs << " (" << s.cache_hits << " from cache)\n"
-     << "  frees          " << s.num_frees << "\n";
+  os << std::setw(6) << bytes << ' ' << units[u];
+  return os.str();
+}
+
+std::string cell(const std::string& text) {
+  std::ostringstream os;
+  os << ' ' << std::setw(10) << text << " |";
+  return os.str();
+}
+
+}  // namespace
+
+std::string memory_summary(Device device) {
+  Allocator& a = allocator_for(device);
+  const MemoryStats s = a.stats();
+  const int64_t limit = a.limit();
+  const std::string rule(75, '='), thin(75, '-');
+  std::ostringstream os;
+  auto line = [&](const std::string& text) { os << '|' << std::left << std::setw(75) << text << std::right << "|\n"; };
+  auto bytes_row = [&](const char* name, int64_t cur, int64_t peak, std::optional<int64_t> total,
+                       std::optional<int64_t> freed) {
+    os << "| " << std::left << std::setw(21) << name << std::right << " |" << cell(format_size(cur, peak))
+       << cell(format_size(peak, peak)) << cell(total ? format_size(*total, *total) : "-")
+       << cell(freed ? format_size(*freed, *freed) : "-") << '\n';
+  };
+  auto count_row = [&](const char* name, int64_t cur, std::optional<int64_t> total, std::optional<int64_t> freed) {
+    os << "| " << std::left << std::setw(21) << name << std::right << " |" << cell(std::to_string(cur)) << cell("-")
+       << cell(total ? std::to_string(*total) : "-") << cell(freed ? std::to_string(*freed) : "-") << '\n';
+  };
+  os << '|' << rule << "|\n";
+  std::string title = "unigrad memory summary, device " + detail::cat(device);
+  line(std::string((75 - title.size()) / 2, ' ') + title);
+  os << '|' << thin << "|\n";
+  line("  Out-of-memory errors: " + std::to_string(s.num_ooms) +
+       "    Limit: " + (limit > 0 ? std::to_string(limit) + " bytes" : std::string("none")));
+  os << '|' << rule << "|\n";
+  os << "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n";
+  os << '|' << thin << "|\n";
+  bytes_row("Allocated memory", s.allocated, s.max_allocated, s.allocated_total, s.freed_total);
+  bytes_row("Reserved memory", s.reserved, s.max_reserved, std::nullopt, std::nullopt);
+  bytes_row("Cached free memory", s.reserved - s.allocated, s.max_reserved, std::nullopt, std::nullopt);
+  os << '|' << thin << "|\n";
+  count_row("Allocations", s.num_allocs - s.num_frees, s.num_allocs, s.num_frees);
+  count_row("Served from cache", s.cache_hits, std::nullopt, std::nullopt);
+  os << '|' << rule << "|\n";
   return os.str();
 }
 

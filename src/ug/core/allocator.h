@@ -23,7 +23,10 @@ struct MemoryStats {
   int64_t max_reserved = 0;
   int64_t num_allocs = 0;  // allocation calls since start
   int64_t num_frees = 0;
-  int64_t cache_hits = 0;  // allocations served from the cache
+  int64_t cache_hits = 0;       // allocations served from the cache
+  int64_t allocated_total = 0;  // bytes handed out since start
+  int64_t freed_total = 0;      // bytes given back since start
+  int64_t num_ooms = 0;         // allocations refused (the limit, or the system)
 };
 
 class Allocator {
@@ -36,6 +39,10 @@ class Allocator {
   virtual void reset_peak() = 0;
   /** Returns cached, unused blocks to the system. */
   virtual void empty_cache() = 0;
+  /** Caps the bytes in live blocks (0: no cap); an allocation past it throws OutOfMemoryError
+   *  after the cache has been given back, instead of the system killing the process. */
+  virtual void set_limit(int64_t bytes) = 0;
+  virtual int64_t limit() const = 0;
 };
 
 /** The CPU allocator: size classes of a quarter power of two, a cache per class (at most
@@ -49,6 +56,8 @@ class CachingCpuAllocator final : public Allocator {
   MemoryStats stats() const override;
   void reset_peak() override;
   void empty_cache() override;
+  void set_limit(int64_t bytes) override;
+  int64_t limit() const override;
   ~CachingCpuAllocator() override;
 
   /** The block size an allocation of nbytes really takes. */
@@ -66,9 +75,16 @@ class CachingCpuAllocator final : public Allocator {
   // Large blocks: bytes live, bytes cached, the most ever live at once (reset_peak leaves it).
   int64_t large_live_ = 0, large_cached_ = 0, large_high_water_ = 0;
   MemoryStats stats_;
+  int64_t limit_ = 0;
 };
 
 Allocator& allocator_for(Device device);
+
+namespace detail {
+/** The innermost op this thread is running (graph::OpCall sets it), so that an error raised
+ *  below the op layer, an allocation over the memory limit, can name it. */
+extern thread_local constinit const char* current_op;
+}  // namespace detail
 /** PyTorch-style multi-line table of the statistics for one device. */
 std::string memory_summary(Device device);
 

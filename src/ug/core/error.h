@@ -24,6 +24,11 @@ struct IndexError : std::out_of_range {
 struct RuntimeError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+/** An allocation would pass the memory limit (memory::set_limit) or the system refused it:
+ *  Python ug.OutOfMemoryError, a RuntimeError as torch.OutOfMemoryError is. */
+struct OutOfMemoryError : RuntimeError {
+  using RuntimeError::RuntimeError;
+};
 /** A file that is needed does not exist: Python FileNotFoundError. */
 struct FileNotFoundError : std::runtime_error {
   using std::runtime_error::runtime_error;

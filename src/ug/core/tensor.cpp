@@ -26,6 +26,10 @@ Scalar Tensor::item() const {
   return result;
 }
 
+namespace detail {
+thread_local constinit const char* current_op = nullptr;
+}  // namespace detail
+
 /** Allocation is the one factory below the ops: kernels and the recording layer need it. */
 Tensor empty(const Dims& shape, Options opts) {
   for (int64_t d : shape)
@@ -33,7 +37,13 @@ Tensor empty(const Dims& shape, Options opts) {
   DType dtype = opts.dtype.value_or(DType::Float32);
   Shape s(shape.begin(), shape.end());
   int64_t n = numel_of(s);
-  auto storage = make_ref<Storage>(static_cast<size_t>(n) * itemsize(dtype), opts.device);
+  Ref<Storage> storage;
+  try {
+    storage = make_ref<Storage>(static_cast<size_t>(n) * itemsize(dtype), opts.device);
+  } catch (const OutOfMemoryError& e) {
+    fail<OutOfMemoryError>("[", detail::current_op ? detail::current_op : "empty", "] out of memory for a ", dtype,
+                           " tensor of shape ", s, ": ", e.what());
+  }
   Strides strides = contiguous_strides(s);
   return Tensor(make_ref<TensorImpl>(std::move(storage), std::move(s), std::move(strides), 0, dtype));
 }

@@ -17,6 +17,7 @@ namespace {
 struct Registry {
   std::mutex mutex;
   std::vector<std::string> names;
+  std::vector<Autocast> policies;  // beside names
 };
 
 Registry& registry() {
@@ -26,10 +27,19 @@ Registry& registry() {
 
 }  // namespace
 
-OpDef::OpDef(const char* name) : name_(name) {
+OpDef::OpDef(const char* name, Autocast autocast) : name_(name), autocast_(autocast) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   r.names.emplace_back(name);
+  r.policies.push_back(autocast);
+}
+
+Autocast autocast_policy(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  for (size_t i = 0; i < r.names.size(); ++i)
+    if (r.names[i] == name && r.policies[i] != Autocast::None) return r.policies[i];
+  return Autocast::None;
 }
 
 std::vector<std::string> registered_ops() {

@@ -13,7 +13,16 @@ std::atomic<uint64_t> g_next_sequence_nr{0};
 
 /** A new handle on t's data (and batch, inside vmap) with no autograd record. */
 Tensor alias(const Tensor& t) { return batching::shallow_copy(t); }
+
+thread_local std::shared_ptr<const SavedTensorHooks> current_hooks;
 }  // namespace
+
+SavedTensorHooksGuard::SavedTensorHooksGuard(std::shared_ptr<const SavedTensorHooks> hooks)
+    : outer_(std::move(current_hooks)) {
+  current_hooks = std::move(hooks);
+}
+
+SavedTensorHooksGuard::~SavedTensorHooksGuard() { current_hooks = std::move(outer_); }
 
 Node::Node(std::vector<Edge> next_edges)
     : next_edges_(std::move(next_edges)), sequence_nr_(g_next_sequence_nr.fetch_add(1)) {}
@@ -21,6 +30,14 @@ Node::Node(std::vector<Edge> next_edges)
 Node::~Node() = default;
 
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) : version_(t.version()), is_output_(is_output) {
+  if (current_hooks && t.defined()) {
+    // The hooks keep what they like; an output is handed over without its grad_fn (a cycle).
+    hooks_ = current_hooks;
+    if (is_output)
+      if (AutogradMeta* m = autograd::meta_if(t)) output_nr_ = m->output_nr;
+    packed_ = hooks_->pack(is_output ? alias(t) : t);
+    return;
+  }
   if (!is_output) {
     data_ = t;
     return;
@@ -33,6 +50,7 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : version_(t.version()
 }
 
 Tensor SavedTensor::unpack(Node* owner, const char* op) const {
+  if (hooks_) return unpack_hooked(owner, op);
   if (!data_.defined()) return data_;
   if (data_.version() != version_)
     fail<RuntimeError>(
@@ -41,16 +59,32 @@ Tensor SavedTensor::unpack(Node* owner, const char* op) const {
         data_.dtype(), " tensor of shape ", data_.shape(), " saved by ", op, " is at version ", data_.version(),
         "; expected version ", version_, ". Use out-of-place ops (or clone()) before changing it in place.");
   if (!is_output_ || !GradMode::is_enabled()) return data_;
-  // Double backward: give the saved output its place in the graph again.
-  Tensor t = alias(data_);
-  if (forward::active()) forward::copy_tangents(data_, t);
+  return reattach(data_, owner);
+}
+
+Tensor SavedTensor::unpack_hooked(Node* owner, const char* op) const {
+  Tensor t = hooks_->unpack(packed_);
+  if (!t.defined())
+    fail<RuntimeError>("[backward] a saved-tensor unpack hook returned no tensor for a tensor saved by ", op);
+  if (!is_output_ || !GradMode::is_enabled()) return t;
+  return reattach(t, owner);
+}
+
+/** Double backward: gives a saved output its place in the graph again. */
+Tensor SavedTensor::reattach(const Tensor& data, Node* owner) const {
+  Tensor t = alias(data);
+  if (forward::active()) forward::copy_tangents(data, t);
   AutogradMeta& m = autograd::meta(t);
   m.grad_fn = Ref<Node>(owner);
   m.output_nr = output_nr_;
   return t;
 }
 
-void SavedTensor::reset() { data_ = Tensor(); }
+void SavedTensor::reset() {
+  data_ = Tensor();
+  hooks_.reset();
+  packed_.reset();
+}
 
 AccumulateGrad::AccumulateGrad(Tensor leaf) : Node({}), leaf_(std::move(leaf)) {
   outputs().push_back({leaf_.shape(), leaf_.dtype(), leaf_.device()});

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <any>
 #include <array>
 #include <memory>
 #include <optional>
@@ -63,8 +64,30 @@ class Node : public RefCounted {
   std::string forward_trace_;
 };
 
+/** Saved-tensor hooks (torch.autograd.graph.saved_tensors_hooks): while installed on a thread,
+ *  every tensor an op saves for backward is given to pack, and backward gets it back from
+ *  unpack applied to what pack returned. Activation checkpointing packs nothing and
+ *  recomputes on unpack; offloading would pack a copy elsewhere. */
+struct SavedTensorHooks {
+  std::function<std::any(const Tensor&)> pack;
+  std::function<Tensor(const std::any&)> unpack;
+};
+
+/** Installs hooks on this thread for its lifetime; the innermost installed hooks apply. */
+class SavedTensorHooksGuard {
+ public:
+  explicit SavedTensorHooksGuard(std::shared_ptr<const SavedTensorHooks> hooks);
+  ~SavedTensorHooksGuard();
+  SavedTensorHooksGuard(const SavedTensorHooksGuard&) = delete;
+  SavedTensorHooksGuard& operator=(const SavedTensorHooksGuard&) = delete;
+
+ private:
+  std::shared_ptr<const SavedTensorHooks> outer_;
+};
+
 /** A tensor kept for backward, with the version it had when saved: if an in-place op
- *  changes it before backward runs, unpacking raises instead of giving a wrong gradient. */
+ *  changes it before backward runs, unpacking raises instead of giving a wrong gradient.
+ *  Under saved-tensor hooks it keeps what pack returned instead of the tensor. */
 class SavedTensor {
  public:
   SavedTensor() = default;
@@ -73,10 +96,15 @@ class SavedTensor {
   SavedTensor(const Tensor& t, bool is_output);
   Tensor unpack(Node* owner, const char* op) const;
   void reset();
-  bool defined() const { return data_.defined(); }
+  bool defined() const { return data_.defined() || hooks_; }
 
  private:
+  Tensor unpack_hooked(Node* owner, const char* op) const;
+  Tensor reattach(const Tensor& data, Node* owner) const;
+
   Tensor data_;
+  std::shared_ptr<const SavedTensorHooks> hooks_;  // set when packed
+  std::any packed_;
   uint32_t version_ = 0;
   bool is_output_ = false;
   Ref<Node> grad_fn_;  // inputs keep their history, so double backward reaches them

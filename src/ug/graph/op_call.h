@@ -19,6 +19,7 @@
 //      gives the outputs' tangents;
 //   4. reverse mode: when grad mode is on and an input requires grad, a node holding the vjp
 //      rule and the saved tensors becomes the floating outputs' grad_fn.
+// A running profiler (graph/profiling.h) times the whole call and reads its inputs in finish().
 // Parts 3 and 4 build nothing unless they run, so an op call costs a few flag tests when no
 // transform is active. The vjp and jvp rules are written with ops: a rule run under an
 // active transform records itself, which is how higher derivatives and jvp-of-vjp work.
@@ -29,12 +30,14 @@
 #include <utility>
 #include <vector>
 
+#include "ug/core/allocator.h"
 #include "ug/graph/debugging.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/record.h"
 #include "ug/core/batching.h"
 #include "ug/graph/capture.h"
 #include "ug/graph/op_def.h"
+#include "ug/graph/profiling.h"
 
 namespace ug::graph {
 
@@ -64,12 +67,18 @@ using Saves = List<Save>;
 
 class OpCall {
  public:
-  explicit OpCall(const OpDef& def) : def_(def) {
+  explicit OpCall(const OpDef& def) : def_(def), outer_op_(ug::detail::current_op) {
+    ug::detail::current_op = def.name();
     if (detail::current_capture) [[unlikely]]
       enter();
+    if (profiling::enabled()) [[unlikely]]
+      span_ = profiling::begin(def);
   }
   ~OpCall() {
     if (capture_) leave();
+    if (span_) [[unlikely]]
+      profiling::end(span_);
+    ug::detail::current_op = outer_op_;
   }
   OpCall(const OpCall&) = delete;
   OpCall& operator=(const OpCall&) = delete;
@@ -93,6 +102,8 @@ class OpCall {
    *  only when a node is recorded, so that a call without gradients never builds them. */
   template <class Vjp, class Jvp> void finish(Inputs inputs, Outputs outputs, Saves saved, Vjp&& vjp, Jvp&& jvp) {
     check_numerics(outputs);
+    if (span_) [[unlikely]]
+      profiling::set_inputs(span_, inputs.span());
     if (capture_) record_capture(inputs, outputs);
     if constexpr (!std::is_same_v<std::decay_t<Jvp>, NoRule>) {
       if (forward::active()) [[unlikely]]
@@ -137,7 +148,9 @@ class OpCall {
   }
 
   const OpDef& def_;
+  const char* outer_op_;
   Capture* capture_ = nullptr;
+  profiling::Span* span_ = nullptr;
   bool recorded_ = false;
   Attrs attrs_;
 };

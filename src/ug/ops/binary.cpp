@@ -4,6 +4,7 @@
 
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/rules.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
@@ -24,8 +25,13 @@ constexpr BinaryInfo kBinaryInfo[] = {
 };
 const BinaryInfo& info(BinaryOp op) { return kBinaryInfo[static_cast<int>(op)]; }
 
+/** pow runs in float32 under autocast, as in PyTorch's CUDA list. */
+constexpr graph::Autocast autocast_policy(BinaryOp op) {
+  return op == BinaryOp::Pow ? graph::Autocast::Float32 : graph::Autocast::None;
+}
+
 const graph::OpDef kDefs[] = {
-#define UG_DEF(Op, method) graph::OpDef(Op::name),
+#define UG_DEF(Op, method) graph::OpDef(Op::name, autocast_policy(BinaryOp::Op)),
     UG_BINARY_ALL(UG_DEF)
 #undef UG_DEF
 };
@@ -114,6 +120,9 @@ std::pair<Tensor, Tensor> vjp(BinaryOp op, const Tensor& g, const Tensor& a, con
 }
 
 Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
+  if (autocast::applies(def(op))) [[unlikely]]
+    return autocast::call(
+        def(op), [op](const Tensor& x, const Tensor& y) { return binary(op, x, y); }, a, b);
   graph::OpCall call(def(op));
   const auto [compute, out_dtype] = compute_and_out(op, common, a.dtype(), b.dtype());
   if (a.device() != b.device())

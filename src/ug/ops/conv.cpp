@@ -8,6 +8,7 @@
 
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/ops/reduce.h"
@@ -279,7 +280,7 @@ bool is_batched(const Tensor& x, int64_t nd, const char* op) {
 Tensor as_2d(const Tensor& t, int64_t nd) { return nd == 1 ? t.unsqueeze(-2) : t; }
 Tensor from_2d(const Tensor& t, int64_t nd) { return nd == 1 ? t.squeeze({-2}) : t; }
 
-const graph::OpDef kConv("conv"), kConvTranspose("conv_transpose");
+const graph::OpDef kConv("conv", graph::Autocast::Lower), kConvTranspose("conv_transpose", graph::Autocast::Lower);
 
 std::vector<int64_t> as_vector(const Dims& d) { return std::vector<int64_t>(d.begin(), d.end()); }
 
@@ -292,6 +293,8 @@ std::vector<int64_t> onnx_pads(const Dims& begin, const Dims& end) {
 
 Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, const Dims& stride,
                    const ConvPadding& padding, const Dims& dilation, int64_t groups, int64_t nd, const char* op) {
+  if (autocast::applies(kConv)) [[unlikely]]
+    return autocast::call(kConv, convolution, input, weight, bias, stride, padding, dilation, groups, nd, op);
   graph::OpCall call(kConv);
   const bool batched = is_batched(input, nd, op);
   const DType dtype = compute_dtype(input, weight, bias, op);
@@ -348,6 +351,9 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
 Tensor transposed_convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                               const Dims& stride, const Dims& padding, const Dims& output_padding, int64_t groups,
                               const Dims& dilation, int64_t nd, const char* op) {
+  if (autocast::applies(kConvTranspose)) [[unlikely]]
+    return autocast::call(kConvTranspose, transposed_convolution, input, weight, bias, stride, padding, output_padding,
+                          groups, dilation, nd, op);
   graph::OpCall call(kConvTranspose);
   const bool batched = is_batched(input, nd, op);
   const DType dtype = compute_dtype(input, weight, bias, op);

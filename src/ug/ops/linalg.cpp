@@ -8,6 +8,7 @@
 
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/reduce.h"
 
@@ -30,7 +31,7 @@ DType common_dtype(const Tensor& a, const Tensor& b, const char* op) {
   return t;
 }
 
-const graph::OpDef kMatmul("matmul");
+const graph::OpDef kMatmul("matmul", graph::Autocast::Lower);
 
 /** out[b] = a[b] @ b[b] for [B, M, K] x [B, K, N] operands of one dtype. The gradients are
  *  products too: g @ b^T and a^T @ g (transposes are views the kernel reads in place).
@@ -103,6 +104,8 @@ void require_dims(const Tensor& a, const Tensor& b, int64_t n, const char* op) {
 }  // namespace
 
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
+  if (autocast::applies(kMatmul)) [[unlikely]]
+    return autocast::call(kMatmul, matmul, a0, b0);
   graph::OpCall call(kMatmul);
   if (a0.dim() == 0 || b0.dim() == 0)
     fail("[matmul] both arguments need at least 1 dimension, got shapes ", a0.shape(), " and ", b0.shape());
@@ -141,6 +144,8 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (autocast::applies(kMatmul)) [[unlikely]]
+    return autocast::call(kMatmul, bmm, a, b);
   require_dims(a, b, 3, "bmm");
   if (a.size(0) != b.size(0))
     fail("[bmm] batch sizes of shapes ", a.shape(), " and ", b.shape(), " differ (", a.size(0), " vs ", b.size(0), ")");

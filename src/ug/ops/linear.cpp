@@ -6,6 +6,7 @@
 #include "ug/graph/grad_mode.h"
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/linalg.h"
 #include "ug/ops/reduce.h"
@@ -34,7 +35,7 @@ Tensor linear_composed(const Tensor& x, const Tensor& w, const Tensor& b) {
   return b.defined() ? y + b : y;
 }
 
-const graph::OpDef kLinear("linear");
+const graph::OpDef kLinear("linear", graph::Autocast::Lower);
 
 /** Whether t takes a gradient: the rule computes only the ones some input needs. */
 bool wants_grad(const Tensor& t) { return t.defined() && autograd::requires_grad(t); }
@@ -42,6 +43,8 @@ bool wants_grad(const Tensor& t) { return t.defined() && autograd::requires_grad
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  if (autocast::applies(kLinear)) [[unlikely]]
+    return autocast::call(kLinear, linear, x, w, b);
   graph::OpCall call(kLinear);
   check_linear(x, w, b);
   if (w.dim() == 1 || batching::max_level({&x, &w, &b}) || forward::active() || (b.defined() && b.dim() != 1)) {

@@ -23,7 +23,7 @@ bool nll_loss_fuses(const Tensor& input, const Tensor& target, const Tensor& wei
 }
 
 namespace {
-const graph::OpDef kNllLoss("nll_loss");
+const graph::OpDef kNllLoss("nll_loss", graph::Autocast::Float32);  // cast by nn::functional::nll_loss
 }  // namespace
 
 Tensor nll_loss_fused(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,

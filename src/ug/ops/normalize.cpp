@@ -5,6 +5,7 @@
 #include "ug/backend/backend.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/nn.h"
 #include "ug/ops/reduce.h"
@@ -17,7 +18,8 @@ namespace ops {
 namespace {
 
 // The fused kernel's calls (layer_norm's is hidden inside the call of the op layer_norm).
-const graph::OpDef kLayerNorm("layer_norm"), kGroupNorm("group_norm"), kInstanceNorm("instance_norm");
+const graph::OpDef kLayerNorm("layer_norm", graph::Autocast::Float32),
+    kGroupNorm("group_norm", graph::Autocast::Float32), kInstanceNorm("instance_norm", graph::Autocast::Float32);
 
 /** Whether t takes a gradient: the rule computes only the ones some input needs. */
 bool wants_grad(const Tensor& t) { return t.defined() && autograd::requires_grad(t); }
@@ -89,6 +91,8 @@ Tensor normalize_rows_fused(const graph::OpDef& def, const Tensor& x, int64_t co
 
 Tensor normalize_rows(RowNorm kind, const Tensor& x, int64_t cols, const Tensor& w, const Tensor& b, double eps) {
   const graph::OpDef& def = kind == RowNorm::Layer ? kLayerNorm : kind == RowNorm::Group ? kGroupNorm : kInstanceNorm;
+  if (autocast::applies(def)) [[unlikely]]
+    return autocast::call(def, normalize_rows, kind, x, cols, w, b, eps);
   const bool fused_dtype = x.dtype() == DType::Float32 || x.dtype() == DType::Float64;
   if (!fused_dtype || batching::max_level({&x, &w, &b}) || forward::active() || cols == 0)
     return normalize_rows_ops(x, cols, w, b, eps);
@@ -117,6 +121,8 @@ int64_t check_normalized(const Tensor& x, const Dims& shape, const Tensor& weigh
 }  // namespace ops
 
 Tensor layer_norm(const Tensor& x, const Dims& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+  if (autocast::applies(ops::kLayerNorm)) [[unlikely]]
+    return autocast::call(ops::kLayerNorm, layer_norm, x, normalized_shape, weight, bias, eps);
   graph::OpCall call(ops::kLayerNorm);
   const char* op = "layer_norm";
   if (!is_floating(x.dtype())) fail<TypeError>("[layer_norm] expected a floating point input, got ", x.dtype());

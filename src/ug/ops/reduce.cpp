@@ -10,6 +10,7 @@
 
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/ops/unary.h"
@@ -37,13 +38,16 @@ Mask reduce_mask(const Tensor& x, const Dims& dims, const char* op) {
 
 Mask single_dim_mask(const Tensor& x, int64_t dim, const char* op) { return reduce_mask(x, {dim}, op); }
 
-const graph::OpDef kReduce[] = {graph::OpDef("sum"),  graph::OpDef("prod"),   graph::OpDef("amax"),
-                                graph::OpDef("amin"), graph::OpDef("argmax"), graph::OpDef("argmin"),
-                                graph::OpDef("all"),  graph::OpDef("any")};
+// Sums, products, means, scans and softmax run in float32 under autocast (PyTorch's CUDA list;
+// mean is ours too); the extremes are exact in any dtype.
+constexpr auto kF32 = graph::Autocast::Float32;
+const graph::OpDef kReduce[] = {graph::OpDef("sum", kF32), graph::OpDef("prod", kF32), graph::OpDef("amax"),
+                                graph::OpDef("amin"),      graph::OpDef("argmax"),     graph::OpDef("argmin"),
+                                graph::OpDef("all"),       graph::OpDef("any")};
 // amax and amin's autograd nodes are named max and min (see run_reduce).
 const graph::OpDef kMax("max"), kMin("min");
-const graph::OpDef kCumsum("cumsum"), kCumprod("cumprod");
-const graph::OpDef kMean("mean"), kSoftmax("softmax"), kLogSoftmax("log_softmax");
+const graph::OpDef kCumsum("cumsum", kF32), kCumprod("cumprod", kF32);
+const graph::OpDef kMean("mean", kF32), kSoftmax("softmax", kF32), kLogSoftmax("log_softmax", kF32);
 
 /** A reduction's attributes for the capture: the reduced dims and keepdim. */
 graph::Attrs reduce_attrs(const Mask& mask, bool keepdim) {
@@ -241,16 +245,22 @@ void require_floating(const Tensor& x, const char* op) {
 }
 
 Tensor sum_masked(const Tensor& x, const Mask& mask, bool keepdim, std::optional<DType> dtype) {
+  if (autocast::applies(kReduce[static_cast<int>(ReduceOp::Sum)])) [[unlikely]]
+    return autocast::call(kReduce[static_cast<int>(ReduceOp::Sum)], sum_masked, x, mask, keepdim, dtype);
   DType target = dtype.value_or(widened(x.dtype()));
   return run_reduce(ReduceOp::Sum, x.to(target), mask, keepdim, target);
 }
 
 Tensor prod_masked(const Tensor& x, const Mask& mask, bool keepdim, std::optional<DType> dtype) {
+  if (autocast::applies(kReduce[static_cast<int>(ReduceOp::Prod)])) [[unlikely]]
+    return autocast::call(kReduce[static_cast<int>(ReduceOp::Prod)], prod_masked, x, mask, keepdim, dtype);
   DType target = dtype.value_or(widened(x.dtype()));
   return run_reduce(ReduceOp::Prod, x.to(target), mask, keepdim, target);
 }
 
 Tensor mean_masked(const Tensor& x, const Mask& mask, bool keepdim, std::optional<DType> dtype) {
+  if (autocast::applies(kMean)) [[unlikely]]
+    return autocast::call(kMean, mean_masked, x, mask, keepdim, dtype);
   graph::OpCall call(kMean);
   DType target = dtype.value_or(x.dtype());
   if (!is_floating(target))
@@ -318,7 +328,10 @@ Tensor var_impl(const Tensor& x, const std::optional<Dims>& dims, double correct
 }
 
 Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
-  graph::OpCall call(op == ScanOp::CumSum ? kCumsum : kCumprod);
+  const graph::OpDef& def = op == ScanOp::CumSum ? kCumsum : kCumprod;
+  if (autocast::applies(def)) [[unlikely]]
+    return autocast::call(def, scan, op, x, dim, name);
+  graph::OpCall call(def);
   int64_t d = wrap_dim(dim, x.dim(), name);
   DType target = widened(x.dtype());
   Tensor src = x.to(target);
@@ -389,6 +402,8 @@ Tensor softmax_rows(const Tensor& x, int64_t cols, bool log) {
 }
 
 Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const char* op) {
+  if (autocast::applies(softmax_def(log))) [[unlikely]]
+    return autocast::call(softmax_def(log), softmax_impl, x, dim, log, op);
   graph::OpCall call(softmax_def(log));
   Tensor out = softmax_untraced(x, dim, log, op);
   if (call.capturing()) call.set_attrs({{"dim", wrap_dim(dim, std::max<int64_t>(x.dim(), 1), op)}});

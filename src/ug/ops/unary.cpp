@@ -6,6 +6,7 @@
 
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 
 namespace ug::ops {
@@ -26,8 +27,28 @@ constexpr UnaryInfo kUnaryInfo[] = {
 
 const UnaryInfo& info(UnaryOp op) { return kUnaryInfo[static_cast<int>(op)]; }
 
+/** The ops autocast runs in float32, PyTorch's CUDA list (its CPU list has none of them). */
+constexpr graph::Autocast autocast_policy(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Exp:
+    case UnaryOp::Expm1:
+    case UnaryOp::Log:
+    case UnaryOp::Log2:
+    case UnaryOp::Log10:
+    case UnaryOp::Log1p:
+    case UnaryOp::Reciprocal:
+    case UnaryOp::Rsqrt:
+    case UnaryOp::Tan:
+    case UnaryOp::Sinh:
+    case UnaryOp::Cosh:
+    case UnaryOp::Asin:
+    case UnaryOp::Acos: return graph::Autocast::Float32;
+    default: return graph::Autocast::None;
+  }
+}
+
 const graph::OpDef kDefs[] = {
-#define UG_DEF(Op, method) graph::OpDef(Op::name),
+#define UG_DEF(Op, method) graph::OpDef(Op::name, autocast_policy(UnaryOp::Op)),
     UG_UNARY_ALL(UG_DEF)
 #undef UG_DEF
 };
@@ -70,6 +91,8 @@ Tensor vjp(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y) {
 }  // namespace
 
 Tensor unary(UnaryOp op, const Tensor& x) {
+  if (autocast::applies(kDefs[static_cast<int>(op)])) [[unlikely]]
+    return autocast::call(kDefs[static_cast<int>(op)], unary, op, x);
   graph::OpCall call(kDefs[static_cast<int>(op)]);
   DType out_dtype = result_dtype(op, x.dtype());
   const UnaryRule rule = info(op).rule;

@@ -6,6 +6,7 @@
 #include "ug/optim/adam.h"
 #include "ug/optim/clip_grad.h"
 #include "ug/optim/functional.h"
+#include "ug/optim/grad_scaler.h"
 #include "ug/optim/keras.h"
 #include "ug/optim/lr_scheduler.h"
 #include "ug/optim/optimizer.h"

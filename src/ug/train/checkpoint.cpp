@@ -49,6 +49,15 @@ struct Reader {
     return t.as_int();
   }
 
+  amp::GradScalerState scaler_state(const Tree& t) const {
+    expect(t, Tree::Kind::Dict, "'scaler'");
+    auto field = [&](const char* key) -> const Tree& { return entry(t, key, "'scaler'"); };
+    return {number(field("scale"), "'scaler' scale"), number(field("growth_factor"), "'scaler' growth_factor"),
+            number(field("backoff_factor"), "'scaler' backoff_factor"),
+            integer(field("growth_interval"), "'scaler' growth_interval"),
+            integer(field("_growth_tracker"), "'scaler' _growth_tracker")};
+  }
+
   nn::TensorDict tensors(const Tree& t, const std::string& what) const {
     expect(t, Tree::Kind::Dict, what);
     nn::TensorDict out;
@@ -151,6 +160,17 @@ Tree optimizer_tree(const OptimizerStateDict& sd) {
   return Tree::dict({{"state", std::move(state)}, {"param_groups", std::move(groups)}});
 }
 
+/** torch's GradScaler.state_dict() keys. */
+Tree scaler_tree(const amp::GradScalerState& s) {
+  Tree out = Tree::dict();
+  out.set("scale", s.scale);
+  out.set("growth_factor", s.growth_factor);
+  out.set("backoff_factor", s.backoff_factor);
+  out.set("growth_interval", s.growth_interval);
+  out.set("_growth_tracker", s.growth_tracker);
+  return out;
+}
+
 Tree scheduler_tree(const SchedulerState& s) {
   Tree out = Tree::dict();
   for (const auto& [key, value] : s) {
@@ -183,6 +203,7 @@ Tree Checkpoint::to_tree(const Progress& progress) const {
   if (model) out.set("model", Tree(model->state_dict()));
   if (optimizer) out.set("optimizer", optimizer_tree(optimizer->state_dict()));
   with_scheduler(scheduler, [&](const auto& s) { out.set("scheduler", scheduler_tree(s.state_dict())); });
+  if (scaler) out.set("scaler", scaler_tree(scaler->state_dict()));
   out.set("epoch", progress.epoch);
   out.set("step", progress.step);
   out.set("rng", get_rng_state());
@@ -201,6 +222,8 @@ Progress Checkpoint::from_tree(const Tree& tree, const std::string& source) cons
   if (optimizer) optimizer_state = r.optimizer_state(r.entry(tree, "optimizer", "the checkpoint"));
   if (with_scheduler(scheduler, [](const auto&) {}))
     scheduler_state = r.scheduler_state(r.entry(tree, "scheduler", "the checkpoint"));
+  std::optional<amp::GradScalerState> scaler_state;
+  if (scaler) scaler_state = r.scaler_state(r.entry(tree, "scaler", "the checkpoint"));
   Progress progress;
   progress.epoch = r.integer(r.entry(tree, "epoch", "the checkpoint"), "'epoch'");
   progress.step = r.integer(r.entry(tree, "step", "the checkpoint"), "'step'");
@@ -216,6 +239,7 @@ Progress Checkpoint::from_tree(const Tree& tree, const std::string& source) cons
   if (model_state) model->load_state_dict(*model_state);
   if (optimizer_state) optimizer->load_state_dict(*optimizer_state);
   if (scheduler_state) with_scheduler(scheduler, [&](auto& s) { s.load_state_dict(*scheduler_state); });
+  if (scaler_state) scaler->load_state_dict(*scaler_state);
   if (rng) set_rng_state(rng->as_tensor());
   return progress;
 }

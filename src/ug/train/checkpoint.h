@@ -2,7 +2,7 @@
 // stopped after any epoch or step continues, in a new process, exactly as if it had not
 // stopped. The file is the tree torch users save by hand (io::save / ug.save):
 //   {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-//    "scheduler": scheduler.state_dict(), "epoch": int, "step": int,
+//    "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "epoch": int, "step": int,
 //    "rng": ug.get_rng_state(), "extra": any tree}
 // in torch's layouts (the optimizer's state keyed by int parameter index, "betas" a tuple,
 // counters ints); entries of objects not given are left out. ug.load(path) reads it back.
@@ -24,6 +24,7 @@
 
 #include "ug/io/tree.h"
 #include "ug/nn/module.h"
+#include "ug/optim/grad_scaler.h"
 #include "ug/optim/lr_scheduler.h"
 #include "ug/optim/optimizer.h"
 
@@ -44,11 +45,14 @@ using SchedulerRef = std::variant<optim::lr_scheduler::LRScheduler*, optim::lr_s
  *  one given and the global generator (ug::default_generator()); a given object whose entry
  *  the file lacks is an error. Every entry is read and type-checked before anything is
  *  restored; then the model (whose load_state_dict names missing, unexpected and misshapen
- *  keys), the optimizer, the scheduler and the generator, in that order. */
+ *  keys), the optimizer, the scheduler, the scaler and the generator, in that order. */
 struct Checkpoint {
   nn::Module* model = nullptr;
   optim::Optimizer* optimizer = nullptr;
   SchedulerRef scheduler;
+  /** Mixed-precision loss scaling: its scale and growth count, so a resumed run skips and
+   *  grows exactly where the first would have. */
+  amp::GradScaler* scaler = nullptr;
 
   /** The tree save() writes. */
   io::Tree to_tree(const Progress& progress) const;

@@ -7,6 +7,7 @@
 #include "ug/core/error.h"
 #include "ug/data/data_loader.h"
 #include "ug/data/datasets.h"
+#include "ug/nn/mixed_precision.h"
 #include "ug/ops/join.h"
 #include "ug/optim/optim.h"
 
@@ -164,8 +165,18 @@ void Trainer::compile(CompileOptions options) {
   if (options.gradient_accumulation_steps < 1)
     fail<ValueError>("[compile] gradient_accumulation_steps must be at least 1, got ",
                      options.gradient_accumulation_steps);
+  // Keras's mixed precision: the policy when compiled decides; float16 scales the loss.
+  const mixed_precision::Policy policy = mixed_precision::global_policy();
+  autocast_dtype_ = policy.autocast_dtype();
+  scaler_ = autocast_dtype_ == DType::Float16
+                ? std::make_shared<amp::GradScaler>(amp::GradScalerOptions{.init_scale = 32768.0})
+                : nullptr;
   options_ = std::move(options);
   loss_ = std::move(loss);
+}
+
+void Trainer::enter_autocast(std::optional<AutocastGuard>& region, const Tensor& x) const {
+  if (autocast_dtype_) region.emplace(x.device().type, *autocast_dtype_);
 }
 
 optim::Optimizer& Trainer::optimizer() const {
@@ -216,11 +227,17 @@ void Trainer::apply_gradients(int64_t accumulated) {
   if (accumulated < k)  // an epoch ended part-way through: the mean over the batches it had
     for (const Tensor& p : params)
       if (Tensor g = p.grad(); g.defined()) g.mul_(Scalar(static_cast<double>(k) / static_cast<double>(accumulated)));
+  if (scaler_) scaler_->unscale_(*optimizer_);  // clipping sees the true gradients
   if (options_.clipnorm)
     for (const Tensor& p : params) nn::utils::clip_grad_norm_({p}, *options_.clipnorm);
   else if (options_.global_clipnorm) nn::utils::clip_grad_norm_(params, *options_.global_clipnorm);
   else if (options_.clipvalue) nn::utils::clip_grad_value_(params, *options_.clipvalue);
-  optimizer_->step();
+  if (scaler_) {
+    scaler_->step(*optimizer_);  // skipped when a gradient overflowed
+    scaler_->update();
+  } else {
+    optimizer_->step();
+  }
   stepped_ = true;
   optimizer_->zero_grad();
   module_->zero_grad();
@@ -274,12 +291,18 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
       const data::Example& xy = checked_pair(*batch, "fit");
       Logs batch_logs;
       for (const auto& cb : callbacks) cb->on_train_batch_begin(pass.steps, batch_logs);
-      const Tensor output = (*module_)(xy[0]);
-      const Tensor loss = loss_(output, xy[1]);
+      Tensor output, loss;
+      {
+        std::optional<AutocastGuard> region;
+        enter_autocast(region, xy[0]);
+        output = (*module_)(xy[0]);
+        loss = loss_(output, xy[1]);
+      }
       if (!loss.defined() || loss.numel() != 1)
         fail<ValueError>("[fit] the loss must be a single value, got shape ", loss.defined() ? loss.shape() : Shape{});
       refresh_named_optimizer();
-      (k == 1 ? loss : loss.div(Scalar(static_cast<double>(k)))).backward();
+      const Tensor part = k == 1 ? loss : loss.div(Scalar(static_cast<double>(k)));
+      (scaler_ ? scaler_->scale(part) : part).backward();
       record(pass, output, loss, xy[1], batch_size_of(xy[0]));
       if (++accumulated == k) {
         apply_gradients(accumulated);
@@ -334,6 +357,8 @@ Logs Trainer::run_evaluation(data::BatchSource& data, int verbose, const char* w
   data.start_epoch(0);
   while (std::optional<data::Example> batch = data.next()) {
     const data::Example& xy = checked_pair(*batch, who);
+    std::optional<AutocastGuard> region;
+    enter_autocast(region, xy[0]);
     const Tensor output = (*module_)(xy[0]);
     record(pass, output, loss_(output, xy[1]), xy[1], batch_size_of(xy[0]));
     if (bar) bar->update(pass.steps, pass.samples, pass_logs(pass));
@@ -361,6 +386,8 @@ Tensor Trainer::predict(data::BatchSource& data, int verbose) {
   data.start_epoch(0);
   while (std::optional<data::Example> batch = data.next()) {
     if (batch->empty()) fail<ValueError>("[predict] a batch has no tensors");
+    std::optional<AutocastGuard> region;
+    enter_autocast(region, batch->front());
     outputs.push_back((*module_)(batch->front()));
     samples += batch_size_of(batch->front());
     if (bar) bar->update(static_cast<int64_t>(outputs.size()), samples, {});

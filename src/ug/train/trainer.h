@@ -22,6 +22,8 @@
 
 #include "ug/data/dataset.h"
 #include "ug/nn/module.h"
+#include "ug/ops/autocast.h"
+#include "ug/optim/grad_scaler.h"
 #include "ug/optim/optimizer.h"
 #include "ug/train/callback.h"
 #include "ug/train/losses.h"
@@ -110,6 +112,9 @@ class Trainer {
   double learning_rate() const;
   void set_learning_rate(double lr);
   const FitParams& params() const { return params_; }
+  /** The loss scaling compile() set up under the "mixed_float16" policy, else null (Keras's
+   *  LossScaleOptimizer); give it to a Checkpoint to resume bit-identically. */
+  amp::GradScaler* loss_scaler() const { return scaler_.get(); }
 
   /** Set by a callback (EarlyStopping) to end fit after the current batch. */
   bool stop_training = false;
@@ -133,6 +138,8 @@ class Trainer {
   /** Scales the accumulated gradients when fewer than k batches went into them, clips, steps. */
   void apply_gradients(int64_t accumulated);
   Logs run_evaluation(data::BatchSource& data, int verbose, const char* who);
+  /** Opens the mixed-precision policy's autocast region (none under a float32 policy). */
+  void enter_autocast(std::optional<AutocastGuard>& region, const Tensor& x) const;
 
   std::shared_ptr<nn::Module> module_;
   std::shared_ptr<optim::Optimizer> optimizer_;
@@ -141,6 +148,8 @@ class Trainer {
   LossFn loss_;
   std::vector<Metric> metrics_;
   CompileOptions options_;
+  std::optional<DType> autocast_dtype_;  // the policy's compute dtype, as compile() found it
+  std::shared_ptr<amp::GradScaler> scaler_;
   FitParams params_;
   Output output_ = Output::standard();
 };

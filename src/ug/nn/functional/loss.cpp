@@ -7,6 +7,7 @@
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
 #include "ug/nn/functional/activation.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/nn.h"
@@ -114,11 +115,13 @@ Tensor class_broadcast(const Tensor& weight, const Tensor& input) {
   return weight.view(shape);
 }
 
-const graph::OpDef kBinaryCrossEntropy("binary_cross_entropy");
+const graph::OpDef kBinaryCrossEntropy("binary_cross_entropy", graph::Autocast::Float32);
 
 }  // namespace
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NllLossOptions& o) {
+  if (autocast::active()) [[unlikely]]  // losses run in float32
+    return autocast::call(graph::Autocast::Float32, nll_loss, input, target, o);
   const char* op = "nll_loss";
   Reduction r = parse_reduction(o.reduction, op);
   require_floating(input, op, "input");
@@ -136,6 +139,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NllLossOptions&
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& o) {
+  if (autocast::active()) [[unlikely]]  // losses run in float32
+    return autocast::call(graph::Autocast::Float32, cross_entropy, input, target, o);
   const char* op = "cross_entropy";
   Reduction r = parse_reduction(o.reduction, op);
   require_floating(input, op, "input");
@@ -171,17 +176,23 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction, const Tensor& weight) {
+  if (autocast::active()) [[unlikely]]  // losses run in float32
+    return autocast::call(graph::Autocast::Float32, mse_loss, input, target, reduction, weight);
   Reduction r = parse_reduction(reduction, "mse_loss");
   Tensor d = difference(input, target, "mse_loss");
   return weighted(d * d, weight, r, "mse_loss", true);
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction, const Tensor& weight) {
+  if (autocast::active()) [[unlikely]]  // losses run in float32
+    return autocast::call(graph::Autocast::Float32, l1_loss, input, target, reduction, weight);
   Reduction r = parse_reduction(reduction, "l1_loss");
   return weighted(difference(input, target, "l1_loss").abs(), weight, r, "l1_loss", true);
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction, double beta) {
+  if (autocast::active()) [[unlikely]]  // losses run in float32
+    return autocast::call(graph::Autocast::Float32, smooth_l1_loss, input, target, reduction, beta);
   Reduction r = parse_reduction(reduction, "smooth_l1_loss");
   if (beta < 0) fail("[smooth_l1_loss] does not support negative values for beta, got ", beta);
   Tensor z = difference(input, target, "smooth_l1_loss").abs();
@@ -191,6 +202,8 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_vie
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view reduction, double delta,
                   const Tensor& weight) {
+  if (autocast::active()) [[unlikely]]  // losses run in float32
+    return autocast::call(graph::Autocast::Float32, huber_loss, input, target, reduction, delta, weight);
   Reduction r = parse_reduction(reduction, "huber_loss");
   if (delta <= 0) fail("[huber_loss] does not support non-positive values for delta, got ", delta);
   Tensor z = difference(input, target, "huber_loss").abs();
@@ -225,6 +238,8 @@ Tensor binary_cross_entropy_elementwise(const Tensor& input, const Tensor& t) {
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                             std::string_view reduction) {
+  if (autocast::active()) [[unlikely]]  // losses run in float32
+    return autocast::call(graph::Autocast::Float32, binary_cross_entropy, input, target, weight, reduction);
   const char* op = "binary_cross_entropy";
   Reduction r = parse_reduction(reduction, op);
   require_floating(input, op, "input");
@@ -239,6 +254,8 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const BceWithLogitsOptions& o) {
+  if (autocast::active()) [[unlikely]]  // losses run in float32
+    return autocast::call(graph::Autocast::Float32, binary_cross_entropy_with_logits, input, target, o);
   const char* op = "binary_cross_entropy_with_logits";
   Reduction r = parse_reduction(o.reduction, op);
   require_floating(input, op, "input");
@@ -254,6 +271,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduction, bool log_target) {
+  if (autocast::active()) [[unlikely]]  // losses run in float32
+    return autocast::call(graph::Autocast::Float32, kl_div, input, target, reduction, log_target);
   Reduction r = parse_reduction(reduction, "kl_div", true);
   require_floating(input, "kl_div", "input");
   Tensor loss;
@@ -270,6 +289,8 @@ Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduct
 
 Tensor cosine_embedding_loss(const Tensor& x1, const Tensor& x2, const Tensor& target, double margin,
                              std::string_view reduction) {
+  if (autocast::active()) [[unlikely]]  // losses run in float32
+    return autocast::call(graph::Autocast::Float32, cosine_embedding_loss, x1, x2, target, margin, reduction);
   const char* op = "cosine_embedding_loss";
   Reduction r = parse_reduction(reduction, op);
   require_floating(x1, op, "input1");

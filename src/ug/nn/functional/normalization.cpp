@@ -7,6 +7,7 @@
 
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/nn.h"
 #include "ug/ops/reduce.h"
@@ -16,7 +17,7 @@ namespace ug::nn::functional {
 
 namespace {
 
-const graph::OpDef kBatchNorm("batch_norm");
+const graph::OpDef kBatchNorm("batch_norm", graph::Autocast::Float32);
 
 /** A per-channel [C] tensor viewed [1, C, 1, ...] against x [N, C, ...]. */
 Tensor per_channel(const Tensor& t, const Tensor& x) {
@@ -65,6 +66,8 @@ Tensor rms_norm(const Tensor& x, const Dims& normalized_shape, const Tensor& wei
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
+  if (autocast::applies(kBatchNorm)) [[unlikely]]
+    return autocast::call(kBatchNorm, batch_norm, x, running_mean, running_var, weight, bias, training, momentum, eps);
   graph::OpCall call(kBatchNorm);
   const char* op = "batch_norm";
   if (x.dim() < 2) fail("[batch_norm] expected an input of at least 2 dims [N, C, ...], got shape ", x.shape());

@@ -5,6 +5,8 @@
 #include "ug/graph/grad_mode.h"
 #include "ug/nn/init.h"
 #include "ug/nn/layers/activation.h"
+#include "ug/nn/mixed_precision.h"
+#include "ug/ops/autocast.h"
 #include "ug/nn/functional/linear.h"
 
 namespace ug::nn {
@@ -60,6 +62,7 @@ DenseImpl::DenseImpl(int64_t units, const std::string& activation_name, int64_t 
     : LinearImpl("Dense", input_dim, units, use_bias, dtype),
       activation_name_(activation_name),
       flatten_(flatten),
+      compute_dtype_(mixed_precision::global_policy().autocast_dtype()),
       activation_(activation(activation_name)) {
   if (input_dim >= 0) reset_parameters();
 }
@@ -82,6 +85,8 @@ Tensor DenseImpl::forward(const Tensor& x) {
            x.shape());
     in = x.reshape({x.size(0), features});
   }
+  std::optional<AutocastGuard> mixed;
+  if (compute_dtype_) mixed.emplace(x.device().type, *compute_dtype_);
   Tensor y = LinearImpl::forward(in);
   return activation_ ? activation_(y) : y;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "ug/nn/module.h"
@@ -35,7 +36,8 @@ UG_MODULE(Linear);
 /** Keras's Dense: `Dense(128, "relu")`; the input size comes from the first call unless
  *  given. Keras's defaults: Glorot-uniform kernel, zero bias. Keras maps the last dim; with
  *  `flatten`, Gluon's Dense, every dim after the first is flattened into one first, so a
- *  (N, C, H, W) batch gives (N, units). */
+ *  (N, C, H, W) batch gives (N, units). Built under a mixed-precision policy
+ *  (nn/mixed_precision.h), it keeps float32 weights and computes in the policy's 16-bit dtype. */
 class DenseImpl : public LinearImpl {
  public:
   DenseImpl(int64_t units, const std::string& activation = "", int64_t input_dim = -1, bool use_bias = true,
@@ -46,10 +48,13 @@ class DenseImpl : public LinearImpl {
   /** The activation's name, "" for none. */
   const std::string& activation_name() const { return activation_name_; }
   bool flatten() const { return flatten_; }
+  /** The policy's compute dtype when it differs from the weights' (Keras's layer.compute_dtype). */
+  std::optional<DType> compute_dtype() const { return compute_dtype_; }
 
  private:
   std::string activation_name_;
   bool flatten_;
+  std::optional<DType> compute_dtype_;
   std::function<Tensor(const Tensor&)> activation_;
 };
 UG_MODULE(Dense);

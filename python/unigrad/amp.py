@@ -1,0 +1,101 @@
+"""ug.amp: automatic mixed precision, PyTorch's torch.amp.
+
+`autocast` runs the products and convolutions inside it in a 16-bit dtype and the numerically
+sensitive ops (softmax, norms, losses, sums, exp/log) in float32, each op as the op table says
+(`policy(name)`); `GradScaler` scales a float16 loss so that small gradients do not underflow.
+The state and the scaler live in C++ (ug::AutocastGuard, ug::amp::GradScaler).
+"""
+import contextlib
+import functools
+import warnings
+
+from . import _C
+
+_amp = _C._amp
+
+is_autocast_enabled = _amp.is_autocast_enabled
+set_autocast_enabled = _amp.set_autocast_enabled
+get_autocast_dtype = _amp.get_autocast_dtype
+set_autocast_dtype = _amp.set_autocast_dtype
+
+
+def policy(op):
+    """What the op table says `op` does under autocast: 'lower_precision', 'float32' or 'none'."""
+    return _amp.autocast_policy(op)
+
+
+_DEFAULT_DTYPE = {"cpu": "bfloat16", "cuda": "float16"}
+
+
+class autocast(contextlib.ContextDecorator):
+    """`with ug.autocast("cpu", dtype=ug.bfloat16):` or `@ug.autocast("cpu")`, as torch.autocast.
+
+    Regions nest: an inner `autocast(enabled=False)` turns casting off until it exits. The
+    state is per thread. On a device this build lacks (cuda), the region warns and is
+    disabled, as PyTorch does. cache_enabled is accepted for torch's signature: unigrad casts
+    a weight each time an op needs it (no cast cache).
+    """
+
+    def __init__(self, device_type="cpu", dtype=None, enabled=True, cache_enabled=None):
+        if device_type not in _DEFAULT_DTYPE:
+            raise ValueError(f"[autocast] device_type must be 'cpu' or 'cuda', got {device_type!r}")
+        self.device = device_type
+        dtype = _DEFAULT_DTYPE[device_type] if dtype is None else dtype
+        self.fast_dtype = getattr(_C, dtype) if isinstance(dtype, str) else dtype
+        self._enabled = bool(enabled)
+        if self._enabled and device_type == "cuda" and not _C.device_available(_C.device("cuda")):
+            warnings.warn("User provided device_type of 'cuda', but CUDA is not available. Disabling", stacklevel=2)
+            self._enabled = False
+        if self._enabled and self.fast_dtype not in (_C.bfloat16, _C.float16):
+            warnings.warn(f"In autocast, but the target dtype {self.fast_dtype} is not supported (bfloat16 and "
+                          "float16 are). Disabling autocast.", stacklevel=2)
+            self._enabled = False
+        self._saved = []
+
+    def __enter__(self):
+        self._saved.append((is_autocast_enabled(self.device), get_autocast_dtype(self.device)))
+        if self._enabled:
+            set_autocast_dtype(self.device, self.fast_dtype)
+        set_autocast_enabled(self.device, self._enabled)
+        return self
+
+    def __exit__(self, *exc):
+        enabled, dtype = self._saved.pop()
+        set_autocast_dtype(self.device, dtype)
+        set_autocast_enabled(self.device, enabled)
+        return False
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self:
+                return func(*args, **kwargs)
+
+        return wrapper
+
+
+class GradScaler(_amp.GradScaler):
+    """Dynamic loss scaling, torch.amp.GradScaler's API: scale(loss).backward(), step(opt), update().
+
+    device is accepted as torch's first argument ("cpu"; "cuda" warns and disables on a
+    build without CUDA, as torch does).
+    """
+
+    def __init__(self, device="cpu", init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=2000, enabled=True):
+        if device == "cuda" and enabled and not _C.device_available(_C.device("cuda")):
+            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available. Disabling.",
+                          stacklevel=2)
+            enabled = False
+        super().__init__(init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+
+    def scale(self, outputs):
+        """outputs times the scale: a tensor, or a list/tuple of them (nested)."""
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(o) for o in outputs)
+        return super().scale(outputs)
+
+    def step(self, optimizer, *args, **kwargs):
+        if args or kwargs:
+            raise RuntimeError("[GradScaler] closure use is not supported: call step(optimizer) without arguments")
+        return super().step(optimizer)

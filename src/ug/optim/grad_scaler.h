@@ -1,0 +1,85 @@
+// Dynamic loss scaling for float16 training (torch.amp.GradScaler). A float16 gradient
+// underflows to zero below 6e-8; scaling the loss by S before backward scales every gradient
+// by S, unscale_ divides it out again in float32. A step whose gradients hold inf or NaN (S
+// was too large) is skipped and S shrinks by backoff_factor; after growth_interval steps
+// without one, S grows by growth_factor.
+//
+//   ug::amp::GradScaler scaler;
+//   scaler.scale(loss).backward();
+//   scaler.step(opt);  // skipped when a gradient is inf/NaN
+//   scaler.update();
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "ug/core/tensor.h"
+#include "ug/optim/optimizer.h"
+
+namespace ug::amp {
+
+struct GradScalerOptions {
+  double init_scale = 65536.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+  bool enabled = true;
+};
+
+/** What state_dict saves (torch's keys: scale, growth_factor, backoff_factor,
+ *  growth_interval, _growth_tracker). */
+struct GradScalerState {
+  double scale = 65536.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+  int64_t growth_tracker = 0;
+};
+
+class GradScaler {
+ public:
+  explicit GradScaler(GradScalerOptions options = {});
+
+  /** outputs times the scale (unchanged when disabled). */
+  Tensor scale(const Tensor& outputs) const;
+  std::vector<Tensor> scale(const std::vector<Tensor>& outputs) const;
+  /** Divides the optimizer's gradients by the scale in place and records whether any is inf
+   *  or NaN; once per optimizer between updates (then clip gradients, read them, ...). */
+  void unscale_(optim::Optimizer& optimizer);
+  /** unscale_ (if not yet done), then optimizer.step() unless a gradient was inf or NaN:
+   *  returns step()'s result, or nothing when the step was skipped. */
+  std::optional<Tensor> step(optim::Optimizer& optimizer);
+  /** Adjusts the scale from the steps since the last update, or sets it to new_scale. */
+  void update(std::optional<double> new_scale = std::nullopt);
+
+  /** The current scale (1.0 when disabled, as torch). */
+  double get_scale() const;
+  bool is_enabled() const { return enabled_; }
+  double growth_factor() const { return growth_factor_; }
+  void set_growth_factor(double f);
+  double backoff_factor() const { return backoff_factor_; }
+  void set_backoff_factor(double f);
+  int64_t growth_interval() const { return growth_interval_; }
+  void set_growth_interval(int64_t n);
+
+  GradScalerState state_dict() const;
+  void load_state_dict(const GradScalerState& state);
+
+ private:
+  enum class Stage { Ready, Unscaled, Stepped };
+  struct PerOptimizer {
+    Stage stage = Stage::Ready;
+    bool found_inf = false;
+  };
+
+  float scale_;  // float32, as torch keeps it, so that growth and backoff round alike
+  double growth_factor_, backoff_factor_;
+  int64_t growth_interval_;
+  int64_t growth_tracker_ = 0;
+  bool enabled_;
+  std::unordered_map<const optim::Optimizer*, PerOptimizer> per_optimizer_;
+};
+
+}  // namespace ug::amp

@@ -1,0 +1,307 @@
+"""Mixed precision: ug.autocast against torch.autocast on the CPU (result dtypes and values),
+the op table's policies against PyTorch's documented lists, GradScaler step by step against
+torch.amp.GradScaler, and Keras's mixed-precision policies."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from reference import ABS, arr, assert_close, check
+
+import unigrad as ug
+
+BF16 = {"device_type": "cpu", "dtype": "bfloat16"}
+
+
+def autocast(m, dtype="bfloat16"):
+    return m.autocast("cpu", dtype=getattr(m, dtype))
+
+
+# ---- what each op does: PyTorch's lists ---------------------------------------------------------
+
+# torch.amp's CPU list of ops that run in the low dtype, as far as unigrad has them
+# (https://pytorch.org/docs/stable/amp.html#cpu-ops-that-can-autocast-to-bfloat16).
+LOWER = {"matmul", "linear", "conv", "conv_transpose"}
+# torch.amp's CUDA float32 list (its CPU list names none of these ops but the losses):
+# softmax, log_softmax, the norms, the losses, sum/prod/cumsum/cumprod, exp/log and friends,
+# pow. unigrad adds mean and batch_norm (documented in docs/performance.md).
+FLOAT32 = {"softmax", "log_softmax", "layer_norm", "group_norm", "instance_norm", "batch_norm", "nll_loss",
+           "binary_cross_entropy", "sum", "prod", "mean", "cumsum", "cumprod", "exp", "expm1", "log", "log2",
+           "log10", "log1p", "reciprocal", "rsqrt", "tan", "sinh", "cosh", "asin", "acos", "pow"}
+
+
+def test_every_op_has_the_policy_of_the_lists():
+    for op in ug.registered_ops():
+        expected = "lower_precision" if op in LOWER else "float32" if op in FLOAT32 else "none"
+        assert ug.amp.policy(op) == expected, op
+    assert LOWER | FLOAT32 <= set(ug.registered_ops())
+
+
+# ---- against torch.autocast on the CPU ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_matmul_runs_in_the_low_dtype(dtype):
+    def f(m, a, b):
+        with autocast(m, dtype):
+            return a @ b
+
+    check(f, arr((5, 40)), arr((40, 7), seed=1), terms=ABS, n=40)
+
+
+def test_linear_and_bmm_against_torch():
+    def lin(m, x, w, b):
+        with autocast(m):
+            return m.nn.functional.linear(x, w, b)
+
+    check(lin, arr((6, 32)), arr((10, 32), seed=1), arr((10,), seed=2), terms=ABS, n=33)
+
+    def bmm(m, a, b):
+        with autocast(m):
+            return m.bmm(a, b)
+
+    check(bmm, arr((2, 3, 24)), arr((2, 24, 5), seed=1), terms=ABS, n=24)
+
+
+def test_conv2d_against_torch():
+    def f(m, x, w, b):
+        with autocast(m):
+            return m.nn.functional.conv2d(x, w, b, padding=1)
+
+    check(f, arr((2, 3, 8, 8)), arr((4, 3, 3, 3), seed=1), arr((4,), seed=2), terms=ABS, n=28)
+
+
+def test_float64_is_never_cast():
+    def f(m, a, b):
+        with autocast(m):
+            return a @ b
+
+    check(f, arr((4, 6), "float64"), arr((6, 3), "float64", seed=1))
+
+
+def test_float32_ops_cast_low_inputs_up():
+    """A float32-policy op given bfloat16 inputs computes on their float32 values."""
+    x = ug.randn(4, 9).to(ug.bfloat16)
+    with ug.autocast("cpu"):
+        for name, fn in [("softmax", lambda t: t.softmax(-1)), ("log_softmax", lambda t: t.log_softmax(-1)),
+                         ("exp", lambda t: t.exp()), ("sum", lambda t: t.sum(-1)), ("mean", lambda t: t.mean(-1)),
+                         ("cumsum", lambda t: t.cumsum(-1)), ("pow", lambda t: t ** 2),
+                         ("layer_norm", lambda t: ug.nn.functional.layer_norm(t, (9,))),
+                         ("mse_loss", lambda t: ug.nn.functional.mse_loss(t, t * 0.5))]:
+            y = fn(x)
+            assert y.dtype == ug.float32, name
+            with ug.autocast("cpu", enabled=False):
+                expected = fn(x.float())
+            np.testing.assert_array_equal(y.numpy(), expected.numpy(), err_msg=name)
+
+
+def test_ops_without_a_policy_keep_their_dtypes():
+    a, b = ug.randn(3, 4).to(ug.bfloat16), ug.randn(3, 4)
+    with ug.autocast("cpu"):
+        assert (a * a).dtype == ug.bfloat16
+        assert a.relu().dtype == ug.bfloat16
+        assert (a + b).dtype == ug.float32  # promotion, as without autocast
+        assert ug.cat([a, b]).dtype == ug.float32
+
+
+def test_gradients_come_back_in_the_parameters_dtype_and_match_torch():
+    rng = np.random.default_rng(0)
+    x, w1, w2 = (rng.uniform(-1, 1, s).astype(np.float32) for s in [(8, 16), (32, 16), (4, 32)])
+
+    def run(m):
+        ws = [m.tensor(w, requires_grad=True) for w in (w1, w2)]
+        with autocast(m):
+            h = m.nn.functional.linear(m.tensor(x), ws[0]).relu()
+            out = m.nn.functional.linear(h, ws[1])
+            loss = out.float().pow(2).mean()
+        loss.backward()
+        return out, loss, [w.grad for w in ws]
+
+    t_out, t_loss, t_grads = run(torch)
+    u_out, u_loss, u_grads = run(ug)
+    assert u_out.dtype == ug.bfloat16 and u_loss.dtype == ug.float32
+    assert [g.dtype for g in u_grads] == [ug.float32, ug.float32]
+    # Each value passes through bfloat16 roundings in both: a few bfloat16 ulps of its size,
+    # (2^-8 each) relative to the magnitudes that reach it.
+    ulps = 4 * 2.0 ** -8
+    assert_close(u_out.detach().float().numpy(), t_out.detach().float().numpy(), "float32", rtol=ulps,
+                 atol=ulps * float(np.abs(t_out.detach().float().numpy()).max()))
+    for u, t in zip(u_grads, t_grads):
+        assert_close(u.numpy(), t.numpy(), "float32", rtol=ulps, atol=ulps * float(np.abs(t.numpy()).max()))
+
+
+def test_regions_nest_disable_and_decorate():
+    a = ug.randn(2, 2)
+    assert not ug.is_autocast_enabled("cpu")
+    with ug.autocast("cpu"):
+        assert ug.is_autocast_enabled("cpu") and (a @ a).dtype == ug.bfloat16
+        with ug.autocast("cpu", enabled=False):
+            assert (a @ a).dtype == ug.float32
+        with ug.autocast("cpu", dtype=ug.float16):
+            assert (a @ a).dtype == ug.float16
+        assert (a @ a).dtype == ug.bfloat16
+    assert (a @ a).dtype == ug.float32
+
+    @ug.autocast("cpu")
+    def product(x):
+        return x @ x
+
+    assert product(a).dtype == ug.bfloat16
+    assert ug.amp.autocast is ug.autocast
+    with pytest.raises(ZeroDivisionError):
+        with ug.autocast("cpu"):
+            1 / 0
+    assert not ug.is_autocast_enabled("cpu")
+
+
+def test_backward_runs_outside_autocast_even_inside_a_region():
+    w = ug.randn(4, 4, requires_grad=True)
+    with ug.autocast("cpu"):
+        y = (ug.randn(3, 4) @ w).float().sum()
+        y.backward()
+    assert w.grad.dtype == ug.float32
+
+
+def test_cuda_autocast_without_cuda_warns_and_is_disabled_like_torch():
+    a = ug.randn(2, 2)
+    with pytest.warns(UserWarning, match="CUDA is not available"):
+        region = ug.cuda.amp.autocast()
+    with region:
+        assert (a @ a).dtype == ug.float32
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.autocast("cuda"):
+            assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
+
+
+def test_bad_autocast_arguments():
+    with pytest.raises(ValueError, match="device_type"):
+        ug.autocast("tpu")
+    with pytest.warns(UserWarning, match="not supported"):
+        region = ug.autocast("cpu", dtype=ug.float64)
+    with region:
+        assert (ug.ones(2, 2) @ ug.ones(2, 2)).dtype == ug.float32
+
+
+# ---- GradScaler against torch.amp.GradScaler ------------------------------------------------------
+
+
+def scaler_run(m, steps, bad_steps, **options):
+    """A linear model trained by SGD through a GradScaler; the gradients of the steps in
+    bad_steps are poisoned with inf. Returns the scales, the weights and the state dict."""
+    w = m.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+    opt = m.optim.SGD([w], lr=0.1)
+    scaler = m.amp.GradScaler("cpu", **options)
+    x = m.tensor(np.arange(12, dtype=np.float32).reshape(4, 3) / 10)
+    scales, weights = [], []
+    for step in range(steps):
+        opt.zero_grad()
+        loss = (x @ w.t()).pow(2).mean()
+        scaler.scale(loss).backward()
+        if step in bad_steps:
+            w.grad[0, 0] = float("inf")
+        scaler.step(opt)
+        scaler.update()
+        scales.append(scaler.get_scale())
+        weights.append(w.detach().numpy().copy())
+    return scales, weights, scaler.state_dict()
+
+
+def test_grad_scaler_matches_torch_step_by_step():
+    options = {"init_scale": 1024.0, "growth_factor": 2.0, "backoff_factor": 0.25, "growth_interval": 3}
+    bad = {1, 5, 6}
+    t_scales, t_weights, t_state = scaler_run(torch, 12, bad, **options)
+    u_scales, u_weights, u_state = scaler_run(ug, 12, bad, **options)
+    assert u_scales == t_scales
+    for u, t in zip(u_weights, t_weights):
+        assert_close(u, t, "float32")
+    assert u_state == t_state
+
+
+def test_grad_scaler_unscale_skip_and_errors():
+    w = ug.ones(3, requires_grad=True)
+    opt = ug.optim.SGD([w], lr=1.0)
+    scaler = ug.amp.GradScaler(init_scale=8.0)
+    scaler.scale((w * 2).sum()).backward()
+    assert w.grad.tolist() == [16.0, 16.0, 16.0]
+    scaler.unscale_(opt)
+    assert w.grad.tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(RuntimeError, match="already been called"):
+        scaler.unscale_(opt)
+    scaler.step(opt)
+    with pytest.raises(RuntimeError, match="step\\(\\) has already been called"):
+        scaler.step(opt)
+    scaler.update()
+    assert w.tolist() == [-1.0, -1.0, -1.0]
+    with pytest.raises(RuntimeError, match="no inf checks"):
+        scaler.update()
+    with pytest.raises(RuntimeError, match="closure"):
+        scaler.step(opt, lambda: None)
+    with pytest.raises(ValueError, match="growth_factor"):
+        ug.amp.GradScaler(growth_factor=0.5)
+    off = ug.amp.GradScaler(enabled=False)
+    assert off.get_scale() == 1.0 and off.state_dict() == {} and not off.is_enabled()
+
+
+def test_grad_scaler_state_dict_round_trip_and_checkpoint(tmp_path):
+    a = ug.amp.GradScaler(init_scale=512.0, growth_interval=7)
+    b = ug.amp.GradScaler()
+    b.load_state_dict(a.state_dict())
+    assert b.state_dict() == a.state_dict() == torch.amp.GradScaler("cpu", init_scale=512.0,
+                                                                     growth_interval=7).state_dict()
+    model = ug.nn.Linear(2, 2)
+    path = str(tmp_path / "ckpt.safetensors")
+    ug.train.save_checkpoint(path, model=model, scaler=a, epoch=1)
+    c = ug.amp.GradScaler()
+    ug.train.load_checkpoint(path, model=model, scaler=c)
+    assert c.state_dict() == a.state_dict()
+    assert ug.load(path)["scaler"]["scale"] == 512.0
+
+
+# ---- Keras's policies -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def policy():
+    yield ug.mixed_precision
+    ug.mixed_precision.set_global_policy("float32")
+
+
+def test_policies_match_keras(keras, policy):
+    for name in ["mixed_float16", "mixed_bfloat16", "float32", "float16", "bfloat16", "float64"]:
+        ours, theirs = ug.keras.mixed_precision.Policy(name), keras.mixed_precision.Policy(name)
+        assert (ours.compute_dtype, ours.variable_dtype) == (theirs.compute_dtype, theirs.variable_dtype), name
+    with pytest.raises(ValueError, match="unknown policy"):
+        ug.mixed_precision.set_global_policy("mixed_float8")
+
+
+def test_dense_under_a_mixed_policy_matches_keras(keras, policy):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (4, 6)).astype(np.float32)
+    for name, dtype in [("mixed_float16", "float16"), ("mixed_bfloat16", "bfloat16")]:
+        policy.set_global_policy(name)
+        keras.mixed_precision.set_global_policy(name)
+        ours, theirs = ug.nn.Dense(3, "relu", input_dim=6), keras.layers.Dense(3, activation="relu")
+        theirs.build((None, 6))
+        theirs.set_weights([ours.weight.detach().numpy().T, ours.bias.detach().numpy()])
+        y, expected = ours(ug.tensor(x)), theirs(x)
+        assert ours.weight.dtype == ug.float32 and theirs.kernel.dtype == "float32"
+        assert repr(y.dtype) == f"unigrad.{dtype}" and expected.dtype.name == dtype
+        e = np.asarray(expected, dtype=np.float32)
+        ulp = 2.0 ** (-10 if dtype == "float16" else -7)
+        assert_close(y.float().numpy(), e, "float32", rtol=4 * ulp, atol=4 * ulp * float(np.abs(e).max()))
+    keras.mixed_precision.set_global_policy("float32")
+
+
+def test_fit_under_mixed_float16_scales_the_loss(policy):
+    policy.set_global_policy("mixed_float16")
+    ug.manual_seed(0)
+    model = ug.nn.Sequential(ug.nn.Dense(16, "relu", input_dim=8), ug.nn.Dense(3))
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    x = ug.randn(64, 8)
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
+    history = model.fit(x, y, epochs=8, batch_size=16, verbose=0)
+    losses = history.history["loss"]
+    assert losses[-1] < losses[0] and all(np.isfinite(losses))
+    assert model.loss_scaler.get_scale() == 32768.0  # Keras's initial scale, no overflow yet
+    assert model.predict(x).dtype == ug.float16
