@@ -1,9 +1,7 @@
 """ug.cuda: what torch.cuda answers. This build has the CPU backend only: the memory functions
 answer for the CUDA device when one exists and raise a clear RuntimeError otherwise, as
 torch's CPU build does; ug.cuda.amp.autocast warns and is disabled."""
-import types
-
-from . import _C, amp as _amp, memory as _memory
+from .. import _C, memory as _memory
 
 
 def is_available():
@@ -55,15 +53,4 @@ def empty_cache():
         _memory.empty_cache("cuda")
 
 
-class _CudaAutocast(_amp.autocast):
-    """torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)."""
-
-    def __init__(self, enabled=True, dtype=None, cache_enabled=True):
-        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
-
-
-def _cuda_grad_scaler(init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000, enabled=True):
-    return _amp.GradScaler("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
-
-
-amp = types.SimpleNamespace(autocast=_CudaAutocast, GradScaler=_cuda_grad_scaler)
+from . import amp  # noqa: E402,F401  (ug.cuda.amp, after the names it does not need)
