@@ -6,10 +6,10 @@ here is a thin layer over the C++ library in unigrad._C.
 from . import _C  # noqa: F401  (unigrad._C, the extension, as an attribute)
 from ._C import *  # noqa: F401,F403  (Tensor, dtypes, factories, elementwise functions)
 from ._C import Tensor, random  # noqa: F401
-# The star import brought _C's callbacks, data, datasets, logging, models, nn, onnx, optim, optimizers and train
+# The star import brought _C's callbacks, data, datasets, distributed, logging, models, nn, onnx, optim, optimizers and train
 # submodules; the packages of those names wrap them.
-del callbacks, data, datasets, logging, models, nn, onnx, optim, optimizers, train  # noqa: F821
-from . import (autograd, callbacks, cuda, data, datasets, debugging, logging, memory, models, nn, onnx,  # noqa: F401,E402
+del callbacks, data, datasets, distributed, logging, models, nn, onnx, optim, optimizers, train  # noqa: F821
+from . import (autograd, callbacks, cuda, data, datasets, debugging, distributed, logging, memory, models, nn, onnx,  # noqa: F401,E402
                optim, optimizers, train, utils)
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .transforms import (GradientTape, grad, hessian, jacfwd, jacobian, jacrev, jvp,  # noqa: F401

@@ -6,7 +6,7 @@ from .._export import export
 
 __all__ = export(_C.nn, globals())
 
-from . import functional, utils  # noqa: E402,F401
+from . import functional, parallel, utils  # noqa: E402,F401
 from .parameter import Parameter, functional_call  # noqa: E402,F401
 
 
@@ -21,4 +21,4 @@ Module.__init_subclass__ = classmethod(_forward_from_other_names)  # noqa: F405,
 
 init = _C.nn.init
 sys.modules[__name__ + ".init"] = init  # `import unigrad.nn.init` and `from unigrad.nn import init`
-__all__ += ["Parameter", "functional_call", "functional", "init", "utils"]
+__all__ += ["Parameter", "functional_call", "functional", "init", "parallel", "utils"]
