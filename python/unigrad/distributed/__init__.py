@@ -25,9 +25,10 @@ def init_process_group(backend="mpi", init_method=None, timeout=datetime.timedel
     """torch.distributed.init_process_group. MPI knows the ranks: init_method, world_size and
     rank, where given, must agree with it (RANK and WORLD_SIZE in the environment too)."""
     _init(backend, _seconds(timeout))
-    for name, given, actual in (("world_size", world_size, get_world_size()), ("rank", rank, get_rank())):  # noqa: F405
+    d = _C.distributed
+    for name, given, actual in (("world_size", world_size, d.get_world_size()), ("rank", rank, d.get_rank())):
         if given not in (-1, None) and given != actual:
-            destroy_process_group()  # noqa: F405
+            d.destroy_process_group()
             raise ValueError(f"[init_process_group] {name}={given} but MPI says {actual}")
 
 
