@@ -65,6 +65,27 @@ def test_a_missing_rank_is_a_clear_error_not_a_hang():
                 in proc.stdout), proc.stdout + proc.stderr
 
 
+UG = os.environ.get("UG_CLI", str(Path(__file__).resolve().parents[2] / "build" / "cli" / "ug"))
+
+
+def test_ug_launch_prints_the_mpirun_line():
+    r = subprocess.run([UG, "launch", "-n", "3", "--python", "py", "--hostfile", "my hosts", "--dry-run", "train.py",
+                        "--lr", "0.1", "it's"], capture_output=True, text=True)
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n") == [" ".join(["mpirun", "-n", "3", *root, "--hostfile", "'my hosts'", "py", "train.py",
+                                              "--lr", "0.1", "'it'\\''s'"]), ""]
+    r = subprocess.run([UG, "launch", "train.py"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("ug launch: -n N (the number of processes) is required")
+
+
+def test_ug_launch_runs_a_job():
+    env = dict(environment(), UG_PYTHON=sys.executable)
+    proc = subprocess.run([UG, "launch", "-n", "3", str(WORKER), "ddp_sgd"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert_ok(proc, 3)
+
+
 def run_single(code):
     """A one-process job (MPI's singleton start) in a fresh interpreter."""
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
