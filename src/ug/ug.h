@@ -24,6 +24,8 @@
 #include "ug/data/npz.h"
 #include "ug/data/pipeline.h"
 #include "ug/data/transforms.h"
+#include "ug/distributed/data_parallel.h"
+#include "ug/distributed/distributed.h"
 #include "ug/io/safetensors.h"
 #include "ug/io/tree_file.h"
 #include "ug/log/logging.h"
