@@ -1,6 +1,8 @@
 """One rank of a test_distributed.py job (run under mpirun): `python distributed_worker.py
 SCENARIO`. Each rank checks its own results against NumPy or against a single-process run
 it computes itself, and exits non-zero (with the failing assertion) on a mismatch."""
+import os
+import signal
 import sys
 import time
 
@@ -185,12 +187,23 @@ def timeout():
     time.sleep(0.5)  # let the other ranks print before this one's exit ends the job
 
 
+def killed():
+    """The last rank dies (SIGKILL) in the middle of training: no rank may hang."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    model = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank))
+    for step in range(1000):
+        if rank == n - 1 and step == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+        model(ug.randn(4, 6, dtype=ug.float64)).sum().backward()
+    print(f"rank {rank} finished 1000 steps", flush=True)
+
+
 def main():
     scenario = sys.argv[1]
-    dist.init_process_group("mpi", timeout=1.5 if scenario == "timeout" else 60)
+    dist.init_process_group("mpi", timeout=1.5 if scenario in ("timeout", "killed") else 60)
     {"collectives": collectives, "ddp_sgd": lambda: ddp("sgd"), "ddp_adam": lambda: ddp("adam"),
-     "ddp_no_sync": ddp_no_sync, "ddp_unused": ddp_unused, "timeout": timeout}[scenario]()
-    if scenario != "timeout":
+     "ddp_no_sync": ddp_no_sync, "ddp_unused": ddp_unused, "timeout": timeout, "killed": killed}[scenario]()
+    if scenario not in ("timeout", "killed"):
         dist.barrier()
         print(f"rank {dist.get_rank()} ok", flush=True)
         dist.destroy_process_group()

@@ -65,6 +65,15 @@ def test_a_missing_rank_is_a_clear_error_not_a_hang():
                 in proc.stdout), proc.stdout + proc.stderr
 
 
+def test_a_rank_killed_mid_training_ends_the_job():
+    """kill -9 of one rank during DDP training: the others do not hang (mpirun ends them, or
+    their next collective times out), and none claims to have finished."""
+    proc = mpirun(3, "killed", timeout=30)
+    assert proc.returncode != 0
+    assert "exited on signal 9" in proc.stdout + proc.stderr
+    assert "finished 1000 steps" not in proc.stdout
+
+
 UG = os.environ.get("UG_CLI", str(Path(__file__).resolve().parents[2] / "build" / "cli" / "ug"))
 
 
