@@ -11,6 +11,8 @@ from ._C import Tensor, random  # noqa: F401
 del callbacks, data, datasets, distributed, logging, models, nn, onnx, optim, optimizers, train  # noqa: F821
 from . import (autograd, callbacks, cuda, data, datasets, debugging, distributed, logging, memory, models, nn, onnx,  # noqa: F401,E402
                optim, optimizers, train, utils)
+from . import lax  # noqa: F401,E402  (JAX's collectives inside pmap)
+from .parallel_map import pmap  # noqa: F401,E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .transforms import (GradientTape, grad, hessian, jacfwd, jacobian, jacrev, jvp,  # noqa: F401
                          value_and_grad, vjp, vmap)

@@ -187,6 +187,29 @@ def timeout():
     time.sleep(0.5)  # let the other ranks print before this one's exit ends the job
 
 
+def pmap():
+    """ug.pmap with lax collectives over N processes equals ug.vmap over the N rows at once."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    every = np.stack([rank_data(r, "float64", shape=(5,)) for r in range(n)])
+
+    def f(x):
+        centred = x - ug.lax.pmean(x, "i")
+        return centred * ug.lax.psum(x, "i") + ug.lax.axis_index("i"), ug.lax.all_gather(x, "i")
+
+    out, gathered = ug.pmap(f, axis_name="i")(ug.tensor(every[rank:rank + 1]))
+    rows = ug.tensor(every)
+    expected = ug.vmap(lambda x, i: (x - rows.mean(0)) * rows.sum(0) + i)(rows, ug.arange(n, dtype=ug.float64))
+    assert list(out.shape) == [1, 5] and list(gathered.shape) == [1, n, 5]
+    np.testing.assert_allclose(out[0].numpy(), expected[rank].numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(gathered[0].numpy(), every)
+    try:
+        ug.lax.psum(ug.ones(1), "i")
+    except NameError as e:
+        assert "unbound axis name: 'i'" in str(e), e
+    else:
+        raise AssertionError("psum outside pmap did not raise")
+
+
 def killed():
     """The last rank dies (SIGKILL) in the middle of training: no rank may hang."""
     rank, n = dist.get_rank(), dist.get_world_size()
@@ -202,7 +225,7 @@ def main():
     scenario = sys.argv[1]
     dist.init_process_group("mpi", timeout=1.5 if scenario in ("timeout", "killed") else 60)
     {"collectives": collectives, "ddp_sgd": lambda: ddp("sgd"), "ddp_adam": lambda: ddp("adam"),
-     "ddp_no_sync": ddp_no_sync, "ddp_unused": ddp_unused, "timeout": timeout, "killed": killed}[scenario]()
+     "ddp_no_sync": ddp_no_sync, "ddp_unused": ddp_unused, "timeout": timeout, "killed": killed, "pmap": pmap}[scenario]()
     if scenario not in ("timeout", "killed"):
         dist.barrier()
         print(f"rank {dist.get_rank()} ok", flush=True)

@@ -58,6 +58,11 @@ def test_ddp_find_unused_parameters():
     assert proc.stdout.count("unused-error-ok") == 2
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_pmap_with_lax_collectives_equals_vmap(n):
+    assert_ok(mpirun(n, "pmap"), n)
+
+
 def test_a_missing_rank_is_a_clear_error_not_a_hang():
     proc = mpirun(3, "timeout", timeout=30)
     for rank in (0, 1):
