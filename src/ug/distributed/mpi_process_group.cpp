@@ -1,6 +1,6 @@
-// Each collective posts MPI's nonblocking call plus an "arrived" token to every other rank
-// on a second communicator. Waiting polls both; at the deadline, the tokens that have not
-// come name the ranks that never entered the collective.
+// Each collective posts an "arrived" token to every other rank on a second communicator, then
+// runs as MPI's blocking call on the group's thread once every token has come. Waiting has a
+// deadline; at it, the tokens that have not come name the ranks that never entered.
 #include "ug/distributed/mpi_process_group.h"
 
 #include <mpi.h>
@@ -8,6 +8,8 @@
 #include <atomic>
 #include <climits>
 #include <cstdlib>
+#include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -20,19 +22,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// MPI is initialised with MPI_THREAD_MULTIPLE where the library provides it; otherwise the
-// calls are serialised here, so any thread may wait on a Work.
-std::mutex g_mpi_mutex;
-bool g_serialise = true;
 // A timed-out collective leaves requests MPI cannot cancel: MPI_Finalize would wait on them.
 std::atomic<bool> g_timed_out = false;
-
-struct MpiLock {
-  std::unique_lock<std::mutex> lock;
-  MpiLock() : lock(g_mpi_mutex, std::defer_lock) {
-    if (g_serialise) lock.lock();
-  }
-};
 
 void check(int rc, std::string_view op) {
   if (rc == MPI_SUCCESS) return;
@@ -54,7 +45,9 @@ void ensure_mpi() {
   if (initialized) return;
   int provided = 0;
   check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "init_process_group");
-  g_serialise = provided < MPI_THREAD_MULTIPLE;
+  // Each group's collectives run on a thread of their own (CommThread) while other threads call MPI.
+  if (provided < MPI_THREAD_MULTIPLE)
+    fail<RuntimeError>("[init_process_group] this MPI library lacks MPI_THREAD_MULTIPLE, which ug.distributed needs");
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   std::atexit(finalize_at_exit);
 }
@@ -109,6 +102,8 @@ std::string rank_list(const std::vector<int>& ranks) {
   return os.str();
 }
 
+/** A collective's progress. Collectives run on their group's thread (CommThread); send and
+ *  recv are MPI requests polled by the waiting thread. */
 class MpiWork final : public Work {
  public:
   MpiWork(std::string op, std::vector<int> world_ranks, int world_rank, Timeout timeout)
@@ -118,7 +113,7 @@ class MpiWork final : public Work {
         timeout_(timeout),
         deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout)) {}
   ~MpiWork() override {
-    if (failed_) {
+    if (state_ == State::Failed) {
       new std::vector<Tensor>(std::move(keep_));  // MPI may still write into them: never freed
       return;
     }
@@ -130,35 +125,69 @@ class MpiWork final : public Work {
 
   void wait() override {
     while (!is_completed()) {
-      if (Clock::now() > deadline_) fail_timeout();
-      std::this_thread::yield();
+      std::unique_lock lock(mutex_);
+      if (state_ == State::Pending && requests.empty()) cv_.wait_until(lock, deadline_);
+      else std::this_thread::yield();
     }
   }
 
   bool is_completed() override {
-    if (done_) return true;
-    if (failed_) fail_timeout();
     {
-      MpiLock lock;
-      if (!test_all()) return false;
+      std::lock_guard lock(mutex_);
+      if (state_ == State::Pending && !requests.empty() && test_requests()) state_ = State::Done;
+      if (state_ == State::Pending && Clock::now() > deadline_) time_out_locked();
+      if (state_ == State::Failed) fail<RuntimeError>(error_);
+      if (state_ == State::Pending) return false;
     }
-    done_ = true;
-    if (finish_) finish_();
-    finish_ = nullptr;
+    if (finish_) {
+      auto finish = std::move(finish_);
+      finish_ = nullptr;
+      finish();
+    }
     keep_.clear();
     return true;
   }
 
-  std::vector<MPI_Request> requests;  // the operation's, then the arrival tokens'
-  std::vector<int> token_peers;       // group rank of each arrival receive, in request order
-  size_t n_tokens_sent = 0;
-  std::vector<int> tokens;        // the buffers of the arrival messages
-  std::vector<Tensor> keep_;      // buffers MPI reads or writes until completion
-  std::function<void()> finish_;  // copies results out once every request is done
-  std::string peer_hint;          // send/recv: the peer, named in a timeout
+  // ---- for the group's thread ----
+  bool expired() {
+    std::lock_guard lock(mutex_);
+    return state_ != State::Pending || Clock::now() > deadline_;
+  }
+  void arrived(size_t token) {
+    std::lock_guard lock(mutex_);
+    arrived_[token] = true;
+  }
+  void time_out() {
+    std::lock_guard lock(mutex_);
+    if (state_ == State::Pending) time_out_locked();
+    cv_.notify_all();
+  }
+  void complete(int rc, const std::string& error) {
+    std::lock_guard lock(mutex_);
+    if (state_ == State::Pending) {
+      state_ = rc == MPI_SUCCESS ? State::Done : State::Failed;
+      error_ = error;
+    }
+    cv_.notify_all();
+  }
+  const std::string& op() const { return op_; }
+
+  std::function<int()> run;              // the blocking collective, run on the group's thread
+  std::vector<MPI_Request> token_sends;  // the arrival tokens this rank sends
+  std::vector<MPI_Request> token_recvs;  // and receives, from token_peers (group ranks)
+  std::vector<int> token_peers;
+  std::vector<int> tokens;            // the buffers of the arrival messages
+  std::vector<MPI_Request> requests;  // send/recv: the operation's request
+  std::vector<Tensor> keep_;          // buffers MPI reads or writes until completion
+  std::function<void()> finish_;      // copies results out, on the waiting thread
+  std::string peer_hint;              // send/recv: the peer, named in a timeout
+
+  void expect_tokens(size_t n) { arrived_.assign(n, false); }
 
  private:
-  bool test_all() {
+  enum class State { Pending, Done, Failed };
+
+  bool test_requests() {
     bool all = true;
     for (MPI_Request& r : requests) {
       if (r == MPI_REQUEST_NULL) continue;
@@ -169,15 +198,12 @@ class MpiWork final : public Work {
     return all;
   }
 
-  [[noreturn]] void fail_timeout() {
-    if (!failed_) {
-      failed_ = true;
-      g_timed_out = true;
-    }
+  void time_out_locked() {
+    state_ = State::Failed;
+    g_timed_out = true;
     std::vector<int> missing;
-    size_t first_token = requests.size() - token_peers.size();
-    for (size_t i = 0; i < token_peers.size(); ++i)
-      if (requests[first_token + i] != MPI_REQUEST_NULL) missing.push_back(world_ranks_[token_peers[i]]);
+    for (size_t i = 0; i < arrived_.size(); ++i)
+      if (!arrived_[i]) missing.push_back(world_ranks_[token_peers[i]]);
     std::ostringstream os;
     os << "[" << op_ << "] timed out after " << timeout_.count() << " s on rank " << world_rank_ << " (group of ranks "
        << rank_list(world_ranks_) << "): ";
@@ -187,16 +213,101 @@ class MpiWork final : public Work {
     else
       os << "every rank arrived but the collective did not finish (do all ranks call the same collectives, "
             "in the same order, with the same shapes?)";
-    fail<RuntimeError>(os.str());
+    error_ = os.str();
   }
 
+  std::mutex mutex_;
+  std::condition_variable cv_;
   std::string op_;
   std::vector<int> world_ranks_;
   int world_rank_;
   Timeout timeout_;
   Clock::time_point deadline_;
-  bool done_ = false;
-  bool failed_ = false;
+  State state_ = State::Pending;
+  std::string error_;
+  std::vector<bool> arrived_;
+};
+
+/** Runs a group's collectives one after another, in the order they were started. MPI's
+ *  blocking collectives are much faster than its nonblocking ones (OpenMPI's libnbc); on this
+ *  thread they overlap the caller's work all the same. Each waits first, until the deadline,
+ *  for the arrival tokens of every rank. */
+class CommThread {
+ public:
+  CommThread() : thread_([this] { loop(); }) {}
+  ~CommThread() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (g_timed_out) thread_.detach();  // it may sit in a collective that never ends
+    else thread_.join();
+  }
+  void push(std::shared_ptr<MpiWork> work) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(work));
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void loop() {
+    bool broken = false;  // an earlier collective timed out: the later ones cannot run
+    for (;;) {
+      std::shared_ptr<MpiWork> work;
+      {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        work = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      if (broken) {
+        work->complete(MPI_ERR_OTHER, "[" + work->op() + "] not run: an earlier collective of its group timed out");
+        continue;
+      }
+      if (!wait_for_tokens(*work)) {
+        work->time_out();
+        broken = true;
+        continue;
+      }
+      int rc = work->run();
+      std::string error;
+      if (rc != MPI_SUCCESS) {
+        char text[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, text, &len);
+        error = "[" + work->op() + "] MPI error: " + std::string(text, len);
+      }
+      work->complete(rc, error);
+    }
+  }
+
+  static bool wait_for_tokens(MpiWork& w) {
+    for (;;) {
+      bool all = true;
+      for (size_t i = 0; i < w.token_recvs.size(); ++i) {
+        if (w.token_recvs[i] == MPI_REQUEST_NULL) continue;
+        int flag = 0;
+        MPI_Test(&w.token_recvs[i], &flag, MPI_STATUS_IGNORE);
+        if (flag) w.arrived(i);
+        else all = false;
+      }
+      if (all) break;
+      if (w.expired()) return false;
+      std::this_thread::yield();
+    }
+    MPI_Waitall(static_cast<int>(w.token_sends.size()), w.token_sends.data(), MPI_STATUSES_IGNORE);
+    return true;
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<MpiWork>> queue_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the members it uses exist
 };
 
 class MpiProcessGroup final : public ProcessGroup {
@@ -209,12 +320,13 @@ class MpiProcessGroup final : public ProcessGroup {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     check(MPI_Comm_dup(comm_, &tokens_), "new_group");
+    thread_ = std::make_unique<CommThread>();
   }
   ~MpiProcessGroup() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
+    thread_.reset();
     if (finalized || comm_ == MPI_COMM_NULL) return;
-    MpiLock lock;
     MPI_Comm_free(&tokens_);
     MPI_Comm_free(&comm_);
   }
@@ -234,8 +346,8 @@ class MpiProcessGroup final : public ProcessGroup {
     int count = count_of(buf.numel(), "all_reduce");
     return start(
         "all_reduce", {tensor, buf},
-        [&](MPI_Request* r) {
-          return MPI_Iallreduce(MPI_IN_PLACE, buf.raw_data(), count, type, mpi_op(op, buf.dtype()), comm_, r);
+        [data = buf.raw_data(), count, type, mop = mpi_op(op, buf.dtype()), comm = comm_] {
+          return MPI_Allreduce(MPI_IN_PLACE, data, count, type, mop, comm);
         },
         [tensor, buf, op, n = size()]() mutable {
           if (op == ReduceOp::Avg) buf.div_(n);
@@ -250,7 +362,7 @@ class MpiProcessGroup final : public ProcessGroup {
     int count = count_of(static_cast<int64_t>(buf.nbytes()), "broadcast");
     return start(
         "broadcast", {tensor, buf},
-        [&](MPI_Request* r) { return MPI_Ibcast(buf.raw_data(), count, MPI_BYTE, src, comm_, r); },
+        [data = buf.raw_data(), count, src, comm = comm_] { return MPI_Bcast(data, count, MPI_BYTE, src, comm); },
         [tensor, buf]() mutable {
           if (!buf.shares_storage(tensor)) tensor.copy_(buf);
         });
@@ -272,8 +384,8 @@ class MpiProcessGroup final : public ProcessGroup {
     keep.push_back(buf);
     return start(
         "all_gather", keep,
-        [&](MPI_Request* r) {
-          return MPI_Iallgather(in.raw_data(), count, MPI_BYTE, buf.raw_data(), count, MPI_BYTE, comm_, r);
+        [in = in.raw_data(), out = buf.raw_data(), count, comm = comm_] {
+          return MPI_Allgather(in, count, MPI_BYTE, out, count, MPI_BYTE, comm);
         },
         [outputs, buf]() mutable {
           for (size_t i = 0; i < outputs.size(); ++i) outputs[i].copy_(buf.select(0, i).view(outputs[i].shape()));
@@ -298,9 +410,8 @@ class MpiProcessGroup final : public ProcessGroup {
     int count = count_of(output.numel(), "reduce_scatter");
     return start(
         "reduce_scatter", {output, send_buf, recv_buf},
-        [&](MPI_Request* r) {
-          return MPI_Ireduce_scatter_block(send_buf.raw_data(), recv_buf.raw_data(), count, type, mpi_op(op, wire),
-                                           comm_, r);
+        [in = send_buf.raw_data(), out = recv_buf.raw_data(), count, type, mop = mpi_op(op, wire), comm = comm_] {
+          return MPI_Reduce_scatter_block(in, out, count, type, mop, comm);
         },
         [output, recv_buf, op, n = size()]() mutable {
           if (op == ReduceOp::Avg) recv_buf.div_(n);
@@ -317,7 +428,6 @@ class MpiProcessGroup final : public ProcessGroup {
     work->peer_hint = "rank " + std::to_string(world_ranks_[dst]) + " (the receiver)";
     work->keep_ = {buf};
     work->requests.resize(1);
-    MpiLock lock;
     check(MPI_Isend(buf.raw_data(), count, MPI_BYTE, dst, tag, comm_, work->requests.data()), "send");
     return work;
   }
@@ -334,7 +444,6 @@ class MpiProcessGroup final : public ProcessGroup {
       if (!buf.shares_storage(tensor)) tensor.copy_(buf);
     };
     work->requests.resize(1);
-    MpiLock lock;
     check(MPI_Irecv(buf.raw_data(), count, MPI_BYTE, src, tag, comm_, work->requests.data()), "recv");
     return work;
   }
@@ -342,7 +451,7 @@ class MpiProcessGroup final : public ProcessGroup {
   WorkPtr barrier() override {
     member("barrier");
     return start(
-        "barrier", {}, [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); }, nullptr);
+        "barrier", {}, [comm = comm_] { return MPI_Barrier(comm); }, nullptr);
   }
 
   ProcessGroupPtr new_group(const std::vector<int>& ranks, Timeout timeout) override {
@@ -357,10 +466,7 @@ class MpiProcessGroup final : public ProcessGroup {
       if (ranks[i] == rank_) key = static_cast<int>(i);
     }
     MPI_Comm comm = MPI_COMM_NULL;
-    {
-      MpiLock lock;
-      check(MPI_Comm_split(comm_, key >= 0 ? 0 : MPI_UNDEFINED, key, &comm), "new_group");
-    }
+    { check(MPI_Comm_split(comm_, key >= 0 ? 0 : MPI_UNDEFINED, key, &comm), "new_group"); }
     return std::make_shared<MpiProcessGroup>(comm, std::move(world), timeout);
   }
 
@@ -378,27 +484,28 @@ class MpiProcessGroup final : public ProcessGroup {
     return std::make_shared<MpiWork>(std::move(op), world_ranks_, world_rank_, timeout_);
   }
 
-  /** Posts the arrival tokens, then the collective `post`; `finish` runs once all are done. */
-  template <class Post>
-  WorkPtr start(const char* op, std::vector<Tensor> keep, Post post, std::function<void()> finish) {
+  /** Posts the arrival tokens and queues `run` (the blocking collective) on the group's
+   *  thread; `finish` runs once it is done, on the thread that waits. */
+  WorkPtr start(const char* op, std::vector<Tensor> keep, std::function<int()> run, std::function<void()> finish) {
     auto work = make_work(op);
     work->keep_ = std::move(keep);
+    work->run = std::move(run);
     work->finish_ = std::move(finish);
     const int n = size();
     const int tag = static_cast<int>(sequence_++ & 0x7fff);  // MPI guarantees tags up to 32767
-    work->requests.resize(1 + 2 * static_cast<size_t>(n - 1), MPI_REQUEST_NULL);
     work->tokens.assign(static_cast<size_t>(n), tag);
-    MpiLock lock;
-    size_t r = 1;
-    for (int peer = 0; peer < n; ++peer)
-      if (peer != rank_)
-        check(MPI_Isend(&work->tokens[rank_], 1, MPI_INT, peer, tag, tokens_, &work->requests[r++]), op);
+    work->token_sends.assign(static_cast<size_t>(n - 1), MPI_REQUEST_NULL);
+    work->token_recvs.assign(static_cast<size_t>(n - 1), MPI_REQUEST_NULL);
+    work->expect_tokens(static_cast<size_t>(n - 1));
+    size_t k = 0;
     for (int peer = 0; peer < n; ++peer) {
       if (peer == rank_) continue;
       work->token_peers.push_back(peer);
-      check(MPI_Irecv(&work->tokens[peer], 1, MPI_INT, peer, tag, tokens_, &work->requests[r++]), op);
+      check(MPI_Isend(&work->tokens[rank_], 1, MPI_INT, peer, tag, tokens_, &work->token_sends[k]), op);
+      check(MPI_Irecv(&work->tokens[peer], 1, MPI_INT, peer, tag, tokens_, &work->token_recvs[k]), op);
+      ++k;
     }
-    check(post(&work->requests[0]), op);
+    thread_->push(work);
     return work;
   }
 
@@ -409,6 +516,7 @@ class MpiProcessGroup final : public ProcessGroup {
   int rank_ = -1;
   int world_rank_ = 0;
   uint32_t sequence_ = 0;
+  std::unique_ptr<CommThread> thread_;
 };
 
 void check_environment(const char* name, int actual) {
@@ -429,10 +537,7 @@ ProcessGroupPtr mpi_world_group(Timeout timeout) {
   check_environment("RANK", rank);
   check_environment("WORLD_SIZE", size);
   MPI_Comm comm = MPI_COMM_NULL;
-  {
-    MpiLock lock;
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "init_process_group");
-  }
+  { check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "init_process_group"); }
   std::vector<int> ranks(static_cast<size_t>(size));
   for (int i = 0; i < size; ++i) ranks[static_cast<size_t>(i)] = i;
   return std::make_shared<MpiProcessGroup>(comm, std::move(ranks), timeout);

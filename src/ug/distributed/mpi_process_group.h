@@ -1,4 +1,4 @@
-// The MPI backend (OpenMPI): every collective is MPI's nonblocking one, polled until done or
+// The MPI backend (OpenMPI): every collective runs on the group's thread, waited for until done or
 // until the group's timeout, so a missing rank becomes an error instead of a hang.
 #pragma once
 
