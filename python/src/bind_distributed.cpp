@@ -9,6 +9,7 @@
 #include "bindings.h"
 #include "ug/distributed/data_parallel.h"
 #include "ug/distributed/distributed.h"
+#include "ug/distributed/sync_batch_norm.h"
 
 namespace ugpy {
 
@@ -158,6 +159,11 @@ void bind_distributed(nb::module_& m) {
       .def("prepare_for_backward", &dist::Reducer::prepare_for_backward, "outputs"_a)
       .def_prop_rw("require_sync", &dist::Reducer::require_sync, &dist::Reducer::set_require_sync)
       .def_prop_ro("bucket_indices", &dist::Reducer::bucket_indices);
+  nb::class_<dist::SyncBatchNormImpl, ug::nn::Module>(
+      d, "SyncBatchNorm",
+      "Batch normalisation with the statistics of the global batch, all ranks together (torch.nn.SyncBatchNorm)")
+      .def(nb::init<int64_t, double, double, dist::ProcessGroupPtr>(), "num_features"_a, "eps"_a = 1e-5,
+           "momentum"_a = 0.1, "process_group"_a.none() = nb::none());
 }
 
 }  // namespace ugpy

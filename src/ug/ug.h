@@ -26,6 +26,7 @@
 #include "ug/data/transforms.h"
 #include "ug/distributed/data_parallel.h"
 #include "ug/distributed/distributed.h"
+#include "ug/distributed/sync_batch_norm.h"
 #include "ug/io/safetensors.h"
 #include "ug/io/tree_file.h"
 #include "ug/log/logging.h"

@@ -210,6 +210,39 @@ def pmap():
         raise AssertionError("psum outside pmap did not raise")
 
 
+def sync_batch_norm():
+    """DDP over a net with SyncBatchNorm, batch B per rank, equals one process with BatchNorm1d
+    on all N*B rows: outputs, parameters and running statistics after 20 SGD steps."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+
+    def net(norm):
+        ug.manual_seed(0)
+        return ug.nn.Sequential(ug.nn.Linear(5, 4), norm(4), ug.nn.Tanh(), ug.nn.Linear(4, 2)).to(ug.float64)
+
+    model = ug.nn.parallel.DistributedDataParallel(net(ug.nn.SyncBatchNorm))
+    reference = net(ug.nn.BatchNorm1d)
+    opt, ref_opt = ug.optim.SGD(model.parameters(), lr=0.1), ug.optim.SGD(reference.parameters(), lr=0.1)
+    rng = np.random.default_rng(11)
+    batch = 3
+    for _ in range(20):
+        x_all, y_all = rng.standard_normal((n * batch, 5)), rng.standard_normal((n * batch, 2))
+        rows = slice(rank * batch, (rank + 1) * batch)
+        opt.zero_grad()
+        out = model(ug.tensor(x_all[rows]))
+        ug.nn.functional.mse_loss(out, ug.tensor(y_all[rows])).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        ref_out = reference(ug.tensor(x_all))
+        ug.nn.functional.mse_loss(ref_out, ug.tensor(y_all)).backward()
+        ref_opt.step()
+        np.testing.assert_allclose(out.detach().numpy(), ref_out.detach().numpy()[rows], rtol=0, atol=1e-6)
+    for p, q in zip(model.module.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=1e-6)
+    for name in ("running_mean", "running_var"):
+        np.testing.assert_allclose(getattr(model.module[1], name).numpy(), getattr(reference[1], name).numpy(),
+                                   rtol=0, atol=1e-9)
+
+
 def killed():
     """The last rank dies (SIGKILL) in the middle of training: no rank may hang."""
     rank, n = dist.get_rank(), dist.get_world_size()
@@ -225,7 +258,8 @@ def main():
     scenario = sys.argv[1]
     dist.init_process_group("mpi", timeout=1.5 if scenario in ("timeout", "killed") else 60)
     {"collectives": collectives, "ddp_sgd": lambda: ddp("sgd"), "ddp_adam": lambda: ddp("adam"),
-     "ddp_no_sync": ddp_no_sync, "ddp_unused": ddp_unused, "timeout": timeout, "killed": killed, "pmap": pmap}[scenario]()
+     "ddp_no_sync": ddp_no_sync, "ddp_unused": ddp_unused, "timeout": timeout, "killed": killed, "pmap": pmap,
+     "sync_batch_norm": sync_batch_norm}[scenario]()
     if scenario not in ("timeout", "killed"):
         dist.barrier()
         print(f"rank {dist.get_rank()} ok", flush=True)

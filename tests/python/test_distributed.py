@@ -48,6 +48,11 @@ def test_ddp_equals_one_process_with_the_whole_batch(n, optimizer):
     assert_ok(mpirun(n, f"ddp_{optimizer}"), n)
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_sync_batch_norm_equals_batch_norm_on_the_whole_batch(n):
+    assert_ok(mpirun(n, "sync_batch_norm"), n)
+
+
 def test_ddp_no_sync_accumulates_then_averages():
     assert_ok(mpirun(2, "ddp_no_sync"), 2)
 
