@@ -36,5 +36,6 @@ int run_eval(const Args& args);
 int run_predict(const Args& args);
 int run_export(const Args& args);
 int run_serve(const Args& args);
+int run_launch(const Args& args);
 
 }  // namespace ug::cli

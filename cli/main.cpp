@@ -102,6 +102,21 @@ constexpr Command kCommands[] = {
      "  --no-access-log     no line per request on stderr\n"
      "  -h, --help          show this help\n",
      run_serve},
+    {"launch", "run a script on N processes (a thin front over OpenMPI's mpirun)",
+     "usage: ug launch -n N [--hostfile F] [--python PY] [--dry-run] SCRIPT [ARGS...]\n"
+     "\n"
+     "Runs `mpirun -n N PY SCRIPT ARGS` (SCRIPT itself when it does not end in .py): N\n"
+     "processes that join with ug.distributed.init_process_group(\"mpi\"). As root it adds\n"
+     "--allow-run-as-root, which OpenMPI demands of root; on one host with more processes\n"
+     "than cores, --oversubscribe.\n"
+     "\n"
+     "options:\n"
+     "  -n, --nproc N       processes to start\n"
+     "  --hostfile F        an MPI hostfile: one line per host, `name slots=K`\n"
+     "  --python PY         the interpreter for .py scripts (default $UG_PYTHON or python3)\n"
+     "  --dry-run           print the mpirun line instead of running it\n"
+     "  -h, --help          show this help\n",
+     run_launch},
     {"demo", "create, print and multiply tensors; check and time matrix products",
      "usage: ug demo [--size N] [--threads T]\n"
      "\n"

@@ -26,13 +26,14 @@ LAYERS = [
     ("data", [r"ug/data/"]),
     ("io", [r"ug/io/"]),
     ("log", [r"ug/log/"]),
+    ("distributed", [r"ug/distributed/"]),
     ("train", [r"ug/train/", r"ug/models/"]),
     ("onnx", [r"ug/onnx/"]),
     ("serve", [r"ug/serve/"]),
     ("all", [r"ug/ug\.h$"]),
 ]
 # Layers side by side: neither may include the other.
-PEERS = [{"optim", "data", "io", "log"}]
+PEERS = [{"optim", "data", "io", "log", "distributed"}]
 
 
 def layer_of(path):

@@ -7,6 +7,7 @@
 #include "ug/core/batching.h"
 
 namespace ugpy {
+void bind_distributed(nb::module_& m);  // bind_distributed.cpp
 namespace {
 PyObject* g_no_batching_rule = nullptr;
 }  // namespace
@@ -113,4 +114,5 @@ NB_MODULE(_C, m) {
   nb::module_ onnx = m.def_submodule("onnx", "ONNX export and import");
   ugpy::bind_onnx_export(onnx);
   ugpy::bind_onnx_import(onnx);
+  ugpy::bind_distributed(m);
 }

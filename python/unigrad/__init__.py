@@ -6,13 +6,14 @@ here is a thin layer over the C++ library in unigrad._C.
 from . import _C  # noqa: F401  (unigrad._C, the extension, as an attribute)
 from ._C import *  # noqa: F401,F403  (Tensor, dtypes, factories, elementwise functions)
 from ._C import Tensor, random  # noqa: F401
-# The star import brought _C's callbacks, data, datasets, logging, models, nn, onnx, optim, optimizers and train
+# The star import brought _C's callbacks, data, datasets, distributed, logging, models, nn, onnx, optim, optimizers and train
 # submodules; the packages of those names wrap them.
-del callbacks, data, datasets, logging, models, nn, onnx, optim, optimizers, train  # noqa: F821
-from . import (amp, autograd, callbacks, cuda, data, datasets, debugging, logging, memory, mixed_precision,  # noqa: F401,E402
-               models, nn, onnx, optim, optimizers, train, utils)
-from . import keras  # noqa: F401,E402
+del callbacks, data, datasets, distributed, logging, models, nn, onnx, optim, optimizers, train  # noqa: F821
+from . import (amp, autograd, callbacks, cuda, data, datasets, debugging, distributed, logging, memory,  # noqa: F401,E402
+               mixed_precision, models, nn, onnx, optim, optimizers, train, utils)
+from . import keras, lax  # noqa: F401,E402  (lax: JAX's collectives inside pmap)
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled, set_autocast_dtype, set_autocast_enabled  # noqa: F401,E402
+from .parallel_map import pmap  # noqa: F401,E402
 from ._C.errors import OutOfMemoryError  # noqa: F401,E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .transforms import (GradientTape, grad, hessian, jacfwd, jacobian, jacrev, jvp,  # noqa: F401

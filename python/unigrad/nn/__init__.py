@@ -6,7 +6,7 @@ from .._export import export
 
 __all__ = export(_C.nn, globals())
 
-from . import functional, utils  # noqa: E402,F401
+from . import functional, parallel, utils  # noqa: E402,F401
 from .parameter import Parameter, functional_call  # noqa: E402,F401
 
 
@@ -20,5 +20,6 @@ def _forward_from_other_names(cls, **kwargs):
 Module.__init_subclass__ = classmethod(_forward_from_other_names)  # noqa: F405,F821
 
 init = _C.nn.init
+SyncBatchNorm = _C.distributed.SyncBatchNorm  # torch.nn.SyncBatchNorm; ug::distributed in C++
 sys.modules[__name__ + ".init"] = init  # `import unigrad.nn.init` and `from unigrad.nn import init`
-__all__ += ["Parameter", "functional_call", "functional", "init", "utils"]
+__all__ += ["Parameter", "SyncBatchNorm", "functional_call", "functional", "init", "parallel", "utils"]

@@ -1,0 +1,48 @@
+"""ug.nn.parallel.DistributedDataParallel: torch's DDP, over ug::distributed::Reducer."""
+import contextlib
+
+from .. import _C
+from ..autograd import is_grad_enabled
+from ..tree import tree_leaves
+from . import Module
+
+
+class DistributedDataParallel(Module):
+    """Wraps module for data-parallel training: rank 0's parameters and buffers are copied to
+    every rank now; each backward then averages the gradients over the group, in buckets of
+    about bucket_cap_mb MiB whose all_reduce starts as soon as the bucket's gradients are in.
+    device_ids, output_device and dim are accepted for torch's signature (CPU: one device)."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
+                 process_group=None, bucket_cap_mb=25, find_unused_parameters=False, **kwargs):
+        super().__init__()
+        if bucket_cap_mb is None or bucket_cap_mb <= 0:
+            raise ValueError(f"[DistributedDataParallel] bucket_cap_mb must be positive, got {bucket_cap_mb}")
+        self.module = module
+        self.broadcast_buffers = broadcast_buffers
+        self.process_group = process_group
+        _C.distributed._broadcast_module_state(module, process_group, True)
+        self.reducer = _C.distributed.Reducer(list(module.parameters()), process_group,
+                                              int(bucket_cap_mb * 1024 * 1024), find_unused_parameters)
+
+    def forward(self, *args, **kwargs):
+        self.reducer.prepare_for_forward()
+        if self.broadcast_buffers and is_grad_enabled():
+            _C.distributed._broadcast_module_state(self.module, self.process_group, False)
+        out = self.module(*args, **kwargs)
+        self.reducer.prepare_for_backward([t for t in tree_leaves(out) if isinstance(t, _C.Tensor)])
+        return out
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Backward inside only accumulates gradients locally; the first backward after it
+        averages the accumulated ones."""
+        previous = self.reducer.require_sync
+        self.reducer.require_sync = False
+        try:
+            yield
+        finally:
+            self.reducer.require_sync = previous
+
+
+__all__ = ["DistributedDataParallel"]

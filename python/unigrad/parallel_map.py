@@ -1,0 +1,62 @@
+"""ug.pmap: JAX's pmap over one device per process. Each process of the job (ug launch -n N)
+is one position of the mapped axis: the arguments carry a leading axis of size 1 (this
+process's device), f runs once on their slices, and inside it ug.lax's collectives (psum,
+pmean, all_gather, axis_index) over axis_name reach every process of the world group."""
+import contextlib
+import functools
+
+from . import _C
+from .tree import tree_map
+
+_bound = {}  # axis name -> process group (None: the default group), while a pmap runs
+
+
+def group_of(axis_name, op):
+    """The process group an axis name is bound to inside pmap, or JAX's NameError."""
+    if axis_name not in _bound:
+        raise NameError(f"[{op}] unbound axis name: {axis_name!r} (call {op} inside ug.pmap(f, axis_name=...))")
+    return _bound[axis_name]
+
+
+@contextlib.contextmanager
+def _bind(axis_name, group):
+    if axis_name in _bound:
+        raise ValueError(f"[pmap] axis name {axis_name!r} is already bound by an enclosing pmap")
+    _bound[axis_name] = group
+    try:
+        yield
+    finally:
+        del _bound[axis_name]
+
+
+def local_device_count():
+    """Devices this process maps over: one (the CPU) per process."""
+    return 1
+
+
+def pmap(fun, axis_name=None, in_axes=0, out_axes=0, group=None):
+    """jax.pmap(fun, axis_name): fun on this process's slice of the mapped axis, its results
+    with that axis (size 1) put back. in_axes/out_axes must be 0; group defaults to the world."""
+    if in_axes != 0 or out_axes != 0:
+        raise NotImplementedError("[pmap] only in_axes=0 and out_axes=0 are supported")
+    if not _C.distributed.is_initialized():
+        raise RuntimeError("[pmap] call ug.distributed.init_process_group() first (one process per device)")
+
+    def take(x):
+        if not isinstance(x, _C.Tensor):
+            return x
+        if x.dim() == 0 or x.shape[0] != local_device_count():
+            raise ValueError(f"[pmap] a mapped argument needs a leading axis of size {local_device_count()} "
+                             f"(this process's devices), got shape {list(x.shape)}")
+        return x[0]
+
+    @functools.wraps(fun)
+    def mapped(*args):
+        with _bind(axis_name, group) if axis_name is not None else contextlib.nullcontext():
+            out = fun(*tree_map(take, list(args)))
+        return tree_map(lambda y: y.unsqueeze(0) if isinstance(y, _C.Tensor) else y, out)
+
+    return mapped
+
+
+__all__ = ["pmap", "local_device_count"]

@@ -1,0 +1,144 @@
+#include "ug/distributed/distributed.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "ug/distributed/mpi_process_group.h"
+
+namespace ug::distributed {
+
+namespace {
+
+std::mutex g_mutex;
+ProcessGroupPtr g_default;
+
+std::map<std::string, BackendFactory>& backends() {
+  static std::map<std::string, BackendFactory> registry{{"mpi", mpi_world_group}};
+  return registry;
+}
+
+ProcessGroupPtr resolve(const ProcessGroupPtr& group, std::string_view op) {
+  if (group) return group;
+  std::lock_guard lock(g_mutex);
+  if (!g_default)
+    fail<RuntimeError>("[", op, "] the default process group is not initialised: call init_process_group first");
+  return g_default;
+}
+
+/** The group rank of a world rank, or a ValueError naming the op. */
+int group_rank(const ProcessGroup& group, int world_rank, std::string_view op) {
+  const auto& ranks = group.world_ranks();
+  auto it = std::find(ranks.begin(), ranks.end(), world_rank);
+  if (it == ranks.end()) fail("[", op, "] rank ", world_rank, " is not in the group of ", ranks.size(), " ranks");
+  return static_cast<int>(it - ranks.begin());
+}
+
+WorkPtr finish(WorkPtr work, bool async_op) {
+  if (async_op) return work;
+  work->wait();
+  return nullptr;
+}
+
+}  // namespace
+
+std::string_view reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "SUM";
+    case ReduceOp::Avg: return "AVG";
+    case ReduceOp::Max: return "MAX";
+    case ReduceOp::Min: return "MIN";
+    case ReduceOp::Product: return "PRODUCT";
+  }
+  return "?";
+}
+
+void register_backend(const std::string& name, BackendFactory factory) { backends()[name] = std::move(factory); }
+
+void init_process_group(const std::string& backend, Timeout timeout) {
+  std::lock_guard lock(g_mutex);
+  if (g_default) fail<RuntimeError>("[init_process_group] the default process group is already initialised");
+  auto it = backends().find(backend);
+  if (it == backends().end()) {
+    std::string known;
+    for (const auto& [name, _] : backends()) known += (known.empty() ? "" : ", ") + name;
+    fail("[init_process_group] unknown backend '", backend, "' (this build has: ", known, ")");
+  }
+  if (timeout.count() <= 0) fail("[init_process_group] timeout must be positive, got ", timeout.count(), " s");
+  g_default = it->second(timeout);
+}
+
+bool is_initialized() {
+  std::lock_guard lock(g_mutex);
+  return g_default != nullptr;
+}
+
+void destroy_process_group(const ProcessGroupPtr& group) {
+  std::lock_guard lock(g_mutex);
+  if (!group || group == g_default) g_default.reset();
+}
+
+ProcessGroupPtr default_group(std::string_view op) { return resolve(nullptr, op); }
+
+int get_rank(const ProcessGroupPtr& group) { return resolve(group, "get_rank")->rank(); }
+int get_world_size(const ProcessGroupPtr& group) { return resolve(group, "get_world_size")->size(); }
+std::string get_backend(const ProcessGroupPtr& group) { return resolve(group, "get_backend")->backend(); }
+
+int get_local_rank() {
+  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"})
+    if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
+  return 0;
+}
+
+WorkPtr all_reduce(const Tensor& tensor, ReduceOp op, const ProcessGroupPtr& group, bool async_op) {
+  return finish(resolve(group, "all_reduce")->all_reduce(tensor, op), async_op);
+}
+
+WorkPtr broadcast(const Tensor& tensor, int src, const ProcessGroupPtr& group, bool async_op) {
+  const auto& g = resolve(group, "broadcast");
+  return finish(g->broadcast(tensor, group_rank(*g, src, "broadcast")), async_op);
+}
+
+WorkPtr all_gather(const std::vector<Tensor>& tensor_list, const Tensor& tensor, const ProcessGroupPtr& group,
+                   bool async_op) {
+  return finish(resolve(group, "all_gather")->all_gather(tensor_list, tensor), async_op);
+}
+
+WorkPtr reduce_scatter(const Tensor& output, const std::vector<Tensor>& input_list, ReduceOp op,
+                       const ProcessGroupPtr& group, bool async_op) {
+  return finish(resolve(group, "reduce_scatter")->reduce_scatter(output, input_list, op), async_op);
+}
+
+WorkPtr barrier(const ProcessGroupPtr& group, bool async_op) {
+  return finish(resolve(group, "barrier")->barrier(), async_op);
+}
+
+WorkPtr isend(const Tensor& tensor, int dst, const ProcessGroupPtr& group, int tag) {
+  const auto& g = resolve(group, "send");
+  return g->send(tensor, group_rank(*g, dst, "send"), tag);
+}
+
+WorkPtr irecv(const Tensor& tensor, int src, const ProcessGroupPtr& group, int tag) {
+  const auto& g = resolve(group, "recv");
+  return g->recv(tensor, group_rank(*g, src, "recv"), tag);
+}
+
+void send(const Tensor& tensor, int dst, const ProcessGroupPtr& group, int tag) {
+  isend(tensor, dst, group, tag)->wait();
+}
+
+void recv(const Tensor& tensor, int src, const ProcessGroupPtr& group, int tag) {
+  irecv(tensor, src, group, tag)->wait();
+}
+
+ProcessGroupPtr new_group(const std::vector<int>& ranks, std::optional<Timeout> timeout) {
+  const ProcessGroupPtr world = default_group("new_group");
+  std::vector<int> members;
+  if (ranks.empty())
+    for (int r = 0; r < world->size(); ++r) members.push_back(r);
+  for (int r : ranks) members.push_back(group_rank(*world, r, "new_group"));
+  return world->new_group(members, timeout.value_or(world->timeout()));
+}
+
+}  // namespace ug::distributed

@@ -1,0 +1,546 @@
+// Each collective posts an "arrived" token to every other rank on a second communicator, then
+// runs as MPI's blocking call on the group's thread once every token has come. Waiting has a
+// deadline; at it, the tokens that have not come name the ranks that never entered.
+#include "ug/distributed/mpi_process_group.h"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "ug/ops/binary.h"
+
+namespace ug::distributed {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A timed-out collective leaves requests MPI cannot cancel: MPI_Finalize would wait on them.
+std::atomic<bool> g_timed_out = false;
+
+void check(int rc, std::string_view op) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  fail<RuntimeError>("[", op, "] MPI error: ", std::string(text, len));
+}
+
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && !g_timed_out) MPI_Finalize();
+}
+
+void ensure_mpi() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return;
+  int provided = 0;
+  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "init_process_group");
+  // Each group's collectives run on a thread of their own (CommThread) while other threads call MPI.
+  if (provided < MPI_THREAD_MULTIPLE)
+    fail<RuntimeError>("[init_process_group] this MPI library lacks MPI_THREAD_MULTIPLE, which ug.distributed needs");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  std::atexit(finalize_at_exit);
+}
+
+MPI_Datatype mpi_type(DType t, std::string_view op) {
+  switch (t) {
+    case DType::Bool: return MPI_C_BOOL;
+    case DType::UInt8: return MPI_UINT8_T;
+    case DType::Int8: return MPI_INT8_T;
+    case DType::Int16: return MPI_INT16_T;
+    case DType::UInt16: return MPI_UINT16_T;
+    case DType::Int32: return MPI_INT32_T;
+    case DType::UInt32: return MPI_UINT32_T;
+    case DType::Int64: return MPI_INT64_T;
+    case DType::UInt64: return MPI_UINT64_T;
+    case DType::Float32: return MPI_FLOAT;
+    case DType::Float64: return MPI_DOUBLE;
+    default: fail<TypeError>("[", op, "] MPI has no type for ", t);
+  }
+}
+
+/** Bool reduces as torch's gloo does it: sum and max are "or", prod and min are "and". */
+MPI_Op mpi_op(ReduceOp op, DType t) {
+  if (t == DType::Bool) return op == ReduceOp::Sum || op == ReduceOp::Max ? MPI_LOR : MPI_LAND;
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Avg: return MPI_SUM;
+    case ReduceOp::Max: return MPI_MAX;
+    case ReduceOp::Min: return MPI_MIN;
+    case ReduceOp::Product: return MPI_PROD;
+  }
+  return MPI_SUM;
+}
+
+/** Half floats have no MPI type: they travel (and reduce) as float32. */
+DType wire_dtype(DType t) { return t == DType::Float16 || t == DType::BFloat16 ? DType::Float32 : t; }
+
+/** A contiguous tensor of the wire dtype holding t's values: t itself where it already is one. */
+Tensor staged(const Tensor& t) {
+  if (wire_dtype(t.dtype()) != t.dtype()) return t.to(wire_dtype(t.dtype())).contiguous();
+  return t.is_contiguous() ? t : t.contiguous();
+}
+
+int count_of(int64_t n, std::string_view op) {
+  if (n > INT_MAX) fail("[", op, "] ", n, " elements is more than one MPI call carries (", INT_MAX, ")");
+  return static_cast<int>(n);
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::ostringstream os;
+  for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
+  return os.str();
+}
+
+/** A collective's progress. Collectives run on their group's thread (CommThread); send and
+ *  recv are MPI requests polled by the waiting thread. */
+class MpiWork final : public Work {
+ public:
+  MpiWork(std::string op, std::vector<int> world_ranks, int world_rank, Timeout timeout)
+      : op_(std::move(op)),
+        world_ranks_(std::move(world_ranks)),
+        world_rank_(world_rank),
+        timeout_(timeout),
+        deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout)) {}
+  ~MpiWork() override {
+    if (state_ == State::Failed) {
+      new std::vector<Tensor>(std::move(keep_));  // MPI may still write into them: never freed
+      return;
+    }
+    try {
+      wait();
+    } catch (...) {  // a destructor cannot raise; a later collective reports the broken group
+    }
+  }
+
+  void wait() override {
+    while (!is_completed()) {
+      std::unique_lock lock(mutex_);
+      if (state_ == State::Pending && requests.empty()) cv_.wait_until(lock, deadline_);
+      else std::this_thread::yield();
+    }
+  }
+
+  bool is_completed() override {
+    {
+      std::lock_guard lock(mutex_);
+      if (state_ == State::Pending && !requests.empty() && test_requests()) state_ = State::Done;
+      if (state_ == State::Pending && Clock::now() > deadline_) time_out_locked();
+      if (state_ == State::Failed) fail<RuntimeError>(error_);
+      if (state_ == State::Pending) return false;
+    }
+    if (finish_) {
+      auto finish = std::move(finish_);
+      finish_ = nullptr;
+      finish();
+    }
+    keep_.clear();
+    return true;
+  }
+
+  // ---- for the group's thread ----
+  bool expired() {
+    std::lock_guard lock(mutex_);
+    return state_ != State::Pending || Clock::now() > deadline_;
+  }
+  void arrived(size_t token) {
+    std::lock_guard lock(mutex_);
+    arrived_[token] = true;
+  }
+  void time_out() {
+    std::lock_guard lock(mutex_);
+    if (state_ == State::Pending) time_out_locked();
+    cv_.notify_all();
+  }
+  void complete(int rc, const std::string& error) {
+    std::lock_guard lock(mutex_);
+    if (state_ == State::Pending) {
+      state_ = rc == MPI_SUCCESS ? State::Done : State::Failed;
+      error_ = error;
+    }
+    cv_.notify_all();
+  }
+  const std::string& op() const { return op_; }
+
+  std::function<int()> run;              // the blocking collective, run on the group's thread
+  std::vector<MPI_Request> token_sends;  // the arrival tokens this rank sends
+  std::vector<MPI_Request> token_recvs;  // and receives, from token_peers (group ranks)
+  std::vector<int> token_peers;
+  std::vector<int> tokens;            // the buffers of the arrival messages
+  std::vector<MPI_Request> requests;  // send/recv: the operation's request
+  std::vector<Tensor> keep_;          // buffers MPI reads or writes until completion
+  std::function<void()> finish_;      // copies results out, on the waiting thread
+  std::string peer_hint;              // send/recv: the peer, named in a timeout
+
+  void expect_tokens(size_t n) { arrived_.assign(n, false); }
+
+ private:
+  enum class State { Pending, Done, Failed };
+
+  bool test_requests() {
+    bool all = true;
+    for (MPI_Request& r : requests) {
+      if (r == MPI_REQUEST_NULL) continue;
+      int flag = 0;
+      check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), op_);
+      all &= flag != 0;
+    }
+    return all;
+  }
+
+  void time_out_locked() {
+    state_ = State::Failed;
+    g_timed_out = true;
+    std::vector<int> missing;
+    for (size_t i = 0; i < arrived_.size(); ++i)
+      if (!arrived_[i]) missing.push_back(world_ranks_[token_peers[i]]);
+    std::ostringstream os;
+    os << "[" << op_ << "] timed out after " << timeout_.count() << " s on rank " << world_rank_ << " (group of ranks "
+       << rank_list(world_ranks_) << "): ";
+    if (!peer_hint.empty()) os << peer_hint << " did not arrive";
+    else if (!missing.empty())
+      os << "rank" << (missing.size() > 1 ? "s " : " ") << rank_list(missing) << " did not arrive";
+    else
+      os << "every rank arrived but the collective did not finish (do all ranks call the same collectives, "
+            "in the same order, with the same shapes?)";
+    error_ = os.str();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::string op_;
+  std::vector<int> world_ranks_;
+  int world_rank_;
+  Timeout timeout_;
+  Clock::time_point deadline_;
+  State state_ = State::Pending;
+  std::string error_;
+  std::vector<bool> arrived_;
+};
+
+/** Runs a group's collectives one after another, in the order they were started. MPI's
+ *  blocking collectives are much faster than its nonblocking ones (OpenMPI's libnbc); on this
+ *  thread they overlap the caller's work all the same. Each waits first, until the deadline,
+ *  for the arrival tokens of every rank. */
+class CommThread {
+ public:
+  CommThread() : thread_([this] { loop(); }) {}
+  ~CommThread() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (g_timed_out) thread_.detach();  // it may sit in a collective that never ends
+    else thread_.join();
+  }
+  void push(std::shared_ptr<MpiWork> work) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(work));
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void loop() {
+    bool broken = false;  // an earlier collective timed out: the later ones cannot run
+    for (;;) {
+      std::shared_ptr<MpiWork> work;
+      {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        work = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      if (broken) {
+        work->complete(MPI_ERR_OTHER, "[" + work->op() + "] not run: an earlier collective of its group timed out");
+        continue;
+      }
+      if (!wait_for_tokens(*work)) {
+        work->time_out();
+        broken = true;
+        continue;
+      }
+      int rc = work->run();
+      std::string error;
+      if (rc != MPI_SUCCESS) {
+        char text[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, text, &len);
+        error = "[" + work->op() + "] MPI error: " + std::string(text, len);
+      }
+      work->complete(rc, error);
+    }
+  }
+
+  static bool wait_for_tokens(MpiWork& w) {
+    for (;;) {
+      bool all = true;
+      for (size_t i = 0; i < w.token_recvs.size(); ++i) {
+        if (w.token_recvs[i] == MPI_REQUEST_NULL) continue;
+        int flag = 0;
+        MPI_Test(&w.token_recvs[i], &flag, MPI_STATUS_IGNORE);
+        if (flag) w.arrived(i);
+        else all = false;
+      }
+      if (all) break;
+      if (w.expired()) return false;
+      std::this_thread::yield();
+    }
+    MPI_Waitall(static_cast<int>(w.token_sends.size()), w.token_sends.data(), MPI_STATUSES_IGNORE);
+    return true;
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<MpiWork>> queue_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the members it uses exist
+};
+
+class MpiProcessGroup final : public ProcessGroup {
+ public:
+  /** Takes ownership of comm (MPI_COMM_NULL: this process is not a member). */
+  MpiProcessGroup(MPI_Comm comm, std::vector<int> world_ranks, Timeout timeout)
+      : comm_(comm), world_ranks_(std::move(world_ranks)), timeout_(timeout) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+    if (comm_ == MPI_COMM_NULL) return;
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    check(MPI_Comm_dup(comm_, &tokens_), "new_group");
+    thread_ = std::make_unique<CommThread>();
+  }
+  ~MpiProcessGroup() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    thread_.reset();
+    if (finalized || comm_ == MPI_COMM_NULL) return;
+    MPI_Comm_free(&tokens_);
+    MPI_Comm_free(&comm_);
+  }
+
+  std::string backend() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(world_ranks_.size()); }
+  const std::vector<int>& world_ranks() const override { return world_ranks_; }
+  Timeout timeout() const override { return timeout_; }
+
+  WorkPtr all_reduce(Tensor tensor, ReduceOp op) override {
+    member("all_reduce");
+    if (op == ReduceOp::Avg && !tensor.is_floating_point())
+      fail<TypeError>("[all_reduce] ReduceOp.AVG needs a floating dtype, got ", tensor.dtype());
+    Tensor buf = staged(tensor);
+    MPI_Datatype type = mpi_type(buf.dtype(), "all_reduce");
+    int count = count_of(buf.numel(), "all_reduce");
+    return start(
+        "all_reduce", {tensor, buf},
+        [data = buf.raw_data(), count, type, mop = mpi_op(op, buf.dtype()), comm = comm_] {
+          return MPI_Allreduce(MPI_IN_PLACE, data, count, type, mop, comm);
+        },
+        [tensor, buf, op, n = size()]() mutable {
+          if (op == ReduceOp::Avg) buf.div_(n);
+          if (!buf.shares_storage(tensor)) tensor.copy_(buf);
+        });
+  }
+
+  WorkPtr broadcast(Tensor tensor, int src) override {
+    member("broadcast");
+    check_rank(src, "broadcast", "src");
+    Tensor buf = tensor.is_contiguous() ? tensor : tensor.contiguous();
+    int count = count_of(static_cast<int64_t>(buf.nbytes()), "broadcast");
+    return start(
+        "broadcast", {tensor, buf},
+        [data = buf.raw_data(), count, src, comm = comm_] { return MPI_Bcast(data, count, MPI_BYTE, src, comm); },
+        [tensor, buf]() mutable {
+          if (!buf.shares_storage(tensor)) tensor.copy_(buf);
+        });
+  }
+
+  WorkPtr all_gather(std::vector<Tensor> outputs, Tensor input) override {
+    member("all_gather");
+    if (static_cast<int>(outputs.size()) != size())
+      fail("[all_gather] needs one output tensor per rank (", size(), "), got ", outputs.size());
+    for (const Tensor& o : outputs)
+      if (!(o.shape() == input.shape()) || o.dtype() != input.dtype())
+        fail("[all_gather] output of shape ", o.shape(), " and dtype ", o.dtype(), " for an input of shape ",
+             input.shape(), " and dtype ", input.dtype());
+    Tensor in = input.contiguous();
+    Tensor buf = empty({size(), input.numel()}, {.dtype = input.dtype()});
+    int count = count_of(static_cast<int64_t>(in.nbytes()), "all_gather");
+    std::vector<Tensor> keep = outputs;
+    keep.push_back(in);
+    keep.push_back(buf);
+    return start(
+        "all_gather", keep,
+        [in = in.raw_data(), out = buf.raw_data(), count, comm = comm_] {
+          return MPI_Allgather(in, count, MPI_BYTE, out, count, MPI_BYTE, comm);
+        },
+        [outputs, buf]() mutable {
+          for (size_t i = 0; i < outputs.size(); ++i) outputs[i].copy_(buf.select(0, i).view(outputs[i].shape()));
+        });
+  }
+
+  WorkPtr reduce_scatter(Tensor output, std::vector<Tensor> inputs, ReduceOp op) override {
+    member("reduce_scatter");
+    if (static_cast<int>(inputs.size()) != size())
+      fail("[reduce_scatter] needs one input tensor per rank (", size(), "), got ", inputs.size());
+    for (const Tensor& t : inputs)
+      if (!(t.shape() == output.shape()) || t.dtype() != output.dtype())
+        fail("[reduce_scatter] input of shape ", t.shape(), " and dtype ", t.dtype(), " for an output of shape ",
+             output.shape(), " and dtype ", output.dtype());
+    if (op == ReduceOp::Avg && !output.is_floating_point())
+      fail<TypeError>("[reduce_scatter] ReduceOp.AVG needs a floating dtype, got ", output.dtype());
+    DType wire = wire_dtype(output.dtype());
+    Tensor send_buf = empty({size(), output.numel()}, {.dtype = wire});
+    for (int i = 0; i < size(); ++i) send_buf.select(0, i).copy_(inputs[i].reshape({-1}));
+    Tensor recv_buf = empty({output.numel()}, {.dtype = wire});
+    MPI_Datatype type = mpi_type(wire, "reduce_scatter");
+    int count = count_of(output.numel(), "reduce_scatter");
+    return start(
+        "reduce_scatter", {output, send_buf, recv_buf},
+        [in = send_buf.raw_data(), out = recv_buf.raw_data(), count, type, mop = mpi_op(op, wire), comm = comm_] {
+          return MPI_Reduce_scatter_block(in, out, count, type, mop, comm);
+        },
+        [output, recv_buf, op, n = size()]() mutable {
+          if (op == ReduceOp::Avg) recv_buf.div_(n);
+          output.copy_(recv_buf.view(output.shape()));
+        });
+  }
+
+  WorkPtr send(Tensor tensor, int dst, int tag) override {
+    member("send");
+    check_rank(dst, "send", "dst");
+    Tensor buf = tensor.contiguous();
+    int count = count_of(static_cast<int64_t>(buf.nbytes()), "send");
+    auto work = make_work("send");
+    work->peer_hint = "rank " + std::to_string(world_ranks_[dst]) + " (the receiver)";
+    work->keep_ = {buf};
+    work->requests.resize(1);
+    check(MPI_Isend(buf.raw_data(), count, MPI_BYTE, dst, tag, comm_, work->requests.data()), "send");
+    return work;
+  }
+
+  WorkPtr recv(Tensor tensor, int src, int tag) override {
+    member("recv");
+    check_rank(src, "recv", "src");
+    Tensor buf = tensor.is_contiguous() ? tensor : tensor.contiguous();
+    int count = count_of(static_cast<int64_t>(buf.nbytes()), "recv");
+    auto work = make_work("recv");
+    work->peer_hint = "rank " + std::to_string(world_ranks_[src]) + " (the sender)";
+    work->keep_ = {tensor, buf};
+    work->finish_ = [tensor, buf]() mutable {
+      if (!buf.shares_storage(tensor)) tensor.copy_(buf);
+    };
+    work->requests.resize(1);
+    check(MPI_Irecv(buf.raw_data(), count, MPI_BYTE, src, tag, comm_, work->requests.data()), "recv");
+    return work;
+  }
+
+  WorkPtr barrier() override {
+    member("barrier");
+    return start(
+        "barrier", {}, [comm = comm_] { return MPI_Barrier(comm); }, nullptr);
+  }
+
+  ProcessGroupPtr new_group(const std::vector<int>& ranks, Timeout timeout) override {
+    member("new_group");
+    std::vector<int> world;
+    int key = -1;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      check_rank(ranks[i], "new_group", "ranks");
+      for (size_t j = 0; j < i; ++j)
+        if (ranks[j] == ranks[i]) fail("[new_group] rank ", ranks[i], " is listed twice");
+      world.push_back(world_ranks_[ranks[i]]);
+      if (ranks[i] == rank_) key = static_cast<int>(i);
+    }
+    MPI_Comm comm = MPI_COMM_NULL;
+    { check(MPI_Comm_split(comm_, key >= 0 ? 0 : MPI_UNDEFINED, key, &comm), "new_group"); }
+    return std::make_shared<MpiProcessGroup>(comm, std::move(world), timeout);
+  }
+
+ private:
+  void member(std::string_view op) const {
+    if (comm_ == MPI_COMM_NULL)
+      fail<RuntimeError>("[", op, "] rank ", world_rank_, " is not a member of the group of ranks ",
+                         rank_list(world_ranks_));
+  }
+  void check_rank(int r, std::string_view op, std::string_view what) const {
+    if (r < 0 || r >= size()) fail("[", op, "] ", what, " rank ", r, " is outside the group of ", size(), " ranks");
+  }
+
+  std::shared_ptr<MpiWork> make_work(std::string op) {
+    return std::make_shared<MpiWork>(std::move(op), world_ranks_, world_rank_, timeout_);
+  }
+
+  /** Posts the arrival tokens and queues `run` (the blocking collective) on the group's
+   *  thread; `finish` runs once it is done, on the thread that waits. */
+  WorkPtr start(const char* op, std::vector<Tensor> keep, std::function<int()> run, std::function<void()> finish) {
+    auto work = make_work(op);
+    work->keep_ = std::move(keep);
+    work->run = std::move(run);
+    work->finish_ = std::move(finish);
+    const int n = size();
+    const int tag = static_cast<int>(sequence_++ & 0x7fff);  // MPI guarantees tags up to 32767
+    work->tokens.assign(static_cast<size_t>(n), tag);
+    work->token_sends.assign(static_cast<size_t>(n - 1), MPI_REQUEST_NULL);
+    work->token_recvs.assign(static_cast<size_t>(n - 1), MPI_REQUEST_NULL);
+    work->expect_tokens(static_cast<size_t>(n - 1));
+    size_t k = 0;
+    for (int peer = 0; peer < n; ++peer) {
+      if (peer == rank_) continue;
+      work->token_peers.push_back(peer);
+      check(MPI_Isend(&work->tokens[rank_], 1, MPI_INT, peer, tag, tokens_, &work->token_sends[k]), op);
+      check(MPI_Irecv(&work->tokens[peer], 1, MPI_INT, peer, tag, tokens_, &work->token_recvs[k]), op);
+      ++k;
+    }
+    thread_->push(work);
+    return work;
+  }
+
+  MPI_Comm comm_;
+  MPI_Comm tokens_ = MPI_COMM_NULL;  // the arrival tokens: never mixed with the data
+  std::vector<int> world_ranks_;
+  Timeout timeout_;
+  int rank_ = -1;
+  int world_rank_ = 0;
+  uint32_t sequence_ = 0;
+  std::unique_ptr<CommThread> thread_;
+};
+
+void check_environment(const char* name, int actual) {
+  const char* value = std::getenv(name);
+  if (!value || !*value) return;
+  if (std::atoi(value) != actual)
+    fail<RuntimeError>("[init_process_group] the environment sets ", name, "=", value, " but MPI says ", actual,
+                       " (launch with mpirun or `ug launch`, which set both)");
+}
+
+}  // namespace
+
+ProcessGroupPtr mpi_world_group(Timeout timeout) {
+  ensure_mpi();
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  check_environment("RANK", rank);
+  check_environment("WORLD_SIZE", size);
+  MPI_Comm comm = MPI_COMM_NULL;
+  { check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "init_process_group"); }
+  std::vector<int> ranks(static_cast<size_t>(size));
+  for (int i = 0; i < size; ++i) ranks[static_cast<size_t>(i)] = i;
+  return std::make_shared<MpiProcessGroup>(comm, std::move(ranks), timeout);
+}
+
+}  // namespace ug::distributed

@@ -1,0 +1,189 @@
+#include "ug/distributed/reducer.h"
+
+#include <unordered_set>
+
+#include "ug/graph/grad_mode.h"
+#include "ug/graph/node.h"
+#include "ug/ops/binary.h"
+
+namespace ug::distributed {
+
+struct Reducer::State {
+  struct Bucket {
+    std::vector<size_t> params;
+    std::vector<int64_t> offsets;
+    Tensor flat;
+    size_t pending = 0;
+    WorkPtr work;
+  };
+  std::vector<Tensor> params;
+  std::vector<size_t> bucket_of;  // parameter index -> bucket
+  std::vector<size_t> slot_of;    // parameter index -> position in its bucket
+  std::vector<Bucket> buckets;
+  std::vector<size_t> hook_ids;
+  ProcessGroupPtr group;
+  bool find_unused = false;
+  bool require_sync = true;
+  bool armed = false;
+  size_t ready = 0;
+  std::vector<bool> is_ready;
+  std::vector<bool> used;  // got a gradient in this backward
+
+  Tensor slice(size_t p) {
+    Bucket& b = buckets[bucket_of[p]];
+    return b.flat.narrow(0, b.offsets[slot_of[p]], params[p].numel());
+  }
+
+  void arm() {
+    for (Bucket& b : buckets) {
+      b.pending = b.params.size();
+      b.work.reset();
+    }
+    ready = 0;
+    is_ready.assign(params.size(), false);
+    used.assign(params.size(), false);
+    armed = true;
+  }
+
+  /** Parameter p's gradient for this step is `value` (undefined: none, reduced as zeros). */
+  void mark_ready(size_t p, const Tensor& value) {
+    if (is_ready[p])
+      fail<RuntimeError>("[DistributedDataParallel] parameter ", p,
+                         " got two gradients in one backward "
+                         "(a reentrant backward, or a parameter shared in a way DDP cannot see)");
+    is_ready[p] = true;
+    Tensor s = slice(p);
+    if (value.defined()) s.copy_(value.reshape({-1}));
+    else s.zero_();
+    Bucket& b = buckets[bucket_of[p]];
+    if (--b.pending == 0) b.work = group->all_reduce(b.flat, ReduceOp::Avg);
+    for (Bucket& other : buckets)  // MPI progresses the collectives in flight only inside its calls
+      if (other.work) other.work->is_completed();
+    ++ready;
+  }
+
+  /** Waits for every bucket and writes the averages into .grad, except for parameter
+   *  `current`, whose AccumulateGrad has not run yet: its average is returned instead. */
+  Tensor finish(size_t current) {
+    armed = false;
+    for (Bucket& b : buckets) b.work->wait();
+    Tensor result;
+    for (size_t p = 0; p < params.size(); ++p) {
+      Tensor avg = slice(p).view(params[p].shape());
+      if (p == current) {
+        params[p].set_grad(Tensor());
+        result = avg.clone();
+      } else if (params[p].grad().defined()) {
+        params[p].grad().copy_(avg);
+      } else {
+        params[p].set_grad(avg.clone());
+      }
+    }
+    return result;
+  }
+
+  Tensor on_gradient(size_t p, const Tensor& g) {
+    if (!armed) return Tensor();
+    AutoGradMode no_grad(false);
+    used[p] = true;
+    const Tensor old = params[p].grad();
+    mark_ready(p, old.defined() ? old + g : g);
+    return ready == params.size() ? finish(p) : Tensor();
+  }
+};
+
+Reducer::Reducer(std::vector<Tensor> parameters, ProcessGroupPtr group, size_t bucket_cap_bytes,
+                 bool find_unused_parameters)
+    : state_(std::make_shared<State>()) {
+  State& s = *state_;
+  s.group = std::move(group);
+  s.find_unused = find_unused_parameters;
+  for (const Tensor& p : parameters)
+    if (p.requires_grad()) s.params.push_back(p);
+  s.bucket_of.resize(s.params.size());
+  s.slot_of.resize(s.params.size());
+  size_t bytes = 0;
+  for (size_t k = s.params.size(); k-- > 0;) {
+    const Tensor& p = s.params[k];
+    if (!p.is_floating_point())
+      fail<TypeError>("[DistributedDataParallel] parameter ", k, " has dtype ", p.dtype(), ": gradients are averaged");
+    bool fresh = s.buckets.empty() || bytes >= bucket_cap_bytes ||
+                 s.params[s.buckets.back().params.front()].dtype() != p.dtype();
+    if (fresh) {
+      s.buckets.emplace_back();
+      bytes = 0;
+    }
+    State::Bucket& b = s.buckets.back();
+    s.bucket_of[k] = s.buckets.size() - 1;
+    s.slot_of[k] = b.params.size();
+    b.offsets.push_back(b.params.empty() ? 0 : b.offsets.back() + s.params[b.params.back()].numel());
+    b.params.push_back(k);
+    bytes += p.nbytes();
+  }
+  for (State::Bucket& b : s.buckets) {
+    int64_t n = b.offsets.back() + s.params[b.params.back()].numel();
+    b.flat = zeros({n}, {.dtype = s.params[b.params.front()].dtype()});
+  }
+  std::weak_ptr<State> weak = state_;
+  for (size_t k = 0; k < s.params.size(); ++k)
+    s.hook_ids.push_back(s.params[k].register_hook([weak, k](const Tensor& g) {
+      auto state = weak.lock();
+      return state ? state->on_gradient(k, g) : Tensor();
+    }));
+}
+
+Reducer::~Reducer() {
+  for (size_t k = 0; k < state_->params.size(); ++k) state_->params[k].remove_hook(state_->hook_ids[k]);
+}
+
+void Reducer::prepare_for_forward() {
+  State& s = *state_;
+  if (!s.armed || s.ready == 0) return;
+  std::string missing;
+  for (size_t p = 0; p < s.params.size(); ++p)
+    if (!s.is_ready[p]) missing += (missing.empty() ? "" : ", ") + std::to_string(p);
+  s.armed = false;
+  fail<RuntimeError>("[DistributedDataParallel] the previous backward finished without gradients for parameters ",
+                     missing,
+                     " (by index in module.parameters()), so their reduction never ran: pass "
+                     "find_unused_parameters=True when some parameters take no part in the loss");
+}
+
+void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
+  State& s = *state_;
+  if (!s.require_sync || !GradMode::is_enabled()) {
+    s.armed = false;
+    return;
+  }
+  s.arm();
+  if (!s.find_unused) return;
+  std::unordered_set<const TensorImpl*> reached;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for (const Tensor& t : outputs)
+    if (t.defined())
+      if (Edge e = autograd::gradient_edge(t); e.valid() && seen.insert(e.node.get()).second)
+        stack.push_back(e.node.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    if (auto* acc = dynamic_cast<AccumulateGrad*>(n)) reached.insert(acc->leaf().impl_ref().get());
+    for (const Edge& e : n->next_edges())
+      if (e.valid() && seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+  }
+  AutoGradMode no_grad(false);
+  for (size_t p = 0; p < s.params.size(); ++p)
+    if (!reached.count(s.params[p].impl_ref().get())) s.mark_ready(p, s.params[p].grad());
+  if (s.ready == s.params.size()) s.finish(s.params.size());
+}
+
+void Reducer::set_require_sync(bool sync) { state_->require_sync = sync; }
+bool Reducer::require_sync() const { return state_->require_sync; }
+
+std::vector<std::vector<size_t>> Reducer::bucket_indices() const {
+  std::vector<std::vector<size_t>> out;
+  for (const auto& b : state_->buckets) out.push_back(b.params);
+  return out;
+}
+
+}  // namespace ug::distributed

@@ -1,0 +1,84 @@
+#include "ug/distributed/sync_batch_norm.h"
+
+#include <sstream>
+
+#include "ug/distributed/distributed.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/nn/functional/normalization.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/join.h"
+
+namespace ug::distributed {
+
+namespace {
+
+/** The sum of t over the group's ranks, differentiable: its gradient is the sum over ranks of
+ *  the gradients each rank's loss sends back, which is what every rank's t contributed to. */
+Tensor global_sum(const Tensor& t, const ProcessGroupPtr& group) {
+  Tensor total = t.detach().clone();
+  group->all_reduce(total, ReduceOp::Sum)->wait();
+  Tensor out = t + (total - t.detach());
+  if (out.requires_grad())
+    out.register_hook([group](const Tensor& g) {
+      Tensor summed = g.detach().clone();
+      group->all_reduce(summed, ReduceOp::Sum)->wait();
+      return summed;
+    });
+  return out;
+}
+
+}  // namespace
+
+SyncBatchNormImpl::SyncBatchNormImpl(int64_t num_features, double eps, double momentum, ProcessGroupPtr process_group)
+    : num_features_(num_features), eps_(eps), momentum_(momentum), group_(std::move(process_group)) {
+  set_type_name("SyncBatchNorm");
+  register_parameter("weight", empty({num_features}));
+  register_parameter("bias", empty({num_features}));
+  register_buffer("running_mean", zeros({num_features}));
+  register_buffer("running_var", ones({num_features}));
+  register_buffer("num_batches_tracked", zeros({}, {.dtype = DType::Int64}));
+  reset_parameters();
+}
+
+void SyncBatchNormImpl::reset_parameters() {
+  NoGradGuard no_grad;
+  parameter("weight").fill_(1);
+  parameter("bias").zero_();
+}
+
+Tensor SyncBatchNormImpl::forward(const Tensor& x) {
+  if (x.dim() < 2 || x.size(1) != num_features_)
+    fail("[SyncBatchNorm] expected input [N, ", num_features_, ", *], got shape ", x.shape());
+  if (!is_training())
+    return nn::functional::batch_norm(x, buffer("running_mean"), buffer("running_var"), parameter("weight"),
+                                      parameter("bias"), false, momentum_, eps_);
+  const ProcessGroupPtr group = group_ ? group_ : default_group("SyncBatchNorm");
+  Dims reduce = {0};
+  Dims stat_shape(static_cast<size_t>(x.dim()), 1);
+  stat_shape[1] = num_features_;
+  for (int64_t d = 2; d < x.dim(); ++d) reduce.push_back(d);
+  const double local_count = static_cast<double>(x.numel() / num_features_);
+  // One all_reduce for sum(x), sum(x^2) and the row count.
+  Tensor stats = cat({x.sum(reduce), (x * x).sum(reduce), full({1}, local_count, {.dtype = x.dtype()})});
+  Tensor total = global_sum(stats, group);
+  Tensor count = total.narrow(0, 2 * num_features_, 1);
+  Tensor mean = total.narrow(0, 0, num_features_) / count;
+  Tensor var = total.narrow(0, num_features_, num_features_) / count - mean * mean;  // biased
+  {
+    NoGradGuard no_grad;
+    const double n = count.item<double>();
+    buffer("running_mean").mul_(1 - momentum_).add_(mean.detach() * momentum_);
+    buffer("running_var").mul_(1 - momentum_).add_(var.detach() * (momentum_ * n / (n - 1)));
+    buffer("num_batches_tracked").add_(1);
+  }
+  Tensor scale = (var + eps_).rsqrt() * parameter("weight");
+  return (x - mean.view(stat_shape)) * scale.view(stat_shape) + parameter("bias").view(stat_shape);
+}
+
+std::string SyncBatchNormImpl::extra_repr() const {
+  std::ostringstream s;
+  s << num_features_ << ", eps=" << eps_ << ", momentum=" << momentum_;
+  return s.str();
+}
+
+}  // namespace ug::distributed

@@ -1,0 +1,270 @@
+"""One rank of a test_distributed.py job (run under mpirun): `python distributed_worker.py
+SCENARIO`. Each rank checks its own results against NumPy or against a single-process run
+it computes itself, and exits non-zero (with the failing assertion) on a mismatch."""
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import unigrad as ug
+import unigrad.distributed as dist
+
+DTYPES = ["float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"]
+NP_REDUCE = {"SUM": np.sum, "MAX": np.max, "MIN": np.min, "PRODUCT": np.prod, "AVG": np.mean}
+
+
+def rank_data(rank, dtype, shape=(3, 4), seed=0):
+    """What rank `rank` contributes: every rank can compute every other rank's data."""
+    rng = np.random.default_rng(1000 * seed + rank)
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if dtype.startswith(("int", "uint")):
+        return rng.integers(1, 4, shape).astype(dtype)  # small: the product stays exact
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def check(got, expected, dtype):
+    got = got.numpy()
+    if dtype.startswith("float"):
+        # float16 reduces in float32 and rounds once; others sum n values in another order.
+        tol = 2e-3 if dtype == "float16" else 10 * np.finfo(dtype).eps
+        np.testing.assert_allclose(got, expected.astype(dtype), rtol=tol, atol=tol)
+    else:
+        np.testing.assert_array_equal(got, expected.astype(dtype))
+
+
+def collectives():
+    rank, n = dist.get_rank(), dist.get_world_size()
+    for dtype in DTYPES:
+        every = [rank_data(r, dtype) for r in range(n)]
+        for op, reduce in NP_REDUCE.items():
+            if op == "AVG" and not dtype.startswith("float"):
+                continue
+            t = ug.tensor(every[rank])
+            dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+            expected = np.stack(every)
+            if dtype == "bool":  # gloo's convention: sum and max are "or", prod and min "and"
+                expected = expected.any(0) if op in ("SUM", "MAX") else expected.all(0)
+            else:
+                expected = reduce(expected.astype("float64" if op == "AVG" else expected.dtype), axis=0)
+            check(t, expected, dtype)
+        # broadcast from the last rank, into a non-contiguous view
+        t = ug.tensor(every[rank].T.copy()).t()
+        dist.broadcast(t, src=n - 1)
+        check(t, every[n - 1], dtype)
+        out = [ug.zeros(3, 4, dtype=getattr(ug, dtype)) for _ in range(n)]
+        dist.all_gather(out, ug.tensor(every[rank]))
+        for r in range(n):
+            check(out[r], every[r], dtype)
+        if dtype != "bool":
+            inputs = [ug.tensor(rank_data(rank, dtype, seed=1 + r)) for r in range(n)]
+            out = ug.zeros(3, 4, dtype=getattr(ug, dtype))
+            dist.reduce_scatter(out, inputs, op=dist.ReduceOp.SUM)
+            check(out, np.sum([rank_data(r, dtype, seed=1 + rank) for r in range(n)], axis=0), dtype)
+    # async: several in flight, waited in reverse order
+    tensors = [ug.tensor(rank_data(rank, "float64", seed=s)) for s in range(4)]
+    works = [dist.all_reduce(t, async_op=True) for t in tensors]
+    for w in reversed(works):
+        assert w.wait() is True and w.is_completed()
+    for s, t in enumerate(tensors):
+        check(t, np.sum([rank_data(r, "float64", seed=s) for r in range(n)], axis=0), "float64")
+    assert dist.all_reduce(ug.ones(1)) is None  # torch: None unless async_op
+    # send/recv around a ring
+    x = ug.tensor(rank_data(rank, "float32"))
+    y = ug.zeros(3, 4)
+    right, left = (rank + 1) % n, (rank - 1) % n
+    send = dist.isend(x, right)
+    assert dist.recv(y, left) == left
+    send.wait()
+    check(y, rank_data(left, "float32"), "float32")
+    # a sub-group of ranks n-1 and 0 (in that order), with world ranks as src
+    group = dist.new_group([n - 1, 0])
+    if rank in (0, n - 1):
+        assert dist.get_rank(group) == (0 if rank == n - 1 else 1) and dist.get_world_size(group) == 2
+        t = ug.tensor(rank_data(rank, "float64"))
+        dist.all_reduce(t, group=group)
+        check(t, rank_data(0, "float64") + rank_data(n - 1, "float64"), "float64")
+        t = ug.tensor(rank_data(rank, "int64"))
+        dist.broadcast(t, src=0, group=group)
+        check(t, rank_data(0, "int64"), "int64")
+    else:
+        assert dist.get_rank(group) == -1
+    dist.barrier()
+    dist.barrier(async_op=True).wait()
+
+
+def mlp(seed):
+    ug.manual_seed(seed)
+    return ug.nn.Sequential(ug.nn.Linear(6, 16), ug.nn.Tanh(), ug.nn.Linear(16, 3)).to(ug.float64)
+
+
+def ddp(optimizer_name):
+    """20 steps of DDP (batch B per rank) against one model trained here on all N*B rows."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    batch = 4
+    model = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank), bucket_cap_mb=0.0002)  # 210 bytes: two buckets
+    reference = mlp(seed=0)  # rank 0's initial weights: DDP broadcasts them
+    make = {"sgd": lambda p: ug.optim.SGD(p, lr=0.1, momentum=0.9), "adam": lambda p: ug.optim.Adam(p, lr=0.01)}
+    opt, ref_opt = make[optimizer_name](model.parameters()), make[optimizer_name](reference.parameters())
+    rng = np.random.default_rng(7)  # the same stream on every rank: each takes its rows
+    for _ in range(20):
+        x_all, y_all = rng.standard_normal((n * batch, 6)), rng.standard_normal((n * batch, 3))
+        rows = slice(rank * batch, (rank + 1) * batch)
+        opt.zero_grad()
+        ug.nn.functional.mse_loss(model(ug.tensor(x_all[rows])), ug.tensor(y_all[rows])).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        ug.nn.functional.mse_loss(reference(ug.tensor(x_all)), ug.tensor(y_all)).backward()
+        ref_opt.step()
+    for p, q in zip(model.module.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=1e-6)
+    assert len(model.reducer.bucket_indices) > 1
+
+
+def ddp_no_sync():
+    """Two micro-batches under no_sync then one synced: the gradient of all three, averaged."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    model = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank))
+    reference = mlp(seed=0)
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((n * 2, 6)) for _ in range(3)]
+    for i, x in enumerate(xs):
+        mine = ug.tensor(x[rank * 2:(rank + 1) * 2])
+        if i < 2:
+            with model.no_sync():
+                model(mine).sum().backward()
+            # accumulated locally only: rank 0 and 1 differ
+        else:
+            model(mine).sum().backward()
+        reference(ug.tensor(x)).sum().backward()
+    for p, q in zip(model.module.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy() / n, rtol=1e-12, atol=1e-12)
+
+
+class TwoHeads(ug.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.trunk = ug.nn.Linear(4, 4)
+        self.used = ug.nn.Linear(4, 1)
+        self.unused = ug.nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.used(self.trunk(x))
+
+
+def ddp_unused():
+    rank = dist.get_rank()
+    ug.manual_seed(rank)
+    model = ug.nn.parallel.DistributedDataParallel(TwoHeads(), find_unused_parameters=True)
+    for _ in range(2):
+        model(ug.randn(2, 4)).sum().backward()
+    assert model.module.trunk.weight.grad is not None
+    ug.manual_seed(rank)
+    strict = ug.nn.parallel.DistributedDataParallel(TwoHeads())
+    strict(ug.randn(2, 4)).sum().backward()
+    try:
+        strict(ug.randn(2, 4))
+    except RuntimeError as e:
+        assert "find_unused_parameters=True" in str(e), e
+        print("unused-error-ok", flush=True)
+    else:
+        raise AssertionError("no error for a parameter without gradient")
+
+
+def timeout():
+    """The last rank never calls the all_reduce: the others raise within the timeout."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    if rank == n - 1:
+        time.sleep(4)
+        return
+    start = time.monotonic()
+    try:
+        dist.all_reduce(ug.ones(3))
+    except RuntimeError as e:
+        print(f"rank {rank} after {time.monotonic() - start:.1f} s: {e}", flush=True)
+    time.sleep(0.5)  # let the other ranks print before this one's exit ends the job
+
+
+def pmap():
+    """ug.pmap with lax collectives over N processes equals ug.vmap over the N rows at once."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    every = np.stack([rank_data(r, "float64", shape=(5,)) for r in range(n)])
+
+    def f(x):
+        centred = x - ug.lax.pmean(x, "i")
+        return centred * ug.lax.psum(x, "i") + ug.lax.axis_index("i"), ug.lax.all_gather(x, "i")
+
+    out, gathered = ug.pmap(f, axis_name="i")(ug.tensor(every[rank:rank + 1]))
+    rows = ug.tensor(every)
+    expected = ug.vmap(lambda x, i: (x - rows.mean(0)) * rows.sum(0) + i)(rows, ug.arange(n, dtype=ug.float64))
+    assert list(out.shape) == [1, 5] and list(gathered.shape) == [1, n, 5]
+    np.testing.assert_allclose(out[0].numpy(), expected[rank].numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(gathered[0].numpy(), every)
+    try:
+        ug.lax.psum(ug.ones(1), "i")
+    except NameError as e:
+        assert "unbound axis name: 'i'" in str(e), e
+    else:
+        raise AssertionError("psum outside pmap did not raise")
+
+
+def sync_batch_norm():
+    """DDP over a net with SyncBatchNorm, batch B per rank, equals one process with BatchNorm1d
+    on all N*B rows: outputs, parameters and running statistics after 20 SGD steps."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+
+    def net(norm):
+        ug.manual_seed(0)
+        return ug.nn.Sequential(ug.nn.Linear(5, 4), norm(4), ug.nn.Tanh(), ug.nn.Linear(4, 2)).to(ug.float64)
+
+    model = ug.nn.parallel.DistributedDataParallel(net(ug.nn.SyncBatchNorm))
+    reference = net(ug.nn.BatchNorm1d)
+    opt, ref_opt = ug.optim.SGD(model.parameters(), lr=0.1), ug.optim.SGD(reference.parameters(), lr=0.1)
+    rng = np.random.default_rng(11)
+    batch = 3
+    for _ in range(20):
+        x_all, y_all = rng.standard_normal((n * batch, 5)), rng.standard_normal((n * batch, 2))
+        rows = slice(rank * batch, (rank + 1) * batch)
+        opt.zero_grad()
+        out = model(ug.tensor(x_all[rows]))
+        ug.nn.functional.mse_loss(out, ug.tensor(y_all[rows])).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        ref_out = reference(ug.tensor(x_all))
+        ug.nn.functional.mse_loss(ref_out, ug.tensor(y_all)).backward()
+        ref_opt.step()
+        np.testing.assert_allclose(out.detach().numpy(), ref_out.detach().numpy()[rows], rtol=0, atol=1e-6)
+    for p, q in zip(model.module.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=1e-6)
+    for name in ("running_mean", "running_var"):
+        np.testing.assert_allclose(getattr(model.module[1], name).numpy(), getattr(reference[1], name).numpy(),
+                                   rtol=0, atol=1e-9)
+
+
+def killed():
+    """The last rank dies (SIGKILL) in the middle of training: no rank may hang."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    model = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank))
+    for step in range(1000):
+        if rank == n - 1 and step == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+        model(ug.randn(4, 6, dtype=ug.float64)).sum().backward()
+    print(f"rank {rank} finished 1000 steps", flush=True)
+
+
+def main():
+    scenario = sys.argv[1]
+    dist.init_process_group("mpi", timeout=1.5 if scenario in ("timeout", "killed") else 60)
+    {"collectives": collectives, "ddp_sgd": lambda: ddp("sgd"), "ddp_adam": lambda: ddp("adam"),
+     "ddp_no_sync": ddp_no_sync, "ddp_unused": ddp_unused, "timeout": timeout, "killed": killed, "pmap": pmap,
+     "sync_batch_norm": sync_batch_norm}[scenario]()
+    if scenario not in ("timeout", "killed"):
+        dist.barrier()
+        print(f"rank {dist.get_rank()} ok", flush=True)
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

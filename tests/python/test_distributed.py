@@ -1,0 +1,199 @@
+"""ug.distributed and DistributedDataParallel across processes: each test runs
+distributed_worker.py under mpirun (2 or 3 ranks on loopback, oversubscribed on a 2-core
+machine) and the ranks check themselves against NumPy or a single-process run."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import unigrad
+
+MPIRUN = shutil.which("mpirun")
+pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (Debian: openmpi-bin, libopenmpi-dev)")
+WORKER = Path(__file__).with_name("distributed_worker.py")
+PYTHONPATH = str(Path(unigrad.__file__).resolve().parent.parent)  # the unigrad under test, in every rank
+
+
+def environment():
+    # Root may run mpirun only when told so; one kernel thread per rank, as on a real cluster.
+    return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONPATH=PYTHONPATH,
+                OMP_NUM_THREADS="1", UG_NUM_THREADS="1")
+
+
+def mpirun(n, scenario, launcher=(), options=(), timeout=60):
+    cmd = [*launcher, MPIRUN, "-n", str(n), "--oversubscribe", *options, "-x", "PYTHONPATH", sys.executable,
+           str(WORKER), scenario]
+    return subprocess.run(cmd, capture_output=True, text=True, env=environment(), timeout=timeout)
+
+
+def assert_ok(proc, n):
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # mpirun forwards each rank's output in chunks: lines of two ranks may run together.
+    assert sorted(int(r) for r in re.findall(r"rank (\d+) ok", proc.stdout)) == list(range(n)), proc.stdout
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_collectives_match_numpy(n):
+    assert_ok(mpirun(n, "collectives"), n)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_ddp_equals_one_process_with_the_whole_batch(n, optimizer):
+    assert_ok(mpirun(n, f"ddp_{optimizer}"), n)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_sync_batch_norm_equals_batch_norm_on_the_whole_batch(n):
+    assert_ok(mpirun(n, "sync_batch_norm"), n)
+
+
+def test_ddp_no_sync_accumulates_then_averages():
+    assert_ok(mpirun(2, "ddp_no_sync"), 2)
+
+
+def test_ddp_find_unused_parameters():
+    proc = mpirun(2, "ddp_unused")
+    assert_ok(proc, 2)
+    assert proc.stdout.count("unused-error-ok") == 2
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_pmap_with_lax_collectives_equals_vmap(n):
+    assert_ok(mpirun(n, "pmap"), n)
+
+
+def test_a_missing_rank_is_a_clear_error_not_a_hang():
+    proc = mpirun(3, "timeout", timeout=30)
+    for rank in (0, 1):
+        assert (f"[all_reduce] timed out after 1.5 s on rank {rank} (group of ranks 0, 1, 2): rank 2 did not arrive"
+                in proc.stdout), proc.stdout + proc.stderr
+
+
+def test_a_rank_killed_mid_training_ends_the_job():
+    """kill -9 of one rank during DDP training: the others do not hang (mpirun ends them, or
+    their next collective times out), and none claims to have finished."""
+    proc = mpirun(3, "killed", timeout=30)
+    assert proc.returncode != 0
+    assert "exited on signal 9" in proc.stdout + proc.stderr
+    assert "finished 1000 steps" not in proc.stdout
+
+
+UG = os.environ.get("UG_CLI", str(Path(__file__).resolve().parents[2] / "build" / "cli" / "ug"))
+
+
+def test_ug_launch_prints_the_mpirun_line():
+    r = subprocess.run([UG, "launch", "-n", "3", "--python", "py", "--hostfile", "my hosts", "--dry-run", "train.py",
+                        "--lr", "0.1", "it's"], capture_output=True, text=True)
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n") == [" ".join(["mpirun", "-n", "3", *root, "--hostfile", "'my hosts'", "py", "train.py",
+                                              "--lr", "0.1", "'it'\\''s'"]), ""]
+    r = subprocess.run([UG, "launch", "train.py"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("ug launch: -n N (the number of processes) is required")
+
+
+def test_ug_launch_runs_a_job():
+    env = dict(environment(), UG_PYTHON=sys.executable)
+    proc = subprocess.run([UG, "launch", "-n", "3", str(WORKER), "ddp_sgd"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert_ok(proc, 3)
+
+
+def run_single(code):
+    """A one-process job (MPI's singleton start) in a fresh interpreter."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env=environment(), timeout=60)
+
+
+def test_errors_name_the_op_and_the_cause():
+    proc = run_single("""
+        import unigrad as ug, unigrad.distributed as dist
+        def error(f):
+            try:
+                f()
+            except (RuntimeError, ValueError, TypeError) as e:
+                return str(e)
+        print(error(lambda: dist.all_reduce(ug.ones(2))))
+        print(error(lambda: dist.init_process_group("gloo")))
+        dist.init_process_group("mpi", timeout=5)
+        print(dist.get_rank(), dist.get_world_size(), dist.get_backend(), dist.is_initialized())
+        print(error(lambda: dist.init_process_group()))
+        print(error(lambda: dist.all_reduce(ug.ones(2, dtype=ug.int64), op=dist.ReduceOp.AVG)))
+        print(error(lambda: dist.all_gather([ug.ones(3)], ug.ones(2))))
+        print(error(lambda: dist.broadcast(ug.ones(2), src=1)))
+        print(error(lambda: ug.nn.parallel.DistributedDataParallel(ug.nn.Linear(2, 2), bucket_cap_mb=0)))
+        dist.destroy_process_group()
+        print(dist.is_initialized())
+    """)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "[all_reduce] the default process group is not initialised: call init_process_group first"
+    assert lines[1] == "[init_process_group] unknown backend 'gloo' (this build has: mpi)"
+    assert lines[2] == "0 1 mpi True"
+    assert lines[3] == "[init_process_group] the default process group is already initialised"
+    assert lines[4] == "[all_reduce] ReduceOp.AVG needs a floating dtype, got int64"
+    assert lines[5] == ("[all_gather] output of shape [3] and dtype float32 for an input of shape [2] and dtype "
+                        "float32")
+    assert lines[6] == "[broadcast] rank 1 is not in the group of 1 ranks"
+    assert lines[7] == "[DistributedDataParallel] bucket_cap_mb must be positive, got 0"
+    assert lines[8] == "False"
+
+
+NETNS = ("ugd_a", "ugd_b")
+
+
+def make_two_hosts():
+    """Two network namespaces joined by a veth pair, 10.77.0.1 and 10.77.0.2; None if made,
+    else why not."""
+    if shutil.which("ip") is None:
+        return "iproute2's ip is not installed"
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    script = """
+        set -e
+        ip netns add ugd_a; ip netns add ugd_b
+        ip link add ugd_va type veth peer name ugd_vb
+        ip link set ugd_va netns ugd_a; ip link set ugd_vb netns ugd_b
+        ip -n ugd_a addr add 10.77.0.1/24 dev ugd_va; ip -n ugd_b addr add 10.77.0.2/24 dev ugd_vb
+        for n in a b; do ip -n ugd_$n link set lo up; ip -n ugd_$n link set ugd_v$n up; done
+    """
+    proc = subprocess.run(["sh", "-c", textwrap.dedent(script)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        remove_two_hosts()
+        return f"this machine cannot create network namespaces: {proc.stderr.strip()}"
+    return None
+
+
+def remove_two_hosts():
+    for ns in NETNS:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)  # the veth pair goes with them
+
+
+def test_ddp_across_two_hosts(tmp_path):
+    """One rank in each of two network namespaces: nothing may assume one host or shared memory
+    (MPI's shared-memory transport is off; the ranks talk TCP over the veth pair)."""
+    why = make_two_hosts()
+    if why:
+        pytest.skip(why)
+    try:
+        hostfile = tmp_path / "hosts"
+        hostfile.write_text("10.77.0.1 slots=1\n10.77.0.2 slots=1\n")
+        # mpirun starts the remote rank's daemon through an "rsh" that enters that host's namespace.
+        agent = tmp_path / "agent.sh"
+        agent.write_text('#!/bin/sh\nhost=$1; shift\n'
+                         'case $host in 10.77.0.1) ns=ugd_a ;; *) ns=ugd_b ;; esac\n'
+                         'exec ip netns exec $ns sh -c "$*"\n')
+        agent.chmod(0o755)
+        proc = mpirun(2, "ddp_sgd", launcher=("ip", "netns", "exec", "ugd_a"),
+                      options=("--hostfile", str(hostfile), "--mca", "plm_rsh_agent", str(agent),
+                               "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.77.0.0/24",
+                               "--mca", "oob_tcp_if_include", "10.77.0.0/24"))
+        assert_ok(proc, 2)
+    finally:
+        remove_two_hosts()
