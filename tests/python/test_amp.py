@@ -49,6 +49,16 @@ def test_matmul_runs_in_the_low_dtype(dtype):
     check(f, arr((5, 40)), arr((40, 7), seed=1), terms=ABS, n=40)
 
 
+@pytest.mark.parametrize("shapes", [((700, 300), (300, 900)), ((64, 32, 48), (64, 48, 32)), ((3, 520, 40), (40, 530))],
+                         ids=["panels", "batch chunks", "broadcast"])
+def test_bfloat16_products_in_widened_blocks(shapes):
+    """Large products are widened block by block (no float32 copy of a whole operand); each
+    block's path is checked against torch's bfloat16 product."""
+    a, b = shapes
+    check(lambda m, x, y: x @ y, arr(a, "bfloat16", low=0.0, high=1.0), arr(b, "bfloat16", low=0.0, high=1.0, seed=1),
+          terms=ABS, n=a[-1])
+
+
 def test_linear_and_bmm_against_torch():
     def lin(m, x, w, b):
         with autocast(m):

@@ -1,6 +1,7 @@
 // Matrix products. float32/float64 go to OpenBLAS, reading transposed operands in place
 // (a unit stride on either axis), split into tasks for unigrad's thread pool; 16-bit floats
-// are widened to float32, multiplied and rounded; integers use a plain triple loop.
+// are widened to float32 block by block, multiplied and rounded (Debian's OpenBLAS 0.3.21
+// exports no sbgemm); integers use a plain triple loop.
 #include <cblas.h>
 
 #include <algorithm>
@@ -73,6 +74,43 @@ template <class T> void gemm_blas(const Tensor& a, const Tensor& b, const Tensor
   });
 }
 
+// A 16-bit product is widened in blocks of this many float32 elements at most per operand.
+constexpr int64_t kWidenBlock = 1 << 18;
+
+/** The [n0, n0 + n) x [r0, r0 + r) x [c0, c0 + c) block of a [B, R, C] tensor, as a view. */
+Tensor block(const Tensor& t, int64_t n0, int64_t n, int64_t r0, int64_t r, int64_t c0, int64_t c) {
+  return Tensor(make_ref<TensorImpl>(t.storage(), Shape{n, r, c}, Strides{t.stride(0), t.stride(1), t.stride(2)},
+                                     t.storage_offset() + n0 * t.stride(0) + r0 * t.stride(1) + c0 * t.stride(2),
+                                     t.dtype()));
+}
+
+/** A float16/bfloat16 product through sgemm without a float32 copy of a whole operand or of
+ *  the result: blocks of batch entries (small products, as attention's), else panels of
+ *  output columns and blocks of rows, are widened as they are needed, multiplied, and each
+ *  output block is rounded once. The float32 scratch stays within a few kWidenBlocks. */
+void gemm_widened(CpuBackend& backend, const Tensor& a, const Tensor& b, const Tensor& out) {
+  const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
+  auto product = [&](int64_t n0, int64_t n, int64_t i0, int64_t mb, int64_t j0, int64_t nb) {
+    Tensor a32 = contiguous(block(a, n0, n, i0, mb, 0, K), DType::Float32);
+    Tensor b32 = contiguous(block(b, n0, n, 0, K, j0, nb), DType::Float32);
+    Tensor o32 = empty({n, mb, nb}, {.dtype = DType::Float32, .device = out.device()});
+    gemm_blas<float>(a32, b32, o32);
+    backend.copy(o32, block(out, n0, n, i0, mb, j0, nb));
+  };
+  const int64_t per_entry = std::max<int64_t>({M * K, K * N, M * N, 1});
+  if (per_entry <= kWidenBlock) {  // whole entries, several at a time
+    const int64_t chunk = std::max<int64_t>(1, kWidenBlock / per_entry);
+    for (int64_t n0 = 0; n0 < B; n0 += chunk) product(n0, std::min(chunk, B - n0), 0, M, 0, N);
+    return;
+  }
+  const int64_t nb = std::clamp<int64_t>(kWidenBlock / std::max<int64_t>(K, 1), 64, std::max<int64_t>(N, 1));
+  const int64_t mb =
+      std::clamp<int64_t>(kWidenBlock / std::max<int64_t>(std::max(K, nb), 1), 64, std::max<int64_t>(M, 1));
+  for (int64_t n0 = 0; n0 < B; ++n0)
+    for (int64_t j0 = 0; j0 < N; j0 += nb)
+      for (int64_t i0 = 0; i0 < M; i0 += mb) product(n0, 1, i0, std::min(mb, M - i0), j0, std::min(nb, N - j0));
+}
+
 template <class T> void gemm_loops(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
   const T* pa = static_cast<const T*>(a.raw_data());
@@ -105,13 +143,7 @@ void CpuBackend::matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
     case DType::Float32: return gemm_blas<float>(a, b, out);
     case DType::Float64: return gemm_blas<double>(a, b, out);
     case DType::Float16:
-    case DType::BFloat16: {
-      Tensor a32 = contiguous(a, DType::Float32), b32 = contiguous(b, DType::Float32);
-      Tensor o32 = empty(out.shape(), {.dtype = DType::Float32, .device = out.device()});
-      gemm_blas<float>(a32, b32, o32);
-      copy(o32, out);
-      return;
-    }
+    case DType::BFloat16: return gemm_widened(*this, a, b, out);
     case DType::Int32: return gemm_loops<int32_t>(a, b, out);
     case DType::Int64: return gemm_loops<int64_t>(a, b, out);
     case DType::Int16: return gemm_loops<int16_t>(a, b, out);

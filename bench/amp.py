@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Mixed precision, side by side with torch 2.13's CPU autocast in one run (issue 16, item 8).
+
+- transformer block training step (TransformerEncoderLayer(128, 4, 512), batch 32, seq 64,
+  MSE, AdamW) in float32 and under bfloat16 autocast: median step time of unigrad and torch,
+  and unigrad's peak activation memory (ug.memory.max_allocated during a step, less what was
+  live before it; torch keeps no CPU allocator statistics);
+- MLP 784-128-10 on Fashion-MNIST, 3 epochs of Adam (batch 64) in float32 and under bfloat16
+  autocast: test accuracy.
+
+    .venv/bin/python bench/amp.py [--threads 1] [--quick]
+
+Prints one JSON object; the figures go into docs/benchmarks.md by hand.
+"""
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import time
+
+import torch
+
+import unigrad as ug
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--threads", type=int, default=1)
+parser.add_argument("--quick", action="store_true")
+args = parser.parse_args()
+torch.set_num_threads(args.threads)
+ug.set_num_threads(args.threads)
+STEPS, WARMUP = (10, 2) if args.quick else (40, 5)
+DATA = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
+
+
+def region(m, mixed):
+    return m.autocast("cpu", dtype=m.bfloat16) if mixed else contextlib.nullcontext()
+
+
+def transformer(m, mixed):
+    m.manual_seed(0)
+    block = m.nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, activation="gelu", batch_first=True)
+    opt = m.optim.AdamW(block.parameters(), lr=1e-3, weight_decay=0.01)
+    x, target = m.randn(32, 64, 128), m.randn(32, 64, 128)
+    peaks, times = [], []
+    for i in range(WARMUP + STEPS):
+        opt.zero_grad()
+        if m is ug:
+            ug.memory.reset_peak()
+            live = ug.memory.allocated()
+        t0 = time.perf_counter()
+        with region(m, mixed):
+            loss = m.nn.functional.mse_loss(block(x).float(), target)
+        loss.backward()
+        opt.step()
+        if i >= WARMUP:
+            times.append(time.perf_counter() - t0)
+            if m is ug:
+                peaks.append(ug.memory.max_allocated() - live)
+    return statistics.median(times), (max(peaks) if peaks else None)
+
+
+def read_idx(name):
+    return ug.data.read_idx(os.path.join(DATA, name))
+
+
+def mlp_accuracy(mixed):
+    x = read_idx("train-images-idx3-ubyte.gz").reshape(60000, -1).float().div_(255.0)
+    y = read_idx("train-labels-idx1-ubyte.gz").long()
+    xt = read_idx("t10k-images-idx3-ubyte.gz").reshape(10000, -1).float().div_(255.0)
+    yt = read_idx("t10k-labels-idx1-ubyte.gz").long()
+    if args.quick:
+        x, y = x[:10000], y[:10000]
+    ug.manual_seed(0)
+    model = ug.nn.Sequential(ug.nn.Linear(784, 128), ug.nn.ReLU(), ug.nn.Linear(128, 10))
+    opt = ug.optim.Adam(model.parameters(), lr=1e-3)
+    for _ in range(3):
+        perm = ug.randperm(x.shape[0])
+        for s in range(0, x.shape[0], 64):
+            idx = perm[s:s + 64]
+            opt.zero_grad()
+            with region(ug, mixed):
+                loss = ug.nn.functional.cross_entropy(model(x[idx]), y[idx])
+            loss.backward()
+            opt.step()
+    with ug.no_grad(), region(ug, mixed):
+        return (model(xt).argmax(1) == yt).float().mean().item()
+
+
+out = {"threads": args.threads, "quick": args.quick}
+for name, m in [("unigrad", ug), ("torch", torch)]:
+    for mixed in (False, True):
+        seconds, peak = transformer(m, mixed)
+        key = f"{name}_{'bf16' if mixed else 'fp32'}"
+        out[f"transformer_ms_{key}"] = seconds * 1e3
+        if peak is not None:
+            out[f"transformer_peak_bytes_{key}"] = peak
+out["transformer_time_ug_bf16_over_torch_bf16"] = out["transformer_ms_unigrad_bf16"] / out["transformer_ms_torch_bf16"]
+out["transformer_peak_bf16_over_fp32"] = (out["transformer_peak_bytes_unigrad_bf16"]
+                                          / out["transformer_peak_bytes_unigrad_fp32"])
+out["mlp_accuracy_fp32"] = mlp_accuracy(False)
+out["mlp_accuracy_bf16"] = mlp_accuracy(True)
+print(json.dumps(out, indent=1))
