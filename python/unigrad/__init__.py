@@ -10,7 +10,7 @@ from ._C import Tensor, random  # noqa: F401
 # submodules; the packages of those names wrap them.
 del callbacks, data, datasets, logging, models, nn, onnx, optim, optimizers, train  # noqa: F821
 from . import (amp, autograd, callbacks, cuda, data, datasets, debugging, logging, memory, mixed_precision,  # noqa: F401,E402
-               models, nn, onnx, optim, optimizers, train, utils)
+               models, nn, onnx, optim, optimizers, profiler, train, utils)
 from . import keras  # noqa: F401,E402
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled, set_autocast_dtype, set_autocast_enabled  # noqa: F401,E402
 from ._C.errors import OutOfMemoryError  # noqa: F401,E402
