@@ -14,6 +14,7 @@
 #include "ug/data/csv.h"
 #include "ug/data/data_loader.h"
 #include "ug/data/datasets.h"
+#include "ug/graph/profile.h"
 #include "ug/log/history_chart.h"
 #include "ug/models/zoo.h"
 #include "ug/ops/reduce.h"
@@ -31,6 +32,36 @@ struct TrainFlags {
   int64_t epochs = 3, batch_size = 64, threads = 0, workers = 2, seed = 0, verbose = 1;
   std::optional<double> lr;
   bool resume = false;
+  std::string profile;  // --profile PATH: a Chrome trace of the first training steps
+};
+
+/** Profiles the first `steps` batches fit trains and writes their Chrome trace to `path`. */
+class ProfileSteps : public train::Callback {
+ public:
+  ProfileSteps(std::string path, int64_t steps) : path_(std::move(path)), steps_left_(steps) {}
+  void on_train_batch_begin(int64_t, train::Logs&) override {
+    if (!profile_ && !written_)
+      profile_ = std::make_unique<profiler::Profile>(profiler::Options{.record_shapes = true});
+  }
+  void on_train_batch_end(int64_t, train::Logs&) override {
+    if (profile_ && --steps_left_ == 0) write();
+  }
+  void on_train_end(train::Logs&) override {
+    if (profile_) write();
+  }
+
+ private:
+  void write() {
+    profile_->stop();
+    profile_->export_chrome_trace(path_);
+    std::printf("wrote a Chrome trace of the first training steps to %s\n", path_.c_str());
+    profile_.reset();
+    written_ = true;
+  }
+  std::string path_;
+  int64_t steps_left_;
+  std::unique_ptr<profiler::Profile> profile_;
+  bool written_ = false;
 };
 
 /** The lr of epoch e (from 0) for a run of `epochs` starting at `base`. */
@@ -77,6 +108,7 @@ int run_train(const Args& args) {
     else if (name == "--out") f.out = option_value(args, i);
     else if (name == "--verbose") f.verbose = parse_int(name, option_value(args, i), 0, 2);
     else if (name == "--resume") f.resume = true;
+    else if (name == "--profile") f.profile = option_value(args, i);
     else throw UsageError("unknown option '" + std::string(args[i]) + "'");
   }
   if (f.schedule != "constant" && f.schedule != "step" && f.schedule != "cosine")
@@ -129,6 +161,7 @@ int run_train(const Args& args) {
       std::make_shared<train::TensorBoard>(logs.string()),
       std::make_shared<train::ModelCheckpoint>(checkpoint.string(),
                                                train::ModelCheckpointOptions{.save_weights_only = false})};
+  if (!f.profile.empty()) callbacks.push_back(std::make_shared<ProfileSteps>(f.profile, 5));
   if (f.schedule != "constant")
     callbacks.push_back(
         std::make_shared<train::LearningRateScheduler>(make_schedule(f.schedule, trainer.learning_rate(), f.epochs)));

@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "trace_provider.h"
 #include "ug/graph/debugging.h"
 #include "ug/autograd/engine.h"
 #include "ug/autograd/gradcheck.h"
@@ -157,12 +158,7 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   ag.def("set_anomaly_enabled", [](bool on) {
     ug::AnomalyMode::set_enabled(on);
     // Anomaly mode records where each op ran: the Python frames outside unigrad itself.
-    ug::debugging::set_trace_provider(on ? std::function<std::string()>([] {
-      nb::gil_scoped_acquire gil;
-      nb::object stack = nb::module_::import_("unigrad.autograd").attr("_user_stack")();
-      return nb::cast<std::string>(stack);
-    })
-                                         : std::function<std::string()>());
+    update_trace_provider();
   });
 
   nb::module_ dbg = m.def_submodule("_debugging");

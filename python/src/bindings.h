@@ -46,6 +46,8 @@ void bind_datasets(nb::module_& datasets);
 void bind_io(nb::module_& m);
 /** ug.logging: SummaryWriter (TensorBoard event files) and SVG charts of training metrics. */
 void bind_logging(nb::module_& logging);
+/** ug._C._profiler: the profiler (torch.profiler), wrapped by unigrad/profiler.py. */
+void bind_profiler(nb::module_& m);
 /** ug.train.save_checkpoint / load_checkpoint. */
 void bind_checkpoint(nb::module_& m);
 /** ug.onnx.export (tracing a forward pass) and ug.onnx.load (a trainable Module). */

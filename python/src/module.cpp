@@ -92,6 +92,7 @@ NB_MODULE(_C, m) {
   nb::module_ optim = m.def_submodule("optim", "optimizers and learning-rate schedules");
   ugpy::bind_optim(optim);
   ugpy::bind_amp(m);
+  ugpy::bind_profiler(m);
   nb::module_ optimizers = m.def_submodule("optimizers", "Keras's optimizers (keras.optimizers)");
   ugpy::bind_optimizers(optimizers);
   nb::module_ data = m.def_submodule("data", "data sets and their readers");

@@ -7,6 +7,7 @@
 #include "ug/graph/grad_mode.h"
 #include "ug/autograd/gradcheck.h"
 #include "ug/graph/node.h"
+#include "ug/graph/profile.h"
 #include "ug/autograd/tape.h"
 #include "ug/core/allocator.h"
 #include "ug/core/device.h"

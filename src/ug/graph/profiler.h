@@ -1,6 +1,6 @@
 // The op-level profiler's collector: start() makes every op call on every thread a span
 // (graph/profiling.h), stop() returns them as events in the order they ended. The user-facing
-// profiler (tables, Chrome traces, Python's ug.profiler) is built on these events.
+// profiler (graph/profile.h: tables, Chrome traces; Python's ug.profiler) is built on these events.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +20,8 @@ struct Options {
 
 struct OpEvent {
   std::string name;
-  int64_t start_ns = 0;  // steady clock, since start()
+  bool user_range = false;  // a profiler::RecordFunction, not an op call
+  int64_t start_ns = 0;     // steady clock, since start()
   int64_t end_ns = 0;
   uint64_t thread = 0;              // a small id per thread, in order of first appearance
   int depth = 0;                    // 0 for an op called by the user, 1 for an op it ran, ...
@@ -35,5 +36,10 @@ void start(const Options& options);
 /** Stops collecting and returns the events of every span that closed meanwhile. */
 std::vector<OpEvent> stop();
 bool running();
+
+struct Span;
+/** Opens a user range (profiler::RecordFunction) as an op call would; nullptr when no profiler
+ *  runs. Closed by end() (graph/profiling.h). */
+Span* begin_range(const std::string& name);
 
 }  // namespace ug::graph::profiling

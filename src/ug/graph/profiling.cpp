@@ -49,9 +49,7 @@ int64_t since_origin(const Collector& c) {
 
 int64_t live_bytes() { return allocator_for(Device{}).stats().allocated; }
 
-}  // namespace
-
-Span* begin(const OpDef& def) {
+Span* open_span(std::string name, bool user_range) {
   Collector& c = collector();
   Options options;
   {
@@ -62,7 +60,8 @@ Span* begin(const OpDef& def) {
   }
   Span& s = open_spans.emplace_back();
   s.options = options;
-  s.event.name = def.name();
+  s.event.name = std::move(name);
+  s.event.user_range = user_range;
   s.event.thread = thread_id;
   s.event.depth = static_cast<int>(open_spans.size()) - 1;
   if (options.with_stack) s.event.stack = debugging::current_trace();
@@ -70,6 +69,12 @@ Span* begin(const OpDef& def) {
   s.event.start_ns = since_origin(c);
   return &s;
 }
+
+}  // namespace
+
+Span* begin(const OpDef& def) { return open_span(def.name(), false); }
+
+Span* begin_range(const std::string& name) { return open_span(name, true); }
 
 void set_inputs(Span* span, std::span<const Tensor* const> inputs) {
   if (!span->options.record_shapes) return;
