@@ -29,6 +29,7 @@ LAYERS = [
     ("distributed", [r"ug/distributed/"]),
     ("train", [r"ug/train/", r"ug/models/"]),
     ("onnx", [r"ug/onnx/"]),
+    ("compiler", [r"ug/compiler/"]),
     ("serve", [r"ug/serve/"]),
     ("all", [r"ug/ug\.h$"]),
 ]

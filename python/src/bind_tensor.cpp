@@ -98,11 +98,12 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
              if (t.dim() == 0) ug::fail<ug::TypeError>("[iter] iteration over a 0-d tensor");
              return nb::iter(nb::cast(t.unbind(0)));
            })
-      .def("__bool__", [](const Tensor& t) { return t.item().to_bool(); })
-      .def("__float__", [](const Tensor& t) { return t.item().to_double(); })
-      .def("__int__", [](const Tensor& t) { return t.item().to_int(); })
+      .def("__bool__", [](const Tensor& t) { return concrete(t, "bool()").item().to_bool(); })
+      .def("__float__", [](const Tensor& t) { return concrete(t, "float()").item().to_double(); })
+      .def("__int__", [](const Tensor& t) { return concrete(t, "int()").item().to_int(); })
       .def("__index__",
            [](const Tensor& t) {
+             concrete(t, "use as an index");
              if (ug::is_floating(t.dtype()))
                ug::fail<ug::TypeError>("[index] only integer tensors of a single element can be converted to an index");
              return t.item().to_int();

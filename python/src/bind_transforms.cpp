@@ -58,6 +58,9 @@ void bind_transforms(nb::module_& m) {
     return ug::vmap(unwrapped, args, in_axes, out_axes);
   });
   f.def("vmap_fallbacks", &ug::vmap_fallbacks);
+  f.def(
+      "is_batched", [](const ug::Tensor& t) { return ug::batching::level(t) != 0; },
+      "Whether t is a value inside vmap (one per batch element), not one tensor.");
 }
 
 }  // namespace ugpy

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "ug/compiler/program.h"
+
 namespace ugpy {
 
 namespace {
@@ -137,7 +139,17 @@ ug::Tensor tensor_from_data(nb::handle data, std::optional<ug::DType> dtype, std
   return t.to(dev);
 }
 
+const ug::Tensor& concrete(const ug::Tensor& t, const char* what) {
+  if (!ug::compiler::is_traced(t)) return t;
+  nb::object frame = nb::module_::import_("sys").attr("_getframe")(0);
+  const std::string where = nb::cast<std::string>(frame.attr("f_code").attr("co_filename")) + ":" +
+                            std::to_string(nb::cast<int64_t>(frame.attr("f_lineno")));
+  ug::compiler::check_concrete(t, what, where);
+  return t;
+}
+
 nb::object to_numpy(const ug::Tensor& t) {
+  concrete(t, "conversion to NumPy");
   if (t.device().type != ug::DeviceType::CPU)
     ug::fail<ug::TypeError>("[numpy] can't convert a ", t.device(), " tensor to numpy; use .cpu() first");
   nb::dlpack::dtype dt;
@@ -165,12 +177,14 @@ nb::object to_numpy(const ug::Tensor& t) {
 }
 
 nb::object item_to_python(const ug::Tensor& t) {
+  concrete(t, "item()");
   if (t.dtype() == ug::DType::UInt64 && t.numel() == 1 && t.device().type == ug::DeviceType::CPU)
     return nb::steal(PyLong_FromUnsignedLongLong(*static_cast<const uint64_t*>(t.raw_data())));
   return nb::cast(t.item());
 }
 
 nb::object to_list(const ug::Tensor& t) {
+  concrete(t, "tolist()");
   if (t.dim() == 0) return item_to_python(t);
   nb::list out;
   for (int64_t i = 0; i < t.size(0); ++i) out.append(to_list(t.select(0, i)));

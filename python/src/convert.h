@@ -18,6 +18,9 @@ nb::object to_numpy(const ug::Tensor& t);
 nb::object to_list(const ug::Tensor& t);
 /** t.item() as a Python number; uint64 values past int64's range stay exact (a Scalar holds int64). */
 nb::object item_to_python(const ug::Tensor& t);
+/** t itself; raises (naming the Python line) when t is a value of a function being traced for
+ *  ug.jit, where `what` (bool(), item(), ...) would freeze one trace's value into the program. */
+const ug::Tensor& concrete(const ug::Tensor& t, const char* what);
 /** A Python index expression (int, slice, None, ..., bool, tensor, list, tuple of these). */
 std::vector<ug::TensorIndex> indices_from_python(nb::handle index);
 

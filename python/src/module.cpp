@@ -8,6 +8,7 @@
 
 namespace ugpy {
 void bind_distributed(nb::module_& m);  // bind_distributed.cpp
+void bind_jit(nb::module_& m);          // bind_jit.cpp
 namespace {
 PyObject* g_no_batching_rule = nullptr;
 }  // namespace
@@ -116,4 +117,5 @@ NB_MODULE(_C, m) {
   ugpy::bind_onnx_export(onnx);
   ugpy::bind_onnx_import(onnx);
   ugpy::bind_distributed(m);
+  ugpy::bind_jit(m);
 }

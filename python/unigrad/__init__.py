@@ -19,17 +19,19 @@ from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  #
 from .transforms import (GradientTape, grad, hessian, jacfwd, jacobian, jacrev, jvp,  # noqa: F401
                          value_and_grad, vjp, vmap)
 from .tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten  # noqa: F401
+from .compiled import TensorSpec, compile, function, jit  # noqa: F401  (compile: torch.compile's name)
+from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 
 from ._C import __version__  # noqa: F401  (from the CMake project version)
 
 
 def _method_as_function(name):
-    def function(input, *args, **kwargs):
+    def call(input, *args, **kwargs):
         return getattr(input, name)(*args, **kwargs)
 
-    function.__name__ = name
-    function.__doc__ = f"ug.{name}(input, ...) is input.{name}(...), as torch.{name}."
-    return function
+    call.__name__ = name
+    call.__doc__ = f"ug.{name}(input, ...) is input.{name}(...), as torch.{name}."
+    return call
 
 
 # torch.sum(x, dim) and friends are the Tensor methods called as functions.

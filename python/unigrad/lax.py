@@ -1,7 +1,9 @@
 """ug.lax: JAX's collectives over a pmap axis (jax.lax.psum, pmean, all_gather, axis_index),
 each one all_reduce or all_gather of ug.distributed on the axis's process group. They compute
-values, not gradients: differentiate inside, then reduce (as data-parallel steps do)."""
+values, not gradients: differentiate inside, then reduce (as data-parallel steps do). The
+structured control flow (cond, switch, while_loop, fori_loop, scan) is control_flow.py's."""
 from . import _C
+from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 from .parallel_map import group_of
 
 _dist = _C.distributed
@@ -45,4 +47,5 @@ def axis_index(axis_name):
     return _C.tensor(_dist.get_rank(group_of(axis_name, "axis_index")), dtype=_C.int32)
 
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "axis_index"]
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "axis_index", "cond", "switch", "while_loop", "fori_loop",
+           "scan"]

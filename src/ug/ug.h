@@ -33,6 +33,7 @@
 #include "ug/log/logging.h"
 #include "ug/models/zoo.h"
 #include "ug/nn/nn.h"
+#include "ug/compiler/jit.h"
 #include "ug/onnx/export.h"
 #include "ug/onnx/import.h"
 #include "ug/ops/autocast.h"

@@ -56,7 +56,7 @@ class Op:
 INTEGER = "not differentiable: an integer or boolean output"
 NO_GRAD = {t: INTEGER for t in ("vjp", "fd", "jvp")}
 INT_INPUTS = {t: "integer inputs: nothing to differentiate" for t in ("vjp", "fd", "jvp")}
-PYTHON_VALUE = {t: "returns a Python value, not a tensor" for t in ("vjp", "fd", "jvp", "vmap", "onnx")}
+PYTHON_VALUE = {t: "returns a Python value, not a tensor" for t in ("vjp", "fd", "jvp", "vmap", "onnx", "jit")}
 REJECTS = "the exporter rejects it: "  # test_op_table checks that it still does, with this message
 
 
@@ -107,6 +107,22 @@ def copy_(m, a):
     y = m.zeros_like(a)
     y.copy_(a)
     return y
+
+
+ADAM = ug.optim.Adam([ug.zeros(1)], lr=0.1)  # alive as long as the programs that call it back
+
+
+def adam_step(m, p, g):
+    """One Adam step (lr 0.1) from p with gradient g: torch.optim.Adam's step() against
+    ug.optim.Adam's functional update (optax's form), the op a compiled training step calls back."""
+    if m is torch:
+        q = p.detach().clone().requires_grad_(True)
+        q.grad = g.detach().clone()
+        torch.optim.Adam([q], lr=0.1).step()
+        return q.detach()
+    params = {"p": p}
+    updates, _ = ADAM.update({"p": g}, ADAM.init(params), params)
+    return p + updates["p"]
 
 
 def recurrent(kind, **options):
@@ -409,11 +425,10 @@ def probs(*shape, seed=4):
 
 LOSSES = [
     Op("cross_entropy", lambda m, a, t: F(m).cross_entropy(a, t, label_smoothing=0.1), x(6, 5), targets(6),
-       ops=("log_softmax", "nll_loss"), off=unsupported("nll_loss")),
+       ops=("log_softmax", "nll_loss")),  # exported (and compiled) as the composed ops
     Op("cross_entropy.probabilities", lambda m, a, p: F(m).cross_entropy(a, p), x(6, 5), probs(6, 5),
        ops=("log_softmax", "mul", "sum")),
-    Op("nll_loss", lambda m, a, t: F(m).nll_loss(a, t, ignore_index=2), x(6, 5), targets(6),
-       off=unsupported("nll_loss")),
+    Op("nll_loss", lambda m, a, t: F(m).nll_loss(a, t, ignore_index=2), x(6, 5), targets(6)),
     Op("nll_loss.weighted", lambda m, a, t, w: F(m).nll_loss(a, t, w.detach(), reduction="sum"), x(2, 5, 3),
        targets(2, 3), pos(5, seed=5)),  # [N, C, d]: composed ops, not nll_loss's kernel
     # these losses' terms are >= 0: the loss itself is what their magnitudes add up to
@@ -454,6 +469,9 @@ OTHERS = [
     Op("dropout.eval", lambda m, a: F(m).dropout(a, 0.5, training=False), x(3, 4)),
     # random values: the generators differ (test_random.py checks unigrad's distributions)
     Op("random", lambda m, a: tuple(m.rand_like(a).shape), x(3, 4), off=PYTHON_VALUE),
+    Op("optimizer_update", adam_step, x(3, 4), x(3, 4, seed=1), off={
+        **{t: "an optimizer step: not differentiated" for t in ("vjp", "fd", "jvp")},
+        "vmap": "an optimizer step: no batching rule", **unsupported("optimizer_update")}),
     Op("lstm", recurrent("LSTM"), *recurrent_inputs(4)),
     Op("gru", recurrent("GRU"), *recurrent_inputs(3)),
     Op("rnn_tanh", recurrent("RNN"), *recurrent_inputs(1)),

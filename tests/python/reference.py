@@ -8,8 +8,9 @@ op's forward test is one line:
 
 check_op(fn, *args) checks every transform of the op on those inputs (see TRANSFORMS):
 the forward as check does, the vjp against torch.autograd.grad and against central finite
-differences, the jvp against torch.func.jvp, ug.vmap against a loop over the batch, and
-ug.onnx.export run by onnxruntime against unigrad's forward. A transform that cannot apply
+differences, the jvp against torch.func.jvp, ug.vmap against a loop over the batch,
+ug.onnx.export run by onnxruntime against unigrad's forward, and ug.jit (the forward and the
+compiled vjp) against eager unigrad. A transform that cannot apply
 is switched off with its reason: check_op(..., off={"vjp": "integer output"}).
 check_grad is check_op restricted to GRADS. check_layer compares a unigrad layer (or model)
 with its torch twin: the output and the gradients of every input and parameter.
@@ -78,7 +79,7 @@ K = 2
 LONG_SUM = 16  # longer sums get a tolerance derived from their terms
 ABS = "abs"  # terms=ABS: fn itself on the magnitudes of the inputs
 
-TRANSFORMS = ("forward", "vjp", "fd", "jvp", "vmap", "onnx")
+TRANSFORMS = ("forward", "vjp", "fd", "jvp", "vmap", "onnx", "jit")
 GRADS = ("forward", "vjp", "fd")
 
 
@@ -502,6 +503,64 @@ def _check_onnx(fn, args, rtol, atol, terms, n, opset):
             np.testing.assert_array_equal(g, e, err_msg=f"onnx output {i}")
 
 
+def _tensor_arg(a):
+    return isinstance(a, Arg) or (isinstance(a, (list, tuple)) and any(isinstance(v, Arg) for v in a))
+
+
+def _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads):
+    """ug.jit of the op against eager unigrad. The program is traced on the inputs and run on
+    others (the first float input rolled one place), so a value the trace froze into a constant
+    cannot pass; then (when `grads`) the vjp is compiled too, as jit of a function taking the
+    inputs and cotangents (the backward built from the same rules), against the eager vjp."""
+    first = next((i for i, a in enumerate(args) if isinstance(a, Arg) and a.array.dtype.kind == "f"), None)
+    other = [_example(a, 1) if i == first else a for i, a in enumerate(args)]
+    positions = [i for i, a in enumerate(args) if _tensor_arg(a)]
+
+    def with_tensors(xs, source):
+        ins = [_convert(ug, a) for a in source]
+        for p, x in zip(positions, xs):
+            ins[p] = x
+        return ins
+
+    jitted = ug.jit(lambda *xs: tuple(_flat(fn(ug, *with_tensors(xs, args)))))
+    jitted(*[_convert(ug, args[p]) for p in positions])
+    actual = list(jitted(*[_convert(ug, other[p]) for p in positions]))
+    expected = _flat(fn(ug, *[_convert(ug, a) for a in other]))
+    info = jitted.cache_info()
+    assert (info.traces, info.hits) == (1, 1), f"jit: the second call retraced ({info})"
+    mags = _flat(magnitudes(fn, other, terms)) if terms is not None else [None] * len(expected)
+    assert len(actual) == len(expected), f"jit gave {len(actual)} outputs, eager {len(expected)}"
+    for i, (a, e, mag) in enumerate(zip(actual, expected, mags)):
+        assert_same(e, a, rtol, atol, f"jit output {i}", mag, _n_at(n, 0))
+    ins, leaves = _inputs(ug, other)
+    cots = _cotangents(_flat(fn(ug, *ins)), ug, cotangent, seed)
+    if not grads or not cots:  # nothing to differentiate
+        return
+    _, _, ins, leaves, e_grads = _pullback(ug, fn, other, cotangent, seed)
+
+    def pullback(xs, rest, cts):
+        new = with_tensors(rest, other)
+        for p, x in zip(leaves, xs):
+            new[p] = x
+
+        def f(*ys):
+            full = list(new)
+            for p, y in zip(leaves, ys):
+                full[p] = y
+            o = _flat(fn(ug, *full))
+            return tuple(o[i] for i in cots)
+        _, vjp_fn = ug.vjp(f, *xs)
+        return vjp_fn(tuple(cts))
+
+    rest = [_convert(ug, other[p]) for p in positions]
+    a_grads = ug.jit(pullback)([ins[p].detach() for p in leaves], rest, [ug.tensor(c) for c in cots.values()])
+    g_mags = _grad_magnitudes(fn, other, cots, terms) if terms is not None else [None] * len(leaves)
+    for j, (a, e, mag) in enumerate(zip(a_grads, e_grads, g_mags)):
+        if e is None:
+            continue
+        assert_same(e, a, rtol, atol, f"jit gradient of input {leaves[j]}", mag, _n_at(n, 1 + j))
+
+
 def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=None, n=None, cotangent=(-1.0, 1.0),
              seed=0, opset=17):
     """Checks the transforms in `only` of fn(m, *args) (see TRANSFORMS and the docstring);
@@ -531,6 +590,8 @@ def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=N
             _check_vmap(fn, args, rtol, atol)
         elif name == "onnx":
             _check_onnx(fn, args, rtol, atol, terms, n, opset)
+        elif name == "jit":
+            _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads="vjp" not in off)
         else:
             raise ValueError(f"check_op: unknown transform {name!r}; known: {TRANSFORMS}")
         report[name] = None

@@ -4,10 +4,13 @@
 // the graph is retained.
 #include "ug/autograd/engine.h"
 
+#include "ug/graph/capture.h"
+
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ug/graph/capture.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/node.h"
 #include "ug/ops/autocast.h"
@@ -122,7 +125,9 @@ std::vector<Tensor> execute(const std::vector<Edge>& roots, std::vector<Tensor> 
     if (deps[n] == 0) ready.push(n);
 
   std::vector<Tensor> captured(n_captures);
-  AutoGradMode mode(create_graph);
+  // Under a capture (ug.jit tracing a step) the rules run as for create_graph: their op forms,
+  // which the capture records, rather than fused kernels it could not follow.
+  AutoGradMode mode(create_graph || graph::detail::current_capture);
   while (!ready.empty()) {
     Node* node = ready.top();
     ready.pop();

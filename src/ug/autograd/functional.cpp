@@ -9,6 +9,7 @@
 #include "ug/graph/record.h"
 #include "ug/autograd/tape.h"
 #include "ug/core/batching.h"
+#include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 
 namespace ug {
@@ -18,6 +19,13 @@ namespace {
 thread_local int t_transform_depth = 0;
 thread_local int t_vmap_level = 0;
 std::atomic<int64_t> g_vmap_fallbacks{0};
+
+/** The r-th unit vector of length n in like's dtype and device, made with ops rather than
+ *  written in place, so that a trace (ug.jit of jacrev) records it as a constant. */
+Tensor unit_vector(int64_t n, int64_t r, const Tensor& like) {
+  NoGradGuard no_grad;
+  return (arange(n, {.dtype = DType::Int64, .device = like.device()}) == r).to(like.dtype());
+}
 
 /** Counts nested transforms: inside one, every gradient must stay differentiable. */
 struct TransformScope {
@@ -173,12 +181,7 @@ Tensors jacrev(const TensorFn& f, const Tensors& args, int argnum) {
     for (int64_t r = 0; r < out[k].numel(); ++r) {
       Tensors cot;
       for (size_t j = 0; j < out.size(); ++j) cot.push_back(zeros_like(out[j]));
-      Tensor flat = zeros({out[k].numel()}, {.dtype = out[k].dtype(), .device = out[k].device()});
-      {
-        NoGradGuard no_grad;
-        flat.select(0, r).fill_(1);
-      }
-      cot[k] = flat.view(out[k].shape());
+      cot[k] = unit_vector(out[k].numel(), r, out[k]).view(out[k].shape());
       rows.push_back(pullback(cot)[0]);
     }
     Dims shape(out[k].shape().begin(), out[k].shape().end());
@@ -195,14 +198,9 @@ Tensors jacfwd(const TensorFn& f, const Tensors& args, int argnum) {
   std::vector<Tensors> columns;  // columns[c][k]: d out[k] / d x[c]
   Tensors out;
   for (int64_t c = 0; c < x.numel(); ++c) {
-    Tensor flat = zeros({x.numel()}, {.dtype = x.dtype(), .device = x.device()});
-    {
-      NoGradGuard no_grad;
-      flat.select(0, c).fill_(1);
-    }
     Tensors tangents;
     for (size_t i = 0; i < args.size(); ++i) tangents.push_back(zeros_like(args[i]));
-    tangents[argnum] = flat.view(x.shape());
+    tangents[argnum] = unit_vector(x.numel(), c, x).view(x.shape());
     auto [o, t] = jvp(f, args, tangents);
     out = o;
     columns.push_back(t);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -21,11 +22,19 @@ namespace ug::graph {
 using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::string>;
 using Attrs = std::vector<std::pair<std::string, AttrValue>>;
 
+/** Runs a captured call again on new inputs (one per captured input): for ops with no graph
+ *  form, which a compiled program calls back (an optimizer's fused update). */
+using Replay = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
 /** One captured op call: an undefined input stands for an absent optional operand (a missing bias). */
 struct CapturedCall {
   std::string op;
   std::vector<Tensor> inputs, outputs;
   Attrs attrs;
+  /** The data versions (Tensor::version) of the inputs and outputs when the call was made: a
+   *  value written in place later by code outside the op table is caught by comparing. */
+  std::vector<uint32_t> input_versions, output_versions;
+  Replay replay;  // empty for ops that have a graph form
 };
 
 /** Collects the calls of the ops that run on this thread while it lives (one per thread). */

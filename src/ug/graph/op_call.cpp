@@ -22,9 +22,15 @@ void OpCall::leave() {
 
 void OpCall::record_capture(Inputs inputs, Outputs outputs) {
   recorded_ = true;
-  CapturedCall call{def_.name(), {}, {}, std::move(attrs_)};
-  for (const Tensor* t : inputs) call.inputs.push_back(t ? *t : Tensor());
-  for (const Tensor* t : outputs) call.outputs.push_back(*t);
+  CapturedCall call{def_.name(), {}, {}, std::move(attrs_), {}, {}, std::move(replay_)};
+  for (const Tensor* t : inputs) {
+    call.inputs.push_back(t ? *t : Tensor());
+    call.input_versions.push_back(t && t->defined() ? t->version() : 0);
+  }
+  for (const Tensor* t : outputs) {
+    call.outputs.push_back(*t);
+    call.output_versions.push_back(t->defined() ? t->version() : 0);
+  }
   capture_->calls_.push_back(std::move(call));
 }
 

@@ -89,6 +89,9 @@ class OpCall {
 
   /** Attributes of the call for the capture, set before finish() (only when capturing()). */
   void set_attrs(Attrs attrs) { attrs_ = std::move(attrs); }
+  /** How to run the call again on new inputs, for an op without a graph form (only when
+   *  capturing()): a compiled program calls it back. */
+  void set_replay(Replay replay) { replay_ = std::move(replay); }
 
   /** A call without derivative rules: integer results, or a composite whose inner ops record
    *  their own derivatives. */
@@ -153,6 +156,7 @@ class OpCall {
   profiling::Span* span_ = nullptr;
   bool recorded_ = false;
   Attrs attrs_;
+  Replay replay_;
 };
 
 }  // namespace ug::graph

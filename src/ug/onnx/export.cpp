@@ -51,17 +51,10 @@ void check_options(const ExportOptions& options, const std::vector<std::string>&
     if (!known.contains(name)) fail("[onnx.export] dynamic_axes names '", name, "', which is no input or output");
 }
 
-void write(const ::onnx::ModelProto& model, const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail<RuntimeError>("[onnx.export] cannot open '", path, "' for writing");
-  if (!model.SerializeToOstream(&out)) fail<RuntimeError>("[onnx.export] failed to write '", path, "'");
-}
-
-}  // namespace
-
-void export_function(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
-                     const std::vector<std::pair<std::string, Tensor>>& named_tensors, const std::string& path,
-                     const ExportOptions& options) {
+/** Traces fn and builds its graph; with `program`, as trace_program does (see export.h). */
+std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
+                  const std::vector<std::pair<std::string, Tensor>>& named_tensors, const ExportOptions& options,
+                  ProgramTrace* program) {
   for (const Tensor& t : example_inputs)
     if (!t.defined()) fail("[onnx.export] example inputs must be defined tensors");
   const std::vector<std::string> input_names =
@@ -69,9 +62,11 @@ void export_function(const TracedFunction& fn, const std::vector<Tensor>& exampl
 
   std::vector<Tensor> outputs;
   std::vector<CapturedCall> calls;
+  std::vector<uint32_t> start_versions;
   {
     NoGradGuard no_grad;
-    graph::Capture capture("onnx.export");
+    graph::Capture capture(program ? "jit" : "onnx.export");
+    for (const Tensor& t : example_inputs) start_versions.push_back(t.version());
     outputs = fn(example_inputs);
     capture.check();
     calls = capture.calls();
@@ -92,15 +87,45 @@ void export_function(const TracedFunction& fn, const std::vector<Tensor>& exampl
   graph.set_name("unigrad");
 
   GraphBuilder g(graph, options.opset_version, named_tensors);
+  if (program) {
+    g.name_grad_leaves();
+    g.allow_replays();
+  }
   for (size_t i = 0; i < example_inputs.size(); ++i)
-    g.add_input(example_inputs[i], input_names[i], dim_names(options, input_names[i], example_inputs[i]));
+    g.add_input(example_inputs[i], input_names[i], dim_names(options, input_names[i], example_inputs[i]),
+                start_versions[i]);
   for (const CapturedCall& call : calls) {
-    emit(g, call);
+    g.check_inputs(call);
+    if (call.replay && g.replays_allowed() && !exports(call.op)) g.replay(call);
+    else emit(g, call);
     g.check_outputs(call);
   }
   for (size_t i = 0; i < outputs.size(); ++i)
     g.add_output(outputs[i], output_names[i], dim_names(options, output_names[i], outputs[i]));
-  write(model, path);
+  if (program) {
+    program->grad_leaves = g.grad_leaves();
+    program->replays = g.replays();
+  }
+  return model.SerializeAsString();
+}
+
+}  // namespace
+
+ProgramTrace trace_program(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
+                           const std::vector<std::pair<std::string, Tensor>>& named_tensors) {
+  ProgramTrace program;
+  program.bytes = trace(fn, example_inputs, named_tensors, {.opset_version = kMaxOpset}, &program);
+  return program;
+}
+
+void export_function(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
+                     const std::vector<std::pair<std::string, Tensor>>& named_tensors, const std::string& path,
+                     const ExportOptions& options) {
+  const std::string bytes = trace(fn, example_inputs, named_tensors, options, nullptr);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail<RuntimeError>("[onnx.export] cannot open '", path, "' for writing");
+  if (!out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+    fail<RuntimeError>("[onnx.export] failed to write '", path, "'");
 }
 
 EvalModeGuard::EvalModeGuard(nn::Module& model) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ug/core/tensor.h"
+#include "ug/graph/capture.h"
 #include "ug/nn/module.h"
 
 namespace ug::onnx {
@@ -41,6 +42,18 @@ using TracedFunction = std::function<std::vector<Tensor>(const std::vector<Tenso
 void export_function(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
                      const std::vector<std::pair<std::string, Tensor>>& named_tensors, const std::string& path,
                      const ExportOptions& options = {});
+
+/** A trace as the compiler takes it (ug/compiler/program.h): the graph export_function would
+ *  write, except that tensors fn reads that require grad but are not named become initializers
+ *  param_N (read live by the program), and ops without a graph form that can replay themselves
+ *  (an optimizer's fused update) become UgReplay nodes calling them back. */
+struct ProgramTrace {
+  std::string bytes;  // the serialized ModelProto
+  std::vector<std::pair<std::string, Tensor>> grad_leaves;
+  std::vector<graph::Replay> replays;  // by the UgReplay nodes' "index"
+};
+ProgramTrace trace_program(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
+                           const std::vector<std::pair<std::string, Tensor>>& named_tensors);
 
 /** Puts a model and all its submodules in eval mode; gives each its own mode back on exit. */
 class EvalModeGuard {

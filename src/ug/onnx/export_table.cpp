@@ -169,6 +169,74 @@ void binary_node(GraphBuilder& g, const CapturedCall& c, const char* op, std::op
   g.node(op, {a, b}, {g.output(c)});
 }
 
+// ---- split and unbind with a gradient to record (without one their parts are captured as views) --
+
+/** split: ONNX Split at the parts' sizes along "dim". */
+void split(GraphBuilder& g, const CapturedCall& c) {
+  const int64_t d = attr_int(c, "dim");
+  std::vector<int64_t> sizes;
+  std::vector<std::string> outs;
+  for (size_t i = 0; i < c.outputs.size(); ++i) {
+    sizes.push_back(c.outputs[i].size(d));
+    outs.push_back(g.output(c, i));
+  }
+  set_attr(g.node("Split", {g.value(c.inputs[0]), g.ints(sizes)}, outs), "axis", d);
+}
+
+/** unbind: ONNX Split into parts of one, each squeezed along "dim". */
+void unbind(GraphBuilder& g, const CapturedCall& c) {
+  const int64_t d = attr_int(c, "dim");
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < c.outputs.size(); ++i) parts.push_back(g.fresh("part"));
+  set_attr(g.node("Split", {g.value(c.inputs[0]), g.ints(std::vector<int64_t>(c.outputs.size(), 1))}, parts), "axis",
+           d);
+  for (size_t i = 0; i < c.outputs.size(); ++i) g.node("Squeeze", {parts[i], g.ints({d})}, {g.output(c, i)});
+}
+
+// ---- activation gradients: g times the derivative at v (binary_kinds.h), as their formulas -----
+
+/** relu_backward(g, y): g where y > 0, else 0. */
+void relu_backward(GraphBuilder& g, const CapturedCall& c) {
+  const DType dt = out_dtype(c);
+  std::string grad = in(g, c, 0), y = in(g, c, 1), zero = g.scalar(0.0, dt);
+  g.node("Where", {node1(g, "Greater", {y, zero}, "pos"), grad, zero}, {g.output(c)});
+}
+
+/** tanh_backward(g, y): g (1 - y^2). */
+void tanh_backward(GraphBuilder& g, const CapturedCall& c) {
+  std::string grad = in(g, c, 0), y = in(g, c, 1);
+  std::string d = node1(g, "Sub", {g.scalar(1.0, out_dtype(c)), node1(g, "Mul", {y, y}, "sq")}, "d");
+  g.node("Mul", {grad, d}, {g.output(c)});
+}
+
+/** sigmoid_backward(g, y): g y (1 - y). */
+void sigmoid_backward(GraphBuilder& g, const CapturedCall& c) {
+  std::string grad = in(g, c, 0), y = in(g, c, 1);
+  std::string d = node1(g, "Mul", {y, node1(g, "Sub", {g.scalar(1.0, out_dtype(c)), y}, "t")}, "d");
+  g.node("Mul", {grad, d}, {g.output(c)});
+}
+
+/** silu_backward(g, x): g s (1 + x (1 - s)) with s = sigmoid(x). */
+void silu_backward(GraphBuilder& g, const CapturedCall& c) {
+  const DType dt = out_dtype(c);
+  std::string grad = in(g, c, 0), x = in(g, c, 1), one = g.scalar(1.0, dt);
+  std::string s = node1(g, "Sigmoid", {x}, "s");
+  std::string t = node1(g, "Add", {one, node1(g, "Mul", {x, node1(g, "Sub", {one, s}, "t")}, "t")}, "t");
+  g.node("Mul", {grad, node1(g, "Mul", {s, t}, "d")}, {g.output(c)});
+}
+
+/** gelu_backward(g, x) (erf form): g (Phi(x) + x phi(x)). */
+void gelu_backward(GraphBuilder& g, const CapturedCall& c) {
+  const DType dt = out_dtype(c);
+  std::string grad = in(g, c, 0), x = in(g, c, 1);
+  std::string erf = node1(g, "Erf", {node1(g, "Mul", {x, g.scalar(M_SQRT1_2, dt)}, "t")}, "erf");
+  std::string cdf = node1(g, "Mul", {node1(g, "Add", {erf, g.scalar(1.0, dt)}, "t"), g.scalar(0.5, dt)}, "cdf");
+  std::string sq = node1(g, "Mul", {node1(g, "Mul", {x, x}, "sq"), g.scalar(-0.5, dt)}, "t");
+  std::string pdf = node1(g, "Mul", {node1(g, "Exp", {sq}, "e"), g.scalar(0.39894228040143267794, dt)}, "pdf");
+  std::string d = node1(g, "Add", {cdf, node1(g, "Mul", {x, pdf}, "t")}, "d");
+  g.node("Mul", {grad, d}, {g.output(c)});
+}
+
 /** logaddexp: ONNX has none; max(a, b) + log(1 + exp(-|a - b|)). */
 void logaddexp(GraphBuilder& g, const CapturedCall& c) {
   const DType dt = static_cast<DType>(attr_int(c, "compute_dtype"));
@@ -606,9 +674,11 @@ void conv_node(GraphBuilder& g, const CapturedCall& c, const char* op) {
 void conv(GraphBuilder& g, const CapturedCall& c) { conv_node(g, c, "Conv"); }
 void conv_transpose(GraphBuilder& g, const CapturedCall& c) { conv_node(g, c, "ConvTranspose"); }
 
-void max_pool(GraphBuilder& g, const CapturedCall& c) {
+/** MaxPool over the call's input with its indices (output 1) when the call returns them. */
+void max_pool_node(GraphBuilder& g, const CapturedCall& c, int64_t spatial, const std::vector<int64_t>& kernel,
+                   const std::vector<int64_t>& strides, const std::vector<int64_t>& pads,
+                   const std::vector<int64_t>& dilations, int64_t ceil_mode) {
   const Tensor& x = c.inputs[0];
-  const int64_t spatial = static_cast<int64_t>(attr_ints(c, "kernel_shape").size());
   const bool unbatched = x.dim() != spatial + 2;
   const bool indices = c.outputs.size() > 1 && c.outputs[1].defined();
   std::string xv = g.value(x);
@@ -617,8 +687,11 @@ void max_pool(GraphBuilder& g, const CapturedCall& c) {
   std::vector<std::string> outs{y4};
   if (indices) outs.push_back(g.fresh("indices"));
   ::onnx::NodeProto& n = g.node("MaxPool", {x4}, outs);
-  for (const char* a : {"kernel_shape", "strides", "pads", "dilations"}) set_attr(n, a, attr_ints(c, a));
-  set_attr(n, "ceil_mode", attr_int(c, "ceil_mode"));
+  set_attr(n, "kernel_shape", kernel);
+  set_attr(n, "strides", strides);
+  set_attr(n, "pads", pads);
+  set_attr(n, "dilations", dilations);
+  set_attr(n, "ceil_mode", ceil_mode);
   if (unbatched) g.node("Squeeze", {y4, g.ints({0})}, {g.output(c, 0)});
   if (!indices) return;
   // ONNX counts indices over the whole tensor, torch within each plane: the remainder by the
@@ -629,6 +702,11 @@ void max_pool(GraphBuilder& g, const CapturedCall& c) {
   std::string per_plane = unbatched ? g.fresh("indices") : g.output(c, 1);
   g.node("Mod", {i4, g.scalar(static_cast<double>(plane), DType::Int64)}, {per_plane});
   if (unbatched) g.node("Squeeze", {per_plane, g.ints({0})}, {g.output(c, 1)});
+}
+
+void max_pool(GraphBuilder& g, const CapturedCall& c) {
+  max_pool_node(g, c, static_cast<int64_t>(attr_ints(c, "kernel_shape").size()), attr_ints(c, "kernel_shape"),
+                attr_ints(c, "strides"), attr_ints(c, "pads"), attr_ints(c, "dilations"), attr_int(c, "ceil_mode"));
 }
 
 void avg_pool(GraphBuilder& g, const CapturedCall& c) {
@@ -643,11 +721,11 @@ void avg_pool(GraphBuilder& g, const CapturedCall& c) {
 }
 
 /** Adaptive pooling to size 1 is global pooling; to a size that divides the input, fixed windows. */
-template <const char* Global, const char* Windowed> void adaptive_pool(GraphBuilder& g, const CapturedCall& c) {
+/** The window of an adaptive pooling whose input sizes divide its output's (else no ONNX form). */
+std::vector<int64_t> adaptive_kernel(const CapturedCall& c, int64_t spatial, bool& global) {
   const Tensor &x = c.inputs[0], &y = c.outputs[0];
-  const int64_t spatial = attr_int(c, "spatial_dims");
   std::vector<int64_t> kernel;
-  bool global = true;
+  global = true;
   for (int64_t i = spatial; i >= 1; --i) {
     const int64_t in = x.size(-i), out = y.size(-i);
     if (in % out != 0)
@@ -656,6 +734,13 @@ template <const char* Global, const char* Windowed> void adaptive_pool(GraphBuil
     kernel.push_back(in / out);
     global = global && out == 1;
   }
+  return kernel;
+}
+
+template <const char* Global, const char* Windowed> void adaptive_pool(GraphBuilder& g, const CapturedCall& c) {
+  const int64_t spatial = attr_int(c, "spatial_dims");
+  bool global = true;
+  std::vector<int64_t> kernel = adaptive_kernel(c, spatial, global);
   batched(g, c, spatial, [&](const std::string& xv, const std::string& yv) {
     if (global) {
       g.node(Global, {xv}, {yv});
@@ -665,6 +750,15 @@ template <const char* Global, const char* Windowed> void adaptive_pool(GraphBuil
     set_attr(n, "kernel_shape", kernel);
     set_attr(n, "strides", kernel);
   });
+}
+
+/** adaptive_max_pool is a MaxPool of its window, with the indices a gradient reads. */
+void adaptive_max_pool(GraphBuilder& g, const CapturedCall& c) {
+  const int64_t spatial = attr_int(c, "spatial_dims");
+  bool global = true;
+  std::vector<int64_t> kernel = adaptive_kernel(c, spatial, global);
+  max_pool_node(g, c, spatial, kernel, kernel, std::vector<int64_t>(2 * kernel.size(), 0),
+                std::vector<int64_t>(kernel.size(), 1), 0);
 }
 
 // ---- recurrent layers -------------------------------------------------------------------------
@@ -776,7 +870,6 @@ UG_ONNX_NAME(kSoftmax, "Softmax")
 UG_ONNX_NAME(kLogSoftmax, "LogSoftmax")
 UG_ONNX_NAME(kGlobalAveragePool, "GlobalAveragePool")
 UG_ONNX_NAME(kAveragePool, "AveragePool")
-UG_ONNX_NAME(kGlobalMaxPool, "GlobalMaxPool")
 UG_ONNX_NAME(kMaxPool, "MaxPool")
 #undef UG_ONNX_NAME
 
@@ -858,6 +951,13 @@ const std::map<std::string, Emitter>& table() {
         {"argmin", arg_reduce<kArgMin>},
         {"softmax", softmax<kSoftmax>},
         {"log_softmax", softmax<kLogSoftmax>},
+        {"split", split},
+        {"unbind", unbind},
+        {"relu_backward", relu_backward},
+        {"tanh_backward", tanh_backward},
+        {"sigmoid_backward", sigmoid_backward},
+        {"silu_backward", silu_backward},
+        {"gelu_backward", gelu_backward},
         // layers
         {"layer_norm", layer_norm},
         {"batch_norm", batch_norm},
@@ -866,7 +966,7 @@ const std::map<std::string, Emitter>& table() {
         {"max_pool", max_pool},
         {"avg_pool", avg_pool},
         {"adaptive_avg_pool", adaptive_pool<kGlobalAveragePool, kAveragePool>},
-        {"adaptive_max_pool", adaptive_pool<kGlobalMaxPool, kMaxPool>},
+        {"adaptive_max_pool", adaptive_max_pool},
         {"lstm", lstm},
         {"gru", gru},
         {"rnn_tanh", rnn_tanh},
@@ -893,11 +993,6 @@ const std::map<std::string, std::string>& unsupported() {
       {"bitwise_not", "bitwise ops are not exported"},
       {"bitwise_left_shift", "bitwise ops are not exported"},
       {"bitwise_right_shift", "bitwise ops are not exported"},
-      {"relu_backward", "a gradient op; export traces the forward pass only"},
-      {"tanh_backward", "a gradient op; export traces the forward pass only"},
-      {"sigmoid_backward", "a gradient op; export traces the forward pass only"},
-      {"silu_backward", "a gradient op; export traces the forward pass only"},
-      {"gelu_backward", "a gradient op; export traces the forward pass only"},
       {"embed", "a gradient op; export traces the forward pass only"},
       {"diagonal", "a strided view with no ONNX counterpart"},
       {"as_strided", "arbitrary strides have no ONNX counterpart"},
@@ -909,9 +1004,8 @@ const std::map<std::string, std::string>& unsupported() {
       {"cumprod", "ONNX has no cumulative product"},
       {"sort", "sort and topk are not exported"},
       {"nonzero", "its output size depends on the data"},
-      {"split", "internal: split's gradient node; under export (no grad) its parts are captured as slices"},
-      {"unbind", "internal: unbind's gradient node; under export (no grad) its parts are captured as selects"},
       {"random", "random draws are not exported (dropout must be in eval mode)"},
+      {"optimizer_update", "an optimizer's update (a training step) has no ONNX form; a compiled step calls it back"},
       {"nll_loss", "losses are not exported; export the model without its loss"},
       {"binary_cross_entropy", "losses are not exported; export the model without its loss"},
       {"conv2d", "internal: captured as conv"},
@@ -937,6 +1031,8 @@ void emit(GraphBuilder& g, const CapturedCall& call) {
     fail("[onnx.export] op '", call.op, "' is not supported by the ONNX exporter: ", it->second);
   fail("[onnx.export] op '", call.op, "' has no ONNX export rule");
 }
+
+bool exports(const std::string& op) { return table().contains(op); }
 
 std::vector<std::string> exportable_ops() {
   std::vector<std::string> names;

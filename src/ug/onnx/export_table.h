@@ -10,5 +10,7 @@ namespace ug::onnx {
 
 /** Appends the ONNX nodes of one traced call. Raises ValueError for an op without an emitter. */
 void emit(GraphBuilder& g, const CapturedCall& call);
+/** Whether the table has an emitter for the op. */
+bool exports(const std::string& op);
 
 }  // namespace ug::onnx

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ug/core/tensor.h"
+#include "ug/graph/capture.h"
 #include "ug/onnx/import.h"
 
 namespace ug::onnx {
@@ -59,6 +60,9 @@ struct Graph {
   /** Whether a node or the graph's outputs read each value (forward drops the others at once). */
   std::vector<bool> read;
   LoadLimits limits;
+  /** What the UgReplay nodes of a compiled program call, by their "index" (empty in a graph
+   *  read from a file, where such a node fails). */
+  std::vector<graph::Replay> replays;
 };
 
 /** Parses and checks a serialized ModelProto; external data is read relative to base_dir

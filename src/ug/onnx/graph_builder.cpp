@@ -46,15 +46,18 @@ void set_type(::onnx::ValueInfoProto& info, const Tensor& t, const std::vector<s
 GraphBuilder::GraphBuilder(::onnx::GraphProto& graph, int64_t opset, std::vector<std::pair<std::string, Tensor>> params)
     : graph_(graph), opset_(opset), params_(std::move(params)) {}
 
-void GraphBuilder::add_input(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names) {
+void GraphBuilder::add_input(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names,
+                             uint32_t version) {
   set_type(*graph_.add_input(), t, dim_names);
   graph_.mutable_input(graph_.input_size() - 1)->set_name(name);
   DynamicDims dynamic(static_cast<size_t>(t.dim()), false);
   for (size_t d = 0; d < dim_names.size() && d < dynamic.size(); ++d) dynamic[d] = !dim_names[d].empty();
-  values_[key(t)] = {name, dynamic, t};
+  values_[key(t)] = {name, dynamic, t, true, version, ""};
 }
 
 void GraphBuilder::add_output(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names) {
+  if (auto it = values_.find(key(t)); it != values_.end() && it->second.traced)
+    check_version(it->second, t.version(), "the graph output '" + name + "'");
   node("Identity", {value(t)}, {name});
   set_type(*graph_.add_output(), t, dim_names);
   graph_.mutable_output(graph_.output_size() - 1)->set_name(name);
@@ -90,15 +93,122 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
     set_attr(node("Cast", {it->second.name}, {cast}), "to", static_cast<int64_t>(onnx_dtype(*dtype)));
     return cast;
   }
+  if (auto view = traced_view(t)) {
+    values_[key(t)] = {view->first, DynamicDims(static_cast<size_t>(t.dim()), false), t, true, view->second, "a view"};
+    return value(t, dtype);
+  }
   std::string name;
   if (auto param = param_name(t)) {
-    name = initializer(t, *param);
+    // Another handle of a parameter already in the graph is that initializer.
+    name = emitted_params_.insert(*param).second ? initializer(t, *param) : *param;
+  } else if (name_grad_leaves_ && t.requires_grad()) {
+    name = initializer(t, fresh("param"));
+    emitted_params_.insert(name);
+    grad_leaves_.emplace_back(name, t);
+    params_.emplace_back(name, t);
   } else {
     name = initializer(dtype ? t.to(*dtype) : t, fresh("const"));
     if (dtype && *dtype != t.dtype()) return name;  // a converted copy: not t's own value
   }
   values_[key(t)] = {name, DynamicDims(static_cast<size_t>(t.dim()), false), t};
   return value(t, dtype);
+}
+
+// A tensor no op produced may still be a traced value under another handle: detach() and
+// view() of the same shape make a new tensor without an op call (grad's inputs are made so),
+// and ops keep views they made inside their call (hidden from the capture) for their
+// gradients. Such a tensor is its elements of the traced value: the same value, a Reshape of
+// it, or, for any other strided view of a contiguous value, a Gather of its elements at the
+// view's positions. As a constant it would freeze the value of one trace.
+std::optional<std::pair<std::string, uint32_t>> GraphBuilder::traced_view(const Tensor& t) {
+  std::vector<const Value*> bases;  // traced values of t's memory and dtype, contiguous first
+  for (const auto& [k, v] : values_) {
+    if (!v.traced || v.tensor.storage() != t.storage()) continue;
+    if (v.tensor.storage_offset() == t.storage_offset() && v.tensor.shape() == t.shape() &&
+        v.tensor.strides() == t.strides() && v.tensor.dtype() == t.dtype())
+      return std::pair{v.name, v.version};
+    if (v.tensor.dtype() == t.dtype()) bases.push_back(&v);
+  }
+  std::stable_partition(bases.begin(), bases.end(), [](const Value* v) { return v->tensor.is_contiguous(); });
+  for (const Value* base : bases)
+    if (auto name = view_of(*base, t)) return std::pair{*name, base->version};
+  for (const auto& [k, u] : unexported_)  // a view of an output without an ONNX form
+    if (u.first.storage() == t.storage()) fail("[onnx.export] ", u.second);
+  for (const auto& [k, v] : values_)
+    if (v.traced && v.tensor.storage() == t.storage())
+      fail("[onnx.export] a ", dtype_name(t.dtype()), " ", shape_str(t.shape()), " view of the traced value '", v.name,
+           "' was made without an op, and it reads memory outside that value; build it with ops");
+  return std::nullopt;
+}
+
+namespace {
+
+/** Calls fn(i, storage position) for each element of t in order. */
+template <class Fn> void for_each_position(const Tensor& t, Fn fn) {
+  std::vector<int64_t> at(static_cast<size_t>(t.dim()), 0);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    int64_t pos = t.storage_offset();
+    for (int64_t d = 0; d < t.dim(); ++d) pos += at[d] * t.stride(d);
+    fn(i, pos);
+    for (int64_t d = t.dim() - 1; d >= 0 && ++at[d] == t.size(d); --d) at[d] = 0;
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> GraphBuilder::view_of(const Value& base, const Tensor& t) {
+  const Tensor& b = base.tensor;
+  std::unordered_map<int64_t, int64_t> index_of;  // storage position -> b's flat index
+  for_each_position(b, [&](int64_t i, int64_t pos) { index_of.emplace(pos, i); });
+  Tensor index = empty(t.shape(), {.dtype = DType::Int64});
+  int64_t* out = index.data_ptr<int64_t>();
+  bool covered = true;
+  for_each_position(t, [&](int64_t i, int64_t pos) {
+    auto it = index_of.find(pos);
+    covered = covered && it != index_of.end();
+    out[i] = covered ? it->second : 0;
+  });
+  if (!covered) return std::nullopt;
+  std::string name = fresh("view");
+  if (b.is_contiguous() && t.is_contiguous() && t.storage_offset() == b.storage_offset() && t.numel() == b.numel()) {
+    node("Reshape", {base.name, ints(std::vector<int64_t>(t.shape().begin(), t.shape().end()))}, {name});
+  } else {
+    std::string flat = fresh("flat");
+    node("Reshape", {base.name, ints({-1})}, {flat});
+    set_attr(node("Gather", {flat, initializer(index, fresh("view_index"))}, {name}), "axis", int64_t(0));
+  }
+  return name;
+}
+
+void GraphBuilder::check_version(const Value& v, uint32_t version, const std::string& reader) const {
+  if (version == v.version) return;
+  fail("[onnx.export] ", reader, " reads a ", dtype_name(v.tensor.dtype()), " ", shape_str(v.tensor.shape()), " value ",
+       v.producer.empty() ? std::string("(an input of the function)") : "computed by op '" + v.producer + "'",
+       " that was then written in place by code outside the op table (a kernel called directly); the graph would read "
+       "it from before the write");
+}
+
+void GraphBuilder::check_inputs(const CapturedCall& call) const {
+  for (size_t i = 0; i < call.inputs.size() && i < call.input_versions.size(); ++i) {
+    if (!call.inputs[i].defined()) continue;
+    // An in-place op records the tensor it wrote after writing it.
+    bool written = false;
+    for (const Tensor& out : call.outputs)
+      written = written || (out.defined() && out.storage() == call.inputs[i].storage());
+    if (written) continue;
+    if (auto it = values_.find(key(call.inputs[i])); it != values_.end() && it->second.traced)
+      check_version(it->second, call.input_versions[i], "input " + std::to_string(i) + " of op '" + call.op + "'");
+  }
+}
+
+void GraphBuilder::replay(const CapturedCall& call) {
+  std::vector<std::string> inputs, outputs;
+  for (const Tensor& t : call.inputs) inputs.push_back(t.defined() ? value(t) : std::string());
+  for (size_t i = 0; i < call.outputs.size(); ++i) outputs.push_back(output(call, i));
+  ::onnx::NodeProto& n = node("UgReplay", inputs, outputs);
+  set_attr(n, "index", static_cast<int64_t>(replays_.size()));
+  set_attr(n, "op", call.op);
+  replays_.push_back(call.replay);
 }
 
 void GraphBuilder::check_outputs(const CapturedCall& call) {
@@ -167,7 +277,8 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
              "export needs the out-of-place form");
   }
   std::string name = fresh(call.op);
-  values_[key(out)] = {name, std::move(*dynamic), out};
+  const uint32_t version = i < call.output_versions.size() ? call.output_versions[i] : out.version();
+  values_[key(out)] = {name, std::move(*dynamic), out, true, version, call.op};
   return name;
 }
 

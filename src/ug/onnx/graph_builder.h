@@ -10,6 +10,7 @@
 #include <utility>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ug/core/tensor.h"
@@ -32,10 +33,28 @@ class GraphBuilder {
 
   int64_t opset() const { return opset_; }
 
-  /** Declares t a graph input; `dim_names` holds a name for each symbolic dim ("" = fixed). */
-  void add_input(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names);
+  /** From now on a tensor that is no traced value and no named parameter but requires grad (a
+   *  parameter the function closes over) becomes an initializer named param_N, listed in
+   *  grad_leaves(), rather than an anonymous constant. */
+  void name_grad_leaves() { name_grad_leaves_ = true; }
+  const std::vector<std::pair<std::string, Tensor>>& grad_leaves() const { return grad_leaves_; }
+
+  /** From now on a call that carries a replay (an op without a graph form) becomes a UgReplay
+   *  node calling it back, listed in replays(): programs only, never files. */
+  void allow_replays() { allow_replays_ = true; }
+  bool replays_allowed() const { return allow_replays_; }
+  const std::vector<graph::Replay>& replays() const { return replays_; }
+  /** The UgReplay node of a call (replays_allowed() and call.replay set). */
+  void replay(const CapturedCall& call);
+
+  /** Declares t a graph input; `dim_names` holds a name for each symbolic dim ("" = fixed);
+   *  `version` is t's data version when the trace began. */
+  void add_input(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names, uint32_t version);
   /** Declares t's value a graph output of that name (through an Identity node). */
   void add_output(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names);
+  /** Fails when an input of the call was written in place, after the op that computed it, by
+   *  code outside the op table: the graph would read the value from before the write. */
+  void check_inputs(const CapturedCall& call) const;
 
   /** The value name of t: a traced value or graph input, else a new initializer (a parameter
    *  under its name, anything else a constant). With `dtype`, the value converted to it. */
@@ -62,8 +81,16 @@ class GraphBuilder {
   struct Value {
     std::string name;
     DynamicDims dynamic;
-    Tensor tensor;  // keeps the address that keys values_ alive
+    Tensor tensor;         // keeps the address that keys values_ alive
+    bool traced = false;   // an input or an op's output, not an initializer
+    uint32_t version = 0;  // the data version it was traced at
+    std::string producer;  // the op that computed it ("" for an input)
   };
+  void check_version(const Value& v, uint32_t version, const std::string& reader) const;
+  /** The value name of t when it is a view of a traced value, made so by new nodes if need be. */
+  std::optional<std::pair<std::string, uint32_t>> traced_view(const Tensor& t);
+  /** t as nodes reading `base`'s elements, when base holds every element of t. */
+  std::optional<std::string> view_of(const Value& base, const Tensor& t);
   std::string initializer(const Tensor& t, const std::string& name);
   /** The state_dict name of t, when t is (a handle of) a parameter or buffer. */
   std::optional<std::string> param_name(const Tensor& t) const;
@@ -74,6 +101,10 @@ class GraphBuilder {
   std::unordered_map<const void*, Value> values_;
   std::unordered_map<const void*, std::pair<Tensor, std::string>> unexported_;  // the tensor, and why
   std::unordered_map<std::string, int64_t> counters_;
+  bool name_grad_leaves_ = false, allow_replays_ = false;
+  std::vector<graph::Replay> replays_;
+  std::vector<std::pair<std::string, Tensor>> grad_leaves_;
+  std::unordered_set<std::string> emitted_params_;
 };
 
 void set_attr(::onnx::NodeProto& node, const std::string& name, int64_t value);

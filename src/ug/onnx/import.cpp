@@ -119,6 +119,19 @@ std::vector<Tensor> OnnxModule::forward(const std::vector<Tensor>& inputs) {
   return run_graph(g, std::move(values));
 }
 
+namespace {
+
+/** A compiled program's call back into an op without a graph form (graph::Replay). */
+std::vector<Tensor> replay(const Graph& g, const OpContext& ctx, const std::vector<Tensor>& args) {
+  const int64_t index = ctx.attr_int("index", -1);
+  if (index < 0 || static_cast<size_t>(index) >= g.replays.size())
+    ctx.fail("runs an op of the program that traced it (", ctx.attr_string("op", "?"),
+             "); a graph read from a file cannot hold one");
+  return g.replays[static_cast<size_t>(index)](args);
+}
+
+}  // namespace
+
 std::vector<Tensor> run_graph(const Graph& g, std::vector<Tensor> values) {
   std::vector<bool> produced(g.num_values);  // by a node (inputs, initializers and captures are not counted)
   // Elements of the node outputs alive now: a hostile graph cannot keep piling them up.
@@ -136,7 +149,7 @@ std::vector<Tensor> run_graph(const Graph& g, std::vector<Tensor> values) {
       v = Tensor();
     }
     const OpContext ctx(node, args, g.opset, g.limits.max_elements, &implicit);
-    std::vector<Tensor> results = find_op(node.op_type)->run(ctx);
+    std::vector<Tensor> results = node.op_type == "UgReplay" ? replay(g, ctx, args) : find_op(node.op_type)->run(ctx);
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       if (node.outputs[o] < 0) continue;
       if (o >= results.size() || !results[o].defined())

@@ -1594,6 +1594,17 @@ const std::vector<OpSpec>& table() {
     add_causal_conv_ops(ops);
     add_tensor_scatter_ops(ops);
     widen_unsigned_ops(ops);  // last: it widens every row above
+    // A compiled program's call back into an op without a graph form; run_graph runs it from
+    // the program's replays, so this body only answers a graph that has none.
+    ops.push_back({"UgReplay",
+                   +[](const OpContext& c) -> std::vector<Tensor> {
+                     c.fail("runs an op of the program that traced it; a graph read from a file cannot hold one");
+                   },
+                   0,
+                   kMany,
+                   kMany,
+                   1,
+                   {"index"}});
     return ops;
   }();
   return ops;

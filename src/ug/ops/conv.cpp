@@ -87,6 +87,8 @@ Tensor conv_forward_batched(const Tensor& x, const Tensor& w, const Tensor& b, c
 
 Tensor conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p) {
   graph::OpCall call(kConv2d);
+  if (call.capturing())  // alone (a gradient of conv_transpose): a program calls it back
+    call.set_replay([p](const graph::Tensors& in) { return graph::Tensors{conv_forward(in[0], in[1], in[2], p)}; });
   Tensor out;
   if (int lvl = batching::max_level({&x, &w, &b})) {
     if (batching::level(b) == lvl) {
@@ -136,6 +138,9 @@ Tensor conv_input_grad_batched(const Tensor& g, const Tensor& w, const Conv2dPar
 /** The adjoint of conv_forward in x: an x-shaped result from g and w (conv_transpose). */
 Tensor conv_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Shape& x_shape) {
   graph::OpCall call(kConvTranspose2d);
+  if (call.capturing())  // a gradient without a graph form of its own: a program calls it back
+    call.set_replay(
+        [p, x_shape](const graph::Tensors& in) { return graph::Tensors{conv_input_grad(in[0], in[1], p, x_shape)}; });
   Tensor out;
   if (int lvl = batching::max_level({&g, &w})) {
     out = conv_input_grad_batched(g, w, p, x_shape, lvl);
@@ -160,6 +165,9 @@ Tensor conv_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, 
 /** The adjoint of conv_forward in w: a weight-shaped result from x and g. */
 Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Shape& w_shape) {
   graph::OpCall call(kConv2dWeightGrad);
+  if (call.capturing())
+    call.set_replay(
+        [p, w_shape](const graph::Tensors& in) { return graph::Tensors{conv_weight_grad(in[0], in[1], p, w_shape)}; });
   Tensor out;
   if (int lvl = batching::max_level({&x, &g})) {
     const int64_t v = vmap_size({&x, &g}, lvl);

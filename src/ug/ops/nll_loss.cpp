@@ -9,7 +9,8 @@
 namespace ug::ops {
 
 /** Whether nll_loss can run as one kernel: [N, C] or [C] float32/float64 input with targets
- *  of the matching shape, class weights that take no gradient, no vmap or forward mode. */
+ *  of the matching shape, class weights that take no gradient, no vmap or forward mode, and no
+ *  capture (its gradient is a kernel call, which a captured graph of ops could not follow). */
 bool nll_loss_fuses(const Tensor& input, const Tensor& target, const Tensor& weight) {
   const bool dtype_ok = input.dtype() == DType::Float32 || input.dtype() == DType::Float64;
   const bool target_ok =
@@ -19,7 +20,7 @@ bool nll_loss_fuses(const Tensor& input, const Tensor& target, const Tensor& wei
                                            : false;
   const bool weight_ok = !weight.defined() || (weight.dtype() == input.dtype() && !autograd::requires_grad(weight));
   return dtype_ok && target_ok && shape_ok && weight_ok && !batching::max_level({&input, &target, &weight}) &&
-         !forward::active();
+         !forward::active() && !graph::detail::current_capture;
 }
 
 namespace {

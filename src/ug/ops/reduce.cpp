@@ -348,7 +348,12 @@ Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
     }
     backend_for(x.device()).scan(op, src.contiguous(), outer, n, inner, out);
   }
-  if (call.capturing()) call.set_attrs({{"dim", d}});
+  if (call.capturing()) {
+    call.set_attrs({{"dim", d}});
+    if (op == ScanOp::CumProd)  // ONNX has no cumulative product: a program calls it back
+      call.set_replay(
+          [d, name](const graph::Tensors& in) { return graph::Tensors{scan(ScanOp::CumProd, in[0], d, name)}; });
+  }
   // A derivative exists only for floating x, and then src is x itself.
   call.finish(
       {&x}, {&out}, {graph::input(src), graph::output(out)},

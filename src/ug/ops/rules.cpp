@@ -12,6 +12,8 @@ const graph::OpDef kEmbed("embed");
 
 Tensor embed(const Tensor& g, const Shape& shape, const std::function<Tensor(const Tensor&)>& view) {
   graph::OpCall call(kEmbed);
+  if (call.capturing())  // a gradient without a graph form of its own: a program calls it back
+    call.set_replay([shape, view](const graph::Tensors& in) { return graph::Tensors{embed(in[0], shape, view)}; });
   Tensor out = zeros(Dims(shape.begin(), shape.end()), {.dtype = g.dtype(), .device = g.device()});
   {
     NoGradGuard no_grad;

@@ -511,6 +511,7 @@ std::vector<Tensor> recorded_parts(const Tensor& in, int64_t d, bool stacked,
                                    const std::function<std::vector<Tensor>()>& make) {
   if (batching::level(in) || forward::active() || !autograd::needs_grad({&in}) || in.size(d) == 0) return make();
   graph::OpCall call(stacked ? kUnbind : kSplit);
+  if (call.capturing()) call.set_attrs({{"dim", d}});
   std::vector<Tensor> parts;
   {
     NoGradGuard no_grad;

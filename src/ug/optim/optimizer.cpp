@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ug/graph/grad_mode.h"
+#include "ug/graph/op_call.h"
 #include "ug/core/thread_pool.h"
 
 namespace ug::optim {
@@ -167,6 +168,45 @@ void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
   state_ = std::move(state);
 }
 
+namespace {
+/** One parameter's functional update, an op of its own: a compiled training step (ug.jit) has
+ *  no graph form for the fused update rule and calls it back (graph::Replay). */
+const graph::OpDef kOptimizerUpdate("optimizer_update");
+}  // namespace
+
+std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tensor& grad,
+                                                 const TensorDict& state) const {
+  graph::OpCall call(kOptimizerUpdate);
+  TensorDict fresh;
+  for (const auto& [name, t] : state) fresh.insert(name, t.clone());
+  Tensor value = param.detach().clone().contiguous();
+  update_one(defaults_, value, grad.detach(), fresh);
+  std::vector<const Tensor*> inputs{&param, &grad}, outputs{&value};
+  std::vector<std::string> names;
+  for (const auto& [name, t] : state) {
+    inputs.push_back(&t);
+    names.push_back(name);
+  }
+  for (const auto& [name, t] : fresh) outputs.push_back(&t);
+  if (call.capturing()) {
+    call.set_attrs({{"optimizer", name_}});
+    call.set_replay([this, alive = std::weak_ptr<const bool>(alive_), names](const std::vector<Tensor>& in) {
+      if (alive.expired())
+        fail<RuntimeError>(
+            "[optimizer_update] the optimizer this compiled step calls back was deleted: create it "
+            "outside the jitted function and keep it alive");
+      TensorDict st;
+      for (size_t k = 0; k < names.size(); ++k) st.insert(names[k], in[2 + k]);
+      auto [v, next] = updated(in[0], in[1], st);
+      std::vector<Tensor> out{v};
+      for (const auto& [name, t] : next) out.push_back(t);
+      return out;
+    });
+  }
+  call.finish(inputs, outputs);
+  return {value, std::move(fresh)};
+}
+
 OptState Optimizer::init(const TensorDict& params) const {
   NoGradGuard no_grad;
   OptState out;
@@ -188,10 +228,7 @@ std::pair<TensorDict, OptState> Optimizer::update(const TensorDict& grads, const
       next.insert(key, *st);
       continue;
     }
-    TensorDict fresh;
-    for (const auto& [name, t] : *st) fresh.insert(name, t.clone());
-    Tensor value = p.detach().clone().contiguous();
-    update_one(defaults_, value, g->detach(), fresh);
+    auto [value, fresh] = updated(p, *g, *st);
     updates.insert(key, value.sub(p.detach()));
     next.insert(key, std::move(fresh));
   }

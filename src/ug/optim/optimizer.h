@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -131,12 +132,15 @@ class Optimizer {
   virtual void update_param(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const = 0;
   /** Checks grad against param, makes both contiguous, runs update_param, writes back. */
   void update_one(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const;
+  /** update()'s rule for one parameter: its new value and state, the inputs untouched. */
+  std::pair<Tensor, TensorDict> updated(const Tensor& param, const Tensor& grad, const TensorDict& state) const;
 
  private:
   std::string name_;
   std::vector<ParamGroup> groups_;
   Hyper defaults_;
   std::unordered_map<const TensorImpl*, TensorDict> state_;
+  std::shared_ptr<const bool> alive_ = std::make_shared<const bool>(true);  // watched by compiled steps
 };
 
 namespace detail {

@@ -1,0 +1,70 @@
+// ug._C._jit: the compiler's programs and program caches (ug/compiler/). python/unigrad/jit.py
+// builds ug.jit, ug.function and ug.compile on them: it flattens pytrees, makes the call
+// signatures and gives the retrace warnings as Python warnings.
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "ug/compiler/cache.h"
+#include "ug/compiler/program.h"
+
+namespace ugpy {
+
+namespace {
+
+namespace compiler = ug::compiler;
+using Parts = std::vector<std::pair<std::string, std::string>>;
+
+compiler::Signature signature(Parts parts) { return compiler::Signature{std::move(parts)}; }
+
+}  // namespace
+
+void bind_jit(nb::module_& m) {
+  nb::module_ jit = m.def_submodule("_jit", "compiled programs (ug/compiler)");
+  nb::class_<compiler::Program>(jit, "Program", "A function traced once into a graph of ops, run from that graph.")
+      .def_static("trace", &compiler::Program::trace, nb::arg("fn"), nb::arg("example_inputs"),
+                  nb::arg("state") = compiler::NamedTensors{},
+                  "Runs fn(list of tensors) -> list of tensors once without grad, recording its ops; the tensors "
+                  "of `state` (name, tensor) are read live at every run, other tensors fn reads are constants.")
+      .def("__call__", &compiler::Program::operator(), nb::arg("inputs"))
+      .def_prop_ro("num_inputs", &compiler::Program::num_inputs)
+      .def_prop_ro("num_outputs", &compiler::Program::num_outputs)
+      .def("node_types", &compiler::Program::node_types)
+      .def("onnx_bytes",
+           [](const compiler::Program& p) { return nb::bytes(p.onnx_bytes().data(), p.onnx_bytes().size()); })
+      .def("save", &compiler::Program::save, nb::arg("path"));
+
+  nb::class_<compiler::ProgramCache>(jit, "ProgramCache", "One program per call signature, bounded, LRU.")
+      .def(nb::init<std::string, size_t>(), nb::arg("name"), nb::arg("capacity") = 8)
+      .def(
+          "find",
+          [](compiler::ProgramCache& c, Parts parts) -> nb::object {
+            const compiler::Program* p = c.find(signature(std::move(parts)));
+            return p ? nb::cast(*p) : nb::none();
+          },
+          nb::arg("signature"))
+      .def(
+          "why_not",
+          [](const compiler::ProgramCache& c, Parts parts) { return c.why_not(signature(std::move(parts))); },
+          nb::arg("signature"))
+      .def(
+          "insert",
+          [](compiler::ProgramCache& c, Parts parts, const compiler::Program& p) {
+            return c.insert(signature(std::move(parts)), p);
+          },
+          nb::arg("signature"), nb::arg("program"))
+      .def("info",
+           [](const compiler::ProgramCache& c) {
+             compiler::CacheInfo i = c.info();
+             return nb::make_tuple(i.hits, i.misses, i.traces, i.size, i.capacity);
+           })
+      .def("clear", &compiler::ProgramCache::clear);
+
+  jit.def("describe", &compiler::describe, nb::arg("tensor"), "A tensor's part of a call signature: dtype[shape].");
+  jit.def("is_traced", &compiler::is_traced, nb::arg("tensor"),
+          "Whether the tensor holds a value computed from the inputs of a function being traced.");
+}
+
+}  // namespace ugpy

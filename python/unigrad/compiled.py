@@ -1,0 +1,312 @@
+"""The compiled mode: ug.jit (jax.jit), ug.function (tf.function) and ug.compile (torch.compile),
+one machinery over the C++ compiler (ug/compiler). A jitted function is traced once per call
+signature into a graph of the ops it ran, and later calls run that graph from C++ without
+calling the Python function again: its Python side effects (print, appending to a list) happen
+while it is traced, as in JAX.
+
+The signature of a call is every tensor argument's dtype, shape and device, the arguments'
+tree structure and the value of every other argument (numbers, strings, objects: static, as
+torch.compile specialises on them; pass a number as a tensor to keep it out of the key). Up
+to `cache_size` programs are kept; from the third trace of a function on, each trace warns
+(RetraceWarning) naming the argument that changed, from what to what.
+
+Tensors the function reads without taking them as arguments are constants of the program, as in
+JAX, except parameters (leaf tensors that require grad) and the state of modules passed as
+arguments or given to ug.compile: those are read as they are at every call, so optimizer steps
+taken outside the compiled function are seen.
+"""
+import collections
+import functools
+import inspect
+import threading
+import warnings
+
+from . import _C
+from .tree import tree_flatten, tree_unflatten
+
+_jit = _C._jit
+
+CacheInfo = collections.namedtuple("CacheInfo", "hits misses traces size capacity")
+
+
+class RetraceWarning(UserWarning):
+    """A jitted function was traced again (past its second trace) for a new signature."""
+
+
+_tracing = threading.local()  # depth of the traces running on this thread
+
+
+_STATIC_TYPES = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis))
+
+
+def _static_key(value):
+    """How a static argument enters a signature: its repr when it is a plain value, else its
+    identity (two different objects never share a program)."""
+    if isinstance(value, _STATIC_TYPES) or isinstance(value, _C.dtype):
+        return f"static {value!r}"
+    if isinstance(value, (tuple, frozenset)) and all(isinstance(v, _STATIC_TYPES) for v in value):
+        return f"static {value!r}"
+    return f"static {type(value).__qualname__} object at {id(value):#x}"
+
+
+def _module_state(obj):
+    """A module's parameters and buffers under unique names, read live by the program."""
+    named = list(obj.named_parameters()) + list(obj.named_buffers())
+    prefix = f"m{id(obj):x}."
+    return [(prefix + name, t) for name, t in named]
+
+
+class _Call:
+    """One call split into what the program takes (tensor leaves) and what keys it."""
+
+    def __init__(self, jitted, args, kwargs):
+        self.args, self.kwargs = list(args), dict(kwargs)
+        self.parts, self.tensors, self.slots, self.state = [], [], [], []
+        for i, a in enumerate(self.args):
+            label = jitted._arg_label(i)
+            self._add(label, a, ("arg", i), static=i in jitted._static_nums)
+        for k in sorted(self.kwargs):
+            self._add(k, self.kwargs[k], ("kw", k), static=k in jitted._static_names)
+
+    def _add(self, label, value, where, static):
+        if static:
+            self._static(label, value)
+            return
+        leaves, treedef = tree_flatten(value)
+        if treedef.kind != "leaf":
+            self.parts.append((f"{label} (structure)", repr(treedef)))
+        for n, leaf in enumerate(leaves):
+            leaf_label = label if treedef.kind == "leaf" else f"{label}[{n}]"
+            if isinstance(leaf, _C.Tensor):
+                self.parts.append((leaf_label, _jit.describe(leaf)))
+                self.tensors.append(leaf)
+                self.slots.append((where, n, treedef.kind == "leaf"))
+            else:
+                self._static(leaf_label, leaf)
+
+    def _static(self, label, value):
+        self.parts.append((label, _static_key(value)))
+        if isinstance(value, _C.nn.Module):
+            self.state += _module_state(value)
+
+    def rebuild(self, tensors):
+        """The call's arguments with its tensor leaves replaced by `tensors`."""
+        args, kwargs = list(self.args), dict(self.kwargs)
+        leaves = {}
+        for (where, n, alone), t in zip(self.slots, tensors):
+            leaves.setdefault(where, {})[n] = (t, alone)
+        for where, repl in leaves.items():
+            kind, key = where
+            container = args if kind == "arg" else kwargs
+            if next(iter(repl.values()))[1]:
+                container[key] = repl[0][0]
+                continue
+            flat, treedef = tree_flatten(container[key])
+            for n, (t, _) in repl.items():
+                flat[n] = t
+            container[key] = tree_unflatten(treedef, flat)
+        return args, kwargs
+
+
+class JitFunction:
+    """A function compiled per call signature (see the module's docstring)."""
+
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), cache_size=8,
+                 state=None, name=None):
+        if not callable(fun):
+            raise TypeError(f"[jit] expected a function, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun, updated=())
+        self._fun = fun
+        self._state = state  # a function giving [(name, tensor)] read live (ug.compile's module)
+        self._params = _signature_params(fun)
+        nums = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
+        names = {static_argnames} if isinstance(static_argnames, str) else set(static_argnames)
+        # As jax.jit: a parameter named static is static by position too, and the other way round.
+        for i, p in enumerate(self._params):
+            if p in names:
+                nums.add(i)
+            if i in nums:
+                names.add(p)
+        self._static_nums, self._static_names = frozenset(nums), frozenset(names)
+        # Donation lets a program reuse the donated buffers; the program does not yet, which is
+        # what jax.jit does on CPU too (it warns that the buffers were not usable).
+        self._donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+        label = getattr(fun, "__qualname__", None) or type(fun).__name__
+        self._cache = _jit.ProgramCache(name or label, cache_size)
+        self._outputs = {}  # signature -> (output treedef, output leaves with None for tensors)
+
+    def _arg_label(self, i):
+        return self._params[i] if i < len(self._params) else f"args[{i}]"
+
+    def __get__(self, obj, objtype=None):
+        """As a method: the instance is the first, static argument."""
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if getattr(_tracing, "depth", 0):  # inside another trace: inlined into its program, as in JAX
+            return self._fun(*args, **kwargs)
+        call = _Call(self, args, kwargs)
+        key = tuple(call.parts)
+        program = self._cache.find(list(key))
+        if program is None:
+            program = self._trace(call, key)
+        tensors = program(call.tensors)
+        treedef, leaves = self._outputs[key]
+        it = iter(tensors)
+        return tree_unflatten(treedef, [next(it) if v is None else v for v in leaves])
+
+    def _live_state(self, call):
+        return (self._state() if self._state else []) + call.state
+
+    def _trace(self, call, key):
+        box = {}
+
+        def flat_fn(tensors):
+            args, kwargs = call.rebuild(tensors)
+            out = self._fun(*args, **kwargs)
+            leaves, treedef = tree_flatten(out)
+            box["out"] = (treedef, [None if isinstance(v, _C.Tensor) else v for v in leaves])
+            return [v for v in leaves if isinstance(v, _C.Tensor)]
+
+        _tracing.depth = getattr(_tracing, "depth", 0) + 1
+        try:
+            program = _jit.Program.trace(flat_fn, call.tensors, self._live_state(call))
+        finally:
+            _tracing.depth -= 1
+        warning = self._cache.insert(list(key), program)
+        self._outputs[key] = box["out"]
+        for k in [k for k in self._outputs if self._cache.why_not(list(k))]:
+            del self._outputs[k]  # dropped from the bounded cache
+        if warning:
+            warnings.warn(warning, RetraceWarning, stacklevel=3)
+        return program
+
+    def lower(self, *args, **kwargs):
+        """The program a call with these arguments runs (traced now if it is not cached)."""
+        call = _Call(self, args, kwargs)
+        key = tuple(call.parts)
+        return self._cache.find(list(key)) or self._trace(call, key)
+
+    def explain(self, *args, **kwargs):
+        """'hit: ...' when a call with these arguments runs a cached program, else 'miss: ' and why."""
+        why = self._cache.why_not(list(_Call(self, args, kwargs).parts))
+        return "hit: a cached program runs" if not why else f"miss: {why}"
+
+    def cache_info(self):
+        return CacheInfo(*self._cache.info())
+
+    def cache_clear(self):
+        self._cache.clear()
+        self._outputs.clear()
+
+
+def _signature_params(fun):
+    try:
+        return [p.name for p in inspect.signature(fun).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):  # builtins without a signature
+        return []
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), cache_size=8):
+    """jax.jit: ug.jit(f, static_argnums=...) or @ug.jit / @ug.jit(static_argnames=...)."""
+    def wrap(f):
+        return JitFunction(f, static_argnums, static_argnames, donate_argnums, cache_size)
+    return wrap if fun is None else wrap(fun)
+
+
+def explain(fun, *args, **kwargs):
+    """Whether fun (a jitted function) runs a cached program for these arguments, and if not, why."""
+    if not isinstance(fun, JitFunction):
+        raise TypeError(f"[jit.explain] expected a jitted function, got {type(fun).__name__}")
+    return fun.explain(*args, **kwargs)
+
+
+def save(fun, path, *example_args, **example_kwargs):
+    """Writes the program fun runs on these example arguments as an ONNX file (the role of
+    TorchScript, SavedModel and paddle.jit.save): ug.onnx.load, `ug serve` and ONNX Runtime run it."""
+    if isinstance(fun, CompiledModule):
+        program = fun._forward.lower(fun._orig_mod.training, *example_args, **example_kwargs)
+    else:
+        program = (fun if isinstance(fun, JitFunction) else JitFunction(fun)).lower(*example_args, **example_kwargs)
+    program.save(str(path))
+
+
+jit.save = save
+jit.explain = explain
+
+
+class TensorSpec:
+    """tf.TensorSpec: the dtype and shape an input_signature entry accepts (None: any size)."""
+
+    def __init__(self, shape, dtype=None, name=None):
+        self.shape = None if shape is None else tuple(shape)
+        self.dtype, self.name = dtype or _C.float32, name
+
+    def matches(self, t):
+        if not isinstance(t, _C.Tensor) or t.dtype != self.dtype:
+            return False
+        if self.shape is None:
+            return True
+        return len(t.shape) == len(self.shape) and all(s is None or s == d for s, d in zip(self.shape, t.shape))
+
+    def __repr__(self):
+        return f"TensorSpec(shape={self.shape}, dtype={self.dtype}, name={self.name!r})"
+
+
+def function(func=None, *, input_signature=None, jit_compile=None, reduce_retracing=False):
+    """tf.function: the same compiled mode as ug.jit. With input_signature, calls whose tensors do
+    not match it raise instead of tracing. (jit_compile is accepted: every ug.function compiles.)"""
+    if reduce_retracing:
+        raise NotImplementedError("[function] reduce_retracing (programs over symbolic shapes) is not built yet")
+
+    def wrap(f):
+        jitted = JitFunction(f)
+        if input_signature is None:
+            return jitted
+        specs = list(input_signature)
+
+        @functools.wraps(f)
+        def checked(*args):
+            if len(args) != len(specs):
+                raise TypeError(f"[function] the input_signature takes {len(specs)} arguments, got {len(args)}")
+            for i, (a, s) in enumerate(zip(args, specs)):
+                if not s.matches(a):
+                    got = _jit.describe(a) if isinstance(a, _C.Tensor) else type(a).__name__
+                    raise TypeError(f"[function] argument {i} ({got}) does not match the input_signature's {s}")
+            return jitted(*args)
+        checked.cache_info, checked.explain = jitted.cache_info, jitted.explain
+        return checked
+    return wrap if func is None else wrap(func)
+
+
+class CompiledModule:
+    """torch.compile(model): the module's forward, compiled per signature and per training mode,
+    reading the module's parameters and buffers live. Attributes are the module's."""
+
+    def __init__(self, module):
+        self._orig_mod = module
+        self._forward = JitFunction(lambda training, *a, **k: module(*a, **k), static_argnums=(0,),
+                                    state=lambda: _module_state(module), name=type(module).__name__)
+
+    def __call__(self, *args, **kwargs):
+        return self._forward(self._orig_mod.training, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._orig_mod, name)
+
+    def cache_info(self):
+        return self._forward.cache_info()
+
+
+def compile(model=None, *, fullgraph=True, dynamic=False, backend="unigrad", mode=None):
+    """torch.compile: a module becomes a CompiledModule, a function a jitted function."""
+    def wrap(m):
+        if isinstance(m, _C.nn.Module):
+            return CompiledModule(m)
+        return JitFunction(m)
+    return wrap if model is None else wrap(model)
+
+
+__all__ = ["jit", "function", "compile", "explain", "save", "JitFunction", "CompiledModule", "TensorSpec",
+           "RetraceWarning", "CacheInfo"]

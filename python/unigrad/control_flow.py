@@ -1,0 +1,118 @@
+"""JAX's structured control flow (jax.lax.cond, while_loop, fori_loop, scan), also as ug.cond,
+ug.while_loop, ug.fori_loop and ug.scan. Eagerly they run as Python would. Under ug.jit a
+predicate computed from traced values cannot pick a branch while tracing, so cond runs both
+branches and selects their results elementwise (what jax.lax.cond does under vmap); loops
+with bounds known at trace time unroll into the program. Everything is built from ops, so
+gradients and vmap follow."""
+from . import _C
+from .tree import tree_flatten, tree_map, tree_unflatten
+
+_is_traced = _C._jit.is_traced
+
+
+def _known(pred):
+    """pred as a Python bool when its value is known now, else None (traced or batched)."""
+    if not isinstance(pred, _C.Tensor):
+        return bool(pred)
+    if pred.numel() != 1:
+        raise TypeError(f"[cond] the predicate must be a scalar, got shape {tuple(pred.shape)}")
+    if _is_traced(pred) or _C._functional.is_batched(pred):
+        return None
+    return bool(pred)
+
+
+def _check_same(name, a, b):
+    la, da = tree_flatten(a)
+    lb, db = tree_flatten(b)
+    if da != db:
+        raise TypeError(f"[{name}] the branches return different structures: {da} and {db}")
+    for x, y in zip(la, lb):
+        tx = (tuple(x.shape), x.dtype) if isinstance(x, _C.Tensor) else type(x).__name__
+        ty = (tuple(y.shape), y.dtype) if isinstance(y, _C.Tensor) else type(y).__name__
+        if tx != ty:
+            raise TypeError(f"[{name}] the branches return different types: {tx} and {ty}")
+
+
+def cond(pred, true_fun, false_fun, *operands):
+    """jax.lax.cond: true_fun(*operands) if pred else false_fun(*operands)."""
+    known = _known(pred)
+    if known is not None:
+        return (true_fun if known else false_fun)(*operands)
+    a, b = true_fun(*operands), false_fun(*operands)
+    _check_same("cond", a, b)
+    p = pred.reshape(()).bool() if isinstance(pred, _C.Tensor) else pred
+    return tree_map(lambda x, y: _C.where(p, x, y), a, b)
+
+
+def switch(index, branches, *operands):
+    """jax.lax.switch: branches[clamp(index)](*operands)."""
+    if not branches:
+        raise ValueError("[switch] needs at least one branch")
+    if not isinstance(index, _C.Tensor) or not (_is_traced(index) or _C._functional.is_batched(index)):
+        i = min(max(int(index), 0), len(branches) - 1)
+        return branches[i](*operands)
+    index = index.reshape(()).clamp(0, len(branches) - 1)
+    outs = [b(*operands) for b in branches]
+    result = outs[-1]
+    for i in range(len(outs) - 2, -1, -1):
+        _check_same("switch", outs[i], result)
+        result = tree_map(lambda x, y, i=i: _C.where(index == i, x, y), outs[i], result)
+    return result
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """jax.lax.while_loop: val = body_fun(val) while cond_fun(val)."""
+    val = init_val
+    while True:
+        c = cond_fun(val)
+        if isinstance(c, _C.Tensor) and (_is_traced(c) or _C._functional.is_batched(c)):
+            raise TypeError("[while_loop] the loop condition depends on traced (or batched) values, so its trip "
+                            "count is not known while tracing; compiling such loops is not built yet. Use fori_loop "
+                            "or scan with bounds known at trace time.")
+        if not bool(c):
+            return val
+        val = body_fun(val)
+
+
+def fori_loop(lower, upper, body_fun, init_val):
+    """jax.lax.fori_loop: val = body_fun(i, val) for i in range(lower, upper)."""
+    for bound in (lower, upper):
+        if isinstance(bound, _C.Tensor) and (_is_traced(bound) or _C._functional.is_batched(bound)):
+            raise TypeError("[fori_loop] the bounds depend on traced values; give them as Python ints "
+                            "(or static arguments) so the loop unrolls")
+    val = init_val
+    for i in range(int(lower), int(upper)):
+        val = body_fun(i, val)
+    return val
+
+
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
+    """jax.lax.scan: carry, y = f(carry, x) over the leading axis of xs; returns (carry, stacked ys)."""
+    leaves, treedef = tree_flatten(xs)
+    sizes = {x.shape[0] for x in leaves}
+    if len(sizes) > 1:
+        raise ValueError(f"[scan] the leaves of xs have different leading sizes: {sorted(sizes)}")
+    if length is None:
+        if not sizes:
+            raise ValueError("[scan] give xs or length")
+        length = sizes.pop()
+    elif sizes and sizes != {length}:
+        raise ValueError(f"[scan] length is {length} but xs has leading size {sizes.pop()}")
+    order = range(length - 1, -1, -1) if reverse else range(length)
+    carry, ys = init, [None] * length
+    for i in order:
+        x = tree_unflatten(treedef, [leaf[i] for leaf in leaves]) if leaves else None
+        carry, ys[i] = f(carry, x)
+    if length == 0 or ys[0] is None:
+        return carry, None
+    y_leaves = [tree_flatten(y)[0] for y in ys]
+    y_def = tree_flatten(ys[0])[1]
+    stacked = [_C.stack([_as_tensor(y[k]) for y in y_leaves]) for k in range(len(y_leaves[0]))]
+    return carry, tree_unflatten(y_def, stacked)
+
+
+def _as_tensor(x):
+    return x if isinstance(x, _C.Tensor) else _C.tensor(x)
+
+
+__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan"]

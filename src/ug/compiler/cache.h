@@ -1,0 +1,57 @@
+// The programs of one jitted function, one per call signature: every tensor argument's dtype,
+// shape and device, the arguments' tree structure and every static argument's value. A call
+// whose signature is cached runs its program; any other traces a new one. The cache is
+// bounded (least recently used first out), and retracing is visible: past the second trace
+// each new one comes with a warning naming the argument that changed, from what to what
+// (TensorFlow's retracing pitfall, made loud). The Python and C++ front ends share it.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ug/compiler/program.h"
+
+namespace ug::compiler {
+
+/** One call's signature: for each argument part, its label ("x", "params['w']", "treedef")
+ *  and its description ("float32[32, 784] cpu", "static 3"). */
+struct Signature {
+  std::vector<std::pair<std::string, std::string>> parts;
+  bool operator==(const Signature&) const = default;
+};
+
+/** The description of a tensor argument in a signature. */
+std::string describe(const Tensor& t);
+
+struct CacheInfo {
+  int64_t hits = 0, misses = 0, traces = 0;
+  size_t size = 0, capacity = 0;
+};
+
+class ProgramCache {
+ public:
+  /** `name` names the function in messages; capacity is the most programs kept. */
+  explicit ProgramCache(std::string name, size_t capacity = 8);
+
+  /** The program of this signature, counting a hit (or a miss: nullptr). */
+  const Program* find(const Signature& sig);
+  /** Why a call of this signature would trace ("" when it would hit). */
+  std::string why_not(const Signature& sig) const;
+  /** Keeps a program traced for sig; returns the retrace warning to give ("" for none). */
+  std::string insert(const Signature& sig, Program program);
+
+  CacheInfo info() const;
+  void clear();
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  size_t capacity_;
+  std::list<std::pair<Signature, Program>> entries_;  // most recently used first
+  CacheInfo counts_;
+};
+
+}  // namespace ug::compiler

@@ -1,0 +1,49 @@
+#include "ug/compiler/jit.h"
+
+#include <iostream>
+
+namespace ug {
+
+struct JitFunction::State {
+  compiler::Function fn;
+  JitOptions options;
+  compiler::ProgramCache cache;
+};
+
+namespace {
+
+compiler::Signature signature_of(const std::vector<Tensor>& inputs) {
+  compiler::Signature sig;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    sig.parts.emplace_back("input " + std::to_string(i), compiler::describe(inputs[i]));
+  return sig;
+}
+
+}  // namespace
+
+JitFunction::JitFunction(compiler::Function fn, JitOptions options)
+    : state_(std::make_shared<State>(
+          State{std::move(fn), options, compiler::ProgramCache(options.name, options.cache_size)})) {}
+
+std::vector<Tensor> JitFunction::operator()(const std::vector<Tensor>& inputs) const {
+  const compiler::Signature sig = signature_of(inputs);
+  if (const compiler::Program* program = state_->cache.find(sig)) return (*program)(inputs);
+  compiler::Program program = compiler::Program::trace(state_->fn, inputs, state_->options.state);
+  std::vector<Tensor> out = program(inputs);
+  if (std::string warning = state_->cache.insert(sig, std::move(program)); !warning.empty()) {
+    if (state_->options.on_retrace) state_->options.on_retrace(warning);
+    else std::cerr << warning << '\n';
+  }
+  return out;
+}
+
+std::string JitFunction::explain(const std::vector<Tensor>& inputs) const {
+  std::string why = state_->cache.why_not(signature_of(inputs));
+  return why.empty() ? "hit: a cached program runs" : "miss: " + why;
+}
+
+compiler::CacheInfo JitFunction::cache_info() const { return state_->cache.info(); }
+
+JitFunction jit(compiler::Function fn, JitOptions options) { return JitFunction(std::move(fn), std::move(options)); }
+
+}  // namespace ug

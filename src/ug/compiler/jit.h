@@ -1,0 +1,44 @@
+// ug::jit: a function compiled on first call for each signature (the tensors' dtypes, shapes and
+// devices), as jax.jit, with the bounded, visible retracing of ug/compiler/cache.h.
+//
+//   auto step = ug::jit([&](const std::vector<ug::Tensor>& xs) { return std::vector{loss(xs[0], xs[1])}; });
+//   auto out = step({x, y});   // traces, then runs the program; later calls only run it
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ug/compiler/cache.h"
+#include "ug/compiler/program.h"
+
+namespace ug {
+
+struct JitOptions {
+  /** Names the function in retrace warnings. */
+  std::string name = "function";
+  /** The most programs kept for the function. */
+  size_t cache_size = 8;
+  /** Tensors read live at every run (a module's named parameters and buffers). */
+  compiler::NamedTensors state;
+  /** Receives each retrace warning; by default it is written to standard error. */
+  std::function<void(const std::string&)> on_retrace;
+};
+
+class JitFunction {
+ public:
+  JitFunction(compiler::Function fn, JitOptions options);
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+  /** Whether a call on these inputs runs a cached program, and if not, why. */
+  std::string explain(const std::vector<Tensor>& inputs) const;
+  compiler::CacheInfo cache_info() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;  // copies share one cache
+};
+
+JitFunction jit(compiler::Function fn, JitOptions options = {});
+
+}  // namespace ug

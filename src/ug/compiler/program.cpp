@@ -1,0 +1,136 @@
+#include "ug/compiler/program.h"
+
+#include <fstream>
+#include <limits>
+#include <unordered_set>
+
+#include "ug/core/error.h"
+#include "ug/graph/capture.h"
+#include "ug/onnx/export.h"
+#include "ug/onnx/graph.h"
+
+namespace ug::compiler {
+
+namespace {
+
+/** What the function being traced on this thread has computed so far: the storages of its
+ *  inputs and of every captured op's outputs that read one (or draw random numbers). */
+struct TraceState {
+  std::unordered_set<const void*> storages;
+  size_t calls_seen = 0;
+};
+thread_local TraceState* t_trace = nullptr;
+
+class TraceScope {
+ public:
+  explicit TraceScope(const std::vector<Tensor>& inputs) : previous_(t_trace) {
+    for (const Tensor& x : inputs) state_.storages.insert(x.storage().get());
+    t_trace = &state_;
+  }
+  ~TraceScope() { t_trace = previous_; }
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  TraceState state_;
+  TraceState* previous_;
+};
+
+const void* storage_of(const Tensor& t) { return t.defined() ? t.storage().get() : nullptr; }
+
+}  // namespace
+
+bool is_traced(const Tensor& t) {
+  TraceState* s = t_trace;
+  const graph::Capture* capture = graph::detail::current_capture;
+  if (!s || !capture || !t.defined()) return false;
+  const auto& calls = capture->calls();
+  for (; s->calls_seen < calls.size(); ++s->calls_seen) {
+    const graph::CapturedCall& call = calls[s->calls_seen];
+    bool reads_traced = call.op == "random";
+    for (const Tensor& in : call.inputs) reads_traced = reads_traced || s->storages.contains(storage_of(in));
+    if (reads_traced)
+      for (const Tensor& out : call.outputs)
+        if (out.defined()) s->storages.insert(storage_of(out));
+  }
+  return s->storages.contains(storage_of(t));
+}
+
+void check_concrete(const Tensor& t, const char* what, const std::string& where) {
+  if (!is_traced(t)) return;
+  fail<TypeError>("[jit] ", what, " of a traced tensor (", t.dtype(), " ", t.shape(), ")", where.empty() ? "" : " at ",
+                  where,
+                  ": its value is not known while the function is traced, and a compiled program cannot take "
+                  "a Python branch on it. Use ug.where or ug.cond for a choice that depends on the data, "
+                  "ug.while_loop / ug.fori_loop for a loop, or mark the argument static (static_argnums / "
+                  "static_argnames) to compile one program per value.");
+}
+
+Program Program::trace(const Function& fn, const std::vector<Tensor>& example_inputs, const NamedTensors& state) {
+  onnx::ProgramTrace traced;
+  {
+    TraceScope scope(example_inputs);
+    try {
+      traced = onnx::trace_program(fn, example_inputs, state);
+    } catch (const ValueError& e) {
+      fail("[jit] cannot compile the function: ", e.what());
+    }
+  }
+  // The graph came from this process, not from a file: no size limits beyond memory's.
+  constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
+  onnx::LoadLimits limits{.max_elements = kUnlimited, .max_live_elements = kUnlimited};
+  auto graph = std::make_shared<onnx::Graph>(onnx::parse_model(traced.bytes, "", limits));
+  graph->replays = std::move(traced.replays);
+  Program p;
+  NamedTensors live = std::move(traced.grad_leaves);  // closed-over parameters, named by the trace
+  live.insert(live.end(), state.begin(), state.end());
+  for (size_t i = 0; i < graph->initializers.size(); ++i)
+    for (const auto& [name, tensor] : live)
+      if (graph->initializers[i].first == name) p.state_.emplace_back(graph->initializer_ids[i], tensor);
+  p.graph_ = std::move(graph);
+  p.bytes_ = std::make_shared<const std::string>(std::move(traced.bytes));
+  return p;
+}
+
+std::vector<Tensor> Program::operator()(const std::vector<Tensor>& inputs) const {
+  const onnx::Graph& g = *graph_;
+  if (inputs.size() != g.inputs.size())
+    fail("[jit] the program takes ", g.inputs.size(), " tensor(s), got ", inputs.size());
+  std::vector<Tensor> values(g.num_values);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const onnx::ValueInfo& info = g.inputs[i];
+    const Tensor& x = inputs[i];
+    if (!x.defined()) fail("[jit] input ", i, " is an undefined tensor");
+    bool fits = x.dtype() == info.dtype && static_cast<size_t>(x.dim()) == info.shape.size();
+    for (size_t d = 0; fits && d < info.shape.size(); ++d) fits = info.shape[d] == x.size(static_cast<int64_t>(d));
+    if (!fits)
+      fail<TypeError>("[jit] input ", i, " must be ", info.dtype, " ", Shape(info.shape.begin(), info.shape.end()),
+                      " as traced, got ", x.dtype(), " ", x.shape());
+    values[static_cast<size_t>(g.input_ids[i])] = x;
+  }
+  for (size_t i = 0; i < g.initializer_ids.size(); ++i)
+    values[static_cast<size_t>(g.initializer_ids[i])] = g.initializers[i].second;
+  for (const auto& [id, tensor] : state_) values[static_cast<size_t>(id)] = tensor;
+  return onnx::run_graph(g, std::move(values));
+}
+
+size_t Program::num_inputs() const { return graph_->inputs.size(); }
+size_t Program::num_outputs() const { return graph_->outputs.size(); }
+
+std::vector<std::string> Program::node_types() const {
+  std::vector<std::string> types;
+  for (const onnx::Node& n : graph_->nodes) types.push_back(n.op_type);
+  return types;
+}
+
+void Program::save(const std::string& path) const {
+  for (const onnx::Node& n : graph_->nodes)
+    if (n.op_type == "UgReplay")
+      fail("[jit.save] the program calls an op without an ONNX form (", std::get<std::string>(n.attributes.at("op")),
+           ", as a training step's optimizer update does): save the inference function instead");
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out || !out.write(bytes_->data(), static_cast<std::streamsize>(bytes_->size())))
+    fail<RuntimeError>("[jit.save] cannot write '", path, "'");
+}
+
+}  // namespace ug::compiler

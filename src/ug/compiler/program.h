@@ -1,0 +1,66 @@
+// A compiled program: a function traced once into a graph of the ops in the op table, then run
+// from that graph (docs/design.md, "Compiled mode"). The trace is the capture the ONNX
+// exporter reads (ug/graph/capture.h), so the graph a Program runs is the one
+// ug::onnx::export_function would write, and save() writes exactly that.
+//
+//   auto step = ug::compiler::Program::trace(f, {x, y});   // runs f once, recording its ops
+//   std::vector<ug::Tensor> out = step({x2, y2});            // runs the graph; f is not called
+//
+// Running a program calls the ops in order from C++ (no Python, no re-trace); autograd records
+// through it as through eager code, so grad(jit(f)) works. A value read for the last time is
+// freed at once (the graph's liveness plan).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ug/core/tensor.h"
+
+namespace ug::onnx {
+struct Graph;
+}
+
+namespace ug::compiler {
+
+using Function = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+class Program {
+ public:
+  /** Traces fn on example inputs (it runs once, without grad). Tensors of `state` (a module's
+   *  parameters and buffers) are read as they are at each run; any other tensor fn reads but
+   *  was not given becomes a constant of the program, as in jax.jit. */
+  static Program trace(const Function& fn, const std::vector<Tensor>& example_inputs, const NamedTensors& state = {});
+
+  /** Runs the graph on inputs of the traced dtypes and shapes. */
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+
+  size_t num_inputs() const;
+  size_t num_outputs() const;
+  /** The graph's node types, in the order they run. */
+  std::vector<std::string> node_types() const;
+  /** The program as a serialized ONNX ModelProto. */
+  const std::string& onnx_bytes() const { return *bytes_; }
+  /** Writes onnx_bytes() to a file that ug::onnx::load, `ug serve` and ONNX Runtime read. */
+  void save(const std::string& path) const;
+
+ private:
+  Program() = default;
+  std::shared_ptr<const onnx::Graph> graph_;
+  std::shared_ptr<const std::string> bytes_;
+  std::vector<std::pair<int64_t, Tensor>> state_;  // initializer value id -> its live tensor
+};
+
+/** True while fn of Program::trace runs on this thread and t holds a value computed from its
+ *  inputs (or a random draw), which a compiled program recomputes at every run. */
+bool is_traced(const Tensor& t);
+
+/** Raises a TypeError when t is_traced: Python control flow on it (`what` is "bool()",
+ *  "item()", ...) would freeze one trace's value into the program. `where` is the caller's
+ *  source location, for the message. */
+void check_concrete(const Tensor& t, const char* what, const std::string& where = "");
+
+}  // namespace ug::compiler

@@ -1,0 +1,122 @@
+// ug::jit and ug::compiler::Program: a traced function runs from its graph, is traced once
+// per signature, reads closed-over parameters live, compiles a functional Adam step, and
+// saves an inference program that ug::onnx::load runs. The Python side (tests/python/
+// test_jit.py and the op table's jit transform) covers the rest.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "test_util.h"
+#include "ug/autograd/functional.h"
+#include "ug/compiler/jit.h"
+#include "ug/nn/nn.h"
+#include "ug/onnx/import.h"
+#include "ug/optim/adam.h"
+#include "ug/optim/functional.h"
+
+namespace ug {
+namespace {
+
+using Tensors = std::vector<Tensor>;
+
+TEST(Jit, RunsTheProgramAndTracesOncePerSignature) {
+  int calls = 0;
+  std::vector<std::string> warnings;
+  JitFunction f = jit(
+      [&](const Tensors& xs) {
+        ++calls;
+        return Tensors{(xs[0] * xs[1]).sum() + relu(xs[0]).mean()};
+      },
+      {.name = "f", .on_retrace = [&](const std::string& w) { warnings.push_back(w); }});
+  manual_seed(0);
+  Tensor x = randn({3, 4}), y = randn({3, 4});
+  for (int i = 0; i < 3; ++i) f({x, y});
+  Tensor x2 = randn({3, 4});
+  EXPECT_NEAR(f({x2, y})[0].item<double>(), ((x2 * y).sum() + relu(x2).mean()).item<double>(), 1e-5);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(f.cache_info().hits, 3);
+  EXPECT_EQ(f.explain({randn({2, 4}), y}), "miss: argument input 0 changed from float32[3, 4] to float32[2, 4]");
+  f({randn({2, 4}), randn({2, 4})});
+  EXPECT_TRUE(warnings.empty());
+  f({randn({1, 4}), randn({1, 4})});
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("'f' is traced for the 3rd time"), std::string::npos) << warnings[0];
+}
+
+TEST(Jit, ReadsClosedOverParametersLive) {
+  manual_seed(0);
+  nn::Linear lin(3, 2);
+  JitFunction f = jit([&](const Tensors& xs) { return Tensors{lin->forward(xs[0])}; });
+  Tensor x = randn({4, 3});
+  EXPECT_TRUE(allclose(f({x})[0], lin->forward(x)));
+  {
+    NoGradGuard no_grad;
+    lin->weight() *= 2.0;
+  }
+  EXPECT_TRUE(allclose(f({x})[0], lin->forward(x)));
+}
+
+TEST(Jit, CompilesTheFunctionalAdamStep) {
+  manual_seed(0);
+  optim::TensorDict params;
+  params.insert("w", randn({5, 3}));
+  params.insert("b", zeros({3}));
+  optim::Adam adam(std::vector<Tensor>{params.at("w"), params.at("b")}, optim::AdamOptions(1e-2));
+  Tensor x = randn({8, 5}), y = randn({8, 3});
+  auto loss_of = [&](const Tensors& p) { return Tensors{(matmul(x, p[0]) + p[1] - y).pow(2.0).mean()}; };
+  // The step over flat tensors: w, b, then each parameter's state (step, exp_avg, exp_avg_sq).
+  optim::OptState state0 = adam.init(params);
+  auto step = [&](const Tensors& in) {
+    optim::TensorDict p, g;
+    p.insert("w", in[0]);
+    p.insert("b", in[1]);
+    optim::OptState st;
+    size_t k = 2;
+    for (const auto& [name, s] : state0) {
+      optim::TensorDict d;
+      for (const auto& [field, t] : s) d.insert(field, in[k++]);
+      st.insert(name, d);
+    }
+    auto [loss, grads] = value_and_grad(loss_of, {in[0], in[1]}, {0, 1});
+    g.insert("w", grads[0]);
+    g.insert("b", grads[1]);
+    auto [updates, next] = adam.update(g, st, p);
+    optim::TensorDict np = optim::apply_updates(p, updates);
+    Tensors out{np.at("w"), np.at("b")};
+    for (const auto& [name, s] : next)
+      for (const auto& [field, t] : s) out.push_back(t);
+    out.push_back(loss[0]);
+    return out;
+  };
+  Tensors flat{params.at("w"), params.at("b")};
+  for (const auto& [name, s] : state0)
+    for (const auto& [field, t] : s) flat.push_back(t);
+  JitFunction compiled = jit(step);
+  Tensors eager = flat, traced = flat;
+  for (int i = 0; i < 10; ++i) {
+    Tensors e = step(eager), c = compiled(traced);
+    eager.assign(e.begin(), e.end() - 1);
+    traced.assign(c.begin(), c.end() - 1);
+  }
+  for (size_t i = 0; i < eager.size(); ++i) EXPECT_TRUE(allclose(traced[i], eager[i], 1e-6, 1e-6)) << i;
+  EXPECT_EQ(compiled.cache_info().traces, 1);
+}
+
+TEST(Jit, SavesAnInferenceProgramThatOnnxLoadRuns) {
+  manual_seed(0);
+  nn::Sequential net(nn::Linear(4, 3), nn::ReLU(), nn::Linear(3, 2));
+  Tensor x = randn({2, 4});
+  auto program = compiler::Program::trace([&](const Tensors& xs) { return Tensors{net->forward(xs[0])}; }, {x});
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("jit_" + std::to_string(::getpid()) + ".onnx")).string();
+  program.save(path);
+  auto loaded = onnx::load(path);
+  std::filesystem::remove(path);
+  Tensor want = net->forward(x);
+  EXPECT_TRUE(allclose(program({x})[0], want));
+  EXPECT_TRUE(allclose(loaded->forward(x), want));
+  EXPECT_THROW(program({randn({3, 4})}), TypeError);
+}
+
+}  // namespace
+}  // namespace ug

@@ -1,0 +1,395 @@
+"""The compiled mode (ug.jit, ug.function, ug.compile; python/unigrad/compiled.py over
+ug/compiler): what a program runs, when it is traced again and what it says, Python control
+flow on traced values, parameters read live, training steps in both styles, saved programs,
+and JAX's control flow against JAX itself. Every op of the op table is compiled by the "jit"
+transform of test_op_table.py."""
+import os
+import tempfile
+import warnings
+
+import numpy as np
+import pytest
+
+import unigrad as ug
+from unigrad.tree import tree_leaves
+
+
+@pytest.fixture(scope="module")
+def jax():
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+
+    return jax
+
+
+def close(a, b, tol=1e-6):
+    np.testing.assert_allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), rtol=tol, atol=tol)
+
+
+# ---- what runs --------------------------------------------------------------------------------
+
+
+def test_later_calls_run_the_program_without_calling_the_function():
+    calls = []
+
+    @ug.jit
+    def f(x, y):
+        calls.append(1)  # a Python side effect: it happens while tracing, as in JAX
+        return (x * y).sum() + ug.relu(x).mean()
+
+    x, y = ug.randn(3, 4), ug.randn(3, 4)
+    for _ in range(3):
+        f(x, y)
+    x2 = ug.randn(3, 4)
+    close(f(x2, y), (x2 * y).sum() + ug.relu(x2).mean())
+    assert len(calls) == 1
+    info = f.cache_info()
+    assert (info.hits, info.misses, info.traces, info.size, info.capacity) == (3, 1, 1, 1, 8)
+
+
+def test_pytrees_in_and_out_and_python_values_out():
+    @ug.jit
+    def f(params, xs):
+        a, b = xs
+        return {"sum": params["w"] * a + b, "parts": [a.exp(), (b, 3)], "name": "done"}
+
+    p, a, b = {"w": ug.randn(2)}, ug.randn(2), ug.randn(2)
+    out = f(p, (a, b))
+    assert set(out) == {"sum", "parts", "name"} and out["name"] == "done" and out["parts"][1][1] == 3
+    close(out["sum"], p["w"] * a + b)
+    close(out["parts"][0], a.exp())
+    close(f(p, [a, b])["sum"], p["w"] * a + b)  # a list, not a tuple: another structure, another trace
+    assert f.cache_info().traces == 2
+
+
+def test_static_arguments_by_position_and_name():
+    def f(x, n, mode="add"):
+        y = x * n if n > 1 else x
+        return y + 1 if mode == "add" else y - 1
+
+    by_num = ug.jit(f, static_argnums=(1, 2))
+    by_name = ug.jit(f, static_argnames=("n", "mode"))
+    x = ug.arange(3.0)
+    for g in (by_num, by_name):
+        close(g(x, 3), x * 3 + 1)
+        close(g(x, 1, mode="sub"), x - 1)
+        close(g(x, 3), x * 3 + 1)
+        assert g.cache_info().traces == 2
+
+
+def test_methods_take_the_instance_as_a_static_argument():
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+
+        @ug.jit
+        def apply(self, x):
+            return x * self.k
+
+    x = ug.ones(2)
+    close(Scale(2.0).apply(x), [2, 2])
+    close(Scale(5.0).apply(x), [5, 5])  # another instance, another program
+
+
+# ---- retracing, visible and bounded ----------------------------------------------------------
+
+
+def test_every_trace_past_the_second_warns_naming_what_changed():
+    f = ug.jit(lambda x: x + 1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        f(ug.ones(1))
+        f(ug.ones(2))
+        assert not caught
+        f(ug.ones(3))
+        f(ug.ones(3, dtype=ug.float64))
+    messages = [str(w.message) for w in caught if issubclass(w.category, ug.compiled.RetraceWarning)]
+    assert len(messages) == 2
+    assert "traced for the 3rd time" in messages[0] and "argument x changed from float32[2] to float32[3]" in messages[0]
+    assert "from float32[3] to float64[3]" in messages[1]
+
+
+def test_the_cache_is_bounded_and_drops_the_least_recently_used():
+    f = ug.jit(lambda x: x * 2, cache_size=2)
+    a, b, c = ug.ones(1), ug.ones(2), ug.ones(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ug.compiled.RetraceWarning)
+        f(a), f(b), f(a), f(c)  # c evicts b, the least recently used
+    assert f.explain(a).startswith("hit")
+    assert f.explain(b) == "miss: argument x changed from float32[3] to float32[2]"
+    assert f.cache_info().size == 2
+
+
+def test_explain_says_whether_a_call_hits_and_why_not():
+    f = ug.jit(lambda x, k: x * k, static_argnums=1)
+    assert ug.jit.explain(f, ug.ones(2), 3) == "miss: the first call traces the function"
+    f(ug.ones(2), 3)
+    assert ug.jit.explain(f, ug.ones(2), 3) == "hit: a cached program runs"
+    assert ug.jit.explain(f, ug.ones(2), 4) == "miss: argument k changed from static 3 to static 4"
+
+
+# ---- Python control flow on traced values ------------------------------------------------------
+
+
+@pytest.mark.parametrize("use", ["bool", "item", "float", "int", "numpy", "tolist"])
+def test_python_control_flow_on_a_traced_value_names_the_line(use):
+    def f(x):
+        s = x.sum()
+        if use == "bool":
+            return x * 2 if s > 0 else x * 3  # the line the error names
+        return x * {"item": s.item, "float": lambda: float(s), "int": lambda: int(s), "numpy": s.numpy,
+                    "tolist": s.tolist}[use]()
+
+    line = f.__code__.co_firstlineno + (3 if use == "bool" else 4)
+    with pytest.raises(TypeError, match=rf"traced tensor .* at {__file__}:{line}: .*ug.cond") as e:
+        ug.jit(f)(ug.randn(3))
+    assert "static_argnums" in str(e.value)
+
+
+def test_values_not_computed_from_the_inputs_stay_concrete():
+    w = ug.tensor([2.0, 3.0])
+
+    @ug.jit
+    def f(x):
+        return x * w.sum().item()  # a constant of the program: Python may read it
+
+    close(f(ug.ones(2)), [5, 5])
+
+
+def test_the_tf_function_retracing_example_of_the_article(tf):
+    # The article's tf.function: `if tf.reduce_sum(x) > 0: return x * 2 else: return x * 3`.
+    # AutoGraph turns that `if` into tf.cond; unigrad says so and takes ug.cond.
+    @tf.function
+    def tf_func(x):
+        if tf.reduce_sum(x) > 0:
+            return x * 2
+        return x * 3
+
+    @ug.function
+    def my_func(x):
+        return ug.cond(x.sum() > 0, lambda x: x * 2, lambda x: x * 3, x)
+
+    for values in ([1.0, 2.0], [-1.0, -2.0]):
+        close(my_func(ug.tensor(values)), tf_func(tf.constant(values)).numpy())
+    assert my_func.cache_info().traces == 1  # one program for both branches
+
+    @ug.function
+    def direct_port(x):
+        if x.sum() > 0:
+            return x * 2
+        return x * 3
+
+    with pytest.raises(TypeError, match="ug.cond"):
+        direct_port(ug.ones(2))
+
+
+def test_function_input_signature_refuses_other_inputs():
+    f = ug.function(lambda x: x * 2, input_signature=[ug.TensorSpec(shape=(None, 3), dtype=ug.float32)])
+    close(f(ug.ones(2, 3)), np.full((2, 3), 2.0))
+    with pytest.raises(TypeError, match="does not match the input_signature"):
+        f(ug.ones(2, 4))
+
+
+# ---- derivatives and other transforms --------------------------------------------------------
+
+
+def mlp_loss(p, x, y):
+    h = ug.tanh(x @ p["w1"] + p["b1"])
+    return ug.nn.functional.cross_entropy(h @ p["w2"], y)
+
+
+def mlp_params(dtype=ug.float32):
+    ug.manual_seed(1)
+    return {"w1": ug.randn(5, 7, dtype=dtype), "b1": ug.randn(7, dtype=dtype), "w2": ug.randn(7, 3, dtype=dtype)}
+
+
+def test_jit_of_grad_and_grad_of_jit_match_finite_differences():
+    p, x, y = mlp_params(ug.float64), ug.randn(4, 5, dtype=ug.float64), ug.tensor([0, 2, 1, 2])
+    eager = ug.grad(mlp_loss)(p, x, y)
+    compiled = ug.jit(ug.grad(mlp_loss))(p, x, y)
+    through = ug.grad(ug.jit(mlp_loss))(p, x, y)
+    for k in p:
+        close(compiled[k], eager[k], 1e-12)
+        close(through[k], eager[k], 1e-12)
+    # Central differences of the loss in float64 for one parameter.
+    w, h = p["w2"].numpy().copy(), 1e-6
+    fd = np.zeros_like(w)
+    for i in np.ndindex(w.shape):
+        for sign in (1, -1):
+            q = dict(p, w2=ug.tensor(w + sign * h * (np.arange(w.size).reshape(w.shape) == np.ravel_multi_index(i, w.shape))))
+            fd[i] += sign * mlp_loss(q, x, y).item() / (2 * h)
+    close(compiled["w2"], fd, 1e-7)
+
+
+def test_second_derivatives_and_vmap_compose_with_jit():
+    def f(x):
+        return (x.sin() * x).sum()
+
+    x = ug.randn(4, dtype=ug.float64)
+    close(ug.jit(ug.hessian(f))(x), ug.hessian(f)(x), 1e-12)
+    close(ug.jit(ug.grad(ug.grad(lambda t: (t ** 3).sum() * 1.0)))(ug.tensor(2.0, dtype=ug.float64)), 12.0, 1e-12)
+    xs = ug.randn(3, 4)
+    close(ug.vmap(ug.jit(lambda v: (v * v).sum()))(xs), (xs * xs).sum(1), 1e-5)
+    inner = ug.jit(lambda v: v.exp())
+    close(ug.jit(lambda v: inner(v) * 2)(xs), xs.exp() * 2, 1e-6)  # a jitted function inside: inlined
+
+
+# ---- training steps -----------------------------------------------------------------------------
+
+
+def test_the_jax_optax_train_step_compiles_to_the_eager_result():
+    # The articles' JAX loop: value_and_grad + optimizer.update + apply_updates under jit.
+    ug.manual_seed(0)
+    model = ug.nn.Sequential(ug.nn.Linear(20, 16), ug.nn.ReLU(), ug.nn.Linear(16, 4))
+    params = model.init(ug.random.key(0), ug.ones(1, 20))
+    optimizer = ug.optim.Adam(model.parameters(), lr=1e-2)
+
+    def loss_of(params, xb, yb):
+        return ug.nn.functional.cross_entropy(model.apply(params, xb), yb)
+
+    def train_step(params, opt_state, xs, ys, idx):
+        xb, yb = xs[idx], ys[idx]
+        loss, grads = ug.value_and_grad(loss_of)(params, xb, yb)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return ug.optim.apply_updates(params, updates), opt_state, loss
+
+    xs, ys = ug.randn(64, 20), ug.randint(0, 4, (64,))
+    compiled = ug.jit(train_step)
+    eager_state = jit_state = (params, optimizer.init(params))
+    for step in range(20):
+        idx = ug.tensor(np.random.default_rng(step).permutation(64)[:16])
+        *eager_state, eager_loss = train_step(*eager_state, xs, ys, idx)
+        *jit_state, jit_loss = compiled(*jit_state, xs, ys, idx)
+        close(jit_loss, eager_loss, 1e-6)
+    for a, b in zip(tree_leaves(eager_state), tree_leaves(jit_state)):
+        close(a, b, 1e-6)
+    assert compiled.cache_info().traces == 1
+    with tempfile.TemporaryDirectory() as tmp, pytest.raises(ValueError, match="optimizer_update"):
+        ug.jit.save(compiled, os.path.join(tmp, "step.onnx"), *jit_state, xs, ys, idx)
+
+
+def test_a_step_whose_optimizer_is_gone_says_so():
+    def step(params, grads):
+        opt = ug.optim.SGD([ug.zeros(1)], lr=0.1)  # made inside: freed once the trace ends
+        updates, _ = opt.update(grads, opt.init(params), params)
+        return updates
+
+    with pytest.raises(RuntimeError, match="create it outside the jitted function"):
+        ug.jit(step)({"w": ug.ones(3)}, {"w": ug.ones(3)})
+
+
+def test_closed_over_parameters_are_read_at_every_call():
+    lin = ug.nn.Linear(3, 2)
+    f = ug.jit(lambda x: lin(x))
+    x = ug.randn(4, 3)
+    close(f(x), lin(x))
+    with ug.no_grad():
+        lin.weight.mul_(2)
+        lin.bias.add_(1)
+    close(f(x), lin(x))
+    assert f.cache_info().traces == 1
+
+
+def test_compiled_module_follows_the_optimizer_and_the_training_mode():
+    ug.manual_seed(0)
+    net = ug.nn.Sequential(ug.nn.Linear(3, 4), ug.nn.BatchNorm1d(4), ug.nn.ReLU(), ug.nn.Linear(4, 2))
+    compiled = ug.compile(net)
+    opt = ug.optim.SGD(net.parameters(), lr=0.1)
+    net.eval()
+    for _ in range(3):
+        x = ug.randn(8, 3)
+        loss = compiled(x).pow(2).sum()
+        opt.zero_grad()
+        loss.backward()  # through the program, into the module's parameters
+        opt.step()
+        close(compiled(x), net(x), 1e-6)
+    assert compiled.cache_info().traces == 1
+    net.train()  # another program; batch statistics in training mode do not compile yet
+    with pytest.raises(ValueError, match="batch_norm in training mode"):
+        compiled(ug.randn(8, 3))
+
+
+def test_random_draws_are_refused_with_a_clear_error():
+    with pytest.raises(ValueError, match=r"\[jit\] cannot compile the function: .*random"):
+        ug.jit(lambda x: x + ug.randn(3))(ug.ones(3))
+
+
+# ---- saved programs ----------------------------------------------------------------------------
+
+
+def test_a_saved_program_runs_in_onnxruntime_and_loads_back():
+    import onnxruntime as ort
+
+    ug.manual_seed(0)
+    net = ug.nn.Sequential(ug.nn.Linear(6, 5), ug.nn.GELU(), ug.nn.Linear(5, 2)).eval()
+    x = ug.randn(3, 6)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "net.onnx")
+        ug.jit.save(ug.compile(net), path, x)
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        got = session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
+        loaded = ug.onnx.load(path)
+        close(got, net(x).detach(), 1e-5)
+        close(loaded(x).detach(), net(x).detach(), 1e-6)
+
+
+# ---- control flow, against JAX -------------------------------------------------------------------
+
+
+def as_jax(jax, t):
+    return jax.numpy.asarray(t.numpy())
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "jit"])
+def test_cond_and_switch_against_jax(jax, compiled):
+    lax = jax.lax
+    wrap = ug.jit if compiled else (lambda f: f)
+    x = ug.randn(5)
+
+    def ug_f(x, k):
+        a = ug.cond(x.sum() > k, lambda v: v.sin(), lambda v: v.cos() * 2, x)
+        return ug.switch((x[0] > 0).int() + (x[1] > 0).int(), [lambda v: v, lambda v: -v, lambda v: v * v], a)
+
+    def jax_f(x, k):
+        a = lax.cond(x.sum() > k, lambda v: jax.numpy.sin(v), lambda v: jax.numpy.cos(v) * 2, x)
+        return lax.switch((x[0] > 0).astype(int) + (x[1] > 0).astype(int), [lambda v: v, lambda v: -v, lambda v: v * v], a)
+
+    for k in (-10.0, 10.0):
+        close(wrap(ug_f)(x, ug.tensor(k)), jax_f(as_jax(jax, x), k), 1e-6)
+    g = ug.grad(lambda x: ug_f(x, ug.tensor(0.0)).sum())(x)
+    close(g, jax.grad(lambda x: jax_f(x, 0.0).sum())(as_jax(jax, x)), 1e-5)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "jit"])
+def test_loops_and_scan_against_jax(jax, compiled):
+    lax = jax.lax
+    wrap = ug.jit if compiled else (lambda f: f)
+    xs, h0 = ug.randn(6, 3), ug.randn(3)
+
+    def ug_scan(h, xs):
+        return ug.scan(lambda c, x: ((c * 0.5 + x).tanh(), c.sum()), h, xs)
+
+    def jax_scan(h, xs):
+        return lax.scan(lambda c, x: (jax.numpy.tanh(c * 0.5 + x), c.sum()), h, xs)
+
+    (hu, ysu), (hj, ysj) = wrap(ug_scan)(h0, xs), jax_scan(as_jax(jax, h0), as_jax(jax, xs))
+    close(hu, hj, 1e-6)
+    close(ysu, ysj, 1e-6)
+    gu = ug.grad(lambda h: ug_scan(h, xs)[0].sum())(h0)
+    close(gu, jax.grad(lambda h: jax_scan(h, as_jax(jax, xs))[0].sum())(as_jax(jax, h0)), 1e-5)
+    fori = wrap(lambda v: ug.fori_loop(0, 4, lambda i, c: c * 2 + i, v))(h0)
+    close(fori, lax.fori_loop(0, 4, lambda i, c: c * 2 + i, as_jax(jax, h0)), 1e-6)
+    if not compiled:  # a data-dependent trip count: eager only (see test_while_loop_under_jit_says_why)
+        w = ug.while_loop(lambda c: c.sum() < 100, lambda c: c * 2 + 1, h0.abs())
+        close(w, lax.while_loop(lambda c: c.sum() < 100, lambda c: c * 2 + 1, as_jax(jax, h0.abs())), 1e-6)
+
+
+def test_while_loop_under_jit_says_why():
+    with pytest.raises(TypeError, match="trip count"):
+        ug.jit(lambda c: ug.while_loop(lambda c: c.sum() < 100, lambda c: c * 2, c))(ug.ones(2))
+
+
+def test_cond_under_vmap_selects_per_example():
+    xs = ug.tensor([[1.0, 2.0], [-3.0, -1.0]])
+    out = ug.vmap(lambda v: ug.cond(v.sum() > 0, lambda u: u * 2, lambda u: u * 3, v))(xs)
+    close(out, [[2, 4], [-9, -3]])
