@@ -5,7 +5,8 @@ functional init/update, lr 1e-3), softmax cross-entropy, batch 64, one shuffled 
 60k Fashion-MNIST training images (quick: the first 10k), the last partial batch kept. The
 train step is one ug.jit program (the batch gathered inside it, forward, backward, Adam);
 compile_seconds is the warm-up that traces both batch shapes. Each step reads the loss back
-(float(loss)), as the peer does. seconds = the training loop's wall time."""
+(float(loss)), as the peer does. seconds = the training loop's wall time. With --eager the same
+step runs without ug.jit (the compiled mode's baseline)."""
 import os
 import sys
 import time
@@ -14,6 +15,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import numpy as np  # noqa: E402
 
+EAGER = "--eager" in sys.argv
+if EAGER:
+    sys.argv.remove("--eager")
 args = common.parse_args(__doc__)
 ug = common.init_ug(args)
 nn = ug.nn
@@ -43,7 +47,6 @@ def loss_fn(params, x, y):
     return nn.functional.cross_entropy(model.apply(params, x), y)
 
 
-@ug.jit
 def train_step(params, opt_state, xs, ys, idx):
     x, y = xs[idx], ys[idx]
     loss, grads = ug.value_and_grad(loss_fn)(params, x, y)
@@ -51,6 +54,8 @@ def train_step(params, opt_state, xs, ys, idx):
     return ug.optim.apply_updates(params, updates), opt_state, loss
 
 
+if not EAGER:
+    train_step = ug.jit(train_step)
 perm = np.random.default_rng(0).permutation(n)
 batches = [ug.tensor(perm[i:i + BATCH]) for i in range(0, n, BATCH)]
 t0 = time.perf_counter()
@@ -72,8 +77,8 @@ with ug.no_grad():
     correct = sum(int((model.apply(params, xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum().item())
                   for i in range(0, xte.shape[0], 1000))
 
-common.emit(ug, "mlp_jit_epoch", args.threads, seconds, {
+common.emit(ug, "mlp_functional_epoch" if EAGER else "mlp_jit_epoch", args.threads, seconds, {
     "quick": args.quick, "train_images": n, "steps": steps, "steps_per_s": steps / seconds,
     "compile_seconds": compile_seconds, "test_accuracy": correct / xte.shape[0],
-    "mean_train_loss": loss_sum / steps, "cpu_seconds_train": cpu_train, "traces": train_step.cache_info().traces,
+    "mean_train_loss": loss_sum / steps, "cpu_seconds_train": cpu_train,
     "peak_rss_mb": common.peak_rss_mb()})

@@ -9,6 +9,7 @@
 #include "bindings.h"
 #include "ug/compiler/cache.h"
 #include "ug/compiler/program.h"
+#include "ug/graph/op_call.h"
 
 namespace ugpy {
 
@@ -16,8 +17,30 @@ namespace {
 
 namespace compiler = ug::compiler;
 using Parts = std::vector<std::pair<std::string, std::string>>;
+using ug::Tensor;
+using Tensors = std::vector<Tensor>;
 
 compiler::Signature signature(Parts parts) { return compiler::Signature{std::move(parts)}; }
+
+/** jax.debug.print's op: `emit(values)` prints now, and again at every run of a program that
+ *  traced it (a replay, the one op that exists for its side effect). Its output is an empty
+ *  token, as every graph node has one. */
+const ug::graph::OpDef kDebugPrint("debug_print");
+
+void debug_print(nb::callable emit, const Tensors& values) {
+  ug::graph::OpCall call(kDebugPrint);
+  emit(values);
+  if (call.capturing())
+    call.set_replay([emit](const Tensors& in) {
+      nb::gil_scoped_acquire gil;
+      emit(in);
+      return Tensors{ug::empty({0})};
+    });
+  std::vector<const Tensor*> inputs;
+  for (const Tensor& v : values) inputs.push_back(&v);
+  Tensor token = ug::empty({0});
+  call.finish(inputs, {&token});
+}
 
 }  // namespace
 
@@ -62,6 +85,8 @@ void bind_jit(nb::module_& m) {
            })
       .def("clear", &compiler::ProgramCache::clear);
 
+  jit.def("debug_print", &debug_print, nb::arg("emit"), nb::arg("values"),
+          "Calls emit(values) now and at every run of a program that traces this call.");
   jit.def("describe", &compiler::describe, nb::arg("tensor"), "A tensor's part of a call signature: dtype[shape].");
   jit.def("is_traced", &compiler::is_traced, nb::arg("tensor"),
           "Whether the tensor holds a value computed from the inputs of a function being traced.");

@@ -16,7 +16,10 @@ class TreeDef:
         return isinstance(other, TreeDef) and (self.kind, self.children, self.meta) == (other.kind, other.children, other.meta)
 
     def __repr__(self):
-        return f"TreeDef({self.kind}, {list(self.children)})" if self.kind != "leaf" else "*"
+        # Computed once: a jitted function's call signature holds it at every call.
+        if self.__dict__.get("_repr") is None:
+            self._repr = f"TreeDef({self.kind}, {list(self.children)})" if self.kind != "leaf" else "*"
+        return self._repr
 
 
 def tree_flatten(tree):

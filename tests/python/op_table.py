@@ -109,6 +109,13 @@ def copy_(m, a):
     return y
 
 
+def printed(m, a):
+    """ug.debug.print's op (torch has no counterpart: it only multiplies)."""
+    if m is ug:
+        ug.debug.print("a = {}", a)
+    return a * 2
+
+
 ADAM = ug.optim.Adam([ug.zeros(1)], lr=0.1)  # alive as long as the programs that call it back
 
 
@@ -469,6 +476,7 @@ OTHERS = [
     Op("dropout.eval", lambda m, a: F(m).dropout(a, 0.5, training=False), x(3, 4)),
     # random values: the generators differ (test_random.py checks unigrad's distributions)
     Op("random", lambda m, a: tuple(m.rand_like(a).shape), x(3, 4), off=PYTHON_VALUE),
+    Op("debug_print", printed, x(2, 3), ops=("debug_print", "mul"), off=rejects("a print (ug.debug.print)")),
     Op("optimizer_update", adam_step, x(3, 4), x(3, 4, seed=1), off={
         **{t: "an optimizer step: not differentiated" for t in ("vjp", "fd", "jvp")},
         "vmap": "an optimizer step: no batching rule", **unsupported("optimizer_update")}),

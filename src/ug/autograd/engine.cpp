@@ -36,7 +36,15 @@ Tensor zeros_for(const Node::OutputInfo& o) { return zeros(o.shape, {.dtype = o.
 
 /** What a leaf's AccumulateGrad does: g, after the leaf's hooks, added into leaf.grad. The
  *  engine runs it (the node's own layer is below the ops that add). */
+[[noreturn]] void backward_in_trace() {
+  fail<RuntimeError>(
+      "[jit] backward() inside a traced function writes the parameters' .grad, which a compiled "
+      "program would not repeat; take gradients as values (ug.grad, ug.value_and_grad, "
+      "GradientTape.gradient) and update with optimizer.update and apply_updates");
+}
+
 void accumulate(AccumulateGrad& acc, Tensor g) {
+  if (graph::detail::current_capture) backward_in_trace();
   g = acc.run_hooks(std::move(g));
   AutogradMeta& m = meta(acc.leaf());
   if (!m.grad.defined()) {
@@ -175,6 +183,7 @@ std::vector<Tensor> execute(const std::vector<Edge>& roots, std::vector<Tensor> 
 }
 
 std::vector<Edge> root_edges(const std::vector<Tensor>& outputs, const char* op) {
+  if (graph::detail::current_capture && std::string_view(op) == "backward") backward_in_trace();
   std::vector<Edge> roots;
   for (size_t i = 0; i < outputs.size(); ++i) {
     Edge e = gradient_edge(outputs[i]);

@@ -1005,6 +1005,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"sort", "sort and topk are not exported"},
       {"nonzero", "its output size depends on the data"},
       {"random", "random draws are not exported (dropout must be in eval mode)"},
+      {"debug_print", "a print (ug.debug.print) has no ONNX form; a compiled program prints it"},
       {"optimizer_update", "an optimizer's update (a training step) has no ONNX form; a compiled step calls it back"},
       {"nll_loss", "losses are not exported; export the model without its loss"},
       {"binary_cross_entropy", "losses are not exported; export the model without its loss"},

@@ -196,8 +196,17 @@ void GraphBuilder::check_inputs(const CapturedCall& call) const {
     for (const Tensor& out : call.outputs)
       written = written || (out.defined() && out.storage() == call.inputs[i].storage());
     if (written) continue;
-    if (auto it = values_.find(key(call.inputs[i])); it != values_.end() && it->second.traced)
+    const Tensor& in = call.inputs[i];
+    if (auto it = values_.find(key(in)); it != values_.end() && it->second.traced) {
       check_version(it->second, call.input_versions[i], "input " + std::to_string(i) + " of op '" + call.op + "'");
+    } else if (in.version() != call.input_versions[i]) {
+      // A constant or parameter written after the op read it (an optimizer's step() inside the
+      // function): the graph would hold neither the value read nor the write.
+      fail("[onnx.export] op '", call.op, "' reads a ", dtype_name(in.dtype()), " ", shape_str(in.shape()),
+           " tensor that the function then writes in place", in.requires_grad() ? " (a parameter)" : "",
+           "; only ops' results are followed: write the update functionally (optimizer.update and "
+           "apply_updates, as optax does)");
+    }
   }
 }
 
