@@ -9,7 +9,7 @@
 #include "bindings.h"
 #include "ug/compiler/cache.h"
 #include "ug/compiler/program.h"
-#include "ug/graph/op_call.h"
+#include "ug/compiler/debug.h"
 
 namespace ugpy {
 
@@ -22,24 +22,14 @@ using Tensors = std::vector<Tensor>;
 
 compiler::Signature signature(Parts parts) { return compiler::Signature{std::move(parts)}; }
 
-/** jax.debug.print's op: `emit(values)` prints now, and again at every run of a program that
- *  traced it (a replay, the one op that exists for its side effect). Its output is an empty
- *  token, as every graph node has one. */
-const ug::graph::OpDef kDebugPrint("debug_print");
-
+/** ug.debug.print: emit (a Python callable) called with the GIL, now and at each program run. */
 void debug_print(nb::callable emit, const Tensors& values) {
-  ug::graph::OpCall call(kDebugPrint);
-  emit(values);
-  if (call.capturing())
-    call.set_replay([emit](const Tensors& in) {
-      nb::gil_scoped_acquire gil;
-      emit(in);
-      return Tensors{ug::empty({0})};
-    });
-  std::vector<const Tensor*> inputs;
-  for (const Tensor& v : values) inputs.push_back(&v);
-  Tensor token = ug::empty({0});
-  call.finish(inputs, {&token});
+  compiler::debug_callback(
+      [emit](const Tensors& v) {
+        nb::gil_scoped_acquire gil;
+        emit(v);
+      },
+      values);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "test_util.h"
 #include "ug/autograd/functional.h"
+#include "ug/compiler/debug.h"
 #include "ug/compiler/jit.h"
 #include "ug/nn/nn.h"
 #include "ug/onnx/import.h"
@@ -100,6 +101,18 @@ TEST(Jit, CompilesTheFunctionalAdamStep) {
   }
   for (size_t i = 0; i < eager.size(); ++i) EXPECT_TRUE(allclose(traced[i], eager[i], 1e-6, 1e-6)) << i;
   EXPECT_EQ(compiled.cache_info().traces, 1);
+}
+
+TEST(Jit, DebugCallbacksRunAtEveryRunOfTheProgram) {
+  std::vector<double> seen;
+  JitFunction f = jit([&](const Tensors& xs) {
+    Tensor y = xs[0] * 2.0;
+    compiler::debug_callback([&](const Tensors& v) { seen.push_back(v[0].sum().item<double>()); }, {y});
+    return Tensors{y + 1.0};
+  });
+  f({full({2}, 1.0)});
+  f({full({2}, 3.0)});
+  EXPECT_EQ(seen, (std::vector<double>{4.0, 4.0, 12.0}));  // the trace, then each run
 }
 
 TEST(Jit, SavesAnInferenceProgramThatOnnxLoadRuns) {
