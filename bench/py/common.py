@@ -11,12 +11,21 @@ import time
 IMPL = "unigrad-python"
 
 
-def parse_args(description):
+def parse_args(description, eager_flag=False):
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--threads", type=int, default=2,
                    help="threads for unigrad's kernels and OpenBLAS (ug.set_num_threads); default 2")
     p.add_argument("--quick", action="store_true", help="small version (< ~10 s)")
+    if eager_flag:  # the compiled-mode benchmarks: the same step without ug.jit
+        p.add_argument("--eager", action="store_true", help="run the step eagerly, without ug.jit")
     return p.parse_args()
+
+
+def load_fashion_mnist_ug(ug, prefix):
+    """Images as (N, 784) float32 in [0, 1] and int64 labels, read with ug.data.read_idx."""
+    x = ug.data.read_idx(os.path.join(DATA_DIR, f"{prefix}-images-idx3-ubyte.gz"))
+    y = ug.data.read_idx(os.path.join(DATA_DIR, f"{prefix}-labels-idx1-ubyte.gz"))
+    return x.reshape(x.shape[0], -1).float().div_(255.0), y.long()
 
 
 def init_ug(args):

@@ -15,23 +15,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import numpy as np  # noqa: E402
 
-EAGER = "--eager" in sys.argv
-if EAGER:
-    sys.argv.remove("--eager")
-args = common.parse_args(__doc__)
+args = common.parse_args(__doc__, eager_flag=True)
+EAGER = args.eager
 ug = common.init_ug(args)
 nn = ug.nn
 BATCH = 64
 
-
-def load(prefix):
-    x = ug.data.read_idx(os.path.join(common.DATA_DIR, f"{prefix}-images-idx3-ubyte.gz"))
-    y = ug.data.read_idx(os.path.join(common.DATA_DIR, f"{prefix}-labels-idx1-ubyte.gz"))
-    return x.reshape(x.shape[0], -1).float().div_(255.0), y.long()
-
-
-xtr, ytr = load("train")
-xte, yte = load("t10k")
+xtr, ytr = common.load_fashion_mnist_ug(ug, "train")
+xte, yte = common.load_fashion_mnist_ug(ug, "t10k")
 if args.quick:
     xtr, ytr = xtr[:10000], ytr[:10000]
 n = xtr.shape[0]

@@ -16,17 +16,9 @@ ug = common.init_ug(args)
 nn = ug.nn
 BATCH = 64
 
-
-def load(prefix):
-    """Images as (N, 784) float32 in [0, 1] and int64 labels, read with ug.data.read_idx."""
-    x = ug.data.read_idx(os.path.join(common.DATA_DIR, f"{prefix}-images-idx3-ubyte.gz"))
-    y = ug.data.read_idx(os.path.join(common.DATA_DIR, f"{prefix}-labels-idx1-ubyte.gz"))
-    return x.reshape(x.shape[0], -1).float().div_(255.0), y.long()
-
-
 t0 = time.perf_counter()
-xtr, ytr = load("train")
-xte, yte = load("t10k")
+xtr, ytr = common.load_fashion_mnist_ug(ug, "train")
+xte, yte = common.load_fashion_mnist_ug(ug, "t10k")
 if args.quick:
     xtr, ytr = xtr[:10000], ytr[:10000]
 load_seconds = time.perf_counter() - t0

@@ -14,10 +14,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-EAGER = "--eager" in sys.argv
-if EAGER:
-    sys.argv.remove("--eager")
-args = common.parse_args(__doc__)
+args = common.parse_args(__doc__, eager_flag=True)
+EAGER = args.eager
 ug = common.init_ug(args)
 WARMUP, STEPS = (3, 15) if args.quick else (5, 50)
 
