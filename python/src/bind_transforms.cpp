@@ -3,9 +3,11 @@
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "ug/autograd/checkpoint.h"
 #include "ug/autograd/functional.h"
 #include "ug/autograd/tape.h"
 #include "ug/core/batching.h"
@@ -58,6 +60,16 @@ void bind_transforms(nb::module_& m) {
     return ug::vmap(unwrapped, args, in_axes, out_axes);
   });
   f.def("vmap_fallbacks", &ug::vmap_fallbacks);
+  f.def(
+      "checkpoint",
+      [](const ug::TensorFn& fn, const Tensors& inputs, std::optional<std::function<bool(std::string)>> keep) {
+        ug::CheckpointPolicy policy;
+        if (keep) policy = [keep = *keep](const char* op) { return keep(op); };
+        return ug::checkpoint(fn, inputs, policy);
+      },
+      nb::arg("fn"), nb::arg("inputs"), nb::arg("keep") = nb::none(),
+      "fn(inputs) keeping for backward only the saved tensors whose op keep(op) names; backward runs fn "
+      "again (same random and autocast state) for the rest.");
   f.def(
       "is_batched", [](const ug::Tensor& t) { return ug::batching::level(t) != 0; },
       "Whether t is a value inside vmap (one per batch element), not one tensor.");

@@ -21,6 +21,7 @@ from .transforms import (GradientTape, grad, hessian, jacfwd, jacobian, jacrev, 
 from .tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten  # noqa: F401
 from .compiled import TensorSpec, compile, function, jit  # noqa: F401  (compile: torch.compile's name)
 from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
+from .remat import checkpoint, checkpoint_policies, remat  # noqa: F401  (jax.checkpoint's names)
 
 from ._C import __version__  # noqa: F401  (from the CMake project version)
 

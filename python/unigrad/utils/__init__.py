@@ -1,2 +1,2 @@
-"""ug.utils: torch.utils's layout (ug.utils.tensorboard)."""
-from . import tensorboard  # noqa: F401
+"""ug.utils: torch.utils's layout (ug.utils.tensorboard, ug.utils.checkpoint)."""
+from . import checkpoint, tensorboard  # noqa: F401

@@ -1,0 +1,103 @@
+#include "ug/autograd/checkpoint.h"
+
+#include <any>
+#include <memory>
+
+#include "ug/core/allocator.h"
+#include "ug/core/error.h"
+#include "ug/core/random.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/graph/node.h"
+#include "ug/ops/autocast.h"
+
+namespace ug {
+
+namespace {
+
+/** What a checkpointed region needs to run again: the function, its inputs, the states of the
+ *  first run, and the tensors the second run saved (by the order they were saved in). */
+struct Region {
+  TensorFn fn;
+  Tensors inputs;
+  std::array<uint64_t, 2> rng;
+  bool autocast_active;
+  DType autocast_dtype;
+  size_t saved = 0;  // tensors saved during the first run
+  bool recomputed = false;
+  Tensors again;
+};
+
+/** A saved tensor as a region keeps it: the tensor itself (the policy keeps it), or its index
+ *  in the order of saving (recomputed). */
+struct Packed {
+  std::shared_ptr<Region> region;
+  size_t index;
+  Tensor kept;
+};
+
+/** Runs the region again to recover what its first run saved. */
+void recompute(Region& r) {
+  Generator& gen = default_generator();
+  const std::array<uint64_t, 2> rng_now = gen.get_state();
+  const DType dtype_now = autocast::get_dtype(DeviceType::CPU);
+  const bool active_now = autocast::detail::active;
+  gen.set_state(r.rng);
+  autocast::set_dtype(DeviceType::CPU, r.autocast_dtype);
+  autocast::detail::active = r.autocast_active;
+  auto record = std::make_shared<SavedTensorHooks>(SavedTensorHooks{
+      [&r](const Tensor& t) -> std::any {
+        r.again.push_back(t);
+        return {};
+      },
+      [](const std::any&) -> Tensor { fail<RuntimeError>("[checkpoint] a recomputed tensor was unpacked"); }});
+  try {
+    EnableGradGuard grad;  // the ops save their tensors only when they record a node
+    SavedTensorHooksGuard hooks(record);
+    r.fn(r.inputs);
+  } catch (...) {
+    gen.set_state(rng_now);
+    autocast::set_dtype(DeviceType::CPU, dtype_now);
+    autocast::detail::active = active_now;
+    throw;
+  }
+  gen.set_state(rng_now);
+  autocast::set_dtype(DeviceType::CPU, dtype_now);
+  autocast::detail::active = active_now;
+  if (r.again.size() != r.saved)
+    fail<RuntimeError>("[checkpoint] the function saved ", r.again.size(), " tensors when run again, ", r.saved,
+                       " the first time: it must compute the same way each time (no data-dependent branches on "
+                       "state that changed in between)");
+  r.recomputed = true;
+}
+
+}  // namespace
+
+Tensors checkpoint(const TensorFn& fn, const Tensors& inputs, const CheckpointPolicy& keep) {
+  auto region = std::make_shared<Region>(Region{fn,
+                                                inputs,
+                                                default_generator().get_state(),
+                                                autocast::active(),
+                                                autocast::get_dtype(DeviceType::CPU),
+                                                0,
+                                                false,
+                                                {}});
+  std::weak_ptr<Region> weak = region;  // the packed tensors own the region; it does not own them
+  auto hooks =
+      std::make_shared<SavedTensorHooks>(SavedTensorHooks{[weak, keep](const Tensor& t) -> std::any {
+                                                            std::shared_ptr<Region> r = weak.lock();
+                                                            const size_t index = r->saved++;
+                                                            const char* op =
+                                                                ug::detail::current_op ? ug::detail::current_op : "";
+                                                            return Packed{r, index, keep && keep(op) ? t : Tensor()};
+                                                          },
+                                                          [](const std::any& packed) -> Tensor {
+                                                            const Packed& p = std::any_cast<const Packed&>(packed);
+                                                            if (p.kept.defined()) return p.kept;
+                                                            if (!p.region->recomputed) recompute(*p.region);
+                                                            return p.region->again.at(p.index);
+                                                          }});
+  SavedTensorHooksGuard guard(hooks);
+  return fn(inputs);
+}
+
+}  // namespace ug

@@ -1,0 +1,143 @@
+"""Activation checkpointing (ug.utils.checkpoint, ug.checkpoint / ug.remat; ug/autograd/
+checkpoint.h): the gradients equal those of the plain run, against torch.utils.checkpoint on
+the same weights too; dropout inside a region gives the same gradients (the random state is
+replayed); the policies decide what is recomputed; memory falls."""
+import numpy as np
+import pytest
+import torch
+import torch.utils.checkpoint
+
+import unigrad as ug
+from unigrad.utils.checkpoint import checkpoint, checkpoint_sequential
+
+
+def close(a, b, tol=1e-6):
+    np.testing.assert_allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), rtol=tol, atol=tol)
+
+
+def blocks(n=3, dropout=0.0):
+    ug.manual_seed(0)
+    return [ug.nn.Sequential(ug.nn.Linear(16, 32), ug.nn.GELU(), ug.nn.Dropout(dropout), ug.nn.Linear(32, 16))
+            for _ in range(n)]
+
+
+def run(stack, x, checkpointed, seed=5):
+    ug.manual_seed(seed)
+    h = x
+    for b in stack:
+        h = checkpoint(b, h, use_reentrant=False) if checkpointed else b(h)
+    loss = (h * h).sum()
+    return loss, ug.autograd.grad(loss, [x] + [p for b in stack for p in b.parameters()])
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.3], ids=["plain", "dropout"])
+def test_gradients_equal_the_plain_run(dropout):
+    stack = blocks(dropout=dropout)
+    x = ug.randn(8, 16, requires_grad=True)
+    loss0, grads0 = run(stack, x, False)
+    loss1, grads1 = run(stack, x, True)
+    close(loss1, loss0, 0)
+    for a, b in zip(grads1, grads0):
+        close(a, b, 0)  # the same ops on the same values (and the same dropout masks): bit for bit
+
+
+def test_gradients_match_torch_utils_checkpoint():
+    stack = blocks()
+    x = ug.randn(8, 16, dtype=ug.float64)
+    twins = []
+    for b in stack:
+        t = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 16)).double()
+        with torch.no_grad():
+            for tp, up in zip(t.parameters(), b.parameters()):
+                tp.copy_(torch.tensor(up.detach().numpy()))
+        twins.append(t)
+    for b in stack:
+        b.to(ug.float64)
+    xt = torch.tensor(x.numpy(), requires_grad=True)
+    h = xt
+    for t in twins:
+        h = torch.utils.checkpoint.checkpoint(t, h, use_reentrant=False)
+    (h * h).sum().backward()
+    xu = x.requires_grad_(True)
+    _, grads = run(stack, xu, True)
+    close(grads[0], xt.grad, 1e-10)
+    for g, p in zip(grads[1:], [p for t in twins for p in t.parameters()]):
+        close(g, p.grad, 1e-10)
+
+
+def test_backward_and_second_calls_of_a_module():
+    # torch's habit: checkpoint(module, x) in forward, then loss.backward() into .grad.
+    stack = blocks(2)
+    x = ug.randn(4, 16)
+    loss = sum((checkpoint(b, x) * 1.0).sum() for b in stack)
+    loss.backward()
+    plain = [p.grad.clone() for b in stack for p in b.parameters()]
+    for b in stack:
+        b.zero_grad()
+    sum(b(x).sum() for b in stack).backward()
+    for a, b in zip(plain, [p.grad for b in stack for p in b.parameters()]):
+        close(a, b, 0)
+
+
+def test_policies_decide_what_is_recomputed():
+    calls = []
+
+    def f(v):
+        calls.append(1)
+        return (v.sin() @ v.T).tanh().sum()
+
+    v = ug.randn(4, 4)
+    want = ug.grad(f)(v)
+    for policy, runs in ((None, 2), (ug.checkpoint_policies.nothing_saveable, 2),
+                         (ug.checkpoint_policies.everything_saveable, 1)):
+        calls.clear()
+        close(ug.grad(ug.checkpoint(f, policy=policy))(v), want, 0)
+        assert len(calls) == runs, (policy, len(calls))
+    # dots_saveable keeps matmul's saved tensors, so only the others are recomputed.
+    calls.clear()
+    close(ug.grad(ug.remat(f, policy=ug.checkpoint_policies.dots_saveable))(v), want, 0)
+    assert len(calls) == 2
+
+
+def test_checkpoint_sequential_equals_the_sequential():
+    ug.manual_seed(0)
+    seq = ug.nn.Sequential(*[ug.nn.Linear(8, 8) for _ in range(6)])
+    x = ug.randn(3, 8, requires_grad=True)
+    y = checkpoint_sequential(seq, 3, x)
+    close(y.detach(), seq(x).detach(), 0)
+    gx = ug.autograd.grad(y.sum(), [x])[0]
+    close(gx, ug.autograd.grad(seq(x).sum(), [x])[0], 0)
+
+
+def test_memory_falls_to_the_regions_inputs():
+    ug.manual_seed(0)
+    # Activations (1024 rows of 256 per hidden layer) outweigh the parameters and their gradients.
+    stack = [ug.nn.Sequential(ug.nn.Linear(64, 256), ug.nn.GELU(), ug.nn.Linear(256, 64)) for _ in range(6)]
+    x = ug.randn(1024, 64)
+
+    def peak(checkpointed):
+        ug.memory.reset_peak()
+        live = ug.memory.allocated()
+        h = x
+        for b in stack:
+            h = checkpoint(b, h) if checkpointed else b(h)
+        h.sum().backward()
+        for b in stack:
+            b.zero_grad()
+        return ug.memory.max_allocated() - live
+
+    plain, checkpointed = peak(False), peak(True)
+    assert checkpointed < 0.5 * plain, (checkpointed, plain)
+
+
+def test_a_region_that_computes_differently_the_second_time_says_so():
+    state = {"n": 0}
+
+    def f(v):
+        state["n"] += 1
+        return v.exp().sin() if state["n"] == 1 else v.exp()  # another graph when run again
+
+    v = ug.randn(3, requires_grad=True)
+    y = checkpoint(f, v).sum()
+    with pytest.raises(RuntimeError, match="must compute the same way each time"):
+        y.backward()
