@@ -141,3 +141,25 @@ def test_a_region_that_computes_differently_the_second_time_says_so():
     y = checkpoint(f, v).sum()
     with pytest.raises(RuntimeError, match="must compute the same way each time"):
         y.backward()
+
+
+def test_under_jit_the_program_recomputes_the_region():
+    ug.manual_seed(0)
+    w1, w2 = ug.randn(16, 64) * 0.2, ug.randn(64, 16) * 0.2
+
+    def block(x, w1, w2):
+        return ug.nn.functional.gelu(x @ w1) @ w2
+
+    def loss(ws, x):
+        h = x
+        for _ in range(3):
+            h = ug.checkpoint(block)(h, *ws)
+        return h.pow(2).mean()
+
+    f = ug.jit(ug.grad(loss))
+    f((w1, w2), ug.randn(8, 16))
+    x = ug.randn(8, 16)
+    for a, b in zip(f((w1, w2), x), ug.grad(loss)((w1, w2), x)):
+        close(a, b, 1e-5)
+    # forward, the recomputation in backward, and the two products of each gradient
+    assert f.lower((w1, w2), x).node_types().count("MatMul") == 4 * 6
