@@ -4,6 +4,7 @@
 #include <limits>
 #include <unordered_set>
 
+#include "ug/compiler/simplify.h"
 #include "ug/core/error.h"
 #include "ug/graph/capture.h"
 #include "ug/onnx/export.h"
@@ -81,6 +82,7 @@ Program Program::trace(const Function& fn, const std::vector<Tensor>& example_in
   onnx::LoadLimits limits{.max_elements = kUnlimited, .max_live_elements = kUnlimited};
   auto graph = std::make_shared<onnx::Graph>(onnx::parse_model(traced.bytes, "", limits));
   graph->replays = std::move(traced.replays);
+  simplify(*graph);
   Program p;
   NamedTensors live = std::move(traced.grad_leaves);  // closed-over parameters, named by the trace
   live.insert(live.end(), state.begin(), state.end());

@@ -69,6 +69,10 @@ struct Graph {
  *  (refused when base_dir is empty). Throws ValueError / TypeError naming what is wrong. */
 Graph parse_model(std::string_view bytes, const std::string& base_dir, const LoadLimits& limits);
 
+/** Sets `last_uses` and `read` from the nodes and outputs (parse_model does; a pass that
+ *  rewrites the nodes does again). */
+void plan_liveness(Graph& graph);
+
 /** Runs a graph's nodes over `values` (by value id, with the inputs, initializers and captures
  *  set) and returns its outputs. */
 std::vector<Tensor> run_graph(const Graph& graph, std::vector<Tensor> values);

@@ -370,6 +370,12 @@ void GraphParser::parse(const ::onnx::GraphProto& g) {
   }
   if (graph.outputs.empty()) fail("[onnx] the graph has no outputs");
   graph.num_values = graph.value_names.size();
+  plan_liveness(graph);
+}
+
+}  // namespace
+
+void plan_liveness(Graph& graph) {
   // Intermediate values are dropped after their last reader; graph outputs are kept.
   std::vector<int64_t> last_reader(graph.num_values, -1);
   for (size_t i = 0; i < graph.nodes.size(); ++i)
@@ -382,12 +388,10 @@ void GraphParser::parse(const ::onnx::GraphProto& g) {
     last_reader[static_cast<size_t>(id)] = -1;
     graph.read[static_cast<size_t>(id)] = true;
   }
-  graph.last_uses.resize(graph.nodes.size());
+  graph.last_uses.assign(graph.nodes.size(), {});
   for (size_t id = 0; id < graph.num_values; ++id)
     if (last_reader[id] >= 0) graph.last_uses[static_cast<size_t>(last_reader[id])].push_back(static_cast<int64_t>(id));
 }
-
-}  // namespace
 
 DType dtype_from_onnx(int64_t t, std::string_view what) {
   using T = ::onnx::TensorProto;
