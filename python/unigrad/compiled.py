@@ -39,12 +39,18 @@ _tracing = threading.local()  # depth of the traces running on this thread
 _STATIC_TYPES = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis))
 
 
+def _plain(value):
+    """Whether a static argument is a plain value, compared by its repr."""
+    if isinstance(value, _STATIC_TYPES) or isinstance(value, _C.dtype):
+        return True
+    return isinstance(value, (tuple, frozenset)) and all(isinstance(v, _STATIC_TYPES) for v in value)
+
+
 def _static_key(value):
     """How a static argument enters a signature: its repr when it is a plain value, else its
-    identity (two different objects never share a program)."""
-    if isinstance(value, _STATIC_TYPES) or isinstance(value, _C.dtype):
-        return f"static {value!r}"
-    if isinstance(value, (tuple, frozenset)) and all(isinstance(v, _STATIC_TYPES) for v in value):
+    identity (two different objects never share a program: the cached program keeps the object
+    alive, so that its id cannot pass to another one)."""
+    if _plain(value):
         return f"static {value!r}"
     return f"static {type(value).__qualname__} object at {id(value):#x}"
 
@@ -61,7 +67,7 @@ class _Call:
 
     def __init__(self, jitted, args, kwargs):
         self.args, self.kwargs = list(args), dict(kwargs)
-        self.parts, self.tensors, self.slots, self.state = [], [], [], []
+        self.parts, self.tensors, self.slots, self.state, self.objects = [], [], [], [], []
         for i, a in enumerate(self.args):
             label = jitted._arg_label(i)
             self._add(label, a, ("arg", i), static=i in jitted._static_nums)
@@ -86,6 +92,8 @@ class _Call:
 
     def _static(self, label, value):
         self.parts.append((label, _static_key(value)))
+        if not _plain(value):
+            self.objects.append(value)
         if isinstance(value, _C.nn.Module):
             self.state += _module_state(value)
 
@@ -133,7 +141,9 @@ class JitFunction:
         self._donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
         label = getattr(fun, "__qualname__", None) or type(fun).__name__
         self._cache = _jit.ProgramCache(name or label, cache_size)
-        self._outputs = {}  # signature -> (output treedef, output leaves with None for tensors)
+        # signature -> (output treedef, output leaves with None for tensors, the static objects
+        # keyed by identity, kept alive with the program)
+        self._outputs = {}
 
     def _arg_label(self, i):
         return self._params[i] if i < len(self._params) else f"args[{i}]"
@@ -151,7 +161,7 @@ class JitFunction:
         if program is None:
             program = self._trace(call, key)
         tensors = program(call.tensors)
-        treedef, leaves = self._outputs[key]
+        treedef, leaves, _ = self._outputs[key]
         it = iter(tensors)
         return tree_unflatten(treedef, [next(it) if v is None else v for v in leaves])
 
@@ -174,7 +184,7 @@ class JitFunction:
         finally:
             _tracing.depth -= 1
         warning = self._cache.insert(list(key), program)
-        self._outputs[key] = box["out"]
+        self._outputs[key] = (*box["out"], call.objects)
         for k in [k for k in self._outputs if self._cache.why_not(list(k))]:
             del self._outputs[k]  # dropped from the bounded cache
         if warning:

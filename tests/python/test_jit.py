@@ -5,6 +5,7 @@ and JAX's control flow against JAX itself. Every op of the op table is compiled 
 transform of test_op_table.py."""
 import os
 import tempfile
+import types
 import warnings
 
 import numpy as np
@@ -89,6 +90,16 @@ def test_methods_take_the_instance_as_a_static_argument():
     x = ug.ones(2)
     close(Scale(2.0).apply(x), [2, 2])
     close(Scale(5.0).apply(x), [5, 5])  # another instance, another program
+
+
+def test_an_object_argument_is_never_taken_for_a_freed_one():
+    # Objects are static by identity; a freed object's id may come back for a new one, so the
+    # cache keeps the objects of its programs alive.
+    f = ug.jit(lambda s, x: x * s.k, static_argnums=0, cache_size=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ug.compiled.RetraceWarning)
+        for k in range(12):
+            close(f(types.SimpleNamespace(k=float(k)), ug.ones(1)), [k])
 
 
 # ---- retracing, visible and bounded ----------------------------------------------------------
