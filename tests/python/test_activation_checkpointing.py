@@ -171,3 +171,18 @@ def test_under_jit_the_program_recomputes_the_region():
 
     products = f.lower((w1, w2), x).node_types().count("MatMul")
     assert products == ug.jit(ug.grad(plain)).lower((w1, w2), x).node_types().count("MatMul") + 3
+
+
+def test_nested_regions():
+    ug.manual_seed(0)
+    a, b = ug.nn.Linear(8, 8), ug.nn.Linear(8, 8)
+    x = ug.randn(4, 8, requires_grad=True)
+
+    def outer(h):
+        return checkpoint(lambda v: ug.tanh(b(v)), ug.nn.functional.gelu(a(h))) * 2
+
+    params = [x, *a.parameters(), *b.parameters()]
+    nested = ug.autograd.grad(checkpoint(outer, x).pow(2).sum(), params)
+    plain = ug.autograd.grad(outer(x).pow(2).sum(), params)
+    for u, v in zip(nested, plain):
+        close(u, v, 0)
