@@ -86,9 +86,11 @@ Program Program::trace(const Function& fn, const std::vector<Tensor>& example_in
   Program p;
   NamedTensors live = std::move(traced.grad_leaves);  // closed-over parameters, named by the trace
   live.insert(live.end(), state.begin(), state.end());
+  std::vector<std::pair<int64_t, Tensor>> state_ids;
   for (size_t i = 0; i < graph->initializers.size(); ++i)
     for (const auto& [name, tensor] : live)
-      if (graph->initializers[i].first == name) p.state_.emplace_back(graph->initializer_ids[i], tensor);
+      if (graph->initializers[i].first == name) state_ids.emplace_back(graph->initializer_ids[i], tensor);
+  p.state_ = std::make_shared<const std::vector<std::pair<int64_t, Tensor>>>(std::move(state_ids));
   p.graph_ = std::move(graph);
   p.bytes_ = std::make_shared<const std::string>(std::move(traced.bytes));
   return p;
@@ -112,7 +114,7 @@ std::vector<Tensor> Program::operator()(const std::vector<Tensor>& inputs) const
   }
   for (size_t i = 0; i < g.initializer_ids.size(); ++i)
     values[static_cast<size_t>(g.initializer_ids[i])] = g.initializers[i].second;
-  for (const auto& [id, tensor] : state_) values[static_cast<size_t>(id)] = tensor;
+  for (const auto& [id, tensor] : *state_) values[static_cast<size_t>(id)] = tensor;
   return onnx::run_graph(g, std::move(values));
 }
 

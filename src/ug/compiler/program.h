@@ -51,7 +51,8 @@ class Program {
   Program() = default;
   std::shared_ptr<const onnx::Graph> graph_;
   std::shared_ptr<const std::string> bytes_;
-  std::vector<std::pair<int64_t, Tensor>> state_;  // initializer value id -> its live tensor
+  // initializer value id -> its live tensor; shared, as a cache hands out copies of programs
+  std::shared_ptr<const std::vector<std::pair<int64_t, Tensor>>> state_;
 };
 
 /** True while fn of Program::trace runs on this thread and t holds a value computed from its

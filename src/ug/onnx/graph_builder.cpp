@@ -158,25 +158,32 @@ template <class Fn> void for_each_position(const Tensor& t, Fn fn) {
 
 std::optional<std::string> GraphBuilder::view_of(const Value& base, const Tensor& t) {
   const Tensor& b = base.tensor;
-  std::unordered_map<int64_t, int64_t> index_of;  // storage position -> b's flat index
-  for_each_position(b, [&](int64_t i, int64_t pos) { index_of.emplace(pos, i); });
+  std::string name = fresh("view");
+  if (b.is_contiguous() && t.is_contiguous() && t.storage_offset() == b.storage_offset() && t.numel() == b.numel()) {
+    node("Reshape", {base.name, ints(std::vector<int64_t>(t.shape().begin(), t.shape().end()))}, {name});
+    return name;
+  }
+  // b's flat index of a storage position: its distance from b's start when b is contiguous,
+  // else looked up; -1 for a position outside b.
+  std::unordered_map<int64_t, int64_t> index_of;
+  if (!b.is_contiguous()) for_each_position(b, [&](int64_t i, int64_t pos) { index_of.emplace(pos, i); });
+  auto flat_index = [&](int64_t pos) -> int64_t {
+    if (b.is_contiguous())
+      return pos >= b.storage_offset() && pos < b.storage_offset() + b.numel() ? pos - b.storage_offset() : -1;
+    auto it = index_of.find(pos);
+    return it == index_of.end() ? -1 : it->second;
+  };
   Tensor index = empty(t.shape(), {.dtype = DType::Int64});
   int64_t* out = index.data_ptr<int64_t>();
   bool covered = true;
   for_each_position(t, [&](int64_t i, int64_t pos) {
-    auto it = index_of.find(pos);
-    covered = covered && it != index_of.end();
-    out[i] = covered ? it->second : 0;
+    out[i] = flat_index(pos);
+    covered = covered && out[i] >= 0;
   });
   if (!covered) return std::nullopt;
-  std::string name = fresh("view");
-  if (b.is_contiguous() && t.is_contiguous() && t.storage_offset() == b.storage_offset() && t.numel() == b.numel()) {
-    node("Reshape", {base.name, ints(std::vector<int64_t>(t.shape().begin(), t.shape().end()))}, {name});
-  } else {
-    std::string flat = fresh("flat");
-    node("Reshape", {base.name, ints({-1})}, {flat});
-    set_attr(node("Gather", {flat, initializer(index, fresh("view_index"))}, {name}), "axis", int64_t(0));
-  }
+  std::string flat = fresh("flat");
+  node("Reshape", {base.name, ints({-1})}, {flat});
+  set_attr(node("Gather", {flat, initializer(index, fresh("view_index"))}, {name}), "axis", int64_t(0));
   return name;
 }
 
