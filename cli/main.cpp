@@ -23,7 +23,7 @@ constexpr Command kCommands[] = {
     {"train", "train a built-in model (mlp, lenet, transformer) on Fashion-MNIST or given files",
      "usage: ug train [--model NAME] [--epochs N] [--batch-size N] [--optimizer NAME] [--lr X]\n"
      "                [--schedule S] [--threads T] [--workers W] [--seed S] [--out DIR] [--resume]\n"
-     "                [--profile PATH]\n"
+     "                [--profile PATH] [--jit]\n"
      "\n"
      "Trains the model with Keras-style fit (a progress bar on a terminal, a line per epoch\n"
      "otherwise), testing after every epoch, and writes into the output folder:\n"
@@ -44,6 +44,7 @@ constexpr Command kCommands[] = {
      "  --resume            continue from DIR/checkpoint.safetensors up to --epochs\n"
      "  --verbose V         0 silent, 1 progress bar, 2 a line per epoch (default 1)\n"
      "  --profile PATH      write a Chrome trace of the first 5 training steps to PATH\n"
+     "  --jit               run the training step as a compiled program (ug.jit)\n"
      "                      (open it in Perfetto or chrome://tracing)\n"
      "  -h, --help          show this help\n" UG_DATA_USAGE,
      run_train},

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "data.h"
+#include "ug/compiler/jit.h"
 #include "ug/core/error.h"
 #include "ug/core/random.h"
 #include "ug/core/thread_pool.h"
@@ -33,6 +34,7 @@ struct TrainFlags {
   std::optional<double> lr;
   bool resume = false;
   std::string profile;  // --profile PATH: a Chrome trace of the first training steps
+  bool jit = false;     // --jit: the training step as a compiled program
 };
 
 /** Profiles the first `steps` batches fit trains and writes their Chrome trace to `path`. */
@@ -109,6 +111,7 @@ int run_train(const Args& args) {
     else if (name == "--verbose") f.verbose = parse_int(name, option_value(args, i), 0, 2);
     else if (name == "--resume") f.resume = true;
     else if (name == "--profile") f.profile = option_value(args, i);
+    else if (name == "--jit") f.jit = true;
     else throw UsageError("unknown option '" + std::string(args[i]) + "'");
   }
   if (f.schedule != "constant" && f.schedule != "step" && f.schedule != "cosine")
@@ -126,7 +129,8 @@ int run_train(const Args& args) {
   trainer.compile({.optimizer = f.optimizer,
                    .learning_rate = f.lr,
                    .loss = "sparse_categorical_crossentropy",
-                   .metrics = {"accuracy"}});
+                   .metrics = {"accuracy"},
+                   .jit_compile = f.jit ? jit_step_compiler() : train::StepCompiler()});
 
   const fs::path out(f.out);
   fs::create_directories(out);

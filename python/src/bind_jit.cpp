@@ -39,9 +39,14 @@ void bind_jit(nb::module_& m) {
   nb::class_<compiler::Program>(jit, "Program", "A function traced once into a graph of ops, run from that graph.")
       .def_static("trace", &compiler::Program::trace, nb::arg("fn"), nb::arg("example_inputs"),
                   nb::arg("state") = compiler::NamedTensors{},
-                  "Runs fn(list of tensors) -> list of tensors once without grad, recording its ops; the tensors "
+                  "Runs fn(list of tensors) -> list of tensors once, recording its ops; the tensors "
                   "of `state` (name, tensor) are read live at every run, other tensors fn reads are constants.")
+      .def_static("trace_with_outputs", &compiler::Program::trace_with_outputs, nb::arg("fn"),
+                  nb::arg("example_inputs"), nb::arg("state") = compiler::NamedTensors{},
+                  "trace, also returning what the traced run returned: (program, outputs).")
       .def("__call__", &compiler::Program::operator(), nb::arg("inputs"))
+      .def_prop_ro("writes_state", &compiler::Program::writes_state,
+                   "Whether a run writes parameters, optimizer state or .grad back (a PyTorch-style step).")
       .def_prop_ro("num_inputs", &compiler::Program::num_inputs)
       .def_prop_ro("num_outputs", &compiler::Program::num_outputs)
       .def("node_types", &compiler::Program::node_types)

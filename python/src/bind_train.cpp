@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "bindings.h"
+#include "ug/compiler/jit.h"
 #include "convert.h"
 #include "ug/ops/random.h"
 #include "ug/train/train.h"
@@ -220,7 +221,7 @@ std::unique_ptr<Trainer> trainer_for(nb::handle self) {
 void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle metrics,
              std::optional<double> learning_rate, std::optional<bool> from_logits, std::optional<double> clipnorm,
              std::optional<double> clipvalue, std::optional<double> global_clipnorm,
-             int64_t gradient_accumulation_steps) {
+             int64_t gradient_accumulation_steps, bool jit_compile) {
   train::CompileOptions o;
   if (PyUnicode_Check(optimizer.ptr())) o.optimizer = nb::cast<std::string>(optimizer);
   else if (nb::isinstance<ug::optim::Optimizer>(optimizer))
@@ -256,6 +257,7 @@ void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle 
   o.clipvalue = clipvalue;
   o.global_clipnorm = global_clipnorm;
   o.gradient_accumulation_steps = gradient_accumulation_steps;
+  if (jit_compile) o.jit_compile = ug::jit_step_compiler();
   nb::object t = trainer_object(self);
   if (!t.is_valid()) {
     t = nb::cast(trainer_for(self).release(), nb::rv_policy::take_ownership);
@@ -523,14 +525,16 @@ void bind_train(nb::module_& m) {
 
   // ---- Module.compile / fit / evaluate / predict ------------------------------------------
   nb::handle module_cls = nb::type<Module>();
-  nb::cpp_function_def(&compile, nb::scope(module_cls), nb::name("compile"), nb::is_method(), "optimizer"_a = "rmsprop",
-                       "loss"_a = nb::none(), "metrics"_a = nb::none(), nb::kw_only(), "learning_rate"_a = nb::none(),
-                       "from_logits"_a = nb::none(), "clipnorm"_a = nb::none(), "clipvalue"_a = nb::none(),
-                       "global_clipnorm"_a = nb::none(), "gradient_accumulation_steps"_a = 1,
-                       "Keras's compile: optimizer (a name such as \"adam\", Keras's optimizer of that name, or a "
-                       "ug.optimizers / ug.optim optimizer), loss (a name or loss(output, target)), metrics (names or "
-                       "metric(output, target)). Named losses take logits unless the "
-                       "model ends in a Softmax/Sigmoid; from_logits overrides that.");
+  nb::cpp_function_def(
+      &compile, nb::scope(module_cls), nb::name("compile"), nb::is_method(), "optimizer"_a = "rmsprop",
+      "loss"_a = nb::none(), "metrics"_a = nb::none(), nb::kw_only(), "learning_rate"_a = nb::none(),
+      "from_logits"_a = nb::none(), "clipnorm"_a = nb::none(), "clipvalue"_a = nb::none(),
+      "global_clipnorm"_a = nb::none(), "gradient_accumulation_steps"_a = 1, "jit_compile"_a = false,
+      "Keras's compile: optimizer (a name such as \"adam\", Keras's optimizer of that name, or a "
+      "ug.optimizers / ug.optim optimizer), loss (a name or loss(output, target)), metrics (names or "
+      "metric(output, target)). Named losses take logits unless the "
+      "model ends in a Softmax/Sigmoid; from_logits overrides that. jit_compile=True runs fit's training "
+      "step as a compiled program (ug.jit) from the second step on.");
   nb::cpp_function_def(&fit, nb::scope(module_cls), nb::name("fit"), nb::is_method(), "x"_a = nb::none(),
                        "y"_a = nb::none(), "batch_size"_a = nb::none(), "epochs"_a = 1, "verbose"_a = "auto",
                        "callbacks"_a = nb::none(), "validation_split"_a = 0.0, "validation_data"_a = nb::none(),

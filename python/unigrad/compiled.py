@@ -159,8 +159,11 @@ class JitFunction:
         key = tuple(call.parts)
         program = self._cache.find(list(key))
         if program is None:
-            program = self._trace(call, key)
-        tensors = program(call.tensors)
+            program, traced = self._trace(call, key)
+            # A step that writes state (PyTorch style) took its first step while traced.
+            tensors = traced if program.writes_state else program(call.tensors)
+        else:
+            tensors = program(call.tensors)
         treedef, leaves, _ = self._outputs[key]
         it = iter(tensors)
         return tree_unflatten(treedef, [next(it) if v is None else v for v in leaves])
@@ -180,7 +183,7 @@ class JitFunction:
 
         _tracing.depth = getattr(_tracing, "depth", 0) + 1
         try:
-            program = _jit.Program.trace(flat_fn, call.tensors, self._live_state(call))
+            program, traced = _jit.Program.trace_with_outputs(flat_fn, call.tensors, self._live_state(call))
         finally:
             _tracing.depth -= 1
         warning = self._cache.insert(list(key), program)
@@ -189,13 +192,13 @@ class JitFunction:
             del self._outputs[k]  # dropped from the bounded cache
         if warning:
             warnings.warn(warning, RetraceWarning, stacklevel=3)
-        return program
+        return program, traced
 
     def lower(self, *args, **kwargs):
         """The program a call with these arguments runs (traced now if it is not cached)."""
         call = _Call(self, args, kwargs)
         key = tuple(call.parts)
-        return self._cache.find(list(key)) or self._trace(call, key)
+        return self._cache.find(list(key)) or self._trace(call, key)[0]
 
     def explain(self, *args, **kwargs):
         """'hit: ...' when a call with these arguments runs a cached program, else 'miss: ' and why."""

@@ -104,6 +104,40 @@ TEST(Jit, CompilesTheFunctionalAdamStep) {
   EXPECT_EQ(compiled.cache_info().traces, 1);
 }
 
+TEST(Jit, ATorchStyleStepHoldsWhatEagerHolds) {
+  // zero_grad(); backward(); step() inside the function: the parameters, their .grad and
+  // Adam's state are read and written by every run, as the eager step writes them.
+  auto make = [] {
+    manual_seed(0);
+    return nn::Sequential(nn::Linear(4, 8), nn::Tanh(), nn::Linear(8, 1));
+  };
+  nn::Sequential eager = make(), compiled = make();
+  optim::Adam opt_e(eager->parameters(), optim::AdamOptions(1e-2));
+  optim::Adam opt_c(compiled->parameters(), optim::AdamOptions(1e-2));
+  auto step = [](nn::Sequential& net, optim::Optimizer& opt) {
+    return [&net, &opt](const Tensors& xy) {
+      opt.zero_grad();
+      Tensor loss = (net->forward(xy[0]) - xy[1]).pow(2.0).mean();
+      loss.backward();
+      opt.step();
+      return Tensors{loss};
+    };
+  };
+  JitFunction compiled_step = jit(step(compiled, opt_c));
+  auto eager_step = step(eager, opt_e);
+  manual_seed(1);
+  for (int i = 0; i < 10; ++i) {
+    Tensors xy{randn({16, 4}), randn({16, 1})};
+    EXPECT_TRUE(allclose(compiled_step(xy)[0], eager_step(xy)[0], 1e-6, 1e-7)) << i;
+    auto pe = eager->parameters(), pc = compiled->parameters();
+    for (size_t k = 0; k < pe.size(); ++k) {
+      EXPECT_TRUE(allclose(pc[k], pe[k], 1e-6, 1e-7)) << i << " " << k;
+      EXPECT_TRUE(allclose(pc[k].grad(), pe[k].grad(), 1e-6, 1e-7)) << i << " " << k;
+    }
+  }
+  EXPECT_EQ(compiled_step.cache_info().traces, 1);
+}
+
 TEST(Jit, DebugCallbacksRunAtEveryRunOfTheProgram) {
   std::vector<double> seen;
   JitFunction f = jit([&](const Tensors& xs) {

@@ -132,6 +132,30 @@ def adam_step(m, p, g):
     return p + updates["p"]
 
 
+_SGD_PARAMS = {}
+
+
+def sgd_step(m, p, g):
+    """One imperative SGD step (lr 0.1) of a parameter holding p with gradient g: torch.optim.SGD's
+    step() against ug.optim.SGD's (the op optimizer_step, which a compiled PyTorch-style step
+    calls back on the live parameter)."""
+    if m is torch:
+        q = p.detach().clone().requires_grad_(True)
+        q.grad = g.detach().clone()
+        torch.optim.SGD([q], lr=0.1).step()
+        return q.detach()
+    key = (tuple(p.shape), p.dtype)
+    if key not in _SGD_PARAMS:
+        q = ug.zeros(*p.shape, dtype=p.dtype, requires_grad=True)
+        _SGD_PARAMS[key] = (q, ug.optim.SGD([q], lr=0.1))
+    q, opt = _SGD_PARAMS[key]
+    with ug.no_grad():
+        q.copy_(p)
+    q.grad = g.detach().clone()
+    opt.step()
+    return q.detach().clone()
+
+
 def recurrent(kind, **options):
     """One layer of torch's / unigrad's recurrent module run on (x, w_ih, w_hh, b_ih, b_hh);
     the layers are built here, as their random init must not run inside an export's trace."""
@@ -302,7 +326,7 @@ SHAPES = [
     Op("clone", lambda m, a: a.clone(), x(3, 4)),
     Op("to", lambda m, a: a.to(m.float64) * 2, x(3, 4), ops=("to", "mul")),
     Op("to.device", lambda m, a: a.to("cpu", copy=True) * 2, x(3, 4), ops=("to_device", "mul")),
-    Op("copy_", copy_, x(3, 4), ops=("copy_", "full_like"), off=unsupported("copy_")),
+    Op("copy_", copy_, x(3, 4), ops=("copy_", "full_like")),
     Op("fill_", lambda m, a: a * a.clone().fill_(2.0), x(3, 4), ops=("fill_", "clone"), off=unsupported("fill_")),
     Op("full_like", lambda m, a: a * m.full_like(a, 2.5), x(3, 4), ops=("full_like", "mul")),
     Op("zeros_like", lambda m, a: a + m.zeros_like(a), x(3, 4), ops=("full_like", "add")),
@@ -480,6 +504,9 @@ OTHERS = [
     Op("optimizer_update", adam_step, x(3, 4), x(3, 4, seed=1), off={
         **{t: "an optimizer step: not differentiated" for t in ("vjp", "fd", "jvp")},
         "vmap": "an optimizer step: no batching rule", **unsupported("optimizer_update")}),
+    Op("optimizer_step", sgd_step, x(3, 4), x(3, 4, seed=1), ops=("copy_", "clone", "optimizer_step"), off={
+        **{t: "an optimizer step: not differentiated" for t in ("vjp", "fd", "jvp")},
+        "vmap": "an optimizer step: no batching rule", **unsupported("optimizer_step")}),
     Op("lstm", recurrent("LSTM"), *recurrent_inputs(4)),
     Op("gru", recurrent("GRU"), *recurrent_inputs(3)),
     Op("rnn_tanh", recurrent("RNN"), *recurrent_inputs(1)),

@@ -126,6 +126,19 @@ def test_train_writes_model_checkpoint_logs_and_chart_and_resumes_bit_identicall
     assert "true: class " in rows[0]  # labels from files are numbered, not named
 
 
+def test_train_with_jit_compiles_the_step_and_trains_as_eager_does(tmp_path):
+    data = fashion_slice(tmp_path)
+    losses = {}
+    for flags in ((), ("--jit",)):
+        out = str(tmp_path / ("jit" if flags else "eager"))
+        r = ug_run("train", *data, "--epochs", "2", "--out", out, "--verbose", "0", *flags)
+        assert r.returncode == 0, r.stderr
+        rows = open(os.path.join(out, "metrics.csv")).read().splitlines()[1:]
+        losses[flags] = [float(row.split(",")[2]) for row in rows]
+    # float32 steps whose backward sums run in other orders: equal to a few float32 ulps per step
+    np.testing.assert_allclose(losses[("--jit",)], losses[()], rtol=1e-4)
+
+
 def test_predict_names_fashion_classes_and_checks_indices(tmp_path):
     arch = ug.models.Architecture("mlp")
     model = str(tmp_path / "m.safetensors")

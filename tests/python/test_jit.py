@@ -292,35 +292,6 @@ def test_a_step_whose_optimizer_is_gone_says_so():
         ug.jit(step)({"w": ug.ones(3)}, {"w": ug.ones(3)})
 
 
-def test_a_torch_style_step_inside_jit_is_refused_not_frozen():
-    # Compiling backward() + step() (the parameters and their .grad as implicit outputs) is
-    # not built yet: the trace must refuse it, never compile a program that skips the update.
-    net = ug.nn.Linear(3, 1)
-    opt = ug.optim.SGD(net.parameters(), lr=0.1)
-
-    @ug.jit
-    def torch_step(x):
-        opt.zero_grad()
-        loss = net(x).pow(2).mean()
-        loss.backward()
-        opt.step()
-        return loss
-
-    with pytest.raises(RuntimeError, match=r"backward\(\) inside a traced function"):
-        torch_step(ug.randn(4, 3))
-
-    @ug.jit
-    def keras_step(x):
-        with ug.GradientTape() as tape:
-            loss = net(x).pow(2).mean()
-        grads = tape.gradient(loss, list(net.parameters()))
-        opt.apply_gradients(zip(grads, net.parameters()))
-        return loss
-
-    with pytest.raises(ValueError, match="writes in place"):
-        keras_step(ug.randn(4, 3))
-
-
 def test_closed_over_parameters_are_read_at_every_call():
     lin = ug.nn.Linear(3, 2)
     f = ug.jit(lambda x: lin(x))

@@ -4,12 +4,11 @@
 // the graph is retained.
 #include "ug/autograd/engine.h"
 
-#include "ug/graph/capture.h"
-
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ug/autograd/grad_trace.h"
 #include "ug/graph/capture.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/node.h"
@@ -38,14 +37,20 @@ Tensor zeros_for(const Node::OutputInfo& o) { return zeros(o.shape, {.dtype = o.
  *  engine runs it (the node's own layer is below the ops that add). */
 [[noreturn]] void backward_in_trace() {
   fail<RuntimeError>(
-      "[jit] backward() inside a traced function writes the parameters' .grad, which a compiled "
-      "program would not repeat; take gradients as values (ug.grad, ug.value_and_grad, "
-      "GradientTape.gradient) and update with optimizer.update and apply_updates");
+      "[onnx.export] backward() inside an exported function writes the parameters' .grad, which a "
+      "graph file cannot; export the model's forward, or compile the training step with ug.jit / ug.compile");
 }
 
-void accumulate(AccumulateGrad& acc, Tensor g) {
-  if (graph::detail::current_capture) backward_in_trace();
+void accumulate(AccumulateGrad& acc, Tensor g, bool create_graph) {
   g = acc.run_hooks(std::move(g));
+  if (graph::detail::current_capture) {
+    // A compiled step's trace: the program reads and writes .grad (autograd/grad_trace.h).
+    GradTrace* trace = GradTrace::current();
+    if (!trace) backward_in_trace();
+    if (create_graph) fail<RuntimeError>("[jit] backward(create_graph=True) inside a compiled step is not supported");
+    trace->accumulate(acc.leaf(), g);
+    return;
+  }
   AutogradMeta& m = meta(acc.leaf());
   if (!m.grad.defined()) {
     // Keep the incoming gradient when nobody else can see it; otherwise own a copy, so a
@@ -164,7 +169,7 @@ std::vector<Tensor> execute(const std::vector<Edge>& roots, std::vector<Tensor> 
       for (size_t i = 0; i < grads.size() && i < node->outputs().size(); ++i)
         if (!grads[i].defined()) grads[i] = zeros_for(node->outputs()[i]);
       auto* leaf = dynamic_cast<AccumulateGrad*>(node);
-      if (leaf) accumulate(*leaf, std::move(grads[0]));
+      if (leaf) accumulate(*leaf, std::move(grads[0]), create_graph);
       std::vector<Tensor> input_grads = leaf ? std::vector<Tensor>() : node->apply(std::move(grads));
       const auto& edges = node->next_edges();
       for (size_t i = 0; i < edges.size() && i < input_grads.size(); ++i) {
@@ -183,7 +188,8 @@ std::vector<Tensor> execute(const std::vector<Edge>& roots, std::vector<Tensor> 
 }
 
 std::vector<Edge> root_edges(const std::vector<Tensor>& outputs, const char* op) {
-  if (graph::detail::current_capture && std::string_view(op) == "backward") backward_in_trace();
+  if (graph::detail::current_capture && !GradTrace::current() && std::string_view(op) == "backward")
+    backward_in_trace();
   std::vector<Edge> roots;
   for (size_t i = 0; i < outputs.size(); ++i) {
     Edge e = gradient_edge(outputs[i]);

@@ -11,11 +11,13 @@ const graph::OpDef kDebugPrint("debug_print");
 void debug_callback(const DebugEmit& emit, const std::vector<Tensor>& values) {
   graph::OpCall call(kDebugPrint);
   emit(values);
-  if (call.capturing())
+  if (call.capturing()) {
+    call.set_attrs({{"effect", int64_t(1)}});  // kept though nothing reads its output
     call.set_replay([emit](const std::vector<Tensor>& in) {
       emit(in);
       return std::vector<Tensor>{empty({0})};
     });
+  }
   std::vector<const Tensor*> inputs;
   for (const Tensor& v : values) inputs.push_back(&v);
   Tensor token = empty({0});  // every graph node has an output

@@ -28,8 +28,10 @@ JitFunction::JitFunction(compiler::Function fn, JitOptions options)
 std::vector<Tensor> JitFunction::operator()(const std::vector<Tensor>& inputs) const {
   const compiler::Signature sig = signature_of(inputs);
   if (const compiler::Program* program = state_->cache.find(sig)) return (*program)(inputs);
-  compiler::Program program = compiler::Program::trace(state_->fn, inputs, state_->options.state);
-  std::vector<Tensor> out = program(inputs);
+  auto [program, traced] = compiler::Program::trace_with_outputs(state_->fn, inputs, state_->options.state);
+  // A step that writes state took its first step while traced; a pure function's first call
+  // runs the program like every later one.
+  std::vector<Tensor> out = program.writes_state() ? std::move(traced) : program(inputs);
   if (std::string warning = state_->cache.insert(sig, std::move(program)); !warning.empty()) {
     if (state_->options.on_retrace) state_->options.on_retrace(warning);
     else std::cerr << warning << '\n';
@@ -45,5 +47,9 @@ std::string JitFunction::explain(const std::vector<Tensor>& inputs) const {
 compiler::CacheInfo JitFunction::cache_info() const { return state_->cache.info(); }
 
 JitFunction jit(compiler::Function fn, JitOptions options) { return JitFunction(std::move(fn), std::move(options)); }
+
+train::StepCompiler jit_step_compiler(JitOptions options) {
+  return [options](train::StepFunction step) { return train::StepFunction(jit(std::move(step), options)); };
+}
 
 }  // namespace ug

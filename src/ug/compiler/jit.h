@@ -12,6 +12,7 @@
 
 #include "ug/compiler/cache.h"
 #include "ug/compiler/program.h"
+#include "ug/train/trainer.h"
 
 namespace ug {
 
@@ -40,5 +41,9 @@ class JitFunction {
 };
 
 JitFunction jit(compiler::Function fn, JitOptions options = {});
+
+/** Compiles Keras's training step (train::CompileOptions::jit_compile) with ug::jit:
+ *  trainer.compile({..., .jit_compile = ug::jit_step_compiler()}). */
+train::StepCompiler jit_step_compiler(JitOptions options = {.name = "train_step"});
 
 }  // namespace ug

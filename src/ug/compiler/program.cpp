@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "ug/compiler/simplify.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/core/error.h"
 #include "ug/graph/capture.h"
 #include "ug/onnx/export.h"
@@ -68,6 +69,12 @@ void check_concrete(const Tensor& t, const char* what, const std::string& where)
 }
 
 Program Program::trace(const Function& fn, const std::vector<Tensor>& example_inputs, const NamedTensors& state) {
+  return trace_with_outputs(fn, example_inputs, state).first;
+}
+
+std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Function& fn,
+                                                                    const std::vector<Tensor>& example_inputs,
+                                                                    const NamedTensors& state) {
   onnx::ProgramTrace traced;
   {
     TraceScope scope(example_inputs);
@@ -84,16 +91,23 @@ Program Program::trace(const Function& fn, const std::vector<Tensor>& example_in
   graph->replays = std::move(traced.replays);
   simplify(*graph);
   Program p;
+  auto ids_of = [&](const NamedTensors& named) {
+    std::vector<std::pair<int64_t, Tensor>> ids;
+    for (size_t i = 0; i < graph->initializers.size(); ++i)
+      for (const auto& [name, tensor] : named)
+        if (graph->initializers[i].first == name) ids.emplace_back(graph->initializer_ids[i], tensor);
+    return ids;
+  };
   NamedTensors live = std::move(traced.grad_leaves);  // closed-over parameters, named by the trace
   live.insert(live.end(), state.begin(), state.end());
-  std::vector<std::pair<int64_t, Tensor>> state_ids;
-  for (size_t i = 0; i < graph->initializers.size(); ++i)
-    for (const auto& [name, tensor] : live)
-      if (graph->initializers[i].first == name) state_ids.emplace_back(graph->initializer_ids[i], tensor);
-  p.state_ = std::make_shared<const std::vector<std::pair<int64_t, Tensor>>>(std::move(state_ids));
+  p.state_ = std::make_shared<const std::vector<std::pair<int64_t, Tensor>>>(ids_of(live));
+  p.grad_sources_ = std::make_shared<const std::vector<std::pair<int64_t, Tensor>>>(ids_of(traced.grad_sources));
+  p.writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.state_writes));
+  p.grad_writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.grad_writes));
+  p.num_results_ = traced.outputs.size();
   p.graph_ = std::move(graph);
   p.bytes_ = std::make_shared<const std::string>(std::move(traced.bytes));
-  return p;
+  return {std::move(p), std::move(traced.outputs)};
 }
 
 std::vector<Tensor> Program::operator()(const std::vector<Tensor>& inputs) const {
@@ -115,11 +129,32 @@ std::vector<Tensor> Program::operator()(const std::vector<Tensor>& inputs) const
   for (size_t i = 0; i < g.initializer_ids.size(); ++i)
     values[static_cast<size_t>(g.initializer_ids[i])] = g.initializers[i].second;
   for (const auto& [id, tensor] : *state_) values[static_cast<size_t>(id)] = tensor;
-  return onnx::run_graph(g, std::move(values));
+  for (const auto& [id, leaf] : *grad_sources_) {
+    Tensor grad = leaf.grad();
+    if (grad.defined() && (grad.shape() != leaf.shape() || grad.dtype() != leaf.dtype()))
+      fail("[jit] a parameter's .grad is ", grad.dtype(), " ", grad.shape(), ", the parameter ", leaf.dtype(), " ",
+           leaf.shape());
+    values[static_cast<size_t>(id)] =
+        grad.defined() ? grad.detach() : zeros(leaf.shape(), {.dtype = leaf.dtype(), .device = leaf.device()});
+  }
+  if (!writes_state()) return onnx::run_graph(g, std::move(values));
+
+  // A step that writes state holds its own backward: autograd records nothing through it.
+  NoGradGuard no_grad;
+  std::vector<Tensor> out = onnx::run_graph(g, std::move(values));
+  for (const auto& [target, index] : *writes_) {
+    const Tensor& value = out[static_cast<size_t>(index)];
+    // An optimizer's step wrote the live tensor itself.
+    if (value.storage() == target.storage() && value.storage_offset() == target.storage_offset()) continue;
+    Tensor(target).copy_(value);
+  }
+  for (const auto& [leaf, index] : *grad_writes_) leaf.set_grad(index < 0 ? Tensor() : out[static_cast<size_t>(index)]);
+  out.resize(num_results_);
+  return out;
 }
 
 size_t Program::num_inputs() const { return graph_->inputs.size(); }
-size_t Program::num_outputs() const { return graph_->outputs.size(); }
+size_t Program::num_outputs() const { return num_results_; }
 
 std::vector<std::string> Program::node_types() const {
   std::vector<std::string> types;

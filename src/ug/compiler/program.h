@@ -34,12 +34,22 @@ class Program {
    *  parameters and buffers) are read as they are at each run; any other tensor fn reads but
    *  was not given becomes a constant of the program, as in jax.jit. */
   static Program trace(const Function& fn, const std::vector<Tensor>& example_inputs, const NamedTensors& state = {});
+  /** trace, also giving what the traced run returned: a function that writes state (a
+   *  PyTorch-style step) has taken its first step while traced, so its first call's result
+   *  is that run's, not a second run's. */
+  static std::pair<Program, std::vector<Tensor>> trace_with_outputs(const Function& fn,
+                                                                    const std::vector<Tensor>& example_inputs,
+                                                                    const NamedTensors& state = {});
 
   /** Runs the graph on inputs of the traced dtypes and shapes. */
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
 
   size_t num_inputs() const;
   size_t num_outputs() const;
+  /** Whether a run writes state besides returning values: parameters, optimizer state or
+   *  .grad (a PyTorch-style step, functionalised: the graph reads them live and a run writes
+   *  them back). Such a program runs without recording autograd. */
+  bool writes_state() const { return !writes_->empty() || !grad_writes_->empty(); }
   /** The graph's node types, in the order they run. */
   std::vector<std::string> node_types() const;
   /** The program as a serialized ONNX ModelProto. */
@@ -51,8 +61,14 @@ class Program {
   Program() = default;
   std::shared_ptr<const onnx::Graph> graph_;
   std::shared_ptr<const std::string> bytes_;
-  // initializer value id -> its live tensor; shared, as a cache hands out copies of programs
+  // Shared, as a cache hands out copies of programs:
+  // initializer value id -> its live tensor
   std::shared_ptr<const std::vector<std::pair<int64_t, Tensor>>> state_;
+  // initializer value id -> the leaf whose .grad (zeros where it has none) it is at each run
+  std::shared_ptr<const std::vector<std::pair<int64_t, Tensor>>> grad_sources_;
+  // graph output index -> the tensor it is copied into / the leaf whose .grad it becomes (-1: none)
+  std::shared_ptr<const std::vector<std::pair<Tensor, int64_t>>> writes_, grad_writes_;
+  size_t num_results_ = 0;  // the function's own outputs, before the writes
 };
 
 /** True while fn of Program::trace runs on this thread and t holds a value computed from its

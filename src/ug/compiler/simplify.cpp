@@ -11,12 +11,12 @@ namespace ug::compiler {
 
 namespace {
 
-/** A node run for what it does, not for its outputs: kept even when nothing reads them. */
+/** A node run for what it does, not for its outputs (a print, an optimizer's step): kept even
+ *  when nothing reads them. */
 bool has_side_effect(const onnx::Node& n) {
   if (n.op_type != "UgReplay") return false;
-  auto it = n.attributes.find("op");
-  return it != n.attributes.end() && std::holds_alternative<std::string>(it->second) &&
-         std::get<std::string>(it->second) == "debug_print";
+  auto it = n.attributes.find("effect");
+  return it != n.attributes.end() && std::holds_alternative<int64_t>(it->second) && std::get<int64_t>(it->second) != 0;
 }
 
 }  // namespace

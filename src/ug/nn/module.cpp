@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "ug/autograd/grad_trace.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/core/random.h"
 
@@ -251,7 +252,9 @@ void Module::train(bool on) {
 }
 
 void Module::zero_grad(bool set_to_none) {
+  autograd::GradTrace* trace = autograd::GradTrace::current();
   for (Tensor& p : parameters()) {
+    if (trace) trace->cleared(p);
     Tensor g = p.grad();
     if (!g.defined()) continue;
     if (set_to_none) {

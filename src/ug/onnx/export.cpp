@@ -3,8 +3,10 @@
 #include <onnx/onnx_pb.h>
 
 #include <fstream>
+#include <optional>
 #include <set>
 
+#include "ug/autograd/grad_trace.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/core/error.h"
 #include "ug/onnx/export_table.h"
@@ -63,8 +65,13 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
   std::vector<Tensor> outputs;
   std::vector<CapturedCall> calls;
   std::vector<uint32_t> start_versions;
+  // A program's trace keeps the caller's grad mode, so a PyTorch-style step's backward() has
+  // a graph to walk; the .grad it writes is followed by grad_trace.
+  std::optional<autograd::GradTrace> grad_trace;
+  if (program) grad_trace.emplace();
   {
-    NoGradGuard no_grad;
+    std::optional<NoGradGuard> no_grad;
+    if (!program) no_grad.emplace();
     graph::Capture capture(program ? "jit" : "onnx.export");
     for (const Tensor& t : example_inputs) start_versions.push_back(t.version());
     outputs = fn(example_inputs);
@@ -94,6 +101,7 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
   for (size_t i = 0; i < example_inputs.size(); ++i)
     g.add_input(example_inputs[i], input_names[i], dim_names(options, input_names[i], example_inputs[i]),
                 start_versions[i]);
+  g.note_writes(calls);
   for (const CapturedCall& call : calls) {
     g.check_inputs(call);
     if (call.replay && g.replays_allowed() && !exports(call.op)) g.replay(call);
@@ -103,8 +111,21 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
   for (size_t i = 0; i < outputs.size(); ++i)
     g.add_output(outputs[i], output_names[i], dim_names(options, output_names[i], outputs[i]));
   if (program) {
+    int64_t index = static_cast<int64_t>(outputs.size());
+    for (const auto& [t, name] : g.written_state()) {
+      g.add_output(t, "ug_state_" + std::to_string(index), {});
+      program->state_writes.emplace_back(t, index++);
+    }
+    for (const Tensor& leaf : grad_trace->touched()) {
+      const Tensor grad = leaf.grad();
+      if (grad.defined()) g.add_output(grad, "ug_grad_" + std::to_string(index), {});
+      program->grad_writes.emplace_back(leaf, grad.defined() ? index++ : -1);
+    }
+    for (const auto& [placeholder, leaf] : grad_trace->incoming())
+      if (auto name = g.constant_name(placeholder)) program->grad_sources.emplace_back(*name, leaf);
     program->grad_leaves = g.grad_leaves();
     program->replays = g.replays();
+    program->outputs = outputs;
   }
   return model.SerializeAsString();
 }

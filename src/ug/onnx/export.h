@@ -51,6 +51,14 @@ struct ProgramTrace {
   std::string bytes;  // the serialized ModelProto
   std::vector<std::pair<std::string, Tensor>> grad_leaves;
   std::vector<graph::Replay> replays;  // by the UgReplay nodes' "index"
+  /** What the traced run itself returned (it ran the function for real). */
+  std::vector<Tensor> outputs;
+  /** State the function wrote, each after the function's outputs in the graph's outputs: a
+   *  parameter or state tensor with the output holding its new value; a leaf with the output
+   *  holding its new .grad (-1: none, zero_grad cleared it). */
+  std::vector<std::pair<Tensor, int64_t>> state_writes, grad_writes;
+  /** Constants standing for a leaf's .grad as it is when the program runs (grad_trace.h). */
+  std::vector<std::pair<std::string, Tensor>> grad_sources;
 };
 ProgramTrace trace_program(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
                            const std::vector<std::pair<std::string, Tensor>>& named_tensors);

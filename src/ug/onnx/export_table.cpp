@@ -492,6 +492,14 @@ void masked_fill(GraphBuilder& g, const CapturedCall& c) {
   g.node("Where", {mask, fill, x}, {g.output(c, 0, g.dynamic(c.inputs[2]))});
 }
 
+/** dst.copy_(src): the new value of dst is src, converted to dst's dtype and broadcast to its shape. */
+void copy(GraphBuilder& g, const CapturedCall& c) {
+  const Tensor& dst = c.outputs[0];
+  std::string src = g.value(c.inputs[0], dst.dtype());
+  g.node("Expand", {src, g.ints(std::vector<int64_t>(dst.shape().begin(), dst.shape().end()))},
+         {g.output(c, 0, DynamicDims(static_cast<size_t>(dst.dim()), false))});
+}
+
 void cumsum(GraphBuilder& g, const CapturedCall& c) {
   std::string x = in(g, c, 0);
   g.node("CumSum", {x, g.scalar(static_cast<double>(attr_int(c, "dim")), DType::Int64)}, {g.output(c)});
@@ -936,6 +944,7 @@ const std::map<std::string, Emitter>& table() {
         {"scatter", scatter},
         {"scatter_add", scatter_add},
         {"masked_fill_", masked_fill},
+        {"copy_", copy},
         {"cumsum", cumsum},
         // products and reductions
         {"matmul", matmul},
@@ -996,7 +1005,6 @@ const std::map<std::string, std::string>& unsupported() {
       {"embed", "a gradient op; export traces the forward pass only"},
       {"diagonal", "a strided view with no ONNX counterpart"},
       {"as_strided", "arbitrary strides have no ONNX counterpart"},
-      {"copy_", "in-place copies into a tensor are not exported; build the value with ops"},
       {"fill_", "in-place fills are not exported; use full() or where()"},
       {"index_put_", "assignment into a tensor is not exported; build the value with where(), cat() or scatter()"},
       {"max", "internal: captured as amax"},
@@ -1007,6 +1015,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"random", "random draws are not exported (dropout must be in eval mode)"},
       {"debug_print", "a print (ug.debug.print) has no ONNX form; a compiled program prints it"},
       {"optimizer_update", "an optimizer's update (a training step) has no ONNX form; a compiled step calls it back"},
+      {"optimizer_step", "an optimizer's step (a training step) has no ONNX form; a compiled step calls it back"},
       {"nll_loss", "losses are not exported; export the model without its loss"},
       {"binary_cross_entropy", "losses are not exported; export the model without its loss"},
       {"conv2d", "internal: captured as conv"},

@@ -195,7 +195,41 @@ void GraphBuilder::check_version(const Value& v, uint32_t version, const std::st
        "it from before the write");
 }
 
-void GraphBuilder::check_inputs(const CapturedCall& call) const {
+void GraphBuilder::note_writes(const std::vector<CapturedCall>& calls) {
+  for (const CapturedCall& call : calls)
+    for (size_t i = 0; i < call.outputs.size() && i < call.output_versions.size(); ++i)
+      if (call.outputs[i].defined()) writes_[call.outputs[i].storage().get()].insert(call.output_versions[i]);
+}
+
+std::vector<std::pair<Tensor, std::string>> GraphBuilder::written_state() const {
+  std::vector<std::pair<Tensor, std::string>> written;
+  for (const auto& [name, t] : params_)
+    if (auto it = values_.find(key(t)); it != values_.end() && it->second.traced)
+      written.emplace_back(t, it->second.name);
+  return written;
+}
+
+namespace {
+bool same_view(const Tensor& a, const Tensor& b) {
+  return a.storage() == b.storage() && a.storage_offset() == b.storage_offset() && a.shape() == b.shape() &&
+         a.strides() == b.strides() && a.dtype() == b.dtype();
+}
+}  // namespace
+
+const GraphBuilder::Value* GraphBuilder::same_value(const Tensor& t) const {
+  if (auto it = values_.find(key(t)); it != values_.end()) return &it->second;
+  for (const auto& [k, v] : values_)
+    if (v.traced && same_view(v.tensor, t)) return &v;
+  return nullptr;
+}
+
+std::optional<std::string> GraphBuilder::constant_name(const Tensor& t) const {
+  auto it = values_.find(key(t));
+  if (it == values_.end() || it->second.traced) return std::nullopt;
+  return it->second.name;
+}
+
+void GraphBuilder::check_inputs(const CapturedCall& call) {
   for (size_t i = 0; i < call.inputs.size() && i < call.input_versions.size(); ++i) {
     if (!call.inputs[i].defined()) continue;
     // An in-place op records the tensor it wrote after writing it.
@@ -204,9 +238,15 @@ void GraphBuilder::check_inputs(const CapturedCall& call) const {
       written = written || (out.defined() && out.storage() == call.inputs[i].storage());
     if (written) continue;
     const Tensor& in = call.inputs[i];
-    if (auto it = values_.find(key(in)); it != values_.end() && it->second.traced) {
-      check_version(it->second, call.input_versions[i], "input " + std::to_string(i) + " of op '" + call.op + "'");
+    if (const Value* v = same_value(in); v && v->traced) {
+      check_version(*v, call.input_versions[i], "input " + std::to_string(i) + " of op '" + call.op + "'");
     } else if (in.version() != call.input_versions[i]) {
+      // Live state (a parameter a training step updates) read, then written by an op the
+      // graph follows (its next version is one an op left): the program reads it as it is at
+      // each run and writes it back.
+      const bool live = param_name(in) || (name_grad_leaves_ && in.requires_grad());
+      auto w = writes_.find(in.storage().get());
+      if (live && w != writes_.end() && w->second.contains(call.input_versions[i] + 1)) continue;
       // A constant or parameter written after the op read it (an optimizer's step() inside the
       // function): the graph would hold neither the value read nor the write.
       fail("[onnx.export] op '", call.op, "' reads a ", dtype_name(in.dtype()), " ", shape_str(in.shape()),
@@ -224,6 +264,7 @@ void GraphBuilder::replay(const CapturedCall& call) {
   ::onnx::NodeProto& n = node("UgReplay", inputs, outputs);
   set_attr(n, "index", static_cast<int64_t>(replays_.size()));
   set_attr(n, "op", call.op);
+  if (has_attr(call, "effect")) set_attr(n, "effect", attr_int(call, "effect"));
   replays_.push_back(call.replay);
 }
 
@@ -284,17 +325,31 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
         if (d[in.dim() - k] && in.size(-k) == out.size(-k)) (*dynamic)[out.dim() - k] = true;
     }
   }
-  if (values_.contains(key(out))) {
-    // An in-place op gives the tensor a new value; any other view of its memory would keep the
-    // old one in the graph.
-    for (const auto& [k, v] : values_)
-      if (k != key(out) && v.tensor.storage() == out.storage())
+  // An in-place op (its output is an input, or it is named so: copy_, fill_) gives the tensor
+  // a new value, and every other handle of the same elements (a detach()) that value; any other
+  // view of its memory would keep the old one in the graph. A replayed effect writes the live
+  // tensor itself at each run.
+  bool in_place = !call.op.empty() && call.op.back() == '_';
+  for (const Tensor& in : call.inputs) in_place = in_place || (in.defined() && key(in) == key(out));
+  std::vector<const void*> handles;
+  if (in_place && !has_attr(call, "effect"))
+    for (const auto& [k, v] : values_) {
+      if (k == key(out) || v.tensor.storage() != out.storage()) continue;
+      if (!same_view(v.tensor, out))
         fail("[onnx.export] in-place op '", call.op, "' writes memory that another tensor (a view) shares; ",
              "export needs the out-of-place form");
-  }
+      handles.push_back(k);
+    }
+  // Live state first written here, never read: a program writes its value back all the same.
+  if (in_place && !values_.contains(key(out)) && !param_name(out) && name_grad_leaves_ && out.requires_grad())
+    params_.emplace_back(fresh("written"), out);
   std::string name = fresh(call.op);
   const uint32_t version = i < call.output_versions.size() ? call.output_versions[i] : out.version();
-  values_[key(out)] = {name, std::move(*dynamic), out, true, version, call.op};
+  values_[key(out)] = {name, *dynamic, out, true, version, call.op};
+  for (const void* k : handles) {
+    Value& v = values_.at(k);
+    v = {name, *dynamic, v.tensor, true, version, call.op};
+  }
   return name;
 }
 

@@ -53,8 +53,17 @@ class GraphBuilder {
   /** Declares t's value a graph output of that name (through an Identity node). */
   void add_output(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names);
   /** Fails when an input of the call was written in place, after the op that computed it, by
-   *  code outside the op table: the graph would read the value from before the write. */
-  void check_inputs(const CapturedCall& call) const;
+   *  code outside the op table: the graph would read the value from before the write. A
+   *  parameter or state tensor (read live by a program) may be written by ops after it was read:
+   *  the calls of note_writes say which writes those were. */
+  void check_inputs(const CapturedCall& call);
+  /** The data versions every call's outputs were left at: the writes the graph follows. */
+  void note_writes(const std::vector<CapturedCall>& calls);
+  /** Parameters and state tensors (read live) that ops wrote: each with its final value's
+   *  name, which a program writes back into it after a run. */
+  std::vector<std::pair<Tensor, std::string>> written_state() const;
+  /** The initializer t became, when the graph read t as a constant. */
+  std::optional<std::string> constant_name(const Tensor& t) const;
 
   /** The value name of t: a traced value or graph input, else a new initializer (a parameter
    *  under its name, anything else a constant). With `dtype`, the value converted to it. */
@@ -87,6 +96,8 @@ class GraphBuilder {
     std::string producer;  // the op that computed it ("" for an input)
   };
   void check_version(const Value& v, uint32_t version, const std::string& reader) const;
+  /** t's value: bound to t itself, or a traced value of exactly t's elements (another handle). */
+  const Value* same_value(const Tensor& t) const;
   /** The value name of t when it is a view of a traced value, made so by new nodes if need be. */
   std::optional<std::pair<std::string, uint32_t>> traced_view(const Tensor& t);
   /** t as nodes reading `base`'s elements, when base holds every element of t. */
@@ -105,6 +116,7 @@ class GraphBuilder {
   std::vector<graph::Replay> replays_;
   std::vector<std::pair<std::string, Tensor>> grad_leaves_;
   std::unordered_set<std::string> emitted_params_;
+  std::unordered_map<const void*, std::unordered_set<uint32_t>> writes_;  // storage -> versions ops left
 };
 
 void set_attr(::onnx::NodeProto& node, const std::string& name, int64_t value);

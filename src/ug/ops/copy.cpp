@@ -63,6 +63,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (autograd::inplace_needs_rebase(*this, &src, "copy_")) {
     // The copy's gradient flows to src (cast back to its dtype); this tensor's old value is gone.
     autograd::rebase_history(*this, src.to(dtype()).expand(shape()).clone());
+    call.finish({&src}, {this});  // for a capture: the history is the ops' own
     return *this;
   }
   // A source that overlaps the destination is copied first, so no element is read after
@@ -78,6 +79,7 @@ Tensor& Tensor::fill_(Scalar value) {
   graph::OpCall call(kFill);
   if (autograd::inplace_needs_rebase(*this, nullptr, "fill_")) {
     autograd::rebase_history(*this, full_like(*this, value));
+    call.finish({}, {this});
     return *this;
   }
   backend_for(device()).fill(*this, value);

@@ -141,26 +141,25 @@ Tensor Optimizer::step(const LossClosure& closure) {
                        ".step] the optimizer has no variables yet: build(variables) first, or "
                        "apply_gradients(zip(grads, variables))");
   NoGradGuard no_grad;
-  std::vector<std::pair<ParamGroup*, Tensor>> params;
-  std::vector<Tensor> grads;
-  for (ParamGroup& g : param_groups())
-    for (Tensor& p : g.params())
-      if (Tensor grad = p.grad(); grad.defined()) {
-        params.emplace_back(&g, p);
-        grads.push_back(grad.detach());
-      }
+  auto [params, grads] = params_with_grads();
+  step_params(params, grads);
+  return loss;
+}
+
+void Optimizer::apply_step(const std::vector<StepParam>& params, const std::vector<Tensor>& given) {
+  std::vector<Tensor> grads = given;
   clip(defaults(), grads);
   // Every variable updated now is at step iterations + 1, whether or not it had a gradient
   // at every step before (Keras counts the optimizer's steps, not each variable's).
   const double iteration = static_cast<double>(iterations());
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& [group, p] = params[i];
+    const Hyper& options = param_groups().at(group).options();
     TensorDict& st = state(p);
-    if (st.empty()) st = init_state(p, group->options());
+    if (st.empty()) st = init_state(p, options);
     st.at("step").fill_(iteration);
-    update_one(group->options(), p, grads[i], st);
+    update_one(options, p, grads[i], st);
   }
-  return loss;
 }
 
 void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars) {

@@ -112,6 +112,8 @@ class Optimizer : public optim::Optimizer {
 
  protected:
   Optimizer(std::string name, Hyper defaults);
+  /** Clips the gradients as a whole, then updates each variable at step iterations() + 1. */
+  void apply_step(const std::vector<StepParam>& params, const std::vector<Tensor>& grads) override;
 };
 
 class SGD : public Optimizer {

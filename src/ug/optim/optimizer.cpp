@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ug/autograd/grad_trace.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
 #include "ug/core/thread_pool.h"
@@ -66,13 +67,60 @@ Tensor Optimizer::step(const LossClosure& closure) {
     loss = closure();
   }
   NoGradGuard no_grad;
-  for (ParamGroup& g : groups_)
-    for (Tensor& p : g.params()) {
-      Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      update_one(g.options(), p, grad.detach(), state(p));
-    }
+  auto [params, grads] = params_with_grads();
+  step_params(params, grads);
   return loss;
+}
+
+std::pair<std::vector<Optimizer::StepParam>, std::vector<Tensor>> Optimizer::params_with_grads() const {
+  std::vector<StepParam> params;
+  std::vector<Tensor> grads;
+  for (size_t i = 0; i < groups_.size(); ++i)
+    for (const Tensor& p : groups_[i].params())
+      if (Tensor grad = p.grad(); grad.defined()) {
+        params.emplace_back(i, p);
+        grads.push_back(grad.detach());
+      }
+  return {std::move(params), std::move(grads)};
+}
+
+void Optimizer::apply_step(const std::vector<StepParam>& params, const std::vector<Tensor>& grads) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& [group, p] = params[i];
+    update_one(groups_.at(group).options(), p, grads[i], state(p));
+  }
+}
+
+namespace {
+const graph::OpDef kOptimizerStep("optimizer_step");
+}  // namespace
+
+void Optimizer::step_params(const std::vector<StepParam>& params, const std::vector<Tensor>& grads) {
+  graph::OpCall call(kOptimizerStep);
+  apply_step(params, grads);
+  if (!call.capturing()) return;
+  // Traced: the graph passes this step's gradients and takes the parameters back as written
+  // in place; a run calls the step again on the live parameters and state ("effect": the
+  // program keeps it whether or not its outputs are read).
+  std::vector<const Tensor*> inputs, outputs;
+  for (const auto& [group, p] : params) inputs.push_back(&p);
+  for (const Tensor& g : grads) inputs.push_back(&g);
+  for (const auto& [group, p] : params) outputs.push_back(&p);
+  call.set_attrs({{"optimizer", name_}, {"effect", int64_t(1)}});
+  call.set_replay([this, alive = std::weak_ptr<const bool>(alive_), params](const std::vector<Tensor>& in) {
+    if (alive.expired())
+      fail<RuntimeError>("[optimizer_step] the optimizer this compiled step calls was deleted: keep it alive");
+    NoGradGuard no_grad;
+    // A parameter the program wrote before the step (copy_) holds that value in the graph only.
+    for (size_t i = 0; i < params.size(); ++i)
+      if (const Tensor& p = params[i].second; in[i].storage() != p.storage()) Tensor(p).copy_(in[i]);
+    std::vector<Tensor> run_grads(in.begin() + static_cast<std::ptrdiff_t>(params.size()), in.end());
+    apply_step(params, run_grads);
+    std::vector<Tensor> out;
+    for (const auto& [group, p] : params) out.push_back(p);
+    return out;
+  });
+  call.finish(inputs, outputs);
 }
 
 void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars) {
@@ -103,8 +151,10 @@ void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& gr
 
 void Optimizer::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;
+  autograd::GradTrace* trace = autograd::GradTrace::current();
   for (ParamGroup& g : groups_)
     for (Tensor& p : g.params()) {
+      if (trace) trace->cleared(p);
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
       if (set_to_none) p.set_grad(Tensor());

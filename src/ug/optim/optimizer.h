@@ -132,6 +132,18 @@ class Optimizer {
   virtual void update_param(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const = 0;
   /** Checks grad against param, makes both contiguous, runs update_param, writes back. */
   void update_one(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const;
+  /** A parameter a step updates: its group's index and the parameter. */
+  using StepParam = std::pair<size_t, Tensor>;
+  /** The update of step(): each parameter in place from its gradient (detached, same order),
+   *  with its group's options. A subclass with a rule over all of them (Keras's clipping and
+   *  iteration count) overrides it. */
+  virtual void apply_step(const std::vector<StepParam>& params, const std::vector<Tensor>& grads);
+  /** Runs apply_step as the op optimizer_step: a compiled training step (a trace of
+   *  `loss.backward(); opt.step()`) calls it back at every run, on the live parameters and
+   *  state with that run's gradients. */
+  void step_params(const std::vector<StepParam>& params, const std::vector<Tensor>& grads);
+  /** The parameters that have a gradient now, with those gradients (detached). */
+  std::pair<std::vector<StepParam>, std::vector<Tensor>> params_with_grads() const;
   /** update()'s rule for one parameter: its new value and state, the inputs untouched. */
   std::pair<Tensor, TensorDict> updated(const Tensor& param, const Tensor& grad, const TensorDict& state) const;
 

@@ -172,6 +172,10 @@ void Trainer::compile(CompileOptions options) {
                 ? std::make_shared<amp::GradScaler>(amp::GradScalerOptions{.init_scale = 32768.0})
                 : nullptr;
   options_ = std::move(options);
+  jit_step_ = options_.jit_compile ? options_.jit_compile([this](const std::vector<Tensor>& xy) {
+    return batch_step(xy.at(0), xy.at(1), step_inside());
+  })
+                                   : StepFunction();
   loss_ = std::move(loss);
 }
 
@@ -243,6 +247,24 @@ void Trainer::apply_gradients(int64_t accumulated) {
   module_->zero_grad();
 }
 
+std::vector<Tensor> Trainer::batch_step(const Tensor& x, const Tensor& y, bool step_inside) {
+  Tensor output, loss;
+  {
+    std::optional<AutocastGuard> region;
+    enter_autocast(region, x);
+    output = (*module_)(x);
+    loss = loss_(output, y);
+  }
+  if (!loss.defined() || loss.numel() != 1)
+    fail<ValueError>("[fit] the loss must be a single value, got shape ", loss.defined() ? loss.shape() : Shape{});
+  refresh_named_optimizer();
+  const int64_t k = options_.gradient_accumulation_steps;
+  const Tensor part = k == 1 ? loss : loss.div(Scalar(static_cast<double>(k)));
+  (scaler_ ? scaler_->scale(part) : part).backward();
+  if (step_inside) apply_gradients(1);
+  return {output, loss};
+}
+
 std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
   check_compiled("fit");
   check_verbose(o.verbose, "fit");
@@ -291,21 +313,12 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
       const data::Example& xy = checked_pair(*batch, "fit");
       Logs batch_logs;
       for (const auto& cb : callbacks) cb->on_train_batch_begin(pass.steps, batch_logs);
-      Tensor output, loss;
-      {
-        std::optional<AutocastGuard> region;
-        enter_autocast(region, xy[0]);
-        output = (*module_)(xy[0]);
-        loss = loss_(output, xy[1]);
-      }
-      if (!loss.defined() || loss.numel() != 1)
-        fail<ValueError>("[fit] the loss must be a single value, got shape ", loss.defined() ? loss.shape() : Shape{});
-      refresh_named_optimizer();
-      const Tensor part = k == 1 ? loss : loss.div(Scalar(static_cast<double>(k)));
-      (scaler_ ? scaler_->scale(part) : part).backward();
-      record(pass, output, loss, xy[1], batch_size_of(xy[0]));
+      // The first step runs eagerly: it makes lazily sized layers' parameters and the optimizer.
+      const std::vector<Tensor> step =
+          jit_step_ && stepped_ ? jit_step_({xy[0], xy[1]}) : batch_step(xy[0], xy[1], step_inside());
+      record(pass, step[0], step[1], xy[1], batch_size_of(xy[0]));
       if (++accumulated == k) {
-        apply_gradients(accumulated);
+        if (!step_inside()) apply_gradients(accumulated);
         accumulated = 0;
       }
       batch_logs = pass_logs(pass);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,10 @@
 #include "ug/train/progress.h"
 
 namespace ug::train {
+
+/** A training step as a function of (x, y) -> (output, loss), and what compiles one. */
+using StepFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+using StepCompiler = std::function<StepFunction(StepFunction)>;
 
 struct CompileOptions {
   /** "adam", "adamw", "sgd", "rmsprop" or "adagrad": Keras's optimizer of that name
@@ -53,6 +58,11 @@ struct CompileOptions {
   /** Sums the gradients of this many batches (each loss divided by it) before one step: with
    *  a mean loss and equal batches, the step of one batch this many times larger. */
   int64_t gradient_accumulation_steps = 1;
+  /** Keras's jit_compile: fit's training step (forward, loss, backward and, without
+   *  accumulation or loss scaling, the optimizer's step) runs as the step this makes of it,
+   *  from the second step on. The compiler layer, above this one, gives it:
+   *  ug::jit_step_compiler() (ug/compiler/jit.h); Python's jit_compile=True. */
+  StepCompiler jit_compile;
 };
 
 struct FitOptions {
@@ -137,6 +147,11 @@ class Trainer {
   Logs pass_logs(const Pass& pass) const;
   /** Scales the accumulated gradients when fewer than k batches went into them, clips, steps. */
   void apply_gradients(int64_t accumulated);
+  /** One batch: forward, loss, backward (of loss / k), and with step_inside the optimizer's
+   *  step: {output, loss}. */
+  std::vector<Tensor> batch_step(const Tensor& x, const Tensor& y, bool step_inside);
+  /** Whether batch_step takes the optimizer's step itself (one batch per step, no loss scaling). */
+  bool step_inside() const { return options_.gradient_accumulation_steps == 1 && !scaler_; }
   Logs run_evaluation(data::BatchSource& data, int verbose, const char* who);
   /** Opens the mixed-precision policy's autocast region (none under a float32 policy). */
   void enter_autocast(std::optional<AutocastGuard>& region, const Tensor& x) const;
@@ -150,6 +165,7 @@ class Trainer {
   CompileOptions options_;
   std::optional<DType> autocast_dtype_;  // the policy's compute dtype, as compile() found it
   std::shared_ptr<amp::GradScaler> scaler_;
+  StepFunction jit_step_;  // batch_step compiled, with jit_compile
   FitParams params_;
   Output output_ = Output::standard();
 };
