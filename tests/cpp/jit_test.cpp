@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "test_util.h"
 #include "ug/autograd/functional.h"
@@ -14,6 +15,7 @@
 #include "ug/onnx/import.h"
 #include "ug/optim/adam.h"
 #include "ug/optim/functional.h"
+#include "ug/optim/sgd.h"
 
 namespace ug {
 namespace {
@@ -104,6 +106,17 @@ TEST(Jit, CompilesTheFunctionalAdamStep) {
   EXPECT_EQ(compiled.cache_info().traces, 1);
 }
 
+/** zero_grad(); backward(); step() on a squared error: a PyTorch-style training step. */
+std::function<Tensors(const Tensors&)> torch_step(nn::Sequential& net, optim::Optimizer& opt) {
+  return [&net, &opt](const Tensors& xy) {
+    opt.zero_grad();
+    Tensor loss = (net->forward(xy[0]) - xy[1]).pow(2.0).mean();
+    loss.backward();
+    opt.step();
+    return Tensors{loss};
+  };
+}
+
 TEST(Jit, ATorchStyleStepHoldsWhatEagerHolds) {
   // zero_grad(); backward(); step() inside the function: the parameters, their .grad and
   // Adam's state are read and written by every run, as the eager step writes them.
@@ -114,17 +127,8 @@ TEST(Jit, ATorchStyleStepHoldsWhatEagerHolds) {
   nn::Sequential eager = make(), compiled = make();
   optim::Adam opt_e(eager->parameters(), optim::AdamOptions(1e-2));
   optim::Adam opt_c(compiled->parameters(), optim::AdamOptions(1e-2));
-  auto step = [](nn::Sequential& net, optim::Optimizer& opt) {
-    return [&net, &opt](const Tensors& xy) {
-      opt.zero_grad();
-      Tensor loss = (net->forward(xy[0]) - xy[1]).pow(2.0).mean();
-      loss.backward();
-      opt.step();
-      return Tensors{loss};
-    };
-  };
-  JitFunction compiled_step = jit(step(compiled, opt_c));
-  auto eager_step = step(eager, opt_e);
+  JitFunction compiled_step = jit(torch_step(compiled, opt_c));
+  auto eager_step = torch_step(eager, opt_e);
   manual_seed(1);
   for (int i = 0; i < 10; ++i) {
     Tensors xy{randn({16, 4}), randn({16, 1})};
@@ -136,6 +140,35 @@ TEST(Jit, ATorchStyleStepHoldsWhatEagerHolds) {
     }
   }
   EXPECT_EQ(compiled_step.cache_info().traces, 1);
+}
+
+TEST(Jit, AStepWithBatchNormAndDropoutHoldsWhatEagerHolds) {
+  // BatchNorm's running statistics and batch counter and the global generator are implicit
+  // state too: each step starts both runs from one seed, and they stay equal.
+  auto make = [] {
+    manual_seed(0);
+    nn::Sequential net(nn::Linear(4, 8), nn::BatchNorm1d(8), nn::ReLU(), nn::Dropout(0.3), nn::Linear(8, 1));
+    net->to(DType::Float64);
+    return net;
+  };
+  nn::Sequential eager = make(), compiled = make();
+  optim::SGD opt_e(eager->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  optim::SGD opt_c(compiled->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  JitFunction compiled_step = jit(torch_step(compiled, opt_c));
+  auto eager_step = torch_step(eager, opt_e);
+  for (int i = 0; i < 10; ++i) {
+    manual_seed(100 + i);
+    Tensors xy{randn({16, 4}, {.dtype = DType::Float64}), randn({16, 1}, {.dtype = DType::Float64})};
+    Tensor loss_c = compiled_step(xy)[0];
+    Tensor rng_c = get_rng_state();
+    manual_seed(100 + i);
+    randn({16, 4}), randn({16, 1});  // the same draws as for xy
+    EXPECT_TRUE(allclose(loss_c, eager_step(xy)[0], 1e-12, 1e-12)) << i;
+    EXPECT_TRUE(equal(get_rng_state(), rng_c)) << i;
+    auto se = eager->state_dict(), sc = compiled->state_dict();
+    for (const auto& [name, t] : se) EXPECT_TRUE(allclose(sc.at(name), t, 1e-12, 1e-12)) << i << " " << name;
+  }
+  EXPECT_EQ(compiled->state_dict().at("1.num_batches_tracked").item<int64_t>(), 10);
 }
 
 TEST(Jit, DebugCallbacksRunAtEveryRunOfTheProgram) {

@@ -500,6 +500,11 @@ OTHERS = [
     Op("dropout.eval", lambda m, a: F(m).dropout(a, 0.5, training=False), x(3, 4)),
     # random values: the generators differ (test_random.py checks unigrad's distributions)
     Op("random", lambda m, a: tuple(m.rand_like(a).shape), x(3, 4), off=PYTHON_VALUE),
+    # keys: unigrad's Philox keys are not JAX's threefry ones (test_jit_random.py compiles them)
+    Op("random_split", lambda m, a: tuple(ug.random.split(ug.random.key(0), a.shape[0]).shape), x(3, 4),
+       off=PYTHON_VALUE),
+    Op("random_fold_in", lambda m, a: tuple(ug.random.fold_in(ug.random.key(0), a.shape[0]).shape), x(3, 4),
+       off=PYTHON_VALUE),
     Op("debug_print", printed, x(2, 3), ops=("debug_print", "mul"), off=rejects("a print (ug.debug.print)")),
     Op("optimizer_update", adam_step, x(3, 4), x(3, 4, seed=1), off={
         **{t: "an optimizer step: not differentiated" for t in ("vjp", "fd", "jvp")},

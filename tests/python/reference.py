@@ -509,11 +509,11 @@ def _tensor_arg(a):
 
 def _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads):
     """ug.jit of the op against eager unigrad. The program is traced on the inputs and run on
-    others (the first float input rolled one place), so a value the trace froze into a constant
+    others (every float input rolled one place), so a value the trace froze into a constant
     cannot pass; then (when `grads`) the vjp is compiled too, as jit of a function taking the
-    inputs and cotangents (the backward built from the same rules), against the eager vjp."""
-    first = next((i for i, a in enumerate(args) if isinstance(a, Arg) and a.array.dtype.kind == "f"), None)
-    other = [_example(a, 1) if i == first else a for i, a in enumerate(args)]
+    inputs and cotangents (the backward built from the same rules), traced on the inputs and
+    run on the others, against the eager vjp."""
+    other = [_example(a, 1) if isinstance(a, Arg) and a.array.dtype.kind == "f" else a for a in args]
     positions = [i for i, a in enumerate(args) if _tensor_arg(a)]
 
     def with_tensors(xs, source):
@@ -552,8 +552,13 @@ def _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads):
         _, vjp_fn = ug.vjp(f, *xs)
         return vjp_fn(tuple(cts))
 
-    rest = [_convert(ug, other[p]) for p in positions]
-    a_grads = ug.jit(pullback)([ins[p].detach() for p in leaves], rest, [ug.tensor(c) for c in cots.values()])
+    compiled = ug.jit(pullback)
+    cts = [ug.tensor(c) for c in cots.values()]
+    traced_ins, _ = _inputs(ug, args)
+    compiled([traced_ins[p].detach() for p in leaves], [_convert(ug, args[p]) for p in positions], cts)
+    a_grads = compiled([ins[p].detach() for p in leaves], [_convert(ug, other[p]) for p in positions], cts)
+    info = compiled.cache_info()
+    assert (info.traces, info.hits) == (1, 1), f"jit: the gradient's second call retraced ({info})"
     g_mags = _grad_magnitudes(fn, other, cots, terms) if terms is not None else [None] * len(leaves)
     for j, (a, e, mag) in enumerate(zip(a_grads, e_grads, g_mags)):
         if e is None:

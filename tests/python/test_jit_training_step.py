@@ -196,6 +196,33 @@ def test_a_compiled_module_trained_by_an_eager_loop():
         same_state(eager, compiled, opt_e, opt_c, 1e-12)
 
 
+def test_a_step_with_batch_norm_and_dropout_holds_what_eager_holds():
+    # Implicit state beyond the parameters: BatchNorm's running statistics and batch counter
+    # (closed over, written by the step) and the global generator, which a compiled dropout
+    # advances exactly as the eager one does. Each step starts both runs from one seed.
+    def make():
+        return ug.nn.Sequential(ug.nn.Linear(5, 16), ug.nn.BatchNorm1d(16), ug.nn.ReLU(), ug.nn.Dropout(0.3),
+                                ug.nn.Linear(16, 3))
+    eager, compiled = twin_models(make)
+    # SGD, not Adam: the first Linear's bias has a gradient of exactly zero through BatchNorm,
+    # rounding noise of 1e-17 that Adam would scale up to ±lr in either run.
+    opt_e = ug.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
+    opt_c = ug.optim.SGD(compiled.parameters(), lr=0.1, momentum=0.9)
+    step_e, step_c = torch_step(eager, opt_e), ug.compile(torch_step(compiled, opt_c))
+    for i, (x, y) in enumerate(batches(STEPS)):
+        ug.manual_seed(100 + i)
+        loss_c = step_c(x, y)
+        state_c = ug.get_rng_state()
+        ug.manual_seed(100 + i)
+        close(loss_c, step_e(x, y), 1e-12)
+        assert ug.get_rng_state().tolist() == state_c.tolist()
+        same_state(eager, compiled, opt_e, opt_c, 1e-12)
+        for (name, a), (_, b) in zip(eager.named_buffers(), compiled.named_buffers()):
+            close(a, b, 1e-12)
+    assert compiled[1].num_batches_tracked.item() == STEPS
+    assert step_c.cache_info().traces <= 2  # SGD makes its momentum buffer at the first step
+
+
 def test_backward_in_an_exported_function_is_refused(tmp_path):
     class TrainsWhileExported(ug.nn.Module):
         def __init__(self):

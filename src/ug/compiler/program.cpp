@@ -2,11 +2,13 @@
 
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <unordered_set>
 
 #include "ug/compiler/simplify.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/core/error.h"
+#include "ug/core/random.h"
 #include "ug/graph/capture.h"
 #include "ug/onnx/export.h"
 #include "ug/onnx/graph.h"
@@ -76,6 +78,7 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
                                                                     const std::vector<Tensor>& example_inputs,
                                                                     const NamedTensors& state) {
   onnx::ProgramTrace traced;
+  const auto generator = default_generator().get_state();
   {
     TraceScope scope(example_inputs);
     try {
@@ -98,15 +101,20 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
         if (graph->initializers[i].first == name) ids.emplace_back(graph->initializer_ids[i], tensor);
     return ids;
   };
-  NamedTensors live = std::move(traced.grad_leaves);  // closed-over parameters, named by the trace
+  NamedTensors live = std::move(traced.live_leaves);  // closed-over parameters and state, named by the trace
   live.insert(live.end(), state.begin(), state.end());
   p.state_ = std::make_shared<const std::vector<std::pair<int64_t, Tensor>>>(ids_of(live));
   p.grad_sources_ = std::make_shared<const std::vector<std::pair<int64_t, Tensor>>>(ids_of(traced.grad_sources));
   p.writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.state_writes));
   p.grad_writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.grad_writes));
   p.num_results_ = traced.outputs.size();
+  p.holds_step_ = !p.grad_writes_->empty();
+  for (const auto& [target, index] : *p.writes_) p.holds_step_ = p.holds_step_ || target.requires_grad();
   p.graph_ = std::move(graph);
   p.bytes_ = std::make_shared<const std::string>(std::move(traced.bytes));
+  // A program that writes no state runs after its trace, as the call's result: the trace's
+  // random draws must not have taken that run's numbers from the global generator.
+  if (!p.writes_state()) default_generator().set_state(generator);
   return {std::move(p), std::move(traced.outputs)};
 }
 
@@ -139,9 +147,12 @@ std::vector<Tensor> Program::operator()(const std::vector<Tensor>& inputs) const
   }
   if (!writes_state()) return onnx::run_graph(g, std::move(values));
 
-  // A step that writes state holds its own backward: autograd records nothing through it.
-  NoGradGuard no_grad;
+  // A training step holds its own backward: autograd records nothing through it. A forward
+  // that writes buffers stays differentiable; the writes themselves are never recorded.
+  std::optional<NoGradGuard> step_mode;
+  if (holds_step_) step_mode.emplace();
   std::vector<Tensor> out = onnx::run_graph(g, std::move(values));
+  NoGradGuard writing;
   for (const auto& [target, index] : *writes_) {
     const Tensor& value = out[static_cast<size_t>(index)];
     // An optimizer's step wrote the live tensor itself.

@@ -48,7 +48,8 @@ class Program {
   size_t num_outputs() const;
   /** Whether a run writes state besides returning values: parameters, optimizer state or
    *  .grad (a PyTorch-style step, functionalised: the graph reads them live and a run writes
-   *  them back). Such a program runs without recording autograd. */
+   *  them back), or buffers (BatchNorm's running statistics). A program that writes
+   *  parameters or .grad holds a training step and runs without recording autograd. */
   bool writes_state() const { return !writes_->empty() || !grad_writes_->empty(); }
   /** The graph's node types, in the order they run. */
   std::vector<std::string> node_types() const;
@@ -68,7 +69,8 @@ class Program {
   std::shared_ptr<const std::vector<std::pair<int64_t, Tensor>>> grad_sources_;
   // graph output index -> the tensor it is copied into / the leaf whose .grad it becomes (-1: none)
   std::shared_ptr<const std::vector<std::pair<Tensor, int64_t>>> writes_, grad_writes_;
-  size_t num_results_ = 0;  // the function's own outputs, before the writes
+  size_t num_results_ = 0;   // the function's own outputs, before the writes
+  bool holds_step_ = false;  // it writes parameters or .grad
 };
 
 /** True while fn of Program::trace runs on this thread and t holds a value computed from its

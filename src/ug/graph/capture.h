@@ -4,8 +4,10 @@
 // OpCall (op_call.h) records them.
 //
 // Nesting is what makes composites work: linear, layer_norm or an LSTM layer record once, and
-// the ops they are built from stay hidden inside them. Without a capture an op pays one test
-// of a thread-local pointer.
+// the ops they are built from stay inside them (CapturedCall::inner), out of the graph unless
+// it needs them: a gradient reading a composite's intermediate, or a program running a
+// composite that has no graph form of its own (batch_norm in training mode). Without a capture
+// an op pays one test of a thread-local pointer.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +37,16 @@ struct CapturedCall {
    *  value written in place later by code outside the op table is caught by comparing. */
   std::vector<uint32_t> input_versions, output_versions;
   Replay replay;  // empty for ops that have a graph form
+  /** The calls the op made inside its own, in the order they were made. */
+  std::vector<CapturedCall> inner;
+  /** For a call inside another: content_hash of each output when it was made. The op around
+   *  it may write into it with a kernel, which no version counts. */
+  std::vector<uint64_t> output_hashes;
 };
+
+/** A hash of the memory t's elements span (never 0), or 0 where it cannot be read here (a
+ *  batched tensor, another device). */
+uint64_t content_hash(const Tensor& t);
 
 /** Collects the calls of the ops that run on this thread while it lives (one per thread). */
 class Capture {
@@ -52,10 +63,18 @@ class Capture {
 
  private:
   friend class OpCall;
+  /** An op call in progress: the calls made inside it so far. */
+  struct Open {
+    std::vector<CapturedCall> inner;
+    bool ran_ops = false;
+    size_t recorded_at = 0;  // where the call went in its parent's list, once recorded
+  };
+  /** The list a call opened at `depth` records itself into. */
+  std::vector<CapturedCall>& list_at(size_t depth) { return depth == 0 ? calls_ : open_[depth - 1].inner; }
+
   const char* who_;
   std::vector<CapturedCall> calls_;
-  bool busy_ = false;   // an op call is open: calls inside it record nothing
-  int64_t hidden_ = 0;  // calls opened inside the open one
+  std::vector<Open> open_;  // the calls in progress, outermost first
   std::string error_;
   Capture* previous_;
 };

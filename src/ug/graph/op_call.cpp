@@ -1,28 +1,40 @@
 #include "ug/graph/op_call.h"
 
+#include <iterator>
+
 namespace ug::graph {
 
 void OpCall::enter() {
   Capture* c = detail::current_capture;
-  if (c->busy_) {
-    ++c->hidden_;
-    return;
-  }
-  c->busy_ = true;
-  c->hidden_ = 0;
+  if (!c->open_.empty()) c->open_.back().ran_ops = true;
+  depth_ = c->open_.size();
+  c->open_.emplace_back();
   capture_ = c;
 }
 
 void OpCall::leave() {
-  capture_->busy_ = false;
-  // An op that hid the ops it ran and then recorded nothing would leave a hole in the graph.
-  if (!recorded_ && capture_->hidden_ > 0 && capture_->error_.empty())
-    capture_->error_ = std::string("op '") + def_.name() + "' ran other ops without recording itself";
+  Capture::Open& me = capture_->open_.back();
+  if (!recorded_) {
+    // An op that ran other ops and then recorded nothing would leave a hole in the graph; one
+    // inside another op leaves its calls to the op around it.
+    if (depth_ == 0 && me.ran_ops && capture_->error_.empty())
+      capture_->error_ = std::string("op '") + def_.name() + "' ran other ops without recording itself";
+    if (depth_ > 0) {
+      std::vector<CapturedCall>& parent = capture_->open_[depth_ - 1].inner;
+      parent.insert(parent.end(), std::make_move_iterator(me.inner.begin()), std::make_move_iterator(me.inner.end()));
+    }
+  } else if (!me.inner.empty()) {  // calls made after finish(): still inside this one
+    std::vector<CapturedCall>& inner = capture_->list_at(depth_)[me.recorded_at].inner;
+    inner.insert(inner.end(), std::make_move_iterator(me.inner.begin()), std::make_move_iterator(me.inner.end()));
+  }
+  capture_->open_.pop_back();
 }
 
 void OpCall::record_capture(Inputs inputs, Outputs outputs) {
   recorded_ = true;
-  CapturedCall call{def_.name(), {}, {}, std::move(attrs_), {}, {}, std::move(replay_)};
+  Capture::Open& me = capture_->open_.back();
+  CapturedCall call{def_.name(), {}, {}, std::move(attrs_), {}, {}, std::move(replay_), std::move(me.inner)};
+  me.inner.clear();
   for (const Tensor* t : inputs) {
     call.inputs.push_back(t ? *t : Tensor());
     call.input_versions.push_back(t && t->defined() ? t->version() : 0);
@@ -30,8 +42,11 @@ void OpCall::record_capture(Inputs inputs, Outputs outputs) {
   for (const Tensor* t : outputs) {
     call.outputs.push_back(*t);
     call.output_versions.push_back(t->defined() ? t->version() : 0);
+    if (depth_ > 0) call.output_hashes.push_back(content_hash(*t));
   }
-  capture_->calls_.push_back(std::move(call));
+  std::vector<CapturedCall>& list = capture_->list_at(depth_);
+  me.recorded_at = list.size();
+  list.push_back(std::move(call));
 }
 
 }  // namespace ug::graph

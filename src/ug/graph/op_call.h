@@ -14,7 +14,7 @@
 //   1. numerics: with check_numerics on, a NaN or Inf in a floating output raises, naming the op
 //      (batched outputs are checked by the physical call inside the batching rule);
 //   2. capture: the call (op, inputs, outputs, attributes) joins the active Capture, for the
-//      ONNX exporter and the compiler, unless it runs inside another op's call;
+//      ONNX exporter and the compiler (inside another op's call: among that call's parts);
 //   3. forward mode: for every open jvp level at which an input has a tangent, the jvp rule
 //      gives the outputs' tangents;
 //   4. reverse mode: when grad mode is on and an input requires grad, a node holding the vjp
@@ -153,6 +153,7 @@ class OpCall {
   const OpDef& def_;
   const char* outer_op_;
   Capture* capture_ = nullptr;
+  size_t depth_ = 0;  // how many captured calls are open around this one
   profiling::Span* span_ = nullptr;
   bool recorded_ = false;
   Attrs attrs_;

@@ -53,6 +53,19 @@ void check_options(const ExportOptions& options, const std::vector<std::string>&
     if (!known.contains(name)) fail("[onnx.export] dynamic_axes names '", name, "', which is no input or output");
 }
 
+/** Whether a call can become nodes: by its rule, or in a program (not a file) by calling it
+ *  back (an op without a graph form that replays itself). */
+bool emittable(const GraphBuilder& g, const CapturedCall& call) {
+  return exports(call.op) || (g.replays_allowed() && call.replay);
+}
+
+void emit_call(GraphBuilder& g, const CapturedCall& call) {
+  g.check_inputs(call);
+  if (!exports(call.op) && call.replay && g.replays_allowed()) g.replay(call);
+  else emit(g, call);
+  g.check_outputs(call);
+}
+
 /** Traces fn and builds its graph; with `program`, as trace_program does (see export.h). */
 std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
                   const std::vector<std::pair<std::string, Tensor>>& named_tensors, const ExportOptions& options,
@@ -95,19 +108,15 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
 
   GraphBuilder g(graph, options.opset_version, named_tensors);
   if (program) {
-    g.name_grad_leaves();
+    g.name_live_leaves();
     g.allow_replays();
   }
+  g.set_emitter(emit_call, emittable);
   for (size_t i = 0; i < example_inputs.size(); ++i)
     g.add_input(example_inputs[i], input_names[i], dim_names(options, input_names[i], example_inputs[i]),
                 start_versions[i]);
-  g.note_writes(calls);
-  for (const CapturedCall& call : calls) {
-    g.check_inputs(call);
-    if (call.replay && g.replays_allowed() && !exports(call.op)) g.replay(call);
-    else emit(g, call);
-    g.check_outputs(call);
-  }
+  g.note_calls(calls);
+  for (const CapturedCall& call : calls) g.emit_call(call);
   for (size_t i = 0; i < outputs.size(); ++i)
     g.add_output(outputs[i], output_names[i], dim_names(options, output_names[i], outputs[i]));
   if (program) {
@@ -123,7 +132,7 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
     }
     for (const auto& [placeholder, leaf] : grad_trace->incoming())
       if (auto name = g.constant_name(placeholder)) program->grad_sources.emplace_back(*name, leaf);
-    program->grad_leaves = g.grad_leaves();
+    program->live_leaves = g.live_leaves();
     program->replays = g.replays();
     program->outputs = outputs;
   }

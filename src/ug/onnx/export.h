@@ -44,13 +44,15 @@ void export_function(const TracedFunction& fn, const std::vector<Tensor>& exampl
                      const ExportOptions& options = {});
 
 /** A trace as the compiler takes it (ug/compiler/program.h): the graph export_function would
- *  write, except that tensors fn reads that require grad but are not named become initializers
- *  param_N (read live by the program), and ops without a graph form that can replay themselves
- *  (an optimizer's fused update) become UgReplay nodes calling them back. */
+ *  write, except that tensors fn reads that are live state but are not named (they require
+ *  grad, or the trace writes them) become initializers param_N (read live by the program),
+ *  ops without a graph form that can replay themselves (an optimizer's fused update) become
+ *  UgReplay nodes calling them back, and composites without a graph form of their own are
+ *  emitted as their parts. */
 struct ProgramTrace {
-  std::string bytes;  // the serialized ModelProto
-  std::vector<std::pair<std::string, Tensor>> grad_leaves;
-  std::vector<graph::Replay> replays;  // by the UgReplay nodes' "index"
+  std::string bytes;                                        // the serialized ModelProto
+  std::vector<std::pair<std::string, Tensor>> live_leaves;  // closed-over state, named by the trace
+  std::vector<graph::Replay> replays;                       // by the UgReplay nodes' "index"
   /** What the traced run itself returned (it ran the function for real). */
   std::vector<Tensor> outputs;
   /** State the function wrote, each after the function's outputs in the graph's outputs: a

@@ -635,8 +635,12 @@ void layer_norm(GraphBuilder& g, const CapturedCall& c) {
 }
 
 void batch_norm(GraphBuilder& g, const CapturedCall& c) {
-  if (attr_int(c, "training"))
+  if (attr_int(c, "training")) {
+    // A program (not a file) runs its parts: the batch statistics and the in-place update of
+    // the running statistics, which it writes back.
+    if (g.replays_allowed()) return g.emit_parts(c);
     fail("[onnx.export] batch_norm in training mode (batch statistics) cannot be exported; call model.eval()");
+  }
   const Tensor& x = c.inputs[0];
   Shape channels{x.size(1)};
   std::string xv = g.value(x);
@@ -771,13 +775,29 @@ void adaptive_max_pool(GraphBuilder& g, const CapturedCall& c) {
 
 // ---- recurrent layers -------------------------------------------------------------------------
 
-/** The rows of a stacked gate weight (or bias) in another gate order: block i of the result is
- *  block order[i] of t. */
-Tensor reorder_gates(const Tensor& t, const std::vector<int64_t>& order) {
-  const int64_t h = t.size(0) / static_cast<int64_t>(order.size());
-  std::vector<Tensor> blocks;
-  for (int64_t i : order) blocks.push_back(t.narrow(0, i * h, h));
-  return ug::cat(blocks, 0);
+/** The rows of a stacked gate weight (or bias) value in another gate order, as nodes (the
+ *  weights are a program's inputs or live parameters): block i of the result is block
+ *  order[i] of v, each `h` rows. */
+std::string reorder_gates(GraphBuilder& g, const std::string& v, int64_t h, const std::vector<int64_t>& order) {
+  bool same = true;
+  for (size_t i = 0; i < order.size(); ++i) same = same && order[i] == static_cast<int64_t>(i);
+  if (same) return v;
+  std::vector<std::string> blocks;
+  for (int64_t i : order)
+    blocks.push_back(node1(g, "Slice", {v, g.ints({i * h}), g.ints({(i + 1) * h}), g.ints({0})}, "gate"));
+  std::string out = g.fresh("gates");
+  set_attr(g.node("Concat", blocks, {out}), "axis", int64_t{0});
+  return out;
+}
+
+/** Values stacked on a new leading axis: ONNX's [num_directions, ...] weights. */
+std::string stack_values(GraphBuilder& g, const std::vector<std::string>& values) {
+  std::vector<std::string> rows;
+  for (const std::string& v : values) rows.push_back(node1(g, "Unsqueeze", {v, g.ints({0})}, "direction"));
+  if (rows.size() == 1) return rows[0];
+  std::string out = g.fresh("directions");
+  set_attr(g.node("Concat", rows, {out}), "axis", int64_t{0});
+  return out;
 }
 
 /** One ONNX LSTM/GRU/RNN node per layer. unigrad's gates are torch's: LSTM i, f, g, o (ONNX
@@ -805,19 +825,26 @@ void recurrent(GraphBuilder& g, const CapturedCall& c, const char* op, std::vect
   };
   std::vector<std::string> h_n, c_n;
   for (int64_t k = 0; k < layers; ++k) {
-    std::vector<Tensor> w, r, b;
+    std::vector<std::string> w, r, b;
     bool has_bias = true;
     for (int64_t d = 0; d < dirs; ++d) {
       const size_t at = static_cast<size_t>(3 + 4 * (k * dirs + d));
       const Tensor &w_ih = c.inputs[at], &w_hh = c.inputs[at + 1], &b_ih = c.inputs[at + 2], &b_hh = c.inputs[at + 3];
-      w.push_back(reorder_gates(w_ih, gate_order));
-      r.push_back(reorder_gates(w_hh, gate_order));
+      w.push_back(reorder_gates(g, g.value(w_ih), hidden, gate_order));
+      r.push_back(reorder_gates(g, g.value(w_hh), hidden, gate_order));
       has_bias = b_ih.defined();
-      if (has_bias) b.push_back(ug::cat({reorder_gates(b_ih, gate_order), reorder_gates(b_hh, gate_order)}, 0));
+      if (has_bias) {
+        std::string both = g.fresh("bias");
+        set_attr(g.node("Concat",
+                        {reorder_gates(g, g.value(b_ih), hidden, gate_order),
+                         reorder_gates(g, g.value(b_hh), hidden, gate_order)},
+                        {both}),
+                 "axis", int64_t{0});
+        b.push_back(both);
+      }
     }
     std::vector<std::string> inputs{
-        seq, g.value(stack(w, 0)), g.value(stack(r, 0)), has_bias ? g.value(stack(b, 0)) : std::string(),
-        "",  state(h0, k)};
+        seq, stack_values(g, w), stack_values(g, r), has_bias ? stack_values(g, b) : std::string(), "", state(h0, k)};
     if (lstm) inputs.push_back(state(c0, k));
     while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
     std::string y = g.fresh("y"), yh = g.fresh("y_h"), yc = g.fresh("y_c");
@@ -1013,6 +1040,8 @@ const std::map<std::string, std::string>& unsupported() {
       {"sort", "sort and topk are not exported"},
       {"nonzero", "its output size depends on the data"},
       {"random", "random draws are not exported (dropout must be in eval mode)"},
+      {"random_split", "random keys are not exported"},
+      {"random_fold_in", "random keys are not exported"},
       {"debug_print", "a print (ug.debug.print) has no ONNX form; a compiled program prints it"},
       {"optimizer_update", "an optimizer's update (a training step) has no ONNX form; a compiled step calls it back"},
       {"optimizer_step", "an optimizer's step (a training step) has no ONNX form; a compiled step calls it back"},

@@ -29,6 +29,11 @@ namespace {
 
 const void* key(const Tensor& t) { return t.impl_ref().get(); }
 
+bool same_view(const Tensor& a, const Tensor& b) {
+  return a.storage() == b.storage() && a.storage_offset() == b.storage_offset() && a.shape() == b.shape() &&
+         a.strides() == b.strides() && a.dtype() == b.dtype();
+}
+
 void set_type(::onnx::ValueInfoProto& info, const Tensor& t, const std::vector<std::string>& dim_names) {
   auto* type = info.mutable_type()->mutable_tensor_type();
   type->set_elem_type(onnx_dtype(t.dtype()));
@@ -93,6 +98,7 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
     set_attr(node("Cast", {it->second.name}, {cast}), "to", static_cast<int64_t>(onnx_dtype(*dtype)));
     return cast;
   }
+  if (const Value* v = same_value(t); !(v && v->traced) && emit_part_making(t)) return value(t, dtype);
   if (auto view = traced_view(t)) {
     values_[key(t)] = {view->first, DynamicDims(static_cast<size_t>(t.dim()), false), t, true, view->second, "a view"};
     return value(t, dtype);
@@ -101,10 +107,10 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
   if (auto param = param_name(t)) {
     // Another handle of a parameter already in the graph is that initializer.
     name = emitted_params_.insert(*param).second ? initializer(t, *param) : *param;
-  } else if (name_grad_leaves_ && t.requires_grad()) {
+  } else if (name_live_leaves_ && (t.requires_grad() || written_in_place_.contains(t.storage().get()))) {
     name = initializer(t, fresh("param"));
     emitted_params_.insert(name);
-    grad_leaves_.emplace_back(name, t);
+    live_leaves_.emplace_back(name, t);
     params_.emplace_back(name, t);
   } else {
     name = initializer(dtype ? t.to(*dtype) : t, fresh("const"));
@@ -195,10 +201,62 @@ void GraphBuilder::check_version(const Value& v, uint32_t version, const std::st
        "it from before the write");
 }
 
-void GraphBuilder::note_writes(const std::vector<CapturedCall>& calls) {
-  for (const CapturedCall& call : calls)
-    for (size_t i = 0; i < call.outputs.size() && i < call.output_versions.size(); ++i)
-      if (call.outputs[i].defined()) writes_[call.outputs[i].storage().get()].insert(call.output_versions[i]);
+namespace {
+/** An op that writes its output into an input (its name ends in '_', or the output is an input). */
+bool writes_in_place(const CapturedCall& call, const Tensor& out) {
+  if (!call.op.empty() && call.op.back() == '_') return true;
+  for (const Tensor& in : call.inputs)
+    if (in.defined() && key(in) == key(out)) return true;
+  return false;
+}
+}  // namespace
+
+void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls) {
+  for (const CapturedCall& call : calls) {
+    for (size_t i = 0; i < call.outputs.size() && i < call.output_versions.size(); ++i) {
+      const Tensor& out = call.outputs[i];
+      if (!out.defined()) continue;
+      writes_[out.storage().get()].insert(call.output_versions[i]);
+      if (writes_in_place(call, out)) written_in_place_.insert(out.storage().get());
+    }
+    note_calls(call.inner);
+    note_parts(call.inner);
+  }
+}
+
+void GraphBuilder::note_parts(const std::vector<CapturedCall>& parts) {
+  for (const CapturedCall& part : parts)
+    for (size_t i = 0; i < part.outputs.size() && i < part.output_versions.size(); ++i)
+      if (part.outputs[i].defined() && !writes_in_place(part, part.outputs[i]))
+        parts_.emplace(part.outputs[i].storage().get(), std::pair{&part, i});
+}
+
+// A composite's intermediate that its gradient saved (the centred x of batch_norm, the view
+// of a weight a composed product kept) is read by the backward's ops; as a constant it would
+// freeze the value of one trace. The call that made it is emitted instead, if t still holds
+// what that call left: the same version and the same bytes (a kernel of the op around it may
+// have written into it: the state of a recurrent layer).
+bool GraphBuilder::emit_part_making(const Tensor& t) {
+  if (!emitter_ || !t.defined()) return false;
+  auto [begin, end] = parts_.equal_range(t.storage().get());
+  for (auto it = begin; it != end; ++it) {
+    const auto& [part, i] = it->second;
+    const Tensor& out = part->outputs[i];
+    const uint64_t made = i < part->output_hashes.size() ? part->output_hashes[i] : 0;
+    if (emitted_parts_.contains(part) || !same_view(out, t) || t.version() != part->output_versions[i] || made == 0 ||
+        graph::content_hash(t) != made || !can_emit_(*this, *part))
+      continue;
+    emitted_parts_.insert(part);
+    emitter_(*this, *part);
+    return values_.contains(key(t)) || same_value(t);
+  }
+  return false;
+}
+
+void GraphBuilder::emit_parts(const CapturedCall& call) {
+  if (!emitter_) fail<RuntimeError>("[onnx.export] internal: no emitter for the parts of '", call.op, "'");
+  for (const CapturedCall& part : call.inner)
+    if (emitted_parts_.insert(&part).second) emitter_(*this, part);
 }
 
 std::vector<std::pair<Tensor, std::string>> GraphBuilder::written_state() const {
@@ -208,13 +266,6 @@ std::vector<std::pair<Tensor, std::string>> GraphBuilder::written_state() const 
       written.emplace_back(t, it->second.name);
   return written;
 }
-
-namespace {
-bool same_view(const Tensor& a, const Tensor& b) {
-  return a.storage() == b.storage() && a.storage_offset() == b.storage_offset() && a.shape() == b.shape() &&
-         a.strides() == b.strides() && a.dtype() == b.dtype();
-}
-}  // namespace
 
 const GraphBuilder::Value* GraphBuilder::same_value(const Tensor& t) const {
   if (auto it = values_.find(key(t)); it != values_.end()) return &it->second;
@@ -244,7 +295,7 @@ void GraphBuilder::check_inputs(const CapturedCall& call) {
       // Live state (a parameter a training step updates) read, then written by an op the
       // graph follows (its next version is one an op left): the program reads it as it is at
       // each run and writes it back.
-      const bool live = param_name(in) || (name_grad_leaves_ && in.requires_grad());
+      const bool live = param_name(in) || name_live_leaves_;
       auto w = writes_.find(in.storage().get());
       if (live && w != writes_.end() && w->second.contains(call.input_versions[i] + 1)) continue;
       // A constant or parameter written after the op read it (an optimizer's step() inside the
@@ -341,7 +392,7 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
       handles.push_back(k);
     }
   // Live state first written here, never read: a program writes its value back all the same.
-  if (in_place && !values_.contains(key(out)) && !param_name(out) && name_grad_leaves_ && out.requires_grad())
+  if (in_place && !values_.contains(key(out)) && !param_name(out) && name_live_leaves_)
     params_.emplace_back(fresh("written"), out);
   std::string name = fresh(call.op);
   const uint32_t version = i < call.output_versions.size() ? call.output_versions[i] : out.version();

@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <string>
@@ -33,11 +34,26 @@ class GraphBuilder {
 
   int64_t opset() const { return opset_; }
 
-  /** From now on a tensor that is no traced value and no named parameter but requires grad (a
-   *  parameter the function closes over) becomes an initializer named param_N, listed in
-   *  grad_leaves(), rather than an anonymous constant. */
-  void name_grad_leaves() { name_grad_leaves_ = true; }
-  const std::vector<std::pair<std::string, Tensor>>& grad_leaves() const { return grad_leaves_; }
+  /** From now on a tensor that is no traced value and no named parameter but is live state
+   *  (it requires grad: a parameter the function closes over; or an op of the trace writes it:
+   *  a buffer, a counter) becomes an initializer named param_N, listed in live_leaves(), which
+   *  a program reads as it is at each run, rather than an anonymous constant. */
+  void name_live_leaves() { name_live_leaves_ = true; }
+  const std::vector<std::pair<std::string, Tensor>>& live_leaves() const { return live_leaves_; }
+
+  /** How a captured call becomes nodes (export.cpp's loop body), and whether it can: the
+   *  builder emits a composite's parts with it (emit_parts, and a part the graph reads; see
+   *  value()). */
+  using Emitter = std::function<void(GraphBuilder&, const CapturedCall&)>;
+  using CanEmit = std::function<bool(const GraphBuilder&, const CapturedCall&)>;
+  void set_emitter(Emitter emit, CanEmit can_emit) {
+    emitter_ = std::move(emit);
+    can_emit_ = std::move(can_emit);
+  }
+  void emit_call(const CapturedCall& call) { emitter_(*this, call); }
+  /** Emits the calls a composite made inside its own, in order: a program's form of an op
+   *  that has no graph form of its own (batch_norm with batch statistics). */
+  void emit_parts(const CapturedCall& call);
 
   /** From now on a call that carries a replay (an op without a graph form) becomes a UgReplay
    *  node calling it back, listed in replays(): programs only, never files. */
@@ -57,16 +73,20 @@ class GraphBuilder {
    *  parameter or state tensor (read live by a program) may be written by ops after it was read:
    *  the calls of note_writes say which writes those were. */
   void check_inputs(const CapturedCall& call);
-  /** The data versions every call's outputs were left at: the writes the graph follows. */
-  void note_writes(const std::vector<CapturedCall>& calls);
+  /** Reads the trace before any node is built: the data versions every call's outputs were
+   *  left at (the writes the graph follows), and which calls inside composites made which
+   *  tensors (see value()). `calls` must outlive the builder. */
+  void note_calls(const std::vector<CapturedCall>& calls);
   /** Parameters and state tensors (read live) that ops wrote: each with its final value's
    *  name, which a program writes back into it after a run. */
   std::vector<std::pair<Tensor, std::string>> written_state() const;
   /** The initializer t became, when the graph read t as a constant. */
   std::optional<std::string> constant_name(const Tensor& t) const;
 
-  /** The value name of t: a traced value or graph input, else a new initializer (a parameter
-   *  under its name, anything else a constant). With `dtype`, the value converted to it. */
+  /** The value name of t: a traced value or graph input; else the output of a call inside a
+   *  composite (an intermediate a gradient saved), emitted now, when t still holds what that
+   *  call left; else a new initializer (a parameter under its name, anything else a
+   *  constant). With `dtype`, the value converted to it. */
   std::string value(const Tensor& t, std::optional<DType> dtype = std::nullopt);
   /** t's dynamic dims (none for initializers). */
   DynamicDims dynamic(const Tensor& t) const;
@@ -105,6 +125,9 @@ class GraphBuilder {
   std::string initializer(const Tensor& t, const std::string& name);
   /** The state_dict name of t, when t is (a handle of) a parameter or buffer. */
   std::optional<std::string> param_name(const Tensor& t) const;
+  /** Binds t by emitting the call inside a composite that made it; false when none can. */
+  bool emit_part_making(const Tensor& t);
+  void note_parts(const std::vector<CapturedCall>& calls);
 
   ::onnx::GraphProto& graph_;
   int64_t opset_;
@@ -112,11 +135,17 @@ class GraphBuilder {
   std::unordered_map<const void*, Value> values_;
   std::unordered_map<const void*, std::pair<Tensor, std::string>> unexported_;  // the tensor, and why
   std::unordered_map<std::string, int64_t> counters_;
-  bool name_grad_leaves_ = false, allow_replays_ = false;
+  bool name_live_leaves_ = false, allow_replays_ = false;
   std::vector<graph::Replay> replays_;
-  std::vector<std::pair<std::string, Tensor>> grad_leaves_;
+  std::vector<std::pair<std::string, Tensor>> live_leaves_;
+  Emitter emitter_;
+  CanEmit can_emit_;
+  /** storage -> the calls inside composites that wrote it, with the output's index. */
+  std::unordered_multimap<const void*, std::pair<const CapturedCall*, size_t>> parts_;
+  std::unordered_set<const CapturedCall*> emitted_parts_;
   std::unordered_set<std::string> emitted_params_;
   std::unordered_map<const void*, std::unordered_set<uint32_t>> writes_;  // storage -> versions ops left
+  std::unordered_set<const void*> written_in_place_;                      // storages ops wrote in place
 };
 
 void set_attr(::onnx::NodeProto& node, const std::string& name, int64_t value);

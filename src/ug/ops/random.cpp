@@ -11,7 +11,8 @@ namespace ug {
 
 namespace {
 
-/** Random draws are captured (and rejected by the exporter) rather than frozen into constants. */
+/** Every draw is the op `random`. A program's trace records how to draw again: from the global
+ *  generator (a fresh block at each run, as eager code would take) or from the key it is given. */
 const graph::OpDef kRandom("random");
 
 /** Each element may use two words of a 4-word block: reserve enough for any kernel layout. */
@@ -23,36 +24,74 @@ DType float_dtype(const Options& opts, const char* op) {
   return d;
 }
 
-Tensor uniform_from(const RandomStream& s, const Dims& shape, double low, double high, DType dtype, Device device) {
-  graph::OpCall call(kRandom);
-  Tensor out = empty(shape, {.dtype = dtype, .device = device});
-  backend_for(device).uniform(out, s, low, high);
-  call.finish({}, {&out});
+std::array<uint32_t, 2> key_words(const Tensor& key) {
+  if (key.dtype() != DType::Int64 || key.dim() != 1 || key.size(0) != 2)
+    fail<TypeError>(
+        "[random] expected a key (an int64 tensor of shape [2], from ug.random.key), "
+        "got dtype ",
+        key.dtype(), " and shape ", key.shape());
+  Tensor k = key.contiguous();
+  const int64_t* p = static_cast<const int64_t*>(k.raw_data());
+  return {static_cast<uint32_t>(p[0]), static_cast<uint32_t>(p[1])};
+}
+
+Tensor make_key(uint32_t a, uint32_t b) {
+  Tensor k = empty({2}, {.dtype = DType::Int64});
+  int64_t* p = static_cast<int64_t*>(k.raw_data());
+  p[0] = a;
+  p[1] = b;
+  return k;
+}
+
+RandomStream stream(const Tensor& key) { return {key_words(key), 0}; }
+
+/** `num` keys derived from `key`, as a [num, 2] tensor. Counter word 2 set to all ones keeps
+ *  key derivation apart from data streams (word 2 = 0). */
+Tensor split_key(const Tensor& key, int64_t num) {
+  auto k = key_words(key);
+  Tensor out = empty({num, 2}, {.dtype = DType::Int64});
+  int64_t* p = static_cast<int64_t*>(out.raw_data());
+  for (int64_t i = 0; i < num; ++i) {
+    auto w = philox4x32(k, {static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), 0xffffffffu, 0});
+    p[2 * i] = w[0];
+    p[2 * i + 1] = w[1];
+  }
   return out;
 }
 
-Tensor normal_from(const RandomStream& s, const Dims& shape, double mean, double std, DType dtype, Device device) {
-  graph::OpCall call(kRandom);
-  if (std < 0) fail("[normal] std must be non-negative, got ", std);
-  Tensor out = empty(shape, {.dtype = dtype, .device = device});
-  backend_for(device).normal(out, s, mean, std);
-  call.finish({}, {&out});
+Tensor fold_key(const Tensor& key, uint64_t data) {
+  auto w = philox4x32(key_words(key), {static_cast<uint32_t>(data), static_cast<uint32_t>(data >> 32), 0xffffffffu, 1});
+  return make_key(w[0], w[1]);
+}
+
+/** A key derived from a key (split, fold_in): an op, so that a program derives it from the key
+ *  it is given at each run. */
+template <class Derive> Tensor derive_key(const graph::OpDef& def, const Tensor& key, Derive derive) {
+  graph::OpCall call(def);
+  Tensor out = derive(key);
+  if (call.capturing()) call.set_replay([derive](const graph::Tensors& in) { return graph::Tensors{derive(in[0])}; });
+  call.finish({&key}, {&out});
   return out;
 }
 
-Tensor randint_from(const RandomStream& s, const Dims& shape, int64_t low, int64_t high, DType dtype, Device device) {
-  graph::OpCall call(kRandom);
-  if (low >= high) fail("[randint] expects low < high, got low=", low, " high=", high);
-  Tensor out = empty(shape, {.dtype = dtype, .device = device});
-  backend_for(device).randint(out, s, low, high);
-  call.finish({}, {&out});
-  return out;
-}
+const graph::OpDef kSplit("random_split"), kFoldIn("random_fold_in");
+
+int64_t numel_of_dims(const Dims& shape) { return numel_of(Shape(shape.begin(), shape.end())); }
+
+enum class Law { Uniform, Normal, Integers, Permutation };
+
+/** What one draw makes: `shape` values of `law` with parameters a, b (low and high, mean and
+ *  std), or a permutation of [0, a). */
+struct Draw {
+  Law law;
+  Dims shape;
+  double a = 0, b = 0;
+  DType dtype = DType::Float32;
+  Device device{};
+};
 
 /** A permutation of [0, n): indices sorted by 64-bit random keys drawn from the stream. */
-Tensor permutation_from(const RandomStream& s, int64_t n) {
-  graph::OpCall call(kRandom);
-  if (n < 0) fail("[permutation] n must be non-negative, got ", n);
+Tensor permutation_of(const RandomStream& s, int64_t n) {
   std::vector<std::pair<uint64_t, int64_t>> keyed(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     uint64_t b = s.offset + static_cast<uint64_t>(i) / 2;
@@ -64,29 +103,69 @@ Tensor permutation_from(const RandomStream& s, int64_t n) {
   Tensor out = empty({n}, {.dtype = DType::Int64});
   int64_t* p = static_cast<int64_t*>(out.raw_data());
   for (int64_t i = 0; i < n; ++i) p[i] = keyed[static_cast<size_t>(i)].second;
-  call.finish({}, {&out});
   return out;
 }
 
-int64_t numel_of_dims(const Dims& shape) { return numel_of(Shape(shape.begin(), shape.end())); }
+Tensor fill(const Draw& d, const RandomStream& s) {
+  if (d.law == Law::Permutation) return permutation_of(s, static_cast<int64_t>(d.a));
+  Tensor out = empty(d.shape, {.dtype = d.dtype, .device = d.device});
+  Backend& backend = backend_for(d.device);
+  if (d.law == Law::Uniform) backend.uniform(out, s, d.a, d.b);
+  else if (d.law == Law::Normal) backend.normal(out, s, d.a, d.b);
+  else backend.randint(out, s, static_cast<int64_t>(d.a), static_cast<int64_t>(d.b));
+  return out;
+}
+
+int64_t count(const Draw& d) { return d.law == Law::Permutation ? static_cast<int64_t>(d.a) : numel_of_dims(d.shape); }
+
+/** One draw from the global generator, or from `key` when one is given. */
+Tensor draw(const Draw& d, const Tensor* key = nullptr) {
+  graph::OpCall call(kRandom);
+  Tensor out = fill(d, key ? stream(*key) : reserve_for(count(d)));
+  if (call.capturing()) {
+    // A draw from the global generator advances it, so a program keeps it though unread.
+    if (!key) call.set_attrs({{"effect", int64_t(1)}});
+    call.set_replay([d, keyed = key != nullptr](const graph::Tensors& in) {
+      return graph::Tensors{fill(d, keyed ? stream(in[0]) : reserve_for(count(d)))};
+    });
+  }
+  if (key) call.finish({key}, {&out});
+  else call.finish({}, {&out});
+  return out;
+}
+
+Draw uniform_draw(const Dims& shape, double low, double high, DType dtype, Device device) {
+  return {Law::Uniform, shape, low, high, dtype, device};
+}
+Draw normal_draw(const Dims& shape, double mean, double std, DType dtype, Device device) {
+  if (std < 0) fail("[normal] std must be non-negative, got ", std);
+  return {Law::Normal, shape, mean, std, dtype, device};
+}
+Draw integers_draw(const Dims& shape, int64_t low, int64_t high, DType dtype, Device device) {
+  if (low >= high) fail("[randint] expects low < high, got low=", low, " high=", high);
+  return {Law::Integers, shape, static_cast<double>(low), static_cast<double>(high), dtype, device};
+}
+Draw permutation_draw(int64_t n) {
+  if (n < 0) fail("[permutation] n must be non-negative, got ", n);
+  return {Law::Permutation, {n}, static_cast<double>(n), 0, DType::Int64, {}};
+}
 
 }  // namespace
 
 Tensor rand(const Dims& shape, Options opts) {
-  return uniform_from(reserve_for(numel_of_dims(shape)), shape, 0, 1, float_dtype(opts, "rand"), opts.device);
+  return draw(uniform_draw(shape, 0, 1, float_dtype(opts, "rand"), opts.device));
 }
 Tensor randn(const Dims& shape, Options opts) {
-  return normal_from(reserve_for(numel_of_dims(shape)), shape, 0, 1, float_dtype(opts, "randn"), opts.device);
+  return draw(normal_draw(shape, 0, 1, float_dtype(opts, "randn"), opts.device));
 }
 Tensor normal(double mean, double std, const Dims& shape, Options opts) {
-  return normal_from(reserve_for(numel_of_dims(shape)), shape, mean, std, float_dtype(opts, "normal"), opts.device);
+  return draw(normal_draw(shape, mean, std, float_dtype(opts, "normal"), opts.device));
 }
 Tensor randint(int64_t low, int64_t high, const Dims& shape, Options opts) {
-  return randint_from(reserve_for(numel_of_dims(shape)), shape, low, high, opts.dtype.value_or(DType::Int64),
-                      opts.device);
+  return draw(integers_draw(shape, low, high, opts.dtype.value_or(DType::Int64), opts.device));
 }
 Tensor randperm(int64_t n, Options opts) {
-  Tensor p = permutation_from(reserve_for(n), n);
+  Tensor p = draw(permutation_draw(n));
   return p.to(opts.dtype.value_or(DType::Int64)).to(opts.device);
 }
 
@@ -110,79 +189,44 @@ Tensor rand_like(const Tensor& t) { return rand(t.shape(), {.dtype = t.dtype(), 
 Tensor randn_like(const Tensor& t) { return randn(t.shape(), {.dtype = t.dtype(), .device = t.device()}); }
 
 Tensor& uniform_(Tensor& t, double low, double high) {
-  return t.copy_(uniform_from(reserve_for(t.numel()), t.shape(), low, high, t.dtype(), t.device()));
+  return t.copy_(draw(uniform_draw(Dims(t.shape().begin(), t.shape().end()), low, high, t.dtype(), t.device())));
 }
 Tensor& normal_(Tensor& t, double mean, double std) {
-  return t.copy_(normal_from(reserve_for(t.numel()), t.shape(), mean, std, t.dtype(), t.device()));
+  return t.copy_(draw(normal_draw(Dims(t.shape().begin(), t.shape().end()), mean, std, t.dtype(), t.device())));
 }
 
 namespace random {
-
-namespace {
-
-std::array<uint32_t, 2> key_words(const Tensor& key) {
-  if (key.dtype() != DType::Int64 || key.dim() != 1 || key.size(0) != 2)
-    fail<TypeError>(
-        "[random] expected a key (an int64 tensor of shape [2], from ug.random.key), "
-        "got dtype ",
-        key.dtype(), " and shape ", key.shape());
-  Tensor k = key.contiguous();
-  const int64_t* p = static_cast<const int64_t*>(k.raw_data());
-  return {static_cast<uint32_t>(p[0]), static_cast<uint32_t>(p[1])};
-}
-
-Tensor make_key(uint32_t a, uint32_t b) {
-  Tensor k = empty({2}, {.dtype = DType::Int64});
-  int64_t* p = static_cast<int64_t*>(k.raw_data());
-  p[0] = a;
-  p[1] = b;
-  return k;
-}
-
-RandomStream stream(const Tensor& key) { return {key_words(key), 0}; }
-
-}  // namespace
 
 Tensor key(uint64_t seed) { return make_key(static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(seed)); }
 
 Tensor split(const Tensor& key, int64_t num) {
   if (num < 1) fail("[random.split] num must be positive, got ", num);
-  auto k = key_words(key);
-  Tensor out = empty({num, 2}, {.dtype = DType::Int64});
-  int64_t* p = static_cast<int64_t*>(out.raw_data());
-  // Counter word 2 set to all ones keeps key derivation apart from data streams (word 2 = 0).
-  for (int64_t i = 0; i < num; ++i) {
-    auto w = philox4x32(k, {static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), 0xffffffffu, 0});
-    p[2 * i] = w[0];
-    p[2 * i + 1] = w[1];
-  }
-  return out;
+  return derive_key(kSplit, key, [num](const Tensor& k) { return split_key(k, num); });
 }
 
 Tensor fold_in(const Tensor& key, uint64_t data) {
-  auto w = philox4x32(key_words(key), {static_cast<uint32_t>(data), static_cast<uint32_t>(data >> 32), 0xffffffffu, 1});
-  return make_key(w[0], w[1]);
+  return derive_key(kFoldIn, key, [data](const Tensor& k) { return fold_key(k, data); });
 }
 
 Tensor uniform(const Tensor& key, const Dims& shape, double minval, double maxval, DType dtype) {
   if (!is_floating(dtype)) fail<TypeError>("[random.uniform] expects a floating dtype, got ", dtype);
-  return uniform_from(stream(key), shape, minval, maxval, dtype, {});
+  return draw(uniform_draw(shape, minval, maxval, dtype, {}), &key);
 }
 Tensor normal(const Tensor& key, const Dims& shape, DType dtype) {
   if (!is_floating(dtype)) fail<TypeError>("[random.normal] expects a floating dtype, got ", dtype);
-  return normal_from(stream(key), shape, 0, 1, dtype, {});
+  return draw(normal_draw(shape, 0, 1, dtype, {}), &key);
 }
 Tensor randint(const Tensor& key, const Dims& shape, int64_t minval, int64_t maxval, DType dtype) {
-  return randint_from(stream(key), shape, minval, maxval, dtype, {});
+  return draw(integers_draw(shape, minval, maxval, dtype, {}), &key);
 }
 Tensor bernoulli(const Tensor& key, double p, const Dims& shape) {
   if (p < 0 || p > 1) fail("[random.bernoulli] p must be in [0, 1], got ", p);
   return uniform(key, shape).lt(p);
 }
-Tensor permutation(const Tensor& key, int64_t n) { return permutation_from(stream(key), n); }
+Tensor permutation(const Tensor& key, int64_t n) { return draw(permutation_draw(n), &key); }
 Tensor permutation(const Tensor& key, const Tensor& x) {
   if (x.dim() == 0) fail("[random.permutation] x must have at least one dimension");
-  return x.index_select(0, permutation_from(stream(key), x.size(0)));
+  return x.index_select(0, draw(permutation_draw(x.size(0)), &key));
 }
 
 }  // namespace random
