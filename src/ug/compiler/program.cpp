@@ -51,7 +51,9 @@ bool is_traced(const Tensor& t) {
   const auto& calls = capture->calls();
   for (; s->calls_seen < calls.size(); ++s->calls_seen) {
     const graph::CapturedCall& call = calls[s->calls_seen];
-    bool reads_traced = call.op == "random";
+    // A draw, or an in-place write (of state the function closed over: a batch counter), is a
+    // value of this run too.
+    bool reads_traced = call.op == "random" || (!call.op.empty() && call.op.back() == '_');
     for (const Tensor& in : call.inputs) reads_traced = reads_traced || s->storages.contains(storage_of(in));
     if (reads_traced)
       for (const Tensor& out : call.outputs)

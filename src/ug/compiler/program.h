@@ -74,7 +74,8 @@ class Program {
 };
 
 /** True while fn of Program::trace runs on this thread and t holds a value computed from its
- *  inputs (or a random draw), which a compiled program recomputes at every run. */
+ *  inputs (or a random draw, or an in-place write), which a compiled program recomputes at
+ *  every run. */
 bool is_traced(const Tensor& t);
 
 /** Raises a TypeError when t is_traced: Python control flow on it (`what` is "bool()",

@@ -100,7 +100,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   Tensor y = xc * scale;
   if (bias.defined()) y = y + per_channel(bias, x);
   if (call.capturing()) call.set_attrs({{"epsilon", eps}, {"training", int64_t{1}}});
-  call.finish({&x, &weight, &bias, &running_mean, &running_var}, {&y});
+  // The running statistics are written in place: outputs too (undefined when not tracked).
+  call.finish({&x, &weight, &bias, &running_mean, &running_var}, {&y, &running_mean, &running_var});
   return y;
 }
 

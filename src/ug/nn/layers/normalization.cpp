@@ -3,6 +3,8 @@
 #include <sstream>
 
 #include "ug/graph/grad_mode.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/unary.h"
 #include "ug/nn/functional/normalization.h"
 #include "ug/nn/init.h"
 
@@ -51,19 +53,27 @@ Tensor BatchNormImpl::forward(const Tensor& x) {
     fail("[", type_name(), "] expected ", spatial_dims_ == 1 ? "2D or 3D" : "4D", " input, got shape ", x.shape());
   if (x.size(1) != num_features_)
     fail("[", type_name(), "] expected ", num_features_, " channels in dim 1, got shape ", x.shape());
-  double momentum = momentum_.value_or(0.0);
-  if (is_training() && track_running_stats_) {
-    Tensor& count = buffer("num_batches_tracked");
-    {
-      NoGradGuard no_grad;
-      count.add_(1);
-    }
-    if (!momentum_) momentum = 1.0 / count.item<double>();
-  }
   const bool use_batch_stats = is_training() || !track_running_stats_;
-  return F::batch_norm(x, track_running_stats_ ? buffer("running_mean") : Tensor(),
-                       track_running_stats_ ? buffer("running_var") : Tensor(), parameter("weight"), parameter("bias"),
-                       use_batch_stats, momentum, eps_);
+  if (!is_training() || !track_running_stats_)
+    return F::batch_norm(x, track_running_stats_ ? buffer("running_mean") : Tensor(),
+                         track_running_stats_ ? buffer("running_var") : Tensor(), parameter("weight"),
+                         parameter("bias"), use_batch_stats, momentum_.value_or(0.0), eps_);
+  Tensor& count = buffer("num_batches_tracked");
+  {
+    NoGradGuard no_grad;
+    count.add_(1);
+  }
+  Tensor &mean = buffer("running_mean"), &var = buffer("running_var");
+  if (momentum_) return F::batch_norm(x, mean, var, parameter("weight"), parameter("bias"), true, *momentum_, eps_);
+  // The cumulative average: this batch's statistics weigh 1 / num_batches_tracked, computed
+  // with ops (not read as a number), so that a compiled program follows the count.
+  Tensor batch_mean = zeros_like(mean), batch_var = zeros_like(var);
+  Tensor y = F::batch_norm(x, batch_mean, batch_var, parameter("weight"), parameter("bias"), true, 1.0, eps_);
+  NoGradGuard no_grad;
+  Tensor weight = count.to(DType::Float64).reciprocal();
+  mean.copy_(mean * (1.0 - weight) + batch_mean * weight);
+  var.copy_(var * (1.0 - weight) + batch_var * weight);
+  return y;
 }
 
 std::string BatchNormImpl::extra_repr() const {
