@@ -161,6 +161,8 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     update_trace_provider();
   });
 
+  // A program's trace keeps the user's line on each node, for the checks that run it.
+  install_source_provider();
   nb::module_ dbg = m.def_submodule("_debugging");
   dbg.def("check_numerics", &ug::debugging::check_numerics, nb::arg("tensor"), nb::arg("message"));
   dbg.def("enable_check_numerics", &ug::debugging::enable_check_numerics);

@@ -27,6 +27,13 @@ std::function<std::string()> python_trace_provider() {
 
 }  // namespace
 
+void install_source_provider() {
+  ug::debugging::set_source_provider([] {
+    nb::gil_scoped_acquire gil;
+    return nb::cast<std::string>(nb::module_::import_("unigrad.autograd").attr("_user_frame")());
+  });
+}
+
 void update_trace_provider() {
   const bool wanted = ug::AnomalyMode::is_enabled() || profiler_wants_stack;
   ug::debugging::set_trace_provider(wanted ? python_trace_provider() : std::function<std::string()>());

@@ -99,6 +99,23 @@ def _user_stack():
     return "".join(traceback.format_list(frames[-3:]))
 
 
+def _user_frame():
+    """The innermost frame outside unigrad, formatted as a traceback line: where a compiled
+    program's op was traced, which its checks name at run time."""
+    import linecache
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame = frame.f_back
+    if frame is None:
+        return ""
+    code = frame.f_code
+    line = linecache.getline(code.co_filename, frame.f_lineno).strip()
+    return f'  File "{code.co_filename}", line {frame.f_lineno}, in {code.co_name}\n' + (f"    {line}\n" if line else "")
+
+
 def gradcheck(func, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
     """Compares func's derivative rules with central finite differences (float64 inputs)."""
     return _check(func, inputs, eps, atol, rtol, raise_exception, False)

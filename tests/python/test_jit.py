@@ -338,6 +338,45 @@ def test_compiled_module_follows_the_optimizer_and_the_training_mode():
     assert compiled.cache_info().traces == 2
 
 
+def _line_of(fn, text):
+    """The file line in fn's source that holds `text`."""
+    import inspect
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_numerics_checks_in_a_program_name_the_op_and_the_line_that_traced_it():
+    def f(x):
+        y = x * 2
+        return y.log() + 1  # the NaN's origin
+
+    jitted = ug.jit(f)
+    jitted(ug.tensor([1.0, 2.0]))  # traced on clean values; the check runs at a later call
+    ug.debug.enable_check_numerics()
+    try:
+        with pytest.raises(RuntimeError) as err:
+            jitted(ug.tensor([1.0, -1.0]))
+    finally:
+        ug.debug.disable_check_numerics()
+    message = str(err.value)
+    assert "output of log" in message and "has NaN" in message
+    assert f'line {_line_of(f, "the NaN")}, in f' in message and __file__ in message
+
+
+def test_anomaly_mode_through_a_program_names_the_line_that_traced_the_op():
+    def f(x):
+        return x.sqrt().sum()  # infinite slope at 0
+
+    jitted = ug.jit(f)
+    x = ug.tensor([0.0, 1.0], requires_grad=True)
+    jitted(x)
+    with ug.autograd.detect_anomaly(), pytest.raises(RuntimeError) as err:
+        jitted(x).backward()
+    message = str(err.value)
+    assert "backward of sqrt" in message
+    assert f'line {_line_of(f, "infinite slope")}, in f' in message
+
+
 def test_debug_print_prints_at_every_run_of_the_program(capsys):
     @ug.jit
     def f(x):

@@ -39,6 +39,9 @@ struct CapturedCall {
   Replay replay;  // empty for ops that have a graph form
   /** The calls the op made inside its own, in the order they were made. */
   std::vector<CapturedCall> inner;
+  /** The user code's line that made the call (debugging::current_source), when the capture
+   *  records sources; "" inside another call. */
+  std::string where;
   /** For a call inside another: content_hash of each output when it was made. The op around
    *  it may write into it with a kernel, which no version counts. */
   std::vector<uint64_t> output_hashes;
@@ -60,6 +63,9 @@ class Capture {
   const std::vector<CapturedCall>& calls() const { return calls_; }
   /** Raises when an op ran other ops inside its call but did not record itself. */
   void check() const;
+  /** From now on each call records the user code's line that made it (a program's trace:
+   *  checks at run time name it). */
+  void record_sources() { record_sources_ = true; }
 
  private:
   friend class OpCall;
@@ -76,6 +82,7 @@ class Capture {
   std::vector<CapturedCall> calls_;
   std::vector<Open> open_;  // the calls in progress, outermost first
   std::string error_;
+  bool record_sources_ = false;
   Capture* previous_;
 };
 

@@ -12,7 +12,17 @@ std::function<std::string()>& provider() {
   static std::function<std::string()> p;
   return p;
 }
+std::function<std::string()>& source_provider() {
+  static std::function<std::string()> p;
+  return p;
+}
+const std::string kNowhere;
+thread_local const std::string* t_traced_at = &kNowhere;
 }  // namespace
+
+const std::string& traced_at() { return *t_traced_at; }
+TracedAt::TracedAt(const std::string& where) : previous_(t_traced_at) { t_traced_at = &where; }
+TracedAt::~TracedAt() { t_traced_at = previous_; }
 
 namespace {
 /** Whether any element of x passes `test`, with the kernels themselves: this layer is below
@@ -36,7 +46,7 @@ const Tensor& check_numerics(const Tensor& x, std::string_view message) {
                        nan && inf ? "NaN and Inf"
                        : nan      ? "NaN"
                                   : "Inf",
-                       " values");
+                       " values", traced_at().empty() ? "" : "\nThe op was traced at:\n", traced_at());
   return x;
 }
 
@@ -45,6 +55,14 @@ void disable_check_numerics() { g_check_numerics = false; }
 bool check_numerics_enabled() { return g_check_numerics.load(std::memory_order_relaxed); }
 
 void set_trace_provider(std::function<std::string()> p) { provider() = std::move(p); }
-std::string current_trace() { return provider() ? provider()() : std::string(); }
+std::string current_trace() {
+  std::string here = provider() ? provider()() : std::string();
+  if (traced_at().empty()) return here;
+  return "a compiled program's op, traced at:\n" + traced_at() +
+         (here.empty() ? "" : "run by the program called at:\n" + here);
+}
+
+void set_source_provider(std::function<std::string()> p) { source_provider() = std::move(p); }
+std::string current_source() { return source_provider() ? source_provider()() : std::string(); }
 
 }  // namespace ug::debugging

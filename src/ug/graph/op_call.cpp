@@ -44,6 +44,7 @@ void OpCall::record_capture(Inputs inputs, Outputs outputs) {
     call.output_versions.push_back(t->defined() ? t->version() : 0);
     if (depth_ > 0) call.output_hashes.push_back(content_hash(*t));
   }
+  if (depth_ == 0 && capture_->record_sources_) call.where = debugging::current_source();
   std::vector<CapturedCall>& list = capture_->list_at(depth_);
   me.recorded_at = list.size();
   list.push_back(std::move(call));

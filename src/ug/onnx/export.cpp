@@ -60,6 +60,8 @@ bool emittable(const GraphBuilder& g, const CapturedCall& call) {
 }
 
 void emit_call(GraphBuilder& g, const CapturedCall& call) {
+  // A part (emitted for the call that reads it) keeps the reader's line.
+  GraphBuilder::SourceScope source(g, call.where);
   g.check_inputs(call);
   if (!exports(call.op) && call.replay && g.replays_allowed()) g.replay(call);
   else emit(g, call);
@@ -86,6 +88,7 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
     std::optional<NoGradGuard> no_grad;
     if (!program) no_grad.emplace();
     graph::Capture capture(program ? "jit" : "onnx.export");
+    if (program) capture.record_sources();
     for (const Tensor& t : example_inputs) start_versions.push_back(t.version());
     outputs = fn(example_inputs);
     capture.check();

@@ -37,6 +37,8 @@ struct Node {
   std::vector<int64_t> outputs;
   /** The enclosing graph's values its subgraphs read by name (ONNX's outer scope), read as inputs. */
   std::vector<int64_t> implicit_inputs;
+  /** The node's doc_string: in a compiled program, the user code's line that traced it. */
+  std::string doc;
 };
 
 struct Graph {

@@ -1,6 +1,7 @@
 #include "ug/onnx/graph_builder.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "ug/core/error.h"
 
@@ -353,11 +354,19 @@ std::string GraphBuilder::fresh(const std::string& hint) {
   return hint + "_" + std::to_string(n++);
 }
 
+GraphBuilder::SourceScope::SourceScope(GraphBuilder& g, const std::string& where) : g_(g), set_(!where.empty()) {
+  if (set_) previous_ = std::exchange(g_.where_, where);
+}
+GraphBuilder::SourceScope::~SourceScope() {
+  if (set_) g_.where_ = std::move(previous_);
+}
+
 ::onnx::NodeProto& GraphBuilder::node(const std::string& op_type, const std::vector<std::string>& inputs,
                                       const std::vector<std::string>& outputs) {
   ::onnx::NodeProto& n = *graph_.add_node();
   n.set_op_type(op_type);
   n.set_name(fresh(op_type));
+  if (!where_.empty()) n.set_doc_string(where_);
   for (const std::string& i : inputs) n.add_input(i);
   for (const std::string& o : outputs) n.add_output(o);
   return n;

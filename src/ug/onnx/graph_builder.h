@@ -51,6 +51,20 @@ class GraphBuilder {
     can_emit_ = std::move(can_emit);
   }
   void emit_call(const CapturedCall& call) { emitter_(*this, call); }
+  /** While alive (and `where` is not empty), new nodes record `where` as their doc_string: the
+   *  user code's line that made the call, which a program's checks name. */
+  class SourceScope {
+   public:
+    SourceScope(GraphBuilder& g, const std::string& where);
+    ~SourceScope();
+    SourceScope(const SourceScope&) = delete;
+    SourceScope& operator=(const SourceScope&) = delete;
+
+   private:
+    GraphBuilder& g_;
+    std::string previous_;
+    bool set_;
+  };
   /** Emits the calls a composite made inside its own, in order: a program's form of an op
    *  that has no graph form of its own (batch_norm with batch statistics). */
   void emit_parts(const CapturedCall& call);
@@ -140,6 +154,7 @@ class GraphBuilder {
   std::vector<std::pair<std::string, Tensor>> live_leaves_;
   Emitter emitter_;
   CanEmit can_emit_;
+  std::string where_;  // see SourceScope
   /** storage -> the calls inside composites that wrote it, with the output's index. */
   std::unordered_multimap<const void*, std::pair<const CapturedCall*, size_t>> parts_;
   std::unordered_set<const CapturedCall*> emitted_parts_;

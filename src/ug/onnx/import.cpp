@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "ug/graph/debugging.h"
 #include "ug/onnx/graph.h"
 #include "ug/onnx/op_table.h"
 
@@ -149,6 +150,7 @@ std::vector<Tensor> run_graph(const Graph& g, std::vector<Tensor> values) {
       v = Tensor();
     }
     const OpContext ctx(node, args, g.opset, g.limits.max_elements, &implicit);
+    const debugging::TracedAt traced_at(node.doc);
     std::vector<Tensor> results = node.op_type == "UgReplay" ? replay(g, ctx, args) : find_op(node.op_type)->run(ctx);
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       if (node.outputs[o] < 0) continue;

@@ -329,7 +329,8 @@ void GraphParser::parse(const ::onnx::GraphProto& g) {
     for (const auto& o : n.output()) node_outputs.insert(o);
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& n = g.node(i);
-    Node node{n.op_type(), n.name().empty() ? std::string("#").append(std::to_string(i)) : n.name(), {}, {}, {}, {}};
+    Node node{n.op_type(),   n.name().empty() ? std::string("#").append(std::to_string(i)) : n.name(), {}, {}, {}, {},
+              n.doc_string()};
     const std::string what = n.op_type() + " node '" + node.name + "'";
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       fail("[onnx] unsupported op type '", n.domain(), "::", n.op_type(), "' (node '", node.name, "', opset ",
