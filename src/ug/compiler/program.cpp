@@ -53,7 +53,8 @@ bool is_traced(const Tensor& t) {
     const graph::CapturedCall& call = calls[s->calls_seen];
     // A draw, or an in-place write (of state the function closed over: a batch counter), is a
     // value of this run too.
-    bool reads_traced = call.op == "random" || (!call.op.empty() && call.op.back() == '_');
+    bool reads_traced = call.op == "random";
+    for (size_t i = 0; i < call.outputs.size(); ++i) reads_traced = reads_traced || call.writes_in_place(i);
     for (const Tensor& in : call.inputs) reads_traced = reads_traced || s->storages.contains(storage_of(in));
     if (reads_traced)
       for (const Tensor& out : call.outputs)

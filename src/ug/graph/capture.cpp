@@ -64,6 +64,13 @@ uint64_t content_hash(const Tensor& t) {
   return std::hash<std::string_view>{}(std::string_view(static_cast<const char*>(t.raw_data()), bytes)) | 1;
 }
 
+bool CapturedCall::writes_in_place(size_t i) const {
+  if (!op.empty() && op.back() == '_') return true;
+  for (const Tensor& in : inputs)
+    if (in.defined() && in.impl_ref().get() == outputs.at(i).impl_ref().get()) return true;
+  return false;
+}
+
 Capture::Capture(const char* who) : who_(who), previous_(detail::current_capture) {
   if (previous_) fail<RuntimeError>("[", who, "] a capture (", previous_->who_, ") is already running on this thread");
   detail::current_capture = this;

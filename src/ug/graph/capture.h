@@ -45,6 +45,10 @@ struct CapturedCall {
   /** For a call inside another: content_hash of each output when it was made. The op around
    *  it may write into it with a kernel, which no version counts. */
   std::vector<uint64_t> output_hashes;
+
+  /** Whether output i was written into a tensor the call was given: an in-place op (its name
+   *  ends in '_', or the output is one of its inputs). */
+  bool writes_in_place(size_t i) const;
 };
 
 /** A hash of the memory t's elements span (never 0), or 0 where it cannot be read here (a

@@ -202,23 +202,13 @@ void GraphBuilder::check_version(const Value& v, uint32_t version, const std::st
        "it from before the write");
 }
 
-namespace {
-/** An op that writes its output into an input (its name ends in '_', or the output is an input). */
-bool writes_in_place(const CapturedCall& call, const Tensor& out) {
-  if (!call.op.empty() && call.op.back() == '_') return true;
-  for (const Tensor& in : call.inputs)
-    if (in.defined() && key(in) == key(out)) return true;
-  return false;
-}
-}  // namespace
-
 void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls) {
   for (const CapturedCall& call : calls) {
     for (size_t i = 0; i < call.outputs.size() && i < call.output_versions.size(); ++i) {
       const Tensor& out = call.outputs[i];
       if (!out.defined()) continue;
       writes_[out.storage().get()].insert(call.output_versions[i]);
-      if (writes_in_place(call, out)) written_in_place_.insert(out.storage().get());
+      if (call.writes_in_place(i)) written_in_place_.insert(out.storage().get());
     }
     note_calls(call.inner);
     note_parts(call.inner);
@@ -228,7 +218,7 @@ void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls) {
 void GraphBuilder::note_parts(const std::vector<CapturedCall>& parts) {
   for (const CapturedCall& part : parts)
     for (size_t i = 0; i < part.outputs.size() && i < part.output_versions.size(); ++i)
-      if (part.outputs[i].defined() && !writes_in_place(part, part.outputs[i]))
+      if (part.outputs[i].defined() && !part.writes_in_place(i))
         parts_.emplace(part.outputs[i].storage().get(), std::pair{&part, i});
 }
 
@@ -389,8 +379,7 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
   // a new value, and every other handle of the same elements (a detach()) that value; any other
   // view of its memory would keep the old one in the graph. A replayed effect writes the live
   // tensor itself at each run.
-  bool in_place = !call.op.empty() && call.op.back() == '_';
-  for (const Tensor& in : call.inputs) in_place = in_place || (in.defined() && key(in) == key(out));
+  const bool in_place = call.writes_in_place(i);
   std::vector<const void*> handles;
   if (in_place && !has_attr(call, "effect"))
     for (const auto& [k, v] : values_) {
