@@ -143,6 +143,39 @@ def ddp_no_sync():
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy() / n, rtol=1e-12, atol=1e-12)
 
 
+def ddp_gradients_across_steps():
+    """Averaged gradients are the parameters' own: one held across a zero_grad keeps its step's
+    values, and backward without zero_grad accumulates into the same tensor, as eager does."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    model = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank))
+    reference = mlp(seed=0)
+    rng = np.random.default_rng(4)
+    xs = [rng.standard_normal((n * 2, 6)) for _ in range(4)]
+
+    def step(x):
+        model(ug.tensor(x[rank * 2:(rank + 1) * 2])).sum().backward()
+        reference(ug.tensor(x)).sum().backward()
+
+    step(xs[0])
+    held = [p.grad for p in model.module.parameters()]
+    values = [g.numpy().copy() for g in held]
+    for p, q in zip(model.module.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy() / n, rtol=1e-12, atol=1e-12)
+    for m in (model, reference):
+        m.zero_grad()
+    step(xs[1])
+    for g, v in zip(held, values):
+        np.testing.assert_array_equal(g.numpy(), v)
+    pointers = [p.grad.data_ptr() for p in model.module.parameters()]
+    step(xs[2])
+    step(xs[3])
+    for p, q in zip(model.module.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy() / n, rtol=1e-12, atol=1e-12)
+    # Accumulated in place; only the parameter whose gradient comes last is the engine's to place.
+    moved = [a != p.grad.data_ptr() for a, p in zip(pointers, model.module.parameters())]
+    assert sum(moved) <= 1, moved
+
+
 class TwoHeads(ug.nn.Module):
     def __init__(self):
         super().__init__()
@@ -259,7 +292,8 @@ def main():
     dist.init_process_group("mpi", timeout=1.5 if scenario in ("timeout", "killed") else 60)
     {"collectives": collectives, "ddp_sgd": lambda: ddp("sgd"), "ddp_adam": lambda: ddp("adam"),
      "ddp_no_sync": ddp_no_sync, "ddp_unused": ddp_unused, "timeout": timeout, "killed": killed, "pmap": pmap,
-     "sync_batch_norm": sync_batch_norm}[scenario]()
+     "sync_batch_norm": sync_batch_norm,
+     "ddp_gradients_across_steps": ddp_gradients_across_steps}[scenario]()
     if scenario not in ("timeout", "killed"):
         dist.barrier()
         print(f"rank {dist.get_rank()} ok", flush=True)

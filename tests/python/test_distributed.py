@@ -57,6 +57,11 @@ def test_ddp_no_sync_accumulates_then_averages():
     assert_ok(mpirun(2, "ddp_no_sync"), 2)
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_ddp_gradients_across_steps_are_kept_and_accumulate(n):
+    assert_ok(mpirun(n, "ddp_gradients_across_steps"), n)
+
+
 def test_ddp_find_unused_parameters():
     proc = mpirun(2, "ddp_unused")
     assert_ok(proc, 2)
