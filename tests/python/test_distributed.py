@@ -16,6 +16,7 @@ import unigrad
 MPIRUN = shutil.which("mpirun")
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (Debian: openmpi-bin, libopenmpi-dev)")
 WORKER = Path(__file__).with_name("distributed_worker.py")
+FIT_WORKER = Path(__file__).with_name("distributed_fit_worker.py")
 PYTHONPATH = str(Path(unigrad.__file__).resolve().parent.parent)  # the unigrad under test, in every rank
 
 
@@ -25,9 +26,9 @@ def environment():
                 OMP_NUM_THREADS="1", UG_NUM_THREADS="1")
 
 
-def mpirun(n, scenario, launcher=(), options=(), timeout=60):
+def mpirun(n, scenario, launcher=(), options=(), timeout=60, worker=WORKER, args=()):
     cmd = [*launcher, MPIRUN, "-n", str(n), "--oversubscribe", *options, "-x", "PYTHONPATH", sys.executable,
-           str(WORKER), scenario]
+           str(worker), scenario, *map(str, args)]
     return subprocess.run(cmd, capture_output=True, text=True, env=environment(), timeout=timeout)
 
 
@@ -82,6 +83,52 @@ def test_a_rank_killed_mid_training_ends_the_job():
     assert proc.returncode != 0
     assert "exited on signal 9" in proc.stdout + proc.stderr
     assert "finished 1000 steps" not in proc.stdout
+
+
+# MultiWorkerMirroredStrategy (and its tf.distribute.experimental name) is MirroredStrategy
+# here: one run each.
+@pytest.mark.parametrize("n, strategy, optimizer", [(2, "mirrored", "sgd"), (3, "mirrored", "sgd"),
+                                                    (2, "mirrored", "adam"), (3, "mirrored", "adam"),
+                                                    (2, "multi_worker", "sgd"), (2, "experimental", "sgd")])
+def test_fit_under_a_strategy_equals_one_process_with_the_global_batch(n, strategy, optimizer):
+    """model.compile inside strategy.scope(), fit with global batch N*B: the parameters of one
+    process fitting batches of N*B, and on every rank its logged loss and accuracy."""
+    assert_ok(mpirun(n, f"fit_{strategy}_{optimizer}", worker=FIT_WORKER), n)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_fit_shards_the_data_and_only_rank_0_prints_and_writes(n, tmp_path):
+    proc = mpirun(n, "fit_shards", worker=FIT_WORKER, args=[tmp_path])
+    assert_ok(proc, n)
+    assert proc.stdout.count("Epoch 1/2") == 1 and proc.stdout.count("Epoch 2/2") == 1, proc.stdout
+    assert sorted(os.listdir(tmp_path)) == ["log0.csv", "weights0.safetensors"]
+
+
+def test_fit_under_a_strategy_refuses_what_it_cannot_do():
+    assert_ok(mpirun(2, "fit_errors", worker=FIT_WORKER), 2)
+
+
+def test_a_killed_run_resumes_from_its_checkpoint_bit_identically(tmp_path):
+    """kill -9 of rank 1 mid-epoch, after a checkpoint: the job ends, the checkpoint is whole,
+    and resuming with the same world size ends with the parameters of an uninterrupted run,
+    bit for bit. Another world size cannot resume."""
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    straight.mkdir()
+    killed.mkdir()
+    assert_ok(mpirun(2, "resume", worker=FIT_WORKER, args=[straight]), 2)
+    proc = mpirun(2, "resume", worker=FIT_WORKER, args=[killed, "1,4"])  # epoch 1, before its 5th batch
+    assert proc.returncode != 0 and "exited on signal 9" in proc.stdout + proc.stderr
+    assert sorted(os.listdir(killed)) == ["checkpoint.safetensors"]  # no temporary file, no final weights
+    saved = unigrad.load(str(killed / "checkpoint.safetensors"))
+    assert (saved["epoch"], saved["step"], saved["ranks"]["world_size"]) == (1, 4, 2)
+    assert saved["ranks"]["rng"].shape == (2, 2) and saved["ranks"]["sampler"]["rank"].tolist() == [0, 1]
+    assert_ok(mpirun(2, "resume", worker=FIT_WORKER, args=[killed]), 2)
+    assert (straight / "final.safetensors").read_bytes() == (killed / "final.safetensors").read_bytes()
+    proc = mpirun(3, "resume", worker=FIT_WORKER, args=[killed])
+    assert_ok(proc, 3)
+    assert proc.stdout.count("it was written by a job of 2 ranks and this one has 3: a distributed checkpoint holds "
+                             "each rank's RNG and sampler state, so it resumes only with the world size it was saved "
+                             "with") == 3, proc.stdout
 
 
 UG = os.environ.get("UG_CLI", str(Path(__file__).resolve().parents[2] / "build" / "cli" / "ug"))
