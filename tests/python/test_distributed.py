@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import unigrad
@@ -150,6 +151,59 @@ def test_ug_launch_runs_a_job():
     proc = subprocess.run([UG, "launch", "-n", "3", str(WORKER), "ddp_sgd"], capture_output=True, text=True, env=env,
                           timeout=60)
     assert_ok(proc, 3)
+
+
+def tiny_image_files(folder):
+    """256 training and 64 test images of 28x28 with labels, as NPY files: `ug train`'s data flags."""
+    rng = np.random.default_rng(5)
+    flags = []
+    for split, count in (("train", 256), ("test", 64)):
+        labels = rng.integers(0, 10, count)
+        # Each class a brighter patch at its own place, so that a few steps learn something.
+        images = rng.integers(0, 64, (count, 28, 28)).astype(np.uint8)
+        for i, c in enumerate(labels):
+            images[i, 2 * c:2 * c + 6, 4:20] += 150
+        for kind, array in (("images", images), ("labels", labels.astype(np.int64))):
+            np.save(folder / f"{split}-{kind}.npy", array)
+            flags += [f"--{split}-{kind}", str(folder / f"{split}-{kind}.npy")]
+    return flags
+
+
+def test_ug_train_nproc_trains_the_global_batch_data_parallel(tmp_path):
+    """`ug train --nproc 2 --batch-size 32` reruns itself under mpirun: 2 processes of 16
+    samples each per step train what one process does with batches of 32 (same logs, same
+    weights up to rounding); rank 0 alone prints and writes; --resume continues bit-identically."""
+    data = [*tiny_image_files(tmp_path), "--epochs", "2", "--batch-size", "32", "--optimizer", "sgd", "--lr", "0.05",
+            "--workers", "0", "--threads", "1", "--verbose", "2"]
+
+    def train(out, *flags):
+        return subprocess.run([UG, "train", *data, "--out", str(tmp_path / out), *flags], capture_output=True,
+                              text=True, env=environment(), timeout=120)
+
+    one, two = train("one"), train("two", "--nproc", "2")
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stdout + two.stderr
+    assert "on 2 processes, 16 samples each per step" in two.stdout
+    for text in ("training mlp", "Epoch 1/2", "Epoch 2/2", "test accuracy", "wrote "):
+        assert two.stdout.count(text) == 1, two.stdout
+    logs = [np.genfromtxt(tmp_path / run / "metrics.csv", delimiter=",", names=True) for run in ("one", "two")]
+    for column in logs[0].dtype.names:
+        # float32 losses summed per process, then over the 2 processes: rounding apart.
+        np.testing.assert_allclose(logs[1][column], logs[0][column], rtol=1e-6, atol=0, err_msg=column)
+    weights = [unigrad.load(str(tmp_path / run / "model.safetensors")) for run in ("one", "two")]
+    for name, value in weights[0].items():
+        np.testing.assert_allclose(weights[1][name].numpy(), value.numpy(), rtol=0, atol=1e-6, err_msg=name)
+
+    assert train("resumed", "--nproc", "2", "--epochs", "1").returncode == 0
+    resumed = train("resumed", "--nproc", "2", "--resume")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert resumed.stdout.count("resuming from") == 1
+    assert ((tmp_path / "two" / "model.safetensors").read_bytes() ==
+            (tmp_path / "resumed" / "model.safetensors").read_bytes())
+
+    three = train("three", "--nproc", "3")
+    assert three.returncode != 0
+    assert ("--batch-size is the global batch, split evenly over the 3 processes: 32 is not a multiple of 3"
+            in three.stderr), three.stderr
 
 
 def run_single(code):
