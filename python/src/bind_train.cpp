@@ -121,7 +121,10 @@ class PyBatches : public ug::data::BatchSource {
       ug::fail<ug::TypeError>("[", who, "] x must be an array, a Tensor or an iterable of (x, y) batches, got ",
                               nb::inst_name(iterable).c_str());
   }
-  void start_epoch(int64_t) override {
+  void start_epoch(int64_t epoch) override {
+    // A ug.data.DataLoader passes the epoch on to its sampler: a DistributedSampler then
+    // reshuffles its shard per epoch, as torch's loops do with sampler.set_epoch(epoch).
+    if (nb::hasattr(iterable_, "set_epoch")) iterable_.attr("set_epoch")(epoch);
     it_ = nb::steal(PyObject_GetIter(iterable_.ptr()));
     check(it_);
   }

@@ -55,7 +55,8 @@ def fit_equals_one_process(strategy_name, optimizer):
 
 def fit_shards(folder):
     """With shuffle, each epoch every rank trains on its own shard: together the whole data set
-    once, in an order that changes per epoch. Only rank 0 prints and writes files."""
+    once, in an order that changes per epoch; for arrays (fit shards them) and for a DataLoader
+    over a DistributedSampler (fit sets its epoch). Only rank 0 prints and writes files."""
     strategy = ug.distribute.MirroredStrategy()
     rank, n = dist.get_rank(), strategy.num_replicas_in_sync
     x, _ = data()
@@ -74,15 +75,20 @@ def fit_shards(folder):
     callbacks = [ug.callbacks.CSVLogger(str(folder / f"log{rank}.csv")),
                  ug.callbacks.ModelCheckpoint(str(folder / f"weights{rank}.safetensors"), save_best_only=False,
                                               monitor="loss")]
-    model.fit(x, index, batch_size=4 * n, epochs=2, verbose=2, callbacks=callbacks)
-    per_epoch = SAMPLES // n + (SAMPLES % n > 0)
-    mine = ug.tensor(seen, dtype=ug.int64).reshape(2, per_epoch)
-    every = [ug.zeros_like(mine) for _ in range(n)]
-    dist.all_gather(every, mine)
-    orders = np.stack([e.numpy() for e in every], axis=1)  # [epoch, rank, sample]
-    for epoch in range(2):
-        assert sorted(orders[epoch].ravel().tolist()) == list(range(SAMPLES)), orders[epoch]
-    assert not np.array_equal(orders[0], orders[1])  # reshuffled
+    dataset = ug.data.TensorDataset(x, index)
+    loader = ug.data.DataLoader(dataset, batch_size=4,
+                                sampler=ug.data.DistributedSampler(dataset, num_replicas=n, rank=rank, seed=1))
+    for fit in (lambda: model.fit(x, index, batch_size=4 * n, epochs=2, verbose=2, callbacks=callbacks),
+                lambda: model.fit(loader, epochs=2, verbose=0)):
+        seen.clear()
+        fit()
+        mine = ug.tensor(seen, dtype=ug.int64).reshape(2, -1)
+        every = [ug.zeros_like(mine) for _ in range(n)]
+        dist.all_gather(every, mine)
+        orders = np.stack([e.numpy() for e in every], axis=1)  # [epoch, rank, sample]
+        for epoch in range(2):
+            assert sorted(orders[epoch].ravel().tolist()) == list(range(SAMPLES)), orders[epoch]
+        assert not np.array_equal(orders[0], orders[1])  # reshuffled
 
 
 def fit_errors():
