@@ -63,6 +63,7 @@ class ProfileSteps : public train::Callback {
   void on_train_end(train::Logs&) override {
     if (profile_) write();
   }
+  bool chief_only() const override { return true; }  // one trace, from rank 0
 
  private:
   void write() {
