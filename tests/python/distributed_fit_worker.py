@@ -74,7 +74,9 @@ def fit_shards(folder):
     folder = Path(folder)
     callbacks = [ug.callbacks.CSVLogger(str(folder / f"log{rank}.csv")),
                  ug.callbacks.ModelCheckpoint(str(folder / f"weights{rank}.safetensors"), save_best_only=False,
-                                              monitor="loss")]
+                                              monitor="loss"),
+                 # The whole state, collective: every rank calls it, rank 0 writes every rank's RNG state.
+                 ug.callbacks.ModelCheckpoint(str(folder / "state.safetensors"), save_weights_only=False)]
     dataset = ug.data.TensorDataset(x, index)
     loader = ug.data.DataLoader(dataset, batch_size=4,
                                 sampler=ug.data.DistributedSampler(dataset, num_replicas=n, rank=rank, seed=1))
