@@ -13,6 +13,9 @@ import types
 
 from . import _C
 
+__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "get_strategy", "has_strategy", "experimental"]
+
+
 class _Scopes(threading.local):
     """The strategies whose scope is open on this thread, innermost last (the C++ side keeps
     its own thread-local one, which compile reads)."""
@@ -22,8 +25,6 @@ class _Scopes(threading.local):
 
 
 _scopes = _Scopes()
-
-__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "get_strategy", "has_strategy", "experimental"]
 
 
 class MirroredStrategy:
@@ -53,7 +54,7 @@ class MirroredStrategy:
     @contextlib.contextmanager
     def scope(self):
         """model.compile inside it trains data-parallel under this strategy."""
-        opened = self._strategy.scope()
+        opened = self._strategy.scope()  # the C++ scope, which compile reads; closed when freed
         _scopes.stack.append(self)
         try:
             yield self
