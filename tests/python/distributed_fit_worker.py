@@ -74,6 +74,7 @@ def fit_shards(folder):
         model.compile(optimizer="sgd", loss=lambda out, t: ((out[:, 0] - t) ** 2).mean() * 0, metrics=[record])
     folder = Path(folder)
     callbacks = [ug.callbacks.CSVLogger(str(folder / f"log{rank}.csv")),
+                 ug.callbacks.TensorBoard(str(folder / f"tensorboard{rank}")),
                  ug.callbacks.ModelCheckpoint(str(folder / f"weights{rank}.safetensors"), save_best_only=False,
                                               monitor="loss"),
                  # The whole state, collective: every rank calls it, rank 0 writes every rank's RNG state.
