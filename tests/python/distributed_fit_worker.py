@@ -128,7 +128,8 @@ def resume(folder, kill_at=None):
     """A torch-style DDP loop with dropout (each rank its own RNG stream) and a shuffling
     DistributedSampler, checkpointing every STEPS_PER_CHECKPOINT batches with every rank's RNG
     and sampler state; it resumes from the checkpoint when there is one. With kill_at
-    "EPOCH,STEP", rank 1 kills itself (SIGKILL) at the start of that batch."""
+    "EPOCH,STEP", rank 1 kills itself (SIGKILL) at the start of that batch; with
+    "EPOCH,STEP,save", just before that batch's checkpoint (rank 0 is then inside the save)."""
     folder = Path(folder)
     dist.init_process_group("mpi", timeout=10)
     rank, n = dist.get_rank(), dist.get_world_size()
@@ -149,18 +150,21 @@ def resume(folder, kill_at=None):
             print(f"rank {rank} cannot resume: {e}", flush=True)
             return
         assert sampler.epoch == start_epoch
-    kill = tuple(int(v) for v in kill_at.split(",")) if kill_at else None
+    kill = tuple(kill_at.split(",")) if kill_at else ()
+    kill_step, kill_save = tuple(int(v) for v in kill[:2]), kill[2:] == ("save",)
     for epoch in range(start_epoch, EPOCHS):
         sampler.set_epoch(epoch)
         for step, (xb, yb) in enumerate(loader):
             if epoch == start_epoch and step < start_step:
                 continue  # done before the checkpoint
-            if rank == 1 and (epoch, step) == kill:
+            if rank == 1 and (epoch, step) == kill_step and not kill_save:
                 os.kill(os.getpid(), signal.SIGKILL)
             opt.zero_grad()
             ug.nn.functional.cross_entropy(model(xb), yb).backward()
             opt.step()
             if (step + 1) % STEPS_PER_CHECKPOINT == 0:
+                if rank == 1 and (epoch, step) == kill_step and kill_save:
+                    os.kill(os.getpid(), signal.SIGKILL)
                 ug.train.save_checkpoint(checkpoint, model=model.module, optimizer=opt, epoch=epoch, step=step + 1,
                                          sampler=sampler, group=dist.group.WORLD)
     if rank == 0:

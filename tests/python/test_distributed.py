@@ -114,7 +114,8 @@ def test_fit_under_a_strategy_refuses_what_it_cannot_do():
 def test_a_killed_run_resumes_from_its_checkpoint_bit_identically(tmp_path):
     """kill -9 of rank 1 mid-epoch, after a checkpoint: the job ends, the checkpoint is whole,
     and resuming with the same world size ends with the parameters of an uninterrupted run,
-    bit for bit. Another world size cannot resume."""
+    bit for bit; a rank killed during a collective save leaves the previous checkpoint as it
+    was. Another world size cannot resume."""
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     straight.mkdir()
     killed.mkdir()
@@ -125,6 +126,12 @@ def test_a_killed_run_resumes_from_its_checkpoint_bit_identically(tmp_path):
     saved = unigrad.load(str(killed / "checkpoint.safetensors"))
     assert (saved["epoch"], saved["step"], saved["ranks"]["world_size"]) == (1, 4, 2)
     assert saved["ranks"]["rng"].shape == (2, 2) and saved["ranks"]["sampler"]["rank"].tolist() == [0, 1]
+    # Killed again, now while rank 0 is in the collective save of epoch 2: the file keeps epoch 1's state.
+    proc = mpirun(2, "resume", worker=FIT_WORKER, args=[killed, "2,3,save"])
+    assert proc.returncode != 0 and "exited on signal 9" in proc.stdout + proc.stderr
+    assert sorted(os.listdir(killed)) == ["checkpoint.safetensors"]
+    saved = unigrad.load(str(killed / "checkpoint.safetensors"))
+    assert (saved["epoch"], saved["step"]) == (1, 4)
     assert_ok(mpirun(2, "resume", worker=FIT_WORKER, args=[killed]), 2)
     assert (straight / "final.safetensors").read_bytes() == (killed / "final.safetensors").read_bytes()
     proc = mpirun(3, "resume", worker=FIT_WORKER, args=[killed])
