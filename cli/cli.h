@@ -28,6 +28,14 @@ int64_t parse_int(std::string_view option, std::string_view text, int64_t min, i
 /** A number option in [min, max], or a UsageError naming the option. */
 double parse_double(std::string_view option, std::string_view text, double min, double max);
 
+/** The mpirun line of `ug launch` and `ug train --nproc`: N processes of `command`, across the
+ *  hosts of `hostfile` when given; --allow-run-as-root only as root, --oversubscribe only on one
+ *  host with more processes than cores. */
+std::vector<std::string> mpirun_line(int64_t n, const std::string& hostfile, const std::vector<std::string>& command);
+/** Prints the line (dry_run) and returns 0, or becomes mpirun (exec): returns 1 only when
+ *  mpirun cannot be started. */
+int exec_mpirun(std::vector<std::string> line, bool dry_run);
+
 int run_demo(const Args& args);
 int run_env(const Args& args);
 int run_summary(const Args& args);

@@ -30,6 +30,35 @@ std::string shell_quote(const std::string& word) {
 
 }  // namespace
 
+std::vector<std::string> mpirun_line(int64_t n, const std::string& hostfile, const std::vector<std::string>& command) {
+  std::vector<std::string> line = {"mpirun", "-n", std::to_string(n)};
+  // OpenMPI refuses to start as root unless told; nothing is added for other users.
+  if (geteuid() == 0) line.push_back("--allow-run-as-root");
+  if (!hostfile.empty()) {
+    line.insert(line.end(), {"--hostfile", hostfile});
+  } else if (static_cast<unsigned>(n) > std::thread::hardware_concurrency()) {
+    line.push_back("--oversubscribe");  // one host, more processes than cores: MPI would refuse
+  }
+  line.insert(line.end(), command.begin(), command.end());
+  return line;
+}
+
+int exec_mpirun(std::vector<std::string> line, bool dry_run) {
+  if (dry_run) {
+    std::string text;
+    for (const std::string& w : line) text += (text.empty() ? "" : " ") + shell_quote(w);
+    std::printf("%s\n", text.c_str());
+    return 0;
+  }
+  std::fflush(stdout);
+  std::vector<char*> argv;
+  for (std::string& w : line) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  execvp("mpirun", argv.data());
+  std::fprintf(stderr, "ug: cannot run mpirun (Debian: apt-get install openmpi-bin): %s\n", std::strerror(errno));
+  return 1;
+}
+
 int run_launch(const Args& args) {
   int64_t n = 0;
   std::string hostfile;
@@ -47,31 +76,10 @@ int run_launch(const Args& args) {
   if (n == 0) throw UsageError("-n N (the number of processes) is required");
   if (i == args.size()) throw UsageError("no script to run");
 
-  std::vector<std::string> line = {"mpirun", "-n", std::to_string(n)};
-  // OpenMPI refuses to start as root unless told; nothing is added for other users.
-  if (geteuid() == 0) line.push_back("--allow-run-as-root");
-  if (!hostfile.empty()) {
-    line.insert(line.end(), {"--hostfile", hostfile});
-  } else if (static_cast<unsigned>(n) > std::thread::hardware_concurrency()) {
-    line.push_back("--oversubscribe");  // one host, more processes than cores: MPI would refuse
-  }
-  std::string script(args[i]);
-  if (script.ends_with(".py")) line.push_back(python);
-  for (; i < args.size(); ++i) line.emplace_back(args[i]);
-
-  if (dry_run) {
-    std::string text;
-    for (const std::string& w : line) text += (text.empty() ? "" : " ") + shell_quote(w);
-    std::printf("%s\n", text.c_str());
-    return 0;
-  }
-  std::vector<char*> argv;
-  for (std::string& w : line) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  execvp("mpirun", argv.data());
-  std::fprintf(stderr, "ug launch: cannot run mpirun (Debian: apt-get install openmpi-bin): %s\n",
-               std::strerror(errno));
-  return 1;
+  std::vector<std::string> command;
+  if (args[i].ends_with(".py")) command.push_back(python);
+  for (; i < args.size(); ++i) command.emplace_back(args[i]);
+  return exec_mpirun(mpirun_line(n, hostfile, command), dry_run);
 }
 
 }  // namespace ug::cli

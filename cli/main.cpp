@@ -23,7 +23,7 @@ constexpr Command kCommands[] = {
     {"train", "train a built-in model (mlp, lenet, transformer) on Fashion-MNIST or given files",
      "usage: ug train [--model NAME] [--epochs N] [--batch-size N] [--optimizer NAME] [--lr X]\n"
      "                [--schedule S] [--threads T] [--workers W] [--seed S] [--out DIR] [--resume]\n"
-     "                [--profile PATH] [--jit]\n"
+     "                [--profile PATH] [--jit] [--nproc N [--hostfile F]]\n"
      "\n"
      "Trains the model with Keras-style fit (a progress bar on a terminal, a line per epoch\n"
      "otherwise), testing after every epoch, and writes into the output folder:\n"
@@ -33,7 +33,7 @@ constexpr Command kCommands[] = {
      "options:\n"
      "  --model NAME        mlp (784-128-10), lenet or transformer (default mlp)\n"
      "  --epochs N          epochs to train in all (default 3)\n"
-     "  --batch-size N      samples per step (default 64)\n"
+     "  --batch-size N      samples per step, over all processes (default 64)\n"
      "  --optimizer NAME    Keras's adam, adamw, sgd, rmsprop or adagrad (default adam)\n"
      "  --lr X              learning rate (default: Keras's for the optimizer, adam 1e-3)\n"
      "  --schedule S        constant, step (x0.1 at 1/2 and 3/4 of the run) or cosine\n"
@@ -46,6 +46,10 @@ constexpr Command kCommands[] = {
      "  --profile PATH      write a Chrome trace of the first 5 training steps to PATH\n"
      "  --jit               run the training step as a compiled program (ug.jit)\n"
      "                      (open it in Perfetto or chrome://tracing)\n"
+     "  --nproc N           train data-parallel on N processes: reruns this command under\n"
+     "                      `ug launch`'s mpirun line (each process a shard of the data;\n"
+     "                      rank 0 prints and writes); also active when started by mpirun\n"
+     "  --hostfile F        with --nproc: the MPI hostfile of the hosts to run on\n"
      "  -h, --help          show this help\n" UG_DATA_USAGE,
      run_train},
     {"eval", "report the test accuracy and loss of a saved model",

@@ -3,8 +3,10 @@
 // an SVG chart of the metrics per epoch into the output folder.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <numbers>
+#include <thread>
 
 #include "cli.h"
 #include "data.h"
@@ -15,6 +17,8 @@
 #include "ug/data/csv.h"
 #include "ug/data/data_loader.h"
 #include "ug/data/datasets.h"
+#include "ug/data/sampler.h"
+#include "ug/distributed/distributed.h"
 #include "ug/graph/profile.h"
 #include "ug/log/history_chart.h"
 #include "ug/models/zoo.h"
@@ -35,7 +39,15 @@ struct TrainFlags {
   bool resume = false;
   std::string profile;  // --profile PATH: a Chrome trace of the first training steps
   bool jit = false;     // --jit: the training step as a compiled program
+  int64_t nproc = 0;    // --nproc N: N processes under mpirun, training data-parallel
+  std::string hostfile;
 };
+
+/** The size of the MPI job this process belongs to (OpenMPI's environment), 0 outside one. */
+int64_t mpi_world_size() {
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  return size ? std::atoll(size) : 0;
+}
 
 /** Profiles the first `steps` batches fit trains and writes their Chrome trace to `path`. */
 class ProfileSteps : public train::Callback {
@@ -51,6 +63,7 @@ class ProfileSteps : public train::Callback {
   void on_train_end(train::Logs&) override {
     if (profile_) write();
   }
+  bool chief_only() const override { return true; }  // one trace, from rank 0
 
  private:
   void write() {
@@ -112,12 +125,36 @@ int run_train(const Args& args) {
     else if (name == "--resume") f.resume = true;
     else if (name == "--profile") f.profile = option_value(args, i);
     else if (name == "--jit") f.jit = true;
+    else if (name == "--nproc") f.nproc = parse_int(name, option_value(args, i), 1, 1 << 20);
+    else if (name == "--hostfile") f.hostfile = option_value(args, i);
     else throw UsageError("unknown option '" + std::string(args[i]) + "'");
   }
+  const int64_t job = mpi_world_size();
+  if (f.nproc > 0 && job == 0) {
+    // Not under mpirun yet: start N copies of this command through `ug launch`'s mpirun line.
+    std::vector<std::string> command = {fs::read_symlink("/proc/self/exe").string(), "train"};
+    command.insert(command.end(), args.begin(), args.end());
+    return exec_mpirun(mpirun_line(f.nproc, f.hostfile, command), false);
+  }
+  if (f.nproc > 0 && f.nproc != job) fail("[train] --nproc ", f.nproc, " but this MPI job has ", job, " processes");
   if (f.schedule != "constant" && f.schedule != "step" && f.schedule != "cosine")
     throw UsageError("--schedule expects constant, step or cosine, got '" + f.schedule + "'");
   if (f.out.empty()) f.out = "runs/" + f.model;
+  // Under mpirun (--nproc, or started by mpirun directly) every process is one replica.
+  std::shared_ptr<train::MirroredStrategy> strategy = job > 0 ? train::MirroredStrategy::make() : nullptr;
+  const int rank = strategy ? strategy->group()->rank() : 0;
+  const int64_t replicas = strategy ? strategy->num_replicas_in_sync() : 1;
+  if (f.batch_size % replicas != 0)
+    throw UsageError("--batch-size is the global batch, split evenly over the " + std::to_string(replicas) +
+                     " processes: " + std::to_string(f.batch_size) + " is not a multiple of " +
+                     std::to_string(replicas));
+  // Only rank 0 prints.
+  auto say = [rank](const char* format, auto... values) {
+    if (rank == 0) std::printf(format, values...);
+  };
   if (f.threads > 0) set_num_threads(static_cast<int>(f.threads));
+  else if (replicas > 1)  // the processes on one host share its cores
+    set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency() / replicas)));
   manual_seed(static_cast<uint64_t>(f.seed));
 
   Split train_split = load_split(data, true), test_split = load_split(data, false);
@@ -130,33 +167,40 @@ int run_train(const Args& args) {
                    .learning_rate = f.lr,
                    .loss = "sparse_categorical_crossentropy",
                    .metrics = {"accuracy"},
-                   .jit_compile = f.jit ? jit_step_compiler() : train::StepCompiler()});
+                   .jit_compile = f.jit ? jit_step_compiler() : train::StepCompiler(),
+                   .strategy = strategy});
 
   const fs::path out(f.out);
-  fs::create_directories(out);
+  if (rank == 0) fs::create_directories(out);
   const fs::path checkpoint = out / "checkpoint.safetensors", model_path = out / "model.safetensors",
                  metrics = out / "metrics.csv", chart = out / "history.svg", logs = out / "logs";
   int64_t initial_epoch = 0;
   if (f.resume) {
     if (!fs::exists(checkpoint)) fail("[train] --resume: no checkpoint at ", checkpoint.string());
-    initial_epoch = train::Checkpoint{.model = model.get(), .optimizer = &trainer.optimizer(), .scheduler = {}}
-                        .load(checkpoint.string())
-                        .epoch;
-    std::printf("resuming from %s after epoch %lld\n", checkpoint.c_str(), static_cast<long long>(initial_epoch));
+    initial_epoch =
+        train::Checkpoint{
+            .model = model.get(), .optimizer = &trainer.optimizer(), .scheduler = {}, .group = trainer.process_group()}
+            .load(checkpoint.string())
+            .epoch;
+    say("resuming from %s after epoch %lld\n", checkpoint.c_str(), static_cast<long long>(initial_epoch));
   }
-  std::printf("training %s (%lld parameters) on %lld images, testing on %lld; %s, lr %g, batch %lld, %lld epochs\n",
-              f.model.c_str(), static_cast<long long>(model->num_parameters()),
-              static_cast<long long>(train_split.labels.numel()), static_cast<long long>(test_split.labels.numel()),
-              f.optimizer.c_str(), trainer.learning_rate(), static_cast<long long>(f.batch_size),
-              static_cast<long long>(f.epochs));
+  say("training %s (%lld parameters) on %lld images, testing on %lld; %s, lr %g, batch %lld, %lld epochs\n",
+      f.model.c_str(), static_cast<long long>(model->num_parameters()),
+      static_cast<long long>(train_split.labels.numel()), static_cast<long long>(test_split.labels.numel()),
+      f.optimizer.c_str(), trainer.learning_rate(), static_cast<long long>(f.batch_size),
+      static_cast<long long>(f.epochs));
+  if (replicas > 1)
+    say("on %lld processes, %lld samples each per step\n", static_cast<long long>(replicas),
+        static_cast<long long>(f.batch_size / replicas));
   std::fflush(stdout);
 
+  // Each process its shard (one process: all of it), reshuffled per epoch by (seed, epoch).
+  auto train_data = std::make_shared<data::TensorDataset>(std::vector<Tensor>{train_split.images, train_split.labels});
   data::DataLoader train_loader(
-      std::make_shared<data::TensorDataset>(std::vector<Tensor>{train_split.images, train_split.labels}),
-      {.batch_size = f.batch_size,
-       .shuffle = true,
-       .num_workers = static_cast<int>(f.workers),
-       .seed = static_cast<uint64_t>(f.seed)});
+      train_data, {.batch_size = f.batch_size / replicas,
+                   .sampler = std::make_shared<data::DistributedSampler>(train_data->size(), replicas, rank, true,
+                                                                         static_cast<uint64_t>(f.seed)),
+                   .num_workers = static_cast<int>(f.workers)});
   data::DataLoader test_loader(
       std::make_shared<data::TensorDataset>(std::vector<Tensor>{test_split.images, test_split.labels}),
       {.batch_size = 1000});
@@ -177,6 +221,7 @@ int run_train(const Args& args) {
                                .verbose = static_cast<int>(f.verbose)});
 
   train::Logs result = trainer.evaluate(test_loader, 0);
+  if (rank != 0) return 0;
   models::save_model(*model, arch, model_path.string());
   logging::plot_history(read_history(metrics), chart.string(), f.model + " on " + data.data);
   std::printf("test accuracy %.4f, test loss %.4f\n", result.at("accuracy"), result.at("loss"));

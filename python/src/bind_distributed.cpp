@@ -55,6 +55,7 @@ void bind_distributed(nb::module_& m) {
       [](const std::string& backend, double timeout) { dist::init_process_group(backend, seconds(timeout)); },
       "backend"_a = "mpi", "timeout"_a = dist::kDefaultTimeout.count());
   d.def("is_initialized", &dist::is_initialized);
+  d.def("_default_group", [] { return dist::default_group("group.WORLD"); });
   d.def("destroy_process_group", &dist::destroy_process_group, "group"_a.none() = nb::none());
   d.def("get_rank", &dist::get_rank, "group"_a.none() = nb::none());
   d.def("get_world_size", &dist::get_world_size, "group"_a.none() = nb::none());

@@ -7,6 +7,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 #include <nanobind/trampoline.h>
 
@@ -17,6 +18,7 @@
 #include "bindings.h"
 #include "ug/compiler/jit.h"
 #include "convert.h"
+#include "ug/distributed/process_group.h"
 #include "ug/ops/random.h"
 #include "ug/train/train.h"
 
@@ -119,7 +121,10 @@ class PyBatches : public ug::data::BatchSource {
       ug::fail<ug::TypeError>("[", who, "] x must be an array, a Tensor or an iterable of (x, y) batches, got ",
                               nb::inst_name(iterable).c_str());
   }
-  void start_epoch(int64_t) override {
+  void start_epoch(int64_t epoch) override {
+    // A ug.data.DataLoader passes the epoch on to its sampler: a DistributedSampler then
+    // reshuffles its shard per epoch, as torch's loops do with sampler.set_epoch(epoch).
+    if (nb::hasattr(iterable_, "set_epoch")) iterable_.attr("set_epoch")(epoch);
     it_ = nb::steal(PyObject_GetIter(iterable_.ptr()));
     check(it_);
   }
@@ -570,6 +575,22 @@ void bind_train(nb::module_& m) {
                        nb::none(), nb::none(),
                        "The loss scaling compile() set up under the mixed_float16 policy (Keras's "
                        "LossScaleOptimizer), else None."));
+
+  // ---- ug.distribute's strategies (python/unigrad/distribute.py wraps these) -------------
+  nb::module_ tm = get_or_create_submodule(m, "train", "training: checkpoints and loops (ug::train)");
+  using train::MirroredStrategy;
+  nb::class_<MirroredStrategy::Scope>(tm, "_StrategyScope", "An open strategy scope: closed when freed");
+  nb::class_<MirroredStrategy>(tm, "_MirroredStrategy", "ug::train::MirroredStrategy")
+      .def_static(
+          "make",
+          [](ug::distributed::ProcessGroupPtr group) {
+            nb::gil_scoped_release release;  // init_process_group may wait for the other ranks
+            return MirroredStrategy::make(std::move(group));
+          },
+          "group"_a.none() = nb::none())
+      .def_prop_ro("num_replicas_in_sync", &MirroredStrategy::num_replicas_in_sync)
+      .def_prop_ro("group", &MirroredStrategy::group)
+      .def("scope", &MirroredStrategy::scope, "Opens the scope; it closes when the returned object is freed.");
 }
 
 }  // namespace ugpy

@@ -75,5 +75,42 @@ TEST(Distributed, DdpBucketsInReverseOrderAndLeavesTheLocalGradientOnOneRank) {
   for (size_t i = 0; i < got.size(); ++i) test::expect_values(got[i].grad(), test::values(want[i].grad()), 1e-6);
 }
 
+TEST(Distributed, ACheckpointWithAGroupKeepsEveryRanksRngAndSamplerState) {
+  World world;
+  const dist::ProcessGroupPtr group = dist::default_group();
+  data::DistributedSampler sampler(10, 1, 0, /*shuffle=*/true, /*seed=*/5);
+  sampler.set_epoch(3);
+  manual_seed(9);
+  randn({3});  // moves the generator's offset
+  const Tensor rng = get_rng_state();
+  io::Tree tree = train::Checkpoint{.sampler = &sampler, .group = group}.to_tree({2, 1, {}});
+  EXPECT_EQ(tree.find("ranks")->find("world_size")->as_int(), 1);
+  EXPECT_EQ(tree.find("ranks")->find("rng")->as_tensor().shape(), Shape({1, 2}));
+
+  data::DistributedSampler fresh(10, 1, 0, true, /*seed=*/0);
+  manual_seed(0);
+  const train::Progress progress = train::Checkpoint{.sampler = &fresh, .group = group}.from_tree(tree, "ckpt");
+  EXPECT_EQ(progress.epoch, 2);
+  EXPECT_EQ(fresh.epoch(), 3);
+  EXPECT_EQ(fresh.indices(), sampler.indices());  // the seed came back too
+  EXPECT_EQ(test::values(get_rng_state()), test::values(rng));
+
+  data::DistributedSampler other_data(12, 1, 0, true, 5);
+  try {
+    train::Checkpoint{.sampler = &other_data, .group = group}.from_tree(tree, "ckpt");
+    FAIL() << "a sampler over another data set was restored";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("[DistributedSampler] the saved state has dataset_size=10 but this sampler has "
+                                    "dataset_size=12: it was saved for another data set"));
+  }
+  tree.find("ranks")->set("world_size", 2);
+  try {
+    train::Checkpoint{.group = group}.from_tree(tree, "ckpt");
+    FAIL() << "another world size was accepted";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("[load_checkpoint] 'ckpt': it was written by a job of 2 ranks and this one has 1"));
+  }
+}
+
 }  // namespace
 }  // namespace ug

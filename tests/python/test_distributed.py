@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import unigrad
@@ -16,6 +17,7 @@ import unigrad
 MPIRUN = shutil.which("mpirun")
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun not found (Debian: openmpi-bin, libopenmpi-dev)")
 WORKER = Path(__file__).with_name("distributed_worker.py")
+FIT_WORKER = Path(__file__).with_name("distributed_fit_worker.py")
 PYTHONPATH = str(Path(unigrad.__file__).resolve().parent.parent)  # the unigrad under test, in every rank
 
 
@@ -25,9 +27,9 @@ def environment():
                 OMP_NUM_THREADS="1", UG_NUM_THREADS="1")
 
 
-def mpirun(n, scenario, launcher=(), options=(), timeout=60):
+def mpirun(n, scenario, launcher=(), options=(), timeout=60, worker=WORKER, args=()):
     cmd = [*launcher, MPIRUN, "-n", str(n), "--oversubscribe", *options, "-x", "PYTHONPATH", sys.executable,
-           str(WORKER), scenario]
+           str(worker), scenario, *map(str, args)]
     return subprocess.run(cmd, capture_output=True, text=True, env=environment(), timeout=timeout)
 
 
@@ -89,6 +91,61 @@ def test_a_rank_killed_mid_training_ends_the_job():
     assert "finished 1000 steps" not in proc.stdout
 
 
+# MultiWorkerMirroredStrategy (and its tf.distribute.experimental name) is MirroredStrategy
+# here: one run each.
+@pytest.mark.parametrize("n, strategy, optimizer", [(2, "mirrored", "sgd"), (3, "mirrored", "sgd"),
+                                                    (2, "mirrored", "adam"), (3, "mirrored", "adam"),
+                                                    (2, "multi_worker", "sgd"), (2, "experimental", "sgd")])
+def test_fit_under_a_strategy_equals_one_process_with_the_global_batch(n, strategy, optimizer):
+    """model.compile inside strategy.scope(), fit with global batch N*B: the parameters of one
+    process fitting batches of N*B, and on every rank its logged loss and accuracy."""
+    assert_ok(mpirun(n, f"fit_{strategy}_{optimizer}", worker=FIT_WORKER), n)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_fit_shards_the_data_and_only_rank_0_prints_and_writes(n, tmp_path):
+    proc = mpirun(n, "fit_shards", worker=FIT_WORKER, args=[tmp_path])
+    assert_ok(proc, n)
+    assert proc.stdout.count("Epoch 1/2") == 1 and proc.stdout.count("Epoch 2/2") == 1, proc.stdout
+    assert sorted(os.listdir(tmp_path)) == ["log0.csv", "state.safetensors", "tensorboard0", "weights0.safetensors"]
+    state = unigrad.load(str(tmp_path / "state.safetensors"))
+    assert state["epoch"] == 2 and state["ranks"]["world_size"] == n and state["ranks"]["rng"].shape == (n, 2)
+
+
+def test_fit_under_a_strategy_refuses_what_it_cannot_do():
+    assert_ok(mpirun(2, "fit_errors", worker=FIT_WORKER), 2)
+
+
+def test_a_killed_run_resumes_from_its_checkpoint_bit_identically(tmp_path):
+    """kill -9 of rank 1 mid-epoch, after a checkpoint: the job ends, the checkpoint is whole,
+    and resuming with the same world size ends with the parameters of an uninterrupted run,
+    bit for bit; a rank killed during a collective save leaves the previous checkpoint as it
+    was. Another world size cannot resume."""
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    straight.mkdir()
+    killed.mkdir()
+    assert_ok(mpirun(2, "resume", worker=FIT_WORKER, args=[straight]), 2)
+    proc = mpirun(2, "resume", worker=FIT_WORKER, args=[killed, "1,4"])  # epoch 1, before its 5th batch
+    assert proc.returncode != 0 and "exited on signal 9" in proc.stdout + proc.stderr
+    assert sorted(os.listdir(killed)) == ["checkpoint.safetensors"]  # no temporary file, no final weights
+    saved = unigrad.load(str(killed / "checkpoint.safetensors"))
+    assert (saved["epoch"], saved["step"], saved["ranks"]["world_size"]) == (1, 4, 2)
+    assert saved["ranks"]["rng"].shape == (2, 2) and saved["ranks"]["sampler"]["rank"].tolist() == [0, 1]
+    # Killed again, now while rank 0 is in the collective save of epoch 2: the file keeps epoch 1's state.
+    proc = mpirun(2, "resume", worker=FIT_WORKER, args=[killed, "2,3,save"])
+    assert proc.returncode != 0 and "exited on signal 9" in proc.stdout + proc.stderr
+    assert sorted(os.listdir(killed)) == ["checkpoint.safetensors"]
+    saved = unigrad.load(str(killed / "checkpoint.safetensors"))
+    assert (saved["epoch"], saved["step"]) == (1, 4)
+    assert_ok(mpirun(2, "resume", worker=FIT_WORKER, args=[killed]), 2)
+    assert (straight / "final.safetensors").read_bytes() == (killed / "final.safetensors").read_bytes()
+    proc = mpirun(3, "resume", worker=FIT_WORKER, args=[killed])
+    assert_ok(proc, 3)
+    assert proc.stdout.count("it was written by a job of 2 ranks and this one has 3: a distributed checkpoint holds "
+                             "each rank's RNG and sampler state, so it resumes only with the world size it was saved "
+                             "with") == 3, proc.stdout
+
+
 UG = os.environ.get("UG_CLI", str(Path(__file__).resolve().parents[2] / "build" / "cli" / "ug"))
 
 
@@ -108,6 +165,59 @@ def test_ug_launch_runs_a_job():
     proc = subprocess.run([UG, "launch", "-n", "3", str(WORKER), "ddp_sgd"], capture_output=True, text=True, env=env,
                           timeout=60)
     assert_ok(proc, 3)
+
+
+def tiny_image_files(folder):
+    """256 training and 64 test images of 28x28 with labels, as NPY files: `ug train`'s data flags."""
+    rng = np.random.default_rng(5)
+    flags = []
+    for split, count in (("train", 256), ("test", 64)):
+        labels = rng.integers(0, 10, count)
+        # Each class a brighter patch at its own place, so that a few steps learn something.
+        images = rng.integers(0, 64, (count, 28, 28)).astype(np.uint8)
+        for i, c in enumerate(labels):
+            images[i, 2 * c:2 * c + 6, 4:20] += 150
+        for kind, array in (("images", images), ("labels", labels.astype(np.int64))):
+            np.save(folder / f"{split}-{kind}.npy", array)
+            flags += [f"--{split}-{kind}", str(folder / f"{split}-{kind}.npy")]
+    return flags
+
+
+def test_ug_train_nproc_trains_the_global_batch_data_parallel(tmp_path):
+    """`ug train --nproc 2 --batch-size 32` reruns itself under mpirun: 2 processes of 16
+    samples each per step train what one process does with batches of 32 (same logs, same
+    weights up to rounding); rank 0 alone prints and writes; --resume continues bit-identically."""
+    data = [*tiny_image_files(tmp_path), "--epochs", "2", "--batch-size", "32", "--optimizer", "sgd", "--lr", "0.05",
+            "--workers", "0", "--threads", "1", "--verbose", "2"]
+
+    def train(out, *flags):
+        return subprocess.run([UG, "train", *data, "--out", str(tmp_path / out), *flags], capture_output=True,
+                              text=True, env=environment(), timeout=120)
+
+    one, two = train("one"), train("two", "--nproc", "2")
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stdout + two.stderr
+    assert "on 2 processes, 16 samples each per step" in two.stdout
+    for text in ("training mlp", "Epoch 1/2", "Epoch 2/2", "test accuracy", "wrote "):
+        assert two.stdout.count(text) == 1, two.stdout
+    logs = [np.genfromtxt(tmp_path / run / "metrics.csv", delimiter=",", names=True) for run in ("one", "two")]
+    for column in logs[0].dtype.names:
+        # float32 losses summed per process, then over the 2 processes: rounding apart.
+        np.testing.assert_allclose(logs[1][column], logs[0][column], rtol=1e-6, atol=0, err_msg=column)
+    weights = [unigrad.load(str(tmp_path / run / "model.safetensors")) for run in ("one", "two")]
+    for name, value in weights[0].items():
+        np.testing.assert_allclose(weights[1][name].numpy(), value.numpy(), rtol=0, atol=1e-6, err_msg=name)
+
+    assert train("resumed", "--nproc", "2", "--epochs", "1").returncode == 0
+    resumed = train("resumed", "--nproc", "2", "--resume")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert resumed.stdout.count("resuming from") == 1
+    assert ((tmp_path / "two" / "model.safetensors").read_bytes() ==
+            (tmp_path / "resumed" / "model.safetensors").read_bytes())
+
+    three = train("three", "--nproc", "3")
+    assert three.returncode != 0
+    assert ("--batch-size is the global batch, split evenly over the 3 processes: 32 is not a multiple of 3"
+            in three.stderr), three.stderr
 
 
 def run_single(code):

@@ -37,4 +37,15 @@ def new_group(ranks=None, timeout=None, backend=None, **kwargs):
     return _new_group(list(ranks or []), None if timeout is None else _seconds(timeout))
 
 
-__all__ += ["init_process_group", "new_group"]  # torch's keyword arguments over the binding's
+class _Groups:
+    """torch.distributed.group: group.WORLD is the default group (read when used, so it
+    names the group init_process_group made)."""
+
+    @property
+    def WORLD(self):
+        return _C.distributed._default_group()
+
+
+group = _Groups()
+
+__all__ += ["init_process_group", "new_group", "group"]  # torch's keyword arguments over the binding's

@@ -18,7 +18,16 @@ void check_num_samples(const char* op, int64_t num_samples) {
     fail("[", op, "] num_samples should be a positive integer value, but got num_samples=", num_samples);
 }
 
+/** The value of `key` in a sampler's state; raises when it is missing. */
+int64_t state_entry(const SamplerState& state, const std::string& key, const char* who) {
+  for (const auto& [k, v] : state)
+    if (k == key) return v;
+  fail("[", who, "] the sampler state has no '", key, "'");
+}
+
 }  // namespace
+
+void Sampler::load_state(const SamplerState& state) { epoch_ = state_entry(state, "epoch", "Sampler"); }
 
 SequentialSampler::SequentialSampler(int64_t n) : n_(n) {
   if (n < 0) fail("[SequentialSampler] the data set size must be non-negative, got ", n);
@@ -123,6 +132,33 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, int64_t num_replica
   // the indices are padded up to the next multiple of num_replicas.
   num_samples_ = drop_last && n_ % num_replicas != 0 ? (n_ - num_replicas + num_replicas - 1) / num_replicas
                                                      : (n_ + num_replicas - 1) / num_replicas;
+}
+
+SamplerState DistributedSampler::state() const {
+  return {{"epoch", epoch_},
+          {"seed", static_cast<int64_t>(seed_)},  // the bits of the uint64
+          {"num_replicas", num_replicas_},
+          {"rank", rank_},
+          {"dataset_size", n_}};
+}
+
+void DistributedSampler::load_state(const SamplerState& state) {
+  struct Check {
+    const char* key;
+    int64_t mine;
+    const char* hint;
+  };
+  const char* same_job = ": resume with the world size and rank it was saved with";
+  for (const Check& c : {Check{"num_replicas", num_replicas_, same_job}, Check{"rank", rank_, same_job},
+                         Check{"dataset_size", n_, ": it was saved for another data set"}}) {
+    const int64_t saved = state_entry(state, c.key, "DistributedSampler");
+    if (saved != c.mine)
+      fail("[DistributedSampler] the saved state has ", c.key, "=", saved, " but this sampler has ", c.key, "=", c.mine,
+           c.hint);
+  }
+  const int64_t epoch = state_entry(state, "epoch", "DistributedSampler");
+  seed_ = static_cast<uint64_t>(state_entry(state, "seed", "DistributedSampler"));
+  epoch_ = epoch;
 }
 
 std::vector<int64_t> DistributedSampler::indices() {

@@ -6,9 +6,15 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace ug::data {
+
+/** What a checkpoint keeps of a sampler, as named integers: its epoch, and for the
+ *  distributed one its seed and the shard it was made for (checked on loading). */
+using SamplerState = std::vector<std::pair<std::string, int64_t>>;
 
 /** Hands out the indices of one pass at a time. */
 class Sampler {
@@ -21,6 +27,10 @@ class Sampler {
   /** The epoch the next pass uses. */
   virtual void set_epoch(int64_t epoch) { epoch_ = epoch; }
   int64_t epoch() const { return epoch_; }
+  /** {"epoch": ...}; subclasses add what their passes depend on. */
+  virtual SamplerState state() const { return {{"epoch", epoch_}}; }
+  /** Restores what state() gave; raises naming the entry that is missing or does not match. */
+  virtual void load_state(const SamplerState& state);
 
  protected:
   int64_t epoch_ = 0;
@@ -91,6 +101,10 @@ class DistributedSampler : public Sampler {
   int64_t size() const override { return num_samples_; }
   std::vector<int64_t> indices() override;
   int64_t total_size() const { return num_samples_ * num_replicas_; }
+  /** epoch and seed (restored by load_state), num_replicas, rank and dataset_size (which must
+   *  match: a job resumes with the world size it was saved with). */
+  SamplerState state() const override;
+  void load_state(const SamplerState& state) override;
 
  private:
   int64_t n_, num_replicas_, rank_;

@@ -25,6 +25,10 @@ class Callback {
   virtual void on_epoch_end(int64_t /*epoch*/, Logs& /*logs*/) {}
   virtual void on_train_batch_begin(int64_t /*batch*/, Logs& /*logs*/) {}
   virtual void on_train_batch_end(int64_t /*batch*/, Logs& /*logs*/) {}
+  /** True for callbacks that only write files or print (CSVLogger, TensorBoard): when fit
+   *  trains data-parallel they run on rank 0 alone. The others run on every rank, seeing the
+   *  same (averaged) logs, so decisions such as EarlyStopping's agree. */
+  virtual bool chief_only() const { return false; }
 
   /** The trainer running fit (Keras's callback.model): its module, optimizer, stop_training. */
   Trainer& trainer() const;

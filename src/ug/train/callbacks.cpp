@@ -127,12 +127,18 @@ void ModelCheckpoint::on_epoch_end(int64_t epoch, Logs& logs) {
     trainer().output().line(when + "saving model to " + path);
   }
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir);
+  if (!dir.empty() && trainer().rank() == 0) std::filesystem::create_directories(dir);
   if (o_.save) o_.save(trainer(), path);
-  else if (o_.save_weights_only) save_weights(trainer().module(), path);
-  else  // the whole run's state: resumable with Checkpoint::load (epochs done so far as its epoch)
-    Checkpoint{.model = &trainer().module(), .optimizer = &trainer().optimizer(), .scheduler = {}}.save(
-        path, {.epoch = epoch + 1, .step = 0, .extra = {}});
+  else if (o_.save_weights_only) {
+    if (trainer().rank() == 0) save_weights(trainer().module(), path);  // the replicas hold the same weights
+  } else {  // the whole run's state: resumable with Checkpoint::load (epochs done so far as its epoch)
+    Checkpoint{.model = &trainer().module(),
+               .optimizer = &trainer().optimizer(),
+               .scheduler = {},
+               .scaler = trainer().loss_scaler(),
+               .group = trainer().process_group()}
+        .save(path, {.epoch = epoch + 1, .step = 0, .extra = {}});
+  }
 }
 
 // ---- LearningRateScheduler -------------------------------------------------------------

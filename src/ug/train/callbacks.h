@@ -73,7 +73,9 @@ struct ModelCheckpointOptions {
   std::string mode = "auto";
   /** With save_best_only: the value to beat before the first save. */
   std::optional<double> initial_value_threshold;
-  /** How to write a checkpoint; unset: as save_weights_only says. */
+  /** How to write a checkpoint; unset: as save_weights_only says. Under a data-parallel fit
+   *  it runs on every rank (a collective save needs them all); the built-in ways write on rank
+   *  0, the full Checkpoint with every rank's RNG state. */
   SaveFn save;
 };
 
@@ -144,6 +146,7 @@ class CSVLogger : public Callback {
   void on_train_begin(Logs& logs) override;
   void on_epoch_end(int64_t epoch, Logs& logs) override;
   void on_train_end(Logs& logs) override;
+  bool chief_only() const override { return true; }
 
  private:
   std::string filename_, separator_;

@@ -1,9 +1,11 @@
 #include "ug/train/checkpoint.h"
 
+#include <exception>
 #include <optional>
 #include <vector>
 
 #include "ug/io/tree_file.h"
+#include "ug/ops/join.h"
 #include "ug/ops/random.h"
 
 namespace ug::train {
@@ -185,6 +187,44 @@ Tree scheduler_tree(const SchedulerState& s) {
   return out;
 }
 
+Tree sampler_tree(const data::SamplerState& state) {
+  Tree out = Tree::dict();
+  for (const auto& [key, value] : state) out.set(key, value);
+  return out;
+}
+
+/** Every rank's `mine` (same shape on each), stacked in rank order: [ranks, ...]. */
+Tensor gather_rows(distributed::ProcessGroup& group, const Tensor& mine) {
+  std::vector<Tensor> rows;
+  for (int r = 0; r < group.size(); ++r) rows.push_back(empty_like(mine));
+  group.all_gather(rows, mine.contiguous())->wait();
+  return stack(rows, 0);
+}
+
+Tensor int64_vector(const std::vector<int64_t>& values) {
+  Tensor t = empty({static_cast<int64_t>(values.size())}, {.dtype = DType::Int64});
+  std::copy(values.begin(), values.end(), t.data_ptr<int64_t>());
+  return t;
+}
+
+/** "ranks": every rank's RNG state and sampler state, gathered over the group. */
+Tree ranks_tree(distributed::ProcessGroup& group, const data::Sampler* sampler) {
+  Tree out = Tree::dict();
+  out.set("world_size", static_cast<int64_t>(group.size()));
+  out.set("rng", gather_rows(group, get_rng_state()));
+  if (sampler) {
+    const data::SamplerState state = sampler->state();
+    std::vector<int64_t> values;
+    for (const auto& entry : state) values.push_back(entry.second);
+    const Tensor all = gather_rows(group, int64_vector(values));  // [ranks, entries]
+    Tree per_entry = Tree::dict();
+    for (size_t i = 0; i < state.size(); ++i)
+      per_entry.set(state[i].first, all.select(1, static_cast<int64_t>(i)).contiguous());
+    out.set("sampler", std::move(per_entry));
+  }
+  return out;
+}
+
 /** Calls fn on the scheduler, whichever kind it is; false when there is none. */
 template <class F> bool with_scheduler(const SchedulerRef& ref, F&& fn) {
   return std::visit(
@@ -208,6 +248,12 @@ Tree Checkpoint::to_tree(const Progress& progress) const {
   out.set("step", progress.step);
   out.set("rng", get_rng_state());
   out.set("extra", progress.extra);
+  if (group) {
+    if (group->rank() < 0) fail<ValueError>("[save_checkpoint] this process is not a member of the group");
+    out.set("ranks", ranks_tree(*group, sampler));
+  } else if (sampler) {
+    out.set("sampler", sampler_tree(sampler->state()));
+  }
   return out;
 }
 
@@ -228,23 +274,87 @@ Progress Checkpoint::from_tree(const Tree& tree, const std::string& source) cons
   progress.epoch = r.integer(r.entry(tree, "epoch", "the checkpoint"), "'epoch'");
   progress.step = r.integer(r.entry(tree, "step", "the checkpoint"), "'step'");
   if (const Tree* extra = tree.find("extra")) progress.extra = *extra;
-  const Tree* rng = tree.find("rng");
-  if (rng) {
-    r.expect(*rng, Tree::Kind::Tensor, "'rng'");
-    if (rng->as_tensor().dtype() != DType::Int64 || rng->as_tensor().numel() != 2)
-      r.bad("'rng' is a ", rng->as_tensor().dtype(), " tensor of shape ", rng->as_tensor().shape(),
-            ", expected the int64 [seed, offset] pair of get_rng_state()");
+  std::optional<Tensor> rng;
+  std::optional<data::SamplerState> sampler_state;
+  const int world = group ? group->size() : 1;
+  if (group && group->rank() < 0) fail<ValueError>("[load_checkpoint] this process is not a member of the group");
+  if (const Tree* ranks = tree.find("ranks")) {
+    // Written by a distributed job: this rank's row of each per-rank entry.
+    r.expect(*ranks, Tree::Kind::Dict, "'ranks'");
+    const int64_t saved = r.integer(r.entry(*ranks, "world_size", "'ranks'"), "'ranks.world_size'");
+    if (saved != world)
+      r.bad("it was written by a job of ", saved, " ranks and this one has ", world,
+            ": a distributed checkpoint holds each rank's RNG and sampler state, so it resumes only with the "
+            "world size it was saved with");
+    const int64_t me = group ? group->rank() : 0;
+    auto row = [&](const Tree& t, const std::string& what, int64_t width) {
+      r.expect(t, Tree::Kind::Tensor, what);
+      const Tensor& v = t.as_tensor();
+      if (v.dtype() != DType::Int64 || v.dim() != (width ? 2 : 1) || v.size(0) != saved ||
+          (width && v.size(1) != width))
+        r.bad(what, " is a ", v.dtype(), " tensor of shape ", v.shape(), ", expected int64 with ", saved, " rows");
+      return v.select(0, me).contiguous();
+    };
+    rng = row(r.entry(*ranks, "rng", "'ranks'"), "'ranks.rng'", 2);
+    if (sampler) {
+      const Tree& entries = r.entry(*ranks, "sampler", "'ranks'");
+      r.expect(entries, Tree::Kind::Dict, "'ranks.sampler'");
+      sampler_state.emplace();
+      for (const auto& [key, value] : entries.entries()) {
+        const std::string name = io::key_to_string(key);
+        sampler_state->emplace_back(name, row(value, "'ranks.sampler." + name + "'", 0).item<int64_t>());
+      }
+    }
+  } else {
+    if (world > 1)
+      r.bad(
+          "it holds one process's RNG state, not every rank's: to resume a distributed job, save with the group "
+          "(every rank calling save_checkpoint)");
+    if (const Tree* t = tree.find("rng")) {
+      r.expect(*t, Tree::Kind::Tensor, "'rng'");
+      rng = t->as_tensor();
+    }
+    if (sampler) {
+      const Tree& entries = r.entry(tree, "sampler", "the checkpoint");
+      r.expect(entries, Tree::Kind::Dict, "'sampler'");
+      sampler_state.emplace();
+      for (const auto& [key, value] : entries.entries())
+        sampler_state->emplace_back(io::key_to_string(key),
+                                    r.integer(value, "'sampler." + io::key_to_string(key) + "'"));
+    }
   }
+  if (rng && (rng->dtype() != DType::Int64 || rng->numel() != 2))
+    r.bad("'rng' is a ", rng->dtype(), " tensor of shape ", rng->shape(),
+          ", expected the int64 [seed, offset] pair of get_rng_state()");
 
+  // The sampler first: its checks (rank, replicas, data set size) raise before anything changes.
+  if (sampler_state) sampler->load_state(*sampler_state);
   if (model_state) model->load_state_dict(*model_state);
   if (optimizer_state) optimizer->load_state_dict(*optimizer_state);
   if (scheduler_state) with_scheduler(scheduler, [&](auto& s) { s.load_state_dict(*scheduler_state); });
   if (scaler_state) scaler->load_state_dict(*scaler_state);
-  if (rng) set_rng_state(rng->as_tensor());
+  if (rng) set_rng_state(*rng);
   return progress;
 }
 
-void Checkpoint::save(const std::string& path, const Progress& progress) const { io::save(to_tree(progress), path); }
+void Checkpoint::save(const std::string& path, const Progress& progress) const {
+  const Tree tree = to_tree(progress);
+  if (!group) return io::save(tree, path);
+  // Rank 0 writes; the others learn whether it could, so no rank goes on believing a file
+  // exists that does not.
+  std::exception_ptr error;
+  if (group->rank() == 0) {
+    try {
+      io::save(tree, path);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  Tensor failed = int64_vector({error ? 1 : 0});
+  group->broadcast(failed, 0)->wait();
+  if (error) std::rethrow_exception(error);
+  if (failed.item<int64_t>() != 0) fail<RuntimeError>("[save_checkpoint] rank 0 could not write '", path, "'");
+}
 
 Progress Checkpoint::load(const std::string& path) const { return from_tree(io::load(path), path); }
 

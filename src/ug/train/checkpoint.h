@@ -15,13 +15,25 @@
 // rebuild that epoch's order and skip `step` batches. The order must then be a function of
 // the epoch (ug::random::permutation(fold_in(key, epoch), n), a DataLoader given a seed), not
 // a draw from the global generator, whose restored state is the one at the save, past the
-// epoch's shuffle.
+// epoch's shuffle. A sampler given to the checkpoint (a seeded one, DistributedSampler) gets
+// its epoch and seed back.
+//
+// Distributed (`group` set): saving and loading are collective, every rank of the group calls
+// them. Saving gathers every rank's RNG state and sampler state to rank 0, which alone writes
+// the file (atomically: a rank that dies mid-save makes the others time out in the gather, and
+// nothing is written); the model and optimizer are rank 0's (DDP keeps the replicas equal). The
+// file gains "ranks": {"world_size": N, "rng": int64 [N, 2], "sampler": {name: int64 [N]}}.
+// Loading (every rank reads the file: it must be visible to all of them) gives each rank its
+// own RNG and sampler state back, so a job resumed with the same world size continues
+// bit-identically; another world size is an error.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <variant>
 
+#include "ug/data/sampler.h"
+#include "ug/distributed/process_group.h"
 #include "ug/io/tree.h"
 #include "ug/nn/module.h"
 #include "ug/optim/grad_scaler.h"
@@ -53,13 +65,19 @@ struct Checkpoint {
   /** Mixed-precision loss scaling: its scale and growth count, so a resumed run skips and
    *  grows exactly where the first would have. */
   amp::GradScaler* scaler = nullptr;
+  /** Its epoch and seed (SamplerState), saved and restored. */
+  data::Sampler* sampler = nullptr;
+  /** Makes saving and loading collective over this group (see above); null: this process alone. */
+  distributed::ProcessGroupPtr group;
 
-  /** The tree save() writes. */
+  /** The tree save() writes (collective with a group: every rank gets the whole tree). */
   io::Tree to_tree(const Progress& progress) const;
-  /** Restores from a tree as to_tree() makes it; `source` names it in errors. */
+  /** Restores from a tree as to_tree() makes it; `source` names it in errors. With a group,
+   *  each rank takes its own row of "ranks" (no communication). */
   Progress from_tree(const io::Tree& tree, const std::string& source = "checkpoint") const;
 
-  /** Writes atomically: a crash part-way leaves the previous file intact. */
+  /** Writes atomically: a crash part-way leaves the previous file intact. With a group, rank
+   *  0 writes and every rank returns once it has (or raises if it could not). */
   void save(const std::string& path, const Progress& progress) const;
   Progress load(const std::string& path) const;
 };

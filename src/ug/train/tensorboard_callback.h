@@ -16,6 +16,7 @@ class TensorBoard : public Callback {
   explicit TensorBoard(std::string log_dir = "logs");
   void on_epoch_end(int64_t epoch, Logs& logs) override;
   void on_train_end(Logs& logs) override;
+  bool chief_only() const override { return true; }
 
  private:
   /** The writer of <log_dir>/train or /validation, opened at its first scalar. */

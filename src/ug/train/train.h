@@ -6,5 +6,6 @@
 #include "ug/train/losses.h"
 #include "ug/train/metrics.h"
 #include "ug/train/progress.h"
+#include "ug/train/strategy.h"
 #include "ug/train/tensorboard_callback.h"
 #include "ug/train/trainer.h"

@@ -7,6 +7,9 @@
 #include "ug/core/error.h"
 #include "ug/data/data_loader.h"
 #include "ug/data/datasets.h"
+#include "ug/data/sampler.h"
+#include "ug/data/seeding.h"
+#include "ug/distributed/data_parallel.h"
 #include "ug/nn/mixed_precision.h"
 #include "ug/ops/join.h"
 #include "ug/optim/optim.h"
@@ -50,6 +53,64 @@ std::unique_ptr<data::DataLoader> tensor_batches(const Tensor& x, const Tensor& 
   return std::make_unique<data::DataLoader>(std::make_shared<data::TensorDataset>(std::vector<Tensor>{x, y}),
                                             data::DataLoaderOptions{.batch_size = batch_size, .shuffle = shuffle});
 }
+
+/** Replaces the trainer's output for a scope (a silent one on ranks other than 0). */
+class OutputGuard {
+ public:
+  OutputGuard(Output& slot, Output replacement) : slot_(slot), saved_(std::move(slot)) {
+    slot_ = std::move(replacement);
+  }
+  ~OutputGuard() { slot_ = std::move(saved_); }
+  OutputGuard(const OutputGuard&) = delete;
+  OutputGuard& operator=(const OutputGuard&) = delete;
+
+ private:
+  Output& slot_;
+  Output saved_;
+};
+
+/** This rank's share of the samples (x, y) under a data-parallel fit: each pass a
+ *  DistributedSampler over them (every rank the same number of batches), shuffled by (seed,
+ *  epoch) with a seed rank 0 draws from its global generator and broadcasts, so the order is
+ *  reproducible as a single process's (manual_seed, a restored checkpoint) and all ranks agree. */
+class ShardedBatches : public data::BatchSource {
+ public:
+  ShardedBatches(const Tensor& x, const Tensor& y, int64_t batch_size, bool shuffle, distributed::ProcessGroupPtr group)
+      : dataset_(std::make_shared<data::TensorDataset>(std::vector<Tensor>{x, y})),
+        batch_size_(batch_size),
+        shuffle_(shuffle),
+        group_(std::move(group)) {}
+
+  void start_epoch(int64_t epoch) override {
+    uint64_t seed = 0;
+    if (shuffle_) {
+      Tensor s = empty({1}, {.dtype = DType::Int64});
+      s.data_ptr<int64_t>()[0] = group_->rank() == 0 ? static_cast<int64_t>(data::draw_seed()) : 0;
+      group_->broadcast(s, 0)->wait();
+      seed = static_cast<uint64_t>(s.data_ptr<int64_t>()[0]);
+    }
+    auto sampler =
+        std::make_shared<data::DistributedSampler>(dataset_->size(), group_->size(), group_->rank(), shuffle_, seed);
+    loader_ = std::make_unique<data::DataLoader>(
+        dataset_, data::DataLoaderOptions{.batch_size = batch_size_, .sampler = sampler});
+    loader_->start_epoch(epoch);
+  }
+  std::optional<data::Example> next() override {
+    if (!loader_) start_epoch(0);
+    return loader_->next();
+  }
+  int64_t num_batches() const override {
+    const int64_t per_rank = (dataset_->size() + group_->size() - 1) / group_->size();
+    return (per_rank + batch_size_ - 1) / batch_size_;
+  }
+
+ private:
+  std::shared_ptr<data::TensorDataset> dataset_;
+  int64_t batch_size_;
+  bool shuffle_;
+  distributed::ProcessGroupPtr group_;
+  std::unique_ptr<data::DataLoader> loader_;
+};
 
 std::vector<Tensor> trainable(const nn::Module& m) {
   std::vector<Tensor> out;
@@ -171,6 +232,13 @@ void Trainer::compile(CompileOptions options) {
   scaler_ = autocast_dtype_ == DType::Float16
                 ? std::make_shared<amp::GradScaler>(amp::GradScalerOptions{.init_scale = 32768.0})
                 : nullptr;
+  std::shared_ptr<const MirroredStrategy> strategy = options.strategy ? options.strategy : current_strategy();
+  if (strategy && options.jit_compile)
+    fail<ValueError>(
+        "[compile] jit_compile is not supported under a distribution strategy yet: DistributedDataParallel "
+        "averages gradients from autograd hooks, which a compiled step does not run");
+  strategy_ = std::move(strategy);
+  replica_.reset();
   options_ = std::move(options);
   jit_step_ = options_.jit_compile ? options_.jit_compile([this](const std::vector<Tensor>& xy) {
     return batch_step(xy.at(0), xy.at(1), step_inside());
@@ -200,19 +268,56 @@ void Trainer::set_learning_rate(double lr) {
   for (optim::ParamGroup& g : optimizer_->param_groups()) g.lr() = lr;
 }
 
-void Trainer::record(Pass& pass, const Tensor& output, const Tensor& loss, const Tensor& target, int64_t batch_size) {
-  pass.loss.add(loss.item<double>(), batch_size);
-  NoGradGuard no_grad;
-  const Tensor out = output.detach();
-  for (size_t i = 0; i < metrics_.size(); ++i) {
-    Tensor v = metrics_[i].fn(out, target);
-    if (!v.defined() || v.numel() != 1)
-      fail<ValueError>("[", metrics_[i].name, "] a metric must return one value, got shape ",
-                       v.defined() ? v.shape() : Shape{});
-    pass.metrics[i].add(v.item<double>(), batch_size);
+distributed::ProcessGroupPtr Trainer::process_group() const { return strategy_ ? strategy_->group() : nullptr; }
+
+int Trainer::rank() const { return strategy_ ? strategy_->group()->rank() : 0; }
+
+void Trainer::record(Pass& pass, const Tensor& output, const Tensor& loss, const Tensor& target, int64_t batch_size,
+                     bool global) {
+  std::vector<double> means = {loss.item<double>()};
+  {
+    NoGradGuard no_grad;
+    const Tensor out = output.detach();
+    for (const Metric& m : metrics_) {
+      Tensor v = m.fn(out, target);
+      if (!v.defined() || v.numel() != 1)
+        fail<ValueError>("[", m.name, "] a metric must return one value, got shape ",
+                         v.defined() ? v.shape() : Shape{});
+      means.push_back(v.item<double>());
+    }
   }
+  if (global && strategy_) {
+    // Every replica's batch: sums of mean x size and the sizes, averaged as one batch.
+    Tensor sums = empty({static_cast<int64_t>(means.size()) + 1}, {.dtype = DType::Float64});
+    double* p = sums.data_ptr<double>();
+    for (size_t i = 0; i < means.size(); ++i) p[i] = means[i] * static_cast<double>(batch_size);
+    p[means.size()] = static_cast<double>(batch_size);
+    strategy_->group()->all_reduce(sums, distributed::ReduceOp::Sum)->wait();
+    batch_size = static_cast<int64_t>(p[means.size()]);
+    for (size_t i = 0; i < means.size(); ++i) means[i] = p[i] / p[means.size()];
+  }
+  pass.loss.add(means[0], batch_size);
+  for (size_t i = 0; i < metrics_.size(); ++i) pass.metrics[i].add(means[i + 1], batch_size);
   pass.samples += batch_size;
   ++pass.steps;
+}
+
+nn::Module& Trainer::step_module(const Tensor& x) {
+  if (!strategy_) return *module_;
+  if (!replica_) {
+    // Lazily sized layers make their parameters in their first forward: run one without
+    // effects (no autograd, eval mode) so that DDP broadcasts and buckets all of them.
+    {
+      NoGradGuard no_grad;
+      ModeGuard eval(*module_, false);
+      std::optional<AutocastGuard> region;
+      enter_autocast(region, x);
+      (*module_)(x);
+    }
+    replica_ = std::make_shared<distributed::DistributedDataParallelImpl>(
+        module_, distributed::DdpOptions{.process_group = strategy_->group()});
+  }
+  return *replica_;
 }
 
 Logs Trainer::pass_logs(const Pass& pass) const {
@@ -252,7 +357,7 @@ std::vector<Tensor> Trainer::batch_step(const Tensor& x, const Tensor& y, bool s
   {
     std::optional<AutocastGuard> region;
     enter_autocast(region, x);
-    output = (*module_)(x);
+    output = step_module(x)(x);
     loss = loss_(output, y);
   }
   if (!loss.defined() || loss.numel() != 1)
@@ -291,6 +396,14 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
   params_ = {o.epochs, steps, o.verbose};
   const int64_t k = options_.gradient_accumulation_steps;
 
+  // Under a strategy rank 0 alone prints and runs the callbacks that only write or print.
+  const bool chief = rank() == 0;
+  if (!chief) {
+    o.verbose = 0;
+    std::erase_if(callbacks, [](const auto& cb) { return cb->chief_only(); });
+  }
+  OutputGuard quiet(output_, chief ? output_ : Output{[](std::string_view) {}, false});
+
   ModeGuard mode(*module_, true);
   module_->zero_grad();
   stop_training = false;
@@ -316,7 +429,7 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
       // The first step runs eagerly: it makes lazily sized layers' parameters and the optimizer.
       const std::vector<Tensor> step =
           jit_step_ && stepped_ ? jit_step_({xy[0], xy[1]}) : batch_step(xy[0], xy[1], step_inside());
-      record(pass, step[0], step[1], xy[1], batch_size_of(xy[0]));
+      record(pass, step[0], step[1], xy[1], batch_size_of(xy[0]), /*global=*/true);
       if (++accumulated == k) {
         if (!step_inside()) apply_gradients(accumulated);
         accumulated = 0;
@@ -347,14 +460,23 @@ std::shared_ptr<History> Trainer::fit(const Tensor& x, const Tensor& y, FitOptio
   check_validation_split(o.validation_split);
   const int64_t batch_size = o.batch_size.value_or(32);
   o.batch_size.reset();  // used up here: the batch-source fit takes batches as they come
-  if (o.validation_split == 0) return fit(*tensor_batches(x, y, batch_size, o.shuffle), std::move(o));
+  const int replicas = strategy_ ? strategy_->num_replicas_in_sync() : 1;
+  if (batch_size % replicas != 0)
+    fail<ValueError>("[fit] under a strategy batch_size is the global batch, split evenly over the ", replicas,
+                     " replicas: ", batch_size, " is not a multiple of ", replicas);
+  // This rank's batches of (x, y): all of them, or under a strategy its shard.
+  auto batches = [&](const Tensor& bx, const Tensor& by) -> std::unique_ptr<data::BatchSource> {
+    if (!strategy_) return tensor_batches(bx, by, batch_size, o.shuffle);
+    return std::make_unique<ShardedBatches>(bx, by, batch_size / replicas, o.shuffle, strategy_->group());
+  };
+  if (o.validation_split == 0) return fit(*batches(x, y), std::move(o));
   // Keras's rule: the last fraction of the samples, taken before shuffling.
   if (o.validation_data) fail<ValueError>("[fit] give validation_split or validation_data, not both");
   const int64_t n = x.dim() > 0 ? x.size(0) : 0;
   const int64_t split = n - static_cast<int64_t>(static_cast<double>(n) * o.validation_split);
   if (split <= 0 || split >= n)
     fail<ValueError>("[fit] validation_split=", o.validation_split, " leaves no samples on one side of ", n);
-  auto train = tensor_batches(x.narrow(0, 0, split), y.narrow(0, 0, split), batch_size, o.shuffle);
+  auto train = batches(x.narrow(0, 0, split), y.narrow(0, 0, split));
   auto validation = tensor_batches(x.narrow(0, split, n - split), y.narrow(0, split, n - split), batch_size, false);
   o.validation_data = validation.get();
   o.validation_split = 0;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ug/data/dataset.h"
+#include "ug/distributed/process_group.h"
 #include "ug/nn/module.h"
 #include "ug/ops/autocast.h"
 #include "ug/optim/grad_scaler.h"
@@ -30,6 +31,11 @@
 #include "ug/train/losses.h"
 #include "ug/train/metrics.h"
 #include "ug/train/progress.h"
+#include "ug/train/strategy.h"
+
+namespace ug::distributed {
+class DistributedDataParallelImpl;
+}  // namespace ug::distributed
 
 namespace ug::train {
 
@@ -63,6 +69,9 @@ struct CompileOptions {
    *  from the second step on. The compiler layer, above this one, gives it:
    *  ug::jit_step_compiler() (ug/compiler/jit.h); Python's jit_compile=True. */
   StepCompiler jit_compile;
+  /** Trains data-parallel under this strategy (strategy.h); unset: the strategy whose scope
+   *  is open when compile runs, if any. */
+  std::shared_ptr<const MirroredStrategy> strategy;
 };
 
 struct FitOptions {
@@ -77,7 +86,8 @@ struct FitOptions {
   /** At most this many batches per epoch (each epoch restarts the source); -1 for all. */
   int64_t steps_per_epoch = -1;
   // Keras's options for fit(x, y, ...) on tensors (a batch source is batched already).
-  /** Samples per batch; 32 when unset. */
+  /** Samples per batch; 32 when unset. Under a strategy, the global batch (as TensorFlow's):
+   *  each of the N replicas takes batch_size / N samples of it. */
   std::optional<int64_t> batch_size;
   /** Reshuffles the training samples each epoch (draws from the global generator: manual_seed fixes it). */
   bool shuffle = true;
@@ -104,10 +114,14 @@ class Trainer {
   bool compiled() const { return static_cast<bool>(loss_); }
 
   /** Trains on `train` (batches {x, y}); returns the per-epoch logs. The module is in train
-   *  mode during fit (its previous mode is restored after) and in eval mode for validation. */
+   *  mode during fit (its previous mode is restored after) and in eval mode for validation.
+   *  Under a strategy each rank reads its own batches from `train` (shard it, e.g. with a
+   *  DataLoader over a data::DistributedSampler: fit calls start_epoch(epoch), which sets the
+   *  sampler's epoch), and every rank must take the same number of steps. */
   std::shared_ptr<History> fit(data::BatchSource& train, FitOptions options = {});
   /** Keras's fit(x, y): batches of options.batch_size samples of x and y (dim 0), with
-   *  options.shuffle and options.validation_split. */
+   *  options.shuffle and options.validation_split. Under a strategy each rank trains on its
+   *  shard (a DistributedSampler per epoch, the shuffle seeded from rank 0's generator). */
   std::shared_ptr<History> fit(const Tensor& x, const Tensor& y, FitOptions options = {});
   /** The loss and metrics over one pass, averaged over samples, in eval mode without autograd. */
   Logs evaluate(data::BatchSource& data, int verbose = 1);
@@ -126,6 +140,13 @@ class Trainer {
    *  LossScaleOptimizer); give it to a Checkpoint to resume bit-identically. */
   amp::GradScaler* loss_scaler() const { return scaler_.get(); }
 
+  /** The strategy compile() found, or null. */
+  const std::shared_ptr<const MirroredStrategy>& strategy() const { return strategy_; }
+  /** The strategy's group (null without one): checkpoints saved with it are collective. */
+  distributed::ProcessGroupPtr process_group() const;
+  /** This process's rank under the strategy, 0 without one: only rank 0 prints and writes. */
+  int rank() const;
+
   /** Set by a callback (EarlyStopping) to end fit after the current batch. */
   bool stop_training = false;
 
@@ -141,8 +162,13 @@ class Trainer {
   /** Before the first step: remakes a named optimizer when lazily sized layers have since
    *  made their parameters, and builds a Keras optimizer given unbuilt. */
   void refresh_named_optimizer();
-  /** Adds one batch's loss (read once) and metrics to `pass`. */
-  void record(Pass& pass, const Tensor& output, const Tensor& loss, const Tensor& target, int64_t batch_size);
+  /** Adds one batch's loss (read once) and metrics to `pass`; with `global`, those of every
+   *  replica's batch (one all_reduce), so every rank logs the same figures. */
+  void record(Pass& pass, const Tensor& output, const Tensor& loss, const Tensor& target, int64_t batch_size,
+              bool global = false);
+  /** The module a training step calls: the DistributedDataParallel wrapper under a strategy
+   *  (made at the first batch, once lazily sized layers have their parameters), else the module. */
+  nn::Module& step_module(const Tensor& x);
   /** The running means: "loss" and each metric. */
   Logs pass_logs(const Pass& pass) const;
   /** Scales the accumulated gradients when fewer than k batches went into them, clips, steps. */
@@ -166,6 +192,8 @@ class Trainer {
   std::optional<DType> autocast_dtype_;  // the policy's compute dtype, as compile() found it
   std::shared_ptr<amp::GradScaler> scaler_;
   StepFunction jit_step_;  // batch_step compiled, with jit_compile
+  std::shared_ptr<const MirroredStrategy> strategy_;
+  std::shared_ptr<distributed::DistributedDataParallelImpl> replica_;  // under strategy_, from the first step
   FitParams params_;
   Output output_ = Output::standard();
 };

@@ -1,0 +1,97 @@
+"""ug.distribute: TensorFlow's tf.distribute strategies for Keras-style training
+(ug::train::MirroredStrategy in C++).
+
+A replica is one process of the MPI job (`ug launch -n N script.py`), not one device of one
+process as in TensorFlow: every process runs the same script, and a model compiled inside
+`strategy.scope()` trains data-parallel under fit (DistributedDataParallel's averaged
+gradients, data sharded with a DistributedSampler, metrics averaged over the replicas, rank 0
+alone printing and writing). docs/distributed.md lists where this differs from TensorFlow.
+"""
+import contextlib
+import threading
+import types
+
+from . import _C
+
+__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "get_strategy", "has_strategy", "experimental"]
+
+
+class _Scopes(threading.local):
+    """The strategies whose scope is open on this thread, innermost last (the C++ side keeps
+    its own thread-local one, which compile reads)."""
+
+    def __init__(self):
+        self.stack = []
+
+
+_scopes = _Scopes()
+
+
+class MirroredStrategy:
+    """tf.distribute.MirroredStrategy over the processes of the MPI job: joins the default
+    process group (init_process_group("mpi") when this process has not joined one yet).
+    `devices`, when given, must name one device per process (len == world size): each process
+    trains on its own CPU; `cross_device_ops` is accepted for TensorFlow's signature (the
+    reduction is MPI's all_reduce)."""
+
+    def __init__(self, devices=None, cross_device_ops=None, group=None):
+        self._strategy = _C.train._MirroredStrategy.make(group)
+        if devices is not None and len(devices) != self.num_replicas_in_sync:
+            raise ValueError(f"[{type(self).__name__}] one replica is one process here: {len(devices)} devices given "
+                             f"for a job of {self.num_replicas_in_sync} processes (start it with "
+                             f"`ug launch -n {len(devices)}`)")
+
+    @property
+    def num_replicas_in_sync(self):
+        """The number of processes training together."""
+        return self._strategy.num_replicas_in_sync
+
+    @property
+    def group(self):
+        """The ug.distributed process group the replicas form."""
+        return self._strategy.group
+
+    @contextlib.contextmanager
+    def scope(self):
+        """model.compile inside it trains data-parallel under this strategy."""
+        opened = self._strategy.scope()  # the C++ scope, which compile reads; closed when freed
+        _scopes.stack.append(self)
+        try:
+            yield self
+        finally:
+            _scopes.stack.pop()
+            del opened
+
+
+class MultiWorkerMirroredStrategy(MirroredStrategy):
+    """tf.distribute.MultiWorkerMirroredStrategy: the same as MirroredStrategy here (processes
+    on one host or many, as mpirun places them). `cluster_resolver` and `communication_options`
+    are accepted for TensorFlow's signature; TF_CONFIG is not read (MPI knows the workers)."""
+
+    def __init__(self, cluster_resolver=None, communication_options=None, group=None):
+        super().__init__(group=group)
+
+
+def has_strategy():
+    """Whether a strategy's scope is open on this thread (tf.distribute.has_strategy)."""
+    return bool(_scopes.stack)
+
+
+class _DefaultStrategy:
+    """What get_strategy() returns outside every scope: one replica, a scope that does nothing."""
+    num_replicas_in_sync = 1
+
+    @contextlib.contextmanager
+    def scope(self):
+        yield self
+
+
+_default = _DefaultStrategy()
+
+
+def get_strategy():
+    """The strategy of the innermost open scope, else a default one-replica strategy."""
+    return _scopes.stack[-1] if _scopes.stack else _default
+
+
+experimental = types.SimpleNamespace(MultiWorkerMirroredStrategy=MultiWorkerMirroredStrategy)

@@ -1,0 +1,193 @@
+"""One rank of a test_distributed.py job about training loops (run under mpirun): `python
+distributed_fit_worker.py SCENARIO [DIR] [...]`: Keras fit under ug.distribute strategies, and a
+torch-style loop checkpointing every rank's RNG and sampler state. Each rank checks itself and
+prints "rank R ok"; files go to DIR."""
+import os
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import unigrad as ug
+import unigrad.distributed as dist
+
+SAMPLES = 48  # divisible by the global batches of 2 and 3 ranks of 4 rows: 8 and 12
+
+
+def data():
+    rng = np.random.default_rng(3)
+    return ug.tensor(rng.standard_normal((SAMPLES, 6))), ug.tensor(rng.integers(0, 3, SAMPLES))
+
+
+def mlp(seed, dropout=0.0):
+    ug.manual_seed(seed)
+    layers = [ug.nn.Linear(6, 16), ug.nn.Tanh()] + ([ug.nn.Dropout(dropout)] if dropout else []) + [ug.nn.Linear(16, 3)]
+    return ug.nn.Sequential(*layers).to(ug.float64)
+
+
+def fit_equals_one_process(strategy_name, optimizer):
+    """fit under the strategy with global batch N*B (B per rank) equals fit in one process on
+    the same global batches: parameters, and the logged metrics on every rank (validation_split
+    leaves 36 training rows: equal shards on 2 and 3 ranks, 2 rows a rank in the last batch of 2)."""
+    strategy = {"mirrored": ug.distribute.MirroredStrategy,
+                "multi_worker": ug.distribute.MultiWorkerMirroredStrategy,
+                "experimental": ug.distribute.experimental.MultiWorkerMirroredStrategy}[strategy_name]()
+    assert dist.is_initialized()  # the strategy joined the job's process group
+    rank, n = dist.get_rank(), strategy.num_replicas_in_sync
+    assert n == dist.get_world_size()
+    x, y = data()
+    with strategy.scope():
+        assert ug.distribute.get_strategy() is strategy
+        model = mlp(seed=rank)  # DDP broadcasts rank 0's weights
+        model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    assert not ug.distribute.has_strategy()
+    history = model.fit(x, y, batch_size=4 * n, epochs=3, shuffle=False, verbose=0, validation_split=0.25)
+    reference = mlp(seed=0)
+    reference.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    expected = reference.fit(x, y, batch_size=4 * n, epochs=3, shuffle=False, verbose=0, validation_split=0.25)
+    # float64: the replicas' mean gradients and the whole batch's differ by rounding only.
+    for p, q in zip(model.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=1e-10)
+    assert history.history.keys() == expected.history.keys()
+    for key, values in expected.history.items():
+        np.testing.assert_allclose(history.history[key], values, rtol=1e-12, atol=0, err_msg=key)
+
+
+def fit_shards(folder):
+    """With shuffle, each epoch every rank trains on its own shard: together the whole data set
+    once, in an order that changes per epoch; for arrays (fit shards them) and for a DataLoader
+    over a DistributedSampler (fit sets its epoch). Only rank 0 prints and writes files."""
+    strategy = ug.distribute.MirroredStrategy()
+    rank, n = dist.get_rank(), strategy.num_replicas_in_sync
+    x, _ = data()
+    index = ug.arange(SAMPLES, dtype=ug.float64)  # the target is the sample's index: a metric records it
+    seen = []
+
+    def record(output, target):
+        seen.extend(int(v) for v in target.numpy().ravel())
+        return ug.zeros((), dtype=ug.float64)
+
+    record.__name__ = "seen"
+    with strategy.scope():
+        model = mlp(seed=0)
+        model.compile(optimizer="sgd", loss=lambda out, t: ((out[:, 0] - t) ** 2).mean() * 0, metrics=[record])
+    folder = Path(folder)
+    callbacks = [ug.callbacks.CSVLogger(str(folder / f"log{rank}.csv")),
+                 ug.callbacks.TensorBoard(str(folder / f"tensorboard{rank}")),
+                 ug.callbacks.ModelCheckpoint(str(folder / f"weights{rank}.safetensors"), save_best_only=False,
+                                              monitor="loss"),
+                 # The whole state, collective: every rank calls it, rank 0 writes every rank's RNG state.
+                 ug.callbacks.ModelCheckpoint(str(folder / "state.safetensors"), save_weights_only=False)]
+    dataset = ug.data.TensorDataset(x, index)
+    loader = ug.data.DataLoader(dataset, batch_size=4,
+                                sampler=ug.data.DistributedSampler(dataset, num_replicas=n, rank=rank, seed=1))
+    for fit in (lambda: model.fit(x, index, batch_size=4 * n, epochs=2, verbose=2, callbacks=callbacks),
+                lambda: model.fit(loader, epochs=2, verbose=0)):
+        seen.clear()
+        fit()
+        mine = ug.tensor(seen, dtype=ug.int64).reshape(2, -1)
+        every = [ug.zeros_like(mine) for _ in range(n)]
+        dist.all_gather(every, mine)
+        orders = np.stack([e.numpy() for e in every], axis=1)  # [epoch, rank, sample]
+        for epoch in range(2):
+            assert sorted(orders[epoch].ravel().tolist()) == list(range(SAMPLES)), orders[epoch]
+        assert not np.array_equal(orders[0], orders[1])  # reshuffled
+
+
+def fit_errors():
+    strategy = ug.distribute.MirroredStrategy()
+    n = strategy.num_replicas_in_sync
+    with strategy.scope():
+        model = mlp(seed=0)
+        try:
+            model.compile(optimizer="sgd", loss="mse", jit_compile=True)
+            raise AssertionError("jit_compile under a strategy was accepted")
+        except ValueError as e:
+            assert str(e).startswith("[compile] jit_compile is not supported under a distribution strategy"), e
+        model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    x, y = data()
+    try:
+        model.fit(x, y, batch_size=4 * n + 1, verbose=0)
+        raise AssertionError("an uneven global batch was accepted")
+    except ValueError as e:
+        assert str(e) == (f"[fit] under a strategy batch_size is the global batch, split evenly over the {n} "
+                          f"replicas: {4 * n + 1} is not a multiple of {n}"), e
+    try:
+        ug.distribute.MirroredStrategy(devices=["/cpu:0"] * (n + 1))
+        raise AssertionError("more devices than processes were accepted")
+    except ValueError as e:
+        assert "one replica is one process here" in str(e), e
+
+
+STEPS_PER_CHECKPOINT = 4
+EPOCHS = 3
+
+
+def resume(folder, kill_at=None):
+    """A torch-style DDP loop with dropout (each rank its own RNG stream) and a shuffling
+    DistributedSampler, checkpointing every STEPS_PER_CHECKPOINT batches with every rank's RNG
+    and sampler state; it resumes from the checkpoint when there is one. With kill_at
+    "EPOCH,STEP", rank 1 kills itself (SIGKILL) at the start of that batch; with
+    "EPOCH,STEP,save", just before that batch's checkpoint (rank 0 is then inside the save)."""
+    folder = Path(folder)
+    dist.init_process_group("mpi", timeout=10)
+    rank, n = dist.get_rank(), dist.get_world_size()
+    ug.manual_seed(100 + rank)
+    model = ug.nn.parallel.DistributedDataParallel(mlp(seed=100 + rank, dropout=0.3))
+    opt = ug.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x, y = data()
+    dataset = ug.data.TensorDataset(x, y)
+    sampler = ug.data.DistributedSampler(dataset, num_replicas=n, rank=rank, shuffle=True, seed=7)
+    loader = ug.data.DataLoader(dataset, batch_size=4, sampler=sampler, seed=7)  # no draw from the global RNG
+    checkpoint = folder / "checkpoint.safetensors"
+    start_epoch = start_step = 0
+    if checkpoint.exists():
+        try:
+            start_epoch, start_step, _ = ug.train.load_checkpoint(checkpoint, model=model.module, optimizer=opt,
+                                                                  sampler=sampler, group=dist.group.WORLD)
+        except ValueError as e:
+            print(f"rank {rank} cannot resume: {e}", flush=True)
+            return
+        assert sampler.epoch == start_epoch
+    kill = tuple(kill_at.split(",")) if kill_at else ()
+    kill_step, kill_save = tuple(int(v) for v in kill[:2]), kill[2:] == ("save",)
+    for epoch in range(start_epoch, EPOCHS):
+        sampler.set_epoch(epoch)
+        for step, (xb, yb) in enumerate(loader):
+            if epoch == start_epoch and step < start_step:
+                continue  # done before the checkpoint
+            if rank == 1 and (epoch, step) == kill_step and not kill_save:
+                os.kill(os.getpid(), signal.SIGKILL)
+            opt.zero_grad()
+            ug.nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+            if (step + 1) % STEPS_PER_CHECKPOINT == 0:
+                if rank == 1 and (epoch, step) == kill_step and kill_save:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                ug.train.save_checkpoint(checkpoint, model=model.module, optimizer=opt, epoch=epoch, step=step + 1,
+                                         sampler=sampler, group=dist.group.WORLD)
+    if rank == 0:
+        ug.save(model.module.state_dict(), str(folder / "final.safetensors"))
+    # Every rank's RNG went its own way (dropout): the checkpoint must have kept each.
+    states = [ug.zeros(2, dtype=ug.int64) for _ in range(n)]
+    dist.all_gather(states, ug.get_rng_state())
+    assert len({tuple(s.tolist()) for s in states}) == n
+
+
+def main():
+    scenario, args = sys.argv[1], sys.argv[2:]
+    run = {"fit_mirrored_sgd": lambda: fit_equals_one_process("mirrored", "sgd"),
+           "fit_mirrored_adam": lambda: fit_equals_one_process("mirrored", "adam"),
+           "fit_multi_worker_sgd": lambda: fit_equals_one_process("multi_worker", "sgd"),
+           "fit_experimental_sgd": lambda: fit_equals_one_process("experimental", "sgd"),
+           "fit_shards": lambda: fit_shards(*args), "fit_errors": fit_errors,
+           "resume": lambda: resume(*args)}
+    run[scenario]()
+    dist.barrier()
+    print(f"rank {dist.get_rank()} ok", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
