@@ -220,6 +220,27 @@ def timeout():
     time.sleep(0.5)  # let the other ranks print before this one's exit ends the job
 
 
+def mismatch():
+    """The last rank calls its all_reduce with another element count, then another op: every
+    rank raises at once, naming the rank that differs, and the group still works after."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    last = rank == n - 1
+    for call in (lambda: dist.all_reduce(ug.ones(4 if last else 3)),
+                 lambda: dist.broadcast(ug.ones(3), 0) if last else dist.all_reduce(ug.ones(3))):
+        start = time.monotonic()
+        try:
+            call()
+            raise AssertionError("a mismatched collective returned")
+        except RuntimeError as e:
+            assert time.monotonic() - start < 30, "the mismatch waited for the timeout"
+            differ = list(range(n - 1)) if last else [n - 1]
+            named = ("rank " if len(differ) == 1 else "ranks ") + ", ".join(map(str, differ))
+            assert f"{named} entered another collective at this point" in str(e), str(e)
+    t = ug.full((2,), float(rank))
+    dist.all_reduce(t)
+    assert t.tolist() == [sum(range(n))] * 2
+
+
 def pmap():
     """ug.pmap with lax collectives over N processes equals ug.vmap over the N rows at once."""
     rank, n = dist.get_rank(), dist.get_world_size()
@@ -293,7 +314,7 @@ def main():
     {"collectives": collectives, "ddp_sgd": lambda: ddp("sgd"), "ddp_adam": lambda: ddp("adam"),
      "ddp_no_sync": ddp_no_sync, "ddp_unused": ddp_unused, "timeout": timeout, "killed": killed, "pmap": pmap,
      "sync_batch_norm": sync_batch_norm,
-     "ddp_gradients_across_steps": ddp_gradients_across_steps}[scenario]()
+     "ddp_gradients_across_steps": ddp_gradients_across_steps, "mismatch": mismatch}[scenario]()
     if scenario not in ("timeout", "killed"):
         dist.barrier()
         print(f"rank {dist.get_rank()} ok", flush=True)

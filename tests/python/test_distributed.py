@@ -82,6 +82,11 @@ def test_a_missing_rank_is_a_clear_error_not_a_hang():
                 in proc.stdout), proc.stdout + proc.stderr
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_ranks_calling_different_collectives_fail_at_once_naming_them(n):
+    assert_ok(mpirun(n, "mismatch"), n)
+
+
 def test_a_rank_killed_mid_training_ends_the_job():
     """kill -9 of one rank during DDP training: the others do not hang (mpirun ends them, or
     their next collective times out), and none claims to have finished."""

@@ -1,6 +1,7 @@
-// Each collective posts an "arrived" token to every other rank on a second communicator, then
-// runs as MPI's blocking call on the group's thread once every token has come. Waiting has a
-// deadline; at it, the tokens that have not come name the ranks that never entered.
+// Each collective posts an "arrived" token (its signature) to every other rank on a second
+// communicator, then runs as MPI's blocking call once every token has come and agrees: on the
+// group's thread, or on the caller's when it waits for a collective that is next in line.
+// Waiting has a deadline; at it, the tokens that have not come name the ranks that never entered.
 #include "ug/distributed/mpi_process_group.h"
 
 #include <mpi.h>
@@ -96,14 +97,23 @@ int count_of(int64_t n, std::string_view op) {
   return static_cast<int>(n);
 }
 
+/** What every rank must agree on for a collective: element type and count, and the reduction
+ *  or root. */
+std::string describe(DType dtype, int count, int operation) {
+  return std::string(dtype_name(dtype)) + " " + std::to_string(count) + " " + std::to_string(operation);
+}
+
 std::string rank_list(const std::vector<int>& ranks) {
   std::ostringstream os;
   for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
   return os.str();
 }
 
-/** A collective's progress. Collectives run on their group's thread (CommThread); send and
- *  recv are MPI requests polled by the waiting thread. */
+class CommThread;
+
+/** A collective's progress. Collectives run on their group's thread (CommThread), or on the
+ *  waiting thread when it is the group's next one; send and recv are MPI requests polled by
+ *  the waiting thread. */
 class MpiWork final : public Work {
  public:
   MpiWork(std::string op, std::vector<int> world_ranks, int world_rank, Timeout timeout)
@@ -123,7 +133,8 @@ class MpiWork final : public Work {
     }
   }
 
-  void wait() override {
+  void wait() override;
+  void wait_here() {
     while (!is_completed()) {
       std::unique_lock lock(mutex_);
       if (state_ == State::Pending && requests.empty()) cv_.wait_until(lock, deadline_);
@@ -171,8 +182,19 @@ class MpiWork final : public Work {
     cv_.notify_all();
   }
   const std::string& op() const { return op_; }
+  void mismatch(const std::vector<int>& ranks) {
+    std::lock_guard lock(mutex_);
+    if (state_ != State::Pending) return;
+    state_ = State::Failed;
+    error_ = "[" + op_ + "] rank" + (ranks.size() > 1 ? "s " : " ") + rank_list(ranks) +
+             " entered another collective at this point (another op, dtype, element count, reduction or root): "
+             "every rank must call the same collectives in the same order";
+    cv_.notify_all();
+  }
 
-  std::function<int()> run;              // the blocking collective, run on the group's thread
+  std::function<int()> run;              // the blocking collective
+  std::weak_ptr<CommThread> thread;      // the group's thread, which runs it unless the waiter does
+  int signature = 0;                     // what the tokens carry: op, dtype, count, operation, root
   std::vector<MPI_Request> token_sends;  // the arrival tokens this rank sends
   std::vector<MPI_Request> token_recvs;  // and receives, from token_peers (group ranks)
   std::vector<int> token_peers;
@@ -183,6 +205,7 @@ class MpiWork final : public Work {
   std::string peer_hint;              // send/recv: the peer, named in a timeout
 
   void expect_tokens(size_t n) { arrived_.assign(n, false); }
+  int world_ranks_of(int group_rank) const { return world_ranks_[static_cast<size_t>(group_rank)]; }
 
  private:
   enum class State { Pending, Done, Failed };
@@ -230,8 +253,10 @@ class MpiWork final : public Work {
 
 /** Runs a group's collectives one after another, in the order they were started. MPI's
  *  blocking collectives are much faster than its nonblocking ones (OpenMPI's libnbc); on this
- *  thread they overlap the caller's work all the same. Each waits first, until the deadline,
- *  for the arrival tokens of every rank. */
+ *  thread they overlap the caller's work all the same. A caller that waits for the collective
+ *  next in line while the thread is idle runs it itself (run_inline): that saves two thread
+ *  hand-overs, most of a small collective's cost. Each waits first, until the deadline, for
+ *  the arrival tokens of every rank, and fails at once where a token names another collective. */
 class CommThread {
  public:
   CommThread() : thread_([this] { loop(); }) {}
@@ -251,38 +276,70 @@ class CommThread {
     }
     cv_.notify_all();
   }
+  /** Runs `work` on this thread if it is next and the group's thread is idle; false if not. */
+  bool run_inline(const MpiWork* work) {
+    std::shared_ptr<MpiWork> mine;
+    {
+      std::lock_guard lock(mutex_);
+      if (busy_ || queue_.empty() || queue_.front().get() != work) return false;
+      mine = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+    }
+    execute(*mine);
+    {
+      std::lock_guard lock(mutex_);
+      busy_ = false;
+    }
+    cv_.notify_all();
+    return true;
+  }
 
  private:
   void loop() {
-    bool broken = false;  // an earlier collective timed out: the later ones cannot run
     for (;;) {
       std::shared_ptr<MpiWork> work;
       {
         std::unique_lock lock(mutex_);
-        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        cv_.wait(lock, [&] { return stop_ || (!queue_.empty() && !busy_); });
         if (queue_.empty()) return;
         work = std::move(queue_.front());
         queue_.pop_front();
+        busy_ = true;
       }
-      if (broken) {
-        work->complete(MPI_ERR_OTHER, "[" + work->op() + "] not run: an earlier collective of its group timed out");
-        continue;
-      }
-      if (!wait_for_tokens(*work)) {
-        work->time_out();
-        broken = true;
-        continue;
-      }
-      int rc = work->run();
-      std::string error;
-      if (rc != MPI_SUCCESS) {
-        char text[MPI_MAX_ERROR_STRING];
-        int len = 0;
-        MPI_Error_string(rc, text, &len);
-        error = "[" + work->op() + "] MPI error: " + std::string(text, len);
-      }
-      work->complete(rc, error);
+      execute(*work);
+      std::lock_guard lock(mutex_);
+      busy_ = false;
     }
+  }
+
+  void execute(MpiWork& work) {
+    if (broken_) {
+      work.complete(MPI_ERR_OTHER, "[" + work.op() + "] not run: an earlier collective of its group timed out");
+      return;
+    }
+    if (!wait_for_tokens(work)) {
+      work.time_out();
+      broken_ = true;
+      return;
+    }
+    std::vector<int> others;  // world ranks whose token names another collective
+    for (size_t i = 0; i < work.token_peers.size(); ++i)
+      if (work.tokens[static_cast<size_t>(work.token_peers[i])] != work.signature)
+        others.push_back(work.world_ranks_of(work.token_peers[i]));
+    if (!others.empty()) {
+      work.mismatch(others);
+      return;
+    }
+    int rc = work.run();
+    std::string error;
+    if (rc != MPI_SUCCESS) {
+      char text[MPI_MAX_ERROR_STRING];
+      int len = 0;
+      MPI_Error_string(rc, text, &len);
+      error = "[" + work.op() + "] MPI error: " + std::string(text, len);
+    }
+    work.complete(rc, error);
   }
 
   static bool wait_for_tokens(MpiWork& w) {
@@ -306,9 +363,20 @@ class CommThread {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<MpiWork>> queue_;
+  bool busy_ = false;  // a collective is running, here or inline
   bool stop_ = false;
+  // An earlier collective timed out: the later ones cannot run. Only the one running sets it.
+  std::atomic<bool> broken_ = false;
   std::thread thread_;  // last: starts once the members it uses exist
 };
+
+void MpiWork::wait() {
+  if (auto t = thread.lock(); t && t->run_inline(this)) {
+    (void)is_completed();  // raises the collective's error, runs finish
+    return;
+  }
+  wait_here();
+}
 
 class MpiProcessGroup final : public ProcessGroup {
  public:
@@ -320,7 +388,7 @@ class MpiProcessGroup final : public ProcessGroup {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     check(MPI_Comm_dup(comm_, &tokens_), "new_group");
-    thread_ = std::make_unique<CommThread>();
+    thread_ = std::make_shared<CommThread>();
   }
   ~MpiProcessGroup() override {
     int finalized = 0;
@@ -345,7 +413,7 @@ class MpiProcessGroup final : public ProcessGroup {
     MPI_Datatype type = mpi_type(buf.dtype(), "all_reduce");
     int count = count_of(buf.numel(), "all_reduce");
     return start(
-        "all_reduce", {tensor, buf},
+        "all_reduce", describe(buf.dtype(), count, static_cast<int>(op)), {tensor, buf},
         [data = buf.raw_data(), count, type, mop = mpi_op(op, buf.dtype()), comm = comm_] {
           return MPI_Allreduce(MPI_IN_PLACE, data, count, type, mop, comm);
         },
@@ -361,7 +429,7 @@ class MpiProcessGroup final : public ProcessGroup {
     Tensor buf = tensor.is_contiguous() ? tensor : tensor.contiguous();
     int count = count_of(static_cast<int64_t>(buf.nbytes()), "broadcast");
     return start(
-        "broadcast", {tensor, buf},
+        "broadcast", describe(DType::UInt8, count, src), {tensor, buf},
         [data = buf.raw_data(), count, src, comm = comm_] { return MPI_Bcast(data, count, MPI_BYTE, src, comm); },
         [tensor, buf]() mutable {
           if (!buf.shares_storage(tensor)) tensor.copy_(buf);
@@ -383,7 +451,7 @@ class MpiProcessGroup final : public ProcessGroup {
     keep.push_back(in);
     keep.push_back(buf);
     return start(
-        "all_gather", keep,
+        "all_gather", describe(DType::UInt8, count, 0), keep,
         [in = in.raw_data(), out = buf.raw_data(), count, comm = comm_] {
           return MPI_Allgather(in, count, MPI_BYTE, out, count, MPI_BYTE, comm);
         },
@@ -409,7 +477,7 @@ class MpiProcessGroup final : public ProcessGroup {
     MPI_Datatype type = mpi_type(wire, "reduce_scatter");
     int count = count_of(output.numel(), "reduce_scatter");
     return start(
-        "reduce_scatter", {output, send_buf, recv_buf},
+        "reduce_scatter", describe(wire, count, static_cast<int>(op)), {output, send_buf, recv_buf},
         [in = send_buf.raw_data(), out = recv_buf.raw_data(), count, type, mop = mpi_op(op, wire), comm = comm_] {
           return MPI_Reduce_scatter_block(in, out, count, type, mop, comm);
         },
@@ -451,7 +519,7 @@ class MpiProcessGroup final : public ProcessGroup {
   WorkPtr barrier() override {
     member("barrier");
     return start(
-        "barrier", {}, [comm = comm_] { return MPI_Barrier(comm); }, nullptr);
+        "barrier", "", {}, [comm = comm_] { return MPI_Barrier(comm); }, nullptr);
   }
 
   ProcessGroupPtr new_group(const std::vector<int>& ranks, Timeout timeout) override {
@@ -485,15 +553,19 @@ class MpiProcessGroup final : public ProcessGroup {
   }
 
   /** Posts the arrival tokens and queues `run` (the blocking collective) on the group's
-   *  thread; `finish` runs once it is done, on the thread that waits. */
-  WorkPtr start(const char* op, std::vector<Tensor> keep, std::function<int()> run, std::function<void()> finish) {
+   *  thread; `finish` runs once it is done, on the thread that waits. `what` (the dtype, count,
+   *  reduction or root) must be the same on every rank: the tokens carry a hash of it. */
+  WorkPtr start(const char* op, const std::string& what, std::vector<Tensor> keep, std::function<int()> run,
+                std::function<void()> finish) {
     auto work = make_work(op);
     work->keep_ = std::move(keep);
     work->run = std::move(run);
     work->finish_ = std::move(finish);
+    work->thread = thread_;
+    work->signature = static_cast<int>(std::hash<std::string>{}(std::string(op) + " " + what) & 0x7fffffff);
     const int n = size();
     const int tag = static_cast<int>(sequence_++ & 0x7fff);  // MPI guarantees tags up to 32767
-    work->tokens.assign(static_cast<size_t>(n), tag);
+    work->tokens.assign(static_cast<size_t>(n), work->signature);
     work->token_sends.assign(static_cast<size_t>(n - 1), MPI_REQUEST_NULL);
     work->token_recvs.assign(static_cast<size_t>(n - 1), MPI_REQUEST_NULL);
     work->expect_tokens(static_cast<size_t>(n - 1));
@@ -516,7 +588,7 @@ class MpiProcessGroup final : public ProcessGroup {
   int rank_ = -1;
   int world_rank_ = 0;
   uint32_t sequence_ = 0;
-  std::unique_ptr<CommThread> thread_;
+  std::shared_ptr<CommThread> thread_;
 };
 
 void check_environment(const char* name, int actual) {
