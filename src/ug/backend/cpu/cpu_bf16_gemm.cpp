@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ug/backend/cpu/scratch.h"
 #include "ug/core/thread_pool.h"
 
 #define UG_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
@@ -29,7 +30,7 @@ constexpr int MR = 12;  // 12 x 2 accumulators of the 32 vector registers, 2 for
 constexpr int NR = 32;  // two vectors of 16 floats
 // An A block (MC x KC bf16, 48 KiB) stays in L2, a B panel (KC x NR, 16 KiB) in L1 while the
 // microkernel runs down the block; KC is even so that every block starts at a k-pair.
-constexpr int64_t MC = 96, KC = 256, NC = 512;
+constexpr int64_t MC = 96, KC = 384, NC = 512;
 constexpr int64_t kMacsPerTask = 1 << 17;  // below this a task is not worth waking a thread
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
@@ -187,18 +188,18 @@ struct Product {
   bool bf16;
 };
 
-/** Word buffers from the caching allocator (a freed block of the size comes straight back). */
-uint32_t* words(Tensor& holder, int64_t n) {
-  holder = empty({std::max<int64_t>(n, 1)}, {.dtype = DType::Float32, .device = Device()});
-  return static_cast<uint32_t*>(holder.raw_data());
-}
+/** A task's packing buffers (of 32-bit words), kept across the products it runs. */
+struct Workspace {
+  Scratch<float> a, b, tile;
+};
+uint32_t* words(Scratch<float>& s, int64_t n) { return reinterpret_cast<uint32_t*>(s.get(n)); }
 
 /** Row blocks [blk0, blk1) of the product's columns [jc, jc + nc), B packed in pb. */
-void row_blocks(const Product& pr, const uint32_t* pb, int64_t jc, int64_t nc, int64_t blk0, int64_t blk1) {
+void row_blocks(const Product& pr, const uint32_t* pb, int64_t jc, int64_t nc, int64_t blk0, int64_t blk1,
+                Workspace& ws) {
   const int64_t ncp = round_up(nc, NR);
-  Tensor a_hold, tile_hold;
-  uint32_t* pa = words(a_hold, MC * (KC / 2));
-  float* tile = pr.K > KC ? reinterpret_cast<float*>(words(tile_hold, MC * ncp)) : nullptr;
+  uint32_t* pa = words(ws.a, MC * (KC / 2));
+  float* tile = pr.K > KC ? ws.tile.get(MC * ncp) : nullptr;
   const int64_t esize = pr.bf16 ? 2 : 4;
   for (int64_t blk = blk0; blk < blk1; ++blk) {
     const int64_t i0 = blk * MC, mc = std::min(MC, pr.M - i0);
@@ -220,17 +221,22 @@ void row_blocks(const Product& pr, const uint32_t* pb, int64_t jc, int64_t nc, i
   }
 }
 
-/** One product; its row blocks split over the thread pool when `parallel`. */
-void product(const Product& pr, bool parallel) {
+/** One product; its row blocks split over the thread pool (each task with a workspace of
+ *  its own) when `parallel`. */
+void product(const Product& pr, bool parallel, Workspace& ws) {
   const int64_t blocks = (pr.M + MC - 1) / MC;
   for (int64_t jc = 0; jc < pr.N; jc += NC) {
     const int64_t nc = std::min(NC, pr.N - jc), ncp = round_up(nc, NR);
-    Tensor b_hold;
-    uint32_t* pb = words(b_hold, (pr.K + 1) / 2 * ncp);
+    uint32_t* pb = words(ws.b, (pr.K + 1) / 2 * ncp);
     for (int64_t pc = 0; pc < pr.K; pc += KC) pack_b(pr.b, pc, std::min(KC, pr.K - pc), jc, nc, pb + pc / 2 * ncp);
-    auto run = [&](int64_t b0, int64_t b1) { row_blocks(pr, pb, jc, nc, b0, b1); };
-    if (parallel) parallel_for(blocks, std::max<int64_t>(1, kMacsPerTask / (MC * nc * pr.K)), run);
-    else run(0, blocks);
+    if (!parallel) {
+      row_blocks(pr, pb, jc, nc, 0, blocks, ws);
+      continue;
+    }
+    parallel_for(blocks, std::max<int64_t>(1, kMacsPerTask / (MC * nc * pr.K)), [&](int64_t b0, int64_t b1) {
+      Workspace own;
+      row_blocks(pr, pb, jc, nc, b0, b1, own);
+    });
   }
 }
 
@@ -260,11 +266,13 @@ void gemm_bf16(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t macs = M * N * K;
   if (B > 1 && B * std::min<int64_t>(macs, kMacsPerTask) >= int64_t{get_num_threads()} * kMacsPerTask) {
     parallel_for(B, std::max<int64_t>(1, kMacsPerTask / std::max<int64_t>(macs, 1)), [&](int64_t b0, int64_t b1) {
-      for (int64_t bi = b0; bi < b1; ++bi) product(entry(bi), false);
+      Workspace ws;
+      for (int64_t bi = b0; bi < b1; ++bi) product(entry(bi), false, ws);
     });
     return;
   }
-  for (int64_t bi = 0; bi < B; ++bi) product(entry(bi), true);
+  Workspace ws;
+  for (int64_t bi = 0; bi < B; ++bi) product(entry(bi), true, ws);
 }
 
 }  // namespace ug::cpu
