@@ -4,7 +4,7 @@ own GEMM; under UG_CPU_ISA=avx512, avx2 or generic (scripts/test.sh runs this fi
 they are widened to float32 block by block. Both sum exact float32 products (a bf16 product
 is exact in float32) and round once to bf16, so the tolerances below follow from that.
 
-Shapes cross the GEMM's blocks (MR = 12 rows, NR = 32 columns, MC = 96, KC = 256, NC = 512),
+Shapes cross the GEMM's blocks (MR = 12 rows, NR = 32 columns, MC = 96, KC = 512, NC = 512),
 odd K (a k-pair half empty), and operands transposed or strided (the packing's three paths)."""
 import numpy as np
 import pytest
