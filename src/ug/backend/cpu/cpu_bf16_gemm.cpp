@@ -128,14 +128,13 @@ UG_BF16 inline void store_bf16(uint16_t* dst, __m512 v, __mmask16 m) {
   _mm512_mask_cvtepi32_storeu_epi16(dst, m, r);
 }
 
-/** Where a microkernel's block ends up: out (bfloat16 or float32, row stride ld) once its
- *  last KC block is summed, a float32 tile (row stride ldt) between KC blocks. */
+/** Where a microkernel's block ends up: out (row stride ld) once its last KC block is summed,
+ *  a float32 tile (row stride ldt) between KC blocks. */
 struct Dest {
   float* tile;
   int64_t ldt;
-  void* out;
+  uint16_t* out;
   int64_t ld;
-  bool bf16;
 };
 
 /** The MR x NR block of kcp k-pairs of packed a and b; rows x cols of it are real. */
@@ -169,15 +168,8 @@ UG_BF16 void microkernel(int64_t kcp, const uint32_t* a, const uint32_t* b, bool
 #pragma GCC unroll 12
   for (int i = 0; i < MR; ++i) {
     if (i >= rows) break;
-    if (d.bf16) {
-      uint16_t* o = static_cast<uint16_t*>(d.out) + i * d.ld;
-      store_bf16(o, c[i][0], m0);
-      store_bf16(o + 16, c[i][1], m1);
-    } else {
-      float* o = static_cast<float*>(d.out) + i * d.ld;
-      _mm512_mask_storeu_ps(o, m0, c[i][0]);
-      _mm512_mask_storeu_ps(o + 16, m1, c[i][1]);
-    }
+    store_bf16(d.out + i * d.ld, c[i][0], m0);
+    store_bf16(d.out + i * d.ld + 16, c[i][1], m1);
   }
 }
 
@@ -185,9 +177,8 @@ UG_BF16 void microkernel(int64_t kcp, const uint32_t* a, const uint32_t* b, bool
 struct Product {
   View a, b;
   int64_t M, N, K;
-  void* out;
+  uint16_t* out;
   int64_t ldo;
-  bool bf16;
 };
 
 /** A task's packing buffers (of 32-bit words), kept across the products it runs. */
@@ -202,7 +193,6 @@ void row_blocks(const Product& pr, const uint32_t* pb, int64_t jc, int64_t nc, i
   const int64_t ncp = round_up(nc, NR);
   uint32_t* pa = words(ws.a, MC * (KC / 2));
   float* tile = pr.K > KC ? ws.tile.get(MC * ncp) : nullptr;
-  const int64_t esize = pr.bf16 ? 2 : 4;
   for (int64_t blk = blk0; blk < blk1; ++blk) {
     const int64_t i0 = blk * MC, mc = std::min(MC, pr.M - i0);
     for (int64_t pc = 0; pc < pr.K; pc += KC) {
@@ -212,8 +202,7 @@ void row_blocks(const Product& pr, const uint32_t* pb, int64_t jc, int64_t nc, i
       for (int64_t q = 0; q * NR < nc; ++q) {
         for (int64_t r = 0; r * MR < mc; ++r) {
           const int64_t i = i0 + r * MR, j = jc + q * NR;
-          Dest d{tile ? tile + r * MR * ncp + q * NR : nullptr, ncp,
-                 static_cast<char*>(pr.out) + (i * pr.ldo + j) * esize, pr.ldo, pr.bf16};
+          Dest d{tile ? tile + r * MR * ncp + q * NR : nullptr, ncp, pr.out + i * pr.ldo + j, pr.ldo};
           microkernel(kcp, pa + r * kcp * MR, bblock + q * kcp * NR, pc == 0, pc + kc >= pr.K, d,
                       static_cast<int>(std::min<int64_t>(MR, pr.M - i)),
                       static_cast<int>(std::min<int64_t>(NR, nc - q * NR)));
@@ -253,16 +242,15 @@ void gemm_bf16(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
   const auto* pa = static_cast<const uint16_t*>(a.raw_data());
   const auto* pb = static_cast<const uint16_t*>(b.raw_data());
-  const bool bf16 = out.dtype() == DType::BFloat16;
+  auto* po = static_cast<uint16_t*>(out.raw_data());
   auto entry = [&](int64_t bi) {
     return Product{{pa + bi * a.stride(0), a.stride(1), a.stride(2)},
                    {pb + bi * b.stride(0), b.stride(1), b.stride(2)},
                    M,
                    N,
                    K,
-                   static_cast<char*>(out.raw_data()) + bi * out.stride(0) * (bf16 ? 2 : 4),
-                   out.stride(1),
-                   bf16};
+                   po + bi * out.stride(0),
+                   out.stride(1)};
   };
   // Many small products (attention's) go one per task; a few large ones split by row blocks.
   const int64_t macs = M * N * K;

@@ -10,9 +10,10 @@ namespace ug::cpu {
 bool cpu_has_avx512_bf16();
 
 /** out[b] = a[b] @ b[b] for bfloat16 [B, M, K] x [B, K, N] operands with any strides (a
- *  transposed operand is read in place by the packing); out is [B, M, N] with unit column
- *  stride, bfloat16 (each element rounded to nearest even once) or float32. Call only where
- *  cpu_has_avx512_bf16(). Each element's sum runs in one order whatever the thread count. */
+ *  transposed operand is read in place by the packing) into a bfloat16 out [B, M, N] with
+ *  unit column stride, each element summed in float32 and rounded to nearest even once. Call
+ *  only where cpu_has_avx512_bf16(). Each element's sum runs in one order whatever the
+ *  thread count. */
 void gemm_bf16(const Tensor& a, const Tensor& b, const Tensor& out);
 
 }  // namespace ug::cpu
