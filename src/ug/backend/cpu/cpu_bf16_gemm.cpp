@@ -32,7 +32,10 @@ constexpr int NR = 32;  // two vectors of 16 floats
 // in L2); KC = 512 keeps the feed-forward products of a d = 128 transformer (K = 512) in one
 // block, so no float32 tile is written between blocks (368 against 331 GFLOP/s with 256 on
 // one Zen 4 core). KC is even so that every block starts at a k-pair.
-constexpr int64_t MC = 96, KC = 384, NC = 512;
+constexpr int64_t MC = 96, KC = 512, NC = 512;
+// The packed B of a column block (all of K) stays within 512 KiB: a long K (a weight gradient
+// sums over the batch's rows) gets narrower column blocks rather than megabytes of scratch.
+constexpr int64_t kPackedBWords = 1 << 17;
 constexpr int64_t kMacsPerTask = 1 << 17;  // below this a task is not worth waking a thread
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
@@ -216,8 +219,9 @@ void row_blocks(const Product& pr, const uint32_t* pb, int64_t jc, int64_t nc, i
  *  its own) when `parallel`. */
 void product(const Product& pr, bool parallel, Workspace& ws) {
   const int64_t blocks = (pr.M + MC - 1) / MC;
-  for (int64_t jc = 0; jc < pr.N; jc += NC) {
-    const int64_t nc = std::min(NC, pr.N - jc), ncp = round_up(nc, NR);
+  const int64_t width = std::clamp<int64_t>(kPackedBWords / ((pr.K + 1) / 2) / NR * NR, NR, NC);
+  for (int64_t jc = 0; jc < pr.N; jc += width) {
+    const int64_t nc = std::min(width, pr.N - jc), ncp = round_up(nc, NR);
     uint32_t* pb = words(ws.b, (pr.K + 1) / 2 * ncp);
     for (int64_t pc = 0; pc < pr.K; pc += KC) pack_b(pr.b, pc, std::min(KC, pr.K - pc), jc, nc, pb + pc / 2 * ncp);
     if (!parallel) {
