@@ -202,6 +202,23 @@ def test_softmax_output_without_a_16_bit_consumer_stays_float32():
     np.testing.assert_array_equal(grad.float().numpy(), s.grad.to(ug.bfloat16).float().numpy())
 
 
+def test_a_float32_op_keeps_its_16_bit_input_not_the_float32_copy():
+    """layer_norm of a bfloat16 input keeps that input for backward, not the float32 copy
+    autocast made of it; the gradient is the float32 one bit for bit (the values are equal)."""
+    x_np = np.random.default_rng(4).normal(size=(64, 256)).astype(np.float32)
+    x = ug.tensor(x_np).to(ug.bfloat16).requires_grad_()
+    before = ug.memory.allocated()
+    with ug.autocast("cpu"):
+        y = ug.nn.functional.layer_norm(x, (256,))
+    # kept: y (float32) and the per-row mean and 1/std (float32); the float32 copy of x is freed
+    assert ug.memory.allocated() - before == 4 * y.numel() + 2 * 4 * 64
+    g = ug.tensor(np.linspace(-1, 1, y.numel(), dtype=np.float32).reshape(64, 256))
+    y.backward(g)
+    x32 = x.detach().float().requires_grad_()
+    ug.nn.functional.layer_norm(x32, (256,)).backward(g)
+    np.testing.assert_array_equal(x.grad.float().numpy(), x32.grad.to(ug.bfloat16).float().numpy())
+
+
 def test_a_saved_float32_output_changed_in_place_still_raises():
     s = ug.randn(4, 8).to(ug.bfloat16).requires_grad_()
     with ug.autocast("cpu"):
