@@ -158,3 +158,18 @@ def test_conv2d_against_torch(shape):
     exact = torch.nn.functional.conv2d(torch.tensor(x, dtype=f64), torch.tensor(wt, dtype=f64),
                                        torch.tensor(b, dtype=f64), padding=pad).numpy()
     assert_product(actual, expected, exact, terms, c * kernel * kernel + 1)
+
+
+@pytest.mark.parametrize("shapes", [((300, 700), (700, 200)), ((64, 64, 32), (64, 32, 64))], ids=str)
+def test_the_same_bits_on_any_thread_count(shapes):
+    """Row blocks or batch entries go to the threads; each element's sum keeps its order."""
+    a = ug.tensor(bf16_values(shapes[0], 9)).to(ug.bfloat16)
+    b = ug.tensor(bf16_values(shapes[1], 10)).to(ug.bfloat16)
+    threads = ug.get_num_threads()
+    try:
+        ug.set_num_threads(1)
+        one = values(a @ b)
+        ug.set_num_threads(2)
+        np.testing.assert_array_equal(values(a @ b), one)
+    finally:
+        ug.set_num_threads(threads)
