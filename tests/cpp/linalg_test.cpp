@@ -96,6 +96,33 @@ TEST(LinalgMatmul, StridedAndEmpty) {
   EXPECT_EQ(ug::zeros({2, 0, 3}).matmul(ug::zeros({3, 2})).shape(), shape({2, 0, 2}));
 }
 
+/** Small integers in [-4, 4] as bfloat16: every float32 sum of their products is exact. */
+Tensor small_ints(std::initializer_list<int64_t> dims, int64_t step) {
+  ug::Shape d(dims);
+  return (ug::arange(ug::numel_of(d), {.dtype = ug::float32}).mul(static_cast<double>(step)) % 9.0)
+      .sub(4.0)
+      .reshape(ug::Dims(dims))
+      .to(ug::bfloat16);
+}
+
+TEST(LinalgMatmul, BFloat16ProductsAcrossBlockEdgesAreExact) {
+  // Exact sums: each element is the exact product rounded once to bfloat16, whichever kernel
+  // runs (the AVX512-BF16 GEMM or the widened one); sizes cross the GEMM's 12-row, 32-column,
+  // 96-row and 512-deep blocks, operands plain, transposed and batched.
+  auto check = [](const Tensor& a, const Tensor& b) {
+    Tensor out = a.matmul(b);
+    EXPECT_EQ(out.dtype(), ug::bfloat16);
+    std::vector<double> want = reference_bmm(a.to(ug::float32).contiguous(), b.to(ug::float32).contiguous());
+    for (double& w : want) w = static_cast<float>(ug::BFloat16(static_cast<float>(w)));
+    expect_values(out, want, 0.0);
+  };
+  check(small_ints({37, 513}, 7), small_ints({513, 70}, 5));
+  check(small_ints({513, 37}, 7).t(), small_ints({70, 513}, 5).t());
+  check(small_ints({97, 3}, 4), small_ints({3, 33}, 2));
+  check(small_ints({3, 13, 50}, 7), small_ints({3, 50, 9}, 5));
+  check(small_ints({3, 50, 13}, 7).transpose(1, 2), small_ints({3, 9, 50}, 5).transpose(1, 2));
+}
+
 TEST(LinalgMatmul, DtypesMustMatch) {
   Tensor i = ug::tensor({{1, 2}, {3, 4}}, {.dtype = ug::int32});
   Tensor f = ug::tensor({{1.0, 0.5}, {0.0, 1.0}}, {.dtype = ug::float32});

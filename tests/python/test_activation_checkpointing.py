@@ -41,6 +41,26 @@ def test_gradients_equal_the_plain_run(dropout):
         close(a, b, 0)  # the same ops on the same values (and the same dropout masks): bit for bit
 
 
+def test_under_autocast_the_region_runs_again_in_bfloat16():
+    """Backward runs after the autocast region was left; the recomputation enters the region
+    the first run saw, so its products run in bfloat16 again and the gradients are the plain
+    run's bit for bit (a recomputation in float32 gave other values and bfloat16 gradients
+    read from float32 tensors)."""
+    stack = blocks(dropout=0.3)
+    x = ug.randn(8, 16, requires_grad=True)
+    results = []
+    for checkpointed in (False, True):
+        ug.manual_seed(5)
+        with ug.autocast("cpu"):
+            h = x
+            for b in stack:
+                h = checkpoint(b, h, use_reentrant=False) if checkpointed else b(h)
+            loss = (h.float() * h.float()).sum()
+        results.append(ug.autograd.grad(loss, [x] + [p for b in stack for p in b.parameters()]))
+    for a, b in zip(*results):
+        close(a, b, 0)
+
+
 def test_gradients_match_torch_utils_checkpoint():
     stack = blocks()
     x = ug.randn(8, 16, dtype=ug.float64)

@@ -140,6 +140,94 @@ def test_gradients_come_back_in_the_parameters_dtype_and_match_torch():
         assert_close(u.numpy(), t.numpy(), "float32", rtol=ulps, atol=ulps * float(np.abs(t.numpy()).max()))
 
 
+# ---- what float32 ops on 16-bit inputs keep for backward -------------------------------------
+
+
+def attention_weights(m, scores, v, consumer):
+    """softmax of bf16 scores under autocast (float32), then `consumer`: a bf16 product or a
+    float32 op; the scores' gradient for a fixed cotangent."""
+    s = m.tensor(scores).to(m.bfloat16).requires_grad_()
+    with autocast(m):
+        p = s.softmax(-1)
+        out = p @ m.tensor(v) if consumer == "product" else p * m.tensor(v[:, :1].T)
+    out.backward(m.tensor(np.linspace(-1, 1, out.numel(), dtype=np.float32).reshape(tuple(out.shape))).to(out.dtype))
+    return p, out, s.grad
+
+
+def test_softmax_output_is_kept_once_as_the_products_bfloat16_copy():
+    """The float32 softmax output is kept for backward only until the product casts it to
+    bfloat16; from then on both keep that copy, and the float32 output is freed."""
+    scores, v = np.random.default_rng(1).normal(size=(2, 64, 64)).astype(np.float32), np.ones((64, 8), np.float32)
+    s = ug.tensor(scores).to(ug.bfloat16).requires_grad_()
+    vv = ug.tensor(v)
+    before = ug.memory.allocated()
+    with ug.autocast("cpu"):
+        out = s.softmax(-1) @ vv
+    n = scores.size
+    # kept: the bf16 copy of the softmax output (2n bytes), the bf16 copy of v, the product
+    assert ug.memory.allocated() - before == 2 * n + 2 * v.size + 2 * out.numel()
+    del out
+
+
+def test_softmax_gradient_reads_the_shared_bfloat16_output_like_torch():
+    """The gradient uses the softmax output rounded to bfloat16, as torch's CPU autocast (which
+    runs softmax in bfloat16) does: each element is rnd(y_b·(g - Σ g·y_b)), summed in float32."""
+    rng = np.random.default_rng(2)
+    scores, v = rng.normal(size=(3, 16, 24)).astype(np.float32), rng.normal(size=(24, 8)).astype(np.float32)
+    _, t_out, t_grad = attention_weights(torch, scores, v, "product")
+    u_p, u_out, u_grad = attention_weights(ug, scores, v, "product")
+    np.testing.assert_array_equal(u_out.detach().float().numpy(), t_out.detach().float().numpy())
+    # the cotangent of p is g @ v^T rounded to bf16 (the product's gradient); then softmax's rule
+    y = u_p.detach().to(ug.bfloat16).float().numpy().astype(np.float64)
+    gp = torch.tensor(np.linspace(-1, 1, u_out.numel(), dtype=np.float32).reshape(u_out.shape)).bfloat16()
+    gp = (gp @ torch.tensor(v).bfloat16().T).double().numpy()
+    exact = y * (gp - (gp * y).sum(-1, keepdims=True))
+    terms = y * (np.abs(gp) + (np.abs(gp) * y).sum(-1, keepdims=True))
+    u = u_grad.float().numpy()
+    bound = 2.0 ** -8 * np.abs(u) + 24 * np.finfo(np.float32).eps * terms + 1e-30
+    np.testing.assert_array_less(np.abs(u - exact), bound)
+    t = t_grad.float().numpy()
+    np.testing.assert_array_less(np.abs(u - t), 2.0 ** -7 * (np.abs(u) + np.abs(t)) + 48 * np.finfo(np.float32).eps * terms + 1e-30)
+
+
+def test_softmax_output_without_a_16_bit_consumer_stays_float32():
+    """No bfloat16 copy is made: the float32 output stays saved and the gradient is the one of
+    the same float32 ops outside autocast, bit for bit."""
+    rng = np.random.default_rng(3)
+    scores, v = rng.normal(size=(3, 16, 24)).astype(np.float32), rng.normal(size=(24, 8)).astype(np.float32)
+    _, _, grad = attention_weights(ug, scores, v, "float32")
+    s = ug.tensor(scores).to(ug.bfloat16).float().requires_grad_()
+    out = s.softmax(-1) * ug.tensor(v[:, :1].T)
+    out.backward(ug.tensor(np.linspace(-1, 1, out.numel(), dtype=np.float32).reshape(tuple(out.shape))))
+    np.testing.assert_array_equal(grad.float().numpy(), s.grad.to(ug.bfloat16).float().numpy())
+
+
+def test_a_float32_op_keeps_its_16_bit_input_not_the_float32_copy():
+    """layer_norm of a bfloat16 input keeps that input for backward, not the float32 copy
+    autocast made of it; the gradient is the float32 one bit for bit (the values are equal)."""
+    x_np = np.random.default_rng(4).normal(size=(64, 256)).astype(np.float32)
+    x = ug.tensor(x_np).to(ug.bfloat16).requires_grad_()
+    before = ug.memory.allocated()
+    with ug.autocast("cpu"):
+        y = ug.nn.functional.layer_norm(x, (256,))
+    # kept: y (float32) and the per-row mean and 1/std (float32); the float32 copy of x is freed
+    assert ug.memory.allocated() - before == 4 * y.numel() + 2 * 4 * 64
+    g = ug.tensor(np.linspace(-1, 1, y.numel(), dtype=np.float32).reshape(64, 256))
+    y.backward(g)
+    x32 = x.detach().float().requires_grad_()
+    ug.nn.functional.layer_norm(x32, (256,)).backward(g)
+    np.testing.assert_array_equal(x.grad.float().numpy(), x32.grad.to(ug.bfloat16).float().numpy())
+
+
+def test_a_saved_float32_output_changed_in_place_still_raises():
+    s = ug.randn(4, 8).to(ug.bfloat16).requires_grad_()
+    with ug.autocast("cpu"):
+        p = s.softmax(-1)
+    p.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation.*softmax"):
+        p.sum().backward()
+
+
 def test_regions_nest_disable_and_decorate():
     a = ug.randn(2, 2)
     assert not ug.is_autocast_enabled("cpu")

@@ -79,3 +79,23 @@ def test_limit_is_not_a_crash_inside_a_model():
     finally:
         ug.memory.set_limit(0)
     assert model(x).shape == (512, 10)
+
+
+def test_a_product_keeps_only_what_the_other_gradient_reads():
+    """y = a * c keeps c for a's gradient and nothing of a unless c takes a gradient; the
+    gradients are those of the product either way."""
+    x = ug.randn(256, 1024, requires_grad=True)
+    c = ug.randn(256, 1024)
+    for other, keeps_a in [(0.5, False), (c, False), (c.clone().requires_grad_(), True)]:
+        a = x + 1  # 1 MiB that only the product could keep alive (add keeps nothing)
+        y = a * other
+        before = ug.memory.allocated()
+        del a
+        freed = before - ug.memory.allocated()
+        assert freed == (0 if keeps_a else 256 * 1024 * 4), other
+        y.sum().backward()
+        expected = other.detach() if isinstance(other, ug.Tensor) else ug.full((256, 1024), other)
+        assert (x.grad - expected).abs().max().item() == 0
+        if isinstance(other, ug.Tensor) and other.requires_grad:
+            assert (other.grad - (x.detach() + 1)).abs().max().item() == 0
+        x.grad = None

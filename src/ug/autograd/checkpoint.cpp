@@ -20,7 +20,7 @@ struct Region {
   TensorFn fn;
   Tensors inputs;
   std::array<uint64_t, 2> rng;
-  bool autocast_active;
+  bool autocast_enabled, autocast_active;  // the CPU region's, and whether an op is mid-cast
   DType autocast_dtype;
   size_t saved = 0;  // tensors saved during the first run
   bool recomputed = false;
@@ -37,32 +37,32 @@ struct Packed {
 
 /** Runs the region again to recover what its first run saved. */
 void recompute(Region& r) {
-  Generator& gen = default_generator();
-  const std::array<uint64_t, 2> rng_now = gen.get_state();
-  const DType dtype_now = autocast::get_dtype(DeviceType::CPU);
-  const bool active_now = autocast::detail::active;
-  gen.set_state(r.rng);
-  autocast::set_dtype(DeviceType::CPU, r.autocast_dtype);
-  autocast::detail::active = r.autocast_active;
+  // The random state and the autocast region of the first run, undone afterwards whatever
+  // happens. The region itself, not only autocast's flag: backward usually runs after the
+  // region was left, and an op casts only inside an enabled region.
+  struct Restore {
+    Generator& gen;
+    std::array<uint64_t, 2> rng;
+    bool active;
+    ~Restore() {
+      gen.set_state(rng);
+      autocast::detail::active = active;
+    }
+  } restore{default_generator(), default_generator().get_state(), autocast::detail::active};
+  restore.gen.set_state(r.rng);
   auto record = std::make_shared<SavedTensorHooks>(SavedTensorHooks{
       [&r](const Tensor& t) -> std::any {
         r.again.push_back(t);
         return {};
       },
       [](const std::any&) -> Tensor { fail<RuntimeError>("[checkpoint] a recomputed tensor was unpacked"); }});
-  try {
+  {
     EnableGradGuard grad;  // the ops save their tensors only when they record a node
+    AutocastGuard amp(DeviceType::CPU, r.autocast_dtype, r.autocast_enabled);
+    autocast::detail::active = r.autocast_active;
     SavedTensorHooksGuard hooks(record);
     r.fn(r.inputs);
-  } catch (...) {
-    gen.set_state(rng_now);
-    autocast::set_dtype(DeviceType::CPU, dtype_now);
-    autocast::detail::active = active_now;
-    throw;
   }
-  gen.set_state(rng_now);
-  autocast::set_dtype(DeviceType::CPU, dtype_now);
-  autocast::detail::active = active_now;
   if (r.again.size() != r.saved)
     fail<RuntimeError>("[checkpoint] the function saved ", r.again.size(), " tensors when run again, ", r.saved,
                        " the first time: it must compute the same way each time (no data-dependent branches on "
@@ -76,6 +76,7 @@ Tensors checkpoint(const TensorFn& fn, const Tensors& inputs, const CheckpointPo
   auto region = std::make_shared<Region>(Region{fn,
                                                 inputs,
                                                 default_generator().get_state(),
+                                                autocast::is_enabled(DeviceType::CPU),
                                                 autocast::active(),
                                                 autocast::get_dtype(DeviceType::CPU),
                                                 0,

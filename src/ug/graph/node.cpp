@@ -4,6 +4,7 @@
 
 #include "ug/graph/forward.h"
 #include "ug/graph/grad_mode.h"
+#include "ug/graph/saved_hooks_state.h"
 #include "ug/core/batching.h"
 
 namespace ug {
@@ -23,6 +24,8 @@ SavedTensorHooksGuard::SavedTensorHooksGuard(std::shared_ptr<const SavedTensorHo
 }
 
 SavedTensorHooksGuard::~SavedTensorHooksGuard() { current_hooks = std::move(outer_); }
+
+bool saved_tensor_hooks_installed() { return current_hooks != nullptr; }
 
 Node::Node(std::vector<Edge> next_edges)
     : next_edges_(std::move(next_edges)), sequence_nr_(g_next_sequence_nr.fetch_add(1)) {}

@@ -13,6 +13,7 @@
 // the inputs' dtypes. float64 inputs are never cast, as in PyTorch. The state is per thread.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -56,7 +57,8 @@ class ExcludeGuard {
 /** Whether a tensor is one the region casts: defined, floating, not float64, and on a
  *  device type whose region is enabled. */
 bool eligible(const Tensor& t);
-inline Tensor cast(const Tensor& t, DType dtype) { return eligible(t) && t.dtype() != dtype ? t.to(dtype) : t; }
+/** t in `dtype` if the region casts it (a `to` op), else t; see LowPrecisionSaves. */
+Tensor cast(const Tensor& t, DType dtype);
 inline std::vector<Tensor> cast(const std::vector<Tensor>& ts, DType dtype) {
   std::vector<Tensor> out;
   out.reserve(ts.size());
@@ -81,6 +83,30 @@ template <class T> void collect(std::vector<const Tensor*>&, const T&) {}
 /** The dtype a policy casts the eligible tensors among `tensors` to. */
 DType target(graph::Autocast policy, const std::vector<const Tensor*>& tensors);
 
+/** While a float32-policy op runs on 16-bit inputs (softmax of bfloat16 scores), what it saves
+ *  for backward is kept in 16 bits where a 16-bit copy exists anyway, so that one activation
+ *  is not kept twice:
+ *  - a float32 copy autocast made of a 16-bit input is saved as that input (the same values);
+ *  - a float32 tensor it saves (softmax's output) is kept as float32 until a lower-precision
+ *    op in the region casts it to 16 bits (the attention product casts softmax's output):
+ *    from then on the saved tensor is that 16-bit copy, shared with the product, and backward
+ *    widens it again (so softmax's gradient reads its output rounded to bfloat16, as torch's
+ *    CPU autocast, which runs softmax in bfloat16, does throughout).
+ *  A saved tensor changed in place before backward still raises. Installed as saved-tensor
+ *  hooks, and only where no other hooks are (activation checkpointing's) and outside forward
+ *  mode, vmap and captures. */
+class LowPrecisionSaves {
+ public:
+  explicit LowPrecisionSaves(const std::vector<const Tensor*>& inputs);
+  ~LowPrecisionSaves();
+  LowPrecisionSaves(const LowPrecisionSaves&) = delete;
+  LowPrecisionSaves& operator=(const LowPrecisionSaves&) = delete;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 /** Runs op(args...) with the tensor arguments cast as the policy says, autocast off inside.
  *  Composites without an OpDef of their own (the losses) name their policy directly. */
 template <class Op, class... Args> auto call(graph::Autocast policy, Op&& op, const Args&... args) {
@@ -88,6 +114,8 @@ template <class Op, class... Args> auto call(graph::Autocast policy, Op&& op, co
   (collect(tensors, args), ...);
   const DType dtype = target(policy, tensors);
   ExcludeGuard inner;
+  std::optional<LowPrecisionSaves> saves;
+  if (policy == graph::Autocast::Float32) saves.emplace(tensors);
   return op(cast(args, dtype)...);
 }
 template <class Op, class... Args> auto call(const graph::OpDef& def, Op&& op, const Args&... args) {

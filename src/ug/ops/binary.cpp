@@ -140,18 +140,25 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
     backend_for(a.device()).binary(op, ac, bc, out);
   }
   set_attrs(call, compute);
-  // Only what the rule reads is kept (add and sub need nothing, pow also needs its output).
-  const bool operands = info(op).reads_operands;
+  // Only what the rule reads is kept (add and sub need nothing, pow also needs its output); a
+  // product keeps each operand for the other's gradient alone, so x * 0.5 keeps nothing of x
+  // (attention's q * scale kept the whole q/k/v projection alive through its view).
+  const bool operands = info(op).reads_operands, mul = op == BinaryOp::Mul;
+  const bool keep_a = operands && (!mul || autograd::requires_grad(b));
+  const bool keep_b = operands && (!mul || autograd::requires_grad(a));
   call.finish(
       {&a, &b}, {&out},
-      {operands ? graph::input(ac) : graph::nothing, operands ? graph::input(bc) : graph::nothing,
+      {keep_a ? graph::input(ac) : graph::nothing, keep_b ? graph::input(bc) : graph::nothing,
        info(op).reads_output ? graph::output(out) : graph::nothing},
       [&] {  // the captures are built only when a node is recorded
-        return
-            [op, sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](graph::Saved s, graph::Tensors&& g) {
-              auto [ga, gb] = vjp(op, g[0], s[0], s[1], s[2]);
-              return graph::Tensors{as_operand(ga, sa, da), as_operand(gb, sb, db)};
-            };
+        return [op, mul, sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](graph::Saved s,
+                                                                                         graph::Tensors&& g) {
+          if (mul)  // Mul::vjp, {g * b, g * a}, for the operands kept
+            return graph::Tensors{s[1].defined() ? as_operand(g[0] * s[1], sa, da) : Tensor(),
+                                  s[0].defined() ? as_operand(g[0] * s[0], sb, db) : Tensor()};
+          auto [ga, gb] = vjp(op, g[0], s[0], s[1], s[2]);
+          return graph::Tensors{as_operand(ga, sa, da), as_operand(gb, sb, db)};
+        };
       },
       [&, compute = compute](const graph::Tensors& t) {  // clang 14 cannot capture a binding by &
         Tensor ta = t[0].defined() ? vjp(op, t[0].to(compute).expand(shape), ac, bc, out).first : Tensor();

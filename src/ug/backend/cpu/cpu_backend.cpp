@@ -3,24 +3,29 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "ug/backend/cpu/cpu_bf16_gemm.h"
 #include "ug/backend/cpu/kernels.h"
 
 namespace ug::cpu {
 
 namespace {
+std::string_view forced_isa() { return std::getenv("UG_CPU_ISA") ? std::getenv("UG_CPU_ISA") : ""; }
+
 CpuBackend::Isa pick_isa() {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-  // UG_CPU_ISA=generic or avx2 caps the kernel set (to test the others on a newer machine).
-  const std::string_view forced = std::getenv("UG_CPU_ISA") ? std::getenv("UG_CPU_ISA") : "";
+  // UG_CPU_ISA=generic, avx2 or avx512 caps the kernel set (to test the others on a newer
+  // machine); avx512 leaves out the bfloat16 GEMM.
+  const std::string_view forced = forced_isa();
   if (forced == "generic") return CpuBackend::Isa::Generic;
   if (forced == "avx2") return avx2 ? CpuBackend::Isa::Avx2 : CpuBackend::Isa::Generic;
   return avx512 ? CpuBackend::Isa::Avx512 : avx2 ? CpuBackend::Isa::Avx2 : CpuBackend::Isa::Generic;
 }
 }  // namespace
 
-CpuBackend::CpuBackend() : isa_(pick_isa()) {}
+CpuBackend::CpuBackend()
+    : isa_(pick_isa()), bf16_gemm_(isa_ == Isa::Avx512 && forced_isa() != "avx512" && cpu_has_avx512_bf16()) {}
 
 const char* CpuBackend::isa() const {
   switch (isa_) {

@@ -17,6 +17,8 @@ class CpuBackend final : public Backend {
   enum class Isa { Generic, Avx2, Avx512 };
   /** "avx512", "avx2" or "generic": the kernel set in use. */
   const char* isa() const;
+  /** Whether bfloat16 products run on the AVX512-BF16 GEMM (else widened to float32). */
+  bool bf16_gemm() const { return bf16_gemm_; }
 
   void copy(const Tensor& src, const Tensor& dst) override;
   void fill(const Tensor& dst, const Scalar& value) override;
@@ -63,6 +65,7 @@ class CpuBackend final : public Backend {
 
  private:
   Isa isa_;
+  bool bf16_gemm_;
 };
 
 CpuBackend& cpu_backend();

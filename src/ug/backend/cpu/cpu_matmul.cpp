@@ -1,12 +1,14 @@
 // Matrix products. float32/float64 go to OpenBLAS, reading transposed operands in place
-// (a unit stride on either axis), split into tasks for unigrad's thread pool; 16-bit floats
-// are widened to float32 block by block, multiplied and rounded (Debian's OpenBLAS 0.3.21
-// exports no sbgemm); integers use a plain triple loop.
+// (a unit stride on either axis), split into tasks for unigrad's thread pool; bfloat16 goes to
+// unigrad's own AVX512-BF16 GEMM where the CPU has it (Debian's OpenBLAS 0.3.21 exports no
+// sbgemm); other 16-bit products are widened to float32 block by block, multiplied and
+// rounded; integers use a plain triple loop.
 #include <cblas.h>
 
 #include <algorithm>
 
 #include "ug/backend/cpu/cpu_backend.h"
+#include "ug/backend/cpu/cpu_bf16_gemm.h"
 #include "ug/core/thread_pool.h"
 
 namespace ug::cpu {
@@ -142,8 +144,10 @@ void CpuBackend::matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   switch (out.dtype()) {
     case DType::Float32: return gemm_blas<float>(a, b, out);
     case DType::Float64: return gemm_blas<double>(a, b, out);
-    case DType::Float16:
-    case DType::BFloat16: return gemm_widened(*this, a, b, out);
+    case DType::BFloat16:
+      if (bf16_gemm_) return gemm_bf16(a, b, out);
+      return gemm_widened(*this, a, b, out);
+    case DType::Float16: return gemm_widened(*this, a, b, out);
     case DType::Int32: return gemm_loops<int32_t>(a, b, out);
     case DType::Int64: return gemm_loops<int64_t>(a, b, out);
     case DType::Int16: return gemm_loops<int16_t>(a, b, out);

@@ -1,0 +1,19 @@
+// A bfloat16 GEMM of unigrad's own on AVX512-BF16's vdpbf16ps (Debian's OpenBLAS 0.3.21 has
+// no sbgemm): products of bf16 operands summed in float32, rounded once at the end.
+#pragma once
+
+#include "ug/core/tensor.h"
+
+namespace ug::cpu {
+
+/** Whether this CPU runs vdpbf16ps (AVX512-BF16 with AVX-512 F/BW/VL). */
+bool cpu_has_avx512_bf16();
+
+/** out[b] = a[b] @ b[b] for bfloat16 [B, M, K] x [B, K, N] operands with any strides (a
+ *  transposed operand is read in place by the packing) into a bfloat16 out [B, M, N] with
+ *  unit column stride, each element summed in float32 and rounded to nearest even once. Call
+ *  only where cpu_has_avx512_bf16(). Each element's sum runs in one order whatever the
+ *  thread count. */
+void gemm_bf16(const Tensor& a, const Tensor& b, const Tensor& out);
+
+}  // namespace ug::cpu
