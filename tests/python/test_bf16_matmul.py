@@ -1,5 +1,5 @@
-"""bfloat16 products: matmul, bmm, linear and conv2d on bfloat16 operands against torch's bf16
-CPU kernels and the exact (float64) products. On a CPU with AVX512-BF16 they run on unigrad's
+"""bfloat16 products: matmul, bmm and linear on bfloat16 operands (conv2d: test_bf16_conv.py)
+against torch's bf16 CPU kernels and the exact (float64) products. On a CPU with AVX512-BF16 they run on unigrad's
 own GEMM; under UG_CPU_ISA=avx512, avx2 or generic (scripts/test.sh runs this file with each)
 they are widened to float32 block by block. Both sum exact float32 products (a bf16 product
 is exact in float32) and round once to bf16, so the tolerances below follow from that.
@@ -141,23 +141,6 @@ def test_linear_forward_and_backward_under_autocast(rows, inp, out):
         np.testing.assert_array_less(np.abs(u - t), U * (np.abs(u) + np.abs(t)) + n * EPS32 * mags + 1e-30)
         np.testing.assert_array_less(np.abs(u - exact), U * np.abs(u) + n * EPS32 * mags / 2 + 1e-30)
     np.testing.assert_allclose(ugb, tgb, rtol=rows * EPS32, atol=rows * EPS32 * np.abs(g).sum(0).max())
-
-
-@pytest.mark.parametrize("shape", [(2, 3, 9, 9, 5, 3, 1), (1, 16, 12, 10, 7, 3, 0), (3, 5, 8, 13, 4, 1, 0)], ids=str)
-def test_conv2d_against_torch(shape):
-    """conv2d in bfloat16: torch's and unigrad's outputs each round a float32 sum of
-    C·kh·kw exact products (and the bias) once."""
-    n, c, h, w, o, kernel, pad = shape
-    x, wt, b = bf16_values((n, c, h, w), 6), bf16_values((o, c, kernel, kernel), 7), bf16_values((o,), 8)
-    (tx, ux), (tw, uw), (tb, ub) = both(x), both(wt), both(b)
-    expected = torch.nn.functional.conv2d(tx, tw, tb, padding=pad)
-    actual = ug.nn.functional.conv2d(ux, uw, ub, padding=pad)
-    f64 = torch.float64
-    terms = torch.nn.functional.conv2d(torch.tensor(np.abs(x), dtype=f64), torch.tensor(np.abs(wt), dtype=f64),
-                                       torch.tensor(np.abs(b), dtype=f64), padding=pad).numpy()
-    exact = torch.nn.functional.conv2d(torch.tensor(x, dtype=f64), torch.tensor(wt, dtype=f64),
-                                       torch.tensor(b, dtype=f64), padding=pad).numpy()
-    assert_product(actual, expected, exact, terms, c * kernel * kernel + 1)
 
 
 @pytest.mark.parametrize("shapes", [((300, 700), (700, 200)), ((64, 64, 32), (64, 32, 64))], ids=str)

@@ -2,8 +2,8 @@
 // of one trilinear form <conv(x, w), y>: the convolution y = conv(x, w), its adjoint in x
 // (conv_input_grad, which is also conv_transpose) and its adjoint in w (conv_weight_grad).
 // Each one's derivatives are the other two, so derivatives of any order stay inside the
-// family. 1-d convolutions are 2-d ones with a height of 1; float16 and bfloat16 compute in
-// float32.
+// family. 1-d convolutions are 2-d ones with a height of 1; bfloat16 has kernels of its own
+// (float32 sums rounded once), float16 computes in float32.
 #include "ug/ops/conv.h"
 
 #include "ug/backend/backend.h"
@@ -203,7 +203,8 @@ Dims expand_arg(const Dims& v, int64_t n, const char* op, const char* name) {
   return v;
 }
 
-/** The dtype the kernels compute in: float32 or float64; 16-bit floats widen to float32. */
+/** The dtype the kernels compute in: float32, float64 or bfloat16 (its own kernels, on the
+ *  bfloat16 GEMM); float16 widens to float32. */
 DType compute_dtype(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, const char* op) {
   if (w.dtype() != x.dtype() || (b && b->defined() && b->dtype() != x.dtype()))
     fail<TypeError>("[", op, "] expected input, weight and bias of one dtype, got input ", x.dtype(), ", weight ",
@@ -213,7 +214,7 @@ DType compute_dtype(const Tensor& x, const Tensor& w, const std::optional<Tensor
     fail<RuntimeError>("[", op, "] expected input, weight and bias on one device");
   if (!is_floating(x.dtype()))
     fail<TypeError>("[", op, "] expected floating-point tensors, got ", x.dtype(), " (input shape ", x.shape(), ")");
-  return x.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  return x.dtype() == DType::Float64 || x.dtype() == DType::BFloat16 ? x.dtype() : DType::Float32;
 }
 
 /** The checked parameters of a convolution with `nd` spatial dims, as a 2-d one. */

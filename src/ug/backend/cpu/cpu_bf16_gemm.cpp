@@ -131,12 +131,13 @@ UG_BF16 inline void store_bf16(uint16_t* dst, __m512 v, __mmask16 m) {
   _mm512_mask_cvtepi32_storeu_epi16(dst, m, r);
 }
 
-/** Where a microkernel's block ends up: out (row stride ld) once its last KC block is summed,
- *  a float32 tile (row stride ldt) between KC blocks. */
+/** Where a microkernel's block ends up: out, rounded to bfloat16, or out32 (row stride ld)
+ *  once its last KC block is summed, a float32 tile (row stride ldt) between KC blocks. */
 struct Dest {
   float* tile;
   int64_t ldt;
   uint16_t* out;
+  float* out32;
   int64_t ld;
 };
 
@@ -171,16 +172,22 @@ UG_BF16 void microkernel(int64_t kcp, const uint32_t* a, const uint32_t* b, bool
 #pragma GCC unroll 12
   for (int i = 0; i < MR; ++i) {
     if (i >= rows) break;
+    if (d.out32) {
+      _mm512_mask_storeu_ps(d.out32 + i * d.ld, m0, c[i][0]);
+      _mm512_mask_storeu_ps(d.out32 + i * d.ld + 16, m1, c[i][1]);
+      continue;
+    }
     store_bf16(d.out + i * d.ld, c[i][0], m0);
     store_bf16(d.out + i * d.ld + 16, c[i][1], m1);
   }
 }
 
-/** One batch entry: a [M, K] @ b [K, N] into out (row stride ldo). */
+/** One batch entry: a [M, K] @ b [K, N] into out, or float32 out32 (row stride ldo). */
 struct Product {
   View a, b;
   int64_t M, N, K;
   uint16_t* out;
+  float* out32;
   int64_t ldo;
 };
 
@@ -205,7 +212,9 @@ void row_blocks(const Product& pr, const uint32_t* pb, int64_t jc, int64_t nc, i
       for (int64_t q = 0; q * NR < nc; ++q) {
         for (int64_t r = 0; r * MR < mc; ++r) {
           const int64_t i = i0 + r * MR, j = jc + q * NR;
-          Dest d{tile ? tile + r * MR * ncp + q * NR : nullptr, ncp, pr.out + i * pr.ldo + j, pr.ldo};
+          const int64_t at = i * pr.ldo + j;
+          Dest d{tile ? tile + r * MR * ncp + q * NR : nullptr, ncp, pr.out32 ? nullptr : pr.out + at,
+                 pr.out32 ? pr.out32 + at : nullptr, pr.ldo};
           microkernel(kcp, pa + r * kcp * MR, bblock + q * kcp * NR, pc == 0, pc + kc >= pr.K, d,
                       static_cast<int>(std::min<int64_t>(MR, pr.M - i)),
                       static_cast<int>(std::min<int64_t>(NR, nc - q * NR)));
@@ -246,14 +255,17 @@ void gemm_bf16(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
   const auto* pa = static_cast<const uint16_t*>(a.raw_data());
   const auto* pb = static_cast<const uint16_t*>(b.raw_data());
+  const bool f32 = out.dtype() == DType::Float32;
   auto* po = static_cast<uint16_t*>(out.raw_data());
+  auto* po32 = static_cast<float*>(out.raw_data());
   auto entry = [&](int64_t bi) {
     return Product{{pa + bi * a.stride(0), a.stride(1), a.stride(2)},
                    {pb + bi * b.stride(0), b.stride(1), b.stride(2)},
                    M,
                    N,
                    K,
-                   po + bi * out.stride(0),
+                   f32 ? nullptr : po + bi * out.stride(0),
+                   f32 ? po32 + bi * out.stride(0) : nullptr,
                    out.stride(1)};
   };
   // Many small products (attention's) go one per task; a few large ones split by row blocks.

@@ -11,7 +11,8 @@ bool cpu_has_avx512_bf16();
 
 /** out[b] = a[b] @ b[b] for bfloat16 [B, M, K] x [B, K, N] operands with any strides (a
  *  transposed operand is read in place by the packing) into a bfloat16 out [B, M, N] with
- *  unit column stride, each element summed in float32 and rounded to nearest even once. Call
+ *  unit column stride, each element summed in float32 and rounded to nearest even once; a
+ *  float32 out gets the float32 sums unrounded (for callers that add several products). Call
  *  only where cpu_has_avx512_bf16(). Each element's sum runs in one order whatever the
  *  thread count. */
 void gemm_bf16(const Tensor& a, const Tensor& b, const Tensor& out);

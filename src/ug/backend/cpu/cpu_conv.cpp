@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "ug/backend/cpu/cpu_backend.h"
+#include "ug/backend/cpu/cpu_conv_bf16.h"
 #include "ug/backend/cpu/scratch.h"
 #include "ug/backend/cpu/cpu_winograd.h"
 #include "ug/core/thread_pool.h"
@@ -406,18 +407,21 @@ void CpuBackend::conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, co
     else fill(out, 0);
     return;
   }
+  if (out.dtype() == DType::BFloat16) return conv2d_bf16(*this, x, w, bias, p, out);  // cpu_conv_bf16.cpp
   dispatch_float_or_double(out.dtype(), "conv2d", [&](auto t) { conv_forward<decltype(t)>(x, w, bias, p, out); });
 }
 
 void CpuBackend::conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Tensor& gx) {
   if (gx.numel() == 0) return;
   if (g.numel() == 0) return fill(gx, 0);
+  if (gx.dtype() == DType::BFloat16) return conv2d_input_grad_bf16(*this, g, w, p, gx);  // cpu_conv_bf16.cpp
   dispatch_float_or_double(gx.dtype(), "conv2d", [&](auto t) { conv_input_grad<decltype(t)>(g, w, p, gx); });
 }
 
 void CpuBackend::conv2d_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Tensor& gw) {
   if (gw.numel() == 0) return;
   if (x.numel() == 0 || g.numel() == 0) return fill(gw, 0);
+  if (gw.dtype() == DType::BFloat16) return conv2d_weight_grad_bf16(*this, x, g, p, gw);  // cpu_conv_bf16.cpp
   dispatch_float_or_double(gw.dtype(), "conv2d", [&](auto t) { conv_weight_grad<decltype(t)>(x, g, p, gw); });
 }
 
