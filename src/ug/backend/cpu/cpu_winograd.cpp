@@ -211,11 +211,8 @@ struct Tiling {
 }  // namespace
 
 bool Winograd3x3::worthwhile() const {
-  // Measured against im2col with OpenBLAS's AVX-512 sgemm (about 220 GFLOP/s on one core): at
-  // 196 tiles im2col won the forward pass by 12% (128 channels on 28x28, batch 1) and 30% (256
-  // on 14x14, batch 4); at 392 and 784 tiles Winograd won by 10-30%.
   const int64_t tiles = N * ((out_h() + 1) / 2) * ((out_w() + 1) / 2);
-  return C >= 16 && O >= 16 && tiles >= 256;
+  return C >= 16 && O >= 16 && tiles >= 128;
 }
 
 void winograd_conv3x3(const Winograd3x3& g, const float* x, const float* w, bool transposed, const float* bias,
