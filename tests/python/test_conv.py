@@ -171,6 +171,7 @@ def test_max_pool_matches_torch(case, dtype):
 def test_max_pool_ties_infinities_and_nan():
     x = np.array([[[[1.0, 1.0, -np.inf], [1.0, np.nan, 2.0], [-np.inf, -np.inf, 3.0]]]], dtype=np.float32)
     check(lambda m, x: fn_of(m).max_pool2d(x, 2, 1, return_indices=True), x)
+    check(lambda m, x: fn_of(m).max_pool2d(x, 2, 1), x)  # values alone (no gradient): no positions kept
     check(lambda m, x: fn_of(m).max_pool2d(x, 3, 1, 1, return_indices=True), np.full((1, 1, 3, 3), -np.inf, np.float32))
     # Windows wider than 2 take the maximum down the columns first, then along the rows: ties
     # across both (small integers) must still pick torch's first position, and a NaN must win.
@@ -180,6 +181,7 @@ def test_max_pool_ties_infinities_and_nan():
     for x in (ties, with_nan):
         for k, s, p in [(3, 2, 1), (3, 1, 0), ((3, 4), (2, 1), (1, 2))]:
             check(lambda m, x: fn_of(m).max_pool2d(x, k, s, p, return_indices=True), x)
+            check(lambda m, x: fn_of(m).max_pool2d(x, k, s, p), x)
 
 
 AVG_POOL_CASES = [  # kernel, stride, padding, ceil_mode, count_include_pad, divisor_override

@@ -109,7 +109,8 @@ class Backend {
   virtual void conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Tensor& gx) = 0;
   /** gw [O, C / groups, kh, kw] = the adjoint of conv2d in w: sum over n of g[n] (x) x[n]. */
   virtual void conv2d_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Tensor& gw) = 0;
-  /** Pools planes x [P, H, W] into out [P, Ho, Wo]; indices (int64, h * W + w) of the maxima. */
+  /** Pools planes x [P, H, W] into out [P, Ho, Wo]; indices (int64, h * W + w) of the maxima,
+   *  unless undefined (nothing will read them). */
   virtual void max_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out, const Tensor& indices) = 0;
   virtual void avg_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out) = 0;
   /** gx [P, H, W] = the adjoint of avg_pool2d applied to g [P, Ho, Wo]. */
