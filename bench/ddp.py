@@ -10,6 +10,7 @@ and each figure is the median; prints the Markdown rows of docs/benchmarks.md.
 """
 import argparse
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -21,11 +22,23 @@ UG = ROOT / "build" / "cli" / "ug"
 ALLREDUCE = ROOT / "build" / "bench" / "ug_allreduce_bench"
 
 
-def launch(n, *command):
-    env = dict(os.environ, UG_PYTHON=sys.executable, PYTHONPATH=str(ROOT / "python"))
-    out = subprocess.run([str(UG), "launch", "-n", str(n), *command], env=env, check=True, capture_output=True,
-                         text=True, timeout=600)
-    return out.stdout
+def free_port():
+    """A port for torch's rendezvous: a fixed one can still be held (TIME_WAIT) by the last run."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
+
+def launch(n, *command, expect):
+    """The lines of the job's output that start with `expect`. torch's gloo group sometimes aborts
+    at exit, after the figures were printed: only a job that printed none has failed."""
+    env = dict(os.environ, UG_PYTHON=sys.executable, PYTHONPATH=str(ROOT / "python"), MASTER_PORT=free_port())
+    out = subprocess.run([str(UG), "launch", "-n", str(n), *command], env=env, capture_output=True, text=True,
+                         timeout=600)
+    lines = [line for line in out.stdout.splitlines() if line.startswith(expect)]
+    if not lines:
+        sys.exit(f"ug launch -n {n} {' '.join(command)} failed ({out.returncode}):\n{out.stdout}{out.stderr}")
+    return lines
 
 
 def main():
@@ -35,17 +48,17 @@ def main():
     args = p.parse_args()
 
     throughput = defaultdict(list)  # (framework, model, ranks) -> samples/s
-    allreduce = defaultdict(list)   # MiB -> ug / MPI
+    allreduce = defaultdict(list)   # MiB -> (MPI, ug, ug / MPI)
     for _ in range(args.repeat):
         for model in ("mlp", "transformer"):
             for framework in ("ug", "torch"):
                 for n in (1, 2):
-                    line = launch(n, str(ROOT / "bench" / "ddp_train.py"), "--framework", framework, "--model", model,
-                                  "--steps", str(args.steps)).strip().splitlines()[-1]
+                    line, = launch(n, str(ROOT / "bench" / "ddp_train.py"), "--framework", framework, "--model",
+                                   model, "--steps", str(args.steps), expect=f"{framework},{model},")
                     throughput[framework, model, n].append(float(line.split(",")[3]))
-        for row in launch(2, str(ALLREDUCE)).strip().splitlines()[1:]:
+        for row in launch(2, str(ALLREDUCE), expect=tuple("0123456789")):
             mib, mpi, ours, ratio = row.split(",")
-            allreduce[int(mib)].append((float(mpi), float(ours), float(ratio)))
+            allreduce[float(mib)].append((float(mpi), float(ours), float(ratio)))
 
     med = {k: statistics.median(v) for k, v in throughput.items()}
     print("| model | unigrad 1 rank | unigrad 2 ranks | scaling (target ≥ 1.7) | torch 1 rank | torch 2 ranks "
@@ -60,7 +73,7 @@ def main():
     print("|---|---|---|---|")
     for mib, rows in sorted(allreduce.items()):
         mpi, ours, ratio = (statistics.median(r[i] for r in rows) for i in range(3))
-        print(f"| {mib} MiB | {mpi:.2f} GB/s | {ours:.2f} GB/s | {ratio:.2f} |")
+        print(f"| {mib:g} MiB | {mpi:.2f} GB/s | {ours:.2f} GB/s | {ratio:.2f} |")
     print(f"\nsamples/s of all ranks together, batch 64 per rank, medians of {args.repeat} interleaved runs "
           f"of {args.steps} steps; all-reduce: medians of {args.repeat} runs of 20 calls")
 

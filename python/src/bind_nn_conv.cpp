@@ -55,19 +55,22 @@ void bind_nn_conv(nb::module_&, nb::module_& functional) {
   UG_CONV_T("conv_transpose1d", ug::conv_transpose1d);
   UG_CONV_T("conv_transpose2d", ug::conv_transpose2d);
 #undef UG_CONV_T
-#define UG_MAX_POOL(name, fn)                                                                                       \
-  f.def(                                                                                                            \
-      name,                                                                                                         \
-      [](const Tensor& x, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation, bool ceil_mode, \
-         bool return_indices) {                                                                                     \
-        return maybe_indices(                                                                                       \
-            fn(x, sizes(k, name), sizes(stride, name), sizes(padding, name), sizes(dilation, name), ceil_mode),     \
-            return_indices);                                                                                        \
-      },                                                                                                            \
-      nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride") = nb::none(), nb::arg("padding") = 0,             \
+  // Without return_indices the values alone: inference skips the positions' bookkeeping.
+#define UG_MAX_POOL(name, fn, values)                                                                                  \
+  f.def(                                                                                                               \
+      name,                                                                                                            \
+      [](const Tensor& x, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation, bool ceil_mode,    \
+         bool return_indices) {                                                                                        \
+        if (!return_indices)                                                                                           \
+          return nb::cast(                                                                                             \
+              values(x, sizes(k, name), sizes(stride, name), sizes(padding, name), sizes(dilation, name), ceil_mode)); \
+        return maybe_indices(                                                                                          \
+            fn(x, sizes(k, name), sizes(stride, name), sizes(padding, name), sizes(dilation, name), ceil_mode), true); \
+      },                                                                                                               \
+      nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride") = nb::none(), nb::arg("padding") = 0,                \
       nb::arg("dilation") = 1, nb::arg("ceil_mode") = false, nb::arg("return_indices") = false)
-  UG_MAX_POOL("max_pool1d", ug::max_pool1d_with_indices);
-  UG_MAX_POOL("max_pool2d", ug::max_pool2d_with_indices);
+  UG_MAX_POOL("max_pool1d", ug::max_pool1d_with_indices, ug::max_pool1d);
+  UG_MAX_POOL("max_pool2d", ug::max_pool2d_with_indices, ug::max_pool2d);
 #undef UG_MAX_POOL
   f.def(
       "max_pool2d_with_indices",

@@ -368,6 +368,41 @@ def test_batch_norm_training_updates_running_stats(shape):
                                             eps=1e-3), arr(shape, "float64"), terms=normalized_eps, n=n)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(2, 5, 7, 9), (3, 4, 33), (17, 3)])
+def test_batch_norm_fused_kernel(shape, dtype):
+    """The fused kernel (float32/float64, planes of 16+ elements with a tail, and [N, C]) on an
+    offset input, whose mean dominates its spread, and a strided one; the weight's gradient
+    alone when the input takes none."""
+    c = shape[1]
+    dims, n = [d for d in range(len(shape)) if d != 1], int(np.prod(shape)) // c
+    channel = [1, c] + [1] * (len(shape) - 2)
+    normalized = norm_terms(dims, 1e-5)
+    x, w, b = arr(shape, dtype, low=4, high=10), arr((c,), dtype, seed=1), arr((c,), dtype, seed=2)
+
+    def fn(m, x, w, b):
+        rm, rv = m.zeros(c, dtype=x.dtype), m.ones(c, dtype=x.dtype)
+        return [F(m).batch_norm(x, rm, rv, w, b, training=True, momentum=0.3), rm, rv]
+
+    def fn_terms(m, x, w, b):
+        return [normalized(m, x, w.reshape(channel)), x.abs().mean(dims), (x * x).sum(dims) / (n - 1)]
+    check_grad(fn, x, w, b, terms=fn_terms, n=n)
+    check_grad(lambda m, x: F(m).batch_norm(x, None, None, training=True), x, terms=normalized, n=n)
+    check_grad(lambda m, x, w: F(m).batch_norm(x.detach(), None, None, w, training=True), x, w,
+               terms=lambda m, x, w: normalized(m, x, w.reshape(channel)), n=n)
+    strided = arr(shape[:1] + shape[2:] + shape[1:2], dtype, view=lambda t: t.movedim(-1, 1))
+    check_grad(lambda m, x, b: F(m).batch_norm(x, None, None, None, b, training=True), strided, b,
+               terms=lambda m, x, b: normalized(m, x), n=n)
+
+
+def test_batch_norm_double_backward():
+    x = ug.tensor(np.random.default_rng(0).normal(size=(3, 2, 5)), requires_grad=True)
+    w, b = (ug.tensor(np.random.default_rng(s).normal(size=2), requires_grad=True) for s in (1, 2))
+    fn = lambda x, w, b: UF.batch_norm(x, None, None, w, b, training=True)  # noqa: E731
+    assert ug.autograd.gradcheck(fn, (x, w, b))
+    assert ug.autograd.gradgradcheck(fn, (x, w, b))
+
+
 def test_batch_norm_eval_and_errors():
     rm, rv = arr((3,), seed=3), arr((3,), low=0.5, high=2, seed=4)
     check_grad(lambda m, x, rm, rv, w, b: F(m).batch_norm(x, rm.detach(), rv.detach(), w, b), arr((4, 3, 2)), rm, rv,

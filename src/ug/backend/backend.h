@@ -69,6 +69,17 @@ class Backend {
   virtual void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                                    const Tensor& weight, const Tensor& dx, const Tensor& dweight,
                                    const Tensor& dbias) = 0;
+  /** Batch normalization with batch statistics over contiguous x [N, C, S] (float32/float64):
+   *  writes each channel's mean and biased variance over N and S ([C]) and y [N, C, S] =
+   *  (x - mean) / sqrt(var + eps), times weight plus bias ([C], contiguous) when defined. */
+  virtual void batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
+                          const Tensor& mean, const Tensor& var) = 0;
+  /** The gradients of batch_norm for the output gradient g [N, C, S] (contiguous), from the
+   *  mean and var it wrote: dx, dweight and dbias [C], each only where defined (weight may be
+   *  undefined: all ones). */
+  virtual void batch_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& var, double eps,
+                                   const Tensor& weight, const Tensor& dx, const Tensor& dweight,
+                                   const Tensor& dbias) = 0;
   /** softmax (or, when log, log_softmax) of each row of contiguous x [rows, cols] (float32 or
    *  float64) into y. */
   virtual void softmax(const Tensor& x, bool log, const Tensor& y) = 0;
@@ -98,7 +109,8 @@ class Backend {
   virtual void conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Tensor& gx) = 0;
   /** gw [O, C / groups, kh, kw] = the adjoint of conv2d in w: sum over n of g[n] (x) x[n]. */
   virtual void conv2d_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Tensor& gw) = 0;
-  /** Pools planes x [P, H, W] into out [P, Ho, Wo]; indices (int64, h * W + w) of the maxima. */
+  /** Pools planes x [P, H, W] into out [P, Ho, Wo]; indices (int64, h * W + w) of the maxima,
+   *  unless undefined (nothing will read them). */
   virtual void max_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out, const Tensor& indices) = 0;
   virtual void avg_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out) = 0;
   /** gx [P, H, W] = the adjoint of avg_pool2d applied to g [P, Ho, Wo]. */

@@ -563,9 +563,11 @@ Outputs max_pool_op(const OpContext& c) {
     x = pad_spatial(x, w, -std::numeric_limits<double>::infinity());
     padding = Dims(w.begin.size(), 0);
   }
+  if (!want_indices)  // the values alone skip the positions' bookkeeping
+    return one(x.dim() == 3 ? max_pool1d(x, w.kernel, w.strides, padding, w.dilations, ceil_mode)
+                            : max_pool2d(x, w.kernel, w.strides, padding, w.dilations, ceil_mode));
   auto [y, idx] = x.dim() == 3 ? max_pool1d_with_indices(x, w.kernel, w.strides, padding, w.dilations, ceil_mode)
                                : max_pool2d_with_indices(x, w.kernel, w.strides, padding, w.dilations, ceil_mode);
-  if (!want_indices) return one(y);
   if (c.attr_int("storage_order", 0) && x.dim() == 4) {  // column-major: w * H + h within the plane
     const int64_t height = x.size(2), width = x.size(3);
     idx = add(mul(remainder(idx, width), height), floor_divide(idx, width));

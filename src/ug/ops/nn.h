@@ -45,6 +45,17 @@ enum class RowNorm { Layer, Group, Instance };
  *  is not one call: its ops are recorded (and exported) one by one. */
 Tensor normalize_rows(RowNorm kind, const Tensor& x, int64_t cols, const Tensor& weight, const Tensor& bias,
                       double eps);
+/** batch_norm's batch-statistics form as one kernel each way: x [N, C, ...] normalized per
+ *  channel over N and the trailing dims, times weight plus bias ([C] each, optional). */
+struct BatchStats {
+  Tensor y;
+  Tensor mean, var;  // [C], the biased variance; outside autograd (the running statistics' update)
+};
+/** Whether batch_norm_fused applies: a float32/float64 input with at least one element per
+ *  channel, weight and bias of its dtype, no vmap, forward mode or capture (a traced program
+ *  runs batch_norm's composed parts, docs/design.md "Compiled mode"). */
+bool batch_norm_fuses(const Tensor& x, const Tensor& weight, const Tensor& bias);
+BatchStats batch_norm_fused(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
 /** Checks that x ends in the dims `normalized_shape` and that weight and bias (when defined)
  *  have that shape; returns how many elements those dims hold. */
 int64_t check_normalized(const Tensor& x, const Dims& normalized_shape, const Tensor& weight, const Tensor& bias,

@@ -1,7 +1,8 @@
 // layer_norm, group_norm and instance_norm all normalize the rows of x seen as [rows, cols]:
 // normalize_rows runs the backend's fused kernel and records one node whose rule calls the
 // fused backward, or (when a graph of the gradient is asked for) the same formula written
-// with ops, so double backward works.
+// with ops, so double backward works. batch_norm_fused does the same for batch_norm with batch
+// statistics, which normalizes the channels of x seen as [N, C, S].
 #include "ug/backend/backend.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
@@ -87,7 +88,69 @@ Tensor normalize_rows_fused(const graph::OpDef& def, const Tensor& x, int64_t co
   return y;
 }
 
+const graph::OpDef kBatchNorm("batch_norm", graph::Autocast::Float32);
+
+/** dx, dweight, dbias of batch_norm with batch statistics on x3 [N, C, S], written with ops. */
+std::vector<Tensor> batch_norm_backward_ops(const Tensor& g3, const Tensor& x3, const Tensor& w, double eps,
+                                            bool need_w, bool need_b) {
+  const Dims dims{0, 2};
+  Tensor mu = x3.mean(dims, true);
+  Tensor xc = x3 - mu;
+  Tensor rs = ((xc * xc).mean(dims, true) + eps).rsqrt();
+  Tensor xhat = xc * rs;
+  Tensor gw = w.defined() ? g3 * w.reshape({1, -1, 1}) : g3;
+  Tensor dx = (gw - gw.mean(dims, true) - xhat * (gw * xhat).mean(dims, true)) * rs;
+  Tensor dw = need_w ? (g3 * xhat).sum(dims) : Tensor();
+  Tensor db = need_b ? g3.sum(dims) : Tensor();
+  return {dx, dw, db};
+}
+
 }  // namespace
+
+bool batch_norm_fuses(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const bool fused_dtype = x.dtype() == DType::Float32 || x.dtype() == DType::Float64;
+  for (const Tensor* t : {&w, &b})
+    if (t->defined() && t->dtype() != x.dtype()) return false;
+  return fused_dtype && x.dim() >= 2 && x.numel() > 0 && !batching::max_level({&x, &w, &b}) && !forward::active() &&
+         !graph::detail::current_capture;
+}
+
+BatchStats batch_norm_fused(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
+  graph::OpCall call(kBatchNorm);
+  const int64_t n = x.size(0), channels = x.size(1);
+  Tensor xc = x.contiguous();
+  Tensor wc = w.defined() ? w.contiguous() : Tensor(), bc = b.defined() ? b.contiguous() : Tensor();
+  Options o{.dtype = x.dtype(), .device = x.device()};
+  BatchStats r{empty(x.shape(), o), empty({channels}, o), empty({channels}, o)};
+  const Dims planes{n, channels, x.numel() / (n * channels)};
+  {
+    NoGradGuard kernel_views;  // views that only feed the kernel: no nodes for them
+    backend_for(x.device()).batch_norm(xc.view(planes), wc, bc, eps, r.y.view(planes), r.mean, r.var);
+  }
+  call.finish(
+      {&x, &w, &b}, {&r.y}, {graph::input(xc), wc.defined() ? graph::input(wc) : graph::nothing},
+      [mean = r.mean, var = r.var, planes, eps, w_shape = w.defined() ? w.shape() : Shape(),
+       b_shape = b.defined() ? b.shape() : Shape(), need_x = wants_grad(x), need_w = wants_grad(w),
+       need_b = wants_grad(b)](graph::Saved s, graph::Tensors&& g) {
+        const Tensor &x = s[0], &w = s[1];
+        std::vector<Tensor> d;
+        if (GradMode::is_enabled()) {  // create_graph: a differentiable gradient
+          d = batch_norm_backward_ops(g[0].reshape(planes), x.reshape(planes), w, eps, need_w, need_b);
+        } else {
+          Options o{.dtype = x.dtype(), .device = x.device()};
+          Tensor gc = g[0].contiguous();
+          d = {need_x ? empty(x.shape(), o) : Tensor(), need_w ? empty(w_shape, o) : Tensor(),
+               need_b ? empty(b_shape, o) : Tensor()};
+          backend_for(x.device())
+              .batch_norm_backward(gc.view(planes), x.view(planes), mean, var, eps, w,
+                                   d[0].defined() ? d[0].view(planes) : Tensor(), d[1], d[2]);
+        }
+        return graph::Tensors{d[0].defined() ? d[0].view(x.shape()) : d[0], d[1].defined() ? d[1].view(w_shape) : d[1],
+                              d[2].defined() ? d[2].view(b_shape) : d[2]};
+      },
+      graph::NoRule{});  // forward mode takes the composed form
+  return r;
+}
 
 Tensor normalize_rows(RowNorm kind, const Tensor& x, int64_t cols, const Tensor& w, const Tensor& b, double eps) {
   const graph::OpDef& def = kind == RowNorm::Layer ? kLayerNorm : kind == RowNorm::Group ? kGroupNorm : kInstanceNorm;

@@ -34,21 +34,25 @@ Shape with_last2(const Tensor& x, int64_t a, int64_t b) {
   return s;
 }
 
-std::pair<Tensor, Tensor> window_max(const Tensor& x, const Windows& win) {
+/** The window maxima and (when want_idx, or a derivative may read them) their positions. */
+std::pair<Tensor, Tensor> window_max(const Tensor& x, const Windows& win, bool want_idx) {
   graph::OpCall call(kMaxPool2d);
   Tensor out, idx;
   if (int lvl = batching::level(x)) {
-    auto [o, i] = window_max(batching::physical(x, lvl), win);
+    auto [o, i] = window_max(batching::physical(x, lvl), win, true);
     out = batching::wrap(o, lvl);
     idx = batching::wrap(i, lvl);
   } else {
     Shape shape = with_last2(x, win->out_size(0), win->out_size(1));
     out = empty(shape, {.dtype = x.dtype(), .device = x.device()});
-    idx = empty(shape, {.dtype = DType::Int64, .device = x.device()});
+    // Inference (no derivative, no capture) skips the positions' bookkeeping.
+    if (want_idx || (GradMode::is_enabled() && autograd::requires_grad(x)) || forward::active() ||
+        graph::detail::current_capture)
+      idx = empty(shape, {.dtype = DType::Int64, .device = x.device()});
     if (out.numel() > 0)
       backend_for(x.device())
           .max_pool2d(planes(x), *win, out.view({-1, shape[shape.size() - 2], shape.back()}),
-                      idx.view({-1, shape[shape.size() - 2], shape.back()}));
+                      idx.defined() ? idx.view({-1, shape[shape.size() - 2], shape.back()}) : Tensor());
   }
   // The indices are an integer by-product: the call's output is the maximum alone.
   call.finish(
@@ -226,13 +230,14 @@ graph::Attrs pool_attrs(const Args& a, int64_t nd, bool ceil_mode) {
 }
 
 std::pair<Tensor, Tensor> max_pool(const Tensor& input, int64_t nd, const Dims& kernel, const Dims& stride,
-                                   const Dims& padding, const Dims& dilation, bool ceil_mode, const char* op) {
+                                   const Dims& padding, const Dims& dilation, bool ceil_mode, const char* op,
+                                   bool want_idx = true) {
   graph::OpCall call(kMaxPool);
   Tensor x = pool_input(input, nd, op);
   Args a = make_args(nd, kernel, stride, padding, dilation, op);
-  auto [out, idx] = window_max(x, std::make_shared<const PoolWindows>(sliding_windows(x, a, ceil_mode, op)));
+  auto [out, idx] = window_max(x, std::make_shared<const PoolWindows>(sliding_windows(x, a, ceil_mode, op)), want_idx);
   Tensor y = pool_output(out, input, nd);
-  Tensor indices = index_output(idx, nd);
+  Tensor indices = idx.defined() ? index_output(idx, nd) : idx;
   if (call.capturing()) call.set_attrs(pool_attrs(a, nd, ceil_mode));
   call.finish({&input}, {&y, &indices});
   return {y, indices};
@@ -282,7 +287,7 @@ std::pair<Tensor, Tensor> adaptive_max(const Tensor& input, int64_t nd, const Di
   Tensor x = pool_input(input, nd, op);
   int64_t size[2];
   adaptive_size(nd, output_size, size, op);
-  auto [out, idx] = window_max(x, std::make_shared<const PoolWindows>(adaptive_windows(x, size)));
+  auto [out, idx] = window_max(x, std::make_shared<const PoolWindows>(adaptive_windows(x, size)), true);
   Tensor y = pool_output(out, input, nd);
   Tensor indices = index_output(idx, nd);
   if (call.capturing()) call.set_attrs({{"spatial_dims", nd}});
@@ -309,7 +314,7 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const Dim
 }
 Tensor max_pool2d(const Tensor& input, const Dims& kernel_size, const Dims& stride, const Dims& padding,
                   const Dims& dilation, bool ceil_mode) {
-  return max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d").first;
+  return max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d", false).first;
 }
 std::pair<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, const Dims& kernel_size, const Dims& stride,
                                                   const Dims& padding, const Dims& dilation, bool ceil_mode) {
@@ -317,7 +322,7 @@ std::pair<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, const Dim
 }
 Tensor max_pool1d(const Tensor& input, const Dims& kernel_size, const Dims& stride, const Dims& padding,
                   const Dims& dilation, bool ceil_mode) {
-  return max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode, "max_pool1d").first;
+  return max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode, "max_pool1d", false).first;
 }
 
 Tensor avg_pool2d(const Tensor& input, const Dims& kernel_size, const Dims& stride, const Dims& padding, bool ceil_mode,

@@ -48,6 +48,10 @@ class CpuBackend final : public Backend {
                   const Tensor& mean, const Tensor& rstd) override;
   void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                            const Tensor& weight, const Tensor& dx, const Tensor& dweight, const Tensor& dbias) override;
+  void batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
+                  const Tensor& mean, const Tensor& var) override;
+  void batch_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& var, double eps,
+                           const Tensor& weight, const Tensor& dx, const Tensor& dweight, const Tensor& dbias) override;
   void softmax(const Tensor& x, bool log, const Tensor& y) override;
   void softmax_backward(const Tensor& g, const Tensor& y, bool log, const Tensor& dx) override;
 

@@ -43,6 +43,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 struct Geometry {
   int64_t N, C, H, W, O, kh, kw, Ho, Wo, G;
   Conv2dParams p;
+  /** > 1: the planes' rows are split into this many column phases (padded_planes). */
+  int64_t split = 1;
   int64_t Cg() const { return C / G; }
   int64_t Og() const { return O / G; }
   int64_t K() const { return Cg() * kh * kw; }  // rows of the column matrix
@@ -88,6 +90,20 @@ void valid_range(int64_t out, int64_t s, int64_t pad, int64_t off, int64_t size,
 template <class T> void im2col_planes(const Geometry& g, const T* x, T* cols, int64_t ld, int64_t oh0, int64_t oh1) {
   const auto& p = g.p;
   const int64_t rows = oh1 - oh0;
+  if (g.split > 1) {  // padded, phase-split planes: every row is a run of contiguous copies
+    const int64_t phase_w = g.W / g.split, step = p.stride[0] * g.W;
+    for (int64_t c = 0; c < g.Cg(); ++c)
+      for (int64_t i = 0; i < g.kh; ++i)
+        for (int64_t j = 0; j < g.kw; ++j) {
+          T* row = cols + ((c * g.kh + i) * g.kw + j) * ld;
+          const int64_t off = j * p.dilation[1];
+          const T* src =
+              x + (c * g.H + oh0 * p.stride[0] + i * p.dilation[0]) * g.W + off % g.split * phase_w + off / g.split;
+          for (int64_t oh = 0; oh < rows; ++oh)
+            for (int64_t ow = 0; ow < g.Wo; ++ow) row[oh * g.Wo + ow] = src[oh * step + ow];
+        }
+    return;
+  }
   if (g.pointwise()) {
     for (int64_t c = 0; c < g.Cg(); ++c)
       std::copy(x + c * g.L() + oh0 * g.Wo, x + c * g.L() + oh1 * g.Wo, cols + c * ld);
@@ -184,19 +200,35 @@ Geometry padded_geometry(const Geometry& g) {
   return q;
 }
 
-/** One sample's planes as im2col_planes reads them: x itself, or with padding a zero-padded
- *  copy in pad_buf (whose geometry q then has none). */
+/** One sample's planes as im2col_planes reads them: x itself, or with padding or a column
+ *  stride a zero-padded copy in pad_buf (whose geometry q then has no padding). With a column
+ *  stride s, each padded row is also split into its s phases (element w at w % s, w / s; q.W
+ *  becomes s times the phase width): a kernel column then reads a contiguous run of one phase,
+ *  where it would gather every s-th element (the 7x7 stride-2 stem spent most of its column
+ *  matrix's time there). */
 template <class T> const T* padded_planes(const Geometry& g, const T* x, Scratch<T>& pad_buf, Geometry& q) {
   q = g;
-  if (!pads_first(g)) return x;
+  const int64_t s = g.p.stride[1];
+  if (!pads_first(g) && s == 1) return x;
   q = padded_geometry(g);
+  const int64_t phase_w = (q.W + s - 1) / s;
+  q.W = s * phase_w;
+  q.split = s;
   T* buf = pad_buf.get(g.Cg() * q.H * q.W);
   std::fill(buf, buf + g.Cg() * q.H * q.W, T(0));
   for (int64_t c = 0; c < g.Cg(); ++c)
     for (int64_t h = 0; h < g.H; ++h) {
       const T* src = x + (c * g.H + h) * g.W;
-      T* dst = buf + (c * q.H + h + g.p.padding[0]) * q.W + g.p.padding[1];
-      for (int64_t w = 0; w < g.W; ++w) dst[w] = src[w];
+      T* dst = buf + (c * q.H + h + g.p.padding[0]) * q.W;
+      if (s == 1) {
+        for (int64_t w = 0; w < g.W; ++w) dst[w + g.p.padding[1]] = src[w];
+        continue;
+      }
+      for (int64_t ph = 0; ph < s; ++ph)
+        for (int64_t k = 0; k < phase_w; ++k) {
+          const int64_t w = k * s + ph - g.p.padding[1];
+          if (w >= 0 && w < g.W) dst[ph * phase_w + k] = src[w];
+        }
     }
   return buf;
 }
@@ -369,6 +401,22 @@ template <class T> void conv_weight_grad(const Tensor& xt, const Tensor& gt, con
         for (int64_t grp = 0; grp < g.G; ++grp) {
           const Chunk<T> ch{g, c * g.chunk(), std::min(g.N, (c + 1) * g.chunk()), grp};
           const T* src = ch.planes(x, g.C, g.Cg(), HW, ch.n0);
+          const T beta = c == chunks * r / runs ? T(0) : T(1);
+          T* acc_g = acc + grp * g.Og() * K;
+          if (ch.count() == 1 && !g.pointwise() && K * L > kBlockColumns) {
+            // As in the forward pass: a block of output rows at a time, from the cache.
+            Geometry q;
+            const T* planes = padded_planes(g, src, pad_buf, q);
+            const T* gs = ch.planes(gy, g.O, g.Og(), L, ch.n0);
+            const int64_t rows = std::clamp<int64_t>(kBlockColumns / std::max<int64_t>(K * g.Wo, 1), 1, g.Ho);
+            T* cols = cols_buf.get(K * rows * g.Wo);
+            for (int64_t oh0 = 0; oh0 < g.Ho; oh0 += rows) {
+              const int64_t oh1 = std::min(g.Ho, oh0 + rows), n = (oh1 - oh0) * g.Wo;
+              im2col_planes(q, planes, cols, n, oh0, oh1);
+              gemm<T>(false, true, g.Og(), K, n, gs + oh0 * g.Wo, L, cols, n, oh0 == 0 ? beta : T(1), acc_g, K);
+            }
+            continue;
+          }
           int64_t ld = L;
           if (ch.count() > 1 || !g.pointwise()) {
             T* cols = cols_buf.get(K * ch.ld());
@@ -377,14 +425,13 @@ template <class T> void conv_weight_grad(const Tensor& xt, const Tensor& gt, con
             src = cols;
             ld = ch.ld();
           }
-          const T beta = c == chunks * r / runs ? T(0) : T(1);
           const T* gs = ch.planes(gy, g.O, g.Og(), L, ch.n0);
           if (ch.count() > 1) {  // the chunk's output planes side by side, one product over all
             T* folded = folded_buf.get(g.Og() * ch.ld());
             ch.gather_out(gy, folded);
             gs = folded;
           }
-          gemm<T>(false, true, g.Og(), K, ch.ld(), gs, ch.ld(), src, ld, beta, acc + grp * g.Og() * K, K);
+          gemm<T>(false, true, g.Og(), K, ch.ld(), gs, ch.ld(), src, ld, beta, acc_g, K);
         }
     }
   });

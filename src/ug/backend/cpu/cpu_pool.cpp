@@ -46,7 +46,7 @@ int64_t plane_grain(int64_t plane_work) { return std::max<int64_t>(1, 32768 / st
  *  branches (maxima are unpredictable); NaNs, which compare false, are looked for in a second
  *  pass only when the window has one. */
 template <int F, class T>
-void window_max(const T* x, int64_t W, Span rs, Span cs, int64_t sh, int64_t sw, T& out, int64_t& index) {
+void window_max(const T* x, int64_t W, Span rs, Span cs, int64_t sh, int64_t sw, T& out, int64_t* index) {
   const int64_t na = F ? F : rs.n, nb = F ? F : cs.n, step_h = F ? 1 : sh, step_w = F ? 1 : sw;
   int64_t best = rs.first * W + cs.first;
   T val = -std::numeric_limits<T>::infinity();
@@ -70,7 +70,38 @@ void window_max(const T* x, int64_t W, Span rs, Span cs, int64_t sh, int64_t sw,
         }
       }
   out = val;
-  index = best;
+  if (index) *index = best;
+}
+
+/** max_pool_row without the positions (no gradient will read them): the same passes, less
+ *  the bookkeeping of where each maximum came from. */
+template <class T>
+bool max_pool_row_values(const T* x, int64_t W, Span rs, const std::vector<Span>& cols, int64_t sh, int64_t sw,
+                         T* col_max, T* y) {
+  T* __restrict cmax = col_max;
+  const T* __restrict first = x + rs.first * W;
+  int32_t nan = 0;
+  for (int64_t w = 0; w < W; ++w) {
+    cmax[w] = first[w];
+    nan |= -static_cast<int32_t>(first[w] != first[w]);
+  }
+  for (int64_t a = 1; a < rs.n; ++a) {
+    const T* __restrict row = x + (rs.first + a * sh) * W;
+    for (int64_t w = 0; w < W; ++w) {
+      const T v = row[w];
+      cmax[w] = std::max(cmax[w], v);
+      nan |= -static_cast<int32_t>(v != v);
+    }
+  }
+  if (nan) return false;
+  for (size_t ow = 0; ow < cols.size(); ++ow) {
+    const Span cs = cols[ow];
+    if (cs.n == 0) return false;
+    T val = col_max[cs.first];
+    for (int64_t b = 1; b < cs.n; ++b) val = std::max(val, col_max[cs.first + b * sw]);
+    y[ow] = val;
+  }
+  return true;
 }
 
 /** The maxima of one output row oh of a plane, separably: first the maximum of each input
@@ -82,6 +113,7 @@ template <class T>
 bool max_pool_row(const T* x, int64_t W, Span rs, const std::vector<Span>& cols, int64_t sh, int64_t sw, T* col_max,
                   int32_t* col_row, T* y, int64_t* idx) {
   if (rs.n == 0) return false;
+  if (!idx) return max_pool_row_values(x, W, rs, cols, sh, sw, col_max, y);
   // Restrict-qualified, so that the passes over a row vectorise.
   T* __restrict cmax = col_max;
   int32_t* __restrict crow = col_row;
@@ -133,11 +165,11 @@ void max_pool_planes(const T* x, int64_t P, int64_t H, int64_t W, const std::vec
       for (int64_t oh = 0; oh < Ho; ++oh) {
         const int64_t o = (pl * Ho + oh) * Wo;
         // Unrolled 2x2 windows are as fast as the separable pass; wider ones are not.
-        if (!F &&
-            max_pool_row(x + pl * H * W, W, rows[oh], cols, sh, sw, col_max.data(), col_row.data(), y + o, idx + o))
+        if (!F && max_pool_row(x + pl * H * W, W, rows[oh], cols, sh, sw, col_max.data(), col_row.data(), y + o,
+                               idx ? idx + o : nullptr))
           continue;
         for (int64_t ow = 0; ow < Wo; ++ow)
-          window_max<F>(x + pl * H * W, W, rows[oh], cols[ow], sh, sw, y[o + ow], idx[o + ow]);
+          window_max<F>(x + pl * H * W, W, rows[oh], cols[ow], sh, sw, y[o + ow], idx ? idx + o + ow : nullptr);
       }
   });
 }
@@ -146,7 +178,7 @@ template <class T> void max_pool(const Tensor& xt, const PoolWindows& win, const
   const int64_t P = xt.size(0), H = xt.size(1), W = xt.size(2);
   const T* x = static_cast<const T*>(xt.raw_data());
   T* y = static_cast<T*>(yt.raw_data());
-  int64_t* idx = static_cast<int64_t*>(it.raw_data());
+  int64_t* idx = it.defined() ? static_cast<int64_t*>(it.raw_data()) : nullptr;
   const std::vector<Span> rows = spans(win, 0, H), cols = spans(win, 1, W);
   // 2x2 windows inside the input (max_pool2d(x, 2) and the like) get unrolled loops.
   bool two = win.step[0] == 1 && win.step[1] == 1;

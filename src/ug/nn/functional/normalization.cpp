@@ -1,5 +1,6 @@
 // group_norm and instance_norm normalize the rows of a reshaped x with the fused op
-// ops::normalize_rows, as layer_norm (an op, ops/nn.h) does; batch_norm and rms_norm are
+// ops::normalize_rows, as layer_norm (an op, ops/nn.h) does; batch_norm with batch statistics
+// runs ops::batch_norm_fused where it applies; rms_norm and the rest of batch_norm are
 // composed from ops.
 #include "ug/nn/functional/normalization.h"
 
@@ -88,13 +89,21 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   }
   const int64_t count = x.numel() / std::max<int64_t>(channels, 1);
   if (count <= 1) fail("[batch_norm] Expected more than 1 value per channel when training, got input size ", x.shape());
+  const double unbiased = static_cast<double>(count) / static_cast<double>(count - 1);
+  if (ops::batch_norm_fuses(x, weight, bias)) {
+    ops::BatchStats s = ops::batch_norm_fused(x, weight, bias, eps);
+    update_running(running_mean, s.mean, momentum);
+    update_running(running_var, s.var * unbiased, momentum);
+    call.finish({&x, &weight, &bias, &running_mean, &running_var}, {&s.y, &running_mean, &running_var});
+    return s.y;
+  }
   Dims dims{0};
   for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
   Tensor mean = x.mean(dims, true);
   Tensor xc = x - mean;
   Tensor var = (xc * xc).mean(dims, true);
   update_running(running_mean, mean.flatten(), momentum);
-  update_running(running_var, var.flatten() * (static_cast<double>(count) / static_cast<double>(count - 1)), momentum);
+  update_running(running_var, var.flatten() * unbiased, momentum);
   Tensor scale = (var + eps).rsqrt();
   if (weight.defined()) scale = scale * per_channel(weight, x);
   Tensor y = xc * scale;
