@@ -3,8 +3,9 @@
 
 - transformer block training step (TransformerEncoderLayer(128, 4, 512), batch 32, seq 64,
   MSE, AdamW) in float32 and under bfloat16 autocast: median step time of unigrad and torch,
-  and unigrad's peak activation memory (ug.memory.max_allocated during a step, less what was
-  live before it; torch keeps no CPU allocator statistics);
+  and the peak activation memory of each: unigrad's ug.memory.max_allocated during a step, less
+  what was live before it; torch keeps no CPU allocator statistics, so its peak is the running
+  sum of the allocations and frees torch.profiler records (profile_memory) during one step;
 - MLP 784-128-10 on Fashion-MNIST, 3 epochs of Adam (batch 64) in float32 and under bfloat16
   autocast: test accuracy.
 
@@ -20,6 +21,7 @@ import statistics
 import time
 
 import torch
+from torch._C._profiler import _EventType
 
 import unigrad as ug
 
@@ -60,6 +62,23 @@ def transformer(m, mixed):
         return seconds, (ug.memory.max_allocated() - live if m is ug else None)
 
     return step
+
+
+def torch_peak(step):
+    """The most bytes torch had allocated beyond what was live when `step` began."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    events, stack = [], list(prof.profiler.kineto_results.experimental_event_tree())
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.typed[0] == _EventType.Allocation:  # a free is an allocation of minus its size
+            events.append((node.start_time_ns, node.typed[1].alloc_size))
+    live = peak = 0
+    for _, size in sorted(events):
+        live += size
+        peak = max(peak, live)
+    return peak
 
 
 def read_idx(name):
@@ -112,6 +131,10 @@ for key in steps:
 out["transformer_time_ug_bf16_over_torch_bf16"] = out["transformer_ms_unigrad_bf16"] / out["transformer_ms_torch_bf16"]
 out["transformer_peak_bf16_over_fp32"] = (out["transformer_peak_bytes_unigrad_bf16"]
                                           / out["transformer_peak_bytes_unigrad_fp32"])
+for mixed in ("fp32", "bf16"):
+    out[f"transformer_peak_bytes_torch_{mixed}"] = torch_peak(steps[f"torch_{mixed}"])
+out["transformer_torch_peak_bf16_over_fp32"] = (out["transformer_peak_bytes_torch_bf16"]
+                                                / out["transformer_peak_bytes_torch_fp32"])
 if not args.no_mlp:
     out["mlp_accuracy_fp32"] = mlp_accuracy(False)
     out["mlp_accuracy_bf16"] = mlp_accuracy(True)
