@@ -3,6 +3,7 @@
 // and errors for bad shapes.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "test_util.h"
@@ -79,6 +80,49 @@ TEST(Conv, GradientsPassGradcheck) {
   };
   EXPECT_TRUE(ug::autograd::gradcheck(f, {x, w, b}));
   EXPECT_TRUE(ug::autograd::gradgradcheck(f, {x, w, b}));
+}
+
+/** Small integers in [-4, 4] as bfloat16: every float32 sum of their products is exact. */
+Tensor small_ints(std::initializer_list<int64_t> dims, int64_t step) {
+  ug::Shape d(dims);
+  return (ug::arange(ug::numel_of(d), {.dtype = ug::float32}).mul(static_cast<double>(step)) % 9.0)
+      .sub(4.0)
+      .reshape(ug::Dims(dims))
+      .to(ug::bfloat16);
+}
+
+TEST(Conv, BFloat16ResultsAreTheExactSumsRoundedOnce) {
+  // Exact float32 sums: the output and both gradients of a bfloat16 convolution equal the
+  // float64 ones rounded once to bfloat16, whichever kernel runs (cpu_conv_bf16.cpp on the
+  // AVX512-BF16 GEMM or widened blocks). Gives the sanitizer build the bf16 kernels: padding,
+  // strides, dilation, groups, the 1x1 case, the bias column, several column blocks.
+  struct Case {
+    std::vector<int64_t> x, w;
+    int64_t stride, pad, dil, groups;
+    bool bias;
+  };
+  for (const Case& c :
+       {Case{{3, 6, 11, 9}, {8, 3, 3, 3}, 2, 1, 1, 2, true}, Case{{2, 4, 9, 10}, {4, 1, 3, 3}, 1, 2, 2, 4, false},
+        Case{{2, 5, 6, 7}, {3, 5, 1, 1}, 1, 0, 1, 1, true}, Case{{2, 5, 6, 7}, {3, 5, 1, 1}, 1, 0, 1, 1, false},
+        Case{{1, 64, 40, 40}, {13, 64, 3, 3}, 1, 1, 1, 1, true}}) {
+    auto make = [](const std::vector<int64_t>& d, int64_t step) { return small_ints({d[0], d[1], d[2], d[3]}, step); };
+    const Tensor x16 = make(c.x, 7), w16 = make(c.w, 5), b16 = small_ints({c.w[0]}, 3);
+    std::vector<std::vector<double>> got, want;
+    for (ug::DType dtype : {ug::bfloat16, ug::float64}) {
+      Tensor x = x16.to(dtype).detach().requires_grad_(), w = w16.to(dtype).detach().requires_grad_();
+      std::optional<Tensor> b;
+      if (c.bias) b = b16.to(dtype);
+      Tensor y = ug::conv2d(x, w, b, {c.stride}, c.pad, {c.dil}, c.groups);
+      Tensor g = small_ints({y.size(0), y.size(1), y.size(2), y.size(3)}, 2).to(dtype);
+      y.backward(g);
+      auto& out = dtype == ug::bfloat16 ? got : want;
+      for (const Tensor& t : {y, x.grad(), w.grad()}) {
+        EXPECT_EQ(t.dtype(), dtype);
+        out.push_back(values(t.to(ug::bfloat16)));
+      }
+    }
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << "result " << i;
+  }
 }
 
 TEST(Pool, MaxValuesIndicesAndGradient) {
