@@ -114,3 +114,19 @@ def test_the_same_bits_on_any_thread_count():
         ug.set_num_threads(threads)
     for a, b in zip(*runs):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("shape", [(2, 6, 7, 8, 4, 3, 2, 1, 1, 2), (1, 5, 9, 9, 3, 1, 1, 0, 0, 1)], ids=str)
+def test_conv_transpose2d_against_torch(shape):
+    """conv_transpose2d is the input gradient's kernel; unigrad adds the bias to its rounded
+    result in bfloat16 (a second rounding, as linear's bias), torch before its one rounding."""
+    n, c, h, w, o, k, stride, pad, out_pad, groups = shape
+    x, wt, b = bf16_values((n, c, h, w), 11), bf16_values((c, o // groups, k, k), 12), bf16_values((o,), 13)
+    kw = dict(stride=stride, padding=pad, output_padding=out_pad, groups=groups)
+    actual, expected = (values(m.nn.functional.conv_transpose2d(*(m.tensor(v).to(m.bfloat16) for v in (x, wt, b)), **kw))
+                        for m in (ug, torch))
+    want, terms = exact(lambda x, w, b: torch.nn.functional.conv_transpose2d(x, w, b, **kw), x, wt, b)
+    # unigrad: rnd(rnd(s) + b) with s the float32 sum, |rnd(s)| <= (1 + U)·terms; torch: rnd(s + b).
+    sums, first = c // groups * k * k * EPS32 * terms, U * (1 + U) * terms
+    np.testing.assert_array_less(np.abs(actual - want), U * np.abs(actual) + first + sums / 2 + 1e-30)
+    np.testing.assert_array_less(np.abs(actual - expected), U * (np.abs(actual) + np.abs(expected)) + first + sums + 1e-30)
