@@ -245,6 +245,57 @@ def test_second_derivatives_and_vmap_compose_with_jit():
     close(ug.jit(lambda v: inner(v) * 2)(xs), xs.exp() * 2, 1e-6)  # a jitted function inside: inlined
 
 
+VECTOR_MATRIX_SHAPES = {"vec@vec": ((4,), (4,)), "mat@vec": ((3, 4), (4,)), "vec@mat": ((4,), (4, 2)),
+                        "mat@mat": ((3, 4), (4, 2))}
+
+
+@pytest.mark.parametrize("batched", ["x", "w", "both"])
+@pytest.mark.parametrize("shapes", list(VECTOR_MATRIX_SHAPES), ids=list(VECTOR_MATRIX_SHAPES))
+def test_jit_of_vmap_of_grad_through_matmul_equals_the_eager_transforms(shapes, batched):
+    # matmul makes a 1-D operand a matrix and squeezes the result inside its call: under vmap
+    # the gradient's seed and its broadcasts are batched views the program must rebuild.
+    xshape, wshape = VECTOR_MATRIX_SHAPES[shapes]
+    axes = {"x": (None, 0), "w": (0, None), "both": (0, 0)}[batched]
+
+    def f(w, x):
+        return ((x @ w).sin() * (x @ w)).sum()
+
+    g = ug.vmap(ug.grad(f), in_axes=axes)
+    compiled = ug.jit(g)
+
+    def draw(seed):
+        ug.manual_seed(seed)
+        w, x = ug.randn(*wshape, dtype=ug.float64), ug.randn(*xshape, dtype=ug.float64)
+        return (ug.randn(5, *wshape, dtype=ug.float64) if axes[0] == 0 else w,
+                ug.randn(5, *xshape, dtype=ug.float64) if axes[1] == 0 else x)
+
+    for seed in (0, 1):  # the trace's inputs, then others: a value frozen at trace time would show
+        w, x = draw(seed)
+        per_example = ug.stack([ug.grad(f)(w[i] if axes[0] == 0 else w, x[i] if axes[1] == 0 else x) for i in range(5)])
+        close(g(w, x), per_example, 1e-12)
+        close(compiled(w, x), per_example, 1e-12)
+    assert compiled.cache_info().misses == 1
+
+
+def test_jit_of_per_example_gradients_of_an_mlp():
+    # The JAX idiom: vmap(grad(loss), in_axes=(None, 0, 0)) for one gradient per example.
+    def loss(p, x, y):
+        h = ug.tanh(x @ p["w1"] + p["b1"])
+        return ((h @ p["w2"] + p["b2"] - y) ** 2).mean()
+
+    per_example = ug.jit(ug.vmap(ug.grad(loss), in_axes=(None, 0, 0)))
+    for seed in (0, 1):
+        ug.manual_seed(seed)
+        p = {"w1": ug.randn(6, 5, dtype=ug.float64), "b1": ug.randn(5, dtype=ug.float64),
+             "w2": ug.randn(5, 2, dtype=ug.float64), "b2": ug.randn(2, dtype=ug.float64)}
+        x, y = ug.randn(7, 6, dtype=ug.float64), ug.randn(7, 2, dtype=ug.float64)
+        got = per_example(p, x, y)
+        for i in range(7):
+            expected = ug.grad(loss)(p, x[i], y[i])
+            for k in p:
+                close(got[k][i], expected[k], 1e-12)
+
+
 # ---- training steps -----------------------------------------------------------------------------
 
 

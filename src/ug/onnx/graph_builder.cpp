@@ -99,6 +99,17 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
     set_attr(node("Cast", {it->second.name}, {cast}), "to", static_cast<int64_t>(onnx_dtype(*dtype)));
     return cast;
   }
+  if (const BatchInfo* b = t.impl().batch()) {
+    // Inside vmap a batched tensor stands for one example of its physical tensor. The graph
+    // computes with physical tensors (the batching rules' calls, emitted as parts); a call on
+    // examples, recorded around them, reads the first example, a node nothing else uses.
+    const std::string physical = value(Tensor(b->physical));
+    std::string name = fresh("example");
+    const std::string first = initializer(full({}, 0, {.dtype = DType::Int64}), fresh("index"));
+    set_attr(node("Gather", {physical, first}, {name}), "axis", int64_t(0));
+    values_[key(t)] = {name, DynamicDims(static_cast<size_t>(t.dim()), false), t, true, t.version(), "an example"};
+    return value(t, dtype);
+  }
   if (const Value* v = same_value(t); !(v && v->traced) && emit_part_making(t)) return value(t, dtype);
   if (auto view = traced_view(t)) {
     values_[key(t)] = {view->first, DynamicDims(static_cast<size_t>(t.dim()), false), t, true, view->second, "a view"};
@@ -202,24 +213,19 @@ void GraphBuilder::check_version(const Value& v, uint32_t version, const std::st
        "it from before the write");
 }
 
-void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls) {
+void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls) { note_calls(calls, false); }
+
+void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls, bool parts) {
   for (const CapturedCall& call : calls) {
+    note_calls(call.inner, true);  // a call's parts finished before it did
     for (size_t i = 0; i < call.outputs.size() && i < call.output_versions.size(); ++i) {
       const Tensor& out = call.outputs[i];
       if (!out.defined()) continue;
       writes_[out.storage().get()].insert(call.output_versions[i]);
       if (call.writes_in_place(i)) written_in_place_.insert(out.storage().get());
+      else if (parts) parts_[out.storage().get()].emplace_back(&call, i);
     }
-    note_calls(call.inner);
-    note_parts(call.inner);
   }
-}
-
-void GraphBuilder::note_parts(const std::vector<CapturedCall>& parts) {
-  for (const CapturedCall& part : parts)
-    for (size_t i = 0; i < part.outputs.size() && i < part.output_versions.size(); ++i)
-      if (part.outputs[i].defined() && !part.writes_in_place(i))
-        parts_.emplace(part.outputs[i].storage().get(), std::pair{&part, i});
 }
 
 // A composite's intermediate that its gradient saved (the centred x of batch_norm, the view
@@ -227,16 +233,22 @@ void GraphBuilder::note_parts(const std::vector<CapturedCall>& parts) {
 // freeze the value of one trace. The call that made it is emitted instead, if t still holds
 // what that call left: the same version and the same bytes (a kernel of the op around it may
 // have written into it: the state of a recurrent layer).
+//
+// Several parts may have made the same view of the same memory with the same bytes: under vmap
+// a broadcast gradient is a stride-0 view, and the backward of a reshape gives back the layout
+// the forward started from. Any of them holds t's value, but only the one that finished first
+// is safe to emit: its inputs were made before it, so the parts emitted for them finished
+// earlier still, and the search cannot come back to a part whose emission is under way.
 bool GraphBuilder::emit_part_making(const Tensor& t) {
   if (!emitter_ || !t.defined()) return false;
-  auto [begin, end] = parts_.equal_range(t.storage().get());
-  for (auto it = begin; it != end; ++it) {
-    const auto& [part, i] = it->second;
+  auto found = parts_.find(t.storage().get());
+  if (found == parts_.end()) return false;
+  for (const auto& [part, i] : found->second) {
     const Tensor& out = part->outputs[i];
     const uint64_t made = i < part->output_hashes.size() ? part->output_hashes[i] : 0;
-    if (emitted_parts_.contains(part) || !same_view(out, t) || t.version() != part->output_versions[i] || made == 0 ||
-        graph::content_hash(t) != made || !can_emit_(*this, *part))
+    if (!same_view(out, t) || t.version() != part->output_versions[i] || made == 0 || graph::content_hash(t) != made)
       continue;
+    if (emitted_parts_.contains(part) || !can_emit_(*this, *part)) continue;
     emitted_parts_.insert(part);
     emitter_(*this, *part);
     return values_.contains(key(t)) || same_value(t);

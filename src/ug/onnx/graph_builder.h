@@ -141,7 +141,8 @@ class GraphBuilder {
   std::optional<std::string> param_name(const Tensor& t) const;
   /** Binds t by emitting the call inside a composite that made it; false when none can. */
   bool emit_part_making(const Tensor& t);
-  void note_parts(const std::vector<CapturedCall>& calls);
+  /** note_calls' walk; `parts`: the calls are inside another call. */
+  void note_calls(const std::vector<CapturedCall>& calls, bool parts);
 
   ::onnx::GraphProto& graph_;
   int64_t opset_;
@@ -155,8 +156,9 @@ class GraphBuilder {
   Emitter emitter_;
   CanEmit can_emit_;
   std::string where_;  // see SourceScope
-  /** storage -> the calls inside composites that wrote it, with the output's index. */
-  std::unordered_multimap<const void*, std::pair<const CapturedCall*, size_t>> parts_;
+  /** storage -> the calls inside composites that wrote it, with the output's index, in the order
+   *  the calls finished (see emit_part_making). */
+  std::unordered_map<const void*, std::vector<std::pair<const CapturedCall*, size_t>>> parts_;
   std::unordered_set<const CapturedCall*> emitted_parts_;
   std::unordered_set<std::string> emitted_params_;
   std::unordered_map<const void*, std::unordered_set<uint32_t>> writes_;  // storage -> versions ops left
