@@ -63,6 +63,11 @@ bool is_traced(const Tensor& t) {
   return s->storages.contains(storage_of(t));
 }
 
+void mark_traced(const std::vector<Tensor>& tensors) {
+  if (!t_trace) return;
+  for (const Tensor& t : tensors) t_trace->storages.insert(storage_of(t));
+}
+
 void check_concrete(const Tensor& t, const char* what, const std::string& where) {
   if (!is_traced(t)) return;
   fail<TypeError>("[jit] ", what, " of a traced tensor (", t.dtype(), " ", t.shape(), ")", where.empty() ? "" : " at ",

@@ -78,6 +78,10 @@ class Program {
  *  every run. */
 bool is_traced(const Tensor& t);
 
+/** Makes is_traced true for these tensors from now on in this trace (no-op outside one): the
+ *  stand-ins of a loop's carry, on which its body is traced once (ug::while_loop). */
+void mark_traced(const std::vector<Tensor>& tensors);
+
 /** Raises a TypeError when t is_traced: Python control flow on it (`what` is "bool()",
  *  "item()", ...) would freeze one trace's value into the program. `where` is the caller's
  *  source location, for the message. */

@@ -52,6 +52,25 @@ void set_type(::onnx::ValueInfoProto& info, const Tensor& t, const std::vector<s
 GraphBuilder::GraphBuilder(::onnx::GraphProto& graph, int64_t opset, std::vector<std::pair<std::string, Tensor>> params)
     : graph_(graph), opset_(opset), params_(std::move(params)) {}
 
+GraphBuilder::GraphBuilder(::onnx::GraphProto& graph, GraphBuilder& parent)
+    : graph_(graph),
+      parent_(&parent),
+      opset_(parent.opset_),
+      emitter_(parent.emitter_),
+      can_emit_(parent.can_emit_),
+      where_(parent.where_) {}
+
+bool GraphBuilder::made_here(const Tensor& t) const {
+  if (parts_.contains(t.storage().get())) return true;
+  for (const auto& [k, v] : values_)
+    if (v.traced && v.tensor.storage() == t.storage()) return true;
+  return false;
+}
+
+void GraphBuilder::bind(const Tensor& t, const std::string& name, const std::string& producer) {
+  values_[key(t)] = {name, DynamicDims(static_cast<size_t>(t.dim()), false), t, true, t.version(), producer};
+}
+
 void GraphBuilder::add_input(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names,
                              uint32_t version) {
   set_type(*graph_.add_input(), t, dim_names);
@@ -99,6 +118,7 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
     set_attr(node("Cast", {it->second.name}, {cast}), "to", static_cast<int64_t>(onnx_dtype(*dtype)));
     return cast;
   }
+  if (parent_ && !made_here(t)) return parent_->value(t, dtype);
   if (const BatchInfo* b = t.impl().batch()) {
     // Inside vmap a batched tensor stands for one example of its physical tensor. The graph
     // computes with physical tensors (the batching rules' calls, emitted as parts); a call on
@@ -352,6 +372,7 @@ std::string GraphBuilder::scalar(double value, DType dtype) {
 }
 
 std::string GraphBuilder::fresh(const std::string& hint) {
+  if (parent_) return parent_->fresh(hint);
   int64_t& n = counters_[hint];
   return hint + "_" + std::to_string(n++);
 }

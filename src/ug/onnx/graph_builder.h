@@ -31,6 +31,10 @@ using DynamicDims = std::vector<bool>;
 class GraphBuilder {
  public:
   GraphBuilder(::onnx::GraphProto& graph, int64_t opset, std::vector<std::pair<std::string, Tensor>> params);
+  /** A builder of a subgraph of `parent`'s graph (a Loop node's body): a tensor it did not
+   *  make or take as an input is the enclosing graph's value, read by name (ONNX's outer
+   *  scope), and names are drawn from the parent's, so that none shadows another. */
+  GraphBuilder(::onnx::GraphProto& graph, GraphBuilder& parent);
 
   int64_t opset() const { return opset_; }
 
@@ -82,6 +86,9 @@ class GraphBuilder {
   void add_input(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names, uint32_t version);
   /** Declares t's value a graph output of that name (through an Identity node). */
   void add_output(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names);
+  /** Binds t to the value `name` that op `producer` made (a rule with outputs that are not
+   *  its call's, such as the physical values of a batched loop's carry). */
+  void bind(const Tensor& t, const std::string& name, const std::string& producer);
   /** Fails when an input of the call was written in place, after the op that computed it, by
    *  code outside the op table: the graph would read the value from before the write. A
    *  parameter or state tensor (read live by a program) may be written by ops after it was read:
@@ -144,7 +151,12 @@ class GraphBuilder {
   /** note_calls' walk; `parts`: the calls are inside another call. */
   void note_calls(const std::vector<CapturedCall>& calls, bool parts);
 
+  /** In a subgraph's builder: whether t is a value of the subgraph (its memory is an input's
+   *  or a value the subgraph computed), not one of the enclosing graph. */
+  bool made_here(const Tensor& t) const;
+
   ::onnx::GraphProto& graph_;
+  GraphBuilder* parent_ = nullptr;
   int64_t opset_;
   std::vector<std::pair<std::string, Tensor>> params_;
   std::unordered_map<const void*, Value> values_;
