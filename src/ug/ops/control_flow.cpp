@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "ug/core/error.h"
+#include "ug/graph/forward.h"
 #include "ug/graph/op_call.h"
 
 namespace ug {
@@ -55,6 +56,35 @@ std::vector<Tensor> run(const LoopCond& cond, const LoopBody& body, std::vector<
   return carry;
 }
 
+/** Forward mode (JAX's rule): the loop again, carrying each value's tangent beside it, with
+ *  the body differentiated in forward mode at every iteration. `tangents` holds the init's
+ *  (undefined: zero); the result's tangents come back. */
+std::vector<Tensor> loop_tangents(const LoopCond& cond, const LoopBody& body, const std::vector<Tensor>& init,
+                                  const std::vector<Tensor>& tangents) {
+  const size_t n = init.size();
+  std::vector<Tensor> carry = init;
+  for (size_t i = 0; i < n; ++i)
+    carry.push_back(tangents[i].defined() ? tangents[i].to(init[i].dtype()) : zeros_like(init[i]));
+  auto primals = [n](const std::vector<Tensor>& both) { return std::vector<Tensor>(both.begin(), both.begin() + n); };
+  LoopCond cond2 = [&](const std::vector<Tensor>& both) { return cond(primals(both)); };
+  LoopBody body2 = [&](const std::vector<Tensor>& both) {
+    forward::Level level;
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < n; ++i) {
+      in.push_back(both[i].view(both[i].shape()));
+      if (is_floating(in[i].dtype())) forward::set_tangent(in[i], level.id(), both[n + i]);
+    }
+    std::vector<Tensor> out = checked_body(body, in);
+    for (size_t i = 0; i < n; ++i) {
+      Tensor t = forward::tangent(out[i], level.id());
+      out.push_back(t.defined() ? t : zeros_like(out[i]));
+    }
+    return out;
+  };
+  std::vector<Tensor> both = while_loop(cond2, body2, carry);
+  return std::vector<Tensor>(both.begin() + n, both.end());
+}
+
 }  // namespace
 
 std::vector<Tensor> while_loop(const LoopCond& cond, const LoopBody& body, const std::vector<Tensor>& init) {
@@ -92,7 +122,17 @@ std::vector<Tensor> while_loop(const LoopCond& cond, const LoopBody& body, const
             "depends on traced values (as in JAX): its trip count is not known until it runs. Use "
             "ug.fori_loop or ug.scan with a fixed trip count, or forward mode (ug.jvp).");
       },
-      graph::NoRule{});
+      [&](const graph::Tensors& t) {
+        const size_t n = init.size();
+        for (size_t i = 0; i < n; ++i)
+          if (t[1 + 2 * n + i].defined())
+            fail(
+                "[while_loop] forward mode through a compiled while_loop whose body closes over a value with a "
+                "tangent is not supported: pass that value in the carry");
+        graph::Tensors out = loop_tangents(cond, body, init, graph::Tensors(t.begin() + 1, t.begin() + 1 + n));
+        out.emplace_back();  // the condition has none
+        return out;
+      });
   return result;
 }
 
