@@ -508,14 +508,131 @@ def test_loops_and_scan_against_jax(jax, compiled):
     close(gu, jax.grad(lambda h: jax_scan(h, as_jax(jax, xs))[0].sum())(as_jax(jax, h0)), 1e-5)
     fori = wrap(lambda v: ug.fori_loop(0, 4, lambda i, c: c * 2 + i, v))(h0)
     close(fori, lax.fori_loop(0, 4, lambda i, c: c * 2 + i, as_jax(jax, h0)), 1e-6)
-    if not compiled:  # a data-dependent trip count: eager only (see test_while_loop_under_jit_says_why)
-        w = ug.while_loop(lambda c: c.sum() < 100, lambda c: c * 2 + 1, h0.abs())
-        close(w, lax.while_loop(lambda c: c.sum() < 100, lambda c: c * 2 + 1, as_jax(jax, h0.abs())), 1e-6)
+    w = wrap(lambda h: ug.while_loop(lambda c: c.sum() < 100, lambda c: c * 2 + 1, h))(h0.abs())
+    close(w, lax.while_loop(lambda c: c.sum() < 100, lambda c: c * 2 + 1, as_jax(jax, h0.abs())), 1e-6)
 
 
-def test_while_loop_under_jit_says_why():
-    with pytest.raises(TypeError, match="trip count"):
-        ug.jit(lambda c: ug.while_loop(lambda c: c.sum() < 100, lambda c: c * 2, c))(ug.ones(2))
+def newton_sqrt(lib, a):
+    # Newton's iteration for sqrt(a), until the step is small or 50 steps: a carry pytree
+    # (value, step count) and a condition on both.
+    def cond(c):
+        x, i = c
+        return lib.logical_and(lib.abs(x * x - a).max() > 1e-5 * a.max(), i < 50)
+
+    return cond, lambda c: ((c[0] + a / c[0]) * 0.5, c[1] + 1)
+
+
+def test_while_loop_with_a_traced_condition_compiles_to_a_loop_against_jax(jax):
+    jnp = jax.numpy
+
+    def ug_f(a):
+        cond, body = newton_sqrt(ug, a)
+        return ug.while_loop(cond, body, (a, ug.tensor(0)))
+
+    f = ug.jit(ug_f)
+    for a in ([2.0, 9.0, 0.5], [100.0, 3.0, 7.0]):  # the trace's input, then another
+        x, n = f(ug.tensor(a))
+        cond, body = newton_sqrt(jnp, jnp.asarray(a))
+        xj, nj = jax.lax.while_loop(cond, body, (jnp.asarray(a), 0))
+        close(x, xj, 1e-6)
+        assert int(n) == int(nj)
+    assert f.cache_info().traces == 1
+    assert "Loop" in f.lower(ug.tensor([2.0, 9.0, 0.5])).node_types()
+
+
+def test_while_loop_counter_with_a_traced_bound_and_closures_against_jax(jax):
+    jnp = jax.numpy
+
+    def body(lib, k, w):  # closes over the traced bound and a traced tensor
+        return lambda c: {"i": c["i"] + 1, "acc": lib.tanh(c["acc"] * w + k), "pair": (c["pair"][1], c["pair"][0] + 1.0)}
+
+    def ug_f(k, w):
+        init = {"i": ug.tensor(0), "acc": ug.zeros(3), "pair": (ug.tensor(1.0), ug.tensor(2.0))}
+        return ug.while_loop(lambda c: c["i"] < k, body(ug, k, w), init)
+
+    f = ug.jit(ug_f)
+    for k, w in ((3, [0.5, -1.0, 2.0]), (7, [1.5, 0.25, -0.5]), (0, [1.0, 1.0, 1.0])):
+        got = f(ug.tensor(k), ug.tensor(w))
+        init = {"i": 0, "acc": jnp.zeros(3), "pair": (jnp.asarray(1.0), jnp.asarray(2.0))}
+        want = jax.lax.while_loop(lambda c: c["i"] < k, body(jnp, k, jnp.asarray(w)), init)
+        assert int(got["i"]) == int(want["i"]) == k
+        close(got["acc"], want["acc"], 1e-6)
+        close(got["pair"][0], want["pair"][0])
+        close(got["pair"][1], want["pair"][1])
+    assert f.cache_info().traces == 1
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "jit"])
+def test_while_loop_under_vmap_runs_each_example_to_its_own_end_against_jax(jax, compiled):
+    jnp = jax.numpy
+    wrap = ug.jit if compiled else (lambda f: f)
+
+    def step(lib):  # a batched predicate and a closed-over batched limit
+        return lambda x, limit: lib_while(lib)(lambda c: c[0].sum() < limit, lambda c: (c[0] * 2 + 1, c[1] + 1), (x, 0))
+
+    def lib_while(lib):
+        return ug.while_loop if lib is ug else jax.lax.while_loop
+
+    f = wrap(ug.vmap(step(ug)))
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        xs, limits = rng.uniform(0.1, 5, (4, 3)).astype(np.float32), rng.uniform(1, 300, 4).astype(np.float32)
+        (x, n), (xj, nj) = f(ug.tensor(xs), ug.tensor(limits)), jax.vmap(step(jnp))(jnp.asarray(xs), jnp.asarray(limits))
+        close(x, xj, 1e-6)
+        np.testing.assert_array_equal(n.numpy(), np.asarray(nj))
+        assert len(set(n.numpy().tolist())) > 1  # the examples stop at different steps
+
+
+def test_while_loop_under_jit_is_forward_differentiable_against_jax(jax):
+    jnp = jax.numpy
+
+    def f(lib, x, k):
+        return lib_while(lib)(lambda c: c[1] < k, lambda c: (lib.sin(c[0]) * 1.5 + 0.1 * c[0], c[1] + 1), (x, 0))[0]
+
+    def lib_while(lib):
+        return ug.while_loop if lib is ug else jax.lax.while_loop
+
+    compiled = ug.jit(lambda x, t, k: ug.jvp(lambda x: f(ug, x, k), (x,), (t,)))
+    for k in (4, 9):
+        x, t = np.array([0.3, 0.7, -1.2], np.float32), np.array([1.0, -2.0, 0.5], np.float32)
+        (y, dy), (yj, dyj) = compiled(ug.tensor(x), ug.tensor(t), ug.tensor(k)), jax.jvp(lambda x: f(jnp, x, k), (x,), (t,))
+        close(y, yj, 1e-5)
+        close(dy, dyj, 1e-5)
+
+
+def test_while_loop_with_a_traced_condition_refuses_reverse_mode_as_jax_does(jax):
+    def f(x, k):
+        return ug.while_loop(lambda c: c[1] < k, lambda c: (c[0] * 2, c[1] + 1), (x, ug.tensor(0)))[0].sum()
+
+    with pytest.raises(TypeError, match="reverse-mode differentiation does not work for a while_loop"):
+        ug.jit(ug.grad(f))(ug.ones(2), ug.tensor(3))
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for lax.while_loop"):
+        jax.grad(lambda x: jax.lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0] * 2, c[1] + 1), (x, 0))[0].sum())(
+            jax.numpy.ones(2))
+
+
+def test_while_loop_checks_what_body_and_cond_return():
+    f = ug.jit(lambda x, k: ug.while_loop(lambda c: c.sum() < k, lambda c: c[:1], x))
+    with pytest.raises(TypeError, match=r"same shapes and dtypes: leaf 0 is float32 \[2\]"):
+        f(ug.ones(2), ug.tensor(5.0))
+    with pytest.raises(TypeError, match="boolean scalar"):
+        ug.jit(lambda x: ug.while_loop(lambda c: c, lambda c: c * 2, x))(ug.ones(2))
+
+
+def test_a_saved_while_loop_runs_in_onnx_runtime():
+    ort = pytest.importorskip("onnxruntime")
+
+    def f(x, k):
+        return ug.while_loop(lambda c: c.sum() < k, lambda c: c * 2 + 1, x)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "loop.onnx")
+        ug.jit.save(ug.jit(f), path, ug.ones(2), ug.tensor(10.0))
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        names = [i.name for i in session.get_inputs()]
+        for x, k in (([1.0, 2.0], 100.0), ([0.5, 0.25], 1000.0)):
+            got = session.run(None, dict(zip(names, [np.array(x, np.float32), np.array(k, np.float32)])))[0]
+            close(got, f(ug.tensor(x), ug.tensor(k)))
 
 
 def test_cond_under_vmap_selects_per_example():
