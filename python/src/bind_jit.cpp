@@ -87,14 +87,12 @@ void bind_jit(nb::module_& m) {
   jit.def(
       "while_loop",
       [](const ug::LoopCond& cond, const ug::LoopBody& body, const std::vector<ug::Tensor>& init) {
-        // The body is traced once on stand-ins of the carry: Python control flow on them must
-        // see traced values, never take a branch on the stand-ins' numbers.
         auto traced_cond = [&](const std::vector<ug::Tensor>& carry) {
-          compiler::mark_traced(carry);
+          compiler::LoopBodyScope scope;
           return cond(carry);
         };
         auto traced_body = [&](const std::vector<ug::Tensor>& carry) {
-          compiler::mark_traced(carry);
+          compiler::LoopBodyScope scope;
           return body(carry);
         };
         return ug::while_loop(traced_cond, traced_body, init);

@@ -611,6 +611,27 @@ def test_while_loop_with_a_traced_condition_refuses_reverse_mode_as_jax_does(jax
             jax.numpy.ones(2))
 
 
+def test_control_flow_inside_a_compiled_while_loop_body_against_jax(jax):
+    jnp = jax.numpy
+
+    def f(lib, x, k):
+        loop = ug.while_loop if lib is ug else jax.lax.while_loop
+        cond = ug.cond if lib is ug else jax.lax.cond
+
+        def body(c):  # a loop and a cond on the carry, inside the body
+            inner = loop(lambda d: d.sum() < c.sum() + 1, lambda d: d + 0.5, c)
+            return cond(inner.sum() > 10, lambda v: v * 1.5, lambda v: v + 2, inner)
+
+        return loop(lambda c: c.sum() < k, body, x)
+
+    compiled = ug.jit(lambda x, k: f(ug, x, k))
+    for x, k in (([1.0, 1.0], 20.0), ([3.0, 0.5], 60.0)):
+        close(compiled(ug.tensor(x), ug.tensor(k)), f(jnp, jnp.asarray(x), k), 1e-6)
+    with pytest.raises(TypeError, match="bool"):  # Python's if on the carry: traced, never a stand-in's value
+        ug.jit(lambda x, k: ug.while_loop(lambda c: c.sum() < k, lambda c: c * 2 if c.sum() > 3 else c + 1, x))(
+            ug.ones(2), ug.tensor(20.0))
+
+
 def test_while_loop_checks_what_body_and_cond_return():
     f = ug.jit(lambda x, k: ug.while_loop(lambda c: c.sum() < k, lambda c: c[:1], x))
     with pytest.raises(TypeError, match=r"same shapes and dtypes: leaf 0 is float32 \[2\]"):
