@@ -99,6 +99,9 @@ void bind_jit(nb::module_& m) {
       },
       nb::arg("cond"), nb::arg("body"), nb::arg("init"),
       "jax.lax.while_loop over a flat carry, as one op a program runs as an ONNX Loop.");
+  jit.def(
+      "capturing", [] { return ug::graph::detail::current_capture != nullptr; },
+      "Whether ops are being recorded on this thread (ug.jit's trace, ug.onnx.export).");
   jit.def("is_traced", &compiler::is_traced, nb::arg("tensor"),
           "Whether the tensor holds a value computed from the inputs of a function being traced.");
 }

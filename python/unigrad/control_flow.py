@@ -63,15 +63,17 @@ def switch(index, branches, *operands):
 
 def while_loop(cond_fun, body_fun, init_val):
     """jax.lax.while_loop: val = body_fun(val) while cond_fun(val). cond_fun gives a boolean
-    scalar, body_fun a carry of init_val's structure, shapes and dtypes. Under ug.jit with a
-    condition on traced values the loop is one op, run by the program as an ONNX Loop node;
+    scalar, body_fun a carry of init_val's structure, shapes and dtypes. Under ug.jit (and
+    ug.onnx.export) the loop is one op, run by the program as an ONNX Loop node;
     under vmap with a batched condition it runs until every example is done, updating only the
     examples whose condition holds. Forward mode differentiates it; reverse mode raises, as in
     JAX, once the trip count is only known at run time."""
     c = cond_fun(init_val)
     if isinstance(c, _C.Tensor) and _C._functional.is_batched(c):
         return _batched_while_loop(cond_fun, body_fun, init_val)
-    if not (isinstance(c, _C.Tensor) and _is_traced(c)):
+    # Under a trace or an export the loop is one op, the trip count the data's: a Python loop
+    # would record the trace's own trip count.
+    if not (isinstance(c, _C.Tensor) and (_is_traced(c) or _C._jit.capturing())):
         val = init_val
         while bool(c):
             val = body_fun(val)
