@@ -79,6 +79,9 @@ void bind_transforms(nb::module_& m) {
       "Inside vmap: the tensor of every example that t stands for, batch dim first (of the innermost "
       "vmap; t itself when it is not batched).");
   f.def(
+      "batch_level", [](const ug::Tensor& t) { return ug::batching::level(t); },
+      "The level of the innermost vmap t is batched by (0: none; nested vmaps count up).");
+  f.def(
       "is_batched", [](const ug::Tensor& t) { return ug::batching::level(t) != 0; },
       "Whether t is a value inside vmap (one per batch element), not one tensor.");
 }

@@ -6,6 +6,8 @@ with bounds known at trace time unroll into the program. Everything is built fro
 gradients and vmap follow; a while_loop whose condition is traced is one op (ug/ops/control_flow.h)
 that a program runs as an ONNX Loop node."""
 from . import _C
+from . import compiled as _compiled
+from ._C.errors import NoBatchingRule
 from .tree import tree_flatten, tree_map, tree_unflatten
 
 _is_traced = _C._jit.is_traced
@@ -70,6 +72,10 @@ def while_loop(cond_fun, body_fun, init_val):
     JAX, once the trip count is only known at run time."""
     c = cond_fun(init_val)
     if isinstance(c, _C.Tensor) and _C._functional.is_batched(c):
+        if _C._functional.batch_level(c) <= getattr(_compiled._tracing, "outer_level", 0):
+            # Batched by a vmap around a ug.jit trace (vmap of jit): the program cannot see the
+            # other examples, so vmap maps the jitted function example by example.
+            raise NoBatchingRule("[while_loop] a condition batched by a vmap outside ug.jit")
         return _batched_while_loop(cond_fun, body_fun, init_val)
     # Under a trace or an export the loop is one op, the trip count the data's: a Python loop
     # would record the trace's own trip count.

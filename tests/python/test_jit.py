@@ -562,10 +562,9 @@ def test_while_loop_counter_with_a_traced_bound_and_closures_against_jax(jax):
     assert f.cache_info().traces == 1
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "jit"])
-def test_while_loop_under_vmap_runs_each_example_to_its_own_end_against_jax(jax, compiled):
+@pytest.mark.parametrize("order", ["eager", "jit_of_vmap", "vmap_of_jit"])
+def test_while_loop_under_vmap_runs_each_example_to_its_own_end_against_jax(jax, order):
     jnp = jax.numpy
-    wrap = ug.jit if compiled else (lambda f: f)
 
     def step(lib):  # a batched predicate and a closed-over batched limit
         return lambda x, limit: lib_while(lib)(lambda c: c[0].sum() < limit, lambda c: (c[0] * 2 + 1, c[1] + 1), (x, 0))
@@ -573,7 +572,8 @@ def test_while_loop_under_vmap_runs_each_example_to_its_own_end_against_jax(jax,
     def lib_while(lib):
         return ug.while_loop if lib is ug else jax.lax.while_loop
 
-    f = wrap(ug.vmap(step(ug)))
+    f = {"eager": ug.vmap(step(ug)), "jit_of_vmap": ug.jit(ug.vmap(step(ug))),
+         "vmap_of_jit": ug.vmap(ug.jit(step(ug)))}[order]
     for seed in (0, 1):
         rng = np.random.default_rng(seed)
         xs, limits = rng.uniform(0.1, 5, (4, 3)).astype(np.float32), rng.uniform(1, 300, 4).astype(np.float32)

@@ -650,12 +650,6 @@ void batch_norm(GraphBuilder& g, const CapturedCall& c) {
   set_attr(g.node("BatchNormalization", {xv, w, b, mean, var}, {g.output(c)}), "epsilon", attr_float(c, "epsilon"));
 }
 
-/** A tensor inside vmap as the graph holds it: its physical tensor, at every level. */
-Tensor physical(const Tensor& t) {
-  const BatchInfo* b = t.impl().batch();
-  return b ? physical(Tensor(b->physical)) : t;
-}
-
 /** ug::while_loop (ops/control_flow.h): inputs [cond(init), init..., stand-ins..., body's carry...],
  *  outputs [result..., cond(body's carry)], and one iteration of body and cond as its parts. A
  *  Loop node without a trip count, whose body is the parts (built by a builder of the subgraph,
@@ -670,16 +664,16 @@ void while_loop(GraphBuilder& g, const CapturedCall& c) {
     b.add_input(full({}, 0, {.dtype = DType::Int64}), g.fresh("iteration"), {}, 0);
     b.add_input(full({}, true, {.dtype = DType::Bool}), g.fresh("running"), {}, 0);
     for (size_t i = 0; i < n; ++i) {
-      const Tensor& stand_in = physical(c.inputs[1 + n + i]);
+      const Tensor& stand_in = b.physical(c.inputs[1 + n + i]);
       b.add_input(stand_in, g.fresh("carried"), {}, stand_in.version());
     }
     b.note_calls(c.inner);
     for (const CapturedCall& call : c.inner) b.emit_call(call);
     b.add_output(c.outputs[n], g.fresh("running"), {});
-    for (size_t i = 0; i < n; ++i) b.add_output(physical(c.inputs[1 + 2 * n + i]), g.fresh("carried"), {});
+    for (size_t i = 0; i < n; ++i) b.add_output(b.physical(c.inputs[1 + 2 * n + i]), g.fresh("carried"), {});
   }
   std::vector<std::string> inputs{"", g.value(c.inputs[0])}, outputs;
-  for (size_t i = 0; i < n; ++i) inputs.push_back(g.value(physical(c.inputs[1 + i])));
+  for (size_t i = 0; i < n; ++i) inputs.push_back(g.value(g.physical(c.inputs[1 + i])));
   for (size_t i = 0; i < n; ++i) outputs.push_back(g.fresh("while_loop"));
   ::onnx::NodeProto& loop = g.node("Loop", inputs, outputs);
   auto* attr = loop.add_attribute();
@@ -687,8 +681,9 @@ void while_loop(GraphBuilder& g, const CapturedCall& c) {
   attr->set_type(::onnx::AttributeProto_AttributeType_GRAPH);
   *attr->mutable_g() = std::move(body);
   for (size_t i = 0; i < n; ++i) {
-    g.bind(physical(c.outputs[i]), outputs[i], c.op);
-    if (c.outputs[i].impl().batch()) g.value(c.outputs[i]);  // the first example, for calls on examples
+    g.bind(g.physical(c.outputs[i]), outputs[i], c.op);
+    if (g.physical(c.outputs[i]).impl_ref() != c.outputs[i].impl_ref())
+      g.value(c.outputs[i]);  // the first example, for calls on examples
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "ug/core/batching.h"
 #include "ug/core/error.h"
 
 namespace ug::onnx {
@@ -67,12 +68,18 @@ bool GraphBuilder::made_here(const Tensor& t) const {
   return false;
 }
 
+Tensor GraphBuilder::physical(const Tensor& t) const {
+  const BatchInfo* b = t.impl().batch();
+  return b && b->level > outer_level_ ? physical(Tensor(b->physical)) : t;
+}
+
 void GraphBuilder::bind(const Tensor& t, const std::string& name, const std::string& producer) {
   values_[key(t)] = {name, DynamicDims(static_cast<size_t>(t.dim()), false), t, true, t.version(), producer};
 }
 
 void GraphBuilder::add_input(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names,
                              uint32_t version) {
+  if (!parent_) outer_level_ = std::max(outer_level_, batching::level(t));
   set_type(*graph_.add_input(), t, dim_names);
   graph_.mutable_input(graph_.input_size() - 1)->set_name(name);
   DynamicDims dynamic(static_cast<size_t>(t.dim()), false);
@@ -119,7 +126,7 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
     return cast;
   }
   if (parent_ && !made_here(t)) return parent_->value(t, dtype);
-  if (const BatchInfo* b = t.impl().batch()) {
+  if (const BatchInfo* b = t.impl().batch(); b && b->level > outer_level_) {
     // Inside vmap a batched tensor stands for one example of its physical tensor. The graph
     // computes with physical tensors (the batching rules' calls, emitted as parts); a call on
     // examples, recorded around them, reads the first example, a node nothing else uses.

@@ -86,6 +86,10 @@ class GraphBuilder {
   void add_input(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names, uint32_t version);
   /** Declares t's value a graph output of that name (through an Identity node). */
   void add_output(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names);
+  /** t as the graph holds it: inside a vmap opened during the trace, its physical tensor (at
+   *  every such level). A batch of a vmap around the trace (jit inside vmap) stays: the
+   *  program then runs on the batched inputs. */
+  Tensor physical(const Tensor& t) const;
   /** Binds t to the value `name` that op `producer` made (a rule with outputs that are not
    *  its call's, such as the physical values of a batched loop's carry). */
   void bind(const Tensor& t, const std::string& name, const std::string& producer);
@@ -157,6 +161,7 @@ class GraphBuilder {
 
   ::onnx::GraphProto& graph_;
   GraphBuilder* parent_ = nullptr;
+  int outer_level_ = 0;  // the highest vmap level of the inputs: vmaps around the trace
   int64_t opset_;
   std::vector<std::pair<std::string, Tensor>> params_;
   std::unordered_map<const void*, Value> values_;
