@@ -179,7 +179,9 @@ TEST(Jit, AWhileLoopWithATracedBoundRunsAsOneLoop) {
     ++calls;
     const Tensor& bound = xs[1];
     return while_loop([&](const Tensors& c) { return c[0].sum() < bound; },
-                      [&](const Tensors& c) { return Tensors{c[0] * 2 + 1, c[1] + 1}; },
+                      [&](const Tensors& c) {
+                        return Tensors{c[0] * 2 + 1, c[1] + 1};
+                      },
                       {xs[0], scalar_tensor(0, {.dtype = DType::Int64})});
   });
   for (double bound : {10.0, 1000.0, 1.0}) {
