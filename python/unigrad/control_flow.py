@@ -129,11 +129,17 @@ def _batched_while_loop(cond_fun, body_fun, init_val):
 
 
 def fori_loop(lower, upper, body_fun, init_val):
-    """jax.lax.fori_loop: val = body_fun(i, val) for i in range(lower, upper)."""
-    for bound in (lower, upper):
-        if isinstance(bound, _C.Tensor) and (_is_traced(bound) or _C._functional.is_batched(bound)):
-            raise TypeError("[fori_loop] the bounds depend on traced values; give them as Python ints "
-                            "(or static arguments) so the loop unrolls")
+    """jax.lax.fori_loop: val = body_fun(i, val) for i in range(lower, upper). Bounds known at
+    trace time unroll; traced (or batched) bounds make it a while_loop over (i, val), as in JAX
+    (forward mode only, then)."""
+    if any(isinstance(b, _C.Tensor) and (_is_traced(b) or _C._functional.is_batched(b)) for b in (lower, upper)):
+        lower, upper = _as_tensor(lower), _as_tensor(upper)
+
+        def body(carry):
+            i, val = carry
+            return i + 1, body_fun(i, val)
+
+        return while_loop(lambda carry: carry[0] < upper, body, (lower, init_val))[1]
     val = init_val
     for i in range(int(lower), int(upper)):
         val = body_fun(i, val)

@@ -600,6 +600,31 @@ def test_while_loop_under_jit_is_forward_differentiable_against_jax(jax):
         close(dy, dyj, 1e-5)
 
 
+def test_fori_loop_with_traced_bounds_is_a_while_loop_against_jax(jax):
+    jnp = jax.numpy
+
+    def f(lib, x, lo, hi):
+        loop = ug.fori_loop if lib is ug else jax.lax.fori_loop
+        return loop(lo, hi, lambda i, c: c * 0.5 + i, x)
+
+    compiled = ug.jit(lambda x, lo, hi: f(ug, x, lo, hi))
+    for lo, hi in ((0, 4), (2, 9), (5, 5)):
+        x = np.array([1.0, -2.0], np.float32)
+        close(compiled(ug.tensor(x), ug.tensor(lo), ug.tensor(hi)), f(jnp, jnp.asarray(x), lo, hi), 1e-6)
+    assert compiled.cache_info().traces == 1
+    his = np.array([1, 3, 6])
+    got = ug.jit(ug.vmap(lambda hi: f(ug, ug.ones(2), 0, hi)))(ug.tensor(his))
+    close(got, jax.vmap(lambda hi: f(jnp, jnp.ones(2), 0, hi))(jnp.asarray(his)), 1e-6)
+
+
+def test_forward_mode_through_a_loop_closing_over_a_value_with_a_tangent_is_refused():
+    def f(w, t):
+        return ug.jvp(lambda w: ug.while_loop(lambda c: c.sum() < 100, lambda c: c * w + 1, ug.ones(2)), (w,), (t,))
+
+    with pytest.raises(ValueError, match="closes over a value with a tangent"):
+        ug.jit(f)(ug.tensor(1.5), ug.tensor(1.0))
+
+
 def test_while_loop_with_a_traced_condition_refuses_reverse_mode_as_jax_does(jax):
     def f(x, k):
         return ug.while_loop(lambda c: c[1] < k, lambda c: (c[0] * 2, c[1] + 1), (x, ug.tensor(0)))[0].sum()
