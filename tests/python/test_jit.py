@@ -663,6 +663,8 @@ def test_while_loop_checks_what_body_and_cond_return():
         f(ug.ones(2), ug.tensor(5.0))
     with pytest.raises(TypeError, match="boolean scalar"):
         ug.jit(lambda x: ug.while_loop(lambda c: c, lambda c: c * 2, x))(ug.ones(2))
+    with pytest.raises(ValueError, match="calls op 'random'.* move it out of the loop"):
+        ug.jit(lambda x, k: ug.while_loop(lambda c: c.sum() < k, lambda c: c + ug.rand(2), x))(ug.ones(2), ug.tensor(9.0))
 
 
 def test_a_saved_while_loop_runs_in_onnx_runtime():
