@@ -277,6 +277,22 @@ def test_jit_of_vmap_of_grad_through_matmul_equals_the_eager_transforms(shapes, 
     assert compiled.cache_info().misses == 1
 
 
+def test_jit_of_vmap_of_grad_through_an_op_without_a_batching_rule():
+    # Slicing's gradient (embed) has no batching rule: vmap maps example by example after the
+    # batched attempt raised, and the ops that attempt ran inside the trace must not fail it.
+    w = ug.randn(4, dtype=ug.float64)
+
+    def f(w, x):
+        return ug.softmax(x * w, 0)[1:].sin().sum()
+
+    g = ug.vmap(ug.grad(f), in_axes=(None, 0))
+    compiled = ug.jit(g)
+    for seed in (0, 1):
+        ug.manual_seed(seed)
+        xs = ug.randn(5, 4, dtype=ug.float64)
+        close(compiled(w, xs), ug.stack([ug.grad(f)(w, xs[i]) for i in range(5)]), 1e-12)
+
+
 def test_jit_of_per_example_gradients_of_an_mlp():
     # The JAX idiom: vmap(grad(loss), in_axes=(None, 0, 0)) for one gradient per example.
     def loss(p, x, y):
