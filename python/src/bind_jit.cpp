@@ -10,6 +10,7 @@
 #include "ug/compiler/cache.h"
 #include "ug/compiler/program.h"
 #include "ug/compiler/debug.h"
+#include "ug/ops/control_flow.h"
 
 namespace ugpy {
 
@@ -83,6 +84,24 @@ void bind_jit(nb::module_& m) {
   jit.def("debug_print", &debug_print, nb::arg("emit"), nb::arg("values"),
           "Calls emit(values) now and at every run of a program that traces this call.");
   jit.def("describe", &compiler::describe, nb::arg("tensor"), "A tensor's part of a call signature: dtype[shape].");
+  jit.def(
+      "while_loop",
+      [](const ug::LoopCond& cond, const ug::LoopBody& body, const std::vector<ug::Tensor>& init) {
+        auto traced_cond = [&](const std::vector<ug::Tensor>& carry) {
+          compiler::LoopBodyScope scope;
+          return cond(carry);
+        };
+        auto traced_body = [&](const std::vector<ug::Tensor>& carry) {
+          compiler::LoopBodyScope scope;
+          return body(carry);
+        };
+        return ug::while_loop(traced_cond, traced_body, init);
+      },
+      nb::arg("cond"), nb::arg("body"), nb::arg("init"),
+      "jax.lax.while_loop over a flat carry, as one op a program runs as an ONNX Loop.");
+  jit.def(
+      "capturing", [] { return ug::graph::detail::current_capture != nullptr; },
+      "Whether ops are being recorded on this thread (ug.jit's trace, ug.onnx.export).");
   jit.def("is_traced", &compiler::is_traced, nb::arg("tensor"),
           "Whether the tensor holds a value computed from the inputs of a function being traced.");
 }

@@ -71,6 +71,17 @@ void bind_transforms(nb::module_& m) {
       "fn(inputs) keeping for backward only the saved tensors whose op keep(op) names; backward runs fn "
       "again (same random and autocast state) for the rest.");
   f.def(
+      "physical",
+      [](const ug::Tensor& t) {
+        const ug::BatchInfo* b = t.impl().batch();
+        return b ? ug::Tensor(b->physical) : t;
+      },
+      "Inside vmap: the tensor of every example that t stands for, batch dim first (of the innermost "
+      "vmap; t itself when it is not batched).");
+  f.def(
+      "batch_level", [](const ug::Tensor& t) { return ug::batching::level(t); },
+      "The level of the innermost vmap t is batched by (0: none; nested vmaps count up).");
+  f.def(
       "is_batched", [](const ug::Tensor& t) { return ug::batching::level(t) != 0; },
       "Whether t is a value inside vmap (one per batch element), not one tensor.");
 }

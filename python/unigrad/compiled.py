@@ -182,10 +182,13 @@ class JitFunction:
             return [v for v in leaves if isinstance(v, _C.Tensor)]
 
         _tracing.depth = getattr(_tracing, "depth", 0) + 1
+        # A vmap around the trace (vmap of jit) batches the inputs: the program runs on them.
+        _tracing.outer_level = max((_C._functional.batch_level(t) for t in call.tensors), default=0)
         try:
             program, traced = _jit.Program.trace_with_outputs(flat_fn, call.tensors, self._live_state(call))
         finally:
             _tracing.depth -= 1
+            _tracing.outer_level = 0
         warning = self._cache.insert(list(key), program)
         self._outputs[key] = (*box["out"], call.objects)
         for k in [k for k in self._outputs if self._cache.why_not(list(k))]:

@@ -3,8 +3,11 @@ ug.while_loop, ug.fori_loop and ug.scan. Eagerly they run as Python would. Under
 predicate computed from traced values cannot pick a branch while tracing, so cond runs both
 branches and selects their results elementwise (what jax.lax.cond does under vmap); loops
 with bounds known at trace time unroll into the program. Everything is built from ops, so
-gradients and vmap follow."""
+gradients and vmap follow; a while_loop whose condition is traced is one op (ug/ops/control_flow.h)
+that a program runs as an ONNX Loop node."""
 from . import _C
+from . import compiled as _compiled
+from ._C.errors import NoBatchingRule
 from .tree import tree_flatten, tree_map, tree_unflatten
 
 _is_traced = _C._jit.is_traced
@@ -61,25 +64,82 @@ def switch(index, branches, *operands):
 
 
 def while_loop(cond_fun, body_fun, init_val):
-    """jax.lax.while_loop: val = body_fun(val) while cond_fun(val)."""
-    val = init_val
-    while True:
-        c = cond_fun(val)
-        if isinstance(c, _C.Tensor) and (_is_traced(c) or _C._functional.is_batched(c)):
-            raise TypeError("[while_loop] the loop condition depends on traced (or batched) values, so its trip "
-                            "count is not known while tracing; compiling such loops is not built yet. Use fori_loop "
-                            "or scan with bounds known at trace time.")
-        if not bool(c):
-            return val
-        val = body_fun(val)
+    """jax.lax.while_loop: val = body_fun(val) while cond_fun(val). cond_fun gives a boolean
+    scalar, body_fun a carry of init_val's structure, shapes and dtypes. Under ug.jit (and
+    ug.onnx.export) the loop is one op, run by the program as an ONNX Loop node;
+    under vmap with a batched condition it runs until every example is done, updating only the
+    examples whose condition holds. Forward mode differentiates it; reverse mode raises, as in
+    JAX, once the trip count is only known at run time."""
+    c = cond_fun(init_val)
+    if isinstance(c, _C.Tensor) and _C._functional.is_batched(c):
+        if _C._functional.batch_level(c) <= getattr(_compiled._tracing, "outer_level", 0):
+            # Batched by a vmap around a ug.jit trace (vmap of jit): the program cannot see the
+            # other examples, so vmap maps the jitted function example by example.
+            raise NoBatchingRule("[while_loop] a condition batched by a vmap outside ug.jit")
+        return _batched_while_loop(cond_fun, body_fun, init_val)
+    # Under a trace or an export the loop is one op, the trip count the data's: a Python loop
+    # would record the trace's own trip count.
+    if not (isinstance(c, _C.Tensor) and (_is_traced(c) or _C._jit.capturing())):
+        val = init_val
+        while bool(c):
+            val = body_fun(val)
+            c = cond_fun(val)
+        return val
+    leaves, treedef = tree_flatten(init_val)
+    leaves = [_as_tensor(x) for x in leaves]
+
+    def flat_cond(flat):
+        return _scalar_predicate(cond_fun(tree_unflatten(treedef, flat)))
+
+    def flat_body(flat):
+        out, out_def = tree_flatten(body_fun(tree_unflatten(treedef, flat)))
+        if out_def != treedef:
+            raise TypeError(f"[while_loop] body_fun must return a carry of the structure {treedef}, got {out_def}")
+        return [_as_tensor(x) for x in out]
+
+    return tree_unflatten(treedef, _C._jit.while_loop(flat_cond, flat_body, leaves))
+
+
+def _scalar_predicate(c):
+    c = _as_tensor(c)
+    if c.numel() != 1 or c.dtype != _C.bool:
+        raise TypeError(f"[while_loop] cond_fun must return a boolean scalar, got {c.dtype} {tuple(c.shape)}")
+    return c.reshape(())
+
+
+def _any_example(c):
+    """An unbatched predicate that holds while the batched one holds for some example."""
+    while _C._functional.is_batched(c):
+        c = _C._functional.physical(c).any()
+    return c
+
+
+def _batched_while_loop(cond_fun, body_fun, init_val):
+    # jax.lax.while_loop's batching rule: loop while any example's condition holds, and give
+    # the examples whose condition no longer holds their carry back. Every leaf becomes batched
+    # first, so that the carry keeps its type across iterations.
+    p = _scalar_predicate(cond_fun(init_val))
+    init = tree_map(lambda x: _C.where(p, _as_tensor(x), _as_tensor(x)), init_val)
+
+    def body(val):
+        holds = _scalar_predicate(cond_fun(val))
+        return tree_map(lambda new, old: _C.where(holds, _as_tensor(new), old), body_fun(val), val)
+
+    return while_loop(lambda val: _any_example(_scalar_predicate(cond_fun(val))), body, init)
 
 
 def fori_loop(lower, upper, body_fun, init_val):
-    """jax.lax.fori_loop: val = body_fun(i, val) for i in range(lower, upper)."""
-    for bound in (lower, upper):
-        if isinstance(bound, _C.Tensor) and (_is_traced(bound) or _C._functional.is_batched(bound)):
-            raise TypeError("[fori_loop] the bounds depend on traced values; give them as Python ints "
-                            "(or static arguments) so the loop unrolls")
+    """jax.lax.fori_loop: val = body_fun(i, val) for i in range(lower, upper). Bounds known at
+    trace time unroll; traced (or batched) bounds make it a while_loop over (i, val), as in JAX
+    (forward mode only, then)."""
+    if any(isinstance(b, _C.Tensor) and (_is_traced(b) or _C._functional.is_batched(b)) for b in (lower, upper)):
+        lower, upper = _as_tensor(lower), _as_tensor(upper)
+
+        def body(carry):
+            i, val = carry
+            return i + 1, body_fun(i, val)
+
+        return while_loop(lambda carry: carry[0] < upper, body, (lower, init_val))[1]
     val = init_val
     for i in range(int(lower), int(upper)):
         val = body_fun(i, val)

@@ -39,6 +39,7 @@
 #include "ug/onnx/import.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/control_flow.h"
 #include "ug/ops/conv.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/join.h"

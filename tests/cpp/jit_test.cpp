@@ -171,6 +171,29 @@ TEST(Jit, AStepWithBatchNormAndDropoutHoldsWhatEagerHolds) {
   EXPECT_EQ(compiled->state_dict().at("1.num_batches_tracked").item<int64_t>(), 10);
 }
 
+TEST(Jit, AWhileLoopWithATracedBoundRunsAsOneLoop) {
+  // Doubling until the sum passes the bound, closing over it: the trip count is the data's at
+  // every run, never the trace's.
+  int calls = 0;
+  JitFunction f = jit([&](const Tensors& xs) {
+    ++calls;
+    const Tensor& bound = xs[1];
+    return while_loop([&](const Tensors& c) { return c[0].sum() < bound; },
+                      [&](const Tensors& c) {
+                        return Tensors{c[0] * 2 + 1, c[1] + 1};
+                      },
+                      {xs[0], scalar_tensor(0, {.dtype = DType::Int64})});
+  });
+  for (double bound : {10.0, 1000.0, 1.0}) {
+    Tensor x = tensor({1.0, 2.0}), n = scalar_tensor(0, {.dtype = DType::Int64});
+    while ((x.sum() < bound).item<bool>()) x = x * 2 + 1, n = n + 1;
+    Tensors out = f({tensor({1.0, 2.0}), scalar_tensor(bound)});
+    EXPECT_TRUE(allclose(out[0], x));
+    EXPECT_EQ(out[1].item<int64_t>(), n.item<int64_t>());
+  }
+  EXPECT_EQ(calls, 1);
+}
+
 TEST(Jit, DebugCallbacksRunAtEveryRunOfTheProgram) {
   std::vector<double> seen;
   JitFunction f = jit([&](const Tensors& xs) {

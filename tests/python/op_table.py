@@ -135,6 +135,18 @@ def adam_step(m, p, g):
 _SGD_PARAMS = {}
 
 
+def doublings(m, a):
+    """jax.lax.while_loop's ug.while_loop: how many doublings of |a| + 0.1 until its first
+    element passes 50, a trip count the data decides (torch: a Python loop). Under jit the loop
+    is one op, run as an ONNX Loop node; under vmap each example stops at its own count."""
+    if m is torch:
+        c, n = a.abs() + 0.1, 0
+        while c[0, 0] < 50:
+            c, n = c * 2, n + 1
+        return torch.tensor(n)
+    return ug.while_loop(lambda s: s[0][0, 0] < 50, lambda s: (s[0] * 2, s[1] + 1), (a.abs() + 0.1, ug.tensor(0)))[1]
+
+
 def sgd_step(m, p, g):
     """One imperative SGD step (lr 0.1) of a parameter holding p with gradient g: torch.optim.SGD's
     step() against ug.optim.SGD's (the op optimizer_step, which a compiled PyTorch-style step
@@ -506,6 +518,7 @@ OTHERS = [
     Op("random_fold_in", lambda m, a: tuple(ug.random.fold_in(ug.random.key(0), a.shape[0]).shape), x(3, 4),
        off=PYTHON_VALUE),
     Op("debug_print", printed, x(2, 3), ops=("debug_print", "mul"), off=rejects("a print (ug.debug.print)")),
+    Op("while_loop", doublings, x(3, 4, low=-0.5, high=0.5), off=NO_GRAD),
     Op("optimizer_update", adam_step, x(3, 4), x(3, 4, seed=1), off={
         **{t: "an optimizer step: not differentiated" for t in ("vjp", "fd", "jvp")},
         "vmap": "an optimizer step: no batching rule", **unsupported("optimizer_update")}),

@@ -245,6 +245,73 @@ def test_second_derivatives_and_vmap_compose_with_jit():
     close(ug.jit(lambda v: inner(v) * 2)(xs), xs.exp() * 2, 1e-6)  # a jitted function inside: inlined
 
 
+VECTOR_MATRIX_SHAPES = {"vec@vec": ((4,), (4,)), "mat@vec": ((3, 4), (4,)), "vec@mat": ((4,), (4, 2)),
+                        "mat@mat": ((3, 4), (4, 2))}
+
+
+@pytest.mark.parametrize("batched", ["x", "w", "both"])
+@pytest.mark.parametrize("shapes", list(VECTOR_MATRIX_SHAPES), ids=list(VECTOR_MATRIX_SHAPES))
+def test_jit_of_vmap_of_grad_through_matmul_equals_the_eager_transforms(shapes, batched):
+    # matmul makes a 1-D operand a matrix and squeezes the result inside its call: under vmap
+    # the gradient's seed and its broadcasts are batched views the program must rebuild.
+    xshape, wshape = VECTOR_MATRIX_SHAPES[shapes]
+    axes = {"x": (None, 0), "w": (0, None), "both": (0, 0)}[batched]
+
+    def f(w, x):
+        return ((x @ w).sin() * (x @ w)).sum()
+
+    g = ug.vmap(ug.grad(f), in_axes=axes)
+    compiled = ug.jit(g)
+
+    def draw(seed):
+        ug.manual_seed(seed)
+        w, x = ug.randn(*wshape, dtype=ug.float64), ug.randn(*xshape, dtype=ug.float64)
+        return (ug.randn(5, *wshape, dtype=ug.float64) if axes[0] == 0 else w,
+                ug.randn(5, *xshape, dtype=ug.float64) if axes[1] == 0 else x)
+
+    for seed in (0, 1):  # the trace's inputs, then others: a value frozen at trace time would show
+        w, x = draw(seed)
+        per_example = ug.stack([ug.grad(f)(w[i] if axes[0] == 0 else w, x[i] if axes[1] == 0 else x) for i in range(5)])
+        close(g(w, x), per_example, 1e-12)
+        close(compiled(w, x), per_example, 1e-12)
+    assert compiled.cache_info().misses == 1
+
+
+def test_jit_of_vmap_of_grad_through_an_op_without_a_batching_rule():
+    # Slicing's gradient (embed) has no batching rule: vmap maps example by example after the
+    # batched attempt raised, and the ops that attempt ran inside the trace must not fail it.
+    w = ug.randn(4, dtype=ug.float64)
+
+    def f(w, x):
+        return ug.softmax(x * w, 0)[1:].sin().sum()
+
+    g = ug.vmap(ug.grad(f), in_axes=(None, 0))
+    compiled = ug.jit(g)
+    for seed in (0, 1):
+        ug.manual_seed(seed)
+        xs = ug.randn(5, 4, dtype=ug.float64)
+        close(compiled(w, xs), ug.stack([ug.grad(f)(w, xs[i]) for i in range(5)]), 1e-12)
+
+
+def test_jit_of_per_example_gradients_of_an_mlp():
+    # The JAX idiom: vmap(grad(loss), in_axes=(None, 0, 0)) for one gradient per example.
+    def loss(p, x, y):
+        h = ug.tanh(x @ p["w1"] + p["b1"])
+        return ((h @ p["w2"] + p["b2"] - y) ** 2).mean()
+
+    per_example = ug.jit(ug.vmap(ug.grad(loss), in_axes=(None, 0, 0)))
+    for seed in (0, 1):
+        ug.manual_seed(seed)
+        p = {"w1": ug.randn(6, 5, dtype=ug.float64), "b1": ug.randn(5, dtype=ug.float64),
+             "w2": ug.randn(5, 2, dtype=ug.float64), "b2": ug.randn(2, dtype=ug.float64)}
+        x, y = ug.randn(7, 6, dtype=ug.float64), ug.randn(7, 2, dtype=ug.float64)
+        got = per_example(p, x, y)
+        for i in range(7):
+            expected = ug.grad(loss)(p, x[i], y[i])
+            for k in p:
+                close(got[k][i], expected[k], 1e-12)
+
+
 # ---- training steps -----------------------------------------------------------------------------
 
 
@@ -457,14 +524,179 @@ def test_loops_and_scan_against_jax(jax, compiled):
     close(gu, jax.grad(lambda h: jax_scan(h, as_jax(jax, xs))[0].sum())(as_jax(jax, h0)), 1e-5)
     fori = wrap(lambda v: ug.fori_loop(0, 4, lambda i, c: c * 2 + i, v))(h0)
     close(fori, lax.fori_loop(0, 4, lambda i, c: c * 2 + i, as_jax(jax, h0)), 1e-6)
-    if not compiled:  # a data-dependent trip count: eager only (see test_while_loop_under_jit_says_why)
-        w = ug.while_loop(lambda c: c.sum() < 100, lambda c: c * 2 + 1, h0.abs())
-        close(w, lax.while_loop(lambda c: c.sum() < 100, lambda c: c * 2 + 1, as_jax(jax, h0.abs())), 1e-6)
+    w = wrap(lambda h: ug.while_loop(lambda c: c.sum() < 100, lambda c: c * 2 + 1, h))(h0.abs())
+    close(w, lax.while_loop(lambda c: c.sum() < 100, lambda c: c * 2 + 1, as_jax(jax, h0.abs())), 1e-6)
 
 
-def test_while_loop_under_jit_says_why():
-    with pytest.raises(TypeError, match="trip count"):
-        ug.jit(lambda c: ug.while_loop(lambda c: c.sum() < 100, lambda c: c * 2, c))(ug.ones(2))
+def newton_sqrt(lib, a):
+    # Newton's iteration for sqrt(a), until the step is small or 50 steps: a carry pytree
+    # (value, step count) and a condition on both.
+    def cond(c):
+        x, i = c
+        return lib.logical_and(lib.abs(x * x - a).max() > 1e-5 * a.max(), i < 50)
+
+    return cond, lambda c: ((c[0] + a / c[0]) * 0.5, c[1] + 1)
+
+
+def test_while_loop_with_a_traced_condition_compiles_to_a_loop_against_jax(jax):
+    jnp = jax.numpy
+
+    def ug_f(a):
+        cond, body = newton_sqrt(ug, a)
+        return ug.while_loop(cond, body, (a, ug.tensor(0)))
+
+    f = ug.jit(ug_f)
+    for a in ([2.0, 9.0, 0.5], [100.0, 3.0, 7.0]):  # the trace's input, then another
+        x, n = f(ug.tensor(a))
+        cond, body = newton_sqrt(jnp, jnp.asarray(a))
+        xj, nj = jax.lax.while_loop(cond, body, (jnp.asarray(a), 0))
+        close(x, xj, 1e-6)
+        assert int(n) == int(nj)
+    assert f.cache_info().traces == 1
+    assert "Loop" in f.lower(ug.tensor([2.0, 9.0, 0.5])).node_types()
+
+
+def test_while_loop_counter_with_a_traced_bound_and_closures_against_jax(jax):
+    jnp = jax.numpy
+
+    def body(lib, k, w):  # closes over the traced bound and a traced tensor
+        return lambda c: {"i": c["i"] + 1, "acc": lib.tanh(c["acc"] * w + k), "pair": (c["pair"][1], c["pair"][0] + 1.0)}
+
+    def ug_f(k, w):
+        init = {"i": ug.tensor(0), "acc": ug.zeros(3), "pair": (ug.tensor(1.0), ug.tensor(2.0))}
+        return ug.while_loop(lambda c: c["i"] < k, body(ug, k, w), init)
+
+    f = ug.jit(ug_f)
+    for k, w in ((3, [0.5, -1.0, 2.0]), (7, [1.5, 0.25, -0.5]), (0, [1.0, 1.0, 1.0])):
+        got = f(ug.tensor(k), ug.tensor(w))
+        init = {"i": 0, "acc": jnp.zeros(3), "pair": (jnp.asarray(1.0), jnp.asarray(2.0))}
+        want = jax.lax.while_loop(lambda c: c["i"] < k, body(jnp, k, jnp.asarray(w)), init)
+        assert int(got["i"]) == int(want["i"]) == k
+        close(got["acc"], want["acc"], 1e-6)
+        close(got["pair"][0], want["pair"][0])
+        close(got["pair"][1], want["pair"][1])
+    assert f.cache_info().traces == 1
+
+
+@pytest.mark.parametrize("order", ["eager", "jit_of_vmap", "vmap_of_jit"])
+def test_while_loop_under_vmap_runs_each_example_to_its_own_end_against_jax(jax, order):
+    jnp = jax.numpy
+
+    def step(lib):  # a batched predicate and a closed-over batched limit
+        return lambda x, limit: lib_while(lib)(lambda c: c[0].sum() < limit, lambda c: (c[0] * 2 + 1, c[1] + 1), (x, 0))
+
+    def lib_while(lib):
+        return ug.while_loop if lib is ug else jax.lax.while_loop
+
+    f = {"eager": ug.vmap(step(ug)), "jit_of_vmap": ug.jit(ug.vmap(step(ug))),
+         "vmap_of_jit": ug.vmap(ug.jit(step(ug)))}[order]
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        xs, limits = rng.uniform(0.1, 5, (4, 3)).astype(np.float32), rng.uniform(1, 300, 4).astype(np.float32)
+        (x, n), (xj, nj) = f(ug.tensor(xs), ug.tensor(limits)), jax.vmap(step(jnp))(jnp.asarray(xs), jnp.asarray(limits))
+        close(x, xj, 1e-6)
+        np.testing.assert_array_equal(n.numpy(), np.asarray(nj))
+        assert len(set(n.numpy().tolist())) > 1  # the examples stop at different steps
+
+
+def test_while_loop_under_jit_is_forward_differentiable_against_jax(jax):
+    jnp = jax.numpy
+
+    def f(lib, x, k):
+        return lib_while(lib)(lambda c: c[1] < k, lambda c: (lib.sin(c[0]) * 1.5 + 0.1 * c[0], c[1] + 1), (x, 0))[0]
+
+    def lib_while(lib):
+        return ug.while_loop if lib is ug else jax.lax.while_loop
+
+    compiled = ug.jit(lambda x, t, k: ug.jvp(lambda x: f(ug, x, k), (x,), (t,)))
+    for k in (4, 9):
+        x, t = np.array([0.3, 0.7, -1.2], np.float32), np.array([1.0, -2.0, 0.5], np.float32)
+        (y, dy), (yj, dyj) = compiled(ug.tensor(x), ug.tensor(t), ug.tensor(k)), jax.jvp(lambda x: f(jnp, x, k), (x,), (t,))
+        close(y, yj, 1e-5)
+        close(dy, dyj, 1e-5)
+
+
+def test_fori_loop_with_traced_bounds_is_a_while_loop_against_jax(jax):
+    jnp = jax.numpy
+
+    def f(lib, x, lo, hi):
+        loop = ug.fori_loop if lib is ug else jax.lax.fori_loop
+        return loop(lo, hi, lambda i, c: c * 0.5 + i, x)
+
+    compiled = ug.jit(lambda x, lo, hi: f(ug, x, lo, hi))
+    for lo, hi in ((0, 4), (2, 9), (5, 5)):
+        x = np.array([1.0, -2.0], np.float32)
+        close(compiled(ug.tensor(x), ug.tensor(lo), ug.tensor(hi)), f(jnp, jnp.asarray(x), lo, hi), 1e-6)
+    assert compiled.cache_info().traces == 1
+    his = np.array([1, 3, 6])
+    got = ug.jit(ug.vmap(lambda hi: f(ug, ug.ones(2), 0, hi)))(ug.tensor(his))
+    close(got, jax.vmap(lambda hi: f(jnp, jnp.ones(2), 0, hi))(jnp.asarray(his)), 1e-6)
+
+
+def test_forward_mode_through_a_loop_closing_over_a_value_with_a_tangent_is_refused():
+    def f(w, t):
+        return ug.jvp(lambda w: ug.while_loop(lambda c: c.sum() < 100, lambda c: c * w + 1, ug.ones(2)), (w,), (t,))
+
+    with pytest.raises(ValueError, match="closes over a value with a tangent"):
+        ug.jit(f)(ug.tensor(1.5), ug.tensor(1.0))
+
+
+def test_while_loop_with_a_traced_condition_refuses_reverse_mode_as_jax_does(jax):
+    def f(x, k):
+        return ug.while_loop(lambda c: c[1] < k, lambda c: (c[0] * 2, c[1] + 1), (x, ug.tensor(0)))[0].sum()
+
+    with pytest.raises(TypeError, match="reverse-mode differentiation does not work for a while_loop"):
+        ug.jit(ug.grad(f))(ug.ones(2), ug.tensor(3))
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for lax.while_loop"):
+        jax.grad(lambda x: jax.lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0] * 2, c[1] + 1), (x, 0))[0].sum())(
+            jax.numpy.ones(2))
+
+
+def test_control_flow_inside_a_compiled_while_loop_body_against_jax(jax):
+    jnp = jax.numpy
+
+    def f(lib, x, k):
+        loop = ug.while_loop if lib is ug else jax.lax.while_loop
+        cond = ug.cond if lib is ug else jax.lax.cond
+
+        def body(c):  # a loop and a cond on the carry, inside the body
+            inner = loop(lambda d: d.sum() < c.sum() + 1, lambda d: d + 0.5, c)
+            return cond(inner.sum() > 10, lambda v: v * 1.5, lambda v: v + 2, inner)
+
+        return loop(lambda c: c.sum() < k, body, x)
+
+    compiled = ug.jit(lambda x, k: f(ug, x, k))
+    for x, k in (([1.0, 1.0], 20.0), ([3.0, 0.5], 60.0)):
+        close(compiled(ug.tensor(x), ug.tensor(k)), f(jnp, jnp.asarray(x), k), 1e-6)
+    with pytest.raises(TypeError, match="bool"):  # Python's if on the carry: traced, never a stand-in's value
+        ug.jit(lambda x, k: ug.while_loop(lambda c: c.sum() < k, lambda c: c * 2 if c.sum() > 3 else c + 1, x))(
+            ug.ones(2), ug.tensor(20.0))
+
+
+def test_while_loop_checks_what_body_and_cond_return():
+    f = ug.jit(lambda x, k: ug.while_loop(lambda c: c.sum() < k, lambda c: c[:1], x))
+    with pytest.raises(TypeError, match=r"same shapes and dtypes: leaf 0 is float32 \[2\]"):
+        f(ug.ones(2), ug.tensor(5.0))
+    with pytest.raises(TypeError, match="boolean scalar"):
+        ug.jit(lambda x: ug.while_loop(lambda c: c, lambda c: c * 2, x))(ug.ones(2))
+    with pytest.raises(ValueError, match="calls op 'random'.* move it out of the loop"):
+        ug.jit(lambda x, k: ug.while_loop(lambda c: c.sum() < k, lambda c: c + ug.rand(2), x))(ug.ones(2), ug.tensor(9.0))
+
+
+def test_a_saved_while_loop_runs_in_onnx_runtime():
+    ort = pytest.importorskip("onnxruntime")
+
+    def f(x, k):
+        return ug.while_loop(lambda c: c.sum() < k, lambda c: c * 2 + 1, x)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "loop.onnx")
+        ug.jit.save(ug.jit(f), path, ug.ones(2), ug.tensor(10.0))
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        names = [i.name for i in session.get_inputs()]
+        for x, k in (([1.0, 2.0], 100.0), ([0.5, 0.25], 1000.0)):
+            got = session.run(None, dict(zip(names, [np.array(x, np.float32), np.array(k, np.float32)])))[0]
+            close(got, f(ug.tensor(x), ug.tensor(k)))
 
 
 def test_cond_under_vmap_selects_per_example():

@@ -22,6 +22,7 @@ namespace {
 struct TraceState {
   std::unordered_set<const void*> storages;
   size_t calls_seen = 0;
+  int loop_bodies = 0;  // LoopBodyScopes open
 };
 thread_local TraceState* t_trace = nullptr;
 
@@ -48,6 +49,7 @@ bool is_traced(const Tensor& t) {
   TraceState* s = t_trace;
   const graph::Capture* capture = graph::detail::current_capture;
   if (!s || !capture || !t.defined()) return false;
+  if (s->loop_bodies > 0) return true;
   const auto& calls = capture->calls();
   for (; s->calls_seen < calls.size(); ++s->calls_seen) {
     const graph::CapturedCall& call = calls[s->calls_seen];
@@ -61,6 +63,14 @@ bool is_traced(const Tensor& t) {
         if (out.defined()) s->storages.insert(storage_of(out));
   }
   return s->storages.contains(storage_of(t));
+}
+
+LoopBodyScope::LoopBodyScope() : active_(t_trace && graph::detail::current_capture) {
+  if (active_) ++t_trace->loop_bodies;
+}
+
+LoopBodyScope::~LoopBodyScope() {
+  if (active_) --t_trace->loop_bodies;
 }
 
 void check_concrete(const Tensor& t, const char* what, const std::string& where) {

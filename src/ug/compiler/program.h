@@ -78,6 +78,22 @@ class Program {
  *  every run. */
 bool is_traced(const Tensor& t);
 
+/** While alive inside a trace: a loop's body or condition is traced once, on stand-ins of its
+ *  carry, inside the loop's own call, and is_traced says yes for every tensor, so that Python
+ *  control flow there takes the compiled path or raises, never branching on a stand-in's
+ *  numbers (ug::while_loop). Outside a trace (the loop run for the trace's result) it does
+ *  nothing. */
+class LoopBodyScope {
+ public:
+  LoopBodyScope();
+  ~LoopBodyScope();
+  LoopBodyScope(const LoopBodyScope&) = delete;
+  LoopBodyScope& operator=(const LoopBodyScope&) = delete;
+
+ private:
+  bool active_;
+};
+
 /** Raises a TypeError when t is_traced: Python control flow on it (`what` is "bool()",
  *  "item()", ...) would freeze one trace's value into the program. `where` is the caller's
  *  source location, for the message. */

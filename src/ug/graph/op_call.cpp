@@ -1,5 +1,6 @@
 #include "ug/graph/op_call.h"
 
+#include <exception>
 #include <iterator>
 
 namespace ug::graph {
@@ -16,8 +17,9 @@ void OpCall::leave() {
   Capture::Open& me = capture_->open_.back();
   if (!recorded_) {
     // An op that ran other ops and then recorded nothing would leave a hole in the graph; one
-    // inside another op leaves its calls to the op around it.
-    if (depth_ == 0 && me.ran_ops && capture_->error_.empty())
+    // inside another op leaves its calls to the op around it. One left by an exception (an op
+    // without a batching rule, after which vmap maps example by example) made no value.
+    if (depth_ == 0 && me.ran_ops && capture_->error_.empty() && std::uncaught_exceptions() == 0)
       capture_->error_ = std::string("op '") + def_.name() + "' ran other ops without recording itself";
     if (depth_ > 0) {
       std::vector<CapturedCall>& parent = capture_->open_[depth_ - 1].inner;

@@ -650,6 +650,49 @@ void batch_norm(GraphBuilder& g, const CapturedCall& c) {
   set_attr(g.node("BatchNormalization", {xv, w, b, mean, var}, {g.output(c)}), "epsilon", attr_float(c, "epsilon"));
 }
 
+/** ug::while_loop (ops/control_flow.h): inputs [cond(init), init..., stand-ins..., body's carry...],
+ *  outputs [result..., cond(body's carry)], and one iteration of body and cond as its parts. A
+ *  Loop node without a trip count, whose body is the parts (built by a builder of the subgraph,
+ *  reading what the loop closes over from the enclosing graph by name) with the stand-ins as
+ *  its carried inputs. Under vmap the graph carries the physical tensors. */
+void while_loop(GraphBuilder& g, const CapturedCall& c) {
+  const size_t n = static_cast<size_t>(attr_int(c, "carried"));
+  // A program calls replayed ops back from its own graph only, not from a Loop's body.
+  for (const CapturedCall& part : c.inner)
+    if (part.replay && g.replays_allowed())
+      fail("[jit] the body or condition of a compiled while_loop calls op '", part.op,
+           "', which a program runs by calling unigrad back (a print, a random draw, an optimizer step); that is "
+           "not built for loop bodies yet: move it out of the loop");
+  ::onnx::GraphProto body;
+  body.set_name(g.fresh("while_body"));
+  {
+    GraphBuilder b(body, g);
+    b.add_input(full({}, 0, {.dtype = DType::Int64}), g.fresh("iteration"), {}, 0);
+    b.add_input(full({}, true, {.dtype = DType::Bool}), g.fresh("running"), {}, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const Tensor& stand_in = b.physical(c.inputs[1 + n + i]);
+      b.add_input(stand_in, g.fresh("carried"), {}, stand_in.version());
+    }
+    b.note_calls(c.inner);
+    for (const CapturedCall& call : c.inner) b.emit_call(call);
+    b.add_output(c.outputs[n], g.fresh("running"), {});
+    for (size_t i = 0; i < n; ++i) b.add_output(b.physical(c.inputs[1 + 2 * n + i]), g.fresh("carried"), {});
+  }
+  std::vector<std::string> inputs{"", g.value(c.inputs[0])}, outputs;
+  for (size_t i = 0; i < n; ++i) inputs.push_back(g.value(g.physical(c.inputs[1 + i])));
+  for (size_t i = 0; i < n; ++i) outputs.push_back(g.fresh("while_loop"));
+  ::onnx::NodeProto& loop = g.node("Loop", inputs, outputs);
+  auto* attr = loop.add_attribute();
+  attr->set_name("body");
+  attr->set_type(::onnx::AttributeProto_AttributeType_GRAPH);
+  *attr->mutable_g() = std::move(body);
+  for (size_t i = 0; i < n; ++i) {
+    g.bind(g.physical(c.outputs[i]), outputs[i], c.op);
+    if (g.physical(c.outputs[i]).impl_ref() != c.outputs[i].impl_ref())
+      g.value(c.outputs[i]);  // the first example, for calls on examples
+  }
+}
+
 /** Runs `body` on x with a batch dim: an unbatched input gets one (Unsqueeze) and loses it after. */
 template <class Body> void batched(GraphBuilder& g, const CapturedCall& c, int64_t spatial, Body body) {
   const Tensor& x = c.inputs[0];
@@ -1007,6 +1050,7 @@ const std::map<std::string, Emitter>& table() {
         {"gru", gru},
         {"rnn_tanh", rnn_tanh},
         {"rnn_relu", rnn_relu},
+        {"while_loop", while_loop},
     };
     // Every other unary op is the ONNX op of the same meaning (the onnx field of its entry).
 #define UG_ROW(Op, method) add_unary_row<ops::Op>(t);

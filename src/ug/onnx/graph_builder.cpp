@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "ug/core/batching.h"
 #include "ug/core/error.h"
 
 namespace ug::onnx {
@@ -52,8 +53,33 @@ void set_type(::onnx::ValueInfoProto& info, const Tensor& t, const std::vector<s
 GraphBuilder::GraphBuilder(::onnx::GraphProto& graph, int64_t opset, std::vector<std::pair<std::string, Tensor>> params)
     : graph_(graph), opset_(opset), params_(std::move(params)) {}
 
+GraphBuilder::GraphBuilder(::onnx::GraphProto& graph, GraphBuilder& parent)
+    : graph_(graph),
+      parent_(&parent),
+      opset_(parent.opset_),
+      emitter_(parent.emitter_),
+      can_emit_(parent.can_emit_),
+      where_(parent.where_) {}
+
+bool GraphBuilder::made_here(const Tensor& t) const {
+  if (parts_.contains(t.storage().get())) return true;
+  for (const auto& [k, v] : values_)
+    if (v.traced && v.tensor.storage() == t.storage()) return true;
+  return false;
+}
+
+Tensor GraphBuilder::physical(const Tensor& t) const {
+  const BatchInfo* b = t.impl().batch();
+  return b && b->level > outer_level_ ? physical(Tensor(b->physical)) : t;
+}
+
+void GraphBuilder::bind(const Tensor& t, const std::string& name, const std::string& producer) {
+  values_[key(t)] = {name, DynamicDims(static_cast<size_t>(t.dim()), false), t, true, t.version(), producer};
+}
+
 void GraphBuilder::add_input(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names,
                              uint32_t version) {
+  if (!parent_) outer_level_ = std::max(outer_level_, batching::level(t));
   set_type(*graph_.add_input(), t, dim_names);
   graph_.mutable_input(graph_.input_size() - 1)->set_name(name);
   DynamicDims dynamic(static_cast<size_t>(t.dim()), false);
@@ -98,6 +124,18 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
     std::string cast = fresh(it->second.name + "_cast");
     set_attr(node("Cast", {it->second.name}, {cast}), "to", static_cast<int64_t>(onnx_dtype(*dtype)));
     return cast;
+  }
+  if (parent_ && !made_here(t)) return parent_->value(t, dtype);
+  if (const BatchInfo* b = t.impl().batch(); b && b->level > outer_level_) {
+    // Inside vmap a batched tensor stands for one example of its physical tensor. The graph
+    // computes with physical tensors (the batching rules' calls, emitted as parts); a call on
+    // examples, recorded around them, reads the first example, a node nothing else uses.
+    const std::string physical = value(Tensor(b->physical));
+    std::string name = fresh("example");
+    const std::string first = initializer(full({}, 0, {.dtype = DType::Int64}), fresh("index"));
+    set_attr(node("Gather", {physical, first}, {name}), "axis", int64_t(0));
+    values_[key(t)] = {name, DynamicDims(static_cast<size_t>(t.dim()), false), t, true, t.version(), "an example"};
+    return value(t, dtype);
   }
   if (const Value* v = same_value(t); !(v && v->traced) && emit_part_making(t)) return value(t, dtype);
   if (auto view = traced_view(t)) {
@@ -202,24 +240,19 @@ void GraphBuilder::check_version(const Value& v, uint32_t version, const std::st
        "it from before the write");
 }
 
-void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls) {
+void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls) { note_calls(calls, false); }
+
+void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls, bool parts) {
   for (const CapturedCall& call : calls) {
+    note_calls(call.inner, true);  // a call's parts finished before it did
     for (size_t i = 0; i < call.outputs.size() && i < call.output_versions.size(); ++i) {
       const Tensor& out = call.outputs[i];
       if (!out.defined()) continue;
       writes_[out.storage().get()].insert(call.output_versions[i]);
       if (call.writes_in_place(i)) written_in_place_.insert(out.storage().get());
+      else if (parts) parts_[out.storage().get()].emplace_back(&call, i);
     }
-    note_calls(call.inner);
-    note_parts(call.inner);
   }
-}
-
-void GraphBuilder::note_parts(const std::vector<CapturedCall>& parts) {
-  for (const CapturedCall& part : parts)
-    for (size_t i = 0; i < part.outputs.size() && i < part.output_versions.size(); ++i)
-      if (part.outputs[i].defined() && !part.writes_in_place(i))
-        parts_.emplace(part.outputs[i].storage().get(), std::pair{&part, i});
 }
 
 // A composite's intermediate that its gradient saved (the centred x of batch_norm, the view
@@ -227,16 +260,22 @@ void GraphBuilder::note_parts(const std::vector<CapturedCall>& parts) {
 // freeze the value of one trace. The call that made it is emitted instead, if t still holds
 // what that call left: the same version and the same bytes (a kernel of the op around it may
 // have written into it: the state of a recurrent layer).
+//
+// Several parts may have made the same view of the same memory with the same bytes: under vmap
+// a broadcast gradient is a stride-0 view, and the backward of a reshape gives back the layout
+// the forward started from. Any of them holds t's value, but only the one that finished first
+// is safe to emit: its inputs were made before it, so the parts emitted for them finished
+// earlier still, and the search cannot come back to a part whose emission is under way.
 bool GraphBuilder::emit_part_making(const Tensor& t) {
   if (!emitter_ || !t.defined()) return false;
-  auto [begin, end] = parts_.equal_range(t.storage().get());
-  for (auto it = begin; it != end; ++it) {
-    const auto& [part, i] = it->second;
+  auto found = parts_.find(t.storage().get());
+  if (found == parts_.end()) return false;
+  for (const auto& [part, i] : found->second) {
     const Tensor& out = part->outputs[i];
     const uint64_t made = i < part->output_hashes.size() ? part->output_hashes[i] : 0;
-    if (emitted_parts_.contains(part) || !same_view(out, t) || t.version() != part->output_versions[i] || made == 0 ||
-        graph::content_hash(t) != made || !can_emit_(*this, *part))
+    if (!same_view(out, t) || t.version() != part->output_versions[i] || made == 0 || graph::content_hash(t) != made)
       continue;
+    if (emitted_parts_.contains(part) || !can_emit_(*this, *part)) continue;
     emitted_parts_.insert(part);
     emitter_(*this, *part);
     return values_.contains(key(t)) || same_value(t);
@@ -340,6 +379,7 @@ std::string GraphBuilder::scalar(double value, DType dtype) {
 }
 
 std::string GraphBuilder::fresh(const std::string& hint) {
+  if (parent_) return parent_->fresh(hint);
   int64_t& n = counters_[hint];
   return hint + "_" + std::to_string(n++);
 }

@@ -31,6 +31,10 @@ using DynamicDims = std::vector<bool>;
 class GraphBuilder {
  public:
   GraphBuilder(::onnx::GraphProto& graph, int64_t opset, std::vector<std::pair<std::string, Tensor>> params);
+  /** A builder of a subgraph of `parent`'s graph (a Loop node's body): a tensor it did not
+   *  make or take as an input is the enclosing graph's value, read by name (ONNX's outer
+   *  scope), and names are drawn from the parent's, so that none shadows another. */
+  GraphBuilder(::onnx::GraphProto& graph, GraphBuilder& parent);
 
   int64_t opset() const { return opset_; }
 
@@ -82,6 +86,13 @@ class GraphBuilder {
   void add_input(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names, uint32_t version);
   /** Declares t's value a graph output of that name (through an Identity node). */
   void add_output(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names);
+  /** t as the graph holds it: inside a vmap opened during the trace, its physical tensor (at
+   *  every such level). A batch of a vmap around the trace (jit inside vmap) stays: the
+   *  program then runs on the batched inputs. */
+  Tensor physical(const Tensor& t) const;
+  /** Binds t to the value `name` that op `producer` made (a rule with outputs that are not
+   *  its call's, such as the physical values of a batched loop's carry). */
+  void bind(const Tensor& t, const std::string& name, const std::string& producer);
   /** Fails when an input of the call was written in place, after the op that computed it, by
    *  code outside the op table: the graph would read the value from before the write. A
    *  parameter or state tensor (read live by a program) may be written by ops after it was read:
@@ -141,9 +152,16 @@ class GraphBuilder {
   std::optional<std::string> param_name(const Tensor& t) const;
   /** Binds t by emitting the call inside a composite that made it; false when none can. */
   bool emit_part_making(const Tensor& t);
-  void note_parts(const std::vector<CapturedCall>& calls);
+  /** note_calls' walk; `parts`: the calls are inside another call. */
+  void note_calls(const std::vector<CapturedCall>& calls, bool parts);
+
+  /** In a subgraph's builder: whether t is a value of the subgraph (its memory is an input's
+   *  or a value the subgraph computed), not one of the enclosing graph. */
+  bool made_here(const Tensor& t) const;
 
   ::onnx::GraphProto& graph_;
+  GraphBuilder* parent_ = nullptr;
+  int outer_level_ = 0;  // the highest vmap level of the inputs: vmaps around the trace
   int64_t opset_;
   std::vector<std::pair<std::string, Tensor>> params_;
   std::unordered_map<const void*, Value> values_;
@@ -155,8 +173,9 @@ class GraphBuilder {
   Emitter emitter_;
   CanEmit can_emit_;
   std::string where_;  // see SourceScope
-  /** storage -> the calls inside composites that wrote it, with the output's index. */
-  std::unordered_multimap<const void*, std::pair<const CapturedCall*, size_t>> parts_;
+  /** storage -> the calls inside composites that wrote it, with the output's index, in the order
+   *  the calls finished (see emit_part_making). */
+  std::unordered_map<const void*, std::vector<std::pair<const CapturedCall*, size_t>>> parts_;
   std::unordered_set<const CapturedCall*> emitted_parts_;
   std::unordered_set<std::string> emitted_params_;
   std::unordered_map<const void*, std::unordered_set<uint32_t>> writes_;  // storage -> versions ops left

@@ -52,7 +52,11 @@ const graph::OpDef kFullLike("full_like");
 
 Tensor full_like(const Tensor& t, Scalar value, Options opts) {
   graph::OpCall call(kFullLike);
-  Tensor out = like_batched(t, [&](const Tensor& p) { return full(p.shape(), value, like(p, opts)); });
+  // Batched: full_like of the physical tensor, a call the capture keeps as this one's part, so
+  // a program can make the physical value (the per-example seed of grad under vmap).
+  Tensor out = like_batched(t, [&](const Tensor& p) {
+    return batching::level(t) ? full_like(p, value, opts) : full(p.shape(), value, like(p, opts));
+  });
   if (call.capturing()) call.set_attrs({{"value", value.to_double()}});
   call.finish({&t}, {&out});
   return out;
