@@ -57,7 +57,8 @@ Logs logs_from_dict(nb::handle logs) {
 /** A Python subclass of ug.callbacks.Callback: each hook it defines is called with a logs dict
  *  whose number entries flow back (a callback may add metrics for the ones after it). */
 struct PyCallback : Callback {
-  NB_TRAMPOLINE(Callback, 6);
+  NB_TRAMPOLINE(Callback, 7);
+  bool chief_only() const override { NB_OVERRIDE(chief_only); }
   void on_train_begin(Logs& logs) override { dispatch("on_train_begin", logs); }
   void on_train_end(Logs& logs) override { dispatch("on_train_end", logs); }
   void on_epoch_begin(int64_t epoch, Logs& logs) override { dispatch("on_epoch_begin", logs, epoch); }
@@ -403,11 +404,14 @@ void bind_train(nb::module_& m) {
   auto cb = nb::class_<Callback, PyCallback>(
       cbm, "Callback", nb::dynamic_attr(),
       "Base of the callbacks: override any of on_train_begin/end(logs), on_epoch_begin/end(epoch, logs), "
-      "on_train_batch_begin/end(batch, logs). self.model is the model being trained; set "
-      "self.model.stop_training = True to stop.");
+      "on_train_batch_begin/end(batch, logs), and chief_only() to run on rank 0 alone in data-parallel fit. "
+      "self.model is the model being trained; set self.model.stop_training = True to stop.");
   cb.def(nb::init<>())
       .def(
           "set_model", [](nb::handle self, nb::handle model) { nb::setattr(self, "model", model); }, "model"_a)
+      .def("chief_only", &Callback::chief_only,
+           "Whether, in data-parallel fit, only rank 0 runs this callback (a callback that only writes "
+           "or prints); False unless overridden.")
       .def_prop_ro("params", [](const Callback& c) {
         nb::dict d;
         if (c.has_trainer()) {

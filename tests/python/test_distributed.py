@@ -112,7 +112,8 @@ def test_fit_shards_the_data_and_only_rank_0_prints_and_writes(n, tmp_path):
     proc = mpirun(n, "fit_shards", worker=FIT_WORKER, args=[tmp_path])
     assert_ok(proc, n)
     assert proc.stdout.count("Epoch 1/2") == 1 and proc.stdout.count("Epoch 2/2") == 1, proc.stdout
-    assert sorted(os.listdir(tmp_path)) == ["log0.csv", "state.safetensors", "tensorboard0", "weights0.safetensors"]
+    assert sorted(os.listdir(tmp_path)) == ["log0.csv", "marker0", "state.safetensors", "tensorboard0",
+                                            "weights0.safetensors"]
     state = unigrad.load(str(tmp_path / "state.safetensors"))
     assert state["epoch"] == 2 and state["ranks"]["world_size"] == n and state["ranks"]["rng"].shape == (n, 2)
 
