@@ -17,13 +17,15 @@ import argparse
 import contextlib
 import json
 import os
-import statistics
+import sys
 import time
 
 import torch
 from torch._C._profiler import _EventType
 
-import unigrad as ug
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "py"))
+import unigrad as ug  # noqa: E402
+from common import interleaved  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--threads", type=int, default=1)
@@ -109,25 +111,13 @@ def mlp_accuracy(mixed):
 
 
 out = {"threads": args.threads, "quick": args.quick, "rounds": args.rounds}
-# The four steps take turns, STEPS steps each per round, so that load on a shared machine falls
-# on all of them alike; the figures are medians over every round's steps.
+# The four steps take turns, STEPS steps each per round; the figures are medians over every
+# round's steps.
 steps = {f"{name}_{'bf16' if mixed else 'fp32'}": transformer(m, mixed)
          for name, m in [("unigrad", ug), ("torch", torch)] for mixed in (False, True)}
-times, peaks = {key: [] for key in steps}, {key: [] for key in steps}
-for key, step in steps.items():
-    for _ in range(WARMUP):
-        step()
-for _ in range(args.rounds):
-    for key, step in steps.items():
-        for _ in range(STEPS):
-            seconds, peak = step()
-            times[key].append(seconds)
-            if peak is not None:
-                peaks[key].append(peak)
-for key in steps:
-    out[f"transformer_ms_{key}"] = statistics.median(times[key]) * 1e3
-    if peaks[key]:
-        out[f"transformer_peak_bytes_{key}"] = max(peaks[key])
+ms, peaks = interleaved(steps, args.rounds, STEPS, WARMUP)
+out.update({f"transformer_ms_{key}": v for key, v in ms.items()})
+out.update({f"transformer_peak_bytes_{key}": v for key, v in peaks.items()})
 out["transformer_time_ug_bf16_over_torch_bf16"] = out["transformer_ms_unigrad_bf16"] / out["transformer_ms_torch_bf16"]
 out["transformer_peak_bf16_over_fp32"] = (out["transformer_peak_bytes_unigrad_bf16"]
                                           / out["transformer_peak_bytes_unigrad_fp32"])

@@ -17,12 +17,12 @@ Prints one JSON object; the figures go into docs/benchmarks.md by hand.
 import argparse
 import contextlib
 import json
-import statistics
 import time
 
 import torch
 
 import unigrad as ug
+from common import interleaved
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--threads", type=int, default=1)
@@ -88,25 +88,13 @@ def training_step(m, name, mixed):
 
 
 out = {"threads": args.threads, "quick": args.quick, "rounds": args.rounds}
-# The steps take turns, STEPS steps each per round, so that load on a shared machine falls on
-# all of them alike; the figures are medians over every round's steps.
+# The steps take turns, STEPS steps each per round; the figures are medians over every round's
+# steps.
 steps = {f"{model}_{impl}_{'bf16' if mixed else 'fp32'}": training_step(m, model, mixed)
          for model in MODELS for impl, m in [("unigrad", ug), ("torch", torch)] for mixed in (False, True)}
-times, peaks = {key: [] for key in steps}, {key: [] for key in steps}
-for step in steps.values():
-    for _ in range(WARMUP):
-        step()
-for _ in range(args.rounds):
-    for key, step in steps.items():
-        for _ in range(STEPS):
-            seconds, peak = step()
-            times[key].append(seconds)
-            if peak is not None:
-                peaks[key].append(peak)
-for key in steps:
-    out[f"ms_{key}"] = statistics.median(times[key]) * 1e3
-    if peaks[key]:
-        out[f"peak_bytes_{key}"] = max(peaks[key])
+ms, peaks = interleaved(steps, args.rounds, STEPS, WARMUP)
+out.update({f"ms_{key}": v for key, v in ms.items()})
+out.update({f"peak_bytes_{key}": v for key, v in peaks.items()})
 for model in MODELS:
     out[f"{model}_ug_bf16_over_torch_bf16"] = out[f"ms_{model}_unigrad_bf16"] / out[f"ms_{model}_torch_bf16"]
     out[f"{model}_ug_fp32_over_torch_fp32"] = out[f"ms_{model}_unigrad_fp32"] / out[f"ms_{model}_torch_fp32"]

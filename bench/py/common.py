@@ -72,6 +72,25 @@ def median(xs):
     return statistics.median(xs)
 
 
+def interleaved(steps, rounds, per_round, warmup):
+    """Runs named steps (each returning (seconds, peak bytes or None)) in turns, `per_round` calls
+    each per round, so that load on a shared machine falls on all of them alike: the median
+    milliseconds and the largest peak (where the step reports one) of each, by name."""
+    times, peaks = {key: [] for key in steps}, {key: [] for key in steps}
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    for _ in range(rounds):
+        for key, step in steps.items():
+            for _ in range(per_round):
+                seconds, peak = step()
+                times[key].append(seconds)
+                if peak is not None:
+                    peaks[key].append(peak)
+    return ({key: statistics.median(t) * 1e3 for key, t in times.items()},
+            {key: max(p) for key, p in peaks.items() if p})
+
+
 def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # ru_maxrss is in KiB
 

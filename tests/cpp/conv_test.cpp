@@ -13,6 +13,7 @@
 namespace {
 
 using ug::Tensor;
+using ug::test::small_ints;
 using ug::test::values;
 
 Tensor seq(std::initializer_list<int64_t> dims, double scale = 0.25) {
@@ -80,15 +81,6 @@ TEST(Conv, GradientsPassGradcheck) {
   };
   EXPECT_TRUE(ug::autograd::gradcheck(f, {x, w, b}));
   EXPECT_TRUE(ug::autograd::gradgradcheck(f, {x, w, b}));
-}
-
-/** Small integers in [-4, 4] as bfloat16: every float32 sum of their products is exact. */
-Tensor small_ints(std::initializer_list<int64_t> dims, int64_t step) {
-  ug::Shape d(dims);
-  return (ug::arange(ug::numel_of(d), {.dtype = ug::float32}).mul(static_cast<double>(step)) % 9.0)
-      .sub(4.0)
-      .reshape(ug::Dims(dims))
-      .to(ug::bfloat16);
 }
 
 TEST(Conv, BFloat16ResultsAreTheExactSumsRoundedOnce) {

@@ -13,6 +13,7 @@ namespace {
 
 using ug::Tensor;
 using ug::test::shape;
+using ug::test::small_ints;
 using ug::test::values;
 
 void expect_values(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
@@ -94,15 +95,6 @@ TEST(LinalgMatmul, StridedAndEmpty) {
   expect_values(k0, std::vector<double>(6, 0.0));
   EXPECT_EQ(ug::zeros({0, 3}).matmul(ug::zeros({3, 2})).shape(), shape({0, 2}));
   EXPECT_EQ(ug::zeros({2, 0, 3}).matmul(ug::zeros({3, 2})).shape(), shape({2, 0, 2}));
-}
-
-/** Small integers in [-4, 4] as bfloat16: every float32 sum of their products is exact. */
-Tensor small_ints(std::initializer_list<int64_t> dims, int64_t step) {
-  ug::Shape d(dims);
-  return (ug::arange(ug::numel_of(d), {.dtype = ug::float32}).mul(static_cast<double>(step)) % 9.0)
-      .sub(4.0)
-      .reshape(ug::Dims(dims))
-      .to(ug::bfloat16);
 }
 
 TEST(LinalgMatmul, BFloat16ProductsAcrossBlockEdgesAreExact) {

@@ -37,4 +37,15 @@ inline void expect_values(const Tensor& t, const std::vector<double>& want, doub
   }
 }
 
+/** Small integers in [-4, 4] as bfloat16, `step` apart modulo 9: every float32 sum of their
+ *  products is exact, so a bfloat16 product or convolution must equal the exact result rounded
+ *  once, whichever kernel runs. */
+inline Tensor small_ints(std::initializer_list<int64_t> dims, int64_t step) {
+  Shape d(dims);
+  return (arange(numel_of(d), {.dtype = float32}).mul(static_cast<double>(step)) % 9.0)
+      .sub(4.0)
+      .reshape(Dims(dims))
+      .to(bfloat16);
+}
+
 }  // namespace ug::test
