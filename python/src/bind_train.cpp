@@ -310,7 +310,8 @@ nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_
     // (x_val, y_val) arrays, or an iterable of batches.
     const bool pair = (PyTuple_Check(validation_data.ptr()) || PyList_Check(validation_data.ptr())) &&
                       nb::len(validation_data) == 2 && is_array(validation_data[0]) && is_array(validation_data[1]);
-    validation = pair ? batches_from_python(validation_data[0], validation_data[1], batch_size, false, true, "fit")
+    validation = pair ? trainer.evaluation_batches(as_tensor(validation_data[0]), as_tensor(validation_data[1]),
+                                                   batch_size.value_or(32))
                       : batches_from_python(validation_data, nb::none(), std::nullopt, false, true, "fit");
   }
   o.validation_data = validation.get();
@@ -326,9 +327,15 @@ nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_
 nb::object evaluate(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_t> batch_size, nb::handle verbose,
                     bool return_dict) {
   Trainer& trainer = compiled_trainer(self, "evaluate");
-  auto data = batches_from_python(x, y, batch_size, false, true, "evaluate");
   trainer.set_output(python_stdout());
-  Logs logs = trainer.evaluate(*data, verbose_from_python(verbose, "evaluate"));
+  const int v = verbose_from_python(verbose, "evaluate");
+  Logs logs;
+  if (is_array(x) && !y.is_none()) {
+    logs = trainer.evaluate(as_tensor(x), as_tensor(y), batch_size.value_or(32), v);
+  } else {
+    auto data = batches_from_python(x, y, batch_size, false, true, "evaluate");
+    logs = trainer.evaluate(*data, v);
+  }
   if (return_dict) return logs_to_python(logs);
   if (logs.size() == 1) return nb::float_(logs.at("loss"));
   nb::list out;  // Keras: [loss, metric1, ...]

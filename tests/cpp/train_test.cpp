@@ -219,6 +219,10 @@ TEST(Train, MetricsAreSampleWeightedMeans) {
   const double l1 = F::cross_entropy(x1, y1).item<double>(), l2 = F::cross_entropy(x2, y2).item<double>();
   EXPECT_NEAR(logs.at("loss"), (3 * l1 + l2) / 4, 1e-7);
   EXPECT_EQ(logs.keys(), (std::vector<std::string>{"loss", "accuracy", "n"}));
+  // The tensor form batches them itself (3 and 1 rows again): the same figures.
+  train::Logs batched = trainer.evaluate(ug::cat({x1, x2}, 0), ug::cat({y1, y2}, 0), 3, 0);
+  for (const std::string& key : logs.keys()) EXPECT_DOUBLE_EQ(batched.at(key), logs.at(key)) << key;
+  EXPECT_THROW(trainer.evaluate(x1, y1, 0, 0), ug::ValueError);
 }
 
 TEST(Train, GradientAccumulationEqualsOneLargeBatch) {

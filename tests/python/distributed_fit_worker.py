@@ -128,6 +128,43 @@ def fit_errors():
         assert "one replica is one process here" in str(e), e
 
 
+def evaluate_shards():
+    """evaluate(x, y) and fit's validation_data under a strategy: each rank evaluates its own
+    contiguous share (none counted twice, even when the shares are uneven or a rank has none)
+    and every rank logs the figures of one process evaluating the whole set."""
+    strategy = ug.distribute.MirroredStrategy()
+    rank, n = dist.get_rank(), strategy.num_replicas_in_sync
+    x, y = data()
+    index = ug.arange(SAMPLES, dtype=ug.float64)  # as a target: a metric records which rows it saw
+    seen = []
+
+    def record(output, target):
+        seen.extend(int(v) for v in target.numpy().ravel())
+        return ug.zeros((), dtype=ug.float64)
+
+    record.__name__ = "seen"
+    with strategy.scope():
+        model = mlp(seed=0)
+        model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        rows_seen = mlp(seed=0)
+        rows_seen.compile(optimizer="sgd", loss=lambda out, t: (out[:, 0] * 0).mean(), metrics=[record])
+    reference = mlp(seed=0)
+    reference.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    for rows in (SAMPLES - 1, 2):  # uneven shares; fewer rows than 3 ranks
+        seen.clear()
+        rows_seen.evaluate(x[:rows], index[:rows], batch_size=8, verbose=0)
+        assert seen == list(range(rows * rank // n, rows * (rank + 1) // n)), seen
+        got = model.evaluate(x[:rows], y[:rows], batch_size=8, verbose=0, return_dict=True)
+        expected = reference.evaluate(x[:rows], y[:rows], batch_size=8, verbose=0, return_dict=True)
+        for key in ("loss", "accuracy"):
+            np.testing.assert_allclose(got[key], expected[key], rtol=1e-12, atol=0, err_msg=key)
+    history = model.fit(x[:24], y[:24], batch_size=4 * n, epochs=2, shuffle=False, verbose=0,
+                        validation_data=(x[24:], y[24:]))
+    expected = reference.fit(x[:24], y[:24], batch_size=4 * n, epochs=2, shuffle=False, verbose=0,
+                             validation_data=(x[24:], y[24:]))
+    for key in ("val_loss", "val_accuracy"):
+        np.testing.assert_allclose(history.history[key], expected.history[key], rtol=1e-12, atol=0, err_msg=key)
+
 STEPS_PER_CHECKPOINT = 4
 EPOCHS = 3
 
@@ -190,6 +227,7 @@ def main():
            "fit_multi_worker_sgd": lambda: fit_equals_one_process("multi_worker", "sgd"),
            "fit_experimental_sgd": lambda: fit_equals_one_process("experimental", "sgd"),
            "fit_shards": lambda: fit_shards(*args), "fit_errors": fit_errors,
+           "evaluate_shards": evaluate_shards,
            "resume": lambda: resume(*args)}
     run[scenario]()
     dist.barrier()

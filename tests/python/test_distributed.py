@@ -118,6 +118,11 @@ def test_fit_shards_the_data_and_only_rank_0_prints_and_writes(n, tmp_path):
     assert state["epoch"] == 2 and state["ranks"]["world_size"] == n and state["ranks"]["rng"].shape == (n, 2)
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_evaluation_under_a_strategy_shards_the_samples_and_agrees_with_one_process(n):
+    assert_ok(mpirun(n, "evaluate_shards", worker=FIT_WORKER), n)
+
+
 def test_fit_under_a_strategy_refuses_what_it_cannot_do():
     assert_ok(mpirun(2, "fit_errors", worker=FIT_WORKER), 2)
 

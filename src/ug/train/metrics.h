@@ -42,6 +42,7 @@ class MeanTracker {
     count_ += batch_size;
   }
   double result() const { return count_ > 0 ? sum_ / static_cast<double>(count_) : 0.0; }
+  double sum() const { return sum_; }
   int64_t count() const { return count_; }
 
  private:

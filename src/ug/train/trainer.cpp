@@ -477,7 +477,7 @@ std::shared_ptr<History> Trainer::fit(const Tensor& x, const Tensor& y, FitOptio
   if (split <= 0 || split >= n)
     fail<ValueError>("[fit] validation_split=", o.validation_split, " leaves no samples on one side of ", n);
   auto train = batches(x.narrow(0, 0, split), y.narrow(0, 0, split));
-  auto validation = tensor_batches(x.narrow(0, split, n - split), y.narrow(0, split, n - split), batch_size, false);
+  auto validation = evaluation_batches(x.narrow(0, split, n - split), y.narrow(0, split, n - split), batch_size);
   o.validation_data = validation.get();
   o.validation_split = 0;
   return fit(*train, std::move(o));
@@ -486,6 +486,7 @@ std::shared_ptr<History> Trainer::fit(const Tensor& x, const Tensor& y, FitOptio
 Logs Trainer::run_evaluation(data::BatchSource& data, int verbose, const char* who) {
   NoGradGuard no_grad;
   ModeGuard mode(*module_, false);
+  OutputGuard quiet(output_, rank() == 0 ? output_ : Output{[](std::string_view) {}, false});
   std::optional<ProgressBar> bar;
   if (verbose > 0) bar.emplace(output_, data.num_batches(), verbose);
   Pass pass(metrics_.size());
@@ -498,9 +499,26 @@ Logs Trainer::run_evaluation(data::BatchSource& data, int verbose, const char* w
     record(pass, output, loss_(output, xy[1]), xy[1], batch_size_of(xy[0]));
     if (bar) bar->update(pass.steps, pass.samples, pass_logs(pass));
   }
-  if (pass.steps == 0) fail<ValueError>("[", who, "] the evaluation data gave no batches");
-  Logs logs = pass_logs(pass);
+  Logs logs = strategy_ ? global_pass_logs(pass) : pass.steps > 0 ? pass_logs(pass) : Logs{};
+  if (!logs.contains("loss")) fail<ValueError>("[", who, "] the evaluation data gave no batches");
   if (bar) bar->finish(pass.steps, pass.samples, logs);
+  return logs;
+}
+
+Logs Trainer::global_pass_logs(const Pass& pass) const {
+  // Sums of (batch mean x batch size) and the sample count, added over the replicas: the
+  // means of one pass over all their batches, whatever each rank's share was.
+  const size_t n = metrics_.size() + 1;
+  Tensor sums = empty({static_cast<int64_t>(n) + 1}, {.dtype = DType::Float64});
+  double* p = sums.data_ptr<double>();
+  p[0] = pass.loss.sum();
+  for (size_t i = 0; i < metrics_.size(); ++i) p[i + 1] = pass.metrics[i].sum();
+  p[n] = static_cast<double>(pass.loss.count());
+  strategy_->group()->all_reduce(sums, distributed::ReduceOp::Sum)->wait();
+  Logs logs;
+  if (p[n] == 0) return logs;
+  logs.insert("loss", p[0] / p[n]);
+  for (size_t i = 0; i < metrics_.size(); ++i) logs.insert(metrics_[i].name, p[i + 1] / p[n]);
   return logs;
 }
 
@@ -508,6 +526,23 @@ Logs Trainer::evaluate(data::BatchSource& data, int verbose) {
   check_compiled("evaluate");
   check_verbose(verbose, "evaluate");
   return run_evaluation(data, verbose, "evaluate");
+}
+
+Logs Trainer::evaluate(const Tensor& x, const Tensor& y, int64_t batch_size, int verbose) {
+  check_compiled("evaluate");
+  return evaluate(*evaluation_batches(x, y, batch_size), verbose);
+}
+
+std::unique_ptr<data::BatchSource> Trainer::evaluation_batches(const Tensor& x, const Tensor& y,
+                                                               int64_t batch_size) const {
+  if (batch_size <= 0) fail<ValueError>("[evaluate] batch_size must be positive, got ", batch_size);
+  if (!strategy_) return tensor_batches(x, y, batch_size, false);
+  // Contiguous shares, as even as they can be: no sample counted twice (a DistributedSampler
+  // would pad the last share with repeats, which would bias the means).
+  const int64_t n = x.dim() > 0 ? x.size(0) : 0, replicas = strategy_->num_replicas_in_sync(), r = rank();
+  const int64_t begin = n * r / replicas, end = n * (r + 1) / replicas;
+  const int64_t per_rank = std::max<int64_t>(1, batch_size / replicas);
+  return tensor_batches(x.narrow(0, begin, end - begin), y.narrow(0, begin, end - begin), per_rank, false);
 }
 
 Tensor Trainer::predict(data::BatchSource& data, int verbose) {

@@ -123,8 +123,16 @@ class Trainer {
    *  options.shuffle and options.validation_split. Under a strategy each rank trains on its
    *  shard (a DistributedSampler per epoch, the shuffle seeded from rank 0's generator). */
   std::shared_ptr<History> fit(const Tensor& x, const Tensor& y, FitOptions options = {});
-  /** The loss and metrics over one pass, averaged over samples, in eval mode without autograd. */
+  /** The loss and metrics over one pass, averaged over samples, in eval mode without autograd.
+   *  Under a strategy, over every rank's batches (one all_reduce at the end of the pass), so a
+   *  source sharded per rank gives the figures of the whole set, and every rank the same. */
   Logs evaluate(data::BatchSource& data, int verbose = 1);
+  /** Keras's evaluate(x, y): batches of batch_size samples; under a strategy batch_size is the
+   *  global batch and each rank evaluates its own contiguous share of the samples. */
+  Logs evaluate(const Tensor& x, const Tensor& y, int64_t batch_size = 32, int verbose = 1);
+  /** The batches evaluate(x, y) and fit's validation read: all of them, or under a strategy
+   *  this rank's share (batch_size / N samples per batch; a rank may have none). */
+  std::unique_ptr<data::BatchSource> evaluation_batches(const Tensor& x, const Tensor& y, int64_t batch_size) const;
   /** The outputs for every batch's first field, concatenated along dim 0, in eval mode without autograd. */
   Tensor predict(data::BatchSource& data, int verbose = 0);
   Tensor predict(const Tensor& x, int64_t batch_size = 32, int verbose = 0);
@@ -179,6 +187,8 @@ class Trainer {
   /** Whether batch_step takes the optimizer's step itself (one batch per step, no loss scaling). */
   bool step_inside() const { return options_.gradient_accumulation_steps == 1 && !scaler_; }
   Logs run_evaluation(data::BatchSource& data, int verbose, const char* who);
+  /** pass_logs over every replica's batches of an evaluation pass (one all_reduce). */
+  Logs global_pass_logs(const Pass& pass) const;
   /** Opens the mixed-precision policy's autocast region (none under a float32 policy). */
   void enter_autocast(std::optional<AutocastGuard>& region, const Tensor& x) const;
 
