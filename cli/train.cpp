@@ -201,9 +201,9 @@ int run_train(const Args& args) {
                    .sampler = std::make_shared<data::DistributedSampler>(train_data->size(), replicas, rank, true,
                                                                          static_cast<uint64_t>(f.seed)),
                    .num_workers = static_cast<int>(f.workers)});
-  data::DataLoader test_loader(
-      std::make_shared<data::TensorDataset>(std::vector<Tensor>{test_split.images, test_split.labels}),
-      {.batch_size = 1000});
+  // Each process evaluates its share of the test images; the figures are the whole set's.
+  std::unique_ptr<data::BatchSource> test_batches =
+      trainer.evaluation_batches(test_split.images, test_split.labels, 1000 * replicas);
   std::vector<std::shared_ptr<train::Callback>> callbacks = {
       std::make_shared<train::CSVLogger>(metrics.string(), ",", /*append=*/f.resume),
       std::make_shared<train::TensorBoard>(logs.string()),
@@ -216,11 +216,11 @@ int run_train(const Args& args) {
   if (initial_epoch < f.epochs)
     trainer.fit(train_loader, {.epochs = f.epochs,
                                .initial_epoch = initial_epoch,
-                               .validation_data = &test_loader,
+                               .validation_data = test_batches.get(),
                                .callbacks = callbacks,
                                .verbose = static_cast<int>(f.verbose)});
 
-  train::Logs result = trainer.evaluate(test_loader, 0);
+  train::Logs result = trainer.evaluate(*test_batches, 0);
   if (rank != 0) return 0;
   models::save_model(*model, arch, model_path.string());
   logging::plot_history(read_history(metrics), chart.string(), f.model + " on " + data.data);
