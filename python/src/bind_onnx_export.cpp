@@ -6,6 +6,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "ug/compiler/program.h"
 #include "ug/onnx/export.h"
 #include "ug/graph/op_def.h"
 
@@ -62,6 +63,9 @@ void export_model(nb::object model, nb::object args, nb::object f, std::optional
   std::vector<std::pair<std::string, Tensor>> named = module.named_parameters();
   for (auto& b : module.named_buffers()) named.push_back(std::move(b));
   onnx::EvalModeGuard eval_mode(module);
+  // The inputs' values are the example's: Python control flow on them must not pick the
+  // example's branch for every input the file will see.
+  ug::compiler::TracedValuesScope traced(inputs, "onnx.export");
   onnx::export_function(
       [&model](const std::vector<Tensor>& xs) {
         nb::list call_args;

@@ -166,6 +166,33 @@ def test_multi_argument_forward_and_outputs(tmp_path):
                 np.testing.assert_allclose(g, e, **TOL)
 
 
+class DataDependent(ug.nn.Module):
+    """A branch and a loop that depend on the input's values."""
+
+    def forward(self, x):
+        y = ug.cond(x.sum() > 0, lambda v: v * 2, lambda v: 1 - v, x)
+        return ug.while_loop(lambda c: c.abs().sum() < 50, lambda c: c * 3, y)
+
+
+def test_control_flow_on_the_inputs_is_exported_for_every_input(tmp_path):
+    """The example's values are traced: ug.cond selects between its branches (Where) and
+    while_loop is a Loop, so the file answers for inputs that take the other branch and another
+    trip count, not the example's (it used to follow the example's branch)."""
+    proto = export_and_compare(tmp_path, DataDependent(), ug.tensor([[0.5, 1.0, 2.0]]),
+                               other_args=ug.tensor([[-4.0, -0.1, 0.2], [9.0, 1.0, 1.0]]))
+    assert {"Where", "Loop"} <= set(op_types(proto))
+
+
+def test_python_branch_on_an_input_is_refused_by_export(tmp_path):
+    class Branchy(ug.nn.Module):
+        def forward(self, x):
+            return x * 2 if x.sum() > 0 else -x  # the line the message names
+
+    line = Branchy.forward.__code__.co_firstlineno + 1
+    with pytest.raises(TypeError, match=rf"^\[onnx.export\] bool\(\) of a traced tensor .* at {__file__}:{line}: .*ug.cond"):
+        ug.onnx.export(Branchy(), ug.ones(1, 3), str(tmp_path / "m.onnx"))
+
+
 def test_default_names_and_static_shapes(tmp_path):
     ug.manual_seed(0)
     model = ug.nn.Linear(5, 2)

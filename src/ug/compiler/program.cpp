@@ -17,33 +17,31 @@ namespace ug::compiler {
 
 namespace {
 
+const void* storage_of(const Tensor& t) { return t.defined() ? t.storage().get() : nullptr; }
+
+}  // namespace
+
 /** What the function being traced on this thread has computed so far: the storages of its
  *  inputs and of every captured op's outputs that read one (or draw random numbers). */
 struct TraceState {
   std::unordered_set<const void*> storages;
   size_t calls_seen = 0;
   int loop_bodies = 0;  // LoopBodyScopes open
+  const char* who = "jit";
 };
+
+namespace {
 thread_local TraceState* t_trace = nullptr;
-
-class TraceScope {
- public:
-  explicit TraceScope(const std::vector<Tensor>& inputs) : previous_(t_trace) {
-    for (const Tensor& x : inputs) state_.storages.insert(x.storage().get());
-    t_trace = &state_;
-  }
-  ~TraceScope() { t_trace = previous_; }
-  TraceScope(const TraceScope&) = delete;
-  TraceScope& operator=(const TraceScope&) = delete;
-
- private:
-  TraceState state_;
-  TraceState* previous_;
-};
-
-const void* storage_of(const Tensor& t) { return t.defined() ? t.storage().get() : nullptr; }
-
 }  // namespace
+
+TracedValuesScope::TracedValuesScope(const std::vector<Tensor>& inputs, const char* who)
+    : state_(std::make_unique<TraceState>()), previous_(t_trace) {
+  for (const Tensor& x : inputs) state_->storages.insert(storage_of(x));
+  state_->who = who;
+  t_trace = state_.get();
+}
+
+TracedValuesScope::~TracedValuesScope() { t_trace = previous_; }
 
 bool is_traced(const Tensor& t) {
   TraceState* s = t_trace;
@@ -75,9 +73,9 @@ LoopBodyScope::~LoopBodyScope() {
 
 void check_concrete(const Tensor& t, const char* what, const std::string& where) {
   if (!is_traced(t)) return;
-  fail<TypeError>("[jit] ", what, " of a traced tensor (", t.dtype(), " ", t.shape(), ")", where.empty() ? "" : " at ",
-                  where,
-                  ": its value is not known while the function is traced, and a compiled program cannot take "
+  fail<TypeError>("[", t_trace->who, "] ", what, " of a traced tensor (", t.dtype(), " ", t.shape(), ")",
+                  where.empty() ? "" : " at ", where,
+                  ": its value is not known while the function is traced, and the traced graph cannot take "
                   "a Python branch on it. Use ug.where or ug.cond for a choice that depends on the data, "
                   "ug.while_loop / ug.fori_loop for a loop, or mark the argument static (static_argnums / "
                   "static_argnames) to compile one program per value.");
@@ -93,7 +91,7 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   onnx::ProgramTrace traced;
   const auto generator = default_generator().get_state();
   {
-    TraceScope scope(example_inputs);
+    TracedValuesScope scope(example_inputs, "jit");
     try {
       traced = onnx::trace_program(fn, example_inputs, state);
     } catch (const ValueError& e) {

@@ -73,9 +73,26 @@ class Program {
   bool holds_step_ = false;  // it writes parameters or .grad
 };
 
-/** True while fn of Program::trace runs on this thread and t holds a value computed from its
- *  inputs (or a random draw, or an in-place write), which a compiled program recomputes at
- *  every run. */
+struct TraceState;
+
+/** While alive on this thread, with ops being recorded: tensors computed from `inputs` (or a
+ *  random draw, or an in-place write) are traced values, which the graph recomputes at every
+ *  run, so Python control flow on them raises instead of freezing the example's branch into the
+ *  graph, and ug.cond selects instead of branching. Program::trace opens one (`who` "jit"), as
+ *  does ug.onnx.export ("onnx.export"). */
+class TracedValuesScope {
+ public:
+  TracedValuesScope(const std::vector<Tensor>& inputs, const char* who);
+  ~TracedValuesScope();
+  TracedValuesScope(const TracedValuesScope&) = delete;
+  TracedValuesScope& operator=(const TracedValuesScope&) = delete;
+
+ private:
+  std::unique_ptr<TraceState> state_;
+  TraceState* previous_;
+};
+
+/** True inside a TracedValuesScope when t holds a traced value. */
 bool is_traced(const Tensor& t);
 
 /** While alive inside a trace: a loop's body or condition is traced once, on stand-ins of its
