@@ -51,12 +51,24 @@ void bind_jit(nb::module_& m) {
       .def_prop_ro("num_inputs", &compiler::Program::num_inputs)
       .def_prop_ro("num_outputs", &compiler::Program::num_outputs)
       .def("node_types", &compiler::Program::node_types)
+      .def_prop_ro("any_size_dims", &compiler::Program::any_size_dims,
+                   "For each input, which dims take any size (reduce_retracing).")
+      .def_prop_ro("shape_read_at", &compiler::Program::shape_read_at,
+                   "Where the traced function read a traced tensor's shape from Python ('' if nowhere).")
       .def("onnx_bytes",
            [](const compiler::Program& p) { return nb::bytes(p.onnx_bytes().data(), p.onnx_bytes().size()); })
       .def("save", &compiler::Program::save, nb::arg("path"));
 
   nb::class_<compiler::ProgramCache>(jit, "ProgramCache", "One program per call signature, bounded, LRU.")
-      .def(nb::init<std::string, size_t>(), nb::arg("name"), nb::arg("capacity") = 8)
+      .def(nb::init<std::string, size_t, bool>(), nb::arg("name"), nb::arg("capacity") = 8,
+           nb::arg("reduce_retracing") = false)
+      .def(
+          "traced_for",
+          [](const compiler::ProgramCache& c, Parts parts) -> nb::object {
+            const compiler::Signature* s = c.traced_for(signature(std::move(parts)));
+            return s ? nb::cast(s->parts) : nb::none();
+          },
+          nb::arg("signature"), "The signature of the trace whose program a call of this one runs, or None.")
       .def(
           "find",
           [](compiler::ProgramCache& c, Parts parts) -> nb::object {

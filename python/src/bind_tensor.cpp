@@ -49,12 +49,12 @@ nb::object values_indices(std::pair<Tensor, Tensor> p) { return values_indices_t
 }  // namespace
 
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
-  cls.def_prop_ro("shape", [](const Tensor& t) { return shape_tuple(t.shape()); })
+  cls.def_prop_ro("shape", [](const Tensor& t) { return shape_tuple(shape_read(t).shape()); })
       .def(
           "size",
           [](const Tensor& t, std::optional<int64_t> d) -> nb::object {
-            if (d) return nb::cast(t.size(*d));
-            return shape_tuple(t.shape());
+            if (d) return nb::cast(shape_read(t).size(*d));
+            return shape_tuple(shape_read(t).shape());
           },
           nb::arg("dim") = nb::none())
       .def(
@@ -66,7 +66,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
           nb::arg("dim") = nb::none())
       .def("dim", &Tensor::dim)
       .def_prop_ro("ndim", &Tensor::dim)
-      .def("numel", &Tensor::numel)
+      .def("numel", [](const Tensor& t) { return shape_read(t).numel(); })
       .def_prop_ro("dtype", &Tensor::dtype)
       .def_prop_ro("device", &Tensor::device)
       .def_prop_ro("is_cuda", [](const Tensor& t) { return t.device().type == ug::DeviceType::CUDA; })
@@ -91,7 +91,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("__len__",
            [](const Tensor& t) {
              if (t.dim() == 0) ug::fail<ug::TypeError>("[len] len() of a 0-d tensor");
-             return t.size(0);
+             return shape_read(t).size(0);
            })
       .def("__iter__",
            [](const Tensor& t) {

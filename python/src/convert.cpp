@@ -139,12 +139,25 @@ ug::Tensor tensor_from_data(nb::handle data, std::optional<ug::DType> dtype, std
   return t.to(dev);
 }
 
+namespace {
+
+/** The Python line calling into the binding now: file:line. */
+std::string python_caller() {
+  nb::object frame = nb::module_::import_("sys").attr("_getframe")(0);
+  return nb::cast<std::string>(frame.attr("f_code").attr("co_filename")) + ":" +
+         std::to_string(nb::cast<int64_t>(frame.attr("f_lineno")));
+}
+
+}  // namespace
+
 const ug::Tensor& concrete(const ug::Tensor& t, const char* what) {
   if (!ug::compiler::is_traced(t)) return t;
-  nb::object frame = nb::module_::import_("sys").attr("_getframe")(0);
-  const std::string where = nb::cast<std::string>(frame.attr("f_code").attr("co_filename")) + ":" +
-                            std::to_string(nb::cast<int64_t>(frame.attr("f_lineno")));
-  ug::compiler::check_concrete(t, what, where);
+  ug::compiler::check_concrete(t, what, python_caller());
+  return t;
+}
+
+const ug::Tensor& shape_read(const ug::Tensor& t) {
+  if (ug::compiler::is_traced(t)) ug::compiler::note_shape_read(python_caller());
   return t;
 }
 

@@ -21,6 +21,9 @@ nb::object item_to_python(const ug::Tensor& t);
 /** t itself; raises (naming the Python line) when t is a value of a function being traced for
  *  ug.jit, where `what` (bool(), item(), ...) would freeze one trace's value into the program. */
 const ug::Tensor& concrete(const ug::Tensor& t, const char* what);
+/** t itself; notes the Python line when t is a traced value, whose shape Python now reads: a
+ *  program made from it cannot run at other sizes (tf.function's reduce_retracing). */
+const ug::Tensor& shape_read(const ug::Tensor& t);
 /** A Python index expression (int, slice, None, ..., bool, tensor, list, tuple of these). */
 std::vector<ug::TensorIndex> indices_from_python(nb::handle index);
 

@@ -120,7 +120,7 @@ class JitFunction:
     """A function compiled per call signature (see the module's docstring)."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), cache_size=8,
-                 state=None, name=None):
+                 state=None, name=None, reduce_retracing=False):
         if not callable(fun):
             raise TypeError(f"[jit] expected a function, got {type(fun).__name__}")
         functools.update_wrapper(self, fun, updated=())
@@ -140,7 +140,8 @@ class JitFunction:
         # what jax.jit does on CPU too (it warns that the buffers were not usable).
         self._donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
         label = getattr(fun, "__qualname__", None) or type(fun).__name__
-        self._cache = _jit.ProgramCache(name or label, cache_size)
+        self._cache = _jit.ProgramCache(name or label, cache_size, reduce_retracing)
+        self._relaxed = reduce_retracing
         # signature -> (output treedef, output leaves with None for tensors, the static objects
         # keyed by identity, kept alive with the program)
         self._outputs = {}
@@ -164,6 +165,8 @@ class JitFunction:
             tensors = traced if program.writes_state else program(call.tensors)
         else:
             tensors = program(call.tensors)
+            if self._relaxed:  # a program for any size there may come from a trace at another size
+                key = tuple(tuple(part) for part in self._cache.traced_for(list(key)))
         treedef, leaves, _ = self._outputs[key]
         it = iter(tensors)
         return tree_unflatten(treedef, [next(it) if v is None else v for v in leaves])
@@ -272,12 +275,13 @@ class TensorSpec:
 
 def function(func=None, *, input_signature=None, jit_compile=None, reduce_retracing=False):
     """tf.function: the same compiled mode as ug.jit. With input_signature, calls whose tensors do
-    not match it raise instead of tracing. (jit_compile is accepted: every ug.function compiles.)"""
-    if reduce_retracing:
-        raise NotImplementedError("[function] reduce_retracing (programs over symbolic shapes) is not built yet")
-
+    not match it raise instead of tracing. With reduce_retracing, a trace at sizes other than a
+    cached program's makes one program for any size in the dims that differ, where the two traces
+    show that nothing depends on those sizes (the function must not read a traced tensor's shape
+    in Python: the retrace warning says where it did). (jit_compile is accepted: every
+    ug.function compiles.)"""
     def wrap(f):
-        jitted = JitFunction(f)
+        jitted = JitFunction(f, reduce_retracing=reduce_retracing)
         if input_signature is None:
             return jitted
         specs = list(input_signature)

@@ -46,6 +46,37 @@ TEST(Jit, RunsTheProgramAndTracesOncePerSignature) {
   EXPECT_NE(warnings[0].find("'f' is traced for the 3rd time"), std::string::npos) << warnings[0];
 }
 
+TEST(Jit, ReduceRetracingMakesOneProgramForAnyBatchWhereNothingDependsOnIt) {
+  manual_seed(0);
+  Tensor w = randn({4, 3}).requires_grad_();
+  int calls = 0;
+  auto rows = [&](const Tensors& xs) {
+    ++calls;
+    return Tensors{relu(matmul(xs[0], w)).sum({1})};
+  };
+  JitFunction f = jit(rows, {.name = "rows", .reduce_retracing = true});
+  for (int64_t n : {8, 5, 3, 11}) {
+    Tensor x = randn({n, 4});
+    EXPECT_TRUE(allclose(f({x})[0], relu(matmul(x, w)).sum({1}), 1e-6, 1e-6)) << n;
+  }
+  EXPECT_EQ(calls, 2);  // the second trace shows the program is the same for any batch
+  EXPECT_EQ(f.cache_info().size, 1u);
+  EXPECT_EQ(f.explain({randn({2, 4})}), "hit: a cached program runs");
+  EXPECT_EQ(f.explain({randn({2, 5})}), "miss: argument input 0 changed from float32[?, 4] to float32[2, 5]");
+
+  // A random draw's shape is the trace's: never generalized.
+  std::vector<std::string> warnings;
+  JitFunction g =
+      jit([&](const Tensors& xs) { return Tensors{xs[0] + rand_like(xs[0])}; },
+          {.name = "g", .reduce_retracing = true, .on_retrace = [&](const std::string& m) { warnings.push_back(m); }});
+  for (int64_t n : {2, 3, 4}) EXPECT_EQ(g({zeros({n})})[0].size(0), n);
+  EXPECT_EQ(g.cache_info().traces, 3);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("reduce_retracing could not make one program for both sizes: op 'random'"),
+            std::string::npos)
+      << warnings[0];
+}
+
 TEST(Jit, ReadsClosedOverParametersLive) {
   manual_seed(0);
   nn::Linear lin(3, 2);

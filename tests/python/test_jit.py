@@ -201,6 +201,49 @@ def test_function_input_signature_refuses_other_inputs():
         f(ug.ones(2, 4))
 
 
+def test_function_reduce_retracing_makes_one_program_for_any_size_nothing_depends_on():
+    ug.manual_seed(0)
+    conv = ug.nn.Conv2d(3, 4, 3).eval()
+    traced = []  # a call each: the program's traces and the eager calls
+
+    def features(x):
+        traced.append(1)
+        return conv(x).relu().sum((2, 3))
+
+    f = ug.function(features, reduce_retracing=True)
+    for shape in [(1, 3, 8, 8), (2, 3, 8, 8), (3, 3, 10, 10), (5, 3, 7, 9), (1, 3, 8, 8)]:
+        x = ug.randn(*shape)
+        # A sum of 4 * 3*3*3 products per output and shape[2] * shape[3] outputs per sum.
+        close(f(x), features(x), tol=1e-5 * shape[2] * shape[3])
+    # One trace, then one per new kind of change: the batch, then the image size.
+    assert len(traced) - 5 == 3 and f.cache_info().size == 1
+    assert f.explain(ug.randn(7, 3, 5, 5)) == "hit: a cached program runs"
+    assert f.explain(ug.randn(7, 4, 5, 5)) == "miss: argument x changed from float32[?, 3, ?, ?] to float32[7, 4, 5, 5]"
+    assert f.explain(ug.randn(7, 3, 5, 5, dtype=ug.float64)).startswith("miss")
+
+
+@pytest.mark.parametrize("body, why", [
+    (lambda x: x.reshape(x.shape[0], -1).sum(1), "reads the shape of a traced tensor at"),
+    (lambda x: x.reshape(-1, 6).sum(1), "a constant of the program depends on a size"),
+    (lambda x: x.flatten(1) + ug.nn.functional.dropout(x.flatten(1), 0.5), "op 'random' is called back"),
+])
+def test_function_reduce_retracing_refuses_what_depends_on_a_size(body, why):
+    """Each refusal keeps one exact program per shape (right answers) and says why it could not
+    make one for any size."""
+    ug.manual_seed(0)
+    f = ug.function(body, reduce_retracing=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (2, 3, 4):
+            out = f(ug.ones(n, 2, 3))
+            assert tuple(out.shape[:1]) == (n,)
+    assert f.cache_info().traces == 3
+    assert len(caught) == 1 and "reduce_retracing could not make one program for both sizes" in str(caught[0].message)
+    assert why in str(caught[0].message), str(caught[0].message)
+    if "shape" in why:
+        assert f"{__file__}:" in str(caught[0].message)
+
+
 # ---- derivatives and other transforms --------------------------------------------------------
 
 

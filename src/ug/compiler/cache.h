@@ -33,11 +33,18 @@ struct CacheInfo {
 
 class ProgramCache {
  public:
-  /** `name` names the function in messages; capacity is the most programs kept. */
-  explicit ProgramCache(std::string name, size_t capacity = 8);
+  /** `name` names the function in messages; capacity is the most programs kept. With
+   *  `reduce_retracing` (tf.function's), a trace at a shape that differs from a cached one only
+   *  in sizes replaces it by one program for any size in those dims when Program::generalize
+   *  allows (its signature shows them as "?": "float32[?, 784]"), and a refusal says why in
+   *  the retrace warning. */
+  explicit ProgramCache(std::string name, size_t capacity = 8, bool reduce_retracing = false);
 
   /** The program of this signature, counting a hit (or a miss: nullptr). */
   const Program* find(const Signature& sig);
+  /** The signature the program a call of sig runs was traced for: sig itself, or under
+   *  reduce_retracing that of a program for any size (nullptr when none is cached). */
+  const Signature* traced_for(const Signature& sig) const;
   /** Why a call of this signature would trace ("" when it would hit). */
   std::string why_not(const Signature& sig) const;
   /** Keeps a program traced for sig; returns the retrace warning to give ("" for none). */
@@ -48,9 +55,20 @@ class ProgramCache {
   const std::string& name() const { return name_; }
 
  private:
+  struct Entry {
+    Signature traced;   // the signature of the last trace the program came from
+    Signature accepts;  // what it runs: traced, with "?" for the sizes it takes any of
+    Program program;
+  };
+  const Entry* match(const Signature& sig) const;
+  /** Under reduce_retracing: folds a program traced for sig into a cached one of another
+   *  size; false (and *why) if none can take it. */
+  bool generalize(const Signature& sig, const Program& program, std::string* why);
+
   std::string name_;
   size_t capacity_;
-  std::list<std::pair<Signature, Program>> entries_;  // most recently used first
+  bool reduce_retracing_;
+  std::list<Entry> entries_;  // most recently used first
   CacheInfo counts_;
 };
 

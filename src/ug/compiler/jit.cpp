@@ -23,7 +23,8 @@ compiler::Signature signature_of(const std::vector<Tensor>& inputs) {
 
 JitFunction::JitFunction(compiler::Function fn, JitOptions options)
     : state_(std::make_shared<State>(
-          State{std::move(fn), options, compiler::ProgramCache(options.name, options.cache_size)})) {}
+          State{std::move(fn), options,
+                compiler::ProgramCache(options.name, options.cache_size, options.reduce_retracing)})) {}
 
 std::vector<Tensor> JitFunction::operator()(const std::vector<Tensor>& inputs) const {
   const compiler::Signature sig = signature_of(inputs);

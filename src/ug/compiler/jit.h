@@ -23,6 +23,9 @@ struct JitOptions {
   size_t cache_size = 8;
   /** Tensors read live at every run (a module's named parameters and buffers). */
   compiler::NamedTensors state;
+  /** tf.function's reduce_retracing: one program for any size in dims that change between
+   *  calls, where two traces show nothing depends on them (ProgramCache). */
+  bool reduce_retracing = false;
   /** Receives each retrace warning; by default it is written to standard error. */
   std::function<void(const std::string&)> on_retrace;
 };

@@ -28,6 +28,7 @@ struct TraceState {
   size_t calls_seen = 0;
   int loop_bodies = 0;  // LoopBodyScopes open
   const char* who = "jit";
+  std::string shape_read_at;
 };
 
 namespace {
@@ -42,6 +43,12 @@ TracedValuesScope::TracedValuesScope(const std::vector<Tensor>& inputs, const ch
 }
 
 TracedValuesScope::~TracedValuesScope() { t_trace = previous_; }
+
+const std::string& TracedValuesScope::shape_read_at() const { return state_->shape_read_at; }
+
+void note_shape_read(const std::string& where) {
+  if (t_trace && t_trace->shape_read_at.empty()) t_trace->shape_read_at = where;
+}
 
 bool is_traced(const Tensor& t) {
   TraceState* s = t_trace;
@@ -90,6 +97,7 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
                                                                     const NamedTensors& state) {
   onnx::ProgramTrace traced;
   const auto generator = default_generator().get_state();
+  std::string shape_read_at;
   {
     TracedValuesScope scope(example_inputs, "jit");
     try {
@@ -97,6 +105,7 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
     } catch (const ValueError& e) {
       fail("[jit] cannot compile the function: ", e.what());
     }
+    shape_read_at = scope.shape_read_at();
   }
   // The graph came from this process, not from a file: no size limits beyond memory's.
   constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
@@ -118,6 +127,10 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   p.grad_sources_ = std::make_shared<const std::vector<std::pair<int64_t, Tensor>>>(ids_of(traced.grad_sources));
   p.writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.state_writes));
   p.grad_writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.grad_writes));
+  std::vector<std::vector<bool>> any_size;
+  for (const onnx::ValueInfo& in : graph->inputs) any_size.emplace_back(in.shape.size(), false);
+  p.any_size_ = std::make_shared<const std::vector<std::vector<bool>>>(std::move(any_size));
+  p.shape_read_at_ = std::move(shape_read_at);
   p.num_results_ = traced.outputs.size();
   p.holds_step_ = !p.grad_writes_->empty();
   for (const auto& [target, index] : *p.writes_) p.holds_step_ = p.holds_step_ || target.requires_grad();
@@ -138,11 +151,17 @@ std::vector<Tensor> Program::operator()(const std::vector<Tensor>& inputs) const
     const onnx::ValueInfo& info = g.inputs[i];
     const Tensor& x = inputs[i];
     if (!x.defined()) fail("[jit] input ", i, " is an undefined tensor");
+    const std::vector<bool>& any = (*any_size_)[i];
     bool fits = x.dtype() == info.dtype && static_cast<size_t>(x.dim()) == info.shape.size();
-    for (size_t d = 0; fits && d < info.shape.size(); ++d) fits = info.shape[d] == x.size(static_cast<int64_t>(d));
-    if (!fits)
-      fail<TypeError>("[jit] input ", i, " must be ", info.dtype, " ", Shape(info.shape.begin(), info.shape.end()),
-                      " as traced, got ", x.dtype(), " ", x.shape());
+    for (size_t d = 0; fits && d < info.shape.size(); ++d)
+      fits = any[d] || info.shape[d] == x.size(static_cast<int64_t>(d));
+    if (!fits) {
+      std::string dims;
+      for (size_t d = 0; d < info.shape.size(); ++d)
+        dims += (d ? ", " : "") + (any[d] ? std::string("?") : std::to_string(info.shape[d]));
+      fail<TypeError>("[jit] input ", i, " must be ", info.dtype, " [", dims, "] as traced, got ", x.dtype(), " ",
+                      x.shape());
+    }
     values[static_cast<size_t>(g.input_ids[i])] = x;
   }
   for (size_t i = 0; i < g.initializer_ids.size(); ++i)

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,8 +42,22 @@ class Program {
                                                                     const std::vector<Tensor>& example_inputs,
                                                                     const NamedTensors& state = {});
 
-  /** Runs the graph on inputs of the traced dtypes and shapes. */
+  /** Runs the graph on inputs of the traced dtypes and shapes (any size in any_size_dims). */
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+
+  /** tf.function's reduce_retracing: a and b are one function traced at two shapes. When they
+   *  are the same graph apart from their inputs' sizes, nothing in the program depends on the
+   *  dims where those differ (no constant, attribute or called-back op made from a size, no
+   *  Python read of a traced tensor's shape), and the program runs on any size there: b, with
+   *  those dims (and a's) in any_size_dims. Otherwise nullopt, and *why says what depends on a
+   *  size. (Sizes a Python function reads and uses in ways that happen to agree at both shapes
+   *  are the one case this cannot see; it refuses any shape read to stay clear of them.) */
+  static std::optional<Program> generalize(const Program& a, const Program& b, std::string* why);
+  /** For each input, the dims that take any size (none, unless generalized). */
+  const std::vector<std::vector<bool>>& any_size_dims() const { return *any_size_; }
+  /** Where the traced function first read the shape of a traced tensor from Python ("" if it
+   *  never did). */
+  const std::string& shape_read_at() const { return shape_read_at_; }
 
   size_t num_inputs() const;
   size_t num_outputs() const;
@@ -69,6 +84,8 @@ class Program {
   std::shared_ptr<const std::vector<std::pair<int64_t, Tensor>>> grad_sources_;
   // graph output index -> the tensor it is copied into / the leaf whose .grad it becomes (-1: none)
   std::shared_ptr<const std::vector<std::pair<Tensor, int64_t>>> writes_, grad_writes_;
+  std::shared_ptr<const std::vector<std::vector<bool>>> any_size_;  // by input, by dim
+  std::string shape_read_at_;
   size_t num_results_ = 0;   // the function's own outputs, before the writes
   bool holds_step_ = false;  // it writes parameters or .grad
 };
@@ -86,6 +103,8 @@ class TracedValuesScope {
   ~TracedValuesScope();
   TracedValuesScope(const TracedValuesScope&) = delete;
   TracedValuesScope& operator=(const TracedValuesScope&) = delete;
+  /** Where the function first read a traced tensor's shape from Python ("": never). */
+  const std::string& shape_read_at() const;
 
  private:
   std::unique_ptr<TraceState> state_;
@@ -94,6 +113,10 @@ class TracedValuesScope {
 
 /** True inside a TracedValuesScope when t holds a traced value. */
 bool is_traced(const Tensor& t);
+
+/** Python read the shape of a traced tensor at `where` (file:line): a program that depends on
+ *  it cannot be generalized to other sizes (Program::generalize). */
+void note_shape_read(const std::string& where);
 
 /** While alive inside a trace: a loop's body or condition is traced once, on stand-ins of its
  *  carry, inside the loop's own call, and is_traced says yes for every tensor, so that Python
