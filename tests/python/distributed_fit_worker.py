@@ -26,6 +26,18 @@ def mlp(seed, dropout=0.0):
     return ug.nn.Sequential(*layers).to(ug.float64)
 
 
+def row_recorder():
+    """(seen, metric): a metric that appends the targets it is given (rows' indices) to seen."""
+    seen = []
+
+    def record(output, target):
+        seen.extend(int(v) for v in target.numpy().ravel())
+        return ug.zeros((), dtype=ug.float64)
+
+    record.__name__ = "seen"
+    return seen, record
+
+
 def fit_equals_one_process(strategy_name, optimizer):
     """fit under the strategy with global batch N*B (B per rank) equals fit in one process on
     the same global batches: parameters, and the logged metrics on every rank (validation_split
@@ -62,13 +74,7 @@ def fit_shards(folder):
     rank, n = dist.get_rank(), strategy.num_replicas_in_sync
     x, _ = data()
     index = ug.arange(SAMPLES, dtype=ug.float64)  # the target is the sample's index: a metric records it
-    seen = []
-
-    def record(output, target):
-        seen.extend(int(v) for v in target.numpy().ravel())
-        return ug.zeros((), dtype=ug.float64)
-
-    record.__name__ = "seen"
+    seen, record = row_recorder()
     with strategy.scope():
         model = mlp(seed=0)
         model.compile(optimizer="sgd", loss=lambda out, t: ((out[:, 0] - t) ** 2).mean() * 0, metrics=[record])
@@ -136,13 +142,7 @@ def evaluate_shards():
     rank, n = dist.get_rank(), strategy.num_replicas_in_sync
     x, y = data()
     index = ug.arange(SAMPLES, dtype=ug.float64)  # as a target: a metric records which rows it saw
-    seen = []
-
-    def record(output, target):
-        seen.extend(int(v) for v in target.numpy().ravel())
-        return ug.zeros((), dtype=ug.float64)
-
-    record.__name__ = "seen"
+    seen, record = row_recorder()
     with strategy.scope():
         model = mlp(seed=0)
         model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
