@@ -270,8 +270,10 @@ REDUCTIONS = [
     Op("norm.p1", lambda m, a: a.norm(1, dim=1), x(3, 5)),
     Op("logsumexp", lambda m, a: a.logsumexp(1), x(3, 20), terms=lse_terms, n=20),
     # softmax errs relative to each output; log_softmax by n·eps absolute (its log of a sum)
-    Op("softmax", lambda m, a: a.softmax(1), x(3, 20), terms=lambda m, a: a.softmax(1), n=20),
-    Op("log_softmax", lambda m, a: a.log_softmax(1), x(3, 20), terms=lambda m, a: m.ones_like(a), n=20),
+    Op("softmax", lambda m, a: a.softmax(1), x(3, 20), terms=lambda m, a: a.softmax(1), n=20,
+       ops=("softmax", "softmax_backward")),
+    Op("log_softmax", lambda m, a: a.log_softmax(1), x(3, 20), terms=lambda m, a: m.ones_like(a), n=20,
+       ops=("log_softmax", "log_softmax_backward")),
     Op("cumsum", lambda m, a: a.cumsum(1), x(3, 20), terms=ABS, n=20),
     Op("cumprod", lambda m, a: a.cumprod(1), x(3, 5, low=0.5, high=2), off=unsupported("cumprod")),
     Op("all", lambda m, a: a.all(1), mask(3, 4), off=INT_INPUTS),
@@ -494,7 +496,8 @@ LOSSES = [
 OTHERS = [
     Op("linear", lambda m, a, w, b: F(m).linear(a, w, b), x(3, 20), x(4, 20, seed=1), x(4, seed=2), terms=ABS,
        n=21),
-    Op("layer_norm", lambda m, a, w, b: F(m).layer_norm(a, (6,), w, b), x(4, 6), x(6, seed=1), x(6, seed=2)),
+    Op("layer_norm", lambda m, a, w, b: F(m).layer_norm(a, (6,), w, b), x(4, 6), x(6, seed=1), x(6, seed=2),
+       ops=("layer_norm", "layer_norm_backward")),
     Op("rms_norm", lambda m, a, w: F(m).rms_norm(a, (6,), w), x(4, 6), x(6, seed=1)),
     Op("batch_norm", lambda m, a, w, b: F(m).batch_norm(a, None, None, w, b, training=True), x(4, 3, 2),
        x(3, seed=1), x(3, seed=2), off=rejects("batch_norm in training mode (batch statistics) cannot be exported")),

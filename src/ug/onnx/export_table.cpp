@@ -237,6 +237,67 @@ void gelu_backward(GraphBuilder& g, const CapturedCall& c) {
   g.node("Mul", {grad, d}, {g.output(c)});
 }
 
+/** softmax_backward(g, y) over the last dim: y (g - sum(g y)); log_softmax_backward(g, y):
+ *  g - e^y sum(g). A program calls the op's fused kernel back instead. */
+void softmax_backward(GraphBuilder& g, const CapturedCall& c) {
+  if (g.replays_allowed()) return g.replay(c);
+  std::string grad = in(g, c, 0), y = in(g, c, 1), last = g.ints({c.inputs[1].dim() - 1});
+  auto row_sum = [&](const std::string& v) {
+    std::string s = g.fresh("row_sum");
+    set_attr(g.node("ReduceSum", {v, last}, {s}), "keepdims", int64_t{1});
+    return s;
+  };
+  if (c.op == "log_softmax_backward") {
+    std::string e = node1(g, "Exp", {y}, "e");
+    g.node("Sub", {grad, node1(g, "Mul", {e, row_sum(grad)}, "t")}, {g.output(c)});
+  } else {
+    std::string t = node1(g, "Sub", {grad, row_sum(node1(g, "Mul", {grad, y}, "gy"))}, "t");
+    g.node("Mul", {y, t}, {g.output(c)});
+  }
+}
+
+/** layer_norm_backward(g, x, w) over rows of `cols` (outputs dx, then dweight and dbias where
+ *  asked): with xhat = (x - mean) rs and v = g w, dx = rs (v - mean(v) - xhat mean(v xhat)),
+ *  dweight = sum over rows of g xhat, dbias = sum of g. A program calls the op's fused kernel
+ *  back instead. */
+void layer_norm_backward(GraphBuilder& g, const CapturedCall& c) {
+  if (g.replays_allowed()) return g.replay(c);
+  const DType dt = out_dtype(c);
+  const int64_t cols = attr_int(c, "cols");
+  const Tensor &x = c.inputs[1], &w = c.inputs[2];
+  auto sum = [&](const std::string& v, int64_t axis, bool keep) {
+    std::string s = g.fresh("sum");
+    set_attr(g.node("ReduceSum", {v, g.ints({axis})}, {s}), "keepdims", int64_t{keep});
+    return s;
+  };
+  std::string n = g.scalar(static_cast<double>(cols), dt);
+  auto row_mean = [&](const std::string& v) { return node1(g, "Div", {sum(v, 1, true), n}, "mean"); };
+  std::string rows_cols = g.ints({-1, cols});
+  std::string x2 = node1(g, "Reshape", {in(g, c, 1), rows_cols}, "x2");
+  std::string g2 = node1(g, "Reshape", {in(g, c, 0), rows_cols}, "g2");
+  std::string xc = node1(g, "Sub", {x2, row_mean(x2)}, "xc");
+  std::string var = row_mean(node1(g, "Mul", {xc, xc}, "sq"));
+  std::string eps = g.scalar(attr_float(c, "epsilon"), dt);
+  std::string rs = node1(g, "Reciprocal", {node1(g, "Sqrt", {node1(g, "Add", {var, eps}, "t")}, "std")}, "rs");
+  std::string xhat = node1(g, "Mul", {xc, rs}, "xhat");
+  std::string v =
+      w.defined() ? node1(g, "Mul", {g2, node1(g, "Reshape", {in(g, c, 2), g.ints({cols})}, "w")}, "v") : g2;
+  std::string centred = node1(g, "Sub", {v, row_mean(v)}, "t");
+  std::string along = node1(g, "Mul", {xhat, row_mean(node1(g, "Mul", {v, xhat}, "vx"))}, "t");
+  std::string dx2 = node1(g, "Mul", {node1(g, "Sub", {centred, along}, "t"), rs}, "dx");
+  g.node("Reshape", {dx2, g.ints(std::vector<int64_t>(x.shape().begin(), x.shape().end()))}, {g.output(c, 0)});
+  size_t k = 1;
+  if (attr_int(c, "need_weight")) {
+    std::string dw = sum(node1(g, "Mul", {g2, xhat}, "gx"), 0, false);
+    g.node("Reshape", {dw, g.ints(std::vector<int64_t>(w.shape().begin(), w.shape().end()))}, {g.output(c, k++)});
+  }
+  if (attr_int(c, "need_bias")) {
+    const Tensor& db = c.outputs[k];
+    g.node("Reshape", {sum(g2, 0, false), g.ints(std::vector<int64_t>(db.shape().begin(), db.shape().end()))},
+           {g.output(c, k)});
+  }
+}
+
 /** logaddexp: ONNX has none; max(a, b) + log(1 + exp(-|a - b|)). */
 void logaddexp(GraphBuilder& g, const CapturedCall& c) {
   const DType dt = static_cast<DType>(attr_int(c, "compute_dtype"));
@@ -1037,6 +1098,9 @@ const std::map<std::string, Emitter>& table() {
         {"sigmoid_backward", sigmoid_backward},
         {"silu_backward", silu_backward},
         {"gelu_backward", gelu_backward},
+        {"softmax_backward", softmax_backward},
+        {"log_softmax_backward", softmax_backward},
+        {"layer_norm_backward", layer_norm_backward},
         // layers
         {"layer_norm", layer_norm},
         {"batch_norm", batch_norm},

@@ -52,7 +52,106 @@ Tensor normalize_rows_ops(const Tensor& x, int64_t cols, const Tensor& w, const 
   return y.reshape(Dims(x.shape().begin(), x.shape().end())).to(x.dtype());
 }
 
-/** normalize_rows as one kernel, recorded as one call of `def`. */
+const graph::OpDef kLayerNormBackward("layer_norm_backward");
+
+/** What the rule of layer_norm_backward needs to know besides its operands. */
+struct RowNormGrad {
+  int64_t cols;
+  double eps;
+  bool need_w, need_b;
+};
+
+/** The gradients (dx, dweight, dbias) of layer_norm_backward's outputs given their cotangents
+ *  h (undefined: none), written with ops so that every order works. Row by row, with
+ *  v = g w, xhat = (x - mu) rs, dx = rs P(v), P(v) = v - mean(v) - xhat mean(v xhat) (P is
+ *  symmetric): dg = w rs P(h_dx) + xhat h_dw + h_db and dw = sum over rows of g rs P(h_dx).
+ *  x enters through xhat, whose cotangent u gives rs P(u) (layer_norm's own backward), and
+ *  through the rs factor of dx, sum(h_dx dx) / rs, with d rs / dx = -rs^2 xhat / n. */
+graph::Tensors row_norm_grad_grad(const graph::Tensors& h, const Tensor& g, const Tensor& x, const Tensor& w,
+                                  const RowNormGrad& p) {
+  const int64_t n = p.cols;
+  Tensor x2 = x.reshape({-1, n}), g2 = g.reshape({-1, n});
+  Tensor xc = x2 - x2.mean(Dims{1}, true);
+  Tensor rs = ((xc * xc).mean(Dims{1}, true) + p.eps).rsqrt();
+  Tensor xhat = xc * rs;
+  Tensor wv = w.defined() ? w.reshape({n}) : Tensor();
+  Tensor v = w.defined() ? g2 * wv : g2;
+  auto project = [&](const Tensor& a) {  // rs P(a)
+    return (a - a.mean(Dims{1}, true) - xhat * (a * xhat).mean(Dims{1}, true)) * rs;
+  };
+  auto add = [](const Tensor& acc, const Tensor& t) { return acc.defined() ? acc + t : t; };
+  size_t k = 0;
+  const Tensor h_dx = h[k++];
+  const Tensor h_dw = p.need_w ? h[k++] : Tensor(), h_db = p.need_b ? h[k++] : Tensor();
+  Tensor dg, dx, dw, u;
+  if (h_dx.defined()) {
+    Tensor a = h_dx.reshape({-1, n});
+    Tensor pa = project(a);
+    dg = w.defined() ? pa * wv : pa;
+    if (w.defined()) dw = (g2 * pa).sum(Dims{0}).view(w.shape());
+    Tensor m2 = (v * xhat).mean(Dims{1}, true);
+    Tensor s = (a * (v - v.mean(Dims{1}, true) - xhat * m2)).sum(Dims{1}, true);
+    u = -(rs * m2) * a - rs * v * (a * xhat).mean(Dims{1}, true);
+    dx = -(s * rs * rs / static_cast<double>(n)) * xhat;
+  }
+  if (h_dw.defined()) {
+    Tensor bw = h_dw.reshape({n});
+    dg = add(dg, xhat * bw);
+    u = add(u, g2 * bw);
+  }
+  if (h_db.defined()) dg = add(dg, h_db.reshape({n}).expand({g2.size(0), n}));
+  if (u.defined()) dx = add(dx, project(u));
+  return {dg.defined() ? dg.view(g.shape()) : dg, dx.defined() ? dx.view(x.shape()) : dx, dw};
+}
+
+/** layer_norm's (and group and instance norm's) gradients for the output gradient g: the
+ *  backend's fused kernel as an op of its own, so that backward, grad and a compiled program
+ *  run the same kernel and a trace holds one node. Its operands are g, x (contiguous) and w;
+ *  the rows' mean and rstd are the forward kernel's, kept by the forward's rule, or (a
+ *  program's call, which has only the operands) computed again by the same kernel, to the same
+ *  bits. Returns dx, then dweight and dbias where p asks for them. */
+graph::Tensors layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, Tensor mean, Tensor rstd,
+                                   const RowNormGrad& p, const Shape& b_shape) {
+  graph::OpCall call(kLayerNormBackward);
+  const int64_t rows = x.numel() / p.cols;
+  const Options o{.dtype = x.dtype(), .device = x.device()};
+  Backend& be = backend_for(x.device());
+  Tensor dx = empty(x.shape(), o);
+  Tensor dw = p.need_w ? empty({p.cols}, o) : Tensor(), db = p.need_b ? empty({p.cols}, o) : Tensor();
+  {
+    NoGradGuard kernel_views;  // views that only feed the kernel: no nodes for them
+    Tensor x2 = x.contiguous().view({rows, p.cols});
+    if (!mean.defined()) {
+      mean = empty({rows}, o);
+      rstd = empty({rows}, o);
+      be.layer_norm(x2, Tensor(), Tensor(), p.eps, empty({rows, p.cols}, o), mean, rstd);
+    }
+    be.layer_norm_backward(g.contiguous().view({rows, p.cols}), x2, mean, rstd, w, dx.view({rows, p.cols}), dw, db);
+  }
+  if (dw.defined()) dw = dw.view(w.shape());
+  if (db.defined()) db = db.view(b_shape);
+  if (call.capturing()) {
+    call.set_attrs(
+        {{"cols", p.cols}, {"epsilon", p.eps}, {"need_weight", int64_t{p.need_w}}, {"need_bias", int64_t{p.need_b}}});
+    call.set_replay([p, b_shape](const graph::Tensors& in) {
+      return layer_norm_backward(in[0], in[1], in[2], Tensor(), Tensor(), p, b_shape);
+    });
+  }
+  std::vector<const Tensor*> outs{&dx};
+  if (dw.defined()) outs.push_back(&dw);
+  if (db.defined()) outs.push_back(&db);
+  call.finish(
+      {&g, &x, &w}, outs, {graph::input(g), graph::input(x), w.defined() ? graph::input(w) : graph::nothing},
+      [p](graph::Saved s, graph::Tensors&& h) { return row_norm_grad_grad(h, s[0], s[1], s[2], p); },
+      graph::NoRule{});  // forward mode and vmap take the composed form (normalize_rows_ops)
+  graph::Tensors r{dx};
+  if (dw.defined()) r.push_back(dw);
+  if (db.defined()) r.push_back(db);
+  return r;
+}
+
+/** normalize_rows as one kernel, recorded as one call of `def`; its rule is the op
+ *  layer_norm_backward, or the formula with ops under forward mode and vmap. */
 Tensor normalize_rows_fused(const graph::OpDef& def, const Tensor& x, int64_t cols, const Tensor& w, const Tensor& b,
                             double eps) {
   graph::OpCall call(def);
@@ -68,21 +167,15 @@ Tensor normalize_rows_fused(const graph::OpDef& def, const Tensor& x, int64_t co
   }
   call.finish(
       {&x, &w, &b}, {&y}, {graph::input(xc), wc.defined() ? graph::input(wc) : graph::nothing},
-      [mean, rstd, cols, eps, w_shape = w.defined() ? w.shape() : Shape(), b_shape = b.defined() ? b.shape() : Shape(),
-       need_w = wants_grad(w), need_b = wants_grad(b)](graph::Saved s, graph::Tensors&& g) {
+      [mean, rstd, p = RowNormGrad{cols, eps, wants_grad(w), wants_grad(b)},
+       b_shape = b.defined() ? b.shape() : Shape()](graph::Saved s, graph::Tensors&& g) {
         const Tensor &x = s[0], &w = s[1];
-        if (GradMode::is_enabled())  // create_graph: a differentiable gradient
-          return normalize_rows_backward_ops(g[0], x, w, cols, eps, need_w, need_b);
-        const int64_t rows = mean.size(0);
-        Tensor gc = g[0].contiguous();
-        Tensor dx = empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
-        Options o{.dtype = x.dtype(), .device = x.device()};
-        Tensor dw = need_w ? empty({cols}, o) : Tensor();
-        Tensor db = need_b ? empty({cols}, o) : Tensor();
-        backend_for(x.device())
-            .layer_norm_backward(gc.view({rows, cols}), x.view({rows, cols}), mean, rstd, w, dx.view({rows, cols}), dw,
-                                 db);
-        return graph::Tensors{dx, dw.defined() ? dw.view(w_shape) : dw, db.defined() ? db.view(b_shape) : db};
+        if (batching::max_level({&g[0], &x, &w}) || forward::active())
+          return normalize_rows_backward_ops(g[0], x, w, p.cols, p.eps, p.need_w, p.need_b);
+        graph::Tensors d = layer_norm_backward(g[0], x, w, mean, rstd, p, b_shape);
+        size_t k = 1;
+        Tensor dw = p.need_w ? d[k++] : Tensor(), db = p.need_b ? d[k++] : Tensor();
+        return graph::Tensors{d[0], dw, db};
       },
       graph::NoRule{});  // forward mode takes the composed form
   return y;

@@ -373,10 +373,55 @@ Tensor softmax_untraced(const Tensor& x, int64_t dim, bool log, const char* op);
 
 const graph::OpDef& softmax_def(bool log) { return log ? kLogSoftmax : kSoftmax; }
 
+const graph::OpDef kSoftmaxBackward("softmax_backward"), kLogSoftmaxBackward("log_softmax_backward");
+
+Tensor softmax_grad(const Tensor& g, const Tensor& y, bool log);
+
+/** The input gradient of softmax (log: log_softmax) over the last dim of contiguous float32/
+ *  float64 y from its output gradient g: the backend's fused kernel as an op of its own, so that
+ *  backward, grad and a compiled program run the same kernel (a program calls it back; a file
+ *  gets its formula) and a trace holds one node. Its own rule is written with ops, so higher
+ *  derivatives work. */
+Tensor softmax_backward_rows(const Tensor& g, const Tensor& y, bool log) {
+  graph::OpCall call(log ? kLogSoftmaxBackward : kSoftmaxBackward);
+  const int64_t cols = y.size(-1), rows = y.numel() / cols;
+  Tensor dx = empty(y.shape(), {.dtype = y.dtype(), .device = y.device()});
+  {
+    NoGradGuard kernel_views;  // views that only feed the kernel: no nodes for them
+    backend_for(y.device())
+        .softmax_backward(g.contiguous().view({rows, cols}), y.view({rows, cols}), log, dx.view({rows, cols}));
+  }
+  if (call.capturing())
+    call.set_replay(
+        [log](const graph::Tensors& in) { return graph::Tensors{softmax_backward_rows(in[0], in[1], log)}; });
+  call.finish(
+      {&g, &y}, {&dx}, {graph::input(g), graph::input(y)},
+      [log](graph::Saved s, graph::Tensors&& h) {
+        // dx is linear in g with a symmetric Jacobian (softmax) or g - e^y sum(g) (log_softmax).
+        const Tensor &g = s[0], &y = s[1];
+        const Dims d{y.dim() - 1};
+        if (log) {
+          Tensor e = y.exp();
+          return graph::Tensors{h[0] - (h[0] * e).sum(d, true), -(h[0] * e) * g.sum(d, true)};
+        }
+        return graph::Tensors{softmax_grad(h[0], y, false),
+                              h[0] * (g - (g * y).sum(d, true)) - g * (h[0] * y).sum(d, true)};
+      },
+      graph::NoRule{});  // forward mode and vmap take softmax_grad's formula instead
+  return dx;
+}
+
+/** softmax's input gradient: the fused op, or its formula with ops under forward mode and vmap
+ *  (their rules are the ops'). */
+Tensor softmax_grad(const Tensor& g, const Tensor& y, bool log) {
+  if (!batching::max_level({&g, &y}) && !forward::active()) return softmax_backward_rows(g, y, log);
+  const int64_t d = y.dim() - 1;
+  return log ? g - y.exp() * g.sum(Dims{d}, true) : y * (g - (g * y).sum(Dims{d}, true));
+}
+
 /** softmax over rows of contiguous float32/float64 x (the reduced dim last): one backend
- *  kernel each way. The rule runs the fused backward, or the same formula with ops when a
- *  graph of the gradient is asked for (double backward). Its call is nested in softmax_impl's,
- *  so the capture sees one softmax. */
+ *  kernel each way, the backward an op of its own (softmax_backward_rows). Its call is nested
+ *  in softmax_impl's, so the capture sees one softmax. */
 Tensor softmax_rows(const Tensor& x, int64_t cols, bool log) {
   graph::OpCall call(softmax_def(log));
   const int64_t rows = x.numel() / cols;
@@ -388,20 +433,7 @@ Tensor softmax_rows(const Tensor& x, int64_t cols, bool log) {
   // No forward rule: under forward mode softmax takes the composed path.
   call.finish(
       {&x}, {&y}, {graph::output(y)},
-      [log, cols](graph::Saved s, graph::Tensors&& g) {
-        const Tensor& y = s[0];
-        if (GradMode::is_enabled()) {
-          const int64_t d = y.dim() - 1;
-          return graph::Tensors{log ? g[0] - y.exp() * g[0].sum(Dims{d}, true)
-                                    : y * (g[0] - (g[0] * y).sum(Dims{d}, true))};
-        }
-        const int64_t rows = y.numel() / cols;
-        Tensor gc = g[0].contiguous();
-        Tensor dx = empty(y.shape(), {.dtype = y.dtype(), .device = y.device()});
-        backend_for(y.device())
-            .softmax_backward(gc.view({rows, cols}), y.view({rows, cols}), log, dx.view({rows, cols}));
-        return graph::Tensors{dx};
-      },
+      [log](graph::Saved s, graph::Tensors&& g) { return graph::Tensors{softmax_grad(g[0], s[0], log)}; },
       graph::NoRule{});
   return y;
 }
