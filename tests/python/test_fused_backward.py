@@ -27,6 +27,7 @@ def layer_norm(m, x, w, b):
 
 CASES = {  # name -> (fn(m, x, *params), params' shapes); x is (2, 3, 5)
     "softmax": (lambda m, x: x.softmax(-1), ()),
+    "gelu": (lambda m, x: (torch.nn.functional if m is torch else ug.nn.functional).gelu(x), ()),
     "log_softmax": (lambda m, x: x.log_softmax(-1), ()),
     "layer_norm": (layer_norm, ((5,), (5,))),
     "layer_norm.no_affine": (lambda m, x: layer_norm(m, x, None, None), ()),
@@ -140,7 +141,7 @@ def grad_step(name):
     return ug.grad(loss, argnums=tuple(range(1 + len(CASES[name][1]))))
 
 
-BACKWARD_OP = {"softmax": "softmax_backward", "log_softmax": "log_softmax_backward",
+BACKWARD_OP = {"softmax": "softmax_backward", "gelu": "gelu_backward", "log_softmax": "log_softmax_backward",
                "layer_norm": "layer_norm_backward", "layer_norm.no_affine": "layer_norm_backward"}
 
 
@@ -166,8 +167,8 @@ def test_jit_runs_the_fused_kernels(name):
 
 
 def test_transformer_block_step_traces_one_node_per_backward_kernel():
-    """The benchmark's block (bench/py/transformer_jit_step.py, smaller): one softmax_backward
-    and two layer_norm_backward calls back, and the compiled gradients equal the eager ones (to
+    """The benchmark's block (bench/py/transformer_jit_step.py, smaller): one softmax_backward,
+    one gelu_backward and two layer_norm_backward calls back, and the compiled gradients equal the eager ones (to
     float32 rounding: the program's other reductions may add in another order)."""
     ug.manual_seed(0)
     block = ug.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, activation="gelu", batch_first=True)
@@ -184,7 +185,10 @@ def test_transformer_block_step_traces_one_node_per_backward_kernel():
     assert_same(e_loss, a_loss, path="loss")
     for k in e_grads:
         assert_same(e_grads[k], a_grads[k], path=k)
-    assert compiled.lower(params, x, target).node_types().count("UgReplay") == 3
+    types = compiled.lower(params, x, target).node_types()
+    assert types.count("UgReplay") == 4, types
+    # no backward formula: gelu's Erf, layer_norm's means (the one left is the loss's)
+    assert "Erf" not in types and types.count("ReduceMean") == 1, types
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax", "layer_norm", "layer_norm.no_affine",
@@ -211,3 +215,22 @@ def test_export_of_a_gradient_writes_the_formula(name):
             None, {n: t.numpy() for n, t in zip(names, ins)})
     for i, (g, e) in enumerate(zip(got, step(*ins))):
         np.testing.assert_allclose(g, e.numpy(), rtol=1e-5, atol=1e-5, err_msg=f"gradient {i}")
+
+
+def test_a_loop_body_gets_the_formulas():
+    """A Loop's body cannot call back: there the backward ops are written as their formulas."""
+    w = ug.tensor(rand((2, 5), 3), dtype=ug.float32)
+
+    def loss(t):
+        return (ug.nn.functional.layer_norm(ug.nn.functional.gelu(t), (5,)).softmax(-1) * w).sum()
+
+    def descend(x):
+        def body(c):
+            i, v = c
+            return i + 1, v - 0.1 * ug.grad(loss)(v)
+        return ug.while_loop(lambda c: c[0] < 3, body, (ug.tensor(0), x))[1]
+    x = ug.tensor(rand((2, 5), 4), dtype=ug.float32)
+    compiled = ug.jit(descend)
+    compiled(x)
+    assert "Loop" in compiled.lower(x * 0.5).node_types()
+    assert_same(descend(x * 0.5), compiled(x * 0.5), path="loop result")

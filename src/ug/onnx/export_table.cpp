@@ -193,6 +193,15 @@ void unbind(GraphBuilder& g, const CapturedCall& c) {
   for (size_t i = 0; i < c.outputs.size(); ++i) g.node("Squeeze", {parts[i], g.ints({d})}, {g.output(c, i)});
 }
 
+/** The rule of a backward kernel (an activation's gradient, softmax_backward,
+ *  layer_norm_backward): a program calls the op's fused kernel back, as eager backward runs it
+ *  (one node, no intermediates); a file, which has no callbacks, and a Loop's body get its
+ *  formula. */
+template <Emitter Formula> void called_back(GraphBuilder& g, const CapturedCall& c) {
+  if (g.replays_allowed() && c.replay) return g.replay(c);
+  Formula(g, c);
+}
+
 // ---- activation gradients: g times the derivative at v (binary_kinds.h), as their formulas -----
 
 /** relu_backward(g, y): g where y > 0, else 0. */
@@ -238,9 +247,8 @@ void gelu_backward(GraphBuilder& g, const CapturedCall& c) {
 }
 
 /** softmax_backward(g, y) over the last dim: y (g - sum(g y)); log_softmax_backward(g, y):
- *  g - e^y sum(g). A program calls the op's fused kernel back instead. */
+ *  g - e^y sum(g). */
 void softmax_backward(GraphBuilder& g, const CapturedCall& c) {
-  if (g.replays_allowed()) return g.replay(c);
   std::string grad = in(g, c, 0), y = in(g, c, 1), last = g.ints({c.inputs[1].dim() - 1});
   auto row_sum = [&](const std::string& v) {
     std::string s = g.fresh("row_sum");
@@ -258,10 +266,8 @@ void softmax_backward(GraphBuilder& g, const CapturedCall& c) {
 
 /** layer_norm_backward(g, x, w) over rows of `cols` (outputs dx, then dweight and dbias where
  *  asked): with xhat = (x - mean) rs and v = g w, dx = rs (v - mean(v) - xhat mean(v xhat)),
- *  dweight = sum over rows of g xhat, dbias = sum of g. A program calls the op's fused kernel
- *  back instead. */
+ *  dweight = sum over rows of g xhat, dbias = sum of g. */
 void layer_norm_backward(GraphBuilder& g, const CapturedCall& c) {
-  if (g.replays_allowed()) return g.replay(c);
   const DType dt = out_dtype(c);
   const int64_t cols = attr_int(c, "cols");
   const Tensor &x = c.inputs[1], &w = c.inputs[2];
@@ -718,9 +724,10 @@ void batch_norm(GraphBuilder& g, const CapturedCall& c) {
  *  its carried inputs. Under vmap the graph carries the physical tensors. */
 void while_loop(GraphBuilder& g, const CapturedCall& c) {
   const size_t n = static_cast<size_t>(attr_int(c, "carried"));
-  // A program calls replayed ops back from its own graph only, not from a Loop's body.
+  // A program calls replayed ops back from its own graph only, not from a Loop's body, where
+  // an op that has a formula as well writes it.
   for (const CapturedCall& part : c.inner)
-    if (part.replay && g.replays_allowed())
+    if (part.replay && g.replays_allowed() && !exports(part.op))
       fail("[jit] the body or condition of a compiled while_loop calls op '", part.op,
            "', which a program runs by calling unigrad back (a print, a random draw, an optimizer step); that is "
            "not built for loop bodies yet: move it out of the loop");
@@ -1093,14 +1100,14 @@ const std::map<std::string, Emitter>& table() {
         {"log_softmax", softmax<kLogSoftmax>},
         {"split", split},
         {"unbind", unbind},
-        {"relu_backward", relu_backward},
-        {"tanh_backward", tanh_backward},
-        {"sigmoid_backward", sigmoid_backward},
-        {"silu_backward", silu_backward},
-        {"gelu_backward", gelu_backward},
-        {"softmax_backward", softmax_backward},
-        {"log_softmax_backward", softmax_backward},
-        {"layer_norm_backward", layer_norm_backward},
+        {"relu_backward", called_back<relu_backward>},
+        {"tanh_backward", called_back<tanh_backward>},
+        {"sigmoid_backward", called_back<sigmoid_backward>},
+        {"silu_backward", called_back<silu_backward>},
+        {"gelu_backward", called_back<gelu_backward>},
+        {"softmax_backward", called_back<softmax_backward>},
+        {"log_softmax_backward", called_back<softmax_backward>},
+        {"layer_norm_backward", called_back<layer_norm_backward>},
         // layers
         {"layer_norm", layer_norm},
         {"batch_norm", batch_norm},
