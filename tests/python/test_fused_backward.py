@@ -234,3 +234,23 @@ def test_a_loop_body_gets_the_formulas():
     compiled(x)
     assert "Loop" in compiled.lower(x * 0.5).node_types()
     assert_same(descend(x * 0.5), compiled(x * 0.5), path="loop result")
+
+
+@pytest.mark.parametrize("name", list(BACKWARD_OP))
+def test_vmap_and_jvp_of_a_compiled_gradient(name):
+    """vmap and jvp of a compiled gradient, reusing the program traced on plain tensors."""
+    ins = [t.detach() for t in inputs(ug, name, requires_grad=False)]
+    step = grad_step(name)
+    compiled = ug.jit(step)
+    compiled(*ins)  # traced on plain tensors: the runs below reuse the program where they can
+    batch = ug.stack([ins[0], ins[0] * 0.5 + 0.25, -ins[0]])
+    mapped = ug.vmap(lambda x: compiled(x, *ins[1:]))(batch)
+    for b in range(3):
+        for j, (e, a) in enumerate(zip(step(batch[b], *ins[1:]), mapped)):
+            assert_same(e, a[b], path=f"vmap example {b}, gradient {j}")
+    tangents = tuple(ug.tensor(rand(tuple(t.shape), 20 + i)) for i, t in enumerate(ins))
+    expected = ug.jvp(step, tuple(ins), tangents)
+    actual = ug.jvp(compiled, tuple(ins), tangents)
+    for part, e_all, a_all in zip(("primal", "tangent"), expected, actual):
+        for j, (e, a) in enumerate(zip(e_all, a_all)):
+            assert_same(e, a, path=f"jvp {part} {j}")
