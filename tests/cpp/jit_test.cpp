@@ -1,9 +1,11 @@
 // ug::jit and ug::compiler::Program: a traced function runs from its graph, is traced once
-// per signature, reads closed-over parameters live, compiles a functional Adam step, and
-// saves an inference program that ug::onnx::load runs. The Python side (tests/python/
-// test_jit.py and the op table's jit transform) covers the rest.
+// per signature, reads closed-over parameters live, compiles a functional Adam step, runs the
+// eager backward kernels in a compiled gradient, and saves an inference program that
+// ug::onnx::load runs. The Python side (tests/python/test_jit.py and the op table's jit
+// transform) covers the rest.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 
@@ -135,6 +137,29 @@ TEST(Jit, CompilesTheFunctionalAdamStep) {
   }
   for (size_t i = 0; i < eager.size(); ++i) EXPECT_TRUE(allclose(traced[i], eager[i], 1e-10, 1e-10)) << i;
   EXPECT_EQ(compiled.cache_info().traces, 1);
+}
+
+TEST(Jit, ACompiledGradientRunsTheEagerBackwardKernels) {
+  // layer_norm's, gelu's and softmax's backward kernels are ops: the program calls each back
+  // (one node each, no formula), so its gradients are the eager ones bit for bit.
+  manual_seed(0);
+  const Tensor c = randn({4, 6});
+  auto loss_grads = [&c](const Tensors& in) {
+    auto [value, grads] = value_and_grad(
+        [&c](const Tensors& a) { return Tensors{(layer_norm(a[0].gelu(), {6}, a[1], a[2]).softmax(-1) * c).sum()}; },
+        in, {0, 1, 2});
+    grads.insert(grads.begin(), value[0]);
+    return grads;
+  };
+  Tensors traced{randn({4, 6}), randn({6}), randn({6})}, other{randn({4, 6}), randn({6}), randn({6})};
+  JitFunction compiled = jit(loss_grads);
+  compiled(traced);
+  const Tensors eager = loss_grads(other), run = compiled(other);
+  ASSERT_EQ(run.size(), eager.size());
+  for (size_t i = 0; i < eager.size(); ++i) EXPECT_TRUE(equal(run[i], eager[i])) << i;
+  const std::vector<std::string> types = compiler::Program::trace(loss_grads, traced).node_types();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "UgReplay"), 3);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "Erf"), 0);  // gelu_backward's formula
 }
 
 /** zero_grad(); backward(); step() on a squared error: a PyTorch-style training step. */
