@@ -360,9 +360,9 @@ def test_jit_of_per_example_gradients_of_an_mlp():
 
 def test_the_jax_optax_train_step_compiles_to_the_eager_result():
     # The articles' JAX loop: value_and_grad + optimizer.update + apply_updates under jit.
-    # In float64: the program computes the gradients with their op forms and eager code with
-    # fused kernels, summing in other orders, and Adam's first steps (about lr·sign(g)) would
-    # turn a float32 rounding of a near-zero gradient into a difference of 2·lr.
+    # In float64: the program computes nll_loss and its gradient with their op forms and eager
+    # code with fused kernels, summing in other orders, and Adam's first steps (about lr·sign(g))
+    # would turn a float32 rounding of a near-zero gradient into a difference of 2·lr.
     ug.manual_seed(0)
     model = ug.nn.Sequential(ug.nn.Linear(20, 16), ug.nn.ReLU(), ug.nn.Linear(16, 4))
     params = ug.tree_map(lambda t: t.double(), model.init(ug.random.key(0), ug.ones(1, 20)))
