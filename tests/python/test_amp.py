@@ -21,7 +21,7 @@ def autocast(m, dtype="bfloat16"):
 
 # torch.amp's CPU list of ops that run in the low dtype, as far as unigrad has them
 # (https://pytorch.org/docs/stable/amp.html#cpu-ops-that-can-autocast-to-bfloat16).
-LOWER = {"matmul", "linear", "conv", "conv_transpose"}
+LOWER = {"matmul", "linear", "conv", "conv_transpose", "scaled_dot_product_attention"}
 # torch.amp's CUDA float32 list (its CPU list names none of these ops but the losses):
 # softmax, log_softmax, the norms, the losses, sum/prod/cumsum/cumprod, exp/log and friends,
 # pow. unigrad adds mean and batch_norm (documented in docs/performance.md).

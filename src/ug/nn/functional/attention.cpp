@@ -33,6 +33,11 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
     fail("[", op, "] key and value must have the same sequence length, got shapes ", k.shape(), " and ", v.shape());
   if (is_causal && mask.defined())
     fail<RuntimeError>("[", op, "] explicit attn_mask should not be set when is_causal=True");
+  const int64_t L = q.size(-2), S = k.size(-2);
+  if (mask.defined() && ((mask.dim() >= 1 && mask.size(-1) != 1 && mask.size(-1) != S) ||
+                         (mask.dim() >= 2 && mask.size(-2) != 1 && mask.size(-2) != L)))
+    fail("[", op, "] attn_mask of shape ", mask.shape(), " does not broadcast to the scores' [..., ", L, ", ", S,
+         "] (query ", q.shape(), ", key ", k.shape(), ")");
   if (mask.defined() && mask.dtype() != DType::Bool && mask.dtype() != q.dtype())
     fail<TypeError>("[", op, "] attn_mask must be bool or have the query's dtype ", q.dtype(), ", got ", mask.dtype());
 }
