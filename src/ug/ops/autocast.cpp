@@ -2,7 +2,6 @@
 
 #include <any>
 #include <array>
-#include <unordered_map>
 
 #include "ug/core/batching.h"
 #include "ug/core/error.h"
@@ -67,31 +66,16 @@ bool same_view(const Tensor& a, const Tensor& b) {
          a.shape() == b.shape() && a.strides() == b.strides();
 }
 
-/** One saved tensor: kept as given until a 16-bit copy of it replaces it (then `low`). */
+/** One saved tensor: as given (`kept`), or the 16-bit input a float32 copy was made of
+ *  (`low`, widened again in backward). */
 struct Saved {
   Tensor kept, low;
   uint32_t version = 0;  // of what is held, when it was saved
   const char* op = nullptr;
 };
 
-/** float32 tensors saved under LowPrecisionSaves that no 16-bit copy has replaced yet, by
- *  storage. Weak: a backward that ran, or a graph dropped, frees them; an entry whose holders
- *  are all gone is swept. A live holder keeps its storage alive, so a storage found here
- *  through a live holder is that holder's. */
-thread_local std::unordered_map<const Storage*, std::vector<std::weak_ptr<Saved>>> pending;
-thread_local size_t sweep_at = 64;
-
 /** The float32 copies autocast made of the running op's 16-bit inputs (op call, input). */
 thread_local std::vector<std::pair<Tensor, Tensor>>* upcasts = nullptr;
-
-void sweep() {
-  std::erase_if(pending, [](const auto& entry) {
-    for (const auto& w : entry.second)
-      if (!w.expired()) return false;
-    return true;
-  });
-  sweep_at = std::max<size_t>(64, 2 * pending.size());
-}
 
 std::any pack(const Tensor& t) {
   auto saved = std::make_shared<Saved>();
@@ -104,10 +88,6 @@ std::any pack(const Tensor& t) {
     }
   saved->kept = t;
   saved->version = t.version();
-  if (t.dtype() == DType::Float32) {
-    if (pending.size() >= sweep_at) sweep();
-    pending[t.storage().get()].push_back(saved);
-  }
   return saved;
 }
 
@@ -121,22 +101,6 @@ Tensor unpack(const std::any& packed) {
         held.dtype(), " tensor of shape ", held.shape(), " saved by ", s.op ? s.op : "an op", " is at version ",
         held.version(), "; expected version ", s.version, ". Use out-of-place ops (or clone()) before changing it.");
   return s.kept.defined() ? s.kept : s.low.to(DType::Float32);
-}
-
-/** out, the 16-bit cast of t, replaces t wherever t was saved pending one. */
-void share(const Tensor& t, const Tensor& out) {
-  auto it = pending.find(t.storage().get());
-  if (it == pending.end()) return;
-  std::erase_if(it->second, [&](const std::weak_ptr<Saved>& w) {
-    auto saved = w.lock();
-    if (!saved) return true;
-    if (!saved->kept.defined() || !same_view(saved->kept, t) || saved->kept.version() != saved->version) return false;
-    saved->low = out.detach();
-    saved->version = saved->low.version();
-    saved->kept = Tensor();
-    return true;
-  });
-  if (it->second.empty()) pending.erase(it);
 }
 
 }  // namespace
@@ -170,7 +134,6 @@ Tensor cast(const Tensor& t, DType dtype) {
   if (!eligible(t) || t.dtype() == dtype) return t;
   Tensor out = t.to(dtype);
   if (upcasts && is_low(t.dtype())) upcasts->emplace_back(out, t);
-  else if (is_low(dtype) && !pending.empty()) share(t, out);
   return out;
 }
 
@@ -192,7 +155,6 @@ AutocastGuard::AutocastGuard(DeviceType device, DType dtype, bool enabled)
 AutocastGuard::~AutocastGuard() {
   autocast::set_dtype(device_, was_dtype_);
   autocast::set_enabled(device_, was_enabled_);
-  if (!autocast::detail::active) autocast::pending.clear();  // 16-bit copies are shared within a region
 }
 
 }  // namespace ug

@@ -83,18 +83,13 @@ template <class T> void collect(std::vector<const Tensor*>&, const T&) {}
 /** The dtype a policy casts the eligible tensors among `tensors` to. */
 DType target(graph::Autocast policy, const std::vector<const Tensor*>& tensors);
 
-/** While a float32-policy op runs on 16-bit inputs (softmax of bfloat16 scores), what it saves
- *  for backward is kept in 16 bits where a 16-bit copy exists anyway, so that one activation
- *  is not kept twice:
- *  - a float32 copy autocast made of a 16-bit input is saved as that input (the same values);
- *  - a float32 tensor it saves (softmax's output) is kept as float32 until a lower-precision
- *    op in the region casts it to 16 bits (the attention product casts softmax's output):
- *    from then on the saved tensor is that 16-bit copy, shared with the product, and backward
- *    widens it again (so softmax's gradient reads its output rounded to bfloat16, as torch's
- *    CPU autocast, which runs softmax in bfloat16, does throughout).
- *  A saved tensor changed in place before backward still raises. Installed as saved-tensor
- *  hooks, and only where no other hooks are (activation checkpointing's) and outside forward
- *  mode, vmap and captures. */
+/** While a float32-policy op runs on 16-bit inputs (layer_norm of a bfloat16 activation), a
+ *  float32 copy autocast made of a 16-bit input that the op saves for backward is kept as that
+ *  input (the same values, widened again in backward), so that one activation is not kept
+ *  twice. Everything else it saves (softmax's output) is kept as computed. A saved tensor
+ *  changed in place before backward still raises. Installed as saved-tensor hooks, and only
+ *  where no other hooks are (activation checkpointing's) and outside forward mode, vmap and
+ *  captures. */
 class LowPrecisionSaves {
  public:
   explicit LowPrecisionSaves(const std::vector<const Tensor*>& inputs);
