@@ -223,6 +223,30 @@ def test_a_float32_op_keeps_its_16_bit_input_not_the_float32_copy():
     np.testing.assert_array_equal(x.grad.float().numpy(), x32.grad.to(ug.bfloat16).float().numpy())
 
 
+def test_a_product_keeps_its_leaves_not_their_bfloat16_copies():
+    """linear under autocast keeps the float32 weight and input (leaves, alive anyway) rather
+    than their bfloat16 copies, and casts them again in backward: the gradients are those of
+    the same casts written out by hand, bit for bit; a leaf changed in place before backward
+    raises, as without autocast."""
+    rng = np.random.default_rng(5)
+    x_np, w_np = rng.normal(size=(64, 256)).astype(np.float32), rng.normal(size=(128, 256)).astype(np.float32)
+    g = ug.tensor(np.linspace(-1, 1, 64 * 128, dtype=np.float32).reshape(64, 128)).to(ug.bfloat16)
+    x, w = ug.tensor(x_np), ug.tensor(w_np).requires_grad_()
+    before = ug.memory.allocated()
+    with ug.autocast("cpu"):
+        y = ug.nn.functional.linear(x, w)
+    assert ug.memory.allocated() - before == 2 * y.numel()  # the bfloat16 output alone
+    y.backward(g)
+    w2 = ug.tensor(w_np).requires_grad_()
+    (x.to(ug.bfloat16) @ w2.to(ug.bfloat16).T).backward(g)
+    np.testing.assert_array_equal(w.grad.numpy(), w2.grad.numpy())
+    with ug.autocast("cpu"):
+        y = ug.nn.functional.linear(x, w)
+    x.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation.*linear"):
+        y.backward(g)
+
+
 def test_a_saved_float32_output_changed_in_place_still_raises():
     s = ug.randn(4, 8).to(ug.bfloat16).requires_grad_()
     with ug.autocast("cpu"):

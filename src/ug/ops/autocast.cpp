@@ -66,24 +66,30 @@ bool same_view(const Tensor& a, const Tensor& b) {
          a.shape() == b.shape() && a.strides() == b.strides();
 }
 
-/** One saved tensor: as given (`kept`), or the 16-bit input a float32 copy was made of
- *  (`low`, widened again in backward). */
+/** One saved tensor: as given (`kept`), or the tensor autocast cast it from (`source`), cast
+ *  again to `dtype` in backward. */
 struct Saved {
-  Tensor kept, low;
+  Tensor kept, source;
+  DType dtype = DType::Float32;
   uint32_t version = 0;  // of what is held, when it was saved
   const char* op = nullptr;
 };
 
-/** The float32 copies autocast made of the running op's 16-bit inputs (op call, input). */
-thread_local std::vector<std::pair<Tensor, Tensor>>* upcasts = nullptr;
+/** The copies autocast made for the running op that its backward may remake instead of
+ *  keeping (op call, the tensor it was cast from): float32 copies of 16-bit inputs, and
+ *  copies of leaves (parameters, inputs), which stay alive anyway. */
+thread_local std::vector<std::pair<Tensor, Tensor>>* remakeable = nullptr;
 
 std::any pack(const Tensor& t) {
   auto saved = std::make_shared<Saved>();
   saved->op = ug::detail::current_op;
-  for (const auto& [copy, input] : *upcasts)
+  for (const auto& [copy, source] : *remakeable)
     if (same_view(t, copy)) {
-      saved->low = input.detach();
-      saved->version = input.version();
+      // A leaf keeps its own history (none) for a graph of the gradient; a 16-bit input is kept
+      // detached, as what the op would have saved was a copy.
+      saved->source = source.is_leaf() ? source : source.detach();
+      saved->dtype = copy.dtype();
+      saved->version = source.version();
       return saved;
     }
   saved->kept = t;
@@ -93,14 +99,15 @@ std::any pack(const Tensor& t) {
 
 Tensor unpack(const std::any& packed) {
   const Saved& s = *std::any_cast<const std::shared_ptr<Saved>&>(packed);
-  const Tensor& held = s.kept.defined() ? s.kept : s.low;
+  const Tensor& held = s.kept.defined() ? s.kept : s.source;
   if (held.version() != s.version)
     fail<RuntimeError>(
         "[backward] one of the tensors needed for gradient computation has been modified by an in-place "
         "operation: a ",
         held.dtype(), " tensor of shape ", held.shape(), " saved by ", s.op ? s.op : "an op", " is at version ",
         held.version(), "; expected version ", s.version, ". Use out-of-place ops (or clone()) before changing it.");
-  return s.kept.defined() ? s.kept : s.low.to(DType::Float32);
+  // The same conversion as the forward's cast: the same values, bit for bit.
+  return s.kept.defined() ? s.kept : s.source.to(s.dtype);
 }
 
 }  // namespace
@@ -109,22 +116,24 @@ struct LowPrecisionSaves::State {
   SavedTensorHooksGuard hooks;
   std::vector<std::pair<Tensor, Tensor>> copies;
   std::vector<std::pair<Tensor, Tensor>>* outer;
-  State() : hooks(the_hooks()), outer(std::exchange(upcasts, &copies)) {}
-  ~State() { upcasts = outer; }
+  State() : hooks(the_hooks()), outer(std::exchange(remakeable, &copies)) {}
+  ~State() { remakeable = outer; }
   static std::shared_ptr<const SavedTensorHooks> the_hooks() {
     static const auto hooks = std::make_shared<const SavedTensorHooks>(SavedTensorHooks{pack, unpack});
     return hooks;
   }
 };
 
-LowPrecisionSaves::LowPrecisionSaves(const std::vector<const Tensor*>& inputs) {
-  bool low = false;
+LowPrecisionSaves::LowPrecisionSaves(const std::vector<const Tensor*>& inputs, graph::Autocast policy) {
+  bool remake = false;
+  if (policy == graph::Autocast::None) return;
   for (const Tensor* t : inputs) {
     if (!t->defined()) continue;
     if (batching::level(*t) > 0) return;
-    low |= eligible(*t) && is_low(t->dtype());
+    // float32 ops: the copies of 16-bit inputs; lower-precision ops: the copies of leaves
+    remake |= eligible(*t) && (policy == graph::Autocast::Float32 ? is_low(t->dtype()) : t->is_leaf());
   }
-  if (low && !saved_tensor_hooks_installed() && !forward::active() && !graph::detail::current_capture)
+  if (remake && !saved_tensor_hooks_installed() && !forward::active() && !graph::detail::current_capture)
     state_ = std::make_unique<State>();
 }
 
@@ -133,7 +142,7 @@ LowPrecisionSaves::~LowPrecisionSaves() = default;
 Tensor cast(const Tensor& t, DType dtype) {
   if (!eligible(t) || t.dtype() == dtype) return t;
   Tensor out = t.to(dtype);
-  if (upcasts && is_low(t.dtype())) upcasts->emplace_back(out, t);
+  if (remakeable && (is_low(t.dtype()) || t.is_leaf())) remakeable->emplace_back(out, t);
   return out;
 }
 
