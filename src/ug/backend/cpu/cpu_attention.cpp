@@ -4,8 +4,9 @@
 // writes the output and each row's log-sum-exp. The backward recomputes each tile's
 // probabilities from q, k and the log-sum-exp. Products of tiles go to OpenBLAS (single
 // threaded, the pool splits the work); the exponentials and row updates are compiled twice,
-// for x86-64 and AVX2+FMA, as the other fused kernels (cpu_norm.cpp). 16-bit inputs are
-// widened tile by tile into float32 and the results rounded once.
+// for x86-64 and AVX2+FMA, as the other fused kernels (cpu_norm.cpp), exp vectorised through
+// libmvec (vector_math.h). 16-bit inputs are widened tile by tile into float32 and the results
+// rounded once.
 //
 // The forward splits the work into (batch, query head, query block) tasks; the backward into
 // (batch, key/value head) tasks, each owning its slice of dk and dv and visiting its group's
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "ug/backend/cpu/cpu_backend.h"
+#include "ug/backend/cpu/vector_math.h"
 #include "ug/core/half.h"
 #include "ug/core/thread_pool.h"
 
