@@ -104,7 +104,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k0, const Ten
                           scale, enable_gqa);
   check_inputs(q, k0, v0, mask, is_causal);
   const bool grouped = enable_gqa && q.dim() >= 3;
-  if (grouped) check_heads(k0, q.size(-3), "key"), check_heads(v0, q.size(-3), "value");
+  if (grouped) {
+    check_heads(k0, q.size(-3), "key");
+    check_heads(v0, q.size(-3), "value");
+  }
   const double s = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   // Dropout (on the probabilities) and the transforms the kernel has no rule for take the
   // composed form; so do grouped keys and values with different head counts.
