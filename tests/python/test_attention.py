@@ -108,7 +108,7 @@ def test_double_backward_through_the_composed_rule(kw):
     assert ug.autograd.gradgradcheck(lambda q, k, v: sdpa(ug, q, k, v, **kw), (q, k, v))
 
 
-def test_bfloat16_inputs_and_autocast():
+def test_16_bit_inputs_and_bfloat16_autocast():
     """torch's CPU autocast runs scaled_dot_product_attention in bfloat16 (its lower-precision
     list), as unigrad does; both kernels sum in float32 and round the output once."""
     q, k, v = arr((2, 3, 20, 8), low=-1, high=1), arr((2, 3, 30, 8), low=-1, high=1, seed=1), arr((2, 3, 30, 4), seed=2)
@@ -119,8 +119,9 @@ def test_bfloat16_inputs_and_autocast():
             return sdpa(m, q, k, v, attn_mask=mask), sdpa(m, q, k, v, is_causal=True)
 
     check(f, q, k, v, mask)
-    check(lambda m, q, k, v: sdpa(m, q, k, v), arr((2, 20, 8), "bfloat16", -1, 1), arr((2, 30, 8), "bfloat16", -1, 1),
-          arr((2, 30, 4), "bfloat16"))
+    for dtype in ("bfloat16", "float16"):
+        check(lambda m, q, k, v: sdpa(m, q, k, v, is_causal=True), arr((2, 20, 8), dtype, -1, 1),
+              arr((2, 30, 8), dtype, -1, 1, seed=1), arr((2, 30, 4), dtype, seed=2))
     grads = {}
     for m in (torch, ug):
         ins = [m.tensor(a.array, requires_grad=True) for a in (q, k, v)]
