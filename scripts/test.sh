@@ -24,7 +24,7 @@ scripts/package_test.sh
 # the bfloat16 GEMM where it has AVX512-BF16: UG_CPU_ISA=avx512 leaves that out alone).
 for isa in generic avx2; do
   UG_CPU_ISA=$isa .venv/bin/python -m pytest -q -n 2 tests/python/test_elementwise.py tests/python/test_reduce_linalg.py \
-    tests/python/test_bf16_matmul.py tests/python/test_bf16_conv.py
+    tests/python/test_bf16_matmul.py tests/python/test_bf16_conv.py tests/python/test_attention.py
 done
 UG_CPU_ISA=avx512 .venv/bin/python -m pytest -q -n 2 tests/python/test_bf16_matmul.py tests/python/test_bf16_conv.py
 

@@ -87,6 +87,24 @@ class Backend {
    *  (contiguous [rows, cols]). */
   virtual void softmax_backward(const Tensor& g, const Tensor& y, bool log, const Tensor& dx) = 0;
 
+  // attention (flash-attention style: the [L, S] probabilities are never stored)
+  /** softmax(q k^T * scale + mask) v for q [B, Hq, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev] of
+   *  one dtype (float32, float64, or bfloat16/float16 computed in float32), each with a unit
+   *  last stride and any other strides (0 where broadcast); Hq is a multiple of Hk and query
+   *  head h reads key/value head h / (Hq / Hk). mask is undefined, or bool (true = attend) or
+   *  q's dtype (added to the scores), [B, Hq, L, S] with any strides; causal keeps key j <= i.
+   *  Writes out [B, Hq, L, Ev] (q's dtype, unit last stride) and lse [B, Hq, L] (contiguous;
+   *  float64 for float64, else float32): each row's log-sum-exp of its scores, +inf for a row
+   *  whose every key is masked (its output is 0). */
+  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool causal,
+                         double scale, const Tensor& out, const Tensor& lse) = 0;
+  /** The gradients of attention for the output gradient g (out's shape and dtype, unit last
+   *  stride), recomputing the probabilities from q, k, v, out and lse: dq, dk and dv
+   *  (contiguous, the shapes and dtype of q, k and v). */
+  virtual void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& mask, bool causal, double scale, const Tensor& out, const Tensor& lse,
+                                  const Tensor& dq, const Tensor& dk, const Tensor& dv) = 0;
+
   // losses
   /** nll_loss over contiguous log-probabilities x [N, C] (float32/float64) and int64 targets
    *  [N]: each sample's loss is -weight[t] * x[i, t] (0 where t == ignore_index); loss gets

@@ -1169,6 +1169,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"avg_pool2d", "internal: captured as avg_pool or adaptive_avg_pool"},
       {"avg_pool2d_backward", "a gradient op; export traces the forward pass only"},
       {"group_norm", "group normalization is not exported"},
+      {"scaled_dot_product_attention", "internal: captured as its composed form (matmul, softmax)"},
       {"instance_norm", "instance normalization is not exported"},
   };
   return u;

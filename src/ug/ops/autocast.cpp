@@ -2,7 +2,6 @@
 
 #include <any>
 #include <array>
-#include <unordered_map>
 
 #include "ug/core/batching.h"
 #include "ug/core/error.h"
@@ -67,76 +66,48 @@ bool same_view(const Tensor& a, const Tensor& b) {
          a.shape() == b.shape() && a.strides() == b.strides();
 }
 
-/** One saved tensor: kept as given until a 16-bit copy of it replaces it (then `low`). */
+/** One saved tensor: as given (`kept`), or the tensor autocast cast it from (`source`), cast
+ *  again to `dtype` in backward. */
 struct Saved {
-  Tensor kept, low;
+  Tensor kept, source;
+  DType dtype = DType::Float32;
   uint32_t version = 0;  // of what is held, when it was saved
   const char* op = nullptr;
 };
 
-/** float32 tensors saved under LowPrecisionSaves that no 16-bit copy has replaced yet, by
- *  storage. Weak: a backward that ran, or a graph dropped, frees them; an entry whose holders
- *  are all gone is swept. A live holder keeps its storage alive, so a storage found here
- *  through a live holder is that holder's. */
-thread_local std::unordered_map<const Storage*, std::vector<std::weak_ptr<Saved>>> pending;
-thread_local size_t sweep_at = 64;
-
-/** The float32 copies autocast made of the running op's 16-bit inputs (op call, input). */
-thread_local std::vector<std::pair<Tensor, Tensor>>* upcasts = nullptr;
-
-void sweep() {
-  std::erase_if(pending, [](const auto& entry) {
-    for (const auto& w : entry.second)
-      if (!w.expired()) return false;
-    return true;
-  });
-  sweep_at = std::max<size_t>(64, 2 * pending.size());
-}
+/** The copies autocast made for the running op that its backward may remake instead of
+ *  keeping (op call, the tensor it was cast from): float32 copies of 16-bit inputs, and
+ *  copies of leaves (parameters, inputs), which stay alive anyway. */
+thread_local std::vector<std::pair<Tensor, Tensor>>* remakeable = nullptr;
 
 std::any pack(const Tensor& t) {
   auto saved = std::make_shared<Saved>();
   saved->op = ug::detail::current_op;
-  for (const auto& [copy, input] : *upcasts)
+  for (const auto& [copy, source] : *remakeable)
     if (same_view(t, copy)) {
-      saved->low = input.detach();
-      saved->version = input.version();
+      // A leaf keeps its own history (none) for a graph of the gradient; a 16-bit input is kept
+      // detached, as what the op would have saved was a copy.
+      saved->source = source.is_leaf() ? source : source.detach();
+      saved->dtype = copy.dtype();
+      saved->version = source.version();
       return saved;
     }
   saved->kept = t;
   saved->version = t.version();
-  if (t.dtype() == DType::Float32) {
-    if (pending.size() >= sweep_at) sweep();
-    pending[t.storage().get()].push_back(saved);
-  }
   return saved;
 }
 
 Tensor unpack(const std::any& packed) {
   const Saved& s = *std::any_cast<const std::shared_ptr<Saved>&>(packed);
-  const Tensor& held = s.kept.defined() ? s.kept : s.low;
+  const Tensor& held = s.kept.defined() ? s.kept : s.source;
   if (held.version() != s.version)
     fail<RuntimeError>(
         "[backward] one of the tensors needed for gradient computation has been modified by an in-place "
         "operation: a ",
         held.dtype(), " tensor of shape ", held.shape(), " saved by ", s.op ? s.op : "an op", " is at version ",
         held.version(), "; expected version ", s.version, ". Use out-of-place ops (or clone()) before changing it.");
-  return s.kept.defined() ? s.kept : s.low.to(DType::Float32);
-}
-
-/** out, the 16-bit cast of t, replaces t wherever t was saved pending one. */
-void share(const Tensor& t, const Tensor& out) {
-  auto it = pending.find(t.storage().get());
-  if (it == pending.end()) return;
-  std::erase_if(it->second, [&](const std::weak_ptr<Saved>& w) {
-    auto saved = w.lock();
-    if (!saved) return true;
-    if (!saved->kept.defined() || !same_view(saved->kept, t) || saved->kept.version() != saved->version) return false;
-    saved->low = out.detach();
-    saved->version = saved->low.version();
-    saved->kept = Tensor();
-    return true;
-  });
-  if (it->second.empty()) pending.erase(it);
+  // The same conversion as the forward's cast: the same values, bit for bit.
+  return s.kept.defined() ? s.kept : s.source.to(s.dtype);
 }
 
 }  // namespace
@@ -145,22 +116,24 @@ struct LowPrecisionSaves::State {
   SavedTensorHooksGuard hooks;
   std::vector<std::pair<Tensor, Tensor>> copies;
   std::vector<std::pair<Tensor, Tensor>>* outer;
-  State() : hooks(the_hooks()), outer(std::exchange(upcasts, &copies)) {}
-  ~State() { upcasts = outer; }
+  State() : hooks(the_hooks()), outer(std::exchange(remakeable, &copies)) {}
+  ~State() { remakeable = outer; }
   static std::shared_ptr<const SavedTensorHooks> the_hooks() {
     static const auto hooks = std::make_shared<const SavedTensorHooks>(SavedTensorHooks{pack, unpack});
     return hooks;
   }
 };
 
-LowPrecisionSaves::LowPrecisionSaves(const std::vector<const Tensor*>& inputs) {
-  bool low = false;
+LowPrecisionSaves::LowPrecisionSaves(const std::vector<const Tensor*>& inputs, graph::Autocast policy) {
+  bool remake = false;
+  if (policy == graph::Autocast::None) return;
   for (const Tensor* t : inputs) {
     if (!t->defined()) continue;
     if (batching::level(*t) > 0) return;
-    low |= eligible(*t) && is_low(t->dtype());
+    // float32 ops: the copies of 16-bit inputs; lower-precision ops: the copies of leaves
+    remake |= eligible(*t) && (policy == graph::Autocast::Float32 ? is_low(t->dtype()) : t->is_leaf());
   }
-  if (low && !saved_tensor_hooks_installed() && !forward::active() && !graph::detail::current_capture)
+  if (remake && !saved_tensor_hooks_installed() && !forward::active() && !graph::detail::current_capture)
     state_ = std::make_unique<State>();
 }
 
@@ -169,8 +142,7 @@ LowPrecisionSaves::~LowPrecisionSaves() = default;
 Tensor cast(const Tensor& t, DType dtype) {
   if (!eligible(t) || t.dtype() == dtype) return t;
   Tensor out = t.to(dtype);
-  if (upcasts && is_low(t.dtype())) upcasts->emplace_back(out, t);
-  else if (is_low(dtype) && !pending.empty()) share(t, out);
+  if (remakeable && (is_low(t.dtype()) || t.is_leaf())) remakeable->emplace_back(out, t);
   return out;
 }
 
@@ -192,7 +164,6 @@ AutocastGuard::AutocastGuard(DeviceType device, DType dtype, bool enabled)
 AutocastGuard::~AutocastGuard() {
   autocast::set_dtype(device_, was_dtype_);
   autocast::set_enabled(device_, was_enabled_);
-  if (!autocast::detail::active) autocast::pending.clear();  // 16-bit copies are shared within a region
 }
 
 }  // namespace ug

@@ -83,21 +83,20 @@ template <class T> void collect(std::vector<const Tensor*>&, const T&) {}
 /** The dtype a policy casts the eligible tensors among `tensors` to. */
 DType target(graph::Autocast policy, const std::vector<const Tensor*>& tensors);
 
-/** While a float32-policy op runs on 16-bit inputs (softmax of bfloat16 scores), what it saves
- *  for backward is kept in 16 bits where a 16-bit copy exists anyway, so that one activation
- *  is not kept twice:
- *  - a float32 copy autocast made of a 16-bit input is saved as that input (the same values);
- *  - a float32 tensor it saves (softmax's output) is kept as float32 until a lower-precision
- *    op in the region casts it to 16 bits (the attention product casts softmax's output):
- *    from then on the saved tensor is that 16-bit copy, shared with the product, and backward
- *    widens it again (so softmax's gradient reads its output rounded to bfloat16, as torch's
- *    CPU autocast, which runs softmax in bfloat16, does throughout).
- *  A saved tensor changed in place before backward still raises. Installed as saved-tensor
- *  hooks, and only where no other hooks are (activation checkpointing's) and outside forward
- *  mode, vmap and captures. */
+/** What an autocast op saves for backward is not kept twice where autograd can remake it
+ *  exactly: a copy autocast made of one of the op's inputs, saved by the op, is kept as that
+ *  input and cast again in backward (the same conversion, so the same values, bit for bit):
+ *  - a float32-policy op (layer_norm of a bfloat16 activation): the float32 copy of a 16-bit
+ *    input is kept as that input;
+ *  - a lower-precision op (linear): the 16-bit copy of a leaf (a parameter, the model's input,
+ *    alive for the whole step anyway) is kept as the leaf, as a float32 step would keep it.
+ *  Everything else (softmax's output, a product's copy of an activation) is kept as saved. A
+ *  kept tensor changed in place before backward raises, as it would without autocast.
+ *  Installed as saved-tensor hooks, and only where no other hooks are (activation
+ *  checkpointing's) and outside forward mode, vmap and captures. */
 class LowPrecisionSaves {
  public:
-  explicit LowPrecisionSaves(const std::vector<const Tensor*>& inputs);
+  LowPrecisionSaves(const std::vector<const Tensor*>& inputs, graph::Autocast policy);
   ~LowPrecisionSaves();
   LowPrecisionSaves(const LowPrecisionSaves&) = delete;
   LowPrecisionSaves& operator=(const LowPrecisionSaves&) = delete;
@@ -114,8 +113,7 @@ template <class Op, class... Args> auto call(graph::Autocast policy, Op&& op, co
   (collect(tensors, args), ...);
   const DType dtype = target(policy, tensors);
   ExcludeGuard inner;
-  std::optional<LowPrecisionSaves> saves;
-  if (policy == graph::Autocast::Float32) saves.emplace(tensors);
+  LowPrecisionSaves saves(tensors, policy);
   return op(cast(args, dtype)...);
 }
 template <class Op, class... Args> auto call(const graph::OpDef& def, Op&& op, const Args&... args) {

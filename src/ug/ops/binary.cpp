@@ -149,16 +149,21 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   const bool operands = info(op).reads_operands, mul = op == BinaryOp::Mul;
   const bool keep_a = operands && (!mul || autograd::requires_grad(b));
   const bool keep_b = operands && (!mul || autograd::requires_grad(a));
+  // sub's second gradient, -g, is a tensor of the output's size: made only when b takes it (a
+  // loss's target does not).
+  const bool neg_b = op == BinaryOp::Sub && autograd::requires_grad(b);
   call.finish(
       {&a, &b}, {&out},
       {keep_a ? graph::input(ac) : graph::nothing, keep_b ? graph::input(bc) : graph::nothing,
        info(op).reads_output ? graph::output(out) : graph::nothing},
       [&] {  // the captures are built only when a node is recorded
-        return [op, mul, sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](graph::Saved s,
-                                                                                         graph::Tensors&& g) {
+        return [op, mul, neg_b, sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](graph::Saved s,
+                                                                                                graph::Tensors&& g) {
           if (mul)  // Mul::vjp, {g * b, g * a}, for the operands kept
             return graph::Tensors{s[1].defined() ? as_operand(g[0] * s[1], sa, da) : Tensor(),
                                   s[0].defined() ? as_operand(g[0] * s[0], sb, db) : Tensor()};
+          if (op == BinaryOp::Sub)  // Sub::vjp, {g, -g}
+            return graph::Tensors{as_operand(g[0], sa, da), neg_b ? as_operand(-g[0], sb, db) : Tensor()};
           auto [ga, gb] = vjp(op, g[0], s[0], s[1], s[2]);
           return graph::Tensors{as_operand(ga, sa, da), as_operand(gb, sb, db)};
         };

@@ -55,6 +55,12 @@ class CpuBackend final : public Backend {
   void softmax(const Tensor& x, bool log, const Tensor& y) override;
   void softmax_backward(const Tensor& g, const Tensor& y, bool log, const Tensor& dx) override;
 
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool causal, double scale,
+                 const Tensor& out, const Tensor& lse) override;
+  void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                          bool causal, double scale, const Tensor& out, const Tensor& lse, const Tensor& dq,
+                          const Tensor& dk, const Tensor& dv) override;
+
   void nll_loss(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t ignore_index, const Tensor& loss,
                 const Tensor& total_weight) override;
   void nll_loss_backward(const Tensor& g, const Tensor& target, const Tensor& weight, int64_t ignore_index,

@@ -179,8 +179,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
   if (autocast::active()) [[unlikely]]  // losses run in float32
     return autocast::call(graph::Autocast::Float32, mse_loss, input, target, reduction, weight);
   Reduction r = parse_reduction(reduction, "mse_loss");
-  Tensor d = difference(input, target, "mse_loss");
-  return weighted(d * d, weight, r, "mse_loss", true);
+  // square, not d * d: its gradient is one product of d's size, not two and their sum.
+  return weighted(difference(input, target, "mse_loss").square(), weight, r, "mse_loss", true);
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction, const Tensor& weight) {
