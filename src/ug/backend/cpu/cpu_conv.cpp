@@ -13,6 +13,7 @@
 
 #include "ug/backend/cpu/cpu_backend.h"
 #include "ug/backend/cpu/cpu_conv_bf16.h"
+#include "ug/backend/cpu/cpu_conv_direct.h"
 #include "ug/backend/cpu/scratch.h"
 #include "ug/backend/cpu/cpu_winograd.h"
 #include "ug/core/thread_pool.h"
@@ -279,8 +280,15 @@ template <class T> struct Chunk {
 };
 
 template <class T>
-void conv_forward(const Tensor& xt, const Tensor& wt, const Tensor& bt, const Conv2dParams& p, const Tensor& yt) {
+void conv_forward(const Tensor& xt, const Tensor& wt, const Tensor& bt, const Conv2dParams& p, const Tensor& yt,
+                  bool avx512) {
   const Geometry g = geometry(xt, wt, yt, p);
+  if constexpr (std::is_same_v<T, float>)
+    if (avx512 && g.G == 1 && p.dilation[0] == 1 && p.dilation[1] == 1) {
+      const DirectConv d{g.N,  g.C,  g.H,         g.W,         g.O,          g.kh,        g.kw,
+                         g.Ho, g.Wo, p.stride[0], p.stride[1], p.padding[0], p.padding[1]};
+      if (d.worthwhile()) return direct_conv2d(d, xt, wt, bt, yt);
+    }
   const T* x = static_cast<const T*>(xt.raw_data());
   const T* w = static_cast<const T*>(wt.raw_data());
   const T* bias = bt.defined() ? static_cast<const T*>(bt.raw_data()) : nullptr;
@@ -455,7 +463,8 @@ void CpuBackend::conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, co
     return;
   }
   if (out.dtype() == DType::BFloat16) return conv2d_bf16(*this, x, w, bias, p, out);  // cpu_conv_bf16.cpp
-  dispatch_float_or_double(out.dtype(), "conv2d", [&](auto t) { conv_forward<decltype(t)>(x, w, bias, p, out); });
+  dispatch_float_or_double(out.dtype(), "conv2d",
+                           [&](auto t) { conv_forward<decltype(t)>(x, w, bias, p, out, isa_ == Isa::Avx512); });
 }
 
 void CpuBackend::conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Tensor& gx) {

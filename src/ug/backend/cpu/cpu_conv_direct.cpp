@@ -1,0 +1,234 @@
+// The direct AVX-512 convolution (cpu_conv_direct.h). Per sample and block of 64 output
+// channels, the output is summed in a blocked buffer [Ho * Wo][64] (one zmm per pixel and 16
+// channels), a block of input channels at a time so that the block's packed weights stay in
+// L2 while every output row reads them; the last block's pass adds the bias and writes the
+// planes of y. Each output channel is one lane running the same FMA sequence as every other
+// channel: channels with equal weights come out bit-equal (the light SqueezeNet zoo graph
+// relies on that), and the order is fixed by the shape, never by the thread count.
+#include "ug/backend/cpu/cpu_conv_direct.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <list>
+#include <mutex>
+
+#include "ug/backend/cpu/cpu_backend.h"
+#include "ug/backend/cpu/scratch.h"
+#include "ug/core/thread_pool.h"
+
+namespace ug::cpu {
+
+namespace {
+
+constexpr int64_t kBlock = 64;                       // output channels per block: 4 zmm
+constexpr int64_t kTile = 6;                         // output pixels per micro-kernel call: 4 x 6 accumulators
+constexpr int64_t kInBlock = 64;                     // input channels per pass over the output block
+constexpr int64_t kCacheBytes = int64_t{256} << 20;  // packed weights kept at most
+
+/** Packed weights: for each block of 64 output channels (the last one zero-padded to a
+ *  multiple of 16), [C][kh][kw][lanes], lanes = the block's padded width. */
+int64_t packed_size(int64_t O, int64_t K) { return (O + 15) / 16 * 16 * K; }
+int64_t lanes_of(int64_t O, int64_t o0) { return std::min<int64_t>(kBlock, (O - o0 + 15) / 16 * 16); }
+
+Tensor pack(const Tensor& w) {
+  const Tensor wc = contiguous(w, DType::Float32);
+  const int64_t O = w.size(0), K = w.size(1) * w.size(2) * w.size(3);
+  Tensor packed = empty({packed_size(O, K)}, {.dtype = DType::Float32, .device = Device()});
+  const float* src = static_cast<const float*>(wc.raw_data());
+  float* dst = static_cast<float*>(packed.raw_data());
+  for (int64_t o0 = 0; o0 < O; o0 += kBlock) {
+    const int64_t lanes = lanes_of(O, o0);
+    float* block = dst + o0 * K;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t l = 0; l < lanes; ++l) block[k * lanes + l] = o0 + l < O ? src[(o0 + l) * K + k] : 0.0f;
+  }
+  return packed;
+}
+
+/** Packed weights by the weight's storage (held, so that its address is never another's),
+ *  offset, shape, strides and version: an in-place change bumps the version, so a changed
+ *  weight is packed again, never read stale. Least recently used first out past kCacheBytes;
+ *  entries whose weight nobody else holds any more go first. */
+class PackCache {
+ public:
+  Tensor get(const Tensor& w) {
+    {
+      std::lock_guard lock(mutex_);
+      for (auto it = entries_.begin(); it != entries_.end(); ++it)
+        if (it->storage.get() == w.storage().get() && it->offset == w.storage_offset() && it->shape == w.shape() &&
+            it->strides == w.strides()) {
+          if (it->version != w.version()) {
+            bytes_ -= it->packed.numel() * 4;
+            entries_.erase(it);
+            break;
+          }
+          entries_.splice(entries_.begin(), entries_, it);
+          return it->packed;
+        }
+    }
+    Tensor packed = pack(w);  // outside the lock: other threads' convolutions go on
+    std::lock_guard lock(mutex_);
+    std::erase_if(entries_, [&](const Entry& e) {
+      const bool orphan = e.storage->use_count() == 1;
+      if (orphan) bytes_ -= e.packed.numel() * 4;
+      return orphan;
+    });
+    entries_.push_front({w.storage(), w.storage_offset(), w.shape(), w.strides(), w.version(), packed});
+    bytes_ += packed.numel() * 4;
+    while (bytes_ > kCacheBytes && entries_.size() > 1) {
+      bytes_ -= entries_.back().packed.numel() * 4;
+      entries_.pop_back();
+    }
+    return packed;
+  }
+
+ private:
+  struct Entry {
+    Ref<Storage> storage;
+    int64_t offset;
+    Shape shape;
+    Strides strides;
+    uint32_t version;
+    Tensor packed;
+  };
+  std::mutex mutex_;
+  std::list<Entry> entries_;
+  int64_t bytes_ = 0;
+};
+
+PackCache& pack_cache() {
+  static auto* cache = new PackCache();
+  return *cache;
+}
+
+/** Where a window's inputs lie in the padded planes, in floats. */
+struct Window {
+  int64_t kh, kw, row_step, col_step, plane;
+};
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,fma")
+
+/** acc [R][V * 16] (+)= R output pixels of V * 16 channels over `channels` input channels:
+ *  pixel r reads x + off[r] (its window's first input, channel 0), w is the packed block at
+ *  input channel 0. The offsets (any strides, rows included) live in registers. */
+template <int V, int R>
+void micro_kernel(const float* x, const int64_t* off, const Window& win, const float* w, int64_t channels, float* acc,
+                  bool first) {
+  __m512 a[R][V];
+  const float* p[R];
+  for (int r = 0; r < R; ++r) p[r] = x + off[r];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) a[r][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + (r * V + v) * 16);
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t i = 0; i < win.kh; ++i)
+      for (int64_t j = 0; j < win.kw; ++j, w += V * 16) {
+        const int64_t at = i * win.row_step + j * win.col_step;
+        __m512 wv[V];
+        for (int v = 0; v < V; ++v) wv[v] = _mm512_loadu_ps(w + v * 16);
+        for (int r = 0; r < R; ++r) {
+          const __m512 b = _mm512_set1_ps(p[r][at]);
+          for (int v = 0; v < V; ++v) a[r][v] = _mm512_fmadd_ps(b, wv[v], a[r][v]);
+        }
+      }
+    for (int r = 0; r < R; ++r) p[r] += win.plane;
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) _mm512_storeu_ps(acc + (r * V + v) * 16, a[r][v]);
+}
+
+using Kernel = void (*)(const float*, const int64_t*, const Window&, const float*, int64_t, float*, bool);
+
+template <int V> Kernel kernel_for(int64_t r) {
+  switch (r) {
+    case 1: return micro_kernel<V, 1>;
+    case 2: return micro_kernel<V, 2>;
+    case 3: return micro_kernel<V, 3>;
+    case 4: return micro_kernel<V, 4>;
+    case 5: return micro_kernel<V, 5>;
+    default: return micro_kernel<V, kTile>;
+  }
+}
+
+Kernel kernel_for(int64_t v, int64_t r) {
+  switch (v) {
+    case 1: return kernel_for<1>(r);
+    case 2: return kernel_for<2>(r);
+    case 3: return kernel_for<3>(r);
+    default: return kernel_for<4>(r);
+  }
+}
+
+/** One sample's zero-padded planes [C][Hp][Wp] from x [C][H][W]. */
+void pad_planes(const DirectConv& g, const float* x, float* out, int64_t Hp, int64_t Wp) {
+  std::fill(out, out + g.C * Hp * Wp, 0.0f);
+  for (int64_t c = 0; c < g.C; ++c)
+    for (int64_t h = 0; h < g.H; ++h)
+      std::copy(x + (c * g.H + h) * g.W, x + (c * g.H + h + 1) * g.W, out + (c * Hp + h + g.ph) * Wp + g.pw);
+}
+
+/** y's planes o0 .. o0 + lanes of one sample from the blocked sums [Ho * Wo][lanes], plus bias. */
+void write_planes(const DirectConv& g, const float* acc, int64_t o0, int64_t lanes, const float* bias, float* y) {
+  const int64_t L = g.Ho * g.Wo, count = std::min(lanes, g.O - o0);
+  for (int64_t l0 = 0; l0 < L; l0 += 16) {  // 16 pixels x 16 channels at a time
+    const int64_t n = std::min<int64_t>(16, L - l0);
+    for (int64_t c0 = 0; c0 < count; c0 += 16) {
+      alignas(64) float t[16][16];
+      for (int64_t p = 0; p < n; ++p)
+        for (int64_t c = 0; c < 16; ++c) t[c][p] = acc[(l0 + p) * lanes + c0 + c];
+      for (int64_t c = 0; c < std::min<int64_t>(16, count - c0); ++c) {
+        const float b = bias ? bias[o0 + c0 + c] : 0.0f;
+        float* dst = y + (o0 + c0 + c) * L + l0;
+        for (int64_t p = 0; p < n; ++p) dst[p] = t[c][p] + b;
+      }
+    }
+  }
+}
+
+void run(const DirectConv& g, const float* x, const float* packed, const float* bias, float* y) {
+  const int64_t Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw, K = g.C * g.kh * g.kw, L = g.Ho * g.Wo;
+  const int64_t blocks = (g.O + kBlock - 1) / kBlock;
+  const Window win{g.kh, g.kw, Wp, 1, Hp * Wp};
+  std::vector<int64_t> offsets(L);  // each output pixel's first input in its plane
+  for (int64_t l = 0; l < L; ++l) offsets[l] = l / g.Wo * g.sh * Wp + l % g.Wo * g.sw;
+  Scratch<float> pad_all;
+  float* pads = pad_all.get(g.N * g.C * Hp * Wp);
+  parallel_for(g.N, 1, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) pad_planes(g, x + n * g.C * g.H * g.W, pads + n * g.C * Hp * Wp, Hp, Wp);
+  });
+  parallel_for(g.N * blocks, 1, [&](int64_t t0, int64_t t1) {
+    Scratch<float> acc_buf;
+    float* acc = acc_buf.get(L * kBlock);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / blocks, o0 = t % blocks * kBlock, lanes = lanes_of(g.O, o0);
+      const float* xs = pads + n * g.C * Hp * Wp;
+      const float* wb = packed + o0 * K;
+      for (int64_t c0 = 0; c0 < g.C; c0 += kInBlock) {
+        const int64_t cn = std::min(kInBlock, g.C - c0);
+        const float* xc = xs + c0 * Hp * Wp;
+        const float* wc = wb + c0 * g.kh * g.kw * lanes;
+        for (int64_t l = 0; l < L; l += kTile)
+          kernel_for(lanes / 16, std::min(kTile, L - l))(xc, offsets.data() + l, win, wc, cn, acc + l * lanes, c0 == 0);
+      }
+      write_planes(g, acc, o0, lanes, bias, y + n * g.O * L);
+    }
+  });
+}
+
+#pragma GCC pop_options
+
+}  // namespace
+
+bool DirectConv::worthwhile() const { return true; }
+
+void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
+  const Tensor packed = pack_cache().get(w);
+  const float* xp = static_cast<const float*>(x.raw_data());
+  const float* wp = static_cast<const float*>(packed.raw_data());
+  const float* bp = bias.defined() ? static_cast<const float*>(bias.raw_data()) : nullptr;
+  float* yp = static_cast<float*>(y.raw_data());
+  run(g, xp, wp, bp, yp);
+}
+
+}  // namespace ug::cpu
