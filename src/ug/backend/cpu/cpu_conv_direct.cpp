@@ -168,19 +168,48 @@ void pad_planes(const DirectConv& g, const float* x, float* out, int64_t Hp, int
       std::copy(x + (c * g.H + h) * g.W, x + (c * g.H + h + 1) * g.W, out + (c * Hp + h + g.ph) * Wp + g.pw);
 }
 
-/** y's planes o0 .. o0 + lanes of one sample from the blocked sums [Ho * Wo][lanes], plus bias. */
+/** rows[c] = column c of the 16x16 matrix whose row p is rows[p]: three stages of shuffles
+ *  (pairs of floats, pairs of doubles, 128-bit lanes twice). */
+void transpose16(__m512 rows[16]) {
+  __m512 t[16], u[16];
+  for (int k = 0; k < 8; ++k) {
+    t[2 * k] = _mm512_unpacklo_ps(rows[2 * k], rows[2 * k + 1]);
+    t[2 * k + 1] = _mm512_unpackhi_ps(rows[2 * k], rows[2 * k + 1]);
+  }
+  for (int k = 0; k < 4; ++k) {  // u[4k + m], 128-bit lane q: column 4q + m of rows 4k .. 4k + 3
+    const __m512d a = _mm512_castps_pd(t[4 * k]), b = _mm512_castps_pd(t[4 * k + 1]);
+    const __m512d c = _mm512_castps_pd(t[4 * k + 2]), d = _mm512_castps_pd(t[4 * k + 3]);
+    u[4 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    u[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    u[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    u[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int m = 0; m < 4; ++m) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x44), v1 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xEE);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x44);
+    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xEE);
+    rows[m] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    rows[4 + m] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+    rows[8 + m] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    rows[12 + m] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+  }
+}
+
+/** y's planes o0 .. o0 + lanes of one sample from the blocked sums [Ho * Wo][lanes], plus bias:
+ *  16 pixels x 16 channels at a time, transposed in registers. */
 void write_planes(const DirectConv& g, const float* acc, int64_t o0, int64_t lanes, const float* bias, float* y) {
   const int64_t L = g.Ho * g.Wo, count = std::min(lanes, g.O - o0);
-  for (int64_t l0 = 0; l0 < L; l0 += 16) {  // 16 pixels x 16 channels at a time
+  for (int64_t l0 = 0; l0 < L; l0 += 16) {
     const int64_t n = std::min<int64_t>(16, L - l0);
+    const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
     for (int64_t c0 = 0; c0 < count; c0 += 16) {
-      alignas(64) float t[16][16];
-      for (int64_t p = 0; p < n; ++p)
-        for (int64_t c = 0; c < 16; ++c) t[c][p] = acc[(l0 + p) * lanes + c0 + c];
+      __m512 rows[16];
+      for (int64_t p = 0; p < 16; ++p)
+        rows[p] = p < n ? _mm512_loadu_ps(acc + (l0 + p) * lanes + c0) : _mm512_setzero_ps();
+      transpose16(rows);
       for (int64_t c = 0; c < std::min<int64_t>(16, count - c0); ++c) {
-        const float b = bias ? bias[o0 + c0 + c] : 0.0f;
-        float* dst = y + (o0 + c0 + c) * L + l0;
-        for (int64_t p = 0; p < n; ++p) dst[p] = t[c][p] + b;
+        const __m512 b = _mm512_set1_ps(bias ? bias[o0 + c0 + c] : 0.0f);
+        _mm512_mask_storeu_ps(y + (o0 + c0 + c) * L + l0, mask, _mm512_add_ps(rows[c], b));
       }
     }
   }
@@ -193,10 +222,14 @@ void run(const DirectConv& g, const float* x, const float* packed, const float* 
   std::vector<int64_t> offsets(L);  // each output pixel's first input in its plane
   for (int64_t l = 0; l < L; ++l) offsets[l] = l / g.Wo * g.sh * Wp + l % g.Wo * g.sw;
   Scratch<float> pad_all;
-  float* pads = pad_all.get(g.N * g.C * Hp * Wp);
-  parallel_for(g.N, 1, [&](int64_t n0, int64_t n1) {
-    for (int64_t n = n0; n < n1; ++n) pad_planes(g, x + n * g.C * g.H * g.W, pads + n * g.C * Hp * Wp, Hp, Wp);
-  });
+  const float* pads = x;  // without padding the kernel reads x itself
+  if (g.ph > 0 || g.pw > 0) {
+    float* buf = pad_all.get(g.N * g.C * Hp * Wp);
+    parallel_for(g.N, 1, [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n) pad_planes(g, x + n * g.C * g.H * g.W, buf + n * g.C * Hp * Wp, Hp, Wp);
+    });
+    pads = buf;
+  }
   parallel_for(g.N * blocks, 1, [&](int64_t t0, int64_t t1) {
     Scratch<float> acc_buf;
     float* acc = acc_buf.get(L * kBlock);
