@@ -104,7 +104,7 @@ PackCache& pack_cache() {
 
 /** Where a window's inputs lie in the padded planes, in floats. */
 struct Window {
-  int64_t kh, kw, row_step, col_step, plane;
+  int64_t kh, kw, row_step, plane;
 };
 
 #pragma GCC push_options
@@ -112,27 +112,27 @@ struct Window {
 
 /** acc [R][V * 16] (+)= R output pixels of V * 16 channels over `channels` input channels:
  *  pixel r reads x + off[r] (its window's first input, channel 0), w is the packed block at
- *  input channel 0. The offsets (any strides, rows included) live in registers. */
-template <int V, int R>
+ *  input channel 0. KH, KW > 0: the window's size known at compile time, its taps unrolled. */
+template <int V, int R, int KH, int KW>
 void micro_kernel(const float* x, const int64_t* off, const Window& win, const float* w, int64_t channels, float* acc,
                   bool first) {
+  const int64_t kh = KH > 0 ? KH : win.kh, kw = KW > 0 ? KW : win.kw, row = win.row_step;
   __m512 a[R][V];
-  const float* p[R];
-  for (int r = 0; r < R; ++r) p[r] = x + off[r];
+  int64_t o[R];
+  for (int r = 0; r < R; ++r) o[r] = off[r];
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < V; ++v) a[r][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + (r * V + v) * 16);
-  for (int64_t c = 0; c < channels; ++c) {
-    for (int64_t i = 0; i < win.kh; ++i)
-      for (int64_t j = 0; j < win.kw; ++j, w += V * 16) {
-        const int64_t at = i * win.row_step + j * win.col_step;
+  for (int64_t c = 0; c < channels; ++c, x += win.plane) {
+    const float* xi = x;
+    for (int64_t i = 0; i < kh; ++i, xi += row)
+      for (int64_t j = 0; j < kw; ++j, w += V * 16) {
         __m512 wv[V];
         for (int v = 0; v < V; ++v) wv[v] = _mm512_loadu_ps(w + v * 16);
         for (int r = 0; r < R; ++r) {
-          const __m512 b = _mm512_set1_ps(p[r][at]);
+          const __m512 b = _mm512_set1_ps(xi[o[r] + j]);
           for (int v = 0; v < V; ++v) a[r][v] = _mm512_fmadd_ps(b, wv[v], a[r][v]);
         }
       }
-    for (int r = 0; r < R; ++r) p[r] += win.plane;
   }
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < V; ++v) _mm512_storeu_ps(acc + (r * V + v) * 16, a[r][v]);
@@ -140,24 +140,32 @@ void micro_kernel(const float* x, const int64_t* off, const Window& win, const f
 
 using Kernel = void (*)(const float*, const int64_t*, const Window&, const float*, int64_t, float*, bool);
 
-template <int V> Kernel kernel_for(int64_t r) {
+template <int V, int KH, int KW> Kernel kernel_for(int64_t r) {
   switch (r) {
-    case 1: return micro_kernel<V, 1>;
-    case 2: return micro_kernel<V, 2>;
-    case 3: return micro_kernel<V, 3>;
-    case 4: return micro_kernel<V, 4>;
-    case 5: return micro_kernel<V, 5>;
-    default: return micro_kernel<V, kTile>;
+    case 1: return micro_kernel<V, 1, KH, KW>;
+    case 2: return micro_kernel<V, 2, KH, KW>;
+    case 3: return micro_kernel<V, 3, KH, KW>;
+    case 4: return micro_kernel<V, 4, KH, KW>;
+    case 5: return micro_kernel<V, 5, KH, KW>;
+    default: return micro_kernel<V, kTile, KH, KW>;
   }
 }
 
-Kernel kernel_for(int64_t v, int64_t r) {
+template <int KH, int KW> Kernel kernel_for(int64_t v, int64_t r) {
   switch (v) {
-    case 1: return kernel_for<1>(r);
-    case 2: return kernel_for<2>(r);
-    case 3: return kernel_for<3>(r);
-    default: return kernel_for<4>(r);
+    case 1: return kernel_for<1, KH, KW>(r);
+    case 2: return kernel_for<2, KH, KW>(r);
+    case 3: return kernel_for<3, KH, KW>(r);
+    default: return kernel_for<4, KH, KW>(r);
   }
+}
+
+/** The micro-kernel for V vectors of channels, R pixels and this window. */
+Kernel kernel_for(int64_t v, int64_t r, int64_t kh, int64_t kw) {
+  if (kh == 3 && kw == 3) return kernel_for<3, 3>(v, r);
+  if (kh == 1 && kw == 1) return kernel_for<1, 1>(v, r);
+  if (kh == 7 && kw == 7) return kernel_for<7, 7>(v, r);  // the stems of ResNets
+  return kernel_for<0, 0>(v, r);
 }
 
 /** One sample's zero-padded planes [C][Hp][Wp] from x [C][H][W]. */
@@ -218,7 +226,7 @@ void write_planes(const DirectConv& g, const float* acc, int64_t o0, int64_t lan
 void run(const DirectConv& g, const float* x, const float* packed, const float* bias, float* y) {
   const int64_t Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw, K = g.C * g.kh * g.kw, L = g.Ho * g.Wo;
   const int64_t blocks = (g.O + kBlock - 1) / kBlock;
-  const Window win{g.kh, g.kw, Wp, 1, Hp * Wp};
+  const Window win{g.kh, g.kw, Wp, Hp * Wp};
   std::vector<int64_t> offsets(L);  // each output pixel's first input in its plane
   for (int64_t l = 0; l < L; ++l) offsets[l] = l / g.Wo * g.sh * Wp + l % g.Wo * g.sw;
   Scratch<float> pad_all;
@@ -242,7 +250,8 @@ void run(const DirectConv& g, const float* x, const float* packed, const float* 
         const float* xc = xs + c0 * Hp * Wp;
         const float* wc = wb + c0 * g.kh * g.kw * lanes;
         for (int64_t l = 0; l < L; l += kTile)
-          kernel_for(lanes / 16, std::min(kTile, L - l))(xc, offsets.data() + l, win, wc, cn, acc + l * lanes, c0 == 0);
+          kernel_for(lanes / 16, std::min(kTile, L - l), g.kh, g.kw)(xc, offsets.data() + l, win, wc, cn,
+                                                                     acc + l * lanes, c0 == 0);
       }
       write_planes(g, acc, o0, lanes, bias, y + n * g.O * L);
     }
