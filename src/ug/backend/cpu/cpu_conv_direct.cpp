@@ -31,20 +31,7 @@ constexpr int64_t kCacheBytes = int64_t{256} << 20;  // packed weights kept at m
 int64_t packed_size(int64_t O, int64_t K) { return (O + 15) / 16 * 16 * K; }
 int64_t lanes_of(int64_t O, int64_t o0) { return std::min<int64_t>(kBlock, (O - o0 + 15) / 16 * 16); }
 
-Tensor pack(const Tensor& w) {
-  const Tensor wc = contiguous(w, DType::Float32);
-  const int64_t O = w.size(0), K = w.size(1) * w.size(2) * w.size(3);
-  Tensor packed = empty({packed_size(O, K)}, {.dtype = DType::Float32, .device = Device()});
-  const float* src = static_cast<const float*>(wc.raw_data());
-  float* dst = static_cast<float*>(packed.raw_data());
-  for (int64_t o0 = 0; o0 < O; o0 += kBlock) {
-    const int64_t lanes = lanes_of(O, o0);
-    float* block = dst + o0 * K;
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t l = 0; l < lanes; ++l) block[k * lanes + l] = o0 + l < O ? src[(o0 + l) * K + k] : 0.0f;
-  }
-  return packed;
-}
+Tensor pack(const Tensor& w);
 
 /** Packed weights by the weight's storage (held, so that its address is never another's),
  *  offset, shape, strides and version: an in-place change bumps the version, so a changed
@@ -203,6 +190,32 @@ void transpose16(__m512 rows[16]) {
   }
 }
 
+/** The packed weights (see packed_size) of w [O, C, kh, kw]: 16 output channels x 16 of the
+ *  C * kh * kw taps at a time, transposed in registers (a training step packs every weight
+ *  anew, so this runs at memory speed). */
+Tensor pack(const Tensor& w) {
+  const Tensor wc = contiguous(w, DType::Float32);
+  const int64_t O = w.size(0), K = w.size(1) * w.size(2) * w.size(3);
+  Tensor packed = empty({packed_size(O, K)}, {.dtype = DType::Float32, .device = Device()});
+  const float* src = static_cast<const float*>(wc.raw_data());
+  float* dst = static_cast<float*>(packed.raw_data());
+  for (int64_t o0 = 0; o0 < O; o0 += kBlock) {
+    const int64_t lanes = lanes_of(O, o0);
+    float* block = dst + o0 * K;
+    for (int64_t l0 = 0; l0 < lanes; l0 += 16)
+      for (int64_t k0 = 0; k0 < K; k0 += 16) {
+        const int64_t n = std::min<int64_t>(16, K - k0);
+        const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
+        __m512 rows[16];
+        for (int64_t l = 0; l < 16; ++l)
+          rows[l] = o0 + l0 + l < O ? _mm512_maskz_loadu_ps(mask, src + (o0 + l0 + l) * K + k0) : _mm512_setzero_ps();
+        transpose16(rows);
+        for (int64_t k = 0; k < n; ++k) _mm512_storeu_ps(block + (k0 + k) * lanes + l0, rows[k]);
+      }
+  }
+  return packed;
+}
+
 /** y's planes o0 .. o0 + lanes of one sample from the blocked sums [Ho * Wo][lanes], plus bias:
  *  16 pixels x 16 channels at a time, transposed in registers. */
 void write_planes(const DirectConv& g, const float* acc, int64_t o0, int64_t lanes, const float* bias, float* y) {
@@ -261,8 +274,6 @@ void run(const DirectConv& g, const float* x, const float* packed, const float* 
 #pragma GCC pop_options
 
 }  // namespace
-
-bool DirectConv::worthwhile() const { return true; }
 
 void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
   const Tensor packed = pack_cache().get(w);

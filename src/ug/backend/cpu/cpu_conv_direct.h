@@ -13,13 +13,10 @@ namespace ug::cpu {
 
 struct DirectConv {
   int64_t N, C, H, W, O, kh, kw, Ho, Wo, sh, sw, ph, pw;
-  /** Whether the kernel takes this shape (and runs it faster than the GEMM paths, as measured
-   *  on ResNet-18's layers at batches 1 and 2). */
-  bool worthwhile() const;
 };
 
 /** y [N, O, Ho, Wo] = x [N, C, H, W] correlated with w [O, C, kh, kw], zero padding, plus bias
- *  [O] (may be undefined). Call only on an AVX-512 CPU, where worthwhile(). */
+ *  [O] (may be undefined). Call only on an AVX-512 CPU. */
 void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y);
 
 }  // namespace ug::cpu
