@@ -23,6 +23,7 @@ namespace {
 
 constexpr int64_t kBlock = 64;                       // output channels per block: 4 zmm
 constexpr int64_t kTile = 6;                         // output pixels per micro-kernel call: 4 x 6 accumulators
+constexpr int64_t kChunk = 960;                      // output pixels summed before they are written: 240 KiB of sums
 constexpr int64_t kInBlock = 64;                     // input channels per pass over the output block
 constexpr int64_t kCacheBytes = int64_t{256} << 20;  // packed weights kept at most
 
@@ -216,21 +217,22 @@ Tensor pack(const Tensor& w) {
   return packed;
 }
 
-/** y's planes o0 .. o0 + lanes of one sample from the blocked sums [Ho * Wo][lanes], plus bias:
- *  16 pixels x 16 channels at a time, transposed in registers. */
-void write_planes(const DirectConv& g, const float* acc, int64_t o0, int64_t lanes, const float* bias, float* y) {
+/** Pixels [l0, l1) of y's planes o0 .. o0 + lanes of one sample from their blocked sums
+ *  [l1 - l0][lanes], plus bias: 16 pixels x 16 channels at a time, transposed in registers. */
+void write_planes(const DirectConv& g, const float* acc, int64_t l0, int64_t l1, int64_t o0, int64_t lanes,
+                  const float* bias, float* y) {
   const int64_t L = g.Ho * g.Wo, count = std::min(lanes, g.O - o0);
-  for (int64_t l0 = 0; l0 < L; l0 += 16) {
-    const int64_t n = std::min<int64_t>(16, L - l0);
+  for (int64_t l = l0; l < l1; l += 16) {
+    const int64_t n = std::min<int64_t>(16, l1 - l);
     const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
     for (int64_t c0 = 0; c0 < count; c0 += 16) {
       __m512 rows[16];
       for (int64_t p = 0; p < 16; ++p)
-        rows[p] = p < n ? _mm512_loadu_ps(acc + (l0 + p) * lanes + c0) : _mm512_setzero_ps();
+        rows[p] = p < n ? _mm512_loadu_ps(acc + (l - l0 + p) * lanes + c0) : _mm512_setzero_ps();
       transpose16(rows);
       for (int64_t c = 0; c < std::min<int64_t>(16, count - c0); ++c) {
         const __m512 b = _mm512_set1_ps(bias ? bias[o0 + c0 + c] : 0.0f);
-        _mm512_mask_storeu_ps(y + (o0 + c0 + c) * L + l0, mask, _mm512_add_ps(rows[c], b));
+        _mm512_mask_storeu_ps(y + (o0 + c0 + c) * L + l, mask, _mm512_add_ps(rows[c], b));
       }
     }
   }
@@ -251,22 +253,25 @@ void run(const DirectConv& g, const float* x, const float* packed, const float* 
     });
     pads = buf;
   }
-  parallel_for(g.N * blocks, 1, [&](int64_t t0, int64_t t1) {
+  // Tasks: a sample, a block of output channels and a run of kChunk pixels, whose sums stay in L2.
+  const int64_t chunks = (L + kChunk - 1) / kChunk;
+  parallel_for(g.N * blocks * chunks, 1, [&](int64_t t0, int64_t t1) {
     Scratch<float> acc_buf;
-    float* acc = acc_buf.get(L * kBlock);
+    float* acc = acc_buf.get(std::min(L, kChunk) * kBlock);
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t n = t / blocks, o0 = t % blocks * kBlock, lanes = lanes_of(g.O, o0);
+      const int64_t n = t / (blocks * chunks), o0 = t / chunks % blocks * kBlock, lanes = lanes_of(g.O, o0);
+      const int64_t l0 = t % chunks * kChunk, l1 = std::min(L, l0 + kChunk);
       const float* xs = pads + n * g.C * Hp * Wp;
       const float* wb = packed + o0 * K;
       for (int64_t c0 = 0; c0 < g.C; c0 += kInBlock) {
         const int64_t cn = std::min(kInBlock, g.C - c0);
         const float* xc = xs + c0 * Hp * Wp;
         const float* wc = wb + c0 * g.kh * g.kw * lanes;
-        for (int64_t l = 0; l < L; l += kTile)
-          kernel_for(lanes / 16, std::min(kTile, L - l), g.kh, g.kw)(xc, offsets.data() + l, win, wc, cn,
-                                                                     acc + l * lanes, c0 == 0);
+        for (int64_t l = l0; l < l1; l += kTile)
+          kernel_for(lanes / 16, std::min(kTile, l1 - l), g.kh, g.kw)(xc, offsets.data() + l, win, wc, cn,
+                                                                      acc + (l - l0) * lanes, c0 == 0);
       }
-      write_planes(g, acc, o0, lanes, bias, y + n * g.O * L);
+      write_planes(g, acc, l0, l1, o0, lanes, bias, y + n * g.O * L);
     }
   });
 }
