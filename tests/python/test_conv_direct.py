@@ -50,6 +50,27 @@ def test_direct_conv_matches_torch(case, bias):
     check(conv, x, w, b, terms=ABS, n=C * k[0] * k[1] + bias)
 
 
+@pytest.mark.parametrize("case", [c for c in CASES if c[4] == (1, 1)], ids=str)
+def test_direct_input_gradient_matches_torch(case):
+    """A unit-stride convolution's input gradient (conv_transpose2d) is the direct kernel's
+    convolution by the rotated, transposed weights: against torch's, forward and through
+    backward."""
+    N, C, O, k, s, p, H, W = case
+    rng = np.random.default_rng(C + O)
+    Ho, Wo = H + 2 * p[0] - k[0] + 1, W + 2 * p[1] - k[1] + 1
+    low = 0.0 if O * k[0] * k[1] > 200 else -1.0
+    g = Arg(rng.uniform(low, 1, (N, O, Ho, Wo)).astype(np.float32))
+    w = Arg(rng.uniform(low, 1, (O, C) + k).astype(np.float32))
+    check(lambda m, g, w: (TF if m is torch else UF).conv_transpose2d(g, w, padding=p), g, w, terms=ABS,
+          n=O * k[0] * k[1])
+    x = rng.uniform(-1, 1, (N, C, H, W)).astype(np.float32)
+    xu, wu = ug.tensor(x).requires_grad_(), ug.tensor(w.array)
+    UF.conv2d(xu, wu, padding=p).backward(ug.tensor(g.array))
+    expected = TF.conv_transpose2d(torch.tensor(g.array).double(), torch.tensor(w.array).double(), padding=p)
+    terms = TF.conv_transpose2d(torch.tensor(g.array).double().abs(), torch.tensor(w.array).double().abs(), padding=p)
+    assert_close(xu.grad.numpy(), expected.float().numpy(), "float32", terms=terms.numpy(), n=O * k[0] * k[1])
+
+
 def test_grouped_and_dilated_take_the_gemm_path():
     """Shapes the direct kernel leaves to the GEMM paths, through the same entry point."""
     rng = np.random.default_rng(3)

@@ -290,7 +290,7 @@ void conv_forward(const Tensor& xt, const Tensor& wt, const Tensor& bt, const Co
       // Winograd's products win over many tiles (64 channels on 56x56 at batch 2: 1.58 against
       // 1.82 ms), the direct kernel below that (128 channels on 28x28 at batch 2: 1.85 against 2.04).
       const bool many_tiles = g.winograd(false) && g.N * ((g.Ho + 1) / 2) * ((g.Wo + 1) / 2) >= 1024;
-      if (!many_tiles) return direct_conv2d(d, xt, wt, bt, yt);
+      if (!many_tiles) return direct_conv2d(d, xt, wt, false, bt, yt);
     }
   const T* x = static_cast<const T*>(xt.raw_data());
   const T* w = static_cast<const T*>(wt.raw_data());
@@ -344,8 +344,19 @@ void conv_forward(const Tensor& xt, const Tensor& wt, const Tensor& bt, const Co
   });
 }
 
-template <class T> void conv_input_grad(const Tensor& gt, const Tensor& wt, const Conv2dParams& p, const Tensor& gxt) {
+template <class T>
+void conv_input_grad(const Tensor& gt, const Tensor& wt, const Conv2dParams& p, const Tensor& gxt, bool avx512) {
   const Geometry g = geometry(gxt, wt, gt, p);
+  if constexpr (std::is_same_v<T, float>)
+    if (avx512 && g.G == 1 && p.stride[0] == 1 && p.stride[1] == 1 && p.dilation[0] == 1 && p.dilation[1] == 1 &&
+        p.padding[0] < g.kh && p.padding[1] < g.kw) {
+      // With unit stride the input gradient is a convolution of g by the rotated, transposed
+      // weights with padding k - 1 - padding: the direct kernel's, under the same tile rule.
+      const DirectConv d{
+          g.N, g.O, g.Ho, g.Wo, g.C, g.kh, g.kw, g.H, g.W, 1, 1, g.kh - 1 - p.padding[0], g.kw - 1 - p.padding[1]};
+      const bool many_tiles = g.winograd(true) && g.N * ((g.H + 1) / 2) * ((g.W + 1) / 2) >= 1024;
+      if (!many_tiles) return direct_conv2d(d, gt, wt, true, Tensor(), gxt);
+    }
   const T* gy = static_cast<const T*>(gt.raw_data());
   const T* w = static_cast<const T*>(wt.raw_data());
   T* gx = static_cast<T*>(gxt.raw_data());
@@ -474,7 +485,8 @@ void CpuBackend::conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2
   if (gx.numel() == 0) return;
   if (g.numel() == 0) return fill(gx, 0);
   if (gx.dtype() == DType::BFloat16) return conv2d_input_grad_bf16(*this, g, w, p, gx);  // cpu_conv_bf16.cpp
-  dispatch_float_or_double(gx.dtype(), "conv2d", [&](auto t) { conv_input_grad<decltype(t)>(g, w, p, gx); });
+  dispatch_float_or_double(gx.dtype(), "conv2d",
+                           [&](auto t) { conv_input_grad<decltype(t)>(g, w, p, gx, isa_ == Isa::Avx512); });
 }
 
 void CpuBackend::conv2d_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Tensor& gw) {

@@ -32,7 +32,7 @@ constexpr int64_t kCacheBytes = int64_t{256} << 20;  // packed weights kept at m
 int64_t packed_size(int64_t O, int64_t K) { return (O + 15) / 16 * 16 * K; }
 int64_t lanes_of(int64_t O, int64_t o0) { return std::min<int64_t>(kBlock, (O - o0 + 15) / 16 * 16); }
 
-Tensor pack(const Tensor& w);
+Tensor pack(const Tensor& w, bool transposed);
 
 /** Packed weights by the weight's storage (held, so that its address is never another's),
  *  offset, shape, strides and version: an in-place change bumps the version, so a changed
@@ -40,12 +40,12 @@ Tensor pack(const Tensor& w);
  *  entries whose weight nobody else holds any more go first. */
 class PackCache {
  public:
-  Tensor get(const Tensor& w) {
+  Tensor get(const Tensor& w, bool transposed) {
     {
       std::lock_guard lock(mutex_);
       for (auto it = entries_.begin(); it != entries_.end(); ++it)
         if (it->storage.get() == w.storage().get() && it->offset == w.storage_offset() && it->shape == w.shape() &&
-            it->strides == w.strides()) {
+            it->strides == w.strides() && it->transposed == transposed) {
           if (it->version != w.version()) {
             bytes_ -= it->packed.numel() * 4;
             entries_.erase(it);
@@ -55,14 +55,14 @@ class PackCache {
           return it->packed;
         }
     }
-    Tensor packed = pack(w);  // outside the lock: other threads' convolutions go on
+    Tensor packed = pack(w, transposed);  // outside the lock: other threads' convolutions go on
     std::lock_guard lock(mutex_);
     std::erase_if(entries_, [&](const Entry& e) {
       const bool orphan = e.storage->use_count() == 1;
       if (orphan) bytes_ -= e.packed.numel() * 4;
       return orphan;
     });
-    entries_.push_front({w.storage(), w.storage_offset(), w.shape(), w.strides(), w.version(), packed});
+    entries_.push_front({w.storage(), w.storage_offset(), w.shape(), w.strides(), transposed, w.version(), packed});
     bytes_ += packed.numel() * 4;
     while (bytes_ > kCacheBytes && entries_.size() > 1) {
       bytes_ -= entries_.back().packed.numel() * 4;
@@ -77,6 +77,7 @@ class PackCache {
     int64_t offset;
     Shape shape;
     Strides strides;
+    bool transposed;
     uint32_t version;
     Tensor packed;
   };
@@ -193,13 +194,35 @@ void transpose16(__m512 rows[16]) {
 
 /** The packed weights (see packed_size) of w [O, C, kh, kw]: 16 output channels x 16 of the
  *  C * kh * kw taps at a time, transposed in registers (a training step packs every weight
- *  anew, so this runs at memory speed). */
-Tensor pack(const Tensor& w) {
+ *  anew, so this runs at memory speed). transposed: of w' [C, O, kh, kw], w'[c][o] = w[o][c]
+ *  rotated by 180 degrees, the weight whose convolution is the input gradient of w's (stride
+ *  1); 16 channels c of one tap at a time, gathered. */
+Tensor pack(const Tensor& w, bool transposed) {
   const Tensor wc = contiguous(w, DType::Float32);
-  const int64_t O = w.size(0), K = w.size(1) * w.size(2) * w.size(3);
+  const int64_t O = w.size(transposed ? 1 : 0), K = w.size(transposed ? 0 : 1) * w.size(2) * w.size(3);
   Tensor packed = empty({packed_size(O, K)}, {.dtype = DType::Float32, .device = Device()});
   const float* src = static_cast<const float*>(wc.raw_data());
   float* dst = static_cast<float*>(packed.raw_data());
+  if (transposed) {
+    const int64_t taps = w.size(2) * w.size(3), in = w.size(0);  // K = in * taps
+    const __m512i lane = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                            _mm512_set1_epi32(static_cast<int>(taps)));
+    for (int64_t o0 = 0; o0 < O; o0 += kBlock) {
+      const int64_t lanes = lanes_of(O, o0);
+      float* block = dst + o0 * K;
+      for (int64_t l0 = 0; l0 < lanes; l0 += 16) {
+        const int64_t n = std::clamp<int64_t>(O - o0 - l0, 0, 16);
+        const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
+        for (int64_t c = 0; c < in; ++c)
+          for (int64_t t = 0; t < taps; ++t) {  // w'[o][c][t] = w[c][o][taps - 1 - t]
+            const float* at = src + (c * O + o0 + l0) * taps + taps - 1 - t;
+            const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, lane, at, 4);
+            _mm512_storeu_ps(block + (c * taps + t) * lanes + l0, v);
+          }
+      }
+    }
+    return packed;
+  }
   for (int64_t o0 = 0; o0 < O; o0 += kBlock) {
     const int64_t lanes = lanes_of(O, o0);
     float* block = dst + o0 * K;
@@ -280,8 +303,9 @@ void run(const DirectConv& g, const float* x, const float* packed, const float* 
 
 }  // namespace
 
-void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
-  const Tensor packed = pack_cache().get(w);
+void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, bool transposed, const Tensor& bias,
+                   const Tensor& y) {
+  const Tensor packed = pack_cache().get(w, transposed);
   const float* xp = static_cast<const float*>(x.raw_data());
   const float* wp = static_cast<const float*>(packed.raw_data());
   const float* bp = bias.defined() ? static_cast<const float*>(bias.raw_data()) : nullptr;

@@ -16,7 +16,10 @@ struct DirectConv {
 };
 
 /** y [N, O, Ho, Wo] = x [N, C, H, W] correlated with w [O, C, kh, kw], zero padding, plus bias
- *  [O] (may be undefined). Call only on an AVX-512 CPU. */
-void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y);
+ *  [O] (may be undefined). transposed: w is [C, O, kh, kw] and used rotated by 180 degrees,
+ *  w'[o][c] = w[c][o] flipped, which makes this the input gradient of a unit-stride
+ *  convolution by w. Call only on an AVX-512 CPU. */
+void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, bool transposed, const Tensor& bias,
+                   const Tensor& y);
 
 }  // namespace ug::cpu
