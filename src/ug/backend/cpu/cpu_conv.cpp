@@ -349,12 +349,13 @@ void conv_input_grad(const Tensor& gt, const Tensor& wt, const Conv2dParams& p, 
   const Geometry g = geometry(gxt, wt, gt, p);
   if constexpr (std::is_same_v<T, float>)
     if (avx512 && g.G == 1 && p.stride[0] == 1 && p.stride[1] == 1 && p.dilation[0] == 1 && p.dilation[1] == 1 &&
-        p.padding[0] < g.kh && p.padding[1] < g.kw && g.O * g.K() <= kChunkElements * 4) {
+        p.padding[0] < g.kh && p.padding[1] < g.kw && g.O * g.K() <= kChunkElements * 16) {
       // With unit stride the input gradient is a convolution of g by the rotated, transposed
       // weights with padding k - 1 - padding: the direct kernel's, under the same tile rule.
-      // Only for weights of up to 2^18 elements: their transposed packing (gathers, every
-      // step) costs more than the kernel gains on larger ones (512 channels 3x3 on 7x7 at
-      // batch 2: 3.7 against 2.7 ms; 128 on 28x28: 1.9 against 2.1).
+      // Only for weights of up to 2^20 elements: the transposed packing (a training step's
+      // weights change every call) costs more than the kernel gains on larger ones (512
+      // channels 3x3 on 7x7 at batch 2: 1.0 ms of packing, 2.9 in all against 2.55; 256 on
+      // 14x14: 2.0 against 2.2; 128 on 28x28: 1.9 against 2.05).
       const DirectConv d{
           g.N, g.O, g.Ho, g.Wo, g.C, g.kh, g.kw, g.H, g.W, 1, 1, g.kh - 1 - p.padding[0], g.kw - 1 - p.padding[1]};
       const bool many_tiles = g.winograd(true) && g.N * ((g.H + 1) / 2) * ((g.W + 1) / 2) >= 1024;

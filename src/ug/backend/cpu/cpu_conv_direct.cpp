@@ -32,7 +32,7 @@ constexpr int64_t kCacheBytes = int64_t{256} << 20;  // packed weights kept at m
 int64_t packed_size(int64_t O, int64_t K) { return (O + 15) / 16 * 16 * K; }
 int64_t lanes_of(int64_t O, int64_t o0) { return std::min<int64_t>(kBlock, (O - o0 + 15) / 16 * 16); }
 
-Tensor pack(const Tensor& w, bool transposed);
+Tensor pack(const Tensor& w, bool transposed, const Tensor& into);
 
 /** Packed weights by the weight's storage (held, so that its address is never another's),
  *  offset, shape, strides and version: an in-place change bumps the version, so a changed
@@ -41,6 +41,7 @@ Tensor pack(const Tensor& w, bool transposed);
 class PackCache {
  public:
   Tensor get(const Tensor& w, bool transposed) {
+    Tensor reuse;  // a stale entry's buffer that no caller holds: packed again in place
     {
       std::lock_guard lock(mutex_);
       for (auto it = entries_.begin(); it != entries_.end(); ++it)
@@ -48,6 +49,7 @@ class PackCache {
             it->strides == w.strides() && it->transposed == transposed) {
           if (it->version != w.version()) {
             bytes_ -= it->packed.numel() * 4;
+            if (it->packed.storage()->use_count() == 1) reuse = std::move(it->packed);
             entries_.erase(it);
             break;
           }
@@ -55,7 +57,9 @@ class PackCache {
           return it->packed;
         }
     }
-    Tensor packed = pack(w, transposed);  // outside the lock: other threads' convolutions go on
+    // A training step changes every weight: packing into the same block again spares the
+    // page faults of a fresh one (the allocator returns large blocks to the system).
+    Tensor packed = pack(w, transposed, reuse);  // outside the lock: other threads' convolutions go on
     std::lock_guard lock(mutex_);
     std::erase_if(entries_, [&](const Entry& e) {
       const bool orphan = e.storage->use_count() == 1;
@@ -196,31 +200,33 @@ void transpose16(__m512 rows[16]) {
  *  C * kh * kw taps at a time, transposed in registers (a training step packs every weight
  *  anew, so this runs at memory speed). transposed: of w' [C, O, kh, kw], w'[c][o] = w[o][c]
  *  rotated by 180 degrees, the weight whose convolution is the input gradient of w's (stride
- *  1); 16 channels c of one tap at a time, gathered. */
-Tensor pack(const Tensor& w, bool transposed) {
+ *  1): 16 channels o x 16 taps of one c at a time, transposed the same way. */
+Tensor pack(const Tensor& w, bool transposed, const Tensor& into) {
   const Tensor wc = contiguous(w, DType::Float32);
   const int64_t O = w.size(transposed ? 1 : 0), K = w.size(transposed ? 0 : 1) * w.size(2) * w.size(3);
-  Tensor packed = empty({packed_size(O, K)}, {.dtype = DType::Float32, .device = Device()});
+  const Tensor packed =
+      into.defined() ? into : empty({packed_size(O, K)}, {.dtype = DType::Float32, .device = Device()});
   const float* src = static_cast<const float*>(wc.raw_data());
   float* dst = static_cast<float*>(packed.raw_data());
   if (transposed) {
     const int64_t taps = w.size(2) * w.size(3), in = w.size(0);  // K = in * taps
-    const __m512i lane = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                            _mm512_set1_epi32(static_cast<int>(taps)));
-    for (int64_t o0 = 0; o0 < O; o0 += kBlock) {
-      const int64_t lanes = lanes_of(O, o0);
-      float* block = dst + o0 * K;
-      for (int64_t l0 = 0; l0 < lanes; l0 += 16) {
-        const int64_t n = std::clamp<int64_t>(O - o0 - l0, 0, 16);
-        const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
-        for (int64_t c = 0; c < in; ++c)
-          for (int64_t t = 0; t < taps; ++t) {  // w'[o][c][t] = w[c][o][taps - 1 - t]
-            const float* at = src + (c * O + o0 + l0) * taps + taps - 1 - t;
-            const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, lane, at, 4);
-            _mm512_storeu_ps(block + (c * taps + t) * lanes + l0, v);
+    for (int64_t c = 0; c < in; ++c)                             // w[c] read once, in order
+      for (int64_t o0 = 0; o0 < O; o0 += kBlock) {
+        const int64_t lanes = lanes_of(O, o0);
+        float* block = dst + o0 * K;
+        for (int64_t l0 = 0; l0 < lanes; l0 += 16)
+          for (int64_t t0 = 0; t0 < taps; t0 += 16) {  // rows: 16 channels o, columns: 16 taps
+            const int64_t n = std::min<int64_t>(16, taps - t0);
+            const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
+            __m512 rows[16];
+            for (int64_t l = 0; l < 16; ++l)
+              rows[l] = o0 + l0 + l < O ? _mm512_maskz_loadu_ps(mask, src + (c * O + o0 + l0 + l) * taps + t0)
+                                        : _mm512_setzero_ps();
+            transpose16(rows);
+            for (int64_t t = 0; t < n; ++t)  // w'[o][c] tap taps - 1 - t is w[c][o] tap t
+              _mm512_storeu_ps(block + (c * taps + taps - 1 - t0 - t) * lanes + l0, rows[t]);
           }
       }
-    }
     return packed;
   }
   for (int64_t o0 = 0; o0 < O; o0 += kBlock) {
@@ -263,6 +269,7 @@ void write_planes(const DirectConv& g, const float* acc, int64_t l0, int64_t l1,
 
 void run(const DirectConv& g, const float* x, const float* packed, const float* bias, float* y) {
   const int64_t Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw, K = g.C * g.kh * g.kw, L = g.Ho * g.Wo;
+  const float* packed_end = packed + packed_size(g.O, K);
   const int64_t blocks = (g.O + kBlock - 1) / kBlock;
   const Window win{g.kh, g.kw, Wp, Hp * Wp};
   std::vector<int64_t> offsets(L);  // each output pixel's first input in its plane
@@ -290,9 +297,17 @@ void run(const DirectConv& g, const float* x, const float* packed, const float* 
         const int64_t cn = std::min(kInBlock, g.C - c0);
         const float* xc = xs + c0 * Hp * Wp;
         const float* wc = wb + c0 * g.kh * g.kw * lanes;
-        for (int64_t l = l0; l < l1; l += kTile)
+        // The packed weights that follow this slice (the next input block's, or the next output
+        // block's) are fetched into L2 a share per tile: read from memory by the first tile
+        // alone, a slice would stall it (a network's weights do not stay in L3 between calls).
+        const int64_t slice = cn * g.kh * g.kw * lanes, tiles = (l1 - l0 + kTile - 1) / kTile;
+        const int64_t share = std::min(slice, packed_end - (wc + slice)) / tiles;
+        const float* next = wc + slice;
+        for (int64_t l = l0; l < l1; l += kTile, next += share) {
+          for (int64_t f = 0; f < share; f += 16) _mm_prefetch(reinterpret_cast<const char*>(next + f), _MM_HINT_T1);
           kernel_for(lanes / 16, std::min(kTile, l1 - l), g.kh, g.kw)(xc, offsets.data() + l, win, wc, cn,
                                                                       acc + (l - l0) * lanes, c0 == 0);
+        }
       }
       write_planes(g, acc, l0, l1, o0, lanes, bias, y + n * g.O * L);
     }
