@@ -269,7 +269,6 @@ void write_planes(const DirectConv& g, const float* acc, int64_t l0, int64_t l1,
 
 void run(const DirectConv& g, const float* x, const float* packed, const float* bias, float* y) {
   const int64_t Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw, K = g.C * g.kh * g.kw, L = g.Ho * g.Wo;
-  const float* packed_end = packed + packed_size(g.O, K);
   const int64_t blocks = (g.O + kBlock - 1) / kBlock;
   const Window win{g.kh, g.kw, Wp, Hp * Wp};
   std::vector<int64_t> offsets(L);  // each output pixel's first input in its plane
@@ -297,17 +296,9 @@ void run(const DirectConv& g, const float* x, const float* packed, const float* 
         const int64_t cn = std::min(kInBlock, g.C - c0);
         const float* xc = xs + c0 * Hp * Wp;
         const float* wc = wb + c0 * g.kh * g.kw * lanes;
-        // The packed weights that follow this slice (the next input block's, or the next output
-        // block's) are fetched into L2 a share per tile: read from memory by the first tile
-        // alone, a slice would stall it (a network's weights do not stay in L3 between calls).
-        const int64_t slice = cn * g.kh * g.kw * lanes, tiles = (l1 - l0 + kTile - 1) / kTile;
-        const int64_t share = std::min(slice, packed_end - (wc + slice)) / tiles;
-        const float* next = wc + slice;
-        for (int64_t l = l0; l < l1; l += kTile, next += share) {
-          for (int64_t f = 0; f < share; f += 16) _mm_prefetch(reinterpret_cast<const char*>(next + f), _MM_HINT_T1);
+        for (int64_t l = l0; l < l1; l += kTile)
           kernel_for(lanes / 16, std::min(kTile, l1 - l), g.kh, g.kw)(xc, offsets.data() + l, win, wc, cn,
                                                                       acc + (l - l0) * lanes, c0 == 0);
-        }
       }
       write_planes(g, acc, l0, l1, o0, lanes, bias, y + n * g.O * L);
     }
