@@ -1,5 +1,5 @@
-"""The direct AVX-512 convolution (cpu_conv_direct.cpp: float32 forward, one group, no
-dilation) against torch on the shapes that exercise its parts: every micro-kernel width (1 to 4
+"""The direct AVX-512 convolution (cpu_conv_direct.cpp: float32, one group, no dilation;
+forward, unit-stride input gradients, weight gradients over planes of 128+ pixels) against torch on the shapes that exercise its parts: every micro-kernel width (1 to 4
 vectors of 16 output channels, output counts not a multiple of 16), every tile remainder (1 to
 5 pixels), the compiled 1x1, 3x3 and 7x7 windows and the general one, strides and paddings on
 each axis, input channels past one block of 64, batches; and its weight cache: a weight changed
@@ -69,6 +69,32 @@ def test_direct_input_gradient_matches_torch(case):
     expected = TF.conv_transpose2d(torch.tensor(g.array).double(), torch.tensor(w.array).double(), padding=p)
     terms = TF.conv_transpose2d(torch.tensor(g.array).double().abs(), torch.tensor(w.array).double().abs(), padding=p)
     assert_close(xu.grad.numpy(), expected.float().numpy(), "float32", terms=terms.numpy(), n=O * k[0] * k[1])
+
+
+WEIGHT_GRAD_CASES = [  # output planes of 128+ pixels: the direct weight gradient's shapes
+    (1, 3, 64, (7, 7), (2, 2), (3, 3), 37, 40),     # a stem
+    (2, 5, 70, (3, 3), (1, 1), (1, 1), 13, 11),     # a 4- and a 1-vector block of channels
+    (2, 17, 40, (1, 1), (2, 2), (0, 0), 25, 24),    # 1x1 strided
+    (1, 8, 48, (2, 5), (1, 3), (1, 2), 14, 40),     # asymmetric window, stride and padding
+    (2, 130, 20, (3, 3), (1, 1), (1, 1), 12, 12),   # 1,170 taps: two runs of taps
+]
+
+
+@pytest.mark.parametrize("case", WEIGHT_GRAD_CASES, ids=str)
+def test_direct_weight_gradient_matches_torch(case):
+    """Each weight element sums N·Ho·Wo products (of one sign here, so that the tolerance
+    derived for such long sums still catches a 1e-3 error)."""
+    N, C, O, k, s, p, H, W = case
+    rng = np.random.default_rng(C * O)
+    x = rng.uniform(0, 1, (N, C, H, W)).astype(np.float32)
+    w = rng.uniform(-1, 1, (O, C) + k).astype(np.float32)
+    Ho, Wo = (H + 2 * p[0] - k[0]) // s[0] + 1, (W + 2 * p[1] - k[1]) // s[1] + 1
+    g = rng.uniform(0, 1, (N, O, Ho, Wo)).astype(np.float32)
+    wu = ug.tensor(w).requires_grad_()
+    UF.conv2d(ug.tensor(x), wu, stride=s, padding=p).backward(ug.tensor(g))
+    wt = torch.tensor(w).double().requires_grad_()
+    TF.conv2d(torch.tensor(x).double(), wt, stride=s, padding=p).backward(torch.tensor(g).double())
+    assert_close(wu.grad.numpy(), wt.grad.float().numpy(), "float32", terms=wt.grad.abs().numpy(), n=N * Ho * Wo)
 
 
 def test_grouped_and_dilated_take_the_gemm_path():

@@ -97,7 +97,7 @@ PackCache& pack_cache() {
 
 /** Where a window's inputs lie in the padded planes, in floats. */
 struct Window {
-  int64_t kh, kw, row_step, plane;
+  int64_t kh, kw, row_step, plane, col_step = 1;  // col_step: read by the general window only
 };
 
 #pragma GCC push_options
@@ -110,6 +110,7 @@ template <int V, int R, int KH, int KW>
 void micro_kernel(const float* x, const int64_t* off, const Window& win, const float* w, int64_t channels, float* acc,
                   bool first) {
   const int64_t kh = KH > 0 ? KH : win.kh, kw = KW > 0 ? KW : win.kw, row = win.row_step;
+  const int64_t col = KW > 0 ? 1 : win.col_step;
   __m512 a[R][V];
   int64_t o[R];
   for (int r = 0; r < R; ++r) o[r] = off[r];
@@ -122,7 +123,7 @@ void micro_kernel(const float* x, const int64_t* off, const Window& win, const f
         __m512 wv[V];
         for (int v = 0; v < V; ++v) wv[v] = _mm512_loadu_ps(w + v * 16);
         for (int r = 0; r < R; ++r) {
-          const __m512 b = _mm512_set1_ps(xi[o[r] + j]);
+          const __m512 b = _mm512_set1_ps(xi[o[r] + j * col]);
           for (int v = 0; v < V; ++v) a[r][v] = _mm512_fmadd_ps(b, wv[v], a[r][v]);
         }
       }
@@ -153,7 +154,8 @@ template <int KH, int KW> Kernel kernel_for(int64_t v, int64_t r) {
   }
 }
 
-/** The micro-kernel for V vectors of channels, R pixels and this window. */
+/** The micro-kernel for V vectors of channels, R pixels and this window (0, 0: the general
+ *  one, which also steps its columns by col_step). */
 Kernel kernel_for(int64_t v, int64_t r, int64_t kh, int64_t kw) {
   if (kh == 3 && kw == 3) return kernel_for<3, 3>(v, r);
   if (kh == 1 && kw == 1) return kernel_for<1, 1>(v, r);
@@ -246,11 +248,11 @@ Tensor pack(const Tensor& w, bool transposed, const Tensor& into) {
   return packed;
 }
 
-/** Pixels [l0, l1) of y's planes o0 .. o0 + lanes of one sample from their blocked sums
- *  [l1 - l0][lanes], plus bias: 16 pixels x 16 channels at a time, transposed in registers. */
-void write_planes(const DirectConv& g, const float* acc, int64_t l0, int64_t l1, int64_t o0, int64_t lanes,
-                  const float* bias, float* y) {
-  const int64_t L = g.Ho * g.Wo, count = std::min(lanes, g.O - o0);
+/** out[c * ld + l] = acc[l - l0][c] (+ bias[c]) for rows l in [l0, l1) and channels c <
+ *  count of sums blocked [l1 - l0][lanes]: 16 rows x 16 channels at a time, transposed in
+ *  registers. */
+void store_transposed(const float* acc, int64_t l0, int64_t l1, int64_t lanes, int64_t count, const float* bias,
+                      float* out, int64_t ld) {
   for (int64_t l = l0; l < l1; l += 16) {
     const int64_t n = std::min<int64_t>(16, l1 - l);
     const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
@@ -260,11 +262,30 @@ void write_planes(const DirectConv& g, const float* acc, int64_t l0, int64_t l1,
         rows[p] = p < n ? _mm512_loadu_ps(acc + (l - l0 + p) * lanes + c0) : _mm512_setzero_ps();
       transpose16(rows);
       for (int64_t c = 0; c < std::min<int64_t>(16, count - c0); ++c) {
-        const __m512 b = _mm512_set1_ps(bias ? bias[o0 + c0 + c] : 0.0f);
-        _mm512_mask_storeu_ps(y + (o0 + c0 + c) * L + l, mask, _mm512_add_ps(rows[c], b));
+        const __m512 b = _mm512_set1_ps(bias ? bias[c0 + c] : 0.0f);
+        _mm512_mask_storeu_ps(out + (c0 + c) * ld + l, mask, _mm512_add_ps(rows[c], b));
       }
     }
   }
+}
+
+/** Pixels [l0, l1) of y's planes o0 .. o0 + lanes of one sample from their blocked sums
+ *  [l1 - l0][lanes], plus bias. */
+void write_planes(const DirectConv& g, const float* acc, int64_t l0, int64_t l1, int64_t o0, int64_t lanes,
+                  const float* bias, float* y) {
+  const int64_t L = g.Ho * g.Wo;
+  store_transposed(acc, l0, l1, lanes, std::min(lanes, g.O - o0), bias ? bias + o0 : nullptr, y + o0 * L, L);
+}
+
+/** Each sample's padded planes (x itself without padding), in buf if it needs them. */
+const float* padded_inputs(const DirectConv& g, const float* x, Scratch<float>& buf) {
+  if (g.ph == 0 && g.pw == 0) return x;
+  const int64_t Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw;
+  float* out = buf.get(g.N * g.C * Hp * Wp);
+  parallel_for(g.N, 1, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) pad_planes(g, x + n * g.C * g.H * g.W, out + n * g.C * Hp * Wp, Hp, Wp);
+  });
+  return out;
 }
 
 void run(const DirectConv& g, const float* x, const float* packed, const float* bias, float* y) {
@@ -274,14 +295,7 @@ void run(const DirectConv& g, const float* x, const float* packed, const float* 
   std::vector<int64_t> offsets(L);  // each output pixel's first input in its plane
   for (int64_t l = 0; l < L; ++l) offsets[l] = l / g.Wo * g.sh * Wp + l % g.Wo * g.sw;
   Scratch<float> pad_all;
-  const float* pads = x;  // without padding the kernel reads x itself
-  if (g.ph > 0 || g.pw > 0) {
-    float* buf = pad_all.get(g.N * g.C * Hp * Wp);
-    parallel_for(g.N, 1, [&](int64_t n0, int64_t n1) {
-      for (int64_t n = n0; n < n1; ++n) pad_planes(g, x + n * g.C * g.H * g.W, buf + n * g.C * Hp * Wp, Hp, Wp);
-    });
-    pads = buf;
-  }
+  const float* pads = padded_inputs(g, x, pad_all);
   // Tasks: a sample, a block of output channels and a run of kChunk pixels, whose sums stay in L2.
   const int64_t chunks = (L + kChunk - 1) / kChunk;
   parallel_for(g.N * blocks * chunks, 1, [&](int64_t t0, int64_t t1) {
@@ -305,6 +319,56 @@ void run(const DirectConv& g, const float* x, const float* packed, const float* 
   });
 }
 
+/** gw [O, C, kh, kw] = the sum over samples and output pixels p of gy[n][o][p] times the
+ *  input under tap (c, i, j) of p's window: the same micro-kernel with the roles turned, its
+ *  "pixels" R taps (c, i, j) of the weight, its window the output plane (the input read at
+ *  each output pixel's position), its packed weights the output gradient transposed to
+ *  [p][64 channels o]. The sum runs over pixels, then samples in order: the same bits on any
+ *  thread count. */
+void run_weight_grad(const DirectConv& g, const float* x, const float* gy, float* gw) {
+  const int64_t Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw, K = g.C * g.kh * g.kw, L = g.Ho * g.Wo;
+  const int64_t blocks = (g.O + kBlock - 1) / kBlock, Op = (g.O + 15) / 16 * 16;
+  Scratch<float> pad_all, gyt_buf;
+  const float* pads = padded_inputs(g, x, pad_all);
+  // gyt: per sample and block of 64 output channels, [L][lanes] (zero past O).
+  float* gyt = gyt_buf.get(g.N * Op * L);
+  parallel_for(g.N * blocks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / blocks, o0 = t % blocks * kBlock, lanes = lanes_of(g.O, o0);
+      float* dst = gyt + n * Op * L + o0 * L;
+      for (int64_t l0 = 0; l0 < lanes; l0 += 16)
+        for (int64_t p0 = 0; p0 < L; p0 += 16) {
+          const int64_t m = std::min<int64_t>(16, L - p0);
+          const __mmask16 mask = static_cast<__mmask16>((1u << m) - 1);
+          __m512 rows[16];
+          for (int64_t l = 0; l < 16; ++l)
+            rows[l] = o0 + l0 + l < g.O ? _mm512_maskz_loadu_ps(mask, gy + (n * g.O + o0 + l0 + l) * L + p0)
+                                        : _mm512_setzero_ps();
+          transpose16(rows);
+          for (int64_t p = 0; p < m; ++p) _mm512_storeu_ps(dst + (p0 + p) * lanes + l0, rows[p]);
+        }
+    }
+  });
+  std::vector<int64_t> taps(K);  // tap (c, i, j)'s input at output pixel 0
+  for (int64_t k = 0; k < K; ++k) taps[k] = k / (g.kh * g.kw) * Hp * Wp + k / g.kw % g.kh * Wp + k % g.kw;
+  const Window win{g.Ho, g.Wo, g.sh * Wp, 0, g.sw};
+  const int64_t chunks = (K + kChunk - 1) / kChunk;
+  parallel_for(blocks * chunks, 1, [&](int64_t t0, int64_t t1) {
+    Scratch<float> acc_buf;
+    float* acc = acc_buf.get(std::min(K, kChunk) * kBlock);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o0 = t / chunks * kBlock, lanes = lanes_of(g.O, o0);
+      const int64_t k0 = t % chunks * kChunk, k1 = std::min(K, k0 + kChunk);
+      for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t k = k0; k < k1; k += kTile)
+          kernel_for(lanes / 16, std::min(kTile, k1 - k), 0, 0)(pads + n * g.C * Hp * Wp, taps.data() + k, win,
+                                                                gyt + n * Op * L + o0 * L, 1, acc + (k - k0) * lanes,
+                                                                n == 0);
+      store_transposed(acc, k0, k1, lanes, std::min(lanes, g.O - o0), nullptr, gw + o0 * K, K);
+    }
+  });
+}
+
 #pragma GCC pop_options
 
 }  // namespace
@@ -317,6 +381,11 @@ void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, bool t
   const float* bp = bias.defined() ? static_cast<const float*>(bias.raw_data()) : nullptr;
   float* yp = static_cast<float*>(y.raw_data());
   run(g, xp, wp, bp, yp);
+}
+
+void direct_conv2d_weight_grad(const DirectConv& g, const Tensor& x, const Tensor& gy, const Tensor& gw) {
+  run_weight_grad(g, static_cast<const float*>(x.raw_data()), static_cast<const float*>(gy.raw_data()),
+                  static_cast<float*>(gw.raw_data()));
 }
 
 }  // namespace ug::cpu

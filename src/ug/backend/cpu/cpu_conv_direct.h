@@ -22,4 +22,9 @@ struct DirectConv {
 void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, bool transposed, const Tensor& bias,
                    const Tensor& y);
 
+/** gw [O, C, kh, kw] = the weight gradient of direct_conv2d (not transposed) for x [N, C, H, W]
+ *  and the output gradient gy [N, O, Ho, Wo], summed in an order fixed by the shape. Call only
+ *  on an AVX-512 CPU. */
+void direct_conv2d_weight_grad(const DirectConv& g, const Tensor& x, const Tensor& gy, const Tensor& gw);
+
 }  // namespace ug::cpu
