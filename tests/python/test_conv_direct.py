@@ -1,5 +1,5 @@
 """The direct AVX-512 convolution (cpu_conv_direct.cpp: float32, one group, no dilation;
-forward, unit-stride input gradients, weight gradients over planes of 128+ pixels) against torch on the shapes that exercise its parts: every micro-kernel width (1 to 4
+forward, unit-stride input gradients, weight gradients over 128+ output pixels) against torch on the shapes that exercise its parts: every micro-kernel width (1 to 4
 vectors of 16 output channels, output counts not a multiple of 16), every tile remainder (1 to
 5 pixels), the compiled 1x1, 3x3 and 7x7 windows and the general one, strides and paddings on
 each axis, input channels past one block of 64, batches; and its weight cache: a weight changed
@@ -71,12 +71,13 @@ def test_direct_input_gradient_matches_torch(case):
     assert_close(xu.grad.numpy(), expected.float().numpy(), "float32", terms=terms.numpy(), n=O * k[0] * k[1])
 
 
-WEIGHT_GRAD_CASES = [  # output planes of 128+ pixels: the direct weight gradient's shapes
+WEIGHT_GRAD_CASES = [  # 128+ output pixels in all: the direct weight gradient's shapes
     (1, 3, 64, (7, 7), (2, 2), (3, 3), 37, 40),     # a stem
     (2, 5, 70, (3, 3), (1, 1), (1, 1), 13, 11),     # a 4- and a 1-vector block of channels
     (2, 17, 40, (1, 1), (2, 2), (0, 0), 25, 24),    # 1x1 strided
     (1, 8, 48, (2, 5), (1, 3), (1, 2), 14, 40),     # asymmetric window, stride and padding
     (2, 130, 20, (3, 3), (1, 1), (1, 1), 12, 12),   # 1,170 taps: two runs of taps
+    (3, 16, 20, (3, 3), (1, 1), (1, 1), 7, 7),      # 7x7 planes, three samples in one sum
 ]
 
 

@@ -323,19 +323,19 @@ void run(const DirectConv& g, const float* x, const float* packed, const float* 
  *  input under tap (c, i, j) of p's window: the same micro-kernel with the roles turned, its
  *  "pixels" R taps (c, i, j) of the weight, its window the output plane (the input read at
  *  each output pixel's position), its packed weights the output gradient transposed to
- *  [p][64 channels o]. The sum runs over pixels, then samples in order: the same bits on any
- *  thread count. */
+ *  [n][p][64 channels o], the samples as its input channels. The sum runs over samples and
+ *  pixels in order: the same bits on any thread count. */
 void run_weight_grad(const DirectConv& g, const float* x, const float* gy, float* gw) {
   const int64_t Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw, K = g.C * g.kh * g.kw, L = g.Ho * g.Wo;
   const int64_t blocks = (g.O + kBlock - 1) / kBlock, Op = (g.O + 15) / 16 * 16;
   Scratch<float> pad_all, gyt_buf;
   const float* pads = padded_inputs(g, x, pad_all);
-  // gyt: per sample and block of 64 output channels, [L][lanes] (zero past O).
+  // gyt: per block of 64 output channels, [N][L][lanes] (zero past O).
   float* gyt = gyt_buf.get(g.N * Op * L);
   parallel_for(g.N * blocks, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / blocks, o0 = t % blocks * kBlock, lanes = lanes_of(g.O, o0);
-      float* dst = gyt + n * Op * L + o0 * L;
+      float* dst = gyt + o0 * g.N * L + n * L * lanes;
       for (int64_t l0 = 0; l0 < lanes; l0 += 16)
         for (int64_t p0 = 0; p0 < L; p0 += 16) {
           const int64_t m = std::min<int64_t>(16, L - p0);
@@ -351,7 +351,7 @@ void run_weight_grad(const DirectConv& g, const float* x, const float* gy, float
   });
   std::vector<int64_t> taps(K);  // tap (c, i, j)'s input at output pixel 0
   for (int64_t k = 0; k < K; ++k) taps[k] = k / (g.kh * g.kw) * Hp * Wp + k / g.kw % g.kh * Wp + k % g.kw;
-  const Window win{g.Ho, g.Wo, g.sh * Wp, 0, g.sw};
+  const Window win{g.Ho, g.Wo, g.sh * Wp, g.C * Hp * Wp, g.sw};  // its "channels": the samples
   const int64_t chunks = (K + kChunk - 1) / kChunk;
   parallel_for(blocks * chunks, 1, [&](int64_t t0, int64_t t1) {
     Scratch<float> acc_buf;
@@ -359,11 +359,9 @@ void run_weight_grad(const DirectConv& g, const float* x, const float* gy, float
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t o0 = t / chunks * kBlock, lanes = lanes_of(g.O, o0);
       const int64_t k0 = t % chunks * kChunk, k1 = std::min(K, k0 + kChunk);
-      for (int64_t n = 0; n < g.N; ++n)
-        for (int64_t k = k0; k < k1; k += kTile)
-          kernel_for(lanes / 16, std::min(kTile, k1 - k), 0, 0)(pads + n * g.C * Hp * Wp, taps.data() + k, win,
-                                                                gyt + n * Op * L + o0 * L, 1, acc + (k - k0) * lanes,
-                                                                n == 0);
+      for (int64_t k = k0; k < k1; k += kTile)
+        kernel_for(lanes / 16, std::min(kTile, k1 - k), 0, 0)(pads, taps.data() + k, win, gyt + o0 * g.N * L, g.N,
+                                                              acc + (k - k0) * lanes, true);
       store_transposed(acc, k0, k1, lanes, std::min(lanes, g.O - o0), nullptr, gw + o0 * K, K);
     }
   });
