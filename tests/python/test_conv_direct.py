@@ -25,7 +25,7 @@ CASES = [  # N, C, O, (kh, kw), (sh, sw), (ph, pw), H, W
     (2, 4, 130, (5, 5), (2, 2), (2, 2), 12, 17),    # the general window
     (1, 3, 16, (3, 3), (1, 1), (0, 0), 5, 5),       # 9 pixels: one tile and a 3-pixel rest
     (2, 8, 48, (2, 5), (1, 3), (1, 2), 7, 16),      # asymmetric window, stride and padding
-    (1, 6, 1, (3, 1), (3, 1), (2, 0), 11, 4),       # one output channel
+    (1, 6, 1, (3, 1), (3, 1), (2, 0), 11, 4),       # one output channel: left to OpenBLAS
     (2, 64, 64, (3, 3), (2, 2), (1, 1), 15, 15),    # strided 3x3, odd size
     (1, 256, 20, (3, 3), (1, 1), (1, 1), 4, 4),     # long sums (2,304 terms), 16 pixels
 ]

@@ -72,6 +72,13 @@ struct Geometry {
   Winograd3x3 winograd_input_grad() const { return {N, O, Ho, Wo, C, 2 - p.padding[0], 2 - p.padding[1]}; }
 };
 
+/** The direct kernel's case (cpu_conv_direct.h): an AVX-512 CPU, one group, no dilation, and
+ *  16+ channels across its vectors (`lanes`: fewer leave most of each vector idle, and LeNet's
+ *  6-channel layers stay with OpenBLAS). */
+bool direct_applies(const Conv2dParams& p, int64_t lanes, bool avx512) {
+  return avx512 && p.groups == 1 && p.dilation[0] == 1 && p.dilation[1] == 1 && lanes >= 16;
+}
+
 Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p) {
   return {x.size(0), x.size(1), x.size(2), x.size(3), w.size(0), w.size(2),
           w.size(3), y.size(2), y.size(3), p.groups,  p};
@@ -284,7 +291,7 @@ void conv_forward(const Tensor& xt, const Tensor& wt, const Tensor& bt, const Co
                   bool avx512) {
   const Geometry g = geometry(xt, wt, yt, p);
   if constexpr (std::is_same_v<T, float>)
-    if (avx512 && g.G == 1 && p.dilation[0] == 1 && p.dilation[1] == 1) {
+    if (direct_applies(p, g.O, avx512)) {
       const DirectConv d{g.N,  g.C,  g.H,         g.W,         g.O,          g.kh,        g.kw,
                          g.Ho, g.Wo, p.stride[0], p.stride[1], p.padding[0], p.padding[1]};
       // Winograd's products win over many tiles (64 channels on 56x56 at batch 2: 1.58 against
@@ -348,8 +355,8 @@ template <class T>
 void conv_input_grad(const Tensor& gt, const Tensor& wt, const Conv2dParams& p, const Tensor& gxt, bool avx512) {
   const Geometry g = geometry(gxt, wt, gt, p);
   if constexpr (std::is_same_v<T, float>)
-    if (avx512 && g.G == 1 && p.stride[0] == 1 && p.stride[1] == 1 && p.dilation[0] == 1 && p.dilation[1] == 1 &&
-        p.padding[0] < g.kh && p.padding[1] < g.kw && g.O * g.K() <= kChunkElements * 16) {
+    if (direct_applies(p, g.C, avx512) && p.stride[0] == 1 && p.stride[1] == 1 && p.padding[0] < g.kh &&
+        p.padding[1] < g.kw && g.O * g.K() <= kChunkElements * 16) {
       // With unit stride the input gradient is a convolution of g by the rotated, transposed
       // weights with padding k - 1 - padding: the direct kernel's, under the same tile rule.
       // Only for weights of up to 2^20 elements: the transposed packing (a training step's
@@ -417,7 +424,7 @@ void conv_weight_grad(const Tensor& xt, const Tensor& gt, const Conv2dParams& p,
     // (ResNet-18 at batch 2: the stem 3.6 -> 3.0 ms, 256 channels 3x3 on 14x14 2.2 -> 1.9, the
     // strided 1x1 layers about halved); below (7x7 planes at batch 2) OpenBLAS's product over
     // the folded samples was as fast.
-    if (avx512 && g.G == 1 && p.dilation[0] == 1 && p.dilation[1] == 1 && g.N * g.L() >= 128) {
+    if (direct_applies(p, g.O, avx512) && g.N * g.L() >= 128) {
       const DirectConv d{g.N,  g.C,  g.H,         g.W,         g.O,          g.kh,        g.kw,
                          g.Ho, g.Wo, p.stride[0], p.stride[1], p.padding[0], p.padding[1]};
       return direct_conv2d_weight_grad(d, xt, gt, gwt);
