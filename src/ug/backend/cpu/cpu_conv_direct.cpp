@@ -49,7 +49,9 @@ class PackCache {
             it->strides == w.strides() && it->transposed == transposed) {
           if (it->version != w.version()) {
             bytes_ -= it->packed.numel() * 4;
-            if (it->packed.storage()->use_count() == 1) reuse = std::move(it->packed);
+            // No convolution still reading it: callers hold copies of the Tensor (its impl).
+            if (it->packed.impl_ref()->use_count() == 1 && it->packed.storage()->use_count() == 1)
+              reuse = std::move(it->packed);
             entries_.erase(it);
             break;
           }
