@@ -37,13 +37,19 @@ Tensor pack(const Tensor& w, bool transposed, const Tensor& into);
 /** Packed weights by the weight's storage (held, so that its address is never another's),
  *  offset, shape, strides and version: an in-place change bumps the version, so a changed
  *  weight is packed again, never read stale. Least recently used first out past kCacheBytes;
- *  entries whose weight nobody else holds any more go first. */
+ *  entries whose weight nobody else holds any more go at every call. */
 class PackCache {
  public:
   Tensor get(const Tensor& w, bool transposed) {
     Tensor reuse;  // a stale entry's buffer that no caller holds: packed again in place
     {
       std::lock_guard lock(mutex_);
+      // Weights nobody else holds any more (a model deleted): their blocks go at the next call.
+      std::erase_if(entries_, [&](const Entry& e) {
+        const bool orphan = e.storage->use_count() == 1;
+        if (orphan) bytes_ -= e.packed.numel() * 4;
+        return orphan;
+      });
       for (auto it = entries_.begin(); it != entries_.end(); ++it)
         if (it->storage.get() == w.storage().get() && it->offset == w.storage_offset() && it->shape == w.shape() &&
             it->strides == w.strides() && it->transposed == transposed) {
@@ -63,11 +69,6 @@ class PackCache {
     // page faults of a fresh one (the allocator returns large blocks to the system).
     Tensor packed = pack(w, transposed, reuse);  // outside the lock: other threads' convolutions go on
     std::lock_guard lock(mutex_);
-    std::erase_if(entries_, [&](const Entry& e) {
-      const bool orphan = e.storage->use_count() == 1;
-      if (orphan) bytes_ -= e.packed.numel() * 4;
-      return orphan;
-    });
     entries_.push_front({w.storage(), w.storage_offset(), w.shape(), w.strides(), transposed, w.version(), packed});
     bytes_ += packed.numel() * 4;
     while (bytes_ > kCacheBytes && entries_.size() > 1) {
