@@ -27,6 +27,8 @@ for isa in generic avx2; do
     tests/python/test_bf16_matmul.py tests/python/test_bf16_conv.py tests/python/test_attention.py
 done
 UG_CPU_ISA=avx512 .venv/bin/python -m pytest -q -n 2 tests/python/test_bf16_matmul.py tests/python/test_bf16_conv.py
+# float32 convolutions take the direct AVX-512 kernel by default: the GEMM paths under generic.
+UG_CPU_ISA=generic .venv/bin/python -m pytest -q -n 2 tests/python/test_conv.py tests/python/test_conv_direct.py
 
 # The same ccache settings as setup.sh, so that the sanitizer build hits the cache too.
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}

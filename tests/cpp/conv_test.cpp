@@ -117,6 +117,31 @@ TEST(Conv, BFloat16ResultsAreTheExactSumsRoundedOnce) {
   }
 }
 
+TEST(Conv, Float32KernelsGiveTheExactSums) {
+  // Small integers make every float32 sum exact, so float32 convolutions (on AVX-512 CPUs the
+  // direct kernel of cpu_conv_direct.cpp: forward, unit-stride input gradients, weight
+  // gradients over 128+ output pixels) must equal the float64 ones (the GEMM paths) exactly.
+  // Gives the sanitizer build the direct kernel: partial channel blocks, tile remainders, the
+  // unrolled 1x1, 3x3 and 7x7 windows, strides, input channels past one block, samples summed.
+  struct Case {
+    std::vector<int64_t> x, w;
+    int64_t stride, pad;
+  };
+  for (const Case& c : {Case{{2, 17, 9, 8}, {20, 17, 3, 3}, 1, 1}, Case{{1, 3, 23, 21}, {70, 3, 7, 7}, 2, 3},
+                        Case{{2, 24, 12, 12}, {33, 24, 1, 1}, 2, 0}, Case{{3, 16, 7, 7}, {16, 16, 3, 3}, 1, 1},
+                        Case{{1, 130, 12, 12}, {18, 130, 3, 3}, 1, 0}}) {
+    auto make = [](const std::vector<int64_t>& d, int64_t step) { return small_ints({d[0], d[1], d[2], d[3]}, step); };
+    std::vector<std::vector<double>> got, want;
+    for (ug::DType dtype : {ug::float32, ug::float64}) {
+      Tensor x = make(c.x, 7).to(dtype).detach().requires_grad_(), w = make(c.w, 5).to(dtype).detach().requires_grad_();
+      Tensor y = ug::conv2d(x, w, small_ints({c.w[0]}, 3).to(dtype), {c.stride}, c.pad);
+      y.backward(small_ints({y.size(0), y.size(1), y.size(2), y.size(3)}, 2).to(dtype));
+      for (const Tensor& t : {y, x.grad(), w.grad()}) (dtype == ug::float32 ? got : want).push_back(values(t));
+    }
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << "result " << i;
+  }
+}
+
 TEST(Pool, MaxValuesIndicesAndGradient) {
   Tensor x = ug::tensor({{{1.0, 5.0, 2.0}, {4.0, 3.0, 6.0}, {0.0, 9.0, 7.0}}}, {.dtype = ug::float64}).requires_grad_();
   auto [y, idx] = ug::max_pool2d_with_indices(x, {2}, {1});

@@ -1,0 +1,30 @@
+// A direct float32 convolution on AVX-512 for one group, unit dilation and column stride 1 or
+// 2: the weights packed once into blocks of 64 output channels ([C][kh][kw][64] each, kept in
+// a cache keyed by the weight's storage and version) and a register-tiled micro-kernel over
+// a zero-padded copy of the input, 64 channels x 7 output columns at a time, each FMA taking
+// its input value as an embedded broadcast: no column matrix, no per-call weight packing.
+#pragma once
+
+#include <cstdint>
+
+#include "ug/core/tensor.h"
+
+namespace ug::cpu {
+
+struct DirectConv {
+  int64_t N, C, H, W, O, kh, kw, Ho, Wo, sh, sw, ph, pw;
+};
+
+/** y [N, O, Ho, Wo] = x [N, C, H, W] correlated with w [O, C, kh, kw], zero padding, plus bias
+ *  [O] (may be undefined). transposed: w is [C, O, kh, kw] and used rotated by 180 degrees,
+ *  w'[o][c] = w[c][o] flipped, which makes this the input gradient of a unit-stride
+ *  convolution by w. Call only on an AVX-512 CPU. */
+void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, bool transposed, const Tensor& bias,
+                   const Tensor& y);
+
+/** gw [O, C, kh, kw] = the weight gradient of direct_conv2d (not transposed) for x [N, C, H, W]
+ *  and the output gradient gy [N, O, Ho, Wo], summed in an order fixed by the shape. Call only
+ *  on an AVX-512 CPU. */
+void direct_conv2d_weight_grad(const DirectConv& g, const Tensor& x, const Tensor& gy, const Tensor& gw);
+
+}  // namespace ug::cpu
