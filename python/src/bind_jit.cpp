@@ -51,6 +51,19 @@ void bind_jit(nb::module_& m) {
       .def_prop_ro("num_inputs", &compiler::Program::num_inputs)
       .def_prop_ro("num_outputs", &compiler::Program::num_outputs)
       .def("node_types", &compiler::Program::node_types)
+      .def(
+          "optimizer_stats",
+          [](const compiler::Program& p) {
+            const compiler::SimplifyStats& s = p.stats();
+            nb::dict d;
+            d["identities"] = s.identities;
+            d["folded"] = s.folded;
+            d["merged"] = s.merged;
+            d["dead"] = s.dead;
+            return d;
+          },
+          "What the graph passes did: Identity nodes forwarded, nodes folded into constants, common "
+          "subexpressions merged, dead nodes dropped.")
       .def("onnx_bytes",
            [](const compiler::Program& p) { return nb::bytes(p.onnx_bytes().data(), p.onnx_bytes().size()); })
       .def("save", &compiler::Program::save, nb::arg("path"));
