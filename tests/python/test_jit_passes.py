@@ -37,6 +37,19 @@ def test_merging_follows_the_inputs_and_attributes():
         same(a, b)
 
 
+def test_attributes_are_compared_exactly():
+    def f(x):  # epsilons that agree to six decimals
+        ln = ug.nn.functional.layer_norm
+        return ln(x, (5,), eps=1e-7) - ln(x, (5,), eps=3e-7)
+
+    x = ug.randn(4, 5) * 1e-3  # a variance of 1e-6: the epsilons change the result
+    program = ug.jit(f).lower(x)
+    assert program.node_types().count("LayerNormalization") == 2
+    out = ug.jit(f)(x)
+    same(out, f(x))
+    assert np.abs(np.asarray(out)).max() > 1e-3
+
+
 def test_random_draws_are_never_merged():
     def f(x):
         return x + ug.rand(3), x + ug.rand(3)

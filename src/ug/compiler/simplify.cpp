@@ -1,6 +1,7 @@
 #include "ug/compiler/simplify.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <numeric>
 #include <string>
@@ -46,6 +47,13 @@ bool is_pure(const onnx::Node& n) {
 /** What makes two pure nodes compute the same values. */
 using NodeKey = std::tuple<std::string, std::vector<int64_t>, std::string>;
 
+/** A double by its bits: std::to_string's six decimals would make 1e-7 and 2e-7 one key. */
+std::string exact(double x) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &x, sizeof bits);
+  return std::to_string(bits);
+}
+
 std::string attributes_key(const onnx::Node& n) {
   std::string key;
   for (const auto& [name, value] : n.attributes) {
@@ -54,12 +62,15 @@ std::string attributes_key(const onnx::Node& n) {
     std::visit(
         [&](const auto& v) {
           using V = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<V, double> || std::is_same_v<V, int64_t>) key += std::to_string(v);
-          else if constexpr (std::is_same_v<V, std::string>) key += v;
-          else if constexpr (std::is_same_v<V, std::vector<double>> || std::is_same_v<V, std::vector<int64_t>>)
-            for (auto x : v) key += std::to_string(x) + ",";
+          if constexpr (std::is_same_v<V, double>) key += exact(v);
+          else if constexpr (std::is_same_v<V, int64_t>) key += std::to_string(v);
+          else if constexpr (std::is_same_v<V, std::string>) key += std::to_string(v.size()) + ":" + v;
+          else if constexpr (std::is_same_v<V, std::vector<double>>)
+            for (double x : v) key += exact(x) + ",";
+          else if constexpr (std::is_same_v<V, std::vector<int64_t>>)
+            for (int64_t x : v) key += std::to_string(x) + ",";
           else if constexpr (std::is_same_v<V, std::vector<std::string>>)
-            for (const auto& x : v) key += x + ",";
+            for (const auto& x : v) key += std::to_string(x.size()) + ":" + x + ",";
         },
         value);
     key += ';';
