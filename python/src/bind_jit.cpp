@@ -55,6 +55,19 @@ void bind_jit(nb::module_& m) {
                    "For each input, which dims take any size (reduce_retracing).")
       .def_prop_ro("shape_read_at", &compiler::Program::shape_read_at,
                    "Where the traced function read a traced tensor's shape from Python ('' if nowhere).")
+      .def(
+          "optimizer_stats",
+          [](const compiler::Program& p) {
+            const compiler::SimplifyStats& s = p.stats();
+            nb::dict d;
+            d["identities"] = s.identities;
+            d["folded"] = s.folded;
+            d["merged"] = s.merged;
+            d["dead"] = s.dead;
+            return d;
+          },
+          "What the graph passes did: Identity nodes forwarded, nodes folded into constants, common "
+          "subexpressions merged, dead nodes dropped.")
       .def("onnx_bytes",
            [](const compiler::Program& p) { return nb::bytes(p.onnx_bytes().data(), p.onnx_bytes().size()); })
       .def("save", &compiler::Program::save, nb::arg("path"));

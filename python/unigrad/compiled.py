@@ -25,6 +25,8 @@ from . import _C
 from .tree import tree_flatten, tree_unflatten
 
 _jit = _C._jit
+_Tensor = _C.Tensor
+_describe = _jit.describe
 
 CacheInfo = collections.namedtuple("CacheInfo", "hits misses traces size capacity")
 
@@ -60,6 +62,66 @@ def _module_state(obj):
     named = list(obj.named_parameters()) + list(obj.named_buffers())
     prefix = f"m{id(obj):x}."
     return [(prefix + name, t) for name, t in named]
+
+
+class _NotFast(Exception):
+    """A call the fast key cannot describe (an object as a static argument): _Call keys it."""
+
+
+def _fast_part(tree, tensors):
+    """A hashable token of one argument's structure and leaves, appending its tensors in
+    tree_flatten's order (dict keys sorted)."""
+    kind = type(tree)
+    if kind is _Tensor:
+        tensors.append(tree)
+        return _describe(tree)
+    if kind is dict:
+        keys = sorted(tree)
+        return (dict, tuple(keys), tuple([_fast_part(tree[k], tensors) for k in keys]))
+    if tree is None:
+        return None
+    if isinstance(tree, (tuple, list)):
+        return (kind, tuple([_fast_part(v, tensors) for v in tree]))
+    if isinstance(tree, _C.Tensor):  # a subclass (a Parameter)
+        tensors.append(tree)
+        return (kind, _describe(tree))
+    return _fast_static(tree)
+
+
+def _builder(treedef, leaves):
+    """A function of an iterator over a program's output tensors that builds the function's
+    result (treedef over `leaves`, None where a tensor goes), generated once per program: a call
+    then rebuilds its result without walking the tree."""
+    names = {}
+    leaf_iter = iter(leaves)
+
+    def name(value):
+        names[f"v{len(names)}"] = value
+        return f"v{len(names) - 1}"
+
+    def expr(d):
+        if d.kind == "leaf":
+            v = next(leaf_iter)
+            return "next(it)" if v is None else name(v)
+        if d.kind == "none":
+            return "None"
+        items = [expr(c) for c in d.children]
+        if d.kind == "list":
+            return "[" + ", ".join(items) + "]"
+        if d.kind == "tuple":
+            return "(" + "".join(i + ", " for i in items) + ")"
+        if d.kind == "namedtuple":
+            return name(d.meta) + "(" + ", ".join(items) + ")"
+        return "{" + ", ".join(f"{name(k)}: {i}" for k, i in zip(d.meta, items)) + "}"
+
+    return eval(f"lambda it: {expr(treedef)}", names)  # noqa: S307 (source made above from names only)
+
+
+def _fast_static(value):
+    # The type keeps 1, 1.0 and True apart, as their reprs in _Call's key do.
+    if not _plain(value):
+        raise _NotFast
+    return (type(value), value)
 
 
 class _Call:
@@ -142,8 +204,12 @@ class JitFunction:
         label = getattr(fun, "__qualname__", None) or type(fun).__name__
         self._cache = _jit.ProgramCache(name or label, cache_size, reduce_retracing)
         self._relaxed = reduce_retracing
+        self._capacity = cache_size
+        # _fast_key -> (the signature its outputs are filed under, the call's signature as the
+        # list the cache takes); the two differ where reduce_retracing serves a traced size
+        self._fast = {}
         # signature -> (output treedef, output leaves with None for tensors, the static objects
-        # keyed by identity, kept alive with the program)
+        # keyed by identity, kept alive with the program, the _builder of the result)
         self._outputs = {}
 
     def _arg_label(self, i):
@@ -156,9 +222,16 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if getattr(_tracing, "depth", 0):  # inside another trace: inlined into its program, as in JAX
             return self._fun(*args, **kwargs)
+        fast = self._fast_key(args, kwargs)
+        if fast is not None and fast[0] in self._fast:
+            key = self._fast[fast[0]]
+            program = self._cache.find(key[1])
+            if program is not None:
+                return self._results(key[0], program(fast[1]))
         call = _Call(self, args, kwargs)
         key = tuple(call.parts)
         program = self._cache.find(list(key))
+        traced_key = key
         if program is None:
             program, traced = self._trace(call, key)
             # A step that writes state (PyTorch style) took its first step while traced.
@@ -166,10 +239,31 @@ class JitFunction:
         else:
             tensors = program(call.tensors)
             if self._relaxed:  # a program for any size there may come from a trace at another size
-                key = tuple(tuple(part) for part in self._cache.traced_for(list(key)))
-        treedef, leaves, _ = self._outputs[key]
-        it = iter(tensors)
-        return tree_unflatten(treedef, [next(it) if v is None else v for v in leaves])
+                traced_key = tuple(tuple(part) for part in self._cache.traced_for(list(key)))
+        if fast is not None:
+            if len(self._fast) >= 4 * self._capacity:
+                self._fast.clear()
+            self._fast[fast[0]] = (traced_key, list(key))
+        return self._results(traced_key, tensors)
+
+    def _fast_key(self, args, kwargs):
+        """(key, tensor leaves) of a call from its arguments' structure, tensor signatures and
+        plain static values: the same information as _Call's signature, made without its
+        strings, so that a call hitting the cache costs a dict lookup (None: the call holds an
+        object as a static argument, and _Call keys it)."""
+        tensors = []
+        try:
+            parts = [_fast_static(a) if i in self._static_nums else _fast_part(a, tensors)
+                     for i, a in enumerate(args)]
+            for k in sorted(kwargs):
+                v = kwargs[k]
+                parts.append((k, _fast_static(v) if k in self._static_names else _fast_part(v, tensors)))
+        except _NotFast:
+            return None
+        return tuple(parts), tensors
+
+    def _results(self, key, tensors):
+        return self._outputs[key][3](iter(tensors))
 
     def _live_state(self, call):
         return (self._state() if self._state else []) + call.state
@@ -193,7 +287,7 @@ class JitFunction:
             _tracing.depth -= 1
             _tracing.outer_level = 0
         warning = self._cache.insert(list(key), program)
-        self._outputs[key] = (*box["out"], call.objects)
+        self._outputs[key] = (*box["out"], call.objects, _builder(*box["out"]))
         for k in [k for k in self._outputs if self._cache.why_not(list(k))]:
             del self._outputs[k]  # dropped from the bounded cache
         if warning:
@@ -217,6 +311,7 @@ class JitFunction:
     def cache_clear(self):
         self._cache.clear()
         self._outputs.clear()
+        self._fast.clear()
 
 
 def _signature_params(fun):

@@ -10,7 +10,9 @@ class TreeDef:
 
     @property
     def num_leaves(self):
-        return 1 if self.kind == "leaf" else sum(c.num_leaves for c in self.children)
+        if self.__dict__.get("_num_leaves") is None:  # computed once, as __repr__
+            self._num_leaves = 1 if self.kind == "leaf" else sum(c.num_leaves for c in self.children)
+        return self._num_leaves
 
     def __eq__(self, other):
         return isinstance(other, TreeDef) and (self.kind, self.children, self.meta) == (other.kind, other.children, other.meta)
@@ -49,26 +51,24 @@ def tree_unflatten(treedef, leaves):
     leaves = list(leaves)
     if len(leaves) != treedef.num_leaves:
         raise ValueError(f"[tree_unflatten] expected {treedef.num_leaves} leaves, got {len(leaves)}")
-    tree, rest = _build(treedef, leaves)
-    return tree
+    return _build(treedef, iter(leaves))
 
 
 def _build(d, leaves):
+    """The tree of d over the next leaves of the iterator (a jitted call rebuilds its results
+    with it at every call: no list is copied)."""
     if d.kind == "leaf":
-        return leaves[0], leaves[1:]
+        return next(leaves)
     if d.kind == "none":
-        return None, leaves
-    items = []
-    for c in d.children:
-        item, leaves = _build(c, leaves)
-        items.append(item)
+        return None
+    items = [_build(c, leaves) for c in d.children]
     if d.kind == "list":
-        return items, leaves
+        return items
     if d.kind == "tuple":
-        return tuple(items), leaves
+        return tuple(items)
     if d.kind == "namedtuple":
-        return d.meta(*items), leaves
-    return dict(zip(d.meta, items)), leaves
+        return d.meta(*items)
+    return dict(zip(d.meta, items))
 
 
 def tree_leaves(tree):

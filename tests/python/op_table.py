@@ -9,6 +9,7 @@ tolerances are exercised too (they state terms and n, see reference.py).
 """
 import numpy as np
 import torch
+import torch.utils.checkpoint
 
 import unigrad as ug
 from reference import ABS, Arg, arr
@@ -117,6 +118,16 @@ def printed(m, a):
 
 
 ADAM = ug.optim.Adam([ug.zeros(1)], lr=0.1)  # alive as long as the programs that call it back
+
+
+def remat_region(m, a):
+    """A checkpointed region: backward runs it again, through the op optimization_barrier when
+    a compiled program's trace records it (so that the program recomputes it)."""
+    def region(t):
+        return t.tanh() * t
+    if m is torch:
+        return torch.utils.checkpoint.checkpoint(region, a, use_reentrant=False)
+    return ug.checkpoint(region)(a)
 
 
 def adam_step(m, p, g):
@@ -528,6 +539,7 @@ OTHERS = [
     Op("optimizer_step", sgd_step, x(3, 4), x(3, 4, seed=1), ops=("copy_", "clone", "optimizer_step"), off={
         **{t: "an optimizer step: not differentiated" for t in ("vjp", "fd", "jvp")},
         "vmap": "an optimizer step: no batching rule", **unsupported("optimizer_step")}),
+    Op("checkpoint", remat_region, x(3, 4), ops=("optimization_barrier",)),
     Op("lstm", recurrent("LSTM"), *recurrent_inputs(4)),
     Op("gru", recurrent("GRU"), *recurrent_inputs(3)),
     Op("rnn_tanh", recurrent("RNN"), *recurrent_inputs(1)),

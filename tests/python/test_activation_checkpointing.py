@@ -181,16 +181,18 @@ def test_under_jit_the_program_recomputes_the_region():
     x = ug.randn(8, 16)
     for a, b in zip(f((w1, w2), x), ug.grad(loss)((w1, w2), x)):
         close(a, b, 1e-5)
-    # The program recomputes each block's first product (its second one's output is never read
-    # again, so the program drops it): three products more than without checkpointing.
+    # The program recomputes each block (its GELU once more per block): the recomputation
+    # reads its inputs through an optimization barrier, so the program's common-subexpression
+    # pass cannot turn it back into a read of the first run's values.
     def plain(ws, x):
         h = x
         for _ in range(3):
             h = block(h, *ws)
         return h.pow(2).mean()
 
-    products = f.lower((w1, w2), x).node_types().count("MatMul")
-    assert products == ug.jit(ug.grad(plain)).lower((w1, w2), x).node_types().count("MatMul") + 3
+    types, plain_types = f.lower((w1, w2), x).node_types(), ug.jit(ug.grad(plain)).lower((w1, w2), x).node_types()
+    assert types.count("Gelu") == plain_types.count("Gelu") + 3
+    assert types.count("UgReplay") == 3  # the barriers
 
 
 def test_nested_regions():

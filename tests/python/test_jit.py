@@ -63,6 +63,29 @@ def test_pytrees_in_and_out_and_python_values_out():
     assert f.cache_info().traces == 2
 
 
+@pytest.mark.filterwarnings("ignore::unigrad.compiled.RetraceWarning")
+def test_a_call_that_hits_runs_the_program_its_signature_traced():
+    """Calls that hit are keyed without _Call's strings (compiled._fast_key): every difference
+    the full signature sees must still give another program."""
+    @ug.jit(static_argnums=(2,))
+    def f(tree, x, k):
+        return {"y": tree["a"] * k + x, "k": k}
+
+    a, x = ug.randn(3), ug.randn(3)
+    for k in (2, 2.0, True):  # equal as Python values, different statics: three programs
+        out = f({"a": a}, x, k)
+        close(out["y"], a * k + x)
+        assert out["k"] is k
+    assert f.cache_info().traces == 3
+    close(f({"a": a}, x, 2)["y"], a * 2 + x)
+    close(f({"a": a.double()}, x.double(), 2)["y"], a.double() * 2 + x.double())  # another dtype
+    close(f({"a": a[:2]}, x[:2], 2)["y"], a[:2] * 2 + x[:2])  # another shape
+    assert f.cache_info().traces == 5
+    assert f.cache_info().hits == 1
+    f({"a": a}, [x][0], 2)
+    assert f.cache_info().hits == 2
+
+
 def test_static_arguments_by_position_and_name():
     def f(x, n, mode="add"):
         y = x * n if n > 1 else x

@@ -268,7 +268,10 @@ def test_non_contiguous_parameter():
 # ---- functional (optax-style) ------------------------------------------------------------
 
 @pytest.mark.parametrize("name,kwargs", [("AdamW", dict(lr=0.01, weight_decay=0.1)), ("SGD", dict(lr=0.1, momentum=0.9)),
-                                         ("RMSprop", dict(centered=True)), ("Adagrad", dict())])
+                                         ("RMSprop", dict(centered=True)), ("Adagrad", dict()),
+                                         # Adam's functional update reads one array, writes another
+                                         ("Adam", dict(lr=0.01)),
+                                         ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.05, maximize=True))])
 def test_functional_update_equals_step(name, kwargs):
     init = arrays("float32", 5)
     names = ["w", "b", "c"]

@@ -8,6 +8,7 @@
 #include "ug/core/random.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/node.h"
+#include "ug/graph/op_call.h"
 #include "ug/ops/autocast.h"
 
 namespace ug {
@@ -35,6 +36,35 @@ struct Packed {
   Tensor kept;
 };
 
+const graph::OpDef kBarrier("optimization_barrier");
+
+/** The region's inputs as its recomputation reads them. Under a capture (a compiled program's
+ *  trace) they pass through an op a program calls back as itself (a replay, which its passes
+ *  never merge): the recomputation is then no common subexpression of the first run, which a
+ *  program would otherwise keep alive instead of computing again (jax.checkpoint's
+ *  prevent_cse, XLA's optimization barrier). At run time the replay hands its inputs through. */
+Tensors barrier(const Tensors& inputs) {
+  graph::OpCall call(kBarrier);
+  if (!call.capturing()) return inputs;
+  Tensors out;
+  std::vector<const Tensor*> ins, outs;
+  out.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    // A copy, not the tensor: a value of its own for the capture. Requiring grad as the input
+    // does, so that the region's ops save what they saved the first time.
+    Tensor copy = t.defined() ? t.detach().clone() : Tensor();
+    if (t.defined() && t.requires_grad()) copy.requires_grad_(true);
+    out.push_back(std::move(copy));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ins.push_back(&inputs[i]);
+    outs.push_back(&out[i]);
+  }
+  call.set_replay([](const std::vector<Tensor>& in) { return in; });
+  call.finish(ins, outs);
+  return out;
+}
+
 /** Runs the region again to recover what its first run saved. */
 void recompute(Region& r) {
   // The random state and the autocast region of the first run, undone afterwards whatever
@@ -61,7 +91,7 @@ void recompute(Region& r) {
     AutocastGuard amp(DeviceType::CPU, r.autocast_dtype, r.autocast_enabled);
     autocast::detail::active = r.autocast_active;
     SavedTensorHooksGuard hooks(record);
-    r.fn(r.inputs);
+    r.fn(barrier(r.inputs));
   }
   if (r.again.size() != r.saved)
     fail<RuntimeError>("[checkpoint] the function saved ", r.again.size(), " tensors when run again, ", r.saved,

@@ -113,7 +113,6 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   onnx::LoadLimits limits{.max_elements = kUnlimited, .max_live_elements = kUnlimited};
   auto graph = std::make_shared<onnx::Graph>(onnx::parse_model(traced.bytes, "", limits));
   graph->replays = std::move(traced.replays);
-  simplify(*graph);
   Program p;
   auto ids_of = [&](const NamedTensors& named) {
     std::vector<std::pair<int64_t, Tensor>> ids;
@@ -126,6 +125,10 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   live.insert(live.end(), state.begin(), state.end());
   p.state_ = std::make_shared<const std::vector<std::pair<int64_t, Tensor>>>(ids_of(live));
   p.grad_sources_ = std::make_shared<const std::vector<std::pair<int64_t, Tensor>>>(ids_of(traced.grad_sources));
+  std::unordered_set<int64_t> refilled;  // at every run: never constants
+  for (const auto* ids : {p.state_.get(), p.grad_sources_.get()})
+    for (const auto& [id, tensor] : *ids) refilled.insert(id);
+  p.stats_ = simplify(*graph, refilled);
   p.writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.state_writes));
   p.grad_writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.grad_writes));
   std::vector<std::vector<bool>> any_size;

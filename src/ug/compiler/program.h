@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "ug/compiler/simplify.h"
 #include "ug/core/tensor.h"
 
 namespace ug::onnx {
@@ -66,6 +67,8 @@ class Program {
    *  them back), or buffers (BatchNorm's running statistics). A program that writes
    *  parameters or .grad holds a training step and runs without recording autograd. */
   bool writes_state() const { return !writes_->empty() || !grad_writes_->empty(); }
+  /** What the passes over the traced graph did (simplify.h). */
+  const SimplifyStats& stats() const { return stats_; }
   /** The graph's node types, in the order they run. */
   std::vector<std::string> node_types() const;
   /** The program as a serialized ONNX ModelProto. */
@@ -88,6 +91,7 @@ class Program {
   std::string shape_read_at_;
   size_t num_results_ = 0;   // the function's own outputs, before the writes
   bool holds_step_ = false;  // it writes parameters or .grad
+  SimplifyStats stats_;
 };
 
 struct TraceState;

@@ -1160,6 +1160,9 @@ const std::map<std::string, std::string>& unsupported() {
       {"debug_print", "a print (ug.debug.print) has no ONNX form; a compiled program prints it"},
       {"optimizer_update", "an optimizer's update (a training step) has no ONNX form; a compiled step calls it back"},
       {"optimizer_step", "an optimizer's step (a training step) has no ONNX form; a compiled step calls it back"},
+      {"optimization_barrier",
+       "a checkpointed region's recomputation (in backward) has no ONNX form; a compiled program hands its inputs "
+       "through"},
       {"nll_loss", "losses are not exported; export the model without its loss"},
       {"binary_cross_entropy", "losses are not exported; export the model without its loss"},
       {"conv2d", "internal: captured as conv"},

@@ -7,8 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "ug/graph/debugging.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/ops/binary.h"
 #include "ug/onnx/graph.h"
 #include "ug/onnx/op_table.h"
 
@@ -133,6 +136,44 @@ std::vector<Tensor> replay(const Graph& g, const OpContext& ctx, const std::vect
 
 }  // namespace
 
+/** Whether `out` may take the elementwise result of `out` op `other` in place: its buffer is the
+ *  node's alone (one reference to the tensor and one to its storage: no other value, view,
+ *  caller or autograd node holds it, so the graph has read it for the last time), contiguous,
+ *  of the result's dtype and shape, and no gradient is recorded through it. */
+bool overwritable(const Tensor& out, const Tensor& other) {
+  if (!out.defined() || !other.defined() || out.dtype() != other.dtype() || !is_floating(out.dtype())) return false;
+  if (out.impl_ref()->use_count() != 1 || out.storage()->use_count() != 1 || !out.is_contiguous()) return false;
+  if (out.impl().batch() || other.impl().batch()) return false;
+  if (GradMode::is_enabled() && (out.requires_grad() || other.requires_grad())) return false;
+  const Shape& a = out.shape();
+  const Shape& b = other.shape();
+  if (b.size() > a.size()) return false;
+  for (size_t i = 0; i < b.size(); ++i)
+    if (b[i] != 1 && b[i] != a[a.size() - b.size() + i]) return false;
+  return true;
+}
+
+/** A float Add, Sub, Mul or Div computed into an operand whose buffer is overwritable (for Add
+ *  and Mul, which commute bit for bit, either operand): the value stays where it is in cache
+ *  and nothing is allocated. Empty when no operand can take it. */
+std::optional<Tensor> in_place(const Node& node, std::vector<Tensor>& args) {
+  const std::string& op = node.op_type;
+  const bool commutes = op == "Add" || op == "Mul";
+  if (!commutes && op != "Sub" && op != "Div") return std::nullopt;
+  if (args.size() != 2 || node.outputs.size() != 1) return std::nullopt;
+  for (size_t i = 0; i < (commutes ? 2u : 1u); ++i) {
+    if (!overwritable(args[i], args[1 - i])) continue;
+    Tensor out = std::move(args[i]);
+    const Tensor& other = args[1 - i];
+    if (op == "Add") out.add_(other);
+    else if (op == "Mul") out.mul_(other);
+    else if (op == "Sub") out.sub_(other);
+    else out.div_(other);
+    return out;
+  }
+  return std::nullopt;
+}
+
 std::vector<Tensor> run_graph(const Graph& g, std::vector<Tensor> values) {
   std::vector<bool> produced(g.num_values);  // by a node (inputs, initializers and captures are not counted)
   // Elements of the node outputs alive now: a hostile graph cannot keep piling them up.
@@ -151,7 +192,9 @@ std::vector<Tensor> run_graph(const Graph& g, std::vector<Tensor> values) {
     }
     const OpContext ctx(node, args, g.opset, g.limits.max_elements, &implicit);
     const debugging::TracedAt traced_at(node.doc);
-    std::vector<Tensor> results = node.op_type == "UgReplay" ? replay(g, ctx, args) : find_op(node.op_type)->run(ctx);
+    std::vector<Tensor> results;
+    if (std::optional<Tensor> done = in_place(node, args)) results.push_back(std::move(*done));
+    else results = node.op_type == "UgReplay" ? replay(g, ctx, args) : find_op(node.op_type)->run(ctx);
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       if (node.outputs[o] < 0) continue;
       if (o >= results.size() || !results[o].defined())

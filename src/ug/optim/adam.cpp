@@ -52,6 +52,49 @@ TensorDict Adam::init_state(const Tensor& param, const Hyper& h) const {
   return st;
 }
 
+std::pair<Tensor, TensorDict> Adam::update_fresh(const Hyper& h, const Tensor& param, const Tensor& grad,
+                                                 const TensorDict& state) const {
+  const bool amsgrad = hyper_get<bool>(h, "amsgrad");
+  auto array = [&](const std::string& name) {
+    const Tensor* t = state.find(name);
+    return t && name != "step" && t->shape() == param.shape() && t->dtype() == param.dtype();
+  };
+  const bool plain = state.find("step") && array("exp_avg") && array("exp_avg_sq") &&
+                     (!amsgrad || array("max_exp_avg_sq")) && param.device().type == DeviceType::CPU;
+  if (!plain) return Optimizer::update_fresh(h, param, grad, state);  // the first step makes the state
+  check_update(param, grad);
+  const Tensor p_in = param.contiguous(), g = grad.contiguous();
+  Tensor value = empty(param.shape(), Options{param.dtype(), param.device()});
+  TensorDict in, next;  // next in state's order: a compiled step's replay pairs them by position
+  for (const auto& [name, t] : state) {
+    in.insert(name, array(name) ? t.contiguous() : t);
+    next.insert(name, array(name) ? empty(t.shape(), Options{t.dtype(), t.device()}) : t.clone());
+  }
+  const double step = detail::increment_step(next);
+  const auto [beta1, beta2] = hyper_get<std::pair<double, double>>(h, "betas");
+  UG_OPTIM_DISPATCH(param.dtype(), T, {
+    kernels::AdamArgs<T> a{value.data_ptr<T>(),
+                           g.data_ptr<T>(),
+                           next.at("exp_avg").data_ptr<T>(),
+                           next.at("exp_avg_sq").data_ptr<T>(),
+                           amsgrad ? next.at("max_exp_avg_sq").data_ptr<T>() : nullptr,
+                           hyper_get<double>(h, "lr"),
+                           beta1,
+                           beta2,
+                           hyper_get<double>(h, "eps"),
+                           hyper_get<double>(h, "weight_decay"),
+                           step,
+                           hyper_get<bool>(h, "decoupled_weight_decay"),
+                           hyper_get<bool>(h, "maximize")};
+    a.param_in = p_in.data_ptr<T>();
+    a.exp_avg_in = in.at("exp_avg").data_ptr<T>();
+    a.exp_avg_sq_in = in.at("exp_avg_sq").data_ptr<T>();
+    a.max_exp_avg_sq_in = amsgrad ? in.at("max_exp_avg_sq").data_ptr<T>() : nullptr;
+    detail::for_chunks(param.numel(), [&](int64_t b, int64_t e) { kernels::adam(a, b, e); });
+  })
+  return {std::move(value), std::move(next)};
+}
+
 void Adam::update_param(const Hyper& h, const Tensor& param, const Tensor& grad, TensorDict& state) const {
   const bool amsgrad = hyper_get<bool>(h, "amsgrad");
   if (amsgrad && !state.contains("max_exp_avg_sq"))

@@ -47,6 +47,8 @@ class Adam : public Optimizer {
   Adam(std::string name, std::vector<ParamGroup> groups, Hyper defaults);
   TensorDict init_state(const Tensor& param, const Hyper& group) const override;
   void update_param(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const override;
+  std::pair<Tensor, TensorDict> update_fresh(const Hyper& group, const Tensor& param, const Tensor& grad,
+                                             const TensorDict& state) const override;
 };
 
 class AdamW : public Adam {

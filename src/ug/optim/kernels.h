@@ -26,6 +26,12 @@ template <class T> struct AdamArgs {
   T* max_exp_avg_sq;  // null without amsgrad
   double lr, beta1, beta2, eps, weight_decay, step;
   bool decoupled_weight_decay, maximize;
+  /** Where the parameter and state are read from when not where they are written (the
+   *  functional update: one pass instead of a copy and an update in place); null: in place. */
+  const T* param_in = nullptr;
+  const T* exp_avg_in = nullptr;
+  const T* exp_avg_sq_in = nullptr;
+  const T* max_exp_avg_sq_in = nullptr;
 };
 
 template <class T> struct RmspropArgs {

@@ -45,13 +45,17 @@ const TensorDict* Optimizer::find_state(const Tensor& param) const {
   return it == state_.end() ? nullptr : &it->second;
 }
 
-void Optimizer::update_one(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const {
+void Optimizer::check_update(const Tensor& param, const Tensor& grad) const {
   if (grad.shape() != param.shape())
     fail<ValueError>("[", name_, "] gradient of shape ", grad.shape(), " for a parameter of shape ", param.shape());
   if (!is_floating(param.dtype()) || (param.dtype() != DType::Float32 && param.dtype() != DType::Float64))
     fail<TypeError>("[", name_, "] parameters must be float32 or float64, got ", param.dtype());
   if (grad.dtype() != param.dtype())
     fail<TypeError>("[", name_, "] gradient of dtype ", grad.dtype(), " for a parameter of dtype ", param.dtype());
+}
+
+void Optimizer::update_one(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const {
+  check_update(param, grad);
   if (state.empty()) state = init_state(param, group);
   // The kernels run over plain contiguous arrays; a strided parameter is updated through a copy.
   Tensor work = param.is_contiguous() ? param : param.contiguous();
@@ -224,13 +228,19 @@ namespace {
 const graph::OpDef kOptimizerUpdate("optimizer_update");
 }  // namespace
 
+std::pair<Tensor, TensorDict> Optimizer::update_fresh(const Hyper& group, const Tensor& param, const Tensor& grad,
+                                                      const TensorDict& state) const {
+  TensorDict fresh;
+  for (const auto& [name, t] : state) fresh.insert(name, t.clone());
+  Tensor value = param.clone().contiguous();
+  update_one(group, value, grad, fresh);
+  return {std::move(value), std::move(fresh)};
+}
+
 std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tensor& grad,
                                                  const TensorDict& state) const {
   graph::OpCall call(kOptimizerUpdate);
-  TensorDict fresh;
-  for (const auto& [name, t] : state) fresh.insert(name, t.clone());
-  Tensor value = param.detach().clone().contiguous();
-  update_one(defaults_, value, grad.detach(), fresh);
+  auto [value, fresh] = update_fresh(defaults_, param.detach(), grad.detach(), state);
   std::vector<const Tensor*> inputs{&param, &grad}, outputs{&value};
   std::vector<std::string> names;
   for (const auto& [name, t] : state) {

@@ -132,6 +132,14 @@ class Optimizer {
   virtual void update_param(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const = 0;
   /** Checks grad against param, makes both contiguous, runs update_param, writes back. */
   void update_one(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const;
+  /** The shape and dtype checks of update_one. */
+  void check_update(const Tensor& param, const Tensor& grad) const;
+  /** update()'s rule for one parameter: its new value and state in fresh tensors, param and
+   *  state only read. By default copies them and runs update_param on the copies; an optimizer
+   *  whose kernel reads one array and writes another (Adam) overrides it and saves the copies
+   *  (a compiled training step runs it at every step). */
+  virtual std::pair<Tensor, TensorDict> update_fresh(const Hyper& group, const Tensor& param, const Tensor& grad,
+                                                     const TensorDict& state) const;
   /** A parameter a step updates: its group's index and the parameter. */
   using StepParam = std::pair<size_t, Tensor>;
   /** The update of step(): each parameter in place from its gradient (detached, same order),

@@ -12,7 +12,8 @@
 namespace ug::cpu::UG_CPU_ISA {
 namespace {
 
-constexpr int64_t kChunk = 4096;  // elements per partial result
+constexpr int64_t kChunk = 4096;          // elements per partial result
+constexpr int64_t kParallelWork = 16384;  // elements a task of the pool should have at least
 
 template <class A> struct SumOp {
   static A init() { return A(0); }
@@ -55,10 +56,15 @@ void reduce_typed(const Tensor& x, int64_t outer, int64_t R, int64_t inner, cons
   const T* px = static_cast<const T*>(x.raw_data());
   T* po = static_cast<T*>(out.raw_data());
   const int64_t chunks = std::max<int64_t>(1, (R + kChunk - 1) / kChunk);
+  // Tasks of at least kParallelWork elements: a small reduction (a [64, 10] row sum in a
+  // training step) runs on the calling thread instead of waking the pool, which costs more
+  // than the sum and, on a loaded machine, waits for a descheduled worker. The partial sums
+  // are the same either way.
+  const int64_t grain = std::max<int64_t>(1, kParallelWork / std::max<int64_t>(std::min(R, kChunk) * inner, 1));
   if (inner == 1) {
     // One row per output; rows split into fixed chunks.
     std::unique_ptr<A[]> partial(new A[static_cast<size_t>(outer * chunks)]);
-    parallel_for(outer * chunks, 1, [&](int64_t t0, int64_t t1) {
+    parallel_for(outer * chunks, grain, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
         int64_t o = t / chunks, c = t % chunks;
         int64_t begin = c * kChunk, len = std::min(kChunk, R - begin);
@@ -74,7 +80,7 @@ void reduce_typed(const Tensor& x, int64_t outer, int64_t R, int64_t inner, cons
   }
   // Columns: accumulate whole rows of `inner` values at a time (vectorises across columns).
   std::unique_ptr<A[]> partial(new A[static_cast<size_t>(outer * chunks * inner)]);
-  parallel_for(outer * chunks, 1, [&](int64_t t0, int64_t t1) {
+  parallel_for(outer * chunks, grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       int64_t o = t / chunks, c = t % chunks;
       A* acc = partial.get() + t * inner;
@@ -101,36 +107,38 @@ void arg_reduce_typed(const Tensor& x, int64_t outer, int64_t R, int64_t inner, 
   using A = acc_t<T>;
   const T* px = static_cast<const T*>(x.raw_data());
   int64_t* po = static_cast<int64_t*>(out.raw_data());
-  parallel_for(outer * inner, std::max<int64_t>(1, 16384 / std::max<int64_t>(R, 1)), [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      int64_t o = t / inner, j = t % inner;
-      const T* base = px + o * R * inner + j;
-      A best = static_cast<A>(base[0]);
-      int64_t best_i = 0;
-      for (int64_t r = 1; r < R && best == best; ++r) {
-        A v = static_cast<A>(base[r * inner]);
-        if (v != v || (IsMax ? v > best : v < best)) {
-          best = v;
-          best_i = r;
-        }
-      }
-      po[t] = best_i;
-    }
-  });
+  parallel_for(outer * inner, std::max<int64_t>(1, kParallelWork / std::max<int64_t>(R, 1)),
+               [&](int64_t t0, int64_t t1) {
+                 for (int64_t t = t0; t < t1; ++t) {
+                   int64_t o = t / inner, j = t % inner;
+                   const T* base = px + o * R * inner + j;
+                   A best = static_cast<A>(base[0]);
+                   int64_t best_i = 0;
+                   for (int64_t r = 1; r < R && best == best; ++r) {
+                     A v = static_cast<A>(base[r * inner]);
+                     if (v != v || (IsMax ? v > best : v < best)) {
+                       best = v;
+                       best_i = r;
+                     }
+                   }
+                   po[t] = best_i;
+                 }
+               });
 }
 
 template <bool IsAll> void logical_reduce(const Tensor& x, int64_t outer, int64_t R, int64_t inner, const Tensor& out) {
   const bool* px = static_cast<const bool*>(x.raw_data());
   bool* po = static_cast<bool*>(out.raw_data());
-  parallel_for(outer * inner, std::max<int64_t>(1, 16384 / std::max<int64_t>(R, 1)), [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      int64_t o = t / inner, j = t % inner;
-      const bool* base = px + o * R * inner + j;
-      bool acc = IsAll;
-      for (int64_t r = 0; r < R && acc == IsAll; ++r) acc = base[r * inner];
-      po[t] = acc;
-    }
-  });
+  parallel_for(outer * inner, std::max<int64_t>(1, kParallelWork / std::max<int64_t>(R, 1)),
+               [&](int64_t t0, int64_t t1) {
+                 for (int64_t t = t0; t < t1; ++t) {
+                   int64_t o = t / inner, j = t % inner;
+                   const bool* base = px + o * R * inner + j;
+                   bool acc = IsAll;
+                   for (int64_t r = 0; r < R && acc == IsAll; ++r) acc = base[r * inner];
+                   po[t] = acc;
+                 }
+               });
 }
 
 }  // namespace
