@@ -192,7 +192,8 @@ def test_under_jit_the_program_recomputes_the_region():
 
     types, plain_types = f.lower((w1, w2), x).node_types(), ug.jit(ug.grad(plain)).lower((w1, w2), x).node_types()
     assert types.count("Gelu") == plain_types.count("Gelu") + 3
-    assert types.count("UgReplay") == 3  # the barriers
+    # the barriers (the fused backward kernels, called back in both programs, are replays too)
+    assert types.count("UgReplay") == plain_types.count("UgReplay") + 3
 
 
 def test_nested_regions():

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "ug/graph/debugging.h"
+#include "ug/graph/forward.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/ops/binary.h"
 #include "ug/onnx/graph.h"
@@ -139,12 +140,14 @@ std::vector<Tensor> replay(const Graph& g, const OpContext& ctx, const std::vect
 /** Whether `out` may take the elementwise result of `out` op `other` in place: its buffer is the
  *  node's alone (one reference to the tensor and one to its storage: no other value, view,
  *  caller or autograd node holds it, so the graph has read it for the last time), contiguous,
- *  of the result's dtype and shape, and no gradient is recorded through it. */
+ *  of the result's dtype and shape, and no gradient is recorded through it (no forward-mode
+ *  tangent either: a program run under jvp computes out of place). */
 bool overwritable(const Tensor& out, const Tensor& other) {
   if (!out.defined() || !other.defined() || out.dtype() != other.dtype() || !is_floating(out.dtype())) return false;
   if (out.impl_ref()->use_count() != 1 || out.storage()->use_count() != 1 || !out.is_contiguous()) return false;
   if (out.impl().batch() || other.impl().batch()) return false;
   if (GradMode::is_enabled() && (out.requires_grad() || other.requires_grad())) return false;
+  if (forward::has_tangent(out) || forward::has_tangent(other)) return false;
   const Shape& a = out.shape();
   const Shape& b = other.shape();
   if (b.size() > a.size()) return false;
