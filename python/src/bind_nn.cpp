@@ -78,6 +78,37 @@ template <class V> nb::list pairs(const std::vector<std::pair<std::string, V>>& 
 /** The Python object a general call's inputs or output hold (Module::call). */
 const nb::object& held(const std::any& value) { return std::any_cast<const nb::object&>(value); }
 
+/** What a hook sees of a general call's inputs or output: the front end's own object, or the
+ *  tensors of a call made from C++ (Module::call's tensor form) as a tuple, None where undefined. */
+nb::object for_hook(const std::any& value) {
+  if (const auto* tensors = std::any_cast<std::vector<Tensor>>(&value)) {
+    nb::list items;
+    for (const Tensor& t : *tensors) items.append(t.defined() ? nb::cast(t) : nb::none());
+    return nb::tuple(items);
+  }
+  return held(value);
+}
+
+/** A hook's replacement in the form of what it replaces: for a call from C++, tensors (a tuple
+ *  or list of tensors and Nones, or one tensor). */
+std::any from_hook(nb::object r, const std::any& replaced) {
+  if (!std::any_cast<std::vector<Tensor>>(&replaced)) return std::any(std::move(r));
+  std::vector<Tensor> tensors;
+  auto add = [&](nb::handle item) {
+    if (item.is_none()) tensors.emplace_back();
+    else if (nb::isinstance<Tensor>(item)) tensors.push_back(nb::cast<Tensor>(item));
+    else
+      throw nb::type_error(("[register_forward_hook] a hook on a layer called from C++ must return tensors "
+                            "(or None in their place), got " +
+                            nb::cast<std::string>(nb::str(item.type())))
+                               .c_str());
+  };
+  if (nb::isinstance<nb::tuple>(r) || nb::isinstance<nb::list>(r))
+    for (nb::handle item : r) add(item);
+  else add(r);
+  return std::any(std::move(tensors));
+}
+
 nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
   Module& m = as_module(self);
   // A layer written in C++ called on one tensor: the C++ path (its hooks, then its forward).
@@ -361,8 +392,8 @@ void bind_nn(nb::module_& nn) {
                   return r.is_none() ? std::optional<Tensor>() : std::optional<Tensor>(nb::cast<Tensor>(r));
                 },
                 [self, hook](Module&, const std::any& in, const std::any& out) {
-                  nb::object r = hook(self, held(in), held(out));
-                  return r.is_none() ? std::optional<std::any>() : std::optional<std::any>(std::move(r));
+                  nb::object r = hook(self, for_hook(in), for_hook(out));
+                  return r.is_none() ? std::optional<std::any>() : std::optional<std::any>(from_hook(r, out));
                 });
             return ModuleHookHandle{nb::borrow(self), id};
           },
@@ -382,10 +413,10 @@ void bind_nn(nb::module_& nn) {
                   return std::optional<Tensor>(nb::cast<Tensor>(r));
                 },
                 [self, hook](Module&, const std::any& in) {
-                  nb::object r = hook(self, held(in));
+                  nb::object r = hook(self, for_hook(in));
                   if (r.is_none()) return std::optional<std::any>();
                   if (!nb::isinstance<nb::tuple>(r)) r = nb::make_tuple(r);
-                  return std::optional<std::any>(std::move(r));
+                  return std::optional<std::any>(from_hook(r, in));
                 });
             return ModuleHookHandle{nb::borrow(self), id};
           },

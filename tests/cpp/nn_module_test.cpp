@@ -134,6 +134,29 @@ TEST(NnModule, ForwardHooksRunInOrderOnBothCallFormsAndRemove) {
   EXPECT_EQ(log, (std::vector<std::string>{"post aa"}));
 }
 
+TEST(NnModule, AChildCalledWithSeveralTensorsRunsItsHooks) {
+  // TransformerEncoderLayer calls self_attn with (x, x, x): its general hooks see the tensors
+  // and may replace the output, which the layer then uses.
+  manual_seed(0);
+  nn::TransformerEncoderLayer layer(8, 2, 16, 0.0, "relu", 1e-5, true);
+  const Tensor x = randn({2, 3, 8});
+  const Tensor plain = layer(x);
+  size_t seen_inputs = 0;
+  layer->self_attn->register_forward_hook(
+      nullptr, [&](nn::Module&, const std::any& inputs, const std::any& out) -> std::optional<std::any> {
+        seen_inputs = std::any_cast<const std::vector<Tensor>&>(inputs).size();
+        std::vector<Tensor> zeroed = std::any_cast<std::vector<Tensor>>(out);
+        zeroed[0] = zeroed[0] * 0;
+        return std::any(zeroed);
+      });
+  const Tensor hooked = layer(x);
+  EXPECT_EQ(seen_inputs, 3u);
+  // With the attention's output zeroed the first block is norm1(x) alone.
+  Tensor h = layer->norm1(x);
+  test::expect_values(hooked, test::values(layer->norm2(h + layer->linear2(layer->linear1(h).relu()))), 1e-6);
+  EXPECT_FALSE(test::values(hooked) == test::values(plain));
+}
+
 TEST(NnModule, RegistrationErrors) {
   nn::Module m;
   m.register_parameter("w", zeros({2}));

@@ -233,6 +233,35 @@ def test_transformer_encoder_layer_eval_matches_torch_fast_path():
         check_layer(u, t, rand(2, 5, 16), grads=False, n=150)  # the forward's chain of sums
 
 
+def test_hooks_on_an_encoder_layers_attention_run_as_in_torch():
+    """self_attn is called from C++ inside the layer: its hooks still see (x, x, x) and
+    (output, None), and a replaced output or input changes the layer's result as in torch."""
+    u, t = twins(ug.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True),
+                 torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True))
+    x = rand(2, 5, 16)
+
+    def run(layer, lib):
+        seen = []
+
+        def look(mod, inp, out):
+            seen.append(([tuple(v.shape) for v in inp], [None if v is None else tuple(v.shape) for v in out]))
+            return (out[0] * 2, out[1])
+
+        handles = [layer.self_attn.register_forward_hook(look),
+                   layer.self_attn.register_forward_pre_hook(lambda mod, inp: (inp[0], inp[1] * 0, inp[2]))]
+        y = layer(lib.tensor(x))
+        for h in handles:
+            h.remove()
+        return seen, y.detach().numpy(), layer(lib.tensor(x)).detach().numpy()
+
+    (u_seen, u_hooked, u_plain), (t_seen, t_hooked, t_plain) = run(u, ug), run(t, torch)
+    assert u_seen == t_seen == [([(2, 5, 16)] * 3, [(2, 5, 16), None])]
+    # the attention's ~50-term sums and a layer norm of 16, as in the encoder-layer test above
+    assert_close(u_hooked, t_hooked, n=150)
+    assert_close(u_plain, t_plain, n=150)
+    assert not np.allclose(u_hooked, u_plain)
+
+
 def test_default_inits_follow_torch():
     ug.manual_seed(0)
     mha = ug.nn.MultiheadAttention(64, 4)

@@ -332,6 +332,13 @@ std::any Module::call(std::any inputs, const std::function<std::any(const std::a
   return out;
 }
 
+std::vector<Tensor> Module::call(std::vector<Tensor> inputs,
+                                 const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& run) {
+  std::any out = call(std::any(std::move(inputs)),
+                      [&](const std::any& in) { return std::any(run(std::any_cast<const std::vector<Tensor>&>(in))); });
+  return std::any_cast<std::vector<Tensor>>(std::move(out));
+}
+
 size_t Module::register_forward_pre_hook(ForwardPreHook hook, AnyForwardPreHook any_hook) {
   pre_hooks_.push_back({next_hook_id_, std::move(hook), std::move(any_hook)});
   return next_hook_id_++;

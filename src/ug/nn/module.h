@@ -111,6 +111,11 @@ class Module : public std::enable_shared_from_this<Module> {
    *  keywords) with the same hooks around it: `inputs` and the output of run(inputs) are the
    *  front end's own values, which C++ passes along and only the hooks' general forms read. */
   std::any call(std::any inputs, const std::function<std::any(const std::any& inputs)>& run);
+  /** call() from a C++ layer calling a child with several tensors (TransformerEncoderLayer's
+   *  self_attn): the hooks' general forms see the positional tensors and the outputs as
+   *  tuples (None for an undefined tensor), as torch's hooks see them. */
+  std::vector<Tensor> call(std::vector<Tensor> inputs,
+                           const std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>& run);
   using ForwardPreHook = std::function<std::optional<Tensor>(Module&, const Tensor& input)>;
   using ForwardHook = std::function<std::optional<Tensor>(Module&, const Tensor& input, const Tensor& output)>;
   /** A hook's general form, for call(). */

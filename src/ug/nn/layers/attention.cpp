@@ -149,7 +149,18 @@ TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(int64_t d_model, int64_
 
 Tensor TransformerEncoderLayerImpl::self_attention_block(const Tensor& x, const Tensor& mask,
                                                          const Tensor& key_padding_mask, bool is_causal) {
-  return dropout1(self_attn->forward(x, x, x, key_padding_mask, false, mask, true, is_causal).first);
+  // Through call(), so that hooks on self_attn run as they do in torch (they see (x, x, x) and
+  // (output, None): the masks are keywords there).
+  std::vector<Tensor> out = self_attn->call({x, x, x}, [&](const std::vector<Tensor>& in) {
+    if (in.size() != 3 || !in[0].defined() || !in[1].defined() || !in[2].defined())
+      fail("[TransformerEncoderLayer] a forward pre-hook on self_attn must give (query, key, value), got ", in.size(),
+           " values");
+    return std::vector<Tensor>{
+        self_attn->forward(in[0], in[1], in[2], key_padding_mask, false, mask, true, is_causal).first, Tensor()};
+  });
+  if (out.empty() || !out[0].defined())
+    fail("[TransformerEncoderLayer] a forward hook on self_attn must give (output, weights), got no output");
+  return dropout1(out[0]);
 }
 
 Tensor TransformerEncoderLayerImpl::feed_forward_block(const Tensor& x) {
