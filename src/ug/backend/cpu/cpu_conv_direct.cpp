@@ -103,8 +103,14 @@ struct Window {
   int64_t kh, kw, row_step, plane, col_step = 1;  // col_step: read by the general window only
 };
 
+// Everything up to the matching pop is compiled for AVX-512 (GCC's pragma; clang's, for the
+// fuzzing build); callers check the CPU first (see the header).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,fma")
+#endif
 
 /** acc [R][V * 16] (+)= R output pixels of V * 16 channels over `channels` input channels:
  *  pixel r reads x + off[r] (its window's first input, channel 0), w is the packed block at
@@ -370,7 +376,11 @@ void run_weight_grad(const DirectConv& g, const float* x, const float* gy, float
   });
 }
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 }  // namespace
 
