@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "ug/compiler/remat.h"
 #include "ug/compiler/simplify.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/core/error.h"
@@ -129,6 +130,7 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   for (const auto* ids : {p.state_.get(), p.grad_sources_.get()})
     for (const auto& [id, tensor] : *ids) refilled.insert(id);
   p.stats_ = simplify(*graph, refilled);
+  p.stats_.recomputed = rematerialize(*graph);
   p.writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.state_writes));
   p.grad_writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.grad_writes));
   std::vector<std::vector<bool>> any_size;

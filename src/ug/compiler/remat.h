@@ -1,0 +1,23 @@
+// Rematerialization: an elementwise value read early and again much later is computed a second
+// time for its late readers when its input is alive there anyway, instead of being held across
+// the gap (a GELU's output, read by the forward's product and again by the weight gradient's,
+// while the GELU's input waits for gelu_backward).
+#pragma once
+
+#include <cstddef>
+
+namespace ug::onnx {
+struct Graph;
+}
+
+namespace ug::compiler {
+
+/** Gives the late readers of each cheap unary elementwise node's output (an activation: Gelu,
+ *  Relu, Sigmoid, Tanh, Exp, ...) a copy of the node placed just before the first of them, when
+ *  the node's input is alive there anyway (a program input or constant, or a value read at or
+ *  after that point) and the gap between the early and late readers is long; then plans the
+ *  values' liveness again. The copy computes the same bits with the same kernel. Returns how
+ *  many nodes it copied. */
+size_t rematerialize(onnx::Graph& graph);
+
+}  // namespace ug::compiler
