@@ -11,12 +11,29 @@ namespace ug::compiler {
 
 namespace {
 
-/** One pass over their input, elementwise and deterministic: cheaper computed again than held. */
-bool cheap_unary(const onnx::Node& n) {
-  static constexpr std::string_view kOps[] = {"Gelu",     "Relu",      "Sigmoid",     "Tanh",      "Exp", "Log",
-                                              "Neg",      "Abs",       "Erf",         "Sqrt",      "Elu", "Selu",
-                                              "Softplus", "LeakyRelu", "HardSigmoid", "HardSwish", "Sin", "Cos"};
-  return std::ranges::find(kOps, n.op_type) != std::end(kOps) && n.inputs.size() == 1 && n.inputs[0] >= 0 &&
+/** One pass over their inputs, row by row or elementwise, and deterministic: cheaper computed
+ *  again than held. */
+bool cheap(const onnx::Node& n) {
+  static constexpr std::string_view kOps[] = {"Gelu",
+                                              "Relu",
+                                              "Sigmoid",
+                                              "Tanh",
+                                              "Exp",
+                                              "Log",
+                                              "Neg",
+                                              "Abs",
+                                              "Erf",
+                                              "Sqrt",
+                                              "Elu",
+                                              "Selu",
+                                              "Softplus",
+                                              "LeakyRelu",
+                                              "HardSigmoid",
+                                              "HardSwish",
+                                              "Sin",
+                                              "Cos",
+                                              "LayerNormalization"};
+  return std::ranges::find(kOps, n.op_type) != std::end(kOps) && !n.inputs.empty() && n.inputs[0] >= 0 &&
          n.outputs.size() == 1 && n.outputs[0] >= 0 && n.implicit_inputs.empty();
 }
 
@@ -55,14 +72,21 @@ size_t rematerialize(onnx::Graph& g) {
   std::vector<bool> copied_value(g.num_values, false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const onnx::Node& n = g.nodes[i];
-    if (!cheap_unary(n)) continue;
-    const int64_t x = n.inputs[0], v = n.outputs[0];
+    if (!cheap(n)) continue;
+    const int64_t v = n.outputs[0];
     // A copy of a copy's reader would have to read the copy: one level only.
-    if (pinned[v] || copied_value[x] || readers[v].size() < 2) continue;
+    bool copyable = !pinned[v] && readers[v].size() >= 2;
+    size_t inputs_alive_until = kAlways;
+    for (int64_t x : n.inputs)
+      if (x >= 0) {
+        copyable = copyable && !copied_value[x];
+        inputs_alive_until = std::min(inputs_alive_until, alive_until(x));
+      }
+    if (!copyable) continue;
     const std::vector<size_t>& r = readers[v];
     size_t best = 0, gap = 0;
     for (size_t k = 1; k < r.size(); ++k)
-      if (r[k] - r[k - 1] > gap && alive_until(x) >= r[k]) best = k, gap = r[k] - r[k - 1];
+      if (r[k] - r[k - 1] > gap && inputs_alive_until >= r[k]) best = k, gap = r[k] - r[k - 1];
     if (gap < kMinGap) continue;
     const auto again = static_cast<int64_t>(g.num_values++);
     g.value_names.push_back(g.value_names[v] + "_again");

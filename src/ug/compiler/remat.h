@@ -12,12 +12,12 @@ struct Graph;
 
 namespace ug::compiler {
 
-/** Gives the late readers of each cheap unary elementwise node's output (an activation: Gelu,
- *  Relu, Sigmoid, Tanh, Exp, ...) a copy of the node placed just before the first of them, when
- *  the node's input is alive there anyway (a program input or constant, or a value read at or
- *  after that point) and the gap between the early and late readers is long; then plans the
- *  values' liveness again. The copy computes the same bits with the same kernel. Returns how
- *  many nodes it copied. */
+/** Gives the late readers of each cheap node's output (an activation: Gelu, Relu, Sigmoid,
+ *  Tanh, Exp, ...; LayerNormalization) a copy of the node placed just before the first of
+ *  them, when the node's inputs are alive there anyway (program inputs or constants, or values
+ *  read at or after that point) and the gap between the early and late readers is long; then
+ *  plans the values' liveness again. The copy computes the same bits with the same kernel.
+ *  Returns how many nodes it copied. */
 size_t rematerialize(onnx::Graph& graph);
 
 }  // namespace ug::compiler
