@@ -60,6 +60,28 @@ def test_a_cheap_activation_is_computed_again_for_a_late_reader():
     same(out, f(x))
 
 
+def test_attention_probabilities_are_computed_again_from_q_and_k():
+    # softmax's scores die at softmax; q and k stay alive for their own gradients, so the
+    # backward's readers of the probabilities get the product and the softmax again instead of
+    # the probabilities being held through the rest of the forward and backward.
+    ug.manual_seed(0)
+    q, k, v, w = ug.randn(2, 16, 8), ug.randn(2, 16, 8), ug.randn(2, 16, 8), ug.randn(8)
+
+    def loss(q, k, v, w):
+        h = ug.softmax(q @ k.transpose(-2, -1), -1) @ v
+        for _ in range(4):
+            h = (h * w).tanh()
+        return h.sum()
+
+    step = ug.grad(loss, argnums=(0, 1, 2, 3))
+    jitted = ug.jit(step)
+    program = jitted.lower(q, k, v, w)
+    assert program.optimizer_stats()["recomputed"] == 2
+    assert program.node_types().count("Softmax") == 2
+    for a, b in zip(jitted(q, k, v, w), step(q, k, v, w)):
+        same(a, b)
+
+
 def test_a_value_read_again_soon_is_held():
     def f(x):
         h = x.exp()
@@ -149,16 +171,14 @@ def test_the_transformer_step_peak_is_below_eager_and_bounded_by_its_saved_value
     eager_peak, _ = peak_of(step, params, opt_state, x, target)
     assert jit_peak < eager_peak
 
-    # At the worst point (the feed-forward's backward) the program holds what the attention's
-    # backward and the first layer norm's will read (the q/k/v projection, the scaled q, the
-    # probabilities, the attention's output, the norm's input and output), the feed-forward's
-    # pre-activation with one more buffer of its size (the GELU output computed again, then the
-    # gradient gelu_backward writes into), the gradient entering the block's second half, and
-    # the gradients and updated state made so far (at most one step's new parameters, moments
-    # and gradients).
+    # At the worst point (the feed-forward's second product, in the forward) the program holds
+    # what the backward will read that it does not compute again (the q/k/v projection, the
+    # scaled q, the attention's output, the first layer norm's input), the layer norm's output
+    # until the residual addition, the feed-forward's pre-activation and GELU output and the
+    # product's result; the attention probabilities, the GELU output and the layer norm's
+    # output are computed again in the backward. Beside them at most one set of gradients.
     row = batch * seq * d * F32
     hidden = 4 * row
-    probs = batch * heads * seq * seq * F32
     param_bytes = sum(p.numel() for p in params.values()) * F32
-    bound = (3 + 1 + 1 + 2) * row + probs + 2 * hidden + row + 4 * param_bytes
+    bound = (3 + 1 + 1 + 1 + 1 + 1) * row + 2 * hidden + param_bytes
     assert jit_peak <= bound, (jit_peak / 2**20, bound / 2**20)
