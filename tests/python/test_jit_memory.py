@@ -82,6 +82,29 @@ def test_attention_probabilities_are_computed_again_from_q_and_k():
         same(a, b)
 
 
+def test_nothing_is_computed_again_after_an_effect_that_may_have_written_its_inputs():
+    # opt.step() writes the weight in place while the program runs: a GELU of the weight read
+    # after it must be the one computed before the step, as eagerly.
+    def make():
+        ug.manual_seed(0)
+        model = ug.nn.Linear(64, 64)
+        opt = ug.optim.SGD(model.parameters(), lr=0.5)
+
+        def step(x):
+            opt.zero_grad()
+            h = ug.nn.functional.gelu(model.weight)
+            loss = (h @ x).tanh().sum() + model(x.t()).sum()
+            loss.backward()
+            opt.step()
+            return h * 2
+        return step
+
+    x = ug.randn(64, 8)
+    eager, compiled = make(), ug.compile(make())
+    for _ in range(3):
+        same(compiled(x), eager(x))
+
+
 def test_a_value_read_again_soon_is_held():
     def f(x):
         h = x.exp()

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "ug/onnx/graph.h"
@@ -66,6 +67,15 @@ size_t rematerialize(onnx::Graph& g) {
       if (id >= 0) producer[id] = static_cast<int64_t>(i);
   }
   for (int64_t id : g.output_ids) pinned[id] = true;
+  // A node with an effect (an optimizer's step) may write the live tensors a copy would read
+  // (the parameters): a copy never runs after one that its original ran before.
+  std::vector<size_t> next_effect(g.nodes.size() + 1, kAlways);
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    auto effect = g.nodes[i].attributes.find("effect");
+    const bool is_effect = effect != g.nodes[i].attributes.end() && std::holds_alternative<int64_t>(effect->second) &&
+                           std::get<int64_t>(effect->second) != 0;
+    next_effect[i] = is_effect ? i : next_effect[i + 1];
+  }
   std::vector<bool> copied_value(g.num_values, false);
   auto alive_until = [&](int64_t id) {
     if (producer[id] < 0 || pinned[id]) return kAlways;
@@ -96,6 +106,7 @@ size_t rematerialize(onnx::Graph& g) {
       product = producer[x];
       until = inputs_alive_until(g.nodes[product]);
     }
+    until = std::min(until, next_effect[product >= 0 ? static_cast<size_t>(product) : i]);
     const std::vector<size_t>& r = readers[v];
     size_t best = 0, gap = 0;
     for (size_t k = 1; k < r.size(); ++k)
