@@ -15,26 +15,11 @@ namespace {
 /** One pass over their inputs, row by row or elementwise, and deterministic: cheaper computed
  *  again than held. */
 bool cheap(const onnx::Node& n) {
-  static constexpr std::string_view kOps[] = {"Gelu",
-                                              "Relu",
-                                              "Sigmoid",
-                                              "Tanh",
-                                              "Exp",
-                                              "Log",
-                                              "Neg",
-                                              "Abs",
-                                              "Erf",
-                                              "Sqrt",
-                                              "Elu",
-                                              "Selu",
-                                              "Softplus",
-                                              "LeakyRelu",
-                                              "HardSigmoid",
-                                              "HardSwish",
-                                              "Sin",
-                                              "Cos",
-                                              "LayerNormalization",
-                                              "Softmax"};
+  // clang-format off
+  static constexpr std::string_view kOps[] = {
+      "Gelu", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Neg", "Abs", "Erf", "Sqrt", "Elu", "Selu",
+      "Softplus", "LeakyRelu", "HardSigmoid", "HardSwish", "Sin", "Cos", "LayerNormalization", "Softmax"};
+  // clang-format on
   return std::ranges::find(kOps, n.op_type) != std::end(kOps) && !n.inputs.empty() && n.inputs[0] >= 0 &&
          n.outputs.size() == 1 && n.outputs[0] >= 0 && n.implicit_inputs.empty();
 }
