@@ -64,10 +64,11 @@ void bind_jit(nb::module_& m) {
             d["folded"] = s.folded;
             d["merged"] = s.merged;
             d["dead"] = s.dead;
+            d["recomputed"] = s.recomputed;
             return d;
           },
           "What the graph passes did: Identity nodes forwarded, nodes folded into constants, common "
-          "subexpressions merged, dead nodes dropped.")
+          "subexpressions merged, dead nodes dropped, elementwise nodes computed again for late readers.")
       .def("onnx_bytes",
            [](const compiler::Program& p) { return nb::bytes(p.onnx_bytes().data(), p.onnx_bytes().size()); })
       .def("save", &compiler::Program::save, nb::arg("path"));

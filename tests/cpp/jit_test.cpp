@@ -162,6 +162,25 @@ TEST(Jit, ACompiledGradientRunsTheEagerBackwardKernels) {
   EXPECT_EQ(std::count(types.begin(), types.end(), "Erf"), 0);  // gelu_backward's formula
 }
 
+TEST(Jit, ComputesACheapActivationAgainForItsLateReader) {
+  // gelu(x) is read at once and again after a chain during which x (an input) stays alive:
+  // the program computes it a second time instead of holding it (compiler/remat.h), and the
+  // copy is the same kernel on the same input.
+  auto f = [](const Tensors& in) {
+    Tensor h = in[0].gelu(), t = in[0];
+    Tensor early = h.sum();
+    for (int i = 0; i < 6; ++i) t = (t * 0.5).tanh();
+    return Tensors{early + (h * t).sum()};
+  };
+  manual_seed(0);
+  const Tensor x = randn({1 << 14});
+  const compiler::Program program = compiler::Program::trace(f, {x});
+  EXPECT_EQ(program.stats().recomputed, 1u);
+  const std::vector<std::string> types = program.node_types();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "Gelu"), 2);
+  EXPECT_TRUE(equal(program({x})[0], f({x})[0]));
+}
+
 /** zero_grad(); backward(); step() on a squared error: a PyTorch-style training step. */
 std::function<Tensors(const Tensors&)> torch_step(nn::Sequential& net, optim::Optimizer& opt) {
   return [&net, &opt](const Tensors& xy) {

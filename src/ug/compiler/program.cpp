@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "ug/compiler/remat.h"
 #include "ug/compiler/simplify.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/core/error.h"
@@ -129,6 +130,9 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   for (const auto* ids : {p.state_.get(), p.grad_sources_.get()})
     for (const auto& [id, tensor] : *ids) refilled.insert(id);
   p.stats_ = simplify(*graph, refilled);
+  auto recording = std::make_shared<const onnx::Graph>(*graph);
+  p.stats_.recomputed = rematerialize(*graph);
+  if (p.stats_.recomputed) p.recording_graph_ = std::move(recording);
   p.writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.state_writes));
   p.grad_writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.grad_writes));
   std::vector<std::vector<bool>> any_size;
@@ -146,8 +150,18 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   return {std::move(p), std::move(traced.outputs)};
 }
 
+bool Program::records(const std::vector<Tensor>& inputs) const {
+  if (holds_step_ || !GradMode::is_enabled()) return false;
+  auto wants_grad = [](const Tensor& t) { return t.defined() && t.requires_grad(); };
+  return std::ranges::any_of(inputs, wants_grad) ||
+         std::ranges::any_of(*state_, [&](const auto& entry) { return wants_grad(entry.second); });
+}
+
 std::vector<Tensor> Program::operator()(const std::vector<Tensor>& inputs) const {
-  const onnx::Graph& g = *graph_;
+  // Autograd recording through the run would backpropagate through each recomputed copy
+  // separately, summing what the unplanned program's backward sums before the copied op's
+  // gradient: the graph without the copies keeps those gradients the eager ones.
+  const onnx::Graph& g = recording_graph_ && records(inputs) ? *recording_graph_ : *graph_;
   if (inputs.size() != g.inputs.size())
     fail("[jit] the program takes ", g.inputs.size(), " tensor(s), got ", inputs.size());
   std::vector<Tensor> values(g.num_values);

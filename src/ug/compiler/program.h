@@ -78,7 +78,11 @@ class Program {
 
  private:
   Program() = default;
+  /** Whether autograd would record through a run on these inputs. */
+  bool records(const std::vector<Tensor>& inputs) const;
   std::shared_ptr<const onnx::Graph> graph_;
+  // graph_ before rematerialize copied nodes, run when autograd records (null: none copied)
+  std::shared_ptr<const onnx::Graph> recording_graph_;
   std::shared_ptr<const std::string> bytes_;
   // Shared, as a cache hands out copies of programs:
   // initializer value id -> its live tensor

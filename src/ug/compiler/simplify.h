@@ -17,6 +17,7 @@ struct SimplifyStats {
   size_t folded = 0;      // nodes computed once, at compile time, into initializers
   size_t merged = 0;      // nodes that computed what an earlier node had (common subexpressions)
   size_t dead = 0;        // nodes whose outputs nothing read
+  size_t recomputed = 0;  // nodes computed again for their late readers (remat.h)
 };
 
 /** Forwards Identity nodes; folds the nodes that read only constants into initializers;

@@ -156,22 +156,38 @@ bool overwritable(const Tensor& out, const Tensor& other) {
   return true;
 }
 
-/** A float Add, Sub, Mul or Div computed into an operand whose buffer is overwritable (for Add
- *  and Mul, which commute bit for bit, either operand): the value stays where it is in cache
- *  and nothing is allocated. Empty when no operand can take it. */
-std::optional<Tensor> in_place(const Node& node, std::vector<Tensor>& args) {
+/** The elementwise op a node computes that may write into a dying operand, and whether either
+ *  operand may take it (Add and Mul commute bit for bit) or only the first: ONNX's float
+ *  arithmetic, and the activations' gradients a program calls back (g times the derivative at
+ *  v, written into g: the kernel reads and writes each element at its own index). */
+std::optional<std::pair<ops::BinaryOp, bool>> elementwise(const Node& node) {
+  using ops::BinaryOp;
   const std::string& op = node.op_type;
-  const bool commutes = op == "Add" || op == "Mul";
-  if (!commutes && op != "Sub" && op != "Div") return std::nullopt;
-  if (args.size() != 2 || node.outputs.size() != 1) return std::nullopt;
-  for (size_t i = 0; i < (commutes ? 2u : 1u); ++i) {
+  if (op == "Add") return std::pair{BinaryOp::Add, true};
+  if (op == "Mul") return std::pair{BinaryOp::Mul, true};
+  if (op == "Sub") return std::pair{BinaryOp::Sub, false};
+  if (op == "Div") return std::pair{BinaryOp::Div, false};
+  if (op != "UgReplay") return std::nullopt;
+  auto called = node.attributes.find("op");
+  const auto* name = called == node.attributes.end() ? nullptr : std::get_if<std::string>(&called->second);
+  if (!name) return std::nullopt;
+#define UG_GRAD(Op, method) \
+  if (*name == #method) return std::pair{BinaryOp::Op, false};
+  UG_BINARY_GRADS(UG_GRAD)
+#undef UG_GRAD
+  return std::nullopt;
+}
+
+/** An elementwise node (`elementwise`) computed into an operand whose buffer is overwritable:
+ *  the value stays where it is in cache and nothing is allocated. Empty when no operand can
+ *  take it. */
+std::optional<Tensor> in_place(const Node& node, std::vector<Tensor>& args) {
+  const auto op = elementwise(node);
+  if (!op || args.size() != 2 || node.outputs.size() != 1) return std::nullopt;
+  for (size_t i = 0; i < (op->second ? 2u : 1u); ++i) {
     if (!overwritable(args[i], args[1 - i])) continue;
     Tensor out = std::move(args[i]);
-    const Tensor& other = args[1 - i];
-    if (op == "Add") out.add_(other);
-    else if (op == "Mul") out.mul_(other);
-    else if (op == "Sub") out.sub_(other);
-    else out.div_(other);
+    ops::binary_inplace(op->first, out, args[1 - i]);
     return out;
   }
   return std::nullopt;

@@ -121,10 +121,10 @@ graph::Tensors layer_norm_backward(const Tensor& g, const Tensor& x, const Tenso
   {
     NoGradGuard kernel_views;  // views that only feed the kernel: no nodes for them
     Tensor x2 = x.contiguous().view({rows, p.cols});
-    if (!mean.defined()) {
+    if (!mean.defined()) {  // the normalized rows go to dx, which the backward kernel overwrites
       mean = empty({rows}, o);
       rstd = empty({rows}, o);
-      be.layer_norm(x2, Tensor(), Tensor(), p.eps, empty({rows, p.cols}, o), mean, rstd);
+      be.layer_norm(x2, Tensor(), Tensor(), p.eps, dx.view({rows, p.cols}), mean, rstd);
     }
     be.layer_norm_backward(g.contiguous().view({rows, p.cols}), x2, mean, rstd, w, dx.view({rows, p.cols}), dw, db);
   }

@@ -1,0 +1,226 @@
+"""The memory plan of a compiled program (docs/design.md, "Running a program"): elementwise
+results and activation gradients written into a dying operand's buffer, a linear's weight
+gradient before its input gradient, a cheap activation computed again for its late readers
+(src/ug/compiler/remat.cpp). Each case bounds the peak of one run by the buffers its values
+need, derived from their sizes (the buffers the plan saves would pass the bound), and checks
+the values against eager unigrad: the plan changes where and when a kernel runs, never which
+kernel on which inputs, so they are equal bit for bit where eager runs the same kernels."""
+import numpy as np
+
+import unigrad as ug
+
+F32 = 4  # bytes
+
+
+def same(a, b):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def peak_of(fn, *args):
+    """Bytes allocated at the peak of one call beyond what was live before it, and its result."""
+    before = ug.memory.allocated()
+    ug.memory.reset_peak()
+    out = fn(*args)
+    return ug.memory.max_allocated() - before, out
+
+
+def test_an_activation_gradient_writes_into_the_dying_gradient():
+    n = 1 << 16
+    x, y = ug.randn(n), ug.randn(n)
+
+    def f(x, y):
+        _, pullback = ug.vjp(ug.nn.functional.gelu, x)
+        return pullback(y * 2)[0]  # y * 2 dies at gelu_backward, which writes into it
+
+    jitted = ug.jit(f)
+    jitted(x, y)
+    peak, out = peak_of(jitted, x, y)
+    assert peak < 1.5 * n * F32  # one buffer of x's size (two if gelu_backward allocated)
+    same(out, f(x, y))
+
+
+def test_a_cheap_activation_is_computed_again_for_a_late_reader():
+    n = 1 << 16
+
+    def f(x):
+        h = ug.nn.functional.gelu(x)
+        early = h.sum()
+        t = x
+        for _ in range(6):  # a long gap during which x, an input, stays alive anyway
+            t = (t * 0.5).tanh()
+        return early + (h * t).sum()
+
+    x = ug.randn(n)
+    jitted = ug.jit(f)
+    jitted(x)
+    assert jitted.lower(x).optimizer_stats()["recomputed"] == 1
+    peak, out = peak_of(jitted, x)
+    # The chain holds t and the next tanh's result; h, held across it, would be a third buffer.
+    assert peak < 2.5 * n * F32
+    same(out, f(x))
+
+
+def test_attention_probabilities_are_computed_again_from_q_and_k():
+    # softmax's scores die at softmax; q and k stay alive for their own gradients, so the
+    # backward's readers of the probabilities get the product and the softmax again instead of
+    # the probabilities being held through the rest of the forward and backward.
+    ug.manual_seed(0)
+    q, k, v, w = ug.randn(2, 16, 8), ug.randn(2, 16, 8), ug.randn(2, 16, 8), ug.randn(8)
+
+    def loss(q, k, v, w):
+        h = ug.softmax(q @ k.transpose(-2, -1), -1) @ v
+        for _ in range(4):
+            h = (h * w).tanh()
+        return h.sum()
+
+    step = ug.grad(loss, argnums=(0, 1, 2, 3))
+    jitted = ug.jit(step)
+    program = jitted.lower(q, k, v, w)
+    assert program.optimizer_stats()["recomputed"] == 2
+    assert program.node_types().count("Softmax") == 2
+    for a, b in zip(jitted(q, k, v, w), step(q, k, v, w)):
+        same(a, b)
+
+
+def test_nothing_is_computed_again_after_an_effect_that_may_have_written_its_inputs():
+    # opt.step() writes the weight in place while the program runs: a GELU of the weight read
+    # after it must be the one computed before the step, as eagerly.
+    def make():
+        ug.manual_seed(0)
+        model = ug.nn.Linear(64, 64)
+        opt = ug.optim.SGD(model.parameters(), lr=0.5)
+
+        def step(x):
+            opt.zero_grad()
+            h = ug.nn.functional.gelu(model.weight)
+            loss = (h @ x).tanh().sum() + model(x.t()).sum()
+            loss.backward()
+            opt.step()
+            return h * 2
+        return step
+
+    x = ug.randn(64, 8)
+    eager, compiled = make(), ug.compile(make())
+    for _ in range(3):
+        same(compiled(x), eager(x))
+
+
+def test_under_autograd_the_program_runs_without_the_copies():
+    # Recording through a copy would give the GELU's input two gradient terms where the eager
+    # backward sums the GELU output's first: grad(jit(f)) runs the graph without the copies
+    # and equals grad(f) bit for bit.
+    def f(x):
+        h = ug.nn.functional.gelu(x)
+        early = (h * h).sum()
+        t = x
+        for _ in range(6):
+            t = (t * 0.5).tanh()
+        return early + (h * t).sum()
+
+    x = ug.randn(4096)
+    jitted = ug.jit(f)
+    assert jitted.lower(x).optimizer_stats()["recomputed"] == 1
+    same(ug.grad(jitted)(x), ug.grad(f)(x))
+    same(jitted(x), f(x))
+
+
+def test_a_value_read_again_soon_is_held():
+    def f(x):
+        h = x.exp()
+        return h.sum() + (h * 2).sum()
+
+    x = ug.randn(64)
+    jitted = ug.jit(f)
+    assert jitted.lower(x).optimizer_stats()["recomputed"] == 0
+    same(jitted(x), f(x))
+
+
+def test_an_input_that_dies_is_not_computed_again():
+    # relu_backward reads relu's output, not its input: z dies at relu, so h is held, not
+    # recomputed from a value the program would have to keep alive longer.
+    ug.manual_seed(0)
+    w1, w2, x = ug.randn(8, 32), ug.randn(32, 1), ug.randn(16, 8)
+
+    def loss(w1, w2, x):
+        return ug.nn.functional.relu(x @ w1).matmul(w2).sum()
+
+    step = ug.grad(loss, argnums=(0, 1))
+    jitted = ug.jit(step)
+    assert jitted.lower(w1, w2, x).optimizer_stats()["recomputed"] == 0
+    for a, b in zip(jitted(w1, w2, x), step(w1, w2, x)):
+        same(a, b)
+
+
+def test_a_linear_layer_frees_its_input_before_the_input_gradient_is_made():
+    n, d, hidden = 256, 8, 512
+    ug.manual_seed(0)
+    w1, w2 = ug.randn(hidden, d) * 0.3, ug.randn(1, hidden) * 0.3
+    x = ug.randn(n, d)
+
+    def loss(w1, w2, x):
+        return ug.nn.functional.linear(ug.nn.functional.gelu(ug.nn.functional.linear(x, w1)), w2).sum()
+
+    step = ug.value_and_grad(loss, argnums=(0, 1))
+    jitted = ug.jit(step)
+    jitted(w1, w2, x)
+    peak, (value, grads) = peak_of(jitted, w1, w2, x)
+    # Two [n, hidden] buffers at most: the pre-activation and the GELU output in the forward,
+    # the pre-activation and the incoming gradient in the backward (gelu_backward writes into
+    # the latter, and the GELU output died at w2's gradient, computed first); besides them the
+    # gradients and small rows. Before the plan, three were (the GELU output beside them).
+    small = (w1.numel() + w2.numel() + n * d + n) * F32
+    assert peak < 2 * n * hidden * F32 + 2 * small
+    e_value, e_grads = step(w1, w2, x)
+    same(value, e_value)
+    for a, b in zip(grads, e_grads):
+        same(a, b)
+
+
+def transformer_step(batch, seq, d, heads):
+    """bench/py/transformer_jit_step.py's step (post-LN block, exact GELU, AdamW)."""
+    ug.manual_seed(0)
+    block = ug.nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, activation="gelu", batch_first=True)
+    x, target = ug.randn(batch, seq, d), ug.randn(batch, seq, d)
+    params = block.init(ug.random.key(0), x)
+    optimizer = ug.optim.AdamW(block.parameters(), lr=1e-3, weight_decay=0.01)
+
+    def step(params, opt_state, x, target):
+        loss, grads = ug.value_and_grad(lambda p: ug.nn.functional.mse_loss(block.apply(p, x), target))(params)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return ug.optim.apply_updates(params, updates), opt_state, loss
+
+    return step, params, optimizer.init(params), x, target
+
+
+def test_the_transformer_step_peak_is_below_eager_and_bounded_by_its_saved_values():
+    batch, seq, d, heads = 16, 64, 128, 4
+    step, params, opt_state, x, target = transformer_step(batch, seq, d, heads)
+    jitted = ug.jit(step)
+    e_params, e_state = params, opt_state
+    steps, lr = 3, 1e-3
+    for _ in range(steps):
+        params, opt_state, loss = jitted(params, opt_state, x, target)
+        e_params, e_state, e_loss = step(e_params, e_state, x, target)
+    # The compiled gradients equal the eager ones to float32 rounding (test_fused_backward.py:
+    # the program's reductions may add in another order); AdamW divides each gradient element
+    # by its own scale, so a last-bit difference in a near-zero element moves that parameter by
+    # a small fraction of lr: 1% of lr a step at most.
+    np.testing.assert_allclose(np.asarray(loss), np.asarray(e_loss), rtol=1e-5)
+    for k in params:
+        np.testing.assert_allclose(np.asarray(params[k]), np.asarray(e_params[k]), rtol=0, atol=steps * lr * 1e-2)
+
+    jit_peak, _ = peak_of(jitted, params, opt_state, x, target)
+    eager_peak, _ = peak_of(step, params, opt_state, x, target)
+    assert jit_peak < eager_peak
+
+    # At the worst point (the feed-forward's second product, in the forward) the program holds
+    # what the backward will read that it does not compute again (the q/k/v projection, the
+    # scaled q, the attention's output, the first layer norm's input), the layer norm's output
+    # until the residual addition, the feed-forward's pre-activation and GELU output and the
+    # product's result; the attention probabilities, the GELU output and the layer norm's
+    # output are computed again in the backward. Beside them at most one set of gradients.
+    row = batch * seq * d * F32
+    hidden = 4 * row
+    param_bytes = sum(p.numel() for p in params.values()) * F32
+    bound = (3 + 1 + 1 + 1 + 1 + 1) * row + 2 * hidden + param_bytes
+    assert jit_peak <= bound, (jit_peak / 2**20, bound / 2**20)
