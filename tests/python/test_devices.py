@@ -1,0 +1,79 @@
+"""JAX's device functions (ug.devices, local_devices, default_backend, device_put) and
+TensorFlow's tf.config queries against JAX 0.10.2 and TensorFlow on this CPU-only machine."""
+import os
+
+import numpy as np
+import pytest
+
+import unigrad as ug
+
+
+@pytest.fixture(scope="module")
+def jax():
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+
+    return jax
+
+
+def test_device_lists_and_default_backend_match_jax(jax):
+    assert ug.default_backend() == jax.default_backend() == "cpu"
+    for ours, theirs in ((ug.devices(), jax.devices()), (ug.local_devices(), jax.local_devices()),
+                         (ug.devices("cpu"), jax.devices("cpu"))):
+        assert [d.type for d in ours] == [d.platform for d in theirs] == ["cpu"]
+    assert ug.devices()[0] == "cpu"
+    for backend in ("gpu", "cuda"):
+        with pytest.raises(RuntimeError, match="not available"):
+            ug.devices(backend)
+    with pytest.raises(RuntimeError):
+        jax.devices("gpu")
+    with pytest.raises(ValueError, match="unknown backend 'tpu'"):
+        ug.devices("tpu")
+
+
+def test_device_put_keeps_the_tree_and_makes_tensors(jax):
+    a = ug.ones(3)
+    assert ug.device_put(a) is a and ug.device_put(a, ug.devices()[0]) is a and ug.device_put(a, "cpu") is a
+    ja = jax.numpy.ones(3)
+    assert jax.device_put(ja) is ja  # the habit: no copy when the array is there already
+    tree = {"w": np.arange(6.0, dtype=np.float32).reshape(2, 3), "b": [1, 2.5], "c": (np.int64(3),)}
+    ours, theirs = ug.device_put(tree), jax.device_put(tree)
+    assert ug.tree_structure(ours) == ug.tree_structure(theirs)
+    for u, j, src in zip(ug.tree_leaves(ours), jax.tree_util.tree_leaves(theirs), ug.tree_leaves(tree)):
+        assert isinstance(u, ug.Tensor) and u.device == "cpu"
+        np.testing.assert_array_equal(u.numpy(), np.asarray(j))
+        np.testing.assert_array_equal(u.numpy(), np.asarray(src))
+    src = np.ones(2)
+    put = ug.device_put(src)
+    src[0] = 5  # copied, as JAX copies
+    assert put.numpy().tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match=r"\[to\] cannot move a tensor to cuda:0"):
+        ug.device_put(a, "cuda")
+
+
+def test_tf_config_lists_the_devices_tensorflow_lists(tf):
+    for kind in (None, "CPU", "GPU"):
+        assert [tuple(d) for d in ug.config.list_physical_devices(kind)] == \
+            [(d.name, d.device_type) for d in tf.config.list_physical_devices(kind)]
+        assert [tuple(d) for d in ug.config.list_logical_devices(kind)] == \
+            [(d.name, d.device_type) for d in tf.config.list_logical_devices(kind)]
+    assert ug.config.experimental.list_physical_devices("GPU") == []
+    with pytest.raises(ValueError, match="unknown device type 'TPU'"):
+        ug.config.list_physical_devices("TPU")
+
+
+def test_memory_growth_follows_tensorflow_on_a_cpu(tf):
+    cpu = ug.config.list_physical_devices("CPU")[0]
+    with pytest.raises(ValueError):
+        tf.config.experimental.set_memory_growth(tf.config.list_physical_devices("CPU")[0], True)
+    with pytest.raises(ValueError, match="GPU devices"):
+        ug.config.experimental.set_memory_growth(cpu, True)
+    gpu = ug.config.PhysicalDevice("/physical_device:GPU:0", "GPU")
+    ug.config.experimental.set_memory_growth(gpu, True)  # what the allocator does anyway
+    assert ug.config.experimental.get_memory_growth(gpu)
+    with pytest.raises(ValueError, match="on demand"):
+        ug.config.experimental.set_memory_growth(gpu, False)
+    ug.memory.reset_peak_memory_stats()
+    x = ug.empty(1 << 20)
+    info = ug.config.experimental.get_memory_info("CPU:0")
+    assert info["peak"] >= info["current"] >= x.numel() * 4
