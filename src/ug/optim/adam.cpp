@@ -25,6 +25,27 @@ Hyper adam_hyper(const char* name, double lr, std::pair<double, double> betas, d
 
 std::vector<ParamGroup> one_group(std::vector<Tensor> params) { return {ParamGroup(std::move(params))}; }
 
+/** The kernel's arguments: the parameter written in place, its state's arrays, the group's
+ *  hyperparameters at this step. */
+template <class T>
+kernels::AdamArgs<T> adam_args(const Hyper& h, const Tensor& param, const Tensor& grad, const TensorDict& state,
+                               bool amsgrad, double step) {
+  const auto [beta1, beta2] = hyper_get<std::pair<double, double>>(h, "betas");
+  return {param.data_ptr<T>(),
+          grad.data_ptr<T>(),
+          state.at("exp_avg").data_ptr<T>(),
+          state.at("exp_avg_sq").data_ptr<T>(),
+          amsgrad ? state.at("max_exp_avg_sq").data_ptr<T>() : nullptr,
+          hyper_get<double>(h, "lr"),
+          beta1,
+          beta2,
+          hyper_get<double>(h, "eps"),
+          hyper_get<double>(h, "weight_decay"),
+          step,
+          hyper_get<bool>(h, "decoupled_weight_decay"),
+          hyper_get<bool>(h, "maximize")};
+}
+
 }  // namespace
 
 AdamOptions::operator Hyper() const {
@@ -71,21 +92,8 @@ std::pair<Tensor, TensorDict> Adam::update_fresh(const Hyper& h, const Tensor& p
     next.insert(name, array(name) ? empty(t.shape(), Options{t.dtype(), t.device()}) : t.clone());
   }
   const double step = detail::increment_step(next);
-  const auto [beta1, beta2] = hyper_get<std::pair<double, double>>(h, "betas");
   UG_OPTIM_DISPATCH(param.dtype(), T, {
-    kernels::AdamArgs<T> a{value.data_ptr<T>(),
-                           g.data_ptr<T>(),
-                           next.at("exp_avg").data_ptr<T>(),
-                           next.at("exp_avg_sq").data_ptr<T>(),
-                           amsgrad ? next.at("max_exp_avg_sq").data_ptr<T>() : nullptr,
-                           hyper_get<double>(h, "lr"),
-                           beta1,
-                           beta2,
-                           hyper_get<double>(h, "eps"),
-                           hyper_get<double>(h, "weight_decay"),
-                           step,
-                           hyper_get<bool>(h, "decoupled_weight_decay"),
-                           hyper_get<bool>(h, "maximize")};
+    kernels::AdamArgs<T> a = adam_args<T>(h, value, g, next, amsgrad, step);
     a.param_in = p_in.data_ptr<T>();
     a.exp_avg_in = in.at("exp_avg").data_ptr<T>();
     a.exp_avg_sq_in = in.at("exp_avg_sq").data_ptr<T>();
@@ -100,21 +108,8 @@ void Adam::update_param(const Hyper& h, const Tensor& param, const Tensor& grad,
   if (amsgrad && !state.contains("max_exp_avg_sq"))
     state.insert("max_exp_avg_sq", zeros(param.shape(), Options{param.dtype(), param.device()}));
   const double step = detail::increment_step(state);
-  const auto [beta1, beta2] = hyper_get<std::pair<double, double>>(h, "betas");
   UG_OPTIM_DISPATCH(param.dtype(), T, {
-    const kernels::AdamArgs<T> a{param.data_ptr<T>(),
-                                 grad.data_ptr<T>(),
-                                 state.at("exp_avg").data_ptr<T>(),
-                                 state.at("exp_avg_sq").data_ptr<T>(),
-                                 amsgrad ? state.at("max_exp_avg_sq").data_ptr<T>() : nullptr,
-                                 hyper_get<double>(h, "lr"),
-                                 beta1,
-                                 beta2,
-                                 hyper_get<double>(h, "eps"),
-                                 hyper_get<double>(h, "weight_decay"),
-                                 step,
-                                 hyper_get<bool>(h, "decoupled_weight_decay"),
-                                 hyper_get<bool>(h, "maximize")};
+    const kernels::AdamArgs<T> a = adam_args<T>(h, param, grad, state, amsgrad, step);
     detail::for_chunks(param.numel(), [&](int64_t b, int64_t e) { kernels::adam(a, b, e); });
   })
 }
