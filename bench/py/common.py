@@ -59,6 +59,28 @@ def _other_load():
     return round(other, 2), round(steal, 2)
 
 
+def transformer_step(ug):
+    """The JAX peer's transformer workload (shared/bench/peers/jax/transformer_step.py) in
+    unigrad's functional style: a post-LN TransformerEncoderLayer(128, 4, 512, exact GELU, no
+    dropout), input (32, 64, 128) ~ N(0,1), MSE against a random target, AdamW (lr 1e-3, weight
+    decay 0.01) by init/update. Returns (train_step, params, optimizer, x, target)."""
+    ug.manual_seed(0)
+    block = ug.nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, activation="gelu", batch_first=True)
+    x, target = ug.randn(32, 64, 128), ug.randn(32, 64, 128)
+    params = block.init(ug.random.key(0), x)
+    optimizer = ug.optim.AdamW(block.parameters(), lr=1e-3, weight_decay=0.01)
+
+    def loss_fn(params, x, target):
+        return ug.nn.functional.mse_loss(block.apply(params, x), target)
+
+    def train_step(params, opt_state, x, target):
+        loss, grads = ug.value_and_grad(loss_fn)(params, x, target)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return ug.optim.apply_updates(params, updates), opt_state, loss
+
+    return train_step, params, optimizer, x, target
+
+
 def emit(ug, bench, threads, seconds, extra=None):
     extra = dict(extra or {})
     extra["ug_threads"] = ug.get_num_threads()

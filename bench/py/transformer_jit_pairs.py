@@ -16,23 +16,7 @@ args = common.parse_args(__doc__)
 ug = common.init_ug(args)
 WARMUP, PAIRS = (3, 30) if args.quick else (3, 80)
 
-ug.manual_seed(0)
-block = ug.nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, activation="gelu", batch_first=True)
-x, target = ug.randn(32, 64, 128), ug.randn(32, 64, 128)
-params = block.init(ug.random.key(0), x)
-optimizer = ug.optim.AdamW(block.parameters(), lr=1e-3, weight_decay=0.01)
-
-
-def loss_fn(params, x, target):
-    return ug.nn.functional.mse_loss(block.apply(params, x), target)
-
-
-def train_step(params, opt_state, x, target):
-    loss, grads = ug.value_and_grad(loss_fn)(params, x, target)
-    updates, opt_state = optimizer.update(grads, opt_state, params)
-    return ug.optim.apply_updates(params, updates), opt_state, loss
-
-
+train_step, params, optimizer, x, target = common.transformer_step(ug)
 steps = {"jit": ug.jit(train_step), "eager": train_step}
 state = {name: (params, optimizer.init(params)) for name in steps}
 times = {name: [] for name in steps}
