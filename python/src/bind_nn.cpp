@@ -45,6 +45,15 @@ Module& as_module(nb::handle self) {
   return nb::cast<Module&>(self);
 }
 
+/** The Python object a hook is given for the module it runs on: the module's own where one is
+ *  alive, else a new one over the shared module (a layer made in C++, such as a
+ *  TransformerEncoder's copies, whose temporary Python object is gone). A hook never holds the
+ *  object itself: that would keep a freed one, or make a cycle through C++ no collector sees. */
+nb::object module_object(Module& m) {
+  if (nb::handle existing = nb::find(m); existing.is_valid()) return nb::borrow(existing);
+  return nb::cast(m.shared_from_this());
+}
+
 nb::object tensor_or_none(const Tensor& t) { return t.defined() ? nb::cast(t) : nb::none(); }
 
 nb::dict to_python(const TensorDict& d) {
@@ -79,9 +88,11 @@ template <class V> nb::list pairs(const std::vector<std::pair<std::string, V>>& 
 const nb::object& held(const std::any& value) { return std::any_cast<const nb::object&>(value); }
 
 /** What a hook sees of a general call's inputs or output: the front end's own object, or the
- *  tensors of a call made from C++ (Module::call's tensor form) as a tuple, None where undefined. */
-nb::object for_hook(const std::any& value) {
+ *  tensors of a call made from C++ (Module::call's tensor form) as a tuple, None where
+ *  undefined; a single output is the tensor itself, as torch's hooks see a layer's result. */
+nb::object for_hook(const std::any& value, bool output = false) {
   if (const auto* tensors = std::any_cast<std::vector<Tensor>>(&value)) {
+    if (output && tensors->size() == 1) return (*tensors)[0].defined() ? nb::cast((*tensors)[0]) : nb::none();
     nb::list items;
     for (const Tensor& t : *tensors) items.append(t.defined() ? nb::cast(t) : nb::none());
     return nb::tuple(items);
@@ -385,14 +396,13 @@ void bind_nn(nb::module_& nn) {
           "register_forward_hook",
           [](nb::handle self, nb::object hook) {
             // hook(module, inputs, output): inputs is the positional arguments' tuple.
-            Module& m = as_module(self);
-            size_t id = m.register_forward_hook(
-                [self, hook](Module&, const Tensor& in, const Tensor& out) {
-                  nb::object r = hook(self, nb::make_tuple(in), out);
+            size_t id = as_module(self).register_forward_hook(
+                [hook](Module& m, const Tensor& in, const Tensor& out) {
+                  nb::object r = hook(module_object(m), nb::make_tuple(in), out);
                   return r.is_none() ? std::optional<Tensor>() : std::optional<Tensor>(nb::cast<Tensor>(r));
                 },
-                [self, hook](Module&, const std::any& in, const std::any& out) {
-                  nb::object r = hook(self, for_hook(in), for_hook(out));
+                [hook](Module& m, const std::any& in, const std::any& out) {
+                  nb::object r = hook(module_object(m), for_hook(in), for_hook(out, true));
                   return r.is_none() ? std::optional<std::any>() : std::optional<std::any>(from_hook(r, out));
                 });
             return ModuleHookHandle{nb::borrow(self), id};
@@ -404,16 +414,15 @@ void bind_nn(nb::module_& nn) {
           "register_forward_pre_hook",
           [](nb::handle self, nb::object hook) {
             // hook(module, inputs) may return new inputs: a tuple, or one value.
-            Module& m = as_module(self);
-            size_t id = m.register_forward_pre_hook(
-                [self, hook](Module&, const Tensor& in) {
-                  nb::object r = hook(self, nb::make_tuple(in));
+            size_t id = as_module(self).register_forward_pre_hook(
+                [hook](Module& m, const Tensor& in) {
+                  nb::object r = hook(module_object(m), nb::make_tuple(in));
                   if (r.is_none()) return std::optional<Tensor>();
                   if (nb::isinstance<nb::tuple>(r)) r = r[0];
                   return std::optional<Tensor>(nb::cast<Tensor>(r));
                 },
-                [self, hook](Module&, const std::any& in) {
-                  nb::object r = hook(self, for_hook(in));
+                [hook](Module& m, const std::any& in) {
+                  nb::object r = hook(module_object(m), for_hook(in));
                   if (r.is_none()) return std::optional<std::any>();
                   if (!nb::isinstance<nb::tuple>(r)) r = nb::make_tuple(r);
                   return std::optional<std::any>(from_hook(r, in));

@@ -2,6 +2,7 @@
 // embedding, losses, attention and the transformer encoder layer.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
@@ -236,6 +237,27 @@ void bind_nn_layers(nb::module_& nn) {
             return m.forward(src, tensor_or_empty(src_mask), tensor_or_empty(src_key_padding_mask), is_causal);
           },
           "src"_a, "src_mask"_a = nb::none(), "src_key_padding_mask"_a = nb::none(), "is_causal"_a = false);
+  nb::class_<n::TransformerEncoderImpl, Module>(
+      nn, "TransformerEncoder",
+      "num_layers copies of an encoder layer, then an optional norm (torch.nn.TransformerEncoder). "
+      "enable_nested_tensor and mask_check choose torch's fast paths and change no result: accepted.")
+      .def(
+          "__init__",
+          [](n::TransformerEncoderImpl* self, std::shared_ptr<n::TransformerEncoderLayerImpl> encoder_layer,
+             int64_t num_layers, std::shared_ptr<Module> norm, bool, bool) {
+            new (self) n::TransformerEncoderImpl(n::TransformerEncoderLayer(std::move(encoder_layer)), num_layers,
+                                                 std::move(norm));
+          },
+          "encoder_layer"_a, "num_layers"_a, "norm"_a = nb::none(), "enable_nested_tensor"_a = true,
+          "mask_check"_a = true)
+      .def(
+          "forward",
+          [](n::TransformerEncoderImpl& m, const Tensor& src, std::optional<Tensor> mask,
+             std::optional<Tensor> src_key_padding_mask, std::optional<bool> is_causal) {
+            return m.forward(src, tensor_or_empty(mask), tensor_or_empty(src_key_padding_mask),
+                             is_causal.value_or(false));
+          },
+          "src"_a, "mask"_a = nb::none(), "src_key_padding_mask"_a = nb::none(), "is_causal"_a = nb::none());
 }
 
 }  // namespace ugpy

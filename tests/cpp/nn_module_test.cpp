@@ -157,6 +157,26 @@ TEST(NnModule, AChildCalledWithSeveralTensorsRunsItsHooks) {
   EXPECT_FALSE(test::values(hooked) == test::values(plain));
 }
 
+TEST(NnModule, TransformerEncoderRunsCopiesOfItsLayer) {
+  manual_seed(0);
+  nn::TransformerEncoderLayer layer(8, 2, 16, 0.0);
+  nn::LayerNorm norm(Dims{8});
+  nn::TransformerEncoder enc(layer, 2, norm.ptr());
+  EXPECT_EQ(enc->layers->size(), 2u);
+  EXPECT_EQ(enc->parameters().size(), 2 * layer->parameters().size() + 2);
+  auto first = std::static_pointer_cast<nn::TransformerEncoderLayerImpl>((*enc->layers)[0]);
+  test::expect_values(first->linear1->weight(), test::values(layer->linear1->weight()), 0);
+  {
+    NoGradGuard no_grad;
+    first->linear1->weight().mul_(2);  // the copies are the encoder's own
+  }
+  EXPECT_FALSE(test::values(first->linear1->weight()) == test::values(layer->linear1->weight()));
+  const Tensor x = randn({5, 3, 8});
+  auto second = std::static_pointer_cast<nn::TransformerEncoderLayerImpl>((*enc->layers)[1]);
+  test::expect_values(enc(x), test::values(norm(second->forward(first->forward(x)))), 0);
+  EXPECT_THROW(nn::TransformerEncoder(layer, -1), ValueError);
+}
+
 TEST(NnModule, RegistrationErrors) {
   nn::Module m;
   m.register_parameter("w", zeros({2}));

@@ -1,5 +1,7 @@
 """ug.nn layers against torch.nn with identical weights and inputs: outputs and gradients of
 input and parameters, in train and eval modes."""
+import gc
+
 import numpy as np
 import pytest
 import torch
@@ -260,6 +262,60 @@ def test_hooks_on_an_encoder_layers_attention_run_as_in_torch():
     assert_close(u_hooked, t_hooked, n=150)
     assert_close(u_plain, t_plain, n=150)
     assert not np.allclose(u_hooked, u_plain)
+
+
+@pytest.mark.parametrize("norm", [False, True])
+def test_transformer_encoder_matches_torch(norm):
+    kwargs = dict(dropout=0.0, batch_first=True)
+    t = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(16, 4, 32, **kwargs), 2,
+                                    norm=torch.nn.LayerNorm(16) if norm else None, enable_nested_tensor=False)
+    u = ug.nn.TransformerEncoder(ug.nn.TransformerEncoderLayer(16, 4, 32, **kwargs), 2,
+                                 norm=ug.nn.LayerNorm(16) if norm else None)
+    u, t = twins(u, t)
+    assert [n for n, _ in u.named_parameters()] == [n for n, _ in t.named_parameters()]
+    # the longest sums are one encoder layer's (see the encoder-layer test above): a second layer adds none longer
+    check_layer(u, t, rand(2, 7, 16), n=300)
+    causal = np.triu(np.ones((7, 7), bool), 1)
+    padding = np.zeros((2, 7), bool)
+    padding[1, 5:] = True
+    u.zero_grad(), t.zero_grad()
+    check_layer(u, t, rand(2, 7, 16), n=300, call=lambda m, x: m(
+        x, mask=(ug.tensor if isinstance(m, ug.nn.Module) else torch.tensor)(causal),
+        src_key_padding_mask=(ug.tensor if isinstance(m, ug.nn.Module) else torch.tensor)(padding)))
+
+
+def test_transformer_encoder_copies_its_layer_as_torch_does():
+    def run(lib):
+        layer = lib.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+        enc = lib.nn.TransformerEncoder(layer, 3)
+        same = [np.array_equal(enc.layers[i].linear1.weight.detach().numpy(), layer.linear1.weight.detach().numpy())
+                for i in range(3)]
+        with lib.no_grad():
+            enc.layers[0].linear1.weight.mul_(2)
+        apart = [np.array_equal(enc.layers[i].linear1.weight.detach().numpy(), layer.linear1.weight.detach().numpy())
+                 for i in range(3)]
+        log = []
+        for i in range(3):
+            enc.layers[i].register_forward_hook(lambda m, inp, out, i=i: log.append((i, len(inp), tuple(out.shape))))
+        enc(lib.ones(4, 2, 8))
+        return same, apart, log, len(list(enc.parameters())), len(lib.nn.TransformerEncoder(layer, 0).layers)
+
+    assert run(ug) == run(torch)
+    assert run(ug)[:2] == ([True] * 3, [False, True, True])
+    with pytest.raises(ValueError, match="num_layers must not be negative"):
+        ug.nn.TransformerEncoder(ug.nn.TransformerEncoderLayer(8, 2, 16), -1)
+
+
+def test_a_hook_on_a_layer_made_in_cpp_outlives_its_python_object():
+    """Hooks registered through a temporary Python object of a C++-made child (a
+    TransformerEncoder's copy) get the module when they run (they held the freed object)."""
+    enc = ug.nn.TransformerEncoder(ug.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2)
+    seen = []
+    enc.layers[1].register_forward_hook(lambda m, inp, out: seen.append(m.linear1.weight.shape))
+    enc.layers[1].register_forward_pre_hook(lambda m, inp: seen.append(type(m).__name__))
+    gc.collect()
+    enc(ug.ones(3, 2, 8))
+    assert seen == ["TransformerEncoderLayer", (16, 8)]
 
 
 def test_default_inits_follow_torch():

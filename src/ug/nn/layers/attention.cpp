@@ -134,7 +134,10 @@ TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(int64_t d_model, int64_
                                                          double dropout_p, const std::string& activation_name,
                                                          double layer_norm_eps, bool batch_first, bool norm_first,
                                                          bool bias)
-    : Module("TransformerEncoderLayer"), norm_first_(norm_first), activation_(activation(activation_name)) {
+    : Module("TransformerEncoderLayer"),
+      hyper_{d_model,        nhead,       dim_feedforward, dropout_p, activation_name,
+             layer_norm_eps, batch_first, norm_first,      bias},
+      activation_(activation(activation_name)) {
   if (activation_name != "relu" && activation_name != "gelu")
     fail("[TransformerEncoderLayer] activation must be \"relu\" or \"gelu\", got \"", activation_name, "\"");
   self_attn = register_module("self_attn", MultiheadAttention(d_model, nhead, dropout_p, bias, batch_first));
@@ -170,12 +173,50 @@ Tensor TransformerEncoderLayerImpl::feed_forward_block(const Tensor& x) {
 Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src_mask,
                                             const Tensor& src_key_padding_mask, bool is_causal) {
   Tensor x = src;
-  if (norm_first_) {
+  if (hyper_.norm_first) {
     x = x + self_attention_block(norm1(x), src_mask, src_key_padding_mask, is_causal);
     return x + feed_forward_block(norm2(x));
   }
   x = norm1(x + self_attention_block(x, src_mask, src_key_padding_mask, is_causal));
   return norm2(x + feed_forward_block(x));
+}
+
+std::shared_ptr<TransformerEncoderLayerImpl> TransformerEncoderLayerImpl::clone() const {
+  const Hyper& h = hyper_;
+  auto copy =
+      std::make_shared<TransformerEncoderLayerImpl>(h.d_model, h.nhead, h.dim_feedforward, h.dropout, h.activation,
+                                                    h.layer_norm_eps, h.batch_first, h.norm_first, h.bias);
+  copy->load_state_dict(state_dict());
+  copy->train(is_training());
+  return copy;
+}
+
+TransformerEncoderImpl::TransformerEncoderImpl(const TransformerEncoderLayer& encoder_layer, int64_t num_layers,
+                                               std::shared_ptr<Module> norm_module)
+    : Module("TransformerEncoder") {
+  if (!encoder_layer) fail("[TransformerEncoder] encoder_layer is empty");
+  if (num_layers < 0) fail("[TransformerEncoder] num_layers must not be negative, got ", num_layers);
+  layers = register_module("layers", ModuleList());
+  for (int64_t i = 0; i < num_layers; ++i) layers->push_back(encoder_layer->clone());
+  if (norm_module) norm = register_module("norm", std::move(norm_module));
+}
+
+Tensor TransformerEncoderImpl::forward(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask,
+                                       bool is_causal) {
+  Tensor x = src;
+  for (const std::shared_ptr<Module>& layer : *layers) {
+    // Through call(), so that the layers' hooks run (they see (x,) and the layer's output).
+    auto& encoder_layer = static_cast<TransformerEncoderLayerImpl&>(*layer);
+    std::vector<Tensor> out = encoder_layer.call({x}, [&](const std::vector<Tensor>& in) {
+      if (in.size() != 1 || !in[0].defined())
+        fail("[TransformerEncoder] a forward pre-hook on a layer must give one input, got ", in.size());
+      return std::vector<Tensor>{encoder_layer.forward(in[0], mask, src_key_padding_mask, is_causal)};
+    });
+    if (out.size() != 1 || !out[0].defined())
+      fail("[TransformerEncoder] a forward hook on a layer must give one output, got ", out.size());
+    x = out[0];
+  }
+  return norm ? (*norm)(x) : x;
 }
 
 }  // namespace ug::nn

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "ug/nn/containers.h"
 #include "ug/nn/layers/dropout.h"
 #include "ug/nn/layers/linear.h"
 #include "ug/nn/layers/normalization.h"
@@ -45,6 +46,9 @@ class TransformerEncoderLayerImpl : public Module {
   Tensor forward(const Tensor& src) override { return forward(src, {}, {}, false); }
   Tensor forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask = {},
                  bool is_causal = false);
+  /** A layer of the same hyperparameters holding copies of this one's parameters and buffers,
+   *  in the same training mode (what torch's TransformerEncoder makes of its layer by deepcopy). */
+  std::shared_ptr<TransformerEncoderLayerImpl> clone() const;
 
   MultiheadAttention self_attn{nullptr};
   Linear linear1{nullptr}, linear2{nullptr};
@@ -54,9 +58,31 @@ class TransformerEncoderLayerImpl : public Module {
  private:
   Tensor self_attention_block(const Tensor& x, const Tensor& mask, const Tensor& key_padding_mask, bool is_causal);
   Tensor feed_forward_block(const Tensor& x);
-  bool norm_first_;
+  struct Hyper {
+    int64_t d_model, nhead, dim_feedforward;
+    double dropout;
+    std::string activation;
+    double layer_norm_eps;
+    bool batch_first, norm_first, bias;
+  } hyper_;
   std::function<Tensor(const Tensor&)> activation_;
 };
 UG_MODULE(TransformerEncoderLayer);
+
+/** num_layers copies of encoder_layer run in turn, then `norm` if given
+ *  (torch.nn.TransformerEncoder): the copies start with the layer's parameters and are trained
+ *  apart from it and from each other; `norm` is the module given, not a copy. */
+class TransformerEncoderImpl : public Module {
+ public:
+  TransformerEncoderImpl(const TransformerEncoderLayer& encoder_layer, int64_t num_layers,
+                         std::shared_ptr<Module> norm = nullptr);
+  Tensor forward(const Tensor& src) override { return forward(src, {}, {}, false); }
+  Tensor forward(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask = {},
+                 bool is_causal = false);
+
+  ModuleList layers{nullptr};
+  std::shared_ptr<Module> norm;
+};
+UG_MODULE(TransformerEncoder);
 
 }  // namespace ug::nn
