@@ -182,7 +182,7 @@ class JitFunction:
     """A function compiled per call signature (see the module's docstring)."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), cache_size=8,
-                 state=None, name=None, reduce_retracing=False):
+                 state=None, name=None, reduce_retracing=False, donate_argnames=()):
         if not callable(fun):
             raise TypeError(f"[jit] expected a function, got {type(fun).__name__}")
         functools.update_wrapper(self, fun, updated=())
@@ -198,9 +198,7 @@ class JitFunction:
             if i in nums:
                 names.add(p)
         self._static_nums, self._static_names = frozenset(nums), frozenset(names)
-        # Donation lets a program reuse the donated buffers; the program does not yet, which is
-        # what jax.jit does on CPU too (it warns that the buffers were not usable).
-        self._donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+        self._donate_nums, self._donate_names = self._donation(donate_argnums, donate_argnames)
         label = getattr(fun, "__qualname__", None) or type(fun).__name__
         self._cache = _jit.ProgramCache(name or label, cache_size, reduce_retracing)
         self._relaxed = reduce_retracing
@@ -211,6 +209,52 @@ class JitFunction:
         # signature -> (output treedef, output leaves with None for tensors, the static objects
         # keyed by identity, kept alive with the program, the _builder of the result)
         self._outputs = {}
+
+    def _donation(self, argnums, argnames):
+        """The donated positions and names (a name donates its position too, as in jax.jit)."""
+        nums = {argnums} if isinstance(argnums, int) else set(argnums)
+        names = {argnames} if isinstance(argnames, str) else set(argnames)
+        for i, p in enumerate(self._params):
+            if p in names:
+                nums.add(i)
+            if i in nums:
+                names.add(p)
+        if nums & self._static_nums or names & self._static_names:
+            both = sorted(names & self._static_names) or sorted(nums & self._static_nums)
+            raise ValueError(f"[jit] static and donated arguments cannot intersect: {both} are both")
+        return frozenset(nums), frozenset(names)
+
+    def _donated(self, args, kwargs, tensors):
+        """The indices in `tensors` (the call's tensor leaves) whose buffers the run takes: the
+        leaves of the donated arguments held by the caller alone. A donated tensor that the call
+        also passes elsewhere raises, as jax.jit does; one held elsewhere too (a module's
+        parameter, a view, a tensor autograd keeps) is not usable and stays the caller's, with
+        jax.jit's warning."""
+        if not (self._donate_nums or self._donate_names):
+            return []
+        ids = set()
+        for value in [a for i, a in enumerate(args) if i in self._donate_nums] + \
+                [v for k, v in kwargs.items() if k in self._donate_names]:
+            ids.update(id(t) for t in tree_flatten(value)[0] if isinstance(t, _Tensor))
+        counts = collections.Counter(id(t) for t in tensors)
+        donated, unusable = [], []
+        for n, t in enumerate(tensors):
+            if id(t) not in ids:
+                continue
+            if counts[id(t)] > 1:
+                raise ValueError(f"[jit] a donated tensor ({_describe(t)}) is passed {counts[id(t)]} times in one "
+                                 f"call: its buffer can be donated once and then not read (as jax.jit)")
+            (donated if _jit.donatable(t) else unusable).append(n)
+        if unusable:
+            warnings.warn("Some donated buffers were not usable: "
+                          + ", ".join(_describe(tensors[n]) for n in unusable)
+                          + " (held elsewhere too: a module's parameter, a view or a tensor autograd keeps); "
+                          "they stay the caller's", UserWarning, stacklevel=3)
+        return donated
+
+    def _run(self, program, args, kwargs, tensors):
+        donated = self._donated(args, kwargs, tensors)
+        return program.call_donating(tensors, donated) if donated else program(tensors)
 
     def _arg_label(self, i):
         return self._params[i] if i < len(self._params) else f"args[{i}]"
@@ -227,7 +271,7 @@ class JitFunction:
             key = self._fast[fast[0]]
             program = self._cache.find(key[1])
             if program is not None:
-                return self._results(key[0], program(fast[1]))
+                return self._results(key[0], self._run(program, args, kwargs, fast[1]))
         call = _Call(self, args, kwargs)
         key = tuple(call.parts)
         program = self._cache.find(list(key))
@@ -235,9 +279,14 @@ class JitFunction:
         if program is None:
             program, traced = self._trace(call, key)
             # A step that writes state (PyTorch style) took its first step while traced.
-            tensors = traced if program.writes_state else program(call.tensors)
+            if program.writes_state:
+                tensors = traced
+                for n in self._donated(args, kwargs, call.tensors):
+                    _jit.delete(call.tensors[n])
+            else:
+                tensors = self._run(program, args, kwargs, call.tensors)
         else:
-            tensors = program(call.tensors)
+            tensors = self._run(program, args, kwargs, call.tensors)
             if self._relaxed:  # a program for any size there may come from a trace at another size
                 traced_key = tuple(tuple(part) for part in self._cache.traced_for(list(key)))
         if fast is not None:
@@ -322,10 +371,15 @@ def _signature_params(fun):
         return []
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), cache_size=8):
-    """jax.jit: ug.jit(f, static_argnums=...) or @ug.jit / @ug.jit(static_argnames=...)."""
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=(), cache_size=8):
+    """jax.jit: ug.jit(f, static_argnums=...) or @ug.jit / @ug.jit(static_argnames=...).
+
+    The tensors of donated arguments (donate_argnums / donate_argnames) give their buffers to
+    the run, which may write its results into them; the caller's tensors are then deleted
+    (`x.is_deleted()`), as donated jax.Arrays are."""
     def wrap(f):
-        return JitFunction(f, static_argnums, static_argnames, donate_argnums, cache_size)
+        return JitFunction(f, static_argnums, static_argnames, donate_argnums, cache_size,
+                           donate_argnames=donate_argnames)
     return wrap if fun is None else wrap(fun)
 
 
