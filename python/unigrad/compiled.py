@@ -199,6 +199,7 @@ class JitFunction:
                 names.add(p)
         self._static_nums, self._static_names = frozenset(nums), frozenset(names)
         self._donate_nums, self._donate_names = self._donation(donate_argnums, donate_argnames)
+        self._donating = bool(self._donate_nums or self._donate_names)
         label = getattr(fun, "__qualname__", None) or type(fun).__name__
         self._cache = _jit.ProgramCache(name or label, cache_size, reduce_retracing)
         self._relaxed = reduce_retracing
@@ -224,36 +225,39 @@ class JitFunction:
             raise ValueError(f"[jit] static and donated arguments cannot intersect: {both} are both")
         return frozenset(nums), frozenset(names)
 
-    def _donated(self, args, kwargs, tensors):
+    def _donated(self, tensors, candidates):
         """The indices in `tensors` (the call's tensor leaves) whose buffers the run takes: the
-        leaves of the donated arguments held by the caller alone. A donated tensor that the call
-        also passes elsewhere raises, as jax.jit does; one held elsewhere too (a module's
-        parameter, a view, a tensor autograd keeps) is not usable and stays the caller's, with
-        jax.jit's warning."""
-        if not (self._donate_nums or self._donate_names):
+        leaves of the donated arguments (`candidates`) held by the caller alone. A donated
+        tensor that the call also passes elsewhere raises, as jax.jit does; one held elsewhere
+        too (a module's parameter, a view, a tensor autograd keeps) is not usable and stays the
+        caller's, with jax.jit's warning."""
+        if not candidates:
             return []
-        ids = set()
-        for value in [a for i, a in enumerate(args) if i in self._donate_nums] + \
-                [v for k, v in kwargs.items() if k in self._donate_names]:
-            ids.update(id(t) for t in tree_flatten(value)[0] if isinstance(t, _Tensor))
-        counts = collections.Counter(id(t) for t in tensors)
-        donated, unusable = [], []
-        for n, t in enumerate(tensors):
-            if id(t) not in ids:
-                continue
-            if counts[id(t)] > 1:
-                raise ValueError(f"[jit] a donated tensor ({_describe(t)}) is passed {counts[id(t)]} times in one "
-                                 f"call: its buffer can be donated once and then not read (as jax.jit)")
-            (donated if _jit.donatable(t) else unusable).append(n)
-        if unusable:
+        if len(set(map(id, tensors))) != len(tensors):
+            counts = collections.Counter(map(id, tensors))
+            for n in candidates:
+                if counts[id(tensors[n])] > 1:
+                    raise ValueError(f"[jit] a donated tensor ({_describe(tensors[n])}) is passed "
+                                     f"{counts[id(tensors[n])]} times in one call: its buffer can be donated once "
+                                     "and then not read (as jax.jit)")
+        donatable = _jit.donatable
+        donated = [n for n in candidates if donatable(tensors[n])]
+        if len(donated) != len(candidates):
             warnings.warn("Some donated buffers were not usable: "
-                          + ", ".join(_describe(tensors[n]) for n in unusable)
+                          + ", ".join(_describe(tensors[n]) for n in candidates if n not in donated)
                           + " (held elsewhere too: a module's parameter, a view or a tensor autograd keeps); "
                           "they stay the caller's", UserWarning, stacklevel=3)
         return donated
 
-    def _run(self, program, args, kwargs, tensors):
-        donated = self._donated(args, kwargs, tensors)
+    def _candidates(self, call):
+        """The indices of the donated arguments' tensors among a _Call's tensor leaves."""
+        if not self._donating:
+            return []
+        return [n for n, ((kind, key), _, _) in enumerate(call.slots)
+                if key in (self._donate_nums if kind == "arg" else self._donate_names)]
+
+    def _run(self, program, tensors, candidates):
+        donated = self._donated(tensors, candidates)
         return program.call_donating(tensors, donated) if donated else program(tensors)
 
     def _arg_label(self, i):
@@ -271,7 +275,7 @@ class JitFunction:
             key = self._fast[fast[0]]
             program = self._cache.find(key[1])
             if program is not None:
-                return self._results(key[0], self._run(program, args, kwargs, fast[1]))
+                return self._results(key[0], self._run(program, fast[1], fast[2]))
         call = _Call(self, args, kwargs)
         key = tuple(call.parts)
         program = self._cache.find(list(key))
@@ -281,12 +285,12 @@ class JitFunction:
             # A step that writes state (PyTorch style) took its first step while traced.
             if program.writes_state:
                 tensors = traced
-                for n in self._donated(args, kwargs, call.tensors):
+                for n in self._donated(call.tensors, self._candidates(call)):
                     _jit.delete(call.tensors[n])
             else:
-                tensors = self._run(program, args, kwargs, call.tensors)
+                tensors = self._run(program, call.tensors, self._candidates(call))
         else:
-            tensors = self._run(program, args, kwargs, call.tensors)
+            tensors = self._run(program, call.tensors, self._candidates(call))
             if self._relaxed:  # a program for any size there may come from a trace at another size
                 traced_key = tuple(tuple(part) for part in self._cache.traced_for(list(key)))
         if fast is not None:
@@ -296,20 +300,26 @@ class JitFunction:
         return self._results(traced_key, tensors)
 
     def _fast_key(self, args, kwargs):
-        """(key, tensor leaves) of a call from its arguments' structure, tensor signatures and
-        plain static values: the same information as _Call's signature, made without its
-        strings, so that a call hitting the cache costs a dict lookup (None: the call holds an
-        object as a static argument, and _Call keys it)."""
-        tensors = []
+        """(key, tensor leaves, indices of the donated arguments' leaves) of a call from its
+        arguments' structure, tensor signatures and plain static values: the same information
+        as _Call's signature, made without its strings, so that a call hitting the cache costs a
+        dict lookup (None: the call holds an object as a static argument, and _Call keys it)."""
+        tensors, donated = [], []
         try:
-            parts = [_fast_static(a) if i in self._static_nums else _fast_part(a, tensors)
-                     for i, a in enumerate(args)]
+            parts = []
+            for i, a in enumerate(args):
+                start = len(tensors)
+                parts.append(_fast_static(a) if i in self._static_nums else _fast_part(a, tensors))
+                if i in self._donate_nums:
+                    donated += range(start, len(tensors))
             for k in sorted(kwargs):
-                v = kwargs[k]
+                v, start = kwargs[k], len(tensors)
                 parts.append((k, _fast_static(v) if k in self._static_names else _fast_part(v, tensors)))
+                if k in self._donate_names:
+                    donated += range(start, len(tensors))
         except _NotFast:
             return None
-        return tuple(parts), tensors
+        return tuple(parts), tensors, donated
 
     def _results(self, key, tensors):
         return self._outputs[key][3](iter(tensors))
