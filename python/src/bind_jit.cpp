@@ -139,7 +139,16 @@ void bind_jit(nb::module_& m) {
 
   jit.def("debug_print", &debug_print, nb::arg("emit"), nb::arg("values"),
           "Calls emit(values) now and at every run of a program that traces this call.");
-  jit.def("describe", &compiler::describe, nb::arg("tensor"), "A tensor's part of a call signature: dtype[shape].");
+  jit.def(
+      "describe",
+      [](const Tensor& t) {
+        if (!t.defined())
+          ug::fail<ug::RuntimeError>(
+              "[jit] an argument is a deleted tensor: it was donated to a jitted function (donate_argnums), "
+              "which took its buffer");
+        return compiler::describe(t);
+      },
+      nb::arg("tensor"), "A tensor's part of a call signature: dtype[shape].");
   jit.def(
       "while_loop",
       [](const ug::LoopCond& cond, const ug::LoopBody& body, const std::vector<ug::Tensor>& init) {
