@@ -93,8 +93,11 @@ def loss_of(params, x):
 
 
 @pytest.mark.filterwarnings("error:Some donated buffers")
-def test_the_donated_jax_style_adam_step_equals_the_undonated_bit_for_bit():
-    optimizer = ug.optim.Adam([ug.zeros(1)], lr=1e-2)
+@pytest.mark.parametrize("make", [lambda p: ug.optim.Adam(p, lr=1e-2), lambda p: ug.optim.AdamW(p, lr=1e-2),
+                                  lambda p: ug.optim.Adam(p, lr=1e-2, amsgrad=True),
+                                  lambda p: ug.optim.SGD(p, lr=1e-2, momentum=0.9)])
+def test_the_donated_jax_style_step_equals_the_undonated_bit_for_bit(make):
+    optimizer = make([ug.zeros(1)])
     step = adam_step(optimizer, loss_of)
     plain, donating = ug.jit(step), ug.jit(step, donate_argnums=(0, 1))
     a, b = fresh_state(optimizer, 1000, 0), fresh_state(optimizer, 1000, 0)
