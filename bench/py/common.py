@@ -11,13 +11,15 @@ import time
 IMPL = "unigrad-python"
 
 
-def parse_args(description, eager_flag=False):
+def parse_args(description, eager_flag=False, donate_flag=False):
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--threads", type=int, default=2,
                    help="threads for unigrad's kernels and OpenBLAS (ug.set_num_threads); default 2")
     p.add_argument("--quick", action="store_true", help="small version (< ~10 s)")
     if eager_flag:  # the compiled-mode benchmarks: the same step without ug.jit
         p.add_argument("--eager", action="store_true", help="run the step eagerly, without ug.jit")
+    if donate_flag:  # jax.jit's donate_argnums on the parameters and the optimizer state
+        p.add_argument("--donate", action="store_true", help="donate the params and the optimizer state to the step")
     return p.parse_args()
 
 

@@ -6,7 +6,9 @@ functional init/update, lr 1e-3), softmax cross-entropy, batch 64, one shuffled 
 train step is one ug.jit program (the batch gathered inside it, forward, backward, Adam);
 compile_seconds is the warm-up that traces both batch shapes. Each step reads the loss back
 (float(loss)), as the peer does. seconds = the training loop's wall time. With --eager the same
-step runs without ug.jit (the compiled mode's baseline)."""
+step runs without ug.jit (the compiled mode's baseline); with --donate the step donates the
+parameters and the optimizer state (jax.jit's donate_argnums=(0, 1)) and writes the new ones
+over them."""
 import os
 import sys
 import time
@@ -15,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import numpy as np  # noqa: E402
 
-args = common.parse_args(__doc__, eager_flag=True)
+args = common.parse_args(__doc__, eager_flag=True, donate_flag=True)
 EAGER = args.eager
 ug = common.init_ug(args)
 nn = ug.nn
@@ -46,12 +48,12 @@ def train_step(params, opt_state, xs, ys, idx):
 
 
 if not EAGER:
-    train_step = ug.jit(train_step)
+    train_step = ug.jit(train_step, donate_argnums=(0, 1) if args.donate else ())
 perm = np.random.default_rng(0).permutation(n)
 batches = [ug.tensor(perm[i:i + BATCH]) for i in range(0, n, BATCH)]
 t0 = time.perf_counter()
 for b in {b.shape[0]: b for b in batches}.values():  # both shapes: full batches and the last one
-    train_step(params, opt_state, xtr, ytr, b)
+    train_step(*ug.tree_map(lambda t: t.clone(), (params, opt_state)), xtr, ytr, b)  # a donated copy
 compile_seconds = time.perf_counter() - t0
 
 steps, loss_sum = 0, 0.0
@@ -72,4 +74,4 @@ common.emit(ug, "mlp_functional_epoch" if EAGER else "mlp_jit_epoch", args.threa
     "quick": args.quick, "train_images": n, "steps": steps, "steps_per_s": steps / seconds,
     "compile_seconds": compile_seconds, "test_accuracy": correct / xte.shape[0],
     "mean_train_loss": loss_sum / steps, "cpu_seconds_train": cpu_train,
-    "peak_rss_mb": common.peak_rss_mb()})
+    "peak_rss_mb": common.peak_rss_mb(), "donate": args.donate})

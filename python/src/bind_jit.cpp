@@ -33,10 +33,38 @@ void debug_print(nb::callable emit, const Tensors& values) {
       values);
 }
 
+/** Whether a donated tensor's buffer can become the program's alone: the caller's handle is the
+ *  only one on its view and on its storage (a module's parameter, a view or a tensor an
+ *  autograd node keeps is held elsewhere too, and stays the caller's: "not usable", as in JAX). */
+bool donatable(const Tensor& t) {
+  return t.defined() && t.impl_ref()->use_count() == 1 && t.storage()->use_count() == 1;
+}
+
+/** A program run on `inputs`, the tensors at the `donated` indices moved out of the caller's
+ *  Python objects (left undefined: deleted, as a donated jax.Array) into the run, which may
+ *  then write its results into their buffers (onnx::run_graph's in-place rule). */
+Tensors call_donating(const compiler::Program& program, const std::vector<nb::object>& inputs,
+                      const std::vector<size_t>& donated) {
+  Tensors values;
+  values.reserve(inputs.size());
+  for (const nb::object& x : inputs) values.push_back(nb::cast<Tensor>(x));
+  for (size_t i : donated) {
+    if (i >= inputs.size()) ug::fail("[jit] donated input ", i, " of ", inputs.size());
+    values[i] = Tensor();  // the copy above: the caller's handle is then the only one
+    values[i] = std::move(nb::cast<Tensor&>(inputs[i]));
+  }
+  return program(std::move(values));
+}
+
 }  // namespace
 
 void bind_jit(nb::module_& m) {
   nb::module_ jit = m.def_submodule("_jit", "compiled programs (ug/compiler)");
+  jit.def("donatable", &donatable, nb::arg("tensor"),
+          "Whether the tensor's buffer is held by this handle alone, so that donating it can free it.");
+  jit.def(
+      "delete", [](Tensor& t) { t = Tensor(); }, nb::arg("tensor"),
+      "Drops the tensor's buffer, as a donated jax.Array is deleted: every later use raises.");
   nb::class_<compiler::Program>(jit, "Program", "A function traced once into a graph of ops, run from that graph.")
       .def_static("trace", &compiler::Program::trace, nb::arg("fn"), nb::arg("example_inputs"),
                   nb::arg("state") = compiler::NamedTensors{},
@@ -46,6 +74,8 @@ void bind_jit(nb::module_& m) {
                   nb::arg("example_inputs"), nb::arg("state") = compiler::NamedTensors{},
                   "trace, also returning what the traced run returned: (program, outputs).")
       .def("__call__", &compiler::Program::operator(), nb::arg("inputs"))
+      .def("call_donating", &call_donating, nb::arg("inputs"), nb::arg("donated"),
+           "__call__, moving the tensors at the donated indices out of their Python objects into the run.")
       .def_prop_ro("writes_state", &compiler::Program::writes_state,
                    "Whether a run writes parameters, optimizer state or .grad back (a PyTorch-style step).")
       .def_prop_ro("num_inputs", &compiler::Program::num_inputs)
@@ -109,7 +139,16 @@ void bind_jit(nb::module_& m) {
 
   jit.def("debug_print", &debug_print, nb::arg("emit"), nb::arg("values"),
           "Calls emit(values) now and at every run of a program that traces this call.");
-  jit.def("describe", &compiler::describe, nb::arg("tensor"), "A tensor's part of a call signature: dtype[shape].");
+  jit.def(
+      "describe",
+      [](const Tensor& t) {
+        if (!t.defined())
+          ug::fail<ug::RuntimeError>(
+              "[jit] an argument is a deleted tensor: it was donated to a jitted function (donate_argnums), "
+              "which took its buffer");
+        return compiler::describe(t);
+      },
+      nb::arg("tensor"), "A tensor's part of a call signature: dtype[shape].");
   jit.def(
       "while_loop",
       [](const ug::LoopCond& cond, const ug::LoopBody& body, const std::vector<ug::Tensor>& init) {

@@ -134,6 +134,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
           nb::arg("device") = 0)
       .def("contiguous", &Tensor::contiguous)
       .def("clone", &Tensor::clone)
+      .def(
+          "is_deleted", [](const Tensor& t) { return !t.defined(); },
+          "jax.Array.is_deleted: whether the tensor was donated to a jitted function (donate_argnums) and its "
+          "buffer taken; any other use of it then raises.")
       .def("copy_", [](Tensor& t, const Tensor& src) { return t.copy_(src); })
       .def("fill_", [](Tensor& t, ug::Scalar v) { return t.fill_(v); })
       .def("zero_", [](Tensor& t) { return t.zero_(); })

@@ -182,7 +182,7 @@ class JitFunction:
     """A function compiled per call signature (see the module's docstring)."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), cache_size=8,
-                 state=None, name=None, reduce_retracing=False):
+                 state=None, name=None, reduce_retracing=False, donate_argnames=()):
         if not callable(fun):
             raise TypeError(f"[jit] expected a function, got {type(fun).__name__}")
         functools.update_wrapper(self, fun, updated=())
@@ -198,9 +198,8 @@ class JitFunction:
             if i in nums:
                 names.add(p)
         self._static_nums, self._static_names = frozenset(nums), frozenset(names)
-        # Donation lets a program reuse the donated buffers; the program does not yet, which is
-        # what jax.jit does on CPU too (it warns that the buffers were not usable).
-        self._donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+        self._donate_nums, self._donate_names = self._donation(donate_argnums, donate_argnames)
+        self._donating = bool(self._donate_nums or self._donate_names)
         label = getattr(fun, "__qualname__", None) or type(fun).__name__
         self._cache = _jit.ProgramCache(name or label, cache_size, reduce_retracing)
         self._relaxed = reduce_retracing
@@ -211,6 +210,55 @@ class JitFunction:
         # signature -> (output treedef, output leaves with None for tensors, the static objects
         # keyed by identity, kept alive with the program, the _builder of the result)
         self._outputs = {}
+
+    def _donation(self, argnums, argnames):
+        """The donated positions and names (a name donates its position too, as in jax.jit)."""
+        nums = {argnums} if isinstance(argnums, int) else set(argnums)
+        names = {argnames} if isinstance(argnames, str) else set(argnames)
+        for i, p in enumerate(self._params):
+            if p in names:
+                nums.add(i)
+            if i in nums:
+                names.add(p)
+        if nums & self._static_nums or names & self._static_names:
+            both = sorted(names & self._static_names) or sorted(nums & self._static_nums)
+            raise ValueError(f"[jit] static and donated arguments cannot intersect: {both} are both")
+        return frozenset(nums), frozenset(names)
+
+    def _donated(self, tensors, candidates):
+        """The indices in `tensors` (the call's tensor leaves) whose buffers the run takes: the
+        leaves of the donated arguments (`candidates`) held by the caller alone. A donated
+        tensor that the call also passes elsewhere raises, as jax.jit does; one held elsewhere
+        too (a module's parameter, a view, a tensor autograd keeps) is not usable and stays the
+        caller's, with jax.jit's warning."""
+        if not candidates:
+            return []
+        if len(set(map(id, tensors))) != len(tensors):
+            counts = collections.Counter(map(id, tensors))
+            for n in candidates:
+                if counts[id(tensors[n])] > 1:
+                    raise ValueError(f"[jit] a donated tensor ({_describe(tensors[n])}) is passed "
+                                     f"{counts[id(tensors[n])]} times in one call: its buffer can be donated once "
+                                     "and then not read (as jax.jit)")
+        donatable = _jit.donatable
+        donated = [n for n in candidates if donatable(tensors[n])]
+        if len(donated) != len(candidates):
+            warnings.warn("Some donated buffers were not usable: "
+                          + ", ".join(_describe(tensors[n]) for n in candidates if n not in donated)
+                          + " (held elsewhere too: a module's parameter, a view or a tensor autograd keeps); "
+                          "they stay the caller's", UserWarning, stacklevel=3)
+        return donated
+
+    def _candidates(self, call):
+        """The indices of the donated arguments' tensors among a _Call's tensor leaves."""
+        if not self._donating:
+            return []
+        return [n for n, ((kind, key), _, _) in enumerate(call.slots)
+                if key in (self._donate_nums if kind == "arg" else self._donate_names)]
+
+    def _run(self, program, tensors, candidates):
+        donated = self._donated(tensors, candidates)
+        return program.call_donating(tensors, donated) if donated else program(tensors)
 
     def _arg_label(self, i):
         return self._params[i] if i < len(self._params) else f"args[{i}]"
@@ -227,7 +275,7 @@ class JitFunction:
             key = self._fast[fast[0]]
             program = self._cache.find(key[1])
             if program is not None:
-                return self._results(key[0], program(fast[1]))
+                return self._results(key[0], self._run(program, fast[1], fast[2]))
         call = _Call(self, args, kwargs)
         key = tuple(call.parts)
         program = self._cache.find(list(key))
@@ -235,9 +283,14 @@ class JitFunction:
         if program is None:
             program, traced = self._trace(call, key)
             # A step that writes state (PyTorch style) took its first step while traced.
-            tensors = traced if program.writes_state else program(call.tensors)
+            if program.writes_state:
+                tensors = traced
+                for n in self._donated(call.tensors, self._candidates(call)):
+                    _jit.delete(call.tensors[n])
+            else:
+                tensors = self._run(program, call.tensors, self._candidates(call))
         else:
-            tensors = program(call.tensors)
+            tensors = self._run(program, call.tensors, self._candidates(call))
             if self._relaxed:  # a program for any size there may come from a trace at another size
                 traced_key = tuple(tuple(part) for part in self._cache.traced_for(list(key)))
         if fast is not None:
@@ -247,20 +300,26 @@ class JitFunction:
         return self._results(traced_key, tensors)
 
     def _fast_key(self, args, kwargs):
-        """(key, tensor leaves) of a call from its arguments' structure, tensor signatures and
-        plain static values: the same information as _Call's signature, made without its
-        strings, so that a call hitting the cache costs a dict lookup (None: the call holds an
-        object as a static argument, and _Call keys it)."""
-        tensors = []
+        """(key, tensor leaves, indices of the donated arguments' leaves) of a call from its
+        arguments' structure, tensor signatures and plain static values: the same information
+        as _Call's signature, made without its strings, so that a call hitting the cache costs a
+        dict lookup (None: the call holds an object as a static argument, and _Call keys it)."""
+        tensors, donated = [], []
         try:
-            parts = [_fast_static(a) if i in self._static_nums else _fast_part(a, tensors)
-                     for i, a in enumerate(args)]
+            parts = []
+            for i, a in enumerate(args):
+                start = len(tensors)
+                parts.append(_fast_static(a) if i in self._static_nums else _fast_part(a, tensors))
+                if i in self._donate_nums:
+                    donated += range(start, len(tensors))
             for k in sorted(kwargs):
-                v = kwargs[k]
+                v, start = kwargs[k], len(tensors)
                 parts.append((k, _fast_static(v) if k in self._static_names else _fast_part(v, tensors)))
+                if k in self._donate_names:
+                    donated += range(start, len(tensors))
         except _NotFast:
             return None
-        return tuple(parts), tensors
+        return tuple(parts), tensors, donated
 
     def _results(self, key, tensors):
         return self._outputs[key][3](iter(tensors))
@@ -322,10 +381,15 @@ def _signature_params(fun):
         return []
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), cache_size=8):
-    """jax.jit: ug.jit(f, static_argnums=...) or @ug.jit / @ug.jit(static_argnames=...)."""
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=(), cache_size=8):
+    """jax.jit: ug.jit(f, static_argnums=...) or @ug.jit / @ug.jit(static_argnames=...).
+
+    The tensors of donated arguments (donate_argnums / donate_argnames) give their buffers to
+    the run, which may write its results into them; the caller's tensors are then deleted
+    (`x.is_deleted()`), as donated jax.Arrays are."""
     def wrap(f):
-        return JitFunction(f, static_argnums, static_argnames, donate_argnums, cache_size)
+        return JitFunction(f, static_argnums, static_argnames, donate_argnums, cache_size,
+                           donate_argnames=donate_argnames)
     return wrap if fun is None else wrap(fun)
 
 

@@ -157,7 +157,7 @@ bool Program::records(const std::vector<Tensor>& inputs) const {
          std::ranges::any_of(*state_, [&](const auto& entry) { return wants_grad(entry.second); });
 }
 
-std::vector<Tensor> Program::operator()(const std::vector<Tensor>& inputs) const {
+std::vector<Tensor> Program::operator()(std::vector<Tensor> inputs) const {
   // Autograd recording through the run would backpropagate through each recomputed copy
   // separately, summing what the unplanned program's backward sums before the copied op's
   // gradient: the graph without the copies keeps those gradients the eager ones.
@@ -180,7 +180,7 @@ std::vector<Tensor> Program::operator()(const std::vector<Tensor>& inputs) const
       fail<TypeError>("[jit] input ", i, " must be ", info.dtype, " [", dims, "] as traced, got ", x.dtype(), " ",
                       x.shape());
     }
-    values[static_cast<size_t>(g.input_ids[i])] = x;
+    values[static_cast<size_t>(g.input_ids[i])] = std::move(inputs[i]);
   }
   for (size_t i = 0; i < g.initializer_ids.size(); ++i)
     values[static_cast<size_t>(g.initializer_ids[i])] = g.initializers[i].second;

@@ -44,7 +44,9 @@ class Program {
                                                                     const NamedTensors& state = {});
 
   /** Runs the graph on inputs of the traced dtypes and shapes (any size in any_size_dims). */
-  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+  /** Taken by value: a caller that moves its inputs in hands their buffers to the run, which
+   *  may then write its results into them (jit's donate_argnums). */
+  std::vector<Tensor> operator()(std::vector<Tensor> inputs) const;
 
   /** tf.function's reduce_retracing: a and b are one function traced at two shapes. When they
    *  are the same graph apart from their inputs' sizes, nothing in the program depends on the

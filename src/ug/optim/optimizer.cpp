@@ -226,6 +226,14 @@ namespace {
 /** One parameter's functional update, an op of its own: a compiled training step (ug.jit) has
  *  no graph form for the fused update rule and calls it back (graph::Replay). */
 const graph::OpDef kOptimizerUpdate("optimizer_update");
+
+/** Whether a compiled run holds a state tensor alone (a donated opt_state at its last read:
+ *  one reference to the tensor and one to its storage, as onnx::run_graph's in-place rule), so
+ *  that the update may write the next state into it. */
+bool owned(const Tensor& t) {
+  return t.impl_ref()->use_count() == 1 && t.storage()->use_count() == 1 && t.is_contiguous() && !t.impl().batch() &&
+         !t.requires_grad();
+}
 }  // namespace
 
 std::pair<Tensor, TensorDict> Optimizer::update_fresh(const Hyper& group, const Tensor& param, const Tensor& grad,
@@ -255,8 +263,24 @@ std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tens
         fail<RuntimeError>(
             "[optimizer_update] the optimizer this compiled step calls back was deleted: create it "
             "outside the jitted function and keep it alive");
+      // When the run holds every state array alone, the eager step's in-place update writes the
+      // next state over it (no fresh arrays: the peak of a donated step is one state lower).
+      const bool in_place =
+          names.size() > 0 &&
+          std::all_of(in.begin() + 2, in.end(),
+                      [&](const Tensor& t) { return t.numel() != in[0].numel() || owned(t); }) &&
+          std::any_of(in.begin() + 2, in.end(), [&](const Tensor& t) { return t.numel() == in[0].numel(); });
       TensorDict st;
-      for (size_t k = 0; k < names.size(); ++k) st.insert(names[k], in[2 + k]);
+      for (size_t k = 0; k < names.size(); ++k)
+        st.insert(names[k], in_place && !owned(in[2 + k]) ? in[2 + k].clone() : in[2 + k]);
+      if (in_place) {
+        NoGradGuard no_grad;
+        Tensor v = in[0].detach().clone().contiguous();
+        update_one(defaults_, v, in[1].detach(), st);
+        std::vector<Tensor> out{v};
+        for (const auto& [name, t] : st) out.push_back(t);
+        return out;
+      }
       auto [v, next] = updated(in[0], in[1], st);
       std::vector<Tensor> out{v};
       for (const auto& [name, t] : next) out.push_back(t);
