@@ -22,6 +22,8 @@ namespace {
 /** Output elements per block: every intermediate of a block (a few of them alive at once) stays
  *  in L2. Measured in docs/design.md ("Fused elementwise chains"). */
 constexpr int64_t kBlockElements = 16384;
+/** Elements a block's start is aligned to: a multiple of every SIMD width of the kernels. */
+constexpr int64_t kAlign = 64;
 
 /** Ops whose output element i reads only element i of each (broadcast) input: a block of the
  *  output is computed from the same block of the inputs. */
@@ -90,7 +92,11 @@ struct Group {
     if (d == rank || numel_of(shape) <= kBlockElements) return {run(inputs)};
     const int64_t extent = shape[static_cast<size_t>(d)];
     const int64_t inner = numel_of(shape) / extent;
-    const int64_t rows = std::max<int64_t>(1, kBlockElements / inner);
+    // Whole rows, and a multiple of kAlign elements where a row count can make one: a kernel's
+    // vector loop then meets the same elements as on the whole tensor, and its scalar tail
+    // (a last-bit difference in a transcendental) only at the end.
+    const int64_t unit = kAlign / std::gcd(inner, kAlign);
+    const int64_t rows = std::max(unit, kBlockElements / inner / unit * unit);
     if (rows >= extent) return {run(inputs)};
 
     // A reduction runs on each block keeping its dims; the partial results, joined along d,
