@@ -1,6 +1,8 @@
 #include "ug/compiler/fuse.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -9,6 +11,8 @@
 #include <unordered_set>
 
 #include "ug/core/shape.h"
+#include "ug/core/thread_pool.h"
+#include "ug/graph/capture.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/ops/binary.h"
@@ -20,8 +24,14 @@ namespace ug::compiler {
 namespace {
 
 /** Output elements per block: every intermediate of a block (a few of them alive at once) stays
- *  in L2. Measured in docs/design.md ("Fused elementwise chains"). */
-constexpr int64_t kBlockElements = 16384;
+ *  in L2. Measured in docs/design.md ("Fused elementwise chains"); UG_JIT_FUSE_BLOCK, read when
+ *  a program is compiled, sets another size (for measuring it), 0 turns fusion off. */
+constexpr int64_t kBlockElements = 65536;
+
+int64_t block_elements() {
+  const char* env = std::getenv("UG_JIT_FUSE_BLOCK");
+  return env && *env ? std::max<int64_t>(0, std::atoll(env)) : kBlockElements;
+}
 /** Elements a block's start is aligned to: a multiple of every SIMD width of the kernels. */
 constexpr int64_t kAlign = 64;
 
@@ -49,7 +59,7 @@ struct Group {
   std::vector<std::vector<size_t>> drops;  // by node: the slots it reads for the last time
   std::vector<bool> sliced;                // by input: data a block takes a slice of
   size_t num_inputs = 0, num_slots = 0;
-  int64_t opset = 0, max_elements = 0;
+  int64_t opset = 0, max_elements = 0, block = kBlockElements;
 
   bool reduces() const { return is_reduction(nodes.back().op_type); }
 
@@ -73,8 +83,11 @@ struct Group {
   }
 
   /** Whether a run must be the unfused computation on whole tensors: autograd records through
-   *  it, or an input carries a tangent or a batch (the conditions of run_graph's in-place). */
+   *  it, an input carries a tangent or a batch (the conditions of run_graph's in-place), or
+   *  an outer trace captures the ops. */
   static bool whole(const std::vector<Tensor>& inputs) {
+    // Inside an outer trace the blocks' ops would be recorded one by one into that graph.
+    if (graph::detail::current_capture) return true;
     return std::ranges::any_of(inputs, [](const Tensor& t) {
       return t.defined() &&
              ((GradMode::is_enabled() && t.requires_grad()) || forward::has_tangent(t) || t.impl().batch());
@@ -89,14 +102,14 @@ struct Group {
     const int64_t rank = static_cast<int64_t>(shape.size());
     int64_t d = 0;  // blocks split the outermost dim over 1; the dims before it are 1
     while (d < rank && shape[static_cast<size_t>(d)] == 1) ++d;
-    if (d == rank || numel_of(shape) <= kBlockElements) return {run(inputs)};
+    if (d == rank || numel_of(shape) <= block) return {run(inputs)};
     const int64_t extent = shape[static_cast<size_t>(d)];
     const int64_t inner = numel_of(shape) / extent;
     // Whole rows, and a multiple of kAlign elements where a row count can make one: a kernel's
     // vector loop then meets the same elements as on the whole tensor, and its scalar tail
     // (a last-bit difference in a transcendental) only at the end.
     const int64_t unit = kAlign / std::gcd(inner, kAlign);
-    const int64_t rows = std::max(unit, kBlockElements / inner / unit * unit);
+    const int64_t rows = std::max(unit, block / inner / unit * unit);
     if (rows >= extent) return {run(inputs)};
 
     // A reduction runs on each block keeping its dims; the partial results, joined along d,
@@ -107,10 +120,15 @@ struct Group {
       if (partial->op_type == "ReduceMean") partial->op_type = "ReduceSum";
       partial->attributes["keepdims"] = int64_t{1};
     }
-    std::vector<Tensor> block(inputs.size()), parts;
+    // Blocks run on the pool's threads, each its kernels serially (the pool does not nest);
+    // the first runs here, to learn the output's dtype.
+    const int64_t num_blocks = (extent + rows - 1) / rows;
+    std::vector<Tensor> parts(static_cast<size_t>(partial ? num_blocks : 0));
     Tensor out;
-    for (int64_t start = 0; start < extent; start += rows) {
-      const int64_t len = std::min(rows, extent - start);
+    auto run_block = [&](int64_t k) {
+      const NoGradGuard no_grad;  // GradMode is per thread: nothing records here either
+      const int64_t start = k * rows, len = std::min(rows, extent - start);
+      std::vector<Tensor> block(inputs.size());
       for (size_t i = 0; i < inputs.size(); ++i) {
         const Tensor& x = inputs[i];
         const int64_t xd = d - (rank - (x.defined() ? x.dim() : 0));
@@ -118,14 +136,25 @@ struct Group {
                        ? x.narrow(xd, start, len)
                        : x;
       }
-      Tensor y = run(block, partial ? &*partial : nullptr);
+      Tensor y = run(std::move(block), partial ? &*partial : nullptr);
       if (partial) {
-        parts.push_back(std::move(y));
-        continue;
+        parts[static_cast<size_t>(k)] = std::move(y);
+        return;
       }
       if (!out.defined()) out = empty(shape, {.dtype = y.dtype(), .device = y.device()});
-      out.narrow(d, start, len).copy_(y);
-    }
+      if (y.numel() != len * inner || y.dtype() != out.dtype())
+        ug::fail("[jit] a fused block computed ", y.dtype(), " ", y.shape(), ", expected ", len * inner,
+                 " elements of ", out.dtype());
+      // A plain copy, not copy_: blocks write disjoint rows of `out` at once, and copy_ would
+      // bump its storage's version from several threads.
+      const Tensor src = y.contiguous();
+      std::memcpy(static_cast<char*>(out.raw_data()) + start * inner * out.element_size(), src.raw_data(),
+                  src.nbytes());
+    };
+    run_block(0);
+    parallel_for(num_blocks - 1, 1, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) run_block(k + 1);
+    });
     if (!partial) return {out};
     std::vector<Tensor> final_inputs(inputs.begin(), inputs.end());
     final_inputs.resize(num_slots);
@@ -154,6 +183,8 @@ struct Sets {
 }  // namespace
 
 FuseStats fuse(onnx::Graph& graph) {
+  const int64_t block = block_elements();
+  if (block == 0) return {};
   const size_t num_nodes = graph.nodes.size();
   std::vector<int64_t> producer(graph.num_values, -1);
   std::vector<size_t> readers(graph.num_values, 0);
@@ -202,6 +233,7 @@ FuseStats fuse(onnx::Graph& graph) {
     if (group_nodes.back() != n) continue;  // the group runs where its last node ran
     auto group = std::make_shared<Group>();
     group->opset = graph.opset;
+    group->block = block;
     group->max_elements = graph.limits.max_elements;
     std::unordered_map<int64_t, int64_t> local;  // value id -> slot
     std::vector<int64_t> external;
