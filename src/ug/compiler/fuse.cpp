@@ -32,6 +32,8 @@ int64_t block_elements() {
   const char* env = std::getenv("UG_JIT_FUSE_BLOCK");
   return env && *env ? std::max<int64_t>(0, std::atoll(env)) : kBlockElements;
 }
+/** Below this, a group runs on whole tensors. */
+constexpr int64_t kMinBlock = 4096;
 /** Elements a block's start is aligned to: a multiple of every SIMD width of the kernels. */
 constexpr int64_t kAlign = 64;
 
@@ -52,40 +54,29 @@ bool is_reduction(std::string_view op) {
   return op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin";
 }
 
-/** A fused group: its nodes in order over local slots (0 .. num_inputs-1 the fused node's
- *  inputs, then each node's output), run by operator(). */
+/** A fused group: a graph of its nodes over local values (0 .. num_inputs-1 the fused node's
+ *  inputs, then each node's output), run by operator() through run_graph, so that on whole
+ *  tensors it is the unfused computation, in-place writes included. */
 struct Group {
-  std::vector<onnx::Node> nodes;
-  std::vector<std::vector<size_t>> drops;  // by node: the slots it reads for the last time
-  std::vector<bool> sliced;                // by input: data a block takes a slice of
-  size_t num_inputs = 0, num_slots = 0;
-  int64_t opset = 0, max_elements = 0, block = kBlockElements;
+  onnx::Graph whole;         // the nodes as they are
+  onnx::Graph partial;       // a trailing reduction keeping its dims, a mean as a sum (blocks)
+  std::vector<bool> sliced;  // by input: data a block takes a slice of
+  size_t num_inputs = 0;
+  int64_t block = kBlockElements;
 
-  bool reduces() const { return is_reduction(nodes.back().op_type); }
+  const onnx::Node& last() const { return whole.nodes.back(); }
+  bool reduces() const { return is_reduction(last().op_type); }
 
-  Tensor run_node(const onnx::Node& node, const std::vector<Tensor>& slots) const {
-    std::vector<Tensor> args;
-    for (int64_t id : node.inputs) args.push_back(id < 0 ? Tensor() : slots[static_cast<size_t>(id)]);
-    const onnx::OpContext ctx(node, args, opset, max_elements);
-    return onnx::find_op(node.op_type)->run(ctx).at(0);
-  }
-
-  /** The group's nodes on whole tensors (or on one block), the last node replaced by `last`. */
-  Tensor run(std::vector<Tensor> slots, const onnx::Node* last = nullptr) const {
-    slots.resize(num_slots);
-    for (size_t n = 0; n < nodes.size(); ++n) {
-      const onnx::Node& node = n + 1 == nodes.size() && last ? *last : nodes[n];
-      Tensor out = run_node(node, slots);
-      for (size_t s : drops[n]) slots[s] = Tensor();
-      slots[static_cast<size_t>(node.outputs[0])] = std::move(out);
-    }
-    return slots[static_cast<size_t>(nodes.back().outputs[0])];
+  Tensor run(std::vector<Tensor> values, bool blocks_of_a_reduction = false) const {
+    const onnx::Graph& g = blocks_of_a_reduction ? partial : whole;
+    values.resize(g.num_values);
+    return onnx::run_graph(g, std::move(values)).at(0);
   }
 
   /** Whether a run must be the unfused computation on whole tensors: autograd records through
    *  it, an input carries a tangent or a batch (the conditions of run_graph's in-place), or
    *  an outer trace captures the ops. */
-  static bool whole(const std::vector<Tensor>& inputs) {
+  static bool unblocked(const std::vector<Tensor>& inputs) {
     // Inside an outer trace the blocks' ops would be recorded one by one into that graph.
     if (graph::detail::current_capture) return true;
     return std::ranges::any_of(inputs, [](const Tensor& t) {
@@ -95,31 +86,30 @@ struct Group {
   }
 
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const {
-    if (whole(inputs)) return {run(inputs)};
+    if (unblocked(inputs)) return {run(inputs)};
     Shape shape;  // the elementwise chain's output: its sliced inputs broadcast
     for (size_t i = 0; i < num_inputs; ++i)
       if (sliced[i] && inputs[i].defined()) shape = broadcast_shapes(shape, inputs[i].shape(), "fused");
     const int64_t rank = static_cast<int64_t>(shape.size());
     int64_t d = 0;  // blocks split the outermost dim over 1; the dims before it are 1
     while (d < rank && shape[static_cast<size_t>(d)] == 1) ++d;
-    if (d == rank || numel_of(shape) <= block) return {run(inputs)};
+    // At least four blocks for a tensor over kMinBlock elements: a block's nodes cannot write
+    // into the group's inputs (the enclosing graph holds them), so a run on whole tensors
+    // allocates where the unfused nodes would have written in place.
+    const int64_t size = std::min(block, std::max(kMinBlock, numel_of(shape) / 4));
+    if (d == rank || numel_of(shape) <= size) return {run(inputs)};
     const int64_t extent = shape[static_cast<size_t>(d)];
     const int64_t inner = numel_of(shape) / extent;
     // Whole rows, and a multiple of kAlign elements where a row count can make one: a kernel's
     // vector loop then meets the same elements as on the whole tensor, and its scalar tail
     // (a last-bit difference in a transcendental) only at the end.
     const int64_t unit = kAlign / std::gcd(inner, kAlign);
-    const int64_t rows = std::max(unit, block / inner / unit * unit);
+    const int64_t rows = std::max(unit, size / inner / unit * unit);
     if (rows >= extent) return {run(inputs)};
 
     // A reduction runs on each block keeping its dims; the partial results, joined along d,
     // are reduced again by the node itself (a mean: as a sum, divided by the count after).
-    std::optional<onnx::Node> partial;
-    if (reduces()) {
-      partial = nodes.back();
-      if (partial->op_type == "ReduceMean") partial->op_type = "ReduceSum";
-      partial->attributes["keepdims"] = int64_t{1};
-    }
+    const bool partial = reduces();
     // Blocks run on the pool's threads, each its kernels serially (the pool does not nest);
     // the first runs here, to learn the output's dtype.
     const int64_t num_blocks = (extent + rows - 1) / rows;
@@ -136,7 +126,7 @@ struct Group {
                        ? x.narrow(xd, start, len)
                        : x;
       }
-      Tensor y = run(std::move(block), partial ? &*partial : nullptr);
+      Tensor y = run(std::move(block), partial);
       if (partial) {
         parts[static_cast<size_t>(k)] = std::move(y);
         return;
@@ -156,14 +146,14 @@ struct Group {
       for (int64_t k = b; k < e; ++k) run_block(k + 1);
     });
     if (!partial) return {out};
-    std::vector<Tensor> final_inputs(inputs.begin(), inputs.end());
-    final_inputs.resize(num_slots);
-    const onnx::Node& reduce = nodes.back();
-    final_inputs[static_cast<size_t>(reduce.inputs[0])] = cat(parts, d);
-    onnx::Node again = reduce;
+    std::vector<Tensor> args;
+    for (int64_t id : last().inputs)  // the data, then the group's own inputs (axes)
+      args.push_back(args.empty() ? cat(parts, d) : id < 0 ? Tensor() : inputs[static_cast<size_t>(id)]);
+    onnx::Node again = last();
     if (again.op_type == "ReduceMean") again.op_type = "ReduceSum";
-    Tensor y = run_node(again, final_inputs);
-    if (reduce.op_type == "ReduceMean")
+    const onnx::OpContext ctx(again, args, whole.opset, whole.limits.max_elements);
+    Tensor y = onnx::find_op(again.op_type)->run(ctx).at(0);
+    if (last().op_type == "ReduceMean")
       y = y / Scalar(static_cast<double>(numel_of(shape) / std::max<int64_t>(1, y.numel())));
     return {y};
   }
@@ -202,20 +192,45 @@ FuseStats fuse(onnx::Graph& graph) {
   auto elementwise = [&](size_t n) { return plain(graph.nodes[n]) && is_elementwise(graph.nodes[n].op_type); };
   // A node joins the group of each elementwise producer whose output it alone reads; a
   // reduction only through its data input, and nothing joins it: it ends its group.
+  // A group runs where its first node ran, so every input it reads from outside must be made
+  // before that node: a group never runs later than its nodes would have (the values it
+  // reads, a recomputed activation placed by rematerialize just before its late reader, are
+  // not held longer). By root: the group's first node and the last maker of its inputs.
   Sets sets(num_nodes);
   std::vector<bool> joined(num_nodes, false);
+  std::vector<int64_t> first(num_nodes), ready(num_nodes, -1);
   for (size_t n = 0; n < num_nodes; ++n) {
     const onnx::Node& node = graph.nodes[n];
+    first[n] = static_cast<int64_t>(n);
+    std::vector<size_t> groups;  // the roots n would join
+    std::vector<bool> internal(node.inputs.size(), false);
     const bool reduction = plain(node) && is_reduction(node.op_type);
-    if (!elementwise(n) && !reduction) continue;
-    for (size_t i = 0; i < (reduction ? std::min<size_t>(1, node.inputs.size()) : node.inputs.size()); ++i) {
-      const int64_t id = node.inputs[i];
+    for (size_t i = 0; (elementwise(n) || reduction) && i < (reduction ? 1 : node.inputs.size()); ++i) {
+      const int64_t id = i < node.inputs.size() ? node.inputs[i] : -1;
       if (id < 0 || readers[static_cast<size_t>(id)] != 1) continue;
       const int64_t p = producer[static_cast<size_t>(id)];
       if (p < 0 || !elementwise(static_cast<size_t>(p))) continue;
-      sets.join(static_cast<size_t>(p), n);
-      joined[n] = joined[static_cast<size_t>(p)] = true;
+      groups.push_back(sets.find(static_cast<size_t>(p)));
+      internal[i] = true;
     }
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      if (!internal[i] && node.inputs[i] >= 0)
+        ready[n] = std::max(ready[n], producer[static_cast<size_t>(node.inputs[i])]);
+    if (groups.empty()) continue;
+    int64_t merged_first = first[n], merged_ready = ready[n];
+    for (size_t r : groups) {
+      merged_first = std::min(merged_first, first[r]);
+      merged_ready = std::max(merged_ready, ready[r]);
+    }
+    if (merged_ready >= merged_first) continue;
+    for (size_t r : groups) {
+      sets.join(r, n);
+      joined[r] = true;
+    }
+    joined[n] = true;
+    const size_t root = sets.find(n);
+    first[root] = merged_first;
+    ready[root] = merged_ready;
   }
 
   std::unordered_map<size_t, std::vector<size_t>> members;  // root -> nodes in order
@@ -230,12 +245,10 @@ FuseStats fuse(onnx::Graph& graph) {
       continue;
     }
     const std::vector<size_t>& group_nodes = members[sets.find(n)];
-    if (group_nodes.back() != n) continue;  // the group runs where its last node ran
+    if (group_nodes.front() != n) continue;  // the group runs where its first node ran
     auto group = std::make_shared<Group>();
-    group->opset = graph.opset;
     group->block = block;
-    group->max_elements = graph.limits.max_elements;
-    std::unordered_map<int64_t, int64_t> local;  // value id -> slot
+    std::unordered_map<int64_t, int64_t> local;  // value id -> local value
     std::vector<int64_t> external;
     std::vector<bool> sliced;
     std::unordered_set<int64_t> made;
@@ -257,25 +270,30 @@ FuseStats fuse(onnx::Graph& graph) {
         }
       }
     }
+    onnx::Graph& whole = group->whole;
     int64_t next = static_cast<int64_t>(external.size());
-    for (size_t k = 0; k < group_nodes.size(); ++k) {
-      onnx::Node node = graph.nodes[group_nodes[k]];
+    for (size_t m : group_nodes) {
+      onnx::Node node = graph.nodes[m];
       for (int64_t& id : node.inputs)
         if (id >= 0) id = local.at(id);
       local[node.outputs[0]] = next;
       node.outputs[0] = next++;
-      group->nodes.push_back(std::move(node));
+      whole.nodes.push_back(std::move(node));
+    }
+    whole.opset = graph.opset;
+    whole.limits = graph.limits;
+    whole.num_values = static_cast<size_t>(next);
+    whole.value_names.assign(whole.num_values, "fused");
+    whole.output_ids = {next - 1};
+    onnx::plan_liveness(whole);
+    if (group->reduces()) {
+      group->partial = whole;
+      onnx::Node& reduce = group->partial.nodes.back();
+      if (reduce.op_type == "ReduceMean") reduce.op_type = "ReduceSum";
+      reduce.attributes["keepdims"] = int64_t{1};
     }
     group->num_inputs = external.size();
-    group->num_slots = static_cast<size_t>(next);
     group->sliced = std::move(sliced);
-    group->drops.resize(group->nodes.size());
-    std::vector<int64_t> last(group->num_slots, -1);
-    for (size_t k = 0; k < group->nodes.size(); ++k)
-      for (int64_t id : group->nodes[k].inputs)
-        if (id >= 0) last[static_cast<size_t>(id)] = static_cast<int64_t>(k);
-    for (size_t s = 0; s < last.size(); ++s)
-      if (last[s] >= 0) group->drops[static_cast<size_t>(last[s])].push_back(s);
 
     onnx::Node fused;
     fused.op_type = "UgReplay";
@@ -283,8 +301,8 @@ FuseStats fuse(onnx::Graph& graph) {
     fused.attributes["op"] = std::string("fused");
     fused.attributes["index"] = static_cast<int64_t>(graph.replays.size());
     fused.inputs = std::move(external);
-    fused.outputs = graph.nodes[n].outputs;
-    fused.doc = graph.nodes[n].doc;
+    fused.outputs = graph.nodes[group_nodes.back()].outputs;
+    fused.doc = graph.nodes[group_nodes.back()].doc;
     graph.replays.push_back([group](const std::vector<Tensor>& in) { return (*group)(in); });
     nodes.push_back(std::move(fused));
     stats.nodes += group_nodes.size();
