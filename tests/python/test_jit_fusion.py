@@ -206,3 +206,13 @@ def test_a_long_chain_never_materialises_its_intermediates():
     assert peak < 4 * n // 4, peak
     terms = (((x * a + b).relu() * a - b).exp() * 0.5).numpy().astype(np.float64).sum()
     close_sum(got.numpy(), f(x, a, b).numpy(), n, terms, np.float32)
+
+
+def test_a_group_never_reads_a_value_made_after_its_first_node():
+    # isclose: |a - b| <= atol + rtol·|b| and isfinite(|a - b|), or a == b: the And's two
+    # operand chains cannot be one group (the second starts after the first's inputs exist,
+    # but reads IsNaN/IsInf, made later), while the Or may join the Equal made first.
+    a = ug.randn(100000)
+    b = a + ug.randn(100000) * 1e-6
+    same(ug.jit(ug.isclose)(a, b).numpy(), ug.isclose(a, b).numpy())
+    assert stats(ug.isclose, a, b)["fused_groups"] >= 2

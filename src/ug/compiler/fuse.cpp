@@ -213,11 +213,15 @@ FuseStats fuse(onnx::Graph& graph) {
       groups.push_back(sets.find(static_cast<size_t>(p)));
       internal[i] = true;
     }
-    for (size_t i = 0; i < node.inputs.size(); ++i)
-      if (!internal[i] && node.inputs[i] >= 0)
-        ready[n] = std::max(ready[n], producer[static_cast<size_t>(node.inputs[i])]);
+    int64_t outside = -1;  // the last maker of the inputs n reads from outside the groups it joins
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] < 0) continue;
+      const int64_t p = producer[static_cast<size_t>(node.inputs[i])];
+      ready[n] = std::max(ready[n], p);  // n alone
+      if (!internal[i]) outside = std::max(outside, p);
+    }
     if (groups.empty()) continue;
-    int64_t merged_first = first[n], merged_ready = ready[n];
+    int64_t merged_first = first[n], merged_ready = outside;
     for (size_t r : groups) {
       merged_first = std::min(merged_first, first[r]);
       merged_ready = std::max(merged_ready, ready[r]);
