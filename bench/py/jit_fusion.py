@@ -28,7 +28,7 @@ except ImportError:
 
 SIZES = [1 << 20, 1 << 22] if args.quick else [1 << 20, 1 << 24]
 ROUNDS = 5 if args.quick else 9
-BLOCKS = [16384, 65536, 262144]
+BLOCKS = [4096, 16384, 65536, 262144]
 
 
 def chain(m, x, a, b, c):
