@@ -7,6 +7,7 @@ Transformer block training step, each as
 - the same functional step run eagerly (--eager),
 - JAX's jax.jit peer (../shared/bench/peers/jax/),
 - torch eager, the peer in ../shared/bench/peers/, in its fastest thread configuration,
+- the ug.jit step without fusion of elementwise chains (UG_JIT_FUSE_BLOCK=0, "unfused"),
 
 REPEAT times each, interleaved; every figure is a median. Prints one JSON object of medians and
 the ratios the issue's targets are stated in; the figures go into docs/benchmarks.md by hand.
@@ -15,6 +16,7 @@ the ratios the issue's targets are stated in; the figures go into docs/benchmark
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -31,26 +33,30 @@ quick = ["--quick"] if args.quick else []
 
 RUNS = {  # name -> command (each prints one JSON line last)
     "mlp ug.jit": [ROOT / "bench/py/mlp_jit_epoch.py"],
+    "mlp ug.jit unfused": [ROOT / "bench/py/mlp_jit_epoch.py"],
     "mlp ug eager (functional)": [ROOT / "bench/py/mlp_jit_epoch.py", "--eager"],
     "mlp ug eager (torch-style)": [ROOT / "bench/py/mlp_train_epoch.py"],
     "mlp jax.jit": [PEERS / "jax/mlp_train_epoch.py"],
     "mlp torch eager": [PEERS / "mlp_train_epoch.py", "--threads", "2", "--blas-threads", "1"],
     "transformer ug.jit": [ROOT / "bench/py/transformer_jit_step.py"],
+    "transformer ug.jit unfused": [ROOT / "bench/py/transformer_jit_step.py"],
     "transformer ug eager (functional)": [ROOT / "bench/py/transformer_jit_step.py", "--eager"],
     "transformer jax.jit": [PEERS / "jax/transformer_step.py"],
     "transformer torch eager": [PEERS / "transformer_step.py", "--threads", "2", "--blas-threads", "1"],
 }
 
 
-def run(cmd):
-    out = subprocess.run([sys.executable, *map(str, cmd), *quick], capture_output=True, text=True, check=True)
+def run(name, cmd):
+    env = {**os.environ, "UG_JIT_FUSE_BLOCK": "0"} if name.endswith("unfused") else None
+    out = subprocess.run([sys.executable, *map(str, cmd), *quick], capture_output=True, text=True, check=True,
+                         env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 records = {name: [] for name in RUNS}
 for _ in range(args.repeat):
     for name, cmd in RUNS.items():
-        records[name].append(run(cmd))
+        records[name].append(run(name, cmd))
 
 
 def median(name, key="seconds"):
@@ -65,6 +71,7 @@ for w in ("mlp", "transformer"):
     result[f"{w} ratios"] = {
         "ug.jit / jax.jit": jit / jax, "ug.jit / torch eager": jit / torch,
         "ug.jit / ug eager (functional)": jit / result[f"{w} ug eager (functional)"]["seconds"],
+        "ug.jit / ug.jit unfused": jit / result[f"{w} ug.jit unfused"]["seconds"],
         "compile ug.jit / jax.jit": result[f"{w} ug.jit"]["compile_seconds"] / result[f"{w} jax.jit"]["compile_seconds"],
     }
 result["transformer peak activation MB, ug.jit / eager"] = (

@@ -95,10 +95,14 @@ void bind_jit(nb::module_& m) {
             d["merged"] = s.merged;
             d["dead"] = s.dead;
             d["recomputed"] = s.recomputed;
+            d["fused"] = s.fused;
+            d["fused_groups"] = s.fused_groups;
             return d;
           },
           "What the graph passes did: Identity nodes forwarded, nodes folded into constants, common "
-          "subexpressions merged, dead nodes dropped, elementwise nodes computed again for late readers.")
+          "subexpressions merged, dead nodes dropped, elementwise nodes computed again for late readers, nodes run as "
+          "fused elementwise groups "
+          "and the groups.")
       .def("onnx_bytes",
            [](const compiler::Program& p) { return nb::bytes(p.onnx_bytes().data(), p.onnx_bytes().size()); })
       .def("save", &compiler::Program::save, nb::arg("path"));

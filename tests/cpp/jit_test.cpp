@@ -199,6 +199,21 @@ TEST(Jit, InputsMovedIntoARunGiveItTheirBuffers) {
   EXPECT_TRUE(equal(held, expected));
 }
 
+TEST(Jit, FusesAnElementwiseChainWithItsRowSum) {
+  // Five nodes become one that runs block by block (compiler/fuse.h); each block computes
+  // whole rows with the same kernels, so the row sums are the unfused ones bit for bit. The
+  // graph a program lists and saves stays unfused.
+  auto f = [](const Tensors& in) { return Tensors{((in[0] * in[1] + in[2]).relu() * 0.5).sum({-1})}; };
+  manual_seed(0);
+  const Tensor x = randn({300, 1001}), a = randn({1001}), b = randn({300, 1});
+  const compiler::Program program = compiler::Program::trace(f, {x, a, b});
+  EXPECT_EQ(program.stats().fused, 5u);
+  EXPECT_EQ(program.stats().fused_groups, 1u);
+  const std::vector<std::string> types = program.node_types();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "UgReplay"), 0);
+  EXPECT_TRUE(equal(program({x, a, b})[0], f({x, a, b})[0]));
+}
+
 /** zero_grad(); backward(); step() on a squared error: a PyTorch-style training step. */
 std::function<Tensors(const Tensors&)> torch_step(nn::Sequential& net, optim::Optimizer& opt) {
   return [&net, &opt](const Tensors& xy) {

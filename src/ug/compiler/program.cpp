@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "ug/compiler/fuse.h"
 #include "ug/compiler/remat.h"
 #include "ug/compiler/simplify.h"
 #include "ug/graph/grad_mode.h"
@@ -133,6 +134,11 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   auto recording = std::make_shared<const onnx::Graph>(*graph);
   p.stats_.recomputed = rematerialize(*graph);
   if (p.stats_.recomputed) p.recording_graph_ = std::move(recording);
+  auto fused = std::make_shared<onnx::Graph>(*graph);
+  const FuseStats fusion = fuse(*fused);
+  p.stats_.fused = fusion.nodes;
+  p.stats_.fused_groups = fusion.groups;
+  if (fusion.groups) p.fused_graph_ = std::move(fused);
   p.writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.state_writes));
   p.grad_writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.grad_writes));
   std::vector<std::vector<bool>> any_size;
@@ -161,7 +167,11 @@ std::vector<Tensor> Program::operator()(std::vector<Tensor> inputs) const {
   // Autograd recording through the run would backpropagate through each recomputed copy
   // separately, summing what the unplanned program's backward sums before the copied op's
   // gradient: the graph without the copies keeps those gradients the eager ones.
-  const onnx::Graph& g = recording_graph_ && records(inputs) ? *recording_graph_ : *graph_;
+  // A run that records keeps the unfused graph: its backward needs the intermediates anyway.
+  const bool recorded = records(inputs);
+  const onnx::Graph& g = recorded && recording_graph_ ? *recording_graph_
+                         : !recorded && fused_graph_  ? *fused_graph_
+                                                      : *graph_;
   if (inputs.size() != g.inputs.size())
     fail("[jit] the program takes ", g.inputs.size(), " tensor(s), got ", inputs.size());
   std::vector<Tensor> values(g.num_values);

@@ -18,6 +18,8 @@ struct SimplifyStats {
   size_t merged = 0;      // nodes that computed what an earlier node had (common subexpressions)
   size_t dead = 0;        // nodes whose outputs nothing read
   size_t recomputed = 0;  // nodes computed again for their late readers (remat.h)
+  size_t fused = 0;       // elementwise and reduction nodes run as fused groups (fuse.h)
+  size_t fused_groups = 0;
 };
 
 /** Forwards Identity nodes; folds the nodes that read only constants into initializers;

@@ -1,0 +1,26 @@
+// Fusion of a compiled program's elementwise chains (docs/design.md, "Fused elementwise
+// chains"): each maximal tree of elementwise nodes whose intermediates only the tree reads,
+// with an optional trailing reduction, becomes one node that runs the same op-table kernels
+// block by block, so that no intermediate is ever materialised whole.
+#pragma once
+
+#include <cstddef>
+
+namespace ug::onnx {
+struct Graph;
+}
+
+namespace ug::compiler {
+
+struct FuseStats {
+  size_t nodes = 0;   // nodes folded into fused groups
+  size_t groups = 0;  // fused nodes made of them
+};
+
+/** Rewrites graph's nodes: each group becomes a UgReplay node (op "fused") at the place of its
+ *  last node, calling a replay appended to graph.replays; plans liveness again. A fused node
+ *  runs whole tensors, unblocked, when autograd records through it or an input carries a
+ *  forward tangent or a vmap batch, so it is always the unfused program's computation. */
+FuseStats fuse(onnx::Graph& graph);
+
+}  // namespace ug::compiler
