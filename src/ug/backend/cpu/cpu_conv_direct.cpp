@@ -259,9 +259,9 @@ Tensor pack(const Tensor& w, bool transposed, const Tensor& into) {
 
 /** out[c * ld + l] = acc[l - l0][c] (+ bias[c]) for rows l in [l0, l1) and channels c <
  *  count of sums blocked [l1 - l0][lanes]: 16 rows x 16 channels at a time, transposed in
- *  registers. */
+ *  registers; then the epilogue, in the composed ops' order: + out's old value, relu. */
 void store_transposed(const float* acc, int64_t l0, int64_t l1, int64_t lanes, int64_t count, const float* bias,
-                      float* out, int64_t ld) {
+                      float* out, int64_t ld, Epilogue e = {}) {
   for (int64_t l = l0; l < l1; l += 16) {
     const int64_t n = std::min<int64_t>(16, l1 - l);
     const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
@@ -272,7 +272,12 @@ void store_transposed(const float* acc, int64_t l0, int64_t l1, int64_t lanes, i
       transpose16(rows);
       for (int64_t c = 0; c < std::min<int64_t>(16, count - c0); ++c) {
         const __m512 b = _mm512_set1_ps(bias ? bias[c0 + c] : 0.0f);
-        _mm512_mask_storeu_ps(out + (c0 + c) * ld + l, mask, _mm512_add_ps(rows[c], b));
+        float* dst = out + (c0 + c) * ld + l;
+        __m512 v = _mm512_add_ps(rows[c], b);
+        if (e.accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, dst));
+        // relu as ops::Relu::f: x > 0 or NaN keeps x, anything else (-0 too) is +0.
+        if (e.relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
+        _mm512_mask_storeu_ps(dst, mask, v);
       }
     }
   }
@@ -283,7 +288,8 @@ void store_transposed(const float* acc, int64_t l0, int64_t l1, int64_t lanes, i
 void write_planes(const DirectConv& g, const float* acc, int64_t l0, int64_t l1, int64_t o0, int64_t lanes,
                   const float* bias, float* y) {
   const int64_t L = g.Ho * g.Wo;
-  store_transposed(acc, l0, l1, lanes, std::min(lanes, g.O - o0), bias ? bias + o0 : nullptr, y + o0 * L, L);
+  store_transposed(acc, l0, l1, lanes, std::min(lanes, g.O - o0), bias ? bias + o0 : nullptr, y + o0 * L, L,
+                   g.epilogue);
 }
 
 /** Each sample's padded planes (x itself without padding), in buf if it needs them. */
