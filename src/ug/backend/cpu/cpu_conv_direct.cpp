@@ -174,10 +174,19 @@ Kernel kernel_for(int64_t v, int64_t r, int64_t kh, int64_t kw) {
 
 /** One sample's zero-padded planes [C][Hp][Wp] from x [C][H][W]. */
 void pad_planes(const DirectConv& g, const float* x, float* out, int64_t Hp, int64_t Wp) {
-  std::fill(out, out + g.C * Hp * Wp, 0.0f);
-  for (int64_t c = 0; c < g.C; ++c)
-    for (int64_t h = 0; h < g.H; ++h)
-      std::copy(x + (c * g.H + h) * g.W, x + (c * g.H + h + 1) * g.W, out + (c * Hp + h + g.ph) * Wp + g.pw);
+  // Each element written once: zeros only where the padding is (a fill of the whole buffer
+  // first wrote the interior twice, a few percent of a 3x3 layer's time at batch 1).
+  for (int64_t c = 0; c < g.C; ++c) {
+    float* plane = out + c * Hp * Wp;
+    std::fill(plane, plane + g.ph * Wp + g.pw, 0.0f);  // the top rows and the first row's left pad
+    for (int64_t h = 0; h < g.H; ++h) {
+      float* row = plane + (h + g.ph) * Wp + g.pw;
+      std::copy(x + (c * g.H + h) * g.W, x + (c * g.H + h + 1) * g.W, row);
+      // this row's right pad and the next row's left pad (or the bottom rows after the last)
+      std::fill(row + g.W, h + 1 < g.H ? row + g.W + 2 * g.pw : plane + Hp * Wp, 0.0f);
+    }
+    if (g.H == 0) std::fill(plane, plane + Hp * Wp, 0.0f);
+  }
 }
 
 /** rows[c] = column c of the 16x16 matrix whose row p is rows[p]: three stages of shuffles
