@@ -166,3 +166,25 @@ def test_bad_shapes_name_the_node():
     m = model({"pads": [1, 1, 1, 1]}, residual=0)
     with pytest.raises(ValueError, match="conv2d"):
         m.forward(ug.zeros(1, 3, 5, 5), ug.zeros(8, 4, 3, 3), ug.zeros(8), ug.zeros(1, 8, 5, 5))
+
+
+@pytest.mark.parametrize("also_output", [False, True])
+def test_a_residual_made_in_the_graph_is_written_only_when_it_dies(also_output):
+    """A residual the graph computed and reads for the last time takes the result in place;
+    one that is also a graph output keeps its value."""
+    nodes = [helper.make_node("Neg", ["r0"], ["r"]), helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1] * 4),
+             helper.make_node("Add", ["y", "r"], ["s"]), helper.make_node("Relu", ["s"], ["z"])]
+    outputs = ["z", "r"] if also_output else ["z"]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, F, None) for n in ["r0", "x", "w", "b"]],
+                          [helper.make_tensor_value_info(n, F, None) for n in outputs])
+    m = ug.onnx.load_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    assert nodes_of(m) == 2
+    rng = np.random.default_rng(6)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((1, 8, 5, 5), (1, 4, 5, 5), (8, 4, 3, 3), (8,))]
+    with ug.profiler.profile() as prof:
+        fused, _ = run(m, arrays)
+    assert ("clone" in {row.key for row in prof.key_averages()}) == also_output  # a copy only when kept
+    composed, _ = run(m, arrays, grad=True)
+    assert [a.tobytes() for a in fused] == [a.tobytes() for a in composed]
+    if also_output:
+        np.testing.assert_array_equal(fused[1], -arrays[0])

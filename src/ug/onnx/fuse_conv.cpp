@@ -35,7 +35,10 @@ Outputs conv_relu_op(const OpContext& c) {
   if (!w.symmetric()) return composed(c);
   const std::optional<Tensor> bias = c.has_input(2) ? std::optional(c.input(2)) : std::nullopt;
   const std::optional<Tensor> residual = c.has_input(3) ? std::optional(c.input(3)) : std::nullopt;
-  return one(conv2d_relu(x, weight, bias, residual, w.strides, w.begin, w.dilations, group));
+  // run_graph has dropped the values this node reads for the last time: a residual held by
+  // the node's argument alone (and this copy) may take the result.
+  const bool dies = residual && residual->impl_ref()->use_count() == 2 && residual->storage()->use_count() == 1;
+  return one(conv2d_relu(x, weight, bias, residual, w.strides, w.begin, w.dilations, group, dies));
 }
 
 }  // namespace

@@ -439,7 +439,7 @@ bool fusable(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, c
 
 Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                    const std::optional<Tensor>& residual, const Dims& stride, const Dims& padding, const Dims& dilation,
-                   int64_t groups) {
+                   int64_t groups, bool residual_dies) {
   auto composed = [&] {
     const Tensor y = conv2d(input, weight, bias, stride, padding, dilation, groups);
     return relu(residual ? y + *residual : y);
@@ -454,7 +454,9 @@ Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const std::optiona
                     conv_out_size(input.size(3), weight.size(3), s.p.stride[1], s.p.padding[1], s.p.dilation[1])};
   if (residual && residual->shape() != shape) return composed();  // broadcast by the add
   graph::OpCall call(kConv2dRelu);
-  Tensor out = residual ? residual->contiguous().clone() : empty(shape, {.dtype = DType::Float32});
+  Tensor out = !residual                                    ? empty(shape, {.dtype = DType::Float32})
+               : residual_dies && residual->is_contiguous() ? *residual
+                                                            : residual->contiguous().clone();
   s.p.accumulate = residual.has_value();
   s.p.relu = true;
   const Tensor b = bias ? bias->contiguous() : Tensor();
