@@ -5,7 +5,10 @@ at batch 2 (forward, cross-entropy, backward, SGD with momentum) of the same net
 once for both frameworks. Impls run interleaved; seconds = the median of the repeats. One
 JSON line per workload and impl, then the ratios the targets name (unigrad / peer). Every impl
 runs on the calling thread, so the ratios use that thread's CPU time, which other processes on a
-busy machine do not inflate; the wall times are printed beside them."""
+busy machine do not inflate; the wall times are printed beside them. `--infer-only` leaves the
+training step out, `--reps=N` takes N repeats (7 by default) and `--calls=N` times N inference
+calls in a row per repeat (10 by default; 1: each call runs after the peers', caches cold). An A/B
+of two builds on a loaded machine compares `infer_over_onnxruntime` of alternating runs."""
 import json
 import os
 import statistics
@@ -23,6 +26,9 @@ import unigrad as ug  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 REPS, N_INFER, N_TRAIN = (3, 3, 2) if QUICK else (7, 10, 4)
+INFER_ONLY = "--infer-only" in sys.argv
+REPS = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--reps=")), REPS)
+N_INFER = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--calls=")), N_INFER)
 
 
 def resnet18(m):
@@ -117,7 +123,7 @@ def main():
             opt.step()
         return step
 
-    train = {"torch-python": train_step(torch), "unigrad-python": train_step(ug)}
+    train = {} if INFER_ONLY else {"torch-python": train_step(torch), "unigrad-python": train_step(ug)}
     times = {(w, impl): [] for w, fns in (("infer", infer), ("train", train)) for impl in fns}
     for (w, impl) in times:  # warm up
         (infer if w == "infer" else train)[impl]()
@@ -134,10 +140,11 @@ def main():
                                     "wall_ms": round(wall[(w, impl)] * 1e3, 2),
                                     "loadavg1": round(os.getloadavg()[0], 2)}}))
     u = "unigrad-python"
-    print(json.dumps({"bench": "resnet18_ratio", "threads": 1,
-                      "infer_over_torch": round(med[("infer", u)] / med[("infer", "torch-python")], 3),
-                      "infer_over_onnxruntime": round(med[("infer", u)] / med[("infer", "onnxruntime")], 3),
-                      "train_over_torch": round(med[("train", u)] / med[("train", "torch-python")], 3)}))
+    ratios = {"infer_over_torch": round(med[("infer", u)] / med[("infer", "torch-python")], 3),
+              "infer_over_onnxruntime": round(med[("infer", u)] / med[("infer", "onnxruntime")], 3)}
+    if train:
+        ratios["train_over_torch"] = round(med[("train", u)] / med[("train", "torch-python")], 3)
+    print(json.dumps({"bench": "resnet18_ratio", "threads": 1, **ratios}))
 
 
 if __name__ == "__main__":

@@ -175,10 +175,11 @@ def test_max_pool_ties_infinities_and_nan():
     check(lambda m, x: fn_of(m).max_pool2d(x, 3, 1, 1, return_indices=True), np.full((1, 1, 3, 3), -np.inf, np.float32))
     # Windows wider than 2 take the maximum down the columns first, then along the rows: ties
     # across both (small integers) must still pick torch's first position, and a NaN must win.
-    ties = np.random.default_rng(3).integers(0, 3, (2, 3, 11, 12)).astype(np.float32)
+    # 40 columns: runs of 8+ equal windows, which the values-only pass takes a tap at a time.
+    ties, wide = (np.random.default_rng(3).integers(0, 3, (2, 3, 11, w)).astype(np.float32) for w in (12, 40))
     with_nan = ties.copy()
     with_nan[0, 0, 4, 5] = with_nan[1, 2, 0, 0] = with_nan[1, 2, 0, 1] = np.nan
-    for x in (ties, with_nan):
+    for x in (ties, with_nan, wide):
         for k, s, p in [(3, 2, 1), (3, 1, 0), ((3, 4), (2, 1), (1, 2))]:
             check(lambda m, x: fn_of(m).max_pool2d(x, k, s, p, return_indices=True), x)
             check(lambda m, x: fn_of(m).max_pool2d(x, k, s, p), x)

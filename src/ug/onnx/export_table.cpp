@@ -1166,6 +1166,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"nll_loss", "losses are not exported; export the model without its loss"},
       {"binary_cross_entropy", "losses are not exported; export the model without its loss"},
       {"conv2d", "internal: captured as conv"},
+      {"conv2d_relu", "internal: runs fused only where nothing is captured, as conv, add and relu otherwise"},
       {"conv_transpose2d", "internal: captured as conv_transpose (alone, it is conv's gradient)"},
       {"conv2d_weight_grad", "a gradient op; export traces the forward pass only"},
       {"max_pool2d", "internal: captured as max_pool or adaptive_max_pool"},

@@ -13,6 +13,7 @@
 #include "ug/graph/forward.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/ops/binary.h"
+#include "ug/onnx/fuse_conv.h"
 #include "ug/onnx/graph.h"
 #include "ug/onnx/op_table.h"
 
@@ -275,7 +276,9 @@ std::string OnnxModule::extra_repr() const {
 }
 
 std::shared_ptr<OnnxModule> load_bytes(std::string_view bytes, const std::string& base_dir, const LoadLimits& limits) {
-  return std::make_shared<OnnxModule>(parse_model(bytes, base_dir, limits));
+  Graph graph = parse_model(bytes, base_dir, limits);
+  fuse_conv_relu(graph);  // a model file's run only: compiled programs keep their traced ops
+  return std::make_shared<OnnxModule>(std::move(graph));
 }
 
 std::shared_ptr<OnnxModule> load(const std::string& path, const LoadLimits& limits) {

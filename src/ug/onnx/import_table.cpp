@@ -1595,6 +1595,7 @@ const std::vector<OpSpec>& table() {
     add_linear_attention_ops(ops);
     add_causal_conv_ops(ops);
     add_tensor_scatter_ops(ops);
+    add_fused_conv_ops(ops);
     widen_unsigned_ops(ops);  // last: it widens every row above
     // A compiled program's call back into an op without a graph form; run_graph runs it from
     // the program's replays, so this body only answers a graph that has none.

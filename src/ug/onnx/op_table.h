@@ -96,6 +96,8 @@ void add_optional_ops(std::vector<OpSpec>& ops);
 void add_linear_attention_ops(std::vector<OpSpec>& ops);
 void add_causal_conv_ops(std::vector<OpSpec>& ops);
 void add_tensor_scatter_ops(std::vector<OpSpec>& ops);
+/** UgConvRelu (onnx/fuse_conv.cpp): Conv's inputs and attributes, then an optional residual. */
+void add_fused_conv_ops(std::vector<OpSpec>& ops);
 /** Makes the elementwise rows take uint16, uint32 and uint64 (unigrad's shell dtypes): called
  *  after every row is in. */
 void widen_unsigned_ops(std::vector<OpSpec>& ops);

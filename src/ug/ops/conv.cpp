@@ -7,11 +7,15 @@
 #include "ug/ops/conv.h"
 
 #include "ug/backend/backend.h"
+#include "ug/graph/capture.h"
+#include "ug/graph/forward.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/ops/reduce.h"
+#include "ug/ops/unary.h"
 
 namespace ug {
 
@@ -413,6 +417,52 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Ten
 Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, const Dims& stride,
               const ConvPadding& padding, const Dims& dilation, int64_t groups) {
   return convolution(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d");
+}
+
+namespace {
+
+const graph::OpDef kConv2dRelu("conv2d_relu");
+
+/** Whether conv2d_relu may run as one kernel: nothing would record the composed ops' calls. */
+bool fusable(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, const std::optional<Tensor>& r) {
+  if (graph::detail::current_capture || autocast::active()) return false;
+  for (const Tensor* t : {&x, &w, b ? &*b : nullptr, r ? &*r : nullptr}) {
+    if (!t) continue;
+    if (!t->defined() || t->dtype() != DType::Float32 || t->device().type != DeviceType::CPU || t->impl().batch() ||
+        forward::has_tangent(*t) || (GradMode::is_enabled() && t->requires_grad()))
+      return false;
+  }
+  return x.dim() == 4 && x.size(1) > 0;  // no channels: the backend writes the bias alone
+}
+
+}  // namespace
+
+Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                   const std::optional<Tensor>& residual, const Dims& stride, const Dims& padding, const Dims& dilation,
+                   int64_t groups, bool residual_dies) {
+  auto composed = [&] {
+    const Tensor y = conv2d(input, weight, bias, stride, padding, dilation, groups);
+    return relu(residual ? y + *residual : y);
+  };
+  if (!fusable(input, weight, bias, residual)) return composed();
+  const char* op = "conv2d";
+  Spec s = make_spec(2, stride, padding, dilation, groups, op);
+  s.pad_right = {0, 0};
+  check_shapes(input, weight, bias, s, 2, false, op);
+  const Shape shape{input.size(0), weight.size(0),
+                    conv_out_size(input.size(2), weight.size(2), s.p.stride[0], s.p.padding[0], s.p.dilation[0]),
+                    conv_out_size(input.size(3), weight.size(3), s.p.stride[1], s.p.padding[1], s.p.dilation[1])};
+  if (residual && residual->shape() != shape) return composed();  // broadcast by the add
+  graph::OpCall call(kConv2dRelu);
+  Tensor out = !residual                                    ? empty(shape, {.dtype = DType::Float32})
+               : residual_dies && residual->is_contiguous() ? *residual
+                                                            : residual->contiguous().clone();
+  s.p.accumulate = residual.has_value();
+  s.p.relu = true;
+  const Tensor b = bias ? bias->contiguous() : Tensor();
+  if (out.numel() > 0) backend_for(input.device()).conv2d(input.contiguous(), weight.contiguous(), b, s.p, out);
+  call.finish({&input, &weight, &b}, {&out});
+  return out;
 }
 
 Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,

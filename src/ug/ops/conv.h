@@ -35,6 +35,17 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Ten
 Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {},
               const Dims& stride = {1}, const ConvPadding& padding = 0, const Dims& dilation = {1}, int64_t groups = 1);
 
+/** relu(conv2d(input, weight, bias, stride, padding, dilation, groups) + residual) (no
+ *  residual: relu(conv2d(...))), for inference: one kernel, the add and relu in its epilogue,
+ *  where nothing records the call (no gradient wanted, no capture, forward tangent, vmap or
+ *  autocast) and the residual has the output's shape and the operands are float32 on the CPU;
+ *  otherwise the composed ops. Either way the same bits. residual_dies: nothing reads the
+ *  residual after this call (the caller's reference is its last), so the fused kernel may
+ *  write the result into its buffer instead of a copy. */
+Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                   const std::optional<Tensor>& residual, const Dims& stride, const Dims& padding,
+                   const Dims& dilation = {1}, int64_t groups = 1, bool residual_dies = false);
+
 /** The transposed convolution (the gradient of conv with respect to its input), with
  *  torch's argument order. */
 Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {},

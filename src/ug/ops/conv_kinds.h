@@ -13,6 +13,11 @@ struct Conv2dParams {
   int64_t padding[2] = {0, 0};
   int64_t dilation[2] = {1, 1};
   int64_t groups = 1;
+  /** The forward kernel's epilogue (ops::conv2d_fused sets it; the gradients never do): after
+   *  the bias, add what `out` held before the call (a residual the caller copied there), then
+   *  relu, in the order of the composed ops, so the bits are theirs. */
+  bool accumulate = false;
+  bool relu = false;
 };
 
 }  // namespace ug

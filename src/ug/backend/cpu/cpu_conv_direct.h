@@ -11,12 +11,18 @@
 
 namespace ug::cpu {
 
+/** What the forward pass does after the bias (Conv2dParams' accumulate and relu). */
+struct Epilogue {
+  bool accumulate = false, relu = false;
+};
+
 struct DirectConv {
   int64_t N, C, H, W, O, kh, kw, Ho, Wo, sh, sw, ph, pw;
+  Epilogue epilogue = {};
 };
 
 /** y [N, O, Ho, Wo] = x [N, C, H, W] correlated with w [O, C, kh, kw], zero padding, plus bias
- *  [O] (may be undefined). transposed: w is [C, O, kh, kw] and used rotated by 180 degrees,
+ *  [O] (may be undefined), then g.epilogue. transposed: w is [C, O, kh, kw] and used rotated by 180 degrees,
  *  w'[o][c] = w[c][o] flipped, which makes this the input gradient of a unit-stride
  *  convolution by w. Call only on an AVX-512 CPU. */
 void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, bool transposed, const Tensor& bias,

@@ -73,6 +73,17 @@ void window_max(const T* x, int64_t W, Span rs, Span cs, int64_t sh, int64_t sw,
   if (index) *index = best;
 }
 
+/** y[i] = the maximum over taps b < n of src[i * S + b * tap] for i < m (no NaN among them). */
+template <int S, class T> void strided_max(const T* src, int64_t n, int64_t tap, int64_t m, T* y) {
+  T* __restrict out = y;
+  const T* __restrict first = src;
+  for (int64_t i = 0; i < m; ++i) out[i] = first[i * S];
+  for (int64_t b = 1; b < n; ++b) {
+    const T* __restrict in = src + b * tap;
+    for (int64_t i = 0; i < m; ++i) out[i] = std::max(out[i], in[i * S]);
+  }
+}
+
 /** max_pool_row without the positions (no gradient will read them): the same passes, less
  *  the bookkeeping of where each maximum came from. */
 template <class T>
@@ -94,12 +105,24 @@ bool max_pool_row_values(const T* x, int64_t W, Span rs, const std::vector<Span>
     }
   }
   if (nan) return false;
-  for (size_t ow = 0; ow < cols.size(); ++ow) {
+  const int64_t Wo = static_cast<int64_t>(cols.size());
+  for (int64_t ow = 0; ow < Wo;) {
     const Span cs = cols[ow];
     if (cs.n == 0) return false;
+    // A run of windows of one width at a regular step (all but the edges ones): a loop over
+    // the run per tap, which vectorises for steps 1 and 2.
+    const int64_t step = ow + 1 < Wo ? cols[ow + 1].first - cs.first : 0;
+    int64_t end = ow + 1;
+    while (end < Wo && cols[end].n == cs.n && cols[end].first - cols[end - 1].first == step) ++end;
+    if (end - ow >= 8 && (step == 1 || step == 2)) {
+      if (step == 1) strided_max<1>(col_max + cs.first, cs.n, sw, end - ow, y + ow);
+      else strided_max<2>(col_max + cs.first, cs.n, sw, end - ow, y + ow);
+      ow = end;
+      continue;
+    }
     T val = col_max[cs.first];
     for (int64_t b = 1; b < cs.n; ++b) val = std::max(val, col_max[cs.first + b * sw]);
-    y[ow] = val;
+    y[ow++] = val;
   }
   return true;
 }
@@ -154,8 +177,29 @@ bool max_pool_row(const T* x, int64_t W, Span rs, const std::vector<Span>& cols,
   return true;
 }
 
+// max_pool_row compiled twice, for x86-64 and for AVX2 (twice the width in its passes over
+// whole rows); max and the selects are exact, so both give the same bits.
+#define UG_POOL_ROW_VARIANTS(T, suffix)                                                                               \
+  bool row_generic_##suffix(const T* x, int64_t W, Span rs, const std::vector<Span>& cols, int64_t sh, int64_t sw,    \
+                            T* cm, int32_t* cr, T* y, int64_t* idx) {                                                 \
+    return max_pool_row(x, W, rs, cols, sh, sw, cm, cr, y, idx);                                                      \
+  }                                                                                                                   \
+  [[gnu::target("avx2"), gnu::flatten]] bool row_avx2_##suffix(const T* x, int64_t W, Span rs,                        \
+                                                               const std::vector<Span>& cols, int64_t sh, int64_t sw, \
+                                                               T* cm, int32_t* cr, T* y, int64_t* idx) {              \
+    return max_pool_row(x, W, rs, cols, sh, sw, cm, cr, y, idx);                                                      \
+  }                                                                                                                   \
+  bool row_isa(bool avx2, const T* x, int64_t W, Span rs, const std::vector<Span>& cols, int64_t sh, int64_t sw,      \
+               T* cm, int32_t* cr, T* y, int64_t* idx) {                                                              \
+    return avx2 ? row_avx2_##suffix(x, W, rs, cols, sh, sw, cm, cr, y, idx)                                           \
+                : row_generic_##suffix(x, W, rs, cols, sh, sw, cm, cr, y, idx);                                       \
+  }
+UG_POOL_ROW_VARIANTS(float, f32)
+UG_POOL_ROW_VARIANTS(double, f64)
+#undef UG_POOL_ROW_VARIANTS
+
 template <int F, class T>
-void max_pool_planes(const T* x, int64_t P, int64_t H, int64_t W, const std::vector<Span>& rows,
+void max_pool_planes(bool avx2, const T* x, int64_t P, int64_t H, int64_t W, const std::vector<Span>& rows,
                      const std::vector<Span>& cols, int64_t sh, int64_t sw, T* y, int64_t* idx) {
   const int64_t Ho = static_cast<int64_t>(rows.size()), Wo = static_cast<int64_t>(cols.size());
   parallel_for(P, plane_grain(H * W), [&](int64_t p0, int64_t p1) {
@@ -165,8 +209,8 @@ void max_pool_planes(const T* x, int64_t P, int64_t H, int64_t W, const std::vec
       for (int64_t oh = 0; oh < Ho; ++oh) {
         const int64_t o = (pl * Ho + oh) * Wo;
         // Unrolled 2x2 windows are as fast as the separable pass; wider ones are not.
-        if (!F && max_pool_row(x + pl * H * W, W, rows[oh], cols, sh, sw, col_max.data(), col_row.data(), y + o,
-                               idx ? idx + o : nullptr))
+        if (!F && row_isa(avx2, x + pl * H * W, W, rows[oh], cols, sh, sw, col_max.data(), col_row.data(), y + o,
+                          idx ? idx + o : nullptr))
           continue;
         for (int64_t ow = 0; ow < Wo; ++ow)
           window_max<F>(x + pl * H * W, W, rows[oh], cols[ow], sh, sw, y[o + ow], idx ? idx + o + ow : nullptr);
@@ -174,7 +218,8 @@ void max_pool_planes(const T* x, int64_t P, int64_t H, int64_t W, const std::vec
   });
 }
 
-template <class T> void max_pool(const Tensor& xt, const PoolWindows& win, const Tensor& yt, const Tensor& it) {
+template <class T>
+void max_pool(bool avx2, const Tensor& xt, const PoolWindows& win, const Tensor& yt, const Tensor& it) {
   const int64_t P = xt.size(0), H = xt.size(1), W = xt.size(2);
   const T* x = static_cast<const T*>(xt.raw_data());
   T* y = static_cast<T*>(yt.raw_data());
@@ -184,8 +229,8 @@ template <class T> void max_pool(const Tensor& xt, const PoolWindows& win, const
   bool two = win.step[0] == 1 && win.step[1] == 1;
   for (const auto* v : {&rows, &cols})
     for (const Span& sp : *v) two &= sp.n == 2;
-  if (two) max_pool_planes<2>(x, P, H, W, rows, cols, 1, 1, y, idx);
-  else max_pool_planes<0>(x, P, H, W, rows, cols, win.step[0], win.step[1], y, idx);
+  if (two) max_pool_planes<2>(avx2, x, P, H, W, rows, cols, 1, 1, y, idx);
+  else max_pool_planes<0>(avx2, x, P, H, W, rows, cols, win.step[0], win.step[1], y, idx);
 }
 
 template <class T> void avg_pool(const Tensor& xt, const PoolWindows& win, const Tensor& yt) {
@@ -242,7 +287,8 @@ template <class T> void avg_pool_transpose(const Tensor& gt, const PoolWindows& 
 
 void CpuBackend::max_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out, const Tensor& indices) {
   if (out.numel() == 0) return;
-  dispatch_float_or_double(x.dtype(), "max_pool2d", [&](auto t) { max_pool<decltype(t)>(x, win, out, indices); });
+  dispatch_float_or_double(x.dtype(), "max_pool2d",
+                           [&](auto t) { max_pool<decltype(t)>(isa_ != Isa::Generic, x, win, out, indices); });
 }
 
 void CpuBackend::avg_pool2d(const Tensor& x, const PoolWindows& win, const Tensor& out) {
