@@ -7,6 +7,8 @@ Inputs are float32 unless a row says otherwise (check_op runs fd, jvp and vmap i
 shapes stay small, but a few rows sum more than LONG_SUM terms so that the derived
 tolerances are exercised too (they state terms and n, see reference.py).
 """
+import functools
+
 import numpy as np
 import torch
 import torch.utils.checkpoint
@@ -128,6 +130,26 @@ def remat_region(m, a):
     if m is torch:
         return torch.utils.checkpoint.checkpoint(region, a, use_reentrant=False)
     return ug.checkpoint(region)(a)
+
+
+@functools.cache
+def _conv_add_relu_graph(double):
+    from onnx import TensorProto, helper
+    elem = TensorProto.DOUBLE if double else TensorProto.FLOAT
+    io = [helper.make_tensor_value_info(n, elem, None) for n in ("x", "w", "b", "r", "z")]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["y", "r"], ["s"]), helper.make_node("Relu", ["s"], ["z"])]
+    model = helper.make_model(helper.make_graph(nodes, "g", io[:4], io[4:]), opset_imports=[helper.make_opsetid("", 17)])
+    return ug.onnx.load_bytes(model.SerializeToString())
+
+
+def conv_add_relu(m, a, w, b, r):
+    """Relu(Conv(a, w, b) + r): torch's three calls against an ONNX graph of the three, which
+    unigrad's importer fuses into the op conv2d_relu (one kernel where nothing records the call;
+    conv, add and relu where something does)."""
+    if m is torch:
+        return torch.relu(torch.nn.functional.conv2d(a, w, b, padding=1) + r)
+    return _conv_add_relu_graph(a.dtype == ug.float64)(a, w, b, r)
 
 
 def adam_step(m, p, g):
@@ -413,6 +435,8 @@ CONV_POOL = [
        x(4, seed=2), ops=("conv",), terms=ABS, n=12),
     Op("conv2d", lambda m, a, w, b: F(m).conv2d(a, w, b, padding=1, groups=2), x(2, 4, 5, 5), x(6, 2, 3, 3, seed=1),
        x(6, seed=2), ops=("conv", "conv2d", "conv2d_weight_grad", "conv_transpose2d"), terms=ABS, n=50),
+    Op("conv2d_relu", conv_add_relu, x(2, 3, 5, 5), x(4, 3, 3, 3, seed=1), x(4, seed=2), x(2, 4, 5, 5, seed=3),
+       terms=ABS, n=50),
     Op("conv_transpose1d", lambda m, a, w: F(m).conv_transpose1d(a, w, stride=2), x(2, 3, 5), x(3, 2, 3, seed=1),
        ops=("conv_transpose",), terms=ABS, n=10),
     Op("conv_transpose2d", lambda m, a, w, b: F(m).conv_transpose2d(a, w, b, stride=2, padding=1, output_padding=1),

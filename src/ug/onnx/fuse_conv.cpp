@@ -13,16 +13,20 @@ namespace {
 
 constexpr const char* kFused = "UgConvRelu";
 
+/** One of the node's ops by its own row, on a copy of the node named as that op (rows and
+ *  their wrappers look themselves up, and name themselves in errors, by the node's op_type;
+ *  Add and Relu read no attribute, Conv reads its own, which the node kept). */
+Outputs run_as(const char* op, const OpContext& c, const std::vector<Tensor>& args) {
+  Node node = c.node();
+  node.op_type = op;
+  return find_op(op)->run(OpContext(node, args, c.opset(), c.max_elements()));
+}
+
 /** The node's three ops, each by its own row. */
 Outputs composed(const OpContext& c) {
-  std::vector<Tensor> conv_in{c.input(0), c.input(1), c.has_input(2) ? c.input(2) : Tensor()};
-  Tensor y = find_op("Conv")->run(OpContext(c.node(), conv_in, c.opset(), c.max_elements())).front();
-  if (c.has_input(3)) {
-    const std::vector<Tensor> add_in{y, c.input(3)};
-    y = find_op("Add")->run(OpContext(c.node(), add_in, c.opset(), c.max_elements())).front();
-  }
-  const std::vector<Tensor> relu_in{y};
-  return find_op("Relu")->run(OpContext(c.node(), relu_in, c.opset(), c.max_elements()));
+  Tensor y = run_as("Conv", c, {c.input(0), c.input(1), c.has_input(2) ? c.input(2) : Tensor()}).front();
+  if (c.has_input(3)) y = run_as("Add", c, {y, c.input(3)}).front();
+  return run_as("Relu", c, {y});
 }
 
 Outputs conv_relu_op(const OpContext& c) {
