@@ -189,15 +189,7 @@ class JitFunction:
         self._fun = fun
         self._state = state  # a function giving [(name, tensor)] read live (ug.compile's module)
         self._params = _signature_params(fun)
-        nums = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
-        names = {static_argnames} if isinstance(static_argnames, str) else set(static_argnames)
-        # As jax.jit: a parameter named static is static by position too, and the other way round.
-        for i, p in enumerate(self._params):
-            if p in names:
-                nums.add(i)
-            if i in nums:
-                names.add(p)
-        self._static_nums, self._static_names = frozenset(nums), frozenset(names)
+        self._static_nums, self._static_names = self._positions_and_names(static_argnums, static_argnames)
         self._donate_nums, self._donate_names = self._donation(donate_argnums, donate_argnames)
         self._donating = bool(self._donate_nums or self._donate_names)
         label = getattr(fun, "__qualname__", None) or type(fun).__name__
@@ -211,8 +203,9 @@ class JitFunction:
         # keyed by identity, kept alive with the program, the _builder of the result)
         self._outputs = {}
 
-    def _donation(self, argnums, argnames):
-        """The donated positions and names (a name donates its position too, as in jax.jit)."""
+    def _positions_and_names(self, argnums, argnames):
+        """The arguments given by position and by name, each completed by the other, as jax.jit
+        reads static_argnums/static_argnames and donate_argnums/donate_argnames."""
         nums = {argnums} if isinstance(argnums, int) else set(argnums)
         names = {argnames} if isinstance(argnames, str) else set(argnames)
         for i, p in enumerate(self._params):
@@ -220,10 +213,15 @@ class JitFunction:
                 nums.add(i)
             if i in nums:
                 names.add(p)
+        return frozenset(nums), frozenset(names)
+
+    def _donation(self, argnums, argnames):
+        """The donated positions and names (a name donates its position too, as in jax.jit)."""
+        nums, names = self._positions_and_names(argnums, argnames)
         if nums & self._static_nums or names & self._static_names:
             both = sorted(names & self._static_names) or sorted(nums & self._static_nums)
             raise ValueError(f"[jit] static and donated arguments cannot intersect: {both} are both")
-        return frozenset(nums), frozenset(names)
+        return nums, names
 
     def _donated(self, tensors, candidates):
         """The indices in `tensors` (the call's tensor leaves) whose buffers the run takes: the
