@@ -200,12 +200,12 @@ TEST(Jit, InputsMovedIntoARunGiveItTheirBuffers) {
 }
 
 TEST(Jit, FusesAnElementwiseChainWithItsRowSum) {
-  // Five nodes become one that runs block by block (compiler/fuse.h); each block computes
-  // whole rows with the same kernels, so the row sums are the unfused ones bit for bit. The
-  // graph a program lists and saves stays unfused.
+  // Five nodes become one that runs block by block (compiler/fuse.h: over 8 blocks of 65536
+  // elements); each block computes whole rows with the same kernels, so the row sums are the
+  // unfused ones bit for bit. The graph a program lists and saves stays unfused.
   auto f = [](const Tensors& in) { return Tensors{((in[0] * in[1] + in[2]).relu() * 0.5).sum({-1})}; };
   manual_seed(0);
-  const Tensor x = randn({300, 1001}), a = randn({1001}), b = randn({300, 1});
+  const Tensor x = randn({600, 1001}), a = randn({1001}), b = randn({600, 1});
   const compiler::Program program = compiler::Program::trace(f, {x, a, b});
   EXPECT_EQ(program.stats().fused, 5u);
   EXPECT_EQ(program.stats().fused_groups, 1u);

@@ -2,13 +2,22 @@
 src/ug/compiler/fuse.cpp): a chain of elementwise nodes, with a trailing reduction, runs the
 same kernels block by block. Elementwise results are therefore the eager ones bit for bit; a
 reduction over the blocked dim sums per block, then the blocks' sums, so it differs from eager
-by what two summation orders of n terms may (K·n·eps·Σ|terms|). Block: 65536 output elements,
-so the inputs here are larger."""
+by what two summation orders of n terms may (K·n·eps·Σ|terms|). A group whose output is under
+8 blocks runs whole (the unfused computation); the tests compile with blocks of 4096 elements
+(UG_JIT_FUSE_BLOCK, read at compile time), so the inputs here, over 32768 elements, run in
+blocks, unless a test says otherwise."""
 import numpy as np
 import pytest
 
 import unigrad as ug
 from reference import K
+
+BLOCK = 4096
+
+
+@pytest.fixture(autouse=True)
+def small_blocks(monkeypatch):
+    monkeypatch.setenv("UG_JIT_FUSE_BLOCK", str(BLOCK))
 
 def same(a, b):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -216,3 +225,73 @@ def test_a_group_never_reads_a_value_made_after_its_first_node():
     b = a + ug.randn(100000) * 1e-6
     same(ug.jit(ug.isclose)(a, b).numpy(), ug.isclose(a, b).numpy())
     assert stats(ug.isclose, a, b)["fused_groups"] >= 2
+
+
+def binary_chain(x, a):
+    return ((x * a + 1.0) * 0.5 - a) / 3.0
+
+
+def peak_of(fn, *args):
+    """Bytes allocated at the peak of fn(*args) beyond what was allocated before, and its result."""
+    before = ug.memory.allocated()
+    ug.memory.reset_peak()
+    out = fn(*args)
+    return ug.memory.max_allocated() - before, out
+
+
+def test_a_small_group_runs_whole_writing_into_an_input_it_holds_alone():
+    # Under 8 blocks the group is the unfused computation: each binary node writes into its
+    # dying operand, here the donated x, so the run allocates nothing.
+    n = 5 * BLOCK
+    x, a = ug.randn(n), ug.randn(n)
+    want = binary_chain(x, a).numpy()
+    step = ug.jit(binary_chain, donate_argnums=0)
+    step(x.clone(), a)  # traced
+    assert step.lower(x, a).optimizer_stats()["fused_groups"] == 1
+    peak, got = peak_of(step, x.clone(), a)
+    same(got.numpy(), want)
+    assert peak == 0, peak
+
+
+def test_a_blocked_group_puts_its_result_into_an_input_it_holds_alone():
+    # Over 8 blocks: the blocks' results go into the donated x's rows (each after its block read
+    # them), so the run allocates only a few blocks' intermediates per thread, not a 4n-byte
+    # output.
+    n = 50 * BLOCK + 7
+    x, a = ug.randn(n), ug.randn(n)
+    want = binary_chain(x, a).numpy()
+    step = ug.jit(binary_chain, donate_argnums=0)
+    step(x.clone(), a)
+    peak, got = peak_of(step, x.clone(), a)
+    same(got.numpy(), want)
+    assert 0 < peak <= 2 * ug.get_num_threads() * 4 * BLOCK * 4, peak  # <= 2 blocks' 4 values per thread
+
+
+def test_a_group_writes_into_a_product_it_reads_last(monkeypatch):
+    # The product y dies at the group: its buffer takes the group's result. Unfused in place
+    # or fused into y, the peak is y's 4n bytes (a size class over it: at most 25% more) and
+    # the blocks'; a fresh output would add 4n.
+    n = 50 * BLOCK
+
+    def f(x, w):
+        return ((x @ w) * 2.0 + 1.0) * 0.5 - 3.0
+
+    x, w = ug.randn(n // 64, 64), ug.randn(64, 64)
+    want = f(x, w).numpy()
+    for block in (BLOCK, 1 << 30):  # blocked, and whole (one block would hold it all)
+        monkeypatch.setenv("UG_JIT_FUSE_BLOCK", str(block))
+        step = ug.jit(f)
+        step(x, w)
+        peak, got = peak_of(step, x, w)
+        same(got.numpy(), want)
+        assert peak <= 5 * n + 2 * ug.get_num_threads() * 3 * BLOCK * 4, (block, peak)
+
+
+@pytest.mark.parametrize("n", [5 * BLOCK, 50 * BLOCK])
+def test_a_group_never_writes_into_an_input_the_caller_holds(n):
+    x, a = ug.randn(n), ug.randn(n)
+    x0, a0 = x.numpy().copy(), a.numpy().copy()
+    got = ug.jit(binary_chain)(x, a)
+    same(got.numpy(), binary_chain(x, a).numpy())
+    same(x.numpy(), x0)
+    same(a.numpy(), a0)

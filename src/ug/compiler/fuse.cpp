@@ -32,8 +32,12 @@ int64_t block_elements() {
   const char* env = std::getenv("UG_JIT_FUSE_BLOCK");
   return env && *env ? std::max<int64_t>(0, std::atoll(env)) : kBlockElements;
 }
-/** Below this, a group runs on whole tensors. */
-constexpr int64_t kMinBlock = 4096;
+/** A group whose output is under this many blocks runs on whole tensors: the unfused
+ *  computation, in place where the unfused nodes would have written in place. Its values fit
+ *  in the last-level cache, and per block a graph run, the inputs' slices and a copy of the
+ *  result cost more than the misses blocking saves (docs/design.md, "Fused elementwise
+ *  chains"). */
+constexpr int64_t kWholeBlocks = 8;
 /** Elements a block's start is aligned to: a multiple of every SIMD width of the kernels. */
 constexpr int64_t kAlign = 64;
 
@@ -63,6 +67,7 @@ struct Group {
   std::vector<bool> sliced;  // by input: data a block takes a slice of
   size_t num_inputs = 0;
   int64_t block = kBlockElements;
+  int64_t whole_below = 0;
 
   const onnx::Node& last() const { return whole.nodes.back(); }
   bool reduces() const { return is_reduction(last().op_type); }
@@ -85,33 +90,46 @@ struct Group {
     });
   }
 
-  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const {
-    if (unblocked(inputs)) return {run(inputs)};
+  /** An input of the output's shape and dtype that this run holds alone (the enclosing graph
+   *  has read it for the last time): the blocks' results go into its rows, each block's after
+   *  it read them, and no other block reads those rows. Undefined when there is none. */
+  Tensor dying_input(const std::vector<Tensor>& inputs, const Shape& shape, const Tensor& y) const {
+    for (size_t i = 0; i < num_inputs; ++i) {
+      const Tensor& x = inputs[i];
+      if (sliced[i] && x.defined() && x.dtype() == y.dtype() && x.device() == y.device() && x.shape() == shape &&
+          x.is_contiguous() && !x.requires_grad() && x.impl_ref()->use_count() == 1 && x.storage()->use_count() == 1)
+        return x;
+    }
+    return {};
+  }
+
+  /** Takes its inputs (onnx::Replay): one that the enclosing graph has read for the last time
+   *  is held here alone, so a whole run writes into it as the unfused nodes would have, and a
+   *  blocked run may put its result there. */
+  std::vector<Tensor> operator()(std::vector<Tensor> inputs) const {
+    if (unblocked(inputs)) return {run(std::move(inputs))};
     Shape shape;  // the elementwise chain's output: its sliced inputs broadcast
     for (size_t i = 0; i < num_inputs; ++i)
       if (sliced[i] && inputs[i].defined()) shape = broadcast_shapes(shape, inputs[i].shape(), "fused");
     const int64_t rank = static_cast<int64_t>(shape.size());
     int64_t d = 0;  // blocks split the outermost dim over 1; the dims before it are 1
     while (d < rank && shape[static_cast<size_t>(d)] == 1) ++d;
-    // At least four blocks for a tensor over kMinBlock elements: a block's nodes cannot write
-    // into the group's inputs (the enclosing graph holds them), so a run on whole tensors
-    // allocates where the unfused nodes would have written in place.
-    const int64_t size = std::min(block, std::max(kMinBlock, numel_of(shape) / 4));
-    if (d == rank || numel_of(shape) <= size) return {run(inputs)};
+    const int64_t numel = numel_of(shape);
+    if (d == rank || numel < whole_below) return {run(std::move(inputs))};
     const int64_t extent = shape[static_cast<size_t>(d)];
-    const int64_t inner = numel_of(shape) / extent;
+    const int64_t inner = numel / extent;
     // Whole rows, and a multiple of kAlign elements where a row count can make one: a kernel's
     // vector loop then meets the same elements as on the whole tensor, and its scalar tail
     // (a last-bit difference in a transcendental) only at the end.
     const int64_t unit = kAlign / std::gcd(inner, kAlign);
-    const int64_t rows = std::max(unit, size / inner / unit * unit);
-    if (rows >= extent) return {run(inputs)};
+    const int64_t rows = std::max(unit, block / inner / unit * unit);
+    if (rows >= extent) return {run(std::move(inputs))};
 
     // A reduction runs on each block keeping its dims; the partial results, joined along d,
     // are reduced again by the node itself (a mean: as a sum, divided by the count after).
     const bool partial = reduces();
     // Blocks run on the pool's threads, each its kernels serially (the pool does not nest);
-    // the first runs here, to learn the output's dtype.
+    // the first runs here, to learn the output's dtype and choose where the output goes.
     const int64_t num_blocks = (extent + rows - 1) / rows;
     std::vector<Tensor> parts(static_cast<size_t>(partial ? num_blocks : 0));
     Tensor out;
@@ -131,6 +149,7 @@ struct Group {
         parts[static_cast<size_t>(k)] = std::move(y);
         return;
       }
+      if (!out.defined()) out = dying_input(inputs, shape, y);
       if (!out.defined()) out = empty(shape, {.dtype = y.dtype(), .device = y.device()});
       if (y.numel() != len * inner || y.dtype() != out.dtype())
         ug::fail("[jit] a fused block computed ", y.dtype(), " ", y.shape(), ", expected ", len * inner,
@@ -252,6 +271,7 @@ FuseStats fuse(onnx::Graph& graph) {
     if (group_nodes.front() != n) continue;  // the group runs where its first node ran
     auto group = std::make_shared<Group>();
     group->block = block;
+    group->whole_below = block * kWholeBlocks;
     std::unordered_map<int64_t, int64_t> local;  // value id -> local value
     std::vector<int64_t> external;
     std::vector<bool> sliced;
@@ -307,7 +327,7 @@ FuseStats fuse(onnx::Graph& graph) {
     fused.inputs = std::move(external);
     fused.outputs = graph.nodes[group_nodes.back()].outputs;
     fused.doc = graph.nodes[group_nodes.back()].doc;
-    graph.replays.push_back([group](const std::vector<Tensor>& in) { return (*group)(in); });
+    graph.replays.push_back([group](std::vector<Tensor> in) { return (*group)(std::move(in)); });
     nodes.push_back(std::move(fused));
     stats.nodes += group_nodes.size();
     ++stats.groups;

@@ -19,8 +19,10 @@ struct FuseStats {
 
 /** Rewrites graph's nodes: each group becomes a UgReplay node (op "fused") at the place of its
  *  last node, calling a replay appended to graph.replays; plans liveness again. A fused node
- *  runs whole tensors, unblocked, when autograd records through it or an input carries a
- *  forward tangent or a vmap batch, so it is always the unfused program's computation. */
+ *  takes its inputs (onnx::Replay), so an input the graph reads there for the last time may
+ *  hold its result. It runs whole tensors, unblocked, when its output is small (under 8
+ *  blocks), when autograd records through it or an input carries a forward tangent or a vmap
+ *  batch: then it is the unfused program's computation, in-place writes included. */
 FuseStats fuse(onnx::Graph& graph);
 
 }  // namespace ug::compiler

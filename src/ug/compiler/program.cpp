@@ -114,7 +114,7 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
   onnx::LoadLimits limits{.max_elements = kUnlimited, .max_live_elements = kUnlimited};
   auto graph = std::make_shared<onnx::Graph>(onnx::parse_model(traced.bytes, "", limits));
-  graph->replays = std::move(traced.replays);
+  graph->replays.assign(std::make_move_iterator(traced.replays.begin()), std::make_move_iterator(traced.replays.end()));
   Program p;
   auto ids_of = [&](const NamedTensors& named) {
     std::vector<std::pair<int64_t, Tensor>> ids;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +28,12 @@ struct Unsupported {
 };
 using Attribute = std::variant<double, int64_t, std::string, Tensor, std::vector<double>, std::vector<int64_t>,
                                std::vector<std::string>, std::shared_ptr<const Graph>, Unsupported>;
+
+/** What a compiled program's UgReplay node calls. It takes its arguments: run_graph has dropped
+ *  the values the node reads for the last time, so an argument held by nothing else is the
+ *  call's alone, and its buffer may take the result (a fused group, compiler/fuse.h). A
+ *  graph::Replay (const arguments) converts to it. */
+using Replay = std::function<std::vector<Tensor>(std::vector<Tensor>)>;
 
 /** One node: value ids of its inputs (-1 for an absent optional input) and outputs. */
 struct Node {
@@ -64,7 +71,7 @@ struct Graph {
   LoadLimits limits;
   /** What the UgReplay nodes of a compiled program call, by their "index" (empty in a graph
    *  read from a file, where such a node fails). */
-  std::vector<graph::Replay> replays;
+  std::vector<Replay> replays;
 };
 
 /** Parses and checks a serialized ModelProto; external data is read relative to base_dir

@@ -127,13 +127,14 @@ std::vector<Tensor> OnnxModule::forward(const std::vector<Tensor>& inputs) {
 
 namespace {
 
-/** A compiled program's call back into an op without a graph form (graph::Replay). */
-std::vector<Tensor> replay(const Graph& g, const OpContext& ctx, const std::vector<Tensor>& args) {
+/** A compiled program's call back into an op without a graph form (Replay): it takes the
+ *  arguments, so that those read here for the last time are held by it alone. */
+std::vector<Tensor> replay(const Graph& g, const OpContext& ctx, std::vector<Tensor>& args) {
   const int64_t index = ctx.attr_int("index", -1);
   if (index < 0 || static_cast<size_t>(index) >= g.replays.size())
     ctx.fail("runs an op of the program that traced it (", ctx.attr_string("op", "?"),
              "); a graph read from a file cannot hold one");
-  return g.replays[static_cast<size_t>(index)](args);
+  return g.replays[static_cast<size_t>(index)](std::move(args));
 }
 
 }  // namespace
