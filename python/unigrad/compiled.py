@@ -192,6 +192,8 @@ class JitFunction:
         self._static_nums, self._static_names = self._positions_and_names(static_argnums, static_argnames)
         self._donate_nums, self._donate_names = self._donation(donate_argnums, donate_argnames)
         self._donating = bool(self._donate_nums or self._donate_names)
+        self._fast_key_of = _jit.FastKey(self._static_nums, self._static_names, self._donate_nums,
+                                         self._donate_names)
         label = getattr(fun, "__qualname__", None) or type(fun).__name__
         self._cache = _jit.ProgramCache(name or label, cache_size, reduce_retracing)
         self._relaxed = reduce_retracing
@@ -301,7 +303,12 @@ class JitFunction:
         """(key, tensor leaves, indices of the donated arguments' leaves) of a call from its
         arguments' structure, tensor signatures and plain static values: the same information
         as _Call's signature, made without its strings, so that a call hitting the cache costs a
-        dict lookup (None: the call holds an object as a static argument, and _Call keys it)."""
+        dict lookup (None: the call holds an object as a static argument, and _Call keys it).
+        The C++ key (_jit.FastKey: bytes) takes plain trees of tensors and plain values; this
+        walk (a tuple key, never equal to bytes) takes subclasses and namedtuples."""
+        fast = self._fast_key_of(args, kwargs)
+        if fast is not None:
+            return fast
         tensors, donated = [], []
         try:
             parts = []

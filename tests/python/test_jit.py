@@ -3,6 +3,7 @@ ug/compiler): what a program runs, when it is traced again and what it says, Pyt
 flow on traced values, parameters read live, training steps in both styles, saved programs,
 and JAX's control flow against JAX itself. Every op of the op table is compiled by the "jit"
 transform of test_op_table.py."""
+import collections
 import os
 import tempfile
 import types
@@ -84,6 +85,45 @@ def test_a_call_that_hits_runs_the_program_its_signature_traced():
     assert f.cache_info().hits == 1
     f({"a": a}, [x][0], 2)
     assert f.cache_info().hits == 2
+
+
+@pytest.mark.filterwarnings("ignore::unigrad.compiled.RetraceWarning")
+def test_the_fast_key_of_plain_trees_tells_apart_what_the_signature_does():
+    """Trees of dicts (str keys), lists, tuples, None and tensors, and plain values, are keyed in
+    C++ (_jit.FastKey); anything else by the Python walk. Each call here is checked against the
+    function run eagerly, and the traces counted against the distinct signatures."""
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def fun(tree, scale=1.0):
+        return [t * scale for t in tree_leaves(tree) if isinstance(t, ug.Tensor)]
+
+    f = ug.jit(fun)
+    x, y = ug.randn(3), ug.randn(2, 3)
+    calls = [  # (args, kwargs, a signature seen before: a hit)
+        (({"a": x, "b": y},), {}, False),
+        (({"b": y, "a": x},), {}, True),  # insertion order is not structure: keys are sorted
+        (({"a": y, "b": x},), {}, False),  # the same shapes under other keys
+        (([x, None],), {}, False),
+        (((x, None),), {}, False),  # a tuple is not a list
+        (([x, None],), {"scale": 2}, False),
+        (([x, None],), {"scale": 2.0}, False),  # an int and a float are different statics
+        (([x, None],), {"scale": True}, False),
+        (([x, None],), {"scale": 2}, True),
+        (({"é": x, "z": y, "a": x},), {}, False),  # keys sorted by code point, as sorted() does
+        ((Pair(x, y),), {}, False),  # a namedtuple: the Python walk
+        ((Pair(x, y),), {}, True),
+        (([x, 2**70],), {}, False),  # an int over 64 bits: the Python walk
+        (([x, 2**70],), {}, True),
+    ]
+    traces = 0
+    for args, kwargs, hit in calls:
+        got, want = f(*args, **kwargs), fun(*args, **kwargs)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            close(g, w)
+        traces += not hit
+        assert f.cache_info().traces == traces, (args, kwargs)
+    assert f.cache_info().hits == sum(hit for *_, hit in calls)
 
 
 def test_static_arguments_by_position_and_name():
