@@ -531,3 +531,30 @@ def test_apply_gradients_is_the_tensorflow_step():
         opt.apply_gradients([(ug.zeros(2), ug.zeros(2))])
     with pytest.raises(ValueError, match="gradient of shape"):
         opt.apply_gradients([(ug.zeros(3), first[1])])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_adam_rounds_each_operation_of_its_rule_on_every_instruction_set(dtype):
+    """The update kernels are cloned per instruction set (AVX-512, AVX2, plain) and compiled
+    without fusing multiplies into adds, so each clone gives the rule evaluated one rounded
+    operation at a time, as NumPy does here, bit for bit (a length past every vector width and
+    not a multiple of one, so the vector loops and their tails both run)."""
+    n, lr, beta1, beta2, eps = 100003, 1e-2, 0.9, 0.999, 1e-8
+    t = np.dtype(dtype).type
+    rng = np.random.default_rng(0)
+    p = rng.standard_normal(n).astype(dtype)
+    opt = ug.optim.Adam([ug.zeros(1)], lr=lr)
+    params = {"w": ug.tensor(p)}
+    state = opt.init(params)
+    m, v = np.zeros(n, dtype), np.zeros(n, dtype)
+    for step in range(1, 4):
+        g = rng.standard_normal(n).astype(dtype)
+        updates, state = opt.update({"w": ug.tensor(g)}, state, params)
+        params = ug.optim.apply_updates(params, updates)
+        m = m + t(1 - beta1) * (g - m)  # torch's lerp for a weight under 0.5
+        v = v * t(beta2) + (t(1 - beta2) * g) * g
+        denom = np.sqrt(v) / t(math.sqrt(1 - beta2**step)) + t(eps)
+        new = p + (t(-(lr / (1 - beta1**step))) * m) / denom
+        p = p + (new - p)  # apply_updates(p, new - p), as the functional form writes it
+        np.testing.assert_array_equal(params["w"].numpy(), p)
+        np.testing.assert_array_equal(state["w"]["exp_avg_sq"].numpy(), v)
