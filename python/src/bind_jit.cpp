@@ -256,6 +256,9 @@ void bind_jit(nb::module_& m) {
            [](const compiler::Program& p) { return nb::bytes(p.onnx_bytes().data(), p.onnx_bytes().size()); })
       .def("save", &compiler::Program::save, nb::arg("path"));
 
+  nb::class_<compiler::Signature>(jit, "Signature",
+                                  "A call signature made once, for the calls that hit the cache with it.")
+      .def("__init__", [](compiler::Signature* s, Parts parts) { new (s) compiler::Signature{std::move(parts)}; });
   nb::class_<compiler::ProgramCache>(jit, "ProgramCache", "One program per call signature, bounded, LRU.")
       .def(nb::init<std::string, size_t, bool>(), nb::arg("name"), nb::arg("capacity") = 8,
            nb::arg("reduce_retracing") = false)
@@ -266,6 +269,13 @@ void bind_jit(nb::module_& m) {
             return s ? nb::cast(s->parts) : nb::none();
           },
           nb::arg("signature"), "The signature of the trace whose program a call of this one runs, or None.")
+      .def(
+          "find",
+          [](compiler::ProgramCache& c, const compiler::Signature& s) -> nb::object {
+            const compiler::Program* p = c.find(s);
+            return p ? nb::cast(*p) : nb::none();
+          },
+          nb::arg("signature"))
       .def(
           "find",
           [](compiler::ProgramCache& c, Parts parts) -> nb::object {

@@ -198,8 +198,10 @@ class JitFunction:
         self._cache = _jit.ProgramCache(name or label, cache_size, reduce_retracing)
         self._relaxed = reduce_retracing
         self._capacity = cache_size
-        # _fast_key -> (the signature its outputs are filed under, the call's signature as the
-        # list the cache takes); the two differ where reduce_retracing serves a traced size
+        # _fast_key -> (the call's signature, made once, the _builder of the results of the
+        # program it runs: filed under the traced signature, which differs where
+        # reduce_retracing serves a traced size); emptied at every trace, so that a builder is
+        # always the one of the program the signature finds
         self._fast = {}
         # signature -> (output treedef, output leaves with None for tensors, the static objects
         # keyed by identity, kept alive with the program, the _builder of the result)
@@ -271,11 +273,12 @@ class JitFunction:
         if getattr(_tracing, "depth", 0):  # inside another trace: inlined into its program, as in JAX
             return self._fun(*args, **kwargs)
         fast = self._fast_key(args, kwargs)
-        if fast is not None and fast[0] in self._fast:
-            key = self._fast[fast[0]]
-            program = self._cache.find(key[1])
-            if program is not None:
-                return self._results(key[0], self._run(program, fast[1], fast[2]))
+        if fast is not None:
+            hit = self._fast.get(fast[0])
+            if hit is not None:
+                program = self._cache.find(hit[0])
+                if program is not None:
+                    return hit[1](iter(self._run(program, fast[1], fast[2]) if fast[2] else program(fast[1])))
         call = _Call(self, args, kwargs)
         key = tuple(call.parts)
         program = self._cache.find(list(key))
@@ -296,7 +299,7 @@ class JitFunction:
         if fast is not None:
             if len(self._fast) >= 4 * self._capacity:
                 self._fast.clear()
-            self._fast[fast[0]] = (traced_key, list(key))
+            self._fast[fast[0]] = (_jit.Signature(list(key)), self._outputs[traced_key][3])
         return self._results(traced_key, tensors)
 
     def _fast_key(self, args, kwargs):
@@ -352,6 +355,7 @@ class JitFunction:
             _tracing.outer_level = 0
         warning = self._cache.insert(list(key), program)
         self._outputs[key] = (*box["out"], call.objects, _builder(*box["out"]))
+        self._fast.clear()
         for k in [k for k in self._outputs if self._cache.why_not(list(k))]:
             del self._outputs[k]  # dropped from the bounded cache
         if warning:
