@@ -21,28 +21,13 @@ bool one_of(const onnx::Node& n, std::initializer_list<std::string_view> ops) {
 /** One pass over their inputs, row by row or elementwise, and deterministic: cheaper computed
  *  again than held. */
 bool cheap(const onnx::Node& n) {
-  return one_of(n, {"Gelu",
-                    "Relu",
-                    "Sigmoid",
-                    "Tanh",
-                    "Exp",
-                    "Log",
-                    "Neg",
-                    "Abs",
-                    "Erf",
-                    "Sqrt",
-                    "Elu",
-                    "Selu",
-                    "Softplus",
-                    "LeakyRelu",
-                    "HardSigmoid",
-                    "HardSwish",
-                    "Sin",
-                    "Cos",
-                    "LayerNormalization",
+  // clang-format off
+  return one_of(n, {"Gelu", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Neg", "Abs", "Erf", "Sqrt", "Elu", "Selu",
+                    "Softplus", "LeakyRelu", "HardSigmoid", "HardSwish", "Sin", "Cos", "LayerNormalization",
                     "Softmax"}) &&
          !n.inputs.empty() && n.inputs[0] >= 0 && n.outputs.size() == 1 && n.outputs[0] >= 0 &&
          n.implicit_inputs.empty();
+  // clang-format on
 }
 
 /** Ops that rearrange or select their first input (other inputs: sizes and axes). */
