@@ -278,8 +278,8 @@ size_t rematerialize(onnx::Graph& g) {
     // or computed again themselves).
     int64_t product = -1;
     const int64_t x = n.inputs[0];
-    const int64_t p = plan.producer(x);
-    if (n.op_type == "Softmax" && plan.traced(x) && !plan.always(x) && plan.readers(x).size() == 1 && p >= 0 &&
+    const int64_t p = plan.traced(x) ? plan.producer(x) : -1;  // a copy's input: one made here
+    if (n.op_type == "Softmax" && p >= 0 && !plan.always(x) && plan.readers(x).size() == 1 &&
         g.nodes[p].op_type == "MatMul" && g.nodes[p].outputs.size() == 1)
       product = p;
     const onnx::Node& source = product >= 0 ? g.nodes[product] : n;
