@@ -176,23 +176,23 @@ class Planner {
   std::vector<Copy> copies_;
 };
 
-/** Projections of values alive for the whole run (the q/k/v projection of a block's input by
- *  its weights), and the views, bias additions and scalings of them that the backward reads:
- *  one product computed again frees all of them between the forward's use and the backward's,
- *  since what the product reads stays alive anyway. All values of one product get their copies
- *  before the first late reader among them, so they share one product. */
+/** Projections (the q/k/v projection of a block's input by its weights), and the views, bias
+ *  additions and scalings of them that the backward reads: one product computed again frees all
+ *  of them between the forward's use and the backward's, since what the product reads is alive
+ *  there anyway (the input, held for the weight's gradient). All values of one product get
+ *  their copies before the first late reader among them, so they share one product. */
 void recompute_projections(Planner& plan, const onnx::Graph& g) {
   // For each value: the product it derives from, -2 for one alive for the whole run or a view
-  // of such values (a weight's transpose), -1 otherwise.
+  // of such values (a weight's transpose), -1 otherwise (a product may read those if they are
+  // alive where its copies go).
   constexpr int64_t kWhole = -2, kNone = -1;
   std::vector<int64_t> root(g.num_values, kNone), node_root(g.nodes.size(), kNone);
   auto root_of = [&](int64_t id) { return id < 0 ? kWhole : plan.always(id) ? kWhole : root[id]; };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const onnx::Node& n = g.nodes[i];
     int64_t r = kNone;
-    if (n.op_type == "MatMul" && n.inputs.size() == 2 && root_of(n.inputs[0]) == kWhole &&
-        root_of(n.inputs[1]) == kWhole) {
-      r = static_cast<int64_t>(i);
+    if (n.op_type == "MatMul" && n.inputs.size() == 2 && root_of(n.inputs[0]) < 0 && root_of(n.inputs[1]) < 0) {
+      r = static_cast<int64_t>(i);  // one product per chain: its operands no projection's
     } else if (rearranges(n) || one_of(n, {"Add", "Sub", "Mul", "Div"})) {
       // Its first input a projection or a whole-run value, the others whole-run values (a
       // bias, a scale, sizes); Add and Mul either way round.
@@ -223,6 +223,13 @@ void recompute_projections(Planner& plan, const onnx::Graph& g) {
     late.emplace_back(v, k);
     place[first] = std::min(place[first], plan.readers(v)[k]);
   }
+  // The product reads its operands there: values of the program (a block's input inside a
+  // stack) must be alive there anyway (held for the weight's gradient), or the group is held.
+  std::erase_if(late, [&](const std::pair<int64_t, size_t>& entry) {
+    const onnx::Node& product = g.nodes[static_cast<size_t>(root[entry.first])];
+    const size_t pos = place[static_cast<size_t>(root[entry.first])];
+    return std::ranges::any_of(product.inputs, [&](int64_t x) { return root_of(x) == kNone && plan.at(x, pos) != x; });
+  });
   // Copies of the nodes the late values need, in the program's order (a value's producer
   // comes before its readers), each reading the copies made before it.
   std::vector<bool> needed(g.nodes.size(), false);
@@ -231,7 +238,7 @@ void recompute_projections(Planner& plan, const onnx::Graph& g) {
   while (!stack.empty()) {
     const int64_t v = stack.back();
     stack.pop_back();
-    if (v < 0 || plan.always(v) || needed[static_cast<size_t>(plan.producer(v))]) continue;
+    if (v < 0 || plan.always(v) || root[v] == kNone || needed[static_cast<size_t>(plan.producer(v))]) continue;
     const auto p = static_cast<size_t>(plan.producer(v));
     needed[p] = true;
     for (int64_t x : g.nodes[p].inputs) stack.push_back(x);

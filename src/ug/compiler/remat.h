@@ -16,11 +16,13 @@ namespace ug::compiler {
 
 /** Gives late readers copies of the nodes that made what they read, placed before the first of
  *  them, then plans the values' liveness again. Two kinds of copies:
- *  - a projection: a MatMul of values alive for the whole run (program inputs, state, constants,
- *    views of them) and the rearrangements (Transpose, Reshape, Split, ...), bias additions and
- *    scalings (Add/Sub/Mul/Div by such values) of its result; each of those values the backward
- *    reads after a long gap, and that no cheap node reads, is computed again, all of one product
- *    before the first late reader among them, sharing one product;
+ *  - a projection: a MatMul of values available there (program inputs, state, constants, views
+ *    of them, or values of the program alive there anyway: a block's input inside a stack, held
+ *    for its weight's gradient), neither itself a projection's, and the rearrangements
+ *    (Transpose, Reshape, Split, ...), bias additions and scalings (Add/Sub/Mul/Div by
+ *    whole-run values) of its result; each of those values the backward reads after a long
+ *    gap, and that no cheap node reads, is computed again, all of one product before the first
+ *    late reader among them, sharing one product;
  *  - a cheap node (an activation: Gelu, Relu, Sigmoid, Tanh, Exp, ...; LayerNormalization;
  *    Softmax) when its inputs are available there (program inputs or constants, values read at or
  *    after that point, or copies made before it); a softmax whose scores die at it gets a copy of
