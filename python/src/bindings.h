@@ -12,6 +12,8 @@ class CloneMemo;
 namespace ugpy {
 
 void bind_core(nb::module_& m);
+/** torch's conveniences (ops/composite.h), NumPy-name aliases, new_* factories, finfo/iinfo. */
+void bind_composite(nb::module_& m, nb::class_<ug::Tensor>& tensor);
 /** copy.deepcopy / copy.copy / pickle of tensors and the deepcopy memo (after bind_tensor). */
 void bind_copy(nb::module_& m, nb::class_<ug::Tensor>& tensor);
 /** The C++ memo that travels in copy.deepcopy's memo dict, made on first use. */
