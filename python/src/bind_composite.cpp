@@ -1,5 +1,6 @@
 // torch's conveniences (ops/composite.h), the aliases torch keeps for NumPy's names, the new_*
-// factories that take a tensor's dtype and device, and finfo / iinfo. Each is a Tensor method;
+// factories that take a tensor's dtype and device, method and in-place forms of indexing ops
+// and random draws, and finfo / iinfo. Each is a Tensor method;
 // python/unigrad/__init__.py makes the function forms (ug.tril(x) is x.tril()).
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -10,6 +11,8 @@
 #include "ug/core/type_info.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/ops/composite.h"
+#include "ug/ops/indexing.h"
+#include "ug/ops/random.h"
 
 namespace ugpy {
 
@@ -56,6 +59,18 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
   auto triu = [](const Tensor& t, int64_t diagonal) { return ug::triu(t, diagonal); };
   auto addcmul = [](const Tensor& t, const Tensor& a, const Tensor& b, Scalar v) { return ug::addcmul(t, a, b, v); };
   auto addcdiv = [](const Tensor& t, const Tensor& a, const Tensor& b, Scalar v) { return ug::addcdiv(t, a, b, v); };
+  auto scatter = [](const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+    return t.scatter(dim, index, src);
+  };
+  auto scatter_add = [](const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+    return t.scatter_add(dim, index, src);
+  };
+  auto index_add = [](const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src, Scalar alpha) {
+    return ug::index_add(t, dim, index, src, alpha);
+  };
+  auto index_fill = [](const Tensor& t, int64_t dim, const Tensor& index, Scalar value) {
+    return ug::index_fill(t, dim, index, value);
+  };
   auto nan_to_num = [](const Tensor& t, double nan, std::optional<double> posinf, std::optional<double> neginf) {
     return ug::nan_to_num(t, nan, posinf, neginf);
   };
@@ -147,7 +162,30 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
           },
           "data"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false)
       .def(
-          "type_as", [](const Tensor& t, const Tensor& other) { return t.to(other.dtype()); }, "other"_a);
+          "type_as", [](const Tensor& t, const Tensor& other) { return t.to(other.dtype()); }, "other"_a)
+      // Method and in-place forms of indexing ops.
+      .def("repeat_interleave", &ug::repeat_interleave, "repeats"_a, "dim"_a = nb::none())
+      .def("scatter_", in_place<int64_t, const Tensor&, const Tensor&>(scatter), "dim"_a, "index"_a, "src"_a)
+      .def("scatter_add_", in_place<int64_t, const Tensor&, const Tensor&>(scatter_add), "dim"_a, "index"_a, "src"_a)
+      .def("index_add", &ug::index_add, "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = 1)
+      .def("index_add_", in_place<int64_t, const Tensor&, const Tensor&, Scalar>(index_add), "dim"_a, "index"_a,
+           "source"_a, nb::kw_only(), "alpha"_a = 1)
+      .def("index_fill", &ug::index_fill, "dim"_a, "index"_a, "value"_a)
+      .def("index_fill_", in_place<int64_t, const Tensor&, Scalar>(index_fill), "dim"_a, "index"_a, "value"_a)
+      // In-place draws from the global generator (custom initialisation: w.normal_(0, 0.02)).
+      .def(
+          "uniform_", [](Tensor& t, double from, double to) -> Tensor& { return ug::uniform_(t, from, to); },
+          "from_"_a = 0.0, "to"_a = 1.0)
+      .def(
+          "normal_", [](Tensor& t, double mean, double std) -> Tensor& { return ug::normal_(t, mean, std); },
+          "mean"_a = 0.0, "std"_a = 1.0)
+      .def(
+          "bernoulli_", [](Tensor& t, double p) -> Tensor& { return ug::bernoulli_(t, p); }, "p"_a = 0.5)
+      .def(
+          "exponential_", [](Tensor& t, double lambd) -> Tensor& { return ug::exponential_(t, lambd); },
+          "lambd"_a = 1.0)
+      .def("bernoulli", [](const Tensor& p) { return ug::bernoulli(p); })
+      .def("multinomial", &ug::multinomial, "num_samples"_a, "replacement"_a = false);
 
   m.def(
       "meshgrid",

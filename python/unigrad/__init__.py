@@ -47,7 +47,7 @@ for _name in (
     "masked_select", "flip", "roll", "tile", "nonzero", "broadcast_to", "clone", "t",
     "as_strided", "movedim", "moveaxis", "tril", "triu", "diag", "trace", "addmm", "baddbmm", "addcmul",
     "addcdiv", "nan_to_num", "nansum", "nanmean", "ravel", "divide", "true_divide", "multiply", "subtract",
-    "clip", "absolute", "numel", "is_floating_point",
+    "clip", "absolute", "numel", "is_floating_point", "index_add", "index_fill", "bernoulli", "multinomial",
 ):
     if _name not in globals():
         globals()[_name] = _method_as_function(_name)

@@ -156,3 +156,95 @@ def test_a_causal_mask_from_finfo_and_triu_as_models_write_it():
         probs = scores.masked_fill(mask, m.finfo(scores.dtype).min).softmax(-1)
         np.testing.assert_allclose(probs.numpy()[3], [0.25] * 4, rtol=1e-6)
         assert float(probs[0, 1]) == 0.0
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_add_and_index_fill(dim):
+    index = np.array([2, 0, 2])
+    src_shape = (3, 4) if dim == 0 else (4, 3)
+    check_op(lambda m, x, s, i: m.index_add(x, dim, i, s, alpha=-1.5), arr((4, 4)), arr(src_shape, seed=1), index,
+             off={"onnx": "ScatterElements with repeated indices adds in ONNX Runtime only from opset 16 on: "
+                          "covered by test_onnx_export's scatter_add"})
+    check(lambda m, x, s, i: x.clone().index_add_(dim, i, s), arr((4, 4)), arr(src_shape, seed=1), index)
+    check_op(lambda m, x, i: x.index_fill(dim, i, 7.5), arr((4, 4)), np.array([-1, 1]))
+    check(lambda m, x, i: x.clone().index_fill_(dim, i, -2), arr((4, 4), "int64"), np.array([0]))
+    check(lambda m, x, i: x.index_fill(dim, i, 1.0), arr((4, 4)), np.array([4]))  # out of range: both refuse
+
+
+def test_in_place_scatters_and_the_repeat_interleave_method():
+    index = np.array([[0, 1, 2, 0], [1, 2, 0, 1]])
+    check(lambda m, x, s, i: x.clone().scatter_(0, i, s), arr((3, 4)), arr((2, 4), seed=1), index)
+    check(lambda m, x, s, i: x.clone().scatter_add_(0, i, s), arr((3, 4)), arr((2, 4), seed=1), index)
+    check(lambda m, x: x.repeat_interleave(3, dim=1), arr((2, 3)))
+
+
+N = 200_000  # draws per statistic: each bound below is six standard errors, a 1e-9 chance of failing
+
+
+def _within(measured, expected, standard_error):
+    assert abs(measured - expected) < 6 * standard_error, (measured, expected, standard_error)
+
+
+def test_in_place_draws_follow_their_distributions():
+    ug.manual_seed(0)
+    x = ug.empty(N)
+    x.normal_(1.5, 0.02)
+    _within(float(x.mean()), 1.5, 0.02 / N**0.5)
+    _within(float(x.std()), 0.02, 0.02 / (2 * N) ** 0.5)
+    x.uniform_(-1.0, 3.0)
+    assert float(x.min()) >= -1.0 and float(x.max()) < 3.0
+    _within(float(x.mean()), 1.0, (16 / 12) ** 0.5 / N**0.5)
+    x.exponential_(lambd=4.0)
+    assert float(x.min()) > 0
+    _within(float(x.mean()), 0.25, 0.25 / N**0.5)
+    x.bernoulli_(0.3)
+    assert set(np.unique(x.numpy())) <= {0.0, 1.0}
+    _within(float(x.mean()), 0.3, (0.3 * 0.7 / N) ** 0.5)
+    p = ug.tensor([0.0, 0.25, 1.0]).expand(N, 3)
+    _within(float(ug.bernoulli(p)[:, 1].mean()), 0.25, (0.25 * 0.75 / N) ** 0.5)
+    assert float(ug.bernoulli(p)[:, 0].max()) == 0.0 and float(ug.bernoulli(p)[:, 2].min()) == 1.0
+
+
+def test_in_place_draws_are_seeded_and_refuse_a_leaf_that_requires_grad_as_torch_does():
+    def draw():
+        ug.manual_seed(7)
+        return ug.empty(5).normal_().numpy()
+
+    np.testing.assert_array_equal(draw(), draw())
+    for m in (ug, torch):
+        with pytest.raises(RuntimeError):
+            m.ones(2, requires_grad=True).normal_()
+        with m.no_grad():
+            m.ones(2, requires_grad=True).uniform_(0, 1)
+
+
+def test_multinomial_draws_in_proportion_to_the_weights():
+    ug.manual_seed(1)
+    weights = np.array([1.0, 0.0, 3.0, 6.0])
+    p = weights / weights.sum()
+    with_replacement = ug.multinomial(ug.tensor(weights), N, replacement=True).numpy()
+    assert with_replacement.dtype == np.int64 and with_replacement.shape == (N,)
+    counts = np.bincount(with_replacement, minlength=4)
+    assert counts[1] == 0
+    for k in (0, 2, 3):
+        _within(counts[k] / N, p[k], (p[k] * (1 - p[k]) / N) ** 0.5)
+    # Without replacement: distinct indices in each row, the first drawn as with replacement.
+    rows = ug.multinomial(ug.tensor(np.tile(weights, (N // 10, 1))), 3).numpy()
+    assert rows.shape == (N // 10, 3) and (np.sort(rows, 1)[:, 1:] != np.sort(rows, 1)[:, :-1]).all()
+    assert not (rows == 1).any()
+    # torch draws the categories of weight 0 once the others are out; so do we.
+    assert (ug.multinomial(ug.tensor([[1.0, 0.0, 2.0, 0.0]]), 3).numpy()[0, 2] in (1, 3))
+    first = np.bincount(rows[:, 0], minlength=4) / len(rows)
+    for k in (0, 2, 3):
+        _within(first[k], p[k], (p[k] * (1 - p[k]) / len(rows)) ** 0.5)
+
+
+@pytest.mark.parametrize("weights, samples, replacement", [
+    ([1.0, -1.0], 1, True),           # a negative weight
+    ([0.0, 0.0], 1, True),            # a row that sums to 0
+    ([1.0, 1.0], 3, False),           # more samples than categories
+])
+def test_multinomial_refuses_what_torch_refuses(weights, samples, replacement):
+    for m in (ug, torch):
+        with pytest.raises(RuntimeError):
+            m.multinomial(m.tensor(weights), samples, replacement=replacement)

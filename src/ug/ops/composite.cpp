@@ -114,6 +114,46 @@ Tensor addcdiv(const Tensor& input, const Tensor& t1, const Tensor& t2, Scalar v
   return input + (is_one(value) ? quotient : quotient * value);
 }
 
+namespace {
+
+/** dim in [0, rank), checked, and index as the 1-d int64 list of positions along it. */
+std::pair<int64_t, Tensor> dim_and_index(const Tensor& x, int64_t dim, const Tensor& index, const char* op) {
+  const int64_t rank = std::max<int64_t>(x.dim(), 1);
+  if (dim < -rank || dim >= rank) fail<IndexError>("[", op, "] dim ", dim, " out of range for shape ", x.shape());
+  if (index.dim() > 1 || index.is_floating_point() || index.dtype() == DType::Bool)
+    fail<IndexError>("[", op, "] index must be a 0-d or 1-d integer tensor, got ", index.dtype(), " ", index.shape());
+  return {dim < 0 ? dim + rank : dim, index.reshape({-1}).to(DType::Int64)};
+}
+
+}  // namespace
+
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha) {
+  auto [d, positions] = dim_and_index(x, dim, index, "index_add");
+  if (x.dim() == 0) return x + (is_one(alpha) ? source : source * alpha).reshape({});
+  if (source.dim() != x.dim() || source.size(d) != positions.numel())
+    fail("[index_add] source of shape ", source.shape(), " must match x's rank (", x.shape(), ") with ",
+         positions.numel(), " entries along dim ", d);
+  // scatter_add's index holds, at every element of source, the position along d it goes to.
+  Dims view(static_cast<size_t>(x.dim()), 1);
+  view[static_cast<size_t>(d)] = positions.numel();
+  const Tensor spread = positions.reshape(view).expand(Dims(source.shape().begin(), source.shape().end()));
+  return x.scatter_add(d, spread, is_one(alpha) ? source : source * alpha);
+}
+
+Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  auto [d, positions] = dim_and_index(x, dim, index, "index_fill");
+  const int64_t extent = x.dim() == 0 ? 1 : x.size(d);
+  if (positions.numel() && ((positions < -extent).any().item<bool>() || (positions >= extent).any().item<bool>()))
+    fail<IndexError>("[index_fill] an index is out of range for ", extent, " entries along dim ", d);
+  positions = where(positions < 0, positions + extent, positions);
+  // Which positions along d are named: one row of a [extent, count] comparison each.
+  Tensor named = (arange(extent, {.dtype = DType::Int64}).unsqueeze(1) == positions.unsqueeze(0)).any(1);
+  if (x.dim() == 0) return x.masked_fill(named.reshape({}), value);
+  Dims view(static_cast<size_t>(x.dim()), 1);
+  view[static_cast<size_t>(d)] = extent;
+  return x.masked_fill(named.reshape(view), value);
+}
+
 Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
   if (!x.is_floating_point()) return x.clone();
   const FloatInfo info = finfo(x.dtype());

@@ -33,6 +33,10 @@ Tensor addcdiv(const Tensor& input, const Tensor& t1, const Tensor& t2, Scalar v
  *  and lowest finite values. Integer tensors come back copied. */
 Tensor nan_to_num(const Tensor& x, double nan = 0.0, std::optional<double> posinf = {},
                   std::optional<double> neginf = {});
+/** x with alpha * source added at `index` along dim (index_add), or value written at those
+ *  positions (index_fill). */
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha = 1);
+Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
 /** sum and mean that skip NaNs (an all-NaN mean is NaN, as torch's). Empty dims: all of them. */
 Tensor nansum(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor nanmean(const Tensor& x, const Dims& dims = {}, bool keepdim = false);

@@ -24,6 +24,15 @@ void set_rng_state(const Tensor& state);
 /** Fills t in place from the global generator (used by initialisers). */
 Tensor& uniform_(Tensor& t, double low = 0, double high = 1);
 Tensor& normal_(Tensor& t, double mean = 0, double std = 1);
+/** 1 with probability p, else 0: for each element of p (torch.bernoulli), or for each element
+ *  of t, in place. */
+Tensor bernoulli(const Tensor& p);
+Tensor& bernoulli_(Tensor& t, double p = 0.5);
+/** Exponentially distributed with rate lambd, in place. */
+Tensor& exponential_(Tensor& t, double lambd = 1);
+/** num_samples category indices (int64) for each row of non-negative weights (1-d or 2-d, not
+ *  necessarily normalised), with or without replacement (torch.multinomial). */
+Tensor multinomial(const Tensor& weights, int64_t num_samples, bool replacement = false);
 
 namespace random {
 
