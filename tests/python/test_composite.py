@@ -248,3 +248,21 @@ def test_multinomial_refuses_what_torch_refuses(weights, samples, replacement):
     for m in (ug, torch):
         with pytest.raises(RuntimeError):
             m.multinomial(m.tensor(weights), samples, replacement=replacement)
+
+
+def test_random_categorical_draws_softmax_of_the_logits_with_jaxs_shapes():
+    import jax
+
+    logits = np.log(np.array([[0.1, 0.2, 0.7], [0.5, 0.5, 0.0]], np.float32) + 1e-30)
+    for axis, shape in [(-1, None), (-1, (4, 2)), (0, None)]:
+        expected = jax.random.categorical(jax.random.key(0), logits, axis=axis, shape=shape).shape
+        got = ug.random.categorical(ug.random.key(0), ug.tensor(logits), axis=axis, shape=shape)
+        assert got.shape == expected and got.dtype == ug.int64
+    draws = ug.random.categorical(ug.random.key(3), ug.tensor(logits), shape=(N // 2, 2)).numpy()
+    assert not (draws[:, 1] == 2).any()  # probability 0
+    for k, p in enumerate([0.1, 0.2, 0.7]):
+        _within((draws[:, 0] == k).mean(), p, (p * (1 - p) / (N // 2)) ** 0.5)
+    same = ug.random.categorical(ug.random.key(3), ug.tensor(logits), shape=(N // 2, 2)).numpy()
+    np.testing.assert_array_equal(draws, same)  # a key is a draw
+    with pytest.raises(ValueError, match="broadcast"):
+        ug.random.categorical(ug.random.key(0), ug.tensor(logits), shape=(3,))

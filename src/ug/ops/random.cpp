@@ -1,6 +1,7 @@
 #include "ug/ops/random.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -276,6 +277,27 @@ Tensor bernoulli(const Tensor& key, double p, const Dims& shape) {
   if (p < 0 || p > 1) fail("[random.bernoulli] p must be in [0, 1], got ", p);
   return uniform(key, shape).lt(p);
 }
+Tensor categorical(const Tensor& key, const Tensor& logits, int64_t axis, std::optional<Dims> shape) {
+  if (!logits.is_floating_point() || logits.dim() == 0)
+    fail("[random.categorical] expects floating logits of at least 1 dim, got ", logits.dtype(), " ", logits.shape());
+  const int64_t rank = logits.dim();
+  if (axis < -rank || axis >= rank) fail("[random.categorical] axis ", axis, " out of range for ", logits.shape());
+  const Tensor last = logits.movedim(axis < 0 ? axis + rank : axis, -1);
+  Dims out(last.shape().begin(), last.shape().end() - 1);
+  if (shape) {
+    if (broadcast_shapes(Shape(shape->begin(), shape->end()), Shape(out.begin(), out.end()), "random.categorical") !=
+        Shape(shape->begin(), shape->end()))
+      fail("[random.categorical] shape ", Shape(shape->begin(), shape->end()), " must broadcast with the logits' ",
+           Shape(out.begin(), out.end()));
+    out = *shape;
+  }
+  Dims noise_shape = out;
+  noise_shape.push_back(last.size(-1));
+  // Gumbel-max: argmax(logits + Gumbel noise) is a draw from softmax(logits); u > 0 keeps it finite.
+  const Tensor u = uniform(key, noise_shape, std::numeric_limits<float>::min(), 1.0, DType::Float32);
+  return (last.to(DType::Float32) - (-u.log()).log()).argmax(-1);
+}
+
 Tensor permutation(const Tensor& key, int64_t n) { return draw(permutation_draw(n), &key); }
 Tensor permutation(const Tensor& key, const Tensor& x) {
   if (x.dim() == 0) fail("[random.permutation] x must have at least one dimension");

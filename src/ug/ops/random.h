@@ -2,6 +2,7 @@
 // then ug::randn) and explicit JAX-style keys (ug::random::key, split, normal...).
 #pragma once
 
+#include <optional>
 #include <utility>
 
 #include "ug/core/random.h"
@@ -47,6 +48,9 @@ Tensor uniform(const Tensor& key, const Dims& shape, double minval = 0, double m
 Tensor normal(const Tensor& key, const Dims& shape, DType dtype = DType::Float32);
 Tensor randint(const Tensor& key, const Dims& shape, int64_t minval, int64_t maxval, DType dtype = DType::Int64);
 Tensor bernoulli(const Tensor& key, double p, const Dims& shape);
+/** Category indices drawn with probabilities softmax(logits) along `axis` (jax.random.categorical):
+ *  of the logits' shape without that axis, or of `shape`, which must broadcast with it. */
+Tensor categorical(const Tensor& key, const Tensor& logits, int64_t axis = -1, std::optional<Dims> shape = {});
 Tensor permutation(const Tensor& key, int64_t n);
 /** x shuffled along dim 0. */
 Tensor permutation(const Tensor& key, const Tensor& x);
