@@ -97,14 +97,14 @@ Program Program::trace(const Function& fn, const std::vector<Tensor>& example_in
 
 std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Function& fn,
                                                                     const std::vector<Tensor>& example_inputs,
-                                                                    const NamedTensors& state) {
+                                                                    const NamedTensors& state, bool free_sizes) {
   onnx::ProgramTrace traced;
   const auto generator = default_generator().get_state();
   std::string shape_read_at;
   {
     TracedValuesScope scope(example_inputs, "jit");
     try {
-      traced = onnx::trace_program(fn, example_inputs, state);
+      traced = onnx::trace_program(fn, example_inputs, state, free_sizes);
     } catch (const ValueError& e) {
       fail("[jit] cannot compile the function: ", e.what());
     }

@@ -38,10 +38,13 @@ class Program {
   static Program trace(const Function& fn, const std::vector<Tensor>& example_inputs, const NamedTensors& state = {});
   /** trace, also giving what the traced run returned: a function that writes state (a
    *  PyTorch-style step) has taken its first step while traced, so its first call's result
-   *  is that run's, not a second run's. */
+   *  is that run's, not a second run's. With `free_sizes` (reduce_retracing's traces) the graph
+   *  reads the sizes it needs from its inputs' shapes where it can (onnx::trace_program), so
+   *  that generalize can find two traces at other sizes the same. */
   static std::pair<Program, std::vector<Tensor>> trace_with_outputs(const Function& fn,
                                                                     const std::vector<Tensor>& example_inputs,
-                                                                    const NamedTensors& state = {});
+                                                                    const NamedTensors& state = {},
+                                                                    bool free_sizes = false);
 
   /** Runs the graph on inputs of the traced dtypes and shapes (any size in any_size_dims). */
   /** Taken by value: a caller that moves its inputs in hands their buffers to the run, which
