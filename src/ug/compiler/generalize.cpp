@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "ug/compiler/program.h"
+#include "ug/onnx/export.h"
 #include "ug/onnx/graph.h"
 
 namespace ug::compiler {
@@ -118,7 +119,16 @@ std::optional<Program> Program::generalize(const Program& a, const Program& b, s
   for (const auto* ids : {a.state_.get(), a.grad_sources_.get()})
     for (const auto& [id, tensor] : *ids) live.insert(id);
   if (!same_graph(ga, gb, live, why)) return std::nullopt;
+  // What the file says: the dims that take any size, and the outputs' dims that followed them.
+  std::vector<std::vector<bool>> out_any;
+  const std::string& old_bytes = *b.bytes_;
+  for (size_t i = 0; i < gb.outputs.size(); ++i) {
+    const std::vector<int64_t>&x = ga.outputs[i].shape, &y = gb.outputs[i].shape;
+    out_any.emplace_back(y.size(), false);
+    for (size_t d = 0; d < y.size() && x.size() == y.size(); ++d) out_any[i][d] = x[d] != y[d] || y[d] < 0;
+  }
   Program p = b;
+  p.bytes_ = std::make_shared<const std::string>(onnx::with_symbolic_dims(old_bytes, any_size, out_any));
   p.any_size_ = std::make_shared<const std::vector<std::vector<bool>>>(std::move(any_size));
   return p;
 }

@@ -152,6 +152,22 @@ ProgramTrace trace_program(const TracedFunction& fn, const std::vector<Tensor>& 
   return program;
 }
 
+std::string with_symbolic_dims(const std::string& bytes, const std::vector<std::vector<bool>>& inputs,
+                               const std::vector<std::vector<bool>>& outputs) {
+  ::onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) fail("[jit] a program's model does not parse");
+  auto mark = [](auto& values, const std::vector<std::vector<bool>>& any) {
+    for (int i = 0; i < values.size() && static_cast<size_t>(i) < any.size(); ++i) {
+      auto* shape = values.Mutable(i)->mutable_type()->mutable_tensor_type()->mutable_shape();
+      for (int d = 0; d < shape->dim_size() && static_cast<size_t>(d) < any[i].size(); ++d)
+        if (any[i][d]) shape->mutable_dim(d)->set_dim_param(values.Get(i).name() + "_dim" + std::to_string(d));
+    }
+  };
+  mark(*model.mutable_graph()->mutable_input(), inputs);
+  mark(*model.mutable_graph()->mutable_output(), outputs);
+  return model.SerializeAsString();
+}
+
 void export_function(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
                      const std::vector<std::pair<std::string, Tensor>>& named_tensors, const std::string& path,
                      const ExportOptions& options) {

@@ -68,6 +68,12 @@ struct ProgramTrace {
 ProgramTrace trace_program(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
                            const std::vector<std::pair<std::string, Tensor>>& named_tensors, bool free_sizes = false);
 
+/** A program's serialized model with the dims marked in `inputs` / `outputs` (by graph input,
+ *  then dim) made symbolic ("<name>_dim<d>"): a program reduce_retracing made for any size
+ *  there, as a file ONNX Runtime runs at other sizes. */
+std::string with_symbolic_dims(const std::string& bytes, const std::vector<std::vector<bool>>& inputs,
+                               const std::vector<std::vector<bool>>& outputs);
+
 /** Puts a model and all its submodules in eval mode; gives each its own mode back on exit. */
 class EvalModeGuard {
  public:

@@ -173,14 +173,24 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
 // it, or, for any other strided view of a contiguous value, a Gather of its elements at the
 // view's positions. As a constant it would freeze the value of one trace.
 std::optional<std::pair<std::string, uint32_t>> GraphBuilder::traced_view(const Tensor& t) {
-  std::vector<const Value*> bases;  // traced values of t's memory and dtype, contiguous first
+  // Traced values of t's memory and dtype: the same view (the latest version) first, then
+  // contiguous bases. Taken in the order of their names, not of the map's addresses, so that
+  // two traces of one function make the same graph (reduce_retracing compares them).
+  std::vector<const Value*> same, bases;
   for (const auto& [k, v] : values_) {
-    if (!v.traced || v.tensor.storage() != t.storage()) continue;
-    if (v.tensor.storage_offset() == t.storage_offset() && v.tensor.shape() == t.shape() &&
-        v.tensor.strides() == t.strides() && v.tensor.dtype() == t.dtype())
-      return std::pair{v.name, v.version};
-    if (v.tensor.dtype() == t.dtype()) bases.push_back(&v);
+    if (!v.traced || v.tensor.storage() != t.storage() || v.tensor.dtype() != t.dtype()) continue;
+    const bool view = v.tensor.storage_offset() == t.storage_offset() && v.tensor.shape() == t.shape() &&
+                      v.tensor.strides() == t.strides();
+    (view ? same : bases).push_back(&v);
   }
+  auto by_name = [](const Value* a, const Value* b) { return a->name < b->name; };
+  if (!same.empty()) {
+    const Value* v = *std::max_element(same.begin(), same.end(), [&](const Value* a, const Value* b) {
+      return a->version != b->version ? a->version < b->version : by_name(b, a);
+    });
+    return std::pair{v->name, v->version};
+  }
+  std::sort(bases.begin(), bases.end(), by_name);
   std::stable_partition(bases.begin(), bases.end(), [](const Value* v) { return v->tensor.is_contiguous(); });
   for (const Value* base : bases)
     if (auto name = view_of(*base, t)) return std::pair{*name, base->version};
@@ -306,9 +316,14 @@ std::vector<std::pair<Tensor, std::string>> GraphBuilder::written_state() const 
 
 const GraphBuilder::Value* GraphBuilder::same_value(const Tensor& t) const {
   if (auto it = values_.find(key(t)); it != values_.end()) return &it->second;
+  // Of several such handles, the latest version (then the first name): an order of their own,
+  // not the map's, so that two traces of one function make the same graph.
+  const Value* found = nullptr;
   for (const auto& [k, v] : values_)
-    if (v.traced && same_view(v.tensor, t)) return &v;
-  return nullptr;
+    if (v.traced && same_view(v.tensor, t) &&
+        (!found || v.version > found->version || (v.version == found->version && v.name < found->name)))
+      found = &v;
+  return found;
 }
 
 std::optional<std::string> GraphBuilder::constant_name(const Tensor& t) const {
