@@ -328,6 +328,22 @@ def test_function_reduce_retracing_compiles_a_training_step_once_for_every_batch
         assert np.array_equal(a.numpy(), b.numpy())
 
 
+def test_function_reduce_retracing_runs_a_program_only_where_sizes_equal_in_its_traces_are_equal():
+    """The graph reads a mean's count from an input of that size: traced with x and y of one
+    batch, it may read y's count from x. A call where they differ is a miss that says so and
+    traces again, so the gradient is always 2 y / len(y)."""
+    f = ug.function(lambda x, y: (x.sum(0), ug.grad(lambda v: (v * v).mean())(y)), reduce_retracing=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n, m in ((7, 7), (5, 5), (4, 4), (9, 3)):
+            x, y = ug.randn(n, 3), ug.randn(m)
+            if n == 9:
+                assert f.explain(x, y) == ("miss: argument x has 9 in dim 0 and argument y 3 in dim 0, which were "
+                                           "equal in every trace of the program for any size")
+            close(f(x, y)[1], 2 * y.numpy() / m, tol=1e-6)
+    assert f.cache_info().traces == 3 and len(caught) == 1
+
+
 def test_function_reduce_retracing_keeps_fixed_sizes_in_ordinary_programs():
     """Only reduce_retracing's traces read sizes from the inputs' shapes: an ordinary program of
     the same training step holds them as constants (its one Shape node is the ones_like of the

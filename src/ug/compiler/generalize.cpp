@@ -2,6 +2,7 @@
 // shapes that are the same graph depend on no size where the shapes differ: everything a size
 // could enter (a constant, an attribute, a closure of a called-back op, a Python-level read)
 // is compared or refused here.
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <type_traits>
@@ -92,6 +93,28 @@ bool same_graph(const onnx::Graph& a, const onnx::Graph& b, const std::set<int64
 }
 
 }  // namespace
+
+std::vector<std::vector<bool>> Program::read_dims() const {
+  std::vector<std::vector<bool>> read;
+  for (const onnx::ValueInfo& in : graph_->inputs) read.emplace_back(in.shape.size(), false);
+  for (const onnx::Node& n : graph_->nodes) {
+    if (n.op_type != "Shape" || n.inputs.empty()) continue;
+    const auto input = std::find(graph_->input_ids.begin(), graph_->input_ids.end(), n.inputs[0]);
+    if (input == graph_->input_ids.end()) continue;
+    std::vector<bool>& dims = read[static_cast<size_t>(input - graph_->input_ids.begin())];
+    const auto start = n.attributes.find("start"), end = n.attributes.find("end");
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    auto at = [rank](const auto& it, int64_t otherwise) {
+      if (!std::holds_alternative<int64_t>(it->second)) return otherwise;
+      const int64_t v = std::get<int64_t>(it->second);
+      return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank);
+    };
+    const int64_t from = start == n.attributes.end() ? 0 : at(start, 0);
+    const int64_t to = end == n.attributes.end() ? rank : at(end, rank);
+    for (int64_t d = from; d < to; ++d) dims[static_cast<size_t>(d)] = true;
+  }
+  return read;
+}
 
 std::optional<Program> Program::generalize(const Program& a, const Program& b, std::string* why) {
   for (const Program* p : {&a, &b})

@@ -59,6 +59,10 @@ class Program {
    *  size. (Sizes a Python function reads and uses in ways that happen to agree at both shapes
    *  are the one case this cannot see; it refuses any shape read to stay clear of them.) */
   static std::optional<Program> generalize(const Program& a, const Program& b, std::string* why);
+  /** For each input, the dims whose size the graph reads from the input's shape (a trace with
+   *  free sizes takes a size from any input dim of that size: the cache then runs the program
+   *  only where the dims of equal sizes in its traces are equal). */
+  std::vector<std::vector<bool>> read_dims() const;
   /** For each input, the dims that take any size (none, unless generalized). */
   const std::vector<std::vector<bool>>& any_size_dims() const { return *any_size_; }
   /** Where the traced function first read the shape of a traced tensor from Python ("" if it
