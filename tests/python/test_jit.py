@@ -286,6 +286,8 @@ _STEPS = {
     "cnn": (lambda: ug.nn.Sequential(ug.nn.Conv2d(1, 4, 3), ug.nn.ReLU(), ug.nn.MaxPool2d(2), ug.nn.Flatten(),
                                      ug.nn.Linear(4 * 3 * 3, 4)), (1, 8, 8)),
     "transformer": (_Encoder, (6, 16)),
+    "avg_pool": (lambda: ug.nn.Sequential(ug.nn.Conv2d(1, 4, 3, padding=1), ug.nn.AvgPool2d(2), ug.nn.Flatten(),
+                                          ug.nn.LayerNorm(64), ug.nn.GELU(), ug.nn.Linear(64, 4)), (1, 8, 8)),
 }
 
 

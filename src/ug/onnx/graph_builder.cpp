@@ -431,6 +431,9 @@ std::string GraphBuilder::shape_of(const std::string& value, int64_t start, int6
 std::optional<std::string> GraphBuilder::sized_constant(const Tensor& t, DType dtype) {
   if (!sizes_free() || (t.numel() < 2 && t.dim() > 0)) return std::nullopt;
   if (t.dim() == 0) {
+    // A count divides a float (a mean); an integer constant is a class count or an index, which
+    // a batch of that size must not be taken for.
+    if (!is_floating(t.dtype()) || !is_floating(dtype)) return std::nullopt;
     const double v = t.to(DType::Float64).item<double>();
     if (v != std::floor(v) || v > 1e15) return std::nullopt;
     auto size = size_value(static_cast<int64_t>(v), -1);
