@@ -365,7 +365,9 @@ void GraphBuilder::replay(const CapturedCall& call) {
   for (const Tensor& t : call.inputs) inputs.push_back(t.defined() ? value(t) : std::string());
   for (size_t i = 0; i < call.outputs.size(); ++i) outputs.push_back(output(call, i));
   ::onnx::NodeProto& n = node("UgReplay", inputs, outputs);
-  set_attr(n, "index", static_cast<int64_t>(replays_.size()));
+  GraphBuilder* root = this;
+  while (root->parent_) root = root->parent_;
+  set_attr(n, "index", static_cast<int64_t>(root->replays_.size()));
   set_attr(n, "op", call.op);
   if (has_attr(call, "effect")) set_attr(n, "effect", attr_int(call, "effect"));
   // Under free_sizes the call's attributes (a layer norm's row length) go with it, so that
@@ -373,7 +375,7 @@ void GraphBuilder::replay(const CapturedCall& call) {
   if (sizes_free())
     for (const auto& [name, v] : call.attrs)
       if (name != "effect") std::visit([&n, &name](const auto& x) { set_attr(n, "ug_" + name, x); }, v);
-  replays_.push_back(call.replay);
+  root->replays_.push_back(call.replay);
 }
 
 void GraphBuilder::check_outputs(const CapturedCall& call) {

@@ -93,9 +93,11 @@ class GraphBuilder {
   /** From now on a call that carries a replay (an op without a graph form) becomes a UgReplay
    *  node calling it back, listed in replays(): programs only, never files. */
   void allow_replays() { allow_replays_ = true; }
-  bool replays_allowed() const { return allow_replays_; }
+  bool replays_allowed() const { return parent_ ? parent_->replays_allowed() : allow_replays_; }
   const std::vector<graph::Replay>& replays() const { return replays_; }
-  /** The UgReplay node of a call (replays_allowed() and call.replay set). */
+  /** The UgReplay node of a call (replays_allowed() and call.replay set). In a Loop body's
+   *  builder too: the replay goes into the enclosing graph's list, whose index the node holds,
+   *  and the program gives its bodies that list (compiler::Program::trace). */
   void replay(const CapturedCall& call);
 
   /** Declares t a graph input; `dim_names` holds a name for each symbolic dim ("" = fixed);
