@@ -289,6 +289,37 @@ TEST(Jit, ATorchStyleStepHoldsWhatEagerHolds) {
   EXPECT_EQ(compiled_step.cache_info().traces, 1);
 }
 
+TEST(Jit, ReduceRetracingCompilesATrainingStepOnceForEveryBatch) {
+  // The mean's count and the backward's reshapes and expands are read from the inputs' shapes:
+  // one program for every batch, each step equal (bit for bit: the same ops in the same order)
+  // to a program traced at that batch alone.
+  auto make = [] {
+    manual_seed(0);
+    return nn::Sequential(nn::Linear(4, 8), nn::Tanh(), nn::Linear(8, 1));
+  };
+  nn::Sequential relaxed = make(), exact = make();
+  optim::Adam opt_r(relaxed->parameters(), optim::AdamOptions(1e-2));
+  optim::Adam opt_e(exact->parameters(), optim::AdamOptions(1e-2));
+  int traces = 0;
+  auto step = torch_step(relaxed, opt_r);
+  JitFunction relaxed_step = jit(
+      [&](const Tensors& xy) {
+        ++traces;
+        return step(xy);
+      },
+      {.name = "step", .reduce_retracing = true, .on_retrace = [](const std::string&) {}});
+  JitFunction exact_step = jit(torch_step(exact, opt_e), {.on_retrace = [](const std::string&) {}});
+  manual_seed(1);
+  for (int64_t n : {16, 9, 5, 16, 12}) {
+    Tensors xy{randn({n, 4}), randn({n, 1})};
+    EXPECT_TRUE(equal(relaxed_step(xy)[0], exact_step(xy)[0])) << n;
+    auto pr = relaxed->parameters(), pe = exact->parameters();
+    for (size_t k = 0; k < pe.size(); ++k) EXPECT_TRUE(equal(pr[k], pe[k])) << n << " " << k;
+  }
+  EXPECT_EQ(traces, 2);
+  EXPECT_EQ(relaxed_step.cache_info().size, 1u);
+}
+
 TEST(Jit, AStepWithBatchNormAndDropoutHoldsWhatEagerHolds) {
   // BatchNorm's running statistics and batch counter and the global generator are implicit
   // state too: each step starts both runs from one seed, and they stay equal.
