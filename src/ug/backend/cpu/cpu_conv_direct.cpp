@@ -106,10 +106,11 @@ struct Window {
 // Everything up to the matching pop is compiled for AVX-512 (GCC's pragma; clang's, for the
 // fuzzing build); callers check the CPU first (see the header).
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma,prfchw"))), \
+                             apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,fma")
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,fma,prfchw")
 #endif
 
 /** Cache lines to prefetch into L2 as a micro-kernel runs: `lines` per input channel from `at`. */
@@ -337,6 +338,8 @@ void run(const DirectConv& g, const float* x, const float* packed, const float* 
       const int64_t l0 = t % chunks * kChunk, l1 = std::min(L, l0 + kChunk);
       const float* xs = pads + n * g.C * Hp * Wp;
       const float* wb = packed + o0 * K;
+      const int64_t count = std::min(lanes, g.O - o0);
+      float* yb = y + (n * g.O + o0) * L;
       for (int64_t c0 = 0; c0 < g.C; c0 += kInBlock) {
         const int64_t cn = std::min(kInBlock, g.C - c0);
         const float* xc = xs + c0 * Hp * Wp;
@@ -354,7 +357,14 @@ void run(const DirectConv& g, const float* x, const float* packed, const float* 
             next ? std::min(kInBlock * g.kh * g.kw * kBlock, packed + packed_size(g.O, K) - next) / 16 : 0;
         const int64_t tiles = (l1 - l0 + kTile - 1) / kTile;
         const int64_t per_channel = (next_lines + tiles * cn - 1) / (tiles * cn);
-        for (int64_t l = l0, done = 0; l < l1; l += kTile, done += per_channel * cn) {
+        // The last pass also claims the output's lines a share before each tile, so that the
+        // stores of write_planes find them in cache (the stem's 3.2 MB output otherwise waits
+        // on memory as it is written: 1.32 -> 1.25 ms alone; ResNet-18 / ONNX Runtime 1.05 -> 1.03).
+        const int64_t row_lines = (l1 - l0 + 15) / 16 + 1, out_lines = c0 + kInBlock >= g.C ? count * row_lines : 0;
+        const int64_t out_per_tile = (out_lines + tiles - 1) / tiles;
+        for (int64_t l = l0, done = 0, out = 0; l < l1; l += kTile, done += per_channel * cn) {
+          for (const int64_t end = std::min(out_lines, out + out_per_tile); out < end; ++out)
+            __builtin_prefetch(yb + out / row_lines * L + l0 + out % row_lines * 16, 1, 3);
           const Prefetch pf{reinterpret_cast<const char*>(next + done * 16), done < next_lines ? per_channel : 0};
           kernel_for(lanes / 16, std::min(kTile, l1 - l), g.kh, g.kw)(xc, offsets.data() + l, win, wc, cn,
                                                                       acc + (l - l0) * lanes, c0 == 0, pf);
