@@ -28,6 +28,7 @@ CASES = [  # N, C, O, (kh, kw), (sh, sw), (ph, pw), H, W
     (1, 6, 1, (3, 1), (3, 1), (2, 0), 11, 4),       # one output channel: left to OpenBLAS
     (2, 64, 64, (3, 3), (2, 2), (1, 1), 15, 15),    # strided 3x3, odd size
     (1, 256, 20, (3, 3), (1, 1), (1, 1), 4, 4),     # long sums (2,304 terms), 16 pixels
+    (1, 16, 16, (3, 3), (1, 1), (17, 18), 5, 20),   # padding past a whole vector of the padded rows
 ]
 
 
