@@ -122,10 +122,12 @@ def close(got, x, w, **kw):
     assert_close(got, TF.conv2d(xt, wt, **kw).float().numpy(), "float32", terms=terms, n=n)
 
 
-def test_weight_changed_in_place_is_packed_again():
+@pytest.mark.parametrize("C,size", [(8, 9), (16, 46)], ids=["direct", "winograd"])
+def test_weight_changed_in_place_is_packed_again(C, size):
+    """The packed weights, and on a plane of 23x23+ tiles Winograd's cached filters."""
     rng = np.random.default_rng(4)
-    x = ug.tensor(rng.uniform(-1, 1, (1, 8, 9, 9)).astype(np.float32))
-    w = ug.tensor(rng.uniform(-1, 1, (24, 8, 3, 3)).astype(np.float32))
+    x = ug.tensor(rng.uniform(-1, 1, (1, C, size, size)).astype(np.float32))
+    w = ug.tensor(rng.uniform(-1, 1, (24, C, 3, 3)).astype(np.float32))
     first = run(x, w, padding=1)
     close(first, x, w, padding=1)
     w.mul_(-0.5)  # in place: the same storage, a new version
@@ -134,7 +136,7 @@ def test_weight_changed_in_place_is_packed_again():
     close(changed, x, w, padding=1)
     w[3].fill_(0.25)  # through a view of the weight
     close(run(x, w, padding=1), x, w, padding=1)
-    w.copy_(ug.tensor(rng.uniform(-1, 1, (24, 8, 3, 3)).astype(np.float32)))
+    w.copy_(ug.tensor(rng.uniform(-1, 1, (24, C, 3, 3)).astype(np.float32)))
     close(run(x, w, padding=1), x, w, padding=1)
 
 

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "ug/backend/cpu/cpu_backend.h"
+#include "ug/backend/cpu/cpu_winograd.h"
 #include "ug/backend/cpu/scratch.h"
 #include "ug/core/thread_pool.h"
 
@@ -34,13 +35,18 @@ int64_t lanes_of(int64_t O, int64_t o0) { return std::min<int64_t>(kBlock, (O - 
 
 Tensor pack(const Tensor& w, bool transposed, const Tensor& into);
 
+/** The forms a weight is cached in: the direct kernel's packing, plain or transposed (pack),
+ *  and Winograd's transformed filters (winograd_filters). */
+enum class Form { Direct, DirectTransposed, Winograd };
+
 /** Packed weights by the weight's storage (held, so that its address is never another's),
  *  offset, shape, strides and version: an in-place change bumps the version, so a changed
  *  weight is packed again, never read stale. Least recently used first out past kCacheBytes;
  *  entries whose weight nobody else holds any more go at every call. */
 class PackCache {
  public:
-  Tensor get(const Tensor& w, bool transposed) {
+  /** w in this form, made by make(w, a buffer to reuse or an undefined tensor) if not cached. */
+  template <class Make> Tensor get(const Tensor& w, Form form, const Make& make) {
     Tensor reuse;  // a stale entry's buffer that no caller holds: packed again in place
     {
       std::lock_guard lock(mutex_);
@@ -52,7 +58,7 @@ class PackCache {
       });
       for (auto it = entries_.begin(); it != entries_.end(); ++it)
         if (it->storage.get() == w.storage().get() && it->offset == w.storage_offset() && it->shape == w.shape() &&
-            it->strides == w.strides() && it->transposed == transposed) {
+            it->strides == w.strides() && it->form == form) {
           if (it->version != w.version()) {
             bytes_ -= it->packed.numel() * 4;
             // No convolution still reading it: callers hold copies of the Tensor (its impl).
@@ -67,9 +73,9 @@ class PackCache {
     }
     // A training step changes every weight: packing into the same block again spares the
     // page faults of a fresh one (the allocator returns large blocks to the system).
-    Tensor packed = pack(w, transposed, reuse);  // outside the lock: other threads' convolutions go on
+    Tensor packed = make(w, reuse);  // outside the lock: other threads' convolutions go on
     std::lock_guard lock(mutex_);
-    entries_.push_front({w.storage(), w.storage_offset(), w.shape(), w.strides(), transposed, w.version(), packed});
+    entries_.push_front({w.storage(), w.storage_offset(), w.shape(), w.strides(), form, w.version(), packed});
     bytes_ += packed.numel() * 4;
     while (bytes_ > kCacheBytes && entries_.size() > 1) {
       bytes_ -= entries_.back().packed.numel() * 4;
@@ -84,7 +90,7 @@ class PackCache {
     int64_t offset;
     Shape shape;
     Strides strides;
-    bool transposed;
+    Form form;
     uint32_t version;
     Tensor packed;
   };
@@ -449,7 +455,9 @@ void run_weight_grad(const DirectConv& g, const float* x, const float* gy, float
 
 void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, bool transposed, const Tensor& bias,
                    const Tensor& y) {
-  const Tensor packed = pack_cache().get(w, transposed);
+  const Tensor packed =
+      pack_cache().get(w, transposed ? Form::DirectTransposed : Form::Direct,
+                       [&](const Tensor& v, const Tensor& into) { return pack(v, transposed, into); });
   const float* xp = static_cast<const float*>(x.raw_data());
   const float* wp = static_cast<const float*>(packed.raw_data());
   const float* bp = bias.defined() ? static_cast<const float*>(bias.raw_data()) : nullptr;
@@ -460,6 +468,17 @@ void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, bool t
 void direct_conv2d_weight_grad(const DirectConv& g, const Tensor& x, const Tensor& gy, const Tensor& gw) {
   run_weight_grad(g, static_cast<const float*>(x.raw_data()), static_cast<const float*>(gy.raw_data()),
                   static_cast<float*>(gw.raw_data()));
+}
+
+Tensor winograd_filters(const Tensor& w) {
+  return pack_cache().get(w, Form::Winograd, [](const Tensor& v, const Tensor& into) {
+    const Tensor wc = contiguous(v, DType::Float32);
+    const Tensor U =
+        into.defined() ? into : empty({16 * v.size(0) * v.size(1)}, {.dtype = DType::Float32, .device = Device()});
+    winograd_transform_filters(v.size(0), v.size(1), static_cast<const float*>(wc.raw_data()),
+                               static_cast<float*>(U.raw_data()));
+    return U;
+  });
 }
 
 }  // namespace ug::cpu
