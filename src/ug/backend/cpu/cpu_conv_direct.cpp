@@ -382,14 +382,19 @@ void run(const DirectConv& g, const float* x, const float* packed, const float* 
         const int64_t row_lines = (l1 - l0 + 15) / 16 + 1, out_lines = c0 + kInBlock >= g.C ? count * row_lines : 0;
         const int64_t out_per_tile = (out_lines + tiles - 1) / tiles;
         int64_t out_ch = out_lines ? 0 : count, out_line = 0;  // the next output line to claim
-        for (int64_t l = l0, done = 0; l < l1; l += kTile, done += per_channel * cn) {
+        // The pixels split into tiles of as even sizes as fit (49 = 4 x 6 + 5 x 5, not 8 x 6 + 1:
+        // a 1-pixel tile loads as many weights as a 6-pixel one for a sixth of the FMAs); each
+        // pixel's sum is the same whatever its tile.
+        const int64_t base = (l1 - l0) / tiles, longer = (l1 - l0) % tiles;
+        for (int64_t t = 0, l = l0, done = 0, r; t < tiles; ++t, l += r, done += per_channel * cn) {
+          r = base + (t < longer);
           for (int64_t m = 0; m < out_per_tile && out_ch < count; ++m) {
             __builtin_prefetch(yb + out_ch * L + l0 + out_line * 16, 1, 3);
             if (++out_line == row_lines) out_line = 0, ++out_ch;
           }
           const Prefetch pf{reinterpret_cast<const char*>(next + done * 16), done < next_lines ? per_channel : 0};
-          kernel_for(lanes / 16, std::min(kTile, l1 - l), g.kh, g.kw)(xc, offsets.data() + l, win, wc, cn,
-                                                                      acc + (l - l0) * lanes, c0 == 0, pf);
+          kernel_for(lanes / 16, r, g.kh, g.kw)(xc, offsets.data() + l, win, wc, cn, acc + (l - l0) * lanes, c0 == 0,
+                                                pf);
         }
       }
       write_planes(g, acc, l0, l1, o0, lanes, bias, y + n * g.O * L);
