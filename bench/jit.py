@@ -8,6 +8,8 @@ Transformer block training step, each as
 - JAX's jax.jit peer (../shared/bench/peers/jax/),
 - torch eager, the peer in ../shared/bench/peers/, in its fastest thread configuration,
 - the ug.jit step without fusion of elementwise chains (UG_JIT_FUSE_BLOCK=0, "unfused"),
+- the transformer's ug.jit step without rematerialization (UG_JIT_REMAT=0, "unrematerialized":
+  what the memory plan's recomputation costs in time and saves in memory),
 
 REPEAT times each, interleaved; every figure is a median. Prints one JSON object of medians and
 the ratios the issue's targets are stated in; the figures go into docs/benchmarks.md by hand.
@@ -40,6 +42,7 @@ RUNS = {  # name -> command (each prints one JSON line last)
     "mlp torch eager": [PEERS / "mlp_train_epoch.py", "--threads", "2", "--blas-threads", "1"],
     "transformer ug.jit": [ROOT / "bench/py/transformer_jit_step.py"],
     "transformer ug.jit unfused": [ROOT / "bench/py/transformer_jit_step.py"],
+    "transformer ug.jit unrematerialized": [ROOT / "bench/py/transformer_jit_step.py"],
     "transformer ug eager (functional)": [ROOT / "bench/py/transformer_jit_step.py", "--eager"],
     "transformer jax.jit": [PEERS / "jax/transformer_step.py"],
     "transformer torch eager": [PEERS / "transformer_step.py", "--threads", "2", "--blas-threads", "1"],
@@ -47,7 +50,8 @@ RUNS = {  # name -> command (each prints one JSON line last)
 
 
 def run(name, cmd):
-    env = {**os.environ, "UG_JIT_FUSE_BLOCK": "0"} if name.endswith("unfused") else None
+    env = ({**os.environ, "UG_JIT_FUSE_BLOCK": "0"} if name.endswith("unfused")
+           else {**os.environ, "UG_JIT_REMAT": "0"} if name.endswith("unrematerialized") else None)
     out = subprocess.run([sys.executable, *map(str, cmd), *quick], capture_output=True, text=True, check=True,
                          env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -74,6 +78,11 @@ for w in ("mlp", "transformer"):
         "ug.jit / ug.jit unfused": jit / result[f"{w} ug.jit unfused"]["seconds"],
         "compile ug.jit / jax.jit": result[f"{w} ug.jit"]["compile_seconds"] / result[f"{w} jax.jit"]["compile_seconds"],
     }
-result["transformer peak activation MB, ug.jit / eager"] = (
-    median("transformer ug.jit", "peak_activation_mb") / median("transformer ug eager (functional)", "peak_activation_mb"))
+peak = {name: median(f"transformer {name}", "peak_activation_mb")
+        for name in ("ug.jit", "ug.jit unrematerialized", "ug eager (functional)")}
+result["transformer peak activation MB"] = peak
+result["transformer peak activation MB, ug.jit / eager"] = peak["ug.jit"] / peak["ug eager (functional)"]
+result["transformer ug.jit / ug.jit unrematerialized"] = {
+    "seconds": result["transformer ug.jit"]["seconds"] / result["transformer ug.jit unrematerialized"]["seconds"],
+    "peak": peak["ug.jit"] / peak["ug.jit unrematerialized"]}
 print(json.dumps(result, indent=1))

@@ -303,6 +303,14 @@ void bind_creation(nb::module_& m) {
       },
       nb::arg("key"), nb::arg("p") = 0.5, nb::arg("shape") = nb::tuple());
   r.def(
+      "categorical",
+      [](const Tensor& k, const Tensor& logits, int64_t axis, nb::handle shape) {
+        return ug::random::categorical(
+            k, logits, axis,
+            shape.is_none() ? std::nullopt : std::optional(dims_from_sequence(shape, "random.categorical")));
+      },
+      nb::arg("key"), nb::arg("logits"), nb::arg("axis") = -1, nb::arg("shape") = nb::none());
+  r.def(
       "permutation",
       [](const Tensor& k, nb::handle x) {
         if (nb::isinstance<Tensor>(x)) return ug::random::permutation(k, nb::cast<Tensor>(x));

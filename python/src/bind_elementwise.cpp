@@ -13,6 +13,14 @@ namespace {
 using ug::Scalar;
 using ug::Tensor;
 
+/** torch's `alpha` of add and sub: `other` scaled by it, with torch's rule for integer tensors. */
+Tensor scaled(const Tensor& self, const Tensor& other, Scalar alpha, const char* op) {
+  if (alpha.is_floating() && !self.is_floating_point() && !other.is_floating_point())
+    ug::fail<ug::RuntimeError>("[", op, "] alpha must not be a floating-point number for ", self.dtype(), " and ",
+                               other.dtype(), " tensors");
+  return other.mul(alpha);
+}
+
 }  // namespace
 
 void bind_elementwise_methods(nb::class_<Tensor>& cls) {
@@ -57,6 +65,16 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
   cls.def(#name "_", [](Tensor& a, Scalar b) { return a.name##_(b); });
   UG_BINARY_PUBLIC(UG_METHOD)
 #undef UG_METHOD
+#define UG_ALPHA_METHOD(name)                                                                                    \
+  cls.def(                                                                                                       \
+      #name, [](const Tensor& a, const Tensor& b, Scalar alpha) { return a.name(scaled(a, b, alpha, #name)); },  \
+      nb::arg("other"), nb::kw_only(), nb::arg("alpha"));                                                        \
+  cls.def(                                                                                                       \
+      #name "_", [](Tensor& a, const Tensor& b, Scalar alpha) { return a.name##_(scaled(a, b, alpha, #name)); }, \
+      nb::arg("other"), nb::kw_only(), nb::arg("alpha"));
+  UG_ALPHA_METHOD(add)
+  UG_ALPHA_METHOD(sub)
+#undef UG_ALPHA_METHOD
 
   // Python operators. Reflected forms compute `other op self`.
 #define UG_OPERATOR(py, name)                                                             \
@@ -110,6 +128,13 @@ void bind_elementwise_functions(nb::module_& m) {
       #name, [](Scalar a, const Tensor& b) { return ug::name(a, b); }, nb::arg("input"), nb::arg("other"));
   UG_BINARY_PUBLIC(UG_FUNCTION)
 #undef UG_FUNCTION
+#define UG_ALPHA_FUNCTION(name)                                                                                      \
+  m.def(                                                                                                             \
+      #name, [](const Tensor& a, const Tensor& b, Scalar alpha) { return ug::name(a, scaled(a, b, alpha, #name)); }, \
+      nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("alpha"));
+  UG_ALPHA_FUNCTION(add)
+  UG_ALPHA_FUNCTION(sub)
+#undef UG_ALPHA_FUNCTION
   m.def(
       "gelu", [](const Tensor& x, const std::string& approximate) { return ug::gelu(x, approximate); },
       nb::arg("input"), nb::arg("approximate") = "none");

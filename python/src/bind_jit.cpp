@@ -220,8 +220,9 @@ void bind_jit(nb::module_& m) {
                   "Runs fn(list of tensors) -> list of tensors once, recording its ops; the tensors "
                   "of `state` (name, tensor) are read live at every run, other tensors fn reads are constants.")
       .def_static("trace_with_outputs", &compiler::Program::trace_with_outputs, nb::arg("fn"),
-                  nb::arg("example_inputs"), nb::arg("state") = compiler::NamedTensors{},
-                  "trace, also returning what the traced run returned: (program, outputs).")
+                  nb::arg("example_inputs"), nb::arg("state") = compiler::NamedTensors{}, nb::arg("free_sizes") = false,
+                  "trace, also returning what the traced run returned: (program, outputs). With free_sizes "
+                  "(reduce_retracing), the graph reads the sizes it needs from its inputs' shapes where it can.")
       .def("__call__", &compiler::Program::operator(), nb::arg("inputs"))
       .def("call_donating", &call_donating, nb::arg("inputs"), nb::arg("donated"),
            "__call__, moving the tensors at the donated indices out of their Python objects into the run.")

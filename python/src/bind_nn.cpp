@@ -14,6 +14,7 @@
 
 #include "bindings.h"
 #include "ug/graph/grad_mode.h"
+#include "ug/nn/clone.h"
 #include "ug/nn/nn.h"
 
 namespace ugpy {
@@ -28,9 +29,23 @@ using ug::nn::TensorDict;
 
 struct PyModule : Module {
   NB_TRAMPOLINE(Module, 3);
+  PyModule() = default;
+  /** The C++ half of a copy.deepcopy: member-wise, entries replaced next (copy_entries). */
+  explicit PyModule(const Module& original) : Module(original) {}
   Tensor forward(const Tensor& x) override { NB_OVERRIDE(forward, x); }
   std::string extra_repr() const override { NB_OVERRIDE(extra_repr); }
   void reset_parameters() override { NB_OVERRIDE(reset_parameters); }
+
+ protected:
+  /** A module written in Python, reached by a copy (a C++ container's clone, or deepcopy
+   *  through C++ children), is copied by Python's deepcopy with the copy's Python memo. */
+  std::shared_ptr<Module> clone_into(ug::nn::CloneMemo& memo) const override {
+    nb::gil_scoped_acquire gil;
+    nb::handle self = nb::find(static_cast<const Module&>(*this));
+    if (!self.is_valid()) ug::fail("[clone] ", type_name(), " was written in Python and its Python object is gone");
+    nb::object copy = nb::module_::import_("copy").attr("deepcopy")(self, python_memo(memo));
+    return nb::cast<std::shared_ptr<Module>>(copy);
+  }
 };
 
 /** What register_forward_hook returns: handle.remove() takes the hook off again. */
@@ -185,6 +200,36 @@ nb::object get_attribute(nb::handle self, const std::string& name) {
       ("'" + nb::cast<std::string>(self.type().attr("__name__")) + "' object has no attribute '" + name + "'").c_str());
 }
 
+/** copy.deepcopy(module): C++ layers through Module::clone; a module written in Python as a
+ *  new object of its class whose C++ half is copied member-wise and whose registered entries and
+ *  plain attributes are deep-copied with the same memo (so ties and shared children survive). */
+nb::object module_deepcopy(nb::handle self, nb::dict memo) {
+  Module& m = as_module(self);
+  ug::nn::CloneMemo& cm = clone_memo(memo);
+  nb::int_ id(reinterpret_cast<uintptr_t>(self.ptr()));
+  nb::object copy;
+  if (dynamic_cast<PyModule*>(&m)) {
+    copy = self.type().attr("__new__")(self.type());
+    new (nb::inst_ptr<PyModule>(copy)) PyModule(m);
+    nb::inst_mark_ready(copy);
+    memo[id] = copy;  // a cycle through the entries or attributes comes back to this copy
+    nb::cast<Module&>(copy).copy_entries(cm);
+  } else {
+    copy = nb::cast(cm.module(m));
+    if (!copy.type().is(self.type()))
+      throw nb::type_error(("[deepcopy] " + nb::cast<std::string>(self.type().attr("__name__")) +
+                            " is a Python subclass of the C++ layer " +
+                            nb::cast<std::string>(copy.type().attr("__name__")) +
+                            ", which copy.deepcopy cannot copy as its subclass; subclass ug.nn.Module instead")
+                               .c_str());
+    memo[id] = copy;
+  }
+  nb::object attributes = nb::steal(PyObject_GenericGetDict(self.ptr(), nullptr));
+  if (nb::len(attributes))
+    copy.attr("__dict__").attr("update")(nb::module_::import_("copy").attr("deepcopy")(attributes, memo));
+  return copy;
+}
+
 /** Module.to(dtype), .to(device), .to("cpu"), .to(tensor): like Tensor.to, in place. */
 void module_to(Module& m, nb::handle what) {
   if (nb::isinstance<Tensor>(what)) {
@@ -219,6 +264,7 @@ void bind_nn(nb::module_& nn) {
              self.p->set_type_name(nb::cast<std::string>(self.h.type().attr("__name__")));
            })
       .def("__call__", &call_module)
+      .def("__deepcopy__", &module_deepcopy, "memo"_a)
       .def("__setattr__", &set_attribute, "name"_a, "value"_a.none())
       .def("__getattr__", &get_attribute)
       .def("__delattr__",

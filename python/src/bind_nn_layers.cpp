@@ -6,7 +6,7 @@
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
-#include "ug/nn/layers/attention.h"
+#include "ug/nn/layers/transformer.h"
 #include "ug/nn/layers/conv.h"
 #include "ug/nn/layers/dropout.h"
 #include "ug/nn/layers/loss.h"
@@ -258,6 +258,92 @@ void bind_nn_layers(nb::module_& nn) {
                              is_causal.value_or(false));
           },
           "src"_a, "mask"_a = nb::none(), "src_key_padding_mask"_a = nb::none(), "is_causal"_a = nb::none());
+  nb::class_<n::TransformerDecoderLayerImpl, Module>(
+      nn, "TransformerDecoderLayer",
+      "Self-attention, attention to the encoder's output and a feed-forward block, each with a residual and "
+      "LayerNorm (torch.nn.TransformerDecoderLayer).")
+      .def(nb::init<int64_t, int64_t, int64_t, double, const std::string&, double, bool, bool, bool>(), "d_model"_a,
+           "nhead"_a, "dim_feedforward"_a = 2048, "dropout"_a = 0.1, "activation"_a = "relu", "layer_norm_eps"_a = 1e-5,
+           "batch_first"_a = false, "norm_first"_a = false, "bias"_a = true)
+      .def(
+          "forward",
+          [](n::TransformerDecoderLayerImpl& m, const Tensor& tgt, const Tensor& memory, std::optional<Tensor> tgt_mask,
+             std::optional<Tensor> memory_mask, std::optional<Tensor> tgt_key_padding_mask,
+             std::optional<Tensor> memory_key_padding_mask, bool tgt_is_causal, bool memory_is_causal) {
+            return m.forward(tgt, memory, tensor_or_empty(tgt_mask), tensor_or_empty(memory_mask),
+                             tensor_or_empty(tgt_key_padding_mask), tensor_or_empty(memory_key_padding_mask),
+                             tgt_is_causal, memory_is_causal);
+          },
+          "tgt"_a, "memory"_a, "tgt_mask"_a = nb::none(), "memory_mask"_a = nb::none(),
+          "tgt_key_padding_mask"_a = nb::none(), "memory_key_padding_mask"_a = nb::none(), "tgt_is_causal"_a = false,
+          "memory_is_causal"_a = false);
+  nb::class_<n::TransformerDecoderImpl, Module>(
+      nn, "TransformerDecoder",
+      "num_layers copies of a decoder layer, then an optional norm (torch.nn.TransformerDecoder).")
+      .def(
+          "__init__",
+          [](n::TransformerDecoderImpl* self, std::shared_ptr<n::TransformerDecoderLayerImpl> decoder_layer,
+             int64_t num_layers, std::shared_ptr<Module> norm) {
+            new (self) n::TransformerDecoderImpl(n::TransformerDecoderLayer(std::move(decoder_layer)), num_layers,
+                                                 std::move(norm));
+          },
+          "decoder_layer"_a, "num_layers"_a, "norm"_a = nb::none())
+      .def(
+          "forward",
+          [](n::TransformerDecoderImpl& m, const Tensor& tgt, const Tensor& memory, std::optional<Tensor> tgt_mask,
+             std::optional<Tensor> memory_mask, std::optional<Tensor> tgt_key_padding_mask,
+             std::optional<Tensor> memory_key_padding_mask, std::optional<bool> tgt_is_causal, bool memory_is_causal) {
+            return m.forward(tgt, memory, tensor_or_empty(tgt_mask), tensor_or_empty(memory_mask),
+                             tensor_or_empty(tgt_key_padding_mask), tensor_or_empty(memory_key_padding_mask),
+                             tgt_is_causal.value_or(false), memory_is_causal);
+          },
+          "tgt"_a, "memory"_a, "tgt_mask"_a = nb::none(), "memory_mask"_a = nb::none(),
+          "tgt_key_padding_mask"_a = nb::none(), "memory_key_padding_mask"_a = nb::none(),
+          "tgt_is_causal"_a = nb::none(), "memory_is_causal"_a = false);
+  nb::class_<n::TransformerImpl, Module>(
+      nn, "Transformer",
+      "An encoder and a decoder stack, each ending in a LayerNorm (torch.nn.Transformer); custom_encoder / "
+      "custom_decoder replace the built ones.")
+      .def(
+          "__init__",
+          [](n::TransformerImpl* self, int64_t d_model, int64_t nhead, int64_t num_encoder_layers,
+             int64_t num_decoder_layers, int64_t dim_feedforward, double dropout, const std::string& activation,
+             std::shared_ptr<n::TransformerEncoderImpl> custom_encoder,
+             std::shared_ptr<n::TransformerDecoderImpl> custom_decoder, double layer_norm_eps, bool batch_first,
+             bool norm_first, bool bias) {
+            new (self) n::TransformerImpl(d_model, nhead, num_encoder_layers, num_decoder_layers, dim_feedforward,
+                                          dropout, activation, n::TransformerEncoder(std::move(custom_encoder)),
+                                          n::TransformerDecoder(std::move(custom_decoder)), layer_norm_eps, batch_first,
+                                          norm_first, bias);
+          },
+          "d_model"_a = 512, "nhead"_a = 8, "num_encoder_layers"_a = 6, "num_decoder_layers"_a = 6,
+          "dim_feedforward"_a = 2048, "dropout"_a = 0.1, "activation"_a = "relu", "custom_encoder"_a = nb::none(),
+          "custom_decoder"_a = nb::none(), "layer_norm_eps"_a = 1e-5, "batch_first"_a = false, "norm_first"_a = false,
+          "bias"_a = true)
+      .def(
+          "forward",
+          [](n::TransformerImpl& m, const Tensor& src, const Tensor& tgt, std::optional<Tensor> src_mask,
+             std::optional<Tensor> tgt_mask, std::optional<Tensor> memory_mask,
+             std::optional<Tensor> src_key_padding_mask, std::optional<Tensor> tgt_key_padding_mask,
+             std::optional<Tensor> memory_key_padding_mask, std::optional<bool> src_is_causal,
+             std::optional<bool> tgt_is_causal, bool memory_is_causal) {
+            return m.forward(src, tgt, tensor_or_empty(src_mask), tensor_or_empty(tgt_mask),
+                             tensor_or_empty(memory_mask), tensor_or_empty(src_key_padding_mask),
+                             tensor_or_empty(tgt_key_padding_mask), tensor_or_empty(memory_key_padding_mask),
+                             src_is_causal.value_or(false), tgt_is_causal.value_or(false), memory_is_causal);
+          },
+          "src"_a, "tgt"_a, "src_mask"_a = nb::none(), "tgt_mask"_a = nb::none(), "memory_mask"_a = nb::none(),
+          "src_key_padding_mask"_a = nb::none(), "tgt_key_padding_mask"_a = nb::none(),
+          "memory_key_padding_mask"_a = nb::none(), "src_is_causal"_a = nb::none(), "tgt_is_causal"_a = nb::none(),
+          "memory_is_causal"_a = false)
+      .def_static(
+          "generate_square_subsequent_mask",
+          [](int64_t sz, nb::handle device, nb::handle dtype) {
+            return n::TransformerImpl::generate_square_subsequent_mask(
+                sz, dtype.is_none() ? ug::DType::Float32 : dtype_from_python(dtype));
+          },
+          "sz"_a, "device"_a = nb::none(), "dtype"_a = nb::none(),
+          "[sz, sz] float mask: -inf above the diagonal, 0 elsewhere.");
 }
 
 }  // namespace ugpy

@@ -5,9 +5,21 @@
 
 #include "casters.h"
 
+namespace ug::nn {
+class CloneMemo;
+}
+
 namespace ugpy {
 
 void bind_core(nb::module_& m);
+/** torch's conveniences (ops/composite.h), NumPy-name aliases, new_* factories, finfo/iinfo. */
+void bind_composite(nb::module_& m, nb::class_<ug::Tensor>& tensor);
+/** copy.deepcopy / copy.copy / pickle of tensors and the deepcopy memo (after bind_tensor). */
+void bind_copy(nb::module_& m, nb::class_<ug::Tensor>& tensor);
+/** The C++ memo that travels in copy.deepcopy's memo dict, made on first use. */
+ug::nn::CloneMemo& clone_memo(nb::dict memo);
+/** The Python memo of a copy, for the parts written in Python (made for a copy begun in C++). */
+nb::object python_memo(ug::nn::CloneMemo& memo);
 void bind_tensor(nb::module_& m, nb::class_<ug::Tensor>& cls);
 void bind_elementwise_methods(nb::class_<ug::Tensor>& cls);
 void bind_elementwise_functions(nb::module_& m);

@@ -45,7 +45,9 @@ for _name in (
     "permute", "squeeze", "unsqueeze", "flatten", "unflatten", "narrow", "select", "diagonal",
     "unbind", "split", "chunk", "gather", "scatter", "scatter_add", "index_select", "masked_fill",
     "masked_select", "flip", "roll", "tile", "nonzero", "broadcast_to", "clone", "t",
-    "as_strided", "movedim", "moveaxis",
+    "as_strided", "movedim", "moveaxis", "tril", "triu", "diag", "trace", "addmm", "baddbmm", "addcmul",
+    "addcdiv", "nan_to_num", "nansum", "nanmean", "ravel", "divide", "true_divide", "multiply", "subtract",
+    "clip", "absolute", "numel", "is_floating_point", "index_add", "index_fill", "bernoulli", "multinomial",
 ):
     if _name not in globals():
         globals()[_name] = _method_as_function(_name)

@@ -349,7 +349,8 @@ class JitFunction:
         # A vmap around the trace (vmap of jit) batches the inputs: the program runs on them.
         _tracing.outer_level = max((_C._functional.batch_level(t) for t in call.tensors), default=0)
         try:
-            program, traced = _jit.Program.trace_with_outputs(flat_fn, call.tensors, self._live_state(call))
+            program, traced = _jit.Program.trace_with_outputs(flat_fn, call.tensors, self._live_state(call),
+                                                              self._relaxed)
         finally:
             _tracing.depth -= 1
             _tracing.outer_level = 0

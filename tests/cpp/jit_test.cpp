@@ -181,6 +181,45 @@ TEST(Jit, ComputesACheapActivationAgainForItsLateReader) {
   EXPECT_TRUE(equal(program({x})[0], f({x})[0]));
 }
 
+TEST(Jit, ComputesAProjectionOfItsInputsAgainForTheBackward) {
+  // Attention over a q/k/v projection of the input x by w, then a long tail: the backward reads
+  // q, k and v again, which the program computes again from x and w (alive anyway) instead of
+  // holding them through the tail (compiler/remat.h). The copies run the same kernels on the
+  // same inputs, so the gradients are the eager ones bit for bit.
+  constexpr int64_t d = 16;
+  auto loss_grads = [](const Tensors& in) {
+    auto [value, grads] = value_and_grad(
+        [](const Tensors& a) {
+          std::vector<Tensor> qkv = a[0].matmul(a[1].t()).split(d, -1);
+          Tensor h = (qkv[0] * 0.25).matmul(qkv[1].transpose(-2, -1)).softmax(-1).matmul(qkv[2]);
+          for (int i = 0; i < 8; ++i) h = h.matmul(a[2]).tanh();
+          return Tensors{h.sum()};
+        },
+        in, {0, 1, 2});
+    grads.insert(grads.begin(), value[0]);
+    return grads;
+  };
+  manual_seed(0);
+  const Tensors in{randn({4, 8, d}), randn({3 * d, d}) * 0.3, randn({d, d}) * 0.3};
+  const compiler::Program program = compiler::Program::trace(loss_grads, in);
+  setenv("UG_JIT_REMAT", "0", 1);
+  const compiler::Program plain = compiler::Program::trace(loss_grads, in);
+  unsetenv("UG_JIT_REMAT");
+  auto products = [](const compiler::Program& p) {
+    const std::vector<std::string> types = p.node_types();
+    return std::count(types.begin(), types.end(), "MatMul");
+  };
+  // The projection again, and the scores again (the backward reads their softmax).
+  EXPECT_EQ(products(program), products(plain) + 2);
+  EXPECT_EQ(plain.stats().recomputed, 0u);
+  // With w's transpose, the Split, q's scaling, k's transpose and the softmax.
+  EXPECT_EQ(program.stats().recomputed, 7u);
+  const Tensors run = program(in), eager = loss_grads(in);
+  ASSERT_EQ(run.size(), eager.size());
+  const Tensors plain_run = plain(in);
+  for (size_t i = 0; i < eager.size(); ++i) EXPECT_TRUE(equal(run[i], eager[i]) && equal(run[i], plain_run[i])) << i;
+}
+
 TEST(Jit, InputsMovedIntoARunGiveItTheirBuffers) {
   // jit's donate_argnums: an input the caller moves in is the run's alone, so the sum is
   // written into its buffer; an input the caller still holds is never written.
@@ -248,6 +287,37 @@ TEST(Jit, ATorchStyleStepHoldsWhatEagerHolds) {
     }
   }
   EXPECT_EQ(compiled_step.cache_info().traces, 1);
+}
+
+TEST(Jit, ReduceRetracingCompilesATrainingStepOnceForEveryBatch) {
+  // The mean's count and the backward's reshapes and expands are read from the inputs' shapes:
+  // one program for every batch, each step equal (bit for bit: the same ops in the same order)
+  // to a program traced at that batch alone.
+  auto make = [] {
+    manual_seed(0);
+    return nn::Sequential(nn::Linear(4, 8), nn::Tanh(), nn::Linear(8, 1));
+  };
+  nn::Sequential relaxed = make(), exact = make();
+  optim::Adam opt_r(relaxed->parameters(), optim::AdamOptions(1e-2));
+  optim::Adam opt_e(exact->parameters(), optim::AdamOptions(1e-2));
+  int traces = 0;
+  auto step = torch_step(relaxed, opt_r);
+  JitFunction relaxed_step = jit(
+      [&](const Tensors& xy) {
+        ++traces;
+        return step(xy);
+      },
+      {.name = "step", .reduce_retracing = true, .on_retrace = [](const std::string&) {}});
+  JitFunction exact_step = jit(torch_step(exact, opt_e), {.on_retrace = [](const std::string&) {}});
+  manual_seed(1);
+  for (int64_t n : {16, 9, 5, 16, 12}) {
+    Tensors xy{randn({n, 4}), randn({n, 1})};
+    EXPECT_TRUE(equal(relaxed_step(xy)[0], exact_step(xy)[0])) << n;
+    auto pr = relaxed->parameters(), pe = exact->parameters();
+    for (size_t k = 0; k < pe.size(); ++k) EXPECT_TRUE(equal(pr[k], pe[k])) << n << " " << k;
+  }
+  EXPECT_EQ(traces, 2);
+  EXPECT_EQ(relaxed_step.cache_info().size, 1u);
 }
 
 TEST(Jit, AStepWithBatchNormAndDropoutHoldsWhatEagerHolds) {

@@ -1,5 +1,7 @@
 // ug::nn::Module in C++: registration, the tree walks, state dicts, holders, containers,
 // functional init/apply and the Keras-style summary.
+#include <limits>
+
 #include "test_util.h"
 #include "ug/nn/nn.h"
 
@@ -7,11 +9,16 @@ namespace ug {
 namespace {
 
 struct MLPImpl : nn::Module {
+  UG_CLONEABLE(MLPImpl)
   MLPImpl() : Module("MLP") {
     fc1 = register_module("fc1", nn::Linear(784, 128));
     fc2 = register_module("fc2", nn::Linear(128, 10));
   }
   Tensor forward(const Tensor& x) override { return fc2(fc1(x).relu()); }
+  void rebind(const nn::CloneMemo& memo) override {
+    memo.remap(fc1);
+    memo.remap(fc2);
+  }
   nn::Linear fc1{nullptr}, fc2{nullptr};
 };
 UG_MODULE(MLP);
@@ -175,6 +182,81 @@ TEST(NnModule, TransformerEncoderRunsCopiesOfItsLayer) {
   auto second = std::static_pointer_cast<nn::TransformerEncoderLayerImpl>((*enc->layers)[1]);
   test::expect_values(enc(x), test::values(norm(second->forward(first->forward(x)))), 0);
   EXPECT_THROW(nn::TransformerEncoder(layer, -1), ValueError);
+}
+
+TEST(NnModule, CloneCopiesTheTreeKeepingTiedParametersTiedAndHooks) {
+  manual_seed(0);
+  MLP model;
+  model->fc2->register_parameter("bias", model->fc1->bias().narrow(0, 0, 10));  // tied into a view
+  int calls = 0;
+  model->fc1->register_forward_hook([&](nn::Module&, const Tensor&, const Tensor&) -> std::optional<Tensor> {
+    ++calls;
+    return std::nullopt;
+  });
+  model->eval();
+  auto copy = std::dynamic_pointer_cast<MLPImpl>(model->clone());
+  ASSERT_TRUE(copy);
+  const Tensor x = randn({3, 784});
+  test::expect_values(copy->forward(x), test::values(model->forward(x)), 0);
+  EXPECT_EQ(calls, 2);
+  EXPECT_FALSE(copy->is_training());
+  // The copy's members are its own children, holding their own storage: changing it leaves
+  // the original as it was, and the tie into fc1's bias survives in the copy.
+  EXPECT_EQ(copy->fc1.ptr(), copy->child("fc1"));
+  EXPECT_FALSE(copy->fc1->weight().shares_storage(model->fc1->weight()));
+  EXPECT_TRUE(copy->fc2->bias().shares_storage(copy->fc1->bias()));
+  EXPECT_TRUE(copy->fc1->weight().requires_grad() && copy->fc1->weight().is_leaf());
+  const Tensor before = model->forward(x).detach().clone();
+  {
+    NoGradGuard no_grad;
+    copy->fc1->bias().fill_(1.0);
+  }
+  test::expect_values(copy->fc2->bias(), std::vector<double>(10, 1.0), 0);
+  test::expect_values(model->forward(x), test::values(before), 0);
+  copy->forward(x).sum().backward();
+  EXPECT_FALSE(model->fc1->weight().grad().defined());
+  EXPECT_TRUE(copy->fc1->weight().grad().defined());
+
+  nn::Sequential seq(nn::Linear(4, 3), nn::ReLU(), nn::Dropout(0.5));
+  auto seq_copy = std::dynamic_pointer_cast<nn::SequentialImpl>(seq->clone());
+  EXPECT_EQ((*seq_copy)[0], seq_copy->child("0"));
+  EXPECT_NE((*seq_copy)[0], (*seq)[0]);
+}
+
+TEST(NnModule, CloneRefusesALayerThatDoesNotSayHowToCopyItself) {
+  struct Plain : nn::Module {
+    Plain() : Module("Plain") { register_parameter("w", zeros({2})); }
+  };
+  auto m = std::make_shared<Plain>();
+  EXPECT_THROW(m->clone(), TypeError);
+  nn::Sequential holder(m);
+  EXPECT_THROW(holder->clone(), TypeError);
+}
+
+TEST(NnModule, TransformerRunsItsEncoderIntoItsDecoder) {
+  manual_seed(0);
+  nn::Transformer model(16, 4, 2, 2, 32, 0.0, "gelu", nullptr, nullptr, 1e-5, true);
+  EXPECT_EQ(model->encoder->layers->size(), 2u);
+  const Tensor src = randn({2, 7, 16}), tgt = randn({2, 5, 16});
+  const Tensor mask = nn::TransformerImpl::generate_square_subsequent_mask(5);
+  const Tensor memory = model->encoder->forward(src);
+  Tensor expected = model->decoder->forward(tgt, memory, mask);
+  test::expect_values(model->forward(src, tgt, {}, mask), test::values(expected), 0);
+  EXPECT_EQ(expected.shape(), (Shape{2, 5, 16}));
+  EXPECT_EQ(mask[1][2].item<double>(), -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(mask[2][1].item<double>(), 0.0);
+  // The target attends causally: changing its last position leaves the earlier outputs alone.
+  Tensor changed = tgt.clone();
+  {
+    NoGradGuard no_grad;
+    changed.select(1, 4).fill_(3.0);
+  }
+  Tensor out = model->forward(src, changed, {}, mask);
+  test::expect_values(out.narrow(1, 0, 4), test::values(expected.narrow(1, 0, 4)), 1e-6);
+  EXPECT_THROW(model->forward(src, randn({3, 5, 16})), ValueError);
+  auto copy = std::dynamic_pointer_cast<nn::TransformerImpl>(model->clone());
+  test::expect_values(copy->forward(src, tgt, {}, mask), test::values(expected), 0);
+  EXPECT_EQ(copy->decoder.ptr(), copy->child("decoder"));
 }
 
 TEST(NnModule, RegistrationErrors) {

@@ -1,7 +1,7 @@
 """The direct AVX-512 convolution (cpu_conv_direct.cpp: float32, one group, no dilation;
 forward, unit-stride input gradients, weight gradients over 128+ output pixels) against torch on the shapes that exercise its parts: every micro-kernel width (1 to 4
-vectors of 16 output channels, output counts not a multiple of 16), every tile remainder (1 to
-5 pixels), the compiled 1x1, 3x3 and 7x7 windows and the general one, strides and paddings on
+vectors of 16 output channels, output counts not a multiple of 16), every tile size (planes split
+into tiles of 1 to 6 pixels, as even as fit), the compiled 1x1, 3x3 and 7x7 windows and the general one, strides and paddings on
 each axis, input channels past one block of 64, batches; and its weight cache: a weight changed
 in place, or another view of the same storage, is never read stale. Under UG_CPU_ISA=avx2 or
 generic the same cases run the GEMM paths, which these tests then check the same way."""
@@ -28,6 +28,10 @@ CASES = [  # N, C, O, (kh, kw), (sh, sw), (ph, pw), H, W
     (1, 6, 1, (3, 1), (3, 1), (2, 0), 11, 4),       # one output channel: left to OpenBLAS
     (2, 64, 64, (3, 3), (2, 2), (1, 1), 15, 15),    # strided 3x3, odd size
     (1, 256, 20, (3, 3), (1, 1), (1, 1), 4, 4),     # long sums (2,304 terms), 16 pixels
+    (1, 16, 16, (3, 3), (1, 1), (17, 18), 5, 20),   # padding past a whole vector of the padded rows
+    (2, 16, 20, (3, 3), (1, 1), (0, 0), 3, 3),      # one pixel: a 1-pixel tile
+    (1, 20, 16, (3, 3), (1, 1), (1, 1), 1, 2),      # two pixels; 7 = 4 + 3 below
+    (1, 16, 16, (1, 1), (1, 1), (0, 0), 1, 7),
 ]
 
 
@@ -121,10 +125,12 @@ def close(got, x, w, **kw):
     assert_close(got, TF.conv2d(xt, wt, **kw).float().numpy(), "float32", terms=terms, n=n)
 
 
-def test_weight_changed_in_place_is_packed_again():
+@pytest.mark.parametrize("C,size", [(8, 9), (16, 46)], ids=["direct", "winograd"])
+def test_weight_changed_in_place_is_packed_again(C, size):
+    """The packed weights, and on a plane of 23x23+ tiles Winograd's cached filters."""
     rng = np.random.default_rng(4)
-    x = ug.tensor(rng.uniform(-1, 1, (1, 8, 9, 9)).astype(np.float32))
-    w = ug.tensor(rng.uniform(-1, 1, (24, 8, 3, 3)).astype(np.float32))
+    x = ug.tensor(rng.uniform(-1, 1, (1, C, size, size)).astype(np.float32))
+    w = ug.tensor(rng.uniform(-1, 1, (24, C, 3, 3)).astype(np.float32))
     first = run(x, w, padding=1)
     close(first, x, w, padding=1)
     w.mul_(-0.5)  # in place: the same storage, a new version
@@ -133,7 +139,7 @@ def test_weight_changed_in_place_is_packed_again():
     close(changed, x, w, padding=1)
     w[3].fill_(0.25)  # through a view of the weight
     close(run(x, w, padding=1), x, w, padding=1)
-    w.copy_(ug.tensor(rng.uniform(-1, 1, (24, 8, 3, 3)).astype(np.float32)))
+    w.copy_(ug.tensor(rng.uniform(-1, 1, (24, C, 3, 3)).astype(np.float32)))
     close(run(x, w, padding=1), x, w, padding=1)
 
 

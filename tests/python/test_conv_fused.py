@@ -62,7 +62,7 @@ CASES = [  # N, C, O, kernel, stride, pad, H, W, group, dilation
     (1, 3, 1, (3, 3), (1, 1), (1, 1), 8, 8, 1, 1),       # one output channel: OpenBLAS, then the pass
     (2, 8, 16, (3, 3), (1, 1), (1, 1), 10, 10, 2, 1),    # grouped
     (1, 16, 16, (3, 3), (1, 1), (2, 2), 11, 9, 1, 2),    # dilated
-    (2, 64, 64, (3, 3), (1, 1), (1, 1), 56, 56, 1, 1),   # many tiles: Winograd, then the pass
+    (2, 64, 64, (3, 3), (1, 1), (1, 1), 56, 56, 1, 1),   # a large plane: Winograd, epilogue fused
 ]
 
 

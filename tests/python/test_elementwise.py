@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from reference import arr, check
+from reference import arr, check, check_op
 
 FLOATS = ["float32", "float64", "float16", "bfloat16"]
 ALL = FLOATS + ["int8", "int16", "int32", "int64", "uint8", "bool"]
@@ -191,3 +191,12 @@ def test_nan_propagation():
 def test_long_runs_streamed_to_memory(name):
     # Runs over a million elements write with non-temporal stores; a misaligned start too.
     check(lambda m, x: getattr(x[3:], name)(), arr(((1 << 20) + 11,)))
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_alpha_scales_the_other_operand_as_in_torch(op):
+    check_op(lambda m, a, b: getattr(m, op)(a, b, alpha=-2.5), arr((3, 4)), arr((4,), seed=1))
+    check(lambda m, a, b: getattr(a, op)(b, alpha=3), arr((5,), "int64"), arr((5,), "int64", seed=1))
+    check(lambda m, a, b: getattr(a.clone(), op + "_")(b, alpha=0.25), arr((2, 3)), arr((3,), seed=1))
+    # torch refuses a fractional alpha for integer tensors; so must we.
+    check(lambda m, a, b: getattr(m, op)(a, b, alpha=0.5), arr((5,), "int64"), arr((5,), "int64", seed=1))

@@ -287,7 +287,8 @@ def test_function_reduce_retracing_makes_one_program_for_any_size_nothing_depend
 
 @pytest.mark.parametrize("body, why", [
     (lambda x: x.reshape(x.shape[0], -1).sum(1), "reads the shape of a traced tensor at"),
-    (lambda x: x.reshape(-1, 6).sum(1), "a constant of the program depends on a size"),
+    # [n, 2, 3] -> [6, n]: where the size goes depends on n itself.
+    (lambda x: x.reshape(6, -1).sum(0), "the two traces are different graphs"),
     (lambda x: x.flatten(1) + ug.nn.functional.dropout(x.flatten(1), 0.5), "op 'random' is called back"),
 ])
 def test_function_reduce_retracing_refuses_what_depends_on_a_size(body, why):
@@ -305,6 +306,128 @@ def test_function_reduce_retracing_refuses_what_depends_on_a_size(body, why):
     assert why in str(caught[0].message), str(caught[0].message)
     if "shape" in why:
         assert f"{__file__}:" in str(caught[0].message)
+
+
+class _Encoder(ug.nn.Module):
+    """A transformer layer's step: q/k/v split into heads and merged back (reshapes of the
+    batch and time dims), layer norms, a mean over time, a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = ug.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+        self.head = ug.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(self.layer(x).mean(1))
+
+
+_STEPS = {
+    "mlp": (lambda: ug.nn.Sequential(ug.nn.Linear(20, 16), ug.nn.ReLU(), ug.nn.Linear(16, 4)), (20,)),
+    "cnn": (lambda: ug.nn.Sequential(ug.nn.Conv2d(1, 4, 3), ug.nn.ReLU(), ug.nn.MaxPool2d(2), ug.nn.Flatten(),
+                                     ug.nn.Linear(4 * 3 * 3, 4)), (1, 8, 8)),
+    "transformer": (_Encoder, (6, 16)),
+    "avg_pool": (lambda: ug.nn.Sequential(ug.nn.Conv2d(1, 4, 3, padding=1), ug.nn.AvgPool2d(2), ug.nn.Flatten(),
+                                          ug.nn.LayerNorm(64), ug.nn.GELU(), ug.nn.Linear(64, 4)), (1, 8, 8)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_STEPS))
+def test_function_reduce_retracing_compiles_a_training_step_once_for_every_batch_size(kind):
+    """TensorFlow's reduce_retracing over a training step: the last, smaller batch of an epoch
+    runs the same program. Each step equals a program traced at that batch size alone, bit for
+    bit (the sizes come from the inputs' shapes; the arithmetic is the same ops in the same
+    order), and the parameters after the steps are equal too."""
+    make_model, features = _STEPS[kind]
+
+    def setup():
+        ug.manual_seed(0)
+        model = make_model()
+        opt = ug.optim.Adam(model.parameters(), lr=1e-2)
+        traced = []
+
+        def step(x, y):
+            traced.append(1)
+            opt.zero_grad()
+            loss = ug.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        return model, step, traced
+
+    relaxed_model, relaxed_step, traced = setup()
+    exact_model, exact_step, _ = setup()
+    f, g = ug.function(relaxed_step, reduce_retracing=True), ug.jit(exact_step)
+    ug.manual_seed(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the exact programs' retraces; len(traced) counts f's
+        for n in (7, 5, 3, 7, 9):
+            x, y = ug.randn(n, *features), ug.randint(0, 4, (n,))
+            assert np.array_equal(f(x, y).numpy(), g(x, y).numpy()), n
+    assert len(traced) == 2 and f.cache_info().size == 1
+    assert f.explain(ug.randn(11, *features), ug.randint(0, 4, (11,))) == "hit: a cached program runs"
+    for a, b in zip(relaxed_model.parameters(), exact_model.parameters()):
+        assert np.array_equal(a.numpy(), b.numpy())
+
+
+def test_function_reduce_retracing_runs_a_program_only_where_sizes_equal_in_its_traces_are_equal():
+    """The graph reads a mean's count from an input of that size: traced with x and y of one
+    batch, it may read y's count from x. A call where they differ is a miss that says so and
+    traces again, so the gradient is always 2 y / len(y)."""
+    f = ug.function(lambda x, y: (x.sum(0), ug.grad(lambda v: (v * v).mean())(y)), reduce_retracing=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n, m in ((7, 7), (5, 5), (4, 4), (9, 3)):
+            x, y = ug.randn(n, 3), ug.randn(m)
+            if n == 9:
+                assert f.explain(x, y) == ("miss: argument x has 9 in dim 0 and argument y 3 in dim 0, which were "
+                                           "equal in every trace of the program for any size")
+            close(f(x, y)[1], 2 * y.numpy() / m, tol=1e-6)
+    assert f.cache_info().traces == 3 and len(caught) == 1
+
+
+def test_function_reduce_retracing_keeps_fixed_sizes_in_ordinary_programs():
+    """Only reduce_retracing's traces read sizes from the inputs' shapes: an ordinary program of
+    the same training step holds them as constants (its one Shape node is the ones_like of the
+    loss's weights, ConstantOfShape's input) and has fewer nodes."""
+    ug.manual_seed(0)
+    model = _STEPS["mlp"][0]()
+    opt = ug.optim.SGD(model.parameters(), lr=1e-2)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = ug.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    x, y = ug.randn(6, 20), ug.randint(0, 4, (6,))
+    fixed = ug.jit(step).lower(x, y).node_types()
+    relaxed = ug.function(step, reduce_retracing=True).lower(x, y).node_types()
+    assert fixed.count("Shape") == fixed.count("ConstantOfShape") == 1 and "Concat" not in fixed
+    assert relaxed.count("Shape") > 1 and "Concat" in relaxed and len(fixed) < len(relaxed)
+
+
+def test_function_reduce_retracing_saves_a_file_onnxruntime_runs_at_other_sizes(tmp_path):
+    """A program made for any batch and sequence length is a file whose inputs have those dims
+    symbolic: ONNX Runtime runs it at sizes never traced, as the model itself computes them."""
+    ort = pytest.importorskip("onnxruntime")
+    ug.manual_seed(0)
+    model = _Encoder().eval()
+    f = ug.function(lambda x: model(x), reduce_retracing=True)
+    for n, t in ((3, 6), (5, 4)):
+        f(ug.randn(n, t, 16))
+    assert f.cache_info().traces == 2 and f.cache_info().size == 1
+    path = tmp_path / "encoder.onnx"
+    ug.jit.save(f, path, ug.randn(2, 5, 16))
+    session = ort.InferenceSession(str(path))
+    for n, t in ((1, 3), (7, 9)):
+        x = ug.randn(n, t, 16)
+        with ug.no_grad():
+            expected = model(x).numpy()
+        (out,) = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+        # Sums of 16 and 32 products per value, a softmax over t keys: a few float32 ulps each.
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
 
 
 # ---- derivatives and other transforms --------------------------------------------------------
@@ -785,8 +908,30 @@ def test_while_loop_checks_what_body_and_cond_return():
         f(ug.ones(2), ug.tensor(5.0))
     with pytest.raises(TypeError, match="boolean scalar"):
         ug.jit(lambda x: ug.while_loop(lambda c: c, lambda c: c * 2, x))(ug.ones(2))
-    with pytest.raises(ValueError, match="calls op 'random'.* move it out of the loop"):
-        ug.jit(lambda x, k: ug.while_loop(lambda c: c.sum() < k, lambda c: c + ug.rand(2), x))(ug.ones(2), ug.tensor(9.0))
+
+
+def test_a_compiled_while_loop_calls_ops_back_from_its_body():
+    """Ops a program calls back (cumprod, which ONNX lacks; a random draw; a fused backward
+    kernel) work inside a Loop's body: each iteration calls them, as the eager loop does, so a
+    seeded run draws the eager numbers, bit for bit."""
+
+    def f(x, k):
+        def body(c):
+            return c.cumprod(0) * 0.5 + ug.rand(3) + ug.nn.functional.softmax(c, 0)
+
+        return ug.while_loop(lambda c: c.sum() < k, body, x)
+
+    compiled = ug.jit(f)
+    x = ug.tensor([0.5, 0.25, 0.125])
+    for k in (4.0, 9.0):
+        ug.manual_seed(3)
+        eager = [f(x, ug.tensor(k)) for _ in range(2)]
+        ug.manual_seed(3)
+        ran = [compiled(x, ug.tensor(k)) for _ in range(2)]
+        for a, b in zip(ran, eager):
+            assert np.array_equal(a.numpy(), b.numpy())
+    types = compiled.lower(x, ug.tensor(4.0)).node_types()
+    assert "Loop" in types and "UgReplay" not in types  # the replays are in the body
 
 
 def test_a_saved_while_loop_runs_in_onnx_runtime():

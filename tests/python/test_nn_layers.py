@@ -284,6 +284,83 @@ def test_transformer_encoder_matches_torch(norm):
         src_key_padding_mask=(ug.tensor if isinstance(m, ug.nn.Module) else torch.tensor)(padding)))
 
 
+def _mask(m, array):
+    return (ug.tensor if isinstance(m, ug.nn.Module) else torch.tensor)(array)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_transformer_decoder_layer(norm_first, activation):
+    kwargs = dict(dim_feedforward=32, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first)
+    u, t = twins(ug.nn.TransformerDecoderLayer(16, 4, **kwargs), torch.nn.TransformerDecoderLayer(16, 4, **kwargs))
+    assert [n for n, _ in u.named_parameters()] == [n for n, _ in t.named_parameters()]
+    # the encoder layer's chain (see above) with a second attention over the 9-long memory and a third norm
+    check_layer(u, t, rand(2, 7, 16), rand(2, 9, 16), n=400)
+    causal = np.triu(np.ones((7, 7), bool), 1)
+    padding = np.zeros((2, 9), bool)
+    padding[0, 6:] = True
+    u.zero_grad(), t.zero_grad()
+    check_layer(u, t, rand(2, 7, 16), rand(2, 9, 16), n=400,
+                call=lambda m, x, mem: m(x, mem, tgt_mask=_mask(m, causal), memory_key_padding_mask=_mask(m, padding)))
+
+
+@pytest.mark.parametrize("norm", [False, True])
+def test_transformer_decoder_matches_torch(norm):
+    kwargs = dict(dropout=0.0)  # sequence-first, torch's default
+    t = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(16, 4, 32, **kwargs), 2,
+                                    norm=torch.nn.LayerNorm(16) if norm else None)
+    u = ug.nn.TransformerDecoder(ug.nn.TransformerDecoderLayer(16, 4, 32, **kwargs), 2,
+                                 norm=ug.nn.LayerNorm(16) if norm else None)
+    u, t = twins(u, t)
+    assert [n for n, _ in u.named_parameters()] == [n for n, _ in t.named_parameters()]
+    causal = np.triu(np.ones((6, 6), bool), 1)
+    # in float64, where the stack's chains of sums stay far inside the dtype's tolerance (the
+    # float32 kernels are the decoder layer's test above): this checks the wiring
+    u.to(ug.float64), t.double()
+    check_layer(u, t, rand(6, 2, 16, dtype=np.float64), rand(5, 2, 16, dtype=np.float64),
+                call=lambda m, x, mem: m(x, mem, tgt_mask=_mask(m, causal), tgt_is_causal=True))
+
+
+def test_transformer_matches_torch_and_its_mask():
+    kwargs = dict(d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=32, dropout=0.0,
+                  batch_first=True)
+    u, t = twins(ug.nn.Transformer(**kwargs), torch.nn.Transformer(**kwargs))
+    assert [n for n, _ in u.named_parameters()] == [n for n, _ in t.named_parameters()]
+    np.testing.assert_array_equal(ug.nn.Transformer.generate_square_subsequent_mask(5).numpy(),
+                                  torch.nn.Transformer.generate_square_subsequent_mask(5).numpy())
+    padding = np.zeros((2, 8), bool)
+    padding[1, 6:] = True
+
+    def call(m, src, tgt):
+        mask = type(m).generate_square_subsequent_mask(6, dtype=ug.float64 if isinstance(m, ug.nn.Module) else torch.float64)
+        return m(src, tgt, tgt_mask=mask, src_key_padding_mask=_mask(m, padding),
+                 memory_key_padding_mask=_mask(m, padding))
+
+    # in float64, as the decoder stack's test above: encoder into decoder, masks, final norms
+    u.to(ug.float64), t.double()
+    check_layer(u, t, rand(2, 8, 16, dtype=np.float64), rand(2, 6, 16, dtype=np.float64), call=call)
+    with pytest.raises(ValueError, match="batch number of src and tgt"):
+        u(ug.zeros(2, 8, 16), ug.zeros(3, 6, 16))
+    with pytest.raises(ValueError, match="d_model"):
+        u(ug.zeros(2, 8, 12), ug.zeros(2, 6, 12))
+    fresh = ug.nn.Transformer(**kwargs)  # torch's init: every matrix Xavier-uniform
+    w = fresh.encoder.layers[0].linear1.weight
+    bound = (6 / (16 + 32)) ** 0.5
+    assert float(w.abs().max()) <= bound and float(w.abs().max()) > 0.8 * bound
+
+
+def test_a_transformer_decoders_hooks_see_target_and_memory_as_torchs_do():
+    def run(lib):
+        dec = lib.nn.TransformerDecoder(lib.nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0), 2)
+        seen = []
+        for i, layer in enumerate(dec.layers):
+            layer.register_forward_hook(lambda m, inp, out, i=i: seen.append((i, [tuple(v.shape) for v in inp])))
+        dec(lib.ones(3, 2, 8), lib.ones(4, 2, 8))
+        return seen
+
+    assert run(ug) == run(torch) == [(0, [(3, 2, 8), (4, 2, 8)]), (1, [(3, 2, 8), (4, 2, 8)])]
+
+
 def test_transformer_encoder_copies_its_layer_as_torch_does():
     def run(lib):
         layer = lib.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)

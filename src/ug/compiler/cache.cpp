@@ -102,7 +102,34 @@ bool fits(const Signature& pattern, const Signature& sig) {
   return true;
 }
 
+/** The (argument, dim) of each "?" of a pattern. */
+std::vector<std::pair<size_t, size_t>> any_positions(const Signature& pattern) {
+  std::vector<std::pair<size_t, size_t>> at;
+  for (size_t i = 0; i < pattern.parts.size(); ++i)
+    if (const std::optional<Described> d = split_shape(pattern.parts[i].second))
+      for (size_t k = 0; k < d->sizes.size(); ++k)
+        if (d->sizes[k] == "?") at.emplace_back(i, k);
+  return at;
+}
+
+std::string size_at(const Signature& sig, std::pair<size_t, size_t> at) {
+  const std::optional<Described> d = split_shape(sig.parts.at(at.first).second);
+  return d && at.second < d->sizes.size() ? d->sizes[at.second] : "";
+}
+
 }  // namespace
+
+std::string ProgramCache::ties_broken(const Entry& e, const Signature& sig) {
+  const std::vector<std::pair<size_t, size_t>> at = any_positions(e.accepts);
+  for (size_t a = 0; a < at.size() && a < e.history.size(); ++a)
+    for (size_t b = a + 1; b < at.size() && b < e.history.size(); ++b)
+      if (e.history[a] == e.history[b] && (e.read[a] || e.read[b]) && size_at(sig, at[a]) != size_at(sig, at[b]))
+        return "argument " + sig.parts[at[a].first].first + " has " + size_at(sig, at[a]) + " in dim " +
+               std::to_string(at[a].second) + " and argument " + sig.parts[at[b].first].first + " " +
+               size_at(sig, at[b]) + " in dim " + std::to_string(at[b].second) +
+               ", which were equal in every trace of the program for any size";
+  return "";
+}
 
 std::string describe(const Tensor& t) {
   std::ostringstream s;
@@ -119,7 +146,7 @@ ProgramCache::ProgramCache(std::string name, size_t capacity, bool reduce_retrac
 
 const ProgramCache::Entry* ProgramCache::match(const Signature& sig) const {
   for (const Entry& e : entries_)
-    if (e.traced == sig || (reduce_retracing_ && fits(e.accepts, sig))) return &e;
+    if (e.traced == sig || (reduce_retracing_ && fits(e.accepts, sig) && ties_broken(e, sig).empty())) return &e;
   return nullptr;
 }
 
@@ -141,6 +168,9 @@ const Signature* ProgramCache::traced_for(const Signature& sig) const {
 
 std::string ProgramCache::why_not(const Signature& sig) const {
   if (match(sig)) return "";
+  if (reduce_retracing_)
+    for (const Entry& e : entries_)
+      if (fits(e.accepts, sig)) return ties_broken(e, sig);
   if (entries_.empty())
     return counts_.traces == 0 ? "the first call traces the function" : "the cache is empty (cleared)";
   return difference(entries_.front().accepts, sig);
@@ -152,7 +182,25 @@ bool ProgramCache::generalize(const Signature& sig, const Program& program, std:
     if (!accepts) continue;
     std::optional<Program> general = Program::generalize(it->program, program, why);
     if (!general) return false;
-    *it = Entry{sig, std::move(*accepts), std::move(*general)};
+    const std::vector<std::pair<size_t, size_t>> before = any_positions(it->accepts);
+    std::vector<std::string> history;
+    for (const auto& at : any_positions(*accepts)) {
+      const auto old = std::find(before.begin(), before.end(), at);
+      std::string sizes;
+      if (old != before.end()) sizes = it->history.at(static_cast<size_t>(old - before.begin()));
+      else
+        for (int k = 0; k < it->folds; ++k) sizes += (k ? " " : "") + size_at(it->traced, at);
+      history.push_back(sizes + " " + size_at(sig, at));
+    }
+    // The k-th "?" is the k-th dim that takes any size, input by input: tensor arguments are
+    // the program's inputs in order (an argument of several tensors has no "?": widen refuses).
+    std::vector<bool> read;
+    const std::vector<std::vector<bool>> reads = general->read_dims();
+    for (size_t i = 0; i < reads.size(); ++i)
+      for (size_t d = 0; d < reads[i].size(); ++d)
+        if (general->any_size_dims()[i][d]) read.push_back(reads[i][d]);
+    if (read.size() != history.size()) read.assign(history.size(), true);  // unmatched: taken as read
+    *it = Entry{sig, std::move(*accepts), std::move(*general), std::move(history), std::move(read), it->folds + 1};
     entries_.splice(entries_.begin(), entries_, it);
     return true;
   }

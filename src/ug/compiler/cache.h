@@ -59,7 +59,16 @@ class ProgramCache {
     Signature traced;   // the signature of the last trace the program came from
     Signature accepts;  // what it runs: traced, with "?" for the sizes it takes any of
     Program program;
+    // For each "?" of accepts (by argument, then dim): its sizes in the traces folded in. The
+    // graph may read a size from any input dim of that size, so "?"s of equal histories (a
+    // batch of features and labels) must be equal in a call: it runs only where they are.
+    std::vector<std::string> history;
+    std::vector<bool> read;  // for each "?": whether the graph reads its size (Program::read_dims)
+    int folds = 1;           // the traces folded in
   };
+  /** Whether sig keeps e's "?"s of equal histories equal where the graph reads one of them ("" if
+   *  so, else which differ). */
+  static std::string ties_broken(const Entry& e, const Signature& sig);
   const Entry* match(const Signature& sig) const;
   /** Under reduce_retracing: folds a program traced for sig into a cached one of another
    *  size; false (and *why) if none can take it. */

@@ -2,12 +2,14 @@
 // shapes that are the same graph depend on no size where the shapes differ: everything a size
 // could enter (a constant, an attribute, a closure of a called-back op, a Python-level read)
 // is compared or refused here.
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <type_traits>
 #include <variant>
 
 #include "ug/compiler/program.h"
+#include "ug/onnx/export.h"
 #include "ug/onnx/graph.h"
 
 namespace ug::compiler {
@@ -15,8 +17,15 @@ namespace ug::compiler {
 namespace {
 
 // Called-back ops whose closures hold no size: the optimizers' steps hold their live
-// parameters and state. Any other (a random draw's shape, a convolution's geometry) is refused.
-const std::set<std::string, std::less<>> kSizeFreeReplays = {"optimizer_step", "optimizer_update"};
+// parameters and state; the fused backward kernels and an average pool's gradient hold their
+// kind and attributes (a layer norm's row length, the pool's image size: a trace with free
+// sizes puts the call's attributes on the node, so they are compared); a convolution's weight
+// gradient holds its geometry and the weight's shape, a parameter's. Any other (a random draw's
+// shape, a convolution's input gradient holding the input's shape) is refused.
+const std::set<std::string, std::less<>> kSizeFreeReplays = {
+    "optimizer_step",       "optimizer_update",    "relu_backward",      "tanh_backward",
+    "sigmoid_backward",     "silu_backward",       "gelu_backward",      "softmax_backward",
+    "log_softmax_backward", "layer_norm_backward", "conv2d_weight_grad", "avg_pool2d_backward"};
 
 bool same_tensor(const Tensor& a, const Tensor& b) {
   if (a.defined() != b.defined()) return false;
@@ -85,6 +94,28 @@ bool same_graph(const onnx::Graph& a, const onnx::Graph& b, const std::set<int64
 
 }  // namespace
 
+std::vector<std::vector<bool>> Program::read_dims() const {
+  std::vector<std::vector<bool>> read;
+  for (const onnx::ValueInfo& in : graph_->inputs) read.emplace_back(in.shape.size(), false);
+  for (const onnx::Node& n : graph_->nodes) {
+    if (n.op_type != "Shape" || n.inputs.empty()) continue;
+    const auto input = std::find(graph_->input_ids.begin(), graph_->input_ids.end(), n.inputs[0]);
+    if (input == graph_->input_ids.end()) continue;
+    std::vector<bool>& dims = read[static_cast<size_t>(input - graph_->input_ids.begin())];
+    const auto start = n.attributes.find("start"), end = n.attributes.find("end");
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    auto at = [rank](const auto& it, int64_t otherwise) {
+      if (!std::holds_alternative<int64_t>(it->second)) return otherwise;
+      const int64_t v = std::get<int64_t>(it->second);
+      return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank);
+    };
+    const int64_t from = start == n.attributes.end() ? 0 : at(start, 0);
+    const int64_t to = end == n.attributes.end() ? rank : at(end, rank);
+    for (int64_t d = from; d < to; ++d) dims[static_cast<size_t>(d)] = true;
+  }
+  return read;
+}
+
 std::optional<Program> Program::generalize(const Program& a, const Program& b, std::string* why) {
   for (const Program* p : {&a, &b})
     if (!p->shape_read_at_.empty()) {
@@ -111,7 +142,16 @@ std::optional<Program> Program::generalize(const Program& a, const Program& b, s
   for (const auto* ids : {a.state_.get(), a.grad_sources_.get()})
     for (const auto& [id, tensor] : *ids) live.insert(id);
   if (!same_graph(ga, gb, live, why)) return std::nullopt;
+  // What the file says: the dims that take any size, and the outputs' dims that followed them.
+  std::vector<std::vector<bool>> out_any;
+  const std::string& old_bytes = *b.bytes_;
+  for (size_t i = 0; i < gb.outputs.size(); ++i) {
+    const std::vector<int64_t>&x = ga.outputs[i].shape, &y = gb.outputs[i].shape;
+    out_any.emplace_back(y.size(), false);
+    for (size_t d = 0; d < y.size() && x.size() == y.size(); ++d) out_any[i][d] = x[d] != y[d] || y[d] < 0;
+  }
   Program p = b;
+  p.bytes_ = std::make_shared<const std::string>(onnx::with_symbolic_dims(old_bytes, any_size, out_any));
   p.any_size_ = std::make_shared<const std::vector<std::vector<bool>>>(std::move(any_size));
   return p;
 }

@@ -22,6 +22,19 @@ namespace {
 
 const void* storage_of(const Tensor& t) { return t.defined() ? t.storage().get() : nullptr; }
 
+/** Gives the Loop bodies of g (just parsed, not yet shared) g's called-back ops: their UgReplay
+ *  nodes index the one list of the whole trace. */
+void share_replays(onnx::Graph& g, const std::vector<onnx::Replay>& replays) {
+  for (onnx::Node& n : g.nodes)
+    for (auto& [name, a] : n.attributes)
+      if (auto* body = std::get_if<std::shared_ptr<const onnx::Graph>>(&a)) {
+        auto copy = std::make_shared<onnx::Graph>(**body);
+        copy->replays = replays;
+        share_replays(*copy, replays);
+        *body = std::move(copy);
+      }
+}
+
 }  // namespace
 
 /** What the function being traced on this thread has computed so far: the storages of its
@@ -97,14 +110,14 @@ Program Program::trace(const Function& fn, const std::vector<Tensor>& example_in
 
 std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Function& fn,
                                                                     const std::vector<Tensor>& example_inputs,
-                                                                    const NamedTensors& state) {
+                                                                    const NamedTensors& state, bool free_sizes) {
   onnx::ProgramTrace traced;
   const auto generator = default_generator().get_state();
   std::string shape_read_at;
   {
     TracedValuesScope scope(example_inputs, "jit");
     try {
-      traced = onnx::trace_program(fn, example_inputs, state);
+      traced = onnx::trace_program(fn, example_inputs, state, free_sizes);
     } catch (const ValueError& e) {
       fail("[jit] cannot compile the function: ", e.what());
     }
@@ -115,6 +128,7 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   onnx::LoadLimits limits{.max_elements = kUnlimited, .max_live_elements = kUnlimited};
   auto graph = std::make_shared<onnx::Graph>(onnx::parse_model(traced.bytes, "", limits));
   graph->replays.assign(std::make_move_iterator(traced.replays.begin()), std::make_move_iterator(traced.replays.end()));
+  share_replays(*graph, graph->replays);
   Program p;
   auto ids_of = [&](const NamedTensors& named) {
     std::vector<std::pair<int64_t, Tensor>> ids;

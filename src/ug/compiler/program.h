@@ -38,10 +38,13 @@ class Program {
   static Program trace(const Function& fn, const std::vector<Tensor>& example_inputs, const NamedTensors& state = {});
   /** trace, also giving what the traced run returned: a function that writes state (a
    *  PyTorch-style step) has taken its first step while traced, so its first call's result
-   *  is that run's, not a second run's. */
+   *  is that run's, not a second run's. With `free_sizes` (reduce_retracing's traces) the graph
+   *  reads the sizes it needs from its inputs' shapes where it can (onnx::trace_program), so
+   *  that generalize can find two traces at other sizes the same. */
   static std::pair<Program, std::vector<Tensor>> trace_with_outputs(const Function& fn,
                                                                     const std::vector<Tensor>& example_inputs,
-                                                                    const NamedTensors& state = {});
+                                                                    const NamedTensors& state = {},
+                                                                    bool free_sizes = false);
 
   /** Runs the graph on inputs of the traced dtypes and shapes (any size in any_size_dims). */
   /** Taken by value: a caller that moves its inputs in hands their buffers to the run, which
@@ -56,6 +59,10 @@ class Program {
    *  size. (Sizes a Python function reads and uses in ways that happen to agree at both shapes
    *  are the one case this cannot see; it refuses any shape read to stay clear of them.) */
   static std::optional<Program> generalize(const Program& a, const Program& b, std::string* why);
+  /** For each input, the dims whose size the graph reads from the input's shape (a trace with
+   *  free sizes takes a size from any input dim of that size: the cache then runs the program
+   *  only where the dims of equal sizes in its traces are equal). */
+  std::vector<std::vector<bool>> read_dims() const;
   /** For each input, the dims that take any size (none, unless generalized). */
   const std::vector<std::vector<bool>>& any_size_dims() const { return *any_size_; }
   /** Where the traced function first read the shape of a traced tensor from Python ("" if it

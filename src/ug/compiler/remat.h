@@ -1,7 +1,9 @@
-// Rematerialization: a cheap value read early and again much later is computed a second time
-// for its late readers when its inputs are alive there anyway, instead of being held across the
-// gap (a GELU's output, read by the forward's product and again by the weight gradient's, while
-// the GELU's input waits for gelu_backward).
+// Rematerialization: a value read early and again much later is computed a second time for its
+// late readers, from values alive there anyway, instead of being held across the gap: a cheap
+// node's output (a GELU's output, read by the forward's product and again by the weight
+// gradient's, while the GELU's input waits for gelu_backward), and the projections of values
+// alive for the whole run (an attention's q/k/v projection of the block's input, read by the
+// forward's attention and again by its backward).
 #pragma once
 
 #include <cstddef>
@@ -12,14 +14,22 @@ struct Graph;
 
 namespace ug::compiler {
 
-/** Gives the late readers of each cheap node's output (an activation: Gelu, Relu, Sigmoid,
- *  Tanh, Exp, ...; LayerNormalization; Softmax) a copy of the node placed just before the first
- *  of them, when the node's inputs are alive there anyway (program inputs or constants, or
- *  values read at or after that point), no effect runs between the node and the copy, and the
- *  gap between the early and late readers is long; a softmax whose scores die at it gets a copy
- *  of the scores' MatMul too when that product's operands are alive. Then plans the values'
- *  liveness again. A copy computes the same bits with the same kernel. Returns how many nodes
- *  it copied. */
+/** Gives late readers copies of the nodes that made what they read, placed before the first of
+ *  them, then plans the values' liveness again. Two kinds of copies:
+ *  - a projection: a MatMul of values available there (program inputs, state, constants, views
+ *    of them, or values of the program alive there anyway: a block's input inside a stack, held
+ *    for its weight's gradient), neither itself a projection's, and the rearrangements
+ *    (Transpose, Reshape, Split, ...), bias additions and scalings (Add/Sub/Mul/Div by
+ *    whole-run values) of its result; each of those values the backward reads after a long
+ *    gap, and that no cheap node reads, is computed again, all of one product before the first
+ *    late reader among them, sharing one product;
+ *  - a cheap node (an activation: Gelu, Relu, Sigmoid, Tanh, Exp, ...; LayerNormalization;
+ *    Softmax) when its inputs are available there (program inputs or constants, values read at or
+ *    after that point, or copies made before it); a softmax whose scores die at it gets a copy of
+ *    the scores' MatMul too when that product's operands are available.
+ *  Never when an effect (an optimizer's step) runs between the node and the copy. A copy computes
+ *  the same bits with the same kernel. UG_JIT_REMAT=0, read when a program is compiled, turns it
+ *  off (for measuring it). Returns how many nodes it copied. */
 size_t rematerialize(onnx::Graph& graph);
 
 }  // namespace ug::compiler

@@ -8,6 +8,7 @@
 namespace ug::distributed {
 
 class SyncBatchNormImpl : public nn::Module {
+  UG_CLONEABLE(SyncBatchNormImpl)
  public:
   /** Input [N, C, *]. The statistics are summed over the group (default: the world) in
    *  forward, and their gradients in backward; in eval the running statistics are used. */

@@ -17,6 +17,11 @@ LeNet::LeNet(int64_t in_channels, int64_t classes) : Module("LeNet") {
   fc3_ = register_module("fc3", nn::Linear(84, classes));
 }
 
+void LeNet::rebind(const nn::CloneMemo& memo) {
+  for (nn::Conv2d* c : {&conv1_, &conv2_}) memo.remap(*c);
+  for (nn::Linear* l : {&fc1_, &fc2_, &fc3_}) memo.remap(*l);
+}
+
 Tensor LeNet::forward(const Tensor& x) {
   if (x.dim() != 4 || x.size(2) != 28 || x.size(3) != 28)
     fail("[LeNet] expects images of shape (N, C, 28, 28), got ", x.shape());
@@ -40,6 +45,13 @@ TransformerClassifier::TransformerClassifier(Options options) : Module("Transfor
                             .ptr());
   norm_ = register_module("norm", nn::LayerNorm(Dims{options.d_model}));
   head_ = register_module("head", nn::Linear(options.d_model, options.classes));
+}
+
+void TransformerClassifier::rebind(const nn::CloneMemo& memo) {
+  memo.remap(embed_);
+  memo.remap(head_);
+  memo.remap(encoder_);
+  memo.remap(norm_);
 }
 
 Tensor TransformerClassifier::forward(const Tensor& x) {

@@ -19,6 +19,7 @@ template <class M> std::shared_ptr<Module> as_module(M&& m) {
 }  // namespace detail
 
 class SequentialImpl : public Module {
+  UG_CLONEABLE(SequentialImpl)
  public:
   /** Sequential(Linear(784, 128), ReLU(), Linear(128, 10)): children named "0", "1", ... */
   template <class... M>
@@ -32,12 +33,18 @@ class SequentialImpl : public Module {
   size_t size() const { return modules_.size(); }
   Tensor forward(const Tensor& x) override;
 
+ protected:
+  void rebind(const CloneMemo& memo) override {
+    for (auto& m : modules_) memo.remap(m);
+  }
+
  private:
   std::vector<std::shared_ptr<Module>> modules_;
 };
 UG_MODULE(Sequential);
 
 class ModuleListImpl : public Module {
+  UG_CLONEABLE(ModuleListImpl)
  public:
   template <class... M>
   requires(!std::is_base_of_v<Module, std::remove_cvref_t<M>> && ...) explicit ModuleListImpl(M&&... modules)
@@ -50,12 +57,18 @@ class ModuleListImpl : public Module {
   auto begin() const { return modules_.begin(); }
   auto end() const { return modules_.end(); }
 
+ protected:
+  void rebind(const CloneMemo& memo) override {
+    for (auto& m : modules_) memo.remap(m);
+  }
+
  private:
   std::vector<std::shared_ptr<Module>> modules_;
 };
 UG_MODULE(ModuleList);
 
 class ModuleDictImpl : public Module {
+  UG_CLONEABLE(ModuleDictImpl)
  public:
   ModuleDictImpl() : Module("ModuleDict") {}
   void insert(const std::string& name, std::shared_ptr<Module> m) { register_module(name, std::move(m)); }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <typeinfo>
 
 #include "ug/autograd/grad_trace.h"
 #include "ug/graph/grad_mode.h"
@@ -300,6 +301,32 @@ int64_t Module::num_parameters(bool trainable_only) const {
   for (const Tensor& p : parameters())
     if (!trainable_only || p.requires_grad()) n += p.numel();
   return n;
+}
+
+// ---- copying ------------------------------------------------------------------------------
+
+std::shared_ptr<Module> Module::clone() const {
+  CloneMemo memo;
+  return memo.module(*this);
+}
+
+std::shared_ptr<Module> Module::copy_self() const { return std::shared_ptr<Module>(new Module(*this)); }
+
+std::shared_ptr<Module> Module::clone_into(CloneMemo& memo) const {
+  std::shared_ptr<Module> copy = copy_self();
+  // A layer without UG_CLONEABLE inherits its base's copy_self, which would cut it down.
+  if (typeid(*copy) != typeid(*this))
+    fail<TypeError>("[clone] ", type_name_, " cannot be copied: its class does not say how (UG_CLONEABLE)");
+  copy->copy_entries(memo);
+  copy->rebind(memo);
+  return copy;
+}
+
+void Module::copy_entries(CloneMemo& memo) {
+  for (auto& [name, t] : parameters_) t = memo.tensor(t);
+  for (auto& [name, e] : buffers_) e.value = memo.tensor(e.value);
+  for (auto& [name, m] : children_)
+    if (m) m = memo.module(*m);
 }
 
 // ---- forward ------------------------------------------------------------------------------

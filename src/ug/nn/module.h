@@ -17,6 +17,7 @@
 
 #include "ug/core/tensor.h"
 #include "ug/core/ordered_dict.h"
+#include "ug/nn/clone.h"
 
 namespace ug::nn {
 
@@ -30,7 +31,6 @@ class Module : public std::enable_shared_from_this<Module> {
   /** `type_name` names the layer in printouts and summaries ("Linear"). */
   explicit Module(std::string type_name = "Module");
   virtual ~Module() = default;
-  Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
   const std::string& type_name() const { return type_name_; }
@@ -101,6 +101,15 @@ class Module : public std::enable_shared_from_this<Module> {
   /** The number of parameter elements (only those requiring grad when trainable_only). */
   int64_t num_parameters(bool trainable_only = false) const;
 
+  // ---- copying --------------------------------------------------------------------------
+  /** A deep copy (libtorch's clone, Python's copy.deepcopy): the same layer types and
+   *  settings, copies of the parameters (tied ones stay tied), buffers and children, the
+   *  same hooks and training mode. A layer says how to copy itself with UG_CLONEABLE. */
+  std::shared_ptr<Module> clone() const;
+  /** Replaces this module's own parameters, buffers and children by their copies in memo:
+   *  the second half of a copy, after the member-wise first. */
+  void copy_entries(CloneMemo& memo);
+
   // ---- forward ------------------------------------------------------------------------
   /** The one-input forward. Layers with one tensor in and one out override it; Sequential
    *  and the training loops call it. */
@@ -150,6 +159,18 @@ class Module : public std::enable_shared_from_this<Module> {
   /** Re-draws this module's own parameters with PyTorch's default initialisation for the
    *  layer; called on construction and by init(). Modules without parameters do nothing. */
   virtual void reset_parameters() {}
+
+ protected:
+  /** Member-wise: the copy's registry still holds the original's entries until
+   *  copy_entries replaces them. Only copies (UG_CLONEABLE, the Python front end) use it. */
+  Module(const Module& other) = default;
+  /** A member-wise copy of the most derived layer: what UG_CLONEABLE defines. */
+  virtual std::shared_ptr<Module> copy_self() const;
+  /** Points members that hold children (`Linear out_proj`) at their copies. */
+  virtual void rebind(const CloneMemo&) {}
+  /** The whole copy: copy_self, copy_entries, rebind. Python's modules override it. */
+  virtual std::shared_ptr<Module> clone_into(CloneMemo& memo) const;
+  friend class CloneMemo;
 
  private:
   struct Entry {
@@ -227,6 +248,16 @@ template <class Impl> class ModuleHolder {
  private:
   std::shared_ptr<Impl> impl_;
 };
+
+/** In a layer's class body: the layer is copied member by member (its children and tensors
+ *  then deep-copied by Module::clone). Without it, clone refuses the layer by name. */
+#define UG_CLONEABLE(Class)                                      \
+ protected:                                                      \
+  std::shared_ptr<::ug::nn::Module> copy_self() const override { \
+    return std::shared_ptr<::ug::nn::Module>(new Class(*this));  \
+  }                                                              \
+                                                                 \
+ public:
 
 /** Declares the holder `Name` for `NameImpl`, as libtorch's TORCH_MODULE does. */
 #define UG_MODULE(Name)                                     \

@@ -12,5 +12,6 @@
 #include "ug/nn/layers/loss.h"
 #include "ug/nn/layers/normalization.h"
 #include "ug/nn/layers/recurrent.h"
+#include "ug/nn/layers/transformer.h"
 #include "ug/nn/mixed_precision.h"
 #include "ug/nn/module.h"

@@ -71,7 +71,7 @@ void emit_call(GraphBuilder& g, const CapturedCall& call) {
 /** Traces fn and builds its graph; with `program`, as trace_program does (see export.h). */
 std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
                   const std::vector<std::pair<std::string, Tensor>>& named_tensors, const ExportOptions& options,
-                  ProgramTrace* program) {
+                  ProgramTrace* program, bool free_sizes = false) {
   for (const Tensor& t : example_inputs)
     if (!t.defined()) fail("[onnx.export] example inputs must be defined tensors");
   const std::vector<std::string> input_names =
@@ -113,6 +113,7 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
   if (program) {
     g.name_live_leaves();
     g.allow_replays();
+    if (free_sizes) g.free_sizes();
   }
   g.set_emitter(emit_call, emittable);
   for (size_t i = 0; i < example_inputs.size(); ++i)
@@ -145,10 +146,26 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
 }  // namespace
 
 ProgramTrace trace_program(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
-                           const std::vector<std::pair<std::string, Tensor>>& named_tensors) {
+                           const std::vector<std::pair<std::string, Tensor>>& named_tensors, bool free_sizes) {
   ProgramTrace program;
-  program.bytes = trace(fn, example_inputs, named_tensors, {.opset_version = kMaxOpset}, &program);
+  program.bytes = trace(fn, example_inputs, named_tensors, {.opset_version = kMaxOpset}, &program, free_sizes);
   return program;
+}
+
+std::string with_symbolic_dims(const std::string& bytes, const std::vector<std::vector<bool>>& inputs,
+                               const std::vector<std::vector<bool>>& outputs) {
+  ::onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) fail("[jit] a program's model does not parse");
+  auto mark = [](auto& values, const std::vector<std::vector<bool>>& any) {
+    for (int i = 0; i < values.size() && static_cast<size_t>(i) < any.size(); ++i) {
+      auto* shape = values.Mutable(i)->mutable_type()->mutable_tensor_type()->mutable_shape();
+      for (int d = 0; d < shape->dim_size() && static_cast<size_t>(d) < any[i].size(); ++d)
+        if (any[i][d]) shape->mutable_dim(d)->set_dim_param(values.Get(i).name() + "_dim" + std::to_string(d));
+    }
+  };
+  mark(*model.mutable_graph()->mutable_input(), inputs);
+  mark(*model.mutable_graph()->mutable_output(), outputs);
+  return model.SerializeAsString();
 }
 
 void export_function(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,

@@ -62,8 +62,17 @@ struct ProgramTrace {
   /** Constants standing for a leaf's .grad as it is when the program runs (grad_trace.h). */
   std::vector<std::pair<std::string, Tensor>> grad_sources;
 };
+/** With `free_sizes` (reduce_retracing's traces), sizes the rules would write as constants are
+ *  read from the inputs' shapes where an input has a dim of that size (GraphBuilder::free_sizes),
+ *  so that two traces at other sizes can be the same graph. */
 ProgramTrace trace_program(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
-                           const std::vector<std::pair<std::string, Tensor>>& named_tensors);
+                           const std::vector<std::pair<std::string, Tensor>>& named_tensors, bool free_sizes = false);
+
+/** A program's serialized model with the dims marked in `inputs` / `outputs` (by graph input,
+ *  then dim) made symbolic ("<name>_dim<d>"): a program reduce_retracing made for any size
+ *  there, as a file ONNX Runtime runs at other sizes. */
+std::string with_symbolic_dims(const std::string& bytes, const std::vector<std::vector<bool>>& inputs,
+                               const std::vector<std::vector<bool>>& outputs);
 
 /** Puts a model and all its submodules in eval mode; gives each its own mode back on exit. */
 class EvalModeGuard {

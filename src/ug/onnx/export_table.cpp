@@ -291,15 +291,16 @@ void layer_norm_backward(GraphBuilder& g, const CapturedCall& c) {
   std::string centred = node1(g, "Sub", {v, row_mean(v)}, "t");
   std::string along = node1(g, "Mul", {xhat, row_mean(node1(g, "Mul", {v, xhat}, "vx"))}, "t");
   std::string dx2 = node1(g, "Mul", {node1(g, "Sub", {centred, along}, "t"), rs}, "dx");
-  g.node("Reshape", {dx2, g.ints(std::vector<int64_t>(x.shape().begin(), x.shape().end()))}, {g.output(c, 0)});
+  g.node("Reshape", {dx2, g.shape_value(std::vector<int64_t>(x.shape().begin(), x.shape().end()))}, {g.output(c, 0)});
   size_t k = 1;
   if (attr_int(c, "need_weight")) {
     std::string dw = sum(node1(g, "Mul", {g2, xhat}, "gx"), 0, false);
-    g.node("Reshape", {dw, g.ints(std::vector<int64_t>(w.shape().begin(), w.shape().end()))}, {g.output(c, k++)});
+    g.node("Reshape", {dw, g.shape_value(std::vector<int64_t>(w.shape().begin(), w.shape().end()))},
+           {g.output(c, k++)});
   }
   if (attr_int(c, "need_bias")) {
     const Tensor& db = c.outputs[k];
-    g.node("Reshape", {sum(g2, 0, false), g.ints(std::vector<int64_t>(db.shape().begin(), db.shape().end()))},
+    g.node("Reshape", {sum(g2, 0, false), g.shape_value(std::vector<int64_t>(db.shape().begin(), db.shape().end()))},
            {g.output(c, k)});
   }
 }
@@ -375,7 +376,73 @@ std::pair<std::vector<int64_t>, DynamicDims> reshape_target(const Tensor& x, con
   return {target, out_dyn};
 }
 
+/** A Reshape's target under GraphBuilder::free_sizes, made to hold at other sizes of any input
+ *  dim: the dims of x and of the output are matched up in groups of equal products (size-1
+ *  dims aside). A dim that keeps its place is 0 (ONNX's "copy that dim"); one that moves, or a
+ *  product of several (the batch and time dims merged), is read from x's shape; a dim split
+ *  into several (the model dim into heads) gives constants and one -1 (inferred). Two traces
+ *  then make the same graph whenever the constants are sizes that did not change. */
+void reshape_free(GraphBuilder& g, const CapturedCall& c, const std::string& x) {
+  const Shape &in = c.inputs[0].shape(), &out = c.outputs[0].shape();
+  std::vector<std::string> part(out.size());  // "" for a constant, "0", "-1" or a value name
+  std::vector<int64_t> target(out.begin(), out.end());
+  DynamicDims dyn(out.size(), false);
+  std::vector<int64_t> ins, outs;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d)
+    if (in[d] != 1) ins.push_back(d);
+  for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d)
+    if (out[d] != 1) outs.push_back(d);
+  const bool empty = std::find(in.begin(), in.end(), 0) != in.end();
+  bool inferred = false;
+  for (size_t p = 0, q = 0; !empty && p < ins.size() && q < outs.size(); ++p, ++q) {
+    const size_t p0 = p, q0 = q;
+    int64_t a = in[ins[p]], b = out[outs[q]];
+    while (a != b) {
+      if (a < b && p + 1 < ins.size()) a *= in[ins[++p]];
+      else if (b < a && q + 1 < outs.size()) b *= out[outs[++q]];
+      else break;
+    }
+    if (a != b) break;
+    if (q == q0) {
+      const int64_t j = outs[q];
+      dyn[j] = true;
+      if (p == p0 && ins[p] == j) {
+        part[j] = "0";
+        target[j] = 0;
+      } else {
+        std::string dims = g.shape_of(x, ins[p0], ins[p] + 1);
+        part[j] = p == p0 ? dims : node1(g, "ReduceProd", {dims}, "size");
+      }
+    } else if (!inferred) {
+      part[outs[q0]] = "-1";
+      target[outs[q0]] = -1;
+      dyn[outs[q0]] = inferred = true;
+    }
+  }
+  bool reads = false;
+  for (size_t j = 0; j < out.size(); ++j) {
+    if (!inferred && !part[j].empty() && part[j] != "0") {  // a read dim can be inferred instead
+      part[j] = "-1";
+      target[j] = -1;
+      inferred = true;
+    }
+    reads = reads || (!part[j].empty() && part[j] != "0" && part[j] != "-1");
+  }
+  std::string shape = reads ? g.fresh("shape") : g.ints(target);
+  if (reads) {
+    std::vector<std::string> parts;
+    for (size_t j = 0; j < out.size(); ++j)
+      parts.push_back(part[j].empty() || part[j] == "0" || part[j] == "-1" ? g.ints({target[j]}) : part[j]);
+    set_attr(g.node("Concat", parts, {shape}), "axis", int64_t{0});
+  }
+  g.node("Reshape", {x, shape}, {g.output(c, 0, dyn)});
+}
+
 void reshape_to(GraphBuilder& g, const CapturedCall& c, const std::string& x) {
+  if (g.sizes_free()) {
+    reshape_free(g, c, x);
+    return;
+  }
   auto [target, dyn] = reshape_target(c.inputs[0], g.dynamic(c.inputs[0]), c.outputs[0].shape(), c.op);
   std::string shape = g.ints(target);
   g.node("Reshape", {x, shape}, {g.output(c, 0, dyn)});
@@ -456,7 +523,9 @@ void expand(GraphBuilder& g, const CapturedCall& c) {
       shape[lead + i] = 1;
       out_dyn[lead + i] = d[i];
     }
-  g.node("Expand", {xv, g.ints(shape)}, {g.output(c, 0, out_dyn)});
+  // Under free_sizes a broadcast dim reads its size from an input of that size.
+  for (size_t k = 0; k < shape.size(); ++k) out_dyn[k] = out_dyn[k] || (shape[k] != 1 && g.sizes_free());
+  g.node("Expand", {xv, g.shape_value(shape)}, {g.output(c, 0, out_dyn)});
 }
 
 void select(GraphBuilder& g, const CapturedCall& c) {
@@ -563,7 +632,7 @@ void masked_fill(GraphBuilder& g, const CapturedCall& c) {
 void copy(GraphBuilder& g, const CapturedCall& c) {
   const Tensor& dst = c.outputs[0];
   std::string src = g.value(c.inputs[0], dst.dtype());
-  g.node("Expand", {src, g.ints(std::vector<int64_t>(dst.shape().begin(), dst.shape().end()))},
+  g.node("Expand", {src, g.shape_value(std::vector<int64_t>(dst.shape().begin(), dst.shape().end()))},
          {g.output(c, 0, DynamicDims(static_cast<size_t>(dst.dim()), false))});
 }
 
@@ -671,7 +740,7 @@ template <const char* Op> void arg_reduce(GraphBuilder& g, const CapturedCall& c
   set_attr(n, "axis", int64_t{0});
   set_attr(n, "keepdims", int64_t{0});
   const Shape& shape = c.outputs[0].shape();
-  g.node("Reshape", {r, g.ints(std::vector<int64_t>(shape.begin(), shape.end()))}, {g.output(c, 0, out)});
+  g.node("Reshape", {r, g.shape_value(std::vector<int64_t>(shape.begin(), shape.end()))}, {g.output(c, 0, out)});
 }
 
 template <const char* Op> void softmax(GraphBuilder& g, const CapturedCall& c) {
@@ -724,13 +793,6 @@ void batch_norm(GraphBuilder& g, const CapturedCall& c) {
  *  its carried inputs. Under vmap the graph carries the physical tensors. */
 void while_loop(GraphBuilder& g, const CapturedCall& c) {
   const size_t n = static_cast<size_t>(attr_int(c, "carried"));
-  // A program calls replayed ops back from its own graph only, not from a Loop's body, where
-  // an op that has a formula as well writes it.
-  for (const CapturedCall& part : c.inner)
-    if (part.replay && g.replays_allowed() && !exports(part.op))
-      fail("[jit] the body or condition of a compiled while_loop calls op '", part.op,
-           "', which a program runs by calling unigrad back (a print, a random draw, an optimizer step); that is "
-           "not built for loop bodies yet: move it out of the loop");
   ::onnx::GraphProto body;
   body.set_name(g.fresh("while_body"));
   {

@@ -1,7 +1,10 @@
 #include "ug/onnx/graph_builder.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <utility>
+#include <variant>
 
 #include "ug/core/batching.h"
 #include "ug/core/error.h"
@@ -82,9 +85,10 @@ void GraphBuilder::add_input(const Tensor& t, const std::string& name, const std
   if (!parent_) outer_level_ = std::max(outer_level_, batching::level(t));
   set_type(*graph_.add_input(), t, dim_names);
   graph_.mutable_input(graph_.input_size() - 1)->set_name(name);
-  DynamicDims dynamic(static_cast<size_t>(t.dim()), false);
-  for (size_t d = 0; d < dim_names.size() && d < dynamic.size(); ++d) dynamic[d] = !dim_names[d].empty();
+  DynamicDims dynamic(static_cast<size_t>(t.dim()), free_sizes_);
+  for (size_t d = 0; d < dim_names.size() && d < dynamic.size(); ++d) dynamic[d] = dynamic[d] || !dim_names[d].empty();
   values_[key(t)] = {name, dynamic, t, true, version, ""};
+  if (free_sizes_) free_inputs_.emplace_back(name, t.shape());
 }
 
 void GraphBuilder::add_output(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names) {
@@ -151,6 +155,9 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
     emitted_params_.insert(name);
     live_leaves_.emplace_back(name, t);
     params_.emplace_back(name, t);
+  } else if (auto made = sized_constant(t, dtype.value_or(t.dtype()))) {
+    name = *made;
+    if (dtype && *dtype != t.dtype()) return name;  // a converted copy: not t's own value
   } else {
     name = initializer(dtype ? t.to(*dtype) : t, fresh("const"));
     if (dtype && *dtype != t.dtype()) return name;  // a converted copy: not t's own value
@@ -166,14 +173,24 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
 // it, or, for any other strided view of a contiguous value, a Gather of its elements at the
 // view's positions. As a constant it would freeze the value of one trace.
 std::optional<std::pair<std::string, uint32_t>> GraphBuilder::traced_view(const Tensor& t) {
-  std::vector<const Value*> bases;  // traced values of t's memory and dtype, contiguous first
+  // Traced values of t's memory and dtype: the same view (the latest version) first, then
+  // contiguous bases. Taken in the order of their names, not of the map's addresses, so that
+  // two traces of one function make the same graph (reduce_retracing compares them).
+  std::vector<const Value*> same, bases;
   for (const auto& [k, v] : values_) {
-    if (!v.traced || v.tensor.storage() != t.storage()) continue;
-    if (v.tensor.storage_offset() == t.storage_offset() && v.tensor.shape() == t.shape() &&
-        v.tensor.strides() == t.strides() && v.tensor.dtype() == t.dtype())
-      return std::pair{v.name, v.version};
-    if (v.tensor.dtype() == t.dtype()) bases.push_back(&v);
+    if (!v.traced || v.tensor.storage() != t.storage() || v.tensor.dtype() != t.dtype()) continue;
+    const bool view = v.tensor.storage_offset() == t.storage_offset() && v.tensor.shape() == t.shape() &&
+                      v.tensor.strides() == t.strides();
+    (view ? same : bases).push_back(&v);
   }
+  auto by_name = [](const Value* a, const Value* b) { return a->name < b->name; };
+  if (!same.empty()) {
+    const Value* v = *std::max_element(same.begin(), same.end(), [&](const Value* a, const Value* b) {
+      return a->version != b->version ? a->version < b->version : by_name(b, a);
+    });
+    return std::pair{v->name, v->version};
+  }
+  std::sort(bases.begin(), bases.end(), by_name);
   std::stable_partition(bases.begin(), bases.end(), [](const Value* v) { return v->tensor.is_contiguous(); });
   for (const Value* base : bases)
     if (auto name = view_of(*base, t)) return std::pair{*name, base->version};
@@ -205,7 +222,7 @@ std::optional<std::string> GraphBuilder::view_of(const Value& base, const Tensor
   const Tensor& b = base.tensor;
   std::string name = fresh("view");
   if (b.is_contiguous() && t.is_contiguous() && t.storage_offset() == b.storage_offset() && t.numel() == b.numel()) {
-    node("Reshape", {base.name, ints(std::vector<int64_t>(t.shape().begin(), t.shape().end()))}, {name});
+    node("Reshape", {base.name, shape_value(std::vector<int64_t>(t.shape().begin(), t.shape().end()))}, {name});
     return name;
   }
   // b's flat index of a storage position: its distance from b's start when b is contiguous,
@@ -299,9 +316,14 @@ std::vector<std::pair<Tensor, std::string>> GraphBuilder::written_state() const 
 
 const GraphBuilder::Value* GraphBuilder::same_value(const Tensor& t) const {
   if (auto it = values_.find(key(t)); it != values_.end()) return &it->second;
+  // Of several such handles, the latest version (then the first name): an order of their own,
+  // not the map's, so that two traces of one function make the same graph.
+  const Value* found = nullptr;
   for (const auto& [k, v] : values_)
-    if (v.traced && same_view(v.tensor, t)) return &v;
-  return nullptr;
+    if (v.traced && same_view(v.tensor, t) &&
+        (!found || v.version > found->version || (v.version == found->version && v.name < found->name)))
+      found = &v;
+  return found;
 }
 
 std::optional<std::string> GraphBuilder::constant_name(const Tensor& t) const {
@@ -343,10 +365,17 @@ void GraphBuilder::replay(const CapturedCall& call) {
   for (const Tensor& t : call.inputs) inputs.push_back(t.defined() ? value(t) : std::string());
   for (size_t i = 0; i < call.outputs.size(); ++i) outputs.push_back(output(call, i));
   ::onnx::NodeProto& n = node("UgReplay", inputs, outputs);
-  set_attr(n, "index", static_cast<int64_t>(replays_.size()));
+  GraphBuilder* root = this;
+  while (root->parent_) root = root->parent_;
+  set_attr(n, "index", static_cast<int64_t>(root->replays_.size()));
   set_attr(n, "op", call.op);
   if (has_attr(call, "effect")) set_attr(n, "effect", attr_int(call, "effect"));
-  replays_.push_back(call.replay);
+  // Under free_sizes the call's attributes (a layer norm's row length) go with it, so that
+  // two traces whose closures differ there are different graphs.
+  if (sizes_free())
+    for (const auto& [name, v] : call.attrs)
+      if (name != "effect") std::visit([&n, &name](const auto& x) { set_attr(n, "ug_" + name, x); }, v);
+  root->replays_.push_back(call.replay);
 }
 
 void GraphBuilder::check_outputs(const CapturedCall& call) {
@@ -362,6 +391,96 @@ void GraphBuilder::check_outputs(const CapturedCall& call) {
 DynamicDims GraphBuilder::dynamic(const Tensor& t) const {
   if (auto it = values_.find(key(t)); it != values_.end()) return it->second.dynamic;
   return DynamicDims(static_cast<size_t>(t.dim()), false);
+}
+
+std::optional<std::pair<std::string, int64_t>> GraphBuilder::size_source(int64_t size, int64_t position) const {
+  if (!sizes_free() || size < 2) return std::nullopt;
+  const GraphBuilder* root = this;
+  while (root->parent_) root = root->parent_;
+  // The same position first (a batch dim stays the batch dim); else, for a count (position
+  // -1), the outermost dim of that size, and for a dim elsewhere the innermost one past the
+  // first: a leading dim (the batch) serves its own position only, so that a batch that
+  // happens to equal a feature size is not taken for it.
+  for (const auto& [name, shape] : root->free_inputs_)
+    if (position >= 0 && position < static_cast<int64_t>(shape.size()) && shape[position] == size)
+      return std::make_pair(name, position);
+  if (position < 0)
+    for (const auto& [name, shape] : root->free_inputs_)
+      for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+        if (shape[d] == size) return std::make_pair(name, d);
+  for (auto in = root->free_inputs_.rbegin(); in != root->free_inputs_.rend(); ++in)
+    for (int64_t d = static_cast<int64_t>(in->second.size()) - 1; d >= 1; --d)
+      if (in->second[d] == size) return std::make_pair(in->first, d);
+  return std::nullopt;
+}
+
+std::optional<std::string> GraphBuilder::size_value(int64_t size, int64_t position) {
+  const auto source = size_source(size, position);
+  if (!source) return std::nullopt;
+  const std::string memo = source->first + ":" + std::to_string(source->second);
+  if (auto it = size_values_.find(memo); it != size_values_.end()) return it->second;
+  return size_values_[memo] = shape_of(source->first, source->second, source->second + 1);
+}
+
+std::string GraphBuilder::shape_of(const std::string& value, int64_t start, int64_t end) {
+  std::string name = fresh("size");
+  ::onnx::NodeProto& n = node("Shape", {value}, {name});
+  set_attr(n, "start", start);
+  set_attr(n, "end", end);
+  return name;
+}
+
+std::optional<std::string> GraphBuilder::sized_constant(const Tensor& t, DType dtype) {
+  if (!sizes_free() || (t.numel() < 2 && t.dim() > 0)) return std::nullopt;
+  if (t.dim() == 0) {
+    // A count divides a float (a mean); an integer constant is a class count or an index, which
+    // a batch of that size must not be taken for.
+    if (!is_floating(t.dtype()) || !is_floating(dtype)) return std::nullopt;
+    const double v = t.to(DType::Float64).item<double>();
+    if (v != std::floor(v) || v > 1e15) return std::nullopt;
+    auto size = size_value(static_cast<int64_t>(v), -1);
+    if (!size) return std::nullopt;
+    std::string scalar = fresh("count");
+    node("Reshape", {*size, ints({})}, {scalar});
+    std::string name = fresh("count");
+    set_attr(node("Cast", {scalar}, {name}), "to", static_cast<int64_t>(onnx_dtype(dtype)));
+    return name;
+  }
+  bool reads = false;
+  for (int64_t d = 0; d < t.dim(); ++d) reads = reads || size_source(t.size(d), d);
+  if (!reads) return std::nullopt;
+  const Tensor flat = t.contiguous().reshape({-1});
+  const int64_t item = static_cast<int64_t>(itemsize(t.dtype()));
+  const auto* bytes = static_cast<const unsigned char*>(flat.raw_data());
+  for (int64_t i = 1; i < flat.numel(); ++i)
+    if (std::memcmp(bytes, bytes + i * item, static_cast<size_t>(item)) != 0) return std::nullopt;
+  const Tensor one = flat.slice(0, 0, 1).to(dtype).contiguous();
+  std::string name = fresh("filled");
+  ::onnx::NodeProto& n =
+      node("ConstantOfShape", {shape_value(std::vector<int64_t>(t.shape().begin(), t.shape().end()))}, {name});
+  auto* a = n.add_attribute();
+  a->set_name("value");
+  a->set_type(::onnx::AttributeProto_AttributeType_TENSOR);
+  ::onnx::TensorProto& value = *a->mutable_t();
+  value.set_data_type(onnx_dtype(dtype));
+  value.add_dims(1);
+  value.set_raw_data(one.raw_data(), static_cast<size_t>(one.nbytes()));
+  return name;
+}
+
+std::string GraphBuilder::shape_value(const std::vector<int64_t>& sizes) {
+  std::vector<std::optional<std::string>> read;
+  bool any = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    read.push_back(size_value(sizes[i], static_cast<int64_t>(i)));
+    any = any || read.back();
+  }
+  if (!any) return ints(sizes);
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < sizes.size(); ++i) parts.push_back(read[i] ? *read[i] : ints({sizes[i]}));
+  std::string name = fresh("shape");
+  set_attr(node("Concat", parts, {name}), "axis", int64_t{0});
+  return name;
 }
 
 std::string GraphBuilder::ints(const std::vector<int64_t>& values) {

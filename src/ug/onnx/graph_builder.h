@@ -73,12 +73,31 @@ class GraphBuilder {
    *  that has no graph form of its own (batch_norm with batch statistics). */
   void emit_parts(const CapturedCall& call);
 
+  /** reduce_retracing's traces (compiler::Program::generalize): from now on every dim of every
+   *  input counts as dynamic, and a size a rule needs is read from an input's shape where an
+   *  input has a dim of that size (size_value), so that traces at other sizes make the same
+   *  graph wherever nothing else depends on a size. The inputs keep their traced sizes in the
+   *  graph. Call before add_input. */
+  void free_sizes() { free_sizes_ = true; }
+  bool sizes_free() const { return parent_ ? parent_->sizes_free() : free_sizes_; }
+  /** Under free_sizes, `size` as a 1-element int64 value read from an input's shape at run time
+   *  (dim `position` of an input first, else the innermost dim of that size; none for sizes
+   *  below 2 or when no input has the size); nullopt otherwise. */
+  std::optional<std::string> size_value(int64_t size, int64_t position);
+  /** An int64 1-D value of `sizes` (a Reshape's or Expand's target): an initializer, or under
+   *  free_sizes the Concat of size_value()s and constants when an input has one of the sizes. */
+  std::string shape_value(const std::vector<int64_t>& sizes);
+  /** Dims [start, end) of `value`'s run-time shape, a 1-D int64 value. */
+  std::string shape_of(const std::string& value, int64_t start, int64_t end);
+
   /** From now on a call that carries a replay (an op without a graph form) becomes a UgReplay
    *  node calling it back, listed in replays(): programs only, never files. */
   void allow_replays() { allow_replays_ = true; }
-  bool replays_allowed() const { return allow_replays_; }
+  bool replays_allowed() const { return parent_ ? parent_->replays_allowed() : allow_replays_; }
   const std::vector<graph::Replay>& replays() const { return replays_; }
-  /** The UgReplay node of a call (replays_allowed() and call.replay set). */
+  /** The UgReplay node of a call (replays_allowed() and call.replay set). In a Loop body's
+   *  builder too: the replay goes into the enclosing graph's list, whose index the node holds,
+   *  and the program gives its bodies that list (compiler::Program::trace). */
   void replay(const CapturedCall& call);
 
   /** Declares t a graph input; `dim_names` holds a name for each symbolic dim ("" = fixed);
@@ -150,6 +169,13 @@ class GraphBuilder {
   std::string initializer(const Tensor& t, const std::string& name);
   /** The state_dict name of t, when t is (a handle of) a parameter or buffer. */
   std::optional<std::string> param_name(const Tensor& t) const;
+  /** The input and dim size_value reads `size` from (see there). */
+  std::optional<std::pair<std::string, int64_t>> size_source(int64_t size, int64_t position) const;
+  /** Under free_sizes, a constant the rules would freeze with the trace's sizes, made from the
+   *  inputs' shapes instead: one value repeated over a shape an input has a size of
+   *  (ConstantOfShape, as the ones and zeros of a loss's backward), or a 0-d count equal to an
+   *  input's size (a mean's divisor). nullopt when t is neither. */
+  std::optional<std::string> sized_constant(const Tensor& t, DType dtype);
   /** Binds t by emitting the call inside a composite that made it; false when none can. */
   bool emit_part_making(const Tensor& t);
   /** note_calls' walk; `parts`: the calls are inside another call. */
@@ -167,7 +193,9 @@ class GraphBuilder {
   std::unordered_map<const void*, Value> values_;
   std::unordered_map<const void*, std::pair<Tensor, std::string>> unexported_;  // the tensor, and why
   std::unordered_map<std::string, int64_t> counters_;
-  bool name_live_leaves_ = false, allow_replays_ = false;
+  bool name_live_leaves_ = false, allow_replays_ = false, free_sizes_ = false;
+  std::vector<std::pair<std::string, Shape>> free_inputs_;    // under free_sizes: each input's name and shape
+  std::unordered_map<std::string, std::string> size_values_;  // "input:dim" -> its size_value here
   std::vector<graph::Replay> replays_;
   std::vector<std::pair<std::string, Tensor>> live_leaves_;
   Emitter emitter_;

@@ -35,6 +35,7 @@ struct Graph;
 
 /** A graph interpreter over ug ops. */
 class OnnxModule : public nn::Module {
+  UG_CLONEABLE(OnnxModule)
  public:
   /** Takes the graph's initializers as its parameters and buffers (see load). */
   explicit OnnxModule(Graph graph);

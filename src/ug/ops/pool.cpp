@@ -94,9 +94,11 @@ Tensor window_avg(const Tensor& x, const Windows& win) {
 /** The adjoint of window_avg: each output's gradient spread over its window. */
 Tensor window_avg_transpose(const Tensor& g, const Windows& win, int64_t h, int64_t w) {
   graph::OpCall call(kAvgPool2dBackward);
-  if (call.capturing())  // a gradient without a graph form of its own: a program calls it back
+  if (call.capturing()) {  // a gradient without a graph form of its own: a program calls it back
     call.set_replay(
         [win, h, w](const graph::Tensors& in) { return graph::Tensors{window_avg_transpose(in[0], win, h, w)}; });
+    call.set_attrs({{"height", h}, {"width", w}});  // the closure's sizes, for reduce_retracing to compare
+  }
   Tensor out;
   if (int lvl = batching::level(g)) {
     out = batching::wrap(window_avg_transpose(batching::physical(g, lvl), win, h, w), lvl);

@@ -1,11 +1,13 @@
 #include "ug/ops/random.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <vector>
 
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/binary.h"
 
 namespace ug {
 
@@ -195,6 +197,58 @@ Tensor& normal_(Tensor& t, double mean, double std) {
   return t.copy_(draw(normal_draw(Dims(t.shape().begin(), t.shape().end()), mean, std, t.dtype(), t.device())));
 }
 
+Tensor bernoulli(const Tensor& p) {
+  if (!p.is_floating_point()) fail<TypeError>("[bernoulli] expects floating probabilities, got ", p.dtype());
+  return (rand_like(p) < p).to(p.dtype());
+}
+
+Tensor& bernoulli_(Tensor& t, double p) {
+  if (p < 0 || p > 1) fail("[bernoulli_] p must be in [0, 1], got ", p);
+  return t.copy_(rand(Dims(t.shape().begin(), t.shape().end()), {.device = t.device()}) < p);
+}
+
+Tensor& exponential_(Tensor& t, double lambd) {
+  if (!t.is_floating_point()) fail<TypeError>("[exponential_] expects a floating tensor, got ", t.dtype());
+  if (!(lambd > 0)) fail("[exponential_] lambd must be positive, got ", lambd);
+  // Inverse CDF on (0, 1]: 1 - U never reaches 0, so no draw is infinite.
+  const Tensor u = rand(Dims(t.shape().begin(), t.shape().end()), {.dtype = DType::Float64, .device = t.device()});
+  return t.copy_((1.0 - u).log() * (-1.0 / lambd));
+}
+
+Tensor multinomial(const Tensor& weights, int64_t num_samples, bool replacement) {
+  if (!weights.is_floating_point() || weights.dim() < 1 || weights.dim() > 2)
+    fail<RuntimeError>("[multinomial] expects 1-d or 2-d floating weights, got ", weights.dtype(), " ",
+                       weights.shape());
+  const int64_t n = weights.size(-1);
+  if (num_samples <= 0) fail<RuntimeError>("[multinomial] num_samples must be positive, got ", num_samples);
+  if (n == 0) fail<RuntimeError>("[multinomial] needs at least one category");
+  const Tensor w = weights.detach().to(DType::Float64);
+  if (!(w >= 0.0).all().item<bool>() || !w.isfinite().all().item<bool>())
+    fail<RuntimeError>("[multinomial] weights must be finite and non-negative");
+  const Tensor positive = (w > 0.0).sum(Dims{-1});
+  if (!(positive > 0).all().item<bool>())
+    fail<RuntimeError>("[multinomial] every row's weights must sum to more than 0");
+  if (!replacement && num_samples > n)
+    fail<RuntimeError>("[multinomial] cannot draw ", num_samples, " samples without replacement from ", n,
+                       " categories");
+  // Gumbel-max: the argmax of log w + Gumbel noise is a draw with probability w / sum(w); the
+  // top num_samples of one noise draw are a draw without replacement (Gumbel-top-k), in which
+  // categories of weight 0 (log -inf) come last, as torch draws them once the others are out.
+  auto gumbel = [&](const Dims& shape) {
+    const Tensor u = rand(shape, {.dtype = DType::Float64, .device = w.device()});
+    return -(-(1.0 - u).log()).log();
+  };
+  const Tensor logits = w.log();
+  if (!replacement) {
+    Dims shape(w.shape().begin(), w.shape().end());
+    return (logits + gumbel(shape)).topk(num_samples, -1).second;
+  }
+  Dims shape(w.shape().begin(), w.shape().end() - 1);
+  shape.push_back(num_samples);
+  shape.push_back(n);
+  return (logits.unsqueeze(-2) + gumbel(shape)).argmax(-1);
+}
+
 namespace random {
 
 Tensor key(uint64_t seed) { return make_key(static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(seed)); }
@@ -223,6 +277,27 @@ Tensor bernoulli(const Tensor& key, double p, const Dims& shape) {
   if (p < 0 || p > 1) fail("[random.bernoulli] p must be in [0, 1], got ", p);
   return uniform(key, shape).lt(p);
 }
+Tensor categorical(const Tensor& key, const Tensor& logits, int64_t axis, std::optional<Dims> shape) {
+  if (!logits.is_floating_point() || logits.dim() == 0)
+    fail("[random.categorical] expects floating logits of at least 1 dim, got ", logits.dtype(), " ", logits.shape());
+  const int64_t rank = logits.dim();
+  if (axis < -rank || axis >= rank) fail("[random.categorical] axis ", axis, " out of range for ", logits.shape());
+  const Tensor last = logits.movedim(axis < 0 ? axis + rank : axis, -1);
+  Dims out(last.shape().begin(), last.shape().end() - 1);
+  if (shape) {
+    if (broadcast_shapes(Shape(shape->begin(), shape->end()), Shape(out.begin(), out.end()), "random.categorical") !=
+        Shape(shape->begin(), shape->end()))
+      fail("[random.categorical] shape ", Shape(shape->begin(), shape->end()), " must broadcast with the logits' ",
+           Shape(out.begin(), out.end()));
+    out = *shape;
+  }
+  Dims noise_shape = out;
+  noise_shape.push_back(last.size(-1));
+  // Gumbel-max: argmax(logits + Gumbel noise) is a draw from softmax(logits); u > 0 keeps it finite.
+  const Tensor u = uniform(key, noise_shape, std::numeric_limits<float>::min(), 1.0, DType::Float32);
+  return (last.to(DType::Float32) - (-u.log()).log()).argmax(-1);
+}
+
 Tensor permutation(const Tensor& key, int64_t n) { return draw(permutation_draw(n), &key); }
 Tensor permutation(const Tensor& key, const Tensor& x) {
   if (x.dim() == 0) fail("[random.permutation] x must have at least one dimension");

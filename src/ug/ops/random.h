@@ -2,6 +2,7 @@
 // then ug::randn) and explicit JAX-style keys (ug::random::key, split, normal...).
 #pragma once
 
+#include <optional>
 #include <utility>
 
 #include "ug/core/random.h"
@@ -24,6 +25,15 @@ void set_rng_state(const Tensor& state);
 /** Fills t in place from the global generator (used by initialisers). */
 Tensor& uniform_(Tensor& t, double low = 0, double high = 1);
 Tensor& normal_(Tensor& t, double mean = 0, double std = 1);
+/** 1 with probability p, else 0: for each element of p (torch.bernoulli), or for each element
+ *  of t, in place. */
+Tensor bernoulli(const Tensor& p);
+Tensor& bernoulli_(Tensor& t, double p = 0.5);
+/** Exponentially distributed with rate lambd, in place. */
+Tensor& exponential_(Tensor& t, double lambd = 1);
+/** num_samples category indices (int64) for each row of non-negative weights (1-d or 2-d, not
+ *  necessarily normalised), with or without replacement (torch.multinomial). */
+Tensor multinomial(const Tensor& weights, int64_t num_samples, bool replacement = false);
 
 namespace random {
 
@@ -38,6 +48,9 @@ Tensor uniform(const Tensor& key, const Dims& shape, double minval = 0, double m
 Tensor normal(const Tensor& key, const Dims& shape, DType dtype = DType::Float32);
 Tensor randint(const Tensor& key, const Dims& shape, int64_t minval, int64_t maxval, DType dtype = DType::Int64);
 Tensor bernoulli(const Tensor& key, double p, const Dims& shape);
+/** Category indices drawn with probabilities softmax(logits) along `axis` (jax.random.categorical):
+ *  of the logits' shape without that axis, or of `shape`, which must broadcast with it. */
+Tensor categorical(const Tensor& key, const Tensor& logits, int64_t axis = -1, std::optional<Dims> shape = {});
 Tensor permutation(const Tensor& key, int64_t n);
 /** x shuffled along dim 0. */
 Tensor permutation(const Tensor& key, const Tensor& x);

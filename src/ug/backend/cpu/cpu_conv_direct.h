@@ -7,14 +7,10 @@
 
 #include <cstdint>
 
+#include "ug/backend/cpu/cpu_conv_epilogue.h"
 #include "ug/core/tensor.h"
 
 namespace ug::cpu {
-
-/** What the forward pass does after the bias (Conv2dParams' accumulate and relu). */
-struct Epilogue {
-  bool accumulate = false, relu = false;
-};
 
 struct DirectConv {
   int64_t N, C, H, W, O, kh, kw, Ho, Wo, sh, sw, ph, pw;
@@ -32,5 +28,10 @@ void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, bool t
  *  and the output gradient gy [N, O, Ho, Wo], summed in an order fixed by the shape. Call only
  *  on an AVX-512 CPU. */
 void direct_conv2d_weight_grad(const DirectConv& g, const Tensor& x, const Tensor& gy, const Tensor& gw);
+
+/** w [O, C, 3, 3]'s Winograd filters U [16][O][C] (winograd_transform_filters), made once per
+ *  weight version and cached with the packed weights of direct_conv2d: an inference call then
+ *  does not transform them again. */
+Tensor winograd_filters(const Tensor& w);
 
 }  // namespace ug::cpu

@@ -12,6 +12,7 @@
 
 #include "ug/backend/cpu/scratch.h"
 #include "ug/core/thread_pool.h"
+#include "ug/ops/unary_kinds.h"
 
 namespace ug::cpu {
 
@@ -102,9 +103,10 @@ UG_MULTIVERSION void transform_tiles(const float* planes, int64_t C, int64_t Hp,
 }
 
 /** One image's outputs y [O, Ho, Wo] for its tile rows [row0, row0 + rows) from the products
- *  M[k][o][t]: A^T m A plus the bias, A^T = [1 1 1 0; 0 1 -1 -1]; tiles past the edge are cut. */
+ *  M[k][o][t]: A^T m A plus the bias, then the epilogue, A^T = [1 1 1 0; 0 1 -1 -1]; tiles past
+ *  the edge are cut. */
 UG_MULTIVERSION void untransform_tiles(const Winograd3x3& g, const float* M, int64_t tiles_w, int64_t row0,
-                                       int64_t rows, const float* bias, float* y, float* s) {
+                                       int64_t rows, const float* bias, float* y, float* s, Epilogue e) {
   const int64_t Ho = g.out_h(), Wo = g.out_w(), count = rows * tiles_w, k_stride = g.O * count;
   for (int64_t o = 0; o < g.O; ++o) {
     const float b = bias ? bias[o] : 0.0f;
@@ -123,11 +125,21 @@ UG_MULTIVERSION void untransform_tiles(const Winograd3x3& g, const float* M, int
       for (int i = 0; i < 2 && oh + i < Ho; ++i) {
         const float *a0 = s + 4 * i * tiles_w, *a1 = a0 + tiles_w, *a2 = a1 + tiles_w, *a3 = a2 + tiles_w;
         float* out = y + (o * Ho + oh + i) * Wo;
+        // With an epilogue, the row is made in s past A^T's rows, then finished while both are
+        // in cache: a pass after would read the whole output again. Plain loops, which the
+        // compiler vectorises.
+        const bool epilogue = e.accumulate || e.relu;
+        float* row = epilogue ? s + 8 * tiles_w : out;
         for (int64_t tj = 0; tj < Wo / 2; ++tj) {
-          out[2 * tj] = a0[tj] + a1[tj] + a2[tj] + b;
-          out[2 * tj + 1] = a1[tj] - a2[tj] - a3[tj] + b;
+          row[2 * tj] = a0[tj] + a1[tj] + a2[tj] + b;
+          row[2 * tj + 1] = a1[tj] - a2[tj] - a3[tj] + b;
         }
-        if (Wo % 2) out[Wo - 1] = a0[Wo / 2] + a1[Wo / 2] + a2[Wo / 2] + b;
+        if (Wo % 2) row[Wo - 1] = a0[Wo / 2] + a1[Wo / 2] + a2[Wo / 2] + b;
+        if (e.accumulate)
+          for (int64_t j = 0; j < Wo; ++j) row[j] += out[j];
+        if (e.relu)
+          for (int64_t j = 0; j < Wo; ++j) out[j] = ops::Relu::f(row[j]);
+        else if (epilogue) std::copy(row, row + Wo, out);
       }
     }
   }
@@ -215,19 +227,27 @@ bool Winograd3x3::worthwhile() const {
   return C >= 16 && O >= 16 && tiles >= 128;
 }
 
+void winograd_transform_filters(int64_t O, int64_t C, const float* w, float* U) {
+  transform_filters({1, C, 1, 1, O, 0, 0}, w, false, U);
+}
+
 void winograd_conv3x3(const Winograd3x3& g, const float* x, const float* w, bool transposed, const float* bias,
-                      float* y) {
+                      float* y, Epilogue epilogue, const float* filters) {
   const Tiling tl(g, kBlockFloats);
   Scratch<float> filters_buf, planes_buf;
-  float* U = filters_buf.get(16 * g.O * g.C);
-  transform_filters(g, w, transposed, U);
+  const float* U = filters;
+  if (!U) {
+    float* made = filters_buf.get(16 * g.O * g.C);
+    transform_filters(g, w, transposed, made);
+    U = made;
+  }
   float* xp = planes_buf.get(g.N * g.C * tl.Hp * tl.Wp);
   pad_planes(g, x, tl.Hp, tl.Wp, xp);
   parallel_for(g.N * tl.blocks, 1, [&](int64_t b0, int64_t b1) {
     Scratch<float> inputs_buf, products_buf, rows_buf;
     float* V = inputs_buf.get(16 * g.C * tl.rows * tl.tiles_w);
     float* M = products_buf.get(16 * g.O * tl.rows * tl.tiles_w);
-    float* r = rows_buf.get(std::max(4 * tl.Wp, 8 * tl.tiles_w));
+    float* r = rows_buf.get(std::max(4 * tl.Wp, 10 * tl.tiles_w));  // untransform_tiles: 8 rows and an output row
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t n = b / tl.blocks, row0 = b % tl.blocks * tl.rows, nrows = std::min(tl.rows, tl.tiles_h - row0);
       const int64_t count = nrows * tl.tiles_w;
@@ -235,7 +255,7 @@ void winograd_conv3x3(const Winograd3x3& g, const float* x, const float* w, bool
       for (int k = 0; k < 16; ++k)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g.O, count, g.C, 1.0f, U + k * g.O * g.C, g.C,
                     V + k * g.C * count, count, 0.0f, M + k * g.O * count, count);
-      untransform_tiles(g, M, tl.tiles_w, row0, nrows, bias, y + n * g.O * g.out_h() * g.out_w(), r);
+      untransform_tiles(g, M, tl.tiles_w, row0, nrows, bias, y + n * g.O * g.out_h() * g.out_w(), r, epilogue);
     }
   });
 }

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "ug/backend/cpu/cpu_conv_epilogue.h"
+
 namespace ug::cpu {
 
 struct Winograd3x3 {
@@ -19,10 +21,14 @@ struct Winograd3x3 {
 };
 
 /** y [N, O, Ho, Wo] = x [N, C, H, W] correlated with w [O, C, 3, 3], zero padding, plus bias [O]
- *  (may be null). transposed: w is [C, O, 3, 3] and used flipped, w'[o][c] = w[c][o] rotated
- *  by 180 degrees, which makes this the input gradient of a 3x3 convolution. */
+ *  (may be null), then the epilogue. transposed: w is [C, O, 3, 3] and used flipped, w'[o][c] =
+ *  w[c][o] rotated by 180 degrees, which makes this the input gradient of a 3x3 convolution. */
 void winograd_conv3x3(const Winograd3x3& g, const float* x, const float* w, bool transposed, const float* bias,
-                      float* y);
+                      float* y, Epilogue epilogue = {}, const float* filters = nullptr);
+
+/** U [16][O][C] = G g G^T of w [O, C, 3, 3]: the filters winograd_conv3x3 multiplies by (given
+ *  to it as `filters`, w is then not read). */
+void winograd_transform_filters(int64_t O, int64_t C, const float* w, float* U);
 
 /** gw [O, C, 3, 3] = the adjoint of winograd_conv3x3 (not transposed) in w, applied to the
  *  output gradient gy [N, O, Ho, Wo]: the same input tiles, the gradient's tiles transformed by

@@ -15,6 +15,7 @@ std::function<Tensor(const Tensor&)> activation(const std::string& name);
 
 /** One module class per activation: `ReLU()`, `GELU("tanh")`, `Softmax(-1)`. */
 class ActivationImpl : public Module {
+  UG_CLONEABLE(ActivationImpl)
  public:
   ActivationImpl(std::string type_name, std::function<Tensor(const Tensor&)> fn, std::string repr = "")
       : Module(std::move(type_name)), fn_(std::move(fn)), repr_(std::move(repr)) {}
@@ -28,7 +29,7 @@ class ActivationImpl : public Module {
 
 #define UG_ACTIVATION(Name, Ctor)            \
   class Name##Impl : public ActivationImpl { \
-   public:                                   \
+    UG_CLONEABLE(Name##Impl)                 \
     Ctor                                     \
   };                                         \
   UG_MODULE(Name);

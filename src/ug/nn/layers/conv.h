@@ -13,6 +13,7 @@ namespace ug::nn {
 /** Conv1d and Conv2d: weight [out, in / groups, *kernel], PyTorch's default initialisation
  *  (kaiming_uniform_ with a = sqrt(5), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))). */
 class ConvImpl : public Module {
+  UG_CLONEABLE(ConvImpl)
  public:
   ConvImpl(int spatial_dims, int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride = {1},
            ConvPadding padding = 0, Dims dilation = {1}, int64_t groups = 1, bool bias = true, bool transposed = false,
@@ -34,6 +35,7 @@ class ConvImpl : public Module {
 };
 
 class Conv1dImpl : public ConvImpl {
+  UG_CLONEABLE(Conv1dImpl)
  public:
   Conv1dImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1,
              ConvPadding padding = 0, int64_t dilation = 1, int64_t groups = 1, bool bias = true)
@@ -42,6 +44,7 @@ class Conv1dImpl : public ConvImpl {
 UG_MODULE(Conv1d);
 
 class Conv2dImpl : public ConvImpl {
+  UG_CLONEABLE(Conv2dImpl)
  public:
   Conv2dImpl(int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride = {1}, ConvPadding padding = 0,
              Dims dilation = {1}, int64_t groups = 1, bool bias = true)
@@ -51,6 +54,7 @@ class Conv2dImpl : public ConvImpl {
 UG_MODULE(Conv2d);
 
 class ConvTranspose2dImpl : public ConvImpl {
+  UG_CLONEABLE(ConvTranspose2dImpl)
  public:
   ConvTranspose2dImpl(int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride = {1},
                       Dims padding = {0}, Dims output_padding = {0}, int64_t groups = 1, bool bias = true,
@@ -61,6 +65,7 @@ class ConvTranspose2dImpl : public ConvImpl {
 UG_MODULE(ConvTranspose2d);
 
 class MaxPool2dImpl : public Module {
+  UG_CLONEABLE(MaxPool2dImpl)
  public:
   MaxPool2dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, Dims dilation = {1}, bool ceil_mode = false)
       : Module("MaxPool2d"),
@@ -79,6 +84,7 @@ class MaxPool2dImpl : public Module {
 UG_MODULE(MaxPool2d);
 
 class AvgPool2dImpl : public Module {
+  UG_CLONEABLE(AvgPool2dImpl)
  public:
   AvgPool2dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, bool ceil_mode = false,
                 bool count_include_pad = true, std::optional<int64_t> divisor_override = {})
@@ -100,6 +106,7 @@ class AvgPool2dImpl : public Module {
 UG_MODULE(AvgPool2d);
 
 class AdaptiveAvgPool2dImpl : public Module {
+  UG_CLONEABLE(AdaptiveAvgPool2dImpl)
  public:
   explicit AdaptiveAvgPool2dImpl(Dims output_size)
       : Module("AdaptiveAvgPool2d"), output_size_(std::move(output_size)) {}

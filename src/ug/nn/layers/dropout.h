@@ -9,6 +9,7 @@
 namespace ug::nn {
 
 class DropoutImpl : public Module {
+  UG_CLONEABLE(DropoutImpl)
  public:
   explicit DropoutImpl(double p = 0.5);
   Tensor forward(const Tensor& x) override;
@@ -23,6 +24,7 @@ UG_MODULE(Dropout);
 /** weight [num_embeddings, embedding_dim] drawn from N(0, 1); the padding_idx row starts at
  *  zero and gets no gradient. */
 class EmbeddingImpl : public Module {
+  UG_CLONEABLE(EmbeddingImpl)
  public:
   EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = {});
   Tensor forward(const Tensor& indices) override;

@@ -10,6 +10,7 @@
 namespace ug::nn {
 
 class LinearImpl : public Module {
+  UG_CLONEABLE(LinearImpl)
  public:
   /** in_features < 0 makes a lazy layer whose weight is created by the first forward. */
   LinearImpl(int64_t in_features, int64_t out_features, bool bias = true, DType dtype = DType::Float32);
@@ -39,6 +40,7 @@ UG_MODULE(Linear);
  *  (N, C, H, W) batch gives (N, units). Built under a mixed-precision policy
  *  (nn/mixed_precision.h), it keeps float32 weights and computes in the policy's 16-bit dtype. */
 class DenseImpl : public LinearImpl {
+  UG_CLONEABLE(DenseImpl)
  public:
   DenseImpl(int64_t units, const std::string& activation = "", int64_t input_dim = -1, bool use_bias = true,
             DType dtype = DType::Float32, bool flatten = false);
@@ -60,6 +62,7 @@ class DenseImpl : public LinearImpl {
 UG_MODULE(Dense);
 
 class IdentityImpl : public Module {
+  UG_CLONEABLE(IdentityImpl)
  public:
   IdentityImpl() : Module("Identity") {}
   Tensor forward(const Tensor& x) override { return x; }
@@ -67,6 +70,7 @@ class IdentityImpl : public Module {
 UG_MODULE(Identity);
 
 class FlattenImpl : public Module {
+  UG_CLONEABLE(FlattenImpl)
  public:
   explicit FlattenImpl(int64_t start_dim = 1, int64_t end_dim = -1)
       : Module("Flatten"), start_dim_(start_dim), end_dim_(end_dim) {}

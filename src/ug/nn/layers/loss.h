@@ -11,6 +11,7 @@ namespace ug::nn {
 
 /** The reduction every loss takes: "mean", "sum" or "none". */
 class LossImpl : public Module {
+  UG_CLONEABLE(LossImpl)
  public:
   /** KLDivLoss also takes "batchmean". */
   LossImpl(std::string type_name, std::string reduction, bool batchmean_allowed = false);
@@ -22,6 +23,7 @@ class LossImpl : public Module {
 };
 
 class CrossEntropyLossImpl : public LossImpl {
+  UG_CLONEABLE(CrossEntropyLossImpl)
  public:
   explicit CrossEntropyLossImpl(Tensor weight = {}, int64_t ignore_index = -100, std::string reduction = "mean",
                                 double label_smoothing = 0.0);
@@ -34,6 +36,7 @@ class CrossEntropyLossImpl : public LossImpl {
 UG_MODULE(CrossEntropyLoss);
 
 class NLLLossImpl : public LossImpl {
+  UG_CLONEABLE(NLLLossImpl)
  public:
   explicit NLLLossImpl(Tensor weight = {}, int64_t ignore_index = -100, std::string reduction = "mean");
   Tensor forward(const Tensor& input, const Tensor& target);
@@ -44,6 +47,7 @@ class NLLLossImpl : public LossImpl {
 UG_MODULE(NLLLoss);
 
 class MSELossImpl : public LossImpl {
+  UG_CLONEABLE(MSELossImpl)
  public:
   explicit MSELossImpl(std::string reduction = "mean") : LossImpl("MSELoss", std::move(reduction)) {}
   Tensor forward(const Tensor& input, const Tensor& target) { return functional::mse_loss(input, target, reduction()); }
@@ -51,6 +55,7 @@ class MSELossImpl : public LossImpl {
 UG_MODULE(MSELoss);
 
 class L1LossImpl : public LossImpl {
+  UG_CLONEABLE(L1LossImpl)
  public:
   explicit L1LossImpl(std::string reduction = "mean") : LossImpl("L1Loss", std::move(reduction)) {}
   Tensor forward(const Tensor& input, const Tensor& target) { return functional::l1_loss(input, target, reduction()); }
@@ -58,6 +63,7 @@ class L1LossImpl : public LossImpl {
 UG_MODULE(L1Loss);
 
 class SmoothL1LossImpl : public LossImpl {
+  UG_CLONEABLE(SmoothL1LossImpl)
  public:
   explicit SmoothL1LossImpl(std::string reduction = "mean", double beta = 1.0)
       : LossImpl("SmoothL1Loss", std::move(reduction)), beta_(beta) {}
@@ -71,6 +77,7 @@ class SmoothL1LossImpl : public LossImpl {
 UG_MODULE(SmoothL1Loss);
 
 class HuberLossImpl : public LossImpl {
+  UG_CLONEABLE(HuberLossImpl)
  public:
   explicit HuberLossImpl(std::string reduction = "mean", double delta = 1.0)
       : LossImpl("HuberLoss", std::move(reduction)), delta_(delta) {}
@@ -84,6 +91,7 @@ class HuberLossImpl : public LossImpl {
 UG_MODULE(HuberLoss);
 
 class BCELossImpl : public LossImpl {
+  UG_CLONEABLE(BCELossImpl)
  public:
   explicit BCELossImpl(Tensor weight = {}, std::string reduction = "mean");
   Tensor forward(const Tensor& input, const Tensor& target);
@@ -91,6 +99,7 @@ class BCELossImpl : public LossImpl {
 UG_MODULE(BCELoss);
 
 class BCEWithLogitsLossImpl : public LossImpl {
+  UG_CLONEABLE(BCEWithLogitsLossImpl)
  public:
   explicit BCEWithLogitsLossImpl(Tensor weight = {}, std::string reduction = "mean", Tensor pos_weight = {});
   Tensor forward(const Tensor& input, const Tensor& target);
@@ -98,6 +107,7 @@ class BCEWithLogitsLossImpl : public LossImpl {
 UG_MODULE(BCEWithLogitsLoss);
 
 class KLDivLossImpl : public LossImpl {
+  UG_CLONEABLE(KLDivLossImpl)
  public:
   explicit KLDivLossImpl(std::string reduction = "mean", bool log_target = false)
       : LossImpl("KLDivLoss", std::move(reduction), true), log_target_(log_target) {}
@@ -111,6 +121,7 @@ class KLDivLossImpl : public LossImpl {
 UG_MODULE(KLDivLoss);
 
 class CosineEmbeddingLossImpl : public LossImpl {
+  UG_CLONEABLE(CosineEmbeddingLossImpl)
  public:
   explicit CosineEmbeddingLossImpl(double margin = 0.0, std::string reduction = "mean")
       : LossImpl("CosineEmbeddingLoss", std::move(reduction)), margin_(margin) {}

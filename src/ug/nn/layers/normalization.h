@@ -12,6 +12,7 @@ namespace ug::nn {
  *  training (updating running_mean/running_var), running statistics in eval. momentum
  *  unset means a cumulative average over the batches seen, as in PyTorch. */
 class BatchNormImpl : public Module {
+  UG_CLONEABLE(BatchNormImpl)
  public:
   BatchNormImpl(int spatial_dims, int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                 bool affine = true, bool track_running_stats = true);
@@ -28,6 +29,7 @@ class BatchNormImpl : public Module {
 };
 
 class BatchNorm1dImpl : public BatchNormImpl {
+  UG_CLONEABLE(BatchNorm1dImpl)
  public:
   explicit BatchNorm1dImpl(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                            bool affine = true, bool track_running_stats = true)
@@ -36,6 +38,7 @@ class BatchNorm1dImpl : public BatchNormImpl {
 UG_MODULE(BatchNorm1d);
 
 class BatchNorm2dImpl : public BatchNormImpl {
+  UG_CLONEABLE(BatchNorm2dImpl)
  public:
   explicit BatchNorm2dImpl(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                            bool affine = true, bool track_running_stats = true)
@@ -44,6 +47,7 @@ class BatchNorm2dImpl : public BatchNormImpl {
 UG_MODULE(BatchNorm2d);
 
 class LayerNormImpl : public Module {
+  UG_CLONEABLE(LayerNormImpl)
  public:
   explicit LayerNormImpl(Dims normalized_shape, double eps = 1e-5, bool elementwise_affine = true, bool bias = true);
   Tensor forward(const Tensor& x) override;
@@ -58,6 +62,7 @@ class LayerNormImpl : public Module {
 UG_MODULE(LayerNorm);
 
 class GroupNormImpl : public Module {
+  UG_CLONEABLE(GroupNormImpl)
  public:
   GroupNormImpl(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
   Tensor forward(const Tensor& x) override;
@@ -72,6 +77,7 @@ class GroupNormImpl : public Module {
 UG_MODULE(GroupNorm);
 
 class RMSNormImpl : public Module {
+  UG_CLONEABLE(RMSNormImpl)
  public:
   explicit RMSNormImpl(Dims normalized_shape, std::optional<double> eps = {}, bool elementwise_affine = true);
   Tensor forward(const Tensor& x) override;

@@ -31,6 +31,7 @@ enum class RNNMode { RNNTanh, RNNReLU, LSTM, GRU };
 /** The shared part of the cells: weight_ih [G*H, in], weight_hh [G*H, H], bias_ih and
  *  bias_hh [G*H] (G = 4 for LSTM, 3 for GRU, 1 for RNN), all U(-1/sqrt(H), 1/sqrt(H)). */
 class RNNCellBaseImpl : public Module {
+  UG_CLONEABLE(RNNCellBaseImpl)
  public:
   void reset_parameters() override;
   std::string extra_repr() const override;
@@ -56,6 +57,7 @@ class RNNCellBaseImpl : public Module {
 
 /** h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (or relu); torch.nn.RNNCell. */
 class RNNCellImpl : public RNNCellBaseImpl {
+  UG_CLONEABLE(RNNCellImpl)
  public:
   RNNCellImpl(int64_t input_size, int64_t hidden_size, bool bias = true, const std::string& nonlinearity = "tanh",
               DType dtype = DType::Float32);
@@ -69,6 +71,7 @@ UG_MODULE(RNNCell);
 
 /** One LSTM step, gates in PyTorch's order i, f, g, o; torch.nn.LSTMCell. */
 class LSTMCellImpl : public RNNCellBaseImpl {
+  UG_CLONEABLE(LSTMCellImpl)
  public:
   LSTMCellImpl(int64_t input_size, int64_t hidden_size, bool bias = true, DType dtype = DType::Float32);
   /** (h', c') from x ([N, in] or [in]) and (h, c) ([N, H] or [H]; zeros when absent). */
@@ -81,6 +84,7 @@ UG_MODULE(LSTMCell);
 /** One GRU step, gates r, z, n with n = tanh(W_in x + b_in + r * (W_hn h + b_hn));
  *  torch.nn.GRUCell. */
 class GRUCellImpl : public RNNCellBaseImpl {
+  UG_CLONEABLE(GRUCellImpl)
  public:
   GRUCellImpl(int64_t input_size, int64_t hidden_size, bool bias = true, DType dtype = DType::Float32);
   /** h' from x ([N, in] or [in]) and h ([N, H] or [H]; zeros when absent). */
@@ -107,6 +111,7 @@ struct RNNOptions {
  *  unbatched [L, in]; states [num_layers * D, N, H] (or [num_layers * D, H]), D = 2 when
  *  bidirectional; output [L, N, D * H]. */
 class RNNBaseImpl : public Module {
+  UG_CLONEABLE(RNNBaseImpl)
  public:
   void reset_parameters() override;
   std::string extra_repr() const override;
@@ -135,6 +140,7 @@ class RNNBaseImpl : public Module {
 
 /** Elman RNN, h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh) (or relu); torch.nn.RNN. */
 class RNNImpl : public RNNBaseImpl {
+  UG_CLONEABLE(RNNImpl)
  public:
   RNNImpl(int64_t input_size, int64_t hidden_size, RNNOptions options = {}, const std::string& nonlinearity = "tanh");
   /** (output, h_n) from the input and h0 (zeros when absent). */
@@ -147,6 +153,7 @@ UG_MODULE(RNN);
 
 /** torch.nn.LSTM (without proj_size). */
 class LSTMImpl : public RNNBaseImpl {
+  UG_CLONEABLE(LSTMImpl)
  public:
   LSTMImpl(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
   /** (output, (h_n, c_n)) from the input and (h0, c0) (zeros when absent). */
@@ -158,6 +165,7 @@ UG_MODULE(LSTM);
 
 /** torch.nn.GRU. */
 class GRUImpl : public RNNBaseImpl {
+  UG_CLONEABLE(GRUImpl)
  public:
   GRUImpl(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
   /** (output, h_n) from the input and h0 (zeros when absent). */

@@ -1,0 +1,179 @@
+#include "ug/ops/composite.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "ug/core/type_info.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/join.h"
+#include "ug/ops/linalg.h"
+#include "ug/ops/reduce.h"
+#include "ug/ops/unary.h"
+
+namespace ug {
+
+namespace {
+
+/** (cols - rows) of the last two dims of x, as an int64 [rows, cols] grid. */
+Tensor diagonal_offsets(int64_t rows, int64_t cols) {
+  return arange(cols, {.dtype = DType::Int64}).unsqueeze(0) - arange(rows, {.dtype = DType::Int64}).unsqueeze(1);
+}
+
+Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, const char* op) {
+  if (x.dim() < 2) fail("[", op, "] needs at least 2 dims, got shape ", x.shape());
+  const Tensor offsets = diagonal_offsets(x.size(-2), x.size(-1));
+  return where(lower ? offsets <= diagonal : offsets >= diagonal, x, zeros({}, {.dtype = x.dtype()}));
+}
+
+bool is_one(Scalar s) { return !s.is_bool() && s.to_double() == 1.0; }
+
+/** beta * input + alpha * product, torch's way: input unread when beta is 0. */
+Tensor scaled_sum(const Tensor& input, Tensor product, Scalar beta, Scalar alpha) {
+  if (!is_one(alpha)) product = product * alpha;
+  // beta = 0: input's values unread (a NaN in it stays out) but its gradient zeros, as torch's.
+  if (beta.to_double() == 0.0) return product + where(ones_like(input, {.dtype = DType::Bool}), 0.0, input);
+  return (is_one(beta) ? input : input * beta) + product;
+}
+
+}  // namespace
+
+Tensor tril(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, true, "tril"); }
+Tensor triu(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, false, "triu"); }
+
+Tensor diag(const Tensor& x, int64_t diagonal) {
+  if (x.dim() == 2) {
+    // Each row (k >= 0) or column (k < 0) holds at most one element of the diagonal: masked
+    // sums pick them out exactly, in ops every transform and the ONNX export know (a strided
+    // diagonal view has no ONNX counterpart).
+    const int64_t rows = x.size(0), cols = x.size(1);
+    const int64_t length =
+        std::max<int64_t>(0, diagonal >= 0 ? std::min(rows, cols - diagonal) : std::min(rows + diagonal, cols));
+    const Tensor kept = where(diagonal_offsets(rows, cols) == diagonal, x, zeros({}, {.dtype = x.dtype()}));
+    const Tensor lines = (diagonal >= 0 ? kept.sum(Dims{1}) : kept.sum(Dims{0})).to(x.dtype());  // ints sum to int64
+    return lines.narrow(0, 0, length);  // row i holds (i, i + k); column j holds (j - k, j)
+  }
+  if (x.dim() != 1) fail("[diag] needs a 1-d or 2-d tensor, got shape ", x.shape());
+  const int64_t k = diagonal < 0 ? -diagonal : diagonal, n = x.size(0) + k;
+  // Entry (i, i + k) holds x[i] above the diagonal, (j - k, j) holds x[j] below it: the values
+  // by row (or by column), padded to n, kept where the offset is the diagonal's.
+  const Tensor padded = pad(x, {0, k});
+  const Tensor values = diagonal >= 0 ? padded.unsqueeze(1) : padded.unsqueeze(0);
+  return where(diagonal_offsets(n, n) == diagonal, values, zeros({}, {.dtype = x.dtype()}));
+}
+
+Tensor trace(const Tensor& x) {
+  if (x.dim() != 2) fail("[trace] needs a matrix, got shape ", x.shape());
+  return diag(x).sum();
+}
+
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing) {
+  if (indexing != "ij" && indexing != "xy")
+    fail("[meshgrid] indexing must be \"ij\" or \"xy\", got \"", indexing, "\"");
+  const size_t n = tensors.size();
+  Dims shape;
+  for (const Tensor& t : tensors) {
+    if (t.dim() > 1) fail("[meshgrid] expects 0-d or 1-d tensors, got shape ", t.shape());
+    shape.push_back(t.numel());
+  }
+  const bool swap = indexing == "xy" && n >= 2;
+  if (swap) std::swap(shape[0], shape[1]);
+  std::vector<Tensor> grids;
+  for (size_t i = 0; i < n; ++i) {
+    size_t at = i;
+    if (swap && i < 2) at = 1 - i;
+    Dims view(n, 1);
+    view[at] = tensors[i].numel();
+    grids.push_back(tensors[i].reshape(view).expand(shape));
+  }
+  return grids;
+}
+
+Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, Scalar beta, Scalar alpha) {
+  if (mat1.dim() != 2 || mat2.dim() != 2)
+    fail("[addmm] expects 2-d matrices, got shapes ", mat1.shape(), " and ", mat2.shape());
+  return scaled_sum(input, mm(mat1, mat2), beta, alpha);
+}
+
+Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, Scalar beta, Scalar alpha) {
+  if (batch1.dim() != 3 || batch2.dim() != 3)
+    fail("[baddbmm] expects 3-d batches of matrices, got shapes ", batch1.shape(), " and ", batch2.shape());
+  return scaled_sum(input, bmm(batch1, batch2), beta, alpha);
+}
+
+Tensor addcmul(const Tensor& input, const Tensor& t1, const Tensor& t2, Scalar value) {
+  const Tensor product = t1 * t2;
+  return input + (is_one(value) ? product : product * value);
+}
+
+Tensor addcdiv(const Tensor& input, const Tensor& t1, const Tensor& t2, Scalar value) {
+  if (!t1.is_floating_point() && !t2.is_floating_point())
+    fail<RuntimeError>("[addcdiv] integer division of ", t1.dtype(), " by ", t2.dtype(),
+                       " is not supported: use floating tensors");
+  const Tensor quotient = t1 / t2;
+  return input + (is_one(value) ? quotient : quotient * value);
+}
+
+namespace {
+
+/** dim in [0, rank), checked, and index as the 1-d int64 list of positions along it. */
+std::pair<int64_t, Tensor> dim_and_index(const Tensor& x, int64_t dim, const Tensor& index, const char* op) {
+  const int64_t rank = std::max<int64_t>(x.dim(), 1);
+  if (dim < -rank || dim >= rank) fail<IndexError>("[", op, "] dim ", dim, " out of range for shape ", x.shape());
+  if (index.dim() > 1 || index.is_floating_point() || index.dtype() == DType::Bool)
+    fail<IndexError>("[", op, "] index must be a 0-d or 1-d integer tensor, got ", index.dtype(), " ", index.shape());
+  return {dim < 0 ? dim + rank : dim, index.reshape({-1}).to(DType::Int64)};
+}
+
+}  // namespace
+
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha) {
+  auto [d, positions] = dim_and_index(x, dim, index, "index_add");
+  if (x.dim() == 0) return x + (is_one(alpha) ? source : source * alpha).reshape({});
+  if (source.dim() != x.dim() || source.size(d) != positions.numel())
+    fail("[index_add] source of shape ", source.shape(), " must match x's rank (", x.shape(), ") with ",
+         positions.numel(), " entries along dim ", d);
+  // scatter_add's index holds, at every element of source, the position along d it goes to.
+  Dims view(static_cast<size_t>(x.dim()), 1);
+  view[static_cast<size_t>(d)] = positions.numel();
+  const Tensor spread = positions.reshape(view).expand(Dims(source.shape().begin(), source.shape().end()));
+  return x.scatter_add(d, spread, is_one(alpha) ? source : source * alpha);
+}
+
+Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  auto [d, positions] = dim_and_index(x, dim, index, "index_fill");
+  const int64_t extent = x.dim() == 0 ? 1 : x.size(d);
+  if (positions.numel() && ((positions < -extent).any().item<bool>() || (positions >= extent).any().item<bool>()))
+    fail<IndexError>("[index_fill] an index is out of range for ", extent, " entries along dim ", d);
+  positions = where(positions < 0, positions + extent, positions);
+  // Which positions along d are named: one row of a [extent, count] comparison each.
+  Tensor named = (arange(extent, {.dtype = DType::Int64}).unsqueeze(1) == positions.unsqueeze(0)).any(1);
+  if (x.dim() == 0) return x.masked_fill(named.reshape({}), value);
+  Dims view(static_cast<size_t>(x.dim()), 1);
+  view[static_cast<size_t>(d)] = extent;
+  return x.masked_fill(named.reshape(view), value);
+}
+
+Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+  if (!x.is_floating_point()) return x.clone();
+  const FloatInfo info = finfo(x.dtype());
+  const Tensor replaced = where(x == std::numeric_limits<double>::infinity(), posinf.value_or(info.max), x);
+  return where(isnan(x), nan,
+               where(x == -std::numeric_limits<double>::infinity(), neginf.value_or(info.min), replaced));
+}
+
+Tensor nansum(const Tensor& x, const Dims& dims, bool keepdim) {
+  const Tensor kept = x.is_floating_point() ? where(isnan(x), 0.0, x) : x;
+  if (x.dim() == 0) return sum(kept);
+  Dims reduced = dims;
+  if (reduced.empty())
+    for (int64_t d = 0; d < x.dim(); ++d) reduced.push_back(d);
+  return sum(kept, reduced, keepdim);
+}
+
+Tensor nanmean(const Tensor& x, const Dims& dims, bool keepdim) {
+  if (!x.is_floating_point()) fail<RuntimeError>("[nanmean] needs a floating tensor, got ", x.dtype());
+  return nansum(x, dims, keepdim) / nansum(isnan(x).logical_not().to(x.dtype()), dims, keepdim);
+}
+
+}  // namespace ug

@@ -1,0 +1,268 @@
+"""torch's conveniences built from other ops (src/ug/ops/composite.h), the NumPy-name aliases,
+the new_* factories and finfo / iinfo, against torch 2.13: every transform where the op is
+differentiable (check_op: vjp, finite differences, jvp, vmap, ONNX Runtime, jit)."""
+import numpy as np
+import pytest
+import torch
+
+import unigrad as ug
+from reference import arr, check, check_op
+
+
+@pytest.mark.parametrize("op", ["tril", "triu"])
+@pytest.mark.parametrize("diagonal", [-2, 0, 1, 5])
+def test_triangles(op, diagonal):
+    check_op(lambda m, x: getattr(m, op)(x, diagonal), arr((2, 4, 5)))
+    check(lambda m, x: getattr(x, op)(diagonal=diagonal), arr((3, 3), "int64"))
+    check(lambda m, x: getattr(x.clone(), op + "_")(diagonal), arr((4, 2)))
+    check(lambda m, x: getattr(m, op)(x), arr((4,)))  # too few dims: both refuse
+
+
+@pytest.mark.parametrize("diagonal", [-2, 0, 1])
+def test_diag_both_ways_and_trace(diagonal):
+    check_op(lambda m, x: m.diag(x, diagonal), arr((4,)))
+    check_op(lambda m, x: m.diag(x, diagonal), arr((4, 5)))
+    check_op(lambda m, x: m.trace(x), arr((4, 5)))
+    check(lambda m, x: x.diag(diagonal), arr((3,), "int64"))
+    check(lambda m, x: m.diag(x), arr((2, 2, 2)))
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid(indexing):
+    def grids(m, a, b, c):
+        return m.stack(m.meshgrid(a, b, c, indexing=indexing)).sum(0)
+
+    check_op(grids, arr((3,)), arr((4,), seed=1), arr((2,), seed=2))
+    check(lambda m, a, b: m.meshgrid([a, b], indexing=indexing)[1], arr((3,)), arr((4,), seed=1))
+
+
+@pytest.mark.parametrize("beta, alpha", [(1, 1), (0.5, -2.0), (0, 3)])
+def test_addmm_and_baddbmm(beta, alpha):
+    check_op(lambda m, i, a, b: m.addmm(i, a, b, beta=beta, alpha=alpha), arr((3, 1)), arr((3, 4), seed=1),
+             arr((4, 2), seed=2))
+    check_op(lambda m, i, a, b: i.baddbmm(a, b, beta=beta, alpha=alpha), arr((2, 3, 2)), arr((2, 3, 4), seed=1),
+             arr((2, 4, 2), seed=2))
+
+
+def test_addmm_with_beta_zero_ignores_nans_in_input_as_torch_does():
+    nan = np.full((2, 2), np.nan, np.float32)
+    check(lambda m, i, a, b: m.addmm(i, a, b, beta=0), nan, arr((2, 3)), arr((3, 2), seed=1))
+    check(lambda m, i, a, b: m.addmm(i, a, b), arr((2,)), arr((2, 3, 1)), arr((3, 2), seed=1))  # 3-d: refused
+
+
+@pytest.mark.parametrize("value", [1, -0.5])
+def test_addcmul_and_addcdiv(value):
+    check_op(lambda m, i, a, b: m.addcmul(i, a, b, value=value), arr((3, 4)), arr((4,), seed=1), arr((3, 1), seed=2))
+    check_op(lambda m, i, a, b: m.addcdiv(i, a, b, value=value), arr((3, 4)), arr((4,), seed=1),
+             arr((3, 1), low=0.5, high=2.0, seed=2))
+    # the in-place forms an optimizer written by hand uses (Adam's v.addcmul_(g, g, value=1 - beta2))
+    check(lambda m, i, a: i.clone().addcmul_(a, a, value=value), arr((5,)), arr((5,), seed=1))
+    check(lambda m, i, a, b: i.clone().addcdiv_(a, b, value=value), arr((5,)), arr((5,), seed=1),
+          arr((5,), low=0.5, high=2.0, seed=2))
+    check(lambda m, i, a, b: m.addcdiv(i, a, b), arr((3,), "int64"), arr((3,), "int64"), arr((3,), "int64", low=1))
+
+
+SPECIALS = np.array([np.nan, np.inf, -np.inf, 1.5, -0.0, 3e38], np.float32)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_nan_to_num(dtype):
+    values = SPECIALS.astype(np.float64)
+    check(lambda m, x: m.nan_to_num(x.to(getattr(m, dtype))).float(), values)
+    check(lambda m, x: x.to(getattr(m, dtype)).nan_to_num(nan=-1.0, posinf=7.0).float(), values)
+    check(lambda m, x: x.clone().nan_to_num_(neginf=-2.0), values.astype(np.float32))
+    check(lambda m, x: m.nan_to_num(x), arr((4,), "int64"))
+
+
+def test_nan_to_num_gradient_is_one_where_the_value_is_kept():
+    check_op(lambda m, x: m.nan_to_num(x), arr((3, 4)), off={"onnx": "the export has no NaN inputs to try",
+                                                            "fd": "covered by vjp: the identity where finite"})
+
+
+@pytest.mark.parametrize("dim, keepdim", [(None, False), (None, True), (1, False), ((0, 2), True)])
+def test_nansum_and_nanmean(dim, keepdim):
+    x = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)
+    x[0, 1, 2] = x[2, 3, :] = np.nan
+
+    def kw():
+        return {} if dim is None else {"dim": dim}
+
+    check(lambda m, x: m.nansum(x, keepdim=keepdim, **kw()), x)
+    check(lambda m, x: m.nanmean(x, keepdim=keepdim, **kw()), x)
+    check_op(lambda m, x: m.nansum(x, keepdim=keepdim, **kw()), arr((3, 4, 5)))
+    check(lambda m, x: m.nansum(x), arr((3, 4), "int64"))
+    check(lambda m, x: m.nanmean(x), arr((3, 4), "int64"))
+
+
+@pytest.mark.parametrize("name", ["divide", "true_divide", "multiply", "subtract"])
+def test_numpy_name_aliases(name):
+    check(lambda m, a, b: getattr(m, name)(a, b), arr((3, 4)), arr((4,), low=0.5, high=2.0, seed=1))
+    check(lambda m, a: getattr(a, name)(2.5), arr((3,)))
+
+
+def test_more_aliases():
+    check(lambda m, x: m.clip(x, -1, 1), arr((5,)))
+    check(lambda m, x: m.absolute(x), arr((5,)))
+    check(lambda m, x: m.ravel(x.t()), arr((3, 4)))
+    assert ug.numel(ug.ones(3, 4)) == torch.numel(torch.ones(3, 4)) == 12
+    assert ug.is_floating_point(ug.ones(2)) and not ug.is_floating_point(ug.ones(2, dtype=ug.int64))
+
+
+def test_new_factories_take_the_tensors_dtype_unless_told():
+    for m in (ug, torch):
+        x = m.ones(2, dtype=m.float64)
+        assert x.new_zeros(2, 3).dtype == m.float64 and tuple(x.new_zeros((2, 3)).shape) == (2, 3)
+        assert x.new_ones(4, dtype=m.int64).dtype == m.int64
+        assert x.new_empty(3).shape == (3,)
+        np.testing.assert_array_equal(x.new_full((2,), 7).numpy(), [7.0, 7.0])
+        t = x.new_tensor([1, 2])
+        assert t.dtype == m.float64 and not t.requires_grad
+        assert x.new_zeros(2, requires_grad=True).requires_grad
+        assert m.ones(2, dtype=m.int64).type_as(x).dtype == m.float64
+    src = ug.ones(2, requires_grad=True)
+    copy = src.new_tensor(src)
+    assert not copy.requires_grad and copy.data_ptr() != src.data_ptr()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_finfo_matches_torch(dtype):
+    u, t = ug.finfo(getattr(ug, dtype)), torch.finfo(getattr(torch, dtype))
+    for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"):
+        assert getattr(u, field) == getattr(t, field), field
+    assert u.dtype == t.dtype
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64"])
+def test_iinfo_matches_torch(dtype):
+    u, t = ug.iinfo(getattr(ug, dtype)), torch.iinfo(getattr(torch, dtype))
+    assert (u.bits, u.min, u.max, u.dtype) == (t.bits, t.min, t.max, t.dtype)
+
+
+def test_finfo_and_iinfo_refuse_the_other_kind_as_torch_does():
+    assert ug.finfo().eps == torch.finfo().eps  # the default dtype, float32
+    for m in (ug, torch):
+        with pytest.raises(TypeError):
+            m.finfo(m.int32)
+        with pytest.raises(TypeError):
+            m.iinfo(m.float32)
+        with pytest.raises(TypeError):
+            m.iinfo(m.bool)
+
+
+def test_a_causal_mask_from_finfo_and_triu_as_models_write_it():
+    for m in (ug, torch):
+        scores = m.zeros(4, 4)
+        mask = m.triu(m.ones(4, 4, dtype=m.bool), diagonal=1)
+        probs = scores.masked_fill(mask, m.finfo(scores.dtype).min).softmax(-1)
+        np.testing.assert_allclose(probs.numpy()[3], [0.25] * 4, rtol=1e-6)
+        assert float(probs[0, 1]) == 0.0
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_add_and_index_fill(dim):
+    index = np.array([2, 0, 2])
+    src_shape = (3, 4) if dim == 0 else (4, 3)
+    check_op(lambda m, x, s, i: m.index_add(x, dim, i, s, alpha=-1.5), arr((4, 4)), arr(src_shape, seed=1), index,
+             off={"onnx": "ScatterElements with repeated indices adds in ONNX Runtime only from opset 16 on: "
+                          "covered by test_onnx_export's scatter_add"})
+    check(lambda m, x, s, i: x.clone().index_add_(dim, i, s), arr((4, 4)), arr(src_shape, seed=1), index)
+    check_op(lambda m, x, i: x.index_fill(dim, i, 7.5), arr((4, 4)), np.array([-1, 1]))
+    check(lambda m, x, i: x.clone().index_fill_(dim, i, -2), arr((4, 4), "int64"), np.array([0]))
+    check(lambda m, x, i: x.index_fill(dim, i, 1.0), arr((4, 4)), np.array([4]))  # out of range: both refuse
+
+
+def test_in_place_scatters_and_the_repeat_interleave_method():
+    index = np.array([[0, 1, 2, 0], [1, 2, 0, 1]])
+    check(lambda m, x, s, i: x.clone().scatter_(0, i, s), arr((3, 4)), arr((2, 4), seed=1), index)
+    check(lambda m, x, s, i: x.clone().scatter_add_(0, i, s), arr((3, 4)), arr((2, 4), seed=1), index)
+    check(lambda m, x: x.repeat_interleave(3, dim=1), arr((2, 3)))
+
+
+N = 200_000  # draws per statistic: each bound below is six standard errors, a 1e-9 chance of failing
+
+
+def _within(measured, expected, standard_error):
+    assert abs(measured - expected) < 6 * standard_error, (measured, expected, standard_error)
+
+
+def test_in_place_draws_follow_their_distributions():
+    ug.manual_seed(0)
+    x = ug.empty(N)
+    x.normal_(1.5, 0.02)
+    _within(float(x.mean()), 1.5, 0.02 / N**0.5)
+    _within(float(x.std()), 0.02, 0.02 / (2 * N) ** 0.5)
+    x.uniform_(-1.0, 3.0)
+    assert float(x.min()) >= -1.0 and float(x.max()) < 3.0
+    _within(float(x.mean()), 1.0, (16 / 12) ** 0.5 / N**0.5)
+    x.exponential_(lambd=4.0)
+    assert float(x.min()) > 0
+    _within(float(x.mean()), 0.25, 0.25 / N**0.5)
+    x.bernoulli_(0.3)
+    assert set(np.unique(x.numpy())) <= {0.0, 1.0}
+    _within(float(x.mean()), 0.3, (0.3 * 0.7 / N) ** 0.5)
+    p = ug.tensor([0.0, 0.25, 1.0]).expand(N, 3)
+    _within(float(ug.bernoulli(p)[:, 1].mean()), 0.25, (0.25 * 0.75 / N) ** 0.5)
+    assert float(ug.bernoulli(p)[:, 0].max()) == 0.0 and float(ug.bernoulli(p)[:, 2].min()) == 1.0
+
+
+def test_in_place_draws_are_seeded_and_refuse_a_leaf_that_requires_grad_as_torch_does():
+    def draw():
+        ug.manual_seed(7)
+        return ug.empty(5).normal_().numpy()
+
+    np.testing.assert_array_equal(draw(), draw())
+    for m in (ug, torch):
+        with pytest.raises(RuntimeError):
+            m.ones(2, requires_grad=True).normal_()
+        with m.no_grad():
+            m.ones(2, requires_grad=True).uniform_(0, 1)
+
+
+def test_multinomial_draws_in_proportion_to_the_weights():
+    ug.manual_seed(1)
+    weights = np.array([1.0, 0.0, 3.0, 6.0])
+    p = weights / weights.sum()
+    with_replacement = ug.multinomial(ug.tensor(weights), N, replacement=True).numpy()
+    assert with_replacement.dtype == np.int64 and with_replacement.shape == (N,)
+    counts = np.bincount(with_replacement, minlength=4)
+    assert counts[1] == 0
+    for k in (0, 2, 3):
+        _within(counts[k] / N, p[k], (p[k] * (1 - p[k]) / N) ** 0.5)
+    # Without replacement: distinct indices in each row, the first drawn as with replacement.
+    rows = ug.multinomial(ug.tensor(np.tile(weights, (N // 10, 1))), 3).numpy()
+    assert rows.shape == (N // 10, 3) and (np.sort(rows, 1)[:, 1:] != np.sort(rows, 1)[:, :-1]).all()
+    assert not (rows == 1).any()
+    # torch draws the categories of weight 0 once the others are out; so do we.
+    assert (ug.multinomial(ug.tensor([[1.0, 0.0, 2.0, 0.0]]), 3).numpy()[0, 2] in (1, 3))
+    first = np.bincount(rows[:, 0], minlength=4) / len(rows)
+    for k in (0, 2, 3):
+        _within(first[k], p[k], (p[k] * (1 - p[k]) / len(rows)) ** 0.5)
+
+
+@pytest.mark.parametrize("weights, samples, replacement", [
+    ([1.0, -1.0], 1, True),           # a negative weight
+    ([0.0, 0.0], 1, True),            # a row that sums to 0
+    ([1.0, 1.0], 3, False),           # more samples than categories
+])
+def test_multinomial_refuses_what_torch_refuses(weights, samples, replacement):
+    for m in (ug, torch):
+        with pytest.raises(RuntimeError):
+            m.multinomial(m.tensor(weights), samples, replacement=replacement)
+
+
+def test_random_categorical_draws_softmax_of_the_logits_with_jaxs_shapes():
+    import jax
+
+    logits = np.log(np.array([[0.1, 0.2, 0.7], [0.5, 0.5, 0.0]], np.float32) + 1e-30)
+    for axis, shape in [(-1, None), (-1, (4, 2)), (0, None)]:
+        expected = jax.random.categorical(jax.random.key(0), logits, axis=axis, shape=shape).shape
+        got = ug.random.categorical(ug.random.key(0), ug.tensor(logits), axis=axis, shape=shape)
+        assert got.shape == expected and got.dtype == ug.int64
+    draws = ug.random.categorical(ug.random.key(3), ug.tensor(logits), shape=(N // 2, 2)).numpy()
+    assert not (draws[:, 1] == 2).any()  # probability 0
+    for k, p in enumerate([0.1, 0.2, 0.7]):
+        _within((draws[:, 0] == k).mean(), p, (p * (1 - p) / (N // 2)) ** 0.5)
+    same = ug.random.categorical(ug.random.key(3), ug.tensor(logits), shape=(N // 2, 2)).numpy()
+    np.testing.assert_array_equal(draws, same)  # a key is a draw
+    with pytest.raises(ValueError, match="broadcast"):
+        ug.random.categorical(ug.random.key(0), ug.tensor(logits), shape=(3,))
