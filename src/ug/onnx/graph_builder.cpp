@@ -373,8 +373,9 @@ void GraphBuilder::replay(const CapturedCall& call) {
   // Under free_sizes the call's attributes (a layer norm's row length) go with it, so that
   // two traces whose closures differ there are different graphs.
   if (sizes_free())
-    for (const auto& [name, v] : call.attrs)
-      if (name != "effect") std::visit([&n, &name](const auto& x) { set_attr(n, "ug_" + name, x); }, v);
+    for (const auto& attr : call.attrs)  // not a structured binding: clang 14 cannot capture one
+      if (attr.first != "effect")
+        std::visit([&n, &attr](const auto& x) { set_attr(n, "ug_" + attr.first, x); }, attr.second);
   root->replays_.push_back(call.replay);
 }
 
