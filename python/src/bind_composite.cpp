@@ -103,6 +103,20 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
             return ug::nanmean(t, optional_dims(dim, "nanmean").value_or(ug::Dims{}), keepdim);
           },
           "dim"_a = nb::none(), "keepdim"_a = false)
+      .def("logit", &ug::logit, "eps"_a = nb::none())
+      .def("xlogy", &ug::xlogy, "other"_a)
+      .def("hypot", &ug::hypot, "other"_a)
+      .def("frac", &ug::frac)
+      .def(
+          "rot90",
+          [](const Tensor& t, int64_t k, nb::handle dims) {
+            return ug::rot90(t, k, dims_from_sequence(dims, "rot90"));
+          },
+          "k"_a = 1, "dims"_a = nb::make_tuple(0, 1))
+      .def("kron", &ug::kron, "other"_a)
+      .def("cross", &ug::cross, "other"_a, "dim"_a = nb::none())
+      .def("take_along_dim", &ug::take_along_dim, "indices"_a, "dim"_a = nb::none())
+      .def("isin", &ug::isin, "test_elements"_a, nb::kw_only(), "invert"_a = false)
       // NumPy's names, which torch keeps as aliases.
       .def("ravel", [](const Tensor& t) { return t.flatten(); })
       .def(

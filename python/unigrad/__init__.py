@@ -48,6 +48,7 @@ for _name in (
     "as_strided", "movedim", "moveaxis", "tril", "triu", "diag", "trace", "addmm", "baddbmm", "addcmul",
     "addcdiv", "nan_to_num", "nansum", "nanmean", "ravel", "divide", "true_divide", "multiply", "subtract",
     "clip", "absolute", "numel", "is_floating_point", "index_add", "index_fill", "bernoulli", "multinomial",
+    "logit", "xlogy", "hypot", "frac", "rot90", "kron", "cross", "take_along_dim", "isin",
 ):
     if _name not in globals():
         globals()[_name] = _method_as_function(_name)

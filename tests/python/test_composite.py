@@ -266,3 +266,34 @@ def test_random_categorical_draws_softmax_of_the_logits_with_jaxs_shapes():
     np.testing.assert_array_equal(draws, same)  # a key is a draw
     with pytest.raises(ValueError, match="broadcast"):
         ug.random.categorical(ug.random.key(0), ug.tensor(logits), shape=(3,))
+
+
+def test_logit_xlogy_hypot_and_frac():
+    check_op(lambda m, x: m.logit(x), arr((3, 4), low=0.05, high=0.95))
+    check_op(lambda m, x: m.logit(x, eps=0.1), arr((3, 4), low=0.0, high=0.5))
+    check_op(lambda m, x, y: m.xlogy(x, y), arr((3, 4)), arr((4,), low=0.1, high=3.0, seed=1))
+    check(lambda m, x, y: m.xlogy(x, y), np.array([0.0, 0.0, 2.0], np.float32), np.array([0.0, np.nan, 0.5], np.float32))
+    check_op(lambda m, a, b: m.hypot(a, b), arr((3, 4)), arr((3, 4), seed=1))
+    check(lambda m, a, b: m.hypot(a, b), np.array([3e30, 0.0, 1e-30], np.float32),
+          np.array([4e30, 0.0, 1e-30], np.float32))  # squares would overflow, vanish, underflow
+    check_op(lambda m, x: m.frac(x), arr((3, 4), low=-5, high=5), off={"fd": "frac jumps at the integers"})
+
+
+@pytest.mark.parametrize("k", [-1, 0, 1, 2, 3, 6])
+def test_rot90(k):
+    check_op(lambda m, x: m.rot90(x, k, (0, 2)), arr((2, 3, 4)))
+    check(lambda m, x: x.rot90(k, [1, -1]), arr((2, 3, 4), "int64"))
+
+
+def test_kron_cross_take_along_dim_and_isin():
+    check_op(lambda m, a, b: m.kron(a, b), arr((2, 3)), arr((3,), seed=1))
+    check_op(lambda m, a, b: m.kron(a, b), arr((2, 1, 3)), arr((2, 2), seed=1))
+    check_op(lambda m, a, b: m.cross(a, b, dim=1), arr((4, 3)), arr((4, 3), seed=1))
+    check(lambda m, a, b: m.cross(a, b), arr((3, 5)), arr((3, 5), seed=1))  # the first dim of size 3
+    check(lambda m, a, b: m.cross(a, b, dim=1), arr((3, 5)), arr((3, 5), seed=1))  # not of size 3: refused
+    idx = np.random.default_rng(0).integers(0, 5, (3, 2, 4))
+    check_op(lambda m, x, i: m.take_along_dim(x, i, 1), arr((3, 5, 4)), idx)
+    check_op(lambda m, x, i: m.take_along_dim(x, i, -1), arr((3, 1, 5)), idx)  # x broadcast over dim 1
+    check_op(lambda m, x, i: m.take_along_dim(x, i), arr((3, 5)), np.array([0, 14, 7]))
+    check(lambda m, e, t: m.isin(e, t), arr((3, 4), "int64"), np.array([0, 2, -1]))
+    check(lambda m, e, t: m.isin(e, t, invert=True), arr((3, 4), "int64"), np.array([[1], [2]]))

@@ -154,6 +154,90 @@ Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar valu
   return x.masked_fill(named.reshape(view), value);
 }
 
+Tensor logit(const Tensor& x, std::optional<double> eps) {
+  const Tensor p = eps ? clamp(x, Scalar(*eps), Scalar(1.0 - *eps)) : x;
+  return (p / (1.0 - p)).log();
+}
+
+Tensor xlogy(const Tensor& x, const Tensor& y) {
+  return where((x == 0.0).logical_and(isnan(y).logical_not()), 0.0, x * y.log());
+}
+
+Tensor hypot(const Tensor& a, const Tensor& b) {
+  // Scaled by the larger magnitude, so that neither square overflows nor underflows.
+  const Tensor big = maximum(a.abs(), b.abs()), small = minimum(a.abs(), b.abs());
+  const Tensor ratio = where(big == 0.0, 0.0, small / where(big == 0.0, 1.0, big));
+  return big * (1.0 + ratio * ratio).sqrt();
+}
+
+Tensor frac(const Tensor& x) { return x - x.trunc(); }
+
+Tensor rot90(const Tensor& x, int64_t k, const Dims& dims) {
+  if (dims.size() != 2 || x.dim() < 2) fail("[rot90] needs two dims of a tensor of rank >= 2, got ", x.shape());
+  const int64_t d0 = dims[0] < 0 ? dims[0] + x.dim() : dims[0], d1 = dims[1] < 0 ? dims[1] + x.dim() : dims[1];
+  if (d0 == d1 || d0 < 0 || d1 < 0 || d0 >= x.dim() || d1 >= x.dim())
+    fail("[rot90] dims must be two different dims of ", x.shape(), ", got (", dims[0], ", ", dims[1], ")");
+  switch (((k % 4) + 4) % 4) {
+    case 1: return x.flip({d1}).transpose(d0, d1);
+    case 2: return x.flip({d0, d1});
+    case 3: return x.flip({d0}).transpose(d0, d1);
+    default: return x.clone();
+  }
+}
+
+Tensor kron(const Tensor& a, const Tensor& b) {
+  const int64_t rank = std::max(a.dim(), b.dim());
+  // a's dims interleaved with b's: [a0, 1, a1, 1, ...] * [1, b0, 1, b1, ...], then merged pairwise;
+  // the shorter shape is padded with leading 1s.
+  auto size = [rank](const Tensor& t, int64_t i) { return i < rank - t.dim() ? 1 : t.size(i - (rank - t.dim())); };
+  Dims va, vb, out;
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t sa = size(a, i), sb = size(b, i);
+    va.push_back(sa);
+    va.push_back(1);
+    vb.push_back(1);
+    vb.push_back(sb);
+    out.push_back(sa * sb);
+  }
+  return (a.reshape(va) * b.reshape(vb)).reshape(out);
+}
+
+Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim) {
+  if (a.dim() != b.dim()) fail("[cross] a and b must have the same rank, got ", a.shape(), " and ", b.shape());
+  int64_t d = -1;
+  if (dim) d = *dim < 0 ? *dim + a.dim() : *dim;
+  else
+    for (int64_t i = 0; i < a.dim() && d < 0; ++i)
+      if (a.size(i) == 3) d = i;
+  if (d < 0 || d >= a.dim() || a.size(d) != 3 || b.size(d) != 3)
+    fail("[cross] needs a dim of size 3 in both, got ", a.shape(), " and ", b.shape(), dim ? "" : " (no dim given)");
+  auto at = [&](const Tensor& t, int64_t i) { return t.narrow(d, i, 1); };
+  return cat({at(a, 1) * at(b, 2) - at(a, 2) * at(b, 1), at(a, 2) * at(b, 0) - at(a, 0) * at(b, 2),
+              at(a, 0) * at(b, 1) - at(a, 1) * at(b, 0)},
+             d);
+}
+
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
+  if (!dim) return x.reshape({-1}).gather(0, indices.reshape({-1}));
+  if (x.dim() != indices.dim())
+    fail("[take_along_dim] x and indices must have the same rank, got ", x.shape(), " and ", indices.shape());
+  const int64_t d = *dim < 0 ? *dim + x.dim() : *dim;
+  if (d < 0 || d >= x.dim()) fail<IndexError>("[take_along_dim] dim ", *dim, " out of range for ", x.shape());
+  // Every dim but d broadcast between the two; d keeps each one's own length.
+  Shape xs = x.shape(), is = indices.shape();
+  xs[static_cast<size_t>(d)] = is[static_cast<size_t>(d)] = 1;
+  const Shape common = broadcast_shapes(xs, is, "take_along_dim");
+  Dims xe(common.begin(), common.end()), ie(common.begin(), common.end());
+  xe[static_cast<size_t>(d)] = x.size(d);
+  ie[static_cast<size_t>(d)] = indices.size(d);
+  return x.expand(xe).gather(d, indices.expand(ie));
+}
+
+Tensor isin(const Tensor& elements, const Tensor& test, bool invert) {
+  const Tensor found = (elements.unsqueeze(-1) == test.reshape({-1})).any(-1);
+  return invert ? found.logical_not() : found;
+}
+
 Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
   if (!x.is_floating_point()) return x.clone();
   const FloatInfo info = finfo(x.dtype());

@@ -37,6 +37,24 @@ Tensor nan_to_num(const Tensor& x, double nan = 0.0, std::optional<double> posin
  *  positions (index_fill). */
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha = 1);
 Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
+/** log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given. */
+Tensor logit(const Tensor& x, std::optional<double> eps = {});
+/** x * log(y), 0 where x is 0 (unless y is NaN). */
+Tensor xlogy(const Tensor& x, const Tensor& y);
+/** sqrt(a^2 + b^2) without overflow or underflow in the squares. */
+Tensor hypot(const Tensor& a, const Tensor& b);
+/** x - trunc(x). */
+Tensor frac(const Tensor& x);
+/** x rotated k quarter turns in the plane of dims, from the first towards the second. */
+Tensor rot90(const Tensor& x, int64_t k = 1, const Dims& dims = {0, 1});
+/** The Kronecker product (the ranks' shorter shape padded with leading 1s). */
+Tensor kron(const Tensor& a, const Tensor& b);
+/** The cross product of 3-vectors along dim (the first dim of size 3 when not given). */
+Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim = {});
+/** x's values at indices along dim, both broadcast over the other dims (no dim: x flattened). */
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim = {});
+/** Whether each element is among test's elements (or not, inverted). */
+Tensor isin(const Tensor& elements, const Tensor& test, bool invert = false);
 /** sum and mean that skip NaNs (an all-NaN mean is NaN, as torch's). Empty dims: all of them. */
 Tensor nansum(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor nanmean(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
