@@ -19,6 +19,15 @@ std::optional<ug::Dims> opt_dims(nb::handle dim, const char* op) {
   return dims_from_sequence(dim, op);
 }
 
+/** A reduction's dims: dim's, or, for dim=None with keepdim, every dim (torch keeps them all as
+ *  1s); none means the whole tensor to a 0-d result. */
+std::optional<ug::Dims> reduced_dims(const Tensor& t, nb::handle dim, bool keepdim, const char* op) {
+  if (!dim.is_none() || !keepdim) return opt_dims(dim, op);
+  ug::Dims all;
+  for (int64_t d = 0; d < t.dim(); ++d) all.push_back(d);
+  return all;
+}
+
 nb::tuple shape_tuple(const ug::Shape& s) {
   nb::list l;
   for (int64_t d : s) l.append(d);
@@ -227,14 +236,14 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def(
           "sum",
           [](const Tensor& t, nb::handle dim, bool keepdim, std::optional<ug::DType> dtype) {
-            auto d = opt_dims(dim, "sum");
+            auto d = reduced_dims(t, dim, keepdim, "sum");
             return d ? t.sum(*d, keepdim, dtype) : t.sum(dtype);
           },
           nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::arg("dtype") = nb::none())
       .def(
           "mean",
           [](const Tensor& t, nb::handle dim, bool keepdim, std::optional<ug::DType> dtype) {
-            auto d = opt_dims(dim, "mean");
+            auto d = reduced_dims(t, dim, keepdim, "mean");
             return d ? t.mean(*d, keepdim, dtype) : t.mean(dtype);
           },
           nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::arg("dtype") = nb::none())

@@ -55,6 +55,16 @@ for _name in (
 del _name
 
 
+def std_mean(input, dim=None, *, correction=1, keepdim=False):
+    """(std, mean) of input over dim, as torch.std_mean."""
+    return input.std(dim, correction=correction, keepdim=keepdim), input.mean(dim, keepdim=keepdim)
+
+
+def var_mean(input, dim=None, *, correction=1, keepdim=False):
+    """(var, mean) of input over dim, as torch.var_mean."""
+    return input.var(dim, correction=correction, keepdim=keepdim), input.mean(dim, keepdim=keepdim)
+
+
 def to_tensor(data, dtype=None, place=None, stop_gradient=True):  # noqa: F811  (Paddle names it data)
     """PaddlePaddle's paddle.to_tensor: stop_gradient=False means requires_grad=True."""
     return tensor(data, dtype=dtype, device=place, requires_grad=not stop_gradient)  # noqa: F405

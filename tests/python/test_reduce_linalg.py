@@ -165,3 +165,15 @@ def test_gemm_matches_float64_reference_on_large_sizes():
     a, b = ug.randn(300, 257), ug.randn(257, 129)
     a64, b64 = a.numpy().astype(np.float64), b.numpy().astype(np.float64)
     assert_close((a @ b).numpy(), a64 @ b64, "float32", terms=np.abs(a64) @ np.abs(b64), n=257)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "std", "var"])
+def test_a_whole_reduction_with_keepdim_keeps_every_dim_as_torch(name):
+    check(lambda m, x: getattr(x, name)(dim=None, keepdim=True), arr((2, 3, 4)))
+
+
+@pytest.mark.parametrize("name", ["std_mean", "var_mean"])
+@pytest.mark.parametrize("dim, keepdim", [(None, False), (None, True), (1, False), ((0, 2), True)])
+def test_std_mean_and_var_mean(name, dim, keepdim):
+    check(lambda m, x: getattr(m, name)(x, dim, correction=0, keepdim=keepdim), arr((3, 4, 5)))
+    check(lambda m, x: getattr(m, name)(x, dim, keepdim=keepdim), arr((3, 4, 5)))
