@@ -10,6 +10,7 @@
 #include "convert.h"
 #include "ug/core/type_info.h"
 #include "ug/graph/grad_mode.h"
+#include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/random.h"
@@ -117,46 +118,6 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("cross", &ug::cross, "other"_a, "dim"_a = nb::none())
       .def("take_along_dim", &ug::take_along_dim, "indices"_a, "dim"_a = nb::none())
       .def("isin", &ug::isin, "test_elements"_a, nb::kw_only(), "invert"_a = false)
-      // NumPy's names, which torch keeps as aliases.
-      .def("ravel", [](const Tensor& t) { return t.flatten(); })
-      .def(
-          "divide", [](const Tensor& a, const Tensor& b) { return a.div(b); }, "other"_a)
-      .def(
-          "divide", [](const Tensor& a, Scalar b) { return a.div(b); }, "other"_a)
-      .def(
-          "true_divide", [](const Tensor& a, const Tensor& b) { return a.div(b); }, "other"_a)
-      .def(
-          "true_divide", [](const Tensor& a, Scalar b) { return a.div(b); }, "other"_a)
-      .def(
-          "multiply", [](const Tensor& a, const Tensor& b) { return a.mul(b); }, "other"_a)
-      .def(
-          "multiply", [](const Tensor& a, Scalar b) { return a.mul(b); }, "other"_a)
-      .def(
-          "subtract", [](const Tensor& a, const Tensor& b) { return a.sub(b); }, "other"_a)
-      .def(
-          "subtract", [](const Tensor& a, Scalar b) { return a.sub(b); }, "other"_a)
-      // Factories in this tensor's dtype and device unless told otherwise (torch's new_*).
-      .def(
-          "new_zeros",
-          [](const Tensor& t, nb::args size, std::optional<ug::DType> dtype, std::optional<ug::Device> device,
-             bool requires_grad) {
-            return with_grad(ug::zeros(dims_from_args(size, "new_zeros"), like(t, dtype, device)), requires_grad);
-          },
-          "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false)
-      .def(
-          "new_ones",
-          [](const Tensor& t, nb::args size, std::optional<ug::DType> dtype, std::optional<ug::Device> device,
-             bool requires_grad) {
-            return with_grad(ug::ones(dims_from_args(size, "new_ones"), like(t, dtype, device)), requires_grad);
-          },
-          "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false)
-      .def(
-          "new_empty",
-          [](const Tensor& t, nb::args size, std::optional<ug::DType> dtype, std::optional<ug::Device> device,
-             bool requires_grad) {
-            return with_grad(ug::empty(dims_from_args(size, "new_empty"), like(t, dtype, device)), requires_grad);
-          },
-          "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false)
       .def(
           "new_full",
           [](const Tensor& t, nb::handle size, Scalar value, std::optional<ug::DType> dtype,
@@ -200,6 +161,31 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
           "lambd"_a = 1.0)
       .def("bernoulli", [](const Tensor& p) { return ug::bernoulli(p); })
       .def("multinomial", &ug::multinomial, "num_samples"_a, "replacement"_a = false);
+
+  // NumPy's names, which torch keeps as aliases.
+  struct Alias {
+    const char* name;
+    Tensor (*tensor_op)(const Tensor&, const Tensor&);
+    Tensor (*scalar_op)(const Tensor&, Scalar);
+  };
+  for (const Alias& a : {Alias{"divide", ug::div, ug::div}, Alias{"true_divide", ug::div, ug::div},
+                         Alias{"multiply", ug::mul, ug::mul}, Alias{"subtract", ug::sub, ug::sub}})
+    tensor.def(a.name, a.tensor_op, "other"_a).def(a.name, a.scalar_op, "other"_a);
+  tensor.def("ravel", [](const Tensor& t) { return t.flatten(); });
+  // Factories in this tensor's dtype and device unless told otherwise (torch's new_*).
+  struct Factory {
+    const char* name;
+    Tensor (*make)(const ug::Dims&, ug::Options);
+  };
+  for (const Factory& f :
+       {Factory{"new_zeros", ug::zeros}, Factory{"new_ones", ug::ones}, Factory{"new_empty", ug::empty}})
+    tensor.def(
+        f.name,
+        [f](const Tensor& t, nb::args size, std::optional<ug::DType> dtype, std::optional<ug::Device> device,
+            bool requires_grad) {
+          return with_grad(f.make(dims_from_args(size, f.name), like(t, dtype, device)), requires_grad);
+        },
+        "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
 
   m.def(
       "meshgrid",
