@@ -53,12 +53,25 @@ std::vector<Tensor> backward_inputs(nb::handle h) {
   return out;
 }
 
+std::string node_repr(const ug::Node& node) { return std::string("<") + node.name() + "Backward>"; }
+
+/** torch's repr: the values, then where autograd stands: grad_fn=<mulBackward> for a result it
+ *  recorded, requires_grad=True for a leaf that takes gradients. A donated tensor says so. */
+std::string tensor_repr(const Tensor& t) {
+  if (!t.defined()) return "tensor(<deleted>)";
+  std::string s = t.to_string();
+  std::string state;
+  if (ug::Ref<ug::Node> fn = t.grad_fn()) state = ", grad_fn=" + node_repr(*fn);
+  else if (t.requires_grad()) state = ", requires_grad=True";
+  return s.insert(s.size() - 1, state);
+}
+
 }  // namespace
 
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   nb::class_<PyNode>(m, "Node")
       .def("name", [](const PyNode& n) { return std::string(n.node->name()); })
-      .def("__repr__", [](const PyNode& n) { return std::string("<") + n.node->name() + "Backward>"; })
+      .def("__repr__", [](const PyNode& n) { return node_repr(*n.node); })
       .def_prop_ro("next_functions", [](const PyNode& n) {
         nb::list out;
         for (const ug::Edge& e : n.node->next_edges())
@@ -68,9 +81,10 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
 
   nb::class_<HookHandle>(m, "RemovableHandle").def("remove", [](HookHandle& h) { h.tensor.remove_hook(h.id); });
 
-  cls.def_prop_rw(
-         "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
-         [](Tensor& t, bool v) { t.requires_grad_(v); })
+  cls.def("__repr__", &tensor_repr)
+      .def_prop_rw(
+          "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
+          [](Tensor& t, bool v) { t.requires_grad_(v); })
       .def(
           "requires_grad_", [](Tensor& t, bool v) { return t.requires_grad_(v); }, nb::arg("requires_grad") = true)
       .def_prop_rw(

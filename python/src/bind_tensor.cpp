@@ -96,7 +96,6 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
             return dtype.is_none() ? a : a.attr("astype")(dtype);
           },
           nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
-      .def("__repr__", &Tensor::to_string)
       .def("__len__",
            [](const Tensor& t) {
              if (t.dim() == 0) ug::fail<ug::TypeError>("[len] len() of a 0-d tensor");

@@ -1,5 +1,6 @@
 """Tensor creation, attributes, dtypes, conversion, NumPy interop, devices, printing and
 memory statistics, against PyTorch where it defines the answer."""
+import re
 import numpy as np
 import pytest
 import torch
@@ -151,6 +152,20 @@ def test_printing_like_torch():
     assert repr(ug.tensor([1.0], dtype=ug.float64)) == "tensor([1.], dtype=ug.float64)"
     big = repr(ug.zeros(100, 100))
     assert "..." in big and "shape=(100, 100)" in big
+
+
+def test_printing_shows_autograd_state_like_torch():
+    for m in (ug, torch):
+        leaf = m.tensor([[1.5, -2.0]], requires_grad=True)
+        assert repr(leaf) == "tensor([[ 1.5000, -2.0000]], requires_grad=True)"
+        assert repr(leaf.detach()) == "tensor([[ 1.5000, -2.0000]])"
+        with m.no_grad():
+            assert repr(leaf * 2) == "tensor([[ 3., -4.]])"
+        assert re.fullmatch(r"tensor\(\[-1\.\], grad_fn=<\w+Backward\d*>\)", repr((leaf * 2).sum(1)))
+    assert repr((ug.tensor([1.0], requires_grad=True) * 2).grad_fn) in repr(ug.tensor([1.0], requires_grad=True) * 2)
+    x = ug.ones(2)
+    ug.jit(lambda t: t + 1, donate_argnums=0)(x)
+    assert x.is_deleted() and repr(x) == "tensor(<deleted>)"
 
 
 def test_memory_statistics():
