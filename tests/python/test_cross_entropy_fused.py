@@ -247,3 +247,15 @@ def test_out_of_range_targets_raise():
         ug.nn.functional.cross_entropy(ug.randn(2, 5), ug.tensor([1, 5]))
     with pytest.raises(IndexError, match="Target -1 is out of bounds"):
         ug.jit(lambda x, t: ug.nn.functional.cross_entropy(x, t))(ug.randn(2, 5), ug.tensor([1, -1]))
+
+
+def test_a_compiled_loss_can_still_be_saved():
+    """The loss is SoftmaxCrossEntropyLoss in the program (no call back): jit.save writes it, and
+    the file loaded back gives the eager loss bit for bit (the importer runs the same op)."""
+    f = ug.jit(lambda x, t: loss(ug, "weighted.ignore", x, t))
+    x, target = logits(ug, requires_grad=False, dtype="float32"), ug.tensor(TARGETS)
+    f(x, target)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "loss.onnx")
+        ug.jit.save(f, path, x, target)
+        np.testing.assert_array_equal(ug.onnx.load(path)(x, target).numpy(), loss(ug, "weighted.ignore", x).numpy())
