@@ -506,6 +506,13 @@ def probs(*shape, seed=4):
 LOSSES = [
     Op("cross_entropy", lambda m, a, t: F(m).cross_entropy(a, t, label_smoothing=0.1), x(6, 5), targets(6),
        ops=("log_softmax", "nll_loss")),  # exported (and compiled) as the composed ops
+    # class indices on [N, C] logits: the fused op, its gradient the op cross_entropy_backward
+    Op("cross_entropy.indices", lambda m, a, t: F(m).cross_entropy(a, t), x(6, 5), targets(6),
+       ops=("cross_entropy", "cross_entropy_backward")),
+    Op("cross_entropy.weighted", lambda m, a, t, w: F(m).cross_entropy(a, t, w.detach(), ignore_index=2), x(6, 5),
+       targets(6), pos(5, seed=5), ops=("cross_entropy", "cross_entropy_backward")),
+    Op("cross_entropy.none", lambda m, a, t: F(m).cross_entropy(a, t, reduction="none", ignore_index=1), x(6, 5),
+       targets(6), ops=("cross_entropy", "cross_entropy_backward")),
     Op("cross_entropy.probabilities", lambda m, a, p: F(m).cross_entropy(a, p), x(6, 5), probs(6, 5),
        ops=("log_softmax", "mul", "sum")),
     Op("nll_loss", lambda m, a, t: F(m).nll_loss(a, t, ignore_index=2), x(6, 5), targets(6)),

@@ -117,6 +117,11 @@ class Backend {
    *  elsewhere (and on ignored samples); g is [N] or 0-d (one value for every sample). */
   virtual void nll_loss_backward(const Tensor& g, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                                  const Tensor& dx) = 0;
+  /** The gradient of softmax cross-entropy (log_softmax then nll_loss) at logits x [N, C]:
+   *  dx[i] = s[i] * weight[t] * (softmax(x[i]) - one_hot(t)), 0 on ignored samples, with s = g
+   *  ([N], or 0-d: one value for every sample), divided by the samples' total weight when mean. */
+  virtual void cross_entropy_backward(const Tensor& g, const Tensor& x, const Tensor& target, const Tensor& weight,
+                                      int64_t ignore_index, bool mean, const Tensor& dx) = 0;
 
   // convolution and pooling. Every tensor is contiguous, float32 or float64.
   /** out [N, O, Ho, Wo] = conv(x [N, C, H, W], w [O, C / groups, kh, kw]) + bias [O] (bias

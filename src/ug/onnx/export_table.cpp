@@ -305,6 +305,43 @@ void layer_norm_backward(GraphBuilder& g, const CapturedCall& c) {
   }
 }
 
+/** cross_entropy(x, t[, w]) over class indices: ONNX's SoftmaxCrossEntropyLoss, which the
+ *  importer runs with the same op (so a program's loss is the eager one). */
+void cross_entropy(GraphBuilder& g, const CapturedCall& c) {
+  std::vector<std::string> inputs{in(g, c, 0), g.value(c.inputs[1], DType::Int64)};
+  if (c.inputs[2].defined()) inputs.push_back(in(g, c, 2));
+  ::onnx::NodeProto& n = g.node("SoftmaxCrossEntropyLoss", inputs, {g.output(c)});
+  set_attr(n, "reduction", attr_string(c, "reduction"));
+  set_attr(n, "ignore_index", attr_int(c, "ignore_index"));
+}
+
+/** cross_entropy_backward(g, x, t[, w]): (softmax(x) - one_hot(t)) times each row's g w[t] (over
+ *  the samples' total weight for a mean), 0 on the rows whose target is ignore_index. */
+void cross_entropy_backward(GraphBuilder& g, const CapturedCall& c) {
+  const DType dt = out_dtype(c);
+  const int64_t classes = c.inputs[1].size(1);
+  std::string grad = in(g, c, 0), x = in(g, c, 1), t = g.value(c.inputs[2], DType::Int64);
+  std::string zero = g.scalar(0.0, dt), one = g.scalar(1.0, dt), axis1 = g.ints({1});
+  std::string ignored =
+      node1(g, "Equal", {t, g.scalar(static_cast<double>(attr_int(c, "ignore_index")), DType::Int64)}, "ignored");
+  std::string safe = node1(g, "Where", {ignored, g.scalar(0.0, DType::Int64), t}, "safe");
+  std::string w = c.inputs[3].defined() ? node1(g, "Gather", {in(g, c, 3), safe}, "wt") : one;
+  std::string coef = node1(g, "Where", {ignored, zero, w}, "coef");
+  if (attr_string(c, "reduction") == "mean") {
+    std::string total = g.fresh("total");
+    set_attr(g.node("ReduceSum", {coef}, {total}), "keepdims", int64_t{0});
+    coef = node1(g, "Div", {coef, total}, "coef");
+  }
+  std::string scale = node1(g, "Unsqueeze", {node1(g, "Mul", {coef, grad}, "s"), axis1}, "scale");
+  std::vector<int64_t> class_ids(static_cast<size_t>(classes));
+  for (int64_t k = 0; k < classes; ++k) class_ids[static_cast<size_t>(k)] = k;
+  std::string hot = node1(g, "Equal", {node1(g, "Unsqueeze", {safe, axis1}, "t"), g.ints(class_ids)}, "hot");
+  std::string p = g.fresh("p");
+  set_attr(g.node("Softmax", {x}, {p}), "axis", int64_t{1});
+  std::string diff = node1(g, "Sub", {p, node1(g, "Where", {hot, one, zero}, "one_hot")}, "d");
+  g.node("Mul", {diff, scale}, {g.output(c)});
+}
+
 /** logaddexp: ONNX has none; max(a, b) + log(1 + exp(-|a - b|)). */
 void logaddexp(GraphBuilder& g, const CapturedCall& c) {
   const DType dt = static_cast<DType>(attr_int(c, "compute_dtype"));
@@ -1170,6 +1207,8 @@ const std::map<std::string, Emitter>& table() {
         {"softmax_backward", called_back<softmax_backward>},
         {"log_softmax_backward", called_back<softmax_backward>},
         {"layer_norm_backward", called_back<layer_norm_backward>},
+        {"cross_entropy", cross_entropy},
+        {"cross_entropy_backward", called_back<cross_entropy_backward>},
         // layers
         {"layer_norm", layer_norm},
         {"batch_norm", batch_norm},

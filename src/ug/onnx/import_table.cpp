@@ -15,6 +15,7 @@
 #include "ug/ops/indexing.h"
 #include "ug/ops/join.h"
 #include "ug/ops/linalg.h"
+#include "ug/ops/nn.h"
 #include "ug/ops/pool.h"
 #include "ug/ops/random.h"
 #include "ug/ops/reduce.h"
@@ -867,6 +868,18 @@ Outputs nll_loss_op(const OpContext& c) {
 Outputs softmax_cross_entropy_op(const OpContext& c) {
   const Tensor& scores = c.input(0);
   if (scores.dim() < 2) c.fail("the scores must be (N, C, d1, ...), got ", scores.shape());
+  const Tensor weight = c.has_input(2) ? c.input(2) : Tensor();
+  const std::string reduction = c.attr_string("reduction", "mean");
+  const bool reduction_ok = reduction == "mean" || reduction == "sum" || reduction == "none";
+  if (!c.wants_output(1) && reduction_ok && ops::cross_entropy_fuses(scores, c.input(1), weight)) {
+    // [N, C] scores: the op eager cross_entropy runs, so that a program's loss is the eager one
+    const int64_t ignore =
+        c.has_attr("ignore_index") ? c.attr_int("ignore_index") : std::numeric_limits<int64_t>::min();
+    const ops::Reduction r = reduction == "mean"  ? ops::Reduction::Mean
+                             : reduction == "sum" ? ops::Reduction::Sum
+                                                  : ops::Reduction::None;
+    return one(ops::cross_entropy(scores, c.input(1), weight, ignore, r));
+  }
   const Tensor log_prob = log_softmax(scores, 1);
   Outputs out = one(nll_loss(c, log_prob, c.input(1), c.has_input(2) ? c.input(2) : Tensor()));
   if (c.wants_output(1)) out.push_back(log_prob);

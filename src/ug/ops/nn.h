@@ -38,6 +38,17 @@ bool nll_loss_fuses(const Tensor& input, const Tensor& target, const Tensor& wei
 Tensor nll_loss_fused(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                       Reduction reduction);
 
+/** Whether cross_entropy_fused applies: [N, C] float32/float64 logits with targets [N] of an
+ *  integer dtype, class weights that take no gradient, no vmap or forward mode. Unlike
+ *  nll_loss_fused, also under capture: a program calls it back. */
+bool cross_entropy_fuses(const Tensor& input, const Tensor& target, const Tensor& weight);
+/** cross_entropy of logits [N, C] over class indices (None, Mean or Sum): log_softmax and
+ *  nll_loss as one op, whose gradient is the op cross_entropy_backward (softmax minus the one-hot
+ *  targets, scaled: one kernel). Where it does not fuse (under vmap, forward mode, or when a
+ *  program runs under them), the same loss composed of ops. */
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                     Reduction reduction);
+
 /** The op whose call normalize_rows records: layer_norm, group_norm or instance_norm. */
 enum class RowNorm { Layer, Group, Instance };
 /** x (any shape) normalized over rows of `cols` consecutive elements, times weight plus bias

@@ -85,7 +85,7 @@ std::pair<Tensor, TensorDict> Adam::update_fresh(const Hyper& h, const Tensor& p
   if (!plain) return Optimizer::update_fresh(h, param, grad, state);  // the first step makes the state
   check_update(param, grad);
   const Tensor p_in = param.contiguous(), g = grad.contiguous();
-  Tensor value = empty(param.shape(), Options{param.dtype(), param.device()});
+  Tensor update = empty(param.shape(), Options{param.dtype(), param.device()});
   TensorDict in, next;  // next in state's order: a compiled step's replay pairs them by position
   for (const auto& [name, t] : state) {
     in.insert(name, array(name) ? t.contiguous() : t);
@@ -93,14 +93,14 @@ std::pair<Tensor, TensorDict> Adam::update_fresh(const Hyper& h, const Tensor& p
   }
   const double step = detail::increment_step(next);
   UG_OPTIM_DISPATCH(param.dtype(), T, {
-    kernels::AdamArgs<T> a = adam_args<T>(h, value, g, next, amsgrad, step);
+    kernels::AdamArgs<T> a = adam_args<T>(h, update, g, next, amsgrad, step);
     a.param_in = p_in.data_ptr<T>();
     a.exp_avg_in = in.at("exp_avg").data_ptr<T>();
     a.exp_avg_sq_in = in.at("exp_avg_sq").data_ptr<T>();
     a.max_exp_avg_sq_in = amsgrad ? in.at("max_exp_avg_sq").data_ptr<T>() : nullptr;
     detail::for_chunks(param.numel(), [&](int64_t b, int64_t e) { kernels::adam(a, b, e); });
   })
-  return {std::move(value), std::move(next)};
+  return {std::move(update), std::move(next)};
 }
 
 void Adam::update_param(const Hyper& h, const Tensor& param, const Tensor& grad, TensorDict& state) const {

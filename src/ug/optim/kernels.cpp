@@ -59,7 +59,8 @@ UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   T* __restrict m = a.exp_avg;
   T* __restrict v = a.exp_avg_sq;
   T* __restrict vmax = a.max_exp_avg_sq;
-  // COPY: read from the *_in arrays (distinct from the written ones); else in place.
+  // COPY: read from the *_in arrays (distinct from the written ones) and write the update
+  // (the new value minus the old); else in place.
   const T* __restrict p_in = a.param_in;
   const T* __restrict m_in = a.exp_avg_in;
   const T* __restrict v_in = a.exp_avg_sq_in;
@@ -89,7 +90,9 @@ UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
     T second = vi;
     if constexpr (AMS) second = vmax[i] = std::max(COPY ? vmax_in[i] : vmax[i], vi);
     const T denom = std::sqrt(second) / bc2_sqrt + eps;
-    p[i] = pi + (neg_step_size * mi) / denom;
+    const T next = pi + (neg_step_size * mi) / denom;
+    if constexpr (COPY) p[i] = next - p_in[i];
+    else p[i] = next;
   }
 }
 

@@ -27,7 +27,9 @@ template <class T> struct AdamArgs {
   double lr, beta1, beta2, eps, weight_decay, step;
   bool decoupled_weight_decay, maximize;
   /** Where the parameter and state are read from when not where they are written (the
-   *  functional update: one pass instead of a copy and an update in place); null: in place. */
+   *  functional update: one pass instead of a copy and an update in place); null: in place.
+   *  With param_in, param receives the update (the new value minus param_in, rounded as
+   *  update()'s subtraction was), so that no pass of its own subtracts. */
   const T* param_in = nullptr;
   const T* exp_avg_in = nullptr;
   const T* exp_avg_sq_in = nullptr;

@@ -242,14 +242,14 @@ std::pair<Tensor, TensorDict> Optimizer::update_fresh(const Hyper& group, const 
   for (const auto& [name, t] : state) fresh.insert(name, t.clone());
   Tensor value = param.clone().contiguous();
   update_one(group, value, grad, fresh);
-  return {std::move(value), std::move(fresh)};
+  return {value.sub_(param), std::move(fresh)};
 }
 
 std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tensor& grad,
                                                  const TensorDict& state) const {
   graph::OpCall call(kOptimizerUpdate);
-  auto [value, fresh] = update_fresh(defaults_, param.detach(), grad.detach(), state);
-  std::vector<const Tensor*> inputs{&param, &grad}, outputs{&value};
+  auto [delta, fresh] = update_fresh(defaults_, param.detach(), grad.detach(), state);
+  std::vector<const Tensor*> inputs{&param, &grad}, outputs{&delta};
   std::vector<std::string> names;
   for (const auto& [name, t] : state) {
     inputs.push_back(&t);
@@ -277,7 +277,7 @@ std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tens
         NoGradGuard no_grad;
         Tensor v = in[0].detach().clone().contiguous();
         update_one(defaults_, v, in[1].detach(), st);
-        std::vector<Tensor> out{v};
+        std::vector<Tensor> out{v.sub_(in[0])};
         for (const auto& [name, t] : st) out.push_back(t);
         return out;
       }
@@ -288,7 +288,7 @@ std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tens
     });
   }
   call.finish(inputs, outputs);
-  return {value, std::move(fresh)};
+  return {delta, std::move(fresh)};
 }
 
 OptState Optimizer::init(const TensorDict& params) const {
@@ -312,8 +312,8 @@ std::pair<TensorDict, OptState> Optimizer::update(const TensorDict& grads, const
       next.insert(key, *st);
       continue;
     }
-    auto [value, fresh] = updated(p, *g, *st);
-    updates.insert(key, value.sub(p.detach()));
+    auto [delta, fresh] = updated(p, *g, *st);
+    updates.insert(key, std::move(delta));
     next.insert(key, std::move(fresh));
   }
   return {std::move(updates), std::move(next)};

@@ -134,10 +134,11 @@ class Optimizer {
   void update_one(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const;
   /** The shape and dtype checks of update_one. */
   void check_update(const Tensor& param, const Tensor& grad) const;
-  /** update()'s rule for one parameter: its new value and state in fresh tensors, param and
-   *  state only read. By default copies them and runs update_param on the copies; an optimizer
-   *  whose kernel reads one array and writes another (Adam) overrides it and saves the copies
-   *  (a compiled training step runs it at every step). */
+  /** update()'s rule for one parameter: its update (the new value minus param) and new state in
+   *  fresh tensors, param and state only read. By default copies them, runs update_param on the
+   *  copies and subtracts; an optimizer whose kernel reads one array and writes another (Adam)
+   *  overrides it, writing the update in the same pass (a compiled training step runs it at
+   *  every step). */
   virtual std::pair<Tensor, TensorDict> update_fresh(const Hyper& group, const Tensor& param, const Tensor& grad,
                                                      const TensorDict& state) const;
   /** A parameter a step updates: its group's index and the parameter. */
@@ -152,7 +153,7 @@ class Optimizer {
   void step_params(const std::vector<StepParam>& params, const std::vector<Tensor>& grads);
   /** The parameters that have a gradient now, with those gradients (detached). */
   std::pair<std::vector<StepParam>, std::vector<Tensor>> params_with_grads() const;
-  /** update()'s rule for one parameter: its new value and state, the inputs untouched. */
+  /** update()'s rule for one parameter: its update and new state, the inputs untouched. */
   std::pair<Tensor, TensorDict> updated(const Tensor& param, const Tensor& grad, const TensorDict& state) const;
 
  private:

@@ -1,5 +1,6 @@
-// nll_loss in one pass over the targets each way: classification's loss without a chain of
-// gather, where and sum kernels. Sums accumulate in double.
+// nll_loss in one pass over the targets each way, and cross-entropy's gradient in one pass
+// after the softmax: classification's loss without a chain of gather, where and sum kernels.
+// Sums accumulate in double.
 #include <algorithm>
 
 #include "ug/backend/cpu/cpu_backend.h"
@@ -52,6 +53,37 @@ void nll_loss_backward_typed(const Tensor& g, const Tensor& target, const Tensor
   }
 }
 
+/** dx holds softmax(x) on entry: scales each row's p - one_hot(t) in place. */
+template <class T>
+void cross_entropy_backward_typed(const Tensor& g, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                                  bool mean, const Tensor& dx) {
+  const int64_t n = dx.size(0), classes = dx.size(1);
+  const T* pg = static_cast<const T*>(g.raw_data());
+  const int64_t g_step = g.dim() == 0 ? 0 : 1;
+  const auto* pt = static_cast<const int64_t*>(target.raw_data());
+  const T* pw = weight.defined() ? static_cast<const T*>(weight.raw_data()) : nullptr;
+  T* pd = static_cast<T*>(dx.raw_data());
+  auto counts = [&](int64_t t) { return t != ignore_index && t >= 0 && t < classes; };  // forward rejected the others
+  T scale = T(1);
+  if (mean) {  // all ignored: every row is 0 below, whatever the scale
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (counts(pt[i])) total += pw ? pw[pt[i]] : T(1);
+    scale = static_cast<T>(1 / total);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    T* row = pd + i * classes;
+    const int64_t t = pt[i];
+    if (!counts(t)) {
+      std::fill(row, row + classes, T(0));
+      continue;
+    }
+    const T s = pg[i * g_step] * (pw ? pw[t] : T(1)) * scale;
+    row[t] -= T(1);
+    for (int64_t j = 0; j < classes; ++j) row[j] *= s;
+  }
+}
+
 }  // namespace
 
 void CpuBackend::nll_loss(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t ignore_index,
@@ -65,6 +97,14 @@ void CpuBackend::nll_loss_backward(const Tensor& g, const Tensor& target, const 
                                    const Tensor& dx) {
   dispatch_float_or_double(dx.dtype(), "nll_loss",
                            [&](auto t) { nll_loss_backward_typed<decltype(t)>(g, target, weight, ignore_index, dx); });
+}
+
+void CpuBackend::cross_entropy_backward(const Tensor& g, const Tensor& x, const Tensor& target, const Tensor& weight,
+                                        int64_t ignore_index, bool mean, const Tensor& dx) {
+  softmax(x, false, dx);
+  dispatch_float_or_double(dx.dtype(), "cross_entropy", [&](auto t) {
+    cross_entropy_backward_typed<decltype(t)>(g, target, weight, ignore_index, mean, dx);
+  });
 }
 
 }  // namespace ug::cpu

@@ -1,7 +1,8 @@
 // Losses composed from ops (log_softmax, gather, where, sums), so every one differentiates
 // twice; binary_cross_entropy records its own derivative, torch's clamped formula. nll_loss
-// (and so cross_entropy) on [N, C] / [C] inputs, classification's hot path, is the fused op
-// ops::nll_loss_fused (ops/nn.h): one backend kernel each way instead of about fifteen ops.
+// on [N, C] / [C] inputs and cross_entropy on [N, C] logits over class indices, classification's
+// hot path, are the fused ops ops::nll_loss_fused and ops::cross_entropy (ops/nn.h): one backend
+// kernel each way instead of about fifteen ops.
 #include "ug/nn/functional/loss.h"
 
 #include "ug/graph/grad_mode.h"
@@ -149,8 +150,10 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
     fail("[cross_entropy] label_smoothing must be between 0.0 and 1.0, got ", o.label_smoothing);
   const int64_t cd = class_dim(input), classes = input.size(cd);
   check_weight(o.weight, classes, op);
-  Tensor logp = input.log_softmax(cd);
   const double s = o.label_smoothing;
+  if (s <= 0 && !is_floating(target.dtype()) && ops::cross_entropy_fuses(input, target, o.weight))
+    return ops::cross_entropy(input, target, o.weight, o.ignore_index, r);
+  Tensor logp = input.log_softmax(cd);
   if (is_floating(target.dtype())) {
     // Class probabilities: -sum_c w_c t_c log p_c per sample; "mean" averages over samples.
     if (target.shape() != input.shape())
