@@ -2,8 +2,10 @@
 forward, unit-stride input gradients, weight gradients over 128+ output pixels) against torch on the shapes that exercise its parts: every micro-kernel width (1 to 4
 vectors of 16 output channels, output counts not a multiple of 16), every tile size (planes split
 into tiles of 1 to 6 pixels, as even as fit), the compiled 1x1, 3x3 and 7x7 windows and the general one, strides and paddings on
-each axis, input channels past one block of 64, batches; and its weight cache: a weight changed
-in place, or another view of the same storage, is never read stale. Under UG_CPU_ISA=avx2 or
+each axis, input channels past one block of 64, batches, a batch's pixels in runs that cross
+from one sample into the next; and its weight cache: a weight changed in place, or another view
+of the same storage, is never read stale, and a weight first seen at its version (packed a pass
+at a time as the kernel runs) gives the bits of its packed copy made at the second call. Under UG_CPU_ISA=avx2 or
 generic the same cases run the GEMM paths, which these tests then check the same way."""
 import os
 
@@ -32,6 +34,7 @@ CASES = [  # N, C, O, (kh, kw), (sh, sw), (ph, pw), H, W
     (2, 16, 20, (3, 3), (1, 1), (0, 0), 3, 3),      # one pixel: a 1-pixel tile
     (1, 20, 16, (3, 3), (1, 1), (1, 1), 1, 2),      # two pixels; 7 = 4 + 3 below
     (1, 16, 16, (1, 1), (1, 1), (0, 0), 1, 7),
+    (2, 16, 70, (3, 3), (1, 1), (1, 1), 25, 23),    # 1,150 pixels: packed weights, a run across samples
 ]
 
 
@@ -67,6 +70,9 @@ def test_direct_input_gradient_matches_torch(case):
     w = Arg(rng.uniform(low, 1, (O, C) + k).astype(np.float32))
     check(lambda m, g, w: (TF if m is torch else UF).conv_transpose2d(g, w, padding=p), g, w, terms=ABS,
           n=O * k[0] * k[1])
+    gu, wu = ug.tensor(g.array), ug.tensor(w.array)  # packed as it runs, then from the cache: the same bits
+    with ug.no_grad():
+        assert np.array_equal(*(UF.conv_transpose2d(gu, wu, padding=p).numpy() for _ in range(2)))
     x = rng.uniform(-1, 1, (N, C, H, W)).astype(np.float32)
     xu, wu = ug.tensor(x).requires_grad_(), ug.tensor(w.array)
     UF.conv2d(xu, wu, padding=p).backward(ug.tensor(g.array))
@@ -117,6 +123,15 @@ def run(x, w, **kw):
         return UF.conv2d(x, w, **kw).numpy()
 
 
+def twice(x, w, **kw):
+    """Two calls with one weight: the first packs it as it runs, the second into the cache (or,
+    past one run of pixels per block, both read the cache); the same bits either way."""
+    first = run(x, w, **kw)
+    second = run(x, w, **kw)
+    assert np.array_equal(first, second)
+    return first
+
+
 def close(got, x, w, **kw):
     """got against torch's conv2d, within what sums of C·kh·kw terms may differ by."""
     xt, wt = torch.tensor(x.numpy()).double(), torch.tensor(w.numpy()).double()
@@ -131,16 +146,16 @@ def test_weight_changed_in_place_is_packed_again(C, size):
     rng = np.random.default_rng(4)
     x = ug.tensor(rng.uniform(-1, 1, (1, C, size, size)).astype(np.float32))
     w = ug.tensor(rng.uniform(-1, 1, (24, C, 3, 3)).astype(np.float32))
-    first = run(x, w, padding=1)
+    first = twice(x, w, padding=1)
     close(first, x, w, padding=1)
     w.mul_(-0.5)  # in place: the same storage, a new version
-    changed = run(x, w, padding=1)
+    changed = twice(x, w, padding=1)
     assert not np.allclose(changed, first)
     close(changed, x, w, padding=1)
     w[3].fill_(0.25)  # through a view of the weight
-    close(run(x, w, padding=1), x, w, padding=1)
+    close(twice(x, w, padding=1), x, w, padding=1)
     w.copy_(ug.tensor(rng.uniform(-1, 1, (24, C, 3, 3)).astype(np.float32)))
-    close(run(x, w, padding=1), x, w, padding=1)
+    close(twice(x, w, padding=1), x, w, padding=1)
 
 
 def test_views_of_one_storage_are_packed_apart():
@@ -188,14 +203,15 @@ def test_channels_with_equal_weights_come_out_bit_equal():
 
 def test_a_deleted_weight_leaves_the_cache_at_the_next_call():
     """The cache holds each packed weight's storage (so that no other tensor can take its
-    address); once nothing else holds the weight, the next convolution lets both go."""
+    address); once nothing else holds the weight, the next convolution lets both go. (A weight
+    is packed into the cache at its second call at one version.)"""
     rng = np.random.default_rng(8)
     x = ug.tensor(rng.uniform(-1, 1, (1, 256, 6, 6)).astype(np.float32))
     small = ug.tensor(rng.uniform(-1, 1, (16, 256, 1, 1)).astype(np.float32))
-    run(x, small)  # its block is cached before the baseline
+    twice(x, small)  # its block is cached before the baseline
     base = ug.memory.allocated()
     w = ug.tensor(rng.uniform(-1, 1, (256, 256, 3, 3)).astype(np.float32))  # 2.4 MB, and as much packed
-    run(x, w, padding=1)
+    twice(x, w, padding=1)
     copies = 2 if direct_kernel_runs() else 1  # the weight, and its packed block
     assert ug.memory.allocated() >= base + copies * w.numel() * 4
     del w

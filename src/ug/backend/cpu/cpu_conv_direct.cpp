@@ -1,9 +1,9 @@
-// The direct AVX-512 convolution (cpu_conv_direct.h). Per sample and block of 64 output
-// channels, the output is summed in a blocked buffer [Ho * Wo][64] (one zmm per pixel and 16
-// channels), a block of input channels at a time so that the block's packed weights stay in
-// L2 while every output row reads them; the last block's pass adds the bias and writes the
-// planes of y. Each output channel is one lane running the same FMA sequence as every other
-// channel: channels with equal weights come out bit-equal (the light SqueezeNet zoo graph
+// The direct AVX-512 convolution (cpu_conv_direct.h). Per block of 64 output channels and run
+// of the batch's output pixels (the samples' one after the other), the output is summed in a
+// blocked buffer [pixels][64] (one zmm per pixel and 16 channels), a block of input channels
+// at a time so that the block's packed weights stay in L2 while every pixel reads them; the
+// last block's pass adds the bias and writes the planes of y. Each output channel is one lane running the same FMA
+// sequence as every other channel: channels with equal weights come out bit-equal (the light SqueezeNet zoo graph
 // relies on that), and the order is fixed by the shape, never by the thread count.
 #include "ug/backend/cpu/cpu_conv_direct.h"
 
@@ -45,26 +45,35 @@ enum class Form { Direct, DirectTransposed, Winograd };
  *  entries whose weight nobody else holds any more go at every call. */
 class PackCache {
  public:
-  /** w in this form, made by make(w, a buffer to reuse or an undefined tensor) if not cached. */
-  template <class Make> Tensor get(const Tensor& w, Form form, const Make& make) {
+  /** w in this form, made by make(w, a buffer to reuse or an undefined tensor) if not cached.
+   *  defer: a weight not seen at this version before is only noted, and an undefined tensor
+   *  returned (the caller packs as it goes); the second call at one version packs and caches.
+   *  A training step, whose weights change after every step, then never packs a copy. */
+  template <class Make> Tensor get(const Tensor& w, Form form, const Make& make, bool defer = false) {
     Tensor reuse;  // a stale entry's buffer that no caller holds: packed again in place
     {
       std::lock_guard lock(mutex_);
       // Weights nobody else holds any more (a model deleted): their blocks go at the next call.
       std::erase_if(entries_, [&](const Entry& e) {
         const bool orphan = e.storage->use_count() == 1;
-        if (orphan) bytes_ -= e.packed.numel() * 4;
+        if (orphan) bytes_ -= bytes(e.packed);
         return orphan;
       });
       for (auto it = entries_.begin(); it != entries_.end(); ++it)
         if (it->storage.get() == w.storage().get() && it->offset == w.storage_offset() && it->shape == w.shape() &&
             it->strides == w.strides() && it->form == form) {
           if (it->version != w.version()) {
-            bytes_ -= it->packed.numel() * 4;
+            bytes_ -= bytes(it->packed);
             // No convolution still reading it: callers hold copies of the Tensor (its impl).
-            if (it->packed.impl_ref()->use_count() == 1 && it->packed.storage()->use_count() == 1)
+            if (it->packed.defined() && it->packed.impl_ref()->use_count() == 1 &&
+                it->packed.storage()->use_count() == 1)
               reuse = std::move(it->packed);
             entries_.erase(it);
+            break;
+          }
+          if (!it->packed.defined()) {  // noted once at this version: packed now
+            entries_.erase(it);
+            defer = false;
             break;
           }
           entries_.splice(entries_.begin(), entries_, it);
@@ -73,12 +82,12 @@ class PackCache {
     }
     // A training step changes every weight: packing into the same block again spares the
     // page faults of a fresh one (the allocator returns large blocks to the system).
-    Tensor packed = make(w, reuse);  // outside the lock: other threads' convolutions go on
+    Tensor packed = defer ? Tensor() : make(w, reuse);  // outside the lock: other threads' convolutions go on
     std::lock_guard lock(mutex_);
     entries_.push_front({w.storage(), w.storage_offset(), w.shape(), w.strides(), form, w.version(), packed});
-    bytes_ += packed.numel() * 4;
+    bytes_ += bytes(packed);
     while (bytes_ > kCacheBytes && entries_.size() > 1) {
-      bytes_ -= entries_.back().packed.numel() * 4;
+      bytes_ -= bytes(entries_.back().packed);
       entries_.pop_back();
     }
     return packed;
@@ -94,6 +103,7 @@ class PackCache {
     uint32_t version;
     Tensor packed;
   };
+  static int64_t bytes(const Tensor& packed) { return packed.defined() ? packed.numel() * 4 : 0; }
   std::mutex mutex_;
   std::list<Entry> entries_;
   int64_t bytes_ = 0;
@@ -243,53 +253,55 @@ void transpose16(__m512 rows[16]) {
   }
 }
 
-/** The packed weights (see packed_size) of w [O, C, kh, kw]: 16 output channels x 16 of the
- *  C * kh * kw taps at a time, transposed in registers (a training step packs every weight
- *  anew, so this runs at memory speed). transposed: of w' [C, O, kh, kw], w'[c][o] = w[o][c]
- *  rotated by 180 degrees, the weight whose convolution is the input gradient of w's (stride
- *  1): 16 channels o x 16 taps of one c at a time, transposed the same way. */
+/** Input channels [c0, c1) of the packed block of output channels o0 .. o0 + lanes (see
+ *  packed_size) into dst [c1 - c0][kh][kw][lanes], from src, the contiguous w [O, C, kh, kw]
+ *  (taps = kh * kw): 16 output channels x 16 of the taps at a time, transposed in registers (a
+ *  training step packs every weight anew, so this runs at memory speed). transposed: src is w'
+ *  [C, O, kh, kw] and the block that of w[o][c] = w'[c][o] rotated by 180 degrees, the weight
+ *  whose convolution is the input gradient of w' (stride 1): 16 channels o x 16 taps of one c
+ *  at a time, transposed the same way. */
+void pack_block(const float* src, bool transposed, int64_t O, int64_t C, int64_t taps, int64_t o0, int64_t c0,
+                int64_t c1, float* dst) {
+  const int64_t lanes = lanes_of(O, o0);
+  if (transposed) {
+    for (int64_t c = c0; c < c1; ++c)  // w'[c] read once, in order
+      for (int64_t l0 = 0; l0 < lanes; l0 += 16)
+        for (int64_t t0 = 0; t0 < taps; t0 += 16) {  // rows: 16 channels o, columns: 16 taps
+          const int64_t n = std::min<int64_t>(16, taps - t0);
+          const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
+          __m512 rows[16];
+          for (int64_t l = 0; l < 16; ++l)
+            rows[l] = o0 + l0 + l < O ? _mm512_maskz_loadu_ps(mask, src + (c * O + o0 + l0 + l) * taps + t0)
+                                      : _mm512_setzero_ps();
+          transpose16(rows);
+          for (int64_t t = 0; t < n; ++t)  // w[o][c] tap taps - 1 - t is w'[c][o] tap t
+            _mm512_storeu_ps(dst + ((c - c0) * taps + taps - 1 - t0 - t) * lanes + l0, rows[t]);
+        }
+    return;
+  }
+  const int64_t K = C * taps, k1 = c1 * taps;
+  for (int64_t l0 = 0; l0 < lanes; l0 += 16)
+    for (int64_t k0 = c0 * taps; k0 < k1; k0 += 16) {
+      const int64_t n = std::min<int64_t>(16, k1 - k0);
+      const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
+      __m512 rows[16];
+      for (int64_t l = 0; l < 16; ++l)
+        rows[l] = o0 + l0 + l < O ? _mm512_maskz_loadu_ps(mask, src + (o0 + l0 + l) * K + k0) : _mm512_setzero_ps();
+      transpose16(rows);
+      for (int64_t k = 0; k < n; ++k) _mm512_storeu_ps(dst + (k0 - c0 * taps + k) * lanes + l0, rows[k]);
+    }
+}
+
+/** The packed weights (see packed_size) of w [O, C, kh, kw], or of the transposed w' [C, O,
+ *  kh, kw] (pack_block), into `into` if defined. */
 Tensor pack(const Tensor& w, bool transposed, const Tensor& into) {
   const Tensor wc = contiguous(w, DType::Float32);
-  const int64_t O = w.size(transposed ? 1 : 0), K = w.size(transposed ? 0 : 1) * w.size(2) * w.size(3);
+  const int64_t O = w.size(transposed ? 1 : 0), C = w.size(transposed ? 0 : 1), taps = w.size(2) * w.size(3);
   const Tensor packed =
-      into.defined() ? into : empty({packed_size(O, K)}, {.dtype = DType::Float32, .device = Device()});
+      into.defined() ? into : empty({packed_size(O, C * taps)}, {.dtype = DType::Float32, .device = Device()});
   const float* src = static_cast<const float*>(wc.raw_data());
   float* dst = static_cast<float*>(packed.raw_data());
-  if (transposed) {
-    const int64_t taps = w.size(2) * w.size(3), in = w.size(0);  // K = in * taps
-    for (int64_t c = 0; c < in; ++c)                             // w[c] read once, in order
-      for (int64_t o0 = 0; o0 < O; o0 += kBlock) {
-        const int64_t lanes = lanes_of(O, o0);
-        float* block = dst + o0 * K;
-        for (int64_t l0 = 0; l0 < lanes; l0 += 16)
-          for (int64_t t0 = 0; t0 < taps; t0 += 16) {  // rows: 16 channels o, columns: 16 taps
-            const int64_t n = std::min<int64_t>(16, taps - t0);
-            const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
-            __m512 rows[16];
-            for (int64_t l = 0; l < 16; ++l)
-              rows[l] = o0 + l0 + l < O ? _mm512_maskz_loadu_ps(mask, src + (c * O + o0 + l0 + l) * taps + t0)
-                                        : _mm512_setzero_ps();
-            transpose16(rows);
-            for (int64_t t = 0; t < n; ++t)  // w'[o][c] tap taps - 1 - t is w[c][o] tap t
-              _mm512_storeu_ps(block + (c * taps + taps - 1 - t0 - t) * lanes + l0, rows[t]);
-          }
-      }
-    return packed;
-  }
-  for (int64_t o0 = 0; o0 < O; o0 += kBlock) {
-    const int64_t lanes = lanes_of(O, o0);
-    float* block = dst + o0 * K;
-    for (int64_t l0 = 0; l0 < lanes; l0 += 16)
-      for (int64_t k0 = 0; k0 < K; k0 += 16) {
-        const int64_t n = std::min<int64_t>(16, K - k0);
-        const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
-        __m512 rows[16];
-        for (int64_t l = 0; l < 16; ++l)
-          rows[l] = o0 + l0 + l < O ? _mm512_maskz_loadu_ps(mask, src + (o0 + l0 + l) * K + k0) : _mm512_setzero_ps();
-        transpose16(rows);
-        for (int64_t k = 0; k < n; ++k) _mm512_storeu_ps(block + (k0 + k) * lanes + l0, rows[k]);
-      }
-  }
+  for (int64_t o0 = 0; o0 < O; o0 += kBlock) pack_block(src, transposed, O, C, taps, o0, 0, C, dst + o0 * C * taps);
   return packed;
 }
 
@@ -339,65 +351,80 @@ const float* padded_inputs(const DirectConv& g, const float* x, Scratch<float>& 
   return out;
 }
 
-void run(const DirectConv& g, const float* x, const float* packed, const float* bias, float* y) {
-  const int64_t Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw, K = g.C * g.kh * g.kw, L = g.Ho * g.Wo;
-  const int64_t blocks = (g.O + kBlock - 1) / kBlock;
+/** y = x convolved with the packed weights, or where packed is null with w (contiguous; the
+ *  transposed form if transposed, see direct_conv2d) packed a pass at a time as it runs: each
+ *  block's weights are then read once, with no packed copy written and read back. The samples'
+ *  output pixels run one after the other, so that a block's pass of weights serves the tiles of
+ *  every sample while it is in cache. */
+void run(const DirectConv& g, const float* x, const float* packed, const float* w, bool transposed, const float* bias,
+         float* y) {
+  const int64_t Hp = g.H + 2 * g.ph, Wp = g.W + 2 * g.pw, taps = g.kh * g.kw, K = g.C * taps, L = g.Ho * g.Wo;
+  const int64_t P = g.N * L, blocks = (g.O + kBlock - 1) / kBlock;
   const Window win{g.kh, g.kw, Wp, Hp * Wp};
-  std::vector<int64_t> offsets(L);  // each output pixel's first input in its plane
-  for (int64_t l = 0; l < L; ++l) offsets[l] = l / g.Wo * g.sh * Wp + l % g.Wo * g.sw;
+  std::vector<int64_t> offsets(P);  // each output pixel's first input, from sample 0's planes
+  for (int64_t p = 0; p < P; ++p) offsets[p] = p / L * g.C * Hp * Wp + p % L / g.Wo * g.sh * Wp + p % L % g.Wo * g.sw;
   Scratch<float> pad_all;
   const float* pads = padded_inputs(g, x, pad_all);
-  // Tasks: a sample, a block of output channels and a run of kChunk pixels, whose sums stay in L2.
-  const int64_t chunks = (L + kChunk - 1) / kChunk;
-  parallel_for(g.N * blocks * chunks, 1, [&](int64_t t0, int64_t t1) {
-    Scratch<float> acc_buf;
-    float* acc = acc_buf.get(std::min(L, kChunk) * kBlock);
+  // Tasks: a block of output channels and a run of kChunk pixels, whose sums stay in L2.
+  const int64_t chunks = (P + kChunk - 1) / kChunk;
+  parallel_for(blocks * chunks, 1, [&](int64_t t0, int64_t t1) {
+    Scratch<float> acc_buf, pass_buf;
+    float* acc = acc_buf.get(std::min(P, kChunk) * kBlock);
+    float* pass = packed ? nullptr : pass_buf.get(kInBlock * taps * kBlock);
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t n = t / (blocks * chunks), o0 = t / chunks % blocks * kBlock, lanes = lanes_of(g.O, o0);
-      const int64_t l0 = t % chunks * kChunk, l1 = std::min(L, l0 + kChunk);
-      const float* xs = pads + n * g.C * Hp * Wp;
-      const float* wb = packed + o0 * K;
+      const int64_t o0 = t / chunks * kBlock, lanes = lanes_of(g.O, o0);
+      const int64_t p0 = t % chunks * kChunk, p1 = std::min(P, p0 + kChunk);
       const int64_t count = std::min(lanes, g.O - o0);
-      float* yb = y + (n * g.O + o0) * L;
+      // The chunk's pixels of sample n: [lo(n), hi(n)) of its plane, for n in [p0 / L, (p1 - 1) / L].
+      const int64_t n_first = p0 / L, n_last = (p1 - 1) / L;
+      auto lo = [&](int64_t n) { return std::max(p0, n * L) - n * L; };
+      auto hi = [&](int64_t n) { return std::min(p1, (n + 1) * L) - n * L; };
+      auto row_lines = [&](int64_t n) { return (hi(n) - lo(n) + 15) / 16 + 1; };
       for (int64_t c0 = 0; c0 < g.C; c0 += kInBlock) {
         const int64_t cn = std::min(kInBlock, g.C - c0);
-        const float* xc = xs + c0 * Hp * Wp;
-        const float* wc = wb + c0 * g.kh * g.kw * lanes;
-        // The weights of the next pass (the next input channels, or the next block's first ones
-        // after this block's last pixels) are prefetched a few lines per input channel of each
+        const float* xc = pads + c0 * Hp * Wp;
+        const float* wc = packed ? packed + o0 * K + c0 * taps * lanes : pass;
+        if (!packed) pack_block(w, transposed, g.O, g.C, taps, o0, c0, c0 + cn, pass);
+        // The packed weights of the next pass (the next input channels, or the next block's first
+        // ones after this block's last pixels) are prefetched a few lines per input channel of each
         // tile: large layers' weights come from memory (ResNet-18's 512-channel ones, 9.4 MB
         // each, on a 49-pixel plane: each weight serves 9 tiles), which the first tile of a
         // pass otherwise waits for (ResNet-18 inference / ONNX Runtime 1.08 -> 1.05). A burst
         // of prefetches before each tile instead stalled on the misses and was slower.
-        const float* next = c0 + kInBlock < g.C            ? wc + cn * g.kh * g.kw * lanes
-                            : l1 == L && o0 + kBlock < g.O ? packed + (o0 + kBlock) * K
+        const float* next = !packed                        ? nullptr
+                            : c0 + kInBlock < g.C          ? wc + cn * taps * lanes
+                            : p1 == P && o0 + kBlock < g.O ? packed + (o0 + kBlock) * K
                                                            : nullptr;
         const int64_t next_lines =
-            next ? std::min(kInBlock * g.kh * g.kw * kBlock, packed + packed_size(g.O, K) - next) / 16 : 0;
-        const int64_t tiles = (l1 - l0 + kTile - 1) / kTile;
+            next ? std::min(kInBlock * taps * kBlock, packed + packed_size(g.O, K) - next) / 16 : 0;
+        const int64_t tiles = (p1 - p0 + kTile - 1) / kTile;
         const int64_t per_channel = (next_lines + tiles * cn - 1) / (tiles * cn);
         // The last pass also claims the output's lines a share before each tile, so that the
         // stores of write_planes find them in cache (the stem's 3.2 MB output otherwise waits
         // on memory as it is written: 1.32 -> 1.25 ms alone; ResNet-18 / ONNX Runtime 1.05 -> 1.03).
-        const int64_t row_lines = (l1 - l0 + 15) / 16 + 1, out_lines = c0 + kInBlock >= g.C ? count * row_lines : 0;
+        int64_t out_lines = 0;
+        if (c0 + kInBlock >= g.C)
+          for (int64_t n = n_first; n <= n_last; ++n) out_lines += count * row_lines(n);
         const int64_t out_per_tile = (out_lines + tiles - 1) / tiles;
-        int64_t out_ch = out_lines ? 0 : count, out_line = 0;  // the next output line to claim
+        int64_t out_n = n_first, out_ch = 0, out_line = 0;  // the next output line to claim
         // The pixels split into tiles of as even sizes as fit (49 = 4 x 6 + 5 x 5, not 8 x 6 + 1:
         // a 1-pixel tile loads as many weights as a 6-pixel one for a sixth of the FMAs); each
         // pixel's sum is the same whatever its tile.
-        const int64_t base = (l1 - l0) / tiles, longer = (l1 - l0) % tiles;
-        for (int64_t t = 0, l = l0, done = 0, r; t < tiles; ++t, l += r, done += per_channel * cn) {
-          r = base + (t < longer);
-          for (int64_t m = 0; m < out_per_tile && out_ch < count; ++m) {
-            __builtin_prefetch(yb + out_ch * L + l0 + out_line * 16, 1, 3);
-            if (++out_line == row_lines) out_line = 0, ++out_ch;
+        const int64_t base = (p1 - p0) / tiles, longer = (p1 - p0) % tiles;
+        for (int64_t i = 0, p = p0, done = 0, r; i < tiles; ++i, p += r, done += per_channel * cn) {
+          r = base + (i < longer);
+          for (int64_t m = 0; m < out_per_tile && out_n <= n_last; ++m) {
+            __builtin_prefetch(y + (out_n * g.O + o0 + out_ch) * L + lo(out_n) + out_line * 16, 1, 3);
+            if (++out_line == row_lines(out_n)) out_line = 0, ++out_ch;
+            if (out_ch == count) out_ch = 0, ++out_n;
           }
           const Prefetch pf{reinterpret_cast<const char*>(next + done * 16), done < next_lines ? per_channel : 0};
-          kernel_for(lanes / 16, r, g.kh, g.kw)(xc, offsets.data() + l, win, wc, cn, acc + (l - l0) * lanes, c0 == 0,
+          kernel_for(lanes / 16, r, g.kh, g.kw)(xc, offsets.data() + p, win, wc, cn, acc + (p - p0) * lanes, c0 == 0,
                                                 pf);
         }
       }
-      write_planes(g, acc, l0, l1, o0, lanes, bias, y + n * g.O * L);
+      for (int64_t n = n_first; n <= n_last; ++n)
+        write_planes(g, acc + (n * L + lo(n) - p0) * lanes, lo(n), hi(n), o0, lanes, bias, y + n * g.O * L);
     }
   });
 }
@@ -460,14 +487,18 @@ void run_weight_grad(const DirectConv& g, const float* x, const float* gy, float
 
 void direct_conv2d(const DirectConv& g, const Tensor& x, const Tensor& w, bool transposed, const Tensor& bias,
                    const Tensor& y) {
-  const Tensor packed =
-      pack_cache().get(w, transposed ? Form::DirectTransposed : Form::Direct,
-                       [&](const Tensor& v, const Tensor& into) { return pack(v, transposed, into); });
+  // Where one task runs each block of output channels over all pixels, a weight seen for the
+  // first time at its version is packed a pass at a time inside the tasks (run).
+  const Tensor packed = pack_cache().get(
+      w, transposed ? Form::DirectTransposed : Form::Direct,
+      [&](const Tensor& v, const Tensor& into) { return pack(v, transposed, into); }, g.N * g.Ho * g.Wo <= kChunk);
+  const Tensor wc = packed.defined() ? Tensor() : contiguous(w, DType::Float32);
   const float* xp = static_cast<const float*>(x.raw_data());
-  const float* wp = static_cast<const float*>(packed.raw_data());
+  const float* pp = packed.defined() ? static_cast<const float*>(packed.raw_data()) : nullptr;
+  const float* wp = wc.defined() ? static_cast<const float*>(wc.raw_data()) : nullptr;
   const float* bp = bias.defined() ? static_cast<const float*>(bias.raw_data()) : nullptr;
   float* yp = static_cast<float*>(y.raw_data());
-  run(g, xp, wp, bp, yp);
+  run(g, xp, pp, wp, transposed, bp, yp);
 }
 
 void direct_conv2d_weight_grad(const DirectConv& g, const Tensor& x, const Tensor& gy, const Tensor& gw) {

@@ -1,8 +1,10 @@
 // A direct float32 convolution on AVX-512 for one group, unit dilation and column stride 1 or
-// 2: the weights packed once into blocks of 64 output channels ([C][kh][kw][64] each, kept in
-// a cache keyed by the weight's storage and version) and a register-tiled micro-kernel over
-// a zero-padded copy of the input, 64 channels x 7 output columns at a time, each FMA taking
-// its input value as an embedded broadcast: no column matrix, no per-call weight packing.
+// 2: the weights packed into blocks of 64 output channels ([C][kh][kw][64] each, kept in a
+// cache keyed by the weight's storage and version; a weight first seen at its version, as every
+// weight of a training step is, is packed a block's pass at a time as the kernel runs instead,
+// where one task covers a block's pixels) and a register-tiled micro-kernel over a zero-padded
+// copy of the input, 64 channels x 6 output pixels at a time, each FMA taking its input value
+// as an embedded broadcast: no column matrix, no per-call weight packing.
 #pragma once
 
 #include <cstdint>
