@@ -214,9 +214,12 @@ def test_pinv_lstsq_rank_power(dtype):
     sq, tsq = pair(conditioned((2, 4, 4), 5.0, seed=10), dtype)
     assert_within(ug.linalg.matrix_power(sq, 0), torch.eye(4).expand(2, 4, 4), 0.0, "A^0")
     for n in (1, 5, -3):
-        # |n| products (and an inverse, cond 5, for n < 0) of matrices of norm <= 5^|n|.
+        # |n| products of sums of 4 terms, whose magnitudes |B|^|n| bound (B = A, or inv(A)
+        # for n < 0, itself off by cond(A) n eps relative).
         expected = torch.linalg.matrix_power(tsq, n)
-        allowed = K * 4 * abs(n) * EPS[dtype] * 5.0 ** abs(n) * float(expected.abs().max())
+        base = torch.linalg.inv(tsq) if n < 0 else tsq
+        terms = float(torch.linalg.matrix_power(base.abs(), abs(n)).max())
+        allowed = K * 4 * abs(n) * EPS[dtype] * terms * (cond(tsq) if n < 0 else 1.0)
         assert_within(ug.linalg.matrix_power(sq, n), expected, allowed, f"A^{n}")
 
 

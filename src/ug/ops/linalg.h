@@ -54,6 +54,8 @@ struct LstsqResult {
 };
 
 Tensor inv(const Tensor& a);
+/** sign * exp(logabsdet) of slogdet: 0 for a singular matrix, whose derivative (the adjugate,
+ *  which torch computes by an SVD) is not implemented: backward raises, naming inv. */
 Tensor det(const Tensor& a);
 /** sign (-1, 0 or 1) and log|det|: 0 and -inf for a singular matrix. */
 SlogdetResult slogdet(const Tensor& a);
@@ -81,8 +83,7 @@ LstsqResult lstsq(const Tensor& a, const Tensor& b);
 /** The pseudo-inverse: singular values (eigenvalues' magnitudes when hermitian) at most
  *  max(atol, rtol * largest) count as zero; rtol defaults to eps * max(m, n) when atol is not
  *  given, else to 0. */
-Tensor pinv(const Tensor& a, std::optional<double> atol = {}, std::optional<double> rtol = {},
-            bool hermitian = false);
+Tensor pinv(const Tensor& a, std::optional<double> atol = {}, std::optional<double> rtol = {}, bool hermitian = false);
 /** The number of singular values above pinv's threshold (int64). */
 Tensor matrix_rank(const Tensor& a, std::optional<double> atol = {}, std::optional<double> rtol = {},
                    bool hermitian = false);
