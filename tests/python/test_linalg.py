@@ -298,3 +298,30 @@ def test_vmap_of_grad_matches_torch():
     actual = ug.vmap(ug.grad(lambda x: ug.linalg.eigvalsh(x)[-1]))(ug.tensor(spd))
     # the gradient v v^T of the largest eigenvalue (gap >= 0.2) does not depend on v's sign.
     assert_within(actual, expected, K * 4 * EPS["float64"] * 10 / 0.2, "vmap(grad(eigvalsh))")
+
+
+@pytest.mark.filterwarnings("ignore:torch.(cholesky|qr) is deprecated")
+def test_top_level_names_and_methods_match_torch():
+    a = conditioned((2, 4, 4), 10.0, seed=18)
+    spd = np.stack([spd64(4, s) for s in range(2)])
+    tol = K * 4 * EPS["float64"] * 10 * 100  # n·eps·cond of results of size up to 100
+    def parts(result):
+        return tuple(result) if isinstance(result, tuple) else (result,)
+
+    for name, args in [("inverse", ()), ("det", ()), ("matrix_power", (3,)), ("pinverse", ()), ("slogdet", ())]:
+        expected = parts(getattr(torch, name)(torch.tensor(a), *args))
+        for form, result in (("ug", getattr(ug, name)(ug.tensor(a), *args)),
+                             ("Tensor", getattr(ug.tensor(a), name)(*args))):
+            for actual, want in zip(parts(result), expected, strict=True):
+                assert_within(actual, want, tol, f"{form}.{name}")
+    assert_within(ug.logdet(ug.tensor(spd)), torch.logdet(torch.tensor(spd)), tol, "logdet")
+    for upper in (False, True):
+        assert_within(ug.cholesky(ug.tensor(spd), upper), torch.cholesky(torch.tensor(spd), upper), tol, "cholesky")
+    L, tL = ug.linalg.cholesky(ug.tensor(spd)), torch.linalg.cholesky(torch.tensor(spd))
+    assert_within(ug.cholesky_inverse(L), torch.cholesky_inverse(tL), tol, "cholesky_inverse")
+    U, S, V = ug.svd(ug.tensor(a))
+    tU, tS, tV = torch.svd(torch.tensor(a))
+    assert_within((U * S.unsqueeze(-2)) @ V.mT, torch.tensor(a), tol, "torch.svd's V")
+    assert_within(S, tS, tol, "torch.svd's S")
+    Q, R = ug.qr(ug.tensor(a), some=False)
+    assert_within(Q @ R, torch.tensor(a), tol, "torch.qr")
