@@ -325,3 +325,9 @@ def test_top_level_names_and_methods_match_torch():
     assert_within(S, tS, tol, "torch.svd's S")
     Q, R = ug.qr(ug.tensor(a), some=False)
     assert_within(Q @ R, torch.tensor(a), tol, "torch.qr")
+
+
+def test_lstsq_refuses_rank_deficient_input():
+    a = ug.tensor([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]])
+    with pytest.raises(RuntimeError, match=r"\[linalg.lstsq\] A is rank-deficient \(rank 1 < min\(m, n\) = 2"):
+        ug.linalg.lstsq(a, ug.ones(3))

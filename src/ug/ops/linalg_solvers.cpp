@@ -550,7 +550,15 @@ LstsqResult lstsq(const Tensor& a, const Tensor& b0) {
     auto [q, r] = qr_op(ab.mT(), "reduced");
     x = matmul(q, solve_triangular_op(r.mT(), bb, false, false));
   }
-  return {vector ? x.squeeze(Dims{-1}) : x, empty({0}, like(a)), matrix_rank(ab), empty({0}, like(a))};
+  // A rank-deficient A leaves R with a zero on its diagonal, and the solution above would be
+  // garbage: raise (vmap cannot branch on values, so there the check is left out).
+  Tensor rank = matrix_rank(ab);
+  const int64_t k = std::min(m, n);
+  if (!batching::level(rank) && rank.numel() > 0 && (rank < k).sum().item<int64_t>() > 0)
+    fail<RuntimeError>("[linalg.lstsq] A is rank-deficient (rank ", rank.amin().item<int64_t>(), " < min(m, n) = ", k,
+                       "; shape ", a.shape(), ", dtype ", a.dtype(),
+                       "): the QR-based solution needs full rank; linalg.pinv(A) @ B gives the minimum-norm one");
+  return {vector ? x.squeeze(Dims{-1}) : x, empty({0}, like(a)), rank, empty({0}, like(a))};
 }
 
 Tensor matrix_power(const Tensor& a, int64_t n) {
