@@ -29,6 +29,8 @@ void bind_autograd(nb::module_& m, nb::class_<ug::Tensor>& cls);
 /** ug._C._amp: autocast state, the op table's autocast policies, GradScaler (after bind_optim). */
 void bind_amp(nb::module_& m);
 void bind_transforms(nb::module_& m);
+/** ug._C._linalg: ug::linalg's functions (unigrad/linalg.py gives them torch's signatures). */
+void bind_linalg(nb::module_& m);
 /** ug.nn: Module and the layers (bind_nn first: the layers derive from its Module). */
 void bind_nn(nb::module_& nn);
 void bind_nn_layers(nb::module_& nn);

@@ -84,6 +84,7 @@ NB_MODULE(_C, m) {
   ugpy::bind_functions(m);
   ugpy::bind_autograd(m, tensor);
   ugpy::bind_transforms(m);
+  ugpy::bind_linalg(m);
   nb::module_ nn = m.def_submodule("nn", "modules and layers");
   nb::module_ functional = nn.def_submodule("functional", "the layers as functions");
   ugpy::bind_nn(nn);

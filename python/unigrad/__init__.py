@@ -68,3 +68,39 @@ def var_mean(input, dim=None, *, correction=1, keepdim=False):
 def to_tensor(data, dtype=None, place=None, stop_gradient=True):  # noqa: F811  (Paddle names it data)
     """PaddlePaddle's paddle.to_tensor: stop_gradient=False means requires_grad=True."""
     return tensor(data, dtype=dtype, device=place, requires_grad=not stop_gradient)  # noqa: F405
+
+
+from . import linalg  # noqa: E402  (torch.linalg)
+
+
+def _logdet(input):
+    """log(det): NaN for a negative determinant, -inf for a singular matrix (torch.logdet)."""
+    sign, logabsdet = linalg.slogdet(input)
+    return logabsdet + sign.log()
+
+
+def _svd(input, some=True, compute_uv=True):
+    """torch.svd: (U, S, V) with V, not Vh; some=False gives the full U and V."""
+    U, S, Vh = linalg.svd(input, full_matrices=not some)
+    if not compute_uv:
+        return U.new_zeros(U.shape), S, Vh.new_zeros(Vh.shape)
+    return U, S, Vh.mT
+
+
+# torch's names for linalg functions outside torch.linalg, as functions and Tensor methods.
+for _name, _fn in {
+    "inverse": linalg.inv,
+    "det": linalg.det,
+    "slogdet": linalg.slogdet,
+    "logdet": _logdet,
+    "cholesky": lambda input, upper=False: linalg.cholesky(input, upper=upper),
+    "cholesky_solve": linalg.cholesky_solve,
+    "cholesky_inverse": lambda L, upper=False: linalg.cholesky_solve(eye(L.shape[-1], dtype=L.dtype), L, upper),  # noqa: F405
+    "svd": _svd,
+    "qr": lambda input, some=True: linalg.qr(input, "reduced" if some else "complete"),
+    "pinverse": lambda input, rcond=1e-15: linalg.pinv(input, rtol=rcond),
+    "matrix_power": linalg.matrix_power,
+}.items():
+    globals()[_name] = _fn
+    setattr(Tensor, _name, _fn)
+del _name, _fn

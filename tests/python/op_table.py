@@ -335,6 +335,112 @@ LINALG = [
        off=unsupported("diagonal")),
 ]
 
+
+def dominant(m, a):
+    """a + 5 I for a in [-1, 1): each row diagonally dominant by more than 1, so that
+    ||A^-1||_inf < 1 and cond_inf(A) < 9 (n <= 4): results err by about cond·n·eps, within the
+    dtype's tolerance (float32: 9·4·6e-8 = 2e-6 against rtol 1e-5)."""
+    return a + 5 * m.eye(a.shape[-1], dtype=a.dtype)
+
+
+def spd(m, a):
+    """a a^T + 4 I for a in [-1, 1): symmetric positive-definite, eigenvalues in [4, 20]."""
+    return a @ a.mT + 4 * m.eye(a.shape[-1], dtype=a.dtype)
+
+
+def unit(*shape, seed=0, dtype="float32"):
+    return x(*shape, low=-1.0, high=1.0, seed=seed, dtype=dtype)
+
+
+def squares(*ts):
+    """Eigenvectors and singular vectors are defined up to sign: compare their squares."""
+    return tuple(t * t for t in ts)
+
+
+SOLVE_OFF = unsupported("linalg_solve")
+SLOGDET_OFF = unsupported("linalg_slogdet")
+CHOLESKY_OFF = unsupported("linalg_cholesky")
+TRIANGULAR_OFF = unsupported("linalg_solve_triangular")
+EIGH_OFF = unsupported("linalg_eigh")
+SVD_OFF = unsupported("linalg_svd")
+QR_OFF = unsupported("linalg_qr")
+QR_COMPLETE = {t: "not differentiable when mode='complete' and m > n (torch raises too)" for t in ("vjp", "fd", "jvp")}
+
+# torch.linalg on inputs conditioned by construction (dominant, spd, distinct singular values
+# of random matrices); test_linalg.py checks larger and worse-conditioned ones. The rows that
+# differentiate eigenvectors or singular vectors are float64: their gradients carry rounding
+# amplified by ||A|| / (the smallest gap between eigenvalues) (Davis-Kahan), about 1e-5
+# relative in float32 on these inputs, where torch's own float32 result is no closer.
+DECOMPOSITIONS = [
+    Op("linalg_inv", lambda m, a: m.linalg.inv(dominant(m, a)), unit(2, 4, 4), ops=("linalg_solve",), off=SOLVE_OFF),
+    Op("linalg_inv.inverse", lambda m, a: m.inverse(dominant(m, a)), unit(3, 3), ops=("linalg_solve",), off=SOLVE_OFF),
+    Op("linalg_solve", lambda m, a, b: m.linalg.solve(dominant(m, a), b), unit(2, 4, 4), x(4, 3, seed=1),
+       off=SOLVE_OFF),
+    Op("linalg_solve.vector", lambda m, a, b: m.linalg.solve(dominant(m, a), b), unit(4, 4), x(4, seed=1),
+       ops=("linalg_solve",), off=SOLVE_OFF),
+    Op("linalg_solve.right", lambda m, a, b: m.linalg.solve(dominant(m, a), b, left=False), unit(3, 3),
+       x(2, 3, seed=1), ops=("linalg_solve",), off=SOLVE_OFF),
+    Op("linalg_det", lambda m, a: m.linalg.det(dominant(m, a)), unit(2, 3, 3), ops=("linalg_slogdet",),
+       off=SLOGDET_OFF),
+    Op("linalg_slogdet", lambda m, a: tuple(m.linalg.slogdet(-dominant(m, a))), unit(2, 3, 3), off=SLOGDET_OFF),
+    Op("linalg_slogdet.logdet", lambda m, a: m.logdet(dominant(m, a)), unit(4, 4), ops=("linalg_slogdet",),
+       off=SLOGDET_OFF),
+    Op("linalg_cholesky", lambda m, a: m.linalg.cholesky(spd(m, a)), unit(2, 4, 4), off=CHOLESKY_OFF),
+    Op("linalg_cholesky.upper", lambda m, a: m.linalg.cholesky(spd(m, a), upper=True), unit(3, 3),
+       ops=("linalg_cholesky",), off=CHOLESKY_OFF),
+    Op("linalg_cholesky.solve", lambda m, b, a: m.cholesky_solve(b, m.linalg.cholesky(spd(m, a))), x(3, 2),
+       unit(3, 3, seed=1), ops=("linalg_cholesky", "linalg_solve_triangular"), off=CHOLESKY_OFF),
+    Op("linalg_solve_triangular", lambda m, a, b: m.linalg.solve_triangular(dominant(m, a), b, upper=False),
+       unit(2, 4, 4), x(4, 3, seed=1), off=TRIANGULAR_OFF),
+    Op("linalg_solve_triangular.right_unit",
+       lambda m, a, b: m.linalg.solve_triangular(a, b, upper=True, left=False, unitriangular=True), unit(3, 3),
+       x(2, 3, seed=1), ops=("linalg_solve_triangular",), off=TRIANGULAR_OFF),
+    Op("linalg_eigh", lambda m, a: squares(*m.linalg.eigh(spd(m, a))), unit(2, 4, 4, dtype="float64"), off=EIGH_OFF),
+    Op("linalg_eigh.upper", lambda m, a: squares(*m.linalg.eigh(spd(m, a), UPLO="U")), unit(3, 3, dtype="float64"),
+       ops=("linalg_eigh",), off=EIGH_OFF),
+    Op("linalg_eigh.eigvalsh", lambda m, a: m.linalg.eigvalsh(spd(m, a)), unit(4, 4), ops=("linalg_eigh",),
+       off=EIGH_OFF),
+    Op("linalg_svd", lambda m, a: squares(*m.linalg.svd(a, full_matrices=False)), x(2, 5, 3, dtype="float64"),
+       off=SVD_OFF),
+    Op("linalg_svd.wide", lambda m, a: squares(*m.linalg.svd(a, full_matrices=False)), x(3, 5, dtype="float64"), ops=("linalg_svd",),
+       off=SVD_OFF),
+    Op("linalg_svd.square_full", lambda m, a: squares(*m.linalg.svd(a)), x(4, 4, dtype="float64"), ops=("linalg_svd",), off=SVD_OFF),
+    Op("linalg_svd.svdvals", lambda m, a: m.linalg.svdvals(a), x(2, 4, 3), ops=("linalg_svd",), off=SVD_OFF),
+    Op("linalg_svd.torch_svd", lambda m, a: squares(*m.svd(a)), x(5, 3, dtype="float64"), ops=("linalg_svd",), off=SVD_OFF),
+    Op("linalg_svd.pinv", lambda m, a: m.linalg.pinv(a), x(5, 3), ops=("linalg_svd",), off=SVD_OFF),
+    Op("linalg_svd.pinv_hermitian", lambda m, a: m.linalg.pinv(spd(m, a), hermitian=True), unit(3, 3),
+       ops=("linalg_eigh",), off=EIGH_OFF),
+    Op("linalg_svd.matrix_rank", lambda m, a: m.linalg.matrix_rank(a), x(2, 4, 3), ops=("linalg_svd",),
+       off={**NO_GRAD, **SVD_OFF}),
+    Op("linalg_qr", lambda m, a: tuple(m.linalg.qr(a)), x(2, 5, 3), off=QR_OFF),
+    Op("linalg_qr.wide", lambda m, a: tuple(m.linalg.qr(a)), x(3, 5), ops=("linalg_qr",),
+       off={**QR_OFF, "jvp": "not implemented: forward mode of a wide QR raises, naming the op"}),
+    Op("linalg_qr.complete", lambda m, a: tuple(m.linalg.qr(a, mode="complete")), x(5, 3), ops=("linalg_qr",),
+       off={**QR_OFF, **QR_COMPLETE}),
+    Op("linalg_qr.lstsq", lambda m, a, b: m.linalg.lstsq(a, b).solution, x(5, 3), x(5, 2, seed=1),
+       ops=("linalg_qr", "linalg_solve_triangular", "linalg_svd"), off=QR_OFF),
+    Op("linalg_qr.lstsq_wide", lambda m, a, b: m.linalg.lstsq(a, b).solution, x(3, 5), x(3, seed=1),
+       ops=("linalg_qr", "linalg_solve_triangular", "linalg_svd"), off=QR_OFF),
+    Op("linalg_matrix_power", lambda m, a: m.linalg.matrix_power(a, 3), x(2, 3, 3), ops=("matmul",)),
+    Op("linalg_matrix_power.negative", lambda m, a: m.linalg.matrix_power(dominant(m, a), -2), unit(3, 3),
+       ops=("linalg_solve",), off=SOLVE_OFF),
+    Op("linalg_vector_norm", lambda m, a: m.linalg.vector_norm(a, 3, dim=(0, 2)), x(2, 3, 4), ops=("norm",)),
+    Op("linalg_matrix_norm", lambda m, a: m.linalg.matrix_norm(a), x(2, 3, 4), ops=("norm",)),
+    Op("linalg_matrix_norm.nuc", lambda m, a: m.linalg.matrix_norm(a, "nuc"), x(2, 3, 4), ops=("linalg_svd",),
+       off=SVD_OFF),
+    Op("linalg_matrix_norm.two", lambda m, a: m.linalg.matrix_norm(a, 2, dim=(0, 2)), x(3, 2, 4),
+       ops=("linalg_svd",), off=SVD_OFF),
+    Op("linalg_matrix_norm.minus_two", lambda m, a: m.linalg.matrix_norm(a, -2), x(4, 3), ops=("linalg_svd",),
+       off=SVD_OFF),
+    Op("linalg_matrix_norm.one", lambda m, a: m.linalg.matrix_norm(a, 1, keepdim=True), x(2, 3, 4),
+       ops=("sum", "amax")),
+    Op("linalg_matrix_norm.inf", lambda m, a: m.linalg.matrix_norm(a, -float("inf"), dim=(2, 0)), x(3, 2, 4),
+       ops=("sum", "amin")),
+    Op("linalg_norm", lambda m, a: m.linalg.norm(a), x(2, 3, 4), ops=("norm",)),
+    Op("linalg_norm.matrix", lambda m, a: m.linalg.norm(a, float("inf")), x(3, 4), ops=("sum", "amax")),
+    Op("linalg_norm.vector", lambda m, a: m.linalg.norm(a, 1, dim=1), x(3, 4), ops=("norm",)),
+]
+
 SHAPES = [
     Op("reshape", lambda m, a: a.reshape(4, 6), x(2, 3, 4)),
     Op("view", lambda m, a: a.view(2, 12), x(2, 3, 4)),
@@ -577,4 +683,4 @@ OTHERS = [
     Op("rnn_relu", recurrent("RNN", nonlinearity="relu"), *recurrent_inputs(1)),
 ]
 
-OPS = UNARY + BINARY + REDUCTIONS + LINALG + SHAPES + INDEXING + JOINS + CONV_POOL + ACTIVATIONS + LOSSES + OTHERS
+OPS = UNARY + BINARY + REDUCTIONS + LINALG + DECOMPOSITIONS + SHAPES + INDEXING + JOINS + CONV_POOL + ACTIVATIONS + LOSSES + OTHERS

@@ -9,6 +9,7 @@
 #include "ug/core/tensor.h"
 #include "ug/ops/binary_kinds.h"
 #include "ug/ops/conv_kinds.h"
+#include "ug/ops/linalg_kinds.h"
 #include "ug/ops/pool_kinds.h"
 #include "ug/ops/reduce_kinds.h"
 #include "ug/ops/unary_kinds.h"
@@ -46,6 +47,31 @@ class Backend {
 
   /** out[b] = a[b] @ b[b] for [B, M, K] x [B, K, N] (any strides) into contiguous [B, M, N]. */
   virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+
+  // Dense linear algebra over contiguous [B, ...] batches of row-major float32/float64
+  // matrices into contiguous outputs. A kernel that can fail reports the first batch entry
+  // that did (ops::LinalgStatus) and the op raises.
+  /** x [B, n, k] = a^-1 b for a [B, n, n] and b [B, n, k] (LU with partial pivoting); fails
+   *  where a pivot is exactly zero (a singular). */
+  virtual ops::LinalgStatus solve(const Tensor& a, const Tensor& b, const Tensor& x) = 0;
+  /** The sign (-1, 0 or 1) and log|det| [B] of a [B, n, n]: 0 and -inf for a singular a. */
+  virtual void slogdet(const Tensor& a, const Tensor& sign, const Tensor& logabsdet) = 0;
+  /** Lower triangular l [B, n, n] with a = l l^T, from a's lower triangle; fails where a
+   *  leading minor is not positive-definite. */
+  virtual ops::LinalgStatus cholesky(const Tensor& a, const Tensor& l) = 0;
+  /** Ascending eigenvalues w [B, n] and orthonormal eigenvectors v [B, n, n] (columns) of the
+   *  symmetric matrix whose lower triangle a [B, n, n] holds; fails where they do not converge. */
+  virtual ops::LinalgStatus eigh(const Tensor& a, const Tensor& w, const Tensor& v) = 0;
+  /** a [B, m, n] = u diag(s) vh, s [B, k] descending (k = min(m, n)); u and vh are [B, m, k]
+   *  and [B, k, n], or [B, m, m] and [B, n, n] (full), or both undefined (s alone). Fails
+   *  where the iteration does not converge. */
+  virtual ops::LinalgStatus svd(const Tensor& a, const Tensor& u, const Tensor& s, const Tensor& vh) = 0;
+  /** a [B, m, n] = q r with orthonormal columns q [B, m, c] and upper triangular r [B, c, n],
+   *  c = min(m, n) or m (complete); q undefined: r [B, min(m, n), n] alone. */
+  virtual void qr(const Tensor& a, const Tensor& q, const Tensor& r) = 0;
+  /** x [B, n, k] = a^-1 b for triangular a [B, n, n] (its upper or lower triangle is read,
+   *  its diagonal taken as ones when unit) and b [B, n, k]. */
+  virtual void solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool unit, const Tensor& x) = 0;
 
   // Indexing along `dim`. index is int64, already checked to be in range.
   /** out[..i..] = x[..index[..i..]..] (torch.gather). */

@@ -1,7 +1,8 @@
-// Matrix products as free functions, as in torch:: (the Tensor methods call these). Operands
-// of different dtypes are promoted to their common dtype first.
+// Matrix products as free functions, as in torch:: (the Tensor methods call these), and
+// torch.linalg's decompositions and solvers in ug::linalg (ops/linalg_solvers.cpp).
 #pragma once
 
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -25,5 +26,83 @@ Tensor outer(const Tensor& a, const Tensor& b);
  *  the labels used once, in alphabetical order. Operands are contracted left to right, each
  *  contraction one batched matrix product. */
 Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands);
+
+/** torch.cholesky_solve: X with A X = B for A = L L^T (or U^T U when upper), given the factor. */
+Tensor cholesky_solve(const Tensor& b, const Tensor& l, bool upper = false);
+
+/** torch.linalg. Matrices are the last two dims, any leading dims are a batch; float32 and
+ *  float64. Decompositions that can fail (a singular matrix for inv and solve, one that is not
+ *  positive-definite for cholesky) raise RuntimeError naming the op and the batch element. The
+ *  derivatives of eigh and svd assume distinct eigenvalues and singular values, and those of
+ *  eigenvectors and singular vectors a loss that does not depend on their signs, as torch's. */
+namespace linalg {
+
+struct SlogdetResult {
+  Tensor sign, logabsdet;
+};
+struct EighResult {
+  Tensor eigenvalues, eigenvectors;
+};
+struct SvdResult {
+  Tensor U, S, Vh;
+};
+struct QrResult {
+  Tensor Q, R;
+};
+struct LstsqResult {
+  Tensor solution, residuals, rank, singular_values;
+};
+
+Tensor inv(const Tensor& a);
+/** sign * exp(logabsdet) of slogdet: 0 for a singular matrix, whose derivative (the adjugate,
+ *  which torch computes by an SVD) is not implemented: backward raises, naming inv. */
+Tensor det(const Tensor& a);
+/** sign (-1, 0 or 1) and log|det|: 0 and -inf for a singular matrix. */
+SlogdetResult slogdet(const Tensor& a);
+/** X with A X = B (X A = B when !left); B is a matrix [..., n, k] or a vector ([n], or the
+ *  batch of A's vectors [..., n]); batch dims broadcast. */
+Tensor solve(const Tensor& a, const Tensor& b, bool left = true);
+/** X with A X = B (X A = B when !left) for triangular A: only its upper or lower triangle is
+ *  read, and its diagonal is taken as ones when unitriangular. */
+Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left = true, bool unitriangular = false);
+/** Lower triangular L with A = L L^T, from A's lower triangle (upper: U = L^T from its upper one). */
+Tensor cholesky(const Tensor& a, bool upper = false);
+/** mode "reduced" (Q [m, k], R [k, n]), "complete" (Q [m, m], R [m, n]) or "r" (R alone, Q empty). */
+QrResult qr(const Tensor& a, std::string_view mode = "reduced");
+/** Ascending eigenvalues and eigenvectors (columns) of the symmetric matrix whose lower (uplo
+ *  "L") or upper ("U") triangle A holds. */
+EighResult eigh(const Tensor& a, std::string_view uplo = "L");
+Tensor eigvalsh(const Tensor& a, std::string_view uplo = "L");
+/** A = U diag(S) Vh, S descending; full_matrices: U [m, m] and Vh [n, n], else [m, k], [k, n]. */
+SvdResult svd(const Tensor& a, bool full_matrices = true);
+Tensor svdvals(const Tensor& a);
+/** The least-squares solution of A X = B (the minimum-norm one for m < n), for A of full
+ *  rank, as torch's default driver on the CPU (gelsy) gives it: its rank, no residuals or
+ *  singular values (empty tensors). */
+LstsqResult lstsq(const Tensor& a, const Tensor& b);
+/** The pseudo-inverse: singular values (eigenvalues' magnitudes when hermitian) at most
+ *  max(atol, rtol * largest) count as zero; rtol defaults to eps * max(m, n) when atol is not
+ *  given, else to 0. */
+Tensor pinv(const Tensor& a, std::optional<double> atol = {}, std::optional<double> rtol = {}, bool hermitian = false);
+/** The number of singular values above pinv's threshold (int64). */
+Tensor matrix_rank(const Tensor& a, std::optional<double> atol = {}, std::optional<double> rtol = {},
+                   bool hermitian = false);
+/** A^n by repeated squaring; n < 0: inv(A)^-n; n = 0: the identity. */
+Tensor matrix_power(const Tensor& a, int64_t n);
+/** The vector ord-norm over dims (all when absent): ord 0, inf, -inf or any number. */
+Tensor vector_norm(const Tensor& x, double ord = 2, const std::optional<Dims>& dims = {}, bool keepdim = false);
+/** The matrix norm over two dims: ord "fro" or "nuc". */
+Tensor matrix_norm(const Tensor& a, std::string_view ord = "fro", const Dims& dims = {-2, -1}, bool keepdim = false);
+/** ord 1 / -1 (largest / smallest column sum of |a|), inf / -inf (row sums), 2 / -2 (largest /
+ *  smallest singular value). */
+Tensor matrix_norm(const Tensor& a, double ord, const Dims& dims = {-2, -1}, bool keepdim = false);
+/** torch.linalg.norm: without ord and dims the 2-norm of all elements; with ord and no dims a
+ *  1-D input's vector norm or a 2-D input's matrix norm; one dim a vector norm, two a matrix
+ *  norm ("fro" without ord). */
+Tensor norm(const Tensor& x, std::optional<double> ord = {}, const std::optional<Dims>& dims = {},
+            bool keepdim = false);
+Tensor norm(const Tensor& x, std::string_view ord, const std::optional<Dims>& dims = {}, bool keepdim = false);
+
+}  // namespace linalg
 
 }  // namespace ug

@@ -38,6 +38,14 @@ class CpuBackend final : public Backend {
 
   void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override;
 
+  ops::LinalgStatus solve(const Tensor& a, const Tensor& b, const Tensor& x) override;
+  void slogdet(const Tensor& a, const Tensor& sign, const Tensor& logabsdet) override;
+  ops::LinalgStatus cholesky(const Tensor& a, const Tensor& l) override;
+  ops::LinalgStatus eigh(const Tensor& a, const Tensor& w, const Tensor& v) override;
+  ops::LinalgStatus svd(const Tensor& a, const Tensor& u, const Tensor& s, const Tensor& vh) override;
+  void qr(const Tensor& a, const Tensor& q, const Tensor& r) override;
+  void solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool unit, const Tensor& x) override;
+
   void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
   void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, bool accumulate) override;
   void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;

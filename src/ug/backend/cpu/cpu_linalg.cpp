@@ -1,0 +1,318 @@
+// Dense linear algebra: LAPACK's routines from the OpenBLAS the build already links (Debian's
+// libopenblas exports the Fortran symbols sgesv_, dsyevd_, ...), declared here rather than
+// through lapacke.h: the few prototypes below need no extra package, and LAPACKE's row-major
+// entry points would transpose a copy of every matrix anyway. LAPACK is column-major, and a
+// row-major buffer read column-major is the matrix's transpose, which most routines here can
+// use as it is: det(A^T) = det(A), the lower triangle of a symmetric A row-major is the upper
+// one column-major, and the SVD of A^T hands back A's factors swapped and transposed. Only
+// solve and qr copy their operands transposed. Batch entries run in parallel, one LAPACK call
+// each (OpenBLAS runs single-threaded inside the pool's tasks).
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ug/backend/cpu/cpu_backend.h"
+#include "ug/core/thread_pool.h"
+
+// Fortran LAPACK (LP64: 32-bit integers). Character arguments carry a hidden length, passed
+// by value after the other arguments (gfortran's convention).
+extern "C" {
+void sgesv_(const int* n, const int* nrhs, float* a, const int* lda, int* ipiv, float* b, const int* ldb, int* info);
+void dgesv_(const int* n, const int* nrhs, double* a, const int* lda, int* ipiv, double* b, const int* ldb, int* info);
+void sgetrf_(const int* m, const int* n, float* a, const int* lda, int* ipiv, int* info);
+void dgetrf_(const int* m, const int* n, double* a, const int* lda, int* ipiv, int* info);
+void spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info, size_t);
+void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info, size_t);
+void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w, float* work,
+             const int* lwork, int* iwork, const int* liwork, int* info, size_t, size_t);
+void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work,
+             const int* lwork, int* iwork, const int* liwork, int* info, size_t, size_t);
+void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s, float* u, const int* ldu,
+             float* vt, const int* ldvt, float* work, const int* lwork, int* iwork, int* info, size_t);
+void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
+             const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info,
+             size_t);
+void sgeqrf_(const int* m, const int* n, float* a, const int* lda, float* tau, float* work, const int* lwork,
+             int* info);
+void dgeqrf_(const int* m, const int* n, double* a, const int* lda, double* tau, double* work, const int* lwork,
+             int* info);
+void sorgqr_(const int* m, const int* n, const int* k, float* a, const int* lda, const float* tau, float* work,
+             const int* lwork, int* info);
+void dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda, const double* tau, double* work,
+             const int* lwork, int* info);
+}
+
+namespace ug::cpu {
+
+namespace {
+
+// One overload per dtype, so that the kernels below are written once.
+void gesv(int n, int k, float* a, int* ipiv, float* b, int* info) { sgesv_(&n, &k, a, &n, ipiv, b, &n, info); }
+void gesv(int n, int k, double* a, int* ipiv, double* b, int* info) { dgesv_(&n, &k, a, &n, ipiv, b, &n, info); }
+void getrf(int n, float* a, int* ipiv, int* info) { sgetrf_(&n, &n, a, &n, ipiv, info); }
+void getrf(int n, double* a, int* ipiv, int* info) { dgetrf_(&n, &n, a, &n, ipiv, info); }
+void potrf(char uplo, int n, float* a, int* info) { spotrf_(&uplo, &n, a, &n, info, 1); }
+void potrf(char uplo, int n, double* a, int* info) { dpotrf_(&uplo, &n, a, &n, info, 1); }
+void syevd(char uplo, int n, float* a, float* w, float* work, int lwork, int* iwork, int liwork, int* info) {
+  const char jobz = 'V';
+  ssyevd_(&jobz, &uplo, &n, a, &n, w, work, &lwork, iwork, &liwork, info, 1, 1);
+}
+void syevd(char uplo, int n, double* a, double* w, double* work, int lwork, int* iwork, int liwork, int* info) {
+  const char jobz = 'V';
+  dsyevd_(&jobz, &uplo, &n, a, &n, w, work, &lwork, iwork, &liwork, info, 1, 1);
+}
+void gesdd(char jobz, int m, int n, float* a, float* s, float* u, int ldu, float* vt, int ldvt, float* work, int lwork,
+           int* iwork, int* info) {
+  sgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+}
+void gesdd(char jobz, int m, int n, double* a, double* s, double* u, int ldu, double* vt, int ldvt, double* work,
+           int lwork, int* iwork, int* info) {
+  dgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+}
+void geqrf(int m, int n, float* a, float* tau, float* work, int lwork, int* info) {
+  sgeqrf_(&m, &n, a, &m, tau, work, &lwork, info);
+}
+void geqrf(int m, int n, double* a, double* tau, double* work, int lwork, int* info) {
+  dgeqrf_(&m, &n, a, &m, tau, work, &lwork, info);
+}
+void orgqr(int m, int n, int k, float* a, const float* tau, float* work, int lwork, int* info) {
+  sorgqr_(&m, &n, &k, a, &m, tau, work, &lwork, info);
+}
+void orgqr(int m, int n, int k, double* a, const double* tau, double* work, int lwork, int* info) {
+  dorgqr_(&m, &n, &k, a, &m, tau, work, &lwork, info);
+}
+
+/** dst [cols, rows] = src [rows, cols] transposed: a row-major matrix to column-major or back. */
+template <class T> void transpose(const T* src, int64_t rows, int64_t cols, T* dst) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+}
+
+/** A workspace size LAPACK returned from a query (as a float) made an int. */
+template <class T> int work_size(T w) { return std::max(1, static_cast<int>(w)); }
+
+/** Runs f(b) for each batch entry in parallel and keeps the failure of the lowest entry. */
+template <class F> ops::LinalgStatus for_each_entry(int64_t batch, F&& f) {
+  std::atomic<int64_t> first{std::numeric_limits<int64_t>::max()};
+  std::vector<int> infos(batch, 0);
+  parallel_for(batch, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      infos[b] = f(b);
+      if (infos[b] != 0) {
+        int64_t seen = first.load();
+        while (b < seen && !first.compare_exchange_weak(seen, b)) {}
+      }
+    }
+  });
+  ops::LinalgStatus status;
+  if (first.load() != std::numeric_limits<int64_t>::max()) status = {first.load(), infos[first.load()]};
+  return status;
+}
+
+template <class T> ops::LinalgStatus solve_impl(const Tensor& a0, const Tensor& b0, const Tensor& x) {
+  Tensor a = contiguous(a0), b = contiguous(b0);
+  const int64_t B = a.size(0), n = a.size(1), k = b.size(2);
+  const T* pa = a.data_ptr<T>();
+  const T* pb = b.data_ptr<T>();
+  T* px = x.data_ptr<T>();
+  return for_each_entry(B, [&](int64_t i) {
+    std::vector<T> lu(n * n), rhs(n * k);
+    std::vector<int> ipiv(n);
+    transpose(pa + i * n * n, n, n, lu.data());
+    transpose(pb + i * n * k, n, k, rhs.data());
+    int info = 0;
+    gesv(static_cast<int>(n), static_cast<int>(k), lu.data(), ipiv.data(), rhs.data(), &info);
+    transpose(rhs.data(), k, n, px + i * n * k);
+    return info;
+  });
+}
+
+template <class T> void slogdet_impl(const Tensor& a0, const Tensor& sign, const Tensor& logabsdet) {
+  Tensor a = contiguous(a0);
+  const int64_t B = a.size(0), n = a.size(1);
+  const T* pa = a.data_ptr<T>();
+  T* ps = sign.data_ptr<T>();
+  T* pl = logabsdet.data_ptr<T>();
+  for_each_entry(B, [&](int64_t i) {
+    // LU of the transpose (the buffer read column-major): the same determinant.
+    std::vector<T> lu(pa + i * n * n, pa + (i + 1) * n * n);
+    std::vector<int> ipiv(n);
+    int info = 0;
+    getrf(static_cast<int>(n), lu.data(), ipiv.data(), &info);
+    T s = 1, l = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      T d = lu[j * n + j];
+      if (ipiv[j] != j + 1) s = -s;
+      if (d < 0) s = -s;
+      l += std::log(std::abs(d));
+    }
+    ps[i] = info > 0 ? T(0) : s;
+    pl[i] = info > 0 ? -std::numeric_limits<T>::infinity() : l;
+    return 0;
+  });
+}
+
+template <class T> ops::LinalgStatus cholesky_impl(const Tensor& a0, const Tensor& l) {
+  Tensor a = contiguous(a0);
+  const int64_t B = a.size(0), n = a.size(1);
+  const T* pa = a.data_ptr<T>();
+  T* pl = l.data_ptr<T>();
+  return for_each_entry(B, [&](int64_t i) {
+    T* li = pl + i * n * n;
+    std::copy(pa + i * n * n, pa + (i + 1) * n * n, li);
+    // Row-major lower is column-major upper: potrf('U') finds U with A = U^T U there, which
+    // read row-major is L = U^T.
+    int info = 0;
+    potrf('U', static_cast<int>(n), li, &info);
+    for (int64_t r = 0; r < n; ++r) std::fill(li + r * n + r + 1, li + (r + 1) * n, T(0));
+    return info;
+  });
+}
+
+template <class T> ops::LinalgStatus eigh_impl(const Tensor& a0, const Tensor& w, const Tensor& v) {
+  Tensor a = contiguous(a0);
+  const int64_t B = a.size(0), n = a.size(1);
+  const T* pa = a.data_ptr<T>();
+  T* pw = w.data_ptr<T>();
+  T* pv = v.data_ptr<T>();
+  return for_each_entry(B, [&](int64_t i) {
+    std::vector<T> z(pa + i * n * n, pa + (i + 1) * n * n);
+    const int ni = static_cast<int>(n);
+    T lwork_q = 0;
+    int liwork_q = 0, info = 0;
+    syevd('U', ni, z.data(), pw + i * n, &lwork_q, -1, &liwork_q, -1, &info);
+    std::vector<T> work(work_size(lwork_q));
+    std::vector<int> iwork(std::max(1, liwork_q));
+    syevd('U', ni, z.data(), pw + i * n, work.data(), static_cast<int>(work.size()), iwork.data(),
+          static_cast<int>(iwork.size()), &info);
+    transpose(z.data(), n, n, pv + i * n * n);  // column-major eigenvectors to row-major columns
+    return info;
+  });
+}
+
+template <class T> ops::LinalgStatus svd_impl(const Tensor& a0, const Tensor& u, const Tensor& s, const Tensor& vh) {
+  Tensor a = contiguous(a0);
+  const int64_t B = a.size(0), m = a.size(1), n = a.size(2), k = std::min(m, n);
+  const bool vectors = u.defined(), full = vectors && (u.size(2) != k || vh.size(1) != k);
+  const char jobz = !vectors ? 'N' : full ? 'A' : 'S';
+  // The buffer holds A^T (n x m column-major) = U' S V'^T, so A = V' S U'^T: LAPACK's vt,
+  // read row-major, is A's U, and its u is A's Vh.
+  const int64_t ucols = jobz == 'A' ? m : k, vrows = jobz == 'A' ? n : k;
+  const T* pa = a.data_ptr<T>();
+  T* ps = s.data_ptr<T>();
+  T* pu = vectors ? u.data_ptr<T>() : nullptr;
+  T* pv = vectors ? vh.data_ptr<T>() : nullptr;
+  return for_each_entry(B, [&](int64_t i) {
+    std::vector<T> buf(pa + i * m * n, pa + (i + 1) * m * n), dummy(1);
+    std::vector<int> iwork(8 * std::max<int64_t>(k, 1));
+    T* lap_u = vectors ? pv + i * vrows * n : dummy.data();   // LAPACK's u: n x vrows
+    T* lap_vt = vectors ? pu + i * m * ucols : dummy.data();  // LAPACK's vt: ucols x m
+    const int ldu = static_cast<int>(std::max<int64_t>(n, 1)), ldvt = static_cast<int>(std::max<int64_t>(ucols, 1));
+    T lwork_q = 0;
+    int info = 0;
+    gesdd(jobz, static_cast<int>(n), static_cast<int>(m), buf.data(), ps + i * k, lap_u, ldu, lap_vt, ldvt, &lwork_q,
+          -1, iwork.data(), &info);
+    std::vector<T> work(work_size(lwork_q));
+    gesdd(jobz, static_cast<int>(n), static_cast<int>(m), buf.data(), ps + i * k, lap_u, ldu, lap_vt, ldvt, work.data(),
+          static_cast<int>(work.size()), iwork.data(), &info);
+    return info;
+  });
+}
+
+template <class T> void qr_impl(const Tensor& a0, const Tensor& q, const Tensor& r) {
+  Tensor a = contiguous(a0);
+  const int64_t B = a.size(0), m = a.size(1), n = a.size(2), k = std::min(m, n);
+  const int64_t qcols = q.defined() ? q.size(2) : 0, rrows = r.size(1);
+  const T* pa = a.data_ptr<T>();
+  T* pq = q.defined() ? q.data_ptr<T>() : nullptr;
+  T* pr = r.data_ptr<T>();
+  for_each_entry(B, [&](int64_t i) {
+    // Column-major A, with room for the m columns a complete Q has.
+    std::vector<T> buf(m * std::max(n, qcols)), tau(std::max<int64_t>(k, 1));
+    transpose(pa + i * m * n, m, n, buf.data());
+    const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+    T lwork_q = 0;
+    int info = 0;
+    geqrf(mi, ni, buf.data(), tau.data(), &lwork_q, -1, &info);
+    std::vector<T> work(work_size(lwork_q));
+    geqrf(mi, ni, buf.data(), tau.data(), work.data(), static_cast<int>(work.size()), &info);
+    T* ri = pr + i * rrows * n;
+    for (int64_t row = 0; row < rrows; ++row)
+      for (int64_t col = 0; col < n; ++col) ri[row * n + col] = col >= row ? buf[col * m + row] : T(0);
+    if (pq) {
+      const int qi = static_cast<int>(qcols);
+      orgqr(mi, qi, ki, buf.data(), tau.data(), &lwork_q, -1, &info);
+      work.resize(std::max<size_t>(work.size(), work_size(lwork_q)));
+      orgqr(mi, qi, ki, buf.data(), tau.data(), work.data(), static_cast<int>(work.size()), &info);
+      transpose(buf.data(), qcols, m, pq + i * m * qcols);
+    }
+    return 0;
+  });
+}
+
+template <class T>
+void solve_triangular_impl(const Tensor& a0, const Tensor& b, bool upper, bool unit, const Tensor& x) {
+  Tensor a = contiguous(a0);
+  cpu_backend().copy(b, x);
+  const int64_t B = a.size(0), n = a.size(1), k = x.size(2);
+  const T* pa = a.data_ptr<T>();
+  T* px = x.data_ptr<T>();
+  const CBLAS_UPLO uplo = upper ? CblasUpper : CblasLower;
+  const CBLAS_DIAG diag = unit ? CblasUnit : CblasNonUnit;
+  const int ni = static_cast<int>(n), ki = static_cast<int>(k);
+  const int lda = std::max(ni, 1), ldx = std::max(ki, 1);
+  for_each_entry(B, [&](int64_t i) {
+    if constexpr (std::is_same_v<T, float>)
+      cblas_strsm(CblasRowMajor, CblasLeft, uplo, CblasNoTrans, diag, ni, ki, 1.0f, pa + i * n * n, lda, px + i * n * k,
+                  ldx);
+    else
+      cblas_dtrsm(CblasRowMajor, CblasLeft, uplo, CblasNoTrans, diag, ni, ki, 1.0, pa + i * n * n, lda, px + i * n * k,
+                  ldx);
+    return 0;
+  });
+}
+
+}  // namespace
+
+ops::LinalgStatus CpuBackend::solve(const Tensor& a, const Tensor& b, const Tensor& x) {
+  ops::LinalgStatus status;
+  dispatch_float_or_double(a.dtype(), "linalg.solve", [&](auto t) { status = solve_impl<decltype(t)>(a, b, x); });
+  return status;
+}
+
+void CpuBackend::slogdet(const Tensor& a, const Tensor& sign, const Tensor& logabsdet) {
+  dispatch_float_or_double(a.dtype(), "linalg.slogdet", [&](auto t) { slogdet_impl<decltype(t)>(a, sign, logabsdet); });
+}
+
+ops::LinalgStatus CpuBackend::cholesky(const Tensor& a, const Tensor& l) {
+  ops::LinalgStatus status;
+  dispatch_float_or_double(a.dtype(), "linalg.cholesky", [&](auto t) { status = cholesky_impl<decltype(t)>(a, l); });
+  return status;
+}
+
+ops::LinalgStatus CpuBackend::eigh(const Tensor& a, const Tensor& w, const Tensor& v) {
+  ops::LinalgStatus status;
+  dispatch_float_or_double(a.dtype(), "linalg.eigh", [&](auto t) { status = eigh_impl<decltype(t)>(a, w, v); });
+  return status;
+}
+
+ops::LinalgStatus CpuBackend::svd(const Tensor& a, const Tensor& u, const Tensor& s, const Tensor& vh) {
+  ops::LinalgStatus status;
+  dispatch_float_or_double(a.dtype(), "linalg.svd", [&](auto t) { status = svd_impl<decltype(t)>(a, u, s, vh); });
+  return status;
+}
+
+void CpuBackend::qr(const Tensor& a, const Tensor& q, const Tensor& r) {
+  dispatch_float_or_double(a.dtype(), "linalg.qr", [&](auto t) { qr_impl<decltype(t)>(a, q, r); });
+}
+
+void CpuBackend::solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool unit, const Tensor& x) {
+  dispatch_float_or_double(a.dtype(), "linalg.solve_triangular",
+                           [&](auto t) { solve_triangular_impl<decltype(t)>(a, b, upper, unit, x); });
+}
+
+}  // namespace ug::cpu
