@@ -1,6 +1,7 @@
 #include "ug/ops/composite.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -170,6 +171,21 @@ Tensor hypot(const Tensor& a, const Tensor& b) {
   return big * (1.0 + ratio * ratio).sqrt();
 }
 
+Tensor fmod(const Tensor& a, const Tensor& b) {
+  // On magnitudes the two remainders agree exactly; the sign is then a's. The gradient in b,
+  // -floor(|a| / |b|) with both signs put back, is fmod's -trunc(a / b).
+  const Tensor r = remainder(a.abs(), b.abs());
+  return where(a < 0, -r, r);
+}
+
+Tensor fmod(const Tensor& a, Scalar b) {
+  const Scalar magnitude = b.is_floating() ? Scalar(std::abs(b.to_double()))
+                           : b.is_bool()   ? b
+                                           : Scalar(std::abs(b.to<int64_t>()));
+  const Tensor r = remainder(a.abs(), magnitude);
+  return where(a < 0, -r, r);
+}
+
 Tensor frac(const Tensor& x) { return x - x.trunc(); }
 
 Tensor rot90(const Tensor& x, int64_t k, const Dims& dims) {
@@ -258,6 +274,126 @@ Tensor nansum(const Tensor& x, const Dims& dims, bool keepdim) {
 Tensor nanmean(const Tensor& x, const Dims& dims, bool keepdim) {
   if (!x.is_floating_point()) fail<RuntimeError>("[nanmean] needs a floating tensor, got ", x.dtype());
   return nansum(x, dims, keepdim) / nansum(isnan(x).logical_not().to(x.dtype()), dims, keepdim);
+}
+
+std::vector<Tensor> tensor_split(const Tensor& x, int64_t sections, int64_t dim) {
+  if (x.dim() == 0) fail<RuntimeError>("[tensor_split] needs at least 1 dim, got a 0-d tensor");
+  if (sections <= 0) fail<RuntimeError>("[tensor_split] sections must be positive, got ", sections);
+  const int64_t d = wrap_dim(dim, x.dim(), "tensor_split"), n = x.size(d);
+  std::vector<Tensor> parts;
+  for (int64_t i = 0, start = 0; i < sections; ++i) {
+    const int64_t length = n / sections + (i < n % sections ? 1 : 0);
+    parts.push_back(x.narrow(d, start, length));
+    start += length;
+  }
+  return parts;
+}
+
+std::vector<Tensor> tensor_split(const Tensor& x, const Dims& indices, int64_t dim) {
+  if (x.dim() == 0) fail<RuntimeError>("[tensor_split] needs at least 1 dim, got a 0-d tensor");
+  const int64_t d = wrap_dim(dim, x.dim(), "tensor_split"), n = x.size(d);
+  // Each part is x[start:end] along d, the points read as slice bounds are: negative ones
+  // count from the end, all are clamped to [0, n], and a part never has negative length.
+  auto bound = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  std::vector<Tensor> parts;
+  int64_t start = 0;
+  for (int64_t point : indices) {
+    const int64_t end = bound(point);
+    parts.push_back(x.narrow(d, std::min(start, n), std::max<int64_t>(end - start, 0)));
+    start = end;
+  }
+  parts.push_back(x.narrow(d, start, n - start));
+  return parts;
+}
+
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p, std::string_view compute_mode) {
+  if (x1.dim() < 2 || x2.dim() < 2 || x1.size(-1) != x2.size(-1))
+    fail<RuntimeError>("[cdist] needs x1 [..., P, M] and x2 [..., R, M] with the same M, got shapes ", x1.shape(),
+                       " and ", x2.shape());
+  if (!x1.is_floating_point() || x1.dtype() != x2.dtype())
+    fail<RuntimeError>("[cdist] needs two floating tensors of one dtype, got ", x1.dtype(), " and ", x2.dtype());
+  if (p < 0) fail<RuntimeError>("[cdist] p must be non-negative, got ", p);
+  const bool mm = compute_mode == "use_mm_for_euclid_dist";
+  if (!mm && compute_mode != "use_mm_for_euclid_dist_if_necessary" && compute_mode != "donot_use_mm_for_euclid_dist")
+    fail<RuntimeError>(
+        "[cdist] compute_mode must be use_mm_for_euclid_dist_if_necessary, use_mm_for_euclid_dist or "
+        "donot_use_mm_for_euclid_dist, got '",
+        compute_mode, "'");
+  const bool large = x1.size(-2) > 25 || x2.size(-2) > 25;
+  if (p == 2.0 && (mm || (large && compute_mode == "use_mm_for_euclid_dist_if_necessary"))) {
+    // torch's form: |a|^2 + |b|^2 - 2 a.b as one product of padded operands, clamped at 0.
+    const Tensor n1 = (x1 * x1).sum(Dims{-1}, true), n2 = (x2 * x2).sum(Dims{-1}, true);
+    const Tensor a = cat({x1 * -2.0, n1, ones_like(n1)}, -1), b = cat({x2, ones_like(n2), n2}, -1);
+    const Tensor squared = clamp(matmul(a, b.mT()), Scalar(0), std::nullopt);
+    // sqrt with a gradient of 0 at 0, as torch's rule gives
+    return where(squared == 0.0, 0.0, where(squared == 0.0, 1.0, squared).sqrt());
+  }
+  const Tensor diff = x1.unsqueeze(-2) - x2.unsqueeze(-3);
+  if (p == 2.0) {
+    const Tensor squared = (diff * diff).sum(Dims{-1});
+    return where(squared == 0.0, 0.0, where(squared == 0.0, 1.0, squared).sqrt());
+  }
+  return norm(diff, p, Dims{-1});
+}
+
+Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source) {
+  if (mask.dtype() != DType::Bool) fail<TypeError>("[masked_scatter] mask must be bool, got ", mask.dtype());
+  if (source.dtype() != x.dtype())
+    fail<RuntimeError>("[masked_scatter] source must have the tensor's dtype ", x.dtype(), ", got ", source.dtype());
+  const Tensor where_true = mask.expand(Dims(x.shape().begin(), x.shape().end()));
+  // Each selected element's place in source: the count of selected elements before it.
+  const Tensor place = where_true.reshape({-1}).to(DType::Int64).cumsum(0) - 1;
+  const int64_t needed = x.numel() ? place.narrow(0, x.numel() - 1, 1).item<int64_t>() + 1 : 0;
+  if (needed > source.numel())
+    fail<RuntimeError>("[masked_scatter] the mask selects ", needed, " elements, source of shape ", source.shape(),
+                       " has ", source.numel());
+  if (needed == 0) return x.clone();
+  const Tensor taken = source.reshape({-1}).gather(0, clamp(place, Scalar(0), std::nullopt));
+  return where(where_true, taken.reshape(Dims(x.shape().begin(), x.shape().end())), x);
+}
+
+Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+  std::vector<Tensor> positions;  // one integer index per leading dim, masks expanded into theirs
+  for (const Tensor& index : indices) {
+    if (index.dtype() == DType::Bool || index.dtype() == DType::UInt8) {
+      const Tensor coords = index.nonzero();
+      for (int64_t j = 0; j < coords.size(1); ++j) positions.push_back(coords.select(1, j));
+    } else if (!index.is_floating_point()) {
+      positions.push_back(index.to(DType::Int64));
+    } else {
+      fail<IndexError>("[index_put] indices must be integer or bool tensors, got ", index.dtype());
+    }
+  }
+  const int64_t k = static_cast<int64_t>(positions.size());
+  if (k == 0 || k > x.dim())
+    fail<IndexError>("[index_put] ", k, " index dims for a tensor of shape ", x.shape(), " (", x.dtype(), ")");
+  Shape common = positions[0].shape();
+  for (const Tensor& p : positions) common = broadcast_shapes(common, p.shape(), "index_put");
+  // The positions as one index into x's first k dims flattened, checked and wrapped.
+  Tensor linear = zeros({}, {.dtype = DType::Int64, .device = x.device()});
+  int64_t rows = 1;
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t n = x.size(j);
+    const Tensor& p = positions[static_cast<size_t>(j)];
+    if (p.numel() && ((p < -n).any().item<bool>() || (p >= n).any().item<bool>()))
+      fail<IndexError>("[index_put] an index is out of range for dim ", j, " of size ", n, " (shape ", x.shape(), ")");
+    linear = linear * n + where(p < 0, p + n, p);
+    rows *= n;
+  }
+  Dims merged{rows}, spread(common.begin(), common.end());
+  for (int64_t d = k; d < x.dim(); ++d) {
+    merged.push_back(x.size(d));
+    spread.push_back(x.size(d));
+  }
+  const Tensor flat = x.reshape(merged);
+  const Tensor lin = linear.expand(Dims(common.begin(), common.end())).reshape({-1});
+  Dims value_rows = merged;
+  value_rows[0] = lin.numel();
+  const Tensor v = values.to(x.dtype()).expand(spread).reshape(value_rows);
+  if (accumulate) return index_add(flat, 0, lin, v).reshape(Dims(x.shape().begin(), x.shape().end()));
+  Dims line(merged.size(), 1);
+  line[0] = lin.numel();
+  return flat.scatter(0, lin.reshape(line).expand(value_rows), v).reshape(Dims(x.shape().begin(), x.shape().end()));
 }
 
 }  // namespace ug
