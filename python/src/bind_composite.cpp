@@ -115,6 +115,9 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("xlogy", &ug::xlogy, "other"_a)
       .def("hypot", &ug::hypot, "other"_a)
       .def("frac", &ug::frac)
+      .def("lgamma", &ug::lgamma)
+      .def("digamma", &ug::digamma)
+      .def("erfinv", &ug::erfinv)
       .def("fmod", static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&ug::fmod), "other"_a)
       .def("fmod", static_cast<Tensor (*)(const Tensor&, Scalar)>(&ug::fmod), "other"_a)
       .def("fmod_", in_place<const Tensor&>(static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&ug::fmod)),

@@ -51,7 +51,7 @@ for _name in (
     "logit", "xlogy", "hypot", "frac", "rot90", "kron", "cross", "take_along_dim", "isin",
     "median", "nanmedian", "kthvalue", "mode", "quantile", "nanquantile", "unique", "unique_consecutive",
     "bincount", "histc", "cummax", "cummin", "logcumsumexp", "tensor_split", "masked_scatter", "index_put",
-    "fmod",
+    "fmod", "lgamma", "digamma", "erfinv",
 ):
     if _name not in globals():
         globals()[_name] = _method_as_function(_name)

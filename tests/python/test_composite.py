@@ -386,3 +386,25 @@ def test_fmod_has_the_sign_of_the_dividend():
     check(lambda m, x, y: m.fmod(x, y), arr((3, 4), "int64", -9, 9), arr((4,), "int64", 1, 4, seed=1))
     check(lambda m, x, y: x.clone().fmod_(y), a, negative_b)
     check(lambda m, x: m.fmod(x, 0.0), a)  # NaN, as C's fmod
+
+
+@pytest.mark.parametrize("op, low, high", [("lgamma", -4.5, 6.0), ("lgamma", 0.1, 40.0), ("digamma", -4.5, 6.0),
+                                           ("digamma", 0.1, 60.0), ("erfinv", -0.99, 0.99)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_special_functions(op, low, high, dtype):
+    x = arr((4, 6), dtype, low=low, high=high)
+    check_op(lambda m, x: getattr(m, op)(x), x, only=("forward", "vjp") if dtype == "float32" else ("forward",))
+    # The formulas' derivatives (of Lanczos's series, of the truncated asymptotic series) are
+    # accurate to about 1e-10 relative, not the 1e-15 of their values: float64's rtol of 1e-10
+    # is raised to 1e-9 for the derivatives compared in float64.
+    check_op(lambda m, x: getattr(m, op)(x), x, only=("vjp", "fd", "jvp", "vmap") if dtype == "float64" else
+             ("fd", "jvp", "vmap"), rtol=1e-9)
+    check(lambda m, x: getattr(x, op)(), arr((3,), "int64", 1, 4) if op != "erfinv" else arr((3,), "int64", 0, 1))
+
+
+def test_special_functions_at_their_edges():
+    poles = np.array([0.0, -1.0, -3.0, 1.0, 2.0, np.inf], np.float64)
+    check(lambda m, x: m.lgamma(x), poles)
+    check(lambda m, x: m.digamma(x), poles)
+    check(lambda m, x: m.erfinv(x), np.array([-1.0, 1.0, 1.5, -2.0, 0.0], np.float64))
+    check(lambda m, x: m.erfinv(x), np.array([0.999, -0.9999, 1e-8], np.float32))

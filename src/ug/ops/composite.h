@@ -49,6 +49,15 @@ Tensor hypot(const Tensor& a, const Tensor& b);
 /** C's fmod: the remainder of a / b with the sign of a (remainder's has the sign of b). */
 Tensor fmod(const Tensor& a, const Tensor& b);
 Tensor fmod(const Tensor& a, Scalar b);
+/** Special functions, computed in float64 with ops (their derivatives are those of the
+ *  formulas, accurate to about the values' own error) and returned in x's floating dtype
+ *  (float32 for integers): log|Gamma(x)| by Lanczos's series (g = 7, 9 terms) with the
+ *  reflection below 0.5, digamma by the recurrence up to x + 10 and the asymptotic series,
+ *  erfinv by Giles's single-precision polynomial and two Newton steps on erf (exact to float64
+ *  for |x| <= 0.99; nearer to +-1 the steps lose digits as erf flattens: about 1e-7 at 1 - 1e-10). */
+Tensor lgamma(const Tensor& x);
+Tensor digamma(const Tensor& x);
+Tensor erfinv(const Tensor& x);
 /** x - trunc(x). */
 Tensor frac(const Tensor& x);
 /** x rotated k quarter turns in the plane of dims, from the first towards the second. */
