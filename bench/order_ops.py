@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The compositions of ops/composite_order.cpp (and cdist, unfold) against torch 2.13 in one
+"""The compositions of ops/composite_order.cpp (and cdist, the special functions, unfold) against torch 2.13 in one
 run: median milliseconds per call, unigrad and torch interleaved call by call so that load on
 a shared machine falls on both alike, and their ratio (unigrad / torch; below 1 is faster).
 
@@ -33,6 +33,8 @@ flat = rng.integers(0, 1000, size=1 << 18)
 seq = np.sort(rng.standard_normal(1 << 16).astype(np.float32))
 values = rng.standard_normal(1 << 16).astype(np.float32)
 points = rng.standard_normal((512, 64)).astype(np.float32)
+positive = rng.uniform(0.1, 20.0, 1 << 20).astype(np.float32)
+unit = rng.uniform(-0.99, 0.99, 1 << 20).astype(np.float32)
 
 CASES = {
     "median(dim=1) [256, 1024]": (lambda m, x: m.median(x, 1), rows),
@@ -46,6 +48,10 @@ CASES = {
     "cummax(dim=1) [256, 1024]": (lambda m, x: m.cummax(x, 1), rows),
     "logcumsumexp(dim=1) [256, 1024]": (lambda m, x: m.logcumsumexp(x, 1), rows),
     "cdist [512, 64] x [512, 64]": (lambda m, x: m.cdist(x, x), points),
+    "lgamma 1M float32": (lambda m, x: m.lgamma(x), positive),
+    "digamma 1M float32": (lambda m, x: m.digamma(x), positive),
+    "erfinv 1M float32": (lambda m, x: m.erfinv(x), unit),
+    "unfold(1, 8, 4).sum(-1) [256, 1024]": (lambda m, x: x.unfold(1, 8, 4).sum(-1), rows),
 }
 
 
