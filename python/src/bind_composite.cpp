@@ -4,6 +4,7 @@
 // python/unigrad/__init__.py makes the function forms (ug.tril(x) is x.tril()).
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
@@ -72,6 +73,12 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
   auto index_fill = [](const Tensor& t, int64_t dim, const Tensor& index, Scalar value) {
     return ug::index_fill(t, dim, index, value);
   };
+  auto masked_scatter = [](const Tensor& t, const Tensor& mask, const Tensor& source) {
+    return ug::masked_scatter(t, mask, source);
+  };
+  auto index_put = [](const Tensor& t, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+    return ug::index_put(t, indices, values, accumulate);
+  };
   auto nan_to_num = [](const Tensor& t, double nan, std::optional<double> posinf, std::optional<double> neginf) {
     return ug::nan_to_num(t, nan, posinf, neginf);
   };
@@ -108,6 +115,14 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("xlogy", &ug::xlogy, "other"_a)
       .def("hypot", &ug::hypot, "other"_a)
       .def("frac", &ug::frac)
+      .def("lgamma", &ug::lgamma)
+      .def("digamma", &ug::digamma)
+      .def("erfinv", &ug::erfinv)
+      .def("fmod", static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&ug::fmod), "other"_a)
+      .def("fmod", static_cast<Tensor (*)(const Tensor&, Scalar)>(&ug::fmod), "other"_a)
+      .def("fmod_", in_place<const Tensor&>(static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&ug::fmod)),
+           "other"_a)
+      .def("fmod_", in_place<Scalar>(static_cast<Tensor (*)(const Tensor&, Scalar)>(&ug::fmod)), "other"_a)
       .def(
           "rot90",
           [](const Tensor& t, int64_t k, nb::handle dims) {
@@ -118,6 +133,23 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("cross", &ug::cross, "other"_a, "dim"_a = nb::none())
       .def("take_along_dim", &ug::take_along_dim, "indices"_a, "dim"_a = nb::none())
       .def("isin", &ug::isin, "test_elements"_a, nb::kw_only(), "invert"_a = false)
+      .def(
+          "tensor_split",
+          [](const Tensor& t, nb::handle indices_or_sections, int64_t dim) {
+            // torch takes a number of sections, split points, or either as an integer tensor.
+            nb::object spec = nb::borrow(indices_or_sections);
+            if (nb::isinstance<Tensor>(spec)) spec = spec.attr("tolist")();
+            const std::vector<Tensor> parts = PyLong_Check(spec.ptr())
+                                                  ? ug::tensor_split(t, nb::cast<int64_t>(spec), dim)
+                                                  : ug::tensor_split(t, dims_from_sequence(spec, "tensor_split"), dim);
+            return nb::tuple(nb::cast(parts));
+          },
+          "indices_or_sections"_a, "dim"_a = 0)
+      .def("masked_scatter", masked_scatter, "mask"_a, "source"_a)
+      .def("masked_scatter_", in_place<const Tensor&, const Tensor&>(masked_scatter), "mask"_a, "source"_a)
+      .def("index_put", index_put, "indices"_a, "values"_a, "accumulate"_a = false)
+      .def("index_put_", in_place<const std::vector<Tensor>&, const Tensor&, bool>(index_put), "indices"_a, "values"_a,
+           "accumulate"_a = false)
       .def(
           "new_full",
           [](const Tensor& t, nb::handle size, Scalar value, std::optional<ug::DType> dtype,
@@ -187,6 +219,8 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
         },
         "size"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
 
+  m.def("cdist", &ug::cdist, "x1"_a, "x2"_a, "p"_a = 2.0, "compute_mode"_a = "use_mm_for_euclid_dist_if_necessary",
+        "The p-norm distances between the rows of x1 [..., P, M] and x2 [..., R, M] (torch.cdist).");
   m.def(
       "meshgrid",
       [](nb::args tensors, std::optional<std::string> indexing) {

@@ -7,6 +7,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "ug/ops/view.h"
 
 namespace ugpy {
 
@@ -185,6 +186,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("narrow", &Tensor::narrow, nb::arg("dim"), nb::arg("start"), nb::arg("length"))
       .def("select", &Tensor::select, nb::arg("dim"), nb::arg("index"))
       .def("diagonal", &Tensor::diagonal, nb::arg("offset") = 0, nb::arg("dim1") = 0, nb::arg("dim2") = 1)
+      .def("unfold", &ug::unfold, nb::arg("dimension"), nb::arg("size"), nb::arg("step"))
       .def(
           "as_strided",
           [](const Tensor& t, nb::handle size, nb::handle stride, int64_t offset) {

@@ -14,6 +14,8 @@ namespace ugpy {
 void bind_core(nb::module_& m);
 /** torch's conveniences (ops/composite.h), NumPy-name aliases, new_* factories, finfo/iinfo. */
 void bind_composite(nb::module_& m, nb::class_<ug::Tensor>& tensor);
+/** Order statistics, unique, bincount, histc, searchsorted, cummax... (ops/composite_order.cpp). */
+void bind_composite_order(nb::module_& m, nb::class_<ug::Tensor>& tensor);
 /** copy.deepcopy / copy.copy / pickle of tensors and the deepcopy memo (after bind_tensor). */
 void bind_copy(nb::module_& m, nb::class_<ug::Tensor>& tensor);
 /** The C++ memo that travels in copy.deepcopy's memo dict, made on first use. */

@@ -49,6 +49,9 @@ for _name in (
     "addcdiv", "nan_to_num", "nansum", "nanmean", "ravel", "divide", "true_divide", "multiply", "subtract",
     "clip", "absolute", "numel", "is_floating_point", "index_add", "index_fill", "bernoulli", "multinomial",
     "logit", "xlogy", "hypot", "frac", "rot90", "kron", "cross", "take_along_dim", "isin",
+    "median", "nanmedian", "kthvalue", "mode", "quantile", "nanquantile", "unique", "unique_consecutive",
+    "bincount", "histc", "cummax", "cummin", "logcumsumexp", "tensor_split", "masked_scatter", "index_put",
+    "fmod", "lgamma", "digamma", "erfinv",
 ):
     if _name not in globals():
         globals()[_name] = _method_as_function(_name)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import unigrad as ug
-from reference import arr, check, check_op
+from reference import Arg, arr, check, check_op
 
 
 @pytest.mark.parametrize("op", ["tril", "triu"])
@@ -297,3 +297,114 @@ def test_kron_cross_take_along_dim_and_isin():
     check_op(lambda m, x, i: m.take_along_dim(x, i), arr((3, 5)), np.array([0, 14, 7]))
     check(lambda m, e, t: m.isin(e, t), arr((3, 4), "int64"), np.array([0, 2, -1]))
     check(lambda m, e, t: m.isin(e, t, invert=True), arr((3, 4), "int64"), np.array([[1], [2]]))
+
+
+@pytest.mark.parametrize("spec", [3, 4, 7, [1, 3], [2, -1], [0, 5, 2], (4,)])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_tensor_split(spec, dim):
+    check_op(lambda m, x: m.stack([p.sum() for p in m.tensor_split(x, spec, dim)]), arr((5, 5)),
+             off={"onnx": "covered by the narrow and sum exports", "jit": "covered by the narrow and sum exports"})
+    check(lambda m, x: x.tensor_split(spec, dim=dim), arr((5, 6), "int64"))
+    spec_tensor = np.array(spec)
+    check(lambda m, x, s: m.tensor_split(x, s, dim), arr((5, 6)), spec_tensor)
+
+
+def test_tensor_split_refuses_what_torch_refuses():
+    check(lambda m, x: m.tensor_split(x, 0), arr((4,)))
+    check(lambda m, x: m.tensor_split(x, 2), arr((1,)).array.reshape(()))
+    check(lambda m, x: m.tensor_split(x, 2, 2), arr((4, 3)))
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, 0.0, float("inf")])
+@pytest.mark.parametrize("shapes", [((4, 3), (5, 3)), ((2, 4, 3), (2, 6, 3)), ((2, 4, 3), (1, 6, 3))])
+def test_cdist(p, shapes):
+    a, b = shapes
+    off = {"onnx": "covered by the exports of the ops it is made of",
+           "jit": "covered by the exports of the ops it is made of",
+           "jvp": "torch has no forward-mode rule for cdist (fd and vmap check ours)"}
+    if p == 0.0:
+        off["vjp"] = off["fd"] = "the count of non-zero differences is piecewise constant"
+    check_op(lambda m, x, y: m.cdist(x, y, p=p), arr(a), arr(b, seed=1), off=off)
+
+
+@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                                  "donot_use_mm_for_euclid_dist"])
+def test_cdist_euclidean_forms_and_a_zero_distance(mode):
+    # 30 rows: past torch's 25, where the default takes the matrix-product form
+    x, y = arr((30, 4)), arr((27, 4), seed=1)
+    check(lambda m, x, y: m.cdist(x, y, compute_mode=mode), x, y, rtol=1e-4, atol=1e-5)
+    check_op(lambda m, x, y: m.cdist(x, y, compute_mode=mode), arr((5, 3), "float64"), arr((4, 3), "float64", seed=1),
+             only=("forward", "vjp", "fd"))
+    # distances of a set to itself: zeros on the diagonal, whose gradient is 0 in torch
+    check_op(lambda m, x: m.cdist(x, x, compute_mode=mode), arr((4, 3), "float64"), only=("forward", "vjp"),
+             atol=1e-7)
+
+
+def test_cdist_refuses_what_torch_refuses():
+    check(lambda m, x, y: m.cdist(x, y), arr((4, 3)), arr((4, 2)))
+    check(lambda m, x, y: m.cdist(x, y), arr((3,)), arr((4, 3)))
+    check(lambda m, x, y: m.cdist(x, y, p=-1.0), arr((4, 3)), arr((4, 3)))
+    check(lambda m, x, y: m.cdist(x, y), arr((4, 3), "int64"), arr((4, 3), "int64"))
+
+
+@pytest.mark.parametrize("mask_shape", [(3, 4), (4,), (3, 1)])
+def test_masked_scatter(mask_shape):
+    mask = arr(mask_shape, "bool", seed=3)
+    check_op(lambda m, x, mask, s: m.masked_scatter(x, mask, s), arr((3, 4)), mask, arr((13,), seed=1),
+             off={"onnx": "reads the mask's count (item)", "jit": "reads the mask's count (item)"})
+    check(lambda m, x, mask, s: x.clone().masked_scatter_(mask, s), arr((3, 4)), mask, arr((2, 7), seed=1))
+    check(lambda m, x, mask, s: x.masked_scatter(mask, s), arr((3, 4)), mask, arr((1,), seed=1))  # too short
+    check(lambda m, x, s: x.masked_scatter(m.zeros(3, 4, dtype=m.bool), s), arr((3, 4)), arr((0,)))
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put(accumulate):
+    rows, cols = np.array([0, 2, -1, 2]), np.array([1, 0, 3, 0])
+    off = {"onnx": "reads the indices' range (item)", "jit": "reads the indices' range (item)"}
+    if not accumulate:  # repeated positions: which write wins is torch's to choose; keep them distinct
+        rows, cols = np.array([0, 2, -2]), np.array([1, 0, 3])
+    check_op(lambda m, x, r, c, v: m.index_put(x, (r, c), v, accumulate=accumulate), arr((3, 4)), rows, cols,
+             arr((len(rows),), seed=1), off=off)
+    check_op(lambda m, x, r, v: x.index_put((r,), v, accumulate=accumulate), arr((3, 4)), rows,
+             arr((len(rows), 4), seed=1), off=off)
+    check(lambda m, x, r, v: x.clone().index_put_((r,), v, accumulate=accumulate), arr((3, 4)), rows,
+          arr((1, 4), seed=1))
+    check(lambda m, x, mask, v: x.index_put((mask,), v, accumulate=accumulate), arr((3, 4)), arr((3, 4), "bool"),
+          Arg(np.float32(2.5)))
+    check(lambda m, x, r: x.index_put((r,), m.ones(1), accumulate=accumulate), arr((3, 4)), np.array([3]))
+
+
+def test_fmod_has_the_sign_of_the_dividend():
+    a, b = arr((3, 4), low=-9, high=9), arr((4,), low=0.5, high=3, seed=1)
+    negative_b = Arg(-b.array)
+    for divisor in (b, negative_b):
+        check_op(lambda m, x, y: m.fmod(x, y), a, divisor,
+                 off={"onnx": "remainder has no ONNX export (export_table.cpp: unsupported)",
+                      "jit": "ug.jit traces through the exporter, which has no remainder"})
+    check(lambda m, x: x.fmod(-2.5), a)
+    check(lambda m, x: x.fmod(3), arr((3, 4), "int64", -9, 9))
+    check(lambda m, x, y: m.fmod(x, y), arr((3, 4), "int64", -9, 9), arr((4,), "int64", 1, 4, seed=1))
+    check(lambda m, x, y: x.clone().fmod_(y), a, negative_b)
+    check(lambda m, x: m.fmod(x, 0.0), a)  # NaN, as C's fmod
+
+
+@pytest.mark.parametrize("op, low, high", [("lgamma", -4.5, 6.0), ("lgamma", 0.1, 40.0), ("digamma", -4.5, 6.0),
+                                           ("digamma", 0.1, 60.0), ("erfinv", -0.99, 0.99)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_special_functions(op, low, high, dtype):
+    x = arr((4, 6), dtype, low=low, high=high)
+    check_op(lambda m, x: getattr(m, op)(x), x, only=("forward", "vjp") if dtype == "float32" else ("forward",))
+    # The formulas' derivatives (of Lanczos's series, of the truncated asymptotic series) are
+    # accurate to about 1e-10 relative, not the 1e-15 of their values: float64's rtol of 1e-10
+    # is raised to 1e-9 for the derivatives compared in float64.
+    check_op(lambda m, x: getattr(m, op)(x), x, only=("vjp", "fd", "jvp", "vmap") if dtype == "float64" else
+             ("fd", "jvp", "vmap"), rtol=1e-9)
+    check(lambda m, x: getattr(x, op)(), arr((3,), "int64", 1, 4) if op != "erfinv" else arr((3,), "int64", 0, 1))
+
+
+def test_special_functions_at_their_edges():
+    poles = np.array([0.0, -1.0, -3.0, 1.0, 2.0, np.inf], np.float64)
+    check(lambda m, x: m.lgamma(x), poles)
+    check(lambda m, x: m.digamma(x), poles)
+    check(lambda m, x: m.erfinv(x), np.array([-1.0, 1.0, 1.5, -2.0, 0.0], np.float64))
+    check(lambda m, x: m.erfinv(x), np.array([0.999, -0.9999, 1e-8], np.float32))

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import unigrad as ug
-from reference import arr, check
+from reference import arr, check, check_op
 
 X = arr((2, 3, 4))
 
@@ -39,7 +39,8 @@ def test_shape_op_errors(fn):
 @pytest.mark.parametrize("op", [
     lambda v: v.transpose(0, 2), lambda v: v.reshape(6, 4), lambda v: v[:, 1], lambda v: v[..., ::2],
     lambda v: v.narrow(1, 1, 2), lambda v: v.unsqueeze(0), lambda v: v.permute(1, 2, 0),
-    lambda v: v.diagonal(0, 1, 2), lambda v: v.expand(2, 2, 3, 4)[0],
+    lambda v: v.diagonal(0, 1, 2), lambda v: v.expand(2, 2, 3, 4)[0], lambda v: v.unfold(2, 2, 2),
+    lambda v: v.unfold(1, 3, 1)[1],
 ])
 def test_views_share_memory(op):
     for m in (torch, ug):
@@ -51,6 +52,18 @@ def test_views_share_memory(op):
     op(xt).fill_(1)
     op(xu).fill_(1)
     np.testing.assert_array_equal(xt.numpy(), xu.numpy())
+
+
+@pytest.mark.parametrize("dim, size, step", [(0, 2, 1), (1, 3, 2), (-1, 2, 3), (2, 4, 1), (1, 1, 5), (2, 0, 2)])
+def test_unfold_windows(dim, size, step):
+    check_op(lambda m, x: x.unfold(dim, size, step), arr((3, 5, 4)),
+             off={"onnx": "overlapping windows have no ONNX form (export_table.cpp: unsupported)",
+                  "jit": "ug.jit traces through the exporter, which has no unfold"})
+    check(lambda m, x: x.transpose(0, 2).unfold(dim, size, step), arr((3, 5, 4), "int64"))  # strided input
+    check(lambda m, x: x.unfold(0, 1, 1), arr((1,)).array.reshape(()))
+    check(lambda m, x: x.unfold(0, 2, 1), arr((1,)).array.reshape(()))  # too large: both refuse
+    check(lambda m, x: x.unfold(1, 6, 1), arr((3, 5)))
+    check(lambda m, x: x.unfold(1, 2, 0), arr((3, 5)))
 
 
 IDX = [

@@ -1,6 +1,7 @@
 #include "ug/ops/composite.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -170,6 +171,104 @@ Tensor hypot(const Tensor& a, const Tensor& b) {
   return big * (1.0 + ratio * ratio).sqrt();
 }
 
+Tensor fmod(const Tensor& a, const Tensor& b) {
+  // On magnitudes the two remainders agree exactly; the sign is then a's. The gradient in b,
+  // -floor(|a| / |b|) with both signs put back, is fmod's -trunc(a / b).
+  const Tensor r = remainder(a.abs(), b.abs());
+  return where(a < 0, -r, r);
+}
+
+Tensor fmod(const Tensor& a, Scalar b) {
+  const Scalar magnitude = b.is_floating() ? Scalar(std::abs(b.to_double()))
+                           : b.is_bool()   ? b
+                                           : Scalar(std::abs(b.to<int64_t>()));
+  const Tensor r = remainder(a.abs(), magnitude);
+  return where(a < 0, -r, r);
+}
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/** x in float64, and the dtype its special function returns (ints and bool: float32). */
+std::pair<Tensor, DType> special_input(const Tensor& x) {
+  const DType out = x.is_floating_point() ? x.dtype() : DType::Float32;
+  return {x.to(DType::Float64), out};
+}
+
+/** Whether each element is 0 or a negative integer: the poles of Gamma and digamma. */
+Tensor at_pole(const Tensor& x) { return (x <= 0.0).logical_and(x == x.floor()); }
+
+/** log Gamma(x) for x >= 0.5: Lanczos's series, g = 7, 9 terms (relative error ~1e-15). */
+Tensor lanczos_lgamma(const Tensor& x) {
+  static constexpr double p[] = {0.99999999999980993,  676.5203681218851,     -1259.1392167224028,
+                                 771.32342877765313,   -176.61502916214059,   12.507343278686905,
+                                 -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7};
+  const Tensor z = x - 1.0;
+  Tensor series = full_like(z, p[0]);
+  for (int i = 1; i < 9; ++i) series = series + p[i] / (z + static_cast<double>(i));
+  const Tensor t = z + 7.5;
+  return 0.91893853320467274178 + (z + 0.5) * t.log() - t + series.log();
+}
+
+/** digamma(x) for x >= 0.5: shifted past 10 by the recurrence, then the asymptotic series. */
+Tensor shifted_digamma(const Tensor& x) {
+  Tensor shift = zeros_like(x);
+  for (int k = 0; k < 10; ++k) shift = shift + 1.0 / (x + static_cast<double>(k));
+  const Tensor z = x + 10.0, w = 1.0 / (z * z);
+  // B_2k / (2k): 1/12, -1/120, 1/252, -1/240, 1/132, -691/32760, by Horner in 1/z^2
+  const Tensor tail =
+      w * (1.0 / 12 + w * (-1.0 / 120 + w * (1.0 / 252 + w * (-1.0 / 240 + w * (1.0 / 132 + w * (-691.0 / 32760))))));
+  return z.log() - 0.5 / z - tail - shift;
+}
+
+}  // namespace
+
+Tensor lgamma(const Tensor& x) {
+  auto [d, dtype] = special_input(x);
+  const Tensor low = d < 0.5;
+  // Each branch reads safe values only, so that the one not taken has a finite gradient.
+  const Tensor reflected = where(low, 1.0 - d, d), side = where(low, d, 0.25);
+  const Tensor upper = lanczos_lgamma(where(isinf(reflected), 1.0, reflected));
+  const Tensor result = where(low, (kPi / (side * kPi).sin().abs()).log() - upper, upper);
+  return where(at_pole(d).logical_or(isinf(d)), kInf, result).to(dtype);
+}
+
+Tensor digamma(const Tensor& x) {
+  auto [d, dtype] = special_input(x);
+  const Tensor low = d < 0.5;
+  const Tensor reflected = where(low, 1.0 - d, d), side = where(low, d, 0.25);
+  const Tensor upper = shifted_digamma(where(isinf(reflected), 1.0, reflected));
+  Tensor result = where(low, upper - kPi / (side * kPi).tan(), upper);
+  result = where(isinf(d).logical_and(d > 0.0), kInf, where(isinf(d), NAN, result));
+  // torch: -inf at 0, NaN at the negative integers
+  return where(d == 0.0, -kInf, where(at_pole(d), NAN, result)).to(dtype);
+}
+
+Tensor erfinv(const Tensor& x) {
+  auto [d, dtype] = special_input(x);
+  const Tensor inside = d.abs() < 1.0;
+  const Tensor v = where(inside, d, 0.0);
+  // Giles, "Approximating the erfinv function" (2010), single precision: two pieces in w.
+  const Tensor w = -((1.0 - v) * (1.0 + v)).log();
+  const Tensor near = w - 2.5, far = where(w < 5.0, 5.0, w).sqrt() - 3.0;
+  static constexpr double a[] = {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                                 -0.00125372503, -0.00417768164, 0.246640727,    1.50140941};
+  static constexpr double b[] = {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                                 -0.0076224613,   0.00943887047,  1.00167406,    2.83297682};
+  Tensor pa = full_like(w, a[0]), pb = full_like(w, b[0]);
+  for (int i = 1; i < 9; ++i) {
+    pa = pa * near + a[i];
+    pb = pb * far + b[i];
+  }
+  Tensor y = where(w < 5.0, pa, pb) * v;
+  for (int step = 0; step < 2; ++step) y = y - (y.erf() - v) / ((-(y * y)).exp() * 1.12837916709551257390);
+  // +-1: +-inf; beyond: NaN (constants: no gradient path through the branch not taken)
+  const Tensor edge = where(d.abs() == 1.0, where(d > 0.0, kInf, full_like(d, -kInf)), NAN);
+  return where(inside, y, edge).to(dtype);
+}
+
 Tensor frac(const Tensor& x) { return x - x.trunc(); }
 
 Tensor rot90(const Tensor& x, int64_t k, const Dims& dims) {
@@ -258,6 +357,126 @@ Tensor nansum(const Tensor& x, const Dims& dims, bool keepdim) {
 Tensor nanmean(const Tensor& x, const Dims& dims, bool keepdim) {
   if (!x.is_floating_point()) fail<RuntimeError>("[nanmean] needs a floating tensor, got ", x.dtype());
   return nansum(x, dims, keepdim) / nansum(isnan(x).logical_not().to(x.dtype()), dims, keepdim);
+}
+
+std::vector<Tensor> tensor_split(const Tensor& x, int64_t sections, int64_t dim) {
+  if (x.dim() == 0) fail<RuntimeError>("[tensor_split] needs at least 1 dim, got a 0-d tensor");
+  if (sections <= 0) fail<RuntimeError>("[tensor_split] sections must be positive, got ", sections);
+  const int64_t d = wrap_dim(dim, x.dim(), "tensor_split"), n = x.size(d);
+  std::vector<Tensor> parts;
+  for (int64_t i = 0, start = 0; i < sections; ++i) {
+    const int64_t length = n / sections + (i < n % sections ? 1 : 0);
+    parts.push_back(x.narrow(d, start, length));
+    start += length;
+  }
+  return parts;
+}
+
+std::vector<Tensor> tensor_split(const Tensor& x, const Dims& indices, int64_t dim) {
+  if (x.dim() == 0) fail<RuntimeError>("[tensor_split] needs at least 1 dim, got a 0-d tensor");
+  const int64_t d = wrap_dim(dim, x.dim(), "tensor_split"), n = x.size(d);
+  // Each part is x[start:end] along d, the points read as slice bounds are: negative ones
+  // count from the end, all are clamped to [0, n], and a part never has negative length.
+  auto bound = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  std::vector<Tensor> parts;
+  int64_t start = 0;
+  for (int64_t point : indices) {
+    const int64_t end = bound(point);
+    parts.push_back(x.narrow(d, std::min(start, n), std::max<int64_t>(end - start, 0)));
+    start = end;
+  }
+  parts.push_back(x.narrow(d, start, n - start));
+  return parts;
+}
+
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p, std::string_view compute_mode) {
+  if (x1.dim() < 2 || x2.dim() < 2 || x1.size(-1) != x2.size(-1))
+    fail<RuntimeError>("[cdist] needs x1 [..., P, M] and x2 [..., R, M] with the same M, got shapes ", x1.shape(),
+                       " and ", x2.shape());
+  if (!x1.is_floating_point() || x1.dtype() != x2.dtype())
+    fail<RuntimeError>("[cdist] needs two floating tensors of one dtype, got ", x1.dtype(), " and ", x2.dtype());
+  if (p < 0) fail<RuntimeError>("[cdist] p must be non-negative, got ", p);
+  const bool mm = compute_mode == "use_mm_for_euclid_dist";
+  if (!mm && compute_mode != "use_mm_for_euclid_dist_if_necessary" && compute_mode != "donot_use_mm_for_euclid_dist")
+    fail<RuntimeError>(
+        "[cdist] compute_mode must be use_mm_for_euclid_dist_if_necessary, use_mm_for_euclid_dist or "
+        "donot_use_mm_for_euclid_dist, got '",
+        compute_mode, "'");
+  const bool large = x1.size(-2) > 25 || x2.size(-2) > 25;
+  if (p == 2.0 && (mm || (large && compute_mode == "use_mm_for_euclid_dist_if_necessary"))) {
+    // torch's form: |a|^2 + |b|^2 - 2 a.b as one product of padded operands, clamped at 0.
+    const Tensor n1 = (x1 * x1).sum(Dims{-1}, true), n2 = (x2 * x2).sum(Dims{-1}, true);
+    const Tensor a = cat({x1 * -2.0, n1, ones_like(n1)}, -1), b = cat({x2, ones_like(n2), n2}, -1);
+    const Tensor squared = clamp(matmul(a, b.mT()), Scalar(0), std::nullopt);
+    // sqrt with a gradient of 0 at 0, as torch's rule gives
+    return where(squared == 0.0, 0.0, where(squared == 0.0, 1.0, squared).sqrt());
+  }
+  const Tensor diff = x1.unsqueeze(-2) - x2.unsqueeze(-3);
+  if (p == 2.0) {
+    const Tensor squared = (diff * diff).sum(Dims{-1});
+    return where(squared == 0.0, 0.0, where(squared == 0.0, 1.0, squared).sqrt());
+  }
+  return norm(diff, p, Dims{-1});
+}
+
+Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source) {
+  if (mask.dtype() != DType::Bool) fail<TypeError>("[masked_scatter] mask must be bool, got ", mask.dtype());
+  if (source.dtype() != x.dtype())
+    fail<RuntimeError>("[masked_scatter] source must have the tensor's dtype ", x.dtype(), ", got ", source.dtype());
+  const Tensor where_true = mask.expand(Dims(x.shape().begin(), x.shape().end()));
+  // Each selected element's place in source: the count of selected elements before it.
+  const Tensor place = where_true.reshape({-1}).to(DType::Int64).cumsum(0) - 1;
+  const int64_t needed = x.numel() ? place.narrow(0, x.numel() - 1, 1).item<int64_t>() + 1 : 0;
+  if (needed > source.numel())
+    fail<RuntimeError>("[masked_scatter] the mask selects ", needed, " elements, source of shape ", source.shape(),
+                       " has ", source.numel());
+  if (needed == 0) return x.clone();
+  const Tensor taken = source.reshape({-1}).gather(0, clamp(place, Scalar(0), std::nullopt));
+  return where(where_true, taken.reshape(Dims(x.shape().begin(), x.shape().end())), x);
+}
+
+Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+  std::vector<Tensor> positions;  // one integer index per leading dim, masks expanded into theirs
+  for (const Tensor& index : indices) {
+    if (index.dtype() == DType::Bool || index.dtype() == DType::UInt8) {
+      const Tensor coords = index.nonzero();
+      for (int64_t j = 0; j < coords.size(1); ++j) positions.push_back(coords.select(1, j));
+    } else if (!index.is_floating_point()) {
+      positions.push_back(index.to(DType::Int64));
+    } else {
+      fail<IndexError>("[index_put] indices must be integer or bool tensors, got ", index.dtype());
+    }
+  }
+  const int64_t k = static_cast<int64_t>(positions.size());
+  if (k == 0 || k > x.dim())
+    fail<IndexError>("[index_put] ", k, " index dims for a tensor of shape ", x.shape(), " (", x.dtype(), ")");
+  Shape common = positions[0].shape();
+  for (const Tensor& p : positions) common = broadcast_shapes(common, p.shape(), "index_put");
+  // The positions as one index into x's first k dims flattened, checked and wrapped.
+  Tensor linear = zeros({}, {.dtype = DType::Int64, .device = x.device()});
+  int64_t rows = 1;
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t n = x.size(j);
+    const Tensor& p = positions[static_cast<size_t>(j)];
+    if (p.numel() && ((p < -n).any().item<bool>() || (p >= n).any().item<bool>()))
+      fail<IndexError>("[index_put] an index is out of range for dim ", j, " of size ", n, " (shape ", x.shape(), ")");
+    linear = linear * n + where(p < 0, p + n, p);
+    rows *= n;
+  }
+  Dims merged{rows}, spread(common.begin(), common.end());
+  for (int64_t d = k; d < x.dim(); ++d) {
+    merged.push_back(x.size(d));
+    spread.push_back(x.size(d));
+  }
+  const Tensor flat = x.reshape(merged);
+  const Tensor lin = linear.expand(Dims(common.begin(), common.end())).reshape({-1});
+  Dims value_rows = merged;
+  value_rows[0] = lin.numel();
+  const Tensor v = values.to(x.dtype()).expand(spread).reshape(value_rows);
+  if (accumulate) return index_add(flat, 0, lin, v).reshape(Dims(x.shape().begin(), x.shape().end()));
+  Dims line(merged.size(), 1);
+  line[0] = lin.numel();
+  return flat.scatter(0, lin.reshape(line).expand(value_rows), v).reshape(Dims(x.shape().begin(), x.shape().end()));
 }
 
 }  // namespace ug

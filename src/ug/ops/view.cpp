@@ -1,5 +1,7 @@
 // Views: ops that return a tensor sharing storage with their input (new shape, strides
 // and offset only), wherever PyTorch returns a view. reshape copies only when it must.
+#include "ug/ops/view.h"
+
 #include "ug/core/tensor.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/rules.h"
@@ -33,7 +35,8 @@ Tensor finish_view(graph::OpCall& call, Tensor out, const Tensor& in, ViewFn bac
 
 const graph::OpDef kView("view"), kReshape("reshape"), kTranspose("transpose"), kPermute("permute"),
     kSqueeze("squeeze"), kUnsqueeze("unsqueeze"), kFlatten("flatten"), kExpand("expand"), kSelect("select"),
-    kSlice("slice"), kDiagonal("diagonal"), kAsStrided("as_strided"), kSplit("split"), kUnbind("unbind");
+    kSlice("slice"), kDiagonal("diagonal"), kAsStrided("as_strided"), kSplit("split"), kUnbind("unbind"),
+    kUnfold("unfold");
 
 /** The dims a squeeze drops, for its capture. */
 std::vector<int64_t> dropped(const SmallVector<bool, 6>& drop) {
@@ -466,6 +469,41 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
   shape.push_back(len);
   strides.push_back(stride(dim1) + stride(dim2));
   return finish_part(call, make_view(*this, std::move(shape), std::move(strides), start), *this, std::move(part));
+}
+
+Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step) {
+  if (x.dim() == 0) return unfold(x.reshape({1}), dim, size, step).reshape({size});  // torch: a 0-d x is one element
+  graph::OpCall call(kUnfold);
+  const int64_t d = wrap_dim(dim, x.dim(), "unfold"), n = x.size(d);
+  if (size < 0 || size > n)
+    fail<RuntimeError>("[unfold] window size ", size, " does not fit dim ", d, " of shape ", x.shape(), " (", x.dtype(),
+                       ")");
+  if (step <= 0) fail<RuntimeError>("[unfold] step must be positive, got ", step);
+  const int64_t windows = (n - size) / step + 1;
+  // Backward: each window's gradient added back where its elements came from (windows overlap
+  // when step < size), written with ops so that it is differentiable itself.
+  ViewFn fold = [in_shape = x.shape(), d, size, step, windows](const Tensor& g) {
+    const Tensor flat = g.movedim(-1, d + 1).flatten(d, d + 1);
+    const Tensor at = (arange(windows, {.dtype = DType::Int64, .device = g.device()}) * step).unsqueeze(1) +
+                      arange(size, {.dtype = DType::Int64, .device = g.device()}).unsqueeze(0);
+    Dims line(in_shape.size(), 1);
+    line[static_cast<size_t>(d)] = windows * size;
+    const Tensor index = at.reshape(line).expand(Dims(flat.shape().begin(), flat.shape().end()));
+    return zeros(Dims(in_shape.begin(), in_shape.end()), {.dtype = g.dtype(), .device = g.device()})
+        .scatter_add(d, index, flat);
+  };
+  ViewFn same = [d, size, step](const Tensor& t) { return unfold(t, d, size, step); };
+  if (batching::level(x))
+    return finish_view(call, batched_view(x, [&](const Tensor& p) { return unfold(p, d + 1, size, step); }), x,
+                       std::move(fold), std::move(same));
+  Shape shape = x.shape();
+  Strides strides = x.strides();
+  shape[static_cast<size_t>(d)] = windows;
+  strides[static_cast<size_t>(d)] = x.stride(d) * step;
+  shape.push_back(size);
+  strides.push_back(x.stride(d));
+  return finish_view(call, make_view(x, std::move(shape), std::move(strides), x.storage_offset()), x, std::move(fold),
+                     std::move(same));
 }
 
 Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset) const {

@@ -1,0 +1,13 @@
+// Views torch has as methods that Tensor (core/tensor.h) does not declare, as free functions;
+// they are defined with the other views in ops/view.cpp.
+#pragma once
+
+#include "ug/core/tensor.h"
+
+namespace ug {
+
+/** The windows of `size` elements every `step` along dim, as a view: dim holds the windows,
+ *  a new last dim each window's elements (torch's Tensor.unfold). */
+Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step);
+
+}  // namespace ug
