@@ -31,11 +31,11 @@ SHAPES = [(3, 64, 7, 2, 3, 224, 1), (64, 64, 3, 1, 1, 56, 4), (64, 128, 3, 2, 1,
           (256, 512, 3, 2, 1, 14, 1), (512, 512, 3, 1, 1, 7, 3), (256, 512, 1, 2, 0, 14, 1)]
 
 
-def cpu_ms(fn):
+def cpu_ms(fn, n=N):
     c0 = time.thread_time()
-    for _ in range(N):
+    for _ in range(n):
         fn()
-    return (time.thread_time() - c0) / N * 1e3
+    return (time.thread_time() - c0) / n * 1e3
 
 
 def ort_session(w, b, stride, pad, size, folder):

@@ -10,7 +10,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -20,23 +19,12 @@ import torch.nn.functional as TF  # noqa: E402
 
 import unigrad as ug  # noqa: E402
 import unigrad.nn.functional as UF  # noqa: E402
+from resnet_layers import SHAPES, cpu_ms  # noqa: E402  (ResNet-18's convolutions, CPU time of N calls)
 
 QUICK = "--quick" in sys.argv
 REPS, N = (3, 3) if QUICK else (7, 5)
 ONLY = next((set(map(int, a.split("=", 1)[1].split(","))) for a in sys.argv if a.startswith("--only=")), None)
 BATCH = 2
-
-# (C in, C out, kernel, stride, padding, input size, times in ResNet-18)
-SHAPES = [(3, 64, 7, 2, 3, 224, 1), (64, 64, 3, 1, 1, 56, 4), (64, 128, 3, 2, 1, 56, 1), (128, 128, 3, 1, 1, 28, 3),
-          (64, 128, 1, 2, 0, 56, 1), (128, 256, 3, 2, 1, 28, 1), (256, 256, 3, 1, 1, 14, 3), (128, 256, 1, 2, 0, 28, 1),
-          (256, 512, 3, 2, 1, 14, 1), (512, 512, 3, 1, 1, 7, 3), (256, 512, 1, 2, 0, 14, 1)]
-
-
-def cpu_ms(fn):
-    c0 = time.thread_time()
-    for _ in range(N):
-        fn()
-    return (time.thread_time() - c0) / N * 1e3
 
 
 def main():
@@ -78,7 +66,7 @@ def main():
             fns[impl][part]()
         for _ in range(REPS):
             for (impl, part), r in runs.items():
-                r.append(cpu_ms(fns[impl][part]))
+                r.append(cpu_ms(fns[impl][part], N))
         med = {key: statistics.median(r) for key, r in runs.items()}
         ms = {}
         for impl in fns:

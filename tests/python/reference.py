@@ -355,6 +355,20 @@ FD_STEP = 1e-6
 FD_POINTS = 64  # elements per input checked by finite differences (all of a smaller input)
 
 
+def check_central_differences(h, x, analytic, atol, every=1):
+    """analytic, the gradient of the scalar function h at x, against central differences at
+    every `every`-th element (|numeric - analytic| <= atol + 1e-6 |numeric|)."""
+    base = x.detach().numpy()
+    for k in range(0, base.size, every):
+        step = np.zeros(base.size)
+        step[k] = FD_STEP
+        plus = ug.tensor(base + step.reshape(base.shape), requires_grad=True)
+        minus = ug.tensor(base - step.reshape(base.shape), requires_grad=True)
+        numeric = (float(h(plus)) - float(h(minus))) / (2 * FD_STEP)
+        got = analytic.numpy().reshape(-1)[k]
+        assert abs(numeric - got) <= atol + 1e-6 * abs(numeric), f"element {k}: {got} vs fd {numeric}"
+
+
 def _check_fd(fn, args, cotangent, seed, n):
     """ug's float64 vjp against central differences of ug's own forward, element by element:
     the differences' rounding error (bounded by the cotangent-weighted outputs, K·n·eps/step)

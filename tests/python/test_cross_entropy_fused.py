@@ -12,9 +12,8 @@ import pytest
 import torch
 
 import unigrad as ug
-from reference import assert_same
+from reference import assert_same, check_central_differences
 
-FD_STEP = 1e-6
 TARGETS = np.array([0, 2, 4, 1, 2, 3])
 CLASS_WEIGHTS = np.array([0.5, 1.5, 2.0, 0.25, 1.0])
 CASES = {  # name -> cross_entropy's keywords ("weight": the class weights above)
@@ -59,20 +58,6 @@ def test_double_backward_matches_torch(name):
     assert_same(e_first, a_first, path="first-order gradient")
     for i, (e, a) in enumerate(zip(expected, actual)):
         assert_same(e, a, path=f"second-order gradient {i}")
-
-
-def check_central_differences(h, x, analytic, atol):
-    """analytic, the gradient of the scalar function h at x, against central differences at
-    every element (|numeric - analytic| <= atol + 1e-6 |numeric|)."""
-    base = x.detach().numpy()
-    for k in range(base.size):
-        step = np.zeros(base.size)
-        step[k] = FD_STEP
-        plus = ug.tensor(base + step.reshape(base.shape), requires_grad=True)
-        minus = ug.tensor(base - step.reshape(base.shape), requires_grad=True)
-        numeric = (float(h(plus)) - float(h(minus))) / (2 * FD_STEP)
-        got = analytic.numpy().reshape(-1)[k]
-        assert abs(numeric - got) <= atol + 1e-6 * abs(numeric), f"element {k}: {got} vs fd {numeric}"
 
 
 @pytest.mark.parametrize("name", list(CASES))
