@@ -331,3 +331,16 @@ def test_lstsq_refuses_rank_deficient_input():
     a = ug.tensor([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]])
     with pytest.raises(RuntimeError, match=r"\[linalg.lstsq\] A is rank-deficient \(rank 1 < min\(m, n\) = 2"):
         ug.linalg.lstsq(a, ug.ones(3))
+
+
+def test_vmap_of_lstsq_takes_the_minimum_norm_solution_at_any_rank():
+    """vmap cannot raise on a rank-deficient batch entry, so it solves every entry by the SVD:
+    torch's gelsd driver (the minimum-norm least-squares solution) is the reference."""
+    rng = np.random.default_rng(3)
+    full = rng.normal(size=(6, 3))
+    deficient = np.stack([full[:, 0], full[:, 1], full[:, 0] + 2 * full[:, 1]], axis=1)  # rank 2
+    a, b = np.stack([full, deficient]), rng.normal(size=(2, 6, 2))
+    expected = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), driver="gelsd").solution
+    actual = ug.vmap(lambda m, r: ug.linalg.lstsq(m, r).solution)(ug.tensor(a), ug.tensor(b))
+    # The SVD-based solve: each element a sum of ~3·6 products, error ~ cond · n · eps · |x|.
+    assert_within(actual, expected, 1e3 * 18 * EPS["float64"] * float(expected.abs().max()), "vmap(lstsq)")

@@ -291,6 +291,12 @@ def _mask(m, array):
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_transformer_decoder_layer(norm_first, activation):
+    # Draws of its own, whichever tests ran before it in this worker: with some draws (2% of
+    # seeds) a gradient's sums cancel below what the derived tolerance can tell, which
+    # check_layer refuses, so the outcome must not depend on the order xdist runs tests in.
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    rand = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
     kwargs = dict(dim_feedforward=32, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first)
     u, t = twins(ug.nn.TransformerDecoderLayer(16, 4, **kwargs), torch.nn.TransformerDecoderLayer(16, 4, **kwargs))
     assert [n for n, _ in u.named_parameters()] == [n for n, _ in t.named_parameters()]

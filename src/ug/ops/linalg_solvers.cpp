@@ -542,19 +542,23 @@ LstsqResult lstsq(const Tensor& a, const Tensor& b0) {
   const int64_t m = a.size(-2), n = a.size(-1);
   Shape batch = broadcast_batch(a, b, "linalg.lstsq");
   Tensor ab = a.expand(with(batch, {m, n})), bb = b.expand(with(batch, {m, b.size(-1)}));
+  // QR needs full rank: a rank-deficient A leaves R with a zero on its diagonal. Eagerly that
+  // raises; vmap cannot branch on values, so there the SVD-based minimum-norm solution (right at
+  // any rank) is taken instead.
+  const bool batched = batching::max_level({&ab, &bb}) > 0;
   Tensor x;
-  if (m >= n) {  // A = Q R: X = R^-1 Q^T B
+  if (batched) {
+    x = matmul(pinv(ab), bb);
+  } else if (m >= n) {  // A = Q R: X = R^-1 Q^T B
     auto [q, r] = qr_op(ab, "reduced");
     x = solve_triangular_op(r, matmul(q.mT(), bb), true, false);
   } else {  // A^T = Q R: the minimum-norm X = Q R^-T B
     auto [q, r] = qr_op(ab.mT(), "reduced");
     x = matmul(q, solve_triangular_op(r.mT(), bb, false, false));
   }
-  // A rank-deficient A leaves R with a zero on its diagonal, and the solution above would be
-  // garbage: raise (vmap cannot branch on values, so there the check is left out).
   Tensor rank = matrix_rank(ab);
   const int64_t k = std::min(m, n);
-  if (!batching::level(rank) && rank.numel() > 0 && (rank < k).sum().item<int64_t>() > 0)
+  if (!batched && rank.numel() > 0 && (rank < k).sum().item<int64_t>() > 0)
     fail<RuntimeError>("[linalg.lstsq] A is rank-deficient (rank ", rank.amin().item<int64_t>(), " < min(m, n) = ", k,
                        "; shape ", a.shape(), ", dtype ", a.dtype(),
                        "): the QR-based solution needs full rank; linalg.pinv(A) @ B gives the minimum-norm one");
