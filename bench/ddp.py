@@ -6,7 +6,7 @@ MPI_Allreduce on 4-64 MiB float32 buffers). Every configuration runs REPEAT time
 and each figure is the median; prints the Markdown rows of docs/benchmarks.md.
 
     .venv/bin/python bench/ddp.py              # ~3 min on 2 cores
-    .venv/bin/python bench/ddp.py --repeat 5
+    .venv/bin/python bench/ddp.py --repeat 5 --batch 256
 """
 import argparse
 import os
@@ -45,6 +45,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--batch", type=int, default=64, help="samples per rank and step")
     args = p.parse_args()
 
     throughput = defaultdict(list)  # (framework, model, ranks) -> samples/s
@@ -54,7 +55,8 @@ def main():
             for framework in ("ug", "torch"):
                 for n in (1, 2):
                     line, = launch(n, str(ROOT / "bench" / "ddp_train.py"), "--framework", framework, "--model",
-                                   model, "--steps", str(args.steps), expect=f"{framework},{model},")
+                                   model, "--steps", str(args.steps), "--batch", str(args.batch),
+                                   expect=f"{framework},{model},")
                     throughput[framework, model, n].append(float(line.split(",")[3]))
         for row in launch(2, str(ALLREDUCE), expect=tuple("0123456789")):
             mib, mpi, ours, ratio = row.split(",")
@@ -74,7 +76,7 @@ def main():
     for mib, rows in sorted(allreduce.items()):
         mpi, ours, ratio = (statistics.median(r[i] for r in rows) for i in range(3))
         print(f"| {mib:g} MiB | {mpi:.2f} GB/s | {ours:.2f} GB/s | {ratio:.2f} |")
-    print(f"\nsamples/s of all ranks together, batch 64 per rank, medians of {args.repeat} interleaved runs "
+    print(f"\nsamples/s of all ranks together, batch {args.batch} per rank, medians of {args.repeat} interleaved runs "
           f"of {args.steps} steps; all-reduce: medians of {args.repeat} runs of 20 calls")
 
 
