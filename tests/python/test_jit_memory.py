@@ -358,9 +358,9 @@ def test_the_transformer_step_peak_is_below_eager_and_bounded_by_its_saved_value
     # does not compute again (the attention's output, the first layer norm's input), the layer
     # norm's output until the residual addition (in the backward: the gradient reaching the
     # residual), the feed-forward's pre-activation, its GELU output (the incoming gradient) and
-    # the product's result; the q/k/v projection and the scaled q, the attention probabilities,
-    # the GELU output and the layer norm's output are computed again in the backward. Beside
-    # them at most one set of gradients.
+    # the product's result; the q/k/v projection and the scaled q, the attention probabilities
+    # and the layer norm's output are computed again in the backward (the GELU output is held:
+    # its copy would be alive at the backward's peak). Beside them at most one set of gradients.
     row = batch * seq * d * F32
     hidden = 4 * row
     param_bytes = sum(p.numel() for p in params.values()) * F32
