@@ -181,6 +181,25 @@ TEST(Jit, ComputesACheapActivationAgainForItsLateReader) {
   EXPECT_TRUE(equal(program({x})[0], f({x})[0]));
 }
 
+TEST(Jit, HoldsAValueAwayFromThePeak) {
+  // gelu(x) is read at once and again after a chain of small ops, but the program's peak comes
+  // after its last reader (an outer product 16 times x's size and its exp): a copy would not
+  // lower it, so the program holds h (compiler/remat.h), and computes what eager computes.
+  auto f = [](const Tensors& in) {
+    Tensor h = in[0].gelu(), t = in[1];
+    Tensor early = h.sum();
+    for (int i = 0; i < 6; ++i) t = (t * 0.5).tanh();
+    Tensor late = early + (h * t.sum()).sum();  // before the product: operands' order is unspecified
+    Tensor big = in[0].reshape({-1, 1}) * in[0].slice(0, 0, 16).reshape({1, -1});
+    return Tensors{late + big.exp().sum()};
+  };
+  manual_seed(0);
+  const Tensors in{randn({1 << 12}), randn({4})};
+  const compiler::Program program = compiler::Program::trace(f, in);
+  EXPECT_EQ(program.stats().recomputed, 0u);
+  EXPECT_TRUE(equal(program(in)[0], f(in)[0]));
+}
+
 TEST(Jit, ComputesAProjectionOfItsInputsAgainForTheBackward) {
   // Attention over a q/k/v projection of the input x by w, then a long tail: the backward reads
   // q, k and v again, which the program computes again from x and w (alive anyway) instead of

@@ -146,7 +146,11 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
     for (const auto& [id, tensor] : *ids) refilled.insert(id);
   p.stats_ = simplify(*graph, refilled);
   auto recording = std::make_shared<const onnx::Graph>(*graph);
-  p.stats_.recomputed = rematerialize(*graph);
+  std::vector<int64_t> bytes(graph->num_values, -1);  // -1: not a traced tensor's
+  for (size_t id = 0; id < graph->num_values; ++id)
+    if (auto it = traced.value_bytes.find(graph->value_names[id]); it != traced.value_bytes.end())
+      bytes[id] = it->second;
+  p.stats_.recomputed = rematerialize(*graph, std::move(bytes));
   if (p.stats_.recomputed) p.recording_graph_ = std::move(recording);
   auto fused = std::make_shared<onnx::Graph>(*graph);
   const FuseStats fusion = fuse(*fused);

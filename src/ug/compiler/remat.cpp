@@ -123,6 +123,7 @@ class Planner {
       g_.value_names.push_back(g_.value_names[id] + "_again");
       const auto made = static_cast<int64_t>(g_.num_values++);
       made_at_.push_back(pos);
+      origin_.push_back(id);
       if (copy_of_[id] < 0 || copy_at_[id] > pos) copy_of_[id] = made, copy_at_[id] = pos;
       outputs.push_back(made);
     }
@@ -136,6 +137,12 @@ class Planner {
       for (int64_t& id : g_.nodes[readers_[v][i]].inputs)
         if (id == v) id = again;
     readers_[v].resize(k);
+  }
+
+  /** The bytes of each value, copies included: a copy's are its original's. */
+  std::vector<int64_t> bytes(std::vector<int64_t> original) const {
+    for (int64_t id : origin_) original.push_back(original[static_cast<size_t>(id)]);
+    return original;
   }
 
   /** Inserts the copies before their nodes and plans liveness again. Returns how many. */
@@ -167,6 +174,7 @@ class Planner {
   onnx::Graph& g_;
   size_t original_;                           // values before any copy
   std::vector<size_t> made_at_;               // each copy's value: the node it runs before
+  std::vector<int64_t> origin_;               // each copy's value: the value it computes again
   std::vector<std::vector<size_t>> readers_;  // of each original value, in order
   std::vector<bool> pinned_;
   std::vector<int64_t> producer_;
@@ -176,12 +184,26 @@ class Planner {
   std::vector<Copy> copies_;
 };
 
+/** Which candidates a plan may copy, and which it copied. A candidate is named by a value: a
+ *  cheap node's output, or a projection's product (standing for all the values computed again
+ *  from it). */
+struct Units {
+  struct Copied {
+    int64_t unit;
+    bool product;                // whether its copies include a product
+    std::vector<int64_t> freed;  // the values its copies stand for after the first readers
+  };
+  const std::vector<bool>* allowed = nullptr;  // by value id; null: every candidate
+  std::vector<Copied> copied;
+  bool admits(int64_t v) const { return !allowed || (*allowed)[static_cast<size_t>(v)]; }
+};
+
 /** Projections (the q/k/v projection of a block's input by its weights), and the views, bias
  *  additions and scalings of them that the backward reads: one product computed again frees all
  *  of them between the forward's use and the backward's, since what the product reads is alive
  *  there anyway (the input, held for the weight's gradient). All values of one product get
  *  their copies before the first late reader among them, so they share one product. */
-void recompute_projections(Planner& plan, const onnx::Graph& g) {
+void recompute_projections(Planner& plan, const onnx::Graph& g, Units& units) {
   // For each value: the product it derives from, -2 for one alive for the whole run or a view
   // of such values (a weight's transpose), -1 otherwise (a product may read those if they are
   // alive where its copies go).
@@ -217,6 +239,7 @@ void recompute_projections(Planner& plan, const onnx::Graph& g) {
         std::ranges::any_of(plan.readers(v), [&](size_t j) { return cheap(g.nodes[j]); }))
       continue;
     const size_t first = static_cast<size_t>(root[id]);
+    if (!units.admits(g.nodes[first].outputs[0])) continue;
     const size_t k =
         plan.late_readers(v, kMinProjectionGap, [&](size_t pos) { return plan.no_effect_between(first, pos); });
     if (k == 0) continue;
@@ -230,6 +253,12 @@ void recompute_projections(Planner& plan, const onnx::Graph& g) {
     const size_t pos = place[static_cast<size_t>(root[entry.first])];
     return std::ranges::any_of(product.inputs, [&](int64_t x) { return root_of(x) == kNone && plan.at(x, pos) != x; });
   });
+  for (const auto& [v, k] : late) {
+    const int64_t unit = g.nodes[static_cast<size_t>(root[v])].outputs[0];
+    auto known = std::ranges::find(units.copied, unit, &Units::Copied::unit);
+    if (known == units.copied.end()) units.copied.push_back({unit, true, {v}});
+    else known->freed.push_back(v);
+  }
   // Copies of the nodes the late values need, in the program's order (a value's producer
   // comes before its readers), each reading the copies made before it.
   std::vector<bool> needed(g.nodes.size(), false);
@@ -269,17 +298,16 @@ void recompute_projections(Planner& plan, const onnx::Graph& g) {
   for (const auto& [v, k] : late) plan.redirect(v, k, again[v]);
 }
 
-}  // namespace
-
-size_t rematerialize(onnx::Graph& g) {
-  if (const char* env = std::getenv("UG_JIT_REMAT"); env && std::strcmp(env, "0") == 0) return 0;
+/** The copies of the candidates `units` admits, made in g; records those it copied there. Returns
+ *  how many nodes it copied and the bytes of each value, the copies' included. */
+std::pair<size_t, std::vector<int64_t>> plan_copies(onnx::Graph& g, const std::vector<int64_t>& bytes, Units& units) {
   Planner plan(g);
-  recompute_projections(plan, g);
+  recompute_projections(plan, g, units);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const onnx::Node& n = g.nodes[i];
     if (!cheap(n)) continue;
     const int64_t v = n.outputs[0];
-    if (plan.always(v) || plan.readers(v).size() < 2) continue;
+    if (plan.always(v) || plan.readers(v).size() < 2 || !units.admits(v)) continue;
     // An attention's softmax reads scores that die there: the scores' product is computed
     // again too, from its operands, when they are available (q and k, kept for the backward,
     // or computed again themselves).
@@ -306,8 +334,157 @@ size_t rematerialize(onnx::Graph& g) {
     std::vector<int64_t> inputs = inputs_at(n);
     if (product >= 0) inputs[0] = plan.copy(static_cast<size_t>(product), pos, inputs_at(g.nodes[product]))[0];
     plan.redirect(v, k, plan.copy(i, pos, inputs)[0]);
+    units.copied.push_back({v, product >= 0, {v}});
   }
-  return plan.apply();
+  std::vector<int64_t> all = plan.bytes(bytes);
+  return {plan.apply(), std::move(all)};
+}
+
+/** Where a program holds the most bytes: the most, the first node at which it does, at how many
+ *  nodes, and for each value the span of nodes its buffer is alive. */
+struct Peak {
+  int64_t bytes = 0;
+  size_t at = 0, count = 0;
+  std::vector<size_t> from, to;  // by value id; from > to for a value alive for the whole run
+  /** Lower than `other`, or as low at fewer nodes. */
+  bool below(const Peak& other) const { return bytes < other.bytes || (bytes == other.bytes && count < other.count); }
+  /** Whether v's buffer is held across the peak: made before it, read after it. */
+  bool across(int64_t v) const { return from[static_cast<size_t>(v)] < at && to[static_cast<size_t>(v)] > at; }
+};
+
+/** The bytes alive at each node of g, as run_graph holds them: the buffers made before it and
+ *  read at or after it (inputs, constants and state, alive throughout, left out); a view is its
+ *  base's buffer, and so is an elementwise result written into its dying operand. */
+Peak peak_of(const onnx::Graph& g, const std::vector<int64_t>& bytes) {
+  const size_t n = g.nodes.size();
+  std::vector<int64_t> base(g.num_values);
+  for (size_t id = 0; id < g.num_values; ++id) base[id] = static_cast<int64_t>(id);
+  auto find = [&](int64_t id) {
+    while (base[id] != id) id = base[id];
+    return id;
+  };
+  Peak p{.from = std::vector<size_t>(g.num_values, n), .to = std::vector<size_t>(g.num_values, 0)};
+  auto spans = [&] {  // from and to of each buffer, its views' reads included
+    std::ranges::fill(p.from, n);
+    std::ranges::fill(p.to, 0);
+    for (size_t i = 0; i < n; ++i) {
+      for (int64_t id : g.nodes[i].outputs)
+        if (id >= 0 && find(id) == id) p.from[id] = p.to[id] = i;
+      auto read = [&](int64_t id) {
+        if (id >= 0 && p.from[find(id)] < n) p.to[find(id)] = std::max(p.to[find(id)], i);
+      };
+      std::ranges::for_each(g.nodes[i].inputs, read);
+      std::ranges::for_each(g.nodes[i].implicit_inputs, read);
+    }
+    for (int64_t id : g.output_ids)
+      if (p.from[find(id)] < n) p.to[find(id)] = n;
+  };
+  for (const onnx::Node& node : g.nodes)
+    if (rearranges(node) && !node.inputs.empty() && node.inputs[0] >= 0)
+      for (int64_t id : node.outputs)
+        if (id >= 0) base[id] = find(node.inputs[0]);
+  spans();
+  for (size_t i = 0; i < n; ++i) {
+    const onnx::Node& node = g.nodes[i];
+    const int operands = onnx::in_place_operands(node);
+    for (int k = 0; k < operands && node.outputs[0] >= 0; ++k) {
+      const int64_t in = node.inputs[static_cast<size_t>(k)];
+      if (in < 0 || find(in) != in || p.from[in] >= n || p.to[in] != i || bytes[in] != bytes[node.outputs[0]]) continue;
+      base[node.outputs[0]] = in;
+      p.to[in] = std::max(p.to[in], p.to[node.outputs[0]]);
+      break;
+    }
+  }
+  spans();
+  std::vector<int64_t> change(n + 2, 0);
+  for (size_t id = 0; id < g.num_values; ++id)
+    if (find(static_cast<int64_t>(id)) == static_cast<int64_t>(id) && p.from[id] < n) {
+      change[p.from[id]] += bytes[id];
+      change[p.to[id] + 1] -= bytes[id];
+    }
+  int64_t live = 0;
+  for (size_t i = 0; i < n; ++i) {
+    live += change[i];
+    if (live > p.bytes) p.bytes = live, p.at = i, p.count = 0;
+    p.count += live == p.bytes;
+  }
+  for (size_t id = 0; id < g.num_values; ++id) {
+    const auto b = static_cast<size_t>(find(static_cast<int64_t>(id)));
+    p.from[id] = p.from[b], p.to[id] = p.to[b];
+  }
+  return p;
+}
+
+}  // namespace
+
+size_t rematerialize(onnx::Graph& g, std::vector<int64_t> bytes) {
+  if (const char* env = std::getenv("UG_JIT_REMAT"); env && std::strcmp(env, "0") == 0) return 0;
+  // A value the trace did not bind (an intermediate of one op's nodes) weighs its node's largest input.
+  for (const onnx::Node& node : g.nodes)
+    for (int64_t id : node.outputs)
+      if (id >= 0 && bytes[id] < 0) {
+        bytes[id] = 0;
+        for (int64_t in : node.inputs)
+          if (in >= 0) bytes[id] = std::max(bytes[id], bytes[in]);
+      }
+  for (int64_t& b : bytes) b = std::max<int64_t>(b, 0);
+  Units every;
+  {
+    onnx::Graph all = g;
+    plan_copies(all, bytes, every);
+  }
+  // As XLA's rematerialization: a candidate whose buffer is held across the program's peak is
+  // computed again when that lowers the peak, then one held across the peak that leaves, until
+  // none does. Those needing no product first, the largest first.
+  auto weight = [&](const Units::Copied& c) {
+    return std::ranges::max(c.freed, {}, [&](int64_t v) { return bytes[static_cast<size_t>(v)]; });
+  };
+  std::ranges::stable_sort(every.copied, [&](const Units::Copied& a, const Units::Copied& b) {
+    return a.product != b.product ? !a.product : bytes[weight(a)] > bytes[weight(b)];
+  });
+  std::vector<bool> allowed(g.num_values, false), tried(g.num_values, false);
+  onnx::Graph best = g;
+  size_t copies = 0;
+  Peak peak = peak_of(best, bytes);
+  for (;;) {
+    auto next = std::ranges::find_if(every.copied, [&](const Units::Copied& c) {
+      return !tried[c.unit] && std::ranges::any_of(c.freed, [&](int64_t v) { return peak.across(v); });
+    });
+    if (next == every.copied.end()) break;
+    tried[next->unit] = allowed[next->unit] = true;
+    onnx::Graph trial = g;
+    Units units{.allowed = &allowed};
+    auto [made, trial_bytes] = plan_copies(trial, bytes, units);
+    Peak lower = peak_of(trial, trial_bytes);
+    if (!lower.below(peak)) {
+      allowed[next->unit] = false;
+      continue;
+    }
+    best = std::move(trial), copies = made, peak = std::move(lower);
+  }
+  // A candidate taken early may lower the peak the later ones left by little: its copy, made
+  // before its late readers, may itself be alive at that peak. It is dropped when, beside all
+  // the others taken, it lowers the peak by less than half its buffer: it costs a pass over that
+  // buffer for what it saves.
+  std::vector<int64_t> dropped;
+  for (const Units::Copied& c : every.copied) {
+    if (!allowed[c.unit]) continue;
+    allowed[c.unit] = false;
+    onnx::Graph trial = g;
+    Units units{.allowed = &allowed};
+    auto [made, trial_bytes] = plan_copies(trial, bytes, units);
+    allowed[c.unit] = true;
+    const int64_t without = peak_of(trial, trial_bytes).bytes;
+    if (without - peak.bytes < bytes[weight(c)] / 2) dropped.push_back(c.unit);
+  }
+  if (!dropped.empty()) {
+    for (int64_t unit : dropped) allowed[unit] = false;
+    best = g;
+    Units units{.allowed = &allowed};
+    copies = plan_copies(best, bytes, units).first;
+  }
+  g = std::move(best);
+  return copies;
 }
 
 }  // namespace ug::compiler

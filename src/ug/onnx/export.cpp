@@ -139,6 +139,7 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
     program->live_leaves = g.live_leaves();
     program->replays = g.replays();
     program->outputs = outputs;
+    program->value_bytes = g.value_bytes();
   }
   return model.SerializeAsString();
 }

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -61,6 +62,8 @@ struct ProgramTrace {
   std::vector<std::pair<Tensor, int64_t>> state_writes, grad_writes;
   /** Constants standing for a leaf's .grad as it is when the program runs (grad_trace.h). */
   std::vector<std::pair<std::string, Tensor>> grad_sources;
+  /** The bytes of the traced tensors, by value name (GraphBuilder::value_bytes). */
+  std::unordered_map<std::string, int64_t> value_bytes;
 };
 /** With `free_sizes` (reduce_retracing's traces), sizes the rules would write as constants are
  *  read from the inputs' shapes where an input has a dim of that size (GraphBuilder::free_sizes),

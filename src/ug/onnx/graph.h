@@ -82,6 +82,11 @@ Graph parse_model(std::string_view bytes, const std::string& base_dir, const Loa
  *  rewrites the nodes does again). */
 void plan_liveness(Graph& graph);
 
+/** Which of a node's operands run_graph may write its result into when the operand dies there
+ *  (its buffer the node's alone, of the result's dtype and shape): 0 none, 1 the first, 2
+ *  either (compiler/remat.cpp weighs a program's memory with it). */
+int in_place_operands(const Node& node);
+
 /** Runs a graph's nodes over `values` (by value id, with the inputs, initializers and captures
  *  set) and returns its outputs. */
 std::vector<Tensor> run_graph(const Graph& graph, std::vector<Tensor> values);

@@ -99,6 +99,12 @@ void GraphBuilder::add_output(const Tensor& t, const std::string& name, const st
   graph_.mutable_output(graph_.output_size() - 1)->set_name(name);
 }
 
+std::unordered_map<std::string, int64_t> GraphBuilder::value_bytes() const {
+  std::unordered_map<std::string, int64_t> bytes;
+  for (const auto& [k, v] : values_) bytes[v.name] = static_cast<int64_t>(physical(v.tensor).nbytes());
+  return bytes;
+}
+
 std::optional<std::string> GraphBuilder::param_name(const Tensor& t) const {
   for (const auto& [name, p] : params_) {
     if (!p.defined()) continue;

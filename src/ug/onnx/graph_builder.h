@@ -95,6 +95,9 @@ class GraphBuilder {
   void allow_replays() { allow_replays_ = true; }
   bool replays_allowed() const { return parent_ ? parent_->replays_allowed() : allow_replays_; }
   const std::vector<graph::Replay>& replays() const { return replays_; }
+  /** The bytes of each value bound to a traced tensor, by value name (what a compiled
+   *  program's memory plan weighs, compiler/remat.h). */
+  std::unordered_map<std::string, int64_t> value_bytes() const;
   /** The UgReplay node of a call (replays_allowed() and call.replay set). In a Loop body's
    *  builder too: the replay goes into the enclosing graph's list, whose index the node holds,
    *  and the program gives its bodies that list (compiler::Program::trace). */

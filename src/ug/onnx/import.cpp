@@ -180,6 +180,11 @@ std::optional<std::pair<ops::BinaryOp, bool>> elementwise(const Node& node) {
   return std::nullopt;
 }
 
+int in_place_operands(const Node& node) {
+  const auto op = elementwise(node);
+  return !op || node.inputs.size() != 2 || node.outputs.size() != 1 ? 0 : op->second ? 2 : 1;
+}
+
 /** An elementwise node (`elementwise`) computed into an operand whose buffer is overwritable:
  *  the value stays where it is in cache and nothing is allocated. Empty when no operand can
  *  take it. */
