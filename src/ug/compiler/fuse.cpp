@@ -26,7 +26,8 @@ namespace {
 
 /** Output elements per block: every intermediate of a block (a few of them alive at once) stays
  *  in L2. Measured in docs/design.md ("Fused elementwise chains"); UG_JIT_FUSE_BLOCK, read when
- *  a program is compiled, sets another size (for measuring it), 0 turns fusion off. */
+ *  a program is compiled, sets another size (for measuring it), 0 turns the fusion of
+ *  chains off (not fold_applied_updates). */
 constexpr int64_t kBlockElements = 65536;
 
 int64_t block_elements() {
