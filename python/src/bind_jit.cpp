@@ -247,12 +247,13 @@ void bind_jit(nb::module_& m) {
             d["recomputed"] = s.recomputed;
             d["fused"] = s.fused;
             d["fused_groups"] = s.fused_groups;
+            d["applied"] = s.applied;
             return d;
           },
           "What the graph passes did: Identity nodes forwarded, nodes folded into constants, common "
           "subexpressions merged, dead nodes dropped, elementwise nodes computed again for late readers, nodes run as "
           "fused elementwise groups "
-          "and the groups.")
+          "and the groups, optimizer updates that add themselves to their parameter (apply_updates).")
       .def("onnx_bytes",
            [](const compiler::Program& p) { return nb::bytes(p.onnx_bytes().data(), p.onnx_bytes().size()); })
       .def("save", &compiler::Program::save, nb::arg("path"));

@@ -216,3 +216,74 @@ def test_in_place_is_off_while_autograd_records():
     y = ug.jit(f)(xr)
     y.backward()
     same(xr.grad, ug.grad(f)(xr.detach()))
+
+
+# ---- apply_updates folded into the optimizer's update (compiler/fuse.cpp) ------------------
+
+
+def _functional_step(opt):
+    def step(p, s, g):
+        u, s = opt.update(g, s, p)
+        return ug.optim.apply_updates(p, u), s
+
+    return step
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: ug.optim.Adam(ps, lr=1e-2),
+    lambda ps: ug.optim.Adam(ps, lr=1e-2, weight_decay=0.1, amsgrad=True),
+    lambda ps: ug.optim.AdamW(ps, lr=1e-2, weight_decay=0.1),
+    lambda ps: ug.optim.SGD(ps, lr=1e-2, momentum=0.9),  # no kernel of its own: the generic form
+], ids=["adam", "adam-amsgrad-wd", "adamw", "sgd-momentum"])
+@pytest.mark.parametrize("dtype", [ug.float32, ug.float64])
+@pytest.mark.parametrize("donate", [False, True])
+def test_the_update_makes_the_new_parameter_bit_for_bit(make, dtype, donate):
+    # Each parameter's p + u is made by its update's own pass, which computes p + (new - p):
+    # the very roundings of the unfused subtraction and addition, so the results are equal
+    # bit for bit to eager's over several steps (donated: the update writes the state in place).
+    ug.manual_seed(0)
+    params = {"w": ug.randn(33, 70, dtype=dtype), "b": ug.randn(70, dtype=dtype)}
+    opt = make([ug.zeros(1)])
+    step = _functional_step(opt)
+    jitted = ug.jit(step, donate_argnums=(1,) if donate else ())
+    grads = [{k: ug.randn(*v.shape, dtype=dtype) for k, v in params.items()} for _ in range(4)]
+    assert jitted.lower(params, opt.init(params), grads[0]).optimizer_stats()["applied"] == 2
+    pj, sj = params, opt.init(params)
+    pe, se = params, opt.init(params)
+    for g in grads:
+        pj, sj = jitted(pj, sj, g)
+        pe, se = step(pe, se, g)
+        for k in params:
+            same(pj[k], pe[k])
+            for name in se[k]:
+                same(sj[k][name], se[k][name])
+
+
+def test_an_update_read_elsewhere_is_not_folded():
+    # The update is also a result: the program must make it, and adds it to the parameter as
+    # the trace did.
+    opt = ug.optim.Adam([ug.zeros(1)], lr=1e-2)
+
+    def step(p, s, g):
+        u, s = opt.update(g, s, p)
+        return ug.optim.apply_updates(p, u), u, s
+
+    p, g = {"w": ug.randn(8, 9)}, {"w": ug.randn(8, 9)}
+    jitted = ug.jit(step)
+    assert jitted.lower(p, opt.init(p), g).optimizer_stats()["applied"] == 0
+    for a, b in zip(ug.tree_leaves(jitted(p, opt.init(p), g)), ug.tree_leaves(step(p, opt.init(p), g))):
+        same(a, b)
+
+
+def test_an_update_added_to_another_tensor_is_not_folded():
+    opt = ug.optim.Adam([ug.zeros(1)], lr=1e-2)
+
+    def step(p, s, g, q):
+        u, s = opt.update(g, s, p)
+        return ug.optim.apply_updates(q, u), s
+
+    p, g, q = {"w": ug.randn(8, 9)}, {"w": ug.randn(8, 9)}, {"w": ug.randn(8, 9)}
+    jitted = ug.jit(step)
+    assert jitted.lower(p, opt.init(p), g, q).optimizer_stats()["applied"] == 0
+    for a, b in zip(ug.tree_leaves(jitted(p, opt.init(p), g, q)), ug.tree_leaves(step(p, opt.init(p), g, q))):
+        same(a, b)

@@ -15,6 +15,7 @@
 #include "ug/graph/capture.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/grad_mode.h"
+#include "ug/graph/update_replay.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/onnx/graph.h"
@@ -25,7 +26,8 @@ namespace {
 
 /** Output elements per block: every intermediate of a block (a few of them alive at once) stays
  *  in L2. Measured in docs/design.md ("Fused elementwise chains"); UG_JIT_FUSE_BLOCK, read when
- *  a program is compiled, sets another size (for measuring it), 0 turns fusion off. */
+ *  a program is compiled, sets another size (for measuring it), 0 turns the fusion of
+ *  chains off (not fold_applied_updates). */
 constexpr int64_t kBlockElements = 65536;
 
 int64_t block_elements() {
@@ -189,11 +191,69 @@ struct Sets {
   void join(size_t a, size_t b) { parent[find(a)] = find(b); }
 };
 
+/** The applied form of a UgReplay node's call (graph/update_replay.h), or null. */
+const graph::Replay* applied_replay(const onnx::Graph& graph, const onnx::Node& node) {
+  if (node.op_type != "UgReplay") return nullptr;
+  const auto index = node.attributes.find("index");
+  const auto* i = index == node.attributes.end() ? nullptr : std::get_if<int64_t>(&index->second);
+  if (!i || *i < 0 || static_cast<size_t>(*i) >= graph.replays.size()) return nullptr;
+  const auto* replay = graph.replays[static_cast<size_t>(*i)].target<graph::Replay>();
+  const auto* update = replay ? replay->target<graph::UpdateReplay>() : nullptr;
+  return update && update->applied ? &update->applied : nullptr;
+}
+
+/** Folds each Add(x, u) where u, read by nothing else, is the update of x made by an op with an
+ *  applied form (an optimizer's update of parameter x, then apply_updates) into that op, which
+ *  then makes x + u itself in its own pass: one pass over the parameter instead of two. */
+size_t fold_applied_updates(onnx::Graph& graph) {
+  std::vector<int64_t> producer(graph.num_values, -1);
+  std::vector<size_t> readers(graph.num_values, 0);
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const onnx::Node& node = graph.nodes[n];
+    for (int64_t id : node.inputs)
+      if (id >= 0) ++readers[static_cast<size_t>(id)];
+    for (int64_t id : node.implicit_inputs) readers[static_cast<size_t>(id)] += 2;
+    for (int64_t id : node.outputs)
+      if (id >= 0) producer[static_cast<size_t>(id)] = static_cast<int64_t>(n);
+  }
+  for (int64_t id : graph.output_ids) readers[static_cast<size_t>(id)] += 2;
+  std::vector<bool> folded(graph.nodes.size(), false);
+  size_t count = 0;
+  for (onnx::Node& add : graph.nodes) {
+    if (add.op_type != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1 || !add.implicit_inputs.empty())
+      continue;
+    for (size_t side = 0; side < 2; ++side) {
+      const int64_t u = add.inputs[side], x = add.inputs[1 - side];
+      if (u < 0 || x < 0 || readers[static_cast<size_t>(u)] != 1 || producer[static_cast<size_t>(u)] < 0) continue;
+      onnx::Node& update = graph.nodes[static_cast<size_t>(producer[static_cast<size_t>(u)])];
+      const graph::Replay* applied = applied_replay(graph, update);
+      if (!applied || update.outputs.empty() || update.outputs[0] != u || update.inputs.empty() ||
+          update.inputs[0] != x)
+        continue;
+      update.attributes["index"] = static_cast<int64_t>(graph.replays.size());
+      graph.replays.push_back(*applied);
+      update.outputs[0] = add.outputs[0];
+      folded[static_cast<size_t>(&add - graph.nodes.data())] = true;
+      ++count;
+      break;
+    }
+  }
+  if (!count) return 0;
+  std::vector<onnx::Node> kept;
+  for (size_t n = 0; n < graph.nodes.size(); ++n)
+    if (!folded[n]) kept.push_back(std::move(graph.nodes[n]));
+  graph.nodes = std::move(kept);
+  onnx::plan_liveness(graph);
+  return count;
+}
+
 }  // namespace
 
 FuseStats fuse(onnx::Graph& graph) {
+  FuseStats stats;
+  stats.applied = fold_applied_updates(graph);
   const int64_t block = block_elements();
-  if (block == 0) return {};
+  if (block == 0) return stats;
   const size_t num_nodes = graph.nodes.size();
   std::vector<int64_t> producer(graph.num_values, -1);
   std::vector<size_t> readers(graph.num_values, 0);
@@ -260,7 +320,6 @@ FuseStats fuse(onnx::Graph& graph) {
   for (size_t n = 0; n < num_nodes; ++n)
     if (joined[n]) members[sets.find(n)].push_back(n);
 
-  FuseStats stats;
   std::vector<onnx::Node> nodes;
   for (size_t n = 0; n < num_nodes; ++n) {
     if (!joined[n]) {

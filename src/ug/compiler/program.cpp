@@ -156,7 +156,8 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   const FuseStats fusion = fuse(*fused);
   p.stats_.fused = fusion.nodes;
   p.stats_.fused_groups = fusion.groups;
-  if (fusion.groups) p.fused_graph_ = std::move(fused);
+  p.stats_.applied = fusion.applied;
+  if (fusion.groups || fusion.applied) p.fused_graph_ = std::move(fused);
   p.writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.state_writes));
   p.grad_writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.grad_writes));
   std::vector<std::vector<bool>> any_size;

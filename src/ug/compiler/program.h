@@ -92,8 +92,8 @@ class Program {
   std::shared_ptr<const onnx::Graph> graph_;
   // graph_ before rematerialize copied nodes, run when autograd records (null: none copied)
   std::shared_ptr<const onnx::Graph> recording_graph_;
-  // graph_ with its elementwise chains fused (fuse.h), run when autograd does not record (null:
-  // nothing fused); graph_ stays what save() writes and node_types() lists
+  // graph_ with its elementwise chains fused and its updates applied (fuse.h), run when autograd
+  // does not record (null: nothing changed); graph_ stays what save() writes and node_types() lists
   std::shared_ptr<const onnx::Graph> fused_graph_;
   std::shared_ptr<const std::string> bytes_;
   // Shared, as a cache hands out copies of programs:

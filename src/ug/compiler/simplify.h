@@ -20,6 +20,7 @@ struct SimplifyStats {
   size_t recomputed = 0;  // nodes computed again for their late readers (remat.h)
   size_t fused = 0;       // elementwise and reduction nodes run as fused groups (fuse.h)
   size_t fused_groups = 0;
+  size_t applied = 0;  // optimizer updates that add themselves to their parameter (fuse.h)
 };
 
 /** Forwards Identity nodes; folds the nodes that read only constants into initializers;

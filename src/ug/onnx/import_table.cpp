@@ -1149,8 +1149,7 @@ Outputs gather_op(const OpContext& c) {
   const Tensor& indices = c.input(1);
   if (!is_integral(indices.dtype())) c.fail<TypeError>("indices must be integers, got ", indices.dtype());
   const int64_t axis = norm_axis(c, c.attr_int("axis", 0), x.dim());
-  Tensor idx = indices.to(DType::Int64);
-  idx = where(lt(idx, 0), add(idx, x.size(axis)), idx);
+  const Tensor idx = wrap_negative(indices, x.size(axis));
   Dims out_shape(x.shape().begin(), x.shape().begin() + axis);
   for (int64_t d : indices.shape()) out_shape.push_back(d);
   for (int64_t d = axis + 1; d < x.dim(); ++d) out_shape.push_back(x.size(d));
@@ -1161,9 +1160,7 @@ Outputs gather_op(const OpContext& c) {
 Outputs gather_elements_op(const OpContext& c) {
   const Tensor& x = c.input(0);
   const int64_t axis = norm_axis(c, c.attr_int("axis", 0), x.dim());
-  Tensor idx = c.input(1).to(DType::Int64);
-  idx = where(lt(idx, 0), add(idx, x.size(axis)), idx);
-  return one(x.gather(axis, idx));
+  return one(x.gather(axis, wrap_negative(c.input(1), x.size(axis))));
 }
 
 Outputs compress_op(const OpContext& c) {

@@ -576,6 +576,13 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 }
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) { return x.index_select(dim, index); }
 
+Tensor wrap_negative(const Tensor& index, int64_t n) {
+  Tensor idx = index.to(DType::Int64);
+  if (idx.numel() == 0) return idx;
+  const Tensor all = batching::level(idx) ? Tensor(idx.impl().batch()->physical) : idx;
+  return index_range(all).first < 0 ? where(idx.lt(0), idx.add(n), idx) : idx;
+}
+
 Tensor take(const Tensor& x, const Tensor& index) {
   if (!is_index_dtype(index.dtype()))
     fail<TypeError>("[take] index must be an int64 or int32 tensor, got ", index.dtype());

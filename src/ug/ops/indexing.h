@@ -17,6 +17,10 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 /** Elements of x at flat (row-major) positions `index`; negative positions count from the end. */
 Tensor take(const Tensor& x, const Tensor& index);
+/** index as int64 with its negative entries counted from the end of a dim of size n (ONNX's
+ *  Gather); not range-checked, which the op reading it does. Without a negative entry no op
+ *  runs: a compiled program's gather of a batch would pay for three at every step. */
+Tensor wrap_negative(const Tensor& index, int64_t n);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
 Tensor masked_select(const Tensor& x, const Tensor& mask);
 Tensor flip(const Tensor& x, const Dims& dims);

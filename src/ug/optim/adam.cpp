@@ -74,7 +74,7 @@ TensorDict Adam::init_state(const Tensor& param, const Hyper& h) const {
 }
 
 std::pair<Tensor, TensorDict> Adam::update_fresh(const Hyper& h, const Tensor& param, const Tensor& grad,
-                                                 const TensorDict& state) const {
+                                                 const TensorDict& state, bool applied) const {
   const bool amsgrad = hyper_get<bool>(h, "amsgrad");
   auto array = [&](const std::string& name) {
     const Tensor* t = state.find(name);
@@ -82,7 +82,7 @@ std::pair<Tensor, TensorDict> Adam::update_fresh(const Hyper& h, const Tensor& p
   };
   const bool plain = state.find("step") && array("exp_avg") && array("exp_avg_sq") &&
                      (!amsgrad || array("max_exp_avg_sq")) && param.device().type == DeviceType::CPU;
-  if (!plain) return Optimizer::update_fresh(h, param, grad, state);  // the first step makes the state
+  if (!plain) return Optimizer::update_fresh(h, param, grad, state, applied);  // the first step makes the state
   check_update(param, grad);
   const Tensor p_in = param.contiguous(), g = grad.contiguous();
   Tensor update = empty(param.shape(), Options{param.dtype(), param.device()});
@@ -98,6 +98,7 @@ std::pair<Tensor, TensorDict> Adam::update_fresh(const Hyper& h, const Tensor& p
     a.exp_avg_in = in.at("exp_avg").data_ptr<T>();
     a.exp_avg_sq_in = in.at("exp_avg_sq").data_ptr<T>();
     a.max_exp_avg_sq_in = amsgrad ? in.at("max_exp_avg_sq").data_ptr<T>() : nullptr;
+    a.applied = applied;
     detail::for_chunks(param.numel(), [&](int64_t b, int64_t e) { kernels::adam(a, b, e); });
   })
   return {std::move(update), std::move(next)};

@@ -52,7 +52,7 @@ template <class T> UG_INLINE void sgd_impl(const SgdArgs<T>& a, int64_t begin, i
   }
 }
 
-template <class T, bool WD, bool AMS, bool COPY>
+template <class T, bool WD, bool AMS, bool COPY, bool APPLIED = false>
 UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   T* __restrict p = a.param;
   const T* __restrict gr = a.grad;
@@ -60,7 +60,7 @@ UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   T* __restrict v = a.exp_avg_sq;
   T* __restrict vmax = a.max_exp_avg_sq;
   // COPY: read from the *_in arrays (distinct from the written ones) and write the update
-  // (the new value minus the old); else in place.
+  // (the new value minus the old), or with APPLIED the old value plus that update; else in place.
   const T* __restrict p_in = a.param_in;
   const T* __restrict m_in = a.exp_avg_in;
   const T* __restrict v_in = a.exp_avg_sq_in;
@@ -91,13 +91,21 @@ UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
     if constexpr (AMS) second = vmax[i] = std::max(COPY ? vmax_in[i] : vmax[i], vi);
     const T denom = std::sqrt(second) / bc2_sqrt + eps;
     const T next = pi + (neg_step_size * mi) / denom;
-    if constexpr (COPY) p[i] = next - p_in[i];
+    if constexpr (APPLIED) p[i] = p_in[i] + (next - p_in[i]);
+    else if constexpr (COPY) p[i] = next - p_in[i];
     else p[i] = next;
   }
 }
 
 template <class T> UG_INLINE void adam_impl(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   const bool wd = a.weight_decay != 0 && !a.decoupled_weight_decay, ams = a.max_exp_avg_sq != nullptr;
+  if (a.param_in && a.applied) {
+    if (wd && ams) adam_loop<T, true, true, true, true>(a, begin, end);
+    if (wd && !ams) adam_loop<T, true, false, true, true>(a, begin, end);
+    if (!wd && ams) adam_loop<T, false, true, true, true>(a, begin, end);
+    if (!wd && !ams) adam_loop<T, false, false, true, true>(a, begin, end);
+    return;
+  }
   if (a.param_in) {
     if (wd && ams) adam_loop<T, true, true, true>(a, begin, end);
     if (wd && !ams) adam_loop<T, true, false, true>(a, begin, end);

@@ -29,11 +29,13 @@ template <class T> struct AdamArgs {
   /** Where the parameter and state are read from when not where they are written (the
    *  functional update: one pass instead of a copy and an update in place); null: in place.
    *  With param_in, param receives the update (the new value minus param_in, rounded as
-   *  update()'s subtraction was), so that no pass of its own subtracts. */
+   *  update()'s subtraction was), so that no pass of its own subtracts; with applied too,
+   *  param_in + that update (apply_updates' addition, folded into the same pass). */
   const T* param_in = nullptr;
   const T* exp_avg_in = nullptr;
   const T* exp_avg_sq_in = nullptr;
   const T* max_exp_avg_sq_in = nullptr;
+  bool applied = false;
 };
 
 template <class T> struct RmspropArgs {

@@ -5,6 +5,7 @@
 #include "ug/autograd/grad_trace.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
+#include "ug/graph/update_replay.h"
 #include "ug/core/thread_pool.h"
 
 namespace ug::optim {
@@ -237,18 +238,20 @@ bool owned(const Tensor& t) {
 }  // namespace
 
 std::pair<Tensor, TensorDict> Optimizer::update_fresh(const Hyper& group, const Tensor& param, const Tensor& grad,
-                                                      const TensorDict& state) const {
+                                                      const TensorDict& state, bool applied) const {
   TensorDict fresh;
   for (const auto& [name, t] : state) fresh.insert(name, t.clone());
   Tensor value = param.clone().contiguous();
   update_one(group, value, grad, fresh);
-  return {value.sub_(param), std::move(fresh)};
+  value.sub_(param);
+  if (applied) value.add_(param);
+  return {std::move(value), std::move(fresh)};
 }
 
-std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tensor& grad,
-                                                 const TensorDict& state) const {
+std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tensor& grad, const TensorDict& state,
+                                                 bool applied) const {
   graph::OpCall call(kOptimizerUpdate);
-  auto [delta, fresh] = update_fresh(defaults_, param.detach(), grad.detach(), state);
+  auto [delta, fresh] = update_fresh(defaults_, param.detach(), grad.detach(), state, applied);
   std::vector<const Tensor*> inputs{&param, &grad}, outputs{&delta};
   std::vector<std::string> names;
   for (const auto& [name, t] : state) {
@@ -258,34 +261,40 @@ std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tens
   for (const auto& [name, t] : fresh) outputs.push_back(&t);
   if (call.capturing()) {
     call.set_attrs({{"optimizer", name_}});
-    call.set_replay([this, alive = std::weak_ptr<const bool>(alive_), names](const std::vector<Tensor>& in) {
-      if (alive.expired())
-        fail<RuntimeError>(
-            "[optimizer_update] the optimizer this compiled step calls back was deleted: create it "
-            "outside the jitted function and keep it alive");
-      // When the run holds every state array alone, the eager step's in-place update writes the
-      // next state over it (no fresh arrays: the peak of a donated step is one state lower).
-      const bool in_place =
-          names.size() > 0 &&
-          std::all_of(in.begin() + 2, in.end(),
-                      [&](const Tensor& t) { return t.numel() != in[0].numel() || owned(t); }) &&
-          std::any_of(in.begin() + 2, in.end(), [&](const Tensor& t) { return t.numel() == in[0].numel(); });
-      TensorDict st;
-      for (size_t k = 0; k < names.size(); ++k)
-        st.insert(names[k], in_place && !owned(in[2 + k]) ? in[2 + k].clone() : in[2 + k]);
-      if (in_place) {
-        NoGradGuard no_grad;
-        Tensor v = in[0].detach().clone().contiguous();
-        update_one(defaults_, v, in[1].detach(), st);
-        std::vector<Tensor> out{v.sub_(in[0])};
-        for (const auto& [name, t] : st) out.push_back(t);
+    // The update, and the form a program runs where it only adds the update to the parameter.
+    auto replay = [this, alive = std::weak_ptr<const bool>(alive_), names](bool applied) {
+      return [this, alive, names, applied](const std::vector<Tensor>& in) {
+        if (alive.expired())
+          fail<RuntimeError>(
+              "[optimizer_update] the optimizer this compiled step calls back was deleted: create it "
+              "outside the jitted function and keep it alive");
+        // When the run holds every state array alone, the eager step's in-place update writes the
+        // next state over it (no fresh arrays: the peak of a donated step is one state lower).
+        const bool in_place =
+            names.size() > 0 &&
+            std::all_of(in.begin() + 2, in.end(),
+                        [&](const Tensor& t) { return t.numel() != in[0].numel() || owned(t); }) &&
+            std::any_of(in.begin() + 2, in.end(), [&](const Tensor& t) { return t.numel() == in[0].numel(); });
+        TensorDict st;
+        for (size_t k = 0; k < names.size(); ++k)
+          st.insert(names[k], in_place && !owned(in[2 + k]) ? in[2 + k].clone() : in[2 + k]);
+        if (in_place) {
+          NoGradGuard no_grad;
+          Tensor v = in[0].detach().clone().contiguous();
+          update_one(defaults_, v, in[1].detach(), st);
+          v.sub_(in[0]);
+          if (applied) v.add_(in[0]);
+          std::vector<Tensor> out{v};
+          for (const auto& [name, t] : st) out.push_back(t);
+          return out;
+        }
+        auto [v, next] = updated(in[0], in[1], st, applied);
+        std::vector<Tensor> out{v};
+        for (const auto& [name, t] : next) out.push_back(t);
         return out;
-      }
-      auto [v, next] = updated(in[0], in[1], st);
-      std::vector<Tensor> out{v};
-      for (const auto& [name, t] : next) out.push_back(t);
-      return out;
-    });
+      };
+    };
+    call.set_replay(graph::UpdateReplay{replay(false), replay(true)});
   }
   call.finish(inputs, outputs);
   return {delta, std::move(fresh)};

@@ -138,9 +138,9 @@ class Optimizer {
    *  fresh tensors, param and state only read. By default copies them, runs update_param on the
    *  copies and subtracts; an optimizer whose kernel reads one array and writes another (Adam)
    *  overrides it, writing the update in the same pass (a compiled training step runs it at
-   *  every step). */
+   *  every step). With `applied`, param + that update instead (graph/update_replay.h). */
   virtual std::pair<Tensor, TensorDict> update_fresh(const Hyper& group, const Tensor& param, const Tensor& grad,
-                                                     const TensorDict& state) const;
+                                                     const TensorDict& state, bool applied = false) const;
   /** A parameter a step updates: its group's index and the parameter. */
   using StepParam = std::pair<size_t, Tensor>;
   /** The update of step(): each parameter in place from its gradient (detached, same order),
@@ -153,8 +153,10 @@ class Optimizer {
   void step_params(const std::vector<StepParam>& params, const std::vector<Tensor>& grads);
   /** The parameters that have a gradient now, with those gradients (detached). */
   std::pair<std::vector<StepParam>, std::vector<Tensor>> params_with_grads() const;
-  /** update()'s rule for one parameter: its update and new state, the inputs untouched. */
-  std::pair<Tensor, TensorDict> updated(const Tensor& param, const Tensor& grad, const TensorDict& state) const;
+  /** update()'s rule for one parameter: its update and new state, the inputs untouched. With
+   *  `applied` (a compiled step's replay only), param + the update in place of the update. */
+  std::pair<Tensor, TensorDict> updated(const Tensor& param, const Tensor& grad, const TensorDict& state,
+                                        bool applied = false) const;
 
  private:
   std::string name_;

@@ -195,10 +195,22 @@ void CpuBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index,
   const int64_t* pi = static_cast<const int64_t*>(idx.raw_data());
   char* po = static_cast<char*>(out.raw_data());
   const size_t block = static_cast<size_t>(inner) * item;
+  auto row = [&](int64_t t) { return px + (t / n_idx * n_in + pi[t % n_idx]) * block; };
+  // Rows picked at random (a shuffled batch from a data set) come from memory one after the
+  // other, each waiting out its first misses: prefetching the heads of the rows a few ahead
+  // overlaps them (64 random rows of 3136 bytes out of 188 MB: 49-59 -> 32-44 us). The head
+  // only: the hardware prefetcher streams the rest, and prefetching whole rows was slower.
+  const size_t ahead = std::min<size_t>(block, 1024);
+  auto prefetch = [&](int64_t t) {
+    const char* r = row(t);
+    for (size_t b = 0; b < ahead; b += 64) __builtin_prefetch(r + b, 0, 3);
+  };
   parallel_for(outer * n_idx, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)), [&](int64_t t0, int64_t t1) {
+    constexpr int64_t kAhead = 4;
+    for (int64_t t = t0; t < std::min(t1, t0 + kAhead); ++t) prefetch(t);
     for (int64_t t = t0; t < t1; ++t) {
-      int64_t o = t / n_idx, k = t % n_idx;
-      std::memcpy(po + t * block, px + (o * n_in + pi[k]) * block, block);
+      if (t + kAhead < t1) prefetch(t + kAhead);
+      std::memcpy(po + t * block, row(t), block);
     }
   });
 }
