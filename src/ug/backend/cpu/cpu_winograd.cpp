@@ -9,6 +9,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "ug/backend/cpu/scratch.h"
 #include "ug/core/thread_pool.h"
@@ -32,18 +33,20 @@ constexpr int64_t kWeightGradBlockFloats = int64_t{1} << 20;
 constexpr int64_t kImageFloats = int64_t{1} << 20;
 
 // The filter transforms run over kFilters filters at a time, their taps gathered into
-// [tap][filter] rows: the arithmetic then runs across filters and U's 16 matrices are read or
-// written kFilters floats in a row (one filter at a time touches 16 floats O * C apart, the
-// same cache set when that is a power of two: 256 channels took 2.5 ms).
+// [tap][filter] rows: the arithmetic then runs across filters (vectorised, and multiversioned
+// where it has no product to fuse into an FMA: the same bits on every CPU) and U's 16 matrices
+// are read or written kFilters floats in a row (one filter at a time touches 16 floats O * C
+// apart, the same cache set when that is a power of two: 256 channels took 2.5 ms, now 0.5).
 constexpr int64_t kFilters = 16;
 
 /** U [16][O][C] = G g G^T, G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]. */
-void transform_filters(const Winograd3x3& g, const float* w, bool transposed, float* U) {
+UG_MULTIVERSION void transform_filters(const Winograd3x3& g, const float* w, bool transposed, float* U) {
   const int64_t OC = g.O * g.C;
   for (int64_t o = 0; o < g.O; ++o)
     for (int64_t c0 = 0; c0 < g.C; c0 += kFilters) {
       const int64_t n = std::min(kFilters, g.C - c0);
-      float k[9][kFilters] = {}, t[12][kFilters], u[16][kFilters];
+      float k[9][kFilters], t[12][kFilters], u[16][kFilters];
+      if (n < kFilters) std::memset(k, 0, sizeof k);
       for (int64_t l = 0; l < n; ++l)
         for (int tap = 0; tap < 9; ++tap)
           k[tap][l] = transposed ? w[((c0 + l) * g.O + o) * 9 + 8 - tap] : w[(o * g.C + c0 + l) * 9 + tap];
@@ -62,8 +65,11 @@ void transform_filters(const Winograd3x3& g, const float* w, bool transposed, fl
           u[4 * i + 2][l] = 0.5f * (a - b + c);
           u[4 * i + 3][l] = c;
         }
+      // Whole rows by fixed-size copies: a copy of n floats compiled to `rep movs`, whose start
+      // cost more than the transform.
       for (int m = 0; m < 16; ++m)
-        for (int64_t l = 0; l < n; ++l) U[m * OC + o * g.C + c0 + l] = u[m][l];
+        if (n == kFilters) std::memcpy(U + m * OC + o * g.C + c0, u[m], sizeof u[m]);
+        else std::copy(u[m], u[m] + n, U + m * OC + o * g.C + c0);
     }
 }
 
@@ -206,9 +212,11 @@ void untransform_filters(const Winograd3x3& g, const float* S, float* gw) {
   const int64_t OC = g.O * g.C;
   for (int64_t f0 = 0; f0 < OC; f0 += kFilters) {
     const int64_t n = std::min(kFilters, OC - f0);
-    float s[16][kFilters] = {}, t[12][kFilters], out[9][kFilters];
+    float s[16][kFilters], t[12][kFilters], out[9][kFilters];
+    if (n < kFilters) std::memset(s, 0, sizeof s);
     for (int m = 0; m < 16; ++m)
-      for (int64_t l = 0; l < n; ++l) s[m][l] = S[m * OC + f0 + l];
+      if (n == kFilters) std::memcpy(s[m], S + m * OC + f0, sizeof s[m]);
+      else std::copy(S + m * OC + f0, S + m * OC + f0 + n, s[m]);
     for (int j = 0; j < 4; ++j)  // t [3][4] = G^T s, row i at t[4 * i]
       for (int64_t l = 0; l < kFilters; ++l) {
         const float s0 = s[j][l], s1 = s[4 + j][l], s2 = s[8 + j][l], s3 = s[12 + j][l];
