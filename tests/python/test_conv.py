@@ -76,6 +76,7 @@ CONV2D_CASES = [  # C, O, kernel, stride, padding, dilation, groups, bias, H, W
     (16, 16, 3, 1, 0, 1, 1, False, 19, 18),
     (20, 16, 3, 1, 2, 1, 1, True, 13, 15),
     (16, 17, 3, 1, "same", 1, 1, True, 15, 16),
+    (17, 19, 3, 1, 1, 1, 1, False, 16, 16),      # the filter transforms' blocks of 16 filters, with a remainder
 ]
 # One-sample column matrices over 2^18 elements, made a block of output rows at a time (the
 # weight gradient's too): a stem-like 7x7 stride 2, whose rows are split by column phase. In
@@ -92,6 +93,17 @@ def test_conv2d_matches_torch(case, dtype):
     arrays = [rand((2, C, H, W)), rand((O, C // g, kh, kw), 1), rand((O,), 2) if bias else None]
     conv = lambda F, x, w, b: F.conv2d(x, w, b, stride=s, padding=p, dilation=d, groups=g)  # noqa: E731
     forward_backward(conv, arrays, dtype, n=conv_sums(conv, arrays, g))
+
+
+@pytest.mark.parametrize("N,size", [(2, 14), (3, 20)], ids=["two_samples_a_block", "two_then_one"])
+def test_conv2d_winograd_128_channels(N, size):
+    """128 channels on planes down to 14x14: Winograd before the direct kernel, its blocks whole
+    images side by side (on 20x20 at batch 3: two samples' tiles in one block's products, the
+    last alone in the next). Weights of one sign: the sums of 1,152 terms would otherwise
+    cancel below a tolerance that could catch an error."""
+    arrays = [rand((N, 128, size, size)), np.abs(rand((128, 128, 3, 3), 1)), None]
+    conv = lambda F, x, w, b: F.conv2d(x, w, b, padding=1)  # noqa: E731
+    forward_backward(conv, arrays, n=conv_sums(conv, arrays))
 
 
 def test_conv2d_non_contiguous_and_unbatched():

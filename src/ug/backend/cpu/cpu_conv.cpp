@@ -80,11 +80,18 @@ bool direct_applies(const Conv2dParams& p, int64_t lanes, bool avx512) {
 }
 
 /** Whether Winograd's products (where they apply) beat the direct kernel on Ho x Wo output
- *  planes: over large planes, whatever the batch (64 channels on 56x56: 0.93 against 1.01 ms at
- *  batch 1; 1.58 against 1.82 at batch 2; 128 channels on 56x56, batch 1: 3.32 against 3.85),
- *  never over small ones, whose products are too narrow (64 channels on 28x28 at batch 8: 2.22
- *  against 2.01; 256 on 14x14 at batch 32: 37.7 against 30.2). */
-bool many_tiles(bool winograd, int64_t Ho, int64_t Wo) { return winograd && ((Ho + 1) / 2) * ((Wo + 1) / 2) >= 512; }
+ *  planes, `channels` the fewer of the convolution's input and output channels: over large
+ *  planes, whatever the batch (64 channels on 56x56: 0.93 against 1.01 ms at batch 1; 1.58
+ *  against 1.82 at batch 2; 128 channels on 56x56, batch 1: 3.32 against 3.85); with 128+
+ *  channels, down to 14x14 (128 on 28x28, batch 1: 1.65 against 2.15; 256 on 14x14 at batch 2
+ *  with a new weight, as in training: 3.9 against 4.5, at batch 32: 50 against 71); never over
+ *  smaller ones, whose products are too narrow and whose 4x4 tiles overhang the plane (512 on
+ *  7x7 at batch 8: 18.5 against 17.2), nor with fewer channels (64 on 28x28 at batch 8: 4.4
+ *  both ways). */
+bool winograd_first(bool winograd, int64_t channels, int64_t Ho, int64_t Wo) {
+  const int64_t tiles = ((Ho + 1) / 2) * ((Wo + 1) / 2);
+  return winograd && (tiles >= 512 || (channels >= 128 && tiles >= 49));
+}
 
 Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p) {
   return {x.size(0), x.size(1), x.size(2), x.size(3), w.size(0), w.size(2),
@@ -301,7 +308,8 @@ void conv_forward(const Tensor& xt, const Tensor& wt, const Tensor& bt, const Co
     if (direct_applies(p, g.O, avx512)) {
       const DirectConv d{g.N,  g.C,  g.H,         g.W,         g.O,          g.kh,         g.kw,
                          g.Ho, g.Wo, p.stride[0], p.stride[1], p.padding[0], p.padding[1], {p.accumulate, p.relu}};
-      if (!many_tiles(g.winograd(false), g.Ho, g.Wo)) return direct_conv2d(d, xt, wt, false, bt, yt);
+      if (!winograd_first(g.winograd(false), std::min(g.C, g.O), g.Ho, g.Wo))
+        return direct_conv2d(d, xt, wt, false, bt, yt);
       return winograd_conv3x3(
           g.winograd_forward(), static_cast<const float*>(xt.raw_data()), static_cast<const float*>(wt.raw_data()),
           false, bt.defined() ? static_cast<const float*>(bt.raw_data()) : nullptr, static_cast<float*>(yt.raw_data()),
@@ -390,7 +398,8 @@ void conv_input_grad(const Tensor& gt, const Tensor& wt, const Conv2dParams& p, 
       // 14x14: 2.0 against 2.2; 128 on 28x28: 1.9 against 2.05).
       const DirectConv d{
           g.N, g.O, g.Ho, g.Wo, g.C, g.kh, g.kw, g.H, g.W, 1, 1, g.kh - 1 - p.padding[0], g.kw - 1 - p.padding[1]};
-      if (!many_tiles(g.winograd(true), g.H, g.W)) return direct_conv2d(d, gt, wt, true, Tensor(), gxt);
+      if (!winograd_first(g.winograd(true), std::min(g.C, g.O), g.H, g.W))
+        return direct_conv2d(d, gt, wt, true, Tensor(), gxt);
     }
   const T* gy = static_cast<const T*>(gt.raw_data());
   const T* w = static_cast<const T*>(wt.raw_data());
