@@ -433,3 +433,43 @@ def test_seed_returns_the_seed_it_set():
     a = ug.rand(3)
     ug.manual_seed(s)
     assert ug.equal(a, ug.rand(3))
+
+
+@pytest.fixture
+def print_defaults():
+    yield
+    ug.set_printoptions(profile="default")
+    torch.set_printoptions(profile="default")
+
+
+PRINTED = [
+    lambda m: m.arange(30),
+    lambda m: (m.arange(-24, 24) / 7).reshape(2, 24),  # one division: the same float32 values in both
+    lambda m: m.tensor([1.0, 2000.0, 3.0]),
+    lambda m: m.tensor([[0.5, -1e-5], [3.25, 1e9]]),
+    lambda m: m.tensor([1.0, 2.0, 3.0]),
+    lambda m: m.tensor(3.0),
+]
+
+
+@pytest.mark.parametrize("options", [{}, {"precision": 2}, {"precision": 7, "linewidth": 40}, {"sci_mode": True},
+                                     {"sci_mode": False, "linewidth": 30}, {"profile": "short"}])
+def test_printoptions_print_as_torch(options, print_defaults):
+    ug.set_printoptions(**options)
+    torch.set_printoptions(**options)
+    for make in PRINTED:
+        assert repr(make(ug)) == repr(make(torch)), (repr(make(ug)), repr(make(torch)))
+
+
+def test_printoptions_threshold_and_edgeitems(print_defaults):
+    ug.set_printoptions(threshold=5, edgeitems=2)
+    torch.set_printoptions(threshold=5, edgeitems=2)
+    shown = repr(ug.arange(10.0))
+    # unigrad adds the shape of an elided tensor
+    assert shown == repr(torch.arange(10.0))[:-1] + ", shape=(10,))", shown
+    ug.set_printoptions(threshold=math.inf)
+    assert "..." not in repr(ug.zeros(2000))
+    with pytest.raises(ValueError, match=r"\[set_printoptions\]"):
+        ug.set_printoptions(linewidth=0)
+    with pytest.raises(ValueError, match=r"\[set_printoptions\] profile"):
+        ug.set_printoptions(profile="long")
