@@ -42,6 +42,27 @@ ug::Options options(std::optional<ug::DType> dtype, std::optional<ug::Device> de
   return {dtype, device.value_or(ug::Device())};
 }
 
+/** A method's in-place form (taking arguments of types A): the result written into the tensor,
+ *  which must hold its dtype without narrowing (no float into an integer, nothing into bool). */
+template <class... A, class F> auto in_place(const char* name, F f) {
+  return [name, f](Tensor& t, A... args) -> Tensor& {
+    const Tensor result = f(t, args...);
+    if ((result.is_floating_point() && !t.is_floating_point()) ||
+        (t.dtype() == ug::DType::Bool && result.dtype() != ug::DType::Bool))
+      ug::fail<ug::RuntimeError>("[", name, "] the result's dtype ", result.dtype(), " cannot be written into a ",
+                                 t.dtype(), " tensor of shape ", t.shape());
+    return t.copy_(result);
+  };
+}
+
+/** float_power for float_power_: torch writes only into a float64 base, the result's dtype. */
+template <class E> Tensor float_power_of(const Tensor& base, E exponent) {
+  if (base.dtype() != ug::DType::Float64)
+    ug::fail<ug::RuntimeError>("[float_power_] the base must be float64, the result's dtype, got ", base.dtype(),
+                               " of shape ", base.shape());
+  return ug::float_power(base, exponent);
+}
+
 Tensor with_grad(Tensor t, bool requires_grad) {
   if (requires_grad) t.requires_grad_(true);
   return t;
@@ -125,14 +146,34 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
            "step"_a = 1)
       .def("select_scatter", &ug::select_scatter, "src"_a, "dim"_a, "index"_a)
       .def("index_copy", &ug::index_copy, "dim"_a, "index"_a, "source"_a)
-      .def(
-          "index_copy_",
-          [](Tensor& t, int64_t dim, const Tensor& index, const Tensor& source) -> Tensor& {
-            return t.copy_(ug::index_copy(t, dim, index, source));
-          },
-          "dim"_a, "index"_a, "source"_a)
+      .def("index_copy_", in_place<int64_t, const Tensor&, const Tensor&>("index_copy_", &ug::index_copy), "dim"_a,
+           "index"_a, "source"_a)
       .def("scatter_reduce", &ug::scatter_reduce, "dim"_a, "index"_a, "src"_a, "reduce"_a, nb::kw_only(),
-           "include_self"_a = true);
+           "include_self"_a = true)
+      .def("scatter_reduce_",
+           in_place<int64_t, const Tensor&, const Tensor&, std::string_view, bool>("scatter_reduce_",
+                                                                                   &ug::scatter_reduce),
+           "dim"_a, "index"_a, "src"_a, "reduce"_a, nb::kw_only(), "include_self"_a = true)
+      .def("addmv_", in_place<const Tensor&, const Tensor&, Scalar, Scalar>("addmv_", &ug::addmv), "mat"_a, "vec"_a,
+           nb::kw_only(), "beta"_a = 1, "alpha"_a = 1)
+      .def("addr_", in_place<const Tensor&, const Tensor&, Scalar, Scalar>("addr_", &ug::addr), "vec1"_a, "vec2"_a,
+           nb::kw_only(), "beta"_a = 1, "alpha"_a = 1)
+      .def("addbmm_", in_place<const Tensor&, const Tensor&, Scalar, Scalar>("addbmm_", &ug::addbmm), "batch1"_a,
+           "batch2"_a, nb::kw_only(), "beta"_a = 1, "alpha"_a = 1)
+      .def("renorm_", in_place<double, int64_t, double>("renorm_", &ug::renorm), "p"_a, "dim"_a, "maxnorm"_a)
+      .def("erfc_", in_place<>("erfc_", &ug::erfc))
+      .def("deg2rad_", in_place<>("deg2rad_", &ug::deg2rad))
+      .def("rad2deg_", in_place<>("rad2deg_", &ug::rad2deg))
+      .def("sgn_", in_place<>("sgn_", &ug::sgn))
+      .def("sinc_", in_place<>("sinc_", &ug::sinc))
+      .def("negative_", in_place<>("negative_", [](const Tensor& t) { return -t; }))
+      .def("copysign_", in_place<const Tensor&>("copysign_", static_cast<TT>(&ug::copysign)), "other"_a)
+      .def("copysign_", in_place<Scalar>("copysign_", static_cast<TS>(&ug::copysign)), "other"_a)
+      .def("heaviside_", in_place<const Tensor&>("heaviside_", &ug::heaviside), "values"_a)
+      .def("float_power_", in_place<const Tensor&>("float_power_", float_power_of<Tensor>), "exponent"_a)
+      .def("float_power_", in_place<Scalar>("float_power_", float_power_of<Scalar>), "exponent"_a)
+      .def("ldexp_", in_place<const Tensor&>("ldexp_", &ug::ldexp), "other"_a)
+      .def("mvlgamma_", in_place<int64_t>("mvlgamma_", &ug::mvlgamma), "p"_a);
 
   m.def(
       "tensordot",

@@ -473,3 +473,33 @@ def test_printoptions_threshold_and_edgeitems(print_defaults):
         ug.set_printoptions(linewidth=0)
     with pytest.raises(ValueError, match=r"\[set_printoptions\] profile"):
         ug.set_printoptions(profile="long")
+
+
+IN_PLACE = [
+    ("addmv_", lambda m, t: t.addmv_(m.ones(3, 2), m.ones(2), beta=0.5, alpha=2), (3,)),
+    ("addr_", lambda m, t: t.addr_(m.ones(3), m.arange(4.0)), (3, 4)),
+    ("addbmm_", lambda m, t: t.addbmm_(m.ones(2, 3, 5), m.ones(2, 5, 4)), (3, 4)),
+    ("renorm_", lambda m, t: t.renorm_(2, 0, 1.0), (3, 4)),
+    ("copysign_", lambda m, t: t.copysign_(-1.0), (3, 4)),
+    ("copysign_.tensor", lambda m, t: t.copysign_(m.tensor([-1.0, 0.0, -0.0, 2.0])), (3, 4)),
+    ("heaviside_", lambda m, t: t.heaviside_(m.tensor([0.5])), (3, 4)),
+    ("float_power_", lambda m, t: t.float_power_(2), (3, 4)),
+    ("ldexp_", lambda m, t: t.ldexp_(m.tensor([1.0, -2.0, 0.0, 3.0])), (3, 4)),
+    ("mvlgamma_", lambda m, t: t.abs_().add_(2).mvlgamma_(2), (3, 4)),
+    ("scatter_reduce_", lambda m, t: t.scatter_reduce_(0, m.tensor([[0, 2, 1, 0]]), m.ones(1, 4), "sum"), (3, 4)),
+] + [(f"{name}_", lambda m, t, name=name: getattr(t, name + "_")(), (3, 4))
+     for name in ("erfc", "deg2rad", "rad2deg", "sgn", "sinc", "negative")]
+
+
+@pytest.mark.parametrize("name, call, shape", IN_PLACE, ids=[c[0] for c in IN_PLACE])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_in_place_forms(name, call, shape, dtype):
+    # the result written into the tensor itself; torch refuses a result its dtype cannot hold
+    check(lambda m, x: (lambda t: (call(m, t), t)[1])(x.clone()), arr(shape, dtype, seed=4))
+
+
+def test_addmv_and_addbmm_need_one_dtype_as_torch():
+    check(lambda m, i, a, v: m.addmv(i, a, v), arr((3,), "float64"), arr((3, 2)), arr((2,)))
+    check(lambda m, i, a, b: m.addbmm(i, a, b), arr((3, 4)), arr((2, 3, 5)), arr((2, 5, 4), "float64"))
+    with pytest.raises(RuntimeError, match=r"\[addmv\].*float64.*float32"):
+        ug.addmv(ug.zeros(3, dtype=ug.float64), ug.ones(3, 2), ug.ones(2))

@@ -174,6 +174,8 @@ Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar b
         "[addmv] needs input of at most 1 dim, a 2-d matrix and a 1-d vector of its column count, "
         "got shapes ",
         input.shape(), ", ", mat.shape(), " and ", vec.shape());
+  same_dtype(input, mat, "addmv");
+  same_dtype(mat, vec, "addmv");
   // addmm with the vector as a column: beta = 0 ignores input there too
   const Tensor column = input.dim() == 1 ? input.unsqueeze(1) : input;
   return addmm(column, mat, vec.unsqueeze(1), beta, alpha).squeeze(Dims{1});
@@ -189,6 +191,8 @@ Tensor addbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, S
   if (batch1.dim() != 3 || batch2.dim() != 3 || batch1.size(0) != batch2.size(0) || batch1.size(2) != batch2.size(1))
     fail<RuntimeError>("[addbmm] needs batches [b, n, m] and [b, m, p], got shapes ", batch1.shape(), " and ",
                        batch2.shape());
+  same_dtype(input, batch1, "addbmm");
+  same_dtype(batch1, batch2, "addbmm");
   // sum_b batch1[b] @ batch2[b] is one product: [n, b * m] @ [b * m, p]
   const int64_t b = batch1.size(0), n = batch1.size(1), m = batch1.size(2);
   return addmm(input, batch1.permute({1, 0, 2}).reshape({n, b * m}), batch2.reshape({b * m, batch2.size(2)}), beta,
