@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "ug/core/print_options.h"
 #include "ug/graph/op_def.h"
 
 namespace ugpy {
@@ -100,6 +101,31 @@ void bind_core(nb::module_& m) {
   m.def(
       "manual_seed", [](int64_t seed) { ug::manual_seed(static_cast<uint64_t>(seed)); }, nb::arg("seed"));
   m.def("initial_seed", [] { return ug::default_generator().initial_seed(); });
+  m.def(
+      "set_printoptions",
+      [](std::optional<int> precision, std::optional<double> threshold, std::optional<int64_t> edgeitems,
+         std::optional<int64_t> linewidth, std::optional<std::string> profile, std::optional<bool> sci_mode) {
+        ug::PrintOptions o = ug::print_options();
+        if (profile) {  // torch's profiles, then the numbers given
+          if (*profile != "default" && *profile != "short" && *profile != "full")
+            throw nb::value_error("[set_printoptions] profile must be 'default', 'short' or 'full'");
+          o = ug::PrintOptions{};
+          if (*profile == "short") o.precision = 2, o.edgeitems = 2;
+          if (*profile == "full") o.threshold = INT64_MAX;
+        }
+        if (precision) o.precision = *precision;
+        // torch takes threshold=math.inf (or sys.maxsize) for "never elide"
+        if (threshold) o.threshold = *threshold >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(*threshold);
+        if (edgeitems) o.edgeitems = *edgeitems;
+        if (linewidth) o.linewidth = *linewidth;
+        o.sci_mode = sci_mode;
+        ug::set_print_options(o);
+      },
+      nb::arg("precision") = nb::none(), nb::arg("threshold") = nb::none(), nb::arg("edgeitems") = nb::none(),
+      nb::arg("linewidth") = nb::none(), nb::arg("profile") = nb::none(), nb::arg("sci_mode") = nb::none(),
+      "How tensors print (torch.set_printoptions): digits, the element count past which the middle is elided, the "
+      "items at each edge, the line width rows wrap at, a profile ('default', 'short', 'full'), scientific notation "
+      "forced on or off (None: chosen from the values).");
   m.def("get_rng_state", &ug::get_rng_state);
   m.def("set_rng_state", &ug::set_rng_state, nb::arg("new_state"));
 

@@ -16,6 +16,8 @@ void bind_core(nb::module_& m);
 void bind_composite(nb::module_& m, nb::class_<ug::Tensor>& tensor);
 /** Order statistics, unique, bincount, histc, searchsorted, cummax... (ops/composite_order.cpp). */
 void bind_composite_order(nb::module_& m, nb::class_<ug::Tensor>& tensor);
+/** tensordot, cov, diff, erfc, fmax, slice_scatter... (ops/composite_math.cpp). */
+void bind_composite_math(nb::module_& m, nb::class_<ug::Tensor>& tensor);
 /** copy.deepcopy / copy.copy / pickle of tensors and the deepcopy memo (after bind_tensor). */
 void bind_copy(nb::module_& m, nb::class_<ug::Tensor>& tensor);
 /** The C++ memo that travels in copy.deepcopy's memo dict, made on first use. */

@@ -17,7 +17,7 @@ from .parallel_map import pmap  # noqa: F401,E402
 from . import config  # noqa: F401,E402  (tf.config)
 from .devices import default_backend, device_put, devices, local_devices  # noqa: F401,E402  (JAX's)
 from ._C.errors import OutOfMemoryError  # noqa: F401,E402
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .transforms import (GradientTape, grad, hessian, jacfwd, jacobian, jacrev, jvp,  # noqa: F401
                          value_and_grad, vjp, vmap)
 from .tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten  # noqa: F401
@@ -52,10 +52,31 @@ for _name in (
     "median", "nanmedian", "kthvalue", "mode", "quantile", "nanquantile", "unique", "unique_consecutive",
     "bincount", "histc", "cummax", "cummin", "logcumsumexp", "tensor_split", "masked_scatter", "index_put",
     "fmod", "lgamma", "digamma", "erfinv",
+    "inner", "mv", "addmv", "addr", "vdot", "addbmm", "diag_embed", "diagflat", "cov", "corrcoef", "dist", "diff",
+    "renorm", "erfc", "deg2rad", "rad2deg", "sgn", "signbit", "sinc", "copysign", "heaviside", "float_power", "fmax",
+    "fmin", "logaddexp2", "negative", "positive", "isneginf", "isposinf", "isreal", "is_nonzero", "ldexp",
+    "mvlgamma", "aminmax", "hsplit", "vsplit", "dsplit", "msort", "slice_scatter", "select_scatter", "index_copy",
+    "scatter_reduce",
 ):
     if _name not in globals():
         globals()[_name] = _method_as_function(_name)
 del _name
+
+
+def is_complex(input):
+    """False: unigrad's dtypes are real (torch.is_complex)."""
+    return input.is_complex()
+
+
+def seed():
+    """Seeds the global generator from the operating system's entropy and returns the seed
+    (torch.seed)."""
+    import builtins
+    import os
+
+    value = builtins.int.from_bytes(os.urandom(8), "little") >> 1  # manual_seed takes a signed 64-bit int
+    manual_seed(value)  # noqa: F405
+    return value
 
 
 def std_mean(input, dim=None, *, correction=1, keepdim=False):

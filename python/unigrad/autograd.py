@@ -51,6 +51,22 @@ class enable_grad(_GradModeContext):
         super().__init__(True)
 
 
+class inference_mode(_GradModeContext):
+    """torch.inference_mode: `with ug.inference_mode():` or `@ug.inference_mode()` records
+    nothing, as no_grad (mode=False: recording stays as it is set). Unlike torch's, tensors
+    made inside are ordinary tensors: they have no is_inference() and later ops may record
+    them."""
+
+    def __init__(self, mode=True):
+        super().__init__(False if mode else None)
+
+    def __enter__(self):
+        self._prev = _ag.is_grad_enabled()
+        if self._enabled is not None:
+            _ag.set_grad_enabled(self._enabled)
+        return self
+
+
 class set_grad_enabled(_GradModeContext):
     """Recording on or off; as a call it takes effect at once, as a `with` it is scoped."""
 

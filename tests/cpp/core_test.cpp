@@ -203,3 +203,12 @@ TEST(Printing, LooksLikeTorch) {
   EXPECT_EQ(tensor({{1.0, 2.0}, {3.0, 4.0}}).to_string(), "tensor([[1., 2.],\n        [3., 4.]])");
   EXPECT_EQ(tensor({1.0}, {.dtype = float64}).to_string(), "tensor([1.], dtype=ug.float64)");
 }
+
+TEST(Printing, OptionsAsTorch) {
+  set_print_options({.precision = 2, .linewidth = 20});
+  // torch.set_printoptions(precision=2, linewidth=20): two elements of width 4 fit each row
+  EXPECT_EQ((arange(6.0) / 4).to_string(), "tensor([0.00, 0.25,\n        0.50, 0.75,\n        1.00, 1.25])");
+  set_print_options({});
+  EXPECT_EQ(print_options().precision, 4);
+  EXPECT_THROW(set_print_options({.linewidth = 0}), ValueError);
+}

@@ -684,4 +684,48 @@ OTHERS = [
     Op("rnn_relu", recurrent("RNN", nonlinearity="relu"), *recurrent_inputs(1)),
 ]
 
-OPS = UNARY + BINARY + REDUCTIONS + LINALG + DECOMPOSITIONS + SHAPES + INDEXING + JOINS + CONV_POOL + ACTIVATIONS + LOSSES + OTHERS
+
+# torch's compositions of ops/composite_math.h (tests/python/test_composite_math.py has more
+# inputs, dtypes and bad input for each)
+ERF64 = {"onnx": "ONNX Runtime has no float64 Erf (erfc computes in float64)"}
+COMPOSITES = [
+    Op("tensordot", lambda m, a, b: m.tensordot(a, b, ([1, 0], [0, 1])), x(3, 2, 4), x(2, 3, 5, seed=1),
+       ops=("matmul", "permute")),
+    Op("inner", lambda m, a, b: m.inner(a, b), x(2, 4), x(3, 4, seed=1), ops=("matmul",)),
+    Op("mv", lambda m, a, v: m.mv(a, v), x(4, 3), x(3, seed=1), ops=("matmul",)),
+    Op("addmv", lambda m, i, a, v: m.addmv(i, a, v, beta=0.5, alpha=2.0), x(4), x(4, 3, seed=1), x(3, seed=2),
+       ops=("matmul", "add")),
+    Op("addr", lambda m, i, a, b: m.addr(i, a, b), x(3, 4), x(3, seed=1), x(4, seed=2), ops=("matmul", "add")),
+    Op("addbmm", lambda m, i, a, b: m.addbmm(i, a, b), x(3, 2), x(4, 3, 5, seed=1), x(4, 5, 2, seed=2),
+       ops=("matmul", "add")),
+    Op("block_diag", lambda m, a, b: m.block_diag(a, b), x(2, 3), x(2, seed=1), ops=("pad", "cat")),
+    Op("diag_embed", lambda m, a: m.diag_embed(a, 1, 0, 2), x(2, 3), ops=("where", "permute")),
+    Op("cov", lambda m, a: m.cov(a), x(3, 6), ops=("matmul", "mean")),
+    Op("corrcoef", lambda m, a: m.corrcoef(a), x(3, 6), ops=("matmul", "sqrt")),
+    Op("dist", lambda m, a, b: m.dist(a, b, 3.0), x(3, 4), x(4, seed=1), ops=("sub",)),
+    Op("trapezoid", lambda m, y, t: m.trapezoid(y, t), x(3, 5), x(5, seed=1), ops=("sum", "slice")),
+    Op("diff", lambda m, a, p: m.diff(a, 2, 0, prepend=p), x(4, 3), x(1, 3, seed=1), ops=("sub", "cat")),
+    Op("renorm", lambda m, a: m.renorm(a, 2.0, 0, 1.0), x(3, 4), ops=("where", "mul")),
+    Op("cartesian_prod", lambda m, a, b: m.cartesian_prod(a, b), x(3), x(2, seed=1), ops=("expand",)),
+    Op("combinations", lambda m, a: m.combinations(a, 2), x(4), ops=("index_select",)),
+    Op("erfc", lambda m, a: m.erfc(a), x(3, 4), ops=("erf",), off=ERF64),
+    Op("sinc", lambda m, a: m.sinc(a), x(3, 4), ops=("sin", "div")),
+    Op("copysign", lambda m, a, b: m.copysign(a, b.detach()), x(3, 4), x(4, seed=1), ops=("abs", "where")),
+    Op("float_power", lambda m, a, b: m.float_power(a, b), pos(3, 4), x(4, seed=1), ops=("pow",)),
+    Op("fmax", lambda m, a, b: m.fmax(a, b), x(3, 4), x(4, seed=1), ops=("where",)),
+    Op("fmin", lambda m, a, b: m.fmin(a, b), x(3, 4), x(4, seed=1), ops=("where",)),
+    Op("logaddexp2", lambda m, a, b: m.logaddexp2(a, b), x(3, 4), x(4, seed=1), ops=("logaddexp",)),
+    Op("ldexp", lambda m, a, b: m.ldexp(a, b), x(3, 4), x(4, seed=1), ops=("pow", "mul")),
+    Op("mvlgamma", lambda m, a: m.mvlgamma(a, 3), x(3, 4, low=2.0, high=5.0), ops=("sum",)),
+    Op("column_stack", lambda m, a, b: m.column_stack([a, b]), x(3), x(3, 2, seed=1), ops=("cat",)),
+    Op("slice_scatter", lambda m, a, s: m.slice_scatter(a, s, 1, 1, None, 2), x(3, 5), x(3, 2, seed=1),
+       ops=("scatter",)),
+    Op("select_scatter", lambda m, a, s: m.select_scatter(a, s, 0, 1), x(3, 4), x(4, seed=1), ops=("scatter",)),
+    Op("index_copy", lambda m, a, s: m.index_copy(a, 0, m.tensor([2, 0]), s), x(3, 4), x(2, 4, seed=1),
+       ops=("scatter",)),
+    Op("scatter_reduce", lambda m, a, s: m.scatter_reduce(a, 0, m.tensor([[0, 1], [0, 0], [2, 1]]), s, "mean",
+                                                          include_self=False), x(3, 2), x(3, 2, seed=1),
+       ops=("scatter_add", "div")),
+]
+
+OPS = UNARY + BINARY + REDUCTIONS + LINALG + DECOMPOSITIONS + SHAPES + INDEXING + JOINS + CONV_POOL + ACTIVATIONS + LOSSES + OTHERS + COMPOSITES

@@ -1,26 +1,30 @@
 // PyTorch-style printing: aligned columns, a shared float format (fixed or scientific),
 // elided middles for large tensors, and the dtype when it is not the default.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
+#include "ug/core/print_options.h"
 #include "ug/core/tensor.h"
 
 namespace ug {
 
 namespace {
 
-constexpr int64_t kThreshold = 1000;  // elements above which the middle is elided
-constexpr int64_t kEdgeItems = 3;
+std::mutex g_options_mutex;
+PrintOptions g_options;
 
 struct Formatter {
   DType dtype;
+  PrintOptions options;
   bool int_mode = true;  // floats that are all whole numbers print as "1."
   bool sci_mode = false;
   int width = 1;
 
-  explicit Formatter(const std::vector<double>& values, DType t) : dtype(t) {
+  Formatter(const std::vector<double>& values, DType t, const PrintOptions& o) : dtype(t), options(o) {
     if (!is_floating(t)) {
       for (double v : values) width = std::max<int>(width, static_cast<int>(format(v).size()));
       return;
@@ -34,8 +38,8 @@ struct Formatter {
       max_abs = std::max(max_abs, std::fabs(v));
       if (v != 0) min_abs = std::min(min_abs, std::fabs(v));
     }
-    if (any_finite && min_abs != INFINITY)
-      sci_mode = int_mode ? max_abs > 1e8 : (max_abs / min_abs > 1000.0 || max_abs > 1e8 || min_abs < 1e-4);
+    if (any_finite && min_abs != INFINITY)  // torch 2.13's rule, unless the options force it
+      sci_mode = options.sci_mode.value_or(max_abs / min_abs > 1000.0 || max_abs > 1e8 || min_abs < 1e-4);
     for (double v : values) width = std::max<int>(width, static_cast<int>(format(v).size()));
   }
 
@@ -52,9 +56,9 @@ struct Formatter {
     }
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    if (sci_mode) std::snprintf(buf, sizeof buf, "%.4e", v);
+    if (sci_mode) std::snprintf(buf, sizeof buf, "%.*e", options.precision, v);
     else if (int_mode) std::snprintf(buf, sizeof buf, "%.0f.", v);
-    else std::snprintf(buf, sizeof buf, "%.4f", v);
+    else std::snprintf(buf, sizeof buf, "%.*f", options.precision, v);
     return buf;
   }
   std::string padded(double v) const {
@@ -71,26 +75,26 @@ double value_at(const Tensor& t, int64_t offset) {
   return v;
 }
 
-/** Indices shown along a dim of size n. -1 marks the elision. */
-std::vector<int64_t> shown(int64_t n, bool summarize) {
+/** Indices shown along a dim of size n, `edge` at each end when summarized. -1 marks the elision. */
+std::vector<int64_t> shown(int64_t n, bool summarize, int64_t edge) {
   std::vector<int64_t> idx;
-  if (summarize && n > 2 * kEdgeItems) {
-    for (int64_t i = 0; i < kEdgeItems; ++i) idx.push_back(i);
+  if (summarize && n > 2 * edge) {
+    for (int64_t i = 0; i < edge; ++i) idx.push_back(i);
     idx.push_back(-1);
-    for (int64_t i = n - kEdgeItems; i < n; ++i) idx.push_back(i);
+    for (int64_t i = n - edge; i < n; ++i) idx.push_back(i);
   } else {
     for (int64_t i = 0; i < n; ++i) idx.push_back(i);
   }
   return idx;
 }
 
-void collect(const Tensor& t, int64_t dim, int64_t offset, bool summarize, std::vector<double>& out) {
+void collect(const Tensor& t, int64_t dim, int64_t offset, bool summarize, int64_t edge, std::vector<double>& out) {
   if (dim == t.dim()) {
     out.push_back(value_at(t, offset));
     return;
   }
-  for (int64_t i : shown(t.size(dim), summarize))
-    if (i >= 0) collect(t, dim + 1, offset + i * t.stride(dim), summarize, out);
+  for (int64_t i : shown(t.size(dim), summarize, edge))
+    if (i >= 0) collect(t, dim + 1, offset + i * t.stride(dim), summarize, edge, out);
 }
 
 void render(std::ostream& os, const Tensor& t, const Formatter& f, int64_t dim, int64_t offset, bool summarize,
@@ -100,19 +104,23 @@ void render(std::ostream& os, const Tensor& t, const Formatter& f, int64_t dim, 
     return;
   }
   os << '[';
-  std::vector<int64_t> idx = shown(t.size(dim), summarize);
+  std::vector<int64_t> idx = shown(t.size(dim), summarize, f.options.edgeitems);
   const bool last_dim = dim == t.dim() - 1;
+  // torch's wrapping: as many elements (each its width and ", ") as fit the line after the indent
+  const int64_t per_line = std::max<int64_t>(1, (f.options.linewidth - indent - dim) / (f.width + 2));
   for (size_t k = 0; k < idx.size(); ++k) {
     if (k > 0) {
       os << ',';
       if (last_dim) {
-        os << ' ';
+        if (static_cast<int64_t>(k) % per_line == 0)
+          os << '\n' << std::string(static_cast<size_t>(indent + dim + 1), ' ');
+        else os << ' ';
       } else {
         os << std::string(static_cast<size_t>(t.dim() - dim - 1), '\n');
         os << std::string(static_cast<size_t>(indent + dim + 1), ' ');
       }
     }
-    if (idx[k] < 0) os << "...";
+    if (idx[k] < 0) os << (last_dim ? " ..." : "...");
     else render(os, t, f, dim + 1, offset + idx[k] * t.stride(dim), summarize, indent);
   }
   os << ']';
@@ -125,13 +133,14 @@ std::string Tensor::to_string() const {
     return "BatchedTensor(level=" + std::to_string(b->level) + ", " + Tensor(b->physical).to_string() + ")";
   std::ostringstream os;
   os << "tensor(";
-  const bool summarize = numel() > kThreshold;
+  const PrintOptions options = print_options();
+  const bool summarize = numel() > options.threshold;
   if (numel() == 0) {
     os << "[]";
   } else {
     std::vector<double> values;
-    collect(*this, 0, storage_offset(), summarize, values);
-    Formatter f(values, dtype());
+    collect(*this, 0, storage_offset(), summarize, options.edgeitems, values);
+    Formatter f(values, dtype(), options);
     render(os, *this, f, 0, storage_offset(), summarize, 7);
   }
   if (summarize || (numel() == 0 && dim() != 1)) {
@@ -147,5 +156,18 @@ std::string Tensor::to_string() const {
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+void set_print_options(const PrintOptions& options) {
+  if (options.precision < 0 || options.threshold < 0 || options.edgeitems < 0 || options.linewidth < 1)
+    fail("[set_printoptions] precision, threshold and edgeitems must be non-negative and linewidth positive, got ",
+         options.precision, ", ", options.threshold, ", ", options.edgeitems, " and ", options.linewidth);
+  std::lock_guard<std::mutex> lock(g_options_mutex);
+  g_options = options;
+}
+
+PrintOptions print_options() {
+  std::lock_guard<std::mutex> lock(g_options_mutex);
+  return g_options;
+}
 
 }  // namespace ug

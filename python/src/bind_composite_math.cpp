@@ -1,0 +1,269 @@
+// The products, matrix builders, statistics, elementwise helpers and scatters of
+// ops/composite_math.h: Tensor methods where torch has them (python/unigrad/__init__.py makes
+// their function forms), module functions where torch has only those.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "ug/ops/composite_math.h"
+
+namespace ugpy {
+
+namespace {
+
+using ug::Scalar;
+using ug::Tensor;
+using namespace nb::literals;
+
+// Borrowed: owned by the module attribute _aminmax_type.
+nb::handle g_aminmax;
+
+/** torch's *tensors arguments: f(a, b) and f([a, b]). */
+std::vector<Tensor> tensors_of(const nb::args& args) {
+  nb::handle items = args.size() == 1 && !nb::isinstance<Tensor>(args[0]) ? args[0] : nb::handle(args);
+  return nb::cast<std::vector<Tensor>>(items);
+}
+
+/** hsplit and friends: a number of equal sections or a list of split points. */
+template <auto by_count, auto by_points> nb::tuple split_call(const Tensor& t, nb::handle spec, const char* op) {
+  if (PyLong_Check(spec.ptr())) return nb::tuple(nb::cast(by_count(t, nb::cast<int64_t>(spec))));
+  return nb::tuple(nb::cast(by_points(t, dims_from_sequence(spec, op))));
+}
+
+ug::Dims dims_of(nb::handle h, const char* op) {
+  if (PyLong_Check(h.ptr())) return {nb::cast<int64_t>(h)};
+  return dims_from_sequence(h, op);
+}
+
+ug::Options options(std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
+  return {dtype, device.value_or(ug::Device())};
+}
+
+/** A method's in-place form (taking arguments of types A): the result written into the tensor,
+ *  which must hold its dtype without narrowing (no float into an integer, nothing into bool). */
+template <class... A, class F> auto in_place(const char* name, F f) {
+  return [name, f](Tensor& t, A... args) -> Tensor& {
+    const Tensor result = f(t, args...);
+    if ((result.is_floating_point() && !t.is_floating_point()) ||
+        (t.dtype() == ug::DType::Bool && result.dtype() != ug::DType::Bool))
+      ug::fail<ug::RuntimeError>("[", name, "] the result's dtype ", result.dtype(), " cannot be written into a ",
+                                 t.dtype(), " tensor of shape ", t.shape());
+    return t.copy_(result);
+  };
+}
+
+/** float_power for float_power_: torch writes only into a float64 base, the result's dtype. */
+template <class E> Tensor float_power_of(const Tensor& base, E exponent) {
+  if (base.dtype() != ug::DType::Float64)
+    ug::fail<ug::RuntimeError>("[float_power_] the base must be float64, the result's dtype, got ", base.dtype(),
+                               " of shape ", base.shape());
+  return ug::float_power(base, exponent);
+}
+
+Tensor with_grad(Tensor t, bool requires_grad) {
+  if (requires_grad) t.requires_grad_(true);
+  return t;
+}
+
+}  // namespace
+
+void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
+  using Split = std::vector<Tensor> (*)(const Tensor&, int64_t);
+  using SplitAt = std::vector<Tensor> (*)(const Tensor&, const ug::Dims&);
+  using TT = Tensor (*)(const Tensor&, const Tensor&);
+  using TS = Tensor (*)(const Tensor&, Scalar);
+  nb::object aminmax_type =
+      nb::module_::import_("collections").attr("namedtuple")("aminmax", nb::make_tuple("min", "max"));
+  aminmax_type.attr("__module__") = "unigrad.return_types";
+  m.attr("_aminmax_type") = aminmax_type;
+  g_aminmax = m.attr("_aminmax_type");
+
+  tensor.def("inner", &ug::inner, "other"_a)
+      .def("mv", &ug::mv, "vec"_a)
+      .def("addmv", &ug::addmv, "mat"_a, "vec"_a, nb::kw_only(), "beta"_a = 1, "alpha"_a = 1)
+      .def("addr", &ug::addr, "vec1"_a, "vec2"_a, nb::kw_only(), "beta"_a = 1, "alpha"_a = 1)
+      .def("addbmm", &ug::addbmm, "batch1"_a, "batch2"_a, nb::kw_only(), "beta"_a = 1, "alpha"_a = 1)
+      .def("vdot", &ug::vdot, "other"_a)
+      .def("diag_embed", &ug::diag_embed, "offset"_a = 0, "dim1"_a = -2, "dim2"_a = -1)
+      .def("diagflat", &ug::diagflat, "offset"_a = 0)
+      .def("cov", &ug::cov, nb::kw_only(), "correction"_a = 1, "fweights"_a = nb::none(), "aweights"_a = nb::none())
+      .def("corrcoef", &ug::corrcoef)
+      .def("dist", &ug::dist, "other"_a, "p"_a = 2.0)
+      .def("diff", &ug::diff, "n"_a = 1, "dim"_a = -1, "prepend"_a = nb::none(), "append"_a = nb::none())
+      .def("renorm", &ug::renorm, "p"_a, "dim"_a, "maxnorm"_a)
+      .def("erfc", &ug::erfc)
+      .def("deg2rad", &ug::deg2rad)
+      .def("rad2deg", &ug::rad2deg)
+      .def("sgn", &ug::sgn)
+      .def("signbit", &ug::signbit)
+      .def("sinc", &ug::sinc)
+      .def("copysign", static_cast<TT>(&ug::copysign), "other"_a)
+      .def("copysign", static_cast<TS>(&ug::copysign), "other"_a)
+      .def("heaviside", &ug::heaviside, "values"_a)
+      .def("float_power", static_cast<TT>(&ug::float_power), "exponent"_a)
+      .def("float_power", static_cast<TS>(&ug::float_power), "exponent"_a)
+      .def("fmax", &ug::fmax, "other"_a)
+      .def("fmin", &ug::fmin, "other"_a)
+      .def("logaddexp2", &ug::logaddexp2, "other"_a)
+      .def("positive", &ug::positive)
+      .def("isposinf", &ug::isposinf)
+      .def("isneginf", &ug::isneginf)
+      .def("isreal", &ug::isreal)
+      .def("is_complex", [](const Tensor&) { return false; })
+      .def("is_nonzero", &ug::is_nonzero)
+      .def("ldexp", &ug::ldexp, "other"_a)
+      .def("mvlgamma", &ug::mvlgamma, "p"_a)
+      .def(
+          "aminmax",
+          [](const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
+            auto [lo, hi] = ug::aminmax(t, dim, keepdim);
+            return nb::borrow(g_aminmax)(lo, hi);
+          },
+          nb::kw_only(), "dim"_a = nb::none(), "keepdim"_a = false)
+      .def(
+          "hsplit",
+          [](const Tensor& t, nb::handle spec) {
+            return split_call<static_cast<Split>(ug::hsplit), static_cast<SplitAt>(ug::hsplit)>(t, spec, "hsplit");
+          },
+          "indices_or_sections"_a)
+      .def(
+          "vsplit",
+          [](const Tensor& t, nb::handle spec) {
+            return split_call<static_cast<Split>(ug::vsplit), static_cast<SplitAt>(ug::vsplit)>(t, spec, "vsplit");
+          },
+          "indices_or_sections"_a)
+      .def(
+          "dsplit",
+          [](const Tensor& t, nb::handle spec) {
+            return split_call<static_cast<Split>(ug::dsplit), static_cast<SplitAt>(ug::dsplit)>(t, spec, "dsplit");
+          },
+          "indices_or_sections"_a)
+      .def("msort", &ug::msort)
+      .def("slice_scatter", &ug::slice_scatter, "src"_a, "dim"_a = 0, "start"_a = nb::none(), "end"_a = nb::none(),
+           "step"_a = 1)
+      .def("select_scatter", &ug::select_scatter, "src"_a, "dim"_a, "index"_a)
+      .def("index_copy", &ug::index_copy, "dim"_a, "index"_a, "source"_a)
+      .def("index_copy_", in_place<int64_t, const Tensor&, const Tensor&>("index_copy_", &ug::index_copy), "dim"_a,
+           "index"_a, "source"_a)
+      .def("scatter_reduce", &ug::scatter_reduce, "dim"_a, "index"_a, "src"_a, "reduce"_a, nb::kw_only(),
+           "include_self"_a = true)
+      .def("scatter_reduce_",
+           in_place<int64_t, const Tensor&, const Tensor&, std::string_view, bool>("scatter_reduce_",
+                                                                                   &ug::scatter_reduce),
+           "dim"_a, "index"_a, "src"_a, "reduce"_a, nb::kw_only(), "include_self"_a = true)
+      .def("addmv_", in_place<const Tensor&, const Tensor&, Scalar, Scalar>("addmv_", &ug::addmv), "mat"_a, "vec"_a,
+           nb::kw_only(), "beta"_a = 1, "alpha"_a = 1)
+      .def("addr_", in_place<const Tensor&, const Tensor&, Scalar, Scalar>("addr_", &ug::addr), "vec1"_a, "vec2"_a,
+           nb::kw_only(), "beta"_a = 1, "alpha"_a = 1)
+      .def("addbmm_", in_place<const Tensor&, const Tensor&, Scalar, Scalar>("addbmm_", &ug::addbmm), "batch1"_a,
+           "batch2"_a, nb::kw_only(), "beta"_a = 1, "alpha"_a = 1)
+      .def("renorm_", in_place<double, int64_t, double>("renorm_", &ug::renorm), "p"_a, "dim"_a, "maxnorm"_a)
+      .def("erfc_", in_place<>("erfc_", &ug::erfc))
+      .def("deg2rad_", in_place<>("deg2rad_", &ug::deg2rad))
+      .def("rad2deg_", in_place<>("rad2deg_", &ug::rad2deg))
+      .def("sgn_", in_place<>("sgn_", &ug::sgn))
+      .def("sinc_", in_place<>("sinc_", &ug::sinc))
+      .def("negative_", in_place<>("negative_", [](const Tensor& t) { return -t; }))
+      .def("copysign_", in_place<const Tensor&>("copysign_", static_cast<TT>(&ug::copysign)), "other"_a)
+      .def("copysign_", in_place<Scalar>("copysign_", static_cast<TS>(&ug::copysign)), "other"_a)
+      .def("heaviside_", in_place<const Tensor&>("heaviside_", &ug::heaviside), "values"_a)
+      .def("float_power_", in_place<const Tensor&>("float_power_", float_power_of<Tensor>), "exponent"_a)
+      .def("float_power_", in_place<Scalar>("float_power_", float_power_of<Scalar>), "exponent"_a)
+      .def("ldexp_", in_place<const Tensor&>("ldexp_", &ug::ldexp), "other"_a)
+      .def("mvlgamma_", in_place<int64_t>("mvlgamma_", &ug::mvlgamma), "p"_a);
+
+  m.def(
+      "tensordot",
+      [](const Tensor& a, const Tensor& b, nb::handle dims) {
+        if (nb::isinstance<Tensor>(dims)) dims = dims.attr("tolist")();
+        if (PyLong_Check(dims.ptr())) return ug::tensordot(a, b, nb::cast<int64_t>(dims));
+        if (nb::len(dims) != 2) throw nb::value_error("[tensordot] dims must be an int or a pair of dim lists");
+        return ug::tensordot(a, b, dims_of(dims[0], "tensordot"), dims_of(dims[1], "tensordot"));
+      },
+      "a"_a, "b"_a, "dims"_a = 2,
+      "The sum over the last `dims` dims of a and the first of b, or over the paired dim lists (torch.tensordot).");
+  m.def(
+      "chain_matmul", [](nb::args matrices) { return ug::chain_matmul(tensors_of(matrices)); }, "matrices"_a,
+      "The product of 2-d matrices, left to right (torch.chain_matmul).");
+  m.def(
+      "block_diag", [](nb::args tensors) { return ug::block_diag(tensors_of(tensors)); }, "tensors"_a,
+      "The block-diagonal matrix of 0-, 1- and 2-d blocks (torch.block_diag).");
+  m.def("vander", &ug::vander, "x"_a, "N"_a = nb::none(), "increasing"_a = false,
+        "The Vandermonde matrix of a 1-d x (torch.vander).");
+  m.def(
+      "trapezoid",
+      [](const Tensor& y, std::optional<Tensor> x, std::optional<Scalar> dx, int64_t dim) {
+        if (x && dx) throw nb::type_error("[trapezoid] takes x or dx, not both");
+        return x ? ug::trapezoid(y, *x, dim) : ug::trapezoid(y, dx.value_or(Scalar(1)), dim);
+      },
+      "y"_a, "x"_a = nb::none(), nb::kw_only(), "dx"_a = nb::none(), "dim"_a = -1,
+      "The trapezoidal rule along dim with sample points x or spacing dx (torch.trapezoid).");
+  m.def(
+      "trapz",
+      [](const Tensor& y, std::optional<Tensor> x, Scalar dx, int64_t dim) {
+        return x ? ug::trapezoid(y, *x, dim) : ug::trapezoid(y, dx, dim);
+      },
+      "y"_a, "x"_a = nb::none(), nb::kw_only(), "dx"_a = 1, "dim"_a = -1, "torch.trapz: trapezoid's older name.");
+  m.def(
+      "cartesian_prod", [](nb::args tensors) { return ug::cartesian_prod(tensors_of(tensors)); }, "tensors"_a,
+      "Every combination of the 1-d tensors' elements, one per row (torch.cartesian_prod).");
+  m.def("combinations", &ug::combinations, "input"_a, "r"_a = 2, "with_replacement"_a = false,
+        "The r-element combinations of a 1-d tensor's elements (torch.combinations).");
+  m.def(
+      "tril_indices",
+      [](int64_t row, int64_t col, int64_t offset, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
+        return ug::tril_indices(row, col, offset, options(dtype, device));
+      },
+      "row"_a, "col"_a, "offset"_a = 0, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "The [2, N] indices of a row x col matrix's lower triangle (torch.tril_indices).");
+  m.def(
+      "triu_indices",
+      [](int64_t row, int64_t col, int64_t offset, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
+        return ug::triu_indices(row, col, offset, options(dtype, device));
+      },
+      "row"_a, "col"_a, "offset"_a = 0, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "The [2, N] indices of a row x col matrix's upper triangle (torch.triu_indices).");
+  m.def(
+      "unravel_index",
+      [](const Tensor& indices, nb::handle shape) {
+        return nb::tuple(nb::cast(ug::unravel_index(indices, dims_of(shape, "unravel_index"))));
+      },
+      "indices"_a, "shape"_a, "The coordinates of flat indices in a shape, one tensor per dim (torch.unravel_index).");
+  m.def(
+      "column_stack", [](const std::vector<Tensor>& tensors) { return ug::column_stack(tensors); }, "tensors"_a,
+      "0-d and 1-d tensors as columns, stacked side by side (torch.column_stack).");
+  m.def(
+      "broadcast_tensors",
+      [](nb::args tensors) { return nb::tuple(nb::cast(ug::broadcast_tensors(tensors_of(tensors)))); }, "tensors"_a,
+      "The tensors expanded to their broadcast shape (torch.broadcast_tensors).");
+  m.def(
+      "broadcast_shapes",
+      [](nb::args shapes) {
+        std::vector<ug::Dims> all;
+        for (nb::handle s : shapes) all.push_back(dims_of(s, "broadcast_shapes"));
+        const ug::Dims shape = ug::broadcast_shapes(all);
+        return nb::tuple(nb::cast(std::vector<int64_t>(shape.begin(), shape.end())));
+      },
+      "shapes"_a, "The shape the given shapes broadcast to (torch.broadcast_shapes).");
+  m.def(
+      "logspace",
+      [](double start, double end, int64_t steps, double base, std::optional<ug::DType> dtype,
+         std::optional<ug::Device> device, bool requires_grad) {
+        return with_grad(ug::logspace(start, end, steps, base, options(dtype, device)), requires_grad);
+      },
+      "start"_a, "end"_a, "steps"_a, "base"_a = 10.0, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false, "base ** linspace(start, end, steps) (torch.logspace).");
+  m.def(
+      "randint_like",
+      [](const Tensor& input, int64_t low_or_high, std::optional<int64_t> high, std::optional<ug::DType> dtype) {
+        return high ? ug::randint_like(input, low_or_high, *high, {.dtype = dtype})
+                    : ug::randint_like(input, 0, low_or_high, {.dtype = dtype});
+      },
+      "input"_a, "low"_a, "high"_a = nb::none(), nb::kw_only(), "dtype"_a = nb::none(),
+      "Uniform integers in [low, high) of input's shape (torch.randint_like(input, high) or (input, low, high)).");
+}
+
+}  // namespace ugpy
