@@ -11,6 +11,7 @@
 #include "ug/nn/layers/dropout.h"
 #include "ug/nn/layers/loss.h"
 #include "ug/nn/layers/normalization.h"
+#include "ug/nn/layers/padding.h"
 
 namespace ugpy {
 
@@ -135,14 +136,41 @@ void bind_nn_layers(nb::module_& nn) {
   nb::class_<n::DropoutImpl, Module>(
       nn, "Dropout",
       "Zeroes elements with probability p in training, scaling the others by 1 / (1 - p) (torch.nn.Dropout).")
-      .def(
-          "__init__", [](n::DropoutImpl* d, double p, bool) { new (d) n::DropoutImpl(p); }, "p"_a = 0.5,
-          "inplace"_a = false)
+      .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false)
       .def_prop_ro("p", &n::DropoutImpl::p);
+  nb::class_<n::Dropout1dImpl, n::DropoutImpl>(nn, "Dropout1d",
+                                               "Zeroes whole channels of [N, C, L] or [C, L] (torch.nn.Dropout1d).")
+      .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
+  nb::class_<n::Dropout2dImpl, n::DropoutImpl>(
+      nn, "Dropout2d", "Zeroes whole channels of [N, C, H, W] or [C, H, W] (torch.nn.Dropout2d).")
+      .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
   nb::class_<n::EmbeddingImpl, Module>(
       nn, "Embedding", "A lookup table of num_embeddings vectors of size embedding_dim (torch.nn.Embedding).")
       .def(nb::init<int64_t, int64_t, std::optional<int64_t>>(), "num_embeddings"_a, "embedding_dim"_a,
            "padding_idx"_a = nb::none());
+
+  // ---- padding: an int pads every side, or (left, right, top, bottom) -------------------------
+  nb::class_<n::PadImpl, Module>(nn, "_PadNd");
+#define UG_BIND_PAD(Name, doc)                                                                             \
+  nb::class_<n::Name##Impl, n::PadImpl>(nn, #Name, doc)                                                    \
+      .def(                                                                                                \
+          "__init__", [](n::Name##Impl* p, nb::handle padding) { new (p) n::Name##Impl(sizes(padding)); }, \
+          "padding"_a);
+#define UG_BIND_CONSTANT_PAD(Name, doc)                                                                             \
+  nb::class_<n::Name##Impl, n::PadImpl>(nn, #Name, doc)                                                             \
+      .def(                                                                                                         \
+          "__init__",                                                                                               \
+          [](n::Name##Impl* p, nb::handle padding, double value) { new (p) n::Name##Impl(sizes(padding), value); }, \
+          "padding"_a, "value"_a);
+  UG_BIND_PAD(ZeroPad2d, "Pads the last 2 dims with zeros (torch.nn.ZeroPad2d).")
+  UG_BIND_CONSTANT_PAD(ConstantPad1d, "Pads the last dim with value (torch.nn.ConstantPad1d).")
+  UG_BIND_CONSTANT_PAD(ConstantPad2d, "Pads the last 2 dims with value (torch.nn.ConstantPad2d).")
+  UG_BIND_PAD(ReflectionPad1d, "Pads the last dim with its reflection (torch.nn.ReflectionPad1d).")
+  UG_BIND_PAD(ReflectionPad2d, "Pads the last 2 dims with their reflection (torch.nn.ReflectionPad2d).")
+  UG_BIND_PAD(ReplicationPad1d, "Pads the last dim with copies of its edge (torch.nn.ReplicationPad1d).")
+  UG_BIND_PAD(ReplicationPad2d, "Pads the last 2 dims with copies of their edges (torch.nn.ReplicationPad2d).")
+#undef UG_BIND_PAD
+#undef UG_BIND_CONSTANT_PAD
 
   // ---- losses: loss_fn(input, target) ----------------------------------------------------------
   nb::class_<n::LossImpl, Module>(nn, "_Loss").def_prop_ro("reduction", &n::LossImpl::reduction);
