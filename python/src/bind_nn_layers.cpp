@@ -76,8 +76,21 @@ void bind_nn_layers(nb::module_& nn) {
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0,
           "groups"_a = 1, "bias"_a = true, "dilation"_a = 1);
-  nb::class_<n::MaxPool2dImpl, Module>(nn, "MaxPool2d",
-                                       "2-d max pooling (torch.nn.MaxPool2d); stride defaults to kernel_size.")
+  nb::class_<n::MaxPoolImpl, Module>(nn, "_MaxPoolNd");
+  nb::class_<n::AvgPoolImpl, Module>(nn, "_AvgPoolNd");
+  nb::class_<n::AdaptivePoolImpl, Module>(nn, "_AdaptivePoolNd");
+  nb::class_<n::MaxPool1dImpl, n::MaxPoolImpl>(nn, "MaxPool1d",
+                                               "1-d max pooling (torch.nn.MaxPool1d); stride defaults to kernel_size.")
+      .def(
+          "__init__",
+          [](n::MaxPool1dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation,
+             bool ceil_mode) {
+            new (p) n::MaxPool1dImpl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding),
+                                     sizes(dilation), ceil_mode);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "ceil_mode"_a = false);
+  nb::class_<n::MaxPool2dImpl, n::MaxPoolImpl>(nn, "MaxPool2d",
+                                               "2-d max pooling (torch.nn.MaxPool2d); stride defaults to kernel_size.")
       .def(
           "__init__",
           [](n::MaxPool2dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation,
@@ -86,8 +99,19 @@ void bind_nn_layers(nb::module_& nn) {
                                      sizes(dilation), ceil_mode);
           },
           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "ceil_mode"_a = false);
-  nb::class_<n::AvgPool2dImpl, Module>(nn, "AvgPool2d",
-                                       "2-d average pooling (torch.nn.AvgPool2d); stride defaults to kernel_size.")
+  nb::class_<n::AvgPool1dImpl, n::AvgPoolImpl>(
+      nn, "AvgPool1d", "1-d average pooling (torch.nn.AvgPool1d); stride defaults to kernel_size.")
+      .def(
+          "__init__",
+          [](n::AvgPool1dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, bool ceil_mode,
+             bool count_include_pad) {
+            new (p) n::AvgPool1dImpl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding), ceil_mode,
+                                     count_include_pad);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+          "count_include_pad"_a = true);
+  nb::class_<n::AvgPool2dImpl, n::AvgPoolImpl>(
+      nn, "AvgPool2d", "2-d average pooling (torch.nn.AvgPool2d); stride defaults to kernel_size.")
       .def(
           "__init__",
           [](n::AvgPool2dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, bool ceil_mode,
@@ -97,12 +121,14 @@ void bind_nn_layers(nb::module_& nn) {
           },
           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
           "count_include_pad"_a = true, "divisor_override"_a = nb::none());
-  nb::class_<n::AdaptiveAvgPool2dImpl, Module>(
-      nn, "AdaptiveAvgPool2d", "2-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d).")
-      .def(
-          "__init__",
-          [](n::AdaptiveAvgPool2dImpl* p, nb::handle size) { new (p) n::AdaptiveAvgPool2dImpl(sizes(size)); },
-          "output_size"_a);
+#define UG_BIND_ADAPTIVE_POOL(Name, doc)                         \
+  nb::class_<n::Name##Impl, n::AdaptivePoolImpl>(nn, #Name, doc) \
+      .def(                                                      \
+          "__init__", [](n::Name##Impl* p, nb::handle size) { new (p) n::Name##Impl(sizes(size)); }, "output_size"_a);
+  UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool1d, "1-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool1d).")
+  UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool2d, "2-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d).")
+  UG_BIND_ADAPTIVE_POOL(AdaptiveMaxPool2d, "2-d max pooling to a fixed output size (torch.nn.AdaptiveMaxPool2d).")
+#undef UG_BIND_ADAPTIVE_POOL
 
   // ---- normalization, dropout, embedding ------------------------------------------------------
   nb::class_<n::BatchNormImpl, Module>(nn, "_BatchNorm");

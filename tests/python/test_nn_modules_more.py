@@ -241,3 +241,21 @@ def test_channel_dropout_drops_whole_channels(name, shape):
     assert_close(per_channel[kept], (x.numpy() * 2).reshape(per_channel.shape)[kept])
     u.eval()
     assert_close(u(x).numpy(), x.numpy())
+
+
+# ---- pooling ---------------------------------------------------------------------------------------
+
+POOLS = [("MaxPool1d", (3,), {}, (2, 3, 10)), ("MaxPool1d", (3, 2, 1), {"dilation": 2}, (2, 3, 11)),
+         ("MaxPool1d", (2,), {"ceil_mode": True}, (3, 9)), ("MaxPool2d", (3,), {}, (2, 3, 7, 8)),
+         ("MaxPool2d", ((3, 2),), {"stride": (2, 1), "padding": 1}, (2, 3, 7, 8)),
+         ("AvgPool1d", (3,), {}, (2, 3, 10)), ("AvgPool1d", (4, 2, 1), {"count_include_pad": False}, (2, 3, 11)),
+         ("AvgPool2d", (3,), {}, (2, 3, 7, 8)), ("AdaptiveAvgPool1d", (4,), {}, (2, 3, 10)),
+         ("AdaptiveAvgPool2d", ((3, 4),), {}, (2, 3, 7, 9)), ("AdaptiveMaxPool2d", (3,), {}, (2, 3, 7, 8)),
+         ("AdaptiveMaxPool2d", ((2, 5),), {}, (3, 7, 9))]
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", POOLS)
+def test_pooling_matches_torch(name, args, kwargs, shape):
+    u, t = both(name, *args, **kwargs)
+    check_layer(u, t, rand(*shape))  # windows of at most 12 terms: short sums
+    assert repr(u) == repr(t)

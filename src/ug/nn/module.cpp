@@ -32,6 +32,8 @@ std::string tuple_repr(const Dims& dims) {
   return s.str();
 }
 
+std::string size_repr(const Dims& dims) { return dims.size() == 1 ? std::to_string(dims[0]) : tuple_repr(dims); }
+
 Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
 
 // ---- registration ---------------------------------------------------------------------
