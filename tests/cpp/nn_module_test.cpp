@@ -343,5 +343,18 @@ TEST(NnModule, ParameterContainersAndUnflattenFromCpp) {
   EXPECT_THROW(unflatten(zeros({4, 5})), ValueError);
 }
 
+TEST(NnModule, PoolingAndPaddingLayersFromCpp) {
+  Tensor x = arange(10.0).reshape({1, 1, 10});
+  nn::MaxPool1d pool(Dims{3});
+  test::expect_values(pool(x), {2.0, 5.0, 8.0}, 0);
+  EXPECT_EQ(pool->to_string(), "MaxPool1d(kernel_size=3, stride=3, padding=0, dilation=1, ceil_mode=False)");
+  test::expect_values(nn::AdaptiveAvgPool1d(Dims{2})(x), {2.0, 7.0}, 1e-6);
+  EXPECT_EQ(nn::AdaptiveMaxPool2d(Dims{2, 3})(zeros({2, 5, 7})).shape(), (Shape{2, 2, 3}));
+  nn::ReflectionPad1d pad(Dims{2});
+  test::expect_values(pad(x.narrow(2, 0, 3)), {2.0, 1.0, 0.0, 1.0, 2.0, 1.0, 0.0}, 0);
+  EXPECT_EQ(nn::ConstantPad2d(Dims{1, 0, 2, 0}, 1.5)->to_string(), "ConstantPad2d(padding=(1, 0, 2, 0), value=1.5)");
+  EXPECT_THROW(nn::ZeroPad2d(Dims{1, 2}), ValueError);
+}
+
 }  // namespace
 }  // namespace ug
