@@ -628,6 +628,80 @@ void bind_nn(nb::module_& nn) {
       .def("values", &ModuleDictImpl::children)
       .def("items", [](const ModuleDictImpl& d) { return pairs(d.named_children()); });
 
+  using ug::nn::ParameterListImpl;
+  nb::class_<ParameterListImpl, Module>(
+      nn, "ParameterList", "Parameters in a list, registered as \"0\", \"1\", ... (torch.nn.ParameterList).")
+      .def(
+          "__init__",
+          [](ParameterListImpl* l, nb::handle values) {
+            new (l) ParameterListImpl();
+            if (!values.is_none())
+              for (nb::handle t : nb::iter(values)) l->push_back(nb::cast<Tensor>(t));
+          },
+          "values"_a = nb::none())
+      .def("append",
+           [](nb::handle self, const Tensor& t) {
+             nb::cast<ParameterListImpl&>(self).push_back(t);
+             return nb::borrow(self);
+           })
+      .def("extend",
+           [](nb::handle self, nb::handle values) {
+             for (nb::handle t : nb::iter(values)) nb::cast<ParameterListImpl&>(self).push_back(nb::cast<Tensor>(t));
+             return nb::borrow(self);
+           })
+      .def("__len__", &ParameterListImpl::size)
+      .def("__getitem__", [](ParameterListImpl& l, int64_t i) { return l[i]; })
+      .def("__setitem__", &ParameterListImpl::set)
+      .def("__iter__", [](const ParameterListImpl& l) { return nb::iter(nb::cast(l.parameters(false))); });
+
+  using ug::nn::ParameterDictImpl;
+  auto lookup = [](ParameterDictImpl& d, const std::string& key) {
+    if (!d.contains(key)) throw nb::key_error(key.c_str());
+    return d[key];
+  };
+  // torch's update: an OrderedDict or ParameterDict in its order, another mapping sorted by
+  // key, else an iterable of (key, parameter) pairs.
+  auto update = [](ParameterDictImpl& d, nb::handle values) {
+    const bool ordered =
+        nb::isinstance<ParameterDictImpl>(values) ||
+        PyObject_IsInstance(values.ptr(), nb::module_::import_("collections").attr("OrderedDict").ptr());
+    nb::object items = nb::borrow(values);
+    if (nb::hasattr(values, "items")) {
+      items = values.attr("items")();
+      if (!ordered) items = nb::module_::import_("builtins").attr("sorted")(items);
+    }
+    for (nb::handle kv : nb::iter(items)) d.insert(nb::cast<std::string>(kv[0]), nb::cast<Tensor>(kv[1]));
+  };
+  nb::class_<ParameterDictImpl, Module>(nn, "ParameterDict",
+                                        "Parameters registered under their keys (torch.nn.ParameterDict).")
+      .def(
+          "__init__",
+          [update](ParameterDictImpl* d, nb::handle parameters) {
+            new (d) ParameterDictImpl();
+            if (!parameters.is_none()) update(*d, parameters);
+          },
+          "parameters"_a = nb::none())
+      .def("update", update, "values"_a)
+      .def("__getitem__", lookup)
+      .def(
+          "get",
+          [lookup](ParameterDictImpl& d, const std::string& key, nb::handle fallback) {
+            return d.contains(key) ? nb::cast(lookup(d, key)) : nb::borrow(fallback);
+          },
+          "key"_a, "default"_a = nb::none())
+      .def("__setitem__", &ParameterDictImpl::insert)
+      .def("__delitem__",
+           [lookup](ParameterDictImpl& d, const std::string& key) {
+             lookup(d, key);
+             d.erase(key);
+           })
+      .def("__contains__", &ParameterDictImpl::contains)
+      .def("__len__", &ParameterDictImpl::size)
+      .def("__iter__", [](const ParameterDictImpl& d) { return nb::iter(nb::cast(d.keys())); })
+      .def("keys", &ParameterDictImpl::keys)
+      .def("values", [](const ParameterDictImpl& d) { return d.parameters(false); })
+      .def("items", [](const ParameterDictImpl& d) { return pairs(d.named_parameters(false)); });
+
   // ---- layers ------------------------------------------------------------------------------
   using ug::nn::LinearImpl;
   nb::class_<LinearImpl, Module>(nn, "Linear", "y = x @ weight.T + bias (torch.nn.Linear).")
@@ -652,6 +726,13 @@ void bind_nn(nb::module_& nn) {
       .def("__init__", [](ug::nn::IdentityImpl* i, nb::args, nb::kwargs) { new (i) ug::nn::IdentityImpl(); });
   nb::class_<ug::nn::FlattenImpl, Module>(nn, "Flatten")
       .def(nb::init<int64_t, int64_t>(), "start_dim"_a = 1, "end_dim"_a = -1);
+  nb::class_<ug::nn::UnflattenImpl, Module>(nn, "Unflatten", "Splits dim into unflattened_size (torch.nn.Unflatten).")
+      .def(
+          "__init__",
+          [](ug::nn::UnflattenImpl* u, int64_t dim, nb::handle sizes) {
+            new (u) ug::nn::UnflattenImpl(dim, dims_from_sequence(sizes, "Unflatten"));
+          },
+          "dim"_a, "unflattened_size"_a);
 
   nb::class_<ug::nn::ActivationImpl, Module>(nn, "_Activation");
   // inplace= is accepted for PyTorch code; the result is the same, computed out of place.
@@ -671,6 +752,45 @@ void bind_nn(nb::module_& nn) {
           "negative_slope"_a = 0.01, "inplace"_a = false);
   nb::class_<ug::nn::SoftmaxImpl, ug::nn::ActivationImpl>(nn, "Softmax").def(nb::init<int64_t>(), "dim"_a = -1);
   nb::class_<ug::nn::LogSoftmaxImpl, ug::nn::ActivationImpl>(nn, "LogSoftmax").def(nb::init<int64_t>(), "dim"_a = -1);
+  nb::class_<ug::nn::ReLU6Impl, ug::nn::ActivationImpl>(nn, "ReLU6").def(nb::init<bool>(), "inplace"_a = false);
+  nb::class_<ug::nn::ELUImpl, ug::nn::ActivationImpl>(nn, "ELU").def(nb::init<double, bool>(), "alpha"_a = 1.0,
+                                                                     "inplace"_a = false);
+  nb::class_<ug::nn::SELUImpl, ug::nn::ActivationImpl>(nn, "SELU").def(nb::init<bool>(), "inplace"_a = false);
+  nb::class_<ug::nn::CELUImpl, ug::nn::ActivationImpl>(nn, "CELU")
+      .def(nb::init<double, bool>(), "alpha"_a = 1.0, "inplace"_a = false);
+  nb::class_<ug::nn::MishImpl, ug::nn::ActivationImpl>(nn, "Mish").def(nb::init<bool>(), "inplace"_a = false);
+  nb::class_<ug::nn::LogSigmoidImpl, ug::nn::ActivationImpl>(nn, "LogSigmoid").def(nb::init<>());
+  nb::class_<ug::nn::SoftplusImpl, ug::nn::ActivationImpl>(nn, "Softplus")
+      .def(nb::init<double, double>(), "beta"_a = 1.0, "threshold"_a = 20.0);
+  nb::class_<ug::nn::SoftsignImpl, ug::nn::ActivationImpl>(nn, "Softsign").def(nb::init<>());
+  nb::class_<ug::nn::HardtanhImpl, ug::nn::ActivationImpl>(nn, "Hardtanh")
+      .def(nb::init<double, double, bool>(), "min_val"_a = -1.0, "max_val"_a = 1.0, "inplace"_a = false);
+  nb::class_<ug::nn::HardsigmoidImpl, ug::nn::ActivationImpl>(nn, "Hardsigmoid")
+      .def(nb::init<bool>(), "inplace"_a = false);
+  nb::class_<ug::nn::HardswishImpl, ug::nn::ActivationImpl>(nn, "Hardswish").def(nb::init<bool>(), "inplace"_a = false);
+  nb::class_<ug::nn::GLUImpl, ug::nn::ActivationImpl>(nn, "GLU").def(nb::init<int64_t>(), "dim"_a = -1);
+  nb::class_<ug::nn::SoftminImpl, ug::nn::ActivationImpl>(nn, "Softmin")
+      .def(nb::init<std::optional<int64_t>>(), "dim"_a = nb::none());
+  nb::class_<ug::nn::TanhshrinkImpl, ug::nn::ActivationImpl>(nn, "Tanhshrink").def(nb::init<>());
+  nb::class_<ug::nn::ThresholdImpl, ug::nn::ActivationImpl>(nn, "Threshold")
+      .def(nb::init<double, double, bool>(), "threshold"_a, "value"_a, "inplace"_a = false);
+  nb::class_<ug::nn::HardshrinkImpl, ug::nn::ActivationImpl>(nn, "Hardshrink").def(nb::init<double>(), "lambd"_a = 0.5);
+  nb::class_<ug::nn::SoftshrinkImpl, ug::nn::ActivationImpl>(nn, "Softshrink").def(nb::init<double>(), "lambd"_a = 0.5);
+  using ug::nn::PReLUImpl;
+  nb::class_<PReLUImpl, Module>(nn, "PReLU",
+                                "x where x > 0, weight * x elsewhere, with a learnable weight (torch.nn.PReLU).")
+      .def(nb::init<int64_t, double>(), "num_parameters"_a = 1, "init"_a = 0.25)
+      .def_prop_ro("num_parameters", &PReLUImpl::num_parameters);
+  using ug::nn::CosineSimilarityImpl;
+  nb::class_<CosineSimilarityImpl, Module>(nn, "CosineSimilarity",
+                                           "Cosine similarity of x1 and x2 along dim (torch.nn.CosineSimilarity).")
+      .def(nb::init<int64_t, double>(), "dim"_a = 1, "eps"_a = 1e-8)
+      .def("forward", &CosineSimilarityImpl::forward, "x1"_a, "x2"_a);
+  using ug::nn::PairwiseDistanceImpl;
+  nb::class_<PairwiseDistanceImpl, Module>(
+      nn, "PairwiseDistance", "The p-norm of x1 - x2 + eps along the last dim (torch.nn.PairwiseDistance).")
+      .def(nb::init<double, double, bool>(), "p"_a = 2.0, "eps"_a = 1e-6, "keepdim"_a = false)
+      .def("forward", &PairwiseDistanceImpl::forward, "x1"_a, "x2"_a);
 }
 
 }  // namespace ugpy

@@ -24,11 +24,7 @@ std::string reduction_of(std::optional<bool> size_average, std::optional<bool> r
   return size_average.value_or(true) ? "mean" : "sum";
 }
 
-/** torch's implicit softmax dim (deprecated there): 0 for 0-, 1- and 3-d inputs, else 1. */
-int64_t softmax_dim(const Tensor& x, std::optional<int64_t> dim) {
-  if (dim) return *dim;
-  return x.dim() == 0 || x.dim() == 1 || x.dim() == 3 ? 0 : 1;
-}
+int64_t softmax_dim(const Tensor& x, std::optional<int64_t> dim) { return dim ? *dim : F::implicit_softmax_dim(x); }
 
 }  // namespace
 
@@ -61,6 +57,12 @@ void bind_nn_functional(nb::module_&, nb::module_& m) {
   m.def("hardsigmoid", &F::hardsigmoid, nb::arg("input"), nb::arg("inplace") = false);
   m.def("hardswish", &F::hardswish, nb::arg("input"), nb::arg("inplace") = false);
   m.def("glu", &F::glu, nb::arg("input"), nb::arg("dim") = -1);
+  m.def("threshold", &F::threshold, nb::arg("input"), nb::arg("threshold"), nb::arg("value"),
+        nb::arg("inplace") = false);
+  m.def("hardshrink", &F::hardshrink, nb::arg("input"), nb::arg("lambd") = 0.5);
+  m.def("softshrink", &F::softshrink, nb::arg("input"), nb::arg("lambd") = 0.5);
+  m.def("tanhshrink", &F::tanhshrink, nb::arg("input"));
+  m.def("prelu", &F::prelu, nb::arg("input"), nb::arg("weight"));
   m.def(
       "softmax",
       [](const Tensor& x, std::optional<int64_t> dim, int, std::optional<ug::DType> dtype) {

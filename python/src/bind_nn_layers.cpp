@@ -11,6 +11,7 @@
 #include "ug/nn/layers/dropout.h"
 #include "ug/nn/layers/loss.h"
 #include "ug/nn/layers/normalization.h"
+#include "ug/nn/layers/padding.h"
 
 namespace ugpy {
 
@@ -75,8 +76,21 @@ void bind_nn_layers(nb::module_& nn) {
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0,
           "groups"_a = 1, "bias"_a = true, "dilation"_a = 1);
-  nb::class_<n::MaxPool2dImpl, Module>(nn, "MaxPool2d",
-                                       "2-d max pooling (torch.nn.MaxPool2d); stride defaults to kernel_size.")
+  nb::class_<n::MaxPoolImpl, Module>(nn, "_MaxPoolNd");
+  nb::class_<n::AvgPoolImpl, Module>(nn, "_AvgPoolNd");
+  nb::class_<n::AdaptivePoolImpl, Module>(nn, "_AdaptivePoolNd");
+  nb::class_<n::MaxPool1dImpl, n::MaxPoolImpl>(nn, "MaxPool1d",
+                                               "1-d max pooling (torch.nn.MaxPool1d); stride defaults to kernel_size.")
+      .def(
+          "__init__",
+          [](n::MaxPool1dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation,
+             bool ceil_mode) {
+            new (p) n::MaxPool1dImpl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding),
+                                     sizes(dilation), ceil_mode);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "ceil_mode"_a = false);
+  nb::class_<n::MaxPool2dImpl, n::MaxPoolImpl>(nn, "MaxPool2d",
+                                               "2-d max pooling (torch.nn.MaxPool2d); stride defaults to kernel_size.")
       .def(
           "__init__",
           [](n::MaxPool2dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation,
@@ -85,8 +99,19 @@ void bind_nn_layers(nb::module_& nn) {
                                      sizes(dilation), ceil_mode);
           },
           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "ceil_mode"_a = false);
-  nb::class_<n::AvgPool2dImpl, Module>(nn, "AvgPool2d",
-                                       "2-d average pooling (torch.nn.AvgPool2d); stride defaults to kernel_size.")
+  nb::class_<n::AvgPool1dImpl, n::AvgPoolImpl>(
+      nn, "AvgPool1d", "1-d average pooling (torch.nn.AvgPool1d); stride defaults to kernel_size.")
+      .def(
+          "__init__",
+          [](n::AvgPool1dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, bool ceil_mode,
+             bool count_include_pad) {
+            new (p) n::AvgPool1dImpl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding), ceil_mode,
+                                     count_include_pad);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+          "count_include_pad"_a = true);
+  nb::class_<n::AvgPool2dImpl, n::AvgPoolImpl>(
+      nn, "AvgPool2d", "2-d average pooling (torch.nn.AvgPool2d); stride defaults to kernel_size.")
       .def(
           "__init__",
           [](n::AvgPool2dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, bool ceil_mode,
@@ -96,12 +121,14 @@ void bind_nn_layers(nb::module_& nn) {
           },
           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
           "count_include_pad"_a = true, "divisor_override"_a = nb::none());
-  nb::class_<n::AdaptiveAvgPool2dImpl, Module>(
-      nn, "AdaptiveAvgPool2d", "2-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d).")
-      .def(
-          "__init__",
-          [](n::AdaptiveAvgPool2dImpl* p, nb::handle size) { new (p) n::AdaptiveAvgPool2dImpl(sizes(size)); },
-          "output_size"_a);
+#define UG_BIND_ADAPTIVE_POOL(Name, doc)                         \
+  nb::class_<n::Name##Impl, n::AdaptivePoolImpl>(nn, #Name, doc) \
+      .def(                                                      \
+          "__init__", [](n::Name##Impl* p, nb::handle size) { new (p) n::Name##Impl(sizes(size)); }, "output_size"_a);
+  UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool1d, "1-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool1d).")
+  UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool2d, "2-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d).")
+  UG_BIND_ADAPTIVE_POOL(AdaptiveMaxPool2d, "2-d max pooling to a fixed output size (torch.nn.AdaptiveMaxPool2d).")
+#undef UG_BIND_ADAPTIVE_POOL
 
   // ---- normalization, dropout, embedding ------------------------------------------------------
   nb::class_<n::BatchNormImpl, Module>(nn, "_BatchNorm");
@@ -135,14 +162,41 @@ void bind_nn_layers(nb::module_& nn) {
   nb::class_<n::DropoutImpl, Module>(
       nn, "Dropout",
       "Zeroes elements with probability p in training, scaling the others by 1 / (1 - p) (torch.nn.Dropout).")
-      .def(
-          "__init__", [](n::DropoutImpl* d, double p, bool) { new (d) n::DropoutImpl(p); }, "p"_a = 0.5,
-          "inplace"_a = false)
+      .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false)
       .def_prop_ro("p", &n::DropoutImpl::p);
+  nb::class_<n::Dropout1dImpl, n::DropoutImpl>(nn, "Dropout1d",
+                                               "Zeroes whole channels of [N, C, L] or [C, L] (torch.nn.Dropout1d).")
+      .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
+  nb::class_<n::Dropout2dImpl, n::DropoutImpl>(
+      nn, "Dropout2d", "Zeroes whole channels of [N, C, H, W] or [C, H, W] (torch.nn.Dropout2d).")
+      .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
   nb::class_<n::EmbeddingImpl, Module>(
       nn, "Embedding", "A lookup table of num_embeddings vectors of size embedding_dim (torch.nn.Embedding).")
       .def(nb::init<int64_t, int64_t, std::optional<int64_t>>(), "num_embeddings"_a, "embedding_dim"_a,
            "padding_idx"_a = nb::none());
+
+  // ---- padding: an int pads every side, or (left, right, top, bottom) -------------------------
+  nb::class_<n::PadImpl, Module>(nn, "_PadNd");
+#define UG_BIND_PAD(Name, doc)                                                                             \
+  nb::class_<n::Name##Impl, n::PadImpl>(nn, #Name, doc)                                                    \
+      .def(                                                                                                \
+          "__init__", [](n::Name##Impl* p, nb::handle padding) { new (p) n::Name##Impl(sizes(padding)); }, \
+          "padding"_a);
+#define UG_BIND_CONSTANT_PAD(Name, doc)                                                                             \
+  nb::class_<n::Name##Impl, n::PadImpl>(nn, #Name, doc)                                                             \
+      .def(                                                                                                         \
+          "__init__",                                                                                               \
+          [](n::Name##Impl* p, nb::handle padding, double value) { new (p) n::Name##Impl(sizes(padding), value); }, \
+          "padding"_a, "value"_a);
+  UG_BIND_PAD(ZeroPad2d, "Pads the last 2 dims with zeros (torch.nn.ZeroPad2d).")
+  UG_BIND_CONSTANT_PAD(ConstantPad1d, "Pads the last dim with value (torch.nn.ConstantPad1d).")
+  UG_BIND_CONSTANT_PAD(ConstantPad2d, "Pads the last 2 dims with value (torch.nn.ConstantPad2d).")
+  UG_BIND_PAD(ReflectionPad1d, "Pads the last dim with its reflection (torch.nn.ReflectionPad1d).")
+  UG_BIND_PAD(ReflectionPad2d, "Pads the last 2 dims with their reflection (torch.nn.ReflectionPad2d).")
+  UG_BIND_PAD(ReplicationPad1d, "Pads the last dim with copies of its edge (torch.nn.ReplicationPad1d).")
+  UG_BIND_PAD(ReplicationPad2d, "Pads the last 2 dims with copies of their edges (torch.nn.ReplicationPad2d).")
+#undef UG_BIND_PAD
+#undef UG_BIND_CONSTANT_PAD
 
   // ---- losses: loss_fn(input, target) ----------------------------------------------------------
   nb::class_<n::LossImpl, Module>(nn, "_Loss").def_prop_ro("reduction", &n::LossImpl::reduction);

@@ -1,5 +1,6 @@
 // ug::nn::Module in C++: registration, the tree walks, state dicts, holders, containers,
 // functional init/apply and the Keras-style summary.
+#include <cmath>
 #include <limits>
 
 #include "test_util.h"
@@ -291,6 +292,68 @@ TEST(NnModule, DenseFlattenIsGluonsDense) {
   nn::Dense column(10, "", -1, true, float32, /*flatten=*/true);
   EXPECT_EQ(column(ones({3})).shape(), (Shape{3, 10}));  // a 1-D batch: 3 inputs of size 1, as Gluon
   EXPECT_THROW(column(ones({})), ValueError);
+}
+
+TEST(NnModule, TorchActivationLayersFromCpp) {
+  Tensor x = ug::tensor({-3.0, -0.25, 0.5, 2.0});
+  test::expect_values(nn::ELU(2.0)(x), {2 * std::expm1(-3.0), 2 * std::expm1(-0.25), 0.5, 2.0}, 1e-6);
+  test::expect_values(nn::Hardshrink()(x), {-3.0, 0.0, 0.0, 2.0}, 0);
+  test::expect_values(nn::Softshrink(0.5)(x), {-2.5, 0.0, 0.0, 1.5}, 0);
+  test::expect_values(nn::Threshold(0.0, -1.0)(x), {-1.0, -1.0, 0.5, 2.0}, 0);
+  test::expect_values(nn::ReLU6()(x * 4), {0.0, 0.0, 2.0, 6.0}, 0);
+  nn::PReLU prelu(1, 0.1);
+  Tensor y = prelu(x);
+  test::expect_values(y, {-0.3, -0.025, 0.5, 2.0}, 1e-7);
+  y.sum().backward();
+  test::expect_values(prelu->weight().grad(), {-3.25}, 1e-7);  // the sum of the negative inputs
+  nn::CosineSimilarity cosine(0);
+  test::expect_values(cosine(x, x * 3), {1.0}, 1e-6);
+  EXPECT_EQ(nn::Softplus()->to_string(), "Softplus(beta=1.0, threshold=20.0)");
+  EXPECT_EQ(nn::Hardtanh(-2.0, 2.0, true)->to_string(), "Hardtanh(min_val=-2.0, max_val=2.0, inplace=True)");
+  EXPECT_EQ(nn::Softmin()->to_string(), "Softmin(dim=None)");
+  EXPECT_EQ(nn::PReLU(3)->to_string(), "PReLU(num_parameters=3)");
+  EXPECT_THROW(nn::CELU(0.0), ValueError);
+  EXPECT_THROW(nn::Hardtanh(1.0, 1.0), ValueError);
+  EXPECT_THROW(nn::PReLU(0), ValueError);
+}
+
+TEST(NnModule, ParameterContainersAndUnflattenFromCpp) {
+  nn::ParameterList list(std::vector<Tensor>{ones({2, 3}), zeros({4})});
+  EXPECT_EQ(list->size(), 2u);
+  EXPECT_TRUE((*list)[-1].requires_grad());
+  EXPECT_EQ(list->to_string(),
+            "ParameterList(\n    (0): Parameter containing: [float32 of size 2x3]\n"
+            "    (1): Parameter containing: [float32 of size 4]\n)");
+  EXPECT_THROW((*list)[2], IndexError);
+  nn::ParameterDict dict;
+  dict->insert("scale", ones({2}));
+  dict->insert("shift", zeros({2}, {.dtype = float64}));
+  nn::Sequential seq(list, dict);
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : seq->state_dict()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"0.0", "0.1", "1.scale", "1.shift"}));
+  EXPECT_EQ(dict->to_string(),
+            "ParameterDict(\n    (scale): Parameter containing: [FloatTensor of size 2]\n"
+            "    (shift): Parameter containing: [DoubleTensor of size 2]\n)");
+  dict->erase("scale");
+  EXPECT_EQ(dict->keys(), std::vector<std::string>{"shift"});
+  nn::Unflatten unflatten(1, Dims{2, -1});
+  EXPECT_EQ(unflatten(zeros({4, 6})).shape(), (Shape{4, 2, 3}));
+  EXPECT_EQ(unflatten->to_string(), "Unflatten(dim=1, unflattened_size=(2, -1))");
+  EXPECT_THROW(unflatten(zeros({4, 5})), ValueError);
+}
+
+TEST(NnModule, PoolingAndPaddingLayersFromCpp) {
+  Tensor x = arange(10.0).reshape({1, 1, 10});
+  nn::MaxPool1d pool(Dims{3});
+  test::expect_values(pool(x), {2.0, 5.0, 8.0}, 0);
+  EXPECT_EQ(pool->to_string(), "MaxPool1d(kernel_size=3, stride=3, padding=0, dilation=1, ceil_mode=False)");
+  test::expect_values(nn::AdaptiveAvgPool1d(Dims{2})(x), {2.0, 7.0}, 1e-6);
+  EXPECT_EQ(nn::AdaptiveMaxPool2d(Dims{2, 3})(zeros({2, 5, 7})).shape(), (Shape{2, 2, 3}));
+  nn::ReflectionPad1d pad(Dims{2});
+  test::expect_values(pad(x.narrow(2, 0, 3)), {2.0, 1.0, 0.0, 1.0, 2.0, 1.0, 0.0}, 0);
+  EXPECT_EQ(nn::ConstantPad2d(Dims{1, 0, 2, 0}, 1.5)->to_string(), "ConstantPad2d(padding=(1, 0, 2, 0), value=1.5)");
+  EXPECT_THROW(nn::ZeroPad2d(Dims{1, 2}), ValueError);
 }
 
 }  // namespace

@@ -65,6 +65,8 @@ ACTIVATIONS = [
     ("silu", {}), ("mish", {}), ("sigmoid", {}), ("tanh", {}), ("logsigmoid", {}), ("softplus", {}),
     ("softplus", {"beta": 2.0, "threshold": 3.0}), ("softsign", {}), ("hardtanh", {}),
     ("hardtanh", {"min_val": -2.0, "max_val": 0.5}), ("hardsigmoid", {}), ("hardswish", {}),
+    ("threshold", {"threshold": 0.5, "value": -2.0}), ("hardshrink", {}), ("hardshrink", {"lambd": 1.5}),
+    ("softshrink", {}), ("softshrink", {"lambd": 1.5}), ("tanhshrink", {}),
 ]
 
 
@@ -77,11 +79,13 @@ def test_activation(name, kw, dtype):
 
 
 @pytest.mark.parametrize("name", ["relu", "relu6", "leaky_relu", "elu", "selu", "celu", "silu", "mish", "hardtanh",
-                                  "hardsigmoid", "hardswish"])
+                                  "hardsigmoid", "hardswish", "threshold"])
 def test_activation_inplace(name):
+    kw = {"threshold": 0.5, "value": -2.0} if name == "threshold" else {}
+
     def fn(m, x):
         y = x.clone()
-        out = getattr(F(m), name)(y, inplace=True)
+        out = getattr(F(m), name)(y, inplace=True, **kw)
         return [y, out]
     check(fn, arr((3, 5), low=-5, high=5))
 
@@ -89,9 +93,21 @@ def test_activation_inplace(name):
 def test_activations_at_kinks_and_extremes():
     x = Arg(np.array([-1e4, -30.0, -3.0, -1.0, 0.0, 1.0, 3.0, 6.0, 30.0, 1e4], dtype=np.float32))
     for name in ["relu", "relu6", "hardtanh", "leaky_relu", "elu", "softplus", "logsigmoid", "hardswish",
-                 "hardsigmoid", "silu", "mish"]:
+                 "hardsigmoid", "silu", "mish", "hardshrink", "softshrink", "tanhshrink"]:
         check_grad(lambda m, x: getattr(F(m), name)(x), x,
                    off={"fd": "inputs on the kinks: a central difference averages the one-sided slopes"})
+
+
+def test_prelu():
+    check_grad(lambda m, x, w: F(m).prelu(x, w), arr((3, 4, 5), low=-5, high=5), arr((4,), seed=1))
+    check_grad(lambda m, x, w: F(m).prelu(x, w), arr((3, 4), low=-5, high=5), arr((1,), seed=1))
+    check_grad(lambda m, x, w: F(m).prelu(x, w), arr((6,), low=-5, high=5), arr((), seed=1))
+    for x_shape, w_shape in [((3, 4), (3,)), ((4,), (4,)), ((3, 4), (4, 1))]:
+        raises_like_torch(lambda m, x, w: F(m).prelu(x, w), arr(x_shape), arr(w_shape))
+
+
+def test_softshrink_rejects_a_negative_lambd():
+    raises_like_torch(lambda m, x: F(m).softshrink(x, -1.0), arr((3,)))
 
 
 def test_glu_softmax_family():

@@ -1,5 +1,7 @@
 #include "ug/nn/containers.h"
 
+#include <string_view>
+
 namespace ug::nn {
 
 namespace {
@@ -7,6 +9,43 @@ std::shared_ptr<Module> at(const std::vector<std::shared_ptr<Module>>& modules, 
   const int64_t n = static_cast<int64_t>(modules.size());
   if (i < -n || i >= n) fail<IndexError>("[", type, "] index ", i, " is out of range for ", n, " modules");
   return modules[static_cast<size_t>(i < 0 ? i + n : i)];
+}
+
+/** Registers t as a parameter: one already keeps its requires_grad, another tensor becomes
+ *  a trainable parameter (torch wraps it in nn.Parameter). */
+Tensor& register_as_parameter(Module& m, const std::string& name, Tensor t, const char* type) {
+  if (!t.defined()) fail("[", type, "] cannot hold an undefined tensor");
+  const bool requires_grad = t.impl().is_parameter() ? t.requires_grad() : true;
+  return m.register_parameter(name, std::move(t), requires_grad);
+}
+
+/** "size 2x3" as torch prints a parameter's shape in a ParameterList or ParameterDict. */
+std::string size_of(const Tensor& t) {
+  std::string out;
+  for (int64_t d : t.shape()) {
+    if (!out.empty()) out += 'x';
+    out += std::to_string(d);
+  }
+  return out;
+}
+
+/** torch's lines, one per parameter: "  (name): Parameter containing: [<type> of size 2x3]". */
+std::string parameter_lines(const Module& m, const std::function<std::string(const Tensor&)>& type) {
+  std::string out;
+  for (const auto& [name, t] : m.named_parameters(false))
+    out += std::string(out.empty() ? "" : "\n") + "  (" + name + "): Parameter containing: [" + type(t) + " of size " +
+           size_of(t) + "]";
+  return out;
+}
+
+/** torch.typename of a floating tensor ("FloatTensor"), what torch's ParameterDict prints. */
+std::string legacy_type_name(const Tensor& t) {
+  switch (t.dtype()) {
+    case DType::Float64: return "DoubleTensor";
+    case DType::Float16: return "HalfTensor";
+    case DType::BFloat16: return "BFloat16Tensor";
+    default: return "FloatTensor";
+  }
 }
 }  // namespace
 
@@ -37,5 +76,51 @@ std::vector<std::string> ModuleDictImpl::keys() const {
   for (auto& [name, m] : named_children()) out.push_back(name);
   return out;
 }
+
+ParameterListImpl::ParameterListImpl(const std::vector<Tensor>& values) : Module("ParameterList") {
+  for (const Tensor& t : values) push_back(t);
+}
+
+Tensor& ParameterListImpl::push_back(Tensor t) {
+  return register_as_parameter(*this, std::to_string(size()), std::move(t), "ParameterList");
+}
+
+std::string ParameterListImpl::name_of(int64_t i) const {
+  const int64_t n = static_cast<int64_t>(size());
+  if (i < -n || i >= n) fail<IndexError>("[ParameterList] index ", i, " is out of range for ", n, " parameters");
+  return std::to_string(i < 0 ? i + n : i);
+}
+
+Tensor& ParameterListImpl::operator[](int64_t i) { return parameter(name_of(i)); }
+
+void ParameterListImpl::set(int64_t i, Tensor t) {
+  register_as_parameter(*this, name_of(i), std::move(t), "ParameterList");
+}
+
+std::string ParameterListImpl::extra_repr() const {
+  return parameter_lines(*this, [](const Tensor& t) { return std::string(dtype_name(t.dtype())); });
+}
+
+Tensor& ParameterDictImpl::insert(const std::string& key, Tensor t) {
+  return register_as_parameter(*this, key, std::move(t), "ParameterDict");
+}
+
+Tensor& ParameterDictImpl::operator[](const std::string& key) {
+  if (!contains(key)) fail<IndexError>("[ParameterDict] no parameter \"", key, "\"");
+  return parameter(key);
+}
+
+void ParameterDictImpl::erase(const std::string& key) {
+  (*this)[key];
+  unregister(key);
+}
+
+std::vector<std::string> ParameterDictImpl::keys() const {
+  std::vector<std::string> out;
+  for (const auto& [name, t] : named_parameters(false)) out.push_back(name);
+  return out;
+}
+
+std::string ParameterDictImpl::extra_repr() const { return parameter_lines(*this, legacy_type_name); }
 
 }  // namespace ug::nn

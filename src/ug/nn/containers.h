@@ -1,5 +1,6 @@
 // Containers: Sequential (runs its modules in order), ModuleList and ModuleDict (hold
-// modules so their parameters are registered, without a forward of their own).
+// modules so their parameters are registered, without a forward of their own), ParameterList
+// and ParameterDict (hold parameters, registered under torch's names).
 #pragma once
 
 #include <memory>
@@ -78,5 +79,41 @@ class ModuleDictImpl : public Module {
   std::vector<std::string> keys() const;
 };
 UG_MODULE(ModuleDict);
+
+/** Parameters in a list, registered as "0", "1", ... A tensor that is not a parameter yet
+ *  becomes one that requires grad, as torch.nn.Parameter makes it. */
+class ParameterListImpl : public Module {
+  UG_CLONEABLE(ParameterListImpl)
+ public:
+  explicit ParameterListImpl(const std::vector<Tensor>& values = {});
+  Tensor& push_back(Tensor t);
+  Tensor& operator[](int64_t i);
+  /** Replaces parameter i (negative counts from the end). */
+  void set(int64_t i, Tensor t);
+  size_t size() const { return parameters(false).size(); }
+  /** torch's lines: "  (0): Parameter containing: [float32 of size 2x3]". */
+  std::string extra_repr() const override;
+
+ private:
+  /** Parameter i's name, "0", "1", ..., for i in [-size, size). */
+  std::string name_of(int64_t i) const;
+};
+UG_MODULE(ParameterList);
+
+/** Parameters by key, registered under their keys (no dots), in insertion order. */
+class ParameterDictImpl : public Module {
+  UG_CLONEABLE(ParameterDictImpl)
+ public:
+  ParameterDictImpl() : Module("ParameterDict") {}
+  Tensor& insert(const std::string& key, Tensor t);
+  Tensor& operator[](const std::string& key);
+  bool contains(const std::string& key) const { return has_parameter(key); }
+  void erase(const std::string& key);
+  size_t size() const { return parameters(false).size(); }
+  std::vector<std::string> keys() const;
+  /** torch's lines: "  (key): Parameter containing: [FloatTensor of size 2x3]". */
+  std::string extra_repr() const override;
+};
+UG_MODULE(ParameterDict);
 
 }  // namespace ug::nn

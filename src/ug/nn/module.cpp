@@ -32,6 +32,8 @@ std::string tuple_repr(const Dims& dims) {
   return s.str();
 }
 
+std::string size_repr(const Dims& dims) { return dims.size() == 1 ? std::to_string(dims[0]) : tuple_repr(dims); }
+
 Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
 
 // ---- registration ---------------------------------------------------------------------
@@ -384,18 +386,27 @@ void Module::remove_hook(size_t id) {
 // ---- printing -----------------------------------------------------------------------------
 
 void Module::print(std::string& out, int indent) const {
-  out += type_name_ + "(" + extra_repr();
-  if (!children_.empty()) {
-    out += "\n";
-    for (const auto& [name, m] : children_) {
-      if (!m) continue;
-      out += std::string(indent + 2, ' ') + "(" + name + "): ";
-      m->print(out, indent + 2);
-      out += "\n";
-    }
-    out += std::string(indent, ' ');
+  // As torch's __repr__: one line of extra_repr and no children stays inline; otherwise each
+  // line of extra_repr, then each child, on a line of its own.
+  const std::string extra = extra_repr();
+  out += type_name_ + "(";
+  if (extra.find('\n') == std::string::npos && children_.empty()) {
+    out += extra + ")";
+    return;
   }
-  out += ")";
+  const std::string pad(indent + 2, ' ');
+  size_t start = 0;
+  while (!extra.empty() && start <= extra.size()) {
+    const size_t end = std::min(extra.find('\n', start), extra.size());
+    out += "\n" + pad + extra.substr(start, end - start);
+    start = end + 1;
+  }
+  for (const auto& [name, m] : children_) {
+    if (!m) continue;
+    out += "\n" + pad + "(" + name + "): ";
+    m->print(out, indent + 2);
+  }
+  out += "\n" + std::string(indent, ' ') + ")";
 }
 
 std::string Module::to_string() const {

@@ -205,6 +205,9 @@ class Module : public std::enable_shared_from_this<Module> {
 
 /** Sizes as a Python tuple, "(5, 5)" or "(5,)": how extra_repr shows them, as PyTorch does. */
 std::string tuple_repr(const Dims& dims);
+/** One size as an int, several as a tuple: how torch prints the sizes a layer keeps as given
+ *  (MaxPool2d(3) prints kernel_size=3). */
+std::string size_repr(const Dims& dims);
 
 /** Puts the given tensors into a module's parameter and buffer slots of those (dotted)
  *  names, and puts the originals back when it goes out of scope. */

@@ -6,12 +6,12 @@
 #include <cstdint>
 #include <string>
 
+#include "ug/core/python_repr.h"
 #include "ug/train/callback.h"
 
 namespace ug::train {
 
-/** repr(value) in Python: the shortest digits that read back exactly ("0.1", "1e-05", "3.0"). */
-std::string python_repr(double value);
+using ug::python_repr;
 
 /** `pattern` with each {name} or {name:spec} replaced: "epoch" by the integer epoch, other
  *  names by their value in logs; spec is Python's [sign][#][0][width][.precision][type] with

@@ -106,6 +106,29 @@ Tensor hardswish(const Tensor& x, bool inplace) {
   return maybe_inplace(x, y, inplace);
 }
 
+Tensor threshold(const Tensor& x, double threshold, double value, bool inplace) {
+  return maybe_inplace(x, where(x > threshold, x, value), inplace);
+}
+
+Tensor hardshrink(const Tensor& x, double lambd) { return where(x.abs() > lambd, x, 0.0); }
+
+Tensor softshrink(const Tensor& x, double lambd) {
+  if (!(lambd >= 0)) fail("[softshrink] lambd must be >= 0, got ", lambd);
+  return where(x > lambd, x - lambd, where(x < -lambd, x + lambd, 0.0));
+}
+
+Tensor tanhshrink(const Tensor& x) { return x - x.tanh(); }
+
+Tensor prelu(const Tensor& x, const Tensor& weight) {
+  if (weight.dim() > 1) fail("[prelu] weight must be a scalar or 1-d, got shape ", weight.shape());
+  const int64_t n = weight.numel(), channels = x.dim() >= 2 ? x.size(1) : 1;
+  if (n != 1 && n != channels)
+    fail("[prelu] weight has ", n, " entries but the input (shape ", x.shape(), ") has ", channels, " channels");
+  Dims shape(static_cast<size_t>(std::max<int64_t>(x.dim() - 1, 0)), 1);
+  if (!shape.empty()) shape[0] = n;
+  return where(x > 0, x, x * weight.reshape(shape));
+}
+
 Tensor glu(const Tensor& x, int64_t dim) {
   if (x.dim() == 0) fail("[glu] does not support scalars because halving size must be even");
   const int64_t d = wrap_dim(dim, x.dim(), "glu");
@@ -114,6 +137,8 @@ Tensor glu(const Tensor& x, int64_t dim) {
   const int64_t half = x.size(d) / 2;
   return x.narrow(d, 0, half) * x.narrow(d, half, half).sigmoid();
 }
+
+int64_t implicit_softmax_dim(const Tensor& x) { return x.dim() == 0 || x.dim() == 1 || x.dim() == 3 ? 0 : 1; }
 
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   return (dtype ? x.to(*dtype) : x).softmax(dim);

@@ -33,9 +33,22 @@ Tensor softsign(const Tensor& x);
 Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0, bool inplace = false);
 Tensor hardsigmoid(const Tensor& x, bool inplace = false);
 Tensor hardswish(const Tensor& x, bool inplace = false);
+/** x where x > threshold, value elsewhere. */
+Tensor threshold(const Tensor& x, double threshold, double value, bool inplace = false);
+/** x where |x| > lambd, 0 elsewhere. */
+Tensor hardshrink(const Tensor& x, double lambd = 0.5);
+/** x moved lambd (>= 0) towards 0, and 0 within [-lambd, lambd]. */
+Tensor softshrink(const Tensor& x, double lambd = 0.5);
+/** x - tanh(x). */
+Tensor tanhshrink(const Tensor& x);
+/** x where x > 0, weight * x elsewhere; weight holds one slope, or one per channel (dim 1). */
+Tensor prelu(const Tensor& x, const Tensor& weight);
 /** The first half of x along dim times the sigmoid of the second half. */
 Tensor glu(const Tensor& x, int64_t dim = -1);
 
+/** The dim torch's softmax, log_softmax and softmin take when given none (a deprecated
+ *  default there): 0 for 0-, 1- and 3-d inputs, 1 otherwise. */
+int64_t implicit_softmax_dim(const Tensor& x);
 /** softmax along dim, computed in `dtype` when given (x is cast first). */
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = {});
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = {});

@@ -76,31 +76,31 @@ std::string ConvImpl::extra_repr() const {
   return s.str();
 }
 
-Tensor MaxPool2dImpl::forward(const Tensor& x) {
-  return max_pool2d(x, kernel_, stride_, padding_, dilation_, ceil_mode_);
+Tensor MaxPoolImpl::forward(const Tensor& x) {
+  return (dims_ == 1 ? max_pool1d : max_pool2d)(x, kernel_, stride_, padding_, dilation_, ceil_mode_);
 }
 
-std::string MaxPool2dImpl::extra_repr() const {
-  std::ostringstream s;
-  s << "kernel_size=" << tuple_repr(kernel_) << ", stride=" << tuple_repr(stride_.empty() ? kernel_ : stride_)
-    << ", padding=" << tuple_repr(padding_) << ", dilation=" << tuple_repr(dilation_)
-    << ", ceil_mode=" << (ceil_mode_ ? "True" : "False");
-  return s.str();
+std::string MaxPoolImpl::extra_repr() const {
+  return "kernel_size=" + size_repr(kernel_) + ", stride=" + size_repr(stride_.empty() ? kernel_ : stride_) +
+         ", padding=" + size_repr(padding_) + ", dilation=" + size_repr(dilation_) +
+         ", ceil_mode=" + (ceil_mode_ ? "True" : "False");
 }
 
-Tensor AvgPool2dImpl::forward(const Tensor& x) {
+Tensor AvgPoolImpl::forward(const Tensor& x) {
+  if (dims_ == 1) return avg_pool1d(x, kernel_, stride_, padding_, ceil_mode_, count_include_pad_);
   return avg_pool2d(x, kernel_, stride_, padding_, ceil_mode_, count_include_pad_, divisor_override_);
 }
 
-std::string AvgPool2dImpl::extra_repr() const {
-  std::ostringstream s;
-  s << "kernel_size=" << tuple_repr(kernel_) << ", stride=" << tuple_repr(stride_.empty() ? kernel_ : stride_)
-    << ", padding=" << tuple_repr(padding_);
-  return s.str();
+std::string AvgPoolImpl::extra_repr() const {
+  // torch's AvgPool1d keeps its sizes as tuples, AvgPool2d as given.
+  auto repr = dims_ == 1 ? tuple_repr : size_repr;
+  return "kernel_size=" + repr(kernel_) + ", stride=" + repr(stride_.empty() ? kernel_ : stride_) +
+         ", padding=" + repr(padding_);
 }
 
-Tensor AdaptiveAvgPool2dImpl::forward(const Tensor& x) { return adaptive_avg_pool2d(x, output_size_); }
-
-std::string AdaptiveAvgPool2dImpl::extra_repr() const { return "output_size=" + tuple_repr(output_size_); }
+Tensor AdaptivePoolImpl::forward(const Tensor& x) {
+  if (max_) return adaptive_max_pool2d(x, output_size_);
+  return (dims_ == 1 ? adaptive_avg_pool1d : adaptive_avg_pool2d)(x, output_size_);
+}
 
 }  // namespace ug::nn

@@ -64,11 +64,14 @@ class ConvTranspose2dImpl : public ConvImpl {
 };
 UG_MODULE(ConvTranspose2d);
 
-class MaxPool2dImpl : public Module {
-  UG_CLONEABLE(MaxPool2dImpl)
+/** Max pooling over the last `dims` (1 or 2) dims; stride defaults to kernel_size. */
+class MaxPoolImpl : public Module {
+  UG_CLONEABLE(MaxPoolImpl)
  public:
-  MaxPool2dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, Dims dilation = {1}, bool ceil_mode = false)
-      : Module("MaxPool2d"),
+  MaxPoolImpl(std::string type_name, int64_t dims, Dims kernel_size, Dims stride, Dims padding, Dims dilation,
+              bool ceil_mode)
+      : Module(std::move(type_name)),
+        dims_(dims),
         kernel_(std::move(kernel_size)),
         stride_(std::move(stride)),
         padding_(std::move(padding)),
@@ -78,17 +81,19 @@ class MaxPool2dImpl : public Module {
   std::string extra_repr() const override;
 
  private:
+  int64_t dims_;
   Dims kernel_, stride_, padding_, dilation_;
   bool ceil_mode_;
 };
-UG_MODULE(MaxPool2d);
 
-class AvgPool2dImpl : public Module {
-  UG_CLONEABLE(AvgPool2dImpl)
+/** Average pooling over the last `dims` (1 or 2) dims; divisor_override is 2-d only. */
+class AvgPoolImpl : public Module {
+  UG_CLONEABLE(AvgPoolImpl)
  public:
-  AvgPool2dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, bool ceil_mode = false,
-                bool count_include_pad = true, std::optional<int64_t> divisor_override = {})
-      : Module("AvgPool2d"),
+  AvgPoolImpl(std::string type_name, int64_t dims, Dims kernel_size, Dims stride, Dims padding, bool ceil_mode,
+              bool count_include_pad, std::optional<int64_t> divisor_override)
+      : Module(std::move(type_name)),
+        dims_(dims),
         kernel_(std::move(kernel_size)),
         stride_(std::move(stride)),
         padding_(std::move(padding)),
@@ -99,23 +104,71 @@ class AvgPool2dImpl : public Module {
   std::string extra_repr() const override;
 
  private:
+  int64_t dims_;
   Dims kernel_, stride_, padding_;
   bool ceil_mode_, count_include_pad_;
   std::optional<int64_t> divisor_override_;
 };
-UG_MODULE(AvgPool2d);
 
-class AdaptiveAvgPool2dImpl : public Module {
-  UG_CLONEABLE(AdaptiveAvgPool2dImpl)
+/** Adaptive average or max pooling of the last `dims` (1 or 2) dims to output_size. */
+class AdaptivePoolImpl : public Module {
+  UG_CLONEABLE(AdaptivePoolImpl)
  public:
-  explicit AdaptiveAvgPool2dImpl(Dims output_size)
-      : Module("AdaptiveAvgPool2d"), output_size_(std::move(output_size)) {}
+  AdaptivePoolImpl(std::string type_name, int64_t dims, bool max, Dims output_size)
+      : Module(std::move(type_name)), dims_(dims), max_(max), output_size_(std::move(output_size)) {}
   Tensor forward(const Tensor& x) override;
-  std::string extra_repr() const override;
+  std::string extra_repr() const override { return "output_size=" + size_repr(output_size_); }
 
  private:
+  int64_t dims_;
+  bool max_;
   Dims output_size_;
 };
-UG_MODULE(AdaptiveAvgPool2d);
+
+#define UG_MAX_POOL(Name, Dims_)                                                                     \
+  class Name##Impl : public MaxPoolImpl {                                                            \
+    UG_CLONEABLE(Name##Impl)                                                                         \
+   public:                                                                                           \
+    explicit Name##Impl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, Dims dilation = {1}, \
+                        bool ceil_mode = false)                                                      \
+        : MaxPoolImpl(#Name, Dims_, std::move(kernel_size), std::move(stride), std::move(padding),   \
+                      std::move(dilation), ceil_mode) {}                                             \
+  };                                                                                                 \
+  UG_MODULE(Name);
+UG_MAX_POOL(MaxPool1d, 1)
+UG_MAX_POOL(MaxPool2d, 2)
+#undef UG_MAX_POOL
+
+class AvgPool1dImpl : public AvgPoolImpl {
+  UG_CLONEABLE(AvgPool1dImpl)
+ public:
+  explicit AvgPool1dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, bool ceil_mode = false,
+                         bool count_include_pad = true)
+      : AvgPoolImpl("AvgPool1d", 1, std::move(kernel_size), std::move(stride), std::move(padding), ceil_mode,
+                    count_include_pad, {}) {}
+};
+UG_MODULE(AvgPool1d);
+
+class AvgPool2dImpl : public AvgPoolImpl {
+  UG_CLONEABLE(AvgPool2dImpl)
+ public:
+  explicit AvgPool2dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, bool ceil_mode = false,
+                         bool count_include_pad = true, std::optional<int64_t> divisor_override = {})
+      : AvgPoolImpl("AvgPool2d", 2, std::move(kernel_size), std::move(stride), std::move(padding), ceil_mode,
+                    count_include_pad, divisor_override) {}
+};
+UG_MODULE(AvgPool2d);
+
+#define UG_ADAPTIVE_POOL(Name, Dims_, Max)                                                                 \
+  class Name##Impl : public AdaptivePoolImpl {                                                             \
+    UG_CLONEABLE(Name##Impl)                                                                               \
+   public:                                                                                                 \
+    explicit Name##Impl(Dims output_size) : AdaptivePoolImpl(#Name, Dims_, Max, std::move(output_size)) {} \
+  };                                                                                                       \
+  UG_MODULE(Name);
+UG_ADAPTIVE_POOL(AdaptiveAvgPool1d, 1, false)
+UG_ADAPTIVE_POOL(AdaptiveAvgPool2d, 2, false)
+UG_ADAPTIVE_POOL(AdaptiveMaxPool2d, 2, true)
+#undef UG_ADAPTIVE_POOL
 
 }  // namespace ug::nn

@@ -1,7 +1,6 @@
 #include "ug/nn/layers/dropout.h"
 
-#include <sstream>
-
+#include "ug/core/python_repr.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/nn/functional/dropout.h"
 #include "ug/nn/functional/embedding.h"
@@ -9,16 +8,21 @@
 
 namespace ug::nn {
 
-DropoutImpl::DropoutImpl(double p) : Module("Dropout"), p_(p) {
-  if (p < 0 || p > 1) fail("[Dropout] p must be in [0, 1], got ", p);
+DropoutImpl::DropoutImpl(double p, bool inplace) : DropoutImpl("Dropout", functional::dropout, p, inplace) {}
+
+DropoutImpl::DropoutImpl(std::string type_name, Drop drop, double p, bool inplace)
+    : Module(std::move(type_name)), drop_(drop), p_(p), inplace_(inplace) {
+  if (p < 0 || p > 1) fail("[", this->type_name(), "] p must be in [0, 1], got ", p);
 }
 
-Tensor DropoutImpl::forward(const Tensor& x) { return functional::dropout(x, p_, is_training()); }
+Dropout1dImpl::Dropout1dImpl(double p, bool inplace) : DropoutImpl("Dropout1d", functional::dropout1d, p, inplace) {}
+
+Dropout2dImpl::Dropout2dImpl(double p, bool inplace) : DropoutImpl("Dropout2d", functional::dropout2d, p, inplace) {}
+
+Tensor DropoutImpl::forward(const Tensor& x) { return drop_(x, p_, is_training(), inplace_); }
 
 std::string DropoutImpl::extra_repr() const {
-  std::ostringstream s;
-  s << "p=" << p_ << ", inplace=False";
-  return s.str();
+  return "p=" + python_repr(p_) + ", inplace=" + (inplace_ ? "True" : "False");
 }
 
 EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx)

@@ -1,4 +1,5 @@
-// Dropout (inactive in eval) and Embedding (a lookup table of trainable rows).
+// Dropout, Dropout1d and Dropout2d (inactive in eval) and Embedding (a lookup table of
+// trainable rows).
 #pragma once
 
 #include <optional>
@@ -11,15 +12,38 @@ namespace ug::nn {
 class DropoutImpl : public Module {
   UG_CLONEABLE(DropoutImpl)
  public:
-  explicit DropoutImpl(double p = 0.5);
+  explicit DropoutImpl(double p = 0.5, bool inplace = false);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   double p() const { return p_; }
 
+ protected:
+  /** Dropout1d and Dropout2d: `drop` is functional's dropout1d or dropout2d. */
+  using Drop = Tensor (*)(const Tensor&, double p, bool training, bool inplace);
+  DropoutImpl(std::string type_name, Drop drop, double p, bool inplace);
+
  private:
+  Drop drop_;
   double p_;
+  bool inplace_;
 };
 UG_MODULE(Dropout);
+
+/** Drops whole channels of [N, C, L] or [C, L] (torch.nn.Dropout1d). */
+class Dropout1dImpl : public DropoutImpl {
+  UG_CLONEABLE(Dropout1dImpl)
+ public:
+  explicit Dropout1dImpl(double p = 0.5, bool inplace = false);
+};
+UG_MODULE(Dropout1d);
+
+/** Drops whole channels of [N, C, H, W] or [C, H, W] (torch.nn.Dropout2d). */
+class Dropout2dImpl : public DropoutImpl {
+  UG_CLONEABLE(Dropout2dImpl)
+ public:
+  explicit Dropout2dImpl(double p = 0.5, bool inplace = false);
+};
+UG_MODULE(Dropout2d);
 
 /** weight [num_embeddings, embedding_dim] drawn from N(0, 1); the padding_idx row starts at
  *  zero and gets no gradient. */

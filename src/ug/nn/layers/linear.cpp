@@ -101,4 +101,15 @@ std::string FlattenImpl::extra_repr() const {
   return "start_dim=" + std::to_string(start_dim_) + ", end_dim=" + std::to_string(end_dim_);
 }
 
+UnflattenImpl::UnflattenImpl(int64_t dim, Dims unflattened_size)
+    : Module("Unflatten"), dim_(dim), sizes_(std::move(unflattened_size)) {
+  if (sizes_.empty()) fail("[Unflatten] unflattened_size cannot be empty");
+  for (int64_t s : sizes_)
+    if (s < -1) fail("[Unflatten] unflattened_size ", tuple_repr(sizes_), " holds a size below -1");
+}
+
+std::string UnflattenImpl::extra_repr() const {
+  return "dim=" + std::to_string(dim_) + ", unflattened_size=" + tuple_repr(sizes_);
+}
+
 }  // namespace ug::nn

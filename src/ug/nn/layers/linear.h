@@ -1,4 +1,5 @@
-// Linear (PyTorch), Dense (Keras and Gluon: units, activation, lazy input size), Identity, Flatten.
+// Linear (PyTorch), Dense (Keras and Gluon: units, activation, lazy input size), Identity, Flatten,
+// Unflatten.
 #pragma once
 
 #include <functional>
@@ -81,5 +82,19 @@ class FlattenImpl : public Module {
   int64_t start_dim_, end_dim_;
 };
 UG_MODULE(Flatten);
+
+/** Splits dim into unflattened_size (one entry may be -1, inferred). */
+class UnflattenImpl : public Module {
+  UG_CLONEABLE(UnflattenImpl)
+ public:
+  UnflattenImpl(int64_t dim, Dims unflattened_size);
+  Tensor forward(const Tensor& x) override { return x.unflatten(dim_, sizes_); }
+  std::string extra_repr() const override;
+
+ private:
+  int64_t dim_;
+  Dims sizes_;
+};
+UG_MODULE(Unflatten);
 
 }  // namespace ug::nn
