@@ -38,6 +38,18 @@ Tensor tensor_or_empty(const std::optional<Tensor>& t) { return t.value_or(Tenso
 
 nb::object optional_result(const Tensor& t) { return t.defined() ? nb::cast(t) : nb::none(); }
 
+/** MaxPool1d / MaxPool2d(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False). */
+template <class Impl> void bind_max_pool(nb::module_& nn, const char* name, const char* doc) {
+  nb::class_<Impl, ug::nn::MaxPoolImpl>(nn, name, doc)
+      .def(
+          "__init__",
+          [](Impl* p, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation, bool ceil_mode) {
+            new (p)
+                Impl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding), sizes(dilation), ceil_mode);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "ceil_mode"_a = false);
+}
+
 }  // namespace
 
 void bind_nn_layers(nb::module_& nn) {
@@ -79,26 +91,10 @@ void bind_nn_layers(nb::module_& nn) {
   nb::class_<n::MaxPoolImpl, Module>(nn, "_MaxPoolNd");
   nb::class_<n::AvgPoolImpl, Module>(nn, "_AvgPoolNd");
   nb::class_<n::AdaptivePoolImpl, Module>(nn, "_AdaptivePoolNd");
-  nb::class_<n::MaxPool1dImpl, n::MaxPoolImpl>(nn, "MaxPool1d",
-                                               "1-d max pooling (torch.nn.MaxPool1d); stride defaults to kernel_size.")
-      .def(
-          "__init__",
-          [](n::MaxPool1dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation,
-             bool ceil_mode) {
-            new (p) n::MaxPool1dImpl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding),
-                                     sizes(dilation), ceil_mode);
-          },
-          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "ceil_mode"_a = false);
-  nb::class_<n::MaxPool2dImpl, n::MaxPoolImpl>(nn, "MaxPool2d",
-                                               "2-d max pooling (torch.nn.MaxPool2d); stride defaults to kernel_size.")
-      .def(
-          "__init__",
-          [](n::MaxPool2dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation,
-             bool ceil_mode) {
-            new (p) n::MaxPool2dImpl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding),
-                                     sizes(dilation), ceil_mode);
-          },
-          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "ceil_mode"_a = false);
+  bind_max_pool<n::MaxPool1dImpl>(nn, "MaxPool1d",
+                                  "1-d max pooling (torch.nn.MaxPool1d); stride defaults to kernel_size.");
+  bind_max_pool<n::MaxPool2dImpl>(nn, "MaxPool2d",
+                                  "2-d max pooling (torch.nn.MaxPool2d); stride defaults to kernel_size.");
   nb::class_<n::AvgPool1dImpl, n::AvgPoolImpl>(
       nn, "AvgPool1d", "1-d average pooling (torch.nn.AvgPool1d); stride defaults to kernel_size.")
       .def(

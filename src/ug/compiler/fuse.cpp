@@ -9,6 +9,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "ug/core/shape.h"
 #include "ug/core/thread_pool.h"
@@ -191,6 +193,24 @@ struct Sets {
   void join(size_t a, size_t b) { parent[find(a)] = find(b); }
 };
 
+/** Each value's producing node (-1: a graph input or initializer) and how many times it is read;
+ *  a read by a subgraph (implicit input) or as a graph output counts twice, so that such a value
+ *  is never taken for one read only. */
+std::pair<std::vector<int64_t>, std::vector<size_t>> uses(const onnx::Graph& graph) {
+  std::vector<int64_t> producer(graph.num_values, -1);
+  std::vector<size_t> readers(graph.num_values, 0);
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const onnx::Node& node = graph.nodes[n];
+    for (int64_t id : node.inputs)
+      if (id >= 0) ++readers[static_cast<size_t>(id)];
+    for (int64_t id : node.implicit_inputs) readers[static_cast<size_t>(id)] += 2;
+    for (int64_t id : node.outputs)
+      if (id >= 0) producer[static_cast<size_t>(id)] = static_cast<int64_t>(n);
+  }
+  for (int64_t id : graph.output_ids) readers[static_cast<size_t>(id)] += 2;
+  return {std::move(producer), std::move(readers)};
+}
+
 /** The applied form of a UgReplay node's call (graph/update_replay.h), or null. */
 const graph::Replay* applied_replay(const onnx::Graph& graph, const onnx::Node& node) {
   if (node.op_type != "UgReplay") return nullptr;
@@ -206,17 +226,9 @@ const graph::Replay* applied_replay(const onnx::Graph& graph, const onnx::Node& 
  *  applied form (an optimizer's update of parameter x, then apply_updates) into that op, which
  *  then makes x + u itself in its own pass: one pass over the parameter instead of two. */
 size_t fold_applied_updates(onnx::Graph& graph) {
-  std::vector<int64_t> producer(graph.num_values, -1);
-  std::vector<size_t> readers(graph.num_values, 0);
-  for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    const onnx::Node& node = graph.nodes[n];
-    for (int64_t id : node.inputs)
-      if (id >= 0) ++readers[static_cast<size_t>(id)];
-    for (int64_t id : node.implicit_inputs) readers[static_cast<size_t>(id)] += 2;
-    for (int64_t id : node.outputs)
-      if (id >= 0) producer[static_cast<size_t>(id)] = static_cast<int64_t>(n);
-  }
-  for (int64_t id : graph.output_ids) readers[static_cast<size_t>(id)] += 2;
+  const auto counted = uses(graph);
+  const std::vector<int64_t>& producer = counted.first;
+  const std::vector<size_t>& readers = counted.second;
   std::vector<bool> folded(graph.nodes.size(), false);
   size_t count = 0;
   for (onnx::Node& add : graph.nodes) {
@@ -255,17 +267,9 @@ FuseStats fuse(onnx::Graph& graph) {
   const int64_t block = block_elements();
   if (block == 0) return stats;
   const size_t num_nodes = graph.nodes.size();
-  std::vector<int64_t> producer(graph.num_values, -1);
-  std::vector<size_t> readers(graph.num_values, 0);
-  for (size_t n = 0; n < num_nodes; ++n) {
-    const onnx::Node& node = graph.nodes[n];
-    for (int64_t id : node.inputs)
-      if (id >= 0) ++readers[static_cast<size_t>(id)];
-    for (int64_t id : node.implicit_inputs) readers[static_cast<size_t>(id)] += 2;
-    for (int64_t id : node.outputs)
-      if (id >= 0) producer[static_cast<size_t>(id)] = static_cast<int64_t>(n);
-  }
-  for (int64_t id : graph.output_ids) readers[static_cast<size_t>(id)] += 2;
+  const auto counted = uses(graph);
+  const std::vector<int64_t>& producer = counted.first;
+  const std::vector<size_t>& readers = counted.second;
 
   auto plain = [&](const onnx::Node& node) { return node.outputs.size() == 1 && node.implicit_inputs.empty(); };
   auto elementwise = [&](size_t n) { return plain(graph.nodes[n]) && is_elementwise(graph.nodes[n].op_type); };
