@@ -63,6 +63,8 @@ void bind_nn_functional(nb::module_&, nb::module_& m) {
   m.def("softshrink", &F::softshrink, nb::arg("input"), nb::arg("lambd") = 0.5);
   m.def("tanhshrink", &F::tanhshrink, nb::arg("input"));
   m.def("prelu", &F::prelu, nb::arg("input"), nb::arg("weight"));
+  m.def("pixel_shuffle", &F::pixel_shuffle, nb::arg("input"), nb::arg("upscale_factor"));
+  m.def("pixel_unshuffle", &F::pixel_unshuffle, nb::arg("input"), nb::arg("downscale_factor"));
   m.def(
       "softmax",
       [](const Tensor& x, std::optional<int64_t> dim, int, std::optional<ug::DType> dtype) {

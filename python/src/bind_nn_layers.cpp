@@ -12,6 +12,7 @@
 #include "ug/nn/layers/loss.h"
 #include "ug/nn/layers/normalization.h"
 #include "ug/nn/layers/padding.h"
+#include "ug/nn/layers/pixel_shuffle.h"
 
 namespace ugpy {
 
@@ -130,12 +131,26 @@ void bind_nn_layers(nb::module_& nn) {
   nb::class_<n::BatchNormImpl, Module>(nn, "_BatchNorm");
   nb::class_<n::BatchNorm1dImpl, n::BatchNormImpl>(
       nn, "BatchNorm1d", "Batch normalisation over [N, C] or [N, C, L] with running statistics (torch.nn.BatchNorm1d).")
-      .def(nb::init<int64_t, double, std::optional<double>, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
-           "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true);
+      .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
+           "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true, nb::kw_only(),
+           "bias"_a = true);
   nb::class_<n::BatchNorm2dImpl, n::BatchNormImpl>(
       nn, "BatchNorm2d", "Batch normalisation over [N, C, H, W] with running statistics (torch.nn.BatchNorm2d).")
-      .def(nb::init<int64_t, double, std::optional<double>, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
-           "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true);
+      .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
+           "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true, nb::kw_only(),
+           "bias"_a = true);
+  nb::class_<n::InstanceNormImpl, Module>(nn, "_InstanceNorm");
+  nb::class_<n::InstanceNorm1dImpl, n::InstanceNormImpl>(
+      nn, "InstanceNorm1d", "Normalises each channel of each sample of [N, C, L] or [C, L] (torch.nn.InstanceNorm1d).")
+      .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
+           "momentum"_a.none() = 0.1, "affine"_a = false, "track_running_stats"_a = false, nb::kw_only(),
+           "bias"_a = true);
+  nb::class_<n::InstanceNorm2dImpl, n::InstanceNormImpl>(
+      nn, "InstanceNorm2d",
+      "Normalises each channel of each sample of [N, C, H, W] or [C, H, W] (torch.nn.InstanceNorm2d).")
+      .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
+           "momentum"_a.none() = 0.1, "affine"_a = false, "track_running_stats"_a = false, nb::kw_only(),
+           "bias"_a = true);
   nb::class_<n::LayerNormImpl, Module>(nn, "LayerNorm",
                                        "Normalises over the last dims, normalized_shape (torch.nn.LayerNorm).")
       .def(
@@ -170,6 +185,13 @@ void bind_nn_layers(nb::module_& nn) {
       nn, "Embedding", "A lookup table of num_embeddings vectors of size embedding_dim (torch.nn.Embedding).")
       .def(nb::init<int64_t, int64_t, std::optional<int64_t>>(), "num_embeddings"_a, "embedding_dim"_a,
            "padding_idx"_a = nb::none());
+
+  nb::class_<n::PixelShuffleImpl, Module>(nn, "PixelShuffle",
+                                          "[*, C·r², H, W] -> [*, C, H·r, W·r] (torch.nn.PixelShuffle).")
+      .def(nb::init<int64_t>(), "upscale_factor"_a);
+  nb::class_<n::PixelUnshuffleImpl, Module>(nn, "PixelUnshuffle",
+                                            "[*, C, H·r, W·r] -> [*, C·r², H, W] (torch.nn.PixelUnshuffle).")
+      .def(nb::init<int64_t>(), "downscale_factor"_a);
 
   // ---- padding: an int pads every side, or (left, right, top, bottom) -------------------------
   nb::class_<n::PadImpl, Module>(nn, "_PadNd");

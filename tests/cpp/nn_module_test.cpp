@@ -356,5 +356,23 @@ TEST(NnModule, PoolingAndPaddingLayersFromCpp) {
   EXPECT_THROW(nn::ZeroPad2d(Dims{1, 2}), ValueError);
 }
 
+TEST(NnModule, PixelShuffleAndInstanceNormFromCpp) {
+  Tensor x = arange(8.0).reshape({1, 4, 1, 2});
+  nn::PixelShuffle shuffle(2);
+  Tensor y = shuffle(x);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 2, 4}));
+  test::expect_values(y, {0.0, 2.0, 1.0, 3.0, 4.0, 6.0, 5.0, 7.0}, 0);  // out[2h+i, 2w+j] = in[2i+j, h, w]
+  test::expect_values(nn::PixelUnshuffle(2)(y), {0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0}, 0);
+  EXPECT_EQ(shuffle->to_string(), "PixelShuffle(upscale_factor=2)");
+
+  nn::InstanceNorm1d norm(2);
+  const double s = 1.0 / std::sqrt(2.0 / 3.0 + 1e-5);  // each row's biased variance is 2/3 (times 1, 4)
+  test::expect_values(norm(tensor({1.0, 2.0, 3.0, 2.0, 4.0, 6.0}).reshape({1, 2, 3})), {-s, 0.0, s, -s, 0.0, s}, 1e-4);
+  EXPECT_EQ(norm->to_string(),
+            "InstanceNorm1d(2, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)");
+  EXPECT_EQ(nn::InstanceNorm2d(3, 1e-5, 0.1, true, true, false)->named_parameters().size(), 1u);
+  EXPECT_THROW(nn::InstanceNorm2d(3)(zeros({2, 3})), ValueError);
+}
+
 }  // namespace
 }  // namespace ug

@@ -259,3 +259,67 @@ def test_pooling_matches_torch(name, args, kwargs, shape):
     u, t = both(name, *args, **kwargs)
     check_layer(u, t, rand(*shape))  # windows of at most 12 terms: short sums
     assert repr(u) == repr(t)
+
+
+@pytest.mark.parametrize("name,r,shape", [("PixelShuffle", 2, (2, 8, 3, 4)), ("PixelShuffle", 3, (18, 2, 3)),
+                                          ("PixelShuffle", 2, (2, 3, 4, 2, 2)), ("PixelUnshuffle", 2, (2, 3, 4, 6)),
+                                          ("PixelUnshuffle", 3, (2, 6, 9)), ("PixelUnshuffle", 2, (2, 2, 3, 4, 2))])
+def test_pixel_shuffle_matches_torch(name, r, shape):
+    u, t = both(name, r)
+    check_layer(u, t, rand(*shape))  # a rearrangement: every value and gradient exact
+    assert repr(u) == repr(t)
+    x = rand(*shape)
+    fn = name.replace("PixelS", "pixel_s").replace("PixelUns", "pixel_uns")
+    np.testing.assert_array_equal(getattr(ug.nn.functional, fn)(ug.tensor(x), r).numpy(),
+                                  getattr(torch.nn.functional, fn)(torch.tensor(x), r).numpy())
+
+
+def test_pixel_shuffle_errors_name_the_op():
+    with pytest.raises(RuntimeError, match=r"\[pixel_shuffle\].*\[2, 6, 3, 3\].*divisible"):
+        ug.nn.PixelShuffle(2)(ug.zeros(2, 6, 3, 3))
+    with pytest.raises(RuntimeError, match=r"\[pixel_unshuffle\].*\[2, 4, 3, 4\].*divisible"):
+        ug.nn.functional.pixel_unshuffle(ug.zeros(2, 4, 3, 4), 2)
+    with pytest.raises(RuntimeError, match=r"\[pixel_shuffle\].*at least 3 dims"):
+        ug.nn.functional.pixel_shuffle(ug.zeros(4, 4), 2)
+    with pytest.raises(RuntimeError, match=r"\[PixelUnshuffle\] downscale_factor must be positive"):
+        ug.nn.PixelUnshuffle(0)
+
+
+# BatchNorm too, for torch's bias= and its printout.
+INSTANCE_NORMS = [("InstanceNorm1d", {}, (3, 4, 20)), ("InstanceNorm1d", {"affine": True}, (3, 4, 20)),
+                  ("InstanceNorm1d", {"affine": True}, (4, 20)),
+                  ("InstanceNorm2d", {}, (2, 3, 5, 6)), ("InstanceNorm2d", {"affine": True, "eps": 1e-3}, (3, 5, 6)),
+                  ("InstanceNorm2d", {"track_running_stats": True, "momentum": 0.3}, (2, 3, 5, 6)),
+                  ("InstanceNorm1d", {"track_running_stats": True, "affine": True, "momentum": None}, (3, 4, 20)),
+                  ("InstanceNorm2d", {"affine": True, "bias": False}, (2, 3, 5, 6)),
+                  ("BatchNorm1d", {"bias": False}, (8, 4, 5)), ("BatchNorm2d", {}, (4, 3, 5, 6))]
+
+
+@pytest.mark.parametrize("name,kwargs,shape", INSTANCE_NORMS)
+def test_instance_norm_matches_torch(name, kwargs, shape):
+    batched = len(shape) == (4 if name.endswith("2d") else 3)
+    u, t = both(name, shape[1] if batched else shape[0], **kwargs)
+    if kwargs.get("affine"):  # weights away from one and zero, so their gradients matter
+        with torch.no_grad():
+            t.weight.uniform_(0.5, 1.5)
+            if t.bias is not None:
+                t.bias.uniform_(-1, 1)
+        twins(u, t)
+    x = rand(*shape)
+    n = int(np.prod(shape))  # the longest sum: a weight's gradient over every sample and pixel
+    check_layer(u, t, x, n=n)
+    assert repr(u) == repr(t)
+    assert list(u.state_dict()) == list(t.state_dict())
+    for key, value in t.state_dict().items():  # running statistics after one training step
+        assert_close(u.state_dict()[key].numpy(), value.detach().numpy(), n=n, path=key)
+    u.eval(), t.eval()
+    check_layer(u, t, rand(*shape), grads=False, n=n)
+
+
+def test_instance_norm_errors_name_the_layer():
+    with pytest.raises(RuntimeError, match=r"\[InstanceNorm2d\] expected 3D or 4D input, got shape \[2, 3\]"):
+        ug.nn.InstanceNorm2d(3)(ug.zeros(2, 3))
+    with pytest.raises(RuntimeError, match=r"\[InstanceNorm1d\] expected 4 channels in dim 1"):
+        ug.nn.InstanceNorm1d(4, affine=True)(ug.zeros(2, 3, 5))
+    with pytest.raises(RuntimeError, match=r"\[InstanceNorm1d\] num_features must be positive"):
+        ug.nn.InstanceNorm1d(0)

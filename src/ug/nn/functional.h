@@ -10,3 +10,4 @@
 #include "ug/nn/functional/linear.h"
 #include "ug/nn/functional/loss.h"
 #include "ug/nn/functional/normalization.h"
+#include "ug/nn/functional/pixel_shuffle.h"

@@ -12,6 +12,7 @@
 #include "ug/nn/layers/loss.h"
 #include "ug/nn/layers/normalization.h"
 #include "ug/nn/layers/padding.h"
+#include "ug/nn/layers/pixel_shuffle.h"
 #include "ug/nn/layers/recurrent.h"
 #include "ug/nn/layers/transformer.h"
 #include "ug/nn/mixed_precision.h"

@@ -13,21 +13,35 @@ namespace ug::nn {
 namespace F = functional;
 
 namespace {
+
 const char* flag(bool b) { return b ? "True" : "False"; }
+
+/** torch's _NormBase.extra_repr. */
+std::string norm_repr(int64_t num_features, double eps, std::optional<double> momentum, bool affine, bool bias,
+                      bool track) {
+  std::ostringstream s;
+  s << num_features << ", eps=" << eps << ", momentum=";
+  if (momentum) s << *momentum;
+  else s << "None";
+  s << ", affine=" << flag(affine) << ", bias=" << flag(bias) << ", track_running_stats=" << flag(track);
+  return s.str();
+}
+
 }  // namespace
 
 BatchNormImpl::BatchNormImpl(int spatial_dims, int64_t num_features, double eps, std::optional<double> momentum,
-                             bool affine, bool track_running_stats)
+                             bool affine, bool track_running_stats, bool bias)
     : Module(spatial_dims == 1 ? "BatchNorm1d" : "BatchNorm2d"),
       spatial_dims_(spatial_dims),
       num_features_(num_features),
       eps_(eps),
       momentum_(momentum),
       affine_(affine),
-      track_running_stats_(track_running_stats) {
+      track_running_stats_(track_running_stats),
+      bias_(affine && bias) {
   if (num_features <= 0) fail("[", type_name(), "] num_features must be positive, got ", num_features);
   register_parameter("weight", affine ? empty({num_features}) : Tensor());
-  register_parameter("bias", affine ? empty({num_features}) : Tensor());
+  register_parameter("bias", bias_ ? empty({num_features}) : Tensor());
   register_buffer("running_mean", track_running_stats ? zeros({num_features}) : Tensor());
   register_buffer("running_var", track_running_stats ? ones({num_features}) : Tensor());
   register_buffer("num_batches_tracked", track_running_stats ? zeros({}, {.dtype = DType::Int64}) : Tensor());
@@ -41,10 +55,8 @@ void BatchNormImpl::reset_parameters() {
     NoGradGuard no_grad;
     buffer("num_batches_tracked").zero_();
   }
-  if (affine_) {
-    init::ones_(parameter("weight"));
-    init::zeros_(parameter("bias"));
-  }
+  if (affine_) init::ones_(parameter("weight"));
+  if (bias_) init::zeros_(parameter("bias"));
 }
 
 Tensor BatchNormImpl::forward(const Tensor& x) {
@@ -77,12 +89,56 @@ Tensor BatchNormImpl::forward(const Tensor& x) {
 }
 
 std::string BatchNormImpl::extra_repr() const {
-  std::ostringstream s;
-  s << num_features_ << ", eps=" << eps_ << ", momentum=";
-  if (momentum_) s << *momentum_;
-  else s << "None";
-  s << ", affine=" << flag(affine_) << ", track_running_stats=" << flag(track_running_stats_);
-  return s.str();
+  return norm_repr(num_features_, eps_, momentum_, affine_, bias_, track_running_stats_);
+}
+
+InstanceNormImpl::InstanceNormImpl(int spatial_dims, int64_t num_features, double eps, std::optional<double> momentum,
+                                   bool affine, bool track_running_stats, bool bias)
+    : Module(spatial_dims == 1 ? "InstanceNorm1d" : "InstanceNorm2d"),
+      spatial_dims_(spatial_dims),
+      num_features_(num_features),
+      eps_(eps),
+      momentum_(momentum),
+      affine_(affine),
+      track_running_stats_(track_running_stats),
+      bias_(affine && bias) {
+  if (num_features <= 0) fail("[", type_name(), "] num_features must be positive, got ", num_features);
+  register_parameter("weight", affine ? empty({num_features}) : Tensor());
+  register_parameter("bias", bias_ ? empty({num_features}) : Tensor());
+  register_buffer("running_mean", track_running_stats ? zeros({num_features}) : Tensor());
+  register_buffer("running_var", track_running_stats ? ones({num_features}) : Tensor());
+  register_buffer("num_batches_tracked", track_running_stats ? zeros({}, {.dtype = DType::Int64}) : Tensor());
+  reset_parameters();
+}
+
+void InstanceNormImpl::reset_parameters() {
+  if (track_running_stats_) {
+    init::zeros_(buffer("running_mean"));
+    init::ones_(buffer("running_var"));
+    NoGradGuard no_grad;
+    buffer("num_batches_tracked").zero_();
+  }
+  if (affine_) init::ones_(parameter("weight"));
+  if (bias_) init::zeros_(parameter("bias"));
+}
+
+Tensor InstanceNormImpl::forward(const Tensor& x) {
+  const int64_t unbatched = spatial_dims_ + 1;
+  if (x.dim() != unbatched && x.dim() != unbatched + 1)
+    fail("[", type_name(), "] expected ", unbatched, "D or ", unbatched + 1, "D input, got shape ", x.shape());
+  const bool batched = x.dim() == unbatched + 1;
+  if (affine_ && x.size(batched ? 1 : 0) != num_features_)
+    fail("[", type_name(), "] expected ", num_features_, " channels in dim ", batched ? 1 : 0, ", got shape ",
+         x.shape());
+  const Tensor in = batched ? x : x.unsqueeze(0);
+  Tensor y = F::instance_norm(in, track_running_stats_ ? buffer("running_mean") : Tensor(),
+                              track_running_stats_ ? buffer("running_var") : Tensor(), parameter("weight"),
+                              parameter("bias"), is_training() || !track_running_stats_, momentum_.value_or(0.0), eps_);
+  return batched ? y : y.squeeze(Dims{0});
+}
+
+std::string InstanceNormImpl::extra_repr() const {
+  return norm_repr(num_features_, eps_, momentum_, affine_, bias_, track_running_stats_);
 }
 
 LayerNormImpl::LayerNormImpl(Dims normalized_shape, double eps, bool elementwise_affine, bool bias)

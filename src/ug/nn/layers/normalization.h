@@ -1,4 +1,5 @@
-// Normalization layers: BatchNorm1d/2d (running statistics), LayerNorm, GroupNorm, RMSNorm.
+// Normalization layers: BatchNorm1d/2d (running statistics), InstanceNorm1d/2d, LayerNorm,
+// GroupNorm, RMSNorm.
 #pragma once
 
 #include <optional>
@@ -10,12 +11,13 @@ namespace ug::nn {
 
 /** BatchNorm1d ([N, C] or [N, C, L]) and BatchNorm2d ([N, C, H, W]): batch statistics in
  *  training (updating running_mean/running_var), running statistics in eval. momentum
- *  unset means a cumulative average over the batches seen, as in PyTorch. */
+ *  unset means a cumulative average over the batches seen, as in PyTorch. bias = false keeps the
+ *  affine weight only. */
 class BatchNormImpl : public Module {
   UG_CLONEABLE(BatchNormImpl)
  public:
   BatchNormImpl(int spatial_dims, int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
-                bool affine = true, bool track_running_stats = true);
+                bool affine = true, bool track_running_stats = true, bool bias = true);
   Tensor forward(const Tensor& x) override;
   void reset_parameters() override;
   std::string extra_repr() const override;
@@ -25,15 +27,15 @@ class BatchNormImpl : public Module {
   int64_t num_features_;
   double eps_;
   std::optional<double> momentum_;
-  bool affine_, track_running_stats_;
+  bool affine_, track_running_stats_, bias_;
 };
 
 class BatchNorm1dImpl : public BatchNormImpl {
   UG_CLONEABLE(BatchNorm1dImpl)
  public:
   explicit BatchNorm1dImpl(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
-                           bool affine = true, bool track_running_stats = true)
-      : BatchNormImpl(1, num_features, eps, momentum, affine, track_running_stats) {}
+                           bool affine = true, bool track_running_stats = true, bool bias = true)
+      : BatchNormImpl(1, num_features, eps, momentum, affine, track_running_stats, bias) {}
 };
 UG_MODULE(BatchNorm1d);
 
@@ -41,10 +43,50 @@ class BatchNorm2dImpl : public BatchNormImpl {
   UG_CLONEABLE(BatchNorm2dImpl)
  public:
   explicit BatchNorm2dImpl(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
-                           bool affine = true, bool track_running_stats = true)
-      : BatchNormImpl(2, num_features, eps, momentum, affine, track_running_stats) {}
+                           bool affine = true, bool track_running_stats = true, bool bias = true)
+      : BatchNormImpl(2, num_features, eps, momentum, affine, track_running_stats, bias) {}
 };
 UG_MODULE(BatchNorm2d);
+
+/** InstanceNorm1d ([N, C, L] or unbatched [C, L]) and InstanceNorm2d ([N, C, H, W] or [C, H, W]):
+ *  each channel of each sample normalized over its spatial dims. As torch's: no affine weight and
+ *  no running statistics unless asked; with track_running_stats the running statistics are
+ *  updated in training and used in eval (num_batches_tracked is kept but not counted). bias = false
+ *  keeps the affine weight only. */
+class InstanceNormImpl : public Module {
+  UG_CLONEABLE(InstanceNormImpl)
+ public:
+  InstanceNormImpl(int spatial_dims, int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                   bool affine = false, bool track_running_stats = false, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  void reset_parameters() override;
+  std::string extra_repr() const override;
+
+ private:
+  int spatial_dims_;
+  int64_t num_features_;
+  double eps_;
+  std::optional<double> momentum_;
+  bool affine_, track_running_stats_, bias_;
+};
+
+class InstanceNorm1dImpl : public InstanceNormImpl {
+  UG_CLONEABLE(InstanceNorm1dImpl)
+ public:
+  explicit InstanceNorm1dImpl(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                              bool affine = false, bool track_running_stats = false, bool bias = true)
+      : InstanceNormImpl(1, num_features, eps, momentum, affine, track_running_stats, bias) {}
+};
+UG_MODULE(InstanceNorm1d);
+
+class InstanceNorm2dImpl : public InstanceNormImpl {
+  UG_CLONEABLE(InstanceNorm2dImpl)
+ public:
+  explicit InstanceNorm2dImpl(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                              bool affine = false, bool track_running_stats = false, bool bias = true)
+      : InstanceNormImpl(2, num_features, eps, momentum, affine, track_running_stats, bias) {}
+};
+UG_MODULE(InstanceNorm2d);
 
 class LayerNormImpl : public Module {
   UG_CLONEABLE(LayerNormImpl)
