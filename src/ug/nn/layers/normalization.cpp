@@ -1,6 +1,7 @@
 #include "ug/nn/layers/normalization.h"
 
 #include <sstream>
+#include <utility>
 
 #include "ug/graph/grad_mode.h"
 #include "ug/ops/binary.h"
@@ -16,30 +17,18 @@ namespace {
 
 const char* flag(bool b) { return b ? "True" : "False"; }
 
-/** torch's _NormBase.extra_repr. */
-std::string norm_repr(int64_t num_features, double eps, std::optional<double> momentum, bool affine, bool bias,
-                      bool track) {
-  std::ostringstream s;
-  s << num_features << ", eps=" << eps << ", momentum=";
-  if (momentum) s << *momentum;
-  else s << "None";
-  s << ", affine=" << flag(affine) << ", bias=" << flag(bias) << ", track_running_stats=" << flag(track);
-  return s.str();
-}
-
 }  // namespace
 
-BatchNormImpl::BatchNormImpl(int spatial_dims, int64_t num_features, double eps, std::optional<double> momentum,
-                             bool affine, bool track_running_stats, bool bias)
-    : Module(spatial_dims == 1 ? "BatchNorm1d" : "BatchNorm2d"),
-      spatial_dims_(spatial_dims),
+NormBaseImpl::NormBaseImpl(std::string type_name, int64_t num_features, double eps, std::optional<double> momentum,
+                           bool affine, bool track_running_stats, bool bias)
+    : Module(std::move(type_name)),
       num_features_(num_features),
       eps_(eps),
       momentum_(momentum),
       affine_(affine),
       track_running_stats_(track_running_stats),
       bias_(affine && bias) {
-  if (num_features <= 0) fail("[", type_name(), "] num_features must be positive, got ", num_features);
+  if (num_features <= 0) fail("[", this->type_name(), "] num_features must be positive, got ", num_features);
   register_parameter("weight", affine ? empty({num_features}) : Tensor());
   register_parameter("bias", bias_ ? empty({num_features}) : Tensor());
   register_buffer("running_mean", track_running_stats ? zeros({num_features}) : Tensor());
@@ -48,7 +37,7 @@ BatchNormImpl::BatchNormImpl(int spatial_dims, int64_t num_features, double eps,
   reset_parameters();
 }
 
-void BatchNormImpl::reset_parameters() {
+void NormBaseImpl::reset_parameters() {
   if (track_running_stats_) {
     init::zeros_(buffer("running_mean"));
     init::ones_(buffer("running_var"));
@@ -58,6 +47,22 @@ void BatchNormImpl::reset_parameters() {
   if (affine_) init::ones_(parameter("weight"));
   if (bias_) init::zeros_(parameter("bias"));
 }
+
+std::string NormBaseImpl::extra_repr() const {
+  std::ostringstream s;
+  s << num_features_ << ", eps=" << eps_ << ", momentum=";
+  if (momentum_) s << *momentum_;
+  else s << "None";
+  s << ", affine=" << flag(affine_) << ", bias=" << flag(bias_)
+    << ", track_running_stats=" << flag(track_running_stats_);
+  return s.str();
+}
+
+BatchNormImpl::BatchNormImpl(int spatial_dims, int64_t num_features, double eps, std::optional<double> momentum,
+                             bool affine, bool track_running_stats, bool bias)
+    : NormBaseImpl(spatial_dims == 1 ? "BatchNorm1d" : "BatchNorm2d", num_features, eps, momentum, affine,
+                   track_running_stats, bias),
+      spatial_dims_(spatial_dims) {}
 
 Tensor BatchNormImpl::forward(const Tensor& x) {
   const bool ok = spatial_dims_ == 1 ? (x.dim() == 2 || x.dim() == 3) : x.dim() == 4;
@@ -88,39 +93,11 @@ Tensor BatchNormImpl::forward(const Tensor& x) {
   return y;
 }
 
-std::string BatchNormImpl::extra_repr() const {
-  return norm_repr(num_features_, eps_, momentum_, affine_, bias_, track_running_stats_);
-}
-
 InstanceNormImpl::InstanceNormImpl(int spatial_dims, int64_t num_features, double eps, std::optional<double> momentum,
                                    bool affine, bool track_running_stats, bool bias)
-    : Module(spatial_dims == 1 ? "InstanceNorm1d" : "InstanceNorm2d"),
-      spatial_dims_(spatial_dims),
-      num_features_(num_features),
-      eps_(eps),
-      momentum_(momentum),
-      affine_(affine),
-      track_running_stats_(track_running_stats),
-      bias_(affine && bias) {
-  if (num_features <= 0) fail("[", type_name(), "] num_features must be positive, got ", num_features);
-  register_parameter("weight", affine ? empty({num_features}) : Tensor());
-  register_parameter("bias", bias_ ? empty({num_features}) : Tensor());
-  register_buffer("running_mean", track_running_stats ? zeros({num_features}) : Tensor());
-  register_buffer("running_var", track_running_stats ? ones({num_features}) : Tensor());
-  register_buffer("num_batches_tracked", track_running_stats ? zeros({}, {.dtype = DType::Int64}) : Tensor());
-  reset_parameters();
-}
-
-void InstanceNormImpl::reset_parameters() {
-  if (track_running_stats_) {
-    init::zeros_(buffer("running_mean"));
-    init::ones_(buffer("running_var"));
-    NoGradGuard no_grad;
-    buffer("num_batches_tracked").zero_();
-  }
-  if (affine_) init::ones_(parameter("weight"));
-  if (bias_) init::zeros_(parameter("bias"));
-}
+    : NormBaseImpl(spatial_dims == 1 ? "InstanceNorm1d" : "InstanceNorm2d", num_features, eps, momentum, affine,
+                   track_running_stats, bias),
+      spatial_dims_(spatial_dims) {}
 
 Tensor InstanceNormImpl::forward(const Tensor& x) {
   const int64_t unbatched = spatial_dims_ + 1;
@@ -135,10 +112,6 @@ Tensor InstanceNormImpl::forward(const Tensor& x) {
                               track_running_stats_ ? buffer("running_var") : Tensor(), parameter("weight"),
                               parameter("bias"), is_training() || !track_running_stats_, momentum_.value_or(0.0), eps_);
   return batched ? y : y.squeeze(Dims{0});
-}
-
-std::string InstanceNormImpl::extra_repr() const {
-  return norm_repr(num_features_, eps_, momentum_, affine_, bias_, track_running_stats_);
 }
 
 LayerNormImpl::LayerNormImpl(Dims normalized_shape, double eps, bool elementwise_affine, bool bias)

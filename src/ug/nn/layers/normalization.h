@@ -9,25 +9,35 @@
 
 namespace ug::nn {
 
+/** What BatchNorm and InstanceNorm share (torch's _NormBase): an affine weight and bias over
+ *  num_features channels when asked (bias = false keeps the weight only), running statistics and
+ *  num_batches_tracked when tracked, and torch's printout. */
+class NormBaseImpl : public Module {
+ public:
+  NormBaseImpl(std::string type_name, int64_t num_features, double eps, std::optional<double> momentum, bool affine,
+               bool track_running_stats, bool bias);
+  void reset_parameters() override;
+  std::string extra_repr() const override;
+
+ protected:
+  int64_t num_features_;
+  double eps_;
+  std::optional<double> momentum_;
+  bool affine_, track_running_stats_, bias_;
+};
+
 /** BatchNorm1d ([N, C] or [N, C, L]) and BatchNorm2d ([N, C, H, W]): batch statistics in
  *  training (updating running_mean/running_var), running statistics in eval. momentum
- *  unset means a cumulative average over the batches seen, as in PyTorch. bias = false keeps the
- *  affine weight only. */
-class BatchNormImpl : public Module {
+ *  unset means a cumulative average over the batches seen, as in PyTorch. */
+class BatchNormImpl : public NormBaseImpl {
   UG_CLONEABLE(BatchNormImpl)
  public:
   BatchNormImpl(int spatial_dims, int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                 bool affine = true, bool track_running_stats = true, bool bias = true);
   Tensor forward(const Tensor& x) override;
-  void reset_parameters() override;
-  std::string extra_repr() const override;
 
  private:
   int spatial_dims_;
-  int64_t num_features_;
-  double eps_;
-  std::optional<double> momentum_;
-  bool affine_, track_running_stats_, bias_;
 };
 
 class BatchNorm1dImpl : public BatchNormImpl {
@@ -51,23 +61,16 @@ UG_MODULE(BatchNorm2d);
 /** InstanceNorm1d ([N, C, L] or unbatched [C, L]) and InstanceNorm2d ([N, C, H, W] or [C, H, W]):
  *  each channel of each sample normalized over its spatial dims. As torch's: no affine weight and
  *  no running statistics unless asked; with track_running_stats the running statistics are
- *  updated in training and used in eval (num_batches_tracked is kept but not counted). bias = false
- *  keeps the affine weight only. */
-class InstanceNormImpl : public Module {
+ *  updated in training and used in eval (num_batches_tracked is kept but not counted). */
+class InstanceNormImpl : public NormBaseImpl {
   UG_CLONEABLE(InstanceNormImpl)
  public:
   InstanceNormImpl(int spatial_dims, int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                    bool affine = false, bool track_running_stats = false, bool bias = true);
   Tensor forward(const Tensor& x) override;
-  void reset_parameters() override;
-  std::string extra_repr() const override;
 
  private:
   int spatial_dims_;
-  int64_t num_features_;
-  double eps_;
-  std::optional<double> momentum_;
-  bool affine_, track_running_stats_, bias_;
 };
 
 class InstanceNorm1dImpl : public InstanceNormImpl {
