@@ -234,10 +234,11 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
   nb::class_<PyFinfo>(m, "finfo", "A floating dtype's limits (torch.finfo): bits, eps, max, min, tiny, resolution.")
       .def(
           "__init__",
-          [](PyFinfo* f, ug::DType dtype) {
+          [](PyFinfo* f, std::optional<ug::DType> type) {
+            const ug::DType dtype = type.value_or(ug::get_default_dtype());
             new (f) PyFinfo{ug::finfo(dtype), dtype};
           },
-          "type"_a = ug::DType::Float32)
+          "type"_a = nb::none())
       .def_prop_ro("bits", [](const PyFinfo& f) { return f.info.bits; })
       .def_prop_ro("eps", [](const PyFinfo& f) { return f.info.eps; })
       .def_prop_ro("max", [](const PyFinfo& f) { return f.info.max; })

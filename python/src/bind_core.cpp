@@ -96,6 +96,10 @@ void bind_core(nb::module_& m) {
 
   m.def("set_num_threads", &ug::set_num_threads, nb::arg("n"));
   m.def("get_num_threads", &ug::get_num_threads);
+  m.def("set_default_dtype", &ug::set_default_dtype, nb::arg("d"),
+        "The floating dtype of new tensors that name none, of Python floats and of float results from integers "
+        "(torch.set_default_dtype): float32, float64, float16 or bfloat16.");
+  m.def("get_default_dtype", &ug::get_default_dtype);
   m.def("registered_ops", &ug::graph::registered_ops,
         "The name of every op, sorted: each op's graph::OpDef registers it (src/ug/graph/op_def.h).");
   m.def(
@@ -305,17 +309,17 @@ void bind_creation(nb::module_& m) {
       nb::arg("key"), nb::arg("data"));
   r.def(
       "uniform",
-      [](const Tensor& k, nb::handle shape, ug::DType dtype, double lo, double hi) {
+      [](const Tensor& k, nb::handle shape, std::optional<ug::DType> dtype, double lo, double hi) {
         return ug::random::uniform(k, dims_from_sequence(shape, "random.uniform"), lo, hi, dtype);
       },
-      nb::arg("key"), nb::arg("shape") = nb::tuple(), nb::arg("dtype") = ug::DType::Float32, nb::arg("minval") = 0.0,
+      nb::arg("key"), nb::arg("shape") = nb::tuple(), nb::arg("dtype") = nb::none(), nb::arg("minval") = 0.0,
       nb::arg("maxval") = 1.0);
   r.def(
       "normal",
-      [](const Tensor& k, nb::handle shape, ug::DType dtype) {
+      [](const Tensor& k, nb::handle shape, std::optional<ug::DType> dtype) {
         return ug::random::normal(k, dims_from_sequence(shape, "random.normal"), dtype);
       },
-      nb::arg("key"), nb::arg("shape") = nb::tuple(), nb::arg("dtype") = ug::DType::Float32);
+      nb::arg("key"), nb::arg("shape") = nb::tuple(), nb::arg("dtype") = nb::none());
   r.def(
       "randint",
       [](const Tensor& k, nb::handle shape, int64_t lo, int64_t hi, ug::DType dtype) {

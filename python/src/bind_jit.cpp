@@ -90,6 +90,7 @@ class FastKey {
       for (size_t i = start; donates && i < count; ++i) donated.append(i);
       return true;
     };
+    key.push_back(static_cast<char>(ug::get_default_dtype()));  // ug.zeros(...) in the body takes it
     put(key, 'A', args.size());
     for (size_t i = 0; i < args.size(); ++i)
       if (!add(args[i], static_nums_.contains(i), donate_nums_.contains(i))) return nb::none();

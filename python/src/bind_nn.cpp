@@ -429,13 +429,13 @@ void bind_nn(nb::module_& nn) {
       .def("count_params", [](const Module& m) { return m.num_parameters(); })
       .def(
           "summary",
-          [](Module& m, nb::handle input_size, ug::DType dtype) {
+          [](Module& m, nb::handle input_size, std::optional<ug::DType> dtype) {
             // Keras writes the batch dim as None: (None, 784) runs one example.
             nb::list sizes;
             for (nb::handle d : nb::iter(input_size)) sizes.append(d.is_none() ? nb::int_(1) : nb::borrow(d));
             nb::print(nb::str(m.summary(dims_from_sequence(sizes, "summary"), dtype).c_str()), nb::str(""));
           },
-          "input_size"_a, "dtype"_a = ug::DType::Float32,
+          "input_size"_a, "dtype"_a = nb::none(),
           "Prints a Keras-style table of layers, output shapes and parameter counts for one forward "
           "pass on zeros of input_size (batch dim included).")
       .def(
@@ -705,8 +705,8 @@ void bind_nn(nb::module_& nn) {
   // ---- layers ------------------------------------------------------------------------------
   using ug::nn::LinearImpl;
   nb::class_<LinearImpl, Module>(nn, "Linear", "y = x @ weight.T + bias (torch.nn.Linear).")
-      .def(nb::init<int64_t, int64_t, bool, ug::DType>(), "in_features"_a, "out_features"_a, "bias"_a = true,
-           "dtype"_a = ug::DType::Float32)
+      .def(nb::init<int64_t, int64_t, bool, std::optional<ug::DType>>(), "in_features"_a, "out_features"_a,
+           "bias"_a = true, "dtype"_a = nb::none())
       .def_prop_ro("in_features", &LinearImpl::in_features)
       .def_prop_ro("out_features", &LinearImpl::out_features);
   using ug::nn::DenseImpl;
@@ -716,11 +716,11 @@ void bind_nn(nb::module_& nn) {
       .def(
           "__init__",
           [](DenseImpl* d, int64_t units, std::optional<std::string> activation, std::optional<int64_t> input_dim,
-             bool use_bias, ug::DType dtype, bool flatten) {
+             bool use_bias, std::optional<ug::DType> dtype, bool flatten) {
             new (d) DenseImpl(units, activation.value_or(""), input_dim.value_or(-1), use_bias, dtype, flatten);
           },
           "units"_a, "activation"_a = nb::none(), "input_dim"_a = nb::none(), "use_bias"_a = true,
-          "dtype"_a = ug::DType::Float32, "flatten"_a = false)
+          "dtype"_a = nb::none(), "flatten"_a = false)
       .def_prop_ro("flatten", &DenseImpl::flatten);
   nb::class_<ug::nn::IdentityImpl, Module>(nn, "Identity")
       .def("__init__", [](ug::nn::IdentityImpl* i, nb::args, nb::kwargs) { new (i) ug::nn::IdentityImpl(); });

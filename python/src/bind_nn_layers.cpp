@@ -412,7 +412,7 @@ void bind_nn_layers(nb::module_& nn) {
           "generate_square_subsequent_mask",
           [](int64_t sz, nb::handle device, nb::handle dtype) {
             return n::TransformerImpl::generate_square_subsequent_mask(
-                sz, dtype.is_none() ? ug::DType::Float32 : dtype_from_python(dtype));
+                sz, dtype.is_none() ? std::nullopt : std::optional(dtype_from_python(dtype)));
           },
           "sz"_a, "device"_a = nb::none(), "dtype"_a = nb::none(),
           "[sz, sz] float mask: -inf above the diagonal, 0 elsewhere.");

@@ -45,7 +45,7 @@ std::optional<Tensor> state(nb::handle hx, const char* op) {
 }
 
 RNNOptions options(int64_t num_layers, bool bias, bool batch_first, double dropout, bool bidirectional,
-                   int64_t proj_size, ug::DType dtype) {
+                   int64_t proj_size, std::optional<ug::DType> dtype) {
   if (proj_size != 0) throw ug::ValueError("[LSTM] proj_size is not supported; got " + std::to_string(proj_size));
   return RNNOptions{.num_layers = num_layers,
                     .bias = bias,
@@ -65,15 +65,15 @@ void bind_nn_recurrent(nb::module_& nn) {
       .def_prop_ro("bias", &RNNCellBaseImpl::bias);
   nb::class_<RNNCellImpl, RNNCellBaseImpl>(nn, "RNNCell",
                                            "h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (torch.nn.RNNCell).")
-      .def(nb::init<int64_t, int64_t, bool, const std::string&, ug::DType>(), "input_size"_a, "hidden_size"_a,
-           "bias"_a = true, "nonlinearity"_a = "tanh", "dtype"_a = ug::DType::Float32)
+      .def(nb::init<int64_t, int64_t, bool, const std::string&, std::optional<ug::DType>>(), "input_size"_a,
+           "hidden_size"_a, "bias"_a = true, "nonlinearity"_a = "tanh", "dtype"_a = nb::none())
       .def_prop_ro("nonlinearity", &RNNCellImpl::nonlinearity)
       .def(
           "forward", [](RNNCellImpl& m, const Tensor& x, nb::handle hx) { return m.forward(x, state(hx, "RNNCell")); },
           "input"_a, "hx"_a = nb::none(), "h' from input [N, in] or [in] and hx (zeros when None).");
   nb::class_<LSTMCellImpl, RNNCellBaseImpl>(nn, "LSTMCell", "One LSTM step, gates i, f, g, o (torch.nn.LSTMCell).")
-      .def(nb::init<int64_t, int64_t, bool, ug::DType>(), "input_size"_a, "hidden_size"_a, "bias"_a = true,
-           "dtype"_a = ug::DType::Float32)
+      .def(nb::init<int64_t, int64_t, bool, std::optional<ug::DType>>(), "input_size"_a, "hidden_size"_a,
+           "bias"_a = true, "dtype"_a = nb::none())
       .def("__call__", &call_with_state)
       .def(
           "forward",
@@ -83,8 +83,8 @@ void bind_nn_recurrent(nb::module_& nn) {
           },
           "input"_a, "hx"_a = nb::none(), "(h', c') from input [N, in] or [in] and hx = (h, c) (zeros when None).");
   nb::class_<GRUCellImpl, RNNCellBaseImpl>(nn, "GRUCell", "One GRU step, gates r, z, n (torch.nn.GRUCell).")
-      .def(nb::init<int64_t, int64_t, bool, ug::DType>(), "input_size"_a, "hidden_size"_a, "bias"_a = true,
-           "dtype"_a = ug::DType::Float32)
+      .def(nb::init<int64_t, int64_t, bool, std::optional<ug::DType>>(), "input_size"_a, "hidden_size"_a,
+           "bias"_a = true, "dtype"_a = nb::none())
       .def(
           "forward", [](GRUCellImpl& m, const Tensor& x, nb::handle hx) { return m.forward(x, state(hx, "GRUCell")); },
           "input"_a, "hx"_a = nb::none(), "h' from input [N, in] or [in] and hx (zeros when None).");
@@ -103,12 +103,12 @@ void bind_nn_recurrent(nb::module_& nn) {
       .def(
           "__init__",
           [](RNNImpl* m, int64_t input_size, int64_t hidden_size, int64_t num_layers, const std::string& nonlinearity,
-             bool bias, bool batch_first, double dropout, bool bidirectional, ug::DType dtype) {
+             bool bias, bool batch_first, double dropout, bool bidirectional, std::optional<ug::DType> dtype) {
             new (m) RNNImpl(input_size, hidden_size,
                             options(num_layers, bias, batch_first, dropout, bidirectional, 0, dtype), nonlinearity);
           },
           "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "nonlinearity"_a = "tanh", "bias"_a = true,
-          "batch_first"_a = false, "dropout"_a = 0.0, "bidirectional"_a = false, "dtype"_a = ug::DType::Float32)
+          "batch_first"_a = false, "dropout"_a = 0.0, "bidirectional"_a = false, "dtype"_a = nb::none())
       .def_prop_ro("nonlinearity", &RNNImpl::nonlinearity)
       .def(
           "forward",
@@ -121,12 +121,12 @@ void bind_nn_recurrent(nb::module_& nn) {
       .def(
           "__init__",
           [](LSTMImpl* m, int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias, bool batch_first,
-             double dropout, bool bidirectional, int64_t proj_size, ug::DType dtype) {
+             double dropout, bool bidirectional, int64_t proj_size, std::optional<ug::DType> dtype) {
             new (m) LSTMImpl(input_size, hidden_size,
                              options(num_layers, bias, batch_first, dropout, bidirectional, proj_size, dtype));
           },
           "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true, "batch_first"_a = false,
-          "dropout"_a = 0.0, "bidirectional"_a = false, "proj_size"_a = 0, "dtype"_a = ug::DType::Float32)
+          "dropout"_a = 0.0, "bidirectional"_a = false, "proj_size"_a = 0, "dtype"_a = nb::none())
       .def(
           "forward",
           [](LSTMImpl& m, const Tensor& x, nb::handle hx) {
@@ -138,12 +138,12 @@ void bind_nn_recurrent(nb::module_& nn) {
       .def(
           "__init__",
           [](GRUImpl* m, int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias, bool batch_first,
-             double dropout, bool bidirectional, ug::DType dtype) {
+             double dropout, bool bidirectional, std::optional<ug::DType> dtype) {
             new (m) GRUImpl(input_size, hidden_size,
                             options(num_layers, bias, batch_first, dropout, bidirectional, 0, dtype));
           },
           "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true, "batch_first"_a = false,
-          "dropout"_a = 0.0, "bidirectional"_a = false, "dtype"_a = ug::DType::Float32)
+          "dropout"_a = 0.0, "bidirectional"_a = false, "dtype"_a = nb::none())
       .def(
           "forward",
           [](GRUImpl& m, const Tensor& x, nb::handle hx) {

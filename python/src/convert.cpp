@@ -130,7 +130,7 @@ ug::Tensor tensor_from_data(nb::handle data, std::optional<ug::DType> dtype, std
   if (ug::numel_of(shape) == 0) cat = ug::DTypeCategory::Floating;
   ug::DType d = dtype.value_or(cat == ug::DTypeCategory::Bool      ? ug::DType::Bool
                                : cat == ug::DTypeCategory::Integer ? ug::DType::Int64
-                                                                   : ug::DType::Float32);
+                                                                   : ug::get_default_dtype());
   ug::Tensor t = ug::empty(ug::Dims(shape.begin(), shape.end()), {.dtype = d});
   UG_DISPATCH_ALL_AND_SHELLS(d, "tensor", {
     scalar_t* p = static_cast<scalar_t*>(t.raw_data());

@@ -5,8 +5,9 @@ calling the Python function again: its Python side effects (print, appending to 
 while it is traced, as in JAX.
 
 The signature of a call is every tensor argument's dtype, shape and device, the arguments'
-tree structure and the value of every other argument (numbers, strings, objects: static, as
-torch.compile specialises on them; pass a number as a tensor to keep it out of the key). Up
+tree structure, the value of every other argument (numbers, strings, objects: static, as
+torch.compile specialises on them; pass a number as a tensor to keep it out of the key) and the
+default dtype (ug.set_default_dtype), which the factories and Python floats in the body take. Up
 to `cache_size` programs are kept; from the third trace of a function on, each trace warns
 (RetraceWarning) naming the argument that changed, from what to what.
 
@@ -129,7 +130,9 @@ class _Call:
 
     def __init__(self, jitted, args, kwargs):
         self.args, self.kwargs = list(args), dict(kwargs)
-        self.parts, self.tensors, self.slots, self.state, self.objects = [], [], [], [], []
+        # the factories and Python floats in the body take the default dtype (torch.compile guards on it)
+        self.parts = [("default dtype", f"{_C.get_default_dtype()!r}")]
+        self.tensors, self.slots, self.state, self.objects = [], [], [], []
         for i, a in enumerate(self.args):
             label = jitted._arg_label(i)
             self._add(label, a, ("arg", i), static=i in jitted._static_nums)

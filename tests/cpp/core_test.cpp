@@ -50,6 +50,25 @@ TEST(DType, ScalarsDoNotWidenTensors) {
   EXPECT_EQ((i32 / i32).dtype(), float32);
 }
 
+TEST(DType, DefaultDTypeAsTorch) {
+  EXPECT_EQ(get_default_dtype(), float32);
+  EXPECT_THROW(set_default_dtype(int64), TypeError);
+  set_default_dtype(float64);
+  const Tensor ints = tensor({1, 2});
+  EXPECT_EQ(zeros({2}).dtype(), float64);
+  EXPECT_EQ(full({2}, 0.1).dtype(), float64);
+  EXPECT_EQ(full({2}, 1).dtype(), int64);
+  EXPECT_EQ((ints / 3).dtype(), float64);
+  EXPECT_EQ((ints * 0.5).dtype(), float64);
+  EXPECT_EQ((ones({2}, {.dtype = float32}) * 0.5).dtype(), float32);
+  EXPECT_EQ(randn({2}).dtype(), float64);
+  EXPECT_EQ(nn::Linear(2, 3)->weight().dtype(), float64);
+  EXPECT_EQ(nn::Linear(2, 3, true, float16)->weight().dtype(), float16);
+  EXPECT_EQ(full({1}, 0.1).item<double>(), 0.1);  // made in float64, not rounded through float32
+  set_default_dtype(float32);
+  EXPECT_EQ(zeros({2}).dtype(), float32);
+}
+
 TEST(Half, RoundsToNearestEven) {
   EXPECT_EQ(Half(1.0f).bits, 0x3c00);
   EXPECT_EQ(Half(1.0f + 0x1.0p-11f).bits, 0x3c00);      // tie goes to even

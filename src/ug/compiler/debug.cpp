@@ -15,12 +15,12 @@ void debug_callback(const DebugEmit& emit, const std::vector<Tensor>& values) {
     call.set_attrs({{"effect", int64_t(1)}});  // kept though nothing reads its output
     call.set_replay([emit](const std::vector<Tensor>& in) {
       emit(in);
-      return std::vector<Tensor>{empty({0})};
+      return std::vector<Tensor>{empty({0}, {.dtype = DType::Float32})};
     });
   }
   std::vector<const Tensor*> inputs;
   for (const Tensor& v : values) inputs.push_back(&v);
-  Tensor token = empty({0});  // every graph node has an output
+  Tensor token = empty({0}, {.dtype = DType::Float32});  // every graph node has an output
   call.finish(inputs, {&token});
 }
 

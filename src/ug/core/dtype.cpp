@@ -1,5 +1,6 @@
 #include "ug/core/dtype.h"
 
+#include <atomic>
 #include <string>
 
 #include "ug/core/error.h"
@@ -60,7 +61,19 @@ DType promote_types(DType a, DType b) {
   return promote_integers(a, b);
 }
 
-DType to_floating(DType t) { return is_floating(t) ? t : DType::Float32; }
+namespace {
+std::atomic<DType> default_dtype{DType::Float32};
+}  // namespace
+
+DType get_default_dtype() { return default_dtype.load(std::memory_order_relaxed); }
+
+void set_default_dtype(DType t) {
+  if (!is_floating(t))
+    fail<TypeError>("[set_default_dtype] only floating-point types are supported as the default type, got ", t);
+  default_dtype.store(t, std::memory_order_relaxed);
+}
+
+DType to_floating(DType t) { return is_floating(t) ? t : get_default_dtype(); }
 
 DType dtype_from_name(std::string_view name) {
   struct Alias {

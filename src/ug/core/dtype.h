@@ -43,8 +43,14 @@ inline bool is_integral(DType t, bool include_bool = false) {
 /** The result type of combining two tensors of these dtypes (torch.promote_types); a shell
  *  dtype with another integer or bool dtype throws TypeError, as in PyTorch. */
 DType promote_types(DType a, DType b);
-/** The dtype a float result takes for an input of dtype t: t if floating, else float32. */
+/** The dtype a float result takes for an input of dtype t: t if floating, else the default. */
 DType to_floating(DType t);
+/** The floating dtype of new tensors that name none (factories, Python floats, parameters) and
+ *  of float results from integers: float32 unless set_default_dtype changed it. Process-wide,
+ *  as torch.set_default_dtype. */
+DType get_default_dtype();
+/** torch.set_default_dtype: float32, float64, float16 or bfloat16; anything else is a TypeError. */
+void set_default_dtype(DType t);
 /** Parses "float32", "float", "int64", "long", ... Throws TypeError for unknown names. */
 DType dtype_from_name(std::string_view name);
 

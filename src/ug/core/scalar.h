@@ -26,9 +26,11 @@ class Scalar {
   double to_double() const { return is_floating() ? d_ : static_cast<double>(i_); }
   int64_t to_int() const { return is_floating() ? static_cast<int64_t>(d_) : i_; }
   bool to_bool() const { return is_floating() ? d_ != 0.0 : i_ != 0; }
-  /** The dtype a tensor made from this scalar gets: bool, int64 or float32 (the default). */
+  /** The dtype a tensor made from this scalar gets: bool, int64 or the default floating dtype. */
   DType default_dtype() const {
-    return kind_ == DTypeCategory::Bool ? DType::Bool : kind_ == DTypeCategory::Integer ? DType::Int64 : DType::Float32;
+    return kind_ == DTypeCategory::Bool      ? DType::Bool
+           : kind_ == DTypeCategory::Integer ? DType::Int64
+                                             : get_default_dtype();
   }
   template <class T> T to() const {
     if constexpr (std::is_same_v<T, bool>) return to_bool();

@@ -34,7 +34,7 @@ thread_local constinit const char* current_op = nullptr;
 Tensor empty(const Dims& shape, Options opts) {
   for (int64_t d : shape)
     if (d < 0) fail("[empty] negative dimension in shape ", Shape(shape.begin(), shape.end()));
-  DType dtype = opts.dtype.value_or(DType::Float32);
+  DType dtype = opts.dtype.value_or(get_default_dtype());
   Shape s(shape.begin(), shape.end());
   int64_t n = numel_of(s);
   Ref<Storage> storage;

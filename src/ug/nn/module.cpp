@@ -415,7 +415,7 @@ std::string Module::to_string() const {
   return out;
 }
 
-std::string Module::summary(const Shape& input_shape, DType dtype) {
+std::string Module::summary(const Shape& input_shape, std::optional<DType> dtype) {
   struct Row {
     std::string name, type;
     Shape shape;

@@ -145,7 +145,7 @@ class Module : public std::enable_shared_from_this<Module> {
   std::string to_string() const;
   /** A Keras-style table of layers, output shapes and parameter counts, from one forward
    *  pass on zeros of `input_shape` (batch included) with gradients off. */
-  std::string summary(const Shape& input_shape, DType dtype = DType::Float32);
+  std::string summary(const Shape& input_shape, std::optional<DType> dtype = std::nullopt);
 
   // ---- functional use (Flax init/apply, torch.func.functional_call) ---------------------
   /** Fresh parameters drawn from `key` (a ug::random key), as a flat name -> tensor dict;

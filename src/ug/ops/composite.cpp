@@ -191,11 +191,8 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/** x in float64, and the dtype its special function returns (ints and bool: float32). */
-std::pair<Tensor, DType> special_input(const Tensor& x) {
-  const DType out = x.is_floating_point() ? x.dtype() : DType::Float32;
-  return {x.to(DType::Float64), out};
-}
+/** x in float64, and the dtype its special function returns (ints and bool: the default). */
+std::pair<Tensor, DType> special_input(const Tensor& x) { return {x.to(DType::Float64), to_floating(x.dtype())}; }
 
 /** Whether each element is 0 or a negative integer: the poles of Gamma and digamma. */
 Tensor at_pole(const Tensor& x) { return (x <= 0.0).logical_and(x == x.floor()); }

@@ -29,10 +29,8 @@ void same_dtype(const Tensor& a, const Tensor& b, const char* op) {
                        " ", b.shape());
 }
 
-/** The floating dtype torch computes an integer or bool input's float result in. */
-DType floating_of(const Tensor& x) { return x.is_floating_point() ? x.dtype() : DType::Float32; }
-
-Tensor as_floating(const Tensor& x) { return x.to(floating_of(x)); }
+/** An integer or bool input in the floating dtype torch computes its float result in. */
+Tensor as_floating(const Tensor& x) { return x.to(to_floating(x.dtype())); }
 
 /** x's last two dims moved to dims d1 and d2 of the result (the others keep their order). */
 Tensor place_last_two(const Tensor& x, int64_t d1, int64_t d2) {
@@ -255,7 +253,7 @@ Tensor diagflat(const Tensor& x, int64_t offset) { return diag(x.reshape({-1}), 
 Tensor cov(const Tensor& x, int64_t correction, const std::optional<Tensor>& fweights,
            const std::optional<Tensor>& aweights) {
   if (x.dim() > 2) fail<RuntimeError>("[cov] needs a tensor of at most 2 dims, got shape ", x.shape());
-  const Tensor obs = (x.dim() < 2 ? x.reshape({1, -1}) : x).to(floating_of(x));
+  const Tensor obs = (x.dim() < 2 ? x.reshape({1, -1}) : x).to(to_floating(x.dtype()));
   const int64_t n = obs.size(1);
   auto check_weights = [n](const Tensor& w, const char* name, bool integral) {
     if (w.dim() > 1 || w.numel() != n)
@@ -443,7 +441,7 @@ std::vector<Tensor> unravel_index(const Tensor& indices, const Dims& shape) {
 // ---- elementwise
 
 Tensor erfc(const Tensor& x) {
-  const DType dtype = floating_of(x);
+  const DType dtype = to_floating(x.dtype());
   const Tensor d = x.to(DType::Float64);
   // 1 - erf loses log10(1 / erfc(x)) digits: 3.4 at x = 2.5, where the fraction takes over.
   const Tensor far = d >= 2.5;
@@ -473,7 +471,7 @@ Tensor sinc(const Tensor& x) {
 }
 
 Tensor copysign(const Tensor& a, const Tensor& b) {
-  const DType dtype = promote_types(floating_of(a), floating_of(b));
+  const DType dtype = promote_types(to_floating(a.dtype()), to_floating(b.dtype()));
   const Tensor magnitude = a.to(dtype).abs();
   return where(signbit(b), -magnitude, magnitude);
 }
@@ -523,7 +521,7 @@ bool is_nonzero(const Tensor& x) {
 }
 
 Tensor ldexp(const Tensor& x, const Tensor& e) {
-  const DType dtype = promote_types(floating_of(x), floating_of(e));
+  const DType dtype = promote_types(to_floating(x.dtype()), to_floating(e.dtype()));
   return x.to(dtype) * pow(Scalar(2.0), e.to(dtype));
 }
 
@@ -647,7 +645,7 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
 }
 
 Tensor logspace(double start, double end, int64_t steps, double base, Options opts) {
-  const DType dtype = opts.dtype.value_or(DType::Float32);
+  const DType dtype = opts.dtype.value_or(get_default_dtype());
   const DType compute = is_floating(dtype) ? dtype : DType::Float64;
   const Tensor exponents = linspace(start, end, steps, {.dtype = compute, .device = opts.device});
   return pow(Scalar(base), exponents).to(dtype);

@@ -17,10 +17,10 @@ Tensor full(const Dims& shape, Scalar value, Options opts) {
 }
 
 Tensor zeros(const Dims& shape, Options opts) {
-  return full(shape, 0, {opts.dtype.value_or(DType::Float32), opts.device});
+  return full(shape, 0, {opts.dtype.value_or(get_default_dtype()), opts.device});
 }
 Tensor ones(const Dims& shape, Options opts) {
-  return full(shape, 1, {opts.dtype.value_or(DType::Float32), opts.device});
+  return full(shape, 1, {opts.dtype.value_or(get_default_dtype()), opts.device});
 }
 
 namespace {
@@ -97,10 +97,10 @@ Tensor tensor(const NestedList& values, Options opts) {
   DTypeCategory cat = DTypeCategory::Bool;
   size_t leaf_depth = SIZE_MAX;
   infer_nested(values, 0, shape, leaf_depth, cat);
-  if (numel_of(shape) == 0) cat = DTypeCategory::Floating;  // tensor([]) is float32, as in PyTorch
+  if (numel_of(shape) == 0) cat = DTypeCategory::Floating;  // tensor([]) is floating, as in PyTorch
   DType dtype = opts.dtype.value_or(cat == DTypeCategory::Bool      ? DType::Bool
                                     : cat == DTypeCategory::Integer ? DType::Int64
-                                                                    : DType::Float32);
+                                                                    : get_default_dtype());
   Tensor cpu = empty(Dims(shape.begin(), shape.end()), {.dtype = dtype});
   UG_DISPATCH_ALL_AND_SHELLS(dtype, "tensor", {
     scalar_t* p = static_cast<scalar_t*>(cpu.raw_data());
@@ -113,7 +113,7 @@ Tensor arange(Scalar end, Options opts) { return arange(0, end, 1, opts); }
 
 Tensor arange(Scalar start, Scalar end, Scalar step, Options opts) {
   const bool all_int = !start.is_floating() && !end.is_floating() && !step.is_floating();
-  DType dtype = opts.dtype.value_or(all_int ? DType::Int64 : DType::Float32);
+  DType dtype = opts.dtype.value_or(all_int ? DType::Int64 : get_default_dtype());
   double s = start.to_double(), e = end.to_double(), d = step.to_double();
   if (d == 0) fail("[arange] step must be nonzero");
   if ((d > 0 && s > e) || (d < 0 && s < e))
@@ -133,7 +133,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step, Options opts) {
 
 Tensor linspace(double start, double end, int64_t steps, Options opts) {
   if (steps < 0) fail("[linspace] number of steps must be non-negative, got ", steps);
-  DType dtype = opts.dtype.value_or(DType::Float32);
+  DType dtype = opts.dtype.value_or(get_default_dtype());
   Tensor out = empty({steps}, {.dtype = dtype});
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   const int64_t half = steps / 2;
@@ -152,7 +152,7 @@ Tensor linspace(double start, double end, int64_t steps, Options opts) {
 Tensor eye(int64_t n, std::optional<int64_t> m, Options opts) {
   int64_t cols = m.value_or(n);
   if (n < 0 || cols < 0) fail("[eye] sizes must be non-negative, got ", n, " and ", cols);
-  Tensor out = zeros({n, cols}, {opts.dtype.value_or(DType::Float32), {}});
+  Tensor out = zeros({n, cols}, {opts.dtype.value_or(get_default_dtype()), {}});
   UG_DISPATCH_ALL(out.dtype(), "eye", {
     scalar_t* p = static_cast<scalar_t*>(out.raw_data());
     for (int64_t i = 0; i < std::min(n, cols); ++i) p[i * cols + i] = static_cast<scalar_t>(1);

@@ -21,7 +21,7 @@ const graph::OpDef kRandom("random");
 RandomStream reserve_for(int64_t n) { return default_generator().reserve(4 * static_cast<uint64_t>((n + 1) / 2)); }
 
 DType float_dtype(const Options& opts, const char* op) {
-  DType d = opts.dtype.value_or(DType::Float32);
+  DType d = opts.dtype.value_or(get_default_dtype());
   if (!is_floating(d)) fail<TypeError>("[", op, "] expects a floating dtype, got ", d);
   return d;
 }
@@ -262,13 +262,15 @@ Tensor fold_in(const Tensor& key, uint64_t data) {
   return derive_key(kFoldIn, key, [data](const Tensor& k) { return fold_key(k, data); });
 }
 
-Tensor uniform(const Tensor& key, const Dims& shape, double minval, double maxval, DType dtype) {
-  if (!is_floating(dtype)) fail<TypeError>("[random.uniform] expects a floating dtype, got ", dtype);
-  return draw(uniform_draw(shape, minval, maxval, dtype, {}), &key);
+Tensor uniform(const Tensor& key, const Dims& shape, double minval, double maxval, std::optional<DType> dtype) {
+  const DType d = dtype.value_or(get_default_dtype());
+  if (!is_floating(d)) fail<TypeError>("[random.uniform] expects a floating dtype, got ", d);
+  return draw(uniform_draw(shape, minval, maxval, d, {}), &key);
 }
-Tensor normal(const Tensor& key, const Dims& shape, DType dtype) {
-  if (!is_floating(dtype)) fail<TypeError>("[random.normal] expects a floating dtype, got ", dtype);
-  return draw(normal_draw(shape, 0, 1, dtype, {}), &key);
+Tensor normal(const Tensor& key, const Dims& shape, std::optional<DType> dtype) {
+  const DType d = dtype.value_or(get_default_dtype());
+  if (!is_floating(d)) fail<TypeError>("[random.normal] expects a floating dtype, got ", d);
+  return draw(normal_draw(shape, 0, 1, d, {}), &key);
 }
 Tensor randint(const Tensor& key, const Dims& shape, int64_t minval, int64_t maxval, DType dtype) {
   return draw(integers_draw(shape, minval, maxval, dtype, {}), &key);

@@ -43,9 +43,10 @@ Tensor key(uint64_t seed);
 Tensor split(const Tensor& key, int64_t num = 2);
 /** A key derived from `key` and `data` (jax.random.fold_in). */
 Tensor fold_in(const Tensor& key, uint64_t data);
+/** jax.random.uniform/normal; dtype: the default floating dtype unless given. */
 Tensor uniform(const Tensor& key, const Dims& shape, double minval = 0, double maxval = 1,
-               DType dtype = DType::Float32);
-Tensor normal(const Tensor& key, const Dims& shape, DType dtype = DType::Float32);
+               std::optional<DType> dtype = std::nullopt);
+Tensor normal(const Tensor& key, const Dims& shape, std::optional<DType> dtype = std::nullopt);
 Tensor randint(const Tensor& key, const Dims& shape, int64_t minval, int64_t maxval, DType dtype = DType::Int64);
 Tensor bernoulli(const Tensor& key, double p, const Dims& shape);
 /** Category indices drawn with probabilities softmax(logits) along `axis` (jax.random.categorical):

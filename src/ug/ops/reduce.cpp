@@ -538,8 +538,8 @@ Tensor norm(const Tensor& x, Scalar p, const std::optional<Dims>& dims, bool kee
 }
 
 Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
-  Tensor xc = x.to(is_floating(x.dtype()) ? compute_dtype(x.dtype()) : DType::Float32);
-  DType out_dtype = is_floating(x.dtype()) ? x.dtype() : DType::Float32;
+  const DType out_dtype = to_floating(x.dtype());
+  Tensor xc = x.to(compute_dtype(out_dtype));
   Mask mask = reduce_mask(x, dims, "logsumexp");
   if (reduced_count(x.shape(), mask) == 0)  // an empty sum: log(0) = -inf
     return sum_masked(xc, mask, keepdim, {}).fill_(-std::numeric_limits<double>::infinity()).to(out_dtype);

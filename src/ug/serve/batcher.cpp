@@ -153,7 +153,7 @@ void Batcher::run(const std::vector<std::shared_ptr<Job>>& batch) {
   try {
     Dims shape{samples};
     for (int64_t d : sample_shape_) shape.push_back(d);
-    Tensor inputs = empty(shape);
+    Tensor inputs = empty(shape, {.dtype = DType::Float32});
     float* at = inputs.data_ptr<float>();
     for (const auto& job : batch) at = std::copy(job->inputs.values.begin(), job->inputs.values.end(), at);
     outputs = model_.predict(inputs);

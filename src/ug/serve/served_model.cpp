@@ -29,7 +29,7 @@ ModuleModel::ModuleModel(std::shared_ptr<nn::Module> module, TensorSpec input, s
   Shape sample(input_.shape.begin(), input_.shape.end());
   sample[0] = 1;
   input_.shape[0] = -1;
-  const Tensor out = predict(zeros(sample));
+  const Tensor out = predict(zeros(sample, {.dtype = input_.dtype}));
   outputs_.front().shape.assign(out.shape().begin(), out.shape().end());
   outputs_.front().shape[0] = -1;
   outputs_.front().dtype = out.dtype();

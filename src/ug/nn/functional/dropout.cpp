@@ -20,7 +20,7 @@ void check_p(double p, const char* op) {
 
 /** 1 / (1 - p) where a uniform draw of `shape` falls below 1 - p, 0 elsewhere, in x's dtype. */
 Tensor keep_mask(const Tensor& x, const Dims& shape, double p) {
-  DType d = is_floating(x.dtype()) ? x.dtype() : DType::Float32;
+  const DType d = to_floating(x.dtype());
   if (p == 1) return zeros(shape, {.dtype = d, .device = x.device()});
   Tensor u = rand(shape, {.dtype = DType::Float32, .device = x.device()});
   return (u < 1 - p).to(d) * (1 / (1 - p));

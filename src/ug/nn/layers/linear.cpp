@@ -11,8 +11,8 @@
 
 namespace ug::nn {
 
-LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool bias, DType dtype)
-    : LinearImpl("Linear", in_features, out_features, bias, dtype) {
+LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool bias, std::optional<DType> dtype)
+    : LinearImpl("Linear", in_features, out_features, bias, dtype.value_or(get_default_dtype())) {
   if (in_features >= 0) reset_parameters();
 }
 
@@ -57,9 +57,9 @@ std::string LinearImpl::extra_repr() const {
          ", out_features=" + std::to_string(out_features_) + ", bias=" + (has_bias_ ? "True" : "False");
 }
 
-DenseImpl::DenseImpl(int64_t units, const std::string& activation_name, int64_t input_dim, bool use_bias, DType dtype,
-                     bool flatten)
-    : LinearImpl("Dense", input_dim, units, use_bias, dtype),
+DenseImpl::DenseImpl(int64_t units, const std::string& activation_name, int64_t input_dim, bool use_bias,
+                     std::optional<DType> dtype, bool flatten)
+    : LinearImpl("Dense", input_dim, units, use_bias, dtype.value_or(get_default_dtype())),
       activation_name_(activation_name),
       flatten_(flatten),
       compute_dtype_(mixed_precision::global_policy().autocast_dtype()),

@@ -13,8 +13,9 @@ namespace ug::nn {
 class LinearImpl : public Module {
   UG_CLONEABLE(LinearImpl)
  public:
-  /** in_features < 0 makes a lazy layer whose weight is created by the first forward. */
-  LinearImpl(int64_t in_features, int64_t out_features, bool bias = true, DType dtype = DType::Float32);
+  /** in_features < 0 makes a lazy layer whose weight is created by the first forward. dtype:
+   *  the default floating dtype (get_default_dtype) unless given. */
+  LinearImpl(int64_t in_features, int64_t out_features, bool bias = true, std::optional<DType> dtype = std::nullopt);
   Tensor forward(const Tensor& x) override;
   void reset_parameters() override;
   std::string extra_repr() const override;
@@ -44,7 +45,7 @@ class DenseImpl : public LinearImpl {
   UG_CLONEABLE(DenseImpl)
  public:
   DenseImpl(int64_t units, const std::string& activation = "", int64_t input_dim = -1, bool use_bias = true,
-            DType dtype = DType::Float32, bool flatten = false);
+            std::optional<DType> dtype = std::nullopt, bool flatten = false);
   Tensor forward(const Tensor& x) override;
   void reset_parameters() override;
   std::string extra_repr() const override;

@@ -92,8 +92,9 @@ std::string join_repr(int64_t input_size, int64_t hidden_size) {
 // ---- cells --------------------------------------------------------------------------------
 
 RNNCellBaseImpl::RNNCellBaseImpl(std::string type_name, RNNMode mode, int64_t input_size, int64_t hidden_size,
-                                 bool bias, DType dtype)
+                                 bool bias, std::optional<DType> dtype_or_default)
     : Module(std::move(type_name)), mode_(mode), input_size_(input_size), hidden_size_(hidden_size), bias_(bias) {
+  const DType dtype = dtype_or_default.value_or(get_default_dtype());
   if (input_size < 0) fail("[", this->type_name(), "] input_size must be non-negative, got ", input_size);
   if (hidden_size <= 0) fail("[", this->type_name(), "] hidden_size must be greater than zero, got ", hidden_size);
   if (!is_floating(dtype)) fail<TypeError>("[", this->type_name(), "] needs a floating dtype, got ", dtype);
@@ -146,7 +147,7 @@ LSTMState RNNCellBaseImpl::cell_step(const Tensor& x2d, const Tensor& h, const T
 }
 
 RNNCellImpl::RNNCellImpl(int64_t input_size, int64_t hidden_size, bool bias, const std::string& nonlinearity,
-                         DType dtype)
+                         std::optional<DType> dtype)
     : RNNCellBaseImpl("RNNCell", rnn_mode(nonlinearity), input_size, hidden_size, bias, dtype) {}
 
 Tensor RNNCellImpl::forward(const Tensor& x, const std::optional<Tensor>& hx) {
@@ -158,7 +159,7 @@ std::string RNNCellImpl::extra_repr() const {
   return RNNCellBaseImpl::extra_repr() + (mode_ == RNNMode::RNNReLU ? ", nonlinearity=relu" : "");
 }
 
-LSTMCellImpl::LSTMCellImpl(int64_t input_size, int64_t hidden_size, bool bias, DType dtype)
+LSTMCellImpl::LSTMCellImpl(int64_t input_size, int64_t hidden_size, bool bias, std::optional<DType> dtype)
     : RNNCellBaseImpl("LSTMCell", RNNMode::LSTM, input_size, hidden_size, bias, dtype) {}
 
 LSTMState LSTMCellImpl::forward(const Tensor& x, const std::optional<LSTMState>& hx) {
@@ -168,7 +169,7 @@ LSTMState LSTMCellImpl::forward(const Tensor& x, const std::optional<LSTMState>&
   return {h2, c2};
 }
 
-GRUCellImpl::GRUCellImpl(int64_t input_size, int64_t hidden_size, bool bias, DType dtype)
+GRUCellImpl::GRUCellImpl(int64_t input_size, int64_t hidden_size, bool bias, std::optional<DType> dtype)
     : RNNCellBaseImpl("GRUCell", RNNMode::GRU, input_size, hidden_size, bias, dtype) {}
 
 Tensor GRUCellImpl::forward(const Tensor& x, const std::optional<Tensor>& hx) {
@@ -188,10 +189,11 @@ RNNBaseImpl::RNNBaseImpl(std::string type_name, RNNMode mode, int64_t input_size
   if (!(options.dropout >= 0 && options.dropout <= 1))
     fail("[", name, "] dropout should be a number in range [0, 1] (the probability of zeroing an element), got ",
          options.dropout);
-  if (!is_floating(options.dtype)) fail<TypeError>("[", name, "] needs a floating dtype, got ", options.dtype);
+  const DType dtype = options.dtype.value_or(get_default_dtype());
+  if (!is_floating(dtype)) fail<TypeError>("[", name, "] needs a floating dtype, got ", dtype);
   const int64_t rows = gate_count(mode) * hidden_size;
   const int64_t directions = options.bidirectional ? 2 : 1;
-  const Options opts{.dtype = options.dtype, .device = {}};
+  const Options opts{.dtype = dtype, .device = {}};
   for (int64_t k = 0; k < options.num_layers; ++k) {
     const int64_t in = k == 0 ? input_size : hidden_size * directions;
     for (int64_t d = 0; d < directions; ++d) {

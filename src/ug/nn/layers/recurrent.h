@@ -40,7 +40,8 @@ class RNNCellBaseImpl : public Module {
   bool bias() const { return bias_; }
 
  protected:
-  RNNCellBaseImpl(std::string type_name, RNNMode mode, int64_t input_size, int64_t hidden_size, bool bias, DType dtype);
+  RNNCellBaseImpl(std::string type_name, RNNMode mode, int64_t input_size, int64_t hidden_size, bool bias,
+                  std::optional<DType> dtype);
   /** Checks x ([N, in] or unbatched [in]) and returns it as [N, in]. */
   Tensor batched_input(const Tensor& x);
   /** Checks a state part against x ([N, H] or [H]; zeros when undefined), as [N, H]. */
@@ -60,7 +61,7 @@ class RNNCellImpl : public RNNCellBaseImpl {
   UG_CLONEABLE(RNNCellImpl)
  public:
   RNNCellImpl(int64_t input_size, int64_t hidden_size, bool bias = true, const std::string& nonlinearity = "tanh",
-              DType dtype = DType::Float32);
+              std::optional<DType> dtype = std::nullopt);
   /** h' from x ([N, in] or [in]) and h ([N, H] or [H]; zeros when absent). */
   Tensor forward(const Tensor& x, const std::optional<Tensor>& hx);
   Tensor forward(const Tensor& x) override { return forward(x, std::nullopt); }
@@ -73,7 +74,7 @@ UG_MODULE(RNNCell);
 class LSTMCellImpl : public RNNCellBaseImpl {
   UG_CLONEABLE(LSTMCellImpl)
  public:
-  LSTMCellImpl(int64_t input_size, int64_t hidden_size, bool bias = true, DType dtype = DType::Float32);
+  LSTMCellImpl(int64_t input_size, int64_t hidden_size, bool bias = true, std::optional<DType> dtype = std::nullopt);
   /** (h', c') from x ([N, in] or [in]) and (h, c) ([N, H] or [H]; zeros when absent). */
   LSTMState forward(const Tensor& x, const std::optional<LSTMState>& hx);
   /** h' from a zero state. */
@@ -86,7 +87,7 @@ UG_MODULE(LSTMCell);
 class GRUCellImpl : public RNNCellBaseImpl {
   UG_CLONEABLE(GRUCellImpl)
  public:
-  GRUCellImpl(int64_t input_size, int64_t hidden_size, bool bias = true, DType dtype = DType::Float32);
+  GRUCellImpl(int64_t input_size, int64_t hidden_size, bool bias = true, std::optional<DType> dtype = std::nullopt);
   /** h' from x ([N, in] or [in]) and h ([N, H] or [H]; zeros when absent). */
   Tensor forward(const Tensor& x, const std::optional<Tensor>& hx);
   Tensor forward(const Tensor& x) override { return forward(x, std::nullopt); }
@@ -102,7 +103,7 @@ struct RNNOptions {
   bool batch_first = false;
   double dropout = 0;
   bool bidirectional = false;
-  DType dtype = DType::Float32;
+  std::optional<DType> dtype;  // the default floating dtype unless given
 };
 
 /** The stacked, optionally bidirectional layers. Parameters per layer k and direction, in

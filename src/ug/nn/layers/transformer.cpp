@@ -250,7 +250,7 @@ Tensor TransformerImpl::forward(const Tensor& src, const Tensor& tgt, const Tens
       "Transformer");
 }
 
-Tensor TransformerImpl::generate_square_subsequent_mask(int64_t sz, DType dtype) {
+Tensor TransformerImpl::generate_square_subsequent_mask(int64_t sz, std::optional<DType> dtype) {
   if (sz < 0) fail("[Transformer] generate_square_subsequent_mask: sz must not be negative, got ", sz);
   const Tensor i = arange(sz, {.dtype = DType::Int64});
   return where(gt(i.unsqueeze(0), i.unsqueeze(1)), -std::numeric_limits<double>::infinity(),

@@ -131,7 +131,7 @@ class TransformerImpl : public Module {
                  bool src_is_causal = false, bool tgt_is_causal = false, bool memory_is_causal = false);
   /** [sz, sz] float mask: -inf above the diagonal, 0 elsewhere (a target position attends to
    *  itself and the positions before it). */
-  static Tensor generate_square_subsequent_mask(int64_t sz, DType dtype = DType::Float32);
+  static Tensor generate_square_subsequent_mask(int64_t sz, std::optional<DType> dtype = std::nullopt);
 
   TransformerEncoder encoder{nullptr};
   TransformerDecoder decoder{nullptr};
