@@ -187,7 +187,7 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
       "The sum over the last `dims` dims of a and the first of b, or over the paired dim lists (torch.tensordot).");
   m.def(
       "chain_matmul", [](nb::args matrices) { return ug::chain_matmul(tensors_of(matrices)); }, "matrices"_a,
-      "The product of 2-d matrices, left to right (torch.chain_matmul).");
+      "The product of 2-d matrices in the cheapest order (torch.chain_matmul).");
   m.def(
       "block_diag", [](nb::args tensors) { return ug::block_diag(tensors_of(tensors)); }, "tensors"_a,
       "The block-diagonal matrix of 0-, 1- and 2-d blocks (torch.block_diag).");

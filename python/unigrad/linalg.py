@@ -12,7 +12,7 @@ from ._C import _linalg as _la
 
 __all__ = ["inv", "det", "slogdet", "solve", "solve_triangular", "cholesky", "qr", "eigh", "eigvalsh", "svd",
            "svdvals", "lstsq", "pinv", "matrix_rank", "matrix_power", "norm", "vector_norm", "matrix_norm",
-           "cholesky_solve"]
+           "cholesky_solve", "multi_dot"]
 
 SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 QrResult = namedtuple("linalg_qr", ["Q", "R"])
@@ -89,6 +89,12 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
 
 def matrix_power(A, n):
     return _la.matrix_power(A, n)
+
+
+def multi_dot(tensors):
+    """The product of two or more matrices in the order that takes the fewest multiply-adds
+    (torch.linalg.multi_dot); the first may be a 1-d row vector and the last a 1-d column vector."""
+    return _la.multi_dot(list(tensors))
 
 
 def _dims(dim):

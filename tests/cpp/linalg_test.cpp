@@ -166,6 +166,22 @@ TEST(LinalgStrict, MmBmmDotOuter) {
   EXPECT_THROW(u.outer(ug::zeros({2, 2})), ug::ValueError);
 }
 
+TEST(LinalgMultiDot, AnyOrderGivesTheChainsProductAndVectorEndsDropTheirDim) {
+  // float64: the orders' roundings differ far below the tolerance
+  Tensor a = seq({5, 2}).to(ug::float64), b = seq({2, 6}).to(ug::float64), c = seq({6, 1}).to(ug::float64),
+         d = seq({1, 3}).to(ug::float64);
+  expect_close(ug::linalg::multi_dot({a, b, c, d}), a.mm(b).mm(c).mm(d));
+  Tensor u = ug::tensor({1.0, 2.0}), v = ug::tensor({3.0, -1.0, 0.5}), m = seq({2, 3});
+  Tensor r = ug::linalg::multi_dot({u, m, v});
+  EXPECT_EQ(r.dim(), 0);
+  expect_close(r, u.unsqueeze(0).mm(m).mm(v.unsqueeze(1)).reshape({}));
+  EXPECT_EQ(ug::linalg::multi_dot({u, m}).shape(), shape({3}));
+  EXPECT_THROW(ug::linalg::multi_dot({a}), ug::ValueError);
+  EXPECT_THROW(ug::linalg::multi_dot({a, u, b}), ug::ValueError);
+  EXPECT_THROW(ug::linalg::multi_dot({a, c}), ug::ValueError);
+  EXPECT_THROW(ug::linalg::multi_dot({a, b.to(ug::float32)}), ug::ValueError);
+}
+
 // ---- einsum ----------------------------------------------------------------------------------
 
 TEST(LinalgEinsum, MatrixPatterns) {

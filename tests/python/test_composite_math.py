@@ -42,6 +42,35 @@ def test_inner_mv_vdot_chain_matmul():
     check(lambda m, a, b: m.chain_matmul(a, b), arr((2, 3)), arr((3,), seed=1))
 
 
+@pytest.mark.parametrize("shapes", [[(2, 3), (3, 4)], [(2, 3), (3, 4), (4, 2)], [(3,), (3, 4), (4, 5), (5,)],
+                                    [(4,), (4, 6)], [(6, 4), (4,)], [(5,), (5,)], [(2, 7), (7, 1), (1, 6), (6, 3), (3, 5)]])
+def test_multi_dot(shapes):
+    args = [arr(shape, seed=i) for i, shape in enumerate(shapes)]
+    check_op(lambda m, *ts: m.linalg.multi_dot(ts), *args)
+
+
+def test_multi_dot_multiplies_in_the_cheapest_order():
+    # left to right would be [100, 2] @ [2, 100] (20,000 multiply-adds) then [100, 100] @ [100, 1]
+    # (10,000); the cheapest order is [2, 100] @ [100, 1] (200), then [100, 2] @ [2, 1] (200)
+    a, b, c = ug.randn(100, 2, dtype=ug.float64), ug.randn(2, 100, dtype=ug.float64), ug.randn(100, 1, dtype=ug.float64)
+    with ug.profiler.profile(record_shapes=True) as prof:
+        out = ug.linalg.multi_dot([a, b, c])
+    products = [e["input_shapes"] for e in prof.events() if e["name"] == "matmul" and e["depth"] == 0]
+    assert products == [[[2, 100], [100, 1]], [[100, 2], [2, 1]]]
+    expected = torch.linalg.multi_dot([torch.from_numpy(t.numpy()) for t in (a, b, c)]).numpy()
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_multi_dot_refuses_what_torch_refuses():
+    check(lambda m, a: m.linalg.multi_dot([a]), arr((2, 3)))
+    check(lambda m, a, b, c: m.linalg.multi_dot([a, b, c]), arr((2, 3)), arr((3,), seed=1), arr((3, 2), seed=2))
+    check(lambda m, a, b: m.linalg.multi_dot([a, b]), arr((2, 3)), arr((3, 2), "float64", seed=1))
+    check(lambda m, a, b: m.linalg.multi_dot([a, b]), arr((2, 3)), arr((4, 2), seed=1))
+    check(lambda m, a, b: m.linalg.multi_dot([a, b]), arr((2, 3, 4)), arr((4, 2), seed=1))
+    with pytest.raises(RuntimeError, match=r"\[linalg.multi_dot\] tensors 0 and 1 cannot be multiplied.*\[2, 3\].*\[4, 2\]"):
+        ug.linalg.multi_dot([ug.ones(2, 3), ug.ones(4, 2)])
+
+
 @pytest.mark.parametrize("beta, alpha", [(1, 1), (0.5, -2.0), (0, 3)])
 def test_addmv_addr_addbmm(beta, alpha):
     check_op(lambda m, i, a, v: m.addmv(i, a, v, beta=beta, alpha=alpha), arr((3,)), arr((3, 4), seed=1),

@@ -208,9 +208,7 @@ Tensor chain_matmul(const std::vector<Tensor>& matrices) {
   if (matrices.empty()) fail<RuntimeError>("[chain_matmul] needs at least one matrix");
   for (const Tensor& m : matrices)
     if (m.dim() != 2) fail<RuntimeError>("[chain_matmul] needs 2-d matrices, got shape ", m.shape());
-  Tensor out = matrices[0];
-  for (size_t i = 1; i < matrices.size(); ++i) out = out.mm(matrices[i]);
-  return out;
+  return matrices.size() == 1 ? matrices[0] : linalg::multi_dot(matrices);
 }
 
 Tensor block_diag(const std::vector<Tensor>& tensors) {

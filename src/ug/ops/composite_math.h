@@ -29,7 +29,7 @@ Tensor addr(const Tensor& input, const Tensor& vec1, const Tensor& vec2, Scalar 
 Tensor addbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, Scalar beta = 1, Scalar alpha = 1);
 /** The dot product of two 1-d tensors (real dtypes: no conjugation to do). */
 Tensor vdot(const Tensor& a, const Tensor& b);
-/** The product of 2-d matrices, left to right (one matrix: itself). */
+/** The product of 2-d matrices in the cheapest order, as linalg::multi_dot (one matrix: itself). */
 Tensor chain_matmul(const std::vector<Tensor>& matrices);
 /** The block-diagonal matrix of 0-d (1 x 1), 1-d (1 x n) and 2-d blocks, in their promoted dtype. */
 Tensor block_diag(const std::vector<Tensor>& tensors);

@@ -89,6 +89,10 @@ Tensor matrix_rank(const Tensor& a, std::optional<double> atol = {}, std::option
                    bool hermitian = false);
 /** A^n by repeated squaring; n < 0: inv(A)^-n; n = 0: the identity. */
 Tensor matrix_power(const Tensor& a, int64_t n);
+/** The product of two or more matrices of one dtype, multiplied in the order that takes the
+ *  fewest multiply-adds (ops/multi_dot.cpp); the first may be a 1-d row vector and the last a
+ *  1-d column vector, their dim dropped from the result. */
+Tensor multi_dot(const std::vector<Tensor>& tensors);
 /** The vector ord-norm over dims (all when absent): ord 0, inf, -inf or any number. */
 Tensor vector_norm(const Tensor& x, double ord = 2, const std::optional<Dims>& dims = {}, bool keepdim = false);
 /** The matrix norm over two dims: ord "fro" or "nuc". */
