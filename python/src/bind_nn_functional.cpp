@@ -66,6 +66,19 @@ void bind_nn_functional(nb::module_&, nb::module_& m) {
   m.def("pixel_shuffle", &F::pixel_shuffle, nb::arg("input"), nb::arg("upscale_factor"));
   m.def("pixel_unshuffle", &F::pixel_unshuffle, nb::arg("input"), nb::arg("downscale_factor"));
   m.def(
+      "interpolate",
+      [](const Tensor& x, nb::handle size, nb::handle scale_factor, const std::string& mode,
+         std::optional<bool> align_corners, std::optional<bool> recompute_scale_factor, bool antialias) {
+        if (antialias) throw ug::ValueError("[interpolate] antialias=True is not supported");
+        return F::interpolate(x, {.size = optional_sizes(size, "interpolate"),
+                                  .scale_factor = optional_factors(scale_factor, "interpolate"),
+                                  .mode = mode,
+                                  .align_corners = align_corners,
+                                  .recompute_scale_factor = recompute_scale_factor});
+      },
+      nb::arg("input"), nb::arg("size") = none, nb::arg("scale_factor") = none, nb::arg("mode") = "nearest",
+      nb::arg("align_corners") = none, nb::arg("recompute_scale_factor") = none, nb::arg("antialias") = false);
+  m.def(
       "softmax",
       [](const Tensor& x, std::optional<int64_t> dim, int, std::optional<ug::DType> dtype) {
         return F::softmax(x, softmax_dim(x, dim), dtype);

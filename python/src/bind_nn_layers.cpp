@@ -13,6 +13,7 @@
 #include "ug/nn/layers/normalization.h"
 #include "ug/nn/layers/padding.h"
 #include "ug/nn/layers/pixel_shuffle.h"
+#include "ug/nn/layers/upsample.h"
 
 namespace ugpy {
 
@@ -38,6 +39,17 @@ ug::ConvPadding conv_padding(nb::handle h) {
 Tensor tensor_or_empty(const std::optional<Tensor>& t) { return t.value_or(Tensor()); }
 
 nb::object optional_result(const Tensor& t) { return t.defined() ? nb::cast(t) : nb::none(); }
+
+/** UpsamplingNearest2d / UpsamplingBilinear2d(size=None, scale_factor=None). */
+template <class Impl> void bind_upsampling(nb::module_& nn, const char* name, const char* doc) {
+  nb::class_<Impl, ug::nn::UpsampleImpl>(nn, name, doc)
+      .def(
+          "__init__",
+          [name](Impl* u, nb::handle size, nb::handle scale_factor) {
+            new (u) Impl(optional_sizes(size, name), optional_factors(scale_factor, name));
+          },
+          "size"_a = nb::none(), "scale_factor"_a = nb::none());
+}
 
 /** MaxPool1d / MaxPool2d(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False). */
 template <class Impl> void bind_max_pool(nb::module_& nn, const char* name, const char* doc) {
@@ -192,6 +204,20 @@ void bind_nn_layers(nb::module_& nn) {
   nb::class_<n::PixelUnshuffleImpl, Module>(nn, "PixelUnshuffle",
                                             "[*, C, H·r, W·r] -> [*, C·r², H, W] (torch.nn.PixelUnshuffle).")
       .def(nb::init<int64_t>(), "downscale_factor"_a);
+  nb::class_<n::UpsampleImpl, Module>(nn, "Upsample", "Resizes [N, C, *spatial] as F.interpolate (torch.nn.Upsample).")
+      .def(
+          "__init__",
+          [](n::UpsampleImpl* u, nb::handle size, nb::handle scale_factor, std::string mode,
+             std::optional<bool> align_corners, std::optional<bool> recompute_scale_factor) {
+            new (u) n::UpsampleImpl(optional_sizes(size, "Upsample"), optional_factors(scale_factor, "Upsample"),
+                                    std::move(mode), align_corners, recompute_scale_factor);
+          },
+          "size"_a = nb::none(), "scale_factor"_a = nb::none(), "mode"_a = "nearest", "align_corners"_a = nb::none(),
+          "recompute_scale_factor"_a = nb::none());
+  bind_upsampling<n::UpsamplingNearest2dImpl>(nn, "UpsamplingNearest2d",
+                                              "Upsample in mode 'nearest' (torch.nn.UpsamplingNearest2d).");
+  bind_upsampling<n::UpsamplingBilinear2dImpl>(
+      nn, "UpsamplingBilinear2d", "Upsample in mode 'bilinear', align_corners=True (torch.nn.UpsamplingBilinear2d).");
 
   // ---- padding: an int pads every side, or (left, right, top, bottom) -------------------------
   nb::class_<n::PadImpl, Module>(nn, "_PadNd");

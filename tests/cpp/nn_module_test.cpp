@@ -374,5 +374,28 @@ TEST(NnModule, PixelShuffleAndInstanceNormFromCpp) {
   EXPECT_THROW(nn::InstanceNorm2d(3)(zeros({2, 3})), ValueError);
 }
 
+TEST(NnModule, UpsampleAndInterpolateFromCpp) {
+  namespace F = nn::functional;
+  Tensor x = arange(3.0).reshape({1, 1, 3}).requires_grad_();
+  nn::Upsample up(std::nullopt, std::vector<double>{2.0});
+  Tensor y = up(x);
+  test::expect_values(y, {0.0, 0.0, 1.0, 1.0, 2.0, 2.0}, 0);
+  y.sum().backward();
+  test::expect_values(x.grad(), {2.0, 2.0, 2.0}, 0);  // each input reaches two outputs
+  EXPECT_EQ(up->to_string(), "Upsample(scale_factor=2.0, mode='nearest')");
+  // Source index 0.5 (i + 0.5) - 0.5, clamped to [0, 2]: -0.25 -> 0, 0.25, ..., 2.25 -> 2.
+  test::expect_values(F::interpolate(x, {.size = Dims{6}, .mode = "linear"}), {0.0, 0.25, 0.75, 1.25, 1.75, 2.0}, 1e-6);
+  test::expect_values(F::interpolate(x, {.size = Dims{5}, .mode = "linear", .align_corners = true}),
+                      {0.0, 0.5, 1.0, 1.5, 2.0}, 1e-6);
+
+  nn::UpsamplingBilinear2d bilinear(Dims{3});
+  test::expect_values(bilinear(arange(4.0).reshape({1, 1, 2, 2})), {0.0, 0.5, 1.0, 1.0, 1.5, 2.0, 2.0, 2.5, 3.0}, 1e-6);
+  EXPECT_EQ(bilinear->to_string(), "UpsamplingBilinear2d(size=3, mode='bilinear')");
+  EXPECT_EQ(nn::UpsamplingNearest2d(Dims{4, 6})->to_string(), "UpsamplingNearest2d(size=(4, 6), mode='nearest')");
+  EXPECT_THROW(F::interpolate(x, {.size = Dims{4}, .mode = "bilinear"}), ValueError);
+  EXPECT_THROW(F::interpolate(x, {.size = Dims{0}}), ValueError);
+  EXPECT_THROW(nn::Upsample()(x), ValueError);
+}
+
 }  // namespace
 }  // namespace ug

@@ -7,6 +7,7 @@
 #include "ug/nn/functional/attention.h"
 #include "ug/nn/functional/dropout.h"
 #include "ug/nn/functional/embedding.h"
+#include "ug/nn/functional/interpolate.h"
 #include "ug/nn/functional/linear.h"
 #include "ug/nn/functional/loss.h"
 #include "ug/nn/functional/normalization.h"

@@ -15,5 +15,6 @@
 #include "ug/nn/layers/pixel_shuffle.h"
 #include "ug/nn/layers/recurrent.h"
 #include "ug/nn/layers/transformer.h"
+#include "ug/nn/layers/upsample.h"
 #include "ug/nn/mixed_precision.h"
 #include "ug/nn/module.h"
