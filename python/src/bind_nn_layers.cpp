@@ -10,6 +10,7 @@
 #include "ug/nn/layers/conv.h"
 #include "ug/nn/layers/dropout.h"
 #include "ug/nn/layers/loss.h"
+#include "ug/nn/layers/margin_loss.h"
 #include "ug/nn/layers/normalization.h"
 #include "ug/nn/layers/padding.h"
 #include "ug/nn/layers/pixel_shuffle.h"
@@ -305,6 +306,43 @@ void bind_nn_layers(nb::module_& nn) {
       nn, "CosineEmbeddingLoss", "Cosine-similarity loss of pairs labelled 1 or -1 (torch.nn.CosineEmbeddingLoss).")
       .def(nb::init<double, std::string>(), "margin"_a = 0.0, "reduction"_a = "mean")
       .def("forward", &n::CosineEmbeddingLossImpl::forward, "input1"_a, "input2"_a, "target"_a);
+  nb::class_<n::MarginRankingLossImpl, n::LossImpl>(nn, "MarginRankingLoss",
+                                                    "max(0, -target (x1 - x2) + margin) (torch.nn.MarginRankingLoss).")
+      .def(nb::init<double, std::string>(), "margin"_a = 0.0, "reduction"_a = "mean")
+      .def("forward", &n::MarginRankingLossImpl::forward, "input1"_a, "input2"_a, "target"_a);
+  nb::class_<n::HingeEmbeddingLossImpl, n::LossImpl>(
+      nn, "HingeEmbeddingLoss", "x where target is 1, max(0, margin - x) where -1 (torch.nn.HingeEmbeddingLoss).")
+      .def(nb::init<double, std::string>(), "margin"_a = 1.0, "reduction"_a = "mean")
+      .def("forward", &n::HingeEmbeddingLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::SoftMarginLossImpl, n::LossImpl>(nn, "SoftMarginLoss",
+                                                 "log(1 + exp(-target x)) (torch.nn.SoftMarginLoss).")
+      .def(nb::init<std::string>(), "reduction"_a = "mean")
+      .def("forward", &n::SoftMarginLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::MultiLabelSoftMarginLossImpl, n::LossImpl>(
+      nn, "MultiLabelSoftMarginLoss",
+      "Per-class binary cross entropy of logits, averaged over classes (torch.nn.MultiLabelSoftMarginLoss).")
+      .def(
+          "__init__",
+          [](n::MultiLabelSoftMarginLossImpl* l, std::optional<Tensor> weight, std::string reduction) {
+            new (l) n::MultiLabelSoftMarginLossImpl(tensor_or_empty(weight), std::move(reduction));
+          },
+          "weight"_a = nb::none(), "reduction"_a = "mean")
+      .def("forward", &n::MultiLabelSoftMarginLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::TripletMarginLossImpl, n::LossImpl>(
+      nn, "TripletMarginLoss",
+      "max(0, margin + d(anchor, positive) - d(anchor, negative)) (torch.nn.TripletMarginLoss).")
+      .def(nb::init<double, double, double, bool, std::string>(), "margin"_a = 1.0, "p"_a = 2.0, "eps"_a = 1e-6,
+           "swap"_a = false, "reduction"_a = "mean")
+      .def("forward", &n::TripletMarginLossImpl::forward, "anchor"_a, "positive"_a, "negative"_a);
+  nb::class_<n::MultiMarginLossImpl, n::LossImpl>(nn, "MultiMarginLoss",
+                                                  "Multi-class hinge loss (torch.nn.MultiMarginLoss).")
+      .def(
+          "__init__",
+          [](n::MultiMarginLossImpl* l, int64_t p, double margin, std::optional<Tensor> weight, std::string reduction) {
+            new (l) n::MultiMarginLossImpl(p, margin, tensor_or_empty(weight), std::move(reduction));
+          },
+          "p"_a = 1, "margin"_a = 1.0, "weight"_a = nb::none(), "reduction"_a = "mean")
+      .def("forward", &n::MultiMarginLossImpl::forward, "input"_a, "target"_a);
 
   // ---- attention -----------------------------------------------------------------------------
   nb::class_<n::MultiheadAttentionImpl, Module>(

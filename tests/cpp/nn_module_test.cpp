@@ -397,5 +397,26 @@ TEST(NnModule, UpsampleAndInterpolateFromCpp) {
   EXPECT_THROW(nn::Upsample()(x), ValueError);
 }
 
+TEST(NnModule, MarginLossesFromCpp) {
+  // -t (x1 - x2) + margin: 1 + 0.5 and 2 + 0.5.
+  test::expect_values(nn::MarginRankingLoss(0.5)(tensor({1.0, 2.0}), tensor({2.0, 0.0}), tensor({1.0, -1.0})), {2.0},
+                      1e-6);
+  test::expect_values(nn::HingeEmbeddingLoss()(tensor({0.3, 2.0}), tensor({1.0, -1.0})), {0.15}, 1e-6);
+  test::expect_values(nn::SoftMarginLoss()(tensor({0.0}), tensor({1.0})), {std::log(2.0)}, 1e-6);
+  test::expect_values(nn::MultiLabelSoftMarginLoss()(tensor({{0.0, 0.0}}), tensor({{1.0, 0.0}})), {std::log(2.0)},
+                      1e-6);
+  // d(a, p) = 5 and d(a, n) = 1, each off by at most sqrt(2) eps.
+  test::expect_values(nn::TripletMarginLoss()(tensor({{0.0, 0.0}}), tensor({{3.0, 4.0}}), tensor({{0.0, 1.0}})), {5.0},
+                      1e-5);
+  nn::MultiMarginLoss multi;
+  // torch's documented example: (0.3 + 0.4 + 0.6) / 4.
+  test::expect_values(multi(tensor({{0.1, 0.2, 0.4, 0.8}}), tensor({int64_t{3}})), {0.325}, 1e-6);
+  EXPECT_EQ(multi->to_string(), "MultiMarginLoss()");
+  EXPECT_EQ(nn::MultiMarginLoss(2, 1.0, ones({4}))->named_buffers().size(), 1u);
+  EXPECT_THROW(nn::MultiMarginLoss(3), ValueError);
+  EXPECT_THROW(nn::TripletMarginLoss(0.0), ValueError);
+  EXPECT_THROW(multi(tensor({{0.1, 0.2}}), tensor({int64_t{2}})), IndexError);
+}
+
 }  // namespace
 }  // namespace ug

@@ -10,5 +10,6 @@
 #include "ug/nn/functional/interpolate.h"
 #include "ug/nn/functional/linear.h"
 #include "ug/nn/functional/loss.h"
+#include "ug/nn/functional/margin_loss.h"
 #include "ug/nn/functional/normalization.h"
 #include "ug/nn/functional/pixel_shuffle.h"

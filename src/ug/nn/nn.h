@@ -10,6 +10,7 @@
 #include "ug/nn/layers/dropout.h"
 #include "ug/nn/layers/linear.h"
 #include "ug/nn/layers/loss.h"
+#include "ug/nn/layers/margin_loss.h"
 #include "ug/nn/layers/normalization.h"
 #include "ug/nn/layers/padding.h"
 #include "ug/nn/layers/pixel_shuffle.h"
