@@ -418,5 +418,33 @@ TEST(NnModule, MarginLossesFromCpp) {
   EXPECT_THROW(multi(tensor({{0.1, 0.2}}), tensor({int64_t{2}})), IndexError);
 }
 
+TEST(NnModule, InplaceActivationsFromCpp) {
+  Tensor x = tensor({-1.0, 0.0, 2.0}).requires_grad_();
+  Tensor h = x * 2;
+  const uint32_t version = h.version();
+  nn::SiLU silu(true);
+  Tensor y = silu(h);
+  EXPECT_EQ(h.version(), version + 1);
+  test::expect_values(h, test::values(y), 0);  // written into its input
+  y.sum().backward();
+  // 2 silu'(2x), silu'(z) = s(z) (1 + z (1 - s(z))): silu'(0) = 0.5.
+  auto d = [](double z) {
+    double s = 1 / (1 + std::exp(-z));
+    return 2 * s * (1 + z * (1 - s));
+  };
+  test::expect_values(x.grad(), {d(-2.0), d(0.0), d(4.0)}, 1e-6);
+  EXPECT_EQ(silu->to_string(), "SiLU(inplace=True)");
+
+  Tensor z = tensor({-1.0, 3.0});
+  nn::ReLU(true)(z);
+  test::expect_values(z, {0.0, 3.0}, 0);
+  EXPECT_EQ(nn::ReLU(true)->to_string(), "ReLU(inplace=True)");
+  EXPECT_EQ(nn::LeakyReLU(0.2, true)->to_string(), "LeakyReLU(negative_slope=0.2, inplace=True)");
+  EXPECT_EQ(nn::LeakyReLU()->to_string(), "LeakyReLU(negative_slope=0.01)");
+  Tensor w = tensor({-2.0, 4.0});
+  nn::LeakyReLU(0.5, true)(w);
+  test::expect_values(w, {-1.0, 4.0}, 0);
+}
+
 }  // namespace
 }  // namespace ug
