@@ -33,4 +33,10 @@ void require_floating(const Tensor& x, const char* op, const char* what) {
                     ")");
 }
 
+Reduction checked_reduction(std::string_view r, const char* op, const Tensor& x, const char* what) {
+  Reduction reduction = parse_reduction(r, op);
+  require_floating(x, op, what);
+  return reduction;
+}
+
 }  // namespace ug::nn::functional::detail

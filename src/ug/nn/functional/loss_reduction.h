@@ -15,5 +15,7 @@ ops::Reduction parse_reduction(std::string_view r, const char* op, bool batchmea
 Tensor reduce(const Tensor& loss, ops::Reduction r);
 /** Fails with a TypeError naming op and what (the input's role) unless x is floating point. */
 void require_floating(const Tensor& x, const char* op, const char* what);
+/** parse_reduction, once require_floating has passed: most losses' first check. */
+ops::Reduction checked_reduction(std::string_view r, const char* op, const Tensor& x, const char* what);
 
 }  // namespace ug::nn::functional::detail

@@ -16,10 +16,7 @@ namespace ug::nn::functional {
 
 namespace {
 
-using detail::parse_reduction;
 using detail::reduce;
-using detail::require_floating;
-using ops::Reduction;
 
 /** max(0, x); its gradient is x's where x > 0. */
 Tensor positive_part(const Tensor& x) { return x.clamp(0.0, std::nullopt); }
@@ -40,9 +37,7 @@ Tensor cosine_embedding_loss(const Tensor& x1, const Tensor& x2, const Tensor& t
                              std::string_view reduction) {
   if (autocast::active()) [[unlikely]]
     return autocast::call(graph::Autocast::Float32, cosine_embedding_loss, x1, x2, target, margin, reduction);
-  const char* op = "cosine_embedding_loss";
-  Reduction r = parse_reduction(reduction, op);
-  require_floating(x1, op, "input1");
+  const ops::Reduction r = detail::checked_reduction(reduction, "cosine_embedding_loss", x1, "input1");
   if (x1.shape() != x2.shape())
     fail("[cosine_embedding_loss] input1 and input2 must have the same shape, got ", x1.shape(), " and ", x2.shape());
   if (x1.dim() != 1 && x1.dim() != 2)
@@ -64,8 +59,7 @@ Tensor margin_ranking_loss(const Tensor& x1, const Tensor& x2, const Tensor& tar
   if (autocast::active()) [[unlikely]]
     return autocast::call(graph::Autocast::Float32, margin_ranking_loss, x1, x2, target, margin, reduction);
   const char* op = "margin_ranking_loss";
-  Reduction r = parse_reduction(reduction, op);
-  require_floating(x1, op, "input1");
+  const ops::Reduction r = detail::checked_reduction(reduction, op, x1, "input1");
   require_same_dims(op, {&x1, &x2, &target});
   return reduce(positive_part(-target * (x1 - x2) + margin), r);
 }
@@ -74,8 +68,7 @@ Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, double ma
   if (autocast::active()) [[unlikely]]
     return autocast::call(graph::Autocast::Float32, hinge_embedding_loss, input, target, margin, reduction);
   const char* op = "hinge_embedding_loss";
-  Reduction r = parse_reduction(reduction, op);
-  require_floating(input, op, "input");
+  const ops::Reduction r = detail::checked_reduction(reduction, op, input, "input");
   // As torch: targets other than 1 and -1 add both terms.
   return reduce(where(target != 1, positive_part(margin - input), 0.0) + where(target != -1, input, 0.0), r);
 }
@@ -84,8 +77,7 @@ Tensor soft_margin_loss(const Tensor& input, const Tensor& target, std::string_v
   if (autocast::active()) [[unlikely]]
     return autocast::call(graph::Autocast::Float32, soft_margin_loss, input, target, reduction);
   const char* op = "soft_margin_loss";
-  Reduction r = parse_reduction(reduction, op);
-  require_floating(input, op, "input");
+  const ops::Reduction r = detail::checked_reduction(reduction, op, input, "input");
   return reduce((-input * target).exp().log1p(), r);  // torch's formula: inf past exp's range, as there
 }
 
@@ -94,8 +86,7 @@ Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, co
   if (autocast::active()) [[unlikely]]
     return autocast::call(graph::Autocast::Float32, multilabel_soft_margin_loss, input, target, weight, reduction);
   const char* op = "multilabel_soft_margin_loss";
-  Reduction r = parse_reduction(reduction, op);
-  require_floating(input, op, "input");
+  const ops::Reduction r = detail::checked_reduction(reduction, op, input, "input");
   if (input.dim() == 0) fail("[", op, "] expected an input of at least 1 dim [N, C] or [C], got a 0-d tensor");
   Tensor loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input));
   if (weight.defined()) loss = loss * weight;
@@ -109,8 +100,7 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
     return autocast::call(graph::Autocast::Float32, triplet_margin_loss, anchor, positive, negative, margin, p, eps,
                           swap, reduction);
   const char* op = "triplet_margin_loss";
-  Reduction r = parse_reduction(reduction, op);
-  require_floating(anchor, op, "anchor");
+  const ops::Reduction r = detail::checked_reduction(reduction, op, anchor, "anchor");
   require_same_dims(op, {&anchor, &positive, &negative});
   if (!(margin > 0)) fail("[triplet_margin_loss] margin must be greater than 0, got ", margin);
   Tensor d_pos = pairwise_distance(anchor, positive, p, eps);
@@ -124,8 +114,7 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, d
   if (autocast::active()) [[unlikely]]
     return autocast::call(graph::Autocast::Float32, multi_margin_loss, input, target, p, margin, weight, reduction);
   const char* op = "multi_margin_loss";
-  Reduction r = parse_reduction(reduction, op);
-  require_floating(input, op, "input");
+  const ops::Reduction r = detail::checked_reduction(reduction, op, input, "input");
   if (p != 1 && p != 2) fail("[multi_margin_loss] only p == 1 and p == 2 supported, got p = ", p);
   if (input.dim() > 2 || (input.dim() < 2 && input.numel() == 0) || (input.dim() == 2 && input.size(1) == 0))
     fail("[multi_margin_loss] expected a non-empty vector [C] or matrix [N, C], got shape ", input.shape());
