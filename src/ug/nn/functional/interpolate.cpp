@@ -68,9 +68,10 @@ template <class T> T source_scale(std::optional<double> scale, int64_t in, int64
 }
 
 /** The source index of each output, as torch's CPU kernels compute it for 3-D and 5-D input: in
- *  the opmath type T, floored as a float (floorf), clamped to the input. (Its backward kernels,
- *  and its forward on 4-D input below 128 elements a dim, take out == in and out == 2 in as a
- *  copy and a halving instead, whatever the scale_factor: torch disagrees with itself there.) */
+ *  the opmath type T, floored as a float (floorf), clamped to the input. Its backward kernels,
+ *  and its 4-D nearest forward below 128 elements a dim, compute them in float and take
+ *  out == in and out == 2 in as a copy and a halving whatever the scale_factor, so torch's
+ *  gradient there is not its forward's; unigrad's is the derivative of these indices. */
 template <class T> Tensor nearest_indices(bool exact, int64_t in, int64_t out, std::optional<double> scale) {
   Tensor index = empty({out}, {.dtype = DType::Int64});
   int64_t* p = index.data_ptr<int64_t>();
