@@ -735,21 +735,14 @@ void bind_nn(nb::module_& nn) {
           "dim"_a, "unflattened_size"_a);
 
   nb::class_<ug::nn::ActivationImpl, Module>(nn, "_Activation");
-  // inplace= is accepted for PyTorch code; the result is the same, computed out of place.
-  nb::class_<ug::nn::ReLUImpl, ug::nn::ActivationImpl>(nn, "ReLU")
-      .def(
-          "__init__", [](ug::nn::ReLUImpl* a, bool) { new (a) ug::nn::ReLUImpl(); }, "inplace"_a = false);
+  nb::class_<ug::nn::ReLUImpl, ug::nn::ActivationImpl>(nn, "ReLU").def(nb::init<bool>(), "inplace"_a = false);
   nb::class_<ug::nn::SigmoidImpl, ug::nn::ActivationImpl>(nn, "Sigmoid").def(nb::init<>());
   nb::class_<ug::nn::TanhImpl, ug::nn::ActivationImpl>(nn, "Tanh").def(nb::init<>());
-  nb::class_<ug::nn::SiLUImpl, ug::nn::ActivationImpl>(nn, "SiLU")
-      .def(
-          "__init__", [](ug::nn::SiLUImpl* a, bool) { new (a) ug::nn::SiLUImpl(); }, "inplace"_a = false);
+  nb::class_<ug::nn::SiLUImpl, ug::nn::ActivationImpl>(nn, "SiLU").def(nb::init<bool>(), "inplace"_a = false);
   nb::class_<ug::nn::GELUImpl, ug::nn::ActivationImpl>(nn, "GELU")
       .def(nb::init<const std::string&>(), "approximate"_a = "none");
   nb::class_<ug::nn::LeakyReLUImpl, ug::nn::ActivationImpl>(nn, "LeakyReLU")
-      .def(
-          "__init__", [](ug::nn::LeakyReLUImpl* a, double slope, bool) { new (a) ug::nn::LeakyReLUImpl(slope); },
-          "negative_slope"_a = 0.01, "inplace"_a = false);
+      .def(nb::init<double, bool>(), "negative_slope"_a = 0.01, "inplace"_a = false);
   nb::class_<ug::nn::SoftmaxImpl, ug::nn::ActivationImpl>(nn, "Softmax").def(nb::init<int64_t>(), "dim"_a = -1);
   nb::class_<ug::nn::LogSoftmaxImpl, ug::nn::ActivationImpl>(nn, "LogSoftmax").def(nb::init<int64_t>(), "dim"_a = -1);
   nb::class_<ug::nn::ReLU6Impl, ug::nn::ActivationImpl>(nn, "ReLU6").def(nb::init<bool>(), "inplace"_a = false);

@@ -66,6 +66,19 @@ void bind_nn_functional(nb::module_&, nb::module_& m) {
   m.def("pixel_shuffle", &F::pixel_shuffle, nb::arg("input"), nb::arg("upscale_factor"));
   m.def("pixel_unshuffle", &F::pixel_unshuffle, nb::arg("input"), nb::arg("downscale_factor"));
   m.def(
+      "interpolate",
+      [](const Tensor& x, nb::handle size, nb::handle scale_factor, const std::string& mode,
+         std::optional<bool> align_corners, std::optional<bool> recompute_scale_factor, bool antialias) {
+        if (antialias) throw ug::ValueError("[interpolate] antialias=True is not supported");
+        return F::interpolate(x, {.size = optional_sizes(size, "interpolate"),
+                                  .scale_factor = optional_factors(scale_factor, "interpolate"),
+                                  .mode = mode,
+                                  .align_corners = align_corners,
+                                  .recompute_scale_factor = recompute_scale_factor});
+      },
+      nb::arg("input"), nb::arg("size") = none, nb::arg("scale_factor") = none, nb::arg("mode") = "nearest",
+      nb::arg("align_corners") = none, nb::arg("recompute_scale_factor") = none, nb::arg("antialias") = false);
+  m.def(
       "softmax",
       [](const Tensor& x, std::optional<int64_t> dim, int, std::optional<ug::DType> dtype) {
         return F::softmax(x, softmax_dim(x, dim), dtype);
@@ -179,6 +192,54 @@ void bind_nn_functional(nb::module_&, nb::module_& m) {
       },
       nb::arg("input1"), nb::arg("input2"), nb::arg("target"), nb::arg("margin") = 0.0, nb::arg("size_average") = none,
       nb::arg("reduce") = none, nb::arg("reduction") = "mean");
+  m.def(
+      "margin_ranking_loss",
+      [](const Tensor& x1, const Tensor& x2, const Tensor& t, double margin, OptBool size_average, OptBool reduce,
+         const std::string& reduction) {
+        return F::margin_ranking_loss(x1, x2, t, margin, reduction_of(size_average, reduce, reduction));
+      },
+      nb::arg("input1"), nb::arg("input2"), nb::arg("target"), nb::arg("margin") = 0.0, nb::arg("size_average") = none,
+      nb::arg("reduce") = none, nb::arg("reduction") = "mean");
+  m.def(
+      "hinge_embedding_loss",
+      [](const Tensor& x, const Tensor& t, double margin, OptBool size_average, OptBool reduce,
+         const std::string& reduction) {
+        return F::hinge_embedding_loss(x, t, margin, reduction_of(size_average, reduce, reduction));
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("margin") = 1.0, nb::arg("size_average") = none,
+      nb::arg("reduce") = none, nb::arg("reduction") = "mean");
+  m.def(
+      "soft_margin_loss",
+      [](const Tensor& x, const Tensor& t, OptBool size_average, OptBool reduce, const std::string& reduction) {
+        return F::soft_margin_loss(x, t, reduction_of(size_average, reduce, reduction));
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("size_average") = none, nb::arg("reduce") = none,
+      nb::arg("reduction") = "mean");
+  m.def(
+      "multilabel_soft_margin_loss",
+      [](const Tensor& x, const Tensor& t, const OptTensor& w, OptBool size_average, OptBool reduce,
+         const std::string& reduction) {
+        return F::multilabel_soft_margin_loss(x, t, or_undefined(w), reduction_of(size_average, reduce, reduction));
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("weight") = none, nb::arg("size_average") = none,
+      nb::arg("reduce") = none, nb::arg("reduction") = "mean");
+  m.def(
+      "triplet_margin_loss",
+      [](const Tensor& a, const Tensor& pos, const Tensor& neg, double margin, double p, double eps, bool swap,
+         OptBool size_average, OptBool reduce, const std::string& reduction) {
+        return F::triplet_margin_loss(a, pos, neg, margin, p, eps, swap, reduction_of(size_average, reduce, reduction));
+      },
+      nb::arg("anchor"), nb::arg("positive"), nb::arg("negative"), nb::arg("margin") = 1.0, nb::arg("p") = 2.0,
+      nb::arg("eps") = 1e-6, nb::arg("swap") = false, nb::arg("size_average") = none, nb::arg("reduce") = none,
+      nb::arg("reduction") = "mean");
+  m.def(
+      "multi_margin_loss",
+      [](const Tensor& x, const Tensor& t, int64_t p, double margin, const OptTensor& w, OptBool size_average,
+         OptBool reduce, const std::string& reduction) {
+        return F::multi_margin_loss(x, t, p, margin, or_undefined(w), reduction_of(size_average, reduce, reduction));
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("p") = 1, nb::arg("margin") = 1.0, nb::arg("weight") = none,
+      nb::arg("size_average") = none, nb::arg("reduce") = none, nb::arg("reduction") = "mean");
 
   // ---- normalization ----
   m.def(

@@ -10,9 +10,11 @@
 #include "ug/nn/layers/conv.h"
 #include "ug/nn/layers/dropout.h"
 #include "ug/nn/layers/loss.h"
+#include "ug/nn/layers/margin_loss.h"
 #include "ug/nn/layers/normalization.h"
 #include "ug/nn/layers/padding.h"
 #include "ug/nn/layers/pixel_shuffle.h"
+#include "ug/nn/layers/upsample.h"
 
 namespace ugpy {
 
@@ -38,6 +40,17 @@ ug::ConvPadding conv_padding(nb::handle h) {
 Tensor tensor_or_empty(const std::optional<Tensor>& t) { return t.value_or(Tensor()); }
 
 nb::object optional_result(const Tensor& t) { return t.defined() ? nb::cast(t) : nb::none(); }
+
+/** UpsamplingNearest2d / UpsamplingBilinear2d(size=None, scale_factor=None). */
+template <class Impl> void bind_upsampling(nb::module_& nn, const char* name, const char* doc) {
+  nb::class_<Impl, ug::nn::UpsampleImpl>(nn, name, doc)
+      .def(
+          "__init__",
+          [name](Impl* u, nb::handle size, nb::handle scale_factor) {
+            new (u) Impl(optional_sizes(size, name), optional_factors(scale_factor, name));
+          },
+          "size"_a = nb::none(), "scale_factor"_a = nb::none());
+}
 
 /** MaxPool1d / MaxPool2d(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False). */
 template <class Impl> void bind_max_pool(nb::module_& nn, const char* name, const char* doc) {
@@ -192,6 +205,20 @@ void bind_nn_layers(nb::module_& nn) {
   nb::class_<n::PixelUnshuffleImpl, Module>(nn, "PixelUnshuffle",
                                             "[*, C, H·r, W·r] -> [*, C·r², H, W] (torch.nn.PixelUnshuffle).")
       .def(nb::init<int64_t>(), "downscale_factor"_a);
+  nb::class_<n::UpsampleImpl, Module>(nn, "Upsample", "Resizes [N, C, *spatial] as F.interpolate (torch.nn.Upsample).")
+      .def(
+          "__init__",
+          [](n::UpsampleImpl* u, nb::handle size, nb::handle scale_factor, std::string mode,
+             std::optional<bool> align_corners, std::optional<bool> recompute_scale_factor) {
+            new (u) n::UpsampleImpl(optional_sizes(size, "Upsample"), optional_factors(scale_factor, "Upsample"),
+                                    std::move(mode), align_corners, recompute_scale_factor);
+          },
+          "size"_a = nb::none(), "scale_factor"_a = nb::none(), "mode"_a = "nearest", "align_corners"_a = nb::none(),
+          "recompute_scale_factor"_a = nb::none());
+  bind_upsampling<n::UpsamplingNearest2dImpl>(nn, "UpsamplingNearest2d",
+                                              "Upsample in mode 'nearest' (torch.nn.UpsamplingNearest2d).");
+  bind_upsampling<n::UpsamplingBilinear2dImpl>(
+      nn, "UpsamplingBilinear2d", "Upsample in mode 'bilinear', align_corners=True (torch.nn.UpsamplingBilinear2d).");
 
   // ---- padding: an int pads every side, or (left, right, top, bottom) -------------------------
   nb::class_<n::PadImpl, Module>(nn, "_PadNd");
@@ -279,6 +306,43 @@ void bind_nn_layers(nb::module_& nn) {
       nn, "CosineEmbeddingLoss", "Cosine-similarity loss of pairs labelled 1 or -1 (torch.nn.CosineEmbeddingLoss).")
       .def(nb::init<double, std::string>(), "margin"_a = 0.0, "reduction"_a = "mean")
       .def("forward", &n::CosineEmbeddingLossImpl::forward, "input1"_a, "input2"_a, "target"_a);
+  nb::class_<n::MarginRankingLossImpl, n::LossImpl>(nn, "MarginRankingLoss",
+                                                    "max(0, -target (x1 - x2) + margin) (torch.nn.MarginRankingLoss).")
+      .def(nb::init<double, std::string>(), "margin"_a = 0.0, "reduction"_a = "mean")
+      .def("forward", &n::MarginRankingLossImpl::forward, "input1"_a, "input2"_a, "target"_a);
+  nb::class_<n::HingeEmbeddingLossImpl, n::LossImpl>(
+      nn, "HingeEmbeddingLoss", "x where target is 1, max(0, margin - x) where -1 (torch.nn.HingeEmbeddingLoss).")
+      .def(nb::init<double, std::string>(), "margin"_a = 1.0, "reduction"_a = "mean")
+      .def("forward", &n::HingeEmbeddingLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::SoftMarginLossImpl, n::LossImpl>(nn, "SoftMarginLoss",
+                                                 "log(1 + exp(-target x)) (torch.nn.SoftMarginLoss).")
+      .def(nb::init<std::string>(), "reduction"_a = "mean")
+      .def("forward", &n::SoftMarginLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::MultiLabelSoftMarginLossImpl, n::LossImpl>(
+      nn, "MultiLabelSoftMarginLoss",
+      "Per-class binary cross entropy of logits, averaged over classes (torch.nn.MultiLabelSoftMarginLoss).")
+      .def(
+          "__init__",
+          [](n::MultiLabelSoftMarginLossImpl* l, std::optional<Tensor> weight, std::string reduction) {
+            new (l) n::MultiLabelSoftMarginLossImpl(tensor_or_empty(weight), std::move(reduction));
+          },
+          "weight"_a = nb::none(), "reduction"_a = "mean")
+      .def("forward", &n::MultiLabelSoftMarginLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::TripletMarginLossImpl, n::LossImpl>(
+      nn, "TripletMarginLoss",
+      "max(0, margin + d(anchor, positive) - d(anchor, negative)) (torch.nn.TripletMarginLoss).")
+      .def(nb::init<double, double, double, bool, std::string>(), "margin"_a = 1.0, "p"_a = 2.0, "eps"_a = 1e-6,
+           "swap"_a = false, "reduction"_a = "mean")
+      .def("forward", &n::TripletMarginLossImpl::forward, "anchor"_a, "positive"_a, "negative"_a);
+  nb::class_<n::MultiMarginLossImpl, n::LossImpl>(nn, "MultiMarginLoss",
+                                                  "Multi-class hinge loss (torch.nn.MultiMarginLoss).")
+      .def(
+          "__init__",
+          [](n::MultiMarginLossImpl* l, int64_t p, double margin, std::optional<Tensor> weight, std::string reduction) {
+            new (l) n::MultiMarginLossImpl(p, margin, tensor_or_empty(weight), std::move(reduction));
+          },
+          "p"_a = 1, "margin"_a = 1.0, "weight"_a = nb::none(), "reduction"_a = "mean")
+      .def("forward", &n::MultiMarginLossImpl::forward, "input"_a, "target"_a);
 
   // ---- attention -----------------------------------------------------------------------------
   nb::class_<n::MultiheadAttentionImpl, Module>(

@@ -83,6 +83,22 @@ ug::Dims dims_from_sequence(nb::handle h, const char* op) {
   return dims;
 }
 
+std::optional<std::vector<double>> optional_factors(nb::handle h, const char* op) {
+  if (h.is_none()) return std::nullopt;
+  if (PyNumber_Check(h.ptr()) && !nb::isinstance<nb::sequence>(h)) return std::vector<double>{nb::cast<double>(h)};
+  if (!nb::isinstance<nb::sequence>(h) || nb::isinstance<nb::str>(h))
+    ug::fail<ug::TypeError>("[", op, "] expected a number or a sequence of numbers, got ",
+                            nb::cast<std::string>(nb::str(h.type())));
+  std::vector<double> values;
+  for (nb::handle item : nb::iter(h)) values.push_back(nb::cast<double>(item));
+  return values;
+}
+
+std::optional<ug::Dims> optional_sizes(nb::handle h, const char* op) {
+  if (h.is_none()) return std::nullopt;
+  return dims_from_sequence(h, op);
+}
+
 ug::Dims dims_from_args(const nb::args& args, const char* op) {
   if (args.size() == 1 && !PyLong_Check(args[0].ptr())) return dims_from_sequence(args[0], op);
   ug::Dims dims;

@@ -374,5 +374,77 @@ TEST(NnModule, PixelShuffleAndInstanceNormFromCpp) {
   EXPECT_THROW(nn::InstanceNorm2d(3)(zeros({2, 3})), ValueError);
 }
 
+TEST(NnModule, UpsampleAndInterpolateFromCpp) {
+  namespace F = nn::functional;
+  Tensor x = arange(3.0).reshape({1, 1, 3}).requires_grad_();
+  nn::Upsample up(std::nullopt, std::vector<double>{2.0});
+  Tensor y = up(x);
+  test::expect_values(y, {0.0, 0.0, 1.0, 1.0, 2.0, 2.0}, 0);
+  y.sum().backward();
+  test::expect_values(x.grad(), {2.0, 2.0, 2.0}, 0);  // each input reaches two outputs
+  EXPECT_EQ(up->to_string(), "Upsample(scale_factor=2.0, mode='nearest')");
+  // Source index 0.5 (i + 0.5) - 0.5, clamped to [0, 2]: -0.25 -> 0, 0.25, ..., 2.25 -> 2.
+  test::expect_values(F::interpolate(x, {.size = Dims{6}, .mode = "linear"}), {0.0, 0.25, 0.75, 1.25, 1.75, 2.0}, 1e-6);
+  test::expect_values(F::interpolate(x, {.size = Dims{5}, .mode = "linear", .align_corners = true}),
+                      {0.0, 0.5, 1.0, 1.5, 2.0}, 1e-6);
+
+  nn::UpsamplingBilinear2d bilinear(Dims{3});
+  test::expect_values(bilinear(arange(4.0).reshape({1, 1, 2, 2})), {0.0, 0.5, 1.0, 1.0, 1.5, 2.0, 2.0, 2.5, 3.0}, 1e-6);
+  EXPECT_EQ(bilinear->to_string(), "UpsamplingBilinear2d(size=3, mode='bilinear')");
+  EXPECT_EQ(nn::UpsamplingNearest2d(Dims{4, 6})->to_string(), "UpsamplingNearest2d(size=(4, 6), mode='nearest')");
+  EXPECT_THROW(F::interpolate(x, {.size = Dims{4}, .mode = "bilinear"}), ValueError);
+  EXPECT_THROW(F::interpolate(x, {.size = Dims{0}}), ValueError);
+  EXPECT_THROW(nn::Upsample()(x), ValueError);
+}
+
+TEST(NnModule, MarginLossesFromCpp) {
+  // -t (x1 - x2) + margin: 1 + 0.5 and 2 + 0.5.
+  test::expect_values(nn::MarginRankingLoss(0.5)(tensor({1.0, 2.0}), tensor({2.0, 0.0}), tensor({1.0, -1.0})), {2.0},
+                      1e-6);
+  test::expect_values(nn::HingeEmbeddingLoss()(tensor({0.3, 2.0}), tensor({1.0, -1.0})), {0.15}, 1e-6);
+  test::expect_values(nn::SoftMarginLoss()(tensor({0.0}), tensor({1.0})), {std::log(2.0)}, 1e-6);
+  test::expect_values(nn::MultiLabelSoftMarginLoss()(tensor({{0.0, 0.0}}), tensor({{1.0, 0.0}})), {std::log(2.0)},
+                      1e-6);
+  // d(a, p) = 5 and d(a, n) = 1, each off by at most sqrt(2) eps.
+  test::expect_values(nn::TripletMarginLoss()(tensor({{0.0, 0.0}}), tensor({{3.0, 4.0}}), tensor({{0.0, 1.0}})), {5.0},
+                      1e-5);
+  nn::MultiMarginLoss multi;
+  // torch's documented example: (0.3 + 0.4 + 0.6) / 4.
+  test::expect_values(multi(tensor({{0.1, 0.2, 0.4, 0.8}}), tensor({int64_t{3}})), {0.325}, 1e-6);
+  EXPECT_EQ(multi->to_string(), "MultiMarginLoss()");
+  EXPECT_EQ(nn::MultiMarginLoss(2, 1.0, ones({4}))->named_buffers().size(), 1u);
+  EXPECT_THROW(nn::MultiMarginLoss(3), ValueError);
+  EXPECT_THROW(nn::TripletMarginLoss(0.0), ValueError);
+  EXPECT_THROW(multi(tensor({{0.1, 0.2}}), tensor({int64_t{2}})), IndexError);
+}
+
+TEST(NnModule, InplaceActivationsFromCpp) {
+  Tensor x = tensor({-1.0, 0.0, 2.0}).requires_grad_();
+  Tensor h = x * 2;
+  const uint32_t version = h.version();
+  nn::SiLU silu(true);
+  Tensor y = silu(h);
+  EXPECT_EQ(h.version(), version + 1);
+  test::expect_values(h, test::values(y), 0);  // written into its input
+  y.sum().backward();
+  // 2 silu'(2x), silu'(z) = s(z) (1 + z (1 - s(z))): silu'(0) = 0.5.
+  auto d = [](double z) {
+    double s = 1 / (1 + std::exp(-z));
+    return 2 * s * (1 + z * (1 - s));
+  };
+  test::expect_values(x.grad(), {d(-2.0), d(0.0), d(4.0)}, 1e-6);
+  EXPECT_EQ(silu->to_string(), "SiLU(inplace=True)");
+
+  Tensor z = tensor({-1.0, 3.0});
+  nn::ReLU(true)(z);
+  test::expect_values(z, {0.0, 3.0}, 0);
+  EXPECT_EQ(nn::ReLU(true)->to_string(), "ReLU(inplace=True)");
+  EXPECT_EQ(nn::LeakyReLU(0.2, true)->to_string(), "LeakyReLU(negative_slope=0.2, inplace=True)");
+  EXPECT_EQ(nn::LeakyReLU()->to_string(), "LeakyReLU(negative_slope=0.01)");
+  Tensor w = tensor({-2.0, 4.0});
+  nn::LeakyReLU(0.5, true)(w);
+  test::expect_values(w, {-1.0, 4.0}, 0);
+}
+
 }  // namespace
 }  // namespace ug

@@ -640,6 +640,17 @@ LOSSES = [
        probs(3, 4)),
     Op("cosine_embedding_loss", lambda m, a, b, t: F(m).cosine_embedding_loss(a, b, t, 0.2), x(5, 4),
        x(5, 4, seed=1), const([1, -1, 1, -1, -1])),
+    Op("margin_ranking_loss", lambda m, a, b, t: F(m).margin_ranking_loss(a, b, t, 0.3), x(6), x(6, seed=1),
+       const([1.0, -1.0, 1.0, -1.0, -1.0, 1.0], np.float32)),
+    Op("hinge_embedding_loss", lambda m, a, t: F(m).hinge_embedding_loss(a, t, 1.5, reduction="sum"), x(3, 4),
+       const([[1, -1, 1, -1]] * 3)),
+    Op("soft_margin_loss", lambda m, a, t: F(m).soft_margin_loss(a, t), x(3, 4), const([[1, -1, 1, -1]] * 3)),
+    Op("multilabel_soft_margin_loss", lambda m, a, t, w: F(m).multilabel_soft_margin_loss(a, t, w.detach()),
+       x(4, 5), const([[1, 0, 1, 0, 0]] * 4, np.float32), pos(5, seed=2)),
+    Op("triplet_margin_loss", lambda m, a, p, n: F(m).triplet_margin_loss(a, p, n, swap=True, reduction="none"),
+       x(5, 4), x(5, 4, seed=1), x(5, 4, seed=2)),
+    Op("multi_margin_loss", lambda m, a, t, w: F(m).multi_margin_loss(a, t, 2, 0.8, w.detach()), x(5, 4),
+       const([0, 3, 1, 1, 2]), pos(4, seed=2), off={"jvp": "torch, the reference, has no forward mode for it"}),
 ]
 
 OTHERS = [
@@ -658,6 +669,10 @@ OTHERS = [
        off=unsupported("group_norm")),
     Op("instance_norm", lambda m, a: F(m).instance_norm(a), x(2, 3, 5), off=unsupported("instance_norm")),
     Op("embedding", lambda m, i, w: F(m).embedding(i, w), const([[0, 2, 4], [2, 2, 1]]), x(5, 3)),
+    Op("interpolate", lambda m, a: F(m).interpolate(a, scale_factor=(1.5, 0.7)), x(2, 3, 4, 5),
+       ops=("index_select",)),
+    Op("interpolate.bilinear", lambda m, a: F(m).interpolate(a, size=(6, 3), mode="bilinear", align_corners=True),
+       x(2, 3, 4, 5), ops=("index_select", "mul", "add")),
     Op("one_hot", lambda m, t: F(m).one_hot(t, 5), const([0, 3, 4, 1]), off=INT_INPUTS),
     Op("scaled_dot_product_attention", lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
        x(2, 4, 3), x(2, 4, 3, seed=1), x(2, 4, 2, seed=2), ops=("softmax", "matmul", "scaled_dot_product_attention")),

@@ -59,9 +59,12 @@ def test_activation_matches_torch(name, args, kwargs, shape):
     assert list(u.state_dict()) == list(t.state_dict())
 
 
-@pytest.mark.parametrize("name,kwargs", [("ReLU6", {}), ("ELU", {"alpha": 0.5}), ("SELU", {}), ("CELU", {}),
-                                         ("Mish", {}), ("Hardtanh", {}), ("Hardsigmoid", {}), ("Hardswish", {}),
-                                         ("Threshold", {"threshold": 0.5, "value": -2.0})])
+INPLACE = [("ReLU", {}), ("SiLU", {}), ("LeakyReLU", {"negative_slope": 0.2}), ("ReLU6", {}), ("ELU", {"alpha": 0.5}),
+           ("SELU", {}), ("CELU", {}), ("Mish", {}), ("Hardtanh", {}), ("Hardsigmoid", {}), ("Hardswish", {}),
+           ("Threshold", {"threshold": 0.5, "value": -2.0})]
+
+
+@pytest.mark.parametrize("name,kwargs", INPLACE)
 def test_inplace_activation_writes_its_input(name, kwargs):
     u, t = both(name, inplace=True, **kwargs)
     x = rand(3, 5)
@@ -70,6 +73,36 @@ def test_inplace_activation_writes_its_input(name, kwargs):
     assert_close(ux.numpy(), tx.numpy())
     assert_close(uy.numpy(), ty.numpy())
     assert repr(u) == repr(t)
+
+
+def inplace_gradients_match_torch(ug_fn, torch_fn):
+    """ug_fn and torch_fn write into a non-leaf input: its version moves on by one and the
+    gradient reaches the leaf behind it as torch's does; a leaf that requires grad is refused."""
+    x, w = rand(3, 5), rand(3, 5)
+    ux, tx = ug.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    uh, th = ux * 2, tx * 2
+    version = uh._version
+    uy, ty = ug_fn(uh), torch_fn(th)
+    assert uh._version == version + 1
+    assert_close(uh.detach().numpy(), th.detach().numpy())
+    (uy * ug.tensor(w)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    assert_close(ux.grad.numpy(), tx.grad.numpy())
+    with pytest.raises(RuntimeError, match="leaf tensor that requires grad is being used in an in-place operation"):
+        ug_fn(ug.tensor(x, requires_grad=True))
+
+
+@pytest.mark.parametrize("name,kwargs", INPLACE)
+def test_inplace_activation_differentiates_as_torch(name, kwargs):
+    u, t = both(name, inplace=True, **kwargs)
+    inplace_gradients_match_torch(u, t)
+
+
+@pytest.mark.parametrize("name,args", [("relu", ()), ("silu", ()), ("leaky_relu", (0.2,)), ("elu", (0.5,)),
+                                       ("mish", ()), ("hardswish", ())])
+def test_inplace_functional_activation_differentiates_as_torch(name, args):
+    inplace_gradients_match_torch(lambda x: getattr(ug.nn.functional, name)(x, *args, inplace=True),
+                                  lambda x: getattr(torch.nn.functional, name)(x, *args, inplace=True))
 
 
 def test_cosine_similarity_and_pairwise_distance():

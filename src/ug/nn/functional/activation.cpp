@@ -44,32 +44,39 @@ Tensor relu(const Tensor& x, bool inplace) {
 Tensor hardtanh(const Tensor& x, double min_val, double max_val, bool inplace) {
   if (min_val > max_val) fail("[hardtanh] min_val (", min_val, ") cannot be greater than max_val (", max_val, ")");
   // Nested where: the gradient reaches x only strictly inside (min_val, max_val), as in torch.
-  return maybe_inplace(x, where(x <= min_val, min_val, where(x >= max_val, max_val, x)), inplace);
+  return maybe_inplace(x, inplace,
+                       [=](const Tensor& x) { return where(x <= min_val, min_val, where(x >= max_val, max_val, x)); });
 }
 
 Tensor relu6(const Tensor& x, bool inplace) { return hardtanh(x, 0.0, 6.0, inplace); }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope, bool inplace) {
-  return maybe_inplace(x, where(x > 0, x, x * negative_slope), inplace);
+  return maybe_inplace(x, inplace, [=](const Tensor& x) { return where(x > 0, x, x * negative_slope); });
 }
 
-Tensor elu(const Tensor& x, double alpha, bool inplace) { return maybe_inplace(x, elu_like(x, alpha, 1.0), inplace); }
+Tensor elu(const Tensor& x, double alpha, bool inplace) {
+  return maybe_inplace(x, inplace, [=](const Tensor& x) { return elu_like(x, alpha, 1.0); });
+}
 
 Tensor selu(const Tensor& x, bool inplace) {
   constexpr double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
-  return maybe_inplace(x, elu_like(x, alpha, 1.0) * scale, inplace);
+  return maybe_inplace(x, inplace, [=](const Tensor& x) { return elu_like(x, alpha, 1.0) * scale; });
 }
 
 Tensor celu(const Tensor& x, double alpha, bool inplace) {
   if (alpha == 0) fail("[celu] ZeroDivisionError: alpha cannot be 0");
-  return maybe_inplace(x, elu_like(x, alpha, 1.0 / alpha), inplace);
+  return maybe_inplace(x, inplace, [=](const Tensor& x) { return elu_like(x, alpha, 1.0 / alpha); });
 }
 
 Tensor gelu(const Tensor& x, std::string_view approximate) { return ug::gelu(x, approximate); }
 
-Tensor silu(const Tensor& x, bool inplace) { return maybe_inplace(x, ug::silu(x), inplace); }
+Tensor silu(const Tensor& x, bool inplace) {
+  return maybe_inplace(x, inplace, [](const Tensor& x) { return ug::silu(x); });
+}
 
-Tensor mish(const Tensor& x, bool inplace) { return maybe_inplace(x, x * softplus(x).tanh(), inplace); }
+Tensor mish(const Tensor& x, bool inplace) {
+  return maybe_inplace(x, inplace, [](const Tensor& x) { return x * softplus(x).tanh(); });
+}
 
 Tensor sigmoid(const Tensor& x) { return ug::sigmoid(x); }
 
@@ -97,17 +104,20 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
 
 Tensor softsign(const Tensor& x) { return x / (x.abs() + 1); }
 
-Tensor hardsigmoid(const Tensor& x, bool inplace) { return maybe_inplace(x, hardtanh(x + 3, 0.0, 6.0) / 6, inplace); }
+Tensor hardsigmoid(const Tensor& x, bool inplace) {
+  return maybe_inplace(x, inplace, [](const Tensor& x) { return hardtanh(x + 3, 0.0, 6.0) / 6; });
+}
 
 Tensor hardswish(const Tensor& x, bool inplace) {
-  Tensor y = with_derivative(
-      "hardswish", x, [](const Tensor& x) { return x * hardtanh(x + 3, 0.0, 6.0) / 6; },
-      [](const Tensor& g, const Tensor& x) { return where(x <= -3, 0.0, where(x < 3, g * (x / 3 + 0.5), g)); });
-  return maybe_inplace(x, y, inplace);
+  return maybe_inplace(x, inplace, [](const Tensor& x) {
+    return with_derivative(
+        "hardswish", x, [](const Tensor& x) { return x * hardtanh(x + 3, 0.0, 6.0) / 6; },
+        [](const Tensor& g, const Tensor& x) { return where(x <= -3, 0.0, where(x < 3, g * (x / 3 + 0.5), g)); });
+  });
 }
 
 Tensor threshold(const Tensor& x, double threshold, double value, bool inplace) {
-  return maybe_inplace(x, where(x > threshold, x, value), inplace);
+  return maybe_inplace(x, inplace, [=](const Tensor& x) { return where(x > threshold, x, value); });
 }
 
 Tensor hardshrink(const Tensor& x, double lambd) { return where(x.abs() > lambd, x, 0.0); }

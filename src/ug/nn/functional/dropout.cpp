@@ -37,7 +37,7 @@ Tensor feature_dropout(const Tensor& x, double p, bool training, bool inplace, i
   // One draw per channel: the mask has x's leading (batch, channel) dims and size-1 spatial dims.
   Dims shape(x.shape().begin(), x.shape().end());
   for (int64_t d = x.dim() - spatial; d < x.dim(); ++d) shape[d] = 1;
-  return maybe_inplace(x, x * keep_mask(x, shape, p), inplace);
+  return maybe_inplace(x, inplace, [&](const Tensor& x) { return x * keep_mask(x, shape, p); });
 }
 
 }  // namespace
@@ -45,7 +45,8 @@ Tensor feature_dropout(const Tensor& x, double p, bool training, bool inplace, i
 Tensor dropout(const Tensor& x, double p, bool training, bool inplace) {
   check_p(p, "dropout");
   if (!training || p == 0) return x;
-  return maybe_inplace(x, x * keep_mask(x, Dims(x.shape().begin(), x.shape().end()), p), inplace);
+  return maybe_inplace(x, inplace,
+                       [p](const Tensor& x) { return x * keep_mask(x, Dims(x.shape().begin(), x.shape().end()), p); });
 }
 
 Tensor dropout1d(const Tensor& x, double p, bool training, bool inplace) {
@@ -61,14 +62,15 @@ Tensor dropout3d(const Tensor& x, double p, bool training, bool inplace) {
 Tensor alpha_dropout(const Tensor& x, double p, bool training, bool inplace) {
   check_p(p, "alpha_dropout");
   if (!training || p == 0) return x;
-  if (p == 1) return maybe_inplace(x, zeros_like(x), inplace);
+  if (p == 1) return maybe_inplace(x, inplace, [](const Tensor& x) { return zeros_like(x); });
   // torch's constants: an affine map a * x + b after dropping restores the zero mean and unit
   // variance that SELU keeps (dropped values go to SELU's negative saturation value).
   constexpr double alpha = 1.7580993408473766;
   const double a = 1 / std::sqrt((alpha * alpha * p + 1) * (1 - p));
-  Tensor keep = (rand(x.shape(), {.dtype = DType::Float32, .device = x.device()}) < 1 - p).to(x.dtype());
-  Tensor b = (keep - 1) * (alpha * a) + alpha * a * p;
-  return maybe_inplace(x, x * (keep * a) + b, inplace);
+  return maybe_inplace(x, inplace, [&](const Tensor& x) {
+    Tensor keep = (rand(x.shape(), {.dtype = DType::Float32, .device = x.device()}) < 1 - p).to(x.dtype());
+    return x * (keep * a) + ((keep - 1) * (alpha * a) + alpha * a * p);
+  });
 }
 
 }  // namespace ug::nn::functional

@@ -31,9 +31,12 @@ inline Tensor with_derivative(const char* name, const Tensor& x, const std::func
   return y;
 }
 
-/** torch's `inplace=True`: the result is written into x, and x returned. */
-inline Tensor maybe_inplace(const Tensor& x, const Tensor& y, bool inplace) {
-  if (!inplace) return y;
+/** fn(x), or with torch's `inplace=True` fn(x) written into x (its version counter moves on) and
+ *  x returned. While recording, fn reads a copy of x: what its derivative saves of its input
+ *  must not be the x that the write overwrites. */
+inline Tensor maybe_inplace(const Tensor& x, bool inplace, const std::function<Tensor(const Tensor&)>& fn) {
+  if (!inplace) return fn(x);
+  Tensor y = fn(autograd::needs_grad({&x}) ? x.clone() : x);
   Tensor out = x;
   out.copy_(y);
   return out;

@@ -8,6 +8,7 @@
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
 #include "ug/nn/functional/activation.h"
+#include "ug/nn/functional/loss_reduction.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
@@ -19,32 +20,10 @@ namespace ug::nn::functional {
 
 namespace {
 
+using detail::parse_reduction;
+using detail::reduce;
+using detail::require_floating;
 using ops::Reduction;
-
-Reduction parse_reduction(std::string_view r, const char* op, bool batchmean = false) {
-  if (r == "mean") return Reduction::Mean;
-  if (r == "sum") return Reduction::Sum;
-  if (r == "none") return Reduction::None;
-  if (batchmean && r == "batchmean") return Reduction::BatchMean;
-  fail("[", op, "] '", r, "' is not a valid value for reduction: use 'mean', 'sum' or 'none'",
-       batchmean ? " (or 'batchmean')" : "");
-}
-
-Tensor reduce(const Tensor& loss, Reduction r) {
-  switch (r) {
-    case Reduction::None: return loss;
-    case Reduction::Sum: return loss.sum();
-    case Reduction::Mean: return loss.mean();
-    case Reduction::BatchMean: return loss.dim() == 0 ? loss.sum() : loss.sum() / static_cast<double>(loss.size(0));
-  }
-  return loss;
-}
-
-void require_floating(const Tensor& x, const char* op, const char* what) {
-  if (!is_floating(x.dtype()))
-    fail<TypeError>("[", op, "] expected a floating point ", what, ", got dtype ", x.dtype(), " (shape ", x.shape(),
-                    ")");
-}
 
 /** input - target for the elementwise losses; the operands broadcast (torch warns, then does too). */
 Tensor difference(const Tensor& input, const Tensor& target, const char* op) {
@@ -288,29 +267,6 @@ Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduct
     loss = where(zero, 0.0, target * safe.log()) - target * input;
   }
   return reduce(loss, r);
-}
-
-Tensor cosine_embedding_loss(const Tensor& x1, const Tensor& x2, const Tensor& target, double margin,
-                             std::string_view reduction) {
-  if (autocast::active()) [[unlikely]]  // losses run in float32
-    return autocast::call(graph::Autocast::Float32, cosine_embedding_loss, x1, x2, target, margin, reduction);
-  const char* op = "cosine_embedding_loss";
-  Reduction r = parse_reduction(reduction, op);
-  require_floating(x1, op, "input1");
-  if (x1.shape() != x2.shape())
-    fail("[cosine_embedding_loss] input1 and input2 must have the same shape, got ", x1.shape(), " and ", x2.shape());
-  if (x1.dim() != 1 && x1.dim() != 2)
-    fail("[cosine_embedding_loss] expected 1-D or 2-D inputs, got shape ", x1.shape());
-  if (target.dim() != x1.dim() - 1 || (target.dim() == 1 && target.size(0) != x1.size(0)))
-    fail("[cosine_embedding_loss] ", target.dim(), "D target tensor of shape ", target.shape(),
-         " does not match inputs of shape ", x1.shape());
-  constexpr double eps = 1e-12;  // torch's EPSILON
-  const int64_t d = x1.dim() - 1;
-  Tensor prod = (x1 * x2).sum(Dims{d});
-  Tensor m1 = (x1 * x1).sum(Dims{d}) + eps, m2 = (x2 * x2).sum(Dims{d}) + eps;
-  Tensor cos = prod / (m1 * m2).sqrt();
-  Tensor pos = 1 - cos, neg = (cos - margin).clamp(0.0, std::nullopt);
-  return reduce(where(target == 1, pos, 0.0) + where(target == -1, neg, 0.0), r);
 }
 
 }  // namespace ug::nn::functional

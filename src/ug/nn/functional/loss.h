@@ -63,8 +63,4 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 /** KL divergence with `input` in log space; `target` too when log_target. */
 Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduction = "mean", bool log_target = false);
 
-/** 1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1. */
-Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0.0,
-                             std::string_view reduction = "mean");
-
 }  // namespace ug::nn::functional

@@ -65,10 +65,14 @@ Fn activation(const std::string& name) {
   fail("[activation] unknown activation \"", name, "\"; expected one of ", names, "linear");
 }
 
-ReLUImpl::ReLUImpl() : ActivationImpl("ReLU", [](const Tensor& x) { return x.relu(); }) {}
+ReLUImpl::ReLUImpl(bool inplace)
+    : ActivationImpl(
+          "ReLU", [inplace](const Tensor& x) { return F::relu(x, inplace); }, with_inplace("", inplace)) {}
 SigmoidImpl::SigmoidImpl() : ActivationImpl("Sigmoid", [](const Tensor& x) { return x.sigmoid(); }) {}
 TanhImpl::TanhImpl() : ActivationImpl("Tanh", [](const Tensor& x) { return x.tanh(); }) {}
-SiLUImpl::SiLUImpl() : ActivationImpl("SiLU", [](const Tensor& x) { return x.silu(); }) {}
+SiLUImpl::SiLUImpl(bool inplace)
+    : ActivationImpl(
+          "SiLU", [inplace](const Tensor& x) { return F::silu(x, inplace); }, with_inplace("", inplace)) {}
 GELUImpl::GELUImpl(const std::string& approximate)
     : ActivationImpl(
           "GELU", [approximate](const Tensor& x) { return x.gelu(approximate); },
@@ -76,10 +80,10 @@ GELUImpl::GELUImpl(const std::string& approximate)
   if (approximate != "none" && approximate != "tanh")
     fail("[GELU] approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
 }
-LeakyReLUImpl::LeakyReLUImpl(double slope)
+LeakyReLUImpl::LeakyReLUImpl(double slope, bool inplace)
     : ActivationImpl(
-          "LeakyReLU", [slope](const Tensor& x) { return F::leaky_relu(x, slope); },
-          "negative_slope=" + python_repr(slope)) {}
+          "LeakyReLU", [slope, inplace](const Tensor& x) { return F::leaky_relu(x, slope, inplace); },
+          with_inplace("negative_slope=" + python_repr(slope), inplace)) {}
 SoftmaxImpl::SoftmaxImpl(int64_t dim)
     : ActivationImpl(
           "Softmax", [dim](const Tensor& x) { return x.softmax(dim); }, "dim=" + std::to_string(dim)) {}

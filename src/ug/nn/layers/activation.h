@@ -38,12 +38,12 @@ class ActivationImpl : public Module {
   };                                         \
   UG_MODULE(Name);
 
-UG_ACTIVATION(ReLU, ReLUImpl();)
+UG_ACTIVATION(ReLU, explicit ReLUImpl(bool inplace = false);)
 UG_ACTIVATION(Sigmoid, SigmoidImpl();)
 UG_ACTIVATION(Tanh, TanhImpl();)
-UG_ACTIVATION(SiLU, SiLUImpl();)
+UG_ACTIVATION(SiLU, explicit SiLUImpl(bool inplace = false);)
 UG_ACTIVATION(GELU, explicit GELUImpl(const std::string& approximate = "none");)
-UG_ACTIVATION(LeakyReLU, explicit LeakyReLUImpl(double negative_slope = 0.01);)
+UG_ACTIVATION(LeakyReLU, explicit LeakyReLUImpl(double negative_slope = 0.01, bool inplace = false);)
 UG_ACTIVATION(Softmax, explicit SoftmaxImpl(int64_t dim = -1);)
 UG_ACTIVATION(LogSoftmax, explicit LogSoftmaxImpl(int64_t dim = -1);)
 UG_ACTIVATION(ReLU6, explicit ReLU6Impl(bool inplace = false);)

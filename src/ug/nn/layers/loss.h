@@ -1,5 +1,5 @@
 // Loss modules: each holds its options and calls its function in ug::nn::functional.
-// forward(input, target) (CosineEmbeddingLoss: input1, input2, target).
+// forward(input, target).
 #pragma once
 
 #include <string>
@@ -119,19 +119,5 @@ class KLDivLossImpl : public LossImpl {
   bool log_target_;
 };
 UG_MODULE(KLDivLoss);
-
-class CosineEmbeddingLossImpl : public LossImpl {
-  UG_CLONEABLE(CosineEmbeddingLossImpl)
- public:
-  explicit CosineEmbeddingLossImpl(double margin = 0.0, std::string reduction = "mean")
-      : LossImpl("CosineEmbeddingLoss", std::move(reduction)), margin_(margin) {}
-  Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target) {
-    return functional::cosine_embedding_loss(input1, input2, target, margin_, reduction());
-  }
-
- private:
-  double margin_;
-};
-UG_MODULE(CosineEmbeddingLoss);
 
 }  // namespace ug::nn

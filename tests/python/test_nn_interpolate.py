@@ -1,0 +1,193 @@
+"""F.interpolate and nn.Upsample, UpsamplingNearest2d and UpsamplingBilinear2d against torch's:
+the source indices and weights exactly (on one-hot inputs each output is the weight it takes
+from the hot position), values and gradients on random inputs with float64 finite differences,
+printouts, and the errors for bad sizes, modes and dims.
+
+torch's CPU kernels disagree with themselves where an output size is the input's or twice it
+but scale_factor is not 1 or 2 (int(5 * 1.04) = 5): its 3-D and 5-D forwards index with
+1 / scale_factor, its backwards and its 4-D nearest forward (below 128 elements a dim) copy or
+halve. unigrad follows the former (its gradient is then its forward's), so the 4-D cases here
+avoid those sizes."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import unigrad as ug
+import unigrad.nn.functional as UF
+from reference import arr, check_grad, check_layer
+
+
+def F(m):
+    return TF if m is torch else UF
+
+
+def one_hot(spatial, dtype):
+    """[1, K, *spatial] with K = prod(spatial): channel k is 1 at the k-th position, 0 elsewhere."""
+    k = int(np.prod(spatial))
+    return np.eye(k, dtype=dtype).reshape(1, k, *spatial)
+
+
+def same_as_torch(x, rtol=0.0, **kwargs):
+    """ug's interpolate equals torch's bit for bit (rtol: where torch's kernel rounds a product of
+    two weights plus another once, with an FMA, and unigrad twice), or both reject the arguments."""
+    try:
+        expected = TF.interpolate(torch.tensor(x), **kwargs).numpy()
+    except RuntimeError as e:  # sizes that reach 0
+        with pytest.raises(ValueError, match="greater than 0"):
+            UF.interpolate(ug.tensor(x), **kwargs)
+        assert "greater than 0" in str(e)
+        return
+    np.testing.assert_allclose(UF.interpolate(ug.tensor(x), **kwargs).numpy(), expected, rtol=rtol, atol=0,
+                               err_msg=str(kwargs))
+
+
+def two_roundings(dtype):
+    return 2 * np.finfo(dtype).eps
+
+
+# Scales that land on float32's rounding of 1 / s or of i / s (1.04, 1/3, 2.2), halves, and
+# sizes below, at and above twice the input (nearest's shift), including 1.
+SCALES = [0.3, 1 / 3, 0.5, 0.7, 1.0, 1.04, 1.3, 1.5, 2.0, 2.2, 2.5, 2.9, 3.0, 3.7]
+SIZES = [1, 2, 3, 4, 6, 9, 13, 20, 40]
+INPUT_SIZES = [1, 2, 3, 5, 7, 10, 20]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("mode,align_corners", [("nearest", None), ("nearest-exact", None), ("linear", False),
+                                                ("linear", True)])
+def test_1d_indices_and_weights_match_torch_exactly(mode, align_corners, dtype):
+    for n in INPUT_SIZES:
+        x = one_hot((n,), dtype)
+        for size in SIZES:
+            same_as_torch(x, size=size, mode=mode, align_corners=align_corners)
+        for s in SCALES:
+            for recompute in (None, True):
+                same_as_torch(x, scale_factor=s, mode=mode, align_corners=align_corners,
+                              recompute_scale_factor=recompute)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("mode,align_corners", [("nearest", None), ("nearest-exact", None), ("bilinear", False),
+                                                ("bilinear", True)])
+def test_2d_indices_and_weights_match_torch_exactly(mode, align_corners, dtype):
+    for hw in [(3, 5), (4, 4), (1, 6), (7, 2)]:
+        x = one_hot(hw, dtype)
+        for size in [(5, 8), (2, 3), (8, 10), (7, 1), 6]:
+            same_as_torch(x, two_roundings(dtype), size=size, mode=mode, align_corners=align_corners)
+        for s in [(1.5, 2.7), (0.7, 3.0), (2.0, 1.7), 2.5, 1 / 3]:
+            for recompute in (None, True):
+                same_as_torch(x, two_roundings(dtype), scale_factor=s, mode=mode, align_corners=align_corners,
+                              recompute_scale_factor=recompute)
+
+
+@pytest.mark.parametrize("mode,align_corners", [("nearest", None), ("nearest-exact", None), ("trilinear", False),
+                                                ("trilinear", True)])
+def test_3d_indices_and_weights_match_torch_exactly(mode, align_corners):
+    x = one_hot((2, 3, 4), "float64")
+    for kwargs in [{"size": (3, 5, 7)}, {"size": 2}, {"scale_factor": (1.5, 0.7, 2.2)},
+                   {"scale_factor": 2.0, "recompute_scale_factor": True}]:
+        same_as_torch(x, two_roundings("float64"), mode=mode, align_corners=align_corners, **kwargs)
+
+
+# (input shape, interpolate's keywords): every mode on random inputs, gradients included
+CASES = [
+    ((2, 3, 5), {"size": 8}), ((2, 3, 5), {"scale_factor": 2.0}), ((2, 3, 7), {"scale_factor": 0.6}),
+    ((2, 3, 5), {"scale_factor": 1.7, "mode": "nearest-exact"}),
+    ((2, 3, 5), {"size": 9, "mode": "linear"}), ((2, 3, 6), {"scale_factor": 0.7, "mode": "linear"}),
+    ((2, 3, 5), {"scale_factor": 2.5, "mode": "linear", "align_corners": True}),
+    ((2, 2, 4, 5), {"size": (7, 3)}), ((2, 2, 4, 5), {"scale_factor": (1.5, 2.0), "mode": "nearest-exact"}),
+    ((2, 2, 4, 5), {"size": (6, 9), "mode": "bilinear"}),
+    ((2, 2, 4, 5), {"scale_factor": 1.3, "mode": "bilinear", "recompute_scale_factor": True}),
+    ((2, 2, 4, 5), {"scale_factor": (0.6, 2.2), "mode": "bilinear", "align_corners": True}),
+    ((1, 2, 3, 2, 4), {"scale_factor": 1.5, "mode": "trilinear"}),
+]
+
+
+@pytest.mark.parametrize("shape,kwargs", CASES, ids=[str(c) for c in CASES])
+def test_values_and_gradients_match_torch(shape, kwargs):
+    # Each input gradient adds the cotangents of the outputs it reaches: a few per dim.
+    check_grad(lambda m, x: F(m).interpolate(x, **kwargs), arr(shape))
+
+
+def test_nearest_takes_integer_inputs():
+    x = np.arange(24, dtype=np.int64).reshape(1, 2, 3, 4)
+    np.testing.assert_array_equal(UF.interpolate(ug.tensor(x), scale_factor=(1.5, 0.5)).numpy(),
+                                  TF.interpolate(torch.tensor(x).double(), scale_factor=(1.5, 0.5)).long().numpy())
+
+
+def rand(*shape):
+    return np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+
+
+MODULES = [
+    ("Upsample", {"scale_factor": 2}, (2, 3, 4, 5)),
+    ("Upsample", {"size": (5, 7), "mode": "bilinear"}, (2, 3, 4, 5)),
+    ("Upsample", {"scale_factor": (1.5, 2.5), "mode": "bilinear", "align_corners": True}, (2, 3, 4, 5)),
+    ("Upsample", {"size": 9, "mode": "linear"}, (2, 3, 4)),
+    ("Upsample", {"scale_factor": 1.7, "mode": "nearest-exact", "recompute_scale_factor": True}, (2, 3, 4)),
+    ("Upsample", {"scale_factor": 1.5, "mode": "trilinear"}, (1, 2, 3, 2, 4)),
+    ("UpsamplingNearest2d", {"size": (4, 6)}, (2, 3, 3, 5)),
+    ("UpsamplingNearest2d", {"scale_factor": 3}, (2, 3, 3, 5)),
+    ("UpsamplingBilinear2d", {"scale_factor": 2}, (2, 3, 3, 5)),
+    ("UpsamplingBilinear2d", {"size": 5}, (2, 3, 3, 5)),
+]
+
+
+@pytest.mark.parametrize("name,kwargs,shape", MODULES, ids=[f"{m[0]}{m[1]}" for m in MODULES])
+def test_upsampling_modules_match_torch(name, kwargs, shape):
+    u, t = getattr(ug.nn, name)(**kwargs), getattr(torch.nn, name)(**kwargs)
+    check_layer(u, t, rand(*shape))
+    assert repr(u) == repr(t)
+
+
+def test_upsample_printouts_match_torch():
+    for kwargs in [{}, {"size": 4}, {"size": (4, 5)}, {"scale_factor": 0.5, "mode": "bilinear"},
+                   {"scale_factor": (2, 3), "mode": "nearest-exact"}]:
+        assert repr(ug.nn.Upsample(**kwargs)) == repr(torch.nn.Upsample(**kwargs))
+
+
+x4 = np.zeros((1, 2, 3, 4), np.float32)
+ERRORS = [  # (input, interpolate's keywords, error class, message)
+    (x4, {}, ValueError, "either size or scale_factor"),
+    (x4, {"size": 3, "scale_factor": 2.0}, ValueError, "only one of size or scale_factor"),
+    (x4, {"size": (2, 3, 4)}, ValueError, "same number of spatial dimensions"),
+    (x4, {"scale_factor": (2.0, 2.0, 2.0)}, ValueError, "same number of spatial dimensions"),
+    (x4, {"size": 3, "recompute_scale_factor": True}, ValueError, "recompute_scale_factor is not meaningful"),
+    (x4, {"scale_factor": 2.0, "align_corners": True}, ValueError, "align_corners option can only be set"),
+    (x4, {"size": (0, 2)}, ValueError, "greater than 0"),
+    (x4, {"scale_factor": -2.0}, ValueError, "greater than 0"),
+    (x4, {"scale_factor": 0.1}, ValueError, "greater than 0"),
+    (x4, {"scale_factor": 1e20}, ValueError, "does not fit in int64"),
+    (np.zeros((2, 1, 0, 4), np.float32), {"scale_factor": 2.0}, ValueError, "greater than 0"),
+    (x4, {"scale_factor": 2.0, "mode": "linear"}, ValueError, "4D input, but linear mode needs 3D input"),
+    (x4[0], {"scale_factor": 2.0, "mode": "bilinear"}, ValueError, "3D input, but bilinear mode needs 4D input"),
+    (x4, {"scale_factor": 2.0, "mode": "trilinear"}, ValueError, "trilinear mode needs 5D input"),
+    (x4, {"scale_factor": 2.0, "mode": "foo"}, ValueError, "unsupported mode 'foo'"),
+    (x4[0, 0], {"scale_factor": 2.0}, ValueError, r"3-D, 4-D or 5-D input .* got shape \[3, 4\]"),
+    (x4.astype(np.int64), {"scale_factor": 2.0, "mode": "bilinear"}, TypeError, "floating point input"),
+    (x4, {"scale_factor": 2.0, "antialias": True}, ValueError, "antialias"),
+]
+
+
+@pytest.mark.parametrize("x,kwargs,error,match", ERRORS, ids=[str(e[1]) for e in ERRORS])
+def test_bad_arguments_raise_naming_the_op(x, kwargs, error, match):
+    with pytest.raises(error, match=r"\[interpolate\] .*" + match):
+        UF.interpolate(ug.tensor(x), **kwargs)
+    with pytest.raises(Exception):  # torch rejects them too (antialias: for the nearest mode)
+        TF.interpolate(torch.tensor(x), **kwargs)
+
+
+def test_modes_torch_has_and_unigrad_lacks_say_so():
+    for mode in ("bicubic", "area"):
+        with pytest.raises(ValueError, match=f"unsupported mode '{mode}'"):
+            UF.interpolate(ug.tensor(x4), scale_factor=2.0, mode=mode)
+
+
+def test_upsample_checks_when_called_as_torch():
+    up = ug.nn.Upsample(scale_factor=2, mode="foo")
+    assert repr(up) == repr(torch.nn.Upsample(scale_factor=2, mode="foo"))
+    with pytest.raises(ValueError, match="unsupported mode 'foo'"):
+        up(ug.tensor(x4))
+    with pytest.raises(ValueError, match="either size or scale_factor"):
+        ug.nn.Upsample()(ug.tensor(x4))
