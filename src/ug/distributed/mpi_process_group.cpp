@@ -2,6 +2,7 @@
 // communicator, then runs as MPI's blocking call once every token has come and agrees: on the
 // group's thread, or on the caller's when it waits for a collective that is next in line.
 // Waiting has a deadline; at it, the tokens that have not come name the ranks that never entered.
+// A float all_reduce of a group on one host runs through the group's shared memory instead.
 #include "ug/distributed/mpi_process_group.h"
 
 #include <mpi.h>

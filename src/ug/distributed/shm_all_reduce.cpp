@@ -154,10 +154,6 @@ template <class T> bool ShmAllReduce::run_typed(T* data, int64_t count, bool mea
     auto source = [&](int q) { return q == rank_ ? in : reinterpret_cast<const T*>(slot(q)); };
     for (int64_t a = lo(rank_), b = lo(rank_ + 1); a < b; a += kBlock) {
       const int64_t k = std::min(kBlock, b - a);
-      for (int q = 0; q < size_; ++q)  // the next block of the other slots, from memory
-        if (q != rank_)
-          for (int64_t i = kBlock; i < std::min(2 * kBlock, b - a); i += 64 / sizeof(T))
-            __builtin_prefetch(source(q) + a + i);
       const T* first = source(0) + a;
       const T* second = source(1) + a;
       for (int64_t i = 0; i < k; ++i) block[i] = first[i] + second[i];
