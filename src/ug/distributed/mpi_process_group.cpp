@@ -435,7 +435,7 @@ class MpiProcessGroup final : public ProcessGroup {
         return shm->run(data, count, dtype, op, deadline) ? MPI_SUCCESS : kTimedOut;
       };
     return start("all_reduce", describe(buf.dtype(), count, static_cast<int>(op)), {tensor, buf}, std::move(run),
-                 [tensor, buf, divide = op == ReduceOp::Avg && !shared, n = size()]() mutable {
+                 [tensor, buf, divide = op == ReduceOp::Avg && !shared && size() > 1, n = size()]() mutable {
                    if (divide) buf.div_(n);
                    if (!buf.shares_storage(tensor)) tensor.copy_(buf);
                  });
