@@ -2,7 +2,10 @@
 // communicator, then runs as MPI's blocking call once every token has come and agrees: on the
 // group's thread, or on the caller's when it waits for a collective that is next in line.
 // Waiting has a deadline; at it, the tokens that have not come name the ranks that never entered.
-// A float all_reduce of a group on one host runs through the group's shared memory instead.
+// A float all_reduce of at most 1 MiB (DDP's buckets of a small model) in a group on one host
+// runs through the group's shared memory instead: OpenMPI takes 1.5-5x as long there (its
+// shared-memory transport moves a message in handshaked pieces), while from a few MiB on its
+// bandwidth is the higher. UG_ALLREDUCE_SHM=0 keeps every collective on MPI.
 #include "ug/distributed/mpi_process_group.h"
 
 #include <mpi.h>
@@ -31,6 +34,8 @@ using Clock = std::chrono::steady_clock;
 std::atomic<bool> g_timed_out = false;
 // What a collective's run returns when its deadline passed inside it (MPI's codes are >= 0).
 constexpr int kTimedOut = -1;
+// The largest all_reduce the shared memory carries (see the top of the file).
+constexpr int64_t kShmAllReduceBytes = int64_t{1} << 20;
 
 void check(int rc, std::string_view op) {
   if (rc == MPI_SUCCESS) return;
@@ -428,7 +433,8 @@ class MpiProcessGroup final : public ProcessGroup {
     std::function<int()> run = [data = buf.raw_data(), count, type, mop = mpi_op(op, buf.dtype()), comm = comm_] {
       return MPI_Allreduce(MPI_IN_PLACE, data, count, type, mop, comm);
     };
-    const bool shared = shm_ && ShmAllReduce::supports(buf.dtype(), op);  // the same on every rank
+    const bool shared = shm_ && ShmAllReduce::supports(buf.dtype(), op) &&
+                        buf.numel() * static_cast<int64_t>(buf.element_size()) <= kShmAllReduceBytes;
     if (shared)
       run = [shm = shm_, data = buf.raw_data(), count, dtype = buf.dtype(), op,
              deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout_)] {
@@ -576,9 +582,11 @@ class MpiProcessGroup final : public ProcessGroup {
     MPI_Comm_size(host, &host_size);
     MPI_Comm_free(&host);
     if (host_size != size()) return nullptr;
+    const char* off = std::getenv("UG_ALLREDUCE_SHM");
+    const bool wanted = !(off && std::string_view(off) == "0");  // a rank that opts out makes all fall back
     char name[64] = {};
     std::shared_ptr<ShmAllReduce> shm;
-    if (rank_ == 0) {
+    if (rank_ == 0 && wanted) {
       std::snprintf(name, sizeof name, "/ug-allreduce-%d-%u", static_cast<int>(getpid()), segments++);
       shm = ShmAllReduce::map(name, 0, size(), true);
     }
@@ -586,7 +594,7 @@ class MpiProcessGroup final : public ProcessGroup {
     check(MPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm_), "new_group");
     check(MPI_Bcast(&created, 1, MPI_INT, 0, comm_), "new_group");
     if (!created) return nullptr;
-    if (rank_ != 0) shm = ShmAllReduce::map(name, rank_, size(), false);
+    if (rank_ != 0 && wanted) shm = ShmAllReduce::map(name, rank_, size(), false);
     int mapped = shm != nullptr, everywhere = 0;
     check(MPI_Allreduce(&mapped, &everywhere, 1, MPI_INT, MPI_LAND, comm_), "new_group");
     if (rank_ == 0) ShmAllReduce::unlink(name);
