@@ -2,7 +2,14 @@
 // behaviour is tested under mpirun by tests/python/test_distributed.py.
 #include <gmock/gmock.h>
 
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+
 #include "test_util.h"
+#include "ug/distributed/shm_all_reduce.h"
 
 namespace ug {
 namespace {
@@ -51,6 +58,65 @@ TEST(Distributed, ErrorsNameTheOpAndTheCause) {
   } catch (const ValueError& e) {
     EXPECT_STREQ(e.what(), "[new_group] rank 0 is listed twice");
   }
+}
+
+/** `ranks` threads, each a rank with its own mapping of one segment, all-reduce their
+ *  buffers at once: every element is the sum (or mean) in rank order, on every rank bit for bit. */
+template <class T> void check_shared_memory_all_reduce(int ranks, int64_t count, dist::ReduceOp op) {
+  static int segment = 0;
+  const std::string name = "/ug-test-" + std::to_string(getpid()) + "-" + std::to_string(segment++);
+  std::vector<std::unique_ptr<dist::ShmAllReduce>> shm;
+  for (int r = 0; r < ranks; ++r) shm.push_back(dist::ShmAllReduce::map(name, r, ranks, r == 0));
+  dist::ShmAllReduce::unlink(name);
+  std::mt19937 rng(static_cast<unsigned>(count));
+  std::normal_distribution<T> normal;
+  std::vector<std::vector<T>> data(static_cast<size_t>(ranks), std::vector<T>(static_cast<size_t>(count)));
+  for (auto& d : data)
+    for (T& x : d) x = normal(rng);
+  std::vector<double> expected(static_cast<size_t>(count), 0.0), magnitude(static_cast<size_t>(count), 0.0);
+  for (const auto& d : data)
+    for (int64_t i = 0; i < count; ++i) {
+      expected[i] += d[i];
+      magnitude[i] += std::abs(d[i]);
+    }
+  const double scale = op == dist::ReduceOp::Avg ? 1.0 / ranks : 1.0;
+  std::vector<std::thread> threads;
+  std::vector<char> ok(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      ok[r] = shm[r]->run(data[r].data(), count, dtype_of<T>, op,
+                          std::chrono::steady_clock::now() + std::chrono::seconds(30));
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < ranks; ++r) {
+    ASSERT_TRUE(ok[r]);
+    EXPECT_EQ(std::memcmp(data[r].data(), data[0].data(), sizeof(T) * static_cast<size_t>(count)), 0) << "rank " << r;
+  }
+  for (int64_t i = 0; i < count; ++i)  // a sum of `ranks` terms, then perhaps one division
+    ASSERT_NEAR(data[0][i], expected[i] * scale, (ranks + 1) * std::numeric_limits<T>::epsilon() * magnitude[i] * scale)
+        << i;
+}
+
+TEST(Distributed, SharedMemoryAllReduceOfEverySizeIsTheSumOnEveryRank) {
+  ASSERT_TRUE(dist::ShmAllReduce::supports(float32, dist::ReduceOp::Avg));
+  EXPECT_FALSE(dist::ShmAllReduce::supports(int64, dist::ReduceOp::Sum));
+  EXPECT_FALSE(dist::ShmAllReduce::supports(float32, dist::ReduceOp::Max));
+  for (int ranks : {2, 3})
+    for (int64_t count : {0, 1, 17, 1000, 300007}) {
+      check_shared_memory_all_reduce<float>(ranks, count, dist::ReduceOp::Sum);
+      check_shared_memory_all_reduce<double>(ranks, count, dist::ReduceOp::Avg);
+    }
+}
+
+TEST(Distributed, SharedMemoryAllReduceGivesUpAtTheDeadlineWhenARankNeverComes) {
+  const std::string name = "/ug-test-" + std::to_string(getpid()) + "-absent";
+  auto first = dist::ShmAllReduce::map(name, 0, 2, true);
+  auto second = dist::ShmAllReduce::map(name, 1, 2, false);
+  dist::ShmAllReduce::unlink(name);
+  ASSERT_TRUE(first && second);
+  std::vector<float> x(100, 1.0f);
+  EXPECT_FALSE(first->run(x.data(), 100, float32, dist::ReduceOp::Sum,
+                          std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
 }
 
 TEST(Distributed, DdpBucketsInReverseOrderAndLeavesTheLocalGradientOnOneRank) {

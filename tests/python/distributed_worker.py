@@ -95,6 +95,29 @@ def collectives():
     dist.barrier(async_op=True).wait()
 
 
+def all_reduce_sizes():
+    """Sums and means of float buffers (reduced through shared memory when the ranks share a
+    host) of every size: empty, under a cache line, over one rank's share, over the 1 MiB piece
+    the segment carries at a time; over the world and over a group of two ranks in reverse
+    order. NumPy's values, and the same bits on every rank of the group."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    pair = dist.new_group([n - 1, 0])
+    for group, members in ((None, list(range(n))), (pair, [n - 1, 0])):
+        if rank not in members:
+            continue
+        for dtype in ("float32", "float64", "float16"):
+            for size in (0, 1, 17, 1000, 300_007):
+                for op in ("SUM", "AVG"):
+                    every = [rank_data(r, dtype, shape=(size,), seed=size) for r in range(n)]
+                    t = ug.tensor(every[rank])
+                    dist.all_reduce(t, op=getattr(dist.ReduceOp, op), group=group)
+                    check(t, NP_REDUCE[op](np.stack([every[r] for r in members]).astype("float64"), axis=0), dtype)
+                    gathered = [ug.zeros_like(t) for _ in members]
+                    dist.all_gather(gathered, t, group=group)
+                    for g in gathered:
+                        np.testing.assert_array_equal(g.numpy(), t.numpy())
+
+
 def mlp(seed):
     ug.manual_seed(seed)
     return ug.nn.Sequential(ug.nn.Linear(6, 16), ug.nn.Tanh(), ug.nn.Linear(16, 3)).to(ug.float64)
@@ -311,7 +334,7 @@ def killed():
 def main():
     scenario = sys.argv[1]
     dist.init_process_group("mpi", timeout=1.5 if scenario in ("timeout", "killed") else 60)
-    {"collectives": collectives, "ddp_sgd": lambda: ddp("sgd"), "ddp_adam": lambda: ddp("adam"),
+    {"collectives": collectives, "all_reduce_sizes": all_reduce_sizes, "ddp_sgd": lambda: ddp("sgd"), "ddp_adam": lambda: ddp("adam"),
      "ddp_no_sync": ddp_no_sync, "ddp_unused": ddp_unused, "timeout": timeout, "killed": killed, "pmap": pmap,
      "sync_batch_norm": sync_batch_norm,
      "ddp_gradients_across_steps": ddp_gradients_across_steps, "mismatch": mismatch}[scenario]()

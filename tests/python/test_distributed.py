@@ -45,6 +45,11 @@ def test_collectives_match_numpy(n):
 
 
 @pytest.mark.parametrize("n", [2, 3])
+def test_all_reduce_of_every_size_matches_numpy_bit_for_bit_on_every_rank(n):
+    assert_ok(mpirun(n, "all_reduce_sizes"), n)
+
+
+@pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_ddp_equals_one_process_with_the_whole_batch(n, optimizer):
     assert_ok(mpirun(n, f"ddp_{optimizer}"), n)
