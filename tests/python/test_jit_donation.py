@@ -75,11 +75,13 @@ def test_a_buffer_held_elsewhere_is_not_usable_and_stays_the_callers():
     model(ug.randn(1, 4))  # the parameter is still usable
 
 
-def adam_step(optimizer, loss_of):
+def adam_step(optimizer, loss_of, applied=True):
+    """A JAX-style training step; without `applied`, it returns the updates, not the new
+    parameters (the update's own form, which no addition follows in the program)."""
     def step(params, opt_state, x):
         loss, grads = ug.value_and_grad(loss_of)(params, x)
         updates, opt_state = optimizer.update(grads, opt_state, params)
-        return ug.optim.apply_updates(params, updates), opt_state, loss
+        return ug.optim.apply_updates(params, updates) if applied else updates, opt_state, loss
     return step
 
 
@@ -95,21 +97,29 @@ def loss_of(params, x):
 @pytest.mark.filterwarnings("error:Some donated buffers")
 @pytest.mark.parametrize("make", [lambda p: ug.optim.Adam(p, lr=1e-2), lambda p: ug.optim.AdamW(p, lr=1e-2),
                                   lambda p: ug.optim.Adam(p, lr=1e-2, amsgrad=True),
+                                  lambda p: ug.optim.Adam(p, lr=1e-2, weight_decay=0.1),
                                   lambda p: ug.optim.SGD(p, lr=1e-2, momentum=0.9)])
-def test_the_donated_jax_style_step_equals_the_undonated_bit_for_bit(make):
+@pytest.mark.parametrize("n", [1000, 100_000])  # 100k: the update split across threads
+@pytest.mark.parametrize("applied", [True, False])
+def test_the_donated_jax_style_step_equals_the_undonated_bit_for_bit(make, n, applied):
     optimizer = make([ug.zeros(1)])
-    step = adam_step(optimizer, loss_of)
+    step = adam_step(optimizer, loss_of, applied)
     plain, donating = ug.jit(step), ug.jit(step, donate_argnums=(0, 1))
-    a, b = fresh_state(optimizer, 1000, 0), fresh_state(optimizer, 1000, 0)
+    a, b, c = (fresh_state(optimizer, n, 0) for _ in range(3))
     for i in range(6):
-        x = ug.tensor(np.random.default_rng(10 + i).standard_normal(1000).astype(np.float32))
+        x = ug.tensor(np.random.default_rng(10 + i).standard_normal(n).astype(np.float32))
         *a, loss_a = plain(*a, x)
         old = b
         *b, loss_b = donating(*b, x)
+        *c, loss_c = step(*c, x)  # eager
         assert all(t.is_deleted() for t in ug.tree_leaves(old))
         same(loss_a.numpy(), loss_b.numpy())
-        for u, v in zip(ug.tree_leaves(a), ug.tree_leaves(b)):
+        same(loss_a.numpy(), loss_c.numpy())
+        for u, v, w in zip(ug.tree_leaves(a), ug.tree_leaves(b), ug.tree_leaves(c)):
             same(u.numpy(), v.numpy())
+            same(u.numpy(), w.numpy())
+        if not applied:  # the next step from the same parameters
+            a[0], b[0], c[0] = (fresh_state(optimizer, n, 0)[0] for _ in range(3))
 
 
 def peak_of(fn, *args):

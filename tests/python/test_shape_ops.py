@@ -135,6 +135,18 @@ def test_join_and_gather_family(fn):
     check(fn, X)
 
 
+ROWS = np.random.default_rng(3).permutation(3000)
+
+
+@pytest.mark.parametrize("fn", [  # rows enough to split across threads (a shuffled batch), or not
+    lambda m, x: x.index_select(0, m.tensor(ROWS[:64])), lambda m, x: x.index_select(0, m.tensor(ROWS[:21])),
+    lambda m, x: x[m.tensor(ROWS[:1000])], lambda m, x: x.index_select(0, m.tensor(ROWS[:1])),
+    lambda m, x: x.reshape(30, 100, 784).index_select(1, m.tensor(ROWS[:64] % 100)),
+])
+def test_index_select_of_many_rows(fn):
+    check(fn, arr((3000, 784)))
+
+
 @pytest.mark.parametrize("fn", [
     lambda m, x: m.cat([x, x[0]], 0), lambda m, x: m.stack([x, x[:, :1]]), lambda m, x: x.index_select(1, m.tensor([3])),
     lambda m, x: x.gather(2, m.tensor([[[4]]])), lambda m, x: x[m.tensor([2])],

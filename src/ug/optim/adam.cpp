@@ -1,5 +1,7 @@
 #include "ug/optim/adam.h"
 
+#include <algorithm>
+
 #include "ug/optim/kernels.h"
 
 namespace ug::optim {
@@ -46,6 +48,18 @@ kernels::AdamArgs<T> adam_args(const Hyper& h, const Tensor& param, const Tensor
           hyper_get<bool>(h, "maximize")};
 }
 
+/** Whether state[name] is an array of param's shape and dtype (not the step counter). */
+bool state_array(const TensorDict& state, const std::string& name, const Tensor& param) {
+  const Tensor* t = state.find(name);
+  return t && name != "step" && t->shape() == param.shape() && t->dtype() == param.dtype();
+}
+
+/** Whether the state of param is made (by a first step) and the kernels can run on the CPU. */
+bool made(const TensorDict& state, const Tensor& param, bool amsgrad) {
+  return state.find("step") && state_array(state, "exp_avg", param) && state_array(state, "exp_avg_sq", param) &&
+         (!amsgrad || state_array(state, "max_exp_avg_sq", param)) && param.device().type == DeviceType::CPU;
+}
+
 }  // namespace
 
 AdamOptions::operator Hyper() const {
@@ -76,13 +90,9 @@ TensorDict Adam::init_state(const Tensor& param, const Hyper& h) const {
 std::pair<Tensor, TensorDict> Adam::update_fresh(const Hyper& h, const Tensor& param, const Tensor& grad,
                                                  const TensorDict& state, bool applied) const {
   const bool amsgrad = hyper_get<bool>(h, "amsgrad");
-  auto array = [&](const std::string& name) {
-    const Tensor* t = state.find(name);
-    return t && name != "step" && t->shape() == param.shape() && t->dtype() == param.dtype();
-  };
-  const bool plain = state.find("step") && array("exp_avg") && array("exp_avg_sq") &&
-                     (!amsgrad || array("max_exp_avg_sq")) && param.device().type == DeviceType::CPU;
-  if (!plain) return Optimizer::update_fresh(h, param, grad, state, applied);  // the first step makes the state
+  auto array = [&](const std::string& name) { return state_array(state, name, param); };
+  if (!made(state, param, amsgrad))
+    return Optimizer::update_fresh(h, param, grad, state, applied);  // the first step makes the state
   check_update(param, grad);
   const Tensor p_in = param.contiguous(), g = grad.contiguous();
   Tensor update = empty(param.shape(), Options{param.dtype(), param.device()});
@@ -102,6 +112,24 @@ std::pair<Tensor, TensorDict> Adam::update_fresh(const Hyper& h, const Tensor& p
     detail::for_chunks(param.numel(), [&](int64_t b, int64_t e) { kernels::adam(a, b, e); });
   })
   return {std::move(update), std::move(next)};
+}
+
+Tensor Adam::update_owned(const Hyper& h, const Tensor& param, const Tensor& grad, TensorDict& state,
+                          bool applied) const {
+  const bool amsgrad = hyper_get<bool>(h, "amsgrad");
+  const bool in_place = std::all_of(state.begin(), state.end(), [](const auto& e) { return e.second.is_contiguous(); });
+  if (!made(state, param, amsgrad) || !in_place) return Optimizer::update_owned(h, param, grad, state, applied);
+  check_update(param, grad);
+  const Tensor p_in = param.contiguous(), g = grad.contiguous();
+  Tensor update = empty(param.shape(), Options{param.dtype(), param.device()});
+  const double step = detail::increment_step(state);
+  UG_OPTIM_DISPATCH(param.dtype(), T, {
+    kernels::AdamArgs<T> a = adam_args<T>(h, update, g, state, amsgrad, step);  // the state in place
+    a.param_in = p_in.data_ptr<T>();
+    a.applied = applied;
+    detail::for_chunks(param.numel(), [&](int64_t b, int64_t e) { kernels::adam(a, b, e); });
+  })
+  return update;
 }
 
 void Adam::update_param(const Hyper& h, const Tensor& param, const Tensor& grad, TensorDict& state) const {

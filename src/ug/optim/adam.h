@@ -49,6 +49,8 @@ class Adam : public Optimizer {
   void update_param(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const override;
   std::pair<Tensor, TensorDict> update_fresh(const Hyper& group, const Tensor& param, const Tensor& grad,
                                              const TensorDict& state, bool applied = false) const override;
+  Tensor update_owned(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state,
+                      bool applied) const override;
 };
 
 class AdamW : public Adam {

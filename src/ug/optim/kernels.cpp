@@ -52,15 +52,20 @@ template <class T> UG_INLINE void sgd_impl(const SgdArgs<T>& a, int64_t begin, i
   }
 }
 
-template <class T, bool WD, bool AMS, bool COPY, bool APPLIED = false>
+/** What the Adam loop writes where the parameter goes: the new value (in place), the update
+ *  (the new value minus the parameter read from param_in), or param_in plus that update. */
+enum class AdamOut { kValue, kUpdate, kApplied };
+
+template <class T, bool WD, bool AMS, bool STATE_IN, AdamOut OUT>
 UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
+  constexpr bool kParamIn = OUT != AdamOut::kValue;
   T* __restrict p = a.param;
   const T* __restrict gr = a.grad;
   T* __restrict m = a.exp_avg;
   T* __restrict v = a.exp_avg_sq;
   T* __restrict vmax = a.max_exp_avg_sq;
-  // COPY: read from the *_in arrays (distinct from the written ones) and write the update
-  // (the new value minus the old), or with APPLIED the old value plus that update; else in place.
+  // STATE_IN: the state is read from the *_in arrays (distinct from the written ones), else
+  // updated in place; the parameter is read from param_in unless the new value goes in place.
   const T* __restrict p_in = a.param_in;
   const T* __restrict m_in = a.exp_avg_in;
   const T* __restrict v_in = a.exp_avg_sq_in;
@@ -81,42 +86,38 @@ UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
 #endif
   for (int64_t i = begin; i < end; ++i) {
     T g = gr[i] * sign;
-    T pi = (COPY ? p_in[i] : p[i]) * decay;
+    T pi = (kParamIn ? p_in[i] : p[i]) * decay;
     if constexpr (WD) g = g + wd * pi;
-    const T mi = lerp(COPY ? m_in[i] : m[i], g, w1);
-    const T vi = (COPY ? v_in[i] : v[i]) * beta2 + (w2 * g) * g;
+    const T mi = lerp(STATE_IN ? m_in[i] : m[i], g, w1);
+    const T vi = (STATE_IN ? v_in[i] : v[i]) * beta2 + (w2 * g) * g;
     m[i] = mi;
     v[i] = vi;
     T second = vi;
-    if constexpr (AMS) second = vmax[i] = std::max(COPY ? vmax_in[i] : vmax[i], vi);
+    if constexpr (AMS) second = vmax[i] = std::max(STATE_IN ? vmax_in[i] : vmax[i], vi);
     const T denom = std::sqrt(second) / bc2_sqrt + eps;
     const T next = pi + (neg_step_size * mi) / denom;
-    if constexpr (APPLIED) p[i] = p_in[i] + (next - p_in[i]);
-    else if constexpr (COPY) p[i] = next - p_in[i];
+    if constexpr (OUT == AdamOut::kApplied) p[i] = p_in[i] + (next - p_in[i]);
+    else if constexpr (OUT == AdamOut::kUpdate) p[i] = next - p_in[i];
     else p[i] = next;
   }
 }
 
-template <class T> UG_INLINE void adam_impl(const AdamArgs<T>& a, int64_t begin, int64_t end) {
+template <class T, bool STATE_IN, AdamOut OUT>
+UG_INLINE void adam_variant(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   const bool wd = a.weight_decay != 0 && !a.decoupled_weight_decay, ams = a.max_exp_avg_sq != nullptr;
-  if (a.param_in && a.applied) {
-    if (wd && ams) adam_loop<T, true, true, true, true>(a, begin, end);
-    if (wd && !ams) adam_loop<T, true, false, true, true>(a, begin, end);
-    if (!wd && ams) adam_loop<T, false, true, true, true>(a, begin, end);
-    if (!wd && !ams) adam_loop<T, false, false, true, true>(a, begin, end);
-    return;
-  }
-  if (a.param_in) {
-    if (wd && ams) adam_loop<T, true, true, true>(a, begin, end);
-    if (wd && !ams) adam_loop<T, true, false, true>(a, begin, end);
-    if (!wd && ams) adam_loop<T, false, true, true>(a, begin, end);
-    if (!wd && !ams) adam_loop<T, false, false, true>(a, begin, end);
-    return;
-  }
-  if (wd && ams) adam_loop<T, true, true, false>(a, begin, end);
-  if (wd && !ams) adam_loop<T, true, false, false>(a, begin, end);
-  if (!wd && ams) adam_loop<T, false, true, false>(a, begin, end);
-  if (!wd && !ams) adam_loop<T, false, false, false>(a, begin, end);
+  if (wd && ams) adam_loop<T, true, true, STATE_IN, OUT>(a, begin, end);
+  if (wd && !ams) adam_loop<T, true, false, STATE_IN, OUT>(a, begin, end);
+  if (!wd && ams) adam_loop<T, false, true, STATE_IN, OUT>(a, begin, end);
+  if (!wd && !ams) adam_loop<T, false, false, STATE_IN, OUT>(a, begin, end);
+}
+
+template <class T> UG_INLINE void adam_impl(const AdamArgs<T>& a, int64_t begin, int64_t end) {
+  if (!a.param_in) return adam_variant<T, false, AdamOut::kValue>(a, begin, end);
+  const bool state_in = a.exp_avg_in != nullptr;
+  if (state_in && a.applied) return adam_variant<T, true, AdamOut::kApplied>(a, begin, end);
+  if (state_in) return adam_variant<T, true, AdamOut::kUpdate>(a, begin, end);
+  if (a.applied) return adam_variant<T, false, AdamOut::kApplied>(a, begin, end);
+  adam_variant<T, false, AdamOut::kUpdate>(a, begin, end);
 }
 
 template <class T, bool WD, bool CENTERED, bool MOM>

@@ -30,7 +30,8 @@ template <class T> struct AdamArgs {
    *  functional update: one pass instead of a copy and an update in place); null: in place.
    *  With param_in, param receives the update (the new value minus param_in, rounded as
    *  update()'s subtraction was), so that no pass of its own subtracts; with applied too,
-   *  param_in + that update (apply_updates' addition, folded into the same pass). */
+   *  param_in + that update (apply_updates' addition, folded into the same pass). param_in
+   *  without the state's *_in: the state is updated in place (a donated compiled step's). */
   const T* param_in = nullptr;
   const T* exp_avg_in = nullptr;
   const T* exp_avg_sq_in = nullptr;

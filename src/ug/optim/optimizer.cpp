@@ -248,6 +248,15 @@ std::pair<Tensor, TensorDict> Optimizer::update_fresh(const Hyper& group, const 
   return {std::move(value), std::move(fresh)};
 }
 
+Tensor Optimizer::update_owned(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state,
+                               bool applied) const {
+  Tensor value = param.clone().contiguous();
+  update_one(group, value, grad, state);
+  value.sub_(param);
+  if (applied) value.add_(param);
+  return value;
+}
+
 std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tensor& grad, const TensorDict& state,
                                                  bool applied) const {
   graph::OpCall call(kOptimizerUpdate);
@@ -280,11 +289,7 @@ std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tens
           st.insert(names[k], in_place && !owned(in[2 + k]) ? in[2 + k].clone() : in[2 + k]);
         if (in_place) {
           NoGradGuard no_grad;
-          Tensor v = in[0].detach().clone().contiguous();
-          update_one(defaults_, v, in[1].detach(), st);
-          v.sub_(in[0]);
-          if (applied) v.add_(in[0]);
-          std::vector<Tensor> out{v};
+          std::vector<Tensor> out{update_owned(defaults_, in[0].detach(), in[1].detach(), st, applied)};
           for (const auto& [name, t] : st) out.push_back(t);
           return out;
         }

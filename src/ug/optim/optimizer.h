@@ -141,6 +141,12 @@ class Optimizer {
    *  every step). With `applied`, param + that update instead (graph/update_replay.h). */
   virtual std::pair<Tensor, TensorDict> update_fresh(const Hyper& group, const Tensor& param, const Tensor& grad,
                                                      const TensorDict& state, bool applied = false) const;
+  /** update_fresh's update (or with `applied`, param + it) where the state is the caller's alone
+   *  (a donated compiled step's): the state is written in place, the update into a fresh
+   *  tensor, param only read. By default a copy of param updated in place, minus param (and
+   *  plus param when applied); Adam overrides it with one pass. */
+  virtual Tensor update_owned(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state,
+                              bool applied) const;
   /** A parameter a step updates: its group's index and the parameter. */
   using StepParam = std::pair<size_t, Tensor>;
   /** The update of step(): each parameter in place from its gradient (detached, same order),

@@ -200,12 +200,14 @@ void CpuBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index,
   // other, each waiting out its first misses: prefetching the heads of the rows a few ahead
   // overlaps them (64 random rows of 3136 bytes out of 188 MB: 49-59 -> 32-44 us). The head
   // only: the hardware prefetcher streams the rest, and prefetching whole rows was slower.
+  // Split from kIndexGrain elements on: each thread waits out its own rows' misses.
   const size_t ahead = std::min<size_t>(block, 1024);
   auto prefetch = [&](int64_t t) {
     const char* r = row(t);
     for (size_t b = 0; b < ahead; b += 64) __builtin_prefetch(r + b, 0, 3);
   };
-  parallel_for(outer * n_idx, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)), [&](int64_t t0, int64_t t1) {
+  const int64_t grain = std::max<int64_t>(1, kIndexGrain / std::max<int64_t>(inner, 1));
+  parallel_for(outer * n_idx, grain, [&](int64_t t0, int64_t t1) {
     constexpr int64_t kAhead = 4;
     for (int64_t t = t0; t < std::min(t1, t0 + kAhead); ++t) prefetch(t);
     for (int64_t t = t0; t < t1; ++t) {
