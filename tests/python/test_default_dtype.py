@@ -75,9 +75,15 @@ def test_finfo_without_a_dtype_describes_the_default(default):
 
 @pytest.mark.parametrize("default", ["float64"], indirect=True)
 def test_values_are_made_in_the_default_dtype_not_rounded_through_float32(default):
-    for make in (lambda m: m.tensor([0.1, 1 / 3]), lambda m: m.full((2,), 0.1), lambda m: m.linspace(0, 1, 7),
-                 lambda m: m.arange(0, 1, 0.1), lambda m: m.tensor([1, 3]) / 3):
+    # literals, fills and one division are correctly rounded: the same bits anywhere
+    for make in (lambda m: m.tensor([0.1, 1 / 3]), lambda m: m.full((2,), 0.1), lambda m: m.tensor([1, 3]) / 3):
         np.testing.assert_array_equal(make(ug).numpy(), make(torch).numpy())
+    # ranges are start + i * step (two roundings, one where a kernel fuses them): 2 eps of each
+    # value, and far below float32's 6e-8, which values rounded through float32 would miss by
+    for make in (lambda m: m.linspace(0, 1, 7), lambda m: m.arange(0, 1, 0.1)):
+        ours, theirs = make(ug).numpy(), make(torch).numpy()
+        assert ours.dtype == np.float64
+        np.testing.assert_allclose(ours, theirs, rtol=2 * np.finfo(np.float64).eps, atol=0)
 
 
 @pytest.mark.parametrize("default", ["float64"], indirect=True)
