@@ -150,3 +150,19 @@ def test_a_donated_step_writes_the_optimizer_state_in_place():
         peaks[donate], _ = peak_of(jitted, *state, x)
         del state
     assert peaks[(0, 1)] < peaks[()] - 1.5 * n * F32, peaks
+
+
+def test_an_undonated_step_writes_the_new_parameter_over_the_dying_gradient():
+    # The undonated step's peak beyond the caller's arrays: the gradient and the next exp_avg
+    # and exp_avg_sq (3 arrays of the parameter's size), the new parameter written over the
+    # gradient, which the program reads for the last time there; a fresh array would make 4.
+    n = 1 << 22
+    optimizer = ug.optim.Adam([ug.zeros(1)], lr=1e-2)
+    step = ug.jit(adam_step(optimizer, lambda params, x: (params["w"] * x).sum()))
+    x = ug.randn(n)
+    state = fresh_state(optimizer, n, 0)
+    for _ in range(2):  # traced, and Adam's state made
+        *state, _ = step(*state, x)
+    peak, (params, _, _) = peak_of(step, *state, x)
+    assert 2.5 * n * F32 < peak < 3.5 * n * F32, peak / (n * F32)
+    assert not np.shares_memory(params["w"].numpy(), state[0]["w"].numpy())

@@ -48,6 +48,12 @@ kernels::AdamArgs<T> adam_args(const Hyper& h, const Tensor& param, const Tensor
           hyper_get<bool>(h, "maximize")};
 }
 
+/** Where an update of param goes: over g (contiguous, param's shape and dtype) where the caller
+ *  drops it after (the kernel reads element i before it writes it), else a fresh tensor. */
+Tensor update_buffer(const Tensor& param, const Tensor& g, bool grad_dies) {
+  return grad_dies ? g : empty(param.shape(), Options{param.dtype(), param.device()});
+}
+
 /** Whether state[name] is an array of param's shape and dtype (not the step counter). */
 bool state_array(const TensorDict& state, const std::string& name, const Tensor& param) {
   const Tensor* t = state.find(name);
@@ -88,14 +94,14 @@ TensorDict Adam::init_state(const Tensor& param, const Hyper& h) const {
 }
 
 std::pair<Tensor, TensorDict> Adam::update_fresh(const Hyper& h, const Tensor& param, const Tensor& grad,
-                                                 const TensorDict& state, bool applied) const {
+                                                 const TensorDict& state, bool applied, bool grad_dies) const {
   const bool amsgrad = hyper_get<bool>(h, "amsgrad");
   auto array = [&](const std::string& name) { return state_array(state, name, param); };
   if (!made(state, param, amsgrad))
     return Optimizer::update_fresh(h, param, grad, state, applied);  // the first step makes the state
   check_update(param, grad);
   const Tensor p_in = param.contiguous(), g = grad.contiguous();
-  Tensor update = empty(param.shape(), Options{param.dtype(), param.device()});
+  Tensor update = update_buffer(param, g, grad_dies);
   TensorDict in, next;  // next in state's order: a compiled step's replay pairs them by position
   for (const auto& [name, t] : state) {
     in.insert(name, array(name) ? t.contiguous() : t);
@@ -114,14 +120,14 @@ std::pair<Tensor, TensorDict> Adam::update_fresh(const Hyper& h, const Tensor& p
   return {std::move(update), std::move(next)};
 }
 
-Tensor Adam::update_owned(const Hyper& h, const Tensor& param, const Tensor& grad, TensorDict& state,
-                          bool applied) const {
+Tensor Adam::update_owned(const Hyper& h, const Tensor& param, const Tensor& grad, TensorDict& state, bool applied,
+                          bool grad_dies) const {
   const bool amsgrad = hyper_get<bool>(h, "amsgrad");
   const bool in_place = std::all_of(state.begin(), state.end(), [](const auto& e) { return e.second.is_contiguous(); });
   if (!made(state, param, amsgrad) || !in_place) return Optimizer::update_owned(h, param, grad, state, applied);
   check_update(param, grad);
   const Tensor p_in = param.contiguous(), g = grad.contiguous();
-  Tensor update = empty(param.shape(), Options{param.dtype(), param.device()});
+  Tensor update = update_buffer(param, g, grad_dies);
   const double step = detail::increment_step(state);
   UG_OPTIM_DISPATCH(param.dtype(), T, {
     kernels::AdamArgs<T> a = adam_args<T>(h, update, g, state, amsgrad, step);  // the state in place

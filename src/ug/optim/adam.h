@@ -48,9 +48,10 @@ class Adam : public Optimizer {
   TensorDict init_state(const Tensor& param, const Hyper& group) const override;
   void update_param(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const override;
   std::pair<Tensor, TensorDict> update_fresh(const Hyper& group, const Tensor& param, const Tensor& grad,
-                                             const TensorDict& state, bool applied = false) const override;
-  Tensor update_owned(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state,
-                      bool applied) const override;
+                                             const TensorDict& state, bool applied = false,
+                                             bool grad_dies = false) const override;
+  Tensor update_owned(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state, bool applied,
+                      bool grad_dies = false) const override;
 };
 
 class AdamW : public Adam {

@@ -59,8 +59,8 @@ enum class AdamOut { kValue, kUpdate, kApplied };
 template <class T, bool WD, bool AMS, bool STATE_IN, AdamOut OUT>
 UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   constexpr bool kParamIn = OUT != AdamOut::kValue;
-  T* __restrict p = a.param;
-  const T* __restrict gr = a.grad;
+  T* p = a.param;  // may be grad (a compiled step's update written over its dying gradient)
+  const T* gr = a.grad;
   T* __restrict m = a.exp_avg;
   T* __restrict v = a.exp_avg_sq;
   T* __restrict vmax = a.max_exp_avg_sq;

@@ -20,7 +20,7 @@ template <class T> struct SgdArgs {
 
 template <class T> struct AdamArgs {
   T* param;
-  const T* grad;
+  const T* grad;  // may be param: element i is read before it is written
   T* exp_avg;
   T* exp_avg_sq;
   T* max_exp_avg_sq;  // null without amsgrad

@@ -238,7 +238,7 @@ bool owned(const Tensor& t) {
 }  // namespace
 
 std::pair<Tensor, TensorDict> Optimizer::update_fresh(const Hyper& group, const Tensor& param, const Tensor& grad,
-                                                      const TensorDict& state, bool applied) const {
+                                                      const TensorDict& state, bool applied, bool) const {
   TensorDict fresh;
   for (const auto& [name, t] : state) fresh.insert(name, t.clone());
   Tensor value = param.clone().contiguous();
@@ -249,7 +249,7 @@ std::pair<Tensor, TensorDict> Optimizer::update_fresh(const Hyper& group, const 
 }
 
 Tensor Optimizer::update_owned(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state,
-                               bool applied) const {
+                               bool applied, bool) const {
   Tensor value = param.clone().contiguous();
   update_one(group, value, grad, state);
   value.sub_(param);
@@ -258,9 +258,9 @@ Tensor Optimizer::update_owned(const Hyper& group, const Tensor& param, const Te
 }
 
 std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tensor& grad, const TensorDict& state,
-                                                 bool applied) const {
+                                                 bool applied, bool grad_dies) const {
   graph::OpCall call(kOptimizerUpdate);
-  auto [delta, fresh] = update_fresh(defaults_, param.detach(), grad.detach(), state, applied);
+  auto [delta, fresh] = update_fresh(defaults_, param.detach(), grad.detach(), state, applied, grad_dies);
   std::vector<const Tensor*> inputs{&param, &grad}, outputs{&delta};
   std::vector<std::string> names;
   for (const auto& [name, t] : state) {
@@ -284,16 +284,18 @@ std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tens
             std::all_of(in.begin() + 2, in.end(),
                         [&](const Tensor& t) { return t.numel() != in[0].numel() || owned(t); }) &&
             std::any_of(in.begin() + 2, in.end(), [&](const Tensor& t) { return t.numel() == in[0].numel(); });
+        // The gradient is the run's alone too, as it is at its last read: the update goes over it.
+        const bool grad_dies = owned(in[1]);
         TensorDict st;
         for (size_t k = 0; k < names.size(); ++k)
           st.insert(names[k], in_place && !owned(in[2 + k]) ? in[2 + k].clone() : in[2 + k]);
         if (in_place) {
           NoGradGuard no_grad;
-          std::vector<Tensor> out{update_owned(defaults_, in[0].detach(), in[1].detach(), st, applied)};
+          std::vector<Tensor> out{update_owned(defaults_, in[0].detach(), in[1].detach(), st, applied, grad_dies)};
           for (const auto& [name, t] : st) out.push_back(t);
           return out;
         }
-        auto [v, next] = updated(in[0], in[1], st, applied);
+        auto [v, next] = updated(in[0], in[1], st, applied, grad_dies);
         std::vector<Tensor> out{v};
         for (const auto& [name, t] : next) out.push_back(t);
         return out;

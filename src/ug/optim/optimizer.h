@@ -138,15 +138,18 @@ class Optimizer {
    *  fresh tensors, param and state only read. By default copies them, runs update_param on the
    *  copies and subtracts; an optimizer whose kernel reads one array and writes another (Adam)
    *  overrides it, writing the update in the same pass (a compiled training step runs it at
-   *  every step). With `applied`, param + that update instead (graph/update_replay.h). */
+   *  every step). With `applied`, param + that update instead (graph/update_replay.h). With
+   *  `grad_dies` (a compiled run holds grad alone and drops it after), an override may write the
+   *  update over grad: one buffer fewer, and the one the pass has just read into cache. */
   virtual std::pair<Tensor, TensorDict> update_fresh(const Hyper& group, const Tensor& param, const Tensor& grad,
-                                                     const TensorDict& state, bool applied = false) const;
+                                                     const TensorDict& state, bool applied = false,
+                                                     bool grad_dies = false) const;
   /** update_fresh's update (or with `applied`, param + it) where the state is the caller's alone
    *  (a donated compiled step's): the state is written in place, the update into a fresh
    *  tensor, param only read. By default a copy of param updated in place, minus param (and
    *  plus param when applied); Adam overrides it with one pass. */
   virtual Tensor update_owned(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state,
-                              bool applied) const;
+                              bool applied, bool grad_dies = false) const;
   /** A parameter a step updates: its group's index and the parameter. */
   using StepParam = std::pair<size_t, Tensor>;
   /** The update of step(): each parameter in place from its gradient (detached, same order),
@@ -160,9 +163,10 @@ class Optimizer {
   /** The parameters that have a gradient now, with those gradients (detached). */
   std::pair<std::vector<StepParam>, std::vector<Tensor>> params_with_grads() const;
   /** update()'s rule for one parameter: its update and new state, the inputs untouched. With
-   *  `applied` (a compiled step's replay only), param + the update in place of the update. */
+   *  `applied` (a compiled step's replay only), param + the update in place of the update;
+   *  `grad_dies` as update_fresh's. */
   std::pair<Tensor, TensorDict> updated(const Tensor& param, const Tensor& grad, const TensorDict& state,
-                                        bool applied = false) const;
+                                        bool applied = false, bool grad_dies = false) const;
 
  private:
   std::string name_;
