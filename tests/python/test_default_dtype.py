@@ -139,3 +139,31 @@ def test_keras_floatx_is_the_default_dtype(keras, floatx):
     with pytest.raises(ValueError, match="floatx"):
         ug.keras.config.set_floatx("int32")
     assert ug.get_default_dtype() == ug.float32
+
+
+OPTIMIZERS = [("Adam", {}), ("AdamW", {}), ("Adagrad", {}), ("RMSprop", {}), ("SGD", {"momentum": 0.9})]
+
+
+@pytest.mark.parametrize("default", ["float64", "float32", "bfloat16"], indirect=True)
+@pytest.mark.parametrize("name,kwargs", OPTIMIZERS, ids=[o[0] for o in OPTIMIZERS])
+def test_the_optimizer_state_and_step_counter_follow_torch(default, name, kwargs):
+    # torch keeps a float64 step counter under a float64 default (_get_scalar_dtype), float32
+    # otherwise; the other state takes the parameter's dtype.
+    w = np.random.default_rng(0).standard_normal(3)
+    ours = ug.tensor(w.astype(np.float32) if default == "bfloat16" else w, requires_grad=True)
+    theirs = torch.tensor(ours.detach().numpy(), requires_grad=True)
+    opt_ug = getattr(ug.optim, name)([ours], lr=0.1, **kwargs)
+    opt_torch = getattr(torch.optim, name)([theirs], lr=0.1, **kwargs)
+    for _ in range(3):
+        ours.grad, theirs.grad = ug.ones_like(ours), torch.ones_like(theirs)
+        opt_ug.step()
+        opt_torch.step()
+    state_ug, state_torch = opt_ug.state_dict()["state"][0], opt_torch.state_dict()["state"][0]
+    assert sorted(state_ug) == sorted(state_torch)
+    for key, value in state_torch.items():
+        assert name_of(state_ug[key].dtype) == name_of(value.dtype), key
+        np.testing.assert_allclose(state_ug[key].numpy(), value.numpy(), rtol=1e-6)
+    reloaded = getattr(ug.optim, name)([ours], lr=0.1, **kwargs)
+    reloaded.load_state_dict(opt_ug.state_dict())
+    assert {k: name_of(v.dtype) for k, v in reloaded.state_dict()["state"][0].items()} == \
+        {k: name_of(v.dtype) for k, v in state_torch.items()}

@@ -202,14 +202,16 @@ void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
       fail<IndexError>("[", name_, "] state for parameter ", index, " of ", by_index.size());
     const Tensor& p = by_index[index];
     TensorDict copy;
-    // Like torch: the step counter stays float32, the rest takes the parameter's dtype. The
-    // update loops walk state and parameter together, so their shapes must agree.
+    // Like torch: the step counter keeps its float32 or float64 (others, e.g. an old integer
+    // count, become float32), the rest takes the parameter's dtype. The update loops walk
+    // state and parameter together, so their shapes must agree.
     for (const auto& [key, t] : st) {
       if (key == "step") {
         if (t.numel() != 1)
           fail<ValueError>("[", name_, "] loaded step counter of parameter ", index, " has shape ", t.shape(),
                            ", not a single number");
-        copy.insert(key, t.to(DType::Float32, /*copy=*/true).reshape({}));
+        copy.insert(key,
+                    t.to(t.dtype() == DType::Float64 ? DType::Float64 : DType::Float32, /*copy=*/true).reshape({}));
         continue;
       }
       if (!(t.shape() == p.shape()))
@@ -345,12 +347,15 @@ void for_chunks(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
 }
 
 double increment_step(TensorDict& state) {
-  float* s = state.at("step").data_ptr<float>();
-  *s += 1.0f;
-  return *s;
+  const Tensor& s = state.at("step");
+  if (s.dtype() == DType::Float64) return *s.data_ptr<double>() += 1.0;
+  return *s.data_ptr<float>() += 1.0f;
 }
 
-Tensor zero_step() { return zeros({}, Options{DType::Float32, {}}); }
+Tensor zero_step() {
+  // torch's _get_scalar_dtype: float64 under a float64 default, else float32.
+  return zeros({}, Options{get_default_dtype() == DType::Float64 ? DType::Float64 : DType::Float32, {}});
+}
 
 }  // namespace detail
 

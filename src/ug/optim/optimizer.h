@@ -179,9 +179,11 @@ class Optimizer {
 namespace detail {
 /** Runs fn(begin, end) over [0, n), split across the thread pool when n is large. */
 void for_chunks(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
-/** The "step" counter (a float32 scalar tensor, as torch keeps it), incremented; returns its new value. */
+/** The "step" counter (a float32 or float64 scalar tensor, as torch keeps it), incremented;
+ *  returns its new value. */
 double increment_step(TensorDict& state);
-/** A float32 scalar tensor holding 0: a fresh step counter. */
+/** A scalar tensor holding 0, float64 under a float64 default dtype, else float32 (torch's
+ *  rule): a fresh step counter. */
 Tensor zero_step();
 }  // namespace detail
 
