@@ -61,7 +61,8 @@ std::string format_value(double value, bool integer, std::string_view spec, cons
     std::snprintf(buf, sizeof buf, (head + "lld").c_str(), static_cast<long long>(std::llround(value)));
     return buf;
   }
-  const std::string prec = "." + (precision.empty() ? std::string("6") : precision);
+  std::string prec = ".";  // appended, not "." + string: GCC 12 warns falsely (-Wrestrict) on that
+  prec += precision.empty() ? std::string_view("6") : precision;
   if (type == '%') {
     std::snprintf(buf, sizeof buf, (head + prec + "f").c_str(), value * 100);
     return std::string(buf) + "%";
