@@ -1,5 +1,6 @@
-"""F.interpolate and nn.Upsample, UpsamplingNearest2d and UpsamplingBilinear2d against torch's:
-the source indices and weights exactly (on one-hot inputs each output is the weight it takes
+"""F.interpolate (every mode: nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area)
+and nn.Upsample, UpsamplingNearest2d and UpsamplingBilinear2d against torch's: the source
+indices and weights exactly (on one-hot inputs each output is the weight it takes
 from the hot position), values and gradients on random inputs with float64 finite differences,
 printouts, and the errors for bad sizes, modes and dims.
 
@@ -15,7 +16,7 @@ import torch.nn.functional as TF
 
 import unigrad as ug
 import unigrad.nn.functional as UF
-from reference import arr, check_grad, check_layer
+from reference import ABS, arr, check_grad, check_layer
 
 
 def F(m):
@@ -28,9 +29,9 @@ def one_hot(spatial, dtype):
     return np.eye(k, dtype=dtype).reshape(1, k, *spatial)
 
 
-def same_as_torch(x, rtol=0.0, **kwargs):
-    """ug's interpolate equals torch's bit for bit (rtol: where torch's kernel rounds a product of
-    two weights plus another once, with an FMA, and unigrad twice), or both reject the arguments."""
+def same_as_torch(x, rtol=0.0, atol=0.0, **kwargs):
+    """ug's interpolate equals torch's bit for bit (rtol, atol: where torch's kernel rounds a product
+    of two weights plus another once, with an FMA, and unigrad twice), or both reject the arguments."""
     try:
         expected = TF.interpolate(torch.tensor(x), **kwargs).numpy()
     except RuntimeError as e:  # sizes that reach 0
@@ -38,7 +39,7 @@ def same_as_torch(x, rtol=0.0, **kwargs):
             UF.interpolate(ug.tensor(x), **kwargs)
         assert "greater than 0" in str(e)
         return
-    np.testing.assert_allclose(UF.interpolate(ug.tensor(x), **kwargs).numpy(), expected, rtol=rtol, atol=0,
+    np.testing.assert_allclose(UF.interpolate(ug.tensor(x), **kwargs).numpy(), expected, rtol=rtol, atol=atol,
                                err_msg=str(kwargs))
 
 
@@ -81,6 +82,35 @@ def test_2d_indices_and_weights_match_torch_exactly(mode, align_corners, dtype):
                               recompute_scale_factor=recompute)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_bicubic_indices_and_weights_match_torch(align_corners, dtype):
+    # Keys' cubic with A = -0.75 over the pixels index - 1 .. index + 2, clamped to the input.
+    # Each weight is a cubic whose terms' sizes add to at most 36 (8|A| x + ... + 4|A| at x < 2),
+    # evaluated with and without FMA contraction (torch's kernels, unigrad's): a few eps times
+    # 36 apart. Each output is a product of two weights (each below 1.25 in size), near a border
+    # summed over the taps that land on one pixel: within 64 eps.
+    tol = 64 * np.finfo(dtype).eps
+    for hw in [(3, 5), (4, 4), (1, 6), (7, 2)]:
+        x = one_hot(hw, dtype)
+        for kwargs in [{"size": (5, 8)}, {"size": (2, 3)}, {"size": (8, 10)}, {"size": 6},
+                       {"scale_factor": (1.5, 2.7)}, {"scale_factor": (0.7, 3.0)}, {"scale_factor": 1 / 3},
+                       {"scale_factor": 2.5, "recompute_scale_factor": True}]:
+            same_as_torch(x, tol, tol, mode="bicubic", align_corners=align_corners, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("spatial,size", [((11,), 4), ((7,), 7), ((5,), 9), ((7, 9), (3, 5)), ((4, 6), (8, 3)),
+                                          ((5, 7, 9), (2, 3, 4)), ((3, 4, 5), (6, 4, 2))])
+def test_area_is_adaptive_average_pooling_as_in_torch(spatial, size, dtype):
+    # Each output is the mean of at most ceil(n / m) + 1 pixels a dim: a sum of k one-hot terms
+    # over k, exact in any order but for the division's rounding (and 5-D's two of them).
+    x = one_hot(spatial, dtype)
+    expected = TF.interpolate(torch.tensor(x), size=size, mode="area").numpy()
+    np.testing.assert_allclose(UF.interpolate(ug.tensor(x), size=size, mode="area").numpy(), expected,
+                               rtol=4 * np.finfo(dtype).eps, atol=0)
+
+
 @pytest.mark.parametrize("mode,align_corners", [("nearest", None), ("nearest-exact", None), ("trilinear", False),
                                                 ("trilinear", True)])
 def test_3d_indices_and_weights_match_torch_exactly(mode, align_corners):
@@ -101,6 +131,9 @@ CASES = [
     ((2, 2, 4, 5), {"scale_factor": 1.3, "mode": "bilinear", "recompute_scale_factor": True}),
     ((2, 2, 4, 5), {"scale_factor": (0.6, 2.2), "mode": "bilinear", "align_corners": True}),
     ((1, 2, 3, 2, 4), {"scale_factor": 1.5, "mode": "trilinear"}),
+    ((2, 3, 7), {"size": 3, "mode": "area"}), ((2, 2, 5, 7), {"size": (2, 4), "mode": "area"}),
+    ((2, 2, 4, 5), {"scale_factor": 1.5, "mode": "area"}),
+    ((1, 2, 5, 4, 3), {"size": (2, 3, 2), "mode": "area"}),
 ]
 
 
@@ -108,6 +141,19 @@ CASES = [
 def test_values_and_gradients_match_torch(shape, kwargs):
     # Each input gradient adds the cotangents of the outputs it reaches: a few per dim.
     check_grad(lambda m, x: F(m).interpolate(x, **kwargs), arr(shape))
+
+
+BICUBIC = [((2, 2, 4, 5), {"size": (7, 3)}), ((2, 2, 4, 5), {"scale_factor": (1.7, 0.6), "align_corners": True}),
+           ((2, 2, 3, 3), {"scale_factor": 2.0})]
+
+
+@pytest.mark.parametrize("shape,kwargs", BICUBIC, ids=[str(c) for c in BICUBIC])
+def test_bicubic_values_and_gradients_match_torch(shape, kwargs):
+    # Each output weighs 4 x 4 pixels, with weights of either sign (their sizes add to about
+    # 1.3 a dim), and each input gradient adds the cotangents of the outputs it reaches: sums
+    # of about 16 terms, summed in another order than torch's, each term's weight itself a few
+    # roundings off; the bound takes twice that many terms of fn's size on the magnitudes.
+    check_grad(lambda m, x: F(m).interpolate(x, mode="bicubic", **kwargs), arr(shape), terms=ABS, n=32)
 
 
 def test_nearest_takes_integer_inputs():
@@ -127,6 +173,8 @@ MODULES = [
     ("Upsample", {"size": 9, "mode": "linear"}, (2, 3, 4)),
     ("Upsample", {"scale_factor": 1.7, "mode": "nearest-exact", "recompute_scale_factor": True}, (2, 3, 4)),
     ("Upsample", {"scale_factor": 1.5, "mode": "trilinear"}, (1, 2, 3, 2, 4)),
+    ("Upsample", {"scale_factor": 2, "mode": "bicubic", "align_corners": True}, (2, 3, 4, 5)),
+    ("Upsample", {"size": (2, 3), "mode": "area"}, (2, 3, 4, 5)),
     ("UpsamplingNearest2d", {"size": (4, 6)}, (2, 3, 3, 5)),
     ("UpsamplingNearest2d", {"scale_factor": 3}, (2, 3, 3, 5)),
     ("UpsamplingBilinear2d", {"scale_factor": 2}, (2, 3, 3, 5)),
@@ -163,6 +211,10 @@ ERRORS = [  # (input, interpolate's keywords, error class, message)
     (x4, {"scale_factor": 2.0, "mode": "linear"}, ValueError, "4D input, but linear mode needs 3D input"),
     (x4[0], {"scale_factor": 2.0, "mode": "bilinear"}, ValueError, "3D input, but bilinear mode needs 4D input"),
     (x4, {"scale_factor": 2.0, "mode": "trilinear"}, ValueError, "trilinear mode needs 5D input"),
+    (x4[0], {"scale_factor": 2.0, "mode": "bicubic"}, ValueError, "3D input, but bicubic mode needs 4D input"),
+    (x4, {"size": 2, "mode": "area", "align_corners": True}, ValueError, "align_corners option can only be set"),
+    (x4.astype(np.int64), {"size": 2, "mode": "area"}, TypeError, "floating point input"),
+    (x4.astype(np.int64), {"size": 2, "mode": "bicubic"}, TypeError, "floating point input"),
     (x4, {"scale_factor": 2.0, "mode": "foo"}, ValueError, "unsupported mode 'foo'"),
     (x4[0, 0], {"scale_factor": 2.0}, ValueError, r"3-D, 4-D or 5-D input .* got shape \[3, 4\]"),
     (x4.astype(np.int64), {"scale_factor": 2.0, "mode": "bilinear"}, TypeError, "floating point input"),
@@ -176,12 +228,6 @@ def test_bad_arguments_raise_naming_the_op(x, kwargs, error, match):
         UF.interpolate(ug.tensor(x), **kwargs)
     with pytest.raises(Exception):  # torch rejects them too (antialias: for the nearest mode)
         TF.interpolate(torch.tensor(x), **kwargs)
-
-
-def test_modes_torch_has_and_unigrad_lacks_say_so():
-    for mode in ("bicubic", "area"):
-        with pytest.raises(ValueError, match=f"unsupported mode '{mode}'"):
-            UF.interpolate(ug.tensor(x4), scale_factor=2.0, mode=mode)
 
 
 def test_upsample_checks_when_called_as_torch():

@@ -7,25 +7,29 @@
 
 #include "ug/core/error.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/pool.h"
 
 namespace ug::nn::functional {
 
 namespace {
 
-enum class Kind { Nearest, NearestExact, Linear };
+enum class Kind { Nearest, NearestExact, Linear, Cubic, Area };
 
-/** The mode's kind; the linear modes each need their number of dims. */
+/** The mode's kind; the linear and cubic modes each need their number of dims. */
 Kind kind_of(std::string_view mode, int64_t dims) {
   if (mode == "nearest") return Kind::Nearest;
   if (mode == "nearest-exact") return Kind::NearestExact;
-  constexpr std::string_view linear[] = {"linear", "bilinear", "trilinear"};
-  for (int64_t d = 3; d <= 5; ++d) {
-    if (mode != linear[d - 3]) continue;
+  if (mode == "area") return Kind::Area;
+  constexpr std::pair<std::string_view, int64_t> fixed[] = {
+      {"linear", 3}, {"bilinear", 4}, {"bicubic", 4}, {"trilinear", 5}};
+  for (const auto& [name, d] : fixed) {
+    if (mode != name) continue;
     if (dims != d) fail("[interpolate] got ", dims, "D input, but ", mode, " mode needs ", d, "D input");
-    return Kind::Linear;
+    return name == "bicubic" ? Kind::Cubic : Kind::Linear;
   }
   fail("[interpolate] unsupported mode '", mode,
-       "': use 'nearest', 'nearest-exact', 'linear' (3-D input), 'bilinear' (4-D) or 'trilinear' (5-D)");
+       "': use 'nearest', 'nearest-exact', 'area', 'linear' (3-D input), 'bilinear' or 'bicubic' (4-D) or "
+       "'trilinear' (5-D)");
 }
 
 /** `values` (one for every spatial dim, or one each) as one per spatial dim. */
@@ -83,26 +87,74 @@ template <class T> Tensor nearest_indices(bool exact, int64_t in, int64_t out, s
   return index;
 }
 
-/** torch's compute_source_index_and_lambda in its opmath type T: the two source indices of each
- *  output and the second one's weight (as a float64 tensor [out]). */
+/** torch's area_pixel_compute_source_index in its opmath type T for each output: where output i
+ *  samples the input, in input pixels. Linear taps clamp it at 0; cubic ones do not. */
 template <class T>
-std::tuple<Tensor, Tensor, Tensor> linear_taps(int64_t in, int64_t out, bool align_corners,
-                                               std::optional<double> scale) {
-  Tensor i0 = empty({out}, {.dtype = DType::Int64}), i1 = empty({out}, {.dtype = DType::Int64});
-  Tensor l1 = empty({out}, {.dtype = DType::Float64});
-  int64_t *p0 = i0.data_ptr<int64_t>(), *p1 = i1.data_ptr<int64_t>();
-  double* pl = l1.data_ptr<double>();
+std::vector<T> source_positions(int64_t in, int64_t out, bool align_corners, bool cubic, std::optional<double> scale) {
   const T ratio = align_corners ? (out > 1 ? static_cast<T>(in - 1) / static_cast<T>(out - 1) : T(0))
                                 : source_scale<T>(scale, in, out);
+  std::vector<T> real(static_cast<size_t>(out));
   for (int64_t i = 0; i < out; ++i) {
     // torch's kernels are built with FMA contraction: ratio * (i + 0.5) - 0.5 is rounded once.
-    T real = align_corners ? ratio * static_cast<T>(i) : std::fma(ratio, static_cast<T>(i) + T(0.5), T(-0.5));
-    if (real < T(0)) real = T(0);
-    p0[i] = std::min(static_cast<int64_t>(std::floor(static_cast<float>(real))), in - 1);  // floorf, as torch
-    p1[i] = p0[i] + (p0[i] < in - 1 ? 1 : 0);
-    pl[i] = std::clamp(real - static_cast<T>(p0[i]), T(0), T(1));
+    T r = align_corners ? ratio * static_cast<T>(i) : std::fma(ratio, static_cast<T>(i) + T(0.5), T(-0.5));
+    real[static_cast<size_t>(i)] = !cubic && r < T(0) ? T(0) : r;
   }
-  return {i0, i1, l1};
+  return real;
+}
+
+/** torch's guard_index_and_lambda: the input pixel at or before `real` (floorf, as torch), and
+ *  how far past it `real` lies, in [0, 1]. */
+template <class T> std::pair<int64_t, T> index_and_lambda(T real, int64_t in) {
+  const int64_t index = std::min(static_cast<int64_t>(std::floor(static_cast<float>(real))), in - 1);
+  return {index, std::clamp(real - static_cast<T>(index), T(0), T(1))};
+}
+
+/** Each output's source indices and their weights along one dim: taps[k] and weights[k] ([out],
+ *  the weights in float64 from the opmath type T) for the k-th tap. */
+struct Taps {
+  std::vector<Tensor> index, weight;
+};
+
+Taps make_taps(int64_t out, size_t count) {
+  Taps t;
+  for (size_t k = 0; k < count; ++k) {
+    t.index.push_back(empty({out}, {.dtype = DType::Int64}));
+    t.weight.push_back(empty({out}, {.dtype = DType::Float64}));
+  }
+  return t;
+}
+
+/** The two taps of linear interpolation (torch's compute_source_index_and_lambda). */
+template <class T> Taps linear_taps(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+  const std::vector<T> real = source_positions<T>(in, out, align_corners, false, scale);
+  Taps t = make_taps(out, 2);
+  for (int64_t i = 0; i < out; ++i) {
+    const auto [i0, l1] = index_and_lambda(real[static_cast<size_t>(i)], in);
+    t.index[0].data_ptr<int64_t>()[i] = i0;
+    t.index[1].data_ptr<int64_t>()[i] = i0 + (i0 < in - 1 ? 1 : 0);
+    t.weight[0].data_ptr<double>()[i] = static_cast<double>(T(1) - l1);
+    t.weight[1].data_ptr<double>()[i] = static_cast<double>(l1);
+  }
+  return t;
+}
+
+/** The four taps of bicubic interpolation: Keys' cubic convolution with A = -0.75 (torch's
+ *  get_cubic_upsample_coefficients), the pixels at index - 1 .. index + 2 clamped to the input. */
+template <class T> Taps cubic_taps(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+  constexpr T A = T(-0.75);
+  auto near = [](T x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };       // |x| <= 1
+  auto far = [](T x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
+  const std::vector<T> real = source_positions<T>(in, out, align_corners, true, scale);
+  Taps t = make_taps(out, 4);
+  for (int64_t i = 0; i < out; ++i) {
+    const auto [index, l] = index_and_lambda(real[static_cast<size_t>(i)], in);
+    const T w[4] = {far(l + 1), near(l), near(1 - l), far(2 - l)};
+    for (int64_t k = 0; k < 4; ++k) {
+      t.index[static_cast<size_t>(k)].data_ptr<int64_t>()[i] = std::clamp<int64_t>(index - 1 + k, 0, in - 1);
+      t.weight[static_cast<size_t>(k)].data_ptr<double>()[i] = static_cast<double>(w[k]);
+    }
+  }
+  return t;
 }
 
 /** x resized along `dim` from in to out elements. */
@@ -110,33 +162,58 @@ Tensor resize_dim(const Tensor& x, int64_t dim, Kind kind, int64_t out, bool ali
                   std::optional<double> scale) {
   const int64_t in = x.size(dim);
   const bool f64 = x.dtype() == DType::Float64;  // torch's opmath type: double for double, float otherwise
-  if (kind != Kind::Linear) {
+  if (kind == Kind::Nearest || kind == Kind::NearestExact) {
     const bool exact = kind == Kind::NearestExact;
     Tensor index = f64 ? nearest_indices<double>(exact, in, out, scale) : nearest_indices<float>(exact, in, out, scale);
     return x.index_select(dim, index.to(x.device()));
   }
-  if (out == in) return x;  // torch copies there (weights 1 and 0)
-  auto [i0, i1, l1] =
-      f64 ? linear_taps<double>(in, out, align_corners, scale) : linear_taps<float>(in, out, align_corners, scale);
+  if (kind == Kind::Linear && out == in) return x;  // torch copies there (weights 1 and 0)
+  const Taps taps = kind == Kind::Linear ? (f64 ? linear_taps<double>(in, out, align_corners, scale)
+                                                : linear_taps<float>(in, out, align_corners, scale))
+                                         : (f64 ? cubic_taps<double>(in, out, align_corners, scale)
+                                                : cubic_taps<float>(in, out, align_corners, scale));
   Dims shape(static_cast<size_t>(x.dim() - dim), 1);
   shape[0] = out;
-  Tensor w1 = l1.to(x.dtype()).to(x.device()).view(shape);  // rounded to x's dtype, as torch stores it
-  return x.index_select(dim, i0.to(x.device())) * (1 - w1) + x.index_select(dim, i1.to(x.device())) * w1;
+  Tensor y;
+  for (size_t k = 0; k < taps.index.size(); ++k) {
+    // The weight rounded to x's dtype, as torch's kernels hold it; linear's first weight is
+    // 1 - the second in x's dtype, as torch computes it.
+    Tensor w = taps.weight[k].to(x.dtype()).to(x.device()).view(shape);
+    if (kind == Kind::Linear && k == 0) w = 1 - taps.weight[1].to(x.dtype()).to(x.device()).view(shape);
+    Tensor term = x.index_select(dim, taps.index[k].to(x.device())) * w;
+    y = y.defined() ? y + term : term;
+  }
+  return y;
+}
+
+/** torch's area mode: adaptive average pooling to the output size (each output the mean of the
+ *  input pixels its bin covers); for 5-D input along depth and then over each plane, the bins'
+ *  means being separable. */
+Tensor area(const Tensor& input, const Dims& size) {
+  if (input.dim() == 3) return ::ug::adaptive_avg_pool1d(input, size);
+  if (input.dim() == 4) return ::ug::adaptive_avg_pool2d(input, size);
+  const Shape& s = input.shape();
+  Tensor depth_last = input.movedim(2, -1);
+  Tensor depth = ::ug::adaptive_avg_pool1d(depth_last.reshape({s[0] * s[1] * s[3] * s[4], 1, s[2]}), {size[0]})
+                     .reshape({s[0], s[1], s[3], s[4], size[0]})
+                     .movedim(-1, 2);
+  return ::ug::adaptive_avg_pool2d(depth.reshape({s[0], s[1] * size[0], s[3], s[4]}), {size[1], size[2]})
+      .reshape({s[0], s[1], size[0], size[1], size[2]});
 }
 
 }  // namespace
 
 Tensor interpolate(const Tensor& input, const InterpolateOptions& o) {
-  const bool nearest = o.mode == "nearest" || o.mode == "nearest-exact";
-  if (nearest && o.align_corners)
+  const bool not_interpolating = o.mode == "nearest" || o.mode == "nearest-exact" || o.mode == "area";
+  if (not_interpolating && o.align_corners)
     fail(
         "[interpolate] align_corners option can only be set with the interpolating modes: linear | bilinear | "
-        "trilinear");
+        "bicubic | trilinear");
   if (input.dim() < 3 || input.dim() > 5)
     fail("[interpolate] expected a 3-D, 4-D or 5-D input [N, C, *spatial], got shape ", input.shape(), " (",
          input.dtype(), ")");
   const Kind kind = kind_of(o.mode, input.dim());
-  if (kind == Kind::Linear && !is_floating(input.dtype()))
+  if (kind != Kind::Nearest && kind != Kind::NearestExact && !is_floating(input.dtype()))
     fail<TypeError>("[interpolate] ", o.mode, " mode needs a floating point input, got dtype ", input.dtype());
   auto [size, scales] = output_size(input, o);
   const Dims in(input.shape().begin() + 2, input.shape().end());
@@ -144,6 +221,7 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& o) {
       std::any_of(size.begin(), size.end(), [](int64_t s) { return s <= 0; }))
     fail("[interpolate] input and output sizes should be greater than 0, but got input spatial size ", in,
          " and output size ", size, " (input shape ", input.shape(), ")");
+  if (kind == Kind::Area) return area(input, size);
   // The last dim first: torch's kernels weight the innermost dim's taps first too.
   Tensor y = input;
   for (int64_t d = input.dim() - 1; d >= 2; --d)

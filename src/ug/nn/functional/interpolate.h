@@ -1,6 +1,6 @@
 // torch.nn.functional.interpolate: resizing [N, C, *spatial] along its spatial dims, one dim
-// at a time, as index_select (nearest) or two index_selects weighted and added (linear), so
-// gradients and export are theirs. The indices and weights follow the arithmetic of torch's CPU
+// at a time, as index_select (nearest) or two or four index_selects weighted and added (linear,
+// bicubic), or as adaptive average pooling (area), so gradients and export are theirs. The indices and weights follow the arithmetic of torch's CPU
 // kernels exactly (see interpolate.cpp for where those disagree with each other).
 #pragma once
 
@@ -19,9 +19,10 @@ struct InterpolateOptions {
    *  recompute_scale_factor, the source index of output i is computed with 1 / scale_factor,
    *  not with input size / output size: torch's rule. */
   std::optional<std::vector<double>> scale_factor;
-  /** "nearest", "nearest-exact", or "linear" / "bilinear" / "trilinear" for 3-D / 4-D / 5-D input. */
+  /** "nearest", "nearest-exact", "area", or "linear" / "bilinear" or "bicubic" / "trilinear" for
+   *  3-D / 4-D / 5-D input. */
   std::string_view mode = "nearest";
-  /** Linear modes: map the corner pixels' centres onto each other (false when unset). */
+  /** Linear and bicubic modes: map the corner pixels' centres onto each other (false when unset). */
   std::optional<bool> align_corners;
   /** Compute the output size from scale_factor, then interpolate as if it had been given. */
   std::optional<bool> recompute_scale_factor;
