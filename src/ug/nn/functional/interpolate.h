@@ -1,7 +1,8 @@
 // torch.nn.functional.interpolate: resizing [N, C, *spatial] along its spatial dims, one dim
 // at a time, as index_select (nearest) or two or four index_selects weighted and added (linear,
-// bicubic), or as adaptive average pooling (area), so gradients and export are theirs. The indices and weights follow the arithmetic of torch's CPU
-// kernels exactly (see interpolate.cpp for where those disagree with each other).
+// bicubic), or as adaptive average pooling (area), so gradients and export are theirs. The
+// indices and weights follow the arithmetic of torch's CPU kernels exactly (see
+// interpolate.cpp for where those disagree with each other).
 #pragma once
 
 #include <optional>
