@@ -126,7 +126,7 @@ class Backend {
                          double scale, const Tensor& out, const Tensor& lse) = 0;
   /** The gradients of attention for the output gradient g (out's shape and dtype, unit last
    *  stride), recomputing the probabilities from q, k, v, out and lse: dq, dk and dv
-   *  (the shapes and dtype of q, k and v, unit last stride, rows that do not overlap). */
+   *  (contiguous, the shapes and dtype of q, k and v). */
   virtual void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& mask, bool causal, double scale, const Tensor& out, const Tensor& lse,
                                   const Tensor& dq, const Tensor& dk, const Tensor& dv) = 0;

@@ -7,7 +7,6 @@
 // code runs (the export table's rules call them back; a file gets their formulas).
 #include "ug/ops/attention.h"
 
-#include <algorithm>
 #include <limits>
 
 #include "ug/backend/backend.h"
@@ -33,21 +32,6 @@ const graph::OpDef kAttentionBackward("attention_backward");
 Tensor kernel_ready(const Tensor& t) {
   const bool ok = t.stride(-1) == 1 && (t.stride(-2) >= t.size(-1) || t.size(-2) == 1);
   return ok ? t : t.contiguous();
-}
-
-/** An empty [B, H, R, C] tensor like t whose first three dims lie in memory in the order of t's
- *  strides (dense, C last): a gradient in its operand's layout. q, k and v are usually heads
- *  split from [B, R, H, C] rows, so their gradients' head merges are views, not copies. */
-Tensor empty_in_layout(const Tensor& t, const Options& o) {
-  Dims order{0, 1, 2};
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return t.stride(a) > t.stride(b); });
-  order.push_back(3);
-  Dims shape, back(4);
-  for (size_t i = 0; i < order.size(); ++i) {
-    shape.push_back(t.size(order[i]));
-    back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
-  }
-  return empty(shape, o).permute(back);
 }
 
 /** q k^T * scale with the mask applied: -inf where a key is masked, plus an additive mask. */
@@ -119,7 +103,7 @@ graph::Tensors attention_backward(const Tensor& g, const Tensor& q, const Tensor
   graph::OpCall call(kAttentionBackward);
   Tensor go = kernel_ready(g.to(q.dtype()));
   Options o{.dtype = q.dtype(), .device = q.device()};
-  Tensor dq = empty_in_layout(q, o), dk = empty_in_layout(k, o), dv = empty_in_layout(v, o);
+  Tensor dq = empty(q.shape(), o), dk = empty(k.shape(), o), dv = empty(v.shape(), o);
   backend_for(q.device()).attention_backward(go, q, k, v, mask, causal, scale, out, lse, dq, dk, dv);
   if (call.capturing()) {
     call.set_attrs({{"causal", int64_t{causal}}, {"scale", scale}});
