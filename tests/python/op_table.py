@@ -679,7 +679,7 @@ OTHERS = [
        ops=("adaptive_avg_pool",)),
     Op("one_hot", lambda m, t: F(m).one_hot(t, 5), const([0, 3, 4, 1]), off=INT_INPUTS),
     Op("scaled_dot_product_attention", lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
-       x(2, 4, 3), x(2, 4, 3, seed=1), x(2, 4, 2, seed=2), ops=("softmax", "matmul", "scaled_dot_product_attention")),
+       x(2, 4, 3), x(2, 4, 3, seed=1), x(2, 4, 2, seed=2), ops=("softmax", "matmul", "scaled_dot_product_attention", "attention_backward")),
     Op("dropout.eval", lambda m, a: F(m).dropout(a, 0.5, training=False), x(3, 4)),
     # random values: the generators differ (test_random.py checks unigrad's distributions)
     Op("random", lambda m, a: tuple(m.rand_like(a).shape), x(3, 4), off=PYTHON_VALUE),

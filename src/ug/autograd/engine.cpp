@@ -10,6 +10,7 @@
 
 #include "ug/autograd/grad_trace.h"
 #include "ug/graph/capture.h"
+#include "ug/graph/gradient_graph.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/node.h"
 #include "ug/ops/autocast.h"
@@ -141,6 +142,7 @@ std::vector<Tensor> execute(const std::vector<Edge>& roots, std::vector<Tensor> 
   // Under a capture (ug.jit tracing a step) the rules run as for create_graph: their op forms,
   // which the capture records, rather than fused kernels it could not follow.
   AutoGradMode mode(create_graph || graph::detail::current_capture);
+  graph::GradientGraphScope asked(create_graph);
   while (!ready.empty()) {
     Node* node = ready.top();
     ready.pop();

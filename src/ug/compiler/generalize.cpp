@@ -17,16 +17,22 @@ namespace ug::compiler {
 namespace {
 
 // Called-back ops whose closures hold no size: the optimizers' steps hold their live
-// parameters and state; the fused backward kernels and an average pool's gradient hold their
-// kind and attributes (a layer norm's row length, cross-entropy's reduction and ignored
-// class, the pool's image size: a trace with free
-// sizes puts the call's attributes on the node, so they are compared); a convolution's weight
-// gradient holds its geometry and the weight's shape, a parameter's. Any other (a random draw's
-// shape, a convolution's input gradient holding the input's shape) is refused.
+// parameters and state; the fused backward kernels, attention's kernels and an average pool's
+// gradient hold their kind and attributes (a layer norm's row length, cross-entropy's reduction
+// and ignored class, attention's scale, the pool's image size: a trace with free sizes puts the
+// call's attributes on the node, so they are compared); a convolution's weight gradient holds
+// its geometry and the weight's shape, a parameter's. Any other (a random draw's shape, a
+// convolution's input gradient holding the input's shape) is refused.
 const std::set<std::string, std::less<>> kSizeFreeReplays = {
-    "optimizer_step",     "optimizer_update",    "relu_backward",         "tanh_backward",        "sigmoid_backward",
-    "silu_backward",      "gelu_backward",       "softmax_backward",      "log_softmax_backward", "layer_norm_backward",
-    "conv2d_weight_grad", "avg_pool2d_backward", "cross_entropy_backward"};
+    "optimizer_step",         "optimizer_update",
+    "relu_backward",          "tanh_backward",
+    "sigmoid_backward",       "silu_backward",
+    "gelu_backward",          "softmax_backward",
+    "log_softmax_backward",   "layer_norm_backward",
+    "conv2d_weight_grad",     "avg_pool2d_backward",
+    "cross_entropy_backward", "scaled_dot_product_attention",
+    "attention_backward",
+};
 
 bool same_tensor(const Tensor& a, const Tensor& b) {
   if (a.defined() != b.defined()) return false;

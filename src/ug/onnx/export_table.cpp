@@ -305,6 +305,104 @@ void layer_norm_backward(GraphBuilder& g, const CapturedCall& c) {
   }
 }
 
+// ---- attention: the fused kernels' op (a program calls them back) and their formulas ----------
+
+/** k or v [B, Hk, S, E] (value t) with each head repeated for its group of the q_heads query
+ *  heads, as repeat_interleave: Unsqueeze, Expand and Reshape; t itself when Hk is q_heads. */
+std::string repeat_heads(GraphBuilder& g, const std::string& t, const Tensor& like, int64_t q_heads) {
+  const int64_t heads = like.size(1);
+  if (heads == q_heads) return t;
+  const std::vector<int64_t> s(like.shape().begin(), like.shape().end());
+  std::string e = node1(
+      g, "Expand",
+      {node1(g, "Unsqueeze", {t, g.ints({2})}, "u"), g.shape_value({s[0], heads, q_heads / heads, s[2], s[3]})}, "e");
+  return node1(g, "Reshape", {e, g.shape_value({s[0], q_heads, s[2], s[3]})}, "rep");
+}
+
+/** x with its last two dims swapped (x is 4-d). */
+std::string swap_last(GraphBuilder& g, const std::string& x) {
+  std::string t = g.fresh("t");
+  set_attr(g.node("Transpose", {x}, {t}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  return t;
+}
+
+/** The probabilities softmax(q k^T * scale, masked) of an attention call whose inputs hold q, k,
+ *  v and the mask from `first` on (attributes causal and scale), as ops::attention_probs computes
+ *  them; `k` is k's value with its heads repeated. */
+std::string attention_probs(GraphBuilder& g, const CapturedCall& c, size_t first, const std::string& k) {
+  const Tensor &q = c.inputs[first], &mask = c.inputs[first + 3];
+  const DType dt = q.dtype();
+  const std::string neg_inf = g.scalar(-std::numeric_limits<double>::infinity(), dt);
+  std::string s =
+      node1(g, "MatMul", {node1(g, "Mul", {g.value(q), g.scalar(attr_float(c, "scale"), dt)}, "qs"), swap_last(g, k)},
+            "scores");
+  if (attr_int(c, "causal")) {  // key j <= query i
+    const int64_t L = q.size(2), S = c.inputs[first + 1].size(2);
+    Tensor keep = empty({L, S}, {.dtype = DType::Bool});
+    bool* kp = keep.data_ptr<bool>();
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < S; ++j) kp[i * S + j] = j <= i;
+    s = node1(g, "Where", {g.value(keep), s, neg_inf}, "masked");
+  } else if (mask.defined() && mask.dtype() == DType::Bool) {
+    s = node1(g, "Where", {g.value(mask), s, neg_inf}, "masked");
+  } else if (mask.defined()) {
+    s = node1(g, "Add", {s, g.value(mask, dt)}, "masked");
+  }
+  auto softmax = [&](const std::string& x) {
+    std::string p = g.fresh("probs");
+    set_attr(g.node("Softmax", {x}, {p}), "axis", int64_t{-1});
+    return p;
+  };
+  if (!mask.defined()) return softmax(s);  // a causal mask always keeps the first key
+  // A row with every key masked gives zeros (not NaN), as the kernel does.
+  std::string kept = node1(g, "Not", {node1(g, "Equal", {s, neg_inf}, "masked_key")}, "kept"), attended = g.fresh("t");
+  set_attr(g.node("Cast", {kept}, {attended}), "to", static_cast<int64_t>(onnx_dtype(dt)));
+  std::string count = g.fresh("attended");
+  set_attr(g.node("ReduceSum", {attended, g.ints({-1})}, {count}), "keepdims", int64_t{1});
+  const std::string dead = node1(g, "Equal", {count, g.scalar(0.0, dt)}, "dead"), zero = g.scalar(0.0, dt);
+  return node1(g, "Where", {dead, zero, softmax(node1(g, "Where", {dead, zero, s}, "t"))}, "probs");
+}
+
+/** scaled_dot_product_attention(q, k, v, mask) on [B, H, L, E] operands, with outputs the result
+ *  and each row's log-sum-exp: a program whose backward reads the log-sum-exp calls the fused
+ *  kernel back (one node); otherwise, and in a file, the composition
+ *  softmax(q * scale k^T, masked) v. */
+void attention(GraphBuilder& g, const CapturedCall& c) {
+  if (g.replays_allowed() && c.replay && g.read_by_a_call(c.outputs[1])) return g.replay(c);
+  const int64_t heads = c.inputs[0].size(1);
+  std::string k = repeat_heads(g, g.value(c.inputs[1]), c.inputs[1], heads);
+  std::string v = repeat_heads(g, g.value(c.inputs[2]), c.inputs[2], heads);
+  g.node("MatMul", {attention_probs(g, c, 0, k), v}, {g.output(c, 0)});
+}
+
+/** attention_backward(g, q, k, v, mask, out, lse) (outputs dq, dk, dv): with p the
+ *  probabilities, dp = g v^T, ds = p (dp - rowsum(dp p)); dq = ds k scale, dk = ds^T q scale,
+ *  dv = p^T g, dk and dv summed over each key/value head's group of query heads. */
+void attention_backward(GraphBuilder& g, const CapturedCall& c) {
+  const DType dt = out_dtype(c);
+  const Tensor &q = c.inputs[1], &k = c.inputs[2], &v = c.inputs[3];
+  const int64_t heads = q.size(1);
+  std::string grad = g.value(c.inputs[0], dt), qv = g.value(q), sc = g.scalar(attr_float(c, "scale"), dt);
+  std::string ke = repeat_heads(g, g.value(k), k, heads), ve = repeat_heads(g, g.value(v), v, heads);
+  std::string p = attention_probs(g, c, 1, ke);
+  std::string dp = node1(g, "MatMul", {grad, swap_last(g, ve)}, "dp");
+  std::string dpp = g.fresh("row_sum");
+  set_attr(g.node("ReduceSum", {node1(g, "Mul", {dp, p}, "t"), g.ints({-1})}, {dpp}), "keepdims", int64_t{1});
+  std::string ds = node1(g, "Mul", {p, node1(g, "Sub", {dp, dpp}, "t")}, "ds");
+  g.node("Mul", {node1(g, "MatMul", {ds, ke}, "t"), sc}, {g.output(c, 0)});
+  auto fold = [&](const std::string& d, const Tensor& like, size_t i) {  // the groups' gradients summed
+    if (like.size(1) == heads) {
+      g.node("Identity", {d}, {g.output(c, i)});
+      return;
+    }
+    const std::vector<int64_t> s(like.shape().begin(), like.shape().end());
+    std::string r = node1(g, "Reshape", {d, g.shape_value({s[0], s[1], heads / s[1], s[2], s[3]})}, "groups");
+    set_attr(g.node("ReduceSum", {r, g.ints({2})}, {g.output(c, i)}), "keepdims", int64_t{0});
+  };
+  fold(node1(g, "Mul", {node1(g, "MatMul", {swap_last(g, ds), qv}, "t"), sc}, "dk"), k, 1);
+  fold(node1(g, "MatMul", {swap_last(g, p), grad}, "dv"), v, 2);
+}
+
 /** cross_entropy(x, t[, w]) over class indices: ONNX's SoftmaxCrossEntropyLoss, which the
  *  importer runs with the same op (so a program's loss is the eager one). */
 void cross_entropy(GraphBuilder& g, const CapturedCall& c) {
@@ -1209,6 +1307,8 @@ const std::map<std::string, Emitter>& table() {
         {"layer_norm_backward", called_back<layer_norm_backward>},
         {"cross_entropy", cross_entropy},
         {"cross_entropy_backward", called_back<cross_entropy_backward>},
+        {"scaled_dot_product_attention", attention},
+        {"attention_backward", called_back<attention_backward>},
         // layers
         {"layer_norm", layer_norm},
         {"batch_norm", batch_norm},
@@ -1282,7 +1382,6 @@ const std::map<std::string, std::string>& unsupported() {
       {"avg_pool2d", "internal: captured as avg_pool or adaptive_avg_pool"},
       {"avg_pool2d_backward", "a gradient op; export traces the forward pass only"},
       {"group_norm", "group normalization is not exported"},
-      {"scaled_dot_product_attention", "internal: captured as its composed form (matmul, softmax)"},
       {"instance_norm", "instance normalization is not exported"},
   };
   return u;

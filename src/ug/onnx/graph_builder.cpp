@@ -268,6 +268,8 @@ void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls) { note_cal
 void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls, bool parts) {
   for (const CapturedCall& call : calls) {
     note_calls(call.inner, true);  // a call's parts finished before it did
+    for (const Tensor& in : call.inputs)
+      if (in.defined()) read_.insert(in.storage().get());
     for (size_t i = 0; i < call.outputs.size() && i < call.output_versions.size(); ++i) {
       const Tensor& out = call.outputs[i];
       if (!out.defined()) continue;

@@ -124,6 +124,9 @@ class GraphBuilder {
    *  left at (the writes the graph follows), and which calls inside composites made which
    *  tensors (see value()). `calls` must outlive the builder. */
   void note_calls(const std::vector<CapturedCall>& calls);
+  /** Whether a call of the trace reads t's memory (after note_calls): a rule whose second
+   *  output only a later call may need (attention's log-sum-exp, for its backward). */
+  bool read_by_a_call(const Tensor& t) const { return t.defined() && read_.contains(t.storage().get()); }
   /** Parameters and state tensors (read live) that ops wrote: each with its final value's
    *  name, which a program writes back into it after a run. */
   std::vector<std::pair<Tensor, std::string>> written_state() const;
@@ -211,6 +214,7 @@ class GraphBuilder {
   std::unordered_set<std::string> emitted_params_;
   std::unordered_map<const void*, std::unordered_set<uint32_t>> writes_;  // storage -> versions ops left
   std::unordered_set<const void*> written_in_place_;                      // storages ops wrote in place
+  std::unordered_set<const void*> read_;                                  // storages calls read
 };
 
 void set_attr(::onnx::NodeProto& node, const std::string& name, int64_t value);

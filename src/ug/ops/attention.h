@@ -1,6 +1,8 @@
 // Attention's pieces in the ops layer: the probabilities composed from ops (differentiable to
 // any order) and the fused kernel's op, which keeps only the output and each row's
-// log-sum-exp for backward. nn::functional::scaled_dot_product_attention picks between them.
+// log-sum-exp for backward (its rule is the op attention_backward; both are captured, so a
+// compiled program calls the kernels back). nn::functional::scaled_dot_product_attention picks
+// between them.
 #pragma once
 
 #include "ug/core/tensor.h"
@@ -17,8 +19,8 @@ const graph::OpDef& attention_def();
  *  attend) or added to the scores; causal keeps key j <= i (and then mask is undefined). */
 Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, bool causal, double scale);
 
-/** Whether attention_fused runs for these operands now: floating q, k, v and a mask that
- *  takes no gradient, no vmap, forward mode or capture (they take the composed form). */
+/** Whether attention_fused runs for these operands now: non-empty q, k, v and a mask that
+ *  takes no gradient, no vmap or forward mode (they take the composed form). */
 bool attention_fuses(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask);
 
 /** softmax(q k^T * scale, masked) v as one kernel for q [B, Hq, L, E], k [B, Hk, S, E] and

@@ -1,7 +1,7 @@
 // scaled_dot_product_attention: the fused kernel (ops/attention.h: the probabilities are
-// recomputed in backward, never stored) where it applies, else composed from two batched
-// matrix products and a softmax (dropout, vmap, forward mode, captures, a mask that takes a
-// gradient), whose ops' own rules give gradients of every order.
+// recomputed in backward, never stored) where it applies, captures included, else composed
+// from two batched matrix products and a softmax (dropout, vmap, forward mode, a mask that
+// takes a gradient), whose ops' own rules give gradients of every order.
 #include "ug/nn/functional/attention.h"
 
 #include <algorithm>
