@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "ug/nn/functional.h"
+#include "ug/nn/functional/embedding_bag.h"
 
 namespace ugpy {
 
@@ -302,6 +303,19 @@ void bind_nn_functional(nb::module_&, nb::module_& m) {
       },
       nb::arg("input"), nb::arg("weight"), nb::arg("padding_idx") = none, nb::arg("max_norm") = none,
       nb::arg("norm_type") = 2.0, nb::arg("scale_grad_by_freq") = false, nb::arg("sparse") = false);
+  m.def(
+      "embedding_bag",
+      [](const Tensor& input, const Tensor& w, const OptTensor& offsets, std::optional<double> max_norm,
+         double norm_type, bool scale_grad_by_freq, const std::string& mode, bool sparse, const OptTensor& psw,
+         bool include_last_offset, std::optional<int64_t> padding_idx) {
+        if (sparse) throw ug::ValueError("[embedding_bag] sparse gradients are not supported; use sparse=False");
+        return F::embedding_bag(input, w, offsets, max_norm, norm_type, scale_grad_by_freq, mode, psw,
+                                include_last_offset, padding_idx);
+      },
+      nb::arg("input"), nb::arg("weight"), nb::arg("offsets") = none, nb::arg("max_norm") = none,
+      nb::arg("norm_type") = 2.0, nb::arg("scale_grad_by_freq") = false, nb::arg("mode") = "mean",
+      nb::arg("sparse") = false, nb::arg("per_sample_weights") = none, nb::arg("include_last_offset") = false,
+      nb::arg("padding_idx") = none);
   m.def("one_hot", &F::one_hot, nb::arg("tensor"), nb::arg("num_classes") = -1);
 
   // ---- attention ----

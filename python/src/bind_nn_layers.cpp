@@ -10,6 +10,7 @@
 #include "ug/nn/layers/conv.h"
 #include "ug/nn/layers/conv3d.h"
 #include "ug/nn/layers/dropout.h"
+#include "ug/nn/layers/embedding_bag.h"
 #include "ug/nn/layers/loss.h"
 #include "ug/nn/layers/margin_loss.h"
 #include "ug/nn/layers/normalization.h"
@@ -217,6 +218,25 @@ void bind_nn_layers(nb::module_& nn) {
       nn, "Embedding", "A lookup table of num_embeddings vectors of size embedding_dim (torch.nn.Embedding).")
       .def(nb::init<int64_t, int64_t, std::optional<int64_t>>(), "num_embeddings"_a, "embedding_dim"_a,
            "padding_idx"_a = nb::none());
+
+  nb::class_<n::EmbeddingBagImpl, Module>(nn, "EmbeddingBag",
+                                          "Sums, means or maxima of bags of embedding vectors (torch.nn.EmbeddingBag).")
+      .def(
+          "__init__",
+          [](n::EmbeddingBagImpl* e, int64_t num, int64_t dim, std::optional<double> max_norm, double norm_type,
+             bool scale_grad_by_freq, std::string mode, bool sparse, bool include_last_offset,
+             std::optional<int64_t> padding_idx) {
+            if (sparse) throw ug::ValueError("[EmbeddingBag] sparse gradients are not supported; use sparse=False");
+            new (e) n::EmbeddingBagImpl(num, dim, max_norm, norm_type, scale_grad_by_freq, std::move(mode),
+                                        include_last_offset, padding_idx);
+          },
+          "num_embeddings"_a, "embedding_dim"_a, "max_norm"_a = nb::none(), "norm_type"_a = 2.0,
+          "scale_grad_by_freq"_a = false, "mode"_a = "mean", "sparse"_a = false, "include_last_offset"_a = false,
+          "padding_idx"_a = nb::none())
+      .def("forward",
+           nb::overload_cast<const Tensor&, const std::optional<Tensor>&, const std::optional<Tensor>&>(
+               &n::EmbeddingBagImpl::forward),
+           "input"_a, "offsets"_a = nb::none(), "per_sample_weights"_a = nb::none());
 
   nb::class_<n::PixelShuffleImpl, Module>(nn, "PixelShuffle",
                                           "[*, C·r², H, W] -> [*, C, H·r, W·r] (torch.nn.PixelShuffle).")
