@@ -3,9 +3,8 @@
 #include <sstream>
 
 #include "ug/core/python_repr.h"
-#include "ug/graph/grad_mode.h"
 #include "ug/nn/functional/embedding_bag.h"
-#include "ug/nn/init.h"
+#include "ug/nn/layers/embedding_table.h"
 
 namespace ug::nn {
 
@@ -19,28 +18,15 @@ EmbeddingBagImpl::EmbeddingBagImpl(int64_t num_embeddings, int64_t embedding_dim
       norm_type_(norm_type),
       scale_grad_by_freq_(scale_grad_by_freq),
       mode_(std::move(mode)),
-      include_last_offset_(include_last_offset) {
-  if (num_embeddings <= 0 || embedding_dim <= 0)
-    fail("[EmbeddingBag] sizes must be positive, got ", num_embeddings, " and ", embedding_dim);
+      include_last_offset_(include_last_offset),
+      padding_idx_(detail::checked_table(num_embeddings, embedding_dim, padding_idx, "EmbeddingBag")) {
   if (mode_ != "sum" && mode_ != "mean" && mode_ != "max")
     fail("[EmbeddingBag] mode has to be one of sum, mean or max, got '", mode_, "'");
-  if (padding_idx) {
-    if (*padding_idx < -num_embeddings || *padding_idx >= num_embeddings)
-      fail("[EmbeddingBag] padding_idx must be within num_embeddings (", num_embeddings, "), got ", *padding_idx);
-    padding_idx_ = *padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx;
-  }
   register_parameter("weight", empty({num_embeddings, embedding_dim}));
   reset_parameters();
 }
 
-void EmbeddingBagImpl::reset_parameters() {
-  Tensor& w = parameter("weight");
-  init::normal_(w);
-  if (padding_idx_) {
-    NoGradGuard no_grad;
-    w.select(0, *padding_idx_).zero_();
-  }
-}
+void EmbeddingBagImpl::reset_parameters() { detail::reset_table(parameter("weight"), padding_idx_); }
 
 Tensor EmbeddingBagImpl::forward(const Tensor& input, const std::optional<Tensor>& offsets,
                                  const std::optional<Tensor>& per_sample_weights) {
