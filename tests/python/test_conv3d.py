@@ -130,3 +130,16 @@ def test_bad_input_raises_like_torch():
         ug.nn.functional.avg_pool3d(ug.ones(1, 1, 2, 5, 5, dtype=ug.int64), 2)
     with pytest.raises(RuntimeError, match=r"\[avg_pool3d\] given input size \[1, 1, 2, 5, 5\].*too small"):
         ug.nn.functional.avg_pool3d(ug.ones(1, 1, 2, 5, 5), 3)
+
+
+def test_torch_export_of_a_3d_cnn_imports(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv3d(2, 4, 3, padding=1, groups=2), torch.nn.ReLU(),
+                                torch.nn.MaxPool3d(2), torch.nn.Conv3d(4, 3, (2, 3, 1), stride=(1, 2, 1)),
+                                torch.nn.AvgPool3d(2, ceil_mode=True)).eval()
+    path = str(tmp_path / "cnn3d.onnx")
+    x = torch.tensor(rand((2, 2, 8, 10, 8))).float()
+    torch.onnx.export(model, (x,), path, input_names=["x"], dynamo=False)
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(ug.onnx.load(path)(ug.tensor(x.numpy())).numpy(), expected, rtol=1e-5, atol=1e-6)
