@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
+#include "ug/ops/conv3d.h"
 
 namespace ugpy {
 
@@ -41,6 +42,7 @@ void bind_nn_conv(nb::module_&, nb::module_& functional) {
       nb::arg("padding") = 0, nb::arg("dilation") = 1, nb::arg("groups") = 1)
   UG_CONV("conv1d", ug::conv1d);
   UG_CONV("conv2d", ug::conv2d);
+  UG_CONV("conv3d", ug::conv3d);
 #undef UG_CONV
 #define UG_CONV_T(name, fn)                                                                                \
   f.def(                                                                                                   \
@@ -71,6 +73,7 @@ void bind_nn_conv(nb::module_&, nb::module_& functional) {
       nb::arg("dilation") = 1, nb::arg("ceil_mode") = false, nb::arg("return_indices") = false)
   UG_MAX_POOL("max_pool1d", ug::max_pool1d_with_indices, ug::max_pool1d);
   UG_MAX_POOL("max_pool2d", ug::max_pool2d_with_indices, ug::max_pool2d);
+  UG_MAX_POOL("max_pool3d", ug::max_pool3d_with_indices, ug::max_pool3d);
 #undef UG_MAX_POOL
   f.def(
       "max_pool2d_with_indices",
@@ -90,15 +93,19 @@ void bind_nn_conv(nb::module_&, nb::module_& functional) {
       },
       nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride") = nb::none(), nb::arg("padding") = 0,
       nb::arg("ceil_mode") = false, nb::arg("count_include_pad") = true);
-  f.def(
-      "avg_pool2d",
-      [](const Tensor& x, nb::handle k, nb::handle stride, nb::handle padding, bool ceil_mode, bool count_include_pad,
-         std::optional<int64_t> divisor_override) {
-        return ug::avg_pool2d(x, sizes(k, "avg_pool2d"), sizes(stride, "avg_pool2d"), sizes(padding, "avg_pool2d"),
-                              ceil_mode, count_include_pad, divisor_override);
-      },
-      nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride") = nb::none(), nb::arg("padding") = 0,
-      nb::arg("ceil_mode") = false, nb::arg("count_include_pad") = true, nb::arg("divisor_override") = nb::none());
+#define UG_AVG_POOL(name, fn)                                                                                          \
+  f.def(                                                                                                               \
+      name,                                                                                                            \
+      [](const Tensor& x, nb::handle k, nb::handle stride, nb::handle padding, bool ceil_mode, bool count_include_pad, \
+         std::optional<int64_t> divisor_override) {                                                                    \
+        return fn(x, sizes(k, name), sizes(stride, name), sizes(padding, name), ceil_mode, count_include_pad,          \
+                  divisor_override);                                                                                   \
+      },                                                                                                               \
+      nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride") = nb::none(), nb::arg("padding") = 0,                \
+      nb::arg("ceil_mode") = false, nb::arg("count_include_pad") = true, nb::arg("divisor_override") = nb::none())
+  UG_AVG_POOL("avg_pool2d", ug::avg_pool2d);
+  UG_AVG_POOL("avg_pool3d", ug::avg_pool3d);
+#undef UG_AVG_POOL
   f.def(
       "adaptive_avg_pool1d",
       [](const Tensor& x, nb::handle size) { return ug::adaptive_avg_pool1d(x, sizes(size, "adaptive_avg_pool1d")); },

@@ -5,7 +5,10 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "convert.h"
 #include "ug/nn/functional.h"
+#include "ug/nn/functional/embedding_bag.h"
+#include "ug/nn/layers/ctc_loss.h"
 
 namespace ugpy {
 
@@ -26,9 +29,14 @@ std::string reduction_of(std::optional<bool> size_average, std::optional<bool> r
 
 int64_t softmax_dim(const Tensor& x, std::optional<int64_t> dim) { return dim ? *dim : F::implicit_softmax_dim(x); }
 
+/** ctc_loss's lengths: a tensor, or a sequence of ints as torch also takes. */
+Tensor lengths(nb::handle h) {
+  return nb::isinstance<Tensor>(h) ? nb::cast<Tensor>(h) : tensor_from_data(h, ug::DType::Int64, std::nullopt);
+}
+
 }  // namespace
 
-void bind_nn_functional(nb::module_&, nb::module_& m) {
+void bind_nn_functional(nb::module_& nn, nb::module_& m) {
   auto none = nb::none();
   // ---- linear ----
   m.def(
@@ -201,6 +209,27 @@ void bind_nn_functional(nb::module_&, nb::module_& m) {
       nb::arg("input1"), nb::arg("input2"), nb::arg("target"), nb::arg("margin") = 0.0, nb::arg("size_average") = none,
       nb::arg("reduce") = none, nb::arg("reduction") = "mean");
   m.def(
+      "ctc_loss",
+      [](const Tensor& lp, const Tensor& targets, nb::handle input_lengths, nb::handle target_lengths, int64_t blank,
+         const std::string& reduction, bool zero_infinity) {
+        return F::ctc_loss(lp, targets, lengths(input_lengths), lengths(target_lengths), blank, reduction,
+                           zero_infinity);
+      },
+      nb::arg("log_probs"), nb::arg("targets"), nb::arg("input_lengths"), nb::arg("target_lengths"),
+      nb::arg("blank") = 0, nb::arg("reduction") = "mean", nb::arg("zero_infinity") = false);
+  // The layer is bound here, beside the function, for the lengths' conversion they share.
+  nb::class_<ug::nn::CTCLossImpl, ug::nn::LossImpl>(
+      nn, "CTCLoss", "The connectionist temporal classification loss (torch.nn.CTCLoss).")
+      .def(nb::init<int64_t, std::string, bool>(), nb::arg("blank") = 0, nb::arg("reduction") = "mean",
+           nb::arg("zero_infinity") = false)
+      .def(
+          "forward",
+          [](ug::nn::CTCLossImpl& loss, const Tensor& lp, const Tensor& targets, nb::handle input_lengths,
+             nb::handle target_lengths) {
+            return loss.forward(lp, targets, lengths(input_lengths), lengths(target_lengths));
+          },
+          nb::arg("log_probs"), nb::arg("targets"), nb::arg("input_lengths"), nb::arg("target_lengths"));
+  m.def(
       "hinge_embedding_loss",
       [](const Tensor& x, const Tensor& t, double margin, OptBool size_average, OptBool reduce,
          const std::string& reduction) {
@@ -302,6 +331,19 @@ void bind_nn_functional(nb::module_&, nb::module_& m) {
       },
       nb::arg("input"), nb::arg("weight"), nb::arg("padding_idx") = none, nb::arg("max_norm") = none,
       nb::arg("norm_type") = 2.0, nb::arg("scale_grad_by_freq") = false, nb::arg("sparse") = false);
+  m.def(
+      "embedding_bag",
+      [](const Tensor& input, const Tensor& w, const OptTensor& offsets, std::optional<double> max_norm,
+         double norm_type, bool scale_grad_by_freq, const std::string& mode, bool sparse, const OptTensor& psw,
+         bool include_last_offset, std::optional<int64_t> padding_idx) {
+        if (sparse) throw ug::ValueError("[embedding_bag] sparse gradients are not supported; use sparse=False");
+        return F::embedding_bag(input, w, offsets, max_norm, norm_type, scale_grad_by_freq, mode, psw,
+                                include_last_offset, padding_idx);
+      },
+      nb::arg("input"), nb::arg("weight"), nb::arg("offsets") = none, nb::arg("max_norm") = none,
+      nb::arg("norm_type") = 2.0, nb::arg("scale_grad_by_freq") = false, nb::arg("mode") = "mean",
+      nb::arg("sparse") = false, nb::arg("per_sample_weights") = none, nb::arg("include_last_offset") = false,
+      nb::arg("padding_idx") = none);
   m.def("one_hot", &F::one_hot, nb::arg("tensor"), nb::arg("num_classes") = -1);
 
   // ---- attention ----

@@ -8,7 +8,9 @@
 #include "bindings.h"
 #include "ug/nn/layers/transformer.h"
 #include "ug/nn/layers/conv.h"
+#include "ug/nn/layers/conv3d.h"
 #include "ug/nn/layers/dropout.h"
+#include "ug/nn/layers/embedding_bag.h"
 #include "ug/nn/layers/loss.h"
 #include "ug/nn/layers/margin_loss.h"
 #include "ug/nn/layers/normalization.h"
@@ -52,7 +54,7 @@ template <class Impl> void bind_upsampling(nb::module_& nn, const char* name, co
           "size"_a = nb::none(), "scale_factor"_a = nb::none());
 }
 
-/** MaxPool1d / MaxPool2d(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False). */
+/** MaxPool1d / 2d / 3d(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False). */
 template <class Impl> void bind_max_pool(nb::module_& nn, const char* name, const char* doc) {
   nb::class_<Impl, ug::nn::MaxPoolImpl>(nn, name, doc)
       .def(
@@ -62,6 +64,35 @@ template <class Impl> void bind_max_pool(nb::module_& nn, const char* name, cons
                 Impl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding), sizes(dilation), ceil_mode);
           },
           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "ceil_mode"_a = false);
+}
+
+/** Conv2d / Conv3d(in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+ *  groups=1, bias=True). */
+template <class Impl> void bind_conv(nb::module_& nn, const char* name, const char* doc) {
+  nb::class_<Impl, ug::nn::ConvImpl>(nn, name, doc)
+      .def(
+          "__init__",
+          [](Impl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation,
+             int64_t groups, bool bias) {
+            new (c) Impl(in, out, sizes(k), sizes(stride), conv_padding(padding), sizes(dilation), groups, bias);
+          },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
+          "groups"_a = 1, "bias"_a = true);
+}
+
+/** AvgPool2d / AvgPool3d(kernel_size, stride=None, padding=0, ceil_mode=False,
+ *  count_include_pad=True, divisor_override=None). */
+template <class Impl> void bind_avg_pool(nb::module_& nn, const char* name, const char* doc) {
+  nb::class_<Impl, ug::nn::AvgPoolImpl>(nn, name, doc)
+      .def(
+          "__init__",
+          [](Impl* p, nb::handle k, nb::handle stride, nb::handle padding, bool ceil_mode, bool count_include_pad,
+             std::optional<int64_t> divisor_override) {
+            new (p) Impl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding), ceil_mode,
+                         count_include_pad, divisor_override);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+          "count_include_pad"_a = true, "divisor_override"_a = nb::none());
 }
 
 }  // namespace
@@ -79,18 +110,12 @@ void bind_nn_layers(nb::module_& nn) {
              bool bias) { new (c) n::Conv1dImpl(in, out, k, stride, conv_padding(padding), dilation, groups, bias); },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
           "groups"_a = 1, "bias"_a = true);
-  nb::class_<n::Conv2dImpl, n::ConvImpl>(nn, "Conv2d",
-                                         "2-d convolution over [N, C, H, W] (torch.nn.Conv2d); sizes are an int or a "
-                                         "pair, padding may be \"same\" or \"valid\".")
-      .def(
-          "__init__",
-          [](n::Conv2dImpl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding,
-             nb::handle dilation, int64_t groups, bool bias) {
-            new (c)
-                n::Conv2dImpl(in, out, sizes(k), sizes(stride), conv_padding(padding), sizes(dilation), groups, bias);
-          },
-          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-          "groups"_a = 1, "bias"_a = true);
+  bind_conv<n::Conv2dImpl>(nn, "Conv2d",
+                           "2-d convolution over [N, C, H, W] (torch.nn.Conv2d); sizes are an int or a pair, padding "
+                           "may be \"same\" or \"valid\".");
+  bind_conv<n::Conv3dImpl>(nn, "Conv3d",
+                           "3-d convolution over [N, C, D, H, W] (torch.nn.Conv3d); sizes are an int or a triple, "
+                           "padding may be \"same\" or \"valid\".");
   nb::class_<n::ConvTranspose2dImpl, n::ConvImpl>(nn, "ConvTranspose2d",
                                                   "The transposed 2-d convolution (torch.nn.ConvTranspose2d).")
       .def(
@@ -109,6 +134,8 @@ void bind_nn_layers(nb::module_& nn) {
                                   "1-d max pooling (torch.nn.MaxPool1d); stride defaults to kernel_size.");
   bind_max_pool<n::MaxPool2dImpl>(nn, "MaxPool2d",
                                   "2-d max pooling (torch.nn.MaxPool2d); stride defaults to kernel_size.");
+  bind_max_pool<n::MaxPool3dImpl>(nn, "MaxPool3d",
+                                  "3-d max pooling (torch.nn.MaxPool3d); stride defaults to kernel_size.");
   nb::class_<n::AvgPool1dImpl, n::AvgPoolImpl>(
       nn, "AvgPool1d", "1-d average pooling (torch.nn.AvgPool1d); stride defaults to kernel_size.")
       .def(
@@ -120,17 +147,10 @@ void bind_nn_layers(nb::module_& nn) {
           },
           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
           "count_include_pad"_a = true);
-  nb::class_<n::AvgPool2dImpl, n::AvgPoolImpl>(
-      nn, "AvgPool2d", "2-d average pooling (torch.nn.AvgPool2d); stride defaults to kernel_size.")
-      .def(
-          "__init__",
-          [](n::AvgPool2dImpl* p, nb::handle k, nb::handle stride, nb::handle padding, bool ceil_mode,
-             bool count_include_pad, std::optional<int64_t> divisor_override) {
-            new (p) n::AvgPool2dImpl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding), ceil_mode,
-                                     count_include_pad, divisor_override);
-          },
-          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
-          "count_include_pad"_a = true, "divisor_override"_a = nb::none());
+  bind_avg_pool<n::AvgPool2dImpl>(nn, "AvgPool2d",
+                                  "2-d average pooling (torch.nn.AvgPool2d); stride defaults to kernel_size.");
+  bind_avg_pool<n::AvgPool3dImpl>(nn, "AvgPool3d",
+                                  "3-d average pooling (torch.nn.AvgPool3d); stride defaults to kernel_size.");
 #define UG_BIND_ADAPTIVE_POOL(Name, doc)                         \
   nb::class_<n::Name##Impl, n::AdaptivePoolImpl>(nn, #Name, doc) \
       .def(                                                      \
@@ -198,6 +218,25 @@ void bind_nn_layers(nb::module_& nn) {
       nn, "Embedding", "A lookup table of num_embeddings vectors of size embedding_dim (torch.nn.Embedding).")
       .def(nb::init<int64_t, int64_t, std::optional<int64_t>>(), "num_embeddings"_a, "embedding_dim"_a,
            "padding_idx"_a = nb::none());
+
+  nb::class_<n::EmbeddingBagImpl, Module>(nn, "EmbeddingBag",
+                                          "Sums, means or maxima of bags of embedding vectors (torch.nn.EmbeddingBag).")
+      .def(
+          "__init__",
+          [](n::EmbeddingBagImpl* e, int64_t num, int64_t dim, std::optional<double> max_norm, double norm_type,
+             bool scale_grad_by_freq, std::string mode, bool sparse, bool include_last_offset,
+             std::optional<int64_t> padding_idx) {
+            if (sparse) throw ug::ValueError("[EmbeddingBag] sparse gradients are not supported; use sparse=False");
+            new (e) n::EmbeddingBagImpl(num, dim, max_norm, norm_type, scale_grad_by_freq, std::move(mode),
+                                        include_last_offset, padding_idx);
+          },
+          "num_embeddings"_a, "embedding_dim"_a, "max_norm"_a = nb::none(), "norm_type"_a = 2.0,
+          "scale_grad_by_freq"_a = false, "mode"_a = "mean", "sparse"_a = false, "include_last_offset"_a = false,
+          "padding_idx"_a = nb::none())
+      .def("forward",
+           nb::overload_cast<const Tensor&, const std::optional<Tensor>&, const std::optional<Tensor>&>(
+               &n::EmbeddingBagImpl::forward),
+           "input"_a, "offsets"_a = nb::none(), "per_sample_weights"_a = nb::none());
 
   nb::class_<n::PixelShuffleImpl, Module>(nn, "PixelShuffle",
                                           "[*, C·r², H, W] -> [*, C, H·r, W·r] (torch.nn.PixelShuffle).")

@@ -45,6 +45,7 @@
 #include "ug/ops/composite_math.h"
 #include "ug/ops/control_flow.h"
 #include "ug/ops/conv.h"
+#include "ug/ops/conv3d.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/join.h"
 #include "ug/ops/linalg.h"

@@ -410,19 +410,91 @@ def test_select_scatter_and_index_copy():
     check(lambda m, a, s: m.index_copy(a, 1, m.tensor(index), s), arr((3, 4)), arr((3, 2), "float64", seed=1))
 
 
-@pytest.mark.parametrize("reduce", ["sum", "mean"])
+@pytest.mark.parametrize("reduce", ["sum", "mean", "prod", "amax", "amin"])
 @pytest.mark.parametrize("include_self", [True, False])
 def test_scatter_reduce(reduce, include_self):
     index = arr((4, 3), "int64", 0, 3, seed=5)
+    # torch's forward-mode rule for prod gives zeros whatever the tangents (torch 2.13): prod's
+    # jvp is checked against torch's double-vjp jvp in the next test instead
+    off = {"jvp": "torch.func.jvp of prod gives zeros"} if reduce == "prod" else None
+    opset = 18 if reduce in ("prod", "amax", "amin") else 17
     check_op(lambda m, x, s: m.scatter_reduce(x, 0, index.make(m), s, reduce, include_self=include_self),
-             arr((3, 3)), arr((4, 3), seed=1))
+             arr((3, 3)), arr((4, 3), seed=1), off=off, opset=opset)
     check(lambda m, x, s: x.scatter_reduce(1, index.make(m), s, reduce, include_self=include_self),
           arr((4, 5), "int64", -5, 5), arr((4, 3), "int64", -5, 5, seed=1))
+    check(lambda m, x, s: x.scatter_reduce(-1, index.make(m), s, reduce, include_self=include_self),
+          arr((4, 5), "float64"), arr((5, 4), "float64", seed=1))  # src larger than index
+    check(lambda m, x, s: x.scatter_reduce(1, index.make(m), s, reduce, include_self=include_self),
+          arr((4, 5), "bfloat16"), arr((4, 3), "bfloat16", seed=1))
 
 
-def test_scatter_reduce_names_what_it_cannot_do():
-    with pytest.raises(RuntimeError, match=r"\[scatter_reduce\].*'amax'"):
-        ug.scatter_reduce(ug.zeros(3), 0, ug.tensor([0, 1]), ug.ones(2), "amax")
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_prod_jvp(include_self):
+    rng = np.random.default_rng(3)
+    x, src, tx, ts = (rng.uniform(-2, 2, shape) for shape in ((3, 3), (4, 3), (3, 3), (4, 3)))
+    src[0, 1] = 0.0  # a zero among the factors
+    index = rng.integers(0, 3, (4, 3))
+
+    def f(m):
+        return lambda a, b: a.scatter_reduce(0, m.tensor(index), b, "prod", include_self=include_self)
+    _, expected = torch.autograd.functional.jvp(f(torch), tuple(map(torch.tensor, (x, src))),
+                                                tuple(map(torch.tensor, (tx, ts))))
+    _, actual = ug.jvp(f(ug), tuple(map(ug.tensor, (x, src))), tuple(map(ug.tensor, (tx, ts))))
+    np.testing.assert_allclose(actual.numpy(), expected.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def _grads_of_scatter_reduce(m, x, src, index, reduce, include_self, dtype):
+    x = m.tensor(x, dtype=getattr(m, dtype), requires_grad=True)
+    src = m.tensor(src, dtype=getattr(m, dtype), requires_grad=True)
+    y = x.scatter_reduce(0, m.tensor(index), src, reduce, include_self=include_self)
+    cot = m.tensor(np.arange(1.0, 1.0 + y.numel()).reshape(tuple(y.shape)), dtype=getattr(m, dtype))
+    (y * cot).sum().backward()
+    return y.detach().numpy(), x.grad.numpy(), src.grad.numpy()
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("reduce, x, src", [
+    # ties: the gradient is shared evenly among the elements equal to the result (x's own
+    # value counted even without include_self, as torch counts it)
+    ("amax", [0.0, 2.0, 5.0], [2.0, 1.0, 2.0, 0.0, 7.0, 7.0]),
+    ("amin", [0.0, -1.0, 5.0], [-1.0, 3.0, -1.0, 0.0, 0.0, 6.0]),
+    # zeros: one zero at a place takes the product of the others, two take none
+    ("prod", [0.0, 2.0, 3.0], [0.0, 1.5, 0.0, 0.0, -2.0, 4.0]),
+    ("prod", [2.0, 0.0, -3.0], [0.5, 0.0, 2.0, 3.0, 0.0, 1.0]),
+])
+def test_scatter_reduce_gradients_at_ties_and_zeros(reduce, x, src, include_self, dtype):
+    index = np.array([0, 0, 1, 1, 2, 2])
+    expected = _grads_of_scatter_reduce(torch, x, src, index, reduce, include_self, dtype)
+    actual = _grads_of_scatter_reduce(ug, x, src, index, reduce, include_self, dtype)
+    for e, a, what in zip(expected, actual, ("result", "x's gradient", "src's gradient")):
+        np.testing.assert_array_equal(a, e, err_msg=what)
+
+
+def test_scatter_reduce_in_place_and_nan():
+    for reduce in ("prod", "amax", "amin"):
+        check(lambda m, x, s, reduce=reduce: (lambda t: (t.scatter_reduce_(0, m.tensor([[0, 2, 1], [0, 0, 2]]), s,
+                                                                           reduce, include_self=False), t)[1])(x.clone()),
+              arr((3, 3)), arr((2, 3), seed=1))
+        check(lambda m, x, s, reduce=reduce: x.scatter_reduce(0, m.tensor([1, 1, 0]), s, reduce),
+              Arg(np.array([1.0, np.nan, 2.0], np.float32)), Arg(np.array([np.nan, 3.0, 4.0], np.float32)))
+
+
+def test_scatter_reduce_refuses_bad_input():
+    with pytest.raises(RuntimeError, match=r"\[scatter_reduce\].*sum, prod, mean, amax or amin, got max"):
+        ug.scatter_reduce(ug.zeros(3), 0, ug.tensor([0, 1]), ug.ones(2), "max")
+    with pytest.raises(RuntimeError, match=r"\[scatter_reduce\].*float64.*float32"):
+        ug.scatter_reduce(ug.zeros(3), 0, ug.tensor([0, 1]), ug.ones(2, dtype=ug.float64), "amax")
+    with pytest.raises(IndexError, match=r"\[scatter_reduce\] index 3 is out of bounds for dimension 0 with size 3"):
+        ug.scatter_reduce(ug.zeros(3), 0, ug.tensor([0, 3]), ug.ones(2), "prod")
+    with pytest.raises(RuntimeError, match=r"\[scatter_reduce\].*same number of dimensions.*\[2, 2\]"):
+        ug.scatter_reduce(ug.zeros(3), 0, ug.tensor([[0, 1], [1, 0]]), ug.ones(2, 2), "amin")
+    for reduce in ("prod", "amax"):
+        check(lambda m, x, s, reduce=reduce: x.scatter_reduce(0, m.tensor([0, 3]), s, reduce), arr((3,)), arr((2,)))
+        check(lambda m, x, s, reduce=reduce: x.scatter_reduce(0, m.tensor([0, 1]), s, reduce), arr((3,)),
+              arr((2,), "float64"))
+        check(lambda m, x, s, reduce=reduce: x.scatter_reduce(1, m.tensor([[0, 1, 0]]), s, reduce), arr((3, 2)),
+              arr((1, 3)))
 
 
 @pytest.mark.parametrize("base", [10.0, 2.0, 0.5])
@@ -519,6 +591,8 @@ IN_PLACE = [
     ("ldexp_", lambda m, t: t.ldexp_(m.tensor([1.0, -2.0, 0.0, 3.0])), (3, 4)),
     ("mvlgamma_", lambda m, t: t.abs_().add_(2).mvlgamma_(2), (3, 4)),
     ("scatter_reduce_", lambda m, t: t.scatter_reduce_(0, m.tensor([[0, 2, 1, 0]]), m.ones(1, 4), "sum"), (3, 4)),
+    ("scatter_reduce_.amax", lambda m, t: t.scatter_reduce_(0, m.tensor([[0, 2, 1, 0]]), m.ones(1, 4) * 2, "amax",
+                                                            include_self=False), (3, 4)),
 ] + [(f"{name}_", lambda m, t, name=name: getattr(t, name + "_")(), (3, 4))
      for name in ("erfc", "deg2rad", "rad2deg", "sgn", "sinc", "negative")]
 

@@ -9,6 +9,7 @@
 #include "ug/core/tensor.h"
 #include "ug/ops/binary_kinds.h"
 #include "ug/ops/conv_kinds.h"
+#include "ug/ops/indexing_kinds.h"
 #include "ug/ops/linalg_kinds.h"
 #include "ug/ops/pool_kinds.h"
 #include "ug/ops/reduce_kinds.h"
@@ -76,8 +77,8 @@ class Backend {
   // Indexing along `dim`. index is int64, already checked to be in range.
   /** out[..i..] = x[..index[..i..]..] (torch.gather). */
   virtual void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
-  /** out[..index[..i..]..] = src[..i..] (or +=, when accumulate). */
-  virtual void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, bool accumulate) = 0;
+  /** out[..index[..i..]..] = src[..i..], or combined with what is there (ScatterOp). */
+  virtual void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, ops::ScatterOp op) = 0;
   /** out = x.index_select(dim, index) with a 1-d index. */
   virtual void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
   /** Writes the int64 coordinates of x's nonzero elements into out [count, ndim]. */

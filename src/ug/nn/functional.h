@@ -5,8 +5,10 @@
 
 #include "ug/nn/functional/activation.h"
 #include "ug/nn/functional/attention.h"
+#include "ug/nn/functional/ctc_loss.h"
 #include "ug/nn/functional/dropout.h"
 #include "ug/nn/functional/embedding.h"
+#include "ug/nn/functional/embedding_bag.h"
 #include "ug/nn/functional/interpolate.h"
 #include "ug/nn/functional/linear.h"
 #include "ug/nn/functional/loss.h"

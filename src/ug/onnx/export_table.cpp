@@ -757,6 +757,27 @@ void scatter_node(GraphBuilder& g, const CapturedCall& c, bool add) {
 void scatter(GraphBuilder& g, const CapturedCall& c) { scatter_node(g, c, false); }
 void scatter_add(GraphBuilder& g, const CapturedCall& c) { scatter_node(g, c, true); }
 
+/** scatter_reduce's prod, amax and amin: ScatterElements with "mul", "max" or "min"; without
+ *  include_self, the places reached first take src (or 1 for prod), as the kernel does. */
+void scatter_reduce(GraphBuilder& g, const CapturedCall& c) {
+  const std::string& reduction = attr_string(c, "reduction");
+  if (g.opset() < 18)
+    fail("[onnx.export] scatter_reduce with '", reduction, "' needs opset 18 or later, got ", g.opset());
+  std::string x = g.value(c.inputs[0]), index = g.value(c.inputs[1], DType::Int64), src = in(g, c, 2);
+  if (!attr_int(c, "include_self")) {
+    std::string start =
+        reduction == "mul"
+            ? node1(g, "Expand", {g.scalar(1.0, c.inputs[2].dtype()), node1(g, "Shape", {src}, "shape")}, "ones")
+            : src;
+    ::onnx::NodeProto& n = g.node("ScatterElements", {x, index, start}, {g.fresh("start")});
+    set_attr(n, "axis", attr_int(c, "dim"));
+    x = n.output(0);
+  }
+  ::onnx::NodeProto& n = g.node("ScatterElements", {x, index, src}, {g.output(c, 0, g.dynamic(c.inputs[0]))});
+  set_attr(n, "axis", attr_int(c, "dim"));
+  set_attr(n, "reduction", reduction);
+}
+
 /** x.masked_fill_(mask, value): the new value of x is Where(mask, value, x). */
 void masked_fill(GraphBuilder& g, const CapturedCall& c) {
   std::string mask = g.value(c.inputs[0], DType::Bool), fill = in(g, c, 1), x = g.value(c.inputs[2]);
@@ -1278,6 +1299,7 @@ const std::map<std::string, Emitter>& table() {
         {"embedding", embedding},
         {"scatter", scatter},
         {"scatter_add", scatter_add},
+        {"scatter_reduce", scatter_reduce},
         {"masked_fill_", masked_fill},
         {"copy_", copy},
         {"cumsum", cumsum},

@@ -12,6 +12,7 @@
 #include "ug/onnx/import_util.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/conv.h"
+#include "ug/ops/conv3d.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/join.h"
 #include "ug/ops/linalg.h"
@@ -435,7 +436,8 @@ Outputs conv_op(const OpContext& c) {
   }
   if (x.dim() == 3) return one(conv1d(x, weight, bias, w.strides, padding, w.dilations, group));
   if (x.dim() == 4) return one(conv2d(x, weight, bias, w.strides, padding, w.dilations, group));
-  c.fail("only 1-d and 2-d convolutions are supported, got input shape ", x.shape());
+  if (x.dim() == 5) return one(conv3d(x, weight, bias, w.strides, padding, w.dilations, group));
+  c.fail("only 1-d, 2-d and 3-d convolutions are supported, got input shape ", x.shape());
 }
 
 /** A 3-d transposed convolution without padding or bias, from 2-d ones: input plane i with

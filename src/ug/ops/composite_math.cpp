@@ -627,21 +627,6 @@ Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tenso
   return v.scatter(d, positions_like(s, d, index.reshape({-1})), s).reshape(x.shape());
 }
 
-Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
-                      bool include_self) {
-  if (reduce != "sum" && reduce != "mean")
-    fail<RuntimeError>("[scatter_reduce] reduce must be 'sum' or 'mean' (unigrad has no scatter kernel for '", reduce,
-                       "'), got '", reduce, "'");
-  if (x.dtype() != src.dtype())
-    fail<RuntimeError>("[scatter_reduce] src's dtype ", src.dtype(), " must be x's ", x.dtype());
-  const Tensor start = include_self ? x : scatter(x, dim, index, Scalar(0));
-  const Tensor total = start.scatter_add(dim, index, src);
-  if (reduce == "sum") return total;
-  const Tensor counts = (include_self ? ones_like(x) : zeros_like(x)).scatter_add(dim, index, ones_like(src));
-  const Tensor n = where(counts == 0, ones_like(counts), counts);
-  return x.is_floating_point() ? total / n : floor_divide(total, n);
-}
-
 Tensor logspace(double start, double end, int64_t steps, double base, Options opts) {
   const DType dtype = opts.dtype.value_or(get_default_dtype());
   const DType compute = is_floating(dtype) ? dtype : DType::Float64;

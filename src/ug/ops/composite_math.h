@@ -136,8 +136,8 @@ Tensor slice_scatter(const Tensor& x, const Tensor& src, int64_t dim = 0, std::o
 Tensor select_scatter(const Tensor& x, const Tensor& src, int64_t dim, int64_t index);
 /** x with source's slices along dim written at positions `index` (1-d). */
 Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source);
-/** x with src's elements reduced into the positions index gives along dim ("sum" or "mean",
- *  torch's integer mean rounding down), x's own value included unless include_self is false. */
+/** x with src's elements reduced into the positions index gives along dim: "sum", "prod", "mean"
+ *  (integers round down), "amax" or "amin"; x's own value included unless include_self is false. */
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
                       bool include_self = true);
 /** base ** linspace(start, end, steps). */

@@ -9,6 +9,7 @@
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/composite_math.h"
 #include "ug/ops/join.h"
 
 namespace ug {
@@ -284,8 +285,7 @@ void put_advanced(const AdvancedIndex& a, const Tensor& value) {
   Shape lin_shape(rows.size(), 1);
   lin_shape[a.pos] = lin.numel();
   backend_for(a.view.device())
-      .scatter(dest, a.pos, lin.view(lin_shape).expand(rows), src.reshape(rows),
-               /*accumulate=*/false);
+      .scatter(dest, a.pos, lin.view(lin_shape).expand(rows), src.reshape(rows), ops::ScatterOp::Assign);
 }
 
 /** x[mask] = one value, with the mask covering x's leading dims: an elementwise select does
@@ -353,7 +353,9 @@ Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& 
     NoGradGuard no_grad;
     out = x.clone();
     if (idx.numel() > 0)
-      backend_for(x.device()).scatter(atleast_1d(out), d, atleast_1d(idx), atleast_1d(src), accumulate);
+      backend_for(x.device())
+          .scatter(atleast_1d(out), d, atleast_1d(idx), atleast_1d(src),
+                   accumulate ? ops::ScatterOp::Sum : ops::ScatterOp::Assign);
   }
   if (call.capturing()) call.set_attrs({{"dim", d}});
   call.finish(
@@ -368,6 +370,90 @@ Tensor scatter_impl(const char* op, const Tensor& x, int64_t dim, const Tensor& 
       [&](const graph::Tensors& t) {
         return graph::Tensors{scatter_impl(op, t[0].defined() ? t[0] : zeros_like(x), d, idx,
                                            t[2].defined() ? t[2] : zeros_like(src), accumulate)};
+      });
+  return out;
+}
+
+const graph::OpDef kScatterReduce("scatter_reduce");
+
+/** src's part that index reads: its leading block of index's shape. */
+Tensor index_block(const Tensor& src, const Tensor& idx) {
+  Tensor s = src;
+  for (int64_t k = 0; k < idx.dim(); ++k)
+    if (s.size(k) != idx.size(k)) s = s.narrow(k, 0, idx.size(k));
+  return s;
+}
+
+Tensor reduce_into(const Tensor& x, int64_t d, const Tensor& idx, const Tensor& src, ops::ScatterOp op,
+                   bool include_self);
+
+/** The partial derivatives of y = reduce_into(x, d, idx, src, op, include_self) in x (x's
+ *  shape) and in src (idx's shape), as torch's scatter_reduce_backward takes them: amax and
+ *  amin share a place's gradient evenly among the elements equal to its result (x's own value
+ *  counted even when it is not included, as torch counts it); prod divides the result by the
+ *  element, or where that is src's only zero at its place, takes the product of the others. */
+std::pair<Tensor, Tensor> reduce_partials(const Tensor& x, int64_t d, const Tensor& idx, const Tensor& src,
+                                          ops::ScatterOp op, bool include_self, const Tensor& y) {
+  Tensor dx, dsrc;
+  if (op == ops::ScatterOp::Prod) {
+    const Tensor masked_x = where(x.eq(0), ones_like(x), x);
+    dx = reduce_into(masked_x, d, idx, src, op, include_self) / masked_x;
+    const Tensor src_zero = src.eq(0);
+    const Tensor zeros_there = zeros_like(x).scatter_add(d, idx, src_zero.to(x.dtype())).gather(d, idx);
+    const Tensor single = src_zero.logical_and(zeros_there.eq(1));
+    const Tensor others = reduce_into(x, d, idx, where(single, ones_like(src), src), op, include_self);
+    dsrc = where(single, others.gather(d, idx), y.gather(d, idx) / where(src_zero, ones_like(src), src));
+  } else {
+    const Tensor x_is = x.eq(y).to(x.dtype()), src_is = src.eq(y.gather(d, idx)).to(x.dtype());
+    const Tensor n = x_is.scatter_add(d, idx, src_is);
+    dx = x_is / n;
+    dsrc = src_is / n.gather(d, idx);
+  }
+  if (!include_self) dx = dx.scatter(d, idx, zeros_like(idx, {.dtype = x.dtype()}));
+  return {dx, dsrc};
+}
+
+/** scatter_reduce's prod, amax and amin on checked operands: idx int64 in range, src cut to
+ *  idx's shape. Without include_self a place that idx reaches starts from its first src
+ *  element (amax, amin) or 1 (prod) instead of x's value. */
+Tensor reduce_into(const Tensor& x, int64_t d, const Tensor& idx, const Tensor& src, ops::ScatterOp op,
+                   bool include_self) {
+  graph::OpCall call(kScatterReduce);
+  Tensor out;
+  if (int lvl = batching::max_level({&x, &idx, &src})) {  // reduce per example along d + 1
+    const Tensor& like = batching::level(x) == lvl ? x : batching::level(idx) == lvl ? idx : src;
+    Tensor px = batch_dim_everywhere(x, like, lvl), pi = batch_dim_everywhere(idx, like, lvl),
+           ps = batch_dim_everywhere(src, like, lvl);
+    out = batching::wrap(reduce_into(px, d + 1, pi, ps, op, include_self), lvl);
+  } else {
+    NoGradGuard no_grad;
+    out = x.clone();
+    if (idx.numel() > 0) {
+      Backend& backend = backend_for(x.device());
+      const Tensor o = atleast_1d(out), i = atleast_1d(idx), s = atleast_1d(src);
+      if (!include_self)
+        backend.scatter(o, d, i, op == ops::ScatterOp::Prod ? ones_like(s) : s, ops::ScatterOp::Assign);
+      backend.scatter(o, d, i, s, op);
+    }
+  }
+  if (call.capturing())
+    call.set_attrs({{"dim", d},
+                    {"reduction", std::string(op == ops::ScatterOp::Prod   ? "mul"
+                                              : op == ops::ScatterOp::Amax ? "max"
+                                                                           : "min")},
+                    {"include_self", int64_t{include_self}}});
+  call.finish(
+      {&x, &idx, &src}, {&out}, {graph::input(x), graph::input(src), graph::output(out)},
+      [&] {  // the captures are built only when a node is recorded
+        return [d, idx, op, include_self](graph::Saved s, graph::Tensors&& g) {
+          const auto [dx, dsrc] = reduce_partials(s[0], d, idx, s[1], op, include_self, s[2]);
+          return graph::Tensors{g[0] * dx, Tensor(), g[0].gather(d, idx) * dsrc};
+        };
+      },
+      [&](const graph::Tensors& t) {
+        const auto [dx, dsrc] = reduce_partials(x, d, idx, src, op, include_self, out);
+        const Tensor tx = t[0].defined() ? t[0] * dx : zeros_like(out);
+        return graph::Tensors{t[2].defined() ? tx.scatter_add(d, idx, t[2] * dsrc) : tx};
       });
   return out;
 }
@@ -627,6 +713,32 @@ Tensor count_nonzero(const Tensor& x) {
   Tensor out = scalar_tensor(backend_for(x.device()).count_nonzero(x), {.dtype = DType::Int64, .device = x.device()});
   call.finish({&x}, {&out});
   return out;
+}
+
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                      bool include_self) {
+  const bool kernel = reduce == "prod" || reduce == "amax" || reduce == "amin";
+  if (!kernel && reduce != "sum" && reduce != "mean")
+    fail<RuntimeError>("[scatter_reduce] reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
+  if (x.dtype() != src.dtype())
+    fail<RuntimeError>("[scatter_reduce] src's dtype ", src.dtype(), " must be x's ", x.dtype(), " (x ", x.shape(),
+                       ", src ", src.shape(), ")");
+  if (kernel) {
+    const int64_t d = wrap_dim(dim, x.dim(), "scatter_reduce");
+    check_gather_args("scatter_reduce", x, d, index, &src);
+    const Tensor idx = checked_index(index, atleast_1d(x).size(d), d, false, "scatter_reduce");
+    return reduce_into(x, d, idx, index_block(src, idx),
+                       reduce == "prod"   ? ops::ScatterOp::Prod
+                       : reduce == "amax" ? ops::ScatterOp::Amax
+                                          : ops::ScatterOp::Amin,
+                       include_self);
+  }
+  const Tensor start = include_self ? x : scatter(x, dim, index, Scalar(0));
+  const Tensor total = start.scatter_add(dim, index, src);
+  if (reduce == "sum") return total;
+  const Tensor counts = (include_self ? ones_like(x) : zeros_like(x)).scatter_add(dim, index, ones_like(src));
+  const Tensor n = where(counts == 0, ones_like(counts), counts);
+  return x.is_floating_point() ? total / n : floor_divide(total, n);
 }
 
 }  // namespace ug

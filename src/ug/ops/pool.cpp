@@ -10,6 +10,7 @@
 #include "ug/graph/grad_mode.h"
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/window_size.h"
 
 namespace ug {
 
@@ -148,14 +149,6 @@ Args make_args(int64_t nd, const Dims& kernel0, const Dims& stride0, const Dims&
     a.dilation[d] = dil[i];
   }
   return a;
-}
-
-/** As torch: with ceil_mode, a last window that would start in the right padding is dropped. */
-int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d, bool ceil_mode) {
-  const int64_t span = in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
-  int64_t out = (span >= 0 ? span / s : -((-span + s - 1) / s)) + 1;
-  if (ceil_mode && (out - 1) * s >= in + pad) --out;
-  return out;
 }
 
 /** The input, 3-d or 4-d (for nd = 2; 2-d or 3-d for nd = 1) with non-empty spatial dims,

@@ -47,7 +47,7 @@ class CpuBackend final : public Backend {
   void solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool unit, const Tensor& x) override;
 
   void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
-  void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, bool accumulate) override;
+  void scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, ops::ScatterOp op) override;
   void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override;
   void nonzero(const Tensor& x, const Tensor& out) override;
   int64_t count_nonzero(const Tensor& x) override;

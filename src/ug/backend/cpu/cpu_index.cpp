@@ -1,5 +1,5 @@
 // Indexing kernels: gather, scatter, index_select, nonzero. Gather and plain scatter move
-// elements by their size; scatter with accumulation adds in the element type.
+// elements by their size; scatter with a reduction combines in the element's accumulation type.
 //
 // gather and scatter walk the index tensor row by row (a row is its last dimension), keep
 // each operand's offset up to date incrementally, and run in parallel over slices of one
@@ -109,8 +109,25 @@ template <class T> void gather_typed(const Tensor& x, int64_t dim, const Tensor&
                 });
 }
 
-template <class T>
-void scatter_typed(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, bool accumulate) {
+/** dst combined with v by op (not Assign), in the accumulation type; Amax and Amin keep a NaN
+ *  from either side, as torch's scatter_reduce does. */
+template <class T> T scatter_combine(ops::ScatterOp op, T dst, T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return op == ops::ScatterOp::Sum || op == ops::ScatterOp::Amax ? (dst || v) : (dst && v);
+  } else {
+    using A = acc_t<T>;
+    const A a = static_cast<A>(dst), b = static_cast<A>(v);
+    switch (op) {
+      case ops::ScatterOp::Prod: return static_cast<T>(a * b);
+      case ops::ScatterOp::Amax: return b != b ? v : (a < b ? v : dst);  // b != b: isnan for every A
+      case ops::ScatterOp::Amin: return b != b ? v : (b < a ? v : dst);
+      default: return static_cast<T>(a + b);
+    }
+  }
+}
+
+template <class T, bool kAssign>
+void scatter_typed(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, ops::ScatterOp op) {
   // Operands: out, index, src; out's offset along `dim` comes from the index.
   IndexGeometry<3> g(index, dim, {&out, &index, &src});
   const int64_t out_dim_stride = out.stride(dim);
@@ -126,9 +143,8 @@ void scatter_typed(const Tensor& out, int64_t dim, const Tensor& index, const Te
     const T* s = ps + off[2];
     for (int64_t j = 0; j < n; ++j) {
       T& dst = o[j * os + i[j * is] * out_dim_stride];
-      if (!accumulate) dst = s[j * ss];
-      else if constexpr (std::is_same_v<T, bool>) dst = dst || s[j * ss];
-      else dst = static_cast<T>(static_cast<acc_t<T>>(dst) + static_cast<acc_t<T>>(s[j * ss]));
+      if constexpr (kAssign) dst = s[j * ss];
+      else dst = scatter_combine(op, dst, s[j * ss]);
     }
   };
   // Slices of a dimension other than `dim` write disjoint parts of out, unless out repeats
@@ -170,16 +186,16 @@ void CpuBackend::gather(const Tensor& x, int64_t dim, const Tensor& index, const
   }
 }
 
-void CpuBackend::scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, bool accumulate) {
-  if (!accumulate) {
+void CpuBackend::scatter(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, ops::ScatterOp op) {
+  if (op == ops::ScatterOp::Assign) {
     switch (out.element_size()) {
-      case 1: return scatter_typed<Bits<1>>(out, dim, index, src, false);
-      case 2: return scatter_typed<Bits<2>>(out, dim, index, src, false);
-      case 4: return scatter_typed<Bits<4>>(out, dim, index, src, false);
-      default: return scatter_typed<Bits<8>>(out, dim, index, src, false);
+      case 1: return scatter_typed<Bits<1>, true>(out, dim, index, src, op);
+      case 2: return scatter_typed<Bits<2>, true>(out, dim, index, src, op);
+      case 4: return scatter_typed<Bits<4>, true>(out, dim, index, src, op);
+      default: return scatter_typed<Bits<8>, true>(out, dim, index, src, op);
     }
   }
-  UG_DISPATCH_ALL(out.dtype(), "scatter", (scatter_typed<scalar_t>(out, dim, index, src, true)));
+  UG_DISPATCH_ALL(out.dtype(), "scatter", (scatter_typed<scalar_t, false>(out, dim, index, src, op)));
 }
 
 void CpuBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "ug/nn/init.h"
+#include "ug/ops/conv3d.h"
 #include "ug/ops/pool.h"
 
 namespace ug::nn {
@@ -59,8 +60,8 @@ Tensor ConvImpl::forward(const Tensor& x) {
   std::optional<Tensor> b;
   if (const Tensor& bias = parameter("bias"); bias.defined()) b = bias;
   if (transposed_) return conv_transpose2d(x, w, b, stride_, padding_.sizes, output_padding_, groups_, dilation_);
-  return spatial_dims_ == 1 ? conv1d(x, w, b, stride_, padding_, dilation_, groups_)
-                            : conv2d(x, w, b, stride_, padding_, dilation_, groups_);
+  auto conv = spatial_dims_ == 1 ? conv1d : spatial_dims_ == 2 ? conv2d : conv3d;
+  return conv(x, w, b, stride_, padding_, dilation_, groups_);
 }
 
 std::string ConvImpl::extra_repr() const {
@@ -77,7 +78,9 @@ std::string ConvImpl::extra_repr() const {
 }
 
 Tensor MaxPoolImpl::forward(const Tensor& x) {
-  return (dims_ == 1 ? max_pool1d : max_pool2d)(x, kernel_, stride_, padding_, dilation_, ceil_mode_);
+  return (dims_ == 1   ? max_pool1d
+          : dims_ == 2 ? max_pool2d
+                       : max_pool3d)(x, kernel_, stride_, padding_, dilation_, ceil_mode_);
 }
 
 std::string MaxPoolImpl::extra_repr() const {
@@ -88,7 +91,8 @@ std::string MaxPoolImpl::extra_repr() const {
 
 Tensor AvgPoolImpl::forward(const Tensor& x) {
   if (dims_ == 1) return avg_pool1d(x, kernel_, stride_, padding_, ceil_mode_, count_include_pad_);
-  return avg_pool2d(x, kernel_, stride_, padding_, ceil_mode_, count_include_pad_, divisor_override_);
+  return (dims_ == 2 ? avg_pool2d : avg_pool3d)(x, kernel_, stride_, padding_, ceil_mode_, count_include_pad_,
+                                                divisor_override_);
 }
 
 std::string AvgPoolImpl::extra_repr() const {

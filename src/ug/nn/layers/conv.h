@@ -10,7 +10,7 @@
 
 namespace ug::nn {
 
-/** Conv1d and Conv2d: weight [out, in / groups, *kernel], PyTorch's default initialisation
+/** Conv1d, 2d and 3d: weight [out, in / groups, *kernel], PyTorch's default initialisation
  *  (kaiming_uniform_ with a = sqrt(5), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))). */
 class ConvImpl : public Module {
   UG_CLONEABLE(ConvImpl)
@@ -64,7 +64,7 @@ class ConvTranspose2dImpl : public ConvImpl {
 };
 UG_MODULE(ConvTranspose2d);
 
-/** Max pooling over the last `dims` (1 or 2) dims; stride defaults to kernel_size. */
+/** Max pooling over the last `dims` (1 to 3) dims; stride defaults to kernel_size. */
 class MaxPoolImpl : public Module {
   UG_CLONEABLE(MaxPoolImpl)
  public:
@@ -86,7 +86,7 @@ class MaxPoolImpl : public Module {
   bool ceil_mode_;
 };
 
-/** Average pooling over the last `dims` (1 or 2) dims; divisor_override is 2-d only. */
+/** Average pooling over the last `dims` (1 to 3) dims; divisor_override is not 1-d's. */
 class AvgPoolImpl : public Module {
   UG_CLONEABLE(AvgPoolImpl)
  public:

@@ -1,10 +1,9 @@
 #include "ug/nn/layers/dropout.h"
 
 #include "ug/core/python_repr.h"
-#include "ug/graph/grad_mode.h"
 #include "ug/nn/functional/dropout.h"
 #include "ug/nn/functional/embedding.h"
-#include "ug/nn/init.h"
+#include "ug/nn/layers/embedding_table.h"
 
 namespace ug::nn {
 
@@ -26,26 +25,15 @@ std::string DropoutImpl::extra_repr() const {
 }
 
 EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx)
-    : Module("Embedding"), num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {
-  if (num_embeddings <= 0 || embedding_dim <= 0)
-    fail("[Embedding] sizes must be positive, got ", num_embeddings, " and ", embedding_dim);
-  if (padding_idx) {
-    if (*padding_idx < -num_embeddings || *padding_idx >= num_embeddings)
-      fail("[Embedding] padding_idx ", *padding_idx, " is out of range for ", num_embeddings, " embeddings");
-    padding_idx_ = *padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx;
-  }
+    : Module("Embedding"),
+      num_embeddings_(num_embeddings),
+      embedding_dim_(embedding_dim),
+      padding_idx_(detail::checked_table(num_embeddings, embedding_dim, padding_idx, "Embedding")) {
   register_parameter("weight", empty({num_embeddings, embedding_dim}));
   reset_parameters();
 }
 
-void EmbeddingImpl::reset_parameters() {
-  Tensor& w = parameter("weight");
-  init::normal_(w);
-  if (padding_idx_) {
-    NoGradGuard no_grad;
-    w.select(0, *padding_idx_).zero_();
-  }
-}
+void EmbeddingImpl::reset_parameters() { detail::reset_table(parameter("weight"), padding_idx_); }
 
 Tensor EmbeddingImpl::forward(const Tensor& indices) {
   return functional::embedding(indices, parameter("weight"), padding_idx_);

@@ -1,0 +1,41 @@
+// The 3-d convolution and pooling layers over ug's 3-d ops (ops/conv3d.h), on [N, C, D, H, W].
+#pragma once
+
+#include <optional>
+
+#include "ug/nn/layers/conv.h"
+#include "ug/ops/conv3d.h"
+
+namespace ug::nn {
+
+class Conv3dImpl : public ConvImpl {
+  UG_CLONEABLE(Conv3dImpl)
+ public:
+  Conv3dImpl(int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride = {1}, ConvPadding padding = 0,
+             Dims dilation = {1}, int64_t groups = 1, bool bias = true)
+      : ConvImpl(3, in_channels, out_channels, std::move(kernel_size), std::move(stride), std::move(padding),
+                 std::move(dilation), groups, bias) {}
+};
+UG_MODULE(Conv3d);
+
+class MaxPool3dImpl : public MaxPoolImpl {
+  UG_CLONEABLE(MaxPool3dImpl)
+ public:
+  explicit MaxPool3dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, Dims dilation = {1},
+                         bool ceil_mode = false)
+      : MaxPoolImpl("MaxPool3d", 3, std::move(kernel_size), std::move(stride), std::move(padding), std::move(dilation),
+                    ceil_mode) {}
+};
+UG_MODULE(MaxPool3d);
+
+class AvgPool3dImpl : public AvgPoolImpl {
+  UG_CLONEABLE(AvgPool3dImpl)
+ public:
+  explicit AvgPool3dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, bool ceil_mode = false,
+                         bool count_include_pad = true, std::optional<int64_t> divisor_override = {})
+      : AvgPoolImpl("AvgPool3d", 3, std::move(kernel_size), std::move(stride), std::move(padding), ceil_mode,
+                    count_include_pad, divisor_override) {}
+};
+UG_MODULE(AvgPool3d);
+
+}  // namespace ug::nn
