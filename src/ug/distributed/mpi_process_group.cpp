@@ -635,7 +635,7 @@ class MpiProcessGroup final : public ProcessGroup {
    *  the tokens carry a hash of it. A `yielding` run (the segment's, whose waits yield the core)
    *  always goes to the group's thread: on a loaded machine the scheduler gives the core back
    *  sooner to that thread, asleep between collectives, than to the caller (DDP's 2-rank MLP
-   *  step under load 7: 206-250k samples/s run here, 271-284k there). */
+   *  step under load 4.4-7: a median 251k samples/s run here, 283k there). */
   WorkPtr start(const char* op, const std::string& what, std::vector<Tensor> keep, std::function<int()> run,
                 std::function<void()> finish, bool yielding = false) {
     auto work = make_work(op);

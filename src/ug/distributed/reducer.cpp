@@ -3,7 +3,6 @@
 #include <unordered_set>
 
 #include "ug/distributed/start_and_wait.h"
-
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/node.h"
 #include "ug/ops/binary.h"
