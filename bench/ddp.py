@@ -59,7 +59,7 @@ def main():
                                    expect=f"{framework},{model},")
                     throughput[framework, model, n].append(float(line.split(",")[3]))
         for row in launch(2, str(ALLREDUCE), expect=tuple("0123456789")):
-            mib, mpi, ours, ratio = row.split(",")
+            mib, mpi, ours, ratio = row.split(",")[:4]
             allreduce[float(mib)].append((float(mpi), float(ours), float(ratio)))
 
     med = {k: statistics.median(v) for k, v in throughput.items()}
@@ -77,7 +77,8 @@ def main():
         mpi, ours, ratio = (statistics.median(r[i] for r in rows) for i in range(3))
         print(f"| {mib:g} MiB | {mpi:.2f} GB/s | {ours:.2f} GB/s | {ratio:.2f} |")
     print(f"\nsamples/s of all ranks together, batch {args.batch} per rank, medians of {args.repeat} interleaved runs "
-          f"of {args.steps} steps; all-reduce: medians of {args.repeat} runs of 20 calls")
+          f"of {args.steps} steps; all-reduce: medians of {args.repeat} runs, each the median of 5 rounds of 10-200 "
+          "calls of each, ug and MPI alternated")
 
 
 if __name__ == "__main__":

@@ -71,6 +71,18 @@ def collectives():
     for s, t in enumerate(tensors):
         check(t, np.sum([rank_data(r, "float64", seed=s) for r in range(n)], axis=0), "float64")
     assert dist.all_reduce(ug.ones(1)) is None  # torch: None unless async_op
+    # blocking collectives while async ones are in flight queue behind them (through shared
+    # memory and through MPI: 300_007 float64 are over the segment's 1 MiB)
+    for size in (1000, 300_007):
+        tensors = [ug.tensor(rank_data(rank, "float64", shape=(size,), seed=s)) for s in range(4)]
+        works = [dist.all_reduce(t, async_op=True) for t in tensors[:2]]
+        dist.all_reduce(tensors[2])
+        dist.broadcast(tensors[3], src=n - 1)
+        for w in works:
+            w.wait()
+        for s, t in enumerate(tensors[:3]):
+            check(t, np.sum([rank_data(r, "float64", shape=(size,), seed=s) for r in range(n)], axis=0), "float64")
+        check(tensors[3], rank_data(n - 1, "float64", shape=(size,), seed=3), "float64")
     # send/recv around a ring
     x = ug.tensor(rank_data(rank, "float32"))
     y = ug.zeros(3, 4)
@@ -229,15 +241,16 @@ def ddp_unused():
         raise AssertionError("no error for a parameter without gradient")
 
 
-def timeout():
-    """The last rank never calls the all_reduce: the others raise within the timeout."""
+def timeout(size):
+    """The last rank never calls the all_reduce (of `size` float32: 3 through shared memory,
+    2**20 through MPI): the others raise within the timeout."""
     rank, n = dist.get_rank(), dist.get_world_size()
     if rank == n - 1:
         time.sleep(4)
         return
     start = time.monotonic()
     try:
-        dist.all_reduce(ug.ones(3))
+        dist.all_reduce(ug.ones(size))
     except RuntimeError as e:
         print(f"rank {rank} after {time.monotonic() - start:.1f} s: {e}", flush=True)
     time.sleep(0.5)  # let the other ranks print before this one's exit ends the job
@@ -333,12 +346,13 @@ def killed():
 
 def main():
     scenario = sys.argv[1]
-    dist.init_process_group("mpi", timeout=1.5 if scenario in ("timeout", "killed") else 60)
+    dist.init_process_group("mpi", timeout=1.5 if scenario.startswith(("timeout", "killed")) else 60)
     {"collectives": collectives, "all_reduce_sizes": all_reduce_sizes, "ddp_sgd": lambda: ddp("sgd"), "ddp_adam": lambda: ddp("adam"),
-     "ddp_no_sync": ddp_no_sync, "ddp_unused": ddp_unused, "timeout": timeout, "killed": killed, "pmap": pmap,
+     "ddp_no_sync": ddp_no_sync, "ddp_unused": ddp_unused, "timeout": lambda: timeout(3),
+     "timeout_mpi": lambda: timeout(2**20), "killed": killed, "pmap": pmap,
      "sync_batch_norm": sync_batch_norm,
      "ddp_gradients_across_steps": ddp_gradients_across_steps, "mismatch": mismatch}[scenario]()
-    if scenario not in ("timeout", "killed"):
+    if not scenario.startswith(("timeout", "killed")):
         dist.barrier()
         print(f"rank {dist.get_rank()} ok", flush=True)
         dist.destroy_process_group()

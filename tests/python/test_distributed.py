@@ -80,8 +80,9 @@ def test_pmap_with_lax_collectives_equals_vmap(n):
     assert_ok(mpirun(n, "pmap"), n)
 
 
-def test_a_missing_rank_is_a_clear_error_not_a_hang():
-    proc = mpirun(3, "timeout", timeout=30)
+@pytest.mark.parametrize("scenario", ["timeout", "timeout_mpi"])
+def test_a_missing_rank_is_a_clear_error_not_a_hang(scenario):
+    proc = mpirun(3, scenario, timeout=30)
     for rank in (0, 1):
         assert (f"[all_reduce] timed out after 1.5 s on rank {rank} (group of ranks 0, 1, 2): rank 2 did not arrive"
                 in proc.stdout), proc.stdout + proc.stderr

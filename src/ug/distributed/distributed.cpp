@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "ug/distributed/mpi_process_group.h"
+#include "ug/distributed/start_and_wait.h"
 
 namespace ug::distributed {
 
@@ -35,9 +36,10 @@ int group_rank(const ProcessGroup& group, int world_rank, std::string_view op) {
   return static_cast<int>(it - ranks.begin());
 }
 
-WorkPtr finish(WorkPtr work, bool async_op) {
-  if (async_op) return work;
-  work->wait();
+/** The collective `start` starts: in flight (async_op), or done. */
+WorkPtr run(const std::function<WorkPtr()>& start, bool async_op) {
+  if (async_op) return start();
+  start_and_wait(start);
   return nullptr;
 }
 
@@ -92,26 +94,31 @@ int get_local_rank() {
 }
 
 WorkPtr all_reduce(const Tensor& tensor, ReduceOp op, const ProcessGroupPtr& group, bool async_op) {
-  return finish(resolve(group, "all_reduce")->all_reduce(tensor, op), async_op);
+  const auto& g = resolve(group, "all_reduce");
+  return run([&] { return g->all_reduce(tensor, op); }, async_op);
 }
 
 WorkPtr broadcast(const Tensor& tensor, int src, const ProcessGroupPtr& group, bool async_op) {
   const auto& g = resolve(group, "broadcast");
-  return finish(g->broadcast(tensor, group_rank(*g, src, "broadcast")), async_op);
+  const int root = group_rank(*g, src, "broadcast");
+  return run([&] { return g->broadcast(tensor, root); }, async_op);
 }
 
 WorkPtr all_gather(const std::vector<Tensor>& tensor_list, const Tensor& tensor, const ProcessGroupPtr& group,
                    bool async_op) {
-  return finish(resolve(group, "all_gather")->all_gather(tensor_list, tensor), async_op);
+  const auto& g = resolve(group, "all_gather");
+  return run([&] { return g->all_gather(tensor_list, tensor); }, async_op);
 }
 
 WorkPtr reduce_scatter(const Tensor& output, const std::vector<Tensor>& input_list, ReduceOp op,
                        const ProcessGroupPtr& group, bool async_op) {
-  return finish(resolve(group, "reduce_scatter")->reduce_scatter(output, input_list, op), async_op);
+  const auto& g = resolve(group, "reduce_scatter");
+  return run([&] { return g->reduce_scatter(output, input_list, op); }, async_op);
 }
 
 WorkPtr barrier(const ProcessGroupPtr& group, bool async_op) {
-  return finish(resolve(group, "barrier")->barrier(), async_op);
+  const auto& g = resolve(group, "barrier");
+  return run([&] { return g->barrier(); }, async_op);
 }
 
 WorkPtr isend(const Tensor& tensor, int dst, const ProcessGroupPtr& group, int tag) {

@@ -2,6 +2,7 @@
 
 #include <unordered_set>
 
+#include "ug/distributed/start_and_wait.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/node.h"
 #include "ug/ops/binary.h"
@@ -56,7 +57,11 @@ struct Reducer::State {
     if (value.defined()) s.copy_(value.reshape({-1}));
     else s.zero_();
     Bucket& b = buckets[bucket_of[p]];
-    if (--b.pending == 0) b.work = group->all_reduce(b.flat, ReduceOp::Avg);
+    if (--b.pending == 0) {
+      auto start = [&] { return group->all_reduce(b.flat, ReduceOp::Avg); };
+      // The step's last gradient: finish() waits for its bucket next.
+      b.work = ready + 1 == params.size() ? start_and_wait(start) : start();
+    }
     for (Bucket& other : buckets)  // MPI progresses the collectives in flight only inside its calls
       if (other.work) other.work->is_completed();
     ++ready;

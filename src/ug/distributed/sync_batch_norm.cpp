@@ -16,12 +16,12 @@ namespace {
  *  the gradients each rank's loss sends back, which is what every rank's t contributed to. */
 Tensor global_sum(const Tensor& t, const ProcessGroupPtr& group) {
   Tensor total = t.detach().clone();
-  group->all_reduce(total, ReduceOp::Sum)->wait();
+  all_reduce(total, ReduceOp::Sum, group);
   Tensor out = t + (total - t.detach());
   if (out.requires_grad())
     out.register_hook([group](const Tensor& g) {
       Tensor summed = g.detach().clone();
-      group->all_reduce(summed, ReduceOp::Sum)->wait();
+      all_reduce(summed, ReduceOp::Sum, group);
       return summed;
     });
   return out;

@@ -10,6 +10,7 @@
 #include "ug/data/sampler.h"
 #include "ug/data/seeding.h"
 #include "ug/distributed/data_parallel.h"
+#include "ug/distributed/distributed.h"
 #include "ug/nn/mixed_precision.h"
 #include "ug/ops/join.h"
 #include "ug/optim/optim.h"
@@ -292,7 +293,7 @@ void Trainer::record(Pass& pass, const Tensor& output, const Tensor& loss, const
     double* p = sums.data_ptr<double>();
     for (size_t i = 0; i < means.size(); ++i) p[i] = means[i] * static_cast<double>(batch_size);
     p[means.size()] = static_cast<double>(batch_size);
-    strategy_->group()->all_reduce(sums, distributed::ReduceOp::Sum)->wait();
+    distributed::all_reduce(sums, distributed::ReduceOp::Sum, strategy_->group());
     batch_size = static_cast<int64_t>(p[means.size()]);
     for (size_t i = 0; i < means.size(); ++i) means[i] = p[i] / p[means.size()];
   }
@@ -514,7 +515,7 @@ Logs Trainer::global_pass_logs(const Pass& pass) const {
   p[0] = pass.loss.sum();
   for (size_t i = 0; i < metrics_.size(); ++i) p[i + 1] = pass.metrics[i].sum();
   p[n] = static_cast<double>(pass.loss.count());
-  strategy_->group()->all_reduce(sums, distributed::ReduceOp::Sum)->wait();
+  distributed::all_reduce(sums, distributed::ReduceOp::Sum, strategy_->group());
   Logs logs;
   if (p[n] == 0) return logs;
   logs.insert("loss", p[0] / p[n]);
