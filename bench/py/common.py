@@ -83,6 +83,23 @@ def transformer_step(ug):
     return train_step, params, optimizer, x, target
 
 
+def torch_transformer_step(torch):
+    """transformer_step's workload as torch's eager peer runs it (the module's own AdamW, in place):
+    one training step, returning the loss."""
+    torch.manual_seed(0)
+    block = torch.nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, activation="gelu", batch_first=True)
+    opt = torch.optim.AdamW(block.parameters(), lr=1e-3, weight_decay=0.01)
+    x, target = torch.randn(32, 64, 128), torch.randn(32, 64, 128)
+
+    def step():
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(block(x), target)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
 def emit(ug, bench, threads, seconds, extra=None):
     extra = dict(extra or {})
     extra["ug_threads"] = ug.get_num_threads()

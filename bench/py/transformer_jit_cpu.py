@@ -22,21 +22,8 @@ import torch  # noqa: E402
 
 torch.set_num_threads(1)
 WARMUP, ROUNDS = (3, 10) if args.quick else (3, 25)
-B, S, D, H, FF = 32, 64, 128, 4, 512
 
-torch.manual_seed(0)
-block = torch.nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, activation="gelu", batch_first=True)
-opt = torch.optim.AdamW(block.parameters(), lr=1e-3, weight_decay=0.01)
-tx, ttarget = torch.randn(B, S, D), torch.randn(B, S, D)
-
-
-def torch_step():
-    opt.zero_grad()
-    loss = torch.nn.functional.mse_loss(block(tx), ttarget)
-    loss.backward()
-    opt.step()
-    return loss.item()
-
+torch_step = common.torch_transformer_step(torch)
 
 train_step, params, optimizer, x, target = common.transformer_step(ug)
 ug_steps = {"jit": ug.jit(train_step), "eager": train_step}
