@@ -77,12 +77,12 @@ void bind_nn_functional(nb::module_& nn, nb::module_& m) {
       "interpolate",
       [](const Tensor& x, nb::handle size, nb::handle scale_factor, const std::string& mode,
          std::optional<bool> align_corners, std::optional<bool> recompute_scale_factor, bool antialias) {
-        if (antialias) throw ug::ValueError("[interpolate] antialias=True is not supported");
         return F::interpolate(x, {.size = optional_sizes(size, "interpolate"),
                                   .scale_factor = optional_factors(scale_factor, "interpolate"),
                                   .mode = mode,
                                   .align_corners = align_corners,
-                                  .recompute_scale_factor = recompute_scale_factor});
+                                  .recompute_scale_factor = recompute_scale_factor,
+                                  .antialias = antialias});
       },
       nb::arg("input"), nb::arg("size") = none, nb::arg("scale_factor") = none, nb::arg("mode") = "nearest",
       nb::arg("align_corners") = none, nb::arg("recompute_scale_factor") = none, nb::arg("antialias") = false);

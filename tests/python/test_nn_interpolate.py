@@ -1,5 +1,5 @@
-"""F.interpolate (every mode: nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area)
-and nn.Upsample, UpsamplingNearest2d and UpsamplingBilinear2d against torch's: the source
+"""F.interpolate (every mode: nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area;
+bilinear and bicubic with antialias) and nn.Upsample, UpsamplingNearest2d and UpsamplingBilinear2d against torch's: the source
 indices and weights exactly (on one-hot inputs each output is the weight it takes
 from the hot position), values and gradients on random inputs with float64 finite differences,
 printouts, and the errors for bad sizes, modes and dims.
@@ -97,6 +97,50 @@ def test_bicubic_indices_and_weights_match_torch(align_corners, dtype):
                        {"scale_factor": (1.5, 2.7)}, {"scale_factor": (0.7, 3.0)}, {"scale_factor": 1 / 3},
                        {"scale_factor": 2.5, "recompute_scale_factor": True}]:
             same_as_torch(x, tol, tol, mode="bicubic", align_corners=align_corners, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_antialias_indices_and_weights_match_torch(mode, align_corners, dtype):
+    # The filter (a triangle, or the cubic with A = -0.5 whose terms' sizes add to at most 24)
+    # widened by the downscale, its window cut at the borders, its weights divided by their
+    # sum: each weight a few eps times those terms off between torch's evaluation and ours, and
+    # each output a product of two (each below 1.25 in size): within 64 eps.
+    # No output here is 1 wide with several rows: test_antialias_to_one_column_as_torch_transposed.
+    tol = 64 * np.finfo(dtype).eps
+    for hw in [(12, 15), (5, 9), (1, 7), (16, 7)]:
+        x = one_hot(hw, dtype)
+        for kwargs in [{"size": (4, 5)}, {"size": (3, 2)}, {"size": 1}, {"size": (12, 15)}, {"size": (20, 31)},
+                       {"scale_factor": (0.4, 0.7)}, {"scale_factor": 1 / 3}, {"scale_factor": (2.5, 0.3)}]:
+            same_as_torch(x, tol, tol, mode=mode, align_corners=align_corners, antialias=True, **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_antialias_to_one_column_as_torch_transposed(mode):
+    # torch 2.13's antialiased kernel gives every row the first row's value when the output is
+    # one column wide ([16, 2] -> [5, 1]); resampling the transpose ([2, 16] -> [1, 5]) it gets
+    # right, and that is unigrad's answer either way.
+    x = np.random.default_rng(0).standard_normal((1, 2, 16, 2))
+    ours = UF.interpolate(ug.tensor(x), size=(5, 1), mode=mode, antialias=True).numpy()
+    transposed = TF.interpolate(torch.tensor(x).transpose(2, 3), size=(1, 5), mode=mode, antialias=True)
+    np.testing.assert_allclose(ours, transposed.transpose(2, 3).numpy(), rtol=0, atol=64 * np.finfo(np.float64).eps)
+    buggy = TF.interpolate(torch.tensor(x), size=(5, 1), mode=mode, antialias=True).numpy()
+    assert np.all(buggy == buggy[:, :, :1]) and not np.allclose(ours, buggy)
+
+
+ANTIALIAS = [((2, 2, 16, 20), {"size": (9, 13), "mode": "bilinear"}),
+             ((2, 2, 16, 20), {"size": (9, 13), "mode": "bicubic"}),
+             ((2, 2, 12, 10), {"scale_factor": (0.5, 0.4), "mode": "bicubic", "align_corners": True}),
+             ((2, 2, 4, 5), {"size": (7, 9), "mode": "bilinear"})]
+
+
+@pytest.mark.parametrize("shape,kwargs", ANTIALIAS, ids=[str(c) for c in ANTIALIAS])
+def test_antialias_values_and_gradients_match_torch(shape, kwargs):
+    # Downsampling by about 2 widens the cubic's 4 taps a dim to 9: sums of up to 81 products
+    # of weights of either sign; the bound takes twice that many terms of fn's size on the
+    # magnitudes.
+    check_grad(lambda m, x: F(m).interpolate(x, antialias=True, **kwargs), arr(shape), terms=ABS, n=162)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -219,6 +263,8 @@ ERRORS = [  # (input, interpolate's keywords, error class, message)
     (x4[0, 0], {"scale_factor": 2.0}, ValueError, r"3-D, 4-D or 5-D input .* got shape \[3, 4\]"),
     (x4.astype(np.int64), {"scale_factor": 2.0, "mode": "bilinear"}, TypeError, "floating point input"),
     (x4, {"scale_factor": 2.0, "antialias": True}, ValueError, "antialias"),
+    (x4[0], {"size": 2, "mode": "linear", "antialias": True}, ValueError, "antialias=True is restricted"),
+    (x4, {"size": 2, "mode": "area", "antialias": True}, ValueError, "antialias=True is restricted"),
 ]
 
 

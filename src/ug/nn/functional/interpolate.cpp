@@ -157,8 +157,45 @@ template <class T> Taps cubic_taps(int64_t in, int64_t out, bool align_corners, 
   return t;
 }
 
+/** torch's antialiased taps (_compute_indices_min_size_weights_aa): each output averages the
+ *  inputs under a filter stretched by the downscale factor (a triangle for bilinear, the cubic
+ *  with A = -0.5 for bicubic, as PIL), its window cut at the borders and its weights
+ *  normalised to sum to 1. Every output gets the widest window's count of taps, the unused
+ *  ones weighing 0. */
+template <class T>
+Taps antialias_taps(int64_t in, int64_t out, bool cubic, bool align_corners, std::optional<double> scale) {
+  constexpr T A = T(-0.5);
+  auto filter = [cubic](T x) {
+    x = std::abs(x);
+    if (!cubic) return x < 1 ? 1 - x : T(0);
+    if (x < 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
+    return x < 2 ? ((A * x - 5 * A) * x + 8 * A) * x - 4 * A : T(0);
+  };
+  const T s = align_corners ? (out > 1 ? static_cast<T>(in - 1) / static_cast<T>(out - 1) : T(0))
+                            : source_scale<T>(scale, in, out);
+  const T half = cubic ? T(2) : T(1), support = s >= 1 ? half * s : half, invscale = s >= 1 ? 1 / s : T(1);
+  const int64_t taps = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  Taps t = make_taps(out, static_cast<size_t>(taps));
+  std::vector<T> w(static_cast<size_t>(taps));
+  for (int64_t i = 0; i < out; ++i) {
+    const T center = s * (static_cast<T>(i) + T(0.5));
+    const int64_t lo = std::max<int64_t>(static_cast<int64_t>(center - support + T(0.5)), 0);
+    const int64_t size =
+        std::clamp<int64_t>(std::min(static_cast<int64_t>(center + support + T(0.5)), in) - lo, 0, taps);
+    T total = 0;
+    for (int64_t j = 0; j < size; ++j)
+      total += w[static_cast<size_t>(j)] = filter((static_cast<T>(j + lo) - center + T(0.5)) * invscale);
+    for (int64_t j = 0; j < taps; ++j) {
+      const T weight = j < size && total != 0 ? w[static_cast<size_t>(j)] / total : T(0);
+      t.index[static_cast<size_t>(j)].data_ptr<int64_t>()[i] = j < size ? lo + j : std::min(lo, in - 1);
+      t.weight[static_cast<size_t>(j)].data_ptr<double>()[i] = static_cast<double>(weight);
+    }
+  }
+  return t;
+}
+
 /** x resized along `dim` from in to out elements. */
-Tensor resize_dim(const Tensor& x, int64_t dim, Kind kind, int64_t out, bool align_corners,
+Tensor resize_dim(const Tensor& x, int64_t dim, Kind kind, int64_t out, bool align_corners, bool antialias,
                   std::optional<double> scale) {
   const int64_t in = x.size(dim);
   const bool f64 = x.dtype() == DType::Float64;  // torch's opmath type: double for double, float otherwise
@@ -167,11 +204,14 @@ Tensor resize_dim(const Tensor& x, int64_t dim, Kind kind, int64_t out, bool ali
     Tensor index = f64 ? nearest_indices<double>(exact, in, out, scale) : nearest_indices<float>(exact, in, out, scale);
     return x.index_select(dim, index.to(x.device()));
   }
-  if (kind == Kind::Linear && out == in) return x;  // torch copies there (weights 1 and 0)
-  const Taps taps = kind == Kind::Linear ? (f64 ? linear_taps<double>(in, out, align_corners, scale)
-                                                : linear_taps<float>(in, out, align_corners, scale))
-                                         : (f64 ? cubic_taps<double>(in, out, align_corners, scale)
-                                                : cubic_taps<float>(in, out, align_corners, scale));
+  if (kind == Kind::Linear && out == in && !antialias) return x;  // torch copies there (weights 1 and 0)
+  const bool cubic = kind == Kind::Cubic;
+  const Taps taps = antialias ? (f64 ? antialias_taps<double>(in, out, cubic, align_corners, scale)
+                                     : antialias_taps<float>(in, out, cubic, align_corners, scale))
+                    : !cubic  ? (f64 ? linear_taps<double>(in, out, align_corners, scale)
+                                     : linear_taps<float>(in, out, align_corners, scale))
+                              : (f64 ? cubic_taps<double>(in, out, align_corners, scale)
+                                     : cubic_taps<float>(in, out, align_corners, scale));
   Dims shape(static_cast<size_t>(x.dim() - dim), 1);
   shape[0] = out;
   Tensor y;
@@ -179,7 +219,7 @@ Tensor resize_dim(const Tensor& x, int64_t dim, Kind kind, int64_t out, bool ali
     // The weight rounded to x's dtype, as torch's kernels hold it; linear's first weight is
     // 1 - the second in x's dtype, as torch computes it.
     Tensor w = taps.weight[k].to(x.dtype()).to(x.device()).view(shape);
-    if (kind == Kind::Linear && k == 0) w = 1 - taps.weight[1].to(x.dtype()).to(x.device()).view(shape);
+    if (kind == Kind::Linear && !antialias && k == 0) w = 1 - taps.weight[1].to(x.dtype()).to(x.device()).view(shape);
     Tensor term = x.index_select(dim, taps.index[k].to(x.device())) * w;
     y = y.defined() ? y + term : term;
   }
@@ -213,6 +253,9 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& o) {
     fail("[interpolate] expected a 3-D, 4-D or 5-D input [N, C, *spatial], got shape ", input.shape(), " (",
          input.dtype(), ")");
   const Kind kind = kind_of(o.mode, input.dim());
+  if (o.antialias && (input.dim() != 4 || (o.mode != "bilinear" && o.mode != "bicubic")))
+    fail("[interpolate] antialias=True is restricted to the bilinear and bicubic modes and a 4-D input, got mode '",
+         o.mode, "' and input shape ", input.shape());
   if (kind != Kind::Nearest && kind != Kind::NearestExact && !is_floating(input.dtype()))
     fail<TypeError>("[interpolate] ", o.mode, " mode needs a floating point input, got dtype ", input.dtype());
   auto [size, scales] = output_size(input, o);
@@ -225,7 +268,7 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& o) {
   // The last dim first: torch's kernels weight the innermost dim's taps first too.
   Tensor y = input;
   for (int64_t d = input.dim() - 1; d >= 2; --d)
-    y = resize_dim(y, d, kind, size[d - 2], o.align_corners.value_or(false), scales[d - 2]);
+    y = resize_dim(y, d, kind, size[d - 2], o.align_corners.value_or(false), o.antialias, scales[d - 2]);
   return y;
 }
 

@@ -27,6 +27,9 @@ struct InterpolateOptions {
   std::optional<bool> align_corners;
   /** Compute the output size from scale_factor, then interpolate as if it had been given. */
   std::optional<bool> recompute_scale_factor;
+  /** Bilinear and bicubic on 4-D input: when downsampling, average over the filter widened by
+   *  the scale (torchvision's and PIL's resize), not just the nearest taps. */
+  bool antialias = false;
 };
 
 /** Resizes input [N, C, L], [N, C, H, W] or [N, C, D, H, W] as torch.nn.functional.interpolate. */
