@@ -193,6 +193,22 @@ void bind_nn_functional(nb::module_& nn, nb::module_& m) {
       nb::arg("input"), nb::arg("target"), nb::arg("size_average") = none, nb::arg("reduce") = none,
       nb::arg("reduction") = "mean", nb::arg("log_target") = false);
   m.def(
+      "poisson_nll_loss",
+      [](const Tensor& x, const Tensor& t, bool log_input, bool full, OptBool size_average, double eps, OptBool reduce,
+         const std::string& reduction) {
+        return F::poisson_nll_loss(x, t, log_input, full, eps, reduction_of(size_average, reduce, reduction));
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("log_input") = true, nb::arg("full") = false,
+      nb::arg("size_average") = none, nb::arg("eps") = 1e-8, nb::arg("reduce") = none, nb::arg("reduction") = "mean");
+  m.def(
+      "gaussian_nll_loss",
+      [](const Tensor& x, const Tensor& t, nb::handle var, bool full, double eps, const std::string& reduction) {
+        const Tensor v = nb::isinstance<Tensor>(var) ? nb::cast<Tensor>(var) : ug::full_like(x, nb::cast<double>(var));
+        return F::gaussian_nll_loss(x, t, v, full, eps, reduction);
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("var"), nb::arg("full") = false, nb::arg("eps") = 1e-6,
+      nb::arg("reduction") = "mean");
+  m.def(
       "cosine_embedding_loss",
       [](const Tensor& x1, const Tensor& x2, const Tensor& t, double margin, OptBool size_average, OptBool reduce,
          const std::string& reduction) {

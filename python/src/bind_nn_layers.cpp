@@ -341,6 +341,20 @@ void bind_nn_layers(nb::module_& nn) {
                                             "Kullback-Leibler divergence of log-probabilities (torch.nn.KLDivLoss).")
       .def(nb::init<std::string, bool>(), "reduction"_a = "mean", "log_target"_a = false)
       .def("forward", &n::KLDivLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::PoissonNLLLossImpl, n::LossImpl>(
+      nn, "PoissonNLLLoss", "Negative log-likelihood under a Poisson rate (torch.nn.PoissonNLLLoss).")
+      .def(
+          "__init__",
+          [](n::PoissonNLLLossImpl* self, bool log_input, bool full, nb::object, double eps, nb::object,
+             const std::string& reduction) { new (self) n::PoissonNLLLossImpl(log_input, full, eps, reduction); },
+          "log_input"_a = true, "full"_a = false, "size_average"_a = nb::none(), "eps"_a = 1e-8,
+          "reduce"_a = nb::none(), "reduction"_a = "mean")
+      .def("forward", &n::PoissonNLLLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::GaussianNLLLossImpl, n::LossImpl>(
+      nn, "GaussianNLLLoss", "Negative log-likelihood under N(input, var) (torch.nn.GaussianNLLLoss).")
+      .def(nb::init<bool, double, std::string>(), nb::kw_only(), "full"_a = false, "eps"_a = 1e-6,
+           "reduction"_a = "mean")
+      .def("forward", &n::GaussianNLLLossImpl::forward, "input"_a, "target"_a, "var"_a);
   nb::class_<n::CosineEmbeddingLossImpl, n::LossImpl>(
       nn, "CosineEmbeddingLoss", "Cosine-similarity loss of pairs labelled 1 or -1 (torch.nn.CosineEmbeddingLoss).")
       .def(nb::init<double, std::string>(), "margin"_a = 0.0, "reduction"_a = "mean")

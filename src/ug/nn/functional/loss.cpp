@@ -5,6 +5,10 @@
 // kernel each way instead of about fifteen ops.
 #include "ug/nn/functional/loss.h"
 
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
 #include "ug/nn/functional/activation.h"
@@ -266,6 +270,56 @@ Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduct
     Tensor safe = where(zero, 1.0, target);
     loss = where(zero, 0.0, target * safe.log()) - target * input;
   }
+  return reduce(loss, r);
+}
+
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input, bool full, double eps,
+                        std::string_view reduction) {
+  if (autocast::active()) [[unlikely]]  // losses run in float32
+    return autocast::call(graph::Autocast::Float32, poisson_nll_loss, input, target, log_input, full, eps, reduction);
+  Reduction r = parse_reduction(reduction, "poisson_nll_loss");
+  require_floating(input, "poisson_nll_loss", "input");
+  Tensor loss = log_input ? input.exp() - target * input : input - target * (input + eps).log();
+  if (full) {
+    // t log t - t + log(2 pi t) / 2 where t > 1, 0 elsewhere (evaluated at a safe t there, so
+    // that no log of 0 reaches a gradient).
+    Tensor small = target <= 1;
+    Tensor t = where(small, 2.0, target);
+    loss = loss + where(small, 0.0, t * t.log() - t + 0.5 * (t * (2 * std::numbers::pi)).log());
+  }
+  return reduce(loss, r);
+}
+
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var, bool full, double eps,
+                         std::string_view reduction) {
+  if (autocast::active()) [[unlikely]]  // losses run in float32
+    return autocast::call(graph::Autocast::Float32, gaussian_nll_loss, input, target, var, full, eps, reduction);
+  Reduction r = parse_reduction(reduction, "gaussian_nll_loss");
+  require_floating(input, "gaussian_nll_loss", "input");
+  Tensor v = var;
+  if (var.shape() != input.shape()) {
+    const Shape& in = input.shape();
+    const Shape& vs = var.shape();
+    const bool short_one =
+        input.dim() >= 1 && vs.size() + 1 == in.size() && std::equal(vs.begin(), vs.end(), in.begin());
+    const bool last_one = input.dim() >= 1 && vs.size() == in.size() && vs.back() == 1 &&
+                          std::equal(vs.begin(), vs.end() - 1, in.begin());
+    if (!short_one && !last_one)
+      fail("[gaussian_nll_loss] var is of incorrect size: ", var.shape(), " for input ", input.shape(),
+           " (give input's shape, or it without its last dim, or with 1 there)");
+    if (short_one) v = var.unsqueeze(-1);
+  }
+  if ((var < 0).any().item<bool>()) fail("[gaussian_nll_loss] var has negative entry/entries");
+  // The value clamped, the gradient passed through: var + (clamped - var) with the difference
+  // held constant (exactly var where it is at least eps).
+  Tensor clamped;
+  {
+    NoGradGuard no_grad;
+    clamped = v.clamp(std::optional<Scalar>(eps), std::nullopt) - v;
+  }
+  v = v + clamped;
+  Tensor loss = 0.5 * (v.log() + (input - target).square() / v);
+  if (full) loss = loss + 0.5 * std::log(2 * std::numbers::pi);
   return reduce(loss, r);
 }
 

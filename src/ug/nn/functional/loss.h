@@ -63,4 +63,17 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 /** KL divergence with `input` in log space; `target` too when log_target. */
 Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduction = "mean", bool log_target = false);
 
+/** Negative log-likelihood of `target` under Poisson(rate): rate = exp(input) when log_input
+ *  (exp(input) - target * input), else input (input - target * log(input + eps)); full adds
+ *  Stirling's approximation of log(target!) where target > 1. */
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input = true, bool full = false,
+                        double eps = 1e-8, std::string_view reduction = "mean");
+
+/** Negative log-likelihood of `target` under N(input, var): 0.5 (log var + (input - target)^2 /
+ *  var), plus 0.5 log(2 pi) when full. var has input's shape, or lacks (or has 1 as) its last
+ *  dim; it is clamped to at least eps in value only (its gradient is taken at the clamped
+ *  value and passed through, as torch does). */
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var, bool full = false,
+                         double eps = 1e-6, std::string_view reduction = "mean");
+
 }  // namespace ug::nn::functional

@@ -120,4 +120,35 @@ class KLDivLossImpl : public LossImpl {
 };
 UG_MODULE(KLDivLoss);
 
+class PoissonNLLLossImpl : public LossImpl {
+  UG_CLONEABLE(PoissonNLLLossImpl)
+ public:
+  explicit PoissonNLLLossImpl(bool log_input = true, bool full = false, double eps = 1e-8,
+                              std::string reduction = "mean")
+      : LossImpl("PoissonNLLLoss", std::move(reduction)), log_input_(log_input), full_(full), eps_(eps) {}
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::poisson_nll_loss(input, target, log_input_, full_, eps_, reduction());
+  }
+
+ private:
+  bool log_input_, full_;
+  double eps_;
+};
+UG_MODULE(PoissonNLLLoss);
+
+class GaussianNLLLossImpl : public LossImpl {
+  UG_CLONEABLE(GaussianNLLLossImpl)
+ public:
+  explicit GaussianNLLLossImpl(bool full = false, double eps = 1e-6, std::string reduction = "mean")
+      : LossImpl("GaussianNLLLoss", std::move(reduction)), full_(full), eps_(eps) {}
+  Tensor forward(const Tensor& input, const Tensor& target, const Tensor& var) {
+    return functional::gaussian_nll_loss(input, target, var, full_, eps_, reduction());
+  }
+
+ private:
+  bool full_;
+  double eps_;
+};
+UG_MODULE(GaussianNLLLoss);
+
 }  // namespace ug::nn
