@@ -255,7 +255,7 @@ size_t fold_applied_updates(onnx::Graph& graph) {
   for (size_t n = 0; n < graph.nodes.size(); ++n)
     if (!folded[n]) kept.push_back(std::move(graph.nodes[n]));
   graph.nodes = std::move(kept);
-  onnx::plan_liveness(graph);
+  onnx::plan_run(graph);
   return count;
 }
 
@@ -372,12 +372,13 @@ FuseStats fuse(onnx::Graph& graph) {
     whole.num_values = static_cast<size_t>(next);
     whole.value_names.assign(whole.num_values, "fused");
     whole.output_ids = {next - 1};
-    onnx::plan_liveness(whole);
+    onnx::plan_run(whole);
     if (group->reduces()) {
       group->partial = whole;
       onnx::Node& reduce = group->partial.nodes.back();
       if (reduce.op_type == "ReduceMean") reduce.op_type = "ReduceSum";
       reduce.attributes["keepdims"] = int64_t{1};
+      onnx::plan_run(group->partial);
     }
     group->num_inputs = external.size();
     group->sliced = std::move(sliced);
@@ -396,7 +397,7 @@ FuseStats fuse(onnx::Graph& graph) {
     ++stats.groups;
   }
   graph.nodes = std::move(nodes);
-  onnx::plan_liveness(graph);
+  onnx::plan_run(graph);
   return stats;
 }
 

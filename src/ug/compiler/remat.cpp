@@ -166,7 +166,7 @@ class Planner {
     }
     const size_t n = copies_.size();
     g_.nodes = std::move(nodes);
-    onnx::plan_liveness(g_);
+    onnx::plan_run(g_);
     return n;
   }
 

@@ -223,7 +223,7 @@ SimplifyStats simplify(onnx::Graph& g, const std::unordered_set<int64_t>& live) 
     else ++stats.dead;
   }
   g.nodes = std::move(kept);
-  onnx::plan_liveness(g);
+  onnx::plan_run(g);
   return stats;
 }
 

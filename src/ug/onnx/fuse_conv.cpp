@@ -99,7 +99,7 @@ void fuse_conv_relu(Graph& g) {
   for (size_t n = 0; n < n_nodes; ++n)
     if (!dropped[n]) kept.push_back(std::move(g.nodes[n]));
   g.nodes = std::move(kept);
-  plan_liveness(g);
+  plan_run(g);
 }
 
 void add_fused_conv_ops(std::vector<OpSpec>& ops) { ops.push_back({kFused, conv_relu_op, 2, 4, 1, 1, {}}); }

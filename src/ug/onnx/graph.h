@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -15,10 +16,12 @@
 #include "ug/core/tensor.h"
 #include "ug/graph/capture.h"
 #include "ug/onnx/import.h"
+#include "ug/ops/binary_kinds.h"
 
 namespace ug::onnx {
 
 struct Graph;
+struct OpSpec;
 
 /** An attribute's value, by ONNX AttributeType: FLOAT, INT, STRING, TENSOR, FLOATS, INTS, STRINGS,
  *  GRAPH (the body of If, Loop, Scan). Other kinds (lists of graphs, sparse tensors) are kept as
@@ -48,6 +51,17 @@ struct Node {
   std::string doc;
 };
 
+/** How run_graph runs a node, resolved once when the graph is planned (plan_run) rather than at
+ *  every run: the op's row (null for a UgReplay node), the replay it calls back, the elementwise
+ *  op it may compute into a dying operand (and whether either operand may take it), and which
+ *  inputs it reads for the last time (moved into its call, not copied: no reference counting). */
+struct NodePlan {
+  const OpSpec* op = nullptr;
+  int64_t replay = -1;
+  std::optional<std::pair<ops::BinaryOp, bool>> in_place;
+  std::vector<bool> moves;  // by input
+};
+
 struct Graph {
   int64_t opset = 0;
   size_t num_values = 0;
@@ -68,6 +82,8 @@ struct Graph {
   std::vector<std::vector<int64_t>> last_uses;
   /** Whether a node or the graph's outputs read each value (forward drops the others at once). */
   std::vector<bool> read;
+  /** By node: how run_graph calls it. */
+  std::vector<NodePlan> plans;
   LoadLimits limits;
   /** What the UgReplay nodes of a compiled program call, by their "index" (empty in a graph
    *  read from a file, where such a node fails). */
@@ -78,9 +94,9 @@ struct Graph {
  *  (refused when base_dir is empty). Throws ValueError / TypeError naming what is wrong. */
 Graph parse_model(std::string_view bytes, const std::string& base_dir, const LoadLimits& limits);
 
-/** Sets `last_uses` and `read` from the nodes and outputs (parse_model does; a pass that
- *  rewrites the nodes does again). */
-void plan_liveness(Graph& graph);
+/** Sets `last_uses`, `read` and `plans` from the nodes and outputs (parse_model does; a pass
+ *  that rewrites the nodes does again). */
+void plan_run(Graph& graph);
 
 /** Which of a node's operands run_graph may write its result into when the operand dies there
  *  (its buffer the node's alone, of the result's dtype and shape): 0 none, 1 the first, 2

@@ -129,8 +129,9 @@ namespace {
 
 /** A compiled program's call back into an op without a graph form (Replay): it takes the
  *  arguments, so that those read here for the last time are held by it alone. */
-std::vector<Tensor> replay(const Graph& g, const OpContext& ctx, std::vector<Tensor>& args) {
-  const int64_t index = ctx.attr_int("index", -1);
+std::vector<Tensor> replay(const Graph& g, const NodePlan& plan, const OpContext& ctx, std::vector<Tensor>& args) {
+  const int64_t index = plan.replay;
+  if (ctx.node().op_type != "UgReplay") ctx.fail("is not an op of the table");
   if (index < 0 || static_cast<size_t>(index) >= g.replays.size())
     ctx.fail("runs an op of the program that traced it (", ctx.attr_string("op", "?"),
              "); a graph read from a file cannot hold one");
@@ -188,8 +189,8 @@ int in_place_operands(const Node& node) {
 /** An elementwise node (`elementwise`) computed into an operand whose buffer is overwritable:
  *  the value stays where it is in cache and nothing is allocated. Empty when no operand can
  *  take it. */
-std::optional<Tensor> in_place(const Node& node, std::vector<Tensor>& args) {
-  const auto op = elementwise(node);
+std::optional<Tensor> in_place(const NodePlan& plan, const Node& node, std::vector<Tensor>& args) {
+  const auto& op = plan.in_place;
   if (!op || args.size() != 2 || node.outputs.size() != 1) return std::nullopt;
   for (size_t i = 0; i < (op->second ? 2u : 1u); ++i) {
     if (!overwritable(args[i], args[1 - i])) continue;
@@ -200,27 +201,72 @@ std::optional<Tensor> in_place(const Node& node, std::vector<Tensor>& args) {
   return std::nullopt;
 }
 
+void plan_run(Graph& graph) {
+  // Intermediate values are dropped after their last reader; graph outputs are kept.
+  std::vector<int64_t> last_reader(graph.num_values, -1);
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    for (const auto* ids : {&graph.nodes[i].inputs, &graph.nodes[i].implicit_inputs})
+      for (int64_t id : *ids)
+        if (id >= 0) last_reader[static_cast<size_t>(id)] = static_cast<int64_t>(i);
+  graph.read.assign(graph.num_values, false);
+  for (size_t id = 0; id < graph.num_values; ++id) graph.read[id] = last_reader[id] >= 0;
+  for (int64_t id : graph.output_ids) {
+    last_reader[static_cast<size_t>(id)] = -1;
+    graph.read[static_cast<size_t>(id)] = true;
+  }
+  graph.last_uses.assign(graph.nodes.size(), {});
+  for (size_t id = 0; id < graph.num_values; ++id)
+    if (last_reader[id] >= 0) graph.last_uses[static_cast<size_t>(last_reader[id])].push_back(static_cast<int64_t>(id));
+
+  graph.plans.assign(graph.nodes.size(), {});
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    NodePlan& plan = graph.plans[n];
+    if (node.op_type == "UgReplay") plan.replay = OpContext(node, {}, graph.opset, 0).attr_int("index", -1);
+    else plan.op = find_op(node.op_type);
+    plan.in_place = elementwise(node);
+    // An input read here for the last time moves into the call, unless the node reads it again
+    // (a later slot or a subgraph's capture) or a graph output keeps it.
+    plan.moves.assign(node.inputs.size(), false);
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const int64_t id = node.inputs[k];
+      if (id < 0 || last_reader[static_cast<size_t>(id)] != static_cast<int64_t>(n)) continue;
+      const bool again = std::find(node.inputs.begin() + static_cast<std::ptrdiff_t>(k) + 1, node.inputs.end(), id) !=
+                             node.inputs.end() ||
+                         std::ranges::find(node.implicit_inputs, id) != node.implicit_inputs.end();
+      plan.moves[k] = !again;
+    }
+  }
+}
+
 std::vector<Tensor> run_graph(const Graph& g, std::vector<Tensor> values) {
+  if (g.plans.size() != g.nodes.size()) fail<RuntimeError>("[onnx] the graph's run was not planned (plan_run)");
   std::vector<bool> produced(g.num_values);  // by a node (inputs, initializers and captures are not counted)
   // Elements of the node outputs alive now: a hostile graph cannot keep piling them up.
   int64_t live = 0;
   std::vector<Tensor> args, implicit;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
+    const NodePlan& plan = g.plans[n];
+    for (int64_t id : g.last_uses[n])
+      if (produced[static_cast<size_t>(id)]) live -= values[static_cast<size_t>(id)].numel();
     args.clear();
     implicit.clear();
-    for (int64_t id : node.inputs) args.push_back(id < 0 ? Tensor() : values[static_cast<size_t>(id)]);
-    for (int64_t id : node.implicit_inputs) implicit.push_back(values[static_cast<size_t>(id)]);
-    for (int64_t id : g.last_uses[n]) {
-      Tensor& v = values[static_cast<size_t>(id)];
-      if (produced[static_cast<size_t>(id)]) live -= v.numel();
-      v = Tensor();
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const int64_t id = node.inputs[k];
+      if (id < 0) args.emplace_back();
+      else if (plan.moves[k]) args.push_back(std::move(values[static_cast<size_t>(id)]));
+      else args.push_back(values[static_cast<size_t>(id)]);
     }
+    for (int64_t id : node.implicit_inputs) implicit.push_back(values[static_cast<size_t>(id)]);
+    for (int64_t id : g.last_uses[n]) values[static_cast<size_t>(id)] = Tensor();
     const OpContext ctx(node, args, g.opset, g.limits.max_elements, &implicit);
     const debugging::TracedAt traced_at(node.doc);
     std::vector<Tensor> results;
-    if (std::optional<Tensor> done = in_place(node, args)) results.push_back(std::move(*done));
-    else results = node.op_type == "UgReplay" ? replay(g, ctx, args) : find_op(node.op_type)->run(ctx);
+    if (std::optional<Tensor> done = in_place(plan, node, args)) results.push_back(std::move(*done));
+    else if (plan.op && plan.op->op_type == node.op_type) results = plan.op->run(ctx);
+    else if (plan.op) ctx.fail("was rewritten after its graph's run was planned (plan_run)");
+    else results = replay(g, plan, ctx, args);
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       if (node.outputs[o] < 0) continue;
       if (o >= results.size() || !results[o].defined())

@@ -371,28 +371,10 @@ void GraphParser::parse(const ::onnx::GraphProto& g) {
   }
   if (graph.outputs.empty()) fail("[onnx] the graph has no outputs");
   graph.num_values = graph.value_names.size();
-  plan_liveness(graph);
+  plan_run(graph);
 }
 
 }  // namespace
-
-void plan_liveness(Graph& graph) {
-  // Intermediate values are dropped after their last reader; graph outputs are kept.
-  std::vector<int64_t> last_reader(graph.num_values, -1);
-  for (size_t i = 0; i < graph.nodes.size(); ++i)
-    for (const auto* ids : {&graph.nodes[i].inputs, &graph.nodes[i].implicit_inputs})
-      for (int64_t id : *ids)
-        if (id >= 0) last_reader[static_cast<size_t>(id)] = static_cast<int64_t>(i);
-  graph.read.assign(graph.num_values, false);
-  for (size_t id = 0; id < graph.num_values; ++id) graph.read[id] = last_reader[id] >= 0;
-  for (int64_t id : graph.output_ids) {
-    last_reader[static_cast<size_t>(id)] = -1;
-    graph.read[static_cast<size_t>(id)] = true;
-  }
-  graph.last_uses.assign(graph.nodes.size(), {});
-  for (size_t id = 0; id < graph.num_values; ++id)
-    if (last_reader[id] >= 0) graph.last_uses[static_cast<size_t>(last_reader[id])].push_back(static_cast<int64_t>(id));
-}
 
 DType dtype_from_onnx(int64_t t, std::string_view what) {
   using T = ::onnx::TensorProto;
