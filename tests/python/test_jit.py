@@ -707,6 +707,25 @@ def test_a_saved_program_runs_in_onnxruntime_and_loads_back():
         close(loaded(x).detach(), net(x).detach(), 1e-6)
 
 
+@pytest.mark.parametrize("pool", ["adaptive_avg_pool2d", "adaptive_max_pool2d", "area"])
+def test_adaptive_pooling_to_sizes_that_do_not_divide_compiles_and_saving_it_is_refused(pool, tmp_path):
+    # Windows of unequal sizes have no ONNX form: the program calls the op back, with the same
+    # kernels (bit for bit), and a file, which cannot call back, is refused naming the op.
+    F = ug.nn.functional
+    fns = {"adaptive_avg_pool2d": lambda x: F.adaptive_avg_pool2d(x, (3, 4)),
+           "adaptive_max_pool2d": lambda x: F.adaptive_max_pool2d(x, (3, 4)),
+           "area": lambda x: F.interpolate(x, size=(3, 4), mode="area")}
+    f = fns[pool]
+    x = ug.randn(2, 3, 7, 9, dtype=ug.float64)
+    np.testing.assert_array_equal(ug.jit(f)(x).numpy(), f(x).numpy())
+    loss = lambda x: (f(x) ** 2).sum()  # noqa: E731
+    np.testing.assert_array_equal(ug.jit(ug.grad(loss))(x).numpy(), ug.grad(loss)(x).numpy())
+    xs = ug.stack([x, 2 * x])
+    np.testing.assert_array_equal(ug.vmap(ug.jit(f))(xs).numpy(), ug.stack([f(x), f(2 * x)]).numpy())
+    with pytest.raises(ValueError, match="adaptive_(avg|max)_pool"):
+        ug.jit.save(f, str(tmp_path / "pool.onnx"), x)
+
+
 # ---- control flow, against JAX -------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "ug/core/error.h"
 #include "ug/onnx/export.h"
@@ -1061,35 +1062,41 @@ void avg_pool(GraphBuilder& g, const CapturedCall& c) {
   });
 }
 
-/** Adaptive pooling to size 1 is global pooling; to a size that divides the input, fixed windows. */
-/** The window of an adaptive pooling whose input sizes divide its output's (else no ONNX form). */
-std::vector<int64_t> adaptive_kernel(const CapturedCall& c, int64_t spatial, bool& global) {
+/** The window of an adaptive pooling whose input sizes divide its output's (to size 1: global
+ *  pooling), or nothing: windows of unequal sizes have no ONNX form. */
+std::optional<std::vector<int64_t>> adaptive_kernel(const CapturedCall& c, int64_t spatial, bool& global) {
   const Tensor &x = c.inputs[0], &y = c.outputs[0];
   std::vector<int64_t> kernel;
   global = true;
   for (int64_t i = spatial; i >= 1; --i) {
     const int64_t in = x.size(-i), out = y.size(-i);
-    if (in % out != 0)
-      fail("[onnx.export] adaptive pooling from ", x.shape(), " to ", y.shape(),
-           " has no ONNX form (the sizes must divide)");
+    if (in % out != 0) return std::nullopt;
     kernel.push_back(in / out);
     global = global && out == 1;
   }
   return kernel;
 }
 
+/** A compiled program calls back an adaptive pooling without an ONNX form; a file cannot. */
+void unequal_windows(GraphBuilder& g, const CapturedCall& c) {
+  if (g.replays_allowed() && c.replay) return g.replay(c);
+  fail("[onnx.export] adaptive pooling from ", c.inputs[0].shape(), " to ", c.outputs[0].shape(),
+       " has no ONNX form (the sizes must divide)");
+}
+
 template <const char* Global, const char* Windowed> void adaptive_pool(GraphBuilder& g, const CapturedCall& c) {
   const int64_t spatial = attr_int(c, "spatial_dims");
   bool global = true;
-  std::vector<int64_t> kernel = adaptive_kernel(c, spatial, global);
+  const auto kernel = adaptive_kernel(c, spatial, global);
+  if (!kernel) return unequal_windows(g, c);
   batched(g, c, spatial, [&](const std::string& xv, const std::string& yv) {
     if (global) {
       g.node(Global, {xv}, {yv});
       return;
     }
     ::onnx::NodeProto& n = g.node(Windowed, {xv}, {yv});
-    set_attr(n, "kernel_shape", kernel);
-    set_attr(n, "strides", kernel);
+    set_attr(n, "kernel_shape", *kernel);
+    set_attr(n, "strides", *kernel);
   });
 }
 
@@ -1097,9 +1104,10 @@ template <const char* Global, const char* Windowed> void adaptive_pool(GraphBuil
 void adaptive_max_pool(GraphBuilder& g, const CapturedCall& c) {
   const int64_t spatial = attr_int(c, "spatial_dims");
   bool global = true;
-  std::vector<int64_t> kernel = adaptive_kernel(c, spatial, global);
-  max_pool_node(g, c, spatial, kernel, kernel, std::vector<int64_t>(2 * kernel.size(), 0),
-                std::vector<int64_t>(kernel.size(), 1), 0);
+  const auto kernel = adaptive_kernel(c, spatial, global);
+  if (!kernel) return unequal_windows(g, c);
+  max_pool_node(g, c, spatial, *kernel, *kernel, std::vector<int64_t>(2 * kernel->size(), 0),
+                std::vector<int64_t>(kernel->size(), 1), 0);
 }
 
 // ---- recurrent layers -------------------------------------------------------------------------

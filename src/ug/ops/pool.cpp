@@ -285,7 +285,15 @@ std::pair<Tensor, Tensor> adaptive_max(const Tensor& input, int64_t nd, const Di
   auto [out, idx] = window_max(x, std::make_shared<const PoolWindows>(adaptive_windows(x, size)), true);
   Tensor y = pool_output(out, input, nd);
   Tensor indices = index_output(idx, nd);
-  if (call.capturing()) call.set_attrs({{"spatial_dims", nd}});
+  if (call.capturing()) {
+    call.set_attrs({{"spatial_dims", nd}});
+    // Windows of unequal sizes (sizes that do not divide) have no graph form: a program calls
+    // the op back.
+    call.set_replay([nd, output_size, op](const graph::Tensors& in) {
+      auto [out, index] = adaptive_max(in[0], nd, output_size, op);
+      return graph::Tensors{out, index};
+    });
+  }
   call.finish({&input}, {&y, &indices});
   return {y, indices};
 }
@@ -296,7 +304,12 @@ Tensor adaptive_avg(const Tensor& input, int64_t nd, const Dims& output_size, co
   int64_t size[2];
   adaptive_size(nd, output_size, size, op);
   Tensor y = pool_output(window_avg(x, std::make_shared<const PoolWindows>(adaptive_windows(x, size))), input, nd);
-  if (call.capturing()) call.set_attrs({{"spatial_dims", nd}});
+  if (call.capturing()) {
+    call.set_attrs({{"spatial_dims", nd}});
+    call.set_replay([nd, output_size, op](const graph::Tensors& in) {
+      return graph::Tensors{adaptive_avg(in[0], nd, output_size, op)};
+    });
+  }
   call.finish({&input}, {&y});
   return y;
 }
