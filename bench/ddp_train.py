@@ -45,7 +45,9 @@ else:  # bench/py/transformer_step.py's encoder block
     model = nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, activation="gelu", batch_first=True)
     x, y = fw.randn(args.batch, 64, 128), fw.randn(args.batch, 64, 128)
     loss_fn = nn.MSELoss()
-model = DDP(model)
+# Both frameworks' DDP with gradient_as_bucket_view=True (torch's option, the same semantics in
+# each): .grad is a view of the bucket, so neither copies the averages back into .grad.
+model = DDP(model, gradient_as_bucket_view=True)
 opt = fw.optim.Adam(model.parameters(), lr=1e-3)
 
 

@@ -20,10 +20,12 @@ namespace {
 
 using ug::Tensor;
 
-/** What Tensor.register_hook returns: handle.remove() takes the hook off again. */
+/** What Tensor.register_hook (and register_post_accumulate_grad_hook) returns: handle.remove()
+ *  takes the hook off again. */
 struct HookHandle {
   Tensor tensor;
   size_t id;
+  bool post_accumulate = false;
 };
 
 /** A recorded node as Python sees it (Tensor.grad_fn). */
@@ -79,7 +81,10 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
         return nb::tuple(out);
       });
 
-  nb::class_<HookHandle>(m, "RemovableHandle").def("remove", [](HookHandle& h) { h.tensor.remove_hook(h.id); });
+  nb::class_<HookHandle>(m, "RemovableHandle").def("remove", [](HookHandle& h) {
+    if (h.post_accumulate) ug::autograd::remove_post_accumulate_grad_hook(h.tensor, h.id);
+    else h.tensor.remove_hook(h.id);
+  });
 
   cls.def("__repr__", &tensor_repr)
       .def_prop_rw(
@@ -136,6 +141,16 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
              });
              return HookHandle{t, id};
            })
+      .def(
+          "register_post_accumulate_grad_hook",
+          [](const Tensor& t, nb::object fn) {
+            size_t id = ug::autograd::register_post_accumulate_grad_hook(t, [fn](const Tensor& leaf) {
+              nb::gil_scoped_acquire gil;
+              fn(leaf);
+            });
+            return HookHandle{t, id, true};
+          },
+          nb::arg("hook"), "Calls hook(tensor) after each backward has added into this leaf's .grad (torch's).")
       .def_prop_ro("_version", &Tensor::version);
 
   nb::module_ ag = m.def_submodule("_autograd");

@@ -151,11 +151,12 @@ void bind_distributed(nb::module_& m) {
       .def(
           "__init__",
           [](dist::Reducer* self, const std::vector<ug::Tensor>& params, dist::ProcessGroupPtr group,
-             size_t bucket_cap_bytes, bool find_unused) {
+             size_t bucket_cap_bytes, bool find_unused, bool as_view) {
             new (self) dist::Reducer(params, group ? group : dist::default_group("DistributedDataParallel"),
-                                     bucket_cap_bytes, find_unused);
+                                     bucket_cap_bytes, find_unused, as_view);
           },
-          "parameters"_a, "group"_a.none(), "bucket_cap_bytes"_a, "find_unused_parameters"_a)
+          "parameters"_a, "group"_a.none(), "bucket_cap_bytes"_a, "find_unused_parameters"_a,
+          "gradient_as_bucket_view"_a = false)
       .def("prepare_for_forward", &dist::Reducer::prepare_for_forward)
       .def("prepare_for_backward", &dist::Reducer::prepare_for_backward, "outputs"_a)
       .def_prop_rw("require_sync", &dist::Reducer::require_sync, &dist::Reducer::set_require_sync)

@@ -183,6 +183,21 @@ TEST(Autograd, LeafHooksRunUnderAutogradGrad) {
   EXPECT_EQ(values(ug::autograd::grad({(x * x).sum()}, {x})[0]), (std::vector<double>{20.0, 40.0}));
 }
 
+TEST(Autograd, PostAccumulateGradHooksSeeTheSumInGrad) {
+  Tensor x = f64({1.0, 2.0}).requires_grad_();
+  std::vector<std::vector<double>> seen;
+  ug::autograd::register_post_accumulate_grad_hook(
+      x, [&seen](const Tensor& leaf) { seen.push_back(values(leaf.grad())); });
+  const size_t removed = ug::autograd::register_post_accumulate_grad_hook(x, [](const Tensor&) { FAIL(); });
+  ug::autograd::remove_post_accumulate_grad_hook(x, removed);
+  (x * x).sum().backward();
+  (x * 3).sum().backward();
+  (x * x).sum().backward({}, {}, false, {x});  // backward(inputs=...) accumulates too
+  ug::autograd::grad({(x * x).sum()}, {x});    // returns the gradient: .grad untouched, no call
+  EXPECT_EQ(seen, (std::vector<std::vector<double>>{{2.0, 4.0}, {5.0, 7.0}, {7.0, 11.0}}));
+  EXPECT_THROW(ug::autograd::register_post_accumulate_grad_hook(x * 2, [](const Tensor&) {}), ug::RuntimeError);
+}
+
 TEST(Autograd, HookOnANonLeafReplacesTheGradient) {
   Tensor x = f64({1.0, 2.0}).requires_grad_();
   Tensor y = x * 3;

@@ -141,6 +141,57 @@ TEST(Distributed, DdpBucketsInReverseOrderAndLeavesTheLocalGradientOnOneRank) {
   for (size_t i = 0; i < got.size(); ++i) test::expect_values(got[i].grad(), test::values(want[i].grad()), 1e-6);
 }
 
+TEST(Distributed, DdpGradientAsBucketViewLeavesEachGradInItsBucketAndTheSameValues) {
+  World world;
+  manual_seed(0);
+  nn::Sequential net(nn::Linear(8, 16), nn::Tanh(), nn::Linear(16, 2));
+  nn::Sequential reference(nn::Linear(8, 16), nn::Tanh(), nn::Linear(16, 2));
+  reference->load_state_dict(net->state_dict());
+  dist::DistributedDataParallel ddp(
+      net.ptr(), dist::DdpOptions{.bucket_cap_mb = 100.0 / (1024 * 1024), .gradient_as_bucket_view = true});
+  auto got = net->parameters(), want = reference->parameters();
+  // Buckets {3, 2} and {1, 0}: within one, parameter 2's gradient follows parameter 3's.
+  auto expect_in_buckets = [&] {
+    for (size_t k : {size_t{1}, size_t{3}})
+      EXPECT_EQ(static_cast<char*>(got[k - 1].grad().raw_data()),
+                static_cast<char*>(got[k].grad().raw_data()) + got[k].nbytes());
+  };
+  auto expect_grads = [&] {
+    for (size_t i = 0; i < got.size(); ++i) test::expect_values(got[i].grad(), test::values(want[i].grad()), 1e-6);
+  };
+  Tensor x = randn({5, 8});
+  ddp(x).sum().backward();
+  reference(x).sum().backward();
+  expect_grads();
+  expect_in_buckets();
+  std::vector<void*> where;
+  for (const Tensor& p : got) where.push_back(p.grad().raw_data());
+  // Kept gradients (no zero_grad, then zero_grad(set_to_none=false)) accumulate in the bucket.
+  for (bool zero : {false, true}) {
+    if (zero) {
+      net->zero_grad(false);
+      reference->zero_grad(false);
+    }
+    ddp(x * 2).sum().backward();
+    reference(x * 2).sum().backward();
+    expect_grads();
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].grad().raw_data(), where[i]);
+  }
+  {
+    auto no_sync = ddp->no_sync();
+    ddp(x).sum().backward();
+  }
+  reference(x).sum().backward();
+  expect_grads();
+  // set_to_none: backward makes new gradients, which go back into the bucket.
+  net->zero_grad(true);
+  reference->zero_grad(true);
+  ddp(x).sum().backward();
+  reference(x).sum().backward();
+  expect_grads();
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].grad().raw_data(), where[i]);
+}
+
 TEST(Distributed, ACheckpointWithAGroupKeepsEveryRanksRngAndSamplerState) {
   World world;
   const dist::ProcessGroupPtr group = dist::default_group();

@@ -135,20 +135,31 @@ def mlp(seed):
     return ug.nn.Sequential(ug.nn.Linear(6, 16), ug.nn.Tanh(), ug.nn.Linear(16, 3)).to(ug.float64)
 
 
-def ddp(optimizer_name):
-    """20 steps of DDP (batch B per rank) against one model trained here on all N*B rows."""
+def grad_pointers(model):
+    return [p.grad.data_ptr() for p in model.module.parameters()]
+
+
+def ddp(optimizer_name, view=False):
+    """20 steps of DDP (batch B per rank) against one model trained here on all N*B rows. With
+    gradient_as_bucket_view the steps alternate zero_grad's set_to_none, and the gradients stay
+    where the first backward put them: in the buckets."""
     rank, n = dist.get_rank(), dist.get_world_size()
     batch = 4
-    model = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank), bucket_cap_mb=0.0002)  # 210 bytes: two buckets
+    model = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank), bucket_cap_mb=0.0002,  # 210 bytes: two buckets
+                                                   gradient_as_bucket_view=view)
     reference = mlp(seed=0)  # rank 0's initial weights: DDP broadcasts them
     make = {"sgd": lambda p: ug.optim.SGD(p, lr=0.1, momentum=0.9), "adam": lambda p: ug.optim.Adam(p, lr=0.01)}
     opt, ref_opt = make[optimizer_name](model.parameters()), make[optimizer_name](reference.parameters())
     rng = np.random.default_rng(7)  # the same stream on every rank: each takes its rows
-    for _ in range(20):
+    pointers = None
+    for step in range(20):
         x_all, y_all = rng.standard_normal((n * batch, 6)), rng.standard_normal((n * batch, 3))
         rows = slice(rank * batch, (rank + 1) * batch)
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=not view or step % 2 == 0)
         ug.nn.functional.mse_loss(model(ug.tensor(x_all[rows])), ug.tensor(y_all[rows])).backward()
+        if view:
+            pointers = pointers or grad_pointers(model)
+            assert grad_pointers(model) == pointers
         opt.step()
         ref_opt.zero_grad()
         ug.nn.functional.mse_loss(reference(ug.tensor(x_all)), ug.tensor(y_all)).backward()
@@ -156,12 +167,15 @@ def ddp(optimizer_name):
     for p, q in zip(model.module.parameters(), reference.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=1e-6)
     assert len(model.reducer.bucket_indices) > 1
+    if view:  # parameters 3 and 2 share the first bucket, 3's gradient first
+        params = list(model.module.parameters())
+        assert pointers[2] == pointers[3] + params[3].numel() * 8
 
 
-def ddp_no_sync():
+def ddp_no_sync(view=False):
     """Two micro-batches under no_sync then one synced: the gradient of all three, averaged."""
     rank, n = dist.get_rank(), dist.get_world_size()
-    model = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank))
+    model = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank), gradient_as_bucket_view=view)
     reference = mlp(seed=0)
     rng = np.random.default_rng(3)
     xs = [rng.standard_normal((n * 2, 6)) for _ in range(3)]
@@ -178,11 +192,12 @@ def ddp_no_sync():
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy() / n, rtol=1e-12, atol=1e-12)
 
 
-def ddp_gradients_across_steps():
+def ddp_gradients_across_steps(view=False):
     """Averaged gradients are the parameters' own: one held across a zero_grad keeps its step's
-    values, and backward without zero_grad accumulates into the same tensor, as eager does."""
+    values (with gradient_as_bucket_view, as in torch, it is the bucket and shows the next
+    step's), and backward without zero_grad accumulates into the same tensor, as eager does."""
     rank, n = dist.get_rank(), dist.get_world_size()
-    model = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank))
+    model = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank), gradient_as_bucket_view=view)
     reference = mlp(seed=0)
     rng = np.random.default_rng(4)
     xs = [rng.standard_normal((n * 2, 6)) for _ in range(4)]
@@ -199,16 +214,14 @@ def ddp_gradients_across_steps():
     for m in (model, reference):
         m.zero_grad()
     step(xs[1])
-    for g, v in zip(held, values):
-        np.testing.assert_array_equal(g.numpy(), v)
-    pointers = [p.grad.data_ptr() for p in model.module.parameters()]
+    for g, v, p in zip(held, values, model.module.parameters()):
+        np.testing.assert_array_equal(g.numpy(), p.grad.numpy() if view else v)
+    pointers = grad_pointers(model)
     step(xs[2])
     step(xs[3])
     for p, q in zip(model.module.parameters(), reference.parameters()):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy() / n, rtol=1e-12, atol=1e-12)
-    # Accumulated in place; only the parameter whose gradient comes last is the engine's to place.
-    moved = [a != p.grad.data_ptr() for a, p in zip(pointers, model.module.parameters())]
-    assert sum(moved) <= 1, moved
+    assert grad_pointers(model) == pointers  # accumulated in place
 
 
 class TwoHeads(ug.nn.Module):
@@ -222,13 +235,15 @@ class TwoHeads(ug.nn.Module):
         return self.used(self.trunk(x))
 
 
-def ddp_unused():
+def ddp_unused(view=False):
     rank = dist.get_rank()
     ug.manual_seed(rank)
-    model = ug.nn.parallel.DistributedDataParallel(TwoHeads(), find_unused_parameters=True)
+    model = ug.nn.parallel.DistributedDataParallel(TwoHeads(), find_unused_parameters=True,
+                                                   gradient_as_bucket_view=view)
     for _ in range(2):
         model(ug.randn(2, 4)).sum().backward()
     assert model.module.trunk.weight.grad is not None
+    assert not model.module.unused.weight.grad.numpy().any()  # no rank's gradient: zeros
     ug.manual_seed(rank)
     strict = ug.nn.parallel.DistributedDataParallel(TwoHeads())
     strict(ug.randn(2, 4)).sum().backward()
@@ -347,11 +362,15 @@ def killed():
 def main():
     scenario = sys.argv[1]
     dist.init_process_group("mpi", timeout=1.5 if scenario.startswith(("timeout", "killed")) else 60)
-    {"collectives": collectives, "all_reduce_sizes": all_reduce_sizes, "ddp_sgd": lambda: ddp("sgd"), "ddp_adam": lambda: ddp("adam"),
-     "ddp_no_sync": ddp_no_sync, "ddp_unused": ddp_unused, "timeout": lambda: timeout(3),
+    # A DDP scenario ending in _view runs with gradient_as_bucket_view=True.
+    view = scenario.endswith("_view")
+    {"collectives": collectives, "all_reduce_sizes": all_reduce_sizes,
+     "ddp_sgd": lambda: ddp("sgd", view), "ddp_adam": lambda: ddp("adam", view),
+     "ddp_no_sync": lambda: ddp_no_sync(view), "ddp_unused": lambda: ddp_unused(view), "timeout": lambda: timeout(3),
      "timeout_mpi": lambda: timeout(2**20), "killed": killed, "pmap": pmap,
      "sync_batch_norm": sync_batch_norm,
-     "ddp_gradients_across_steps": ddp_gradients_across_steps, "mismatch": mismatch}[scenario]()
+     "ddp_gradients_across_steps": lambda: ddp_gradients_across_steps(view),
+     "mismatch": mismatch}[scenario.removesuffix("_view")]()
     if not scenario.startswith(("timeout", "killed")):
         dist.barrier()
         print(f"rank {dist.get_rank()} ok", flush=True)

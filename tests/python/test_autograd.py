@@ -335,6 +335,22 @@ def test_check_numerics():
     assert ug.tensor([-1.0]).log().isnan().all()
 
 
+def test_post_accumulate_grad_hooks_see_the_summed_grad_as_torch():
+    seen = {}
+    for lib in (ug, torch):
+        x = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        calls = seen[lib] = []
+        x.register_post_accumulate_grad_hook(lambda p, calls=calls: calls.append(p.grad.tolist()))
+        x.register_post_accumulate_grad_hook(lambda p: calls.append("removed")).remove()
+        (x * x).sum().backward()
+        (x * 3).sum().backward()
+        (x * x).sum().backward(inputs=[x])
+        lib.autograd.grad((x * x).sum(), x)  # .grad untouched: no call
+    assert seen[ug] == seen[torch] == [[2.0, 4.0], [5.0, 7.0], [7.0, 11.0]]
+    with pytest.raises(RuntimeError, match="leaf"):
+        (ug.tensor([1.0], requires_grad=True) * 2).register_post_accumulate_grad_hook(lambda p: None)
+
+
 def test_leaf_hooks_run_under_autograd_grad_and_handles_remove():
     x = ug.tensor([1.0, 2.0], requires_grad=True)
     h = x.register_hook(lambda g: g * 10)

@@ -49,10 +49,15 @@ def test_all_reduce_of_every_size_matches_numpy_bit_for_bit_on_every_rank(n):
     assert_ok(mpirun(n, "all_reduce_sizes"), n)
 
 
+# "_view": gradient_as_bucket_view=True, every .grad a view of its bucket.
+VIEW = pytest.mark.parametrize("view", ["", "_view"])
+
+
 @pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
-def test_ddp_equals_one_process_with_the_whole_batch(n, optimizer):
-    assert_ok(mpirun(n, f"ddp_{optimizer}"), n)
+@VIEW
+def test_ddp_equals_one_process_with_the_whole_batch(n, optimizer, view):
+    assert_ok(mpirun(n, f"ddp_{optimizer}{view}"), n)
 
 
 @pytest.mark.parametrize("n", [2, 3])
@@ -60,17 +65,20 @@ def test_sync_batch_norm_equals_batch_norm_on_the_whole_batch(n):
     assert_ok(mpirun(n, "sync_batch_norm"), n)
 
 
-def test_ddp_no_sync_accumulates_then_averages():
-    assert_ok(mpirun(2, "ddp_no_sync"), 2)
+@VIEW
+def test_ddp_no_sync_accumulates_then_averages(view):
+    assert_ok(mpirun(2, f"ddp_no_sync{view}"), 2)
 
 
 @pytest.mark.parametrize("n", [2, 3])
-def test_ddp_gradients_across_steps_are_kept_and_accumulate(n):
-    assert_ok(mpirun(n, "ddp_gradients_across_steps"), n)
+@VIEW
+def test_ddp_gradients_across_steps_are_kept_and_accumulate(n, view):
+    assert_ok(mpirun(n, f"ddp_gradients_across_steps{view}"), n)
 
 
-def test_ddp_find_unused_parameters():
-    proc = mpirun(2, "ddp_unused")
+@VIEW
+def test_ddp_find_unused_parameters(view):
+    proc = mpirun(2, f"ddp_unused{view}")
     assert_ok(proc, 2)
     assert proc.stdout.count("unused-error-ok") == 2
 

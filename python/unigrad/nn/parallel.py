@@ -11,10 +11,13 @@ class DistributedDataParallel(Module):
     """Wraps module for data-parallel training: rank 0's parameters and buffers are copied to
     every rank now; each backward then averages the gradients over the group, in buckets of
     about bucket_cap_mb MiB whose all_reduce starts as soon as the bucket's gradients are in.
+    gradient_as_bucket_view=True makes each .grad a view of its bucket after the first backward
+    (no copies of the averages back; a .grad held across steps sees later steps' values).
     device_ids, output_device and dim are accepted for torch's signature (CPU: one device)."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
-                 process_group=None, bucket_cap_mb=25, find_unused_parameters=False, **kwargs):
+                 process_group=None, bucket_cap_mb=25, find_unused_parameters=False,
+                 gradient_as_bucket_view=False, **kwargs):
         super().__init__()
         if bucket_cap_mb is None or bucket_cap_mb <= 0:
             raise ValueError(f"[DistributedDataParallel] bucket_cap_mb must be positive, got {bucket_cap_mb}")
@@ -23,7 +26,8 @@ class DistributedDataParallel(Module):
         self.process_group = process_group
         _C.distributed._broadcast_module_state(module, process_group, True)
         self.reducer = _C.distributed.Reducer(list(module.parameters()), process_group,
-                                              int(bucket_cap_mb * 1024 * 1024), find_unused_parameters)
+                                              int(bucket_cap_mb * 1024 * 1024), find_unused_parameters,
+                                              gradient_as_bucket_view)
 
     def forward(self, *args, **kwargs):
         self.reducer.prepare_for_forward()

@@ -64,6 +64,7 @@ void accumulate(AccumulateGrad& acc, Tensor g, bool create_graph) {
   } else {
     m.grad.add_(g.detach());
   }
+  for (const auto& hook : m.post_accumulate_hooks) hook(acc.leaf());
 }
 
 void check_finite(const Tensor& g, Node* node) {
@@ -247,6 +248,8 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
     if (!grads[i].defined() || inputs[i].retains_grad()) continue;
     const Tensor old = inputs[i].grad();
     inputs[i].set_grad(old.defined() ? old + grads[i] : grads[i]);
+    if (const AutogradMeta* m = meta_if(inputs[i]); m && !m->grad_fn)
+      for (const auto& hook : m->post_accumulate_hooks) hook(inputs[i]);
   }
 }
 

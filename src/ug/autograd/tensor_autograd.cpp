@@ -53,4 +53,20 @@ void Tensor::remove_hook(size_t id) const {
   }
 }
 
+namespace autograd {
+
+size_t register_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> fn) {
+  AutogradMeta& m = meta(leaf);
+  if (m.grad_fn || !m.requires_grad)
+    fail<RuntimeError>("[register_post_accumulate_grad_hook] needs a leaf tensor that requires grad");
+  m.post_accumulate_hooks.push_back(std::move(fn));
+  return m.post_accumulate_hooks.size() - 1;
+}
+
+void remove_post_accumulate_grad_hook(const Tensor& leaf, size_t id) {
+  AutogradMeta& m = meta(leaf);
+  if (id < m.post_accumulate_hooks.size()) m.post_accumulate_hooks[id] = [](const Tensor&) {};
+}
+
+}  // namespace autograd
 }  // namespace ug

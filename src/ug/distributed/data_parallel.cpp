@@ -24,7 +24,7 @@ DistributedDataParallelImpl::DistributedDataParallelImpl(std::shared_ptr<nn::Mod
   broadcast_module_state(*module_, group_);
   reducer_ = std::make_unique<Reducer>(module_->parameters(), group_,
                                        static_cast<size_t>(options_.bucket_cap_mb * 1024 * 1024),
-                                       options_.find_unused_parameters);
+                                       options_.find_unused_parameters, options_.gradient_as_bucket_view);
 }
 
 Tensor DistributedDataParallelImpl::forward(const Tensor& x) {

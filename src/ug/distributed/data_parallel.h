@@ -14,6 +14,10 @@ struct DdpOptions {
   double bucket_cap_mb = 25;
   bool find_unused_parameters = false;
   bool broadcast_buffers = true;  // rank 0's buffers again before every forward, as torch
+  // Each .grad becomes a view of its bucket after the first backward: no copy of the averages
+  // back into .grad, nor of the gradients into the bucket while .grad is kept (zero_grad with
+  // set_to_none=False). A .grad held across a step sees the next step's values, as in torch.
+  bool gradient_as_bucket_view = false;
 };
 
 /** Copies rank 0's parameters and buffers of `module` into every rank's (in place). */

@@ -24,15 +24,24 @@ struct Reducer::State {
   std::vector<size_t> hook_ids;
   ProcessGroupPtr group;
   bool find_unused = false;
+  bool as_view = false;  // gradient_as_bucket_view: each .grad is its slice of the bucket
   bool require_sync = true;
   bool armed = false;
   size_t ready = 0;
   std::vector<bool> is_ready;
-  std::vector<bool> used;  // got a gradient in this backward
 
   Tensor slice(size_t p) {
     Bucket& b = buckets[bucket_of[p]];
     return b.flat.narrow(0, b.offsets[slot_of[p]], params[p].numel());
+  }
+
+  /** Whether parameter p's .grad already is its slice of the bucket. */
+  bool grad_is_slice(size_t p) const {
+    const Tensor g = params[p].grad();
+    const Bucket& b = buckets[bucket_of[p]];
+    return g.defined() && g.is_contiguous() && g.dtype() == b.flat.dtype() &&
+           g.raw_data() == static_cast<char*>(b.flat.raw_data()) +
+                               static_cast<size_t>(b.offsets[slot_of[p]]) * b.flat.element_size();
   }
 
   void arm() {
@@ -42,20 +51,24 @@ struct Reducer::State {
     }
     ready = 0;
     is_ready.assign(params.size(), false);
-    used.assign(params.size(), false);
     armed = true;
   }
 
-  /** Parameter p's gradient for this step is `value` (undefined: none, reduced as zeros). */
-  void mark_ready(size_t p, const Tensor& value) {
+  /** Parameter p's .grad holds this step's gradient (undefined: none, reduced as zeros). */
+  void mark_ready(size_t p) {
     if (is_ready[p])
       fail<RuntimeError>("[DistributedDataParallel] parameter ", p,
                          " got two gradients in one backward "
                          "(a reentrant backward, or a parameter shared in a way DDP cannot see)");
     is_ready[p] = true;
-    Tensor s = slice(p);
-    if (value.defined()) s.copy_(value.reshape({-1}));
-    else s.zero_();
+    if (!(as_view && grad_is_slice(p))) {
+      const Tensor g = params[p].grad();
+      Tensor s = slice(p);
+      if (g.defined()) s.copy_(g.reshape({-1}));
+      else s.zero_();
+      // From now on backward adds into the bucket in place, and the average lands in .grad.
+      if (as_view) params[p].set_grad(s.view(params[p].shape()));
+    }
     Bucket& b = buckets[bucket_of[p]];
     if (--b.pending == 0) {
       auto start = [&] { return group->all_reduce(b.flat, ReduceOp::Avg); };
@@ -67,42 +80,33 @@ struct Reducer::State {
     ++ready;
   }
 
-  /** Waits for every bucket and writes the averages into .grad, except for parameter
-   *  `current`, whose AccumulateGrad has not run yet: its average is returned instead. */
-  Tensor finish(size_t current) {
+  /** Waits for every bucket and leaves the averages in .grad. */
+  void finish() {
     armed = false;
     for (Bucket& b : buckets) b.work->wait();
-    Tensor result;
+    if (as_view) return;
     for (size_t p = 0; p < params.size(); ++p) {
       Tensor avg = slice(p).view(params[p].shape());
-      if (p == current) {
-        params[p].set_grad(Tensor());
-        result = avg.clone();
-      } else if (params[p].grad().defined()) {
-        params[p].grad().copy_(avg);
-      } else {
-        params[p].set_grad(avg.clone());
-      }
+      if (params[p].grad().defined()) params[p].grad().copy_(avg);
+      else params[p].set_grad(avg.clone());
     }
-    return result;
   }
 
-  Tensor on_gradient(size_t p, const Tensor& g) {
-    if (!armed) return Tensor();
+  void on_accumulated(size_t p) {
+    if (!armed) return;
     AutoGradMode no_grad(false);
-    used[p] = true;
-    const Tensor old = params[p].grad();
-    mark_ready(p, old.defined() ? old + g : g);
-    return ready == params.size() ? finish(p) : Tensor();
+    mark_ready(p);
+    if (ready == params.size()) finish();
   }
 };
 
 Reducer::Reducer(std::vector<Tensor> parameters, ProcessGroupPtr group, size_t bucket_cap_bytes,
-                 bool find_unused_parameters)
+                 bool find_unused_parameters, bool gradient_as_bucket_view)
     : state_(std::make_shared<State>()) {
   State& s = *state_;
   s.group = std::move(group);
   s.find_unused = find_unused_parameters;
+  s.as_view = gradient_as_bucket_view;
   for (const Tensor& p : parameters)
     if (p.requires_grad()) s.params.push_back(p);
   s.bucket_of.resize(s.params.size());
@@ -131,14 +135,14 @@ Reducer::Reducer(std::vector<Tensor> parameters, ProcessGroupPtr group, size_t b
   }
   std::weak_ptr<State> weak = state_;
   for (size_t k = 0; k < s.params.size(); ++k)
-    s.hook_ids.push_back(s.params[k].register_hook([weak, k](const Tensor& g) {
-      auto state = weak.lock();
-      return state ? state->on_gradient(k, g) : Tensor();
+    s.hook_ids.push_back(autograd::register_post_accumulate_grad_hook(s.params[k], [weak, k](const Tensor&) {
+      if (auto state = weak.lock()) state->on_accumulated(k);
     }));
 }
 
 Reducer::~Reducer() {
-  for (size_t k = 0; k < state_->params.size(); ++k) state_->params[k].remove_hook(state_->hook_ids[k]);
+  for (size_t k = 0; k < state_->params.size(); ++k)
+    autograd::remove_post_accumulate_grad_hook(state_->params[k], state_->hook_ids[k]);
 }
 
 void Reducer::prepare_for_forward() {
@@ -178,8 +182,8 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
   }
   AutoGradMode no_grad(false);
   for (size_t p = 0; p < s.params.size(); ++p)
-    if (!reached.count(s.params[p].impl_ref().get())) s.mark_ready(p, s.params[p].grad());
-  if (s.ready == s.params.size()) s.finish(s.params.size());
+    if (!reached.count(s.params[p].impl_ref().get())) s.mark_ready(p);
+  if (s.ready == s.params.size()) s.finish();
 }
 
 void Reducer::set_require_sync(bool sync) { state_->require_sync = sync; }

@@ -1,8 +1,10 @@
 // The gradient side of DistributedDataParallel: parameters in buckets of about bucket_cap
 // bytes (in reverse registration order, roughly the order backward produces gradients); a
-// leaf hook copies each gradient into its bucket and starts the bucket's averaging all_reduce
-// as soon as the bucket is full, so communication runs while backward goes on. The last
-// gradient of the step waits for every bucket and writes the averages into .grad.
+// post-accumulate hook copies each .grad into its bucket and starts the bucket's averaging
+// all_reduce as soon as the bucket is full, so communication runs while backward goes on. The
+// last gradient of the step waits for every bucket and writes the averages into .grad. With
+// gradient_as_bucket_view each .grad becomes its slice of the bucket at its first reduction:
+// backward then adds into the bucket in place and the average needs no copy in or out.
 #pragma once
 
 #include <memory>
@@ -14,7 +16,8 @@ namespace ug::distributed {
 
 class Reducer {
  public:
-  Reducer(std::vector<Tensor> parameters, ProcessGroupPtr group, size_t bucket_cap_bytes, bool find_unused_parameters);
+  Reducer(std::vector<Tensor> parameters, ProcessGroupPtr group, size_t bucket_cap_bytes, bool find_unused_parameters,
+          bool gradient_as_bucket_view = false);
   ~Reducer();
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;

@@ -179,6 +179,8 @@ struct AutogradMeta final : AutogradMetaBase {
    *  must not own (or dangle to) the tensor itself. */
   std::shared_ptr<Tensor> retained_grad;
   std::vector<GradHook> leaf_hooks;  // hooks of a leaf, run before accumulation
+  /** torch's post-accumulate-grad hooks: called with the leaf once its .grad holds the sum. */
+  std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;
 };
 
 namespace autograd {
@@ -190,6 +192,11 @@ AutogradMeta* meta_if(const Tensor& t);
 /** Where gradients for t flow: its grad_fn, or its leaf's AccumulateGrad (made on demand);
  *  an invalid edge when t does not require grad. */
 Edge gradient_edge(const Tensor& t);
+/** torch's Tensor.register_post_accumulate_grad_hook on a leaf that requires grad: fn(leaf)
+ *  runs after each backward has added into leaf.grad (not inside a compiled step's trace).
+ *  Returns an id for remove_post_accumulate_grad_hook. */
+size_t register_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> fn);
+void remove_post_accumulate_grad_hook(const Tensor& leaf, size_t id);
 
 }  // namespace autograd
 }  // namespace ug

@@ -263,8 +263,11 @@ void Module::zero_grad(bool set_to_none) {
     if (set_to_none) {
       p.set_grad(Tensor());
     } else {
+      // In place, as torch: a gradient that is a view (DDP's gradient_as_bucket_view) stays one.
       NoGradGuard no_grad;
-      p.set_grad(zeros_like(g));
+      Tensor zeroed = g.detach();
+      zeroed.zero_();
+      p.set_grad(zeroed);
     }
   }
 }
