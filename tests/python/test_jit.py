@@ -285,6 +285,19 @@ def test_function_reduce_retracing_makes_one_program_for_any_size_nothing_depend
     assert f.explain(ug.randn(7, 3, 5, 5, dtype=ug.float64)).startswith("miss")
 
 
+def test_function_reduce_retracing_folds_ops_called_back_without_sizes():
+    # atan2, sort, linalg.solve and diagonal are called back with no size in their closures:
+    # the traces at two batch sizes make one program, which runs eager's kernels at any size.
+    def body(x):
+        a = x + 8 * ug.eye(4)
+        return ug.linalg.solve(a, ug.atan2(x, a)).sort(-1)[0].diagonal(0, -2, -1)
+    f = ug.function(body, reduce_retracing=True)
+    for b in (1, 2, 3, 5):
+        x = ug.randn(b, 4, 4)
+        np.testing.assert_array_equal(f(x).numpy(), body(x).numpy())
+    assert f.cache_info().traces == 2 and f.cache_info().size == 1
+
+
 @pytest.mark.parametrize("body, why", [
     (lambda x: x.reshape(x.shape[0], -1).sum(1), "reads the shape of a traced tensor at"),
     # [n, 2, 3] -> [6, n]: where the size goes depends on n itself.
