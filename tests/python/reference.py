@@ -9,8 +9,8 @@ op's forward test is one line:
 check_op(fn, *args) checks every transform of the op on those inputs (see TRANSFORMS):
 the forward as check does, the vjp against torch.autograd.grad and against central finite
 differences, the jvp against torch.func.jvp, ug.vmap against a loop over the batch,
-ug.onnx.export run by onnxruntime against unigrad's forward, and ug.jit (the forward, the
-compiled vjp, and vmap of jit against vmap) against eager unigrad. A transform that cannot apply
+ug.onnx.export run by onnxruntime against unigrad's forward, and ug.jit (the forward and the
+compiled vjp; optionally vmap of jit against vmap) against eager unigrad. A transform that cannot apply
 is switched off with its reason: check_op(..., off={"vjp": "integer output"}).
 check_grad is check_op restricted to GRADS. check_layer compares a unigrad layer (or model)
 with its torch twin: the output and the gradients of every input and parameter.
@@ -612,13 +612,14 @@ def _check_vmap_of_jit(fn, args, rtol, atol, exact):
 
 
 def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=None, n=None, cotangent=(-1.0, 1.0),
-             seed=0, opset=17, jit_exact=False):
+             seed=0, opset=17, jit_exact=False, jit_vmap=False):
     """Checks the transforms in `only` of fn(m, *args) (see TRANSFORMS and the docstring);
     off maps a transform to the reason it does not apply. Float32/float64 Args are the
     differentiated inputs; vjp compares at their dtypes, fd, jvp and vmap run in float64,
     onnx (exported at `opset`) at the inputs' dtypes. rtol/atol override the dtype's
-    tolerance in every comparison; jit_exact: jit's outputs (and vmap of jit's, against vmap's)
-    must equal eager's bit for bit. Returns {transform: None if checked, else why not}."""
+    tolerance in every comparison. jit_vmap: jit also checks vmap of jit against vmap (where
+    vmap is not off); jit_exact: jit's outputs (and vmap of jit's) must equal eager's bit for
+    bit. Returns {transform: None if checked, else why not}."""
     if (terms is None) != (n is None):
         raise TypeError("check_op: terms and n go together")
     off = dict(off or {})
@@ -643,7 +644,7 @@ def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=N
             _check_onnx(fn, args, rtol, atol, terms, n, opset)
         elif name == "jit":
             _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads="vjp" not in off, exact=jit_exact)
-            if "vmap" not in off:
+            if jit_vmap and "vmap" not in off:
                 _check_vmap_of_jit(fn, args, rtol, atol, jit_exact)
         else:
             raise ValueError(f"check_op: unknown transform {name!r}; known: {TRANSFORMS}")

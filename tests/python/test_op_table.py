@@ -40,8 +40,10 @@ def test_op(op, transform):
         pytest.skip(f"{transform} off: {reason}")
     else:
         # An op without an ONNX form compiles all the same: the program calls it back
-        # (graph::Replay), running eager's kernels, so its outputs are eager's bit for bit.
-        check_op(op.fn, *op.inputs, only=(transform,), off=op.off, **{"jit_exact": rejected, **op.options})
+        # (graph::Replay), running eager's kernels, so its outputs are eager's bit for bit. A
+        # program runs under vmap wherever the function does.
+        options = {"jit_exact": rejected, "jit_vmap": True, **op.options}
+        check_op(op.fn, *op.inputs, only=(transform,), off=op.off, **options)
 
 
 def test_op_names_are_unique():
