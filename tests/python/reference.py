@@ -10,7 +10,7 @@ check_op(fn, *args) checks every transform of the op on those inputs (see TRANSF
 the forward as check does, the vjp against torch.autograd.grad and against central finite
 differences, the jvp against torch.func.jvp, ug.vmap against a loop over the batch,
 ug.onnx.export run by onnxruntime against unigrad's forward, and ug.jit (the forward and the
-compiled vjp) against eager unigrad. A transform that cannot apply
+compiled vjp; optionally vmap of jit against vmap) against eager unigrad. A transform that cannot apply
 is switched off with its reason: check_op(..., off={"vjp": "integer output"}).
 check_grad is check_op restricted to GRADS. check_layer compares a unigrad layer (or model)
 with its torch twin: the output and the gradients of every input and parameter.
@@ -521,10 +521,11 @@ def _tensor_arg(a):
     return isinstance(a, Arg) or (isinstance(a, (list, tuple)) and any(isinstance(v, Arg) for v in a))
 
 
-def _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads):
+def _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads, exact):
     """ug.jit of the op against eager unigrad. The program is traced on the inputs and run on
     others (every float input rolled one place), so a value the trace froze into a constant
-    cannot pass; then (when `grads`) the vjp is compiled too, as jit of a function taking the
+    cannot pass; with `exact`, its outputs bit for bit (an op the program calls back runs the
+    same kernels). Then (when `grads`) the vjp is compiled too, as jit of a function taking the
     inputs and cotangents (the backward built from the same rules), traced on the inputs and
     run on the others, against the eager vjp."""
     other = [_example(a, 1) if isinstance(a, Arg) and a.array.dtype.kind == "f" else a for a in args]
@@ -545,10 +546,15 @@ def _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads):
     mags = _flat(magnitudes(fn, other, terms)) if terms is not None else [None] * len(expected)
     assert len(actual) == len(expected), f"jit gave {len(actual)} outputs, eager {len(expected)}"
     for i, (a, e, mag) in enumerate(zip(actual, expected, mags)):
-        assert_same(e, a, rtol, atol, f"jit output {i}", mag, _n_at(n, 0))
+        if exact:
+            assert_same(e, a, 0, 0, f"jit output {i} (bit for bit)")
+        else:
+            assert_same(e, a, rtol, atol, f"jit output {i}", mag, _n_at(n, 0))
+    if not grads:
+        return
     ins, leaves = _inputs(ug, other)
     cots = _cotangents(_flat(fn(ug, *ins)), ug, cotangent, seed)
-    if not grads or not cots:  # nothing to differentiate
+    if not cots:  # nothing to differentiate
         return
     _, _, ins, leaves, e_grads = _pullback(ug, fn, other, cotangent, seed)
 
@@ -580,13 +586,40 @@ def _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads):
         assert_same(e, a, rtol, atol, f"jit gradient of input {leaves[j]}", mag, _n_at(n, 1 + j))
 
 
+def _check_vmap_of_jit(fn, args, rtol, atol, exact):
+    """ug.vmap of ug.jit against ug.vmap, in float64, every input mapped over dim 0: the
+    second call runs the program on the batched inputs (the first traces it)."""
+    args = _as_float64(args)
+    mapped = [i for i, a in enumerate(args) if isinstance(a, Arg)]
+    examples = [[_convert(ug, a) for a in (_example(a, b) for a in args)] for b in range(VMAP_BATCH)]
+    batched = [ug.stack([examples[b][i] for b in range(VMAP_BATCH)]) for i in mapped]
+
+    def f(*xs):
+        ins = list(examples[0])
+        for i, x in zip(mapped, xs):
+            ins[i] = x
+        return tuple(_flat(fn(ug, *ins)))
+    compiled = ug.jit(f)
+    ug.vmap(compiled)(*batched)
+    actual = _flat(ug.vmap(compiled)(*batched))
+    info = compiled.cache_info()  # vmap maps an op without a batching rule example by example
+    assert info.traces == 1 and info.hits >= 1, f"vmap of jit: the second call retraced ({info})"
+    expected = _flat(ug.vmap(f)(*batched))
+    if exact:
+        assert_same(expected, actual, 0, 0, path="vmap of jit (bit for bit)")
+    else:
+        assert_same(expected, actual, rtol, atol, path="vmap of jit")
+
+
 def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=None, n=None, cotangent=(-1.0, 1.0),
-             seed=0, opset=17):
+             seed=0, opset=17, jit_exact=False, jit_vmap=False):
     """Checks the transforms in `only` of fn(m, *args) (see TRANSFORMS and the docstring);
     off maps a transform to the reason it does not apply. Float32/float64 Args are the
     differentiated inputs; vjp compares at their dtypes, fd, jvp and vmap run in float64,
     onnx (exported at `opset`) at the inputs' dtypes. rtol/atol override the dtype's
-    tolerance in every comparison. Returns {transform: None if checked, else why not}."""
+    tolerance in every comparison. jit_vmap: jit also checks vmap of jit against vmap (where
+    vmap is not off); jit_exact: jit's outputs (and vmap of jit's) must equal eager's bit for
+    bit. Returns {transform: None if checked, else why not}."""
     if (terms is None) != (n is None):
         raise TypeError("check_op: terms and n go together")
     off = dict(off or {})
@@ -610,7 +643,9 @@ def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=N
         elif name == "onnx":
             _check_onnx(fn, args, rtol, atol, terms, n, opset)
         elif name == "jit":
-            _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads="vjp" not in off)
+            _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads="vjp" not in off, exact=jit_exact)
+            if jit_vmap and "vmap" not in off:
+                _check_vmap_of_jit(fn, args, rtol, atol, jit_exact)
         else:
             raise ValueError(f"check_op: unknown transform {name!r}; known: {TRANSFORMS}")
         report[name] = None

@@ -285,6 +285,19 @@ def test_function_reduce_retracing_makes_one_program_for_any_size_nothing_depend
     assert f.explain(ug.randn(7, 3, 5, 5, dtype=ug.float64)).startswith("miss")
 
 
+def test_function_reduce_retracing_folds_ops_called_back_without_sizes():
+    # atan2, sort, linalg.solve and diagonal are called back with no size in their closures:
+    # the traces at two batch sizes make one program, which runs eager's kernels at any size.
+    def body(x):
+        a = x + 8 * ug.eye(4)
+        return ug.linalg.solve(a, ug.atan2(x, a)).sort(-1)[0].diagonal(0, -2, -1)
+    f = ug.function(body, reduce_retracing=True)
+    for b in (1, 2, 3, 5):
+        x = ug.randn(b, 4, 4)
+        np.testing.assert_array_equal(f(x).numpy(), body(x).numpy())
+    assert f.cache_info().traces == 2 and f.cache_info().size == 1
+
+
 @pytest.mark.parametrize("body, why", [
     (lambda x: x.reshape(x.shape[0], -1).sum(1), "reads the shape of a traced tensor at"),
     # [n, 2, 3] -> [6, n]: where the size goes depends on n itself.
@@ -724,6 +737,66 @@ def test_adaptive_pooling_to_sizes_that_do_not_divide_compiles_and_saving_it_is_
     np.testing.assert_array_equal(ug.vmap(ug.jit(f))(xs).numpy(), ug.stack([f(x), f(2 * x)]).numpy())
     with pytest.raises(ValueError, match="adaptive_(avg|max)_pool"):
         ug.jit.save(f, str(tmp_path / "pool.onnx"), x)
+
+
+@pytest.mark.parametrize("op", ["linalg_solve", "sort", "atan2", "diagonal"])
+def test_an_op_without_an_onnx_form_compiles_and_saving_it_is_refused(op, tmp_path):
+    # The program calls the op back, with eager's kernels (bit for bit), under grad and vmap
+    # too; a file, which cannot call back, is refused naming the op.
+    fns = {"linalg_solve": lambda a, b: ug.linalg.solve(a + 4 * ug.eye(4, dtype=ug.float64), b),
+           "sort": lambda a, b: a.sort(1, descending=True)[0] * b,
+           "atan2": lambda a, b: ug.atan2(a, b),
+           "diagonal": lambda a, b: a.diagonal(1) * b.diagonal(-1)}
+    f = fns[op]
+    a, b = ug.randn(4, 4, dtype=ug.float64), ug.randn(4, 4, dtype=ug.float64)
+    np.testing.assert_array_equal(ug.jit(f)(a, b).numpy(), f(a, b).numpy())
+    loss = lambda a, b: (f(a, b) ** 2).sum()  # noqa: E731
+    np.testing.assert_array_equal(ug.grad(ug.jit(loss))(a, b).numpy(), ug.grad(loss)(a, b).numpy())
+    np.testing.assert_allclose(ug.jit(ug.grad(loss))(a, b).numpy(), ug.grad(loss)(a, b).numpy(), rtol=1e-12)
+    xs, ys = ug.stack([a, 2 * a]), ug.stack([b, b + 1])
+    np.testing.assert_array_equal(ug.vmap(ug.jit(f))(xs, ys).numpy(), ug.stack([f(a, b), f(2 * a, b + 1)]).numpy())
+    with pytest.raises(ValueError, match=f"calls unigrad back for {op}, which a file cannot hold"):
+        ug.jit.save(f, str(tmp_path / "op.onnx"), a, b)
+
+
+def test_a_called_back_view_is_not_overwritten_by_a_later_op():
+    # diagonal's call back returns a view of y: y's last reader may not write into it in
+    # place (the storage has two holders), so d keeps y's values.
+    def f(x):
+        y = x * 2
+        d = y.diagonal()
+        return d, y + 1
+    x = ug.randn(3, 3)
+    for got, want in zip(ug.jit(f)(x), f(x)):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_writes_into_a_traced_value_compile_functionally():
+    # fill_ and index assignment on a copy: the program calls back their functional form (a new
+    # tensor), never writing the caller's input; into memory another view shares, refused.
+    def f(x, v):
+        y = x.clone()
+        y[:, 1] = v
+        return y * y.clone().fill_(3.0)
+    x, v = ug.randn(3, 4), ug.randn(3)
+    before = x.numpy().copy()
+    np.testing.assert_array_equal(ug.jit(f)(x, v).numpy(), f(x, v).numpy())
+    np.testing.assert_array_equal(x.numpy(), before)
+
+    def shared(x):
+        y = x.clone()
+        y.diagonal().fill_(5.0)
+        return y
+    with pytest.raises(ValueError, match="in-place op 'fill_' writes memory that another tensor"):
+        ug.jit(shared)(ug.randn(3, 3))
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.nonzero(), lambda x: x[x > 0], lambda x: x.masked_select(x > 0)])
+def test_an_output_shape_that_depends_on_the_data_is_refused_as_jax_does(fn):
+    with pytest.raises(ValueError, match=r"op 'nonzero'.*depends on the data.*where\(mask, x, 0\).*count_nonzero"):
+        ug.jit(fn)(ug.randn(3, 4))
+    x = ug.randn(3, 4)
+    assert ug.jit(ug.count_nonzero)(x).item() == ug.count_nonzero(x).item()
 
 
 # ---- control flow, against JAX -------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Every transform of every op in op_table.py: one test per (op, transform), through
 reference.check_op. A transform a row switches off is skipped with its reason (pytest -rs
-lists them); one the exporter rejects is checked to be rejected still; a known bug is a strict
-xfail whose reason is its reproduction."""
+lists them); one the exporter rejects is checked to be rejected still, and its jit must compile
+all the same (the program calls the op back) unless the row switches jit off with a reason; a
+known bug is a strict xfail whose reason is its reproduction."""
 import os
 import re
 import tempfile
@@ -35,17 +36,14 @@ def test_op(op, transform):
     rejected = op.off.get("onnx", "").startswith(REJECTS)
     if transform == "onnx" and rejected:
         still_rejected(op)
-    elif transform == "jit" and rejected and not reason:
-        # The compiler's graph is the exporter's, so it rejects the op with the same message,
-        # unless the op replays itself in a program (graph::Replay): then it must compile right.
-        try:
-            check_op(op.fn, *op.inputs, only=(transform,), **op.options)
-        except ValueError as e:
-            assert op.off["onnx"][len(REJECTS):] in str(e), str(e)
     elif reason:
         pytest.skip(f"{transform} off: {reason}")
     else:
-        check_op(op.fn, *op.inputs, only=(transform,), **op.options)
+        # An op without an ONNX form compiles all the same: the program calls it back
+        # (graph::Replay), running eager's kernels, so its outputs are eager's bit for bit. A
+        # program runs under vmap wherever the function does.
+        options = {"jit_exact": rejected, "jit_vmap": True, **op.options}
+        check_op(op.fn, *op.inputs, only=(transform,), off=op.off, **options)
 
 
 def test_op_names_are_unique():

@@ -21,17 +21,46 @@ namespace {
 // gradient hold their kind and attributes (a layer norm's row length, cross-entropy's reduction
 // and ignored class, attention's scale, the pool's image size: a trace with free sizes puts the
 // call's attributes on the node, so they are compared); a convolution's weight gradient holds
-// its geometry and the weight's shape, a parameter's. Any other (a random draw's shape, a
-// convolution's input gradient holding the input's shape) is refused.
+// its geometry and the weight's shape, a parameter's. Ops without an ONNX form that hold no
+// size either: the elementwise ones (their kind and dtype), sort (a dim, its order), the linalg
+// kernels (a flag or mode), binary cross entropy, diagonal (its offset and dims). Any other (a
+// random draw's shape, a convolution's input gradient holding the input's shape, group norm's
+// row length, fill_'s shape) is refused.
 const std::set<std::string, std::less<>> kSizeFreeReplays = {
-    "optimizer_step",         "optimizer_update",
-    "relu_backward",          "tanh_backward",
-    "sigmoid_backward",       "silu_backward",
-    "gelu_backward",          "softmax_backward",
-    "log_softmax_backward",   "layer_norm_backward",
-    "conv2d_weight_grad",     "avg_pool2d_backward",
-    "cross_entropy_backward", "scaled_dot_product_attention",
+    "optimizer_step",
+    "optimizer_update",
+    "relu_backward",
+    "tanh_backward",
+    "sigmoid_backward",
+    "silu_backward",
+    "gelu_backward",
+    "softmax_backward",
+    "log_softmax_backward",
+    "layer_norm_backward",
+    "conv2d_weight_grad",
+    "avg_pool2d_backward",
+    "cross_entropy_backward",
+    "scaled_dot_product_attention",
     "attention_backward",
+    "atan2",
+    "remainder",
+    "floor_divide",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "sort",
+    "linalg_solve",
+    "linalg_solve_triangular",
+    "linalg_slogdet",
+    "linalg_cholesky",
+    "linalg_eigh",
+    "linalg_svd",
+    "linalg_qr",
+    "binary_cross_entropy",
+    "diagonal",
 };
 
 bool same_tensor(const Tensor& a, const Tensor& b) {

@@ -251,8 +251,8 @@ std::vector<std::string> Program::node_types() const {
 }
 
 void Program::save(const std::string& path) const {
-  // A program calls some ops back (an optimizer's update, a fused backward kernel), which a
-  // file cannot hold: name them all, so that the one without any ONNX form is among them.
+  // A program calls some ops back (an op without an ONNX form, an optimizer's update, a fused
+  // backward kernel), which a file cannot hold: name them all.
   std::vector<std::string> ops;
   for (const onnx::Node& n : graph_->nodes)
     if (n.op_type == "UgReplay") ops.push_back(std::get<std::string>(n.attributes.at("op")));
@@ -262,8 +262,9 @@ void Program::save(const std::string& path) const {
   for (const std::string& op : ops) called_back += (called_back.empty() ? "" : ", ") + op;
   if (!called_back.empty())
     fail("[jit.save] the program calls unigrad back for ", called_back,
-         " (a training step's optimizer update or fused backward kernels): save the inference function instead, or "
-         "write a gradient function with ug.onnx.export, which writes the backward kernels' formulas");
+         ", which a file cannot hold (ops without an ONNX form, whose reason ug.onnx.export gives, a training step's "
+         "optimizer update, fused backward kernels): save a function without them, or write a gradient function "
+         "with ug.onnx.export, which writes the backward kernels' formulas");
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out || !out.write(bytes_->data(), static_cast<std::streamsize>(bytes_->size())))
     fail<RuntimeError>("[jit.save] cannot write '", path, "'");

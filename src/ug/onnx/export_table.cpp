@@ -1052,7 +1052,10 @@ void max_pool(GraphBuilder& g, const CapturedCall& c) {
 }
 
 void avg_pool(GraphBuilder& g, const CapturedCall& c) {
-  if (attr_int(c, "divisor_override") != 0) fail("[onnx.export] avg_pool with divisor_override has no ONNX form");
+  if (attr_int(c, "divisor_override") != 0) {
+    if (g.replays_allowed() && c.replay) return g.replay(c);  // a program calls it back
+    fail("[onnx.export] avg_pool with divisor_override has no ONNX form");
+  }
   const int64_t spatial = static_cast<int64_t>(attr_ints(c, "kernel_shape").size());
   batched(g, c, spatial, [&](const std::string& x, const std::string& y) {
     ::onnx::NodeProto& n = g.node("AveragePool", {x}, {y});
@@ -1392,7 +1395,10 @@ const std::map<std::string, std::string>& unsupported() {
       {"linalg_eigh", "ONNX has no eigendecomposition"},
       {"linalg_svd", "ONNX has no singular value decomposition"},
       {"linalg_qr", "ONNX has no QR decomposition"},
-      {"nonzero", "its output size depends on the data"},
+      {"nonzero",
+       "its output size depends on the data (nonzero, argwhere, masked_select, indexing with a boolean mask); a "
+       "compiled program's shapes cannot either, as under jax.jit: keep the shape fixed with where(mask, x, 0), or "
+       "count with count_nonzero"},
       {"random", "random draws are not exported (dropout must be in eval mode)"},
       {"random_split", "random keys are not exported"},
       {"random_fold_in", "random keys are not exported"},

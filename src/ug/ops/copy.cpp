@@ -77,6 +77,12 @@ Tensor& Tensor::copy_(const Tensor& src) {
 
 Tensor& Tensor::fill_(Scalar value) {
   graph::OpCall call(kFill);
+  // No graph form: a program calls back its functional form, a new tensor of the value (the
+  // graph gives the filled tensor that new value; a view of it elsewhere is refused there).
+  if (call.capturing())
+    call.set_replay([shape = shape(), value, dtype = dtype(), device = device()](const graph::Tensors&) {
+      return graph::Tensors{full(Dims(shape.begin(), shape.end()), value, {.dtype = dtype, .device = device})};
+    });
   if (autograd::inplace_needs_rebase(*this, nullptr, "fill_")) {
     autograd::rebase_history(*this, full_like(*this, value));
     call.finish({}, {this});

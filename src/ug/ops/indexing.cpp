@@ -499,7 +499,27 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
     put_advanced(prepare_advanced(plan), value.shares_storage(*this) ? value.clone() : value);
     bump_version();
   }
-  call.finish({&value}, {this});  // the exporter rejects it: its inputs do not matter
+  // No graph form: a program calls back its functional form, a copy of the old value with the
+  // assignment (the graph gives the tensor that new value; a view of it elsewhere is refused
+  // there). The index tensors are inputs after the target and the value.
+  std::vector<const Tensor*> inputs{this, &value};
+  for (const TensorIndex& i : indices)
+    if (const Tensor* t = std::get_if<Tensor>(&i.value)) inputs.push_back(t);
+  if (call.capturing()) {
+    std::vector<TensorIndex> kept = indices;
+    for (TensorIndex& i : kept)
+      if (std::holds_alternative<Tensor>(i.value)) i.value = Tensor();  // a program's, at each run
+    call.set_replay([kept](const graph::Tensors& in) {
+      std::vector<TensorIndex> at = kept;
+      size_t next = 2;
+      for (TensorIndex& i : at)
+        if (std::holds_alternative<Tensor>(i.value)) i.value = in[next++];
+      Tensor y = in[0].clone();
+      y.index_put_(at, in[1]);
+      return graph::Tensors{y};
+    });
+  }
+  call.finish(inputs, {this});
   return *this;
 }
 
@@ -711,6 +731,8 @@ std::vector<Tensor> where(const Tensor& cond) { return atleast_1d(cond).nonzero(
 Tensor count_nonzero(const Tensor& x) {
   graph::OpCall call(kNonzero);
   Tensor out = scalar_tensor(backend_for(x.device()).count_nonzero(x), {.dtype = DType::Int64, .device = x.device()});
+  // A count has a fixed shape, unlike nonzero's positions: a program calls it back.
+  if (call.capturing()) call.set_replay([](const graph::Tensors& in) { return graph::Tensors{count_nonzero(in[0])}; });
   call.finish({&x}, {&out});
   return out;
 }

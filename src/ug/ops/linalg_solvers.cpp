@@ -5,7 +5,8 @@
 // front (the public functions broadcast them), so the vmap rule of each is the op called again
 // on the physical tensors, whose vmap dim is one more batch dim. The rules are written with
 // these ops, so derivatives of derivatives work; they are torch's (FunctionsManual.cpp) for
-// real matrices. The rest (pinv, lstsq, norms, ...) are compositions.
+// real matrices. None has an ONNX form: a compiled program calls each back. The rest (pinv,
+// lstsq, norms, ...) are compositions.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -109,6 +110,8 @@ Tensor solve_op(const Tensor& a, const Tensor& b, const char* op) {
                            " of its LU factorization is zero (A shape ", a.shape(), ", dtype ", a.dtype(), ")");
     }
   }
+  if (call.capturing())
+    call.set_replay([op](const graph::Tensors& in) { return graph::Tensors{solve_op(in[0], in[1], op)}; });
   call.finish(
       {&a, &b}, {&x}, {graph::input(a), graph::output(x)},
       [op](graph::Saved s, graph::Tensors&& g) {
@@ -140,6 +143,10 @@ Tensor solve_triangular_op(const Tensor& a, const Tensor& b, bool upper, bool un
   }
   // Only the triangle the kernel reads has a derivative.
   auto triangle = [upper, unit](const Tensor& t) { return upper ? triu(t, unit ? 1 : 0) : tril(t, unit ? -1 : 0); };
+  if (call.capturing())
+    call.set_replay([upper, unit](const graph::Tensors& in) {
+      return graph::Tensors{solve_triangular_op(in[0], in[1], upper, unit)};
+    });
   call.finish(
       {&a, &b}, {&x}, {graph::input(a), graph::output(x)},
       [upper, unit, triangle](graph::Saved s, graph::Tensors&& g) {
@@ -172,6 +179,11 @@ std::pair<Tensor, Tensor> slogdet_op(const Tensor& a) {
       backend_for(a.device()).slogdet(a.reshape({-1, n, n}), sign.view({-1}), logabsdet.view({-1}));
     }
   }
+  if (call.capturing())
+    call.set_replay([](const graph::Tensors& in) {
+      auto [s, l] = slogdet_op(in[0]);
+      return graph::Tensors{s, l};
+    });
   // d log|det A| = tr(A^-1 dA); the sign is piecewise constant.
   call.finish(
       {&a}, {&sign, &logabsdet}, {graph::input(a)},
@@ -203,6 +215,7 @@ Tensor cholesky_op(const Tensor& a) {
                            a.shape(), ", dtype ", a.dtype(), ")");
     }
   }
+  if (call.capturing()) call.set_replay([](const graph::Tensors& in) { return graph::Tensors{cholesky_op(in[0])}; });
   call.finish(
       {&a}, {&l}, {graph::output(l)},
       [](graph::Saved s, graph::Tensors&& g) {
@@ -244,6 +257,11 @@ std::pair<Tensor, Tensor> eigh_op(const Tensor& a) {
                            " off-diagonal elements did not), shape ", a.shape(), ", dtype ", a.dtype());
     }
   }
+  if (call.capturing())
+    call.set_replay([](const graph::Tensors& in) {
+      auto [w, v] = eigh_op(in[0]);
+      return graph::Tensors{w, v};
+    });
   call.finish(
       {&a}, {&w, &v}, {graph::output(w), graph::output(v)},
       [](graph::Saved s, graph::Tensors&& g) {
@@ -286,6 +304,11 @@ std::tuple<Tensor, Tensor, Tensor> svd_op(const Tensor& a, bool full) {
                            ", dtype ", a.dtype(), ")");
     }
   }
+  if (call.capturing())
+    call.set_replay([full](const graph::Tensors& in) {
+      auto [u, s, vh] = svd_op(in[0], full);
+      return graph::Tensors{u, s, vh};
+    });
   call.finish(
       {&a}, {&u, &s, &vh}, {graph::output(u), graph::output(s), graph::output(vh)},
       [m, n, k](graph::Saved saved, graph::Tensors&& g) {
@@ -364,6 +387,11 @@ std::pair<Tensor, Tensor> qr_op(const Tensor& a, std::string_view mode) {
       if (!r_only) q.copy_(eye(m, c, like(a)).expand(q.shape()));
     }
   }
+  if (call.capturing())
+    call.set_replay([mode = std::string(mode)](const graph::Tensors& in) {
+      auto [q, r] = qr_op(in[0], mode);
+      return graph::Tensors{q, r};
+    });
   call.finish(
       {&a}, {&q, &r}, {graph::output(q), graph::output(r)},
       [m, n, complete, r_only](graph::Saved s, graph::Tensors&& g) {

@@ -22,6 +22,10 @@ namespace {
 const graph::OpDef kLayerNorm("layer_norm", graph::Autocast::Float32),
     kGroupNorm("group_norm", graph::Autocast::Float32), kInstanceNorm("instance_norm", graph::Autocast::Float32);
 
+const graph::OpDef& row_norm_def(RowNorm kind) {
+  return kind == RowNorm::Layer ? kLayerNorm : kind == RowNorm::Group ? kGroupNorm : kInstanceNorm;
+}
+
 /** Whether t takes a gradient: the rule computes only the ones some input needs. */
 bool wants_grad(const Tensor& t) { return t.defined() && autograd::requires_grad(t); }
 
@@ -157,11 +161,10 @@ graph::Tensors layer_norm_backward(const Tensor& g, const Tensor& x, const Tenso
   return r;
 }
 
-/** normalize_rows as one kernel, recorded as one call of `def`; its rule is the op
+/** normalize_rows as one kernel, recorded as one call of kind's op; its rule is the op
  *  layer_norm_backward, or the formula with ops under forward mode and vmap. */
-Tensor normalize_rows_fused(const graph::OpDef& def, const Tensor& x, int64_t cols, const Tensor& w, const Tensor& b,
-                            double eps) {
-  graph::OpCall call(def);
+Tensor normalize_rows_fused(RowNorm kind, const Tensor& x, int64_t cols, const Tensor& w, const Tensor& b, double eps) {
+  graph::OpCall call(row_norm_def(kind));
   const int64_t rows = x.numel() / cols;
   Tensor xc = x.contiguous();
   Tensor wc = w.defined() ? w.contiguous() : Tensor(), bc = b.defined() ? b.contiguous() : Tensor();
@@ -172,6 +175,12 @@ Tensor normalize_rows_fused(const graph::OpDef& def, const Tensor& x, int64_t co
     NoGradGuard kernel_views;  // views that only feed the kernel: no nodes for them
     backend_for(x.device()).layer_norm(xc.view({rows, cols}), wc, bc, eps, y.view({rows, cols}), mean, rstd);
   }
+  // group_norm and instance_norm have no graph form: a program calls them back (layer_norm's
+  // call is inside its own, which has one).
+  if (call.capturing())
+    call.set_replay([kind, cols, eps](const graph::Tensors& in) {
+      return graph::Tensors{normalize_rows(kind, in[0], cols, in[1], in[2], eps)};
+    });
   call.finish(
       {&x, &w, &b}, {&y}, {graph::input(xc), wc.defined() ? graph::input(wc) : graph::nothing},
       [mean, rstd, p = RowNormGrad{cols, eps, wants_grad(w), wants_grad(b)},
@@ -253,7 +262,7 @@ BatchStats batch_norm_fused(const Tensor& x, const Tensor& w, const Tensor& b, d
 }
 
 Tensor normalize_rows(RowNorm kind, const Tensor& x, int64_t cols, const Tensor& w, const Tensor& b, double eps) {
-  const graph::OpDef& def = kind == RowNorm::Layer ? kLayerNorm : kind == RowNorm::Group ? kGroupNorm : kInstanceNorm;
+  const graph::OpDef& def = row_norm_def(kind);
   if (autocast::applies(def)) [[unlikely]]
     return autocast::call(def, normalize_rows, kind, x, cols, w, b, eps);
   const bool fused_dtype = x.dtype() == DType::Float32 || x.dtype() == DType::Float64;
@@ -263,7 +272,7 @@ Tensor normalize_rows(RowNorm kind, const Tensor& x, int64_t cols, const Tensor&
     if (t->defined() && t->dtype() != x.dtype())
       fail<TypeError>("[", def.name(), "] weight and bias must have the input's dtype ", x.dtype(), ", got ",
                       t->dtype());
-  return normalize_rows_fused(def, x, cols, w, b, eps);
+  return normalize_rows_fused(kind, x, cols, w, b, eps);
 }
 
 int64_t check_normalized(const Tensor& x, const Dims& shape, const Tensor& weight, const Tensor& bias, const char* op) {

@@ -263,6 +263,12 @@ Tensor avg_pool(const Tensor& input, int64_t nd, const Dims& kernel, const Dims&
     attrs.emplace_back("count_include_pad", int64_t{count_include_pad});
     attrs.emplace_back("divisor_override", divisor_override.value_or(0));
     call.set_attrs(std::move(attrs));
+    // With divisor_override it has no graph form: a program calls it back.
+    call.set_replay(
+        [nd, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override, op](const graph::Tensors& in) {
+          return graph::Tensors{
+              avg_pool(in[0], nd, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override, op)};
+        });
   }
   call.finish({&input}, {&y});
   return y;

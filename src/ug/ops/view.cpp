@@ -446,6 +446,8 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
   dim2 = wrap_dim(dim2, n, "diagonal");
   if (dim1 == dim2) fail("[diagonal] dim1 and dim2 cannot be the same (", dim1, ")");
   ViewFn part = [offset, dim1, dim2](const Tensor& t) { return t.diagonal(offset, dim1, dim2); };
+  // A strided view without a graph form: a program calls it back (a view of its input, as here).
+  if (call.capturing()) call.set_replay([part](const graph::Tensors& in) { return graph::Tensors{part(in[0])}; });
   if (batching::level(*this))
     return finish_part(call,
                        batched_view(*this, [&](const Tensor& p) { return p.diagonal(offset, dim1 + 1, dim2 + 1); }),
@@ -493,6 +495,7 @@ Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step) {
         .scatter_add(d, index, flat);
   };
   ViewFn same = [d, size, step](const Tensor& t) { return unfold(t, d, size, step); };
+  if (call.capturing()) call.set_replay([same](const graph::Tensors& in) { return graph::Tensors{same(in[0])}; });
   if (batching::level(x))
     return finish_view(call, batched_view(x, [&](const Tensor& p) { return unfold(p, d + 1, size, step); }), x,
                        std::move(fold), std::move(same));
@@ -526,6 +529,21 @@ Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset
            " elements");
   }
   Tensor out = make_view(*this, Shape(shape.begin(), shape.end()), Strides(strides.begin(), strides.end()), offset);
+  // A program calls it back, on its input's storage laid out as here: a program's value may be
+  // laid out otherwise (made by other kernels, or a view), and then it refuses rather than read
+  // other elements.
+  if (call.capturing())
+    call.set_replay([shape, strides, offset, layout = this->strides(), at = storage_offset(),
+                     bytes = storage()->nbytes()](const graph::Tensors& in) {
+      const Tensor& x = in[0];
+      if (x.strides() != layout || x.storage_offset() != at || x.storage()->nbytes() != bytes)
+        fail<RuntimeError>(
+            "[as_strided] a compiled program's input to as_strided is laid out in storage otherwise "
+            "than when traced (strides ",
+            x.strides(), ", offset ", x.storage_offset(), "; traced: ", layout, ", offset ", at,
+            "); as_strided reads the storage: make it contiguous() first");
+      return graph::Tensors{x.as_strided(shape, strides, offset)};
+    });
   // Forward mode: the same view of the tangent's storage, which must be laid out as this one's.
   call.finish({this}, {&out}, {}, graph::NoRule{}, [&](const graph::Tensors& t) {
     const Tensor& tt = t[0];
