@@ -13,6 +13,7 @@
 #include "ug/autograd/gradcheck.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/node.h"
+#include "ug/ops/view.h"
 
 namespace ugpy {
 
@@ -71,6 +72,9 @@ std::string tensor_repr(const Tensor& t) {
 }  // namespace
 
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
+  m.def("stop_gradient", &ug::stop_gradient, nb::arg("input"),
+        "tf.stop_gradient / jax.lax.stop_gradient: input's elements with no gradient through them "
+        "(Tensor.detach), kept by compiled programs.");
   nb::class_<PyNode>(m, "Node")
       .def("name", [](const PyNode& n) { return std::string(n.node->name()); })
       .def("__repr__", [](const PyNode& n) { return node_repr(*n.node); })
@@ -109,7 +113,7 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
           "stop_gradient", [](const Tensor& t) { return !t.requires_grad(); },  // PaddlePaddle's spelling
           [](Tensor& t, bool stop) { t.requires_grad_(!stop); })
       .def_prop_ro("is_leaf", &Tensor::is_leaf)
-      .def("detach", &Tensor::detach)
+      .def("detach", &ug::stop_gradient)
       .def("detach_",
            [](Tensor& t) {
              ug::AutogradMeta* meta = ug::autograd::meta_if(t);

@@ -3,6 +3,7 @@ each one all_reduce or all_gather of ug.distributed on the axis's process group.
 values, not gradients: differentiate inside, then reduce (as data-parallel steps do). The
 structured control flow (cond, switch, while_loop, fori_loop, scan) is control_flow.py's."""
 from . import _C
+from ._C import stop_gradient  # noqa: F401  (jax.lax.stop_gradient)
 from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 from .parallel_map import group_of
 

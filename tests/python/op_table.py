@@ -484,6 +484,9 @@ SHAPES = [
     Op("chunk", lambda m, a: a.chunk(2, 0), x(4, 3), ops=("slice",)),
     Op("contiguous", lambda m, a: a.contiguous(), x(3, 4, view=lambda t: t.t()), ops=("clone",)),
     Op("clone", lambda m, a: a.clone(), x(3, 4)),
+    # The detached factor is a constant to the gradient: a's gradient is a, not 2a.
+    Op("detach", lambda m, a: a.detach() * a, x(3, 4), ops=("stop_gradient", "mul"),
+       off={"fd": "finite differences see the detached factor change too (2a, not the gradient a)"}),
     Op("to", lambda m, a: a.to(m.float64) * 2, x(3, 4), ops=("to", "mul")),
     Op("to.device", lambda m, a: a.to("cpu", copy=True) * 2, x(3, 4), ops=("to_device", "mul")),
     Op("copy_", copy_, x(3, 4), ops=("copy_", "full_like")),

@@ -799,6 +799,36 @@ def test_an_output_shape_that_depends_on_the_data_is_refused_as_jax_does(fn):
     assert ug.jit(ug.count_nonzero)(x).item() == ug.count_nonzero(x).item()
 
 
+@pytest.mark.parametrize("stop", ["detach", "tf", "lax"])
+def test_a_detach_inside_a_program_cuts_the_gradient_taken_through_it(stop, tmp_path):
+    # grad(jit(f)) runs the program under autograd: the cut must be a node of the program, also
+    # when the program was traced first by a call without gradients (the cache holds one).
+    cut = {"detach": lambda t: t.detach(), "tf": ug.stop_gradient, "lax": ug.lax.stop_gradient}[stop]
+
+    def f(a, m):
+        return (a * cut(m) + cut(a * a)).sum()
+
+    a, m = ug.randn(5, dtype=ug.float64), ug.randn(5, dtype=ug.float64)
+    jitted = ug.jit(f)
+    np.testing.assert_array_equal(jitted(a, m).numpy(), f(a, m).numpy())
+    want = ug.grad(f, argnums=(0, 1))(a, m)
+    np.testing.assert_array_equal(want[0].numpy(), m.numpy())
+    np.testing.assert_array_equal(want[1].numpy(), np.zeros(5))
+    for got in (ug.grad(jitted, argnums=(0, 1))(a, m), ug.jit(ug.grad(f, argnums=(0, 1)))(a, m)):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+    _, tangent = ug.jvp(jitted, (a, m), (ug.ones_like(a), ug.ones_like(m)))
+    np.testing.assert_array_equal(tangent.numpy(), m.sum().numpy())
+    # A file has no gradients: the cut is the value itself there, and ONNX Runtime runs it.
+    import onnxruntime as ort
+    path = str(tmp_path / "f.onnx")
+    ug.jit.save(f, path, a, m)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    got = session.run(None, dict(zip(names, (a.numpy(), m.numpy()))))[0]
+    np.testing.assert_allclose(got, f(a, m).numpy(), rtol=4 * 5 * np.finfo(np.float64).eps)
+
+
 # ---- control flow, against JAX -------------------------------------------------------------------
 
 

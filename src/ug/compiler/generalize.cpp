@@ -23,7 +23,7 @@ namespace {
 // call's attributes on the node, so they are compared); a convolution's weight gradient holds
 // its geometry and the weight's shape, a parameter's. Ops without an ONNX form that hold no
 // size either: the elementwise ones (their kind and dtype), sort (a dim, its order), the linalg
-// kernels (a flag or mode), binary cross entropy, diagonal (its offset and dims). Any other (a
+// kernels (a flag or mode), binary cross entropy, diagonal (its offset and dims), stop_gradient (nothing). Any other (a
 // random draw's shape, a convolution's input gradient holding the input's shape, group norm's
 // row length, fill_'s shape) is refused.
 const std::set<std::string, std::less<>> kSizeFreeReplays = {
@@ -61,6 +61,7 @@ const std::set<std::string, std::less<>> kSizeFreeReplays = {
     "linalg_qr",
     "binary_cross_entropy",
     "diagonal",
+    "stop_gradient",
 };
 
 bool same_tensor(const Tensor& a, const Tensor& b) {

@@ -255,7 +255,8 @@ void Program::save(const std::string& path) const {
   // backward kernel), which a file cannot hold: name them all.
   std::vector<std::string> ops;
   for (const onnx::Node& n : graph_->nodes)
-    if (n.op_type == "UgReplay") ops.push_back(std::get<std::string>(n.attributes.at("op")));
+    if (n.op_type == "UgReplay" && std::get<std::string>(n.attributes.at("op")) != "stop_gradient")
+      ops.push_back(std::get<std::string>(n.attributes.at("op")));
   std::sort(ops.begin(), ops.end());
   ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
   std::string called_back;
@@ -265,8 +266,9 @@ void Program::save(const std::string& path) const {
          ", which a file cannot hold (ops without an ONNX form, whose reason ug.onnx.export gives, a training step's "
          "optimizer update, fused backward kernels): save a function without them, or write a gradient function "
          "with ug.onnx.export, which writes the backward kernels' formulas");
+  const std::string bytes = onnx::file_form(*bytes_);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out || !out.write(bytes_->data(), static_cast<std::streamsize>(bytes_->size())))
+  if (!out || !out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())))
     fail<RuntimeError>("[jit.save] cannot write '", path, "'");
 }
 

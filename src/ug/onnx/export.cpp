@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -151,6 +152,28 @@ ProgramTrace trace_program(const TracedFunction& fn, const std::vector<Tensor>& 
   ProgramTrace program;
   program.bytes = trace(fn, example_inputs, named_tensors, {.opset_version = kMaxOpset}, &program, free_sizes);
   return program;
+}
+
+namespace {
+void stop_gradients_to_identities(::onnx::GraphProto& graph) {
+  for (::onnx::NodeProto& node : *graph.mutable_node()) {
+    for (::onnx::AttributeProto& a : *node.mutable_attribute())
+      if (a.has_g()) stop_gradients_to_identities(*a.mutable_g());
+    if (node.op_type() != "UgReplay") continue;
+    const bool stops = std::ranges::any_of(
+        node.attribute(), [](const ::onnx::AttributeProto& a) { return a.name() == "op" && a.s() == "stop_gradient"; });
+    if (!stops) continue;
+    node.set_op_type("Identity");
+    node.clear_attribute();
+  }
+}
+}  // namespace
+
+std::string file_form(const std::string& bytes) {
+  ::onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) fail("[jit] a program's model does not parse");
+  stop_gradients_to_identities(*model.mutable_graph());
+  return model.SerializeAsString();
 }
 
 std::string with_symbolic_dims(const std::string& bytes, const std::vector<std::vector<bool>>& inputs,

@@ -71,6 +71,10 @@ struct ProgramTrace {
 ProgramTrace trace_program(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
                            const std::vector<std::pair<std::string, Tensor>>& named_tensors, bool free_sizes = false);
 
+/** A program's serialized model as a file holds it: its stop_gradient nodes (called back in
+ *  the program, which autograd may record through) become Identity, the value itself. */
+std::string file_form(const std::string& bytes);
+
 /** A program's serialized model with the dims marked in `inputs` / `outputs` (by graph input,
  *  then dim) made symbolic ("<name>_dim<d>"): a program reduce_retracing made for any size
  *  there, as a file ONNX Runtime runs at other sizes. */

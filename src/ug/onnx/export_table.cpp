@@ -1302,6 +1302,9 @@ const std::map<std::string, Emitter>& table() {
         {"to", cast},
         {"to_device", unary<kIdentity>},
         {"clone", unary<kIdentity>},
+        // A file has no gradients: the value itself. A program, which autograd may record
+        // through (grad of a jitted function), calls the op back to keep the cut.
+        {"stop_gradient", called_back<unary<kIdentity>>},
         {"full_like", full_like},
         {"cat", cat},
         {"pad", pad},

@@ -473,6 +473,18 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
   return finish_part(call, make_view(*this, std::move(shape), std::move(strides), start), *this, std::move(part));
 }
 
+namespace {
+const graph::OpDef kStopGradient("stop_gradient");
+}  // namespace
+
+Tensor stop_gradient(const Tensor& x) {
+  graph::OpCall call(kStopGradient);
+  Tensor y = x.detach();
+  if (call.capturing()) call.set_replay([](const graph::Tensors& in) { return graph::Tensors{in[0].detach()}; });
+  call.finish({&x}, {&y});  // no rule: no gradient flows back
+  return y;
+}
+
 Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step) {
   if (x.dim() == 0) return unfold(x.reshape({1}), dim, size, step).reshape({size});  // torch: a 0-d x is one element
   graph::OpCall call(kUnfold);

@@ -10,4 +10,10 @@ namespace ug {
  *  a new last dim each window's elements (torch's Tensor.unfold). */
 Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step);
 
+/** x's elements with no gradient through them (jax.lax.stop_gradient): Tensor::detach as an op.
+ *  A compiled program keeps it (its detach() alone is not captured), so that differentiating
+ *  the program from outside (grad of a jitted function) still cuts there; Python's
+ *  Tensor.detach() is this. */
+Tensor stop_gradient(const Tensor& x);
+
 }  // namespace ug
