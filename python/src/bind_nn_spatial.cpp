@@ -1,6 +1,10 @@
 // ug.nn's and ug.nn.functional's spatial rearrangements with torch's names and defaults:
-// unfold / fold (Unfold / Fold).
+// unfold / fold (Unfold / Fold), affine_grid and grid_sample.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
 #include "bindings.h"
+#include "ug/nn/functional/grid_sample.h"
 #include "ug/nn/layers/fold.h"
 
 namespace ugpy {
@@ -34,6 +38,20 @@ void bind_nn_spatial(nb::module_& nn, nb::module_& f) {
                        sizes(stride, "fold"));
       },
       "input"_a, "output_size"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1);
+  // torch warns when align_corners is left unset and takes it as false.
+  f.def(
+      "grid_sample",
+      [](const Tensor& x, const Tensor& grid, const std::string& mode, const std::string& padding_mode,
+         std::optional<bool> align_corners) {
+        return F::grid_sample(x, grid, mode, padding_mode, align_corners.value_or(false));
+      },
+      "input"_a, "grid"_a, "mode"_a = "bilinear", "padding_mode"_a = "zeros", "align_corners"_a = nb::none());
+  f.def(
+      "affine_grid",
+      [](const Tensor& theta, nb::handle size, std::optional<bool> align_corners) {
+        return F::affine_grid(theta, sizes(size, "affine_grid"), align_corners.value_or(false));
+      },
+      "theta"_a, "size"_a, "align_corners"_a = nb::none());
   nb::class_<n::UnfoldImpl, n::Module>(nn, "Unfold", "Sliding blocks of [N, C, H, W] as columns (torch.nn.Unfold).")
       .def(
           "__init__",

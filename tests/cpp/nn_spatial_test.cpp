@@ -1,6 +1,7 @@
 // The C++ forms of the spatial rearrangements beyond what Python reaches (the Python tests
 // compare those with torch): im2col and col2im over 1 and 3 spatial dims with uneven pads,
-// checked as each other's adjoints, <im2col(x), y> = <x, col2im(y)>.
+// checked as each other's adjoints, <im2col(x), y> = <x, col2im(y)>; grid_sample over one
+// spatial dim, at pixel centres and halfway between them.
 #include "test_util.h"
 
 namespace ug {
@@ -28,6 +29,15 @@ TEST(NnSpatial, Col2imIsTheAdjointOfIm2colIn1dAnd3d) {
     const double terms = (cols.abs() * y.abs()).sum().item<double>();
     EXPECT_NEAR(lhs, rhs, static_cast<double>(y.numel()) * 2.3e-16 * terms);
   }
+}
+
+TEST(NnSpatial, GridSampleIn1dReadsPixelsAndInterpolatesBetween) {
+  const Tensor x = tensor({{{1.0, 4.0, -2.0, 8.0}}});  // [N = 1, C = 1, W = 4]
+  // align_corners: -1 and 1 are the first and last pixels' centres, 1/3 apart per pixel.
+  const Tensor at = tensor({{{-1.0}, {1.0 / 3.0}, {0.0}, {1.0}, {1.5}}});
+  // 1.5 is 3.75 pixels in: a quarter of the last pixel and three of a zero past it.
+  expect_values(F::grid_sample(x, at, "bilinear", "zeros", true), {1.0, -2.0, 1.0, 8.0, 2.0}, 1e-6);
+  expect_values(F::grid_sample(x, at, "nearest", "border", true), {1.0, -2.0, -2.0, 8.0, 8.0}, 0);
 }
 
 TEST(NnSpatial, UnfoldLayerIsTheFunction) {

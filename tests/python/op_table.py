@@ -60,6 +60,7 @@ INTEGER = "not differentiable: an integer or boolean output"
 NO_GRAD = {t: INTEGER for t in ("vjp", "fd", "jvp")}
 INT_INPUTS = {t: "integer inputs: nothing to differentiate" for t in ("vjp", "fd", "jvp")}
 PYTHON_VALUE = {t: "returns a Python value, not a tensor" for t in ("vjp", "fd", "jvp", "vmap", "onnx", "jit")}
+NO_TORCH_JVP = {"jvp": "torch, the reference, has no forward mode for it"}
 REJECTS = "the exporter rejects it: "  # test_op_table checks that it still does, with this message
 
 
@@ -692,6 +693,13 @@ OTHERS = [
        x(2, 3, 5, 6), ops=("pad", "gather")),
     Op("fold", lambda m, a: F(m).fold(a, (5, 4), 2, padding=(1, 0), stride=2), x(2, 12, 6),
        ops=("scatter_add", "slice")),
+    Op("grid_sample", lambda m, a, g: F(m).grid_sample(a, g, padding_mode="border", align_corners=False),
+       x(2, 3, 4, 5), x(2, 3, 2, 2, low=-1.5, high=1.5, seed=1), ops=("gather", "mul", "add"), off=NO_TORCH_JVP),
+    Op("grid_sample.nearest_reflection",
+       lambda m, a, g: F(m).grid_sample(a, g.detach(), "nearest", "reflection", align_corners=True),
+       x(2, 3, 4, 5), x(2, 3, 2, 2, low=-1.5, high=1.5, seed=1), ops=("gather", "round"), off=NO_TORCH_JVP),
+    Op("affine_grid", lambda m, t: F(m).affine_grid(t, [2, 3, 4, 5], align_corners=False), x(2, 2, 3),
+       ops=("matmul",)),
     Op("one_hot", lambda m, t: F(m).one_hot(t, 5), const([0, 3, 4, 1]), off=INT_INPUTS),
     Op("scaled_dot_product_attention", lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
        x(2, 4, 3), x(2, 4, 3, seed=1), x(2, 4, 2, seed=2), ops=("softmax", "matmul", "scaled_dot_product_attention", "attention_backward")),

@@ -10,6 +10,7 @@
 #include "ug/nn/functional/embedding.h"
 #include "ug/nn/functional/embedding_bag.h"
 #include "ug/nn/functional/fold.h"
+#include "ug/nn/functional/grid_sample.h"
 #include "ug/nn/functional/interpolate.h"
 #include "ug/nn/functional/linear.h"
 #include "ug/nn/functional/loss.h"
