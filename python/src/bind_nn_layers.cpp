@@ -116,6 +116,22 @@ void bind_nn_layers(nb::module_& nn) {
   bind_conv<n::Conv3dImpl>(nn, "Conv3d",
                            "3-d convolution over [N, C, D, H, W] (torch.nn.Conv3d); sizes are an int or a triple, "
                            "padding may be \"same\" or \"valid\".");
+  nb::class_<n::ConvTranspose1dImpl, n::ConvImpl>(nn, "ConvTranspose1d",
+                                                  "The transposed 1-d convolution (torch.nn.ConvTranspose1d).")
+      .def(nb::init<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int64_t>(), "in_channels"_a,
+           "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0, "groups"_a = 1,
+           "bias"_a = true, "dilation"_a = 1);
+  nb::class_<n::ConvTranspose3dImpl, n::ConvImpl>(nn, "ConvTranspose3d",
+                                                  "The transposed 3-d convolution (torch.nn.ConvTranspose3d).")
+      .def(
+          "__init__",
+          [](n::ConvTranspose3dImpl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding,
+             nb::handle output_padding, int64_t groups, bool bias, nb::handle dilation) {
+            new (c) n::ConvTranspose3dImpl(in, out, sizes(k), sizes(stride), sizes(padding), sizes(output_padding),
+                                           groups, bias, sizes(dilation));
+          },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0,
+          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1);
   nb::class_<n::ConvTranspose2dImpl, n::ConvImpl>(nn, "ConvTranspose2d",
                                                   "The transposed 2-d convolution (torch.nn.ConvTranspose2d).")
       .def(
@@ -157,7 +173,10 @@ void bind_nn_layers(nb::module_& nn) {
           "__init__", [](n::Name##Impl* p, nb::handle size) { new (p) n::Name##Impl(sizes(size)); }, "output_size"_a);
   UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool1d, "1-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool1d).")
   UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool2d, "2-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d).")
+  UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool3d, "3-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool3d).")
+  UG_BIND_ADAPTIVE_POOL(AdaptiveMaxPool1d, "1-d max pooling to a fixed output size (torch.nn.AdaptiveMaxPool1d).")
   UG_BIND_ADAPTIVE_POOL(AdaptiveMaxPool2d, "2-d max pooling to a fixed output size (torch.nn.AdaptiveMaxPool2d).")
+  UG_BIND_ADAPTIVE_POOL(AdaptiveMaxPool3d, "3-d max pooling to a fixed output size (torch.nn.AdaptiveMaxPool3d).")
 #undef UG_BIND_ADAPTIVE_POOL
 
   // ---- normalization, dropout, embedding ------------------------------------------------------
