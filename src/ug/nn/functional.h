@@ -17,3 +17,4 @@
 #include "ug/nn/functional/margin_loss.h"
 #include "ug/nn/functional/normalization.h"
 #include "ug/nn/functional/pixel_shuffle.h"
+#include "ug/nn/functional/pooling.h"

@@ -18,6 +18,7 @@
 #include "ug/nn/layers/normalization.h"
 #include "ug/nn/layers/padding.h"
 #include "ug/nn/layers/pixel_shuffle.h"
+#include "ug/nn/layers/pooling.h"
 #include "ug/nn/layers/recurrent.h"
 #include "ug/nn/layers/transformer.h"
 #include "ug/nn/layers/upsample.h"
