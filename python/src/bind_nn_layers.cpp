@@ -1,5 +1,6 @@
 // ug.nn layers over the functional ops: convolution and pooling, normalization, dropout and
 // embedding, losses, attention and the transformer encoder layer.
+#include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -7,6 +8,7 @@
 
 #include "bindings.h"
 #include "ug/nn/layers/transformer.h"
+#include "ug/nn/layers/bilinear.h"
 #include "ug/nn/layers/conv.h"
 #include "ug/nn/layers/conv3d.h"
 #include "ug/nn/layers/dropout.h"
@@ -406,6 +408,33 @@ void bind_nn_layers(nb::module_& nn) {
       .def(nb::init<double, double, double, bool, std::string>(), "margin"_a = 1.0, "p"_a = 2.0, "eps"_a = 1e-6,
            "swap"_a = false, "reduction"_a = "mean")
       .def("forward", &n::TripletMarginLossImpl::forward, "anchor"_a, "positive"_a, "negative"_a);
+  nb::class_<n::MultiLabelMarginLossImpl, n::LossImpl>(
+      nn, "MultiLabelMarginLoss", "Multi-label hinge loss over target class lists (torch.nn.MultiLabelMarginLoss).")
+      .def(
+          "__init__",
+          [](n::MultiLabelMarginLossImpl* l, nb::object, nb::object, std::string reduction) {
+            new (l) n::MultiLabelMarginLossImpl(std::move(reduction));
+          },
+          "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean")
+      .def("forward", &n::MultiLabelMarginLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::TripletMarginWithDistanceLossImpl, n::LossImpl>(
+      nn, "TripletMarginWithDistanceLoss",
+      "max(0, margin + d(anchor, positive) - d(anchor, negative)) with any distance "
+      "(torch.nn.TripletMarginWithDistanceLoss).")
+      .def(
+          "__init__",
+          [](n::TripletMarginWithDistanceLossImpl* l,
+             std::optional<n::TripletMarginWithDistanceLossImpl::Distance> distance, double margin, bool swap,
+             std::string reduction) {
+            new (l)
+                n::TripletMarginWithDistanceLossImpl(distance.value_or(nullptr), margin, swap, std::move(reduction));
+          },
+          nb::kw_only(), "distance_function"_a = nb::none(), "margin"_a = 1.0, "swap"_a = false, "reduction"_a = "mean")
+      .def("forward", &n::TripletMarginWithDistanceLossImpl::forward, "anchor"_a, "positive"_a, "negative"_a);
+  nb::class_<n::BilinearImpl, Module>(nn, "Bilinear", "y = x1ᵀ A x2 + b (torch.nn.Bilinear).")
+      .def(nb::init<int64_t, int64_t, int64_t, bool>(), "in1_features"_a, "in2_features"_a, "out_features"_a,
+           "bias"_a = true)
+      .def("forward", &n::BilinearImpl::forward, "input1"_a, "input2"_a);
   nb::class_<n::MultiMarginLossImpl, n::LossImpl>(nn, "MultiMarginLoss",
                                                   "Multi-class hinge loss (torch.nn.MultiMarginLoss).")
       .def(

@@ -5,6 +5,7 @@
 
 #include "ug/nn/functional/activation.h"
 #include "ug/nn/functional/attention.h"
+#include "ug/nn/functional/bilinear.h"
 #include "ug/nn/functional/ctc_loss.h"
 #include "ug/nn/functional/dropout.h"
 #include "ug/nn/functional/embedding.h"

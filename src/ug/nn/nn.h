@@ -6,6 +6,7 @@
 #include "ug/nn/functional.h"
 #include "ug/nn/layers/activation.h"
 #include "ug/nn/layers/attention.h"
+#include "ug/nn/layers/bilinear.h"
 #include "ug/nn/layers/conv.h"
 #include "ug/nn/layers/conv3d.h"
 #include "ug/nn/layers/ctc_loss.h"

@@ -158,4 +158,8 @@ PReLUImpl::PReLUImpl(int64_t num_parameters, double init)
 
 void PReLUImpl::reset_parameters() { init::constant_(weight(), init_); }
 
+std::string RReLUImpl::extra_repr() const {
+  return "lower=" + python_repr(lower_) + ", upper=" + python_repr(upper_) + (inplace_ ? ", inplace=True" : "");
+}
+
 }  // namespace ug::nn

@@ -114,4 +114,19 @@ class PairwiseDistanceImpl : public Module {
 };
 UG_MODULE(PairwiseDistance);
 
+/** Leaky ReLU with slopes drawn from U(lower, upper) in training, their mean in evaluation. */
+class RReLUImpl : public Module {
+  UG_CLONEABLE(RReLUImpl)
+ public:
+  explicit RReLUImpl(double lower = 1.0 / 8, double upper = 1.0 / 3, bool inplace = false)
+      : Module("RReLU"), lower_(lower), upper_(upper), inplace_(inplace) {}
+  Tensor forward(const Tensor& x) override { return functional::rrelu(x, lower_, upper_, is_training(), inplace_); }
+  std::string extra_repr() const override;
+
+ private:
+  double lower_, upper_;
+  bool inplace_;
+};
+UG_MODULE(RReLU);
+
 }  // namespace ug::nn
