@@ -74,6 +74,55 @@ void bind_nn_functional(nb::module_& nn, nb::module_& m) {
   m.def("prelu", &F::prelu, nb::arg("input"), nb::arg("weight"));
   m.def("pixel_shuffle", &F::pixel_shuffle, nb::arg("input"), nb::arg("upscale_factor"));
   m.def("pixel_unshuffle", &F::pixel_unshuffle, nb::arg("input"), nb::arg("downscale_factor"));
+  // The in-place forms: the activation written into input (autograd's version checks apply).
+  m.def(
+      "relu_", [](const Tensor& x) { return F::relu(x, true); }, nb::arg("input"));
+  m.def(
+      "selu_", [](const Tensor& x) { return F::selu(x, true); }, nb::arg("input"));
+  m.def(
+      "elu_", [](const Tensor& x, double alpha) { return F::elu(x, alpha, true); }, nb::arg("input"),
+      nb::arg("alpha") = 1.0);
+  m.def(
+      "celu_", [](const Tensor& x, double alpha) { return F::celu(x, alpha, true); }, nb::arg("input"),
+      nb::arg("alpha") = 1.0);
+  m.def(
+      "leaky_relu_", [](const Tensor& x, double slope) { return F::leaky_relu(x, slope, true); }, nb::arg("input"),
+      nb::arg("negative_slope") = 0.01);
+  m.def(
+      "hardtanh_", [](const Tensor& x, double lo, double hi) { return F::hardtanh(x, lo, hi, true); }, nb::arg("input"),
+      nb::arg("min_val") = -1.0, nb::arg("max_val") = 1.0);
+  m.def(
+      "threshold_",
+      [](const Tensor& x, double threshold, double value) { return F::threshold(x, threshold, value, true); },
+      nb::arg("input"), nb::arg("threshold"), nb::arg("value"));
+  // torch's deprecated resizers: interpolate, nearest, and bilinear with align_corners.
+  m.def(
+      "upsample",
+      [](const Tensor& x, nb::handle size, nb::handle scale_factor, const std::string& mode,
+         std::optional<bool> align_corners) {
+        return F::interpolate(x, {.size = optional_sizes(size, "upsample"),
+                                  .scale_factor = optional_factors(scale_factor, "upsample"),
+                                  .mode = mode,
+                                  .align_corners = align_corners});
+      },
+      nb::arg("input"), nb::arg("size") = none, nb::arg("scale_factor") = none, nb::arg("mode") = "nearest",
+      nb::arg("align_corners") = none);
+  m.def(
+      "upsample_nearest",
+      [](const Tensor& x, nb::handle size, nb::handle scale_factor) {
+        return F::interpolate(x, {.size = optional_sizes(size, "upsample_nearest"),
+                                  .scale_factor = optional_factors(scale_factor, "upsample_nearest")});
+      },
+      nb::arg("input"), nb::arg("size") = none, nb::arg("scale_factor") = none);
+  m.def(
+      "upsample_bilinear",
+      [](const Tensor& x, nb::handle size, nb::handle scale_factor) {
+        return F::interpolate(x, {.size = optional_sizes(size, "upsample_bilinear"),
+                                  .scale_factor = optional_factors(scale_factor, "upsample_bilinear"),
+                                  .mode = "bilinear",
+                                  .align_corners = true});
+      },
+      nb::arg("input"), nb::arg("size") = none, nb::arg("scale_factor") = none);
   m.def(
       "interpolate",
       [](const Tensor& x, nb::handle size, nb::handle scale_factor, const std::string& mode,

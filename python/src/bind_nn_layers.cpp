@@ -193,6 +193,11 @@ void bind_nn_layers(nb::module_& nn) {
       .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
            "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true, nb::kw_only(),
            "bias"_a = true);
+  nb::class_<n::BatchNorm3dImpl, n::BatchNormImpl>(
+      nn, "BatchNorm3d", "Batch normalisation over [N, C, D, H, W] with running statistics (torch.nn.BatchNorm3d).")
+      .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
+           "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true, nb::kw_only(),
+           "bias"_a = true);
   nb::class_<n::InstanceNormImpl, Module>(nn, "_InstanceNorm");
   nb::class_<n::InstanceNorm1dImpl, n::InstanceNormImpl>(
       nn, "InstanceNorm1d", "Normalises each channel of each sample of [N, C, L] or [C, L] (torch.nn.InstanceNorm1d).")
@@ -202,6 +207,12 @@ void bind_nn_layers(nb::module_& nn) {
   nb::class_<n::InstanceNorm2dImpl, n::InstanceNormImpl>(
       nn, "InstanceNorm2d",
       "Normalises each channel of each sample of [N, C, H, W] or [C, H, W] (torch.nn.InstanceNorm2d).")
+      .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
+           "momentum"_a.none() = 0.1, "affine"_a = false, "track_running_stats"_a = false, nb::kw_only(),
+           "bias"_a = true);
+  nb::class_<n::InstanceNorm3dImpl, n::InstanceNormImpl>(
+      nn, "InstanceNorm3d",
+      "Normalises each channel of each sample of [N, C, D, H, W] or [C, D, H, W] (torch.nn.InstanceNorm3d).")
       .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
            "momentum"_a.none() = 0.1, "affine"_a = false, "track_running_stats"_a = false, nb::kw_only(),
            "bias"_a = true);
@@ -234,6 +245,9 @@ void bind_nn_layers(nb::module_& nn) {
       .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
   nb::class_<n::Dropout2dImpl, n::DropoutImpl>(
       nn, "Dropout2d", "Zeroes whole channels of [N, C, H, W] or [C, H, W] (torch.nn.Dropout2d).")
+      .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
+  nb::class_<n::Dropout3dImpl, n::DropoutImpl>(
+      nn, "Dropout3d", "Zeroes whole channels of [N, C, D, H, W] or [C, D, H, W] (torch.nn.Dropout3d).")
       .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
   nb::class_<n::EmbeddingImpl, Module>(
       nn, "Embedding", "A lookup table of num_embeddings vectors of size embedding_dim (torch.nn.Embedding).")

@@ -730,6 +730,8 @@ OTHERS = [
     # random values: the generators differ (test_nn_random_activations.py checks the draws)
     Op("gumbel_softmax", lambda m, a: tuple(F(m).gumbel_softmax(a, hard=True).shape), x(3, 4), off=PYTHON_VALUE,
        ops=("softmax", "scatter")),
+    Op("upsample_bilinear", lambda m, a: F(m).upsample_bilinear(a, size=(6, 7)), x(2, 3, 4, 5),
+       ops=("index_select", "mul", "add")),
     Op("one_hot", lambda m, t: F(m).one_hot(t, 5), const([0, 3, 4, 1]), off=INT_INPUTS),
     Op("scaled_dot_product_attention", lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
        x(2, 4, 3), x(2, 4, 3, seed=1), x(2, 4, 2, seed=2), ops=("softmax", "matmul", "scaled_dot_product_attention", "attention_backward")),
