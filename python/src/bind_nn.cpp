@@ -743,7 +743,10 @@ void bind_nn(nb::module_& nn) {
       .def(nb::init<const std::string&>(), "approximate"_a = "none");
   nb::class_<ug::nn::LeakyReLUImpl, ug::nn::ActivationImpl>(nn, "LeakyReLU")
       .def(nb::init<double, bool>(), "negative_slope"_a = 0.01, "inplace"_a = false);
+  nb::class_<ug::nn::RReLUImpl, Module>(nn, "RReLU", "Leaky ReLU with random slopes in training (torch.nn.RReLU).")
+      .def(nb::init<double, double, bool>(), "lower"_a = 1.0 / 8, "upper"_a = 1.0 / 3, "inplace"_a = false);
   nb::class_<ug::nn::SoftmaxImpl, ug::nn::ActivationImpl>(nn, "Softmax").def(nb::init<int64_t>(), "dim"_a = -1);
+  nb::class_<ug::nn::Softmax2dImpl, ug::nn::ActivationImpl>(nn, "Softmax2d").def(nb::init<>());
   nb::class_<ug::nn::LogSoftmaxImpl, ug::nn::ActivationImpl>(nn, "LogSoftmax").def(nb::init<int64_t>(), "dim"_a = -1);
   nb::class_<ug::nn::ReLU6Impl, ug::nn::ActivationImpl>(nn, "ReLU6").def(nb::init<bool>(), "inplace"_a = false);
   nb::class_<ug::nn::ELUImpl, ug::nn::ActivationImpl>(nn, "ELU").def(nb::init<double, bool>(), "alpha"_a = 1.0,

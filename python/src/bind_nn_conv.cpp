@@ -56,6 +56,7 @@ void bind_nn_conv(nb::module_&, nb::module_& functional) {
       nb::arg("padding") = 0, nb::arg("output_padding") = 0, nb::arg("groups") = 1, nb::arg("dilation") = 1)
   UG_CONV_T("conv_transpose1d", ug::conv_transpose1d);
   UG_CONV_T("conv_transpose2d", ug::conv_transpose2d);
+  UG_CONV_T("conv_transpose3d", ug::conv_transpose3d);
 #undef UG_CONV_T
   // Without return_indices the values alone: inference skips the positions' bookkeeping.
 #define UG_MAX_POOL(name, fn, values)                                                                                  \
@@ -114,6 +115,17 @@ void bind_nn_conv(nb::module_&, nb::module_& functional) {
       "adaptive_avg_pool2d",
       [](const Tensor& x, nb::handle size) { return ug::adaptive_avg_pool2d(x, sizes(size, "adaptive_avg_pool2d")); },
       nb::arg("input"), nb::arg("output_size"));
+  f.def(
+      "adaptive_avg_pool3d",
+      [](const Tensor& x, nb::handle size) { return ug::adaptive_avg_pool3d(x, sizes(size, "adaptive_avg_pool3d")); },
+      nb::arg("input"), nb::arg("output_size"));
+  f.def(
+      "adaptive_max_pool3d",
+      [](const Tensor& x, nb::handle size, bool return_indices) {
+        return maybe_indices(ug::adaptive_max_pool3d_with_indices(x, sizes(size, "adaptive_max_pool3d")),
+                             return_indices);
+      },
+      nb::arg("input"), nb::arg("output_size"), nb::arg("return_indices") = false);
   f.def(
       "adaptive_max_pool1d",
       [](const Tensor& x, nb::handle size, bool return_indices) {

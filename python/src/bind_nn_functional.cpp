@@ -1,5 +1,6 @@
 // ug.nn.functional: the functions of ug::nn::functional with torch.nn.functional's argument
 // names, order and defaults (including the deprecated size_average / reduce of the losses).
+#include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -73,6 +74,55 @@ void bind_nn_functional(nb::module_& nn, nb::module_& m) {
   m.def("prelu", &F::prelu, nb::arg("input"), nb::arg("weight"));
   m.def("pixel_shuffle", &F::pixel_shuffle, nb::arg("input"), nb::arg("upscale_factor"));
   m.def("pixel_unshuffle", &F::pixel_unshuffle, nb::arg("input"), nb::arg("downscale_factor"));
+  // The in-place forms: the activation written into input (autograd's version checks apply).
+  m.def(
+      "relu_", [](const Tensor& x) { return F::relu(x, true); }, nb::arg("input"));
+  m.def(
+      "selu_", [](const Tensor& x) { return F::selu(x, true); }, nb::arg("input"));
+  m.def(
+      "elu_", [](const Tensor& x, double alpha) { return F::elu(x, alpha, true); }, nb::arg("input"),
+      nb::arg("alpha") = 1.0);
+  m.def(
+      "celu_", [](const Tensor& x, double alpha) { return F::celu(x, alpha, true); }, nb::arg("input"),
+      nb::arg("alpha") = 1.0);
+  m.def(
+      "leaky_relu_", [](const Tensor& x, double slope) { return F::leaky_relu(x, slope, true); }, nb::arg("input"),
+      nb::arg("negative_slope") = 0.01);
+  m.def(
+      "hardtanh_", [](const Tensor& x, double lo, double hi) { return F::hardtanh(x, lo, hi, true); }, nb::arg("input"),
+      nb::arg("min_val") = -1.0, nb::arg("max_val") = 1.0);
+  m.def(
+      "threshold_",
+      [](const Tensor& x, double threshold, double value) { return F::threshold(x, threshold, value, true); },
+      nb::arg("input"), nb::arg("threshold"), nb::arg("value"));
+  // torch's deprecated resizers: interpolate, nearest, and bilinear with align_corners.
+  m.def(
+      "upsample",
+      [](const Tensor& x, nb::handle size, nb::handle scale_factor, const std::string& mode,
+         std::optional<bool> align_corners) {
+        return F::interpolate(x, {.size = optional_sizes(size, "upsample"),
+                                  .scale_factor = optional_factors(scale_factor, "upsample"),
+                                  .mode = mode,
+                                  .align_corners = align_corners});
+      },
+      nb::arg("input"), nb::arg("size") = none, nb::arg("scale_factor") = none, nb::arg("mode") = "nearest",
+      nb::arg("align_corners") = none);
+  m.def(
+      "upsample_nearest",
+      [](const Tensor& x, nb::handle size, nb::handle scale_factor) {
+        return F::interpolate(x, {.size = optional_sizes(size, "upsample_nearest"),
+                                  .scale_factor = optional_factors(scale_factor, "upsample_nearest")});
+      },
+      nb::arg("input"), nb::arg("size") = none, nb::arg("scale_factor") = none);
+  m.def(
+      "upsample_bilinear",
+      [](const Tensor& x, nb::handle size, nb::handle scale_factor) {
+        return F::interpolate(x, {.size = optional_sizes(size, "upsample_bilinear"),
+                                  .scale_factor = optional_factors(scale_factor, "upsample_bilinear"),
+                                  .mode = "bilinear",
+                                  .align_corners = true});
+      },
+      nb::arg("input"), nb::arg("size") = none, nb::arg("scale_factor") = none);
   m.def(
       "interpolate",
       [](const Tensor& x, nb::handle size, nb::handle scale_factor, const std::string& mode,
@@ -112,8 +162,47 @@ void bind_nn_functional(nb::module_& nn, nb::module_& m) {
   m.def("pairwise_distance", &F::pairwise_distance, nb::arg("x1"), nb::arg("x2"), nb::arg("p") = 2.0,
         nb::arg("eps") = 1e-6, nb::arg("keepdim") = false);
 
+  m.def("pdist", &F::pdist, nb::arg("input"), nb::arg("p") = 2.0);
+  m.def(
+      "bilinear",
+      [](const Tensor& x1, const Tensor& x2, const Tensor& w, const OptTensor& b) {
+        return F::bilinear(x1, x2, w, or_undefined(b));
+      },
+      nb::arg("input1"), nb::arg("input2"), nb::arg("weight"), nb::arg("bias") = nb::none());
+  m.def("rrelu", &F::rrelu, nb::arg("input"), nb::arg("lower") = 1.0 / 8, nb::arg("upper") = 1.0 / 3,
+        nb::arg("training") = false, nb::arg("inplace") = false);
+  m.def(
+      "rrelu_",
+      [](const Tensor& x, double lower, double upper, bool training) {
+        return F::rrelu(x, lower, upper, training, true);
+      },
+      nb::arg("input"), nb::arg("lower") = 1.0 / 8, nb::arg("upper") = 1.0 / 3, nb::arg("training") = false);
+  // eps is torch's deprecated, unused argument.
+  m.def(
+      "gumbel_softmax",
+      [](const Tensor& logits, double tau, bool hard, double, int64_t dim) {
+        return F::gumbel_softmax(logits, tau, hard, dim);
+      },
+      nb::arg("logits"), nb::arg("tau") = 1.0, nb::arg("hard") = false, nb::arg("eps") = 1e-10, nb::arg("dim") = -1);
+
   // ---- losses ----
   using OptBool = std::optional<bool>;
+  m.def(
+      "multilabel_margin_loss",
+      [](const Tensor& x, const Tensor& t, OptBool size_average, OptBool reduce, const std::string& reduction) {
+        return F::multilabel_margin_loss(x, t, reduction_of(size_average, reduce, reduction));
+      },
+      nb::arg("input"), nb::arg("target"), nb::arg("size_average") = none, nb::arg("reduce") = none,
+      nb::arg("reduction") = "mean");
+  m.def(
+      "triplet_margin_with_distance_loss",
+      [](const Tensor& a, const Tensor& p, const Tensor& n,
+         std::optional<std::function<Tensor(const Tensor&, const Tensor&)>> distance, double margin, bool swap,
+         const std::string& reduction) {
+        return F::triplet_margin_with_distance_loss(a, p, n, distance.value_or(nullptr), margin, swap, reduction);
+      },
+      nb::arg("anchor"), nb::arg("positive"), nb::arg("negative"), nb::kw_only(), nb::arg("distance_function") = none,
+      nb::arg("margin") = 1.0, nb::arg("swap") = false, nb::arg("reduction") = "mean");
   m.def(
       "cross_entropy",
       [](const Tensor& x, const Tensor& t, const OptTensor& w, OptBool size_average, int64_t ignore_index,

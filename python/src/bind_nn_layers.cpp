@@ -1,5 +1,6 @@
 // ug.nn layers over the functional ops: convolution and pooling, normalization, dropout and
 // embedding, losses, attention and the transformer encoder layer.
+#include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -7,6 +8,7 @@
 
 #include "bindings.h"
 #include "ug/nn/layers/transformer.h"
+#include "ug/nn/layers/bilinear.h"
 #include "ug/nn/layers/conv.h"
 #include "ug/nn/layers/conv3d.h"
 #include "ug/nn/layers/dropout.h"
@@ -116,6 +118,22 @@ void bind_nn_layers(nb::module_& nn) {
   bind_conv<n::Conv3dImpl>(nn, "Conv3d",
                            "3-d convolution over [N, C, D, H, W] (torch.nn.Conv3d); sizes are an int or a triple, "
                            "padding may be \"same\" or \"valid\".");
+  nb::class_<n::ConvTranspose1dImpl, n::ConvImpl>(nn, "ConvTranspose1d",
+                                                  "The transposed 1-d convolution (torch.nn.ConvTranspose1d).")
+      .def(nb::init<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int64_t>(), "in_channels"_a,
+           "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0, "groups"_a = 1,
+           "bias"_a = true, "dilation"_a = 1);
+  nb::class_<n::ConvTranspose3dImpl, n::ConvImpl>(nn, "ConvTranspose3d",
+                                                  "The transposed 3-d convolution (torch.nn.ConvTranspose3d).")
+      .def(
+          "__init__",
+          [](n::ConvTranspose3dImpl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding,
+             nb::handle output_padding, int64_t groups, bool bias, nb::handle dilation) {
+            new (c) n::ConvTranspose3dImpl(in, out, sizes(k), sizes(stride), sizes(padding), sizes(output_padding),
+                                           groups, bias, sizes(dilation));
+          },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0,
+          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1);
   nb::class_<n::ConvTranspose2dImpl, n::ConvImpl>(nn, "ConvTranspose2d",
                                                   "The transposed 2-d convolution (torch.nn.ConvTranspose2d).")
       .def(
@@ -157,7 +175,10 @@ void bind_nn_layers(nb::module_& nn) {
           "__init__", [](n::Name##Impl* p, nb::handle size) { new (p) n::Name##Impl(sizes(size)); }, "output_size"_a);
   UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool1d, "1-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool1d).")
   UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool2d, "2-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d).")
+  UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool3d, "3-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool3d).")
+  UG_BIND_ADAPTIVE_POOL(AdaptiveMaxPool1d, "1-d max pooling to a fixed output size (torch.nn.AdaptiveMaxPool1d).")
   UG_BIND_ADAPTIVE_POOL(AdaptiveMaxPool2d, "2-d max pooling to a fixed output size (torch.nn.AdaptiveMaxPool2d).")
+  UG_BIND_ADAPTIVE_POOL(AdaptiveMaxPool3d, "3-d max pooling to a fixed output size (torch.nn.AdaptiveMaxPool3d).")
 #undef UG_BIND_ADAPTIVE_POOL
 
   // ---- normalization, dropout, embedding ------------------------------------------------------
@@ -172,6 +193,11 @@ void bind_nn_layers(nb::module_& nn) {
       .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
            "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true, nb::kw_only(),
            "bias"_a = true);
+  nb::class_<n::BatchNorm3dImpl, n::BatchNormImpl>(
+      nn, "BatchNorm3d", "Batch normalisation over [N, C, D, H, W] with running statistics (torch.nn.BatchNorm3d).")
+      .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
+           "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true, nb::kw_only(),
+           "bias"_a = true);
   nb::class_<n::InstanceNormImpl, Module>(nn, "_InstanceNorm");
   nb::class_<n::InstanceNorm1dImpl, n::InstanceNormImpl>(
       nn, "InstanceNorm1d", "Normalises each channel of each sample of [N, C, L] or [C, L] (torch.nn.InstanceNorm1d).")
@@ -181,6 +207,12 @@ void bind_nn_layers(nb::module_& nn) {
   nb::class_<n::InstanceNorm2dImpl, n::InstanceNormImpl>(
       nn, "InstanceNorm2d",
       "Normalises each channel of each sample of [N, C, H, W] or [C, H, W] (torch.nn.InstanceNorm2d).")
+      .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
+           "momentum"_a.none() = 0.1, "affine"_a = false, "track_running_stats"_a = false, nb::kw_only(),
+           "bias"_a = true);
+  nb::class_<n::InstanceNorm3dImpl, n::InstanceNormImpl>(
+      nn, "InstanceNorm3d",
+      "Normalises each channel of each sample of [N, C, D, H, W] or [C, D, H, W] (torch.nn.InstanceNorm3d).")
       .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
            "momentum"_a.none() = 0.1, "affine"_a = false, "track_running_stats"_a = false, nb::kw_only(),
            "bias"_a = true);
@@ -213,6 +245,9 @@ void bind_nn_layers(nb::module_& nn) {
       .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
   nb::class_<n::Dropout2dImpl, n::DropoutImpl>(
       nn, "Dropout2d", "Zeroes whole channels of [N, C, H, W] or [C, H, W] (torch.nn.Dropout2d).")
+      .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
+  nb::class_<n::Dropout3dImpl, n::DropoutImpl>(
+      nn, "Dropout3d", "Zeroes whole channels of [N, C, D, H, W] or [C, D, H, W] (torch.nn.Dropout3d).")
       .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
   nb::class_<n::EmbeddingImpl, Module>(
       nn, "Embedding", "A lookup table of num_embeddings vectors of size embedding_dim (torch.nn.Embedding).")
@@ -387,6 +422,33 @@ void bind_nn_layers(nb::module_& nn) {
       .def(nb::init<double, double, double, bool, std::string>(), "margin"_a = 1.0, "p"_a = 2.0, "eps"_a = 1e-6,
            "swap"_a = false, "reduction"_a = "mean")
       .def("forward", &n::TripletMarginLossImpl::forward, "anchor"_a, "positive"_a, "negative"_a);
+  nb::class_<n::MultiLabelMarginLossImpl, n::LossImpl>(
+      nn, "MultiLabelMarginLoss", "Multi-label hinge loss over target class lists (torch.nn.MultiLabelMarginLoss).")
+      .def(
+          "__init__",
+          [](n::MultiLabelMarginLossImpl* l, nb::object, nb::object, std::string reduction) {
+            new (l) n::MultiLabelMarginLossImpl(std::move(reduction));
+          },
+          "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean")
+      .def("forward", &n::MultiLabelMarginLossImpl::forward, "input"_a, "target"_a);
+  nb::class_<n::TripletMarginWithDistanceLossImpl, n::LossImpl>(
+      nn, "TripletMarginWithDistanceLoss",
+      "max(0, margin + d(anchor, positive) - d(anchor, negative)) with any distance "
+      "(torch.nn.TripletMarginWithDistanceLoss).")
+      .def(
+          "__init__",
+          [](n::TripletMarginWithDistanceLossImpl* l,
+             std::optional<n::TripletMarginWithDistanceLossImpl::Distance> distance, double margin, bool swap,
+             std::string reduction) {
+            new (l)
+                n::TripletMarginWithDistanceLossImpl(distance.value_or(nullptr), margin, swap, std::move(reduction));
+          },
+          nb::kw_only(), "distance_function"_a = nb::none(), "margin"_a = 1.0, "swap"_a = false, "reduction"_a = "mean")
+      .def("forward", &n::TripletMarginWithDistanceLossImpl::forward, "anchor"_a, "positive"_a, "negative"_a);
+  nb::class_<n::BilinearImpl, Module>(nn, "Bilinear", "y = x1ᵀ A x2 + b (torch.nn.Bilinear).")
+      .def(nb::init<int64_t, int64_t, int64_t, bool>(), "in1_features"_a, "in2_features"_a, "out_features"_a,
+           "bias"_a = true)
+      .def("forward", &n::BilinearImpl::forward, "input1"_a, "input2"_a);
   nb::class_<n::MultiMarginLossImpl, n::LossImpl>(nn, "MultiMarginLoss",
                                                   "Multi-class hinge loss (torch.nn.MultiMarginLoss).")
       .def(

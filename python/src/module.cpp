@@ -94,6 +94,7 @@ NB_MODULE(_C, m) {
   ugpy::bind_nn_recurrent(nn);
   ugpy::bind_nn_conv(nn, functional);
   ugpy::bind_nn_functional(nn, functional);
+  ugpy::bind_nn_spatial(nn, functional);
   functional.attr("pad") = m.attr("pad");  // torch.nn.functional.pad is torch's pad
   nb::module_ optim = m.def_submodule("optim", "optimizers and learning-rate schedules");
   ugpy::bind_optim(optim);

@@ -1,4 +1,4 @@
-// The C++ forms of conv3d, the 3-d pools, scatter_reduce's prod, amax and amin,
+// The C++ forms of conv3d, conv_transpose3d, the 3-d pools (adaptive too), scatter_reduce's prod, amax and amin,
 // embedding_bag and ctc_loss (the Python tests compare them with torch): checked against
 // their definitions through other ops.
 #include "test_util.h"
@@ -32,6 +32,27 @@ TEST(TorchGaps, Pool3dOfOneDeepWindowsIsPool2dPerPlane) {
   }
   EXPECT_EQ(nn::MaxPool3d(Dims{2})(x).shape(), Shape({2, 3, 2, 3, 2}));
   EXPECT_EQ(nn::AvgPool3d(Dims{2}, Dims{}, Dims{0}, true)(x).shape(), Shape({2, 3, 2, 3, 3}));
+}
+
+TEST(TorchGaps, ConvTranspose3dOfOnePlaneKernelsIsConvTranspose2dPerPlane) {
+  manual_seed(4);
+  const Tensor x = randn({2, 4, 3, 5, 4}), w = randn({4, 3, 1, 3, 2}), b = randn({6});
+  const Tensor y = conv_transpose3d(x, w, b, Dims{1, 2, 1}, Dims{0, 1, 0}, Dims{0, 1, 0}, 2);
+  for (int64_t d = 0; d < 3; ++d)
+    expect_values(y.select(2, d),
+                  values(conv_transpose2d(x.select(2, d), w.select(2, 0), b, Dims{2, 1}, Dims{1, 0}, Dims{1, 0}, 2)),
+                  1e-5);
+  nn::ConvTranspose3d layer(4, 6, Dims{1, 3, 2}, Dims{1, 2, 1}, Dims{0, 1, 0}, Dims{0, 1, 0}, 2);
+  EXPECT_EQ(layer(x).shape(), y.shape());
+}
+
+TEST(TorchGaps, AdaptivePool3dOfWholeDepthIsPool2dOfTheDepthReduction) {
+  manual_seed(5);
+  const Tensor x = randn({2, 3, 4, 5, 7});
+  expect_values(adaptive_avg_pool3d(x, {1, 2, 3}).select(2, 0), values(adaptive_avg_pool2d(x.mean({2}), {2, 3})), 1e-6);
+  const auto [mx, at] = adaptive_max_pool3d_with_indices(x, {1, 2, 3});
+  expect_values(mx.select(2, 0), values(adaptive_max_pool2d(x.amax({2}), {2, 3})), 0);
+  expect_values(mx, values(x.reshape({2, 3, -1}).gather(2, at.reshape({2, 3, -1}))), 0);
 }
 
 TEST(TorchGaps, ScatterReduceProdAmaxAmin) {

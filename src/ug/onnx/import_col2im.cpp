@@ -1,8 +1,7 @@
-// Col2Im: the adjoint of unfolding an image into blocks. Each value of a block is added into
-// the image position it came from (scatter_add over the flattened, padded image), so the
-// gradient is the unfold of the image's gradient.
+// Col2Im: the adjoint of unfolding an image into blocks (nn::functional::col2im, torch's fold),
+// with ONNX's checks of its attributes.
+#include "ug/nn/functional/fold.h"
 #include "ug/onnx/op_table.h"
-#include "ug/ops/indexing.h"
 
 namespace ug::onnx {
 namespace {
@@ -42,30 +41,8 @@ Outputs col2im_op(const OpContext& c) {
   if (x.size(1) % kernel != 0 || x.size(2) != blocks)
     c.fail("input of shape ", x.shape(), " does not hold blocks of ", kernel, " values at ", blocks,
            " positions (as image_shape, block_shape, pads, dilations and strides give)");
-  const int64_t n = x.size(0), channels = x.size(1) / kernel;
-  // The padded image's flat index of each (kernel offset, block position).
-  Tensor index = empty({kernel * blocks}, {.dtype = DType::Int64});
-  int64_t* ip = index.data_ptr<int64_t>();
-  for (int64_t k = 0; k < kernel; ++k)
-    for (int64_t l = 0; l < blocks; ++l) {
-      // The digits of k over block_shape and of l over the block counts, dim 0 slowest.
-      int64_t flat = 0, kk = k, ll = l, scale = 1;
-      for (size_t i = r; i-- > 0;) {
-        flat += (ll % counts[i] * strides[i] + kk % block[i] * dilations[i]) * scale;
-        kk /= block[i];
-        ll /= counts[i];
-        scale *= padded[i];
-      }
-      ip[k * blocks + l] = flat;
-    }
-  const Tensor src = x.reshape({n, channels, kernel * blocks});
-  Tensor out = scatter_add(zeros({n, channels, padded_size}, {.dtype = x.dtype()}), 2,
-                           index.reshape({1, 1, kernel * blocks}).expand({n, channels, kernel * blocks}), src);
-  Dims shape{n, channels};
-  for (int64_t p : padded) shape.push_back(p);
-  out = out.reshape(shape);
-  for (size_t i = 0; i < r; ++i) out = out.narrow(static_cast<int64_t>(2 + i), pads[i], image[i]);
-  return {out};
+  auto dims = [](const std::vector<int64_t>& v) { return Dims(v.begin(), v.end()); };
+  return {nn::functional::col2im(x, dims(image), dims(block), dims(dilations), dims(strides), dims(pads))};
 }
 
 }  // namespace

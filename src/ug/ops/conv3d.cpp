@@ -11,6 +11,8 @@
 #include "ug/graph/op_call.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/composite.h"
+#include "ug/ops/indexing.h"
 #include "ug/ops/join.h"
 #include "ug/ops/pool.h"
 #include "ug/ops/reduce.h"
@@ -259,6 +261,98 @@ Tensor avg_pool3d(const Tensor& input, const Dims& kernel_size, const Dims& stri
   }
   call.finish({&input}, {&y});
   return y;
+}
+
+Tensor adaptive_avg_pool3d(const Tensor& input, const Dims& output_size) {
+  const char* op = "adaptive_avg_pool3d";
+  const Tensor x = batched(input, op);
+  check_floating(input, op);
+  const Dims size = three(output_size, op, "output_size");
+  const int64_t n = x.size(0), c = x.size(1), d = x.size(2);
+  // Every plane's (h, w) windows have the same sizes, so the mean over depth of their means is
+  // the mean over the whole window.
+  const Tensor planes = adaptive_avg_pool2d(x.reshape({n, c * d, x.size(3), x.size(4)}), {size[1], size[2]});
+  const Tensor deep = planes.view({n, c, d, size[1] * size[2]}).transpose(2, 3).reshape({n, -1, d});
+  const Tensor y = adaptive_avg_pool1d(deep, {size[0]}).view({n, c, size[1], size[2], size[0]});
+  return unbatched_like(y.permute({0, 1, 4, 2, 3}).contiguous(), input);
+}
+
+std::pair<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& input, const Dims& output_size) {
+  const char* op = "adaptive_max_pool3d";
+  const Tensor x = batched(input, op);
+  check_floating(input, op);
+  const Dims size = three(output_size, op, "output_size");
+  const int64_t n = x.size(0), c = x.size(1), d = x.size(2), h = x.size(3), w = x.size(4);
+  // The first maximum of each plane's window, then the first plane holding the largest: the
+  // first in (d, h, w) order.
+  const auto [planes, at] = adaptive_max_pool2d_with_indices(x.reshape({n, c * d, h, w}), {size[1], size[2]});
+  const Tensor deep = planes.view({n, c, d, size[1] * size[2]}).transpose(2, 3).reshape({n, -1, d});
+  const auto [values, plane] = adaptive_max_pool1d_with_indices(deep, {size[0]});
+  const Dims order{0, 1, 4, 2, 3};
+  const Tensor y = values.view({n, c, size[1], size[2], size[0]}).permute(order).contiguous();
+  const Tensor depth = plane.view({n, c, size[1], size[2], size[0]}).permute(order).contiguous();
+  const Tensor indices = depth * (h * w) + gather(at.view({n, c, d, size[1], size[2]}), 2, depth);
+  return {unbatched_like(y, input), unbatched_like(indices, input)};
+}
+
+Tensor adaptive_max_pool3d(const Tensor& input, const Dims& output_size) {
+  return adaptive_max_pool3d_with_indices(input, output_size).first;
+}
+
+Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                        const Dims& stride, const Dims& padding, const Dims& output_padding, int64_t groups,
+                        const Dims& dilation) {
+  const char* op = "conv_transpose3d";
+  const Tensor x = batched(input, op);
+  check_floating(input, op);
+  if (weight.dim() != 5)
+    fail(
+        "[conv_transpose3d] expected a 5-d weight [in_channels, out_channels / groups, kd, kh, kw], got weight of "
+        "shape ",
+        weight.shape(), " for input of shape ", input.shape());
+  if (weight.dtype() != input.dtype() || (bias && bias->dtype() != input.dtype()))
+    fail<TypeError>("[conv_transpose3d] expected input, weight and bias of one dtype, got input ", input.dtype(),
+                    ", weight ", weight.dtype(), bias ? ", bias " : "", bias ? dtype_name(bias->dtype()) : "");
+  if (groups <= 0 || weight.size(0) % groups != 0 || x.size(1) != weight.size(0))
+    fail("[conv_transpose3d] given groups=", groups, " and weight of size ", weight.shape(), ", expected input ",
+         input.shape(), " to have ", weight.size(0), " channels, a multiple of groups");
+  const Dims s = three(stride, op, "stride"), p = three(padding, op, "padding"),
+             extra = three(output_padding, op, "output_padding"), dil = three(dilation, op, "dilation");
+  for (size_t i = 0; i < 3; ++i) {
+    if (s[i] <= 0 || dil[i] <= 0 || p[i] < 0)
+      fail("[conv_transpose3d] expected positive stride and dilation and non-negative padding, got stride=", s,
+           ", padding=", p, ", dilation=", dil);
+    if (extra[i] < 0 || (extra[i] >= s[i] && extra[i] >= dil[i]))
+      fail(
+          "[conv_transpose3d] output padding must be smaller than either stride or dilation, but got "
+          "output_padding=",
+          extra, ", stride=", s, ", dilation=", dil);
+  }
+  const int64_t out_channels = weight.size(1) * groups;
+  if (bias && (bias->dim() != 1 || bias->size(0) != out_channels))
+    fail("[conv_transpose3d] expected a bias of ", out_channels, " elements, got shape ", bias->shape());
+  const int64_t n = x.size(0), d = x.size(2), taps = weight.size(2);
+  const int64_t out_depth = (d - 1) * s[0] - 2 * p[0] + dil[0] * (taps - 1) + extra[0] + 1;
+  if (out_depth <= 0)
+    fail("[conv_transpose3d] the output depth ", out_depth, " is not positive (input shape ", input.shape(),
+         ", weight shape ", weight.shape(), ")");
+  const Tensor planes = x.transpose(1, 2).reshape({n * d, x.size(1), x.size(3), x.size(4)});
+  Tensor out;
+  for (int64_t k = 0; k < taps; ++k) {
+    const Tensor y = conv_transpose2d(planes, weight.select(2, k), std::nullopt, {s[1], s[2]}, {p[1], p[2]},
+                                      {extra[1], extra[2]}, groups, {dil[1], dil[2]});
+    if (!out.defined()) out = zeros({n, out_depth, out_channels, y.size(2), y.size(3)}, {.dtype = y.dtype()});
+    // Input plane i reaches output plane i * stride - padding + k * dilation: those inside.
+    const int64_t shift = k * dil[0] - p[0];
+    const int64_t first = shift >= 0 ? 0 : (-shift + s[0] - 1) / s[0];
+    const int64_t last = std::min(d - 1, out_depth - 1 - shift < 0 ? -1 : (out_depth - 1 - shift) / s[0]);
+    if (first > last) continue;
+    const Tensor at = arange(first, last + 1, 1, {.dtype = DType::Int64}) * s[0] + shift;
+    out = index_add(out, 1, at, y.view({n, d, out_channels, y.size(2), y.size(3)}).narrow(1, first, last - first + 1));
+  }
+  out = out.transpose(1, 2);
+  if (bias) out = out + bias->view({1, -1, 1, 1, 1});
+  return unbatched_like(out.contiguous(), input);
 }
 
 }  // namespace ug

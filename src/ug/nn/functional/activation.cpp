@@ -7,6 +7,8 @@
 
 #include "ug/nn/functional/elementwise_grad.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/indexing.h"
+#include "ug/ops/random.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 
@@ -184,6 +186,44 @@ Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double ep
   const int64_t nd = std::max(x1.dim(), x2.dim());
   if (nd == 0) fail("[pairwise_distance] expected at least 1-D inputs, got shapes ", x1.shape(), " and ", x2.shape());
   return safe_norm(x1 - x2 + eps, p, nd - 1, keepdim);
+}
+
+Tensor pdist(const Tensor& input, double p) {
+  if (input.dim() != 2)
+    fail("[pdist] expected a 2-D input [N, M], got shape ", input.shape(), " (", input.dtype(), ")");
+  if (!is_floating(input.dtype())) fail<TypeError>("[pdist] expected a floating-point input, got ", input.dtype());
+  if (p < 0) fail("[pdist] only supports non-negative p values, got ", p);
+  const int64_t n = input.size(0), pairs = n * (n - 1) / 2;
+  Tensor first = empty({pairs}, {.dtype = DType::Int64}), second = empty({pairs}, {.dtype = DType::Int64});
+  int64_t* a = first.data_ptr<int64_t>();
+  int64_t* b = second.data_ptr<int64_t>();
+  for (int64_t i = 0, k = 0; i < n; ++i)
+    for (int64_t j = i + 1; j < n; ++j, ++k) {
+      a[k] = i;
+      b[k] = j;
+    }
+  return safe_norm(input.index_select(0, first) - input.index_select(0, second), p, 1, false);
+}
+
+Tensor rrelu(const Tensor& x, double lower, double upper, bool training, bool inplace) {
+  if (!is_floating(x.dtype())) fail<TypeError>("[rrelu] expected a floating-point input, got ", x.dtype());
+  if (lower > upper) fail("[rrelu] lower bound ", lower, " must not exceed upper bound ", upper);
+  if (!training) return leaky_relu(x, (lower + upper) / 2, inplace);
+  const Tensor slope = rand(x.shape(), {.dtype = x.dtype()}) * (upper - lower) + lower;
+  return maybe_inplace(x, inplace, [&](const Tensor& v) { return where(v >= 0, v, v * slope); });
+}
+
+Tensor gumbel_softmax(const Tensor& logits, double tau, bool hard, int64_t dim) {
+  if (!is_floating(logits.dtype()))
+    fail<TypeError>("[gumbel_softmax] expected floating-point logits, got ", logits.dtype());
+  if (!(tau > 0)) fail("[gumbel_softmax] tau must be positive, got ", tau);
+  // -log(E), E ~ Exp(1) = -log(U): standard Gumbel noise.
+  const Tensor gumbels = -(-(1.0 - rand(logits.shape(), {.dtype = logits.dtype()})).log()).log();
+  const int64_t d = wrap_dim(dim, logits.dim(), "gumbel_softmax");
+  const Tensor soft = ((logits + gumbels) / tau).softmax(d);
+  if (!hard) return soft;
+  const Tensor one_hot = scatter(zeros_like(soft), d, soft.argmax(d, true), 1.0);
+  return one_hot - soft.detach() + soft;
 }
 
 }  // namespace ug::nn::functional

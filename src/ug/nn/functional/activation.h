@@ -61,4 +61,18 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, do
 /** ||x1 - x2 + eps||_p along the last dim. */
 Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2.0, double eps = 1e-6, bool keepdim = false);
 
+/** The p-norm distances of every pair of rows i < j of input [N, M], in that order:
+ *  [N (N - 1) / 2] (torch.pdist). */
+Tensor pdist(const Tensor& input, double p = 2.0);
+
+/** Leaky ReLU with random slopes (torch's RReLU): in training each negative value is scaled by
+ *  its own slope drawn from U(lower, upper), otherwise by their mean. */
+Tensor rrelu(const Tensor& input, double lower = 1.0 / 8, double upper = 1.0 / 3, bool training = false,
+             bool inplace = false);
+
+/** Samples from the Gumbel-softmax (concrete) distribution over `dim`: softmax((logits + g) /
+ *  tau), g standard Gumbel noise; hard: the one-hot argmax of that sample, with the soft
+ *  sample's gradient (straight through). */
+Tensor gumbel_softmax(const Tensor& logits, double tau = 1.0, bool hard = false, int64_t dim = -1);
+
 }  // namespace ug::nn::functional

@@ -139,4 +139,42 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, d
   return reduce(target.dim() == 0 ? loss.reshape({}) : loss, r);
 }
 
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {
+  if (autocast::active()) [[unlikely]]
+    return autocast::call(graph::Autocast::Float32, multilabel_margin_loss, input, target, reduction);
+  const char* op = "multilabel_margin_loss";
+  const ops::Reduction r = detail::checked_reduction(reduction, op, input, "input");
+  if (input.dim() > 2 || (input.dim() == 2 && input.size(1) == 0))
+    fail("[multilabel_margin_loss] expected a non-empty vector [C] or matrix [N, C], got shape ", input.shape());
+  if (target.shape() != input.shape() || target.dtype() != DType::Int64)
+    fail("[multilabel_margin_loss] expected int64 targets of the input's shape ", input.shape(), ", got ",
+         target.dtype(), " ", target.shape());
+  const int64_t c = input.dim() == 0 ? 1 : input.size(-1);
+  const Tensor x = input.reshape({-1, c}), t = target.reshape({-1, c});
+  // The target slots before each row's first -1, and the classes they name.
+  const Tensor slot = (t == -1).to(DType::Int64).cumsum(1) == 0;
+  const Tensor classes = where(slot, t, Scalar(0));
+  const Tensor named = zeros_like(x).scatter_add(1, classes, slot.to(x.dtype())) > 0;
+  // hinge[n, j, i] = max(0, 1 - x[n, t_j] + x[n, i]), kept for target slots j and other classes i.
+  const Tensor hinge = positive_part(1.0 - x.gather(1, classes).unsqueeze(2) + x.unsqueeze(1));
+  const Tensor keep = slot.unsqueeze(2).logical_and(named.logical_not().unsqueeze(1));
+  Tensor loss = where(keep, hinge, Scalar(0.0)).sum({1, 2}) / static_cast<double>(c);
+  if (input.dim() < 2) loss = loss.reshape({});
+  return reduce(loss, r);
+}
+
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                         const std::function<Tensor(const Tensor&, const Tensor&)>& distance,
+                                         double margin, bool swap, std::string_view reduction) {
+  const char* op = "triplet_margin_with_distance_loss";
+  const ops::Reduction r = detail::parse_reduction(reduction, op);
+  if (!(margin > 0)) fail("[triplet_margin_with_distance_loss] margin must be greater than 0, got ", margin);
+  require_same_dims(op, {&anchor, &positive, &negative});
+  auto d = [&](const Tensor& a, const Tensor& b) { return distance ? distance(a, b) : pairwise_distance(a, b); };
+  const Tensor d_pos = d(anchor, positive);
+  Tensor d_neg = d(anchor, negative);
+  if (swap) d_neg = minimum(d_neg, d(positive, negative));
+  return reduce(positive_part(d_pos - d_neg + margin), r);
+}
+
 }  // namespace ug::nn::functional

@@ -2,6 +2,8 @@
 // `reduction` is "mean" (the default), "sum" or "none" (the per-sample losses).
 #pragma once
 
+#include <functional>
+
 #include <string_view>
 
 #include "ug/core/tensor.h"
@@ -32,5 +34,18 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
  *  over classes i != y of weight[y] max(0, margin - x[y] + x[i])^p, p 1 or 2. */
 Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p = 1, double margin = 1.0,
                          const Tensor& weight = {}, std::string_view reduction = "mean");
+
+/** input [C] or [N, C]; target int64 of its shape: each row's target classes, ended by the
+ *  first -1. Per row, the sum over target classes j and the other classes i of
+ *  max(0, 1 - (x_j - x_i)), divided by C (torch.nn.MultiLabelMarginLoss). */
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean");
+
+/** max(0, margin + d(anchor, positive) - d(anchor, negative)) with any distance function
+ *  (pairwise_distance when none); swap: d(anchor, negative) is the smaller of it and
+ *  d(positive, negative). */
+Tensor triplet_margin_with_distance_loss(
+    const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+    const std::function<Tensor(const Tensor&, const Tensor&)>& distance_function = {}, double margin = 1.0,
+    bool swap = false, std::string_view reduction = "mean");
 
 }  // namespace ug::nn::functional

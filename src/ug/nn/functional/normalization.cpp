@@ -10,6 +10,8 @@
 #include "ug/graph/op_call.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/conv3d.h"
+#include "ug/ops/join.h"
 #include "ug/ops/nn.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
@@ -160,6 +162,19 @@ Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& 
   Tensor y = ops::normalize_rows(ops::RowNorm::Instance, x, spatial, {}, {}, eps);
   if (weight.defined()) y = y * per_channel(weight, x);
   return bias.defined() ? y + per_channel(bias, x) : y;
+}
+
+Tensor local_response_norm(const Tensor& input, int64_t size, double alpha, double beta, double k) {
+  if (input.dim() < 3)
+    fail("[local_response_norm] expected 3D or higher dimensionality input, got shape ", input.shape(), " (",
+         input.dtype(), ")");
+  if (size <= 0) fail("[local_response_norm] size must be positive, got ", size);
+  if (input.numel() == 0) return input;
+  // The squares as one-channel volumes [N, 1, C, H, rest], padded and averaged over channels.
+  const Tensor sq = (input * input).reshape({input.size(0), 1, input.size(1), input.size(2), -1});
+  const Tensor padded = pad(sq, {0, 0, 0, 0, size / 2, (size - 1) / 2});
+  const Tensor div = avg_pool3d(padded, {size, 1, 1}, {1}).reshape(input.shape());
+  return input / (div * alpha + k).pow(beta);
 }
 
 }  // namespace ug::nn::functional

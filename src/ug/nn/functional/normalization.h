@@ -34,4 +34,8 @@ Tensor instance_norm(const Tensor& input, const Tensor& running_mean = {}, const
                      const Tensor& weight = {}, const Tensor& bias = {}, bool use_input_stats = true,
                      double momentum = 0.1, double eps = 1e-5);
 
+/** Each value divided by (k + alpha * the mean of the squares of `size` neighbouring channels,
+ *  zero-padded)^beta (torch's formula: an average pooling of the squares over channels). */
+Tensor local_response_norm(const Tensor& input, int64_t size, double alpha = 1e-4, double beta = 0.75, double k = 1.0);
+
 }  // namespace ug::nn::functional

@@ -87,6 +87,12 @@ LeakyReLUImpl::LeakyReLUImpl(double slope, bool inplace)
 SoftmaxImpl::SoftmaxImpl(int64_t dim)
     : ActivationImpl(
           "Softmax", [dim](const Tensor& x) { return x.softmax(dim); }, "dim=" + std::to_string(dim)) {}
+Softmax2dImpl::Softmax2dImpl()
+    : ActivationImpl("Softmax2d", [](const Tensor& x) {
+        if (x.dim() != 3 && x.dim() != 4)
+          fail("[Softmax2d] expected input to be 3D or 4D, got ", x.dim(), "D (shape ", x.shape(), ")");
+        return x.softmax(-3);
+      }) {}
 LogSoftmaxImpl::LogSoftmaxImpl(int64_t dim)
     : ActivationImpl(
           "LogSoftmax", [dim](const Tensor& x) { return x.log_softmax(dim); }, "dim=" + std::to_string(dim)) {}
@@ -157,5 +163,9 @@ PReLUImpl::PReLUImpl(int64_t num_parameters, double init)
 }
 
 void PReLUImpl::reset_parameters() { init::constant_(weight(), init_); }
+
+std::string RReLUImpl::extra_repr() const {
+  return "lower=" + python_repr(lower_) + ", upper=" + python_repr(upper_) + (inplace_ ? ", inplace=True" : "");
+}
 
 }  // namespace ug::nn

@@ -46,6 +46,7 @@ UG_ACTIVATION(GELU, explicit GELUImpl(const std::string& approximate = "none");)
 UG_ACTIVATION(LeakyReLU, explicit LeakyReLUImpl(double negative_slope = 0.01, bool inplace = false);)
 UG_ACTIVATION(Softmax, explicit SoftmaxImpl(int64_t dim = -1);)
 UG_ACTIVATION(LogSoftmax, explicit LogSoftmaxImpl(int64_t dim = -1);)
+UG_ACTIVATION(Softmax2d, Softmax2dImpl();)
 UG_ACTIVATION(ReLU6, explicit ReLU6Impl(bool inplace = false);)
 UG_ACTIVATION(ELU, explicit ELUImpl(double alpha = 1.0, bool inplace = false);)
 UG_ACTIVATION(SELU, explicit SELUImpl(bool inplace = false);)
@@ -113,5 +114,20 @@ class PairwiseDistanceImpl : public Module {
   bool keepdim_;
 };
 UG_MODULE(PairwiseDistance);
+
+/** Leaky ReLU with slopes drawn from U(lower, upper) in training, their mean in evaluation. */
+class RReLUImpl : public Module {
+  UG_CLONEABLE(RReLUImpl)
+ public:
+  explicit RReLUImpl(double lower = 1.0 / 8, double upper = 1.0 / 3, bool inplace = false)
+      : Module("RReLU"), lower_(lower), upper_(upper), inplace_(inplace) {}
+  Tensor forward(const Tensor& x) override { return functional::rrelu(x, lower_, upper_, is_training(), inplace_); }
+  std::string extra_repr() const override;
+
+ private:
+  double lower_, upper_;
+  bool inplace_;
+};
+UG_MODULE(RReLU);
 
 }  // namespace ug::nn

@@ -59,7 +59,10 @@ Tensor ConvImpl::forward(const Tensor& x) {
   const Tensor& w = parameter("weight");
   std::optional<Tensor> b;
   if (const Tensor& bias = parameter("bias"); bias.defined()) b = bias;
-  if (transposed_) return conv_transpose2d(x, w, b, stride_, padding_.sizes, output_padding_, groups_, dilation_);
+  if (transposed_) {
+    auto conv_t = spatial_dims_ == 1 ? conv_transpose1d : spatial_dims_ == 2 ? conv_transpose2d : conv_transpose3d;
+    return conv_t(x, w, b, stride_, padding_.sizes, output_padding_, groups_, dilation_);
+  }
   auto conv = spatial_dims_ == 1 ? conv1d : spatial_dims_ == 2 ? conv2d : conv3d;
   return conv(x, w, b, stride_, padding_, dilation_, groups_);
 }
@@ -72,6 +75,8 @@ std::string ConvImpl::extra_repr() const {
   else if (padding_.sizes != Dims{0})
     s << ", padding=" << tuple_repr(per_dim(padding_.sizes, spatial_dims_, type_name(), "padding"));
   if (dilation_ != Dims(static_cast<size_t>(spatial_dims_), 1)) s << ", dilation=" << tuple_repr(dilation_);
+  if (output_padding_ != Dims(static_cast<size_t>(spatial_dims_), 0))
+    s << ", output_padding=" << tuple_repr(output_padding_);
   if (groups_ != 1) s << ", groups=" << groups_;
   if (!has_bias_) s << ", bias=False";
   return s.str();
@@ -103,8 +108,9 @@ std::string AvgPoolImpl::extra_repr() const {
 }
 
 Tensor AdaptivePoolImpl::forward(const Tensor& x) {
-  if (max_) return adaptive_max_pool2d(x, output_size_);
-  return (dims_ == 1 ? adaptive_avg_pool1d : adaptive_avg_pool2d)(x, output_size_);
+  if (max_)
+    return (dims_ == 1 ? adaptive_max_pool1d : dims_ == 2 ? adaptive_max_pool2d : adaptive_max_pool3d)(x, output_size_);
+  return (dims_ == 1 ? adaptive_avg_pool1d : dims_ == 2 ? adaptive_avg_pool2d : adaptive_avg_pool3d)(x, output_size_);
 }
 
 }  // namespace ug::nn

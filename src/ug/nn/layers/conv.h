@@ -53,6 +53,17 @@ class Conv2dImpl : public ConvImpl {
 };
 UG_MODULE(Conv2d);
 
+class ConvTranspose1dImpl : public ConvImpl {
+  UG_CLONEABLE(ConvTranspose1dImpl)
+ public:
+  ConvTranspose1dImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1,
+                      int64_t padding = 0, int64_t output_padding = 0, int64_t groups = 1, bool bias = true,
+                      int64_t dilation = 1)
+      : ConvImpl(1, in_channels, out_channels, {kernel_size}, {stride}, ConvPadding(Dims{padding}), {dilation}, groups,
+                 bias, true, {output_padding}) {}
+};
+UG_MODULE(ConvTranspose1d);
+
 class ConvTranspose2dImpl : public ConvImpl {
   UG_CLONEABLE(ConvTranspose2dImpl)
  public:
@@ -110,7 +121,7 @@ class AvgPoolImpl : public Module {
   std::optional<int64_t> divisor_override_;
 };
 
-/** Adaptive average or max pooling of the last `dims` (1 or 2) dims to output_size. */
+/** Adaptive average or max pooling of the last `dims` (1 to 3) dims to output_size. */
 class AdaptivePoolImpl : public Module {
   UG_CLONEABLE(AdaptivePoolImpl)
  public:
@@ -168,6 +179,7 @@ UG_MODULE(AvgPool2d);
   UG_MODULE(Name);
 UG_ADAPTIVE_POOL(AdaptiveAvgPool1d, 1, false)
 UG_ADAPTIVE_POOL(AdaptiveAvgPool2d, 2, false)
+UG_ADAPTIVE_POOL(AdaptiveMaxPool1d, 1, true)
 UG_ADAPTIVE_POOL(AdaptiveMaxPool2d, 2, true)
 #undef UG_ADAPTIVE_POOL
 

@@ -18,6 +18,17 @@ class Conv3dImpl : public ConvImpl {
 };
 UG_MODULE(Conv3d);
 
+class ConvTranspose3dImpl : public ConvImpl {
+  UG_CLONEABLE(ConvTranspose3dImpl)
+ public:
+  ConvTranspose3dImpl(int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride = {1},
+                      Dims padding = {0}, Dims output_padding = {0}, int64_t groups = 1, bool bias = true,
+                      Dims dilation = {1})
+      : ConvImpl(3, in_channels, out_channels, std::move(kernel_size), std::move(stride),
+                 ConvPadding(std::move(padding)), std::move(dilation), groups, bias, true, std::move(output_padding)) {}
+};
+UG_MODULE(ConvTranspose3d);
+
 class MaxPool3dImpl : public MaxPoolImpl {
   UG_CLONEABLE(MaxPool3dImpl)
  public:
@@ -37,5 +48,21 @@ class AvgPool3dImpl : public AvgPoolImpl {
                     count_include_pad, divisor_override) {}
 };
 UG_MODULE(AvgPool3d);
+
+class AdaptiveAvgPool3dImpl : public AdaptivePoolImpl {
+  UG_CLONEABLE(AdaptiveAvgPool3dImpl)
+ public:
+  explicit AdaptiveAvgPool3dImpl(Dims output_size)
+      : AdaptivePoolImpl("AdaptiveAvgPool3d", 3, false, std::move(output_size)) {}
+};
+UG_MODULE(AdaptiveAvgPool3d);
+
+class AdaptiveMaxPool3dImpl : public AdaptivePoolImpl {
+  UG_CLONEABLE(AdaptiveMaxPool3dImpl)
+ public:
+  explicit AdaptiveMaxPool3dImpl(Dims output_size)
+      : AdaptivePoolImpl("AdaptiveMaxPool3d", 3, true, std::move(output_size)) {}
+};
+UG_MODULE(AdaptiveMaxPool3d);
 
 }  // namespace ug::nn

@@ -18,6 +18,8 @@ Dropout1dImpl::Dropout1dImpl(double p, bool inplace) : DropoutImpl("Dropout1d", 
 
 Dropout2dImpl::Dropout2dImpl(double p, bool inplace) : DropoutImpl("Dropout2d", functional::dropout2d, p, inplace) {}
 
+Dropout3dImpl::Dropout3dImpl(double p, bool inplace) : DropoutImpl("Dropout3d", functional::dropout3d, p, inplace) {}
+
 Tensor DropoutImpl::forward(const Tensor& x) { return drop_(x, p_, is_training(), inplace_); }
 
 std::string DropoutImpl::extra_repr() const {

@@ -45,6 +45,13 @@ class Dropout2dImpl : public DropoutImpl {
 };
 UG_MODULE(Dropout2d);
 
+class Dropout3dImpl : public DropoutImpl {
+  UG_CLONEABLE(Dropout3dImpl)
+ public:
+  explicit Dropout3dImpl(double p = 0.5, bool inplace = false);
+};
+UG_MODULE(Dropout3d);
+
 /** weight [num_embeddings, embedding_dim] drawn from N(0, 1); the padding_idx row starts at
  *  zero and gets no gradient. */
 class EmbeddingImpl : public Module {

@@ -2,6 +2,8 @@
 // function in functional/margin_loss.h. Class weights are buffers, as in torch.
 #pragma once
 
+#include <functional>
+
 #include "ug/nn/functional/margin_loss.h"
 #include "ug/nn/layers/loss.h"
 
@@ -97,5 +99,42 @@ class MultiMarginLossImpl : public LossImpl {
   double margin_;
 };
 UG_MODULE(MultiMarginLoss);
+
+class MultiLabelMarginLossImpl : public LossImpl {
+  UG_CLONEABLE(MultiLabelMarginLossImpl)
+ public:
+  explicit MultiLabelMarginLossImpl(std::string reduction = "mean")
+      : LossImpl("MultiLabelMarginLoss", std::move(reduction)) {}
+  Tensor forward(const Tensor& input, const Tensor& target) {
+    return functional::multilabel_margin_loss(input, target, reduction());
+  }
+};
+UG_MODULE(MultiLabelMarginLoss);
+
+/** The distance function is any callable; none means functional::pairwise_distance. */
+class TripletMarginWithDistanceLossImpl : public LossImpl {
+  UG_CLONEABLE(TripletMarginWithDistanceLossImpl)
+ public:
+  using Distance = std::function<Tensor(const Tensor&, const Tensor&)>;
+  explicit TripletMarginWithDistanceLossImpl(Distance distance_function = {}, double margin = 1.0, bool swap = false,
+                                             std::string reduction = "mean")
+      : LossImpl("TripletMarginWithDistanceLoss", std::move(reduction)),
+        distance_(std::move(distance_function)),
+        margin_(margin),
+        swap_(swap) {
+    if (!(margin > 0))
+      fail("[TripletMarginWithDistanceLoss] expected margin to be greater than 0, got ", margin, " instead");
+  }
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) {
+    return functional::triplet_margin_with_distance_loss(anchor, positive, negative, distance_, margin_, swap_,
+                                                         reduction());
+  }
+
+ private:
+  Distance distance_;
+  double margin_;
+  bool swap_;
+};
+UG_MODULE(TripletMarginWithDistanceLoss);
 
 }  // namespace ug::nn

@@ -60,14 +60,16 @@ std::string NormBaseImpl::extra_repr() const {
 
 BatchNormImpl::BatchNormImpl(int spatial_dims, int64_t num_features, double eps, std::optional<double> momentum,
                              bool affine, bool track_running_stats, bool bias)
-    : NormBaseImpl(spatial_dims == 1 ? "BatchNorm1d" : "BatchNorm2d", num_features, eps, momentum, affine,
+    : NormBaseImpl("BatchNorm" + std::to_string(spatial_dims) + "d", num_features, eps, momentum, affine,
                    track_running_stats, bias),
       spatial_dims_(spatial_dims) {}
 
 Tensor BatchNormImpl::forward(const Tensor& x) {
-  const bool ok = spatial_dims_ == 1 ? (x.dim() == 2 || x.dim() == 3) : x.dim() == 4;
+  const bool ok = spatial_dims_ == 1 ? (x.dim() == 2 || x.dim() == 3) : x.dim() == spatial_dims_ + 2;
   if (!ok)
-    fail("[", type_name(), "] expected ", spatial_dims_ == 1 ? "2D or 3D" : "4D", " input, got shape ", x.shape());
+    fail("[", type_name(), "] expected ",
+         spatial_dims_ == 1 ? std::string("2D or 3D") : std::to_string(spatial_dims_ + 2) + "D", " input, got shape ",
+         x.shape());
   if (x.size(1) != num_features_)
     fail("[", type_name(), "] expected ", num_features_, " channels in dim 1, got shape ", x.shape());
   const bool use_batch_stats = is_training() || !track_running_stats_;
@@ -95,7 +97,7 @@ Tensor BatchNormImpl::forward(const Tensor& x) {
 
 InstanceNormImpl::InstanceNormImpl(int spatial_dims, int64_t num_features, double eps, std::optional<double> momentum,
                                    bool affine, bool track_running_stats, bool bias)
-    : NormBaseImpl(spatial_dims == 1 ? "InstanceNorm1d" : "InstanceNorm2d", num_features, eps, momentum, affine,
+    : NormBaseImpl("InstanceNorm" + std::to_string(spatial_dims) + "d", num_features, eps, momentum, affine,
                    track_running_stats, bias),
       spatial_dims_(spatial_dims) {}
 

@@ -58,6 +58,15 @@ class BatchNorm2dImpl : public BatchNormImpl {
 };
 UG_MODULE(BatchNorm2d);
 
+class BatchNorm3dImpl : public BatchNormImpl {
+  UG_CLONEABLE(BatchNorm3dImpl)
+ public:
+  explicit BatchNorm3dImpl(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                           bool affine = true, bool track_running_stats = true, bool bias = true)
+      : BatchNormImpl(3, num_features, eps, momentum, affine, track_running_stats, bias) {}
+};
+UG_MODULE(BatchNorm3d);
+
 /** InstanceNorm1d ([N, C, L] or unbatched [C, L]) and InstanceNorm2d ([N, C, H, W] or [C, H, W]):
  *  each channel of each sample normalized over its spatial dims. As torch's: no affine weight and
  *  no running statistics unless asked; with track_running_stats the running statistics are
@@ -90,6 +99,15 @@ class InstanceNorm2dImpl : public InstanceNormImpl {
       : InstanceNormImpl(2, num_features, eps, momentum, affine, track_running_stats, bias) {}
 };
 UG_MODULE(InstanceNorm2d);
+
+class InstanceNorm3dImpl : public InstanceNormImpl {
+  UG_CLONEABLE(InstanceNorm3dImpl)
+ public:
+  explicit InstanceNorm3dImpl(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                              bool affine = false, bool track_running_stats = false, bool bias = true)
+      : InstanceNormImpl(3, num_features, eps, momentum, affine, track_running_stats, bias) {}
+};
+UG_MODULE(InstanceNorm3d);
 
 class LayerNormImpl : public Module {
   UG_CLONEABLE(LayerNormImpl)
