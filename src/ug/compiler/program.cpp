@@ -254,9 +254,11 @@ void Program::save(const std::string& path) const {
   // A program calls some ops back (an op without an ONNX form, an optimizer's update, a fused
   // backward kernel), which a file cannot hold: name them all.
   std::vector<std::string> ops;
-  for (const onnx::Node& n : graph_->nodes)
-    if (n.op_type == "UgReplay" && std::get<std::string>(n.attributes.at("op")) != "stop_gradient")
-      ops.push_back(std::get<std::string>(n.attributes.at("op")));
+  for (const onnx::Node& n : graph_->nodes) {
+    if (n.op_type != "UgReplay") continue;
+    const std::string& op = std::get<std::string>(n.attributes.at("op"));
+    if (op != "stop_gradient") ops.push_back(op);  // a file holds it as Identity (file_form)
+  }
   std::sort(ops.begin(), ops.end());
   ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
   std::string called_back;
