@@ -553,8 +553,8 @@ def test_adam_rounds_each_operation_of_its_rule_on_every_instruction_set(dtype):
         params = ug.optim.apply_updates(params, updates)
         m = m + t(1 - beta1) * (g - m)  # torch's lerp for a weight under 0.5
         v = v * t(beta2) + (t(1 - beta2) * g) * g
-        denom = np.sqrt(v) / t(math.sqrt(1 - beta2**step)) + t(eps)
-        new = p + (t(-(lr / (1 - beta1**step))) * m) / denom
+        bc2_sqrt = math.sqrt(1 - beta2**step)  # torch's sqrt(v) / bc2_sqrt + eps, times bc2_sqrt
+        new = p + (t(-(lr / (1 - beta1**step)) * bc2_sqrt) * m) / (np.sqrt(v) + t(eps * bc2_sqrt))
         p = p + (new - p)  # apply_updates(p, new - p), as the functional form writes it
         np.testing.assert_array_equal(params["w"].numpy(), p)
         np.testing.assert_array_equal(state["w"]["exp_avg_sq"].numpy(), v)
