@@ -16,54 +16,6 @@ namespace ug::compiler {
 
 namespace {
 
-// Called-back ops whose closures hold no size: the optimizers' steps hold their live
-// parameters and state; the fused backward kernels, attention's kernels and an average pool's
-// gradient hold their kind and attributes (a layer norm's row length, cross-entropy's reduction
-// and ignored class, attention's scale, the pool's image size: a trace with free sizes puts the
-// call's attributes on the node, so they are compared); a convolution's weight gradient holds
-// its geometry and the weight's shape, a parameter's. Ops without an ONNX form that hold no
-// size either: the elementwise ones (their kind and dtype), sort (a dim, its order), the linalg
-// kernels (a flag or mode), binary cross entropy, diagonal (its offset and dims), stop_gradient (nothing). Any other (a
-// random draw's shape, a convolution's input gradient holding the input's shape, group norm's
-// row length, fill_'s shape) is refused.
-const std::set<std::string, std::less<>> kSizeFreeReplays = {
-    "optimizer_step",
-    "optimizer_update",
-    "relu_backward",
-    "tanh_backward",
-    "sigmoid_backward",
-    "silu_backward",
-    "gelu_backward",
-    "softmax_backward",
-    "log_softmax_backward",
-    "layer_norm_backward",
-    "conv2d_weight_grad",
-    "avg_pool2d_backward",
-    "cross_entropy_backward",
-    "scaled_dot_product_attention",
-    "attention_backward",
-    "atan2",
-    "remainder",
-    "floor_divide",
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-    "bitwise_not",
-    "bitwise_left_shift",
-    "bitwise_right_shift",
-    "sort",
-    "linalg_solve",
-    "linalg_solve_triangular",
-    "linalg_slogdet",
-    "linalg_cholesky",
-    "linalg_eigh",
-    "linalg_svd",
-    "linalg_qr",
-    "binary_cross_entropy",
-    "diagonal",
-    "stop_gradient",
-};
-
 bool same_tensor(const Tensor& a, const Tensor& b) {
   if (a.defined() != b.defined()) return false;
   if (!a.defined()) return true;
@@ -120,7 +72,7 @@ bool same_graph(const onnx::Graph& a, const onnx::Graph& b, const std::set<int64
     if (x.op_type == "UgReplay") {
       const auto op = x.attributes.find("op");
       const std::string name = op == x.attributes.end() ? "?" : std::get<std::string>(op->second);
-      if (!kSizeFreeReplays.contains(name)) {
+      if (!x.attributes.contains("size_free")) {  // graph::OpCall::set_replay's ReplaySizes::None
         *why = "op '" + name + "' is called back with the sizes it was traced at";
         return false;
       }

@@ -35,6 +35,8 @@ void OpCall::leave() {
 void OpCall::record_capture(Inputs inputs, Outputs outputs) {
   recorded_ = true;
   Capture::Open& me = capture_->open_.back();
+  // A UgReplay node's "size_free" attribute (onnx/graph_builder.cpp), read by Program::generalize.
+  if (replay_ && replay_sizes_ == ReplaySizes::None) attrs_.emplace_back("size_free", int64_t{1});
   CapturedCall call{def_.name(), {}, {}, std::move(attrs_), {}, {}, std::move(replay_), std::move(me.inner)};
   me.inner.clear();
   for (const Tensor* t : inputs) {

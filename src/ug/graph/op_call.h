@@ -65,6 +65,9 @@ using Inputs = List<const Tensor*>;
 using Outputs = List<const Tensor*>;
 using Saves = List<Save>;
 
+/** Whether a replay's closure holds a size of the call it was made at (OpCall::set_replay). */
+enum class ReplaySizes { Held, None };
+
 class OpCall {
  public:
   explicit OpCall(const OpDef& def) : def_(def), outer_op_(ug::detail::current_op) {
@@ -90,8 +93,13 @@ class OpCall {
   /** Attributes of the call for the capture, set before finish() (only when capturing()). */
   void set_attrs(Attrs attrs) { attrs_ = std::move(attrs); }
   /** How to run the call again on new inputs, for an op without a graph form (only when
-   *  capturing()): a compiled program calls it back. */
-  void set_replay(Replay replay) { replay_ = std::move(replay); }
+   *  capturing()): a compiled program calls it back. `sizes`: whether the closure holds a size
+   *  of this call (a shape, a row length); a program generalized over sizes (tf.function's
+   *  reduce_retracing) calls back only closures that hold none. */
+  void set_replay(Replay replay, ReplaySizes sizes = ReplaySizes::Held) {
+    replay_ = std::move(replay);
+    replay_sizes_ = sizes;
+  }
 
   /** A call without derivative rules: integer results, or a composite whose inner ops record
    *  their own derivatives. */
@@ -158,6 +166,7 @@ class OpCall {
   bool recorded_ = false;
   Attrs attrs_;
   Replay replay_;
+  ReplaySizes replay_sizes_ = ReplaySizes::Held;
 };
 
 }  // namespace ug::graph

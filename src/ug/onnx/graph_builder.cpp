@@ -377,12 +377,13 @@ void GraphBuilder::replay(const CapturedCall& call) {
   while (root->parent_) root = root->parent_;
   set_attr(n, "index", static_cast<int64_t>(root->replays_.size()));
   set_attr(n, "op", call.op);
-  if (has_attr(call, "effect")) set_attr(n, "effect", attr_int(call, "effect"));
+  for (const char* flag : {"effect", "size_free"})
+    if (has_attr(call, flag)) set_attr(n, flag, attr_int(call, flag));
   // Under free_sizes the call's attributes (a layer norm's row length) go with it, so that
   // two traces whose closures differ there are different graphs.
   if (sizes_free())
     for (const auto& attr : call.attrs)  // not a structured binding: clang 14 cannot capture one
-      if (attr.first != "effect")
+      if (attr.first != "effect" && attr.first != "size_free")
         std::visit([&n, &attr](const auto& x) { set_attr(n, "ug_" + attr.first, x); }, attr.second);
   root->replays_.push_back(call.replay);
 }

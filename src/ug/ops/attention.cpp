@@ -107,11 +107,13 @@ graph::Tensors attention_backward(const Tensor& g, const Tensor& q, const Tensor
   backend_for(q.device()).attention_backward(go, q, k, v, mask, causal, scale, out, lse, dq, dk, dv);
   if (call.capturing()) {
     call.set_attrs({{"causal", int64_t{causal}}, {"scale", scale}});
-    call.set_replay([causal, scale](const graph::Tensors& in) {
-      if (replay_takes_ops({&in[0], &in[1], &in[2], &in[3], &in[4]}))
-        return attention_backward_ops(in[0], in[1], in[2], in[3], in[4], causal, scale);
-      return attention_backward(in[0], in[1], in[2], in[3], in[4], in[5], in[6], causal, scale);
-    });
+    call.set_replay(
+        [causal, scale](const graph::Tensors& in) {
+          if (replay_takes_ops({&in[0], &in[1], &in[2], &in[3], &in[4]}))
+            return attention_backward_ops(in[0], in[1], in[2], in[3], in[4], causal, scale);
+          return attention_backward(in[0], in[1], in[2], in[3], in[4], in[5], in[6], causal, scale);
+        },
+        graph::ReplaySizes::None);
   }
   call.finish({&g, &q, &k, &v, &mask, &out, &lse}, {&dq, &dk, &dv});
   return {dq, dk, dv};
@@ -131,11 +133,13 @@ graph::Tensors attention_forward(const Tensor& q0, const Tensor& k0, const Tenso
   backend_for(q.device()).attention(q, k, v, mask, causal, scale, out, lse);
   if (call.capturing()) {
     call.set_attrs({{"causal", int64_t{causal}}, {"scale", scale}});
-    call.set_replay([causal, scale](const graph::Tensors& in) {
-      if (batching::max_level({&in[0], &in[1], &in[2], &in[3]}) || forward::active())
-        return attention_forward_ops(in[0], in[1], in[2], in[3], causal, scale);
-      return attention_forward(in[0], in[1], in[2], in[3], causal, scale);
-    });
+    call.set_replay(
+        [causal, scale](const graph::Tensors& in) {
+          if (batching::max_level({&in[0], &in[1], &in[2], &in[3]}) || forward::active())
+            return attention_forward_ops(in[0], in[1], in[2], in[3], causal, scale);
+          return attention_forward(in[0], in[1], in[2], in[3], causal, scale);
+        },
+        graph::ReplaySizes::None);
   }
   call.finish(
       {&q0, &k0, &v0, &mask}, {&out, &lse},

@@ -143,7 +143,8 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   // A program calls back an activation's gradient (one fused kernel, see its export rule) and
   // an op without a graph form (atan2, bitwise ops, Python's // and %: the exporter's table).
   if (call.capturing())
-    call.set_replay([op, common](const graph::Tensors& in) { return graph::Tensors{run(op, common, in[0], in[1])}; });
+    call.set_replay([op, common](const graph::Tensors& in) { return graph::Tensors{run(op, common, in[0], in[1])}; },
+                    graph::ReplaySizes::None);
   // Only what the rule reads is kept (add and sub need nothing, pow also needs its output); a
   // product keeps each operand for the other's gradient alone, so x * 0.5 keeps nothing of x
   // (attention's q * scale kept the whole q/k/v projection alive through its view).

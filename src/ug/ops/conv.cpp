@@ -169,9 +169,10 @@ Tensor conv_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, 
 /** The adjoint of conv_forward in w: a weight-shaped result from x and g. */
 Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p, const Shape& w_shape) {
   graph::OpCall call(kConv2dWeightGrad);
-  if (call.capturing())
+  if (call.capturing())  // w_shape is a parameter's: no size of the batch or the image
     call.set_replay(
-        [p, w_shape](const graph::Tensors& in) { return graph::Tensors{conv_weight_grad(in[0], in[1], p, w_shape)}; });
+        [p, w_shape](const graph::Tensors& in) { return graph::Tensors{conv_weight_grad(in[0], in[1], p, w_shape)}; },
+        graph::ReplaySizes::None);
   Tensor out;
   if (int lvl = batching::max_level({&x, &g})) {
     const int64_t v = vmap_size({&x, &g}, lvl);

@@ -111,7 +111,8 @@ Tensor solve_op(const Tensor& a, const Tensor& b, const char* op) {
     }
   }
   if (call.capturing())
-    call.set_replay([op](const graph::Tensors& in) { return graph::Tensors{solve_op(in[0], in[1], op)}; });
+    call.set_replay([op](const graph::Tensors& in) { return graph::Tensors{solve_op(in[0], in[1], op)}; },
+                    graph::ReplaySizes::None);
   call.finish(
       {&a, &b}, {&x}, {graph::input(a), graph::output(x)},
       [op](graph::Saved s, graph::Tensors&& g) {
@@ -144,9 +145,11 @@ Tensor solve_triangular_op(const Tensor& a, const Tensor& b, bool upper, bool un
   // Only the triangle the kernel reads has a derivative.
   auto triangle = [upper, unit](const Tensor& t) { return upper ? triu(t, unit ? 1 : 0) : tril(t, unit ? -1 : 0); };
   if (call.capturing())
-    call.set_replay([upper, unit](const graph::Tensors& in) {
-      return graph::Tensors{solve_triangular_op(in[0], in[1], upper, unit)};
-    });
+    call.set_replay(
+        [upper, unit](const graph::Tensors& in) {
+          return graph::Tensors{solve_triangular_op(in[0], in[1], upper, unit)};
+        },
+        graph::ReplaySizes::None);
   call.finish(
       {&a, &b}, {&x}, {graph::input(a), graph::output(x)},
       [upper, unit, triangle](graph::Saved s, graph::Tensors&& g) {
@@ -180,10 +183,12 @@ std::pair<Tensor, Tensor> slogdet_op(const Tensor& a) {
     }
   }
   if (call.capturing())
-    call.set_replay([](const graph::Tensors& in) {
-      auto [s, l] = slogdet_op(in[0]);
-      return graph::Tensors{s, l};
-    });
+    call.set_replay(
+        [](const graph::Tensors& in) {
+          auto [s, l] = slogdet_op(in[0]);
+          return graph::Tensors{s, l};
+        },
+        graph::ReplaySizes::None);
   // d log|det A| = tr(A^-1 dA); the sign is piecewise constant.
   call.finish(
       {&a}, {&sign, &logabsdet}, {graph::input(a)},
@@ -215,7 +220,9 @@ Tensor cholesky_op(const Tensor& a) {
                            a.shape(), ", dtype ", a.dtype(), ")");
     }
   }
-  if (call.capturing()) call.set_replay([](const graph::Tensors& in) { return graph::Tensors{cholesky_op(in[0])}; });
+  if (call.capturing())
+    call.set_replay([](const graph::Tensors& in) { return graph::Tensors{cholesky_op(in[0])}; },
+                    graph::ReplaySizes::None);
   call.finish(
       {&a}, {&l}, {graph::output(l)},
       [](graph::Saved s, graph::Tensors&& g) {
@@ -258,10 +265,12 @@ std::pair<Tensor, Tensor> eigh_op(const Tensor& a) {
     }
   }
   if (call.capturing())
-    call.set_replay([](const graph::Tensors& in) {
-      auto [w, v] = eigh_op(in[0]);
-      return graph::Tensors{w, v};
-    });
+    call.set_replay(
+        [](const graph::Tensors& in) {
+          auto [w, v] = eigh_op(in[0]);
+          return graph::Tensors{w, v};
+        },
+        graph::ReplaySizes::None);
   call.finish(
       {&a}, {&w, &v}, {graph::output(w), graph::output(v)},
       [](graph::Saved s, graph::Tensors&& g) {
@@ -305,10 +314,12 @@ std::tuple<Tensor, Tensor, Tensor> svd_op(const Tensor& a, bool full) {
     }
   }
   if (call.capturing())
-    call.set_replay([full](const graph::Tensors& in) {
-      auto [u, s, vh] = svd_op(in[0], full);
-      return graph::Tensors{u, s, vh};
-    });
+    call.set_replay(
+        [full](const graph::Tensors& in) {
+          auto [u, s, vh] = svd_op(in[0], full);
+          return graph::Tensors{u, s, vh};
+        },
+        graph::ReplaySizes::None);
   call.finish(
       {&a}, {&u, &s, &vh}, {graph::output(u), graph::output(s), graph::output(vh)},
       [m, n, k](graph::Saved saved, graph::Tensors&& g) {
@@ -388,10 +399,12 @@ std::pair<Tensor, Tensor> qr_op(const Tensor& a, std::string_view mode) {
     }
   }
   if (call.capturing())
-    call.set_replay([mode = std::string(mode)](const graph::Tensors& in) {
-      auto [q, r] = qr_op(in[0], mode);
-      return graph::Tensors{q, r};
-    });
+    call.set_replay(
+        [mode = std::string(mode)](const graph::Tensors& in) {
+          auto [q, r] = qr_op(in[0], mode);
+          return graph::Tensors{q, r};
+        },
+        graph::ReplaySizes::None);
   call.finish(
       {&a}, {&q, &r}, {graph::output(q), graph::output(r)},
       [m, n, complete, r_only](graph::Saved s, graph::Tensors&& g) {

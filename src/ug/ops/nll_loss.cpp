@@ -98,9 +98,11 @@ Tensor cross_entropy_backward(const Tensor& g, const Tensor& x, const Tensor& ta
   }
   if (call.capturing()) {
     call.set_attrs({{"ignore_index", ignore_index}, {"reduction", std::string(reduction_name(r))}});
-    call.set_replay([ignore_index, r](const graph::Tensors& in) {
-      return graph::Tensors{cross_entropy_grad(in[0], in[1], in[2], in[3], ignore_index, r)};
-    });
+    call.set_replay(
+        [ignore_index, r](const graph::Tensors& in) {
+          return graph::Tensors{cross_entropy_grad(in[0], in[1], in[2], in[3], ignore_index, r)};
+        },
+        graph::ReplaySizes::None);
   }
   call.finish(
       {&g, &x, &target, &weight}, {&dx},

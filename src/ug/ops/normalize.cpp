@@ -135,18 +135,21 @@ graph::Tensors layer_norm_backward(const Tensor& g, const Tensor& x, const Tenso
   if (dw.defined()) dw = dw.view(w.shape());
   if (db.defined()) db = db.view(b_shape);
   if (call.capturing()) {
+    // The closure's row length is an attribute (reduce_retracing compares it), b_shape a parameter's.
     call.set_attrs(
         {{"cols", p.cols}, {"epsilon", p.eps}, {"need_weight", int64_t{p.need_w}}, {"need_bias", int64_t{p.need_b}}});
-    call.set_replay([p, b_shape](const graph::Tensors& in) {  // a program run under vmap or jvp: the formula
-      if (batching::max_level({&in[0], &in[1], &in[2]}) || forward::active()) {
-        graph::Tensors d = normalize_rows_backward_ops(in[0], in[1], in[2], p.cols, p.eps, p.need_w, p.need_b);
-        graph::Tensors r{d[0]};
-        if (p.need_w) r.push_back(d[1]);
-        if (p.need_b) r.push_back(d[2].view(b_shape));
-        return r;
-      }
-      return layer_norm_backward(in[0], in[1], in[2], Tensor(), Tensor(), p, b_shape);
-    });
+    call.set_replay(
+        [p, b_shape](const graph::Tensors& in) {  // a program run under vmap or jvp: the formula
+          if (batching::max_level({&in[0], &in[1], &in[2]}) || forward::active()) {
+            graph::Tensors d = normalize_rows_backward_ops(in[0], in[1], in[2], p.cols, p.eps, p.need_w, p.need_b);
+            graph::Tensors r{d[0]};
+            if (p.need_w) r.push_back(d[1]);
+            if (p.need_b) r.push_back(d[2].view(b_shape));
+            return r;
+          }
+          return layer_norm_backward(in[0], in[1], in[2], Tensor(), Tensor(), p, b_shape);
+        },
+        graph::ReplaySizes::None);
   }
   std::vector<const Tensor*> outs{&dx};
   if (dw.defined()) outs.push_back(&dw);

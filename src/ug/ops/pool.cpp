@@ -97,7 +97,8 @@ Tensor window_avg_transpose(const Tensor& g, const Windows& win, int64_t h, int6
   graph::OpCall call(kAvgPool2dBackward);
   if (call.capturing()) {  // a gradient without a graph form of its own: a program calls it back
     call.set_replay(
-        [win, h, w](const graph::Tensors& in) { return graph::Tensors{window_avg_transpose(in[0], win, h, w)}; });
+        [win, h, w](const graph::Tensors& in) { return graph::Tensors{window_avg_transpose(in[0], win, h, w)}; },
+        graph::ReplaySizes::None);
     call.set_attrs({{"height", h}, {"width", w}});  // the closure's sizes, for reduce_retracing to compare
   }
   Tensor out;

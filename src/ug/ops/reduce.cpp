@@ -392,7 +392,8 @@ Tensor softmax_backward_rows(const Tensor& g, const Tensor& y, bool log) {
         .softmax_backward(g.contiguous().view({rows, cols}), y.view({rows, cols}), log, dx.view({rows, cols}));
   }
   if (call.capturing())  // a program run under vmap or jvp takes the formula
-    call.set_replay([log](const graph::Tensors& in) { return graph::Tensors{softmax_grad(in[0], in[1], log)}; });
+    call.set_replay([log](const graph::Tensors& in) { return graph::Tensors{softmax_grad(in[0], in[1], log)}; },
+                    graph::ReplaySizes::None);
   call.finish(
       {&g, &y}, {&dx}, {graph::input(g), graph::input(y)},
       [log](graph::Saved s, graph::Tensors&& h) {

@@ -40,10 +40,12 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bo
   auto result = sort_untraced(x, dim, descending, stable);
   // No graph form: a program calls it back.
   if (call.capturing())
-    call.set_replay([dim, descending, stable](const graph::Tensors& in) {
-      auto [values, indices] = sort(in[0], dim, descending, stable);
-      return graph::Tensors{values, indices};
-    });
+    call.set_replay(
+        [dim, descending, stable](const graph::Tensors& in) {
+          auto [values, indices] = sort(in[0], dim, descending, stable);
+          return graph::Tensors{values, indices};
+        },
+        graph::ReplaySizes::None);
   // The values' derivative is recorded by the gather that reads them.
   call.finish({&x}, {&result.first, &result.second});
   return result;

@@ -106,7 +106,9 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   }
   set_attrs(call, op);
   // An op without a graph form (bitwise_not): a program calls it back.
-  if (call.capturing()) call.set_replay([op](const graph::Tensors& in) { return graph::Tensors{unary(op, in[0])}; });
+  if (call.capturing())
+    call.set_replay([op](const graph::Tensors& in) { return graph::Tensors{unary(op, in[0])}; },
+                    graph::ReplaySizes::None);
   // in is x itself wherever a derivative exists: only integers and bool are converted.
   const Reads reads = info(op).reads;
   call.finish(

@@ -447,7 +447,8 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
   if (dim1 == dim2) fail("[diagonal] dim1 and dim2 cannot be the same (", dim1, ")");
   ViewFn part = [offset, dim1, dim2](const Tensor& t) { return t.diagonal(offset, dim1, dim2); };
   // A strided view without a graph form: a program calls it back (a view of its input, as here).
-  if (call.capturing()) call.set_replay([part](const graph::Tensors& in) { return graph::Tensors{part(in[0])}; });
+  if (call.capturing())
+    call.set_replay([part](const graph::Tensors& in) { return graph::Tensors{part(in[0])}; }, graph::ReplaySizes::None);
   if (batching::level(*this))
     return finish_part(call,
                        batched_view(*this, [&](const Tensor& p) { return p.diagonal(offset, dim1 + 1, dim2 + 1); }),
@@ -480,7 +481,8 @@ const graph::OpDef kStopGradient("stop_gradient");
 Tensor stop_gradient(const Tensor& x) {
   graph::OpCall call(kStopGradient);
   Tensor y = x.detach();
-  if (call.capturing()) call.set_replay([](const graph::Tensors& in) { return graph::Tensors{in[0].detach()}; });
+  if (call.capturing())
+    call.set_replay([](const graph::Tensors& in) { return graph::Tensors{in[0].detach()}; }, graph::ReplaySizes::None);
   call.finish({&x}, {&y});  // no rule: no gradient flows back
   return y;
 }

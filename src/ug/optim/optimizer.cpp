@@ -112,19 +112,21 @@ void Optimizer::step_params(const std::vector<StepParam>& params, const std::vec
   for (const Tensor& g : grads) inputs.push_back(&g);
   for (const auto& [group, p] : params) outputs.push_back(&p);
   call.set_attrs({{"optimizer", name_}, {"effect", int64_t(1)}});
-  call.set_replay([this, alive = std::weak_ptr<const bool>(alive_), params](const std::vector<Tensor>& in) {
-    if (alive.expired())
-      fail<RuntimeError>("[optimizer_step] the optimizer this compiled step calls was deleted: keep it alive");
-    NoGradGuard no_grad;
-    // A parameter the program wrote before the step (copy_) holds that value in the graph only.
-    for (size_t i = 0; i < params.size(); ++i)
-      if (const Tensor& p = params[i].second; in[i].storage() != p.storage()) Tensor(p).copy_(in[i]);
-    std::vector<Tensor> run_grads(in.begin() + static_cast<std::ptrdiff_t>(params.size()), in.end());
-    apply_step(params, run_grads);
-    std::vector<Tensor> out;
-    for (const auto& [group, p] : params) out.push_back(p);
-    return out;
-  });
+  call.set_replay(
+      [this, alive = std::weak_ptr<const bool>(alive_), params](const std::vector<Tensor>& in) {
+        if (alive.expired())
+          fail<RuntimeError>("[optimizer_step] the optimizer this compiled step calls was deleted: keep it alive");
+        NoGradGuard no_grad;
+        // A parameter the program wrote before the step (copy_) holds that value in the graph only.
+        for (size_t i = 0; i < params.size(); ++i)
+          if (const Tensor& p = params[i].second; in[i].storage() != p.storage()) Tensor(p).copy_(in[i]);
+        std::vector<Tensor> run_grads(in.begin() + static_cast<std::ptrdiff_t>(params.size()), in.end());
+        apply_step(params, run_grads);
+        std::vector<Tensor> out;
+        for (const auto& [group, p] : params) out.push_back(p);
+        return out;
+      },
+      graph::ReplaySizes::None);
   call.finish(inputs, outputs);
 }
 
@@ -303,7 +305,7 @@ std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tens
         return out;
       };
     };
-    call.set_replay(graph::UpdateReplay{replay(false), replay(true)});
+    call.set_replay(graph::UpdateReplay{replay(false), replay(true)}, graph::ReplaySizes::None);
   }
   call.finish(inputs, outputs);
   return {delta, std::move(fresh)};

@@ -210,7 +210,8 @@ Tensor binary_cross_entropy_elementwise(const Tensor& input, const Tensor& t) {
   // Losses have no graph form: a program calls it back.
   if (call.capturing())
     call.set_replay(
-        [](const graph::Tensors& in) { return graph::Tensors{binary_cross_entropy_elementwise(in[0], in[1])}; });
+        [](const graph::Tensors& in) { return graph::Tensors{binary_cross_entropy_elementwise(in[0], in[1])}; },
+        graph::ReplaySizes::None);
   // torch's derivatives: (x - t) / max(x (1 - x), 1e-12) for the input (the composed form
   // would give inf at 0 and 1), the log-odds log(1 - x) - log(x) for the target.
   call.finish(
