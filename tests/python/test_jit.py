@@ -303,6 +303,8 @@ def test_function_reduce_retracing_folds_ops_called_back_without_sizes():
     # [n, 2, 3] -> [6, n]: where the size goes depends on n itself.
     (lambda x: x.reshape(6, -1).sum(0), "the two traces are different graphs"),
     (lambda x: x.flatten(1) + ug.nn.functional.dropout(x.flatten(1), 0.5), "op 'random' is called back"),
+    # Its closure holds the row length, which is not on its node.
+    (lambda x: ug.nn.functional.group_norm(x, 1), "op 'group_norm' is called back"),
 ])
 def test_function_reduce_retracing_refuses_what_depends_on_a_size(body, why):
     """Each refusal keeps one exact program per shape (right answers) and says why it could not
