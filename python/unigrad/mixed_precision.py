@@ -2,9 +2,9 @@
 
     ug.mixed_precision.set_global_policy("mixed_float16")
 
-Layers built afterwards (Dense) keep float32 weights and compute in float16; compile() then
-fit() run the forward pass and the loss under autocast and scale the float16 loss, as Keras's
-LossScaleOptimizer does. The policy lives in C++ (ug::mixed_precision).
+Layers with weights built afterwards (Dense, Linear, the convolutions) keep float32 weights and
+compute in float16; compile() then fit() run the forward pass and the loss under autocast and
+scale the float16 loss, as Keras's LossScaleOptimizer does. The policy lives in C++ (ug::mixed_precision).
 """
 from . import _C
 

@@ -419,6 +419,55 @@ def test_dense_under_a_mixed_policy_matches_keras(keras, policy):
     keras.mixed_precision.set_global_policy("float32")
 
 
+def test_conv_under_a_mixed_policy_matches_keras(keras, policy):
+    """Keras's rule for every layer with weights, conv layers as Dense: built under a mixed
+    policy, float32 weights and the product in the 16-bit dtype (Keras's Conv2D on the same
+    weights, channels last: TensorFlow's CPU convolution takes no other layout)."""
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, (2, 3, 7, 7)).astype(np.float32)
+    for name, dtype in [("mixed_float16", "float16"), ("mixed_bfloat16", "bfloat16")]:
+        policy.set_global_policy(name)
+        keras.mixed_precision.set_global_policy(name)
+        ours = ug.nn.Conv2d(3, 4, 3, padding="same")
+        theirs = keras.layers.Conv2D(4, 3, padding="same")
+        theirs.build((None, 7, 7, 3))
+        theirs.set_weights([ours.weight.detach().numpy().transpose(2, 3, 1, 0), ours.bias.detach().numpy()])
+        y, expected = ours(ug.tensor(x)), theirs(x.transpose(0, 2, 3, 1))
+        assert ours.weight.dtype == ug.float32 and repr(y.dtype) == f"unigrad.{dtype}"
+        assert expected.dtype.name == dtype
+        e = np.asarray(expected, dtype=np.float32).transpose(0, 3, 1, 2)
+        # 27 products of 16-bit operands summed in float32, then rounded to the 16-bit dtype.
+        ulp = 2.0 ** (-10 if dtype == "float16" else -7)
+        assert_close(y.float().numpy(), e, "float32", rtol=4 * ulp, atol=4 * ulp * float(np.abs(e).max()))
+    keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: ug.nn.Linear(6, 3), (4, 6)),
+    (lambda: ug.nn.Conv1d(3, 4, 3), (2, 3, 9)),
+    (lambda: ug.nn.Conv3d(2, 3, 2), (1, 2, 4, 4, 4)),
+    (lambda: ug.nn.ConvTranspose2d(3, 2, 3, stride=2), (2, 3, 5, 5)),
+])
+def test_layers_with_weights_take_the_policy_they_are_built_under(policy, make, shape):
+    """The output is what autocast gives the same layer built under float32, bit for bit; the
+    gradients come back in float32; a layer built before the policy changed keeps its own."""
+    ug.manual_seed(0)
+    x = ug.randn(*shape)
+    plain = make()
+    policy.set_global_policy("mixed_bfloat16")
+    mixed = make()
+    mixed.load_state_dict(plain.state_dict())
+    y = mixed(x)
+    with ug.autocast("cpu", dtype=ug.bfloat16):
+        expected = plain(x)
+    assert y.dtype == ug.bfloat16 and plain(x).dtype == ug.float32
+    np.testing.assert_array_equal(y.float().numpy(), expected.float().numpy())
+    y.float().sum().backward()
+    assert mixed.weight.dtype == mixed.weight.grad.dtype == ug.float32
+    policy.set_global_policy("float32")
+    assert mixed(x).dtype == ug.bfloat16 and make()(x).dtype == ug.float32
+
+
 def test_fit_under_mixed_float16_scales_the_loss(policy):
     policy.set_global_policy("mixed_float16")
     ug.manual_seed(0)

@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "ug/nn/init.h"
+#include "ug/nn/mixed_precision.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/conv3d.h"
 #include "ug/ops/pool.h"
 
@@ -34,7 +36,8 @@ ConvImpl::ConvImpl(int spatial_dims, int64_t in_channels, int64_t out_channels, 
       groups_(groups),
       transposed_(transposed),
       output_padding_(per_dim(std::move(output_padding), spatial_dims, type_name(), "output_padding")),
-      has_bias_(bias) {
+      has_bias_(bias),
+      compute_dtype_(mixed_precision::global_policy().autocast_dtype()) {
   if (in_channels <= 0 || out_channels <= 0 || groups <= 0 || in_channels % groups || out_channels % groups)
     fail("[", type_name(), "] in_channels (", in_channels, ") and out_channels (", out_channels,
          ") must be positive multiples of groups (", groups, ")");
@@ -59,6 +62,8 @@ Tensor ConvImpl::forward(const Tensor& x) {
   const Tensor& w = parameter("weight");
   std::optional<Tensor> b;
   if (const Tensor& bias = parameter("bias"); bias.defined()) b = bias;
+  std::optional<AutocastGuard> mixed;
+  if (compute_dtype_) mixed.emplace(x.device().type, *compute_dtype_);
   if (transposed_) {
     auto conv_t = spatial_dims_ == 1 ? conv_transpose1d : spatial_dims_ == 2 ? conv_transpose2d : conv_transpose3d;
     return conv_t(x, w, b, stride_, padding_.sizes, output_padding_, groups_, dilation_);

@@ -11,7 +11,9 @@
 namespace ug::nn {
 
 /** Conv1d, 2d and 3d: weight [out, in / groups, *kernel], PyTorch's default initialisation
- *  (kaiming_uniform_ with a = sqrt(5), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))). */
+ *  (kaiming_uniform_ with a = sqrt(5), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))). Built under a
+ *  Keras mixed-precision policy (nn/mixed_precision.h), as Dense, it keeps float32 weights and
+ *  computes in the policy's 16-bit dtype. */
 class ConvImpl : public Module {
   UG_CLONEABLE(ConvImpl)
  public:
@@ -21,6 +23,8 @@ class ConvImpl : public Module {
   Tensor forward(const Tensor& x) override;
   void reset_parameters() override;
   std::string extra_repr() const override;
+  /** Keras's layer.compute_dtype: the mixed-precision policy's 16-bit dtype, if built under one. */
+  std::optional<DType> compute_dtype() const { return compute_dtype_; }
 
  private:
   int spatial_dims_;
@@ -32,6 +36,7 @@ class ConvImpl : public Module {
   bool transposed_;
   Dims output_padding_;
   bool has_bias_;
+  std::optional<DType> compute_dtype_;
 };
 
 class Conv1dImpl : public ConvImpl {

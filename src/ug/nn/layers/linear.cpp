@@ -17,7 +17,12 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool bias, std
 }
 
 LinearImpl::LinearImpl(std::string type_name, int64_t in_features, int64_t out_features, bool bias, DType dtype)
-    : Module(std::move(type_name)), in_features_(-1), out_features_(out_features), has_bias_(bias), dtype_(dtype) {
+    : Module(std::move(type_name)),
+      in_features_(-1),
+      out_features_(out_features),
+      has_bias_(bias),
+      dtype_(dtype),
+      compute_dtype_(mixed_precision::global_policy().autocast_dtype()) {
   if (out_features <= 0) fail("[", this->type_name(), "] out_features must be positive, got ", out_features);
   if (!is_floating(dtype)) fail<TypeError>("[", this->type_name(), "] needs a floating dtype, got ", dtype);
   register_parameter("weight", Tensor());
@@ -49,6 +54,8 @@ Tensor LinearImpl::forward(const Tensor& x) {
   }
   if (x.dim() == 0 || x.size(-1) != in_features_)
     fail("[", type_name(), "] expected input with last dim ", in_features_, ", got shape ", x.shape());
+  std::optional<AutocastGuard> mixed;
+  if (compute_dtype_) mixed.emplace(x.device().type, *compute_dtype_);
   return functional::linear(x, weight(), bias());
 }
 
@@ -62,7 +69,6 @@ DenseImpl::DenseImpl(int64_t units, const std::string& activation_name, int64_t 
     : LinearImpl("Dense", input_dim, units, use_bias, dtype.value_or(get_default_dtype())),
       activation_name_(activation_name),
       flatten_(flatten),
-      compute_dtype_(mixed_precision::global_policy().autocast_dtype()),
       activation_(activation(activation_name)) {
   if (input_dim >= 0) reset_parameters();
 }
@@ -86,7 +92,7 @@ Tensor DenseImpl::forward(const Tensor& x) {
     in = x.reshape({x.size(0), features});
   }
   std::optional<AutocastGuard> mixed;
-  if (compute_dtype_) mixed.emplace(x.device().type, *compute_dtype_);
+  if (compute_dtype()) mixed.emplace(x.device().type, *compute_dtype());  // the activation too
   Tensor y = LinearImpl::forward(in);
   return activation_ ? activation_(y) : y;
 }

@@ -23,6 +23,9 @@ class LinearImpl : public Module {
   Tensor& bias() { return parameter("bias"); }
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }
+  /** Keras's layer.compute_dtype: the 16-bit dtype of the mixed-precision policy the layer was
+   *  built under (nn/mixed_precision.h), which its forward runs in (autocast); none otherwise. */
+  std::optional<DType> compute_dtype() const { return compute_dtype_; }
 
  protected:
   LinearImpl(std::string type_name, int64_t in_features, int64_t out_features, bool bias, DType dtype);
@@ -33,14 +36,15 @@ class LinearImpl : public Module {
   int64_t in_features_, out_features_;
   bool has_bias_;
   DType dtype_;
+  std::optional<DType> compute_dtype_;
 };
 UG_MODULE(Linear);
 
 /** Keras's Dense: `Dense(128, "relu")`; the input size comes from the first call unless
  *  given. Keras's defaults: Glorot-uniform kernel, zero bias. Keras maps the last dim; with
  *  `flatten`, Gluon's Dense, every dim after the first is flattened into one first, so a
- *  (N, C, H, W) batch gives (N, units). Built under a mixed-precision policy
- *  (nn/mixed_precision.h), it keeps float32 weights and computes in the policy's 16-bit dtype. */
+ *  (N, C, H, W) batch gives (N, units). Built under a mixed-precision policy, as Linear, it keeps
+ *  float32 weights and computes in the policy's 16-bit dtype, its activation included. */
 class DenseImpl : public LinearImpl {
   UG_CLONEABLE(DenseImpl)
  public:
@@ -52,13 +56,10 @@ class DenseImpl : public LinearImpl {
   /** The activation's name, "" for none. */
   const std::string& activation_name() const { return activation_name_; }
   bool flatten() const { return flatten_; }
-  /** The policy's compute dtype when it differs from the weights' (Keras's layer.compute_dtype). */
-  std::optional<DType> compute_dtype() const { return compute_dtype_; }
 
  private:
   std::string activation_name_;
   bool flatten_;
-  std::optional<DType> compute_dtype_;
   std::function<Tensor(const Tensor&)> activation_;
 };
 UG_MODULE(Dense);
