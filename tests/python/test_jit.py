@@ -791,6 +791,28 @@ def test_writes_into_a_traced_value_compile_functionally():
         ug.jit(shared)(ug.randn(3, 3))
 
 
+@pytest.mark.parametrize("donate", [False, True])
+def test_an_argument_written_in_place_is_written_back_at_every_call(donate):
+    # torch-style x.add_(1) on an argument changes the caller's tensor, at the trace and at
+    # every run of the program after it (a run once left it as it was).
+    def f(x, y):
+        x.mul_(2)
+        y.sub_(x.t().t())
+        return (x * y).sum()
+    jitted = ug.jit(f, donate_argnums=(0,) if donate else ())
+    for _ in range(3):
+        x, y = ug.randn(3, 2), ug.randn(3, 2)
+        xe, ye = x.clone(), y.clone()
+        want = f(xe, ye)
+        np.testing.assert_array_equal(jitted(x, y).numpy(), want.numpy())
+        np.testing.assert_array_equal(y.numpy(), ye.numpy())
+        if donate:
+            assert x.is_deleted()
+        else:
+            np.testing.assert_array_equal(x.numpy(), xe.numpy())
+    assert jitted.cache_info().traces == 1
+
+
 @pytest.mark.parametrize("fn", [lambda x: x.nonzero(), lambda x: x[x > 0], lambda x: x.masked_select(x > 0)])
 def test_an_output_shape_that_depends_on_the_data_is_refused_as_jax_does(fn):
     with pytest.raises(ValueError, match=r"op 'nonzero'.*depends on the data.*where\(mask, x, 0\).*count_nonzero"):

@@ -95,7 +95,7 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
     capture.check();
     calls = capture.calls();
   }
-  if (outputs.empty()) fail("[onnx.export] the model returned no tensors");
+  if (outputs.empty() && !program) fail("[onnx.export] the model returned no tensors");
   const std::vector<std::string> output_names =
       names_or_default(options.output_names, outputs.size(), "output_", "output");
   check_options(options, input_names, output_names);
@@ -135,8 +135,20 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
       if (grad.defined()) g.add_output(grad, "ug_grad_" + std::to_string(index), {});
       program->grad_writes.emplace_back(leaf, grad.defined() ? index++ : -1);
     }
-    for (const auto& [placeholder, leaf] : grad_trace->incoming())
-      if (auto name = g.constant_name(placeholder)) program->grad_sources.emplace_back(*name, leaf);
+    // An argument written in place (x.add_(1) on an input): the caller's tensor takes the
+    // new value after each run, as it does eagerly.
+    for (size_t i = 0; i < example_inputs.size(); ++i)
+      if (example_inputs[i].version() != start_versions[i]) {
+        g.add_output(example_inputs[i], "ug_input_" + std::to_string(index), {});
+        program->input_writes.emplace_back(i, index++);
+      }
+    if (index == 0)
+      fail(
+          "[jit] the function returns no tensors and writes no state (parameters, buffers, .grad or its "
+          "arguments): a program of it would compute nothing; return what it computes");
+    for (const auto* sources : {&grad_trace->incoming(), &grad_trace->read_by_steps()})
+      for (const auto& [placeholder, leaf] : *sources)
+        if (auto name = g.constant_name(placeholder)) program->grad_sources.emplace_back(*name, leaf);
     program->live_leaves = g.live_leaves();
     program->replays = g.replays();
     program->outputs = outputs;

@@ -156,7 +156,10 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
   if (auto param = param_name(t)) {
     // Another handle of a parameter already in the graph is that initializer.
     name = emitted_params_.insert(*param).second ? initializer(t, *param) : *param;
-  } else if (name_live_leaves_ && (t.requires_grad() || written_in_place_.contains(t.storage().get()))) {
+  } else if (name_live_leaves_ &&
+             (t.requires_grad() || t.impl().is_parameter() || written_in_place_.contains(t.storage().get()))) {
+    // A parameter is read live even while frozen (requires_grad_(False)): a step that
+    // unfreezes it later updates it behind this program's back.
     name = initializer(t, fresh("param"));
     emitted_params_.insert(name);
     live_leaves_.emplace_back(name, t);
