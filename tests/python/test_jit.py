@@ -851,6 +851,32 @@ def test_a_detach_inside_a_program_cuts_the_gradient_taken_through_it(stop, tmp_
     np.testing.assert_allclose(got, f(a, m).numpy(), rtol=4 * 5 * np.finfo(np.float64).eps)
 
 
+def test_a_no_grad_block_inside_a_program_cuts_the_gradient_taken_through_it(tmp_path):
+    # Results of ops run inside `with no_grad()` are detached eagerly; a program that autograd
+    # records through (grad of jit, an input that requires grad) once let the gradient flow
+    # through them. Traced first by a call without gradients, as above.
+    def f(a, m):
+        with ug.no_grad():
+            b = a * m
+            c = ug.exp(a)
+        return (a * b + c * m).sum()
+
+    a, m = ug.randn(5, dtype=ug.float64), ug.randn(5, dtype=ug.float64)
+    jitted = ug.jit(f)
+    np.testing.assert_array_equal(jitted(a, m).numpy(), f(a, m).numpy())
+    want = ug.grad(f, argnums=(0, 1))(a, m)
+    np.testing.assert_array_equal(want[0].numpy(), (a * m).numpy())
+    for got in (ug.grad(jitted, argnums=(0, 1))(a, m), ug.jit(ug.grad(f, argnums=(0, 1)))(a, m)):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+    x = a.clone().requires_grad_()
+    jitted(x, m).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), want[0].numpy())
+    path = str(tmp_path / "f.onnx")
+    ug.jit.save(f, path, a, m)
+    np.testing.assert_array_equal(ug.onnx.load(path)(a, m).detach().numpy(), f(a, m).numpy())
+
+
 # ---- control flow, against JAX -------------------------------------------------------------------
 
 

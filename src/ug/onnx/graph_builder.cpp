@@ -130,9 +130,11 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
   if (!t.defined()) fail<RuntimeError>("[onnx.export] an op used an undefined tensor");
   if (auto it = unexported_.find(key(t)); it != unexported_.end()) fail("[onnx.export] ", it->second.second);
   if (auto it = values_.find(key(t)); it != values_.end()) {
-    if (!dtype || *dtype == t.dtype()) return it->second.name;
-    std::string cast = fresh(it->second.name + "_cast");
-    set_attr(node("Cast", {it->second.name}, {cast}), "to", static_cast<int64_t>(onnx_dtype(*dtype)));
+    std::string name = it->second.name;
+    if (!reading_without_grad_ && no_grad_made_.contains(name)) name = stopped(name);
+    if (!dtype || *dtype == t.dtype()) return name;
+    std::string cast = fresh(name + "_cast");
+    set_attr(node("Cast", {name}, {cast}), "to", static_cast<int64_t>(onnx_dtype(*dtype)));
     return cast;
   }
   if (parent_ && !made_here(t)) return parent_->value(t, dtype);
@@ -385,9 +387,22 @@ void GraphBuilder::replay(const CapturedCall& call) {
   // two traces whose closures differ there are different graphs.
   if (sizes_free())
     for (const auto& attr : call.attrs)  // not a structured binding: clang 14 cannot capture one
-      if (attr.first != "effect")
+      if (attr.first != "effect" && attr.first != "no_grad")
         std::visit([&n, &attr](const auto& x) { set_attr(n, "ug_" + attr.first, x); }, attr.second);
   root->replays_.push_back(call.replay);
+}
+
+std::string GraphBuilder::stopped(const std::string& name) {
+  if (auto it = stopped_.find(name); it != stopped_.end()) return it->second;
+  const std::string out = fresh("stop_gradient");
+  ::onnx::NodeProto& n = node("UgReplay", {name}, {out});
+  GraphBuilder* root = this;
+  while (root->parent_) root = root->parent_;
+  set_attr(n, "index", static_cast<int64_t>(root->replays_.size()));
+  set_attr(n, "op", std::string("stop_gradient"));
+  root->replays_.push_back([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].detach()}; });
+  stopped_.emplace(name, out);
+  return out;
 }
 
 void GraphBuilder::check_outputs(const CapturedCall& call) {
@@ -564,6 +579,8 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
   if (in_place && !values_.contains(key(out)) && !param_name(out) && name_live_leaves_)
     params_.emplace_back(fresh("written"), out);
   std::string name = fresh(call.op);
+  // An in-place write under no_grad leaves a tensor that requires grad as it was (a parameter).
+  if (stop_no_grad_ && !in_place && has_attr(call, "no_grad") && out.is_floating_point()) no_grad_made_.insert(name);
   const uint32_t version = i < call.output_versions.size() ? call.output_versions[i] : out.version();
   values_[key(out)] = {name, *dynamic, out, true, version, call.op};
   for (const void* k : handles) {
