@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -180,6 +181,12 @@ class GraphBuilder {
   std::optional<std::pair<std::string, uint32_t>> traced_view(const Tensor& t);
   /** t as nodes reading `base`'s elements, when base holds every element of t. */
   std::optional<std::string> view_of(const Value& base, const Tensor& t);
+  /** base's value with the elements of t (a view of part of it) replaced by `value`: a write
+   *  into a view (x[0].mul_(2)) made functional, as torch.compile's functionalization does. */
+  std::string written_into(const Value& base, const Tensor& t, const std::string& value);
+  // in-place writes into part of a value, emitted after the writing node (check_outputs):
+  // (the base's key, the view written, the view's new value)
+  std::vector<std::tuple<const void*, Tensor, std::string>> pending_writes_;
   std::string initializer(const Tensor& t, const std::string& name);
   /** The state_dict name of t, when t is (a handle of) a parameter or buffer. */
   std::optional<std::string> param_name(const Tensor& t) const;
