@@ -132,6 +132,8 @@ def _reached(fun):
             for g, group in enumerate(obj.param_groups):
                 for i, p in enumerate(group["params"]):
                     visit(p, f"{label}.param_groups[{g}][{i}]", depth + 1)
+        elif isinstance(obj, (list, tuple, dict)) and len(obj) > 256:
+            return  # data (a vocabulary, a dataset's rows), not where a model is kept
         elif isinstance(obj, (list, tuple)):
             for i, v in enumerate(obj):
                 visit(v, f"{label}[{i}]", depth + 1)
