@@ -230,6 +230,8 @@ void bind_jit(nb::module_& m) {
            "__call__, moving the tensors at the donated indices out of their Python objects into the run.")
       .def_prop_ro("writes_state", &compiler::Program::writes_state,
                    "Whether a run writes parameters, optimizer state or .grad back (a PyTorch-style step).")
+      .def_prop_ro("outside_grads", &compiler::Program::outside_grads,
+                   "Parameters whose .grad from before the call an optimizer's step in the program reads.")
       .def_prop_ro("num_inputs", &compiler::Program::num_inputs)
       .def_prop_ro("num_outputs", &compiler::Program::num_outputs)
       .def("node_types", &compiler::Program::node_types)

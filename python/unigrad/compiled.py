@@ -129,6 +129,7 @@ def _reached(fun):
                 if name in obj.__globals__:
                     visit(obj.__globals__[name], name, depth + 1)
         elif isinstance(obj, _C.optim.Optimizer):
+            found.append((label, obj))
             for g, group in enumerate(obj.param_groups):
                 for i, p in enumerate(group["params"]):
                     visit(p, f"{label}.param_groups[{g}][{i}]", depth + 1)
@@ -148,6 +149,11 @@ def _reached(fun):
     return found
 
 
+def _has_grads(params):
+    """Which of the parameters have a .grad, as a signature's description."""
+    return "static " + "".join("1" if p.grad is not None else "0" for p in params)
+
+
 def _guards(fun):
     """The signature parts guarding what a trace of `fun` assumes of the modules and tensors it
     reaches (see the module's docstring)."""
@@ -155,7 +161,7 @@ def _guards(fun):
     for label, obj in _reached(fun):
         if isinstance(obj, _C.nn.Module):
             parts += _module_guards(f"closure {label}", obj)
-        elif obj.requires_grad:  # a parameter the function reads: its gradient is traced
+        elif isinstance(obj, _C.Tensor) and obj.requires_grad:  # a parameter the function reads: its gradient is traced
             parts.append((f"closure {label} (requires_grad)", "static True"))
     return parts
 
@@ -314,6 +320,15 @@ class JitFunction:
         self._outputs = {}
         # the guards' parts (_guards) as at _jit.state_epoch() == self._epoch
         self._epoch, self._guard = None, ()
+        # the parameters whose having a .grad keys the programs: None until a program's
+        # optimizer step reads a .grad from before the call (an update compiled apart from an
+        # eager backward, which steps only the parameters that have one)
+        self._grad_params = None
+
+    def _grad_part(self):
+        if self._grad_params is None:
+            return ()
+        return (("closure parameters with a .grad", _has_grads(self._grad_params)),)
 
     def _check_guards(self):
         """Reads the guards again when Python changed a module or a requires_grad since they were
@@ -393,19 +408,24 @@ class JitFunction:
         if getattr(_tracing, "depth", 0):  # inside another trace: inlined into its program, as in JAX
             return self._fun(*args, **kwargs)
         self._check_guards()
+        grads = self._grad_part()
         fast = self._fast_key(args, kwargs)
         if fast is not None:
-            hit = self._fast.get(fast[0])
+            fast_key = (fast[0], grads) if grads else fast[0]
+            hit = self._fast.get(fast_key)
             if hit is not None:
                 program = self._cache.find(hit[0])
                 if program is not None:
                     return hit[1](iter(self._run(program, fast[1], fast[2]) if fast[2] else program(fast[1])))
         call = _Call(self, args, kwargs)
-        key = tuple(call.parts)
+        key = tuple(call.parts) + grads
         program = self._cache.find(list(key))
         traced_key = key
         if program is None:
-            program, traced = self._trace(call, key)
+            program, traced, key = self._trace(call, key)
+            if key != traced_key:
+                fast = None  # keyed by its .grads from now on: the next call files its fast key
+            traced_key = key
             # A step that writes state (PyTorch style) took its first step while traced.
             if program.writes_state:
                 tensors = traced
@@ -420,7 +440,7 @@ class JitFunction:
         if fast is not None:
             if len(self._fast) >= 4 * self._capacity:
                 self._fast.clear()
-            self._fast[fast[0]] = (_jit.Signature(list(key)), self._outputs[traced_key][3])
+            self._fast[fast_key] = (_jit.Signature(list(key)), self._outputs[traced_key][3])
         return self._results(traced_key, tensors)
 
     def _fast_key(self, args, kwargs):
@@ -472,6 +492,10 @@ class JitFunction:
             box["out"] = (treedef, [None if isinstance(v, _C.Tensor) else v for v in leaves])
             return [v for v in leaves if isinstance(v, _C.Tensor)]
 
+        if self._grad_params is None:
+            params = [p for _, opt in _reached(self._fun) if isinstance(opt, _C.optim.Optimizer)
+                      for group in opt.param_groups for p in group["params"]]
+            before = _has_grads(params)
         _tracing.depth = getattr(_tracing, "depth", 0) + 1
         # A vmap around the trace (vmap of jit) batches the inputs: the program runs on them.
         _tracing.outer_level = max((_C._functional.batch_level(t) for t in call.tensors), default=0)
@@ -481,6 +505,11 @@ class JitFunction:
         finally:
             _tracing.depth -= 1
             _tracing.outer_level = 0
+        if self._grad_params is None and program.outside_grads:
+            known = {p.data_ptr() for p in params}
+            extra = [p for p in program.outside_grads if p.data_ptr() not in known]
+            self._grad_params = params + extra
+            key = key + (("closure parameters with a .grad", before + "1" * len(extra)),)
         warning = self._cache.insert(list(key), program)
         self._outputs[key] = (*box["out"], call.objects, _builder(*box["out"]))
         self._fast.clear()
@@ -488,19 +517,19 @@ class JitFunction:
             del self._outputs[k]  # dropped from the bounded cache
         if warning:
             warnings.warn(warning, RetraceWarning, stacklevel=3)
-        return program, traced
+        return program, traced, key
 
     def lower(self, *args, **kwargs):
         """The program a call with these arguments runs (traced now if it is not cached)."""
         self._check_guards()
         call = _Call(self, args, kwargs)
-        key = tuple(call.parts)
+        key = tuple(call.parts) + self._grad_part()
         return self._cache.find(list(key)) or self._trace(call, key)[0]
 
     def explain(self, *args, **kwargs):
         """'hit: ...' when a call with these arguments runs a cached program, else 'miss: ' and why."""
         self._check_guards()
-        why = self._cache.why_not(list(_Call(self, args, kwargs).parts))
+        why = self._cache.why_not(list(_Call(self, args, kwargs).parts) + list(self._grad_part()))
         return "hit: a cached program runs" if not why else f"miss: {why}"
 
     def cache_info(self):

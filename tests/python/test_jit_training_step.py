@@ -264,6 +264,33 @@ def test_an_update_compiled_apart_reads_the_gradients_accumulated_before_each_ca
     assert update_c.cache_info().traces == 1
 
 
+def test_an_update_compiled_apart_steps_only_the_parameters_that_have_a_gradient():
+    # The eager part leaves the first layer without a .grad every other call (it is not used):
+    # eagerly the step skips it (no weight decay, no momentum), so the program is keyed by which
+    # parameters have a .grad instead of stepping the trace's set with zeros.
+    eager, compiled = twin_models(mlp)
+
+    def make_opt(model):
+        return ug.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.1)
+    opt_e, opt_c = make_opt(eager), make_opt(compiled)
+
+    def update(opt):
+        def step():
+            opt.step()
+            opt.zero_grad()
+        return step
+
+    update_e, update_c = update(opt_e), ug.compile(update(opt_c))
+    for i, (x, y) in enumerate(batches(8)):
+        for model in (eager, compiled):
+            hidden = model[0](x) if i % 2 == 0 else x @ model[0].weight.detach().t()
+            ug.nn.functional.cross_entropy(model[2](model[1](hidden)), y).backward()
+        update_e()
+        update_c()
+        same_state(eager, compiled, opt_e, opt_c, 1e-12)
+    assert update_c.cache_info().traces == 2
+
+
 def test_a_function_that_returns_and_writes_nothing_is_refused_clearly():
     with pytest.raises(ValueError, match="returns no tensors and writes no state"):
         ug.jit(lambda x: None)(ug.ones(3))

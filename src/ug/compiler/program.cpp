@@ -161,6 +161,7 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   p.writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.state_writes));
   p.grad_writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.grad_writes));
   p.input_writes_ = std::make_shared<const std::vector<std::pair<size_t, int64_t>>>(std::move(traced.input_writes));
+  p.outside_grads_ = std::make_shared<const std::vector<Tensor>>(std::move(traced.outside_grads));
   std::vector<std::vector<bool>> any_size;
   for (const onnx::ValueInfo& in : graph->inputs) any_size.emplace_back(in.shape.size(), false);
   p.any_size_ = std::make_shared<const std::vector<std::vector<bool>>>(std::move(any_size));

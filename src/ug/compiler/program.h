@@ -77,6 +77,10 @@ class Program {
    *  parameters or .grad holds a training step and runs without recording autograd. An
    *  argument the function writes in place is written back into the caller's tensor. */
   bool writes_state() const { return !writes_->empty() || !grad_writes_->empty() || !input_writes_->empty(); }
+  /** Parameters whose .grad from before the call an optimizer's step in the program reads (a
+   *  compiled update after an eager backward): the step updates those that have one, so the
+   *  caller keys the program by which of them do. */
+  const std::vector<Tensor>& outside_grads() const { return *outside_grads_; }
   /** What the passes over the traced graph did (simplify.h). */
   const SimplifyStats& stats() const { return stats_; }
   /** The graph's node types, in the order they run. */
@@ -106,6 +110,7 @@ class Program {
   std::shared_ptr<const std::vector<std::pair<Tensor, int64_t>>> writes_, grad_writes_;
   // input index -> the graph output holding its new value (an argument written in place)
   std::shared_ptr<const std::vector<std::pair<size_t, int64_t>>> input_writes_;
+  std::shared_ptr<const std::vector<Tensor>> outside_grads_;        // see outside_grads()
   std::shared_ptr<const std::vector<std::vector<bool>>> any_size_;  // by input, by dim
   std::string shape_read_at_;
   size_t num_results_ = 0;   // the function's own outputs, before the writes

@@ -153,9 +153,13 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
       fail(
           "[jit] the function returns no tensors and writes no state (parameters, buffers, .grad or its "
           "arguments): a program of it would compute nothing; return what it computes");
-    for (const auto* sources : {&grad_trace->incoming(), &grad_trace->read_by_steps()})
-      for (const auto& [placeholder, leaf] : *sources)
-        if (auto name = g.constant_name(placeholder)) program->grad_sources.emplace_back(*name, leaf);
+    for (const auto& [placeholder, leaf] : grad_trace->incoming())
+      if (auto name = g.constant_name(placeholder)) program->grad_sources.emplace_back(*name, leaf);
+    for (const auto& [placeholder, leaf] : grad_trace->read_by_steps())
+      if (auto name = g.constant_name(placeholder)) {
+        program->grad_sources.emplace_back(*name, leaf);
+        program->outside_grads.push_back(leaf);
+      }
     program->live_leaves = g.live_leaves();
     program->replays = g.replays();
     program->outputs = outputs;
