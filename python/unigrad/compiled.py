@@ -86,8 +86,8 @@ def _module_guards(label, module):
 
 
 def _reached(fun):
-    """(label, module or tensor) for the modules and tensors `fun` reaches without taking them as
-    arguments: in its closure, its defaults, the globals its code names, a bound method's
+    """(label, object) for the modules, optimizers and tensors `fun` reaches without taking them
+    as arguments: in its closure, its defaults, the globals its code names, a bound method's
     instance, a partial's arguments, an optimizer's parameters, an object's attributes (two
     levels deep), each once."""
     found, seen = [], set()
@@ -161,7 +161,7 @@ def _guards(fun):
     for label, obj in _reached(fun):
         if isinstance(obj, _C.nn.Module):
             parts += _module_guards(f"closure {label}", obj)
-        elif isinstance(obj, _C.Tensor) and obj.requires_grad:  # a parameter the function reads: its gradient is traced
+        elif isinstance(obj, _C.Tensor) and obj.requires_grad:  # a parameter: its gradient is traced
             parts.append((f"closure {label} (requires_grad)", "static True"))
     return parts
 
