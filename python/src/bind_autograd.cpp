@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "state_epoch.h"
 #include "trace_provider.h"
 #include "ug/graph/debugging.h"
 #include "ug/autograd/engine.h"
@@ -93,9 +94,17 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("__repr__", &tensor_repr)
       .def_prop_rw(
           "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
-          [](Tensor& t, bool v) { t.requires_grad_(v); })
+          [](Tensor& t, bool v) {
+            touch_state();
+            t.requires_grad_(v);
+          })
       .def(
-          "requires_grad_", [](Tensor& t, bool v) { return t.requires_grad_(v); }, nb::arg("requires_grad") = true)
+          "requires_grad_",
+          [](Tensor& t, bool v) {
+            touch_state();
+            return t.requires_grad_(v);
+          },
+          nb::arg("requires_grad") = true)
       .def_prop_rw(
           "grad",
           [](const Tensor& t) -> std::optional<Tensor> {

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "bindings.h"
+#include "state_epoch.h"
 #include "ug/compiler/cache.h"
 #include "ug/compiler/program.h"
 #include "ug/compiler/debug.h"
@@ -229,6 +230,8 @@ void bind_jit(nb::module_& m) {
            "__call__, moving the tensors at the donated indices out of their Python objects into the run.")
       .def_prop_ro("writes_state", &compiler::Program::writes_state,
                    "Whether a run writes parameters, optimizer state or .grad back (a PyTorch-style step).")
+      .def_prop_ro("outside_grads", &compiler::Program::outside_grads,
+                   "Parameters whose .grad from before the call an optimizer's step in the program reads.")
       .def_prop_ro("num_inputs", &compiler::Program::num_inputs)
       .def_prop_ro("num_outputs", &compiler::Program::num_outputs)
       .def("node_types", &compiler::Program::node_types)
@@ -308,6 +311,10 @@ void bind_jit(nb::module_& m) {
            nb::arg("static_nums"), nb::arg("static_names"), nb::arg("donate_nums"), nb::arg("donate_names"))
       .def("__call__", &FastKey::operator(), nb::arg("args"), nb::arg("kwargs"),
            "(key bytes, tensor leaves, donated leaf indices) of a call's arguments, or None.");
+  jit.def(
+      "state_epoch", [] { return state_epoch(); },
+      "A count that moves whenever Python changes a module's training mode, attributes or children, or a "
+      "tensor's requires_grad (a jitted function's guards are read again only then).");
   jit.def("debug_print", &debug_print, nb::arg("emit"), nb::arg("values"),
           "Calls emit(values) now and at every run of a program that traces this call.");
   jit.def(

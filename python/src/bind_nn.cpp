@@ -13,6 +13,7 @@
 #include <any>
 
 #include "bindings.h"
+#include "state_epoch.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/nn/clone.h"
 #include "ug/nn/nn.h"
@@ -150,6 +151,7 @@ nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
 
 void set_attribute(nb::handle self, const std::string& name, nb::handle value) {
   Module& m = as_module(self);
+  touch_state();
   nb::object dict = nb::steal(PyObject_GenericGetDict(self.ptr(), nullptr));
   auto drop_plain = [&] {
     if (PyDict_DelItemString(dict.ptr(), name.c_str()) != 0) PyErr_Clear();
@@ -270,6 +272,7 @@ void bind_nn(nb::module_& nn) {
       .def("__delattr__",
            [](nb::handle self, const std::string& name) {
              Module& m = as_module(self);
+             touch_state();
              if (m.has_parameter(name) || m.has_buffer(name) || m.has_module(name)) {
                m.unregister(name);
                return;
@@ -338,20 +341,27 @@ void bind_nn(nb::module_& nn) {
       .def(
           "train",
           [](nb::handle self, bool mode) {
+            touch_state();
             as_module(self).train(mode);
             return nb::borrow(self);
           },
           "mode"_a = true)
       .def("eval",
            [](nb::handle self) {
+             touch_state();
              as_module(self).eval();
              return nb::borrow(self);
            })
-      .def_prop_rw("training", &Module::is_training, [](Module& m, bool on) { m.train(on); })
+      .def_prop_rw("training", &Module::is_training,
+                   [](Module& m, bool on) {
+                     touch_state();
+                     m.train(on);
+                   })
       .def("zero_grad", &Module::zero_grad, "set_to_none"_a = true)
       .def(
           "requires_grad_",
           [](nb::handle self, bool on) {
+            touch_state();
             as_module(self).requires_grad_(on);
             return nb::borrow(self);
           },

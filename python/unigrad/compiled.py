@@ -15,11 +15,20 @@ Tensors the function reads without taking them as arguments are constants of the
 JAX, except parameters (leaf tensors that require grad) and the state of modules passed as
 arguments or given to ug.compile: those are read as they are at every call, so optimizer steps
 taken outside the compiled function are seen.
+
+What a trace assumes of the modules the function reaches (through its closure, the globals it
+names, a bound method's instance, a module argument) is guarded as torch.compile guards it: each
+module's training mode, its plain attributes (a float hyper-parameter), its layer's settings and
+its parameters' requires_grad are part of the signature, so `model.eval()`, `model.scale = 2.0`
+or `p.requires_grad_(False)` between calls traces again instead of running a program made for the
+old values. The guards are read again only when Python changed some module or requires_grad
+(_jit.state_epoch), so a call that hits pays one counter read.
 """
 import collections
 import functools
 import inspect
 import threading
+import types
 import warnings
 
 from . import _C
@@ -56,6 +65,105 @@ def _static_key(value):
     if _plain(value):
         return f"static {value!r}"
     return f"static {type(value).__qualname__} object at {id(value):#x}"
+
+
+def _module_guards(label, module):
+    """The signature parts of what a trace assumes of a module: each submodule's training mode,
+    plain attributes and layer settings (its extra_repr), each parameter's requires_grad."""
+    parts = []
+    for name, sub in module.named_modules():
+        where = f"{label}.{name}" if name else label
+        parts.append((f"{where} (training)", f"static {sub.training!r}"))
+        settings = sub.extra_repr()
+        if settings:
+            parts.append((f"{where} ({type(sub).__name__})", f"static {settings}"))
+        for k, v in sorted(vars(sub).items()):
+            if _plain(v) and not k.startswith("__"):
+                parts.append((f"{where}.{k}", _static_key(v)))
+    for name, p in module.named_parameters():
+        parts.append((f"{label}.{name} (requires_grad)", f"static {p.requires_grad!r}"))
+    return parts
+
+
+def _reached(fun):
+    """(label, object) for the modules, optimizers and tensors `fun` reaches without taking them
+    as arguments: in its closure, its defaults, the globals its code names, a bound method's
+    instance, a partial's arguments, an optimizer's parameters, an object's attributes (two
+    levels deep), each once."""
+    found, seen = [], set()
+
+    def code_names(code):
+        names = set(code.co_names)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                names |= code_names(c)
+        return names
+
+    def visit(obj, label, depth):
+        if id(obj) in seen or depth > 4:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, (_C.nn.Module, _C.Tensor)):
+            found.append((label, obj))
+        elif isinstance(obj, JitFunction):
+            visit(obj._fun, label, depth)
+        elif isinstance(obj, functools.partial):
+            visit(obj.func, label, depth)
+            for i, a in enumerate(obj.args):
+                visit(a, f"{label}.args[{i}]", depth + 1)
+            for k, a in obj.keywords.items():
+                visit(a, f"{label}.{k}", depth + 1)
+        elif isinstance(obj, types.MethodType):
+            visit(obj.__self__, f"{label}.__self__", depth + 1)
+            visit(obj.__func__, label, depth)
+        elif isinstance(obj, types.FunctionType):
+            code = obj.__code__
+            for name, cell in zip(code.co_freevars, obj.__closure__ or ()):
+                try:
+                    visit(cell.cell_contents, name, depth + 1)
+                except ValueError:  # an empty cell
+                    pass
+            for i, d in enumerate(obj.__defaults__ or ()):
+                visit(d, f"{label}.__defaults__[{i}]", depth + 1)
+            for name in sorted(code_names(code)):
+                if name in obj.__globals__:
+                    visit(obj.__globals__[name], name, depth + 1)
+        elif isinstance(obj, _C.optim.Optimizer):
+            found.append((label, obj))
+            for g, group in enumerate(obj.param_groups):
+                for i, p in enumerate(group["params"]):
+                    visit(p, f"{label}.param_groups[{g}][{i}]", depth + 1)
+        elif isinstance(obj, (list, tuple, dict)) and len(obj) > 256:
+            return  # data (a vocabulary, a dataset's rows), not where a model is kept
+        elif isinstance(obj, (list, tuple)):
+            for i, v in enumerate(obj):
+                visit(v, f"{label}[{i}]", depth + 1)
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                visit(v, f"{label}[{k!r}]", depth + 1)
+        elif hasattr(obj, "__dict__") and not isinstance(obj, (type, types.ModuleType)) and depth < 3:
+            for k, v in vars(obj).items():
+                visit(v, f"{label}.{k}", depth + 1)
+
+    visit(fun, "", 0)
+    return found
+
+
+def _has_grads(params):
+    """Which of the parameters have a .grad, as a signature's description."""
+    return "static " + "".join("1" if p.grad is not None else "0" for p in params)
+
+
+def _guards(fun):
+    """The signature parts guarding what a trace of `fun` assumes of the modules and tensors it
+    reaches (see the module's docstring)."""
+    parts = []
+    for label, obj in _reached(fun):
+        if isinstance(obj, _C.nn.Module):
+            parts += _module_guards(f"closure {label}", obj)
+        elif isinstance(obj, _C.Tensor) and obj.requires_grad:  # a parameter: its gradient is traced
+            parts.append((f"closure {label} (requires_grad)", "static True"))
+    return parts
 
 
 def _module_state(obj):
@@ -131,7 +239,7 @@ class _Call:
     def __init__(self, jitted, args, kwargs):
         self.args, self.kwargs = list(args), dict(kwargs)
         # the factories and Python floats in the body take the default dtype (torch.compile guards on it)
-        self.parts = [("default dtype", f"{_C.get_default_dtype()!r}")]
+        self.parts = [("default dtype", f"{_C.get_default_dtype()!r}"), *jitted._guard]
         self.tensors, self.slots, self.state, self.objects = [], [], [], []
         for i, a in enumerate(self.args):
             label = jitted._arg_label(i)
@@ -161,6 +269,7 @@ class _Call:
             self.objects.append(value)
         if isinstance(value, _C.nn.Module):
             self.state += _module_state(value)
+            self.parts += _module_guards(label, value)
 
     def rebuild(self, tensors):
         """The call's arguments with its tensor leaves replaced by `tensors`."""
@@ -209,6 +318,29 @@ class JitFunction:
         # signature -> (output treedef, output leaves with None for tensors, the static objects
         # keyed by identity, kept alive with the program, the _builder of the result)
         self._outputs = {}
+        # the guards' parts (_guards) as at _jit.state_epoch() == self._epoch
+        self._epoch, self._guard = None, ()
+        # the parameters whose having a .grad keys the programs: None until a program's
+        # optimizer step reads a .grad from before the call (an update compiled apart from an
+        # eager backward, which steps only the parameters that have one)
+        self._grad_params = None
+
+    def _grad_part(self):
+        if self._grad_params is None:
+            return ()
+        return (("closure parameters with a .grad", _has_grads(self._grad_params)),)
+
+    def _check_guards(self):
+        """Reads the guards again when Python changed a module or a requires_grad since they were
+        last read; a change empties the fast keys, so that the next call keys itself anew."""
+        epoch = _jit.state_epoch()
+        if epoch == self._epoch:
+            return
+        guard = tuple(_guards(self._fun))
+        if guard != self._guard:
+            self._guard = guard
+            self._fast.clear()
+        self._epoch = epoch
 
     def _positions_and_names(self, argnums, argnames):
         """The arguments given by position and by name, each completed by the other, as jax.jit
@@ -275,19 +407,25 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if getattr(_tracing, "depth", 0):  # inside another trace: inlined into its program, as in JAX
             return self._fun(*args, **kwargs)
+        self._check_guards()
+        grads = self._grad_part()
         fast = self._fast_key(args, kwargs)
         if fast is not None:
-            hit = self._fast.get(fast[0])
+            fast_key = (fast[0], grads) if grads else fast[0]
+            hit = self._fast.get(fast_key)
             if hit is not None:
                 program = self._cache.find(hit[0])
                 if program is not None:
                     return hit[1](iter(self._run(program, fast[1], fast[2]) if fast[2] else program(fast[1])))
         call = _Call(self, args, kwargs)
-        key = tuple(call.parts)
+        key = tuple(call.parts) + grads
         program = self._cache.find(list(key))
         traced_key = key
         if program is None:
-            program, traced = self._trace(call, key)
+            program, traced, key = self._trace(call, key)
+            if key != traced_key:
+                fast = None  # keyed by its .grads from now on: the next call files its fast key
+            traced_key = key
             # A step that writes state (PyTorch style) took its first step while traced.
             if program.writes_state:
                 tensors = traced
@@ -302,7 +440,7 @@ class JitFunction:
         if fast is not None:
             if len(self._fast) >= 4 * self._capacity:
                 self._fast.clear()
-            self._fast[fast[0]] = (_jit.Signature(list(key)), self._outputs[traced_key][3])
+            self._fast[fast_key] = (_jit.Signature(list(key)), self._outputs[traced_key][3])
         return self._results(traced_key, tensors)
 
     def _fast_key(self, args, kwargs):
@@ -336,7 +474,13 @@ class JitFunction:
         return self._outputs[key][3](iter(tensors))
 
     def _live_state(self, call):
-        return (self._state() if self._state else []) + call.state
+        # The modules the function reaches are read live, frozen parameters and buffers (running
+        # statistics read in eval mode) included: a later call may run after they changed.
+        state = (self._state() if self._state else []) + call.state
+        for _, obj in _reached(self._fun):
+            if isinstance(obj, _C.nn.Module):
+                state += _module_state(obj)
+        return list(dict(state).items())
 
     def _trace(self, call, key):
         box = {}
@@ -348,6 +492,10 @@ class JitFunction:
             box["out"] = (treedef, [None if isinstance(v, _C.Tensor) else v for v in leaves])
             return [v for v in leaves if isinstance(v, _C.Tensor)]
 
+        if self._grad_params is None:
+            params = [p for _, opt in _reached(self._fun) if isinstance(opt, _C.optim.Optimizer)
+                      for group in opt.param_groups for p in group["params"]]
+            before = _has_grads(params)
         _tracing.depth = getattr(_tracing, "depth", 0) + 1
         # A vmap around the trace (vmap of jit) batches the inputs: the program runs on them.
         _tracing.outer_level = max((_C._functional.batch_level(t) for t in call.tensors), default=0)
@@ -357,6 +505,11 @@ class JitFunction:
         finally:
             _tracing.depth -= 1
             _tracing.outer_level = 0
+        if self._grad_params is None and program.outside_grads:
+            known = {p.data_ptr() for p in params}
+            extra = [p for p in program.outside_grads if p.data_ptr() not in known]
+            self._grad_params = params + extra
+            key = key + (("closure parameters with a .grad", before + "1" * len(extra)),)
         warning = self._cache.insert(list(key), program)
         self._outputs[key] = (*box["out"], call.objects, _builder(*box["out"]))
         self._fast.clear()
@@ -364,17 +517,19 @@ class JitFunction:
             del self._outputs[k]  # dropped from the bounded cache
         if warning:
             warnings.warn(warning, RetraceWarning, stacklevel=3)
-        return program, traced
+        return program, traced, key
 
     def lower(self, *args, **kwargs):
         """The program a call with these arguments runs (traced now if it is not cached)."""
+        self._check_guards()
         call = _Call(self, args, kwargs)
-        key = tuple(call.parts)
+        key = tuple(call.parts) + self._grad_part()
         return self._cache.find(list(key)) or self._trace(call, key)[0]
 
     def explain(self, *args, **kwargs):
         """'hit: ...' when a call with these arguments runs a cached program, else 'miss: ' and why."""
-        why = self._cache.why_not(list(_Call(self, args, kwargs).parts))
+        self._check_guards()
+        why = self._cache.why_not(list(_Call(self, args, kwargs).parts) + list(self._grad_part()))
         return "hit: a cached program runs" if not why else f"miss: {why}"
 
     def cache_info(self):

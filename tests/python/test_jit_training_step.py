@@ -4,6 +4,8 @@ apply_gradients under ug.function. The parameters, their .grad and the optimizer
 implicit inputs and outputs of the program; after every call the model and the optimizer hold
 what the same step run eagerly holds. Each test runs the step eagerly on one copy of a model
 and compiled on another, from the same initial values, and compares them after every step."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -236,6 +238,128 @@ def test_a_cumulative_batch_norm_follows_the_batch_count():
             close(a, b, 1e-12)
     assert compiled[1].num_batches_tracked.item() == 5
     assert fast.cache_info().traces == 1
+
+
+def test_an_update_compiled_apart_reads_the_gradients_accumulated_before_each_call():
+    # Gradient accumulation with the step compiled on its own: the .grad it reads was left by
+    # backward() outside the program, so a run reads the live .grad, not the trace's (which the
+    # program once held as a constant, repeating the first update).
+    eager, compiled = twin_models(mlp)
+    opt_e, opt_c = ug.optim.Adam(eager.parameters(), lr=1e-2), ug.optim.Adam(compiled.parameters(), lr=1e-2)
+
+    def update(opt):
+        def step():
+            opt.step()
+            opt.zero_grad()
+        return step
+
+    update_e, update_c = update(opt_e), ug.compile(update(opt_c))
+    for i, (x, y) in enumerate(batches(12)):
+        for model in (eager, compiled):
+            (ug.nn.functional.cross_entropy(model(x), y) / 3).backward()
+        if i % 3 == 2:
+            update_e()
+            update_c()
+        same_state(eager, compiled, opt_e, opt_c, 1e-12)
+    assert update_c.cache_info().traces == 1
+
+
+def test_an_update_compiled_apart_steps_only_the_parameters_that_have_a_gradient():
+    # The eager part leaves the first layer without a .grad every other call (it is not used):
+    # eagerly the step skips it (no weight decay, no momentum), so the program is keyed by which
+    # parameters have a .grad instead of stepping the trace's set with zeros.
+    eager, compiled = twin_models(mlp)
+
+    def make_opt(model):
+        return ug.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.1)
+    opt_e, opt_c = make_opt(eager), make_opt(compiled)
+
+    def update(opt):
+        def step():
+            opt.step()
+            opt.zero_grad()
+        return step
+
+    update_e, update_c = update(opt_e), ug.compile(update(opt_c))
+    for i, (x, y) in enumerate(batches(8)):
+        for model in (eager, compiled):
+            hidden = model[0](x) if i % 2 == 0 else x @ model[0].weight.detach().t()
+            ug.nn.functional.cross_entropy(model[2](model[1](hidden)), y).backward()
+        update_e()
+        update_c()
+        same_state(eager, compiled, opt_e, opt_c, 1e-12)
+    assert update_c.cache_info().traces == 2
+
+
+def test_a_function_that_returns_and_writes_nothing_is_refused_clearly():
+    with pytest.raises(ValueError, match="returns no tensors and writes no state"):
+        ug.jit(lambda x: None)(ug.ones(3))
+
+
+def test_switching_train_and_eval_between_calls_of_a_compiled_step_retraces():
+    # The mode of a module the step closes over is guarded, as torch.compile guards it: BatchNorm
+    # takes its running statistics and Dropout does nothing in eval mode, and the eval program
+    # reads the running statistics the training program has written since it was traced.
+    def make():
+        return ug.nn.Sequential(ug.nn.Linear(5, 16), ug.nn.BatchNorm1d(16), ug.nn.ReLU(), ug.nn.Dropout(0.3),
+                                ug.nn.Linear(16, 3))
+    eager, compiled = twin_models(make)
+    opt_e = ug.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
+    opt_c = ug.optim.SGD(compiled.parameters(), lr=0.1, momentum=0.9)
+    step_e, step_c = torch_step(eager, opt_e), ug.compile(torch_step(compiled, opt_c))
+    for i, (x, y) in enumerate(batches(12)):
+        for model in (eager, compiled):
+            model.train(i % 3 != 2)
+        ug.manual_seed(100 + i)
+        loss_c = step_c(x, y)
+        ug.manual_seed(100 + i)
+        close(loss_c, step_e(x, y), 1e-12)
+        same_state(eager, compiled, opt_e, opt_c, 1e-12)
+        for (name, a), (_, b) in zip(eager.named_buffers(), compiled.named_buffers()):
+            close(a, b, 1e-12)
+    assert step_c.cache_info().traces <= 3  # a momentum buffer made at the first step, then eval
+
+
+def test_freezing_a_parameter_between_calls_of_a_compiled_step_retraces():
+    # requires_grad is guarded, and a frozen parameter is still read live: the frozen program
+    # sees the updates the unfrozen one made since.
+    eager, compiled = twin_models(mlp)
+    opt_e = ug.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
+    opt_c = ug.optim.SGD(compiled.parameters(), lr=0.1, momentum=0.9)
+    step_e, step_c = torch_step(eager, opt_e), ug.compile(torch_step(compiled, opt_c))
+    for i, (x, y) in enumerate(batches(10)):
+        for model in (eager, compiled):
+            model[0].weight.requires_grad_(i % 4 < 2)
+        close(step_c(x, y), step_e(x, y), 1e-12)
+        same_state(eager, compiled, opt_e, opt_c, 1e-12)
+    assert step_c.cache_info().traces == 2
+
+
+class Scaled(ug.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = ug.nn.Linear(5, 3)
+        self.scale = 1.0
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+@pytest.mark.parametrize("compile_module", [False, True], ids=["step", "module"])
+def test_a_python_attribute_changed_between_calls_retraces(compile_module):
+    # A float hyper-parameter of a module is part of the signature (torch.compile guards on it),
+    # whether the module is compiled itself or closed over by a compiled step.
+    eager, compiled = twin_models(Scaled)
+    opt_e, opt_c = ug.optim.SGD(eager.parameters(), lr=0.1), ug.optim.SGD(compiled.parameters(), lr=0.1)
+    step_e = torch_step(eager, opt_e)
+    step_c = torch_step(ug.compile(compiled), opt_c) if compile_module else ug.compile(torch_step(compiled, opt_c))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ug.compiled.RetraceWarning)
+        for i, (x, y) in enumerate(batches(6)):
+            for model in (eager, compiled):
+                model.scale = 1.0 + (i % 3) / 2
+            close(step_c(x, y), step_e(x, y), 1e-12)
+            same_state(eager, compiled, opt_e, opt_c, 1e-12)
 
 
 def test_backward_in_an_exported_function_is_refused(tmp_path):

@@ -382,9 +382,12 @@ class InPlaceOnView(ug.nn.Module):
         return y
 
 
-def test_in_place_write_through_a_view_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="in-place op 'add' writes memory that another tensor"):
-        ug.onnx.export(InPlaceOnView(), ug.randn(2, 3), str(tmp_path / "m.onnx"))
+def test_in_place_write_through_a_view_is_a_scatter_refused_with_dynamic_axes(tmp_path):
+    # The write is a ScatterElements of the view's elements into the value (the graph once
+    # missed it, then refused it); its positions are the traced shape's, so not under dynamic axes.
+    export_and_compare(tmp_path, InPlaceOnView(), ug.randn(2, 3), dynamic=False)
+    with pytest.raises(ValueError, match="in-place op 'add' writes a view .* with dynamic axes"):
+        ug.onnx.export(InPlaceOnView(), ug.randn(2, 3), str(tmp_path / "m.onnx"), dynamic_axes={"input_0": {0: "n"}})
 
 
 def test_bad_arguments(tmp_path):

@@ -30,16 +30,23 @@ class GradTrace {
   /** zero_grad cleared leaf.grad (to none or zeros) inside the trace: its incoming value is not read. */
   void cleared(const Tensor& leaf);
 
+  /** An optimizer's step read g, leaf's .grad: where g is no traced value (a gradient left by
+   *  backward() before the traced function ran, as in accumulation over calls), a program run
+   *  reads the live .grad in its place. */
+  void read(const Tensor& leaf, const Tensor& g) { read_.emplace_back(g, leaf); }
+
   /** Leaves whose .grad the trace set or cleared, in first-touch order. */
   const std::vector<Tensor>& touched() const { return touched_; }
   /** (placeholder, leaf): the tensor standing for leaf's incoming .grad (zeros where it had
    *  none), which a program run replaces by the live .grad. */
   const std::vector<std::pair<Tensor, Tensor>>& incoming() const { return incoming_; }
+  /** (gradient, leaf) for each gradient an optimizer's step read (read()). */
+  const std::vector<std::pair<Tensor, Tensor>>& read_by_steps() const { return read_; }
 
  private:
   bool touch(const Tensor& leaf);  // true the first time
   std::vector<Tensor> touched_, cleared_;
-  std::vector<std::pair<Tensor, Tensor>> incoming_;
+  std::vector<std::pair<Tensor, Tensor>> incoming_, read_;
   GradTrace* previous_;
 };
 

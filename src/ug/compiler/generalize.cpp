@@ -114,7 +114,8 @@ std::optional<Program> Program::generalize(const Program& a, const Program& b, s
   const onnx::Graph &ga = *a.graph_, &gb = *b.graph_;
   if (ga.inputs.size() != gb.inputs.size() || a.num_results_ != b.num_results_ ||
       a.state_->size() != b.state_->size() || a.grad_sources_->size() != b.grad_sources_->size() ||
-      a.writes_->size() != b.writes_->size() || a.grad_writes_->size() != b.grad_writes_->size()) {
+      a.writes_->size() != b.writes_->size() || a.grad_writes_->size() != b.grad_writes_->size() ||
+      *a.input_writes_ != *b.input_writes_) {
     *why = "the two traces are different graphs";
     return std::nullopt;
   }

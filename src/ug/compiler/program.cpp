@@ -160,6 +160,8 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   if (fusion.groups || fusion.applied) p.fused_graph_ = std::move(fused);
   p.writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.state_writes));
   p.grad_writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.grad_writes));
+  p.input_writes_ = std::make_shared<const std::vector<std::pair<size_t, int64_t>>>(std::move(traced.input_writes));
+  p.outside_grads_ = std::make_shared<const std::vector<Tensor>>(std::move(traced.outside_grads));
   std::vector<std::vector<bool>> any_size;
   for (const onnx::ValueInfo& in : graph->inputs) any_size.emplace_back(in.shape.size(), false);
   p.any_size_ = std::make_shared<const std::vector<std::vector<bool>>>(std::move(any_size));
@@ -193,6 +195,9 @@ std::vector<Tensor> Program::operator()(std::vector<Tensor> inputs) const {
                                                       : *graph_;
   if (inputs.size() != g.inputs.size())
     fail("[jit] the program takes ", g.inputs.size(), " tensor(s), got ", inputs.size());
+  std::vector<Tensor> written_inputs;  // the caller's tensors the run writes back into
+  for (const auto& [input, index] : *input_writes_)
+    if (input < inputs.size()) written_inputs.push_back(inputs[input]);
   std::vector<Tensor> values(g.num_values);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const onnx::ValueInfo& info = g.inputs[i];
@@ -236,6 +241,8 @@ std::vector<Tensor> Program::operator()(std::vector<Tensor> inputs) const {
     if (value.storage() == target.storage() && value.storage_offset() == target.storage_offset()) continue;
     Tensor(target).copy_(value);
   }
+  for (size_t i = 0; i < written_inputs.size(); ++i)
+    written_inputs[i].copy_(out[static_cast<size_t>((*input_writes_)[i].second)]);
   for (const auto& [leaf, index] : *grad_writes_) leaf.set_grad(index < 0 ? Tensor() : out[static_cast<size_t>(index)]);
   out.resize(num_results_);
   return out;

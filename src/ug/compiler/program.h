@@ -74,8 +74,13 @@ class Program {
   /** Whether a run writes state besides returning values: parameters, optimizer state or
    *  .grad (a PyTorch-style step, functionalised: the graph reads them live and a run writes
    *  them back), or buffers (BatchNorm's running statistics). A program that writes
-   *  parameters or .grad holds a training step and runs without recording autograd. */
-  bool writes_state() const { return !writes_->empty() || !grad_writes_->empty(); }
+   *  parameters or .grad holds a training step and runs without recording autograd. An
+   *  argument the function writes in place is written back into the caller's tensor. */
+  bool writes_state() const { return !writes_->empty() || !grad_writes_->empty() || !input_writes_->empty(); }
+  /** Parameters whose .grad from before the call an optimizer's step in the program reads (a
+   *  compiled update after an eager backward): the step updates those that have one, so the
+   *  caller keys the program by which of them do. */
+  const std::vector<Tensor>& outside_grads() const { return *outside_grads_; }
   /** What the passes over the traced graph did (simplify.h). */
   const SimplifyStats& stats() const { return stats_; }
   /** The graph's node types, in the order they run. */
@@ -103,6 +108,9 @@ class Program {
   std::shared_ptr<const std::vector<std::pair<int64_t, Tensor>>> grad_sources_;
   // graph output index -> the tensor it is copied into / the leaf whose .grad it becomes (-1: none)
   std::shared_ptr<const std::vector<std::pair<Tensor, int64_t>>> writes_, grad_writes_;
+  // input index -> the graph output holding its new value (an argument written in place)
+  std::shared_ptr<const std::vector<std::pair<size_t, int64_t>>> input_writes_;
+  std::shared_ptr<const std::vector<Tensor>> outside_grads_;        // see outside_grads()
   std::shared_ptr<const std::vector<std::vector<bool>>> any_size_;  // by input, by dim
   std::string shape_read_at_;
   size_t num_results_ = 0;   // the function's own outputs, before the writes

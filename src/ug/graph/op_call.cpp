@@ -3,6 +3,8 @@
 #include <exception>
 #include <iterator>
 
+#include "ug/graph/grad_mode.h"
+
 namespace ug::graph {
 
 void OpCall::enter() {
@@ -48,7 +50,12 @@ void OpCall::record_capture(Inputs inputs, Outputs outputs) {
     call.output_versions.push_back(t->defined() ? t->version() : 0);
     if (depth_ > 0) call.output_hashes.push_back(content_hash(*t));
   }
-  if (depth_ == 0 && capture_->record_sources_) call.where = debugging::current_source();
+  if (depth_ == 0 && capture_->record_sources_) {
+    call.where = debugging::current_source();
+    // A program's graph must know a call made inside a no_grad block: autograd recording
+    // through the program must not follow its results, as it did not eagerly.
+    if (!GradMode::is_enabled()) call.attrs.emplace_back("no_grad", int64_t(1));
+  }
   std::vector<CapturedCall>& list = capture_->list_at(depth_);
   me.recorded_at = list.size();
   list.push_back(std::move(call));

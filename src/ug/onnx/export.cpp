@@ -63,10 +63,13 @@ bool emittable(const GraphBuilder& g, const CapturedCall& call) {
 void emit_call(GraphBuilder& g, const CapturedCall& call) {
   // A part (emitted for the call that reads it) keeps the reader's line.
   GraphBuilder::SourceScope source(g, call.where);
+  const bool reader_without_grad = g.is_reading_without_grad();
+  g.reading_without_grad(has_attr(call, "no_grad"));
   g.check_inputs(call);
   if (!exports(call.op) && call.replay && g.replays_allowed()) g.replay(call);
   else emit(g, call);
   g.check_outputs(call);
+  g.reading_without_grad(reader_without_grad);  // a part returns to the call that reads it
 }
 
 /** Traces fn and builds its graph; with `program`, as trace_program does (see export.h). */
@@ -85,6 +88,7 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
   // a graph to walk; the .grad it writes is followed by grad_trace.
   std::optional<autograd::GradTrace> grad_trace;
   if (program) grad_trace.emplace();
+  const bool grad_at_entry = GradMode::is_enabled();
   {
     std::optional<NoGradGuard> no_grad;
     if (!program) no_grad.emplace();
@@ -95,7 +99,7 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
     capture.check();
     calls = capture.calls();
   }
-  if (outputs.empty()) fail("[onnx.export] the model returned no tensors");
+  if (outputs.empty() && !program) fail("[onnx.export] the model returned no tensors");
   const std::vector<std::string> output_names =
       names_or_default(options.output_names, outputs.size(), "output_", "output");
   check_options(options, input_names, output_names);
@@ -112,6 +116,8 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
 
   GraphBuilder g(graph, options.opset_version, named_tensors);
   if (program) {
+    // A training step (it wrote .grad) runs without recording: nothing to stop there.
+    if (grad_at_entry && grad_trace->touched().empty()) g.stop_no_grad_results();
     g.name_live_leaves();
     g.allow_replays();
     if (free_sizes) g.free_sizes();
@@ -125,6 +131,7 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
   for (size_t i = 0; i < outputs.size(); ++i)
     g.add_output(outputs[i], output_names[i], dim_names(options, output_names[i], outputs[i]));
   if (program) {
+    g.reading_without_grad(true);  // state is written back under no_grad
     int64_t index = static_cast<int64_t>(outputs.size());
     for (const auto& [t, name] : g.written_state()) {
       g.add_output(t, "ug_state_" + std::to_string(index), {});
@@ -135,8 +142,24 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
       if (grad.defined()) g.add_output(grad, "ug_grad_" + std::to_string(index), {});
       program->grad_writes.emplace_back(leaf, grad.defined() ? index++ : -1);
     }
+    // An argument written in place (x.add_(1) on an input): the caller's tensor takes the
+    // new value after each run, as it does eagerly.
+    for (size_t i = 0; i < example_inputs.size(); ++i)
+      if (example_inputs[i].version() != start_versions[i]) {
+        g.add_output(example_inputs[i], "ug_input_" + std::to_string(index), {});
+        program->input_writes.emplace_back(i, index++);
+      }
+    if (index == 0)
+      fail(
+          "[jit] the function returns no tensors and writes no state (parameters, buffers, .grad or its "
+          "arguments): a program of it would compute nothing; return what it computes");
     for (const auto& [placeholder, leaf] : grad_trace->incoming())
       if (auto name = g.constant_name(placeholder)) program->grad_sources.emplace_back(*name, leaf);
+    for (const auto& [placeholder, leaf] : grad_trace->read_by_steps())
+      if (auto name = g.constant_name(placeholder)) {
+        program->grad_sources.emplace_back(*name, leaf);
+        program->outside_grads.push_back(leaf);
+      }
     program->live_leaves = g.live_leaves();
     program->replays = g.replays();
     program->outputs = outputs;

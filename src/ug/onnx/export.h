@@ -60,8 +60,13 @@ struct ProgramTrace {
    *  parameter or state tensor with the output holding its new value; a leaf with the output
    *  holding its new .grad (-1: none, zero_grad cleared it). */
   std::vector<std::pair<Tensor, int64_t>> state_writes, grad_writes;
+  /** Arguments the function wrote in place: (input index, the output holding its new value). */
+  std::vector<std::pair<size_t, int64_t>> input_writes;
   /** Constants standing for a leaf's .grad as it is when the program runs (grad_trace.h). */
   std::vector<std::pair<std::string, Tensor>> grad_sources;
+  /** Leaves whose .grad, as it was before the function ran, an optimizer's step read (a
+   *  compiled update after an eager backward): which have a .grad decides what the step does. */
+  std::vector<Tensor> outside_grads;
   /** The bytes of the traced tensors, by value name (GraphBuilder::value_bytes). */
   std::unordered_map<std::string, int64_t> value_bytes;
 };

@@ -39,6 +39,18 @@ bool same_view(const Tensor& a, const Tensor& b) {
          a.strides() == b.strides() && a.dtype() == b.dtype();
 }
 
+/** Whether every element of view lies in whole, which is contiguous. */
+bool within(const Tensor& view, const Tensor& whole) {
+  if (!whole.is_contiguous()) return false;
+  if (view.numel() == 0) return true;
+  int64_t lo = view.storage_offset(), hi = view.storage_offset();
+  for (int64_t d = 0; d < view.dim(); ++d) {
+    const int64_t reach = (view.size(d) - 1) * view.stride(d);
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return lo >= whole.storage_offset() && hi < whole.storage_offset() + whole.numel();
+}
+
 void set_type(::onnx::ValueInfoProto& info, const Tensor& t, const std::vector<std::string>& dim_names) {
   auto* type = info.mutable_type()->mutable_tensor_type();
   type->set_elem_type(onnx_dtype(t.dtype()));
@@ -130,9 +142,11 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
   if (!t.defined()) fail<RuntimeError>("[onnx.export] an op used an undefined tensor");
   if (auto it = unexported_.find(key(t)); it != unexported_.end()) fail("[onnx.export] ", it->second.second);
   if (auto it = values_.find(key(t)); it != values_.end()) {
-    if (!dtype || *dtype == t.dtype()) return it->second.name;
-    std::string cast = fresh(it->second.name + "_cast");
-    set_attr(node("Cast", {it->second.name}, {cast}), "to", static_cast<int64_t>(onnx_dtype(*dtype)));
+    std::string name = it->second.name;
+    if (!reading_without_grad_ && no_grad_made_.contains(name)) name = stopped(name);
+    if (!dtype || *dtype == t.dtype()) return name;
+    std::string cast = fresh(name + "_cast");
+    set_attr(node("Cast", {name}, {cast}), "to", static_cast<int64_t>(onnx_dtype(*dtype)));
     return cast;
   }
   if (parent_ && !made_here(t)) return parent_->value(t, dtype);
@@ -156,7 +170,10 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
   if (auto param = param_name(t)) {
     // Another handle of a parameter already in the graph is that initializer.
     name = emitted_params_.insert(*param).second ? initializer(t, *param) : *param;
-  } else if (name_live_leaves_ && (t.requires_grad() || written_in_place_.contains(t.storage().get()))) {
+  } else if (name_live_leaves_ &&
+             (t.requires_grad() || t.impl().is_parameter() || written_in_place_.contains(t.storage().get()))) {
+    // A parameter is read live even while frozen (requires_grad_(False)): a step that
+    // unfreezes it later updates it behind this program's back.
     name = initializer(t, fresh("param"));
     emitted_params_.insert(name);
     live_leaves_.emplace_back(name, t);
@@ -383,12 +400,47 @@ void GraphBuilder::replay(const CapturedCall& call) {
   // two traces whose closures differ there are different graphs.
   if (sizes_free())
     for (const auto& attr : call.attrs)  // not a structured binding: clang 14 cannot capture one
-      if (attr.first != "effect" && attr.first != "size_free")
+      if (attr.first != "effect" && attr.first != "size_free" && attr.first != "no_grad")
         std::visit([&n, &attr](const auto& x) { set_attr(n, "ug_" + attr.first, x); }, attr.second);
   root->replays_.push_back(call.replay);
 }
 
+std::string GraphBuilder::stopped(const std::string& name) {
+  if (auto it = stopped_.find(name); it != stopped_.end()) return it->second;
+  const std::string out = fresh("stop_gradient");
+  ::onnx::NodeProto& n = node("UgReplay", {name}, {out});
+  GraphBuilder* root = this;
+  while (root->parent_) root = root->parent_;
+  set_attr(n, "index", static_cast<int64_t>(root->replays_.size()));
+  set_attr(n, "op", std::string("stop_gradient"));
+  root->replays_.push_back([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].detach()}; });
+  stopped_.emplace(name, out);
+  return out;
+}
+
+std::string GraphBuilder::written_into(const Value& base, const Tensor& t, const std::string& value) {
+  const Tensor& b = base.tensor;  // contiguous, holding every element of t
+  Tensor index = empty({t.numel()}, {.dtype = DType::Int64});
+  int64_t* at = index.data_ptr<int64_t>();
+  for_each_position(t, [&](int64_t i, int64_t pos) { at[i] = pos - b.storage_offset(); });
+  const std::string flat = fresh("flat"), updates = fresh("flat"), scattered = fresh("scattered"),
+                    name = fresh("written");
+  node("Reshape", {base.name, ints({-1})}, {flat});
+  node("Reshape", {value, ints({-1})}, {updates});
+  set_attr(node("ScatterElements", {flat, initializer(index, fresh("view_index")), updates}, {scattered}), "axis",
+           int64_t(0));
+  node("Reshape", {scattered, shape_value(std::vector<int64_t>(b.shape().begin(), b.shape().end()))}, {name});
+  return name;
+}
+
 void GraphBuilder::check_outputs(const CapturedCall& call) {
+  for (const auto& [base, view, value] : pending_writes_) {
+    Value& b = values_.at(base);
+    b.name = written_into(b, view, value);
+    b.version = view.version();
+    b.producer = call.op;
+  }
+  pending_writes_.clear();
   for (size_t i = 0; i < call.outputs.size(); ++i) {
     const Tensor& out = call.outputs[i];
     if (out.defined() && !values_.contains(key(out)))
@@ -545,25 +597,55 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
     }
   }
   // An in-place op (its output is an input, or it is named so: copy_, fill_) gives the tensor
-  // a new value, and every other handle of the same elements (a detach()) that value; any other
-  // view of its memory would keep the old one in the graph. A replayed effect writes the live
-  // tensor itself at each run.
+  // a new value, and every other handle of the same elements (a detach()) that value. A view
+  // of some of its elements (x[0] read before x[0] = ...) is forgotten, so that a later read
+  // takes it from the new value, as the eager view sees the write. A write into a view of
+  // part of a value would leave the rest of the graph's value stale: refused. A replayed
+  // effect writes the live tensor itself at each run.
   const bool in_place = call.writes_in_place(i);
-  std::vector<const void*> handles;
-  if (in_place && !has_attr(call, "effect"))
+  std::vector<const void*> handles, stale, rest;
+  const void* base = nullptr;
+  if (in_place && !has_attr(call, "effect")) {
     for (const auto& [k, v] : values_) {
       if (k == key(out) || v.tensor.storage() != out.storage()) continue;
-      if (!same_view(v.tensor, out))
-        fail("[onnx.export] in-place op '", call.op, "' writes memory that another tensor (a view) shares; ",
-             "export needs the out-of-place form");
-      handles.push_back(k);
+      if (same_view(v.tensor, out)) handles.push_back(k);
+      else if (within(v.tensor, out)) stale.push_back(k);
+      else rest.push_back(k);
     }
+    // A write into part of a value (x[0].mul_(2)): the value holding all of it (the latest,
+    // then the first name) takes the new elements, every other view is read again from it.
+    for (const void* k : rest) {
+      const Value& v = values_.at(k);
+      if (!v.traced || !v.tensor.is_contiguous() || !within(out, v.tensor)) continue;
+      const Value* b = base ? &values_.at(base) : nullptr;
+      if (!b || v.version > b->version || (v.version == b->version && v.name < b->name)) base = k;
+    }
+    if (!rest.empty() && !base)
+      fail("[onnx.export] in-place op '", call.op, "' writes a view (", dtype_name(out.dtype()), " ",
+           shape_str(out.shape()),
+           ") of memory that another view of the trace reads, and no traced value holds "
+           "all of it; write the whole tensor instead: index assignment (x[i] = v), x.index_put(...) or "
+           "ug.where(mask, v, x)");
+    for (const void* k : rest)
+      if (k != base) stale.push_back(k);
+    // The scatter's positions are those of the traced shape.
+    if (base && std::ranges::any_of(values_.at(base).dynamic, [](bool d) { return d; }))
+      fail("[onnx.export] in-place op '", call.op, "' writes a view (", dtype_name(out.dtype()), " ",
+           shape_str(out.shape()),
+           ") of part of a value with dynamic axes, whose positions change with its "
+           "size; write the whole tensor instead: index assignment (x[i] = v), x.index_put(...) or "
+           "ug.where(mask, v, x)");
+  }
+  for (const void* k : stale) values_.erase(k);
   // Live state first written here, never read: a program writes its value back all the same.
   if (in_place && !values_.contains(key(out)) && !param_name(out) && name_live_leaves_)
     params_.emplace_back(fresh("written"), out);
   std::string name = fresh(call.op);
+  // An in-place write under no_grad leaves a tensor that requires grad as it was (a parameter).
+  if (stop_no_grad_ && !in_place && has_attr(call, "no_grad") && out.is_floating_point()) no_grad_made_.insert(name);
   const uint32_t version = i < call.output_versions.size() ? call.output_versions[i] : out.version();
   values_[key(out)] = {name, *dynamic, out, true, version, call.op};
+  if (base) pending_writes_.emplace_back(base, out, name);
   for (const void* k : handles) {
     Value& v = values_.at(k);
     v = {name, *dynamic, v.tensor, true, version, call.op};

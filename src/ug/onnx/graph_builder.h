@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -43,6 +44,14 @@ class GraphBuilder {
    *  a buffer, a counter) becomes an initializer named param_N, listed in live_leaves(), which
    *  a program reads as it is at each run, rather than an anonymous constant. */
   void name_live_leaves() { name_live_leaves_ = true; }
+  /** From now on (a program traced with grad mode on) the results of a call made with grad
+   *  mode off (a no_grad block), when a call made with it on reads them or the program returns
+   *  them, go through stop_gradient first, as they are detached eagerly: autograd recording
+   *  through a run (grad of jit) does not follow them. reading_without_grad() says whether
+   *  the reader is such a call (state written back is read so). */
+  void stop_no_grad_results() { stop_no_grad_ = true; }
+  void reading_without_grad(bool on) { reading_without_grad_ = on; }
+  bool is_reading_without_grad() const { return reading_without_grad_; }
   const std::vector<std::pair<std::string, Tensor>>& live_leaves() const { return live_leaves_; }
 
   /** How a captured call becomes nodes (export.cpp's loop body), and whether it can: the
@@ -172,6 +181,12 @@ class GraphBuilder {
   std::optional<std::pair<std::string, uint32_t>> traced_view(const Tensor& t);
   /** t as nodes reading `base`'s elements, when base holds every element of t. */
   std::optional<std::string> view_of(const Value& base, const Tensor& t);
+  /** base's value with the elements of t (a view of part of it) replaced by `value`: a write
+   *  into a view (x[0].mul_(2)) made functional, as torch.compile's functionalization does. */
+  std::string written_into(const Value& base, const Tensor& t, const std::string& value);
+  // in-place writes into part of a value, emitted after the writing node (check_outputs):
+  // (the base's key, the view written, the view's new value)
+  std::vector<std::tuple<const void*, Tensor, std::string>> pending_writes_;
   std::string initializer(const Tensor& t, const std::string& name);
   /** The state_dict name of t, when t is (a handle of) a parameter or buffer. */
   std::optional<std::string> param_name(const Tensor& t) const;
@@ -203,6 +218,11 @@ class GraphBuilder {
   std::vector<std::pair<std::string, Shape>> free_inputs_;    // under free_sizes: each input's name and shape
   std::unordered_map<std::string, std::string> size_values_;  // "input:dim" -> its size_value here
   std::vector<graph::Replay> replays_;
+  bool stop_no_grad_ = false, reading_without_grad_ = false;  // see stop_no_grad_results
+  std::unordered_set<std::string> no_grad_made_;              // values a no_grad call made
+  std::unordered_map<std::string, std::string> stopped_;      // such a value -> its stop_gradient
+  /** `name` (a value a no_grad call made) through one stop_gradient node. */
+  std::string stopped(const std::string& name);
   std::vector<std::pair<std::string, Tensor>> live_leaves_;
   Emitter emitter_;
   CanEmit can_emit_;

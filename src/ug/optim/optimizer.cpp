@@ -111,6 +111,8 @@ void Optimizer::step_params(const std::vector<StepParam>& params, const std::vec
   for (const auto& [group, p] : params) inputs.push_back(&p);
   for (const Tensor& g : grads) inputs.push_back(&g);
   for (const auto& [group, p] : params) outputs.push_back(&p);
+  if (autograd::GradTrace* trace = autograd::GradTrace::current())
+    for (size_t i = 0; i < params.size(); ++i) trace->read(params[i].second, grads[i]);
   call.set_attrs({{"optimizer", name_}, {"effect", int64_t(1)}});
   call.set_replay(
       [this, alive = std::weak_ptr<const bool>(alive_), params](const std::vector<Tensor>& in) {
