@@ -437,11 +437,14 @@ void bind_nn_layers(nb::module_& nn) {
       "(torch.nn.TripletMarginWithDistanceLoss).")
       .def(
           "__init__",
-          [](n::TripletMarginWithDistanceLossImpl* l,
-             std::optional<n::TripletMarginWithDistanceLossImpl::Distance> distance, double margin, bool swap,
+          [](n::TripletMarginWithDistanceLossImpl* l, nb::object distance, double margin, bool swap,
              std::string reduction) {
-            new (l)
-                n::TripletMarginWithDistanceLossImpl(distance.value_or(nullptr), margin, swap, std::move(reduction));
+            using Distance = n::TripletMarginWithDistanceLossImpl::Distance;
+            new (l) n::TripletMarginWithDistanceLossImpl(distance.is_none() ? nullptr : nb::cast<Distance>(distance),
+                                                         margin, swap, std::move(reduction));
+            // A module given as the distance is a child, as torch's attribute makes it.
+            if (nb::isinstance<Module>(distance))
+              l->register_module("distance_function", nb::cast<std::shared_ptr<Module>>(distance));
           },
           nb::kw_only(), "distance_function"_a = nb::none(), "margin"_a = 1.0, "swap"_a = false, "reduction"_a = "mean")
       .def("forward", &n::TripletMarginWithDistanceLossImpl::forward, "anchor"_a, "positive"_a, "negative"_a);
