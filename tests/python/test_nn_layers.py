@@ -114,6 +114,21 @@ def test_embedding_with_padding_idx():
     assert repr(u) == repr(t)
 
 
+@pytest.mark.parametrize("kwargs", [dict(max_norm=1.0), dict(max_norm=0.5, norm_type=1.0, padding_idx=2),
+                                    dict(scale_grad_by_freq=True), dict(scale_grad_by_freq=True, padding_idx=-1),
+                                    dict(max_norm=2.0, norm_type=3.0, scale_grad_by_freq=True, sparse=False)], ids=str)
+def test_embedding_options_match_torch(kwargs):
+    # max_norm renormalises the rows looked up in place (both tables' weights compared after);
+    # scale_grad_by_freq divides each row's gradient by its index's count in the batch.
+    u, t = twins(ug.nn.Embedding(10, 4, **kwargs).double(), torch.nn.Embedding(10, 4, **kwargs).double())
+    idx = np.array([[0, 3, 9, 3], [2, 3, 9, 1]])
+    check_layer(u, t, idx)
+    np.testing.assert_allclose(u.weight.detach().numpy(), t.weight.detach().numpy(), rtol=1e-12)
+    assert repr(u) == repr(t)
+    with pytest.raises(ValueError, match=r"\[Embedding\] sparse gradients are not supported"):
+        ug.nn.Embedding(10, 4, sparse=True)
+
+
 # ---- losses ---------------------------------------------------------------------------------------
 
 LOGITS, LABELS = rand(6, 4), RNG.integers(0, 4, 6)
@@ -226,6 +241,36 @@ def test_transformer_encoder_layer(norm_first, activation):
     u.zero_grad(), t.zero_grad()
     check_layer(u, t, rand(2, 7, 16), call=lambda m, x: m(x, src_mask=(ug.tensor if isinstance(m, ug.nn.Module) else torch.tensor)(causal)),
             n=300)
+
+
+@pytest.mark.parametrize("decoder", [False, True])
+@pytest.mark.parametrize("activation", ["function", "module", "parametrised"])
+def test_transformer_layers_take_a_callable_activation(decoder, activation):
+    # torch's activation may be any callable; a module is the child "activation" (printed,
+    # its parameters the layer's, each copy in a TransformerEncoder/Decoder getting its own).
+    name = "TransformerDecoderLayer" if decoder else "TransformerEncoderLayer"
+
+    def make(m):
+        act = {"function": lambda: m.nn.functional.silu, "module": lambda: m.nn.GELU(approximate="tanh"),
+               "parametrised": lambda: m.nn.PReLU(init=0.3)}[activation]()
+        return getattr(m.nn, name)(8, 2, dim_feedforward=12, dropout=0.0, activation=act, batch_first=True)
+
+    torch.manual_seed(0)
+    u, t = twins(make(ug).double(), make(torch).double())
+    assert [n for n, _ in u.named_parameters()] == [n for n, _ in t.named_parameters()]
+    assert [n for n, _ in u.named_children()] == [n for n, _ in t.named_children()]
+    if activation != "function":
+        assert repr(u.activation) == repr(t.activation) and repr(u).endswith(f"(activation): {t.activation!r}\n)")
+    inputs = [rand(2, 5, 8, dtype=np.float64)] + ([rand(2, 3, 8, dtype=np.float64)] if decoder else [])
+    check_layer(u, t, *inputs)
+    if activation == "parametrised":
+        stack = (ug.nn.TransformerDecoder if decoder else ug.nn.TransformerEncoder)(u, 2)
+        with ug.no_grad():
+            stack.layers[0].activation.weight.fill_(0.9)
+        assert float(stack.layers[1].activation.weight.item()) == pytest.approx(0.3)
+        assert float(u.activation.weight.item()) == pytest.approx(0.3)
+    with pytest.raises(ValueError, match=rf'\[{name}\] activation must be "relu" or "gelu", got "tanh"'):
+        getattr(ug.nn, name)(8, 2, activation="tanh")
 
 
 def test_transformer_encoder_layer_eval_matches_torch_fast_path():
@@ -441,6 +486,41 @@ def test_conv2d_layer(kwargs):
     assert repr(u) == repr(t)
 
 
+@pytest.mark.parametrize("padding_mode", ["reflect", "replicate", "circular", "zeros"])
+@pytest.mark.parametrize("dims,kwargs", [
+    (1, dict(kernel_size=(3,), padding=2, stride=(2,))), (1, dict(kernel_size=4, padding="same", dilation=(2,))),
+    (2, dict(kernel_size=(3, 2), padding=(1, 0), groups=2, bias=False)), (2, dict(kernel_size=(2, 3), padding="same")),
+    (2, dict(kernel_size=3, padding="valid", stride=2)), (3, dict(kernel_size=(2, 3, 1), padding=(1, 1, 0))),
+], ids=str)
+def test_conv_padding_modes_and_1_tuples(dims, kwargs, padding_mode):
+    # The input padded by the mode (for "same": the odd one out on the right), then an unpadded
+    # convolution: an input element reaches up to 2 windows per dim more through the padding.
+    kw = dict(in_channels=4, out_channels=2, padding_mode=padding_mode, **kwargs)
+    u, t = twins(getattr(ug.nn, f"Conv{dims}d")(**kw).double(), getattr(torch.nn, f"Conv{dims}d")(**kw).double())
+    x = rand(2, 4, *(7, 6, 5)[:dims], dtype=np.float64)
+    n = conv_sums(t, x)
+    n[0] *= 2 ** dims
+    check_layer(u, t, x, n=n)
+    check_layer(u, t, x[0], n=n)
+    assert repr(u) == repr(t)
+
+
+def test_conv_padding_mode_errors_as_torch():
+    for bad in (dict(padding_mode="edge"), dict(padding="same", stride=2, padding_mode="reflect")):
+        with pytest.raises(ValueError):
+            torch.nn.Conv2d(2, 2, 3, **bad)
+        with pytest.raises(ValueError, match=r"\[Conv2d\] (padding_mode must be one of|padding='same' is not)"):
+            ug.nn.Conv2d(2, 2, 3, **bad)
+    for dims in (1, 2, 3):
+        name = f"ConvTranspose{dims}d"
+        assert repr(getattr(ug.nn, name)(2, 2, (3,) * dims, padding_mode="zeros")) == repr(
+            getattr(torch.nn, name)(2, 2, (3,) * dims, padding_mode="zeros"))
+        with pytest.raises(ValueError, match=rf'\[{name}\] Only "zeros" padding mode is supported for {name}'):
+            getattr(ug.nn, name)(2, 2, 3, padding_mode="reflect")
+    with pytest.raises(ValueError, match=r"\[Conv1d\] kernel_size needs 1 value, got 2"):
+        ug.nn.Conv1d(2, 2, (3, 3))
+
+
 def test_conv1d_and_conv_transpose2d_layers():
     x = rand(2, 3, 11)
     u, t = twins(ug.nn.Conv1d(3, 4, 3, stride=2, padding=1), torch.nn.Conv1d(3, 4, 3, stride=2, padding=1))
@@ -459,6 +539,33 @@ def test_pooling_layers():
             torch.nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False), x)
     check_layer(ug.nn.AdaptiveAvgPool2d((3, 2)), torch.nn.AdaptiveAvgPool2d((3, 2)), x)
     check_layer(ug.nn.AdaptiveAvgPool2d(1), torch.nn.AdaptiveAvgPool2d(1), x, n={"output": 72})
+
+
+@pytest.mark.parametrize("dims,kwargs", [(1, dict(kernel_size=3, stride=2, ceil_mode=True)),
+                                         (2, dict(kernel_size=(2, 3), padding=1, dilation=(1, 2))),
+                                         (3, dict(kernel_size=2, stride=(1, 2, 2)))], ids=str)
+def test_max_pool_layers_return_indices_for_max_unpool(dims, kwargs):
+    # return_indices=True: torch's (values, indices), in torch's argument order, hooks seeing the
+    # tuple; MaxUnpool puts the values back at the indices.
+    x = rand(2, 3, *(7, 6, 5)[:dims])
+    u = getattr(ug.nn, f"MaxPool{dims}d")(**kwargs, return_indices=True)
+    t = getattr(torch.nn, f"MaxPool{dims}d")(**kwargs, return_indices=True)
+    assert repr(u) == repr(t) and u.return_indices
+    seen = []
+    u.register_forward_hook(lambda m, args, out: seen.append(type(out)))
+    check_layer(u, t, x)
+    (uv, ui), (tv, ti) = u(ug.tensor(x)), t(torch.tensor(x))
+    np.testing.assert_array_equal(ui.numpy(), ti.numpy())
+    assert seen == [tuple, tuple]
+    unpool = dict(kernel_size=kwargs["kernel_size"], stride=kwargs.get("stride"), padding=kwargs.get("padding", 0))
+    if "dilation" not in kwargs:
+        size = x.shape[2:]
+        np.testing.assert_array_equal(
+            getattr(ug.nn, f"MaxUnpool{dims}d")(**unpool)(uv, ui, output_size=size).numpy(),
+            getattr(torch.nn, f"MaxUnpool{dims}d")(**unpool)(tv, ti, output_size=size).numpy())
+    positional = getattr(ug.nn, f"MaxPool{dims}d")(2, 2, 0, 1, True)  # torch's order: return_indices before ceil_mode
+    assert positional.return_indices and isinstance(positional(ug.tensor(x)), tuple)
+    assert isinstance(getattr(ug.nn, f"MaxPool{dims}d")(2)(ug.tensor(x)), ug.Tensor)
 
 
 def test_conv_default_init_matches_torch_bounds():
