@@ -413,6 +413,12 @@ SCHEDULERS = [
     ("CosineAnnealingLR", dict(T_max=10, eta_min=0.001)),
     ("LinearLR", dict(start_factor=0.25, total_iters=8)),
     ("LinearLR", dict(start_factor=1.0, end_factor=0.1, total_iters=12)),
+    ("ConstantLR", dict()), ("ConstantLR", dict(factor=0.4, total_iters=9)),
+    ("PolynomialLR", dict()), ("PolynomialLR", dict(total_iters=17, power=2.5)),
+    ("LambdaLR", dict(lr_lambda=lambda epoch: 0.95 ** epoch / (1 + epoch % 3))),
+    ("LambdaLR", dict(lr_lambda=[lambda e: 1 / (e + 1), lambda e: min(1.0, (e + 1) / 10)])),
+    ("MultiplicativeLR", dict(lr_lambda=lambda epoch: 0.9 if epoch % 4 else 1.1)),
+    ("MultiplicativeLR", dict(lr_lambda=(lambda e: 0.97, lambda e: 1.0 - e / 100))),
 ]
 
 
@@ -496,6 +502,13 @@ def test_scheduler_bad_arguments():
         US.ReduceLROnPlateau(uopt, factor=2.0)
     with pytest.raises(ValueError):
         US.SequentialLR(uopt, [US.StepLR(uopt, 2)], milestones=[3])
+    with pytest.raises(ValueError, match=r"\[ConstantLR\] Constant multiplicative factor expected to be between 0 and 1"):
+        US.ConstantLR(uopt, factor=1.5)
+    for name in ("LambdaLR", "MultiplicativeLR"):
+        with pytest.raises(ValueError, match=rf"\[{name}\] Expected 2 lr_lambdas, but got 1"):
+            getattr(US, name)(uopt, [lambda e: 1.0])
+    with pytest.raises(TypeError, match=r"\[MultiplicativeLR\] lr_lambda should be a function, but got float"):
+        US.MultiplicativeLR(uopt, 0.5)
     plain = ug.optim.Adagrad([ug.zeros(2).requires_grad_()])
     with pytest.raises(ValueError):
         US.OneCycleLR(plain, max_lr=1.0, total_steps=10)
