@@ -23,14 +23,14 @@ def close(u, t, dtype):
     np.testing.assert_allclose(u.numpy(), t.detach().numpy(), **TOL[dtype])
 
 
-def run_pair(name, kwargs, dtype="float32", steps=6, skip=None):
+def run_pair(name, kwargs, dtype="float32", steps=6, skip=None, ug_kwargs=None):
     """Steps torch's single-tensor optimizer and ours on the same params and grads; `skip`
-    (step, param) pairs get no gradient that step."""
+    (step, param) pairs get no gradient that step; ug_kwargs go to ours alone."""
     init = arrays(dtype, 0)
     tp = [torch.tensor(a, requires_grad=True) for a in init]
     up = [ug.tensor(a).requires_grad_() for a in init]
     topt = getattr(torch.optim, name)(tp, foreach=False, **kwargs)
-    uopt = getattr(ug.optim, name)(up, **kwargs)
+    uopt = getattr(ug.optim, name)(up, **kwargs, **(ug_kwargs or {}))
     for s in range(steps):
         for i, (t, u, g) in enumerate(zip(tp, up, arrays(dtype, 100 + s))):
             none = skip is not None and (s, i) in skip
@@ -375,6 +375,38 @@ def test_clip_grad_norm_nonfinite_and_value():
     small.grad = ug.tensor([0.3, 0.4])
     assert abs(float(ug.nn.utils.clip_grad_norm_([small], 10.0)) - 0.5) < 1e-7
     np.testing.assert_allclose(small.grad.numpy(), [0.3, 0.4])  # below max_norm: unchanged
+
+
+@pytest.mark.parametrize("name,flags", [
+    ("SGD", dict(foreach=True, differentiable=False, fused=None)), ("SGD", dict(fused=True)),
+    ("Adam", dict(foreach=False, capturable=True, fused=True)), ("AdamW", dict(foreach=None, capturable=False)),
+    ("RMSprop", dict(capturable=False, foreach=True, differentiable=False)), ("Adagrad", dict(fused=False)),
+])
+def test_torch_implementation_flags_are_accepted(name, flags):
+    # foreach, fused and capturable choose torch's kernels, not the results: the steps are the
+    # plain ones (run_pair compares them with torch's single-tensor loop).
+    run_pair(name, dict(lr=0.05), dtype="float64", ug_kwargs=flags)
+
+
+def test_torch_implementation_flags_errors():
+    params = [ug.zeros(2).requires_grad_()]
+    with pytest.raises(RuntimeError, match=r"\[SGD\] `fused` and `foreach` cannot be `True` together"):
+        ug.optim.SGD(params, foreach=True, fused=True)
+    for name in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad"):
+        with pytest.raises(ValueError, match=rf"\[{name}\] differentiable=True .* is not supported"):
+            getattr(ug.optim, name)(params, differentiable=True)
+    # torch's positional order: RMSprop(..., centered, capturable, foreach, maximize),
+    # Adagrad(..., eps, foreach)
+    run_pair("RMSprop", dict(lr=0.01), dtype="float64")
+    tp, up = [torch.ones(2, requires_grad=True)], [ug.ones(2).requires_grad_()]
+    for t, u in zip(tp, up):
+        t.grad, u.grad = torch.full((2,), 0.5), ug.full((2,), 0.5)
+    topt = torch.optim.RMSprop(tp, 0.01, 0.9, 1e-8, 0.0, 0.0, False, False, None, True)
+    uopt = ug.optim.RMSprop(up, 0.01, 0.9, 1e-8, 0.0, 0.0, False, False, None, True)
+    topt.step()
+    uopt.step()
+    close(up[0], tp[0], "float32")
+    assert uopt.param_groups[0]["maximize"] and ug.optim.Adagrad(up, 0.1, 0.0, 0.0, 0.0, 1e-10, None).defaults
 
 
 # ---- schedulers ------------------------------------------------------------------------------
