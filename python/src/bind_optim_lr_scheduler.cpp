@@ -109,6 +109,18 @@ void bind_lr_scheduler(nb::module_& m) {
       .def(nb::init<Optimizer&, int64_t, double, int64_t>(), nb::arg("optimizer"),
            nb::arg("total_iters") = D::total_iters, nb::arg("power") = 1.0, nb::arg("last_epoch") = D::last_epoch,
            nb::keep_alive<1, 2>());
+  nb::class_<CosineAnnealingWarmRestarts, LRScheduler>(m, "CosineAnnealingWarmRestarts",
+                                                       "Cosine annealing restarted every T_i epochs, T_i *= T_mult.")
+      .def(nb::init<Optimizer&, int64_t, int64_t, double, int64_t>(), nb::arg("optimizer"), nb::arg("T_0"),
+           nb::arg("T_mult") = 1, nb::arg("eta_min") = D::eta_min, nb::arg("last_epoch") = D::last_epoch,
+           nb::keep_alive<1, 2>())
+      .def(
+          "step",
+          [](CosineAnnealingWarmRestarts& s, std::optional<double> epoch) {
+            if (epoch) s.step(*epoch);
+            else s.step();
+          },
+          nb::arg("epoch") = nb::none(), "The next epoch, or the (fractional) epoch given.");
   nb::class_<LambdaLR, LRScheduler>(m, "LambdaLR", "lr = base lr * lr_lambda(epoch); one function or one per group.")
       .def(
           "__init__",

@@ -460,6 +460,29 @@ def test_scheduler_matches_torch(name, kwargs):
     same_lrs(topt, uopt, getattr(TS, name)(topt, **kwargs), getattr(US, name)(uopt, **kwargs))
 
 
+@pytest.mark.parametrize("T_0,T_mult,eta_min", [(4, 1, 0.0), (3, 2, 0.001), (2, 3, 0.01)])
+def test_cosine_annealing_warm_restarts(T_0, T_mult, eta_min):
+    # step() and torch's step(epoch) with whole and fractional epochs, and a state_dict resume
+    topt, uopt = sched_pair()
+    ts = TS.CosineAnnealingWarmRestarts(topt, T_0, T_mult, eta_min)
+    us = US.CosineAnnealingWarmRestarts(uopt, T_0, T_mult, eta_min)
+    same_lrs(topt, uopt, ts, us, steps=25)
+    for epoch in (3, 7.5, 0.25, 30, 12.75, 2):
+        ts.step(epoch)
+        us.step(epoch)
+        assert us.get_last_lr() == ts.get_last_lr() and us.last_epoch == ts.last_epoch, epoch
+    resumed = US.CosineAnnealingWarmRestarts(uopt, T_0, T_mult, eta_min)
+    resumed.load_state_dict(us.state_dict())
+    for _ in range(10):
+        ts.step()
+        resumed.step()
+        assert resumed.get_last_lr() == ts.get_last_lr()
+    with pytest.raises(ValueError, match=r"\[CosineAnnealingWarmRestarts\] Expected positive integer T_0, but got 0"):
+        US.CosineAnnealingWarmRestarts(uopt, 0)
+    with pytest.raises(ValueError, match=r"\[CosineAnnealingWarmRestarts\] Expected non-negative epoch"):
+        us.step(-1.0)
+
+
 def test_sequential_warmup_then_cosine():
     topt, uopt = sched_pair()
     tw, uw = TS.LinearLR(topt, start_factor=0.1, total_iters=5), US.LinearLR(uopt, start_factor=0.1, total_iters=5)

@@ -343,6 +343,72 @@ std::vector<double> MultiplicativeLR::get_lr() {
   return lrs;
 }
 
+CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult,
+                                                         double eta_min, int64_t last_epoch)
+    : LRScheduler(optimizer),
+      T_0_(T_0),
+      T_mult_(T_mult),
+      eta_min_(eta_min),
+      T_i_(static_cast<double>(T_0)),
+      T_cur_(static_cast<double>(last_epoch)) {
+  if (T_0 <= 0) fail<ValueError>("[CosineAnnealingWarmRestarts] Expected positive integer T_0, but got ", T_0);
+  if (T_mult < 1) fail<ValueError>("[CosineAnnealingWarmRestarts] Expected integer T_mult >= 1, but got ", T_mult);
+  initialize(last_epoch);
+}
+
+std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
+  constexpr double pi = std::numbers::pi;
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(eta_min_ + (base - eta_min_) * (1 + std::cos(pi * T_cur_ / T_i_)) / 2);
+  return lrs;
+}
+
+void CosineAnnealingWarmRestarts::advance(std::optional<double> epoch) {
+  if (!epoch && last_epoch_ < 0) epoch = 0.0;
+  const double T_0 = static_cast<double>(T_0_), T_mult = static_cast<double>(T_mult_);
+  if (!epoch) {
+    epoch = static_cast<double>(last_epoch_ + 1);
+    T_cur_ = T_cur_ + 1;
+    if (T_cur_ >= T_i_) {
+      T_cur_ = std::fmod(T_cur_, T_i_);
+      T_i_ = T_i_ * T_mult;
+    }
+  } else if (*epoch < 0) {
+    fail<ValueError>("[CosineAnnealingWarmRestarts] Expected non-negative epoch, but got ", *epoch);
+  } else if (*epoch >= T_0) {
+    if (T_mult_ == 1) {
+      T_cur_ = std::fmod(*epoch, T_0);
+    } else {
+      const auto n = static_cast<int64_t>(std::log(*epoch / T_0 * (T_mult - 1) + 1) / std::log(T_mult));
+      const double grown = std::pow(T_mult, static_cast<double>(n));  // an integer, as torch's int power
+      T_cur_ = *epoch - T_0 * (grown - 1) / (T_mult - 1);
+      T_i_ = T_0 * grown;
+    }
+  } else {
+    T_i_ = T_0;
+    T_cur_ = *epoch;
+  }
+  last_epoch_ = static_cast<int64_t>(std::floor(*epoch));
+  const std::vector<double> lrs = get_lr();
+  auto& groups = opt_->param_groups();
+  for (size_t i = 0; i < groups.size(); ++i) groups[i].lr() = lrs[i];
+  last_lr_ = group_values("lr");
+}
+
+SchedulerState CosineAnnealingWarmRestarts::state_dict() const {
+  SchedulerState s = LRScheduler::state_dict();
+  s.insert("T_i", T_i_);
+  s.insert("T_cur", T_cur_);
+  return s;
+}
+
+void CosineAnnealingWarmRestarts::load_state_dict(const SchedulerState& state) {
+  const double T_i = as_double(state, "T_i"), T_cur = as_double(state, "T_cur");
+  LRScheduler::load_state_dict(state);
+  T_i_ = T_i;
+  T_cur_ = T_cur;
+}
+
 // ---- SequentialLR ---------------------------------------------------------------------------
 
 SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,

@@ -177,6 +177,28 @@ class PolynomialLR : public LRScheduler {
   double power_;
 };
 
+/** Cosine from the base lr to eta_min over T_i epochs, then a restart, T_i growing by T_mult
+ *  each time (SGDR). step(epoch) jumps to a (fractional) epoch, as torch's. */
+class CosineAnnealingWarmRestarts : public LRScheduler {
+ public:
+  CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult = 1,
+                              double eta_min = SchedulerDefaults::eta_min,
+                              int64_t last_epoch = SchedulerDefaults::last_epoch);
+  void step() override { advance(std::nullopt); }
+  void step(double epoch) { advance(epoch); }
+  SchedulerState state_dict() const override;
+  void load_state_dict(const SchedulerState& state) override;
+
+ protected:
+  std::vector<double> get_lr() override;
+
+ private:
+  void advance(std::optional<double> epoch);
+  int64_t T_0_, T_mult_;
+  double eta_min_;
+  double T_i_, T_cur_;
+};
+
 /** A function of the epoch. */
 using LRLambda = std::function<double(int64_t epoch)>;
 
