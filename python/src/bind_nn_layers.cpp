@@ -542,8 +542,16 @@ void bind_nn_layers(nb::module_& nn) {
   // ---- attention -----------------------------------------------------------------------------
   nb::class_<n::MultiheadAttentionImpl, Module>(
       nn, "MultiheadAttention", "Multi-head scaled dot-product attention (torch.nn.MultiheadAttention).")
-      .def(nb::init<int64_t, int64_t, double, bool, bool>(), "embed_dim"_a, "num_heads"_a, "dropout"_a = 0.0,
-           "bias"_a = true, "batch_first"_a = false)
+      .def(
+          "__init__",
+          [](n::MultiheadAttentionImpl* m, int64_t embed_dim, int64_t num_heads, double dropout, bool bias,
+             bool add_bias_kv, bool add_zero_attn, std::optional<int64_t> kdim, std::optional<int64_t> vdim,
+             bool batch_first) {
+            new (m) n::MultiheadAttentionImpl(embed_dim, num_heads, dropout, bias, batch_first, add_bias_kv,
+                                              add_zero_attn, kdim.value_or(embed_dim), vdim.value_or(embed_dim));
+          },
+          "embed_dim"_a, "num_heads"_a, "dropout"_a = 0.0, "bias"_a = true, "add_bias_kv"_a = false,
+          "add_zero_attn"_a = false, "kdim"_a = nb::none(), "vdim"_a = nb::none(), "batch_first"_a = false)
       .def(
           "forward",
           [](n::MultiheadAttentionImpl& m, const Tensor& q, const Tensor& k, const Tensor& v,

@@ -219,6 +219,37 @@ def test_multihead_cross_attention_with_masks():
             np.testing.assert_allclose(uw.numpy(), to_np(tw), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("options", [dict(kdim=3, vdim=5), dict(add_bias_kv=True), dict(add_zero_attn=True),
+                                     dict(kdim=6, vdim=6, add_bias_kv=True, add_zero_attn=True, bias=False)], ids=str)
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_kdim_vdim_bias_kv_zero_attn(options, batch_first):
+    # torch's parameters by name and order; the appended positions widen the weights and stay
+    # open under every mask
+    u = ug.nn.MultiheadAttention(8, 2, **options, batch_first=batch_first).double()
+    t = torch.nn.MultiheadAttention(8, 2, **options, batch_first=batch_first).double()
+    assert [n for n, _ in u.named_parameters()] == [n for n, _ in t.named_parameters()]
+    u, t = twins(u, t)
+    kd, vd = options.get("kdim", 8), options.get("vdim", 8)
+    q, k, v = rand(2, 3, 8, dtype=np.float64), rand(2, 6, kd, dtype=np.float64), rand(2, 6, vd, dtype=np.float64)
+    if not batch_first:
+        q, k, v = (a.transpose(1, 0, 2).copy() for a in (q, k, v))
+    pad = np.array([[False] * 5 + [True], [False] * 4 + [True] * 2])
+    causal = np.triu(np.ones((3, 6), bool), 1)
+    for kwargs in ({}, {"key_padding_mask": pad, "attn_mask": causal}, {"attn_mask": rand(3, 6, dtype=np.float64)},
+                   {"need_weights": False, "key_padding_mask": pad}, {"average_attn_weights": False}):
+        def call(m, q, k, v, kwargs=kwargs):
+            conv = ug.tensor if isinstance(m, ug.nn.Module) else torch.tensor
+            return m(q, k, v, **{n: conv(a) for n, a in kwargs.items() if n.endswith("mask")},
+                     **{n: a for n, a in kwargs.items() if not n.endswith("mask")})
+        u.zero_grad(), t.zero_grad()
+        (uo, uw), (to, tw) = check_layer(u, t, q, k, v, call=call)
+        assert (uw is None) == (tw is None)
+        if tw is not None:
+            np.testing.assert_allclose(uw.numpy(), to_np(tw), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match=r"expected embedding sizes 8, 3 and 5"):
+        ug.nn.MultiheadAttention(8, 2, kdim=3, vdim=5)(ug.zeros(2, 3, 8), ug.zeros(2, 3, 8), ug.zeros(2, 3, 5))
+
+
 def test_multihead_attention_unbatched_and_errors():
     u, t = twins(ug.nn.MultiheadAttention(8, 2), torch.nn.MultiheadAttention(8, 2))
     check_layer(u, t, rand(4, 8), call=lambda m, x: m(x, x, x))
