@@ -89,6 +89,15 @@ void init_transformer_layer(Impl* layer, int64_t d_model, int64_t nhead, int64_t
              layer_norm_eps, batch_first, norm_first, bias);
 }
 
+/** An adaptive pooling's output_size: sizes, None (as -1) keeping the input's. */
+Dims adaptive_sizes(nb::handle h) {
+  if (h.is_none()) return Dims{-1};
+  if (nb::isinstance<nb::int_>(h)) return Dims{nb::cast<int64_t>(h)};
+  Dims out;
+  for (nb::handle v : h) out.push_back(v.is_none() ? -1 : nb::cast<int64_t>(v));
+  return out;
+}
+
 /** A 1-d layer's size: an int or a 1-tuple, as torch takes. */
 int64_t size_1d(nb::handle h, const char* layer, const char* what) {
   const Dims d = sizes(h);
@@ -230,10 +239,11 @@ void bind_nn_layers(nb::module_& nn) {
                                   "2-d average pooling (torch.nn.AvgPool2d); stride defaults to kernel_size.");
   bind_avg_pool<n::AvgPool3dImpl>(nn, "AvgPool3d",
                                   "3-d average pooling (torch.nn.AvgPool3d); stride defaults to kernel_size.");
-#define UG_BIND_ADAPTIVE_POOL(Name, doc)                         \
-  nb::class_<n::Name##Impl, n::AdaptivePoolImpl>(nn, #Name, doc) \
-      .def(                                                      \
-          "__init__", [](n::Name##Impl* p, nb::handle size) { new (p) n::Name##Impl(sizes(size)); }, "output_size"_a);
+#define UG_BIND_ADAPTIVE_POOL(Name, doc)                                                                      \
+  nb::class_<n::Name##Impl, n::AdaptivePoolImpl>(nn, #Name, doc)                                              \
+      .def(                                                                                                   \
+          "__init__", [](n::Name##Impl* p, nb::handle size) { new (p) n::Name##Impl(adaptive_sizes(size)); }, \
+          "output_size"_a);
   UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool1d, "1-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool1d).")
   UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool2d, "2-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d).")
   UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool3d, "3-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool3d).")

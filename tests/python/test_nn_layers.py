@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import unigrad as ug
-from reference import assert_close, check_layer
+from reference import arr, assert_close, check_grad, check_layer
 
 RNG = np.random.default_rng(0)
 
@@ -597,6 +597,18 @@ def test_max_pool_layers_return_indices_for_max_unpool(dims, kwargs):
     positional = getattr(ug.nn, f"MaxPool{dims}d")(2, 2, 0, 1, True)  # torch's order: return_indices before ceil_mode
     assert positional.return_indices and isinstance(positional(ug.tensor(x)), tuple)
     assert isinstance(getattr(ug.nn, f"MaxPool{dims}d")(2)(ug.tensor(x)), ug.Tensor)
+
+
+@pytest.mark.parametrize("name,size,shape", [("AdaptiveAvgPool2d", (None, 3), (2, 3, 5, 7)),
+                                             ("AdaptiveMaxPool2d", (4, None), (3, 5, 7)),
+                                             ("AdaptiveAvgPool3d", (2, None, None), (2, 3, 5, 4, 6)),
+                                             ("AdaptiveMaxPool3d", (None, 2, None), (2, 4, 5, 3))], ids=str)
+def test_adaptive_pools_keep_the_input_size_where_none(name, size, shape):
+    u, t = getattr(ug.nn, name)(size), getattr(torch.nn, name)(size)
+    assert repr(u) == repr(t)
+    check_layer(u, t, rand(*shape))
+    fn = name[len("Adaptive"):].replace("Pool", "_pool").lower()
+    check_grad(lambda m, x: getattr(m.nn.functional, f"adaptive_{fn}")(x, size), arr(shape))
 
 
 def test_conv_default_init_matches_torch_bounds():

@@ -1,5 +1,6 @@
 #include "ug/nn/layers/conv.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -137,9 +138,20 @@ std::string AvgPoolImpl::extra_repr() const {
 }
 
 Tensor AdaptivePoolImpl::forward(const Tensor& x) {
-  if (max_)
-    return (dims_ == 1 ? adaptive_max_pool1d : dims_ == 2 ? adaptive_max_pool2d : adaptive_max_pool3d)(x, output_size_);
-  return (dims_ == 1 ? adaptive_avg_pool1d : dims_ == 2 ? adaptive_avg_pool2d : adaptive_avg_pool3d)(x, output_size_);
+  Dims size = per_dim(output_size_, static_cast<int>(dims_), type_name(), "output_size");
+  for (int64_t i = 0; i < dims_; ++i)
+    if (size[static_cast<size_t>(i)] < 0 && x.dim() >= dims_)
+      size[static_cast<size_t>(i)] = x.size(x.dim() - dims_ + i);
+  if (max_) return (dims_ == 1 ? adaptive_max_pool1d : dims_ == 2 ? adaptive_max_pool2d : adaptive_max_pool3d)(x, size);
+  return (dims_ == 1 ? adaptive_avg_pool1d : dims_ == 2 ? adaptive_avg_pool2d : adaptive_avg_pool3d)(x, size);
+}
+
+std::string AdaptivePoolImpl::extra_repr() const {
+  if (std::none_of(output_size_.begin(), output_size_.end(), [](int64_t s) { return s < 0; }))
+    return "output_size=" + size_repr(output_size_);
+  std::string s;
+  for (int64_t v : output_size_) s += (s.empty() ? "" : ", ") + (v < 0 ? std::string("None") : std::to_string(v));
+  return "output_size=" + (output_size_.size() == 1 ? s : "(" + s + ")");
 }
 
 }  // namespace ug::nn

@@ -133,14 +133,15 @@ class AvgPoolImpl : public Module {
   std::optional<int64_t> divisor_override_;
 };
 
-/** Adaptive average or max pooling of the last `dims` (1 to 3) dims to output_size. */
+/** Adaptive average or max pooling of the last `dims` (1 to 3) dims to output_size; a negative
+ *  size (torch's None) keeps the input's. */
 class AdaptivePoolImpl : public Module {
   UG_CLONEABLE(AdaptivePoolImpl)
  public:
   AdaptivePoolImpl(std::string type_name, int64_t dims, bool max, Dims output_size)
       : Module(std::move(type_name)), dims_(dims), max_(max), output_size_(std::move(output_size)) {}
   Tensor forward(const Tensor& x) override;
-  std::string extra_repr() const override { return "output_size=" + size_repr(output_size_); }
+  std::string extra_repr() const override;
 
  private:
   int64_t dims_;
