@@ -21,6 +21,17 @@ ug::ConvPadding conv_padding(nb::handle h, const char* op) {
   return ug::ConvPadding(dims_from_sequence(h, op));
 }
 
+/** An adaptive pooling's output_size over the last nd dims of x: None entries keep x's size. */
+ug::Dims adaptive_size(nb::handle h, const Tensor& x, int64_t nd, const char* op) {
+  if (h.is_none() || nb::isinstance<nb::int_>(h)) return sizes(h, op);
+  ug::Dims out;
+  for (nb::handle v : h) {
+    const auto i = static_cast<int64_t>(out.size());
+    out.push_back(v.is_none() && x.dim() >= nd ? x.size(x.dim() - nd + i) : nb::cast<int64_t>(v));
+  }
+  return out;
+}
+
 /** The (values, indices) pair as torch returns it, or the values alone. */
 nb::object maybe_indices(const std::pair<Tensor, Tensor>& r, bool return_indices) {
   return return_indices ? nb::object(nb::make_tuple(r.first, r.second)) : nb::cast(r.first);
@@ -109,34 +120,40 @@ void bind_nn_conv(nb::module_&, nb::module_& functional) {
 #undef UG_AVG_POOL
   f.def(
       "adaptive_avg_pool1d",
-      [](const Tensor& x, nb::handle size) { return ug::adaptive_avg_pool1d(x, sizes(size, "adaptive_avg_pool1d")); },
+      [](const Tensor& x, nb::handle size) {
+        return ug::adaptive_avg_pool1d(x, adaptive_size(size, x, 1, "adaptive_avg_pool1d"));
+      },
       nb::arg("input"), nb::arg("output_size"));
   f.def(
       "adaptive_avg_pool2d",
-      [](const Tensor& x, nb::handle size) { return ug::adaptive_avg_pool2d(x, sizes(size, "adaptive_avg_pool2d")); },
+      [](const Tensor& x, nb::handle size) {
+        return ug::adaptive_avg_pool2d(x, adaptive_size(size, x, 2, "adaptive_avg_pool2d"));
+      },
       nb::arg("input"), nb::arg("output_size"));
   f.def(
       "adaptive_avg_pool3d",
-      [](const Tensor& x, nb::handle size) { return ug::adaptive_avg_pool3d(x, sizes(size, "adaptive_avg_pool3d")); },
+      [](const Tensor& x, nb::handle size) {
+        return ug::adaptive_avg_pool3d(x, adaptive_size(size, x, 3, "adaptive_avg_pool3d"));
+      },
       nb::arg("input"), nb::arg("output_size"));
   f.def(
       "adaptive_max_pool3d",
       [](const Tensor& x, nb::handle size, bool return_indices) {
-        return maybe_indices(ug::adaptive_max_pool3d_with_indices(x, sizes(size, "adaptive_max_pool3d")),
+        return maybe_indices(ug::adaptive_max_pool3d_with_indices(x, adaptive_size(size, x, 3, "adaptive_max_pool3d")),
                              return_indices);
       },
       nb::arg("input"), nb::arg("output_size"), nb::arg("return_indices") = false);
   f.def(
       "adaptive_max_pool1d",
       [](const Tensor& x, nb::handle size, bool return_indices) {
-        return maybe_indices(ug::adaptive_max_pool1d_with_indices(x, sizes(size, "adaptive_max_pool1d")),
+        return maybe_indices(ug::adaptive_max_pool1d_with_indices(x, adaptive_size(size, x, 1, "adaptive_max_pool1d")),
                              return_indices);
       },
       nb::arg("input"), nb::arg("output_size"), nb::arg("return_indices") = false);
   f.def(
       "adaptive_max_pool2d",
       [](const Tensor& x, nb::handle size, bool return_indices) {
-        return maybe_indices(ug::adaptive_max_pool2d_with_indices(x, sizes(size, "adaptive_max_pool2d")),
+        return maybe_indices(ug::adaptive_max_pool2d_with_indices(x, adaptive_size(size, x, 2, "adaptive_max_pool2d")),
                              return_indices);
       },
       nb::arg("input"), nb::arg("output_size"), nb::arg("return_indices") = false);

@@ -177,10 +177,12 @@ void bind_nn_functional(nb::module_& nn, nb::module_& m) {
         return F::rrelu(x, lower, upper, training, true);
       },
       nb::arg("input"), nb::arg("lower") = 1.0 / 8, nb::arg("upper") = 1.0 / 3, nb::arg("training") = false);
-  // eps is torch's deprecated, unused argument.
+  // eps is torch's deprecated, unused argument: given, it warns as torch's does.
   m.def(
       "gumbel_softmax",
-      [](const Tensor& logits, double tau, bool hard, double, int64_t dim) {
+      [](const Tensor& logits, double tau, bool hard, double eps, int64_t dim) {
+        if (eps != 1e-10 && PyErr_WarnEx(PyExc_UserWarning, "`eps` parameter is deprecated and has no effect.", 1) != 0)
+          throw nb::python_error();
         return F::gumbel_softmax(logits, tau, hard, dim);
       },
       nb::arg("logits"), nb::arg("tau") = 1.0, nb::arg("hard") = false, nb::arg("eps") = 1e-10, nb::arg("dim") = -1);

@@ -56,30 +56,69 @@ template <class Impl> void bind_upsampling(nb::module_& nn, const char* name, co
           "size"_a = nb::none(), "scale_factor"_a = nb::none());
 }
 
-/** MaxPool1d / 2d / 3d(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False). */
+/** MaxPool1d / 2d / 3d(kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+ *  ceil_mode=False). */
 template <class Impl> void bind_max_pool(nb::module_& nn, const char* name, const char* doc) {
   nb::class_<Impl, ug::nn::MaxPoolImpl>(nn, name, doc)
       .def(
           "__init__",
-          [](Impl* p, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation, bool ceil_mode) {
-            new (p)
-                Impl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding), sizes(dilation), ceil_mode);
+          [](Impl* p, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation, bool return_indices,
+             bool ceil_mode) {
+            new (p) Impl(sizes(k), stride.is_none() ? Dims{} : sizes(stride), sizes(padding), sizes(dilation),
+                         ceil_mode, return_indices);
           },
-          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "ceil_mode"_a = false);
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1, "return_indices"_a = false,
+          "ceil_mode"_a = false);
+}
+
+/** A Transformer encoder or decoder layer; activation is "relu", "gelu", a module (the child
+ *  "activation", as torch's attribute makes it) or another callable. */
+template <class Impl>
+void init_transformer_layer(Impl* layer, int64_t d_model, int64_t nhead, int64_t dim_feedforward, double dropout,
+                            nb::object activation, double layer_norm_eps, bool batch_first, bool norm_first,
+                            bool bias) {
+  if (nb::isinstance<nb::str>(activation))
+    new (layer) Impl(d_model, nhead, dim_feedforward, dropout, nb::cast<std::string>(activation), layer_norm_eps,
+                     batch_first, norm_first, bias);
+  else if (nb::isinstance<Module>(activation))
+    new (layer) Impl(d_model, nhead, dim_feedforward, dropout, nb::cast<std::shared_ptr<Module>>(activation),
+                     layer_norm_eps, batch_first, norm_first, bias);
+  else
+    new (layer)
+        Impl(d_model, nhead, dim_feedforward, dropout, nb::cast<std::function<Tensor(const Tensor&)>>(activation),
+             layer_norm_eps, batch_first, norm_first, bias);
+}
+
+/** An adaptive pooling's output_size: sizes, None (as -1) keeping the input's. */
+Dims adaptive_sizes(nb::handle h) {
+  if (h.is_none()) return Dims{-1};
+  if (nb::isinstance<nb::int_>(h)) return Dims{nb::cast<int64_t>(h)};
+  Dims out;
+  for (nb::handle v : h) out.push_back(v.is_none() ? -1 : nb::cast<int64_t>(v));
+  return out;
+}
+
+/** A 1-d layer's size: an int or a 1-tuple, as torch takes. */
+int64_t size_1d(nb::handle h, const char* layer, const char* what) {
+  const Dims d = sizes(h);
+  if (d.size() != 1)
+    throw ug::ValueError(std::string("[") + layer + "] " + what + " needs 1 value, got " + std::to_string(d.size()));
+  return d[0];
 }
 
 /** Conv2d / Conv3d(in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
- *  groups=1, bias=True). */
+ *  groups=1, bias=True, padding_mode="zeros"). */
 template <class Impl> void bind_conv(nb::module_& nn, const char* name, const char* doc) {
   nb::class_<Impl, ug::nn::ConvImpl>(nn, name, doc)
       .def(
           "__init__",
           [](Impl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding, nb::handle dilation,
-             int64_t groups, bool bias) {
-            new (c) Impl(in, out, sizes(k), sizes(stride), conv_padding(padding), sizes(dilation), groups, bias);
+             int64_t groups, bool bias, std::string padding_mode) {
+            new (c) Impl(in, out, sizes(k), sizes(stride), conv_padding(padding), sizes(dilation), groups, bias,
+                         std::move(padding_mode));
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-          "groups"_a = 1, "bias"_a = true);
+          "groups"_a = 1, "bias"_a = true, "padding_mode"_a = "zeros");
 }
 
 /** AvgPool2d / AvgPool3d(kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -107,11 +146,14 @@ void bind_nn_layers(nb::module_& nn) {
       nn, "Conv1d", "1-d convolution over [N, C, L] (torch.nn.Conv1d); padding may be \"same\" or \"valid\".")
       .def(
           "__init__",
-          [](n::Conv1dImpl* c, int64_t in, int64_t out, int64_t k, int64_t stride, nb::handle padding, int64_t dilation,
-             int64_t groups,
-             bool bias) { new (c) n::Conv1dImpl(in, out, k, stride, conv_padding(padding), dilation, groups, bias); },
+          [](n::Conv1dImpl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding,
+             nb::handle dilation, int64_t groups, bool bias, std::string padding_mode) {
+            new (c) n::Conv1dImpl(in, out, size_1d(k, "Conv1d", "kernel_size"), size_1d(stride, "Conv1d", "stride"),
+                                  conv_padding(padding), size_1d(dilation, "Conv1d", "dilation"), groups, bias,
+                                  std::move(padding_mode));
+          },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-          "groups"_a = 1, "bias"_a = true);
+          "groups"_a = 1, "bias"_a = true, "padding_mode"_a = "zeros");
   bind_conv<n::Conv2dImpl>(nn, "Conv2d",
                            "2-d convolution over [N, C, H, W] (torch.nn.Conv2d); sizes are an int or a pair, padding "
                            "may be \"same\" or \"valid\".");
@@ -120,32 +162,60 @@ void bind_nn_layers(nb::module_& nn) {
                            "padding may be \"same\" or \"valid\".");
   nb::class_<n::ConvTranspose1dImpl, n::ConvImpl>(nn, "ConvTranspose1d",
                                                   "The transposed 1-d convolution (torch.nn.ConvTranspose1d).")
-      .def(nb::init<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int64_t>(), "in_channels"_a,
-           "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0, "groups"_a = 1,
-           "bias"_a = true, "dilation"_a = 1);
+      .def(
+          "__init__",
+          [](n::ConvTranspose1dImpl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding,
+             nb::handle output_padding, int64_t groups, bool bias, nb::handle dilation, std::string padding_mode) {
+            const char* l = "ConvTranspose1d";
+            new (c) n::ConvTranspose1dImpl(in, out, size_1d(k, l, "kernel_size"), size_1d(stride, l, "stride"),
+                                           size_1d(padding, l, "padding"), size_1d(output_padding, l, "output_padding"),
+                                           groups, bias, size_1d(dilation, l, "dilation"), std::move(padding_mode));
+          },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0,
+          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1, "padding_mode"_a = "zeros");
   nb::class_<n::ConvTranspose3dImpl, n::ConvImpl>(nn, "ConvTranspose3d",
                                                   "The transposed 3-d convolution (torch.nn.ConvTranspose3d).")
       .def(
           "__init__",
           [](n::ConvTranspose3dImpl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding,
-             nb::handle output_padding, int64_t groups, bool bias, nb::handle dilation) {
+             nb::handle output_padding, int64_t groups, bool bias, nb::handle dilation, std::string padding_mode) {
             new (c) n::ConvTranspose3dImpl(in, out, sizes(k), sizes(stride), sizes(padding), sizes(output_padding),
-                                           groups, bias, sizes(dilation));
+                                           groups, bias, sizes(dilation), std::move(padding_mode));
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0,
-          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1);
+          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1, "padding_mode"_a = "zeros");
   nb::class_<n::ConvTranspose2dImpl, n::ConvImpl>(nn, "ConvTranspose2d",
                                                   "The transposed 2-d convolution (torch.nn.ConvTranspose2d).")
       .def(
           "__init__",
           [](n::ConvTranspose2dImpl* c, int64_t in, int64_t out, nb::handle k, nb::handle stride, nb::handle padding,
-             nb::handle output_padding, int64_t groups, bool bias, nb::handle dilation) {
+             nb::handle output_padding, int64_t groups, bool bias, nb::handle dilation, std::string padding_mode) {
             new (c) n::ConvTranspose2dImpl(in, out, sizes(k), sizes(stride), sizes(padding), sizes(output_padding),
-                                           groups, bias, sizes(dilation));
+                                           groups, bias, sizes(dilation), std::move(padding_mode));
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0,
-          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1);
-  nb::class_<n::MaxPoolImpl, Module>(nn, "_MaxPoolNd");
+          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1, "padding_mode"_a = "zeros");
+  nb::class_<n::MaxPoolImpl, Module>(nn, "_MaxPoolNd")
+      .def(
+          "forward",
+          [](n::MaxPoolImpl& p, const Tensor& x) -> nb::object {
+            if (!p.return_indices()) return nb::cast(p.forward(x));
+            auto [values, indices] = p.forward_with_indices(x);
+            return nb::make_tuple(values, indices);
+          },
+          "input"_a)
+      // With return_indices the one-tensor call takes Module's general path (the C++ one returns
+      // the values alone), its hooks seeing the tuple.
+      .def("__call__",
+           [](nb::handle self, nb::args args, nb::kwargs kwargs) -> nb::object {
+             auto& p = nb::cast<n::MaxPoolImpl&>(self);
+             if (!p.return_indices()) return nb::type<Module>().attr("__call__")(self, *args, **kwargs);
+             std::any out = p.call(std::any(nb::object(args)), [&](const std::any& inputs) {
+               return std::any(self.attr("forward")(*std::any_cast<const nb::object&>(inputs), **kwargs));
+             });
+             return std::any_cast<const nb::object&>(out);
+           })
+      .def_prop_ro("return_indices", &n::MaxPoolImpl::return_indices);
   nb::class_<n::AvgPoolImpl, Module>(nn, "_AvgPoolNd");
   nb::class_<n::AdaptivePoolImpl, Module>(nn, "_AdaptivePoolNd");
   bind_max_pool<n::MaxPool1dImpl>(nn, "MaxPool1d",
@@ -169,10 +239,11 @@ void bind_nn_layers(nb::module_& nn) {
                                   "2-d average pooling (torch.nn.AvgPool2d); stride defaults to kernel_size.");
   bind_avg_pool<n::AvgPool3dImpl>(nn, "AvgPool3d",
                                   "3-d average pooling (torch.nn.AvgPool3d); stride defaults to kernel_size.");
-#define UG_BIND_ADAPTIVE_POOL(Name, doc)                         \
-  nb::class_<n::Name##Impl, n::AdaptivePoolImpl>(nn, #Name, doc) \
-      .def(                                                      \
-          "__init__", [](n::Name##Impl* p, nb::handle size) { new (p) n::Name##Impl(sizes(size)); }, "output_size"_a);
+#define UG_BIND_ADAPTIVE_POOL(Name, doc)                                                                      \
+  nb::class_<n::Name##Impl, n::AdaptivePoolImpl>(nn, #Name, doc)                                              \
+      .def(                                                                                                   \
+          "__init__", [](n::Name##Impl* p, nb::handle size) { new (p) n::Name##Impl(adaptive_sizes(size)); }, \
+          "output_size"_a);
   UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool1d, "1-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool1d).")
   UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool2d, "2-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d).")
   UG_BIND_ADAPTIVE_POOL(AdaptiveAvgPool3d, "3-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool3d).")
@@ -251,8 +322,16 @@ void bind_nn_layers(nb::module_& nn) {
       .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
   nb::class_<n::EmbeddingImpl, Module>(
       nn, "Embedding", "A lookup table of num_embeddings vectors of size embedding_dim (torch.nn.Embedding).")
-      .def(nb::init<int64_t, int64_t, std::optional<int64_t>>(), "num_embeddings"_a, "embedding_dim"_a,
-           "padding_idx"_a = nb::none());
+      .def(
+          "__init__",
+          [](n::EmbeddingImpl* e, int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx,
+             std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq, bool sparse) {
+            if (sparse) throw ug::ValueError("[Embedding] sparse gradients are not supported; use sparse=False");
+            new (e)
+                n::EmbeddingImpl(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type, scale_grad_by_freq);
+          },
+          "num_embeddings"_a, "embedding_dim"_a, "padding_idx"_a = nb::none(), "max_norm"_a = nb::none(),
+          "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false, "sparse"_a = false);
 
   nb::class_<n::EmbeddingBagImpl, Module>(nn, "EmbeddingBag",
                                           "Sums, means or maxima of bags of embedding vectors (torch.nn.EmbeddingBag).")
@@ -307,13 +386,21 @@ void bind_nn_layers(nb::module_& nn) {
           "__init__",                                                                                               \
           [](n::Name##Impl* p, nb::handle padding, double value) { new (p) n::Name##Impl(sizes(padding), value); }, \
           "padding"_a, "value"_a);
+  UG_BIND_PAD(ZeroPad1d, "Pads the last dim with zeros (torch.nn.ZeroPad1d).")
   UG_BIND_PAD(ZeroPad2d, "Pads the last 2 dims with zeros (torch.nn.ZeroPad2d).")
+  UG_BIND_PAD(ZeroPad3d, "Pads the last 3 dims with zeros (torch.nn.ZeroPad3d).")
   UG_BIND_CONSTANT_PAD(ConstantPad1d, "Pads the last dim with value (torch.nn.ConstantPad1d).")
   UG_BIND_CONSTANT_PAD(ConstantPad2d, "Pads the last 2 dims with value (torch.nn.ConstantPad2d).")
+  UG_BIND_CONSTANT_PAD(ConstantPad3d, "Pads the last 3 dims with value (torch.nn.ConstantPad3d).")
   UG_BIND_PAD(ReflectionPad1d, "Pads the last dim with its reflection (torch.nn.ReflectionPad1d).")
   UG_BIND_PAD(ReflectionPad2d, "Pads the last 2 dims with their reflection (torch.nn.ReflectionPad2d).")
+  UG_BIND_PAD(ReflectionPad3d, "Pads the last 3 dims with their reflection (torch.nn.ReflectionPad3d).")
   UG_BIND_PAD(ReplicationPad1d, "Pads the last dim with copies of its edge (torch.nn.ReplicationPad1d).")
   UG_BIND_PAD(ReplicationPad2d, "Pads the last 2 dims with copies of their edges (torch.nn.ReplicationPad2d).")
+  UG_BIND_PAD(ReplicationPad3d, "Pads the last 3 dims with copies of their edges (torch.nn.ReplicationPad3d).")
+  UG_BIND_PAD(CircularPad1d, "Pads the last dim with its other end (torch.nn.CircularPad1d).")
+  UG_BIND_PAD(CircularPad2d, "Pads the last 2 dims with their other ends (torch.nn.CircularPad2d).")
+  UG_BIND_PAD(CircularPad3d, "Pads the last 3 dims with their other ends (torch.nn.CircularPad3d).")
 #undef UG_BIND_PAD
 #undef UG_BIND_CONSTANT_PAD
 
@@ -437,11 +524,14 @@ void bind_nn_layers(nb::module_& nn) {
       "(torch.nn.TripletMarginWithDistanceLoss).")
       .def(
           "__init__",
-          [](n::TripletMarginWithDistanceLossImpl* l,
-             std::optional<n::TripletMarginWithDistanceLossImpl::Distance> distance, double margin, bool swap,
+          [](n::TripletMarginWithDistanceLossImpl* l, nb::object distance, double margin, bool swap,
              std::string reduction) {
-            new (l)
-                n::TripletMarginWithDistanceLossImpl(distance.value_or(nullptr), margin, swap, std::move(reduction));
+            using Distance = n::TripletMarginWithDistanceLossImpl::Distance;
+            new (l) n::TripletMarginWithDistanceLossImpl(distance.is_none() ? nullptr : nb::cast<Distance>(distance),
+                                                         margin, swap, std::move(reduction));
+            // A module given as the distance is a child, as torch's attribute makes it.
+            if (nb::isinstance<Module>(distance))
+              l->register_module("distance_function", nb::cast<std::shared_ptr<Module>>(distance));
           },
           nb::kw_only(), "distance_function"_a = nb::none(), "margin"_a = 1.0, "swap"_a = false, "reduction"_a = "mean")
       .def("forward", &n::TripletMarginWithDistanceLossImpl::forward, "anchor"_a, "positive"_a, "negative"_a);
@@ -462,8 +552,16 @@ void bind_nn_layers(nb::module_& nn) {
   // ---- attention -----------------------------------------------------------------------------
   nb::class_<n::MultiheadAttentionImpl, Module>(
       nn, "MultiheadAttention", "Multi-head scaled dot-product attention (torch.nn.MultiheadAttention).")
-      .def(nb::init<int64_t, int64_t, double, bool, bool>(), "embed_dim"_a, "num_heads"_a, "dropout"_a = 0.0,
-           "bias"_a = true, "batch_first"_a = false)
+      .def(
+          "__init__",
+          [](n::MultiheadAttentionImpl* m, int64_t embed_dim, int64_t num_heads, double dropout, bool bias,
+             bool add_bias_kv, bool add_zero_attn, std::optional<int64_t> kdim, std::optional<int64_t> vdim,
+             bool batch_first) {
+            new (m) n::MultiheadAttentionImpl(embed_dim, num_heads, dropout, bias, batch_first, add_bias_kv,
+                                              add_zero_attn, kdim.value_or(embed_dim), vdim.value_or(embed_dim));
+          },
+          "embed_dim"_a, "num_heads"_a, "dropout"_a = 0.0, "bias"_a = true, "add_bias_kv"_a = false,
+          "add_zero_attn"_a = false, "kdim"_a = nb::none(), "vdim"_a = nb::none(), "batch_first"_a = false)
       .def(
           "forward",
           [](n::MultiheadAttentionImpl& m, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -478,8 +576,8 @@ void bind_nn_layers(nb::module_& nn) {
   nb::class_<n::TransformerEncoderLayerImpl, Module>(
       nn, "TransformerEncoderLayer",
       "Self-attention and a feed-forward block, each with a residual and LayerNorm (torch.nn.TransformerEncoderLayer).")
-      .def(nb::init<int64_t, int64_t, int64_t, double, const std::string&, double, bool, bool, bool>(), "d_model"_a,
-           "nhead"_a, "dim_feedforward"_a = 2048, "dropout"_a = 0.1, "activation"_a = "relu", "layer_norm_eps"_a = 1e-5,
+      .def("__init__", &init_transformer_layer<n::TransformerEncoderLayerImpl>, "d_model"_a, "nhead"_a,
+           "dim_feedforward"_a = 2048, "dropout"_a = 0.1, "activation"_a = "relu", "layer_norm_eps"_a = 1e-5,
            "batch_first"_a = false, "norm_first"_a = false, "bias"_a = true)
       .def(
           "forward",
@@ -513,8 +611,8 @@ void bind_nn_layers(nb::module_& nn) {
       nn, "TransformerDecoderLayer",
       "Self-attention, attention to the encoder's output and a feed-forward block, each with a residual and "
       "LayerNorm (torch.nn.TransformerDecoderLayer).")
-      .def(nb::init<int64_t, int64_t, int64_t, double, const std::string&, double, bool, bool, bool>(), "d_model"_a,
-           "nhead"_a, "dim_feedforward"_a = 2048, "dropout"_a = 0.1, "activation"_a = "relu", "layer_norm_eps"_a = 1e-5,
+      .def("__init__", &init_transformer_layer<n::TransformerDecoderLayerImpl>, "d_model"_a, "nhead"_a,
+           "dim_feedforward"_a = 2048, "dropout"_a = 0.1, "activation"_a = "relu", "layer_norm_eps"_a = 1e-5,
            "batch_first"_a = false, "norm_first"_a = false, "bias"_a = true)
       .def(
           "forward",

@@ -233,6 +233,18 @@ std::string optimizer_repr(const Optimizer& opt) {
   return s + "\n)";
 }
 
+/** torch's implementation choices: foreach and fused pick kernels, capturable CUDA graphs;
+ *  there is one implementation here, whose results they would not change. differentiable=True
+ *  (a step that autograd records) is refused. */
+void check_implementation(const char* name, std::optional<bool> foreach, std::optional<bool> fused,
+                          bool differentiable) {
+  if (foreach.value_or(false) && fused.value_or(false))
+    throw ug::RuntimeError(std::string("[") + name + "] `fused` and `foreach` cannot be `True` together.");
+  if (differentiable)
+    throw ug::ValueError(std::string("[") + name +
+                         "] differentiable=True (a step that autograd records) is not supported");
+}
+
 }  // namespace
 
 void bind_optim(nb::module_& optim) {
@@ -369,7 +381,9 @@ void bind_optim(nb::module_& optim) {
       .def(
           "__init__",
           [](SGD* self, nb::handle params, double lr, double momentum, double dampening, double weight_decay,
-             bool nesterov, bool maximize) {
+             bool nesterov, bool maximize, std::optional<bool> foreach, bool differentiable,
+             std::optional<bool> fused) {
+            check_implementation("SGD", foreach, fused, differentiable);
             new (self) SGD(groups_from_python(params), SGDOptions(lr)
                                                            .momentum(momentum)
                                                            .dampening(dampening)
@@ -379,13 +393,16 @@ void bind_optim(nb::module_& optim) {
           },
           nb::arg("params").none() = nb::none(), nb::arg("lr") = sgd.lr(), nb::arg("momentum") = sgd.momentum(),
           nb::arg("dampening") = sgd.dampening(), nb::arg("weight_decay") = sgd.weight_decay(),
-          nb::arg("nesterov") = sgd.nesterov(), nb::kw_only(), nb::arg("maximize") = sgd.maximize());
+          nb::arg("nesterov") = sgd.nesterov(), nb::kw_only(), nb::arg("maximize") = sgd.maximize(),
+          nb::arg("foreach") = nb::none(), nb::arg("differentiable") = false, nb::arg("fused") = nb::none());
 
   nb::class_<Adam, Optimizer>(optim, "Adam", "torch.optim.Adam: amsgrad, weight decay (L2 or decoupled), maximize.")
       .def(
           "__init__",
           [](Adam* self, nb::handle params, double lr, std::pair<double, double> betas, double eps, double weight_decay,
-             bool amsgrad, bool maximize, bool decoupled) {
+             bool amsgrad, std::optional<bool> foreach, bool maximize, bool, bool differentiable,
+             std::optional<bool> fused, bool decoupled) {
+            check_implementation("Adam", foreach, fused, differentiable);
             new (self) Adam(groups_from_python(params), AdamOptions(lr)
                                                             .betas(betas)
                                                             .eps(eps)
@@ -396,27 +413,33 @@ void bind_optim(nb::module_& optim) {
           },
           nb::arg("params").none() = nb::none(), nb::arg("lr") = adam.lr(), nb::arg("betas") = adam.betas(),
           nb::arg("eps") = adam.eps(), nb::arg("weight_decay") = adam.weight_decay(),
-          nb::arg("amsgrad") = adam.amsgrad(), nb::kw_only(), nb::arg("maximize") = adam.maximize(),
-          nb::arg("decoupled_weight_decay") = adam.decoupled_weight_decay());
+          nb::arg("amsgrad") = adam.amsgrad(), nb::kw_only(), nb::arg("foreach") = nb::none(),
+          nb::arg("maximize") = adam.maximize(), nb::arg("capturable") = false, nb::arg("differentiable") = false,
+          nb::arg("fused") = nb::none(), nb::arg("decoupled_weight_decay") = adam.decoupled_weight_decay());
 
   nb::class_<AdamW, Adam>(optim, "AdamW", "torch.optim.AdamW: Adam with decoupled weight decay.")
       .def(
           "__init__",
           [](AdamW* self, nb::handle params, double lr, std::pair<double, double> betas, double eps,
-             double weight_decay, bool amsgrad, bool maximize) {
+             double weight_decay, bool amsgrad, bool maximize, std::optional<bool> foreach, bool, bool differentiable,
+             std::optional<bool> fused) {
+            check_implementation("AdamW", foreach, fused, differentiable);
             new (self) AdamW(
                 groups_from_python(params),
                 AdamWOptions(lr).betas(betas).eps(eps).weight_decay(weight_decay).amsgrad(amsgrad).maximize(maximize));
           },
           nb::arg("params").none() = nb::none(), nb::arg("lr") = adamw.lr(), nb::arg("betas") = adamw.betas(),
           nb::arg("eps") = adamw.eps(), nb::arg("weight_decay") = adamw.weight_decay(),
-          nb::arg("amsgrad") = adamw.amsgrad(), nb::kw_only(), nb::arg("maximize") = adamw.maximize());
+          nb::arg("amsgrad") = adamw.amsgrad(), nb::kw_only(), nb::arg("maximize") = adamw.maximize(),
+          nb::arg("foreach") = nb::none(), nb::arg("capturable") = false, nb::arg("differentiable") = false,
+          nb::arg("fused") = nb::none());
 
   nb::class_<RMSprop, Optimizer>(optim, "RMSprop", "torch.optim.RMSprop: momentum, centered, weight decay.")
       .def(
           "__init__",
           [](RMSprop* self, nb::handle params, double lr, double alpha, double eps, double weight_decay,
-             double momentum, bool centered, bool maximize) {
+             double momentum, bool centered, bool, std::optional<bool> foreach, bool maximize, bool differentiable) {
+            check_implementation("RMSprop", foreach, std::nullopt, differentiable);
             new (self) RMSprop(groups_from_python(params), RMSpropOptions(lr)
                                                                .alpha(alpha)
                                                                .eps(eps)
@@ -427,14 +450,17 @@ void bind_optim(nb::module_& optim) {
           },
           nb::arg("params").none() = nb::none(), nb::arg("lr") = rmsprop.lr(), nb::arg("alpha") = rmsprop.alpha(),
           nb::arg("eps") = rmsprop.eps(), nb::arg("weight_decay") = rmsprop.weight_decay(),
-          nb::arg("momentum") = rmsprop.momentum(), nb::arg("centered") = rmsprop.centered(), nb::kw_only(),
-          nb::arg("maximize") = rmsprop.maximize());
+          nb::arg("momentum") = rmsprop.momentum(), nb::arg("centered") = rmsprop.centered(),
+          nb::arg("capturable") = false, nb::arg("foreach") = nb::none(), nb::arg("maximize") = rmsprop.maximize(),
+          nb::arg("differentiable") = false);
 
   nb::class_<Adagrad, Optimizer>(optim, "Adagrad", "torch.optim.Adagrad: lr_decay, weight decay, initial accumulator.")
       .def(
           "__init__",
           [](Adagrad* self, nb::handle params, double lr, double lr_decay, double weight_decay,
-             double initial_accumulator_value, double eps, bool maximize) {
+             double initial_accumulator_value, double eps, std::optional<bool> foreach, bool maximize,
+             bool differentiable, std::optional<bool> fused) {
+            check_implementation("Adagrad", foreach, fused, differentiable);
             new (self) Adagrad(groups_from_python(params), AdagradOptions(lr)
                                                                .lr_decay(lr_decay)
                                                                .weight_decay(weight_decay)
@@ -445,7 +471,8 @@ void bind_optim(nb::module_& optim) {
           nb::arg("params").none() = nb::none(), nb::arg("lr") = adagrad.lr(), nb::arg("lr_decay") = adagrad.lr_decay(),
           nb::arg("weight_decay") = adagrad.weight_decay(),
           nb::arg("initial_accumulator_value") = adagrad.initial_accumulator_value(), nb::arg("eps") = adagrad.eps(),
-          nb::kw_only(), nb::arg("maximize") = adagrad.maximize());
+          nb::arg("foreach") = nb::none(), nb::kw_only(), nb::arg("maximize") = adagrad.maximize(),
+          nb::arg("differentiable") = false, nb::arg("fused") = nb::none());
 
   optim.def(
       "apply_updates",

@@ -1,5 +1,6 @@
 // ug.optim.lr_scheduler: the schedulers with torch's constructor arguments. Each keeps its
 // optimizer alive; SequentialLR keeps its schedulers.
+#include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -25,6 +26,28 @@ std::vector<double> floats(nb::handle h) {
 /** A per-group default as torch writes it: one number when it is one value. */
 nb::object one_or_list(const std::vector<double>& v) {
   return v.size() == 1 ? nb::object(nb::float_(v.front())) : nb::cast(v);
+}
+
+/** A function of the epoch, as torch checks it. */
+LRLambda lambda(nb::handle f, const char* name) {
+  if (!PyCallable_Check(f.ptr()))
+    throw ug::TypeError(std::string("[") + name + "] lr_lambda should be a function, but got " +
+                        nb::cast<std::string>(f.type().attr("__name__")));
+  return nb::cast<LRLambda>(f);
+}
+
+/** LambdaLR / MultiplicativeLR(optimizer, lr_lambda, last_epoch): lr_lambda a function, or a
+ *  list or tuple of them (one per group). */
+template <class Scheduler>
+void init_lambda_scheduler(Scheduler* self, Optimizer& opt, nb::handle lr_lambda, int64_t last_epoch,
+                           const char* name) {
+  if (!nb::isinstance<nb::list>(lr_lambda) && !nb::isinstance<nb::tuple>(lr_lambda)) {
+    new (self) Scheduler(opt, lambda(lr_lambda, name), last_epoch);
+    return;
+  }
+  std::vector<LRLambda> fns;
+  for (nb::handle f : lr_lambda) fns.push_back(lambda(f, name));
+  new (self) Scheduler(opt, std::move(fns), last_epoch);
 }
 
 nb::dict state_to_python(const SchedulerState& s) {
@@ -79,6 +102,40 @@ void bind_lr_scheduler(nb::module_& m) {
       .def(nb::init<Optimizer&, double, double, int64_t, int64_t>(), nb::arg("optimizer"),
            nb::arg("start_factor") = D::start_factor, nb::arg("end_factor") = D::end_factor,
            nb::arg("total_iters") = D::total_iters, nb::arg("last_epoch") = D::last_epoch, nb::keep_alive<1, 2>());
+  nb::class_<ConstantLR, LRScheduler>(m, "ConstantLR", "lr * factor for total_iters epochs, then the lr itself.")
+      .def(nb::init<Optimizer&, double, int64_t, int64_t>(), nb::arg("optimizer"), nb::arg("factor") = D::start_factor,
+           nb::arg("total_iters") = D::total_iters, nb::arg("last_epoch") = D::last_epoch, nb::keep_alive<1, 2>());
+  nb::class_<PolynomialLR, LRScheduler>(m, "PolynomialLR", "lr * (1 - epoch / total_iters)^power, then 0.")
+      .def(nb::init<Optimizer&, int64_t, double, int64_t>(), nb::arg("optimizer"),
+           nb::arg("total_iters") = D::total_iters, nb::arg("power") = 1.0, nb::arg("last_epoch") = D::last_epoch,
+           nb::keep_alive<1, 2>());
+  nb::class_<CosineAnnealingWarmRestarts, LRScheduler>(m, "CosineAnnealingWarmRestarts",
+                                                       "Cosine annealing restarted every T_i epochs, T_i *= T_mult.")
+      .def(nb::init<Optimizer&, int64_t, int64_t, double, int64_t>(), nb::arg("optimizer"), nb::arg("T_0"),
+           nb::arg("T_mult") = 1, nb::arg("eta_min") = D::eta_min, nb::arg("last_epoch") = D::last_epoch,
+           nb::keep_alive<1, 2>())
+      .def(
+          "step",
+          [](CosineAnnealingWarmRestarts& s, std::optional<double> epoch) {
+            if (epoch) s.step(*epoch);
+            else s.step();
+          },
+          nb::arg("epoch") = nb::none(), "The next epoch, or the (fractional) epoch given.");
+  nb::class_<LambdaLR, LRScheduler>(m, "LambdaLR", "lr = base lr * lr_lambda(epoch); one function or one per group.")
+      .def(
+          "__init__",
+          [](LambdaLR* self, Optimizer& opt, nb::handle lr_lambda, int64_t last_epoch) {
+            init_lambda_scheduler(self, opt, lr_lambda, last_epoch, "LambdaLR");
+          },
+          nb::arg("optimizer"), nb::arg("lr_lambda"), nb::arg("last_epoch") = D::last_epoch, nb::keep_alive<1, 2>());
+  nb::class_<MultiplicativeLR, LRScheduler>(m, "MultiplicativeLR",
+                                            "lr *= lr_lambda(epoch) each epoch; one function or one per group.")
+      .def(
+          "__init__",
+          [](MultiplicativeLR* self, Optimizer& opt, nb::handle lr_lambda, int64_t last_epoch) {
+            init_lambda_scheduler(self, opt, lr_lambda, last_epoch, "MultiplicativeLR");
+          },
+          nb::arg("optimizer"), nb::arg("lr_lambda"), nb::arg("last_epoch") = D::last_epoch, nb::keep_alive<1, 2>());
   nb::class_<SequentialLR, LRScheduler>(m, "SequentialLR", "Schedulers one after another, switching at milestones.")
       .def(nb::init<Optimizer&, std::vector<std::shared_ptr<LRScheduler>>, std::vector<int64_t>, int64_t>(),
            nb::arg("optimizer"), nb::arg("schedulers"), nb::arg("milestones"), nb::arg("last_epoch") = D::last_epoch,

@@ -136,6 +136,10 @@ def test_conv1d_matches_torch(case, dtype):
 CONV_T_CASES = [  # C_in, C_out, k, stride, padding, output_padding, groups, dilation, bias
     (3, 4, 3, 1, 0, 0, 1, 1, True), (4, 2, 3, 2, 1, 1, 2, 1, True), (2, 4, (3, 2), (2, 3), (1, 0), (0, 2), 1, 1, False),
     (4, 4, 2, 2, 0, 0, 4, 2, True), (2, 3, 3, 3, 1, 1, 1, 2, True),
+    # output_padding of at least the stride (allowed below the dilation): trailing outputs no
+    # input reaches, and 1x1 kernels whose padding crops the input
+    (2, 4, 3, 1, 0, 1, 1, 2, True), (3, 2, 1, 1, 1, 1, 1, 2, True), (4, 4, 3, 2, 1, 2, 2, 3, False),
+    (2, 2, (1, 3), 1, (1, 0), (1, 2), 1, 3, True),
 ]
 
 

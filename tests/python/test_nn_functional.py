@@ -434,6 +434,10 @@ def test_group_norm(dtype):
     check_grad(lambda m, x: F(m).group_norm(x, 2, eps=1e-2), arr((3, 4, 2, 3), dtype))
     check_grad(lambda m, x: F(m).group_norm(x, 1), arr((2, 4), dtype))
     raises_like_torch(lambda m, x: F(m).group_norm(x, 4), arr((2, 6, 5)))
+    # one value per group over the whole batch: torch's ValueError (two give a zero output)
+    raises_like_torch(lambda m, x: F(m).group_norm(x, 2), arr((1, 2)))
+    raises_like_torch(lambda m, x: F(m).group_norm(x, 3), arr((1, 3, 1, 1)))
+    check(lambda m, x: F(m).group_norm(x, 2), arr((2, 2)))
 
 
 def test_instance_norm():

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import unigrad as ug
-from reference import assert_close, check_layer
+from reference import arr, assert_close, check_grad, check_layer
 
 RNG = np.random.default_rng(0)
 
@@ -114,6 +114,21 @@ def test_embedding_with_padding_idx():
     assert repr(u) == repr(t)
 
 
+@pytest.mark.parametrize("kwargs", [dict(max_norm=1.0), dict(max_norm=0.5, norm_type=1.0, padding_idx=2),
+                                    dict(scale_grad_by_freq=True), dict(scale_grad_by_freq=True, padding_idx=-1),
+                                    dict(max_norm=2.0, norm_type=3.0, scale_grad_by_freq=True, sparse=False)], ids=str)
+def test_embedding_options_match_torch(kwargs):
+    # max_norm renormalises the rows looked up in place (both tables' weights compared after);
+    # scale_grad_by_freq divides each row's gradient by its index's count in the batch.
+    u, t = twins(ug.nn.Embedding(10, 4, **kwargs).double(), torch.nn.Embedding(10, 4, **kwargs).double())
+    idx = np.array([[0, 3, 9, 3], [2, 3, 9, 1]])
+    check_layer(u, t, idx)
+    np.testing.assert_allclose(u.weight.detach().numpy(), t.weight.detach().numpy(), rtol=1e-12)
+    assert repr(u) == repr(t)
+    with pytest.raises(ValueError, match=r"\[Embedding\] sparse gradients are not supported"):
+        ug.nn.Embedding(10, 4, sparse=True)
+
+
 # ---- losses ---------------------------------------------------------------------------------------
 
 LOGITS, LABELS = rand(6, 4), RNG.integers(0, 4, 6)
@@ -204,6 +219,37 @@ def test_multihead_cross_attention_with_masks():
             np.testing.assert_allclose(uw.numpy(), to_np(tw), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("options", [dict(kdim=3, vdim=5), dict(add_bias_kv=True), dict(add_zero_attn=True),
+                                     dict(kdim=6, vdim=6, add_bias_kv=True, add_zero_attn=True, bias=False)], ids=str)
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_kdim_vdim_bias_kv_zero_attn(options, batch_first):
+    # torch's parameters by name and order; the appended positions widen the weights and stay
+    # open under every mask
+    u = ug.nn.MultiheadAttention(8, 2, **options, batch_first=batch_first).double()
+    t = torch.nn.MultiheadAttention(8, 2, **options, batch_first=batch_first).double()
+    assert [n for n, _ in u.named_parameters()] == [n for n, _ in t.named_parameters()]
+    u, t = twins(u, t)
+    kd, vd = options.get("kdim", 8), options.get("vdim", 8)
+    q, k, v = rand(2, 3, 8, dtype=np.float64), rand(2, 6, kd, dtype=np.float64), rand(2, 6, vd, dtype=np.float64)
+    if not batch_first:
+        q, k, v = (a.transpose(1, 0, 2).copy() for a in (q, k, v))
+    pad = np.array([[False] * 5 + [True], [False] * 4 + [True] * 2])
+    causal = np.triu(np.ones((3, 6), bool), 1)
+    for kwargs in ({}, {"key_padding_mask": pad, "attn_mask": causal}, {"attn_mask": rand(3, 6, dtype=np.float64)},
+                   {"need_weights": False, "key_padding_mask": pad}, {"average_attn_weights": False}):
+        def call(m, q, k, v, kwargs=kwargs):
+            conv = ug.tensor if isinstance(m, ug.nn.Module) else torch.tensor
+            return m(q, k, v, **{n: conv(a) for n, a in kwargs.items() if n.endswith("mask")},
+                     **{n: a for n, a in kwargs.items() if not n.endswith("mask")})
+        u.zero_grad(), t.zero_grad()
+        (uo, uw), (to, tw) = check_layer(u, t, q, k, v, call=call)
+        assert (uw is None) == (tw is None)
+        if tw is not None:
+            np.testing.assert_allclose(uw.numpy(), to_np(tw), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match=r"expected embedding sizes 8, 3 and 5"):
+        ug.nn.MultiheadAttention(8, 2, kdim=3, vdim=5)(ug.zeros(2, 3, 8), ug.zeros(2, 3, 8), ug.zeros(2, 3, 5))
+
+
 def test_multihead_attention_unbatched_and_errors():
     u, t = twins(ug.nn.MultiheadAttention(8, 2), torch.nn.MultiheadAttention(8, 2))
     check_layer(u, t, rand(4, 8), call=lambda m, x: m(x, x, x))
@@ -226,6 +272,36 @@ def test_transformer_encoder_layer(norm_first, activation):
     u.zero_grad(), t.zero_grad()
     check_layer(u, t, rand(2, 7, 16), call=lambda m, x: m(x, src_mask=(ug.tensor if isinstance(m, ug.nn.Module) else torch.tensor)(causal)),
             n=300)
+
+
+@pytest.mark.parametrize("decoder", [False, True])
+@pytest.mark.parametrize("activation", ["function", "module", "parametrised"])
+def test_transformer_layers_take_a_callable_activation(decoder, activation):
+    # torch's activation may be any callable; a module is the child "activation" (printed,
+    # its parameters the layer's, each copy in a TransformerEncoder/Decoder getting its own).
+    name = "TransformerDecoderLayer" if decoder else "TransformerEncoderLayer"
+
+    def make(m):
+        act = {"function": lambda: m.nn.functional.silu, "module": lambda: m.nn.GELU(approximate="tanh"),
+               "parametrised": lambda: m.nn.PReLU(init=0.3)}[activation]()
+        return getattr(m.nn, name)(8, 2, dim_feedforward=12, dropout=0.0, activation=act, batch_first=True)
+
+    torch.manual_seed(0)
+    u, t = twins(make(ug).double(), make(torch).double())
+    assert [n for n, _ in u.named_parameters()] == [n for n, _ in t.named_parameters()]
+    assert [n for n, _ in u.named_children()] == [n for n, _ in t.named_children()]
+    if activation != "function":
+        assert repr(u.activation) == repr(t.activation) and repr(u).endswith(f"(activation): {t.activation!r}\n)")
+    inputs = [rand(2, 5, 8, dtype=np.float64)] + ([rand(2, 3, 8, dtype=np.float64)] if decoder else [])
+    check_layer(u, t, *inputs)
+    if activation == "parametrised":
+        stack = (ug.nn.TransformerDecoder if decoder else ug.nn.TransformerEncoder)(u, 2)
+        with ug.no_grad():
+            stack.layers[0].activation.weight.fill_(0.9)
+        assert float(stack.layers[1].activation.weight.item()) == pytest.approx(0.3)
+        assert float(u.activation.weight.item()) == pytest.approx(0.3)
+    with pytest.raises(ValueError, match=rf'\[{name}\] activation must be "relu" or "gelu", got "tanh"'):
+        getattr(ug.nn, name)(8, 2, activation="tanh")
 
 
 def test_transformer_encoder_layer_eval_matches_torch_fast_path():
@@ -441,6 +517,41 @@ def test_conv2d_layer(kwargs):
     assert repr(u) == repr(t)
 
 
+@pytest.mark.parametrize("padding_mode", ["reflect", "replicate", "circular", "zeros"])
+@pytest.mark.parametrize("dims,kwargs", [
+    (1, dict(kernel_size=(3,), padding=2, stride=(2,))), (1, dict(kernel_size=4, padding="same", dilation=(2,))),
+    (2, dict(kernel_size=(3, 2), padding=(1, 0), groups=2, bias=False)), (2, dict(kernel_size=(2, 3), padding="same")),
+    (2, dict(kernel_size=3, padding="valid", stride=2)), (3, dict(kernel_size=(2, 3, 1), padding=(1, 1, 0))),
+], ids=str)
+def test_conv_padding_modes_and_1_tuples(dims, kwargs, padding_mode):
+    # The input padded by the mode (for "same": the odd one out on the right), then an unpadded
+    # convolution: an input element reaches up to 2 windows per dim more through the padding.
+    kw = dict(in_channels=4, out_channels=2, padding_mode=padding_mode, **kwargs)
+    u, t = twins(getattr(ug.nn, f"Conv{dims}d")(**kw).double(), getattr(torch.nn, f"Conv{dims}d")(**kw).double())
+    x = rand(2, 4, *(7, 6, 5)[:dims], dtype=np.float64)
+    n = conv_sums(t, x)
+    n[0] *= 2 ** dims
+    check_layer(u, t, x, n=n)
+    check_layer(u, t, x[0], n=n)
+    assert repr(u) == repr(t)
+
+
+def test_conv_padding_mode_errors_as_torch():
+    for bad in (dict(padding_mode="edge"), dict(padding="same", stride=2, padding_mode="reflect")):
+        with pytest.raises(ValueError):
+            torch.nn.Conv2d(2, 2, 3, **bad)
+        with pytest.raises(ValueError, match=r"\[Conv2d\] (padding_mode must be one of|padding='same' is not)"):
+            ug.nn.Conv2d(2, 2, 3, **bad)
+    for dims in (1, 2, 3):
+        name = f"ConvTranspose{dims}d"
+        assert repr(getattr(ug.nn, name)(2, 2, (3,) * dims, padding_mode="zeros")) == repr(
+            getattr(torch.nn, name)(2, 2, (3,) * dims, padding_mode="zeros"))
+        with pytest.raises(ValueError, match=rf'\[{name}\] Only "zeros" padding mode is supported for {name}'):
+            getattr(ug.nn, name)(2, 2, 3, padding_mode="reflect")
+    with pytest.raises(ValueError, match=r"\[Conv1d\] kernel_size needs 1 value, got 2"):
+        ug.nn.Conv1d(2, 2, (3, 3))
+
+
 def test_conv1d_and_conv_transpose2d_layers():
     x = rand(2, 3, 11)
     u, t = twins(ug.nn.Conv1d(3, 4, 3, stride=2, padding=1), torch.nn.Conv1d(3, 4, 3, stride=2, padding=1))
@@ -459,6 +570,45 @@ def test_pooling_layers():
             torch.nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False), x)
     check_layer(ug.nn.AdaptiveAvgPool2d((3, 2)), torch.nn.AdaptiveAvgPool2d((3, 2)), x)
     check_layer(ug.nn.AdaptiveAvgPool2d(1), torch.nn.AdaptiveAvgPool2d(1), x, n={"output": 72})
+
+
+@pytest.mark.parametrize("dims,kwargs", [(1, dict(kernel_size=3, stride=2, ceil_mode=True)),
+                                         (2, dict(kernel_size=(2, 3), padding=1, dilation=(1, 2))),
+                                         (3, dict(kernel_size=2, stride=(1, 2, 2)))], ids=str)
+def test_max_pool_layers_return_indices_for_max_unpool(dims, kwargs):
+    # return_indices=True: torch's (values, indices), in torch's argument order, hooks seeing the
+    # tuple; MaxUnpool puts the values back at the indices.
+    x = rand(2, 3, *(7, 6, 5)[:dims])
+    u = getattr(ug.nn, f"MaxPool{dims}d")(**kwargs, return_indices=True)
+    t = getattr(torch.nn, f"MaxPool{dims}d")(**kwargs, return_indices=True)
+    assert repr(u) == repr(t) and u.return_indices
+    seen = []
+    u.register_forward_hook(lambda m, args, out: seen.append(type(out)))
+    check_layer(u, t, x)
+    (uv, ui), (tv, ti) = u(ug.tensor(x)), t(torch.tensor(x))
+    np.testing.assert_array_equal(ui.numpy(), ti.numpy())
+    assert seen == [tuple, tuple]
+    unpool = dict(kernel_size=kwargs["kernel_size"], stride=kwargs.get("stride"), padding=kwargs.get("padding", 0))
+    if "dilation" not in kwargs:
+        size = x.shape[2:]
+        np.testing.assert_array_equal(
+            getattr(ug.nn, f"MaxUnpool{dims}d")(**unpool)(uv, ui, output_size=size).numpy(),
+            getattr(torch.nn, f"MaxUnpool{dims}d")(**unpool)(tv, ti, output_size=size).numpy())
+    positional = getattr(ug.nn, f"MaxPool{dims}d")(2, 2, 0, 1, True)  # torch's order: return_indices before ceil_mode
+    assert positional.return_indices and isinstance(positional(ug.tensor(x)), tuple)
+    assert isinstance(getattr(ug.nn, f"MaxPool{dims}d")(2)(ug.tensor(x)), ug.Tensor)
+
+
+@pytest.mark.parametrize("name,size,shape", [("AdaptiveAvgPool2d", (None, 3), (2, 3, 5, 7)),
+                                             ("AdaptiveMaxPool2d", (4, None), (3, 5, 7)),
+                                             ("AdaptiveAvgPool3d", (2, None, None), (2, 3, 5, 4, 6)),
+                                             ("AdaptiveMaxPool3d", (None, 2, None), (2, 4, 5, 3))], ids=str)
+def test_adaptive_pools_keep_the_input_size_where_none(name, size, shape):
+    u, t = getattr(ug.nn, name)(size), getattr(torch.nn, name)(size)
+    assert repr(u) == repr(t)
+    check_layer(u, t, rand(*shape))
+    fn = name[len("Adaptive"):].replace("Pool", "_pool").lower()
+    check_grad(lambda m, x: getattr(m.nn.functional, f"adaptive_{fn}")(x, size), arr(shape))
 
 
 def test_conv_default_init_matches_torch_bounds():

@@ -9,7 +9,7 @@ import torch.nn.functional as TF
 
 import unigrad as ug
 import unigrad.nn.functional as UF
-from reference import Arg, arr, check_grad, check_layer
+from reference import Arg, arr, check, check_grad, check_layer
 
 REDUCTIONS = ["mean", "sum", "none"]
 
@@ -43,8 +43,20 @@ def test_hinge_embedding_loss(margin, reduction):
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_soft_margin_loss(reduction):
-    # torch's has no derivative for the target (unigrad's has)
     check_grad(lambda m, x, t: F(m).soft_margin_loss(x, t.detach(), reduction=reduction), arr((3, 4)), signs(3, 4))
+
+
+def test_soft_margin_loss_refuses_a_target_that_requires_grad_as_torch():
+    # torch's kernel has no derivative for the target: a target requiring grad is an error,
+    # under no_grad it is not
+    x, t = arr((3, 4)).array, arr((3, 4), seed=1).array
+    check(lambda m, x, t: F(m).soft_margin_loss(x, t.requires_grad_(True)), arr((3, 4)), arr((3, 4), seed=1))
+    with pytest.raises(RuntimeError, match=r"\[soft_margin_loss\] .*not differentiable with respect to argument 'target'"):
+        UF.soft_margin_loss(ug.tensor(x, requires_grad=True), ug.tensor(t, requires_grad=True))
+    with ug.no_grad():
+        ours = UF.soft_margin_loss(ug.tensor(x), ug.tensor(t, requires_grad=True))
+    theirs = torch.nn.functional.soft_margin_loss(torch.tensor(x), torch.tensor(t))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)

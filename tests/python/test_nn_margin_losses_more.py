@@ -3,6 +3,8 @@ nn.TripletMarginWithDistanceLoss against torch 2.13: target lists of every lengt
 classes, repeated classes, junk after the -1), 1-D and 2-D input, reductions, custom
 distances and swap; values and gradients (and float64 finite differences), printouts, errors.
 A row's loss adds at most C² hinges (25 here), stated as the terms of its sum."""
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -54,7 +56,23 @@ def test_triplet_margin_with_distance_loss_layer_matches_torch():
     theirs = torch.nn.TripletMarginWithDistanceLoss(distance_function=cosine_distance(torch), margin=0.5, swap=True)
     np.testing.assert_allclose(ours(*map(ug.tensor, (a, p, n))).numpy(),
                                theirs(*map(torch.tensor, (a, p, n))).numpy(), rtol=1e-5)
-    assert repr(ours) == "TripletMarginWithDistanceLoss()"
+    assert repr(ours) == repr(theirs) == "TripletMarginWithDistanceLoss()"
+
+
+def test_triplet_margin_with_distance_loss_prints_its_default_distance_as_torch():
+    # The default distance (and a distance given as a module) is torch's PairwiseDistance child.
+    for kwargs in ({}, {"margin": 2.0, "swap": True}):
+        assert repr(ug.nn.TripletMarginWithDistanceLoss(**kwargs)) == repr(torch.nn.TripletMarginWithDistanceLoss(**kwargs))
+    ours = ug.nn.TripletMarginWithDistanceLoss(distance_function=ug.nn.PairwiseDistance(p=1.0))
+    theirs = torch.nn.TripletMarginWithDistanceLoss(distance_function=torch.nn.PairwiseDistance(p=1.0))
+    assert repr(ours) == repr(theirs)
+    assert [n for n, _ in ours.named_modules()] == [n for n, _ in theirs.named_modules()] == ["", "distance_function"]
+    a, p, n = (arr((5, 3), seed=s).array for s in range(3))
+    for ours, theirs in ((ug.nn.TripletMarginWithDistanceLoss(), torch.nn.TripletMarginWithDistanceLoss()),
+                         (ours, theirs)):
+        for layer in (ours, copy.deepcopy(ours)):
+            np.testing.assert_allclose(layer(*map(ug.tensor, (a, p, n))).numpy(),
+                                       theirs(*map(torch.tensor, (a, p, n))).numpy(), rtol=1e-6)
 
 
 def test_bad_arguments_raise_naming_the_op():

@@ -245,7 +245,11 @@ def test_unknown_activation_lists_the_known_ones():
 PADS = [("ZeroPad2d", (1,), (2, 3, 4, 5)), ("ZeroPad2d", ((1, 2, 0, 3),), (3, 4, 5)),
         ("ConstantPad1d", (2, 3.5), (2, 3, 4)), ("ConstantPad2d", ((1, 0, 2, 1), -1.0), (2, 3, 4, 5)),
         ("ReflectionPad1d", (2,), (2, 3, 5)), ("ReflectionPad2d", ((1, 2, 2, 1),), (2, 3, 4, 5)),
-        ("ReplicationPad1d", ((1, 3),), (3, 5)), ("ReplicationPad2d", (2,), (1, 3, 4, 5))]
+        ("ReplicationPad1d", ((1, 3),), (3, 5)), ("ReplicationPad2d", (2,), (1, 3, 4, 5)),
+        ("ZeroPad1d", ((2, 0),), (2, 3, 4)), ("ZeroPad3d", (1,), (2, 3, 2, 3, 4)),
+        ("ConstantPad3d", ((1, 0, 2, 1, 0, 1), 2.5), (3, 2, 3, 4)), ("ReflectionPad3d", ((1, 2, 0, 1, 2, 1),), (2, 3, 3, 4, 5)),
+        ("ReplicationPad3d", (1,), (3, 2, 3, 4)), ("CircularPad1d", ((2, 1),), (2, 3, 4)),
+        ("CircularPad2d", ((1, 2, 0, 1),), (3, 4, 5)), ("CircularPad3d", (1,), (2, 3, 3, 4, 5))]
 
 
 @pytest.mark.parametrize("name,args,shape", PADS)

@@ -28,11 +28,28 @@ def test_adaptive_max_pool3d_breaks_ties_as_torch():
     check_grad(lambda m, a: m.nn.functional.adaptive_max_pool3d(a, (2, 3, 2)), x, off={"fd": "ties: not differentiable"})
 
 
+@pytest.mark.parametrize("kernel,stride,padding,dilation,ceil_mode", [
+    (2, None, 0, 1, False), (3, 1, 1, 1, True), ((2, 3, 2), (1, 2, 1), 0, (2, 1, 1), False), (2, 2, 1, 2, True)],
+    ids=str)
+def test_max_pool3d_breaks_ties_as_torch(kernel, stride, padding, dilation, ceil_mode):
+    # Values drawn from {0, 1, 2}: torch picks the first maximum in (d, h, w) order, for the
+    # indices and for where the gradient goes.
+    x = Arg(np.random.default_rng(4).integers(0, 3, (2, 2, 5, 6, 5)).astype(np.float64))
+
+    def pool(m, a, return_indices):
+        return m.nn.functional.max_pool3d(a, kernel, stride, padding, dilation, ceil_mode, return_indices)
+
+    check(lambda m, a: pool(m, a, True), x)
+    check_grad(lambda m, a: pool(m, a, False), x, off={"fd": "ties: not differentiable"})
+    check_grad(lambda m, a: pool(m, a, True)[0], x, off={"fd": "ties: not differentiable"})
+
+
 CONV_T_CASES = [  # (input shape, weight shape, stride, padding, output_padding, groups, dilation)
     ((2, 4, 3, 4, 5), (4, 3, 3, 2, 3), 1, 0, 0, 1, 1),
     ((2, 4, 3, 4, 3), (4, 2, 2, 3, 2), (2, 1, 3), (1, 0, 1), (1, 0, 2), 2, 1),
     ((4, 3, 5, 4), (4, 3, 3, 3, 2), 2, 1, (1, 0, 0), 1, (2, 1, 1)),
     ((1, 2, 2, 3, 3), (2, 2, 1, 2, 2), 3, 0, 0, 1, 1),  # output planes 1 and 2 no tap reaches
+    ((2, 2, 3, 4, 3), (2, 2, 2, 1, 2), 1, (0, 1, 0), (1, 1, 2), 1, (2, 2, 3)),  # output_padding >= stride
 ]
 
 

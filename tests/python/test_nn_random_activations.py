@@ -4,6 +4,8 @@ check: each class's frequency within 5 standard errors of its probability over n
 draws), soft samples are distributions, the straight-through gradient is the soft sample's;
 RReLU's training slopes lie in [lower, upper] with mean (lower + upper) / 2 within 5 standard
 errors, its evaluation matches torch (the mean slope), its gradient is its slope."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -76,6 +78,23 @@ def test_rrelu_layer_draws_in_training_only_and_prints_as_torch():
     inplace = ug.tensor(-np.ones(3, np.float32))
     ug.nn.functional.rrelu(inplace, inplace=True)
     np.testing.assert_allclose(inplace.numpy(), -(1 / 8 + 1 / 3) / 2, rtol=1e-6)
+
+
+def test_gumbel_softmax_eps_warns_as_torch_and_changes_nothing():
+    # torch's eps is deprecated and unused: given (other than its default 1e-10), it warns
+    logits = ug.tensor(arr((3, 5)).array)
+    ug.manual_seed(7)
+    plain = ug.nn.functional.gumbel_softmax(logits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ug.nn.functional.gumbel_softmax(logits, eps=1e-10)
+    for fw, x in ((torch.nn.functional, torch.tensor(arr((3, 5)).array)), (ug.nn.functional, logits)):
+        with pytest.warns(UserWarning, match=r"`eps` parameter is deprecated and has no effect\."):
+            fw.gumbel_softmax(x, eps=1e-3)
+    ug.manual_seed(7)
+    with pytest.warns(UserWarning):
+        given = ug.nn.functional.gumbel_softmax(logits, eps=0.5)
+    np.testing.assert_array_equal(given.numpy(), plain.numpy())
 
 
 def test_bad_arguments_raise_naming_the_op():

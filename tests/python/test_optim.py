@@ -23,14 +23,14 @@ def close(u, t, dtype):
     np.testing.assert_allclose(u.numpy(), t.detach().numpy(), **TOL[dtype])
 
 
-def run_pair(name, kwargs, dtype="float32", steps=6, skip=None):
+def run_pair(name, kwargs, dtype="float32", steps=6, skip=None, ug_kwargs=None):
     """Steps torch's single-tensor optimizer and ours on the same params and grads; `skip`
-    (step, param) pairs get no gradient that step."""
+    (step, param) pairs get no gradient that step; ug_kwargs go to ours alone."""
     init = arrays(dtype, 0)
     tp = [torch.tensor(a, requires_grad=True) for a in init]
     up = [ug.tensor(a).requires_grad_() for a in init]
     topt = getattr(torch.optim, name)(tp, foreach=False, **kwargs)
-    uopt = getattr(ug.optim, name)(up, **kwargs)
+    uopt = getattr(ug.optim, name)(up, **kwargs, **(ug_kwargs or {}))
     for s in range(steps):
         for i, (t, u, g) in enumerate(zip(tp, up, arrays(dtype, 100 + s))):
             none = skip is not None and (s, i) in skip
@@ -377,6 +377,38 @@ def test_clip_grad_norm_nonfinite_and_value():
     np.testing.assert_allclose(small.grad.numpy(), [0.3, 0.4])  # below max_norm: unchanged
 
 
+@pytest.mark.parametrize("name,flags", [
+    ("SGD", dict(foreach=True, differentiable=False, fused=None)), ("SGD", dict(fused=True)),
+    ("Adam", dict(foreach=False, capturable=True, fused=True)), ("AdamW", dict(foreach=None, capturable=False)),
+    ("RMSprop", dict(capturable=False, foreach=True, differentiable=False)), ("Adagrad", dict(fused=False)),
+])
+def test_torch_implementation_flags_are_accepted(name, flags):
+    # foreach, fused and capturable choose torch's kernels, not the results: the steps are the
+    # plain ones (run_pair compares them with torch's single-tensor loop).
+    run_pair(name, dict(lr=0.05), dtype="float64", ug_kwargs=flags)
+
+
+def test_torch_implementation_flags_errors():
+    params = [ug.zeros(2).requires_grad_()]
+    with pytest.raises(RuntimeError, match=r"\[SGD\] `fused` and `foreach` cannot be `True` together"):
+        ug.optim.SGD(params, foreach=True, fused=True)
+    for name in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad"):
+        with pytest.raises(ValueError, match=rf"\[{name}\] differentiable=True .* is not supported"):
+            getattr(ug.optim, name)(params, differentiable=True)
+    # torch's positional order: RMSprop(..., centered, capturable, foreach, maximize),
+    # Adagrad(..., eps, foreach)
+    run_pair("RMSprop", dict(lr=0.01), dtype="float64")
+    tp, up = [torch.ones(2, requires_grad=True)], [ug.ones(2).requires_grad_()]
+    for t, u in zip(tp, up):
+        t.grad, u.grad = torch.full((2,), 0.5), ug.full((2,), 0.5)
+    topt = torch.optim.RMSprop(tp, 0.01, 0.9, 1e-8, 0.0, 0.0, False, False, None, True)
+    uopt = ug.optim.RMSprop(up, 0.01, 0.9, 1e-8, 0.0, 0.0, False, False, None, True)
+    topt.step()
+    uopt.step()
+    close(up[0], tp[0], "float32")
+    assert uopt.param_groups[0]["maximize"] and ug.optim.Adagrad(up, 0.1, 0.0, 0.0, 0.0, 1e-10, None).defaults
+
+
 # ---- schedulers ------------------------------------------------------------------------------
 
 def sched_pair(opt_name="SGD", opt_kwargs=None, two_groups=True):
@@ -413,6 +445,12 @@ SCHEDULERS = [
     ("CosineAnnealingLR", dict(T_max=10, eta_min=0.001)),
     ("LinearLR", dict(start_factor=0.25, total_iters=8)),
     ("LinearLR", dict(start_factor=1.0, end_factor=0.1, total_iters=12)),
+    ("ConstantLR", dict()), ("ConstantLR", dict(factor=0.4, total_iters=9)),
+    ("PolynomialLR", dict()), ("PolynomialLR", dict(total_iters=17, power=2.5)),
+    ("LambdaLR", dict(lr_lambda=lambda epoch: 0.95 ** epoch / (1 + epoch % 3))),
+    ("LambdaLR", dict(lr_lambda=[lambda e: 1 / (e + 1), lambda e: min(1.0, (e + 1) / 10)])),
+    ("MultiplicativeLR", dict(lr_lambda=lambda epoch: 0.9 if epoch % 4 else 1.1)),
+    ("MultiplicativeLR", dict(lr_lambda=(lambda e: 0.97, lambda e: 1.0 - e / 100))),
 ]
 
 
@@ -420,6 +458,29 @@ SCHEDULERS = [
 def test_scheduler_matches_torch(name, kwargs):
     topt, uopt = sched_pair()
     same_lrs(topt, uopt, getattr(TS, name)(topt, **kwargs), getattr(US, name)(uopt, **kwargs))
+
+
+@pytest.mark.parametrize("T_0,T_mult,eta_min", [(4, 1, 0.0), (3, 2, 0.001), (2, 3, 0.01)])
+def test_cosine_annealing_warm_restarts(T_0, T_mult, eta_min):
+    # step() and torch's step(epoch) with whole and fractional epochs, and a state_dict resume
+    topt, uopt = sched_pair()
+    ts = TS.CosineAnnealingWarmRestarts(topt, T_0, T_mult, eta_min)
+    us = US.CosineAnnealingWarmRestarts(uopt, T_0, T_mult, eta_min)
+    same_lrs(topt, uopt, ts, us, steps=25)
+    for epoch in (3, 7.5, 0.25, 30, 12.75, 2):
+        ts.step(epoch)
+        us.step(epoch)
+        assert us.get_last_lr() == ts.get_last_lr() and us.last_epoch == ts.last_epoch, epoch
+    resumed = US.CosineAnnealingWarmRestarts(uopt, T_0, T_mult, eta_min)
+    resumed.load_state_dict(us.state_dict())
+    for _ in range(10):
+        ts.step()
+        resumed.step()
+        assert resumed.get_last_lr() == ts.get_last_lr()
+    with pytest.raises(ValueError, match=r"\[CosineAnnealingWarmRestarts\] Expected positive integer T_0, but got 0"):
+        US.CosineAnnealingWarmRestarts(uopt, 0)
+    with pytest.raises(ValueError, match=r"\[CosineAnnealingWarmRestarts\] Expected non-negative epoch"):
+        us.step(-1.0)
 
 
 def test_sequential_warmup_then_cosine():
@@ -496,6 +557,13 @@ def test_scheduler_bad_arguments():
         US.ReduceLROnPlateau(uopt, factor=2.0)
     with pytest.raises(ValueError):
         US.SequentialLR(uopt, [US.StepLR(uopt, 2)], milestones=[3])
+    with pytest.raises(ValueError, match=r"\[ConstantLR\] Constant multiplicative factor expected to be between 0 and 1"):
+        US.ConstantLR(uopt, factor=1.5)
+    for name in ("LambdaLR", "MultiplicativeLR"):
+        with pytest.raises(ValueError, match=rf"\[{name}\] Expected 2 lr_lambdas, but got 1"):
+            getattr(US, name)(uopt, [lambda e: 1.0])
+    with pytest.raises(TypeError, match=r"\[MultiplicativeLR\] lr_lambda should be a function, but got float"):
+        US.MultiplicativeLR(uopt, 0.5)
     plain = ug.optim.Adagrad([ug.zeros(2).requires_grad_()])
     with pytest.raises(ValueError):
         US.OneCycleLR(plain, max_lr=1.0, total_steps=10)

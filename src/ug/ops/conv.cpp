@@ -390,6 +390,21 @@ Tensor transposed_convolution(const Tensor& input, const Tensor& weight, const s
            ", weight shape ", weight.shape(), ")");
     out_shape.push_back(size);
   }
+  // An output padding of at least the stride leaves positions past the last one x reaches: as
+  // the gradient of a convolution over the output, x is that convolution's output, whose
+  // trailing positions (those x lacks) are zeros.
+  Dims tail;
+  for (int64_t i = nd - 1; i >= 0; --i) {
+    const int64_t d = 2 - nd + i;
+    tail.push_back(0);
+    tail.push_back(conv_out_size(out_shape[2 + d], weight.size(2 + i), s.p.stride[d], s.p.padding[d], s.p.dilation[d]) -
+                   x.size(2 + i));
+  }
+  for (int64_t t : tail)
+    if (t != 0) {
+      x = pad(x, tail);
+      break;
+    }
   const Tensor b = bias ? *bias : Tensor();
   Tensor out = conv_input_grad(as_2d(x, nd).to(dtype), as_2d(weight, nd).to(dtype), s.p, out_shape);
   if (b.defined()) out = out + b.to(dtype).view({-1, 1, 1});

@@ -117,27 +117,29 @@ std::pair<Tensor, Tensor> max_pool3d_impl(const Tensor& input, const Dims& kerne
   const Tensor x = batched(input, op);
   check_floating(input, op);
   const PoolArgs a(kernel_size, stride, padding, dilation, op);
-  const int64_t n = x.size(0), c = x.size(1), h = x.size(3), w = x.size(4);
+  const int64_t n = x.size(0), c = x.size(1), d = x.size(2), h = x.size(3), w = x.size(4);
   const int64_t depth = a.out_depth(x, ceil_mode, op);
-  const auto [planes, taps] = depth_windows(x, depth, a.kernel[0], a.stride[0], a.padding[0], a.dilation[0],
-                                            -std::numeric_limits<double>::infinity())
-                                  .max(3);
-  const Tensor flat = planes.reshape({n, c * depth, h, w});
-  Tensor y, indices;
-  if (!want_idx) {
-    y = max_pool2d(flat, a.last2(a.kernel), a.last2(a.stride), a.last2(a.padding), a.last2(a.dilation), ceil_mode);
-  } else {
-    Tensor at;  // the position in its plane of each output's maximum
-    std::tie(y, at) = max_pool2d_with_indices(flat, a.last2(a.kernel), a.last2(a.stride), a.last2(a.padding),
-                                              a.last2(a.dilation), ceil_mode);
-    const int64_t ho = y.size(2), wo = y.size(3);
-    const Tensor tap = taps.reshape({n, c * depth, h * w}).gather(2, at.reshape({n, c * depth, ho * wo}));
+  // Each plane's window first, then the windows across depth: the maximum (and, through the
+  // max ops' derivatives, the gradient) goes to the first in (d, h, w) order, as torch's.
+  const Tensor flat = x.reshape({n, c * d, h, w});
+  Tensor pooled, at;  // at: the position in its plane of each plane window's maximum
+  if (want_idx)
+    std::tie(pooled, at) = max_pool2d_with_indices(flat, a.last2(a.kernel), a.last2(a.stride), a.last2(a.padding),
+                                                   a.last2(a.dilation), ceil_mode);
+  else
+    pooled = max_pool2d(flat, a.last2(a.kernel), a.last2(a.stride), a.last2(a.padding), a.last2(a.dilation), ceil_mode);
+  const int64_t ho = pooled.size(2), wo = pooled.size(3);
+  auto [y, tap] = depth_windows(pooled.view({n, c, d, ho, wo}), depth, a.kernel[0], a.stride[0], a.padding[0],
+                                a.dilation[0], -std::numeric_limits<double>::infinity())
+                      .max(3);
+  Tensor indices;
+  if (want_idx) {
     const Options ints{.dtype = DType::Int64, .device = x.device()};
-    const Tensor first = (arange(depth, ints) * a.stride[0] - a.padding[0]).view({1, 1, depth, 1, 1});
-    indices = unbatched_like(
-        (first + tap.view({n, c, depth, ho, wo}) * a.dilation[0]) * (h * w) + at.view({n, c, depth, ho, wo}), input);
+    const Tensor plane =
+        (arange(depth, ints) * a.stride[0] - a.padding[0]).view({1, 1, depth, 1, 1}) + tap * a.dilation[0];
+    indices = unbatched_like(plane * (h * w) + at.view({n, c, d, ho, wo}).gather(2, plane), input);
   }
-  y = unbatched_like(y.view({n, c, depth, y.size(2), y.size(3)}), input);
+  y = unbatched_like(y, input);
   if (call.capturing()) call.set_attrs(a.attrs(ceil_mode));
   call.finish({&input}, {&y, &indices});
   return {y, indices};

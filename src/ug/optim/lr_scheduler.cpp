@@ -253,6 +253,162 @@ std::optional<std::vector<double>> LinearLR::closed_form_lr() const {
   return lrs;
 }
 
+// ---- ConstantLR, PolynomialLR, LambdaLR, MultiplicativeLR --------------------------------------
+
+ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters, int64_t last_epoch)
+    : LRScheduler(optimizer), factor_(factor), total_iters_(total_iters) {
+  if (factor > 1.0 || factor < 0)
+    fail<ValueError>("[ConstantLR] Constant multiplicative factor expected to be between 0 and 1.");
+  initialize(last_epoch);
+}
+
+std::vector<double> ConstantLR::get_lr() {
+  std::vector<double> lrs = group_values("lr");
+  if (last_epoch_ == 0) {
+    for (double& lr : lrs) lr = lr * factor_;
+  } else if (last_epoch_ == total_iters_) {
+    for (double& lr : lrs) lr = lr * (1.0 / factor_);
+  }
+  return lrs;
+}
+
+std::optional<std::vector<double>> ConstantLR::closed_form_lr() const {
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(base * (factor_ + (last_epoch_ >= total_iters_) * (1 - factor_)));
+  return lrs;
+}
+
+PolynomialLR::PolynomialLR(Optimizer& optimizer, int64_t total_iters, double power, int64_t last_epoch)
+    : LRScheduler(optimizer), total_iters_(total_iters), power_(power) {
+  if (total_iters <= 0) fail<ValueError>("[PolynomialLR] total_iters must be positive, got ", total_iters);
+  initialize(last_epoch);
+}
+
+std::vector<double> PolynomialLR::get_lr() {
+  std::vector<double> lrs = group_values("lr");
+  if (is_initial_ || last_epoch_ > total_iters_) return lrs;
+  const double e = static_cast<double>(last_epoch_), T = static_cast<double>(total_iters_);
+  const double decay = std::pow((1.0 - e / T) / (1.0 - (e - 1) / T), power_);
+  for (double& lr : lrs) lr = lr * decay;
+  return lrs;
+}
+
+std::optional<std::vector<double>> PolynomialLR::closed_form_lr() const {
+  const double T = static_cast<double>(total_iters_);
+  std::vector<double> lrs;
+  for (double base : base_lrs_)
+    lrs.push_back(base * std::pow(1.0 - static_cast<double>(std::min(total_iters_, last_epoch_)) / T, power_));
+  return lrs;
+}
+
+namespace {
+
+/** One function per group. */
+std::vector<LRLambda> lambdas_per_group(std::vector<LRLambda> fns, const Optimizer& opt, const char* name) {
+  const size_t n = opt.param_groups().size();
+  if (fns.size() != n) fail<ValueError>("[", name, "] Expected ", n, " lr_lambdas, but got ", fns.size());
+  for (const LRLambda& f : fns)
+    if (!f) fail<TypeError>("[", name, "] lr_lambda should be a function, but got none");
+  return fns;
+}
+
+}  // namespace
+
+LambdaLR::LambdaLR(Optimizer& optimizer, const LRLambda& lr_lambda, int64_t last_epoch)
+    : LambdaLR(optimizer, std::vector<LRLambda>(optimizer.param_groups().size(), lr_lambda), last_epoch) {}
+
+LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<LRLambda> lr_lambdas, int64_t last_epoch)
+    : LRScheduler(optimizer), lr_lambdas_(lambdas_per_group(std::move(lr_lambdas), optimizer, "LambdaLR")) {
+  initialize(last_epoch);
+}
+
+std::vector<double> LambdaLR::get_lr() {
+  std::vector<double> lrs;
+  for (size_t i = 0; i < base_lrs_.size(); ++i) lrs.push_back(base_lrs_[i] * lr_lambdas_[i](last_epoch_));
+  return lrs;
+}
+
+MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, const LRLambda& lr_lambda, int64_t last_epoch)
+    : MultiplicativeLR(optimizer, std::vector<LRLambda>(optimizer.param_groups().size(), lr_lambda), last_epoch) {}
+
+MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, std::vector<LRLambda> lr_lambdas, int64_t last_epoch)
+    : LRScheduler(optimizer), lr_lambdas_(lambdas_per_group(std::move(lr_lambdas), optimizer, "MultiplicativeLR")) {
+  initialize(last_epoch);
+}
+
+std::vector<double> MultiplicativeLR::get_lr() {
+  std::vector<double> lrs = group_values("lr");
+  if (is_initial_) return lrs;
+  for (size_t i = 0; i < lrs.size(); ++i) lrs[i] = lrs[i] * lr_lambdas_[i](last_epoch_);
+  return lrs;
+}
+
+CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult,
+                                                         double eta_min, int64_t last_epoch)
+    : LRScheduler(optimizer),
+      T_0_(T_0),
+      T_mult_(T_mult),
+      eta_min_(eta_min),
+      T_i_(static_cast<double>(T_0)),
+      T_cur_(static_cast<double>(last_epoch)) {
+  if (T_0 <= 0) fail<ValueError>("[CosineAnnealingWarmRestarts] Expected positive integer T_0, but got ", T_0);
+  if (T_mult < 1) fail<ValueError>("[CosineAnnealingWarmRestarts] Expected integer T_mult >= 1, but got ", T_mult);
+  initialize(last_epoch);
+}
+
+std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
+  constexpr double pi = std::numbers::pi;
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(eta_min_ + (base - eta_min_) * (1 + std::cos(pi * T_cur_ / T_i_)) / 2);
+  return lrs;
+}
+
+void CosineAnnealingWarmRestarts::advance(std::optional<double> epoch) {
+  if (!epoch && last_epoch_ < 0) epoch = 0.0;
+  const double T_0 = static_cast<double>(T_0_), T_mult = static_cast<double>(T_mult_);
+  if (!epoch) {
+    epoch = static_cast<double>(last_epoch_ + 1);
+    T_cur_ = T_cur_ + 1;
+    if (T_cur_ >= T_i_) {
+      T_cur_ = std::fmod(T_cur_, T_i_);
+      T_i_ = T_i_ * T_mult;
+    }
+  } else if (*epoch < 0) {
+    fail<ValueError>("[CosineAnnealingWarmRestarts] Expected non-negative epoch, but got ", *epoch);
+  } else if (*epoch >= T_0) {
+    if (T_mult_ == 1) {
+      T_cur_ = std::fmod(*epoch, T_0);
+    } else {
+      const auto n = static_cast<int64_t>(std::log(*epoch / T_0 * (T_mult - 1) + 1) / std::log(T_mult));
+      const double grown = std::pow(T_mult, static_cast<double>(n));  // an integer, as torch's int power
+      T_cur_ = *epoch - T_0 * (grown - 1) / (T_mult - 1);
+      T_i_ = T_0 * grown;
+    }
+  } else {
+    T_i_ = T_0;
+    T_cur_ = *epoch;
+  }
+  last_epoch_ = static_cast<int64_t>(std::floor(*epoch));
+  const std::vector<double> lrs = get_lr();
+  auto& groups = opt_->param_groups();
+  for (size_t i = 0; i < groups.size(); ++i) groups[i].lr() = lrs[i];
+  last_lr_ = group_values("lr");
+}
+
+SchedulerState CosineAnnealingWarmRestarts::state_dict() const {
+  SchedulerState s = LRScheduler::state_dict();
+  s.insert("T_i", T_i_);
+  s.insert("T_cur", T_cur_);
+  return s;
+}
+
+void CosineAnnealingWarmRestarts::load_state_dict(const SchedulerState& state) {
+  const double T_i = as_double(state, "T_i"), T_cur = as_double(state, "T_cur");
+  LRScheduler::load_state_dict(state);
+  T_i_ = T_i;
+  T_cur_ = T_cur;
+}
+
 // ---- SequentialLR ---------------------------------------------------------------------------
 
 SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,

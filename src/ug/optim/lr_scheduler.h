@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -144,6 +145,92 @@ class LinearLR : public LRScheduler {
  private:
   double start_factor_, end_factor_;
   int64_t total_iters_;
+};
+
+/** lr * factor until total_iters epochs have passed, then the lr itself. */
+class ConstantLR : public LRScheduler {
+ public:
+  ConstantLR(Optimizer& optimizer, double factor = SchedulerDefaults::start_factor,
+             int64_t total_iters = SchedulerDefaults::total_iters, int64_t last_epoch = SchedulerDefaults::last_epoch);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
+
+ private:
+  double factor_;
+  int64_t total_iters_;
+};
+
+/** lr * (1 - epoch / total_iters)^power, reaching 0 at total_iters and staying there. */
+class PolynomialLR : public LRScheduler {
+ public:
+  PolynomialLR(Optimizer& optimizer, int64_t total_iters = SchedulerDefaults::total_iters, double power = 1.0,
+               int64_t last_epoch = SchedulerDefaults::last_epoch);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
+
+ private:
+  int64_t total_iters_;
+  double power_;
+};
+
+/** Cosine from the base lr to eta_min over T_i epochs, then a restart, T_i growing by T_mult
+ *  each time (SGDR). step(epoch) jumps to a (fractional) epoch, as torch's. */
+class CosineAnnealingWarmRestarts : public LRScheduler {
+ public:
+  CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult = 1,
+                              double eta_min = SchedulerDefaults::eta_min,
+                              int64_t last_epoch = SchedulerDefaults::last_epoch);
+  void step() override { advance(std::nullopt); }
+  void step(double epoch) { advance(epoch); }
+  SchedulerState state_dict() const override;
+  void load_state_dict(const SchedulerState& state) override;
+
+ protected:
+  std::vector<double> get_lr() override;
+
+ private:
+  void advance(std::optional<double> epoch);
+  int64_t T_0_, T_mult_;
+  double eta_min_;
+  double T_i_, T_cur_;
+};
+
+/** A function of the epoch. */
+using LRLambda = std::function<double(int64_t epoch)>;
+
+/** lr = base lr * lr_lambda(epoch). */
+class LambdaLR : public LRScheduler {
+ public:
+  /** One function for every group. */
+  LambdaLR(Optimizer& optimizer, const LRLambda& lr_lambda, int64_t last_epoch = SchedulerDefaults::last_epoch);
+  /** One function per group. */
+  LambdaLR(Optimizer& optimizer, std::vector<LRLambda> lr_lambdas, int64_t last_epoch = SchedulerDefaults::last_epoch);
+
+ protected:
+  std::vector<double> get_lr() override;
+
+ private:
+  std::vector<LRLambda> lr_lambdas_;
+};
+
+/** lr *= lr_lambda(epoch) every epoch after the first. */
+class MultiplicativeLR : public LRScheduler {
+ public:
+  /** One function for every group. */
+  MultiplicativeLR(Optimizer& optimizer, const LRLambda& lr_lambda, int64_t last_epoch = SchedulerDefaults::last_epoch);
+  /** One function per group. */
+  MultiplicativeLR(Optimizer& optimizer, std::vector<LRLambda> lr_lambdas,
+                   int64_t last_epoch = SchedulerDefaults::last_epoch);
+
+ protected:
+  std::vector<double> get_lr() override;
+
+ private:
+  std::vector<LRLambda> lr_lambdas_;
 };
 
 /** Runs schedulers one after another, switching at the milestone epochs (warm-up, then decay). */

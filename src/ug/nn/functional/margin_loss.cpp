@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ug/nn/functional/activation.h"
+#include "ug/graph/record.h"
 #include "ug/nn/functional/loss_reduction.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
@@ -78,6 +79,9 @@ Tensor soft_margin_loss(const Tensor& input, const Tensor& target, std::string_v
     return autocast::call(graph::Autocast::Float32, soft_margin_loss, input, target, reduction);
   const char* op = "soft_margin_loss";
   const ops::Reduction r = detail::checked_reduction(reduction, op, input, "input");
+  if (autograd::needs_grad({&target}))  // as torch, whose kernel has no target derivative
+    fail<RuntimeError>("[soft_margin_loss] the function is not differentiable with respect to argument 'target' (",
+                       target.dtype(), " of shape ", target.shape(), "): it cannot require grad");
   return reduce((-input * target).exp().log1p(), r);  // torch's formula: inf past exp's range, as there
 }
 

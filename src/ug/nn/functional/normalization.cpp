@@ -126,6 +126,9 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
          x.shape(), " and num_groups=", num_groups);
   check_channels(weight, channels, op, "weight");
   check_channels(bias, channels, op, "bias");
+  // torch's rule: one value per group over the whole batch is refused
+  if (x.numel() == num_groups)
+    fail("[group_norm] Expected more than 1 value per channel when training, got input size ", x.shape());
   const int64_t rows = n * num_groups;
   Tensor y = ops::normalize_rows(ops::RowNorm::Group, x, rows ? x.numel() / rows : 0, {}, {}, eps);
   if (weight.defined()) y = y * per_channel(weight, x);

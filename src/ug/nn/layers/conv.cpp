@@ -1,5 +1,6 @@
 #include "ug/nn/layers/conv.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -7,6 +8,7 @@
 #include "ug/nn/mixed_precision.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/conv3d.h"
+#include "ug/ops/join.h"
 #include "ug/ops/pool.h"
 
 namespace ug::nn {
@@ -23,7 +25,8 @@ Dims per_dim(Dims d, int n, const std::string& layer, const char* what) {
 }  // namespace
 
 ConvImpl::ConvImpl(int spatial_dims, int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride,
-                   ConvPadding padding, Dims dilation, int64_t groups, bool bias, bool transposed, Dims output_padding)
+                   ConvPadding padding, Dims dilation, int64_t groups, bool bias, bool transposed, Dims output_padding,
+                   std::string padding_mode)
     : Module(transposed ? "ConvTranspose" + std::to_string(spatial_dims) + "d"
                         : "Conv" + std::to_string(spatial_dims) + "d"),
       spatial_dims_(spatial_dims),
@@ -37,7 +40,17 @@ ConvImpl::ConvImpl(int spatial_dims, int64_t in_channels, int64_t out_channels, 
       transposed_(transposed),
       output_padding_(per_dim(std::move(output_padding), spatial_dims, type_name(), "output_padding")),
       has_bias_(bias),
+      padding_mode_(std::move(padding_mode)),
       compute_dtype_(mixed_precision::global_policy().autocast_dtype()) {
+  if (padding_mode_ != "zeros" && padding_mode_ != "reflect" && padding_mode_ != "replicate" &&
+      padding_mode_ != "circular")
+    fail("[", type_name(), "] padding_mode must be one of 'zeros', 'reflect', 'replicate' or 'circular', but got ",
+         "padding_mode='", padding_mode_, "'");
+  if (padding_.mode == "same")
+    for (int64_t s : stride_)
+      if (s != 1) fail("[", type_name(), "] padding='same' is not supported for strided convolutions");
+  if (transposed && padding_mode_ != "zeros")
+    fail("[", type_name(), "] Only \"zeros\" padding mode is supported for ", type_name());
   if (in_channels <= 0 || out_channels <= 0 || groups <= 0 || in_channels % groups || out_channels % groups)
     fail("[", type_name(), "] in_channels (", in_channels, ") and out_channels (", out_channels,
          ") must be positive multiples of groups (", groups, ")");
@@ -69,21 +82,32 @@ Tensor ConvImpl::forward(const Tensor& x) {
     return conv_t(x, w, b, stride_, padding_.sizes, output_padding_, groups_, dilation_);
   }
   auto conv = spatial_dims_ == 1 ? conv1d : spatial_dims_ == 2 ? conv2d : conv3d;
-  return conv(x, w, b, stride_, padding_, dilation_, groups_);
+  if (padding_mode_ == "zeros" || padding_.mode == "valid") return conv(x, w, b, stride_, padding_, dilation_, groups_);
+  // pad's sizes run from the last dim; "same" puts the odd one out on the right, as torch's
+  Dims pads;
+  const Dims sizes = padding_.mode.empty() ? per_dim(padding_.sizes, spatial_dims_, type_name(), "padding") : Dims{};
+  for (int i = spatial_dims_ - 1; i >= 0; --i) {
+    const int64_t total = sizes.empty() ? dilation_[static_cast<size_t>(i)] * (kernel_size_[static_cast<size_t>(i)] - 1)
+                                        : 2 * sizes[static_cast<size_t>(i)];
+    pads.push_back(total / 2);
+    pads.push_back(total - total / 2);
+  }
+  return conv(pad(x, pads, padding_mode_), w, b, stride_, ConvPadding(Dims{0}), dilation_, groups_);
 }
 
 std::string ConvImpl::extra_repr() const {
   std::ostringstream s;
   s << in_channels_ << ", " << out_channels_ << ", kernel_size=" << tuple_repr(kernel_size_)
     << ", stride=" << tuple_repr(stride_);
+  const Dims padding = padding_.mode.empty() ? per_dim(padding_.sizes, spatial_dims_, type_name(), "padding") : Dims{};
   if (!padding_.mode.empty()) s << ", padding=" << padding_.mode;
-  else if (padding_.sizes != Dims{0})
-    s << ", padding=" << tuple_repr(per_dim(padding_.sizes, spatial_dims_, type_name(), "padding"));
+  else if (padding != Dims(static_cast<size_t>(spatial_dims_), 0)) s << ", padding=" << tuple_repr(padding);
   if (dilation_ != Dims(static_cast<size_t>(spatial_dims_), 1)) s << ", dilation=" << tuple_repr(dilation_);
   if (output_padding_ != Dims(static_cast<size_t>(spatial_dims_), 0))
     s << ", output_padding=" << tuple_repr(output_padding_);
   if (groups_ != 1) s << ", groups=" << groups_;
   if (!has_bias_) s << ", bias=False";
+  if (padding_mode_ != "zeros") s << ", padding_mode=" << padding_mode_;
   return s.str();
 }
 
@@ -91,6 +115,12 @@ Tensor MaxPoolImpl::forward(const Tensor& x) {
   return (dims_ == 1   ? max_pool1d
           : dims_ == 2 ? max_pool2d
                        : max_pool3d)(x, kernel_, stride_, padding_, dilation_, ceil_mode_);
+}
+
+std::pair<Tensor, Tensor> MaxPoolImpl::forward_with_indices(const Tensor& x) {
+  return (dims_ == 1   ? max_pool1d_with_indices
+          : dims_ == 2 ? max_pool2d_with_indices
+                       : max_pool3d_with_indices)(x, kernel_, stride_, padding_, dilation_, ceil_mode_);
 }
 
 std::string MaxPoolImpl::extra_repr() const {
@@ -113,9 +143,20 @@ std::string AvgPoolImpl::extra_repr() const {
 }
 
 Tensor AdaptivePoolImpl::forward(const Tensor& x) {
-  if (max_)
-    return (dims_ == 1 ? adaptive_max_pool1d : dims_ == 2 ? adaptive_max_pool2d : adaptive_max_pool3d)(x, output_size_);
-  return (dims_ == 1 ? adaptive_avg_pool1d : dims_ == 2 ? adaptive_avg_pool2d : adaptive_avg_pool3d)(x, output_size_);
+  Dims size = per_dim(output_size_, static_cast<int>(dims_), type_name(), "output_size");
+  for (int64_t i = 0; i < dims_; ++i)
+    if (size[static_cast<size_t>(i)] < 0 && x.dim() >= dims_)
+      size[static_cast<size_t>(i)] = x.size(x.dim() - dims_ + i);
+  if (max_) return (dims_ == 1 ? adaptive_max_pool1d : dims_ == 2 ? adaptive_max_pool2d : adaptive_max_pool3d)(x, size);
+  return (dims_ == 1 ? adaptive_avg_pool1d : dims_ == 2 ? adaptive_avg_pool2d : adaptive_avg_pool3d)(x, size);
+}
+
+std::string AdaptivePoolImpl::extra_repr() const {
+  if (std::none_of(output_size_.begin(), output_size_.end(), [](int64_t s) { return s < 0; }))
+    return "output_size=" + size_repr(output_size_);
+  std::string s;
+  for (int64_t v : output_size_) s += (s.empty() ? "" : ", ") + (v < 0 ? std::string("None") : std::to_string(v));
+  return "output_size=" + (output_size_.size() == 1 ? s : "(" + s + ")");
 }
 
 }  // namespace ug::nn

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "ug/nn/module.h"
 #include "ug/ops/conv.h"
@@ -11,15 +12,17 @@
 namespace ug::nn {
 
 /** Conv1d, 2d and 3d: weight [out, in / groups, *kernel], PyTorch's default initialisation
- *  (kaiming_uniform_ with a = sqrt(5), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))). Built under a
- *  Keras mixed-precision policy (nn/mixed_precision.h), as Dense, it keeps float32 weights and
- *  computes in the policy's 16-bit dtype. */
+ *  (kaiming_uniform_ with a = sqrt(5), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))). padding_mode
+ *  "reflect", "replicate" or "circular" pads the input so before an unpadded convolution, as
+ *  torch's; the transposed ones take only "zeros". Built under a Keras mixed-precision policy
+ *  (nn/mixed_precision.h), as Dense, it keeps float32 weights and computes in the policy's
+ *  16-bit dtype. */
 class ConvImpl : public Module {
   UG_CLONEABLE(ConvImpl)
  public:
   ConvImpl(int spatial_dims, int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride = {1},
            ConvPadding padding = 0, Dims dilation = {1}, int64_t groups = 1, bool bias = true, bool transposed = false,
-           Dims output_padding = {0});
+           Dims output_padding = {0}, std::string padding_mode = "zeros");
   Tensor forward(const Tensor& x) override;
   void reset_parameters() override;
   std::string extra_repr() const override;
@@ -36,6 +39,7 @@ class ConvImpl : public Module {
   bool transposed_;
   Dims output_padding_;
   bool has_bias_;
+  std::string padding_mode_;
   std::optional<DType> compute_dtype_;
 };
 
@@ -43,8 +47,10 @@ class Conv1dImpl : public ConvImpl {
   UG_CLONEABLE(Conv1dImpl)
  public:
   Conv1dImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1,
-             ConvPadding padding = 0, int64_t dilation = 1, int64_t groups = 1, bool bias = true)
-      : ConvImpl(1, in_channels, out_channels, {kernel_size}, {stride}, std::move(padding), {dilation}, groups, bias) {}
+             ConvPadding padding = 0, int64_t dilation = 1, int64_t groups = 1, bool bias = true,
+             std::string padding_mode = "zeros")
+      : ConvImpl(1, in_channels, out_channels, {kernel_size}, {stride}, std::move(padding), {dilation}, groups, bias,
+                 false, {0}, std::move(padding_mode)) {}
 };
 UG_MODULE(Conv1d);
 
@@ -52,9 +58,9 @@ class Conv2dImpl : public ConvImpl {
   UG_CLONEABLE(Conv2dImpl)
  public:
   Conv2dImpl(int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride = {1}, ConvPadding padding = 0,
-             Dims dilation = {1}, int64_t groups = 1, bool bias = true)
+             Dims dilation = {1}, int64_t groups = 1, bool bias = true, std::string padding_mode = "zeros")
       : ConvImpl(2, in_channels, out_channels, std::move(kernel_size), std::move(stride), std::move(padding),
-                 std::move(dilation), groups, bias) {}
+                 std::move(dilation), groups, bias, false, {0}, std::move(padding_mode)) {}
 };
 UG_MODULE(Conv2d);
 
@@ -63,9 +69,9 @@ class ConvTranspose1dImpl : public ConvImpl {
  public:
   ConvTranspose1dImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1,
                       int64_t padding = 0, int64_t output_padding = 0, int64_t groups = 1, bool bias = true,
-                      int64_t dilation = 1)
+                      int64_t dilation = 1, std::string padding_mode = "zeros")
       : ConvImpl(1, in_channels, out_channels, {kernel_size}, {stride}, ConvPadding(Dims{padding}), {dilation}, groups,
-                 bias, true, {output_padding}) {}
+                 bias, true, {output_padding}, std::move(padding_mode)) {}
 };
 UG_MODULE(ConvTranspose1d);
 
@@ -74,32 +80,38 @@ class ConvTranspose2dImpl : public ConvImpl {
  public:
   ConvTranspose2dImpl(int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride = {1},
                       Dims padding = {0}, Dims output_padding = {0}, int64_t groups = 1, bool bias = true,
-                      Dims dilation = {1})
+                      Dims dilation = {1}, std::string padding_mode = "zeros")
       : ConvImpl(2, in_channels, out_channels, std::move(kernel_size), std::move(stride),
-                 ConvPadding(std::move(padding)), std::move(dilation), groups, bias, true, std::move(output_padding)) {}
+                 ConvPadding(std::move(padding)), std::move(dilation), groups, bias, true, std::move(output_padding),
+                 std::move(padding_mode)) {}
 };
 UG_MODULE(ConvTranspose2d);
 
-/** Max pooling over the last `dims` (1 to 3) dims; stride defaults to kernel_size. */
+/** Max pooling over the last `dims` (1 to 3) dims; stride defaults to kernel_size. forward gives
+ *  the maxima; with return_indices, Python's forward (torch's) also gives forward_with_indices's
+ *  positions (for MaxUnpool). */
 class MaxPoolImpl : public Module {
   UG_CLONEABLE(MaxPoolImpl)
  public:
   MaxPoolImpl(std::string type_name, int64_t dims, Dims kernel_size, Dims stride, Dims padding, Dims dilation,
-              bool ceil_mode)
+              bool ceil_mode, bool return_indices = false)
       : Module(std::move(type_name)),
         dims_(dims),
         kernel_(std::move(kernel_size)),
         stride_(std::move(stride)),
         padding_(std::move(padding)),
         dilation_(std::move(dilation)),
-        ceil_mode_(ceil_mode) {}
+        ceil_mode_(ceil_mode),
+        return_indices_(return_indices) {}
   Tensor forward(const Tensor& x) override;
+  std::pair<Tensor, Tensor> forward_with_indices(const Tensor& x);
+  bool return_indices() const { return return_indices_; }
   std::string extra_repr() const override;
 
  private:
   int64_t dims_;
   Dims kernel_, stride_, padding_, dilation_;
-  bool ceil_mode_;
+  bool ceil_mode_, return_indices_;
 };
 
 /** Average pooling over the last `dims` (1 to 3) dims; divisor_override is not 1-d's. */
@@ -126,14 +138,15 @@ class AvgPoolImpl : public Module {
   std::optional<int64_t> divisor_override_;
 };
 
-/** Adaptive average or max pooling of the last `dims` (1 to 3) dims to output_size. */
+/** Adaptive average or max pooling of the last `dims` (1 to 3) dims to output_size; a negative
+ *  size (torch's None) keeps the input's. */
 class AdaptivePoolImpl : public Module {
   UG_CLONEABLE(AdaptivePoolImpl)
  public:
   AdaptivePoolImpl(std::string type_name, int64_t dims, bool max, Dims output_size)
       : Module(std::move(type_name)), dims_(dims), max_(max), output_size_(std::move(output_size)) {}
   Tensor forward(const Tensor& x) override;
-  std::string extra_repr() const override { return "output_size=" + size_repr(output_size_); }
+  std::string extra_repr() const override;
 
  private:
   int64_t dims_;
@@ -146,9 +159,9 @@ class AdaptivePoolImpl : public Module {
     UG_CLONEABLE(Name##Impl)                                                                         \
    public:                                                                                           \
     explicit Name##Impl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, Dims dilation = {1}, \
-                        bool ceil_mode = false)                                                      \
+                        bool ceil_mode = false, bool return_indices = false)                         \
         : MaxPoolImpl(#Name, Dims_, std::move(kernel_size), std::move(stride), std::move(padding),   \
-                      std::move(dilation), ceil_mode) {}                                             \
+                      std::move(dilation), ceil_mode, return_indices) {}                             \
   };                                                                                                 \
   UG_MODULE(Name);
 UG_MAX_POOL(MaxPool1d, 1)

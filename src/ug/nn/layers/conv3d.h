@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "ug/nn/layers/conv.h"
 #include "ug/ops/conv3d.h"
@@ -12,9 +13,9 @@ class Conv3dImpl : public ConvImpl {
   UG_CLONEABLE(Conv3dImpl)
  public:
   Conv3dImpl(int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride = {1}, ConvPadding padding = 0,
-             Dims dilation = {1}, int64_t groups = 1, bool bias = true)
+             Dims dilation = {1}, int64_t groups = 1, bool bias = true, std::string padding_mode = "zeros")
       : ConvImpl(3, in_channels, out_channels, std::move(kernel_size), std::move(stride), std::move(padding),
-                 std::move(dilation), groups, bias) {}
+                 std::move(dilation), groups, bias, false, {0}, std::move(padding_mode)) {}
 };
 UG_MODULE(Conv3d);
 
@@ -23,9 +24,10 @@ class ConvTranspose3dImpl : public ConvImpl {
  public:
   ConvTranspose3dImpl(int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride = {1},
                       Dims padding = {0}, Dims output_padding = {0}, int64_t groups = 1, bool bias = true,
-                      Dims dilation = {1})
+                      Dims dilation = {1}, std::string padding_mode = "zeros")
       : ConvImpl(3, in_channels, out_channels, std::move(kernel_size), std::move(stride),
-                 ConvPadding(std::move(padding)), std::move(dilation), groups, bias, true, std::move(output_padding)) {}
+                 ConvPadding(std::move(padding)), std::move(dilation), groups, bias, true, std::move(output_padding),
+                 std::move(padding_mode)) {}
 };
 UG_MODULE(ConvTranspose3d);
 
@@ -33,9 +35,9 @@ class MaxPool3dImpl : public MaxPoolImpl {
   UG_CLONEABLE(MaxPool3dImpl)
  public:
   explicit MaxPool3dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, Dims dilation = {1},
-                         bool ceil_mode = false)
+                         bool ceil_mode = false, bool return_indices = false)
       : MaxPoolImpl("MaxPool3d", 3, std::move(kernel_size), std::move(stride), std::move(padding), std::move(dilation),
-                    ceil_mode) {}
+                    ceil_mode, return_indices) {}
 };
 UG_MODULE(MaxPool3d);
 

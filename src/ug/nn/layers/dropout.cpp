@@ -26,11 +26,15 @@ std::string DropoutImpl::extra_repr() const {
   return "p=" + python_repr(p_) + ", inplace=" + (inplace_ ? "True" : "False");
 }
 
-EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx)
+EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx,
+                             std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq)
     : Module("Embedding"),
       num_embeddings_(num_embeddings),
       embedding_dim_(embedding_dim),
-      padding_idx_(detail::checked_table(num_embeddings, embedding_dim, padding_idx, "Embedding")) {
+      padding_idx_(detail::checked_table(num_embeddings, embedding_dim, padding_idx, "Embedding")),
+      max_norm_(max_norm),
+      norm_type_(norm_type),
+      scale_grad_by_freq_(scale_grad_by_freq) {
   register_parameter("weight", empty({num_embeddings, embedding_dim}));
   reset_parameters();
 }
@@ -38,12 +42,17 @@ EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, std:
 void EmbeddingImpl::reset_parameters() { detail::reset_table(parameter("weight"), padding_idx_); }
 
 Tensor EmbeddingImpl::forward(const Tensor& indices) {
-  return functional::embedding(indices, parameter("weight"), padding_idx_);
+  return functional::embedding(indices, parameter("weight"), padding_idx_, max_norm_, norm_type_, scale_grad_by_freq_);
 }
 
 std::string EmbeddingImpl::extra_repr() const {
-  return std::to_string(num_embeddings_) + ", " + std::to_string(embedding_dim_) +
-         (padding_idx_ ? ", padding_idx=" + std::to_string(*padding_idx_) : "");
+  // torch's order; only what differs from the defaults
+  std::string s = std::to_string(num_embeddings_) + ", " + std::to_string(embedding_dim_);
+  if (padding_idx_) s += ", padding_idx=" + std::to_string(*padding_idx_);
+  if (max_norm_) s += ", max_norm=" + python_repr(*max_norm_);
+  if (norm_type_ != 2.0) s += ", norm_type=" + python_repr(norm_type_);
+  if (scale_grad_by_freq_) s += ", scale_grad_by_freq=True";
+  return s;
 }
 
 }  // namespace ug::nn

@@ -53,11 +53,13 @@ class Dropout3dImpl : public DropoutImpl {
 UG_MODULE(Dropout3d);
 
 /** weight [num_embeddings, embedding_dim] drawn from N(0, 1); the padding_idx row starts at
- *  zero and gets no gradient. */
+ *  zero and gets no gradient. max_norm, norm_type and scale_grad_by_freq are F.embedding's (the
+ *  rows looked up renormalised in place; gradients scaled by each index's inverse count). */
 class EmbeddingImpl : public Module {
   UG_CLONEABLE(EmbeddingImpl)
  public:
-  EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = {});
+  EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = {},
+                std::optional<double> max_norm = {}, double norm_type = 2.0, bool scale_grad_by_freq = false);
   Tensor forward(const Tensor& indices) override;
   void reset_parameters() override;
   std::string extra_repr() const override;
@@ -65,6 +67,9 @@ class EmbeddingImpl : public Module {
  private:
   int64_t num_embeddings_, embedding_dim_;
   std::optional<int64_t> padding_idx_;
+  std::optional<double> max_norm_;
+  double norm_type_;
+  bool scale_grad_by_freq_;
 };
 UG_MODULE(Embedding);
 

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "ug/nn/functional/margin_loss.h"
+#include "ug/nn/layers/activation.h"
 #include "ug/nn/layers/loss.h"
 
 namespace ug::nn {
@@ -111,7 +112,8 @@ class MultiLabelMarginLossImpl : public LossImpl {
 };
 UG_MODULE(MultiLabelMarginLoss);
 
-/** The distance function is any callable; none means functional::pairwise_distance. */
+/** The distance function is any callable; none means a PairwiseDistance child, as torch's
+ *  (which its printout shows). */
 class TripletMarginWithDistanceLossImpl : public LossImpl {
   UG_CLONEABLE(TripletMarginWithDistanceLossImpl)
  public:
@@ -124,14 +126,20 @@ class TripletMarginWithDistanceLossImpl : public LossImpl {
         swap_(swap) {
     if (!(margin > 0))
       fail("[TripletMarginWithDistanceLoss] expected margin to be greater than 0, got ", margin, " instead");
+    if (!distance_) default_distance_ = register_module("distance_function", PairwiseDistance());
   }
   Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) {
-    return functional::triplet_margin_with_distance_loss(anchor, positive, negative, distance_, margin_, swap_,
-                                                         reduction());
+    const PairwiseDistance& d = default_distance_;
+    return functional::triplet_margin_with_distance_loss(
+        anchor, positive, negative,
+        distance_ ? distance_ : [&d](const Tensor& a, const Tensor& b) { return d->forward(a, b); }, margin_, swap_,
+        reduction());
   }
+  void rebind(const CloneMemo& memo) override { memo.remap(default_distance_); }
 
  private:
   Distance distance_;
+  PairwiseDistance default_distance_{nullptr};
   double margin_;
   bool swap_;
 };

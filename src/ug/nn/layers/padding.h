@@ -1,5 +1,5 @@
-// Padding layers over ug::pad: ZeroPad2d, ConstantPad1d/2d, ReflectionPad1d/2d and
-// ReplicationPad1d/2d, as torch.nn's.
+// Padding layers over ug::pad: ZeroPad, ConstantPad, ReflectionPad, ReplicationPad and
+// CircularPad, each 1d, 2d and 3d, as torch.nn's.
 #pragma once
 
 #include <optional>
@@ -40,13 +40,21 @@ class PadImpl : public Module {
   };                                                                                                         \
   UG_MODULE(Name);
 
+UG_PAD(ZeroPad1d, 1, "constant")
 UG_PAD(ZeroPad2d, 2, "constant")
+UG_PAD(ZeroPad3d, 3, "constant")
 UG_CONSTANT_PAD(ConstantPad1d, 1)
 UG_CONSTANT_PAD(ConstantPad2d, 2)
+UG_CONSTANT_PAD(ConstantPad3d, 3)
 UG_PAD(ReflectionPad1d, 1, "reflect")
 UG_PAD(ReflectionPad2d, 2, "reflect")
+UG_PAD(ReflectionPad3d, 3, "reflect")
 UG_PAD(ReplicationPad1d, 1, "replicate")
 UG_PAD(ReplicationPad2d, 2, "replicate")
+UG_PAD(ReplicationPad3d, 3, "replicate")
+UG_PAD(CircularPad1d, 1, "circular")
+UG_PAD(CircularPad2d, 2, "circular")
+UG_PAD(CircularPad3d, 3, "circular")
 #undef UG_PAD
 #undef UG_CONSTANT_PAD
 

@@ -56,9 +56,16 @@ TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(int64_t d_model, int64_
                                                          double dropout_p, const std::string& activation_name,
                                                          double layer_norm_eps, bool batch_first, bool norm_first,
                                                          bool bias)
-    : Module("TransformerEncoderLayer"),
-      norm_first_(norm_first),
-      activation_(checked_activation(activation_name, "TransformerEncoderLayer")) {
+    : TransformerEncoderLayerImpl(d_model, nhead, dim_feedforward, dropout_p,
+                                  checked_activation(activation_name, "TransformerEncoderLayer"), layer_norm_eps,
+                                  batch_first, norm_first, bias) {}
+
+TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead, int64_t dim_feedforward,
+                                                         double dropout_p,
+                                                         std::function<Tensor(const Tensor&)> activation,
+                                                         double layer_norm_eps, bool batch_first, bool norm_first,
+                                                         bool bias)
+    : Module("TransformerEncoderLayer"), norm_first_(norm_first), activation_(std::move(activation)) {
   self_attn = register_module("self_attn", MultiheadAttention(d_model, nhead, dropout_p, bias, batch_first));
   linear1 = register_module("linear1", Linear(d_model, dim_feedforward, bias));
   dropout = register_module("dropout", Dropout(dropout_p));
@@ -69,12 +76,23 @@ TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(int64_t d_model, int64_
   dropout2 = register_module("dropout2", Dropout(dropout_p));
 }
 
+TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead, int64_t dim_feedforward,
+                                                         double dropout_p, std::shared_ptr<Module> activation,
+                                                         double layer_norm_eps, bool batch_first, bool norm_first,
+                                                         bool bias)
+    : TransformerEncoderLayerImpl(d_model, nhead, dim_feedforward, dropout_p, std::function<Tensor(const Tensor&)>(),
+                                  layer_norm_eps, batch_first, norm_first, bias) {
+  if (!activation) fail("[TransformerEncoderLayer] expected an activation module, got none");
+  activation_module_ = register_module("activation", std::move(activation));
+}
+
 Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src_mask,
                                             const Tensor& src_key_padding_mask, bool is_causal) {
   auto self_attention = [&](const Tensor& x) {
     return dropout1(attend(*self_attn, x, x, src_mask, src_key_padding_mask, is_causal, "TransformerEncoderLayer"));
   };
-  auto feed_forward = [&](const Tensor& x) { return dropout2(linear2(dropout(activation_(linear1(x))))); };
+  auto activate = [&](const Tensor& x) { return activation_module_ ? (*activation_module_)(x) : activation_(x); };
+  auto feed_forward = [&](const Tensor& x) { return dropout2(linear2(dropout(activate(linear1(x))))); };
   Tensor x = src;
   if (norm_first_) {
     x = x + self_attention(norm1(x));
@@ -89,6 +107,7 @@ void TransformerEncoderLayerImpl::rebind(const CloneMemo& memo) {
   for (Linear* l : {&linear1, &linear2}) memo.remap(*l);
   for (Dropout* d : {&dropout, &dropout1, &dropout2}) memo.remap(*d);
   for (LayerNorm* n : {&norm1, &norm2}) memo.remap(*n);
+  memo.remap(activation_module_);
 }
 
 // ---- decoder layer ------------------------------------------------------------------------
@@ -97,9 +116,16 @@ TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(int64_t d_model, int64_
                                                          double dropout_p, const std::string& activation_name,
                                                          double layer_norm_eps, bool batch_first, bool norm_first,
                                                          bool bias)
-    : Module("TransformerDecoderLayer"),
-      norm_first_(norm_first),
-      activation_(checked_activation(activation_name, "TransformerDecoderLayer")) {
+    : TransformerDecoderLayerImpl(d_model, nhead, dim_feedforward, dropout_p,
+                                  checked_activation(activation_name, "TransformerDecoderLayer"), layer_norm_eps,
+                                  batch_first, norm_first, bias) {}
+
+TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(int64_t d_model, int64_t nhead, int64_t dim_feedforward,
+                                                         double dropout_p,
+                                                         std::function<Tensor(const Tensor&)> activation,
+                                                         double layer_norm_eps, bool batch_first, bool norm_first,
+                                                         bool bias)
+    : Module("TransformerDecoderLayer"), norm_first_(norm_first), activation_(std::move(activation)) {
   self_attn = register_module("self_attn", MultiheadAttention(d_model, nhead, dropout_p, bias, batch_first));
   multihead_attn = register_module("multihead_attn", MultiheadAttention(d_model, nhead, dropout_p, bias, batch_first));
   linear1 = register_module("linear1", Linear(d_model, dim_feedforward, bias));
@@ -111,6 +137,16 @@ TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(int64_t d_model, int64_
   dropout1 = register_module("dropout1", Dropout(dropout_p));
   dropout2 = register_module("dropout2", Dropout(dropout_p));
   dropout3 = register_module("dropout3", Dropout(dropout_p));
+}
+
+TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(int64_t d_model, int64_t nhead, int64_t dim_feedforward,
+                                                         double dropout_p, std::shared_ptr<Module> activation,
+                                                         double layer_norm_eps, bool batch_first, bool norm_first,
+                                                         bool bias)
+    : TransformerDecoderLayerImpl(d_model, nhead, dim_feedforward, dropout_p, std::function<Tensor(const Tensor&)>(),
+                                  layer_norm_eps, batch_first, norm_first, bias) {
+  if (!activation) fail("[TransformerDecoderLayer] expected an activation module, got none");
+  activation_module_ = register_module("activation", std::move(activation));
 }
 
 Tensor TransformerDecoderLayerImpl::forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask,
@@ -125,7 +161,8 @@ Tensor TransformerDecoderLayerImpl::forward(const Tensor& tgt, const Tensor& mem
   auto cross_attention = [&](const Tensor& x) {
     return dropout2(attend(*multihead_attn, x, memory, memory_mask, memory_key_padding_mask, memory_is_causal, kLayer));
   };
-  auto feed_forward = [&](const Tensor& x) { return dropout3(linear2(dropout(activation_(linear1(x))))); };
+  auto activate = [&](const Tensor& x) { return activation_module_ ? (*activation_module_)(x) : activation_(x); };
+  auto feed_forward = [&](const Tensor& x) { return dropout3(linear2(dropout(activate(linear1(x))))); };
   Tensor x = tgt;
   if (norm_first_) {
     x = x + self_attention(norm1(x));
@@ -142,6 +179,7 @@ void TransformerDecoderLayerImpl::rebind(const CloneMemo& memo) {
   for (Linear* l : {&linear1, &linear2}) memo.remap(*l);
   for (Dropout* d : {&dropout, &dropout1, &dropout2, &dropout3}) memo.remap(*d);
   for (LayerNorm* n : {&norm1, &norm2, &norm3}) memo.remap(*n);
+  memo.remap(activation_module_);
 }
 
 // ---- stacks -------------------------------------------------------------------------------

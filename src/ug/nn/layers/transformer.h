@@ -24,6 +24,14 @@ class TransformerEncoderLayerImpl : public Module {
   TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead, int64_t dim_feedforward = 2048, double dropout = 0.1,
                               const std::string& activation = "relu", double layer_norm_eps = 1e-5,
                               bool batch_first = false, bool norm_first = false, bool bias = true);
+  /** activation: any function of the feed-forward block's hidden tensor (torch's callable). */
+  TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead, int64_t dim_feedforward, double dropout,
+                              std::function<Tensor(const Tensor&)> activation, double layer_norm_eps = 1e-5,
+                              bool batch_first = false, bool norm_first = false, bool bias = true);
+  /** activation: a module, the child "activation" (torch's, whose copies each get their own). */
+  TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead, int64_t dim_feedforward, double dropout,
+                              std::shared_ptr<Module> activation, double layer_norm_eps = 1e-5,
+                              bool batch_first = false, bool norm_first = false, bool bias = true);
   Tensor forward(const Tensor& src) override { return forward(src, {}, {}, false); }
   Tensor forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask = {},
                  bool is_causal = false);
@@ -39,6 +47,7 @@ class TransformerEncoderLayerImpl : public Module {
  private:
   bool norm_first_;
   std::function<Tensor(const Tensor&)> activation_;
+  std::shared_ptr<Module> activation_module_;
 };
 UG_MODULE(TransformerEncoderLayer);
 
@@ -50,6 +59,14 @@ class TransformerDecoderLayerImpl : public Module {
  public:
   TransformerDecoderLayerImpl(int64_t d_model, int64_t nhead, int64_t dim_feedforward = 2048, double dropout = 0.1,
                               const std::string& activation = "relu", double layer_norm_eps = 1e-5,
+                              bool batch_first = false, bool norm_first = false, bool bias = true);
+  /** activation: any function of the feed-forward block's hidden tensor (torch's callable). */
+  TransformerDecoderLayerImpl(int64_t d_model, int64_t nhead, int64_t dim_feedforward, double dropout,
+                              std::function<Tensor(const Tensor&)> activation, double layer_norm_eps = 1e-5,
+                              bool batch_first = false, bool norm_first = false, bool bias = true);
+  /** activation: a module, the child "activation" (torch's, whose copies each get their own). */
+  TransformerDecoderLayerImpl(int64_t d_model, int64_t nhead, int64_t dim_feedforward, double dropout,
+                              std::shared_ptr<Module> activation, double layer_norm_eps = 1e-5,
                               bool batch_first = false, bool norm_first = false, bool bias = true);
   Tensor forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask = {}, const Tensor& memory_mask = {},
                  const Tensor& tgt_key_padding_mask = {}, const Tensor& memory_key_padding_mask = {},
@@ -66,6 +83,7 @@ class TransformerDecoderLayerImpl : public Module {
  private:
   bool norm_first_;
   std::function<Tensor(const Tensor&)> activation_;
+  std::shared_ptr<Module> activation_module_;
 };
 UG_MODULE(TransformerDecoderLayer);
 
