@@ -447,7 +447,7 @@ void bind_optim(nb::module_& optim) {
           nb::arg("initial_accumulator_value") = adagrad.initial_accumulator_value(), nb::arg("eps") = adagrad.eps(),
           nb::kw_only(), nb::arg("maximize") = adagrad.maximize());
 
-  // NAdam, RAdam, Adamax, Adadelta: torch's constructors, their defaults the option structs'.
+  // NAdam, RAdam, Adamax, Adadelta, Rprop: torch's constructors, their defaults the option structs'.
   const NAdamOptions nadam;
   nb::class_<NAdam, Optimizer>(optim, "NAdam", "torch.optim.NAdam: momentum_decay, weight decay (L2 or decoupled).")
       .def(
@@ -510,6 +510,18 @@ void bind_optim(nb::module_& optim) {
           nb::arg("params").none() = nb::none(), nb::arg("lr") = adadelta.lr(), nb::arg("rho") = adadelta.rho(),
           nb::arg("eps") = adadelta.eps(), nb::arg("weight_decay") = adadelta.weight_decay(), nb::kw_only(),
           nb::arg("maximize") = adadelta.maximize());
+
+  const RpropOptions rprop;
+  nb::class_<Rprop, Optimizer>(optim, "Rprop", "torch.optim.Rprop: etas, step_sizes, maximize.")
+      .def(
+          "__init__",
+          [](Rprop* self, nb::handle params, double lr, std::pair<double, double> etas,
+             std::pair<double, double> step_sizes, bool maximize) {
+            new (self) Rprop(groups_from_python(params),
+                             RpropOptions(lr).etas(etas).step_sizes(step_sizes).maximize(maximize));
+          },
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = rprop.lr(), nb::arg("etas") = rprop.etas(),
+          nb::arg("step_sizes") = rprop.step_sizes(), nb::kw_only(), nb::arg("maximize") = rprop.maximize());
 
   optim.def(
       "apply_updates",

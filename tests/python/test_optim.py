@@ -106,6 +106,8 @@ MORE_CASES = [
     ("Adamax", dict(lr=0.01, betas=(0.8, 0.9), eps=1e-3, weight_decay=0.1, maximize=True)),
     ("Adadelta", dict()),
     ("Adadelta", dict(lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.1, maximize=True)),
+    ("Rprop", dict()),
+    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.04), maximize=True)),  # both clamps reached
 ]
 
 
@@ -116,7 +118,7 @@ def test_more_optimizers_match_torch(name, kwargs, dtype):
     check_state(topt, uopt, dtype)
 
 
-@pytest.mark.parametrize("name,kwargs", [MORE_CASES[1], MORE_CASES[6], MORE_CASES[9], MORE_CASES[11]])
+@pytest.mark.parametrize("name,kwargs", [MORE_CASES[1], MORE_CASES[6], MORE_CASES[9], MORE_CASES[11], MORE_CASES[13]])
 def test_more_optimizers_resume_from_state_dict_as_torch_continues(name, kwargs):
     """Saved after 4 steps and loaded into a fresh optimizer over copies of the parameters, the
     run goes on as torch's uninterrupted one."""
@@ -152,6 +154,7 @@ def test_more_optimizers_resume_from_state_dict_as_torch_continues(name, kwargs)
     ("RAdam", dict(weight_decay=-1.0), "Invalid weight_decay value: -1"),
     ("Adamax", dict(eps=-1.0), "Invalid epsilon value: -1"),
     ("Adadelta", dict(rho=1.5), "Invalid rho value: 1.5"),
+    ("Rprop", dict(etas=(1.2, 0.5)), "Invalid eta values: 1.2, 0.5"),
 ])
 def test_more_optimizers_reject_bad_arguments_as_torch(name, kwargs, message):
     p = ug.zeros(3).requires_grad_()

@@ -300,6 +300,26 @@ template <class T> UG_INLINE void adadelta_impl(const AdadeltaArgs<T>& a, int64_
   else adadelta_loop<T, false>(a, begin, end);
 }
 
+template <class T> UG_INLINE void rprop_impl(const RpropArgs<T>& a, int64_t begin, int64_t end) {
+  T* __restrict p = a.param;
+  const T* __restrict gr = a.grad;
+  T* __restrict prev = a.prev;
+  T* __restrict size = a.step_size;
+  const T sign = a.maximize ? T(-1) : T(1), etaminus = T(a.etaminus), etaplus = T(a.etaplus);
+  const T lo = T(a.step_size_min), hi = T(a.step_size_max);
+  for (int64_t i = begin; i < end; ++i) {
+    T g = gr[i] * sign;
+    const T agree = g * prev[i];
+    const T factor = agree > T(0) ? etaplus : agree < T(0) ? etaminus : T(1);
+    const T si = std::min(std::max(size[i] * factor, lo), hi);
+    size[i] = si;
+    if (agree < T(0)) g = T(0);  // a sign change: no step now, and none remembered
+    const T g_sign = g > T(0) ? T(1) : g < T(0) ? T(-1) : T(0);
+    p[i] = p[i] + (T(-1) * g_sign) * si;
+    prev[i] = g;
+  }
+}
+
 // ---- Keras ---------------------------------------------------------------------------------
 
 /** Keras's decoupled weight decay: var - var * wd * lr, in that order. */
@@ -462,6 +482,8 @@ UG_OPTIM_CLONES void adadelta(const AdadeltaArgs<float>& a, int64_t begin, int64
 UG_OPTIM_CLONES void adadelta(const AdadeltaArgs<double>& a, int64_t begin, int64_t end) {
   adadelta_impl(a, begin, end);
 }
+UG_OPTIM_CLONES void rprop(const RpropArgs<float>& a, int64_t begin, int64_t end) { rprop_impl(a, begin, end); }
+UG_OPTIM_CLONES void rprop(const RpropArgs<double>& a, int64_t begin, int64_t end) { rprop_impl(a, begin, end); }
 UG_OPTIM_CLONES void keras_sgd(const KerasSgdArgs<float>& a, int64_t begin, int64_t end) {
   keras_sgd_impl(a, begin, end);
 }

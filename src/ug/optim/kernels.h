@@ -95,6 +95,15 @@ template <class T> struct AdadeltaArgs {
   bool maximize;
 };
 
+template <class T> struct RpropArgs {
+  T* param;
+  const T* grad;
+  T* prev;
+  T* step_size;
+  double etaminus, etaplus, step_size_min, step_size_max;
+  bool maximize;
+};
+
 // Keras's rules (keras/src/optimizers/*.py): every scalar is made in T and combined in
 // Keras's order, so float32 steps round as Keras's do. weight_decay != 0 first shrinks the
 // parameter, var -= var * weight_decay * lr, as Keras's base optimizer does before each step.
@@ -148,6 +157,8 @@ void adamax(const AdamaxArgs<float>& a, int64_t begin, int64_t end);
 void adamax(const AdamaxArgs<double>& a, int64_t begin, int64_t end);
 void adadelta(const AdadeltaArgs<float>& a, int64_t begin, int64_t end);
 void adadelta(const AdadeltaArgs<double>& a, int64_t begin, int64_t end);
+void rprop(const RpropArgs<float>& a, int64_t begin, int64_t end);
+void rprop(const RpropArgs<double>& a, int64_t begin, int64_t end);
 void keras_sgd(const KerasSgdArgs<float>& a, int64_t begin, int64_t end);
 void keras_sgd(const KerasSgdArgs<double>& a, int64_t begin, int64_t end);
 void keras_adam(const KerasAdamArgs<float>& a, int64_t begin, int64_t end);

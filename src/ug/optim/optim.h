@@ -15,4 +15,5 @@
 #include "ug/optim/optimizer.h"
 #include "ug/optim/radam.h"
 #include "ug/optim/rmsprop.h"
+#include "ug/optim/rprop.h"
 #include "ug/optim/sgd.h"
