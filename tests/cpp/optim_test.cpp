@@ -101,6 +101,48 @@ TEST(Optim, StateDictRoundTripContinuesIdentically) {
   EXPECT_EQ(values(b), values(ref));
 }
 
+TEST(Optim, AdamaxAndAdadeltaFirstStepByHand) {
+  Tensor w = param({1.0, -1.0}), v = param({1.0, -1.0});
+  optim::Adamax adamax({w}, optim::AdamaxOptions(0.1).eps(0));
+  optim::Adadelta adadelta({v}, optim::AdadeltaOptions(1.0).rho(0.9).eps(1e-6));
+  w.set_grad(ug::tensor({2.0, -4.0}, {.dtype = ug::float64}));
+  v.set_grad(ug::tensor({2.0, -4.0}, {.dtype = ug::float64}));
+  adamax.step();  // m = 0.1 g, u = |g|, w -= 0.1 / (1 - 0.9) * m / u = 0.1 sign(g)
+  ug::test::expect_values(w, {0.9, -0.9}, 1e-15);
+  EXPECT_EQ(values(adamax.state(w).at("exp_inf")), (std::vector<double>{2.0, 4.0}));
+  adadelta.step();  // square_avg = 0.1 g^2, delta = sqrt(eps) / sqrt(square_avg + eps) * g
+  const double d0 = std::sqrt(1e-6) / std::sqrt(0.4 + 1e-6) * 2, d1 = std::sqrt(1e-6) / std::sqrt(1.6 + 1e-6) * -4;
+  ug::test::expect_values(v, {1.0 - d0, -1.0 - d1}, 1e-15);
+  ug::test::expect_values(adadelta.state(v).at("acc_delta"), {0.1 * d0 * d0, 0.1 * d1 * d1}, 1e-18);
+}
+
+TEST(Optim, NAdamFirstStepByHandAndResumesFromStateDict) {
+  Tensor w = param({1.0});
+  optim::NAdam opt({w}, optim::NAdamOptions(0.1).eps(0));
+  w.set_grad(ug::tensor({2.0}, {.dtype = ug::float64}));
+  opt.step();
+  // m = 0.2, v = 0.004, sqrt(v / (1 - 0.999)) = 2; mu_product = mu, kept in float32 as torch's.
+  const double mu = 0.9 * (1 - 0.5 * std::pow(0.96, 0.004)), mu_next = 0.9 * (1 - 0.5 * std::pow(0.96, 0.008));
+  const double mu_product = static_cast<float>(mu);
+  ug::test::expect_values(w, {1 - 0.1 * (1 - mu) / (1 - mu_product) - 0.01 * mu_next / (1 - mu_product * mu_next)},
+                          1e-15);
+  EXPECT_EQ(opt.state(w).at("mu_product").item<double>(), mu_product);
+  // Through a state dict its per-parameter number mu_product takes the parameter's dtype, as
+  // torch's load_state_dict casts it; a second round trip changes nothing.
+  Tensor a = w.detach().clone().requires_grad_(true), b = w.detach().clone().requires_grad_(true);
+  optim::NAdam a_opt({a}, optim::NAdamOptions(0.1).eps(0)), b_opt({b}, optim::NAdamOptions(0.1).eps(0));
+  a_opt.load_state_dict(opt.state_dict());
+  b_opt.load_state_dict(a_opt.state_dict());
+  EXPECT_EQ(a_opt.state(a).at("mu_product").dtype(), ug::float64);
+  for (int s = 0; s < 3; ++s) {
+    for (Tensor* t : {&a, &b}) t->set_grad(ug::tensor({std::sin(s)}, {.dtype = ug::float64}));
+    a_opt.step();
+    b_opt.step();
+  }
+  EXPECT_EQ(values(b), values(a));
+  EXPECT_THROW(optim::NAdam({param({1.0})}, optim::NAdamOptions(-1.0)), ug::ValueError);
+}
+
 TEST(Optim, RejectsUnsupportedDtype) {
   Tensor q = ug::zeros({2}, {.dtype = ug::int64});
   optim::SGD opt({q});

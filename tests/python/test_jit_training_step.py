@@ -65,7 +65,12 @@ def torch_step(model, opt, loss_fn=ug.nn.functional.cross_entropy):
     lambda p: ug.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),  # its buffer is made at the first step
     lambda p: ug.optim.RMSprop(p, lr=1e-2),
     lambda p: ug.optim.Adagrad(p, lr=0.1),
-], ids=["adam", "adamw", "sgd-momentum", "rmsprop", "adagrad"])
+    lambda p: ug.optim.NAdam(p, lr=1e-2, weight_decay=0.1),
+    lambda p: ug.optim.RAdam(p, lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True),
+    lambda p: ug.optim.Adamax(p, lr=1e-2),
+    lambda p: ug.optim.Adadelta(p, weight_decay=0.1),
+    lambda p: ug.optim.Rprop(p),
+], ids=["adam", "adamw", "sgd-momentum", "rmsprop", "adagrad", "nadam", "radam", "adamax", "adadelta", "rprop"])
 def test_the_torch_style_step_compiled_holds_what_eager_holds(make_opt):
     eager, compiled = twin_models(mlp)
     opt_e, opt_c = make_opt(eager.parameters()), make_opt(compiled.parameters())

@@ -92,6 +92,78 @@ def test_optimizer_matches_torch_float64(name, kwargs):
     check_state(topt, uopt, "float64")
 
 
+# The optimizers after the first five, over more steps and in both dtypes.
+MORE_CASES = [
+    ("NAdam", dict(lr=0.01)),
+    ("NAdam", dict(lr=0.01, betas=(0.8, 0.9), momentum_decay=0.01, eps=1e-6, maximize=True)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("RAdam", dict(lr=0.01)),  # rho_t > 5 from step 6 on: both branches
+    ("RAdam", dict(lr=0.01, betas=(0.8, 0.9), eps=1e-6, maximize=True)),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1)),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("Adamax", dict(lr=0.01)),
+    ("Adamax", dict(lr=0.01, betas=(0.8, 0.9), eps=1e-3, weight_decay=0.1, maximize=True)),
+    ("Adadelta", dict()),
+    ("Adadelta", dict(lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.1, maximize=True)),
+    ("Rprop", dict()),
+    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.04), maximize=True)),  # both clamps reached
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,kwargs", MORE_CASES, ids=[f"{n}-{'-'.join(k)}" for n, k in MORE_CASES])
+def test_more_optimizers_match_torch(name, kwargs, dtype):
+    topt, uopt, _, _ = run_pair(name, kwargs, dtype=dtype, steps=12, skip={(1, 0), (2, 2)})
+    check_state(topt, uopt, dtype)
+
+
+@pytest.mark.parametrize("name,kwargs", [MORE_CASES[1], MORE_CASES[6], MORE_CASES[9], MORE_CASES[11], MORE_CASES[13]])
+def test_more_optimizers_resume_from_state_dict_as_torch_continues(name, kwargs):
+    """Saved after 4 steps and loaded into a fresh optimizer over copies of the parameters, the
+    run goes on as torch's uninterrupted one."""
+    dtype = "float32"
+    init = arrays(dtype, 7)
+    tp = [torch.tensor(a, requires_grad=True) for a in init]
+    up = [ug.tensor(a).requires_grad_() for a in init]
+    topt = getattr(torch.optim, name)(tp, foreach=False, **kwargs)
+    uopt = getattr(ug.optim, name)(up, **kwargs)
+
+    def steps(ups, uo, which):
+        for s in which:
+            for t, u, g in zip(tp, ups, arrays(dtype, 400 + s)):
+                t.grad, u.grad = torch.tensor(g), ug.tensor(g)
+            topt.step()
+            uo.step()
+
+    steps(up, uopt, range(4))
+    sd = uopt.state_dict()
+    resumed = [ug.tensor(p.numpy().copy()).requires_grad_() for p in up]
+    ropt = getattr(ug.optim, name)(resumed, **kwargs)
+    ropt.load_state_dict(sd)
+    steps(resumed, ropt, range(4, 12))
+    for t, u in zip(tp, resumed):
+        close(u, t, dtype)
+    check_state(topt, ropt, dtype)
+
+
+@pytest.mark.parametrize("name,kwargs,message", [
+    ("NAdam", dict(lr=-1.0), "Invalid learning rate: -1"),
+    ("NAdam", dict(momentum_decay=-0.1), "Invalid momentum_decay value: -0.1"),
+    ("RAdam", dict(betas=(0.9, 1.0)), "Invalid beta parameter at index 1: 1"),
+    ("RAdam", dict(weight_decay=-1.0), "Invalid weight_decay value: -1"),
+    ("Adamax", dict(eps=-1.0), "Invalid epsilon value: -1"),
+    ("Adadelta", dict(rho=1.5), "Invalid rho value: 1.5"),
+    ("Rprop", dict(etas=(1.2, 0.5)), "Invalid eta values: 1.2, 0.5"),
+])
+def test_more_optimizers_reject_bad_arguments_as_torch(name, kwargs, message):
+    p = ug.zeros(3).requires_grad_()
+    with pytest.raises(ValueError, match=message):
+        getattr(torch.optim, name)([torch.zeros(3, requires_grad=True)], **kwargs)
+    with pytest.raises(ug.errors.ValueError, match=f"\\[{name}\\] {message}"):
+        getattr(ug.optim, name)([p], **kwargs)
+
+
 def test_large_parameter_uses_threads_and_matches():
     rng = np.random.default_rng(1)
     a = rng.standard_normal((300, 400)).astype(np.float32)
@@ -271,7 +343,8 @@ def test_non_contiguous_parameter():
                                          ("RMSprop", dict(centered=True)), ("Adagrad", dict()),
                                          # Adam's functional update reads one array, writes another
                                          ("Adam", dict(lr=0.01)),
-                                         ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.05, maximize=True))])
+                                         ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.05, maximize=True)),
+                                         *MORE_CASES])
 def test_functional_update_equals_step(name, kwargs):
     init = arrays("float32", 5)
     names = ["w", "b", "c"]

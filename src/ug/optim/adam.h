@@ -8,8 +8,6 @@
 
 namespace ug::optim {
 
-using Betas = std::pair<double, double>;
-
 struct AdamOptions {
   AdamOptions(double lr = 1e-3) : lr_(lr) {}
   UG_OPTIM_ARG(double, lr);

@@ -186,6 +186,140 @@ template <class T> UG_INLINE void adagrad_impl(const AdagradArgs<T>& a, int64_t 
   else adagrad_loop<T, false>(a, begin, end);
 }
 
+/** Adam's first and second moments, torch's lerp_ and mul_(beta2).addcmul_(g, g, 1 - beta2). */
+template <class T> UG_INLINE void moments(T& m, T& v, T g, T w1, T beta2, T w2) {
+  m = lerp(m, g, w1);
+  v = v * beta2 + (w2 * g) * g;
+}
+
+template <class T, bool WD> UG_INLINE void nadam_loop(const NadamArgs<T>& a, int64_t begin, int64_t end) {
+  T* __restrict p = a.param;
+  const T* __restrict gr = a.grad;
+  T* __restrict m = a.exp_avg;
+  T* __restrict v = a.exp_avg_sq;
+  const T sign = a.maximize ? T(-1) : T(1), wd = T(a.weight_decay);
+  const T decay = a.decoupled_weight_decay ? T(1 - a.lr * a.weight_decay) : T(1);
+  const T w1 = T(1 - a.beta1), beta2 = T(a.beta2), w2 = T(1 - a.beta2), bc2 = T(a.bias_correction2);
+  const T eps = T(a.eps), c_grad = T(a.c_grad), c_avg = T(a.c_avg);
+  for (int64_t i = begin; i < end; ++i) {
+    T g = gr[i] * sign;
+    T pi = p[i] * decay;
+    if constexpr (WD) g = g + wd * pi;
+    T mi = m[i], vi = v[i];
+    moments(mi, vi, g, w1, beta2, w2);
+    m[i] = mi;
+    v[i] = vi;
+    const T denom = std::sqrt(vi / bc2) + eps;
+    pi = pi + (c_grad * g) / denom;
+    p[i] = pi + (c_avg * mi) / denom;
+  }
+}
+
+template <class T> UG_INLINE void nadam_impl(const NadamArgs<T>& a, int64_t begin, int64_t end) {
+  if (a.weight_decay != 0 && !a.decoupled_weight_decay) nadam_loop<T, true>(a, begin, end);
+  else nadam_loop<T, false>(a, begin, end);
+}
+
+template <class T, bool WD, bool RECT> UG_INLINE void radam_loop(const RadamArgs<T>& a, int64_t begin, int64_t end) {
+  T* __restrict p = a.param;
+  const T* __restrict gr = a.grad;
+  T* __restrict m = a.exp_avg;
+  T* __restrict v = a.exp_avg_sq;
+  const T sign = a.maximize ? T(-1) : T(1), wd = T(a.weight_decay);
+  const T decay = a.decoupled_weight_decay ? T(1 - a.lr * a.weight_decay) : T(1);
+  const T w1 = T(1 - a.beta1), beta2 = T(a.beta2), w2 = T(1 - a.beta2), bc1 = T(a.bias_correction1);
+  const T lr = T(a.lr), eps = T(a.eps), bc2_sqrt = T(std::sqrt(a.bias_correction2)), rect = T(a.rect);
+  for (int64_t i = begin; i < end; ++i) {
+    T g = gr[i] * sign;
+    const T pi = p[i] * decay;
+    if constexpr (WD) g = g + wd * pi;
+    T mi = m[i], vi = v[i];
+    moments(mi, vi, g, w1, beta2, w2);
+    m[i] = mi;
+    v[i] = vi;
+    T step = (mi / bc1) * lr;
+    // torch's scalar / tensor is the tensor's reciprocal times the scalar
+    if constexpr (RECT) step = (step * ((T(1) / (std::sqrt(vi) + eps)) * bc2_sqrt)) * rect;
+    p[i] = pi - step;
+  }
+}
+
+template <class T, bool WD> UG_INLINE void radam_wd(const RadamArgs<T>& a, int64_t begin, int64_t end) {
+  if (a.rect != 0) radam_loop<T, WD, true>(a, begin, end);
+  else radam_loop<T, WD, false>(a, begin, end);
+}
+
+template <class T> UG_INLINE void radam_impl(const RadamArgs<T>& a, int64_t begin, int64_t end) {
+  if (a.weight_decay != 0 && !a.decoupled_weight_decay) radam_wd<T, true>(a, begin, end);
+  else radam_wd<T, false>(a, begin, end);
+}
+
+template <class T, bool WD> UG_INLINE void adamax_loop(const AdamaxArgs<T>& a, int64_t begin, int64_t end) {
+  T* __restrict p = a.param;
+  const T* __restrict gr = a.grad;
+  T* __restrict m = a.exp_avg;
+  T* __restrict u = a.exp_inf;
+  const T sign = a.maximize ? T(-1) : T(1), wd = T(a.weight_decay), w1 = T(1 - a.beta1), beta2 = T(a.beta2);
+  const T eps = T(a.eps), neg_clr = T(-a.clr);
+  for (int64_t i = begin; i < end; ++i) {
+    T g = gr[i] * sign;
+    if constexpr (WD) g = g + wd * p[i];
+    const T mi = lerp(m[i], g, w1);
+    m[i] = mi;
+    const T ui = std::max(u[i] * beta2, std::abs(g) + eps);
+    u[i] = ui;
+    p[i] = p[i] + (neg_clr * mi) / ui;
+  }
+}
+
+template <class T> UG_INLINE void adamax_impl(const AdamaxArgs<T>& a, int64_t begin, int64_t end) {
+  if (a.weight_decay != 0) adamax_loop<T, true>(a, begin, end);
+  else adamax_loop<T, false>(a, begin, end);
+}
+
+template <class T, bool WD> UG_INLINE void adadelta_loop(const AdadeltaArgs<T>& a, int64_t begin, int64_t end) {
+  T* __restrict p = a.param;
+  const T* __restrict gr = a.grad;
+  T* __restrict sq = a.square_avg;
+  T* __restrict acc = a.acc_delta;
+  const T sign = a.maximize ? T(-1) : T(1), wd = T(a.weight_decay), rho = T(a.rho), w = T(1 - a.rho);
+  const T eps = T(a.eps), neg_lr = T(-a.lr);
+  for (int64_t i = begin; i < end; ++i) {
+    T g = gr[i] * sign;
+    if constexpr (WD) g = g + wd * p[i];
+    const T s = sq[i] * rho + (w * g) * g;
+    sq[i] = s;
+    const T delta = (std::sqrt(acc[i] + eps) / std::sqrt(s + eps)) * g;
+    acc[i] = acc[i] * rho + (w * delta) * delta;
+    p[i] = p[i] + neg_lr * delta;
+  }
+}
+
+template <class T> UG_INLINE void adadelta_impl(const AdadeltaArgs<T>& a, int64_t begin, int64_t end) {
+  if (a.weight_decay != 0) adadelta_loop<T, true>(a, begin, end);
+  else adadelta_loop<T, false>(a, begin, end);
+}
+
+template <class T> UG_INLINE void rprop_impl(const RpropArgs<T>& a, int64_t begin, int64_t end) {
+  T* __restrict p = a.param;
+  const T* __restrict gr = a.grad;
+  T* __restrict prev = a.prev;
+  T* __restrict size = a.step_size;
+  const T sign = a.maximize ? T(-1) : T(1), etaminus = T(a.etaminus), etaplus = T(a.etaplus);
+  const T lo = T(a.step_size_min), hi = T(a.step_size_max);
+  for (int64_t i = begin; i < end; ++i) {
+    T g = gr[i] * sign;
+    const T agree = g * prev[i];
+    const T factor = agree > T(0) ? etaplus : agree < T(0) ? etaminus : T(1);
+    const T si = std::min(std::max(size[i] * factor, lo), hi);
+    size[i] = si;
+    if (agree < T(0)) g = T(0);  // a sign change: no step now, and none remembered
+    const T g_sign = g > T(0) ? T(1) : g < T(0) ? T(-1) : T(0);
+    p[i] = p[i] + (T(-1) * g_sign) * si;
+    prev[i] = g;
+  }
+}
+
 // ---- Keras ---------------------------------------------------------------------------------
 
 /** Keras's decoupled weight decay: var - var * wd * lr, in that order. */
@@ -336,6 +470,20 @@ UG_OPTIM_CLONES void rmsprop(const RmspropArgs<float>& a, int64_t begin, int64_t
 UG_OPTIM_CLONES void rmsprop(const RmspropArgs<double>& a, int64_t begin, int64_t end) { rmsprop_impl(a, begin, end); }
 UG_OPTIM_CLONES void adagrad(const AdagradArgs<float>& a, int64_t begin, int64_t end) { adagrad_impl(a, begin, end); }
 UG_OPTIM_CLONES void adagrad(const AdagradArgs<double>& a, int64_t begin, int64_t end) { adagrad_impl(a, begin, end); }
+UG_OPTIM_CLONES void nadam(const NadamArgs<float>& a, int64_t begin, int64_t end) { nadam_impl(a, begin, end); }
+UG_OPTIM_CLONES void nadam(const NadamArgs<double>& a, int64_t begin, int64_t end) { nadam_impl(a, begin, end); }
+UG_OPTIM_CLONES void radam(const RadamArgs<float>& a, int64_t begin, int64_t end) { radam_impl(a, begin, end); }
+UG_OPTIM_CLONES void radam(const RadamArgs<double>& a, int64_t begin, int64_t end) { radam_impl(a, begin, end); }
+UG_OPTIM_CLONES void adamax(const AdamaxArgs<float>& a, int64_t begin, int64_t end) { adamax_impl(a, begin, end); }
+UG_OPTIM_CLONES void adamax(const AdamaxArgs<double>& a, int64_t begin, int64_t end) { adamax_impl(a, begin, end); }
+UG_OPTIM_CLONES void adadelta(const AdadeltaArgs<float>& a, int64_t begin, int64_t end) {
+  adadelta_impl(a, begin, end);
+}
+UG_OPTIM_CLONES void adadelta(const AdadeltaArgs<double>& a, int64_t begin, int64_t end) {
+  adadelta_impl(a, begin, end);
+}
+UG_OPTIM_CLONES void rprop(const RpropArgs<float>& a, int64_t begin, int64_t end) { rprop_impl(a, begin, end); }
+UG_OPTIM_CLONES void rprop(const RpropArgs<double>& a, int64_t begin, int64_t end) { rprop_impl(a, begin, end); }
 UG_OPTIM_CLONES void keras_sgd(const KerasSgdArgs<float>& a, int64_t begin, int64_t end) {
   keras_sgd_impl(a, begin, end);
 }

@@ -57,6 +57,53 @@ template <class T> struct AdagradArgs {
   bool maximize;
 };
 
+template <class T> struct NadamArgs {
+  T* param;
+  const T* grad;
+  T* exp_avg;
+  T* exp_avg_sq;
+  // c_grad = -lr (1 - mu) / (1 - mu_product), c_avg = -lr mu_next / (1 - mu_product mu_next)
+  double lr, beta1, beta2, eps, weight_decay, bias_correction2, c_grad, c_avg;
+  bool decoupled_weight_decay, maximize;
+};
+
+template <class T> struct RadamArgs {
+  T* param;
+  const T* grad;
+  T* exp_avg;
+  T* exp_avg_sq;
+  double lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2;
+  double rect;  // the rectification term where rho_t > 5; 0: the un-adapted step
+  bool decoupled_weight_decay, maximize;
+};
+
+template <class T> struct AdamaxArgs {
+  T* param;
+  const T* grad;
+  T* exp_avg;
+  T* exp_inf;
+  double clr, beta1, beta2, eps, weight_decay;  // clr: lr / (1 - beta1^step)
+  bool maximize;
+};
+
+template <class T> struct AdadeltaArgs {
+  T* param;
+  const T* grad;
+  T* square_avg;
+  T* acc_delta;
+  double lr, rho, eps, weight_decay;
+  bool maximize;
+};
+
+template <class T> struct RpropArgs {
+  T* param;
+  const T* grad;
+  T* prev;
+  T* step_size;
+  double etaminus, etaplus, step_size_min, step_size_max;
+  bool maximize;
+};
+
 // Keras's rules (keras/src/optimizers/*.py): every scalar is made in T and combined in
 // Keras's order, so float32 steps round as Keras's do. weight_decay != 0 first shrinks the
 // parameter, var -= var * weight_decay * lr, as Keras's base optimizer does before each step.
@@ -102,6 +149,16 @@ void rmsprop(const RmspropArgs<float>& a, int64_t begin, int64_t end);
 void rmsprop(const RmspropArgs<double>& a, int64_t begin, int64_t end);
 void adagrad(const AdagradArgs<float>& a, int64_t begin, int64_t end);
 void adagrad(const AdagradArgs<double>& a, int64_t begin, int64_t end);
+void nadam(const NadamArgs<float>& a, int64_t begin, int64_t end);
+void nadam(const NadamArgs<double>& a, int64_t begin, int64_t end);
+void radam(const RadamArgs<float>& a, int64_t begin, int64_t end);
+void radam(const RadamArgs<double>& a, int64_t begin, int64_t end);
+void adamax(const AdamaxArgs<float>& a, int64_t begin, int64_t end);
+void adamax(const AdamaxArgs<double>& a, int64_t begin, int64_t end);
+void adadelta(const AdadeltaArgs<float>& a, int64_t begin, int64_t end);
+void adadelta(const AdadeltaArgs<double>& a, int64_t begin, int64_t end);
+void rprop(const RpropArgs<float>& a, int64_t begin, int64_t end);
+void rprop(const RpropArgs<double>& a, int64_t begin, int64_t end);
 void keras_sgd(const KerasSgdArgs<float>& a, int64_t begin, int64_t end);
 void keras_sgd(const KerasSgdArgs<double>& a, int64_t begin, int64_t end);
 void keras_adam(const KerasAdamArgs<float>& a, int64_t begin, int64_t end);

@@ -208,7 +208,7 @@ void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
     TensorDict copy;
     // Like torch: the step counter keeps its float32 or float64 (others, e.g. an old integer
     // count, become float32), the rest takes the parameter's dtype. The update loops walk
-    // state and parameter together, so their shapes must agree.
+    // state and parameter together, so their shapes must agree, but for per-parameter numbers.
     for (const auto& [key, t] : st) {
       if (key == "step") {
         if (t.numel() != 1)
@@ -216,6 +216,10 @@ void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
                            ", not a single number");
         copy.insert(key,
                     t.to(t.dtype() == DType::Float64 ? DType::Float64 : DType::Float32, /*copy=*/true).reshape({}));
+        continue;
+      }
+      if (scalar_state(key) && t.numel() == 1) {
+        copy.insert(key, t.to(p.dtype(), /*copy=*/true).reshape({}));
         continue;
       }
       if (!(t.shape() == p.shape()))
@@ -359,6 +363,16 @@ double increment_step(TensorDict& state) {
 Tensor zero_step() {
   // torch's _get_scalar_dtype: float64 under a float64 default, else float32.
   return zeros({}, Options{get_default_dtype() == DType::Float64 ? DType::Float64 : DType::Float32, {}});
+}
+
+void check_common(const char* name, double lr, double eps, std::pair<double, double> betas, double weight_decay) {
+  if (lr < 0) fail<ValueError>("[", name, "] Invalid learning rate: ", lr);
+  if (eps < 0) fail<ValueError>("[", name, "] Invalid epsilon value: ", eps);
+  if (betas.first < 0 || betas.first >= 1)
+    fail<ValueError>("[", name, "] Invalid beta parameter at index 0: ", betas.first);
+  if (betas.second < 0 || betas.second >= 1)
+    fail<ValueError>("[", name, "] Invalid beta parameter at index 1: ", betas.second);
+  if (weight_decay < 0) fail<ValueError>("[", name, "] Invalid weight_decay value: ", weight_decay);
 }
 
 }  // namespace detail

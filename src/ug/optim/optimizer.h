@@ -22,6 +22,8 @@ namespace ug::optim {
 using TensorDict = OrderedDict<Tensor>;
 /** A hyperparameter value: a number, a flag, a pair (Adam's betas) or a name. */
 using HyperValue = std::variant<double, bool, std::pair<double, double>, std::string>;
+/** Adam-like optimizers' (beta1, beta2). */
+using Betas = std::pair<double, double>;
 /** A group's hyperparameters by name ("lr", "betas", ...), as in torch's param_groups. */
 using Hyper = OrderedDict<HyperValue>;
 /** Functional optimizer state: one state dict (name -> tensor) per parameter name. */
@@ -127,6 +129,9 @@ class Optimizer {
   Optimizer(std::string name, std::vector<ParamGroup> groups, Hyper defaults);
   /** The state a parameter starts with (may be empty, e.g. SGD's lazily made buffer). */
   virtual TensorDict init_state(const Tensor& param, const Hyper& group) const = 0;
+  /** Whether the state entry `key` is one number per parameter (NAdam's mu_product), not an
+   *  array of the parameter's shape; the step counter aside. */
+  virtual bool scalar_state(const std::string& /*key*/) const { return false; }
   /** One step: updates `param` (contiguous, float32 or float64) and `state` in place from `grad`
    *  (contiguous, same shape and dtype). */
   virtual void update_param(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const = 0;
@@ -185,6 +190,8 @@ double increment_step(TensorDict& state);
 /** A scalar tensor holding 0, float64 under a float64 default dtype, else float32 (torch's
  *  rule): a fresh step counter. */
 Tensor zero_step();
+/** torch's checks of a learning rate, epsilon, betas and weight decay, named after the optimizer. */
+void check_common(const char* name, double lr, double eps, Betas betas, double weight_decay);
 }  // namespace detail
 
 /** Dispatches a kernel body on the parameter's floating dtype (float32 or float64). */
