@@ -474,13 +474,16 @@ void bind_optim(nb::module_& optim) {
           nb::arg("foreach") = nb::none(), nb::kw_only(), nb::arg("maximize") = adagrad.maximize(),
           nb::arg("differentiable") = false, nb::arg("fused") = nb::none());
 
-  // NAdam, RAdam, Adamax, Adadelta, Rprop: torch's constructors, their defaults the option structs'.
+  // NAdam, RAdam, Adamax, Adadelta, Rprop: torch's constructors (its implementation flags as above),
+  // their defaults the option structs'.
   const NAdamOptions nadam;
   nb::class_<NAdam, Optimizer>(optim, "NAdam", "torch.optim.NAdam: momentum_decay, weight decay (L2 or decoupled).")
       .def(
           "__init__",
           [](NAdam* self, nb::handle params, double lr, std::pair<double, double> betas, double eps,
-             double weight_decay, double momentum_decay, bool decoupled, bool maximize) {
+             double weight_decay, double momentum_decay, bool decoupled, std::optional<bool> foreach, bool maximize,
+             bool, bool differentiable) {
+            check_implementation("NAdam", foreach, std::nullopt, differentiable);
             new (self) NAdam(groups_from_python(params), NAdamOptions(lr)
                                                              .betas(betas)
                                                              .eps(eps)
@@ -493,14 +496,17 @@ void bind_optim(nb::module_& optim) {
           nb::arg("eps") = nadam.eps(), nb::arg("weight_decay") = nadam.weight_decay(),
           nb::arg("momentum_decay") = nadam.momentum_decay(),
           nb::arg("decoupled_weight_decay") = nadam.decoupled_weight_decay(), nb::kw_only(),
-          nb::arg("maximize") = nadam.maximize());
+          nb::arg("foreach") = nb::none(), nb::arg("maximize") = nadam.maximize(), nb::arg("capturable") = false,
+          nb::arg("differentiable") = false);
 
   const RAdamOptions radam;
   nb::class_<RAdam, Optimizer>(optim, "RAdam", "torch.optim.RAdam: rectified Adam, weight decay (L2 or decoupled).")
       .def(
           "__init__",
           [](RAdam* self, nb::handle params, double lr, std::pair<double, double> betas, double eps,
-             double weight_decay, bool decoupled, bool maximize) {
+             double weight_decay, bool decoupled, std::optional<bool> foreach, bool maximize, bool,
+             bool differentiable) {
+            check_implementation("RAdam", foreach, std::nullopt, differentiable);
             new (self) RAdam(groups_from_python(params), RAdamOptions(lr)
                                                              .betas(betas)
                                                              .eps(eps)
@@ -511,44 +517,53 @@ void bind_optim(nb::module_& optim) {
           nb::arg("params").none() = nb::none(), nb::arg("lr") = radam.lr(), nb::arg("betas") = radam.betas(),
           nb::arg("eps") = radam.eps(), nb::arg("weight_decay") = radam.weight_decay(),
           nb::arg("decoupled_weight_decay") = radam.decoupled_weight_decay(), nb::kw_only(),
-          nb::arg("maximize") = radam.maximize());
+          nb::arg("foreach") = nb::none(), nb::arg("maximize") = radam.maximize(), nb::arg("capturable") = false,
+          nb::arg("differentiable") = false);
 
   const AdamaxOptions adamax;
   nb::class_<Adamax, Optimizer>(optim, "Adamax", "torch.optim.Adamax: Adam with the infinity norm, weight decay.")
       .def(
           "__init__",
           [](Adamax* self, nb::handle params, double lr, std::pair<double, double> betas, double eps,
-             double weight_decay, bool maximize) {
+             double weight_decay, std::optional<bool> foreach, bool maximize, bool differentiable, bool) {
+            check_implementation("Adamax", foreach, std::nullopt, differentiable);
             new (self) Adamax(groups_from_python(params),
                               AdamaxOptions(lr).betas(betas).eps(eps).weight_decay(weight_decay).maximize(maximize));
           },
           nb::arg("params").none() = nb::none(), nb::arg("lr") = adamax.lr(), nb::arg("betas") = adamax.betas(),
-          nb::arg("eps") = adamax.eps(), nb::arg("weight_decay") = adamax.weight_decay(), nb::kw_only(),
-          nb::arg("maximize") = adamax.maximize());
+          nb::arg("eps") = adamax.eps(), nb::arg("weight_decay") = adamax.weight_decay(),
+          nb::arg("foreach") = nb::none(), nb::kw_only(), nb::arg("maximize") = adamax.maximize(),
+          nb::arg("differentiable") = false, nb::arg("capturable") = false);
 
   const AdadeltaOptions adadelta;
   nb::class_<Adadelta, Optimizer>(optim, "Adadelta", "torch.optim.Adadelta: rho, eps, weight decay.")
       .def(
           "__init__",
-          [](Adadelta* self, nb::handle params, double lr, double rho, double eps, double weight_decay, bool maximize) {
+          [](Adadelta* self, nb::handle params, double lr, double rho, double eps, double weight_decay,
+             std::optional<bool> foreach, bool, bool maximize, bool differentiable) {
+            check_implementation("Adadelta", foreach, std::nullopt, differentiable);
             new (self) Adadelta(groups_from_python(params),
                                 AdadeltaOptions(lr).rho(rho).eps(eps).weight_decay(weight_decay).maximize(maximize));
           },
           nb::arg("params").none() = nb::none(), nb::arg("lr") = adadelta.lr(), nb::arg("rho") = adadelta.rho(),
-          nb::arg("eps") = adadelta.eps(), nb::arg("weight_decay") = adadelta.weight_decay(), nb::kw_only(),
-          nb::arg("maximize") = adadelta.maximize());
+          nb::arg("eps") = adadelta.eps(), nb::arg("weight_decay") = adadelta.weight_decay(),
+          nb::arg("foreach") = nb::none(), nb::kw_only(), nb::arg("capturable") = false,
+          nb::arg("maximize") = adadelta.maximize(), nb::arg("differentiable") = false);
 
   const RpropOptions rprop;
   nb::class_<Rprop, Optimizer>(optim, "Rprop", "torch.optim.Rprop: etas, step_sizes, maximize.")
       .def(
           "__init__",
           [](Rprop* self, nb::handle params, double lr, std::pair<double, double> etas,
-             std::pair<double, double> step_sizes, bool maximize) {
+             std::pair<double, double> step_sizes, bool, std::optional<bool> foreach, bool maximize,
+             bool differentiable) {
+            check_implementation("Rprop", foreach, std::nullopt, differentiable);
             new (self) Rprop(groups_from_python(params),
                              RpropOptions(lr).etas(etas).step_sizes(step_sizes).maximize(maximize));
           },
           nb::arg("params").none() = nb::none(), nb::arg("lr") = rprop.lr(), nb::arg("etas") = rprop.etas(),
-          nb::arg("step_sizes") = rprop.step_sizes(), nb::kw_only(), nb::arg("maximize") = rprop.maximize());
+          nb::arg("step_sizes") = rprop.step_sizes(), nb::kw_only(), nb::arg("capturable") = false,
+          nb::arg("foreach") = nb::none(), nb::arg("maximize") = rprop.maximize(), nb::arg("differentiable") = false);
 
   optim.def(
       "apply_updates",

@@ -454,6 +454,9 @@ def test_clip_grad_norm_nonfinite_and_value():
     ("SGD", dict(foreach=True, differentiable=False, fused=None)), ("SGD", dict(fused=True)),
     ("Adam", dict(foreach=False, capturable=True, fused=True)), ("AdamW", dict(foreach=None, capturable=False)),
     ("RMSprop", dict(capturable=False, foreach=True, differentiable=False)), ("Adagrad", dict(fused=False)),
+    ("NAdam", dict(foreach=True, capturable=True)), ("RAdam", dict(foreach=False, differentiable=False)),
+    ("Adamax", dict(foreach=True, capturable=False)), ("Adadelta", dict(foreach=None, capturable=True)),
+    ("Rprop", dict(foreach=True, capturable=False)),
 ])
 def test_torch_implementation_flags_are_accepted(name, flags):
     # foreach, fused and capturable choose torch's kernels, not the results: the steps are the
@@ -465,7 +468,7 @@ def test_torch_implementation_flags_errors():
     params = [ug.zeros(2).requires_grad_()]
     with pytest.raises(RuntimeError, match=r"\[SGD\] `fused` and `foreach` cannot be `True` together"):
         ug.optim.SGD(params, foreach=True, fused=True)
-    for name in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad"):
+    for name in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam", "Adamax", "Adadelta", "Rprop"):
         with pytest.raises(ValueError, match=rf"\[{name}\] differentiable=True .* is not supported"):
             getattr(ug.optim, name)(params, differentiable=True)
     # torch's positional order: RMSprop(..., centered, capturable, foreach, maximize),
