@@ -259,10 +259,54 @@ size_t fold_applied_updates(onnx::Graph& graph) {
   return count;
 }
 
+/** Removes the stop_gradient call-backs (detach, no_grad results) whose input a node makes,
+ *  their readers reading that input instead: this graph runs only where autograd does not
+ *  record and no forward tangent flows (Program::operator()), with no derivative to stop. Not in a program with
+ * subgraphs (their captures name values too), nor where the input is an output already (two outputs would be one
+ * tensor). */
+size_t drop_gradient_stops(onnx::Graph& graph) {
+  for (const onnx::Node& node : graph.nodes)
+    for (const auto& [name, value] : node.attributes)
+      if (std::holds_alternative<std::shared_ptr<const onnx::Graph>>(value)) return 0;
+  const std::vector<int64_t> producer = uses(graph).first;
+  std::vector<int64_t> to(graph.num_values);
+  for (size_t id = 0; id < to.size(); ++id) to[id] = static_cast<int64_t>(id);
+  std::vector<bool> dropped(graph.nodes.size(), false);
+  size_t count = 0;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const onnx::Node& node = graph.nodes[n];
+    const auto op = node.attributes.find("op");
+    if (node.op_type != "UgReplay" || op == node.attributes.end() || node.inputs.size() != 1 ||
+        node.outputs.size() != 1 || std::get<std::string>(op->second) != "stop_gradient")
+      continue;
+    if (node.inputs[0] < 0) continue;
+    const int64_t in = to[static_cast<size_t>(node.inputs[0])];
+    if (producer[static_cast<size_t>(in)] < 0 || std::ranges::find(graph.output_ids, in) != graph.output_ids.end())
+      continue;
+    to[static_cast<size_t>(node.outputs[0])] = in;
+    dropped[n] = true;
+    ++count;
+  }
+  if (!count) return 0;
+  std::vector<onnx::Node> kept;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (dropped[n]) continue;
+    for (int64_t& id : graph.nodes[n].inputs)
+      if (id >= 0) id = to[static_cast<size_t>(id)];
+    for (int64_t& id : graph.nodes[n].implicit_inputs) id = to[static_cast<size_t>(id)];
+    kept.push_back(std::move(graph.nodes[n]));
+  }
+  graph.nodes = std::move(kept);
+  for (int64_t& id : graph.output_ids) id = to[static_cast<size_t>(id)];
+  onnx::plan_run(graph);
+  return count;
+}
+
 }  // namespace
 
 FuseStats fuse(onnx::Graph& graph) {
   FuseStats stats;
+  stats.stops = drop_gradient_stops(graph);
   stats.applied = fold_applied_updates(graph);
   const int64_t block = block_elements();
   if (block == 0) return stats;

@@ -16,9 +16,11 @@ struct FuseStats {
   size_t nodes = 0;    // nodes folded into fused groups
   size_t groups = 0;   // fused nodes made of them
   size_t applied = 0;  // parameters' updates that make the new parameter (fold_applied_updates)
+  size_t stops = 0;    // stop_gradient call-backs removed (drop_gradient_stops)
 };
 
-/** First folds each Add of a parameter and its optimizer update (apply_updates after
+/** First removes the stop_gradient call-backs (the graph runs where autograd does not record),
+ *  then folds each Add of a parameter and its optimizer update (apply_updates after
  *  optimizer.update) into the update, which has an applied form (graph/update_replay.h) that
  *  makes the new parameter in its own pass. Then rewrites graph's nodes: each group becomes a UgReplay node (op
  * "fused") at the place of its last node, calling a replay appended to graph.replays; plans liveness again. A fused

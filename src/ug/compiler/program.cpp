@@ -9,6 +9,7 @@
 #include "ug/compiler/fuse.h"
 #include "ug/compiler/remat.h"
 #include "ug/compiler/simplify.h"
+#include "ug/graph/forward.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/core/error.h"
 #include "ug/core/random.h"
@@ -157,7 +158,7 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   p.stats_.fused = fusion.nodes;
   p.stats_.fused_groups = fusion.groups;
   p.stats_.applied = fusion.applied;
-  if (fusion.groups || fusion.applied) p.fused_graph_ = std::move(fused);
+  if (fusion.groups || fusion.applied || fusion.stops) p.fused_graph_ = std::move(fused);
   p.writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.state_writes));
   p.grad_writes_ = std::make_shared<const std::vector<std::pair<Tensor, int64_t>>>(std::move(traced.grad_writes));
   p.input_writes_ = std::make_shared<const std::vector<std::pair<size_t, int64_t>>>(std::move(traced.input_writes));
@@ -189,9 +190,10 @@ std::vector<Tensor> Program::operator()(std::vector<Tensor> inputs) const {
   // separately, summing what the unplanned program's backward sums before the copied op's
   // gradient: the graph without the copies keeps those gradients the eager ones.
   // A run that records keeps the unfused graph: its backward needs the intermediates anyway.
-  const bool recorded = records(inputs);
+  // The fused graph has no stop_gradient nodes: not for a run that carries forward tangents.
+  const bool recorded = records(inputs), plain = !recorded && !forward::active();
   const onnx::Graph& g = recorded && recording_graph_ ? *recording_graph_
-                         : !recorded && fused_graph_  ? *fused_graph_
+                         : plain && fused_graph_      ? *fused_graph_
                                                       : *graph_;
   if (inputs.size() != g.inputs.size())
     fail("[jit] the program takes ", g.inputs.size(), " tensor(s), got ", inputs.size());
