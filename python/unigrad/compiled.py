@@ -32,7 +32,7 @@ import types
 import warnings
 
 from . import _C
-from .tree import tree_flatten, tree_unflatten
+from .tree import node_unflatten, tree_flatten, tree_unflatten
 
 _jit = _C._jit
 _Tensor = _C.Tensor
@@ -221,6 +221,8 @@ def _builder(treedef, leaves):
             return "(" + "".join(i + ", " for i in items) + ")"
         if d.kind == "namedtuple":
             return name(d.meta) + "(" + ", ".join(items) + ")"
+        if d.kind == "custom":  # a registered node type: its unflatten(aux, children)
+            return name(node_unflatten(d.meta[0])) + "(" + name(d.meta[1]) + ", [" + ", ".join(items) + "])"
         return "{" + ", ".join(f"{name(k)}: {i}" for k, i in zip(d.meta, items)) + "}"
 
     return eval(f"lambda it: {expr(treedef)}", names)  # noqa: S307 (source made above from names only)

@@ -509,6 +509,28 @@ TEST(Vmap, BatchedRunMatchesPerExampleCalls) {
   }
 }
 
+TEST(Vmap, UnbatchedOutputsAndAxisSize) {
+  ug::manual_seed(5);
+  Tensor xs = ug::randn({4, 3}, {.dtype = ug::float64});
+  Tensor w = ug::randn({3}, {.dtype = ug::float64});
+  ug::TensorFn f = [&w](const Tensors& a) { return Tensors{a[0] * w, w.sum()}; };
+  // out_axes nullopt: an output that does not depend on the batch comes back as it is.
+  Tensors out = ug::vmap(f, {xs}, {0}, {0, std::nullopt});
+  EXPECT_EQ(out[1].shape(), ug::Shape{});
+  EXPECT_DOUBLE_EQ(out[1].item<double>(), w.sum().item<double>());
+  // ... and one that does is refused, in the batched run and in the per-example loop alike.
+  ug::TensorFn batched_second = [](const Tensors& a) { return Tensors{a[0], a[0].sum()}; };
+  EXPECT_THROW(ug::vmap(batched_second, {xs}, {0}, {0, std::nullopt}), ug::ValueError);
+  ug::TensorFn looped = [](const Tensors& a) { return Tensors{a[0], a[0] * a[0].max().item<double>()}; };
+  EXPECT_THROW(ug::vmap(looped, {xs}, {0}, {0, std::nullopt}), ug::ValueError);
+  // axis_size: the batch size when no argument is mapped, checked against mapped ones.
+  Tensors tiled = ug::vmap([](const Tensors& a) { return Tensors{a[0] * 2}; }, {w}, {std::nullopt}, {}, 5);
+  EXPECT_EQ(tiled[0].shape(), (ug::Shape{5, 3}));
+  for (int64_t b = 0; b < 5; ++b) ug::test::expect_values(tiled[0].select(0, b), values(w * 2), 0);
+  EXPECT_THROW(ug::vmap(f, {xs}, {0}, {}, 3), ug::ValueError);
+  EXPECT_THROW(ug::vmap(f, {xs}, {std::nullopt}, {}), ug::ValueError);
+}
+
 TEST(Vmap, PerExampleGradientsAndFallback) {
   ug::manual_seed(4);
   Tensor xs = ug::randn({6, 3}, {.dtype = ug::float64});
