@@ -551,3 +551,54 @@ TEST(Vmap, PerExampleGradientsAndFallback) {
     ug::test::expect_values(picked[0].select(0, b), values(xs.select(0, b) * xs.select(0, b).max().item<double>()),
                             1e-12);
 }
+
+// ---- custom_function ---------------------------------------------------------------------
+
+namespace {
+
+/** exp with a hand-written derivative that reads its saved output (torch's Function example). */
+Tensor custom_exp(const Tensor& x, bool with_jvp) {
+  Tensor y = x.detach().exp();
+  ug::CustomJvp jvp;
+  if (with_jvp) jvp = [y](const Tensors& t) { return Tensors{t[0] * y}; };
+  return ug::custom_function(
+      "Exp", {x}, {y}, [](const Tensors& saved, const Tensors& g) { return Tensors{g[0] * saved[0]}; }, jvp, {y})[0];
+}
+
+}  // namespace
+
+TEST(CustomFunction, GradientsHigherDerivativesAndForwardMode) {
+  Tensor x = ug::tensor({0.5, -1.0, 2.0}, {.dtype = ug::float64}).requires_grad_();
+  Tensor y = custom_exp(x, false);
+  ug::test::expect_values(y, {std::exp(0.5), std::exp(-1.0), std::exp(2.0)}, 1e-12);
+  // The saved output comes back as the node's own: the second derivative goes through it.
+  Tensor g = ug::autograd::grad({y.sum()}, {x}, {}, {}, true)[0];
+  Tensor gg = ug::autograd::grad({g.pow(2).sum()}, {x})[0];
+  ug::test::expect_values(gg, {2 * std::exp(1.0), 2 * std::exp(-2.0), 2 * std::exp(4.0)}, 1e-12);
+  auto [out, tangent] = ug::jvp([](const Tensors& a) { return Tensors{custom_exp(a[0], true)}; }, {x.detach()},
+                                {ug::ones({3}, {.dtype = ug::float64})});
+  ug::test::expect_values(tangent[0], values(out[0]), 1e-12);
+  EXPECT_THROW(ug::jvp([](const Tensors& a) { return Tensors{custom_exp(a[0], false)}; }, {x.detach()},
+                       {ug::ones({3}, {.dtype = ug::float64})}),
+               ug::ValueError);
+}
+
+TEST(CustomFunction, ChecksWhatTheRuleReturnsAndWhatItSaved) {
+  Tensor x = ug::tensor({1.0, 2.0}, {.dtype = ug::float64}).requires_grad_();
+  auto wrong_count = ug::custom_function("Two", {x}, {x.detach() * 2}, [](const Tensors&, const Tensors& g) {
+    return Tensors{g[0], g[0]};
+  });
+  EXPECT_THROW(wrong_count[0].sum().backward(), ug::ValueError);
+  auto wrong_shape = ug::custom_function("Sum", {x}, {x.detach().sum()},
+                                         [](const Tensors&, const Tensors& g) { return Tensors{g[0].reshape({1})}; });
+  EXPECT_THROW(wrong_shape[0].backward(), ug::ValueError);
+  Tensor y = custom_exp(x * 1, false);
+  {
+    ug::NoGradGuard no_grad;
+    y.add_(1);  // the saved output changes before backward
+  }
+  EXPECT_ANY_THROW(y.sum().backward());
+  Tensor recorded = x * 2;
+  EXPECT_THROW(ug::custom_function("Bad", {x}, {recorded}, [](const Tensors&, const Tensors& g) { return g; }),
+               ug::ValueError);
+}
