@@ -407,3 +407,15 @@ def test_nll_loss_is_exported_as_its_parts(tmp_path, reduction):
     tol = 8 * EPS32 * float(np.abs(want).sum() + 1)
     for out in export_run(tmp_path, model, [ug.tensor(x), ug.tensor(t), ug.tensor(w)], 13):
         np.testing.assert_allclose(out[0], want, rtol=0, atol=tol)
+
+
+def test_reduce_retracing_makes_one_program_of_group_norm_and_sort_for_any_batch():
+    # The rules read no size that changes with the batch (Reshape to [0, groups, -1], TopK's k
+    # from the shape where it would): two traces make one program.
+    def body(x):
+        return F.group_norm(x, 2).sort(1, descending=True)[0]
+    f = ug.function(body, reduce_retracing=True)
+    for n in (1, 2, 3, 5):
+        x = ug.randn(n, 4, 3)
+        np.testing.assert_array_equal(f(x).numpy(), body(x).numpy())
+    assert f.cache_info().traces == 2 and f.cache_info().size == 1

@@ -1123,8 +1123,9 @@ void row_norm(GraphBuilder& g, const CapturedCall& c) {
   const DType dt = x.dtype();
   const int64_t rows = x.numel() / x.size(0) / attr_int(c, "cols");
   const bool groups = c.op == "group_norm";
-  std::string xv = g.value(x);
-  std::string scale = param_or(g, Tensor(), Shape{rows}, 1.0, dt), bias = param_or(g, Tensor(), Shape{rows}, 0.0, dt);
+  std::string xv = g.value(x), count = g.ints({rows});  // a constant, not read from a shape under free_sizes
+  std::string scale = node1(g, "Expand", {g.scalar(1.0, dt), count}, "scale");
+  std::string bias = node1(g, "Expand", {g.scalar(0.0, dt), count}, "bias");
   std::string y = groups ? g.fresh("normalized") : g.output(c);
   std::string x3 = groups ? node1(g, "Reshape", {xv, g.ints({0, rows, -1})}, "groups") : xv;
   set_attr(g.node("InstanceNormalization", {x3, scale, bias}, {y}), "epsilon", attr_float(c, "epsilon"));
