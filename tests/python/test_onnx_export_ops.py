@@ -328,6 +328,25 @@ def test_group_and_instance_norm(tmp_path, name, opset):
     assert ("InstanceNormalization" in ops) == ("running" not in name)
 
 
+def test_a_loaded_export_of_instance_norm_trains_its_scale_and_bias(tmp_path):
+    # ug.onnx.load makes the file's constants parameters: the importer keeps the affine step
+    # there (it drops only a scale and bias that nothing differentiates), so they get gradients.
+    path = str(tmp_path / "m.onnx")
+    x = np.random.default_rng(13).standard_normal((2, 3, 5)).astype(np.float32)
+    ug.onnx.export(ug.nn.InstanceNorm1d(3), ug.tensor(x), path)
+    loaded = ug.onnx.load(path)
+    weights = np.arange(15.0, dtype=np.float32).reshape(1, 3, 5)
+    (loaded(ug.tensor(x)) * ug.tensor(weights)).sum().backward()
+    scale, bias = torch.ones((), requires_grad=True), torch.zeros((), requires_grad=True)
+    y = torch.nn.functional.instance_norm(torch.tensor(x), weight=scale.expand(3), bias=bias.expand(3))
+    (y * torch.tensor(weights)).sum().backward()
+    grads = sorted((float(p.grad) for _, p in loaded.named_parameters()), key=abs)
+    want = sorted((float(scale.grad), float(bias.grad)), key=abs)
+    # Sums of 30 terms, each a weight times a normalized value (|xhat| <= sqrt(5)).
+    tol = x.size * EPS32 * np.sqrt(x.shape[2]) * 2 * float(np.abs(weights).sum())
+    np.testing.assert_allclose(grads, want, rtol=0, atol=tol)
+
+
 def test_jit_save_of_a_model_with_group_and_instance_norm_runs_in_onnx_runtime(tmp_path):
     ug.manual_seed(0)
     net = ug.nn.Sequential(ug.nn.Conv2d(3, 8, 3), ug.nn.GroupNorm(4, 8), ug.nn.ReLU(), ug.nn.Conv2d(8, 4, 3),
