@@ -262,6 +262,32 @@ def test_a_0d_sort(tmp_path):
         same_bits(out[1], np.array(0, np.int64))
 
 
+def test_jit_save_of_the_new_rules_and_the_programs_against_eager(tmp_path):
+    # A program is the graph a file holds: the ops compile to it (no call back), ug.jit.save
+    # writes it, and ONNX Runtime runs it.
+    def f(a, b, i, j):
+        return (ug.atan2(a, b), a.sort(1, descending=True)[0], ug.floor_divide(a, b), ug.remainder(a, b),
+                ug.floor_divide(i, j), ug.bitwise_xor(i, j), ug.bitwise_not(i))
+    rng = np.random.default_rng(14)
+    a, b = (ug.tensor(rng.uniform(-5, 5, (3, 6)).astype(np.float32)) for _ in range(2))
+    i = ug.tensor(rng.integers(-20, 20, (3, 6)))
+    j = ug.tensor(rng.choice([-3, -1, 2, 7], (3, 6)))
+    eager = [y.numpy() for y in f(a, b, i, j)]
+    compiled = ug.jit(f)
+    path = str(tmp_path / "f.onnx")
+    ug.jit.save(compiled, path, a, b, i, j)
+    assert "UgReplay" not in [n.op_type for n in onnx.load(path).graph.node]
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    from_file = session.run(None, {s.name: t.numpy() for s, t in zip(session.get_inputs(), (a, b, i, j))})
+    for k, (want, program, saved) in enumerate(zip(eager, compiled(a, b, i, j), from_file)):
+        if k == 0:  # atan2: Atan(y / x) and the corrections, within 3 ulps
+            np.testing.assert_allclose(program.numpy(), want, rtol=3 * EPS32, atol=0)
+            np.testing.assert_allclose(saved, want, rtol=3 * EPS32, atol=0)
+        else:
+            same_bits(program.numpy(), want)
+            same_bits(saved, want)
+
+
 # ---- group and instance norm --------------------------------------------------------------------
 
 
