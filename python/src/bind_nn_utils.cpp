@@ -1,8 +1,10 @@
-// ug.nn.utils.parametrize and ug.nn.utils.parametrizations (ug/nn/parametrize.h,
-// ug/nn/parametrizations.h). Module.__getattr__ / __setattr__ (bind_nn.cpp) read a parametrized
+// ug.nn.utils: parametrize and parametrizations (ug/nn/parametrize.h, ug/nn/parametrizations.h),
+// the hook-based weight_norm / spectral_norm and the conv/linear + batch norm fusions
+// (ug/nn/fusion.h). Module.__getattr__ / __setattr__ (bind_nn.cpp) read a parametrized
 // tensor and assign through its right inverses; a parametrization written in Python is called
 // through its Python object.
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -11,6 +13,7 @@
 
 #include "bindings.h"
 #include "ug/nn/nn.h"
+#include "ug/nn/fusion.h"
 #include "ug/nn/parametrizations.h"
 
 namespace ugpy {
@@ -73,7 +76,7 @@ struct CachedScope {
 
 }  // namespace
 
-void bind_nn_parametrize(nb::module_& nn) {
+void bind_nn_utils(nb::module_& nn) {
   pz::set_foreign_parametrization({python_forward, python_right_inverse});
   nb::module_ p = nn.def_submodule("_parametrize", "torch.nn.utils.parametrize and .parametrizations");
 
@@ -196,6 +199,26 @@ void bind_nn_parametrize(nb::module_& nn) {
         return nb::borrow(module);
       },
       "module"_a, "name"_a = "weight");
+  auto or_undefined = [](const std::optional<Tensor>& t) { return t.value_or(Tensor()); };
+  p.def(
+      "fuse_conv_bn_weights",
+      [or_undefined](const Tensor& conv_w, std::optional<Tensor> conv_b, const Tensor& bn_rm, const Tensor& bn_rv,
+                     double bn_eps, std::optional<Tensor> bn_w, std::optional<Tensor> bn_b, bool transpose) {
+        return ut::fuse_conv_bn_weights(conv_w, or_undefined(conv_b), bn_rm, bn_rv, bn_eps, or_undefined(bn_w),
+                                        or_undefined(bn_b), transpose);
+      },
+      "conv_w"_a, "conv_b"_a.none(), "bn_rm"_a, "bn_rv"_a, "bn_eps"_a, "bn_w"_a.none(), "bn_b"_a.none(),
+      "transpose"_a = false);
+  p.def(
+      "fuse_linear_bn_weights",
+      [or_undefined](const Tensor& linear_w, std::optional<Tensor> linear_b, const Tensor& bn_rm, const Tensor& bn_rv,
+                     double bn_eps, std::optional<Tensor> bn_w, std::optional<Tensor> bn_b) {
+        return ut::fuse_linear_bn_weights(linear_w, or_undefined(linear_b), bn_rm, bn_rv, bn_eps, or_undefined(bn_w),
+                                          or_undefined(bn_b));
+      },
+      "linear_w"_a, "linear_b"_a.none(), "bn_rm"_a, "bn_rv"_a, "bn_eps"_a, "bn_w"_a.none(), "bn_b"_a.none());
+  p.def("fuse_conv_bn_eval", &ut::fuse_conv_bn_eval, "conv"_a, "bn"_a, "transpose"_a = false);
+  p.def("fuse_linear_bn_eval", &ut::fuse_linear_bn_eval, "linear"_a, "bn"_a);
   p.def("matrix_exp", &pzs::matrix_exp, "A"_a);
   p.def("householder_product", &pzs::householder_product, "A"_a, "tau"_a);
 }
