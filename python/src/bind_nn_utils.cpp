@@ -78,7 +78,8 @@ struct CachedScope {
 
 void bind_nn_utils(nb::module_& nn) {
   pz::set_foreign_parametrization({python_forward, python_right_inverse});
-  nb::module_ p = nn.def_submodule("_parametrize", "torch.nn.utils.parametrize and .parametrizations");
+  nb::module_ p =
+      nn.def_submodule("_utils", "torch.nn.utils: parametrize, parametrizations, fusion; the lazy layers' helpers");
 
   nb::class_<pz::ParametrizationImpl, Module>(p, "_Parametrization");
   nb::class_<pz::ParametrizationListImpl, ug::nn::ModuleListImpl>(
@@ -219,6 +220,9 @@ void bind_nn_utils(nb::module_& nn) {
       "linear_w"_a, "linear_b"_a.none(), "bn_rm"_a, "bn_rv"_a, "bn_eps"_a, "bn_w"_a.none(), "bn_b"_a.none());
   p.def("fuse_conv_bn_eval", &ut::fuse_conv_bn_eval, "conv"_a, "bn"_a, "transpose"_a = false);
   p.def("fuse_linear_bn_eval", &ut::fuse_linear_bn_eval, "linear"_a, "bn"_a);
+  p.def(
+      "_set_type_name", [](Module& m, const std::string& name) { m.set_type_name(name); }, "module"_a, "name"_a,
+      "The name a module prints as (a lazy layer's, until its first forward).");
   p.def("matrix_exp", &pzs::matrix_exp, "A"_a);
   p.def("householder_product", &pzs::householder_product, "A"_a, "tau"_a);
 }

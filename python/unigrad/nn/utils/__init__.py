@@ -5,7 +5,7 @@ from ... import _C
 from ..._export import export
 from . import parametrizations, parametrize  # noqa: F401
 
-_p = _C.nn._parametrize
+_p = _C.nn._utils
 weight_norm = _p.hook_weight_norm
 remove_weight_norm = _p.remove_weight_norm
 spectral_norm = _p.hook_spectral_norm

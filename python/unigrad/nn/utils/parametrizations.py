@@ -2,7 +2,7 @@
 and orthogonal registered as parametrizations (ug/nn/parametrizations.h)."""
 from ... import _C
 
-_p = _C.nn._parametrize
+_p = _C.nn._utils
 weight_norm = _p.weight_norm
 spectral_norm = _p.spectral_norm
 orthogonal = _p.orthogonal

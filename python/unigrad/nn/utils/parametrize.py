@@ -4,7 +4,7 @@ from contextlib import contextmanager
 
 from ... import _C
 
-_p = _C.nn._parametrize
+_p = _C.nn._utils
 ParametrizationList = _p.ParametrizationList
 register_parametrization = _p.register_parametrization
 remove_parametrizations = _p.remove_parametrizations
