@@ -410,3 +410,16 @@ def test_hook_spectral_norm_matches_torch(kind):
     assert_close(to_np(u.weight), to_np(t.weight))
     with pytest.raises(ValueError, match="not found"):
         ug.nn.utils.remove_spectral_norm(u)
+
+
+def test_a_forward_that_raised_leaves_no_stale_weight_behind():
+    u = UP.weight_norm(ug.nn.Linear(3, 2, dtype=ug.float64))
+    with pytest.raises(ValueError):
+        u(ug.zeros(4, 5, dtype=ug.float64))  # the slot was filled, the forward raised
+    with ug.no_grad():
+        u.parametrizations.weight.original0.mul_(3)
+    x = rand(4, 3)
+    expected = x @ to_np(UZ.ParametrizationList.forward(u.parametrizations.weight)).T + to_np(u.bias)
+    assert_close(to_np(u(ug.tensor(x))), expected)
+    assert [n for n, _ in u.named_parameters()] == ["bias", "parametrizations.weight.original0",
+                                                    "parametrizations.weight.original1"]

@@ -62,11 +62,23 @@ ParametrizationListImpl& list(const Module& module, const std::string& name) {
   return *l;
 }
 
-/** The hooks' work: every parametrized slot filled before the forward, emptied after. */
+/** The value from the originals, or the cached one inside a Cached scope. */
+Tensor compute(Module& module, const std::string& name) {
+  ParametrizationListImpl& chain = list(module, name);
+  if (cache_depth == 0) return chain.value();
+  const auto key = std::make_pair(static_cast<const Module*>(&module), name);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  Tensor v = chain.value();
+  cache.emplace(key, v);
+  return v;
+}
+
+/** The hooks' work: every parametrized slot filled before the forward (afresh: a forward that
+ *  threw left its values there), emptied after. */
 void fill_slots(Module& module) {
   if (ParametrizationsImpl* dict = parametrizations(module))
     for (const std::string& name : dict->keys()) {
-      Tensor v = value(module, name);
+      Tensor v = compute(module, name);
       slot(module, name) = v;
     }
 }
@@ -297,14 +309,9 @@ Module& remove_parametrizations(Module& module, const std::string& name, bool le
 }
 
 Tensor value(Module& module, const std::string& name) {
-  ParametrizationListImpl& chain = list(module, name);
+  list(module, name);
   if (const Tensor& filled = slot(module, name); filled.defined()) return filled;
-  if (cache_depth == 0) return chain.value();
-  const auto key = std::make_pair(static_cast<const Module*>(&module), name);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  Tensor v = chain.value();
-  cache.emplace(key, v);
-  return v;
+  return compute(module, name);
 }
 
 void assign(Module& module, const std::string& name, const Tensor& value) { list(module, name).right_inverse(value); }
