@@ -369,7 +369,8 @@ def test_deepcopy_and_training_step():
 @pytest.mark.parametrize("dim", [0, None])
 def test_hook_weight_norm_matches_torch(kind, dim):
     u, t, shape = twins(kind)
-    ug.nn.utils.weight_norm(u, dim=dim)
+    with pytest.warns(FutureWarning, match="deprecated"):
+        ug.nn.utils.weight_norm(u, dim=dim)
     with pytest.warns(FutureWarning):
         torch.nn.utils.weight_norm(t, dim=dim)
     assert list(u.state_dict()) == list(t.state_dict())
@@ -378,7 +379,7 @@ def test_hook_weight_norm_matches_torch(kind, dim):
         assert_close(to_np(u.state_dict()[key]), value.numpy(), path=key)
     assert_close(to_np(u.weight), to_np(t.weight))
     check_layer(u, t, rand(*shape))
-    with pytest.raises(RuntimeError, match="two weight_norm"):
+    with pytest.raises(RuntimeError, match="two weight_norm"), pytest.warns(FutureWarning):
         ug.nn.utils.weight_norm(u)
     ug.nn.utils.remove_weight_norm(u)
     torch.nn.utils.remove_weight_norm(t)

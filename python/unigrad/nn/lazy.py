@@ -106,8 +106,8 @@ def _linear_init(self, out_features, bias=True, device=None, dtype=None):
 
 
 LazyLinear = _lazy_class(_C.nn.Linear, _linear_init,
-                         "torch.nn.LazyLinear(out_features, bias=True): a Linear whose in_features comes from the first "
-                         "input.")
+                         "torch.nn.LazyLinear(out_features, bias=True): a Linear whose in_features comes from "
+                         "the first input.")
 
 
 def _lazy_conv(regular, transposed):

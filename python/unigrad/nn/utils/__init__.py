@@ -1,12 +1,23 @@
 """ug.nn.utils (torch.nn.utils): gradient clipping (clip_grad_norm_, clip_grad_value_),
 parametrizations (parametrize, parametrizations), the hook-based weight_norm and
 spectral_norm, conv/linear + batch norm fusion and skip_init."""
+import warnings
+
 from ... import _C
 from ..._export import export
 from . import parametrizations, parametrize  # noqa: F401
 
 _p = _C.nn._utils
-weight_norm = _p.hook_weight_norm
+
+
+def weight_norm(module, name="weight", dim=0):
+    """torch.nn.utils.weight_norm: module.name = g * v / ||v|| from the parameters name_g and
+    name_v, by a forward pre-hook. Deprecated, as torch's, for parametrizations.weight_norm."""
+    warnings.warn("`ug.nn.utils.weight_norm` is deprecated in favor of `ug.nn.utils.parametrizations.weight_norm`.",
+                  FutureWarning, stacklevel=2)
+    return _p.hook_weight_norm(module, name, dim)
+
+
 remove_weight_norm = _p.remove_weight_norm
 spectral_norm = _p.hook_spectral_norm
 remove_spectral_norm = _p.remove_spectral_norm
