@@ -112,6 +112,13 @@ void bind_nn_utils(nb::module_& nn) {
         return nb::borrow(module);
       },
       "module"_a, "tensor_name"_a, "leave_parametrized"_a = true);
+  p.def(
+      "transfer_parametrizations_and_params",
+      [](Module& from_module, nb::handle to_module, std::optional<std::string> tensor_name) {
+        pz::transfer_parametrizations_and_params(from_module, nb::cast<Module&>(to_module), tensor_name);
+        return nb::borrow(to_module);
+      },
+      "from_module"_a, "to_module"_a, "tensor_name"_a = nb::none());
   nb::class_<CachedScope>(p, "_Cached")
       .def(nb::init<>())
       .def("__enter__", [](CachedScope& c) { c.scope = std::make_unique<pz::Cached>(); })

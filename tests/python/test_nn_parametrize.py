@@ -424,3 +424,20 @@ def test_a_forward_that_raised_leaves_no_stale_weight_behind():
     assert_close(to_np(u(ug.tensor(x))), expected)
     assert [n for n, _ in u.named_parameters()] == ["bias", "parametrizations.weight.original0",
                                                     "parametrizations.weight.original1"]
+
+
+def test_transfer_parametrizations_and_params():
+    src_u, src_t = ug.nn.Linear(4, 3, dtype=ug.float64), torch.nn.Linear(4, 3, dtype=torch.float64)
+    src_u.load_state_dict({k: ug.tensor(v.detach().numpy()) for k, v in src_t.state_dict().items()})
+    UP.weight_norm(src_u)
+    TP.weight_norm(src_t)
+    dst_u, dst_t = ug.nn.Linear(4, 3, dtype=ug.float64), torch.nn.Linear(4, 3, dtype=torch.float64)
+    UZ.transfer_parametrizations_and_params(src_u, dst_u)
+    TZ.transfer_parametrizations_and_params(src_t, dst_t)
+    assert list(dst_u.state_dict()) == list(dst_t.state_dict())
+    assert_close(to_np(dst_u.weight), to_np(dst_t.weight))
+    # The originals are shared: a step on the source moves the destination too.
+    with ug.no_grad():
+        src_u.parametrizations.weight.original0.mul_(2)
+    assert_close(to_np(dst_u.weight), 2 * to_np(dst_t.weight))
+    assert UZ.transfer_parametrizations_and_params(ug.nn.Linear(2, 2), dst_u) is dst_u  # nothing to transfer

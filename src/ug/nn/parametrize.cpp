@@ -308,6 +308,31 @@ Module& remove_parametrizations(Module& module, const std::string& name, bool le
   return module;
 }
 
+Module& transfer_parametrizations_and_params(Module& from_module, Module& to_module,
+                                             const std::optional<std::string>& name) {
+  if (!is_parametrized(from_module)) return to_module;
+  const std::vector<std::string> names = name ? std::vector<std::string>{*name} : parametrizations(from_module)->keys();
+  for (const std::string& n : names) {
+    ParametrizationListImpl& from = list(from_module, n);
+    if (!is_parametrized(to_module, n) && !to_module.has_parameter(n) && !to_module.has_buffer(n)) {
+      NoGradGuard no_grad;
+      to_module.register_parameter(n, value(from_module, n).detach().clone());
+    }
+    for (const auto& p : from) register_parametrization(to_module, n, p);
+    ParametrizationListImpl& to = list(to_module, n);
+    for (int64_t i = 0; i < from.ntensors(); ++i) {
+      const std::string original = from.is_tensor() ? "original" : "original" + std::to_string(i);
+      if (from.has_parameter(original)) {
+        const Tensor& t = from.parameter(original);
+        to.register_parameter(original, t, t.requires_grad());
+      } else {
+        to.register_buffer(original, from.buffer(original));
+      }
+    }
+  }
+  return to_module;
+}
+
 Tensor value(Module& module, const std::string& name) {
   list(module, name);
   if (const Tensor& filled = slot(module, name); filled.defined()) return filled;

@@ -96,6 +96,11 @@ bool is_parametrized(const Module& module, const std::optional<std::string>& nam
 /** Makes `name` a plain parameter or buffer again: its current value (leave_parametrized) or
  *  its original (only for a single original). */
 Module& remove_parametrizations(Module& module, const std::string& name, bool leave_parametrized = true);
+/** torch's transfer_parametrizations_and_params: registers from_module's parametrizations of
+ *  `name` (all, when absent) on to_module, which then shares from_module's originals; a tensor
+ *  to_module lacks is made a parameter first. Returns to_module. */
+Module& transfer_parametrizations_and_params(Module& from_module, Module& to_module,
+                                             const std::optional<std::string>& name = std::nullopt);
 /** The parametrized tensor: the one in its slot during a forward, else computed (or cached). */
 Tensor value(Module& module, const std::string& name);
 /** module.name = value: the originals through the right inverses. */

@@ -9,6 +9,7 @@ ParametrizationList = _p.ParametrizationList
 register_parametrization = _p.register_parametrization
 remove_parametrizations = _p.remove_parametrizations
 is_parametrized = _p.is_parametrized
+transfer_parametrizations_and_params = _p.transfer_parametrizations_and_params
 
 __all__ = [
     "ParametrizationList",
@@ -16,6 +17,7 @@ __all__ = [
     "is_parametrized",
     "register_parametrization",
     "remove_parametrizations",
+    "transfer_parametrizations_and_params",
     "type_before_parametrizations",
 ]
 
