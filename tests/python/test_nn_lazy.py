@@ -85,3 +85,14 @@ def test_lazy_errors():
         ug.nn.LazyConv2d(4, 3, groups=2)(ug.randn(1, 3, 5, 5))
     with pytest.raises(ValueError, match="4D"):
         ug.nn.LazyConv2d(4, 3)(ug.randn(5, 5))
+
+
+def test_deepcopy_before_the_first_forward():
+    import copy
+
+    u = ug.nn.LazyConv2d(4, 3)
+    v = copy.deepcopy(u)
+    assert type(v) is type(u) and repr(v) == repr(u) and v.has_uninitialized_params()
+    v(ug.randn(1, 2, 5, 5))
+    assert type(v) is ug.nn.Conv2d and tuple(v.weight.shape) == (4, 2, 3, 3)
+    assert u.has_uninitialized_params() and isinstance(u.weight, ug.nn.UninitializedParameter)

@@ -19,6 +19,8 @@ class _Uninitialized:
         return f"<{type(self).__name__}>"
 
     def __getattr__(self, name):
+        if name.startswith("__"):  # protocol probes (copy, pickle, numpy) see an ordinary object
+            raise AttributeError(name)
         raise RuntimeError(f"Can't access the {name} of an uninitialized parameter or buffer. This error usually "
                            "happens in `load_state_dict` when trying to load an uninitialized parameter into an "
                            "initialized one. Call `forward` to initialize the parameters before accessing their "
@@ -69,6 +71,17 @@ class LazyModuleMixin(metaclass=_LazyMeta):
         out = _Module.__call__(self, *args, **kwargs)
         self._become_regular()
         return out
+
+    def __deepcopy__(self, memo):
+        # The C++ layer is copied as its regular class, then the copy made lazy again.
+        lazy = type(self)
+        self.__class__ = lazy.__dict__["cls_to_become"]
+        try:
+            copy = _Module.__deepcopy__(self, memo)
+        finally:
+            self.__class__ = lazy
+        copy.__class__ = lazy
+        return copy
 
     def __getattr__(self, name):
         value = _Module.__getattr__(self, name)
