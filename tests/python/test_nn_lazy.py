@@ -96,3 +96,26 @@ def test_deepcopy_before_the_first_forward():
     v(ug.randn(1, 2, 5, 5))
     assert type(v) is ug.nn.Conv2d and tuple(v.weight.shape) == (4, 2, 3, 3)
     assert u.has_uninitialized_params() and isinstance(u.weight, ug.nn.UninitializedParameter)
+
+
+@pytest.mark.parametrize("name,args,shape", CASES)
+def test_loading_a_state_makes_the_tensors(name, args, shape):
+    t = getattr(torch.nn, name)(*args)
+    t(torch.tensor(rand(*shape)))  # torch's regular layer with its shapes
+    u = getattr(ug.nn, name)(*args)
+    u.load_state_dict({k: ug.tensor(v.numpy()) for k, v in t.state_dict().items()})
+    assert list(u.state_dict()) == list(t.state_dict())
+    for k, v in t.state_dict().items():
+        np.testing.assert_array_equal(u.state_dict()[k].numpy(), v.numpy(), err_msg=k)
+    check_layer(u, t, rand(*shape))
+    assert type(u).__name__ == type(t).__name__
+
+
+def test_loading_the_other_conv_layouts():
+    for u, t in [(ug.nn.LazyConv2d(4, 3, padding=2, dilation=2, groups=2, padding_mode="reflect"),
+                  torch.nn.Conv2d(6, 4, 3, padding=2, dilation=2, groups=2, padding_mode="reflect")),
+                 (ug.nn.LazyConvTranspose2d(4, 3, stride=2, padding=3, groups=2),
+                  torch.nn.ConvTranspose2d(6, 4, 3, stride=2, padding=3, groups=2))]:
+        u.load_state_dict({k: ug.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+        assert [tuple(p.shape) for p in u.parameters()] == [tuple(p.shape) for p in t.parameters()]
+        assert repr(u) == repr(t)
