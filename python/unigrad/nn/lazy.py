@@ -1,9 +1,9 @@
 """ug.nn's lazy layers (torch.nn.LazyLinear, LazyConv*d, LazyConvTranspose*d, LazyBatchNorm*d,
 LazyInstanceNorm*d): the regular layers built with their input size unknown (-1 in C++), which
 their first forward infers from the input (linear.cpp, conv.cpp, normalization.cpp), creating
-the tensors in the default dtype (Linear: its dtype). Until then those tensors read as UninitializedParameter or
-UninitializedBuffer, and load_state_dict on the layer itself gives them the loaded shapes; after the first
-forward the object is of the regular class, as torch's."""
+the tensors in the default dtype (Linear: its dtype). Until then those tensors read as
+UninitializedParameter or UninitializedBuffer, and load_state_dict on the layer itself gives
+them the loaded shapes; after the first forward the object is of the regular class, as torch's."""
 from .. import _C
 from ..autograd import no_grad
 
