@@ -178,6 +178,21 @@ def test_orthogonal_matches_torch(orthogonal_map, shape):
     check_layer(u, t, rand(4, in_f), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("orthogonal_map", ["matrix_exp", "cayley"])
+def test_orthogonal_without_trivialization(orthogonal_map):
+    t = torch.nn.Linear(4, 4, dtype=torch.float64)
+    u = ug.nn.Linear(4, 4, dtype=ug.float64)
+    u.load_state_dict({k: ug.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+    UP.orthogonal(u, orthogonal_map=orthogonal_map, use_trivialization=False)
+    TP.orthogonal(t, orthogonal_map=orthogonal_map, use_trivialization=False)
+    assert list(u.state_dict()) == list(t.state_dict())  # no base
+    check_layer(u, t, rand(3, 4), rtol=1e-9, atol=1e-12)
+    with pytest.raises(RuntimeError, match="right_inverse"):
+        u.weight = ug.eye(4, dtype=ug.float64)
+    with pytest.raises(ValueError, match="householder"):
+        UP.orthogonal(ug.nn.Linear(3, 4), use_trivialization=False)
+
+
 def test_orthogonal_assignment_and_matrix_exp():
     u = UP.orthogonal(ug.nn.Linear(4, 4, dtype=ug.float64))
     q = np.linalg.qr(rand(4, 4))[0]

@@ -189,6 +189,10 @@ OrthogonalImpl::OrthogonalImpl(const Tensor& weight, std::string orthogonal_map,
       use_trivialization_(use_trivialization) {
   if (map_ != "matrix_exp" && map_ != "cayley" && map_ != "householder")
     fail("[orthogonal] orthogonal_map has to be one of \"matrix_exp\", \"cayley\", \"householder\". Got: ", map_);
+  if (!use_trivialization_ && map_ == "householder")
+    fail(
+        "[orthogonal] the householder map without use_trivialization (torch's geqrf right inverse) is not "
+        "implemented; use use_trivialization=True or another map");
   if (use_trivialization_) register_buffer("base", Tensor());
 }
 
@@ -239,10 +243,9 @@ std::optional<Originals> OrthogonalImpl::right_inverse(const Tensor& value) {
   if (!(value.shape() == shape_))
     fail("[orthogonal] expected a matrix or batch of matrices of shape ", shape_, ". Got a tensor of shape ",
          value.shape());
-  if (!use_trivialization_)
-    fail(
-        "[orthogonal] assigning to the parametrization needs use_trivialization=True here (torch's geqrf path is "
-        "not implemented)");
+  // Without a base, matrix_exp and cayley have no right inverse (torch's NotImplementedError):
+  // registration keeps the weight as the original, assignment is refused.
+  if (!use_trivialization_) return std::nullopt;
   NoGradGuard no_grad;
   Tensor q = value.detach();
   int64_t n = q.size(-2), k = q.size(-1);

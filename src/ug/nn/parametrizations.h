@@ -57,7 +57,8 @@ class SpectralNormImpl : public parametrize::ParametrizationImpl {
 /** An orthogonal matrix (orthonormal columns or rows when not square) from an unconstrained
  *  one: map "matrix_exp" or "cayley" of the skew-symmetric part of the lower triangle, or
  *  "householder" (a product of reflectors); with use_trivialization the result is
- *  base @ map(X), base set by right_inverse. */
+ *  base @ map(X), base set by right_inverse. Without it, matrix_exp and cayley have no right
+ *  inverse (the weight is the original) and householder is not implemented. */
 class OrthogonalImpl : public parametrize::ParametrizationImpl {
   UG_CLONEABLE(OrthogonalImpl)
  public:
