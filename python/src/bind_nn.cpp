@@ -339,7 +339,9 @@ void bind_nn(nb::module_& nn) {
       .def(
           "load_state_dict",
           [](Module& m, nb::handle state, bool strict) {
-            auto [missing, unexpected] = m.load_state_dict(from_python(state, "load_state_dict"), strict);
+            TensorDict values = from_python(state, "load_state_dict");
+            ug::nn::parametrizations::upgrade_weight_norm_keys(m, values);
+            auto [missing, unexpected] = m.load_state_dict(values, strict);
             nb::object result = nb::module_::import_("collections")
                                     .attr("namedtuple")("IncompatibleKeys", "missing_keys unexpected_keys");
             return result(missing, unexpected);

@@ -101,6 +101,19 @@ def test_weight_norm_state_dict_round_trip_and_removal():
     check_layer(u, t, rand(*shape))
 
 
+def test_weight_norm_loads_a_state_saved_with_the_hook_based_form():
+    t = torch.nn.Sequential(torch.nn.Linear(4, 3, dtype=torch.float64))
+    with pytest.warns(FutureWarning):
+        torch.nn.utils.weight_norm(t[0])
+    old = t.state_dict()  # 0.bias, 0.weight_g, 0.weight_v
+    u = ug.nn.Sequential(UP.weight_norm(ug.nn.Linear(4, 3, dtype=ug.float64)))
+    u.load_state_dict({k: ug.tensor(v.numpy()) for k, v in old.items()})
+    tp = torch.nn.Sequential(TP.weight_norm(torch.nn.Linear(4, 3, dtype=torch.float64)))
+    tp.load_state_dict(old)  # torch's own hook renames the keys the same way
+    for key, value in tp.state_dict().items():
+        np.testing.assert_array_equal(to_np(u.state_dict()[key]), value.numpy(), err_msg=key)
+
+
 # ---- spectral_norm ----------------------------------------------------------------------------
 
 

@@ -48,6 +48,26 @@ Module& weight_norm(Module& module, const std::string& name, std::optional<int64
   return parametrize::register_parametrization(module, name, std::make_shared<WeightNormImpl>(dim), true);
 }
 
+void upgrade_weight_norm_keys(Module& root, TensorDict& state) {
+  for (auto& [path, m] : root.named_modules()) {
+    if (!parametrize::is_parametrized(*m)) continue;
+    const std::string prefix = path.empty() ? "" : path + ".";
+    for (auto& [name, chain] : m->child("parametrizations")->named_children()) {
+      auto* list = dynamic_cast<parametrize::ParametrizationListImpl*>(chain.get());
+      if (!list || !dynamic_cast<WeightNormImpl*>((*list)[0].get())) continue;
+      const std::string g_key = prefix + name + "_g", v_key = prefix + name + "_v";
+      const Tensor* g = state.find(g_key);
+      const Tensor* v = state.find(v_key);
+      if (!g || !v) continue;
+      const Tensor g_value = *g, v_value = *v;
+      state.erase(g_key);
+      state.erase(v_key);
+      state.insert(prefix + "parametrizations." + name + ".original0", g_value);
+      state.insert(prefix + "parametrizations." + name + ".original1", v_value);
+    }
+  }
+}
+
 // ---- spectral_norm -------------------------------------------------------------------------
 
 SpectralNormImpl::SpectralNormImpl(const Tensor& weight, int64_t n_power_iterations, int64_t dim, double eps)

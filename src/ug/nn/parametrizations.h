@@ -81,6 +81,10 @@ Tensor matrix_exp(const Tensor& a);
 Tensor householder_product(const Tensor& a, const Tensor& tau);
 
 Module& weight_norm(Module& module, const std::string& name = "weight", std::optional<int64_t> dim = 0);
+/** torch's load hook for weight_norm: a state dict saved with the hook-based form (name_g,
+ *  name_v) renamed, in place, to the parametrization's originals of each module of root that
+ *  weight_norm parametrizes. */
+void upgrade_weight_norm_keys(Module& root, TensorDict& state);
 /** dim: 1 for the transposed convolutions, else 0, unless given. */
 Module& spectral_norm(Module& module, const std::string& name = "weight", int64_t n_power_iterations = 1,
                       double eps = 1e-12, std::optional<int64_t> dim = std::nullopt);
