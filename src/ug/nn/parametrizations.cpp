@@ -16,7 +16,8 @@
 namespace ug::nn {
 
 Tensor norm_except_dim(const Tensor& v, int64_t dim) {
-  if (dim == -1) return v.norm(2);
+  // sqrt of the summed squares: its backward is a fraction of the general norm's.
+  if (dim == -1) return (v * v).sum().sqrt();
   const int64_t nd = v.dim();
   if (dim < -nd || dim >= nd)
     fail<IndexError>("[norm_except_dim] dim ", dim, " is out of range for a tensor of ", nd, " dims");
@@ -24,7 +25,7 @@ Tensor norm_except_dim(const Tensor& v, int64_t dim) {
   Dims others;
   for (int64_t d = 0; d < nd; ++d)
     if (d != dim) others.push_back(d);
-  return others.empty() ? v.abs() : v.norm(2, others, true);
+  return others.empty() ? v.abs() : (v * v).sum(others, true).sqrt();
 }
 
 Tensor weight_norm_value(const Tensor& v, const Tensor& g, int64_t dim) { return v * (g / norm_except_dim(v, dim)); }
