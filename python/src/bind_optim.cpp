@@ -565,6 +565,22 @@ void bind_optim(nb::module_& optim) {
           nb::arg("step_sizes") = rprop.step_sizes(), nb::kw_only(), nb::arg("capturable") = false,
           nb::arg("foreach") = nb::none(), nb::arg("maximize") = rprop.maximize(), nb::arg("differentiable") = false);
 
+  const ASGDOptions asgd;
+  nb::class_<ASGD, Optimizer>(optim, "ASGD", "torch.optim.ASGD: lambd, alpha, t0, weight decay, maximize.")
+      .def(
+          "__init__",
+          [](ASGD* self, nb::handle params, double lr, double lambd, double alpha, double t0, double weight_decay,
+             std::optional<bool> foreach, bool maximize, bool differentiable, bool) {
+            check_implementation("ASGD", foreach, std::nullopt, differentiable);
+            new (self)
+                ASGD(groups_from_python(params),
+                     ASGDOptions(lr).lambd(lambd).alpha(alpha).t0(t0).weight_decay(weight_decay).maximize(maximize));
+          },
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = asgd.lr(), nb::arg("lambd") = asgd.lambd(),
+          nb::arg("alpha") = asgd.alpha(), nb::arg("t0") = asgd.t0(), nb::arg("weight_decay") = asgd.weight_decay(),
+          nb::arg("foreach") = nb::none(), nb::arg("maximize") = asgd.maximize(), nb::arg("differentiable") = false,
+          nb::arg("capturable") = false);
+
   optim.def(
       "apply_updates",
       [](nb::handle params, nb::handle updates) {

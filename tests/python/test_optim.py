@@ -108,6 +108,9 @@ MORE_CASES = [
     ("Adadelta", dict(lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.1, maximize=True)),
     ("Rprop", dict()),
     ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.04), maximize=True)),  # both clamps reached
+    ("ASGD", dict()),
+    ("ASGD", dict(lr=0.1, lambd=0.05, alpha=0.5, t0=4, weight_decay=0.1)),  # averaging from step 5 on
+    ("ASGD", dict(lr=0.05, lambd=1e-3, t0=0, maximize=True)),  # averaging from the first step
 ]
 
 
@@ -118,7 +121,8 @@ def test_more_optimizers_match_torch(name, kwargs, dtype):
     check_state(topt, uopt, dtype)
 
 
-@pytest.mark.parametrize("name,kwargs", [MORE_CASES[1], MORE_CASES[6], MORE_CASES[9], MORE_CASES[11], MORE_CASES[13]])
+@pytest.mark.parametrize("name,kwargs", [MORE_CASES[1], MORE_CASES[6], MORE_CASES[9], MORE_CASES[11], MORE_CASES[13],
+                                         MORE_CASES[15]])
 def test_more_optimizers_resume_from_state_dict_as_torch_continues(name, kwargs):
     """Saved after 4 steps and loaded into a fresh optimizer over copies of the parameters, the
     run goes on as torch's uninterrupted one."""
@@ -155,6 +159,8 @@ def test_more_optimizers_resume_from_state_dict_as_torch_continues(name, kwargs)
     ("Adamax", dict(eps=-1.0), "Invalid epsilon value: -1"),
     ("Adadelta", dict(rho=1.5), "Invalid rho value: 1.5"),
     ("Rprop", dict(etas=(1.2, 0.5)), "Invalid eta values: 1.2, 0.5"),
+    ("ASGD", dict(lr=-0.1), "Invalid learning rate: -0.1"),
+    ("ASGD", dict(weight_decay=-1.0), "Invalid weight_decay value: -1"),
 ])
 def test_more_optimizers_reject_bad_arguments_as_torch(name, kwargs, message):
     p = ug.zeros(3).requires_grad_()
@@ -456,7 +462,7 @@ def test_clip_grad_norm_nonfinite_and_value():
     ("RMSprop", dict(capturable=False, foreach=True, differentiable=False)), ("Adagrad", dict(fused=False)),
     ("NAdam", dict(foreach=True, capturable=True)), ("RAdam", dict(foreach=False, differentiable=False)),
     ("Adamax", dict(foreach=True, capturable=False)), ("Adadelta", dict(foreach=None, capturable=True)),
-    ("Rprop", dict(foreach=True, capturable=False)),
+    ("Rprop", dict(foreach=True, capturable=False)), ("ASGD", dict(foreach=True, capturable=True)),
 ])
 def test_torch_implementation_flags_are_accepted(name, flags):
     # foreach, fused and capturable choose torch's kernels, not the results: the steps are the
@@ -468,7 +474,7 @@ def test_torch_implementation_flags_errors():
     params = [ug.zeros(2).requires_grad_()]
     with pytest.raises(RuntimeError, match=r"\[SGD\] `fused` and `foreach` cannot be `True` together"):
         ug.optim.SGD(params, foreach=True, fused=True)
-    for name in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam", "Adamax", "Adadelta", "Rprop"):
+    for name in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam", "Adamax", "Adadelta", "Rprop", "ASGD"):
         with pytest.raises(ValueError, match=rf"\[{name}\] differentiable=True .* is not supported"):
             getattr(ug.optim, name)(params, differentiable=True)
     # torch's positional order: RMSprop(..., centered, capturable, foreach, maximize),

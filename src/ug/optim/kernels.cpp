@@ -320,6 +320,22 @@ template <class T> UG_INLINE void rprop_impl(const RpropArgs<T>& a, int64_t begi
   }
 }
 
+template <class T> UG_INLINE void asgd_impl(const AsgdArgs<T>& a, int64_t begin, int64_t end) {
+  T* __restrict p = a.param;
+  const T* __restrict gr = a.grad;
+  T* __restrict ax = a.ax;
+  const T sign = a.maximize ? T(-1) : T(1), wd = T(a.weight_decay), decay = T(1 - a.lambd * a.eta);
+  const T neg_eta = T(-a.eta), mu = T(a.mu);
+  const bool average = a.mu != 1;
+  for (int64_t i = begin; i < end; ++i) {
+    T g = gr[i] * sign;
+    if (a.weight_decay != 0) g = g + wd * p[i];
+    const T pi = p[i] * decay + neg_eta * g;
+    p[i] = pi;
+    ax[i] = average ? ax[i] + (pi - ax[i]) * mu : pi;
+  }
+}
+
 // ---- Keras ---------------------------------------------------------------------------------
 
 /** Keras's decoupled weight decay: var - var * wd * lr, in that order. */
@@ -484,6 +500,8 @@ UG_OPTIM_CLONES void adadelta(const AdadeltaArgs<double>& a, int64_t begin, int6
 }
 UG_OPTIM_CLONES void rprop(const RpropArgs<float>& a, int64_t begin, int64_t end) { rprop_impl(a, begin, end); }
 UG_OPTIM_CLONES void rprop(const RpropArgs<double>& a, int64_t begin, int64_t end) { rprop_impl(a, begin, end); }
+UG_OPTIM_CLONES void asgd(const AsgdArgs<float>& a, int64_t begin, int64_t end) { asgd_impl(a, begin, end); }
+UG_OPTIM_CLONES void asgd(const AsgdArgs<double>& a, int64_t begin, int64_t end) { asgd_impl(a, begin, end); }
 UG_OPTIM_CLONES void keras_sgd(const KerasSgdArgs<float>& a, int64_t begin, int64_t end) {
   keras_sgd_impl(a, begin, end);
 }

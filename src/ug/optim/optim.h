@@ -6,6 +6,7 @@
 #include "ug/optim/adagrad.h"
 #include "ug/optim/adam.h"
 #include "ug/optim/adamax.h"
+#include "ug/optim/asgd.h"
 #include "ug/optim/clip_grad.h"
 #include "ug/optim/functional.h"
 #include "ug/optim/grad_scaler.h"
