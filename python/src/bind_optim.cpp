@@ -26,16 +26,19 @@ nb::object hyper_to_python(const HyperValue& v) {
   if (const double* d = std::get_if<double>(&v)) return nb::float_(*d);
   if (const bool* b = std::get_if<bool>(&v)) return nb::bool_(*b);
   if (const auto* p = std::get_if<std::pair<double, double>>(&v)) return nb::make_tuple(p->first, p->second);
+  if (std::holds_alternative<std::monostate>(v)) return nb::none();
   return nb::str(std::get<std::string>(v).c_str());
 }
 
 HyperValue hyper_from_python(const std::string& key, nb::handle h) {
+  if (h.is_none()) return std::monostate{};
   if (PyBool_Check(h.ptr())) return nb::cast<bool>(h);
   if (PyLong_Check(h.ptr()) || PyFloat_Check(h.ptr())) return nb::cast<double>(h);
   if (PyUnicode_Check(h.ptr())) return nb::cast<std::string>(h);
   if ((PyTuple_Check(h.ptr()) || PyList_Check(h.ptr())) && nb::len(h) == 2)
     return std::pair<double, double>(nb::cast<double>(h[0]), nb::cast<double>(h[1]));
-  ug::fail<ug::TypeError>("[optim] option '", key, "' must be a number, a bool, a pair of numbers or a string, got ",
+  ug::fail<ug::TypeError>("[optim] option '", key,
+                          "' must be a number, a bool, a pair of numbers, a string or None, got ",
                           nb::inst_name(h).c_str());
 }
 
@@ -168,7 +171,7 @@ OptimizerStateDict state_dict_from_python(nb::handle h) {
     for (auto [k, v] : nb::cast<nb::dict>(g)) {
       std::string key = nb::cast<std::string>(k);
       if (key == "params") rec.params = nb::cast<std::vector<int64_t>>(v);
-      else if (!v.is_none())  // torch's unset flags (foreach=None, fused=None) have no meaning here
+      else if (!(v.is_none() && (key == "foreach" || key == "fused")))  // torch's unset implementation flags
         rec.options.insert(key, hyper_from_python(key, v));
     }
     sd.param_groups.push_back(std::move(rec));
@@ -580,6 +583,42 @@ void bind_optim(nb::module_& optim) {
           nb::arg("alpha") = asgd.alpha(), nb::arg("t0") = asgd.t0(), nb::arg("weight_decay") = asgd.weight_decay(),
           nb::arg("foreach") = nb::none(), nb::arg("maximize") = asgd.maximize(), nb::arg("differentiable") = false,
           nb::arg("capturable") = false);
+
+  const LBFGSOptions lbfgs;
+  nb::class_<LBFGS, Optimizer>(optim, "LBFGS",
+                               "torch.optim.LBFGS: step(closure) runs up to max_iter L-BFGS iterations with a "
+                               "fixed step or line_search_fn='strong_wolfe'; one parameter group.")
+      .def(
+          "__init__",
+          [](LBFGS* self, nb::handle params, double lr, int64_t max_iter, std::optional<int64_t> max_eval,
+             double tolerance_grad, double tolerance_change, int64_t history_size,
+             std::optional<std::string> line_search_fn) {
+            new (self) LBFGS(groups_from_python(params), LBFGSOptions(lr)
+                                                             .max_iter(max_iter)
+                                                             .max_eval(max_eval)
+                                                             .tolerance_grad(tolerance_grad)
+                                                             .tolerance_change(tolerance_change)
+                                                             .history_size(history_size)
+                                                             .line_search_fn(line_search_fn));
+          },
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = lbfgs.lr(), nb::arg("max_iter") = lbfgs.max_iter(),
+          nb::arg("max_eval").none() = nb::none(), nb::arg("tolerance_grad") = lbfgs.tolerance_grad(),
+          nb::arg("tolerance_change") = lbfgs.tolerance_change(), nb::arg("history_size") = lbfgs.history_size(),
+          nb::arg("line_search_fn").none() = nb::none())
+      .def(
+          "step",
+          [](LBFGS& opt, nb::object closure) {
+            // The closure's first result is returned as it came (a tensor or a number).
+            nb::object first;
+            opt.step([&]() -> Tensor {
+              nb::object loss = closure();
+              if (!first.is_valid()) first = loss;
+              if (nb::isinstance<Tensor>(loss)) return nb::cast<Tensor>(loss);
+              return ug::scalar_tensor(nb::cast<double>(loss), ug::Options{ug::DType::Float64, {}});
+            });
+            return first;
+          },
+          nb::arg("closure"), "Runs up to max_iter iterations; closure re-evaluates the loss and its gradients.");
 
   optim.def(
       "apply_updates",

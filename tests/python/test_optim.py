@@ -708,3 +708,155 @@ def test_adam_rounds_each_operation_of_its_rule_on_every_instruction_set(dtype):
         p = p + (new - p)  # apply_updates(p, new - p), as the functional form writes it
         np.testing.assert_array_equal(params["w"].numpy(), p)
         np.testing.assert_array_equal(state["w"]["exp_avg_sq"].numpy(), v)
+
+
+# ---- LBFGS -----------------------------------------------------------------------------------
+
+def rosenbrock(x):
+    return (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum()
+
+
+def lbfgs_pair(make_params, loss_fn, kwargs, steps):
+    """torch's and our LBFGS from the same float64 starting point, `steps` step(closure) calls;
+    returns both optimizers, parameter lists and the losses each step returned."""
+    init = make_params()
+    tp = [torch.tensor(a, requires_grad=True) for a in init]
+    up = [ug.tensor(a).requires_grad_() for a in init]
+    topt, uopt = torch.optim.LBFGS(tp, **kwargs), ug.optim.LBFGS(up, **kwargs)
+
+    def closure(opt, ps):
+        def run():
+            opt.zero_grad()
+            loss = loss_fn(ps)
+            loss.backward()
+            return loss
+        return run
+
+    losses = [(float(topt.step(closure(topt, tp)).detach()), float(uopt.step(closure(uopt, up)))) for _ in range(steps)]
+    return topt, uopt, tp, up, losses
+
+
+def least_squares():
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((20, 4)), rng.standard_normal((20, 2))
+    return [rng.standard_normal((2, 4)), rng.standard_normal(2)], x, y
+
+
+LBFGS_CASES = [
+    dict(),
+    dict(lr=0.5, max_iter=7, history_size=3),  # the history drops its oldest pairs
+    dict(line_search_fn="strong_wolfe"),
+    dict(line_search_fn="strong_wolfe", max_iter=12, max_eval=15, history_size=2),  # max_eval ends the search
+    dict(lr=0.8, tolerance_change=1e-4, tolerance_grad=1e-3, line_search_fn="strong_wolfe"),  # tolerances stop it
+]
+
+
+@pytest.mark.parametrize("kwargs", LBFGS_CASES, ids=[str(k) for k in LBFGS_CASES])
+@pytest.mark.parametrize("problem", ["rosenbrock", "least_squares"])
+def test_lbfgs_matches_torch(kwargs, problem):
+    # float64 throughout. Our reductions (dot products, norms) sum in another order than
+    # torch's BLAS: each differs by a few ulps of its terms' magnitudes, and L-BFGS's
+    # iterations carry that on (the line search's branch decisions are the same here), so the
+    # comparison allows 1e-9 relative, ~1e7 ulps; the func_evals and n_iter counts are exact.
+    if problem == "rosenbrock":
+        def make():
+            return [np.random.default_rng(0).standard_normal(6) * 0.5]
+
+        def loss_fn(ps):
+            return rosenbrock(ps[0])
+    else:
+        init, x, y = least_squares()
+
+        def make():
+            return init
+
+        def loss_fn(ps):
+            lib = torch if isinstance(ps[0], torch.Tensor) else ug
+            pred = lib.tensor(x) @ ps[0].t() + ps[1]
+            return ((pred - lib.tensor(y)) ** 2).mean()
+    topt, uopt, tp, up, losses = lbfgs_pair(make, loss_fn, kwargs, steps=4)
+    for t_loss, u_loss in losses:
+        assert u_loss == pytest.approx(t_loss, rel=1e-9, abs=1e-12)
+    for t, u in zip(tp, up):
+        np.testing.assert_allclose(u.numpy(), t.detach().numpy(), rtol=1e-9, atol=1e-11)
+    ts, us = topt.state[tp[0]], uopt.state[up[0]]
+    assert int(us["func_evals"]) == ts["func_evals"] and int(us["n_iter"]) == ts["n_iter"]
+    np.testing.assert_allclose(us["d"].numpy(), ts["d"].numpy(), rtol=1e-7, atol=1e-11)
+    assert us["old_dirs"].shape[0] == len(ts["old_dirs"])
+    if ts["old_dirs"]:
+        np.testing.assert_allclose(us["old_stps"].numpy(), torch.stack(ts["old_stps"]).numpy(), rtol=1e-7, atol=1e-11)
+    assert uopt.param_groups[0]["line_search_fn"] == kwargs.get("line_search_fn")
+
+
+def test_lbfgs_float32_follows_torch():
+    # float32: torch rounds its scalars (dot products, step sizes) to float32 too; without the
+    # line search those are the same operations, so the runs agree to float32 rounding carried
+    # over 2 x 5 iterations of a well-conditioned least-squares problem.
+    init, x, y = least_squares()
+    init = [a.astype(np.float32) for a in init]
+
+    def loss_fn(ps):
+        lib = torch if isinstance(ps[0], torch.Tensor) else ug
+        pred = lib.tensor(x.astype(np.float32)) @ ps[0].t() + ps[1]
+        return ((pred - lib.tensor(y.astype(np.float32))) ** 2).mean()
+    _, _, tp, up, _ = lbfgs_pair(lambda: init, loss_fn, dict(max_iter=5, lr=0.5), steps=2)
+    for t, u in zip(tp, up):
+        np.testing.assert_allclose(u.numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_lbfgs_state_dict_round_trip():
+    """Saved after 2 steps and loaded into a fresh LBFGS over copies of the parameters, the run
+    goes on bit for bit as the uninterrupted one."""
+    x0 = np.random.default_rng(3).standard_normal(5)
+    kwargs = dict(max_iter=4, history_size=3, line_search_fn="strong_wolfe")
+
+    def run(p, opt, n):
+        def closure():
+            opt.zero_grad()
+            loss = rosenbrock(p)
+            loss.backward()
+            return loss
+        for _ in range(n):
+            opt.step(closure)
+
+    ref = ug.tensor(x0).requires_grad_()
+    ref_opt = ug.optim.LBFGS([ref], **kwargs)
+    run(ref, ref_opt, 5)
+    a = ug.tensor(x0).requires_grad_()
+    a_opt = ug.optim.LBFGS([a], **kwargs)
+    run(a, a_opt, 2)
+    sd = a_opt.state_dict()
+    assert sd["param_groups"][0]["line_search_fn"] == "strong_wolfe" and sd["state"][0]["old_dirs"].shape[1] == 5
+    b = ug.tensor(a.numpy().copy()).requires_grad_()
+    b_opt = ug.optim.LBFGS([b], **kwargs)
+    b_opt.load_state_dict(sd)
+    run(a, a_opt, 3)  # the original goes on: the loaded copy must not share its state
+    run(b, b_opt, 3)
+    assert np.array_equal(ref.numpy(), b.numpy()) and np.array_equal(ref.numpy(), a.numpy())
+    assert int(b_opt.state[b]["n_iter"]) == int(ref_opt.state[ref]["n_iter"])
+
+
+def test_lbfgs_bad_arguments_as_torch():
+    p, q = ug.zeros(3).requires_grad_(), ug.zeros(2).requires_grad_()
+    tq = [torch.zeros(3, requires_grad=True), torch.zeros(2, requires_grad=True)]
+    with pytest.raises(ValueError, match="LBFGS doesn't support per-parameter options"):
+        torch.optim.LBFGS([{"params": tq[:1]}, {"params": tq[1:]}])
+    with pytest.raises(ug.errors.ValueError, match=r"\[LBFGS\] doesn't support per-parameter options"):
+        ug.optim.LBFGS([{"params": [p]}, {"params": [q]}])
+    with pytest.raises(ug.errors.ValueError, match=r"\[LBFGS\] Invalid learning rate: -1"):
+        ug.optim.LBFGS([p], lr=-1.0)
+    opt = ug.optim.LBFGS([p], line_search_fn="backtracking")
+
+    def closure():
+        opt.zero_grad()
+        loss = ((p - 1) ** 2).sum()
+        loss.backward()
+        return loss
+    with pytest.raises(RuntimeError, match=r"only 'strong_wolfe' is supported"):
+        opt.step(closure)
+    with pytest.raises(TypeError):
+        ug.optim.LBFGS([p]).step()  # the closure is required, as torch's
+    with pytest.raises(ug.errors.ValueError, match=r"\[LBFGS\] step needs a closure"):
+        ug.optim.LBFGS([p]).apply_gradients([(ug.ones(3), p)])
+    with pytest.raises(RuntimeError, match=r"\[LBFGS\] has no per-parameter update"):
+        ug.optim.LBFGS([p]).init([p])

@@ -11,6 +11,7 @@
 #include "ug/optim/functional.h"
 #include "ug/optim/grad_scaler.h"
 #include "ug/optim/keras.h"
+#include "ug/optim/lbfgs.h"
 #include "ug/optim/lr_scheduler.h"
 #include "ug/optim/nadam.h"
 #include "ug/optim/optimizer.h"
