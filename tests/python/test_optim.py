@@ -600,6 +600,87 @@ def test_one_cycle_with_momentum(opt_name, opt_kwargs, key, kw):
         us.step()
 
 
+CYCLIC = [
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=4),
+    dict(base_lr=[0.01, 0.02], max_lr=[0.1, 0.05], step_size_up=3, step_size_down=5, mode="triangular2"),
+    dict(base_lr=0.001, max_lr=0.1, step_size_up=2.5, mode="exp_range", gamma=0.9),
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=4, base_momentum=[0.7, 0.75], max_momentum=0.95),
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=3, scale_fn=lambda x: 1 / (1 + x % 3), scale_mode="iterations"),
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=3, mode="bogus", scale_fn=lambda c: 0.8 ** c),
+]
+
+
+@pytest.mark.parametrize("opt_name,opt_kwargs,key", [("SGD", dict(lr=0.1, momentum=0.9), "momentum"),
+                                                     ("Adam", dict(lr=0.1), "betas"),
+                                                     ("SGD", dict(lr=0.1), None)])
+@pytest.mark.parametrize("kw", CYCLIC, ids=[str(i) for i in range(len(CYCLIC))])
+def test_cyclic_lr_matches_torch(opt_name, opt_kwargs, key, kw):
+    topt, uopt = sched_pair(opt_name, opt_kwargs)
+    kw = dict(kw, cycle_momentum=key is not None)
+    ts, us = TS.CyclicLR(topt, **kw), US.CyclicLR(uopt, **kw)
+    same_lrs(topt, uopt, ts, us, steps=25, momentum_key=key)
+    if key:
+        assert [g["base_momentum"] for g in uopt.param_groups] == [g["base_momentum"] for g in topt.param_groups]
+
+
+def test_cyclic_lr_state_dict_and_errors():
+    _, opt_a = sched_pair()
+    sa = US.CyclicLR(opt_a, 0.01, 0.1, step_size_up=3, mode="triangular2")
+    for _ in range(5):
+        sa.step()
+    _, opt_b = sched_pair()
+    opt_b.load_state_dict(opt_a.state_dict())
+    sb = US.CyclicLR(opt_b, 0.01, 0.1, step_size_up=3, mode="triangular2", last_epoch=4)
+    sb.load_state_dict(sa.state_dict())
+    for _ in range(10):
+        sa.step()
+        sb.step()
+        assert sa.get_last_lr() == sb.get_last_lr()
+        assert [g["momentum"] for g in opt_a.param_groups] == [g["momentum"] for g in opt_b.param_groups]
+    topt, uopt = sched_pair("Adagrad", dict(lr=0.1))
+    with pytest.raises(ValueError, match="optimizer must support momentum or beta1"):
+        TS.CyclicLR(topt, 0.01, 0.1)
+    with pytest.raises(ug.errors.ValueError, match=r"\[CyclicLR\] optimizer must support momentum or beta1"):
+        US.CyclicLR(uopt, 0.01, 0.1)
+    with pytest.raises(ug.errors.ValueError, match=r"\[CyclicLR\] mode is invalid and scale_fn is None"):
+        US.CyclicLR(uopt, 0.01, 0.1, mode="bogus", cycle_momentum=False)
+    with pytest.raises(ug.errors.ValueError, match="max_lr must have the same length"):
+        US.CyclicLR(uopt, 0.01, [0.1, 0.2, 0.3], cycle_momentum=False)
+
+
+def test_chained_scheduler_matches_torch():
+    topt, uopt = sched_pair()
+    tc = TS.ChainedScheduler([TS.ConstantLR(topt, factor=0.1, total_iters=2), TS.ExponentialLR(topt, gamma=0.9),
+                              TS.CyclicLR(topt, 0.01, 0.1, step_size_up=3)])
+    uc = US.ChainedScheduler([US.ConstantLR(uopt, factor=0.1, total_iters=2), US.ExponentialLR(uopt, gamma=0.9),
+                              US.CyclicLR(uopt, 0.01, 0.1, step_size_up=3)], optimizer=uopt)
+    same_lrs(topt, uopt, tc, uc, steps=12, momentum_key="momentum")
+    # Resumed as torch's: schedulers made, their state loaded, then the optimizer's (whose
+    # groups hold the lr and momentum the chain had set).
+    _, uopt2 = sched_pair()
+    uc2 = US.ChainedScheduler([US.ConstantLR(uopt2, factor=0.1, total_iters=2), US.ExponentialLR(uopt2, gamma=0.9),
+                               US.CyclicLR(uopt2, 0.01, 0.1, step_size_up=3)])
+    uc2.load_state_dict(uc.state_dict())
+    uopt2.load_state_dict(uopt.state_dict())
+    for _ in range(6):
+        for c in (uc, uc2, tc):
+            c.step()
+        assert uc2.get_last_lr() == uc.get_last_lr() == tc.get_last_lr()
+
+
+def test_chained_scheduler_errors_as_torch():
+    topt, uopt = sched_pair()
+    with pytest.raises(ValueError, match="expects at least one scheduler"):
+        TS.ChainedScheduler([])
+    with pytest.raises(ug.errors.ValueError, match=r"\[ChainedScheduler\] expects at least one scheduler"):
+        US.ChainedScheduler([])
+    with pytest.raises(ValueError, match="does not support `ReduceLROnPlateau`"):
+        US.ChainedScheduler([US.ExponentialLR(uopt, 0.9), US.ReduceLROnPlateau(uopt)])
+    _, other = sched_pair()
+    with pytest.raises(ug.errors.ValueError, match="expects all schedulers to belong to the same optimizer"):
+        US.ChainedScheduler([US.ExponentialLR(uopt, 0.9), US.ExponentialLR(other, 0.9)])
+
+
 @pytest.mark.parametrize("kw", [dict(patience=2, cooldown=1), dict(mode="max", patience=1, threshold_mode="abs",
                                                                    threshold=0.05, factor=0.5, min_lr=[0.01, 0.02])])
 def test_reduce_lr_on_plateau(kw):
