@@ -111,6 +111,10 @@ MORE_CASES = [
     ("ASGD", dict()),
     ("ASGD", dict(lr=0.1, lambd=0.05, alpha=0.5, t0=4, weight_decay=0.1)),  # averaging from step 5 on
     ("ASGD", dict(lr=0.05, lambd=1e-3, t0=0, maximize=True)),  # averaging from the first step
+    # SHAPES has a matrix, a vector and a 3-d tensor: factored over its last two dimensions
+    ("Adafactor", dict()),
+    ("Adafactor", dict(lr=0.05, beta2_decay=-0.5, eps=(1e-4, 1e-2), d=1.5, weight_decay=0.1, maximize=True)),
+    ("Adafactor", dict(lr=0.5, eps=(None, 0.5))),  # lr above 1/sqrt(step) from step 5 on
 ]
 
 
@@ -122,7 +126,7 @@ def test_more_optimizers_match_torch(name, kwargs, dtype):
 
 
 @pytest.mark.parametrize("name,kwargs", [MORE_CASES[1], MORE_CASES[6], MORE_CASES[9], MORE_CASES[11], MORE_CASES[13],
-                                         MORE_CASES[15]])
+                                         MORE_CASES[15], MORE_CASES[18]])
 def test_more_optimizers_resume_from_state_dict_as_torch_continues(name, kwargs):
     """Saved after 4 steps and loaded into a fresh optimizer over copies of the parameters, the
     run goes on as torch's uninterrupted one."""
@@ -161,6 +165,10 @@ def test_more_optimizers_resume_from_state_dict_as_torch_continues(name, kwargs)
     ("Rprop", dict(etas=(1.2, 0.5)), "Invalid eta values: 1.2, 0.5"),
     ("ASGD", dict(lr=-0.1), "Invalid learning rate: -0.1"),
     ("ASGD", dict(weight_decay=-1.0), "Invalid weight_decay value: -1"),
+    ("Adafactor", dict(lr=-1.0), "Learning rate should be >= 0 but is: -1"),
+    ("Adafactor", dict(beta2_decay=0.5), "beta2_decay should be <= 0 but is: 0.5"),
+    ("Adafactor", dict(eps=(-1.0, 1e-3)), "epsilon1 should be >= 0 but is: -1"),
+    ("Adafactor", dict(d=0.5), "Clipping threshold d should be >= 1 but is: 0.5"),
 ])
 def test_more_optimizers_reject_bad_arguments_as_torch(name, kwargs, message):
     p = ug.zeros(3).requires_grad_()
@@ -440,6 +448,54 @@ def test_clip_grad_norm_matches_torch(norm_type):
         assert_close(u.grad.numpy(), t.grad.numpy(), "float32", **TOL["float32"], terms=np.abs(t.grad.numpy()), n=n)
 
 
+@pytest.mark.parametrize("norm_type", [2.0, 3.0, math.inf])
+def test_get_total_norm_and_clip_grads_with_norm_match_torch(norm_type):
+    # clip_grad_norm_'s two halves: the same sums as above, and one product per element.
+    gs = arrays("float64", 11)
+    tn = torch.nn.utils.get_total_norm([torch.tensor(g) for g in gs], norm_type=norm_type)
+    un = ug.nn.utils.get_total_norm([ug.tensor(g) for g in gs], norm_type=norm_type, foreach=True)
+    n = None if norm_type == math.inf else sum(g.size for g in gs)
+    assert_close(float(un), float(tn), "float64", rtol=1e-15, atol=0, terms=float(tn), n=n)
+    tp = [torch.zeros(g.shape, dtype=torch.float64, requires_grad=True) for g in gs]
+    up = [ug.zeros(g.shape, dtype=ug.float64).requires_grad_() for g in gs]
+    for t, u, g in zip(tp, up, gs):
+        t.grad, u.grad = torch.tensor(g), ug.tensor(g)
+    up[1].grad, tp[1].grad = None, None  # a parameter without a gradient is skipped
+    for max_norm in (1.0, 1e3):  # scaled down, then left as it is
+        torch.nn.utils.clip_grads_with_norm_(tp, max_norm, tn)
+        ug.nn.utils.clip_grads_with_norm_(up, max_norm, un)
+        for t, u in zip(tp, up):
+            if t.grad is not None:
+                np.testing.assert_allclose(u.grad.numpy(), t.grad.numpy(), rtol=4e-15, atol=0)
+    assert float(ug.nn.utils.get_total_norm([])) == 0.0
+    p = ug.tensor([1.0, float("inf")])
+    with pytest.raises(RuntimeError, match="non-finite"):
+        ug.nn.utils.get_total_norm([p], error_if_nonfinite=True)
+
+
+def test_parameters_to_vector_and_back_as_torch():
+    init = arrays("float64", 12)
+    tp = [torch.tensor(a, requires_grad=True) for a in init]
+    up = [ug.tensor(a).requires_grad_() for a in init]
+    tv, uv = torch.nn.utils.parameters_to_vector(tp), ug.nn.utils.parameters_to_vector(up)
+    assert uv.shape == tuple(tv.shape)
+    np.testing.assert_array_equal(uv.numpy(), tv.detach().numpy())
+    (uv * ug.tensor(np.arange(uv.shape[0], dtype=np.float64))).sum().backward()  # differentiable, as torch's
+    offset = 0
+    for p in up:
+        np.testing.assert_array_equal(p.grad.numpy().reshape(-1), np.arange(offset, offset + p.numel()))
+        offset += p.numel()
+    new = np.random.default_rng(13).standard_normal(tv.shape[0] + 2)  # a longer vector: its tail unused, as torch
+    torch.nn.utils.vector_to_parameters(torch.tensor(new), tp)
+    ug.nn.utils.vector_to_parameters(ug.tensor(new), up)
+    for t, u in zip(tp, up):
+        np.testing.assert_array_equal(u.numpy(), t.detach().numpy())
+    with pytest.raises(TypeError, match="expected a Tensor, but got: list"):
+        ug.nn.utils.vector_to_parameters([1.0, 2.0], up)
+    with pytest.raises(ug.errors.ValueError, match=r"\[vector_to_parameters\] a vector of shape \[3\] for parameters"):
+        ug.nn.utils.vector_to_parameters(ug.zeros(3), up)
+
+
 def test_clip_grad_norm_nonfinite_and_value():
     p = ug.zeros(3).requires_grad_()
     p.grad = ug.tensor([1.0, float("nan"), 0.0])
@@ -463,6 +519,7 @@ def test_clip_grad_norm_nonfinite_and_value():
     ("NAdam", dict(foreach=True, capturable=True)), ("RAdam", dict(foreach=False, differentiable=False)),
     ("Adamax", dict(foreach=True, capturable=False)), ("Adadelta", dict(foreach=None, capturable=True)),
     ("Rprop", dict(foreach=True, capturable=False)), ("ASGD", dict(foreach=True, capturable=True)),
+    ("Adafactor", dict(foreach=True)),
 ])
 def test_torch_implementation_flags_are_accepted(name, flags):
     # foreach, fused and capturable choose torch's kernels, not the results: the steps are the

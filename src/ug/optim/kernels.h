@@ -116,6 +116,17 @@ template <class T> struct AsgdArgs {
   bool maximize;
 };
 
+template <class T> struct AdafactorArgs {
+  T* param;
+  const T* grad;
+  T* row_var;   // [batch, rows] where factored (2 or more dimensions), else null
+  T* col_var;   // [batch, cols] where factored, else null
+  T* variance;  // [numel] where not factored, else null
+  int64_t numel, batch, rows, cols;
+  double lr, weight_decay, one_minus_beta2, rho, eps1, eps2, d;
+  bool maximize;
+};
+
 template <class T> struct KerasSgdArgs {
   T* param;
   const T* grad;
@@ -169,6 +180,9 @@ void rprop(const RpropArgs<float>& a, int64_t begin, int64_t end);
 void rprop(const RpropArgs<double>& a, int64_t begin, int64_t end);
 void asgd(const AsgdArgs<float>& a, int64_t begin, int64_t end);
 void asgd(const AsgdArgs<double>& a, int64_t begin, int64_t end);
+/** Adafactor's step over a whole parameter: its norms need every element before the update. */
+void adafactor(const AdafactorArgs<float>& a);
+void adafactor(const AdafactorArgs<double>& a);
 void keras_sgd(const KerasSgdArgs<float>& a, int64_t begin, int64_t end);
 void keras_sgd(const KerasSgdArgs<double>& a, int64_t begin, int64_t end);
 void keras_adam(const KerasAdamArgs<float>& a, int64_t begin, int64_t end);

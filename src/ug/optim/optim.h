@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ug/optim/adadelta.h"
+#include "ug/optim/adafactor.h"
 #include "ug/optim/adagrad.h"
 #include "ug/optim/adam.h"
 #include "ug/optim/adamax.h"
