@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "bindings.h"
@@ -25,17 +26,25 @@ using namespace ug::optim;
 nb::object hyper_to_python(const HyperValue& v) {
   if (const double* d = std::get_if<double>(&v)) return nb::float_(*d);
   if (const bool* b = std::get_if<bool>(&v)) return nb::bool_(*b);
-  if (const auto* p = std::get_if<std::pair<double, double>>(&v)) return nb::make_tuple(p->first, p->second);
+  // A pair's NaN is torch's None (Adafactor's eps=(None, 1e-3)).
+  auto item = [](double x) { return std::isnan(x) ? nb::none() : nb::object(nb::float_(x)); };
+  if (const auto* p = std::get_if<std::pair<double, double>>(&v))
+    return nb::make_tuple(item(p->first), item(p->second));
+  if (std::holds_alternative<std::monostate>(v)) return nb::none();
   return nb::str(std::get<std::string>(v).c_str());
 }
 
 HyperValue hyper_from_python(const std::string& key, nb::handle h) {
+  if (h.is_none()) return std::monostate{};
   if (PyBool_Check(h.ptr())) return nb::cast<bool>(h);
   if (PyLong_Check(h.ptr()) || PyFloat_Check(h.ptr())) return nb::cast<double>(h);
   if (PyUnicode_Check(h.ptr())) return nb::cast<std::string>(h);
-  if ((PyTuple_Check(h.ptr()) || PyList_Check(h.ptr())) && nb::len(h) == 2)
-    return std::pair<double, double>(nb::cast<double>(h[0]), nb::cast<double>(h[1]));
-  ug::fail<ug::TypeError>("[optim] option '", key, "' must be a number, a bool, a pair of numbers or a string, got ",
+  if ((PyTuple_Check(h.ptr()) || PyList_Check(h.ptr())) && nb::len(h) == 2) {
+    auto item = [](nb::handle x) { return x.is_none() ? std::nan("") : nb::cast<double>(x); };
+    return std::pair<double, double>(item(h[0]), item(h[1]));
+  }
+  ug::fail<ug::TypeError>("[optim] option '", key,
+                          "' must be a number, a bool, a pair of numbers, a string or None, got ",
                           nb::inst_name(h).c_str());
 }
 
@@ -168,7 +177,7 @@ OptimizerStateDict state_dict_from_python(nb::handle h) {
     for (auto [k, v] : nb::cast<nb::dict>(g)) {
       std::string key = nb::cast<std::string>(k);
       if (key == "params") rec.params = nb::cast<std::vector<int64_t>>(v);
-      else if (!v.is_none())  // torch's unset flags (foreach=None, fused=None) have no meaning here
+      else if (!(v.is_none() && (key == "foreach" || key == "fused")))  // torch's unset implementation flags
         rec.options.insert(key, hyper_from_python(key, v));
     }
     sd.param_groups.push_back(std::move(rec));
@@ -565,6 +574,81 @@ void bind_optim(nb::module_& optim) {
           nb::arg("step_sizes") = rprop.step_sizes(), nb::kw_only(), nb::arg("capturable") = false,
           nb::arg("foreach") = nb::none(), nb::arg("maximize") = rprop.maximize(), nb::arg("differentiable") = false);
 
+  const ASGDOptions asgd;
+  nb::class_<ASGD, Optimizer>(optim, "ASGD", "torch.optim.ASGD: lambd, alpha, t0, weight decay, maximize.")
+      .def(
+          "__init__",
+          [](ASGD* self, nb::handle params, double lr, double lambd, double alpha, double t0, double weight_decay,
+             std::optional<bool> foreach, bool maximize, bool differentiable, bool) {
+            check_implementation("ASGD", foreach, std::nullopt, differentiable);
+            new (self)
+                ASGD(groups_from_python(params),
+                     ASGDOptions(lr).lambd(lambd).alpha(alpha).t0(t0).weight_decay(weight_decay).maximize(maximize));
+          },
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = asgd.lr(), nb::arg("lambd") = asgd.lambd(),
+          nb::arg("alpha") = asgd.alpha(), nb::arg("t0") = asgd.t0(), nb::arg("weight_decay") = asgd.weight_decay(),
+          nb::arg("foreach") = nb::none(), nb::arg("maximize") = asgd.maximize(), nb::arg("differentiable") = false,
+          nb::arg("capturable") = false);
+
+  const AdafactorOptions adafactor;
+  nb::class_<Adafactor, Optimizer>(optim, "Adafactor",
+                                   "torch.optim.Adafactor: factored second moment, beta2_decay, eps=(eps1, eps2), d.")
+      .def(
+          "__init__",
+          [](Adafactor* self, nb::handle params, double lr, double beta2_decay, nb::handle eps, double d,
+             double weight_decay, std::optional<bool> foreach, bool maximize) {
+            check_implementation("Adafactor", foreach, std::nullopt, false);
+            const HyperValue e = hyper_from_python("eps", eps);
+            if (!std::holds_alternative<Betas>(e)) throw ug::TypeError("[Adafactor] eps must be a pair (eps1, eps2)");
+            new (self) Adafactor(groups_from_python(params), AdafactorOptions(lr)
+                                                                 .beta2_decay(beta2_decay)
+                                                                 .eps(std::get<Betas>(e))
+                                                                 .d(d)
+                                                                 .weight_decay(weight_decay)
+                                                                 .maximize(maximize));
+          },
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = adafactor.lr(),
+          nb::arg("beta2_decay") = adafactor.beta2_decay(),
+          nb::arg("eps") = nb::make_tuple(nb::none(), adafactor.eps().second), nb::arg("d") = adafactor.d(),
+          nb::arg("weight_decay") = adafactor.weight_decay(), nb::kw_only(), nb::arg("foreach") = nb::none(),
+          nb::arg("maximize") = adafactor.maximize());
+
+  const LBFGSOptions lbfgs;
+  nb::class_<LBFGS, Optimizer>(optim, "LBFGS",
+                               "torch.optim.LBFGS: step(closure) runs up to max_iter L-BFGS iterations with a "
+                               "fixed step or line_search_fn='strong_wolfe'; one parameter group.")
+      .def(
+          "__init__",
+          [](LBFGS* self, nb::handle params, double lr, int64_t max_iter, std::optional<int64_t> max_eval,
+             double tolerance_grad, double tolerance_change, int64_t history_size,
+             std::optional<std::string> line_search_fn) {
+            new (self) LBFGS(groups_from_python(params), LBFGSOptions(lr)
+                                                             .max_iter(max_iter)
+                                                             .max_eval(max_eval)
+                                                             .tolerance_grad(tolerance_grad)
+                                                             .tolerance_change(tolerance_change)
+                                                             .history_size(history_size)
+                                                             .line_search_fn(line_search_fn));
+          },
+          nb::arg("params").none() = nb::none(), nb::arg("lr") = lbfgs.lr(), nb::arg("max_iter") = lbfgs.max_iter(),
+          nb::arg("max_eval").none() = nb::none(), nb::arg("tolerance_grad") = lbfgs.tolerance_grad(),
+          nb::arg("tolerance_change") = lbfgs.tolerance_change(), nb::arg("history_size") = lbfgs.history_size(),
+          nb::arg("line_search_fn").none() = nb::none())
+      .def(
+          "step",
+          [](LBFGS& opt, nb::object closure) {
+            // The closure's first result is returned as it came (a tensor or a number).
+            nb::object first;
+            opt.step([&]() -> Tensor {
+              nb::object loss = closure();
+              if (!first.is_valid()) first = loss;
+              if (nb::isinstance<Tensor>(loss)) return nb::cast<Tensor>(loss);
+              return ug::scalar_tensor(nb::cast<double>(loss), ug::Options{ug::DType::Float64, {}});
+            });
+            return first;
+          },
+          nb::arg("closure"), "Runs up to max_iter iterations; closure re-evaluates the loss and its gradients.");
+
   optim.def(
       "apply_updates",
       [](nb::handle params, nb::handle updates) {
@@ -586,6 +670,34 @@ void bind_optim(nb::module_& optim) {
         ug::nn::utils::clip_grad_value_(tensors_from_python(parameters), clip_value);
       },
       nb::arg("parameters"), nb::arg("clip_value"), "Clamps every gradient element into [-clip_value, clip_value].");
+
+  utils.def(
+      "get_total_norm",
+      [](nb::handle tensors, double norm_type, bool error_if_nonfinite, std::optional<bool>) {
+        return ug::nn::utils::get_total_norm(tensors_from_python(tensors), norm_type, error_if_nonfinite);
+      },
+      nb::arg("tensors"), nb::arg("norm_type") = 2.0, nb::arg("error_if_nonfinite") = false,
+      nb::arg("foreach") = nb::none(), "The norm of the tensors' norms (of order norm_type), as one vector's.");
+  utils.def(
+      "clip_grads_with_norm_",
+      [](nb::handle parameters, double max_norm, const Tensor& total_norm, std::optional<bool>) {
+        ug::nn::utils::clip_grads_with_norm_(tensors_from_python(parameters), max_norm, total_norm);
+      },
+      nb::arg("parameters"), nb::arg("max_norm"), nb::arg("total_norm"), nb::arg("foreach") = nb::none(),
+      "Scales the gradients by min(1, max_norm / (total_norm + 1e-6)).");
+  utils.def(
+      "parameters_to_vector",
+      [](nb::handle parameters) { return ug::nn::utils::parameters_to_vector(tensors_from_python(parameters)); },
+      nb::arg("parameters"), "The parameters flattened into one vector.");
+  utils.def(
+      "vector_to_parameters",
+      [](nb::handle vec, nb::handle parameters) {
+        if (!nb::isinstance<Tensor>(vec))
+          throw ug::TypeError(std::string("[vector_to_parameters] expected a Tensor, but got: ") +
+                              nb::inst_name(vec).c_str());
+        ug::nn::utils::vector_to_parameters(nb::cast<Tensor>(vec), tensors_from_python(parameters));
+      },
+      nb::arg("vec"), nb::arg("parameters"), "Copies consecutive slices of vec into the parameters.");
 
   nb::module_ lr_scheduler = optim.def_submodule("lr_scheduler", "learning-rate schedules");
   bind_lr_scheduler(lr_scheduler);

@@ -163,6 +163,62 @@ void bind_lr_scheduler(nb::module_& m) {
           nb::arg("last_epoch") = one_cycle.last_epoch, nb::keep_alive<1, 2>())
       .def_prop_ro("total_steps", &OneCycleLR::total_steps);
 
+  const CyclicLROptions cyclic;
+  nb::class_<CyclicLR, LRScheduler>(m, "CyclicLR",
+                                    "Cyclical lr between base_lr and max_lr (triangular, triangular2, exp_range or "
+                                    "scale_fn), momentum cycling the other way.")
+      .def(
+          "__init__",
+          [](CyclicLR* self, Optimizer& opt, nb::handle base_lr, nb::handle max_lr, double step_size_up,
+             std::optional<double> step_size_down, std::string mode, double gamma, nb::object scale_fn,
+             std::string scale_mode, bool cycle_momentum, nb::handle base_momentum, nb::handle max_momentum,
+             int64_t last_epoch) {
+            std::function<double(double)> fn;
+            if (!scale_fn.is_none()) {
+              if (!PyCallable_Check(scale_fn.ptr())) throw ug::TypeError("[CyclicLR] scale_fn should be a function");
+              // torch calls it with the cycle or the iteration, both integers.
+              fn = [scale_fn](double x) {
+                nb::gil_scoped_acquire gil;
+                return nb::cast<double>(scale_fn(nb::int_(static_cast<int64_t>(x))));
+              };
+            }
+            CyclicLROptions o{step_size_up,   step_size_down,        mode,
+                              gamma,          std::move(fn),         std::move(scale_mode),
+                              cycle_momentum, floats(base_momentum), floats(max_momentum),
+                              last_epoch};
+            new (self) CyclicLR(opt, floats(base_lr), floats(max_lr), std::move(o));
+          },
+          nb::arg("optimizer"), nb::arg("base_lr"), nb::arg("max_lr"), nb::arg("step_size_up") = cyclic.step_size_up,
+          nb::arg("step_size_down").none() = nb::none(), nb::arg("mode") = cyclic.mode, nb::arg("gamma") = cyclic.gamma,
+          nb::arg("scale_fn").none() = nb::none(), nb::arg("scale_mode") = cyclic.scale_mode,
+          nb::arg("cycle_momentum") = cyclic.cycle_momentum,
+          nb::arg("base_momentum") = one_or_list(cyclic.base_momentum),
+          nb::arg("max_momentum") = one_or_list(cyclic.max_momentum), nb::arg("last_epoch") = cyclic.last_epoch,
+          nb::keep_alive<1, 2>());
+  nb::class_<ChainedScheduler, LRScheduler>(m, "ChainedScheduler",
+                                            "Steps each scheduler in turn at every step(), composing them.")
+      .def(
+          "__init__",
+          [](ChainedScheduler* self, nb::handle schedulers, Optimizer* optimizer) {
+            std::vector<std::shared_ptr<LRScheduler>> list;
+            size_t i = 0;
+            for (nb::handle s : schedulers) {
+              if (nb::isinstance<ReduceLROnPlateau>(s))
+                throw ug::ValueError(
+                    "[ChainedScheduler] does not support `ReduceLROnPlateau` scheduler as it requires additional "
+                    "kwargs to be specified when calling `step`, but got one at index " +
+                    std::to_string(i) + " in the given schedulers sequence.");
+              if (!nb::isinstance<LRScheduler>(s))
+                throw ug::TypeError("[ChainedScheduler] at index " + std::to_string(i) +
+                                    " should have `optimizer` as its attribute.");
+              list.push_back(nb::cast<std::shared_ptr<LRScheduler>>(s));
+              ++i;
+            }
+            new (self) ChainedScheduler(std::move(list), optimizer);
+          },
+          nb::arg("schedulers"), nb::arg("optimizer").none() = nb::none(), nb::keep_alive<1, 2>(),
+          nb::keep_alive<1, 3>());
+
   const ReduceLROnPlateauOptions plateau;
   nb::class_<ReduceLROnPlateau>(m, "ReduceLROnPlateau", "Cuts the lr when a metric stops improving.")
       .def(

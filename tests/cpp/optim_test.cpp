@@ -143,6 +143,59 @@ TEST(Optim, NAdamFirstStepByHandAndResumesFromStateDict) {
   EXPECT_THROW(optim::NAdam({param({1.0})}, optim::NAdamOptions(-1.0)), ug::ValueError);
 }
 
+TEST(Optim, AsgdFirstStepsByHand) {
+  Tensor w = param({1.0});
+  optim::ASGD opt({w}, optim::ASGDOptions(0.1).lambd(0.5).alpha(1.0).t0(0));
+  w.set_grad(ug::tensor({2.0}, {.dtype = ug::float64}));
+  opt.step();
+  // eta starts as lr kept in float32, as torch's: w = 1 * (1 - 0.5 eta) - eta * 2 (0.75 but for
+  // that rounding); ax = w (mu was 1); then eta = 0.1 / (1 + 0.05), mu = 1.
+  const double eta0 = static_cast<float>(0.1);
+  ug::test::expect_values(w, {(1 - 0.5 * eta0) - eta0 * 2}, 1e-15);
+  EXPECT_EQ(opt.state(w).at("eta").item<double>(), static_cast<float>(0.1 / 1.05));
+  opt.step();
+  const double eta = static_cast<float>(0.1 / 1.05), w2 = ((1 - 0.5 * eta0) - eta0 * 2) * (1 - 0.5 * eta) - eta * 2;
+  ug::test::expect_values(w, {w2}, 1e-15);
+  ug::test::expect_values(opt.state(w).at("ax"), {w2}, 1e-15);  // mu = 1 / max(1, 1 - 0)
+}
+
+TEST(Optim, LbfgsMinimizesAQuadraticWithAClosure) {
+  // f(x) = sum((x - c)^2 * k): strong-Wolfe L-BFGS, its stopping tests tightened, reaches c
+  // within one step (a gradient of at most 1e-10: |x - c| <= 1e-10 / (2 min k)).
+  Tensor x = param({0.0, 0.0, 0.0});
+  const Tensor c = ug::tensor({1.0, -2.0, 3.0}, {.dtype = ug::float64});
+  const Tensor k = ug::tensor({1.0, 10.0, 0.5}, {.dtype = ug::float64});
+  optim::LBFGS opt({x}, optim::LBFGSOptions(1).max_iter(50).tolerance_grad(1e-10).tolerance_change(0).line_search_fn(
+                            "strong_wolfe"));
+  int evals = 0;
+  auto closure = [&] {
+    ++evals;
+    opt.zero_grad();
+    Tensor loss = x.sub(c).mul(x.sub(c)).mul(k).sum();
+    loss.backward();
+    return loss;
+  };
+  const double first = opt.step(closure).item<double>();
+  EXPECT_EQ(first, 1 + 40 + 4.5);
+  ug::test::expect_values(x, {1.0, -2.0, 3.0}, 1e-10);
+  EXPECT_EQ(static_cast<int>(opt.state(x).at("func_evals").item<double>()), evals);
+  EXPECT_THROW(opt.step(nullptr), ug::ValueError);  // no closure
+  EXPECT_THROW(optim::LBFGS({optim::ParamGroup({param({1.0})}), optim::ParamGroup({param({2.0})})}), ug::ValueError);
+}
+
+TEST(LrScheduler, CyclicTriangle) {
+  Tensor w = param({1.0});
+  optim::SGD opt({w}, optim::SGDOptions(0.5).momentum(0.9));
+  optim::lr_scheduler::CyclicLR s(opt, {0.1}, {0.5}, {.step_size_up = 2});
+  // Up over two steps, down over two: 0.1, 0.3, 0.5, 0.3, 0.1; momentum the other way.
+  const std::vector<double> lrs = {0.1, 0.3, 0.5, 0.3, 0.1};
+  for (double lr : lrs) {
+    EXPECT_NEAR(s.get_last_lr()[0], lr, 1e-15);
+    s.step();
+  }
+  EXPECT_NEAR(optim::hyper_get<double>(opt.param_groups()[0].options(), "momentum"), 0.85, 1e-15);
+}
+
 TEST(Optim, RejectsUnsupportedDtype) {
   Tensor q = ug::zeros({2}, {.dtype = ug::int64});
   optim::SGD opt({q});

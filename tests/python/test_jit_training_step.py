@@ -70,7 +70,10 @@ def torch_step(model, opt, loss_fn=ug.nn.functional.cross_entropy):
     lambda p: ug.optim.Adamax(p, lr=1e-2),
     lambda p: ug.optim.Adadelta(p, weight_decay=0.1),
     lambda p: ug.optim.Rprop(p),
-], ids=["adam", "adamw", "sgd-momentum", "rmsprop", "adagrad", "nadam", "radam", "adamax", "adadelta", "rprop"])
+    lambda p: ug.optim.ASGD(p, lr=0.05, t0=1),
+    lambda p: ug.optim.Adafactor(p, weight_decay=0.1),
+], ids=["adam", "adamw", "sgd-momentum", "rmsprop", "adagrad", "nadam", "radam", "adamax", "adadelta", "rprop", "asgd",
+        "adafactor"])
 def test_the_torch_style_step_compiled_holds_what_eager_holds(make_opt):
     eager, compiled = twin_models(mlp)
     opt_e, opt_c = make_opt(eager.parameters()), make_opt(compiled.parameters())

@@ -108,6 +108,13 @@ MORE_CASES = [
     ("Adadelta", dict(lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.1, maximize=True)),
     ("Rprop", dict()),
     ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.04), maximize=True)),  # both clamps reached
+    ("ASGD", dict()),
+    ("ASGD", dict(lr=0.1, lambd=0.05, alpha=0.5, t0=4, weight_decay=0.1)),  # averaging from step 5 on
+    ("ASGD", dict(lr=0.05, lambd=1e-3, t0=0, maximize=True)),  # averaging from the first step
+    # SHAPES has a matrix, a vector and a 3-d tensor: factored over its last two dimensions
+    ("Adafactor", dict()),
+    ("Adafactor", dict(lr=0.05, beta2_decay=-0.5, eps=(1e-4, 1e-2), d=1.5, weight_decay=0.1, maximize=True)),
+    ("Adafactor", dict(lr=0.5, eps=(None, 0.5))),  # lr above 1/sqrt(step) from step 5 on
 ]
 
 
@@ -118,7 +125,8 @@ def test_more_optimizers_match_torch(name, kwargs, dtype):
     check_state(topt, uopt, dtype)
 
 
-@pytest.mark.parametrize("name,kwargs", [MORE_CASES[1], MORE_CASES[6], MORE_CASES[9], MORE_CASES[11], MORE_CASES[13]])
+@pytest.mark.parametrize("name,kwargs", [MORE_CASES[1], MORE_CASES[6], MORE_CASES[9], MORE_CASES[11], MORE_CASES[13],
+                                         MORE_CASES[15], MORE_CASES[18]])
 def test_more_optimizers_resume_from_state_dict_as_torch_continues(name, kwargs):
     """Saved after 4 steps and loaded into a fresh optimizer over copies of the parameters, the
     run goes on as torch's uninterrupted one."""
@@ -155,6 +163,12 @@ def test_more_optimizers_resume_from_state_dict_as_torch_continues(name, kwargs)
     ("Adamax", dict(eps=-1.0), "Invalid epsilon value: -1"),
     ("Adadelta", dict(rho=1.5), "Invalid rho value: 1.5"),
     ("Rprop", dict(etas=(1.2, 0.5)), "Invalid eta values: 1.2, 0.5"),
+    ("ASGD", dict(lr=-0.1), "Invalid learning rate: -0.1"),
+    ("ASGD", dict(weight_decay=-1.0), "Invalid weight_decay value: -1"),
+    ("Adafactor", dict(lr=-1.0), "Learning rate should be >= 0 but is: -1"),
+    ("Adafactor", dict(beta2_decay=0.5), "beta2_decay should be <= 0 but is: 0.5"),
+    ("Adafactor", dict(eps=(-1.0, 1e-3)), "epsilon1 should be >= 0 but is: -1"),
+    ("Adafactor", dict(d=0.5), "Clipping threshold d should be >= 1 but is: 0.5"),
 ])
 def test_more_optimizers_reject_bad_arguments_as_torch(name, kwargs, message):
     p = ug.zeros(3).requires_grad_()
@@ -434,6 +448,54 @@ def test_clip_grad_norm_matches_torch(norm_type):
         assert_close(u.grad.numpy(), t.grad.numpy(), "float32", **TOL["float32"], terms=np.abs(t.grad.numpy()), n=n)
 
 
+@pytest.mark.parametrize("norm_type", [2.0, 3.0, math.inf])
+def test_get_total_norm_and_clip_grads_with_norm_match_torch(norm_type):
+    # clip_grad_norm_'s two halves: the same sums as above, and one product per element.
+    gs = arrays("float64", 11)
+    tn = torch.nn.utils.get_total_norm([torch.tensor(g) for g in gs], norm_type=norm_type)
+    un = ug.nn.utils.get_total_norm([ug.tensor(g) for g in gs], norm_type=norm_type, foreach=True)
+    n = None if norm_type == math.inf else sum(g.size for g in gs)
+    assert_close(float(un), float(tn), "float64", rtol=1e-15, atol=0, terms=float(tn), n=n)
+    tp = [torch.zeros(g.shape, dtype=torch.float64, requires_grad=True) for g in gs]
+    up = [ug.zeros(g.shape, dtype=ug.float64).requires_grad_() for g in gs]
+    for t, u, g in zip(tp, up, gs):
+        t.grad, u.grad = torch.tensor(g), ug.tensor(g)
+    up[1].grad, tp[1].grad = None, None  # a parameter without a gradient is skipped
+    for max_norm in (1.0, 1e3):  # scaled down, then left as it is
+        torch.nn.utils.clip_grads_with_norm_(tp, max_norm, tn)
+        ug.nn.utils.clip_grads_with_norm_(up, max_norm, un)
+        for t, u in zip(tp, up):
+            if t.grad is not None:
+                np.testing.assert_allclose(u.grad.numpy(), t.grad.numpy(), rtol=4e-15, atol=0)
+    assert float(ug.nn.utils.get_total_norm([])) == 0.0
+    p = ug.tensor([1.0, float("inf")])
+    with pytest.raises(RuntimeError, match="non-finite"):
+        ug.nn.utils.get_total_norm([p], error_if_nonfinite=True)
+
+
+def test_parameters_to_vector_and_back_as_torch():
+    init = arrays("float64", 12)
+    tp = [torch.tensor(a, requires_grad=True) for a in init]
+    up = [ug.tensor(a).requires_grad_() for a in init]
+    tv, uv = torch.nn.utils.parameters_to_vector(tp), ug.nn.utils.parameters_to_vector(up)
+    assert uv.shape == tuple(tv.shape)
+    np.testing.assert_array_equal(uv.numpy(), tv.detach().numpy())
+    (uv * ug.tensor(np.arange(uv.shape[0], dtype=np.float64))).sum().backward()  # differentiable, as torch's
+    offset = 0
+    for p in up:
+        np.testing.assert_array_equal(p.grad.numpy().reshape(-1), np.arange(offset, offset + p.numel()))
+        offset += p.numel()
+    new = np.random.default_rng(13).standard_normal(tv.shape[0] + 2)  # a longer vector: its tail unused, as torch
+    torch.nn.utils.vector_to_parameters(torch.tensor(new), tp)
+    ug.nn.utils.vector_to_parameters(ug.tensor(new), up)
+    for t, u in zip(tp, up):
+        np.testing.assert_array_equal(u.numpy(), t.detach().numpy())
+    with pytest.raises(TypeError, match="expected a Tensor, but got: list"):
+        ug.nn.utils.vector_to_parameters([1.0, 2.0], up)
+    with pytest.raises(ug.errors.ValueError, match=r"\[vector_to_parameters\] a vector of shape \[3\] for parameters"):
+        ug.nn.utils.vector_to_parameters(ug.zeros(3), up)
+
+
 def test_clip_grad_norm_nonfinite_and_value():
     p = ug.zeros(3).requires_grad_()
     p.grad = ug.tensor([1.0, float("nan"), 0.0])
@@ -456,7 +518,8 @@ def test_clip_grad_norm_nonfinite_and_value():
     ("RMSprop", dict(capturable=False, foreach=True, differentiable=False)), ("Adagrad", dict(fused=False)),
     ("NAdam", dict(foreach=True, capturable=True)), ("RAdam", dict(foreach=False, differentiable=False)),
     ("Adamax", dict(foreach=True, capturable=False)), ("Adadelta", dict(foreach=None, capturable=True)),
-    ("Rprop", dict(foreach=True, capturable=False)),
+    ("Rprop", dict(foreach=True, capturable=False)), ("ASGD", dict(foreach=True, capturable=True)),
+    ("Adafactor", dict(foreach=True)),
 ])
 def test_torch_implementation_flags_are_accepted(name, flags):
     # foreach, fused and capturable choose torch's kernels, not the results: the steps are the
@@ -468,7 +531,7 @@ def test_torch_implementation_flags_errors():
     params = [ug.zeros(2).requires_grad_()]
     with pytest.raises(RuntimeError, match=r"\[SGD\] `fused` and `foreach` cannot be `True` together"):
         ug.optim.SGD(params, foreach=True, fused=True)
-    for name in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam", "Adamax", "Adadelta", "Rprop"):
+    for name in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam", "Adamax", "Adadelta", "Rprop", "ASGD"):
         with pytest.raises(ValueError, match=rf"\[{name}\] differentiable=True .* is not supported"):
             getattr(ug.optim, name)(params, differentiable=True)
     # torch's positional order: RMSprop(..., centered, capturable, foreach, maximize),
@@ -594,6 +657,87 @@ def test_one_cycle_with_momentum(opt_name, opt_kwargs, key, kw):
         us.step()
 
 
+CYCLIC = [
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=4),
+    dict(base_lr=[0.01, 0.02], max_lr=[0.1, 0.05], step_size_up=3, step_size_down=5, mode="triangular2"),
+    dict(base_lr=0.001, max_lr=0.1, step_size_up=2.5, mode="exp_range", gamma=0.9),
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=4, base_momentum=[0.7, 0.75], max_momentum=0.95),
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=3, scale_fn=lambda x: 1 / (1 + x % 3), scale_mode="iterations"),
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=3, mode="bogus", scale_fn=lambda c: 0.8 ** c),
+]
+
+
+@pytest.mark.parametrize("opt_name,opt_kwargs,key", [("SGD", dict(lr=0.1, momentum=0.9), "momentum"),
+                                                     ("Adam", dict(lr=0.1), "betas"),
+                                                     ("SGD", dict(lr=0.1), None)])
+@pytest.mark.parametrize("kw", CYCLIC, ids=[str(i) for i in range(len(CYCLIC))])
+def test_cyclic_lr_matches_torch(opt_name, opt_kwargs, key, kw):
+    topt, uopt = sched_pair(opt_name, opt_kwargs)
+    kw = dict(kw, cycle_momentum=key is not None)
+    ts, us = TS.CyclicLR(topt, **kw), US.CyclicLR(uopt, **kw)
+    same_lrs(topt, uopt, ts, us, steps=25, momentum_key=key)
+    if key:
+        assert [g["base_momentum"] for g in uopt.param_groups] == [g["base_momentum"] for g in topt.param_groups]
+
+
+def test_cyclic_lr_state_dict_and_errors():
+    _, opt_a = sched_pair()
+    sa = US.CyclicLR(opt_a, 0.01, 0.1, step_size_up=3, mode="triangular2")
+    for _ in range(5):
+        sa.step()
+    _, opt_b = sched_pair()
+    opt_b.load_state_dict(opt_a.state_dict())
+    sb = US.CyclicLR(opt_b, 0.01, 0.1, step_size_up=3, mode="triangular2", last_epoch=4)
+    sb.load_state_dict(sa.state_dict())
+    for _ in range(10):
+        sa.step()
+        sb.step()
+        assert sa.get_last_lr() == sb.get_last_lr()
+        assert [g["momentum"] for g in opt_a.param_groups] == [g["momentum"] for g in opt_b.param_groups]
+    topt, uopt = sched_pair("Adagrad", dict(lr=0.1))
+    with pytest.raises(ValueError, match="optimizer must support momentum or beta1"):
+        TS.CyclicLR(topt, 0.01, 0.1)
+    with pytest.raises(ug.errors.ValueError, match=r"\[CyclicLR\] optimizer must support momentum or beta1"):
+        US.CyclicLR(uopt, 0.01, 0.1)
+    with pytest.raises(ug.errors.ValueError, match=r"\[CyclicLR\] mode is invalid and scale_fn is None"):
+        US.CyclicLR(uopt, 0.01, 0.1, mode="bogus", cycle_momentum=False)
+    with pytest.raises(ug.errors.ValueError, match="max_lr must have the same length"):
+        US.CyclicLR(uopt, 0.01, [0.1, 0.2, 0.3], cycle_momentum=False)
+
+
+def test_chained_scheduler_matches_torch():
+    topt, uopt = sched_pair()
+    tc = TS.ChainedScheduler([TS.ConstantLR(topt, factor=0.1, total_iters=2), TS.ExponentialLR(topt, gamma=0.9),
+                              TS.CyclicLR(topt, 0.01, 0.1, step_size_up=3)])
+    uc = US.ChainedScheduler([US.ConstantLR(uopt, factor=0.1, total_iters=2), US.ExponentialLR(uopt, gamma=0.9),
+                              US.CyclicLR(uopt, 0.01, 0.1, step_size_up=3)], optimizer=uopt)
+    same_lrs(topt, uopt, tc, uc, steps=12, momentum_key="momentum")
+    # Resumed as torch's: schedulers made, their state loaded, then the optimizer's (whose
+    # groups hold the lr and momentum the chain had set).
+    _, uopt2 = sched_pair()
+    uc2 = US.ChainedScheduler([US.ConstantLR(uopt2, factor=0.1, total_iters=2), US.ExponentialLR(uopt2, gamma=0.9),
+                               US.CyclicLR(uopt2, 0.01, 0.1, step_size_up=3)])
+    uc2.load_state_dict(uc.state_dict())
+    uopt2.load_state_dict(uopt.state_dict())
+    for _ in range(6):
+        for c in (uc, uc2, tc):
+            c.step()
+        assert uc2.get_last_lr() == uc.get_last_lr() == tc.get_last_lr()
+
+
+def test_chained_scheduler_errors_as_torch():
+    topt, uopt = sched_pair()
+    with pytest.raises(ValueError, match="expects at least one scheduler"):
+        TS.ChainedScheduler([])
+    with pytest.raises(ug.errors.ValueError, match=r"\[ChainedScheduler\] expects at least one scheduler"):
+        US.ChainedScheduler([])
+    with pytest.raises(ValueError, match="does not support `ReduceLROnPlateau`"):
+        US.ChainedScheduler([US.ExponentialLR(uopt, 0.9), US.ReduceLROnPlateau(uopt)])
+    _, other = sched_pair()
+    with pytest.raises(ug.errors.ValueError, match="expects all schedulers to belong to the same optimizer"):
+        US.ChainedScheduler([US.ExponentialLR(uopt, 0.9), US.ExponentialLR(other, 0.9)])
+
+
 @pytest.mark.parametrize("kw", [dict(patience=2, cooldown=1), dict(mode="max", patience=1, threshold_mode="abs",
                                                                    threshold=0.05, factor=0.5, min_lr=[0.01, 0.02])])
 def test_reduce_lr_on_plateau(kw):
@@ -702,3 +846,155 @@ def test_adam_rounds_each_operation_of_its_rule_on_every_instruction_set(dtype):
         p = p + (new - p)  # apply_updates(p, new - p), as the functional form writes it
         np.testing.assert_array_equal(params["w"].numpy(), p)
         np.testing.assert_array_equal(state["w"]["exp_avg_sq"].numpy(), v)
+
+
+# ---- LBFGS -----------------------------------------------------------------------------------
+
+def rosenbrock(x):
+    return (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum()
+
+
+def lbfgs_pair(make_params, loss_fn, kwargs, steps):
+    """torch's and our LBFGS from the same float64 starting point, `steps` step(closure) calls;
+    returns both optimizers, parameter lists and the losses each step returned."""
+    init = make_params()
+    tp = [torch.tensor(a, requires_grad=True) for a in init]
+    up = [ug.tensor(a).requires_grad_() for a in init]
+    topt, uopt = torch.optim.LBFGS(tp, **kwargs), ug.optim.LBFGS(up, **kwargs)
+
+    def closure(opt, ps):
+        def run():
+            opt.zero_grad()
+            loss = loss_fn(ps)
+            loss.backward()
+            return loss
+        return run
+
+    losses = [(float(topt.step(closure(topt, tp)).detach()), float(uopt.step(closure(uopt, up)))) for _ in range(steps)]
+    return topt, uopt, tp, up, losses
+
+
+def least_squares():
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((20, 4)), rng.standard_normal((20, 2))
+    return [rng.standard_normal((2, 4)), rng.standard_normal(2)], x, y
+
+
+LBFGS_CASES = [
+    dict(),
+    dict(lr=0.5, max_iter=7, history_size=3),  # the history drops its oldest pairs
+    dict(line_search_fn="strong_wolfe"),
+    dict(line_search_fn="strong_wolfe", max_iter=12, max_eval=15, history_size=2),  # max_eval ends the search
+    dict(lr=0.8, tolerance_change=1e-4, tolerance_grad=1e-3, line_search_fn="strong_wolfe"),  # tolerances stop it
+]
+
+
+@pytest.mark.parametrize("kwargs", LBFGS_CASES, ids=[str(k) for k in LBFGS_CASES])
+@pytest.mark.parametrize("problem", ["rosenbrock", "least_squares"])
+def test_lbfgs_matches_torch(kwargs, problem):
+    # float64 throughout. Our reductions (dot products, norms) sum in another order than
+    # torch's BLAS: each differs by a few ulps of its terms' magnitudes, and L-BFGS's
+    # iterations carry that on (the line search's branch decisions are the same here), so the
+    # comparison allows 1e-9 relative, ~1e7 ulps; the func_evals and n_iter counts are exact.
+    if problem == "rosenbrock":
+        def make():
+            return [np.random.default_rng(0).standard_normal(6) * 0.5]
+
+        def loss_fn(ps):
+            return rosenbrock(ps[0])
+    else:
+        init, x, y = least_squares()
+
+        def make():
+            return init
+
+        def loss_fn(ps):
+            lib = torch if isinstance(ps[0], torch.Tensor) else ug
+            pred = lib.tensor(x) @ ps[0].t() + ps[1]
+            return ((pred - lib.tensor(y)) ** 2).mean()
+    topt, uopt, tp, up, losses = lbfgs_pair(make, loss_fn, kwargs, steps=4)
+    for t_loss, u_loss in losses:
+        assert u_loss == pytest.approx(t_loss, rel=1e-9, abs=1e-12)
+    for t, u in zip(tp, up):
+        np.testing.assert_allclose(u.numpy(), t.detach().numpy(), rtol=1e-9, atol=1e-11)
+    ts, us = topt.state[tp[0]], uopt.state[up[0]]
+    assert int(us["func_evals"]) == ts["func_evals"] and int(us["n_iter"]) == ts["n_iter"]
+    np.testing.assert_allclose(us["d"].numpy(), ts["d"].numpy(), rtol=1e-7, atol=1e-11)
+    assert us["old_dirs"].shape[0] == len(ts["old_dirs"])
+    if ts["old_dirs"]:
+        np.testing.assert_allclose(us["old_stps"].numpy(), torch.stack(ts["old_stps"]).numpy(), rtol=1e-7, atol=1e-11)
+    assert uopt.param_groups[0]["line_search_fn"] == kwargs.get("line_search_fn")
+
+
+def test_lbfgs_float32_follows_torch():
+    # float32: torch rounds its scalars (dot products, step sizes) to float32 too; without the
+    # line search those are the same operations, so the runs agree to float32 rounding carried
+    # over 2 x 5 iterations of a well-conditioned least-squares problem.
+    init, x, y = least_squares()
+    init = [a.astype(np.float32) for a in init]
+
+    def loss_fn(ps):
+        lib = torch if isinstance(ps[0], torch.Tensor) else ug
+        pred = lib.tensor(x.astype(np.float32)) @ ps[0].t() + ps[1]
+        return ((pred - lib.tensor(y.astype(np.float32))) ** 2).mean()
+    _, _, tp, up, _ = lbfgs_pair(lambda: init, loss_fn, dict(max_iter=5, lr=0.5), steps=2)
+    for t, u in zip(tp, up):
+        np.testing.assert_allclose(u.numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_lbfgs_state_dict_round_trip():
+    """Saved after 2 steps and loaded into a fresh LBFGS over copies of the parameters, the run
+    goes on bit for bit as the uninterrupted one."""
+    x0 = np.random.default_rng(3).standard_normal(5)
+    kwargs = dict(max_iter=4, history_size=3, line_search_fn="strong_wolfe")
+
+    def run(p, opt, n):
+        def closure():
+            opt.zero_grad()
+            loss = rosenbrock(p)
+            loss.backward()
+            return loss
+        for _ in range(n):
+            opt.step(closure)
+
+    ref = ug.tensor(x0).requires_grad_()
+    ref_opt = ug.optim.LBFGS([ref], **kwargs)
+    run(ref, ref_opt, 5)
+    a = ug.tensor(x0).requires_grad_()
+    a_opt = ug.optim.LBFGS([a], **kwargs)
+    run(a, a_opt, 2)
+    sd = a_opt.state_dict()
+    assert sd["param_groups"][0]["line_search_fn"] == "strong_wolfe" and sd["state"][0]["old_dirs"].shape[1] == 5
+    b = ug.tensor(a.numpy().copy()).requires_grad_()
+    b_opt = ug.optim.LBFGS([b], **kwargs)
+    b_opt.load_state_dict(sd)
+    run(a, a_opt, 3)  # the original goes on: the loaded copy must not share its state
+    run(b, b_opt, 3)
+    assert np.array_equal(ref.numpy(), b.numpy()) and np.array_equal(ref.numpy(), a.numpy())
+    assert int(b_opt.state[b]["n_iter"]) == int(ref_opt.state[ref]["n_iter"])
+
+
+def test_lbfgs_bad_arguments_as_torch():
+    p, q = ug.zeros(3).requires_grad_(), ug.zeros(2).requires_grad_()
+    tq = [torch.zeros(3, requires_grad=True), torch.zeros(2, requires_grad=True)]
+    with pytest.raises(ValueError, match="LBFGS doesn't support per-parameter options"):
+        torch.optim.LBFGS([{"params": tq[:1]}, {"params": tq[1:]}])
+    with pytest.raises(ug.errors.ValueError, match=r"\[LBFGS\] doesn't support per-parameter options"):
+        ug.optim.LBFGS([{"params": [p]}, {"params": [q]}])
+    with pytest.raises(ug.errors.ValueError, match=r"\[LBFGS\] Invalid learning rate: -1"):
+        ug.optim.LBFGS([p], lr=-1.0)
+    opt = ug.optim.LBFGS([p], line_search_fn="backtracking")
+
+    def closure():
+        opt.zero_grad()
+        loss = ((p - 1) ** 2).sum()
+        loss.backward()
+        return loss
+    with pytest.raises(RuntimeError, match=r"only 'strong_wolfe' is supported"):
+        opt.step(closure)
+    with pytest.raises(TypeError):
+        ug.optim.LBFGS([p]).step()  # the closure is required, as torch's
+    with pytest.raises(ug.errors.ValueError, match=r"\[LBFGS\] step needs a closure"):
+        ug.optim.LBFGS([p]).apply_gradients([(ug.ones(3), p)])
+    with pytest.raises(RuntimeError, match=r"\[LBFGS\] has no per-parameter update"):
+        ug.optim.LBFGS([p]).init([p])

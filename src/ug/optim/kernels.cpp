@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #define UG_OPTIM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #define UG_INLINE [[gnu::always_inline]] inline
@@ -320,6 +321,71 @@ template <class T> UG_INLINE void rprop_impl(const RpropArgs<T>& a, int64_t begi
   }
 }
 
+template <class T> UG_INLINE void asgd_impl(const AsgdArgs<T>& a, int64_t begin, int64_t end) {
+  T* __restrict p = a.param;
+  const T* __restrict gr = a.grad;
+  T* __restrict ax = a.ax;
+  const T sign = a.maximize ? T(-1) : T(1), wd = T(a.weight_decay), decay = T(1 - a.lambd * a.eta);
+  const T neg_eta = T(-a.eta), mu = T(a.mu);
+  const bool average = a.mu != 1;
+  for (int64_t i = begin; i < end; ++i) {
+    T g = gr[i] * sign;
+    if (a.weight_decay != 0) g = g + wd * p[i];
+    const T pi = p[i] * decay + neg_eta * g;
+    p[i] = pi;
+    ax[i] = average ? ax[i] + (pi - ax[i]) * mu : pi;
+  }
+}
+
+/** sqrt of a sum of squares accumulated in double, rounded to T as torch's norm result. */
+template <class T> T norm2(const T* x, int64_t n, int64_t stride = 1) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += double(x[i * stride]) * double(x[i * stride]);
+  return T(std::sqrt(s));
+}
+
+template <class T> void adafactor_impl(const AdafactorArgs<T>& a) {
+  const int64_t n = a.numel, R = a.rows, C = a.cols;
+  T* __restrict p = a.param;
+  std::vector<T> g(a.grad, a.grad + n), update(n);
+  if (a.maximize)
+    for (T& v : g) v = -v;
+  // The relative step: the parameter's RMS (before weight decay) times rho.
+  const double alpha = std::max(a.eps2, double(norm2(p, n)) / std::pow(double(n), 0.5)) * a.rho;
+  if (a.weight_decay != 0) {
+    const T decay = T(1 - a.lr * a.weight_decay);
+    for (int64_t i = 0; i < n; ++i) p[i] = p[i] * decay;
+  }
+  const T w = T(a.one_minus_beta2), eps1 = T(a.eps1), eps1_sq = T(a.eps1 * a.eps1);
+  if (a.row_var) {
+    for (int64_t b = 0; b < a.batch; ++b) {
+      const T* gb = g.data() + b * R * C;
+      T* rv = a.row_var + b * R;
+      T* cv = a.col_var + b * C;
+      for (int64_t r = 0; r < R; ++r) {
+        const T nr = norm2(gb + r * C, C);
+        rv[r] = lerp(rv[r], (nr * nr) / T(C), w);
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        const T nc = norm2(gb + c, R, C);
+        cv[c] = lerp(cv[c], (nc * nc) / T(R), w);
+      }
+      double sum = 0;
+      for (int64_t r = 0; r < R; ++r) sum += double(rv[r]);
+      const T row_mean = std::max(T(T(sum) / T(R)), eps1);
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < C; ++c) update[b * R * C + r * C + c] = (rv[r] * cv[c]) / row_mean;
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) update[i] = a.variance[i] = lerp(a.variance[i], g[i] * g[i], w);
+  }
+  for (int64_t i = 0; i < n; ++i) update[i] = (T(1) / std::sqrt(std::max(update[i], eps1_sq))) * g[i];
+  // Update clipping: the update's RMS at most d.
+  const double denom = std::max(1.0, double(norm2(update.data(), n)) / (std::pow(double(n), 0.5) * a.d));
+  const T step = T(-alpha / denom);
+  for (int64_t i = 0; i < n; ++i) p[i] = p[i] + step * update[i];
+}
+
 // ---- Keras ---------------------------------------------------------------------------------
 
 /** Keras's decoupled weight decay: var - var * wd * lr, in that order. */
@@ -484,6 +550,10 @@ UG_OPTIM_CLONES void adadelta(const AdadeltaArgs<double>& a, int64_t begin, int6
 }
 UG_OPTIM_CLONES void rprop(const RpropArgs<float>& a, int64_t begin, int64_t end) { rprop_impl(a, begin, end); }
 UG_OPTIM_CLONES void rprop(const RpropArgs<double>& a, int64_t begin, int64_t end) { rprop_impl(a, begin, end); }
+UG_OPTIM_CLONES void asgd(const AsgdArgs<float>& a, int64_t begin, int64_t end) { asgd_impl(a, begin, end); }
+UG_OPTIM_CLONES void asgd(const AsgdArgs<double>& a, int64_t begin, int64_t end) { asgd_impl(a, begin, end); }
+void adafactor(const AdafactorArgs<float>& a) { adafactor_impl(a); }
+void adafactor(const AdafactorArgs<double>& a) { adafactor_impl(a); }
 UG_OPTIM_CLONES void keras_sgd(const KerasSgdArgs<float>& a, int64_t begin, int64_t end) {
   keras_sgd_impl(a, begin, end);
 }

@@ -108,6 +108,25 @@ template <class T> struct RpropArgs {
 // Keras's order, so float32 steps round as Keras's do. weight_decay != 0 first shrinks the
 // parameter, var -= var * weight_decay * lr, as Keras's base optimizer does before each step.
 
+template <class T> struct AsgdArgs {
+  T* param;
+  const T* grad;
+  T* ax;
+  double eta, lambd, mu, weight_decay;  // mu == 1: the average is the parameter itself
+  bool maximize;
+};
+
+template <class T> struct AdafactorArgs {
+  T* param;
+  const T* grad;
+  T* row_var;   // [batch, rows] where factored (2 or more dimensions), else null
+  T* col_var;   // [batch, cols] where factored, else null
+  T* variance;  // [numel] where not factored, else null
+  int64_t numel, batch, rows, cols;
+  double lr, weight_decay, one_minus_beta2, rho, eps1, eps2, d;
+  bool maximize;
+};
+
 template <class T> struct KerasSgdArgs {
   T* param;
   const T* grad;
@@ -159,6 +178,11 @@ void adadelta(const AdadeltaArgs<float>& a, int64_t begin, int64_t end);
 void adadelta(const AdadeltaArgs<double>& a, int64_t begin, int64_t end);
 void rprop(const RpropArgs<float>& a, int64_t begin, int64_t end);
 void rprop(const RpropArgs<double>& a, int64_t begin, int64_t end);
+void asgd(const AsgdArgs<float>& a, int64_t begin, int64_t end);
+void asgd(const AsgdArgs<double>& a, int64_t begin, int64_t end);
+/** Adafactor's step over a whole parameter: its norms need every element before the update. */
+void adafactor(const AdafactorArgs<float>& a);
+void adafactor(const AdafactorArgs<double>& a);
 void keras_sgd(const KerasSgdArgs<float>& a, int64_t begin, int64_t end);
 void keras_sgd(const KerasSgdArgs<double>& a, int64_t begin, int64_t end);
 void keras_adam(const KerasAdamArgs<float>& a, int64_t begin, int64_t end);

@@ -565,6 +565,112 @@ std::vector<double> OneCycleLR::get_lr() {
   return lrs;
 }
 
+// ---- CyclicLR -------------------------------------------------------------------------------
+
+CyclicLR::CyclicLR(Optimizer& optimizer, std::vector<double> base_lr, std::vector<double> max_lr, CyclicLROptions o)
+    : LRScheduler(optimizer), o_(std::move(o)) {
+  const std::vector<double> base_lrs = per_group("base_lr", *opt_, base_lr);
+  auto& groups = opt_->param_groups();
+  if (o_.last_epoch == -1)
+    for (size_t i = 0; i < groups.size(); ++i) groups[i].lr() = base_lrs[i];
+  max_lrs_ = per_group("max_lr", *opt_, max_lr);
+  const double down = o_.step_size_down ? *o_.step_size_down : o_.step_size_up;
+  total_size_ = o_.step_size_up + down;
+  step_ratio_ = o_.step_size_up / total_size_;
+  if (o_.mode != "triangular" && o_.mode != "triangular2" && o_.mode != "exp_range" && !o_.scale_fn)
+    fail<ValueError>("[CyclicLR] mode is invalid and scale_fn is None");
+  if (!o_.scale_fn) o_.scale_mode = o_.mode == "exp_range" ? "iterations" : "cycle";
+  if (o_.cycle_momentum) {
+    if (!opt_->defaults().contains("momentum") && !opt_->defaults().contains("betas"))
+      fail<ValueError>("[CyclicLR] optimizer must support momentum or beta1 with `cycle_momentum` option enabled");
+    use_beta1_ = opt_->defaults().contains("betas");
+    base_momentums_ = per_group("base_momentum", *opt_, o_.base_momentum);
+    max_momentums_ = per_group("max_momentum", *opt_, o_.max_momentum);
+    if (o_.last_epoch == -1)
+      for (size_t i = 0; i < groups.size(); ++i) {
+        Hyper& h = groups[i].options();
+        if (use_beta1_) h.insert("betas", std::pair{max_momentums_[i], hyper_get<Betas>(h, "betas").second});
+        else h.insert("momentum", max_momentums_[i]);
+        h.insert("max_momentum", max_momentums_[i]);
+        h.insert("base_momentum", base_momentums_[i]);
+      }
+  }
+  initialize(o_.last_epoch);
+  base_lrs_ = base_lrs;  // as torch: after the initial step, which read the groups' initial_lr
+}
+
+double CyclicLR::scale(double x) const {
+  if (o_.scale_fn) return o_.scale_fn(x);
+  if (o_.mode == "triangular") return 1.0;
+  if (o_.mode == "triangular2") return 1 / std::pow(2.0, x - 1);
+  return std::pow(o_.gamma, x);
+}
+
+std::vector<double> CyclicLR::get_lr() {
+  const double epoch = static_cast<double>(last_epoch_);
+  const double cycle = std::floor(1 + epoch / total_size_);
+  const double x = 1.0 + epoch / total_size_ - cycle;
+  const double scale_factor = x <= step_ratio_ ? x / step_ratio_ : (x - 1) / (step_ratio_ - 1);
+  const double s = scale(o_.scale_mode == "cycle" ? cycle : epoch);
+  std::vector<double> lrs;
+  for (size_t i = 0; i < base_lrs_.size(); ++i)
+    lrs.push_back(base_lrs_[i] + (max_lrs_[i] - base_lrs_[i]) * scale_factor * s);
+  if (o_.cycle_momentum) {
+    auto& groups = opt_->param_groups();
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const double base_height = (max_momentums_[i] - base_momentums_[i]) * scale_factor;
+      const double momentum = max_momentums_[i] - base_height * s;
+      Hyper& h = groups[i].options();
+      if (use_beta1_) h.insert("betas", std::pair{momentum, hyper_get<Betas>(h, "betas").second});
+      else h.insert("momentum", momentum);
+    }
+  }
+  return lrs;
+}
+
+// ---- ChainedScheduler -----------------------------------------------------------------------
+
+Optimizer& ChainedScheduler::first_optimizer(const std::vector<std::shared_ptr<LRScheduler>>& schedulers) {
+  if (schedulers.empty() || !schedulers[0])
+    fail<ValueError>("[ChainedScheduler] expects at least one scheduler to be chained, but got no scheduler.");
+  return schedulers[0]->optimizer();
+}
+
+ChainedScheduler::ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers, Optimizer* optimizer)
+    : LRScheduler(optimizer ? *optimizer : first_optimizer(schedulers)), schedulers_(std::move(schedulers)) {
+  for (size_t i = 0; i < schedulers_.size(); ++i) {
+    if (!schedulers_[i]) fail<ValueError>("[ChainedScheduler] scheduler ", i, " is null");
+    if (&schedulers_[i]->optimizer() != opt_)
+      fail<ValueError>("[ChainedScheduler] expects all schedulers to belong to the same optimizer, but got scheduler ",
+                       "at index ", i, " with another");
+  }
+  last_lr_ = group_values("lr");
+}
+
+void ChainedScheduler::step() {
+  for (auto& s : schedulers_) s->step();
+  last_lr_ = group_values("lr");
+}
+
+SchedulerState ChainedScheduler::state_dict() const {
+  SchedulerState out{{"_last_lr", last_lr_}};
+  for (size_t i = 0; i < schedulers_.size(); ++i)
+    for (const auto& [key, value] : schedulers_[i]->state_dict())
+      out.insert("_schedulers." + std::to_string(i) + "." + key, value);
+  return out;
+}
+
+void ChainedScheduler::load_state_dict(const SchedulerState& state) {
+  last_lr_ = as_list(state, "_last_lr", *opt_);
+  for (size_t i = 0; i < schedulers_.size(); ++i) {
+    const std::string prefix = "_schedulers." + std::to_string(i) + ".";
+    SchedulerState child;
+    for (const auto& [key, value] : state)
+      if (key.rfind(prefix, 0) == 0) child.insert(key.substr(prefix.size()), value);
+    schedulers_[i]->load_state_dict(child);
+  }
+}
+
 // ---- ReduceLROnPlateau ----------------------------------------------------------------------
 
 ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, ReduceLROnPlateauOptions options)

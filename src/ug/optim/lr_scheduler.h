@@ -284,6 +284,56 @@ class OneCycleLR : public LRScheduler {
   bool cos_, cycle_momentum_, use_beta1_ = false;
 };
 
+/** Cyclical learning rates: each group's lr goes between base_lr and max_lr in triangles of
+ *  step_size_up + step_size_down iterations, their height scaled per cycle (triangular: 1,
+ *  triangular2: halved each cycle, exp_range: gamma^iteration, or scale_fn); momentum (or
+ *  Adam's beta1) cycles the other way between max_momentum and base_momentum. */
+struct CyclicLROptions {
+  double step_size_up = 2000;
+  std::optional<double> step_size_down;  // default: step_size_up
+  std::string mode = "triangular";       // "triangular", "triangular2" or "exp_range"
+  double gamma = 1.0;
+  std::function<double(double)> scale_fn;  // set: used in place of mode's, with scale_mode
+  std::string scale_mode = "cycle";        // "cycle" or "iterations"; set by mode unless scale_fn
+  bool cycle_momentum = true;
+  std::vector<double> base_momentum = {0.8}, max_momentum = {0.9};  // one value, or one per group
+  int64_t last_epoch = -1;
+};
+
+class CyclicLR : public LRScheduler {
+ public:
+  /** base_lr, max_lr: one value, or one per group. */
+  CyclicLR(Optimizer& optimizer, std::vector<double> base_lr, std::vector<double> max_lr, CyclicLROptions options = {});
+
+ protected:
+  std::vector<double> get_lr() override;
+
+ private:
+  double scale(double x) const;
+  CyclicLROptions o_;
+  std::vector<double> max_lrs_, base_momentums_, max_momentums_;
+  double total_size_, step_ratio_;
+  bool use_beta1_ = false;
+};
+
+/** Steps every scheduler in turn at each step(), their effects composed (torch's
+ *  ChainedScheduler); the lr is what the last one leaves. */
+class ChainedScheduler : public LRScheduler {
+ public:
+  explicit ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers, Optimizer* optimizer = nullptr);
+  void step() override;
+  SchedulerState state_dict() const override;
+  void load_state_dict(const SchedulerState& state) override;
+  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
+
+ protected:
+  std::vector<double> get_lr() override { return last_lr_; }
+
+ private:
+  static Optimizer& first_optimizer(const std::vector<std::shared_ptr<LRScheduler>>& schedulers);
+  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+};
+
 /** Cuts the lr by `factor` when a metric has stopped improving for `patience` epochs. */
 struct ReduceLROnPlateauOptions {
   std::string mode = "min";

@@ -218,6 +218,10 @@ void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
                     t.to(t.dtype() == DType::Float64 ? DType::Float64 : DType::Float32, /*copy=*/true).reshape({}));
         continue;
       }
+      if (flat_state(key)) {
+        copy.insert(key, t.to(t.dtype(), /*copy=*/true).contiguous());
+        continue;
+      }
       if (scalar_state(key) && t.numel() == 1) {
         copy.insert(key, t.to(p.dtype(), /*copy=*/true).reshape({}));
         continue;

@@ -20,8 +20,9 @@
 namespace ug::optim {
 
 using TensorDict = OrderedDict<Tensor>;
-/** A hyperparameter value: a number, a flag, a pair (Adam's betas) or a name. */
-using HyperValue = std::variant<double, bool, std::pair<double, double>, std::string>;
+/** A hyperparameter value: a number, a flag, a pair (Adam's betas), a name, or none (torch's
+ *  None, as LBFGS's line_search_fn). */
+using HyperValue = std::variant<double, bool, std::pair<double, double>, std::string, std::monostate>;
 /** Adam-like optimizers' (beta1, beta2). */
 using Betas = std::pair<double, double>;
 /** A group's hyperparameters by name ("lr", "betas", ...), as in torch's param_groups. */
@@ -132,6 +133,9 @@ class Optimizer {
   /** Whether the state entry `key` is one number per parameter (NAdam's mu_product), not an
    *  array of the parameter's shape; the step counter aside. */
   virtual bool scalar_state(const std::string& /*key*/) const { return false; }
+  /** Whether the state entry `key` is over all parameters at once (LBFGS's history), not of one
+   *  parameter's shape: loaded as a copy, its shape and dtype as they are. */
+  virtual bool flat_state(const std::string& /*key*/) const { return false; }
   /** One step: updates `param` (contiguous, float32 or float64) and `state` in place from `grad`
    *  (contiguous, same shape and dtype). */
   virtual void update_param(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const = 0;

@@ -74,6 +74,7 @@ struct Reader {
 
   HyperValue hyper(const Tree& t, const std::string& what) const {
     switch (t.kind()) {
+      case Tree::Kind::None: return std::monostate{};
       case Tree::Kind::Bool: return t.as_bool();
       case Tree::Kind::Int:
       case Tree::Kind::Float: return t.as_double();
@@ -143,6 +144,7 @@ Tree hyper_tree(const HyperValue& v) {
   if (const double* d = std::get_if<double>(&v)) return *d;
   if (const bool* b = std::get_if<bool>(&v)) return *b;
   if (const auto* p = std::get_if<std::pair<double, double>>(&v)) return Tree::tuple({p->first, p->second});
+  if (std::holds_alternative<std::monostate>(v)) return Tree();
   return std::get<std::string>(v);
 }
 
