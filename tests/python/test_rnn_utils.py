@@ -238,6 +238,27 @@ def test_packed_batch_equals_each_sequence_alone():
         np.testing.assert_allclose(c[:, b].numpy(), c1.numpy(), **tol("float64"))
 
 
+def test_packed_gradcheck_and_gradgradcheck():
+    # float64 finite differences through pack -> LSTM (with projection) -> pad, in the input,
+    # the initial state and every parameter.
+    lstm = ug.nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2).double()
+    names = [n for n, _ in lstm.named_parameters()]
+    x = ug.tensor(rand(4, 3, 3), requires_grad=True)
+    h0 = ug.tensor(rand(4, 3, 2, seed=1), requires_grad=True)
+    c0 = ug.tensor(rand(4, 3, 4, seed=2), requires_grad=True)
+
+    def f(x, h0, c0, *params):
+        packed = urnn.pack_padded_sequence(x, [2, 4, 1], enforce_sorted=False)
+        out, (h, c) = ug.nn.functional_call(lstm, dict(zip(names, params)), (packed, (h0, c0)))
+        return urnn.pad_packed_sequence(out, padding_value=0.5)[0], h, c
+
+    params = [p.detach().clone().requires_grad_() for p in lstm.parameters()]
+    assert ug.autograd.gradcheck(f, (x, h0, c0, *params))
+    gru = ug.nn.GRU(3, 2).double()
+    assert ug.autograd.gradgradcheck(
+        lambda x: gru(urnn.pack_padded_sequence(x, [1, 4, 2], enforce_sorted=False))[1], (x,))
+
+
 def test_packed_dropout_between_layers_in_training():
     _, gru = make("GRU", IN, HIDDEN, num_layers=2, dropout=0.5)
     packed = urnn.pack_sequence([ug.tensor(rand(n, IN, seed=n, dtype="float32")) for n in (4, 2)])

@@ -333,8 +333,6 @@ std::tuple<Tensor, Tensor, Tensor> RNNBaseImpl::run_steps(const Tensor& data, co
   const bool lstm = mode_ == RNNMode::LSTM;
   const int64_t steps = static_cast<int64_t>(sizes.size());
   const int64_t directions = options_.bidirectional ? 2 : 1;
-  std::vector<int64_t> offsets(sizes.size(), 0);
-  for (size_t t = 1; t < sizes.size(); ++t) offsets[t] = offsets[t - 1] + sizes[t - 1];
   const std::vector<Tensor> h_init = h0.unbind(0);
   const std::vector<Tensor> c_init = lstm ? c0.unbind(0) : std::vector<Tensor>();
   std::vector<Tensor> h_n, c_n;
@@ -347,8 +345,10 @@ std::tuple<Tensor, Tensor, Tensor> RNNBaseImpl::run_steps(const Tensor& data, co
       const Tensor b_hh = options_.bias ? parameter("bias_hh" + suffix) : Tensor();
       const Tensor w_hh = parameter("weight_hh" + suffix);
       const Tensor w_hr = options_.proj_size ? parameter("weight_hr" + suffix) : Tensor();
-      // One GEMM projects every time step; only h @ W_hh^T is left to the loop.
-      const Tensor gi = project(mode_, layer_in, parameter("weight_ih" + suffix), b_ih, b_hh);
+      // One GEMM projects every time step; only h @ W_hh^T is left to the loop. One split
+      // (a single backward node) cuts it into steps.
+      const std::vector<Tensor> gi = project(mode_, layer_in, parameter("weight_ih" + suffix), b_ih, b_hh)
+                                         .split(Dims(sizes.begin(), sizes.end()), 0);
       const size_t at = static_cast<size_t>(k * directions + d);
       Tensor h = h_init[at], c = lstm ? c_init[at] : Tensor();
       // Forwards, the shortest sequences leave the batch as they end, and their states are
@@ -362,18 +362,19 @@ std::tuple<Tensor, Tensor, Tensor> RNNBaseImpl::run_steps(const Tensor& data, co
       for (int64_t i = 0; i < steps; ++i) {
         const int64_t t = d ? steps - 1 - i : i, n = sizes[t], rows = h.size(0);
         if (n < rows) {
-          ended_h.push_back(h.narrow(0, n, rows - n));
-          h = h.narrow(0, 0, n);
+          std::vector<Tensor> parts = h.split(Dims{n, rows - n}, 0);
+          h = parts[0];
+          ended_h.push_back(parts[1]);
           if (lstm) {
-            ended_c.push_back(c.narrow(0, n, rows - n));
-            c = c.narrow(0, 0, n);
+            parts = c.split(Dims{n, rows - n}, 0);
+            c = parts[0];
+            ended_c.push_back(parts[1]);
           }
         } else if (n > rows) {
           h = cat({h, h_init[at].narrow(0, rows, n - rows)}, 0);
           if (lstm) c = cat({c, c_init[at].narrow(0, rows, n - rows)}, 0);
         }
-        std::tie(h, c) =
-            step(mode_, gi.narrow(0, offsets[t], n), h, c, w_hh, mode_ == RNNMode::GRU ? b_hh : Tensor(), w_hr);
+        std::tie(h, c) = step(mode_, gi[t], h, c, w_hh, mode_ == RNNMode::GRU ? b_hh : Tensor(), w_hr);
         hs[t] = h;
       }
       outputs.push_back(cat(hs, 0));

@@ -103,14 +103,17 @@ PackedSequence pack_padded_sequence(const Tensor& input, const std::vector<int64
     out.unsorted_indices = int64_tensor(inverse).to(input.device());
     sorted = x.index_select(1, out.sorted_indices);
   }
-  // Step t holds the sequences longer than t: a prefix of the sorted batch.
+  // Step t holds the sequences longer than t: a prefix of the sorted batch. unbind records
+  // one backward node for all steps, where a select per step would each fill a tensor of the
+  // input's size.
+  const std::vector<Tensor> by_step = sorted.unbind(0);
   std::vector<int64_t> sizes;
   std::vector<Tensor> rows;
   for (int64_t t = 0; t < lengths[order[0]]; ++t) {
     int64_t n = 0;
     while (n < batch && lengths[order[n]] > t) ++n;
     sizes.push_back(n);
-    rows.push_back(sorted.select(0, t).narrow(0, 0, n));
+    rows.push_back(by_step[t].narrow(0, 0, n));
   }
   out.data = cat(rows, 0);
   out.batch_sizes = int64_tensor(sizes);
@@ -134,14 +137,9 @@ std::pair<Tensor, Tensor> pad_packed_sequence(const PackedSequence& sequence, bo
          *total_length, " and max sequence length being ", steps);
   const Tensor& data = sequence.data;
   const Dims feature = tail(data, 1);
-  std::vector<Tensor> rows;
-  int64_t offset = 0;
-  for (int64_t n : sizes) {
-    Tensor step = data.narrow(0, offset, n);
-    if (n < batch) step = cat({step, padding(data, prepend(batch - n, feature), padding_value)}, 0);
-    rows.push_back(step);
-    offset += n;
-  }
+  std::vector<Tensor> rows = data.split(Dims(sizes.begin(), sizes.end()), 0);  // one backward node
+  for (size_t t = 0; t < rows.size(); ++t)
+    if (sizes[t] < batch) rows[t] = cat({rows[t], padding(data, prepend(batch - sizes[t], feature), padding_value)}, 0);
   Tensor padded = stack(rows, 0);  // [T, B, *], sorted batch
   if (total_length && *total_length > steps)
     padded = cat({padded, padding(data, prepend(*total_length - steps, prepend(batch, feature)), padding_value)}, 0);
@@ -201,12 +199,11 @@ std::vector<Tensor> unpad_sequence(const Tensor& padded_sequences, const Tensor&
   if (static_cast<int64_t>(lens.size()) != x.size(0))
     fail("[", op, "] got ", lens.size(), " lengths for a batch of ", x.size(0), " (shape ", padded_sequences.shape(),
          ", batch_first=", batch_first, ")");
-  std::vector<Tensor> out;
-  for (size_t b = 0; b < lens.size(); ++b) {
-    if (lens[b] < 0 || lens[b] > x.size(1))
-      fail("[", op, "] length ", lens[b], " is out of range for sequences of ", x.size(1), " steps");
-    out.push_back(x.select(0, static_cast<int64_t>(b)).narrow(0, 0, lens[b]));
-  }
+  for (int64_t len : lens)
+    if (len < 0 || len > x.size(1))
+      fail("[", op, "] length ", len, " is out of range for sequences of ", x.size(1), " steps");
+  std::vector<Tensor> out = x.unbind(0);  // one backward node for the whole batch
+  for (size_t b = 0; b < lens.size(); ++b) out[b] = out[b].narrow(0, 0, lens[b]);
   return out;
 }
 
