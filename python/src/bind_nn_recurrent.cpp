@@ -99,16 +99,21 @@ RNNOptions options(int64_t num_layers, bool bias, bool batch_first, double dropo
 }
 
 /** lengths as torch takes them: a tensor or a sequence of ints. */
-std::vector<int64_t> lengths_from_python(nb::handle lengths) {
+std::vector<int64_t> lengths_from_python(nb::handle lengths, const char* op) {
   if (nb::isinstance<Tensor>(lengths)) {
     const Tensor t = nb::cast<Tensor>(lengths);
     if (t.dim() != 1 || !ug::is_integral(t.dtype()))
-      throw ug::RuntimeError("[pack_padded_sequence] 'lengths' argument should be a 1-D integer tensor, got shape " +
-                             ug::shape_str(t.shape()));
+      throw ug::RuntimeError(std::string("[") + op + "] 'lengths' argument should be a 1-D integer tensor, got shape " +
+                             ug::shape_str(t.shape()) + " of dtype " + std::string(ug::dtype_name(t.dtype())));
     const Tensor c = t.to(ug::Device()).to(ug::DType::Int64).contiguous();
     return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
   }
-  return nb::cast<std::vector<int64_t>>(lengths);
+  std::vector<int64_t> out;
+  if (!nb::try_cast(lengths, out))
+    throw ug::TypeError(std::string("[") + op +
+                        "] 'lengths' should be a 1-D integer tensor or a sequence of ints, got " +
+                        nb::cast<std::string>(nb::repr(lengths)));
+  return out;
 }
 
 /** torch's sequences argument: a list of tensors or one tensor, split along dim 0. */
@@ -123,7 +128,8 @@ void bind_rnn_utils(nb::module_& nn) {
   m.def(
       "pack_padded_sequence",
       [](const Tensor& input, nb::handle lengths, bool batch_first, bool enforce_sorted) {
-        return r::pack_padded_sequence(input, lengths_from_python(lengths), batch_first, enforce_sorted);
+        return r::pack_padded_sequence(input, lengths_from_python(lengths, "pack_padded_sequence"), batch_first,
+                                       enforce_sorted);
       },
       "input"_a, "lengths"_a, "batch_first"_a = false, "enforce_sorted"_a = true,
       "Packs input [T, B, *] ([B, T, *] when batch_first) of sequences lengths[b] long.");
@@ -150,7 +156,7 @@ void bind_rnn_utils(nb::module_& nn) {
   m.def(
       "unpad_sequence",
       [](const Tensor& padded_sequences, nb::handle lengths, bool batch_first) {
-        const std::vector<int64_t> lens = lengths_from_python(lengths);
+        const std::vector<int64_t> lens = lengths_from_python(lengths, "unpad_sequence");
         Tensor t = ug::empty({static_cast<int64_t>(lens.size())}, {.dtype = ug::DType::Int64, .device = {}});
         std::copy(lens.begin(), lens.end(), t.data_ptr<int64_t>());
         return r::unpad_sequence(padded_sequences, t, batch_first);

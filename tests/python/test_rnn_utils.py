@@ -316,6 +316,7 @@ BAD = [
      r"longer than the sequence.*\[5, 3, 4\] has 3 steps"),
     (lambda: urnn.pack_padded_sequence(X, [3, 2]), ValueError, "batch_size"),
     (lambda: urnn.pack_padded_sequence(X, ug.tensor([[3, 2, 1]])), RuntimeError, "1-D"),
+    (lambda: urnn.pack_padded_sequence(X, [3.5, 2, 1]), TypeError, r"sequence of ints, got \[3.5, 2, 1\]"),
     (lambda: urnn.pack_padded_sequence(ug.zeros(5), [5]), ValueError, "at least 2 dims"),
     (lambda: urnn.pad_packed_sequence(urnn.pack_padded_sequence(X, [5, 3, 2]), total_length=4), ValueError,
      "total_length=4 and max sequence length being 5"),
