@@ -1,5 +1,7 @@
 // Autograd in Python: Tensor.requires_grad/grad/backward/..., ug.autograd.grad, grad mode and
 // anomaly mode switches (the context managers live in unigrad/autograd.py).
+#include <set>
+
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -10,8 +12,10 @@
 #include "state_epoch.h"
 #include "trace_provider.h"
 #include "ug/graph/debugging.h"
+#include "ug/autograd/custom_function.h"
 #include "ug/autograd/engine.h"
 #include "ug/autograd/gradcheck.h"
+#include "ug/graph/forward.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/node.h"
 #include "ug/ops/view.h"
@@ -194,6 +198,37 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
     ug::autograd::GradcheckOptions o{eps, atol, rtol, raise_exception};
     return second_order ? ug::autograd::gradgradcheck(fn, inputs, o) : ug::autograd::gradcheck(fn, inputs, o);
   });
+  ag.def(
+      "custom_function",
+      [](const std::string& name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+         nb::callable vjp, nb::object jvp, const std::vector<Tensor>& saved) {
+        // Nodes keep their name as a C string: each distinct name is kept once, for good.
+        static std::set<std::string> names;
+        const char* stable = names.insert(name).first->c_str();
+        // Python's rules take and return lists, None where a value is missing.
+        auto as_list = [](const ug::Tensors& xs) {
+          nb::list out;
+          for (const Tensor& x : xs) out.append(x.defined() ? nb::cast(x) : nb::none());
+          return out;
+        };
+        ug::CustomJvp forward_rule;
+        if (!jvp.is_none())
+          forward_rule = [as_list, jvp = nb::cast<nb::callable>(jvp)](const ug::Tensors& t) {
+            nb::gil_scoped_acquire gil;
+            return optional_tensor_list(jvp(as_list(t)));
+          };
+        auto backward_rule = [as_list, vjp](const ug::Tensors& kept, const ug::Tensors& g) {
+          nb::gil_scoped_acquire gil;
+          return optional_tensor_list(vjp(as_list(kept), as_list(g)));
+        };
+        return ug::custom_function(stable, inputs, outputs, backward_rule, forward_rule, saved);
+      },
+      nb::arg("name"), nb::arg("inputs"), nb::arg("outputs"), nb::arg("vjp"), nb::arg("jvp").none(), nb::arg("saved"),
+      "outputs (computed without recording) differentiating as vjp(saved, grad_outputs) -> input gradients and "
+      "jvp(input_tangents) -> output tangents say (ug::custom_function).");
+  ag.def(
+      "has_tangent", [](const Tensor& t) { return ug::forward::active() && ug::forward::has_tangent(t); },
+      "Whether t carries a forward-mode tangent (inside ug.jvp).");
   ag.def("is_grad_enabled", &ug::GradMode::is_enabled);
   ag.def("set_grad_enabled", &ug::GradMode::set_enabled);
   ag.def("is_anomaly_enabled", &ug::AnomalyMode::is_enabled);

@@ -17,6 +17,7 @@
 #include "ug/graph/grad_mode.h"
 #include "ug/nn/clone.h"
 #include "ug/nn/nn.h"
+#include "ug/nn/parametrizations.h"
 
 namespace ugpy {
 
@@ -152,6 +153,10 @@ nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
 void set_attribute(nb::handle self, const std::string& name, nb::handle value) {
   Module& m = as_module(self);
   touch_state();
+  if (nb::isinstance<Tensor>(value) && ug::nn::parametrize::is_parametrized(m, name)) {
+    ug::nn::parametrize::assign(m, name, nb::cast<Tensor>(value));
+    return;
+  }
   nb::object dict = nb::steal(PyObject_GenericGetDict(self.ptr(), nullptr));
   auto drop_plain = [&] {
     if (PyDict_DelItemString(dict.ptr(), name.c_str()) != 0) PyErr_Clear();
@@ -194,6 +199,8 @@ void set_attribute(nb::handle self, const std::string& name, nb::handle value) {
 nb::object get_attribute(nb::handle self, const std::string& name) {
   if (nb::inst_ready(self)) {
     Module& m = nb::cast<Module&>(self);
+    if (ug::nn::parametrize::is_parametrized(m, name)) return nb::cast(ug::nn::parametrize::value(m, name));
+    if (std::optional<Tensor> w = ug::nn::utils::normalized_weight(m, name)) return nb::cast(*w);
     if (m.has_parameter(name)) return tensor_or_none(m.parameter(name));
     if (m.has_buffer(name)) return tensor_or_none(m.buffer(name));
     if (m.has_module(name)) return nb::cast(m.child(name));
@@ -332,7 +339,9 @@ void bind_nn(nb::module_& nn) {
       .def(
           "load_state_dict",
           [](Module& m, nb::handle state, bool strict) {
-            auto [missing, unexpected] = m.load_state_dict(from_python(state, "load_state_dict"), strict);
+            TensorDict values = from_python(state, "load_state_dict");
+            ug::nn::parametrizations::upgrade_weight_norm_keys(m, values);
+            auto [missing, unexpected] = m.load_state_dict(values, strict);
             nb::object result = nb::module_::import_("collections")
                                     .attr("namedtuple")("IncompatibleKeys", "missing_keys unexpected_keys");
             return result(missing, unexpected);

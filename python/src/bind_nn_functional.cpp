@@ -9,6 +9,7 @@
 #include "convert.h"
 #include "ug/nn/functional.h"
 #include "ug/nn/functional/embedding_bag.h"
+#include "ug/nn/functional/feature_alpha_dropout.h"
 #include "ug/nn/layers/ctc_loss.h"
 
 namespace ugpy {
@@ -427,6 +428,8 @@ void bind_nn_functional(nb::module_& nn, nb::module_& m) {
         nb::arg("inplace") = false);
   m.def("alpha_dropout", &F::alpha_dropout, nb::arg("input"), nb::arg("p") = 0.5, nb::arg("training") = false,
         nb::arg("inplace") = false);
+  m.def("feature_alpha_dropout", &F::feature_alpha_dropout, nb::arg("input"), nb::arg("p") = 0.5,
+        nb::arg("training") = false, nb::arg("inplace") = false);
 
   // ---- embedding ----
   m.def(

@@ -11,6 +11,7 @@
 #include "ug/nn/layers/bilinear.h"
 #include "ug/nn/layers/conv.h"
 #include "ug/nn/layers/conv3d.h"
+#include "ug/nn/layers/alpha_dropout.h"
 #include "ug/nn/layers/dropout.h"
 #include "ug/nn/layers/embedding_bag.h"
 #include "ug/nn/layers/loss.h"
@@ -319,6 +320,12 @@ void bind_nn_layers(nb::module_& nn) {
       .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
   nb::class_<n::Dropout3dImpl, n::DropoutImpl>(
       nn, "Dropout3d", "Zeroes whole channels of [N, C, D, H, W] or [C, D, H, W] (torch.nn.Dropout3d).")
+      .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
+  nb::class_<n::AlphaDropoutImpl, n::DropoutImpl>(
+      nn, "AlphaDropout", "Dropout that keeps SELU's zero mean and unit variance (torch.nn.AlphaDropout).")
+      .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
+  nb::class_<n::FeatureAlphaDropoutImpl, n::DropoutImpl>(
+      nn, "FeatureAlphaDropout", "AlphaDropout of whole channels of [N, C, ...] (torch.nn.FeatureAlphaDropout).")
       .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);
   nb::class_<n::EmbeddingImpl, Module>(
       nn, "Embedding", "A lookup table of num_embeddings vectors of size embedding_dim (torch.nn.Embedding).")

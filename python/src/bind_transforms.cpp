@@ -43,22 +43,28 @@ void bind_transforms(nb::module_& m) {
   f.def("jvp", &ug::jvp);
   f.def("jacrev", &ug::jacrev);
   f.def("jacfwd", &ug::jacfwd);
-  f.def("hessian",
-        [](const ug::TensorFn& fn, const Tensors& args, int argnum) { return ug::hessian(fn, args, argnum); });
-  f.def("vmap", [](const ug::TensorFn& fn, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
-                   const std::vector<int64_t>& out_axes) {
-    // A missing batching rule met inside the Python function comes back as a Python error:
-    // turn it into the C++ exception vmap answers with its per-example loop.
-    ug::TensorFn unwrapped = [&fn](const Tensors& xs) {
-      try {
-        return fn(xs);
-      } catch (nb::python_error& e) {
-        if (e.matches(no_batching_rule_type())) throw ug::NoBatchingRule(e.what());
-        throw;
-      }
-    };
-    return ug::vmap(unwrapped, args, in_axes, out_axes);
-  });
+  f.def(
+      "vmap",
+      [](const ug::TensorFn& fn, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
+         const std::function<std::vector<std::optional<int64_t>>()>& out_axes_now, std::optional<int64_t> axis_size) {
+        // The outputs' pytree, hence their flat out_axes, is known once the Python function has
+        // run: ug::vmap reads out_axes after each call of f, so it is filled then.
+        std::vector<std::optional<int64_t>> out_axes;
+        // A missing batching rule met inside the Python function comes back as a Python error:
+        // turn it into the C++ exception vmap answers with its per-example loop.
+        ug::TensorFn unwrapped = [&](const Tensors& xs) {
+          try {
+            Tensors outs = fn(xs);
+            out_axes = out_axes_now();
+            return outs;
+          } catch (nb::python_error& e) {
+            if (e.matches(no_batching_rule_type())) throw ug::NoBatchingRule(e.what());
+            throw;
+          }
+        };
+        return ug::vmap(unwrapped, args, in_axes, out_axes, axis_size);
+      },
+      nb::arg("fn"), nb::arg("args"), nb::arg("in_axes"), nb::arg("out_axes_now"), nb::arg("axis_size").none());
   f.def("vmap_fallbacks", &ug::vmap_fallbacks);
   f.def(
       "checkpoint",

@@ -9,6 +9,7 @@
 namespace ugpy {
 void bind_distributed(nb::module_& m);  // bind_distributed.cpp
 void bind_jit(nb::module_& m);          // bind_jit.cpp
+void bind_nn_utils(nb::module_& nn);    // bind_nn_utils.cpp
 namespace {
 PyObject* g_no_batching_rule = nullptr;
 }  // namespace
@@ -95,6 +96,7 @@ NB_MODULE(_C, m) {
   ugpy::bind_nn_conv(nn, functional);
   ugpy::bind_nn_functional(nn, functional);
   ugpy::bind_nn_spatial(nn, functional);
+  ugpy::bind_nn_utils(nn);
   functional.attr("pad") = m.attr("pad");  // torch.nn.functional.pad is torch's pad
   nb::module_ optim = m.def_submodule("optim", "optimizers and learning-rate schedules");
   ugpy::bind_optim(optim);

@@ -21,6 +21,8 @@ from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set
 from .transforms import (GradientTape, grad, hessian, jacfwd, jacobian, jacrev, jvp,  # noqa: F401
                          value_and_grad, vjp, vmap)
 from .tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten  # noqa: F401
+from . import tree, tree_util  # noqa: F401,E402  (jax.tree and jax.tree_util)
+from .custom_gradients import custom_gradient, custom_jvp, custom_vjp  # noqa: F401  (JAX's, TensorFlow's)
 from .compiled import TensorSpec, compile, function, jit  # noqa: F401  (compile: torch.compile's name)
 from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 from .remat import checkpoint, checkpoint_policies, remat  # noqa: F401  (jax.checkpoint's names)

@@ -4,7 +4,7 @@ converts Python numbers; the differentiation happens in C++ (ug/autograd/functio
 import contextlib
 
 from . import _C
-from .tree import tree_flatten, tree_unflatten
+from .tree import broadcast_prefix, tree_flatten, tree_unflatten
 
 _f = _C._functional
 
@@ -120,44 +120,57 @@ def jvp(fun, primals, tangents):
     return tree_unflatten(aux_box[1], outs), tree_unflatten(aux_box[1], touts)
 
 
-def _jacobian(transform, fun, argnums):
-    """transform(flat_fn, tensors, argnum), one of the C++ Jacobian transforms, over the
-    positional arguments of fun and the pytree it returns."""
-    if not isinstance(argnums, int):
-        raise TypeError("[jacobian] argnums must be an int")
+def _jacobian(transform, fun, argnums, has_aux):
+    """transform(flat_fn, leaves, i), one of the C++ Jacobian transforms, over the pytree
+    arguments argnums of fun and the pytree it returns, as jax.jacrev and jax.jacfwd: the result
+    has fun's output structure, each leaf the structure of the arguments (a tuple of them for a
+    tuple argnums) holding arrays of shape out.shape + arg.shape."""
+    nums, many = _argnums(argnums)
 
-    def wrapped(*args):
-        tensors = [_as_tensor(a) for a in args]
-        out_box = [None]
-
-        def flat_fn(xs):
-            out = fun(*xs)
-            leaves, out_box[0] = tree_flatten(out)
-            return [_as_tensor(v) for v in leaves]
-
-        jac = transform(flat_fn, tensors, argnums)
-        return tree_unflatten(out_box[0], jac)
+    def wrapped(*args, **kwargs):
+        flat, defs = [], []
+        for i in nums:
+            if i >= len(args):
+                raise IndexError(f"[jacobian] argnums {i} out of range for {len(args)} positional arguments")
+            leaves, d = tree_flatten(args[i])
+            flat += [_as_tensor(v) for v in leaves]
+            defs.append(d)
+        aux_box = [None, None]
+        fn = _flat_call(fun, args, kwargs, nums, defs, has_aux, aux_box)
+        per_leaf = [transform(fn, flat, j) for j in range(len(flat))]  # per input leaf: one per output
+        out_def = aux_box[1]
+        if not per_leaf:
+            raise ValueError("[jacobian] the differentiated arguments hold no tensors")
+        results = []
+        for k in range(out_def.num_leaves):
+            trees, pos = [], 0
+            for d in defs:
+                trees.append(tree_unflatten(d, [jac[k] for jac in per_leaf[pos:pos + d.num_leaves]]))
+                pos += d.num_leaves
+            results.append(tuple(trees) if many else trees[0])
+        jac = tree_unflatten(out_def, results)
+        return (jac, aux_box[0]) if has_aux else jac
 
     return wrapped
 
 
-def jacrev(fun, argnums=0):
-    """The Jacobian by reverse mode: shape out.shape + arg.shape."""
-    return _jacobian(_f.jacrev, fun, argnums)
+def jacrev(fun, argnums=0, has_aux=False):
+    """The Jacobian by reverse mode: shape out.shape + arg.shape for each output and argument leaf."""
+    return _jacobian(_f.jacrev, fun, argnums, has_aux)
 
 
-def jacfwd(fun, argnums=0):
-    """The Jacobian by forward mode: shape out.shape + arg.shape."""
-    return _jacobian(_f.jacfwd, fun, argnums)
+def jacfwd(fun, argnums=0, has_aux=False):
+    """The Jacobian by forward mode: shape out.shape + arg.shape for each output and argument leaf."""
+    return _jacobian(_f.jacfwd, fun, argnums, has_aux)
 
 
 jacobian = jacrev
 
 
-def hessian(fun, argnums=0):
-    """jacfwd(jacrev(fun)): second derivatives, shape out.shape + arg.shape + arg.shape
-    (arg.shape + arg.shape for a scalar fun)."""
-    return _jacobian(_f.hessian, fun, argnums)
+def hessian(fun, argnums=0, has_aux=False):
+    """jacfwd(jacrev(fun)): second derivatives, shape out.shape + arg.shape + arg.shape per
+    leaf (arg.shape + arg.shape for a scalar fun), nested as jax.hessian nests them."""
+    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
 
 
 class GradientTape:
@@ -205,45 +218,43 @@ class GradientTape:
         return tree_unflatten(d, grads)
 
 
-def vmap(fun, in_axes=0, out_axes=0):
-    """vmap(f)(*args): f mapped over a batch dim of its arguments, as jax.vmap. in_axes is an
-    int, None (not mapped) or a tuple with one entry per argument (an entry may be a pytree
-    prefix: an int or None applies to every leaf of that argument)."""
+def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
+    """vmap(f)(*args, **kwargs): f mapped over a batch dim of its arguments, as jax.vmap.
+    in_axes is an int, None (not mapped) or a tuple with one entry per positional argument,
+    each a pytree prefix of its argument (an int or None there stands for every leaf below
+    it); keyword arguments are mapped over their dim 0. out_axes is a pytree prefix of the
+    result, None for an output that does not depend on the batch. axis_size gives the batch
+    size when no argument is mapped."""
+    if isinstance(in_axes, dict):
+        raise TypeError("[vmap] in_axes must be an int, None or a tuple with one entry per positional argument, "
+                        "got a dict (wrap it in a tuple for a dict argument)")
 
-    def wrapped(*args):
-        axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+    def wrapped(*args, **kwargs):
+        axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
         if len(axes) != len(args):
-            raise ValueError(f"[vmap] in_axes has {len(axes)} entries for {len(args)} arguments")
+            raise ValueError(f"[vmap] in_axes has {len(axes)} entries for {len(args)} positional arguments")
+        names = sorted(kwargs)
+        trees = [*args, *(kwargs[k] for k in names)]
+        axes += (0,) * len(names)
         flat, flat_axes, defs = [], [], []
-        for a, ax in zip(args, axes):
+        for i, (a, ax) in enumerate(zip(trees, axes)):
             leaves, d = tree_flatten(a)
-            ax_leaves = tree_flatten(ax)[0] if isinstance(ax, (tuple, list, dict)) else [ax] * len(leaves)
             flat += [_as_tensor(v) for v in leaves]
-            flat_axes += ax_leaves
+            flat_axes += broadcast_prefix(ax, a, "vmap", f"in_axes[{i}]" if i < len(args) else f"{names[i - len(args)]}")
             defs.append(d)
-        out_box = [None]
+        out_box = [None, None]
 
         def flat_fn(xs):
             new, pos = [], 0
             for d in defs:
                 new.append(tree_unflatten(d, xs[pos:pos + d.num_leaves]))
                 pos += d.num_leaves
-            leaves, out_box[0] = tree_flatten(fun(*new))
+            out = fun(*new[:len(args)], **dict(zip(names, new[len(args):])))
+            leaves, out_box[0] = tree_flatten(out)
+            out_box[1] = broadcast_prefix(out_axes, out, "vmap", "out_axes")
             return [_as_tensor(v) for v in leaves]
 
-        # The structure of the outputs is known after the first call; out_axes then applies.
-        outs = _f.vmap(flat_fn, flat, flat_axes, [])
-        if out_axes != 0:
-            n = len(outs)
-            o_axes = list(out_axes) if isinstance(out_axes, (tuple, list)) else [out_axes] * n
-            outs = [_move(o, a) for o, a in zip(outs, o_axes)]
+        outs = _f.vmap(flat_fn, flat, flat_axes, lambda: out_box[1], axis_size)
         return tree_unflatten(out_box[0], outs)
 
     return wrapped
-
-
-def _move(t, axis):
-    """t with its leading (batch) dim moved to `axis`."""
-    axis = axis % t.ndim
-    order = list(range(1, axis + 1)) + [0] + list(range(axis + 1, t.ndim))
-    return t.permute(*order)

@@ -1,5 +1,13 @@
-"""Pytrees, as in JAX: nested tuples, lists and dicts whose leaves are tensors (or numbers).
-The function transforms flatten arguments and results with these."""
+"""Pytrees, as in JAX: nested tuples, lists, dicts and registered classes whose leaves are
+tensors (or numbers). The function transforms flatten arguments and results with these.
+Also reachable as ug.tree_util (jax.tree_util's names) and, with jax.tree's short names
+(ug.tree.map, ug.tree.leaves, ...), as ug.tree."""
+import builtins
+import dataclasses
+import functools
+
+# Registered node types: type -> (flatten(x) -> (children, aux), unflatten(aux, children) -> x).
+_nodes = {}
 
 
 class TreeDef:
@@ -20,18 +28,68 @@ class TreeDef:
     def __repr__(self):
         # Computed once: a jitted function's call signature holds it at every call.
         if self.__dict__.get("_repr") is None:
-            self._repr = f"TreeDef({self.kind}, {list(self.children)})" if self.kind != "leaf" else "*"
+            # The repr keys compiled programs: it names everything that makes two trees differ.
+            kind = self.kind
+            if kind == "dict":
+                kind = f"dict {list(self.meta)}"
+            elif kind == "namedtuple":
+                kind = self.meta.__name__
+            elif kind == "custom":
+                kind = f"{self.meta[0].__name__} {self.meta[1]!r}"
+            self._repr = f"TreeDef({kind}, {list(self.children)})" if self.kind != "leaf" else "*"
         return self._repr
 
 
-def tree_flatten(tree):
-    """(leaves, treedef); dict keys are visited in sorted order, None is an empty node."""
+def register_pytree_node(nodetype, flatten_func, unflatten_func):
+    """jax.tree_util.register_pytree_node: instances of nodetype become tree nodes;
+    flatten_func(x) returns (children, aux_data), unflatten_func(aux_data, children) rebuilds x.
+    aux_data must compare with == (it is part of the structure)."""
+    if nodetype in _nodes or nodetype in (tuple, list, dict, type(None)):
+        raise ValueError(f"[tree] {nodetype.__name__} is already a pytree node type")
+    _nodes[nodetype] = (flatten_func, unflatten_func)
+
+
+def node_unflatten(nodetype):
+    """The unflatten function registered for nodetype."""
+    return _nodes[nodetype][1]
+
+
+def register_pytree_node_class(cls):
+    """A class decorator: cls.tree_flatten(self) -> (children, aux), cls.tree_unflatten(aux, children)."""
+    register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+def register_dataclass(nodetype, data_fields=None, meta_fields=None):
+    """jax.tree_util.register_dataclass: a dataclass whose data_fields are children and whose
+    meta_fields are static structure (by default every field is data)."""
+    if data_fields is None:
+        fields = [f.name for f in dataclasses.fields(nodetype)]
+        meta_fields = list(meta_fields or ())
+        data_fields = [f for f in fields if f not in meta_fields]
+    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields or ())
+
+    def flatten(x):
+        return [getattr(x, f) for f in data_fields], tuple(getattr(x, f) for f in meta_fields)
+
+    def unflatten(aux, children):
+        return nodetype(**dict(zip(data_fields, children)), **dict(zip(meta_fields, aux)))
+
+    register_pytree_node(nodetype, flatten, unflatten)
+    return nodetype
+
+
+def tree_flatten(tree, is_leaf=None):
+    """(leaves, treedef); dict keys are visited in sorted order, None is an empty node;
+    is_leaf(x) true makes x a leaf whatever it is."""
+    if is_leaf is not None and is_leaf(tree):
+        return [tree], TreeDef("leaf")
     if tree is None:
         return [], TreeDef("none")
     if isinstance(tree, (tuple, list)):
         leaves, defs = [], []
         for item in tree:
-            sub, d = tree_flatten(item)
+            sub, d = tree_flatten(item, is_leaf)
             leaves += sub
             defs.append(d)
         kind = "list" if isinstance(tree, list) else ("namedtuple" if hasattr(tree, "_fields") else "tuple")
@@ -40,10 +98,19 @@ def tree_flatten(tree):
         keys = sorted(tree)
         leaves, defs = [], []
         for k in keys:
-            sub, d = tree_flatten(tree[k])
+            sub, d = tree_flatten(tree[k], is_leaf)
             leaves += sub
             defs.append(d)
         return leaves, TreeDef("dict", defs, tuple(keys))
+    node = _nodes.get(type(tree))
+    if node is not None:
+        children, aux = node[0](tree)
+        leaves, defs = [], []
+        for item in children:
+            sub, d = tree_flatten(item, is_leaf)
+            leaves += sub
+            defs.append(d)
+        return leaves, TreeDef("custom", defs, (type(tree), aux))
     return [tree], TreeDef("leaf")
 
 
@@ -68,22 +135,69 @@ def _build(d, leaves):
         return tuple(items)
     if d.kind == "namedtuple":
         return d.meta(*items)
+    if d.kind == "custom":
+        return node_unflatten(d.meta[0])(d.meta[1], items)
     return dict(zip(d.meta, items))
 
 
-def tree_leaves(tree):
-    return tree_flatten(tree)[0]
+def tree_leaves(tree, is_leaf=None):
+    return tree_flatten(tree, is_leaf)[0]
 
 
-def tree_structure(tree):
-    return tree_flatten(tree)[1]
+def tree_structure(tree, is_leaf=None):
+    return tree_flatten(tree, is_leaf)[1]
 
 
-def tree_map(f, tree, *rest):
+def broadcast_prefix(prefix, tree, op, what):
+    """One entry of `prefix` per leaf of `tree`, as jax.vmap reads in_axes and out_axes: prefix
+    is a pytree prefix of tree whose leaves (None among them) stand for every leaf of the
+    subtree at their place."""
+    out = []
+    _broadcast(prefix, tree, op, what, out)
+    return out
+
+
+def _broadcast(prefix, tree, op, path, out):
+    if not isinstance(prefix, (tuple, list, dict)):
+        out += [prefix] * len(tree_leaves(tree))
+        return
+    if isinstance(prefix, dict):
+        same = isinstance(tree, dict) and sorted(prefix) == sorted(tree)
+    else:
+        same = isinstance(tree, (tuple, list)) and isinstance(tree, list) == isinstance(prefix, list) \
+            and len(prefix) == len(tree)
+    if not same:
+        raise ValueError(f"[{op}] {path} must be a tree prefix of the value: got "
+                         f"{type(prefix).__name__} {_describe(prefix)} for {type(tree).__name__} {_describe(tree)}")
+    for key, sub in (sorted(prefix.items()) if isinstance(prefix, dict) else enumerate(prefix)):
+        _broadcast(sub, tree[key], op, f"{path}[{key!r}]", out)
+
+
+def _describe(value):
+    if isinstance(value, dict):
+        return f"with keys {sorted(value)}"
+    return f"of length {len(value)}" if isinstance(value, (tuple, list)) else ""
+
+
+def tree_map(f, tree, *rest, is_leaf=None):
     """f applied leaf by leaf; `rest` are trees of the same structure."""
-    leaves, d = tree_flatten(tree)
-    others = [tree_flatten(r) for r in rest]
+    leaves, d = tree_flatten(tree, is_leaf)
+    others = [tree_flatten(r, is_leaf) for r in rest]
     for _, od in others:
         if od != d:
             raise ValueError("[tree_map] trees have different structures")
     return tree_unflatten(d, [f(x, *[o[0][i] for o in others]) for i, x in enumerate(leaves)])
+
+
+def tree_reduce(function, tree, *initializer, is_leaf=None):
+    """functools.reduce over the leaves (jax.tree_util.tree_reduce)."""
+    return functools.reduce(function, tree_leaves(tree, is_leaf), *initializer)
+
+
+def tree_all(tree, is_leaf=None):
+    return builtins.all(tree_leaves(tree, is_leaf))
+
+
+# jax.tree's short names.
+flatten, unflatten, leaves, structure, map, reduce, all = (  # noqa: A001
+    tree_flatten, tree_unflatten, tree_leaves, tree_structure, tree_map, tree_reduce, tree_all)

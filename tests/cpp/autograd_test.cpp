@@ -509,6 +509,28 @@ TEST(Vmap, BatchedRunMatchesPerExampleCalls) {
   }
 }
 
+TEST(Vmap, UnbatchedOutputsAndAxisSize) {
+  ug::manual_seed(5);
+  Tensor xs = ug::randn({4, 3}, {.dtype = ug::float64});
+  Tensor w = ug::randn({3}, {.dtype = ug::float64});
+  ug::TensorFn f = [&w](const Tensors& a) { return Tensors{a[0] * w, w.sum()}; };
+  // out_axes nullopt: an output that does not depend on the batch comes back as it is.
+  Tensors out = ug::vmap(f, {xs}, {0}, {0, std::nullopt});
+  EXPECT_EQ(out[1].shape(), ug::Shape{});
+  EXPECT_DOUBLE_EQ(out[1].item<double>(), w.sum().item<double>());
+  // ... and one that does is refused, in the batched run and in the per-example loop alike.
+  ug::TensorFn batched_second = [](const Tensors& a) { return Tensors{a[0], a[0].sum()}; };
+  EXPECT_THROW(ug::vmap(batched_second, {xs}, {0}, {0, std::nullopt}), ug::ValueError);
+  ug::TensorFn looped = [](const Tensors& a) { return Tensors{a[0], a[0] * a[0].max().item<double>()}; };
+  EXPECT_THROW(ug::vmap(looped, {xs}, {0}, {0, std::nullopt}), ug::ValueError);
+  // axis_size: the batch size when no argument is mapped, checked against mapped ones.
+  Tensors tiled = ug::vmap([](const Tensors& a) { return Tensors{a[0] * 2}; }, {w}, {std::nullopt}, {}, 5);
+  EXPECT_EQ(tiled[0].shape(), (ug::Shape{5, 3}));
+  for (int64_t b = 0; b < 5; ++b) ug::test::expect_values(tiled[0].select(0, b), values(w * 2), 0);
+  EXPECT_THROW(ug::vmap(f, {xs}, {0}, {}, 3), ug::ValueError);
+  EXPECT_THROW(ug::vmap(f, {xs}, {std::nullopt}, {}), ug::ValueError);
+}
+
 TEST(Vmap, PerExampleGradientsAndFallback) {
   ug::manual_seed(4);
   Tensor xs = ug::randn({6, 3}, {.dtype = ug::float64});
@@ -528,4 +550,55 @@ TEST(Vmap, PerExampleGradientsAndFallback) {
   for (int64_t b = 0; b < 6; ++b)
     ug::test::expect_values(picked[0].select(0, b), values(xs.select(0, b) * xs.select(0, b).max().item<double>()),
                             1e-12);
+}
+
+// ---- custom_function ---------------------------------------------------------------------
+
+namespace {
+
+/** exp with a hand-written derivative that reads its saved output (torch's Function example). */
+Tensor custom_exp(const Tensor& x, bool with_jvp) {
+  Tensor y = x.detach().exp();
+  ug::CustomJvp jvp;
+  if (with_jvp) jvp = [y](const Tensors& t) { return Tensors{t[0] * y}; };
+  return ug::custom_function(
+      "Exp", {x}, {y}, [](const Tensors& saved, const Tensors& g) { return Tensors{g[0] * saved[0]}; }, jvp, {y})[0];
+}
+
+}  // namespace
+
+TEST(CustomFunction, GradientsHigherDerivativesAndForwardMode) {
+  Tensor x = ug::tensor({0.5, -1.0, 2.0}, {.dtype = ug::float64}).requires_grad_();
+  Tensor y = custom_exp(x, false);
+  ug::test::expect_values(y, {std::exp(0.5), std::exp(-1.0), std::exp(2.0)}, 1e-12);
+  // The saved output comes back as the node's own: the second derivative goes through it.
+  Tensor g = ug::autograd::grad({y.sum()}, {x}, {}, {}, true)[0];
+  Tensor gg = ug::autograd::grad({g.pow(2).sum()}, {x})[0];
+  ug::test::expect_values(gg, {2 * std::exp(1.0), 2 * std::exp(-2.0), 2 * std::exp(4.0)}, 1e-12);
+  auto [out, tangent] = ug::jvp([](const Tensors& a) { return Tensors{custom_exp(a[0], true)}; }, {x.detach()},
+                                {ug::ones({3}, {.dtype = ug::float64})});
+  ug::test::expect_values(tangent[0], values(out[0]), 1e-12);
+  EXPECT_THROW(ug::jvp([](const Tensors& a) { return Tensors{custom_exp(a[0], false)}; }, {x.detach()},
+                       {ug::ones({3}, {.dtype = ug::float64})}),
+               ug::ValueError);
+}
+
+TEST(CustomFunction, ChecksWhatTheRuleReturnsAndWhatItSaved) {
+  Tensor x = ug::tensor({1.0, 2.0}, {.dtype = ug::float64}).requires_grad_();
+  auto wrong_count = ug::custom_function("Two", {x}, {x.detach() * 2}, [](const Tensors&, const Tensors& g) {
+    return Tensors{g[0], g[0]};
+  });
+  EXPECT_THROW(wrong_count[0].sum().backward(), ug::ValueError);
+  auto wrong_shape = ug::custom_function("Sum", {x}, {x.detach().sum()},
+                                         [](const Tensors&, const Tensors& g) { return Tensors{g[0].reshape({1})}; });
+  EXPECT_THROW(wrong_shape[0].backward(), ug::ValueError);
+  Tensor y = custom_exp(x * 1, false);
+  {
+    ug::NoGradGuard no_grad;
+    y.add_(1);  // the saved output changes before backward
+  }
+  EXPECT_ANY_THROW(y.sum().backward());
+  Tensor recorded = x * 2;
+  EXPECT_THROW(ug::custom_function("Bad", {x}, {recorded}, [](const Tensors&, const Tensors& g) { return g; }),
+               ug::ValueError);
 }

@@ -8,6 +8,8 @@ __all__ = export(_C.nn, globals())
 
 from . import functional, parallel, utils  # noqa: E402,F401
 from .parameter import Parameter, functional_call  # noqa: E402,F401
+from .lazy import *  # noqa: E402,F401,F403
+from . import lazy as _lazy  # noqa: E402
 
 
 def _forward_from_other_names(cls, **kwargs):
@@ -22,4 +24,4 @@ Module.__init_subclass__ = classmethod(_forward_from_other_names)  # noqa: F405,
 init = _C.nn.init
 SyncBatchNorm = _C.distributed.SyncBatchNorm  # torch.nn.SyncBatchNorm; ug::distributed in C++
 sys.modules[__name__ + ".init"] = init  # `import unigrad.nn.init` and `from unigrad.nn import init`
-__all__ += ["Parameter", "SyncBatchNorm", "functional_call", "functional", "init", "parallel", "utils"]
+__all__ += ["Parameter", "SyncBatchNorm", "functional_call", "functional", "init", "parallel", "utils"] + _lazy.__all__

@@ -1,5 +1,6 @@
 """ug.nn.Parameter: a tensor that a module registers as trainable when assigned to it."""
 from .. import _C
+from .lazy import UninitializedBuffer, UninitializedParameter  # noqa: F401  (torch.nn.parameter's)
 
 
 class _ParameterMeta(type):

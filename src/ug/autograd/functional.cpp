@@ -221,11 +221,28 @@ Tensors jacfwd(const TensorFn& f, const Tensors& args, int argnum) {
   return jacobians;
 }
 
+namespace {
+
+/** Where output k's batch dim goes: out_axes[k], 0 when out_axes is empty. */
+std::optional<int64_t> out_axis(const std::vector<std::optional<int64_t>>& out_axes, size_t k, size_t n_out) {
+  if (out_axes.empty()) return 0;
+  if (out_axes.size() != n_out) fail("[vmap] out_axes has ", out_axes.size(), " entries for ", n_out, " outputs");
+  return out_axes[k];
+}
+
+[[noreturn]] void fail_batched_output(size_t k, const Tensor& out) {
+  fail("[vmap] out_axes is None for output ", k, " (shape ", out.shape(),
+       "), but it depends on the mapped axis; give it an axis, or compute it from unmapped arguments only");
+}
+
+}  // namespace
+
 Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
-             const std::vector<int64_t>& out_axes) {
+             const std::vector<std::optional<int64_t>>& out_axes, std::optional<int64_t> axis_size) {
   if (in_axes.size() != args.size())
     fail("[vmap] in_axes has ", in_axes.size(), " entries for ", args.size(), " arguments");
-  int64_t batch = -1;
+  if (axis_size && *axis_size < 0) fail("[vmap] axis_size must be non-negative, got ", *axis_size);
+  int64_t batch = axis_size.value_or(-1);
   std::vector<int64_t> axes(args.size(), 0);
   for (size_t i = 0; i < args.size(); ++i) {
     if (!in_axes[i]) continue;
@@ -234,11 +251,11 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
     axes[i] = wrap_dim(*in_axes[i], args[i].dim(), "vmap");
     const int64_t n = args[i].size(axes[i]);
     if (batch >= 0 && n != batch)
-      fail("[vmap] mapped arguments have different sizes along their axes: ", batch, " and ", n, " (argument ", i,
-           ", shape ", args[i].shape(), ")");
+      fail("[vmap] mapped arguments have different sizes along their axes: ", batch, axis_size ? " (axis_size)" : "",
+           " and ", n, " (argument ", i, ", shape ", args[i].shape(), ")");
     batch = n;
   }
-  if (batch < 0) fail("[vmap] at least one argument must be mapped (in_axes all None)");
+  if (batch < 0) fail("[vmap] at least one argument must be mapped (in_axes all None), or axis_size given");
   if (batch == 0) fail("[vmap] cannot map over an empty batch dim");
   if (std::getenv("UG_VMAP_LOOP") == nullptr) {
     // The batched run: f sees one example per argument, ops apply their batching rules.
@@ -253,14 +270,20 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
       Tensors outs = f(wrapped);
       Tensors result;
       for (size_t k = 0; k < outs.size(); ++k) {
+        const bool batched = batching::level(outs[k]) == lvl;
+        const std::optional<int64_t> axis = out_axis(out_axes, k, outs.size());
+        if (!axis) {
+          if (batched) fail_batched_output(k, batching::physical(outs[k], lvl).select(0, 0));
+          result.push_back(outs[k]);
+          continue;
+        }
         Tensor p = batching::physical(outs[k], lvl);
-        if (batching::level(outs[k]) != lvl) {  // the output did not depend on the batch
+        if (!batched) {  // the output did not depend on the batch
           Dims target{batch};
           for (int64_t s : outs[k].shape()) target.push_back(s);
           p = outs[k].unsqueeze(0).expand(target);
         }
-        const int64_t axis = out_axes.empty() ? 0 : out_axes[k];
-        result.push_back(p.movedim(0, wrap_dim(axis, p.dim(), "vmap")));
+        result.push_back(p.movedim(0, wrap_dim(*axis, p.dim(), "vmap")));
       }
       return result;
     } catch (const NoBatchingRule&) {
@@ -280,14 +303,18 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
       fail("[vmap] the function returned a different number of outputs for example ", b);
   }
   const size_t n_out = per_example.front().size();
-  if (!out_axes.empty() && out_axes.size() != n_out)
-    fail("[vmap] out_axes has ", out_axes.size(), " entries for ", n_out, " outputs");
   Tensors out;
   for (size_t k = 0; k < n_out; ++k) {
     Tensors column;
     for (const Tensors& e : per_example) column.push_back(e[k]);
-    const int64_t axis = out_axes.empty() ? 0 : out_axes[k];
-    out.push_back(stack(column, wrap_dim(axis, column.front().dim() + 1, "vmap")));
+    const std::optional<int64_t> axis = out_axis(out_axes, k, n_out);
+    if (!axis) {  // unbatched: every example's output must be the same
+      for (const Tensor& c : column)
+        if (!equal(c, column.front())) fail_batched_output(k, column.front());
+      out.push_back(column.front());
+      continue;
+    }
+    out.push_back(stack(column, wrap_dim(*axis, column.front().dim() + 1, "vmap")));
   }
   return out;
 }

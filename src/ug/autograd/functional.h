@@ -37,11 +37,14 @@ Tensors hessian(const TensorFn& f, const Tensors& args, int argnum = 0);
 Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x);
 
 /** f mapped over a batch dim: in_axes[i] is the dim of args[i] to map over (nullopt: the
- *  argument is shared), out_axes[k] where the batch dim goes in output k. Every mapped
- *  argument must have the same size along its axis. f runs once on batched tensors, each op
- *  applying its batching rule; if an op has none, f runs once per example instead. */
+ *  argument is shared), out_axes[k] where the batch dim goes in output k (nullopt: output k
+ *  must not depend on the batch and comes back unbatched, jax.vmap's out_axes=None; empty:
+ *  every output at 0). out_axes is read after f returns, so a caller that learns the outputs'
+ *  structure inside f may fill it then. Every mapped argument must have the same size along
+ *  its axis, axis_size if given (which lets no argument be mapped). f runs once on batched
+ *  tensors, each op applying its batching rule; if an op has none, f runs once per example. */
 Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
-             const std::vector<int64_t>& out_axes);
+             const std::vector<std::optional<int64_t>>& out_axes, std::optional<int64_t> axis_size = std::nullopt);
 
 /** How many vmap calls fell back to one call per example (an op without a batching rule). */
 int64_t vmap_fallbacks();

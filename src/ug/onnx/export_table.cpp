@@ -441,6 +441,39 @@ void cross_entropy_backward(GraphBuilder& g, const CapturedCall& c) {
   g.node("Mul", {diff, scale}, {g.output(c)});
 }
 
+/** binary_cross_entropy's elementwise loss -(t max(log x, -100) + (1 - t) max(log(1 - x), -100)):
+ *  a program calls the op back (its derivative is torch's, finite at 0 and 1), a file gets
+ *  the formula. */
+void binary_cross_entropy(GraphBuilder& g, const CapturedCall& c) {
+  const DType dt = out_dtype(c);
+  std::string x = in(g, c, 0), t = in(g, c, 1), one = g.scalar(1.0, dt), least = g.scalar(-100.0, dt);
+  auto clamped_log = [&](const std::string& v) { return node1(g, "Max", {node1(g, "Log", {v}, "log"), least}, "t"); };
+  std::string hit = node1(g, "Mul", {t, clamped_log(x)}, "t");
+  std::string miss =
+      node1(g, "Mul", {node1(g, "Sub", {one, t}, "t"), clamped_log(node1(g, "Sub", {one, x}, "t"))}, "t");
+  g.node("Neg", {node1(g, "Add", {hit, miss}, "t")}, {g.output(c)});
+}
+
+/** sort along "dim": TopK of the dim's whole size (k read from the shape where it may change),
+ *  largest for descending, which orders ties by index (a stable sort's order). */
+void sort(GraphBuilder& g, const CapturedCall& c) {
+  const Tensor& x = c.inputs[0];
+  std::string xv = g.value(x);
+  if (x.dim() == 0) {
+    g.node("Identity", {xv}, {g.output(c, 0)});
+    g.node("Identity", {g.scalar(0.0, DType::Int64)}, {g.output(c, 1)});
+    return;
+  }
+  const int64_t d = attr_int(c, "dim");
+  std::string k = g.dynamic(x)[d] || g.sizes_free()
+                      ? node1(g, "Gather", {node1(g, "Shape", {xv}, "shape"), g.ints({d})}, "k")
+                      : g.ints({x.size(d)});
+  ::onnx::NodeProto& n = g.node("TopK", {xv, k}, {g.output(c, 0), g.output(c, 1)});
+  set_attr(n, "axis", d);
+  set_attr(n, "largest", attr_int(c, "descending"));
+  set_attr(n, "sorted", int64_t{1});
+}
+
 /** logaddexp: ONNX has none; max(a, b) + log(1 + exp(-|a - b|)). */
 void logaddexp(GraphBuilder& g, const CapturedCall& c) {
   const DType dt = static_cast<DType>(attr_int(c, "compute_dtype"));
@@ -472,6 +505,144 @@ void where(GraphBuilder& g, const CapturedCall& c) {
   std::string cond = g.value(c.inputs[0], DType::Bool), a = in(g, c, 1), b = in(g, c, 2);
   g.node("Where", {cond, a, b}, {g.output(c)});
 }
+
+// ---- Python's division and remainder, atan2, bit ops ---------------------------------------
+
+/** The operands of a binary call in the dtype its kernel computed in. */
+std::pair<std::string, std::string> operands(GraphBuilder& g, const CapturedCall& c, DType dt) {
+  return {g.value(c.inputs.at(0), dt), g.value(c.inputs.at(1), dt)};
+}
+
+/** The remainder of a / b with a's sign (C's fmod and %): Mod with fmod=1. */
+std::string c_remainder(GraphBuilder& g, const std::string& a, const std::string& b) {
+  std::string r = g.fresh("fmod");
+  set_attr(g.node("Mod", {a, b}, {r}), "fmod", int64_t{1});
+  return r;
+}
+
+/** Where C's remainder r is nonzero with the sign b does not have: there Python's quotient is
+ *  one below C's and Python's remainder is r + b (the kernels' test, binary_kinds.h). */
+std::string sign_differs(GraphBuilder& g, const std::string& r, const std::string& b, DType dt) {
+  std::string zero = g.scalar(0.0, dt);
+  std::string nonzero = node1(g, "Not", {node1(g, "Equal", {r, zero}, "t")}, "nonzero");
+  std::string other = node1(g, "Xor", {node1(g, "Less", {r, zero}, "t"), node1(g, "Less", {b, zero}, "t")}, "t");
+  return node1(g, "And", {nonzero, other}, "steps");
+}
+
+/** A call whose operands have no ONNX form: a program calls it back; a file is refused with `why`. */
+template <class... Why> void without_form(GraphBuilder& g, const CapturedCall& c, const Why&... why) {
+  if (g.replays_allowed() && c.replay) return g.replay(c);
+  fail("[onnx.export] ", c.op, " of ", static_cast<DType>(attr_int(c, "compute_dtype")), " tensors ", why...);
+}
+
+/** Whether x's sign bit is set (-0 included: 1 / -0 is -inf). */
+std::string sign_bit(GraphBuilder& g, const std::string& x, DType dt) {
+  std::string zero = g.scalar(0.0, dt);
+  std::string below = node1(g, "Less", {x, zero}, "t");
+  return node1(g, "Or", {below, node1(g, "Less", {node1(g, "Reciprocal", {x}, "t"), zero}, "t")}, "sign_bit");
+}
+
+/** Python's %, the sign of the divisor: Mod (fmod=0 is exactly that for integers; floats take
+ *  fmod=1, C's remainder, and add b where its sign differs from b's). */
+void remainder(GraphBuilder& g, const CapturedCall& c) {
+  const DType dt = static_cast<DType>(attr_int(c, "compute_dtype"));
+  if (dt == DType::Bool) return without_form(g, c, "has no ONNX form; convert them to integers");
+  auto [a, b] = operands(g, c, dt);
+  if (!is_floating(dt)) {
+    g.node("Mod", {a, b}, {g.output(c)});
+    return;
+  }
+  std::string r = c_remainder(g, a, b);
+  g.node("Where", {sign_differs(g, r, b, dt), node1(g, "Add", {r, b}, "t"), r}, {g.output(c)});
+}
+
+/** Python's //, toward minus infinity, as the kernels compute it (binary_kinds.h): integers are
+ *  C's quotient (Div truncates) less one where the remainder's sign differs from b's; floats
+ *  are (a - fmod(a, b)) / b so stepped, then rounded to the nearest integer, with 0 taking the
+ *  sign of a / b, and a / b itself for b = 0. ONNX Runtime's Where turns a -0 taken from its
+ *  true branch into +0 (and swaps the branches of a Where on a Not): here and in atan2 a value
+ *  that may be -0 is the false branch of a Where on no Not. */
+void floor_divide(GraphBuilder& g, const CapturedCall& c) {
+  const DType dt = static_cast<DType>(attr_int(c, "compute_dtype"));
+  if (dt == DType::Bool) return without_form(g, c, "has no ONNX form; convert them to integers");
+  if (!is_floating(dt)) {
+    // Div and Sub take 8- and 16-bit integers from opset 14: before it, the quotient is int32's.
+    const DType wide = g.opset() < 14 && itemsize(dt) < 4 ? DType::Int32 : dt;
+    auto [a, b] = operands(g, c, wide);
+    std::string q = node1(g, "Div", {a, b}, "q"), r = c_remainder(g, a, b);
+    std::string out = wide == dt ? g.output(c) : g.fresh("floor");
+    g.node("Where", {sign_differs(g, r, b, wide), node1(g, "Sub", {q, g.scalar(1.0, wide)}, "t"), q}, {out});
+    if (wide != dt) set_attr(g.node("Cast", {out}, {g.output(c)}), "to", static_cast<int64_t>(onnx_dtype(dt)));
+    return;
+  }
+  auto [a, b] = operands(g, c, dt);
+  std::string r = c_remainder(g, a, b), one = g.scalar(1.0, dt);
+  std::string exact = node1(g, "Div", {node1(g, "Sub", {a, r}, "t"), b}, "t");
+  exact = node1(g, "Where", {sign_differs(g, r, b, dt), node1(g, "Sub", {exact, one}, "t"), exact}, "div");
+  std::string down = node1(g, "Floor", {exact}, "floor");
+  std::string up = node1(g, "Greater", {node1(g, "Sub", {exact, down}, "t"), g.scalar(0.5, dt)}, "up");
+  std::string rounded = node1(g, "Where", {up, node1(g, "Add", {down, one}, "t"), down}, "t");
+  // A zero quotient takes a / b's sign: it has b's (a - fmod(a, b) is +0), so it flips where a's
+  // sign bit is set.
+  std::string zero = g.scalar(0.0, dt);
+  std::string flip = node1(g, "And", {node1(g, "Equal", {exact, zero}, "t"), sign_bit(g, a, dt)}, "flip");
+  std::string q = node1(g, "Mul", {rounded, node1(g, "Where", {flip, g.scalar(-1.0, dt), one}, "t")}, "t");
+  g.node("Where", {node1(g, "Equal", {b, zero}, "t"), node1(g, "Div", {a, b}, "quotient"), q}, {g.output(c)});
+}
+
+/** atan2(y, x) = atan(y / x), plus pi with y's sign where x's sign bit is set; y / x is y / 1
+ *  where both are zeros and sign(y) sign(x) where both are infinite, which gives C's atan2 at
+ *  signed zeros and infinities. */
+void atan2(GraphBuilder& g, const CapturedCall& c) {
+  const DType dt = static_cast<DType>(attr_int(c, "compute_dtype"));
+  auto [y, x] = operands(g, c, dt);
+  std::string zero = g.scalar(0.0, dt);
+  std::string zeros = node1(g, "And", {node1(g, "Equal", {y, zero}, "t"), node1(g, "Equal", {x, zero}, "t")}, "zeros");
+  std::string infs = node1(g, "And", {node1(g, "IsInf", {y}, "t"), node1(g, "IsInf", {x}, "t")}, "infs");
+  std::string ratio = node1(g, "Div", {y, node1(g, "Where", {zeros, g.scalar(1.0, dt), x}, "t")}, "t");
+  std::string signs = node1(g, "Mul", {node1(g, "Sign", {y}, "t"), node1(g, "Sign", {x}, "t")}, "t");
+  std::string angle = node1(g, "Atan", {node1(g, "Where", {infs, signs, ratio}, "ratio")}, "atan");
+  std::string half_turn = node1(g, "Where", {sign_bit(g, y, dt), g.scalar(-M_PI, dt), g.scalar(M_PI, dt)}, "half_turn");
+  g.node("Where", {sign_bit(g, x, dt), node1(g, "Add", {angle, half_turn}, "t"), angle}, {g.output(c)});
+}
+
+/** bitwise and, or, xor: And, Or, Xor on bools (any opset), BitwiseAnd, ... on integers (from 18). */
+template <const char* Logical, const char* Bitwise> void bitwise(GraphBuilder& g, const CapturedCall& c) {
+  const DType dt = static_cast<DType>(attr_int(c, "compute_dtype"));
+  if (dt != DType::Bool && g.opset() < 18)
+    fail("[onnx.export] ", c.op, " of ", dt, " tensors needs opset 18 or later (", Bitwise, "), got ", g.opset());
+  binary_node(g, c, dt == DType::Bool ? Logical : Bitwise, dt);
+}
+
+void bitwise_not(GraphBuilder& g, const CapturedCall& c) {
+  const DType dt = out_dtype(c);
+  if (dt != DType::Bool && g.opset() < 18)
+    fail("[onnx.export] bitwise_not of ", dt, " tensors needs opset 18 or later (BitwiseNot), got ", g.opset());
+  g.node(dt == DType::Bool ? "Not" : "BitwiseNot", {in(g, c, 0)}, {g.output(c)});
+}
+
+/** Shifts: BitShift, which ONNX defines for unsigned integers only; a count of the type's width
+ *  or more shifts every bit out (0), as the kernels do. */
+template <const char* Direction> void bit_shift(GraphBuilder& g, const CapturedCall& c) {
+  const DType dt = static_cast<DType>(attr_int(c, "compute_dtype"));
+  if (dt != DType::UInt8) return without_form(g, c, "has no ONNX form: BitShift takes unsigned integers only (uint8)");
+  auto [a, b] = operands(g, c, dt);
+  std::string shifted = g.fresh("shifted");
+  set_attr(g.node("BitShift", {a, b}, {shifted}), "direction", std::string(Direction));
+  std::string in_range = node1(g, "Less", {b, g.scalar(8.0, dt)}, "in_range");
+  g.node("Where", {in_range, shifted, g.scalar(0.0, dt)}, {g.output(c)});
+}
+
+#define UG_ONNX_NAME(var, text) constexpr char var[] = text;
+UG_ONNX_NAME(kAnd, "And")
+UG_ONNX_NAME(kOr, "Or")
+UG_ONNX_NAME(kXor, "Xor")
+UG_ONNX_NAME(kBitwiseAnd, "BitwiseAnd")
+UG_ONNX_NAME(kBitwiseOr, "BitwiseOr")
+UG_ONNX_NAME(kBitwiseXor, "BitwiseXor")
+UG_ONNX_NAME(kLeft, "LEFT")
+UG_ONNX_NAME(kRight, "RIGHT")
+#undef UG_ONNX_NAME
 
 // ---- shapes ---------------------------------------------------------------------------------
 
@@ -943,6 +1114,24 @@ void batch_norm(GraphBuilder& g, const CapturedCall& c) {
   set_attr(g.node("BatchNormalization", {xv, w, b, mean, var}, {g.output(c)}), "epsilon", attr_float(c, "epsilon"));
 }
 
+/** The statistics of instance_norm and group_norm (the ops normalize rows of `cols` elements;
+ *  the affine weight and bias are the Mul and Add after them): InstanceNormalization of x
+ *  seen as [N, rows per sample, cols], with unit scale and zero bias. x is [N, C, ...]:
+ *  instance_norm's rows are its channels, group_norm's its groups (Reshape there and back). */
+void row_norm(GraphBuilder& g, const CapturedCall& c) {
+  const Tensor& x = c.inputs[0];
+  const DType dt = x.dtype();
+  const int64_t rows = x.numel() / x.size(0) / attr_int(c, "cols");
+  const bool groups = c.op == "group_norm";
+  std::string xv = g.value(x), count = g.ints({rows});  // a constant, not read from a shape under free_sizes
+  std::string scale = node1(g, "Expand", {g.scalar(1.0, dt), count}, "scale");
+  std::string bias = node1(g, "Expand", {g.scalar(0.0, dt), count}, "bias");
+  std::string y = groups ? g.fresh("normalized") : g.output(c);
+  std::string x3 = groups ? node1(g, "Reshape", {xv, g.ints({0, rows, -1})}, "groups") : xv;
+  set_attr(g.node("InstanceNormalization", {x3, scale, bias}, {y}), "epsilon", attr_float(c, "epsilon"));
+  if (groups) g.node("Reshape", {y, node1(g, "Shape", {xv}, "shape")}, {g.output(c)});
+}
+
 /** ug::while_loop (ops/control_flow.h): inputs [cond(init), init..., stand-ins..., body's carry...],
  *  outputs [result..., cond(body's carry)], and one iteration of body and cond as its parts. A
  *  Loop node without a trip count, whose body is the parts (built by a builder of the subgraph,
@@ -1288,6 +1477,15 @@ const std::map<std::string, Emitter>& table() {
         {"logical_or", logical_or},
         {"logical_xor", logical_xor},
         {"where", where},
+        {"floor_divide", floor_divide},
+        {"remainder", remainder},
+        {"atan2", atan2},
+        {"bitwise_and", bitwise<kAnd, kBitwiseAnd>},
+        {"bitwise_or", bitwise<kOr, kBitwiseOr>},
+        {"bitwise_xor", bitwise<kXor, kBitwiseXor>},
+        {"bitwise_not", bitwise_not},
+        {"bitwise_left_shift", bit_shift<kLeft>},
+        {"bitwise_right_shift", bit_shift<kRight>},
         // shapes and copies
         {"view", reshape},
         {"reshape", reshape},
@@ -1317,6 +1515,7 @@ const std::map<std::string, Emitter>& table() {
         {"masked_fill_", masked_fill},
         {"copy_", copy},
         {"cumsum", cumsum},
+        {"sort", sort},
         // products and reductions
         {"matmul", matmul},
         {"linear", linear},
@@ -1342,12 +1541,15 @@ const std::map<std::string, Emitter>& table() {
         {"log_softmax_backward", called_back<softmax_backward>},
         {"layer_norm_backward", called_back<layer_norm_backward>},
         {"cross_entropy", cross_entropy},
+        {"binary_cross_entropy", called_back<binary_cross_entropy>},
         {"cross_entropy_backward", called_back<cross_entropy_backward>},
         {"scaled_dot_product_attention", attention},
         {"attention_backward", called_back<attention_backward>},
         // layers
         {"layer_norm", layer_norm},
         {"batch_norm", batch_norm},
+        {"group_norm", row_norm},
+        {"instance_norm", row_norm},
         {"conv", conv},
         {"conv_transpose", conv_transpose},
         {"max_pool", max_pool},
@@ -1372,15 +1574,6 @@ const std::map<std::string, Emitter>& table() {
 /** Traced ops without an ONNX form here, with the reason given to the user. */
 const std::map<std::string, std::string>& unsupported() {
   static const std::map<std::string, std::string> u = {
-      {"floor_divide", "Python's floor division has no exact ONNX op for integers"},
-      {"remainder", "Python's remainder (sign of the divisor) has no exact ONNX op for integers"},
-      {"atan2", "ONNX has no atan2"},
-      {"bitwise_and", "bitwise ops are not exported"},
-      {"bitwise_or", "bitwise ops are not exported"},
-      {"bitwise_xor", "bitwise ops are not exported"},
-      {"bitwise_not", "bitwise ops are not exported"},
-      {"bitwise_left_shift", "bitwise ops are not exported"},
-      {"bitwise_right_shift", "bitwise ops are not exported"},
       {"embed", "a gradient op; export traces the forward pass only"},
       {"diagonal", "a strided view with no ONNX counterpart"},
       {"as_strided", "arbitrary strides have no ONNX counterpart"},
@@ -1390,7 +1583,6 @@ const std::map<std::string, std::string>& unsupported() {
       {"max", "internal: captured as amax"},
       {"min", "internal: captured as amin"},
       {"cumprod", "ONNX has no cumulative product"},
-      {"sort", "sort and topk are not exported"},
       {"linalg_solve", "ONNX has no linear solver (inv and solve are not exported)"},
       {"linalg_solve_triangular", "ONNX has no triangular solver"},
       {"linalg_slogdet", "ONNX's Det has no sign and log-magnitude form (det and slogdet are not exported)"},
@@ -1411,8 +1603,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"optimization_barrier",
        "a checkpointed region's recomputation (in backward) has no ONNX form; a compiled program hands its inputs "
        "through"},
-      {"nll_loss", "losses are not exported; export the model without its loss"},
-      {"binary_cross_entropy", "losses are not exported; export the model without its loss"},
+      {"nll_loss", "internal: runs fused only where nothing is captured, as gather, mul and sum otherwise"},
       {"conv2d", "internal: captured as conv"},
       {"conv2d_relu", "internal: runs fused only where nothing is captured, as conv, add and relu otherwise"},
       {"conv_transpose2d", "internal: captured as conv_transpose (alone, it is conv's gradient)"},
@@ -1420,8 +1611,6 @@ const std::map<std::string, std::string>& unsupported() {
       {"max_pool2d", "internal: captured as max_pool or adaptive_max_pool"},
       {"avg_pool2d", "internal: captured as avg_pool or adaptive_avg_pool"},
       {"avg_pool2d_backward", "a gradient op; export traces the forward pass only"},
-      {"group_norm", "group normalization is not exported"},
-      {"instance_norm", "instance normalization is not exported"},
   };
   return u;
 }

@@ -3,6 +3,9 @@
 // computes it, composed of ug ops so that gradients flow through them.
 #include <algorithm>
 
+#include "ug/core/batching.h"
+#include "ug/graph/forward.h"
+#include "ug/graph/record.h"
 #include "ug/nn/functional.h"
 #include "ug/onnx/import_util.h"
 #include "ug/ops/binary.h"
@@ -43,13 +46,29 @@ Outputs lrn_op(const OpContext& c) {
   return one(div(x, pow(add(mul(sum, alpha / static_cast<double>(size)), bias), beta)));
 }
 
+/** Whether t holds `value` in every element and nothing differentiates through it (a constant,
+ *  not a parameter: read without an op, so a trace records nothing). */
+bool constant_of(const Tensor& t, double value) {
+  if (autograd::requires_grad(t) || batching::level(t) || forward::active() || t.device().type != DeviceType::CPU ||
+      !t.is_contiguous())
+    return false;
+  auto all = [&]<class T>(const T* p) { return std::all_of(p, p + t.numel(), [&](T e) { return e == T(value); }); };
+  if (t.dtype() == DType::Float32) return all(t.data_ptr<float>());
+  if (t.dtype() == DType::Float64) return all(t.data_ptr<double>());
+  return false;
+}
+
 Outputs instance_norm_op(const OpContext& c) {
   const Tensor &x = c.input(0), &scale = c.input(1), &bias = c.input(2);
   if (x.dim() < 3) c.fail("the input must be [N, C, spatial...], got ", x.shape());
   const Dims channels{x.size(1)};
   if (scale.shape() != channels || bias.shape() != channels)
     c.fail("scale ", scale.shape(), " and B ", bias.shape(), " must be [C] = ", channels);
-  return one(F::instance_norm(x, {}, {}, scale, bias, true, 0.1, c.attr_float("epsilon", 1e-5)));
+  // The exporter's group and instance norm (their affine step follows as Mul and Add) have
+  // constant scale 1 and bias 0: the normalization alone, as eagerly (two passes fewer).
+  const bool bare = constant_of(scale, 1.0) && constant_of(bias, 0.0);
+  return one(F::instance_norm(x, {}, {}, bare ? Tensor() : scale, bare ? Tensor() : bias, true, 0.1,
+                              c.attr_float("epsilon", 1e-5)));
 }
 
 /** GroupNormalization: statistics per sample and group of channels. Opset 18 takes scale and

@@ -11,6 +11,7 @@
 #include "ug/nn/functional.h"
 #include "ug/onnx/import_util.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/composite.h"
 #include "ug/ops/conv.h"
 #include "ug/ops/conv3d.h"
 #include "ug/ops/indexing.h"
@@ -187,9 +188,9 @@ Outputs mod_op(const OpContext& c) {
   const Tensor &a = c.input(0), &b = c.input(1);
   const bool integers = is_integral(a.dtype()) && is_integral(b.dtype());
   if (!c.attr_int("fmod", 0)) return one(remainder(a, b));  // Python's %: the sign of the divisor
-  // C's fmod: the result has the sign of the dividend.
-  Tensor q = integers ? trunc_divide(a, b) : trunc(div(a, b));
-  return one(sub(a, mul(q, b)));
+  // C's fmod: the result has the sign of the dividend (for floats exactly, as std::fmod).
+  if (!integers) return one(fmod(a, b));
+  return one(sub(a, mul(trunc_divide(a, b), b)));
 }
 
 template <Tensor (*Fold)(const Tensor&, const Tensor&)> Outputs variadic(const OpContext& c) {

@@ -141,7 +141,7 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   }
   set_attrs(call, compute);
   // A program calls back an activation's gradient (one fused kernel, see its export rule) and
-  // an op without a graph form (atan2, bitwise ops, Python's // and %: the exporter's table).
+  // an op on operands without a graph form (shifts of signed integers, // and % of bools).
   if (call.capturing())
     call.set_replay([op, common](const graph::Tensors& in) { return graph::Tensors{run(op, common, in[0], in[1])}; },
                     graph::ReplaySizes::None);

@@ -178,12 +178,8 @@ Tensor normalize_rows_fused(RowNorm kind, const Tensor& x, int64_t cols, const T
     NoGradGuard kernel_views;  // views that only feed the kernel: no nodes for them
     backend_for(x.device()).layer_norm(xc.view({rows, cols}), wc, bc, eps, y.view({rows, cols}), mean, rstd);
   }
-  // group_norm and instance_norm have no graph form: a program calls them back (layer_norm's
-  // call is inside its own, which has one).
-  if (call.capturing())
-    call.set_replay([kind, cols, eps](const graph::Tensors& in) {
-      return graph::Tensors{normalize_rows(kind, in[0], cols, in[1], in[2], eps)};
-    });
+  // What group_norm's and instance_norm's export rule reads (layer_norm's call is inside its own).
+  if (call.capturing()) call.set_attrs({{"cols", cols}, {"epsilon", eps}});
   call.finish(
       {&x, &w, &b}, {&y}, {graph::input(xc), wc.defined() ? graph::input(wc) : graph::nothing},
       [mean, rstd, p = RowNormGrad{cols, eps, wants_grad(w), wants_grad(b)},

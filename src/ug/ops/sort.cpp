@@ -38,14 +38,9 @@ std::pair<Tensor, Tensor> sort_untraced(const Tensor& x, int64_t dim, bool desce
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool stable) {
   graph::OpCall call(kSort);
   auto result = sort_untraced(x, dim, descending, stable);
-  // No graph form: a program calls it back.
   if (call.capturing())
-    call.set_replay(
-        [dim, descending, stable](const graph::Tensors& in) {
-          auto [values, indices] = sort(in[0], dim, descending, stable);
-          return graph::Tensors{values, indices};
-        },
-        graph::ReplaySizes::None);
+    call.set_attrs(
+        {{"dim", wrap_dim(dim, x.dim(), "sort")}, {"descending", int64_t{descending}}, {"stable", int64_t{stable}}});
   // The values' derivative is recorded by the gather that reads them.
   call.finish({&x}, {&result.first, &result.second});
   return result;

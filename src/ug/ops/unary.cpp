@@ -105,10 +105,6 @@ Tensor unary(UnaryOp op, const Tensor& x) {
     backend_for(x.device()).unary(op, in, out);
   }
   set_attrs(call, op);
-  // An op without a graph form (bitwise_not): a program calls it back.
-  if (call.capturing())
-    call.set_replay([op](const graph::Tensors& in) { return graph::Tensors{unary(op, in[0])}; },
-                    graph::ReplaySizes::None);
   // in is x itself wherever a derivative exists: only integers and bool are converted.
   const Reads reads = info(op).reads;
   call.finish(

@@ -1,6 +1,7 @@
 // Dropout multiplies by a mask tensor (kept / (1 - p), else 0): the product's own rule
 // gives the gradient, and the mask is drawn once per call from the global generator.
 #include "ug/nn/functional/dropout.h"
+#include "ug/nn/functional/feature_alpha_dropout.h"
 
 #include <cmath>
 
@@ -59,18 +60,40 @@ Tensor dropout3d(const Tensor& x, double p, bool training, bool inplace) {
   return feature_dropout(x, p, training, inplace, 3, "dropout3d");
 }
 
-Tensor alpha_dropout(const Tensor& x, double p, bool training, bool inplace) {
-  check_p(p, "alpha_dropout");
-  if (!training || p == 0) return x;
-  if (p == 1) return maybe_inplace(x, inplace, [](const Tensor& x) { return zeros_like(x); });
+namespace {
+
+/** Alpha dropout with one draw per element of `shape` (x's, or its (N, C, 1, ...) for features). */
+Tensor alpha_dropout_of(const Tensor& x, const Dims& shape, double p, bool inplace) {
+  if (p == 1)
+    return maybe_inplace(x, inplace,
+                         [](const Tensor& x) { return x * zeros({}, {.dtype = x.dtype(), .device = x.device()}); });
   // torch's constants: an affine map a * x + b after dropping restores the zero mean and unit
   // variance that SELU keeps (dropped values go to SELU's negative saturation value).
   constexpr double alpha = 1.7580993408473766;
   const double a = 1 / std::sqrt((alpha * alpha * p + 1) * (1 - p));
   return maybe_inplace(x, inplace, [&](const Tensor& x) {
-    Tensor keep = (rand(x.shape(), {.dtype = DType::Float32, .device = x.device()}) < 1 - p).to(x.dtype());
+    Tensor keep = (rand(shape, {.dtype = DType::Float32, .device = x.device()}) < 1 - p).to(x.dtype());
     return x * (keep * a) + ((keep - 1) * (alpha * a) + alpha * a * p);
   });
+}
+
+}  // namespace
+
+Tensor alpha_dropout(const Tensor& x, double p, bool training, bool inplace) {
+  check_p(p, "alpha_dropout");
+  if (!training || p == 0) return x;
+  return alpha_dropout_of(x, Dims(x.shape().begin(), x.shape().end()), p, inplace);
+}
+
+Tensor feature_alpha_dropout(const Tensor& x, double p, bool training, bool inplace) {
+  check_p(p, "feature_alpha_dropout");
+  if (!training || p == 0 || x.numel() == 0) return x;
+  if (x.dim() < 2)
+    fail("[feature_alpha_dropout] feature dropout requires at least 2 dimensions in the input, got shape ", x.shape());
+  Dims shape(static_cast<size_t>(x.dim()), 1);
+  shape[0] = x.size(0);
+  shape[1] = x.size(1);
+  return alpha_dropout_of(x, shape, p, inplace);
 }
 
 }  // namespace ug::nn::functional

@@ -22,6 +22,16 @@ Dims per_dim(Dims d, int n, const std::string& layer, const char* what) {
   return d;
 }
 
+/** Registers a convolution's weight (and bias) for in_channels input channels. */
+void make_weight(Module& m, bool transposed, int64_t in_channels, int64_t out_channels, int64_t groups,
+                 const Dims& kernel_size, bool bias, DType dtype) {
+  Dims shape = transposed ? Dims{in_channels, out_channels / groups} : Dims{out_channels, in_channels / groups};
+  for (int64_t k : kernel_size) shape.push_back(k);
+  const Options opts{.dtype = dtype, .device = {}};
+  m.register_parameter("weight", empty(shape, opts));
+  m.register_parameter("bias", bias ? empty({out_channels}, opts) : Tensor());
+}
+
 }  // namespace
 
 ConvImpl::ConvImpl(int spatial_dims, int64_t in_channels, int64_t out_channels, Dims kernel_size, Dims stride,
@@ -51,18 +61,22 @@ ConvImpl::ConvImpl(int spatial_dims, int64_t in_channels, int64_t out_channels, 
       if (s != 1) fail("[", type_name(), "] padding='same' is not supported for strided convolutions");
   if (transposed && padding_mode_ != "zeros")
     fail("[", type_name(), "] Only \"zeros\" padding mode is supported for ", type_name());
-  if (in_channels <= 0 || out_channels <= 0 || groups <= 0 || in_channels % groups || out_channels % groups)
+  // in_channels < 0: a lazy layer (torch's LazyConv*), whose weight the first forward makes.
+  const bool lazy = in_channels < 0;
+  if ((!lazy && (in_channels == 0 || in_channels % groups)) || out_channels <= 0 || groups <= 0 ||
+      out_channels % groups)
     fail("[", type_name(), "] in_channels (", in_channels, ") and out_channels (", out_channels,
          ") must be positive multiples of groups (", groups, ")");
-  Dims shape = transposed ? Dims{in_channels, out_channels / groups} : Dims{out_channels, in_channels / groups};
-  for (int64_t k : kernel_size_) shape.push_back(k);
-  register_parameter("weight", empty(shape));
-  register_parameter("bias", bias ? empty({out_channels}) : Tensor());
+  register_parameter("weight", Tensor());
+  register_parameter("bias", Tensor());
+  if (lazy) return;
+  make_weight(*this, transposed, in_channels, out_channels, groups, kernel_size_, bias, get_default_dtype());
   reset_parameters();
 }
 
 void ConvImpl::reset_parameters() {
   Tensor& w = parameter("weight");
+  if (!w.defined()) return;
   init::kaiming_uniform_(w, std::sqrt(5.0));
   if (Tensor& b = parameter("bias"); b.defined()) {
     const auto fan_in = static_cast<double>(init::calculate_fan_in_and_fan_out(w).first);
@@ -72,6 +86,21 @@ void ConvImpl::reset_parameters() {
 }
 
 Tensor ConvImpl::forward(const Tensor& x) {
+  if (in_channels_ < 0) {
+    // A lazy layer: the channels of the first input (dim 0 of an unbatched one); the default
+    // dtype, as torch's factory dtype (not the input's, which autocast may have lowered).
+    if (x.dim() != spatial_dims_ + 1 && x.dim() != spatial_dims_ + 2)
+      fail("[", type_name(), "] expected a ", spatial_dims_ + 1, "D or ", spatial_dims_ + 2, "D input, got shape ",
+           x.shape());
+    const int64_t channels = x.size(x.dim() == spatial_dims_ + 1 ? 0 : 1);
+    if (channels <= 0 || channels % groups_)
+      fail("[", type_name(), "] the input's ", channels, " channels must be a positive multiple of groups (", groups_,
+           ")");
+    in_channels_ = channels;
+    if (type_name().starts_with("Lazy")) set_type_name(type_name().substr(4));  // LazyConv2d becomes Conv2d
+    make_weight(*this, transposed_, channels, out_channels_, groups_, kernel_size_, has_bias_, get_default_dtype());
+    reset_parameters();
+  }
   const Tensor& w = parameter("weight");
   std::optional<Tensor> b;
   if (const Tensor& bias = parameter("bias"); bias.defined()) b = bias;
@@ -97,7 +126,7 @@ Tensor ConvImpl::forward(const Tensor& x) {
 
 std::string ConvImpl::extra_repr() const {
   std::ostringstream s;
-  s << in_channels_ << ", " << out_channels_ << ", kernel_size=" << tuple_repr(kernel_size_)
+  s << std::max<int64_t>(in_channels_, 0) << ", " << out_channels_ << ", kernel_size=" << tuple_repr(kernel_size_)
     << ", stride=" << tuple_repr(stride_);
   const Dims padding = padding_.mode.empty() ? per_dim(padding_.sizes, spatial_dims_, type_name(), "padding") : Dims{};
   if (!padding_.mode.empty()) s << ", padding=" << padding_.mode;

@@ -1,5 +1,6 @@
 #include "ug/nn/layers/linear.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ug/graph/grad_mode.h"
@@ -49,6 +50,7 @@ void LinearImpl::reset_parameters() {
 Tensor LinearImpl::forward(const Tensor& x) {
   if (in_features_ < 0) {
     if (x.dim() == 0) fail("[", type_name(), "] expected an input with a feature dim, got a scalar");
+    if (type_name().starts_with("Lazy")) set_type_name(type_name().substr(4));  // LazyLinear becomes Linear
     materialize(x.size(-1));
     reset_parameters();
   }
@@ -60,7 +62,8 @@ Tensor LinearImpl::forward(const Tensor& x) {
 }
 
 std::string LinearImpl::extra_repr() const {
-  return "in_features=" + (in_features_ < 0 ? std::string("None") : std::to_string(in_features_)) +
+  // A lazy layer's in_features prints as 0, as torch's LazyLinear's.
+  return "in_features=" + std::to_string(std::max<int64_t>(in_features_, 0)) +
          ", out_features=" + std::to_string(out_features_) + ", bias=" + (has_bias_ ? "True" : "False");
 }
 

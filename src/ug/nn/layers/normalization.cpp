@@ -1,5 +1,6 @@
 #include "ug/nn/layers/normalization.h"
 
+#include <algorithm>
 #include <sstream>
 #include <utility>
 
@@ -17,6 +18,28 @@ namespace {
 
 const char* flag(bool b) { return b ? "True" : "False"; }
 
+/** Registers the affine parameters and running statistics for num_features channels (empty
+ *  slots while num_features < 0, a lazy layer's until its first forward). */
+void make_state(Module& m, int64_t num_features, bool affine, bool bias, bool track, DType dtype) {
+  const Options opts{.dtype = dtype, .device = {}};
+  const bool made = num_features > 0;
+  m.register_parameter("weight", made && affine ? empty({num_features}, opts) : Tensor());
+  m.register_parameter("bias", made && bias ? empty({num_features}, opts) : Tensor());
+  m.register_buffer("running_mean", made && track ? zeros({num_features}, opts) : Tensor());
+  m.register_buffer("running_var", made && track ? ones({num_features}, opts) : Tensor());
+}
+
+/** A lazy layer's first forward: it becomes the regular layer (LazyBatchNorm1d prints as
+ *  BatchNorm1d) and, where it has tensors to make, takes the input's channels, as torch's
+ *  (without any it keeps num_features 0). */
+void materialize(Module& m, int64_t& num_features, int64_t channels, bool affine, bool bias, bool track) {
+  if (m.type_name().starts_with("Lazy")) m.set_type_name(m.type_name().substr(4));
+  if (!affine && !track) return;
+  num_features = channels;
+  make_state(m, num_features, affine, bias, track, get_default_dtype());
+  m.reset_parameters();
+}
+
 }  // namespace
 
 NormBaseImpl::NormBaseImpl(std::string type_name, int64_t num_features, double eps, std::optional<double> momentum,
@@ -28,16 +51,16 @@ NormBaseImpl::NormBaseImpl(std::string type_name, int64_t num_features, double e
       affine_(affine),
       track_running_stats_(track_running_stats),
       bias_(affine && bias) {
-  if (num_features <= 0) fail("[", this->type_name(), "] num_features must be positive, got ", num_features);
-  register_parameter("weight", affine ? empty({num_features}) : Tensor());
-  register_parameter("bias", bias_ ? empty({num_features}) : Tensor());
-  register_buffer("running_mean", track_running_stats ? zeros({num_features}) : Tensor());
-  register_buffer("running_var", track_running_stats ? ones({num_features}) : Tensor());
+  // num_features < 0: a lazy layer (torch's LazyBatchNorm*, LazyInstanceNorm*), whose
+  // parameters and running statistics the first forward makes.
+  if (num_features == 0) fail("[", this->type_name(), "] num_features must be positive, got ", num_features);
+  make_state(*this, num_features, affine, bias_, track_running_stats, get_default_dtype());
   register_buffer("num_batches_tracked", track_running_stats ? zeros({}, {.dtype = DType::Int64}) : Tensor());
   reset_parameters();
 }
 
 void NormBaseImpl::reset_parameters() {
+  if (num_features_ < 0) return;
   if (track_running_stats_) {
     init::zeros_(buffer("running_mean"));
     init::ones_(buffer("running_var"));
@@ -50,7 +73,7 @@ void NormBaseImpl::reset_parameters() {
 
 std::string NormBaseImpl::extra_repr() const {
   std::ostringstream s;
-  s << num_features_ << ", eps=" << eps_ << ", momentum=";
+  s << std::max<int64_t>(num_features_, 0) << ", eps=" << eps_ << ", momentum=";
   if (momentum_) s << *momentum_;
   else s << "None";
   s << ", affine=" << flag(affine_) << ", bias=" << flag(bias_)
@@ -70,7 +93,8 @@ Tensor BatchNormImpl::forward(const Tensor& x) {
     fail("[", type_name(), "] expected ",
          spatial_dims_ == 1 ? std::string("2D or 3D") : std::to_string(spatial_dims_ + 2) + "D", " input, got shape ",
          x.shape());
-  if (x.size(1) != num_features_)
+  if (num_features_ < 0) materialize(*this, num_features_, x.size(1), affine_, bias_, track_running_stats_);
+  if (num_features_ >= 0 && x.size(1) != num_features_)
     fail("[", type_name(), "] expected ", num_features_, " channels in dim 1, got shape ", x.shape());
   const bool use_batch_stats = is_training() || !track_running_stats_;
   if (!is_training() || !track_running_stats_)
@@ -106,7 +130,9 @@ Tensor InstanceNormImpl::forward(const Tensor& x) {
   if (x.dim() != unbatched && x.dim() != unbatched + 1)
     fail("[", type_name(), "] expected ", unbatched, "D or ", unbatched + 1, "D input, got shape ", x.shape());
   const bool batched = x.dim() == unbatched + 1;
-  if (affine_ && x.size(batched ? 1 : 0) != num_features_)
+  if (num_features_ < 0)
+    materialize(*this, num_features_, x.size(batched ? 1 : 0), affine_, bias_, track_running_stats_);
+  if (affine_ && num_features_ >= 0 && x.size(batched ? 1 : 0) != num_features_)
     fail("[", type_name(), "] expected ", num_features_, " channels in dim ", batched ? 1 : 0, ", got shape ",
          x.shape());
   const Tensor in = batched ? x : x.unsqueeze(0);

@@ -1,11 +1,13 @@
 """ug.autograd: PyTorch's imperative differentiation on unigrad's one engine.
 
 backward/grad walk the graph the ops recorded; no_grad/enable_grad switch recording;
-detect_anomaly makes backward name the op whose derivative produced NaN or Inf.
+detect_anomaly makes backward name the op whose derivative produced NaN or Inf; Function
+(ug.autograd.function) defines an op's derivative by hand.
 """
 import contextlib
 
-from . import _C
+from .. import _C
+from .function import Function, FunctionCtx, PyLayer, once_differentiable  # noqa: F401
 
 _ag = _C._autograd
 
@@ -110,7 +112,7 @@ def _user_stack():
     """The caller's frames outside unigrad, for anomaly mode's 'the op ran forward at'."""
     import os
     import traceback
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package, not autograd/
     frames = [f for f in traceback.extract_stack()[:-1] if not os.path.abspath(f.filename).startswith(here)]
     return "".join(traceback.format_list(frames[-3:]))
 
@@ -121,7 +123,7 @@ def _user_frame():
     import linecache
     import os
     import sys
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package, not autograd/
     frame = sys._getframe(1)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
         frame = frame.f_back
