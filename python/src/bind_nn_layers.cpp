@@ -338,7 +338,18 @@ void bind_nn_layers(nb::module_& nn) {
                 n::EmbeddingImpl(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type, scale_grad_by_freq);
           },
           "num_embeddings"_a, "embedding_dim"_a, "padding_idx"_a = nb::none(), "max_norm"_a = nb::none(),
-          "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false, "sparse"_a = false);
+          "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false, "sparse"_a = false)
+      .def_static(
+          "from_pretrained",
+          [](const Tensor& embeddings, bool freeze, std::optional<int64_t> padding_idx, std::optional<double> max_norm,
+             double norm_type, bool scale_grad_by_freq, bool sparse) {
+            if (sparse) throw ug::ValueError("[Embedding] sparse gradients are not supported; use sparse=False");
+            return n::EmbeddingImpl::from_pretrained(embeddings, freeze, padding_idx, max_norm, norm_type,
+                                                     scale_grad_by_freq);
+          },
+          "embeddings"_a, "freeze"_a = true, "padding_idx"_a = nb::none(), "max_norm"_a = nb::none(),
+          "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false, "sparse"_a = false,
+          "An Embedding whose weight is embeddings [num, dim], trained unless freeze (torch's from_pretrained).");
 
   nb::class_<n::EmbeddingBagImpl, Module>(nn, "EmbeddingBag",
                                           "Sums, means or maxima of bags of embedding vectors (torch.nn.EmbeddingBag).")
@@ -354,6 +365,19 @@ void bind_nn_layers(nb::module_& nn) {
           "num_embeddings"_a, "embedding_dim"_a, "max_norm"_a = nb::none(), "norm_type"_a = 2.0,
           "scale_grad_by_freq"_a = false, "mode"_a = "mean", "sparse"_a = false, "include_last_offset"_a = false,
           "padding_idx"_a = nb::none())
+      .def_static(
+          "from_pretrained",
+          [](const Tensor& embeddings, bool freeze, std::optional<double> max_norm, double norm_type,
+             bool scale_grad_by_freq, std::string mode, bool sparse, bool include_last_offset,
+             std::optional<int64_t> padding_idx) {
+            if (sparse) throw ug::ValueError("[EmbeddingBag] sparse gradients are not supported; use sparse=False");
+            return n::EmbeddingBagImpl::from_pretrained(embeddings, freeze, max_norm, norm_type, scale_grad_by_freq,
+                                                        std::move(mode), include_last_offset, padding_idx);
+          },
+          "embeddings"_a, "freeze"_a = true, "max_norm"_a = nb::none(), "norm_type"_a = 2.0,
+          "scale_grad_by_freq"_a = false, "mode"_a = "mean", "sparse"_a = false, "include_last_offset"_a = false,
+          "padding_idx"_a = nb::none(),
+          "An EmbeddingBag whose weight is embeddings [num, dim], trained unless freeze (torch's from_pretrained).")
       .def("forward",
            nb::overload_cast<const Tensor&, const std::optional<Tensor>&, const std::optional<Tensor>&>(
                &n::EmbeddingBagImpl::forward),

@@ -113,5 +113,32 @@ TEST(Recurrent, BadInputsRaise) {
   EXPECT_THROW(GRUCell(4, 6)(randn({2, 2, 4})), ValueError);
 }
 
+TEST(Recurrent, PackedBatchFromCpp) {
+  // A packed batch's outputs and final states are each sequence's run alone; the packing
+  // keeps the caller's order through sorted/unsorted_indices.
+  manual_seed(0);
+  LSTM lstm(3, 5, RNNOptions{.num_layers = 2, .bidirectional = true, .proj_size = 2, .dtype = float64});
+  const std::vector<int64_t> lengths{2, 4, 1};
+  Tensor x = randn({4, 3, 3}, {.dtype = float64});
+  PackedSequence packed = utils::rnn::pack_padded_sequence(x, lengths, false, false);
+  EXPECT_EQ(values(packed.batch_sizes), (std::vector<double>{3, 2, 1, 1}));
+  EXPECT_EQ(values(packed.sorted_indices), (std::vector<double>{1, 0, 2}));
+  auto [out, state] = lstm->forward(packed, std::nullopt);
+  EXPECT_EQ(out.data.shape(), shape({7, 4}));
+  EXPECT_EQ(state.first.shape(), shape({4, 3, 2}));
+  EXPECT_EQ(state.second.shape(), shape({4, 3, 5}));
+  auto [padded, out_lengths] = utils::rnn::pad_packed_sequence(out, true, -1.0);
+  EXPECT_EQ(values(out_lengths), (std::vector<double>{2, 4, 1}));
+  for (int64_t b = 0; b < 3; ++b) {
+    auto [alone, alone_state] = lstm->forward(x.select(1, b).narrow(0, 0, lengths[b]), std::nullopt);
+    test::expect_values(padded.select(0, b).narrow(0, 0, lengths[b]), values(alone), 1e-12);
+    test::expect_values(state.first.select(1, b), values(alone_state.first), 1e-12);
+    test::expect_values(state.second.select(1, b), values(alone_state.second), 1e-12);
+  }
+  EXPECT_THROW(utils::rnn::pack_padded_sequence(x, std::vector<int64_t>{2, 4, 1}), RuntimeError);
+  EXPECT_THROW(utils::rnn::pack_padded_sequence(x, std::vector<int64_t>{5, 4, 1}), RuntimeError);
+  EXPECT_THROW(GRU(3, 5, RNNOptions{.proj_size = 2}), ValueError);
+}
+
 }  // namespace
 }  // namespace ug::nn

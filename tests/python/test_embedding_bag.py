@@ -128,3 +128,27 @@ def test_bad_input_raises_like_torch():
                                        per_sample_weights=ug.ones(2, dtype=ug.float64))
     with pytest.raises(ValueError, match=r"\[EmbeddingBag\] mode has to be one of sum, mean or max, got 'min'"):
         ug.nn.EmbeddingBag(10, 3, mode="min")
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_from_pretrained_matches_torch(freeze):
+    table = np.random.default_rng(5).uniform(-1, 1, (10, 3))
+    t_emb = torch.nn.Embedding.from_pretrained(torch.tensor(table), freeze=freeze, padding_idx=2)
+    u_src = ug.tensor(table)
+    u_emb = ug.nn.Embedding.from_pretrained(u_src, freeze=freeze, padding_idx=2)
+    assert repr(u_emb) == repr(t_emb) and u_emb.weight.requires_grad == (not freeze)
+    np.testing.assert_array_equal(u_emb.weight.numpy(), table)  # the padding row kept, as torch
+    idx = np.array([[1, 2, 9], [2, 0, 4]])
+    np.testing.assert_array_equal(u_emb(ug.tensor(idx)).numpy(), t_emb(torch.tensor(idx)).detach().numpy())
+    assert not u_src.requires_grad  # the caller's tensor is left as it was, its storage shared
+    with ug.no_grad():
+        u_emb.weight[0, 0] = 7.0
+    assert u_src[0, 0].item() == 7.0
+    t_bag = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(table), freeze=freeze, mode="sum")
+    u_bag = ug.nn.EmbeddingBag.from_pretrained(ug.tensor(table), freeze=freeze, mode="sum")
+    assert repr(u_bag) == repr(t_bag) and u_bag.weight.requires_grad == (not freeze)
+    check_layer(u_bag, t_bag, INDICES, np.array(OFFSETS[False]), grads=not freeze)
+    with pytest.raises(ValueError, match=r"Embedding.from_pretrained\] .*2-dimensional, got shape \[10\]"):
+        ug.nn.Embedding.from_pretrained(ug.ones(10))
+    with pytest.raises(ValueError, match=r"EmbeddingBag.from_pretrained\] .*2-dimensional"):
+        ug.nn.EmbeddingBag.from_pretrained(ug.ones(2, 3, 4))

@@ -136,6 +136,21 @@ def test_recurrent_models(tmp_path, kind, options):
     assert {"LSTM": "LSTM", "GRU": "GRU", "RNN": "RNN"}[kind] in op_types(proto)
 
 
+def test_lstm_with_projection_exports_as_its_ops(tmp_path):
+    # ONNX's LSTM has no projection: the steps are exported one by one, for the batch size of
+    # the example input (docs/deploy.md, "Limits").
+    class Model(ug.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = ug.nn.LSTM(8, 16, proj_size=4, batch_first=True, num_layers=2, bidirectional=True)
+
+        def forward(self, x):
+            return self.rnn(x)[0]
+    ug.manual_seed(0)
+    proto = export_and_compare(tmp_path, Model(), ug.randn(4, 5, 8), dynamic=False)
+    assert "LSTM" not in op_types(proto) and "MatMul" in op_types(proto)
+
+
 class TwoInputGRU(ug.nn.Module):
     """A Python module with a two-argument forward returning two tensors: the GRU's output and state."""
 

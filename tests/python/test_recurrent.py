@@ -334,5 +334,5 @@ def test_bad_cell_inputs_and_arguments():
         ug.nn.LSTM(IN, HIDDEN, dropout=1.5)
     with pytest.raises(ug.errors.ValueError, match="nonlinearity"):
         ug.nn.RNN(IN, HIDDEN, nonlinearity="sigmoid")
-    with pytest.raises(ug.errors.ValueError, match="proj_size"):
-        ug.nn.LSTM(IN, HIDDEN, proj_size=2)
+    with pytest.raises(ug.errors.ValueError, match="proj_size has to be smaller than hidden_size"):
+        ug.nn.LSTM(IN, HIDDEN, proj_size=HIDDEN)

@@ -1,11 +1,12 @@
 """ug.nn.utils (torch.nn.utils): gradient clipping (clip_grad_norm_, clip_grad_value_),
 parametrizations (parametrize, parametrizations), the hook-based weight_norm and
-spectral_norm, conv/linear + batch norm fusion and skip_init."""
+spectral_norm, conv/linear + batch norm fusion, skip_init, and packed variable-length
+batches for the recurrent layers (rnn)."""
 import warnings
 
 from ... import _C
 from ..._export import export
-from . import parametrizations, parametrize  # noqa: F401
+from . import parametrizations, parametrize, rnn  # noqa: F401
 
 _p = _C.nn._utils
 
@@ -48,6 +49,7 @@ __all__ = export(_C.optim._utils, globals()) + [
     "parametrize",
     "remove_spectral_norm",
     "remove_weight_norm",
+    "rnn",
     "skip_init",
     "spectral_norm",
     "weight_norm",

@@ -39,6 +39,17 @@ EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, std:
   reset_parameters();
 }
 
+std::shared_ptr<EmbeddingImpl> EmbeddingImpl::from_pretrained(const Tensor& embeddings, bool freeze,
+                                                              std::optional<int64_t> padding_idx,
+                                                              std::optional<double> max_norm, double norm_type,
+                                                              bool scale_grad_by_freq) {
+  detail::check_pretrained(embeddings, "Embedding");
+  auto m = std::make_shared<EmbeddingImpl>(embeddings.size(0), embeddings.size(1), padding_idx, max_norm, norm_type,
+                                           scale_grad_by_freq);
+  m->register_parameter("weight", embeddings.detach(), !freeze);
+  return m;
+}
+
 void EmbeddingImpl::reset_parameters() { detail::reset_table(parameter("weight"), padding_idx_); }
 
 Tensor EmbeddingImpl::forward(const Tensor& indices) {

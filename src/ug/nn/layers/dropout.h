@@ -60,6 +60,12 @@ class EmbeddingImpl : public Module {
  public:
   EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = {},
                 std::optional<double> max_norm = {}, double norm_type = 2.0, bool scale_grad_by_freq = false);
+  /** torch.nn.Embedding.from_pretrained: the table is `embeddings` [num_embeddings,
+   *  embedding_dim] (its storage shared, its padding_idx row kept), trained unless freeze. */
+  static std::shared_ptr<EmbeddingImpl> from_pretrained(const Tensor& embeddings, bool freeze = true,
+                                                        std::optional<int64_t> padding_idx = {},
+                                                        std::optional<double> max_norm = {}, double norm_type = 2.0,
+                                                        bool scale_grad_by_freq = false);
   Tensor forward(const Tensor& indices) override;
   void reset_parameters() override;
   std::string extra_repr() const override;

@@ -26,6 +26,18 @@ EmbeddingBagImpl::EmbeddingBagImpl(int64_t num_embeddings, int64_t embedding_dim
   reset_parameters();
 }
 
+std::shared_ptr<EmbeddingBagImpl> EmbeddingBagImpl::from_pretrained(const Tensor& embeddings, bool freeze,
+                                                                    std::optional<double> max_norm, double norm_type,
+                                                                    bool scale_grad_by_freq, std::string mode,
+                                                                    bool include_last_offset,
+                                                                    std::optional<int64_t> padding_idx) {
+  detail::check_pretrained(embeddings, "EmbeddingBag");
+  auto m = std::make_shared<EmbeddingBagImpl>(embeddings.size(0), embeddings.size(1), max_norm, norm_type,
+                                              scale_grad_by_freq, std::move(mode), include_last_offset, padding_idx);
+  m->register_parameter("weight", embeddings.detach(), !freeze);
+  return m;
+}
+
 void EmbeddingBagImpl::reset_parameters() { detail::reset_table(parameter("weight"), padding_idx_); }
 
 Tensor EmbeddingBagImpl::forward(const Tensor& input, const std::optional<Tensor>& offsets,

@@ -16,6 +16,13 @@ class EmbeddingBagImpl : public Module {
   EmbeddingBagImpl(int64_t num_embeddings, int64_t embedding_dim, std::optional<double> max_norm = {},
                    double norm_type = 2.0, bool scale_grad_by_freq = false, std::string mode = "mean",
                    bool include_last_offset = false, std::optional<int64_t> padding_idx = {});
+  /** torch.nn.EmbeddingBag.from_pretrained: the table is `embeddings` [num_embeddings,
+   *  embedding_dim] (its storage shared, its padding_idx row kept), trained unless freeze. */
+  static std::shared_ptr<EmbeddingBagImpl> from_pretrained(const Tensor& embeddings, bool freeze = true,
+                                                           std::optional<double> max_norm = {}, double norm_type = 2.0,
+                                                           bool scale_grad_by_freq = false, std::string mode = "mean",
+                                                           bool include_last_offset = false,
+                                                           std::optional<int64_t> padding_idx = {});
   Tensor forward(const Tensor& input) override { return forward(input, std::nullopt, std::nullopt); }
   Tensor forward(const Tensor& input, const std::optional<Tensor>& offsets,
                  const std::optional<Tensor>& per_sample_weights = {});

@@ -15,6 +15,12 @@ std::optional<int64_t> checked_table(int64_t num_embeddings, int64_t embedding_d
   return *padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx;
 }
 
+void check_pretrained(const Tensor& embeddings, const char* layer) {
+  if (!embeddings.defined() || embeddings.dim() != 2)
+    fail("[", layer, ".from_pretrained] Embeddings parameter is expected to be 2-dimensional, got shape ",
+         embeddings.defined() ? embeddings.shape() : Shape{});
+}
+
 void reset_table(Tensor& weight, std::optional<int64_t> padding_idx) {
   init::normal_(weight);
   if (padding_idx) {

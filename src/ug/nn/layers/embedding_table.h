@@ -11,6 +11,8 @@ namespace ug::nn::detail {
  *  checking the sizes and that it lies in the table; `layer` names the layer in errors. */
 std::optional<int64_t> checked_table(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx,
                                      const char* layer);
+/** Checks from_pretrained's table: 2-D [num_embeddings, embedding_dim]. */
+void check_pretrained(const Tensor& embeddings, const char* layer);
 /** weight drawn from N(0, 1), with the padding_idx row zero. */
 void reset_table(Tensor& weight, std::optional<int64_t> padding_idx);
 

@@ -10,17 +10,22 @@
 //   auto [out, state] = lstm->forward(x, std::nullopt);   // state = (h_n, c_n)
 //   auto [out2, state2] = lstm->forward(x, state);         // continue from a state
 // The one-tensor forward (lstm(x), Sequential) returns only the output sequence, for a
-// cell only the new hidden state h'.
+// cell only the new hidden state h'. A variable-length batch goes in packed
+// (ug/nn/utils/rnn.h) and comes out packed, each sequence's final state taken at its last step.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "ug/nn/module.h"
+#include "ug/nn/utils/rnn.h"
 
 namespace ug::nn {
+
+using utils::rnn::PackedSequence;
 
 /** (h, c): an LSTM's hidden and cell state. */
 using LSTMState = std::pair<Tensor, Tensor>;
@@ -103,14 +108,16 @@ struct RNNOptions {
   bool batch_first = false;
   double dropout = 0;
   bool bidirectional = false;
+  int64_t proj_size = 0;       // LSTM only: h is projected to this size by weight_hr_l{k}
   std::optional<DType> dtype;  // the default floating dtype unless given
 };
 
 /** The stacked, optionally bidirectional layers. Parameters per layer k and direction, in
  *  PyTorch's order and names: weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k},
- *  then the same with the suffix _reverse. Input [L, N, in] ([N, L, in] when batch_first) or
- *  unbatched [L, in]; states [num_layers * D, N, H] (or [num_layers * D, H]), D = 2 when
- *  bidirectional; output [L, N, D * H]. */
+ *  (LSTM with proj_size P: weight_hr_l{k} [P, H]), then the same with the suffix _reverse.
+ *  Input [L, N, in] ([N, L, in] when batch_first), unbatched [L, in] or packed; states
+ *  [num_layers * D, N, H] (or [num_layers * D, H]), D = 2 when bidirectional; output
+ *  [L, N, D * H]. With proj_size P, h and the output have P in place of H (c keeps H). */
 class RNNBaseImpl : public Module {
   UG_CLONEABLE(RNNBaseImpl)
  public:
@@ -125,15 +132,25 @@ class RNNBaseImpl : public Module {
   /** The output sequence and the final states: h_n, and c_n for LSTM (c0 is used and c_n
    *  returned for LSTM only; undefined initial states are zeros). */
   std::tuple<Tensor, Tensor, Tensor> run(const Tensor& x, const Tensor& h0, const Tensor& c0);
+  /** The same over a packed batch; the states are in the batch's original order. */
+  std::tuple<PackedSequence, Tensor, Tensor> run(const PackedSequence& x, const Tensor& h0, const Tensor& c0);
 
   RNNMode mode_;
 
  private:
-  /** run() step by step (run itself records the whole stack for ONNX export). */
-  std::tuple<Tensor, Tensor, Tensor> run_steps(const Tensor& x, const Tensor& h0, const Tensor& c0);
-  /** x as time-major [L, N, in] and each state as [num_layers * D, N, H]. */
+  /** run() on a padded input (run itself records the whole stack for ONNX export). */
+  std::tuple<Tensor, Tensor, Tensor> run_padded(const Tensor& x, const Tensor& h0, const Tensor& c0);
+  /** The layer stack over data [sum, in] whose step t is the first sizes[t] rows of the batch
+   *  (the sizes non-increasing), from states [num_layers * D, B, *]. */
+  std::tuple<Tensor, Tensor, Tensor> run_steps(const Tensor& data, const std::vector<int64_t>& sizes, const Tensor& h0,
+                                               const Tensor& c0);
+  /** x as time-major [L, N, in]. */
   Tensor check_input(const Tensor& x);
-  Tensor check_state(const Tensor& x, const Tensor& h, int64_t batch, const char* what) const;
+  /** A state for input x as [num_layers * D, batch, size] (zeros when undefined). */
+  Tensor check_state(const Tensor& x, const Tensor& h, bool batched, int64_t batch, int64_t size,
+                     const char* what) const;
+  /** The size of h and of each direction's output: proj_size or hidden_size. */
+  int64_t output_size() const { return options_.proj_size ? options_.proj_size : hidden_size_; }
 
   int64_t input_size_, hidden_size_;
   RNNOptions options_;
@@ -146,19 +163,21 @@ class RNNImpl : public RNNBaseImpl {
   RNNImpl(int64_t input_size, int64_t hidden_size, RNNOptions options = {}, const std::string& nonlinearity = "tanh");
   /** (output, h_n) from the input and h0 (zeros when absent). */
   std::pair<Tensor, Tensor> forward(const Tensor& x, const std::optional<Tensor>& h0);
+  std::pair<PackedSequence, Tensor> forward(const PackedSequence& x, const std::optional<Tensor>& h0);
   /** The output sequence only. */
   Tensor forward(const Tensor& x) override { return forward(x, std::nullopt).first; }
   std::string nonlinearity() const { return mode_ == RNNMode::RNNReLU ? "relu" : "tanh"; }
 };
 UG_MODULE(RNN);
 
-/** torch.nn.LSTM (without proj_size). */
+/** torch.nn.LSTM. */
 class LSTMImpl : public RNNBaseImpl {
   UG_CLONEABLE(LSTMImpl)
  public:
   LSTMImpl(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
   /** (output, (h_n, c_n)) from the input and (h0, c0) (zeros when absent). */
   std::tuple<Tensor, LSTMState> forward(const Tensor& x, const std::optional<LSTMState>& hx);
+  std::tuple<PackedSequence, LSTMState> forward(const PackedSequence& x, const std::optional<LSTMState>& hx);
   /** The output sequence only. */
   Tensor forward(const Tensor& x) override { return std::get<0>(forward(x, std::nullopt)); }
 };
@@ -171,6 +190,7 @@ class GRUImpl : public RNNBaseImpl {
   GRUImpl(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
   /** (output, h_n) from the input and h0 (zeros when absent). */
   std::pair<Tensor, Tensor> forward(const Tensor& x, const std::optional<Tensor>& h0);
+  std::pair<PackedSequence, Tensor> forward(const PackedSequence& x, const std::optional<Tensor>& h0);
   /** The output sequence only. */
   Tensor forward(const Tensor& x) override { return forward(x, std::nullopt).first; }
 };
