@@ -37,26 +37,38 @@ def _flat_call(fun, args, kwargs, nums, defs, has_aux, aux_box):
     return flat_fn
 
 
+def _flat_arguments(args, nums, op):
+    """The tensor leaves of the differentiated arguments, in order, and their treedefs."""
+    flat, defs = [], []
+    for i in nums:
+        if i >= len(args):
+            raise IndexError(f"[{op}] argnums {i} out of range for {len(args)} positional arguments")
+        leaves, d = tree_flatten(args[i])
+        flat += [_as_tensor(v) for v in leaves]
+        defs.append(d)
+    return flat, defs
+
+
+def _per_argument(defs, flat):
+    """The flat leaves split back into one tree per differentiated argument."""
+    trees, pos = [], 0
+    for d in defs:
+        trees.append(tree_unflatten(d, flat[pos:pos + d.num_leaves]))
+        pos += d.num_leaves
+    return trees
+
+
 def value_and_grad(fun, argnums=0, has_aux=False):
     """value_and_grad(f)(*args) -> (f(*args), df/dargs[argnums]) with pytree arguments."""
     nums, many = _argnums(argnums)
 
     def wrapped(*args, **kwargs):
-        flat, defs = [], []
-        for i in nums:
-            if i >= len(args):
-                raise IndexError(f"[grad] argnums {i} out of range for {len(args)} positional arguments")
-            leaves, d = tree_flatten(args[i])
-            flat += [_as_tensor(v) for v in leaves]
-            defs.append(d)
+        flat, defs = _flat_arguments(args, nums, "grad")
         aux_box = [None, None]
         fn = _flat_call(fun, args, kwargs, nums, defs, has_aux, aux_box)
         outs, grads = _f.value_and_grad(fn, flat, list(range(len(flat))))
         value = tree_unflatten(aux_box[1], outs) if aux_box[1] is not None else outs[0]
-        trees, pos = [], 0
-        for d in defs:
-            trees.append(tree_unflatten(d, grads[pos:pos + d.num_leaves]))
-            pos += d.num_leaves
+        trees = _per_argument(defs, grads)
         g = tuple(trees) if many else trees[0]
         return ((value, aux_box[0]) if has_aux else value), g
 
@@ -76,11 +88,7 @@ def grad(fun, argnums=0, has_aux=False):
 
 def vjp(fun, *primals, has_aux=False):
     """(fun(*primals), vjp_fn): vjp_fn(cotangents) returns one cotangent per primal."""
-    flat, defs = [], []
-    for p in primals:
-        leaves, d = tree_flatten(p)
-        flat += [_as_tensor(v) for v in leaves]
-        defs.append(d)
+    flat, defs = _flat_arguments(primals, range(len(primals)), "vjp")
     aux_box = [None, None]
     fn = _flat_call(fun, primals, {}, range(len(primals)), defs, has_aux, aux_box)
     outs, pullback = _f.vjp(fn, flat)
@@ -90,12 +98,7 @@ def vjp(fun, *primals, has_aux=False):
         leaves, d = tree_flatten(cotangents)
         if d != out_def:
             raise ValueError("[vjp] cotangents must have the structure of the outputs")
-        grads = pullback([_as_tensor(c) for c in leaves])
-        trees, pos = [], 0
-        for pd in defs:
-            trees.append(tree_unflatten(pd, grads[pos:pos + pd.num_leaves]))
-            pos += pd.num_leaves
-        return tuple(trees)
+        return tuple(_per_argument(defs, pullback([_as_tensor(c) for c in leaves])))
 
     out = tree_unflatten(out_def, outs)
     return (out, vjp_fn, aux_box[0]) if has_aux else (out, vjp_fn)
@@ -128,13 +131,7 @@ def _jacobian(transform, fun, argnums, has_aux):
     nums, many = _argnums(argnums)
 
     def wrapped(*args, **kwargs):
-        flat, defs = [], []
-        for i in nums:
-            if i >= len(args):
-                raise IndexError(f"[jacobian] argnums {i} out of range for {len(args)} positional arguments")
-            leaves, d = tree_flatten(args[i])
-            flat += [_as_tensor(v) for v in leaves]
-            defs.append(d)
+        flat, defs = _flat_arguments(args, nums, "jacobian")
         aux_box = [None, None]
         fn = _flat_call(fun, args, kwargs, nums, defs, has_aux, aux_box)
         per_leaf = [transform(fn, flat, j) for j in range(len(flat))]  # per input leaf: one per output
@@ -143,10 +140,7 @@ def _jacobian(transform, fun, argnums, has_aux):
             raise ValueError("[jacobian] the differentiated arguments hold no tensors")
         results = []
         for k in range(out_def.num_leaves):
-            trees, pos = [], 0
-            for d in defs:
-                trees.append(tree_unflatten(d, [jac[k] for jac in per_leaf[pos:pos + d.num_leaves]]))
-                pos += d.num_leaves
+            trees = _per_argument(defs, [jac[k] for jac in per_leaf])
             results.append(tuple(trees) if many else trees[0])
         jac = tree_unflatten(out_def, results)
         return (jac, aux_box[0]) if has_aux else jac
