@@ -32,7 +32,6 @@ import types
 import warnings
 
 from . import _C
-from .custom_gradients import watch_rules
 from .tree import node_unflatten, tree_flatten, tree_unflatten
 
 _jit = _C._jit
@@ -503,19 +502,11 @@ class JitFunction:
         # A vmap around the trace (vmap of jit) batches the inputs: the program runs on them.
         _tracing.outer_level = max((_C._functional.batch_level(t) for t in call.tensors), default=0)
         try:
-            with watch_rules() as rules:
-                program, traced = _jit.Program.trace_with_outputs(flat_fn, call.tensors, self._live_state(call),
-                                                                  self._relaxed)
+            program, traced = _jit.Program.trace_with_outputs(flat_fn, call.tensors, self._live_state(call),
+                                                              self._relaxed)
         finally:
             _tracing.depth -= 1
             _tracing.outer_level = 0
-        unapplied = sorted({name for name, applied in rules if not applied})
-        if unapplied:
-            raise RuntimeError(
-                f"[jit] {', '.join(unapplied)}: a custom derivative whose backward runs outside the compiled function "
-                "(it is differentiated from outside, or its inputs require grad); a program holds the ops it traced, "
-                "not custom rules: differentiate inside it (ug.jit(ug.grad(f)), or backward() in a ug.compile step), "
-                "or call it under ug.no_grad() for inference")
         if self._grad_params is None and program.outside_grads:
             known = {p.data_ptr() for p in params}
             extra = [p for p in program.outside_grads if p.data_ptr() not in known]

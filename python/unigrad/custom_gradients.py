@@ -6,10 +6,8 @@ whose backward is the user's rule. What the rule saves goes through the node's s
 tensors: a saved input keeps its history and a saved output comes back as the node's own, so
 a rule written with ops differentiates again (higher derivatives), and an in-place change to
 a saved tensor before backward raises."""
-import contextlib
 import functools
 import inspect
-import threading
 
 from . import _C
 from .tree import tree_flatten, tree_map, tree_unflatten
@@ -54,24 +52,6 @@ def _linked(leaves, exclude=()):
             if isinstance(v, _Tensor) and v.is_floating_point() and not any(v is e for e in exclude)]
 
 
-_watching = threading.local()
-
-
-@contextlib.contextmanager
-def watch_rules():
-    """While a compiled program is traced: the [name, applied] of each custom node recorded,
-    applied once its rule has run (inside the trace, as jit(grad(f)) and a PyTorch-style step
-    run it). A program holds the ops a trace captured, not the rules of nodes left unapplied:
-    the tracer refuses those (ug.jit's grad(jit(f)))."""
-    stack = _watching.__dict__.setdefault("stack", [])
-    rules = []
-    stack.append(rules)
-    try:
-        yield rules
-    finally:
-        stack.pop()
-
-
 def _link(name, inputs, out_tree, vjp, jvp, saved, exclude=()):
     """out_tree with its _linked leaves replaced by the node's outputs. vjp(saved, grads) and
     jvp(tangents) see one entry per linked output."""
@@ -79,14 +59,6 @@ def _link(name, inputs, out_tree, vjp, jvp, saved, exclude=()):
     linked = _linked(leaves, exclude)
     if not linked:
         return out_tree
-    watchers = getattr(_watching, "stack", None)
-    if watchers and _ag.is_grad_enabled() and any(t.requires_grad for t in inputs):
-        entry, rule = [name, False], vjp
-        watchers[-1].append(entry)
-
-        def vjp(saved, grads):
-            entry[1] = True
-            return rule(saved, grads)
     outs = _ag.custom_function(name, inputs, [leaves[i] for i in linked], vjp, jvp, saved)
     for i, t in zip(linked, outs):
         leaves[i] = t

@@ -602,3 +602,18 @@ TEST(CustomFunction, ChecksWhatTheRuleReturnsAndWhatItSaved) {
   EXPECT_THROW(ug::custom_function("Bad", {x}, {recorded}, [](const Tensors&, const Tensors& g) { return g; }),
                ug::ValueError);
 }
+
+TEST(CustomFunction, CompiledProgramsRunTheRuleOrRefuseIt) {
+  Tensor x = ug::tensor({0.5, 1.0}, {.dtype = ug::float64}).requires_grad_();
+  // jit(grad(f)): the rule runs inside the trace, and the program holds what it computed.
+  ug::JitFunction grad_of = ug::jit([](const Tensors& a) {
+    return ug::value_and_grad([](const Tensors& p) { return Tensors{custom_exp(p[0], false).sum()}; }, a, {0}).second;
+  });
+  for (int run = 0; run < 2; ++run)
+    ug::test::expect_values(grad_of({x.detach()})[0], {std::exp(0.5), std::exp(1.0)}, 1e-12);
+  // Differentiated after the program returns, the rule would be gone: refused.
+  ug::JitFunction forward = ug::jit([](const Tensors& a) { return Tensors{custom_exp(a[0], false).sum()}; });
+  EXPECT_THROW(forward({x}), ug::RuntimeError);
+  ug::NoGradGuard no_grad;
+  EXPECT_NEAR(forward({x})[0].item<double>(), std::exp(0.5) + std::exp(1.0), 1e-12);
+}

@@ -3,10 +3,36 @@
 #include <algorithm>
 #include <vector>
 
+#include "ug/autograd/custom_watch.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/record.h"
 
 namespace ug {
+
+namespace autograd {
+
+namespace {
+thread_local CustomRuleWatch* current_watch = nullptr;
+}
+
+CustomRuleWatch::CustomRuleWatch() : previous_(current_watch) { current_watch = this; }
+CustomRuleWatch::~CustomRuleWatch() { current_watch = previous_; }
+
+std::vector<std::string> CustomRuleWatch::unapplied() const {
+  std::vector<std::string> names;
+  for (const auto& [name, applied] : nodes_)
+    if (!*applied && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  return names;
+}
+
+std::shared_ptr<bool> CustomRuleWatch::note(const char* name) {
+  if (!current_watch) return nullptr;
+  auto applied = std::make_shared<bool>(false);
+  current_watch->nodes_.emplace_back(name, applied);
+  return applied;
+}
+
+}  // namespace autograd
 
 namespace {
 
@@ -54,7 +80,9 @@ Tensors custom_function(const char* name, const Tensors& inputs, const Tensors& 
       keep.push_back(out == outputs.end() ? graph::input(t) : graph::output(results[out - outputs.begin()]));
     }
     autograd::record(name, in_ptrs, out_ptrs, keep,
-                     [name, vjp = std::move(vjp), in_info](Saved s, std::vector<Tensor>&& grads) {
+                     [name, vjp = std::move(vjp), in_info, applied = autograd::CustomRuleWatch::note(name)](
+                         Saved s, std::vector<Tensor>&& grads) {
+                       if (applied) *applied = true;
                        return checked(name, vjp(Tensors(s.begin(), s.end()), Tensors(grads.begin(), grads.end())),
                                       in_info, "backward", "input");
                      });

@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "ug/autograd/custom_watch.h"
 #include "ug/compiler/fuse.h"
 #include "ug/compiler/remat.h"
 #include "ug/compiler/simplify.h"
@@ -117,12 +118,22 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   std::string shape_read_at;
   {
     TracedValuesScope scope(example_inputs, "jit");
+    autograd::CustomRuleWatch custom_rules;
     try {
       traced = onnx::trace_program(fn, example_inputs, state, free_sizes);
     } catch (const ValueError& e) {
       fail("[jit] cannot compile the function: ", e.what());
     }
     shape_read_at = scope.shape_read_at();
+    if (std::vector<std::string> names = custom_rules.unapplied(); !names.empty()) {
+      std::string listed;
+      for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+      fail<RuntimeError>("[jit] ", listed,
+                         ": a custom derivative whose backward runs outside the compiled function (it is "
+                         "differentiated from outside, or its inputs require grad); a program holds the ops it "
+                         "traced, not custom rules: differentiate inside it (jit(grad(f)), or backward() in a "
+                         "compiled step), or call it under no_grad for inference");
+    }
   }
   // The graph came from this process, not from a file: no size limits beyond memory's.
   constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
