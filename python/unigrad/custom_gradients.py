@@ -142,14 +142,15 @@ class Function:
             return output
 
         out_leaves = tree_flatten(output)[0]
-        out_tensors = [i for i, v in enumerate(out_leaves) if isinstance(v, _Tensor)]
         linked = _linked(out_leaves, ctx._non_differentiable)
 
         def vjp(saved, grads):
             ctx._saved = tuple(saved)
-            # one gradient per output tensor, as torch passes them: zeros for those not linked
-            full = {i: g for i, g in zip(linked, grads)}
-            grads = [full[i] if i in full else _C.zeros_like(out_leaves[i]) for i in out_tensors]
+            # one gradient per output, as torch passes them: zeros for a tensor not linked (an
+            # integer or non-differentiable one), None for a value that is not a tensor
+            full = dict(zip(linked, grads))
+            grads = [full[i] if i in full else _C.zeros_like(v) if isinstance(v, _Tensor) else None
+                     for i, v in enumerate(out_leaves)]
             result = cls.backward(ctx, *grads)
             result = result if isinstance(result, tuple) else (result,)
             if len(result) != len(args):

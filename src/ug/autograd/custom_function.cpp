@@ -1,6 +1,7 @@
 #include "ug/autograd/custom_function.h"
 
 #include <algorithm>
+#include <unordered_set>
 #include <vector>
 
 #include "ug/autograd/custom_watch.h"
@@ -18,18 +19,27 @@ thread_local CustomRuleWatch* current_watch = nullptr;
 CustomRuleWatch::CustomRuleWatch() : previous_(current_watch) { current_watch = this; }
 CustomRuleWatch::~CustomRuleWatch() { current_watch = previous_; }
 
-std::vector<std::string> CustomRuleWatch::unapplied() const {
+std::vector<std::string> CustomRuleWatch::unapplied_reached_from(const std::vector<Tensor>& outputs) const {
+  std::unordered_set<const Node*> seen;
+  std::vector<const Node*> stack;
+  for (const Tensor& t : outputs)
+    if (const AutogradMeta* m = t.defined() ? meta_if(t) : nullptr; m && m->grad_fn) stack.push_back(m->grad_fn.get());
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    for (const Edge& e : n->next_edges())
+      if (e.valid()) stack.push_back(e.node.get());
+  }
   std::vector<std::string> names;
-  for (const auto& [name, applied] : nodes_)
-    if (!*applied && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  for (const Noted& n : nodes_)
+    if (!*n.applied && seen.contains(n.node.get()) && std::find(names.begin(), names.end(), n.name) == names.end())
+      names.push_back(n.name);
   return names;
 }
 
-std::shared_ptr<bool> CustomRuleWatch::note(const char* name) {
-  if (!current_watch) return nullptr;
-  auto applied = std::make_shared<bool>(false);
-  current_watch->nodes_.emplace_back(name, applied);
-  return applied;
+void CustomRuleWatch::note(const char* name, Ref<Node> node, std::shared_ptr<const bool> applied) {
+  if (current_watch) current_watch->nodes_.push_back({name, std::move(node), std::move(applied)});
 }
 
 }  // namespace autograd
@@ -79,13 +89,18 @@ Tensors custom_function(const char* name, const Tensors& inputs, const Tensors& 
       auto out = std::find_if(outputs.begin(), outputs.end(), [&](const Tensor& o) { return &o.impl() == &t.impl(); });
       keep.push_back(out == outputs.end() ? graph::input(t) : graph::output(results[out - outputs.begin()]));
     }
+    auto applied = std::make_shared<bool>(false);
     autograd::record(name, in_ptrs, out_ptrs, keep,
-                     [name, vjp = std::move(vjp), in_info, applied = autograd::CustomRuleWatch::note(name)](
-                         Saved s, std::vector<Tensor>&& grads) {
-                       if (applied) *applied = true;
+                     [name, vjp = std::move(vjp), in_info, applied](Saved s, std::vector<Tensor>&& grads) {
+                       *applied = true;
                        return checked(name, vjp(Tensors(s.begin(), s.end()), Tensors(grads.begin(), grads.end())),
                                       in_info, "backward", "input");
                      });
+    for (const Tensor& r : results)
+      if (const AutogradMeta* m = autograd::meta_if(r); m && m->grad_fn) {
+        autograd::CustomRuleWatch::note(name, m->grad_fn, applied);
+        break;
+      }
   }
   bool has_tangents = false;
   if (forward::active())

@@ -1,12 +1,14 @@
-// Which custom derivatives (custom_function.h) recorded on a thread have not run: a compiled
-// program holds the ops its trace captured, not a custom node's rule, so a trace that leaves
-// one for later (grad(jit(f))) must be refused rather than compiled without it.
+// Which custom derivatives (custom_function.h) a compiled program would drop: a program holds
+// the ops its trace captured, not a custom node's rule, so a trace whose results still reach
+// a custom node that has not run (grad(jit(f)) would run it later) must be refused rather than
+// compiled without it.
 #pragma once
 
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
+
+#include "ug/graph/node.h"
 
 namespace ug::autograd {
 
@@ -17,14 +19,19 @@ class CustomRuleWatch {
   ~CustomRuleWatch();
   CustomRuleWatch(const CustomRuleWatch&) = delete;
   CustomRuleWatch& operator=(const CustomRuleWatch&) = delete;
-  /** The names of the noted nodes whose backward has not run, each once. */
-  std::vector<std::string> unapplied() const;
-  /** For custom_function: the flag a new node's backward sets when it runs (null when no
-   *  watch is on). */
-  static std::shared_ptr<bool> note(const char* name);
+  /** The names (each once) of the noted nodes whose backward has not run and that `outputs`
+   *  reach through their history. */
+  std::vector<std::string> unapplied_reached_from(const std::vector<Tensor>& outputs) const;
+  /** For custom_function: notes `node` (named `name`), whose backward sets *applied. */
+  static void note(const char* name, Ref<Node> node, std::shared_ptr<const bool> applied);
 
  private:
-  std::vector<std::pair<std::string, std::shared_ptr<bool>>> nodes_;
+  struct Noted {
+    std::string name;
+    Ref<Node> node;  // held: an address freed and reused during the trace must not match
+    std::shared_ptr<const bool> applied;
+  };
+  std::vector<Noted> nodes_;
   CustomRuleWatch* previous_;
 };
 

@@ -125,7 +125,7 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
       fail("[jit] cannot compile the function: ", e.what());
     }
     shape_read_at = scope.shape_read_at();
-    if (std::vector<std::string> names = custom_rules.unapplied(); !names.empty()) {
+    if (std::vector<std::string> names = custom_rules.unapplied_reached_from(traced.outputs); !names.empty()) {
       std::string listed;
       for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
       fail<RuntimeError>("[jit] ", listed,
