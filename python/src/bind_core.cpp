@@ -8,6 +8,7 @@
 #include "convert.h"
 #include "ug/core/print_options.h"
 #include "ug/graph/op_def.h"
+#include "ug/ops/random_distributions.h"
 
 namespace ugpy {
 
@@ -347,6 +348,69 @@ void bind_creation(nb::module_& m) {
         return ug::random::permutation(k, nb::cast<int64_t>(x));
       },
       nb::arg("key"), nb::arg("x"));
+  auto shaped = [](nb::handle shape, const char* op) { return dims_from_sequence(shape, op); };
+  r.def(
+      "truncated_normal",
+      [=](const Tensor& k, double lower, double upper, nb::handle shape, std::optional<ug::DType> dtype) {
+        return ug::random::truncated_normal(k, lower, upper, shaped(shape, "random.truncated_normal"), dtype);
+      },
+      nb::arg("key"), nb::arg("lower"), nb::arg("upper"), nb::arg("shape") = nb::tuple(),
+      nb::arg("dtype") = nb::none());
+  // The location-scale families of one standard draw each: (key, shape, dtype).
+  using Family = ug::Tensor (*)(const Tensor&, const ug::Dims&, std::optional<ug::DType>);
+  for (const auto& entry : {std::pair<const char*, Family>{"exponential", &ug::random::exponential},
+                            {"laplace", &ug::random::laplace},
+                            {"logistic", &ug::random::logistic},
+                            {"cauchy", &ug::random::cauchy},
+                            {"gumbel", &ug::random::gumbel}}) {
+    const char* name = entry.first;
+    const Family fn = entry.second;
+    r.def(
+        name,
+        [=](const Tensor& k, nb::handle shape, std::optional<ug::DType> dtype) {
+          return fn(k, shaped(shape, name), dtype);
+        },
+        nb::arg("key"), nb::arg("shape") = nb::tuple(), nb::arg("dtype") = nb::none());
+  }
+  r.def(
+      "rademacher",
+      [=](const Tensor& k, nb::handle shape, ug::DType dtype) {
+        return ug::random::rademacher(k, shaped(shape, "random.rademacher"), dtype);
+      },
+      nb::arg("key"), nb::arg("shape"), nb::arg("dtype") = ug::DType::Int32);
+  r.def(
+      "lognormal",
+      [=](const Tensor& k, double sigma, nb::handle shape, std::optional<ug::DType> dtype) {
+        return ug::random::lognormal(k, sigma, shaped(shape, "random.lognormal"), dtype);
+      },
+      nb::arg("key"), nb::arg("sigma") = 1.0, nb::arg("shape") = nb::tuple(), nb::arg("dtype") = nb::none());
+  r.def(
+      "choice",
+      [=](const Tensor& k, nb::handle a, nb::handle shape, bool replace, std::optional<Tensor> p, int64_t axis) {
+        const ug::Dims dims = shaped(shape, "random.choice");
+        if (nb::isinstance<Tensor>(a)) return ug::random::choice(k, nb::cast<Tensor>(a), dims, replace, p, axis);
+        return ug::random::choice(k, nb::cast<int64_t>(a), dims, replace, p);
+      },
+      nb::arg("key"), nb::arg("a"), nb::arg("shape") = nb::tuple(), nb::arg("replace") = true,
+      nb::arg("p") = nb::none(), nb::arg("axis") = 0);
+  r.def(
+      "multivariate_normal",
+      [=](const Tensor& k, const Tensor& mean, const Tensor& cov, nb::handle shape, std::optional<ug::DType> dtype,
+          const std::string& method) {
+        if (method != "cholesky")
+          ug::fail("[random.multivariate_normal] method '", method, "' is not supported; use 'cholesky'");
+        std::optional<ug::Dims> dims;
+        if (!shape.is_none()) dims = shaped(shape, "random.multivariate_normal");
+        return ug::random::multivariate_normal(k, mean, cov, dims, dtype);
+      },
+      nb::arg("key"), nb::arg("mean"), nb::arg("cov"), nb::arg("shape") = nb::none(), nb::arg("dtype") = nb::none(),
+      nb::arg("method") = "cholesky");
+  r.def(
+      "orthogonal",
+      [=](const Tensor& k, int64_t n, nb::handle shape, std::optional<ug::DType> dtype) {
+        return ug::random::orthogonal(k, n, shaped(shape, "random.orthogonal"), dtype);
+      },
+      nb::arg("key"), nb::arg("n"), nb::arg("shape") = nb::tuple(), nb::arg("dtype") = nb::none());
 }
 
 }  // namespace ugpy
