@@ -411,6 +411,37 @@ void bind_creation(nb::module_& m) {
         return ug::random::orthogonal(k, n, shaped(shape, "random.orthogonal"), dtype);
       },
       nb::arg("key"), nb::arg("n"), nb::arg("shape") = nb::tuple(), nb::arg("dtype") = nb::none());
+  // gamma and the distributions made from it take numbers or tensors as parameters, and a
+  // shape that defaults to the parameters' (jax.random's signatures).
+  auto parameter = [](nb::handle x, std::optional<ug::DType> dtype) {
+    if (nb::isinstance<Tensor>(x)) return nb::cast<Tensor>(x);
+    return ug::scalar_tensor(nb::cast<double>(x), {.dtype = dtype.value_or(ug::get_default_dtype())});
+  };
+  auto optional_shape = [=](nb::handle shape, const char* op) {
+    return shape.is_none() ? std::nullopt : std::optional<ug::Dims>(shaped(shape, op));
+  };
+  using OneParameter =
+      ug::Tensor (*)(const Tensor&, const Tensor&, const std::optional<ug::Dims>&, std::optional<ug::DType>);
+  for (const auto& entry : {std::tuple<const char*, const char*, OneParameter>{"gamma", "a", &ug::random::gamma},
+                            {"dirichlet", "alpha", &ug::random::dirichlet},
+                            {"chisquare", "df", &ug::random::chisquare},
+                            {"t", "df", &ug::random::t}}) {
+    const char* name = std::get<0>(entry);
+    const OneParameter fn = std::get<2>(entry);
+    r.def(
+        name,
+        [=](const Tensor& k, nb::handle a, nb::handle shape, std::optional<ug::DType> dtype) {
+          return fn(k, parameter(a, dtype), optional_shape(shape, name), dtype);
+        },
+        nb::arg("key"), nb::arg(std::get<1>(entry)), nb::arg("shape") = nb::none(), nb::arg("dtype") = nb::none());
+  }
+  r.def(
+      "beta",
+      [=](const Tensor& k, nb::handle a, nb::handle b, nb::handle shape, std::optional<ug::DType> dtype) {
+        return ug::random::beta(k, parameter(a, dtype), parameter(b, dtype), optional_shape(shape, "random.beta"),
+                                dtype);
+      },
+      nb::arg("key"), nb::arg("a"), nb::arg("b"), nb::arg("shape") = nb::none(), nb::arg("dtype") = nb::none());
 }
 
 }  // namespace ugpy

@@ -26,4 +26,10 @@ TEST(RandomDistributions, MomentsAndKeys) {
   EXPECT_TRUE(ug::equal(picked.sort().first, ug::arange(0, 10, 1, {.dtype = ug::int64})));
   EXPECT_THROW(ug::random::choice(key, 3, {4}, false), ug::ValueError);
   EXPECT_THROW(ug::random::exponential(key, {2}, ug::int32), ug::TypeError);
+  // Gamma(a): mean a and variance a, below 1 (boosted) and above.
+  for (double a : {0.4, 3.0}) {
+    Tensor g = ug::random::gamma(key, ug::scalar_tensor(a, {.dtype = ug::float64}), ug::Dims{n}, ug::float64);
+    EXPECT_NEAR(g.mean().item<double>(), a, 5 * std::sqrt(a / n));
+  }
+  EXPECT_THROW(ug::random::gamma(key, ug::scalar_tensor(-1.0)), ug::ValueError);
 }

@@ -1,5 +1,6 @@
 """jax.random's distributions (truncated_normal, exponential, laplace, logistic, cauchy, gumbel,
-rademacher, lognormal, choice, multivariate_normal, orthogonal) against the distributions
+rademacher, lognormal, choice, multivariate_normal, orthogonal, gamma, beta, dirichlet,
+chisquare, t) against the distributions
 themselves: unigrad's draws are Philox bits, not JAX's, so each is checked by a
 Kolmogorov-Smirnov distance to SciPy's distribution function, or by moments within 5 standard
 errors. The keys are fixed, so each check either always passes or always fails; the KS bound
@@ -33,6 +34,16 @@ CONTINUOUS = [
     ("cauchy", lambda k, n: ug.random.cauchy(k, (n,), dtype=ug.float64), stats.cauchy()),
     ("gumbel", lambda k, n: ug.random.gumbel(k, (n,), dtype=ug.float64), stats.gumbel_r()),
     ("lognormal", lambda k, n: ug.random.lognormal(k, 0.7, (n,), dtype=ug.float64), stats.lognorm(0.7)),
+]
+
+
+CONTINUOUS += [
+    (f"gamma {a}", lambda k, n, a=a: ug.random.gamma(k, a, (n,), dtype=ug.float64), stats.gamma(a))
+    for a in (0.3, 1.0, 2.5, 40.0)  # below 1 the draws go through Gamma(a + 1) * U^(1/a)
+] + [
+    ("beta", lambda k, n: ug.random.beta(k, 2.0, 0.5, (n,), dtype=ug.float64), stats.beta(2.0, 0.5)),
+    ("chisquare", lambda k, n: ug.random.chisquare(k, 3.0, (n,), dtype=ug.float64), stats.chi2(3.0)),
+    ("t", lambda k, n: ug.random.t(k, 2.5, (n,), dtype=ug.float64), stats.t(2.5)),
 ]
 
 
@@ -128,3 +139,24 @@ def test_orthogonal_matrices_are_orthogonal_and_haar():
     assert abs(entries.var() - 0.25) < 5 * np.sqrt(2 * 0.25 ** 2 / 2000)
     signs = np.sign(np.linalg.det(q))
     assert set(np.unique(signs)) == {-1.0, 1.0}
+
+
+def test_gamma_parameters_broadcast_and_dirichlet(jax):
+    a = ug.tensor([0.5, 1.0, 4.0], dtype=ug.float64)
+    x = ug.random.gamma(KEY, a, (N, 3), dtype=ug.float64).numpy()
+    assert tuple(ug.random.gamma(KEY, a).shape) == jax.random.gamma(jax.random.key(0), np.ones(3)).shape == (3,)
+    for j, aj in enumerate([0.5, 1.0, 4.0]):  # each column its own a: mean a, variance a
+        assert abs(x[:, j].mean() - aj) < 5 * np.sqrt(aj / N)
+    alpha = np.array([1.0, 2.0, 3.0])
+    d = ug.random.dirichlet(KEY, ug.tensor(alpha), (N,), dtype=ug.float64).numpy()
+    assert d.shape == (N, 3) == jax.random.dirichlet(jax.random.key(0), alpha, (N,)).shape
+    np.testing.assert_allclose(d.sum(1), 1.0, rtol=4 * np.finfo(np.float64).eps)
+    mean = alpha / alpha.sum()
+    var = mean * (1 - mean) / (alpha.sum() + 1)
+    assert np.all(np.abs(d.mean(0) - mean) < 5 * np.sqrt(var / N))
+    with pytest.raises(ValueError, match=r"random.gamma\] a must be positive"):
+        ug.random.gamma(KEY, ug.tensor([1.0, 0.0]))
+    with pytest.raises(ValueError, match=r"random.t\] df must be positive"):
+        ug.random.t(KEY, -1.0, (2,))
+    with pytest.raises(ValueError, match="alpha must have at least one dimension"):
+        ug.random.dirichlet(KEY, 1.0)

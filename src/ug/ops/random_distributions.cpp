@@ -8,6 +8,7 @@
 #include "ug/ops/composite.h"
 #include "ug/ops/linalg.h"
 #include "ug/ops/random.h"
+#include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 
 namespace ug::random {
@@ -131,6 +132,83 @@ Tensor orthogonal(const Tensor& key, int64_t n, const Dims& shape, std::optional
   auto [q, r] = linalg::qr(normal(key, z_shape, floating(dtype, "orthogonal")));
   // Q's columns times the signs of R's diagonal: the Haar measure, not QR's sign convention.
   return q * r.diagonal(0, -2, -1).sign().unsqueeze(-2);
+}
+
+namespace {
+
+/** `shape`, or x's shape when none is given. */
+Dims shape_or(const std::optional<Dims>& shape, const Tensor& x) {
+  return shape ? *shape : Dims(x.shape().begin(), x.shape().end());
+}
+
+/** A parameter of a distribution as a floating tensor of `shape`, checked positive. */
+Tensor positive(const Tensor& x, const Dims& shape, DType d, const char* op, const char* what) {
+  if (x.numel() > 0 && !x.gt(0).all().item<bool>())
+    fail("[random.", op, "] ", what, " must be positive, got a value <= 0 (or NaN) in ", x.shape());
+  return x.to(d).expand(shape).contiguous();
+}
+
+}  // namespace
+
+Tensor gamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shape, std::optional<DType> dtype) {
+  const DType d = floating(dtype, "gamma");
+  const Dims out_shape = shape_or(shape, a);
+  const Tensor alpha = positive(a, out_shape, d, "gamma", "a");
+  // Marsaglia and Tsang need a >= 1: below it, Gamma(a) = Gamma(a + 1) * U^(1/a).
+  const Tensor boost = alpha.lt(1);
+  const Tensor shifted = where(boost, alpha + 1, alpha);
+  const Tensor dd = shifted - 1.0 / 3.0;
+  const Tensor c = (dd * 9).rsqrt();
+  Tensor result = zeros_like(alpha), done = zeros_like(alpha).to(DType::Bool);
+  // Each round draws for every element and keeps the first acceptance: about 5% are rejected
+  // per round (less for larger a), so a million draws need about six rounds.
+  for (uint64_t round = 0;; ++round) {
+    if (round == 1000) fail<RuntimeError>("[random.gamma] rejection sampling did not finish (a too small?)");
+    const Tensor keys = split(fold_in(key, round), 2);
+    const Tensor x = normal(keys.select(0, 0), out_shape, d);
+    const Tensor u = open_uniform(keys.select(0, 1), out_shape, d);
+    const Tensor v = (x * c + 1).pow(3);
+    const Tensor positive_v = v.gt(0);
+    const Tensor log_v = where(positive_v, v, ones_like(v)).log();
+    const Tensor accept = positive_v.logical_and(u.log().lt(x * x * 0.5 + dd - dd * v + dd * log_v));
+    const Tensor take = accept.logical_and(done.logical_not());
+    result = where(take, dd * v, result);
+    done = done.logical_or(accept);
+    if (done.all().item<bool>()) break;
+  }
+  const Tensor u = open_uniform(fold_in(key, ~uint64_t{0}), out_shape, d);
+  return where(boost, result * u.pow(alpha.reciprocal()), result);
+}
+
+Tensor beta(const Tensor& key, const Tensor& a, const Tensor& b, const std::optional<Dims>& shape,
+            std::optional<DType> dtype) {
+  const Shape s = shape ? Shape(shape->begin(), shape->end()) : broadcast_shapes(a.shape(), b.shape(), "random.beta");
+  const Dims out(s.begin(), s.end());
+  const Tensor keys = split(key, 2);
+  const Tensor x = gamma(keys.select(0, 0), a, out, floating(dtype, "beta"));
+  const Tensor y = gamma(keys.select(0, 1), b, out, floating(dtype, "beta"));
+  return x / (x + y);
+}
+
+Tensor dirichlet(const Tensor& key, const Tensor& alpha, const std::optional<Dims>& shape, std::optional<DType> dtype) {
+  if (alpha.dim() < 1) fail("[random.dirichlet] alpha must have at least one dimension, got a scalar");
+  Dims out = shape ? *shape : Dims(alpha.shape().begin(), alpha.shape().end() - 1);
+  out.push_back(alpha.size(-1));
+  const Tensor g = gamma(key, alpha, out, floating(dtype, "dirichlet"));
+  return g / g.sum(Dims{-1}, true);
+}
+
+Tensor chisquare(const Tensor& key, const Tensor& df, const std::optional<Dims>& shape, std::optional<DType> dtype) {
+  const DType d = floating(dtype, "chisquare");
+  return gamma(key, df.to(d) / 2, shape_or(shape, df), d) * 2;
+}
+
+Tensor t(const Tensor& key, const Tensor& df, const std::optional<Dims>& shape, std::optional<DType> dtype) {
+  const DType d = floating(dtype, "t");
+  const Dims out = shape_or(shape, df);
+  const Tensor keys = split(key, 2);
+  const Tensor dof = positive(df, out, d, "t", "df");
+  return normal(keys.select(0, 0), out, d) / (chisquare(keys.select(0, 1), dof, out, d) / dof).sqrt();
 }
 
 }  // namespace ug::random

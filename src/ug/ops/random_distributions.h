@@ -1,7 +1,8 @@
 // jax.random's distributions beyond uniform and normal, each a transform of those draws
 // with an explicit key (ops/random.h): truncated_normal, exponential, laplace, logistic,
-// cauchy, gumbel, rademacher, lognormal, choice, multivariate_normal and orthogonal. dtype is
-// the default floating dtype unless given.
+// cauchy, gumbel, rademacher, lognormal, choice, multivariate_normal, orthogonal, and gamma
+// (by rejection) with those made from it: beta, dirichlet, chisquare and t. dtype is the
+// default floating dtype unless given.
 #pragma once
 
 #include <optional>
@@ -38,5 +39,23 @@ Tensor multivariate_normal(const Tensor& key, const Tensor& mean, const Tensor& 
                            const std::optional<Dims>& shape = std::nullopt, std::optional<DType> dtype = std::nullopt);
 /** Orthogonal n x n matrices drawn uniformly (Haar measure), with `shape` in front. */
 Tensor orthogonal(const Tensor& key, int64_t n, const Dims& shape = {}, std::optional<DType> dtype = std::nullopt);
+
+/** Gamma(a, 1) draws, a > 0 broadcast to `shape` (a's shape by default): Marsaglia and
+ *  Tsang's rejection method, drawing again for the rejected elements only; a < 1 through
+ *  Gamma(a + 1) * U^(1/a). */
+Tensor gamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shape = std::nullopt,
+             std::optional<DType> dtype = std::nullopt);
+/** X / (X + Y) with X ~ Gamma(a), Y ~ Gamma(b). */
+Tensor beta(const Tensor& key, const Tensor& a, const Tensor& b, const std::optional<Dims>& shape = std::nullopt,
+            std::optional<DType> dtype = std::nullopt);
+/** Gamma(alpha) draws over the last dim (alpha's), normalised to sum 1; `shape` is the batch. */
+Tensor dirichlet(const Tensor& key, const Tensor& alpha, const std::optional<Dims>& shape = std::nullopt,
+                 std::optional<DType> dtype = std::nullopt);
+/** 2 Gamma(df / 2). */
+Tensor chisquare(const Tensor& key, const Tensor& df, const std::optional<Dims>& shape = std::nullopt,
+                 std::optional<DType> dtype = std::nullopt);
+/** Student's t: a standard normal over sqrt(chisquare(df) / df). */
+Tensor t(const Tensor& key, const Tensor& df, const std::optional<Dims>& shape = std::nullopt,
+         std::optional<DType> dtype = std::nullopt);
 
 }  // namespace ug::random
