@@ -52,6 +52,7 @@
 #include "ug/ops/linalg.h"
 #include "ug/ops/pool.h"
 #include "ug/ops/random.h"
+#include "ug/ops/random_distributions.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 #include "ug/ops/view.h"

@@ -8,12 +8,6 @@ namespace ug::nn::utils {
 
 namespace {
 
-/** BatchNorm's eps, which normalization.h keeps protected (an accessor there would rebuild
- *  every binding): a pointer to the member, formed through a derived class, reads it. */
-struct NormFields : NormBaseImpl {
-  static double eps(const NormBaseImpl& bn) { return bn.*(&NormFields::eps_); }
-};
-
 Tensor parameter_of(const Tensor& value, bool requires_grad) {
   Tensor p = value.detach();
   p.requires_grad_(requires_grad);
@@ -62,9 +56,9 @@ std::shared_ptr<Module> fuse_conv_bn_eval(const Module& conv, Module& bn, bool t
   if (conv.is_training() || bn.is_training()) fail("[fuse_conv_bn_eval] fusion only for eval");
   BatchNormImpl& bm = batch_norm(bn, "fuse_conv_bn_eval");
   std::shared_ptr<Module> fused = conv.clone();
-  auto [w, bias] = fuse_conv_bn_weights(fused->parameter("weight"), maybe(*fused, "bias"), bm.buffer("running_mean"),
-                                        bm.buffer("running_var"), NormFields::eps(bm), maybe(bn, "weight"),
-                                        maybe(bn, "bias"), transpose);
+  auto [w, bias] =
+      fuse_conv_bn_weights(fused->parameter("weight"), maybe(*fused, "bias"), bm.buffer("running_mean"),
+                           bm.buffer("running_var"), bm.eps(), maybe(bn, "weight"), maybe(bn, "bias"), transpose);
   fused->register_parameter("weight", w, w.requires_grad());
   fused->register_parameter("bias", bias, bias.requires_grad());
   return fused;
@@ -82,9 +76,8 @@ std::shared_ptr<Module> fuse_linear_bn_eval(const Module& linear, Module& bn) {
         "linear.out_features=",
         lin->out_features(), " and bn.num_features=", features);
   std::shared_ptr<Module> fused = linear.clone();
-  auto [w, bias] =
-      fuse_linear_bn_weights(fused->parameter("weight"), maybe(*fused, "bias"), bm.buffer("running_mean"),
-                             bm.buffer("running_var"), NormFields::eps(bm), maybe(bn, "weight"), maybe(bn, "bias"));
+  auto [w, bias] = fuse_linear_bn_weights(fused->parameter("weight"), maybe(*fused, "bias"), bm.buffer("running_mean"),
+                                          bm.buffer("running_var"), bm.eps(), maybe(bn, "weight"), maybe(bn, "bias"));
   fused->register_parameter("weight", w, w.requires_grad());
   fused->register_parameter("bias", bias, bias.requires_grad());
   return fused;

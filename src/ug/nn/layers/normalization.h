@@ -18,6 +18,7 @@ class NormBaseImpl : public Module {
                bool track_running_stats, bool bias);
   void reset_parameters() override;
   std::string extra_repr() const override;
+  double eps() const { return eps_; }
 
  protected:
   int64_t num_features_;
