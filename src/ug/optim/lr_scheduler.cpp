@@ -48,6 +48,22 @@ std::vector<double> per_group(const char* name, const Optimizer& opt, const std:
   return values;
 }
 
+/** A composite scheduler's children's states, each under "_schedulers.<i>." as torch keeps them. */
+void save_children(const std::vector<std::shared_ptr<LRScheduler>>& children, SchedulerState& out) {
+  for (size_t i = 0; i < children.size(); ++i)
+    for (const auto& [key, value] : children[i]->state_dict())
+      out.insert("_schedulers." + std::to_string(i) + "." + key, value);
+}
+void load_children(const std::vector<std::shared_ptr<LRScheduler>>& children, const SchedulerState& state) {
+  for (size_t i = 0; i < children.size(); ++i) {
+    const std::string prefix = "_schedulers." + std::to_string(i) + ".";
+    SchedulerState child;
+    for (const auto& [key, value] : state)
+      if (key.rfind(prefix, 0) == 0) child.insert(key.substr(prefix.size()), value);
+    children[i]->load_state_dict(child);
+  }
+}
+
 }  // namespace
 
 bool is_counter(const std::string& key) {
@@ -454,22 +470,14 @@ void SequentialLR::step() {
 
 SchedulerState SequentialLR::state_dict() const {
   SchedulerState out{{"last_epoch", static_cast<double>(last_epoch_)}, {"_last_lr", last_lr_}};
-  for (size_t i = 0; i < schedulers_.size(); ++i)
-    for (const auto& [key, value] : schedulers_[i]->state_dict())
-      out.insert("_schedulers." + std::to_string(i) + "." + key, value);
+  save_children(schedulers_, out);
   return out;
 }
 
 void SequentialLR::load_state_dict(const SchedulerState& state) {
   last_epoch_ = static_cast<int64_t>(as_double(state, "last_epoch"));
   last_lr_ = as_list(state, "_last_lr", *opt_);
-  for (size_t i = 0; i < schedulers_.size(); ++i) {
-    const std::string prefix = "_schedulers." + std::to_string(i) + ".";
-    SchedulerState child;
-    for (const auto& [key, value] : state)
-      if (key.rfind(prefix, 0) == 0) child.insert(key.substr(prefix.size()), value);
-    schedulers_[i]->load_state_dict(child);
-  }
+  load_children(schedulers_, state);
 }
 
 // ---- OneCycleLR -----------------------------------------------------------------------------
@@ -654,21 +662,13 @@ void ChainedScheduler::step() {
 
 SchedulerState ChainedScheduler::state_dict() const {
   SchedulerState out{{"_last_lr", last_lr_}};
-  for (size_t i = 0; i < schedulers_.size(); ++i)
-    for (const auto& [key, value] : schedulers_[i]->state_dict())
-      out.insert("_schedulers." + std::to_string(i) + "." + key, value);
+  save_children(schedulers_, out);
   return out;
 }
 
 void ChainedScheduler::load_state_dict(const SchedulerState& state) {
   last_lr_ = as_list(state, "_last_lr", *opt_);
-  for (size_t i = 0; i < schedulers_.size(); ++i) {
-    const std::string prefix = "_schedulers." + std::to_string(i) + ".";
-    SchedulerState child;
-    for (const auto& [key, value] : state)
-      if (key.rfind(prefix, 0) == 0) child.insert(key.substr(prefix.size()), value);
-    schedulers_[i]->load_state_dict(child);
-  }
+  load_children(schedulers_, state);
 }
 
 // ---- ReduceLROnPlateau ----------------------------------------------------------------------
