@@ -4,6 +4,7 @@
 
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
@@ -227,10 +228,41 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
       "outputs (computed without recording) differentiating as vjp(saved, grad_outputs) -> input gradients and "
       "jvp(input_tangents) -> output tangents say (ug::custom_function).");
   ag.def(
+      "custom_call",
+      [](const std::string& name, const std::vector<Tensor>& inputs, nb::callable run, nb::callable again) {
+        static std::set<std::string> names;  // kept for good, as custom_function's
+        const char* stable = names.insert(name).first->c_str();
+        auto replay = [again](const std::vector<Tensor>& in) {
+          nb::gil_scoped_acquire gil;
+          return nb::cast<std::vector<Tensor>>(again(in));
+        };
+        return ug::custom_call(
+            stable, inputs, [&] { return nb::cast<std::vector<Tensor>>(run()); }, std::move(replay));
+      },
+      nb::arg("name"), nb::arg("inputs"), nb::arg("run"), nb::arg("again"),
+      "run() -> outputs as one call of a custom function under a capture (ug::custom_call): a compiled program "
+      "whose run autograd records through calls again(inputs) -> outputs.");
+  ag.def(
+      "capturing", [] { return ug::graph::detail::current_capture != nullptr; },
+      "Whether ops are being captured on this thread (a jit trace, onnx.export).");
+  ag.def(
       "has_tangent", [](const Tensor& t) { return ug::forward::active() && ug::forward::has_tangent(t); },
       "Whether t carries a forward-mode tangent (inside ug.jvp).");
   ag.def("is_grad_enabled", &ug::GradMode::is_enabled);
   ag.def("set_grad_enabled", &ug::GradMode::set_enabled);
+  ag.def(
+      "grad_mode_state",
+      [] {
+        const ug::GradMode::State s = ug::GradMode::state();
+        return std::make_pair(s.enabled, s.set_by);
+      },
+      "(enabled, the set_grad_enabled call in force) for restore_grad_mode (GradMode::State).");
+  ag.def(
+      "restore_grad_mode",
+      [](const std::pair<bool, uint64_t>& s) {
+        ug::GradMode::restore({s.first, s.second});
+      },
+      "Grad mode as grad_mode_state() gave it: what a scope ending restores.");
   ag.def("is_anomaly_enabled", &ug::AnomalyMode::is_enabled);
   ag.def("set_anomaly_enabled", [](bool on) {
     ug::AnomalyMode::set_enabled(on);

@@ -65,14 +65,43 @@ def _link(name, inputs, out_tree, vjp, jvp, saved, exclude=()):
     return tree_unflatten(out_def, leaves)
 
 
+def _one_call(name, spelling, args, run):
+    """run() (spelling's whole call on args). Under a capture (a jit trace, onnx.export) it is one
+    op, whose parts are the ops run makes: a compiled program that autograd records through calls
+    spelling again on its new tensors, which links the rule anew (ug::custom_call)."""
+    if not _ag.capturing():
+        return run()
+    leaves, treedef = tree_flatten(list(args))
+    where, tensors = _split_tensors(leaves)
+    result = []
+
+    def traced():
+        result.append(run())
+        return _split_tensors(tree_flatten(result[0])[0])[1]
+
+    def again(new):
+        new_leaves = list(leaves)
+        for i, t in zip(where, new):
+            new_leaves[i] = t
+        return _split_tensors(tree_flatten(spelling(*tree_unflatten(treedef, new_leaves)))[0])[1]
+
+    _ag.custom_call(name, tensors, traced, again)
+    return result[0]
+
+
 # ---- PyTorch: torch.autograd.Function ---------------------------------------------------------
 
 class FunctionCtx:
-    """The ctx of a Function: save_for_backward, saved_tensors, needs_input_grad,
-    mark_non_differentiable, set_materialize_grads; any other attribute is the user's."""
+    """The ctx of a Function: save_for_backward, save_for_forward, saved_tensors,
+    needs_input_grad, mark_non_differentiable, set_materialize_grads; any other attribute is the
+    user's."""
 
     def save_for_backward(self, *tensors):
         self._to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        """What jvp reads back as saved_tensors (torch's spelling)."""
+        self._forward_saved = tensors
 
     @property
     def saved_tensors(self):
@@ -122,6 +151,10 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
+        return _one_call(f"{cls.__name__}Backward", cls.apply, args, lambda: cls._call(args))
+
+    @classmethod
+    def _call(cls, args):
         name = cls.__name__
         tensor_pos, tensors = _split_tensors(list(args))
         ctx = FunctionCtx()
@@ -159,6 +192,7 @@ class Function:
             return [result[i] for i in tensor_pos]
 
         def jvp(tangents):
+            ctx._saved = tuple(getattr(ctx, "_forward_saved", ()))
             full = [None] * len(args)
             for i, t in zip(tensor_pos, tangents):
                 full[i] = t
@@ -273,6 +307,9 @@ class custom_vjp(_CustomDerivative):
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
         args = _bound_args(self.fun, args, kwargs)
+        return _one_call(f"custom_vjp({name})", self, args, lambda: self._call(name, args))
+
+    def _call(self, name, args):
         diff, _, tensors = self._split(args)
         if not _differentiates(tensors):
             return self.fun(*args)
@@ -330,6 +367,9 @@ class custom_jvp(_CustomDerivative):
         if self.rule is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
         args = _bound_args(self.fun, args, kwargs)
+        return _one_call(f"custom_jvp({name})", self, args, lambda: self._call(name, args))
+
+    def _call(self, name, args):
         diff, trees, tensors = self._split(args)
         if not _differentiates(tensors):
             return self.fun(*args)
@@ -376,9 +416,13 @@ class custom_jvp(_CustomDerivative):
 def custom_gradient(f):
     """tf.custom_gradient: f(*x) returns (y, grad_fn), grad_fn(*upstream) the gradients of
     the inputs (one, or a tuple with one per input)."""
+    name = getattr(f, "__name__", "custom_gradient")
+
     @functools.wraps(f)
     def wrapped(*args):
-        name = getattr(f, "__name__", "custom_gradient")
+        return _one_call(f"custom_gradient({name})", wrapped, args, lambda: call(args))
+
+    def call(args):
         tensor_pos, tensors = _split_tensors(list(args))
         links = _Links(tensors)
         call_args = list(args)

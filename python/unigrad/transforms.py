@@ -195,12 +195,12 @@ class GradientTape:
 
     @contextlib.contextmanager
     def stop_recording(self):
-        prev = _C._autograd.is_grad_enabled()
+        prev = _C._autograd.grad_mode_state()
         _C._autograd.set_grad_enabled(False)
         try:
             yield
         finally:
-            _C._autograd.set_grad_enabled(prev)
+            _C._autograd.restore_grad_mode(prev)
 
     def gradient(self, target, sources, output_gradients=None):
         """Gradients of target (a tensor or a pytree of them; non-scalar targets are summed)

@@ -611,9 +611,36 @@ TEST(CustomFunction, CompiledProgramsRunTheRuleOrRefuseIt) {
   });
   for (int run = 0; run < 2; ++run)
     ug::test::expect_values(grad_of({x.detach()})[0], {std::exp(0.5), std::exp(1.0)}, 1e-12);
-  // Differentiated after the program returns, the rule would be gone: refused.
+  // Differentiated after the program returns, a rule the function linked itself (outputs
+  // given) would be gone: refused.
   ug::JitFunction forward = ug::jit([](const Tensors& a) { return Tensors{custom_exp(a[0], false).sum()}; });
   EXPECT_THROW(forward({x}), ug::RuntimeError);
-  ug::NoGradGuard no_grad;
-  EXPECT_NEAR(forward({x})[0].item<double>(), std::exp(0.5) + std::exp(1.0), 1e-12);
+  {
+    ug::NoGradGuard no_grad;
+    EXPECT_NEAR(forward({x})[0].item<double>(), std::exp(0.5) + std::exp(1.0), 1e-12);
+  }
+  // Given the forward, the program calls the function back when autograd records through it,
+  // in whichever mode it was traced: the rule (here 3x the true derivative) is applied.
+  auto tripled = [](const Tensors& a) {
+    return Tensors{
+        ug::custom_function(
+            "TripledExp", {a[0]},
+            [](const Tensors& in) {
+              Tensor e = in[0].exp();
+              return ug::CustomForward{
+                  {e}, [](const Tensors& saved, const Tensors& g) { return Tensors{g[0] * saved[0] * 3}; }, {}, {e}};
+            })[0]
+            .sum()};
+  };
+  ug::JitFunction compiled = ug::jit(tripled);
+  {
+    ug::NoGradGuard no_grad;
+    EXPECT_NEAR(compiled({x})[0].item<double>(), std::exp(0.5) + std::exp(1.0), 1e-12);
+  }
+  for (int run = 0; run < 2; ++run) {
+    Tensor w = x.detach().requires_grad_();
+    compiled({w})[0].backward();
+    ug::test::expect_values(w.grad(), {3 * std::exp(0.5), 3 * std::exp(1.0)}, 1e-12);
+  }
+  EXPECT_EQ(compiled.cache_info().traces, 1);
 }

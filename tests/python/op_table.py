@@ -140,6 +140,40 @@ def remat_region(m, a):
 
 
 @functools.cache
+def _tanh_times(m):
+    """x·tanh(x) with a hand-written derivative: the same torch.autograd.Function body in both."""
+    class TanhTimes(m.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x.tanh() * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+            ctx.save_for_forward(*inputs)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            t = x.tanh()
+            return g * (t + x * (1 - t * t))
+
+        @staticmethod
+        def jvp(ctx, tangent):
+            (x,) = ctx.saved_tensors
+            t = x.tanh()
+            return tangent * (t + x * (1 - t * t))
+
+    return TanhTimes
+
+
+def custom_rule(m, a):
+    """A custom derivative: under a capture one op, custom_function, whose parts a program runs
+    and which a program that autograd records through calls back to link the rule again."""
+    return _tanh_times(m).apply(a)
+
+
+@functools.cache
 def _conv_add_relu_graph(double):
     from onnx import TensorProto, helper
     elem = TensorProto.DOUBLE if double else TensorProto.FLOAT
@@ -761,6 +795,7 @@ OTHERS = [
         **{t: "an optimizer step: not differentiated" for t in ("vjp", "fd", "jvp")},
         "vmap": "an optimizer step: no batching rule", **unsupported("optimizer_step")}),
     Op("checkpoint", remat_region, x(3, 4), ops=("optimization_barrier",)),
+    Op("custom_function", custom_rule, x(3, 4)),
     Op("lstm", recurrent("LSTM"), *recurrent_inputs(4)),
     Op("gru", recurrent("GRU"), *recurrent_inputs(3)),
     Op("rnn_tanh", recurrent("RNN"), *recurrent_inputs(1)),

@@ -207,9 +207,9 @@ def test_function_under_transforms_and_jit():
     jitted = ug.jit(ug.grad(loss))
     for _ in range(2):
         close(jitted(ug.tensor(W[0]), xs[0]), X[0] * np.exp(X[0] * W[0]))
-    # differentiated from outside, a program would hold the traced ops without the rule
-    with pytest.raises(RuntimeError, match=r"\[jit\] ExpBackward: a custom derivative whose backward runs outside"):
-        ug.grad(ug.jit(loss))(ug.tensor(W[0]), xs[0])
+    # differentiated from outside: the program calls the Function back, which links its rule
+    for _ in range(2):
+        close(ug.grad(ug.jit(loss))(ug.tensor(W[0]), xs[0]), X[0] * np.exp(X[0] * W[0]))
     with ug.no_grad():
         close(ug.jit(loss)(ug.tensor(W[0]), xs[0]), np.exp(X[0] * W[0]).sum())
     # a PyTorch-style step runs the rule inside its trace: 3 compiled steps equal 3 eager ones
@@ -234,6 +234,59 @@ def test_function_under_transforms_and_jit():
     close(hess, np.diag(np.exp(X[0])))
     with pytest.raises(ValueError, match="has no forward-mode rule"):
         ug.hessian(lambda x: exp.apply(x).sum())(ug.tensor(X[0]))
+
+
+def test_compiled_programs_link_the_rules_again(tmp_path):
+    """A program holds the ops its trace ran; one whose run autograd records through (grad of
+    jit, backward after a compiled forward) or that carries tangents calls the custom function
+    back, so its rule is the one applied, whatever mode the program was traced in."""
+    class Straight(ug.autograd.Function):  # a straight-through estimator: round, gradient 1
+        @staticmethod
+        def forward(ctx, x):
+            return x.round()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class StraightT(torch.autograd.Function):
+        forward, backward = staticmethod(lambda ctx, x: x.round()), staticmethod(lambda ctx, g: g)
+
+    def f(m, cls, x, w):
+        return (cls.apply(x * w) * w).sum()
+
+    x = X[0] * 3
+    xt, wt = torch.tensor(x), torch.tensor(W[0], requires_grad=True)
+    f(torch, StraightT, xt, wt).backward()
+    jitted = ug.jit(lambda x, w: f(ug, Straight, x, w))
+    with ug.no_grad():  # traced first for inference (where the rule is not needed)
+        close(jitted(ug.tensor(x), ug.tensor(W[0])), f(torch, StraightT, xt, wt))
+    for _ in range(2):
+        w = ug.tensor(W[0], requires_grad=True)
+        jitted(ug.tensor(x), w).backward()
+        close(w.grad, wt.grad)  # round's own derivative (0) would give only round(x * w)
+        close(ug.grad(jitted, 1)(ug.tensor(x), ug.tensor(W[0])), wt.grad)
+    assert jitted.cache_info().misses == 1
+    # a module compiled with ug.compile, backward outside: the same gradients as eager
+    exp = exp_function(ug)
+    lin = ug.nn.Linear(4, 2, dtype=ug.float64)
+    model = ug.compile(lambda x: exp.apply(lin(x)))
+    for _ in range(2):
+        lin.zero_grad()
+        model(ug.tensor(X)).sum().backward()
+        compiled_grad = lin.weight.grad.clone()
+        lin.zero_grad()
+        exp.apply(lin(ug.tensor(X))).sum().backward()
+        close(compiled_grad, lin.weight.grad)
+    # second order through a compiled gradient
+    loss = ug.jit(ug.grad(lambda x: exp.apply(x).sum()))
+    close(ug.grad(lambda x: loss(x).sum())(ug.tensor(X[0])), np.exp(X[0]))
+    # the saved program is the forward's ops: ONNX Runtime runs it
+    import onnxruntime as ort
+    fn = ug.jit(lambda x: exp.apply(x) * 2)
+    ug.jit.save(fn, tmp_path / "custom.onnx", ug.tensor(X))
+    session = ort.InferenceSession(str(tmp_path / "custom.onnx"), providers=["CPUExecutionProvider"])
+    close(session.run(None, {session.get_inputs()[0].name: X})[0], 2 * np.exp(X))
 
 
 # ---- JAX: custom_vjp, custom_jvp -----------------------------------------------------------------
@@ -264,6 +317,9 @@ def test_custom_vjp_matches_jax(jax):
     for argnums in (0, 1, (0, 1)):
         got = ug.grad(fu, argnums)(ug.tensor(x), ug.tensor(y))
         close(np.asarray(jax.grad(fj, argnums)(x, y)), ug.stack(list(got)) if argnums == (0, 1) else got, tol=1e-6)
+        got = ug.grad(ug.jit(fu), argnums)(ug.tensor(x), ug.tensor(y))
+        close(np.asarray(jax.grad(jax.jit(fj), argnums)(x, y)), ug.stack(list(got)) if argnums == (0, 1) else got,
+              tol=1e-6)
     xs = RNG.normal(size=5).astype(np.float32)
     close(np.asarray(jax.vmap(jax.grad(fj), in_axes=(0, None))(xs, y)),
           ug.vmap(ug.grad(fu), in_axes=(0, None))(ug.tensor(xs), ug.tensor(y)), tol=1e-6)
@@ -332,6 +388,10 @@ def test_custom_jvp_log1pexp_matches_jax(jax):
     assert float(ug.grad(fu)(ug.tensor(at))) == float(jax.grad(fj)(at)) == 1.0
     # compiled: the rule calls f again (a node nothing reads), which the program may leave out
     assert float(ug.jit(ug.grad(fu))(ug.tensor(at))) == float(jax.jit(jax.grad(fj))(at)) == 1.0
+    # differentiated outside the program, in both modes: the program links the rule again
+    assert float(ug.grad(ug.jit(fu))(ug.tensor(at))) == float(jax.grad(jax.jit(fj))(at)) == 1.0
+    tangent_u = ug.jvp(ug.jit(fu), (ug.tensor(at),), (ug.tensor(np.float32(1)),))[1]
+    assert float(tangent_u) == float(jax.jvp(jax.jit(fj), (at,), (np.float32(1),))[1]) == 1.0
     xs = np.linspace(-3, 3, 7).astype(np.float32)
     close(np.asarray(jax.vmap(jax.grad(fj))(xs)), ug.vmap(ug.grad(fu))(ug.tensor(xs)), tol=1e-6)
     close(np.asarray(jax.vmap(jax.grad(jax.grad(fj)))(xs)), ug.vmap(ug.grad(ug.grad(fu)))(ug.tensor(xs)), tol=1e-5)
@@ -392,16 +452,17 @@ def test_custom_gradient_log1pexp_matches_tensorflow(tf):
         return ug.log(1 + e), grad
 
     xs = np.array([-2.0, 0.0, 3.0, 100.0], dtype=np.float32)
-    xt = tf.constant(xs)
-    with tf.GradientTape() as tape:
-        tape.watch(xt)
-        yt = log1pexp_tf(xt)
-    gt = tape.gradient(yt, xt)
-    xu = ug.tensor(xs)
-    with ug.GradientTape() as tape:
-        tape.watch(xu)
-        yu = log1pexp(xu)
-    gu = tape.gradient(yu, xu)
-    close(yt.numpy()[:3], yu[:3], tol=1e-6)
-    close(gt.numpy(), gu, tol=1e-6)
-    assert float(gu[3]) == 1.0
+    xt, xu = tf.constant(xs), ug.tensor(xs)
+    # eager, then under tf.function with the tape outside: the rule's gradient in both
+    for f_tf, f_ug in ((log1pexp_tf, log1pexp), (tf.function(log1pexp_tf), ug.function(log1pexp))):
+        with tf.GradientTape() as tape:
+            tape.watch(xt)
+            yt = f_tf(xt)
+        gt = tape.gradient(yt, xt)
+        with ug.GradientTape() as tape:
+            tape.watch(xu)
+            yu = f_ug(xu)
+        gu = tape.gradient(yu, xu)
+        close(yt.numpy()[:3], yu[:3], tol=1e-6)
+        close(gt.numpy(), gu, tol=1e-6)
+        assert float(gt.numpy()[3]) == float(gu[3]) == 1.0

@@ -926,6 +926,34 @@ def test_a_no_grad_block_inside_a_program_cuts_the_gradient_taken_through_it(tmp
     np.testing.assert_array_equal(ug.onnx.load(path)(a, m).detach().numpy(), f(a, m).numpy())
 
 
+@pytest.mark.parametrize("first_call", ["no_grad", "inference_mode", "eval_step"])
+def test_a_program_traced_without_grad_keeps_the_no_grad_blocks_of_the_function(first_call):
+    # The first call, the one traced, ran with grad mode off around it (a validation pass): the
+    # trace still tells the function's own no_grad blocks from that, so a later call that autograd
+    # records through cuts the gradient at them, as eager does (it once let it flow).
+    def f(a, m):
+        with ug.no_grad():
+            b = a * m
+            with ug.enable_grad():
+                c = a * a  # recorded again inside the block
+        return (a * b + c * m).sum()
+
+    a, m = ug.randn(5, dtype=ug.float64), ug.randn(5, dtype=ug.float64)
+    jitted = ug.jit(f)
+    if first_call == "eval_step":
+        ug.no_grad()(jitted)(a, m)
+    else:
+        with (ug.no_grad() if first_call == "no_grad" else ug.inference_mode()):
+            jitted(a, m)
+    want = ug.grad(f)(a, m)
+    np.testing.assert_allclose(want.numpy(), (a * m + 2 * a * m).numpy(), rtol=4 * np.finfo(np.float64).eps)
+    np.testing.assert_array_equal(ug.grad(jitted)(a, m).numpy(), want.numpy())
+    x = a.clone().requires_grad_()
+    jitted(x, m).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), want.numpy())
+    assert jitted.cache_info().misses == 1
+
+
 # ---- control flow, against JAX -------------------------------------------------------------------
 
 

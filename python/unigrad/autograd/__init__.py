@@ -30,12 +30,12 @@ class _GradModeContext(contextlib.ContextDecorator):
         self._enabled = enabled
 
     def __enter__(self):
-        self._prev = _ag.is_grad_enabled()
+        self._prev = _ag.grad_mode_state()
         _ag.set_grad_enabled(self._enabled)
         return self
 
     def __exit__(self, *exc):
-        _ag.set_grad_enabled(self._prev)
+        _ag.restore_grad_mode(self._prev)
         return False
 
 
@@ -63,7 +63,7 @@ class inference_mode(_GradModeContext):
         super().__init__(False if mode else None)
 
     def __enter__(self):
-        self._prev = _ag.is_grad_enabled()
+        self._prev = _ag.grad_mode_state()
         if self._enabled is not None:
             _ag.set_grad_enabled(self._enabled)
         return self
@@ -74,7 +74,7 @@ class set_grad_enabled(_GradModeContext):
 
     def __init__(self, mode):
         super().__init__(bool(mode))
-        self._prev = _ag.is_grad_enabled()
+        self._prev = _ag.grad_mode_state()
         _ag.set_grad_enabled(bool(mode))
 
     def __enter__(self):

@@ -6,6 +6,8 @@
 
 #include "ug/autograd/custom_watch.h"
 #include "ug/graph/forward.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/graph/op_call.h"
 #include "ug/graph/record.h"
 
 namespace ug {
@@ -14,7 +16,10 @@ namespace autograd {
 
 namespace {
 thread_local CustomRuleWatch* current_watch = nullptr;
-}
+/** custom_calls in progress on this thread: a program calls their nodes' rules back, so a
+ *  watch need not note them. */
+thread_local int open_custom_calls = 0;
+}  // namespace
 
 CustomRuleWatch::CustomRuleWatch() : previous_(current_watch) { current_watch = this; }
 CustomRuleWatch::~CustomRuleWatch() { current_watch = previous_; }
@@ -39,7 +44,8 @@ std::vector<std::string> CustomRuleWatch::unapplied_reached_from(const std::vect
 }
 
 void CustomRuleWatch::note(const char* name, Ref<Node> node, std::shared_ptr<const bool> applied) {
-  if (current_watch) current_watch->nodes_.push_back({name, std::move(node), std::move(applied)});
+  if (current_watch && open_custom_calls == 0)
+    current_watch->nodes_.push_back({name, std::move(node), std::move(applied)});
 }
 
 }  // namespace autograd
@@ -117,6 +123,50 @@ Tensors custom_function(const char* name, const Tensors& inputs, const Tensors& 
     });
   }
   return results;
+}
+
+const graph::OpDef kCustomFunction("custom_function");
+
+Tensors custom_call(const char* name, const Tensors& inputs, const std::function<Tensors()>& run, graph::Replay again) {
+  graph::OpCall call(kCustomFunction);
+  Tensors outputs;
+  {
+    ++autograd::open_custom_calls;
+    struct Close {
+      ~Close() { --autograd::open_custom_calls; }
+    } close;
+    outputs = run();
+  }
+  if (call.capturing()) {
+    call.set_attrs({{"name", std::string(name)}});
+    // The call runs again on whatever inputs it is given: no size of this one is held.
+    call.set_replay(std::move(again), graph::ReplaySizes::None);
+  }
+  std::vector<const Tensor*> in, out;
+  for (const Tensor& t : inputs) in.push_back(&t);
+  for (const Tensor& t : outputs) out.push_back(&t);
+  call.finish(in, out);
+  return outputs;
+}
+
+Tensors custom_function(const char* name, const Tensors& inputs,
+                        std::function<CustomForward(const Tensors& detached)> forward) {
+  auto run = [&] {
+    CustomForward f;
+    Tensors detached;
+    for (const Tensor& t : inputs) detached.push_back(t.detach());
+    {
+      NoGradGuard no_grad;
+      f = forward(detached);
+    }
+    // A saved input is saved as the caller's tensor, with its history (higher derivatives).
+    for (Tensor& s : f.saved)
+      for (size_t i = 0; i < inputs.size(); ++i)
+        if (s.defined() && &s.impl() == &detached[i].impl()) s = inputs[i];
+    return custom_function(name, inputs, f.outputs, std::move(f.vjp), std::move(f.jvp), f.saved);
+  };
+  auto again = [name, forward](const Tensors& in) { return custom_function(name, in, forward); };
+  return custom_call(name, inputs, run, std::move(again));
 }
 
 }  // namespace ug

@@ -1,17 +1,25 @@
 // User-defined derivatives: torch.autograd.Function, jax.custom_vjp and jax.custom_jvp, and
-// tf.custom_gradient all end here. The caller computes a function's outputs without
-// recording; custom_function links them to one node whose backward is the caller's and,
-// under forward mode, gives them the tangents of the caller's rule.
+// tf.custom_gradient all end here. A custom function computes its outputs without recording
+// and links them to one node whose backward is its rule and, under forward mode, gives them
+// the tangents of its forward rule:
 //
-//   Tensor y = ug::exp(x.detach());   // no history: the node below is y's
-//   y = ug::custom_function("Exp", {x}, {y}, [](const Tensors& saved, const Tensors& g) {
-//         return Tensors{g[0] * saved[0]};
-//       }, {}, {y})[0];
+//   Tensor y = ug::custom_function("Exp", {x}, [](const Tensors& in) {
+//     Tensor e = in[0].exp();              // in: x detached; no history, the node is e's
+//     return ug::CustomForward{{e}, [](const Tensors& saved, const Tensors& g) {
+//       return Tensors{g[0] * saved[0]};
+//     }, {}, {e}};
+//   })[0];
+//
+// A compiled program (ug::jit) holds the ops a trace ran, not rules: the whole call is one
+// op of the trace ("custom_function", its forward's ops as its parts), which a program runs as
+// those parts, or, when autograd records through the run (grad of jit) or it carries
+// tangents, calls back so that the rule is linked again.
 #pragma once
 
 #include <functional>
 
 #include "ug/autograd/functional.h"
+#include "ug/graph/capture.h"
 
 namespace ug {
 
@@ -32,5 +40,26 @@ using CustomJvp = std::function<Tensors(const Tensors& input_tangents)>;
  *  in error messages and anomaly traces. */
 Tensors custom_function(const char* name, const Tensors& inputs, const Tensors& outputs, CustomVjp vjp,
                         CustomJvp jvp = {}, const Tensors& saved = {});
+
+/** What a custom function's forward gives: its outputs and the rules the overload above takes. */
+struct CustomForward {
+  Tensors outputs;
+  CustomVjp vjp;
+  CustomJvp jvp = {};
+  Tensors saved = {};
+};
+
+/** The custom function `forward` on `inputs`: forward runs without recording on the inputs
+ *  detached, and its outputs are linked as the overload above links them; a trace records the
+ *  call as one op (custom_call). */
+Tensors custom_function(const char* name, const Tensors& inputs,
+                        std::function<CustomForward(const Tensors& detached)> forward);
+
+/** Runs `run` (a custom function's whole call on `inputs`, which links its outputs with the
+ *  overloads above, or does not when nothing is differentiated) and returns its outputs. Under
+ *  a capture (jit, onnx.export) the call is one op, "custom_function" named `name`, whose parts
+ *  are the ops `run` made; a program whose run records autograd or carries tangents calls
+ *  `again` on its inputs instead, which must make the same call (the rule is linked anew). */
+Tensors custom_call(const char* name, const Tensors& inputs, const std::function<Tensors()>& run, graph::Replay again);
 
 }  // namespace ug

@@ -115,7 +115,7 @@ std::optional<Program> Program::generalize(const Program& a, const Program& b, s
   if (ga.inputs.size() != gb.inputs.size() || a.num_results_ != b.num_results_ ||
       a.state_->size() != b.state_->size() || a.grad_sources_->size() != b.grad_sources_->size() ||
       a.writes_->size() != b.writes_->size() || a.grad_writes_->size() != b.grad_writes_->size() ||
-      *a.input_writes_ != *b.input_writes_) {
+      *a.input_writes_ != *b.input_writes_ || !a.replaying_ != !b.replaying_) {
     *why = "the two traces are different graphs";
     return std::nullopt;
   }
@@ -141,6 +141,11 @@ std::optional<Program> Program::generalize(const Program& a, const Program& b, s
     for (size_t d = 0; d < y.size() && x.size() == y.size(); ++d) out_any[i][d] = x[d] != y[d] || y[d] < 0;
   }
   Program p = b;
+  if (a.replaying_) {  // the same function: b has one too
+    std::optional<Program> replaying = generalize(*a.replaying_, *b.replaying_, why);
+    if (!replaying) return std::nullopt;
+    p.replaying_ = std::make_shared<const Program>(std::move(*replaying));
+  }
   p.bytes_ = std::make_shared<const std::string>(onnx::with_symbolic_dims(old_bytes, any_size, out_any));
   p.any_size_ = std::make_shared<const std::vector<std::vector<bool>>>(std::move(any_size));
   return p;

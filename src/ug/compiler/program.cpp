@@ -125,16 +125,31 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
       fail("[jit] cannot compile the function: ", e.what());
     }
     shape_read_at = scope.shape_read_at();
+    // A custom_call's rule is linked again by the program's runs (replaying_); a node the
+    // function linked itself (custom_function given its outputs) would be lost.
     if (std::vector<std::string> names = custom_rules.unapplied_reached_from(traced.outputs); !names.empty()) {
       std::string listed;
       for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
       fail<RuntimeError>("[jit] ", listed,
-                         ": a custom derivative whose backward runs outside the compiled function (it is "
-                         "differentiated from outside, or its inputs require grad); a program holds the ops it "
-                         "traced, not custom rules: differentiate inside it (jit(grad(f)), or backward() in a "
-                         "compiled step), or call it under no_grad for inference");
+                         ": a custom derivative whose outputs the function linked itself (custom_function given "
+                         "its outputs) and whose backward runs outside the compiled function; a program holds the "
+                         "ops it traced, not that rule: give custom_function the forward (CustomForward) so that "
+                         "the program calls it back, or differentiate inside the compiled function");
     }
   }
+  std::shared_ptr<onnx::ProgramTrace> replaying = std::move(traced.replaying_custom);
+  std::vector<Tensor> outputs = traced.outputs;
+  Program p = from_trace(std::move(traced), state, shape_read_at);
+  if (replaying) {
+    p.replaying_ = std::make_shared<const Program>(from_trace(std::move(*replaying), state, shape_read_at));
+  }
+  // A program that writes no state runs after its trace, as the call's result: the trace's
+  // random draws must not have taken that run's numbers from the global generator.
+  if (!p.writes_state()) default_generator().set_state(generator);
+  return {std::move(p), std::move(outputs)};
+}
+
+Program Program::from_trace(onnx::ProgramTrace traced, const NamedTensors& state, const std::string& shape_read_at) {
   // The graph came from this process, not from a file: no size limits beyond memory's.
   constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
   onnx::LoadLimits limits{.max_elements = kUnlimited, .max_live_elements = kUnlimited};
@@ -177,16 +192,13 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   std::vector<std::vector<bool>> any_size;
   for (const onnx::ValueInfo& in : graph->inputs) any_size.emplace_back(in.shape.size(), false);
   p.any_size_ = std::make_shared<const std::vector<std::vector<bool>>>(std::move(any_size));
-  p.shape_read_at_ = std::move(shape_read_at);
+  p.shape_read_at_ = shape_read_at;
   p.num_results_ = traced.outputs.size();
   p.holds_step_ = !p.grad_writes_->empty();
   for (const auto& [target, index] : *p.writes_) p.holds_step_ = p.holds_step_ || target.requires_grad();
   p.graph_ = std::move(graph);
   p.bytes_ = std::make_shared<const std::string>(std::move(traced.bytes));
-  // A program that writes no state runs after its trace, as the call's result: the trace's
-  // random draws must not have taken that run's numbers from the global generator.
-  if (!p.writes_state()) default_generator().set_state(generator);
-  return {std::move(p), std::move(traced.outputs)};
+  return p;
 }
 
 bool Program::records(const std::vector<Tensor>& inputs) const {
@@ -197,6 +209,7 @@ bool Program::records(const std::vector<Tensor>& inputs) const {
 }
 
 std::vector<Tensor> Program::operator()(std::vector<Tensor> inputs) const {
+  if (replaying_ && (records(inputs) || forward::active())) return (*replaying_)(std::move(inputs));
   // Autograd recording through the run would backpropagate through each recomputed copy
   // separately, summing what the unplanned program's backward sums before the copied op's
   // gradient: the graph without the copies keeps those gradients the eager ones.

@@ -23,7 +23,8 @@
 
 namespace ug::onnx {
 struct Graph;
-}
+struct ProgramTrace;
+}  // namespace ug::onnx
 
 namespace ug::compiler {
 
@@ -92,8 +93,14 @@ class Program {
 
  private:
   Program() = default;
+  /** The program of a trace (onnx::trace_program), which read shapes at `shape_read_at`. */
+  static Program from_trace(onnx::ProgramTrace traced, const NamedTensors& state, const std::string& shape_read_at);
   /** Whether autograd would record through a run on these inputs. */
   bool records(const std::vector<Tensor>& inputs) const;
+  /** The program runs that autograd records through or that carry tangents take when the
+   *  trace made custom derivatives' calls: it calls them back, linking their rules (null
+   *  otherwise). */
+  std::shared_ptr<const Program> replaying_;
   std::shared_ptr<const onnx::Graph> graph_;
   // graph_ before rematerialize copied nodes, run when autograd records (null: none copied)
   std::shared_ptr<const onnx::Graph> recording_graph_;

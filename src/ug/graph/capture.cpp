@@ -6,6 +6,7 @@
 
 #include "ug/core/batching.h"
 #include "ug/core/error.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/graph/op_def.h"
 
 namespace ug::graph {
@@ -71,7 +72,8 @@ bool CapturedCall::writes_in_place(size_t i) const {
   return false;
 }
 
-Capture::Capture(const char* who) : who_(who), previous_(detail::current_capture) {
+Capture::Capture(const char* who)
+    : who_(who), grad_sets_at_start_(GradMode::sets_made()), previous_(detail::current_capture) {
   if (previous_) fail<RuntimeError>("[", who, "] a capture (", previous_->who_, ") is already running on this thread");
   detail::current_capture = this;
 }

@@ -83,6 +83,7 @@ class Capture {
   std::vector<CapturedCall>& list_at(size_t depth) { return depth == 0 ? calls_ : open_[depth - 1].inner; }
 
   const char* who_;
+  uint64_t grad_sets_at_start_;  // GradMode::sets_made() when the capture began
   std::vector<CapturedCall> calls_;
   std::vector<Open> open_;  // the calls in progress, outermost first
   std::string error_;

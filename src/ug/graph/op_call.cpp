@@ -52,9 +52,11 @@ void OpCall::record_capture(Inputs inputs, Outputs outputs) {
   }
   if (depth_ == 0 && capture_->record_sources_) {
     call.where = debugging::current_source();
-    // A program's graph must know a call made inside a no_grad block: autograd recording
-    // through the program must not follow its results, as it did not eagerly.
-    if (!GradMode::is_enabled()) call.attrs.emplace_back("no_grad", int64_t(1));
+    // A program's graph must know a call made inside a no_grad block of the traced function:
+    // autograd recording through the program must not follow its results, as it did not
+    // eagerly, whatever grad mode the trace itself ran in.
+    if (const GradMode::State mode = GradMode::state(); !mode.enabled && mode.set_by > capture_->grad_sets_at_start_)
+      call.attrs.emplace_back("no_grad", int64_t(1));
   }
   std::vector<CapturedCall>& list = capture_->list_at(depth_);
   me.recorded_at = list.size();

@@ -72,6 +72,11 @@ void emit_call(GraphBuilder& g, const CapturedCall& call) {
   g.reading_without_grad(reader_without_grad);  // a part returns to the call that reads it
 }
 
+/** Whether the call is a custom derivative's or holds one among its parts. */
+bool calls_custom_function(const CapturedCall& call) {
+  return call.op == "custom_function" || std::ranges::any_of(call.inner, calls_custom_function);
+}
+
 /** Traces fn and builds its graph; with `program`, as trace_program does (see export.h). */
 std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
                   const std::vector<std::pair<std::string, Tensor>>& named_tensors, const ExportOptions& options,
@@ -88,7 +93,6 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
   // a graph to walk; the .grad it writes is followed by grad_trace.
   std::optional<autograd::GradTrace> grad_trace;
   if (program) grad_trace.emplace();
-  const bool grad_at_entry = GradMode::is_enabled();
   {
     std::optional<NoGradGuard> no_grad;
     if (!program) no_grad.emplace();
@@ -104,68 +108,78 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
       names_or_default(options.output_names, outputs.size(), "output_", "output");
   check_options(options, input_names, output_names);
 
-  ::onnx::ModelProto model;
-  model.set_ir_version(kIrVersion);
-  model.set_producer_name("unigrad");
-  model.set_producer_version(version());
-  auto* opset = model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(options.opset_version);
-  ::onnx::GraphProto& graph = *model.mutable_graph();
-  graph.set_name("unigrad");
+  // The graph of the calls; into `p` (a program's) what a program needs beside it.
+  auto build = [&](ProgramTrace* p, bool replay_custom_calls) {
+    ::onnx::ModelProto model;
+    model.set_ir_version(kIrVersion);
+    model.set_producer_name("unigrad");
+    model.set_producer_version(version());
+    auto* opset = model.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(options.opset_version);
+    ::onnx::GraphProto& graph = *model.mutable_graph();
+    graph.set_name("unigrad");
 
-  GraphBuilder g(graph, options.opset_version, named_tensors);
-  if (program) {
-    // A training step (it wrote .grad) runs without recording: nothing to stop there.
-    if (grad_at_entry && grad_trace->touched().empty()) g.stop_no_grad_results();
-    g.name_live_leaves();
-    g.allow_replays();
-    if (free_sizes) g.free_sizes();
-  }
-  g.set_emitter(emit_call, emittable);
-  for (size_t i = 0; i < example_inputs.size(); ++i)
-    g.add_input(example_inputs[i], input_names[i], dim_names(options, input_names[i], example_inputs[i]),
-                start_versions[i]);
-  g.note_calls(calls);
-  for (const CapturedCall& call : calls) g.emit_call(call);
-  for (size_t i = 0; i < outputs.size(); ++i)
-    g.add_output(outputs[i], output_names[i], dim_names(options, output_names[i], outputs[i]));
-  if (program) {
-    g.reading_without_grad(true);  // state is written back under no_grad
-    int64_t index = static_cast<int64_t>(outputs.size());
-    for (const auto& [t, name] : g.written_state()) {
-      g.add_output(t, "ug_state_" + std::to_string(index), {});
-      program->state_writes.emplace_back(t, index++);
+    GraphBuilder g(graph, options.opset_version, named_tensors);
+    if (p) {
+      // A training step (it wrote .grad) runs without recording: nothing to stop there.
+      if (grad_trace->touched().empty()) g.stop_no_grad_results();
+      g.name_live_leaves();
+      g.allow_replays();
+      if (replay_custom_calls) g.replay_custom_calls();
+      if (free_sizes) g.free_sizes();
     }
-    for (const Tensor& leaf : grad_trace->touched()) {
-      const Tensor grad = leaf.grad();
-      if (grad.defined()) g.add_output(grad, "ug_grad_" + std::to_string(index), {});
-      program->grad_writes.emplace_back(leaf, grad.defined() ? index++ : -1);
-    }
-    // An argument written in place (x.add_(1) on an input): the caller's tensor takes the
-    // new value after each run, as it does eagerly.
+    g.set_emitter(emit_call, emittable);
     for (size_t i = 0; i < example_inputs.size(); ++i)
-      if (example_inputs[i].version() != start_versions[i]) {
-        g.add_output(example_inputs[i], "ug_input_" + std::to_string(index), {});
-        program->input_writes.emplace_back(i, index++);
+      g.add_input(example_inputs[i], input_names[i], dim_names(options, input_names[i], example_inputs[i]),
+                  start_versions[i]);
+    g.note_calls(calls);
+    for (const CapturedCall& call : calls) g.emit_call(call);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      g.add_output(outputs[i], output_names[i], dim_names(options, output_names[i], outputs[i]));
+    if (p) {
+      g.reading_without_grad(true);  // state is written back under no_grad
+      int64_t index = static_cast<int64_t>(outputs.size());
+      for (const auto& [t, name] : g.written_state()) {
+        g.add_output(t, "ug_state_" + std::to_string(index), {});
+        p->state_writes.emplace_back(t, index++);
       }
-    if (index == 0)
-      fail(
-          "[jit] the function returns no tensors and writes no state (parameters, buffers, .grad or its "
-          "arguments): a program of it would compute nothing; return what it computes");
-    for (const auto& [placeholder, leaf] : grad_trace->incoming())
-      if (auto name = g.constant_name(placeholder)) program->grad_sources.emplace_back(*name, leaf);
-    for (const auto& [placeholder, leaf] : grad_trace->read_by_steps())
-      if (auto name = g.constant_name(placeholder)) {
-        program->grad_sources.emplace_back(*name, leaf);
-        program->outside_grads.push_back(leaf);
+      for (const Tensor& leaf : grad_trace->touched()) {
+        const Tensor grad = leaf.grad();
+        if (grad.defined()) g.add_output(grad, "ug_grad_" + std::to_string(index), {});
+        p->grad_writes.emplace_back(leaf, grad.defined() ? index++ : -1);
       }
-    program->live_leaves = g.live_leaves();
-    program->replays = g.replays();
-    program->outputs = outputs;
-    program->value_bytes = g.value_bytes();
+      // An argument written in place (x.add_(1) on an input): the caller's tensor takes the
+      // new value after each run, as it does eagerly.
+      for (size_t i = 0; i < example_inputs.size(); ++i)
+        if (example_inputs[i].version() != start_versions[i]) {
+          g.add_output(example_inputs[i], "ug_input_" + std::to_string(index), {});
+          p->input_writes.emplace_back(i, index++);
+        }
+      if (index == 0)
+        fail(
+            "[jit] the function returns no tensors and writes no state (parameters, buffers, .grad or its "
+            "arguments): a program of it would compute nothing; return what it computes");
+      for (const auto& [placeholder, leaf] : grad_trace->incoming())
+        if (auto name = g.constant_name(placeholder)) p->grad_sources.emplace_back(*name, leaf);
+      for (const auto& [placeholder, leaf] : grad_trace->read_by_steps())
+        if (auto name = g.constant_name(placeholder)) {
+          p->grad_sources.emplace_back(*name, leaf);
+          p->outside_grads.push_back(leaf);
+        }
+      p->live_leaves = g.live_leaves();
+      p->replays = g.replays();
+      p->outputs = outputs;
+      p->value_bytes = g.value_bytes();
+    }
+    return model.SerializeAsString();
+  };
+  std::string bytes = build(program, false);
+  if (program && std::ranges::any_of(calls, calls_custom_function)) {
+    program->replaying_custom = std::make_shared<ProgramTrace>();
+    program->replaying_custom->bytes = build(program->replaying_custom.get(), true);
   }
-  return model.SerializeAsString();
+  return bytes;
 }
 
 }  // namespace

@@ -69,6 +69,9 @@ struct ProgramTrace {
   std::vector<Tensor> outside_grads;
   /** The bytes of the traced tensors, by value name (GraphBuilder::value_bytes). */
   std::unordered_map<std::string, int64_t> value_bytes;
+  /** When the trace made custom derivatives' calls (autograd/custom_function.h): the same
+   *  trace with those calls called back, for runs that autograd records through. */
+  std::shared_ptr<ProgramTrace> replaying_custom;
 };
 /** With `free_sizes` (reduce_retracing's traces), sizes the rules would write as constants are
  *  read from the inputs' shapes where an input has a dim of that size (GraphBuilder::free_sizes),

@@ -1098,6 +1098,16 @@ void layer_norm(GraphBuilder& g, const CapturedCall& c) {
   set_attr(n, "epsilon", attr_float(c, "epsilon"));
 }
 
+/** A custom derivative's whole call (autograd/custom_function.h): its forward's ops, or in a
+ *  program that records autograd through its run, a call back that links the rule again. */
+void custom_function(GraphBuilder& g, const CapturedCall& c) {
+  if (g.replays_custom_calls() && c.replay) return g.replay(c);
+  g.emit_parts(c);
+  // The linked outputs are new handles on the data of the parts' results.
+  for (const Tensor& out : c.outputs)
+    if (out.defined()) g.bind(out, g.value(out), c.op);
+}
+
 void batch_norm(GraphBuilder& g, const CapturedCall& c) {
   if (attr_int(c, "training")) {
     // A program (not a file) runs its parts: the batch statistics and the in-place update of
@@ -1503,6 +1513,7 @@ const std::map<std::string, Emitter>& table() {
         // A file has no gradients: the value itself. A program, which autograd may record
         // through (grad of a jitted function), calls the op back to keep the cut.
         {"stop_gradient", called_back<unary<kIdentity>>},
+        {"custom_function", custom_function},
         {"full_like", full_like},
         {"cat", cat},
         {"pad", pad},

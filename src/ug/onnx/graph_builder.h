@@ -44,10 +44,10 @@ class GraphBuilder {
    *  a buffer, a counter) becomes an initializer named param_N, listed in live_leaves(), which
    *  a program reads as it is at each run, rather than an anonymous constant. */
   void name_live_leaves() { name_live_leaves_ = true; }
-  /** From now on (a program traced with grad mode on) the results of a call made with grad
-   *  mode off (a no_grad block), when a call made with it on reads them or the program returns
-   *  them, go through stop_gradient first, as they are detached eagerly: autograd recording
-   *  through a run (grad of jit) does not follow them. reading_without_grad() says whether
+  /** From now on (a program's trace) the results of a call made in a no_grad block of the
+   *  traced function, when a call made outside one reads them or the program returns them, go
+   *  through stop_gradient first, as they are detached eagerly: autograd recording through a
+   *  run (grad of jit) does not follow them, whatever grad mode the trace ran in. reading_without_grad() says whether
    *  the reader is such a call (state written back is read so). */
   void stop_no_grad_results() { stop_no_grad_ = true; }
   void reading_without_grad(bool on) { reading_without_grad_ = on; }
@@ -103,6 +103,13 @@ class GraphBuilder {
    *  node calling it back, listed in replays(): programs only, never files. */
   void allow_replays() { allow_replays_ = true; }
   bool replays_allowed() const { return parent_ ? parent_->replays_allowed() : allow_replays_; }
+  /** From now on (replays allowed) a custom derivative's call becomes a UgReplay node, which
+   *  links its rule at each run, instead of its forward's ops: the form of a program whose
+   *  run autograd records through. */
+  void replay_custom_calls() { replay_custom_calls_ = true; }
+  bool replays_custom_calls() const {
+    return replays_allowed() && (parent_ ? parent_->replays_custom_calls() : replay_custom_calls_);
+  }
   const std::vector<graph::Replay>& replays() const { return replays_; }
   /** The bytes of each value bound to a traced tensor, by value name (what a compiled
    *  program's memory plan weighs, compiler/remat.h). */
@@ -218,6 +225,7 @@ class GraphBuilder {
   std::vector<std::pair<std::string, Shape>> free_inputs_;    // under free_sizes: each input's name and shape
   std::unordered_map<std::string, std::string> size_values_;  // "input:dim" -> its size_value here
   std::vector<graph::Replay> replays_;
+  bool replay_custom_calls_ = false;
   bool stop_no_grad_ = false, reading_without_grad_ = false;  // see stop_no_grad_results
   std::unordered_set<std::string> no_grad_made_;              // values a no_grad call made
   std::unordered_map<std::string, std::string> stopped_;      // such a value -> its stop_gradient
