@@ -381,6 +381,9 @@ def test_torch_in_place_draws():
     assert ug.empty(2, 3, dtype=ug.int64).geometric_(0.5).dtype == ug.int64  # torch fills integer tensors too
     c = ug.empty(N, dtype=ug.float64).cauchy_(1.0, 3.0).numpy()
     assert stats.kstest(c, stats.cauchy(1.0, 3.0).cdf).statistic < 1.95 / np.sqrt(N)
+    e = ug.empty(N, dtype=ug.float64).exponential_(2.0).numpy()
+    assert stats.kstest(e, stats.expon(scale=0.5).cdf).statistic < 1.95 / np.sqrt(N)
+    assert np.isfinite(ug.empty(N).exponential_().numpy()).all()
     ln = ug.empty(N, dtype=ug.float64).log_normal_(0.5, 0.25).numpy()
     assert stats.kstest(ln, stats.lognorm(0.25, scale=np.exp(0.5)).cdf).statistic < 1.95 / np.sqrt(N)
     t = ug.zeros(N, dtype=ug.float64)

@@ -529,6 +529,13 @@ Tensor& geometric_(Tensor& t, double p) {
                      .reshape(shape));
 }
 
+// Declared in random.h beside the other in-place fills; drawn here by the keyed sampler.
+Tensor& exponential_(Tensor& t, double lambd) {
+  require_floating(t, "exponential_");
+  if (!(lambd > 0)) fail("[exponential_] lambd must be positive, got ", lambd);
+  return t.copy_(random::exponential(generator_key(), dims_of(t), t.dtype()) / lambd);
+}
+
 Tensor& cauchy_(Tensor& t, double median, double sigma) {
   require_floating(t, "cauchy_");
   if (!(sigma > 0)) fail("[cauchy_] sigma must be positive, got ", sigma);
