@@ -270,11 +270,12 @@ Tensor ball(const Tensor& key, int64_t d, double p, const Dims& shape, std::opti
 
 namespace {
 
-/** Rejection sampling into the flat `out` at the indices `pending`: each round calls
- *  attempt(round key, pending indices) for (accepted, values) of those elements, keeps the
- *  accepted values and tries the rest again with the next round's key. */
-template <class Attempt>
-Tensor until_accepted(const Tensor& key, Tensor out, Tensor pending, const char* op, Attempt attempt) {
+/** Rejection sampling of `count` float64 values: each round calls attempt(round key, indices)
+ *  for (accepted, values) of the elements at those indices, keeps the accepted values and tries
+ *  the rest again with the next round's key. */
+template <class Attempt> Tensor until_accepted(const Tensor& key, int64_t count, const char* op, Attempt attempt) {
+  Tensor out = zeros({count}, {.dtype = DType::Float64});
+  Tensor pending = arange(0, count, 1, {.dtype = DType::Int64});
   for (uint64_t round = 0; pending.numel() > 0; ++round) {
     if (round == 1000) fail<RuntimeError>("[", op, "] rejection sampling did not finish");
     const auto [accept, values] = attempt(fold_in(key, round), pending);
@@ -288,17 +289,26 @@ Tensor until_accepted(const Tensor& key, Tensor out, Tensor pending, const char*
 Tensor where_true(const Tensor& mask) { return mask.nonzero().reshape({-1}); }
 
 /** Inversion by sequential search: the least k with u <= P(X <= k), the probabilities walked up
- *  from p0 by p_k = p_{k-1} * ratio(k), while k < limit. */
+ *  from p0 by p_k = p_{k-1} * ratio(k, i) for the elements i still walking, while k < limit. Each
+ *  step walks only the elements whose u is above the sum so far: about mean + 1 steps each. */
 template <class Ratio> Tensor search(const Tensor& key, const Tensor& p0, const Tensor& limit, Ratio ratio) {
   const Tensor u = uniform(key, {p0.numel()}, 0, 1, DType::Float64);
-  Tensor k = zeros_like(u), p = p0, cdf = p0;
-  // p reaching 0 ends the walk where rounding keeps the summed probabilities below u.
-  Tensor pending = u.gt(cdf).logical_and(k.lt(limit));
-  while (pending.any().item<bool>()) {
-    k = k + pending.to(DType::Float64);
-    p = where(pending, p * ratio(k), p);
-    cdf = where(pending, cdf + p, cdf);
-    pending = pending.logical_and(u.gt(cdf)).logical_and(k.lt(limit)).logical_and(p.gt(0));
+  Tensor k = zeros_like(u);
+  // Whether the elements at i walk on past `step`; p reaching 0 stops them where rounding keeps
+  // the summed probabilities below u.
+  auto on = [&](const Tensor& i, double step, const Tensor& p, const Tensor& cdf) {
+    return cdf.lt(u.index_select(0, i)).logical_and(limit.index_select(0, i).gt(step)).logical_and(p.gt(0));
+  };
+  Tensor i = where_true(p0.lt(u).logical_and(limit.gt(0)));
+  Tensor p = p0.index_select(0, i), cdf = p;
+  for (double step = 1; i.numel() > 0; ++step) {
+    k = index_copy(k, 0, i, full({i.numel()}, step, {.dtype = DType::Float64}));
+    p = p * ratio(step, i);
+    cdf = cdf + p;
+    const Tensor more = on(i, step, p, cdf);
+    i = i.masked_select(more);
+    p = p.masked_select(more);
+    cdf = cdf.masked_select(more);
   }
   return k;
 }
@@ -309,28 +319,29 @@ Tensor poisson_counts(const Tensor& key, const Tensor& rate) {
   const Tensor small = rate.lt(10), idx = where_true(small), low = rate.index_select(0, idx);
   const Tensor no_limit = full_like(low, std::numeric_limits<double>::infinity());
   Tensor out = index_copy(zeros_like(rate), 0, idx,
-                          search(keys.select(0, 0), (-low).exp(), no_limit, [&](const Tensor& k) { return low / k; }));
+                          search(keys.select(0, 0), (-low).exp(), no_limit,
+                                 [&](double k, const Tensor& i) { return low.index_select(0, i) / k; }));
   // Hoermann's PTRS (1993) for rate >= 10: a transformed-rejection proposal, a quick acceptance
   // region, and the exact test against the Poisson probability otherwise.
-  const Tensor lam = where(small, 10.0, rate), slam = lam.sqrt(), log_lam = lam.log();
-  const Tensor b = slam * 2.53 + 0.931, a = b * 0.02483 - 0.059;
+  const Tensor big = where_true(small.logical_not()), lam = rate.index_select(0, big);
+  const Tensor log_lam = lam.log(), b = lam.sqrt() * 2.53 + 0.931, a = b * 0.02483 - 0.059;
   const Tensor log_inv_alpha = (1.1328 / (b - 3.4) + 1.1239).log(), vr = 0.9277 - 3.6224 / (b - 2);
-  return until_accepted(keys.select(0, 1), out, where_true(small.logical_not()), "random.poisson",
-                        [&](const Tensor& round_key, const Tensor& i) {
-                          const Tensor uv = split(round_key, 2);
-                          const int64_t m = i.numel();
-                          const Tensor u = uniform(uv.select(0, 0), {m}, -0.5, 0.5, DType::Float64);
-                          const Tensor v = uniform(uv.select(0, 1), {m}, 0, 1, DType::Float64);
-                          const Tensor l = lam.index_select(0, i), ai = a.index_select(0, i);
-                          const Tensor bi = b.index_select(0, i), us = 0.5 - u.abs();
-                          const Tensor k = ((ai * 2 / us + bi) * u + l + 0.43).floor();
-                          const Tensor quick = us.ge(0.07).logical_and(v.le(vr.index_select(0, i)));
-                          const Tensor reject = k.lt(0).logical_or(us.lt(0.013).logical_and(v.gt(us)));
-                          const Tensor exact =
-                              (v.log() + log_inv_alpha.index_select(0, i) - (ai / (us * us) + bi).log())
-                                  .le(-l + k * log_lam.index_select(0, i) - lgamma(k + 1));
-                          return std::pair{quick.logical_or(reject.logical_not().logical_and(exact)), k};
-                        });
+  return index_copy(
+      out, 0, big,
+      until_accepted(keys.select(0, 1), big.numel(), "random.poisson", [&](const Tensor& round_key, const Tensor& i) {
+        const Tensor uv = split(round_key, 2);
+        const int64_t m = i.numel();
+        const Tensor u = uniform(uv.select(0, 0), {m}, -0.5, 0.5, DType::Float64);
+        const Tensor v = uniform(uv.select(0, 1), {m}, 0, 1, DType::Float64);
+        const Tensor l = lam.index_select(0, i), ai = a.index_select(0, i);
+        const Tensor bi = b.index_select(0, i), us = 0.5 - u.abs();
+        const Tensor k = ((ai * 2 / us + bi) * u + l + 0.43).floor();
+        const Tensor quick = us.ge(0.07).logical_and(v.le(vr.index_select(0, i)));
+        const Tensor reject = k.lt(0).logical_or(us.lt(0.013).logical_and(v.gt(us)));
+        const Tensor exact = (v.log() + log_inv_alpha.index_select(0, i) - (ai / (us * us) + bi).log())
+                                 .le(-l + k * log_lam.index_select(0, i) - lgamma(k + 1));
+        return std::pair{quick.logical_or(reject.logical_not().logical_and(exact)), k};
+      }));
 }
 
 /** Binomial(n, p) counts as float64 for flat float64 n and p, checked by the caller. */
@@ -341,31 +352,33 @@ Tensor binomial_counts(const Tensor& key, const Tensor& n, const Tensor& p) {
   const Tensor small = (n * q).lt(10), idx = where_true(small);
   const Tensor ns = n.index_select(0, idx), qs = q.index_select(0, idx), odds = qs / (1.0 - qs);
   Tensor out = index_copy(zeros_like(n), 0, idx,
-                          search(keys.select(0, 0), (ns * (-qs).log1p()).exp(), ns,
-                                 [&](const Tensor& k) { return (ns - k + 1) / k * odds; }));
+                          search(keys.select(0, 0), (ns * (-qs).log1p()).exp(), ns, [&](double k, const Tensor& i) {
+                            return (ns.index_select(0, i) - (k - 1)) / k * odds.index_select(0, i);
+                          }));
   // Hoermann's BTRS (1993) for n q >= 10, with the exact test by log-factorials.
-  const Tensor nn = where(small, 20.0, n), qq = where(small, 0.5, q);
+  const Tensor big = where_true(small.logical_not());
+  const Tensor nn = n.index_select(0, big), qq = q.index_select(0, big);
   const Tensor spq = (nn * qq * (1.0 - qq)).sqrt();
   const Tensor b = spq * 2.53 + 1.15, a = b * 0.0248 + qq * 0.01 - 0.0873, c = nn * qq + 0.5;
   const Tensor vr = 0.92 - 4.2 / b, log_alpha = ((5.1 / b + 2.83) * spq).log(), lpq = (qq / (1.0 - qq)).log();
   const Tensor m = ((nn + 1) * qq).floor(), h = lgamma(m + 1) + lgamma(nn - m + 1);
-  out = until_accepted(keys.select(0, 1), out, where_true(small.logical_not()), "random.binomial",
-                       [&](const Tensor& round_key, const Tensor& i) {
-                         const Tensor uv = split(round_key, 2);
-                         const int64_t cnt = i.numel();
-                         const Tensor u = uniform(uv.select(0, 0), {cnt}, -0.5, 0.5, DType::Float64);
-                         const Tensor v = uniform(uv.select(0, 1), {cnt}, 0, 1, DType::Float64);
-                         const Tensor ni = nn.index_select(0, i), ai = a.index_select(0, i);
-                         const Tensor bi = b.index_select(0, i), us = 0.5 - u.abs();
-                         const Tensor k = ((ai * 2 / us + bi) * u + c.index_select(0, i)).floor();
-                         const Tensor inside = k.ge(0).logical_and(k.le(ni));
-                         const Tensor quick = us.ge(0.07).logical_and(v.le(vr.index_select(0, i)));
-                         const Tensor mi = m.index_select(0, i);
-                         const Tensor exact = (v.log() + log_alpha.index_select(0, i) - (ai / (us * us) + bi).log())
-                                                  .le(h.index_select(0, i) - lgamma(k + 1) - lgamma(ni - k + 1) +
-                                                      (k - mi) * lpq.index_select(0, i));
-                         return std::pair{inside.logical_and(quick.logical_or(exact)), k};
-                       });
+  out = index_copy(
+      out, 0, big,
+      until_accepted(keys.select(0, 1), big.numel(), "random.binomial", [&](const Tensor& round_key, const Tensor& i) {
+        const Tensor uv = split(round_key, 2);
+        const int64_t cnt = i.numel();
+        const Tensor u = uniform(uv.select(0, 0), {cnt}, -0.5, 0.5, DType::Float64);
+        const Tensor v = uniform(uv.select(0, 1), {cnt}, 0, 1, DType::Float64);
+        const Tensor ni = nn.index_select(0, i), ai = a.index_select(0, i);
+        const Tensor bi = b.index_select(0, i), us = 0.5 - u.abs();
+        const Tensor k = ((ai * 2 / us + bi) * u + c.index_select(0, i)).floor();
+        const Tensor inside = k.ge(0).logical_and(k.le(ni));
+        const Tensor quick = us.ge(0.07).logical_and(v.le(vr.index_select(0, i)));
+        const Tensor exact = (v.log() + log_alpha.index_select(0, i) - (ai / (us * us) + bi).log())
+                                 .le(h.index_select(0, i) - lgamma(k + 1) - lgamma(ni - k + 1) +
+                                     (k - m.index_select(0, i)) * lpq.index_select(0, i));
+        return std::pair{inside.logical_and(quick.logical_or(exact)), k};
+      }));
   return where(flip, n - out, out);
 }
 
