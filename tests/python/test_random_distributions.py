@@ -389,9 +389,11 @@ def test_torch_in_place_draws():
     t = ug.zeros(N, dtype=ug.float64)
     t.log_normal_()  # in place, with torch's defaults mean 1 and std 2
     assert stats.kstest(t.numpy(), stats.lognorm(2.0, scale=np.exp(1.0)).cdf).statistic < 1.95 / np.sqrt(N)
-    for dtype in (ug.float32, ug.float64):
+    for dtype in (ug.float16, ug.bfloat16, ug.float32, ug.float64):
         assert ug.empty(2, dtype=dtype).cauchy_().dtype == dtype
         assert ug.empty(2, dtype=dtype).log_normal_().dtype == dtype
+        assert torch.empty(2, dtype=getattr(torch, str(dtype).split(".")[-1])).exponential_().isfinite().all()
+        assert np.isfinite(ug.empty(N, dtype=dtype).exponential_().float().numpy()).all()
     ug.manual_seed(11)
     np.testing.assert_array_equal(ug.empty(N, dtype=ug.float64).geometric_(0.2).numpy(), g.numpy())
     with pytest.raises(ValueError, match=r"\[geometric_\] p must be in \(0, 1\]"):

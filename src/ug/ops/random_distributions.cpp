@@ -490,7 +490,7 @@ Tensor triangular(const Tensor& key, const Tensor& left, const Tensor& mode, con
   require(lo.le(c).logical_and(c.le(hi)).logical_and(lo.lt(hi)), "random.triangular",
           "needs left <= mode <= right and left < right", lo);
   const Tensor u = uniform(key, out, 0, 1, d), width = hi - lo;
-  return where(u.mul(width).lt(c - lo), lo + (u * width * (c - lo)).sqrt(), hi - ((1 - u) * width * (hi - c)).sqrt());
+  return where((u * width).lt(c - lo), lo + (u * width * (c - lo)).sqrt(), hi - ((1 - u) * width * (hi - c)).sqrt());
 }
 
 }  // namespace ug::random
@@ -507,6 +507,10 @@ Dims dims_of(const Tensor& t) { return Dims(t.shape().begin(), t.shape().end());
 void require_floating(const Tensor& t, const char* op) {
   if (!t.is_floating_point()) fail<TypeError>("[", op, "] expects a floating tensor, got ", t.dtype());
 }
+
+/** The dtype an in-place fill draws in: at least float32, whose smallest uniform keeps the
+ *  logarithms finite where a 16-bit one would round to 0. */
+DType fill_dtype(const Tensor& t) { return t.dtype() == DType::Float64 ? DType::Float64 : DType::Float32; }
 
 }  // namespace
 
@@ -546,19 +550,19 @@ Tensor& geometric_(Tensor& t, double p) {
 Tensor& exponential_(Tensor& t, double lambd) {
   require_floating(t, "exponential_");
   if (!(lambd > 0)) fail("[exponential_] lambd must be positive, got ", lambd);
-  return t.copy_(random::exponential(generator_key(), dims_of(t), t.dtype()) / lambd);
+  return t.copy_(random::exponential(generator_key(), dims_of(t), fill_dtype(t)) / lambd);
 }
 
 Tensor& cauchy_(Tensor& t, double median, double sigma) {
   require_floating(t, "cauchy_");
   if (!(sigma > 0)) fail("[cauchy_] sigma must be positive, got ", sigma);
-  return t.copy_(random::cauchy(generator_key(), dims_of(t), t.dtype()) * sigma + median);
+  return t.copy_(random::cauchy(generator_key(), dims_of(t), fill_dtype(t)) * sigma + median);
 }
 
 Tensor& log_normal_(Tensor& t, double mean, double std) {
   require_floating(t, "log_normal_");
   if (!(std > 0)) fail("[log_normal_] std must be positive, got ", std);
-  return t.copy_((random::normal(generator_key(), dims_of(t), t.dtype()) * std + mean).exp());
+  return t.copy_((random::normal(generator_key(), dims_of(t), fill_dtype(t)) * std + mean).exp());
 }
 
 }  // namespace ug
