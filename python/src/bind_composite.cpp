@@ -191,6 +191,14 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def(
           "exponential_", [](Tensor& t, double lambd) -> Tensor& { return ug::exponential_(t, lambd); },
           "lambd"_a = 1.0)
+      .def(
+          "geometric_", [](Tensor& t, double p) -> Tensor& { return ug::geometric_(t, p); }, "p"_a)
+      .def(
+          "cauchy_", [](Tensor& t, double median, double sigma) -> Tensor& { return ug::cauchy_(t, median, sigma); },
+          "median"_a = 0.0, "sigma"_a = 1.0)
+      .def(
+          "log_normal_", [](Tensor& t, double mean, double std) -> Tensor& { return ug::log_normal_(t, mean, std); },
+          "mean"_a = 1.0, "std"_a = 2.0)
       .def("bernoulli", [](const Tensor& p) { return ug::bernoulli(p); })
       .def("multinomial", &ug::multinomial, "num_samples"_a, "replacement"_a = false);
 

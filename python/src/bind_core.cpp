@@ -276,6 +276,29 @@ void bind_creation(nb::module_& m) {
         return ug::randperm(n, {dtype, {}});
       },
       nb::arg("n"), nb::kw_only(), a_dtype, "A random permutation of 0 .. n - 1.");
+  // torch's generator= names a torch.Generator, which unigrad has not: refuse it rather than ignore it.
+  auto no_generator = [](nb::handle generator, const char* op) {
+    if (!generator.is_none())
+      ug::fail<ug::TypeError>("[", op, "] generator= is not supported: draws come from the global generator ",
+                              "(ug.manual_seed) or from explicit keys (ug.random.", op, ")");
+  };
+  m.def(
+      "poisson",
+      [=](const Tensor& rates, nb::handle generator) {
+        no_generator(generator, "poisson");
+        return ug::poisson(rates);
+      },
+      nb::arg("input"), nb::arg("generator") = nb::none(),
+      "A Poisson count for each rate (torch.poisson), in the rates' dtype, from the global generator.");
+  m.def(
+      "binomial",
+      [=](const Tensor& count, const Tensor& prob, nb::handle generator) {
+        no_generator(generator, "binomial");
+        return ug::binomial(count, prob);
+      },
+      nb::arg("count"), nb::arg("prob"), nb::arg("generator") = nb::none(),
+      "A Binomial(count, prob) draw for each element of their broadcast (torch.binomial), from the global "
+      "generator.");
   m.def(
       "arange",
       [](ug::Scalar start, std::optional<ug::Scalar> end, ug::Scalar step, std::optional<ug::DType> dtype,
@@ -423,9 +446,13 @@ void bind_creation(nb::module_& m) {
   using OneParameter =
       ug::Tensor (*)(const Tensor&, const Tensor&, const std::optional<ug::Dims>&, std::optional<ug::DType>);
   for (const auto& entry : {std::tuple<const char*, const char*, OneParameter>{"gamma", "a", &ug::random::gamma},
+                            {"loggamma", "a", &ug::random::loggamma},
                             {"dirichlet", "alpha", &ug::random::dirichlet},
                             {"chisquare", "df", &ug::random::chisquare},
-                            {"t", "df", &ug::random::t}}) {
+                            {"t", "df", &ug::random::t},
+                            {"pareto", "b", &ug::random::pareto},
+                            {"rayleigh", "scale", &ug::random::rayleigh},
+                            {"wald", "mean", &ug::random::wald}}) {
     const char* name = std::get<0>(entry);
     const OneParameter fn = std::get<2>(entry);
     r.def(
@@ -435,13 +462,73 @@ void bind_creation(nb::module_& m) {
         },
         nb::arg("key"), nb::arg(std::get<1>(entry)), nb::arg("shape") = nb::none(), nb::arg("dtype") = nb::none());
   }
+  using TwoParameters = ug::Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const std::optional<ug::Dims>&,
+                                       std::optional<ug::DType>);
+  for (const auto& entry :
+       {std::tuple<const char*, const char*, const char*, TwoParameters>{"beta", "a", "b", &ug::random::beta},
+        {"weibull_min", "scale", "concentration", &ug::random::weibull_min},
+        {"double_sided_maxwell", "loc", "scale", &ug::random::double_sided_maxwell}}) {
+    const char* name = std::get<0>(entry);
+    const TwoParameters fn = std::get<3>(entry);
+    r.def(
+        name,
+        [=](const Tensor& k, nb::handle a, nb::handle b, nb::handle shape, std::optional<ug::DType> dtype) {
+          return fn(k, parameter(a, dtype), parameter(b, dtype), optional_shape(shape, name), dtype);
+        },
+        nb::arg("key"), nb::arg(std::get<1>(entry)), nb::arg(std::get<2>(entry)), nb::arg("shape") = nb::none(),
+        nb::arg("dtype") = nb::none());
+  }
   r.def(
-      "beta",
-      [=](const Tensor& k, nb::handle a, nb::handle b, nb::handle shape, std::optional<ug::DType> dtype) {
-        return ug::random::beta(k, parameter(a, dtype), parameter(b, dtype), optional_shape(shape, "random.beta"),
-                                dtype);
+      "triangular",
+      [=](const Tensor& k, nb::handle left, nb::handle mode, nb::handle right, nb::handle shape,
+          std::optional<ug::DType> dtype) {
+        return ug::random::triangular(k, parameter(left, dtype), parameter(mode, dtype), parameter(right, dtype),
+                                      optional_shape(shape, "random.triangular"), dtype);
       },
-      nb::arg("key"), nb::arg("a"), nb::arg("b"), nb::arg("shape") = nb::none(), nb::arg("dtype") = nb::none());
+      nb::arg("key"), nb::arg("left"), nb::arg("mode"), nb::arg("right"), nb::arg("shape") = nb::none(),
+      nb::arg("dtype") = nb::none());
+  r.def(
+      "maxwell",
+      [=](const Tensor& k, nb::handle shape, std::optional<ug::DType> dtype) {
+        return ug::random::maxwell(k, shaped(shape, "random.maxwell"), dtype);
+      },
+      nb::arg("key"), nb::arg("shape") = nb::tuple(), nb::arg("dtype") = nb::none());
+  r.def(
+      "generalized_normal",
+      [=](const Tensor& k, double p, nb::handle shape, std::optional<ug::DType> dtype) {
+        return ug::random::generalized_normal(k, p, shaped(shape, "random.generalized_normal"), dtype);
+      },
+      nb::arg("key"), nb::arg("p"), nb::arg("shape") = nb::tuple(), nb::arg("dtype") = nb::none());
+  r.def(
+      "ball",
+      [=](const Tensor& k, int64_t d, double p, nb::handle shape, std::optional<ug::DType> dtype) {
+        return ug::random::ball(k, d, p, shaped(shape, "random.ball"), dtype);
+      },
+      nb::arg("key"), nb::arg("d"), nb::arg("p") = 2.0, nb::arg("shape") = nb::tuple(), nb::arg("dtype") = nb::none());
+  // Counts: numbers as float64 parameters (a float32 n or lam would round above 2^24); poisson
+  // and geometric are int32 unless given, binomial floating (jax.random's dtypes).
+  auto count_parameter = [=](nb::handle x) { return parameter(x, ug::DType::Float64); };
+  r.def(
+      "poisson",
+      [=](const Tensor& k, nb::handle lam, nb::handle shape, std::optional<ug::DType> dtype) {
+        return ug::random::poisson(k, count_parameter(lam), optional_shape(shape, "random.poisson"),
+                                   dtype.value_or(ug::DType::Int32));
+      },
+      nb::arg("key"), nb::arg("lam"), nb::arg("shape") = nb::none(), nb::arg("dtype") = nb::none());
+  r.def(
+      "geometric",
+      [=](const Tensor& k, nb::handle p, nb::handle shape, std::optional<ug::DType> dtype) {
+        return ug::random::geometric(k, count_parameter(p), optional_shape(shape, "random.geometric"),
+                                     dtype.value_or(ug::DType::Int32));
+      },
+      nb::arg("key"), nb::arg("p"), nb::arg("shape") = nb::none(), nb::arg("dtype") = nb::none());
+  r.def(
+      "binomial",
+      [=](const Tensor& k, nb::handle n, nb::handle p, nb::handle shape, std::optional<ug::DType> dtype) {
+        return ug::random::binomial(k, count_parameter(n), count_parameter(p), optional_shape(shape, "random.binomial"),
+                                    dtype);
+      },
+      nb::arg("key"), nb::arg("n"), nb::arg("p"), nb::arg("shape") = nb::none(), nb::arg("dtype") = nb::none());
 }
 
 }  // namespace ugpy

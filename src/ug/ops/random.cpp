@@ -207,14 +207,6 @@ Tensor& bernoulli_(Tensor& t, double p) {
   return t.copy_(rand(Dims(t.shape().begin(), t.shape().end()), {.device = t.device()}) < p);
 }
 
-Tensor& exponential_(Tensor& t, double lambd) {
-  if (!t.is_floating_point()) fail<TypeError>("[exponential_] expects a floating tensor, got ", t.dtype());
-  if (!(lambd > 0)) fail("[exponential_] lambd must be positive, got ", lambd);
-  // Inverse CDF on (0, 1]: 1 - U never reaches 0, so no draw is infinite.
-  const Tensor u = rand(Dims(t.shape().begin(), t.shape().end()), {.dtype = DType::Float64, .device = t.device()});
-  return t.copy_((1.0 - u).log() * (-1.0 / lambd));
-}
-
 Tensor multinomial(const Tensor& weights, int64_t num_samples, bool replacement) {
   if (!weights.is_floating_point() || weights.dim() < 1 || weights.dim() > 2)
     fail<RuntimeError>("[multinomial] expects 1-d or 2-d floating weights, got ", weights.dtype(), " ",

@@ -1,11 +1,15 @@
 #include "ug/ops/random_distributions.h"
 
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <numbers>
+#include <string>
 
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
+#include "ug/ops/composite_math.h"
 #include "ug/ops/linalg.h"
 #include "ug/ops/random.h"
 #include "ug/ops/reduce.h"
@@ -136,25 +140,46 @@ Tensor orthogonal(const Tensor& key, int64_t n, const Dims& shape, std::optional
 
 namespace {
 
-/** `shape`, or x's shape when none is given. */
-Dims shape_or(const std::optional<Dims>& shape, const Tensor& x) {
-  return shape ? *shape : Dims(x.shape().begin(), x.shape().end());
+/** `shape`, or the broadcast of the parameters' shapes when none is given. */
+Dims shape_or(const std::optional<Dims>& shape, std::initializer_list<const Tensor*> params, const char* op) {
+  if (shape) return *shape;
+  Shape s;
+  for (const Tensor* x : params) s = broadcast_shapes(s, x->shape(), op);
+  return Dims(s.begin(), s.end());
+}
+Dims shape_or(const std::optional<Dims>& shape, const Tensor& x) { return shape_or(shape, {&x}, "random"); }
+
+/** A parameter as a contiguous tensor of `shape` in dtype d, on the CPU, where the draws are. */
+Tensor spread(const Tensor& x, const Dims& shape, DType d, const std::string& op, const char* what) {
+  const Shape s(shape.begin(), shape.end());
+  if (broadcast_shapes(x.shape(), s, op.c_str()) != s)
+    fail("[", op, "] ", what, " of shape ", x.shape(), " does not broadcast to the shape ", s);
+  return x.to(Device{}).to(d).expand(shape).contiguous();
+}
+
+/** Fails unless every element of `ok` holds (NaN parameters make it false). */
+void require(const Tensor& ok, const char* op, const char* what, const Tensor& x) {
+  if (x.numel() > 0 && !ok.all().item<bool>())
+    fail("[", op, "] ", what, ", got another value (in a tensor of shape ", x.shape(), ")");
 }
 
 /** A parameter of a distribution as a floating tensor of `shape`, checked positive. */
 Tensor positive(const Tensor& x, const Dims& shape, DType d, const char* op, const char* what) {
   if (x.numel() > 0 && !x.gt(0).all().item<bool>())
     fail("[random.", op, "] ", what, " must be positive, got a value <= 0 (or NaN) in ", x.shape());
-  return x.to(d).expand(shape).contiguous();
+  return spread(x, shape, d, std::string("random.") + op, what);
 }
 
-}  // namespace
+/** Marsaglia and Tsang's Gamma draws, finished by gamma and loggamma: `draw` is Gamma(a + 1)
+ *  where a < 1 (`boost`; Gamma(a) = Gamma(a + 1) * U^(1/a) with the uniform `u`), else Gamma(a). */
+struct BoostedGamma {
+  Tensor draw, alpha, boost, u;
+};
 
-Tensor gamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shape, std::optional<DType> dtype) {
-  const DType d = floating(dtype, "gamma");
+BoostedGamma boosted_gamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shape, DType d,
+                           const char* op) {
   const Dims out_shape = shape_or(shape, a);
-  const Tensor alpha = positive(a, out_shape, d, "gamma", "a");
-  // Marsaglia and Tsang need a >= 1: below it, Gamma(a) = Gamma(a + 1) * U^(1/a).
+  const Tensor alpha = positive(a, out_shape, d, op, "a");
   const Tensor boost = alpha.lt(1);
   const Tensor shifted = where(boost, alpha + 1, alpha);
   const Tensor dd = shifted - 1.0 / 3.0;
@@ -163,7 +188,7 @@ Tensor gamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shap
   // Each round draws for every element and keeps the first acceptance: about 5% are rejected
   // per round (less for larger a), so a million draws need about six rounds.
   for (uint64_t round = 0;; ++round) {
-    if (round == 1000) fail<RuntimeError>("[random.gamma] rejection sampling did not finish (a too small?)");
+    if (round == 1000) fail<RuntimeError>("[random.", op, "] rejection sampling did not finish (a too small?)");
     const Tensor keys = split(fold_in(key, round), 2);
     const Tensor x = normal(keys.select(0, 0), out_shape, d);
     const Tensor u = open_uniform(keys.select(0, 1), out_shape, d);
@@ -176,8 +201,19 @@ Tensor gamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shap
     done = done.logical_or(accept);
     if (done.all().item<bool>()) break;
   }
-  const Tensor u = open_uniform(fold_in(key, ~uint64_t{0}), out_shape, d);
-  return where(boost, result * u.pow(alpha.reciprocal()), result);
+  return {result, alpha, boost, open_uniform(fold_in(key, ~uint64_t{0}), out_shape, d)};
+}
+
+}  // namespace
+
+Tensor gamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shape, std::optional<DType> dtype) {
+  const BoostedGamma g = boosted_gamma(key, a, shape, floating(dtype, "gamma"), "gamma");
+  return where(g.boost, g.draw * g.u.pow(g.alpha.reciprocal()), g.draw);
+}
+
+Tensor loggamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shape, std::optional<DType> dtype) {
+  const BoostedGamma g = boosted_gamma(key, a, shape, floating(dtype, "loggamma"), "loggamma");
+  return g.draw.log() + where(g.boost, g.u.log() / g.alpha, 0);
 }
 
 Tensor beta(const Tensor& key, const Tensor& a, const Tensor& b, const std::optional<Dims>& shape,
@@ -211,4 +247,322 @@ Tensor t(const Tensor& key, const Tensor& df, const std::optional<Dims>& shape, 
   return normal(keys.select(0, 0), out, d) / (chisquare(keys.select(0, 1), dof, out, d) / dof).sqrt();
 }
 
+Tensor generalized_normal(const Tensor& key, double p, const Dims& shape, std::optional<DType> dtype) {
+  const DType d = floating(dtype, "generalized_normal");
+  if (!(p > 0)) fail("[random.generalized_normal] p must be positive, got ", p);
+  const Tensor keys = split(key, 2);
+  // |x|^p ~ Gamma(1 / p); its log keeps |x| from rounding to 0 where 1 / p is large.
+  const Tensor magnitude = (loggamma(keys.select(0, 0), scalar_tensor(1 / p, {.dtype = d}), shape, d) / p).exp();
+  return where(bernoulli(keys.select(0, 1), 0.5, shape), magnitude, -magnitude);
+}
+
+Tensor ball(const Tensor& key, int64_t d, double p, const Dims& shape, std::optional<DType> dtype) {
+  const DType dt = floating(dtype, "ball");
+  if (d < 1) fail("[random.ball] d must be positive, got ", d);
+  if (!(p > 0)) fail("[random.ball] p must be positive, got ", p);
+  Dims points = shape;
+  points.push_back(d);
+  const Tensor keys = split(key, 2);
+  const Tensor g = generalized_normal(keys.select(0, 0), p, points, dt);
+  const Tensor e = exponential(keys.select(0, 1), shape, dt);
+  return g / (g.abs().pow(p).sum(Dims{-1}) + e).pow(1 / p).unsqueeze(-1);
+}
+
+namespace {
+
+/** Rejection sampling of `count` float64 values: each round calls attempt(round key, indices)
+ *  for (accepted, values) of the elements at those indices, keeps the accepted values and tries
+ *  the rest again with the next round's key. */
+template <class Attempt> Tensor until_accepted(const Tensor& key, int64_t count, const char* op, Attempt attempt) {
+  Tensor out = zeros({count}, {.dtype = DType::Float64});
+  Tensor pending = arange(0, count, 1, {.dtype = DType::Int64});
+  for (uint64_t round = 0; pending.numel() > 0; ++round) {
+    if (round == 1000) fail<RuntimeError>("[", op, "] rejection sampling did not finish");
+    const auto [accept, values] = attempt(fold_in(key, round), pending);
+    out = index_copy(out, 0, pending.masked_select(accept), values.masked_select(accept));
+    pending = pending.masked_select(accept.logical_not());
+  }
+  return out;
+}
+
+/** The flat indices where `mask` holds. */
+Tensor where_true(const Tensor& mask) { return mask.nonzero().reshape({-1}); }
+
+/** Inversion by sequential search: the least k with u <= P(X <= k), the probabilities walked up
+ *  from p0 by p_k = p_{k-1} * ratio(k, i) for the elements i still walking, while k < limit. Each
+ *  step walks only the elements whose u is above the sum so far: about mean + 1 steps each. */
+template <class Ratio> Tensor search(const Tensor& key, const Tensor& p0, const Tensor& limit, Ratio ratio) {
+  const Tensor u = uniform(key, {p0.numel()}, 0, 1, DType::Float64);
+  Tensor k = zeros_like(u);
+  // Whether the elements at i walk on past `step`; p reaching 0 stops them where rounding keeps
+  // the summed probabilities below u.
+  auto on = [&](const Tensor& i, double step, const Tensor& p, const Tensor& cdf) {
+    return cdf.lt(u.index_select(0, i)).logical_and(limit.index_select(0, i).gt(step)).logical_and(p.gt(0));
+  };
+  Tensor i = where_true(p0.lt(u).logical_and(limit.gt(0)));
+  Tensor p = p0.index_select(0, i), cdf = p;
+  for (double step = 1; i.numel() > 0; ++step) {
+    k = index_copy(k, 0, i, full({i.numel()}, step, {.dtype = DType::Float64}));
+    p = p * ratio(step, i);
+    cdf = cdf + p;
+    const Tensor more = on(i, step, p, cdf);
+    i = i.masked_select(more);
+    p = p.masked_select(more);
+    cdf = cdf.masked_select(more);
+  }
+  return k;
+}
+
+/** Poisson(rate) counts as float64 for a flat float64 rate, checked by the caller. */
+Tensor poisson_counts(const Tensor& key, const Tensor& rate) {
+  const Tensor keys = split(key, 2);
+  const Tensor small = rate.lt(10), idx = where_true(small), low = rate.index_select(0, idx);
+  const Tensor no_limit = full_like(low, std::numeric_limits<double>::infinity());
+  Tensor out = index_copy(zeros_like(rate), 0, idx,
+                          search(keys.select(0, 0), (-low).exp(), no_limit,
+                                 [&](double k, const Tensor& i) { return low.index_select(0, i) / k; }));
+  // Hoermann's PTRS (1993) for rate >= 10: a transformed-rejection proposal, a quick acceptance
+  // region, and the exact test against the Poisson probability otherwise.
+  const Tensor big = where_true(small.logical_not()), lam = rate.index_select(0, big);
+  const Tensor log_lam = lam.log(), b = lam.sqrt() * 2.53 + 0.931, a = b * 0.02483 - 0.059;
+  const Tensor log_inv_alpha = (1.1328 / (b - 3.4) + 1.1239).log(), vr = 0.9277 - 3.6224 / (b - 2);
+  return index_copy(
+      out, 0, big,
+      until_accepted(keys.select(0, 1), big.numel(), "random.poisson", [&](const Tensor& round_key, const Tensor& i) {
+        const Tensor uv = split(round_key, 2);
+        const int64_t m = i.numel();
+        const Tensor u = uniform(uv.select(0, 0), {m}, -0.5, 0.5, DType::Float64);
+        const Tensor v = uniform(uv.select(0, 1), {m}, 0, 1, DType::Float64);
+        const Tensor l = lam.index_select(0, i), ai = a.index_select(0, i);
+        const Tensor bi = b.index_select(0, i), us = 0.5 - u.abs();
+        const Tensor k = ((ai * 2 / us + bi) * u + l + 0.43).floor();
+        const Tensor quick = us.ge(0.07).logical_and(v.le(vr.index_select(0, i)));
+        const Tensor reject = k.lt(0).logical_or(us.lt(0.013).logical_and(v.gt(us)));
+        const Tensor exact = (v.log() + log_inv_alpha.index_select(0, i) - (ai / (us * us) + bi).log())
+                                 .le(-l + k * log_lam.index_select(0, i) - lgamma(k + 1));
+        return std::pair{quick.logical_or(reject.logical_not().logical_and(exact)), k};
+      }));
+}
+
+/** Binomial(n, p) counts as float64 for flat float64 n and p, checked by the caller. */
+Tensor binomial_counts(const Tensor& key, const Tensor& n, const Tensor& p) {
+  // Draw for q = min(p, 1 - p) <= 1/2 and count the failures where p > 1/2.
+  const Tensor flip = p.gt(0.5), q = where(flip, 1.0 - p, p);
+  const Tensor keys = split(key, 2);
+  const Tensor small = (n * q).lt(10), idx = where_true(small);
+  const Tensor ns = n.index_select(0, idx), qs = q.index_select(0, idx), odds = qs / (1.0 - qs);
+  Tensor out = index_copy(zeros_like(n), 0, idx,
+                          search(keys.select(0, 0), (ns * (-qs).log1p()).exp(), ns, [&](double k, const Tensor& i) {
+                            return (ns.index_select(0, i) - (k - 1)) / k * odds.index_select(0, i);
+                          }));
+  // Hoermann's BTRS (1993) for n q >= 10, with the exact test by log-factorials.
+  const Tensor big = where_true(small.logical_not());
+  const Tensor nn = n.index_select(0, big), qq = q.index_select(0, big);
+  const Tensor spq = (nn * qq * (1.0 - qq)).sqrt();
+  const Tensor b = spq * 2.53 + 1.15, a = b * 0.0248 + qq * 0.01 - 0.0873, c = nn * qq + 0.5;
+  const Tensor vr = 0.92 - 4.2 / b, log_alpha = ((5.1 / b + 2.83) * spq).log(), lpq = (qq / (1.0 - qq)).log();
+  const Tensor m = ((nn + 1) * qq).floor(), h = lgamma(m + 1) + lgamma(nn - m + 1);
+  out = index_copy(
+      out, 0, big,
+      until_accepted(keys.select(0, 1), big.numel(), "random.binomial", [&](const Tensor& round_key, const Tensor& i) {
+        const Tensor uv = split(round_key, 2);
+        const int64_t cnt = i.numel();
+        const Tensor u = uniform(uv.select(0, 0), {cnt}, -0.5, 0.5, DType::Float64);
+        const Tensor v = uniform(uv.select(0, 1), {cnt}, 0, 1, DType::Float64);
+        const Tensor ni = nn.index_select(0, i), ai = a.index_select(0, i);
+        const Tensor bi = b.index_select(0, i), us = 0.5 - u.abs();
+        const Tensor k = ((ai * 2 / us + bi) * u + c.index_select(0, i)).floor();
+        const Tensor inside = k.ge(0).logical_and(k.le(ni));
+        const Tensor quick = us.ge(0.07).logical_and(v.le(vr.index_select(0, i)));
+        const Tensor exact = (v.log() + log_alpha.index_select(0, i) - (ai / (us * us) + bi).log())
+                                 .le(h.index_select(0, i) - lgamma(k + 1) - lgamma(ni - k + 1) +
+                                     (k - m.index_select(0, i)) * lpq.index_select(0, i));
+        return std::pair{inside.logical_and(quick.logical_or(exact)), k};
+      }));
+  return where(flip, n - out, out);
+}
+
+/** Trials up to the first success, as float64, for a flat float64 p in (0, 1]. */
+Tensor geometric_counts(const Tensor& key, const Tensor& p) {
+  return (open_uniform(key, {p.numel()}, DType::Float64).log() / (-p).log1p()).floor() + 1;
+}
+
+/** float64 counts in dtype d, clamped to an integer dtype's range (a tiny p's counts overflow). */
+Tensor counts_as(const Tensor& x, DType d) {
+  if (!is_integral(d)) return x.to(d);
+  const bool is_unsigned = d == DType::UInt8 || is_shell(d);
+  const int bits = 8 * static_cast<int>(itemsize(d)) - (is_unsigned ? 0 : 1);
+  return x.clamp(std::nullopt, Scalar(std::min(std::ldexp(1.0, bits) - 1, 9.2e18))).to(d);
+}
+
+/** Checked flat float64 parameters of a count distribution. */
+Tensor rates(const Tensor& lam, const Dims& shape, const char* op) {
+  require(lam.ge(0).logical_and(lam.isfinite()), op, "rates (lam) must be finite and >= 0", lam);
+  return spread(lam, shape, DType::Float64, op, "lam").reshape({-1});
+}
+Tensor probabilities(const Tensor& p, const Dims& shape, const char* op, bool zero_allowed) {
+  require((zero_allowed ? p.ge(0) : p.gt(0)).logical_and(p.le(1)), op,
+          zero_allowed ? "p must be in [0, 1]" : "p must be in (0, 1]", p);
+  return spread(p, shape, DType::Float64, op, "p").reshape({-1});
+}
+Tensor trials(const Tensor& n, const Dims& shape, const char* op) {
+  require(n.ge(0).logical_and(n.isfinite()).logical_and(n.eq(n.floor())), op, "n must be a whole number >= 0", n);
+  return spread(n, shape, DType::Float64, op, "n").reshape({-1});
+}
+
+}  // namespace
+
+Tensor poisson(const Tensor& key, const Tensor& lam, const std::optional<Dims>& shape, DType dtype) {
+  const Dims out = shape_or(shape, lam);
+  return counts_as(poisson_counts(key, rates(lam, out, "random.poisson")), dtype).reshape(out);
+}
+
+Tensor binomial(const Tensor& key, const Tensor& n, const Tensor& p, const std::optional<Dims>& shape,
+                std::optional<DType> dtype) {
+  const DType d = floating(dtype, "binomial");
+  const Dims out = shape_or(shape, {&n, &p}, "random.binomial");
+  return binomial_counts(key, trials(n, out, "random.binomial"), probabilities(p, out, "random.binomial", true))
+      .to(d)
+      .reshape(out);
+}
+
+Tensor geometric(const Tensor& key, const Tensor& p, const std::optional<Dims>& shape, DType dtype) {
+  const Dims out = shape_or(shape, p);
+  return counts_as(geometric_counts(key, probabilities(p, out, "random.geometric", false)), dtype).reshape(out);
+}
+
+Tensor weibull_min(const Tensor& key, const Tensor& scale, const Tensor& concentration,
+                   const std::optional<Dims>& shape, std::optional<DType> dtype) {
+  const DType d = floating(dtype, "weibull_min");
+  const Dims out = shape_or(shape, {&scale, &concentration}, "random.weibull_min");
+  const Tensor k = positive(concentration, out, d, "weibull_min", "concentration");
+  return positive(scale, out, d, "weibull_min", "scale") * exponential(key, out, d).pow(k.reciprocal());
+}
+
+Tensor pareto(const Tensor& key, const Tensor& b, const std::optional<Dims>& shape, std::optional<DType> dtype) {
+  const DType d = floating(dtype, "pareto");
+  const Dims out = shape_or(shape, b);
+  return (exponential(key, out, d) / positive(b, out, d, "pareto", "b")).exp();
+}
+
+Tensor rayleigh(const Tensor& key, const Tensor& scale, const std::optional<Dims>& shape, std::optional<DType> dtype) {
+  const DType d = floating(dtype, "rayleigh");
+  const Dims out = shape_or(shape, scale);
+  return positive(scale, out, d, "rayleigh", "scale") * (exponential(key, out, d) * 2).sqrt();
+}
+
+Tensor maxwell(const Tensor& key, const Dims& shape, std::optional<DType> dtype) {
+  Dims vectors = shape;
+  vectors.push_back(3);
+  return normal(key, vectors, floating(dtype, "maxwell")).square().sum(Dims{-1}).sqrt();
+}
+
+Tensor double_sided_maxwell(const Tensor& key, const Tensor& loc, const Tensor& scale, const std::optional<Dims>& shape,
+                            std::optional<DType> dtype) {
+  const DType d = floating(dtype, "double_sided_maxwell");
+  const Dims out = shape_or(shape, {&loc, &scale}, "random.double_sided_maxwell");
+  const Tensor keys = split(key, 2);
+  const Tensor s = positive(scale, out, d, "double_sided_maxwell", "scale");
+  const Tensor x = maxwell(keys.select(0, 0), out, d) * s;
+  return spread(loc, out, d, "random.double_sided_maxwell", "loc") +
+         where(bernoulli(keys.select(0, 1), 0.5, out), x, -x);
+}
+
+Tensor wald(const Tensor& key, const Tensor& mean, const std::optional<Dims>& shape, std::optional<DType> dtype) {
+  const DType d = floating(dtype, "wald");
+  const Dims out = shape_or(shape, mean);
+  const Tensor mu = positive(mean, out, d, "wald", "mean");
+  const Tensor keys = split(key, 2);
+  // Michael, Schucany and Haas: the smaller root of the quadratic for y = z^2, here as
+  // mu / (1 + w + sqrt(w (w + 2))) with w = mu y / 2, which does not cancel for large w.
+  const Tensor w = normal(keys.select(0, 0), out, d).square() * mu * 0.5;
+  const Tensor x = mu / (w + 1 + (w * (w + 2)).sqrt());
+  return where((uniform(keys.select(0, 1), out, 0, 1, d) * (mu + x)).le(mu), x, mu * mu / x);
+}
+
+Tensor triangular(const Tensor& key, const Tensor& left, const Tensor& mode, const Tensor& right,
+                  const std::optional<Dims>& shape, std::optional<DType> dtype) {
+  const DType d = floating(dtype, "triangular");
+  const Dims out = shape_or(shape, {&left, &mode, &right}, "random.triangular");
+  const Tensor lo = spread(left, out, d, "random.triangular", "left"),
+               c = spread(mode, out, d, "random.triangular", "mode");
+  const Tensor hi = spread(right, out, d, "random.triangular", "right");
+  require(lo.le(c).logical_and(c.le(hi)).logical_and(lo.lt(hi)), "random.triangular",
+          "needs left <= mode <= right and left < right", lo);
+  const Tensor u = uniform(key, out, 0, 1, d), width = hi - lo;
+  return where((u * width).lt(c - lo), lo + (u * width * (c - lo)).sqrt(), hi - ((1 - u) * width * (hi - c)).sqrt());
+}
+
 }  // namespace ug::random
+
+namespace ug {
+
+namespace {
+
+/** A key drawn from the global generator: torch's spellings share the keyed samplers. */
+Tensor generator_key() { return randint(0, int64_t{1} << 32, {2}); }
+
+Dims dims_of(const Tensor& t) { return Dims(t.shape().begin(), t.shape().end()); }
+
+void require_floating(const Tensor& t, const char* op) {
+  if (!t.is_floating_point()) fail<TypeError>("[", op, "] expects a floating tensor, got ", t.dtype());
+}
+
+/** The dtype an in-place fill draws in: at least float32, whose smallest uniform keeps the
+ *  logarithms finite where a 16-bit one would round to 0. */
+DType fill_dtype(const Tensor& t) { return t.dtype() == DType::Float64 ? DType::Float64 : DType::Float32; }
+
+}  // namespace
+
+Tensor poisson(const Tensor& rates) {
+  require_floating(rates, "poisson");
+  const Dims shape = dims_of(rates);
+  return random::poisson_counts(generator_key(), random::rates(rates, shape, "poisson"))
+      .reshape(shape)
+      .to(rates.dtype())
+      .to(rates.device());
+}
+
+Tensor binomial(const Tensor& count, const Tensor& prob) {
+  require_floating(count, "binomial");
+  require_floating(prob, "binomial");
+  if (count.dtype() != prob.dtype())
+    fail<TypeError>("[binomial] expects count and prob of one dtype, got ", count.dtype(), " and ", prob.dtype());
+  const Shape s = broadcast_shapes(count.shape(), prob.shape(), "binomial");
+  const Dims shape(s.begin(), s.end());
+  return random::binomial_counts(generator_key(), random::trials(count, shape, "binomial"),
+                                 random::probabilities(prob, shape, "binomial", true))
+      .reshape(shape)
+      .to(count.dtype())
+      .to(count.device());
+}
+
+Tensor& geometric_(Tensor& t, double p) {
+  const Dims shape = dims_of(t);
+  const Tensor probability = scalar_tensor(p, {.dtype = DType::Float64});
+  return t.copy_(random::counts_as(random::geometric_counts(
+                                       generator_key(), random::probabilities(probability, shape, "geometric_", false)),
+                                   t.dtype())
+                     .reshape(shape));
+}
+
+// Declared in random.h beside the other in-place fills; drawn here by the keyed sampler.
+Tensor& exponential_(Tensor& t, double lambd) {
+  require_floating(t, "exponential_");
+  if (!(lambd > 0)) fail("[exponential_] lambd must be positive, got ", lambd);
+  return t.copy_(random::exponential(generator_key(), dims_of(t), fill_dtype(t)) / lambd);
+}
+
+Tensor& cauchy_(Tensor& t, double median, double sigma) {
+  require_floating(t, "cauchy_");
+  if (!(sigma > 0)) fail("[cauchy_] sigma must be positive, got ", sigma);
+  return t.copy_(random::cauchy(generator_key(), dims_of(t), fill_dtype(t)) * sigma + median);
+}
+
+Tensor& log_normal_(Tensor& t, double mean, double std) {
+  require_floating(t, "log_normal_");
+  if (!(std > 0)) fail("[log_normal_] std must be positive, got ", std);
+  return t.copy_((random::normal(generator_key(), dims_of(t), fill_dtype(t)) * std + mean).exp());
+}
+
+}  // namespace ug

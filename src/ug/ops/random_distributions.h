@@ -1,8 +1,11 @@
 // jax.random's distributions beyond uniform and normal, each a transform of those draws
 // with an explicit key (ops/random.h): truncated_normal, exponential, laplace, logistic,
 // cauchy, gumbel, rademacher, lognormal, choice, multivariate_normal, orthogonal, and gamma
-// (by rejection) with those made from it: beta, dirichlet, chisquare and t. dtype is the
-// default floating dtype unless given.
+// (by rejection) with those made from it: beta, dirichlet, chisquare, t, loggamma,
+// generalized_normal and ball; the counts poisson, binomial and geometric; weibull_min, pareto,
+// rayleigh, maxwell, double_sided_maxwell, wald and triangular. dtype is the default floating
+// dtype unless given. Parameters broadcast to `shape`, by default to their own broadcast shape.
+// Below, torch's spellings of some of them, drawn from the global generator (ug::manual_seed).
 #pragma once
 
 #include <optional>
@@ -58,4 +61,64 @@ Tensor chisquare(const Tensor& key, const Tensor& df, const std::optional<Dims>&
 Tensor t(const Tensor& key, const Tensor& df, const std::optional<Dims>& shape = std::nullopt,
          std::optional<DType> dtype = std::nullopt);
 
+/** log of a Gamma(a, 1) draw, finite where the draw itself underflows (a far below 1). */
+Tensor loggamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shape = std::nullopt,
+                std::optional<DType> dtype = std::nullopt);
+/** Density proportional to exp(-|x|^p), p > 0: a random sign times Gamma(1 / p)^(1 / p). */
+Tensor generalized_normal(const Tensor& key, double p, const Dims& shape = {},
+                          std::optional<DType> dtype = std::nullopt);
+/** Points uniform in the unit p-norm ball in d dimensions, [*shape, d] (Barthe et al.:
+ *  generalized normal draws over (their p-norm^p + an exponential draw)^(1/p)). */
+Tensor ball(const Tensor& key, int64_t d, double p = 2, const Dims& shape = {},
+            std::optional<DType> dtype = std::nullopt);
+
+/** Poisson(lam) counts, lam >= 0 (int32 unless given): inversion from P(0) upwards for
+ *  lam < 10, Hoermann's transformed rejection (PTRS) above, drawing again for the rejected
+ *  elements only. */
+Tensor poisson(const Tensor& key, const Tensor& lam, const std::optional<Dims>& shape = std::nullopt,
+               DType dtype = DType::Int32);
+/** Binomial(n, p) counts as floats (jax.random.binomial's dtype), n a non-negative integer and
+ *  p in [0, 1]: inversion where n min(p, 1 - p) < 10, Hoermann's BTRS above. */
+Tensor binomial(const Tensor& key, const Tensor& n, const Tensor& p, const std::optional<Dims>& shape = std::nullopt,
+                std::optional<DType> dtype = std::nullopt);
+/** The number of Bernoulli(p) trials up to the first success, 1, 2, ...; p in (0, 1] (int32
+ *  unless given). */
+Tensor geometric(const Tensor& key, const Tensor& p, const std::optional<Dims>& shape = std::nullopt,
+                 DType dtype = DType::Int32);
+/** scale * Exponential^(1 / concentration). */
+Tensor weibull_min(const Tensor& key, const Tensor& scale, const Tensor& concentration,
+                   const std::optional<Dims>& shape = std::nullopt, std::optional<DType> dtype = std::nullopt);
+/** exp(Exponential / b): Pareto with minimum 1 and shape b. */
+Tensor pareto(const Tensor& key, const Tensor& b, const std::optional<Dims>& shape = std::nullopt,
+              std::optional<DType> dtype = std::nullopt);
+/** scale * sqrt(2 Exponential). */
+Tensor rayleigh(const Tensor& key, const Tensor& scale, const std::optional<Dims>& shape = std::nullopt,
+                std::optional<DType> dtype = std::nullopt);
+/** The length of a 3-d standard normal vector. */
+Tensor maxwell(const Tensor& key, const Dims& shape = {}, std::optional<DType> dtype = std::nullopt);
+/** loc + scale * a random sign * maxwell. */
+Tensor double_sided_maxwell(const Tensor& key, const Tensor& loc, const Tensor& scale,
+                            const std::optional<Dims>& shape = std::nullopt, std::optional<DType> dtype = std::nullopt);
+/** Inverse Gaussian with this mean and shape 1 (Michael, Schucany and Haas). */
+Tensor wald(const Tensor& key, const Tensor& mean, const std::optional<Dims>& shape = std::nullopt,
+            std::optional<DType> dtype = std::nullopt);
+/** Triangular on [left, right] peaking at mode, by inverting its distribution function. */
+Tensor triangular(const Tensor& key, const Tensor& left, const Tensor& mode, const Tensor& right,
+                  const std::optional<Dims>& shape = std::nullopt, std::optional<DType> dtype = std::nullopt);
+
 }  // namespace ug::random
+
+namespace ug {
+
+/** torch.poisson: a Poisson(rate) count for each rate (floating, >= 0), in the rates' dtype. */
+Tensor poisson(const Tensor& rates);
+/** torch.binomial: a Binomial(count, prob) draw for each element of their broadcast, in their
+ *  (common floating) dtype. */
+Tensor binomial(const Tensor& count, const Tensor& prob);
+/** In place: geometric counts (trials up to the first success, p in (0, 1]), Cauchy(median,
+ *  sigma), and exp(Normal(mean, std)). */
+Tensor& geometric_(Tensor& t, double p);
+Tensor& cauchy_(Tensor& t, double median = 0, double sigma = 1);
+Tensor& log_normal_(Tensor& t, double mean = 1, double std = 2);
+
+}  // namespace ug
