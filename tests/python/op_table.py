@@ -786,6 +786,9 @@ OTHERS = [
        off=PYTHON_VALUE),
     Op("random_fold_in", lambda m, a: tuple(ug.random.fold_in(ug.random.key(0), a.shape[0]).shape), x(3, 4),
        off=PYTHON_VALUE),
+    # samplers by rejection (test_jit_random.py compiles them, test_random_distributions.py checks the laws)
+    Op("random_rejection", lambda m, a: tuple(ug.random.gamma(ug.random.key(0), 2.0, a.shape).shape), x(3, 4),
+       off=PYTHON_VALUE),
     Op("debug_print", printed, x(2, 3), ops=("debug_print", "mul"), off=rejects("a print (ug.debug.print)")),
     Op("while_loop", doublings, x(3, 4, low=-0.5, high=0.5), off=NO_GRAD),
     Op("optimizer_update", adam_step, x(3, 4), x(3, 4, seed=1), off={

@@ -65,6 +65,26 @@ def test_keyed_draws_follow_the_key_the_program_is_given():
     assert jitted.cache_info().traces == 1
 
 
+@pytest.mark.parametrize("sampler", [
+    lambda key, a: ug.random.gamma(key, a, (5,)),
+    lambda key, a: ug.random.loggamma(key, a, (5,)),
+    lambda key, a: ug.random.beta(key, a, 2.0, (5,)),
+    lambda key, a: ug.random.dirichlet(key, ug.stack([a, a + 1.0]), (5,)),
+    lambda key, a: ug.random.poisson(key, a * 20.0, (5,)),
+    lambda key, a: ug.random.binomial(key, ug.tensor(100.0), a / 2.0, (5,)),
+], ids=["gamma", "loggamma", "beta", "dirichlet", "poisson", "binomial"])
+def test_rejection_samplers_run_as_many_rounds_as_each_key_needs(sampler):
+    # The rounds of rejection depend on the draws: a program calls the sampler back. Replaying
+    # the rounds its trace took left, for about one key in seven here, an element at 0.
+    jitted = ug.jit(sampler)
+    a = ug.tensor(0.5)
+    for seed in range(60):
+        same(jitted(ug.random.key(seed), a), sampler(ug.random.key(seed), a))
+    assert jitted.cache_info().traces == 1
+    with pytest.raises(ValueError, match=r"random\.poisson.*>= 0"):
+        ug.jit(lambda key, lam: ug.random.poisson(key, lam, (5,)))(ug.random.key(0), ug.tensor(-1.0))
+
+
 def test_a_jax_style_dropout_loop_under_jit_matches_eager():
     # The articles' JAX loop threads a key through the step: key, sub = split(key).
     def step(w, key, x):

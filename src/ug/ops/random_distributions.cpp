@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <numbers>
 #include <string>
 
+#include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/composite_math.h"
@@ -29,6 +31,24 @@ DType floating(std::optional<DType> dtype, const char* op) {
 Tensor open_uniform(const Tensor& key, const Dims& shape, DType d) {
   const double tiny = d == DType::Float64 ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
   return uniform(key, shape, tiny, 1.0, d);
+}
+
+const graph::OpDef kRejection("random_rejection");
+
+/** draw(inputs) as one op: how many rounds of rejection a sampler takes depends on its draws,
+ *  so a program calls the whole sampler back, rather than run the rounds its trace took (and
+ *  leave the elements those did not accept at 0). */
+Tensor one_draw(const char* sampler, const graph::Tensors& inputs, std::function<Tensor(const graph::Tensors&)> draw) {
+  graph::OpCall call(kRejection);
+  Tensor out = draw(inputs);
+  if (call.capturing()) {
+    call.set_attrs({{"sampler", std::string(sampler)}});
+    call.set_replay([draw = std::move(draw)](const graph::Tensors& in) { return graph::Tensors{draw(in)}; });
+  }
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : inputs) in.push_back(&t);
+  call.finish(in, {&out});
+  return out;
 }
 
 /** The representable number next to x towards `to`, in dtype d. */
@@ -207,13 +227,19 @@ BoostedGamma boosted_gamma(const Tensor& key, const Tensor& a, const std::option
 }  // namespace
 
 Tensor gamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shape, std::optional<DType> dtype) {
-  const BoostedGamma g = boosted_gamma(key, a, shape, floating(dtype, "gamma"), "gamma");
-  return where(g.boost, g.draw * g.u.pow(g.alpha.reciprocal()), g.draw);
+  const DType d = floating(dtype, "gamma");
+  return one_draw("gamma", {key, a}, [shape, d](const graph::Tensors& in) {
+    const BoostedGamma g = boosted_gamma(in[0], in[1], shape, d, "gamma");
+    return where(g.boost, g.draw * g.u.pow(g.alpha.reciprocal()), g.draw);
+  });
 }
 
 Tensor loggamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shape, std::optional<DType> dtype) {
-  const BoostedGamma g = boosted_gamma(key, a, shape, floating(dtype, "loggamma"), "loggamma");
-  return g.draw.log() + where(g.boost, g.u.log() / g.alpha, 0);
+  const DType d = floating(dtype, "loggamma");
+  return one_draw("loggamma", {key, a}, [shape, d](const graph::Tensors& in) {
+    const BoostedGamma g = boosted_gamma(in[0], in[1], shape, d, "loggamma");
+    return g.draw.log() + where(g.boost, g.u.log() / g.alpha, 0);
+  });
 }
 
 Tensor beta(const Tensor& key, const Tensor& a, const Tensor& b, const std::optional<Dims>& shape,
@@ -414,16 +440,21 @@ Tensor trials(const Tensor& n, const Dims& shape, const char* op) {
 
 Tensor poisson(const Tensor& key, const Tensor& lam, const std::optional<Dims>& shape, DType dtype) {
   const Dims out = shape_or(shape, lam);
-  return counts_as(poisson_counts(key, rates(lam, out, "random.poisson")), dtype).reshape(out);
+  return one_draw("poisson", {key, lam}, [out, dtype](const graph::Tensors& in) {
+    return counts_as(poisson_counts(in[0], rates(in[1], out, "random.poisson")), dtype).reshape(out);
+  });
 }
 
 Tensor binomial(const Tensor& key, const Tensor& n, const Tensor& p, const std::optional<Dims>& shape,
                 std::optional<DType> dtype) {
   const DType d = floating(dtype, "binomial");
   const Dims out = shape_or(shape, {&n, &p}, "random.binomial");
-  return binomial_counts(key, trials(n, out, "random.binomial"), probabilities(p, out, "random.binomial", true))
-      .to(d)
-      .reshape(out);
+  return one_draw("binomial", {key, n, p}, [out, d](const graph::Tensors& in) {
+    return binomial_counts(in[0], trials(in[1], out, "random.binomial"),
+                           probabilities(in[2], out, "random.binomial", true))
+        .to(d)
+        .reshape(out);
+  });
 }
 
 Tensor geometric(const Tensor& key, const Tensor& p, const std::optional<Dims>& shape, DType dtype) {
