@@ -59,7 +59,7 @@ void bind_transforms(nb::module_& m) {
             out_axes = out_axes_now();
             return outs;
           } catch (nb::python_error& e) {
-            if (e.matches(no_batching_rule_type())) throw ug::NoBatchingRule(e.what());
+            if (e.matches(no_batching_rule_type())) throw ug::NoBatchingRule(nb::str(e.value()).c_str());
             throw;
           }
         };

@@ -1138,7 +1138,12 @@ void row_norm(GraphBuilder& g, const CapturedCall& c) {
  *  the op back, which finds the axis by its name again. */
 void axis_collective(GraphBuilder& g, const CapturedCall& c) {
   if (attr_int(c, "level") <= g.outer_level()) {
-    if (g.replays_allowed() && c.replay) return g.replay(c);
+    if (g.replays_allowed() && c.replay) {
+      CapturedCall x_only = c;  // a reduction's second input is its parts' result, which it does not read
+      x_only.inputs.resize(1);
+      x_only.input_versions.resize(1);
+      return g.replay(x_only);
+    }
     fail("[onnx.export] op '", c.op, "' runs over a vmap axis bound outside the exported function");
   }
   g.emit_parts(c);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ug/core/batching.h"
+#include "ug/graph/forward.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
@@ -22,6 +23,25 @@ const graph::OpDef kPsum("psum"), kPmean("pmean"), kPmax("pmax"), kPmin("pmin"),
  *  the ops on the physical tensors, not the per-example collective. */
 bool open(const Axis& a) {
   return std::any_of(t_axes.begin(), t_axes.end(), [&a](const Axis& b) { return b.id == a.id; });
+}
+
+/** Finishes a collective whose output is the same on every example of a's level: `inner`, what
+ *  its parts made (from x's physical tensor there), under a handle of its own that records both
+ *  derivatives. Differentiated while a's vmap runs (vmap of grad), the output's gradient goes
+ *  to x by the per-example rule, JAX's transposition; after it returned (grad of vmap), to
+ *  inner, through the parts' own rules. A tangent is the parts' where x's examples carry one
+ *  (jvp of vmap), else the per-example rule's. */
+template <class Vjp, class Jvp>
+Tensor finish_shared(graph::OpCall& call, const Tensor& x, const Tensor& inner, const Axis& a, Vjp per_example,
+                     Jvp tangent) {
+  Tensor out = batching::shallow_copy(inner);
+  call.finish(
+      {&x, &inner}, {&out}, {},
+      [a, per_example](graph::Saved, graph::Tensors&& g) {
+        return open(a) ? graph::Tensors{per_example(g[0]), Tensor()} : graph::Tensors{Tensor(), g[0]};
+      },
+      [tangent](const graph::Tensors& t) { return graph::Tensors{t[1].defined() ? t[1] : tangent(t[0])}; });
+  return out;
 }
 
 /** For the capture: the axis's level (the exporter checks that the trace opened its vmap), and
@@ -61,39 +81,32 @@ const graph::OpDef& def_of(Reduce r) {
 Tensor reduce(Reduce r, const Tensor& x, const Axis& a) {
   const graph::OpDef& def = def_of(r);
   graph::OpCall call(def);
-  const int top = batching::level(x);
-  Tensor out;
-  if (top > a.level) {  // batched by a vmap inside a's: reduce every example of that one
-    out = batching::wrap(reduce(r, batching::physical(x, top), a), top);
-  } else if (top == a.level) {
-    const Tensor p = batching::physical(x, a.level);
-    if (r == Reduce::Sum) out = p.sum({0}, false, x.dtype());
-    else if (r == Reduce::Mean) out = (is_floating(x.dtype()) ? p : p.to(DType::Float32)).mean({0});
-    else out = r == Reduce::Max ? p.amax({0}) : p.amin({0});
-  } else {  // the same on every example
-    if (r == Reduce::Sum) out = x * a.size;
-    else out = r == Reduce::Mean && !is_floating(x.dtype()) ? x.to(DType::Float32) : x.clone();
-  }
   capture(call, a, [r](const Tensor& y, const Axis& b) { return reduce(r, y, b); });
-  if (r == Reduce::Max || r == Reduce::Min) {
-    if (top < a.level) {
-      call.finish({&x}, {&out});  // the clone's derivative
-      return out;
-    }
-    const char* name = def.name();
+  const int top = batching::level(x);
+  const bool linear = r == Reduce::Sum || r == Reduce::Mean;
+  auto rule = [r, a, linear, name = def.name()](const Tensor& g) {
+    if (!linear) no_derivative(name);
+    return reduce(r, g, a);
+  };
+  if (top > a.level) {  // batched by a vmap inside a's: reduce every example of that one
+    Tensor out = batching::wrap(reduce(r, batching::physical(x, top), a), top);
     call.finish(
-        {&x}, {&out}, {}, [name](graph::Saved, graph::Tensors&&) -> graph::Tensors { no_derivative(name); },
-        [name](const graph::Tensors&) -> graph::Tensors { no_derivative(name); });
+        {&x}, {&out}, {}, [rule](graph::Saved, graph::Tensors&& g) { return graph::Tensors{rule(g[0])}; },
+        [rule](const graph::Tensors& t) { return graph::Tensors{rule(t[0])}; });
     return out;
   }
-  call.finish(
-      {&x}, {&out}, {},
-      [r, a, batched = top >= a.level](graph::Saved, graph::Tensors&& g) {
-        if (open(a) || batched) return graph::Tensors{reduce(r, g[0], a)};
-        return graph::Tensors{r == Reduce::Sum ? g[0] * a.size : g[0]};  // the mul's or clone's
-      },
-      [r, a](const graph::Tensors& t) { return graph::Tensors{reduce(r, t[0], a)}; });
-  return out;
+  Tensor inner;
+  if (top == a.level) {
+    const Tensor p = batching::physical(x, a.level);
+    if (r == Reduce::Sum) inner = p.sum({0}, false, x.dtype());
+    else if (r == Reduce::Mean) inner = (is_floating(x.dtype()) ? p : p.to(DType::Float32)).mean({0});
+    else inner = r == Reduce::Max ? p.amax({0}) : p.amin({0});
+  } else if (r == Reduce::Sum) {  // the same on every example
+    inner = x * a.size;
+  } else {
+    inner = r == Reduce::Mean && !is_floating(x.dtype()) ? x.to(DType::Float32) : x.clone();
+  }
+  return finish_shared(call, x, inner, a, rule, rule);
 }
 
 Tensor gather(const Tensor& x, const Axis& a, int64_t dim, bool tiled);
@@ -123,24 +136,21 @@ Tensor scatter(const Tensor& x, const Axis& a, int64_t dim, bool tiled) {
 
 Tensor gather(const Tensor& x, const Axis& a, int64_t dim, bool tiled) {
   graph::OpCall call(kAllGather);
-  const int top = batching::level(x);
-  Tensor out;
-  if (top > a.level) {
-    out = batching::wrap(gather(batching::physical(x, top), a, dim + 1, tiled), top);
-  } else {
-    out = examples(x, a).movedim(0, dim);
-    if (tiled) out = out.flatten(dim, dim + 1);
-  }
   capture(call, a, [dim, tiled](const Tensor& y, const Axis& b) { return gather(y, b, dim, tiled); });
-  call.finish(
-      {&x}, {&out}, {},
-      [a, dim, tiled, batched = top >= a.level](graph::Saved, graph::Tensors&& g) {
-        if (open(a) || batched) return graph::Tensors{scatter(g[0], a, dim, tiled)};
-        // the derivative of the copies: their sum
-        return graph::Tensors{(tiled ? g[0].unflatten(dim, {a.size, -1}) : g[0]).sum({dim})};
-      },
-      [a, dim, tiled](const graph::Tensors& t) { return graph::Tensors{gather(t[0], a, dim, tiled)}; });
-  return out;
+  const int top = batching::level(x);
+  if (top > a.level) {
+    Tensor out = batching::wrap(gather(batching::physical(x, top), a, dim + 1, tiled), top);
+    call.finish(
+        {&x}, {&out}, {},
+        [a, dim, tiled](graph::Saved, graph::Tensors&& g) { return graph::Tensors{scatter(g[0], a, dim, tiled)}; },
+        [a, dim, tiled](const graph::Tensors& t) { return graph::Tensors{gather(t[0], a, dim, tiled)}; });
+    return out;
+  }
+  Tensor inner = examples(x, a).movedim(0, dim);
+  if (tiled) inner = inner.flatten(dim, dim + 1);
+  return finish_shared(
+      call, x, inner, a, [a, dim, tiled](const Tensor& g) { return scatter(g, a, dim, tiled); },
+      [a, dim, tiled](const Tensor& t) { return gather(t, a, dim, tiled); });
 }
 
 using Perm = std::vector<std::pair<int64_t, int64_t>>;
