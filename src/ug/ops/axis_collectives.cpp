@@ -34,7 +34,7 @@ bool open(const Axis& a) {
 template <class Vjp, class Jvp>
 Tensor finish_shared(graph::OpCall& call, const Tensor& x, const Tensor& inner, const Axis& a, Vjp per_example,
                      Jvp tangent) {
-  Tensor out = batching::shallow_copy(inner);
+  Tensor out = inner.view(Dims(inner.shape().begin(), inner.shape().end()));  // an op: a program sees it
   call.finish(
       {&x, &inner}, {&out}, {},
       [a, per_example](graph::Saved, graph::Tensors&& g) {
