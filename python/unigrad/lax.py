@@ -19,6 +19,15 @@ def _names(axis_name):
     return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 
 
+def _one(axis_name, op):
+    """The single axis name a collective other than the reductions takes."""
+    names = _names(axis_name)
+    if len(names) != 1:
+        raise NotImplementedError(f"[{op}] over several axes at once ({axis_name!r}) is not supported; "
+                                  "nest one call per axis")
+    return names[0]
+
+
 def _reduce(x, axis_name, op, name):
     """x (a pytree; a Python number stands for a value every position holds) reduced over each
     named axis in turn."""
@@ -61,6 +70,7 @@ def pmin(x, axis_name):
 
 def all_gather(x, axis_name, *, axis=0, tiled=False):
     """Every position's x, stacked along a new dim `axis` (tiled: concatenated along dim `axis`)."""
+    axis_name = _one(axis_name, "all_gather")
     group = pmap_group(axis_name, "all_gather")
     if group is None:
         return tree_map(lambda v: _vmap.all_gather(v, axis_name, axis, tiled), x)
@@ -78,25 +88,28 @@ def _gather_processes(x, group):
 def psum_scatter(x, axis_name, *, scatter_dimension=0, tiled=False):
     """psum, then position i keeps the i-th slice of the sum along scatter_dimension (tiled: the
     i-th block). Over a vmap axis only."""
-    _vmap_only(axis_name, "psum_scatter")
+    axis_name = _vmap_only(axis_name, "psum_scatter")
     return tree_map(lambda v: _vmap.psum_scatter(v, axis_name, scatter_dimension, tiled), x)
 
 
 def ppermute(x, axis_name, perm):
     """Position dst gets position src's x for each (src, dst) in perm, zeros where no pair sends
     to it. Over a vmap axis only."""
-    _vmap_only(axis_name, "ppermute")
+    axis_name = _vmap_only(axis_name, "ppermute")
     perm = [(int(s), int(d)) for s, d in perm]
     return tree_map(lambda v: _vmap.ppermute(v, axis_name, perm), x)
 
 
 def _vmap_only(axis_name, op):
+    axis_name = _one(axis_name, op)
     if pmap_group(axis_name, op) is not None:
         raise NotImplementedError(f"[{op}] over a pmap axis is not supported (only over a vmap's)")
+    return axis_name
 
 
 def axis_index(axis_name):
     """This position along the axis (int32)."""
+    axis_name = _one(axis_name, "axis_index")
     group = pmap_group(axis_name, "axis_index")
     if group is None:
         return _vmap.axis_index(axis_name)

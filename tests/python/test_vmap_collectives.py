@@ -79,7 +79,8 @@ def test_reductions_normalise_over_the_batch(J, op):
 def test_reductions_keep_the_dtype(J):
     def f(m, xs, ks):
         return (m.vmap(lambda x: m.lax.psum(x, "i"), axis_name="i")(xs),
-                m.vmap(lambda k: (m.lax.psum(k, "i"), m.lax.pmax(k, "i")), axis_name="i")(ks))
+                m.vmap(lambda k: (m.lax.psum(k, "i"), m.lax.pmax(k, "i"), m.lax.pmean(k, "i"),
+                                  m.lax.psum(k > 4, "i"), m.lax.psum(k[0] > 4, "i")), axis_name="i")(ks))
 
     same(f, J, rand(4, 3, dtype="float32"), np.arange(12, dtype="int32").reshape(4, 3))
 
@@ -326,6 +327,8 @@ def test_bad_arguments_name_the_op():
         ug.vmap(lambda x: ug.lax.psum_scatter(x, "i"), axis_name="i")(xs)
     with pytest.raises(IndexError):
         ug.vmap(lambda x: ug.lax.all_gather(x, "i", axis=3), axis_name="i")(xs)
+    with pytest.raises(NotImplementedError, match=r"\[all_gather\] over several axes at once"):
+        ug.vmap(ug.vmap(lambda x: ug.lax.all_gather(x, ("i", "j")), axis_name="j"), axis_name="i")(ug.ones(2, 3, 2))
 
 
 def test_a_collective_where_vmap_runs_once_per_example_says_why():

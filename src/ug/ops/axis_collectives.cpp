@@ -66,6 +66,9 @@ Tensor examples(const Tensor& x, const Axis& a) {
   fail<RuntimeError>("[", op, "] has no derivative inside the vmap that binds its axis (as in JAX)");
 }
 
+/** A sum keeps its input's dtype; booleans count in int32, as in JAX. */
+DType summed(DType t) { return t == DType::Bool ? DType::Int32 : t; }
+
 enum class Reduce { Sum, Mean, Max, Min };
 
 const graph::OpDef& def_of(Reduce r) {
@@ -98,11 +101,11 @@ Tensor reduce(Reduce r, const Tensor& x, const Axis& a) {
   Tensor inner;
   if (top == a.level) {
     const Tensor p = batching::physical(x, a.level);
-    if (r == Reduce::Sum) inner = p.sum({0}, false, x.dtype());
+    if (r == Reduce::Sum) inner = p.sum({0}, false, summed(x.dtype()));
     else if (r == Reduce::Mean) inner = (is_floating(x.dtype()) ? p : p.to(DType::Float32)).mean({0});
     else inner = r == Reduce::Max ? p.amax({0}) : p.amin({0});
   } else if (r == Reduce::Sum) {  // the same on every example
-    inner = x * a.size;
+    inner = x.to(summed(x.dtype())) * a.size;
   } else {
     inner = r == Reduce::Mean && !is_floating(x.dtype()) ? x.to(DType::Float32) : x.clone();
   }
@@ -122,7 +125,8 @@ Tensor scatter(const Tensor& x, const Axis& a, int64_t dim, bool tiled) {
     if (tiled ? n % a.size != 0 : n != a.size)
       fail("[psum_scatter] dim ", dim, " of x (shape ", x.shape(), ") must ", tiled ? "be a multiple of" : "equal",
            " the size of axis '", a.name, "' (", a.size, ")");
-    Tensor sum = top == a.level ? batching::physical(x, a.level).sum({0}, false, x.dtype()) : x * a.size;
+    const DType dt = summed(x.dtype());
+    Tensor sum = top == a.level ? batching::physical(x, a.level).sum({0}, false, dt) : x.to(dt) * a.size;
     if (tiled) sum = sum.unflatten(dim, {a.size, n / a.size});
     out = batching::wrap(sum.movedim(dim, 0), a.level);
   }
