@@ -46,7 +46,8 @@ void bind_transforms(nb::module_& m) {
   f.def(
       "vmap",
       [](const ug::TensorFn& fn, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
-         const std::function<std::vector<std::optional<int64_t>>()>& out_axes_now, std::optional<int64_t> axis_size) {
+         const std::function<std::vector<std::optional<int64_t>>()>& out_axes_now, std::optional<int64_t> axis_size,
+         std::optional<std::string> axis_name) {
         // The outputs' pytree, hence their flat out_axes, is known once the Python function has
         // run: ug::vmap reads out_axes after each call of f, so it is filled then.
         std::vector<std::optional<int64_t>> out_axes;
@@ -58,13 +59,14 @@ void bind_transforms(nb::module_& m) {
             out_axes = out_axes_now();
             return outs;
           } catch (nb::python_error& e) {
-            if (e.matches(no_batching_rule_type())) throw ug::NoBatchingRule(e.what());
+            if (e.matches(no_batching_rule_type())) throw ug::NoBatchingRule(nb::str(e.value()).c_str());
             throw;
           }
         };
-        return ug::vmap(unwrapped, args, in_axes, out_axes, axis_size);
+        return ug::vmap(unwrapped, args, in_axes, out_axes, axis_size, axis_name);
       },
-      nb::arg("fn"), nb::arg("args"), nb::arg("in_axes"), nb::arg("out_axes_now"), nb::arg("axis_size").none());
+      nb::arg("fn"), nb::arg("args"), nb::arg("in_axes"), nb::arg("out_axes_now"), nb::arg("axis_size").none(),
+      nb::arg("axis_name").none() = nb::none());
   f.def("vmap_fallbacks", &ug::vmap_fallbacks);
   f.def(
       "checkpoint",
@@ -90,6 +92,24 @@ void bind_transforms(nb::module_& m) {
   f.def(
       "is_batched", [](const ug::Tensor& t) { return ug::batching::level(t) != 0; },
       "Whether t is a value inside vmap (one per batch element), not one tensor.");
+
+  // The collectives over a vmap's named axis (ug/ops/axis_collectives.h); ug.lax picks them or
+  // pmap's process-group ones by which binding of the name is innermost.
+  nb::module_ lax = m.def_submodule("_lax");
+  lax.def("psum", &ug::lax::psum);
+  lax.def("pmean", &ug::lax::pmean);
+  lax.def("pmax", &ug::lax::pmax);
+  lax.def("pmin", &ug::lax::pmin);
+  lax.def("all_gather", &ug::lax::all_gather, nb::arg("x"), nb::arg("axis_name"), nb::arg("axis") = 0,
+          nb::arg("tiled") = false);
+  lax.def("psum_scatter", &ug::lax::psum_scatter, nb::arg("x"), nb::arg("axis_name"), nb::arg("scatter_dimension") = 0,
+          nb::arg("tiled") = false);
+  lax.def("ppermute", &ug::lax::ppermute);
+  lax.def("axis_index", &ug::lax::axis_index);
+  lax.def("axis_size", &ug::lax::axis_size);
+  lax.def("axis_depth", &ug::lax::axis_depth,
+          "How many vmap axis bindings are open up to the innermost one of the name (0: unbound).");
+  lax.def("open_axes", &ug::lax::open_axes, "How many vmap axis bindings are open.");
 }
 
 }  // namespace ugpy

@@ -1,24 +1,57 @@
-"""ug.lax: JAX's collectives over a pmap axis (jax.lax.psum, pmean, all_gather, axis_index),
-each one all_reduce or all_gather of ug.distributed on the axis's process group. They compute
-values, not gradients: differentiate inside, then reduce (as data-parallel steps do). The
-structured control flow (cond, switch, while_loop, fori_loop, scan) is control_flow.py's."""
+"""ug.lax: JAX's collectives (jax.lax.psum, pmean, pmax, pmin, all_gather, psum_scatter,
+ppermute, axis_index) over a named axis. The innermost binding of the name decides what they
+reduce over: inside ug.vmap(f, axis_name=...) the examples of that vmap (ops of
+ug/ops/axis_collectives.h, with derivatives as JAX's), inside ug.pmap the processes of its
+group (all_reduce or all_gather of ug.distributed, values without gradients: differentiate
+inside, then reduce, as data-parallel steps do). The structured control flow (cond, switch,
+while_loop, fori_loop, scan) is control_flow.py's."""
 from . import _C
 from ._C import stop_gradient  # noqa: F401  (jax.lax.stop_gradient)
 from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
-from .parallel_map import group_of
+from .parallel_map import pmap_group
+from .tree import tree_map
 
 _dist = _C.distributed
+_vmap = _C._lax
+
+
+def _names(axis_name):
+    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+def _one(axis_name, op):
+    """The single axis name a collective other than the reductions takes."""
+    names = _names(axis_name)
+    if len(names) != 1:
+        raise NotImplementedError(f"[{op}] over several axes at once ({axis_name!r}) is not supported; "
+                                  "nest one call per axis")
+    return names[0]
 
 
 def _reduce(x, axis_name, op, name):
-    group = group_of(axis_name, name)
-    out = x.detach().clone()
+    """x (a pytree; a Python number stands for a value every position holds) reduced over each
+    named axis in turn."""
+    for axis in _names(axis_name):
+        group = pmap_group(axis, name)
+        if group is None:
+            x = tree_map(lambda v: getattr(_vmap, name)(v, axis) if isinstance(v, _C.Tensor)
+                         else v * _vmap.axis_size(axis) if name == "psum" else v, x)
+        else:
+            x = tree_map(lambda v: _all_reduce(v, op, group[0], name), x)
+    return x
+
+
+def _all_reduce(v, op, group, name):
+    if not isinstance(v, _C.Tensor):
+        return v * _dist.get_world_size(group) if name == "psum" else v
+    out = v.detach().clone()
     _dist.all_reduce(out, op=op, group=group)
     return out
 
 
 def psum(x, axis_name):
-    """The sum of x over every position of the axis."""
+    """The sum of x over every position of the axis (a tuple of names: over each); psum(1, name)
+    is the axis size."""
     return _reduce(x, axis_name, _dist.ReduceOp.SUM, "psum")
 
 
@@ -35,18 +68,53 @@ def pmin(x, axis_name):
     return _reduce(x, axis_name, _dist.ReduceOp.MIN, "pmin")
 
 
-def all_gather(x, axis_name):
-    """Every position's x, stacked along a new leading axis."""
-    group = group_of(axis_name, "all_gather")
+def all_gather(x, axis_name, *, axis=0, tiled=False):
+    """Every position's x, stacked along a new dim `axis` (tiled: concatenated along dim `axis`)."""
+    axis_name = _one(axis_name, "all_gather")
+    group = pmap_group(axis_name, "all_gather")
+    if group is None:
+        return tree_map(lambda v: _vmap.all_gather(v, axis_name, axis, tiled), x)
+    if axis != 0 or tiled:
+        raise NotImplementedError("[all_gather] over a pmap axis: only axis=0 and tiled=False are supported")
+    return tree_map(lambda v: _gather_processes(v, group[0]), x)
+
+
+def _gather_processes(x, group):
     parts = [_C.empty_like(x) for _ in range(_dist.get_world_size(group))]
     _dist.all_gather(parts, x.detach().contiguous(), group=group)
     return _C.stack(parts)
 
 
+def psum_scatter(x, axis_name, *, scatter_dimension=0, tiled=False):
+    """psum, then position i keeps the i-th slice of the sum along scatter_dimension (tiled: the
+    i-th block). Over a vmap axis only."""
+    axis_name = _vmap_only(axis_name, "psum_scatter")
+    return tree_map(lambda v: _vmap.psum_scatter(v, axis_name, scatter_dimension, tiled), x)
+
+
+def ppermute(x, axis_name, perm):
+    """Position dst gets position src's x for each (src, dst) in perm, zeros where no pair sends
+    to it. Over a vmap axis only."""
+    axis_name = _vmap_only(axis_name, "ppermute")
+    perm = [(int(s), int(d)) for s, d in perm]
+    return tree_map(lambda v: _vmap.ppermute(v, axis_name, perm), x)
+
+
+def _vmap_only(axis_name, op):
+    axis_name = _one(axis_name, op)
+    if pmap_group(axis_name, op) is not None:
+        raise NotImplementedError(f"[{op}] over a pmap axis is not supported (only over a vmap's)")
+    return axis_name
+
+
 def axis_index(axis_name):
-    """This process's position along the axis."""
-    return _C.tensor(_dist.get_rank(group_of(axis_name, "axis_index")), dtype=_C.int32)
+    """This position along the axis (int32)."""
+    axis_name = _one(axis_name, "axis_index")
+    group = pmap_group(axis_name, "axis_index")
+    if group is None:
+        return _vmap.axis_index(axis_name)
+    return _C.tensor(_dist.get_rank(group[0]), dtype=_C.int32)
 
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "axis_index", "cond", "switch", "while_loop", "fori_loop",
-           "scan"]
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "axis_index", "cond", "switch",
+           "while_loop", "fori_loop", "scan"]

@@ -1,28 +1,35 @@
 """ug.pmap: JAX's pmap over one device per process. Each process of the job (ug launch -n N)
 is one position of the mapped axis: the arguments carry a leading axis of size 1 (this
 process's device), f runs once on their slices, and inside it ug.lax's collectives (psum,
-pmean, all_gather, axis_index) over axis_name reach every process of the world group."""
+pmean, pmax, pmin, all_gather, axis_index) over axis_name reach every process of the group."""
 import contextlib
 import functools
 
 from . import _C
 from .tree import tree_map
 
-_bound = {}  # axis name -> process group (None: the default group), while a pmap runs
+# axis name -> (process group (None: the default group), how many vmap axis bindings were open
+# when the pmap began), while a pmap runs
+_bound = {}
 
 
-def group_of(axis_name, op):
-    """The process group an axis name is bound to inside pmap, or JAX's NameError."""
-    if axis_name not in _bound:
-        raise NameError(f"[{op}] unbound axis name: {axis_name!r} (call {op} inside ug.pmap(f, axis_name=...))")
-    return _bound[axis_name]
+def pmap_group(axis_name, op):
+    """(process group,) when the innermost binding of the axis name is a pmap's, None when it is
+    a vmap's (opened after the pmap began), or JAX's NameError when neither binds it."""
+    in_vmap = _C._lax.axis_depth(axis_name)
+    if axis_name in _bound and in_vmap <= _bound[axis_name][1]:
+        return (_bound[axis_name][0],)
+    if not in_vmap:
+        raise NameError(f"[{op}] unbound axis name: {axis_name!r} (call {op} inside "
+                        f"ug.vmap(f, axis_name=...) or ug.pmap(f, axis_name=...))")
+    return None
 
 
 @contextlib.contextmanager
 def _bind(axis_name, group):
     if axis_name in _bound:
         raise ValueError(f"[pmap] axis name {axis_name!r} is already bound by an enclosing pmap")
-    _bound[axis_name] = group
+    _bound[axis_name] = (group, _C._lax.open_axes())
     try:
         yield
     finally:

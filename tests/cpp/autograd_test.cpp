@@ -552,6 +552,42 @@ TEST(Vmap, PerExampleGradientsAndFallback) {
                             1e-12);
 }
 
+TEST(Vmap, CollectivesOverANamedAxis) {
+  // The C++ form of jax.vmap(f, axis_name="i") with jax.lax's collectives inside (the Python
+  // tests compare every collective with JAX; these check the C++ API reaches them).
+  ug::manual_seed(6);
+  Tensor xs = ug::randn({4, 3}, {.dtype = ug::float64});
+  ug::TensorFn f = [](const Tensors& a) {
+    const Tensor& x = a[0];
+    return Tensors{x / ug::lax::psum(x, "i"),
+                   x - ug::lax::pmean(x, "i"),
+                   ug::lax::pmax(x, "i"),
+                   ug::lax::all_gather(x, "i", 1),
+                   ug::lax::ppermute(x, "i", {{0, 1}, {1, 2}, {2, 3}, {3, 0}}),
+                   ug::lax::axis_index("i").to(ug::float64) * ug::lax::axis_size("i")};
+  };
+  Tensors out = ug::vmap(f, {xs}, {0}, {0, 0, std::nullopt, 0, 0, 0}, std::nullopt, std::string("i"));
+  ug::test::expect_values(out[0], values(xs / xs.sum({0})), 1e-12);
+  ug::test::expect_values(out[1], values(xs - xs.mean({0})), 1e-12);
+  ug::test::expect_values(out[2], values(xs.amax({0})), 0);
+  for (int64_t b = 0; b < 4; ++b) {
+    ug::test::expect_values(out[3].select(0, b), values(xs.transpose(0, 1)), 0);
+    ug::test::expect_values(out[4].select(0, b), values(xs.select(0, (b + 3) % 4)), 0);
+    EXPECT_EQ(out[5].select(0, b).item<double>(), 4.0 * b);
+  }
+  // Per-example gradients transpose psum to psum, as JAX does: the gradient of psum(x^2) is
+  // psum(1) * 2x, the axis size times the derivative of the example's own term.
+  ug::TensorFn per_example = [](const Tensors& a) {
+    auto [v, g] = ug::value_and_grad([](const Tensors& p) { return Tensors{ug::lax::psum(p[0] * p[0], "i").sum()}; },
+                                     {a[0]}, {0});
+    return Tensors{g[0]};
+  };
+  Tensor g = ug::vmap(per_example, {xs}, {0}, {}, std::nullopt, std::string("i"))[0];
+  ug::test::expect_values(g, values(8 * xs), 1e-12);
+  EXPECT_THROW(ug::lax::psum(xs, "i"), ug::ValueError);  // no vmap binds the name
+  EXPECT_THROW(ug::vmap(f, {xs}, {0}, {}, std::nullopt, std::string("j")), ug::ValueError);
+}
+
 // ---- custom_function ---------------------------------------------------------------------
 
 namespace {

@@ -307,6 +307,10 @@ def pmap():
     assert list(out.shape) == [1, 5] and list(gathered.shape) == [1, n, 5]
     np.testing.assert_allclose(out[0].numpy(), expected[rank].numpy(), rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(gathered[0].numpy(), every)
+    # A vmap inside the pmap binding the same name is the innermost binding: its batch.
+    inner = ug.pmap(lambda x: ug.vmap(lambda r: ug.lax.psum(r, "i"), axis_name="i")(x), axis_name="i")
+    np.testing.assert_allclose(inner(ug.tensor(every[rank:rank + 1]))[0].numpy(), np.full(5, every[rank].sum()),
+                               rtol=1e-12)
     try:
         ug.lax.psum(ug.ones(1), "i")
     except NameError as e:

@@ -238,7 +238,8 @@ std::optional<int64_t> out_axis(const std::vector<std::optional<int64_t>>& out_a
 }  // namespace
 
 Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
-             const std::vector<std::optional<int64_t>>& out_axes, std::optional<int64_t> axis_size) {
+             const std::vector<std::optional<int64_t>>& out_axes, std::optional<int64_t> axis_size,
+             const std::optional<std::string>& axis_name) {
   if (in_axes.size() != args.size())
     fail("[vmap] in_axes has ", in_axes.size(), " entries for ", args.size(), " arguments");
   if (axis_size && *axis_size < 0) fail("[vmap] axis_size must be non-negative, got ", *axis_size);
@@ -257,6 +258,7 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
   }
   if (batch < 0) fail("[vmap] at least one argument must be mapped (in_axes all None), or axis_size given");
   if (batch == 0) fail("[vmap] cannot map over an empty batch dim");
+  std::string per_example_reason = "UG_VMAP_LOOP is set";
   if (std::getenv("UG_VMAP_LOOP") == nullptr) {
     // The batched run: f sees one example per argument, ops apply their batching rules.
     const int lvl = ++t_vmap_level;
@@ -264,6 +266,8 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
       ~LevelScope() { --t_vmap_level; }
     } scope;
     try {
+      std::optional<lax::AxisBinding> name;
+      if (axis_name) name.emplace(*axis_name, lvl, batch);
       Tensors wrapped = args;
       for (size_t i = 0; i < args.size(); ++i)
         if (in_axes[i]) wrapped[i] = batching::wrap(args[i].movedim(axes[i], 0), lvl);
@@ -286,13 +290,17 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
         result.push_back(p.movedim(0, wrap_dim(*axis, p.dim(), "vmap")));
       }
       return result;
-    } catch (const NoBatchingRule&) {
+    } catch (const NoBatchingRule& e) {
       // An op inside f has no batching rule: map example by example instead.
       g_vmap_fallbacks.fetch_add(1);
+      per_example_reason = e.what();
     }
   }
   // One call per example, then the results stacked along out_axes: every op and every
-  // transform inside f composes, since each call is an ordinary call.
+  // transform inside f composes, since each call is an ordinary call. A collective over the
+  // axis cannot (it needs every example): it raises, saying why vmap runs this way.
+  std::optional<lax::AxisBinding> name;
+  if (axis_name) name.emplace(*axis_name, 0, batch, per_example_reason);
   std::vector<Tensors> per_example;
   for (int64_t b = 0; b < batch; ++b) {
     Tensors slice = args;

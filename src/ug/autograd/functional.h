@@ -8,8 +8,10 @@
 #include <optional>
 #include <utility>
 #include <vector>
+#include <string>
 
 #include "ug/core/tensor.h"
+#include "ug/ops/axis_collectives.h"
 
 namespace ug {
 
@@ -42,9 +44,12 @@ Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x);
  *  every output at 0). out_axes is read after f returns, so a caller that learns the outputs'
  *  structure inside f may fill it then. Every mapped argument must have the same size along
  *  its axis, axis_size if given (which lets no argument be mapped). f runs once on batched
- *  tensors, each op applying its batching rule; if an op has none, f runs once per example. */
+ *  tensors, each op applying its batching rule; if an op has none, f runs once per example.
+ *  axis_name binds a name to the mapped axis while f runs, as jax.vmap's: lax::psum(x, name)
+ *  and the other collectives of ug/ops/axis_collectives.h reduce or move x along it. */
 Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
-             const std::vector<std::optional<int64_t>>& out_axes, std::optional<int64_t> axis_size = std::nullopt);
+             const std::vector<std::optional<int64_t>>& out_axes, std::optional<int64_t> axis_size = std::nullopt,
+             const std::optional<std::string>& axis_name = std::nullopt);
 
 /** How many vmap calls fell back to one call per example (an op without a batching rule). */
 int64_t vmap_fallbacks();

@@ -1142,6 +1142,24 @@ void row_norm(GraphBuilder& g, const CapturedCall& c) {
   if (groups) g.node("Reshape", {y, node1(g, "Shape", {xv}, "shape")}, {g.output(c)});
 }
 
+/** A collective over a named vmap axis (ops/axis_collectives.h): its batching rule's calls, its
+ *  parts, compute it on the physical tensors, and its outputs are what they made. An axis bound
+ *  by a vmap around the trace (vmap of jit) is no dim of the graph's values: a program calls
+ *  the op back, which finds the axis by its name again. */
+void axis_collective(GraphBuilder& g, const CapturedCall& c) {
+  if (attr_int(c, "level") <= g.outer_level()) {
+    if (g.replays_allowed() && c.replay) {
+      CapturedCall x_only = c;  // a reduction's second input is its parts' result, which it does not read
+      x_only.inputs.resize(1);
+      x_only.input_versions.resize(1);
+      return g.replay(x_only);
+    }
+    fail("[onnx.export] op '", c.op, "' runs over a vmap axis bound outside the exported function");
+  }
+  g.emit_parts(c);
+  for (const Tensor& out : c.outputs) g.value(out);
+}
+
 /** ug::while_loop (ops/control_flow.h): inputs [cond(init), init..., stand-ins..., body's carry...],
  *  outputs [result..., cond(body's carry)], and one iteration of body and cond as its parts. A
  *  Loop node without a trip count, whose body is the parts (built by a builder of the subgraph,
@@ -1572,6 +1590,14 @@ const std::map<std::string, Emitter>& table() {
         {"rnn_tanh", rnn_tanh},
         {"rnn_relu", rnn_relu},
         {"while_loop", while_loop},
+        // collectives over a named vmap axis
+        {"psum", axis_collective},
+        {"pmean", axis_collective},
+        {"pmax", axis_collective},
+        {"pmin", axis_collective},
+        {"all_gather", axis_collective},
+        {"psum_scatter", axis_collective},
+        {"ppermute", axis_collective},
     };
     // Every other unary op is the ONNX op of the same meaning (the onnx field of its entry).
 #define UG_ROW(Op, method) add_unary_row<ops::Op>(t);

@@ -128,6 +128,8 @@ class GraphBuilder {
    *  every such level). A batch of a vmap around the trace (jit inside vmap) stays: the
    *  program then runs on the batched inputs. */
   Tensor physical(const Tensor& t) const;
+  /** The highest vmap level of the inputs: the vmaps around the trace, which it does not open. */
+  int outer_level() const { return outer_level_; }
   /** Binds t to the value `name` that op `producer` made (a rule with outputs that are not
    *  its call's, such as the physical values of a batched loop's carry). */
   void bind(const Tensor& t, const std::string& name, const std::string& producer);
