@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 
 import unigrad as ug
 from unigrad.tree import tree_leaves
@@ -862,12 +863,32 @@ def test_an_argument_written_in_place_is_written_back_at_every_call(donate):
     assert jitted.cache_info().traces == 1
 
 
-@pytest.mark.parametrize("fn", [lambda x: x.nonzero(), lambda x: x[x > 0], lambda x: x.masked_select(x > 0)])
+@pytest.mark.parametrize("fn", [lambda x: x.nonzero(), lambda x: x[x > 0], lambda x: x.masked_select(x > 0),
+                                lambda x: x[(x > 0).all()]])
 def test_an_output_shape_that_depends_on_the_data_is_refused_as_jax_does(fn):
     with pytest.raises(ValueError, match=r"op 'nonzero'.*depends on the data.*where\(mask, x, 0\).*count_nonzero"):
         ug.jit(fn)(ug.randn(3, 4))
     x = ug.randn(3, 4)
     assert ug.jit(ug.count_nonzero)(x).item() == ug.count_nonzero(x).item()
+    with pytest.raises(ValueError, match=r"\[bincount\].*depends on the data.*scatter_add"):
+        ug.jit(ug.bincount)(ug.tensor([0, 3]))
+
+
+def test_values_that_decide_what_an_op_reads_stay_traced():
+    # A 0-d index (an int to torch) and histc's range from the data were read once, at the
+    # trace: later calls took the traced element, or binned with the traced range.
+    x = ug.randn(5, 4)
+    pick = ug.jit(lambda x, i, j: (x[i] * 2, x[:, j], x[i, j]))
+    histogram = ug.jit(lambda v: ug.histc(v, bins=6))
+    fixed = ug.jit(lambda v: ug.histc(v, bins=4, min=-1.0, max=1.5))
+    for i, j in ((1, 2), (4, -1), (-2, 0)):
+        for got, want in zip(pick(x, ug.tensor(i), ug.tensor(j)), (x[i] * 2, x[:, j], x[i, j])):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+        v = ug.randn(50) * (i + 3)
+        for compiled, want in ((histogram, torch.histc(torch.tensor(v.numpy()), bins=6)),
+                               (fixed, torch.histc(torch.tensor(v.numpy()), bins=4, min=-1.0, max=1.5))):
+            np.testing.assert_array_equal(compiled(v).numpy(), want.numpy())
+    assert pick.cache_info().traces == histogram.cache_info().traces == 1
 
 
 @pytest.mark.parametrize("stop", ["detach", "tf", "lax"])

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "ug/graph/capture.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/indexing.h"
@@ -278,6 +279,12 @@ Tensor bincount(const Tensor& x, const std::optional<Tensor>& weights, int64_t m
   if (weights && (weights->dim() != 1 || weights->size(0) != x.size(0)))
     fail<RuntimeError>("[bincount] weights must be 1-d with the input's length ", x.size(0), ", got shape ",
                        weights->shape());
+  // As jax.numpy.bincount without a static length: the output's length is the data's.
+  if (graph::detail::current_capture)
+    fail(
+        "[bincount] its output's length is the largest value + 1, which depends on the data; a compiled "
+        "program's shapes cannot (as under jax.jit, which asks for length=): count into a fixed length with "
+        "zeros(n).scatter_add(0, x, ones_like(x)), or one_hot(x, n).sum(0)");
   const Tensor index = x.to(DType::Int64);
   if (x.numel() && index.min().item<int64_t>() < 0)
     fail<RuntimeError>("[bincount] needs non-negative integers, got a negative one in ", x.dtype(), " ", x.shape());
@@ -291,25 +298,30 @@ Tensor bincount(const Tensor& x, const std::optional<Tensor>& weights, int64_t m
 Tensor histc(const Tensor& x, int64_t bins, double min, double max) {
   if (!x.is_floating_point()) fail<RuntimeError>("[histc] needs a floating tensor, got ", x.dtype(), " ", x.shape());
   if (bins <= 0) fail<RuntimeError>("[histc] bins must be > 0, got ", bins);
-  double lo = min, hi = max;
-  if (lo == hi && x.numel()) {
-    lo = x.min().item<double>();
-    hi = x.max().item<double>();
-  }
-  if (lo == hi) {
-    lo -= 1;
-    hi += 1;
-  }
-  if (!std::isfinite(lo) || !std::isfinite(hi))
-    fail<RuntimeError>("[histc] range [", lo, ", ", hi, "] is not finite (", x.dtype(), " ", x.shape(), ")");
-  if (lo > hi) fail<RuntimeError>("[histc] max (", hi, ") must be larger than min (", lo, ")");
-  // torch's arithmetic, in x's dtype: bin (v - lo) * bins / (hi - lo), the top edge in the last bin.
   const Options like_x{.dtype = x.dtype(), .device = x.device()};
-  const Tensor flat = x.detach().reshape({-1}), left = full({}, lo, like_x), right = full({}, hi, like_x);
+  const Tensor flat = x.detach().reshape({-1});
+  const bool from_data = min == max && x.numel();
+  if (!from_data && min == max) {
+    min -= 1;
+    max += 1;
+  }
+  Tensor left = full({}, min, like_x), right = full({}, max, like_x);
+  if (from_data) {  // the data's range, as tensors (a compiled program computes it at every run)
+    const Tensor lo = flat.amin(), hi = flat.amax(), one_value = lo.eq(hi);
+    left = where(one_value, lo - 1, lo);
+    right = where(one_value, hi + 1, hi);
+  }
+  if (!left.isfinite().logical_and(right.isfinite()).item<bool>())
+    fail<RuntimeError>("[histc] range [", left.item<double>(), ", ", right.item<double>(), "] is not finite (",
+                       x.dtype(), " ", x.shape(), ")");
+  if (min > max) fail<RuntimeError>("[histc] max (", max, ") must be larger than min (", min, ")");
+  // torch's arithmetic, in x's dtype: bin (v - lo) * bins / (hi - lo), the top edge in the last
+  // bin. Every element takes a bin, weighted 0 outside the range: the shapes never depend on
+  // the data.
   const Tensor inside = (flat >= left).logical_and(flat <= right);
-  const Tensor bin = ((flat.masked_select(inside) - left) * bins / (right - left)).to(DType::Int64);
+  const Tensor bin = ((where(inside, flat, left) - left) * bins / (right - left)).to(DType::Int64);
   const Tensor index = clamp(bin, std::nullopt, Scalar(bins - 1));
-  return zeros({bins}, like_x).scatter_add(0, index, ones_like(index, like_x));
+  return zeros({bins}, like_x).scatter_add(0, index, inside.to(x.dtype()));
 }
 
 Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool out_int32, bool right,

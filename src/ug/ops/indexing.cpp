@@ -55,7 +55,8 @@ Tensor checked_index(const Tensor& index, int64_t n, int64_t dim, bool allow_neg
   if (lo < lowest || hi >= n)
     fail<IndexError>("[", op, "] index ", lo < lowest ? lo : hi, " is out of bounds for dimension ", dim, " with size ",
                      n);
-  return lo < 0 ? where(idx.lt(0), idx.add(n), idx) : idx;
+  // Under a capture the wrap is an op of the graph: a program's later indices may be negative.
+  return lo < 0 || graph::detail::current_capture ? where(idx.lt(0), idx.add(n), idx) : idx;
 }
 
 /** An index that picks along `dim` of a tensor shaped like `like`: [n] -> [1.., n, 1..] expanded. */
@@ -145,11 +146,18 @@ struct IndexPlan {
     for (int64_t j = 0; j < mask.dim(); ++j) add_tensor_index(coords.select(1, j));
   }
   void add_tensor(const Tensor& t) {
+    // Under a capture a 0-d index stays a tensor, which a program reads at every run: a gather
+    // for an integer, a mask (whose count of true elements, and so the shape, depends on the
+    // data: refused as nonzero is) for a bool, rather than the trace's value frozen in.
+    const bool capturing = graph::detail::current_capture != nullptr;
     if (is_mask_dtype(t.dtype())) {
-      if (t.dim() == 0) add_bool(t.item<bool>());
-      else add_mask(t);
+      if (t.dim() == 0 && !capturing) add_bool(t.item<bool>());
+      else if (t.dim() == 0) {
+        view = view.unsqueeze(next_dim);
+        add_mask(t.reshape({1}));
+      } else add_mask(t);
     } else if (is_index_dtype(t.dtype())) {
-      if (t.dim() == 0) add_int(t.item<int64_t>());  // torch treats a 0-d index as an int
+      if (t.dim() == 0 && !capturing) add_int(t.item<int64_t>());  // torch treats a 0-d index as an int
       else add_tensor_index(t);
     } else {
       fail<IndexError>("[index] tensors used as indices must be int64, int32, uint8 or bool, got ", t.dtype());
