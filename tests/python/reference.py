@@ -523,12 +523,12 @@ def _tensor_arg(a):
 
 def _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads, exact):
     """ug.jit of the op against eager unigrad. The program is traced on the inputs and run on
-    others (every float input rolled one place), so a value the trace froze into a constant
-    cannot pass; with `exact`, its outputs bit for bit (an op the program calls back runs the
+    others (every input rolled one place, indices and masks too), so a value the trace froze
+    into a constant cannot pass; with `exact`, its outputs bit for bit (an op the program calls back runs the
     same kernels). Then (when `grads`) the vjp is compiled too, as jit of a function taking the
     inputs and cotangents (the backward built from the same rules), traced on the inputs and
     run on the others, against the eager vjp."""
-    other = [_example(a, 1) if isinstance(a, Arg) and a.array.dtype.kind == "f" else a for a in args]
+    other = [_example(a, 1) if isinstance(a, Arg) and a.array.dtype.kind in "fiub" else a for a in args]
     positions = [i for i, a in enumerate(args) if _tensor_arg(a)]
 
     def with_tensors(xs, source):
