@@ -1,10 +1,13 @@
 // A shared helper for activations whose composed form would get a kink or an overflow
 // wrong: compute the value with ops under no_grad, then record one node whose rule is
-// the derivative written with ops (so double backward still works).
+// the derivative written with ops (so double backward still works). The whole call is a
+// custom function's (autograd/custom_function.h): a compiled program runs the value's ops, or
+// calls it back where autograd records through the run, so that the node is recorded again.
 #pragma once
 
 #include <functional>
 
+#include "ug/autograd/custom_function.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/record.h"
 #include "ug/core/tensor.h"
@@ -15,20 +18,23 @@ namespace ug::nn::functional::detail {
  *  tangents come from value's own ops. */
 inline Tensor with_derivative(const char* name, const Tensor& x, const std::function<Tensor(const Tensor&)>& value,
                               std::function<Tensor(const Tensor&, const Tensor&)> grad) {
-  Tensor y;
-  {
-    NoGradGuard no_grad;
-    y = value(x);
-  }
-  if (autograd::needs_grad({&x})) {
-    const Tensor* inputs[] = {&x};
-    const Tensor* outputs[] = {&y};
-    const graph::Save saved[] = {graph::input(x)};
-    autograd::record(name, inputs, outputs, saved, [grad = std::move(grad)](Saved s, std::vector<Tensor>&& g) {
-      return std::vector<Tensor>{grad(g[0], s[0])};
-    });
-  }
-  return y;
+  auto call = [name, value, grad = std::move(grad)](const Tensor& input) {
+    Tensor y;
+    {
+      NoGradGuard no_grad;
+      y = value(input);
+    }
+    if (autograd::needs_grad({&input})) {
+      const Tensor* inputs[] = {&input};
+      const Tensor* outputs[] = {&y};
+      const graph::Save saved[] = {graph::input(input)};
+      autograd::record(name, inputs, outputs, saved,
+                       [grad](Saved s, std::vector<Tensor>&& g) { return std::vector<Tensor>{grad(g[0], s[0])}; });
+    }
+    return y;
+  };
+  return custom_call(
+      name, {x}, [&] { return Tensors{call(x)}; }, [call](const Tensors& in) { return Tensors{call(in[0])}; })[0];
 }
 
 /** fn(x), or with torch's `inplace=True` fn(x) written into x (its version counter moves on) and
