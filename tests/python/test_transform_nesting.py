@@ -1,6 +1,6 @@
 """Reverse-mode derivatives taken outside vmap(grad(f)) against JAX (and torch.func, and
 torch's backward for the PyTorch spelling): grad, value_and_grad, jacrev, jvp and hessian of
-functions that map a gradient over a batch, grad(grad) under vmap, nested vmaps, MAML's
+functions that map a gradient over a batch, and its jit, grad(grad) under vmap, nested vmaps, MAML's
 meta-gradient and loss.backward() through ug.vmap(ug.grad(f)). Once these came back as
 zeros: the gradient found inside vmap was cut off from the outer transform's input. Custom
 derivatives under vmap with an outer grad are known bugs (strict xfails, reproduced there). Float64
@@ -30,12 +30,12 @@ def jax():
 @pytest.fixture(scope="module")
 def J(jax):
     return SimpleNamespace(grad=jax.grad, value_and_grad=jax.value_and_grad, vmap=jax.vmap, jacrev=jax.jacrev,
-                           jvp=jax.jvp, hessian=jax.hessian, custom_vjp=jax.custom_vjp, arr=jax.numpy.asarray,
+                           jvp=jax.jvp, hessian=jax.hessian, custom_vjp=jax.custom_vjp, jit=jax.jit, arr=jax.numpy.asarray,
                            np=jax.numpy)
 
 
 U = SimpleNamespace(grad=ug.grad, value_and_grad=ug.value_and_grad, vmap=ug.vmap, jacrev=ug.jacrev, jvp=ug.jvp,
-                    hessian=ug.hessian, custom_vjp=ug.custom_vjp, arr=ug.tensor, np=ug)
+                    hessian=ug.hessian, custom_vjp=ug.custom_vjp, jit=ug.jit, arr=ug.tensor, np=ug)
 
 
 def rand(*shape, seed=0):
@@ -118,6 +118,14 @@ def test_jvp_of_vmap_of_grad(J, fn):
 def test_hessian_of_a_function_using_vmap_of_grad(J, fn):
     same(lambda m, xs: m.hessian(lambda v: (m.vmap(m.grad(lambda x: fn(m, x)))(v) ** 2).sum())(xs),
          J, rand(3, 2, seed=7))
+
+
+def test_jit_of_grad_of_vmap_of_grad(J):
+    def f(m, xs):
+        return m.jit(m.grad(lambda v: m.vmap(m.grad(lambda x: smooth(m, x)))(v).sum()))(xs)
+
+    same(f, J, rand(4, 3, seed=16))
+    same(f, J, rand(4, 3, seed=17))  # the compiled program again, on new values
 
 
 def test_grad_of_nested_vmap_of_grad(J):
