@@ -552,6 +552,23 @@ TEST(Vmap, PerExampleGradientsAndFallback) {
                             1e-12);
 }
 
+TEST(Vmap, GradOfVmapOfGrad) {
+  // d/dxs sum_b sum_i d f(xs[b]) / dx_i: the sum over examples of the Hessian times ones,
+  // for f(x) = sum(exp(x) + x^3) (exp's rule reads its saved output): exp(x) + 6x per element.
+  // Once zeros: the gradient found inside vmap was cut off from the outer grad's input.
+  ug::manual_seed(5);
+  Tensor xs = ug::randn({4, 3}, {.dtype = ug::float64});
+  auto f = [](const Tensor& x) { return (x.exp() + x * x * x).sum(); };
+  auto outer = [&f](const Tensor& v) {
+    ug::TensorFn per_example = [&f](const Tensors& a) { return Tensors{ug::grad(f)(a[0])}; };
+    return ug::vmap(per_example, {v}, {0}, {})[0].sum();
+  };
+  const int64_t before = ug::vmap_fallbacks();
+  Tensor g = ug::grad(outer)(xs);
+  EXPECT_EQ(ug::vmap_fallbacks(), before);
+  expect_close(g, values(xs.exp() + xs * 6));
+}
+
 TEST(Vmap, CollectivesOverANamedAxis) {
   // The C++ form of jax.vmap(f, axis_name="i") with jax.lax's collectives inside (the Python
   // tests compare every collective with JAX; these check the C++ API reaches them).

@@ -33,12 +33,25 @@ struct TransformScope {
   ~TransformScope() { --t_transform_depth; }
 };
 
-/** A fresh input for the transform: a differentiable alias when x already takes part in an
- *  outer graph (so the outer transform sees through), else a new leaf cut off from x. */
+/** Whether an enclosing transform or backward differentiates x: x requires grad or carries
+ *  a tangent, or inside vmap the physical tensor under it does (grad(vmap(grad(f))): the
+ *  batched argument does not require grad, the outer transform's input under it does). */
+bool in_outer_graph(const Tensor& x) {
+  if (x.requires_grad() || (forward::active() && forward::has_tangent(x))) return true;
+  const int lvl = batching::level(x);
+  return lvl > 0 && in_outer_graph(batching::physical(x, lvl));
+}
+
+/** A fresh input for the transform: a differentiable alias when x already takes part in a
+ *  graph at its own level (so the outer transform sees through), else a new leaf. The leaf
+ *  is cut off from x's history, except from that of a batched x's physical tensor: that is
+ *  an outer transform's, and the gradient found here must stay differentiable to it. */
 Tensor fresh_input(const Tensor& x) {
   if (!is_floating(x.dtype())) return x;
   if (x.requires_grad()) return x.view(x.shape());
-  Tensor leaf = x.detach().requires_grad_(true);
+  const int lvl = batching::level(x);
+  Tensor leaf = lvl > 0 && in_outer_graph(x) ? batching::wrap(batching::physical(x, lvl), lvl) : x.detach();
+  leaf.requires_grad_(true);
   forward::copy_tangents(x, leaf);  // inside jvp (say, jacfwd(jacrev(f))) the tangents go along
   return leaf;
 }
@@ -48,7 +61,7 @@ bool need_graph(const Tensors& args) {
   if (!GradMode::is_enabled()) return false;
   if (t_transform_depth > 1 || GradientTape::any_recording()) return true;
   for (const Tensor& a : args)
-    if (a.defined() && a.requires_grad()) return true;
+    if (a.defined() && in_outer_graph(a)) return true;
   return false;
 }
 

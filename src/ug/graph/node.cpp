@@ -12,8 +12,13 @@ namespace ug {
 namespace {
 std::atomic<uint64_t> g_next_sequence_nr{0};
 
-/** A new handle on t's data (and batch, inside vmap) with no autograd record. */
-Tensor alias(const Tensor& t) { return batching::shallow_copy(t); }
+/** A new handle on t's data (and batch, inside vmap) with no autograd record of its own. A
+ *  batched t keeps its physical tensor as it is: the history there is an outer transform's
+ *  (grad of vmap of grad), which a saved output needs as much as a saved input has it. */
+Tensor alias(const Tensor& t) {
+  if (const BatchInfo* b = t.impl().batch()) return batching::wrap(Tensor(b->physical), b->level);
+  return batching::shallow_copy(t);
+}
 
 thread_local std::shared_ptr<const SavedTensorHooks> current_hooks;
 }  // namespace
