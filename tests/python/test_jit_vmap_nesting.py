@@ -1,10 +1,10 @@
-"""ug.jit meeting ug.vmap: jit(vmap(grad)), jit(vmap(value_and_grad)), vmap(jit) and jit(vmap)
-through the ops whose batching rules and kernels compute intermediates of their own (a row's
-maximum, a normaliser, an order, a running sum), against eager unigrad and against jax.jit of
-the same transforms. Each compiled function is called three times on new inputs: a value that
-a program froze as a constant of its trace shows only from the second call on. Float64
-throughout: sums of at most a few dozen terms of magnitude below 10, within the dtype's
-tolerance (reference.py)."""
+"""ug.jit meeting ug.vmap: jit(vmap(grad)), jit(vmap(value_and_grad)), vmap(jit), jit(vmap)
+and vmap(jit(vmap)) through the ops whose batching rules and kernels compute intermediates of
+their own (a row's maximum, a normaliser, an order, a running sum, a window's maximum), against
+eager unigrad and against jax.jit of the same transforms. Each compiled function is called three
+times on new inputs: a value that a program froze as a constant of its trace shows only from
+the second call on. Float64 throughout: sums of at most a few dozen terms of magnitude below
+10, within the dtype's tolerance (reference.py)."""
 import os
 
 import numpy as np
@@ -41,6 +41,8 @@ def ug_ops():
         "topk": lambda v: ug.topk(v, 2)[0] * ug.tensor(RANK[:2]),
         "cumsum": lambda v: ug.cumsum(v, -1),
         "attention": lambda v: F.scaled_dot_product_attention(v, v * 0.5, v.sin()),
+        "max_pool2d": lambda v: F.max_pool2d(v.unsqueeze(0), (1, 2))[0],
+        "avg_pool2d": lambda v: F.avg_pool2d(v.unsqueeze(0), (1, 2))[0],
     }
 
 
@@ -68,6 +70,8 @@ def jax_ops(jax):
         "topk": lambda v: jax.lax.top_k(v, 2)[0] * RANK[:2],
         "cumsum": lambda v: jnp.cumsum(v, -1),
         "attention": attention,
+        "max_pool2d": lambda v: jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, (1, 2), (1, 2), "VALID"),
+        "avg_pool2d": lambda v: jax.lax.reduce_window(v, 0.0, jax.lax.add, (1, 2), (1, 2), "VALID") / 2,
     }
 
 
