@@ -316,12 +316,12 @@ bool GraphBuilder::emit_part_making(const Tensor& t) {
   if (!emitter_ || !t.defined()) return false;
   auto found = parts_.find(t.storage().get());
   if (found == parts_.end()) return false;
+  // A batch of a vmap around the trace has no bytes of its own to hash: its version decides.
+  const bool batched = batching::level(t) > 0;
   const CapturedCall* unemittable = nullptr;
   for (const auto& [part, i] : found->second) {
     const Tensor& out = part->outputs[i];
-    // A batch of a vmap around the trace has no bytes of its own to hash: its version decides.
     const uint64_t made = i < part->output_hashes.size() ? part->output_hashes[i] : 0;
-    const bool batched = batching::level(t) > 0;
     if (!same_view(out, t) || t.version() != part->output_versions[i] ||
         (!batched && (made == 0 || graph::content_hash(t) != made)))
       continue;
