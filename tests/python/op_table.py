@@ -221,12 +221,6 @@ def doublings(m, a):
     return ug.while_loop(lambda s: s[0][0, 0] < 50, lambda s: (s[0] * 2, s[1] + 1), (a.abs() + 0.1, ug.tensor(0)))[1]
 
 
-# vmap of a jit that opens a vmap inside fails whatever the vmap runs (a known bug):
-# ug.vmap(ug.jit(lambda a: ug.vmap(lambda e: e * e.sum())(a)))(ug.randn(2, 3, 4)) raises "a float64
-# [3, 4] view of the traced value 'mul_0' was made without an op". jit of the vmap is checked.
-VMAP_INSIDE_JIT = {"jit_vmap": False}
-
-
 def over_axis(body, reference):
     """ug.lax's collectives inside ug.vmap(f, axis_name="i") over dim 0, against torch computing
     the same over that dim (test_vmap_collectives.py checks them against JAX)."""
@@ -807,15 +801,15 @@ OTHERS = [
        off=PYTHON_VALUE),
     Op("debug_print", printed, x(2, 3), ops=("debug_print", "mul"), off=rejects("a print (ug.debug.print)")),
     Op("while_loop", doublings, x(3, 4, low=-0.5, high=0.5), off=NO_GRAD),
-    Op("psum", over_axis(lambda e, lax: e * lax.psum(e, "i"), lambda a: a * a.sum(0)), x(3, 4), **VMAP_INSIDE_JIT),
-    Op("pmean", over_axis(lambda e, lax: e - lax.pmean(e, "i"), lambda a: a - a.mean(0)), x(3, 4), **VMAP_INSIDE_JIT),
-    Op("pmax", over_axis(lambda e, lax: e - lax.pmax(e, "i"), lambda a: a - a.amax(0)), x(3, 4), **VMAP_INSIDE_JIT),
-    Op("pmin", over_axis(lambda e, lax: e * lax.pmin(e, "i"), lambda a: a * a.amin(0)), x(3, 4), **VMAP_INSIDE_JIT),
+    Op("psum", over_axis(lambda e, lax: e * lax.psum(e, "i"), lambda a: a * a.sum(0)), x(3, 4)),
+    Op("pmean", over_axis(lambda e, lax: e - lax.pmean(e, "i"), lambda a: a - a.mean(0)), x(3, 4)),
+    Op("pmax", over_axis(lambda e, lax: e - lax.pmax(e, "i"), lambda a: a - a.amax(0)), x(3, 4)),
+    Op("pmin", over_axis(lambda e, lax: e * lax.pmin(e, "i"), lambda a: a * a.amin(0)), x(3, 4)),
     Op("all_gather", over_axis(lambda e, lax: lax.all_gather(e, "i", axis=1) * e[:, None],
-                               lambda a: a.T.expand(3, 4, 3) * a[:, :, None]), x(3, 4), **VMAP_INSIDE_JIT),
-    Op("psum_scatter", over_axis(lambda e, lax: lax.psum_scatter(e * e, "i"), lambda a: (a * a).sum(0)), x(3, 3, 2), **VMAP_INSIDE_JIT),
+                               lambda a: a.T.expand(3, 4, 3) * a[:, :, None]), x(3, 4)),
+    Op("psum_scatter", over_axis(lambda e, lax: lax.psum_scatter(e * e, "i"), lambda a: (a * a).sum(0)), x(3, 3, 2)),
     Op("ppermute", over_axis(lambda e, lax: e * lax.ppermute(e, "i", [(0, 1), (1, 2), (2, 0)]),
-                             lambda a: a * a.roll(1, 0)), x(3, 4), **VMAP_INSIDE_JIT),
+                             lambda a: a * a.roll(1, 0)), x(3, 4)),
     Op("optimizer_update", adam_step, x(3, 4), x(3, 4, seed=1), off={
         **{t: "an optimizer step: not differentiated" for t in ("vjp", "fd", "jvp")},
         "vmap": "an optimizer step: no batching rule", **unsupported("optimizer_update")}),

@@ -525,19 +525,37 @@ def test_jit_of_vmap_of_grad_through_matmul_equals_the_eager_transforms(shapes, 
 
 
 def test_jit_of_vmap_of_grad_through_an_op_without_a_batching_rule():
-    # Slicing's gradient (embed) has no batching rule: vmap maps example by example after the
-    # batched attempt raised, and the ops that attempt ran inside the trace must not fail it.
+    # index_select with an index of each example's own has no batching rule: vmap maps example
+    # by example after the batched attempt raised, and the ops that attempt ran inside the trace
+    # must not fail it. A third call: a value the program froze would show from the second on.
+    w = ug.randn(4, dtype=ug.float64)
+    index = ug.tensor([[1, 2], [0, 3], [2, 2], [3, 1], [0, 0]])
+
+    def f(w, x, i):
+        return ug.softmax(x * w, 0).index_select(0, i).sin().sum()
+
+    compiled = ug.jit(ug.vmap(ug.grad(f), in_axes=(None, 0, 0)))
+    for seed in (0, 1, 2):
+        ug.manual_seed(seed)
+        xs = ug.randn(5, 4, dtype=ug.float64)
+        close(compiled(w, xs, index), ug.stack([ug.grad(f)(w, xs[i], index[i]) for i in range(5)]), 1e-12)
+
+
+def test_jit_of_vmap_of_grad_through_a_slice():
+    # Slicing's gradient (embed) runs its batching rule under the trace too: the program computes
+    # the softmax's row maximum from each call's inputs.
     w = ug.randn(4, dtype=ug.float64)
 
     def f(w, x):
         return ug.softmax(x * w, 0)[1:].sin().sum()
 
-    g = ug.vmap(ug.grad(f), in_axes=(None, 0))
-    compiled = ug.jit(g)
-    for seed in (0, 1):
+    compiled = ug.jit(ug.vmap(ug.grad(f), in_axes=(None, 0)))
+    before = ug._C._functional.vmap_fallbacks()
+    for seed in (0, 1, 2):
         ug.manual_seed(seed)
         xs = ug.randn(5, 4, dtype=ug.float64)
         close(compiled(w, xs), ug.stack([ug.grad(f)(w, xs[i]) for i in range(5)]), 1e-12)
+    assert ug._C._functional.vmap_fallbacks() == before, "the trace mapped example by example"
 
 
 def test_jit_of_per_example_gradients_of_an_mlp():

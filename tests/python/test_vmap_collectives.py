@@ -282,10 +282,6 @@ def test_jit_of_grad_of_vmap_and_of_per_example_grads(J):
     same(f, J, rand(5, 3, seed=2), rand(3, seed=3))
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
-    "under a trace the gradient of a view (embed) has no batching rule (src/ug/ops/rules.cpp says why), so vmap "
-    "maps example by example, where a collective cannot run: ug.jit(ug.vmap(ug.grad(lambda x: "
-    "(ug.lax.all_gather(x, 'i')[0] * x).sum()), axis_name='i'))(ug.ones(4, 3)) raises"))
 def test_jit_of_per_example_grads_through_a_view_of_a_collective(J):
     def f(m, xs):
         return m.jit(m.vmap(m.grad(lambda x: (m.lax.all_gather(x, "i")[0] * x).sum()), axis_name="i"))(xs)

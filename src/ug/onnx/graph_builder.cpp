@@ -34,7 +34,12 @@ namespace {
 
 const void* key(const Tensor& t) { return t.impl_ref().get(); }
 
+/** Whether a and b are the same elements of the same memory. A batched tensor's own layout is
+ *  one example's over its physical tensor's memory (batching::wrap): two are the same view
+ *  where their physical tensors are. */
 bool same_view(const Tensor& a, const Tensor& b) {
+  const BatchInfo *ba = a.impl().batch(), *bb = b.impl().batch();
+  if (ba || bb) return ba && bb && ba->level == bb->level && same_view(Tensor(ba->physical), Tensor(bb->physical));
   return a.storage() == b.storage() && a.storage_offset() == b.storage_offset() && a.shape() == b.shape() &&
          a.strides() == b.strides() && a.dtype() == b.dtype();
 }
@@ -202,9 +207,8 @@ std::optional<std::pair<std::string, uint32_t>> GraphBuilder::traced_view(const 
   std::vector<const Value*> same, bases;
   for (const auto& [k, v] : values_) {
     if (!v.traced || v.tensor.storage() != t.storage() || v.tensor.dtype() != t.dtype()) continue;
-    const bool view = v.tensor.storage_offset() == t.storage_offset() && v.tensor.shape() == t.shape() &&
-                      v.tensor.strides() == t.strides();
-    (view ? same : bases).push_back(&v);
+    if (same_view(v.tensor, t)) same.push_back(&v);
+    else if (!batching::level(v.tensor) && !batching::level(t)) bases.push_back(&v);  // positions of real layouts
   }
   auto by_name = [](const Value* a, const Value* b) { return a->name < b->name; };
   if (!same.empty()) {
@@ -312,16 +316,31 @@ bool GraphBuilder::emit_part_making(const Tensor& t) {
   if (!emitter_ || !t.defined()) return false;
   auto found = parts_.find(t.storage().get());
   if (found == parts_.end()) return false;
+  // A batch of a vmap around the trace has no bytes of its own to hash: its version decides.
+  const bool batched = batching::level(t) > 0;
+  const CapturedCall* unemittable = nullptr;
   for (const auto& [part, i] : found->second) {
     const Tensor& out = part->outputs[i];
     const uint64_t made = i < part->output_hashes.size() ? part->output_hashes[i] : 0;
-    if (!same_view(out, t) || t.version() != part->output_versions[i] || made == 0 || graph::content_hash(t) != made)
+    if (!same_view(out, t) || t.version() != part->output_versions[i] ||
+        (!batched && (made == 0 || graph::content_hash(t) != made)))
       continue;
-    if (emitted_parts_.contains(part) || !can_emit_(*this, *part)) continue;
+    if (emitted_parts_.contains(part)) continue;
+    if (!can_emit_(*this, *part)) {
+      unemittable = unemittable ? unemittable : part;
+      continue;
+    }
     emitted_parts_.insert(part);
     emitter_(*this, *part);
     return values_.contains(key(t)) || same_value(t);
   }
+  // As a constant, t would hold this trace's value at every run: a wrong answer from the second
+  // call on (a batching rule that ran an internal op on the physical tensor).
+  if (unemittable)
+    fail<RuntimeError>("[onnx.export] internal: the graph reads a ", dtype_name(t.dtype()), " ", shape_str(t.shape()),
+                       " value that op '", unemittable->op,
+                       "' computed inside another op, and that op has no graph form; it would be frozen as a "
+                       "constant");
   return false;
 }
 

@@ -38,6 +38,11 @@ Shape with_last2(const Tensor& x, int64_t a, int64_t b) {
 /** The window maxima and (when want_idx, or a derivative may read them) their positions. */
 std::pair<Tensor, Tensor> window_max(const Tensor& x, const Windows& win, bool want_idx) {
   graph::OpCall call(kMaxPool2d);
+  if (call.capturing())  // a vmap's physical call (no graph form of its own): a program calls it back
+    call.set_replay([win](const graph::Tensors& in) {
+      auto [out, idx] = window_max(in[0], win, true);
+      return graph::Tensors{out, idx};
+    });
   Tensor out, idx;
   if (int lvl = batching::level(x)) {
     auto [o, i] = window_max(batching::physical(x, lvl), win, true);
@@ -55,9 +60,11 @@ std::pair<Tensor, Tensor> window_max(const Tensor& x, const Windows& win, bool w
           .max_pool2d(planes(x), *win, out.view({-1, shape[shape.size() - 2], shape.back()}),
                       idx.defined() ? idx.view({-1, shape[shape.size() - 2], shape.back()}) : Tensor());
   }
-  // The indices are an integer by-product: the call's output is the maximum alone.
+  // The indices are an integer by-product, an output for the capture (a derivative reads them).
+  std::vector<const Tensor*> outputs{&out};
+  if (idx.defined()) outputs.push_back(&idx);
   call.finish(
-      {&x}, {&out}, {},
+      {&x}, outputs, {},
       [&] {  // the captures are built only when a node is recorded
         return [idx, shape = x.shape(), dtype = x.dtype(), device = x.device()](graph::Saved, graph::Tensors&& g) {
           Tensor zero = zeros(shape, {.dtype = dtype, .device = device}).flatten(-2);
@@ -74,6 +81,8 @@ Tensor window_avg_transpose(const Tensor& g, const Windows& win, int64_t h, int6
 
 Tensor window_avg(const Tensor& x, const Windows& win) {
   graph::OpCall call(kAvgPool2d);
+  if (call.capturing())  // a vmap's physical call (no graph form of its own): a program calls it back
+    call.set_replay([win](const graph::Tensors& in) { return graph::Tensors{window_avg(in[0], win)}; });
   Tensor out;
   if (int lvl = batching::level(x)) {
     out = batching::wrap(window_avg(batching::physical(x, lvl), win), lvl);

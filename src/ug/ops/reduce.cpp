@@ -168,6 +168,8 @@ Tensor prod_backward(const Tensor& g, const Tensor& x, const Mask& mask) {
   return keep_dims(g, x.shape(), mask) * others.permute(inverse);
 }
 
+Tensor run_reduce(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim, DType out_dtype);
+
 /** Runs the backend's `op` over the masked dims as the op `def`; x already has the kernel's
  *  input dtype. */
 Tensor reduce_as(const graph::OpDef& def, ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim,
@@ -177,7 +179,12 @@ Tensor reduce_as(const graph::OpDef& def, ReduceOp op, const Tensor& x, const Ma
   if (int lvl = batching::level(x)) {
     Mask with_batch(1, false);  // the batch dim is never reduced
     for (bool m : mask) with_batch.push_back(m);
-    out = batching::wrap(reduce_as(def, op, batching::physical(x, lvl), with_batch, keepdim, out_dtype), lvl);
+    // The physical call of max/min goes through run_reduce, so that a trace holds it as amax/amin:
+    // the internal max has no graph form, and a program would read its result as a constant.
+    const Tensor p = batching::physical(x, lvl);
+    out = batching::wrap(&def == &kMax || &def == &kMin ? run_reduce(op, p, with_batch, keepdim, out_dtype)
+                                                        : reduce_as(def, op, p, with_batch, keepdim, out_dtype),
+                         lvl);
   } else {
     out = empty(reduced_shape(x.shape(), mask, keepdim), {.dtype = out_dtype, .device = x.device()});
   }

@@ -15,13 +15,9 @@ Tensor embed(const Tensor& g, const Shape& shape, const std::function<Tensor(con
   if (call.capturing())  // a gradient without a graph form of its own: a program calls it back
     call.set_replay([shape, view](const graph::Tensors& in) { return graph::Tensors{embed(in[0], shape, view)}; });
   Tensor out;
-  if (const int lvl = batching::level(g); lvl && !call.capturing()) {
+  if (const int lvl = batching::level(g)) {
     // vmap (an unbatched tensor's view with per-example gradients): the same on g's physical
-    // tensor, the view taken of each example. Not under a trace, where vmap keeps mapping
-    // example by example: a program of the batched backward can read a softmax's row maximum as
-    // a constant (a known bug: ug.jit(ug.vmap(ug.grad(lambda w, x: ug.softmax(x * w, 0).sin().sum()),
-    // in_axes=(None, 0))) gives NaN on its second inputs), and this rule would lead more programs
-    // there.
+    // tensor, the view taken of each example.
     const Tensor p = batching::physical(g, lvl);
     Shape batched{p.size(0)};
     for (int64_t s : shape) batched.push_back(s);

@@ -17,7 +17,8 @@ std::pair<Tensor, Tensor> sort_untraced(const Tensor& x, int64_t dim, bool desce
   int64_t d = wrap_dim(dim, x.dim(), "sort");
   if (x.dim() == 0) return {x.clone(), zeros({}, {.dtype = DType::Int64, .device = x.device()})};
   if (int lvl = batching::level(x)) {  // each example sorts on its own: sort along d + 1
-    auto [v, i] = sort_untraced(batching::physical(x, lvl), d + 1, descending, stable);
+    // The op, not its kernel: a trace holds the physical sort, whose results a program computes.
+    auto [v, i] = ug::sort(batching::physical(x, lvl), d + 1, descending, stable);
     Tensor values = batching::wrap(v, lvl), indices = batching::wrap(i, lvl);
     // Reading the values back through the indices gives them their gradient.
     return {derivative_wanted(x) ? x.gather(d, indices) : values, indices};
