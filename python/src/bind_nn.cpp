@@ -261,7 +261,11 @@ void module_to(Module& m, nb::handle what) {
 void bind_nn(nb::module_& nn) {
   nb::class_<ModuleHookHandle>(nn, "RemovableHandle", "What register_forward_hook returns.")
       .def(
-          "remove", [](ModuleHookHandle& h) { nb::cast<Module&>(h.module).remove_hook(h.id); },
+          "remove",
+          [](ModuleHookHandle& h) {
+            touch_state();
+            nb::cast<Module&>(h.module).remove_hook(h.id);
+          },
           "Takes the hook off the module; a second call does nothing.");
 
   nb::class_<Module, PyModule>(
@@ -288,6 +292,7 @@ void bind_nn(nb::module_& nn) {
                throw nb::python_error();
            })
       .def("forward", &Module::forward, "x"_a)
+      .def("_hook_ids", &Module::hook_ids, "The ids of the forward (pre-)hooks on the module now.")
       .def("extra_repr", &Module::extra_repr)
       .def("reset_parameters", &Module::reset_parameters)
       .def("__repr__", &Module::to_string)
@@ -461,6 +466,7 @@ void bind_nn(nb::module_& nn) {
           "register_forward_hook",
           [](nb::handle self, nb::object hook) {
             // hook(module, inputs, output): inputs is the positional arguments' tuple.
+            touch_state();  // a compiled call guards on the hooks
             size_t id = as_module(self).register_forward_hook(
                 [hook](Module& m, const Tensor& in, const Tensor& out) {
                   nb::object r = hook(module_object(m), nb::make_tuple(in), out);
@@ -479,6 +485,7 @@ void bind_nn(nb::module_& nn) {
           "register_forward_pre_hook",
           [](nb::handle self, nb::object hook) {
             // hook(module, inputs) may return new inputs: a tuple, or one value.
+            touch_state();
             size_t id = as_module(self).register_forward_pre_hook(
                 [hook](Module& m, const Tensor& in) {
                   nb::object r = hook(module_object(m), nb::make_tuple(in));

@@ -1,8 +1,9 @@
 // ug.nn.utils: parametrize and parametrizations (ug/nn/parametrize.h, ug/nn/parametrizations.h),
 // the hook-based weight_norm / spectral_norm and the conv/linear + batch norm fusions
-// (ug/nn/fusion.h). Module.__getattr__ / __setattr__ (bind_nn.cpp) read a parametrized
-// tensor and assign through its right inverses; a parametrization written in Python is called
-// through its Python object.
+// (ug/nn/fusion.h). Module.__getattr__ / __setattr__ (bind_nn.cpp) read a parametrized tensor
+// and assign through its right inverses; a parametrization written in Python is called through
+// its Python object. Each binding that changes a module's structure moves the state epoch
+// (state_epoch.h), so that a compiled call reads its guards again.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -12,6 +13,7 @@
 #include <memory>
 
 #include "bindings.h"
+#include "state_epoch.h"
 #include "ug/nn/nn.h"
 #include "ug/nn/fusion.h"
 #include "ug/nn/parametrizations.h"
@@ -95,6 +97,7 @@ void bind_nn_utils(nb::module_& nn) {
   p.def(
       "register_parametrization",
       [](nb::handle module, const std::string& tensor_name, std::shared_ptr<Module> parametrization, bool unsafe) {
+        touch_state();
         pz::register_parametrization(nb::cast<Module&>(module), tensor_name, std::move(parametrization), unsafe);
         return nb::borrow(module);
       },
@@ -108,6 +111,7 @@ void bind_nn_utils(nb::module_& nn) {
   p.def(
       "remove_parametrizations",
       [](nb::handle module, const std::string& tensor_name, bool leave_parametrized) {
+        touch_state();
         pz::remove_parametrizations(nb::cast<Module&>(module), tensor_name, leave_parametrized);
         return nb::borrow(module);
       },
@@ -115,6 +119,7 @@ void bind_nn_utils(nb::module_& nn) {
   p.def(
       "transfer_parametrizations_and_params",
       [](Module& from_module, nb::handle to_module, std::optional<std::string> tensor_name) {
+        touch_state();
         pz::transfer_parametrizations_and_params(from_module, nb::cast<Module&>(to_module), tensor_name);
         return nb::borrow(to_module);
       },
@@ -157,6 +162,7 @@ void bind_nn_utils(nb::module_& nn) {
   p.def(
       "weight_norm",
       [](nb::handle module, const std::string& name, std::optional<int64_t> dim) {
+        touch_state();
         pzs::weight_norm(nb::cast<Module&>(module), name, dim);
         return nb::borrow(module);
       },
@@ -165,6 +171,7 @@ void bind_nn_utils(nb::module_& nn) {
       "spectral_norm",
       [](nb::handle module, const std::string& name, int64_t n_power_iterations, double eps,
          std::optional<int64_t> dim) {
+        touch_state();
         pzs::spectral_norm(nb::cast<Module&>(module), name, n_power_iterations, eps, dim);
         return nb::borrow(module);
       },
@@ -173,6 +180,7 @@ void bind_nn_utils(nb::module_& nn) {
       "orthogonal",
       [](nb::handle module, const std::string& name, std::optional<std::string> orthogonal_map,
          bool use_trivialization) {
+        touch_state();
         pzs::orthogonal(nb::cast<Module&>(module), name, orthogonal_map, use_trivialization);
         return nb::borrow(module);
       },
@@ -181,6 +189,7 @@ void bind_nn_utils(nb::module_& nn) {
   p.def(
       "hook_weight_norm",
       [](nb::handle module, const std::string& name, std::optional<int64_t> dim) {
+        touch_state();
         ut::weight_norm(nb::cast<Module&>(module), name, dim);
         return nb::borrow(module);
       },
@@ -188,6 +197,7 @@ void bind_nn_utils(nb::module_& nn) {
   p.def(
       "remove_weight_norm",
       [](nb::handle module, const std::string& name) {
+        touch_state();
         ut::remove_weight_norm(nb::cast<Module&>(module), name);
         return nb::borrow(module);
       },
@@ -196,6 +206,7 @@ void bind_nn_utils(nb::module_& nn) {
       "hook_spectral_norm",
       [](nb::handle module, const std::string& name, int64_t n_power_iterations, double eps,
          std::optional<int64_t> dim) {
+        touch_state();
         ut::spectral_norm(nb::cast<Module&>(module), name, n_power_iterations, eps, dim);
         return nb::borrow(module);
       },
@@ -203,6 +214,7 @@ void bind_nn_utils(nb::module_& nn) {
   p.def(
       "remove_spectral_norm",
       [](nb::handle module, const std::string& name) {
+        touch_state();
         ut::remove_spectral_norm(nb::cast<Module&>(module), name);
         return nb::borrow(module);
       },

@@ -69,11 +69,13 @@ def _static_key(value):
 
 def _module_guards(label, module):
     """The signature parts of what a trace assumes of a module: each submodule's training mode,
-    plain attributes and layer settings (its extra_repr), each parameter's requires_grad."""
+    forward hooks, plain attributes and layer settings (its extra_repr), each parameter's
+    requires_grad."""
     parts = []
     for name, sub in module.named_modules():
         where = f"{label}.{name}" if name else label
         parts.append((f"{where} (training)", f"static {sub.training!r}"))
+        parts.append((f"{where} (forward hooks)", f"static {tuple(sub._hook_ids())!r}"))
         settings = sub.extra_repr()
         if settings:
             parts.append((f"{where} ({type(sub).__name__})", f"static {settings}"))

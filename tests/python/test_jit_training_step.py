@@ -370,6 +370,29 @@ def test_a_python_attribute_changed_between_calls_retraces(compile_module):
             same_state(eager, compiled, opt_e, opt_c, 1e-12)
 
 
+def test_hooks_and_parametrizations_added_or_removed_after_compiling_are_followed():
+    # torch.compile guards on hooks; a compiled module once kept running the hooks of its trace
+    model = ug.nn.Sequential(ug.nn.Linear(3, 4), ug.nn.ReLU(), ug.nn.Linear(4, 2))
+    compiled = ug.compile(model)
+    x = ug.randn(5, 3)
+    close(compiled(x), model(x), 0)
+    handles = [model[2].register_forward_hook(lambda m, i, out: out * 2),
+               model[0].register_forward_pre_hook(lambda m, i: (i[0] + 1,))]
+    with pytest.warns(ug.compiled.RetraceWarning, match=r"module.2 \(forward hooks\) changed from static \(0,\) to "
+                                                        r"static \(\)"):
+        for handle in handles:
+            close(compiled(x), model(x), 0)
+            handle.remove()
+    close(compiled(x), model(x), 0)
+    assert compiled.cache_info().traces == 3
+    # so is a parametrization (it registers its tensors and hooks from C++)
+    with pytest.warns(ug.compiled.RetraceWarning, match="module.0.parametrizations"):
+        ug.nn.utils.parametrizations.orthogonal(model[0])
+        close(compiled(x), model(x), 1e-6)
+        ug.nn.utils.parametrize.remove_parametrizations(model[0], "weight")
+        close(compiled(x), model(x), 0)
+
+
 def test_backward_in_an_exported_function_is_refused(tmp_path):
     class TrainsWhileExported(ug.nn.Module):
         def __init__(self):

@@ -386,6 +386,13 @@ void Module::remove_hook(size_t id) {
   std::erase_if(hooks_, [&](const auto& h) { return h.id == id; });
 }
 
+std::vector<size_t> Module::hook_ids() const {
+  std::vector<size_t> ids;
+  for (const auto& h : pre_hooks_) ids.push_back(h.id);
+  for (const auto& h : hooks_) ids.push_back(h.id);
+  return ids;
+}
+
 // ---- printing -----------------------------------------------------------------------------
 
 void Module::print(std::string& out, int indent) const {

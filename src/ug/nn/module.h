@@ -137,6 +137,9 @@ class Module : public std::enable_shared_from_this<Module> {
   size_t register_forward_pre_hook(ForwardPreHook hook, AnyForwardPreHook any_hook = {});
   size_t register_forward_hook(ForwardHook hook, AnyForwardHook any_hook = {});
   void remove_hook(size_t id);
+  /** The ids of the hooks on this module now (pre-hooks first): a compiled call, which ran
+   *  the hooks there were when it was traced, traces again when they change. */
+  std::vector<size_t> hook_ids() const;
 
   // ---- printing -----------------------------------------------------------------------
   /** The arguments shown in a printout: "in_features=784, out_features=128, bias=True". */
