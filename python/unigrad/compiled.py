@@ -18,9 +18,9 @@ taken outside the compiled function are seen.
 
 What a trace assumes of the modules the function reaches (through its closure, the globals it
 names, a bound method's instance, a module argument) is guarded as torch.compile guards it: each
-module's training mode, its plain attributes (a float hyper-parameter), its layer's settings and
-its parameters' requires_grad are part of the signature, so `model.eval()`, `model.scale = 2.0`
-or `p.requires_grad_(False)` between calls traces again instead of running a program made for the
+module's training mode, its forward hooks, its plain attributes (a float hyper-parameter), its
+layer's settings and its parameters' requires_grad are part of the signature, so `model.eval()`,
+`model.scale = 2.0`, a hook registered or `p.requires_grad_(False)` between calls traces again instead of running a program made for the
 old values. The guards are read again only when Python changed some module or requires_grad
 (_jit.state_epoch), so a call that hits pays one counter read.
 """
