@@ -307,7 +307,7 @@ def exp_function(m):
         @staticmethod
         def backward(ctx, g):
             (y,) = ctx.saved_tensors
-            return g * y + g
+            return g * y + g if ctx.needs_input_grad[0] else None
 
     return Exp
 
@@ -329,3 +329,29 @@ def test_backward_through_vmap_of_an_autograd_function():
     u = ug.tensor(xs).requires_grad_()
     (ug.vmap(UE.apply)(u) * u).sum().backward()
     assert_close(u.grad.numpy(), t.grad.numpy(), dtype="float64")
+
+
+def test_a_pullback_of_vmap_of_a_custom_vjp_mapped_at_the_same_level_raises():
+    """vmap of the pullback of vmap(f): the cotangents are batched at the level the rule ran at,
+    which would mix two batches; it raises rather than answer wrong (ug.jacrev loops instead)."""
+    e = doubling(ug)
+    _, pullback = ug.vjp(ug.vmap(e), ug.tensor(rand(4, 3, seed=26)))
+    with pytest.raises(ValueError, match=r"custom_vjp\(f\).*batched at vmap level 1, not below the level 1"):
+        ug.vmap(pullback)(ug.ones(2, 4, 3))
+
+
+@pytest.mark.parametrize("name", ["softplus", "mish", "logsigmoid", "hardswish"])
+def test_activations_with_a_written_derivative_under_vmap(name):
+    """These compute their value without recording and link a written derivative (a custom
+    function's): grad(vmap(f)), jvp(vmap(f)) and grad(vmap(grad(f))) against torch.func."""
+    fu, ft = getattr(ug.nn.functional, name), getattr(torch.nn.functional, name)
+    xs, ts = rand(4, 3, seed=27) * 4, rand(4, 3, seed=28)
+    expected = tf.grad(lambda v: (tf.vmap(ft)(v) * v).sum())(torch.tensor(xs))
+    assert_close(ug.grad(lambda v: (ug.vmap(fu)(v) * v).sum())(ug.tensor(xs)).numpy(), expected.numpy(),
+                 dtype="float64")
+    expected = tf.jvp(tf.vmap(ft), (torch.tensor(xs),), (torch.tensor(ts),))[1]
+    assert_close(ug.jvp(ug.vmap(fu), (ug.tensor(xs),), (ug.tensor(ts),))[1].numpy(), expected.numpy(),
+                 dtype="float64")
+    expected = tf.grad(lambda v: tf.vmap(tf.grad(lambda x: ft(x).sum()))(v).sum())(torch.tensor(xs))
+    got = ug.grad(lambda v: ug.vmap(ug.grad(lambda x: fu(x).sum()))(v).sum())(ug.tensor(xs))
+    assert_close(got.numpy(), expected.numpy(), dtype="float64")
