@@ -21,11 +21,16 @@ def _no_grad():
     return no_grad()
 
 
+def _asked(t, tangents=True):
+    """Whether a derivative can be asked of t: it requires grad while recording or (tangents) carries
+    a forward-mode tangent, or, batched (vmap), the physical tensor under it does (grad of vmap)."""
+    if (_ag.is_grad_enabled() and t.requires_grad) or (tangents and _ag.has_tangent(t)):
+        return True
+    return _C._functional.is_batched(t) and _asked(_C._functional.physical(t), tangents)
+
+
 def _differentiates(tensors):
-    """Whether a derivative can be asked of these inputs: one requires grad while recording,
-    or carries a forward-mode tangent."""
-    recording = _ag.is_grad_enabled()
-    return any((recording and t.requires_grad) or _ag.has_tangent(t) for t in tensors)
+    return any(_asked(t) for t in tensors)
 
 
 class _Links:
@@ -158,8 +163,7 @@ class Function:
         name = cls.__name__
         tensor_pos, tensors = _split_tensors(list(args))
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(isinstance(a, _Tensor) and a.requires_grad and _ag.is_grad_enabled()
-                                     for a in args)
+        ctx.needs_input_grad = tuple(isinstance(a, _Tensor) and _asked(a, tangents=False) for a in args)
         ctx._to_save, ctx._saved, ctx._non_differentiable = (), (), ()
         links = _Links(tensors)
         call_args = list(args)

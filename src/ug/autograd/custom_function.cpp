@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ug/autograd/custom_watch.h"
+#include "ug/core/batching.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
@@ -69,16 +70,126 @@ std::vector<Tensor> checked(const char* name, const Tensors& grads, const std::v
   return out;
 }
 
+/** Whether a derivative is asked of t: it requires grad while recording or carries a tangent,
+ *  or, for a batched t, the physical tensor under it does (grad of vmap). */
+bool differentiated(const Tensor& t) {
+  if (!t.defined()) return false;
+  if (autograd::needs_grad({&t}) || (forward::active() && forward::has_tangent(t))) return true;
+  const int lvl = batching::level(t);
+  return lvl > 0 && differentiated(batching::physical(t, lvl));
+}
+
+/** t's physical tensor at lvl, batch dim first: t broadcast along the batch where it is not
+ *  batched there. */
+Tensor physical_of(const Tensor& t, int lvl, int64_t batch) {
+  if (batching::level(t) == lvl) return batching::physical(t, lvl);
+  Dims shape{batch};
+  for (int64_t s : t.shape()) shape.push_back(s);
+  return t.unsqueeze(0).expand(shape);
+}
+
+/** A custom function's inputs batched at `lvl` (vmap): its rules on the physical tensors run as
+ *  the user's rules at that level, on the physical tensors wrapped back. The rules may hold
+ *  tensors of that level (a closure, a ctx attribute), which this keeps consistent with what
+ *  they are given. Defined results come back physical; those of `shared` entries (not batched
+ *  at lvl) are summed over the batch, being the sum of every example's contribution. */
+struct AtLevel {
+  const char* name;
+  int lvl;
+  int64_t batch;
+
+  Tensors wrap(const Tensors& phys, const std::vector<bool>& batched, const char* what) const {
+    Tensors out;
+    for (size_t i = 0; i < phys.size(); ++i) {
+      if (phys[i].defined() && batching::level(phys[i]) >= lvl)
+        fail("[", name, "] its ", what, " ", i, " is batched at vmap level ", batching::level(phys[i]),
+             ", not below the level ", lvl,
+             " of its inputs: a custom rule cannot be batched again at its own level (run this backward outside "
+             "the vmap, or differentiate inside it)");
+      out.push_back(batched[i] && phys[i].defined() ? batching::wrap(phys[i], lvl) : phys[i]);
+    }
+    return out;
+  }
+
+  Tensors unwrap(const Tensors& logical, const std::vector<bool>& shared) const {
+    Tensors out;
+    for (size_t i = 0; i < logical.size(); ++i) {
+      if (!logical[i].defined()) {
+        out.emplace_back();
+        continue;
+      }
+      Tensor p = physical_of(logical[i], lvl, batch);
+      out.push_back(i < shared.size() && shared[i] ? p.sum(Dims{0}) : p);
+    }
+    return out;
+  }
+};
+
 }  // namespace
 
 Tensors custom_function(const char* name, const Tensors& inputs, const Tensors& outputs, CustomVjp vjp, CustomJvp jvp,
                         const Tensors& saved) {
-  Tensors results;
-  results.reserve(outputs.size());
-  for (const Tensor& o : outputs) {
+  for (const Tensor& o : outputs)
     if (autograd::requires_grad(o))
       fail("[", name, "] its outputs must be computed without recording (under no_grad, from detached inputs)");
-    results.push_back(o.detach());  // a fresh tensor to link, never one the caller holds elsewhere
+  Tensors results;
+  results.reserve(outputs.size());
+  const int lvl = [&] {
+    int l = 0;
+    for (const Tensor& t : inputs) l = std::max(l, batching::level(t));
+    return l;
+  }();
+  bool below = false;  // a derivative is asked of the physical tensors (grad or jvp of vmap)
+  for (const Tensor& t : inputs) below |= lvl > 0 && differentiated(batching::physical(t, lvl));
+  if (below) {
+    // Inside vmap, an op links its batched outputs (for derivatives taken inside) and, through
+    // its batching rule, its physical ones (for those taken outside): so does a custom function,
+    // recursing for lower levels.
+    int64_t batch = 0;
+    std::vector<bool> in_batched, in_shared, out_batched(outputs.size(), true), saved_batched;
+    Tensors phys_in, phys_out, phys_saved;
+    for (const Tensor& t : inputs) {
+      const bool b = batching::level(t) == lvl;
+      if (b) batch = batching::physical(t, lvl).size(0);
+      in_batched.push_back(b);
+      in_shared.push_back(!b);
+      phys_in.push_back(batching::physical(t, lvl));
+    }
+    for (const Tensor& o : outputs) phys_out.push_back(physical_of(o, lvl, batch));
+    for (const Tensor& s : saved) {
+      auto same = [&](const Tensor& t) { return s.defined() && &t.impl() == &s.impl(); };
+      auto in = std::find_if(inputs.begin(), inputs.end(), same);
+      auto out = std::find_if(outputs.begin(), outputs.end(), same);
+      if (in != inputs.end()) {
+        phys_saved.push_back(phys_in[in - inputs.begin()]);
+        saved_batched.push_back(in_batched[in - inputs.begin()]);
+      } else if (out != outputs.end()) {
+        phys_saved.push_back(phys_out[out - outputs.begin()]);
+        saved_batched.push_back(true);
+      } else {
+        const bool b = s.defined() && batching::level(s) == lvl;
+        phys_saved.push_back(b ? batching::physical(s, lvl) : s);
+        saved_batched.push_back(b);
+      }
+    }
+    const AtLevel at{name, lvl, batch};
+    std::vector<Node::OutputInfo> in_info, out_info;  // per example, for the checks
+    for (const Tensor& t : inputs) in_info.push_back({t.shape(), t.dtype(), t.device()});
+    for (const Tensor& t : outputs) out_info.push_back({t.shape(), t.dtype(), t.device()});
+    CustomVjp phys_vjp = [at, vjp, saved_batched, out_batched, in_shared, in_info](const Tensors& s, const Tensors& g) {
+      Tensors grads = vjp(at.wrap(s, saved_batched, "saved tensor"), at.wrap(g, out_batched, "gradient"));
+      return at.unwrap(checked(at.name, grads, in_info, "backward", "input"), in_shared);
+    };
+    CustomJvp phys_jvp;
+    if (jvp)
+      phys_jvp = [at, jvp, in_batched, out_info](const Tensors& t) {
+        Tensors tangents = jvp(at.wrap(t, in_batched, "tangent"));
+        return at.unwrap(checked(at.name, tangents, out_info, "forward-mode rule", "output"), {});
+      };
+    for (const Tensor& r : custom_function(name, phys_in, phys_out, phys_vjp, phys_jvp, phys_saved))
+      results.push_back(batching::wrap(r, lvl));
+  } else {
+    for (const Tensor& o : outputs) results.push_back(o.detach());  // a fresh tensor to link, never the caller's
   }
   std::vector<const Tensor*> in_ptrs, out_ptrs;
   std::vector<Node::OutputInfo> in_info;

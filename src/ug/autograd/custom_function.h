@@ -37,7 +37,9 @@ using CustomJvp = std::function<Tensors(const Tensors& input_tangents)>;
  *  its history (so higher derivatives reach it), one of `outputs` is kept without it and
  *  comes back as the returned output (the node's own, with no reference cycle). Without a
  *  jvp, forward mode through them raises, as jax.custom_vjp does. `name` is the node's name
- *  in error messages and anomaly traces. */
+ *  in error messages and anomaly traces. Inside vmap, derivatives taken outside it (grad of
+ *  vmap) apply the rules too: they run at the inputs' vmap level, the sum over the batch going
+ *  to an input not mapped there. */
 Tensors custom_function(const char* name, const Tensors& inputs, const Tensors& outputs, CustomVjp vjp,
                         CustomJvp jvp = {}, const Tensors& saved = {});
 

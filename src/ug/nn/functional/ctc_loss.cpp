@@ -180,7 +180,8 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
       [kept, lat, zero_infinity](const Tensor& g, const Tensor& x) {
         NoGradGuard no_grad;  // torch's gradient is not differentiated again
         return gradient(g, x, kept->first, kept->second, lat, zero_infinity);
-      });
+      },
+      false);
   if (zero_infinity) nll = where(nll.isinf(), Scalar(0.0), nll);
   if (r == ops::Reduction::Mean) return (nll / sizes.clamp(Scalar(1), std::nullopt).to(nll.dtype())).mean();
   if (r == ops::Reduction::Sum) return nll.sum();

@@ -14,24 +14,21 @@
 
 namespace ug::nn::functional::detail {
 
-/** Returns value(x) (run without recording), with d/dx given by grad(g, x). Forward-mode
- *  tangents come from value's own ops. */
+/** Returns value(x) (run without recording), with d/dx given by grad(g, x). An elementwise
+ *  value's forward-mode rule is grad(tangent, x); any other's raises, as torch's does. A custom
+ *  function's (so grad of vmap of it applies grad too). */
 inline Tensor with_derivative(const char* name, const Tensor& x, const std::function<Tensor(const Tensor&)>& value,
-                              std::function<Tensor(const Tensor&, const Tensor&)> grad) {
-  auto call = [name, value, grad = std::move(grad)](const Tensor& input) {
+                              std::function<Tensor(const Tensor&, const Tensor&)> grad, bool elementwise = true) {
+  auto call = [name, value, grad = std::move(grad), elementwise](const Tensor& input) {
     Tensor y;
     {
       NoGradGuard no_grad;
-      y = value(input);
+      y = value(input.detach());
     }
-    if (autograd::needs_grad({&input})) {
-      const Tensor* inputs[] = {&input};
-      const Tensor* outputs[] = {&y};
-      const graph::Save saved[] = {graph::input(input)};
-      autograd::record(name, inputs, outputs, saved,
-                       [grad](Saved s, std::vector<Tensor>&& g) { return std::vector<Tensor>{grad(g[0], s[0])}; });
-    }
-    return y;
+    CustomJvp jvp;
+    if (elementwise) jvp = [&grad, &input](const Tensors& t) { return Tensors{grad(t[0], input)}; };
+    auto vjp = [grad](const Tensors& s, const Tensors& g) { return Tensors{grad(g[0], s[0])}; };
+    return custom_function(name, {input}, {y}, vjp, jvp, {input})[0];
   };
   return custom_call(
       name, {x}, [&] { return Tensors{call(x)}; }, [call](const Tensors& in) { return Tensors{call(in[0])}; })[0];
