@@ -26,3 +26,13 @@ def keras(tf):
 
     assert keras.backend.backend() == "tensorflow"
     return keras
+
+
+@pytest.fixture(scope="module")
+def jax64():
+    """JAX on the CPU with 64-bit values (float64 comparisons), for one test module at a time."""
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+
+    with jax.enable_x64(True):
+        yield jax

@@ -5,7 +5,6 @@ eager unigrad and against jax.jit of the same transforms. Each compiled function
 times on new inputs: a value that a program froze as a constant of its trace shows only from
 the second call on. Float64 throughout: sums of at most a few dozen terms of magnitude below
 10, within the dtype's tolerance (reference.py)."""
-import os
 
 import numpy as np
 import pytest
@@ -18,12 +17,8 @@ RANK = np.array([1.0, -0.5, 2.0, 0.25])  # weights of a sort's places: the gradi
 
 
 @pytest.fixture(scope="module")
-def jax():
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    import jax
-
-    with jax.enable_x64(True):
-        yield jax
+def jax(jax64):
+    return jax64
 
 
 def ug_ops():

@@ -7,7 +7,6 @@ derivatives (every spelling) under vmap and differentiated outside it apply thei
 they were ignored, grad(vmap(custom_vjp)) giving the plain derivative. Float64
 throughout; each compared value sums at most a dozen terms of magnitude below 100, so
 K·n·eps·Σ|terms| < 1e-12 and the dtype's tolerance holds (see reference.py)."""
-import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -20,12 +19,8 @@ from reference import assert_close
 
 
 @pytest.fixture(scope="module")
-def jax():
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    import jax
-
-    with jax.enable_x64(True):
-        yield jax
+def jax(jax64):
+    return jax64
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ psum, pmean, pmax, pmin, all_gather, psum_scatter, ppermute and axis_index insid
 names, pytrees, gradients from outside the vmap and per example inside it, forward mode,
 ug.jit, and the errors. Float64 throughout where values are compared (sums of at most 8 terms:
 the dtype's tolerance, see reference.py); gradients also against central differences."""
-import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,12 +15,8 @@ RTOL, ATOL = TOLERANCES["float64"]
 
 
 @pytest.fixture(scope="module")
-def jax():
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    import jax
-
-    with jax.enable_x64(True):
-        yield jax
+def jax(jax64):
+    return jax64
 
 
 @pytest.fixture(scope="module")
