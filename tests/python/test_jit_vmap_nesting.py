@@ -104,22 +104,14 @@ def loss(op, m):
     return lambda w, x: m.sin(op(x * w)).sum()
 
 
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad"])
 @pytest.mark.parametrize("name", OPS)
-def test_jit_of_vmap_of_grad(name, jax):
+def test_jit_of_vmap_of_a_gradient(name, transform, jax):
     def make_ug(op, jit):
-        f = ug.vmap(ug.grad(loss(op, ug)), in_axes=(None, 0))
+        f = ug.vmap(getattr(ug, transform)(loss(op, ug)), in_axes=(None, 0))
         return ug.jit(f) if jit else f
 
-    check(name, make_ug, lambda op: jax.vmap(jax.grad(loss(op, jax.numpy)), in_axes=(None, 0)), jax)
-
-
-@pytest.mark.parametrize("name", OPS)
-def test_jit_of_vmap_of_value_and_grad(name, jax):
-    def make_ug(op, jit):
-        f = ug.vmap(ug.value_and_grad(loss(op, ug)), in_axes=(None, 0))
-        return ug.jit(f) if jit else f
-
-    check(name, make_ug, lambda op: jax.vmap(jax.value_and_grad(loss(op, jax.numpy)), in_axes=(None, 0)), jax)
+    check(name, make_ug, lambda op: jax.vmap(getattr(jax, transform)(loss(op, jax.numpy)), in_axes=(None, 0)), jax)
 
 
 def example(op, m):

@@ -221,54 +221,35 @@ def test_orthogonal_assignment_and_matrix_exp():
 # ---- parametrize with modules written in Python -------------------------------------------
 
 
-class Symmetric(ug.nn.Module):
-    def forward(self, x):
-        return x.triu() + x.triu(1).mT
+def python_parametrizations(m):
+    """The same parametrization classes for unigrad (m = ug) and torch (m = torch)."""
+    class Symmetric(m.nn.Module):
+        def forward(self, x):
+            return x.triu() + x.triu(1).mT
 
-    def right_inverse(self, a):
-        return a.triu()
+        def right_inverse(self, a):
+            return a.triu()
 
+    class Scale(m.nn.Module):
+        def __init__(self, s):
+            super().__init__()
+            self.s = s
 
-class TSymmetric(torch.nn.Module):
-    def forward(self, x):
-        return x.triu() + x.triu(1).mT
+        def forward(self, x):
+            return x * self.s
 
-    def right_inverse(self, a):
-        return a.triu()
+    class RankOne(m.nn.Module):
+        def forward(self, x, y):
+            return x.unsqueeze(-1) @ y.unsqueeze(-2)
 
+        def right_inverse(self, z):
+            return z[:, 0].clone(), z[0].clone()
 
-class Scale(ug.nn.Module):
-    def __init__(self, s):
-        super().__init__()
-        self.s = s
-
-    def forward(self, x):
-        return x * self.s
-
-
-class TScale(torch.nn.Module):
-    def __init__(self, s):
-        super().__init__()
-        self.s = s
-
-    def forward(self, x):
-        return x * self.s
+    return Symmetric, Scale, RankOne
 
 
-class RankOne(ug.nn.Module):
-    def forward(self, x, y):
-        return x.unsqueeze(-1) @ y.unsqueeze(-2)
-
-    def right_inverse(self, z):
-        return z[:, 0].clone(), z[0].clone()
-
-
-class TRankOne(torch.nn.Module):
-    def forward(self, x, y):
-        return x.unsqueeze(-1) @ y.unsqueeze(-2)
-
-    def right_inverse(self, z):
-        return z[:, 0].clone(), z[0].clone()
+Symmetric, Scale, RankOne = python_parametrizations(ug)
+TSymmetric, TScale, TRankOne = python_parametrizations(torch)
 
 
 def test_python_parametrizations_chain_assign_and_remove():
