@@ -34,6 +34,12 @@ def main():
                         helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2]),
                         helper.make_node("Flatten", ["p"], ["y"])],
           [value("x", [1, 2, 5, 5])], [value("y", None)], [tensor("w", [3, 2, 3, 3])])
+    # An opset before 13 goes through ONNX's checker, shape inference and version converter first.
+    write("conv_pool_opset9", [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 0, 1, 2], strides=[1, 2]),
+                               helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2]),
+                               helper.make_node("Softmax", ["p"], ["s"], axis=1),
+                               helper.make_node("Flatten", ["s"], ["y"])],
+          [value("x", [1, 2, 5, 5])], [value("y", [1, 24])], [tensor("w", [3, 2, 3, 3])], opset=9)
     write("shape_ops", [helper.make_node("Shape", ["x"], ["s"]),
                         helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
                         helper.make_node("Unsqueeze", ["n", "zero1"], ["n1"]),

@@ -142,6 +142,19 @@ def test_unsupported_opsets():
         load(model_with([helper.make_node("Gelu", ["x"], ["y"], name="g")], opset=18))
 
 
+def test_old_opsets_refused_before_libonnx_crashes_on_them():
+    # libonnx's checker lets these through; its shape inference divides by the stride (SIGFPE)
+    # and its version converter dereferences the undefined output (SIGSEGV).
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4, 4])
+    pool = helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[1, 1], strides=[0, 1])
+    with pytest.raises(ValueError, match=r"node 'pool' \(MaxPool\) has strides holding 0"):
+        load(model_with([pool], opset=9, inputs=[x], outputs=[y]))
+    relu = helper.make_node("Relu", ["x"], ["r"])
+    with pytest.raises(ValueError, match="has output 'y', which no node, input or initializer defines"):
+        load(model_with([relu], opset=9, inputs=[x], outputs=[y]))
+
+
 def test_wrong_input_counts():
     with pytest.raises(ValueError, match="has 3 inputs; it takes 2 to 2"):
         load(model_with([helper.make_node("Add", ["x", "x", "x"], ["y"], name="a")]))

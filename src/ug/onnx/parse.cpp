@@ -208,6 +208,35 @@ int64_t default_opset(const ::onnx::ModelProto& model) {
   return opset;
 }
 
+/** What libonnx's checker lets through but its shape inference and version converter crash on
+ *  (a SIGFPE or a null dereference, not an error), refused before they run: a stride, dilation or
+ *  kernel size under 1 in the older convolutions and poolings, and a graph output that nothing in
+ *  its graph or the graphs around it defines. `outer` holds the names the enclosing graphs define. */
+template <class Nodes> void check_window_attributes(const Nodes& nodes) {
+  for (const auto& node : nodes)
+    for (const auto& a : node.attribute())
+      if (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape")
+        for (int64_t v : a.ints())
+          if (v < 1)
+            fail("[onnx] node '", node.name(), "' (", node.op_type(), ") has ", a.name(), " holding ", v,
+                 "; each must be at least 1");
+}
+
+void check_for_libonnx(const ::onnx::GraphProto& g, std::unordered_set<std::string> outer) {
+  check_window_attributes(g.node());
+  for (const auto& v : g.input()) outer.insert(v.name());
+  for (const auto& t : g.initializer()) outer.insert(t.name());
+  for (const auto& node : g.node()) outer.insert(node.output().begin(), node.output().end());
+  for (const auto& v : g.output())
+    if (!outer.count(v.name()))
+      fail("[onnx] graph '", g.name(), "' has output '", v.name(), "', which no node, input or initializer defines");
+  for (const auto& node : g.node())
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) check_for_libonnx(a.g(), outer);
+      for (const auto& sub : a.graphs()) check_for_libonnx(sub, outer);
+    }
+}
+
 /** A model of an opset before kMinOpset rewritten to kMinOpset by ONNX's own version converter,
  *  whose adapters rewrite each node whose op changed in between. The converter trusts its input,
  *  so ONNX's checker sees the model first. */
@@ -215,6 +244,8 @@ int64_t default_opset(const ::onnx::ModelProto& model) {
   // Tools write old opsets under new IR versions, which libonnx's checker refuses as newer than
   // itself; no op of these opsets takes what the newer IR versions added (new element types).
   model.set_ir_version(std::min<int64_t>(model.ir_version(), ::onnx::IR_VERSION));
+  check_for_libonnx(model.graph(), {});
+  for (const auto& f : model.functions()) check_window_attributes(f.node());
   try {
     ::onnx::checker::check_model(model);
     // Some adapters read their input's shape (Softmax 12 -> 13 its rank), which libonnx's
