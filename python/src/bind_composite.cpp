@@ -163,9 +163,8 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
           [](const Tensor& t, nb::handle data, std::optional<ug::DType> dtype, std::optional<ug::Device> device,
              bool requires_grad) {
             // torch copies data, even a tensor's, and leaves it out of the graph.
-            Tensor out = tensor_from_data(data, dtype.value_or(t.dtype()), device.value_or(t.device()));
-            if (nb::isinstance<Tensor>(data)) out = out.detach().clone();
-            return with_grad(out, requires_grad);
+            return with_grad(tensor_from_data(data, dtype.value_or(t.dtype()), device.value_or(t.device())),
+                             requires_grad);
           },
           "data"_a, "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false)
       .def(

@@ -57,6 +57,7 @@ void bind_linalg(nb::module_& m) {
   l.def("pinv", &la::pinv, "A"_a, "atol"_a.none(), "rtol"_a.none(), "hermitian"_a);
   l.def("matrix_rank", &la::matrix_rank, "A"_a, "atol"_a.none(), "rtol"_a.none(), "hermitian"_a);
   l.def("matrix_power", &la::matrix_power, "A"_a, "n"_a);
+  l.def("matrix_exp", &la::matrix_exp, "A"_a);
   l.def("multi_dot", &la::multi_dot, "tensors"_a);
   l.def(
       "vector_norm",

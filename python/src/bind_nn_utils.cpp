@@ -242,7 +242,6 @@ void bind_nn_utils(nb::module_& nn) {
   p.def(
       "_set_type_name", [](Module& m, const std::string& name) { m.set_type_name(name); }, "module"_a, "name"_a,
       "The name a module prints as (a lazy layer's, until its first forward).");
-  p.def("matrix_exp", &pzs::matrix_exp, "A"_a);
   p.def("householder_product", &pzs::householder_product, "A"_a, "tau"_a);
 }
 

@@ -116,7 +116,8 @@ ug::Tensor from_numpy(nb::handle array) {
 ug::Tensor tensor_from_data(nb::handle data, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
   ug::Device dev = device.value_or(ug::Device());
   if (nb::isinstance<ug::Tensor>(data)) {
-    ug::Tensor t = nb::cast<ug::Tensor>(data);
+    // torch.tensor(t) is t.detach().clone(): a copy out of t's graph.
+    ug::Tensor t = nb::cast<ug::Tensor>(data).detach();
     return t.to(dtype.value_or(t.dtype())).to(dev).clone();
   }
   if (is_numpy_array(data)) {

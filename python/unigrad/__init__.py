@@ -126,6 +126,7 @@ for _name, _fn in {
     "qr": lambda input, some=True: linalg.qr(input, "reduced" if some else "complete"),
     "pinverse": lambda input, rcond=1e-15: linalg.pinv(input, rtol=rcond),
     "matrix_power": linalg.matrix_power,
+    "matrix_exp": linalg.matrix_exp,
 }.items():
     globals()[_name] = _fn
     setattr(Tensor, _name, _fn)

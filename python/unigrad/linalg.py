@@ -11,7 +11,7 @@ from collections import namedtuple
 from ._C import _linalg as _la
 
 __all__ = ["inv", "det", "slogdet", "solve", "solve_triangular", "cholesky", "qr", "eigh", "eigvalsh", "svd",
-           "svdvals", "lstsq", "pinv", "matrix_rank", "matrix_power", "norm", "vector_norm", "matrix_norm",
+           "svdvals", "lstsq", "pinv", "matrix_rank", "matrix_power", "matrix_exp", "norm", "vector_norm", "matrix_norm",
            "cholesky_solve", "multi_dot"]
 
 SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
@@ -89,6 +89,12 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
 
 def matrix_power(A, n):
     return _la.matrix_power(A, n)
+
+
+def matrix_exp(A):
+    """exp(A) of each square matrix (torch.linalg.matrix_exp, jax.scipy.linalg.expm), by scaling
+    and squaring; differentiable to any order, and one op under ug.jit."""
+    return _la.matrix_exp(A)
 
 
 def multi_dot(tensors):

@@ -124,6 +124,19 @@ def test_new_factories_take_the_tensors_dtype_unless_told():
     assert not copy.requires_grad and copy.data_ptr() != src.data_ptr()
 
 
+@pytest.mark.filterwarnings("ignore:To copy construct from a tensor")
+def test_tensor_of_a_tensor_is_a_copy_out_of_its_graph():
+    # torch.tensor(t) is t.detach().clone(): it had kept t's graph (a gradient through the copy).
+    for m in (ug, torch):
+        src = m.ones(2, requires_grad=True)
+        copy = m.tensor(src)
+        assert not copy.requires_grad and copy.grad_fn is None and copy.data_ptr() != src.data_ptr()
+        assert m.tensor(src, requires_grad=True).grad_fn is None
+    x = np.array([1.0, 2.0])
+    expected = torch.func.grad(lambda a: (a * torch.tensor(a)).sum())(torch.tensor(x))
+    np.testing.assert_array_equal(ug.grad(lambda a: (a * ug.tensor(a)).sum())(ug.tensor(x)).numpy(), expected.numpy())
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 def test_finfo_matches_torch(dtype):
     u, t = ug.finfo(getattr(ug, dtype)), torch.finfo(getattr(torch, dtype))

@@ -1,6 +1,5 @@
 #include "ug/nn/parametrizations.h"
 
-#include <cmath>
 #include <limits>
 
 #include "ug/graph/grad_mode.h"
@@ -140,27 +139,6 @@ Module& spectral_norm(Module& module, const std::string& name, int64_t n_power_i
 
 // ---- orthogonal ------------------------------------------------------------------------------
 
-Tensor matrix_exp(const Tensor& a) {
-  if (a.dim() < 2 || a.size(-1) != a.size(-2))
-    fail("[matrix_exp] expects square matrices [..., n, n], got ", a.shape());
-  if (!a.is_floating_point()) fail<TypeError>("[matrix_exp] expects a floating dtype, got ", a.dtype());
-  const int64_t n = a.size(-1);
-  // Scale so that the largest row sum is at most 1/2, where 18 Taylor terms are exact to
-  // float64's precision, then square back.
-  double norm;
-  {
-    NoGradGuard no_grad;
-    norm = a.detach().abs().sum({-1}).amax().to(DType::Float64).item<double>();
-  }
-  const int squarings = norm > 0.5 ? static_cast<int>(std::ceil(std::log2(norm / 0.5))) : 0;
-  const Tensor x = a / std::ldexp(1.0, squarings);
-  const Tensor id = eye(n, n, {.dtype = a.dtype(), .device = a.device()});
-  Tensor e = id;
-  for (int k = 18; k >= 1; --k) e = id + x.matmul(e) / static_cast<double>(k);
-  for (int i = 0; i < squarings; ++i) e = e.matmul(e);
-  return e;
-}
-
 Tensor householder_product(const Tensor& a, const Tensor& tau) {
   if (a.dim() < 2 || a.size(-2) < a.size(-1))
     fail("[householder_product] expects a [..., m, n] with m >= n, got ", a.shape());
@@ -235,7 +213,7 @@ Tensor OrthogonalImpl::forward(const Tensor& input) {
     }
     Tensor a = x - x.mT();
     if (map_ == "matrix_exp") {
-      q = matrix_exp(a);
+      q = linalg::matrix_exp(a);
     } else {
       Tensor id = eye(n, n, {.dtype = a.dtype(), .device = a.device()});
       q = linalg::solve(id - a * 0.5, id + a * 0.5);

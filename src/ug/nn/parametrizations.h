@@ -73,9 +73,6 @@ class OrthogonalImpl : public parametrize::ParametrizationImpl {
   bool use_trivialization_;
 };
 
-/** torch.linalg.matrix_exp of square matrices (batched), by scaling and squaring a Taylor
- *  series; differentiable through its matmuls. */
-Tensor matrix_exp(const Tensor& a);
 /** torch.linalg.householder_product: the first k columns of H_1 ... H_k, H_i = I - tau_i v_i
  *  v_i^T with v_i = (0, ..., 1, a[i+1:, i]); differentiable. */
 Tensor householder_product(const Tensor& a, const Tensor& tau);

@@ -1627,6 +1627,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"linalg_eigh", "ONNX has no eigendecomposition"},
       {"linalg_svd", "ONNX has no singular value decomposition"},
       {"linalg_qr", "ONNX has no QR decomposition"},
+      {"linalg_matrix_exp", "ONNX has no matrix exponential"},
       {"nonzero",
        "its output size depends on the data (nonzero, argwhere, masked_select, indexing with a boolean mask); a "
        "compiled program's shapes cannot either, as under jax.jit: keep the shape fixed with where(mask, x, 0), or "

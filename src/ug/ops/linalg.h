@@ -89,6 +89,9 @@ Tensor matrix_rank(const Tensor& a, std::optional<double> atol = {}, std::option
                    bool hermitian = false);
 /** A^n by repeated squaring; n < 0: inv(A)^-n; n = 0: the identity. */
 Tensor matrix_power(const Tensor& a, int64_t n);
+/** exp(A) of square matrices [..., n, n], float32 or float64, by scaling and squaring a Taylor
+ *  polynomial (ops/matrix_exp.cpp); differentiable to any order. */
+Tensor matrix_exp(const Tensor& a);
 /** The product of two or more matrices of one dtype, multiplied in the order that takes the
  *  fewest multiply-adds (ops/multi_dot.cpp); the first may be a 1-d row vector and the last a
  *  1-d column vector, their dim dropped from the result. */
