@@ -13,6 +13,7 @@
 #include "ug/autograd/functional.h"
 #include "ug/compiler/debug.h"
 #include "ug/compiler/jit.h"
+#include "ug/core/value_read.h"
 #include "ug/nn/nn.h"
 #include "ug/onnx/import.h"
 #include "ug/optim/adam.h"
@@ -417,6 +418,31 @@ TEST(Jit, SavesAnInferenceProgramThatOnnxLoadRuns) {
   EXPECT_TRUE(allclose(program({x})[0], want));
   EXPECT_TRUE(allclose(loaded->forward(x), want));
   EXPECT_THROW(program({randn({3, 4})}), TypeError);
+}
+
+TEST(Jit, AReadOfATracedValueIsRefusedUnlessItOnlyChecks) {
+  // item() on a traced value would keep the trace's number for every later call.
+  JitFunction scale_by_max = jit([](const Tensors& xs) { return Tensors{xs[0] * xs[0].amax().item<double>()}; });
+  try {
+    scale_by_max({randn({3})});
+    FAIL() << "a read of a traced value was not refused";
+  } catch (const TypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("[jit] C++ code read the value of a traced tensor (float32 [])"),
+              std::string::npos)
+        << e.what();
+  }
+  // A read that only checks an input is allowed: under the trace it checks the trace's values.
+  JitFunction checked = jit([](const Tensors& xs) {
+    {
+      ValueReadScope check;
+      if (xs[0].lt(0).any().item<bool>()) fail("negative input");
+    }
+    return Tensors{xs[0].sqrt()};
+  });
+  Tensor x = rand({4});
+  EXPECT_TRUE(allclose(checked({x})[0], x.sqrt()));
+  // Outside a trace, item() reads as always.
+  EXPECT_DOUBLE_EQ(ones({}).item<double>(), 1.0);
 }
 
 }  // namespace

@@ -344,6 +344,48 @@ def test_grad_scaler_matches_torch_step_by_step():
     assert u_state == t_state
 
 
+def test_grad_scaler_in_a_compiled_step_decides_at_every_run():
+    # The scale was a number read at the trace, and so was whether a gradient held inf: a
+    # compiled step kept both for every later step.
+    def run(m, compiled):
+        m.manual_seed(0)
+        model = m.nn.Linear(3, 2)
+        with (torch.no_grad() if m is torch else ug.no_grad()):
+            model.weight.copy_(m.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)))
+            model.bias.zero_()
+        opt = m.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        scaler = m.amp.GradScaler("cpu", init_scale=4.0, growth_interval=2)
+
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            return loss
+
+        if compiled:
+            step = ug.compile(step)
+        scales, weights = [], []
+        for i in range(7):
+            x = np.full((4, 3), i / 4, np.float32)
+            if i in (2, 5):
+                x[0, 0] = np.inf if i == 2 else np.nan
+            step(m.tensor(x))
+            scales.append(scaler.get_scale())
+            weights.append(model.weight.detach().numpy().copy())
+        return scales, weights, step
+
+    t_scales, t_weights, _ = run(torch, False)
+    e_scales, e_weights, _ = run(ug, False)
+    c_scales, c_weights, compiled = run(ug, True)
+    assert c_scales == e_scales == t_scales == [4.0, 8.0, 4.0, 4.0, 8.0, 4.0, 4.0]
+    for c, e, t in zip(c_weights, e_weights, t_weights):
+        np.testing.assert_array_equal(c, e)
+        assert_close(e, t, "float32")
+    assert compiled.cache_info().traces == 1
+
+
 def test_grad_scaler_unscale_skip_and_errors():
     w = ug.ones(3, requires_grad=True)
     opt = ug.optim.SGD([w], lr=1.0)

@@ -890,6 +890,13 @@ def test_an_output_shape_that_depends_on_the_data_is_refused_as_jax_does(fn):
     assert ug.jit(ug.count_nonzero)(x).item() == ug.count_nonzero(x).item()
     with pytest.raises(ValueError, match=r"\[bincount\].*depends on the data.*scatter_add"):
         ug.jit(ug.bincount)(ug.tensor([0, 3]))
+    # one_hot took its class count from the traced indices: a later call with a larger index
+    # failed inside the program.
+    with pytest.raises(ValueError, match=r"\[one_hot\] without num_classes.*depends on the data.*pass num_classes"):
+        ug.jit(ug.nn.functional.one_hot)(ug.tensor([0, 1]))
+    onehot = ug.jit(lambda i: ug.nn.functional.one_hot(i, 5))
+    for i in ([0, 1], [4, 2]):
+        np.testing.assert_array_equal(onehot(ug.tensor(i)).numpy(), np.eye(5, dtype=np.int64)[i])
 
 
 def test_values_that_decide_what_an_op_reads_stay_traced():
@@ -907,6 +914,31 @@ def test_values_that_decide_what_an_op_reads_stay_traced():
                                (fixed, torch.histc(torch.tensor(v.numpy()), bins=4, min=-1.0, max=1.5))):
             np.testing.assert_array_equal(compiled(v).numpy(), want.numpy())
     assert pick.cache_info().traces == histogram.cache_info().traces == 1
+
+
+def test_a_cpp_read_of_a_traced_value_raises_instead_of_freezing():
+    # ug.equal answers a Python bool read in C++: the program would keep the trace's answer.
+    f = ug.jit(lambda a, b: a * 2 if ug.equal(a, b) else a)
+    with pytest.raises(TypeError, match=r"\[jit\] C\+\+ code read the value of a traced tensor \(bool \[\]\)"):
+        f(ug.ones(3), ug.ones(3))
+    # Checks of an input still run, on the trace's values (an index out of range here).
+    g = ug.jit(lambda w, i: ug.nn.functional.embedding(i, w))
+    with pytest.raises(IndexError, match="index out of range"):
+        g(ug.randn(4, 2), ug.tensor([0, 7]))
+    np.testing.assert_array_equal(g(ug.ones(4, 2), ug.tensor([0, 3])).numpy(), np.ones((2, 2), np.float32))
+
+
+def test_masked_scatter_follows_each_calls_mask():
+    # The trace's mask selected nothing, and the program kept that shortcut: later masks were ignored.
+    scatter = ug.jit(lambda x, m, s: x.masked_scatter(m, s))
+    x, source = np.zeros((2, 3), np.float32), np.arange(1, 7, dtype=np.float32)
+    for mask in (np.zeros((2, 3), bool), np.array([[True, False, True], [False, True, True]]), np.ones((2, 3), bool)):
+        want = torch.tensor(x).masked_scatter(torch.tensor(mask), torch.tensor(source))
+        got = scatter(ug.tensor(x), ug.tensor(mask), ug.tensor(source))
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert scatter.cache_info().traces == 1
+    with pytest.raises(ValueError, match=r"\[masked_scatter\] source is empty"):
+        scatter(ug.tensor(x), ug.tensor(np.zeros((2, 3), bool)), ug.zeros(0))
 
 
 @pytest.mark.parametrize("stop", ["detach", "tf", "lax"])

@@ -8,6 +8,7 @@
 
 #include "ug/autograd/custom_watch.h"
 #include "ug/compiler/fuse.h"
+#include "ug/core/value_read.h"
 #include "ug/compiler/remat.h"
 #include "ug/compiler/simplify.h"
 #include "ug/graph/forward.h"
@@ -47,20 +48,38 @@ struct TraceState {
   int loop_bodies = 0;  // LoopBodyScopes open
   const char* who = "jit";
   std::string shape_read_at;
+  void (*previous_hook)(const Tensor&) = nullptr;  // the value-read hook before this trace's
 };
 
 namespace {
 thread_local TraceState* t_trace = nullptr;
 }  // namespace
 
+namespace {
+void refuse_traced_read(const Tensor& t) {
+  if (!is_traced(t)) return;
+  const char* op = ug::detail::current_op;
+  fail<TypeError>("[", t_trace->who, "] ", op ? "op '" : "", op ? op : "C++ code", op ? "'" : "",
+                  " read the value of a traced tensor (", t.dtype(), " ", t.shape(),
+                  ") with item(): its value is not known while the function is traced, and a compiled program "
+                  "would keep this trace's value for every later call. Compute the choice with tensor ops "
+                  "(ug::where, ug::cond), or run the function uncompiled.");
+}
+}  // namespace
+
 TracedValuesScope::TracedValuesScope(const std::vector<Tensor>& inputs, const char* who)
     : state_(std::make_unique<TraceState>()), previous_(t_trace) {
+  state_->previous_hook = ug::detail::value_read_hook;
   for (const Tensor& x : inputs) state_->storages.insert(storage_of(x));
   state_->who = who;
   t_trace = state_.get();
+  ug::detail::value_read_hook = &refuse_traced_read;
 }
 
-TracedValuesScope::~TracedValuesScope() { t_trace = previous_; }
+TracedValuesScope::~TracedValuesScope() {
+  t_trace = previous_;
+  ug::detail::value_read_hook = state_->previous_hook;
+}
 
 const std::string& TracedValuesScope::shape_read_at() const { return state_->shape_read_at; }
 

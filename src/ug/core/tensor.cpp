@@ -2,6 +2,8 @@
 // Conversion and copying are ops (ops/copy.cpp).
 #include "ug/core/tensor.h"
 
+#include "ug/core/value_read.h"
+
 namespace ug {
 
 std::ostream& operator<<(std::ostream& os, const Scalar& s) {
@@ -16,6 +18,8 @@ int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "s
 Scalar Tensor::item() const {
   if (numel() != 1)
     fail("[item] a tensor with ", numel(), " elements cannot be converted to a scalar (shape ", shape(), ")");
+  if (detail::value_read_hook && !detail::value_reads_allowed) [[unlikely]]
+    detail::value_read_hook(*this);
   Scalar result;
   UG_DISPATCH_ALL_AND_SHELLS(dtype(), "item", {
     scalar_t v = *static_cast<const scalar_t*>(raw_data());
@@ -28,6 +32,9 @@ Scalar Tensor::item() const {
 
 namespace detail {
 thread_local constinit const char* current_op = nullptr;
+using ValueReadHook = void (*)(const Tensor&);
+thread_local constinit ValueReadHook value_read_hook = nullptr;
+thread_local constinit int value_reads_allowed = 0;
 }  // namespace detail
 
 /** Allocation is the one factory below the ops: kernels and the recording layer need it. */

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "ug/backend/backend.h"
+#include "ug/core/value_read.h"
 
 namespace ug::debugging {
 
@@ -33,6 +34,7 @@ bool any(const Tensor& x, ops::UnaryOp test) {
   backend.unary(test, x, flags);
   Tensor result = empty({}, {.dtype = DType::Bool, .device = x.device()});
   backend.reduce(ops::ReduceOp::Any, flags, 1, flags.numel(), 1, result);
+  ValueReadScope check;
   return result.item<bool>();
 }
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "ug/core/value_read.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/nn/functional/activation.h"
 #include "ug/nn/layers/conv.h"
@@ -176,6 +177,7 @@ bool is_orthogonal(const Tensor& q) {
   Tensor id = eye(k, k, {.dtype = q.dtype(), .device = q.device()});
   // torch.allclose's test with rtol 1e-5.
   Tensor off = (q.mT().matmul(q) - id).abs() - (id.abs() * 1e-5 + eps);
+  ValueReadScope check;
   return off.amax().item<double>() <= 0;
 }
 

@@ -3,6 +3,7 @@
 #include "ug/ops/binary.h"
 
 #include "ug/backend/backend.h"
+#include "ug/core/value_read.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/rules.h"
@@ -94,6 +95,7 @@ std::pair<DType, DType> compute_and_out(BinaryOp op, DType common, DType a, DTyp
 }
 
 void check_integer_division(BinaryOp op, const Tensor& b) {
+  ValueReadScope check;
   if ((op == BinaryOp::FloorDivide || op == BinaryOp::Remainder) && !is_floating(b.dtype()) &&
       b.eq(0).any().item<bool>())
     fail<RuntimeError>("[", info(op).name, "] ZeroDivisionError: integer division by zero");

@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "ug/core/type_info.h"
+#include "ug/core/value_read.h"
+#include "ug/graph/capture.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/ops/linalg.h"
@@ -144,7 +146,8 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
 Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
   auto [d, positions] = dim_and_index(x, dim, index, "index_fill");
   const int64_t extent = x.dim() == 0 ? 1 : x.size(d);
-  if (positions.numel() && ((positions < -extent).any().item<bool>() || (positions >= extent).any().item<bool>()))
+  if (ValueReadScope check;
+      positions.numel() && ((positions < -extent).any().item<bool>() || (positions >= extent).any().item<bool>()))
     fail<IndexError>("[index_fill] an index is out of range for ", extent, " entries along dim ", d);
   positions = where(positions < 0, positions + extent, positions);
   // Which positions along d are named: one row of a [extent, count] comparison each.
@@ -423,12 +426,21 @@ Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source)
   const Tensor where_true = mask.expand(Dims(x.shape().begin(), x.shape().end()));
   // Each selected element's place in source: the count of selected elements before it.
   const Tensor place = where_true.reshape({-1}).to(DType::Int64).cumsum(0) - 1;
-  const int64_t needed = x.numel() ? place.narrow(0, x.numel() - 1, 1).item<int64_t>() + 1 : 0;
-  if (needed > source.numel())
-    fail<RuntimeError>("[masked_scatter] the mask selects ", needed, " elements, source of shape ", source.shape(),
-                       " has ", source.numel());
-  if (needed == 0) return x.clone();
-  const Tensor taken = source.reshape({-1}).gather(0, clamp(place, Scalar(0), std::nullopt));
+  if (graph::detail::current_capture) {
+    // How many the mask selects is a value of each run, not of the trace: the program takes the
+    // general form (and, as under jax.jit, cannot check the count).
+    if (source.numel() == 0)
+      fail("[masked_scatter] source is empty (shape ", source.shape(),
+           "), which a compiled program can take only "
+           "with a mask that selects nothing; the mask is not known while the function is traced");
+  } else {
+    const int64_t needed = x.numel() ? place.narrow(0, x.numel() - 1, 1).item<int64_t>() + 1 : 0;
+    if (needed > source.numel())
+      fail<RuntimeError>("[masked_scatter] the mask selects ", needed, " elements, source of shape ", source.shape(),
+                         " has ", source.numel());
+    if (needed == 0) return x.clone();
+  }
+  const Tensor taken = source.reshape({-1}).gather(0, clamp(place, Scalar(0), Scalar(source.numel() - 1)));
   return where(where_true, taken.reshape(Dims(x.shape().begin(), x.shape().end())), x);
 }
 
@@ -455,7 +467,7 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
   for (int64_t j = 0; j < k; ++j) {
     const int64_t n = x.size(j);
     const Tensor& p = positions[static_cast<size_t>(j)];
-    if (p.numel() && ((p < -n).any().item<bool>() || (p >= n).any().item<bool>()))
+    if (ValueReadScope check; p.numel() && ((p < -n).any().item<bool>() || (p >= n).any().item<bool>()))
       fail<IndexError>("[index_put] an index is out of range for dim ", j, " of size ", n, " (shape ", x.shape(), ")");
     linear = linear * n + where(p < 0, p + n, p);
     rows *= n;

@@ -8,6 +8,7 @@
 #include <numbers>
 #include <string>
 
+#include "ug/core/value_read.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/indexing.h"
@@ -259,7 +260,8 @@ Tensor cov(const Tensor& x, int64_t correction, const std::optional<Tensor>& fwe
                          w.shape());
     if (integral == w.is_floating_point() || w.dtype() == DType::Bool)
       fail<RuntimeError>("[cov] ", name, " must be ", integral ? "integers" : "floating", ", got ", w.dtype());
-    if (n && (w < 0).any().item<bool>()) fail<RuntimeError>("[cov] ", name, " must be non-negative, got ", w);
+    if (ValueReadScope check; n && (w < 0).any().item<bool>())
+      fail<RuntimeError>("[cov] ", name, " must be non-negative, got ", w);
   };
   std::optional<Tensor> w;
   if (fweights) {

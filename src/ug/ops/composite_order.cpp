@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "ug/graph/capture.h"
+#include "ug/core/value_read.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/indexing.h"
@@ -150,7 +151,7 @@ void check_quantile_q(const Tensor& x, const Tensor& q, const char* op) {
     fail<RuntimeError>("[", op, "] q must have the input's dtype ", x.dtype(), ", got ", q.dtype());
   if (q.dim() > 1) fail<RuntimeError>("[", op, "] q must be a scalar or a 1-d tensor, got shape ", q.shape());
   if (x.numel() == 0) fail<RuntimeError>("[", op, "] input is empty (shape ", x.shape(), ")");
-  if (q.numel() && !((q >= 0.0).logical_and(q <= 1.0)).all().item<bool>())
+  if (ValueReadScope check; q.numel() && !((q >= 0.0).logical_and(q <= 1.0)).all().item<bool>())
     fail<RuntimeError>("[", op, "] q must be in [0, 1], got ", q);
 }
 
@@ -311,7 +312,7 @@ Tensor histc(const Tensor& x, int64_t bins, double min, double max) {
     left = where(one_value, lo - 1, lo);
     right = where(one_value, hi + 1, hi);
   }
-  if (!left.isfinite().logical_and(right.isfinite()).item<bool>())
+  if (ValueReadScope check; !left.isfinite().logical_and(right.isfinite()).item<bool>())
     fail<RuntimeError>("[histc] range [", left.item<double>(), ", ", right.item<double>(), "] is not finite (",
                        x.dtype(), " ", x.shape(), ")");
   if (min > max) fail<RuntimeError>("[histc] max (", max, ") must be larger than min (", min, ")");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ug/backend/backend.h"
+#include "ug/core/value_read.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite_math.h"
@@ -32,6 +33,7 @@ bool expandable(const Shape& from, const Shape& to) {
  *  reductions and two reads back cost microseconds, which a compiled program's gathers of a
  *  small batch paid at every step. */
 std::pair<int64_t, int64_t> index_range(const Tensor& idx) {
+  ValueReadScope check;  // a range check; the wraps of negative indices are ops under a trace
   if (idx.device().type != DeviceType::CPU || !idx.is_contiguous())
     return {idx.min().item<int64_t>(), idx.max().item<int64_t>()};
   const int64_t* p = idx.data_ptr<int64_t>();
@@ -694,7 +696,8 @@ Tensor wrap_negative(const Tensor& index, int64_t n) {
   Tensor idx = index.to(DType::Int64);
   if (idx.numel() == 0) return idx;
   const Tensor all = batching::level(idx) ? Tensor(idx.impl().batch()->physical) : idx;
-  return index_range(all).first < 0 ? where(idx.lt(0), idx.add(n), idx) : idx;
+  // Under a capture the wrap is an op of the graph: a program's later indices may be negative.
+  return index_range(all).first < 0 || graph::detail::current_capture ? where(idx.lt(0), idx.add(n), idx) : idx;
 }
 
 Tensor take(const Tensor& x, const Tensor& index) {

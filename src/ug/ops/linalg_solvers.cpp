@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ug/backend/backend.h"
+#include "ug/core/value_read.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
@@ -599,7 +600,7 @@ LstsqResult lstsq(const Tensor& a, const Tensor& b0) {
   }
   Tensor rank = matrix_rank(ab);
   const int64_t k = std::min(m, n);
-  if (!batched && rank.numel() > 0 && (rank < k).sum().item<int64_t>() > 0)
+  if (ValueReadScope check; !batched && rank.numel() > 0 && (rank < k).sum().item<int64_t>() > 0)
     fail<RuntimeError>("[linalg.lstsq] A is rank-deficient (rank ", rank.amin().item<int64_t>(), " < min(m, n) = ", k,
                        "; shape ", a.shape(), ", dtype ", a.dtype(),
                        "): the QR-based solution needs full rank; linalg.pinv(A) @ B gives the minimum-norm one");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ug/backend/backend.h"
+#include "ug/core/value_read.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 
@@ -215,6 +216,7 @@ Tensor multinomial(const Tensor& weights, int64_t num_samples, bool replacement)
   if (num_samples <= 0) fail<RuntimeError>("[multinomial] num_samples must be positive, got ", num_samples);
   if (n == 0) fail<RuntimeError>("[multinomial] needs at least one category");
   const Tensor w = weights.detach().to(DType::Float64);
+  ValueReadScope check;
   if (!(w >= 0.0).all().item<bool>() || !w.isfinite().all().item<bool>())
     fail<RuntimeError>("[multinomial] weights must be finite and non-negative");
   const Tensor positive = (w > 0.0).sum(Dims{-1});

@@ -8,6 +8,7 @@
 #include <numbers>
 #include <string>
 
+#include "ug/core/value_read.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
@@ -179,12 +180,14 @@ Tensor spread(const Tensor& x, const Dims& shape, DType d, const std::string& op
 
 /** Fails unless every element of `ok` holds (NaN parameters make it false). */
 void require(const Tensor& ok, const char* op, const char* what, const Tensor& x) {
+  ValueReadScope check;
   if (x.numel() > 0 && !ok.all().item<bool>())
     fail("[", op, "] ", what, ", got another value (in a tensor of shape ", x.shape(), ")");
 }
 
 /** A parameter of a distribution as a floating tensor of `shape`, checked positive. */
 Tensor positive(const Tensor& x, const Dims& shape, DType d, const char* op, const char* what) {
+  ValueReadScope check;
   if (x.numel() > 0 && !x.gt(0).all().item<bool>())
     fail("[random.", op, "] ", what, " must be positive, got a value <= 0 (or NaN) in ", x.shape());
   return spread(x, shape, d, std::string("random.") + op, what);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "ug/core/value_read.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/ops/join.h"
 
@@ -24,6 +25,7 @@ Tensor get_total_norm(const std::vector<Tensor>& tensors, double norm_type, bool
   std::vector<Tensor> norms;
   for (const Tensor& t : tensors) norms.push_back(t.detach().norm(norm_type).to(tensors[0].dtype()));
   Tensor total = stack(norms).norm(norm_type);
+  ValueReadScope check;
   if (error_if_nonfinite && !std::isfinite(total.item<double>()))
     fail<RuntimeError>("[get_total_norm] the total norm of order ", norm_type,
                        " for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this "

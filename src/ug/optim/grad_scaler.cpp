@@ -2,7 +2,10 @@
 
 #include <cmath>
 
+#include "ug/graph/capture.h"
 #include "ug/graph/grad_mode.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/composite.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 
@@ -19,10 +22,11 @@ void check_factors(double growth, double backoff, int64_t interval) {
 }  // namespace
 
 GradScaler::GradScaler(GradScalerOptions o)
-    : scale_(static_cast<float>(o.init_scale)),
+    : scale_(scalar_tensor(static_cast<float>(o.init_scale), {.dtype = DType::Float32})),
       growth_factor_(o.growth_factor),
       backoff_factor_(o.backoff_factor),
       growth_interval_(o.growth_interval),
+      growth_tracker_(scalar_tensor(int64_t{0}, {.dtype = DType::Int64})),
       enabled_(o.enabled) {
   if (!(o.init_scale > 0.0) || !std::isfinite(o.init_scale))
     fail("[GradScaler] init_scale must be a positive finite number, got ", o.init_scale);
@@ -34,7 +38,7 @@ Tensor GradScaler::scale(const Tensor& outputs) const {
   if (!is_floating(outputs.dtype()))
     fail<TypeError>("[GradScaler] scale: outputs must be floating point, got ", outputs.dtype(), " of shape ",
                     outputs.shape());
-  return outputs.mul(static_cast<double>(scale_));
+  return outputs.mul(scale_);
 }
 
 std::vector<Tensor> GradScaler::scale(const std::vector<Tensor>& outputs) const {
@@ -50,10 +54,10 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   if (state.stage == Stage::Unscaled)
     fail<RuntimeError>("[GradScaler] unscale_() has already been called on this optimizer since the last update()");
   if (state.stage == Stage::Stepped) fail<RuntimeError>("[GradScaler] unscale_() is being called after step()");
-  // The reciprocal in double, then float32: torch's rounding.
-  const double inv_scale = static_cast<float>(1.0 / static_cast<double>(scale_));
   NoGradGuard no_grad;
-  bool found_inf = false;
+  // The reciprocal in double, then float32: torch's rounding.
+  const Tensor inv_scale = scale_.to(DType::Float64).reciprocal().to(DType::Float32);
+  Tensor found_inf = scalar_tensor(false, {.dtype = DType::Bool});
   for (optim::ParamGroup& group : optimizer.param_groups())
     for (Tensor& p : group.params()) {
       Tensor g = p.grad();
@@ -61,7 +65,7 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
       if (g.dtype() == DType::Float16)
         fail("[GradScaler] attempting to unscale float16 gradients (parameter of shape ", p.shape(),
              "): keep the parameters in float32 and let autocast run the ops in float16");
-      found_inf = found_inf || !g.isfinite().all().item<bool>();
+      found_inf = found_inf.logical_or(g.isfinite().all().logical_not());
       g.mul_(inv_scale);
     }
   state.found_inf = found_inf;
@@ -75,7 +79,9 @@ std::optional<Tensor> GradScaler::step(optim::Optimizer& optimizer) {
     fail<RuntimeError>("[GradScaler] step() has already been called since the last update()");
   if (state.stage == Stage::Ready) unscale_(optimizer);
   std::optional<Tensor> result;
-  if (!state.found_inf) result = optimizer.step();
+  // A compiled step decides at every run whether to skip; it cannot say which it did.
+  if (graph::detail::current_capture) optimizer.step_unless(state.found_inf);
+  else if (!state.found_inf.item<bool>()) result = optimizer.step();
   state.stage = Stage::Stepped;
   return result;
 }
@@ -84,28 +90,33 @@ void GradScaler::update(std::optional<double> new_scale) {
   if (!enabled_) return;
   if (new_scale) {
     if (!(*new_scale > 0.0)) fail("[GradScaler] update: new_scale must be positive, got ", *new_scale);
-    scale_ = static_cast<float>(*new_scale);
+    NoGradGuard no_grad;
+    scale_.copy_(scalar_tensor(static_cast<float>(*new_scale), {.dtype = DType::Float32}));
   } else {
-    bool any_checked = false, found_inf = false;
+    bool any_checked = false;
+    Tensor found_inf = scalar_tensor(false, {.dtype = DType::Bool});
     for (const auto& [opt, state] : per_optimizer_) {
       if (state.stage == Stage::Ready) continue;
       any_checked = true;
-      found_inf = found_inf || state.found_inf;
+      found_inf = found_inf.logical_or(state.found_inf);
     }
     if (!any_checked) fail<RuntimeError>("[GradScaler] update: no inf checks were recorded prior to update()");
-    if (found_inf) {
-      scale_ *= static_cast<float>(backoff_factor_);
-      growth_tracker_ = 0;
-    } else if (++growth_tracker_ == growth_interval_) {
-      const float grown = scale_ * static_cast<float>(growth_factor_);
-      if (std::isfinite(grown)) scale_ = grown;
-      growth_tracker_ = 0;
-    }
+    // After an inf: backoff, the count from 0. Else the count + 1, and at growth_interval the
+    // scale grown (unless that overflows) and the count from 0 again.
+    NoGradGuard no_grad;
+    const Tensor zero = zeros_like(growth_tracker_);
+    const Tensor count = where(found_inf, zero, growth_tracker_ + 1);
+    const Tensor grow = count.eq(growth_interval_);
+    const Tensor grown = scale_ * static_cast<double>(static_cast<float>(growth_factor_));
+    const Tensor scale = where(found_inf, scale_ * static_cast<double>(static_cast<float>(backoff_factor_)),
+                               where(grow.logical_and(grown.isfinite()), grown, scale_));
+    growth_tracker_.copy_(where(grow, zero, count));
+    scale_.copy_(scale);
   }
   per_optimizer_.clear();
 }
 
-double GradScaler::get_scale() const { return enabled_ ? static_cast<double>(scale_) : 1.0; }
+double GradScaler::get_scale() const { return enabled_ ? scale_.item<double>() : 1.0; }
 
 void GradScaler::set_growth_factor(double f) {
   check_factors(f, backoff_factor_, growth_interval_);
@@ -123,17 +134,19 @@ void GradScaler::set_growth_interval(int64_t n) {
 }
 
 GradScalerState GradScaler::state_dict() const {
-  return {static_cast<double>(scale_), growth_factor_, backoff_factor_, growth_interval_, growth_tracker_};
+  return {scale_.item<double>(), growth_factor_, backoff_factor_, growth_interval_, growth_tracker_.item<int64_t>()};
 }
 
 void GradScaler::load_state_dict(const GradScalerState& s) {
   check_factors(s.growth_factor, s.backoff_factor, s.growth_interval);
   if (!(s.scale > 0.0)) fail("[GradScaler] load_state_dict: scale must be positive, got ", s.scale);
-  scale_ = static_cast<float>(s.scale);
+  // In place: a compiled step holds these tensors.
+  NoGradGuard no_grad;
+  scale_.copy_(scalar_tensor(static_cast<float>(s.scale), {.dtype = DType::Float32}));
+  growth_tracker_.copy_(scalar_tensor(s.growth_tracker, {.dtype = DType::Int64}));
   growth_factor_ = s.growth_factor;
   backoff_factor_ = s.backoff_factor;
   growth_interval_ = s.growth_interval;
-  growth_tracker_ = s.growth_tracker;
 }
 
 }  // namespace ug::amp

@@ -8,6 +8,10 @@
 //   scaler.scale(loss).backward();
 //   scaler.step(opt);  // skipped when a gradient is inf/NaN
 //   scaler.update();
+//
+// The scale, the growth count and the inf checks are tensors, as torch keeps them, so that a
+// compiled training step computes them at every run: a number read at the trace would be
+// kept for every later step.
 #pragma once
 
 #include <cstdint>
@@ -71,13 +75,13 @@ class GradScaler {
   enum class Stage { Ready, Unscaled, Stepped };
   struct PerOptimizer {
     Stage stage = Stage::Ready;
-    bool found_inf = false;
+    Tensor found_inf;  // bool, 0-d: a gradient held inf or NaN
   };
 
-  float scale_;  // float32, as torch keeps it, so that growth and backoff round alike
+  Tensor scale_;  // float32, 0-d, as torch keeps it, so that growth and backoff round alike
   double growth_factor_, backoff_factor_;
   int64_t growth_interval_;
-  int64_t growth_tracker_ = 0;
+  Tensor growth_tracker_;  // int64, 0-d: steps since the scale last changed
   bool enabled_;
   std::unordered_map<const optim::Optimizer*, PerOptimizer> per_optimizer_;
 };

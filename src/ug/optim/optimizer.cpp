@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ug/autograd/grad_trace.h"
+#include "ug/core/value_read.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
 #include "ug/graph/update_replay.h"
@@ -100,9 +101,24 @@ namespace {
 const graph::OpDef kOptimizerStep("optimizer_step");
 }  // namespace
 
-void Optimizer::step_params(const std::vector<StepParam>& params, const std::vector<Tensor>& grads) {
+void Optimizer::step_unless(const Tensor& skip) {
+  NoGradGuard no_grad;
+  auto [params, grads] = params_with_grads();
+  step_params(params, grads, skip);
+}
+
+namespace {
+/** Whether a step's skip flag holds; read at the trace and again at every run of the program. */
+bool holds(const Tensor& skip) {
+  ValueReadScope read;
+  return skip.defined() && skip.item<bool>();
+}
+}  // namespace
+
+void Optimizer::step_params(const std::vector<StepParam>& params, const std::vector<Tensor>& grads,
+                            const Tensor& skip) {
   graph::OpCall call(kOptimizerStep);
-  apply_step(params, grads);
+  if (!holds(skip)) apply_step(params, grads);
   if (!call.capturing()) return;
   // Traced: the graph passes this step's gradients and takes the parameters back as written
   // in place; a run calls the step again on the live parameters and state ("effect": the
@@ -110,6 +126,7 @@ void Optimizer::step_params(const std::vector<StepParam>& params, const std::vec
   std::vector<const Tensor*> inputs, outputs;
   for (const auto& [group, p] : params) inputs.push_back(&p);
   for (const Tensor& g : grads) inputs.push_back(&g);
+  if (skip.defined()) inputs.push_back(&skip);
   for (const auto& [group, p] : params) outputs.push_back(&p);
   if (autograd::GradTrace* trace = autograd::GradTrace::current())
     for (size_t i = 0; i < params.size(); ++i) trace->read(params[i].second, grads[i]);
@@ -122,8 +139,9 @@ void Optimizer::step_params(const std::vector<StepParam>& params, const std::vec
         // A parameter the program wrote before the step (copy_) holds that value in the graph only.
         for (size_t i = 0; i < params.size(); ++i)
           if (const Tensor& p = params[i].second; in[i].storage() != p.storage()) Tensor(p).copy_(in[i]);
-        std::vector<Tensor> run_grads(in.begin() + static_cast<std::ptrdiff_t>(params.size()), in.end());
-        apply_step(params, run_grads);
+        const auto n = static_cast<std::ptrdiff_t>(params.size());
+        std::vector<Tensor> run_grads(in.begin() + n, in.begin() + 2 * n);
+        if (!(in.size() > run_grads.size() + params.size() && holds(in.back()))) apply_step(params, run_grads);
         std::vector<Tensor> out;
         for (const auto& [group, p] : params) out.push_back(p);
         return out;

@@ -94,6 +94,9 @@ class Optimizer {
   /** Updates every parameter that has a gradient, without recording autograd. The closure, if
    *  given, re-evaluates the loss (with grad mode on) first; its result is returned. */
   virtual Tensor step(const LossClosure& closure = nullptr);
+  /** step() without a closure, skipped when `skip` (a 0-d bool tensor) holds: GradScaler's
+   *  step after inf or NaN gradients, which a compiled step decides at every run. */
+  void step_unless(const Tensor& skip);
   /** Clears the gradients: to none (the default) or to zeros in place. */
   void zero_grad(bool set_to_none = true);
   /** TensorFlow/Keras's step from explicit (gradient, variable) pairs, as tape.gradient gives
@@ -167,8 +170,8 @@ class Optimizer {
   virtual void apply_step(const std::vector<StepParam>& params, const std::vector<Tensor>& grads);
   /** Runs apply_step as the op optimizer_step: a compiled training step (a trace of
    *  `loss.backward(); opt.step()`) calls it back at every run, on the live parameters and
-   *  state with that run's gradients. */
-  void step_params(const std::vector<StepParam>& params, const std::vector<Tensor>& grads);
+   *  state with that run's gradients. `skip` (a 0-d bool tensor, if given) holding skips it. */
+  void step_params(const std::vector<StepParam>& params, const std::vector<Tensor>& grads, const Tensor& skip = {});
   /** The parameters that have a gradient now, with those gradients (detached). */
   std::pair<std::vector<StepParam>, std::vector<Tensor>> params_with_grads() const;
   /** update()'s rule for one parameter: its update and new state, the inputs untouched. With

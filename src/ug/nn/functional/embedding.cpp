@@ -1,6 +1,8 @@
 // one_hot; embedding itself is an op (ops/nn.h).
 #include "ug/nn/functional/embedding.h"
 
+#include "ug/core/value_read.h"
+#include "ug/graph/capture.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/reduce.h"
@@ -11,6 +13,11 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   if (indices.dtype() != DType::Int64 && indices.dtype() != DType::Int32)
     fail<TypeError>("[one_hot] expected class indices of dtype int64 or int32, got ", indices.dtype(), " (shape ",
                     indices.shape(), ")");
+  // As jax.nn.one_hot, which takes num_classes always: the largest index is a value of each run.
+  if (num_classes < 0 && graph::detail::current_capture)
+    fail(
+        "[one_hot] without num_classes, the number of classes is the largest index + 1, which depends on the "
+        "data; a compiled program's shapes cannot: pass num_classes");
   Tensor idx = indices.to(DType::Int64);
   Dims shape(idx.shape().begin(), idx.shape().end());
   if (idx.numel() == 0) {
@@ -18,6 +25,7 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
     shape.push_back(num_classes);
     return zeros(shape, {.dtype = DType::Int64, .device = idx.device()});
   }
+  ValueReadScope check;  // num_classes is given under a trace (refused above otherwise)
   if (idx.min().item<int64_t>() < 0) fail("[one_hot] Class values must be non-negative.");
   const int64_t top = idx.max().item<int64_t>();
   if (num_classes < 0) num_classes = top + 1;

@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "ug/core/value_read.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/composite_math.h"
@@ -27,6 +28,7 @@ Tensor bags_of_offsets(const Tensor& offsets, int64_t n, int64_t bags, const Sha
   const Tensor off = offsets.to(DType::Int64);
   const Options ints{.dtype = DType::Int64, .device = off.device()};
   if (bags == 0) return zeros({n}, ints);
+  ValueReadScope check;
   if (const int64_t first = off[0].item<int64_t>(); first != 0)
     fail<RuntimeError>("[embedding_bag] offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to ",
                        "start from position 0. However, got ", first);
@@ -90,6 +92,7 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const std::optio
          input.shape(), ")");
   }
   if (idx.numel() > 0) {
+    ValueReadScope check;
     const int64_t lo = idx.min().item<int64_t>(), hi = idx.max().item<int64_t>();
     if (lo < 0 || hi >= rows)
       fail<RuntimeError>("[embedding_bag] index ", lo < 0 ? lo : hi, " is out of range for weight of shape ",

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "ug/core/value_read.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
 #include "ug/nn/functional/activation.h"
@@ -75,6 +76,7 @@ std::pair<Tensor, Tensor> class_targets(const Tensor& input, const Tensor& targe
   Tensor ignored = target == ignore_index;
   Tensor safe = where(ignored, Scalar(int64_t{0}), target).to(DType::Int64);
   if (safe.numel() > 0) {
+    ValueReadScope check;
     Tensor bad = (safe < 0).logical_or(safe >= classes);
     if (bad.any().item<bool>()) {
       int64_t value = safe.masked_select(bad).flatten()[0].item<int64_t>();
@@ -237,7 +239,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
   if (target.shape() != input.shape())
     fail("[binary_cross_entropy] Using a target size (", target.shape(), ") that is different to the input size (",
          input.shape(), ") is deprecated. Please ensure they have the same size.");
-  if (input.numel() > 0 && (input >= 0).logical_and(input <= 1).logical_not().any().item<bool>())
+  if (ValueReadScope check; input.numel() > 0 && (input >= 0).logical_and(input <= 1).logical_not().any().item<bool>())
     fail<RuntimeError>("[binary_cross_entropy] all elements of input should be between 0 and 1");
   Tensor loss = binary_cross_entropy_elementwise(input, target.to(input.dtype()));
   if (weight.defined()) loss = loss * weight;
@@ -314,7 +316,7 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor
            " (give input's shape, or it without its last dim, or with 1 there)");
     if (short_one) v = var.unsqueeze(-1);
   }
-  if ((var < 0).any().item<bool>()) fail("[gaussian_nll_loss] var has negative entry/entries");
+  if (ValueReadScope check; (var < 0).any().item<bool>()) fail("[gaussian_nll_loss] var has negative entry/entries");
   // The value clamped, the gradient passed through: var + (clamped - var) with the difference
   // held constant (exactly var where it is at least eps).
   Tensor clamped;

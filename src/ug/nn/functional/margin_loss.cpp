@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "ug/core/value_read.h"
 #include "ug/nn/functional/activation.h"
 #include "ug/graph/record.h"
 #include "ug/nn/functional/loss_reduction.h"
@@ -132,7 +133,7 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, d
     fail("[multi_margin_loss] weight must be one-dimensional with ", c, " entries (one per class), got shape ",
          weight.shape());
   Tensor y = target.reshape({n, 1}).to(DType::Int64);
-  if (n > 0 && (y < 0).logical_or(y >= c).any().item<bool>())
+  if (ValueReadScope check; n > 0 && (y < 0).logical_or(y >= c).any().item<bool>())
     fail<IndexError>("[multi_margin_loss] target out of range: class indices must be in [0, ", c, ")");
   Tensor x = input.reshape({n, c});
   Tensor h = positive_part(x - x.gather(1, y) + margin);  // [N, C]: the margin each other class violates
