@@ -414,6 +414,7 @@ class JitFunction:
         self._check_guards()
         grads = self._grad_part()
         fast = self._fast_key(args, kwargs)
+        missed = False  # the fast path's lookup counted this call's miss (its program was dropped)
         if fast is not None:
             fast_key = (fast[0], grads) if grads else fast[0]
             hit = self._fast.get(fast_key)
@@ -421,9 +422,10 @@ class JitFunction:
                 program = self._cache.find(hit[0])
                 if program is not None:
                     return hit[1](iter(self._run(program, fast[1], fast[2]) if fast[2] else program(fast[1])))
+                missed = True
         call = _Call(self, args, kwargs)
         key = tuple(call.parts) + grads
-        program = self._cache.find(list(key))
+        program = None if missed else self._cache.find(list(key))
         traced_key = key
         if program is None:
             program, traced, key = self._trace(call, key)

@@ -420,6 +420,22 @@ TEST(Jit, SavesAnInferenceProgramThatOnnxLoadRuns) {
   EXPECT_THROW(program({randn({3, 4})}), TypeError);
 }
 
+TEST(Jit, AClosedOverTensorWrittenInPlaceRetraces) {
+  Tensor c = ones({2});
+  std::vector<std::string> warnings;
+  JitFunction f = jit([&](const Tensors& xs) { return Tensors{xs[0] + c * 3}; },
+                      {.name = "f", .on_retrace = [&](const std::string& w) { warnings.push_back(w); }});
+  EXPECT_TRUE(allclose(f({zeros({2})})[0], full({2}, 3.0)));
+  c.add_(1);
+  EXPECT_TRUE(allclose(f({zeros({2})})[0], full({2}, 6.0)));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("'f' is traced again: a tensor it reads as a constant (float32 [2]) was written in place"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_TRUE(allclose(f({zeros({2})})[0], full({2}, 6.0)));
+  EXPECT_EQ(f.cache_info().traces, 2);
+}
+
 TEST(Jit, AReadOfATracedValueIsRefusedUnlessItOnlyChecks) {
   // item() on a traced value would keep the trace's number for every later call.
   JitFunction scale_by_max = jit([](const Tensors& xs) { return Tensors{xs[0] * xs[0].amax().item<double>()}; });

@@ -916,6 +916,29 @@ def test_values_that_decide_what_an_op_reads_stay_traced():
     assert pick.cache_info().traces == histogram.cache_info().traces == 1
 
 
+def test_a_closed_over_tensor_written_in_place_retraces():
+    # The program held the tensor's value at the trace: later calls kept adding 1 after c became 2.
+    c = ug.ones(2)
+    f = ug.jit(lambda x: x + c * 3)
+    np.testing.assert_array_equal(f(ug.zeros(2)).numpy(), [3, 3])
+    c.add_(1)
+    with pytest.warns(ug.compiled.RetraceWarning, match=r"traced again: a tensor it reads as a constant \(float32 \[2\]\) was "
+                                             r"written in place since the trace.*pass the tensor as an argument"):
+        np.testing.assert_array_equal(f(ug.zeros(2)).numpy(), [6, 6])
+    np.testing.assert_array_equal(f(ug.zeros(2)).numpy(), [6, 6])
+    assert f.cache_info().traces == 2 and f.cache_info().hits == 1
+    # A module's buffers are read at every call: a BatchNorm trained further eagerly needs no retrace.
+    bn = ug.nn.BatchNorm1d(3).eval()
+    g = ug.jit(lambda x: bn(x))
+    x = ug.randn(4, 3)
+    g(x)
+    bn.train()
+    bn(ug.randn(8, 3) * 5 + 2)
+    bn.eval()
+    np.testing.assert_array_equal(g(x).numpy(), bn(x).numpy())
+    assert g.cache_info().traces == 1
+
+
 def test_a_cpp_read_of_a_traced_value_raises_instead_of_freezing():
     # ug.equal answers a Python bool read in C++: the program would keep the trace's answer.
     f = ug.jit(lambda a, b: a * 2 if ug.equal(a, b) else a)

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "ug/core/error.h"
 
@@ -153,9 +154,14 @@ const ProgramCache::Entry* ProgramCache::match(const Signature& sig) const {
 const Program* ProgramCache::find(const Signature& sig) {
   if (const Entry* e = match(sig)) {
     auto it = std::find_if(entries_.begin(), entries_.end(), [e](const Entry& x) { return &x == e; });
-    entries_.splice(entries_.begin(), entries_, it);
-    ++counts_.hits;
-    return &entries_.front().program;
+    if (std::string why = e->program.stale(); !why.empty()) {
+      stale_ = std::move(why);
+      entries_.erase(it);
+    } else {
+      entries_.splice(entries_.begin(), entries_, it);
+      ++counts_.hits;
+      return &entries_.front().program;
+    }
   }
   ++counts_.misses;
   return nullptr;
@@ -167,7 +173,7 @@ const Signature* ProgramCache::traced_for(const Signature& sig) const {
 }
 
 std::string ProgramCache::why_not(const Signature& sig) const {
-  if (match(sig)) return "";
+  if (const Entry* e = match(sig)) return e->program.stale();
   if (reduce_retracing_)
     for (const Entry& e : entries_)
       if (fits(e.accepts, sig)) return ties_broken(e, sig);
@@ -209,13 +215,20 @@ bool ProgramCache::generalize(const Signature& sig, const Program& program, std:
 }
 
 std::string ProgramCache::insert(const Signature& sig, Program program) {
-  std::string reason = why_not(sig);
+  const std::string stale = std::exchange(stale_, "");
+  std::string reason = stale.empty() ? why_not(sig) : stale;
   if (reason.empty()) return "";
   ++counts_.traces;
   std::string not_general;
-  if (reduce_retracing_ && generalize(sig, program, &not_general)) return "";
+  if (stale.empty() && reduce_retracing_ && generalize(sig, program, &not_general)) return "";
   std::string warning;
-  if (counts_.traces > 2) {
+  if (!stale.empty()) {
+    // Worth knowing at once: a tensor changed this way every step retraces every step.
+    warning = "[jit] '" + name_ + "' is traced again: " + stale +
+              ". A compiled program holds the tensors its function closes over as constants (as jax.jit), "
+              "except modules' parameters and buffers and the state it writes: pass the tensor as an argument, or "
+              "register it as a module's buffer, for the program to read it at every call without retracing.";
+  } else if (counts_.traces > 2) {
     warning = "[jit] '" + name_ + "' is traced for the " + ordinal(counts_.traces) + " time: " + reason +
               ". Each new shape, dtype, device or static value compiles a new program; keep them fixed, or pass "
               "changing numbers as tensors.";

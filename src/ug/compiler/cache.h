@@ -78,6 +78,7 @@ class ProgramCache {
   size_t capacity_;
   bool reduce_retracing_;
   std::list<Entry> entries_;  // most recently used first
+  std::string stale_;         // why find() last dropped a stale program, until insert() says it
   CacheInfo counts_;
 };
 

@@ -187,6 +187,13 @@ Program Program::from_trace(onnx::ProgramTrace traced, const NamedTensors& state
   live.insert(live.end(), state.begin(), state.end());
   p.state_ = std::make_shared<const std::vector<std::pair<int64_t, Tensor>>>(ids_of(live));
   p.grad_sources_ = std::make_shared<const std::vector<std::pair<int64_t, Tensor>>>(ids_of(traced.grad_sources));
+  std::vector<std::pair<Tensor, uint32_t>> constants_read;
+  for (const auto& [name, t] : traced.constant_sources) {
+    const bool refilled = std::any_of(traced.grad_sources.begin(), traced.grad_sources.end(),
+                                      [&name](const auto& g) { return g.first == name; });
+    if (!refilled) constants_read.emplace_back(t, t.version());
+  }
+  p.constants_read_ = std::make_shared<const std::vector<std::pair<Tensor, uint32_t>>>(std::move(constants_read));
   std::unordered_set<int64_t> refilled;  // at every run: never constants
   for (const auto* ids : {p.state_.get(), p.grad_sources_.get()})
     for (const auto& [id, tensor] : *ids) refilled.insert(id);
@@ -300,6 +307,15 @@ std::vector<std::string> Program::node_types() const {
   std::vector<std::string> types;
   for (const onnx::Node& n : graph_->nodes) types.push_back(n.op_type);
   return types;
+}
+
+std::string Program::stale() const {
+  if (constants_read_)
+    for (const auto& [t, version] : *constants_read_)
+      if (t.version() != version)
+        return detail::cat("a tensor it reads as a constant (", t.dtype(), " ", t.shape(),
+                           ") was written in place since the trace");
+  return "";
 }
 
 void Program::save(const std::string& path) const {

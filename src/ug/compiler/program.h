@@ -82,6 +82,10 @@ class Program {
    *  compiled update after an eager backward): the step updates those that have one, so the
    *  caller keys the program by which of them do. */
   const std::vector<Tensor>& outside_grads() const { return *outside_grads_; }
+  /** Why the program no longer computes what the function would ("" while it does): a tensor
+   *  the function closes over, which the program holds as a constant, was written in place
+   *  since the trace (torch-style state kept outside a module). The cache traces again. */
+  std::string stale() const;
   /** What the passes over the traced graph did (simplify.h). */
   const SimplifyStats& stats() const { return stats_; }
   /** The graph's node types, in the order they run. */
@@ -113,6 +117,8 @@ class Program {
   std::shared_ptr<const std::vector<std::pair<int64_t, Tensor>>> state_;
   // initializer value id -> the leaf whose .grad (zeros where it has none) it is at each run
   std::shared_ptr<const std::vector<std::pair<int64_t, Tensor>>> grad_sources_;
+  // a tensor the graph holds as a constant -> its version when traced (see stale())
+  std::shared_ptr<const std::vector<std::pair<Tensor, uint32_t>>> constants_read_;
   // graph output index -> the tensor it is copied into / the leaf whose .grad it becomes (-1: none)
   std::shared_ptr<const std::vector<std::pair<Tensor, int64_t>>> writes_, grad_writes_;
   // input index -> the graph output holding its new value (an argument written in place)

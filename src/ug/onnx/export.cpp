@@ -168,6 +168,7 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
           p->outside_grads.push_back(leaf);
         }
       p->live_leaves = g.live_leaves();
+      p->constant_sources = g.constant_sources();
       p->replays = g.replays();
       p->outputs = outputs;
       p->value_bytes = g.value_bytes();

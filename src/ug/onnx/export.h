@@ -53,7 +53,9 @@ void export_function(const TracedFunction& fn, const std::vector<Tensor>& exampl
 struct ProgramTrace {
   std::string bytes;                                        // the serialized ModelProto
   std::vector<std::pair<std::string, Tensor>> live_leaves;  // closed-over state, named by the trace
-  std::vector<graph::Replay> replays;                       // by the UgReplay nodes' "index"
+  /** Tensors no op of the trace made, read as constants (GraphBuilder::constant_sources). */
+  std::vector<std::pair<std::string, Tensor>> constant_sources;
+  std::vector<graph::Replay> replays;  // by the UgReplay nodes' "index"
   /** What the traced run itself returned (it ran the function for real). */
   std::vector<Tensor> outputs;
   /** State the function wrote, each after the function's outputs in the graph's outputs: a

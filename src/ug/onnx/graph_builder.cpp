@@ -183,11 +183,10 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
     emitted_params_.insert(name);
     live_leaves_.emplace_back(name, t);
     params_.emplace_back(name, t);
-  } else if (auto made = sized_constant(t, dtype.value_or(t.dtype()))) {
-    name = *made;
-    if (dtype && *dtype != t.dtype()) return name;  // a converted copy: not t's own value
   } else {
-    name = initializer(dtype ? t.to(*dtype) : t, fresh("const"));
+    if (auto made = sized_constant(t, dtype.value_or(t.dtype()))) name = *made;
+    else name = initializer(dtype ? t.to(*dtype) : t, fresh("const"));
+    if (name_live_leaves_) constant_sources_.emplace_back(name, t);
     if (dtype && *dtype != t.dtype()) return name;  // a converted copy: not t's own value
   }
   values_[key(t)] = {name, DynamicDims(static_cast<size_t>(t.dim()), false), t};

@@ -53,6 +53,9 @@ class GraphBuilder {
   void reading_without_grad(bool on) { reading_without_grad_ = on; }
   bool is_reading_without_grad() const { return reading_without_grad_; }
   const std::vector<std::pair<std::string, Tensor>>& live_leaves() const { return live_leaves_; }
+  /** After name_live_leaves(): the tensors no op of the trace made that became constants (a
+   *  tensor the function closes over), by initializer name. */
+  const std::vector<std::pair<std::string, Tensor>>& constant_sources() const { return constant_sources_; }
 
   /** How a captured call becomes nodes (export.cpp's loop body), and whether it can: the
    *  builder emits a composite's parts with it (emit_parts, and a part the graph reads; see
@@ -234,6 +237,7 @@ class GraphBuilder {
   /** `name` (a value a no_grad call made) through one stop_gradient node. */
   std::string stopped(const std::string& name);
   std::vector<std::pair<std::string, Tensor>> live_leaves_;
+  std::vector<std::pair<std::string, Tensor>> constant_sources_;
   Emitter emitter_;
   CanEmit can_emit_;
   std::string where_;  // see SourceScope
