@@ -84,11 +84,11 @@ class FastKey {
   nb::object operator()(nb::tuple args, nb::dict kwargs) const {
     std::string key;
     nb::list tensors, donated;
-    size_t count = 0;
+    std::vector<const void*> storages;  // of the tensor leaves, in order
     auto add = [&](nb::handle value, bool is_static, bool donates) {
-      const size_t start = count;
-      if (!(is_static ? plain(value, key) : part(value, key, tensors, count))) return false;
-      for (size_t i = start; donates && i < count; ++i) donated.append(i);
+      const size_t start = storages.size();
+      if (!(is_static ? plain(value, key) : part(value, key, tensors, storages))) return false;
+      for (size_t i = start; donates && i < storages.size(); ++i) donated.append(i);
       return true;
     };
     key.push_back(static_cast<char>(ug::get_default_dtype()));  // ug.zeros(...) in the body takes it
@@ -103,6 +103,15 @@ class FastKey {
       put_string(key, name);
       if (!add(value, static_names_.contains(name), donate_names_.contains(name))) return nb::none();
     }
+    // Arguments sharing memory trace another program (compiler::aliasing): each leaf's first
+    // earlier leaf of the same storage, if any.
+    for (size_t i = 1; i < storages.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (storages[i] == storages[j]) {
+          put(key, '=', i);
+          put_raw<uint32_t>(key, static_cast<uint32_t>(j));
+          break;
+        }
     return nb::make_tuple(nb::bytes(key.data(), key.size()), tensors, donated);
   }
 
@@ -148,7 +157,7 @@ class FastKey {
     return true;
   }
 
-  static bool part(nb::handle v, std::string& key, nb::list& tensors, size_t& count) {
+  static bool part(nb::handle v, std::string& key, nb::list& tensors, std::vector<const void*>& storages) {
     PyObject* o = v.ptr();
     if (v.type().is(nb::type<Tensor>())) {
       const Tensor& t = nb::cast<const Tensor&>(v);
@@ -160,7 +169,7 @@ class FastKey {
       put_raw<uint8_t>(key, static_cast<uint8_t>(t.dim()));
       for (int64_t d : t.shape()) put_raw<int64_t>(key, d);
       tensors.append(v);
-      ++count;
+      storages.push_back(t.storage().get());
       return true;
     }
     if (o == Py_None) {
@@ -186,7 +195,7 @@ class FastKey {
       put(key, 'd', items.size());
       for (const auto& [name, item] : items) {
         put_string(key, name);
-        if (!part(item, key, tensors, count)) return false;
+        if (!part(item, key, tensors, storages)) return false;
       }
       return true;
     }
@@ -195,7 +204,7 @@ class FastKey {
       const Py_ssize_t n = list ? PyList_GET_SIZE(o) : PyTuple_GET_SIZE(o);
       put(key, list ? 'l' : 't', static_cast<size_t>(n));
       for (Py_ssize_t i = 0; i < n; ++i)
-        if (!part(list ? PyList_GET_ITEM(o, i) : PyTuple_GET_ITEM(o, i), key, tensors, count)) return false;
+        if (!part(list ? PyList_GET_ITEM(o, i) : PyTuple_GET_ITEM(o, i), key, tensors, storages)) return false;
       return true;
     }
     return plain(v, key);
@@ -317,6 +326,8 @@ void bind_jit(nb::module_& m) {
       "tensor's requires_grad (a jitted function's guards are read again only then).");
   jit.def("debug_print", &debug_print, nb::arg("emit"), nb::arg("values"),
           "Calls emit(values) now and at every run of a program that traces this call.");
+  jit.def("aliasing", &compiler::aliasing, nb::arg("tensors"),
+          "Which tensor arguments share memory ('1=0': the second is the first's), 'none' when none do.");
   jit.def(
       "describe",
       [](const Tensor& t) {

@@ -250,6 +250,7 @@ class _Call:
             self._add(label, a, ("arg", i), static=i in jitted._static_nums)
         for k in sorted(self.kwargs):
             self._add(k, self.kwargs[k], ("kw", k), static=k in jitted._static_names)
+        self.parts.append(("tensor arguments sharing memory", _jit.aliasing(self.tensors)))
 
     def _add(self, label, value, where, static):
         if static:
@@ -474,6 +475,7 @@ class JitFunction:
                     donated += range(start, len(tensors))
         except _NotFast:
             return None
+        parts.append(_jit.aliasing(tensors))  # arguments sharing memory trace another program
         return tuple(parts), tensors, donated
 
     def _results(self, key, tensors):

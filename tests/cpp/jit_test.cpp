@@ -436,6 +436,15 @@ TEST(Jit, AClosedOverTensorWrittenInPlaceRetraces) {
   EXPECT_EQ(f.cache_info().traces, 2);
 }
 
+TEST(Jit, ArgumentsSharingMemoryTraceTheirOwnProgram) {
+  JitFunction f = jit([](const Tensors& xs) { return Tensors{xs[0] * 2 + xs[1]}; });
+  Tensor a = ones({3});
+  EXPECT_TRUE(allclose(f({a, a})[0], full({3}, 3.0)));
+  EXPECT_TRUE(allclose(f({a, zeros({3})})[0], full({3}, 2.0)));
+  EXPECT_EQ(f.cache_info().traces, 2);
+  EXPECT_EQ(compiler::aliasing({a, zeros({3}), a.view({3}), a}), "2=0 3=0");
+}
+
 TEST(Jit, AReadOfATracedValueIsRefusedUnlessItOnlyChecks) {
   // item() on a traced value would keep the trace's number for every later call.
   JitFunction scale_by_max = jit([](const Tensors& xs) { return Tensors{xs[0] * xs[0].amax().item<double>()}; });

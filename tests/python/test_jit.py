@@ -939,6 +939,28 @@ def test_a_closed_over_tensor_written_in_place_retraces():
     assert g.cache_info().traces == 1
 
 
+@pytest.mark.parametrize("first", ["distinct", "shared"])
+def test_arguments_sharing_memory_trace_their_own_program(first):
+    # A trace follows the arguments' memory: traced on (a, a), a program read one input for
+    # both (x * 2 + y of (a, zeros) gave zeros); traced on (a, b), it missed the write through x.
+    def f(x, y):
+        x.mul_(2)
+        return x + y
+
+    jitted = ug.jit(f)
+    calls = [lambda: (ug.ones(3), ug.full((3,), 5.0)), lambda: (lambda a: (a, a))(ug.ones(3))]
+    for make in calls if first == "distinct" else calls[::-1]:
+        args, expected_args = make(), make()
+        np.testing.assert_array_equal(jitted(*args).numpy(), f(*expected_args).numpy())
+        np.testing.assert_array_equal(args[0].numpy(), expected_args[0].numpy())
+    assert jitted.cache_info().traces == 2
+    pure = ug.jit(lambda x, y: x * 2 + y)
+    a = ug.ones(3)
+    for args in ((a, a), (a, ug.zeros(3)), (a, a[:])):
+        np.testing.assert_array_equal(pure(*args).numpy(), (args[0] * 2 + args[1]).numpy())
+    assert pure.cache_info().traces == 2
+
+
 def test_a_cpp_read_of_a_traced_value_raises_instead_of_freezing():
     # ug.equal answers a Python bool read in C++: the program would keep the trace's answer.
     f = ug.jit(lambda a, b: a * 2 if ug.equal(a, b) else a)

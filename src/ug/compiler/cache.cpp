@@ -139,6 +139,17 @@ std::string describe(const Tensor& t) {
   return s.str();
 }
 
+std::string aliasing(const std::vector<Tensor>& tensors) {
+  std::string out;
+  for (size_t i = 1; i < tensors.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (tensors[i].defined() && tensors[j].defined() && tensors[i].storage().get() == tensors[j].storage().get()) {
+        out += (out.empty() ? "" : " ") + std::to_string(i) + "=" + std::to_string(j);
+        break;
+      }
+  return out.empty() ? "none" : out;
+}
+
 ProgramCache::ProgramCache(std::string name, size_t capacity, bool reduce_retracing)
     : name_(std::move(name)), capacity_(capacity), reduce_retracing_(reduce_retracing) {
   if (capacity == 0) fail("[jit] the program cache of '", name_, "' must hold at least one program");

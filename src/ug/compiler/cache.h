@@ -25,6 +25,10 @@ struct Signature {
 
 /** The description of a tensor argument in a signature. */
 std::string describe(const Tensor& t);
+/** Which of a call's tensor arguments share memory, by their order ("1=0": the second is the
+ *  first's, or a view of it); "none" when none do. A trace follows the arguments' memory (a write
+ *  into one is a write into the other), so a program holds only for calls that share alike. */
+std::string aliasing(const std::vector<Tensor>& tensors);
 
 struct CacheInfo {
   int64_t hits = 0, misses = 0, traces = 0;

@@ -16,6 +16,7 @@ compiler::Signature signature_of(const std::vector<Tensor>& inputs) {
   compiler::Signature sig;
   for (size_t i = 0; i < inputs.size(); ++i)
     sig.parts.emplace_back("input " + std::to_string(i), compiler::describe(inputs[i]));
+  sig.parts.emplace_back("inputs sharing memory", compiler::aliasing(inputs));
   return sig;
 }
 

@@ -32,7 +32,6 @@ Scalar Tensor::item() const {
 
 namespace detail {
 thread_local constinit const char* current_op = nullptr;
-using ValueReadHook = void (*)(const Tensor&);
 thread_local constinit ValueReadHook value_read_hook = nullptr;
 thread_local constinit int value_reads_allowed = 0;
 }  // namespace detail

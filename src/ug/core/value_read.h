@@ -11,8 +11,11 @@ namespace ug {
 class Tensor;
 
 namespace detail {
-extern thread_local void (*value_read_hook)(const Tensor&);
-extern thread_local int value_reads_allowed;  // ValueReadScopes open on this thread
+// constinit here too: other files then read them directly, not through the thread-local
+// wrapper function a dynamically initialized variable needs (which this file does not define).
+using ValueReadHook = void (*)(const Tensor&);
+extern thread_local constinit ValueReadHook value_read_hook;
+extern thread_local constinit int value_reads_allowed;  // ValueReadScopes open on this thread
 }  // namespace detail
 
 /** While alive, item() may read traced values: the reads check an input, or are made again at
