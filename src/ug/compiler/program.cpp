@@ -188,10 +188,10 @@ Program Program::from_trace(onnx::ProgramTrace traced, const NamedTensors& state
   p.state_ = std::make_shared<const std::vector<std::pair<int64_t, Tensor>>>(ids_of(live));
   p.grad_sources_ = std::make_shared<const std::vector<std::pair<int64_t, Tensor>>>(ids_of(traced.grad_sources));
   std::vector<std::pair<Tensor, uint32_t>> constants_read;
-  for (const auto& [name, t] : traced.constant_sources) {
+  for (const auto& source : traced.constant_sources) {
     const bool refilled = std::any_of(traced.grad_sources.begin(), traced.grad_sources.end(),
-                                      [&name](const auto& g) { return g.first == name; });
-    if (!refilled) constants_read.emplace_back(t, t.version());
+                                      [&source](const auto& g) { return g.first == source.first; });
+    if (!refilled) constants_read.emplace_back(source.second, source.second.version());
   }
   p.constants_read_ = std::make_shared<const std::vector<std::pair<Tensor, uint32_t>>>(std::move(constants_read));
   std::unordered_set<int64_t> refilled;  // at every run: never constants
