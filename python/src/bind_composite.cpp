@@ -170,7 +170,13 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def(
           "type_as", [](const Tensor& t, const Tensor& other) { return t.to(other.dtype()); }, "other"_a)
       // Method and in-place forms of indexing ops.
-      .def("repeat_interleave", &ug::repeat_interleave, "repeats"_a, "dim"_a = nb::none())
+      .def("repeat_interleave",
+           nb::overload_cast<const Tensor&, const Tensor&, std::optional<int64_t>, std::optional<int64_t>>(
+               &ug::repeat_interleave),
+           "repeats"_a, "dim"_a = nb::none(), nb::kw_only(), "output_size"_a = nb::none())
+      .def("repeat_interleave",
+           nb::overload_cast<const Tensor&, int64_t, std::optional<int64_t>>(&ug::repeat_interleave), "repeats"_a,
+           "dim"_a = nb::none())
       .def("scatter_", in_place<int64_t, const Tensor&, const Tensor&>(scatter), "dim"_a, "index"_a, "src"_a)
       .def("scatter_add_", in_place<int64_t, const Tensor&, const Tensor&>(scatter_add), "dim"_a, "index"_a, "src"_a)
       .def("index_add", &ug::index_add, "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = 1)

@@ -47,7 +47,22 @@ void bind_functions(nb::module_& m) {
   m.def("take", &ug::take, nb::arg("input"), nb::arg("index"));
   m.def("fliplr", &ug::fliplr);
   m.def("flipud", &ug::flipud);
-  m.def("repeat_interleave", &ug::repeat_interleave, nb::arg("input"), nb::arg("repeats"), nb::arg("dim") = nb::none());
+  m.def("repeat_interleave",
+        nb::overload_cast<const Tensor&, const Tensor&, std::optional<int64_t>, std::optional<int64_t>>(
+            &ug::repeat_interleave),
+        nb::arg("input"), nb::arg("repeats"), nb::arg("dim") = nb::none(), nb::kw_only(),
+        nb::arg("output_size") = nb::none());
+  m.def(
+      "repeat_interleave",
+      [](const Tensor& x, int64_t repeats, std::optional<int64_t> dim, std::optional<int64_t> output_size) {
+        if (output_size)  // checked against the length as the tensor form checks it
+          return ug::repeat_interleave(x, ug::scalar_tensor(repeats, {.dtype = ug::DType::Int64}), dim, output_size);
+        return ug::repeat_interleave(x, repeats, dim);
+      },
+      nb::arg("input"), nb::arg("repeats"), nb::arg("dim") = nb::none(), nb::kw_only(),
+      nb::arg("output_size") = nb::none());
+  m.def("repeat_interleave", nb::overload_cast<const Tensor&, std::optional<int64_t>>(&ug::repeat_interleave),
+        nb::arg("repeats"), nb::kw_only(), nb::arg("output_size") = nb::none());
   m.def("argwhere", &ug::argwhere);
   m.def("count_nonzero", [](const Tensor& x) { return ug::count_nonzero(x); });
 }

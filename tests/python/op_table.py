@@ -577,6 +577,9 @@ INDEXING = [
     Op("argwhere", lambda m, a: m.argwhere(a), const([[0.0, 1.0], [2.0, 0.0]], np.float32), ops=("nonzero",),
        off={**NO_GRAD, **unsupported("nonzero"), **DATA_SHAPE, "vmap": "the output's shape depends on the values"}),
     Op("repeat_interleave", lambda m, a: m.repeat_interleave(a, 2, 1), x(3, 2), ops=("expand", "flatten")),
+    # Rolled (another example, jit's second call), the counts keep their sum: output_size holds.
+    Op("repeat_interleave.tensor", lambda m, a, r: m.repeat_interleave(a, r, dim=0, output_size=6), x(4, 3),
+       const([2, 0, 3, 1]), ops=("cumsum", "searchsorted", "index_select")),
 ]
 
 JOINS = [

@@ -191,6 +191,32 @@ def test_in_place_scatters_and_the_repeat_interleave_method():
     check(lambda m, x: x.repeat_interleave(3, dim=1), arr((2, 3)))
 
 
+def test_repeat_interleave_with_a_tensor_of_counts_matches_torch():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for args, kwargs in ((([2, 0, 3],), {"dim": 0}), (([1, 2, 0, 1],), {"dim": 1}), (([2],), {}),
+                         (([0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3],), {})):
+        want = torch.tensor(x).repeat_interleave(torch.tensor(args[0]), **kwargs)
+        got = ug.tensor(x).repeat_interleave(ug.tensor(args[0]), **kwargs)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        np.testing.assert_array_equal(ug.repeat_interleave(ug.tensor(x), ug.tensor(args[0]), **kwargs).numpy(),
+                                      want.numpy())
+    np.testing.assert_array_equal(ug.repeat_interleave(ug.tensor([1, 0, 3])).numpy(),
+                                  torch.repeat_interleave(torch.tensor([1, 0, 3])).numpy())
+    for bad, message in (([1, -1, 1], "must be non-negative"), ([1, 1], r"input's size along dim 0 \(3\), got 2")):
+        with pytest.raises(ValueError, match=message):
+            ug.repeat_interleave(ug.tensor(x), ug.tensor(bad), dim=0)
+    with pytest.raises(ValueError, match="output_size 4 is not the sum of repeats, 5"):
+        ug.repeat_interleave(ug.tensor(x), ug.tensor([2, 0, 3]), dim=0, output_size=4)
+    # Under ug.jit the length must be given, as jax.numpy.repeat's total_repeat_length.
+    with pytest.raises(ValueError, match="depends on the data.*pass output_size"):
+        ug.jit(lambda x, r: x.repeat_interleave(r, dim=0))(ug.tensor(x), ug.tensor([2, 0, 3]))
+    jitted = ug.jit(lambda x, r: x.repeat_interleave(r, dim=0, output_size=5))
+    for counts in ([2, 0, 3], [0, 5, 0], [1, 1, 3]):
+        np.testing.assert_array_equal(jitted(ug.tensor(x), ug.tensor(counts)).numpy(),
+                                      torch.tensor(x).repeat_interleave(torch.tensor(counts), dim=0).numpy())
+    assert jitted.cache_info().traces == 1
+
+
 N = 200_000  # draws per statistic: each bound below is six standard errors, a 1e-9 chance of failing
 
 

@@ -10,6 +10,7 @@
 #include "ug/core/value_read.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/composite.h"
 #include "ug/ops/composite_math.h"
 #include "ug/ops/join.h"
 
@@ -732,6 +733,49 @@ Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t
   Dims expanded(y.shape().begin(), y.shape().end());
   expanded.insert(expanded.begin() + d + 1, repeats);
   return y.unsqueeze(d + 1).expand(expanded).clone().flatten(d, d + 1);
+}
+
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim,
+                         std::optional<int64_t> output_size) {
+  if (repeats.is_floating_point() || repeats.dtype() == DType::Bool)
+    fail<TypeError>("[repeat_interleave] repeats must be an integer tensor, got ", repeats.dtype(), " ",
+                    repeats.shape());
+  if (repeats.dim() > 1) fail("[repeat_interleave] repeats must be 0-d or 1-d, got shape ", repeats.shape());
+  if (output_size && *output_size < 0) fail("[repeat_interleave] output_size must be non-negative, got ", *output_size);
+  if (!dim) return repeat_interleave(x.reshape({-1}), repeats, 0, output_size);
+  const Tensor y = atleast_1d(x);
+  const int64_t d = wrap_dim(*dim, y.dim(), "repeat_interleave");
+  const int64_t n = y.size(d);
+  Tensor counts = repeats.to(DType::Int64).reshape({-1});
+  if (counts.numel() == 1) counts = counts.expand({n});
+  if (counts.numel() != n)
+    fail("[repeat_interleave] repeats must have the input's size along dim ", d, " (", n, "), got ", counts.numel(),
+         " counts (input shape ", x.shape(), ")");
+  if (ValueReadScope check; n > 0 && counts.lt(0).any().item<bool>())
+    fail("[repeat_interleave] repeats must be non-negative");
+  int64_t total = 0;
+  if (output_size) {
+    total = *output_size;
+    if (ValueReadScope check; !graph::detail::current_capture && counts.sum().item<int64_t>() != total)
+      fail("[repeat_interleave] output_size ", total, " is not the sum of repeats, ", counts.sum().item<int64_t>());
+  } else if (graph::detail::current_capture) {
+    fail(
+        "[repeat_interleave] the output's length is the sum of repeats, which depends on the data; a compiled "
+        "program's shapes cannot (as under jax.jit, which asks for total_repeat_length): pass output_size");
+  } else {
+    total = n > 0 ? counts.sum().item<int64_t>() : 0;
+  }
+  if (n == 0) return y.narrow(d, 0, 0);
+  // Output j comes from the element whose run of copies holds j: the count of run ends <= j.
+  const Tensor ends = counts.cumsum(0);
+  const Tensor source = searchsorted(ends, arange(total, {.dtype = DType::Int64, .device = x.device()}), false, true);
+  return y.index_select(d, source.clamp(std::nullopt, Scalar(n - 1)));
+}
+
+Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> output_size) {
+  if (repeats.dim() > 1) fail("[repeat_interleave] repeats must be 0-d or 1-d, got shape ", repeats.shape());
+  return repeat_interleave(arange(repeats.numel(), {.dtype = DType::Int64, .device = repeats.device()}), repeats, 0,
+                           output_size);
 }
 
 Tensor nonzero(const Tensor& x) { return x.nonzero(); }

@@ -30,6 +30,14 @@ Tensor roll(const Tensor& x, const Dims& shifts, const Dims& dims = {});
 Tensor tile(const Tensor& x, const Dims& reps);
 /** Each element `repeats` times along dim, or over the flattened tensor when dim is absent. */
 Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim = {});
+/** Element i repeats[i] times (repeats: an integer tensor, 1-d with one count per element
+ *  along dim, or of one element for all). The output's length is the counts' sum, which a
+ *  compiled program cannot read from the data: output_size gives it (jax.numpy.repeat's
+ *  total_repeat_length), and is checked against the sum when run eagerly. */
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim = {},
+                         std::optional<int64_t> output_size = {});
+/** torch.repeat_interleave(repeats): the index i repeats[i] times. */
+Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> output_size = {});
 /** int64 coordinates of the nonzero elements, [count, ndim]. */
 Tensor nonzero(const Tensor& x);
 Tensor argwhere(const Tensor& x);
