@@ -9,6 +9,7 @@
 
 #include "bindings.h"
 #include "ug/ops/composite_math.h"
+#include "ug/ops/indexing.h"
 
 namespace ugpy {
 
@@ -145,6 +146,9 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("slice_scatter", &ug::slice_scatter, "src"_a, "dim"_a = 0, "start"_a = nb::none(), "end"_a = nb::none(),
            "step"_a = 1)
       .def("select_scatter", &ug::select_scatter, "src"_a, "dim"_a, "index"_a)
+      .def("put", &ug::put, "index"_a, "source"_a, "accumulate"_a = false)
+      .def("put_", in_place<const Tensor&, const Tensor&, bool>("put_", &ug::put), "index"_a, "source"_a,
+           "accumulate"_a = false)
       .def("index_copy", &ug::index_copy, "dim"_a, "index"_a, "source"_a)
       .def("index_copy_", in_place<int64_t, const Tensor&, const Tensor&>("index_copy_", &ug::index_copy), "dim"_a,
            "index"_a, "source"_a)

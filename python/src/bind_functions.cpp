@@ -45,6 +45,7 @@ void bind_functions(nb::module_& m) {
       },
       nb::arg("equation"), nb::arg("operands"));
   m.def("take", &ug::take, nb::arg("input"), nb::arg("index"));
+  m.def("put", &ug::put, nb::arg("input"), nb::arg("index"), nb::arg("source"), nb::arg("accumulate") = false);
   m.def("fliplr", &ug::fliplr);
   m.def("flipud", &ug::flipud);
   m.def("repeat_interleave",

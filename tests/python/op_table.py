@@ -577,6 +577,10 @@ INDEXING = [
     Op("argwhere", lambda m, a: m.argwhere(a), const([[0.0, 1.0], [2.0, 0.0]], np.float32), ops=("nonzero",),
        off={**NO_GRAD, **unsupported("nonzero"), **DATA_SHAPE, "vmap": "the output's shape depends on the values"}),
     Op("repeat_interleave", lambda m, a: m.repeat_interleave(a, 2, 1), x(3, 2), ops=("expand", "flatten")),
+    Op("put", lambda m, a, i, s: a.put(i, s), x(3, 4), const([[0, -1], [5, 6]]), x(2, 2, seed=1),
+       ops=("scatter",)),
+    Op("put.accumulate", lambda m, a, i, s: a.put(i, s, accumulate=True), x(3, 4), const([[0, -1], [5, 5]]),
+       x(2, 2, seed=1), ops=("scatter_add",)),
     # Rolled (another example, jit's second call), the counts keep their sum: output_size holds.
     Op("repeat_interleave.tensor", lambda m, a, r: m.repeat_interleave(a, r, dim=0, output_size=6), x(4, 3),
        const([2, 0, 3, 1]), ops=("cumsum", "searchsorted", "index_select")),

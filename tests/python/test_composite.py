@@ -217,6 +217,25 @@ def test_repeat_interleave_with_a_tensor_of_counts_matches_torch():
     assert jitted.cache_info().traces == 1
 
 
+def test_put_matches_torch():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    index, source = np.array([[0, -1], [5, 5]]), np.array([[10, 20], [30, 40]], np.float32)
+    for m in (ug, torch):
+        assert hasattr(m, "put") and hasattr(m.Tensor, "put") and hasattr(m.Tensor, "put_")
+    want = torch.tensor(x).put(torch.tensor(index), torch.tensor(source), accumulate=True)
+    np.testing.assert_array_equal(ug.tensor(x).put(ug.tensor(index), ug.tensor(source), accumulate=True).numpy(),
+                                  want.numpy())
+    want = torch.put(torch.tensor(x), torch.tensor([1, -2]), torch.tensor([7.0, 8.0]))
+    np.testing.assert_array_equal(ug.put(ug.tensor(x), ug.tensor([1, -2]), ug.tensor([7.0, 8.0])).numpy(), want.numpy())
+    t = ug.tensor(x)
+    t.put_(ug.tensor([0]), ug.tensor([99.0]))
+    assert t[0, 0].item() == 99.0
+    with pytest.raises(IndexError, match=r"\[put\] index 12 is out of bounds"):
+        ug.tensor(x).put(ug.tensor([12]), ug.tensor([1.0]))
+    with pytest.raises(RuntimeError, match=r"\[put\] source has 1 elements and index 2"):
+        ug.tensor(x).put(ug.tensor([0, 1]), ug.tensor([1.0]))
+
+
 N = 200_000  # draws per statistic: each bound below is six standard errors, a 1e-9 chance of failing
 
 

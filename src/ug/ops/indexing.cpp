@@ -708,6 +708,19 @@ Tensor take(const Tensor& x, const Tensor& index) {
   return select_rows(x.reshape({-1}), 0, idx.reshape({-1})).view(index.shape());
 }
 
+Tensor put(const Tensor& x, const Tensor& index, const Tensor& source, bool accumulate) {
+  if (!is_index_dtype(index.dtype()))
+    fail<TypeError>("[put] index must be an int64 or int32 tensor, got ", index.dtype(), " ", index.shape());
+  if (source.numel() != index.numel())
+    fail<RuntimeError>("[put] source has ", source.numel(), " elements and index ", index.numel(),
+                       "; they must have as many (shapes ", source.shape(), " and ", index.shape(), ")");
+  if (source.dtype() != x.dtype())
+    fail<RuntimeError>("[put] source's dtype ", source.dtype(), " must be the tensor's ", x.dtype());
+  const Tensor positions = checked_index(index, x.numel(), 0, true, "put").reshape({-1});
+  const Tensor flat = x.reshape({-1}), values = source.reshape({-1});
+  return (accumulate ? index_add(flat, 0, positions, values) : index_copy(flat, 0, positions, values)).view(x.shape());
+}
+
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) { return x.masked_fill(mask, value); }
 Tensor masked_select(const Tensor& x, const Tensor& mask) { return x.masked_select(mask); }
 Tensor flip(const Tensor& x, const Dims& dims) { return x.flip(dims); }

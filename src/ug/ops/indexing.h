@@ -17,6 +17,9 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 /** Elements of x at flat (row-major) positions `index`; negative positions count from the end. */
 Tensor take(const Tensor& x, const Tensor& index);
+/** torch.put: x with source's elements written (or, accumulating, added) at the positions
+ *  index gives into x flattened; negative positions count from the end. */
+Tensor put(const Tensor& x, const Tensor& index, const Tensor& source, bool accumulate = false);
 /** index as int64 with its negative entries counted from the end of a dim of size n (ONNX's
  *  Gather); not range-checked, which the op reading it does. Without a negative entry no op
  *  runs: a compiled program's gather of a batch would pay for three at every step. */
