@@ -132,7 +132,7 @@ void Optimizer::step_params(const std::vector<StepParam>& params, const std::vec
     for (size_t i = 0; i < params.size(); ++i) trace->read(params[i].second, grads[i]);
   call.set_attrs({{"optimizer", name_}, {"effect", int64_t(1)}});
   call.set_replay(
-      [this, alive = std::weak_ptr<const bool>(alive_), params](const std::vector<Tensor>& in) {
+      [this, alive = std::weak_ptr<const bool>(alive_), params, skips = skip.defined()](const std::vector<Tensor>& in) {
         if (alive.expired())
           fail<RuntimeError>("[optimizer_step] the optimizer this compiled step calls was deleted: keep it alive");
         NoGradGuard no_grad;
@@ -141,7 +141,7 @@ void Optimizer::step_params(const std::vector<StepParam>& params, const std::vec
           if (const Tensor& p = params[i].second; in[i].storage() != p.storage()) Tensor(p).copy_(in[i]);
         const auto n = static_cast<std::ptrdiff_t>(params.size());
         std::vector<Tensor> run_grads(in.begin() + n, in.begin() + 2 * n);
-        if (!(in.size() > run_grads.size() + params.size() && holds(in.back()))) apply_step(params, run_grads);
+        if (!(skips && holds(in.back()))) apply_step(params, run_grads);
         std::vector<Tensor> out;
         for (const auto& [group, p] : params) out.push_back(p);
         return out;
