@@ -313,6 +313,8 @@ void bind_jit(nb::module_& m) {
              compiler::CacheInfo i = c.info();
              return nb::make_tuple(i.hits, i.misses, i.traces, i.size, i.capacity);
            })
+      .def("lifted", &compiler::ProgramCache::lifted,
+           "[(name, tensor)] closed over, written in place after a trace held them as constants: read live since.")
       .def("clear", &compiler::ProgramCache::clear);
 
   nb::class_<FastKey>(jit, "FastKey", "A jitted call's fast cache key (see compiled.py's JitFunction._fast_key).")

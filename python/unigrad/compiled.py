@@ -484,7 +484,7 @@ class JitFunction:
     def _live_state(self, call):
         # The modules the function reaches are read live, frozen parameters and buffers (running
         # statistics read in eval mode) included: a later call may run after they changed.
-        state = (self._state() if self._state else []) + call.state
+        state = (self._state() if self._state else []) + call.state + self._cache.lifted()
         for _, obj in _reached(self._fun):
             if isinstance(obj, _C.nn.Module):
                 state += _module_state(obj)

@@ -420,7 +420,7 @@ TEST(Jit, SavesAnInferenceProgramThatOnnxLoadRuns) {
   EXPECT_THROW(program({randn({3, 4})}), TypeError);
 }
 
-TEST(Jit, AClosedOverTensorWrittenInPlaceRetraces) {
+TEST(Jit, AClosedOverTensorWrittenInPlaceRetracesOnceThenIsReadLive) {
   Tensor c = ones({2});
   std::vector<std::string> warnings;
   JitFunction f = jit([&](const Tensors& xs) { return Tensors{xs[0] + c * 3}; },
@@ -433,6 +433,12 @@ TEST(Jit, AClosedOverTensorWrittenInPlaceRetraces) {
             std::string::npos)
       << warnings[0];
   EXPECT_TRUE(allclose(f({zeros({2})})[0], full({2}, 6.0)));
+  // Read live since: written at every call, it retraces no more.
+  for (double step = 3; step < 6; ++step) {
+    c.add_(1);
+    EXPECT_TRUE(allclose(f({zeros({2})})[0], full({2}, 3 * step)));
+  }
+  EXPECT_EQ(warnings.size(), 1u);
   EXPECT_EQ(f.cache_info().traces, 2);
 }
 

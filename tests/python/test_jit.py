@@ -916,17 +916,38 @@ def test_values_that_decide_what_an_op_reads_stay_traced():
     assert pick.cache_info().traces == histogram.cache_info().traces == 1
 
 
-def test_a_closed_over_tensor_written_in_place_retraces():
+def test_a_closed_over_tensor_written_in_place_retraces_once_then_is_read_live():
     # The program held the tensor's value at the trace: later calls kept adding 1 after c became 2.
+    # Retraced, it reads c at every call (torch.compile's lifting): written at every step, c
+    # retraced at every call, each time with the warning.
     c = ug.ones(2)
     f = ug.jit(lambda x: x + c * 3)
     np.testing.assert_array_equal(f(ug.zeros(2)).numpy(), [3, 3])
     c.add_(1)
     with pytest.warns(ug.compiled.RetraceWarning, match=r"traced again: a tensor it reads as a constant \(float32 \[2\]\) was "
-                                             r"written in place since the trace.*pass the tensor as an argument"):
+                                             r"written in place since the trace.*from now on it reads this one at every call"):
         np.testing.assert_array_equal(f(ug.zeros(2)).numpy(), [6, 6])
-    np.testing.assert_array_equal(f(ug.zeros(2)).numpy(), [6, 6])
-    assert f.cache_info().traces == 2 and f.cache_info().hits == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for step in range(3, 7):
+            np.testing.assert_array_equal(f(ug.zeros(2)).numpy(), [3 * step - 3] * 2)
+            c.add_(1)
+        np.testing.assert_array_equal(f(ug.ones(2)).numpy(), [19, 19])
+    assert f.cache_info().traces == 2 and f.cache_info().hits == 5
+    # A step counter kept beside a module, torch style, written inside the step too.
+    count = ug.zeros(())
+    model = ug.nn.Linear(3, 1)
+
+    def scaled(x):
+        count.add_(1)
+        return model(x) / count
+
+    g, x = ug.jit(scaled), ug.randn(4, 3)
+    for n in range(1, 5):
+        np.testing.assert_allclose(g(x).numpy(), (model(x) / n).detach().numpy(), rtol=1e-6)
+        if n == 2:
+            count.mul_(1)  # written outside the step as well: still read live, no retrace
+    assert g.cache_info().traces == 1 and float(count) == 4
     # A module's buffers are read at every call: a BatchNorm trained further eagerly needs no retrace.
     bn = ug.nn.BatchNorm1d(3).eval()
     g = ug.jit(lambda x: bn(x))

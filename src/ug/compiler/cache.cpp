@@ -167,6 +167,11 @@ const Program* ProgramCache::find(const Signature& sig) {
     auto it = std::find_if(entries_.begin(), entries_.end(), [e](const Entry& x) { return &x == e; });
     if (std::string why = e->program.stale(); !why.empty()) {
       stale_ = std::move(why);
+      for (const Tensor& t : e->program.written_constants()) {
+        const bool known = std::any_of(lifted_.begin(), lifted_.end(),
+                                       [&t](const auto& named) { return &named.second.impl() == &t.impl(); });
+        if (!known) lifted_.emplace_back("ug_lifted_" + std::to_string(lifted_.size()), t);
+      }
       entries_.erase(it);
     } else {
       entries_.splice(entries_.begin(), entries_, it);
@@ -237,8 +242,9 @@ std::string ProgramCache::insert(const Signature& sig, Program program) {
     // Worth knowing at once: a tensor changed this way every step retraces every step.
     warning = "[jit] '" + name_ + "' is traced again: " + stale +
               ". A compiled program holds the tensors its function closes over as constants (as jax.jit), "
-              "except modules' parameters and buffers and the state it writes: pass the tensor as an argument, or "
-              "register it as a module's buffer, for the program to read it at every call without retracing.";
+              "except modules' parameters and buffers and the state it writes; from now on it reads this one at "
+              "every call (as torch.compile lifts it to an input). Pass the tensor as an argument, or register it "
+              "as a module's buffer, to say so from the start.";
   } else if (counts_.traces > 2) {
     warning = "[jit] '" + name_ + "' is traced for the " + ordinal(counts_.traces) + " time: " + reason +
               ". Each new shape, dtype, device or static value compiles a new program; keep them fixed, or pass "

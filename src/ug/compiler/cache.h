@@ -54,6 +54,12 @@ class ProgramCache {
   /** Keeps a program traced for sig; returns the retrace warning to give ("" for none). */
   std::string insert(const Signature& sig, Program program);
 
+  /** The tensors the function closes over that a trace held as constants and that were then
+   *  written in place (find() dropped the program for it): later traces read them as live
+   *  state, as torch.compile lifts such a tensor to an input, so that a tensor written at
+   *  every step retraces once rather than at every call. Pass them with the trace's state. */
+  const NamedTensors& lifted() const { return lifted_; }
+
   CacheInfo info() const;
   void clear();
   const std::string& name() const { return name_; }
@@ -83,6 +89,7 @@ class ProgramCache {
   bool reduce_retracing_;
   std::list<Entry> entries_;  // most recently used first
   std::string stale_;         // why find() last dropped a stale program, until insert() says it
+  NamedTensors lifted_;       // see lifted()
   CacheInfo counts_;
 };
 

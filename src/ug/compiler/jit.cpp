@@ -30,8 +30,11 @@ JitFunction::JitFunction(compiler::Function fn, JitOptions options)
 std::vector<Tensor> JitFunction::operator()(const std::vector<Tensor>& inputs) const {
   const compiler::Signature sig = signature_of(inputs);
   if (const compiler::Program* program = state_->cache.find(sig)) return (*program)(inputs);
-  auto [program, traced] = compiler::Program::trace_with_outputs(state_->fn, inputs, state_->options.state,
-                                                                 state_->options.reduce_retracing);
+  compiler::NamedTensors state = state_->options.state;
+  const compiler::NamedTensors& lifted = state_->cache.lifted();
+  state.insert(state.end(), lifted.begin(), lifted.end());
+  auto [program, traced] =
+      compiler::Program::trace_with_outputs(state_->fn, inputs, state, state_->options.reduce_retracing);
   // A step that writes state took its first step while traced; a pure function's first call
   // runs the program like every later one.
   std::vector<Tensor> out = program.writes_state() ? std::move(traced) : program(inputs);

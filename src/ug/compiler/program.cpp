@@ -318,6 +318,14 @@ std::string Program::stale() const {
   return "";
 }
 
+std::vector<Tensor> Program::written_constants() const {
+  std::vector<Tensor> written;
+  if (constants_read_)
+    for (const auto& [t, version] : *constants_read_)
+      if (t.version() != version) written.push_back(t);
+  return written;
+}
+
 void Program::save(const std::string& path) const {
   // A program calls some ops back (an op without an ONNX form, an optimizer's update, a fused
   // backward kernel), which a file cannot hold: name them all.

@@ -86,6 +86,8 @@ class Program {
    *  the function closes over, which the program holds as a constant, was written in place
    *  since the trace (torch-style state kept outside a module). The cache traces again. */
   std::string stale() const;
+  /** The constants stale() finds written. */
+  std::vector<Tensor> written_constants() const;
   /** What the passes over the traced graph did (simplify.h). */
   const SimplifyStats& stats() const { return stats_; }
   /** The graph's node types, in the order they run. */
