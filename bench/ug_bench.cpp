@@ -16,6 +16,7 @@
 
 #include "ug/graph/grad_mode.h"
 #include "ug/backend/cpu/cpu_backend.h"
+#include "ug/core/openblas.h"
 #include "ug/core/thread_pool.h"
 #include "ug/data/idx.h"
 #include "ug/nn/nn.h"
@@ -173,6 +174,7 @@ BENCHMARK(mlp_train_step)->UseRealTime()->Unit(benchmark::kMicrosecond);
 }  // namespace
 
 int main(int argc, char** argv) {
+  ug::rerun_with_openblas_core(argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   benchmark::AddCustomContext("ug_threads", std::to_string(ug::get_num_threads()));

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "data.h"
+#include "ug/core/openblas.h"
 
 namespace ug::cli {
 
@@ -254,4 +255,7 @@ int main(const Args& args) {
 
 }  // namespace ug::cli
 
-int main(int argc, char** argv) { return ug::cli::main(ug::cli::Args(argv + 1, argv + argc)); }
+int main(int argc, char** argv) {
+  ug::rerun_with_openblas_core(argv);  // a CPU newer than OpenBLAS: its AVX-512 kernels, not SSE3
+  return ug::cli::main(ug::cli::Args(argv + 1, argv + argc));
+}

@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "ug/core/openblas.h"
 #include "ug/core/print_options.h"
 #include "ug/graph/op_def.h"
 #include "ug/ops/random_distributions.h"
@@ -97,6 +98,10 @@ void bind_core(nb::module_& m) {
 
   m.def("set_num_threads", &ug::set_num_threads, nb::arg("n"));
   m.def("get_num_threads", &ug::get_num_threads);
+  m.def("_openblas_core", &ug::openblas_core, "The kernels OpenBLAS picked when it was loaded.");
+  m.def(
+      "_openblas_core_for_cpu", [] { return std::string(ug::openblas_core_for_cpu()); },
+      "The OpenBLAS kernels this CPU's features run ('' where OpenBLAS's own choice stands).");
   m.def("set_default_dtype", &ug::set_default_dtype, nb::arg("d"),
         "The floating dtype of new tensors that name none, of Python floats and of float results from integers "
         "(torch.set_default_dtype): float32, float64, float16 or bfloat16.");

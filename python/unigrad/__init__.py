@@ -3,7 +3,10 @@
 `import unigrad as ug`; the tensor API follows PyTorch's names and signatures. Everything
 here is a thin layer over the C++ library in unigrad._C.
 """
-from . import _C  # noqa: F401  (unigrad._C, the extension, as an attribute)
+from ._openblas import pinned_core as _pinned_openblas_core
+
+with _pinned_openblas_core():  # before _C loads OpenBLAS, which picks its kernels then
+    from . import _C  # noqa: F401  (unigrad._C, the extension, as an attribute)
 from ._C import *  # noqa: F401,F403  (Tensor, dtypes, factories, elementwise functions)
 from ._C import Tensor, random  # noqa: F401
 # The star import brought _C's callbacks, data, datasets, distributed, logging, models, nn, onnx, optim, optimizers and train
