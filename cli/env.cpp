@@ -39,6 +39,7 @@ int run_env(const Args& args) {
   row("BLAS", std::string(openblas_get_config()) + ", " + std::to_string(openblas_get_num_threads()) +
                   " thread per call inside unigrad's pool");
   row("SIMD", ug::cpu::cpu_backend().isa());
+  row("bfloat16", std::string("products on ") + ug::cpu::cpu_backend().bf16_kernel());
   row("threads", std::to_string(threads));
   row("devices", "cpu; cuda: not built");
   row("parts", "TensorBoard logs (protobuf " UG_PROTOBUF_VERSION "), .npz (libzip " UG_LIBZIP_VERSION

@@ -9,9 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "ug/core/openblas.h"
 #include "ug/ug.h"
 
 int main(int argc, char** argv) {
+  // OpenBLAS's kernels for this CPU where its own table does not know it (Python's import does
+  // the same), so that this program computes what examples/train_fashion_mnist.py does, bit for bit.
+  ug::rerun_with_openblas_core(argv);
   const int64_t epochs = argc > 1 ? std::atoll(argv[1]) : 3;
   const int64_t limit = argc > 2 ? std::atoll(argv[2]) : 0;
   const std::string out = argc > 3 ? argv[3] : "runs/example-cpp";

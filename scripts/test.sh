@@ -21,12 +21,15 @@ git ls-files -z '*.cpp' '*.h' | xargs -0 clang-format-14 --dry-run --Werror
 scripts/package_test.sh
 .venv/bin/python -m pytest -q -n 2 tests/python
 # The kernel sets this machine would not pick by itself (it picks AVX-512 where it has it, and
-# the bfloat16 GEMM where it has AVX512-BF16: UG_CPU_ISA=avx512 leaves that out alone).
+# the bfloat16 GEMM where it has AVX512-BF16, on AMX's tiles where it has those: UG_CPU_ISA=avx512
+# leaves the GEMM out, avx512bf16 its AMX microkernel).
 for isa in generic avx2; do
   UG_CPU_ISA=$isa .venv/bin/python -m pytest -q -n 2 tests/python/test_elementwise.py tests/python/test_reduce_linalg.py \
     tests/python/test_bf16_matmul.py tests/python/test_bf16_conv.py tests/python/test_attention.py
 done
-UG_CPU_ISA=avx512 .venv/bin/python -m pytest -q -n 2 tests/python/test_bf16_matmul.py tests/python/test_bf16_conv.py
+for isa in avx512 avx512bf16; do
+  UG_CPU_ISA=$isa .venv/bin/python -m pytest -q -n 2 tests/python/test_bf16_matmul.py tests/python/test_bf16_conv.py
+done
 # float32 convolutions take the direct AVX-512 kernel by default: the GEMM paths under generic.
 UG_CPU_ISA=generic .venv/bin/python -m pytest -q -n 2 tests/python/test_conv.py tests/python/test_conv_direct.py
 

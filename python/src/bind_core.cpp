@@ -1,11 +1,13 @@
 // Module-level pieces: dtype and device objects, tensor factories, random numbers (global
 // seed and JAX-style keys), threads and memory statistics.
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "convert.h"
+#include "ug/backend/cpu/cpu_backend.h"
 #include "ug/core/openblas.h"
 #include "ug/core/print_options.h"
 #include "ug/graph/op_def.h"
@@ -99,6 +101,9 @@ void bind_core(nb::module_& m) {
   m.def("set_num_threads", &ug::set_num_threads, nb::arg("n"));
   m.def("get_num_threads", &ug::get_num_threads);
   m.def("_openblas_core", &ug::openblas_core, "The kernels OpenBLAS picked when it was loaded.");
+  m.def(
+      "_cpu_kernels", [] { return std::make_pair(ug::cpu::cpu_backend().isa(), ug::cpu::cpu_backend().bf16_kernel()); },
+      "(the SIMD kernel set, what runs bfloat16 products: 'amx', 'avx512bf16' or 'widened').");
   m.def(
       "_openblas_core_for_cpu", [] { return std::string(ug::openblas_core_for_cpu()); },
       "The OpenBLAS kernels this CPU's features run ('' where OpenBLAS's own choice stands).");

@@ -1,11 +1,17 @@
 """bfloat16 products: matmul, bmm and linear on bfloat16 operands (conv2d: test_bf16_conv.py)
 against torch's bf16 CPU kernels and the exact (float64) products. On a CPU with AVX512-BF16 they run on unigrad's
-own GEMM; under UG_CPU_ISA=avx512, avx2 or generic (scripts/test.sh runs this file with each)
-they are widened to float32 block by block. Both sum exact float32 products (a bf16 product
-is exact in float32) and round once to bf16, so the tolerances below follow from that.
+own GEMM, on AMX's tiles where the CPU has them; under UG_CPU_ISA=avx512bf16 on vdpbf16ps alone,
+under avx512, avx2 or generic widened to float32 block by block (scripts/test.sh runs this file
+with each). All sum exact float32 products (a bf16 product is exact in float32) and round once
+to bf16, so the tolerances below follow from that.
 
-Shapes cross the GEMM's blocks (MR = 12 rows, NR = 32 columns, MC = 96, KC = 512, NC = 512),
-odd K (a k-pair half empty), and operands transposed or strided (the packing's three paths)."""
+Shapes cross the GEMM's blocks (MR = 12 rows, NR = 32 columns, MC = 96, KC = 512, NC = 512; AMX's
+32-row, 32-k tiles), odd K (a k-pair half empty), and operands transposed or strided (the
+packing's three paths)."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -156,3 +162,23 @@ def test_the_same_bits_on_any_thread_count(shapes):
         np.testing.assert_array_equal(values(a @ b), one)
     finally:
         ug.set_num_threads(threads)
+
+
+def cpu_flags():
+    with open("/proc/cpuinfo") as f:
+        return set(next(line for line in f if line.startswith("flags")).split(":", 1)[1].split())
+
+
+@pytest.mark.parametrize("forced, kernel", [(None, None), ("avx512bf16", "avx512bf16"), ("avx512", "widened")])
+def test_the_kernel_follows_the_cpu_and_ug_cpu_isa(forced, kernel):
+    flags, env = cpu_flags(), {k: v for k, v in os.environ.items() if k != "UG_CPU_ISA"}
+    avx512 = {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
+    if forced:
+        env["UG_CPU_ISA"] = forced
+        kernel = kernel if avx512 and "avx512_bf16" in flags else "widened"
+    else:
+        kernel = ("widened" if not (avx512 and "avx512_bf16" in flags) else
+                  "amx" if {"amx_tile", "amx_bf16"} <= flags else "avx512bf16")
+    out = subprocess.run([sys.executable, "-c", "import unigrad as ug; print(ug._C._cpu_kernels()[1])"], env=env,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == kernel

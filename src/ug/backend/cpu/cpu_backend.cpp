@@ -16,7 +16,7 @@ CpuBackend::Isa pick_isa() {
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
   // UG_CPU_ISA=generic, avx2 or avx512 caps the kernel set (to test the others on a newer
-  // machine); avx512 leaves out the bfloat16 GEMM.
+  // machine); avx512 leaves out the bfloat16 GEMM, avx512bf16 its AMX microkernel.
   const std::string_view forced = forced_isa();
   if (forced == "generic") return CpuBackend::Isa::Generic;
   if (forced == "avx2") return avx2 ? CpuBackend::Isa::Avx2 : CpuBackend::Isa::Generic;
@@ -25,7 +25,9 @@ CpuBackend::Isa pick_isa() {
 }  // namespace
 
 CpuBackend::CpuBackend()
-    : isa_(pick_isa()), bf16_gemm_(isa_ == Isa::Avx512 && forced_isa() != "avx512" && cpu_has_avx512_bf16()) {}
+    : isa_(pick_isa()),
+      bf16_gemm_(isa_ == Isa::Avx512 && forced_isa() != "avx512" && cpu_has_avx512_bf16()),
+      amx_bf16_(bf16_gemm_ && forced_isa() != "avx512bf16" && cpu_has_amx_bf16()) {}
 
 const char* CpuBackend::isa() const {
   switch (isa_) {

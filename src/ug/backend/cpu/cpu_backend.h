@@ -19,6 +19,11 @@ class CpuBackend final : public Backend {
   const char* isa() const;
   /** Whether bfloat16 products run on the AVX512-BF16 GEMM (else widened to float32). */
   bool bf16_gemm() const { return bf16_gemm_; }
+  /** Whether the bf16 GEMM runs on AMX's tiles (Sapphire Rapids and later; UG_CPU_ISA=avx512bf16
+   *  keeps it on vdpbf16ps). */
+  bool amx_bf16() const { return amx_bf16_; }
+  /** "amx", "avx512bf16" or "widened": what runs bfloat16 products. */
+  const char* bf16_kernel() const { return amx_bf16_ ? "amx" : bf16_gemm_ ? "avx512bf16" : "widened"; }
 
   void copy(const Tensor& src, const Tensor& dst) override;
   void fill(const Tensor& dst, const Scalar& value) override;
@@ -85,7 +90,7 @@ class CpuBackend final : public Backend {
 
  private:
   Isa isa_;
-  bool bf16_gemm_;
+  bool bf16_gemm_, amx_bf16_;
 };
 
 CpuBackend& cpu_backend();

@@ -86,7 +86,7 @@ Tensor rows_of(const Tensor& t, int64_t i0, int64_t m) {
  *  float32 out with unit column stride. Without the bf16 GEMM, b (a block the caller bounds) is
  *  widened whole and a in row blocks. */
 void product(CpuBackend& be, const Tensor& a, const Tensor& b, const Tensor& out) {
-  if (be.bf16_gemm()) return gemm_bf16(a, b, out);
+  if (be.bf16_gemm()) return gemm_bf16(a, b, out, be.amx_bf16());
   const int64_t M = a.size(1), K = a.size(2), N = b.size(2);
   const Tensor b32 = contiguous(b, DType::Float32);
   const int64_t rows = std::clamp<int64_t>(kWidenBlock / std::max<int64_t>(std::max(K, N), 1), 1, M);

@@ -145,7 +145,7 @@ void CpuBackend::matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
     case DType::Float32: return gemm_blas<float>(a, b, out);
     case DType::Float64: return gemm_blas<double>(a, b, out);
     case DType::BFloat16:
-      if (bf16_gemm_) return gemm_bf16(a, b, out);
+      if (bf16_gemm_) return gemm_bf16(a, b, out, amx_bf16_);
       return gemm_widened(*this, a, b, out);
     case DType::Float16: return gemm_widened(*this, a, b, out);
     case DType::Int32: return gemm_loops<int32_t>(a, b, out);
