@@ -79,8 +79,11 @@ def test_the_torch_style_step_compiled_holds_what_eager_holds(make_opt):
     opt_e, opt_c = make_opt(eager.parameters()), make_opt(compiled.parameters())
     step_e, step_c = torch_step(eager, opt_e), ug.compile(torch_step(compiled, opt_c))
     for x, y in batches(STEPS):
-        close(step_c(x, y), step_e(x, y), 1e-12)
+        loss = step_c(x, y)
+        close(loss, step_e(x, y), 1e-12)
         same_state(eager, compiled, opt_e, opt_c, 1e-12)
+        # The first call's loss (the traced run's) was the only one that kept its graph.
+        assert loss.grad_fn is None and not loss.requires_grad
     # One program for every step, once the optimizer's state exists (SGD makes its momentum
     # buffer at the first step, so that step is a program of its own).
     assert step_c.cache_info().traces <= 2

@@ -159,6 +159,10 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   std::shared_ptr<onnx::ProgramTrace> replaying = std::move(traced.replaying_custom);
   std::vector<Tensor> outputs = traced.outputs;
   Program p = from_trace(std::move(traced), state, shape_read_at);
+  // A training step's runs record no autograd: its traced run's results (the first call's) are
+  // as detached as every later call's.
+  if (p.holds_step_)
+    for (Tensor& t : outputs) t = t.detach();
   if (replaying) {
     p.replaying_ = std::make_shared<const Program>(from_trace(std::move(*replaying), state, shape_read_at));
   }
