@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "ug/core/openblas.h"
 #include "ug/ug.h"
 
 int main(int argc, char** argv) {

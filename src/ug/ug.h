@@ -14,6 +14,7 @@
 #include "ug/core/allocator.h"
 #include "ug/core/device.h"
 #include "ug/core/dtype.h"
+#include "ug/core/openblas.h"
 #include "ug/core/print_options.h"
 #include "ug/core/random.h"
 #include "ug/core/tensor.h"

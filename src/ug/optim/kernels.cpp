@@ -83,7 +83,11 @@ UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   // time): with the *_in arrays the vectoriser would check more pairs of arrays for overlap than
   // it is willing to, and GCC's `ivdep` still checked p against the gradient, which a compiled
   // step's update overwrites (p == grad): the loop ran scalar, 15% of the jitted MLP step.
+#if defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#else
 #pragma omp simd
+#endif
   for (int64_t i = begin; i < end; ++i) {
     T g = gr[i] * sign;
     T pi = (kParamIn ? p_in[i] : p[i]) * decay;
