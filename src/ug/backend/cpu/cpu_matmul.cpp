@@ -51,10 +51,13 @@ template <class T> void gemm_blas(const Tensor& a, const Tensor& b, const Tensor
   T* po = static_cast<T*>(out.raw_data());
   // OpenBLAS runs single-threaded (see thread_pool.cpp); the pool splits the product into
   // tasks of whole batch entries, else of row blocks, else of column blocks, each one GEMM.
+  // Rows where there are more of them than columns, or more than the sum's length (a weight's
+  // gradient, [128, 64] x [64, 784]: each task then writes whole rows of the output, 59 us on
+  // two threads of an Emerald Rapids Xeon against 89 by columns and 96 on one thread).
   const int64_t threads = get_num_threads();
   const int64_t macs = B * M * N * K;
   const int64_t tasks = std::clamp<int64_t>(macs / kMacsPerTask, 1, threads);
-  const bool by_batch = B >= tasks, by_rows = !by_batch && M >= N;
+  const bool by_batch = B >= tasks, by_rows = !by_batch && (M >= N || K < M);
   const int64_t splits = by_batch ? B : by_rows ? std::min(tasks, M) : std::min(tasks, N);
   auto gemm = [&](int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const T* ai = pa + bi * A.stride(0) + (ta == CblasNoTrans ? i0 * lda : i0);
