@@ -327,6 +327,7 @@ struct Product {
   float* out32;
   int64_t ldo;
   bool amx;
+  int64_t mc = MC;  // rows of a block (at most MC): the unit the pool splits
 };
 
 /** The k-pairs a packed B panel holds for a KC block of kc rows: AMX reads whole 16-pair tiles. */
@@ -347,7 +348,7 @@ void row_blocks(const Product& pr, const uint32_t* pb, int64_t jc, int64_t nc, i
     auto* pa = reinterpret_cast<uint16_t*>(ws.a.get(MC * KC / 2));
     amx_start();
     for (int64_t blk = blk0; blk < blk1; ++blk) {
-      const int64_t i0 = blk * MC, mc = std::min(MC, pr.M - i0);
+      const int64_t i0 = blk * pr.mc, mc = std::min(pr.mc, pr.M - i0);
       for (int64_t pc = 0; pc < pr.K; pc += KC) {
         const int64_t kc = std::min(KC, pr.K - pc), width = round_up(kc, AMX_K), height = panel_height(kc, true);
         pack_a_rows(pr.a, i0, mc, pc, kc, pa);
@@ -368,7 +369,7 @@ void row_blocks(const Product& pr, const uint32_t* pb, int64_t jc, int64_t nc, i
   }
   uint32_t* pa = words(ws.a, MC * (KC / 2));
   for (int64_t blk = blk0; blk < blk1; ++blk) {
-    const int64_t i0 = blk * MC, mc = std::min(MC, pr.M - i0);
+    const int64_t i0 = blk * pr.mc, mc = std::min(pr.mc, pr.M - i0);
     for (int64_t pc = 0; pc < pr.K; pc += KC) {
       const int64_t kc = std::min(KC, pr.K - pc), kcp = (kc + 1) / 2;
       pack_a(pr.a, i0, mc, pc, kc, pa);
@@ -389,9 +390,15 @@ void row_blocks(const Product& pr, const uint32_t* pb, int64_t jc, int64_t nc, i
 }
 
 /** One product; its row blocks split over the thread pool (each task with a workspace of
- *  its own) when `parallel`. */
-void product(const Product& pr, bool parallel, Workspace& ws) {
-  const int64_t blocks = (pr.M + MC - 1) / MC;
+ *  its own) when `parallel`, in blocks of fewer rows than MC where the product has too few for
+ *  every thread (a weight's gradient of 128 rows: 96 + 32 kept one thread three times as long
+ *  as the other, slower than one thread alone). */
+void product(Product pr, bool parallel, Workspace& ws) {
+  if (parallel) {
+    const int64_t panel = pr.amx ? AMX_MR : MR, threads = get_num_threads();
+    pr.mc = std::clamp(round_up((pr.M + threads - 1) / threads, panel), panel, MC);
+  }
+  const int64_t blocks = (pr.M + pr.mc - 1) / pr.mc;
   const int64_t width = std::clamp<int64_t>(kPackedBWords / ((pr.K + 1) / 2) / NR * NR, NR, NC);
   for (int64_t jc = 0; jc < pr.N; jc += width) {
     const int64_t nc = std::min(width, pr.N - jc), ncp = round_up(nc, NR);
@@ -405,7 +412,7 @@ void product(const Product& pr, bool parallel, Workspace& ws) {
       row_blocks(pr, pb, jc, nc, 0, blocks, ws);
       continue;
     }
-    parallel_for(blocks, std::max<int64_t>(1, kMacsPerTask / (MC * nc * pr.K)), [&](int64_t b0, int64_t b1) {
+    parallel_for(blocks, std::max<int64_t>(1, kMacsPerTask / (pr.mc * nc * pr.K)), [&](int64_t b0, int64_t b1) {
       Workspace own;
       row_blocks(pr, pb, jc, nc, b0, b1, own);
     });
