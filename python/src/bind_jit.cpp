@@ -105,13 +105,10 @@ class FastKey {
     }
     // Arguments sharing memory trace another program (compiler::aliasing): each leaf's first
     // earlier leaf of the same storage, if any.
-    for (size_t i = 1; i < storages.size(); ++i)
-      for (size_t j = 0; j < i; ++j)
-        if (storages[i] == storages[j]) {
-          put(key, '=', i);
-          put_raw<uint32_t>(key, static_cast<uint32_t>(j));
-          break;
-        }
+    for (const auto& [i, j] : compiler::sharing(storages)) {
+      put(key, '=', i);
+      put_raw<uint32_t>(key, static_cast<uint32_t>(j));
+    }
     return nb::make_tuple(nb::bytes(key.data(), key.size()), tensors, donated);
   }
 

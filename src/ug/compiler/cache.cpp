@@ -139,14 +139,23 @@ std::string describe(const Tensor& t) {
   return s.str();
 }
 
-std::string aliasing(const std::vector<Tensor>& tensors) {
-  std::string out;
-  for (size_t i = 1; i < tensors.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (tensors[i].defined() && tensors[j].defined() && tensors[i].storage().get() == tensors[j].storage().get()) {
-        out += (out.empty() ? "" : " ") + std::to_string(i) + "=" + std::to_string(j);
+std::vector<std::pair<size_t, size_t>> sharing(const std::vector<const void*>& storages) {
+  std::vector<std::pair<size_t, size_t>> pairs;
+  for (size_t i = 1; i < storages.size(); ++i)
+    for (size_t j = 0; storages[i] && j < i; ++j)
+      if (storages[i] == storages[j]) {
+        pairs.emplace_back(i, j);
         break;
       }
+  return pairs;
+}
+
+std::string aliasing(const std::vector<Tensor>& tensors) {
+  std::vector<const void*> storages;
+  for (const Tensor& t : tensors) storages.push_back(t.defined() ? t.storage().get() : nullptr);
+  std::string out;
+  for (const auto& [i, j] : sharing(storages))
+    out += (out.empty() ? "" : " ") + std::to_string(i) + "=" + std::to_string(j);
   return out.empty() ? "none" : out;
 }
 

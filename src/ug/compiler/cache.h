@@ -29,6 +29,9 @@ std::string describe(const Tensor& t);
  *  first's, or a view of it); "none" when none do. A trace follows the arguments' memory (a write
  *  into one is a write into the other), so a program holds only for calls that share alike. */
 std::string aliasing(const std::vector<Tensor>& tensors);
+/** aliasing's pairs from the tensors' storages (null: none): (i, j) for each i whose storage an
+ *  earlier j has, the first such j. */
+std::vector<std::pair<size_t, size_t>> sharing(const std::vector<const void*>& storages);
 
 struct CacheInfo {
   int64_t hits = 0, misses = 0, traces = 0;

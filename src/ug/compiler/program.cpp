@@ -314,12 +314,10 @@ std::vector<std::string> Program::node_types() const {
 }
 
 std::string Program::stale() const {
-  if (constants_read_)
-    for (const auto& [t, version] : *constants_read_)
-      if (t.version() != version)
-        return detail::cat("a tensor it reads as a constant (", t.dtype(), " ", t.shape(),
-                           ") was written in place since the trace");
-  return "";
+  const std::vector<Tensor> written = written_constants();
+  if (written.empty()) return "";
+  return detail::cat("a tensor it reads as a constant (", written[0].dtype(), " ", written[0].shape(),
+                     ") was written in place since the trace");
 }
 
 std::vector<Tensor> Program::written_constants() const {

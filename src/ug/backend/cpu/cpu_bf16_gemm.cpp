@@ -205,17 +205,25 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
 };
 
-/** w[r] lane c <- w[c] lane r: a 16 x 16 transpose of 32-bit words, swapping the off-diagonal
- *  blocks of 8, then 4, 2 and 1 (each swap one permute per output row). */
-UG_BF16 void transpose16(__m512i w[16]) {
-  for (int b = 8; b >= 1; b /= 2) {
-    alignas(64) int32_t lo[16], hi[16];
+/** The permutex2var indices that swap the off-diagonal b x b blocks of a row pair (x, y):
+ *  x's row takes [x's first b, y's first b] of every 2b lanes (lo), y's the second halves (hi). */
+struct BlockSwap {
+  alignas(64) int32_t lo[16], hi[16];
+  constexpr explicit BlockSwap(int b) : lo(), hi() {
     for (int l = 0; l < 16; ++l) {
       const bool first = l % (2 * b) < b;
       lo[l] = first ? l : 16 + l - b;
       hi[l] = first ? l + b : 16 + l;
     }
-    const __m512i ilo = _mm512_load_si512(lo), ihi = _mm512_load_si512(hi);
+  }
+};
+constexpr BlockSwap kBlockSwaps[4] = {BlockSwap(8), BlockSwap(4), BlockSwap(2), BlockSwap(1)};
+
+/** w[r] lane c <- w[c] lane r: a 16 x 16 transpose of 32-bit words, swapping the off-diagonal
+ *  blocks of 8, then 4, 2 and 1 (each swap one permute per output row). */
+UG_BF16 void transpose16(__m512i w[16]) {
+  for (int s = 0, b = 8; s < 4; ++s, b /= 2) {
+    const __m512i ilo = _mm512_load_si512(kBlockSwaps[s].lo), ihi = _mm512_load_si512(kBlockSwaps[s].hi);
     for (int j = 0; j < 16; ++j) {
       if (j % (2 * b) >= b) continue;
       const __m512i x = w[j], y = w[j + b];
