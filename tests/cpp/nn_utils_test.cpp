@@ -22,6 +22,20 @@ TEST(NnUtils, LazyConvAndBatchNormTakeTheFirstInputsChannels) {
   EXPECT_EQ(bn->num_parameters(), 8);
 }
 
+TEST(NnUtils, LazyLayersInAContainerTakeTheShapesOfALoadedState) {
+  // A checkpoint restored into a freshly built model before any forward (torch's _lazy_load_hook).
+  nn::Sequential trained(nn::Conv2d(3, 4, Dims{3}), nn::BatchNorm2d(4), nn::Flatten(), nn::Linear(36, 2));
+  trained->train(false);
+  nn::Sequential lazy(nn::Conv2d(-1, 4, Dims{3}), nn::BatchNorm2d(-1), nn::Flatten(), nn::Linear(-1, 2));
+  lazy->train(false);
+  lazy->load_state_dict(trained->state_dict());
+  EXPECT_EQ(lazy->state_dict().keys(), trained->state_dict().keys());
+  Tensor x = randn({2, 3, 5, 5});
+  test::expect_values(lazy(x), test::values(trained(x)), 0.0);
+  nn::Sequential wrong(nn::Linear(-1, 2));
+  EXPECT_THROW(wrong->load_state_dict({{"0.weight", zeros({2, 5})}, {"0.bias", zeros({3})}}), ValueError);
+}
+
 TEST(NnUtils, FusedConvComputesWhatConvThenBatchNormDid) {
   nn::Conv2d conv(3, 4, Dims{3});
   nn::BatchNorm2d bn(4);

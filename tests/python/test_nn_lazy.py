@@ -119,3 +119,28 @@ def test_loading_the_other_conv_layouts():
         u.load_state_dict({k: ug.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
         assert [tuple(p.shape) for p in u.parameters()] == [tuple(p.shape) for p in t.parameters()]
         assert repr(u) == repr(t)
+
+
+@pytest.mark.parametrize("name,args,shape", CASES)
+def test_loading_a_state_into_a_container_makes_the_tensors_of_its_lazy_layers(name, args, shape):
+    # torch's _lazy_load_hook runs for a lazy layer anywhere under the module that loads (a
+    # checkpoint restored into a freshly built model before any forward); the keys are prefixed.
+    t = torch.nn.Sequential(torch.nn.Identity(), getattr(torch.nn, name)(*args))
+    t(torch.tensor(rand(*shape)))
+    u = ug.nn.Sequential(ug.nn.Identity(), getattr(ug.nn, name)(*args))
+    u.load_state_dict({k: ug.tensor(v.numpy()) for k, v in t.state_dict().items()})
+    assert list(u.state_dict()) == list(t.state_dict())
+    for k, v in t.state_dict().items():
+        np.testing.assert_array_equal(u.state_dict()[k].numpy(), v.numpy(), err_msg=k)
+    assert repr(u[1]) == repr(t[1])
+    check_layer(u, t, rand(*shape))
+    assert type(u[1]).__name__ == type(t[1]).__name__  # the Python class follows at the first call
+
+
+def test_a_mismatched_state_still_fails_to_load_into_a_lazy_container():
+    u = ug.nn.Sequential(ug.nn.LazyLinear(3))
+    with pytest.raises(ValueError, match=r'size mismatch for "0.bias"'):
+        u.load_state_dict({"0.weight": ug.zeros(3, 5), "0.bias": ug.zeros(4)})
+    with pytest.raises(ValueError, match=r'unexpected keys: "1.weight"'):
+        ug.nn.Sequential(ug.nn.LazyLinear(3)).load_state_dict({"0.weight": ug.zeros(3, 5), "0.bias": ug.zeros(3),
+                                                               "1.weight": ug.zeros(1)})

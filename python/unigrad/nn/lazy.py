@@ -2,10 +2,10 @@
 LazyInstanceNorm*d): the regular layers built with their input size unknown (-1 in C++), which
 their first forward infers from the input (linear.cpp, conv.cpp, normalization.cpp), creating
 the tensors in the default dtype (Linear: its dtype). Until then those tensors read as
-UninitializedParameter or UninitializedBuffer, and load_state_dict on the layer itself gives
-them the loaded shapes; after the first forward the object is of the regular class, as torch's."""
+UninitializedParameter or UninitializedBuffer, and load_state_dict, on the layer or on any module
+holding it, gives them the loaded shapes; after either the object is of the regular class, as
+torch's."""
 from .. import _C
-from ..autograd import no_grad
 
 _Module = _C.nn.Module
 _set_type_name = _C.nn._utils._set_type_name
@@ -58,53 +58,14 @@ class LazyModuleMixin(metaclass=_LazyMeta):
     def has_uninitialized_params(self):
         return any(_Module.__getattr__(self, name) is None for name, _ in self.__dict__.get("_lazy", ()))
 
-    def _lazy_init(self, names, spec):
+    def _lazy_init(self, names):
         _set_type_name(self, type(self).__name__)
         self._lazy = tuple(names)
-        self._lazy_spec = spec  # how a loaded state gives the input size: see _input_shape
-
-    def _input_shape(self, state_dict):
-        """The shape of a small input whose forward makes tensors of the loaded shapes."""
-        kind, *spec = self._lazy_spec
-        names = [name for name, _ in self._lazy if name in state_dict]
-        if not names:
-            return None
-        shape = tuple(state_dict[names[0]].shape)
-        if kind == "linear":
-            return (0, shape[-1])
-        if kind == "norm":  # batch statistics need several values per channel
-            (spatial,) = spec
-            return (2, shape[0]) + (2,) * spatial
-        groups, transposed, padding, dilation = spec
-        kernel = shape[2:]
-        per_dim = (lambda v: (v,) * len(kernel) if isinstance(v, int) else tuple(v))
-        dilation = per_dim(dilation)
-        pads = per_dim(0 if isinstance(padding, str) else padding)
-        if transposed:  # (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + 1 > 0
-            sizes = tuple(2 * p + 1 for p in pads)
-        else:
-            sizes = tuple(max(d * (k - 1) + 1, p + 1) for k, d, p in zip(kernel, dilation, pads))
-        return (0, shape[0] if transposed else shape[1] * groups) + sizes
-
-    def load_state_dict(self, state_dict, strict=True):
-        """torch's: tensors not made yet take the shapes of the loaded ones (a forward on a
-        small input of the size they imply makes them first)."""
-        shape = self._input_shape(state_dict) if self.has_uninitialized_params() else None
-        if shape is not None:
-            was_training = self.training
-            self.train(False)
-            try:
-                with no_grad():
-                    self.forward(_C.zeros(*shape))
-            finally:
-                self.train(was_training)
-        return _Module.load_state_dict(self, state_dict, strict)
 
     def _become_regular(self):
         regular = type(self).__dict__.get("cls_to_become")
         if regular is not None and not self.has_uninitialized_params():
             self.__dict__.pop("_lazy", None)
-            self.__dict__.pop("_lazy_spec", None)
             self.__class__ = regular
             _set_type_name(self, regular.__name__)
 
@@ -135,6 +96,24 @@ class LazyModuleMixin(metaclass=_LazyMeta):
         return value
 
 
+_cpp_load_state_dict = _Module.load_state_dict
+
+
+def _load_state_dict(self, state_dict, strict=True):
+    """Module.load_state_dict (C++), where each lazy layer under the module that has not run yet
+    first takes the shapes of its loaded tensors (Module::load_lazy_shapes, torch's
+    _lazy_load_hook); those layers then become their regular class, as after a first forward."""
+    result = _cpp_load_state_dict(self, state_dict, strict)
+    for _, module in self.named_modules():
+        if isinstance(module, LazyModuleMixin):
+            module._become_regular()
+    return result
+
+
+_load_state_dict.__doc__ = _cpp_load_state_dict.__doc__ or _load_state_dict.__doc__
+_Module.load_state_dict = _load_state_dict
+
+
 def _tensors(weight=True, bias=True, running=False):
     names = []
     if weight:
@@ -156,7 +135,7 @@ def _lazy_class(regular, init, doc):
 
 def _linear_init(self, out_features, bias=True, device=None, dtype=None):
     _C.nn.Linear.__init__(self, -1, out_features, bias, dtype)
-    self._lazy_init(_tensors(bias=bias), ("linear",))
+    self._lazy_init(_tensors(bias=bias))
 
 
 LazyLinear = _lazy_class(_C.nn.Linear, _linear_init,
@@ -170,24 +149,24 @@ def _lazy_conv(regular, transposed):
                      dilation=1, padding_mode="zeros", device=None, dtype=None):
             regular.__init__(self, -1, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
                              dilation, padding_mode)
-            self._lazy_init(_tensors(bias=bias), ("conv", groups, True, padding, dilation))
+            self._lazy_init(_tensors(bias=bias))
         order = "output_padding=0, groups=1, bias=True, dilation=1"
     else:
         def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                      padding_mode="zeros", device=None, dtype=None):
             regular.__init__(self, -1, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                              padding_mode)
-            self._lazy_init(_tensors(bias=bias), ("conv", groups, False, padding, dilation))
+            self._lazy_init(_tensors(bias=bias))
         order = "dilation=1, groups=1, bias=True"
     doc = (f"torch.nn.Lazy{regular.__name__}(out_channels, kernel_size, stride=1, padding=0, {order}, "
            f"padding_mode='zeros'): a {regular.__name__} whose in_channels comes from the first input.")
     return _lazy_class(regular, __init__, doc)
 
 
-def _lazy_norm(regular, spatial):
+def _lazy_norm(regular):
     def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
         regular.__init__(self, -1, eps, momentum, affine, track_running_stats)
-        self._lazy_init(_tensors(weight=affine, bias=affine, running=track_running_stats), ("norm", spatial))
+        self._lazy_init(_tensors(weight=affine, bias=affine, running=track_running_stats))
 
     doc = (f"torch.nn.Lazy{regular.__name__}(eps=1e-5, momentum=0.1, affine=True, track_running_stats=True): a "
            f"{regular.__name__} whose num_features comes from the first input.")
@@ -200,12 +179,12 @@ LazyConv3d = _lazy_conv(_C.nn.Conv3d, False)
 LazyConvTranspose1d = _lazy_conv(_C.nn.ConvTranspose1d, True)
 LazyConvTranspose2d = _lazy_conv(_C.nn.ConvTranspose2d, True)
 LazyConvTranspose3d = _lazy_conv(_C.nn.ConvTranspose3d, True)
-LazyBatchNorm1d = _lazy_norm(_C.nn.BatchNorm1d, 0)
-LazyBatchNorm2d = _lazy_norm(_C.nn.BatchNorm2d, 2)
-LazyBatchNorm3d = _lazy_norm(_C.nn.BatchNorm3d, 3)
-LazyInstanceNorm1d = _lazy_norm(_C.nn.InstanceNorm1d, 1)
-LazyInstanceNorm2d = _lazy_norm(_C.nn.InstanceNorm2d, 2)
-LazyInstanceNorm3d = _lazy_norm(_C.nn.InstanceNorm3d, 3)
+LazyBatchNorm1d = _lazy_norm(_C.nn.BatchNorm1d)
+LazyBatchNorm2d = _lazy_norm(_C.nn.BatchNorm2d)
+LazyBatchNorm3d = _lazy_norm(_C.nn.BatchNorm3d)
+LazyInstanceNorm1d = _lazy_norm(_C.nn.InstanceNorm1d)
+LazyInstanceNorm2d = _lazy_norm(_C.nn.InstanceNorm2d)
+LazyInstanceNorm3d = _lazy_norm(_C.nn.InstanceNorm3d)
 
 __all__ = [
     "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",

@@ -217,6 +217,7 @@ TensorDict Module::state_dict() const {
 
 std::pair<std::vector<std::string>, std::vector<std::string>> Module::load_state_dict(const TensorDict& state,
                                                                                       bool strict) {
+  for (const auto& [name, m] : named_modules()) m->load_lazy_shapes(state, name.empty() ? name : name + ".");
   TensorDict own = state_dict();
   std::vector<std::string> missing, unexpected, mismatched;
   for (const auto& [name, t] : own) {

@@ -86,6 +86,10 @@ class Module : public std::enable_shared_from_this<Module> {
    *  missing and unexpected keys (both empty when strict). */
   std::pair<std::vector<std::string>, std::vector<std::string>> load_state_dict(const TensorDict& state,
                                                                                 bool strict = true);
+  /** Called by load_state_dict on every module first: a lazy layer (its input size unknown) that
+   *  has not run yet makes its tensors in the shapes of those under `prefix` in state, so that
+   *  they load (torch's _lazy_load_hook). Other modules do nothing. */
+  virtual void load_lazy_shapes(const TensorDict& /*state*/, const std::string& /*prefix*/) {}
 
   void train(bool on = true);
   void eval() { train(false); }

@@ -85,6 +85,19 @@ void ConvImpl::reset_parameters() {
   }
 }
 
+void ConvImpl::build(int64_t channels) {
+  in_channels_ = channels;
+  if (type_name().starts_with("Lazy")) set_type_name(type_name().substr(4));
+  make_weight(*this, transposed_, channels, out_channels_, groups_, kernel_size_, has_bias_, get_default_dtype());
+  reset_parameters();
+}
+
+void ConvImpl::load_lazy_shapes(const TensorDict& state, const std::string& prefix) {
+  // weight [out, in / groups, *kernel], transposed [in, out / groups, *kernel]
+  const Tensor* w = state.find(prefix + "weight");
+  if (in_channels_ < 0 && w && w->dim() == spatial_dims_ + 2) build(transposed_ ? w->size(0) : w->size(1) * groups_);
+}
+
 Tensor ConvImpl::forward(const Tensor& x) {
   if (in_channels_ < 0) {
     // A lazy layer: the channels of the first input (dim 0 of an unbatched one); the default
@@ -96,10 +109,7 @@ Tensor ConvImpl::forward(const Tensor& x) {
     if (channels <= 0 || channels % groups_)
       fail("[", type_name(), "] the input's ", channels, " channels must be a positive multiple of groups (", groups_,
            ")");
-    in_channels_ = channels;
-    if (type_name().starts_with("Lazy")) set_type_name(type_name().substr(4));  // LazyConv2d becomes Conv2d
-    make_weight(*this, transposed_, channels, out_channels_, groups_, kernel_size_, has_bias_, get_default_dtype());
-    reset_parameters();
+    build(channels);
   }
   const Tensor& w = parameter("weight");
   std::optional<Tensor> b;

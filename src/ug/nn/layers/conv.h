@@ -25,11 +25,16 @@ class ConvImpl : public Module {
            Dims output_padding = {0}, std::string padding_mode = "zeros");
   Tensor forward(const Tensor& x) override;
   void reset_parameters() override;
+  void load_lazy_shapes(const TensorDict& state, const std::string& prefix) override;
   std::string extra_repr() const override;
   /** Keras's layer.compute_dtype: the mixed-precision policy's 16-bit dtype, if built under one. */
   std::optional<DType> compute_dtype() const { return compute_dtype_; }
 
  private:
+  /** A lazy layer's first forward (or load): its weight for `channels` input channels, in the
+   *  default dtype; it becomes the regular layer (LazyConv2d prints as Conv2d). */
+  void build(int64_t channels);
+
   int spatial_dims_;
   int64_t in_channels_, out_channels_;
   Dims kernel_size_, stride_;

@@ -47,12 +47,21 @@ void LinearImpl::reset_parameters() {
   }
 }
 
+void LinearImpl::build(int64_t in_features) {
+  if (type_name().starts_with("Lazy")) set_type_name(type_name().substr(4));
+  materialize(in_features);
+  reset_parameters();
+}
+
+void LinearImpl::load_lazy_shapes(const TensorDict& state, const std::string& prefix) {
+  const Tensor* w = state.find(prefix + "weight");
+  if (in_features_ < 0 && w && w->dim() == 2) build(w->size(1));
+}
+
 Tensor LinearImpl::forward(const Tensor& x) {
   if (in_features_ < 0) {
     if (x.dim() == 0) fail("[", type_name(), "] expected an input with a feature dim, got a scalar");
-    if (type_name().starts_with("Lazy")) set_type_name(type_name().substr(4));  // LazyLinear becomes Linear
-    materialize(x.size(-1));
-    reset_parameters();
+    build(x.size(-1));
   }
   if (x.dim() == 0 || x.size(-1) != in_features_)
     fail("[", type_name(), "] expected input with last dim ", in_features_, ", got shape ", x.shape());

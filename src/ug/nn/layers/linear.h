@@ -18,6 +18,7 @@ class LinearImpl : public Module {
   LinearImpl(int64_t in_features, int64_t out_features, bool bias = true, std::optional<DType> dtype = std::nullopt);
   Tensor forward(const Tensor& x) override;
   void reset_parameters() override;
+  void load_lazy_shapes(const TensorDict& state, const std::string& prefix) override;
   std::string extra_repr() const override;
   Tensor& weight() { return parameter("weight"); }
   Tensor& bias() { return parameter("bias"); }
@@ -31,6 +32,9 @@ class LinearImpl : public Module {
   LinearImpl(std::string type_name, int64_t in_features, int64_t out_features, bool bias, DType dtype);
   /** Creates the weight once the input size is known. */
   void materialize(int64_t in_features);
+  /** A lazy layer's first forward (or load): its tensors for in_features, drawn as a Linear's;
+   *  it becomes one (a LazyLinear prints as Linear). */
+  void build(int64_t in_features);
 
  private:
   int64_t in_features_, out_features_;

@@ -87,6 +87,15 @@ BatchNormImpl::BatchNormImpl(int spatial_dims, int64_t num_features, double eps,
                    track_running_stats, bias),
       spatial_dims_(spatial_dims) {}
 
+void NormBaseImpl::load_lazy_shapes(const TensorDict& state, const std::string& prefix) {
+  if (num_features_ >= 0) return;
+  for (const char* name : {"weight", "bias", "running_mean", "running_var"})
+    if (const Tensor* t = state.find(prefix + name); t && t->dim() == 1) {
+      materialize(*this, num_features_, t->size(0), affine_, bias_, track_running_stats_);
+      return;
+    }
+}
+
 Tensor BatchNormImpl::forward(const Tensor& x) {
   const bool ok = spatial_dims_ == 1 ? (x.dim() == 2 || x.dim() == 3) : x.dim() == spatial_dims_ + 2;
   if (!ok)

@@ -17,6 +17,7 @@ class NormBaseImpl : public Module {
   NormBaseImpl(std::string type_name, int64_t num_features, double eps, std::optional<double> momentum, bool affine,
                bool track_running_stats, bool bias);
   void reset_parameters() override;
+  void load_lazy_shapes(const TensorDict& state, const std::string& prefix) override;
   std::string extra_repr() const override;
   double eps() const { return eps_; }
 
