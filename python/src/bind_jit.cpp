@@ -16,6 +16,7 @@
 #include "ug/compiler/cache.h"
 #include "ug/compiler/program.h"
 #include "ug/compiler/debug.h"
+#include "ug/compiler/jit.h"
 #include "ug/ops/control_flow.h"
 
 namespace ugpy {
@@ -319,6 +320,11 @@ void bind_jit(nb::module_& m) {
            nb::arg("static_nums"), nb::arg("static_names"), nb::arg("donate_nums"), nb::arg("donate_names"))
       .def("__call__", &FastKey::operator(), nb::arg("args"), nb::arg("kwargs"),
            "(key bytes, tensor leaves, donated leaf indices) of a call's arguments, or None.");
+  jit.def("exchange_jit_disabled", &ug::detail::exchange_jit_disabled, nb::arg("setting"),
+          "Sets this thread's disable_jit setting (1 disabled, 0 enabled, -1 none) and returns the previous one.");
+  jit.def("jit_disabled", &ug::jit_disabled, "Whether jitted functions run their Python body on this thread now.");
+  jit.def("run_functions_eagerly", &ug::run_functions_eagerly, nb::arg("run_eagerly"));
+  jit.def("functions_run_eagerly", &ug::functions_run_eagerly);
   jit.def(
       "state_epoch", [] { return state_epoch(); },
       "A count that moves whenever Python changes a module's training mode, attributes or children, or a "

@@ -48,6 +48,45 @@ class RetraceWarning(UserWarning):
 _tracing = threading.local()  # depth of the traces running on this thread
 
 
+class disable_jit:
+    """jax.disable_jit: inside `with ug.disable_jit():` (or a function it decorates) jitted
+    functions (ug.jit, ug.function, ug.compile) call their Python body, op by op, instead of a
+    program: print, `.item()`, `if x.sum() > 0` and breakpoints work as in eager code, for
+    debugging. Nothing is traced or cached meanwhile. disable=False turns compilation back on
+    inside an outer disable_jit. Per thread, as JAX's; the C++ ug::DisableJitGuard is the same
+    switch."""
+
+    def __init__(self, disable=True):
+        self._setting, self._previous = int(bool(disable)), []
+
+    def __enter__(self):
+        self._previous.append(_jit.exchange_jit_disabled(self._setting))
+        return self
+
+    def __exit__(self, *exc):
+        _jit.exchange_jit_disabled(self._previous.pop())
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def disabled(*args, **kwargs):
+            with disable_jit(bool(self._setting)):
+                return fn(*args, **kwargs)
+        return disabled
+
+
+def run_functions_eagerly(run_eagerly):
+    """tf.config.run_functions_eagerly: with True, every jitted function (ug.function, ug.jit,
+    ug.compile, and ug::jit in C++) calls its body instead of a program, on every thread, until
+    set back to False; disable_jit(False) still compiles inside."""
+    _jit.run_functions_eagerly(bool(run_eagerly))
+
+
+def functions_run_eagerly():
+    """tf.config.functions_run_eagerly: the setting of run_functions_eagerly."""
+    return _jit.functions_run_eagerly()
+
+
 _STATIC_TYPES = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis))
 
 
@@ -410,7 +449,7 @@ class JitFunction:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if getattr(_tracing, "depth", 0):  # inside another trace: inlined into its program, as in JAX
+        if getattr(_tracing, "depth", 0) or _jit.jit_disabled():  # inside another trace: inlined, as in JAX
             return self._fun(*args, **kwargs)
         self._check_guards()
         grads = self._grad_part()
@@ -543,6 +582,10 @@ class JitFunction:
     def cache_info(self):
         return CacheInfo(*self._cache.info())
 
+    def experimental_get_tracing_count(self):
+        """tf.function's: how many times the function has been traced (cache_info().traces)."""
+        return self.cache_info().traces
+
     def cache_clear(self):
         self._cache.clear()
         self._outputs.clear()
@@ -631,8 +674,64 @@ def function(func=None, *, input_signature=None, jit_compile=None, reduce_retrac
                     raise TypeError(f"[function] argument {i} ({got}) does not match the input_signature's {s}")
             return jitted(*args)
         checked.cache_info, checked.explain = jitted.cache_info, jitted.explain
+        checked.experimental_get_tracing_count = jitted.experimental_get_tracing_count
         return checked
     return wrap if func is None else wrap(func)
+
+
+class ShapeDtypeStruct:
+    """jax.ShapeDtypeStruct: the shape and dtype of an array that is not computed (eval_shape's
+    arguments and results)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(int(d) for d in shape), dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return functools.reduce(lambda a, b: a * b, self.shape, 1)
+
+    def __eq__(self, other):
+        return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype) == (other.shape, other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={str(self.dtype).removeprefix('unigrad.')})"
+
+
+def eval_shape(fun, *args, **kwargs):
+    """jax.eval_shape: the shapes and dtypes of fun's results, as a tree of ShapeDtypeStruct (its
+    other leaves as they are), for arguments given as tensors or ShapeDtypeStructs. fun is traced
+    as ug.jit traces it, so what needs a traced tensor's value (`if x.sum() > 0`) raises as under
+    jit; unlike JAX's, the trace computes once on zeros, and a function that writes state (a
+    PyTorch-style step) takes that step."""
+    def concrete(leaf):
+        return _C.zeros(*leaf.shape, dtype=leaf.dtype) if isinstance(leaf, ShapeDtypeStruct) else leaf
+
+    args, kwargs = tree_unflatten(*_concrete_tree((args, kwargs), concrete))
+    jitted = JitFunction(fun)
+    call = _Call(jitted, args, kwargs)
+    _, traced, key = jitted._trace(call, tuple(call.parts))
+    treedef, leaves = jitted._outputs[key][:2]
+    shapes = iter(ShapeDtypeStruct(t.shape, t.dtype) for t in traced)
+    return tree_unflatten(treedef, [next(shapes) if v is None else v for v in leaves])
+
+
+def _concrete_tree(tree, concrete):
+    leaves, treedef = tree_flatten(tree)
+    return treedef, [concrete(v) for v in leaves]
+
+
+def block_until_ready(tree):
+    """jax.block_until_ready: returns tree. unigrad's CPU ops have finished when they return."""
+    return tree
 
 
 class CompiledModule:
@@ -664,4 +763,5 @@ def compile(model=None, *, fullgraph=True, dynamic=False, backend="unigrad", mod
 
 
 __all__ = ["jit", "function", "compile", "explain", "save", "JitFunction", "CompiledModule", "TensorSpec",
-           "RetraceWarning", "CacheInfo"]
+           "RetraceWarning", "CacheInfo", "disable_jit", "run_functions_eagerly", "functions_run_eagerly",
+           "ShapeDtypeStruct", "eval_shape", "block_until_ready"]

@@ -4,6 +4,7 @@ from collections import namedtuple
 
 from . import _C
 from . import memory as _memory
+from .compiled import functions_run_eagerly, run_functions_eagerly  # noqa: F401  (tf.config's)
 
 PhysicalDevice = namedtuple("PhysicalDevice", ["name", "device_type"])
 LogicalDevice = namedtuple("LogicalDevice", ["name", "device_type"])

@@ -49,6 +49,35 @@ TEST(Jit, RunsTheProgramAndTracesOncePerSignature) {
   EXPECT_NE(warnings[0].find("'f' is traced for the 3rd time"), std::string::npos) << warnings[0];
 }
 
+TEST(Jit, DisableJitGuardAndRunFunctionsEagerlyCallTheFunction) {
+  int calls = 0;
+  JitFunction f = jit([&](const Tensors& xs) {
+    ++calls;
+    return Tensors{xs[0] * 2};
+  });
+  Tensor x = ones({3});
+  {
+    DisableJitGuard eager;
+    f({x});
+    f({x});
+    {
+      DisableJitGuard compiled(false);
+      f({x});  // traced here
+    }
+    EXPECT_TRUE(jit_disabled());
+  }
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(f.cache_info().traces, 1u);
+  f({x});
+  EXPECT_EQ(calls, 3);  // the program runs
+  run_functions_eagerly(true);
+  EXPECT_TRUE(functions_run_eagerly() && jit_disabled());
+  test::expect_values(f({x})[0], {2, 2, 2}, 0);
+  run_functions_eagerly(false);
+  EXPECT_EQ(calls, 4);
+  EXPECT_FALSE(jit_disabled());
+}
+
 TEST(Jit, ReduceRetracingMakesOneProgramForAnyBatchWhereNothingDependsOnIt) {
   manual_seed(0);
   Tensor w = randn({4, 3}).requires_grad_();

@@ -1,6 +1,8 @@
 #include "ug/compiler/jit.h"
 
+#include <atomic>
 #include <iostream>
+#include <utility>
 
 namespace ug {
 
@@ -11,6 +13,9 @@ struct JitFunction::State {
 };
 
 namespace {
+
+thread_local int t_jit_disabled = -1;  // the innermost DisableJitGuard's setting; -1: none
+std::atomic<bool> g_functions_eagerly{false};
 
 compiler::Signature signature_of(const std::vector<Tensor>& inputs) {
   compiler::Signature sig;
@@ -27,7 +32,17 @@ JitFunction::JitFunction(compiler::Function fn, JitOptions options)
           State{std::move(fn), options,
                 compiler::ProgramCache(options.name, options.cache_size, options.reduce_retracing)})) {}
 
+int detail::exchange_jit_disabled(int setting) { return std::exchange(t_jit_disabled, setting); }
+
+DisableJitGuard::DisableJitGuard(bool disable) : previous_(detail::exchange_jit_disabled(disable ? 1 : 0)) {}
+DisableJitGuard::~DisableJitGuard() { detail::exchange_jit_disabled(previous_); }
+
+void run_functions_eagerly(bool run_eagerly) { g_functions_eagerly = run_eagerly; }
+bool functions_run_eagerly() { return g_functions_eagerly; }
+bool jit_disabled() { return t_jit_disabled >= 0 ? t_jit_disabled == 1 : g_functions_eagerly.load(); }
+
 std::vector<Tensor> JitFunction::operator()(const std::vector<Tensor>& inputs) const {
+  if (jit_disabled()) return state_->fn(inputs);
   const compiler::Signature sig = signature_of(inputs);
   if (const compiler::Program* program = state_->cache.find(sig)) return (*program)(inputs);
   compiler::NamedTensors state = state_->options.state;

@@ -45,6 +45,34 @@ class JitFunction {
 
 JitFunction jit(compiler::Function fn, JitOptions options = {});
 
+/** jax.disable_jit: while one is alive on this thread, jitted functions (ug::jit, and Python's
+ *  ug.jit, ug.function and ug.compile) call their function op by op instead of a program, for
+ *  debugging; nothing is traced or cached. DisableJitGuard(false) compiles again inside an outer
+ *  one. */
+class DisableJitGuard {
+ public:
+  explicit DisableJitGuard(bool disable = true);
+  ~DisableJitGuard();
+  DisableJitGuard(const DisableJitGuard&) = delete;
+  DisableJitGuard& operator=(const DisableJitGuard&) = delete;
+
+ private:
+  int previous_;
+};
+
+/** tf.config.run_functions_eagerly: the same as a DisableJitGuard on every thread, where none is
+ *  alive. */
+void run_functions_eagerly(bool run_eagerly);
+bool functions_run_eagerly();
+/** Whether jitted functions run eagerly on this thread now (the guards, else the global setting). */
+bool jit_disabled();
+
+namespace detail {
+/** This thread's innermost DisableJitGuard setting (-1: none), replaced; returns the previous
+ *  one. (Python's disable_jit, a context manager, holds no C++ guard.) */
+int exchange_jit_disabled(int setting);
+}  // namespace detail
+
 /** Compiles Keras's training step (train::CompileOptions::jit_compile) with ug::jit:
  *  trainer.compile({..., .jit_compile = ug::jit_step_compiler()}). */
 train::StepCompiler jit_step_compiler(JitOptions options = {.name = "train_step"});

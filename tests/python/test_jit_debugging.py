@@ -1,0 +1,136 @@
+"""The compiled mode's debugging and inspection tools, against the frameworks that name them:
+jax.disable_jit and tf.config.run_functions_eagerly (jitted functions run their Python body),
+tf.function's experimental_get_tracing_count, jax.eval_shape / ShapeDtypeStruct (checked against
+JAX 0.10.2 on the same functions) and jax.block_until_ready."""
+import threading
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import unigrad as ug
+
+
+def counting(fn):
+    """fn jitted, with a count of the calls that ran its Python body."""
+    calls = [0]
+
+    @ug.jit
+    def jitted(*args):
+        calls[0] += 1
+        return fn(*args)
+    return jitted, calls
+
+
+def test_disable_jit_runs_the_python_body_at_every_call_and_traces_nothing():
+    f, calls = counting(lambda x: x * 2 if x.sum().item() > 0 else x * 3)  # data-dependent: eager only
+    with ug.disable_jit():
+        assert ug.equal(f(ug.ones(3)), ug.full((3,), 2.0))
+        assert ug.equal(f(-ug.ones(3)), ug.full((3,), -3.0))
+    assert calls[0] == 2 and f.cache_info().traces == 0
+    with pytest.raises(TypeError, match="ug.cond"):  # compiled again outside
+        f(ug.ones(3))
+
+
+def test_disable_jit_nests_decorates_and_is_per_thread():
+    f, calls = counting(lambda x: x + 1)
+    f(ug.ones(2))
+    assert calls[0] == 1 and f.cache_info().traces == 1
+
+    @ug.disable_jit()
+    def debug():
+        f(ug.ones(2))
+        with ug.disable_jit(False):  # compiled inside
+            f(ug.ones(2))
+        f(ug.ones(2))
+    debug()
+    assert calls[0] == 3 and f.cache_info().hits == 1
+    seen = []
+    with ug.disable_jit():
+        thread = threading.Thread(target=lambda: seen.append(f(ug.ones(2))))
+        thread.start()
+        thread.join()
+    assert calls[0] == 3 and f.cache_info().hits == 2  # the other thread still ran the program
+    assert ug.equal(seen[0], ug.full((2,), 2.0))
+
+
+def test_run_functions_eagerly_covers_function_jit_and_compile():
+    f, calls = counting(lambda x: x - 1)
+    g = ug.function(lambda x: x * 5)
+    model = ug.nn.Linear(3, 2)
+    compiled = ug.compile(model)
+    x = ug.randn(4, 3)
+    eager_out = model(x)
+    assert not ug.config.functions_run_eagerly()
+    ug.config.run_functions_eagerly(True)
+    try:
+        assert ug.config.functions_run_eagerly()
+        f(ug.ones(2))
+        f(ug.ones(2))
+        assert ug.equal(g(ug.ones(2)), ug.full((2,), 5.0))
+        assert ug.equal(compiled(x), eager_out)
+        assert calls[0] == 2
+        with ug.disable_jit(False):
+            f(ug.ones(2))
+        assert calls[0] == 3
+    finally:
+        ug.config.run_functions_eagerly(False)
+    assert (f.cache_info().traces, g.experimental_get_tracing_count(), compiled.cache_info().traces) == (1, 0, 0)
+    f(ug.ones(2))
+    assert calls[0] == 3  # the program traced under disable_jit(False) runs
+
+
+def test_experimental_get_tracing_count_counts_traces_as_tensorflow():
+    # tf.function's own figures for this sequence: a trace per new shape, none for a repeat.
+    g = ug.function(lambda x: x + 1)
+    counts = []
+    for shape in [(2,), (2,), (3,), (2,), (3, 1)]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ug.compiled.RetraceWarning)  # the third trace warns
+            g(ug.ones(*shape))
+        counts.append(g.experimental_get_tracing_count())
+    assert counts == [1, 1, 2, 2, 3]
+    signed = ug.function(lambda x: x * 2, input_signature=[ug.TensorSpec([None], ug.float32)])
+    signed(ug.ones(2))
+    assert signed.experimental_get_tracing_count() == 1
+
+
+def test_eval_shape_matches_jax():
+    def ug_fn(x, w, scale):
+        h = (x @ w).relu()
+        return {"h": h * scale, "pooled": h.mean(0), "argmax": h.argmax(1), "pair": (h.t(), x.sum())}
+
+    def jax_fn(x, w, scale):
+        h = jax.nn.relu(x @ w)
+        return {"h": h * scale, "pooled": h.mean(0), "argmax": h.argmax(1), "pair": (h.T, x.sum())}
+
+    got = ug.eval_shape(ug_fn, ug.ShapeDtypeStruct((8, 5), ug.float32), ug.randn(5, 3), 2.0)
+    want = jax.eval_shape(jax_fn, jax.ShapeDtypeStruct((8, 5), jnp.float32), jnp.ones((5, 3)), 2.0)
+    assert sorted(got) == sorted(want)
+    for key in want:  # JAX orders a dict's leaves by key, unigrad as inserted: compared key by key
+        got_leaves, want_leaves = ug.tree_util.tree_leaves(got[key]), jax.tree_util.tree_leaves(want[key])
+        assert len(got_leaves) == len(want_leaves), key
+        for g, w in zip(got_leaves, want_leaves):
+            if isinstance(w, jax.ShapeDtypeStruct):
+                # JAX's default integer is int32 (without x64); unigrad's is torch's int64.
+                want_dtype = "int64" if w.dtype == jnp.int32 else str(w.dtype)
+                assert (g.shape, str(g.dtype).removeprefix("unigrad.")) == (tuple(w.shape), want_dtype), key
+    assert got["h"] == ug.ShapeDtypeStruct((8, 3), ug.float32) and got["h"].ndim == 2 and got["h"].size == 24
+    assert repr(got["pooled"]) == "ShapeDtypeStruct(shape=(3,), dtype=float32)"
+    assert got["pair"][1].shape == ()
+    # A result that is not a tensor stays as it is (as ug.jit returns it; JAX makes it an array).
+    assert ug.eval_shape(lambda x: (x, 7, "tag"), ug.ShapeDtypeStruct((1,), ug.int64))[1:] == (7, "tag")
+
+
+def test_eval_shape_needs_no_values_and_raises_where_jit_would():
+    spec = ug.ShapeDtypeStruct((2, 3), ug.bfloat16)
+    assert ug.eval_shape(lambda x: x.to(ug.float32).exp(), spec) == ug.ShapeDtypeStruct((2, 3), ug.float32)
+    with pytest.raises(TypeError, match="ug.cond"):
+        ug.eval_shape(lambda x: x if x.sum() > 0 else -x, spec)
+
+
+def test_block_until_ready_returns_its_argument():
+    tree = {"a": ug.ones(2), "b": [np.float32(1), ug.zeros(1)]}
+    assert ug.block_until_ready(tree) is tree
