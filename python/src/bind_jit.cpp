@@ -242,6 +242,9 @@ void bind_jit(nb::module_& m) {
       .def_prop_ro("num_inputs", &compiler::Program::num_inputs)
       .def_prop_ro("num_outputs", &compiler::Program::num_outputs)
       .def("node_types", &compiler::Program::node_types)
+      .def("as_text", &compiler::Program::text, nb::arg("as_run") = false,
+           "The graph as text, a node a line with the line of code that traced it: as traced and "
+           "simplified (what save writes), or with as_run as it runs (elementwise chains fused).")
       .def_prop_ro("any_size_dims", &compiler::Program::any_size_dims,
                    "For each input, which dims take any size (reduce_retracing).")
       .def_prop_ro("shape_read_at", &compiler::Program::shape_read_at,

@@ -78,6 +78,19 @@ TEST(Jit, DisableJitGuardAndRunFunctionsEagerlyCallTheFunction) {
   EXPECT_FALSE(jit_disabled());
 }
 
+TEST(Jit, AProgramReadsAsText) {
+  compiler::Program program =
+      compiler::Program::trace([](const Tensors& xs) { return Tensors{(matmul(xs[0], xs[1]).relu() * 2).exp().sum()}; },
+                               {randn({3, 4}), randn({4, 5})});
+  const std::string text = program.text();
+  EXPECT_EQ(text.rfind("graph(%input_0: float32[3, 4], %input_1: float32[4, 5]) {\n", 0), 0u) << text;
+  for (const char* line :
+       {"= MatMul(%input_0, %input_1)", "= Relu(", "= Exp(", "= ReduceSum", "constant float32[] [2]"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
+  EXPECT_NE(text.find("  return %"), std::string::npos);
+  EXPECT_EQ(program.text(true).find("= Exp("), std::string::npos) << "the chain runs fused";
+}
+
 TEST(Jit, ReduceRetracingMakesOneProgramForAnyBatchWhereNothingDependsOnIt) {
   manual_seed(0);
   Tensor w = randn({4, 3}).requires_grad_();

@@ -2,6 +2,7 @@
 jax.disable_jit and tf.config.run_functions_eagerly (jitted functions run their Python body),
 tf.function's experimental_get_tracing_count, jax.eval_shape / ShapeDtypeStruct (checked against
 JAX 0.10.2 on the same functions) and jax.block_until_ready."""
+import inspect
 import threading
 import warnings
 
@@ -134,3 +135,24 @@ def test_eval_shape_needs_no_values_and_raises_where_jit_would():
 def test_block_until_ready_returns_its_argument():
     tree = {"a": ug.ones(2), "b": [np.float32(1), ug.zeros(1)]}
     assert ug.block_until_ready(tree) is tree
+
+
+def test_a_lowered_program_reads_as_text_with_the_lines_that_traced_it():
+    @ug.jit
+    def f(x, w):
+        h = (x @ w).relu()  # line A
+        return ((h * 2 + 1).exp() - 1).sum(1)  # line B
+
+    program = f.lower(ug.randn(3, 4), ug.randn(4, 5))
+    text = program.as_text().splitlines()
+    source, first = inspect.getsourcelines(f.__wrapped__)
+    line_a = first + next(i for i, line in enumerate(source) if line.endswith("# line A\n"))
+    assert text[0] == "graph(%input_0: float32[3, 4], %input_1: float32[4, 5]) {" and text[-1] == "}"
+    assert "constant float32[] [2]" in "\n".join(text)  # small constants show their values
+    matmul = next(t for t in text if "= MatMul(%input_0, %input_1)" in t)
+    assert matmul.endswith(f"test_jit_debugging.py:{line_a} in f: h = (x @ w).relu()  # line A")
+    assert [t.split(" = ")[1].split("(")[0].split("[")[0] for t in text if " = " in t and "constant" not in t] == [
+        "MatMul", "Relu", "Mul", "Add", "Exp", "Sub", "ReduceSum"]
+    assert text[-2].startswith("  return %")
+    run = program.as_text(as_run=True)
+    assert 'UgReplay[index=0, op="fused"]' in run and "Exp(" not in run  # the chain and its sum: one group

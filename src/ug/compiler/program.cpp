@@ -313,6 +313,8 @@ std::vector<std::string> Program::node_types() const {
   return types;
 }
 
+std::string Program::text(bool as_run) const { return onnx::to_text(as_run && fused_graph_ ? *fused_graph_ : *graph_); }
+
 std::string Program::stale() const {
   const std::vector<Tensor> written = written_constants();
   if (written.empty()) return "";

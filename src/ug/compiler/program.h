@@ -92,6 +92,9 @@ class Program {
   const SimplifyStats& stats() const { return stats_; }
   /** The graph's node types, in the order they run. */
   std::vector<std::string> node_types() const;
+  /** The graph as text (onnx::to_text): as traced and simplified, what save() writes, or with
+   *  `as_run` as it runs, its elementwise chains fused and its updates applied. */
+  std::string text(bool as_run = false) const;
   /** The program as a serialized ONNX ModelProto. */
   const std::string& onnx_bytes() const { return *bytes_; }
   /** Writes onnx_bytes() to a file that ug::onnx::load, `ug serve` and ONNX Runtime read. */

@@ -103,6 +103,16 @@ void plan_run(Graph& graph);
  *  either (compiler/remat.cpp weighs a program's memory with it). */
 int in_place_operands(const Node& node);
 
+/** The graph as text, one node a line, for reading (jax's lower(...).as_text()):
+ *    graph(%x: float32[3, 4]) {
+ *      %w = constant float32[4, 5]
+ *      %v3 = MatMul(%x, %w)  # model.py:12
+ *      return %v3
+ *    }
+ *  attributes in brackets after the op, "_" for an absent optional input, the user code's line
+ *  that traced a node after it. */
+std::string to_text(const Graph& graph);
+
 /** Runs a graph's nodes over `values` (by value id, with the inputs, initializers and captures
  *  set) and returns its outputs. */
 std::vector<Tensor> run_graph(const Graph& graph, std::vector<Tensor> values);
