@@ -30,6 +30,7 @@ import inspect
 import threading
 import types
 import warnings
+import weakref
 
 from . import _C
 from .tree import node_unflatten, tree_flatten, tree_unflatten
@@ -46,6 +47,20 @@ class RetraceWarning(UserWarning):
 
 
 _tracing = threading.local()  # depth of the traces running on this thread
+_jitted = weakref.WeakSet()  # every JitFunction alive, for clear_caches
+
+
+def clear_caches():
+    """jax.clear_caches (torch.compiler.reset): every jitted function drops its programs, so
+    that its next call traces again."""
+    for jitted in list(_jitted):
+        jitted.cache_clear()
+
+
+def is_compiling():
+    """torch.compiler.is_compiling: whether this code runs inside the trace of a jitted function
+    (ug.jit, ug.function, ug.compile), rather than eagerly."""
+    return getattr(_tracing, "depth", 0) > 0
 
 
 class disable_jit:
@@ -368,6 +383,7 @@ class JitFunction:
         # optimizer step reads a .grad from before the call (an update compiled apart from an
         # eager backward, which steps only the parameters that have one)
         self._grad_params = None
+        _jitted.add(self)
 
     def _grad_part(self):
         if self._grad_params is None:
@@ -764,4 +780,4 @@ def compile(model=None, *, fullgraph=True, dynamic=False, backend="unigrad", mod
 
 __all__ = ["jit", "function", "compile", "explain", "save", "JitFunction", "CompiledModule", "TensorSpec",
            "RetraceWarning", "CacheInfo", "disable_jit", "run_functions_eagerly", "functions_run_eagerly",
-           "ShapeDtypeStruct", "eval_shape", "block_until_ready"]
+           "ShapeDtypeStruct", "eval_shape", "block_until_ready", "clear_caches", "is_compiling"]

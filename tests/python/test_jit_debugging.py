@@ -156,3 +156,30 @@ def test_a_lowered_program_reads_as_text_with_the_lines_that_traced_it():
     assert text[-2].startswith("  return %")
     run = program.as_text(as_run=True)
     assert 'UgReplay[index=0, op="fused"]' in run and "Exp(" not in run  # the chain and its sum: one group
+
+
+def test_clear_caches_and_is_compiling():
+    f, calls = counting(lambda x: x + 1)
+    model = ug.compile(ug.nn.Linear(2, 2))
+    seen = []
+
+    @ug.function
+    def g(x):
+        seen.append(ug.compiler.is_compiling())
+        return x * 2
+
+    f(ug.ones(2))
+    model(ug.ones(1, 2))
+    g(ug.ones(2))
+    g(ug.ones(2))
+    assert seen == [True] and not ug.compiler.is_compiling()
+    with ug.disable_jit():
+        g(ug.ones(2))
+    assert seen == [True, False]
+    ug.clear_caches()  # jax.clear_caches; torch.compiler.reset is the same
+    assert (f.cache_info().size, model.cache_info().size, g.cache_info().size) == (0, 0, 0)
+    f(ug.ones(2))
+    g(ug.ones(2))
+    assert calls[0] == 2 and seen == [True, False, True]  # traced again
+    ug.compiler.reset()
+    assert f.cache_info().size == 0
