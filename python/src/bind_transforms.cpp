@@ -11,6 +11,7 @@
 #include "ug/autograd/functional.h"
 #include "ug/autograd/tape.h"
 #include "ug/core/batching.h"
+#include "ug/ops/dynamic_slice.h"
 
 namespace ugpy {
 
@@ -110,6 +111,15 @@ void bind_transforms(nb::module_& m) {
   lax.def("axis_depth", &ug::lax::axis_depth,
           "How many vmap axis bindings are open up to the innermost one of the name (0: unbound).");
   lax.def("open_axes", &ug::lax::open_axes, "How many vmap axis bindings are open.");
+  lax.def(
+      "dynamic_slice",
+      [](const ug::Tensor& x, const std::vector<ug::Tensor>& starts, const std::vector<int64_t>& sizes,
+         bool allow_negative_indices) {
+        return ug::lax::dynamic_slice(x, starts, ug::Dims(sizes.begin(), sizes.end()), allow_negative_indices);
+      },
+      nb::arg("x"), nb::arg("starts"), nb::arg("sizes"), nb::arg("allow_negative_indices"));
+  lax.def("dynamic_update_slice", &ug::lax::dynamic_update_slice, nb::arg("x"), nb::arg("update"), nb::arg("starts"),
+          nb::arg("allow_negative_indices"));
 }
 
 }  // namespace ugpy

@@ -116,5 +116,88 @@ def axis_index(axis_name):
     return _C.tensor(_dist.get_rank(group[0]), dtype=_C.int32)
 
 
+def _starts(op, operand, start_indices, allow_negative_indices):
+    """The starts as tensors; a negative int start is refused where negative starts are not
+    allowed, as JAX refuses it (a tensor start is clamped)."""
+    starts = []
+    for d, i in enumerate(start_indices):
+        if not isinstance(i, _C.Tensor):
+            if int(i) < 0 and not allow_negative_indices and d < operand.dim():
+                raise ValueError(f"[{op}] index {int(i)} is out of bounds for dimension {operand.shape[d]} "
+                                 "if allow_negative_indices=False")
+            i = _C.tensor(int(i))
+        starts.append(i)
+    return starts
+
+
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
+    """jax.lax.dynamic_slice: the block of slice_sizes at start_indices (ints or integer scalar
+    tensors: a loop counter in a compiled loop); a negative start counts from the end, then
+    each start is clamped so that the block fits."""
+    starts = _starts("dynamic_slice", operand, start_indices, allow_negative_indices)
+    return _vmap.dynamic_slice(operand, starts, list(slice_sizes), allow_negative_indices)
+
+
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
+    """jax.lax.dynamic_update_slice: operand with the block at start_indices replaced by update
+    (its rank); starts as dynamic_slice's."""
+    starts = _starts("dynamic_update_slice", operand, start_indices, allow_negative_indices)
+    return _vmap.dynamic_update_slice(operand, update, starts, allow_negative_indices)
+
+
+def _in_dim(operand, index, axis):
+    starts = [0] * operand.dim()
+    starts[axis % operand.dim()] = index
+    return starts
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+    """jax.lax.dynamic_slice_in_dim: dynamic_slice along one axis, the others whole."""
+    sizes = list(operand.shape)
+    sizes[axis % operand.dim()] = slice_size
+    return dynamic_slice(operand, _in_dim(operand, start_index, axis), sizes)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    """jax.lax.dynamic_index_in_dim: the slice at index along axis (kept as a dim of 1 by default)."""
+    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    return out if keepdims else out.squeeze(axis)
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    """jax.lax.dynamic_update_slice_in_dim: dynamic_update_slice at start_index along axis."""
+    return dynamic_update_slice(operand, update, _in_dim(operand, start_index, axis))
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis):
+    """jax.lax.dynamic_update_index_in_dim: the slice at index along axis replaced by update
+    (with or without that dim)."""
+    if update.dim() == operand.dim() - 1:
+        update = update.unsqueeze(axis % operand.dim())
+    return dynamic_update_slice_in_dim(operand, update, index, axis)
+
+
+def map(f, xs):  # noqa: A001  (jax.lax.map's name)
+    """jax.lax.map: f over the leading axis of xs (a tree), one example at a time: scan with no
+    carry, compiled as one loop under jit."""
+    return scan(lambda carry, x: (carry, f(x)), None, xs)[1]
+
+
+def select(pred, on_true, on_false):
+    """jax.lax.select: where(pred, on_true, on_false), the three of one shape."""
+    if tuple(pred.shape) != tuple(on_true.shape) or tuple(on_true.shape) != tuple(on_false.shape):
+        raise ValueError(f"[select] pred, on_true and on_false must have one shape, got {tuple(pred.shape)}, "
+                         f"{tuple(on_true.shape)} and {tuple(on_false.shape)}")
+    return _C.where(pred, on_true, on_false)
+
+
+def top_k(operand, k):
+    """jax.lax.top_k: the k largest values along the last axis and their indices, largest first."""
+    values, indices = operand.topk(k, -1)
+    return values, indices
+
+
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "axis_index", "cond", "switch",
-           "while_loop", "fori_loop", "scan"]
+           "while_loop", "fori_loop", "scan", "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",
+           "dynamic_index_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim", "map", "select",
+           "top_k"]

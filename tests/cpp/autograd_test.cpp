@@ -569,6 +569,19 @@ TEST(Vmap, GradOfVmapOfGrad) {
   expect_close(g, values(xs.exp() + xs * 6));
 }
 
+TEST(Lax, DynamicSliceAndUpdateTakeTensorStarts) {
+  // The C++ form of jax.lax.dynamic_slice / dynamic_update_slice (the Python tests compare them
+  // with JAX under grad, vmap and jit; these check the C++ API and the clamping).
+  Tensor x = ug::arange(12, {.dtype = ug::float32}).reshape({3, 4});
+  Tensor block = ug::lax::dynamic_slice(x, {ug::scalar_tensor(1), ug::scalar_tensor(3)}, {2, 2});
+  ug::test::expect_tensor(block, {2, 2}, {6, 7, 10, 11});  // column start 3 clamped to 2
+  Tensor last = ug::lax::dynamic_slice(x, {ug::scalar_tensor(-1), ug::scalar_tensor(0)}, {1, 2});
+  ug::test::expect_tensor(last, {1, 2}, {8, 9});  // -1 counts from the end
+  Tensor updated = ug::lax::dynamic_update_slice(x, ug::zeros({1, 2}), {ug::scalar_tensor(2), ug::scalar_tensor(1)});
+  ug::test::expect_tensor(updated, {3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 11});
+  EXPECT_THROW(ug::lax::dynamic_slice(x, {ug::scalar_tensor(0)}, {1, 1}), ug::ValueError);
+}
+
 TEST(Vmap, CollectivesOverANamedAxis) {
   // The C++ form of jax.vmap(f, axis_name="i") with jax.lax's collectives inside (the Python
   // tests compare every collective with JAX; these check the C++ API reaches them).
