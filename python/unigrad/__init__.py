@@ -29,6 +29,7 @@ from .custom_gradients import custom_gradient, custom_jvp, custom_vjp  # noqa: F
 from .compiled import TensorSpec, compile, function, jit  # noqa: F401  (compile: torch.compile's name)
 from .compiled import ShapeDtypeStruct, block_until_ready, clear_caches, disable_jit, eval_shape  # noqa: F401
 from . import compiler  # noqa: F401,E402  (torch.compiler)
+from . import func  # noqa: F401,E402  (torch.func)
 from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 from .remat import checkpoint, checkpoint_policies, remat  # noqa: F401  (jax.checkpoint's names)
 

@@ -1,0 +1,94 @@
+"""ug.func against torch.func (torch 2.13) on the same weights and data: per-sample gradients
+(vmap of grad of a functional_call, the functorch tutorial's recipe), a model ensemble
+(stack_module_state + vmap of functional_call), grad_and_value's order, linearize, chunked
+vmap, and the errors. Each compared value is a short float32 sum (at most 16 terms) or its
+gradient, so the two libraries agree to a few float32 roundings of their magnitudes."""
+import numpy as np
+import pytest
+import torch
+import torch.func as tf
+
+import unigrad as ug
+
+RNG = np.random.default_rng(0)
+
+
+def pair_of_mlps():
+    t = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    u = ug.nn.Sequential(ug.nn.Linear(6, 8), ug.nn.Tanh(), ug.nn.Linear(8, 3))
+    u.load_state_dict({k: ug.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+    return t, u
+
+
+def close(got, want, scale=1.0):
+    np.testing.assert_allclose(np.asarray(got), want.detach().numpy(), rtol=1e-5, atol=32 * 1.2e-7 * scale)
+
+
+def test_per_sample_gradients_match_torch_func():
+    t, u = pair_of_mlps()
+    x, y = RNG.standard_normal((5, 6)).astype(np.float32), RNG.integers(0, 3, 5)
+
+    def t_loss(params, x, y):
+        return torch.nn.functional.cross_entropy(tf.functional_call(t, params, (x.unsqueeze(0),)), y.unsqueeze(0))
+
+    def u_loss(params, x, y):
+        return ug.nn.functional.cross_entropy(ug.func.functional_call(u, params, (x.unsqueeze(0),)), y.unsqueeze(0))
+    want = tf.vmap(tf.grad(t_loss), in_dims=(None, 0, 0))(
+        {k: v.detach() for k, v in t.named_parameters()}, torch.tensor(x), torch.tensor(y))
+    got = ug.func.vmap(ug.func.grad(u_loss), in_dims=(None, 0, 0))(
+        {k: v.detach() for k, v in u.named_parameters()}, ug.tensor(x), ug.tensor(y))
+    assert sorted(got) == sorted(want)
+    for name in want:
+        assert tuple(got[name].shape) == tuple(want[name].shape) == (5, *t.get_parameter(name).shape)
+        close(got[name].numpy(), want[name], scale=want[name].abs().max().item())
+
+
+def test_an_ensemble_runs_as_in_torch_func():
+    pairs = [pair_of_mlps() for _ in range(3)]
+    t_params, t_buffers = tf.stack_module_state([t for t, _ in pairs])
+    u_params, u_buffers = ug.func.stack_module_state([u for _, u in pairs])
+    assert list(u_params) == list(t_params) and u_buffers == {} == t_buffers
+    assert all(p.requires_grad and p.is_leaf for p in u_params.values())
+    x = RNG.standard_normal((4, 6)).astype(np.float32)
+    base_t, base_u = pairs[0][0].to("meta"), pairs[0][1]
+    want = tf.vmap(lambda p, b, x: tf.functional_call(base_t, (p, b), (x,)), in_dims=(0, 0, None))(
+        t_params, t_buffers, torch.tensor(x))
+    got = ug.func.vmap(lambda p, b, x: ug.func.functional_call(base_u, (p, b), (x,)), in_dims=(0, 0, None))(
+        u_params, u_buffers, ug.tensor(x))
+    close(got.numpy(), want, scale=want.abs().max().item())
+    for i, (_, u) in enumerate(pairs):  # each slice is that model's own output; the models are unchanged
+        np.testing.assert_allclose(got[i].numpy(), u(ug.tensor(x)).detach().numpy(), rtol=0, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:Attempted to insert a get_attr Node")  # torch.func.linearize's own
+def test_grad_and_value_linearize_and_chunked_vmap():
+    x = RNG.standard_normal(7).astype(np.float32)
+
+    def f(v):
+        return (v.sin() * v).sum()
+    grad_u, value_u = ug.func.grad_and_value(f)(ug.tensor(x))
+    grad_t, value_t = tf.grad_and_value(f)(torch.tensor(x))
+    close(grad_u.numpy(), grad_t)
+    close(value_u.numpy(), value_t, scale=7.0)
+    out_u, jvp_u = ug.func.linearize(lambda v: v.sin() * v, ug.tensor(x))
+    out_t, jvp_t = tf.linearize(lambda v: v.sin() * v, torch.tensor(x))
+    tangent = RNG.standard_normal(7).astype(np.float32)
+    close(out_u.numpy(), out_t)
+    close(jvp_u(ug.tensor(tangent)).numpy(), jvp_t(torch.tensor(tangent)), scale=4.0)
+    xs = ug.tensor(RNG.standard_normal((10, 3)).astype(np.float32))
+    whole = ug.func.vmap(lambda r: (r * r).sum(), in_dims=0)(xs)
+    chunked = ug.func.vmap(lambda r: (r * r).sum(), in_dims=0, chunk_size=4)(xs)
+    assert ug.equal(whole, chunked)
+
+
+def test_errors_name_the_call():
+    _, u = pair_of_mlps()
+    with pytest.raises(RuntimeError, match=r"strict: missing key\(s\) 0.bias"):
+        ug.func.functional_call(u, {k: v for k, v in u.named_parameters() if k != "0.bias"}, ug.ones(1, 6),
+                                strict=True)
+    with pytest.raises(ValueError, match="'0.weight' appeared in more than one"):
+        ug.func.functional_call(u, ({"0.weight": ug.ones(8, 6)}, {"0.weight": ug.ones(8, 6)}), ug.ones(1, 6))
+    with pytest.raises(NotImplementedError, match="randomness='different'"):
+        ug.func.vmap(lambda v: v, randomness="different")
+    with pytest.raises(RuntimeError, match="one type"):
+        ug.func.stack_module_state([ug.nn.Linear(2, 2), ug.nn.Tanh()])
