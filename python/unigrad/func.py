@@ -1,5 +1,5 @@
 """ug.func: torch.func's names for the function transforms, which are ug's own (ug.grad, ug.vmap,
-jacrev, jacfwd, hessian, vjp, jvp; the JAX spellings), with PyTorch's argument names, and
+jacrev, jacfwd, hessian, vjp, jvp, linearize; the JAX spellings), with PyTorch's argument names, and
 functional_call / stack_module_state, so that functorch code (per-sample gradients, model
 ensembles) runs as written."""
 from . import _C
@@ -7,7 +7,7 @@ from . import nn as _nn
 from . import transforms as _t
 from .tree import tree_flatten, tree_unflatten
 
-grad, jacrev, jacfwd, hessian, vjp, jvp = _t.grad, _t.jacrev, _t.jacfwd, _t.hessian, _t.vjp, _t.jvp
+grad, jacrev, jacfwd, hessian, vjp, jvp, linearize = _t.grad, _t.jacrev, _t.jacfwd, _t.hessian, _t.vjp, _t.jvp, _t.linearize
 
 
 def grad_and_value(func, argnums=0, has_aux=False):
@@ -19,16 +19,6 @@ def grad_and_value(func, argnums=0, has_aux=False):
         value, gradient = both(*args, **kwargs)
         return gradient, value
     return wrapped
-
-
-def linearize(func, *primals):
-    """torch.func.linearize (jax.linearize): (func(*primals), jvp_fn), jvp_fn(*tangents) giving the
-    forward-mode derivative at primals. (jvp_fn runs func's forward again at each call.)"""
-    output = func(*primals)
-
-    def jvp_fn(*tangents):
-        return _t.jvp(func, primals, tangents)[1]
-    return output, jvp_fn
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):

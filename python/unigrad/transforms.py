@@ -123,6 +123,17 @@ def jvp(fun, primals, tangents):
     return tree_unflatten(aux_box[1], outs), tree_unflatten(aux_box[1], touts)
 
 
+def linearize(fun, *primals):
+    """jax.linearize (torch.func.linearize): (fun(*primals), f_jvp), f_jvp(*tangents) giving the
+    forward-mode derivative of fun at primals along tangents. (Unlike JAX's, f_jvp runs fun's
+    forward again at each call instead of keeping a linear program.)"""
+    output = fun(*primals)
+
+    def f_jvp(*tangents):
+        return jvp(fun, primals, tangents)[1]
+    return output, f_jvp
+
+
 def _jacobian(transform, fun, argnums, has_aux):
     """transform(flat_fn, leaves, i), one of the C++ Jacobian transforms, over the pytree
     arguments argnums of fun and the pytree it returns, as jax.jacrev and jax.jacfwd: the result

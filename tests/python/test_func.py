@@ -92,3 +92,17 @@ def test_errors_name_the_call():
         ug.func.vmap(lambda v: v, randomness="different")
     with pytest.raises(RuntimeError, match="one type"):
         ug.func.stack_module_state([ug.nn.Linear(2, 2), ug.nn.Tanh()])
+
+
+def test_linearize_matches_jax():
+    import jax
+    import jax.numpy as jnp
+    x = RNG.standard_normal(5).astype(np.float32)
+    tangent = RNG.standard_normal(5).astype(np.float32)
+    out_u, f_jvp_u = ug.linearize(lambda v: (v.exp() * v).sum(), ug.tensor(x))
+    out_j, f_jvp_j = jax.linearize(lambda v: (jnp.exp(v) * v).sum(), jnp.asarray(x))
+    bound = 16 * 1.2e-7 * float(np.abs(np.exp(x) * (1 + np.abs(x))).sum() * np.abs(tangent).max())
+    np.testing.assert_allclose(out_u.numpy(), np.asarray(out_j), rtol=1e-6, atol=bound)
+    np.testing.assert_allclose(f_jvp_u(ug.tensor(tangent)).numpy(), np.asarray(f_jvp_j(jnp.asarray(tangent))),
+                               rtol=1e-6, atol=bound)
+    assert ug.func.linearize is ug.linearize
