@@ -18,7 +18,7 @@ from . import debug, distribute, keras, lax  # noqa: F401,E402  (lax: JAX's coll
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled, set_autocast_dtype, set_autocast_enabled  # noqa: F401,E402
 from .parallel_map import pmap  # noqa: F401,E402
 from . import config  # noqa: F401,E402  (tf.config)
-from .devices import default_backend, device_put, devices, local_devices  # noqa: F401,E402  (JAX's)
+from .devices import default_backend, device_get, device_put, devices, local_devices  # noqa: F401,E402  (JAX's)
 from ._C.errors import OutOfMemoryError  # noqa: F401,E402
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .transforms import (GradientTape, grad, hessian, jacfwd, jacobian, jacrev, jvp,  # noqa: F401

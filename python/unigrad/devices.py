@@ -1,5 +1,5 @@
-"""JAX's device functions over ug.device: jax.devices, local_devices, default_backend and
-device_put. New tensors go to the CPU unless a factory is given device=, so the default
+"""JAX's device functions over ug.device: jax.devices, local_devices, default_backend,
+device_put and device_get. New tensors go to the CPU unless a factory is given device=, so the default
 backend is the CPU whatever else the build can reach."""
 from . import _C
 from .tree import tree_map
@@ -43,3 +43,9 @@ def device_put(x, device=None):
             return leaf if leaf.device == target else leaf.to(target)
         return _C.tensor(leaf).to(target)
     return tree_map(put, x)
+
+
+def device_get(x):
+    """jax.device_get: x with every tensor leaf copied to the host as a NumPy array (other
+    leaves as they are)."""
+    return tree_map(lambda leaf: leaf.detach().cpu().numpy() if isinstance(leaf, _C.Tensor) else leaf, x)

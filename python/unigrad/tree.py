@@ -8,6 +8,8 @@ import functools
 
 # Registered node types: type -> (flatten(x) -> (children, aux), unflatten(aux, children) -> x).
 _nodes = {}
+# Registered dataclasses: type -> the names of their children (a leaf's path names the field).
+_field_names = {}
 
 
 class TreeDef:
@@ -76,6 +78,7 @@ def register_dataclass(nodetype, data_fields=None, meta_fields=None):
         return nodetype(**dict(zip(data_fields, children)), **dict(zip(meta_fields, aux)))
 
     register_pytree_node(nodetype, flatten, unflatten)
+    _field_names[nodetype] = data_fields
     return nodetype
 
 
@@ -198,6 +201,93 @@ def tree_all(tree, is_leaf=None):
     return builtins.all(tree_leaves(tree, is_leaf))
 
 
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    """A step of a leaf's path: a dict's key (jax.tree_util.DictKey)."""
+    key: object
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """A step of a leaf's path: a list's or tuple's index."""
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """A step of a leaf's path: a namedtuple's or registered dataclass's field."""
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    """A step of a leaf's path: the index of a registered node's child."""
+    key: int
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
+
+
+def _with_path(tree, is_leaf, path, out):
+    """Appends (path, leaf) in tree_flatten's order."""
+    if is_leaf is not None and is_leaf(tree):
+        out.append((path, tree))
+    elif tree is None:
+        return
+    elif isinstance(tree, (tuple, list)):
+        fields = getattr(tree, "_fields", None) if isinstance(tree, tuple) else None
+        for i, item in enumerate(tree):
+            _with_path(item, is_leaf, path + (GetAttrKey(fields[i]) if fields else SequenceKey(i),), out)
+    elif isinstance(tree, dict):
+        for k in sorted(tree):
+            _with_path(tree[k], is_leaf, path + (DictKey(k),), out)
+    elif type(tree) in _nodes:
+        children, _ = _nodes[type(tree)][0](tree)
+        names = _field_names.get(type(tree))
+        for i, item in enumerate(children):
+            _with_path(item, is_leaf, path + (GetAttrKey(names[i]) if names else FlattenedIndexKey(i),), out)
+    else:
+        out.append((path, tree))
+
+
+def tree_flatten_with_path(tree, is_leaf=None):
+    """jax.tree_util.tree_flatten_with_path: ([(path, leaf)], treedef), each path a tuple of
+    DictKey, SequenceKey, GetAttrKey and FlattenedIndexKey from the root to the leaf."""
+    out = []
+    _with_path(tree, is_leaf, (), out)
+    return out, tree_structure(tree, is_leaf)
+
+
+def tree_leaves_with_path(tree, is_leaf=None):
+    """[(path, leaf)] in tree_leaves' order."""
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(f, tree, *rest, is_leaf=None):
+    """jax.tree_util.tree_map_with_path: f(path, leaf, *leaves of rest at that place)."""
+    pairs, d = tree_flatten_with_path(tree, is_leaf)
+    others = [tree_flatten(r, is_leaf) for r in rest]
+    for _, od in others:
+        if od != d:
+            raise ValueError("[tree_map_with_path] trees have different structures")
+    return tree_unflatten(d, [f(p, x, *[o[0][i] for o in others]) for i, (p, x) in enumerate(pairs)])
+
+
+def keystr(keys):
+    """jax.tree_util.keystr: a path as text, e.g. "['params']['w'][0]"."""
+    return "".join(str(k) for k in keys)
+
+
 # jax.tree's short names.
 flatten, unflatten, leaves, structure, map, reduce, all = (  # noqa: A001
     tree_flatten, tree_unflatten, tree_leaves, tree_structure, tree_map, tree_reduce, tree_all)
+flatten_with_path, leaves_with_path, map_with_path = tree_flatten_with_path, tree_leaves_with_path, tree_map_with_path

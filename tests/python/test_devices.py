@@ -51,6 +51,19 @@ def test_device_put_keeps_the_tree_and_makes_tensors(jax):
         ug.device_put(a, "cuda")
 
 
+def test_device_get_gives_numpy_arrays_as_jax(jax):
+    w = ug.randn(2, 3, requires_grad=True)
+    tree = {"w": w, "step": 3, "pair": (ug.tensor([1, 2]), "tag")}
+    ours = ug.device_get(tree)
+    theirs = jax.device_get({"w": jax.numpy.asarray(w.detach().numpy()), "step": 3,
+                             "pair": (jax.numpy.asarray([1, 2]), "tag")})
+    assert ug.tree_structure(ours) == ug.tree_structure(theirs)
+    for u, j in zip(ug.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+        assert type(u) is type(j) or (isinstance(u, np.ndarray) and isinstance(j, np.ndarray))
+        np.testing.assert_array_equal(np.asarray(u), np.asarray(j))
+    assert ours["w"].dtype == np.float32 and ours["pair"][0].dtype == np.int64  # JAX's would be int32
+
+
 def test_tf_config_lists_the_devices_tensorflow_lists(tf):
     for kind in (None, "CPU", "GPU"):
         assert [tuple(d) for d in ug.config.list_physical_devices(kind)] == \
