@@ -183,3 +183,20 @@ def test_clear_caches_and_is_compiling():
     assert calls[0] == 2 and seen == [True, False, True]  # traced again
     ug.compiler.reset()
     assert f.cache_info().size == 0
+
+
+def test_debug_callback_runs_at_every_call_with_that_calls_values():
+    seen = []
+
+    @ug.jit
+    def f(x, scale):
+        y = x * scale
+        ug.debug.callback(lambda total, pair, tag="": seen.append((total.item(), pair[1].tolist(), tag)),
+                          y.sum(), (2, y[:2]), tag="step")
+        return y
+
+    f(ug.ones(3), 2.0)
+    f(ug.full((3,), 2.0), 2.0)
+    # Traced at the first call (the Python body runs once, computing), then the program calls back at both runs.
+    assert seen[0] == (6.0, [2.0, 2.0], "step") and seen[-1] == (12.0, [4.0, 4.0], "step")
+    assert f.cache_info().traces == 1 and len(seen) in (2, 3)

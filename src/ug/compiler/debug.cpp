@@ -1,5 +1,6 @@
 #include "ug/compiler/debug.h"
 
+#include "ug/compiler/program.h"
 #include "ug/graph/op_call.h"
 
 namespace ug::compiler {
@@ -10,7 +11,11 @@ const graph::OpDef kDebugPrint("debug_print");
 
 void debug_callback(const DebugEmit& emit, const std::vector<Tensor>& values) {
   graph::OpCall call(kDebugPrint);
-  emit(values);
+  // A loop's body is traced on stand-ins of its carry: only its runs have values to show.
+  if (!tracing_loop_body()) {
+    OutsideTrace outside;
+    emit(values);
+  }
   if (call.capturing()) {
     call.set_attrs({{"effect", int64_t(1)}});  // kept though nothing reads its output
     call.set_replay([emit](const std::vector<Tensor>& in) {

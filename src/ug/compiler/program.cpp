@@ -107,6 +107,21 @@ bool is_traced(const Tensor& t) {
   return s->storages.contains(storage_of(t));
 }
 
+bool tracing_loop_body() { return t_trace && graph::detail::current_capture && t_trace->loop_bodies > 0; }
+
+OutsideTrace::OutsideTrace()
+    : trace_(t_trace), capture_(graph::detail::current_capture), hook_(ug::detail::value_read_hook) {
+  if (trace_) ug::detail::value_read_hook = trace_->previous_hook;
+  t_trace = nullptr;
+  graph::detail::current_capture = nullptr;
+}
+
+OutsideTrace::~OutsideTrace() {
+  t_trace = trace_;
+  graph::detail::current_capture = capture_;
+  ug::detail::value_read_hook = hook_;
+}
+
 LoopBodyScope::LoopBodyScope() : active_(t_trace && graph::detail::current_capture) {
   if (active_) ++t_trace->loop_bodies;
 }

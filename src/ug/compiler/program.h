@@ -21,6 +21,10 @@
 #include "ug/compiler/simplify.h"
 #include "ug/core/tensor.h"
 
+namespace ug::graph {
+class Capture;
+}  // namespace ug::graph
+
 namespace ug::onnx {
 struct Graph;
 struct ProgramTrace;
@@ -178,6 +182,25 @@ class LoopBodyScope {
 
  private:
   bool active_;
+};
+
+/** Whether a loop's body or condition is being traced now, on stand-ins of its carry. */
+bool tracing_loop_body();
+
+/** While alive, this thread is outside any trace: ops are not recorded and no tensor is a
+ *  traced value, so a debug callback called while its program is traced sees that trace's
+ *  values as plain tensors (item() works) and adds nothing to the graph. */
+class OutsideTrace {
+ public:
+  OutsideTrace();
+  ~OutsideTrace();
+  OutsideTrace(const OutsideTrace&) = delete;
+  OutsideTrace& operator=(const OutsideTrace&) = delete;
+
+ private:
+  TraceState* trace_;
+  graph::Capture* capture_;
+  void (*hook_)(const Tensor&);
 };
 
 /** Raises a TypeError when t is_traced: Python control flow on it (`what` is "bool()",
