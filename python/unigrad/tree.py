@@ -182,14 +182,22 @@ def _describe(value):
     return f"of length {len(value)}" if isinstance(value, (tuple, list)) else ""
 
 
+def _leaves_like(d, rest, is_leaf, op):
+    """The leaves of each tree of rest, which must all have the structure d."""
+    others = []
+    for r in rest:
+        leaves, od = tree_flatten(r, is_leaf)
+        if od != d:
+            raise ValueError(f"[{op}] trees have different structures")
+        others.append(leaves)
+    return others
+
+
 def tree_map(f, tree, *rest, is_leaf=None):
     """f applied leaf by leaf; `rest` are trees of the same structure."""
     leaves, d = tree_flatten(tree, is_leaf)
-    others = [tree_flatten(r, is_leaf) for r in rest]
-    for _, od in others:
-        if od != d:
-            raise ValueError("[tree_map] trees have different structures")
-    return tree_unflatten(d, [f(x, *[o[0][i] for o in others]) for i, x in enumerate(leaves)])
+    others = _leaves_like(d, rest, is_leaf, "tree_map")
+    return tree_unflatten(d, [f(x, *[o[i] for o in others]) for i, x in enumerate(leaves)])
 
 
 def tree_reduce(function, tree, *initializer, is_leaf=None):
@@ -201,40 +209,18 @@ def tree_all(tree, is_leaf=None):
     return builtins.all(tree_leaves(tree, is_leaf))
 
 
-@dataclasses.dataclass(frozen=True)
-class DictKey:
-    """A step of a leaf's path: a dict's key (jax.tree_util.DictKey)."""
-    key: object
-
-    def __str__(self):
-        return f"[{self.key!r}]"
+def _path_key(name, field, text, doc):
+    """A class of jax.tree_util's path steps: a frozen dataclass of one field, printed as keystr
+    prints it."""
+    return dataclasses.make_dataclass(name, [field], frozen=True, namespace={
+        "__str__": lambda self: text.format(getattr(self, field)), "__doc__": doc, "__module__": __name__})
 
 
-@dataclasses.dataclass(frozen=True)
-class SequenceKey:
-    """A step of a leaf's path: a list's or tuple's index."""
-    idx: int
-
-    def __str__(self):
-        return f"[{self.idx}]"
-
-
-@dataclasses.dataclass(frozen=True)
-class GetAttrKey:
-    """A step of a leaf's path: a namedtuple's or registered dataclass's field."""
-    name: str
-
-    def __str__(self):
-        return f".{self.name}"
-
-
-@dataclasses.dataclass(frozen=True)
-class FlattenedIndexKey:
-    """A step of a leaf's path: the index of a registered node's child."""
-    key: int
-
-    def __str__(self):
-        return f"[<flat index {self.key}>]"
+DictKey = _path_key("DictKey", "key", "[{!r}]", "A step of a leaf's path: a dict's key.")
+SequenceKey = _path_key("SequenceKey", "idx", "[{}]", "A step of a leaf's path: a list's or tuple's index.")
+GetAttrKey = _path_key("GetAttrKey", "name", ".{}", "A step of a leaf's path: a namedtuple's or dataclass's field.")
+FlattenedIndexKey = _path_key("FlattenedIndexKey", "key", "[<flat index {}>]",
+                              "A step of a leaf's path: the index of a registered node's child.")
 
 
 def _with_path(tree, is_leaf, path, out):
@@ -275,11 +261,8 @@ def tree_leaves_with_path(tree, is_leaf=None):
 def tree_map_with_path(f, tree, *rest, is_leaf=None):
     """jax.tree_util.tree_map_with_path: f(path, leaf, *leaves of rest at that place)."""
     pairs, d = tree_flatten_with_path(tree, is_leaf)
-    others = [tree_flatten(r, is_leaf) for r in rest]
-    for _, od in others:
-        if od != d:
-            raise ValueError("[tree_map_with_path] trees have different structures")
-    return tree_unflatten(d, [f(p, x, *[o[0][i] for o in others]) for i, (p, x) in enumerate(pairs)])
+    others = _leaves_like(d, rest, is_leaf, "tree_map_with_path")
+    return tree_unflatten(d, [f(p, x, *[o[i] for o in others]) for i, (p, x) in enumerate(pairs)])
 
 
 def keystr(keys):
