@@ -336,13 +336,18 @@ INSTANCE_NORMS = [("InstanceNorm1d", {}, (3, 4, 20)), ("InstanceNorm1d", {"affin
 def test_instance_norm_matches_torch(name, kwargs, shape):
     batched = len(shape) == (4 if name.endswith("2d") else 3)
     u, t = both(name, shape[1] if batched else shape[0], **kwargs)
+    # Drawn from the case's own seed, not from generators whose state depends on which tests a
+    # pytest-xdist worker ran first: with some draws no element of BatchNorm2d's weight gradient
+    # (360 terms that cancel) was large enough for its derived tolerance to be checked.
+    seed = INSTANCE_NORMS.index((name, kwargs, shape))
     if kwargs.get("affine"):  # weights away from one and zero, so their gradients matter
+        g = torch.Generator().manual_seed(seed)
         with torch.no_grad():
-            t.weight.uniform_(0.5, 1.5)
+            t.weight.uniform_(0.5, 1.5, generator=g)
             if t.bias is not None:
-                t.bias.uniform_(-1, 1)
+                t.bias.uniform_(-1, 1, generator=g)
         twins(u, t)
-    x = rand(*shape)
+    x = (np.random.default_rng(seed).standard_normal(shape) * 3.0).astype(np.float32)
     n = int(np.prod(shape))  # the longest sum: a weight's gradient over every sample and pixel
     check_layer(u, t, x, n=n)
     assert repr(u) == repr(t)
