@@ -33,7 +33,7 @@ import warnings
 import weakref
 
 from . import _C
-from .tree import node_unflatten, tree_flatten, tree_unflatten
+from .tree import node_unflatten, tree_flatten, tree_map, tree_unflatten
 
 _jit = _C._jit
 _Tensor = _C.Tensor
@@ -731,18 +731,13 @@ def eval_shape(fun, *args, **kwargs):
     def concrete(leaf):
         return _C.zeros(*leaf.shape, dtype=leaf.dtype) if isinstance(leaf, ShapeDtypeStruct) else leaf
 
-    args, kwargs = tree_unflatten(*_concrete_tree((args, kwargs), concrete))
+    args, kwargs = tree_map(concrete, (args, kwargs))
     jitted = JitFunction(fun)
     call = _Call(jitted, args, kwargs)
     _, traced, key = jitted._trace(call, tuple(call.parts))
     treedef, leaves = jitted._outputs[key][:2]
     shapes = iter(ShapeDtypeStruct(t.shape, t.dtype) for t in traced)
     return tree_unflatten(treedef, [next(shapes) if v is None else v for v in leaves])
-
-
-def _concrete_tree(tree, concrete):
-    leaves, treedef = tree_flatten(tree)
-    return treedef, [concrete(v) for v in leaves]
 
 
 def block_until_ready(tree):
