@@ -15,6 +15,17 @@
 
 namespace ugpy {
 
+namespace {
+
+ug::Randomness randomness_of(const std::string& name) {
+  if (name == "error") return ug::Randomness::Error;
+  if (name == "same") return ug::Randomness::Same;
+  if (name == "different") return ug::Randomness::Different;
+  ug::fail<ug::ValueError>("[vmap] randomness must be 'error', 'same' or 'different', got '", name, "'");
+}
+
+}  // namespace
+
 void bind_transforms(nb::module_& m) {
   using ug::Tensor;
   using ug::Tensors;
@@ -48,7 +59,7 @@ void bind_transforms(nb::module_& m) {
       "vmap",
       [](const ug::TensorFn& fn, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
          const std::function<std::vector<std::optional<int64_t>>()>& out_axes_now, std::optional<int64_t> axis_size,
-         std::optional<std::string> axis_name) {
+         std::optional<std::string> axis_name, const std::string& randomness) {
         // The outputs' pytree, hence their flat out_axes, is known once the Python function has
         // run: ug::vmap reads out_axes after each call of f, so it is filled then.
         std::vector<std::optional<int64_t>> out_axes;
@@ -64,10 +75,10 @@ void bind_transforms(nb::module_& m) {
             throw;
           }
         };
-        return ug::vmap(unwrapped, args, in_axes, out_axes, axis_size, axis_name);
+        return ug::vmap(unwrapped, args, in_axes, out_axes, axis_size, axis_name, randomness_of(randomness));
       },
       nb::arg("fn"), nb::arg("args"), nb::arg("in_axes"), nb::arg("out_axes_now"), nb::arg("axis_size").none(),
-      nb::arg("axis_name").none() = nb::none());
+      nb::arg("axis_name").none() = nb::none(), nb::arg("randomness") = "error");
   f.def("vmap_fallbacks", &ug::vmap_fallbacks);
   f.def(
       "checkpoint",

@@ -22,15 +22,12 @@ def grad_and_value(func, argnums=0, has_aux=False):
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
-    """torch.func.vmap: ug.vmap with PyTorch's names (in_dims, out_dims). chunk_size maps that many
-    examples at a time and concatenates the results. Random ops inside draw once for all the
-    examples (randomness="same"); "error" does not refuse them, and "different" is not supported."""
+    """torch.func.vmap: ug.vmap with PyTorch's names (in_dims, out_dims). randomness: what random
+    ops inside do ("error" raises, "same" draws once for every example, "different" for each
+    example apart). chunk_size maps that many examples at a time and concatenates the results."""
     if randomness not in ("error", "same", "different"):
         raise ValueError(f"[vmap] randomness must be 'error', 'same' or 'different', got {randomness!r}")
-    if randomness == "different":
-        raise NotImplementedError("[vmap] randomness='different' is not supported: random ops under vmap draw "
-                                  "once for every example (randomness='same'); draw the batch outside instead")
-    mapped = _t.vmap(func, in_dims, out_dims)
+    mapped = _t.vmap(func, in_dims, out_dims, randomness=randomness)
     if chunk_size is None:
         return mapped
     if not isinstance(chunk_size, int) or chunk_size < 1:
@@ -43,8 +40,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             raise ValueError(f"[vmap] with chunk_size, the mapped tensor arguments must share one batch size, "
                              f"got {sorted(sizes)}")
         (size,) = sizes
-        outs = []
+        outs, rng = [], _C.get_rng_state() if randomness == "same" else None
         for start in range(0, size, chunk_size):
+            if rng is not None:  # every chunk draws what the first drew
+                _C.set_rng_state(rng)
             length = min(chunk_size, size - start)
             part = [a if d is None else a.narrow(d, start, length) for a, d in zip(args, dims)]
             outs.append(mapped(*part))

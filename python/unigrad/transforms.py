@@ -223,14 +223,17 @@ class GradientTape:
         return tree_unflatten(d, grads)
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, *, randomness="error"):
     """vmap(f)(*args, **kwargs): f mapped over a batch dim of its arguments, as jax.vmap.
     in_axes is an int, None (not mapped) or a tuple with one entry per positional argument,
     each a pytree prefix of its argument (an int or None there stands for every leaf below
     it); keyword arguments are mapped over their dim 0. out_axes is a pytree prefix of the
     result, None for an output that does not depend on the batch. axis_name names the mapped
     axis while f runs, for ug.lax's collectives (ug.lax.psum(x, axis_name) sums over the
-    batch). axis_size gives the batch size when no argument is mapped."""
+    batch). axis_size gives the batch size when no argument is mapped. randomness says what
+    draws from the global generator (ug.rand, dropout) do inside f, as torch.vmap's: "error"
+    raises, "same" draws once for every example, "different" draws for each example apart;
+    draws from a key (ug.random.normal(key, shape)) follow their key."""
     if isinstance(in_axes, dict):
         raise TypeError("[vmap] in_axes must be an int, None or a tuple with one entry per positional argument, "
                         "got a dict (wrap it in a tuple for a dict argument)")
@@ -260,7 +263,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
             out_box[1] = broadcast_prefix(out_axes, out, "vmap", "out_axes")
             return [_as_tensor(v) for v in leaves]
 
-        outs = _f.vmap(flat_fn, flat, flat_axes, lambda: out_box[1], axis_size, axis_name)
+        outs = _f.vmap(flat_fn, flat, flat_axes, lambda: out_box[1], axis_size, axis_name, randomness)
         return tree_unflatten(out_box[0], outs)
 
     return wrapped

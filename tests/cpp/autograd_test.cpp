@@ -552,6 +552,28 @@ TEST(Vmap, PerExampleGradientsAndFallback) {
                             1e-12);
 }
 
+TEST(Vmap, RandomnessSaysWhatDrawsFromTheGlobalGeneratorDo) {
+  Tensor xs = ug::zeros({4, 3});
+  ug::TensorFn noisy = [](const Tensors& a) { return Tensors{a[0] + ug::rand({3})}; };
+  EXPECT_THROW(ug::vmap(noisy, {xs}, {0}, {}), ug::RuntimeError);  // Randomness::Error, torch's default
+  ug::manual_seed(9);
+  Tensor alone = ug::rand({3});
+  ug::manual_seed(9);
+  Tensor same = ug::vmap(noisy, {xs}, {0}, {}, std::nullopt, std::nullopt, ug::Randomness::Same)[0];
+  for (int64_t b = 0; b < 4; ++b) EXPECT_TRUE(ug::equal(same.select(0, b), alone));
+  // Different: one draw of [4, 3], as an unbatched draw of that shape from the same seed
+  ug::manual_seed(9);
+  Tensor all = ug::rand({4, 3});
+  ug::manual_seed(9);
+  Tensor different = ug::vmap(noisy, {xs}, {0}, {}, std::nullopt, std::nullopt, ug::Randomness::Different)[0];
+  EXPECT_TRUE(ug::equal(different, all));
+  // a key's draws follow the key under any randomness
+  Tensor key = ug::random::key(1);
+  Tensor keyed =
+      ug::vmap([&key](const Tensors& a) { return Tensors{a[0] + ug::random::normal(key, {3})}; }, {xs}, {0}, {})[0];
+  for (int64_t b = 0; b < 4; ++b) EXPECT_TRUE(ug::equal(keyed.select(0, b), ug::random::normal(key, {3})));
+}
+
 TEST(Vmap, GradOfVmapOfGrad) {
   // d/dxs sum_b sum_i d f(xs[b]) / dx_i: the sum over examples of the Hessian times ones,
   // for f(x) = sum(exp(x) + x^3) (exp's rule reads its saved output): exp(x) + 6x per element.

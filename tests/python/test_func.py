@@ -88,8 +88,6 @@ def test_errors_name_the_call():
                                 strict=True)
     with pytest.raises(ValueError, match="'0.weight' appeared in more than one"):
         ug.func.functional_call(u, ({"0.weight": ug.ones(8, 6)}, {"0.weight": ug.ones(8, 6)}), ug.ones(1, 6))
-    with pytest.raises(NotImplementedError, match="randomness='different'"):
-        ug.func.vmap(lambda v: v, randomness="different")
     with pytest.raises(RuntimeError, match="one type"):
         ug.func.stack_module_state([ug.nn.Linear(2, 2), ug.nn.Tanh()])
 

@@ -9,6 +9,7 @@
 #include "ug/graph/record.h"
 #include "ug/autograd/tape.h"
 #include "ug/core/batching.h"
+#include "ug/core/random.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 
@@ -17,7 +18,6 @@ namespace ug {
 namespace {
 
 thread_local int t_transform_depth = 0;
-thread_local int t_vmap_level = 0;
 std::atomic<int64_t> g_vmap_fallbacks{0};
 
 /** The r-th unit vector of length n in like's dtype and device, made with ops rather than
@@ -252,7 +252,7 @@ std::optional<int64_t> out_axis(const std::vector<std::optional<int64_t>>& out_a
 
 Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
              const std::vector<std::optional<int64_t>>& out_axes, std::optional<int64_t> axis_size,
-             const std::optional<std::string>& axis_name) {
+             const std::optional<std::string>& axis_name, Randomness randomness) {
   if (in_axes.size() != args.size())
     fail("[vmap] in_axes has ", in_axes.size(), " entries for ", args.size(), " arguments");
   if (axis_size && *axis_size < 0) fail("[vmap] axis_size must be non-negative, got ", *axis_size);
@@ -274,10 +274,8 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
   std::string per_example_reason = "UG_VMAP_LOOP is set";
   if (std::getenv("UG_VMAP_LOOP") == nullptr) {
     // The batched run: f sees one example per argument, ops apply their batching rules.
-    const int lvl = ++t_vmap_level;
-    struct LevelScope {
-      ~LevelScope() { --t_vmap_level; }
-    } scope;
+    batching::VmapScope scope(batch, randomness);
+    const int lvl = scope.level();
     try {
       std::optional<lax::AxisBinding> name;
       if (axis_name) name.emplace(*axis_name, lvl, batch);
@@ -314,8 +312,12 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
   // axis cannot (it needs every example): it raises, saying why vmap runs this way.
   std::optional<lax::AxisBinding> name;
   if (axis_name) name.emplace(*axis_name, 0, batch, per_example_reason);
+  batching::VmapScope scope(batch, randomness, /*batched=*/false);
+  // randomness "same": every example draws what the first drew.
+  const auto generator_at_start = default_generator().get_state();
   std::vector<Tensors> per_example;
   for (int64_t b = 0; b < batch; ++b) {
+    if (randomness == Randomness::Same && b > 0) default_generator().set_state(generator_at_start);
     Tensors slice = args;
     for (size_t i = 0; i < args.size(); ++i)
       if (in_axes[i]) slice[i] = args[i].select(axes[i], b);

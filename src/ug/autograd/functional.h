@@ -10,6 +10,7 @@
 #include <vector>
 #include <string>
 
+#include "ug/core/batching.h"
 #include "ug/core/tensor.h"
 #include "ug/ops/axis_collectives.h"
 
@@ -46,10 +47,12 @@ Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x);
  *  its axis, axis_size if given (which lets no argument be mapped). f runs once on batched
  *  tensors, each op applying its batching rule; if an op has none, f runs once per example.
  *  axis_name binds a name to the mapped axis while f runs, as jax.vmap's: lax::psum(x, name)
- *  and the other collectives of ug/ops/axis_collectives.h reduce or move x along it. */
+ *  and the other collectives of ug/ops/axis_collectives.h reduce or move x along it.
+ *  randomness says what draws from the global generator do inside f, as torch.func.vmap's:
+ *  Error raises, Same draws once for every example, Different draws for each example apart. */
 Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::optional<int64_t>>& in_axes,
              const std::vector<std::optional<int64_t>>& out_axes, std::optional<int64_t> axis_size = std::nullopt,
-             const std::optional<std::string>& axis_name = std::nullopt);
+             const std::optional<std::string>& axis_name = std::nullopt, Randomness randomness = Randomness::Error);
 
 /** How many vmap calls fell back to one call per example (an op without a batching rule). */
 int64_t vmap_fallbacks();

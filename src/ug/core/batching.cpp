@@ -6,6 +6,22 @@ void throw_no_batching_rule() { throw NoBatchingRule("[vmap] an op has no batchi
 
 namespace batching {
 
+namespace {
+thread_local std::vector<VmapFrame> t_open_vmaps;
+thread_local int t_level = 0;
+}  // namespace
+
+const std::vector<VmapFrame>& open_vmaps() { return t_open_vmaps; }
+
+VmapScope::VmapScope(int64_t size, Randomness randomness, bool batched) : level_(batched ? ++t_level : 0) {
+  t_open_vmaps.push_back({level_, size, randomness});
+}
+
+VmapScope::~VmapScope() {
+  t_open_vmaps.pop_back();
+  if (level_ > 0) --t_level;
+}
+
 Tensor wrap(const Tensor& phys, int lvl) {
   if (phys.dim() == 0) fail("[vmap] cannot wrap a 0-d tensor as a batch");
   Shape logical(phys.shape().begin() + 1, phys.shape().end());

@@ -3,7 +3,9 @@
 // run on the physical tensor with dims shifted by one, and wrap the result.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
+#include <vector>
 
 #include "ug/core/error.h"
 #include "ug/core/tensor.h"
@@ -15,7 +17,37 @@ struct NoBatchingRule : RuntimeError {
   using RuntimeError::RuntimeError;
 };
 
+/** What a draw from the global generator does inside a vmap (torch.func.vmap's randomness):
+ *  raise, draw once for every example, or draw for each example apart. Keyed draws
+ *  (ug::random::normal(key, ...)) follow their key whatever this says. */
+enum class Randomness { Error, Same, Different };
+
 namespace batching {
+
+/** One vmap open on this thread: its level (0 for vmap's example-by-example fallback, which
+ *  batches nothing), its size and its randomness. */
+struct VmapFrame {
+  int level;
+  int64_t size;
+  Randomness randomness;
+};
+
+/** The vmaps open on this thread, outermost first. */
+const std::vector<VmapFrame>& open_vmaps();
+
+/** Opens a vmap for its lifetime: a new batch level, or (batched = false) the frame of the
+ *  example-by-example fallback. */
+class VmapScope {
+ public:
+  VmapScope(int64_t size, Randomness randomness, bool batched = true);
+  ~VmapScope();
+  VmapScope(const VmapScope&) = delete;
+  VmapScope& operator=(const VmapScope&) = delete;
+  int level() const { return level_; }
+
+ private:
+  int level_;
+};
 
 inline int level(const Tensor& t) {
   const BatchInfo* b = t.defined() ? t.impl().batch() : nullptr;

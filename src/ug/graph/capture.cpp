@@ -73,7 +73,10 @@ bool CapturedCall::writes_in_place(size_t i) const {
 }
 
 Capture::Capture(const char* who)
-    : who_(who), grad_sets_at_start_(GradMode::sets_made()), previous_(detail::current_capture) {
+    : who_(who),
+      grad_sets_at_start_(GradMode::sets_made()),
+      vmaps_outside_(batching::open_vmaps().size()),
+      previous_(detail::current_capture) {
   if (previous_) fail<RuntimeError>("[", who, "] a capture (", previous_->who_, ") is already running on this thread");
   detail::current_capture = this;
 }

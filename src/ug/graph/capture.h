@@ -70,6 +70,9 @@ class Capture {
   /** From now on each call records the user code's line that made it (a program's trace:
    *  checks at run time name it). */
   void record_sources() { record_sources_ = true; }
+  /** How many vmaps were open when the capture began: they batch the program's runs, not its
+   *  graph, which holds its values as each example sees them. */
+  size_t vmaps_outside() const { return vmaps_outside_; }
 
  private:
   friend class OpCall;
@@ -88,6 +91,7 @@ class Capture {
   std::vector<Open> open_;  // the calls in progress, outermost first
   std::string error_;
   bool record_sources_ = false;
+  size_t vmaps_outside_;
   Capture* previous_;
 };
 

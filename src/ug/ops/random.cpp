@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "ug/backend/backend.h"
+#include "ug/core/batching.h"
 #include "ug/core/value_read.h"
+#include "ug/graph/capture.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 
@@ -121,20 +123,78 @@ Tensor fill(const Draw& d, const RandomStream& s) {
 
 int64_t count(const Draw& d) { return d.law == Law::Permutation ? static_cast<int64_t>(d.a) : numel_of_dims(d.shape); }
 
-/** One draw from the global generator, or from `key` when one is given. */
-Tensor draw(const Draw& d, const Tensor* key = nullptr) {
+/** What a draw from the global generator does inside the vmaps open from the `first` on:
+ *  the levels and sizes of those that draw for each example (randomness Different), outermost
+ *  first. Fails, naming `op`, when any open vmap refuses draws. */
+struct DrawApart {
+  std::vector<int> levels;
+  Dims sizes;
+};
+DrawApart draw_apart(const char* op, size_t first) {
+  DrawApart apart;
+  const auto& vmaps = batching::open_vmaps();
+  for (size_t i = 0; i < vmaps.size(); ++i) {
+    const batching::VmapFrame& f = vmaps[i];
+    if (f.randomness == Randomness::Error)
+      fail<RuntimeError>("[", op,
+                         "] draws from the global generator inside vmap, whose randomness is 'error': give vmap "
+                         "randomness='different' (a draw for each example) or 'same' (one draw for all), draw "
+                         "outside vmap, or draw from a key (ug.random.normal(key, shape))");
+    if (f.randomness == Randomness::Different && f.level > 0 && i >= first) {
+      apart.levels.push_back(f.level);
+      apart.sizes.push_back(f.size);
+    }
+  }
+  return apart;
+}
+
+/** d from the global generator, drawn for each of `batch` examples: [*batch, *d.shape]. */
+Tensor fill_global(const Draw& d, const Dims& batch) {
+  if (d.law != Law::Permutation || batch.empty()) {
+    Draw all = d;
+    all.shape = batch;
+    for (int64_t s : d.shape) all.shape.push_back(s);
+    return fill(all, reserve_for(count(all)));
+  }
+  const int64_t n = static_cast<int64_t>(d.a), examples = numel_of_dims(batch);
+  Dims shape = batch;
+  shape.push_back(n);
+  Tensor out = empty(shape, {.dtype = DType::Int64});
+  for (int64_t i = 0; i < examples; ++i)
+    std::copy_n(fill(d, reserve_for(n)).data_ptr<int64_t>(), n, out.data_ptr<int64_t>() + i * n);
+  return out;
+}
+
+Tensor batched_at(Tensor physical, const std::vector<int>& levels) {
+  for (int lvl : levels) physical = batching::wrap(physical, lvl);  // outermost first
+  return physical;
+}
+
+/** One draw from `key`, or from the global generator (`op` names it in errors). Inside vmap a
+ *  draw from the global generator follows the vmaps' randomness (core/batching.h). Under a
+ *  capture, the vmaps opened inside the trace batch the draw now, in the physical values its
+ *  graph holds; those around it batch each run of the program, which draws again. */
+Tensor draw(const Draw& d, const Tensor* key = nullptr, const char* op = "random") {
   graph::OpCall call(kRandom);
-  Tensor out = fill(d, key ? stream(*key) : reserve_for(count(d)));
+  const auto* capture = graph::detail::current_capture;
+  const bool vmapped = !key && !batching::open_vmaps().empty();
+  const DrawApart apart = vmapped ? draw_apart(op, capture ? capture->vmaps_outside() : 0) : DrawApart{};
+  Tensor out = key ? fill(d, stream(*key)) : fill_global(d, apart.sizes);
   if (call.capturing()) {
     // A draw from the global generator advances it, so a program keeps it though unread.
     if (!key) call.set_attrs({{"effect", int64_t(1)}});
-    call.set_replay([d, keyed = key != nullptr](const graph::Tensors& in) {
-      return graph::Tensors{fill(d, keyed ? stream(in[0]) : reserve_for(count(d)))};
+    call.set_replay([d, sizes = apart.sizes, keyed = key != nullptr](const graph::Tensors& in) {
+      if (keyed) return graph::Tensors{fill(d, stream(in[0]))};
+      if (batching::open_vmaps().empty()) return graph::Tensors{fill_global(d, sizes)};
+      const DrawApart around = draw_apart("random", 0);  // at a run, every open vmap is around the program
+      Dims all = around.sizes;
+      for (int64_t s : sizes) all.push_back(s);
+      return graph::Tensors{batched_at(fill_global(d, all), around.levels)};
     });
   }
   if (key) call.finish({key}, {&out});
   else call.finish({}, {&out});
-  return out;
+  return batched_at(std::move(out), apart.levels);
 }
 
 Draw uniform_draw(const Dims& shape, double low, double high, DType dtype, Device device) {
@@ -156,19 +216,19 @@ Draw permutation_draw(int64_t n) {
 }  // namespace
 
 Tensor rand(const Dims& shape, Options opts) {
-  return draw(uniform_draw(shape, 0, 1, float_dtype(opts, "rand"), opts.device));
+  return draw(uniform_draw(shape, 0, 1, float_dtype(opts, "rand"), opts.device), nullptr, "rand");
 }
 Tensor randn(const Dims& shape, Options opts) {
-  return draw(normal_draw(shape, 0, 1, float_dtype(opts, "randn"), opts.device));
+  return draw(normal_draw(shape, 0, 1, float_dtype(opts, "randn"), opts.device), nullptr, "randn");
 }
 Tensor normal(double mean, double std, const Dims& shape, Options opts) {
-  return draw(normal_draw(shape, mean, std, float_dtype(opts, "normal"), opts.device));
+  return draw(normal_draw(shape, mean, std, float_dtype(opts, "normal"), opts.device), nullptr, "normal");
 }
 Tensor randint(int64_t low, int64_t high, const Dims& shape, Options opts) {
-  return draw(integers_draw(shape, low, high, opts.dtype.value_or(DType::Int64), opts.device));
+  return draw(integers_draw(shape, low, high, opts.dtype.value_or(DType::Int64), opts.device), nullptr, "randint");
 }
 Tensor randperm(int64_t n, Options opts) {
-  Tensor p = draw(permutation_draw(n));
+  Tensor p = draw(permutation_draw(n), nullptr, "randperm");
   return p.to(opts.dtype.value_or(DType::Int64)).to(opts.device);
 }
 
@@ -192,10 +252,12 @@ Tensor rand_like(const Tensor& t) { return rand(t.shape(), {.dtype = t.dtype(), 
 Tensor randn_like(const Tensor& t) { return randn(t.shape(), {.dtype = t.dtype(), .device = t.device()}); }
 
 Tensor& uniform_(Tensor& t, double low, double high) {
-  return t.copy_(draw(uniform_draw(Dims(t.shape().begin(), t.shape().end()), low, high, t.dtype(), t.device())));
+  return t.copy_(draw(uniform_draw(Dims(t.shape().begin(), t.shape().end()), low, high, t.dtype(), t.device()), nullptr,
+                      "uniform_"));
 }
 Tensor& normal_(Tensor& t, double mean, double std) {
-  return t.copy_(draw(normal_draw(Dims(t.shape().begin(), t.shape().end()), mean, std, t.dtype(), t.device())));
+  return t.copy_(draw(normal_draw(Dims(t.shape().begin(), t.shape().end()), mean, std, t.dtype(), t.device()), nullptr,
+                      "normal_"));
 }
 
 Tensor bernoulli(const Tensor& p) {
