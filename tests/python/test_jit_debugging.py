@@ -158,6 +158,15 @@ def test_a_lowered_program_reads_as_text_with_the_lines_that_traced_it():
     assert 'UgReplay[index=0, op="fused"]' in run and "Exp(" not in run  # the chain and its sum: one group
 
 
+def test_a_program_keeps_no_constant_that_nothing_reads():
+    # (x + 1) * (x + 1): the second `+ 1` merges into the first, and its constant goes with it
+    text = ug.jit(lambda x: (x + 1) * (x + 1) + 2).lower(ug.ones(3)).as_text()
+    constants = [line.split(" = ")[0].strip() for line in text.splitlines() if " = constant" in line]
+    assert len(constants) == 2
+    for name in constants:
+        assert f"{name})" in text or f"{name}," in text, f"{name} is read by no node:\n{text}"
+
+
 def test_clear_caches_and_is_compiling():
     f, calls = counting(lambda x: x + 1)
     model = ug.compile(ug.nn.Linear(2, 2))

@@ -223,6 +223,17 @@ SimplifyStats simplify(onnx::Graph& g, const std::unordered_set<int64_t>& live) 
     else ++stats.dead;
   }
   g.nodes = std::move(kept);
+  // Constants that only dead nodes read, or that merged into an equal one, go too.
+  std::vector<std::pair<std::string, Tensor>> initializers;
+  std::vector<int64_t> initializer_ids;
+  for (size_t i = 0; i < g.initializers.size(); ++i) {
+    const int64_t id = g.initializer_ids[i];
+    if (!needed[static_cast<size_t>(id)] && !live.contains(id)) continue;
+    initializers.push_back(std::move(g.initializers[i]));
+    initializer_ids.push_back(id);
+  }
+  g.initializers = std::move(initializers);
+  g.initializer_ids = std::move(initializer_ids);
   onnx::plan_run(g);
   return stats;
 }
