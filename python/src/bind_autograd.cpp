@@ -128,6 +128,14 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
           [](Tensor& t, bool stop) { t.requires_grad_(!stop); })
       .def_prop_ro("is_leaf", &Tensor::is_leaf)
       .def("detach", &ug::stop_gradient)
+      .def_prop_rw(
+          "data", [](const Tensor& t) { return t.detach(); },
+          [](Tensor& t, const Tensor& src) {
+            touch_state();
+            t.set_data(src);
+          },
+          "torch's .data: the same data without gradient tracking; `t.data = src` makes t hold src's data, shape and "
+          "dtype (t keeps its identity and requires_grad)")
       .def("detach_",
            [](Tensor& t) {
              ug::AutogradMeta* meta = ug::autograd::meta_if(t);
