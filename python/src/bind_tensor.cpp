@@ -204,14 +204,19 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
           nb::arg("split_size_or_sections"), nb::arg("dim") = 0)
       .def("chunk", &Tensor::chunk, nb::arg("chunks"), nb::arg("dim") = 0)
       // indexing
-      .def("__getitem__", [](const Tensor& t, nb::handle idx) { return t.index(indices_from_python(idx)); })
-      .def("__setitem__",
-           [](Tensor& t, nb::handle idx, nb::handle value) {
-             ug::Scalar s;
-             if (scalar_from_python(value, s)) t.index_put_(indices_from_python(idx), s);
-             else if (nb::isinstance<Tensor>(value)) t.index_put_(indices_from_python(idx), nb::cast<Tensor>(value));
-             else t.index_put_(indices_from_python(idx), tensor_from_data(value, t.dtype(), t.device()));
-           })
+      // x[None] is an index too (a new dim), so the index argument takes None.
+      .def(
+          "__getitem__", [](const Tensor& t, nb::handle idx) { return t.index(indices_from_python(idx)); },
+          nb::arg("index").none())
+      .def(
+          "__setitem__",
+          [](Tensor& t, nb::handle idx, nb::handle value) {
+            ug::Scalar s;
+            if (scalar_from_python(value, s)) t.index_put_(indices_from_python(idx), s);
+            else if (nb::isinstance<Tensor>(value)) t.index_put_(indices_from_python(idx), nb::cast<Tensor>(value));
+            else t.index_put_(indices_from_python(idx), tensor_from_data(value, t.dtype(), t.device()));
+          },
+          nb::arg("index").none(), nb::arg("value"))
       .def("gather", &Tensor::gather, nb::arg("dim"), nb::arg("index"))
       .def("scatter", &Tensor::scatter, nb::arg("dim"), nb::arg("index"), nb::arg("src"))
       .def("scatter_add", &Tensor::scatter_add, nb::arg("dim"), nb::arg("index"), nb::arg("src"))

@@ -73,6 +73,32 @@ def test_linear_and_bmm_against_torch():
     check(bmm, arr((2, 3, 24)), arr((2, 24, 5), seed=1), terms=ABS, n=24)
 
 
+# Composite products: torch's lower-precision list names addmm, baddbmm and addbmm (the bias is
+# cast too) and einsum is its bmm; mv, addmv, addr, dot and vdot are on no list and run in
+# their inputs' dtype, although unigrad builds them on matmul.
+COMPOSITE_PRODUCTS = [
+    ("addmm", lambda m, a, b, c: m.addmm(a, b, c), [(5, 6), (5, 7), (7, 6)], 7),
+    ("baddbmm", lambda m, a, b, c: m.baddbmm(a, b, c), [(2, 5, 6), (2, 5, 7), (2, 7, 6)], 7),
+    ("addbmm", lambda m, a, b, c: m.addbmm(a, b, c), [(5, 6), (2, 5, 7), (2, 7, 6)], 14),
+    ("einsum", lambda m, a, b: m.einsum("bij,bjk->bik", a, b), [(2, 5, 7), (2, 7, 6)], 7),
+    ("prelu", lambda m, a, w: m.nn.functional.prelu(a, w), [(4, 3, 5), (3,)], 1),
+    ("mv", lambda m, a, v: m.mv(a, v), [(5, 7), (7,)], 7),
+    ("addmv", lambda m, c, a, v: m.addmv(c, a, v), [(5,), (5, 7), (7,)], 8),
+    ("addr", lambda m, c, u, v: m.addr(c, u, v), [(5, 7), (5,), (7,)], 2),
+    ("dot", lambda m, u, v: m.dot(u, v), [(7,), (7,)], 7),
+    ("vdot", lambda m, u, v: m.vdot(u, v), [(7,), (7,)], 7),
+]
+
+
+@pytest.mark.parametrize("name,f,shapes,n", COMPOSITE_PRODUCTS, ids=[c[0] for c in COMPOSITE_PRODUCTS])
+def test_composite_products_follow_torchs_lists(name, f, shapes, n):
+    def under_autocast(m, *xs):
+        with autocast(m):
+            return f(m, *xs)
+
+    check(under_autocast, *[arr(s, seed=i) for i, s in enumerate(shapes)], terms=ABS, n=n)
+
+
 def test_conv2d_against_torch():
     def f(m, x, w, b):
         with autocast(m):

@@ -69,7 +69,7 @@ def test_unfold_windows(dim, size, step):
 IDX = [
     0, -1, (1, 2), (slice(None), 1), (Ellipsis, 1), (None, 0), (slice(1, None), None, slice(None, None, 2)),
     (0, Ellipsis, None), slice(None, None, -1) if False else slice(0, 5, 3), (slice(None), slice(None), 3),
-    True, False, (1, True),
+    True, False, (1, True), None,
 ]
 
 
@@ -110,6 +110,7 @@ def test_index_assignment():
     check(assign((Ellipsis, 0), -1), X)
     check(assign((slice(None), slice(None, None, 2)), lambda m: m.zeros(2, 2, 4)), X)
     check(assign(([0, 1], [2, 0]), 7.0), X)
+    check(assign(None, 3.0), X)
     check(assign((slice(None), [0, 2], 1), lambda m: m.tensor([9.0, 8.0])), X)
 
     def masked(m, x):

@@ -8,6 +8,7 @@
 #include "ug/core/type_info.h"
 #include "ug/core/value_read.h"
 #include "ug/graph/capture.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/ops/linalg.h"
@@ -93,12 +94,16 @@ std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::stri
 }
 
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, Scalar beta, Scalar alpha) {
+  if (autocast::active()) [[unlikely]]  // on torch's lower-precision list, input included
+    return autocast::call(graph::Autocast::Lower, addmm, input, mat1, mat2, beta, alpha);
   if (mat1.dim() != 2 || mat2.dim() != 2)
     fail("[addmm] expects 2-d matrices, got shapes ", mat1.shape(), " and ", mat2.shape());
   return scaled_sum(input, mm(mat1, mat2), beta, alpha);
 }
 
 Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, Scalar beta, Scalar alpha) {
+  if (autocast::active()) [[unlikely]]
+    return autocast::call(graph::Autocast::Lower, baddbmm, input, batch1, batch2, beta, alpha);
   if (batch1.dim() != 3 || batch2.dim() != 3)
     fail("[baddbmm] expects 3-d batches of matrices, got shapes ", batch1.shape(), " and ", batch2.shape());
   return scaled_sum(input, bmm(batch1, batch2), beta, alpha);

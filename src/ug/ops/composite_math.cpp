@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ug/core/value_read.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/indexing.h"
@@ -160,6 +161,10 @@ Tensor inner(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mv(const Tensor& mat, const Tensor& vec) {
+  if (autocast::active()) [[unlikely]] {  // not on torch's autocast lists: its inputs' dtype
+    autocast::ExcludeGuard inputs_dtype;
+    return mv(mat, vec);
+  }
   if (mat.dim() != 2 || vec.dim() != 1 || mat.size(1) != vec.size(0))
     fail<RuntimeError>("[mv] needs a 2-d matrix and a 1-d vector of its column count, got shapes ", mat.shape(),
                        " and ", vec.shape());
@@ -168,6 +173,10 @@ Tensor mv(const Tensor& mat, const Tensor& vec) {
 }
 
 Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta, Scalar alpha) {
+  if (autocast::active()) [[unlikely]] {  // not on torch's autocast lists: its inputs' dtype
+    autocast::ExcludeGuard inputs_dtype;
+    return addmv(input, mat, vec, beta, alpha);
+  }
   if (mat.dim() != 2 || vec.dim() != 1 || mat.size(1) != vec.size(0) || input.dim() > 1)
     fail<RuntimeError>(
         "[addmv] needs input of at most 1 dim, a 2-d matrix and a 1-d vector of its column count, "
@@ -181,12 +190,18 @@ Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar b
 }
 
 Tensor addr(const Tensor& input, const Tensor& vec1, const Tensor& vec2, Scalar beta, Scalar alpha) {
+  if (autocast::active()) [[unlikely]] {  // not on torch's autocast lists: its inputs' dtype
+    autocast::ExcludeGuard inputs_dtype;
+    return addr(input, vec1, vec2, beta, alpha);
+  }
   if (vec1.dim() != 1 || vec2.dim() != 1)
     fail<RuntimeError>("[addr] needs two 1-d vectors, got shapes ", vec1.shape(), " and ", vec2.shape());
   return addmm(input, vec1.unsqueeze(1), vec2.unsqueeze(0), beta, alpha);
 }
 
 Tensor addbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, Scalar beta, Scalar alpha) {
+  if (autocast::active()) [[unlikely]]
+    return autocast::call(graph::Autocast::Lower, addbmm, input, batch1, batch2, beta, alpha);
   if (batch1.dim() != 3 || batch2.dim() != 3 || batch1.size(0) != batch2.size(0) || batch1.size(2) != batch2.size(1))
     fail<RuntimeError>("[addbmm] needs batches [b, n, m] and [b, m, p], got shapes ", batch1.shape(), " and ",
                        batch2.shape());

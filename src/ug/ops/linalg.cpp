@@ -159,6 +159,10 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
+  if (autocast::active()) [[unlikely]] {  // not on torch's autocast lists: its inputs' dtype
+    autocast::ExcludeGuard inputs_dtype;
+    return dot(a, b);
+  }
   require_dims(a, b, 1, "dot");
   if (a.size(0) != b.size(0))
     fail("[dot] expected 1-D tensors of the same length, got shapes ", a.shape(), " and ", b.shape());
@@ -394,6 +398,10 @@ DType einsum_dtype(const std::vector<Tensor>& operands) {
 }  // namespace
 
 Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands) {
+  if (autocast::active()) [[unlikely]]  // torch's einsum is its bmm: lower precision
+    return autocast::call(
+        graph::Autocast::Lower, [equation](const std::vector<Tensor>& cast) { return einsum(equation, cast); },
+        operands);
   Equation eq = parse_equation(equation);
   if (eq.inputs.size() != operands.size())
     fail("[einsum] equation '", equation, "' has ", eq.inputs.size(), " input terms but ", operands.size(),

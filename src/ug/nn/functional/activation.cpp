@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ug/nn/functional/elementwise_grad.h"
+#include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/random.h"
@@ -132,6 +133,8 @@ Tensor softshrink(const Tensor& x, double lambd) {
 Tensor tanhshrink(const Tensor& x) { return x - x.tanh(); }
 
 Tensor prelu(const Tensor& x, const Tensor& weight) {
+  if (autocast::active()) [[unlikely]]  // on torch's lower-precision list
+    return autocast::call(graph::Autocast::Lower, prelu, x, weight);
   if (weight.dim() > 1) fail("[prelu] weight must be a scalar or 1-d, got shape ", weight.shape());
   const int64_t n = weight.numel(), channels = x.dim() >= 2 ? x.size(1) : 1;
   if (n != 1 && n != channels)
