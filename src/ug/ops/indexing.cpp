@@ -494,13 +494,21 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
 }
 
 Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) {
-  graph::OpCall call(kIndexPut);
   if (value.device() != device())
     fail<RuntimeError>("[index_put_] value on ", value.device(), ", tensor on ", device());
-  if (autograd::inplace_needs_rebase(*this, &value, "index_put_"))
-    fail<RuntimeError>(
-        "[index_put_] assignment into a tensor while recording gradients (the tensor or the value "
-        "requires grad) is not supported yet; build the result with where(), cat() or scatter()");
+  if (autograd::inplace_needs_rebase(*this, &value, "index_put_")) {
+    // Recorded as the differentiable scatter of value into the positions the index selects
+    // (found by indexing the positions themselves), which this tensor's history then ends with.
+    const Tensor positions =
+        arange(numel(), {.dtype = DType::Int64, .device = device()}).reshape(Dims(shape().begin(), shape().end()));
+    const Tensor written = positions.index(indices);
+    const Tensor src = broadcast_value(value, written.shape(), dtype()).reshape({-1});
+    autograd::rebase_history(
+        *this,
+        clone().reshape({-1}).scatter(0, written.reshape({-1}), src).reshape(Dims(shape().begin(), shape().end())));
+    return *this;
+  }
+  graph::OpCall call(kIndexPut);
   if (put_by_mask(*this, indices, value)) {
     bump_version();
   } else if (IndexPlan plan = plan_index(*this, indices); plan.dims.empty()) {
