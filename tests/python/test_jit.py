@@ -719,8 +719,41 @@ def test_debug_print_prints_at_every_run_of_the_program(capsys):
     f(ug.tensor([1.0, 2.0]))
     f(ug.tensor([3.0, 4.0]))
     lines = capsys.readouterr().out.splitlines()
-    # The trace prints (as eager code would), then each run of the program does.
-    assert lines == ["y = tensor([2., 4.]), sum tensor(6.)"] * 2 + ["y = tensor([6., 8.]), sum tensor(14.)"]
+    # Each call prints once, as jax.debug.print under jax.jit: the first call's program runs
+    # after its trace, which prints nothing of its own.
+    assert lines == ["y = tensor([2., 4.]), sum tensor(6.)", "y = tensor([6., 8.]), sum tensor(14.)"]
+
+
+def test_debug_print_shows_each_example_under_vmap(capsys):
+    show = lambda a: (ug.debug.print("a={}", a), a * 1)[1]  # noqa: E731
+    ug.vmap(show)(ug.arange(3.0))
+    ug.vmap(ug.vmap(show))(ug.arange(4.0).reshape(2, 2))  # in row-major order, as JAX prints them
+    jitted = ug.jit(ug.vmap(show))
+    jitted(ug.arange(3.0))
+    jitted(ug.arange(3.0) + 10)
+    ug.vmap(ug.jit(show))(ug.arange(2.0) + 20)
+    numbers = [float(line[len("a=tensor("):-1]) for line in capsys.readouterr().out.splitlines()]
+    assert numbers == [0, 1, 2, 0, 1, 2, 3, 0, 1, 2, 10, 11, 12, 20, 21]
+
+
+def test_debug_print_in_a_step_that_writes_state_prints_once_a_call(capsys):
+    # A PyTorch-style compiled step returns its trace's results at its first call (the trace
+    # took the step): its print is the trace's, once.
+    model = ug.nn.Linear(2, 1)
+    opt = ug.optim.SGD(model.parameters(), lr=0.1)
+
+    @ug.compile
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).sum()
+        ug.debug.print("{}", loss)
+        loss.backward()
+        opt.step()
+        return loss
+
+    losses = [step(ug.ones(1, 2)).item() for _ in range(3)]
+    printed = [float(line[len("tensor("):-1]) for line in capsys.readouterr().out.splitlines()]
+    assert printed == pytest.approx(losses, abs=1e-4)  # printed to 4 decimals
 
 
 # ---- saved programs ----------------------------------------------------------------------------

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <functional>
 #include <optional>
+#include <string_view>
 #include <unordered_set>
 
 #include "ug/autograd/custom_watch.h"
+#include "ug/compiler/debug.h"
 #include "ug/compiler/fuse.h"
 #include "ug/core/value_read.h"
 #include "ug/compiler/remat.h"
@@ -48,7 +51,8 @@ struct TraceState {
   int loop_bodies = 0;  // LoopBodyScopes open
   const char* who = "jit";
   std::string shape_read_at;
-  void (*previous_hook)(const Tensor&) = nullptr;  // the value-read hook before this trace's
+  void (*previous_hook)(const Tensor&) = nullptr;      // the value-read hook before this trace's
+  std::vector<std::function<void()>> debug_callbacks;  // deferred to the end of a jit trace
 };
 
 namespace {
@@ -107,6 +111,12 @@ bool is_traced(const Tensor& t) {
   return s->storages.contains(storage_of(t));
 }
 
+bool defer_debug_callback(std::function<void()> call) {
+  if (!t_trace || std::string_view(t_trace->who) != "jit") return false;
+  t_trace->debug_callbacks.push_back(std::move(call));
+  return true;
+}
+
 bool tracing_loop_body() { return t_trace && graph::detail::current_capture && t_trace->loop_bodies > 0; }
 
 OutsideTrace::OutsideTrace()
@@ -150,6 +160,7 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   onnx::ProgramTrace traced;
   const auto generator = default_generator().get_state();
   std::string shape_read_at;
+  std::vector<std::function<void()>> debug_callbacks;
   {
     TracedValuesScope scope(example_inputs, "jit");
     autograd::CustomRuleWatch custom_rules;
@@ -159,6 +170,7 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
       fail("[jit] cannot compile the function: ", e.what());
     }
     shape_read_at = scope.shape_read_at();
+    debug_callbacks = std::move(t_trace->debug_callbacks);
     // A custom_call's rule is linked again by the program's runs (replaying_); a node the
     // function linked itself (custom_function given its outputs) would be lost.
     if (std::vector<std::string> names = custom_rules.unapplied_reached_from(traced.outputs); !names.empty()) {
@@ -184,6 +196,8 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   // A program that writes no state runs after its trace, as the call's result: the trace's
   // random draws must not have taken that run's numbers from the global generator.
   if (!p.writes_state()) default_generator().set_state(generator);
+  else  // its results are the first call's: so are its debug callbacks
+    for (const auto& call : debug_callbacks) call();
   return {std::move(p), std::move(outputs)};
 }
 
