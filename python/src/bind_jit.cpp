@@ -17,6 +17,7 @@
 #include "ug/compiler/program.h"
 #include "ug/compiler/debug.h"
 #include "ug/compiler/jit.h"
+#include "ug/autograd/cond.h"
 #include "ug/ops/control_flow.h"
 
 namespace ugpy {
@@ -361,6 +362,9 @@ void bind_jit(nb::module_& m) {
       },
       nb::arg("cond"), nb::arg("body"), nb::arg("init"),
       "jax.lax.while_loop over a flat carry, as one op a program runs as an ONNX Loop.");
+  jit.def(
+      "cond", &ug::lax::cond, nb::arg("pred"), nb::arg("true_fn"), nb::arg("false_fn"), nb::arg("operands"),
+      "jax.lax.cond over flat operands: under a capture, one op whose program runs the branch its predicate picks.");
   jit.def(
       "capturing", [] { return ug::graph::detail::current_capture != nullptr; },
       "Whether ops are being recorded on this thread (ug.jit's trace, ug.onnx.export).");

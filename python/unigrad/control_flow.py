@@ -1,7 +1,9 @@
 """JAX's structured control flow (jax.lax.cond, while_loop, fori_loop, scan), also as ug.cond,
 ug.while_loop, ug.fori_loop and ug.scan. Eagerly they run as Python would. Under ug.jit a
-predicate computed from traced values cannot pick a branch while tracing, so cond runs both
-branches and selects their results elementwise (what jax.lax.cond does under vmap); loops
+predicate computed from traced values cannot pick a branch while tracing: cond is then one op
+(ug/autograd/cond.h) that the program runs by calling back the branch its predicate picks at
+each run, as jax.lax.cond branches under jax.jit; under vmap with a batched predicate, both
+branches run and their results are selected elementwise (what jax.lax.cond does there). Loops
 with bounds known at trace time unroll into the program. Everything is built from ops, so
 gradients and vmap follow; a while_loop whose condition is traced is one op (ug/ops/control_flow.h)
 that a program runs as an ONNX Loop node."""
@@ -41,10 +43,33 @@ def cond(pred, true_fun, false_fun, *operands):
     known = _known(pred)
     if known is not None:
         return (true_fun if known else false_fun)(*operands)
+    if not _C._functional.is_batched(pred) and getattr(_compiled._tracing, "depth", 0):
+        return _traced_cond(pred, true_fun, false_fun, operands)
+    # Batched, or traced for an ONNX file (whose Where answers for every input): both branches.
     a, b = true_fun(*operands), false_fun(*operands)
     _check_same("cond", a, b)
     p = pred.reshape(()).bool() if isinstance(pred, _C.Tensor) else pred
     return tree_map(lambda x, y: _C.where(p, x, y), a, b)
+
+
+def _traced_cond(pred, true_fun, false_fun, operands):
+    """cond on a predicate only the program's runs know: one op over the flat operands that runs
+    the branch the predicate picks (C++ ug::lax::cond, which also runs the other once, here, to
+    check that both give the same)."""
+    leaves, treedef = tree_flatten(operands)
+    results = {}
+
+    def flat(fun, name):
+        def run(xs):
+            out = fun(*tree_unflatten(treedef, list(xs)))
+            results[name] = out
+            return [_as_tensor(v) for v in tree_flatten(out)[0]]
+        return run
+
+    outs = _C._jit.cond(pred, flat(true_fun, "true_fun"), flat(false_fun, "false_fun"),
+                        [_as_tensor(v) for v in leaves])
+    _check_same("cond", results["true_fun"], results["false_fun"])
+    return tree_unflatten(tree_flatten(results["true_fun"])[1], outs)
 
 
 def switch(index, branches, *operands):

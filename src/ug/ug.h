@@ -4,6 +4,7 @@
 #include "ug/graph/debugging.h"
 #include "ug/autograd/engine.h"
 #include "ug/autograd/checkpoint.h"
+#include "ug/autograd/cond.h"
 #include "ug/autograd/custom_function.h"
 #include "ug/autograd/functional.h"
 #include "ug/graph/grad_mode.h"

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 
 #include "test_util.h"
+#include "ug/autograd/cond.h"
 #include "ug/autograd/functional.h"
 #include "ug/compiler/debug.h"
 #include "ug/compiler/jit.h"
@@ -444,6 +446,20 @@ TEST(Jit, DebugCallbacksRunAtEveryRunOfTheProgram) {
   f({full({2}, 1.0)});
   f({full({2}, 3.0)});
   EXPECT_EQ(seen, (std::vector<double>{4.0, 12.0}));  // once a call: the trace waits for the run
+}
+
+TEST(Jit, CondRunsTheBranchItsPredicatePicksAtEachRun) {
+  // x log x guarded at x <= 0: the untaken branch's log(0) reaches neither value nor gradient.
+  auto f = [](const Tensors& xs) {
+    return lax::cond(
+        xs[0] > 0.0, [](const Tensors& v) { return Tensors{v[0] * v[0].log()}; },
+        [](const Tensors& v) { return Tensors{v[0] * 0.0}; }, {xs[0]});
+  };
+  JitFunction gradient = jit([&](const Tensors& xs) { return value_and_grad(f, xs, {0}).second; });
+  for (double x : {2.0, 0.0, -1.0}) {
+    const double g = gradient({scalar_tensor(x)})[0].item<double>();
+    EXPECT_NEAR(g, x > 0 ? std::log(x) + 1 : 0.0, 1e-6) << "at " << x;
+  }
 }
 
 TEST(Jit, SavesAnInferenceProgramThatOnnxLoadRuns) {

@@ -1637,6 +1637,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"random_fold_in", "random keys are not exported"},
       {"random_rejection", "random draws are not exported (a compiled program calls the sampler back)"},
       {"debug_print", "a print (ug.debug.print) has no ONNX form; a compiled program prints it"},
+      {"cond", "a cond on a traced predicate calls its branch back (ONNX's If is not emitted)"},
       {"optimizer_update", "an optimizer's update (a training step) has no ONNX form; a compiled step calls it back"},
       {"optimizer_step", "an optimizer's step (a training step) has no ONNX form; a compiled step calls it back"},
       {"optimization_barrier",
