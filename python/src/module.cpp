@@ -2,6 +2,7 @@
 // NumPy raises ValueError/TypeError where PyTorch raises RuntimeError for the same mistake,
 // so unigrad's errors derive from both: `except ValueError` and `except RuntimeError` work.
 #include <string>
+#include <string_view>
 
 #include "bindings.h"
 #include "ug/core/batching.h"
@@ -67,7 +68,13 @@ NB_MODULE(_C, m) {
     } catch (const ug::OutOfMemoryError& e) {
       PyErr_SetString(oom_error, e.what());
     } catch (const ug::RuntimeError& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
+      // From Python a tensor is undefined only once a jitted call took it (donate_argnums).
+      if (std::string_view(e.what()).starts_with("[tensor] use of an undefined tensor"))
+        PyErr_SetString(PyExc_RuntimeError,
+                        "[tensor] use of a deleted tensor: it was donated to a jitted call (donate_argnums / "
+                        "donate_argnames), which took its buffer; use that call's results instead, or stop donating "
+                        "it (x.is_deleted() tells)");
+      else PyErr_SetString(PyExc_RuntimeError, e.what());
     } catch (const ug::FileNotFoundError& e) {
       PyErr_SetString(PyExc_FileNotFoundError, e.what());
     }

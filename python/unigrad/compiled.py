@@ -6,10 +6,18 @@ while it is traced, as in JAX.
 
 The signature of a call is every tensor argument's dtype, shape and device, the arguments'
 tree structure, the value of every other argument (numbers, strings, objects: static, as
-torch.compile specialises on them; pass a number as a tensor to keep it out of the key) and the
-default dtype (ug.set_default_dtype), which the factories and Python floats in the body take. Up
-to `cache_size` programs are kept; from the third trace of a function on, each trace warns
-(RetraceWarning) naming the argument that changed, from what to what.
+torch.compile and tf.function specialise on them where JAX traces numbers; pass a number as a
+tensor to keep it out of the key) and the default dtype (ug.set_default_dtype), which the
+factories and Python floats in the body take. NumPy arrays and NumPy scalars (np.float32(1)) are
+tensor arguments, as jax.jit and tf.function convert them: each call copies them into tensors
+with ug.tensor's dtypes (float64 stays float64, where JAX without x64 makes float32). Static
+arguments (static_argnums, static_argnames) must be hashable, as jax.jit's. Up to `cache_size`
+programs are kept; from the third trace of a function on, each trace warns (RetraceWarning)
+naming the argument that changed, from what to what.
+
+A function whose trace returns no tensors and writes no state returns what it returned, its
+Python numbers as 0-d tensors (as jax.jit returns arrays): `ug.jit(lambda x: 3.0)(x)` is
+tensor(3.), a function returning None returns None.
 
 Tensors the function reads without taking them as arguments are constants of the program, as in
 JAX, except parameters (leaf tensors that require grad) and the state of modules passed as
@@ -31,6 +39,8 @@ import threading
 import types
 import warnings
 import weakref
+
+import numpy as np
 
 from . import _C
 from .tree import node_unflatten, tree_flatten, tree_map, tree_unflatten
@@ -103,6 +113,31 @@ def functions_run_eagerly():
 
 
 _STATIC_TYPES = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis))
+_NUMPY_TYPES = (np.ndarray, np.number, np.bool_)  # np.float64 is a float too: tested first
+
+
+def _from_numpy(value):
+    """A NumPy array or scalar argument as the tensor the program takes: a copy (the caller may
+    write into the array between calls), with ug.tensor's dtypes."""
+    if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+        value = np.ascontiguousarray(value)  # from_numpy takes no negative strides
+    return _C.tensor(value)
+
+
+def _number_as_tensor(value):
+    if isinstance(value, _NUMPY_TYPES):
+        return _from_numpy(value)
+    return _C.tensor(value) if isinstance(value, (bool, int, float)) else value
+
+
+def _check_hashable(label, value):
+    """jax.jit's check: a static argument keys the programs, so it must be hashable."""
+    try:
+        hash(value)
+    except TypeError as e:
+        raise ValueError(f"[jit] static argument {label} must be hashable (static_argnums and static_argnames key "
+                         f"the compiled programs by value), got {type(value).__name__} {value!r}: {e}; pass a hashable "
+                         "value (a tuple rather than a list), or pass it as a non-static argument") from None
 
 
 def _plain(value):
@@ -250,6 +285,10 @@ def _fast_part(tree, tensors):
     if isinstance(tree, _C.Tensor):  # a subclass (a Parameter)
         tensors.append(tree)
         return (kind, _describe(tree))
+    if isinstance(tree, _NUMPY_TYPES):
+        t = _from_numpy(tree)
+        tensors.append(t)
+        return _describe(t)
     return _fast_static(tree)
 
 
@@ -308,6 +347,7 @@ class _Call:
 
     def _add(self, label, value, where, static):
         if static:
+            _check_hashable(label, value)
             self._static(label, value)
             return
         leaves, treedef = tree_flatten(value)
@@ -315,6 +355,8 @@ class _Call:
             self.parts.append((f"{label} (structure)", repr(treedef)))
         for n, leaf in enumerate(leaves):
             leaf_label = label if treedef.kind == "leaf" else f"{label}[{n}]"
+            if isinstance(leaf, _NUMPY_TYPES):
+                leaf = _from_numpy(leaf)
             if isinstance(leaf, _C.Tensor):
                 self.parts.append((leaf_label, _jit.describe(leaf)))
                 self.tensors.append(leaf)
@@ -360,6 +402,7 @@ class JitFunction:
         self._fun = fun
         self._state = state  # a function giving [(name, tensor)] read live (ug.compile's module)
         self._params = _signature_params(fun)
+        _check_static_positions(fun, self._params, static_argnums, static_argnames)
         self._static_nums, self._static_names = self._positions_and_names(static_argnums, static_argnames)
         self._donate_nums, self._donate_names = self._donation(donate_argnums, donate_argnames)
         self._donating = bool(self._donate_nums or self._donate_names)
@@ -377,6 +420,9 @@ class JitFunction:
         # signature -> (output treedef, output leaves with None for tensors, the static objects
         # keyed by identity, kept alive with the program, the _builder of the result)
         self._outputs = {}
+        # signature -> (the _builder of the result, the static objects) of the calls whose trace
+        # computed nothing: no program, the trace's result
+        self._nothing = {}
         # the guards' parts (_guards) as at _jit.state_epoch() == self._epoch
         self._epoch, self._guard = None, ()
         # the parameters whose having a .grad keys the programs: None until a program's
@@ -406,6 +452,7 @@ class JitFunction:
         """The arguments given by position and by name, each completed by the other, as jax.jit
         reads static_argnums/static_argnames and donate_argnums/donate_argnames."""
         nums = {argnums} if isinstance(argnums, int) else set(argnums)
+        nums = {n + len(self._params) if n < 0 else n for n in nums}  # counted from the end, as in JAX
         names = {argnames} if isinstance(argnames, str) else set(argnames)
         for i, p in enumerate(self._params):
             if p in names:
@@ -481,10 +528,14 @@ class JitFunction:
                 missed = True
         call = _Call(self, args, kwargs)
         key = tuple(call.parts) + grads
+        if key in self._nothing:
+            return self._nothing[key][0](iter(()))
         program = None if missed else self._cache.find(list(key))
         traced_key = key
         if program is None:
             program, traced, key = self._trace(call, key)
+            if program is None:
+                return self._nothing[key][0](iter(()))
             if key != traced_key:
                 fast = None  # keyed by its .grads from now on: the next call files its fast key
             traced_key = key
@@ -565,6 +616,16 @@ class JitFunction:
         try:
             program, traced = _jit.Program.trace_with_outputs(flat_fn, call.tensors, self._live_state(call),
                                                               self._relaxed)
+        except ValueError as e:
+            # A function computing nothing (it returned None or strings, and wrote no state) has
+            # no program: its calls return what its trace returned, as jax.jit's do.
+            if "out" not in box or None in box["out"][1] or "writes no state" not in str(e):
+                raise
+            if len(self._nothing) >= self._capacity:
+                self._nothing.clear()
+            self._nothing[key] = (self._result_builder(box["out"]), call.objects)
+            self._outputs[key] = (*box["out"], call.objects, self._nothing[key][0])
+            return None, [], key
         finally:
             _tracing.depth -= 1
             _tracing.outer_level = 0
@@ -574,7 +635,7 @@ class JitFunction:
             self._grad_params = params + extra
             key = key + (("closure parameters with a .grad", before + "1" * len(extra)),)
         warning = self._cache.insert(list(key), program)
-        self._outputs[key] = (*box["out"], call.objects, _builder(*box["out"]))
+        self._outputs[key] = (*box["out"], call.objects, self._result_builder(box["out"]))
         self._fast.clear()
         for k in [k for k in self._outputs if self._cache.why_not(list(k))]:
             del self._outputs[k]  # dropped from the bounded cache
@@ -582,17 +643,30 @@ class JitFunction:
             warnings.warn(warning, RetraceWarning, stacklevel=3)
         return program, traced, key
 
+    @staticmethod
+    def _result_builder(out):
+        """The _builder of a trace's result; where the trace returned no tensor, one that gives its
+        numbers as new 0-d tensors at each call, as jax.jit(lambda x: 3.0) returns an array."""
+        build = _builder(*out)
+        if None in out[1]:  # the program's outputs fill these leaves
+            return build
+        return lambda it: tree_map(_number_as_tensor, build(it))
+
     def lower(self, *args, **kwargs):
         """The program a call with these arguments runs (traced now if it is not cached)."""
         self._check_guards()
         call = _Call(self, args, kwargs)
         key = tuple(call.parts) + self._grad_part()
-        return self._cache.find(list(key)) or self._trace(call, key)[0]
+        program = self._cache.find(list(key)) or (None if key in self._nothing else self._trace(call, key)[0])
+        if program is None:
+            raise ValueError("[jit] the function returns no tensors and writes no state: it has no program")
+        return program
 
     def explain(self, *args, **kwargs):
         """'hit: ...' when a call with these arguments runs a cached program, else 'miss: ' and why."""
         self._check_guards()
-        why = self._cache.why_not(list(_Call(self, args, kwargs).parts) + list(self._grad_part()))
+        key = tuple(_Call(self, args, kwargs).parts) + self._grad_part()
+        why = "" if key in self._nothing else self._cache.why_not(list(key))
         return "hit: a cached program runs" if not why else f"miss: {why}"
 
     def cache_info(self):
@@ -606,6 +680,30 @@ class JitFunction:
         self._cache.clear()
         self._outputs.clear()
         self._fast.clear()
+        self._nothing.clear()
+
+
+def _check_static_positions(fun, params, argnums, argnames):
+    """jax.jit's check that static_argnums and static_argnames name arguments fun takes (a
+    function of *args or **kwargs takes any)."""
+    try:
+        kinds = {p.name: p.kind for p in inspect.signature(fun).parameters.values()}
+    except (TypeError, ValueError):  # builtins without a signature
+        return
+    name = getattr(fun, "__qualname__", type(fun).__name__)
+    if inspect.Parameter.VAR_POSITIONAL not in kinds.values():
+        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        if any(not -len(params) <= n < len(params) for n in nums):
+            raise ValueError(f"[jit] '{name}' has static_argnums={nums}, but takes only {len(params)} positional "
+                             f"argument{'s' if len(params) != 1 else ''} {tuple(params)}")
+    if inspect.Parameter.VAR_KEYWORD not in kinds.values():
+        names = (argnames,) if isinstance(argnames, str) else tuple(argnames)
+        taken = {k for k, kind in kinds.items() if kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                                 inspect.Parameter.POSITIONAL_ONLY)}
+        unknown = sorted(set(names) - taken)
+        if unknown:
+            raise ValueError(f"[jit] '{name}' has static_argnames {unknown} that it does not take as keyword "
+                             f"arguments (it takes {sorted(taken)})")
 
 
 def _signature_params(fun):
@@ -669,21 +767,26 @@ class TensorSpec:
 
 def function(func=None, *, input_signature=None, jit_compile=None, reduce_retracing=False):
     """tf.function: the same compiled mode as ug.jit. With input_signature, calls whose tensors do
-    not match it raise instead of tracing. With reduce_retracing, a trace at sizes other than a
-    cached program's makes one program for any size in the dims that differ, where the two traces
-    show that nothing depends on those sizes (the function must not read a traced tensor's shape
-    in Python: the retrace warning says where it did). (jit_compile is accepted: every
-    ug.function compiles.)"""
+    not match it raise instead of tracing, and its None dims take any size: they are traced with
+    reduce_retracing, so the call at a second size makes the one program for every size (two
+    traces, where TensorFlow's symbolic trace takes one). With reduce_retracing, a trace at sizes
+    other than a cached program's makes one program for any size in the dims that differ, where
+    the two traces show that nothing depends on those sizes (the function must not read a traced
+    tensor's shape in Python: the retrace warning says where it did). NumPy arrays are converted
+    to tensors (see the module's docstring). (jit_compile is accepted: every ug.function
+    compiles.)"""
     def wrap(f):
-        jitted = JitFunction(f, reduce_retracing=reduce_retracing)
-        if input_signature is None:
+        specs = None if input_signature is None else list(input_signature)
+        any_size = specs is not None and any(s.shape is None or None in s.shape for s in specs)
+        jitted = JitFunction(f, reduce_retracing=reduce_retracing or any_size)
+        if specs is None:
             return jitted
-        specs = list(input_signature)
 
         @functools.wraps(f)
         def checked(*args):
             if len(args) != len(specs):
                 raise TypeError(f"[function] the input_signature takes {len(specs)} arguments, got {len(args)}")
+            args = [_from_numpy(a) if isinstance(a, _NUMPY_TYPES) else a for a in args]
             for i, (a, s) in enumerate(zip(args, specs)):
                 if not s.matches(a):
                     got = _jit.describe(a) if isinstance(a, _C.Tensor) else type(a).__name__

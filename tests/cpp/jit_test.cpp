@@ -124,6 +124,24 @@ TEST(Jit, ReduceRetracingMakesOneProgramForAnyBatchWhereNothingDependsOnIt) {
       << warnings[0];
 }
 
+TEST(Jit, ReduceRetracingFoldsTheTraceAfterOneAtASizeEqualToAConstant) {
+  // At a batch of 2, `x * 2`'s constant is read from the batch's size (a mean's count would be):
+  // that trace folds into no other, the next one folds into the first, and takes its place.
+  int calls = 0;
+  JitFunction f = jit(
+      [&](const Tensors& xs) {
+        ++calls;
+        return Tensors{xs[0] * 2.0};
+      },
+      {.name = "twice", .reduce_retracing = true, .on_retrace = [](const std::string&) {}});
+  for (int64_t n : {3, 2, 4, 5, 2}) {
+    Tensor x = randn({n, 3});
+    EXPECT_TRUE(allclose(f({x})[0], x * 2.0)) << n;
+  }
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(f.cache_info().size, 1u);
+}
+
 TEST(Jit, ReadsClosedOverParametersLive) {
   manual_seed(0);
   nn::Linear lin(3, 2);

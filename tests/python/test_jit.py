@@ -6,7 +6,6 @@ transform of test_op_table.py."""
 import collections
 import os
 import tempfile
-import types
 import warnings
 
 import numpy as np
@@ -159,11 +158,15 @@ def test_methods_take_the_instance_as_a_static_argument():
 def test_an_object_argument_is_never_taken_for_a_freed_one():
     # Objects are static by identity; a freed object's id may come back for a new one, so the
     # cache keeps the objects of its programs alive.
+    class Scale:  # hashable by identity (a SimpleNamespace is unhashable: refused as jax.jit does)
+        def __init__(self, k):
+            self.k = k
+
     f = ug.jit(lambda s, x: x * s.k, static_argnums=0, cache_size=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ug.compiled.RetraceWarning)
         for k in range(12):
-            close(f(types.SimpleNamespace(k=float(k)), ug.ones(1)), [k])
+            close(f(Scale(float(k)), ug.ones(1)), [k])
 
 
 # ---- retracing, visible and bounded ----------------------------------------------------------

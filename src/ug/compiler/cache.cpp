@@ -208,11 +208,18 @@ std::string ProgramCache::why_not(const Signature& sig) const {
 }
 
 bool ProgramCache::generalize(const Signature& sig, const Program& program, std::string* why) {
+  std::string refused;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     std::optional<Signature> accepts = widen(it->accepts, sig);
     if (!accepts) continue;
+    // A trace where a constant of the body equals a size that changes (`x * 2` at a batch of 2)
+    // read that constant from the shape (GraphBuilder::sized_constant), so it differs from the
+    // traces at other sizes: another cached program may still take this trace.
     std::optional<Program> general = Program::generalize(it->program, program, why);
-    if (!general) return false;
+    if (!general) {
+      if (refused.empty()) refused = *why;
+      continue;
+    }
     const std::vector<std::pair<size_t, size_t>> before = any_positions(it->accepts);
     std::vector<std::string> history;
     for (const auto& at : any_positions(*accepts)) {
@@ -233,9 +240,15 @@ bool ProgramCache::generalize(const Signature& sig, const Program& program, std:
     if (read.size() != history.size()) read.assign(history.size(), true);  // unmatched: taken as read
     *it = Entry{sig, std::move(*accepts), std::move(*general), std::move(history), std::move(read), it->folds + 1};
     entries_.splice(entries_.begin(), entries_, it);
+    // The programs of sizes the new one takes (one refused above) would never run again.
+    const Entry& general_entry = entries_.front();
+    entries_.remove_if([&general_entry](const Entry& e) {
+      return &e != &general_entry && fits(general_entry.accepts, e.traced) &&
+             ties_broken(general_entry, e.traced).empty();
+    });
     return true;
   }
-  *why = "no cached program differs from this call in sizes only";
+  *why = refused.empty() ? "no cached program differs from this call in sizes only" : refused;
   return false;
 }
 
