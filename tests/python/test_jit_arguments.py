@@ -197,3 +197,15 @@ def test_a_function_returning_none_returns_none_and_traces_once():
     assert len(calls) == 2
     with pytest.raises(ValueError, match="returns no tensors and writes no state"):
         f.lower(ug.ones(3))
+
+
+def test_a_constant_result_is_a_fresh_tensor_at_each_call():
+    # Eager code makes ug.tensor(3.) anew at each call: writing into one result must not change
+    # what later calls return (the program used to hand out its constant's own storage).
+    f = ug.jit(lambda x: (x * 1, ug.tensor(3.0), ug.zeros(2)))
+    x = ug.ones(2)
+    _, c, z = f(x)
+    c.add_(1)
+    z.fill_(7)
+    _, c2, z2 = f(x)
+    assert c2.item() == 3.0 and z2.tolist() == [0.0, 0.0]

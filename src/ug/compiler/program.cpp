@@ -267,6 +267,23 @@ bool Program::records(const std::vector<Tensor>& inputs) const {
          std::ranges::any_of(*state_, [&](const auto& entry) { return wants_grad(entry.second); });
 }
 
+namespace {
+
+/** The outputs with each constant the graph gives as one (a tensor made inside the function)
+ *  copied: the caller may write into it, which must not change what later runs return, as
+ *  eager code makes the tensor anew at each call. A parameter, which requires grad, stays the
+ *  caller's tensor. */
+std::vector<Tensor> fresh_constants(const onnx::Graph& g, std::vector<Tensor> out) {
+  for (size_t k = 0; k < out.size() && k < g.output_ids.size(); ++k)
+    for (size_t i = 0; i < g.initializer_ids.size(); ++i)
+      if (g.initializer_ids[i] == g.output_ids[k] && out[k].defined() && !out[k].requires_grad() &&
+          out[k].storage() == g.initializers[i].second.storage())
+        out[k] = out[k].clone();
+  return out;
+}
+
+}  // namespace
+
 std::vector<Tensor> Program::operator()(std::vector<Tensor> inputs) const {
   if (replaying_ && (records(inputs) || forward::active())) return (*replaying_)(std::move(inputs));
   // Autograd recording through the run would backpropagate through each recomputed copy
@@ -312,7 +329,7 @@ std::vector<Tensor> Program::operator()(std::vector<Tensor> inputs) const {
     values[static_cast<size_t>(id)] =
         grad.defined() ? grad.detach() : zeros(leaf.shape(), {.dtype = leaf.dtype(), .device = leaf.device()});
   }
-  if (!writes_state()) return onnx::run_graph(g, std::move(values));
+  if (!writes_state()) return fresh_constants(g, onnx::run_graph(g, std::move(values)));
 
   // A training step holds its own backward: autograd records nothing through it. A forward
   // that writes buffers stays differentiable; the writes themselves are never recorded.
@@ -330,7 +347,7 @@ std::vector<Tensor> Program::operator()(std::vector<Tensor> inputs) const {
     written_inputs[i].copy_(out[static_cast<size_t>((*input_writes_)[i].second)]);
   for (const auto& [leaf, index] : *grad_writes_) leaf.set_grad(index < 0 ? Tensor() : out[static_cast<size_t>(index)]);
   out.resize(num_results_);
-  return out;
+  return fresh_constants(g, std::move(out));
 }
 
 size_t Program::num_inputs() const { return graph_->inputs.size(); }
