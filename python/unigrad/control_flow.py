@@ -82,9 +82,12 @@ def _check_carry(name, fun_name, init, out):
 
 def _run_checked(name, branches, labels, taken, operands):
     """branches[taken](*operands), the other branches run too (discarded) for JAX's check that
-    every branch returns the same structure, shapes and dtypes."""
+    every branch returns the same structure, shapes and dtypes. Not while a program records
+    (ug.jit's trace, an export): it would keep their random draws, and run them at every call."""
     outs = [None] * len(branches)
     outs[taken] = branches[taken](*operands)
+    if _compiled.is_compiling() or _C._jit.capturing():
+        return outs[taken]
     with _discarded():
         for i, branch in enumerate(branches):
             if i != taken:
@@ -254,7 +257,7 @@ def _no_steps(f, init, leaves, treedef):
     """The ys of a scan of no steps: JAX stacks zero per-step outputs into arrays with a leading
     dim of 0. Their structure, shapes and dtypes come from one step on stand-ins (zeros as the
     slices of xs, init as the carry), run without gradients and discarded; its carry is
-    checked as a real step's."""
+    checked as a real step's. (Under ug.jit a random draw in that step stays in the program.)"""
     with _discarded():
         x = tree_unflatten(treedef, [_as_tensor(leaf).new_zeros(tuple(leaf.shape[1:])) for leaf in leaves]) \
             if leaves else None

@@ -160,3 +160,18 @@ def test_cond_runs_the_other_branch_without_gradients_or_draws():
     assert sorted(calls) == ["false", "true"]
     g = ug.grad(lambda x: ug.lax.cond(x.sum() > 0, lambda v: v * 2, lambda v: v * 3, x).sum())(x.detach())
     np.testing.assert_array_equal(g.numpy(), [2.0, 2.0])
+
+
+def test_a_compiled_cond_on_a_known_predicate_draws_as_the_eager_one():
+    # Under jit the branch not taken is not run for the check: the program would keep its draw.
+    def f(x, flag):
+        return ug.lax.cond(flag, lambda: x * ug.rand(2), lambda: x * ug.rand(3).sum()) + ug.rand(2)
+
+    jitted = ug.jit(f, static_argnums=1)
+    for flag in (True, False):
+        ug.manual_seed(0)
+        eager = [f(ug.ones(2), flag) for _ in range(2)] + [ug.rand(1)]
+        ug.manual_seed(0)
+        compiled = [jitted(ug.ones(2), flag) for _ in range(2)] + [ug.rand(1)]
+        for a, b in zip(eager, compiled):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
