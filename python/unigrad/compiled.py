@@ -43,7 +43,7 @@ import weakref
 import numpy as np
 
 from . import _C
-from .tree import node_unflatten, tree_flatten, tree_map, tree_unflatten
+from .tree import dict_keys, dict_maker, node_unflatten, tree_flatten, tree_map, tree_unflatten
 
 _jit = _C._jit
 _Tensor = _C.Tensor
@@ -318,7 +318,9 @@ def _builder(treedef, leaves):
             return name(d.meta) + "(" + ", ".join(items) + ")"
         if d.kind == "custom":  # a registered node type: its unflatten(aux, children)
             return name(node_unflatten(d.meta[0])) + "(" + name(d.meta[1]) + ", [" + ", ".join(items) + "])"
-        return "{" + ", ".join(f"{name(k)}: {i}" for k, i in zip(d.meta, items)) + "}"
+        items = "{" + ", ".join(f"{name(k)}: {i}" for k, i in zip(dict_keys(d), items)) + "}"
+        make = dict_maker(d)  # an OrderedDict or a defaultdict: made from the plain dict
+        return f"{name(make)}({items})" if make else items
 
     return eval(f"lambda it: {expr(treedef)}", names)  # noqa: S307 (source made above from names only)
 

@@ -6,10 +6,16 @@ each run, as jax.lax.cond branches under jax.jit; under vmap with a batched pred
 branches run and their results are selected elementwise (what jax.lax.cond does there). Loops
 with bounds known at trace time unroll into the program. Everything is built from ops, so
 gradients and vmap follow; a while_loop whose condition is traced is one op (ug/ops/control_flow.h)
-that a program runs as an ONNX Loop node."""
+that a program runs as an ONNX Loop node. Eagerly too they check what their functions return
+as JAX does: cond's and switch's branches agree, a loop's carry keeps its structure, shapes
+and dtypes."""
+import contextlib
+
 from . import _C
 from . import compiled as _compiled
 from ._C.errors import NoBatchingRule
+from . import debug as _debug
+from .autograd import no_grad
 from .tree import tree_flatten, tree_map, tree_unflatten
 
 _is_traced = _C._jit.is_traced
@@ -26,28 +32,88 @@ def _known(pred):
     return bool(pred)
 
 
-def _check_same(name, a, b):
-    la, da = tree_flatten(a)
-    lb, db = tree_flatten(b)
-    if da != db:
-        raise TypeError(f"[{name}] the branches return different structures: {da} and {db}")
-    for x, y in zip(la, lb):
-        tx = (tuple(x.shape), x.dtype) if isinstance(x, _C.Tensor) else type(x).__name__
-        ty = (tuple(y.shape), y.dtype) if isinstance(y, _C.Tensor) else type(y).__name__
+def _spec(x):
+    """A leaf's dtype and shape as text; a Python number's are those of the tensor it becomes."""
+    if not isinstance(x, _C.Tensor):
+        if not isinstance(x, (bool, int, float, complex)) and not hasattr(x, "__array_interface__"):
+            return type(x).__name__
+        x = _C.tensor(x)
+    return f"{str(x.dtype).removeprefix('unigrad.')} {list(x.shape)}"
+
+
+@contextlib.contextmanager
+def _discarded():
+    """Runs a function only for the structure, shapes and dtypes of its result: without
+    gradients, and with the global random state put back, so that the program's draws do not
+    depend on the check."""
+    rng = _C.get_rng_state()
+    try:
+        with no_grad(), _debug.silenced():
+            yield
+    finally:
+        _C.set_rng_state(rng)
+
+
+def _check_branches(name, outs, labels):
+    """A TypeError unless every branch's result has the first's structure, shapes and dtypes."""
+    first, first_def = tree_flatten(outs[0])
+    for out, label in zip(outs[1:], labels[1:]):
+        leaves, d = tree_flatten(out)
+        if d != first_def:
+            raise TypeError(f"[{name}] the branches must return the same structure: {labels[0]} gives {first_def}, "
+                            f"{label} gives {d}")
+        for n, (x, y) in enumerate(zip(first, leaves)):
+            tx, ty = _spec(x), _spec(y)
+            if tx != ty:
+                raise TypeError(f"[{name}] the branches must return the same shapes and dtypes: leaf {n} is {tx} "
+                                f"from {labels[0]} but {ty} from {label}")
+
+
+def _check_carry(name, fun_name, init, out):
+    """A TypeError unless out, what fun_name returned as the loop's carry, has init's structure,
+    shapes and dtypes."""
+    li, di = tree_flatten(init)
+    lo, do = tree_flatten(out)
+    if di != do:
+        raise TypeError(f"[{name}] {fun_name} must return a carry of the structure {di}, got {do}")
+    for n, (x, y) in enumerate(zip(li, lo)):
+        tx, ty = _spec(x), _spec(y)
         if tx != ty:
-            raise TypeError(f"[{name}] the branches return different types: {tx} and {ty}")
+            raise TypeError(f"[{name}] {fun_name} must return a carry of the same shapes and dtypes: leaf {n} is "
+                            f"{tx} but {fun_name} gives {ty}")
+
+
+def _run_checked(name, branches, labels, taken, operands):
+    """branches[taken](*operands), the other branches run too (discarded) for JAX's check that
+    every branch returns the same structure, shapes and dtypes. Not while a program records
+    (ug.jit's trace, an export): it would keep their random draws, and run them at every call."""
+    outs = [None] * len(branches)
+    outs[taken] = branches[taken](*operands)
+    if _compiled.is_compiling() or _C._jit.capturing():
+        return outs[taken]
+    with _discarded():
+        for i, branch in enumerate(branches):
+            if i != taken:
+                outs[i] = branch(*operands)
+    _check_branches(name, outs, labels)
+    return outs[taken]
+
+
+_COND_LABELS = ("true_fun", "false_fun")
 
 
 def cond(pred, true_fun, false_fun, *operands):
-    """jax.lax.cond: true_fun(*operands) if pred else false_fun(*operands)."""
+    """jax.lax.cond: true_fun(*operands) if pred else false_fun(*operands). Both branches must
+    return the same structure, shapes and dtypes: eagerly the branch not taken runs too, without
+    gradients, to check it (JAX traces both)."""
     known = _known(pred)
     if known is not None:
-        return (true_fun if known else false_fun)(*operands)
+        return _run_checked("cond", (true_fun, false_fun), _COND_LABELS, int(not known), operands)
     if not _C._functional.is_batched(pred) and getattr(_compiled._tracing, "depth", 0):
         return _traced_cond(pred, true_fun, false_fun, operands)
     # Batched, or traced for an ONNX file (whose Where answers for every input): both branches.
     a, b = true_fun(*operands), false_fun(*operands)
-    _check_same("cond", a, b)
+    _check_branches("cond", [a, b], _COND_LABELS)
     p = pred.reshape(()).bool() if isinstance(pred, _C.Tensor) else pred
     return tree_map(lambda x, y: _C.where(p, x, y), a, b)
 
@@ -68,22 +134,27 @@ def _traced_cond(pred, true_fun, false_fun, operands):
 
     outs = _C._jit.cond(pred, flat(true_fun, "true_fun"), flat(false_fun, "false_fun"),
                         [_as_tensor(v) for v in leaves])
-    _check_same("cond", results["true_fun"], results["false_fun"])
+    _check_branches("cond", [results["true_fun"], results["false_fun"]], _COND_LABELS)
     return tree_unflatten(tree_flatten(results["true_fun"])[1], outs)
 
 
+def _switch_labels(branches):
+    return [f"branches[{i}]" for i in range(len(branches))]
+
+
 def switch(index, branches, *operands):
-    """jax.lax.switch: branches[clamp(index)](*operands)."""
+    """jax.lax.switch: branches[clamp(index)](*operands); every branch runs (as cond's) to check
+    that they return the same structure, shapes and dtypes."""
     if not branches:
         raise ValueError("[switch] needs at least one branch")
     if not isinstance(index, _C.Tensor) or not (_is_traced(index) or _C._functional.is_batched(index)):
         i = min(max(int(index), 0), len(branches) - 1)
-        return branches[i](*operands)
+        return _run_checked("switch", branches, _switch_labels(branches), i, operands)
     index = index.reshape(()).clamp(0, len(branches) - 1)
     outs = [b(*operands) for b in branches]
+    _check_branches("switch", outs, _switch_labels(branches))
     result = outs[-1]
     for i in range(len(outs) - 2, -1, -1):
-        _check_same("switch", outs[i], result)
         result = tree_map(lambda x, y, i=i: _C.where(index == i, x, y), outs[i], result)
     return result
 
@@ -106,8 +177,10 @@ def while_loop(cond_fun, body_fun, init_val):
     # would record the trace's own trip count.
     if not (isinstance(c, _C.Tensor) and (_is_traced(c) or _C._jit.capturing())):
         val = init_val
-        while bool(c):
-            val = body_fun(val)
+        while bool(_checked_predicate(c)):
+            new = body_fun(val)
+            _check_carry("while_loop", "body_fun", val, new)
+            val = new
             c = cond_fun(val)
         return val
     leaves, treedef = tree_flatten(init_val)
@@ -125,10 +198,15 @@ def while_loop(cond_fun, body_fun, init_val):
     return tree_unflatten(treedef, _C._jit.while_loop(flat_cond, flat_body, leaves))
 
 
+def _checked_predicate(c):
+    """An eager loop's condition: a tensor must be a boolean scalar, as a compiled loop's."""
+    return _scalar_predicate(c) if isinstance(c, _C.Tensor) else c
+
+
 def _scalar_predicate(c):
     c = _as_tensor(c)
     if c.numel() != 1 or c.dtype != _C.bool:
-        raise TypeError(f"[while_loop] cond_fun must return a boolean scalar, got {c.dtype} {tuple(c.shape)}")
+        raise TypeError(f"[while_loop] cond_fun must return a boolean scalar, got {_spec(c)}")
     return c.reshape(())
 
 
@@ -154,9 +232,9 @@ def _batched_while_loop(cond_fun, body_fun, init_val):
 
 
 def fori_loop(lower, upper, body_fun, init_val):
-    """jax.lax.fori_loop: val = body_fun(i, val) for i in range(lower, upper). Bounds known at
-    trace time unroll; traced (or batched) bounds make it a while_loop over (i, val), as in JAX
-    (forward mode only, then)."""
+    """jax.lax.fori_loop: val = body_fun(i, val) for i in range(lower, upper), i a 0-d integer
+    tensor (lower's dtype; int64 for a Python int). Bounds known at trace time unroll; traced
+    (or batched) bounds make it a while_loop over (i, val), as in JAX (forward mode only, then)."""
     if any(isinstance(b, _C.Tensor) and (_is_traced(b) or _C._functional.is_batched(b)) for b in (lower, upper)):
         lower, upper = _as_tensor(lower), _as_tensor(upper)
 
@@ -165,9 +243,12 @@ def fori_loop(lower, upper, body_fun, init_val):
             return i + 1, body_fun(i, val)
 
         return while_loop(lambda carry: carry[0] < upper, body, (lower, init_val))[1]
+    index_dtype = _as_tensor(lower).dtype  # the index the traced-bounds loop counts with
     val = init_val
     for i in range(int(lower), int(upper)):
-        val = body_fun(i, val)
+        new = body_fun(_C.tensor(i, dtype=index_dtype), val)
+        _check_carry("fori_loop", "body_fun", val, new)
+        val = new
     return val
 
 
@@ -183,17 +264,33 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         length = sizes.pop()
     elif sizes and sizes != {length}:
         raise ValueError(f"[scan] length is {length} but xs has leading size {sizes.pop()}")
+    if length == 0:
+        return init, _no_steps(f, init, leaves, treedef)
     order = range(length - 1, -1, -1) if reverse else range(length)
     carry, ys = init, [None] * length
     for i in order:
         x = tree_unflatten(treedef, [leaf[i] for leaf in leaves]) if leaves else None
-        carry, ys[i] = f(carry, x)
-    if length == 0 or ys[0] is None:
-        return carry, None
+        new, ys[i] = f(carry, x)
+        _check_carry("scan", "f", carry, new)
+        carry = new
     y_leaves = [tree_flatten(y)[0] for y in ys]
     y_def = tree_flatten(ys[0])[1]
     stacked = [_C.stack([_as_tensor(y[k]) for y in y_leaves]) for k in range(len(y_leaves[0]))]
     return carry, tree_unflatten(y_def, stacked)
+
+
+def _no_steps(f, init, leaves, treedef):
+    """The ys of a scan of no steps: JAX stacks zero per-step outputs into arrays with a leading
+    dim of 0. Their structure, shapes and dtypes come from one step on stand-ins (zeros as the
+    slices of xs, init as the carry), run without gradients and discarded; its carry is
+    checked as a real step's. (Under ug.jit a random draw in that step stays in the program.)"""
+    with _discarded():
+        x = tree_unflatten(treedef, [_as_tensor(leaf).new_zeros(tuple(leaf.shape[1:])) for leaf in leaves]) \
+            if leaves else None
+        carry, y = f(init, x)
+        _check_carry("scan", "f", init, carry)
+    y_leaves, y_def = tree_flatten(y)
+    return tree_unflatten(y_def, [v.new_zeros((0, *v.shape)) for v in map(_as_tensor, y_leaves)])
 
 
 def _as_tensor(x):

@@ -6,13 +6,18 @@ group (all_reduce or all_gather of ug.distributed, values without gradients: dif
 inside, then reduce, as data-parallel steps do). The structured control flow (cond, switch,
 while_loop, fori_loop, scan) is control_flow.py's."""
 from . import _C
-from ._C import stop_gradient  # noqa: F401  (jax.lax.stop_gradient)
 from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 from .parallel_map import pmap_group
 from .tree import tree_map
 
 _dist = _C.distributed
 _vmap = _C._lax
+
+
+def stop_gradient(x):
+    """jax.lax.stop_gradient: x, a pytree, with each tensor leaf cut from differentiation (no
+    gradient flows back through it, in any mode); other leaves as they are."""
+    return tree_map(lambda v: _C.stop_gradient(v) if isinstance(v, _C.Tensor) else v, x)
 
 
 def _names(axis_name):
@@ -197,7 +202,7 @@ def top_k(operand, k):
     return values, indices
 
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "axis_index", "cond", "switch",
-           "while_loop", "fori_loop", "scan", "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",
+__all__ = ["stop_gradient", "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "axis_index",
+           "cond", "switch", "while_loop", "fori_loop", "scan", "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",
            "dynamic_index_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim", "map", "select",
            "top_k"]

@@ -37,16 +37,35 @@ def _flat_call(fun, args, kwargs, nums, defs, has_aux, aux_box):
     return flat_fn
 
 
-def _flat_arguments(args, nums, op):
-    """The tensor leaves of the differentiated arguments, in order, and their treedefs."""
+def _flat_arguments(args, nums, op, floats_only=False):
+    """The tensor leaves of the differentiated arguments, in order, and their treedefs.
+    floats_only: refuse integer and boolean leaves, as jax.grad and the Jacobians do."""
     flat, defs = [], []
     for i in nums:
         if i >= len(args):
             raise IndexError(f"[{op}] argnums {i} out of range for {len(args)} positional arguments")
         leaves, d = tree_flatten(args[i])
+        if floats_only:
+            for v in leaves:
+                _check_floating(op, i, v)
         flat += [_as_tensor(v) for v in leaves]
         defs.append(d)
     return flat, defs
+
+
+def _check_floating(op, i, v):
+    """A TypeError for an integer or boolean value (a Python int or bool, a numpy value or a
+    tensor) among the differentiated arguments: made a float, a Python int would be
+    differentiated silently, where JAX and torch.func refuse it."""
+    if isinstance(v, _C.Tensor):
+        what = None if v.is_floating_point() else f"a tensor of dtype {str(v.dtype).removeprefix('unigrad.')}"
+    elif isinstance(v, (bool, int)):
+        what = f"a Python {type(v).__name__} ({v!r})"
+    else:
+        what = f"a numpy value of dtype {v.dtype}" if getattr(getattr(v, "dtype", None), "kind", None) in ("b", "i", "u") else None
+    if what:
+        raise TypeError(f"[{op}] argument {i} holds {what}; only floating point inputs can be differentiated "
+                        "(pass a float, or a floating point tensor)")
 
 
 def _per_argument(defs, flat):
@@ -63,7 +82,7 @@ def value_and_grad(fun, argnums=0, has_aux=False):
     nums, many = _argnums(argnums)
 
     def wrapped(*args, **kwargs):
-        flat, defs = _flat_arguments(args, nums, "grad")
+        flat, defs = _flat_arguments(args, nums, "grad", floats_only=True)
         aux_box = [None, None]
         fn = _flat_call(fun, args, kwargs, nums, defs, has_aux, aux_box)
         outs, grads = _f.value_and_grad(fn, flat, list(range(len(flat))))
@@ -142,7 +161,7 @@ def _jacobian(transform, fun, argnums, has_aux):
     nums, many = _argnums(argnums)
 
     def wrapped(*args, **kwargs):
-        flat, defs = _flat_arguments(args, nums, "jacobian")
+        flat, defs = _flat_arguments(args, nums, "jacobian", floats_only=True)
         aux_box = [None, None]
         fn = _flat_call(fun, args, kwargs, nums, defs, has_aux, aux_box)
         per_leaf = [transform(fn, flat, j) for j in range(len(flat))]  # per input leaf: one per output

@@ -3,6 +3,7 @@ tensors (or numbers). The function transforms flatten arguments and results with
 Also reachable as ug.tree_util (jax.tree_util's names) and, with jax.tree's short names
 (ug.tree.map, ug.tree.leaves, ...), as ug.tree."""
 import builtins
+import collections
 import dataclasses
 import functools
 
@@ -24,6 +25,10 @@ class TreeDef:
             self._num_leaves = 1 if self.kind == "leaf" else sum(c.num_leaves for c in self.children)
         return self._num_leaves
 
+    def unflatten(self, leaves):
+        """The tree of this structure over leaves (jax's PyTreeDef.unflatten)."""
+        return tree_unflatten(self, leaves)
+
     def __eq__(self, other):
         return isinstance(other, TreeDef) and (self.kind, self.children, self.meta) == (other.kind, other.children, other.meta)
 
@@ -32,8 +37,10 @@ class TreeDef:
         if self.__dict__.get("_repr") is None:
             # The repr keys compiled programs: it names everything that makes two trees differ.
             kind = self.kind
-            if kind == "dict":
-                kind = f"dict {list(self.meta)}"
+            if kind in ("dict", "OrderedDict"):
+                kind = f"{kind} {list(self.meta)}"
+            elif kind == "defaultdict":
+                kind = f"defaultdict {self.meta[0]!r} {list(self.meta[1])}"
             elif kind == "namedtuple":
                 kind = self.meta.__name__
             elif kind == "custom":
@@ -46,7 +53,8 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func):
     """jax.tree_util.register_pytree_node: instances of nodetype become tree nodes;
     flatten_func(x) returns (children, aux_data), unflatten_func(aux_data, children) rebuilds x.
     aux_data must compare with == (it is part of the structure)."""
-    if nodetype in _nodes or nodetype in (tuple, list, dict, type(None)):
+    if nodetype in _nodes or nodetype in (tuple, list, dict, collections.OrderedDict, collections.defaultdict,
+                                          type(None)):
         raise ValueError(f"[tree] {nodetype.__name__} is already a pytree node type")
     _nodes[nodetype] = (flatten_func, unflatten_func)
 
@@ -82,9 +90,36 @@ def register_dataclass(nodetype, data_fields=None, meta_fields=None):
     return nodetype
 
 
+def _dict_node(tree):
+    """(kind, keys in flattening order, meta) of a dict node, as JAX has them: an OrderedDict
+    keeps its insertion order, a dict and a defaultdict are sorted; a defaultdict's structure
+    holds its default_factory."""
+    if isinstance(tree, collections.OrderedDict):
+        keys = tuple(tree)
+        return "OrderedDict", keys, keys
+    keys = tuple(sorted(tree))
+    if isinstance(tree, collections.defaultdict):
+        return "defaultdict", keys, (tree.default_factory, keys)
+    return "dict", keys, keys
+
+
+def dict_keys(d):
+    """The keys of a dict TreeDef, in its children's order."""
+    return d.meta[1] if d.kind == "defaultdict" else d.meta
+
+
+def dict_maker(d):
+    """What rebuilds a dict TreeDef's node from a plain dict of its items (None: the plain dict)."""
+    if d.kind == "OrderedDict":
+        return collections.OrderedDict
+    if d.kind == "defaultdict":
+        return functools.partial(collections.defaultdict, d.meta[0])
+    return None
+
+
 def tree_flatten(tree, is_leaf=None):
-    """(leaves, treedef); dict keys are visited in sorted order, None is an empty node;
-    is_leaf(x) true makes x a leaf whatever it is."""
+    """(leaves, treedef); dict keys are visited in sorted order (an OrderedDict's in insertion
+    order), None is an empty node; is_leaf(x) true makes x a leaf whatever it is."""
     if is_leaf is not None and is_leaf(tree):
         return [tree], TreeDef("leaf")
     if tree is None:
@@ -98,13 +133,13 @@ def tree_flatten(tree, is_leaf=None):
         kind = "list" if isinstance(tree, list) else ("namedtuple" if hasattr(tree, "_fields") else "tuple")
         return leaves, TreeDef(kind, defs, type(tree) if kind == "namedtuple" else None)
     if isinstance(tree, dict):
-        keys = sorted(tree)
+        kind, keys, meta = _dict_node(tree)
         leaves, defs = [], []
         for k in keys:
             sub, d = tree_flatten(tree[k], is_leaf)
             leaves += sub
             defs.append(d)
-        return leaves, TreeDef("dict", defs, tuple(keys))
+        return leaves, TreeDef(kind, defs, meta)
     node = _nodes.get(type(tree))
     if node is not None:
         children, aux = node[0](tree)
@@ -140,7 +175,8 @@ def _build(d, leaves):
         return d.meta(*items)
     if d.kind == "custom":
         return node_unflatten(d.meta[0])(d.meta[1], items)
-    return dict(zip(d.meta, items))
+    items, make = dict(zip(dict_keys(d), items)), dict_maker(d)
+    return make(items) if make else items
 
 
 def tree_leaves(tree, is_leaf=None):
@@ -165,20 +201,20 @@ def _broadcast(prefix, tree, op, path, out):
         out += [prefix] * len(tree_leaves(tree))
         return
     if isinstance(prefix, dict):
-        same = isinstance(tree, dict) and sorted(prefix) == sorted(tree)
+        same = isinstance(tree, dict) and _dict_node(prefix)[:2] == _dict_node(tree)[:2]
     else:
         same = isinstance(tree, (tuple, list)) and isinstance(tree, list) == isinstance(prefix, list) \
             and len(prefix) == len(tree)
     if not same:
         raise ValueError(f"[{op}] {path} must be a tree prefix of the value: got "
                          f"{type(prefix).__name__} {_describe(prefix)} for {type(tree).__name__} {_describe(tree)}")
-    for key, sub in (sorted(prefix.items()) if isinstance(prefix, dict) else enumerate(prefix)):
-        _broadcast(sub, tree[key], op, f"{path}[{key!r}]", out)
+    for key in (_dict_node(prefix)[1] if isinstance(prefix, dict) else range(len(prefix))):
+        _broadcast(prefix[key], tree[key], op, f"{path}[{key!r}]", out)
 
 
 def _describe(value):
     if isinstance(value, dict):
-        return f"with keys {sorted(value)}"
+        return f"with keys {list(_dict_node(value)[1])}"
     return f"of length {len(value)}" if isinstance(value, (tuple, list)) else ""
 
 
@@ -198,6 +234,55 @@ def tree_map(f, tree, *rest, is_leaf=None):
     leaves, d = tree_flatten(tree, is_leaf)
     others = _leaves_like(d, rest, is_leaf, "tree_map")
     return tree_unflatten(d, [f(x, *[o[i] for o in others]) for i, x in enumerate(leaves)])
+
+
+def _node(tree):
+    """(kind, meta, children) of one level of tree, as tree_flatten sees it (None for a leaf)."""
+    if tree is None:
+        return "none", None, []
+    if isinstance(tree, (tuple, list)):
+        if isinstance(tree, list):
+            return "list", None, list(tree)
+        return ("namedtuple", type(tree), list(tree)) if hasattr(tree, "_fields") else ("tuple", None, list(tree))
+    if isinstance(tree, dict):
+        kind, keys, meta = _dict_node(tree)
+        return kind, meta, [tree[k] for k in keys]
+    if type(tree) in _nodes:
+        children, aux = _nodes[type(tree)][0](tree)
+        return "custom", (type(tree), aux), list(children)
+    return None
+
+
+def _up_to(d, tree, out, op):
+    """Appends the subtrees of tree at the leaves of d, a structure tree must begin with."""
+    if d.kind == "leaf":
+        out.append(tree)
+        return
+    node = _node(tree)
+    if node is None or node[:2] != (d.kind, d.meta) or len(node[2]) != len(d.children):
+        raise ValueError(f"[{op}] the tree {tree!r} does not have the structure {d}")
+    for child_def, child in zip(d.children, node[2]):
+        _up_to(child_def, child, out, op)
+
+
+def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+    """jax.tree_util.tree_transpose: a tree of outer_treedef whose leaves are trees of
+    inner_treedef becomes a tree of inner_treedef whose leaves are trees of outer_treedef.
+    inner_treedef None: the structure of the first inner tree."""
+    inner = []
+    _up_to(outer_treedef, pytree_to_transpose, inner, "tree_transpose")
+    if inner_treedef is None:
+        if not inner:
+            raise ValueError("[tree_transpose] inner_treedef=None needs an outer tree with at least one leaf")
+        inner_treedef = tree_structure(inner[0])
+    columns = []
+    for sub in inner:
+        leaves, d = tree_flatten(sub)
+        if d != inner_treedef:
+            raise TypeError(f"[tree_transpose] an inner tree has the structure {d}, expected {inner_treedef}")
+        columns.append(leaves)
+    rows = [[col[j] for col in columns] for j in range(inner_treedef.num_leaves)]
+    return tree_unflatten(inner_treedef, [tree_unflatten(outer_treedef, row) for row in rows])
 
 
 def tree_reduce(function, tree, *initializer, is_leaf=None):
@@ -234,7 +319,7 @@ def _with_path(tree, is_leaf, path, out):
         for i, item in enumerate(tree):
             _with_path(item, is_leaf, path + (GetAttrKey(fields[i]) if fields else SequenceKey(i),), out)
     elif isinstance(tree, dict):
-        for k in sorted(tree):
+        for k in _dict_node(tree)[1]:
             _with_path(tree[k], is_leaf, path + (DictKey(k),), out)
     elif type(tree) in _nodes:
         children, _ = _nodes[type(tree)][0](tree)
@@ -271,6 +356,6 @@ def keystr(keys):
 
 
 # jax.tree's short names.
-flatten, unflatten, leaves, structure, map, reduce, all = (  # noqa: A001
-    tree_flatten, tree_unflatten, tree_leaves, tree_structure, tree_map, tree_reduce, tree_all)
+flatten, unflatten, leaves, structure, map, reduce, all, transpose = (  # noqa: A001
+    tree_flatten, tree_unflatten, tree_leaves, tree_structure, tree_map, tree_reduce, tree_all, tree_transpose)
 flatten_with_path, leaves_with_path, map_with_path = tree_flatten_with_path, tree_leaves_with_path, tree_map_with_path
