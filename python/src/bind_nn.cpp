@@ -29,6 +29,18 @@ using ug::Tensor;
 using ug::nn::Module;
 using ug::nn::TensorDict;
 
+/** The in_features of the module's first layer (through nested Sequentials) when it is a
+ *  Linear/Dense layer that knows it, else -1. */
+int64_t declared_in_features(Module& m) {
+  Module* first = &m;
+  while (auto* seq = dynamic_cast<ug::nn::SequentialImpl*>(first)) {
+    if (seq->size() == 0) return -1;
+    first = (*seq)[0].get();
+  }
+  auto* linear = dynamic_cast<ug::nn::LinearImpl*>(first);
+  return linear ? linear->in_features() : -1;
+}
+
 struct PyModule : Module {
   NB_TRAMPOLINE(Module, 3);
   PyModule() = default;
@@ -454,14 +466,25 @@ void bind_nn(nb::module_& nn) {
       .def(
           "summary",
           [](Module& m, nb::handle input_size, std::optional<ug::DType> dtype) {
+            if (input_size.is_none()) {
+              // Keras prints a model whose input shape is known: here, a first Linear/Dense layer's.
+              const int64_t features = declared_in_features(m);
+              if (features < 0)
+                ug::fail<ug::ValueError>(
+                    "[summary] the input size is not known (the first layer is not a Linear/Dense layer with "
+                    "its input size given): pass input_size, e.g. model.summary((None, 784))");
+              nb::print(nb::str(m.summary({1, features}, dtype).c_str()), nb::str(""));
+              return;
+            }
             // Keras writes the batch dim as None: (None, 784) runs one example.
             nb::list sizes;
             for (nb::handle d : nb::iter(input_size)) sizes.append(d.is_none() ? nb::int_(1) : nb::borrow(d));
             nb::print(nb::str(m.summary(dims_from_sequence(sizes, "summary"), dtype).c_str()), nb::str(""));
           },
-          "input_size"_a, "dtype"_a = nb::none(),
+          "input_size"_a = nb::none(), "dtype"_a = nb::none(),
           "Prints a Keras-style table of layers, output shapes and parameter counts for one forward "
-          "pass on zeros of input_size (batch dim included).")
+          "pass on zeros of input_size (batch dim included); without input_size, the one a first "
+          "Linear/Dense layer declares (Dense(8, input_dim=4): (None, 4)).")
       .def(
           "register_forward_hook",
           [](nb::handle self, nb::object hook) {

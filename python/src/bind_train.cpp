@@ -4,6 +4,7 @@
 // schedules, Python subclasses of Callback (logs as dicts), and printing to sys.stdout.
 // model.compile keeps its Trainer in the model's __dict__ as "_trainer".
 #include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -112,12 +113,28 @@ Tensor as_tensor(nb::handle h) {
   return nb::isinstance<Tensor>(h) ? nb::cast<Tensor>(h) : tensor_from_data(h, std::nullopt, std::nullopt);
 }
 
+/** The float dtype of the model's parameters (the default dtype when it has none yet): the
+ *  dtype floating inputs are cast to, as Keras casts them to its floatx. */
+ug::DType model_float_dtype(nb::handle self) {
+  for (const Tensor& p : nb::cast<Module&>(self).parameters())
+    if (p.is_floating_point()) return p.dtype();
+  return ug::get_default_dtype();
+}
+
+/** An input, target or weight array as a tensor, floating ones cast to `float_dtype` (NumPy's
+ *  float64 into a float32 model); integer labels stay integers. */
+Tensor as_input(nb::handle h, ug::DType float_dtype) {
+  Tensor t = as_tensor(h);
+  return t.is_floating_point() && t.dtype() != float_dtype ? t.to(float_dtype) : t;
+}
+
 /** Any Python iterable of batches, re-iterated each epoch: (x, y) pairs (or x alone, for
  *  predict) of tensors or arrays, or dicts of them read in order. A DataLoader is one; so is
  *  a list of pairs. */
 class PyBatches : public ug::data::BatchSource {
  public:
-  PyBatches(nb::handle iterable, const char* who) : iterable_(nb::borrow(iterable)) {
+  PyBatches(nb::handle iterable, ug::DType float_dtype, const char* who)
+      : iterable_(nb::borrow(iterable)), float_dtype_(float_dtype) {
     if (!nb::hasattr(iterable, "__iter__"))
       ug::fail<ug::TypeError>("[", who, "] x must be an array, a Tensor or an iterable of (x, y) batches, got ",
                               nb::inst_name(iterable).c_str());
@@ -140,11 +157,11 @@ class PyBatches : public ug::data::BatchSource {
     if (PyDict_Check(item.ptr())) {
       // A dict batch (a pipeline from a dict): its fields in order, as MindSpore feeds a data
       // set's columns ("data", "label") to the network and the loss.
-      for (auto [name, field] : nb::borrow<nb::dict>(item)) batch.push_back(as_tensor(field));
+      for (auto [name, field] : nb::borrow<nb::dict>(item)) batch.push_back(as_input(field, float_dtype_));
       return batch;
     }
-    if (!PyTuple_Check(item.ptr()) && !PyList_Check(item.ptr())) return ug::data::Example{as_tensor(item)};
-    for (nb::handle field : item) batch.push_back(as_tensor(field));
+    if (!PyTuple_Check(item.ptr()) && !PyList_Check(item.ptr())) return ug::data::Example{as_input(item, float_dtype_)};
+    for (nb::handle field : item) batch.push_back(as_input(field, float_dtype_));
     return batch;
   }
   int64_t num_batches() const override {
@@ -162,12 +179,14 @@ class PyBatches : public ug::data::BatchSource {
     if (!o.is_valid()) throw nb::python_error();
   }
   nb::object iterable_, it_;
+  ug::DType float_dtype_;
 };
 
-/** The batches fit, evaluate and predict read: arrays (x, y) batched here, or an iterable of batches. */
+/** The batches fit, evaluate and predict read: arrays (x, y) batched here, or an iterable of
+ *  batches; floating fields cast to float_dtype. */
 std::unique_ptr<ug::data::BatchSource> batches_from_python(nb::handle x, nb::handle y,
                                                            std::optional<int64_t> batch_size, bool shuffle, bool need_y,
-                                                           const char* who) {
+                                                           ug::DType float_dtype, const char* who) {
   if (x.is_none()) ug::fail<ug::ValueError>("[", who, "] x is required");
   if (!is_array(x)) {
     if (!y.is_none())
@@ -175,11 +194,11 @@ std::unique_ptr<ug::data::BatchSource> batches_from_python(nb::handle x, nb::han
     if (batch_size)
       ug::fail<ug::ValueError>("[", who,
                                "] batch_size must not be given when x yields batches (they are batched already)");
-    return std::make_unique<PyBatches>(x, who);
+    return std::make_unique<PyBatches>(x, float_dtype, who);
   }
   if (need_y && y.is_none()) ug::fail<ug::ValueError>("[", who, "] y is required when x is an array");
-  std::vector<Tensor> fields = {as_tensor(x)};
-  if (!y.is_none()) fields.push_back(as_tensor(y));
+  std::vector<Tensor> fields = {as_input(x, float_dtype)};
+  if (!y.is_none()) fields.push_back(as_input(y, float_dtype));
   // Shuffled passes draw their seeds from the global generator: ug.manual_seed fixes them.
   return std::make_unique<ug::data::DataLoader>(
       std::make_shared<ug::data::TensorDataset>(std::move(fields)),
@@ -286,7 +305,8 @@ std::vector<std::shared_ptr<Callback>> callbacks_from_python(nb::handle self, nb
 
 nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_t> batch_size, int64_t epochs,
                nb::handle verbose, nb::handle callbacks, double validation_split, nb::handle validation_data,
-               bool shuffle, int64_t initial_epoch, std::optional<int64_t> steps_per_epoch) {
+               bool shuffle, std::optional<std::map<int64_t, double>> class_weight, nb::handle sample_weight,
+               int64_t initial_epoch, std::optional<int64_t> steps_per_epoch) {
   Trainer& trainer = compiled_trainer(self, "fit");
   train::FitOptions o;
   o.epochs = epochs;
@@ -294,25 +314,34 @@ nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_
   o.verbose = verbose_from_python(verbose, "fit");
   o.steps_per_epoch = steps_per_epoch.value_or(-1);
   o.validation_split = validation_split;
+  if (class_weight) o.class_weight = std::move(*class_weight);
+  const ug::DType float_dtype = model_float_dtype(self);
   // Arrays are batched (and split, and shuffled) by the C++ fit; other data comes batched.
   const bool arrays = is_array(x) && !y.is_none();
   std::optional<Tensor> tx, ty;
   std::unique_ptr<ug::data::BatchSource> data, validation;
+  if (!sample_weight.is_none()) o.sample_weight = as_input(sample_weight, float_dtype);
   if (arrays) {
-    tx = as_tensor(x);
-    ty = as_tensor(y);
+    tx = as_input(x, float_dtype);
+    ty = as_input(y, float_dtype);
     o.batch_size = batch_size;
     o.shuffle = shuffle;
   } else {
-    data = batches_from_python(x, y, batch_size, shuffle, true, "fit");
+    data = batches_from_python(x, y, batch_size, shuffle, true, float_dtype, "fit");
   }
   if (!validation_data.is_none()) {
-    // (x_val, y_val) arrays, or an iterable of batches.
-    const bool pair = (PyTuple_Check(validation_data.ptr()) || PyList_Check(validation_data.ptr())) &&
-                      nb::len(validation_data) == 2 && is_array(validation_data[0]) && is_array(validation_data[1]);
-    validation = pair ? trainer.evaluation_batches(as_tensor(validation_data[0]), as_tensor(validation_data[1]),
-                                                   batch_size.value_or(32))
-                      : batches_from_python(validation_data, nb::none(), std::nullopt, false, true, "fit");
+    // (x_val, y_val) or (x_val, y_val, sample_weight_val) arrays, or an iterable of batches.
+    const bool tuple = (PyTuple_Check(validation_data.ptr()) || PyList_Check(validation_data.ptr())) &&
+                       (nb::len(validation_data) == 2 || nb::len(validation_data) == 3);
+    bool arrays_given = tuple;
+    if (tuple)
+      for (nb::handle a : validation_data) arrays_given = arrays_given && is_array(a);
+    validation = arrays_given
+                     ? trainer.evaluation_batches(
+                           as_input(validation_data[0], float_dtype), as_input(validation_data[1], float_dtype),
+                           batch_size.value_or(32),
+                           nb::len(validation_data) == 3 ? as_input(validation_data[2], float_dtype) : Tensor())
+                     : batches_from_python(validation_data, nb::none(), std::nullopt, false, true, float_dtype, "fit");
   }
   o.validation_data = validation.get();
   o.callbacks = callbacks_from_python(self, callbacks);
@@ -325,15 +354,20 @@ nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_
 }
 
 nb::object evaluate(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_t> batch_size, nb::handle verbose,
-                    bool return_dict) {
+                    nb::handle sample_weight, bool return_dict) {
   Trainer& trainer = compiled_trainer(self, "evaluate");
   trainer.set_output(python_stdout());
   const int v = verbose_from_python(verbose, "evaluate");
+  const ug::DType float_dtype = model_float_dtype(self);
   Logs logs;
   if (is_array(x) && !y.is_none()) {
-    logs = trainer.evaluate(as_tensor(x), as_tensor(y), batch_size.value_or(32), v);
+    logs = trainer.evaluate(as_input(x, float_dtype), as_input(y, float_dtype), batch_size.value_or(32), v,
+                            sample_weight.is_none() ? Tensor() : as_input(sample_weight, float_dtype));
   } else {
-    auto data = batches_from_python(x, y, batch_size, false, true, "evaluate");
+    if (!sample_weight.is_none())
+      ug::fail<ug::ValueError>(
+          "[evaluate] sample_weight needs array x and y; batches carry their weights as (x, y, sample_weight)");
+    auto data = batches_from_python(x, y, batch_size, false, true, float_dtype, "evaluate");
     logs = trainer.evaluate(*data, v);
   }
   if (return_dict) return logs_to_python(logs);
@@ -347,7 +381,7 @@ Tensor predict(nb::handle self, nb::handle x, std::optional<int64_t> batch_size,
   nb::object t = trainer_object(self);
   std::unique_ptr<Trainer> own;
   Trainer* trainer = t.is_valid() ? &nb::cast<Trainer&>(t) : (own = trainer_for(self)).get();
-  auto data = batches_from_python(x, nb::none(), batch_size, false, false, "predict");
+  auto data = batches_from_python(x, nb::none(), batch_size, false, false, model_float_dtype(self), "predict");
   trainer->set_output(python_stdout());
   return trainer->predict(*data, verbose_from_python(verbose, "predict"));
 }
@@ -554,12 +588,17 @@ void bind_train(nb::module_& m) {
   nb::cpp_function_def(&fit, nb::scope(module_cls), nb::name("fit"), nb::is_method(), "x"_a = nb::none(),
                        "y"_a = nb::none(), "batch_size"_a = nb::none(), "epochs"_a = 1, "verbose"_a = "auto",
                        "callbacks"_a = nb::none(), "validation_split"_a = 0.0, "validation_data"_a = nb::none(),
-                       "shuffle"_a = true, "initial_epoch"_a = 0, "steps_per_epoch"_a = nb::none(),
-                       "Keras's fit: x, y arrays (batched here, batch_size 32, reshuffled each epoch) or x an "
-                       "iterable of (x, y) batches such as a DataLoader. Returns a History.");
+                       "shuffle"_a = true, "class_weight"_a = nb::none(), "sample_weight"_a = nb::none(),
+                       "initial_epoch"_a = 0, "steps_per_epoch"_a = nb::none(),
+                       "Keras's fit: x, y arrays (batched here, batch_size 32, reshuffled each epoch; floating "
+                       "ones cast to the model's float dtype) or x an iterable of (x, y) or (x, y, sample_weight) "
+                       "batches such as a DataLoader. sample_weight (one per sample) and class_weight ({class: "
+                       "weight}) weigh each sample's loss: sum(weight * loss) / batch size. Returns a History.");
   nb::cpp_function_def(&evaluate, nb::scope(module_cls), nb::name("evaluate"), nb::is_method(), "x"_a = nb::none(),
-                       "y"_a = nb::none(), "batch_size"_a = nb::none(), "verbose"_a = "auto", "return_dict"_a = false,
-                       "The loss (and metrics: [loss, metric, ...], or a dict with return_dict) over the data.");
+                       "y"_a = nb::none(), "batch_size"_a = nb::none(), "verbose"_a = "auto",
+                       "sample_weight"_a = nb::none(), "return_dict"_a = false,
+                       "The loss (and metrics: [loss, metric, ...], or a dict with return_dict) over the data; "
+                       "sample_weight weighs each sample's loss, as in fit.");
   nb::cpp_function_def(
       &predict, nb::scope(module_cls), nb::name("predict"), nb::is_method(), "x"_a, "batch_size"_a = nb::none(),
       "verbose"_a = "auto",

@@ -565,8 +565,11 @@ TEST(Train, ValidationSplitHoldsOutTheLastSamplesOfTensors) {
   EXPECT_TRUE(has(m, "validation_split must be in [0, 1)")) << m;
   m = message([&] { split.fit(x, y, {.validation_data = &validation_part, .verbose = 0, .validation_split = 0.5}); });
   EXPECT_TRUE(has(m, "[fit] give validation_split or validation_data, not both")) << m;
-  m = message([&] { split.fit(x, y, {.verbose = 0, .validation_split = 0.01}); });
-  EXPECT_TRUE(has(m, "[fit] validation_split=0.01 leaves no samples on one side of 20")) << m;
+  m = message([&] { split.fit(x, y, {.verbose = 0, .validation_split = 0.99}); });
+  EXPECT_TRUE(has(m, "[fit] validation_split=0.99 leaves no samples on one side of 20")) << m;
+  // Keras's split point, floor(n * (1 - split)): 20 * 0.67 = 13.4 trains on 13 samples.
+  split.fit(x, y, {.verbose = 0, .batch_size = 1, .validation_split = 0.33});
+  EXPECT_EQ(split.params().steps, 13);
   m = message([&] { split.fit(train_part, {.verbose = 0, .validation_split = 0.5}); });
   EXPECT_TRUE(has(m, "[fit] validation_split needs array x and y")) << m;
   m = message([&] { split.fit(train_part, {.verbose = 0, .batch_size = 4}); });
@@ -603,6 +606,20 @@ TEST(Train, BadArgumentsRaiseClearErrors) {
   Batches one_field({{ug::zeros({2, 4})}});
   m = message([&] { trainer.fit(one_field, {.verbose = 0}); });
   EXPECT_NE(m.find("(x, y)"), std::string::npos) << m;
+}
+
+TEST(Train, SampleWeightsScaleEachSamplesLoss) {
+  ug::manual_seed(4);
+  Tensor x = ug::randn({10, 4}), y = ug::randn({10, 3});
+  nn::Sequential model = mlp();
+  train::Trainer trainer(model);
+  trainer.compile({.optimizer = "sgd", .loss = "mse"});
+  const double plain = trainer.evaluate(x, y, 4, 0).at("loss");
+  EXPECT_NEAR(trainer.evaluate(x, y, 4, 0, ug::full({10}, 2.0)).at("loss"), 2 * plain, 1e-6);
+  // Weight 1 for the first half, 0 for the rest: sum(w * loss) / batch size, as Keras reduces.
+  Tensor half = ug::cat({ug::ones({5}), ug::zeros({5})}, 0);
+  const double first = trainer.evaluate(x.narrow(0, 0, 5), y.narrow(0, 0, 5), 10, 0).at("loss");
+  EXPECT_NEAR(trainer.evaluate(x, y, 10, 0, half).at("loss"), first / 2, 1e-6);
 }
 
 TEST(Train, PythonStyleFormatting) {

@@ -408,7 +408,7 @@ def test_bad_arguments():
         m.fit(batches_of(X, Y, 8), Y, verbose=0)
     with pytest.raises(ValueError, match="verbose"):
         m.fit(X, Y, verbose=3)
-    with pytest.raises(ValueError, match=r"\(x, y\)"):
-        m.fit([(X, Y, Y)], verbose=0)
+    with pytest.raises(ValueError, match=r"\(x, y\) or \(x, y, sample_weight\), got 4 tensors"):
+        m.fit([(X, Y, Y, Y)], verbose=0)
     with pytest.raises(TypeError, match="Callback"):
         m.fit(X, Y, verbose=0, callbacks=[lambda: None])

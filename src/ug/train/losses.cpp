@@ -86,6 +86,46 @@ LossFn loss_by_name(const std::string& name, bool from_logits) {
   return [](const Tensor& out, const Tensor& y) { return F::huber_loss(out, like_output(out, y)); };
 }
 
+LossFn per_sample_loss_by_name(const std::string& name, bool from_logits) {
+  const std::string loss = canonical_loss_name(name);
+  if (loss == "sparse_categorical_crossentropy") {
+    if (from_logits)
+      return [](const Tensor& out, const Tensor& y) {
+        return F::cross_entropy(out, class_targets(out, y), {.reduction = "none"});
+      };
+    return [](const Tensor& out, const Tensor& y) {
+      return F::nll_loss(clipped(out).log(), class_targets(out, y), {.reduction = "none"});
+    };
+  }
+  if (loss == "categorical_crossentropy") {
+    if (from_logits)
+      return [](const Tensor& out, const Tensor& y) {
+        return F::cross_entropy(out, like_output(out, y), {.reduction = "none"});
+      };
+    return [](const Tensor& out, const Tensor& y) {
+      Tensor p = clipped(out.div(out.sum({-1}, true)));
+      return like_output(out, y).mul(p.log()).sum({-1}).neg();
+    };
+  }
+  // The elementwise losses, averaged over the last dim as Keras's are.
+  std::function<Tensor(const Tensor&, const Tensor&)> elementwise;
+  if (loss == "binary_crossentropy" && from_logits)
+    elementwise = [](const Tensor& out, const Tensor& y) {
+      return F::binary_cross_entropy_with_logits(out, y, {.reduction = "none"});
+    };
+  else if (loss == "binary_crossentropy")
+    elementwise = [](const Tensor& out, const Tensor& y) {
+      return F::binary_cross_entropy(clipped(out), y, {}, "none");
+    };
+  else if (loss == "mse") elementwise = [](const Tensor& out, const Tensor& y) { return F::mse_loss(out, y, "none"); };
+  else if (loss == "mae") elementwise = [](const Tensor& out, const Tensor& y) { return F::l1_loss(out, y, "none"); };
+  else elementwise = [](const Tensor& out, const Tensor& y) { return F::huber_loss(out, y, "none"); };
+  return [elementwise](const Tensor& out, const Tensor& y) {
+    Tensor l = elementwise(out, like_output(out, y));
+    return l.dim() > 1 ? l.mean({-1}) : l;
+  };
+}
+
 std::string output_activation(nn::Module& module) {
   nn::Module* m = &module;
   while (auto* seq = dynamic_cast<nn::SequentialImpl*>(m)) {

@@ -32,6 +32,11 @@ const std::vector<std::string>& loss_names();
  *  ValueError listing the known ones. */
 LossFn loss_by_name(const std::string& name, bool from_logits);
 
+/** The same loss per sample, unreduced (Keras's reduction="none"): the elementwise losses
+ *  averaged over the last dim (summed, for categorical_crossentropy), the class losses one
+ *  value per sample; a 1-D output's losses are elementwise. */
+LossFn per_sample_loss_by_name(const std::string& name, bool from_logits);
+
 /** The canonical name ("mse" for "mean_squared_error"); throws for unknown names. */
 std::string canonical_loss_name(const std::string& name);
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <utility>
 
 #include "ug/graph/grad_mode.h"
 #include "ug/core/error.h"
@@ -34,11 +36,42 @@ class ModeGuard {
 
 int64_t batch_size_of(const Tensor& x) { return x.dim() > 0 ? x.size(0) : 1; }
 
-const data::Example& checked_pair(const data::Example& batch, const char* who) {
-  if (batch.size() != 2)
-    fail<ValueError>("[", who, "] each batch must be (x, y), got ", batch.size(), " tensor",
+const data::Example& checked_batch(const data::Example& batch, const char* who) {
+  if (batch.size() != 2 && batch.size() != 3)
+    fail<ValueError>("[", who, "] each batch must be (x, y) or (x, y, sample_weight), got ", batch.size(), " tensor",
                      batch.size() == 1 ? "" : "s");
   return batch;
+}
+
+/** The batch's sample weights (its third field), or an undefined tensor. */
+Tensor batch_weight(const data::Example& batch) { return batch.size() == 3 ? batch[2] : Tensor(); }
+
+/** x and y, and the sample weights when defined: the fields a batch of them carries. */
+std::vector<Tensor> batch_fields(const Tensor& x, const Tensor& y, const Tensor& weight, const char* who) {
+  if (!weight.defined()) return {x, y};
+  const int64_t n = x.dim() > 0 ? x.size(0) : 0;
+  if (weight.dim() == 0 || weight.size(0) != n)
+    fail<ValueError>("[", who, "] sample_weight must have one weight per sample (", n, "), got shape ", weight.shape());
+  return {x, y, weight};
+}
+
+/** Keras's class_weight_to_sample_weights: class_weight[class] per sample, the class read
+ *  from y ([N] or [N, 1] labels, rounded; one-hot [N, C] by argmax), 1 for unnamed classes. */
+Tensor class_sample_weights(const Tensor& y, const std::map<int64_t, double>& class_weight) {
+  Tensor labels = y;
+  if (y.dim() > 1) labels = y.size(-1) != 1 ? y.argmax(-1) : y.squeeze({-1});
+  if (labels.dim() != 1)
+    fail<ValueError>("[fit] class_weight needs class labels of shape [N], [N, 1] or one-hot [N, C], got y of shape ",
+                     y.shape());
+  labels = labels.to(Device()).to(DType::Float64).contiguous();
+  Tensor weights = empty({labels.size(0)}, {.dtype = DType::Float32});
+  const double* l = labels.data_ptr<double>();
+  float* w = weights.data_ptr<float>();
+  for (int64_t i = 0; i < labels.size(0); ++i) {
+    auto it = class_weight.find(static_cast<int64_t>(std::nearbyint(l[i])));
+    w[i] = it == class_weight.end() ? 1.0f : static_cast<float>(it->second);
+  }
+  return weights.to(y.device());
 }
 
 void check_verbose(int verbose, const char* who) {
@@ -49,9 +82,9 @@ void check_validation_split(double split) {
   if (!(split >= 0 && split < 1)) fail<ValueError>("[fit] validation_split must be in [0, 1), got ", split);
 }
 
-/** Batches of (x, y) along dim 0, as Keras batches arrays. */
-std::unique_ptr<data::DataLoader> tensor_batches(const Tensor& x, const Tensor& y, int64_t batch_size, bool shuffle) {
-  return std::make_unique<data::DataLoader>(std::make_shared<data::TensorDataset>(std::vector<Tensor>{x, y}),
+/** Batches of the fields ((x, y) or (x, y, sample_weight)) along dim 0, as Keras batches arrays. */
+std::unique_ptr<data::DataLoader> tensor_batches(std::vector<Tensor> fields, int64_t batch_size, bool shuffle) {
+  return std::make_unique<data::DataLoader>(std::make_shared<data::TensorDataset>(std::move(fields)),
                                             data::DataLoaderOptions{.batch_size = batch_size, .shuffle = shuffle});
 }
 
@@ -70,14 +103,14 @@ class OutputGuard {
   Output saved_;
 };
 
-/** This rank's share of the samples (x, y) under a data-parallel fit: each pass a
+/** This rank's share of the samples (x, y[, sample_weight]) under a data-parallel fit: each pass a
  *  DistributedSampler over them (every rank the same number of batches), shuffled by (seed,
  *  epoch) with a seed rank 0 draws from its global generator and broadcasts, so the order is
  *  reproducible as a single process's (manual_seed, a restored checkpoint) and all ranks agree. */
 class ShardedBatches : public data::BatchSource {
  public:
-  ShardedBatches(const Tensor& x, const Tensor& y, int64_t batch_size, bool shuffle, distributed::ProcessGroupPtr group)
-      : dataset_(std::make_shared<data::TensorDataset>(std::vector<Tensor>{x, y})),
+  ShardedBatches(std::vector<Tensor> fields, int64_t batch_size, bool shuffle, distributed::ProcessGroupPtr group)
+      : dataset_(std::make_shared<data::TensorDataset>(std::move(fields))),
         batch_size_(batch_size),
         shuffle_(shuffle),
         group_(std::move(group)) {}
@@ -197,13 +230,15 @@ void Trainer::compile(CompileOptions options) {
 
   // Loss, and whether its input is logits.
   std::string loss_name;
-  LossFn loss;
+  LossFn loss, sample_loss;
   if (auto* name = std::get_if<std::string>(&options.loss)) {
     if (name->empty())
       fail<ValueError>(
           "[compile] a loss is required: a name such as \"sparse_categorical_crossentropy\" or a function");
     loss_name = canonical_loss_name(*name);
-    loss = loss_by_name(loss_name, options.from_logits.value_or(loss_takes_logits(loss_name, *module_)));
+    const bool logits = options.from_logits.value_or(loss_takes_logits(loss_name, *module_));
+    loss = loss_by_name(loss_name, logits);
+    sample_loss = per_sample_loss_by_name(loss_name, logits);
   } else {
     loss = std::get<LossFn>(options.loss);
     if (!loss) fail<ValueError>("[compile] a loss is required: the loss function is empty");
@@ -241,10 +276,11 @@ void Trainer::compile(CompileOptions options) {
   strategy_ = std::move(strategy);
   replica_.reset();
   options_ = std::move(options);
-  jit_step_ = options_.jit_compile ? options_.jit_compile([this](const std::vector<Tensor>& xy) {
-    return batch_step(xy.at(0), xy.at(1), step_inside());
+  jit_step_ = options_.jit_compile ? options_.jit_compile([this](const std::vector<Tensor>& batch) {
+    return batch_step(batch.at(0), batch.at(1), batch_weight(batch), step_inside());
   })
                                    : StepFunction();
+  sample_loss_ = std::move(sample_loss);
   loss_ = std::move(loss);
 }
 
@@ -353,16 +389,35 @@ void Trainer::apply_gradients(int64_t accumulated) {
   module_->zero_grad();
 }
 
-std::vector<Tensor> Trainer::batch_step(const Tensor& x, const Tensor& y, bool step_inside) {
+Tensor Trainer::compute_loss(const Tensor& output, const Tensor& y, const Tensor& weight, const char* who) const {
+  if (!weight.defined()) {
+    Tensor loss = loss_(output, y);
+    if (!loss.defined() || loss.numel() != 1)
+      fail<ValueError>("[", who, "] the loss must be a single value, got shape ",
+                       loss.defined() ? loss.shape() : Shape{});
+    return loss;
+  }
+  // Keras's "sum_over_batch_size": sum(weight * loss) / the number of per-sample losses.
+  Tensor values = sample_loss_ ? sample_loss_(output, y) : loss_(output, y);
+  const int64_t n = weight.dim() > 0 ? weight.size(0) : 1;
+  if (!values.defined() || values.dim() == 0 || values.size(0) != n)
+    fail<ValueError>("[", who, "] sample weights need the loss per sample: a named loss, or a loss function that ",
+                     "returns one value per sample (shape [", n, ", ...]), got shape ",
+                     values.defined() ? values.shape() : Shape{});
+  Dims shape(static_cast<size_t>(values.dim()), 1);
+  shape[0] = n;
+  const Tensor w = weight.to(values.dtype()).reshape(shape);
+  return values.mul(w).sum().div(Scalar(static_cast<double>(values.numel())));
+}
+
+std::vector<Tensor> Trainer::batch_step(const Tensor& x, const Tensor& y, const Tensor& weight, bool step_inside) {
   Tensor output, loss;
   {
     std::optional<AutocastGuard> region;
     enter_autocast(region, x);
     output = step_module(x)(x);
-    loss = loss_(output, y);
+    loss = compute_loss(output, y, weight, "fit");
   }
-  if (!loss.defined() || loss.numel() != 1)
-    fail<ValueError>("[fit] the loss must be a single value, got shape ", loss.defined() ? loss.shape() : Shape{});
   refresh_named_optimizer();
   const int64_t k = options_.gradient_accumulation_steps;
   const Tensor part = k == 1 ? loss : loss.div(Scalar(static_cast<double>(k)));
@@ -376,6 +431,8 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
   check_verbose(o.verbose, "fit");
   check_validation_split(o.validation_split);
   if (o.validation_split > 0) fail<ValueError>("[fit] validation_split needs array x and y");
+  if (o.sample_weight.defined())
+    fail<ValueError>("[fit] sample_weight needs array x and y; batches carry their weights as (x, y, sample_weight)");
   if (o.batch_size)
     fail<ValueError>("[fit] batch_size must not be given when x yields batches (they are batched already)");
   if (o.initial_epoch < 0) fail<ValueError>("[fit] initial_epoch must be non-negative, got ", o.initial_epoch);
@@ -424,12 +481,17 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
     while (o.steps_per_epoch < 0 || pass.steps < o.steps_per_epoch) {
       std::optional<data::Example> batch = train.next();
       if (!batch) break;
-      const data::Example& xy = checked_pair(*batch, "fit");
+      const data::Example& xy = checked_batch(*batch, "fit");
+      Tensor weight = batch_weight(xy);
+      if (!o.class_weight.empty()) {
+        if (weight.defined()) fail<ValueError>("[fit] give class_weight or sample weights, not both");
+        weight = class_sample_weights(xy[1], o.class_weight);
+      }
       Logs batch_logs;
       for (const auto& cb : callbacks) cb->on_train_batch_begin(pass.steps, batch_logs);
       // The first step runs eagerly: it makes lazily sized layers' parameters and the optimizer.
-      const std::vector<Tensor> step =
-          jit_step_ && stepped_ ? jit_step_({xy[0], xy[1]}) : batch_step(xy[0], xy[1], step_inside());
+      const std::vector<Tensor> step = jit_step_ && stepped_ ? jit_step_(batch_fields(xy[0], xy[1], weight, "fit"))
+                                                             : batch_step(xy[0], xy[1], weight, step_inside());
       record(pass, step[0], step[1], xy[1], batch_size_of(xy[0]), /*global=*/true);
       if (++accumulated == k) {
         if (!step_inside()) apply_gradients(accumulated);
@@ -466,19 +528,24 @@ std::shared_ptr<History> Trainer::fit(const Tensor& x, const Tensor& y, FitOptio
     fail<ValueError>("[fit] under a strategy batch_size is the global batch, split evenly over the ", replicas,
                      " replicas: ", batch_size, " is not a multiple of ", replicas);
   // This rank's batches of (x, y): all of them, or under a strategy its shard.
-  auto batches = [&](const Tensor& bx, const Tensor& by) -> std::unique_ptr<data::BatchSource> {
-    if (!strategy_) return tensor_batches(bx, by, batch_size, o.shuffle);
-    return std::make_unique<ShardedBatches>(bx, by, batch_size / replicas, o.shuffle, strategy_->group());
+  const Tensor weight = std::exchange(o.sample_weight, Tensor());
+  if (weight.defined() && !o.class_weight.empty())
+    fail<ValueError>("[fit] give sample_weight or class_weight, not both");
+  auto batches = [&](std::vector<Tensor> fields) -> std::unique_ptr<data::BatchSource> {
+    if (!strategy_) return tensor_batches(std::move(fields), batch_size, o.shuffle);
+    return std::make_unique<ShardedBatches>(std::move(fields), batch_size / replicas, o.shuffle, strategy_->group());
   };
-  if (o.validation_split == 0) return fit(*batches(x, y), std::move(o));
-  // Keras's rule: the last fraction of the samples, taken before shuffling.
+  if (o.validation_split == 0) return fit(*batches(batch_fields(x, y, weight, "fit")), std::move(o));
+  // Keras's rule: the samples from floor(n * (1 - validation_split)) on, taken before shuffling.
   if (o.validation_data) fail<ValueError>("[fit] give validation_split or validation_data, not both");
   const int64_t n = x.dim() > 0 ? x.size(0) : 0;
-  const int64_t split = n - static_cast<int64_t>(static_cast<double>(n) * o.validation_split);
+  const auto split = static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - o.validation_split)));
   if (split <= 0 || split >= n)
     fail<ValueError>("[fit] validation_split=", o.validation_split, " leaves no samples on one side of ", n);
-  auto train = batches(x.narrow(0, 0, split), y.narrow(0, 0, split));
-  auto validation = evaluation_batches(x.narrow(0, split, n - split), y.narrow(0, split, n - split), batch_size);
+  auto head = [&](const Tensor& t) { return t.defined() ? t.narrow(0, 0, split) : t; };
+  auto tail = [&](const Tensor& t) { return t.defined() ? t.narrow(0, split, n - split) : t; };
+  auto train = batches(batch_fields(head(x), head(y), head(weight), "fit"));
+  auto validation = evaluation_batches(tail(x), tail(y), batch_size, tail(weight));
   o.validation_data = validation.get();
   o.validation_split = 0;
   return fit(*train, std::move(o));
@@ -493,11 +560,11 @@ Logs Trainer::run_evaluation(data::BatchSource& data, int verbose, const char* w
   Pass pass(metrics_.size());
   data.start_epoch(0);
   while (std::optional<data::Example> batch = data.next()) {
-    const data::Example& xy = checked_pair(*batch, who);
+    const data::Example& xy = checked_batch(*batch, who);
     std::optional<AutocastGuard> region;
     enter_autocast(region, xy[0]);
     const Tensor output = (*module_)(xy[0]);
-    record(pass, output, loss_(output, xy[1]), xy[1], batch_size_of(xy[0]));
+    record(pass, output, compute_loss(output, xy[1], batch_weight(xy), who), xy[1], batch_size_of(xy[0]));
     if (bar) bar->update(pass.steps, pass.samples, pass_logs(pass));
   }
   Logs logs = strategy_ ? global_pass_logs(pass) : pass.steps > 0 ? pass_logs(pass) : Logs{};
@@ -529,21 +596,23 @@ Logs Trainer::evaluate(data::BatchSource& data, int verbose) {
   return run_evaluation(data, verbose, "evaluate");
 }
 
-Logs Trainer::evaluate(const Tensor& x, const Tensor& y, int64_t batch_size, int verbose) {
+Logs Trainer::evaluate(const Tensor& x, const Tensor& y, int64_t batch_size, int verbose, const Tensor& sample_weight) {
   check_compiled("evaluate");
-  return evaluate(*evaluation_batches(x, y, batch_size), verbose);
+  return evaluate(*evaluation_batches(x, y, batch_size, sample_weight), verbose);
 }
 
-std::unique_ptr<data::BatchSource> Trainer::evaluation_batches(const Tensor& x, const Tensor& y,
-                                                               int64_t batch_size) const {
+std::unique_ptr<data::BatchSource> Trainer::evaluation_batches(const Tensor& x, const Tensor& y, int64_t batch_size,
+                                                               const Tensor& sample_weight) const {
   if (batch_size <= 0) fail<ValueError>("[evaluate] batch_size must be positive, got ", batch_size);
-  if (!strategy_) return tensor_batches(x, y, batch_size, false);
+  std::vector<Tensor> fields = batch_fields(x, y, sample_weight, "evaluate");
+  if (!strategy_) return tensor_batches(std::move(fields), batch_size, false);
   // Contiguous shares, as even as they can be: no sample counted twice (a DistributedSampler
   // would pad the last share with repeats, which would bias the means).
   const int64_t n = x.dim() > 0 ? x.size(0) : 0, replicas = strategy_->num_replicas_in_sync(), r = rank();
   const int64_t begin = n * r / replicas, end = n * (r + 1) / replicas;
   const int64_t per_rank = std::max<int64_t>(1, batch_size / replicas);
-  return tensor_batches(x.narrow(0, begin, end - begin), y.narrow(0, begin, end - begin), per_rank, false);
+  for (Tensor& f : fields) f = f.narrow(0, begin, end - begin);
+  return tensor_batches(std::move(fields), per_rank, false);
 }
 
 Tensor Trainer::predict(data::BatchSource& data, int verbose) {
@@ -569,8 +638,7 @@ Tensor Trainer::predict(data::BatchSource& data, int verbose) {
 }
 
 Tensor Trainer::predict(const Tensor& x, int64_t batch_size, int verbose) {
-  data::DataLoader batches(std::make_shared<data::TensorDataset>(std::vector<Tensor>{x}), {.batch_size = batch_size});
-  return predict(batches, verbose);
+  return predict(*tensor_batches({x}, batch_size, false), verbose);
 }
 
 }  // namespace ug::train

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -91,9 +92,18 @@ struct FitOptions {
   std::optional<int64_t> batch_size;
   /** Reshuffles the training samples each epoch (draws from the global generator: manual_seed fixes it). */
   bool shuffle = true;
-  /** Holds out this last fraction of the samples, in [0, 1), as validation data, taken before
+  /** Holds out the samples from floor(n * (1 - validation_split)) on, in [0, 1), as validation data, taken before
    *  shuffling; not together with validation_data. */
   double validation_split = 0;
+  /** Keras's sample_weight: one weight per sample of x (dim 0), split with validation_split.
+   *  Each batch's loss is then sum(weight * per-sample loss) / batch size (Keras's
+   *  "sum_over_batch_size"); metrics stay unweighted, as Keras's compile(metrics=...). A batch
+   *  source gives weights as a third field of its batches, (x, y, sample_weight). */
+  Tensor sample_weight;
+  /** Keras's class_weight: each training sample weighs class_weight[its class] (1 for a class
+   *  not named), its class being y's value, or y's argmax for one-hot [N, C] targets. Not
+   *  together with sample weights. */
+  std::map<int64_t, double> class_weight;
 };
 
 /** What a running fit tells its callbacks (Keras's callback.params). */
@@ -129,10 +139,13 @@ class Trainer {
   Logs evaluate(data::BatchSource& data, int verbose = 1);
   /** Keras's evaluate(x, y): batches of batch_size samples; under a strategy batch_size is the
    *  global batch and each rank evaluates its own contiguous share of the samples. */
-  Logs evaluate(const Tensor& x, const Tensor& y, int64_t batch_size = 32, int verbose = 1);
-  /** The batches evaluate(x, y) and fit's validation read: all of them, or under a strategy
-   *  this rank's share (batch_size / N samples per batch; a rank may have none). */
-  std::unique_ptr<data::BatchSource> evaluation_batches(const Tensor& x, const Tensor& y, int64_t batch_size) const;
+  Logs evaluate(const Tensor& x, const Tensor& y, int64_t batch_size = 32, int verbose = 1,
+                const Tensor& sample_weight = {});
+  /** The batches evaluate(x, y) and fit's validation read (with sample_weight, (x, y, weight)
+   *  batches): all of them, or under a strategy this rank's share (batch_size / N samples per
+   *  batch; a rank may have none). */
+  std::unique_ptr<data::BatchSource> evaluation_batches(const Tensor& x, const Tensor& y, int64_t batch_size,
+                                                        const Tensor& sample_weight = {}) const;
   /** The outputs for every batch's first field, concatenated along dim 0, in eval mode without autograd. */
   Tensor predict(data::BatchSource& data, int verbose = 0);
   Tensor predict(const Tensor& x, int64_t batch_size = 32, int verbose = 0);
@@ -181,9 +194,11 @@ class Trainer {
   Logs pass_logs(const Pass& pass) const;
   /** Scales the accumulated gradients when fewer than k batches went into them, clips, steps. */
   void apply_gradients(int64_t accumulated);
+  /** The batch's loss; with weights (defined), sum(weight * per-sample loss) / batch size. */
+  Tensor compute_loss(const Tensor& output, const Tensor& y, const Tensor& weight, const char* who) const;
   /** One batch: forward, loss, backward (of loss / k), and with step_inside the optimizer's
    *  step: {output, loss}. */
-  std::vector<Tensor> batch_step(const Tensor& x, const Tensor& y, bool step_inside);
+  std::vector<Tensor> batch_step(const Tensor& x, const Tensor& y, const Tensor& weight, bool step_inside);
   /** Whether batch_step takes the optimizer's step itself (one batch per step, no loss scaling). */
   bool step_inside() const { return options_.gradient_accumulation_steps == 1 && !scaler_; }
   Logs run_evaluation(data::BatchSource& data, int verbose, const char* who);
@@ -197,6 +212,7 @@ class Trainer {
   std::string optimizer_name_;  // when made by name
   bool stepped_ = false;
   LossFn loss_;
+  LossFn sample_loss_;  // a named loss per sample, for sample weights; null for a loss function
   std::vector<Metric> metrics_;
   CompileOptions options_;
   std::optional<DType> autocast_dtype_;  // the policy's compute dtype, as compile() found it
