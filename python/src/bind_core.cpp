@@ -340,7 +340,11 @@ void bind_creation(nb::module_& m) {
   r.def("split", &ug::random::split, nb::arg("key"), nb::arg("num") = 2);
   r.def(
       "fold_in", [](const Tensor& k, int64_t d) { return ug::random::fold_in(k, static_cast<uint64_t>(d)); },
-      nb::arg("key"), nb::arg("data"));
+      nb::arg("key"), nb::arg("data"), "A key derived from key and the integer data (jax.random.fold_in).");
+  r.def(
+      "fold_in", [](const Tensor& k, const Tensor& d) { return ug::random::fold_in(k, d); }, nb::arg("key"),
+      nb::arg("data"),
+      "data a 0-d integer tensor: the same key as with its int, and traced under jit, batched under vmap.");
   r.def(
       "uniform",
       [](const Tensor& k, nb::handle shape, std::optional<ug::DType> dtype, double lo, double hi) {

@@ -1,6 +1,6 @@
 // ug.optim: the optimizers with torch's constructor arguments, their param_groups as mutable
 // mappings over the C++ groups, torch-structured state dicts, the functional init/update
-// (dicts or lists of tensors), and gradient clipping (ug.nn.utils).
+// (over lists of tensors: ug.optim wraps them for pytrees), and gradient clipping (ug.nn.utils).
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -185,49 +185,27 @@ OptimizerStateDict state_dict_from_python(nb::handle h) {
   return sd;
 }
 
-// ---- functional form: dicts name -> tensor, or lists --------------------------------------
+// ---- functional form: lists of the leaves ug.optim's init/update/apply_updates flatten pytrees to
 
-bool is_mapping(nb::handle h) { return PyDict_Check(h.ptr()) || nb::hasattr(h, "keys"); }
-
-TensorDict tensors_in(nb::handle h) {
-  TensorDict out;
-  auto put = [&](const std::string& key, nb::handle v) {
-    out.insert(key, v.is_none() ? Tensor() : nb::cast<Tensor>(v));
-  };
-  if (is_mapping(h)) {
-    for (nb::handle k : nb::iter(h.attr("keys")())) put(nb::cast<std::string>(nb::str(k)), h[k]);
-  } else {
-    size_t i = 0;
-    for (nb::handle v : nb::iter(h)) put(std::to_string(i++), v);
-  }
+/** Tensors, None for a missing one (a parameter without a gradient). */
+std::vector<Tensor> tensors_in(const nb::list& items) {
+  std::vector<Tensor> out;
+  for (nb::handle v : items) out.push_back(v.is_none() ? Tensor() : nb::cast<Tensor>(v));
   return out;
 }
 
-/** Rebuilds the container kind of `like` (a dict with its keys, or a list) from values by name. */
-template <class Dict, class F> nb::object container_out(nb::handle like, const Dict& values, F&& convert) {
-  if (is_mapping(like)) {
-    nb::dict out;
-    for (nb::handle k : nb::iter(like.attr("keys")())) out[k] = convert(values.at(nb::cast<std::string>(nb::str(k))));
-    return out;
-  }
-  nb::list out;
-  for (const auto& item : values) out.append(convert(item.second));
-  return out;
-}
-
-OptState opt_state_in(nb::handle h) {
+OptState opt_state_in(const nb::list& items) {
   OptState out;
-  if (is_mapping(h)) {
-    for (nb::handle k : nb::iter(h.attr("keys")()))
-      out.insert(nb::cast<std::string>(nb::str(k)), tensor_dict_from_python(h[k]));
-  } else {
-    size_t i = 0;
-    for (nb::handle v : nb::iter(h)) out.insert(std::to_string(i++), tensor_dict_from_python(v));
-  }
+  size_t i = 0;
+  for (nb::handle v : items) out.insert(std::to_string(i++), tensor_dict_from_python(v));
   return out;
 }
 
-nb::object tensor_or_none(const Tensor& t) { return t.defined() ? nb::cast(t) : nb::none(); }
+nb::list states_out(const OptState& state) {
+  nb::list out;
+  for (const auto& item : state) out.append(tensor_dict_to_python(item.second));
+  return out;
+}
 
 std::string optimizer_repr(const Optimizer& opt) {
   std::string s = opt.name() + " (";
@@ -362,22 +340,21 @@ void bind_optim(nb::module_& optim) {
       .def("add_param_group", [](Optimizer& opt, nb::handle group) { opt.add_param_group(group_from_dict(group)); })
       .def("state_dict", [](const Optimizer& opt) { return state_dict_to_python(opt.state_dict()); })
       .def("load_state_dict", [](Optimizer& opt, nb::handle sd) { opt.load_state_dict(state_dict_from_python(sd)); })
+      // ug.optim wraps these two as init and update, which take pytrees.
       .def(
-          "init",
-          [](const Optimizer& opt, nb::handle params) {
-            return container_out(params, opt.init(tensors_in(params)), tensor_dict_to_python);
+          "_init",
+          [](const Optimizer& opt, const nb::list& params) {
+            return states_out(opt.init(as_dict(tensors_in(params))));
           },
-          nb::arg("params"), "The starting optimizer state for params (a dict name -> tensor, or a list).")
+          nb::arg("params"))
       .def(
-          "update",
-          [](const Optimizer& opt, nb::handle grads, nb::handle state, nb::handle params) {
-            auto [updates, next] = opt.update(tensors_in(grads), opt_state_in(state), tensors_in(params));
-            return nb::make_tuple(container_out(params, updates, tensor_or_none),
-                                  container_out(params, next, tensor_dict_to_python));
+          "_update",
+          [](const Optimizer& opt, const nb::list& grads, const nb::list& state, const nb::list& params) {
+            auto [updates, next] =
+                opt.update(as_dict(tensors_in(grads)), opt_state_in(state), as_dict(tensors_in(params)));
+            return nb::make_tuple(as_list(updates), states_out(next));
           },
-          nb::arg("grads"), nb::arg("state"), nb::arg("params"),
-          "(updates, new_state): updates = new params - params, by the rule of step() with the defaults' "
-          "hyperparameters; the inputs are not modified.")
+          nb::arg("grads"), nb::arg("state"), nb::arg("params"))
       .def("__repr__", &optimizer_repr);
 
   // The constructors' defaults are the C++ option structs' own.
@@ -650,11 +627,11 @@ void bind_optim(nb::module_& optim) {
           nb::arg("closure"), "Runs up to max_iter iterations; closure re-evaluates the loss and its gradients.");
 
   optim.def(
-      "apply_updates",
-      [](nb::handle params, nb::handle updates) {
-        return container_out(params, apply_updates(tensors_in(params), tensors_in(updates)), tensor_or_none);
+      "_apply_updates",
+      [](const nb::list& params, const nb::list& updates) {
+        return apply_updates(tensors_in(params), tensors_in(updates));
       },
-      nb::arg("params"), nb::arg("updates"), "params + updates (optax.apply_updates), as new tensors.");
+      nb::arg("params"), nb::arg("updates"));
 
   nb::module_ utils = optim.def_submodule("_utils", "gradient clipping (re-exported by ug.nn.utils)");
   utils.def(

@@ -29,6 +29,25 @@ class TreeDef:
         """The tree of this structure over leaves (jax's PyTreeDef.unflatten)."""
         return tree_unflatten(self, leaves)
 
+    def flatten_up_to(self, tree):
+        """jax's treedef.flatten_up_to: the subtrees of tree at this structure's leaves, tree
+        having this structure down to them (ValueError, naming where, otherwise)."""
+        out = []
+        self._up_to(tree, (), out)
+        return out
+
+    def _up_to(self, tree, path, out):
+        if self.kind == "leaf":
+            out.append(tree)
+            return
+        # One level of tree: its children as leaves.
+        children, node = tree_flatten(tree, is_leaf=lambda x: x is not tree)
+        if (node.kind, node.meta, len(node.children)) != (self.kind, self.meta, len(self.children)):
+            raise ValueError(f"[flatten_up_to] expected {_node_text(self, None)} at {keystr(path) or 'the top'}, "
+                             f"got {_node_text(node, tree)}")
+        for key, d, child in zip(_child_keys(tree, self), self.children, children):
+            d._up_to(child, path + (key,), out)
+
     def __eq__(self, other):
         return isinstance(other, TreeDef) and (self.kind, self.children, self.meta) == (other.kind, other.children, other.meta)
 
@@ -306,6 +325,35 @@ SequenceKey = _path_key("SequenceKey", "idx", "[{}]", "A step of a leaf's path: 
 GetAttrKey = _path_key("GetAttrKey", "name", ".{}", "A step of a leaf's path: a namedtuple's or dataclass's field.")
 FlattenedIndexKey = _path_key("FlattenedIndexKey", "key", "[<flat index {}>]",
                               "A step of a leaf's path: the index of a registered node's child.")
+
+
+def _node_text(d, value):
+    """The top node of structure d (value: a tree of it) in words."""
+    if d.kind in ("dict", "OrderedDict"):
+        return f"a{'n' if d.kind == 'OrderedDict' else ''} {d.kind} with keys {list(d.meta)}"
+    if d.kind == "defaultdict":
+        return f"a defaultdict with keys {list(d.meta[1])}"
+    if d.kind in ("list", "tuple"):
+        return f"a {d.kind} of length {len(d.children)}"
+    if d.kind == "none":
+        return "None"
+    if d.kind == "namedtuple":
+        return f"a {d.meta.__name__}"
+    return f"a {(d.meta[0] if d.kind == 'custom' else type(value)).__name__}"
+
+
+def _child_keys(tree, d):
+    """The path steps from the node `tree`, of structure d, to its children."""
+    if d.kind in ("dict", "OrderedDict"):
+        return [DictKey(k) for k in d.meta]
+    if d.kind == "defaultdict":
+        return [DictKey(k) for k in d.meta[1]]
+    if d.kind == "namedtuple":
+        return [GetAttrKey(f) for f in d.meta._fields]
+    names = _field_names.get(type(tree))
+    if d.kind == "custom" and names:
+        return [GetAttrKey(n) for n in names]
+    return [(SequenceKey if d.kind != "custom" else FlattenedIndexKey)(i) for i in range(len(d.children))]
 
 
 def _with_path(tree, is_leaf, path, out):

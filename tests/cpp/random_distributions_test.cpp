@@ -99,3 +99,21 @@ TEST(RandomDistributions, TorchSpellingsDrawFromTheGlobalGenerator) {
   Tensor ints = ug::zeros({2}, {.dtype = ug::int64});
   EXPECT_THROW(ug::cauchy_(ints, 0, 1), ug::TypeError);
 }
+
+TEST(RandomKeys, FoldInTensorDataUnderJitAndVmap) {
+  // fold_in with a 0-d integer tensor gives the int's key: a program folds in each run's data,
+  // and vmap folds each example's data into its key without mapping example by example.
+  using Tensors = std::vector<Tensor>;
+  const Tensor key = ug::random::key(3);
+  auto by_int = [&](int64_t d) { return ug::random::fold_in(key, static_cast<uint64_t>(d)); };
+  EXPECT_TRUE(ug::equal(ug::random::fold_in(key, ug::scalar_tensor(int64_t{7})), by_int(7)));
+  ug::JitFunction folded = ug::jit([](const Tensors& a) { return Tensors{ug::random::fold_in(a[0], a[1])}; });
+  for (int64_t d : {0, 5, -2}) EXPECT_TRUE(ug::equal(folded({key, ug::scalar_tensor(d)})[0], by_int(d)));
+  const int64_t before = ug::vmap_fallbacks();
+  Tensor keys = ug::vmap([&key](const Tensors& a) { return Tensors{ug::random::fold_in(key, a[0])}; },
+                         {ug::arange(0, 4, 1, {.dtype = ug::int32})}, {0}, {})[0];
+  EXPECT_EQ(ug::vmap_fallbacks(), before);
+  ASSERT_EQ(keys.shape(), (ug::Shape{4, 2}));
+  for (int64_t i = 0; i < 4; ++i) EXPECT_TRUE(ug::equal(keys.select(0, i), by_int(i)));
+  EXPECT_THROW(ug::random::fold_in(key, ug::scalar_tensor(1.5)), ug::TypeError);
+}

@@ -65,3 +65,19 @@ def test_is_leaf_and_errors():
     assert [ug.tree_util.keystr(p) for p, _ in got] == [jax.tree_util.keystr(p) for p, _ in want]
     with pytest.raises(ValueError, match="different structures"):
         ug.tree_util.tree_map_with_path(lambda p, x, y: x, {"a": 1}, {"b": 1})
+
+
+def test_flatten_up_to_matches_jax():
+    # The treedef of the tree with a pair of values at each leaf: the pairs come back whole.
+    deeper = ug.tree_util.tree_map(lambda x: {"a": x, "b": [x]}, tree())
+    got = ug.tree_util.tree_structure(tree()).flatten_up_to(deeper)
+    want = jax.tree_util.tree_structure(tree()).flatten_up_to(jax.tree_util.tree_map(lambda x: {"a": x, "b": [x]},
+                                                                                     tree()))
+    assert got == want
+    with pytest.raises(ValueError, match=r"expected a tuple of length 1 at \['params'\]\[2\], got a list of length 1"):
+        ug.tree_util.tree_structure(tree()).flatten_up_to({**tree(), "params": [Pair(1.0, 2.0), None, [3.0]]})
+    with pytest.raises(ValueError, match=r"expected None at \['params'\]\[1\], got a float"):
+        ug.tree_util.tree_structure(tree()).flatten_up_to({**tree(), "params": [Pair(1.0, 2.0), 0.5, (3.0,)]})
+    with pytest.raises(ValueError, match=r"expected a dict with keys \['count', 'mu'\] at \['opt'\], got a dict "
+                                         r"with keys \['mu'\]"):
+        ug.tree_util.tree_structure(tree()).flatten_up_to({**tree(), "opt": {"mu": 4.0}})

@@ -29,12 +29,16 @@ DType float_dtype(const Options& opts, const char* op) {
   return d;
 }
 
-std::array<uint32_t, 2> key_words(const Tensor& key) {
+void check_key(const Tensor& key) {
   if (key.dtype() != DType::Int64 || key.dim() != 1 || key.size(0) != 2)
     fail<TypeError>(
         "[random] expected a key (an int64 tensor of shape [2], from ug.random.key), "
         "got dtype ",
         key.dtype(), " and shape ", key.shape());
+}
+
+std::array<uint32_t, 2> key_words(const Tensor& key) {
+  check_key(key);
   Tensor k = key.contiguous();
   const int64_t* p = static_cast<const int64_t*>(k.raw_data());
   return {static_cast<uint32_t>(p[0]), static_cast<uint32_t>(p[1])};
@@ -64,9 +68,32 @@ Tensor split_key(const Tensor& key, int64_t num) {
   return out;
 }
 
+/** Counter word 3 = 1 keeps fold_in's keys apart from split's. */
+std::array<uint32_t, 4> fold_words(std::array<uint32_t, 2> key, uint64_t data) {
+  return philox4x32(key, {static_cast<uint32_t>(data), static_cast<uint32_t>(data >> 32), 0xffffffffu, 1});
+}
+
 Tensor fold_key(const Tensor& key, uint64_t data) {
-  auto w = philox4x32(key_words(key), {static_cast<uint32_t>(data), static_cast<uint32_t>(data >> 32), 0xffffffffu, 1});
+  auto w = fold_words(key_words(key), data);
   return make_key(w[0], w[1]);
+}
+
+/** fold_key for each of a batch: keys [*S, 2] and integer data [*S] give keys [*S, 2]. */
+Tensor fold_keys(const Tensor& keys, const Tensor& data) {
+  const Tensor k = keys.to(Device{}).contiguous(), d = data.to(Device{}).to(DType::Int64).contiguous();
+  Dims shape(d.shape().begin(), d.shape().end());
+  shape.push_back(2);
+  Tensor out = empty(shape, {.dtype = DType::Int64});
+  const int64_t* kp = k.data_ptr<int64_t>();
+  const int64_t* dp = d.data_ptr<int64_t>();
+  int64_t* p = out.data_ptr<int64_t>();
+  for (int64_t i = 0; i < d.numel(); ++i) {
+    auto w = fold_words({static_cast<uint32_t>(kp[2 * i]), static_cast<uint32_t>(kp[2 * i + 1])},
+                        static_cast<uint64_t>(dp[i]));
+    p[2 * i] = w[0];
+    p[2 * i + 1] = w[1];
+  }
+  return out;
 }
 
 /** A key derived from a key (split, fold_in): an op, so that a program derives it from the key
@@ -80,6 +107,33 @@ template <class Derive> Tensor derive_key(const graph::OpDef& def, const Tensor&
 }
 
 const graph::OpDef kSplit("random_split"), kFoldIn("random_fold_in");
+
+/** t's physical tensor at level lvl, t repeated n times along a new dim 0 where it is not batched there. */
+Tensor physical_at(const Tensor& t, int lvl, int64_t n) {
+  if (batching::level(t) == lvl) return batching::physical(t, lvl);
+  Dims shape{n};
+  for (int64_t s : t.shape()) shape.push_back(s);
+  return t.unsqueeze(0).expand(shape);
+}
+
+/** fold_in with a tensor of data: keys [*S, 2] and data [*S] (S empty but inside vmap). The
+ *  batching rule folds each example's data into its key. */
+Tensor fold_in_op(const Tensor& key, const Tensor& data) {
+  graph::OpCall call(kFoldIn);
+  Tensor out;
+  if (int lvl = batching::max_level({&key, &data})) {
+    const Tensor& batched = batching::level(key) == lvl ? key : data;
+    const int64_t n = batching::physical(batched, lvl).size(0);
+    out = batching::wrap(fold_in_op(physical_at(key, lvl, n), physical_at(data, lvl, n)), lvl);
+  } else {
+    out = fold_keys(key, data);
+  }
+  if (call.capturing())
+    call.set_replay([](const graph::Tensors& in) { return graph::Tensors{fold_in_op(in[0], in[1])}; },
+                    graph::ReplaySizes::None);
+  call.finish({&key, &data}, {&out});
+  return out;
+}
 
 int64_t numel_of_dims(const Dims& shape) { return numel_of(Shape(shape.begin(), shape.end())); }
 
@@ -316,6 +370,14 @@ Tensor split(const Tensor& key, int64_t num) {
 
 Tensor fold_in(const Tensor& key, uint64_t data) {
   return derive_key(kFoldIn, key, [data](const Tensor& k) { return fold_key(k, data); });
+}
+
+Tensor fold_in(const Tensor& key, const Tensor& data) {
+  if (!data.defined() || data.dim() != 0 || !is_integral(data.dtype(), /*include_bool=*/true))
+    fail<TypeError>("[random.fold_in] data must be an integer scalar (an int or a 0-d integer or bool tensor), got ",
+                    data.defined() ? detail::cat(data.dtype(), " of shape ", data.shape()) : "none");
+  check_key(key);
+  return fold_in_op(key, data);
 }
 
 Tensor uniform(const Tensor& key, const Dims& shape, double minval, double maxval, std::optional<DType> dtype) {

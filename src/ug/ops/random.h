@@ -43,6 +43,9 @@ Tensor key(uint64_t seed);
 Tensor split(const Tensor& key, int64_t num = 2);
 /** A key derived from `key` and `data` (jax.random.fold_in). */
 Tensor fold_in(const Tensor& key, uint64_t data);
+/** fold_in with `data` a 0-d integer tensor, as the int: a compiled program folds in the data
+ *  it is given at each run, and under vmap a batch of data (or of keys) gives a batch of keys. */
+Tensor fold_in(const Tensor& key, const Tensor& data);
 /** jax.random.uniform/normal; dtype: the default floating dtype unless given. */
 Tensor uniform(const Tensor& key, const Dims& shape, double minval = 0, double maxval = 1,
                std::optional<DType> dtype = std::nullopt);
