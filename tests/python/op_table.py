@@ -221,6 +221,14 @@ def doublings(m, a):
     return ug.while_loop(lambda s: s[0][0, 0] < 50, lambda s: (s[0] * 2, s[1] + 1), (a.abs() + 0.1, ug.tensor(0)))[1]
 
 
+def guarded(m, a):
+    """jax.lax.cond's ug.lax.cond on a predicate the data decides (torch: a Python if). Under jit
+    it is one op that runs only the branch taken; under vmap both run and a where selects."""
+    if m is torch:
+        return (a.abs() + 0.1).log() * a if a.sum() > 0 else a * a
+    return ug.lax.cond(a.sum() > 0, lambda v: (v.abs() + 0.1).log() * v, lambda v: v * v, a)
+
+
 def over_axis(body, reference):
     """ug.lax's collectives inside ug.vmap(f, axis_name="i") over dim 0, against torch computing
     the same over that dim (test_vmap_collectives.py checks them against JAX)."""
@@ -810,6 +818,7 @@ OTHERS = [
        off=PYTHON_VALUE),
     Op("debug_print", printed, x(2, 3), ops=("debug_print", "mul"), off=rejects("a print (ug.debug.print)")),
     Op("while_loop", doublings, x(3, 4, low=-0.5, high=0.5), off=NO_GRAD),
+    Op("cond", guarded, x(3, 4), ops=("cond", "log", "mul"), off=NO_TORCH_JVP),
     Op("psum", over_axis(lambda e, lax: e * lax.psum(e, "i"), lambda a: a * a.sum(0)), x(3, 4)),
     Op("pmean", over_axis(lambda e, lax: e - lax.pmean(e, "i"), lambda a: a - a.mean(0)), x(3, 4)),
     Op("pmax", over_axis(lambda e, lax: e - lax.pmax(e, "i"), lambda a: a - a.amax(0)), x(3, 4)),
