@@ -64,7 +64,7 @@ void bind_linalg(nb::module_& m) {
       [](const Tensor& x, double ord, const DimList& dim, bool keepdim) {
         return la::vector_norm(x, ord, to_dims(dim), keepdim);
       },
-      "x"_a, "ord"_a, "dim"_a, "keepdim"_a);
+      "x"_a, "ord"_a, "dim"_a.none(), "keepdim"_a);
   l.def(
       "matrix_norm",
       [](const Tensor& a, double ord, const std::vector<int64_t>& dim, bool keepdim) {

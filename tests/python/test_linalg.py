@@ -184,6 +184,8 @@ def test_norms_match_torch(dtype):
         expected = torch.linalg.vector_norm(ta, ord, dim=(0, 2))
         assert_within(ug.linalg.vector_norm(a, ord, dim=(0, 2)), expected, K * 15 * eps * float(expected.max()),
                       f"vector ord {ord}")
+        expected = torch.linalg.vector_norm(ta, ord)  # no dim: over every element
+        assert_within(ug.linalg.vector_norm(a, ord), expected, K * 90 * eps * float(expected), f"vector ord {ord}, all")
     expected = torch.linalg.norm(ta[0], "nuc")
     assert_within(ug.linalg.norm(a[0], "nuc"), expected, K * 6 * eps * float(expected), "norm nuc")
     expected = torch.linalg.norm(ta, dim=(1, 2), keepdim=True)
