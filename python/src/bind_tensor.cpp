@@ -189,11 +189,12 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("unfold", &ug::unfold, nb::arg("dimension"), nb::arg("size"), nb::arg("step"))
       .def(
           "as_strided",
-          [](const Tensor& t, nb::handle size, nb::handle stride, int64_t offset) {
+          [](const Tensor& t, nb::handle size, nb::handle stride, std::optional<int64_t> offset) {
+            // torch's default offset is the tensor's own: a view's elements, not its storage's first
             return t.as_strided(dims_from_sequence(size, "as_strided"), dims_from_sequence(stride, "as_strided"),
-                                offset);
+                                offset.value_or(t.storage_offset()));
           },
-          nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = 0)
+          nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = nb::none())
       .def("unbind", &Tensor::unbind, nb::arg("dim") = 0)
       .def(
           "split",

@@ -307,18 +307,31 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   Tensor out = x;
   if (min) out = maximum(out, *min);
   if (max) out = minimum(out, *max);
-  return out;
+  if (!is_floating(out.dtype())) return out;  // no gradient to route
+  // torch's subgradient: x takes the whole gradient on the bounds too (maximum and minimum
+  // would halve it there); off them out's own gradient in x is 0.
+  const Tensor inside = min && max ? (x >= *min).logical_and(x <= *max) : min ? x >= *min : x <= *max;
+  return where(inside, x, out);
 }
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const { return ug::clamp(*this, min, max); }
 Tensor Tensor::clamp(const std::optional<Tensor>& min, const std::optional<Tensor>& max) const {
   if (!min && !max) fail("[clamp] at least one of min and max must be given");
-  Tensor out = *this;
+  const Tensor& x = *this;
+  Tensor out = x;
   if (min) out = ug::maximum(out, *min);
   if (max) out = ug::minimum(out, *max);
-  return out;
+  if (!is_floating(out.dtype())) return out;  // no gradient to route
+  // torch's subgradients: x takes the gradient where min <= x <= max, min where x < min < max,
+  // max where x > max or max < min; nothing does elsewhere (NaN, x < min == max).
+  Tensor routed = out.detach();
+  if (max) routed = ug::where(min ? (x > *max).logical_or(*max < *min) : x > *max, *max, routed);
+  if (min) routed = ug::where(max ? (x < *min).logical_and(*min < *max) : x < *min, *min, routed);
+  const Tensor inside = min && max ? (x >= *min).logical_and(x <= *max) : min ? x >= *min : x <= *max;
+  return ug::where(inside, x, routed);
 }
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
-  return copy_(ug::clamp(*this, min, max));
+  // on a copy when gradients flow: the ops inside save their input, which copy_ overwrites
+  return copy_(ug::clamp(autograd::needs_grad({this}) ? clone() : *this, min, max));
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) { return start + weight * (end - start); }

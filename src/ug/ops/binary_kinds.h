@@ -152,7 +152,8 @@ struct Pow {
   template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn& y) {
     // d/db is 0 where a == 0 and b >= 0 (where log(a) would give -inf * 0).
     Tn db = where(a.eq(0).logical_and(b.ge(0)), zeros_like(g), g * y * a.log());
-    return {g * b * a.pow(b - 1), db};
+    // d/da is 0 where b == 0 (torch's), also at a == 0 where b * a^(b - 1) would be 0 * inf.
+    return {where(b.eq(0), zeros_like(g), g * b * a.pow(b - 1)), db};
   }
 };
 /** The derivative of maximum and minimum: g goes to the operand picked (`a_won` where a was),
@@ -182,8 +183,12 @@ struct Atan2 : ReadsOperands {
   static constexpr BinaryRule rule = BinaryRule::TrueDivide;
   template <class T> static T f(T a, T b) { return std::atan2(a, b); }
   template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) {
+    // torch's: 1 / (a^2 + b^2) taken as 0 where it is infinite, so atan2(0, 0) has gradient 0;
+    // the inner where keeps higher derivatives free of 1 / 0.
     Tn r = a * a + b * b;
-    return {g * b / r, -g * a / r};
+    Tn infinite = r.reciprocal().isinf();
+    Tn recip = where(infinite, zeros_like(r), where(infinite, ones_like(r), r).reciprocal());
+    return {g * b * recip, -g * a * recip};
   }
 };
 

@@ -179,18 +179,26 @@ Tensor hypot(const Tensor& a, const Tensor& b) {
   return big * (1.0 + ratio * ratio).sqrt();
 }
 
+namespace {
+
+/** |x| as -x or x, so that its gradient is -1 or 1 with 1 at 0 (abs's is 0 there): fmod's
+ *  sign flips then cancel to torch's gradient 1 in a, also at a = 0. */
+Tensor magnitude(const Tensor& x) { return where(x < 0, -x, x); }
+
+}  // namespace
+
 Tensor fmod(const Tensor& a, const Tensor& b) {
   // On magnitudes the two remainders agree exactly; the sign is then a's. The gradient in b,
   // -floor(|a| / |b|) with both signs put back, is fmod's -trunc(a / b).
-  const Tensor r = remainder(a.abs(), b.abs());
+  const Tensor r = remainder(magnitude(a), magnitude(b));
   return where(a < 0, -r, r);
 }
 
 Tensor fmod(const Tensor& a, Scalar b) {
-  const Scalar magnitude = b.is_floating() ? Scalar(std::abs(b.to_double()))
-                           : b.is_bool()   ? b
-                                           : Scalar(std::abs(b.to<int64_t>()));
-  const Tensor r = remainder(a.abs(), magnitude);
+  const Scalar size = b.is_floating() ? Scalar(std::abs(b.to_double()))
+                      : b.is_bool()   ? b
+                                      : Scalar(std::abs(b.to<int64_t>()));
+  const Tensor r = remainder(magnitude(a), size);
   return where(a < 0, -r, r);
 }
 

@@ -334,6 +334,31 @@ Tensor var_impl(const Tensor& x, const std::optional<Dims>& dims, double correct
   return squares.div(denom).to(x.dtype());
 }
 
+/** Where along d x has no zero yet, and where its first zero is: cumprod's derivatives past
+ *  the first zero are exact products (torch's), not divisions by it. */
+std::pair<Tensor, Tensor> before_and_at_first_zero(const Tensor& x, int64_t d) {
+  const Tensor zero = x.eq(0), zeros_so_far = zero.cumsum(d);
+  return {zeros_so_far.eq(0), zero.logical_and(zeros_so_far.eq(1))};
+}
+
+/** cumprod's gradient sum_{j >= k} g_j prod_{i <= j, i != k} x_i: before the first zero it is
+ *  the running sum from the end of g y, over x_k; at the first zero the same with that zero
+ *  taken as 1; after it 0 (every product holds the zero). */
+Tensor cumprod_backward(const Tensor& g, const Tensor& x, const Tensor& y, int64_t d) {
+  auto from_end = [d](const Tensor& t) { return t.flip({d}).cumsum(d).flip({d}); };
+  const auto [before, first] = before_and_at_first_zero(x, d);
+  const Tensor at_first = from_end(g * where(first, 1.0, x).cumprod(d));
+  return where(before, from_end(g * y) / where(before, x, 1.0), where(first, at_first, 0.0));
+}
+
+/** cumprod's tangent sum_{k <= j} t_k prod_{i <= j, i != k} x_i: y_j times the running sum of
+ *  t / x before the first zero; from it on only that zero's term is left, the running product
+ *  with the zero replaced by its tangent. */
+Tensor cumprod_jvp(const Tensor& t, const Tensor& x, const Tensor& y, int64_t d) {
+  const auto [before, first] = before_and_at_first_zero(x, d);
+  return where(before, y * (t / where(before, x, 1.0)).cumsum(d), where(first, t, x).cumprod(d));
+}
+
 Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
   const graph::OpDef& def = op == ScanOp::CumSum ? kCumsum : kCumprod;
   if (autocast::applies(def)) [[unlikely]]
@@ -367,12 +392,28 @@ Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
       [op, d](graph::Saved s, graph::Tensors&& g) {
         // The gradient of a running sum is the running sum of g taken from the end.
         if (op == ScanOp::CumSum) return graph::Tensors{g[0].flip({d}).cumsum(d).flip({d})};
-        return graph::Tensors{(g[0] * s[1]).flip({d}).cumsum(d).flip({d}) / s[0]};
+        return graph::Tensors{cumprod_backward(g[0], s[0], s[1], d)};
       },
       [&](const graph::Tensors& t) {
-        return graph::Tensors{op == ScanOp::CumSum ? t[0].cumsum(d) : out * (t[0] / src).cumsum(d)};
+        return graph::Tensors{op == ScanOp::CumSum ? t[0].cumsum(d) : cumprod_jvp(t[0], src, out, d)};
       });
   return out;
+}
+
+/** s ** (1 / p) (sqrt for p = 2) with torch's subgradient at s = 0: 0 where the root's own is
+ *  infinite, so that the norm and std of zeros have a gradient of 0, not NaN. */
+Tensor root_zero_grad(const Tensor& s, double p) {
+  const Tensor zero = s.eq(0);
+  const Tensor safe = where(zero, 1.0, s);
+  return where(zero, std::pow(0.0, 1.0 / p), p == 2 ? safe.sqrt() : safe.pow(1.0 / p));
+}
+
+/** a ** p for a >= 0, with torch's subgradient 0 at a = 0 where p < 1 (the power's own is
+ *  infinite there). */
+Tensor power_zero_grad(const Tensor& a, double p) {
+  if (p >= 1) return a.pow(p);
+  const Tensor zero = a.eq(0);
+  return where(zero, std::pow(0.0, p), where(zero, 1.0, a).pow(p));
 }
 
 /** softmax or log_softmax itself; softmax_impl's call records it as one op. */
@@ -526,7 +567,7 @@ Tensor var(const Tensor& x, const std::optional<Dims>& dims, double correction, 
   return var_impl(x, dims, correction, keepdim, "var");
 }
 Tensor std(const Tensor& x, const std::optional<Dims>& dims, double correction, bool keepdim) {
-  return var_impl(x, dims, correction, keepdim, "std").sqrt();
+  return root_zero_grad(var_impl(x, dims, correction, keepdim, "std"), 2);
 }
 
 Tensor norm(const Tensor& x, Scalar p, const std::optional<Dims>& dims, bool keepdim) {
@@ -540,8 +581,8 @@ Tensor norm(const Tensor& x, Scalar p, const std::optional<Dims>& dims, bool kee
   else if (pv == -inf) r = extreme_masked(ReduceOp::Min, a, mask, keepdim, "norm");
   else if (pv == 0) r = sum_masked(a.ne(0).to(a.dtype()), mask, keepdim, {});
   else if (pv == 1) r = sum_masked(a, mask, keepdim, {});
-  else if (pv == 2) r = sum_masked(a * a, mask, keepdim, {}).sqrt();
-  else r = sum_masked(a.pow(pv), mask, keepdim, {}).pow(1.0 / pv);
+  else if (pv == 2) r = root_zero_grad(sum_masked(a * a, mask, keepdim, {}), 2);
+  else r = root_zero_grad(sum_masked(power_zero_grad(a, pv), mask, keepdim, {}), pv);
   return r.to(x.dtype());
 }
 

@@ -531,6 +531,7 @@ Tensor Tensor::as_strided(const Dims& shape, const Dims& strides, int64_t offset
     fail<RuntimeError>(
         "[as_strided] is not differentiable (its views may overlap); use view ops or call it "
         "under no_grad()");
+  if (offset < 0) fail("[as_strided] negative storage offset ", offset);
   int64_t last = offset;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0 || strides[i] < 0) fail("[as_strided] negative size or stride");
