@@ -4,6 +4,7 @@
 
 #include "ug/backend/backend.h"
 #include "ug/core/value_read.h"
+#include "ug/graph/forward.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/rules.h"
@@ -302,12 +303,29 @@ Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
   return where(cond, a, scalar_tensor(b, {.dtype = ops::result_type(a, b), .device = a.device()}));
 }
 
+namespace {
+
+/** Whether a derivative of a floating result can reach one of the operands (recorded for
+ *  backward, or carrying a forward tangent): only then does clamp route its gradient. */
+bool differentiated(const std::vector<const Tensor*>& operands) {
+  if (!is_floating(operands.front()->dtype())) return false;
+  if (GradMode::is_enabled())
+    for (const Tensor* t : operands)
+      if (autograd::requires_grad(*t)) return true;
+  if (forward::active())
+    for (const Tensor* t : operands)
+      if (forward::has_tangent(*t)) return true;
+  return false;
+}
+
+}  // namespace
+
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   if (!min && !max) fail("[clamp] at least one of min and max must be given");
   Tensor out = x;
   if (min) out = maximum(out, *min);
   if (max) out = minimum(out, *max);
-  if (!is_floating(out.dtype())) return out;  // no gradient to route
+  if (!differentiated({&x})) return out;  // no gradient to route
   // torch's subgradient: x takes the whole gradient on the bounds too (maximum and minimum
   // would halve it there); off them out's own gradient in x is 0.
   const Tensor inside = min && max ? (x >= *min).logical_and(x <= *max) : min ? x >= *min : x <= *max;
@@ -320,7 +338,10 @@ Tensor Tensor::clamp(const std::optional<Tensor>& min, const std::optional<Tenso
   Tensor out = x;
   if (min) out = ug::maximum(out, *min);
   if (max) out = ug::minimum(out, *max);
-  if (!is_floating(out.dtype())) return out;  // no gradient to route
+  std::vector<const Tensor*> operands{&x};
+  if (min) operands.push_back(&*min);
+  if (max) operands.push_back(&*max);
+  if (!differentiated(operands)) return out;  // no gradient to route
   // torch's subgradients: x takes the gradient where min <= x <= max, min where x < min < max,
   // max where x > max or max < min; nothing does elsewhere (NaN, x < min == max).
   Tensor routed = out.detach();
