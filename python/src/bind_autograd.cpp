@@ -1,5 +1,8 @@
 // Autograd in Python: Tensor.requires_grad/grad/backward/..., ug.autograd.grad, grad mode and
 // anomaly mode switches (the context managers live in unigrad/autograd.py).
+#include <any>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include <nanobind/stl/function.h>
@@ -63,6 +66,48 @@ std::vector<Tensor> backward_inputs(nb::handle h) {
 }
 
 std::string node_repr(const ug::Node& node) { return std::string("<") + node.name() + "Backward>"; }
+
+/** A Python object held from C++ where the last reference may drop on any thread (backward
+ *  can run without the GIL): released with the GIL, or leaked once the interpreter is gone. */
+using PyRef = std::shared_ptr<nb::object>;
+PyRef hold(nb::object o) {
+  return PyRef(new nb::object(std::move(o)), [](nb::object* p) {
+    if (!Py_IsInitialized()) return;
+    nb::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
+/** torch.autograd.graph.saved_tensors_hooks: while entered on this thread, each tensor an op
+ *  saves for backward goes through pack(t) and comes back from unpack(what pack returned). */
+class PySavedTensorHooks {
+ public:
+  PySavedTensorHooks(nb::callable pack, nb::callable unpack) {
+    PyRef p = hold(std::move(pack)), u = hold(std::move(unpack));
+    auto keep = [p](const Tensor& t) -> std::any {
+      nb::gil_scoped_acquire gil;
+      return hold((*p)(t));
+    };
+    auto give_back = [u](const std::any& packed) -> Tensor {
+      nb::gil_scoped_acquire gil;
+      nb::object out = (*u)(*std::any_cast<const PyRef&>(packed));
+      if (!nb::isinstance<Tensor>(out))
+        ug::fail<ug::TypeError>("[saved_tensors_hooks] unpack_hook must return a Tensor, got ",
+                                nb::inst_name(out).c_str());
+      return nb::cast<Tensor>(out);
+    };
+    hooks_ = std::make_shared<ug::SavedTensorHooks>(ug::SavedTensorHooks{keep, give_back});
+  }
+  void enter() {
+    if (guard_) ug::fail<ug::RuntimeError>("[saved_tensors_hooks] these hooks are already entered");
+    guard_.emplace(hooks_);
+  }
+  void exit() { guard_.reset(); }
+
+ private:
+  std::shared_ptr<const ug::SavedTensorHooks> hooks_;
+  std::optional<ug::SavedTensorHooksGuard> guard_;
+};
 
 /** torch's repr: the values, then where autograd stands: grad_fn=<mulBackward> for a result it
  *  recorded, requires_grad=True for a leaf that takes gradients. A donated tensor says so. */
@@ -256,6 +301,10 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   ag.def(
       "has_tangent", [](const Tensor& t) { return ug::forward::active() && ug::forward::has_tangent(t); },
       "Whether t carries a forward-mode tangent (inside ug.jvp).");
+  nb::class_<PySavedTensorHooks>(ag, "SavedTensorHooks")
+      .def(nb::init<nb::callable, nb::callable>(), nb::arg("pack_hook"), nb::arg("unpack_hook"))
+      .def("enter", &PySavedTensorHooks::enter, "Installs the hooks on this thread until exit().")
+      .def("exit", &PySavedTensorHooks::exit);
   ag.def("is_grad_enabled", &ug::GradMode::is_enabled);
   ag.def("set_grad_enabled", &ug::GradMode::set_enabled);
   ag.def(

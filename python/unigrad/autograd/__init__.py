@@ -2,11 +2,13 @@
 
 backward/grad walk the graph the ops recorded; no_grad/enable_grad switch recording;
 detect_anomaly makes backward name the op whose derivative produced NaN or Inf; Function
-(ug.autograd.function) defines an op's derivative by hand.
+(ug.autograd.function) defines an op's derivative by hand; ug.autograd.graph's
+saved_tensors_hooks decide how the tensors kept for backward are stored.
 """
 import contextlib
 
 from .. import _C
+from . import graph  # noqa: F401
 from .function import Function, FunctionCtx, PyLayer, once_differentiable  # noqa: F401
 
 _ag = _C._autograd
