@@ -132,7 +132,10 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
     fail<RuntimeError>("[", info(op).name, "] expected both tensors on one device, got ", a.device(), " and ",
                        b.device());
   Shape shape = broadcast_shapes(a.shape(), b.shape(), info(op).name);
-  Tensor ac = a.to(compute).expand(shape), bc = b.to(compute).expand(shape);
+  // Each operand is kept for backward as promoted, not broadcast (as torch keeps it): hooks
+  // on saved tensors see, and save_on_cpu copies, the operand's own size.
+  Tensor ap = a.to(compute), bp = b.to(compute);
+  Tensor ac = ap.expand(shape), bc = bp.expand(shape);
   check_integer_division(op, bc);
   Tensor out;
   if (int lvl = batching::max_level({&ac, &bc})) {
@@ -159,17 +162,18 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   const bool neg_b = op == BinaryOp::Sub && autograd::requires_grad(b);
   call.finish(
       {&a, &b}, {&out},
-      {keep_a ? graph::input(ac) : graph::nothing, keep_b ? graph::input(bc) : graph::nothing,
+      {keep_a ? graph::input(ap) : graph::nothing, keep_b ? graph::input(bp) : graph::nothing,
        info(op).reads_output ? graph::output(out) : graph::nothing},
       [&] {  // the captures are built only when a node is recorded
         return [op, mul, neg_b, sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](graph::Saved s,
                                                                                                 graph::Tensors&& g) {
-          if (mul)  // Mul::vjp, {g * b, g * a}, for the operands kept
+          if (mul)  // Mul::vjp, {g * b, g * a}, for the operands kept (g has the broadcast shape)
             return graph::Tensors{s[1].defined() ? as_operand(g[0] * s[1], sa, da) : Tensor(),
                                   s[0].defined() ? as_operand(g[0] * s[0], sb, db) : Tensor()};
           if (op == BinaryOp::Sub)  // Sub::vjp, {g, -g}
             return graph::Tensors{as_operand(g[0], sa, da), neg_b ? as_operand(-g[0], sb, db) : Tensor()};
-          auto [ga, gb] = vjp(op, g[0], s[0], s[1], s[2]);
+          auto broadcast = [&g](const Tensor& t) { return t.defined() ? t.expand(g[0].shape()) : t; };
+          auto [ga, gb] = vjp(op, g[0], broadcast(s[0]), broadcast(s[1]), s[2]);
           return graph::Tensors{as_operand(ga, sa, da), as_operand(gb, sb, db)};
         };
       },
