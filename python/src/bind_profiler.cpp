@@ -79,6 +79,7 @@ void bind_profiler(nb::module_& m) {
           },
           nb::rv_policy::reference_internal)
       .def_prop_ro("self_cpu_time_total", [](const prof::KeyAverages& k) { return us(k.self_cpu_time_total_ns); })
+      .def("total_average", &prof::KeyAverages::total_average, "The rows summed into one, keyed \"Total\".")
       .def(
           "table",
           [](const prof::KeyAverages& k, const std::string& sort_by, int64_t row_limit) {

@@ -306,7 +306,7 @@ std::vector<std::shared_ptr<Callback>> callbacks_from_python(nb::handle self, nb
 nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_t> batch_size, int64_t epochs,
                nb::handle verbose, nb::handle callbacks, double validation_split, nb::handle validation_data,
                bool shuffle, std::optional<std::map<int64_t, double>> class_weight, nb::handle sample_weight,
-               int64_t initial_epoch, std::optional<int64_t> steps_per_epoch) {
+               int64_t initial_epoch, std::optional<int64_t> steps_per_epoch, int64_t validation_freq) {
   Trainer& trainer = compiled_trainer(self, "fit");
   train::FitOptions o;
   o.epochs = epochs;
@@ -314,6 +314,7 @@ nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_
   o.verbose = verbose_from_python(verbose, "fit");
   o.steps_per_epoch = steps_per_epoch.value_or(-1);
   o.validation_split = validation_split;
+  o.validation_freq = validation_freq;
   if (class_weight) o.class_weight = std::move(*class_weight);
   const ug::DType float_dtype = model_float_dtype(self);
   // Arrays are batched (and split, and shuffled) by the C++ fit; other data comes batched.
@@ -585,15 +586,16 @@ void bind_train(nb::module_& m) {
       "metric(output, target)). Named losses take logits unless the "
       "model ends in a Softmax/Sigmoid; from_logits overrides that. jit_compile=True runs fit's training "
       "step as a compiled program (ug.jit) from the second step on.");
-  nb::cpp_function_def(&fit, nb::scope(module_cls), nb::name("fit"), nb::is_method(), "x"_a = nb::none(),
-                       "y"_a = nb::none(), "batch_size"_a = nb::none(), "epochs"_a = 1, "verbose"_a = "auto",
-                       "callbacks"_a = nb::none(), "validation_split"_a = 0.0, "validation_data"_a = nb::none(),
-                       "shuffle"_a = true, "class_weight"_a = nb::none(), "sample_weight"_a = nb::none(),
-                       "initial_epoch"_a = 0, "steps_per_epoch"_a = nb::none(),
-                       "Keras's fit: x, y arrays (batched here, batch_size 32, reshuffled each epoch; floating "
-                       "ones cast to the model's float dtype) or x an iterable of (x, y) or (x, y, sample_weight) "
-                       "batches such as a DataLoader. sample_weight (one per sample) and class_weight ({class: "
-                       "weight}) weigh each sample's loss: sum(weight * loss) / batch size. Returns a History.");
+  nb::cpp_function_def(
+      &fit, nb::scope(module_cls), nb::name("fit"), nb::is_method(), "x"_a = nb::none(), "y"_a = nb::none(),
+      "batch_size"_a = nb::none(), "epochs"_a = 1, "verbose"_a = "auto", "callbacks"_a = nb::none(),
+      "validation_split"_a = 0.0, "validation_data"_a = nb::none(), "shuffle"_a = true, "class_weight"_a = nb::none(),
+      "sample_weight"_a = nb::none(), "initial_epoch"_a = 0, "steps_per_epoch"_a = nb::none(), "validation_freq"_a = 1,
+      "Keras's fit: x, y arrays (batched here, batch_size 32, reshuffled each epoch; floating "
+      "ones cast to the model's float dtype) or x an iterable of (x, y) or (x, y, sample_weight) "
+      "batches such as a DataLoader. sample_weight (one per sample) and class_weight ({class: "
+      "weight}) weigh each sample's loss: sum(weight * loss) / batch size. validation_freq=n validates "
+      "after every n-th epoch only. Returns a History.");
   nb::cpp_function_def(&evaluate, nb::scope(module_cls), nb::name("evaluate"), nb::is_method(), "x"_a = nb::none(),
                        "y"_a = nb::none(), "batch_size"_a = nb::none(), "verbose"_a = "auto",
                        "sample_weight"_a = nb::none(), "return_dict"_a = false,

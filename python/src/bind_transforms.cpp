@@ -24,25 +24,38 @@ ug::Randomness randomness_of(const std::string& name) {
   ug::fail<ug::ValueError>("[vmap] randomness must be 'error', 'same' or 'different', got '", name, "'");
 }
 
+ug::UnconnectedGradients unconnected_of(bool zero) {
+  return zero ? ug::UnconnectedGradients::Zero : ug::UnconnectedGradients::None;
+}
+
 }  // namespace
 
 void bind_transforms(nb::module_& m) {
   using ug::Tensor;
   using ug::Tensors;
+  auto defined_or_none = [](const Tensors& ts) {
+    nb::list out;
+    for (const Tensor& t : ts) out.append(t.defined() ? nb::cast(t) : nb::none());
+    return out;
+  };
   nb::class_<ug::GradientTape>(m, "_GradientTape")
-      .def(nb::init<bool>(), nb::arg("persistent") = false)
+      .def(nb::init<bool, bool>(), nb::arg("persistent") = false, nb::arg("watch_accessed_variables") = true)
       .def("start", &ug::GradientTape::start)
       .def("stop", &ug::GradientTape::stop)
       .def_prop_ro("recording", &ug::GradientTape::recording)
       .def("watch", &ug::GradientTape::watch)
       .def("watched", &ug::GradientTape::watched)
       .def("gradient",
-           [](ug::GradientTape& tape, const Tensors& targets, const Tensors& sources, const Tensors& output_gradients) {
-             Tensors grads = tape.gradient(targets, sources, output_gradients);
-             nb::list out;
-             for (const Tensor& g : grads) out.append(g.defined() ? nb::cast(g) : nb::none());
-             return out;
-           });
+           [=](ug::GradientTape& tape, const Tensors& targets, const Tensors& sources, const Tensors& output_gradients,
+               bool zero) {
+             return defined_or_none(tape.gradient(targets, sources, output_gradients, unconnected_of(zero)));
+           })
+      .def("jacobian", [=](ug::GradientTape& tape, const Tensor& target, const Tensors& sources,
+                           bool zero) { return defined_or_none(tape.jacobian(target, sources, unconnected_of(zero))); })
+      .def("batch_jacobian", [](ug::GradientTape& tape, const Tensor& target, const Tensor& source, bool zero) {
+        Tensor j = tape.batch_jacobian(target, source, unconnected_of(zero));
+        return j.defined() ? nb::cast(j) : nb::none();
+      });
 
   nb::module_ f = m.def_submodule("_functional");
   f.def("value_and_grad", [](const ug::TensorFn& fn, const Tensors& args, const std::vector<int>& argnums) {

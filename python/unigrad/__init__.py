@@ -21,8 +21,8 @@ from . import config  # noqa: F401,E402  (tf.config)
 from .devices import default_backend, device_get, device_put, devices, local_devices  # noqa: F401,E402  (JAX's)
 from ._C.errors import OutOfMemoryError  # noqa: F401,E402
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
-from .transforms import (GradientTape, grad, hessian, jacfwd, jacobian, jacrev, jvp,  # noqa: F401
-                         linearize, value_and_grad, vjp, vmap)
+from .transforms import (GradientTape, UnconnectedGradients, grad, hessian, jacfwd, jacobian,  # noqa: F401
+                         jacrev, jvp, linearize, value_and_grad, vjp, vmap)
 from .tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten  # noqa: F401
 from . import tree, tree_util  # noqa: F401,E402  (jax.tree and jax.tree_util)
 from .custom_gradients import custom_gradient, custom_jvp, custom_vjp  # noqa: F401  (JAX's, TensorFlow's)

@@ -1,7 +1,12 @@
 """ug.keras: Keras's module paths over unigrad's pieces (keras.mixed_precision,
-keras.optimizers, keras.callbacks, keras.config / keras.backend's floatx), so that `keras.X`
-code reads `ug.keras.X`."""
-from . import _C
+keras.optimizers, keras.callbacks, keras.layers, keras.models, keras.config / keras.backend's
+floatx), so that `keras.X` code reads `ug.keras.X`. It also gives every Module Keras's
+persistence methods: get_weights/set_weights, save (ONNX) and save_weights/load_weights
+(safetensors)."""
+import numpy as np
+
+from . import _C, nn
+from .autograd import no_grad
 from . import callbacks, mixed_precision, optimizers  # noqa: F401
 
 _FLOATX = ("float16", "bfloat16", "float32", "float64")
@@ -23,3 +28,135 @@ class config:
 
 
 backend = config  # Keras 2's keras.backend.floatx / set_floatx
+
+
+class layers:
+    """keras.layers: the Keras-style layers unigrad has. Dense is Keras's (units, activation,
+    input_dim); Flatten, Dropout(rate) and Embedding(input_dim, output_dim) take Keras's
+    positional arguments. Convolution, pooling and normalization layers are torch's
+    (channels first: ug.nn.Conv2d, ug.nn.MaxPool2d, ug.nn.BatchNorm2d, ug.nn.LayerNorm)."""
+
+    Dense = nn.Dense
+    Flatten = nn.Flatten
+    Dropout = nn.Dropout
+    Embedding = nn.Embedding
+
+
+def _weight_slots(model, where):
+    """(module, name, is_kernel) for each weight in Keras's order: layer by layer, each
+    layer's parameters then its float buffers (BatchNorm's moving mean and variance; Keras
+    keeps no batch counter). A Dense kernel is stored [out, in] and read as Keras's [in, out]."""
+    _build(model, None, where)
+    slots = []
+    for module in model.modules():
+        named = list(module.named_parameters(recurse=False)) + list(module.named_buffers(recurse=False))
+        for name, t in named:
+            if t.is_floating_point():
+                slots.append((module, name, isinstance(module, nn.Dense) and name == "weight"))
+    return slots
+
+
+def get_weights(self):
+    """Keras's get_weights: the weights as NumPy arrays, in Keras's order and layouts (a Dense
+    layer gives kernel [in, out], then bias)."""
+    out = []
+    for module, name, kernel in _weight_slots(self, "get_weights"):
+        t = getattr(module, name).detach()
+        out.append((t.t() if kernel else t).contiguous().numpy().copy())
+    return out
+
+
+def set_weights(self, weights):
+    """Keras's set_weights: the arrays get_weights returns (Keras's order and layouts)."""
+    slots = _weight_slots(self, "set_weights")
+    weights = list(weights)
+    if len(weights) != len(slots):
+        raise ValueError(f"[set_weights] the model has {len(slots)} weights, got a list of {len(weights)}")
+    with no_grad():
+        for i, ((module, name, kernel), w) in enumerate(zip(slots, weights)):
+            target = getattr(module, name)
+            value = _C.tensor(np.asarray(w)).to(target.dtype)
+            value = value.t() if kernel and value.dim() == 2 else value
+            if tuple(value.shape) != tuple(target.shape):
+                want = tuple(reversed(target.shape)) if kernel else tuple(target.shape)
+                raise ValueError(f"[set_weights] weight {i} ({type(module).__name__}.{name}) has shape {want}, "
+                                 f"got an array of shape {tuple(np.shape(w))}")
+            target.copy_(value)
+
+
+def _build(model, input_shape, where):
+    """Keras builds every layer from the input shape: lazy Dense layers are sized here by a
+    pass on zeros of that shape, in eval mode without grad."""
+    if not any(isinstance(m, nn.Linear) and m.weight is None for m in model.modules()):
+        return
+    shape = _input_shape(model, input_shape, where)
+    dtype = next((p.dtype for p in model.parameters()), _C.get_default_dtype())
+    was_training = model.training
+    model.eval()
+    try:
+        with no_grad():
+            model(_C.zeros(shape, dtype=dtype))
+    finally:
+        model.train(was_training)
+
+
+def _input_shape(model, input_shape, where):
+    if input_shape is not None:
+        return [1 if d is None else int(d) for d in input_shape]
+    first = model
+    while isinstance(first, nn.Sequential) and len(first) > 0:
+        first = first[0]
+    features = getattr(first, "in_features", -1) if isinstance(first, nn.Linear) else -1
+    if features is None or features < 0:
+        hint = "; or pass input_shape, e.g. model.save(path, input_shape=(None, 784))" if where == "save" else ""
+        raise ValueError(f"[{where}] the model is not built: its input shape is not known (give its first Dense "
+                         f"layer an input_dim, or call the model once){hint}")
+    return [1, features]
+
+
+def save(self, filepath, input_shape=None):
+    """Keras's model.save, in unigrad's formats: the model's forward pass (in eval mode) and its
+    weights as one ONNX file at filepath (whatever its extension), batch dim left free. The
+    input shape is the one the first Dense layer was built or called with, or input_shape
+    ((None, 784): None for the batch). keras.models.load_model reads it back as a trainable
+    Module."""
+    shape = _input_shape(self, input_shape, "save")
+    _build(self, input_shape, "save")  # a lazy layer's first call draws its weights: not in the exported graph
+    example = _C.zeros(shape, dtype=next(p.dtype for p in self.parameters()))
+    was_training = self.training
+    self.eval()
+    try:
+        _C.onnx.export(self, example, str(filepath), input_names=["input"], output_names=["output"],
+                       dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+    finally:
+        self.train(was_training)
+
+
+def save_weights(self, filepath):
+    """Keras's save_weights: the state dict as a safetensors file (ModelCheckpoint's format)."""
+    _C.safetensors.save_file(self.state_dict(), str(filepath))
+
+
+def load_weights(self, filepath):
+    """Keras's load_weights: reads a file save_weights wrote into this model."""
+    self.load_state_dict(_C.safetensors.load_file(str(filepath)))
+
+
+for _f in (get_weights, set_weights, save, save_weights, load_weights):
+    setattr(nn.Module, _f.__name__, _f)
+
+
+class models:
+    """keras.models: Sequential, Model (a Module: `call` is `forward`) and load_model."""
+
+    Sequential = nn.Sequential
+    Model = nn.Module
+
+    @staticmethod
+    def load_model(filepath):
+        """Reads a file model.save wrote: a Module (ug.onnx.load's) that predicts as the saved
+        model did and trains further with compile/fit."""
+        return _C.onnx.load(str(filepath))
+
+
+Sequential, Model = models.Sequential, models.Model

@@ -2,6 +2,7 @@
 and TensorFlow's GradientTape, over the C++ engine. This module only flattens pytrees and
 converts Python numbers; the differentiation happens in C++ (ug/autograd/functional.h)."""
 import contextlib
+import enum
 
 from . import _C
 from .tree import broadcast_prefix, tree_flatten, tree_unflatten
@@ -197,16 +198,28 @@ def hessian(fun, argnums=0, has_aux=False):
     return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
 
 
+class UnconnectedGradients(enum.Enum):
+    """tf.UnconnectedGradients: what GradientTape answers for a source the target does not
+    depend on: None (NONE) or zeros shaped like the source (ZERO)."""
+    NONE = "none"
+    ZERO = "zero"
+
+
+def _zero_unconnected(value, where):
+    try:
+        return UnconnectedGradients(value) is UnconnectedGradients.ZERO
+    except ValueError:
+        raise ValueError(f"[GradientTape.{where}] unconnected_gradients must be 'none', 'zero' or a "
+                         f"ug.UnconnectedGradients, got {value!r}") from None
+
+
 class GradientTape:
     """tf.GradientTape: `with ug.GradientTape() as tape:` records ops on watched tensors (and
-    on tensors that require grad); tape.gradient(target, sources) returns the gradients."""
+    on tensors that require grad, unless watch_accessed_variables=False: then only tensors
+    passed to watch() get gradients); tape.gradient(target, sources) returns the gradients."""
 
     def __init__(self, persistent=False, watch_accessed_variables=True):
-        if not watch_accessed_variables:
-            # unigrad records every tensor that requires grad; TensorFlow's opt-out has no
-            # counterpart yet, and ignoring it would give gradients the user asked not to get.
-            raise NotImplementedError("[GradientTape] watch_accessed_variables=False is not supported")
-        self._tape = _C._GradientTape(persistent)
+        self._tape = _C._GradientTape(persistent, watch_accessed_variables)
 
     def __enter__(self):
         self._tape.start()
@@ -232,14 +245,32 @@ class GradientTape:
         finally:
             _C._autograd.restore_grad_mode(prev)
 
-    def gradient(self, target, sources, output_gradients=None):
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients=UnconnectedGradients.NONE):
         """Gradients of target (a tensor or a pytree of them; non-scalar targets are summed)
-        with respect to sources: one tensor, a list or a dict. Unused sources give None."""
+        with respect to sources: one tensor, a list or a dict. Unused sources give None, or
+        zeros with unconnected_gradients="zero"."""
+        zero = _zero_unconnected(unconnected_gradients, "gradient")
         targets, _ = tree_flatten(target)
         leaves, d = tree_flatten(sources)
         weights = tree_flatten(output_gradients)[0] if output_gradients is not None else []
-        grads = self._tape.gradient(targets, leaves, weights)
+        grads = self._tape.gradient(targets, leaves, weights, zero)
         return tree_unflatten(d, grads)
+
+    def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
+                 parallel_iterations=None, experimental_use_pfor=True):
+        """d target / d source for each source (one tensor, a list or a dict), shaped
+        target.shape + source.shape. parallel_iterations and experimental_use_pfor are
+        TensorFlow's execution hints and change nothing here."""
+        zero = _zero_unconnected(unconnected_gradients, "jacobian")
+        leaves, d = tree_flatten(sources)
+        return tree_unflatten(d, self._tape.jacobian(target, leaves, zero))
+
+    def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
+                       parallel_iterations=None, experimental_use_pfor=True):
+        """For target [B, T...] and source [B, S...] whose batch rows are independent:
+        result[b] = d target[b] / d source[b], shaped [B, T..., S...]."""
+        zero = _zero_unconnected(unconnected_gradients, "batch_jacobian")
+        return self._tape.batch_jacobian(target, source, zero)
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, *, randomness="error"):

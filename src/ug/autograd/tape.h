@@ -11,9 +11,16 @@
 
 namespace ug {
 
+/** What gradient() returns for a source the targets do not depend on (TensorFlow's
+ *  tf.UnconnectedGradients): an undefined tensor (Python None), or zeros shaped like it. */
+enum class UnconnectedGradients { None, Zero };
+
 class GradientTape {
  public:
-  explicit GradientTape(bool persistent = false);
+  /** watch_accessed_variables=false (TensorFlow's opt-out) answers only for tensors passed
+   *  to watch() (and tensors computed from them): other leaves, even ones that require grad,
+   *  count as unconnected. */
+  explicit GradientTape(bool persistent = false, bool watch_accessed_variables = true);
   ~GradientTape();
   GradientTape(const GradientTape&) = delete;
   GradientTape& operator=(const GradientTape&) = delete;
@@ -28,11 +35,20 @@ class GradientTape {
   void watch(const Tensor& t);
   std::vector<Tensor> watched() const;
 
-  /** d(sum of targets)/d(source) for each source; undefined for sources not used. A
-   *  non-persistent tape answers once. output_gradients weight the targets (default ones). */
+  /** d(sum of targets)/d(source) for each source; undefined (or zeros) for sources not used.
+   *  A non-persistent tape answers once. output_gradients weight the targets (default ones). */
   std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const std::vector<Tensor>& sources,
-                               const std::vector<Tensor>& output_gradients = {});
+                               const std::vector<Tensor>& output_gradients = {},
+                               UnconnectedGradients unconnected = UnconnectedGradients::None);
   Tensor gradient(const Tensor& target, const Tensor& source);
+  /** tf.GradientTape.jacobian: d target / d source, shaped target.shape + source.shape, for
+   *  each source (one backward pass per element of target). */
+  std::vector<Tensor> jacobian(const Tensor& target, const std::vector<Tensor>& sources,
+                               UnconnectedGradients unconnected = UnconnectedGradients::None);
+  /** tf.GradientTape.batch_jacobian: for target [B, T...] and source [B, S...] whose batch rows
+   *  are independent, result[b] = d target[b] / d source[b], shaped [B, T..., S...]. */
+  Tensor batch_jacobian(const Tensor& target, const Tensor& source,
+                        UnconnectedGradients unconnected = UnconnectedGradients::None);
 
   /** A scope in which nothing is recorded (tape.stop_recording()). */
   NoGradGuard stop_recording() const { return NoGradGuard(); }
@@ -57,7 +73,13 @@ class GradientTape {
     Edge edge;  // where its gradient arrives, fixed when watched
     bool restore_requires_grad;
   };
+  /** Gradients of the weighted targets for each source, undefined where unconnected; retain
+   *  keeps the graph for another pass. */
+  std::vector<Tensor> backward(const std::vector<Tensor>& targets, const std::vector<Tensor>& sources,
+                               const std::vector<Tensor>& weights, bool retain);
+  void use(const char* what);
   bool persistent_;
+  bool watch_accessed_variables_;
   bool recording_ = false;
   bool used_ = false;
   std::unique_ptr<AutoGradMode> grad_mode_;

@@ -108,6 +108,18 @@ SelfCosts self_costs(const std::vector<Event>& events) {
   return self;
 }
 
+EventAverage KeyAverages::total_average() const {
+  EventAverage total{.key = "Total"};
+  for (const EventAverage& e : *this) {
+    total.count += e.count;
+    total.cpu_time_total_ns += e.cpu_time_total_ns;
+    total.self_cpu_time_total_ns += e.self_cpu_time_total_ns;
+    total.cpu_memory_usage += e.cpu_memory_usage;
+    total.self_cpu_memory_usage += e.self_cpu_memory_usage;
+  }
+  return total;
+}
+
 std::string KeyAverages::table(const TableOptions& options) const {
   std::vector<const EventAverage*> rows;
   for (const EventAverage& e : *this) rows.push_back(&e);

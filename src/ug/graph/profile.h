@@ -35,6 +35,8 @@ class KeyAverages : public std::vector<EventAverage> {
  public:
   /** torch's table: one row per key, sorted descending by `sort_by`, and the total self time. */
   std::string table(const TableOptions& options = {}) const;
+  /** torch's total_average(): the rows summed into one, keyed "Total". */
+  EventAverage total_average() const;
   bool shapes = false;  // rows keyed by input shapes too: the table shows them
   bool memory = false;  // the profile recorded memory: the table shows it
   int64_t self_cpu_time_total_ns = 0;

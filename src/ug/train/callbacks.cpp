@@ -158,6 +158,10 @@ void LearningRateScheduler::on_epoch_begin(int64_t epoch, Logs&) {
                             python_repr(lr) + ".");
 }
 
+void LearningRateScheduler::on_epoch_end(int64_t, Logs& logs) {
+  logs.insert("learning_rate", trainer().learning_rate());
+}
+
 // ---- ReduceLROnPlateau -----------------------------------------------------------------
 
 ReduceLROnPlateau::ReduceLROnPlateau(ReduceLROnPlateauOptions options) : o_(std::move(options)) {
@@ -170,6 +174,7 @@ ReduceLROnPlateau::ReduceLROnPlateau(ReduceLROnPlateauOptions options) : o_(std:
 void ReduceLROnPlateau::on_train_begin(Logs&) { scheduler_.reset(); }
 
 void ReduceLROnPlateau::on_epoch_end(int64_t epoch, Logs& logs) {
+  logs.insert("learning_rate", trainer().learning_rate());
   const double* current = logs.find(o_.monitor);
   if (!current) {
     trainer().output().line("Learning rate reduction is conditioned on metric `" + o_.monitor +

@@ -97,11 +97,13 @@ class ModelCheckpoint : public Callback {
 /** The lr for an epoch (from 0) given the current one. */
 using Schedule = std::function<double(int64_t epoch, double lr)>;
 
-/** Sets the optimizer's lr at the start of every epoch to schedule(epoch, lr). */
+/** Sets the optimizer's lr at the start of every epoch to schedule(epoch, lr), and logs it
+ *  as "learning_rate" at the epoch's end (as Keras 3: fit logs no lr otherwise). */
 class LearningRateScheduler : public Callback {
  public:
   explicit LearningRateScheduler(Schedule schedule, int verbose = 0);
   void on_epoch_begin(int64_t epoch, Logs& logs) override;
+  void on_epoch_end(int64_t epoch, Logs& logs) override;
 
  private:
   Schedule schedule_;
@@ -124,7 +126,7 @@ struct ReduceLROnPlateauOptions {
 
 /** Cuts the lr by `factor` when the monitored metric stops improving: Keras's callback over
  *  optim::lr_scheduler::ReduceLROnPlateau (torch's rule, with Keras's patience: a cut after
- *  `patience` epochs without improvement). */
+ *  `patience` epochs without improvement). Logs the epoch's lr, before any cut, as "learning_rate". */
 class ReduceLROnPlateau : public Callback {
  public:
   explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});

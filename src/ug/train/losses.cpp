@@ -35,6 +35,13 @@ Tensor like_output(const Tensor& output, const Tensor& target) {
 
 Tensor clipped(const Tensor& p) { return p.clamp(Scalar(kEpsilon), Scalar(1 - kEpsilon)); }
 
+/** Keras's kl_divergence per sample: sum(t * log(t / p)) over the last dim, both clipped to [eps, 1]. */
+Tensor kl_divergence(const Tensor& out, const Tensor& y) {
+  Tensor t = like_output(out, y).clamp(Scalar(kEpsilon), Scalar(1));
+  Tensor p = out.clamp(Scalar(kEpsilon), Scalar(1));
+  return t.mul(t.div(p).log()).sum({-1});
+}
+
 }  // namespace
 
 const std::vector<std::string>& loss_names() {
@@ -45,13 +52,16 @@ const std::vector<std::string>& loss_names() {
                                                  "mean_squared_error",
                                                  "mae",
                                                  "mean_absolute_error",
-                                                 "huber"};
+                                                 "huber",
+                                                 "kl_divergence",
+                                                 "kld"};
   return names;
 }
 
 std::string canonical_loss_name(const std::string& name) {
   if (name == "mean_squared_error") return "mse";
   if (name == "mean_absolute_error") return "mae";
+  if (name == "kld") return "kl_divergence";
   for (const std::string& n : loss_names())
     if (n == name) return n;
   fail<ValueError>("[compile] unknown loss \"", name, "\"; the known losses are ", joined(loss_names()),
@@ -83,6 +93,7 @@ LossFn loss_by_name(const std::string& name, bool from_logits) {
   }
   if (loss == "mse") return [](const Tensor& out, const Tensor& y) { return F::mse_loss(out, like_output(out, y)); };
   if (loss == "mae") return [](const Tensor& out, const Tensor& y) { return F::l1_loss(out, like_output(out, y)); };
+  if (loss == "kl_divergence") return [](const Tensor& out, const Tensor& y) { return kl_divergence(out, y).mean(); };
   return [](const Tensor& out, const Tensor& y) { return F::huber_loss(out, like_output(out, y)); };
 }
 
@@ -107,6 +118,7 @@ LossFn per_sample_loss_by_name(const std::string& name, bool from_logits) {
       return like_output(out, y).mul(p.log()).sum({-1}).neg();
     };
   }
+  if (loss == "kl_divergence") return kl_divergence;
   // The elementwise losses, averaged over the last dim as Keras's are.
   std::function<Tensor(const Tensor&, const Tensor&)> elementwise;
   if (loss == "binary_crossentropy" && from_logits)
@@ -144,7 +156,8 @@ bool loss_takes_logits(const std::string& loss_name, nn::Module& module) {
   const std::string act = output_activation(module);
   if (loss == "binary_crossentropy") return act != "sigmoid";
   if (loss == "sparse_categorical_crossentropy" || loss == "categorical_crossentropy") return act != "softmax";
-  return true;  // regression losses do not read probabilities
+  if (loss == "kl_divergence") return false;  // Keras's KL divergence reads probabilities only
+  return true;                                // regression losses do not read probabilities
 }
 
 }  // namespace ug::train

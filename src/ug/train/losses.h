@@ -27,7 +27,8 @@ const std::vector<std::string>& loss_names();
 
 /** Keras's loss of that name: "sparse_categorical_crossentropy" (integer class targets),
  *  "categorical_crossentropy" (one-hot or probability targets), "binary_crossentropy",
- *  "mse"/"mean_squared_error", "mae"/"mean_absolute_error", "huber". Probabilities are
+ *  "mse"/"mean_squared_error", "mae"/"mean_absolute_error", "huber", "kl_divergence"/"kld"
+ *  (probabilities in, as Keras's; from_logits does not apply). Probabilities are
  *  clipped into [1e-7, 1 - 1e-7] before the log, as Keras does. Unknown names raise a
  *  ValueError listing the known ones. */
 LossFn loss_by_name(const std::string& name, bool from_logits);

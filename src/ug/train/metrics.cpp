@@ -19,6 +19,19 @@ Tensor categorical_accuracy(const Tensor& out, const Tensor& y) {
   return as_float(out.argmax(-1).eq(y.argmax(-1))).mean();
 }
 
+/** Keras's in_top_k (k = 5): a hit when fewer than k scores exceed the true class's score,
+ *  so ties with the k-th score count as hits. labels hold class indices, one per row of out. */
+Tensor top_k_hits(const Tensor& out, const Tensor& labels) {
+  constexpr int64_t k = 5;
+  Tensor scores = out.reshape({-1, out.size(-1)});
+  Tensor truth = scores.gather(-1, labels.to(DType::Int64).reshape({-1, 1}));
+  return as_float(scores.gt(truth).sum({-1}).lt(Scalar(k))).mean();
+}
+
+Tensor sparse_top_k_accuracy(const Tensor& out, const Tensor& y) { return top_k_hits(out, y); }
+
+Tensor top_k_accuracy(const Tensor& out, const Tensor& y) { return top_k_hits(out, y.argmax(-1)); }
+
 MetricFn binary_accuracy(double threshold) {
   return [threshold](const Tensor& out, const Tensor& y) {
     Tensor labels = y.shape() != out.shape() && y.numel() == out.numel() ? y.reshape(out.shape()) : y;
@@ -45,10 +58,17 @@ MetricFn accuracy_from_shapes(MetricFn binary) {
 }  // namespace
 
 const std::vector<std::string>& metric_names() {
-  static const std::vector<std::string> names = {
-      "accuracy",          "acc", "sparse_categorical_accuracy", "categorical_accuracy",
-      "binary_accuracy",   "mae", "mean_absolute_error",         "mse",
-      "mean_squared_error"};
+  static const std::vector<std::string> names = {"accuracy",
+                                                 "acc",
+                                                 "sparse_categorical_accuracy",
+                                                 "categorical_accuracy",
+                                                 "binary_accuracy",
+                                                 "mae",
+                                                 "mean_absolute_error",
+                                                 "mse",
+                                                 "mean_squared_error",
+                                                 "top_k_categorical_accuracy",
+                                                 "sparse_top_k_categorical_accuracy"};
   return names;
 }
 
@@ -63,6 +83,8 @@ MetricFn metric_by_name(const std::string& name, const std::string& loss_name, b
   if (name == "sparse_categorical_accuracy") return sparse_accuracy;
   if (name == "categorical_accuracy") return categorical_accuracy;
   if (name == "binary_accuracy") return binary;
+  if (name == "top_k_categorical_accuracy") return top_k_accuracy;
+  if (name == "sparse_top_k_categorical_accuracy") return sparse_top_k_accuracy;
   if (name == "mae" || name == "mean_absolute_error")
     return [](const Tensor& out, const Tensor& y) { return out.sub(same_shape(out, y)).abs().mean(); };
   if (name == "mse" || name == "mean_squared_error")

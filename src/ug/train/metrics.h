@@ -29,7 +29,9 @@ const std::vector<std::string>& metric_names();
  *  sparse categorical for sparse_categorical_crossentropy, categorical for
  *  categorical_crossentropy, binary for binary_crossentropy, chosen from the output and target
  *  shapes otherwise, as Keras does), "sparse_categorical_accuracy", "categorical_accuracy",
- *  "binary_accuracy", "mae"/"mean_absolute_error", "mse"/"mean_squared_error".
+ *  "binary_accuracy", "mae"/"mean_absolute_error", "mse"/"mean_squared_error",
+ *  "top_k_categorical_accuracy" (one-hot targets) and "sparse_top_k_categorical_accuracy"
+ *  (class indices), with Keras's k = 5.
  *  from_logits sets binary accuracy's threshold (0 for logits, 0.5 for probabilities).
  *  Unknown names raise a ValueError listing the known ones. */
 MetricFn metric_by_name(const std::string& name, const std::string& loss_name, bool from_logits);

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "ug/train/trainer.h"
+
 namespace ug::train {
 
 TensorBoard::TensorBoard(std::string log_dir) : log_dir_(std::move(log_dir)) {}
@@ -15,10 +17,10 @@ logging::SummaryWriter& TensorBoard::writer(bool validation) {
 }
 
 void TensorBoard::on_epoch_end(int64_t epoch, Logs& logs) {
+  logs.insert("learning_rate", trainer().learning_rate());  // Keras's TensorBoard logs the rate too
   for (const auto& [key, value] : logs) {
     const bool validation = key.starts_with("val_");
-    const std::string metric = validation ? key.substr(4) : key;
-    writer(validation).add_scalar("epoch_" + (metric == "lr" ? std::string("learning_rate") : metric), value, epoch);
+    writer(validation).add_scalar("epoch_" + (validation ? key.substr(4) : key), value, epoch);
   }
 }
 

@@ -436,6 +436,8 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
   if (o.batch_size)
     fail<ValueError>("[fit] batch_size must not be given when x yields batches (they are batched already)");
   if (o.initial_epoch < 0) fail<ValueError>("[fit] initial_epoch must be non-negative, got ", o.initial_epoch);
+  if (o.validation_freq < 1)
+    fail<ValueError>("[fit] validation_freq must be a positive number of epochs, got ", o.validation_freq);
   if (o.steps_per_epoch == 0 || o.steps_per_epoch < -1)
     fail<ValueError>("[fit] steps_per_epoch must be positive (or -1 for whole passes), got ", o.steps_per_epoch);
 
@@ -505,10 +507,9 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
     if (accumulated > 0) apply_gradients(accumulated);
     if (pass.steps == 0) fail<ValueError>("[fit] the training data gave no batches in epoch ", epoch);
     epoch_logs = pass_logs(pass);
-    if (o.validation_data)
+    if (o.validation_data && (epoch + 1) % o.validation_freq == 0)
       for (const auto& [name, value] : run_evaluation(*o.validation_data, 0, "fit"))
         epoch_logs.insert("val_" + name, value);
-    epoch_logs.insert("lr", learning_rate());
     if (bar) bar->finish(pass.steps, pass.samples, epoch_logs);
     for (const auto& cb : callbacks) cb->on_epoch_end(epoch, epoch_logs);
     logs = epoch_logs;

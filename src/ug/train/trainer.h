@@ -81,6 +81,8 @@ struct FitOptions {
   int64_t initial_epoch = 0;
   /** Evaluated after each epoch; its metrics are logged as "val_loss", "val_accuracy"... */
   data::BatchSource* validation_data = nullptr;
+  /** Keras's validation_freq: validates after every this many epochs (counted from 1), only. */
+  int64_t validation_freq = 1;
   std::vector<std::shared_ptr<Callback>> callbacks;
   /** 0 silent, 1 a progress bar (a line per epoch when the output is not a terminal), 2 a line per epoch. */
   int verbose = 1;
