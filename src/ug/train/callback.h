@@ -13,7 +13,7 @@ namespace ug::train {
 
 class Trainer;
 
-/** Metric name -> value ("loss", "accuracy", "val_loss", "lr"), in the order they were computed. */
+/** Metric name -> value ("loss", "accuracy", "val_loss", "learning_rate"), in the order they were computed. */
 using Logs = OrderedDict<double>;
 
 class Callback {

@@ -49,10 +49,8 @@ void Output::line(std::string_view text) const {
 
 std::string format_logs(const Logs& logs) {
   std::string s;
-  for (const auto& [name, value] : logs) {
-    if (name == "lr") continue;
+  for (const auto& [name, value] : logs)
     s += (s.empty() ? "" : " - ") + name + ": " + printf_string(std::abs(value) > 1e-3 ? "%.4f" : "%.4e", value);
-  }
   return s;
 }
 

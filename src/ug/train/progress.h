@@ -44,8 +44,7 @@ class ProgressBar {
   size_t last_width_ = 0;
 };
 
-/** "loss: 0.3512 - accuracy: 0.8750" (values below 1e-3 in e-notation, as Keras prints them);
- *  "lr" is left out. */
+/** "loss: 0.3512 - accuracy: 0.8750" (values below 1e-3 in e-notation, as Keras prints them). */
 std::string format_logs(const Logs& logs);
 
 }  // namespace ug::train
