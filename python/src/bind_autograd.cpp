@@ -21,6 +21,7 @@
 #include "ug/autograd/gradcheck.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/grad_mode.h"
+#include "ug/graph/inference_mode.h"
 #include "ug/graph/node.h"
 #include "ug/ops/view.h"
 
@@ -172,6 +173,7 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
           "stop_gradient", [](const Tensor& t) { return !t.requires_grad(); },  // PaddlePaddle's spelling
           [](Tensor& t, bool stop) { t.requires_grad_(!stop); })
       .def_prop_ro("is_leaf", &Tensor::is_leaf)
+      .def("is_inference", &ug::is_inference, "Whether its memory was allocated in inference mode (torch's).")
       .def("detach", &ug::stop_gradient)
       .def_prop_rw(
           "data", [](const Tensor& t) { return t.detach(); },
@@ -320,6 +322,15 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
         ug::GradMode::restore({s.first, s.second});
       },
       "Grad mode as grad_mode_state() gave it: what a scope ending restores.");
+  ag.def("is_inference_mode_enabled", &ug::InferenceMode::is_enabled);
+  ag.def(
+      "set_inference_mode",
+      [](bool on) {
+        const bool prev = ug::InferenceMode::is_enabled();
+        ug::InferenceMode::set_enabled(on);
+        return prev;
+      },
+      "Turns inference mode on or off on this thread and returns what it was.");
   ag.def("is_anomaly_enabled", &ug::AnomalyMode::is_enabled);
   ag.def("set_anomaly_enabled", [](bool on) {
     ug::AnomalyMode::set_enabled(on);

@@ -64,6 +64,13 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
   auto scatter = [](const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
     return t.scatter(dim, index, src);
   };
+  auto scatter_reduced = [](const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src,
+                            std::string_view reduce) { return ug::scatter(t, dim, index, src, reduce); };
+  auto scatter_value = [](const Tensor& t, int64_t dim, const Tensor& index, Scalar value) {
+    return ug::scatter(t, dim, index, value);
+  };
+  auto scatter_value_reduced = [](const Tensor& t, int64_t dim, const Tensor& index, Scalar value,
+                                  std::string_view reduce) { return ug::scatter(t, dim, index, value, reduce); };
   auto scatter_add = [](const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
     return t.scatter_add(dim, index, src);
   };
@@ -178,6 +185,11 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
            nb::overload_cast<const Tensor&, int64_t, std::optional<int64_t>>(&ug::repeat_interleave), "repeats"_a,
            "dim"_a = nb::none())
       .def("scatter_", in_place<int64_t, const Tensor&, const Tensor&>(scatter), "dim"_a, "index"_a, "src"_a)
+      .def("scatter_", in_place<int64_t, const Tensor&, const Tensor&, std::string_view>(scatter_reduced), "dim"_a,
+           "index"_a, "src"_a, nb::kw_only(), "reduce"_a)
+      .def("scatter_", in_place<int64_t, const Tensor&, Scalar>(scatter_value), "dim"_a, "index"_a, "value"_a)
+      .def("scatter_", in_place<int64_t, const Tensor&, Scalar, std::string_view>(scatter_value_reduced), "dim"_a,
+           "index"_a, "value"_a, nb::kw_only(), "reduce"_a)
       .def("scatter_add_", in_place<int64_t, const Tensor&, const Tensor&>(scatter_add), "dim"_a, "index"_a, "src"_a)
       .def("index_add", &ug::index_add, "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = 1)
       .def("index_add_", in_place<int64_t, const Tensor&, const Tensor&, Scalar>(index_add), "dim"_a, "index"_a,

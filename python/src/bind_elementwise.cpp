@@ -3,6 +3,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 
@@ -139,6 +140,9 @@ void bind_elementwise_functions(nb::module_& m) {
       "gelu", [](const Tensor& x, const std::string& approximate) { return ug::gelu(x, approximate); },
       nb::arg("input"), nb::arg("approximate") = "none");
   m.def("where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return ug::where(c, a, b); });
+  // torch.where(condition) alone is nonzero(as_tuple=True).
+  m.def(
+      "where", [](const Tensor& c) { return nb::tuple(nb::cast(ug::where(c))); }, nb::arg("condition"));
   m.def("where", [](const Tensor& c, Scalar a, const Tensor& b) { return ug::where(c, a, b); });
   m.def("where", [](const Tensor& c, const Tensor& a, Scalar b) { return ug::where(c, a, b); });
   m.def("where",

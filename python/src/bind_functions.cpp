@@ -65,7 +65,12 @@ void bind_functions(nb::module_& m) {
   m.def("repeat_interleave", nb::overload_cast<const Tensor&, std::optional<int64_t>>(&ug::repeat_interleave),
         nb::arg("repeats"), nb::kw_only(), nb::arg("output_size") = nb::none());
   m.def("argwhere", &ug::argwhere);
-  m.def("count_nonzero", [](const Tensor& x) { return ug::count_nonzero(x); });
+  m.def(
+      "count_nonzero",
+      [](const Tensor& x, nb::handle dim) {
+        return dim.is_none() ? ug::count_nonzero(x) : ug::count_nonzero(x, dims_from_sequence(dim, "count_nonzero"));
+      },
+      nb::arg("input"), nb::arg("dim") = nb::none());
 }
 
 }  // namespace ugpy

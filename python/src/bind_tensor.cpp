@@ -3,6 +3,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
@@ -219,7 +220,20 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
           },
           nb::arg("index").none(), nb::arg("value"))
       .def("gather", &Tensor::gather, nb::arg("dim"), nb::arg("index"))
-      .def("scatter", &Tensor::scatter, nb::arg("dim"), nb::arg("index"), nb::arg("src"))
+      .def(
+          "scatter",
+          [](const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src,
+             std::optional<std::string_view> reduce) {
+            return reduce ? ug::scatter(t, dim, index, src, *reduce) : t.scatter(dim, index, src);
+          },
+          nb::arg("dim"), nb::arg("index"), nb::arg("src"), nb::kw_only(), nb::arg("reduce") = nb::none())
+      .def(
+          "scatter",
+          [](const Tensor& t, int64_t dim, const Tensor& index, ug::Scalar value,
+             std::optional<std::string_view> reduce) {
+            return reduce ? ug::scatter(t, dim, index, value, *reduce) : ug::scatter(t, dim, index, value);
+          },
+          nb::arg("dim"), nb::arg("index"), nb::arg("value"), nb::kw_only(), nb::arg("reduce") = nb::none())
       .def("scatter_add", &Tensor::scatter_add, nb::arg("dim"), nb::arg("index"), nb::arg("src"))
       .def("index_select", &Tensor::index_select, nb::arg("dim"), nb::arg("index"))
       .def("masked_fill", &Tensor::masked_fill, nb::arg("mask"), nb::arg("value"))
@@ -238,7 +252,19 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("repeat", [](const Tensor& t, nb::args a) { return t.repeat(dims_from_args(a, "repeat")); })
       .def(
           "tile", [](const Tensor& t, nb::handle d) { return t.tile(dims_from_sequence(d, "tile")); }, nb::arg("dims"))
-      .def("nonzero", &Tensor::nonzero)
+      .def(
+          "nonzero",
+          [](const Tensor& t, bool as_tuple) -> nb::object {
+            return as_tuple ? nb::object(nb::tuple(nb::cast(ug::where(t)))) : nb::cast(t.nonzero());
+          },
+          nb::kw_only(), nb::arg("as_tuple") = false)
+      .def(
+          "count_nonzero",
+          [](const Tensor& t, nb::handle dim) {
+            return dim.is_none() ? ug::count_nonzero(t)
+                                 : ug::count_nonzero(t, dims_from_sequence(dim, "count_nonzero"));
+          },
+          nb::arg("dim") = nb::none())
       // reductions
       .def(
           "sum",
@@ -329,18 +355,26 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
           nb::arg("dim"), nb::arg("keepdim") = false)
       .def("softmax", &Tensor::softmax, nb::arg("dim"))
       .def("log_softmax", &Tensor::log_softmax, nb::arg("dim"))
-      .def("cumsum", &Tensor::cumsum, nb::arg("dim"))
-      .def("cumprod", &Tensor::cumprod, nb::arg("dim"))
+      .def(
+          "cumsum",
+          [](const Tensor& t, int64_t dim, std::optional<ug::DType> dtype) { return ug::cumsum(t, dim, dtype); },
+          nb::arg("dim"), nb::kw_only(), nb::arg("dtype") = nb::none())
+      .def(
+          "cumprod",
+          [](const Tensor& t, int64_t dim, std::optional<ug::DType> dtype) { return ug::cumprod(t, dim, dtype); },
+          nb::arg("dim"), nb::kw_only(), nb::arg("dtype") = nb::none())
       .def(
           "all",
-          [](const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
-            return dim ? t.all(*dim, keepdim) : t.all();
+          [](const Tensor& t, nb::handle dim, bool keepdim) {
+            auto d = reduced_dims(t, dim, keepdim, "all");
+            return d ? ug::all(t, *d, keepdim) : t.all();
           },
           nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
       .def(
           "any",
-          [](const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
-            return dim ? t.any(*dim, keepdim) : t.any();
+          [](const Tensor& t, nb::handle dim, bool keepdim) {
+            auto d = reduced_dims(t, dim, keepdim, "any");
+            return d ? ug::any(t, *d, keepdim) : t.any();
           },
           nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
       .def(

@@ -20,7 +20,9 @@ from .parallel_map import pmap  # noqa: F401,E402
 from . import config  # noqa: F401,E402  (tf.config)
 from .devices import default_backend, device_get, device_put, devices, local_devices  # noqa: F401,E402  (JAX's)
 from ._C.errors import OutOfMemoryError  # noqa: F401,E402
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .autograd import (  # noqa: F401
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+)
 from .transforms import (GradientTape, UnconnectedGradients, grad, hessian, jacfwd, jacobian,  # noqa: F401
                          jacrev, jvp, linearize, value_and_grad, vjp, vmap)
 from .tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten  # noqa: F401
@@ -64,7 +66,7 @@ for _name in (
     "renorm", "erfc", "deg2rad", "rad2deg", "sgn", "signbit", "sinc", "copysign", "heaviside", "float_power", "fmax",
     "fmin", "logaddexp2", "negative", "positive", "isneginf", "isposinf", "isreal", "is_nonzero", "ldexp",
     "mvlgamma", "aminmax", "hsplit", "vsplit", "dsplit", "msort", "slice_scatter", "select_scatter", "index_copy",
-    "scatter_reduce",
+    "scatter_reduce", "is_inference",
 ):
     if _name not in globals():
         globals()[_name] = _method_as_function(_name)

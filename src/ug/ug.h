@@ -8,6 +8,7 @@
 #include "ug/autograd/custom_function.h"
 #include "ug/autograd/functional.h"
 #include "ug/graph/grad_mode.h"
+#include "ug/graph/inference_mode.h"
 #include "ug/autograd/gradcheck.h"
 #include "ug/graph/node.h"
 #include "ug/graph/profile.h"

@@ -892,6 +892,18 @@ COMPOSITES = [
     Op("scatter_reduce.prod", lambda m, a, s: m.scatter_reduce(a, 0, m.tensor([[0, 1], [0, 0], [2, 1]]), s, "prod"),
        x(3, 2), x(3, 2, seed=1), ops=("scatter_reduce",), opset=18,
        off={"jvp": "torch.func.jvp of scatter_reduce's prod gives zeros (test_composite_math checks ours)"}),
+    # torch gives scatter's reduce= forms no derivative: its scatter_reduce twins are the reference.
+    Op("scatter.reduce_add", lambda m, a, s: a.scatter(0, m.tensor([[0, 1], [0, 0], [2, 1]]), s, reduce="add")
+       if m is ug else a.scatter_reduce(0, m.tensor([[0, 1], [0, 0], [2, 1]]), s, "sum"), x(3, 2), x(3, 2, seed=1),
+       ops=("scatter_add",)),
+    Op("scatter.reduce_multiply", lambda m, a: a.scatter(1, m.tensor([[0, 1, 0], [2, 2, 1]]), 1.5, reduce="multiply")
+       if m is ug else a.scatter_reduce(1, m.tensor([[0, 1, 0], [2, 2, 1]]), m.full((2, 3), 1.5), "prod"), x(2, 3),
+       ops=("scatter_reduce",), opset=18,
+       off={"jvp": "torch.func.jvp of scatter_reduce's prod gives zeros (test_composite_math checks ours)"}),
+    Op("scatter.value", lambda m, a: a.scatter(1, m.tensor([[0, 1], [2, 3], [0, 1]]), 2.5), x(3, 4)),
+    Op("cumsum.dtype", lambda m, a: a.cumsum(1, dtype=m.float64), x(3, 5)),
+    Op("cumprod.dtype", lambda m, a: m.cumprod(a, 1, dtype=m.float64), x(3, 5, low=0.5, high=2),
+       off=unsupported("cumprod")),
 ]
 
 OPS = UNARY + BINARY + REDUCTIONS + LINALG + DECOMPOSITIONS + SHAPES + INDEXING + JOINS + CONV_POOL + ACTIVATIONS + LOSSES + OTHERS + COMPOSITES

@@ -57,18 +57,26 @@ class enable_grad(_GradModeContext):
 
 class inference_mode(_GradModeContext):
     """torch.inference_mode: `with ug.inference_mode():` or `@ug.inference_mode()` records
-    nothing, as no_grad (mode=False: recording stays as it is set). Unlike torch's, tensors
-    made inside are ordinary tensors: they have no is_inference() and later ops may record
-    them."""
+    nothing, as no_grad, and the tensors allocated inside are inference tensors
+    (Tensor.is_inference()). mode=False, as torch's: recording on, tensors ordinary. Unlike
+    torch, unigrad puts no limits on using inference tensors later."""
 
     def __init__(self, mode=True):
-        super().__init__(False if mode else None)
+        super().__init__(not mode)
+        self._mode = bool(mode)
 
     def __enter__(self):
-        self._prev = _ag.grad_mode_state()
-        if self._enabled is not None:
-            _ag.set_grad_enabled(self._enabled)
-        return self
+        self._prev_inference = _ag.set_inference_mode(self._mode)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        _ag.set_inference_mode(self._prev_inference)
+        return super().__exit__(*exc)
+
+
+def is_inference_mode_enabled():
+    """Whether inference mode is on in this thread (torch.is_inference_mode_enabled)."""
+    return _ag.is_inference_mode_enabled()
 
 
 class set_grad_enabled(_GradModeContext):

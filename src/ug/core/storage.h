@@ -24,6 +24,8 @@ class Storage final : public RefCounted {
   Device device() const { return device_; }
   uint32_t version() const { return version_; }
   void bump_version() { ++version_; }
+  /** Made in inference mode (torch's inference tensors: ug::is_inference). */
+  bool inference() const { return inference_; }
 
  private:
   void* data_;
@@ -32,6 +34,7 @@ class Storage final : public RefCounted {
   void (*release_)(void*) = nullptr;
   void* ctx_ = nullptr;
   uint32_t version_ = 0;
+  bool inference_;
 };
 
 }  // namespace ug

@@ -696,6 +696,18 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
   return x.scatter(dim, index, full(index.shape(), value, {.dtype = x.dtype(), .device = x.device()}));
 }
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce) {
+  if (reduce != "add" && reduce != "multiply")
+    fail<RuntimeError>("[scatter] reduce argument must be either add or multiply, got ", reduce);
+  if (src.dtype() != x.dtype())
+    fail<RuntimeError>("[scatter] expected src to have the input's dtype ", x.dtype(), ", got ", src.dtype());
+  const int64_t d = wrap_dim(dim, x.dim(), "scatter");
+  check_gather_args("scatter", x, d, index, &src);
+  return scatter_reduce(x, d, index, src, reduce == "add" ? "sum" : "prod");
+}
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value, std::string_view reduce) {
+  return scatter(x, dim, index, full(index.shape(), value, {.dtype = x.dtype(), .device = x.device()}), reduce);
+}
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   return x.scatter_add(dim, index, src);
 }
@@ -811,6 +823,16 @@ Tensor count_nonzero(const Tensor& x) {
   if (call.capturing()) call.set_replay([](const graph::Tensors& in) { return graph::Tensors{count_nonzero(in[0])}; });
   call.finish({&x}, {&out});
   return out;
+}
+
+Tensor count_nonzero(const Tensor& x, const Dims& dims) {
+  std::vector<char> seen(static_cast<size_t>(x.dim()), 0);
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, x.dim(), "count_nonzero");
+    if (x.dim() > 0 && seen[w]++)
+      fail<RuntimeError>("[count_nonzero] dim ", d, " appears multiple times in the list of dims ", Shape(dims));
+  }
+  return x.ne(0).sum(dims);
 }
 
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,

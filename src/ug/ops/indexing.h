@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "ug/core/tensor.h"
@@ -13,6 +14,10 @@ namespace ug {
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
+/** torch's scatter(..., reduce=): src's elements (or value) added ("add") or multiplied
+ *  ("multiply") into x at index; scatter_reduce's "sum" and "prod" with x included. */
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value, std::string_view reduce);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 /** Elements of x at flat (row-major) positions `index`; negative positions count from the end. */
@@ -48,5 +53,7 @@ Tensor argwhere(const Tensor& x);
 std::vector<Tensor> where(const Tensor& cond);
 /** The number of nonzero elements, as a 0-d int64 tensor. */
 Tensor count_nonzero(const Tensor& x);
+/** The number of nonzero elements along dims (every dim when the list is empty), int64. */
+Tensor count_nonzero(const Tensor& x, const Dims& dims);
 
 }  // namespace ug

@@ -605,6 +605,22 @@ Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, t
 Tensor cumsum(const Tensor& x, int64_t dim) { return scan(ScanOp::CumSum, x, dim, "cumsum"); }
 Tensor cumprod(const Tensor& x, int64_t dim) { return scan(ScanOp::CumProd, x, dim, "cumprod"); }
 
+namespace {
+Tensor scan_as(ScanOp op, const Tensor& x, int64_t dim, std::optional<DType> dtype, const char* name) {
+  if (!dtype) return scan(op, x, dim, name);
+  if (*dtype == DType::Bool) fail<RuntimeError>("[", name, "] dtype bool is not supported (as in torch)");
+  // The scan widens integers to int64; casting back wraps as torch's scan in the narrow type.
+  return scan(op, x.to(*dtype), dim, name).to(*dtype);
+}
+}  // namespace
+
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  return scan_as(ScanOp::CumSum, x, dim, dtype, "cumsum");
+}
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  return scan_as(ScanOp::CumProd, x, dim, dtype, "cumprod");
+}
+
 // ---- logical --------------------------------------------------------------------------------
 
 Tensor all(const Tensor& x) { return logical_masked(ReduceOp::All, x, reduce_mask(x, {}, "all"), false); }
@@ -614,6 +630,20 @@ Tensor all(const Tensor& x, int64_t dim, bool keepdim) {
 Tensor any(const Tensor& x) { return logical_masked(ReduceOp::Any, x, reduce_mask(x, {}, "any"), false); }
 Tensor any(const Tensor& x, int64_t dim, bool keepdim) {
   return logical_masked(ReduceOp::Any, x, single_dim_mask(x, dim, "any"), keepdim);
+}
+
+namespace {
+Tensor logical_over(ReduceOp op, const Tensor& x, const Dims& dims, bool keepdim, const char* name) {
+  if (dims.empty()) return x.dtype() == DType::UInt8 ? x.ne(0).to(DType::UInt8) : x.to(DType::Bool);
+  return logical_masked(op, x, reduce_mask(x, dims, name), keepdim);
+}
+}  // namespace
+
+Tensor all(const Tensor& x, const Dims& dims, bool keepdim) {
+  return logical_over(ReduceOp::All, x, dims, keepdim, "all");
+}
+Tensor any(const Tensor& x, const Dims& dims, bool keepdim) {
+  return logical_over(ReduceOp::Any, x, dims, keepdim, "any");
 }
 
 // ---- Tensor methods ---------------------------------------------------------------------------

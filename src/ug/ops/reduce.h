@@ -40,12 +40,18 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 /** Inclusive scans; bool and integer inputs give int64, as in PyTorch. */
 Tensor cumsum(const Tensor& x, int64_t dim);
 Tensor cumprod(const Tensor& x, int64_t dim);
+/** torch's dtype= form: x cast to dtype first, the result in dtype (integers wrap as torch's). */
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype);
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype);
 
 /** Logical reductions: bool results (uint8 for uint8 input, as in PyTorch). */
 Tensor all(const Tensor& x);
 Tensor all(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor any(const Tensor& x);
 Tensor any(const Tensor& x, int64_t dim, bool keepdim = false);
+/** Over several dims. Unlike sum's, an empty list reduces none (torch's dim=()): x as bool. */
+Tensor all(const Tensor& x, const Dims& dims, bool keepdim = false);
+Tensor any(const Tensor& x, const Dims& dims, bool keepdim = false);
 
 // ---- sorting (ops/sort.cpp) -------------------------------------------------------------
 /** (values, int64 indices) sorted along dim; NaN sorts above every number. */
