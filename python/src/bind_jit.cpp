@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <set>
 
 #include "bindings.h"
@@ -30,6 +31,11 @@ using ug::Tensor;
 using Tensors = std::vector<Tensor>;
 
 compiler::Signature signature(Parts parts) { return compiler::Signature{std::move(parts)}; }
+
+/** `with OutsideTrace():` the block's ops go into no trace (compiler::OutsideTrace). */
+struct OutsideTraceScope {
+  std::unique_ptr<compiler::OutsideTrace> scope;
+};
 
 /** ug.debug.print: emit (a Python callable) called with the GIL, now and at each program run. */
 void debug_print(nb::callable emit, const Tensors& values) {
@@ -368,6 +374,12 @@ void bind_jit(nb::module_& m) {
   jit.def(
       "capturing", [] { return ug::graph::detail::current_capture != nullptr; },
       "Whether ops are being recorded on this thread (ug.jit's trace, ug.onnx.export).");
+  nb::class_<OutsideTraceScope>(jit, "OutsideTrace",
+                                "A block whose ops no trace records and whose tensors are none's traced values "
+                                "(work done only for its results' shapes).")
+      .def(nb::init<>())
+      .def("__enter__", [](OutsideTraceScope& s) { s.scope = std::make_unique<compiler::OutsideTrace>(); })
+      .def("__exit__", [](OutsideTraceScope& s, nb::args) { s.scope.reset(); });
   jit.def("is_traced", &compiler::is_traced, nb::arg("tensor"),
           "Whether the tensor holds a value computed from the inputs of a function being traced.");
 }

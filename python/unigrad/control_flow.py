@@ -44,11 +44,11 @@ def _spec(x):
 @contextlib.contextmanager
 def _discarded():
     """Runs a function only for the structure, shapes and dtypes of its result: without
-    gradients, and with the global random state put back, so that the program's draws do not
-    depend on the check."""
+    gradients, outside any trace (a compiled program neither records nor replays its ops), and
+    with the global random state put back, so that the program's draws do not depend on it."""
     rng = _C.get_rng_state()
     try:
-        with no_grad(), _debug.silenced():
+        with no_grad(), _debug.silenced(), _C._jit.OutsideTrace():
             yield
     finally:
         _C.set_rng_state(rng)
@@ -282,8 +282,9 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
 def _no_steps(f, init, leaves, treedef):
     """The ys of a scan of no steps: JAX stacks zero per-step outputs into arrays with a leading
     dim of 0. Their structure, shapes and dtypes come from one step on stand-ins (zeros as the
-    slices of xs, init as the carry), run without gradients and discarded; its carry is
-    checked as a real step's. (Under ug.jit a random draw in that step stays in the program.)"""
+    slices of xs, init as the carry), run without gradients, outside any trace and discarded
+    (under ug.jit its ops and draws stay out of the program, as JAX runs no step); its carry is
+    checked as a real step's."""
     with _discarded():
         x = tree_unflatten(treedef, [_as_tensor(leaf).new_zeros(tuple(leaf.shape[1:])) for leaf in leaves]) \
             if leaves else None

@@ -65,6 +65,28 @@ def test_the_stand_in_step_of_an_empty_scan_draws_nothing_and_records_nothing():
         ug.lax.scan(lambda c, x: (c.int(), x), ug.ones(3), ug.zeros(0))
 
 
+def test_the_stand_in_step_of_an_empty_scan_stays_out_of_a_compiled_program(jax):
+    # jax.lax.scan of no steps runs no step: under ug.jit the stand-in step (run for the shapes
+    # of ys) must leave no draw in the program, which would take from the global generator at
+    # every call, and no op.
+    def f(lib, draw):
+        def step(c, _):
+            return c + draw(()), (c * draw((2,)), c.sum())
+        return lambda c: lib.lax.scan(step, c, None, length=0)
+
+    jf = ug.jit(f(ug, lambda shape: ug.rand(*shape)))
+    c = ug.ones(2)
+    for _ in range(2):  # the call that traces, then one that runs the cached program
+        ug.manual_seed(0)
+        got = jf(c)
+        after = ug.rand(2)
+        ug.manual_seed(0)
+        np.testing.assert_array_equal(after.numpy(), ug.rand(2).numpy())
+        key = jax.random.key(0)
+        assert_same(got, jax.jit(f(jax, lambda shape: jax.random.uniform(key, shape)))(jax.numpy.ones(2)))
+    assert "random" not in jf.lower(c).as_text()
+
+
 @pytest.mark.parametrize("mode", ["eager", "jit", "grad", "jit_of_grad", "vmap"])
 def test_fori_loop_index_is_an_integer_array_as_in_jax(jax, mode):
     jnp = jax.numpy

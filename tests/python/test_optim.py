@@ -731,6 +731,11 @@ def test_chained_scheduler_errors_as_torch():
         TS.ChainedScheduler([])
     with pytest.raises(ug.errors.ValueError, match=r"\[ChainedScheduler\] expects at least one scheduler"):
         US.ChainedScheduler([])
+    # also with the optimizer given (torch's check does not depend on it)
+    with pytest.raises(ValueError, match="expects at least one scheduler"):
+        TS.ChainedScheduler([], topt)
+    with pytest.raises(ug.errors.ValueError, match=r"\[ChainedScheduler\] expects at least one scheduler"):
+        US.ChainedScheduler([], uopt)
     with pytest.raises(ValueError, match="does not support `ReduceLROnPlateau`"):
         US.ChainedScheduler([US.ExponentialLR(uopt, 0.9), US.ReduceLROnPlateau(uopt)])
     _, other = sched_pair()

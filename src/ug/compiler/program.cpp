@@ -274,11 +274,10 @@ namespace {
  *  eager code makes the tensor anew at each call. A parameter, which requires grad, stays the
  *  caller's tensor. */
 std::vector<Tensor> fresh_constants(const onnx::Graph& g, std::vector<Tensor> out) {
-  for (size_t k = 0; k < out.size() && k < g.output_ids.size(); ++k)
-    for (size_t i = 0; i < g.initializer_ids.size(); ++i)
-      if (g.initializer_ids[i] == g.output_ids[k] && out[k].defined() && !out[k].requires_grad() &&
-          out[k].storage() == g.initializers[i].second.storage())
-        out[k] = out[k].clone();
+  for (const auto& [k, i] : g.initializer_outputs)
+    if (k < out.size() && out[k].defined() && !out[k].requires_grad() &&
+        out[k].storage() == g.initializers[i].second.storage())
+      out[k] = out[k].clone();
   return out;
 }
 

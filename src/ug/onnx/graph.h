@@ -73,6 +73,9 @@ struct Graph {
   /** Initializers in file order: their names and values (the module takes them over). */
   std::vector<std::pair<std::string, Tensor>> initializers;
   std::vector<int64_t> initializer_ids;
+  /** The outputs that are initializers, as (output index, initializer index): run_graph returns
+   *  those tensors themselves. */
+  std::vector<std::pair<size_t, size_t>> initializer_outputs;
   /** In a subgraph: the values it takes from the enclosing graph, and for each the index in its
    *  node's implicit_inputs. */
   std::vector<int64_t> capture_ids;
@@ -94,8 +97,8 @@ struct Graph {
  *  (refused when base_dir is empty). Throws ValueError / TypeError naming what is wrong. */
 Graph parse_model(std::string_view bytes, const std::string& base_dir, const LoadLimits& limits);
 
-/** Sets `last_uses`, `read` and `plans` from the nodes and outputs (parse_model does; a pass
- *  that rewrites the nodes does again). */
+/** Sets `last_uses`, `read`, `plans` and `initializer_outputs` from the nodes, outputs and
+ *  initializers (parse_model does; a pass that rewrites the graph does again). */
 void plan_run(Graph& graph);
 
 /** Which of a node's operands run_graph may write its result into when the operand dies there

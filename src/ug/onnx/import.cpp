@@ -217,6 +217,13 @@ void plan_run(Graph& graph) {
   graph.last_uses.assign(graph.nodes.size(), {});
   for (size_t id = 0; id < graph.num_values; ++id)
     if (last_reader[id] >= 0) graph.last_uses[static_cast<size_t>(last_reader[id])].push_back(static_cast<int64_t>(id));
+  std::vector<int64_t> initializer_at(graph.num_values, -1);  // by value id
+  for (size_t i = 0; i < graph.initializer_ids.size(); ++i)
+    initializer_at[static_cast<size_t>(graph.initializer_ids[i])] = static_cast<int64_t>(i);
+  graph.initializer_outputs.clear();
+  for (size_t k = 0; k < graph.output_ids.size(); ++k)
+    if (const int64_t i = initializer_at[static_cast<size_t>(graph.output_ids[k])]; i >= 0)
+      graph.initializer_outputs.emplace_back(k, static_cast<size_t>(i));
 
   graph.plans.assign(graph.nodes.size(), {});
   for (size_t n = 0; n < graph.nodes.size(); ++n) {

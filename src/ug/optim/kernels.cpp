@@ -7,10 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #define UG_OPTIM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #define UG_INLINE [[gnu::always_inline]] inline
+// A lambda's: inlined into each clone, so it is compiled for that clone's instruction set.
+#define UG_INLINE_LAMBDA __attribute__((always_inline))
 
 namespace ug::optim::kernels {
 namespace {
@@ -19,6 +22,42 @@ namespace {
 template <class T> UG_INLINE T lerp(T start, T end, T w) {
   return w < T(0.5) ? start + w * (end - start) : end - (end - start) * (T(1) - w);
 }
+
+// ---- Weight decay --------------------------------------------------------------------------
+
+/** Whether a loop adds a weight decay term per element: torch's L2 term (not when decoupled:
+ *  AdamW's form, a factor the loop multiplies the parameter by), Keras's decoupled term. */
+template <class Args> UG_INLINE bool decays(const Args& a) {
+  if constexpr (requires { a.decoupled_weight_decay; }) return a.weight_decay != 0 && !a.decoupled_weight_decay;
+  else return a.weight_decay != 0;
+}
+
+/** Calls loop(wd) with wd std::true_type where decays(a), else std::false_type: the loop
+ *  tests the decay once per call, as a template flag, never per element. */
+template <class Args, class Loop> UG_INLINE void with_decay(const Args& a, Loop&& loop) {
+  if (decays(a)) loop(std::true_type{});
+  else loop(std::false_type{});
+}
+
+/** torch's L2 weight decay: the gradient plus weight_decay times the parameter. */
+template <bool WD, class T> UG_INLINE T l2_decay(T g, T wd, T p) {
+  if constexpr (WD) return g + wd * p;
+  else return g;
+}
+
+/** torch's decoupled weight decay's factor on the parameter, 1 - lr * weight_decay (1 unless
+ *  decoupled). */
+template <class T, class Args> UG_INLINE T decoupled_factor(const Args& a) {
+  return a.decoupled_weight_decay ? T(1 - a.lr * a.weight_decay) : T(1);
+}
+
+/** Keras's decoupled weight decay: var - var * wd * lr, in that order. */
+template <bool WD, class T> UG_INLINE T keras_decay(T p, T wd, T lr) {
+  if constexpr (WD) return p - (p * wd) * lr;
+  else return p;
+}
+
+// ---- torch ---------------------------------------------------------------------------------
 
 template <class T, bool WD, int Mode>  // Mode 0: no momentum, 1: first step, 2: momentum
 UG_INLINE void sgd_loop(const SgdArgs<T>& a, int64_t begin, int64_t end) {
@@ -29,8 +68,7 @@ UG_INLINE void sgd_loop(const SgdArgs<T>& a, int64_t begin, int64_t end) {
   const T damp = T(1 - a.dampening), neg_lr = T(-a.lr);
   const bool nesterov = a.nesterov;
   for (int64_t i = begin; i < end; ++i) {
-    T g = gr[i] * sign;
-    if constexpr (WD) g = g + wd * p[i];
+    T g = l2_decay<WD>(gr[i] * sign, wd, p[i]);
     if constexpr (Mode == 1) buf[i] = g;
     if constexpr (Mode == 2) buf[i] = buf[i] * mom + damp * g;
     if constexpr (Mode != 0) g = nesterov ? g + mom * buf[i] : buf[i];
@@ -39,17 +77,12 @@ UG_INLINE void sgd_loop(const SgdArgs<T>& a, int64_t begin, int64_t end) {
 }
 
 template <class T> UG_INLINE void sgd_impl(const SgdArgs<T>& a, int64_t begin, int64_t end) {
-  const bool wd = a.weight_decay != 0;
   const int mode = a.momentum == 0 ? 0 : a.first_step ? 1 : 2;
-  if (wd) {
-    if (mode == 0) sgd_loop<T, true, 0>(a, begin, end);
-    if (mode == 1) sgd_loop<T, true, 1>(a, begin, end);
-    if (mode == 2) sgd_loop<T, true, 2>(a, begin, end);
-  } else {
-    if (mode == 0) sgd_loop<T, false, 0>(a, begin, end);
-    if (mode == 1) sgd_loop<T, false, 1>(a, begin, end);
-    if (mode == 2) sgd_loop<T, false, 2>(a, begin, end);
-  }
+  with_decay(a, [&](auto wd) UG_INLINE_LAMBDA {
+    if (mode == 0) sgd_loop<T, wd, 0>(a, begin, end);
+    if (mode == 1) sgd_loop<T, wd, 1>(a, begin, end);
+    if (mode == 2) sgd_loop<T, wd, 2>(a, begin, end);
+  });
 }
 
 /** What the Adam loop writes where the parameter goes: the new value (in place), the update
@@ -73,7 +106,7 @@ UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
   const double bias_correction1 = 1 - std::pow(a.beta1, a.step);
   const double bias_correction2 = 1 - std::pow(a.beta2, a.step);
   const T sign = a.maximize ? T(-1) : T(1), wd = T(a.weight_decay);
-  const T decay = a.decoupled_weight_decay ? T(1 - a.lr * a.weight_decay) : T(1);
+  const T decay = decoupled_factor<T>(a);
   const T w1 = T(1 - a.beta1), beta2 = T(a.beta2), w2 = T(1 - a.beta2);
   // torch's p - lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps), with numerator and denominator times
   // sqrt(bc2): one division per element instead of two (the same value to within a rounding).
@@ -89,9 +122,8 @@ UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
 #pragma omp simd
 #endif
   for (int64_t i = begin; i < end; ++i) {
-    T g = gr[i] * sign;
-    T pi = (kParamIn ? p_in[i] : p[i]) * decay;
-    if constexpr (WD) g = g + wd * pi;
+    const T pi = (kParamIn ? p_in[i] : p[i]) * decay;
+    const T g = l2_decay<WD>(gr[i] * sign, wd, pi);
     const T mi = lerp(STATE_IN ? m_in[i] : m[i], g, w1);
     const T vi = (STATE_IN ? v_in[i] : v[i]) * beta2 + (w2 * g) * g;
     m[i] = mi;
@@ -107,11 +139,11 @@ UG_INLINE void adam_loop(const AdamArgs<T>& a, int64_t begin, int64_t end) {
 
 template <class T, bool STATE_IN, AdamOut OUT>
 UG_INLINE void adam_variant(const AdamArgs<T>& a, int64_t begin, int64_t end) {
-  const bool wd = a.weight_decay != 0 && !a.decoupled_weight_decay, ams = a.max_exp_avg_sq != nullptr;
-  if (wd && ams) adam_loop<T, true, true, STATE_IN, OUT>(a, begin, end);
-  if (wd && !ams) adam_loop<T, true, false, STATE_IN, OUT>(a, begin, end);
-  if (!wd && ams) adam_loop<T, false, true, STATE_IN, OUT>(a, begin, end);
-  if (!wd && !ams) adam_loop<T, false, false, STATE_IN, OUT>(a, begin, end);
+  const bool ams = a.max_exp_avg_sq != nullptr;
+  with_decay(a, [&](auto wd) UG_INLINE_LAMBDA {
+    if (ams) adam_loop<T, wd, true, STATE_IN, OUT>(a, begin, end);
+    else adam_loop<T, wd, false, STATE_IN, OUT>(a, begin, end);
+  });
 }
 
 template <class T> UG_INLINE void adam_impl(const AdamArgs<T>& a, int64_t begin, int64_t end) {
@@ -133,8 +165,7 @@ UG_INLINE void rmsprop_loop(const RmspropArgs<T>& a, int64_t begin, int64_t end)
   const T sign = a.maximize ? T(-1) : T(1), wd = T(a.weight_decay), alpha = T(a.alpha), w = T(1 - a.alpha);
   const T eps = T(a.eps), mom = T(a.momentum), neg_lr = T(-a.lr);
   for (int64_t i = begin; i < end; ++i) {
-    T g = gr[i] * sign;
-    if constexpr (WD) g = g + wd * p[i];
+    const T g = l2_decay<WD>(gr[i] * sign, wd, p[i]);
     const T s = sq[i] * alpha + (w * g) * g;
     sq[i] = s;
     T avg;
@@ -156,17 +187,14 @@ UG_INLINE void rmsprop_loop(const RmspropArgs<T>& a, int64_t begin, int64_t end)
   }
 }
 
-template <class T, bool WD> UG_INLINE void rmsprop_wd(const RmspropArgs<T>& a, int64_t begin, int64_t end) {
-  const bool centered = a.grad_avg != nullptr, mom = a.momentum_buffer != nullptr;
-  if (centered && mom) rmsprop_loop<T, WD, true, true>(a, begin, end);
-  if (centered && !mom) rmsprop_loop<T, WD, true, false>(a, begin, end);
-  if (!centered && mom) rmsprop_loop<T, WD, false, true>(a, begin, end);
-  if (!centered && !mom) rmsprop_loop<T, WD, false, false>(a, begin, end);
-}
-
 template <class T> UG_INLINE void rmsprop_impl(const RmspropArgs<T>& a, int64_t begin, int64_t end) {
-  if (a.weight_decay != 0) rmsprop_wd<T, true>(a, begin, end);
-  else rmsprop_wd<T, false>(a, begin, end);
+  const bool centered = a.grad_avg != nullptr, mom = a.momentum_buffer != nullptr;
+  with_decay(a, [&](auto wd) UG_INLINE_LAMBDA {
+    if (centered && mom) rmsprop_loop<T, wd, true, true>(a, begin, end);
+    if (centered && !mom) rmsprop_loop<T, wd, true, false>(a, begin, end);
+    if (!centered && mom) rmsprop_loop<T, wd, false, true>(a, begin, end);
+    if (!centered && !mom) rmsprop_loop<T, wd, false, false>(a, begin, end);
+  });
 }
 
 template <class T, bool WD> UG_INLINE void adagrad_loop(const AdagradArgs<T>& a, int64_t begin, int64_t end) {
@@ -175,8 +203,7 @@ template <class T, bool WD> UG_INLINE void adagrad_loop(const AdagradArgs<T>& a,
   T* __restrict sum = a.sum;
   const T sign = a.maximize ? T(-1) : T(1), wd = T(a.weight_decay), eps = T(a.eps), neg_clr = T(-a.clr);
   for (int64_t i = begin; i < end; ++i) {
-    T g = gr[i] * sign;
-    if constexpr (WD) g = g + wd * p[i];
+    const T g = l2_decay<WD>(gr[i] * sign, wd, p[i]);
     const T s = sum[i] + g * g;
     sum[i] = s;
     p[i] = p[i] + (neg_clr * g) / (std::sqrt(s) + eps);
@@ -184,8 +211,7 @@ template <class T, bool WD> UG_INLINE void adagrad_loop(const AdagradArgs<T>& a,
 }
 
 template <class T> UG_INLINE void adagrad_impl(const AdagradArgs<T>& a, int64_t begin, int64_t end) {
-  if (a.weight_decay != 0) adagrad_loop<T, true>(a, begin, end);
-  else adagrad_loop<T, false>(a, begin, end);
+  with_decay(a, [&](auto wd) UG_INLINE_LAMBDA { adagrad_loop<T, wd>(a, begin, end); });
 }
 
 /** Adam's first and second moments, torch's lerp_ and mul_(beta2).addcmul_(g, g, 1 - beta2). */
@@ -200,13 +226,12 @@ template <class T, bool WD> UG_INLINE void nadam_loop(const NadamArgs<T>& a, int
   T* __restrict m = a.exp_avg;
   T* __restrict v = a.exp_avg_sq;
   const T sign = a.maximize ? T(-1) : T(1), wd = T(a.weight_decay);
-  const T decay = a.decoupled_weight_decay ? T(1 - a.lr * a.weight_decay) : T(1);
+  const T decay = decoupled_factor<T>(a);
   const T w1 = T(1 - a.beta1), beta2 = T(a.beta2), w2 = T(1 - a.beta2), bc2 = T(a.bias_correction2);
   const T eps = T(a.eps), c_grad = T(a.c_grad), c_avg = T(a.c_avg);
   for (int64_t i = begin; i < end; ++i) {
-    T g = gr[i] * sign;
     T pi = p[i] * decay;
-    if constexpr (WD) g = g + wd * pi;
+    const T g = l2_decay<WD>(gr[i] * sign, wd, pi);
     T mi = m[i], vi = v[i];
     moments(mi, vi, g, w1, beta2, w2);
     m[i] = mi;
@@ -218,8 +243,7 @@ template <class T, bool WD> UG_INLINE void nadam_loop(const NadamArgs<T>& a, int
 }
 
 template <class T> UG_INLINE void nadam_impl(const NadamArgs<T>& a, int64_t begin, int64_t end) {
-  if (a.weight_decay != 0 && !a.decoupled_weight_decay) nadam_loop<T, true>(a, begin, end);
-  else nadam_loop<T, false>(a, begin, end);
+  with_decay(a, [&](auto wd) UG_INLINE_LAMBDA { nadam_loop<T, wd>(a, begin, end); });
 }
 
 template <class T, bool WD, bool RECT> UG_INLINE void radam_loop(const RadamArgs<T>& a, int64_t begin, int64_t end) {
@@ -228,13 +252,12 @@ template <class T, bool WD, bool RECT> UG_INLINE void radam_loop(const RadamArgs
   T* __restrict m = a.exp_avg;
   T* __restrict v = a.exp_avg_sq;
   const T sign = a.maximize ? T(-1) : T(1), wd = T(a.weight_decay);
-  const T decay = a.decoupled_weight_decay ? T(1 - a.lr * a.weight_decay) : T(1);
+  const T decay = decoupled_factor<T>(a);
   const T w1 = T(1 - a.beta1), beta2 = T(a.beta2), w2 = T(1 - a.beta2), bc1 = T(a.bias_correction1);
   const T lr = T(a.lr), eps = T(a.eps), bc2_sqrt = T(std::sqrt(a.bias_correction2)), rect = T(a.rect);
   for (int64_t i = begin; i < end; ++i) {
-    T g = gr[i] * sign;
     const T pi = p[i] * decay;
-    if constexpr (WD) g = g + wd * pi;
+    const T g = l2_decay<WD>(gr[i] * sign, wd, pi);
     T mi = m[i], vi = v[i];
     moments(mi, vi, g, w1, beta2, w2);
     m[i] = mi;
@@ -246,14 +269,11 @@ template <class T, bool WD, bool RECT> UG_INLINE void radam_loop(const RadamArgs
   }
 }
 
-template <class T, bool WD> UG_INLINE void radam_wd(const RadamArgs<T>& a, int64_t begin, int64_t end) {
-  if (a.rect != 0) radam_loop<T, WD, true>(a, begin, end);
-  else radam_loop<T, WD, false>(a, begin, end);
-}
-
 template <class T> UG_INLINE void radam_impl(const RadamArgs<T>& a, int64_t begin, int64_t end) {
-  if (a.weight_decay != 0 && !a.decoupled_weight_decay) radam_wd<T, true>(a, begin, end);
-  else radam_wd<T, false>(a, begin, end);
+  with_decay(a, [&](auto wd) UG_INLINE_LAMBDA {
+    if (a.rect != 0) radam_loop<T, wd, true>(a, begin, end);
+    else radam_loop<T, wd, false>(a, begin, end);
+  });
 }
 
 template <class T, bool WD> UG_INLINE void adamax_loop(const AdamaxArgs<T>& a, int64_t begin, int64_t end) {
@@ -264,8 +284,7 @@ template <class T, bool WD> UG_INLINE void adamax_loop(const AdamaxArgs<T>& a, i
   const T sign = a.maximize ? T(-1) : T(1), wd = T(a.weight_decay), w1 = T(1 - a.beta1), beta2 = T(a.beta2);
   const T eps = T(a.eps), neg_clr = T(-a.clr);
   for (int64_t i = begin; i < end; ++i) {
-    T g = gr[i] * sign;
-    if constexpr (WD) g = g + wd * p[i];
+    const T g = l2_decay<WD>(gr[i] * sign, wd, p[i]);
     const T mi = lerp(m[i], g, w1);
     m[i] = mi;
     const T ui = std::max(u[i] * beta2, std::abs(g) + eps);
@@ -275,8 +294,7 @@ template <class T, bool WD> UG_INLINE void adamax_loop(const AdamaxArgs<T>& a, i
 }
 
 template <class T> UG_INLINE void adamax_impl(const AdamaxArgs<T>& a, int64_t begin, int64_t end) {
-  if (a.weight_decay != 0) adamax_loop<T, true>(a, begin, end);
-  else adamax_loop<T, false>(a, begin, end);
+  with_decay(a, [&](auto wd) UG_INLINE_LAMBDA { adamax_loop<T, wd>(a, begin, end); });
 }
 
 template <class T, bool WD> UG_INLINE void adadelta_loop(const AdadeltaArgs<T>& a, int64_t begin, int64_t end) {
@@ -287,8 +305,7 @@ template <class T, bool WD> UG_INLINE void adadelta_loop(const AdadeltaArgs<T>& 
   const T sign = a.maximize ? T(-1) : T(1), wd = T(a.weight_decay), rho = T(a.rho), w = T(1 - a.rho);
   const T eps = T(a.eps), neg_lr = T(-a.lr);
   for (int64_t i = begin; i < end; ++i) {
-    T g = gr[i] * sign;
-    if constexpr (WD) g = g + wd * p[i];
+    const T g = l2_decay<WD>(gr[i] * sign, wd, p[i]);
     const T s = sq[i] * rho + (w * g) * g;
     sq[i] = s;
     const T delta = (std::sqrt(acc[i] + eps) / std::sqrt(s + eps)) * g;
@@ -298,8 +315,7 @@ template <class T, bool WD> UG_INLINE void adadelta_loop(const AdadeltaArgs<T>& 
 }
 
 template <class T> UG_INLINE void adadelta_impl(const AdadeltaArgs<T>& a, int64_t begin, int64_t end) {
-  if (a.weight_decay != 0) adadelta_loop<T, true>(a, begin, end);
-  else adadelta_loop<T, false>(a, begin, end);
+  with_decay(a, [&](auto wd) UG_INLINE_LAMBDA { adadelta_loop<T, wd>(a, begin, end); });
 }
 
 template <class T> UG_INLINE void rprop_impl(const RpropArgs<T>& a, int64_t begin, int64_t end) {
@@ -322,7 +338,7 @@ template <class T> UG_INLINE void rprop_impl(const RpropArgs<T>& a, int64_t begi
   }
 }
 
-template <class T> UG_INLINE void asgd_impl(const AsgdArgs<T>& a, int64_t begin, int64_t end) {
+template <class T, bool WD> UG_INLINE void asgd_loop(const AsgdArgs<T>& a, int64_t begin, int64_t end) {
   T* __restrict p = a.param;
   const T* __restrict gr = a.grad;
   T* __restrict ax = a.ax;
@@ -330,12 +346,15 @@ template <class T> UG_INLINE void asgd_impl(const AsgdArgs<T>& a, int64_t begin,
   const T neg_eta = T(-a.eta), mu = T(a.mu);
   const bool average = a.mu != 1;
   for (int64_t i = begin; i < end; ++i) {
-    T g = gr[i] * sign;
-    if (a.weight_decay != 0) g = g + wd * p[i];
+    const T g = l2_decay<WD>(gr[i] * sign, wd, p[i]);
     const T pi = p[i] * decay + neg_eta * g;
     p[i] = pi;
     ax[i] = average ? ax[i] + (pi - ax[i]) * mu : pi;
   }
+}
+
+template <class T> UG_INLINE void asgd_impl(const AsgdArgs<T>& a, int64_t begin, int64_t end) {
+  with_decay(a, [&](auto wd) UG_INLINE_LAMBDA { asgd_loop<T, wd>(a, begin, end); });
 }
 
 /** sqrt of a sum of squares accumulated in double, rounded to T as torch's norm result. */
@@ -389,9 +408,6 @@ template <class T> void adafactor_impl(const AdafactorArgs<T>& a) {
 
 // ---- Keras ---------------------------------------------------------------------------------
 
-/** Keras's decoupled weight decay: var - var * wd * lr, in that order. */
-template <class T> UG_INLINE T keras_decay(T p, T wd, T lr) { return p - (p * wd) * lr; }
-
 template <class T, bool WD, int Mode>  // Mode 0: no momentum, 1: momentum, 2: Nesterov
 UG_INLINE void keras_sgd_loop(const KerasSgdArgs<T>& a, int64_t begin, int64_t end) {
   T* __restrict p = a.param;
@@ -399,8 +415,7 @@ UG_INLINE void keras_sgd_loop(const KerasSgdArgs<T>& a, int64_t begin, int64_t e
   T* __restrict m = a.momentum_buffer;
   const T lr = T(a.lr), mom = T(a.momentum), wd = T(a.weight_decay);
   for (int64_t i = begin; i < end; ++i) {
-    T pi = p[i];
-    if constexpr (WD) pi = keras_decay(pi, wd, lr);
+    T pi = keras_decay<WD>(p[i], wd, lr);
     const T g = gr[i];
     if constexpr (Mode == 0) {
       pi = pi - g * lr;
@@ -416,15 +431,11 @@ UG_INLINE void keras_sgd_loop(const KerasSgdArgs<T>& a, int64_t begin, int64_t e
 
 template <class T> UG_INLINE void keras_sgd_impl(const KerasSgdArgs<T>& a, int64_t begin, int64_t end) {
   const int mode = a.momentum_buffer == nullptr ? 0 : a.nesterov ? 2 : 1;
-  if (a.weight_decay != 0) {
-    if (mode == 0) keras_sgd_loop<T, true, 0>(a, begin, end);
-    if (mode == 1) keras_sgd_loop<T, true, 1>(a, begin, end);
-    if (mode == 2) keras_sgd_loop<T, true, 2>(a, begin, end);
-  } else {
-    if (mode == 0) keras_sgd_loop<T, false, 0>(a, begin, end);
-    if (mode == 1) keras_sgd_loop<T, false, 1>(a, begin, end);
-    if (mode == 2) keras_sgd_loop<T, false, 2>(a, begin, end);
-  }
+  with_decay(a, [&](auto wd) UG_INLINE_LAMBDA {
+    if (mode == 0) keras_sgd_loop<T, wd, 0>(a, begin, end);
+    if (mode == 1) keras_sgd_loop<T, wd, 1>(a, begin, end);
+    if (mode == 2) keras_sgd_loop<T, wd, 2>(a, begin, end);
+  });
 }
 
 template <class T, bool WD, bool AMS>
@@ -439,8 +450,7 @@ UG_INLINE void keras_adam_loop(const KerasAdamArgs<T>& a, int64_t begin, int64_t
   // The bias corrections fold into the step size; epsilon is added to the uncorrected sqrt(v).
   const T alpha = lr * std::sqrt(T(1) - std::pow(T(a.beta_2), step)) / (T(1) - std::pow(T(a.beta_1), step));
   for (int64_t i = begin; i < end; ++i) {
-    T pi = p[i];
-    if constexpr (WD) pi = keras_decay(pi, wd, lr);
+    const T pi = keras_decay<WD>(p[i], wd, lr);
     const T g = gr[i];
     const T mi = m[i] + (g - m[i]) * w1;
     T vi = v[i] + (g * g - v[i]) * w2;
@@ -452,11 +462,11 @@ UG_INLINE void keras_adam_loop(const KerasAdamArgs<T>& a, int64_t begin, int64_t
 }
 
 template <class T> UG_INLINE void keras_adam_impl(const KerasAdamArgs<T>& a, int64_t begin, int64_t end) {
-  const bool wd = a.weight_decay != 0, ams = a.velocity_hat != nullptr;
-  if (wd && ams) keras_adam_loop<T, true, true>(a, begin, end);
-  if (wd && !ams) keras_adam_loop<T, true, false>(a, begin, end);
-  if (!wd && ams) keras_adam_loop<T, false, true>(a, begin, end);
-  if (!wd && !ams) keras_adam_loop<T, false, false>(a, begin, end);
+  const bool ams = a.velocity_hat != nullptr;
+  with_decay(a, [&](auto wd) UG_INLINE_LAMBDA {
+    if (ams) keras_adam_loop<T, wd, true>(a, begin, end);
+    else keras_adam_loop<T, wd, false>(a, begin, end);
+  });
 }
 
 template <class T, bool WD, bool CENTERED, bool MOM>
@@ -469,8 +479,7 @@ UG_INLINE void keras_rmsprop_loop(const KerasRmspropArgs<T>& a, int64_t begin, i
   const T lr = T(a.lr), rho = T(a.rho), w = T(1 - a.rho), mom = T(a.momentum), eps = T(a.epsilon);
   const T wd = T(a.weight_decay);
   for (int64_t i = begin; i < end; ++i) {
-    T pi = p[i];
-    if constexpr (WD) pi = keras_decay(pi, wd, lr);
+    const T pi = keras_decay<WD>(p[i], wd, lr);
     const T g = gr[i];
     const T vi = rho * v[i] + w * (g * g);
     v[i] = vi;
@@ -493,17 +502,14 @@ UG_INLINE void keras_rmsprop_loop(const KerasRmspropArgs<T>& a, int64_t begin, i
   }
 }
 
-template <class T, bool WD> UG_INLINE void keras_rmsprop_wd(const KerasRmspropArgs<T>& a, int64_t begin, int64_t end) {
-  const bool centered = a.average_gradient != nullptr, mom = a.momentum_buffer != nullptr;
-  if (centered && mom) keras_rmsprop_loop<T, WD, true, true>(a, begin, end);
-  if (centered && !mom) keras_rmsprop_loop<T, WD, true, false>(a, begin, end);
-  if (!centered && mom) keras_rmsprop_loop<T, WD, false, true>(a, begin, end);
-  if (!centered && !mom) keras_rmsprop_loop<T, WD, false, false>(a, begin, end);
-}
-
 template <class T> UG_INLINE void keras_rmsprop_impl(const KerasRmspropArgs<T>& a, int64_t begin, int64_t end) {
-  if (a.weight_decay != 0) keras_rmsprop_wd<T, true>(a, begin, end);
-  else keras_rmsprop_wd<T, false>(a, begin, end);
+  const bool centered = a.average_gradient != nullptr, mom = a.momentum_buffer != nullptr;
+  with_decay(a, [&](auto wd) UG_INLINE_LAMBDA {
+    if (centered && mom) keras_rmsprop_loop<T, wd, true, true>(a, begin, end);
+    if (centered && !mom) keras_rmsprop_loop<T, wd, true, false>(a, begin, end);
+    if (!centered && mom) keras_rmsprop_loop<T, wd, false, true>(a, begin, end);
+    if (!centered && !mom) keras_rmsprop_loop<T, wd, false, false>(a, begin, end);
+  });
 }
 
 template <class T, bool WD>
@@ -513,8 +519,7 @@ UG_INLINE void keras_adagrad_loop(const KerasAdagradArgs<T>& a, int64_t begin, i
   T* __restrict acc = a.accumulator;
   const T lr = T(a.lr), eps = T(a.epsilon), wd = T(a.weight_decay);
   for (int64_t i = begin; i < end; ++i) {
-    T pi = p[i];
-    if constexpr (WD) pi = keras_decay(pi, wd, lr);
+    const T pi = keras_decay<WD>(p[i], wd, lr);
     const T g = gr[i];
     const T s = acc[i] + g * g;
     acc[i] = s;
@@ -523,8 +528,7 @@ UG_INLINE void keras_adagrad_loop(const KerasAdagradArgs<T>& a, int64_t begin, i
 }
 
 template <class T> UG_INLINE void keras_adagrad_impl(const KerasAdagradArgs<T>& a, int64_t begin, int64_t end) {
-  if (a.weight_decay != 0) keras_adagrad_loop<T, true>(a, begin, end);
-  else keras_adagrad_loop<T, false>(a, begin, end);
+  with_decay(a, [&](auto wd) UG_INLINE_LAMBDA { keras_adagrad_loop<T, wd>(a, begin, end); });
 }
 
 }  // namespace

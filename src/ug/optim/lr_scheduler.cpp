@@ -425,18 +425,36 @@ void CosineAnnealingWarmRestarts::load_state_dict(const SchedulerState& state) {
   T_cur_ = T_cur;
 }
 
+// ---- SchedulerList --------------------------------------------------------------------------
+
+SchedulerList::SchedulerList(Optimizer& optimizer, const std::vector<std::shared_ptr<LRScheduler>>& schedulers,
+                             const char* who)
+    : LRScheduler(optimizer), schedulers_(schedulers) {
+  if (schedulers_.empty()) fail<ValueError>("[", who, "] expects at least one scheduler, but got no scheduler.");
+  for (size_t i = 0; i < schedulers_.size(); ++i) {
+    if (!schedulers_[i]) fail<ValueError>("[", who, "] scheduler ", i, " is null");
+    if (&schedulers_[i]->optimizer() != &optimizer)
+      fail<ValueError>("[", who, "] expects all schedulers to belong to the same optimizer, but got scheduler ",
+                       "at index ", i, " with another");
+  }
+}
+
+SchedulerState SchedulerList::state_dict() const {
+  SchedulerState out{{"_last_lr", last_lr_}};
+  save_children(schedulers_, out);
+  return out;
+}
+
+void SchedulerList::load_state_dict(const SchedulerState& state) {
+  last_lr_ = as_list(state, "_last_lr", *opt_);
+  load_children(schedulers_, state);
+}
+
 // ---- SequentialLR ---------------------------------------------------------------------------
 
 SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                            std::vector<int64_t> milestones, int64_t last_epoch)
-    : LRScheduler(optimizer), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
-  if (schedulers_.empty()) fail<ValueError>("[SequentialLR] expects at least one scheduler, but got no scheduler.");
-  for (size_t i = 0; i < schedulers_.size(); ++i) {
-    if (!schedulers_[i]) fail<ValueError>("[SequentialLR] scheduler ", i, " is null");
-    if (&schedulers_[i]->optimizer() != &optimizer)
-      fail<ValueError>("[SequentialLR] expects all schedulers to belong to the same optimizer, but scheduler ", i,
-                       " has another");
-  }
+    : SchedulerList(optimizer, schedulers, "SequentialLR"), milestones_(std::move(milestones)) {
   if (milestones_.size() != schedulers_.size() - 1)
     fail<ValueError>(
         "[SequentialLR] expects number of schedulers provided to be one more than the number of milestone "
@@ -469,15 +487,14 @@ void SequentialLR::step() {
 }
 
 SchedulerState SequentialLR::state_dict() const {
-  SchedulerState out{{"last_epoch", static_cast<double>(last_epoch_)}, {"_last_lr", last_lr_}};
-  save_children(schedulers_, out);
+  SchedulerState out{{"last_epoch", static_cast<double>(last_epoch_)}};
+  for (const auto& [key, value] : SchedulerList::state_dict()) out.insert(key, value);
   return out;
 }
 
 void SequentialLR::load_state_dict(const SchedulerState& state) {
   last_epoch_ = static_cast<int64_t>(as_double(state, "last_epoch"));
-  last_lr_ = as_list(state, "_last_lr", *opt_);
-  load_children(schedulers_, state);
+  SchedulerList::load_state_dict(state);
 }
 
 // ---- OneCycleLR -----------------------------------------------------------------------------
@@ -645,30 +662,13 @@ Optimizer& ChainedScheduler::first_optimizer(const std::vector<std::shared_ptr<L
 }
 
 ChainedScheduler::ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers, Optimizer* optimizer)
-    : LRScheduler(optimizer ? *optimizer : first_optimizer(schedulers)), schedulers_(std::move(schedulers)) {
-  for (size_t i = 0; i < schedulers_.size(); ++i) {
-    if (!schedulers_[i]) fail<ValueError>("[ChainedScheduler] scheduler ", i, " is null");
-    if (&schedulers_[i]->optimizer() != opt_)
-      fail<ValueError>("[ChainedScheduler] expects all schedulers to belong to the same optimizer, but got scheduler ",
-                       "at index ", i, " with another");
-  }
+    : SchedulerList(optimizer ? *optimizer : first_optimizer(schedulers), schedulers, "ChainedScheduler") {
   last_lr_ = group_values("lr");
 }
 
 void ChainedScheduler::step() {
   for (auto& s : schedulers_) s->step();
   last_lr_ = group_values("lr");
-}
-
-SchedulerState ChainedScheduler::state_dict() const {
-  SchedulerState out{{"_last_lr", last_lr_}};
-  save_children(schedulers_, out);
-  return out;
-}
-
-void ChainedScheduler::load_state_dict(const SchedulerState& state) {
-  last_lr_ = as_list(state, "_last_lr", *opt_);
-  load_children(schedulers_, state);
 }
 
 // ---- ReduceLROnPlateau ----------------------------------------------------------------------

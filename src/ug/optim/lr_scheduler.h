@@ -233,21 +233,32 @@ class MultiplicativeLR : public LRScheduler {
   std::vector<LRLambda> lr_lambdas_;
 };
 
+/** A scheduler made of schedulers of one optimizer (SequentialLR, ChainedScheduler): its lr is
+ *  what they leave, and its state holds theirs, under "_schedulers.<i>.". */
+class SchedulerList : public LRScheduler {
+ public:
+  SchedulerState state_dict() const override;
+  void load_state_dict(const SchedulerState& state) override;
+  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
+
+ protected:
+  /** Checks that each scheduler is there and steps `optimizer` (`who` names the class). */
+  SchedulerList(Optimizer& optimizer, const std::vector<std::shared_ptr<LRScheduler>>& schedulers, const char* who);
+  std::vector<double> get_lr() override { return last_lr_; }
+
+  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+};
+
 /** Runs schedulers one after another, switching at the milestone epochs (warm-up, then decay). */
-class SequentialLR : public LRScheduler {
+class SequentialLR : public SchedulerList {
  public:
   SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                std::vector<int64_t> milestones, int64_t last_epoch = SchedulerDefaults::last_epoch);
   void step() override;
   SchedulerState state_dict() const override;
   void load_state_dict(const SchedulerState& state) override;
-  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
-
- protected:
-  std::vector<double> get_lr() override { return last_lr_; }
 
  private:
-  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
   std::vector<int64_t> milestones_;
 };
 
@@ -318,20 +329,13 @@ class CyclicLR : public LRScheduler {
 
 /** Steps every scheduler in turn at each step(), their effects composed (torch's
  *  ChainedScheduler); the lr is what the last one leaves. */
-class ChainedScheduler : public LRScheduler {
+class ChainedScheduler : public SchedulerList {
  public:
   explicit ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers, Optimizer* optimizer = nullptr);
   void step() override;
-  SchedulerState state_dict() const override;
-  void load_state_dict(const SchedulerState& state) override;
-  const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }
-
- protected:
-  std::vector<double> get_lr() override { return last_lr_; }
 
  private:
   static Optimizer& first_optimizer(const std::vector<std::shared_ptr<LRScheduler>>& schedulers);
-  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
 };
 
 /** Cuts the lr by `factor` when a metric has stopped improving for `patience` epochs. */
