@@ -881,7 +881,7 @@ COMPOSITES = [
     Op("frexp", lambda m, a: m.frexp(a)[0], x(3, 4), ops=("mul",), off=NO_TORCH_JVP),
     Op("round.decimals", lambda m, a: m.round(a, decimals=1), x(3, 4), ops=("round", "mul", "div")),
     Op("div.trunc", lambda m, a, b: m.div(a, b, rounding_mode="trunc"), x(3, 4), pos(4, seed=2),
-       ops=("div", "trunc")),
+       ops=("div", "trunc", "where")),
     Op("movedim.sequences", lambda m, a: m.movedim(a, (0, 1), (2, 0)), x(2, 3, 4), ops=("permute",)),
     Op("column_stack", lambda m, a, b: m.column_stack([a, b]), x(3), x(3, 2, seed=1), ops=("cat",)),
     Op("slice_scatter", lambda m, a, s: m.slice_scatter(a, s, 1, 1, None, 2), x(3, 5), x(3, 2, seed=1),

@@ -118,7 +118,8 @@ def test_frexp(dtype):
     same(ue, te)
     assert u.frexp().mantissa is not None and ug.frexp(u).exponent.dtype == ug.int32
     if dtype != "float16":
-        finite = torch.isfinite(t)
+        # torch's gradient, grad / 2^e, overflows 2^1024 to 0 at 2^1023: unigrad's is 2^-1024
+        finite = torch.isfinite(t) & (t.abs() < 1e300)
         (tm[finite] * 3).sum().backward()
         (um * ug.tensor(finite.numpy()) * 3).sum().backward()
         same(u.grad, t.grad)

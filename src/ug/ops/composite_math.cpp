@@ -566,7 +566,12 @@ template <class B> Tensor rounded_div(const Tensor& a, const B& b, std::optional
     // Less its C remainder, a is a multiple of b: the floor of that quotient is exact.
     return *mode == "floor" ? floor_divide(a, b) : floor_divide(a - fmod(a, b), b);
   }
-  return *mode == "floor" ? floor_divide(a, b) : div(a, b).trunc();
+  if (*mode == "floor") return floor_divide(a, b);
+  // torch's value, trunc(a / b), with torch's gradient 0 joined by where: trunc's 0 times the
+  // quotient's would be NaN where b is 0.
+  const Tensor none = zeros({}, {.dtype = DType::Bool, .device = a.device()});
+  if constexpr (std::is_same_v<B, Tensor>) return where(none, a, where(none, b, div(a.detach(), b.detach()).trunc()));
+  else return where(none, a, div(a.detach(), b).trunc());
 }
 
 void integer_operands(const Tensor& a, const Tensor& b, const char* op) {
@@ -599,17 +604,16 @@ std::pair<Tensor, Tensor> frexp(const Tensor& x) {
   // In float64, where float32's subnormals are normal; 0, inf and NaN keep exponent 0.
   const Tensor v = x.detach().to(DType::Float64).abs();
   const Tensor regular = v.isfinite().logical_and(v != 0);
-  // 2^-e in two halves: a float64 subnormal's 2^1073 alone would overflow.
-  auto unscale = [](const Tensor& e) {
+  // t * 2^-e in two steps: a float64 subnormal's 2^1073 alone would overflow.
+  auto unscale = [](const Tensor& t, const Tensor& e) {
     const Tensor half = (-e / 2).floor();
-    return pow(Scalar(2.0), half) * pow(Scalar(2.0), -e - half);
+    return t * pow(Scalar(2.0), half) * pow(Scalar(2.0), -e - half);
   };
   Tensor e = where(regular, v.log2().floor() + 1, 0.0);
   // log2 may round across a power of 2: move e by one where |x| / 2^e left [0.5, 1).
-  const Tensor m = v * unscale(e);
-  e = e + (m >= 1.0).to(DType::Float64) - regular.logical_and(m < 0.5).to(DType::Float64);
-  const Tensor mantissa = (x.to(DType::Float64) * unscale(e)).to(x.dtype());
-  return {mantissa, e.to(DType::Int32)};
+  const Tensor m = unscale(v, e);
+  e = e + regular.logical_and(m >= 1.0).to(DType::Float64) - regular.logical_and(m < 0.5).to(DType::Float64);
+  return {unscale(x.to(DType::Float64), e).to(x.dtype()), e.to(DType::Int32)};
 }
 
 Tensor gcd(const Tensor& a, const Tensor& b) {
@@ -631,9 +635,11 @@ Tensor gcd(const Tensor& a, const Tensor& b) {
 Tensor lcm(const Tensor& a, const Tensor& b) {
   integer_operands(a, b, "lcm");
   const DType dtype = ops::result_type(a, b);
-  const Tensor g = gcd(a, b), zero = g == 0;
-  // g divides a, so the floor division is exact.
-  return where(zero, 0, (floor_divide(a.to(dtype), where(zero, 1, g)) * b.to(dtype)).abs());
+  const Tensor g = gcd(a, b).to(DType::Int64), zero = g == 0;
+  // g divides a, so the floor division is exact; in int64 and then wrapped to the dtype, as
+  // torch's C++ integer promotion does before its abs.
+  const Tensor m = (floor_divide(a.to(DType::Int64), where(zero, 1, g)) * b.to(DType::Int64)).abs();
+  return where(zero, 0, m).to(dtype);
 }
 
 Tensor clamp_min(const Tensor& x, Scalar min) { return clamp(x, min, std::nullopt); }
