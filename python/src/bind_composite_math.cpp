@@ -10,6 +10,7 @@
 #include "bindings.h"
 #include "ug/ops/composite_math.h"
 #include "ug/ops/indexing.h"
+#include "ug/ops/view.h"
 
 namespace ugpy {
 
@@ -21,6 +22,8 @@ using namespace nb::literals;
 
 // Borrowed: owned by the module attribute _aminmax_type.
 nb::handle g_aminmax;
+// Borrowed: owned by the module attribute _frexp_type.
+nb::handle g_frexp;
 
 /** torch's *tensors arguments: f(a, b) and f([a, b]). */
 std::vector<Tensor> tensors_of(const nb::args& args) {
@@ -81,6 +84,21 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
   aminmax_type.attr("__module__") = "unigrad.return_types";
   m.attr("_aminmax_type") = aminmax_type;
   g_aminmax = m.attr("_aminmax_type");
+  nb::object frexp_type =
+      nb::module_::import_("collections").attr("namedtuple")("frexp", nb::make_tuple("mantissa", "exponent"));
+  frexp_type.attr("__module__") = "unigrad.return_types";
+  m.attr("_frexp_type") = frexp_type;
+  g_frexp = m.attr("_frexp_type");
+  using Rounding = std::optional<std::string_view>;
+  using DivT = Tensor (*)(const Tensor&, const Tensor&, Rounding);
+  using DivS = Tensor (*)(const Tensor&, Scalar, Rounding);
+  auto frexp = [](const Tensor& t) {
+    auto [mantissa, exponent] = ug::frexp(t);
+    return nb::borrow(g_frexp)(mantissa, exponent);
+  };
+  auto movedim = [](const Tensor& t, const std::vector<int64_t>& source, const std::vector<int64_t>& destination) {
+    return ug::movedim(t, ug::Dims(source.begin(), source.end()), ug::Dims(destination.begin(), destination.end()));
+  };
 
   tensor.def("inner", &ug::inner, "other"_a)
       .def("mv", &ug::mv, "vec"_a)
@@ -177,7 +195,39 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("float_power_", in_place<const Tensor&>("float_power_", float_power_of<Tensor>), "exponent"_a)
       .def("float_power_", in_place<Scalar>("float_power_", float_power_of<Scalar>), "exponent"_a)
       .def("ldexp_", in_place<const Tensor&>("ldexp_", &ug::ldexp), "other"_a)
-      .def("mvlgamma_", in_place<int64_t>("mvlgamma_", &ug::mvlgamma), "p"_a);
+      .def("mvlgamma_", in_place<int64_t>("mvlgamma_", &ug::mvlgamma), "p"_a)
+      // div with rounding_mode, round with decimals: the plain forms are the elementwise ops'.
+      .def("div", static_cast<DivT>(&ug::div), "other"_a, nb::kw_only(), "rounding_mode"_a.none() = nb::none())
+      .def("div", static_cast<DivS>(&ug::div), "other"_a, nb::kw_only(), "rounding_mode"_a.none() = nb::none())
+      .def("div_", in_place<const Tensor&, Rounding>("div_", static_cast<DivT>(&ug::div)), "other"_a, nb::kw_only(),
+           "rounding_mode"_a.none() = nb::none())
+      .def("div_", in_place<Scalar, Rounding>("div_", static_cast<DivS>(&ug::div)), "other"_a, nb::kw_only(),
+           "rounding_mode"_a.none() = nb::none())
+      .def("round", static_cast<Tensor (*)(const Tensor&, int64_t)>(&ug::round), nb::kw_only(), "decimals"_a)
+      .def("round_", in_place<int64_t>("round_", static_cast<Tensor (*)(const Tensor&, int64_t)>(&ug::round)),
+           nb::kw_only(), "decimals"_a)
+      .def("frexp", frexp)
+      .def("gcd", &ug::gcd, "other"_a)
+      .def("gcd_", in_place<const Tensor&>("gcd_", &ug::gcd), "other"_a)
+      .def("lcm", &ug::lcm, "other"_a)
+      .def("lcm_", in_place<const Tensor&>("lcm_", &ug::lcm), "other"_a)
+      .def("clamp_min", static_cast<TS>(&ug::clamp_min), "min"_a)
+      .def("clamp_min", static_cast<TT>(&ug::clamp_min), "min"_a)
+      .def("clamp_max", static_cast<TS>(&ug::clamp_max), "max"_a)
+      .def("clamp_max", static_cast<TT>(&ug::clamp_max), "max"_a)
+      .def("clamp_min_", in_place<Scalar>("clamp_min_", static_cast<TS>(&ug::clamp_min)), "min"_a)
+      .def("clamp_min_", in_place<const Tensor&>("clamp_min_", static_cast<TT>(&ug::clamp_min)), "min"_a)
+      .def("clamp_max_", in_place<Scalar>("clamp_max_", static_cast<TS>(&ug::clamp_max)), "max"_a)
+      .def("clamp_max_", in_place<const Tensor&>("clamp_max_", static_cast<TT>(&ug::clamp_max)), "max"_a)
+      // movedim and moveaxis with sequences of dims: the int forms are Tensor's own.
+      .def("movedim", movedim, "source"_a, "destination"_a)
+      .def("moveaxis", movedim, "source"_a, "destination"_a);
+
+  m.def("div", static_cast<DivT>(&ug::div), "input"_a, "other"_a, nb::kw_only(), "rounding_mode"_a.none() = nb::none(),
+        "input / other, rounded as rounding_mode says: None, 'trunc' or 'floor' (torch.div).");
+  m.def("div", static_cast<DivS>(&ug::div), "input"_a, "other"_a, nb::kw_only(), "rounding_mode"_a.none() = nb::none());
+  m.def("round", static_cast<Tensor (*)(const Tensor&, int64_t)>(&ug::round), "input"_a, nb::kw_only(), "decimals"_a,
+        "input rounded half to even at `decimals` decimal places (torch.round).");
 
   m.def(
       "tensordot",

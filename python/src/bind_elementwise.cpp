@@ -97,9 +97,13 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
   UG_OPERATOR("lshift", bitwise_left_shift)
   UG_OPERATOR("rshift", bitwise_right_shift)
 #undef UG_OPERATOR
-#define UG_COMPARISON(py, name)                                                           \
-  cls.def("__" py "__", [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }); \
-  cls.def("__" py "__", [](const Tensor& a, Scalar b) { return ug::name(a, b); });
+  // is_operator: an operand of another type gets NotImplemented, not a TypeError, so that
+  // Python asks it next and t == "a" is False, t != None True (as torch).
+#define UG_COMPARISON(py, name)                                                                          \
+  cls.def(                                                                                               \
+      "__" py "__", [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }, nb::is_operator()); \
+  cls.def(                                                                                               \
+      "__" py "__", [](const Tensor& a, Scalar b) { return ug::name(a, b); }, nb::is_operator());
   UG_COMPARISON("eq", eq)
   UG_COMPARISON("ne", ne)
   UG_COMPARISON("lt", lt)

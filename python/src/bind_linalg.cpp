@@ -59,6 +59,7 @@ void bind_linalg(nb::module_& m) {
   l.def("matrix_power", &la::matrix_power, "A"_a, "n"_a);
   l.def("matrix_exp", &la::matrix_exp, "A"_a);
   l.def("multi_dot", &la::multi_dot, "tensors"_a);
+  l.def("cross", &la::cross, "input"_a, "other"_a, nb::kw_only(), "dim"_a = -1);
   l.def(
       "vector_norm",
       [](const Tensor& x, double ord, const DimList& dim, bool keepdim) {

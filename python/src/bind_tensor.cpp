@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "ug/ops/linalg.h"
 #include "ug/ops/view.h"
 
 namespace ugpy {
@@ -339,8 +340,13 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
           [](const Tensor& t, nb::handle p, nb::handle dim, bool keepdim) {
             ug::Scalar ps = 2;
             if (nb::isinstance<nb::str>(p)) {
-              if (nb::cast<std::string>(p) != "fro")
-                ug::fail("[norm] unsupported norm type ", nb::cast<std::string>(p));
+              const std::string ord = nb::cast<std::string>(p);
+              if (ord == "nuc") {  // as torch.norm: a matrix norm over the dims given, else all
+                ug::Dims all;
+                for (int64_t d = 0; d < t.dim(); ++d) all.push_back(d);
+                return ug::linalg::matrix_norm(t, "nuc", opt_dims(dim, "norm").value_or(all), keepdim);
+              }
+              if (ord != "fro") ug::fail("[norm] unsupported norm type ", ord);
             } else if (!p.is_none() && !scalar_from_python(p, ps)) {
               ug::fail<ug::TypeError>("[norm] p must be a number");
             }

@@ -10,7 +10,7 @@ from collections import namedtuple
 
 from ._C import _linalg as _la
 
-__all__ = ["inv", "det", "slogdet", "solve", "solve_triangular", "cholesky", "qr", "eigh", "eigvalsh", "svd",
+__all__ = ["cross", "inv", "det", "slogdet", "solve", "solve_triangular", "cholesky", "qr", "eigh", "eigvalsh", "svd",
            "svdvals", "lstsq", "pinv", "matrix_rank", "matrix_power", "matrix_exp", "norm", "vector_norm", "matrix_norm",
            "cholesky_solve", "multi_dot"]
 
@@ -101,6 +101,12 @@ def multi_dot(tensors):
     """The product of two or more matrices in the order that takes the fewest multiply-adds
     (torch.linalg.multi_dot); the first may be a 1-d row vector and the last a 1-d column vector."""
     return _la.multi_dot(list(tensors))
+
+
+def cross(input, other, *, dim=-1):
+    """The cross product of 3-vectors along dim, input and other of one rank and dtype,
+    broadcast (torch.linalg.cross)."""
+    return _la.cross(input, other, dim=dim)
 
 
 def _dims(dim):

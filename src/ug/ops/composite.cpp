@@ -314,19 +314,42 @@ Tensor kron(const Tensor& a, const Tensor& b) {
   return (a.reshape(va) * b.reshape(vb)).reshape(out);
 }
 
-Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim) {
-  if (a.dim() != b.dim()) fail("[cross] a and b must have the same rank, got ", a.shape(), " and ", b.shape());
-  int64_t d = -1;
-  if (dim) d = *dim < 0 ? *dim + a.dim() : *dim;
-  else
-    for (int64_t i = 0; i < a.dim() && d < 0; ++i)
-      if (a.size(i) == 3) d = i;
-  if (d < 0 || d >= a.dim() || a.size(d) != 3 || b.size(d) != 3)
-    fail("[cross] needs a dim of size 3 in both, got ", a.shape(), " and ", b.shape(), dim ? "" : " (no dim given)");
+namespace {
+
+/** a x b along dim d of their broadcast shape (d in range, of size 3 in both). */
+Tensor cross_at(const Tensor& a, const Tensor& b, int64_t d) {
   auto at = [&](const Tensor& t, int64_t i) { return t.narrow(d, i, 1); };
   return cat({at(a, 1) * at(b, 2) - at(a, 2) * at(b, 1), at(a, 2) * at(b, 0) - at(a, 0) * at(b, 2),
               at(a, 0) * at(b, 1) - at(a, 1) * at(b, 0)},
              d);
+}
+
+/** a and b broadcast to one shape, after torch's checks of rank and dtype. */
+std::pair<Tensor, Tensor> cross_operands(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.dim() != b.dim())
+    fail<RuntimeError>("[", op, "] a and b must have the same rank, got ", a.shape(), " and ", b.shape());
+  if (a.dtype() != b.dtype())
+    fail<RuntimeError>("[", op, "] a and b must have one dtype, got ", a.dtype(), " and ", b.dtype());
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
+  return {a.expand(shape), b.expand(shape)};
+}
+
+}  // namespace
+
+Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim) {
+  if (dim) return linalg::cross(a, b, *dim);
+  const auto [x, y] = cross_operands(a, b, "cross");
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (x.size(d) == 3) return cross_at(x, y, d);
+  fail<RuntimeError>("[cross] no dim of size 3 in ", x.shape(), " (no dim given)");
+}
+
+Tensor linalg::cross(const Tensor& a, const Tensor& b, int64_t dim) {
+  const auto [x, y] = cross_operands(a, b, "linalg.cross");
+  const int64_t d = wrap_dim(dim, x.dim(), "linalg.cross");
+  if (a.size(d) != 3 || b.size(d) != 3)
+    fail<RuntimeError>("[linalg.cross] dim ", dim, " must have length 3 in both, got ", a.shape(), " and ", b.shape());
+  return cross_at(x, y, d);
 }
 
 Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {

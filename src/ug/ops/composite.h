@@ -64,7 +64,8 @@ Tensor frac(const Tensor& x);
 Tensor rot90(const Tensor& x, int64_t k = 1, const Dims& dims = {0, 1});
 /** The Kronecker product (the ranks' shorter shape padded with leading 1s). */
 Tensor kron(const Tensor& a, const Tensor& b);
-/** The cross product of 3-vectors along dim (the first dim of size 3 when not given). */
+/** The cross product of 3-vectors along dim (the first dim of size 3 of the broadcast shape
+ *  when not given); a and b of one rank and dtype, broadcast. */
 Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim = {});
 /** x's values at indices along dim, both broadcast over the other dims (no dim: x flattened). */
 Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim = {});

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <numbers>
 #include <string>
+#include <type_traits>
 
 #include "ug/core/value_read.h"
 #include "ug/ops/autocast.h"
@@ -546,6 +548,104 @@ Tensor mvlgamma(const Tensor& x, int64_t p) {
   const Tensor halves = arange(0.0, -p / 2.0, -0.5, {.dtype = f.dtype(), .device = x.device()});
   return lgamma(f.unsqueeze(-1) + halves).sum(Dims{-1}) + p * (p - 1) / 4.0 * std::log(kPi);
 }
+
+namespace {
+
+/** a / b rounded by rounding_mode, for a tensor or a number b. */
+template <class B> Tensor rounded_div(const Tensor& a, const B& b, std::optional<std::string_view> mode) {
+  if (!mode) return div(a, b);
+  if (*mode != "trunc" && *mode != "floor")
+    fail<RuntimeError>("[div] rounding_mode must be None, 'trunc' or 'floor', got '", *mode, "'");
+  if (a.dtype() == DType::Bool && *mode == "trunc") fail<RuntimeError>("[div] rounding_mode='trunc' on bool tensors");
+  if (!is_floating(ops::result_type(a, b))) {
+    ValueReadScope check;
+    bool by_zero;
+    if constexpr (std::is_same_v<B, Tensor>) by_zero = b.eq(0).any().template item<bool>();
+    else by_zero = b.to_double() == 0;
+    if (by_zero) fail<RuntimeError>("[div] ZeroDivisionError: integer division by zero (rounding_mode='", *mode, "')");
+    // Less its C remainder, a is a multiple of b: the floor of that quotient is exact.
+    return *mode == "floor" ? floor_divide(a, b) : floor_divide(a - fmod(a, b), b);
+  }
+  if (*mode == "floor") return floor_divide(a, b);
+  // torch's value, trunc(a / b), with torch's gradient 0 joined by where: trunc's 0 times the
+  // quotient's would be NaN where b is 0.
+  const Tensor none = zeros({}, {.dtype = DType::Bool, .device = a.device()});
+  if constexpr (std::is_same_v<B, Tensor>) return where(none, a, where(none, b, div(a.detach(), b.detach()).trunc()));
+  else return where(none, a, div(a.detach(), b).trunc());
+}
+
+void integer_operands(const Tensor& a, const Tensor& b, const char* op) {
+  for (const Tensor* t : {&a, &b})
+    if (t->is_floating_point() || t->dtype() == DType::Bool)
+      fail<RuntimeError>("[", op, "] needs integer tensors, got ", a.dtype(), " ", a.shape(), " and ", b.dtype(), " ",
+                         b.shape());
+}
+
+}  // namespace
+
+Tensor div(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
+  return rounded_div(a, b, rounding_mode);
+}
+Tensor div(const Tensor& a, Scalar b, std::optional<std::string_view> rounding_mode) {
+  return rounded_div(a, b, rounding_mode);
+}
+
+Tensor round(const Tensor& x, int64_t decimals) {
+  if (!x.is_floating_point())
+    fail<RuntimeError>("[round] decimals needs a floating tensor, got ", x.dtype(), " ", x.shape());
+  if (decimals == 0) return x.round();
+  // In x's dtype, as torch: x * 10^d rounded, then scaled back (d < 0: divided first).
+  const double scale = std::pow(10.0, static_cast<double>(std::abs(decimals)));
+  return decimals > 0 ? (x * scale).round() / scale : (x / scale).round() * scale;
+}
+
+std::pair<Tensor, Tensor> frexp(const Tensor& x) {
+  if (!x.is_floating_point()) fail<RuntimeError>("[frexp] needs a floating tensor, got ", x.dtype(), " ", x.shape());
+  // In float64, where float32's subnormals are normal; 0, inf and NaN keep exponent 0.
+  const Tensor v = x.detach().to(DType::Float64).abs();
+  const Tensor regular = v.isfinite().logical_and(v != 0);
+  // t * 2^-e in two steps: a float64 subnormal's 2^1073 alone would overflow.
+  auto unscale = [](const Tensor& t, const Tensor& e) {
+    const Tensor half = (-e / 2).floor();
+    return t * pow(Scalar(2.0), half) * pow(Scalar(2.0), -e - half);
+  };
+  Tensor e = where(regular, v.log2().floor() + 1, 0.0);
+  // log2 may round across a power of 2: move e by one where |x| / 2^e left [0.5, 1).
+  const Tensor m = unscale(v, e);
+  e = e + regular.logical_and(m >= 1.0).to(DType::Float64) - regular.logical_and(m < 0.5).to(DType::Float64);
+  return {unscale(x.to(DType::Float64), e).to(x.dtype()), e.to(DType::Int32)};
+}
+
+Tensor gcd(const Tensor& a, const Tensor& b) {
+  integer_operands(a, b, "gcd");
+  const DType dtype = ops::result_type(a, b);
+  Tensor x = a.to(dtype).abs(), y = b.to(dtype).abs();
+  // Euclid's steps, as many as its worst case (neighbouring Fibonacci numbers) takes for the
+  // dtype: about 1.44 per bit. A fixed count keeps the shapes and the program static.
+  const int steps = static_cast<int>(8 * itemsize(dtype) * 1.45) + 2;
+  for (int i = 0; i < steps; ++i) {
+    const Tensor done = y == 0;
+    const Tensor r = remainder(x, where(done, 1, y));
+    x = where(done, x, y);
+    y = where(done, 0, r);
+  }
+  return x;
+}
+
+Tensor lcm(const Tensor& a, const Tensor& b) {
+  integer_operands(a, b, "lcm");
+  const DType dtype = ops::result_type(a, b);
+  const Tensor g = gcd(a, b).to(DType::Int64), zero = g == 0;
+  // g divides a, so the floor division is exact; in int64 and then wrapped to the dtype, as
+  // torch's C++ integer promotion does before its abs.
+  const Tensor m = (floor_divide(a.to(DType::Int64), where(zero, 1, g)) * b.to(DType::Int64)).abs();
+  return where(zero, 0, m).to(dtype);
+}
+
+Tensor clamp_min(const Tensor& x, Scalar min) { return clamp(x, min, std::nullopt); }
+Tensor clamp_min(const Tensor& x, const Tensor& min) { return x.clamp(min, std::nullopt); }
+Tensor clamp_max(const Tensor& x, Scalar max) { return clamp(x, std::nullopt, max); }
+Tensor clamp_max(const Tensor& x, const Tensor& max) { return x.clamp(std::nullopt, max); }
 
 std::pair<Tensor, Tensor> aminmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   if (x.numel() == 0 && !dim) fail<RuntimeError>("[aminmax] needs a non-empty tensor, got shape ", x.shape());

@@ -114,6 +114,26 @@ Tensor ldexp(const Tensor& x, const Tensor& e);
 Tensor mvlgamma(const Tensor& x, int64_t p);
 /** (min, max) over every element, or along dim. */
 std::pair<Tensor, Tensor> aminmax(const Tensor& x, std::optional<int64_t> dim = {}, bool keepdim = false);
+/** a / b rounded as rounding_mode says: none (true division), "trunc" (towards 0) or "floor"
+ *  (towards -inf). A rounded quotient keeps the promoted dtype (integers stay integers; an
+ *  integer division by 0 is an error) and has a gradient of 0. */
+Tensor div(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode);
+Tensor div(const Tensor& a, Scalar b, std::optional<std::string_view> rounding_mode);
+/** x rounded half to even at `decimals` decimal places (negative: to tens, hundreds, ...), by
+ *  scaling with 10^|decimals|, as torch; floating x only. */
+Tensor round(const Tensor& x, int64_t decimals);
+/** x = mantissa * 2^exponent with |mantissa| in [0.5, 1) (0, inf and NaN: themselves, exponent
+ *  0); the exponent is int32. Floating x only. */
+std::pair<Tensor, Tensor> frexp(const Tensor& x);
+/** The greatest common divisor and least common multiple of integer tensors (broadcast,
+ *  non-negative; gcd(0, 0) = 0, lcm(0, x) = 0). */
+Tensor gcd(const Tensor& a, const Tensor& b);
+Tensor lcm(const Tensor& a, const Tensor& b);
+/** clamp with only a lower (clamp_min) or upper (clamp_max) bound. */
+Tensor clamp_min(const Tensor& x, Scalar min);
+Tensor clamp_min(const Tensor& x, const Tensor& min);
+Tensor clamp_max(const Tensor& x, Scalar max);
+Tensor clamp_max(const Tensor& x, const Tensor& max);
 
 // ---- shapes and scatters
 /** tensor_split along dim 1 (dim 0 of a 1-d x), 0 and 2; an int must divide the dim. */

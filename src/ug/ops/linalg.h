@@ -109,6 +109,9 @@ Tensor matrix_norm(const Tensor& a, double ord, const Dims& dims = {-2, -1}, boo
 Tensor norm(const Tensor& x, std::optional<double> ord = {}, const std::optional<Dims>& dims = {},
             bool keepdim = false);
 Tensor norm(const Tensor& x, std::string_view ord, const std::optional<Dims>& dims = {}, bool keepdim = false);
+/** The cross product of 3-vectors along dim, a and b of one rank and dtype, broadcast
+ *  (ops/composite.cpp, with ug::cross). */
+Tensor cross(const Tensor& a, const Tensor& b, int64_t dim = -1);
 
 }  // namespace linalg
 

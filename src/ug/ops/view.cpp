@@ -215,6 +215,31 @@ Tensor Tensor::movedim(int64_t source, int64_t destination) const {
   return n == 0 ? *this : permute(order);
 }
 
+Tensor movedim(const Tensor& x, const Dims& source, const Dims& destination) {
+  const int64_t n = x.dim();
+  if (source.size() != destination.size())
+    fail<RuntimeError>("[movedim] source ", source, " and destination ", destination,
+                       " must hold the same number of dims");
+  Dims order(static_cast<size_t>(n), -1);
+  std::vector<bool> moved(static_cast<size_t>(n), false);
+  for (size_t i = 0; i < source.size(); ++i) {
+    const auto s = static_cast<size_t>(wrap_dim(source[i], n, "movedim"));
+    const auto d = static_cast<size_t>(wrap_dim(destination[i], n, "movedim"));
+    if (moved[s]) fail<RuntimeError>("[movedim] repeated dim in source ", source);
+    if (order[d] >= 0) fail<RuntimeError>("[movedim] repeated dim in destination ", destination);
+    moved[s] = true;
+    order[d] = static_cast<int64_t>(s);
+  }
+  // The dims not moved fill the free positions in their order.
+  size_t next = 0;
+  for (int64_t& o : order)
+    if (o < 0) {
+      while (moved[next]) ++next;
+      o = static_cast<int64_t>(next++);
+    }
+  return n == 0 ? x : x.permute(order);
+}
+
 Tensor Tensor::t() const {
   if (dim() > 2) fail("[t] expects a tensor with <= 2 dimensions, got ", dim());
   return dim() < 2 ? *this : transpose(0, 1);
