@@ -105,6 +105,11 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):  # noqa: F811  
 
 
 from . import linalg  # noqa: E402  (torch.linalg)
+from .aliases import FUNCTIONS as _ALIAS_FUNCTIONS  # noqa: E402  (torch's arccos, greater, take, ...)
+
+for _name, _fn in _ALIAS_FUNCTIONS.items():
+    globals().setdefault(_name, _fn)
+del _name, _fn, _ALIAS_FUNCTIONS
 
 
 def _logdet(input):

@@ -1,0 +1,107 @@
+"""torch's other names for unigrad's ops (NumPy's arccos for acos, greater for gt, ...), the
+in-place forms torch has of out-of-place ops, and the Tensor predicates that are constant for
+unigrad's dense real tensors. Names only: each one calls the op it stands for."""
+from . import _C
+
+Tensor = _C.Tensor
+
+# torch's alias -> the op it names, as Tensor methods and (without a trailing _) functions.
+_ALIASES = {
+    "arccos": "acos", "arccosh": "acosh", "arcsin": "asin", "arcsinh": "asinh", "arctan": "atan",
+    "arctanh": "atanh", "arctan2": "atan2", "fix": "trunc", "greater": "gt", "greater_equal": "ge",
+    "less": "lt", "less_equal": "le", "not_equal": "ne",
+}
+for _alias, _name in list(_ALIASES.items()):
+    _ALIASES[_alias + "_"] = _name + "_"
+_ALIASES.update({
+    "absolute_": "abs_", "clip_": "clamp_", "multiply_": "mul_", "divide_": "div_", "true_divide_": "div_",
+    "subtract_": "sub_", "ndimension": "dim", "nelement": "numel",
+})
+for _alias, _name in _ALIASES.items():
+    setattr(Tensor, _alias, getattr(Tensor, _name))
+
+
+def _in_place(name):
+    """torch's in-place form of an op unigrad has out of place: the result written into self."""
+    op = getattr(Tensor, name)
+
+    def method(self, *args, **kwargs):
+        # What the op keeps for backward must not be self, which the copy changes.
+        return self.copy_(op(self.clone() if self.requires_grad else self, *args, **kwargs))
+
+    method.__name__ = name + "_"
+    method.__doc__ = f"In-place {name}: self.copy_(self.{name}(...)), as torch.Tensor.{name}_."
+    return method
+
+
+for _name in ("cumsum", "cumprod", "lerp", "erfinv", "digamma", "lgamma", "logit", "hypot", "frac", "xlogy"):
+    if not hasattr(Tensor, _name + "_"):
+        setattr(Tensor, _name + "_", _in_place(_name))
+
+
+def _constant(value, doc):
+    def method(self):
+        return value
+
+    method.__doc__ = doc
+    return method
+
+
+# unigrad's tensors are dense, real, unquantized and never lazily conjugated or negated.
+for _name in ("is_sparse", "is_quantized", "is_meta", "is_nested", "is_mkldnn"):
+    setattr(Tensor, _name, property(_constant(False, f"False, as torch's Tensor.{_name} for a dense tensor.")))
+Tensor.is_conj = _constant(False, "False: unigrad's tensors are real (torch.Tensor.is_conj).")
+Tensor.is_neg = _constant(False, "False: unigrad has no lazy negation (torch.Tensor.is_neg).")
+Tensor.resolve_conj = Tensor.resolve_neg = Tensor.conj = lambda self: self
+Tensor.mH = property(lambda self: self.mT, doc="The conjugate transpose of the last two dims: mT for real tensors.")
+
+
+def _is_signed(self):
+    """Whether the dtype holds negative numbers (torch.Tensor.is_signed)."""
+    return self.dtype not in (_C.bool, _C.uint8)
+
+
+def _is_same_size(self, other):
+    """Whether other has self's shape (torch.Tensor.is_same_size)."""
+    return tuple(self.shape) == tuple(other.shape)
+
+
+def _get_device(self):
+    """-1 for a CPU tensor, else the device's index (torch.Tensor.get_device)."""
+    return -1 if self.device.type == "cpu" else self.device.index
+
+
+Tensor.is_signed, Tensor.is_same_size, Tensor.get_device = _is_signed, _is_same_size, _get_device
+Tensor.is_cpu = property(lambda self: self.device.type == "cpu", doc="Whether the tensor is on the CPU.")
+
+
+def take(input, index):
+    """input's elements at index into its flattened form, shaped as index (torch.take)."""
+    return input.reshape(-1)[index]
+
+
+def argwhere(input):
+    """The indices of input's non-zero elements, one row each (torch.argwhere)."""
+    return input.nonzero()
+
+
+def split_with_sizes(self, split_sizes, dim=0):
+    """self split into pieces of split_sizes along dim (torch.Tensor.split_with_sizes)."""
+    return self.split(list(split_sizes), dim)
+
+
+def sum_to_size(self, *size):
+    """self summed over the dims that size broadcasts to it (torch.Tensor.sum_to_size)."""
+    shape = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+    lead = self.dim() - len(shape)
+    if lead < 0 or any(s not in (1, n) for s, n in zip(shape, self.shape[lead:])):
+        raise RuntimeError(f"[sum_to_size] size {list(shape)} is not expandable to size {list(self.shape)}")
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape) if s == 1 and self.shape[lead + i] != 1]
+    return (self.sum(dims, keepdim=True) if dims else self).reshape(shape)
+
+
+Tensor.take, Tensor.argwhere = take, argwhere
+Tensor.split_with_sizes, Tensor.sum_to_size = split_with_sizes, sum_to_size
+FUNCTIONS = {alias: getattr(_C, name) for alias, name in _ALIASES.items()
+             if not alias.endswith("_") and hasattr(_C, name)}
+FUNCTIONS.update(take=take, argwhere=argwhere)
