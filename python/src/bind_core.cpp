@@ -17,6 +17,7 @@ namespace ugpy {
 
 namespace {
 
+using ug::Dims;
 using ug::Tensor;
 
 ug::Options opts(std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
@@ -26,6 +27,25 @@ ug::Options opts(std::optional<ug::DType> dtype, std::optional<ug::Device> devic
 Tensor with_grad(Tensor t, bool requires_grad) {
   if (requires_grad) t.requires_grad_(true);
   return t;
+}
+
+/** A seed as torch takes one: any int, negative ones wrapping modulo 2**64. */
+uint64_t seed_of(nb::handle seed, const char* op) {
+  if (!PyLong_Check(seed.ptr()) || PyBool_Check(seed.ptr()))
+    ug::fail<ug::TypeError>("[", op, "] expected an int seed, got ", nb::inst_name(seed).c_str());
+  const unsigned long long v = PyLong_AsUnsignedLongLongMask(seed.ptr());
+  if (PyErr_Occurred()) throw nb::python_error();
+  return v;
+}
+
+/** Runs f with its draws from `generator` (a ug.Generator, torch's generator=) when one is
+ *  given, else from the global generator. */
+template <class F> auto with_generator(nb::handle generator, const char* op, F&& f) {
+  if (generator.is_none()) return f();
+  if (!nb::isinstance<ug::Generator>(generator))
+    ug::fail<ug::TypeError>("[", op, "] generator must be a ug.Generator, got ", nb::inst_name(generator).c_str());
+  ug::GeneratorScope scope(nb::cast<ug::Generator&>(generator));
+  return f();
 }
 
 // Borrowed: owned by the module attribute ug.return_types.
@@ -114,7 +134,44 @@ void bind_core(nb::module_& m) {
   m.def("registered_ops", &ug::graph::registered_ops,
         "The name of every op, sorted: each op's graph::OpDef registers it (src/ug/graph/op_def.h).");
   m.def(
-      "manual_seed", [](int64_t seed) { ug::manual_seed(static_cast<uint64_t>(seed)); }, nb::arg("seed"));
+      "manual_seed", [](nb::handle seed) { ug::manual_seed(seed_of(seed, "manual_seed")); }, nb::arg("seed"));
+  nb::class_<ug::Generator>(m, "Generator",
+                            "A random generator of its own (torch.Generator): draws given generator=g advance it, "
+                            "not the global one; the same seed gives the same draws.")
+      .def(
+          "__init__",
+          [](ug::Generator* g, nb::handle device) {
+            if (!device.is_none() && nb::cast<std::string>(nb::str(device)) != "cpu")
+              ug::fail("[Generator] only a 'cpu' generator is supported, got device=",
+                       nb::cast<std::string>(nb::str(device)));
+            new (g) ug::Generator();
+          },
+          nb::arg("device") = "cpu")
+      .def(
+          "manual_seed",
+          [](nb::handle self, nb::handle seed) {
+            nb::cast<ug::Generator&>(self).manual_seed(seed_of(seed, "Generator.manual_seed"));
+            return nb::borrow(self);
+          },
+          nb::arg("seed"), "Seeds the generator; returns it.")
+      .def("seed", &ug::Generator::seed, "Seeds the generator from a non-deterministic source; returns the seed.")
+      .def("initial_seed", &ug::Generator::initial_seed, "The seed the generator was last seeded with.")
+      .def(
+          "get_state",
+          [](ug::Generator& g) {
+            ug::GeneratorScope scope(g);
+            return ug::get_rng_state();
+          },
+          "The state as an int64 tensor [seed, offset] (as ug.get_rng_state), for set_state.")
+      .def(
+          "set_state",
+          [](nb::handle self, const Tensor& state) {
+            ug::GeneratorScope scope(nb::cast<ug::Generator&>(self));
+            ug::set_rng_state(state);
+            return nb::borrow(self);
+          },
+          nb::arg("new_state"), "Restores a state from get_state; returns the generator.")
+      .def_prop_ro("device", [](const ug::Generator&) { return ug::Device(); });
   m.def("initial_seed", [] { return ug::default_generator().initial_seed(); });
   m.def(
       "set_printoptions",
@@ -220,9 +277,21 @@ void bind_creation(nb::module_& m) {
   UG_SIZED_FACTORY(empty, "An uninitialised tensor")
   UG_SIZED_FACTORY(zeros, "A tensor of zeros")
   UG_SIZED_FACTORY(ones, "A tensor of ones")
-  UG_SIZED_FACTORY(rand, "Uniform samples in [0, 1)")
-  UG_SIZED_FACTORY(randn, "Standard normal samples")
 #undef UG_SIZED_FACTORY
+#define UG_RANDOM_FACTORY(name, doc)                                                                                 \
+  m.def(                                                                                                             \
+      #name,                                                                                                         \
+      [](nb::args size, nb::handle generator, std::optional<ug::DType> dtype, std::optional<ug::Device> device,      \
+         bool rg) {                                                                                                  \
+        return with_grad(with_generator(generator, #name,                                                            \
+                                        [&] { return ug::name(dims_from_args(size, #name), opts(dtype, device)); }), \
+                         rg);                                                                                        \
+      },                                                                                                             \
+      nb::arg("size"), nb::arg("generator").none() = nb::none(), a_dtype, a_device, a_grad,                          \
+      doc " of the given size: ug." #name "(2, 3) or ug." #name "((2, 3)), from generator if given.");
+  UG_RANDOM_FACTORY(rand, "Uniform samples in [0, 1)")
+  UG_RANDOM_FACTORY(randn, "Standard normal samples")
+#undef UG_RANDOM_FACTORY
   m.def(
       "full",
       [](nb::handle size, ug::Scalar value, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) {
@@ -263,52 +332,47 @@ void bind_creation(nb::module_& m) {
       nb::arg("input"), nb::kw_only(), a_dtype, "Standard normal samples shaped like input.");
   m.def(
       "randint",
-      [](nb::args args, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
+      [](nb::args args, nb::handle generator, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {
         // randint(high, size) or randint(low, high, size), as in torch.
         if (args.size() != 2 && args.size() != 3)
           ug::fail<ug::TypeError>("[randint] expected randint(low=0, high, size)");
         int64_t low = args.size() == 3 ? nb::cast<int64_t>(args[0]) : 0;
         int64_t high = nb::cast<int64_t>(args[args.size() - 2]);
-        return ug::randint(low, high, dims_from_sequence(args[args.size() - 1], "randint"), opts(dtype, device));
+        Dims size = dims_from_sequence(args[args.size() - 1], "randint");
+        return with_generator(generator, "randint", [&] { return ug::randint(low, high, size, opts(dtype, device)); });
       },
-      nb::arg("args"), a_dtype, a_device,
+      nb::arg("args"), nb::arg("generator").none() = nb::none(), a_dtype, a_device,
       "randint(high, size) or randint(low, high, size): integers drawn uniformly from [low, high).");
   m.def(
       "normal",
-      [](double mean, double std, nb::handle size, std::optional<ug::DType> dtype) {
-        return ug::normal(mean, std, dims_from_sequence(size, "normal"), {dtype, {}});
+      [](double mean, double std, nb::handle size, nb::handle generator, std::optional<ug::DType> dtype) {
+        Dims dims = dims_from_sequence(size, "normal");
+        return with_generator(generator, "normal", [&] { return ug::normal(mean, std, dims, {dtype, {}}); });
       },
-      nb::arg("mean"), nb::arg("std"), nb::arg("size"), nb::kw_only(), a_dtype,
-      "Normal samples of the given mean and standard deviation.");
+      nb::arg("mean"), nb::arg("std"), nb::arg("size"), nb::kw_only(), nb::arg("generator").none() = nb::none(),
+      a_dtype, "Normal samples of the given mean and standard deviation.");
   m.def(
       "randperm",
-      [](int64_t n, std::optional<ug::DType> dtype) {
-        return ug::randperm(n, {dtype, {}});
+      [](int64_t n, nb::handle generator, std::optional<ug::DType> dtype) {
+        return with_generator(generator, "randperm", [&] { return ug::randperm(n, {dtype, {}}); });
       },
-      nb::arg("n"), nb::kw_only(), a_dtype, "A random permutation of 0 .. n - 1.");
-  // torch's generator= names a torch.Generator, which unigrad has not: refuse it rather than ignore it.
-  auto no_generator = [](nb::handle generator, const char* op) {
-    if (!generator.is_none())
-      ug::fail<ug::TypeError>("[", op, "] generator= is not supported: draws come from the global generator ",
-                              "(ug.manual_seed) or from explicit keys (ug.random.", op, ")");
-  };
+      nb::arg("n"), nb::kw_only(), nb::arg("generator").none() = nb::none(), a_dtype,
+      "A random permutation of 0 .. n - 1.");
   m.def(
       "poisson",
-      [=](const Tensor& rates, nb::handle generator) {
-        no_generator(generator, "poisson");
-        return ug::poisson(rates);
+      [](const Tensor& rates, nb::handle generator) {
+        return with_generator(generator, "poisson", [&] { return ug::poisson(rates); });
       },
-      nb::arg("input"), nb::arg("generator") = nb::none(),
-      "A Poisson count for each rate (torch.poisson), in the rates' dtype, from the global generator.");
+      nb::arg("input"), nb::arg("generator").none() = nb::none(),
+      "A Poisson count for each rate (torch.poisson), in the rates' dtype, from generator or the global one.");
   m.def(
       "binomial",
-      [=](const Tensor& count, const Tensor& prob, nb::handle generator) {
-        no_generator(generator, "binomial");
-        return ug::binomial(count, prob);
+      [](const Tensor& count, const Tensor& prob, nb::handle generator) {
+        return with_generator(generator, "binomial", [&] { return ug::binomial(count, prob); });
       },
-      nb::arg("count"), nb::arg("prob"), nb::arg("generator") = nb::none(),
-      "A Binomial(count, prob) draw for each element of their broadcast (torch.binomial), from the global "
-      "generator.");
+      nb::arg("count"), nb::arg("prob"), nb::arg("generator").none() = nb::none(),
+      "A Binomial(count, prob) draw for each element of their broadcast (torch.binomial), from generator or the "
+      "global one.");
   m.def(
       "arange",
       [](ug::Scalar start, std::optional<ug::Scalar> end, ug::Scalar step, std::optional<ug::DType> dtype,

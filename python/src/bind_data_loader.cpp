@@ -31,6 +31,7 @@ using Pass = ug::data::Prefetcher<PyBatch>;
 
 struct LoaderArgs {
   int64_t batch_size = 1;
+  bool auto_batch = true;  // false: torch's batch_size=None, each sample alone through collate_fn
   bool drop_last = false;
   ug::data::LoaderOptions options;
 };
@@ -57,6 +58,12 @@ std::function<void(int)> python_worker_init(nb::handle dataset, nb::handle worke
     worker_dataset = dataset;
     if (!fn.get().is_none()) fn.get()(id);
   };
+}
+
+/** A sample of a loader without automatic batching (batch_size=None): collate_fn(sample), by
+ *  default torch's default_convert. */
+nb::object convert_sample(nb::handle collate_fn, nb::handle sample) {
+  return collate_fn.is_none() ? default_convert(sample) : collate_fn(sample);
 }
 
 /** One pass of a DataLoader, as a Python iterator. Dropping it stops its workers. */
@@ -108,7 +115,7 @@ class PyDataLoader : public BatchSource {
     }
     dataset_ = dataset_from_python(dataset, "DataLoader");
     ug::data::DataLoaderOptions o;
-    o.batch_size = args.batch_size;
+    o.batch_size = args.auto_batch ? args.batch_size : 1;
     o.shuffle = shuffle;
     o.drop_last = args.drop_last;
     o.seed = args.options.seed;
@@ -163,7 +170,8 @@ class PyDataLoader : public BatchSource {
 
   nb::object dataset() const { return dataset_obj_.get(); }
   std::optional<int64_t> batch_size() const {
-    if (core_ && !core_->batch_sampler()->sampler()) return std::nullopt;  // a custom batch_sampler
+    if (!args_.auto_batch || (core_ && !core_->batch_sampler()->sampler()))
+      return std::nullopt;  // batch_size=None or a custom batch_sampler
     return args_.batch_size;
   }
   const LoaderArgs& args() const { return args_; }
@@ -171,6 +179,11 @@ class PyDataLoader : public BatchSource {
 
  private:
   BatchLoader<PyBatch>::Load load_function() const {
+    if (!args_.auto_batch)
+      return [d = dataset_obj_, collate = collate_](std::span<const int64_t> indices) {
+        nb::gil_scoped_acquire gil;
+        return PyBatch(PyRef(convert_sample(collate.get(), d.get()[nb::int_(indices[0])])));
+      };
     if (collate_.get().is_none())
       return [d = dataset_](std::span<const int64_t> indices) { return PyBatch(d->get_batch(indices)); };
     return [d = dataset_obj_, collate = collate_](std::span<const int64_t> indices) {
@@ -192,6 +205,14 @@ class PyDataLoader : public BatchSource {
       ug::Generator g(ug::data::batch_seed(seed, i));
       ug::GeneratorScope scope(g);
       nb::gil_scoped_acquire gil;
+      if (!a.auto_batch) {
+        PyObject* item = PyIter_Next(it->get().ptr());
+        if (!item) {
+          if (PyErr_Occurred()) throw nb::python_error();
+          return std::nullopt;
+        }
+        return PyBatch(PyRef(convert_sample(collate.get(), nb::steal(item))));
+      }
       nb::list samples;
       while (static_cast<int64_t>(samples.size()) < a.batch_size) {
         PyObject* item = PyIter_Next(it->get().ptr());
@@ -257,16 +278,24 @@ void bind_data_loader(nb::module_& data) {
       "transforms give the same batches with any num_workers. pin_memory and persistent_workers are accepted and "
       "do nothing (CPU tensors; threads start cheaply), nor do multiprocessing_context, pin_memory_device and "
       "in_order (batches always come in order). worker_init_fn(id) runs first on each worker thread; timeout "
-      "(seconds) bounds the wait for a batch from the workers.")
+      "(seconds) bounds the wait for a batch from the workers. batch_size=None turns automatic batching off, as "
+      "torch's: each sample comes alone, through collate_fn (default_convert by default).")
       .def(
           "__init__",
-          [](PyDataLoader* self, nb::handle dataset, int64_t batch_size, std::optional<bool> shuffle,
+          [](PyDataLoader* self, nb::handle dataset, std::optional<int64_t> batch_size, std::optional<bool> shuffle,
              nb::handle sampler, nb::handle batch_sampler, int num_workers, nb::handle collate_fn, bool /*pin_memory*/,
              bool drop_last, double timeout, nb::handle worker_init_fn, nb::handle /*multiprocessing_context*/,
              nb::handle generator, std::optional<int> prefetch_factor, bool /*persistent_workers*/,
              const std::string& /*pin_memory_device*/, bool /*in_order*/, nb::handle seed) {
+            if (!batch_size && !batch_sampler.is_none())
+              ug::fail("[DataLoader] batch_sampler option is mutually exclusive with batch_size=None");
+            if (!batch_size && drop_last)
+              ug::fail(
+                  "[DataLoader] batch_size=None option disables auto-batching and is mutually exclusive with "
+                  "drop_last");
             LoaderArgs a;
-            a.batch_size = batch_size;
+            a.batch_size = batch_size.value_or(1);
+            a.auto_batch = batch_size.has_value();
             a.drop_last = drop_last;
             a.options = {.num_workers = num_workers,
                          .prefetch_factor = prefetch_factor.value_or(2),
@@ -276,7 +305,7 @@ void bind_data_loader(nb::module_& data) {
             new (self) PyDataLoader(dataset, a, sampler, batch_sampler, collate_fn, shuffle.value_or(false));
           },
           // torch's signature, in its order, then unigrad's seed.
-          "dataset"_a, "batch_size"_a = 1, "shuffle"_a.none() = nb::none(), "sampler"_a.none() = nb::none(),
+          "dataset"_a, "batch_size"_a.none() = 1, "shuffle"_a.none() = nb::none(), "sampler"_a.none() = nb::none(),
           "batch_sampler"_a.none() = nb::none(), "num_workers"_a = 0, "collate_fn"_a.none() = nb::none(),
           "pin_memory"_a = false, "drop_last"_a = false, "timeout"_a = 0.0, "worker_init_fn"_a.none() = nb::none(),
           "multiprocessing_context"_a.none() = nb::none(), "generator"_a.none() = nb::none(), nb::kw_only(),
@@ -326,6 +355,9 @@ void bind_data_loader(nb::module_& data) {
       "On a DataLoader worker thread, which one it is: id, num_workers, seed and dataset; None elsewhere "
       "(torch.utils.data.get_worker_info).");
 
+  data.def("default_convert", &default_convert, "data"_a,
+           "NumPy arrays (in dicts, lists, tuples) as tensors, the rest as it is "
+           "(torch.utils.data.default_convert; what a DataLoader with batch_size=None gives each sample).");
   data.def(
       "default_collate",
       [](nb::handle samples) {

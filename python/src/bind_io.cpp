@@ -61,30 +61,65 @@ void save_file(nb::handle obj, const std::filesystem::path& path, const std::opt
   ug::io::save_file(d, path.string(), metadata.value_or(Metadata{}));
 }
 
+/** A str or os.PathLike, which ug.save and ug.load open themselves. */
+bool is_path(nb::handle f) { return nb::isinstance<nb::str>(f) || nb::hasattr(f, "__fspath__"); }
+
+std::string path_of(nb::handle f) { return nb::cast<std::filesystem::path>(f).string(); }
+
 }  // namespace
 
 void bind_io(nb::module_& m) {
   m.def(
       "save",
-      [](nb::handle obj, const std::filesystem::path& f, const std::optional<Metadata>& metadata) {
+      [](nb::handle obj, nb::handle f, const std::optional<Metadata>& metadata) {
         ug::io::Tree tree = tree_from_python(obj, "save");
-        nb::gil_scoped_release release;
-        ug::io::save(tree, f.string(), metadata.value_or(Metadata{}));
-      },
-      "obj"_a, "f"_a, "metadata"_a = nb::none(),
-      "Saves obj atomically to a safetensors file: a state_dict, or any nesting of dicts (str or int keys), "
-      "lists and tuples of tensors, None, bool, int, float and str (a checkpoint). Never pickles.");
-  m.def(
-      "load",
-      [](const std::filesystem::path& f) {
-        ug::io::Tree tree;
+        if (is_path(f)) {
+          std::string path = path_of(f);
+          nb::gil_scoped_release release;
+          ug::io::save(tree, path, metadata.value_or(Metadata{}));
+          return;
+        }
+        if (!nb::hasattr(f, "write"))
+          throw nb::type_error(("[save] f must be a path or a binary file object with write(), got " +
+                                nb::cast<std::string>(nb::str(f.type().attr("__name__"))))
+                                   .c_str());
+        std::string data;
         {
           nb::gil_scoped_release release;
-          tree = ug::io::load(f.string());
+          data = ug::io::save_tree_bytes(tree, metadata.value_or(Metadata{}));
+        }
+        f.attr("write")(nb::bytes(data.data(), data.size()));
+      },
+      "obj"_a, "f"_a, "metadata"_a = nb::none(),
+      "Saves obj to a safetensors file (atomically when f is a path; f may also be a binary file object, as "
+      "io.BytesIO): a state_dict, or any nesting of dicts (str or int keys), lists and tuples of tensors, None, bool, "
+      "int, float and str (a checkpoint). Never pickles.");
+  m.def(
+      "load",
+      [](nb::handle f) {
+        ug::io::Tree tree;
+        if (is_path(f)) {
+          std::string path = path_of(f);
+          nb::gil_scoped_release release;
+          tree = ug::io::load(path);
+        } else {
+          if (!nb::hasattr(f, "read"))
+            throw nb::type_error(("[load] f must be a path or a binary file object with read(), got " +
+                                  nb::cast<std::string>(nb::str(f.type().attr("__name__"))))
+                                     .c_str());
+          nb::object data = f.attr("read")();
+          if (!nb::isinstance<nb::bytes>(data))
+            throw nb::type_error("[load] f.read() must return bytes: open the file in binary mode ('rb')");
+          auto bytes = nb::borrow<nb::bytes>(data);
+          std::string_view view(bytes.c_str(), bytes.size());
+          nb::gil_scoped_release release;
+          tree = ug::io::load_tree_bytes(view);
         }
         return tree_to_python(tree);
       },
-      "f"_a, "What ug.save saved (a plain safetensors file: its dict of name -> Tensor). Runs no code.");
+      "f"_a,
+      "What ug.save saved (a plain safetensors file: its dict of name -> Tensor), from a path or a binary file "
+      "object. Runs no code.");
 
   nb::module_ st = m.def_submodule("safetensors", "the safetensors format, with the safetensors package's names");
   st.def(

@@ -25,6 +25,14 @@ using namespace nb::literals;
 
 namespace {
 
+/** The indices a Python slice picks out of `size` items. */
+std::vector<int64_t> slice_indices(const nb::slice& sl, size_t size) {
+  auto [start, stop, step, length] = sl.compute(size);
+  std::vector<int64_t> out;
+  for (size_t k = 0; k < length; ++k) out.push_back(start + static_cast<int64_t>(k) * step);
+  return out;
+}
+
 using ug::Tensor;
 using ug::nn::Module;
 using ug::nn::TensorDict;
@@ -630,6 +638,31 @@ void bind_nn(nb::module_& nn) {
           "Keras's and Gluon's model.add(layer).")
       .def("__len__", &SequentialImpl::size)
       .def("__getitem__", [](const SequentialImpl& s, int64_t i) { return s[i]; })
+      .def("__getitem__", [](const SequentialImpl& s, nb::slice sl) { return s.slice(slice_indices(sl, s.size())); })
+      .def("__setitem__", &SequentialImpl::set)
+      .def("__delitem__", [](SequentialImpl& s, int64_t i) { s.erase({i}); })
+      .def("__delitem__", [](SequentialImpl& s, nb::slice sl) { s.erase(slice_indices(sl, s.size())); })
+      .def(
+          "insert",
+          [](nb::handle self, int64_t index, std::shared_ptr<Module> m) {
+            nb::cast<SequentialImpl&>(self).insert(index, std::move(m));
+            return nb::borrow(self);
+          },
+          "index"_a, "module"_a)
+      .def("extend",
+           [](nb::handle self, nb::handle modules) {
+             auto& s = nb::cast<SequentialImpl&>(self);
+             for (nb::handle m : nb::iter(modules)) s.push_back(nb::cast<std::shared_ptr<Module>>(m));
+             return nb::borrow(self);
+           })
+      .def(
+          "pop",
+          [](SequentialImpl& s, int64_t i) {
+            auto m = s[i];
+            s.erase({i});
+            return m;
+          },
+          "key"_a)
       .def("__iter__", [](const SequentialImpl& s) { return nb::iter(nb::cast(s.children())); });
 
   using ug::nn::ModuleListImpl;
@@ -655,6 +688,19 @@ void bind_nn(nb::module_& nn) {
            })
       .def("__len__", &ModuleListImpl::size)
       .def("__getitem__", [](const ModuleListImpl& l, int64_t i) { return l[i]; })
+      .def("__getitem__", [](const ModuleListImpl& l, nb::slice sl) { return l.slice(slice_indices(sl, l.size())); })
+      .def("__setitem__", &ModuleListImpl::set)
+      .def("__delitem__", [](ModuleListImpl& l, int64_t i) { l.erase({i}); })
+      .def("__delitem__", [](ModuleListImpl& l, nb::slice sl) { l.erase(slice_indices(sl, l.size())); })
+      .def("insert", &ModuleListImpl::insert, "index"_a, "module"_a)
+      .def(
+          "pop",
+          [](ModuleListImpl& l, int64_t i) {
+            auto m = l[i];
+            l.erase({i});
+            return m;
+          },
+          "key"_a)
       .def("__iter__", [](const ModuleListImpl& l) { return nb::iter(nb::cast(l.children())); });
 
   using ug::nn::ModuleDictImpl;

@@ -137,6 +137,11 @@ template <class Impl> void bind_avg_pool(nb::module_& nn, const char* name, cons
           "count_include_pad"_a = true, "divisor_override"_a = nb::none());
 }
 
+/** ConvTranspose*d.forward(input, output_size=None): output_size picks the output_padding. */
+Tensor conv_transpose_forward(ug::nn::ConvImpl& c, const Tensor& x, nb::handle output_size) {
+  return output_size.is_none() ? c.forward(x) : c.forward(x, dims_from_sequence(output_size, "ConvTranspose.forward"));
+}
+
 }  // namespace
 
 void bind_nn_layers(nb::module_& nn) {
@@ -173,7 +178,8 @@ void bind_nn_layers(nb::module_& nn) {
                                            groups, bias, size_1d(dilation, l, "dilation"), std::move(padding_mode));
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0,
-          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1, "padding_mode"_a = "zeros");
+          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1, "padding_mode"_a = "zeros")
+      .def("forward", &conv_transpose_forward, "input"_a, "output_size"_a = nb::none());
   nb::class_<n::ConvTranspose3dImpl, n::ConvImpl>(nn, "ConvTranspose3d",
                                                   "The transposed 3-d convolution (torch.nn.ConvTranspose3d).")
       .def(
@@ -184,7 +190,8 @@ void bind_nn_layers(nb::module_& nn) {
                                            groups, bias, sizes(dilation), std::move(padding_mode));
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0,
-          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1, "padding_mode"_a = "zeros");
+          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1, "padding_mode"_a = "zeros")
+      .def("forward", &conv_transpose_forward, "input"_a, "output_size"_a = nb::none());
   nb::class_<n::ConvTranspose2dImpl, n::ConvImpl>(nn, "ConvTranspose2d",
                                                   "The transposed 2-d convolution (torch.nn.ConvTranspose2d).")
       .def(
@@ -195,7 +202,8 @@ void bind_nn_layers(nb::module_& nn) {
                                            groups, bias, sizes(dilation), std::move(padding_mode));
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0, "output_padding"_a = 0,
-          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1, "padding_mode"_a = "zeros");
+          "groups"_a = 1, "bias"_a = true, "dilation"_a = 1, "padding_mode"_a = "zeros")
+      .def("forward", &conv_transpose_forward, "input"_a, "output_size"_a = nb::none());
   nb::class_<n::MaxPoolImpl, Module>(nn, "_MaxPoolNd")
       .def(
           "forward",

@@ -23,6 +23,18 @@ namespace {
 using ug::Tensor;
 using namespace ug::optim;
 
+/** A norm's order as torch's float(norm_type): a number, or a string such as 'inf'. */
+double norm_order(nb::handle norm_type, const char* op) {
+  if (nb::isinstance<nb::float_>(norm_type) || nb::isinstance<nb::int_>(norm_type) ||
+      nb::isinstance<nb::str>(norm_type)) {
+    PyObject* f = PyNumber_Float(norm_type.ptr());
+    if (f) return nb::cast<double>(nb::steal(f));
+    PyErr_Clear();
+  }
+  ug::fail<ug::ValueError>("[", op, "] norm_type must be a number or a string such as 'inf', got ",
+                           nb::repr(norm_type).c_str());
+}
+
 nb::object hyper_to_python(const HyperValue& v) {
   if (const double* d = std::get_if<double>(&v)) return nb::float_(*d);
   if (const bool* b = std::get_if<bool>(&v)) return nb::bool_(*b);
@@ -636,22 +648,27 @@ void bind_optim(nb::module_& optim) {
   nb::module_ utils = optim.def_submodule("_utils", "gradient clipping (re-exported by ug.nn.utils)");
   utils.def(
       "clip_grad_norm_",
-      [](nb::handle parameters, double max_norm, double norm_type, bool error_if_nonfinite) {
-        return ug::nn::utils::clip_grad_norm_(tensors_from_python(parameters), max_norm, norm_type, error_if_nonfinite);
+      [](nb::handle parameters, double max_norm, nb::handle norm_type, bool error_if_nonfinite, std::optional<bool>) {
+        return ug::nn::utils::clip_grad_norm_(tensors_from_python(parameters), max_norm,
+                                              norm_order(norm_type, "clip_grad_norm_"), error_if_nonfinite);
       },
       nb::arg("parameters"), nb::arg("max_norm"), nb::arg("norm_type") = 2.0, nb::arg("error_if_nonfinite") = false,
-      "Scales the gradients so their joint norm is at most max_norm; returns the norm before clipping.");
+      nb::arg("foreach") = nb::none(),
+      "Scales the gradients so their joint norm is at most max_norm; returns the norm before clipping. norm_type may "
+      "be 'inf'; foreach is accepted for torch's signature.");
   utils.def(
       "clip_grad_value_",
-      [](nb::handle parameters, double clip_value) {
+      [](nb::handle parameters, double clip_value, std::optional<bool>) {
         ug::nn::utils::clip_grad_value_(tensors_from_python(parameters), clip_value);
       },
-      nb::arg("parameters"), nb::arg("clip_value"), "Clamps every gradient element into [-clip_value, clip_value].");
+      nb::arg("parameters"), nb::arg("clip_value"), nb::arg("foreach") = nb::none(),
+      "Clamps every gradient element into [-clip_value, clip_value].");
 
   utils.def(
       "get_total_norm",
-      [](nb::handle tensors, double norm_type, bool error_if_nonfinite, std::optional<bool>) {
-        return ug::nn::utils::get_total_norm(tensors_from_python(tensors), norm_type, error_if_nonfinite);
+      [](nb::handle tensors, nb::handle norm_type, bool error_if_nonfinite, std::optional<bool>) {
+        return ug::nn::utils::get_total_norm(tensors_from_python(tensors), norm_order(norm_type, "get_total_norm"),
+                                             error_if_nonfinite);
       },
       nb::arg("tensors"), nb::arg("norm_type") = 2.0, nb::arg("error_if_nonfinite") = false,
       nb::arg("foreach") = nb::none(), "The norm of the tensors' norms (of order norm_type), as one vector's.");

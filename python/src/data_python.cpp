@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "convert.h"
+#include "ug/core/random.h"
 
 namespace ugpy {
 
@@ -56,6 +57,28 @@ ug::data::Example example_from_python(nb::handle value, const char* op, bool* si
   }
   if (out.empty()) ug::fail("[", op, "] expected at least one field, got an empty ", py_type_name(value));
   return out;
+}
+
+nb::object default_convert(nb::handle data) {
+  if (nb::isinstance<ug::Tensor>(data)) return nb::borrow(data);
+  // NumPy arrays (not of strings or objects) and scalars, as torch.as_tensor takes them
+  nb::handle type = data.type();
+  if (nb::hasattr(type, "__module__") && nb::cast<std::string>(nb::str(type.attr("__module__"))) == "numpy" &&
+      nb::hasattr(data, "__array_interface__") && nb::hasattr(data, "dtype") &&
+      nb::cast<std::string>(nb::str(data.attr("dtype").attr("kind"))).find_first_of("OSUV") == std::string::npos)
+    return nb::cast(tensor_from_data(data, std::nullopt, std::nullopt));
+  if (PyDict_Check(data.ptr())) {
+    nb::dict out;
+    for (auto [key, value] : nb::borrow<nb::dict>(data)) out[key] = default_convert(value);
+    return out;
+  }
+  if (nb::isinstance<nb::tuple>(data) || nb::isinstance<nb::list>(data)) {
+    nb::list out;
+    for (nb::handle item : data) out.append(default_convert(item));
+    if (nb::isinstance<nb::tuple>(data) && nb::hasattr(data, "_fields")) return type(*out);
+    return out;
+  }
+  return nb::borrow(data);
 }
 
 nb::object example_to_python(const ug::data::Example& e, bool single) {
@@ -125,6 +148,7 @@ std::optional<uint64_t> seed_from_python(nb::handle seed, nb::handle generator) 
   nb::handle source = seed.is_none() ? generator : seed;
   if (source.is_none()) return std::nullopt;
   if (PyLong_Check(source.ptr())) return static_cast<uint64_t>(nb::cast<int64_t>(source));
+  if (nb::isinstance<ug::Generator>(source)) return nb::cast<ug::Generator&>(source).initial_seed();
   if (nb::hasattr(source, "initial_seed"))
     return static_cast<uint64_t>(nb::cast<int64_t>(source.attr("initial_seed")()));
   ug::fail<ug::TypeError>("[seed] expected an int or a generator with initial_seed(), got ", py_type_name(source));

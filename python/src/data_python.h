@@ -22,6 +22,11 @@ nb::object example_to_python(const ug::data::Example& e, bool single);
  *  named, else a tuple of tensors. */
 nb::object example_to_element(const ug::data::Example& e);
 
+/** torch's default_convert, what a DataLoader with batch_size=None gives each sample: NumPy
+ *  arrays and scalars become tensors, dicts, lists and tuples are converted item by item (a
+ *  tuple becomes a list, a namedtuple stays one), anything else is kept as it is. Needs the GIL. */
+nb::object default_convert(nb::handle data);
+
 /** A Python object that any thread may drop: it takes the GIL to let go of it. */
 class PyRef {
  public:
@@ -63,8 +68,8 @@ template <class F> auto without_gil(F&& f) {
   return f();
 }
 
-/** A seed from torch-style arguments: `seed`, or `generator` (an int, or an object with
- *  initial_seed(), e.g. a torch.Generator); none when neither is given. */
+/** A seed from torch-style arguments: `seed`, or `generator` (an int, a ug.Generator's seed, or
+ *  an object with initial_seed(), e.g. a torch.Generator); none when neither is given. */
 std::optional<uint64_t> seed_from_python(nb::handle seed, nb::handle generator);
 
 }  // namespace ugpy

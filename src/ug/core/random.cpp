@@ -1,5 +1,7 @@
 #include "ug/core/random.h"
 
+#include <random>
+
 namespace ug {
 
 std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 2> key, std::array<uint32_t, 4> c) {
@@ -26,6 +28,13 @@ void Generator::manual_seed(uint64_t seed) {
   std::lock_guard<std::mutex> lock(mu_);
   seed_ = seed;
   offset_ = 0;
+}
+
+uint64_t Generator::seed() {
+  std::random_device device;
+  const uint64_t seed = (static_cast<uint64_t>(device()) << 32) | device();
+  manual_seed(seed);
+  return seed;
 }
 
 RandomStream Generator::reserve(uint64_t words) {

@@ -24,6 +24,8 @@ class Generator {
  public:
   explicit Generator(uint64_t seed = 67280421310721ULL) { manual_seed(seed); }
   void manual_seed(uint64_t seed);
+  /** Seeds from std::random_device (torch's Generator.seed()) and returns the new seed. */
+  uint64_t seed();
   uint64_t initial_seed() const { return seed_; }
   /** Reserves `words` words for one draw and returns where they start. */
   RandomStream reserve(uint64_t words);

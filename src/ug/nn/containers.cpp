@@ -5,10 +5,46 @@
 namespace ug::nn {
 
 namespace {
+using Items = std::vector<std::pair<std::string, std::shared_ptr<Module>>>;
+
+/** i (negative counts from the end) as a position in n modules; `end_ok` admits n (insert's). */
+size_t position(int64_t i, size_t size, const char* type, bool end_ok = false) {
+  const auto n = static_cast<int64_t>(size);
+  if (i < -n || i > n || (i == n && !end_ok))
+    fail<IndexError>("[", type, "] index ", i, " is out of range for ", n, " modules");
+  return static_cast<size_t>(i < 0 ? i + n : i);
+}
+
 std::shared_ptr<Module> at(const std::vector<std::shared_ptr<Module>>& modules, int64_t i, const char* type) {
-  const int64_t n = static_cast<int64_t>(modules.size());
-  if (i < -n || i >= n) fail<IndexError>("[", type, "] index ", i, " is out of range for ", n, " modules");
-  return modules[static_cast<size_t>(i < 0 ? i + n : i)];
+  return modules[position(i, modules.size(), type)];
+}
+
+/** Makes `items` m's children, in order, and `modules` their list. */
+void assign(Module& m, std::vector<std::shared_ptr<Module>>& modules, const Items& items) {
+  for (const auto& [name, child] : m.named_children()) m.unregister(name);
+  modules.clear();
+  for (const auto& [name, child] : items) {
+    m.register_module(name, child);
+    modules.push_back(child);
+  }
+}
+
+/** The modules named "0", "1", ... */
+Items numbered(const std::vector<std::shared_ptr<Module>>& modules) {
+  Items out;
+  for (const auto& m : modules) out.emplace_back(std::to_string(out.size()), m);
+  return out;
+}
+
+/** The modules without those at `indices`. */
+std::vector<std::shared_ptr<Module>> without(const std::vector<std::shared_ptr<Module>>& modules,
+                                             const std::vector<int64_t>& indices, const char* type) {
+  std::vector<bool> drop(modules.size());
+  for (int64_t i : indices) drop[position(i, modules.size(), type)] = true;
+  std::vector<std::shared_ptr<Module>> out;
+  for (size_t i = 0; i < modules.size(); ++i)
+    if (!drop[i]) out.push_back(modules[i]);
+  return out;
 }
 
 /** Registers t as a parameter: one already keeps its requires_grad, another tensor becomes
@@ -57,6 +93,34 @@ void SequentialImpl::push_back(const std::string& name, std::shared_ptr<Module> 
 
 std::shared_ptr<Module> SequentialImpl::operator[](int64_t i) const { return at(modules_, i, "Sequential"); }
 
+std::shared_ptr<SequentialImpl> SequentialImpl::slice(const std::vector<int64_t>& indices) const {
+  const Items items = named_children();
+  auto out = std::make_shared<SequentialImpl>();
+  for (int64_t i : indices) {
+    const auto& [name, m] = items[position(i, items.size(), "Sequential")];
+    out->push_back(name, m);
+  }
+  return out;
+}
+
+void SequentialImpl::set(int64_t i, std::shared_ptr<Module> m) {
+  if (!m) fail("[Sequential] cannot hold an empty module");
+  Items items = named_children();
+  items[position(i, items.size(), "Sequential")].second = std::move(m);
+  assign(*this, modules_, items);
+}
+
+void SequentialImpl::erase(const std::vector<int64_t>& indices) {
+  assign(*this, modules_, numbered(without(modules_, indices, "Sequential")));
+}
+
+void SequentialImpl::insert(int64_t i, std::shared_ptr<Module> m) {
+  if (!m) fail("[Sequential] cannot add an empty module");
+  std::vector<std::shared_ptr<Module>> modules = modules_;
+  modules.insert(modules.begin() + static_cast<int64_t>(position(i, modules.size(), "Sequential", true)), std::move(m));
+  assign(*this, modules_, numbered(modules));
+}
+
 Tensor SequentialImpl::forward(const Tensor& x) {
   Tensor y = x;
   for (const auto& m : modules_) y = (*m)(y);
@@ -70,6 +134,30 @@ void ModuleListImpl::push_back(std::shared_ptr<Module> m) {
 }
 
 std::shared_ptr<Module> ModuleListImpl::operator[](int64_t i) const { return at(modules_, i, "ModuleList"); }
+
+std::shared_ptr<ModuleListImpl> ModuleListImpl::slice(const std::vector<int64_t>& indices) const {
+  auto out = std::make_shared<ModuleListImpl>();
+  for (int64_t i : indices) out->push_back(at(modules_, i, "ModuleList"));
+  return out;
+}
+
+void ModuleListImpl::set(int64_t i, std::shared_ptr<Module> m) {
+  if (!m) fail("[ModuleList] cannot hold an empty module");
+  std::vector<std::shared_ptr<Module>> modules = modules_;
+  modules[position(i, modules.size(), "ModuleList")] = std::move(m);
+  assign(*this, modules_, numbered(modules));
+}
+
+void ModuleListImpl::erase(const std::vector<int64_t>& indices) {
+  assign(*this, modules_, numbered(without(modules_, indices, "ModuleList")));
+}
+
+void ModuleListImpl::insert(int64_t i, std::shared_ptr<Module> m) {
+  if (!m) fail("[ModuleList] cannot add an empty module");
+  std::vector<std::shared_ptr<Module>> modules = modules_;
+  modules.insert(modules.begin() + static_cast<int64_t>(position(i, modules.size(), "ModuleList", true)), std::move(m));
+  assign(*this, modules_, numbered(modules));
+}
 
 std::vector<std::string> ModuleDictImpl::keys() const {
   std::vector<std::string> out;

@@ -33,6 +33,14 @@ class SequentialImpl : public Module {
   std::shared_ptr<Module> operator[](int64_t i) const;
   size_t size() const { return modules_.size(); }
   Tensor forward(const Tensor& x) override;
+  /** A new Sequential of the modules at these indices, under their names (torch's seq[1:]). */
+  std::shared_ptr<SequentialImpl> slice(const std::vector<int64_t>& indices) const;
+  /** Replaces the module at i (negative counts from the end), keeping its name. */
+  void set(int64_t i, std::shared_ptr<Module> m);
+  /** Removes the modules at these indices; the rest are renamed "0", "1", ... as torch's del. */
+  void erase(const std::vector<int64_t>& indices);
+  /** Inserts m before index i (-size() <= i <= size()); the modules are renamed "0", "1", ... */
+  void insert(int64_t i, std::shared_ptr<Module> m);
 
  protected:
   void rebind(const CloneMemo& memo) override {
@@ -55,6 +63,13 @@ class ModuleListImpl : public Module {
   void push_back(std::shared_ptr<Module> m);
   std::shared_ptr<Module> operator[](int64_t i) const;
   size_t size() const { return modules_.size(); }
+  /** A new ModuleList of the modules at these indices (torch's list[1:]). */
+  std::shared_ptr<ModuleListImpl> slice(const std::vector<int64_t>& indices) const;
+  void set(int64_t i, std::shared_ptr<Module> m);
+  /** Removes the modules at these indices; the rest are renumbered. */
+  void erase(const std::vector<int64_t>& indices);
+  /** Inserts m before index i (-size() <= i <= size()). */
+  void insert(int64_t i, std::shared_ptr<Module> m);
   auto begin() const { return modules_.begin(); }
   auto end() const { return modules_.end(); }
 

@@ -98,7 +98,36 @@ void ConvImpl::load_lazy_shapes(const TensorDict& state, const std::string& pref
   if (in_channels_ < 0 && w && w->dim() == spatial_dims_ + 2) build(transposed_ ? w->size(0) : w->size(1) * groups_);
 }
 
-Tensor ConvImpl::forward(const Tensor& x) {
+Tensor ConvImpl::forward(const Tensor& x) { return run(x, output_padding_); }
+
+Tensor ConvImpl::forward(const Tensor& x, const Dims& output_size) {
+  if (!transposed_) fail("[", type_name(), "] output_size is only a transposed convolution's");
+  const int n = spatial_dims_;
+  const int non_spatial = x.dim() == n + 2 ? 2 : 1;
+  const size_t skip = static_cast<int>(output_size.size()) == non_spatial + n ? static_cast<size_t>(non_spatial) : 0;
+  const Dims want(output_size.begin() + skip, output_size.end());
+  if (static_cast<int>(want.size()) != n)
+    fail("[", type_name(), "] for a ", x.dim(), "D input, output_size must have ", n, " or ", non_spatial + n,
+         " elements (got ", output_size.size(), ")");
+  if (x.dim() < n + 1) fail("[", type_name(), "] expected a ", n + 1, "D or ", n + 2, "D input, got shape ", x.shape());
+  // The sizes stride and padding reach run from the unpadded output to stride - 1 past it.
+  const Dims padding = per_dim(padding_.sizes, n, type_name(), "padding");
+  Dims low, high, output_padding;
+  for (size_t d = 0; d < static_cast<size_t>(n); ++d) {
+    low.push_back((x.size(static_cast<int64_t>(d) + non_spatial) - 1) * stride_[d] - 2 * padding[d] +
+                  dilation_[d] * (kernel_size_[d] - 1) + 1);
+    high.push_back(low[d] + stride_[d] - 1);
+  }
+  for (size_t d = 0; d < static_cast<size_t>(n); ++d) {
+    if (want[d] < low[d] || want[d] > high[d])
+      fail("[", type_name(), "] requested an output size of ", want, ", but valid sizes range from ", low, " to ", high,
+           " (for an input of ", x.shape(), ")");
+    output_padding.push_back(want[d] - low[d]);
+  }
+  return run(x, output_padding);
+}
+
+Tensor ConvImpl::run(const Tensor& x, const Dims& output_padding) {
   if (in_channels_ < 0) {
     // A lazy layer: the channels of the first input (dim 0 of an unbatched one); the default
     // dtype, as torch's factory dtype (not the input's, which autocast may have lowered).
@@ -118,7 +147,7 @@ Tensor ConvImpl::forward(const Tensor& x) {
   if (compute_dtype_) mixed.emplace(x.device().type, *compute_dtype_);
   if (transposed_) {
     auto conv_t = spatial_dims_ == 1 ? conv_transpose1d : spatial_dims_ == 2 ? conv_transpose2d : conv_transpose3d;
-    return conv_t(x, w, b, stride_, padding_.sizes, output_padding_, groups_, dilation_);
+    return conv_t(x, w, b, stride_, padding_.sizes, output_padding, groups_, dilation_);
   }
   auto conv = spatial_dims_ == 1 ? conv1d : spatial_dims_ == 2 ? conv2d : conv3d;
   if (padding_mode_ == "zeros" || padding_.mode == "valid") return conv(x, w, b, stride_, padding_, dilation_, groups_);

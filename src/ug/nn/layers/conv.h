@@ -24,6 +24,10 @@ class ConvImpl : public Module {
            ConvPadding padding = 0, Dims dilation = {1}, int64_t groups = 1, bool bias = true, bool transposed = false,
            Dims output_padding = {0}, std::string padding_mode = "zeros");
   Tensor forward(const Tensor& x) override;
+  /** A transposed layer's forward to output_size (torch's forward(input, output_size)): the
+   *  output_padding that reaches it, in place of the layer's own. output_size holds the spatial
+   *  sizes, or also the batch and channel ones; a size out of reach fails naming the range. */
+  Tensor forward(const Tensor& x, const Dims& output_size);
   void reset_parameters() override;
   void load_lazy_shapes(const TensorDict& state, const std::string& prefix) override;
   std::string extra_repr() const override;
@@ -34,6 +38,7 @@ class ConvImpl : public Module {
   /** A lazy layer's first forward (or load): its weight for `channels` input channels, in the
    *  default dtype; it becomes the regular layer (LazyConv2d prints as Conv2d). */
   void build(int64_t channels);
+  Tensor run(const Tensor& x, const Dims& output_padding);
 
   int spatial_dims_;
   int64_t in_channels_, out_channels_;
