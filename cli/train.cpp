@@ -204,15 +204,16 @@ int run_train(const Args& args) {
   // Each process evaluates its share of the test images; the figures are the whole set's.
   std::unique_ptr<data::BatchSource> test_batches =
       trainer.evaluation_batches(test_split.images, test_split.labels, 1000 * replicas);
-  std::vector<std::shared_ptr<train::Callback>> callbacks = {
-      std::make_shared<train::CSVLogger>(metrics.string(), ",", /*append=*/f.resume),
-      std::make_shared<train::TensorBoard>(logs.string()),
-      std::make_shared<train::ModelCheckpoint>(checkpoint.string(),
-                                               train::ModelCheckpointOptions{.save_weights_only = false})};
-  if (!f.profile.empty()) callbacks.push_back(std::make_shared<ProfileSteps>(f.profile, 5));
+  // The schedule first: it logs each epoch's rate, which the CSV file then records.
+  std::vector<std::shared_ptr<train::Callback>> callbacks;
   if (f.schedule != "constant")
     callbacks.push_back(
         std::make_shared<train::LearningRateScheduler>(make_schedule(f.schedule, trainer.learning_rate(), f.epochs)));
+  callbacks.push_back(std::make_shared<train::CSVLogger>(metrics.string(), ",", /*append=*/f.resume));
+  callbacks.push_back(std::make_shared<train::TensorBoard>(logs.string()));
+  callbacks.push_back(std::make_shared<train::ModelCheckpoint>(
+      checkpoint.string(), train::ModelCheckpointOptions{.save_weights_only = false}));
+  if (!f.profile.empty()) callbacks.push_back(std::make_shared<ProfileSteps>(f.profile, 5));
   if (initial_epoch < f.epochs)
     trainer.fit(train_loader, {.epochs = f.epochs,
                                .initial_epoch = initial_epoch,

@@ -101,8 +101,8 @@ def test_train_writes_model_checkpoint_logs_and_chart_and_resumes_bit_identicall
         assert os.path.exists(os.path.join(straight, name)), name
     assert sorted(os.listdir(os.path.join(straight, "logs"))) == ["train", "validation"]
     lines = open(os.path.join(straight, "metrics.csv")).read().splitlines()
-    assert lines[0] == "epoch,accuracy,loss,lr,val_accuracy,val_loss" and len(lines) == 3
-    assert float(lines[2].split(",")[3]) == pytest.approx(1e-3 * 0.5 * (1 + np.cos(np.pi / 2)))  # cosine at epoch 1
+    assert lines[0] == "epoch,accuracy,learning_rate,loss,val_accuracy,val_loss" and len(lines) == 3
+    assert float(lines[2].split(",")[2]) == pytest.approx(1e-3 * 0.5 * (1 + np.cos(np.pi / 2)))  # cosine at epoch 1
     svg = ET.parse(os.path.join(straight, "history.svg")).getroot()
     assert svg.tag.endswith("svg")
 

@@ -16,8 +16,9 @@ logging::SummaryWriter& TensorBoard::writer(bool validation) {
   return *w;
 }
 
-void TensorBoard::on_epoch_end(int64_t epoch, Logs& logs) {
-  logs.insert("learning_rate", trainer().learning_rate());  // Keras's TensorBoard logs the rate too
+void TensorBoard::on_epoch_end(int64_t epoch, Logs& epoch_logs) {
+  Logs logs = epoch_logs;  // Keras's TensorBoard writes the rate too, without adding it to the history
+  logs.insert("learning_rate", trainer().learning_rate());
   for (const auto& [key, value] : logs) {
     const bool validation = key.starts_with("val_");
     writer(validation).add_scalar("epoch_" + (validation ? key.substr(4) : key), value, epoch);
