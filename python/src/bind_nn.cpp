@@ -25,6 +25,13 @@ using namespace nb::literals;
 
 namespace {
 
+/** Sequential's and ModuleList's pop(key): the module at key, taken out (the rest renumbered). */
+template <class List> std::shared_ptr<ug::nn::Module> pop(List& list, int64_t i) {
+  auto m = list[i];
+  list.erase({i});
+  return m;
+}
+
 /** The indices a Python slice picks out of `size` items. */
 std::vector<int64_t> slice_indices(const nb::slice& sl, size_t size) {
   auto [start, stop, step, length] = sl.compute(size);
@@ -655,14 +662,7 @@ void bind_nn(nb::module_& nn) {
              for (nb::handle m : nb::iter(modules)) s.push_back(nb::cast<std::shared_ptr<Module>>(m));
              return nb::borrow(self);
            })
-      .def(
-          "pop",
-          [](SequentialImpl& s, int64_t i) {
-            auto m = s[i];
-            s.erase({i});
-            return m;
-          },
-          "key"_a)
+      .def("pop", &pop<SequentialImpl>, "key"_a)
       .def("__iter__", [](const SequentialImpl& s) { return nb::iter(nb::cast(s.children())); });
 
   using ug::nn::ModuleListImpl;
@@ -693,14 +693,7 @@ void bind_nn(nb::module_& nn) {
       .def("__delitem__", [](ModuleListImpl& l, int64_t i) { l.erase({i}); })
       .def("__delitem__", [](ModuleListImpl& l, nb::slice sl) { l.erase(slice_indices(sl, l.size())); })
       .def("insert", &ModuleListImpl::insert, "index"_a, "module"_a)
-      .def(
-          "pop",
-          [](ModuleListImpl& l, int64_t i) {
-            auto m = l[i];
-            l.erase({i});
-            return m;
-          },
-          "key"_a)
+      .def("pop", &pop<ModuleListImpl>, "key"_a)
       .def("__iter__", [](const ModuleListImpl& l) { return nb::iter(nb::cast(l.children())); });
 
   using ug::nn::ModuleDictImpl;

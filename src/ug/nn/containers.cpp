@@ -47,6 +47,14 @@ std::vector<std::shared_ptr<Module>> without(const std::vector<std::shared_ptr<M
   return out;
 }
 
+/** modules with m inserted before position i (torch's insert: i may be len, or negative). */
+std::vector<std::shared_ptr<Module>> with_inserted(std::vector<std::shared_ptr<Module>> modules, int64_t i,
+                                                   std::shared_ptr<Module> m, const char* type) {
+  if (!m) fail("[", type, "] cannot add an empty module");
+  modules.insert(modules.begin() + static_cast<int64_t>(position(i, modules.size(), type, true)), std::move(m));
+  return modules;
+}
+
 /** Registers t as a parameter: one already keeps its requires_grad, another tensor becomes
  *  a trainable parameter (torch wraps it in nn.Parameter). */
 Tensor& register_as_parameter(Module& m, const std::string& name, Tensor t, const char* type) {
@@ -115,10 +123,7 @@ void SequentialImpl::erase(const std::vector<int64_t>& indices) {
 }
 
 void SequentialImpl::insert(int64_t i, std::shared_ptr<Module> m) {
-  if (!m) fail("[Sequential] cannot add an empty module");
-  std::vector<std::shared_ptr<Module>> modules = modules_;
-  modules.insert(modules.begin() + static_cast<int64_t>(position(i, modules.size(), "Sequential", true)), std::move(m));
-  assign(*this, modules_, numbered(modules));
+  assign(*this, modules_, numbered(with_inserted(modules_, i, std::move(m), "Sequential")));
 }
 
 Tensor SequentialImpl::forward(const Tensor& x) {
@@ -153,10 +158,7 @@ void ModuleListImpl::erase(const std::vector<int64_t>& indices) {
 }
 
 void ModuleListImpl::insert(int64_t i, std::shared_ptr<Module> m) {
-  if (!m) fail("[ModuleList] cannot add an empty module");
-  std::vector<std::shared_ptr<Module>> modules = modules_;
-  modules.insert(modules.begin() + static_cast<int64_t>(position(i, modules.size(), "ModuleList", true)), std::move(m));
-  assign(*this, modules_, numbered(modules));
+  assign(*this, modules_, numbered(with_inserted(modules_, i, std::move(m), "ModuleList")));
 }
 
 std::vector<std::string> ModuleDictImpl::keys() const {
