@@ -46,4 +46,4 @@ if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz: FAILED: ${failed[*]} (inputs in build-fuzz/crashes/)"
   exit 1
 fi
-echo "fuzz: all ${#targets[@]} targets ran $runs inputs without a finding"
+echo "fuzz: all ${#targets[@]} targets ran without a finding (each $runs inputs or ${seconds}s, whichever came first)"

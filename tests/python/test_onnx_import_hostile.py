@@ -155,6 +155,19 @@ def test_old_opsets_refused_before_libonnx_crashes_on_them():
         load(model_with([relu], opset=9, inputs=[x], outputs=[y]))
 
 
+def test_old_opset_crash_in_libonnx_is_an_error():
+    # A Conv weight of higher rank than its input: libonnx 1.12's shape inference for the older
+    # Conv reads the input's dims past their end (SIGSEGV), which only its child process meets.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])
+    w = helper.make_tensor_value_info("w", TensorProto.FLOAT, [1, 1] + [2] * 6)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 3, 3])
+    conv = helper.make_node("Conv", ["x", "w"], ["y"], name="conv")
+    with pytest.raises(ValueError, match=r"could not bring the model to opset 13: it crashed \(signal 11"):
+        load(model_with([conv], opset=9, inputs=[x, w], outputs=[y]))
+    # The process goes on, and loads the next model.
+    test_a_valid_model_loads_and_runs()
+
+
 def test_wrong_input_counts():
     with pytest.raises(ValueError, match="has 3 inputs; it takes 2 to 2"):
         load(model_with([helper.make_node("Add", ["x", "x", "x"], ["y"], name="a")]))

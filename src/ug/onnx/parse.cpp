@@ -13,10 +13,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "ug/onnx/graph.h"
+#include "ug/onnx/isolated.h"
 #include "ug/onnx/op_table.h"
 
 namespace ug::onnx {
@@ -209,9 +211,10 @@ int64_t default_opset(const ::onnx::ModelProto& model) {
 }
 
 /** What libonnx's checker lets through but its shape inference and version converter crash on
- *  (a SIGFPE or a null dereference, not an error), refused before they run: a stride, dilation or
- *  kernel size under 1 in the older convolutions and poolings, and a graph output that nothing in
- *  its graph or the graphs around it defines. `outer` holds the names the enclosing graphs define. */
+ *  (a SIGFPE or a null dereference, not an error), refused by name before they run: a stride,
+ *  dilation or kernel size under 1 in the older convolutions and poolings, and a graph output that
+ *  nothing in its graph or the graphs around it defines. `outer` holds the names the enclosing
+ *  graphs define. The crashes no check here foresees end only the child process of run_isolated. */
 template <class Nodes> void check_window_attributes(const Nodes& nodes) {
   for (const auto& node : nodes)
     for (const auto& a : node.attribute())
@@ -239,7 +242,8 @@ void check_for_libonnx(const ::onnx::GraphProto& g, std::unordered_set<std::stri
 
 /** A model of an opset before kMinOpset rewritten to kMinOpset by ONNX's own version converter,
  *  whose adapters rewrite each node whose op changed in between. The converter trusts its input,
- *  so ONNX's checker sees the model first. */
+ *  so ONNX's checker sees the model first; and neither it nor the shape inference is safe on every
+ *  model the checker passes, so the three run in a child process. */
 ::onnx::ModelProto convert_to_min_opset(::onnx::ModelProto model, int64_t opset) {
   // Tools write old opsets under new IR versions, which libonnx's checker refuses as newer than
   // itself; no op of these opsets takes what the newer IR versions added (new element types).
@@ -247,11 +251,16 @@ void check_for_libonnx(const ::onnx::GraphProto& g, std::unordered_set<std::stri
   check_for_libonnx(model.graph(), {});
   for (const auto& f : model.functions()) check_window_attributes(f.node());
   try {
-    ::onnx::checker::check_model(model);
-    // Some adapters read their input's shape (Softmax 12 -> 13 its rank), which libonnx's
-    // converter, unlike onnx's newer ones, does not infer first.
-    ::onnx::shape_inference::InferShapes(model);
-    return ::onnx::version_conversion::ConvertVersion(model, static_cast<int>(kMinOpset));
+    std::string converted = run_isolated([&model] {
+      ::onnx::checker::check_model(model);
+      // Some adapters read their input's shape (Softmax 12 -> 13 its rank), which libonnx's
+      // converter, unlike onnx's newer ones, does not infer first.
+      ::onnx::shape_inference::InferShapes(model);
+      return ::onnx::version_conversion::ConvertVersion(model, static_cast<int>(kMinOpset)).SerializeAsString();
+    });
+    ::onnx::ModelProto result;
+    if (!result.ParseFromString(converted)) throw std::runtime_error("the converted model does not parse");
+    return result;
   } catch (const std::exception& e) {
     fail("[onnx] opset ", opset, " is not supported (ug.onnx reads opsets ", kMinOpset, " to ", kMaxOpset,
          "), and ONNX's checker and version converter could not bring the model to opset ", kMinOpset, ": ",
