@@ -77,13 +77,21 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
   UG_ALPHA_METHOD(sub)
 #undef UG_ALPHA_METHOD
 
-  // Python operators. Reflected forms compute `other op self`.
-#define UG_OPERATOR(py, name)                                                             \
-  cls.def("__" py "__", [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }); \
-  cls.def("__" py "__", [](const Tensor& a, Scalar b) { return ug::name(a, b); });        \
-  cls.def("__r" py "__", [](const Tensor& a, Scalar b) { return ug::name(b, a); });       \
-  cls.def("__i" py "__", [](Tensor& a, const Tensor& b) { return a.name##_(b); });        \
-  cls.def("__i" py "__", [](Tensor& a, Scalar b) { return a.name##_(b); });
+  // Python operators. Reflected forms compute `other op self`. is_operator: an operand of
+  // another type gets NotImplemented, not a TypeError, so that Python asks the operand's
+  // reflected method next (a user class's __radd__) and otherwise raises its own TypeError
+  // ("unsupported operand type(s) for +"), as torch.
+#define UG_OPERATOR(py, name)                                                                            \
+  cls.def(                                                                                               \
+      "__" py "__", [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }, nb::is_operator()); \
+  cls.def(                                                                                               \
+      "__" py "__", [](const Tensor& a, Scalar b) { return ug::name(a, b); }, nb::is_operator());        \
+  cls.def(                                                                                               \
+      "__r" py "__", [](const Tensor& a, Scalar b) { return ug::name(b, a); }, nb::is_operator());       \
+  cls.def(                                                                                               \
+      "__i" py "__", [](Tensor& a, const Tensor& b) { return a.name##_(b); }, nb::is_operator());        \
+  cls.def(                                                                                               \
+      "__i" py "__", [](Tensor& a, Scalar b) { return a.name##_(b); }, nb::is_operator());
   UG_OPERATOR("add", add)
   UG_OPERATOR("sub", sub)
   UG_OPERATOR("mul", mul)
@@ -97,8 +105,7 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
   UG_OPERATOR("lshift", bitwise_left_shift)
   UG_OPERATOR("rshift", bitwise_right_shift)
 #undef UG_OPERATOR
-  // is_operator: an operand of another type gets NotImplemented, not a TypeError, so that
-  // Python asks it next and t == "a" is False, t != None True (as torch).
+  // As above: t == "a" is False, t != None True (as torch).
 #define UG_COMPARISON(py, name)                                                                          \
   cls.def(                                                                                               \
       "__" py "__", [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }, nb::is_operator()); \

@@ -403,8 +403,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("bmm", &Tensor::bmm)
       .def("dot", &Tensor::dot)
       .def("outer", &Tensor::outer)
-      .def("__matmul__", &Tensor::matmul)
-      .def("__rmatmul__", [](const Tensor& t, const Tensor& o) { return o.matmul(t); });
+      // is_operator: NotImplemented for other operand types (bind_elementwise.cpp's operators).
+      .def("__matmul__", &Tensor::matmul, nb::is_operator())
+      .def(
+          "__rmatmul__", [](const Tensor& t, const Tensor& o) { return o.matmul(t); }, nb::is_operator());
   bind_elementwise_methods(cls);
   (void)m;
 }
