@@ -810,6 +810,16 @@ void bind_nn(nb::module_& nn) {
           "units"_a, "activation"_a = nb::none(), "input_dim"_a = nb::none(), "use_bias"_a = true,
           "dtype"_a = nb::none(), "flatten"_a = false)
       .def_prop_ro("flatten", &DenseImpl::flatten);
+  // The Keras layers written in Python (ug.keras.layers.Conv2D(8, 3, activation="relu")) take
+  // the same activation names as Dense; None for "linear".
+  nn.def(
+      "_keras_activation",
+      [](const std::string& name) -> std::optional<std::function<Tensor(const Tensor&)>> {
+        auto fn = ug::nn::activation(name);
+        if (!fn) return std::nullopt;
+        return fn;
+      },
+      "name"_a);
   nb::class_<ug::nn::IdentityImpl, Module>(nn, "Identity")
       .def("__init__", [](ug::nn::IdentityImpl* i, nb::args, nb::kwargs) { new (i) ug::nn::IdentityImpl(); });
   nb::class_<ug::nn::FlattenImpl, Module>(nn, "Flatten")

@@ -5,7 +5,7 @@ persistence methods: get_weights/set_weights, save (ONNX) and save_weights/load_
 (safetensors)."""
 import numpy as np
 
-from . import _C, nn
+from . import _C, _keras_layers, nn
 from .autograd import no_grad
 from . import callbacks, mixed_precision, optimizers  # noqa: F401
 
@@ -33,13 +33,21 @@ backend = config  # Keras 2's keras.backend.floatx / set_floatx
 class layers:
     """keras.layers: the Keras-style layers unigrad has. Dense is Keras's (units, activation,
     input_dim); Flatten, Dropout(rate) and Embedding(input_dim, output_dim) take Keras's
-    positional arguments. Convolution, pooling and normalization layers are torch's
-    (channels first: ug.nn.Conv2d, ug.nn.MaxPool2d, ug.nn.BatchNorm2d, ug.nn.LayerNorm)."""
+    positional arguments. Conv1D/2D, MaxPooling1D/2D, AveragePooling1D/2D, the global poolings
+    and BatchNormalization are Keras's, channels last (_keras_layers.py); ug.nn's are torch's,
+    channels first."""
 
     Dense = nn.Dense
     Flatten = nn.Flatten
     Dropout = nn.Dropout
     Embedding = nn.Embedding
+    Conv1D, Conv2D = _keras_layers.Conv1D, _keras_layers.Conv2D
+    MaxPooling1D, MaxPooling2D = _keras_layers.MaxPooling1D, _keras_layers.MaxPooling2D
+    AveragePooling1D, AveragePooling2D = _keras_layers.AveragePooling1D, _keras_layers.AveragePooling2D
+    GlobalAveragePooling1D = _keras_layers.GlobalAveragePooling1D
+    GlobalAveragePooling2D = _keras_layers.GlobalAveragePooling2D
+    GlobalMaxPooling1D, GlobalMaxPooling2D = _keras_layers.GlobalMaxPooling1D, _keras_layers.GlobalMaxPooling2D
+    BatchNormalization = _keras_layers.BatchNormalization
 
 
 def _weight_slots(model, where):
@@ -85,9 +93,11 @@ def set_weights(self, weights):
 
 
 def _build(model, input_shape, where):
-    """Keras builds every layer from the input shape: lazy Dense layers are sized here by a
-    pass on zeros of that shape, in eval mode without grad."""
-    if not any(isinstance(m, nn.Linear) and m.weight is None for m in model.modules()):
+    """Keras builds every layer from the input shape: lazy Dense layers and unbuilt Keras layers
+    (Conv2D, BatchNormalization) are sized here by a pass on zeros of that shape, in eval mode
+    without grad."""
+    if not any(isinstance(m, nn.Linear) and m.weight is None or getattr(m, "built", True) is False
+               for m in model.modules()):
         return
     shape = _input_shape(model, input_shape, where)
     dtype = next((p.dtype for p in model.parameters()), _C.get_default_dtype())
