@@ -62,9 +62,9 @@ def _initialize(t, name):
     return nn.init.trunc_normal_(t, 0.0, std, -2 * std, 2 * std)
 
 
-def _weight(shape, initializer):
+def _initialized(shape, initializer):
     with no_grad():
-        return nn.Parameter(_initialize(_C.empty(*shape), initializer))
+        return _initialize(_C.empty(*shape), initializer)
 
 
 def _channels_first(x):
@@ -128,9 +128,10 @@ class _Conv(nn.Module):
         if channels % self.groups:
             raise ValueError(f"[{type(self).__name__}] the input's {channels} channels are not divisible by "
                              f"groups={self.groups}")
-        self.kernel = _weight((*self.kernel_size, channels // self.groups, self.filters), self.kernel_initializer)
+        shape = (*self.kernel_size, channels // self.groups, self.filters)
+        self.kernel = nn.Parameter(_initialized(shape, self.kernel_initializer))
         if self.use_bias:
-            self.bias = _weight((self.filters,), self.bias_initializer)
+            self.bias = nn.Parameter(_initialized((self.filters,), self.bias_initializer))
         self.built = True
 
     def forward(self, x):
@@ -320,11 +321,11 @@ class BatchNormalization(nn.Module):
         size = (input_shape[self.axis],)
         init = self._initializers
         if self.scale:
-            self.gamma = _weight(size, init["gamma_initializer"])
+            self.gamma = nn.Parameter(_initialized(size, init["gamma_initializer"]))
         if self.center:
-            self.beta = _weight(size, init["beta_initializer"])
-        self.register_buffer("moving_mean", _weight(size, init["moving_mean_initializer"]).detach())
-        self.register_buffer("moving_variance", _weight(size, init["moving_variance_initializer"]).detach())
+            self.beta = nn.Parameter(_initialized(size, init["beta_initializer"]))
+        self.register_buffer("moving_mean", _initialized(size, init["moving_mean_initializer"]))
+        self.register_buffer("moving_variance", _initialized(size, init["moving_variance_initializer"]))
         self.built = True
 
     def forward(self, x):
