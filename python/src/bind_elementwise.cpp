@@ -5,7 +5,10 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
+#include <type_traits>
+
 #include "bindings.h"
+#include "convert.h"
 
 namespace ugpy {
 
@@ -20,6 +23,35 @@ Tensor scaled(const Tensor& self, const Tensor& other, Scalar alpha, const char*
     ug::fail<ug::RuntimeError>("[", op, "] alpha must not be a floating-point number for ", self.dtype(), " and ",
                                other.dtype(), " tensors");
   return other.mul(alpha);
+}
+
+/** A NumPy array as the other operand of a Python operator: a tensor of its dtype on a's
+ *  device (t + np.ones(2) is a float64 tensor, as in torch); nullopt for any other type. */
+std::optional<Tensor> array_operand(const Tensor& a, nb::handle b) {
+  if (!nb::hasattr(b, "__array_interface__")) return std::nullopt;
+  return tensor_from_data(b, std::nullopt, a.device());
+}
+
+/** Binds Python operator `name` as fn(self, other) for a tensor, a Python number (where fn
+ *  takes one) or a NumPy array `other`. is_operator: any other type gets NotImplemented, not a
+ *  TypeError, so that Python asks the operand's reflected method next (a user class's __radd__)
+ *  and otherwise raises its own TypeError ("unsupported operand type(s) for +"), as torch.
+ *  An in-place operator's fn returns `a` itself, which the reference policies hand back as the
+ *  same Python object (t += 1 keeps t, as torch); the others' new tensors are moved out. */
+template <class Fn> void def_operator(nb::class_<Tensor>& cls, const char* name, Fn fn) {
+  constexpr auto policy = nb::rv_policy::reference_internal;
+  cls.def(
+      name, [fn](Tensor& a, const Tensor& b) -> decltype(auto) { return fn(a, b); }, policy, nb::is_operator());
+  if constexpr (std::is_invocable_v<Fn, Tensor&, Scalar>)
+    cls.def(
+        name, [fn](Tensor& a, Scalar b) -> decltype(auto) { return fn(a, b); }, policy, nb::is_operator());
+  cls.def(
+      name,
+      [fn](Tensor& a, nb::handle b) -> nb::object {
+        std::optional<Tensor> t = array_operand(a, b);
+        return t ? nb::cast(fn(a, *t), nb::rv_policy::reference) : nb::not_implemented();
+      },
+      nb::is_operator());
 }
 
 }  // namespace
@@ -77,22 +109,14 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
   UG_ALPHA_METHOD(sub)
 #undef UG_ALPHA_METHOD
 
-  // Python operators. Reflected forms compute `other op self`. is_operator: an operand of
-  // another type gets NotImplemented, not a TypeError, so that Python asks the operand's
-  // reflected method next (a user class's __radd__) and otherwise raises its own TypeError
-  // ("unsupported operand type(s) for +"), as torch.
-#define UG_OPERATOR(py, name)                                                                            \
-  cls.def(                                                                                               \
-      "__" py "__", [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }, nb::is_operator()); \
-  cls.def(                                                                                               \
-      "__" py "__", [](const Tensor& a, Scalar b) { return ug::name(a, b); }, nb::is_operator());        \
-  cls.def(                                                                                               \
-      "__r" py "__", [](const Tensor& a, Scalar b) { return ug::name(b, a); }, nb::is_operator());       \
-  cls.def(                                                                                               \
-      "__i" py "__", [](Tensor& a, const Tensor& b) { return a.name##_(b); }, nb::is_operator());        \
-  cls.def(                                                                                               \
-      "__i" py "__", [](Tensor& a, Scalar b) { return a.name##_(b); }, nb::is_operator());
-  UG_OPERATOR("add", add)
+  // Python operators. Reflected forms compute `other op self`.
+  def_operator(cls, "__add__", [](Tensor& a, const auto& b) { return ug::add(a, b); });
+  def_operator(cls, "__radd__", [](Tensor& a, const auto& b) { return ug::add(b, a); });
+  def_operator(cls, "__iadd__", [](Tensor& a, const auto& b) -> Tensor& { return a.add_(b); });
+#define UG_OPERATOR(py, name)                                                                \
+  def_operator(cls, "__" py "__", [](Tensor& a, const auto& b) { return ug::name(a, b); });  \
+  def_operator(cls, "__r" py "__", [](Tensor& a, const auto& b) { return ug::name(b, a); }); \
+  def_operator(cls, "__i" py "__", [](Tensor& a, const auto& b) -> Tensor& { return a.name##_(b); });
   UG_OPERATOR("sub", sub)
   UG_OPERATOR("mul", mul)
   UG_OPERATOR("truediv", div)
@@ -105,12 +129,9 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
   UG_OPERATOR("lshift", bitwise_left_shift)
   UG_OPERATOR("rshift", bitwise_right_shift)
 #undef UG_OPERATOR
-  // As above: t == "a" is False, t != None True (as torch).
-#define UG_COMPARISON(py, name)                                                                          \
-  cls.def(                                                                                               \
-      "__" py "__", [](const Tensor& a, const Tensor& b) { return ug::name(a, b); }, nb::is_operator()); \
-  cls.def(                                                                                               \
-      "__" py "__", [](const Tensor& a, Scalar b) { return ug::name(a, b); }, nb::is_operator());
+  // t == "a" is False, t != None True (as torch).
+#define UG_COMPARISON(py, name) \
+  def_operator(cls, "__" py "__", [](Tensor& a, const auto& b) { return ug::name(a, b); });
   UG_COMPARISON("eq", eq)
   UG_COMPARISON("ne", ne)
   UG_COMPARISON("lt", lt)
@@ -118,6 +139,10 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
   UG_COMPARISON("gt", gt)
   UG_COMPARISON("ge", ge)
 #undef UG_COMPARISON
+  def_operator(cls, "__matmul__", [](Tensor& a, const Tensor& b) { return a.matmul(b); });
+  def_operator(cls, "__rmatmul__", [](Tensor& a, const Tensor& b) { return b.matmul(a); });
+  // NumPy's own operators defer to the tensor's reflected ones (np.ones(2) + t is a tensor).
+  cls.attr("__array_priority__") = 1000;
   cls.def("__neg__", [](const Tensor& a) { return a.neg(); })
       .def("__pos__", [](const Tensor& a) { return a; })
       .def("__abs__", [](const Tensor& a) { return a.abs(); })

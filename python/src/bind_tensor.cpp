@@ -402,11 +402,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("mm", &Tensor::mm)
       .def("bmm", &Tensor::bmm)
       .def("dot", &Tensor::dot)
-      .def("outer", &Tensor::outer)
-      // is_operator: NotImplemented for other operand types (bind_elementwise.cpp's operators).
-      .def("__matmul__", &Tensor::matmul, nb::is_operator())
-      .def(
-          "__rmatmul__", [](const Tensor& t, const Tensor& o) { return o.matmul(t); }, nb::is_operator());
+      .def("outer", &Tensor::outer);
   bind_elementwise_methods(cls);
   (void)m;
 }

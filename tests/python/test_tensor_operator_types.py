@@ -84,8 +84,41 @@ def test_supported_operands_still_work():
     np.testing.assert_allclose((t ** np.int64(2)).numpy(), [1, 4])
     np.testing.assert_allclose((t + t).numpy(), [2, 4])
     assert float(t @ t) == 5
-    np.testing.assert_allclose((np.ones(2) + t), [2, 3])  # NumPy's operator, as before
     t += 1
     np.testing.assert_allclose(t.numpy(), [2, 3])
     with pytest.raises(RuntimeError):  # an error inside a supported operation is not swallowed
         ug.ones(2) + ug.ones(3)
+
+
+@pytest.mark.parametrize("array", [np.ones(2), np.arange(2, dtype=np.float32), np.array([1, 2], np.int32)],
+                         ids=["float64", "float32", "int32"])
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "truediv", "lt", "eq"])
+def test_numpy_array_operand_is_a_tensor_of_its_dtype(name, array):
+    # torch: t + np.ones(2) is t + torch.from_numpy(np.ones(2)), a float64 tensor (its comparisons
+    # refuse arrays); unigrad gives that tensor on either side (NumPy defers to the tensor's
+    # reflected operator through __array_priority__).
+    op = getattr(operator, name)
+    theirs = op(torch.tensor([1.0, 2.0]), torch.from_numpy(array))
+    for ours in (op(ug.tensor([1.0, 2.0]), array), op(array, ug.tensor([1.0, 2.0])) if name in ("add", "mul") else None):
+        if ours is None:
+            continue
+        assert isinstance(ours, ug.Tensor)
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_numpy_scalar_on_the_left_gives_a_tensor():
+    for scalar in (np.float64(2), np.int64(2), np.float32(2)):
+        ours, theirs = scalar * ug.tensor([1.0, 2.0]), scalar * torch.tensor([1.0, 2.0])
+        assert isinstance(ours, ug.Tensor) and ours.dtype == ug.float32 and theirs.dtype == torch.float32
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("other", [1, ug.ones(2), np.ones(2, np.float32)], ids=["number", "tensor", "array"])
+def test_in_place_operator_keeps_the_python_object(other):
+    t = ug.ones(2)
+    alias = t
+    t += other
+    t *= 3
+    assert t is alias  # as torch: x += y rebinds x to the same object
+    np.testing.assert_array_equal(alias.numpy(), [6, 6])
