@@ -82,10 +82,8 @@ nb::object python_sample(const Dataset& d, int64_t index) {
     return python_sample(*subset->dataset(), subset->indices()[static_cast<size_t>(index)]);
   }
   if (const auto* concat = dynamic_cast<const ug::data::ConcatDataset*>(&d)) {
-    ug::data::check_index("ConcatDataset", index, concat->size());
-    const auto& ends = concat->cumulative_sizes();
-    const size_t part = static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), index) - ends.begin());
-    return python_sample(*concat->datasets()[part], part ? index - ends[part - 1] : index);
+    const auto [part, local] = concat->locate(index);
+    return python_sample(*concat->datasets()[part], local);
   }
   const auto* stack = dynamic_cast<const ug::data::StackDataset*>(&d);
   if (!stack) return example_to_element(d.get(index));

@@ -53,10 +53,10 @@ class ConcatDataset : public Dataset {
   const std::vector<std::shared_ptr<Dataset>>& datasets() const { return datasets_; }
   /** Running totals of the sizes, as torch's cumulative_sizes. */
   const std::vector<int64_t>& cumulative_sizes() const { return cumulative_sizes_; }
-
- private:
   /** (data set, index inside it) of a global index. */
   std::pair<size_t, int64_t> locate(int64_t index) const;
+
+ private:
   std::vector<std::shared_ptr<Dataset>> datasets_;
   std::vector<int64_t> cumulative_sizes_;
 };
