@@ -1,19 +1,17 @@
 // ug.data.DataLoader (torch.utils.data.DataLoader) and ug.data.BatchSource. The loader runs
 // on ug::data::BatchLoader: sampling, worker threads, ordering and seeding are C++; this file
 // only adapts Python data sets, collate_fns, worker_init_fns and iterable data sets. Its batches
-// are either tensors (the C++ collation) or what a Python collate_fn returned (PyBatch).
+// are either tensors (the C++ collation) or Python values (PyBatch): a collate_fn's result, or
+// Python samples collated as torch's default_collate does (they may nest or hold strings).
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
-#include <atomic>
-
 #include "bindings.h"
 #include "data_samplers_python.h"
 #include "data_sets_python.h"
-#include "ug/data/collate.h"
 #include "ug/data/data_loader.h"
 #include "ug/data/seeding.h"
 #include "ug/data/worker_info.h"
@@ -69,22 +67,19 @@ nb::object convert_sample(nb::handle collate_fn, nb::handle sample) {
 /** One pass of a DataLoader, as a Python iterator. Dropping it stops its workers. */
 class LoaderIterator {
  public:
-  /** `single` says whether samples come as one value (then a batch is a tensor, not a list). */
-  LoaderIterator(std::unique_ptr<Pass> pass, std::function<bool()> single, nb::object loader)
-      : pass_(std::move(pass)), single_(std::move(single)), loader_(std::move(loader)) {}
+  LoaderIterator(std::unique_ptr<Pass> pass, nb::object loader) : pass_(std::move(pass)), loader_(std::move(loader)) {}
   ~LoaderIterator() {
     without_gil([&] { pass_.reset(); });
   }
   nb::object next() {
     std::optional<PyBatch> batch = without_gil([&] { return pass_->next(); });
     if (!batch) throw nb::stop_iteration();
-    if (auto* e = std::get_if<Example>(&*batch)) return example_to_python(*e, single_());
+    if (auto* e = std::get_if<Example>(&*batch)) return example_to_python(*e, false);
     return std::get<PyRef>(*batch).get();
   }
 
  private:
   std::unique_ptr<Pass> pass_;
-  std::function<bool()> single_;
   PyRef loader_;
   WorkerRegistration registration_{[p = pass_.get()] { p->stop(); }};
 };
@@ -132,12 +127,6 @@ class PyDataLoader : public BatchSource {
     if (core_) return core_->begin_pass();
     return iterable_pass();
   }
-  /** Whether the samples come as one value rather than a tuple (known once one is read). */
-  std::function<bool()> single() const {
-    if (dataset_) return [d = dataset_] { return yields_single(*d); };
-    return [flag = iterable_single_] { return flag->load(); };
-  }
-
   void set_epoch(int64_t epoch) {
     if (core_) core_->set_epoch(epoch);
     epoch_ = epoch;
@@ -147,8 +136,8 @@ class PyDataLoader : public BatchSource {
     set_epoch(epoch);
     pass_ = begin_pass();
   }
-  /** A batch as tensors, for the training loop; a Python collate_fn's result must be a
-   *  tensor or a tuple / list of tensors. */
+  /** A batch as tensors, for the training loop; a Python batch (a collate_fn's result, or
+   *  Python samples collated) must be a tensor, or a tuple, list or dict of tensors. */
   std::optional<Example> next() override {
     if (!pass_) {
       nb::gil_scoped_acquire gil;
@@ -158,7 +147,7 @@ class PyDataLoader : public BatchSource {
     if (!batch) return std::nullopt;
     if (auto* e = std::get_if<Example>(&*batch)) return std::move(*e);
     nb::gil_scoped_acquire gil;
-    return example_from_python(std::get<PyRef>(*batch).get(), "DataLoader: collate_fn result");
+    return example_from_python(std::get<PyRef>(*batch).get(), "DataLoader: batch");
   }
   int64_t num_batches() const override {
     if (core_) return core_->num_batches();
@@ -184,6 +173,13 @@ class PyDataLoader : public BatchSource {
         nb::gil_scoped_acquire gil;
         return PyBatch(PyRef(convert_sample(collate.get(), d.get()[nb::int_(indices[0])])));
       };
+    if (collate_.get().is_none() && has_python_samples(*dataset_))
+      return [d = dataset_](std::span<const int64_t> indices) {
+        nb::gil_scoped_acquire gil;
+        nb::list samples;
+        for (int64_t i : indices) samples.append(python_sample(*d, i));
+        return PyBatch(PyRef(collate_samples(samples, "DataLoader")));
+      };
     if (collate_.get().is_none())
       return [d = dataset_](std::span<const int64_t> indices) { return PyBatch(d->get_batch(indices)); };
     return [d = dataset_obj_, collate = collate_](std::span<const int64_t> indices) {
@@ -200,8 +196,7 @@ class PyDataLoader : public BatchSource {
     const int64_t epoch = epoch_++;
     const uint64_t seed = ug::data::pass_seed(args_.options.seed, epoch);
     auto it = std::make_shared<PyRef>(nb::iter(dataset_obj_.get()));
-    auto produce = [it, seed, collate = collate_, a = args_,
-                    flag = iterable_single_](int64_t i) -> std::optional<PyBatch> {
+    auto produce = [it, seed, collate = collate_, a = args_](int64_t i) -> std::optional<PyBatch> {
       ug::Generator g(ug::data::batch_seed(seed, i));
       ug::GeneratorScope scope(g);
       nb::gil_scoped_acquire gil;
@@ -225,11 +220,7 @@ class PyDataLoader : public BatchSource {
       if (samples.size() == 0 || (a.drop_last && static_cast<int64_t>(samples.size()) < a.batch_size))
         return std::nullopt;
       if (!collate.get().is_none()) return PyBatch(PyRef(collate.get()(samples)));
-      std::vector<Example> rows;
-      bool single = false;
-      for (nb::handle s : samples) rows.push_back(example_from_python(s, "DataLoader", &single));
-      flag->store(single);
-      return PyBatch(ug::data::default_collate(rows));
+      return PyBatch(PyRef(collate_samples(samples, "DataLoader")));
     };
     // One thread pulls from the iterator, and its worker_info says so: a data set that shards
     // its stream by get_worker_info() (as torch's multi-process workers need) reads it whole.
@@ -245,8 +236,7 @@ class PyDataLoader : public BatchSource {
   std::shared_ptr<ug::data::Dataset> dataset_;  // map-style data sets
   std::optional<BatchLoader<PyBatch>> core_;    // map-style data sets
   int64_t epoch_ = 0;                           // iterable data sets
-  std::shared_ptr<std::atomic<bool>> iterable_single_ = std::make_shared<std::atomic<bool>>(false);
-  std::unique_ptr<Pass> pass_;  // the pass of start_epoch / next
+  std::unique_ptr<Pass> pass_;                  // the pass of start_epoch / next
   WorkerRegistration registration_{[this] {
     if (pass_) pass_->stop();
   }};
@@ -314,7 +304,7 @@ void bind_data_loader(nb::module_& data) {
       .def("__iter__",
            [](nb::handle self) {
              PyDataLoader& l = nb::cast<PyDataLoader&>(self);
-             return std::make_unique<LoaderIterator>(l.begin_pass(), l.single(), nb::borrow(self));
+             return std::make_unique<LoaderIterator>(l.begin_pass(), nb::borrow(self));
            })
       .def("__len__",
            [](const PyDataLoader& l) {
@@ -359,14 +349,10 @@ void bind_data_loader(nb::module_& data) {
            "NumPy arrays (in dicts, lists, tuples) as tensors, the rest as it is "
            "(torch.utils.data.default_convert; what a DataLoader with batch_size=None gives each sample).");
   data.def(
-      "default_collate",
-      [](nb::handle samples) {
-        std::vector<Example> rows;
-        bool single = false;
-        for (nb::handle s : samples) rows.push_back(example_from_python(s, "default_collate", &single));
-        return example_to_python(ug::data::default_collate(rows), single);
-      },
-      "batch"_a, "Samples (tuples of tensors, numbers, NumPy arrays) stacked field by field into a list of tensors.");
+      "default_collate", [](nb::handle batch) { return collate_samples(batch, "default_collate"); }, "batch"_a,
+      "Samples stacked field by field, as torch.utils.data.default_collate: tensors, numbers and NumPy arrays into "
+      "tensors, strings into a list, dicts key by key, tuples and lists into a list (namedtuples keep their type), "
+      "at any depth.");
 
   nb::module_::import_("atexit").attr("register")(nb::cpp_function([] { WorkerRegistration::stop_all(); }));
 }

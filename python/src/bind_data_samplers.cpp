@@ -1,7 +1,8 @@
 // ug.data's samplers: Sampler (subclassable: __iter__ and __len__), SequentialSampler,
-// RandomSampler, WeightedRandomSampler, DistributedSampler and BatchSampler.
+// RandomSampler, SubsetRandomSampler, WeightedRandomSampler, DistributedSampler and BatchSampler.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <nanobind/trampoline.h>
 
@@ -127,6 +128,25 @@ void bind_data_samplers(nb::module_& data) {
           },
           "data_source"_a, "replacement"_a = false, "num_samples"_a.none() = nb::none(),
           "generator"_a.none() = nb::none(), nb::kw_only(), "seed"_a.none() = nb::none());
+
+  nb::class_<ug::data::SubsetRandomSampler, Sampler>(
+      data, "SubsetRandomSampler",
+      "The given indices in a random order per pass. Seeded, pass k depends on (seed, k) only.")
+      .def(
+          "__init__",
+          [](ug::data::SubsetRandomSampler* self, nb::handle indices, nb::handle generator, nb::handle seed) {
+            nb::object values = nb::isinstance<ug::Tensor>(indices) ? indices.attr("tolist")() : nb::borrow(indices);
+            std::vector<int64_t> subset;
+            for (nb::handle i : nb::iter(values)) {
+              if (!PyIndex_Check(i.ptr()))
+                ug::fail<ug::TypeError>("[SubsetRandomSampler] indices must be integers, got a ",
+                                        nb::cast<std::string>(i.type().attr("__name__")));
+              subset.push_back(nb::cast<int64_t>(nb::steal(PyNumber_Index(i.ptr()))));
+            }
+            new (self) ug::data::SubsetRandomSampler(std::move(subset), seed_from_python(seed, generator));
+          },
+          "indices"_a, "generator"_a.none() = nb::none(), nb::kw_only(), "seed"_a.none() = nb::none())
+      .def_prop_ro("indices", &ug::data::SubsetRandomSampler::subset);
 
   nb::class_<ug::data::WeightedRandomSampler, Sampler>(data, "WeightedRandomSampler",
                                                        "num_samples indices drawn in proportion to `weights`.")

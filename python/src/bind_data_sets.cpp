@@ -1,5 +1,7 @@
 // ug.data's data sets: Dataset (subclassable: __len__ and __getitem__), TensorDataset,
-// Subset, ConcatDataset, random_split, and the marker class IterableDataset.
+// Subset, ConcatDataset, StackDataset and random_split.
+#include <algorithm>
+
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/vector.h>
@@ -22,9 +24,10 @@ using ug::data::Example;
 struct PyDataset : Dataset, PythonSamples {
   NB_TRAMPOLINE(Dataset, 2);
   int64_t size() const override { NB_OVERRIDE_PURE_NAME("__len__", size); }
-  Example get(int64_t index) const override {
-    nb::detail::ticket ticket(nb_trampoline, "__getitem__", true);  // holds the GIL
-    return convert(nb_trampoline.base().attr(ticket.key)(index), "Dataset.__getitem__");
+  Example get(int64_t index) const override { return fields(index); }
+  nb::object sample(int64_t index) const override {
+    nb::detail::ticket ticket(nb_trampoline, "__getitem__", true);
+    return nb_trampoline.base().attr(ticket.key)(index);
   }
 };
 
@@ -37,10 +40,8 @@ class DuckDataset : public Dataset, public PythonSamples {
     nb::gil_scoped_acquire gil;
     return static_cast<int64_t>(nb::len(obj_.get()));
   }
-  Example get(int64_t index) const override {
-    nb::gil_scoped_acquire gil;
-    return convert(obj_.get()[nb::int_(index)], "Dataset.__getitem__");
-  }
+  Example get(int64_t index) const override { return fields(index); }
+  nb::object sample(int64_t index) const override { return obj_.get()[nb::int_(index)]; }
 
  private:
   PyRef obj_;
@@ -74,9 +75,35 @@ std::shared_ptr<Dataset> dataset_from_python(nb::handle obj, const char* op) {
                           nb::cast<std::string>(obj.type().attr("__name__")));
 }
 
-bool yields_single(const Dataset& d) {
-  const auto* p = dynamic_cast<const PythonSamples*>(&d);
-  return p && p->single();
+nb::object python_sample(const Dataset& d, int64_t index) {
+  if (const auto* p = dynamic_cast<const PythonSamples*>(&d)) return p->sample(index);
+  if (const auto* subset = dynamic_cast<const ug::data::Subset*>(&d)) {
+    ug::data::check_index("Subset", index, subset->size());
+    return python_sample(*subset->dataset(), subset->indices()[static_cast<size_t>(index)]);
+  }
+  if (const auto* concat = dynamic_cast<const ug::data::ConcatDataset*>(&d)) {
+    const auto [part, local] = concat->locate(index);
+    return python_sample(*concat->datasets()[part], local);
+  }
+  const auto* stack = dynamic_cast<const ug::data::StackDataset*>(&d);
+  if (!stack) return example_to_element(d.get(index));
+  ug::data::check_index("StackDataset", index, stack->size());
+  const auto& datasets = stack->datasets();
+  if (stack->keys().empty()) {
+    nb::list samples;
+    for (const auto& part : datasets) samples.append(python_sample(*part, index));
+    return nb::tuple(samples);
+  }
+  nb::dict samples;
+  for (size_t k = 0; k < datasets.size(); ++k) samples[stack->keys()[k].c_str()] = python_sample(*datasets[k], index);
+  return samples;
+}
+
+bool has_python_samples(const Dataset& d) {
+  if (const auto* subset = dynamic_cast<const ug::data::Subset*>(&d)) return has_python_samples(*subset->dataset());
+  if (const auto* concat = dynamic_cast<const ug::data::ConcatDataset*>(&d))
+    return std::ranges::any_of(concat->datasets(), [](const auto& part) { return has_python_samples(*part); });
+  return dynamic_cast<const PythonSamples*>(&d) || dynamic_cast<const ug::data::StackDataset*>(&d);
 }
 
 void bind_data_sets(nb::module_& data) {
@@ -87,9 +114,7 @@ void bind_data_sets(nb::module_& data) {
       .def("__len__", &Dataset::size)
       .def(
           "__getitem__",
-          [](const Dataset& d, int64_t index) {
-            return example_to_element(d.get(normalize_index(index, d.size(), "Dataset")));
-          },
+          [](const Dataset& d, int64_t index) { return python_sample(d, normalize_index(index, d.size(), "Dataset")); },
           "index"_a, "Sample `index` as a tuple of tensors (a dict when its fields are named).")
       .def("__add__", [](nb::handle self, nb::handle other) {
         return std::make_shared<ug::data::ConcatDataset>(std::vector<std::shared_ptr<Dataset>>{
@@ -132,6 +157,34 @@ void bind_data_sets(nb::module_& data) {
           "datasets"_a)
       .def_prop_ro("datasets", [](const ug::data::ConcatDataset& c) { return c.datasets(); })
       .def_prop_ro("cumulative_sizes", [](const ug::data::ConcatDataset& c) { return c.cumulative_sizes(); });
+
+  nb::class_<ug::data::StackDataset, Dataset>(
+      data, "StackDataset",
+      "Sample i is (d[i] for d in args), or {k: d[i] for k, d in kwargs.items()}: data sets of one size side by side.")
+      .def("__init__",
+           [](ug::data::StackDataset* self, nb::args args, nb::kwargs kwargs) {
+             if (args.size() && kwargs.size())
+               ug::fail(
+                   "[StackDataset] give the data sets either as arguments (tuple samples) or as keyword arguments "
+                   "(dict samples), not both");
+             std::vector<std::shared_ptr<Dataset>> datasets;
+             std::vector<std::string> keys;
+             for (nb::handle d : args) datasets.push_back(dataset_from_python(d, "StackDataset"));
+             for (auto [key, d] : kwargs) {
+               keys.push_back(nb::cast<std::string>(key));
+               datasets.push_back(dataset_from_python(d, "StackDataset"));
+             }
+             new (self) ug::data::StackDataset(std::move(datasets), std::move(keys));
+           })
+      .def_prop_ro(
+          "datasets",
+          [](const ug::data::StackDataset& s) -> nb::object {
+            if (s.keys().empty()) return nb::tuple(nb::cast(s.datasets()));
+            nb::dict out;
+            for (size_t k = 0; k < s.keys().size(); ++k) out[s.keys()[k].c_str()] = nb::cast(s.datasets()[k]);
+            return out;
+          },
+          "The data sets: a tuple, or a dict by key.");
 
   data.def(
       "random_split",

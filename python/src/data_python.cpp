@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "convert.h"
+#include "ug/data/collate.h"
 #include "ug/core/random.h"
 
 namespace ugpy {
@@ -21,6 +22,83 @@ ug::Tensor field_from_python(nb::handle h, const char* op, const std::string& fi
   if (nb::hasattr(h, "__array_interface__")) return tensor_from_data(h, std::nullopt, std::nullopt);
   ug::fail<ug::TypeError>("[", op, "] field ", field, " is a ", py_type_name(h),
                           "; expected tensors, numbers or NumPy arrays (or a tuple or dict of them)");
+}
+
+bool is_string(nb::handle h) { return PyUnicode_Check(h.ptr()) || PyBytes_Check(h.ptr()); }
+bool is_namedtuple(nb::handle h) { return nb::isinstance<nb::tuple>(h) && nb::hasattr(h, "_fields"); }
+/** A value that becomes one tensor: a tensor, a number or a NumPy array. */
+bool is_value(nb::handle h) {
+  return nb::isinstance<ug::Tensor>(h) || PyLong_Check(h.ptr()) || PyFloat_Check(h.ptr()) ||
+         (nb::hasattr(h, "__array_interface__") && !is_string(h));
+}
+
+/** A sample that ug::data::Example holds: a value, or a plain tuple or list of values, or a
+ *  dict of them by string keys. */
+bool is_flat(nb::handle sample) {
+  if (PyDict_Check(sample.ptr())) {
+    for (auto [key, value] : nb::borrow<nb::dict>(sample))
+      if (!PyUnicode_Check(key.ptr()) || !is_value(value)) return false;
+    return true;
+  }
+  if ((nb::isinstance<nb::tuple>(sample) && !is_namedtuple(sample)) || nb::isinstance<nb::list>(sample)) {
+    for (nb::handle value : sample)
+      if (!is_value(value)) return false;
+    return true;
+  }
+  return is_value(sample);
+}
+
+/** default_collate's recursion over the samples' structure, led by the first sample's. A
+ *  field of tuples or lists is a `column` (then strings stay a tuple, as torch's zip gives them). */
+nb::object collate_nested(const nb::list& batch, const char* op, bool column = false) {
+  nb::handle first = batch[0];
+  auto mismatch = [&](size_t s) {
+    ug::fail<ug::TypeError>("[", op, "] sample ", s, " of the batch is a ", py_type_name(batch[s]), ", sample 0 is a ",
+                            py_type_name(first));
+  };
+  if (is_value(first)) {
+    std::vector<ug::data::Example> rows;
+    for (size_t s = 0; s < batch.size(); ++s) {
+      if (!is_value(batch[s])) mismatch(s);
+      rows.push_back({field_from_python(batch[s], op, std::to_string(s))});
+    }
+    return nb::cast(without_gil([&] { return ug::data::default_collate(rows); })[0]);
+  }
+  if (is_string(first)) return column ? nb::object(nb::tuple(batch)) : nb::object(batch);  // as torch
+  if (PyDict_Check(first.ptr())) {
+    nb::dict out;
+    for (auto [key, value] : nb::borrow<nb::dict>(first)) {
+      nb::list column;
+      for (size_t s = 0; s < batch.size(); ++s) {
+        if (!PyDict_Check(batch[s].ptr())) mismatch(s);
+        if (!nb::borrow<nb::dict>(batch[s]).contains(key))
+          ug::fail("[", op, "] sample 0 of the batch has the key ", nb::cast<std::string>(nb::repr(key)), ", sample ",
+                   s, " does not");
+        column.append(batch[s][key]);
+      }
+      out[key] = collate_nested(column, op);
+    }
+    return out;
+  }
+  if (nb::isinstance<nb::tuple>(first) || nb::isinstance<nb::list>(first)) {
+    const size_t fields = nb::len(first);
+    for (size_t s = 1; s < batch.size(); ++s) {
+      nb::handle sample = batch[s];
+      if (!nb::isinstance<nb::tuple>(sample) && !nb::isinstance<nb::list>(sample)) mismatch(s);
+      if (nb::len(sample) != fields)
+        ug::fail("[", op, "] sample ", s, " of the batch has ", nb::len(sample), " fields, sample 0 has ", fields);
+    }
+    nb::list out;
+    for (size_t f = 0; f < fields; ++f) {
+      nb::list column;
+      for (nb::handle sample : batch) column.append(sample[f]);
+      out.append(collate_nested(column, op, true));
+    }
+    return is_namedtuple(first) ? first.type()(*out) : nb::object(out);
+  }
+  ug::fail<ug::TypeError>("[", op,
+                          "] batch must contain tensors, NumPy arrays, numbers, strings, dicts or lists; found a ",
+                          py_type_name(first));
 }
 
 struct Registry {
@@ -57,6 +135,18 @@ ug::data::Example example_from_python(nb::handle value, const char* op, bool* si
   }
   if (out.empty()) ug::fail("[", op, "] expected at least one field, got an empty ", py_type_name(value));
   return out;
+}
+
+nb::object collate_samples(nb::handle batch, const char* op) {
+  nb::list samples;
+  for (nb::handle s : nb::iter(batch)) samples.append(s);
+  if (samples.size() == 0) ug::fail("[", op, "] expected at least one sample");
+  for (nb::handle s : samples)
+    if (!is_flat(s)) return collate_nested(samples, op);
+  std::vector<ug::data::Example> rows;
+  bool single = false;
+  for (nb::handle s : samples) rows.push_back(example_from_python(s, op, &single));
+  return example_to_python(without_gil([&] { return ug::data::default_collate(rows); }), single);
 }
 
 nb::object default_convert(nb::handle data) {

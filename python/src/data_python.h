@@ -22,6 +22,13 @@ nb::object example_to_python(const ug::data::Example& e, bool single);
  *  named, else a tuple of tensors. */
 nb::object example_to_element(const ug::data::Example& e);
 
+/** torch's default_collate on a batch (an iterable) of Python samples: tensors, numbers and
+ *  NumPy arrays are stacked into tensors, strings gathered into a list, dicts collated key by
+ *  key, tuples and lists field by field into a list (a namedtuple keeps its type), at any
+ *  depth. A batch of flat samples (a value, or a tuple, list or dict of values) is stacked
+ *  by ug::data::default_collate. Errors name `op`. Needs the GIL. */
+nb::object collate_samples(nb::handle batch, const char* op);
+
 /** torch's default_convert, what a DataLoader with batch_size=None gives each sample: NumPy
  *  arrays and scalars become tensors, dicts, lists and tuples are converted item by item (a
  *  tuple becomes a list, a namedtuple stays one), anything else is kept as it is. Needs the GIL. */
@@ -45,8 +52,8 @@ class PyRef {
   nb::object obj_;
 };
 
-/** What the DataLoader's workers hand over: tensors from the C++ collation, or whatever a
- *  Python collate_fn returned. */
+/** What the DataLoader's workers hand over: tensors from the C++ collation, or a Python
+ *  batch (whatever a collate_fn returned, or collate_samples' result). */
 using PyBatch = std::variant<ug::data::Example, PyRef>;
 
 /** While alive, `stop` is called at interpreter exit: a member of each object whose threads

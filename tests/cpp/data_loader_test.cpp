@@ -104,6 +104,27 @@ TEST(DataSets, SubsetAndConcat) {
   EXPECT_THROW(cat.get(9), ug::IndexError);
 }
 
+TEST(DataSets, StackDatasetFieldsSideBySide) {
+  auto labels = std::make_shared<data::TensorDataset>(std::vector<Tensor>{ug::arange(100, 104)});
+  data::StackDataset keyed({numbered(4), labels}, {"pair", "label"});
+  EXPECT_EQ(keyed.size(), 4);
+  const data::Example b = keyed.get_batch(std::vector<int64_t>{3, 1});
+  EXPECT_EQ(b.names, (std::vector<std::string>{"pair.0", "pair.1", "label"}));
+  EXPECT_EQ(ints(b.field("pair.1")), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(ints(b.field("label")), (std::vector<int64_t>{103, 101}));
+  const data::Example tuple = data::StackDataset({numbered(4), labels}).get(2);
+  EXPECT_EQ(tuple.size(), 3u);
+  EXPECT_TRUE(tuple.names.empty());
+  EXPECT_EQ(ints(tuple[2]), std::vector<int64_t>{102});
+  try {
+    data::StackDataset({numbered(4), numbered(5)});
+    FAIL() << "expected a size mismatch";
+  } catch (const ug::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("dataset 0 has 4 samples, dataset 1 has 5"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(keyed.get(4), ug::IndexError);
+}
+
 TEST(DataSets, RandomSplitLengthsAndFractions) {
   auto ds = numbered(10);
   auto parts = data::random_split(ds, {3, 7}, 1);
@@ -132,6 +153,17 @@ TEST(Samplers, SeededShufflesDependOnSeedAndEpochOnly) {
   const std::vector<int64_t> d1 = drawn.indices();
   ug::manual_seed(3);
   EXPECT_EQ(drawn.indices(), d1);
+}
+
+TEST(Samplers, SubsetRandomSamplerPermutesItsIndices) {
+  const std::vector<int64_t> subset{9, 4, 30, 2, 17, 8};
+  data::SubsetRandomSampler a(subset, 5), b(subset, 5);
+  const std::vector<int64_t> e0 = a.indices(), e1 = a.indices();
+  EXPECT_EQ(sorted(e0), sorted(subset));
+  EXPECT_EQ(sorted(e1), sorted(subset));
+  b.set_epoch(1);
+  EXPECT_EQ(b.indices(), e1);
+  EXPECT_EQ(a.size(), 6);
 }
 
 TEST(Samplers, RandomSamplerNumSamples) {

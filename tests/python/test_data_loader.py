@@ -160,8 +160,17 @@ def test_bad_fields_and_samples():
         def __getitem__(self, i):
             return ug.zeros(2), "label"
 
-    with pytest.raises(TypeError, match="field 1 is a str"):
-        next(iter(D.DataLoader(Strings(), batch_size=2)))
+    assert next(iter(D.DataLoader(Strings(), batch_size=2)))[1] == ("label", "label")  # as torch
+
+    class Unsupported(D.Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            return ug.zeros(2), None
+
+    with pytest.raises(TypeError, match=r"\[DataLoader\] batch must contain .*; found a NoneType"):
+        next(iter(D.DataLoader(Unsupported(), batch_size=2)))
 
     class Ragged(D.Dataset):
         def __len__(self):

@@ -275,5 +275,6 @@ def test_utils_data_is_torch_utils_data_layout():
         ug.data.RandomSampler)
     for name in ["DataLoader", "Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset",
                  "random_split", "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
-                 "WeightedRandomSampler", "get_worker_info", "default_collate", "default_convert"]:
+                 "WeightedRandomSampler", "SubsetRandomSampler", "ChainDataset", "StackDataset",
+                 "get_worker_info", "default_collate", "default_convert"]:
         assert hasattr(data, name), name

@@ -16,5 +16,27 @@ class IterableDataset:
         raise NotImplementedError(f"{type(self).__name__} must define __iter__")
 
 
-__all__.append("IterableDataset")
+class ChainDataset(IterableDataset):
+    """IterableDatasets one after the other (torch.utils.data.ChainDataset); its len() is the
+    sum of theirs."""
+
+    def __init__(self, datasets):
+        super().__init__()
+        self.datasets = datasets
+
+    def _parts(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise TypeError(f"[ChainDataset] expected IterableDatasets, got a {type(d).__name__}")
+            yield d
+
+    def __iter__(self):
+        for d in self._parts():
+            yield from d
+
+    def __len__(self):
+        return sum(len(d) for d in self._parts())
+
+
+__all__ += ["IterableDataset", "ChainDataset"]
 from . import transforms  # noqa: E402,F401

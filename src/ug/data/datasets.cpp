@@ -134,6 +134,48 @@ Example ConcatDataset::get_batch(std::span<const int64_t> indices) const {
   return out;
 }
 
+StackDataset::StackDataset(std::vector<std::shared_ptr<Dataset>> datasets, std::vector<std::string> keys)
+    : datasets_(std::move(datasets)), keys_(std::move(keys)) {
+  if (datasets_.empty()) fail("[StackDataset] at least one dataset should be passed");
+  if (!keys_.empty() && keys_.size() != datasets_.size())
+    fail("[StackDataset] got ", keys_.size(), " keys for ", datasets_.size(), " data sets");
+  auto name = [&](size_t d) { return keys_.empty() ? "dataset " + std::to_string(d) : "'" + keys_[d] + "'"; };
+  for (size_t d = 0; d < datasets_.size(); ++d) {
+    if (!datasets_[d]) fail("[StackDataset] expected data sets, got none");
+    if (datasets_[d]->size() != datasets_[0]->size())
+      fail("[StackDataset] size mismatch between datasets: ", name(0), " has ", datasets_[0]->size(), " samples, ",
+           name(d), " has ", datasets_[d]->size());
+  }
+  size_ = datasets_[0]->size();
+}
+
+Example StackDataset::stacked(const std::vector<Example>& parts) const {
+  Example out;
+  for (size_t d = 0; d < parts.size(); ++d) {
+    out.insert(out.end(), parts[d].begin(), parts[d].end());
+    if (keys_.empty()) continue;
+    if (parts[d].size() == 1 && parts[d].names.empty()) out.names.push_back(keys_[d]);
+    else
+      for (size_t f = 0; f < parts[d].size(); ++f)
+        out.names.push_back(keys_[d] + "." + (parts[d].names.empty() ? std::to_string(f) : parts[d].names[f]));
+  }
+  return out;
+}
+
+Example StackDataset::get(int64_t index) const {
+  check_index("StackDataset", index, size_);
+  std::vector<Example> parts;
+  for (const auto& d : datasets_) parts.push_back(d->get(index));
+  return stacked(parts);
+}
+
+Example StackDataset::get_batch(std::span<const int64_t> indices) const {
+  for (int64_t i : indices) check_index("StackDataset", i, size_);
+  std::vector<Example> parts;
+  for (const auto& d : datasets_) parts.push_back(d->get_batch(indices));
+  return stacked(parts);
+}
+
 std::vector<std::shared_ptr<Subset>> random_split(const std::shared_ptr<Dataset>& dataset,
                                                   const std::vector<double>& lengths, std::optional<uint64_t> seed) {
   if (!dataset) fail("[random_split] expected a data set, got none");

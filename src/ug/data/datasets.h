@@ -1,9 +1,10 @@
 // Data sets built from tensors or from other data sets (torch.utils.data's TensorDataset,
-// Subset, ConcatDataset and random_split).
+// Subset, ConcatDataset, StackDataset and random_split).
 #pragma once
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ug/data/dataset.h"
@@ -52,12 +53,36 @@ class ConcatDataset : public Dataset {
   const std::vector<std::shared_ptr<Dataset>>& datasets() const { return datasets_; }
   /** Running totals of the sizes, as torch's cumulative_sizes. */
   const std::vector<int64_t>& cumulative_sizes() const { return cumulative_sizes_; }
-
- private:
   /** (data set, index inside it) of a global index. */
   std::pair<size_t, int64_t> locate(int64_t index) const;
+
+ private:
   std::vector<std::shared_ptr<Dataset>> datasets_;
   std::vector<int64_t> cumulative_sizes_;
+};
+
+/** Sample i is sample i of every data set, their fields one after the other (torch's
+ *  StackDataset, whose samples Python rebuilds as a tuple or dict of the data sets' samples).
+ *  With `keys`, one per data set, the fields are named: by the key for a data set of
+ *  one-field samples, else "key.field" (the field's name or position). All data sets have
+ *  the same size. */
+class StackDataset : public Dataset {
+ public:
+  explicit StackDataset(std::vector<std::shared_ptr<Dataset>> datasets, std::vector<std::string> keys = {});
+  int64_t size() const override { return size_; }
+  Example get(int64_t index) const override;
+  /** One get_batch per data set. */
+  Example get_batch(std::span<const int64_t> indices) const override;
+  const std::vector<std::shared_ptr<Dataset>>& datasets() const { return datasets_; }
+  /** The data sets' keys; empty when the samples are tuples. */
+  const std::vector<std::string>& keys() const { return keys_; }
+
+ private:
+  /** The data sets' parts of a sample or batch as one Example. */
+  Example stacked(const std::vector<Example>& parts) const;
+  std::vector<std::shared_ptr<Dataset>> datasets_;
+  std::vector<std::string> keys_;
+  int64_t size_;
 };
 
 /** Splits `dataset` at random into Subsets of the given lengths, or of the given fractions

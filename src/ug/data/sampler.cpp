@@ -70,6 +70,15 @@ std::vector<int64_t> RandomSampler::indices() {
   return out;
 }
 
+SubsetRandomSampler::SubsetRandomSampler(std::vector<int64_t> indices, std::optional<uint64_t> seed)
+    : SeededSampler(seed), subset_(std::move(indices)) {}
+
+std::vector<int64_t> SubsetRandomSampler::indices() {
+  std::vector<int64_t> out = permutation(size(), next_pass_seed());
+  for (int64_t& i : out) i = subset_[static_cast<size_t>(i)];
+  return out;
+}
+
 WeightedRandomSampler::WeightedRandomSampler(std::vector<double> weights, int64_t num_samples, bool replacement,
                                              std::optional<uint64_t> seed)
     : SeededSampler(seed), weights_(std::move(weights)), num_samples_(num_samples), replacement_(replacement) {

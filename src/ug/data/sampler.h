@@ -74,6 +74,19 @@ class RandomSampler : public SeededSampler {
   int64_t num_samples_;
 };
 
+/** The given indices in a random order per pass (torch's SubsetRandomSampler). */
+class SubsetRandomSampler : public SeededSampler {
+ public:
+  explicit SubsetRandomSampler(std::vector<int64_t> indices, std::optional<uint64_t> seed = std::nullopt);
+  int64_t size() const override { return static_cast<int64_t>(subset_.size()); }
+  std::vector<int64_t> indices() override;
+  /** The indices it permutes, as given. */
+  const std::vector<int64_t>& subset() const { return subset_; }
+
+ private:
+  std::vector<int64_t> subset_;
+};
+
 /** num_samples indices drawn with probability proportional to `weights` (with replacement
  *  by default; without, like torch.multinomial: each index at most once). */
 class WeightedRandomSampler : public SeededSampler {
