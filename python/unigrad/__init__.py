@@ -66,7 +66,7 @@ for _name in (
     "renorm", "erfc", "deg2rad", "rad2deg", "sgn", "signbit", "sinc", "copysign", "heaviside", "float_power", "fmax",
     "fmin", "logaddexp2", "negative", "positive", "isneginf", "isposinf", "isreal", "is_nonzero", "ldexp",
     "mvlgamma", "aminmax", "hsplit", "vsplit", "dsplit", "msort", "slice_scatter", "select_scatter", "index_copy",
-    "scatter_reduce", "is_inference", "frexp", "gcd", "lcm", "clamp_min", "clamp_max",
+    "scatter_reduce", "index_reduce", "diagonal_scatter", "as_strided_scatter", "histogram", "is_inference", "frexp", "gcd", "lcm", "clamp_min", "clamp_max",
 ):
     if _name not in globals():
         globals()[_name] = _method_as_function(_name)
