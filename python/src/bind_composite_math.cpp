@@ -221,6 +221,8 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("round_", in_place<int64_t>("round_", static_cast<Tensor (*)(const Tensor&, int64_t)>(&ug::round)),
            nb::kw_only(), "decimals"_a)
       .def("frexp", frexp)
+      .def("nextafter", &ug::nextafter, "other"_a)
+      .def("nextafter_", in_place<const Tensor&>("nextafter_", &ug::nextafter), "other"_a)
       .def("gcd", &ug::gcd, "other"_a)
       .def("gcd_", in_place<const Tensor&>("gcd_", &ug::gcd), "other"_a)
       .def("lcm", &ug::lcm, "other"_a)

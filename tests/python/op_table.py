@@ -872,6 +872,7 @@ COMPOSITES = [
     Op("cartesian_prod", lambda m, a, b: m.cartesian_prod(a, b), x(3), x(2, seed=1), ops=("expand",)),
     Op("combinations", lambda m, a: m.combinations(a, 2), x(4), ops=("index_select",)),
     Op("erfc", lambda m, a: m.erfc(a), x(3, 4), ops=("erf",), off=ERF64),
+    Op("i0", lambda m, a: m.i0(a), x(3, 4, low=-25.0, high=25.0), ops=("exp", "where")),
     Op("sinc", lambda m, a: m.sinc(a), x(3, 4), ops=("sin", "div")),
     Op("copysign", lambda m, a, b: m.copysign(a, b.detach()), x(3, 4), x(4, seed=1), ops=("abs", "where")),
     Op("float_power", lambda m, a, b: m.float_power(a, b), pos(3, 4), x(4, seed=1), ops=("pow",)),

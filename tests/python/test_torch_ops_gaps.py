@@ -278,3 +278,37 @@ def test_gradient_refuses_bad_arguments():
             fn(ug)
     with pytest.raises(RuntimeError, match=r"coordinates along dim 1 must be 1-d with 3 entries, got shape \[2\]"):
         ug.gradient(y(ug), spacing=[ug.ones(2)], dim=1)  # torch reads past them and gives inf
+
+
+# ---- nextafter and i0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nextafter(dtype):
+    info = np.finfo(dtype)
+    edges = [0.0, -0.0, 1.0, -1.0, 0.5, -2.0, np.inf, -np.inf, np.nan, float(info.max), float(info.smallest_subnormal),
+             float(info.smallest_normal), 1e-40, 3.0]
+    a = np.array([e for e in edges for _ in edges], dtype)
+    b = np.array(edges * len(edges), dtype)
+    check(lambda m, x, y: m.nextafter(x, y), Arg(a), Arg(b), rtol=0, atol=0)
+    check(lambda m, x, y: x.nextafter(y), arr((3, 4), dtype), arr((4,), dtype, seed=1), rtol=0, atol=0)
+    check(lambda m, x, y: x.clone().nextafter_(y), arr((3, 4), dtype), arr((4,), dtype, seed=1), rtol=0, atol=0)
+
+
+def test_nextafter_promotes_and_refuses_integers():
+    check(lambda m, x, y: m.nextafter(x, y), arr((5,)), arr((5,), "float64", seed=1), rtol=0, atol=0)
+    check(lambda m, x, y: m.nextafter(x, y), arr((5,)), arr((5,), "int64", seed=1), rtol=0, atol=0)
+    check(lambda m: m.nextafter(m.tensor([1, 2]), m.tensor([3, 0])))
+    with pytest.raises(RuntimeError, match=r"\[nextafter\] needs a floating tensor, got int64 \[2\] and int64"):
+        ug.nextafter(ug.tensor([1, 2]), ug.tensor([3, 0]))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_i0(dtype):
+    check_op(lambda m, x: m.i0(x), arr((4, 6), dtype, low=-30.0, high=30.0),
+             only=("forward", "vjp", "fd", "jvp", "vmap"), rtol=1e-9 if dtype == "float64" else None)
+    x = Arg(np.array([0.0, -0.5, 19.99, 20.0, 20.01, -45.0, 90.0, 700.0, 720.0, np.inf, -np.inf, np.nan], dtype))
+    check(lambda m, t: m.i0(t), x, rtol=1e-13 if dtype == "float64" else None)
+    check(lambda m, t: m.special.i0(t), x, rtol=1e-13 if dtype == "float64" else None)
+    check(lambda m, t: t.i0(), arr((5,), "int64", low=-5, high=5))
+    check(lambda m, t: t.clone().i0_(), arr((5,), dtype))

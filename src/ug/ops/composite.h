@@ -58,6 +58,9 @@ Tensor fmod(const Tensor& a, Scalar b);
 Tensor lgamma(const Tensor& x);
 Tensor digamma(const Tensor& x);
 Tensor erfinv(const Tensor& x);
+/** The modified Bessel function of the first kind of order 0: its power series for |x| <= 20,
+ *  the asymptotic series beyond (both to about float64's precision), in float64 as the others. */
+Tensor i0(const Tensor& x);
 /** x - trunc(x). */
 Tensor frac(const Tensor& x);
 /** x rotated k quarter turns in the plane of dims, from the first towards the second. */

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "ug/core/type_info.h"
 #include "ug/core/value_read.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
@@ -741,6 +742,30 @@ std::pair<Tensor, Tensor> frexp(const Tensor& x) {
   const Tensor m = unscale(v, e);
   e = e + regular.logical_and(m >= 1.0).to(DType::Float64) - regular.logical_and(m < 0.5).to(DType::Float64);
   return {unscale(x.to(DType::Float64), e).to(x.dtype()), e.to(DType::Int32)};
+}
+
+Tensor nextafter(const Tensor& a, const Tensor& b) {
+  const DType dtype = ops::result_type(a, b);
+  if (!is_floating(dtype))
+    fail<RuntimeError>("[nextafter] needs a floating tensor, got ", a.dtype(), " ", a.shape(), " and ", b.dtype(), " ",
+                       b.shape());
+  const FloatInfo info = finfo(dtype);
+  // The dtype's significand bits and its smallest subnormal's exponent.
+  const double bits = 1.0 - std::log2(info.eps), lowest = std::log2(info.tiny * info.eps);
+  // In float64, where the dtype's neighbours are exact: x +- the gap to the next value.
+  const Tensor x = a.detach().to(dtype).to(DType::Float64), y = b.detach().to(dtype).to(DType::Float64);
+  const auto [mantissa, exponent] = frexp(x);
+  const Tensor e = exponent.to(DType::Float64);
+  const Tensor above = pow(Scalar(2.0), clamp_min(e - bits, Scalar(lowest)));
+  // Below a power of 2 the values are twice as dense.
+  const Tensor below = where(mantissa.abs() == 0.5, pow(Scalar(2.0), clamp_min(e - bits - 1.0, Scalar(lowest))), above);
+  const Tensor up = y > x, outwards = up == (x > 0.0);
+  Tensor next = where(up, x + where(outwards, above, below), x - where(outwards, above, below));
+  const double smallest = info.tiny * info.eps;
+  next = where(x == 0.0, where(up, full_like(x, smallest), full_like(x, -smallest)), next);
+  next = where(isinf(x), copysign(full_like(x, info.max), x), next);
+  next = where(x == y, y, where(isnan(x).logical_or(isnan(y)), NAN, next));
+  return next.to(dtype);
 }
 
 Tensor gcd(const Tensor& a, const Tensor& b) {

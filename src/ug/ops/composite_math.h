@@ -136,6 +136,10 @@ Tensor round(const Tensor& x, int64_t decimals);
 /** x = mantissa * 2^exponent with |mantissa| in [0.5, 1) (0, inf and NaN: themselves, exponent
  *  0); the exponent is int32. Floating x only. */
 std::pair<Tensor, Tensor> frexp(const Tensor& x);
+/** The next value after a towards b in their promoted dtype, which must be floating (b where
+ *  they are equal).
+ *  Not differentiable, as torch's. */
+Tensor nextafter(const Tensor& a, const Tensor& b);
 /** The greatest common divisor and least common multiple of integer tensors (broadcast,
  *  non-negative; gcd(0, 0) = 0, lcm(0, x) = 0). */
 Tensor gcd(const Tensor& a, const Tensor& b);
@@ -165,8 +169,9 @@ Tensor msort(const Tensor& x);
 Tensor slice_scatter(const Tensor& x, const Tensor& src, int64_t dim = 0, std::optional<int64_t> start = {},
                      std::optional<int64_t> end = {}, int64_t step = 1);
 Tensor select_scatter(const Tensor& x, const Tensor& src, int64_t dim, int64_t index);
-/** x with src written into x.diagonal(offset, dim1, dim2), or into the strided view of x's
- *  elements in row-major order (torch's as_strided_scatter on a contiguous x). */
+/** x with src written into x.diagonal(offset, dim1, dim2), or into the view of that size,
+ *  stride and storage offset (default x's own) on a copy of x's storage that keeps x's strides
+ *  and offset, as torch's (an x whose elements overlap is copied contiguous first). */
 Tensor diagonal_scatter(const Tensor& x, const Tensor& src, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
 Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const Dims& size, const Dims& stride,
                           std::optional<int64_t> storage_offset = {});
