@@ -125,6 +125,7 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("lgamma", &ug::lgamma)
       .def("digamma", &ug::digamma)
       .def("erfinv", &ug::erfinv)
+      .def("i0", &ug::i0)
       .def("fmod", static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&ug::fmod), "other"_a)
       .def("fmod", static_cast<Tensor (*)(const Tensor&, Scalar)>(&ug::fmod), "other"_a)
       .def("fmod_", in_place<const Tensor&>(static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&ug::fmod)),

@@ -164,12 +164,26 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("slice_scatter", &ug::slice_scatter, "src"_a, "dim"_a = 0, "start"_a = nb::none(), "end"_a = nb::none(),
            "step"_a = 1)
       .def("select_scatter", &ug::select_scatter, "src"_a, "dim"_a, "index"_a)
+      .def("diagonal_scatter", &ug::diagonal_scatter, "src"_a, "offset"_a = 0, "dim1"_a = 0, "dim2"_a = 1)
+      .def(
+          "as_strided_scatter",
+          [](const Tensor& t, const Tensor& src, nb::handle size, nb::handle stride,
+             std::optional<int64_t> storage_offset) {
+            return ug::as_strided_scatter(t, src, dims_from_sequence(size, "as_strided_scatter"),
+                                          dims_from_sequence(stride, "as_strided_scatter"), storage_offset);
+          },
+          "src"_a, "size"_a, "stride"_a, "storage_offset"_a = nb::none())
       .def("put", &ug::put, "index"_a, "source"_a, "accumulate"_a = false)
       .def("put_", in_place<const Tensor&, const Tensor&, bool>("put_", &ug::put), "index"_a, "source"_a,
            "accumulate"_a = false)
       .def("index_copy", &ug::index_copy, "dim"_a, "index"_a, "source"_a)
       .def("index_copy_", in_place<int64_t, const Tensor&, const Tensor&>("index_copy_", &ug::index_copy), "dim"_a,
            "index"_a, "source"_a)
+      .def("index_reduce", &ug::index_reduce, "dim"_a, "index"_a, "source"_a, "reduce"_a, nb::kw_only(),
+           "include_self"_a = true)
+      .def("index_reduce_",
+           in_place<int64_t, const Tensor&, const Tensor&, std::string_view, bool>("index_reduce_", &ug::index_reduce),
+           "dim"_a, "index"_a, "source"_a, "reduce"_a, nb::kw_only(), "include_self"_a = true)
       .def("scatter_reduce", &ug::scatter_reduce, "dim"_a, "index"_a, "src"_a, "reduce"_a, nb::kw_only(),
            "include_self"_a = true)
       .def("scatter_reduce_",
@@ -207,6 +221,8 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("round_", in_place<int64_t>("round_", static_cast<Tensor (*)(const Tensor&, int64_t)>(&ug::round)),
            nb::kw_only(), "decimals"_a)
       .def("frexp", frexp)
+      .def("nextafter", &ug::nextafter, "other"_a)
+      .def("nextafter_", in_place<const Tensor&>("nextafter_", &ug::nextafter), "other"_a)
       .def("gcd", &ug::gcd, "other"_a)
       .def("gcd_", in_place<const Tensor&>("gcd_", &ug::gcd), "other"_a)
       .def("lcm", &ug::lcm, "other"_a)
@@ -255,6 +271,29 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
       },
       "y"_a, "x"_a = nb::none(), nb::kw_only(), "dx"_a = nb::none(), "dim"_a = -1,
       "The trapezoidal rule along dim with sample points x or spacing dx (torch.trapezoid).");
+  m.def(
+      "cumulative_trapezoid",
+      [](const Tensor& y, std::optional<Tensor> x, std::optional<Scalar> dx, int64_t dim) {
+        if (x && dx) throw nb::type_error("[cumulative_trapezoid] takes x or dx, not both");
+        return x ? ug::cumulative_trapezoid(y, *x, dim) : ug::cumulative_trapezoid(y, dx.value_or(Scalar(1)), dim);
+      },
+      "y"_a, "x"_a = nb::none(), nb::kw_only(), "dx"_a = nb::none(), "dim"_a = -1,
+      "The running trapezoidal rule along dim with sample points x or spacing dx (torch.cumulative_trapezoid).");
+  m.def(
+      "gradient",
+      [](const Tensor& t, nb::handle spacing, nb::handle dim, int64_t edge_order) {
+        const ug::Dims dims = dim.is_none() ? ug::Dims{} : dims_of(dim, "gradient");
+        std::vector<Tensor> parts;
+        if (nb::isinstance<nb::sequence>(spacing) && nb::len(spacing) && nb::isinstance<Tensor>(spacing[0]))
+          parts = ug::gradient(t, nb::cast<std::vector<Tensor>>(spacing), dims, edge_order);
+        else if (nb::isinstance<nb::sequence>(spacing))
+          parts = ug::gradient(t, nb::cast<std::vector<Scalar>>(spacing), dims, edge_order);
+        else parts = ug::gradient(t, std::vector<Scalar>{nb::cast<Scalar>(spacing)}, dims, edge_order);
+        return nb::tuple(nb::cast(parts));
+      },
+      "input"_a, nb::kw_only(), "spacing"_a = 1, "dim"_a = nb::none(), "edge_order"_a = 1,
+      "The derivative along each dim by central differences, one-sided ones of order edge_order at the ends, with "
+      "a scalar spacing, one per dim, or 1-d coordinates per dim; a tuple with one tensor per dim (torch.gradient).");
   m.def(
       "trapz",
       [](const Tensor& y, std::optional<Tensor> x, Scalar dx, int64_t dim) {

@@ -3,6 +3,7 @@
 // searchsorted / bucketize, which torch has as functions only; python/unigrad/__init__.py
 // makes the function forms of the methods.
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
 
@@ -15,6 +16,9 @@ namespace {
 
 using ug::Tensor;
 using namespace nb::literals;
+
+// Borrowed: owned by the module attribute _histogram_type.
+nb::handle g_histogram;
 
 nb::object values_indices(const std::pair<Tensor, Tensor>& p) { return values_indices_type()(p.first, p.second); }
 
@@ -46,6 +50,11 @@ void bind_composite_order(nb::module_& m, nb::class_<Tensor>& tensor) {
   using Whole = Tensor (*)(const Tensor&);
   using Quantile = Tensor (*)(const Tensor&, const Tensor&, std::optional<int64_t>, bool, std::string_view);
   using QuantileF = Tensor (*)(const Tensor&, double, std::optional<int64_t>, bool, std::string_view);
+  nb::object histogram_type =
+      nb::module_::import_("collections").attr("namedtuple")("histogram", nb::make_tuple("hist", "bin_edges"));
+  histogram_type.attr("__module__") = "unigrad.return_types";
+  m.attr("_histogram_type") = histogram_type;
+  g_histogram = m.attr("_histogram_type");
   tensor
       .def("median", reduction<static_cast<Whole>(ug::median), static_cast<Reduce>(ug::median)>, "dim"_a = nb::none(),
            "keepdim"_a = false)
@@ -81,6 +90,16 @@ void bind_composite_order(nb::module_& m, nb::class_<Tensor>& tensor) {
           "return_inverse"_a = false, "return_counts"_a = false, "dim"_a = nb::none())
       .def("bincount", &ug::bincount, "weights"_a = nb::none(), "minlength"_a = 0)
       .def("histc", &ug::histc, "bins"_a = 100, "min"_a = 0, "max"_a = 0)
+      .def(
+          "histogram",
+          [](const Tensor& t, nb::handle bins, std::optional<std::pair<double, double>> range,
+             std::optional<Tensor> weight, bool density) {
+            const auto [hist, edges] = nb::isinstance<Tensor>(bins)
+                                           ? ug::histogram(t, nb::cast<Tensor>(bins), weight, density)
+                                           : ug::histogram(t, nb::cast<int64_t>(bins), range, weight, density);
+            return nb::borrow(g_histogram)(hist, edges);
+          },
+          "bins"_a, nb::kw_only(), "range"_a = nb::none(), "weight"_a = nb::none(), "density"_a = false)
       .def(
           "cummax", [](const Tensor& t, int64_t dim) { return values_indices(ug::cummax(t, dim)); }, "dim"_a)
       .def(

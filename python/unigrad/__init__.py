@@ -66,7 +66,7 @@ for _name in (
     "renorm", "erfc", "deg2rad", "rad2deg", "sgn", "signbit", "sinc", "copysign", "heaviside", "float_power", "fmax",
     "fmin", "logaddexp2", "negative", "positive", "isneginf", "isposinf", "isreal", "is_nonzero", "ldexp",
     "mvlgamma", "aminmax", "hsplit", "vsplit", "dsplit", "msort", "slice_scatter", "select_scatter", "index_copy",
-    "scatter_reduce", "is_inference", "frexp", "gcd", "lcm", "clamp_min", "clamp_max",
+    "scatter_reduce", "index_reduce", "diagonal_scatter", "as_strided_scatter", "histogram", "nextafter", "i0", "is_inference", "frexp", "gcd", "lcm", "clamp_min", "clamp_max",
 ):
     if _name not in globals():
         globals()[_name] = _method_as_function(_name)
@@ -105,6 +105,7 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):  # noqa: F811  
 
 
 from . import linalg  # noqa: E402  (torch.linalg)
+from . import special  # noqa: E402,F401  (torch.special)
 from .aliases import FUNCTIONS as _ALIAS_FUNCTIONS  # noqa: E402  (torch's arccos, greater, take, ...)
 
 for _name, _fn in _ALIAS_FUNCTIONS.items():

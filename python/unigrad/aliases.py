@@ -34,7 +34,7 @@ def _in_place(name):
     return method
 
 
-for _name in ("cumsum", "cumprod", "lerp", "erfinv", "digamma", "lgamma", "logit", "hypot", "frac", "xlogy"):
+for _name in ("cumsum", "cumprod", "lerp", "erfinv", "digamma", "lgamma", "logit", "hypot", "frac", "xlogy", "i0"):
     if not hasattr(Tensor, _name + "_"):
         setattr(Tensor, _name + "_", _in_place(_name))
 

@@ -58,6 +58,9 @@ Tensor fmod(const Tensor& a, Scalar b);
 Tensor lgamma(const Tensor& x);
 Tensor digamma(const Tensor& x);
 Tensor erfinv(const Tensor& x);
+/** The modified Bessel function of the first kind of order 0: its power series for |x| <= 20,
+ *  the asymptotic series beyond (both to about float64's precision), in float64 as the others. */
+Tensor i0(const Tensor& x);
 /** x - trunc(x). */
 Tensor frac(const Tensor& x);
 /** x rotated k quarter turns in the plane of dims, from the first towards the second. */
@@ -126,6 +129,15 @@ Tensor bincount(const Tensor& x, const std::optional<Tensor>& weights = {}, int6
 /** A histogram of `bins` equal bins over [min, max] (min == max: x's own range); elements
  *  outside are left out. */
 Tensor histc(const Tensor& x, int64_t bins = 100, double min = 0, double max = 0);
+/** (hist, bin_edges) of x's elements (flattened): `bins` equal bins over range (x's own range
+ *  when not given, [0, 1] for an empty x; an empty range is widened by 0.5 each way), or between
+ *  the given 1-d edges (x's dtype). The last bin holds its right edge; elements outside are left
+ *  out. weight (x's shape and dtype) weighs each element; density divides by the total and the
+ *  bin widths. Not differentiable, as torch's. */
+std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional<std::pair<double, double>> range = {},
+                                    const std::optional<Tensor>& weight = {}, bool density = false);
+std::pair<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bins, const std::optional<Tensor>& weight = {},
+                                    bool density = false);
 /** Where values would go into each sorted row of sorted_sequence (1-d, or sharing values'
  *  leading dims) to keep it sorted: before equal elements, or after them (right, side =
  *  "right"); sorter sorts an unsorted sequence. bucketize is searchsorted into 1-d boundaries. */

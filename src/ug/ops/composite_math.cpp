@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <numbers>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
+#include "ug/core/type_info.h"
 #include "ug/core/value_read.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
@@ -356,6 +358,132 @@ Tensor trapezoid(const Tensor& y, Scalar dx, int64_t dim) {
   return (fy.sum(Dims{d}) - (fy.select(d, 0) + fy.select(d, n - 1)) * 0.5) * dx;
 }
 
+namespace {
+
+/** cumulative_trapezoid's dim, checked, and y as floating. */
+std::pair<int64_t, Tensor> cumulative_operand(const Tensor& y, int64_t dim) {
+  if (y.dim() == 0) fail<IndexError>("[cumulative_trapezoid] needs at least 1 dim, got a 0-d tensor");
+  return {wrap_dim(dim, y.dim(), "cumulative_trapezoid"), as_floating(y)};
+}
+
+}  // namespace
+
+Tensor cumulative_trapezoid(const Tensor& y, const Tensor& x, int64_t dim) {
+  const auto [d, fy] = cumulative_operand(y, dim);
+  const int64_t n = y.size(d);
+  if (x.dim() == 1 ? x.size(0) != n : x.dim() != y.dim() || x.size(d) != n)
+    fail<RuntimeError>("[cumulative_trapezoid] x needs one value per sample point: 1-d of length ", n,
+                       " or y's rank with ", n, " along dim ", d, ", got ", x.shape(), " (y ", y.shape(), ")");
+  if (n <= 1) return fy.narrow(d, 0, 0);
+  Tensor dx =
+      x.dim() == 1 ? x.narrow(0, 1, n - 1) - x.narrow(0, 0, n - 1) : x.narrow(d, 1, n - 1) - x.narrow(d, 0, n - 1);
+  if (x.dim() == 1) {
+    Dims line(static_cast<size_t>(y.dim()), 1);
+    line[static_cast<size_t>(d)] = n - 1;
+    dx = dx.reshape(line);
+  }
+  return (dx * (fy.narrow(d, 1, n - 1) + fy.narrow(d, 0, n - 1)) / 2).cumsum(d);
+}
+
+Tensor cumulative_trapezoid(const Tensor& y, Scalar dx, int64_t dim) {
+  const auto [d, fy] = cumulative_operand(y, dim);
+  const int64_t n = y.size(d);
+  if (n <= 1) return fy.narrow(d, 0, 0);
+  return ((fy.narrow(d, 1, n - 1) + fy.narrow(d, 0, n - 1)) * (dx.to_double() / 2)).cumsum(d);
+}
+
+namespace {
+
+/** gradient's dims (x's all when none are given), checked for repeats, edge_order and sizes. */
+Dims gradient_dims(const Tensor& x, const Dims& dims, size_t spacings, int64_t edge_order) {
+  if (edge_order != 1 && edge_order != 2) fail<RuntimeError>("[gradient] edge_order must be 1 or 2, got ", edge_order);
+  Dims out;
+  if (dims.empty())
+    for (int64_t d = 0; d < x.dim(); ++d) out.push_back(d);
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, x.dim(), "gradient");
+    if (std::find(out.begin(), out.end(), w) != out.end())
+      fail<RuntimeError>("[gradient] dim ", d, " appears multiple times in the list of dims ", Shape(dims));
+    out.push_back(w);
+  }
+  if (spacings != 1 && spacings != out.size())
+    fail<RuntimeError>("[gradient] spacing must be a scalar or have one entry per dim (", out.size(), "), got ",
+                       spacings);
+  for (int64_t d : out)
+    if (x.size(d) < edge_order + 1)
+      fail<RuntimeError>("[gradient] each dim needs at least edge_order + 1 = ", edge_order + 1, " entries, got shape ",
+                         x.shape(), " along dim ", d);
+  return out;
+}
+
+/** torch's slice x[begin:end] along d, with end counted from the back when <= 0. */
+Tensor part(const Tensor& x, int64_t d, int64_t begin, int64_t end) {
+  const int64_t n = x.size(d), b = begin < 0 ? begin + n : begin, e = end <= 0 ? end + n : end;
+  return x.narrow(d, b, e - b);
+}
+
+}  // namespace
+
+std::vector<Tensor> gradient(const Tensor& x, const std::vector<Scalar>& spacing, const Dims& dims,
+                             int64_t edge_order) {
+  const Dims along = gradient_dims(x, dims, spacing.size(), edge_order);
+  const Tensor f = as_floating(x);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < along.size(); ++i) {
+    const int64_t d = along[i];
+    const double h = spacing[spacing.size() == 1 ? 0 : i].to_double();
+    // torch's formulas, in its order of operations
+    const Tensor center = (part(f, d, 2, 0) - part(f, d, 0, -2)) / h;
+    Tensor first, last;
+    if (edge_order == 1) {
+      first = (part(f, d, 1, 2) - part(f, d, 0, 1)) / h;
+      last = (part(f, d, -1, 0) - part(f, d, -2, -1)) / h;
+    } else {
+      first = (part(f, d, 0, 1) * -1.5 + part(f, d, 1, 2) * 2 - part(f, d, 2, 3) * 0.5) / h;
+      last = (part(f, d, -3, -2) * 0.5 - part(f, d, -2, -1) * 2 + part(f, d, -1, 0) * 1.5) / h;
+    }
+    out.push_back(cat({first, center / 2, last}, d));
+  }
+  return out;
+}
+
+std::vector<Tensor> gradient(const Tensor& x, const std::vector<Tensor>& coordinates, const Dims& dims,
+                             int64_t edge_order) {
+  const Dims along = gradient_dims(x, dims, coordinates.size(), edge_order);
+  const Tensor f = as_floating(x);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < along.size(); ++i) {
+    const int64_t d = along[i];
+    const Tensor& c = coordinates[coordinates.size() == 1 ? 0 : i];
+    if (c.dim() != 1 || c.size(0) != x.size(d))
+      fail<RuntimeError>("[gradient] coordinates along dim ", d, " must be 1-d with ", x.size(d),
+                         " entries, got shape ", c.shape());
+    // The spacings, shaped to broadcast along d; h0, h1 the first two and hm, hn the last two.
+    const Tensor h = diff(as_floating(c), 1, 0);
+    const int64_t n = h.size(0);
+    Dims line(static_cast<size_t>(x.dim()), 1);
+    line[static_cast<size_t>(d)] = n - 1;
+    const Tensor h1 = h.narrow(0, 0, n - 1), h2 = h.narrow(0, 1, n - 1);
+    const Tensor a = (-h2 / (h1 * (h1 + h2))).reshape(line), b = ((h2 - h1) / (h1 * h2)).reshape(line),
+                 cc = (h1 / (h2 * (h1 + h2))).reshape(line);
+    const Tensor center = a * part(f, d, 0, -2) + b * part(f, d, 1, -1) + cc * part(f, d, 2, 0);
+    const Tensor h0 = h.select(0, 0), hn = h.select(0, n - 1);
+    Tensor first, last;
+    if (edge_order == 1) {
+      first = (part(f, d, 1, 2) - part(f, d, 0, 1)) / h0;
+      last = (part(f, d, -1, 0) - part(f, d, -2, -1)) / hn;
+    } else {
+      const Tensor h01 = h.select(0, 1), hm = h.select(0, n - 2);
+      first = -(h0 * 2.0 + h01) / (h0 * (h0 + h01)) * part(f, d, 0, 1) + (h0 + h01) / (h0 * h01) * part(f, d, 1, 2) +
+              (-h0) / (h01 * (h0 + h01)) * part(f, d, 2, 3);
+      last = hn / (hm * (hn + hm)) * part(f, d, -3, -2) - (hn + hm) / (hn * hm) * part(f, d, -2, -1) +
+             (hn * 2 + hm) / (hn * (hn + hm)) * part(f, d, -1, 0);
+    }
+    out.push_back(cat({first, center, last}, d));
+  }
+  return out;
+}
+
 Tensor diff(const Tensor& x, int64_t n, int64_t dim, const std::optional<Tensor>& prepend,
             const std::optional<Tensor>& append) {
   if (x.dim() == 0) fail<RuntimeError>("[diff] needs at least 1 dim, got a 0-d tensor (", x.dtype(), ")");
@@ -616,6 +744,30 @@ std::pair<Tensor, Tensor> frexp(const Tensor& x) {
   return {unscale(x.to(DType::Float64), e).to(x.dtype()), e.to(DType::Int32)};
 }
 
+Tensor nextafter(const Tensor& a, const Tensor& b) {
+  const DType dtype = ops::result_type(a, b);
+  if (!is_floating(dtype))
+    fail<RuntimeError>("[nextafter] needs a floating tensor, got ", a.dtype(), " ", a.shape(), " and ", b.dtype(), " ",
+                       b.shape());
+  const FloatInfo info = finfo(dtype);
+  // The dtype's significand bits and its smallest subnormal's exponent.
+  const double bits = 1.0 - std::log2(info.eps), lowest = std::log2(info.tiny * info.eps);
+  // In float64, where the dtype's neighbours are exact: x +- the gap to the next value.
+  const Tensor x = a.detach().to(dtype).to(DType::Float64), y = b.detach().to(dtype).to(DType::Float64);
+  const auto [mantissa, exponent] = frexp(x);
+  const Tensor e = exponent.to(DType::Float64);
+  const Tensor above = pow(Scalar(2.0), clamp_min(e - bits, Scalar(lowest)));
+  // Below a power of 2 the values are twice as dense.
+  const Tensor below = where(mantissa.abs() == 0.5, pow(Scalar(2.0), clamp_min(e - bits - 1.0, Scalar(lowest))), above);
+  const Tensor up = y > x, outwards = up == (x > 0.0);
+  Tensor next = where(up, x + where(outwards, above, below), x - where(outwards, above, below));
+  const double smallest = info.tiny * info.eps;
+  next = where(x == 0.0, where(up, full_like(x, smallest), full_like(x, -smallest)), next);
+  next = where(isinf(x), copysign(full_like(x, info.max), x), next);
+  next = where(x == y, y, where(isnan(x).logical_or(isnan(y)), NAN, next));
+  return next.to(dtype);
+}
+
 Tensor gcd(const Tensor& a, const Tensor& b) {
   integer_operands(a, b, "gcd");
   const DType dtype = ops::result_type(a, b);
@@ -726,22 +878,139 @@ Tensor select_scatter(const Tensor& x, const Tensor& src, int64_t dim, int64_t i
   return slice_scatter(x, src.unsqueeze(d), d, i, i + 1, 1);
 }
 
-Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
+namespace {
+
+/** The storage position of every element of a view of this size, strides and offset, as an
+ *  int64 tensor of its shape. */
+Tensor strided_positions(const Dims& size, const Dims& stride, int64_t offset, Device device) {
+  Tensor at = full({}, offset, {.dtype = DType::Int64, .device = device});
+  for (size_t k = 0; k < size.size(); ++k) {
+    Dims line(size.size(), 1);
+    line[k] = size[k];
+    at = at + arange(size[k], {.dtype = DType::Int64, .device = device}).view(line) * stride[k];
+  }
+  return at;
+}
+
+bool overlaps(const Dims& size, const Dims& stride) {
+  for (size_t k = 0; k < size.size(); ++k)
+    if (size[k] > 1 && stride[k] == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+Tensor diagonal_scatter(const Tensor& x, const Tensor& src, int64_t offset, int64_t dim1, int64_t dim2) {
+  if (x.dim() < 2) fail<RuntimeError>("[diagonal_scatter] needs at least 2 dims, got shape ", x.shape());
+  const int64_t d1 = wrap_dim(dim1, x.dim(), "diagonal_scatter"), d2 = wrap_dim(dim2, x.dim(), "diagonal_scatter");
+  if (d1 == d2) fail<RuntimeError>("[diagonal_scatter] dim1 and dim2 must differ, got ", dim1, " and ", dim2);
+  // The diagonal as a strided view of x's row-major positions: the other dims, then one step
+  // along both dims per element (built from aranges, which export, unlike the diagonal view).
+  const Strides rows = contiguous_strides(x.shape());
+  const int64_t n1 = x.size(d1), n2 = x.size(d2);
+  const int64_t length = std::max<int64_t>(0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2));
+  Dims size, stride;
+  for (int64_t k = 0; k < x.dim(); ++k)
+    if (k != d1 && k != d2) {
+      size.push_back(x.size(k));
+      stride.push_back(rows[static_cast<size_t>(k)]);
+    }
+  size.push_back(length);
+  stride.push_back(rows[static_cast<size_t>(d1)] + rows[static_cast<size_t>(d2)]);
+  const int64_t first =
+      length == 0 ? 0
+                  : (offset >= 0 ? offset * rows[static_cast<size_t>(d2)] : -offset * rows[static_cast<size_t>(d1)]);
+  if (src.shape() != Shape(size))
+    fail<RuntimeError>("[diagonal_scatter] src of shape ", src.shape(), " must have the diagonal's shape ", Shape(size),
+                       " (x ", x.shape(), ", offset ", offset, ", dims ", dim1, " and ", dim2, ")");
+  const Tensor at = strided_positions(size, stride, first, x.device());
+  return x.reshape({-1}).scatter(0, at.reshape({-1}), src.to(x.dtype()).reshape({-1})).reshape(x.shape());
+}
+
+Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const Dims& size, const Dims& stride,
+                          std::optional<int64_t> storage_offset) {
+  if (size.size() != stride.size())
+    fail<RuntimeError>("[as_strided_scatter] size ", Shape(size), " and stride ", Shape(stride),
+                       " must have the same length");
+  for (size_t k = 0; k < size.size(); ++k)
+    if (size[k] < 0 || stride[k] < 0)
+      fail<RuntimeError>("[as_strided_scatter] sizes and strides must be non-negative, got size ", Shape(size),
+                         " and stride ", Shape(stride));
+  if (src.shape() != Shape(size))
+    fail<RuntimeError>("[as_strided_scatter] src of shape ", src.shape(), " must have the view's size ", Shape(size));
+  if (overlaps(size, stride))
+    fail<RuntimeError>("[as_strided_scatter] the view of size ", Shape(size), " and stride ", Shape(stride),
+                       " writes some elements more than once");
+  // As torch, on a copy of x's whole storage that keeps x's strides and offset (an x whose own
+  // elements overlap is copied contiguous first): x's elements and the view's sit at these
+  // storage positions.
+  const Dims shape(x.shape().begin(), x.shape().end());
+  const Dims x_strides(x.strides().begin(), x.strides().end());
+  const bool dense_copy = overlaps(shape, x_strides);
+  const int64_t x_offset = dense_copy ? 0 : x.storage_offset();
+  const int64_t storage = dense_copy ? x.numel() : static_cast<int64_t>(x.storage()->nbytes() / x.element_size());
+  const int64_t offset = storage_offset.value_or(x_offset);
+  if (offset < 0) fail<RuntimeError>("[as_strided_scatter] storage_offset must be non-negative, got ", offset);
+  int64_t last = offset;
+  for (size_t k = 0; k < size.size(); ++k) last += (size[k] - 1) * stride[k];
+  if (src.numel() && last >= storage)
+    fail<RuntimeError>("[as_strided_scatter] the view of size ", Shape(size), ", stride ", Shape(stride),
+                       " and offset ", offset, " reaches element ", last, " of a storage of ", storage);
+  if (src.numel() == 0) return x.clone();
+  const Strides rows = contiguous_strides(x.shape());
+  const Tensor mine =
+      strided_positions(shape, dense_copy ? Dims(rows.begin(), rows.end()) : x_strides, x_offset, x.device());
+  const Tensor view = strided_positions(size, stride, offset, x.device());
+  // Which of src's elements lands on each storage position (-1: none), read at x's.
+  const Options ints{.dtype = DType::Int64, .device = x.device()};
+  const Tensor writer = full({storage}, -1, ints).scatter(0, view.reshape({-1}), arange(src.numel(), ints));
+  const Tensor from = writer.index_select(0, mine.reshape({-1}));
+  const Tensor values = src.to(x.dtype()).reshape({-1}).index_select(0, clamp_min(from, Scalar(0)));
+  return where(from >= 0, values, x.reshape({-1})).reshape(x.shape());
+}
+
+namespace {
+
+/** index_copy's and index_reduce's operands with 0-d ones as 1-d, and dim wrapped, after
+ *  checking that index is 1-d integer and source matches x but in dim, with one slice per index. */
+std::tuple<Tensor, Tensor, int64_t> indexed_slices(const Tensor& x, int64_t dim, const Tensor& index,
+                                                   const Tensor& source, const char* op) {
   const Tensor v = x.dim() == 0 ? x.reshape({1}) : x;
   const Tensor s = source.dim() == 0 ? source.reshape({1}) : source;
-  const int64_t d = wrap_dim(dim, v.dim(), "index_copy");
+  const int64_t d = wrap_dim(dim, v.dim(), op);
   if (index.dim() > 1 || index.is_floating_point() || index.dtype() == DType::Bool)
-    fail<IndexError>("[index_copy] index must be a 0-d or 1-d integer tensor, got ", index.dtype(), " ", index.shape());
+    fail<IndexError>("[", op, "] index must be a 0-d or 1-d integer tensor, got ", index.dtype(), " ", index.shape());
   if (s.dim() != v.dim() || s.size(d) != index.numel())
-    fail<IndexError>("[index_copy] source of shape ", source.shape(), " must match x's shape ", x.shape(), " with ",
+    fail<IndexError>("[", op, "] source of shape ", source.shape(), " must match x's shape ", x.shape(), " with ",
                      index.numel(), " slices along dim ", d);
   for (int64_t i = 0; i < v.dim(); ++i)
     if (i != d && s.size(i) != v.size(i))
-      fail<IndexError>("[index_copy] source of shape ", source.shape(), " and x of shape ", x.shape(),
-                       " differ in dim ", i);
+      fail<IndexError>("[", op, "] source of shape ", source.shape(), " and x of shape ", x.shape(), " differ in dim ",
+                       i);
   if (x.dtype() != source.dtype())
-    fail<RuntimeError>("[index_copy] source's dtype ", source.dtype(), " must be x's ", x.dtype());
+    fail<RuntimeError>("[", op, "] source's dtype ", source.dtype(), " must be x's ", x.dtype());
+  return {v, s, d};
+}
+
+}  // namespace
+
+Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
+  const auto [v, s, d] = indexed_slices(x, dim, index, source, "index_copy");
   return v.scatter(d, positions_like(s, d, index.reshape({-1})), s).reshape(x.shape());
+}
+
+Tensor index_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, std::string_view reduce,
+                    bool include_self) {
+  if (reduce != "prod" && reduce != "mean" && reduce != "amax" && reduce != "amin")
+    fail<RuntimeError>("[index_reduce] reduce must be one of prod, mean, amax or amin, got '", reduce, "'");
+  const auto [v, s, d] = indexed_slices(x, dim, index, source, "index_reduce");
+  const Tensor positions = index.reshape({-1}).to(DType::Int64);
+  if (ValueReadScope check;
+      positions.numel() && ((positions < 0).any().item<bool>() || (positions >= v.size(d)).any().item<bool>()))
+    fail<IndexError>("[index_reduce] an index is out of range [0, ", v.size(d), ") along dim ", d, " of shape ",
+                     x.shape());
+  // scatter_reduce's index holds, at every element of source, the position along d it goes to.
+  return scatter_reduce(v, d, positions_like(s, d, positions), s, reduce, include_self).reshape(x.shape());
 }
 
 Tensor logspace(double start, double end, int64_t steps, double base, Options opts) {

@@ -52,6 +52,17 @@ Tensor vander(const Tensor& x, std::optional<int64_t> n = {}, bool increasing = 
 /** The trapezoidal rule along dim, with sample points x (1-d, or y's shape) or spacing dx. */
 Tensor trapezoid(const Tensor& y, const Tensor& x, int64_t dim = -1);
 Tensor trapezoid(const Tensor& y, Scalar dx = 1, int64_t dim = -1);
+/** trapezoid's running sums along dim: one fewer entry than y there. x is 1-d or has y's
+ *  sample count along dim and broadcasts with y. */
+Tensor cumulative_trapezoid(const Tensor& y, const Tensor& x, int64_t dim = -1);
+Tensor cumulative_trapezoid(const Tensor& y, Scalar dx = 1, int64_t dim = -1);
+/** The derivative along each of dims (all of x's when empty) by central differences inside and
+ *  one-sided ones of order edge_order (1 or 2) at the ends, with a uniform spacing per dim (one
+ *  for all, or one each) or 1-d sample coordinates per dim. */
+std::vector<Tensor> gradient(const Tensor& x, const std::vector<Scalar>& spacing = {1}, const Dims& dims = {},
+                             int64_t edge_order = 1);
+std::vector<Tensor> gradient(const Tensor& x, const std::vector<Tensor>& coordinates, const Dims& dims = {},
+                             int64_t edge_order = 1);
 /** The n-th forward difference along dim, after prepend and append are joined to x there
  *  (bool: logical xor). */
 Tensor diff(const Tensor& x, int64_t n = 1, int64_t dim = -1, const std::optional<Tensor>& prepend = {},
@@ -125,6 +136,10 @@ Tensor round(const Tensor& x, int64_t decimals);
 /** x = mantissa * 2^exponent with |mantissa| in [0.5, 1) (0, inf and NaN: themselves, exponent
  *  0); the exponent is int32. Floating x only. */
 std::pair<Tensor, Tensor> frexp(const Tensor& x);
+/** The next value after a towards b in their promoted dtype, which must be floating (b where
+ *  they are equal).
+ *  Not differentiable, as torch's. */
+Tensor nextafter(const Tensor& a, const Tensor& b);
 /** The greatest common divisor and least common multiple of integer tensors (broadcast,
  *  non-negative; gcd(0, 0) = 0, lcm(0, x) = 0). */
 Tensor gcd(const Tensor& a, const Tensor& b);
@@ -154,8 +169,19 @@ Tensor msort(const Tensor& x);
 Tensor slice_scatter(const Tensor& x, const Tensor& src, int64_t dim = 0, std::optional<int64_t> start = {},
                      std::optional<int64_t> end = {}, int64_t step = 1);
 Tensor select_scatter(const Tensor& x, const Tensor& src, int64_t dim, int64_t index);
+/** x with src written into x.diagonal(offset, dim1, dim2), or into the view of that size,
+ *  stride and storage offset (default x's own) on a copy of x's storage that keeps x's strides
+ *  and offset, as torch's (an x whose elements overlap is copied contiguous first). */
+Tensor diagonal_scatter(const Tensor& x, const Tensor& src, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+Tensor as_strided_scatter(const Tensor& x, const Tensor& src, const Dims& size, const Dims& stride,
+                          std::optional<int64_t> storage_offset = {});
 /** x with source's slices along dim written at positions `index` (1-d). */
 Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source);
+/** x with source's slices along dim reduced into the positions `index` (1-d, in [0, n)) gives:
+ *  "prod", "mean" (integers round down), "amax" or "amin"; x's own slice included unless
+ *  include_self is false. */
+Tensor index_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, std::string_view reduce,
+                    bool include_self = true);
 /** x with src's elements reduced into the positions index gives along dim: "sum", "prod", "mean"
  *  (integers round down), "amax" or "amin"; x's own value included unless include_self is false. */
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,

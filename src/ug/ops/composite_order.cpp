@@ -325,6 +325,66 @@ Tensor histc(const Tensor& x, int64_t bins, double min, double max) {
   return zeros({bins}, like_x).scatter_add(0, index, inside.to(x.dtype()));
 }
 
+namespace {
+
+/** histogram's checks of x and weight. */
+void check_histogram_operands(const Tensor& x, const std::optional<Tensor>& weight) {
+  if (!x.is_floating_point())
+    fail<RuntimeError>("[histogram] needs a floating tensor, got ", x.dtype(), " ", x.shape());
+  if (weight && (weight->shape() != x.shape() || weight->dtype() != x.dtype()))
+    fail<RuntimeError>("[histogram] weight must have the input's shape ", x.shape(), " and dtype ", x.dtype(), ", got ",
+                       weight->dtype(), " ", weight->shape());
+}
+
+/** The histogram of x between checked edges (1-d, x's dtype, at least 2 of them). */
+std::pair<Tensor, Tensor> histogram_between(const Tensor& x, const Tensor& edges, const std::optional<Tensor>& weight,
+                                            bool density) {
+  const int64_t bins = edges.numel() - 1;
+  const Tensor flat = x.detach().reshape({-1}), e = edges.detach();
+  const Tensor inside = (flat >= e.select(0, 0)).logical_and(flat <= e.select(0, bins));
+  // The bin whose left edge is the last one <= the value; the top edge is in the last bin.
+  const Tensor bin = clamp(searchsorted(e, flat, false, true) - 1, Scalar(0), Scalar(bins - 1));
+  const Tensor w = weight ? weight->detach().reshape({-1}) : ones_like(flat);
+  Tensor hist = zeros({bins}, {.dtype = x.dtype(), .device = x.device()}).scatter_add(0, bin, where(inside, w, 0.0));
+  if (density) hist = hist / (hist.sum() * (e.narrow(0, 1, bins) - e.narrow(0, 0, bins)));
+  return {hist, e};
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional<std::pair<double, double>> range,
+                                    const std::optional<Tensor>& weight, bool density) {
+  check_histogram_operands(x, weight);
+  if (bins <= 0) fail<RuntimeError>("[histogram] bins must be > 0, got ", bins);
+  if (range && range->first > range->second)
+    fail<RuntimeError>("[histogram] range's min (", range->first, ") must not exceed its max (", range->second, ")");
+  const Options like_x{.dtype = x.dtype(), .device = x.device()};
+  const auto [lo, hi] = range.value_or(std::pair{0.0, 1.0});  // an empty x without a range: [0, 1]
+  Tensor left = full({}, lo == hi ? lo - 0.5 : lo, like_x), right = full({}, lo == hi ? hi + 0.5 : hi, like_x);
+  if (!range && x.numel()) {  // the data's range, as tensors (a compiled program computes it at every run)
+    const Tensor flat = x.detach().reshape({-1}), low = flat.amin(), high = flat.amax(), one_value = low.eq(high);
+    left = where(one_value, low - 0.5, low);
+    right = where(one_value, high + 0.5, high);
+  }
+  if (ValueReadScope check; !left.isfinite().logical_and(right.isfinite()).item<bool>())
+    fail<RuntimeError>("[histogram] range [", left.item<double>(), ", ", right.item<double>(), "] is not finite (",
+                       x.dtype(), " ", x.shape(), ")");
+  // torch's linspace, in x's dtype: up from the left edge in the first half, down from the right
+  // in the second.
+  const Tensor i = arange(bins + 1, like_x), step = (right - left) / bins;
+  const Tensor edges = where(i < (bins + 1) / 2, left + step * i, right - step * (bins - i));
+  return histogram_between(x, edges, weight, density);
+}
+
+std::pair<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bins, const std::optional<Tensor>& weight,
+                                    bool density) {
+  check_histogram_operands(x, weight);
+  if (bins.dim() != 1 || bins.numel() < 2 || bins.dtype() != x.dtype())
+    fail<RuntimeError>("[histogram] bins must be a 1-d tensor of at least 2 edges in the input's dtype ", x.dtype(),
+                       ", got ", bins.dtype(), " ", bins.shape());
+  return histogram_between(x, bins, weight, density);
+}
+
 Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool out_int32, bool right,
                     std::optional<std::string_view> side, const std::optional<Tensor>& sorter) {
   if (side && *side != "left" && *side != "right")
