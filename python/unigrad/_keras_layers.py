@@ -4,10 +4,12 @@ Module over unigrad's channels-first functional ops (ug.nn.functional.conv2d, ma
 a channels-last input is permuted to channels first and the result back. As in Keras, a layer
 is built by its first call, which reads the input's channel count; kernels are kept in Keras's
 layout ([k, in, out], [kh, kw, in, out]), so get_weights / set_weights exchange them with Keras
-unchanged."""
+unchanged. Conv1D and Conv2D take Keras's global mixed-precision policy when made, as Dense does."""
+import contextlib
 import math
 
-from . import _C, nn
+from . import _C, mixed_precision, nn
+from .amp import autocast
 from .autograd import no_grad
 
 F = nn.functional
@@ -67,6 +69,13 @@ def _initialized(shape, initializer):
         return _initialize(_C.empty(*shape), initializer)
 
 
+def _policy_compute_dtype():
+    """The dtype a layer built now computes in under Keras's global policy (mixed_bfloat16:
+    bfloat16), or None where it computes in its weights' dtype: Keras's rule, as ug.nn.Dense's."""
+    policy = mixed_precision.global_policy()
+    return None if policy.compute_dtype == policy.variable_dtype else getattr(_C, policy.compute_dtype)
+
+
 def _channels_first(x):
     return x.permute(0, x.dim() - 1, *range(1, x.dim() - 1))
 
@@ -121,6 +130,7 @@ class _Conv(nn.Module):
         self.bias_initializer = _option(bias_initializer, _INITIALIZERS, layer, "bias_initializer")
         self.kernel = self.bias = None
         self.built = False
+        self.compute_dtype = _policy_compute_dtype()
 
     def build(self, input_shape):
         """Makes the kernel [*kernel_size, in_channels / groups, filters] and the bias [filters]."""
@@ -150,7 +160,9 @@ class _Conv(nn.Module):
             else:
                 x = _pad(x, pads)
         weight = self.kernel.permute(self.rank + 1, self.rank, *range(self.rank))  # [out, in, *kernel_size]
-        y = _CONV[self.rank](x, weight, self.bias, self.strides, padding, self.dilation_rate, self.groups)
+        mixed = self.compute_dtype is not None  # else an enclosing autocast region still applies
+        with autocast(x.device.type, dtype=self.compute_dtype) if mixed else contextlib.nullcontext():
+            y = _CONV[self.rank](x, weight, self.bias, self.strides, padding, self.dilation_rate, self.groups)
         y = _channels_last(y) if last else y
         return self.activation(y) if self.activation is not None else y
 

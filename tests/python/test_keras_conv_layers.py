@@ -183,3 +183,34 @@ def test_model_saves_and_loads(tmp_path):
     model.eval()
     loaded = ug.keras.models.load_model(tmp_path / "model.onnx")
     np.testing.assert_allclose(loaded(x).numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("policy, dtype", [("mixed_float16", "float16"), ("mixed_bfloat16", "bfloat16")])
+def test_conv_under_a_mixed_policy_matches_keras(keras, policy, dtype):
+    """Keras's rule, as ug.nn.Dense's: a layer built under a mixed policy keeps float32 weights
+    and convolves in the 16-bit dtype; one built before keeps computing in float32."""
+    x = RNG.uniform(-1, 1, (2, 7, 7, 3)).astype(np.float32)
+    before = L.Conv2D(4, 3, padding="same")
+    try:
+        ug.mixed_precision.set_global_policy(policy)
+        keras.mixed_precision.set_global_policy(policy)
+        ours, theirs = L.Conv2D(4, 3, padding="same"), keras.layers.Conv2D(4, 3, padding="same")
+        expected = theirs(x)
+    finally:
+        ug.mixed_precision.set_global_policy("float32")
+        keras.mixed_precision.set_global_policy("float32")
+    ours(ug.tensor(x))
+    ours.set_weights(theirs.get_weights())
+    y = ours(ug.tensor(x))
+    assert ours.kernel.dtype == ug.float32 and repr(y.dtype) == f"unigrad.{dtype}" and expected.dtype.name == dtype
+    e = np.asarray(expected, dtype=np.float32)
+    # 27 products of 16-bit operands summed in float32, then rounded to the 16-bit dtype.
+    ulp = 2.0 ** (-10 if dtype == "float16" else -7)
+    np.testing.assert_allclose(y.float().numpy(), e, rtol=4 * ulp, atol=4 * ulp * float(np.abs(e).max()))
+    assert before(ug.tensor(x)).dtype == ug.float32
+
+
+def test_float32_conv_inside_autocast_still_autocasts():
+    layer, x = L.Conv2D(4, 3), ug.randn(2, 5, 5, 3)
+    with ug.autocast("cpu", dtype=ug.bfloat16):
+        assert layer(x).dtype == ug.bfloat16
