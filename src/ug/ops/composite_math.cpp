@@ -395,7 +395,11 @@ Tensor cumulative_trapezoid(const Tensor& y, Scalar dx, int64_t dim) {
 namespace {
 
 /** gradient's dims (x's all when none are given), checked for repeats, edge_order and sizes. */
-Dims gradient_dims(const Tensor& x, const Dims& dims, size_t spacings, int64_t edge_order) {
+/** gradient's dims checked against `spacings` spacings (one, or one per dim) and edge_order,
+ *  then one result per dim: along(f, d, i), f being x as floating and i d's place in dims. */
+template <class Along>
+std::vector<Tensor> gradient_along(const Tensor& x, const Dims& dims, size_t spacings, int64_t edge_order,
+                                   Along along) {
   if (edge_order != 1 && edge_order != 2) fail<RuntimeError>("[gradient] edge_order must be 1 or 2, got ", edge_order);
   Dims out;
   if (dims.empty())
@@ -413,7 +417,10 @@ Dims gradient_dims(const Tensor& x, const Dims& dims, size_t spacings, int64_t e
     if (x.size(d) < edge_order + 1)
       fail<RuntimeError>("[gradient] each dim needs at least edge_order + 1 = ", edge_order + 1, " entries, got shape ",
                          x.shape(), " along dim ", d);
-  return out;
+  const Tensor f = as_floating(x);
+  std::vector<Tensor> results;
+  for (size_t i = 0; i < out.size(); ++i) results.push_back(along(f, out[i], i));
+  return results;
 }
 
 /** torch's slice x[begin:end] along d, with end counted from the back when <= 0. */
@@ -426,11 +433,7 @@ Tensor part(const Tensor& x, int64_t d, int64_t begin, int64_t end) {
 
 std::vector<Tensor> gradient(const Tensor& x, const std::vector<Scalar>& spacing, const Dims& dims,
                              int64_t edge_order) {
-  const Dims along = gradient_dims(x, dims, spacing.size(), edge_order);
-  const Tensor f = as_floating(x);
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < along.size(); ++i) {
-    const int64_t d = along[i];
+  return gradient_along(x, dims, spacing.size(), edge_order, [&](const Tensor& f, int64_t d, size_t i) {
     const double h = spacing[spacing.size() == 1 ? 0 : i].to_double();
     // torch's formulas, in its order of operations
     const Tensor center = (part(f, d, 2, 0) - part(f, d, 0, -2)) / h;
@@ -442,18 +445,13 @@ std::vector<Tensor> gradient(const Tensor& x, const std::vector<Scalar>& spacing
       first = (part(f, d, 0, 1) * -1.5 + part(f, d, 1, 2) * 2 - part(f, d, 2, 3) * 0.5) / h;
       last = (part(f, d, -3, -2) * 0.5 - part(f, d, -2, -1) * 2 + part(f, d, -1, 0) * 1.5) / h;
     }
-    out.push_back(cat({first, center / 2, last}, d));
-  }
-  return out;
+    return cat({first, center / 2, last}, d);
+  });
 }
 
 std::vector<Tensor> gradient(const Tensor& x, const std::vector<Tensor>& coordinates, const Dims& dims,
                              int64_t edge_order) {
-  const Dims along = gradient_dims(x, dims, coordinates.size(), edge_order);
-  const Tensor f = as_floating(x);
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < along.size(); ++i) {
-    const int64_t d = along[i];
+  return gradient_along(x, dims, coordinates.size(), edge_order, [&](const Tensor& f, int64_t d, size_t i) {
     const Tensor& c = coordinates[coordinates.size() == 1 ? 0 : i];
     if (c.dim() != 1 || c.size(0) != x.size(d))
       fail<RuntimeError>("[gradient] coordinates along dim ", d, " must be 1-d with ", x.size(d),
@@ -479,9 +477,8 @@ std::vector<Tensor> gradient(const Tensor& x, const std::vector<Tensor>& coordin
       last = hn / (hm * (hn + hm)) * part(f, d, -3, -2) - (hn + hm) / (hn * hm) * part(f, d, -2, -1) +
              (hn * 2 + hm) / (hn * (hn + hm)) * part(f, d, -1, 0);
     }
-    out.push_back(cat({first, center, last}, d));
-  }
-  return out;
+    return cat({first, center, last}, d);
+  });
 }
 
 Tensor diff(const Tensor& x, int64_t n, int64_t dim, const std::optional<Tensor>& prepend,
