@@ -25,6 +25,8 @@ ug::nn::CloneMemo& clone_memo(nb::dict memo);
 /** The Python memo of a copy, for the parts written in Python (made for a copy begun in C++). */
 nb::object python_memo(ug::nn::CloneMemo& memo);
 void bind_tensor(nb::module_& m, nb::class_<ug::Tensor>& cls);
+/** Tensor.__dlpack__, ug.from_dlpack / to_dlpack: zero-copy exchange with torch, JAX, NumPy. */
+void bind_dlpack(nb::module_& m, nb::class_<ug::Tensor>& tensor);
 void bind_elementwise_methods(nb::class_<ug::Tensor>& cls);
 void bind_elementwise_functions(nb::module_& m);
 void bind_creation(nb::module_& m);

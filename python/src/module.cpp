@@ -87,6 +87,7 @@ NB_MODULE(_C, m) {
   ugpy::bind_creation(m);
   ugpy::bind_tensor(m, tensor);
   ugpy::bind_copy(m, tensor);
+  ugpy::bind_dlpack(m, tensor);
   ugpy::bind_composite(m, tensor);
   ugpy::bind_composite_order(m, tensor);
   ugpy::bind_composite_math(m, tensor);

@@ -20,6 +20,7 @@ HEADER = """\
 #include <stdexcept>
 #include <thread>
 
+#include "ug/io/dlpack.h"     // DLPack's header: not in ug.h
 #include "ug/serve/server.h"  // the library ug_serve, beside ug.h's libunigrad
 #include "ug/ug.h"
 
