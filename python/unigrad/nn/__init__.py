@@ -23,5 +23,6 @@ Module.__init_subclass__ = classmethod(_forward_from_other_names)  # noqa: F405,
 
 init = _C.nn.init
 SyncBatchNorm = _C.distributed.SyncBatchNorm  # torch.nn.SyncBatchNorm; ug::distributed in C++
+DataParallel = parallel.DataParallel
 sys.modules[__name__ + ".init"] = init  # `import unigrad.nn.init` and `from unigrad.nn import init`
-__all__ += ["Parameter", "SyncBatchNorm", "functional_call", "functional", "init", "parallel", "utils"] + _lazy.__all__
+__all__ += ["DataParallel", "Parameter", "SyncBatchNorm", "functional_call", "functional", "init", "parallel", "utils"] + _lazy.__all__

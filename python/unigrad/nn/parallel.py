@@ -1,4 +1,5 @@
-"""ug.nn.parallel.DistributedDataParallel: torch's DDP, over ug::distributed::Reducer."""
+"""ug.nn.parallel: torch's DistributedDataParallel, over ug::distributed::Reducer, and
+DataParallel."""
 import contextlib
 
 from .. import _C
@@ -49,4 +50,21 @@ class DistributedDataParallel(Module):
             self.reducer.require_sync = previous
 
 
-__all__ = ["DistributedDataParallel"]
+class DataParallel(Module):
+    """torch.nn.DataParallel: splits each batch over the devices of device_ids in one process.
+    unigrad runs on the CPU alone, which is one device, so the module runs the whole batch, as
+    torch's DataParallel does without CUDA; `module` and the state_dict's "module." prefix are
+    torch's. DistributedDataParallel is the way to use several cores or hosts (one process each)."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        super().__init__()
+        if not isinstance(module, Module):
+            raise TypeError(f"[DataParallel] expected a Module, got {type(module).__name__}")
+        self.module = module
+        self.device_ids, self.output_device, self.dim = [], None, dim
+
+    def forward(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
+
+
+__all__ = ["DistributedDataParallel", "DataParallel"]

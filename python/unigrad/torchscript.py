@@ -1,0 +1,137 @@
+"""torch.jit's TorchScript names over the compiled mode: ug.jit.trace, ug.jit.script and
+ug.jit.load (the articles save models "with torch.jit.script or torch.jit.trace"). There is no
+TorchScript language: a traced or scripted module is a compiled module (ug.compile) that also
+remembers an example call, and its save(path) writes the program as ONNX, so ug.jit.load,
+ug.onnx.load, `ug serve` and ONNX Runtime run it. A module is saved with a batch dim (dim 0 of
+every input and output) of any size, as a TorchScript module runs at any batch size; a function
+is saved at the example's shapes. script() has no source to compile: it traces on each new
+signature like ug.compile, and its first call is the example save() uses."""
+import functools
+
+from . import _C, onnx
+from .autograd import no_grad
+from .compiled import CompiledModule, JitFunction, jit
+from .compiled import save as _save_program
+from .tree import tree_leaves
+
+
+def _tensors(value):
+    return [t for t in tree_leaves(value) if isinstance(t, _C.Tensor)]
+
+
+def _save_module(module, path, example):
+    """ug.onnx.export with dim 0 of each input and output symbolic (a scalar keeps its shape)."""
+    with no_grad():
+        outputs = _tensors(module(*example))
+    inputs = _tensors(example)
+    names_in = [f"input_{i}" for i in range(len(inputs))]
+    names_out = [f"output_{i}" for i in range(len(outputs))]
+    dynamic = {name: {0: "batch"} for name, t in zip(names_in + names_out, inputs + outputs) if t.dim() > 0}
+    onnx.export(module, tuple(example), str(path), input_names=names_in, output_names=names_out,
+                dynamic_axes=dynamic)
+
+
+def _example_tuple(example_inputs):
+    return tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+
+
+class ScriptModule(CompiledModule):
+    """A traced or scripted module: the module's forward compiled per signature (ug.compile),
+    its attributes the module's, and save(path) writing it as ONNX."""
+
+    def __init__(self, module, example=None):
+        super().__init__(module)
+        self._example = example
+
+    def __call__(self, *args, **kwargs):
+        out = super().__call__(*args, **kwargs)
+        if self._example is None and not kwargs:
+            self._example = args
+        return out
+
+    def save(self, path):
+        """Writes the module as an ONNX file, its batch dim of any size (ug.jit.load reads it)."""
+        if self._example is None:
+            raise ValueError("[jit.save] a scripted module is traced on its first call: call it once before save(), "
+                             "or use ug.jit.trace(module, example_inputs)")
+        _save_module(self._orig_mod, path, self._example)
+
+
+class ScriptFunction:
+    """A traced or scripted function: jitted (ug.jit), and save(path) writing the program of its
+    example call as ONNX."""
+
+    def __init__(self, fn, example=None):
+        self._jitted = JitFunction(fn)
+        self._example = example
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args):
+        out = self._jitted(*args)
+        if self._example is None:
+            self._example = args
+        return out
+
+    def save(self, path):
+        """Writes the example call's program as an ONNX file, at the example's shapes."""
+        if self._example is None:
+            raise ValueError("[jit.save] a scripted function is traced on its first call: call it once before save(), "
+                             "or use ug.jit.trace(fn, example_inputs)")
+        _save_program(self._jitted, path, *self._example)
+
+
+def trace(func, example_inputs=None, *, check_trace=True, strict=True, example_kwarg_inputs=None):
+    """torch.jit.trace: func (a module or a function) compiled and run once on example_inputs (a
+    tensor or a tuple of them). check_trace compares that run with eager execution."""
+    if example_inputs is None:
+        raise TypeError("[jit.trace] example_inputs is required: the tensors (or tuple of tensors) to trace on")
+    if example_kwarg_inputs is not None:
+        raise TypeError("[jit.trace] example_kwarg_inputs is not supported: pass the inputs positionally")
+    example = _example_tuple(example_inputs)
+    if isinstance(func, _C.nn.Module):
+        traced = ScriptModule(func, example)
+    elif callable(func):
+        traced = ScriptFunction(func, example)
+    else:
+        raise TypeError(f"[jit.trace] expected a module or a function, got {type(func).__name__}")
+    with no_grad():
+        compiled = _tensors(traced(*example))
+        if check_trace:
+            eager = _tensors(func(*example))
+            if len(eager) != len(compiled) or any(not _C.allclose(a, b, rtol=1e-5, atol=1e-5, equal_nan=True)
+                                                  for a, b in zip(eager, compiled)):
+                raise ValueError("[jit.trace] the traced program's outputs differ from eager execution on the example "
+                                 "inputs (does func depend on Python state or randomness?); pass check_trace=False "
+                                 "to keep it anyway")
+    return traced
+
+
+def script(obj, optimize=None, example_inputs=None):
+    """torch.jit.script: obj compiled, traced on each new signature (ug.compile); save() needs a
+    first call or example_inputs (torch's list of argument tuples: the first is the example). A
+    ScriptModule or ScriptFunction is returned as it is."""
+    if isinstance(obj, (ScriptModule, ScriptFunction)):
+        return obj
+    if example_inputs is not None and not (isinstance(example_inputs, list) and example_inputs
+                                           and all(isinstance(e, tuple) for e in example_inputs)):
+        raise TypeError(f"[jit.script] example_inputs must be a list of argument tuples, got {example_inputs!r}")
+    example = example_inputs[0] if example_inputs else None
+    if isinstance(obj, _C.nn.Module):
+        return ScriptModule(obj, example)
+    if callable(obj):
+        return ScriptFunction(obj, example)
+    raise TypeError(f"[jit.script] expected a module or a function, got {type(obj).__name__}")
+
+
+def load(f, map_location=None):
+    """torch.jit.load: the ONNX file a ScriptModule saved (or any ONNX model) as a module in eval
+    mode, on the CPU (the only map_location)."""
+    if map_location is not None and str(map_location) != "cpu":
+        raise ValueError(f"[jit.load] only map_location='cpu' is supported, got {map_location!r}")
+    return onnx.load(str(f)).eval()
+
+
+jit.trace, jit.script, jit.load = trace, script, load
+jit.ScriptModule, jit.ScriptFunction = ScriptModule, ScriptFunction
+
+__all__ = ["ScriptModule", "ScriptFunction", "trace", "script", "load"]
