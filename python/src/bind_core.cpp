@@ -11,6 +11,8 @@
 #include "ug/core/openblas.h"
 #include "ug/core/print_options.h"
 #include "ug/graph/op_def.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/windows.h"
 #include "ug/ops/random_distributions.h"
 
 namespace ugpy {
@@ -59,6 +61,12 @@ void bind_core(nb::module_& m) {
   nb::class_<PyDType>(m, "dtype")
       .def_prop_ro("is_floating_point", [](const PyDType& d) { return ug::is_floating(d.value); })
       .def_prop_ro("itemsize", [](const PyDType& d) { return ug::itemsize(d.value); })
+      .def_prop_ro("is_signed",
+                   [](const PyDType& d) {
+                     return ug::is_floating(d.value) || d.value == ug::DType::Int8 || d.value == ug::DType::Int16 ||
+                            d.value == ug::DType::Int32 || d.value == ug::DType::Int64;
+                   })
+      .def_prop_ro("is_complex", [](const PyDType&) { return false; })
       .def("__repr__", [](const PyDType& d) { return "unigrad." + std::string(ug::dtype_name(d.value)); })
       .def("__eq__",
            [](const PyDType& a, nb::handle b) {
@@ -82,6 +90,20 @@ void bind_core(nb::module_& m) {
   m.attr("long") = nb::cast(ug::DType::Int64);
   m.attr("short") = nb::cast(ug::DType::Int16);
   m.def("promote_types", &ug::promote_types);
+  m.def("can_cast", &ug::can_cast, nb::arg("from_"), nb::arg("to"),
+        "Whether type promotion may cast from_ to to: not floating to integer, not non-bool to bool.");
+  // torch.result_type: the dtype an arithmetic op of the two gives (tensors, Python numbers).
+  m.def("result_type", nb::overload_cast<const ug::Tensor&, const ug::Tensor&>(&ug::result_type),
+        nb::arg("tensor1"), nb::arg("tensor2"));
+  m.def("result_type", nb::overload_cast<const ug::Tensor&, const ug::Scalar&>(&ug::result_type),
+        nb::arg("tensor1"), nb::arg("tensor2"));
+  m.def(
+      "result_type", [](const ug::Scalar& a, const ug::Tensor& b) { return ug::result_type(b, a); },
+      nb::arg("tensor1"), nb::arg("tensor2"));
+  m.def(
+      "result_type",
+      [](const ug::Scalar& a, const ug::Scalar& b) { return ug::promote_types(a.default_dtype(), b.default_dtype()); },
+      nb::arg("tensor1"), nb::arg("tensor2"));
 
   nb::class_<PyDevice>(m, "device")
       .def(
@@ -388,6 +410,41 @@ void bind_creation(nb::module_& m) {
          bool rg) { return with_grad(ug::linspace(start, end, steps, opts(dtype, device)), rg); },
       nb::arg("start"), nb::arg("end"), nb::arg("steps"), nb::kw_only(), a_dtype, a_device, a_grad,
       "steps values evenly spaced from start to end, both included.");
+  // The window functions (ug/ops/windows.h), torch's signatures.
+  m.def(
+      "hann_window",
+      [](int64_t n, bool periodic, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) {
+        return with_grad(ug::hann_window(n, periodic, opts(dtype, device)), rg);
+      },
+      nb::arg("window_length"), nb::arg("periodic") = true, nb::kw_only(), a_dtype, a_device, a_grad,
+      "The Hann window: 0.5 - 0.5 cos(2 pi n / (N - 1)), periodic by default.");
+  m.def(
+      "hamming_window",
+      [](int64_t n, bool periodic, double alpha, double beta, std::optional<ug::DType> dtype,
+         std::optional<ug::Device> device,
+         bool rg) { return with_grad(ug::hamming_window(n, periodic, alpha, beta, opts(dtype, device)), rg); },
+      nb::arg("window_length"), nb::arg("periodic") = true, nb::arg("alpha") = 0.54, nb::arg("beta") = 0.46,
+      nb::kw_only(), a_dtype, a_device, a_grad, "The Hamming window: alpha - beta cos(2 pi n / (N - 1)).");
+  m.def(
+      "blackman_window",
+      [](int64_t n, bool periodic, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) {
+        return with_grad(ug::blackman_window(n, periodic, opts(dtype, device)), rg);
+      },
+      nb::arg("window_length"), nb::arg("periodic") = true, nb::kw_only(), a_dtype, a_device, a_grad,
+      "The Blackman window.");
+  m.def(
+      "bartlett_window",
+      [](int64_t n, bool periodic, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) {
+        return with_grad(ug::bartlett_window(n, periodic, opts(dtype, device)), rg);
+      },
+      nb::arg("window_length"), nb::arg("periodic") = true, nb::kw_only(), a_dtype, a_device, a_grad,
+      "The Bartlett (triangular) window.");
+  m.def(
+      "kaiser_window",
+      [](int64_t n, bool periodic, double beta, std::optional<ug::DType> dtype, std::optional<ug::Device> device,
+         bool rg) { return with_grad(ug::kaiser_window(n, periodic, beta, opts(dtype, device)), rg); },
+      nb::arg("window_length"), nb::arg("periodic") = true, nb::arg("beta") = 12.0, nb::kw_only(), a_dtype,
+      a_device, a_grad, "The Kaiser window: I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta).");
   m.def(
       "eye",
       [](int64_t n, std::optional<int64_t> cols, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {

@@ -114,6 +114,51 @@ for _name, _fn in _ALIAS_FUNCTIONS.items():
     globals().setdefault(_name, _fn)
 del _name, _fn, _ALIAS_FUNCTIONS
 
+from .interop import asarray, frombuffer  # noqa: E402,F401
+from .settings import *  # noqa: E402,F401,F403  (deterministic mode, matmul precision, default device)
+
+# torch's top-level names for functional ops whose signature is torch.nn.functional's (torch.conv2d).
+for _name in ("adaptive_avg_pool1d", "avg_pool1d", "bilinear", "channel_shuffle", "conv1d", "conv2d", "conv3d",
+              "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "hardshrink",
+              "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle", "prelu", "max_pool1d", "max_pool2d",
+              "max_pool3d", "celu", "selu", "rrelu", "threshold"):
+    globals().setdefault(_name, getattr(nn.functional, _name))  # noqa: F405
+del _name
+
+
+def is_signed(input):
+    """Whether input's dtype holds negative values (floating and signed integer dtypes)."""
+    return input.dtype.is_signed
+
+
+def is_same_size(input, other):
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input (torch.rsub)."""
+    return sub(other, input, alpha=alpha)  # noqa: F405
+
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor of this size and stride (torch.empty_strided), over storage just large
+    enough for the furthest element."""
+    if len(size) != len(stride) or any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise ValueError(f"[empty_strided] size {list(size)} and stride {list(stride)} must be non-negative "
+                         "and of the same length")
+    extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    out = empty(extent, dtype=dtype, device=device).as_strided(tuple(size), tuple(stride))  # noqa: F405
+    return out.requires_grad_(requires_grad) if requires_grad else out
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+    """A 0-d tensor holding s, of the default float dtype unless dtype is given (torch.scalar_tensor)."""
+    return tensor(s, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad)  # noqa: F405
+
+
+row_stack = vstack  # noqa: F405
+Tensor.is_signed = is_signed
+
 
 def _logdet(input):
     """log(det): NaN for a negative determinant, -inf for a singular matrix (torch.logdet)."""

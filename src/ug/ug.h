@@ -60,6 +60,7 @@
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 #include "ug/ops/view.h"
+#include "ug/ops/windows.h"
 #include "ug/optim/optim.h"
 #include "ug/train/checkpoint.h"
 #include "ug/train/train.h"

@@ -61,6 +61,11 @@ DType promote_types(DType a, DType b) {
   return promote_integers(a, b);
 }
 
+bool can_cast(DType from, DType to) {
+  if (is_floating(from) && is_integral(to)) return false;
+  return from == DType::Bool || to != DType::Bool;
+}
+
 namespace {
 std::atomic<DType> default_dtype{DType::Float32};
 }  // namespace

@@ -43,6 +43,9 @@ inline bool is_integral(DType t, bool include_bool = false) {
 /** The result type of combining two tensors of these dtypes (torch.promote_types); a shell
  *  dtype with another integer or bool dtype throws TypeError, as in PyTorch. */
 DType promote_types(DType a, DType b);
+/** Whether type promotion may cast from to to (torch.can_cast): never floating to integer, nor
+ *  anything but bool to bool; narrowing within a category is allowed. */
+bool can_cast(DType from, DType to);
 /** The dtype a float result takes for an input of dtype t: t if floating, else the default. */
 DType to_floating(DType t);
 /** The floating dtype of new tensors that name none (factories, Python floats, parameters) and

@@ -20,6 +20,8 @@ DType result_type(const Tensor& a, const Tensor& b);
 }  // namespace ug::ops
 
 namespace ug {
+/** torch.result_type: the dtype of an arithmetic op of a and b. */
+using ops::result_type;
 // Free functions and operators, as in torch::.
 #define UG_DECLARE_BINARY_FN(Op, fn)           \
   Tensor fn(const Tensor& a, const Tensor& b); \
