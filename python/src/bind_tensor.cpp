@@ -58,6 +58,15 @@ Tensor to_any(const Tensor& t, nb::args args, nb::kwargs kwargs) {
 
 nb::object values_indices(std::pair<Tensor, Tensor> p) { return values_indices_type()(p.first, p.second); }
 
+/** An in-place view's method: runs op on self's tensor and returns self, the same Python object
+ *  as torch does. */
+template <class... A> auto returning_self(Tensor& (*op)(Tensor&, A...)) {
+  return [op](nb::object self, A... args) {
+    op(nb::cast<Tensor&>(self), args...);
+    return self;
+  };
+}
+
 }  // namespace
 
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
@@ -197,6 +206,36 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
                                 offset.value_or(t.storage_offset()));
           },
           nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = nb::none())
+      // in-place views
+      .def("transpose_", returning_self(&ug::transpose_), nb::arg("dim0"), nb::arg("dim1"))
+      .def("swapaxes_", returning_self(&ug::transpose_), nb::arg("axis0"), nb::arg("axis1"))
+      .def("swapdims_", returning_self(&ug::transpose_), nb::arg("dim0"), nb::arg("dim1"))
+      .def("t_", returning_self(&ug::t_))
+      .def(
+          "squeeze_",
+          [](nb::object self, nb::handle dim) {
+            Tensor& t = nb::cast<Tensor&>(self);
+            if (auto d = opt_dims(dim, "squeeze_")) ug::squeeze_(t, *d);
+            else ug::squeeze_(t);
+            return self;
+          },
+          nb::arg("dim") = nb::none())
+      .def("unsqueeze_", returning_self(&ug::unsqueeze_), nb::arg("dim"))
+      .def(
+          "as_strided_",
+          [](nb::object self, nb::handle size, nb::handle stride, std::optional<int64_t> offset) {
+            Tensor& t = nb::cast<Tensor&>(self);
+            ug::as_strided_(t, dims_from_sequence(size, "as_strided_"), dims_from_sequence(stride, "as_strided_"),
+                            offset.value_or(t.storage_offset()));
+            return self;
+          },
+          nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = nb::none())
+      .def("resize_",
+           [](nb::object self, nb::args sizes) {
+             ug::resize_(nb::cast<Tensor&>(self), dims_from_args(sizes, "resize_"));
+             return self;
+           })
+      .def("resize_as_", returning_self(&ug::resize_as_), nb::arg("other"))
       .def("unbind", &Tensor::unbind, nb::arg("dim") = 0)
       .def(
           "split",

@@ -100,8 +100,45 @@ def sum_to_size(self, *size):
     return (self.sum(dims, keepdim=True) if dims else self).reshape(shape)
 
 
+def _slice(self, dim=0, start=None, end=None, step=1):
+    """self[start:end:step] along dim (torch.slice, which Tensor has no method for)."""
+    return self[(slice(None),) * (dim % max(self.dim(), 1)) + (slice(start, end, step),)]
+
+
+def _copy_of(name, view):
+    """torch's *_copy form of a view op: the view's elements in new, contiguous memory."""
+    def copy(input, *args, **kwargs):
+        out = view(input, *args, **kwargs)
+        return tuple(t.clone() for t in out) if isinstance(out, (list, tuple)) else out.clone()
+
+    copy.__name__ = name + "_copy"
+    copy.__doc__ = f"{name}, copied into new contiguous memory (torch.{name}_copy): differentiable."
+    return copy
+
+
+_VIEWS = {"t": Tensor.t, "transpose": Tensor.transpose, "view": Tensor.view, "permute": Tensor.permute,
+          "expand": Tensor.expand, "squeeze": Tensor.squeeze, "unsqueeze": Tensor.unsqueeze,
+          "diagonal": Tensor.diagonal, "select": Tensor.select, "slice": _slice, "split": Tensor.split,
+          "split_with_sizes": split_with_sizes, "unbind": Tensor.unbind, "unfold": Tensor.unfold,
+          "detach": Tensor.detach, "alias": lambda self: self, "as_strided": Tensor.as_strided,
+          "narrow": Tensor.narrow}
+_COPIES = {name + "_copy": _copy_of(name, view) for name, view in _VIEWS.items()}
+
+# torch's functions that are in-place Tensor methods (torch.relu_(x) is x.relu_()), where the
+# method exists.
+_IN_PLACE_FUNCTIONS = (
+    "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_",
+    "as_strided_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_", "clamp_min_", "clip_",
+    "cos_", "cosh_", "deg2rad_", "detach_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_", "fix_", "floor_",
+    "frac_", "gcd_", "i0_", "index_put_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_", "logit_",
+    "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_", "resize_as_", "round_", "rsqrt_",
+    "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_",
+)
+
 Tensor.take, Tensor.argwhere = take, argwhere
 Tensor.split_with_sizes, Tensor.sum_to_size = split_with_sizes, sum_to_size
+Tensor.narrow_copy = _COPIES["narrow_copy"]
 FUNCTIONS = {alias: getattr(_C, name) for alias, name in _ALIASES.items()
              if not alias.endswith("_") and hasattr(_C, name)}
-FUNCTIONS.update(take=take, argwhere=argwhere)
+FUNCTIONS.update(take=take, argwhere=argwhere, split_with_sizes=split_with_sizes, **_COPIES)
+FUNCTIONS.update({name: getattr(Tensor, name) for name in _IN_PLACE_FUNCTIONS if hasattr(Tensor, name)})

@@ -72,6 +72,46 @@ bool CapturedCall::writes_in_place(size_t i) const {
   return false;
 }
 
+namespace {
+
+/** Calls each recorded call of `calls` (and the calls inside them) with fn. */
+void each_call(std::vector<CapturedCall>& calls, const std::function<void(CapturedCall&)>& fn) {
+  for (CapturedCall& call : calls) {
+    fn(call);
+    each_call(call.inner, fn);
+  }
+}
+
+}  // namespace
+
+bool Capture::relayout(const Tensor& t, const Tensor& old, const Tensor& view, uint32_t version) {
+  auto each = [&](const std::function<void(CapturedCall&)>& fn) {
+    each_call(calls_, fn);
+    for (Open& open : open_) each_call(open.inner, fn);
+  };
+  bool made = false;
+  each([&](CapturedCall& call) {
+    for (const Tensor& out : call.outputs) made = made || out.impl_ref() == t.impl_ref();
+  });
+  if (!made) return false;
+  each([&](CapturedCall& call) {
+    for (Tensor& in : call.inputs) {
+      if (in.impl_ref() == t.impl_ref()) in = old;
+      else if (in.impl_ref() == view.impl_ref()) in = t;
+    }
+    for (size_t i = 0; i < call.outputs.size(); ++i) {
+      Tensor& out = call.outputs[i];
+      if (out.impl_ref() == t.impl_ref()) {
+        out = old;
+      } else if (out.impl_ref() == view.impl_ref()) {
+        out = t;
+        if (i < call.output_versions.size()) call.output_versions[i] = version;
+      }
+    }
+  });
+  return true;
+}
+
 Capture::Capture(const char* who)
     : who_(who),
       grad_sets_at_start_(GradMode::sets_made()),

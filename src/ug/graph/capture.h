@@ -73,6 +73,12 @@ class Capture {
   /** How many vmaps were open when the capture began: they batch the program's runs, not its
    *  graph, which holds its values as each example sees them. */
   size_t vmaps_outside() const { return vmaps_outside_; }
+  /** For an in-place view op (t_, unsqueeze_) about to give t the layout of `view`, which the
+   *  op's call made from t: the calls recorded so far read t's old layout through `old` (an
+   *  alias of t made before the change), and `view`'s readers read t, at `version`. Recorded
+   *  calls hold handles whose layout is read when the graph is built, after the trace. False,
+   *  changing nothing, where no recorded call made t (an input of the trace or a constant). */
+  bool relayout(const Tensor& t, const Tensor& old, const Tensor& view, uint32_t version);
 
  private:
   friend class OpCall;

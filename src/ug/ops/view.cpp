@@ -681,4 +681,93 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
   return split(std::max<int64_t>(each, 1), d);
 }
 
+namespace {
+
+/** What every in-place view does: t takes the layout (and history) of make(t), a view of it. */
+Tensor& become_view(Tensor& t, const char* op, const std::function<Tensor(const Tensor&)>& make) {
+  if (GradMode::is_enabled() && t.requires_grad() && t.is_leaf())
+    fail<RuntimeError>("[", op,
+                       "] a leaf tensor that requires grad is being used in an in-place operation; wrap it in "
+                       "no_grad() or use the out-of-place form");
+  Tensor view = make(t);
+  const uint32_t version = t.version() + 1;
+  if (view.impl_ref() != t.impl_ref()) {
+    if (graph::Capture* capture = graph::detail::current_capture)
+      if (!capture->relayout(t, batching::shallow_copy(t), view, version))
+        fail<RuntimeError>("[", op,
+                           "] changes the layout of a tensor the traced function did not compute (an input or a "
+                           "constant), which a compiled program cannot replay; use the out-of-place view");
+    t.impl().set_data(view.impl());
+    if (const BatchInfo* b = view.impl().batch()) t.impl().set_batch(*b);
+    // Under no_grad the view has no history and t keeps its own, as in torch.
+    if (AutogradMeta* vm = autograd::meta_if(view); vm && vm->grad_fn) {
+      AutogradMeta& m = autograd::meta(t);
+      m.grad_fn = vm->grad_fn;
+      m.output_nr = vm->output_nr;
+    }
+    if (forward::has_tangent(view)) forward::copy_tangents(view, t);
+  }
+  t.bump_version();
+  return t;
+}
+
+}  // namespace
+
+Tensor& transpose_(Tensor& t, int64_t dim0, int64_t dim1) {
+  return become_view(t, "transpose_", [&](const Tensor& x) { return x.transpose(dim0, dim1); });
+}
+Tensor& t_(Tensor& t) {
+  return become_view(t, "t_", [](const Tensor& x) { return x.t(); });
+}
+Tensor& squeeze_(Tensor& t) {
+  return become_view(t, "squeeze_", [](const Tensor& x) { return x.squeeze(); });
+}
+Tensor& squeeze_(Tensor& t, const Dims& dims) {
+  return become_view(t, "squeeze_", [&](const Tensor& x) { return x.squeeze(dims); });
+}
+Tensor& unsqueeze_(Tensor& t, int64_t dim) {
+  return become_view(t, "unsqueeze_", [&](const Tensor& x) { return x.unsqueeze(dim); });
+}
+Tensor& as_strided_(Tensor& t, const Dims& shape, const Dims& strides, int64_t offset) {
+  return become_view(t, "as_strided_", [&](const Tensor& x) { return x.as_strided(shape, strides, offset); });
+}
+
+Tensor& resize_(Tensor& t, const Dims& shape) {
+  if (t.requires_grad()) fail<RuntimeError>("[resize_] cannot resize a tensor that requires grad");
+  if (batching::level(t)) fail<RuntimeError>("[resize_] is not supported inside vmap");
+  if (graph::detail::current_capture)
+    fail<RuntimeError>("[resize_] cannot be traced (ug.jit, onnx.export): its storage depends on the run");
+  int64_t numel = 1;
+  for (int64_t s : shape) {
+    if (s < 0) fail("[resize_] sizes must be non-negative, got ", shape);
+    numel *= s;
+  }
+  const Shape new_shape(shape.begin(), shape.end());
+  if (new_shape != t.shape()) {
+    const int64_t offset = t.storage_offset();
+    const size_t need = static_cast<size_t>(offset + numel) * t.element_size();
+    Ref<Storage> storage = t.storage();
+    if (need > storage->nbytes()) {
+      // A larger block for this tensor alone (torch grows the shared one), its first bytes the old ones.
+      const int64_t old_elems = static_cast<int64_t>(storage->nbytes() / t.element_size());
+      Tensor grown = empty({offset + numel}, {.dtype = t.dtype(), .device = t.device()});
+      {
+        NoGradGuard no_grad;
+        grown.narrow(0, 0, old_elems)
+            .copy_(Tensor(make_ref<TensorImpl>(storage, Shape{old_elems}, Strides{1}, 0, t.dtype())));
+      }
+      // The version goes on from the old block's, so that tensors saved for backward still see the change.
+      while (grown.version() < t.version()) grown.bump_version();
+      storage = grown.storage();
+    }
+    t.impl().set_data(TensorImpl(storage, new_shape, contiguous_strides(new_shape), offset, t.dtype()));
+  }
+  t.bump_version();
+  return t;
+}
+
+Tensor& resize_as_(Tensor& t, const Tensor& other) {
+  return resize_(t, Dims(other.shape().begin(), other.shape().end()));
+}
+
 }  // namespace ug

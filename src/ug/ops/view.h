@@ -20,4 +20,19 @@ Tensor movedim(const Tensor& x, const Dims& source, const Dims& destination);
  *  Tensor.detach() is this. */
 Tensor stop_gradient(const Tensor& x);
 
+// torch's in-place views: t itself (every handle to it) takes the layout of the view of it,
+// its data untouched; its version goes up and its history is the view op's, so backward
+// through t sees the view's derivative. A leaf that requires grad refuses under grad mode.
+Tensor& transpose_(Tensor& t, int64_t dim0, int64_t dim1);
+Tensor& t_(Tensor& t);
+Tensor& squeeze_(Tensor& t);
+Tensor& squeeze_(Tensor& t, const Dims& dims);
+Tensor& unsqueeze_(Tensor& t, int64_t dim);
+Tensor& as_strided_(Tensor& t, const Dims& shape, const Dims& strides, int64_t offset);
+/** t as a contiguous tensor of `shape` from its storage offset on: the same storage where it
+ *  holds that many elements, otherwise a larger one holding the old elements first (the rest
+ *  uninitialised). Refuses a tensor that requires grad, as torch does. */
+Tensor& resize_(Tensor& t, const Dims& shape);
+Tensor& resize_as_(Tensor& t, const Tensor& other);
+
 }  // namespace ug
