@@ -1,0 +1,359 @@
+#include "ug/ops/special.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numbers>
+#include <vector>
+
+#include "ug/autograd/custom_function.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/graph/record.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/composite.h"
+#include "ug/ops/composite_math.h"
+#include "ug/ops/unary.h"
+
+namespace ug {
+
+namespace {
+
+constexpr double kPi = std::numbers::pi;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kSqrt2 = std::numbers::sqrt2;
+constexpr double kSqrtPi = 1.77245385090551602730;
+constexpr double kSqrt2Pi = 2.50662827463100050242;
+
+using Value = std::function<Tensor(const Tensors& float64_inputs)>;
+/** The derivative of the result in input i, written with differentiable ops. */
+using Partial = std::function<Tensor(size_t i, const Tensors& inputs)>;
+
+/** value (on the inputs broadcast together and in float64, without history) in the inputs'
+ *  floating dtype, differentiating as `partial` says in each input whose entry in `lacking` is
+ *  null; the others name the argument whose derivative torch lacks too: asking for it raises
+ *  when the gradient (or tangent) is computed, as torch's does. */
+Tensor with_partials(const char* name, Tensors inputs, Value value, Partial partial,
+                     std::vector<const char*> lacking = {}) {
+  lacking.resize(inputs.size(), nullptr);
+  DType dtype = inputs[0].dtype();
+  for (const Tensor& t : inputs) dtype = promote_types(dtype, t.dtype());
+  dtype = to_floating(dtype);
+  if (inputs.size() > 1) inputs = broadcast_tensors(inputs);
+  auto missing = [name, lacking](size_t i) {
+    fail<RuntimeError>("[", name, "] the derivative for '", lacking[i], "' is not implemented (nor is torch's)");
+  };
+  auto call = [=](const Tensors& in) {
+    Tensor y;
+    {
+      NoGradGuard no_grad;
+      Tensors d;
+      for (const Tensor& t : in) d.push_back(t.detach().to(DType::Float64));
+      y = value(d).to(dtype);
+    }
+    std::vector<bool> wanted;
+    for (const Tensor& t : in) wanted.push_back(autograd::needs_grad({&t}));
+    CustomVjp vjp = [=](const Tensors& saved, const Tensors& g) {
+      Tensors out(saved.size());
+      for (size_t i = 0; i < saved.size(); ++i) {
+        if (!wanted[i]) continue;
+        if (lacking[i]) missing(i);
+        out[i] = (g[0] * partial(i, saved).to(g[0].dtype())).to(saved[i].dtype());
+      }
+      return out;
+    };
+    CustomJvp jvp = [=](const Tensors& tangents) {
+      Tensor sum;
+      for (size_t i = 0; i < tangents.size(); ++i) {
+        if (!tangents[i].defined()) continue;
+        if (lacking[i]) missing(i);
+        const Tensor term = tangents[i] * partial(i, in).to(tangents[i].dtype());
+        sum = sum.defined() ? sum + term : term;
+      }
+      return Tensors{sum};
+    };
+    return custom_function(name, in, {y}, vjp, jvp, in)[0];
+  };
+  return custom_call(
+      name, inputs, [&] { return Tensors{call(inputs)}; }, [call](const Tensors& in) { return Tensors{call(in)}; })[0];
+}
+
+/** P(a, x) and Q(a, x) where a and x are positive and finite (elsewhere: values to replace):
+ *  sum_k x^k / (a (a + 1) ... (a + k)) below x = a + 1, where its terms shrink from the start;
+ *  above, the continued fraction 1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / ...)),
+ *  from the bottom; both times x^a e^-x / Gamma(a). The complement of either loses nothing: it
+ *  is at least 1/2 there. */
+std::pair<Tensor, Tensor> incomplete_gamma(const Tensor& a, const Tensor& x) {
+  constexpr int kTerms = 200;
+  const Tensor ok = (a > 0.0).logical_and(x > 0.0).logical_and(isfinite(a)).logical_and(isfinite(x));
+  const Tensor sa = where(ok, a, 1.0), sx = where(ok, x, 1.0);
+  const Tensor by_series = sx < sa + 1.0;
+  const Tensor front = (sa * sx.log() - sx - lgamma(sa)).exp();
+  const Tensor xs = where(by_series, sx, 0.0), xf = where(by_series, sa + 1.0, sx);
+  Tensor term = 1.0 / sa, series = term;
+  for (int k = 1; k <= kTerms; ++k) {
+    term = term * xs / (sa + static_cast<double>(k));
+    series = series + term;
+  }
+  Tensor t = xf + (2.0 * kTerms + 1.0) - sa;
+  for (int i = kTerms; i >= 1; --i) t = (xf + (2.0 * i - 1.0) - sa) - static_cast<double>(i) * (i - sa) / t;
+  const Tensor lower = front * series, upper = front / t;
+  return {where(by_series, lower, 1.0 - upper), where(by_series, 1.0 - lower, upper)};
+}
+
+/** igamma (upper: igammac) on float64 a and x, with torch's values at the edges. */
+Tensor incomplete_gamma_value(const Tensor& a, const Tensor& x, bool upper) {
+  auto [p, q] = incomplete_gamma(a, x);
+  Tensor r = upper ? q : p;
+  const double one = upper ? 0.0 : 1.0, zero = 1.0 - one;
+  r = where(x == 0.0, zero, where(isinf(x), one, r));
+  r = where(a == 0.0, one, where(isinf(a), zero, r));
+  const Tensor bad = (a < 0.0).logical_or(x < 0.0).logical_or((a == 0.0).logical_and(x == 0.0));
+  return where(bad.logical_or(isinf(a).logical_and(isinf(x))).logical_or(isnan(a)).logical_or(isnan(x)), kNaN, r);
+}
+
+/** d/dx P(a, x) = x^(a - 1) e^-x / Gamma(a) (1 at x = 0 when a = 1). */
+Tensor igamma_slope(const Tensor& a, const Tensor& x) {
+  const Tensor slope = ((a - 1.0) * x.log() - x - lgamma(a)).exp();
+  return where((x == 0.0).logical_and(a == 1.0), 1.0, slope);
+}
+
+/** Hurwitz's zeta on float64 x and q (Cephes's zeta: Euler-Maclaurin summation). */
+Tensor zeta_value(const Tensor& x, const Tensor& q) {
+  static constexpr double kBernoulli[] = {12.0,
+                                          -720.0,
+                                          30240.0,
+                                          -1209600.0,
+                                          47900160.0,
+                                          -1.8924375803183791606e9,
+                                          7.47242496e10,
+                                          -2.950130727918164224e12,
+                                          1.1646782814350067249e14,
+                                          -4.5979787224074726105e15,
+                                          1.8152105401943546773e17,
+                                          -7.1661652561756670113e18};  // (2k)! / B_2k
+  constexpr int kSummed = 16;
+  const Tensor q_pole = (q <= 0.0).logical_and(q == q.floor());
+  const Tensor nan = (x < 1.0).logical_or((q < 0.0).logical_and(x != x.floor())).logical_and(q_pole.logical_not());
+  const Tensor inf = (x == 1.0).logical_or(q_pole);
+  const Tensor ok = isfinite(x).logical_and(isfinite(q)).logical_and(nan.logical_or(inf).logical_not());
+  const Tensor sx = where(ok, x, 2.0), sq = where(ok, q, 1.0);
+  Tensor s = zeros_like(sx);
+  for (int k = 0; k <= kSummed; ++k) s = s + (sq + static_cast<double>(k)).pow(-sx);
+  const Tensor w = sq + static_cast<double>(kSummed);
+  Tensor b = w.pow(-sx);
+  s = s + b * w / (sx - 1.0) - 0.5 * b;
+  Tensor rising = ones_like(sx);
+  for (int i = 0; i < 12; ++i) {
+    rising = rising * (sx + 2.0 * i);
+    b = b / w;
+    s = s + rising * b / kBernoulli[i];
+    rising = rising * (sx + 2.0 * i + 1.0);
+    b = b / w;
+  }
+  // torch's values: x = inf gives 1 at q = 1, inf below and NaN above; q = inf gives NaN.
+  const Tensor x_inf = where(q == 1.0, 1.0, where(q < 1.0, full_like(q, kInf), kNaN));
+  s = where(isinf(x).logical_and(x > 0.0), x_inf, where(isinf(q).logical_and(q > 0.0), kNaN, s));
+  return where(inf, kInf, where(nan.logical_or(isnan(x)).logical_or(isnan(q)), kNaN, s));
+}
+
+/** exp(-|x|) i_order(x) (scaled) or i_order(x), order 0 or 1, for float64 x: the power series
+ *  up to |x| = 20 (40 terms: at 20 the last is 1e-20 of the sum), the asymptotic series past it
+ *  (30 terms, which shrink until k ~ 2|x|, reach 1e-17 at 20). */
+Tensor bessel_i(const Tensor& d, int order, bool scaled) {
+  const Tensor a = d.abs(), near = a <= 20.0;
+  const Tensor an = where(near, a, 0.0), q = an.square() / 4.0;
+  Tensor term = ones_like(q), series = ones_like(q);
+  for (int k = 1; k <= 40; ++k) {
+    term = term * q / static_cast<double>(k * (k + order));
+    series = series + term;
+  }
+  if (order == 1) series = series * an / 2.0;
+  if (scaled) series = series * (-an).exp();
+  const Tensor af = where(near, 20.0, a);
+  Tensor step = ones_like(af), tail = ones_like(af);
+  for (int k = 1; k <= 30; ++k) {
+    step = step * static_cast<double>((2 * k - 1) * (2 * k - 1) - 4 * order * order) / (af * (8.0 * k));
+    tail = tail + step;
+  }
+  const Tensor growth = scaled ? -0.5 * (af * (2 * kPi)).log() : af - 0.5 * (af * (2 * kPi)).log();
+  const Tensor r = where(near, series, growth.exp() * tail);
+  return order == 1 ? where(d < 0.0, -r, r) : r;
+}
+
+/** exp(sign x^2) for float64 x, as exp(sign h^2) exp(sign (x - h)(x + h)) with h = x to 12
+ *  bits: h^2 is exact, so the rounding of x^2 (relative x^2 eps) stays out. */
+Tensor exp_square(const Tensor& x, double sign) {
+  const Tensor h = (x * 4096.0).floor() / 4096.0;
+  return (sign * (h * h)).exp() * (sign * ((x - h) * (x + h))).exp();
+}
+
+/** exp(x^2) erfc(x) for float64 x: the continued fraction 1 / (sqrt(pi) (x + (1/2) / (x + 1 /
+ *  (x + (3/2) / ...)))) from 1.5 on (80 levels, relative error ~1e-15 at 1.5), below that
+ *  erfc exp(x^2) (1 - erf loses at most log10(1 / erfc(1.5)) = 1.5 digits there). */
+Tensor erfcx_value(const Tensor& d) {
+  const Tensor far = d >= 1.5;
+  const Tensor xf = where(far, d, 1.5);
+  Tensor t = xf;
+  for (int k = 80; k >= 1; --k) t = xf + (k / 2.0) / t;
+  const Tensor xn = where(far.logical_or(isinf(d)), 0.0, d);
+  const Tensor r = where(far, 1.0 / (t * kSqrtPi), erfc(xn) * exp_square(xn, 1.0));
+  return where(d == -kInf, kInf, r);
+}
+
+/** erfc for float64 x, to float64's accuracy past 1.5 too (ug::erfc loses up to 3.4 digits
+ *  below 2.5). */
+Tensor erfc_value(const Tensor& d) {
+  const Tensor far = d >= 1.5, xf = where(far, d, 1.5);
+  return where(far, where(isinf(d), 0.0, exp_square(xf, -1.0) * erfcx_value(xf)), erfc(where(far, 0.0, d)));
+}
+
+Tensor log_ndtr_value(const Tensor& d) {
+  // Left of -1 the logarithm of the scaled form, whose exp(-x^2 / 2) is taken out exactly;
+  // right of it log1p of the small upper tail.
+  const Tensor left = d < -1.0;
+  const Tensor xl = where(left, d, -1.0), xr = where(left, 0.0, d);
+  const Tensor far = -0.5 * xl.square() + (0.5 * erfcx_value(-xl / kSqrt2)).log();
+  return where(left, far, (-0.5 * erfc_value(xr / kSqrt2)).log1p());
+}
+
+Tensor ndtri_value(const Tensor& p) {
+  // Middle: sqrt(2) erfinv(2p - 1), 2p - 1 exact. Tails (q = min(p, 1 - p) < e^-2, exact):
+  // Abramowitz and Stegun 26.2.23 (error < 4.5e-4), then Newton on log ndtr(y) = log q,
+  // concave, so from there the error squares each step (5 steps: below float64's).
+  const Tensor middle = (p - 0.5).abs() < 0.5 - std::exp(-2.0);
+  const Tensor centre = kSqrt2 * erfinv(where(middle, 2.0 * (p - 0.5), 0.0));
+  const Tensor q = where(p < 0.5, p, 1.0 - p);
+  const Tensor qs = where(middle.logical_or((q > 0.0).logical_not()), 0.1, q), lq = qs.log();
+  const Tensor t = (-2.0 * lq).sqrt();
+  Tensor y = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) / (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
+  for (int step = 0; step < 5; ++step) {
+    const Tensor lp = log_ndtr_value(y);
+    y = y - (lp - lq) * (lp + 0.5 * y.square()).exp() * kSqrt2Pi;
+  }
+  Tensor r = where(middle, centre, where(p < 0.5, y, -y));
+  r = where(p == 0.0, -kInf, where(p == 1.0, kInf, r));
+  return where((p < 0.0).logical_or(p > 1.0).logical_or(isnan(p)), kNaN, r);
+}
+
+}  // namespace
+
+Tensor igamma(const Tensor& a, const Tensor& x) {
+  return with_partials(
+      "gammainc", {a, x}, [](const Tensors& d) { return incomplete_gamma_value(d[0], d[1], false); },
+      [](size_t, const Tensors& in) { return igamma_slope(in[0].to(DType::Float64), in[1].to(DType::Float64)); },
+      {"input", nullptr});
+}
+
+Tensor igammac(const Tensor& a, const Tensor& x) {
+  return with_partials(
+      "gammaincc", {a, x}, [](const Tensors& d) { return incomplete_gamma_value(d[0], d[1], true); },
+      [](size_t, const Tensors& in) { return -igamma_slope(in[0].to(DType::Float64), in[1].to(DType::Float64)); },
+      {"input", nullptr});
+}
+
+Tensor polygamma(int64_t n, const Tensor& x) {
+  if (n < 0) fail<RuntimeError>("[polygamma] n must be non-negative, got ", n);
+  if (n == 0) return digamma(x);
+  // psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x)
+  const double scale = (n % 2 ? 1.0 : -1.0) * std::tgamma(static_cast<double>(n) + 1.0);
+  return with_partials(
+      "polygamma", {x},
+      [n, scale](const Tensors& d) {
+        const Tensor r = scale * zeta_value(full_like(d[0], static_cast<double>(n + 1)), d[0]);
+        // torch's trigamma (n = 1): 0 at inf, NaN at -inf; beyond, zeta's NaN and +-inf
+        return n == 1 ? where(d[0] == kInf, 0.0, where(d[0] == -kInf, kNaN, r)) : r;
+      },
+      [n](size_t, const Tensors& in) { return polygamma(n + 1, in[0]); });
+}
+
+namespace special {
+
+Tensor zeta(const Tensor& x, const Tensor& q) {
+  return with_partials(
+      "zeta", {x, q}, [](const Tensors& d) { return zeta_value(d[0], d[1]); },
+      [](size_t, const Tensors& in) { return -in[0] * zeta(in[0] + 1.0, in[1]); }, {"self", nullptr});
+}
+
+Tensor xlog1py(const Tensor& x, const Tensor& y) {
+  const DType dtype = to_floating(promote_types(x.dtype(), y.dtype()));
+  const Tensor a = x.to(dtype), b = y.to(dtype);
+  return where((a == 0.0).logical_and(isnan(b).logical_not()), 0.0, a * b.log1p());
+}
+
+Tensor entr(const Tensor& x) {
+  return with_partials(
+      "entr", {x},
+      [](const Tensors& d) {
+        const Tensor v = d[0], inside = v > 0.0;
+        const Tensor r = where(inside, -v * where(inside, v, 1.0).log(), where(v == 0.0, 0.0, full_like(v, -kInf)));
+        return where(isnan(v), v, r);
+      },
+      [](size_t, const Tensors& in) { return -(in[0].to(DType::Float64).log() + 1.0); });
+}
+
+Tensor ndtr(const Tensor& x) {
+  return with_partials(
+      "ndtr", {x}, [](const Tensors& d) { return 0.5 * erfc_value(-d[0] / kSqrt2); },
+      [](size_t, const Tensors& in) {
+        const Tensor v = in[0].to(DType::Float64);
+        return (-0.5 * v.square()).exp() / kSqrt2Pi;
+      });
+}
+
+Tensor log_ndtr(const Tensor& x) {
+  return with_partials(
+      "log_ndtr", {x}, [](const Tensors& d) { return log_ndtr_value(d[0]); },
+      [](size_t, const Tensors& in) {
+        const Tensor v = in[0].to(DType::Float64);
+        return (-0.5 * v.square() - log_ndtr(v)).exp() / kSqrt2Pi;
+      });
+}
+
+Tensor ndtri(const Tensor& p) {
+  return with_partials(
+      "ndtri", {p}, [](const Tensors& d) { return ndtri_value(d[0]); },
+      [](size_t, const Tensors& in) { return (0.5 * ndtri(in[0].to(DType::Float64)).square()).exp() * kSqrt2Pi; });
+}
+
+Tensor erfcx(const Tensor& x) {
+  return with_partials(
+      "erfcx", {x}, [](const Tensors& d) { return erfcx_value(d[0]); },
+      [](size_t, const Tensors& in) {
+        const Tensor v = in[0].to(DType::Float64);
+        return 2.0 * v * erfcx(v) - 2.0 / kSqrtPi;
+      });
+}
+
+Tensor i0e(const Tensor& x) {
+  return with_partials(
+      "i0e", {x}, [](const Tensors& d) { return bessel_i(d[0], 0, true); },
+      [](size_t, const Tensors& in) {
+        const Tensor v = in[0].to(DType::Float64);
+        return i1e(v) - v.sign() * i0e(v);
+      });
+}
+
+Tensor i1(const Tensor& x) {
+  // i1' = i0 - i1 / x, 1/2 at 0
+  return with_partials(
+      "i1", {x}, [](const Tensors& d) { return bessel_i(d[0], 1, false); },
+      [](size_t, const Tensors& in) {
+        const Tensor v = in[0].to(DType::Float64), zero = v == 0.0, vs = where(zero, 1.0, v);
+        return where(zero, 0.5, i0(v) - i1(vs) / vs);
+      });
+}
+
+Tensor i1e(const Tensor& x) {
+  // i1e' = i0e - i1e (sign(x) + 1 / x), 1/2 at 0
+  return with_partials(
+      "i1e", {x}, [](const Tensors& d) { return bessel_i(d[0], 1, true); },
+      [](size_t, const Tensors& in) {
+        const Tensor v = in[0].to(DType::Float64), zero = v == 0.0, vs = where(zero, 1.0, v);
+        return where(zero, 0.5, i0e(v) - i1e(vs) * (vs.sign() + 1.0 / vs));
+      });
+}
+
+}  // namespace special
+
+}  // namespace ug

@@ -1,0 +1,49 @@
+// torch.special's functions that are not plain ops: the incomplete gamma functions, polygamma
+// and Hurwitz's zeta, the normal distribution's functions and the modified Bessel functions of
+// order 0 and 1 (special.cpp). Each is a composition of elementwise ops with fixed iteration
+// counts, computed in float64 and returned in the inputs' floating dtype (float32 for integers).
+// Their derivatives are written with ops (so higher ones follow), in the arguments torch
+// differentiates; asking for one torch does not have raises when the gradient is computed.
+#pragma once
+
+#include <cstdint>
+
+#include "ug/core/tensor.h"
+
+namespace ug {
+
+/** The regularized lower (igamma) and upper (igammac) incomplete gamma functions P(a, x) and
+ *  Q(a, x): a series below x = a + 1, a continued fraction above, 200 terms each (relative error
+ *  ~1e-13 for a up to ~500). NaN where a or x is negative or both are 0. Differentiable in x. */
+Tensor igamma(const Tensor& a, const Tensor& x);
+Tensor igammac(const Tensor& a, const Tensor& x);
+/** The n-th derivative of digamma: digamma itself for n = 0, else (-1)^(n+1) n! zeta(n + 1, x). */
+Tensor polygamma(int64_t n, const Tensor& x);
+
+namespace special {
+
+/** Hurwitz's zeta function sum_k (k + q)^-x by Euler-Maclaurin summation: 16 terms summed, 12
+ *  Bernoulli corrections (float64 accuracy for q > -7; below, fewer digits). inf at x = 1 and
+ *  at q = 0, -1, ...; NaN for x < 1 and for a negative q with a non-integer x. Differentiable
+ *  in q only, as torch's. */
+Tensor zeta(const Tensor& x, const Tensor& q);
+/** x * log1p(y), 0 where x is 0 and y is not NaN. */
+Tensor xlog1py(const Tensor& x, const Tensor& y);
+/** -x log x, 0 at 0, -inf below. */
+Tensor entr(const Tensor& x);
+/** The standard normal's distribution function, its logarithm (accurate far into the left
+ *  tail) and its inverse. */
+Tensor ndtr(const Tensor& x);
+Tensor log_ndtr(const Tensor& x);
+Tensor ndtri(const Tensor& p);
+/** exp(x^2) erfc(x), without overflow for large x. */
+Tensor erfcx(const Tensor& x);
+/** exp(-|x|) i0(x); the modified Bessel function of the first kind of order 1, and
+ *  exp(-|x|) i1(x). */
+Tensor i0e(const Tensor& x);
+Tensor i1(const Tensor& x);
+Tensor i1e(const Tensor& x);
+
+}  // namespace special
+
+}  // namespace ug
