@@ -283,6 +283,18 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
   sp.def("i0e", &ug::special::i0e, "input"_a);
   sp.def("i1", &ug::special::i1, "input"_a);
   sp.def("i1e", &ug::special::i1e, "input"_a);
+  for (auto [name, f] : {std::pair{"bessel_j0", &ug::special::bessel_j0},
+                         {"bessel_j1", &ug::special::bessel_j1},
+                         {"bessel_y0", &ug::special::bessel_y0},
+                         {"bessel_y1", &ug::special::bessel_y1},
+                         {"modified_bessel_i0", &ug::special::modified_bessel_i0},
+                         {"modified_bessel_i1", &ug::special::modified_bessel_i1},
+                         {"modified_bessel_k0", &ug::special::modified_bessel_k0},
+                         {"modified_bessel_k1", &ug::special::modified_bessel_k1},
+                         {"scaled_modified_bessel_k0", &ug::special::scaled_modified_bessel_k0},
+                         {"scaled_modified_bessel_k1", &ug::special::scaled_modified_bessel_k1},
+                         {"spherical_bessel_j0", &ug::special::spherical_bessel_j0}})
+    sp.def(name, f, "input"_a);
 
   m.def("div", static_cast<DivT>(&ug::div), "input"_a, "other"_a, nb::kw_only(), "rounding_mode"_a.none() = nb::none(),
         "input / other, rounded as rounding_mode says: None, 'trunc' or 'floor' (torch.div).");

@@ -141,6 +141,44 @@ def test_xlog1py():
     check(lambda m, a: m.special.xlog1py(a, 2), arr((3,), "float32"))
 
 
+BESSEL = [
+    # name, scipy's name (torch's J and Y of orders 0 and 1 are off by up to 1e-6 just past x = 5,
+    # where Cephes switches to its asymptotic form: scipy's are the float64 reference there and
+    # torch's are compared to 1e-6 absolute), low, high
+    ("bessel_j0", "j0", -60.0, 60.0), ("bessel_j1", "j1", -60.0, 60.0), ("bessel_y0", "y0", 0.0, 60.0),
+    ("bessel_y1", "y1", 0.0, 60.0), ("modified_bessel_i0", "i0", -60.0, 60.0), ("modified_bessel_i1", "i1", -60.0, 60.0),
+    ("modified_bessel_k0", "k0", 0.0, 60.0), ("modified_bessel_k1", "k1", 0.0, 60.0),
+    ("scaled_modified_bessel_k0", "k0e", 0.0, 60.0), ("scaled_modified_bessel_k1", "k1e", 0.0, 60.0),
+    ("spherical_bessel_j0", None, -60.0, 60.0),
+]
+
+
+@pytest.mark.parametrize("name, scipy_name, low, high", BESSEL, ids=[b[0] for b in BESSEL])
+def test_bessel_functions(name, scipy_name, low, high):
+    # J and Y are accurate in absolute terms (near their zeros the relative error grows, as any
+    # method's): float64 atol 2e-15 beside rtol 1e-13 (the series at x = 2 and Miller's sums
+    # leave ~1e-15); I and K to 1e-13 relative. Edges: 0, the boundaries between methods (2, 20,
+    # 25), 700 (e^x near overflow), +-inf, NaN and a negative x (NaN for Y and K).
+    x = sample(low, high, 200, edges=(0.0, 1e-300, 2.0, 20.0, 25.0, 700.0, 1e10, -1.0, np.inf, -np.inf, np.nan))
+    oscillating = name.startswith(("bessel", "spherical"))
+    atol = 2e-15 if oscillating else 0.0
+    torch_fn, ug_fn = getattr(torch.special, name), getattr(ug.special, name)
+    ours = ug_fn(ug.tensor(x)).numpy()
+    theirs = torch_fn(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-13, atol=1e-6 if name.startswith("bessel") else atol,
+                               equal_nan=True)
+    if scipy_special is not None and scipy_name is not None:
+        finite = np.isfinite(x) & (x != 1e10)  # scipy's j0(1e10) and torch's differ by 1e-11 (cos of a large x)
+        np.testing.assert_allclose(ours[finite], getattr(scipy_special, scipy_name)(x[finite]), rtol=1e-13, atol=atol,
+                                   equal_nan=True)
+    x32 = x.astype(np.float32)
+    with np.errstate(over="ignore"):
+        rounded = ug_fn(ug.tensor(x32.astype(np.float64))).numpy().astype(np.float32)
+    np.testing.assert_array_equal(ug_fn(ug.tensor(x32)).numpy(), rounded)  # float32: float64's value rounded
+    t = ug.tensor(x[:4], requires_grad=True)
+    assert not ug_fn(t).requires_grad  # not differentiable, as torch's
+
+
 def test_reexports_are_torch_special_names():
     x = arr((3, 4), "float64")
     check(lambda m, t: m.special.softmax(t, 1, dtype=m.float32), x)

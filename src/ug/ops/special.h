@@ -44,6 +44,23 @@ Tensor i0e(const Tensor& x);
 Tensor i1(const Tensor& x);
 Tensor i1e(const Tensor& x);
 
+/** Bessel functions of the first (J) and second (Y) kind of orders 0 and 1, the modified ones
+ *  (I, K) and exp(x) K, and sin(x) / x: the power series up to 2, then Miller's backward
+ *  recurrence from order 100 (J, Y) or the trapezoidal rule on K's integral over e^-x cosh t
+ *  (K), then from 25 (J, Y) or 20 (K) on the asymptotic series (absolute error ~1e-15 for J
+ *  and Y, relative ~1e-15 for I and K). Not differentiable, as torch's. */
+Tensor bessel_j0(const Tensor& x);
+Tensor bessel_j1(const Tensor& x);
+Tensor bessel_y0(const Tensor& x);
+Tensor bessel_y1(const Tensor& x);
+Tensor modified_bessel_i0(const Tensor& x);
+Tensor modified_bessel_i1(const Tensor& x);
+Tensor modified_bessel_k0(const Tensor& x);
+Tensor modified_bessel_k1(const Tensor& x);
+Tensor scaled_modified_bessel_k0(const Tensor& x);
+Tensor scaled_modified_bessel_k1(const Tensor& x);
+Tensor spherical_bessel_j0(const Tensor& x);
+
 }  // namespace special
 
 }  // namespace ug
