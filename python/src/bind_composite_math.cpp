@@ -295,6 +295,24 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
                          {"scaled_modified_bessel_k1", &ug::special::scaled_modified_bessel_k1},
                          {"spherical_bessel_j0", &ug::special::spherical_bessel_j0}})
     sp.def(name, f, "input"_a);
+    // torch's polynomials take a number for x or n too
+#define UG_POLYNOMIAL(name)                                                                                         \
+  sp.def(                                                                                                           \
+      #name, [](nb::handle x, nb::handle n) { return binary_special<&ug::special::name>(x, n, #name); }, "input"_a, \
+      "n"_a);
+  UG_POLYNOMIAL(chebyshev_polynomial_t)
+  UG_POLYNOMIAL(chebyshev_polynomial_u)
+  UG_POLYNOMIAL(chebyshev_polynomial_v)
+  UG_POLYNOMIAL(chebyshev_polynomial_w)
+  UG_POLYNOMIAL(shifted_chebyshev_polynomial_t)
+  UG_POLYNOMIAL(shifted_chebyshev_polynomial_u)
+  UG_POLYNOMIAL(shifted_chebyshev_polynomial_v)
+  UG_POLYNOMIAL(shifted_chebyshev_polynomial_w)
+  UG_POLYNOMIAL(hermite_polynomial_h)
+  UG_POLYNOMIAL(hermite_polynomial_he)
+  UG_POLYNOMIAL(laguerre_polynomial_l)
+  UG_POLYNOMIAL(legendre_polynomial_p)
+#undef UG_POLYNOMIAL
 
   m.def("div", static_cast<DivT>(&ug::div), "input"_a, "other"_a, nb::kw_only(), "rounding_mode"_a.none() = nb::none(),
         "input / other, rounded as rounding_mode says: None, 'trunc' or 'floor' (torch.div).");

@@ -179,6 +179,45 @@ def test_bessel_functions(name, scipy_name, low, high):
     assert not ug_fn(t).requires_grad  # not differentiable, as torch's
 
 
+POLYNOMIALS = [name for name in dir(torch.special) if name.endswith(tuple(f"polynomial_{k}" for k in "tuvwhelp"))]
+
+
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_orthogonal_polynomials(name):
+    # Same recurrences and closed forms as torch's in float64, rounded differently (torch writes
+    # 2k + 1 - x where we write 2j - 1 - x, ...): 1e-12 relative over degrees up to 40, values up
+    # to 1e50; float32 is float64's value rounded. Edges: the ends +-1 (0 and 1 shifted), 0,
+    # negative degrees (0), non-integer ones (truncated), degrees past Hermite's limits (NaN).
+    rng = np.random.default_rng(11)
+    low, high = (0.0, 1.0) if name.startswith("shifted") else (-10.0, 10.0) if "laguerre" in name else (-1.0, 1.0)
+    x = np.concatenate([rng.uniform(low - 0.2 * (high - low), high + 0.2 * (high - low), 300),
+                        [-1.0, 1.0, 0.0, 0.5, 2.0, -1.0, 1.0, 0.0, 0.5, 0.25, 0.25, 0.7, 0.3, np.inf]])
+    n = np.concatenate([rng.integers(-2, 40, 300).astype(np.float64),
+                        [7.0, 9.0, 12.0, 3.0, 5.0, 0.0, 1.0, -1.0, 3.7, 129.0, 513.0, 100.0, 60.0, 2.0]])
+    expected = getattr(torch.special, name)(torch.from_numpy(x), torch.from_numpy(n)).numpy()
+    fn = getattr(ug.special, name)
+    actual = fn(ug.tensor(x), ug.tensor(n)).numpy()
+    np.testing.assert_allclose(actual, expected, rtol=1e-12, atol=1e-12, equal_nan=True)
+    x32, n32 = x.astype(np.float32), n.astype(np.float32)
+    with np.errstate(over="ignore"):
+        rounded = fn(ug.tensor(x32.astype(np.float64)), ug.tensor(n32.astype(np.float64))).numpy().astype(np.float32)
+    if "hermite" in name:
+        rounded[n32 > 128] = np.nan  # torch's float32 limit
+    np.testing.assert_array_equal(fn(ug.tensor(x32), ug.tensor(n32)).numpy(), rounded)
+    # torch's value at a NaN x is whatever its loop left (it stops at once): ours is NaN
+    assert np.isnan(fn(ug.tensor([np.nan]), ug.tensor([5.0])).numpy()).all()
+    check(lambda m, t: getattr(m.special, name)(t, 3), arr((4,), "float32", low, high))
+    check(lambda m, k: getattr(m.special, name)(0.25, k), arr((4,), "int64", 0, 9))
+    assert not fn(ug.tensor(x[:3], requires_grad=True), 2).requires_grad  # not differentiable, as torch's
+
+
+def test_polynomials_refuse_a_trace():
+    # The recurrence's length is read from n: a program would keep the first call's.
+    compiled = ug.jit(lambda x, n: ug.special.chebyshev_polynomial_t(x, n))
+    with pytest.raises(RuntimeError, match=r"\[chebyshev_polynomial_t\] runs its recurrence to the largest degree"):
+        compiled(ug.tensor([1.5, -2.0]), ug.tensor([2.0, 3.0]))
+
+
 def test_reexports_are_torch_special_names():
     x = arr((3, 4), "float64")
     check(lambda m, t: m.special.softmax(t, 1, dtype=m.float32), x)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ug/autograd/custom_function.h"
+#include "ug/graph/capture.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/record.h"
 #include "ug/ops/binary.h"
@@ -369,6 +370,82 @@ Tensor scaled_bessel_k(const Tensor& d, int order) {
   return where(d == 0.0, kInf, where((d < 0.0).logical_or(isnan(d)), kNaN, r));
 }
 
+/** The value at each element's own degree k (float64, integer-valued) of the sequence that
+ *  starts with p (degree 0) and q (degree 1) and goes on by step(j, p_j-2, p_j-1), run to the
+ *  largest degree among the elements `needed` marks: read back, so that a trace (ug.jit,
+ *  onnx.export), whose program would keep this call's count, refuses it. */
+Tensor by_recurrence(const char* name, const Tensor& k, const Tensor& needed, Tensor p, Tensor q,
+                     const std::function<Tensor(double j, const Tensor& p, const Tensor& q)>& step) {
+  if (graph::detail::current_capture)
+    fail<RuntimeError>("[", name,
+                       "] runs its recurrence to the largest degree in n, read from the data: a compiled "
+                       "program or an export cannot hold it; call it outside ug.jit");
+  const double top = k.numel() == 0 ? 0.0 : where(needed.logical_and(isfinite(k)), k, 0.0).max().item<double>();
+  Tensor result = where(k == 0.0, p, q);
+  for (double j = 2.0; j <= top; ++j) {
+    const Tensor r = step(j, p, q);
+    result = where(k == j, r, result);
+    p = q;
+    q = r;
+  }
+  return result;
+}
+
+Tensor is_even(const Tensor& k) { return (k - 2.0 * (k / 2.0).floor()) == 0.0; }
+
+/** 0 where the degree is negative (or NaN: torch's integer conversion makes it negative). */
+Tensor zero_below_degree_0(const Tensor& k, const Tensor& r) { return where((k < 0.0).logical_or(isnan(k)), 0.0, r); }
+
+/** Chebyshev's polynomial of the given kind ('t', 'u', 'v', 'w') of float64 x, degree k; the
+ *  closed form in acos x inside (-1, 1) past degree `closed_from`, torch's values at +-1. */
+Tensor chebyshev(const char* name, const Tensor& x, const Tensor& k, char kind, double closed_from) {
+  const Tensor edge = x.abs() == 1.0, inside = (x.abs() < 1.0).logical_and(k > closed_from);
+  const Tensor theta = where(inside, x, 0.0).acos();
+  const Tensor even = is_even(k), sign = where(even, 1.0, full_like(k, -1.0));
+  const Tensor odd_from_minus_one = where(x > 0.0, 1.0, sign);  // the -1 edge alternates
+  Tensor closed, at_edge, first;
+  switch (kind) {
+    case 't':
+      closed = (k * theta).cos();
+      at_edge = odd_from_minus_one;
+      first = x;
+      break;
+    case 'u': {
+      const Tensor s = theta.sin();
+      closed = where(s != 0.0, ((k + 1.0) * theta).sin() / s, (k + 1.0) * ((k + 1.0) * theta).cos() / x);
+      at_edge = odd_from_minus_one * (k + 1.0);
+      first = x + x;
+      break;
+    }
+    case 'v': {
+      const Tensor half_cos = (theta / 2.0).cos(), alternating = sign * (k + k + 1.0);
+      closed = where((theta / 2.0).sin() != 1.0, ((k + 0.5) * theta).cos() / half_cos, alternating);
+      at_edge = where(x > 0.0, 1.0, alternating);
+      first = x + x - 1.0;
+      break;
+    }
+    default: {
+      const Tensor half_sin = (theta / 2.0).sin(), at_ends = where(x > 0.0, k + k + 1.0, sign);
+      closed = where(half_sin != 0.0, ((k + 0.5) * theta).sin() / where(half_sin != 0.0, half_sin, 1.0), at_ends);
+      at_edge = at_ends;
+      first = x + x + 1.0;
+    }
+  }
+  const Tensor rec = by_recurrence(name, k, edge.logical_or(inside).logical_not(), ones_like(x), first,
+                                   [&x](double, const Tensor& p, const Tensor& q) { return (x + x) * q - p; });
+  return zero_below_degree_0(k, where(edge, at_edge, where(inside, closed, rec)));
+}
+
+using PolynomialValue = std::function<Tensor(const Tensor& x, const Tensor& k, DType dtype)>;
+
+/** value(x, degree) on x and n broadcast, in float64, n truncated to integers, in their
+ *  floating dtype; without history. */
+Tensor polynomial(const Tensor& x, const Tensor& n, const PolynomialValue& value) {
+  const DType dtype = to_floating(promote_types(x.dtype(), n.dtype()));
+  const Tensors b = broadcast_tensors({x.detach(), n.detach()});
+  return value(b[0].to(DType::Float64), b[1].to(DType::Float64).trunc(), dtype).to(dtype);
+}
+
 }  // namespace
 
 Tensor igamma(const Tensor& a, const Tensor& x) {
@@ -521,6 +598,91 @@ Tensor spherical_bessel_j0(const Tensor& x) {
   return without_derivative(x, [](const Tensor& d) {
     const Tensor zero = d == 0.0, safe = where(zero.logical_or(isinf(d)), 1.0, d);
     return where(zero, 1.0, where(isinf(d), 0.0, safe.sin() / safe));
+  });
+}
+
+Tensor chebyshev_polynomial_t(const Tensor& x, const Tensor& n) {
+  return polynomial(x, n, [](const Tensor& d, const Tensor& k, DType) {
+    return chebyshev("chebyshev_polynomial_t", d, k, 't', 6.0);
+  });
+}
+Tensor chebyshev_polynomial_u(const Tensor& x, const Tensor& n) {
+  return polynomial(x, n, [](const Tensor& d, const Tensor& k, DType) {
+    return chebyshev("chebyshev_polynomial_u", d, k, 'u', 8.0);
+  });
+}
+Tensor chebyshev_polynomial_v(const Tensor& x, const Tensor& n) {
+  return polynomial(x, n, [](const Tensor& d, const Tensor& k, DType) {
+    return chebyshev("chebyshev_polynomial_v", d, k, 'v', 8.0);
+  });
+}
+Tensor chebyshev_polynomial_w(const Tensor& x, const Tensor& n) {
+  return polynomial(x, n, [](const Tensor& d, const Tensor& k, DType) {
+    return chebyshev("chebyshev_polynomial_w", d, k, 'w', 8.0);
+  });
+}
+// The shifted ones are the plain ones at 2x - 1 (torch takes the closed form from degree 7).
+Tensor shifted_chebyshev_polynomial_t(const Tensor& x, const Tensor& n) {
+  return polynomial(x, n, [](const Tensor& d, const Tensor& k, DType) {
+    return chebyshev("shifted_chebyshev_polynomial_t", d + d - 1.0, k, 't', 6.0);
+  });
+}
+Tensor shifted_chebyshev_polynomial_u(const Tensor& x, const Tensor& n) {
+  return polynomial(x, n, [](const Tensor& d, const Tensor& k, DType) {
+    return chebyshev("shifted_chebyshev_polynomial_u", d + d - 1.0, k, 'u', 6.0);
+  });
+}
+Tensor shifted_chebyshev_polynomial_v(const Tensor& x, const Tensor& n) {
+  return polynomial(x, n, [](const Tensor& d, const Tensor& k, DType) {
+    return chebyshev("shifted_chebyshev_polynomial_v", d + d - 1.0, k, 'v', 6.0);
+  });
+}
+Tensor shifted_chebyshev_polynomial_w(const Tensor& x, const Tensor& n) {
+  return polynomial(x, n, [](const Tensor& d, const Tensor& k, DType) {
+    return chebyshev("shifted_chebyshev_polynomial_w", d + d - 1.0, k, 'w', 6.0);
+  });
+}
+
+/** Hermite's H (physicists': step 2x q - 2(j - 1) p) or He (probabilists': x q - (j - 1) p);
+ *  NaN past torch's degree limit for the result's dtype. */
+Tensor hermite(const char* name, const Tensor& d, const Tensor& k, DType dtype, bool physicists) {
+  const double limit = dtype == DType::Float64 ? 512.0 : dtype == DType::Float32 ? 128.0 : 1024.0;
+  const Tensor beyond = k > limit;
+  const double scale = physicists ? 2.0 : 1.0;
+  const Tensor r = by_recurrence(
+      name, k, beyond.logical_not(), ones_like(d), scale * d,
+      [&d, scale](double j, const Tensor& p, const Tensor& q) { return scale * d * q - scale * (j - 1.0) * p; });
+  return zero_below_degree_0(k, where(beyond, kNaN, r));
+}
+
+Tensor hermite_polynomial_h(const Tensor& x, const Tensor& n) {
+  return polynomial(x, n, [](const Tensor& d, const Tensor& k, DType dtype) {
+    return hermite("hermite_polynomial_h", d, k, dtype, true);
+  });
+}
+Tensor hermite_polynomial_he(const Tensor& x, const Tensor& n) {
+  return polynomial(x, n, [](const Tensor& d, const Tensor& k, DType dtype) {
+    return hermite("hermite_polynomial_he", d, k, dtype, false);
+  });
+}
+
+Tensor laguerre_polynomial_l(const Tensor& x, const Tensor& n) {
+  return polynomial(x, n, [](const Tensor& d, const Tensor& k, DType) {
+    const Tensor r = by_recurrence(
+        "laguerre_polynomial_l", k, d != 0.0, ones_like(d), 1.0 - d,
+        [&d](double j, const Tensor& p, const Tensor& q) { return ((2.0 * j - 1.0 - d) * q - (j - 1.0) * p) / j; });
+    return zero_below_degree_0(k, where(d == 0.0, 1.0, r));
+  });
+}
+
+Tensor legendre_polynomial_p(const Tensor& x, const Tensor& n) {
+  return polynomial(x, n, [](const Tensor& d, const Tensor& k, DType) {
+    const Tensor edge = d.abs() == 1.0;
+    const Tensor r = by_recurrence(
+        "legendre_polynomial_p", k, edge.logical_not(), ones_like(d), d,
+        [&d](double j, const Tensor& p, const Tensor& q) { return ((2.0 * j - 1.0) * d * q - (j - 1.0) * p) / j; });
+    const Tensor at_edge = where(d.gt(0.0).logical_or(is_even(k)), 1.0, full_like(d, -1.0));
+    return zero_below_degree_0(k, where(edge, at_edge, r));
   });
 }
 

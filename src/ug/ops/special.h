@@ -61,6 +61,26 @@ Tensor scaled_modified_bessel_k0(const Tensor& x);
 Tensor scaled_modified_bessel_k1(const Tensor& x);
 Tensor spherical_bessel_j0(const Tensor& x);
 
+/** The orthogonal polynomials of degree n (a tensor, truncated to integers, broadcast with x;
+ *  0 where negative), with torch's values: Chebyshev's T, U, V, W (cos(n acos x) and its
+ *  kin inside (-1, 1) for large n, the three-term recurrence elsewhere) and their shifted forms
+ *  on [0, 1], Hermite's physicists' H (NaN past degree 128 in float32 and 512 in float64, as
+ *  torch's) and probabilists' He, Laguerre's L and Legendre's P. The recurrence runs to the
+ *  largest degree present, read back from n: ug.jit and onnx.export refuse them. Computed in
+ *  float64; not differentiable, as torch's. */
+Tensor chebyshev_polynomial_t(const Tensor& x, const Tensor& n);
+Tensor chebyshev_polynomial_u(const Tensor& x, const Tensor& n);
+Tensor chebyshev_polynomial_v(const Tensor& x, const Tensor& n);
+Tensor chebyshev_polynomial_w(const Tensor& x, const Tensor& n);
+Tensor shifted_chebyshev_polynomial_t(const Tensor& x, const Tensor& n);
+Tensor shifted_chebyshev_polynomial_u(const Tensor& x, const Tensor& n);
+Tensor shifted_chebyshev_polynomial_v(const Tensor& x, const Tensor& n);
+Tensor shifted_chebyshev_polynomial_w(const Tensor& x, const Tensor& n);
+Tensor hermite_polynomial_h(const Tensor& x, const Tensor& n);
+Tensor hermite_polynomial_he(const Tensor& x, const Tensor& n);
+Tensor laguerre_polynomial_l(const Tensor& x, const Tensor& n);
+Tensor legendre_polynomial_p(const Tensor& x, const Tensor& n);
+
 }  // namespace special
 
 }  // namespace ug
