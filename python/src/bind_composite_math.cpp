@@ -293,7 +293,8 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
                          {"modified_bessel_k1", &ug::special::modified_bessel_k1},
                          {"scaled_modified_bessel_k0", &ug::special::scaled_modified_bessel_k0},
                          {"scaled_modified_bessel_k1", &ug::special::scaled_modified_bessel_k1},
-                         {"spherical_bessel_j0", &ug::special::spherical_bessel_j0}})
+                         {"spherical_bessel_j0", &ug::special::spherical_bessel_j0},
+                         {"airy_ai", &ug::special::airy_ai}})
     sp.def(name, f, "input"_a);
     // torch's polynomials take a number for x or n too
 #define UG_POLYNOMIAL(name)                                                                                         \
