@@ -10,6 +10,7 @@
 #include "bindings.h"
 #include "ug/ops/composite_math.h"
 #include "ug/ops/indexing.h"
+#include "ug/ops/special.h"
 #include "ug/ops/view.h"
 
 namespace ugpy {
@@ -70,6 +71,22 @@ template <class E> Tensor float_power_of(const Tensor& base, E exponent) {
 Tensor with_grad(Tensor t, bool requires_grad) {
   if (requires_grad) t.requires_grad_(true);
   return t;
+}
+
+/** zeta and xlog1py take a number for either argument, as torch's: the number
+ *  becomes a 0-d tensor of the other's dtype (float32 beside an integer tensor when it is
+ *  floating). */
+using Binary = Tensor (*)(const Tensor&, const Tensor&);
+Tensor beside(const Tensor& t, nb::handle value) {
+  if (nb::isinstance<Tensor>(value)) return nb::cast<Tensor>(value);
+  const Scalar s = nb::cast<Scalar>(value);
+  const ug::DType dtype = t.is_floating_point() || !s.is_floating() ? t.dtype() : ug::DType::Float32;
+  return ug::full({}, s, {.dtype = dtype, .device = t.device()});
+}
+template <Binary f> Tensor binary_special(nb::handle a, nb::handle b, const char* op) {
+  if (nb::isinstance<Tensor>(a)) return f(nb::cast<Tensor>(a), beside(nb::cast<Tensor>(a), b));
+  if (nb::isinstance<Tensor>(b)) return f(beside(nb::cast<Tensor>(b), a), nb::cast<Tensor>(b));
+  ug::fail<ug::TypeError>("[", op, "] needs a tensor for at least one argument");
 }
 
 }  // namespace
@@ -237,7 +254,66 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("clamp_max_", in_place<const Tensor&>("clamp_max_", static_cast<TT>(&ug::clamp_max)), "max"_a)
       // movedim and moveaxis with sequences of dims: the int forms are Tensor's own.
       .def("movedim", movedim, "source"_a, "destination"_a)
-      .def("moveaxis", movedim, "source"_a, "destination"_a);
+      .def("moveaxis", movedim, "source"_a, "destination"_a)
+      .def("igamma", &ug::igamma, "other"_a)
+      .def("igammac", &ug::igammac, "other"_a)
+      .def("igamma_", in_place<const Tensor&>("igamma_", &ug::igamma), "other"_a)
+      .def("igammac_", in_place<const Tensor&>("igammac_", &ug::igammac), "other"_a)
+      .def(
+          "polygamma", [](const Tensor& t, int64_t n) { return ug::polygamma(n, t); }, "n"_a)
+      .def("polygamma_",
+           in_place<int64_t>("polygamma_", [](const Tensor& t, int64_t n) { return ug::polygamma(n, t); }), "n"_a);
+
+  m.def("polygamma", &ug::polygamma, "n"_a, "input"_a, "The n-th derivative of digamma (torch.polygamma).");
+
+  nb::module_ sp = m.def_submodule("_special", "ug/ops/special.h, wrapped by unigrad/special.py");
+  sp.def("gammainc", &ug::igamma, "input"_a, "other"_a);
+  sp.def("gammaincc", &ug::igammac, "input"_a, "other"_a);
+  sp.def(
+      "zeta", [](nb::handle x, nb::handle q) { return binary_special<&ug::special::zeta>(x, q, "zeta"); }, "input"_a,
+      "other"_a);
+  sp.def(
+      "xlog1py", [](nb::handle x, nb::handle y) { return binary_special<&ug::special::xlog1py>(x, y, "xlog1py"); },
+      "input"_a, "other"_a);
+  sp.def("entr", &ug::special::entr, "input"_a);
+  sp.def("ndtr", &ug::special::ndtr, "input"_a);
+  sp.def("log_ndtr", &ug::special::log_ndtr, "input"_a);
+  sp.def("ndtri", &ug::special::ndtri, "input"_a);
+  sp.def("erfcx", &ug::special::erfcx, "input"_a);
+  sp.def("i0e", &ug::special::i0e, "input"_a);
+  sp.def("i1", &ug::special::i1, "input"_a);
+  sp.def("i1e", &ug::special::i1e, "input"_a);
+  for (auto [name, f] : {std::pair{"bessel_j0", &ug::special::bessel_j0},
+                         {"bessel_j1", &ug::special::bessel_j1},
+                         {"bessel_y0", &ug::special::bessel_y0},
+                         {"bessel_y1", &ug::special::bessel_y1},
+                         {"modified_bessel_i0", &ug::special::modified_bessel_i0},
+                         {"modified_bessel_i1", &ug::special::modified_bessel_i1},
+                         {"modified_bessel_k0", &ug::special::modified_bessel_k0},
+                         {"modified_bessel_k1", &ug::special::modified_bessel_k1},
+                         {"scaled_modified_bessel_k0", &ug::special::scaled_modified_bessel_k0},
+                         {"scaled_modified_bessel_k1", &ug::special::scaled_modified_bessel_k1},
+                         {"spherical_bessel_j0", &ug::special::spherical_bessel_j0},
+                         {"airy_ai", &ug::special::airy_ai}})
+    sp.def(name, f, "input"_a);
+    // torch's polynomials take a number for x or n too
+#define UG_POLYNOMIAL(name)                                                                                         \
+  sp.def(                                                                                                           \
+      #name, [](nb::handle x, nb::handle n) { return binary_special<&ug::special::name>(x, n, #name); }, "input"_a, \
+      "n"_a);
+  UG_POLYNOMIAL(chebyshev_polynomial_t)
+  UG_POLYNOMIAL(chebyshev_polynomial_u)
+  UG_POLYNOMIAL(chebyshev_polynomial_v)
+  UG_POLYNOMIAL(chebyshev_polynomial_w)
+  UG_POLYNOMIAL(shifted_chebyshev_polynomial_t)
+  UG_POLYNOMIAL(shifted_chebyshev_polynomial_u)
+  UG_POLYNOMIAL(shifted_chebyshev_polynomial_v)
+  UG_POLYNOMIAL(shifted_chebyshev_polynomial_w)
+  UG_POLYNOMIAL(hermite_polynomial_h)
+  UG_POLYNOMIAL(hermite_polynomial_he)
+  UG_POLYNOMIAL(laguerre_polynomial_l)
+  UG_POLYNOMIAL(legendre_polynomial_p)
+#undef UG_POLYNOMIAL
 
   m.def("div", static_cast<DivT>(&ug::div), "input"_a, "other"_a, nb::kw_only(), "rounding_mode"_a.none() = nb::none(),
         "input / other, rounded as rounding_mode says: None, 'trunc' or 'floor' (torch.div).");

@@ -68,6 +68,7 @@ for _name in (
     "fmin", "logaddexp2", "negative", "positive", "isneginf", "isposinf", "isreal", "is_nonzero", "ldexp",
     "mvlgamma", "aminmax", "hsplit", "vsplit", "dsplit", "msort", "slice_scatter", "select_scatter", "index_copy",
     "scatter_reduce", "index_reduce", "diagonal_scatter", "as_strided_scatter", "histogram", "nextafter", "i0", "is_inference", "frexp", "gcd", "lcm", "clamp_min", "clamp_max",
+    "igamma", "igammac",
 ):
     if _name not in globals():
         globals()[_name] = _method_as_function(_name)
