@@ -1624,6 +1624,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"linalg_solve_triangular", "ONNX has no triangular solver"},
       {"linalg_slogdet", "ONNX's Det has no sign and log-magnitude form (det and slogdet are not exported)"},
       {"linalg_cholesky", "ONNX has no Cholesky decomposition"},
+      {"linalg_lu_factor", "ONNX has no LU decomposition"},
       {"linalg_eigh", "ONNX has no eigendecomposition"},
       {"linalg_svd", "ONNX has no singular value decomposition"},
       {"linalg_qr", "ONNX has no QR decomposition"},

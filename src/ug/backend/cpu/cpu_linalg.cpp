@@ -53,8 +53,14 @@ namespace {
 // One overload per dtype, so that the kernels below are written once.
 void gesv(int n, int k, float* a, int* ipiv, float* b, int* info) { sgesv_(&n, &k, a, &n, ipiv, b, &n, info); }
 void gesv(int n, int k, double* a, int* ipiv, double* b, int* info) { dgesv_(&n, &k, a, &n, ipiv, b, &n, info); }
-void getrf(int n, float* a, int* ipiv, int* info) { sgetrf_(&n, &n, a, &n, ipiv, info); }
-void getrf(int n, double* a, int* ipiv, int* info) { dgetrf_(&n, &n, a, &n, ipiv, info); }
+void getrf(int m, int n, float* a, int* ipiv, int* info) {
+  const int lda = std::max(m, 1);
+  sgetrf_(&m, &n, a, &lda, ipiv, info);
+}
+void getrf(int m, int n, double* a, int* ipiv, int* info) {
+  const int lda = std::max(m, 1);
+  dgetrf_(&m, &n, a, &lda, ipiv, info);
+}
 void potrf(char uplo, int n, float* a, int* info) { spotrf_(&uplo, &n, a, &n, info, 1); }
 void potrf(char uplo, int n, double* a, int* info) { dpotrf_(&uplo, &n, a, &n, info, 1); }
 void syevd(char uplo, int n, float* a, float* w, float* work, int lwork, int* iwork, int liwork, int* info) {
@@ -142,7 +148,7 @@ template <class T> void slogdet_impl(const Tensor& a0, const Tensor& sign, const
     std::vector<T> lu(pa + i * n * n, pa + (i + 1) * n * n);
     std::vector<int> ipiv(n);
     int info = 0;
-    getrf(static_cast<int>(n), lu.data(), ipiv.data(), &info);
+    getrf(static_cast<int>(n), static_cast<int>(n), lu.data(), ipiv.data(), &info);
     T s = 1, l = 0;
     for (int64_t j = 0; j < n; ++j) {
       T d = lu[j * n + j];
@@ -156,11 +162,12 @@ template <class T> void slogdet_impl(const Tensor& a0, const Tensor& sign, const
   });
 }
 
-template <class T> ops::LinalgStatus cholesky_impl(const Tensor& a0, const Tensor& l) {
+template <class T> ops::LinalgStatus cholesky_impl(const Tensor& a0, const Tensor& l, const Tensor& infos) {
   Tensor a = contiguous(a0);
   const int64_t B = a.size(0), n = a.size(1);
   const T* pa = a.data_ptr<T>();
   T* pl = l.data_ptr<T>();
+  int32_t* pinfo = infos.defined() ? infos.data_ptr<int32_t>() : nullptr;
   return for_each_entry(B, [&](int64_t i) {
     T* li = pl + i * n * n;
     std::copy(pa + i * n * n, pa + (i + 1) * n * n, li);
@@ -169,6 +176,27 @@ template <class T> ops::LinalgStatus cholesky_impl(const Tensor& a0, const Tenso
     int info = 0;
     potrf('U', static_cast<int>(n), li, &info);
     for (int64_t r = 0; r < n; ++r) std::fill(li + r * n + r + 1, li + (r + 1) * n, T(0));
+    if (pinfo) pinfo[i] = info;
+    return info;
+  });
+}
+
+template <class T>
+ops::LinalgStatus lu_factor_impl(const Tensor& a0, const Tensor& lu, const Tensor& pivots, const Tensor& infos) {
+  Tensor a = contiguous(a0);
+  const int64_t B = a.size(0), m = a.size(1), n = a.size(2), k = std::min(m, n);
+  const T* pa = a.data_ptr<T>();
+  T* plu = lu.data_ptr<T>();
+  int32_t* ppiv = pivots.data_ptr<int32_t>();
+  int32_t* pinfo = infos.data_ptr<int32_t>();
+  return for_each_entry(B, [&](int64_t i) {
+    // getrf pivots rows: it needs A column-major, not the transpose a row-major buffer is.
+    std::vector<T> buf(m * n);
+    transpose(pa + i * m * n, m, n, buf.data());
+    int info = 0;
+    getrf(static_cast<int>(m), static_cast<int>(n), buf.data(), ppiv + i * k, &info);
+    transpose(buf.data(), n, m, plu + i * m * n);
+    pinfo[i] = info;
     return info;
   });
 }
@@ -288,9 +316,17 @@ void CpuBackend::slogdet(const Tensor& a, const Tensor& sign, const Tensor& loga
   dispatch_float_or_double(a.dtype(), "linalg.slogdet", [&](auto t) { slogdet_impl<decltype(t)>(a, sign, logabsdet); });
 }
 
-ops::LinalgStatus CpuBackend::cholesky(const Tensor& a, const Tensor& l) {
+ops::LinalgStatus CpuBackend::cholesky(const Tensor& a, const Tensor& l, const Tensor& info) {
   ops::LinalgStatus status;
-  dispatch_float_or_double(a.dtype(), "linalg.cholesky", [&](auto t) { status = cholesky_impl<decltype(t)>(a, l); });
+  dispatch_float_or_double(a.dtype(), "linalg.cholesky",
+                           [&](auto t) { status = cholesky_impl<decltype(t)>(a, l, info); });
+  return status;
+}
+
+ops::LinalgStatus CpuBackend::lu_factor(const Tensor& a, const Tensor& lu, const Tensor& pivots, const Tensor& info) {
+  ops::LinalgStatus status;
+  dispatch_float_or_double(a.dtype(), "linalg.lu_factor",
+                           [&](auto t) { status = lu_factor_impl<decltype(t)>(a, lu, pivots, info); });
   return status;
 }
 
