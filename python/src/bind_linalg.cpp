@@ -56,6 +56,15 @@ void bind_linalg(nb::module_& m) {
     return std::make_tuple(r.P, r.L, r.U);
   });
   l.def("lu_solve", &la::lu_solve, "LU"_a, "pivots"_a, "B"_a, "left"_a, "adjoint"_a);
+  l.def("ldl_factor", [](const Tensor& a, bool hermitian) {
+    auto r = la::ldl_factor(a, hermitian);
+    return std::make_tuple(r.LD, r.pivots);
+  });
+  l.def("ldl_factor_ex", [](const Tensor& a, bool hermitian, bool check_errors) {
+    auto r = la::ldl_factor_ex(a, hermitian, check_errors);
+    return std::make_tuple(r.LD, r.pivots, r.info);
+  });
+  l.def("ldl_solve", &la::ldl_solve, "LD"_a, "pivots"_a, "B"_a, "hermitian"_a);
   l.def("solve_ex", [](const Tensor& a, const Tensor& b, bool left, bool check_errors) {
     auto r = la::solve_ex(a, b, left, check_errors);
     return std::make_tuple(r.result, r.info);

@@ -15,7 +15,7 @@ from ._C.errors import LinAlgError
 __all__ = ["cross", "inv", "det", "slogdet", "solve", "solve_triangular", "cholesky", "qr", "eigh", "eigvalsh", "svd",
            "svdvals", "lstsq", "pinv", "matrix_rank", "matrix_power", "matrix_exp", "norm", "vector_norm", "matrix_norm",
            "cholesky_solve", "multi_dot", "LinAlgError", "cholesky_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
-           "solve_ex", "inv_ex", "cond", "householder_product", "tensorinv", "tensorsolve", "vander", "vecdot",
+           "solve_ex", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "cond", "householder_product", "tensorinv", "tensorsolve", "vander", "vecdot",
            "diagonal", "matmul", "eig", "eigvals"]
 
 SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
@@ -29,6 +29,8 @@ LUFactorExResult = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
 LUResult = namedtuple("linalg_lu", ["P", "L", "U"])
 SolveExResult = namedtuple("linalg_solve_ex", ["result", "info"])
 InvExResult = namedtuple("linalg_inv_ex", ["inverse", "info"])
+LDLFactorResult = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
+LDLFactorExResult = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
 
 def inv(A):
@@ -92,6 +94,20 @@ def lu(A, *, pivot=True):
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     """X with A X = B (X A = B when left=False; A^T for A when adjoint) from lu_factor's result."""
     return _la.lu_solve(LU, pivots, B, left, adjoint)
+
+
+def ldl_factor(A, *, hermitian=False):
+    """(LD, pivots): Bunch-Kaufman A = L D L^T of a symmetric A from its lower triangle (LAPACK's
+    sytrf); not differentiable, as torch's."""
+    return LDLFactorResult(*_la.ldl_factor(A, hermitian))
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    return LDLFactorExResult(*_la.ldl_factor_ex(A, hermitian, check_errors))
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False):
+    return _la.ldl_solve(LD, pivots, B, hermitian)
 
 
 def cond(A, p=None):

@@ -423,6 +423,8 @@ EIGH_OFF = unsupported("linalg_eigh")
 SVD_OFF = unsupported("linalg_svd")
 QR_OFF = unsupported("linalg_qr")
 LU_OFF = unsupported("linalg_lu_factor")
+LDL_OFF = {**unsupported("linalg_ldl_factor"),
+           **{t: "not differentiable: torch defines no derivative (both raise)" for t in ("vjp", "fd", "jvp")}}
 QR_COMPLETE = {t: "not differentiable when mode='complete' and m > n (torch raises too)" for t in ("vjp", "fd", "jvp")}
 
 # torch.linalg on inputs conditioned by construction (dominant, spd, distinct singular values
@@ -499,6 +501,9 @@ DECOMPOSITIONS = [
        ops=("linalg_lu_factor", "linalg_solve_triangular"),
        off={**LU_OFF, "vjp": "torch, the reference, fails: its backward finds inv_ex's output modified in place"}),
     Op("linalg_svd.cond", lambda m, a: m.linalg.cond(a), x(2, 4, 3), ops=("linalg_svd",), off=SVD_OFF),
+    Op("linalg_ldl_factor", lambda m, a: tuple(m.linalg.ldl_factor(a + a.mT)), x(2, 4, 4), off=LDL_OFF),
+    Op("linalg_ldl_solve", lambda m, a, b: m.linalg.ldl_solve(*m.linalg.ldl_factor(a + a.mT), b), x(2, 3, 3),
+       x(3, 2, seed=1), ops=("linalg_ldl_factor", "linalg_ldl_solve"), off=LDL_OFF),
     Op("linalg_cholesky.cholesky_ex", lambda m, a: m.linalg.cholesky_ex(spd(m, a)).L, unit(2, 3, 3),
        ops=("linalg_cholesky",), off=CHOLESKY_OFF),
     Op("linalg_householder_product", lambda m, a, tau: m.linalg.householder_product(a, tau), x(2, 4, 3),

@@ -278,3 +278,50 @@ def test_transforms_of_lu():
     with pytest.raises(ug.linalg.LinAlgError, match=r"\[linalg.lu_factor\]"):
         ug.jit(lambda x: ug.linalg.lu_factor(x).LU)(singular)
     assert np64(ug.jit(lambda x: ug.linalg.lu_factor_ex(x).info)(singular)) == 2
+
+
+def symmetric_indefinite(batch, n, seed):
+    """Random symmetric matrices with eigenvalues of both signs in +-[1/COND, 1]: Bunch-Kaufman
+    takes 1 x 1 and 2 x 2 pivots on them."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((batch, n, n))
+    for i in range(batch):
+        q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+        w = np.logspace(0, -np.log10(COND), n) * np.where(np.arange(n) % 2, -1, 1)
+        out[i] = (q * w) @ q.T
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ldl_factor_and_solve_match_torch(dtype):
+    a = symmetric_indefinite(4, 5, seed=20)
+    a_upper_garbage = a + np.triu(np.full((5, 5), 7.0), 1)  # only the lower triangle is read
+    ua, ta = pair(a_upper_garbage, dtype)
+    LD, piv = ug.linalg.ldl_factor(ua)
+    tLD, tpiv = torch.linalg.ldl_factor(ta)
+    assert piv.dtype == ug.int32 and np.array_equal(piv.numpy(), tpiv.numpy())
+    assert (tpiv < 0).any(), "the inputs should exercise 2 x 2 pivots"
+    assert_within(LD, tLD, allowed(dtype, 5, COND * 10), "ldl_factor LD")
+    b, tb = pair(np.random.default_rng(21).standard_normal((5, 2)), dtype)
+    x = ug.linalg.ldl_solve(LD, piv, b)
+    expected = torch.linalg.ldl_solve(tLD, tpiv, tb.expand(4, 5, 2))
+    assert_within(x, expected, allowed(dtype, 5, COND * 10 * float(expected.abs().max())), "ldl_solve")
+    LDx, pivx, info = ug.linalg.ldl_factor_ex(ua, hermitian=True)
+    assert np.array_equal(LDx.numpy(), LD.numpy()) and not info.numpy().any()
+    assert_within(ug.vmap(lambda m: ug.linalg.ldl_factor(m).LD)(ua), tLD, allowed(dtype, 5, COND * 10),
+                  "vmap(ldl_factor)")
+    assert type(ug.linalg.ldl_factor(ua)).__name__ == type(torch.linalg.ldl_factor(ta)).__name__
+
+
+def test_ldl_errors():
+    zero = ug.zeros(2, 3, 3, dtype=ug.float64)
+    zero[0] = ug.eye(3, dtype=ug.float64)
+    LD, piv, info = ug.linalg.ldl_factor_ex(zero)
+    assert np.array_equal(info.numpy(), torch.linalg.ldl_factor_ex(torch.tensor(zero.numpy())).info.numpy())
+    with pytest.raises(ug.linalg.LinAlgError, match=r"\[linalg.ldl_factor\] \(batch element 1\) D\[1,1\] is zero"):
+        ug.linalg.ldl_factor(zero)
+    a = ug.tensor(symmetric_indefinite(1, 3, seed=22)[0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"\[linalg.ldl_factor\] is not differentiable"):
+        ug.linalg.ldl_factor(a).LD.sum().backward()
+    with pytest.raises(ValueError, match=r"\[linalg.ldl_solve\] incompatible shapes"):
+        ug.linalg.ldl_solve(*ug.linalg.ldl_factor(a.detach()), ug.ones(4, 1, dtype=ug.float64))

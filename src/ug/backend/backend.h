@@ -66,6 +66,13 @@ class Backend {
    *  was swapped with (LAPACK's ipiv), info [B] int32 0 or the 1-based index of U's first zero
    *  diagonal element (the first such entry is reported too). */
   virtual ops::LinalgStatus lu_factor(const Tensor& a, const Tensor& lu, const Tensor& pivots, const Tensor& info) = 0;
+  /** Bunch-Kaufman A = L D L^T of symmetric a [B, n, n] from its lower triangle (LAPACK's
+   *  sytrf, uplo L): ld [B, n, n] holds L below its unit diagonal and D's blocks on and below
+   *  it (zeros above), pivots [B, n] int32 LAPACK's ipiv (negative for 2 x 2 blocks), info [B]
+   *  int32 0 or the 1-based index of D's first zero diagonal element. */
+  virtual ops::LinalgStatus ldl_factor(const Tensor& a, const Tensor& ld, const Tensor& pivots, const Tensor& info) = 0;
+  /** x [B, n, k] = A^-1 b for A given by ldl_factor's ld and pivots (LAPACK's sytrs). */
+  virtual void ldl_solve(const Tensor& ld, const Tensor& pivots, const Tensor& b, const Tensor& x) = 0;
   /** Ascending eigenvalues w [B, n] and orthonormal eigenvectors v [B, n, n] (columns) of the
    *  symmetric matrix whose lower triangle a [B, n, n] holds; fails where they do not converge. */
   virtual ops::LinalgStatus eigh(const Tensor& a, const Tensor& w, const Tensor& v) = 0;

@@ -1625,6 +1625,8 @@ const std::map<std::string, std::string>& unsupported() {
       {"linalg_slogdet", "ONNX's Det has no sign and log-magnitude form (det and slogdet are not exported)"},
       {"linalg_cholesky", "ONNX has no Cholesky decomposition"},
       {"linalg_lu_factor", "ONNX has no LU decomposition"},
+      {"linalg_ldl_factor", "ONNX has no LDL decomposition"},
+      {"linalg_ldl_solve", "ONNX has no LDL solver"},
       {"linalg_eigh", "ONNX has no eigendecomposition"},
       {"linalg_svd", "ONNX has no singular value decomposition"},
       {"linalg_qr", "ONNX has no QR decomposition"},

@@ -70,6 +70,12 @@ struct LuFactorExResult {
 struct LuResult {
   Tensor P, L, U;
 };
+struct LdlFactorResult {
+  Tensor LD, pivots;
+};
+struct LdlFactorExResult {
+  Tensor LD, pivots, info;
+};
 struct InvExResult {
   Tensor inverse, info;
 };
@@ -142,6 +148,15 @@ Tensor lu_solve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool le
 SolveExResult solve_ex(const Tensor& a, const Tensor& b, bool left = true, bool check_errors = false);
 /** inv without raising: info as lu_factor_ex's. */
 InvExResult inv_ex(const Tensor& a, bool check_errors = false);
+/** Bunch-Kaufman A = L D L^T of symmetric A [..., n, n] from its lower triangle (LAPACK's
+ *  sytrf): LD holds L below its unit diagonal and D's 1 x 1 and 2 x 2 blocks, pivots (int32)
+ *  are LAPACK's (negative for 2 x 2 blocks); a zero on D's diagonal raises LinAlgError. Not
+ *  differentiable, as torch's; hermitian is the same as symmetric for real matrices. */
+LdlFactorResult ldl_factor(const Tensor& a, bool hermitian = false);
+/** ldl_factor without raising: info [...] int32 is 0 or the 1-based index of D's zero. */
+LdlFactorExResult ldl_factor_ex(const Tensor& a, bool hermitian = false, bool check_errors = false);
+/** X with A X = B for A given by ldl_factor's LD and pivots; batch dims broadcast. */
+Tensor ldl_solve(const Tensor& ld, const Tensor& pivots, const Tensor& b, bool hermitian = false);
 /** The condition number: p absent or +-2 from the singular values (largest / smallest, or its
  *  inverse for -2), else matrix_norm(A, p) * matrix_norm(inv(A), p) for square A ("fro",
  *  "nuc", +-1, +-inf), inf for a singular one. */

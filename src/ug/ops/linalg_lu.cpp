@@ -3,7 +3,9 @@
 // real matrices); lu, lu_unpack, lu_solve and the _ex forms of solve and inv are composed of it,
 // triangular solves and matmul, so that their derivatives (lu_solve's with respect to LU and B)
 // follow. The pivots' permutation is built with tensor ops, one swap at a time, so that vmap
-// and jit see it. The rest (cond, householder_product, tensorinv, ...) are compositions.
+// and jit see it. linalg_ldl_factor and linalg_ldl_solve (sytrf, sytrs) have no derivative,
+// as torch's: theirs raise. The rest (cond, householder_product, tensorinv, ...) are
+// compositions.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -26,6 +28,8 @@ using namespace linalg_detail;
 namespace {
 
 const graph::OpDef kLuFactor("linalg_lu_factor");
+const graph::OpDef kLdlFactor("linalg_ldl_factor");
+const graph::OpDef kLdlSolve("linalg_ldl_solve");
 
 Options int_like(const Tensor& t, DType dtype) { return {.dtype = dtype, .device = t.device()}; }
 
@@ -152,6 +156,71 @@ std::tuple<Tensor, Tensor, Tensor> lu_factor_op(const Tensor& a, bool check, con
   return {lu, piv, info};
 }
 
+/** The derivative rules of the LDL ops, which torch does not define either. */
+[[noreturn]] void no_derivative(const char* op) {
+  fail<RuntimeError>("[", op, "] is not differentiable (torch defines no derivative for it either)");
+}
+
+std::tuple<Tensor, Tensor, Tensor> ldl_factor_op(const Tensor& a, bool check, const char* op) {
+  graph::OpCall call(kLdlFactor);
+  const int64_t n = a.size(-1);
+  Tensor ld, piv, info;
+  if (int lvl = batching::level(a)) {
+    auto [pl, pp, pi] = ldl_factor_op(batching::physical(a, lvl), check, op);
+    ld = batching::wrap(pl, lvl);
+    piv = batching::wrap(pp, lvl);
+    info = batching::wrap(pi, lvl);
+  } else {
+    ld = empty(a.shape(), like(a));
+    piv = empty(with(batch_of(a), {n}), int_like(a, DType::Int32));
+    info = zeros(batch_of(a), int_like(a, DType::Int32));
+    if (ld.numel() > 0) {
+      ops::LinalgStatus s =
+          backend_for(a.device())
+              .ldl_factor(a.reshape({-1, n, n}), ld.view({-1, n, n}), piv.view({-1, n}), info.view({-1}));
+      if (check && s.failed())
+        fail<linalg::LinAlgError>("[", op, "] ", batch_element(a, s), "D[", s.info, ",", s.info,
+                                  "] is zero: the matrix is singular (shape ", a.shape(), ", dtype ", a.dtype(),
+                                  "); linalg.ldl_factor_ex factors it without raising");
+    }
+  }
+  if (call.capturing())
+    call.set_replay(
+        [check, op](const graph::Tensors& in) {
+          auto [ld, piv, info] = ldl_factor_op(in[0], check, op);
+          return graph::Tensors{ld, piv, info};
+        },
+        graph::ReplaySizes::None);
+  call.finish(
+      {&a}, {&ld, &piv, &info}, {}, [op](graph::Saved, graph::Tensors&&) -> graph::Tensors { no_derivative(op); },
+      [op](const graph::Tensors&) -> graph::Tensors { no_derivative(op); });
+  return {ld, piv, info};
+}
+
+/** X = A^-1 B for A given by ldl_factor, with equal batch dims. */
+Tensor ldl_solve_op(const Tensor& ld, const Tensor& piv, const Tensor& b) {
+  graph::OpCall call(kLdlSolve);
+  Tensor x;
+  if (int lvl = batching::max_level({&ld, &piv, &b})) {
+    auto p = physical_operands({&ld, &piv, &b}, lvl);
+    x = batching::wrap(ldl_solve_op(p[0], p[1], p[2]), lvl);
+  } else {
+    x = empty(b.shape(), like(b));
+    const int64_t n = ld.size(-1), k = b.size(-1);
+    if (x.numel() > 0)
+      backend_for(ld.device())
+          .ldl_solve(ld.reshape({-1, n, n}), piv.reshape({-1, n}), b.reshape({-1, n, k}), x.view({-1, n, k}));
+  }
+  if (call.capturing())
+    call.set_replay([](const graph::Tensors& in) { return graph::Tensors{ldl_solve_op(in[0], in[1], in[2])}; },
+                    graph::ReplaySizes::None);
+  call.finish(
+      {&ld, &piv, &b}, {&x}, {},
+      [](graph::Saved, graph::Tensors&&) -> graph::Tensors { no_derivative("linalg.ldl_solve"); },
+      [](const graph::Tensors&) -> graph::Tensors { no_derivative("linalg.ldl_solve"); });
+  return x;
+}
+
 void check_pivot(bool pivot, const char* op) {
   if (!pivot) fail("[", op, "] LU without pivoting is not implemented on the CPU");
 }
@@ -235,6 +304,34 @@ InvExResult inv_ex(const Tensor& a, bool check_errors) {
   check_matrix(a, "linalg.inv_ex");
   auto [lu, piv, info] = lu_factor_op(a, check_errors, "linalg.inv_ex");
   return {lu_solve(lu, piv, eye(a.size(-1), {}, like(a)).expand(a.shape())), info};
+}
+
+LdlFactorExResult ldl_factor_ex(const Tensor& a, bool hermitian, bool check_errors) {
+  (void)hermitian;  // real matrices: symmetric is hermitian
+  check_matrix(a, "linalg.ldl_factor_ex");
+  auto [ld, piv, info] = ldl_factor_op(a, check_errors, "linalg.ldl_factor_ex");
+  return {ld, piv, info};
+}
+
+LdlFactorResult ldl_factor(const Tensor& a, bool hermitian) {
+  (void)hermitian;
+  check_matrix(a, "linalg.ldl_factor");
+  auto [ld, piv, info] = ldl_factor_op(a, true, "linalg.ldl_factor");
+  return {ld, piv};
+}
+
+Tensor ldl_solve(const Tensor& ld, const Tensor& pivots, const Tensor& b, bool hermitian) {
+  (void)hermitian;
+  check_lu(ld, pivots, "linalg.ldl_solve", true);
+  check_matrix(b, "linalg.ldl_solve", false);
+  check_pair(ld, b, "linalg.ldl_solve");
+  const int64_t n = ld.size(-1);
+  if (b.size(-2) != n)
+    fail("[linalg.ldl_solve] incompatible shapes of LD and B for the equation AX = B: ", ld.shape(), " and ", b.shape(),
+         " (dtype ", b.dtype(), ")");
+  Shape batch = broadcast_batch(ld, b, "linalg.ldl_solve");
+  return ldl_solve_op(ld.expand(with(batch, {n, n})), pivots.expand(with(batch, {n})),
+                      b.expand(with(batch, {n, b.size(-1)})));
 }
 
 Tensor cond(const Tensor& a, std::optional<double> p) {
