@@ -35,6 +35,56 @@ void bind_linalg(nb::module_& m) {
   l.def("solve", &la::solve, "A"_a, "B"_a, "left"_a);
   l.def("solve_triangular", &la::solve_triangular, "A"_a, "B"_a, "upper"_a, "left"_a, "unitriangular"_a);
   l.def("cholesky", &la::cholesky, "A"_a, "upper"_a);
+  l.def("cholesky_ex", [](const Tensor& a, bool upper, bool check_errors) {
+    auto r = la::cholesky_ex(a, upper, check_errors);
+    return std::make_tuple(r.L, r.info);
+  });
+  l.def("lu_factor", [](const Tensor& a, bool pivot) {
+    auto r = la::lu_factor(a, pivot);
+    return std::make_tuple(r.LU, r.pivots);
+  });
+  l.def("lu_factor_ex", [](const Tensor& a, bool pivot, bool check_errors) {
+    auto r = la::lu_factor_ex(a, pivot, check_errors);
+    return std::make_tuple(r.LU, r.pivots, r.info);
+  });
+  l.def("lu", [](const Tensor& a, bool pivot) {
+    auto r = la::lu(a, pivot);
+    return std::make_tuple(r.P, r.L, r.U);
+  });
+  l.def("lu_unpack", [](const Tensor& lu, const Tensor& pivots, bool unpack_data, bool unpack_pivots) {
+    auto r = ug::lu_unpack(lu, pivots, unpack_data, unpack_pivots);
+    return std::make_tuple(r.P, r.L, r.U);
+  });
+  l.def("lu_solve", &la::lu_solve, "LU"_a, "pivots"_a, "B"_a, "left"_a, "adjoint"_a);
+  l.def("ldl_factor", [](const Tensor& a, bool hermitian) {
+    auto r = la::ldl_factor(a, hermitian);
+    return std::make_tuple(r.LD, r.pivots);
+  });
+  l.def("ldl_factor_ex", [](const Tensor& a, bool hermitian, bool check_errors) {
+    auto r = la::ldl_factor_ex(a, hermitian, check_errors);
+    return std::make_tuple(r.LD, r.pivots, r.info);
+  });
+  l.def("ldl_solve", &la::ldl_solve, "LD"_a, "pivots"_a, "B"_a, "hermitian"_a);
+  l.def("solve_ex", [](const Tensor& a, const Tensor& b, bool left, bool check_errors) {
+    auto r = la::solve_ex(a, b, left, check_errors);
+    return std::make_tuple(r.result, r.info);
+  });
+  l.def("inv_ex", [](const Tensor& a, bool check_errors) {
+    auto r = la::inv_ex(a, check_errors);
+    return std::make_tuple(r.inverse, r.info);
+  });
+  l.def("cond", nb::overload_cast<const Tensor&, std::optional<double>>(&la::cond), "A"_a, "p"_a.none());
+  l.def("cond", nb::overload_cast<const Tensor&, std::string_view>(&la::cond), "A"_a, "p"_a);
+  l.def("householder_product", &la::householder_product, "A"_a, "tau"_a);
+  l.def("tensorinv", &la::tensorinv, "A"_a, "ind"_a);
+  l.def(
+      "tensorsolve",
+      [](const Tensor& a, const Tensor& b, const DimList& dims) { return la::tensorsolve(a, b, to_dims(dims)); }, "A"_a,
+      "B"_a, "dims"_a.none());
+  l.def("vander", &la::vander, "x"_a, "N"_a.none());
+  l.def("vecdot", &la::vecdot, "x"_a, "y"_a, "dim"_a);
+  l.def("diagonal", &la::diagonal, "A"_a, "offset"_a, "dim1"_a, "dim2"_a);
+  l.def("matmul", &ug::matmul, "input"_a, "other"_a);
   l.def("cholesky_solve", &ug::cholesky_solve, "B"_a, "L"_a, "upper"_a);
   l.def("qr", [](const Tensor& a, std::string_view mode) {
     auto r = la::qr(a, mode);

@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "ug/core/batching.h"
+#include "ug/ops/linalg.h"
 
 namespace ugpy {
 void bind_distributed(nb::module_& m);  // bind_distributed.cpp
@@ -48,6 +49,14 @@ NB_MODULE(_C, m) {
       new_error(errors, "OutOfMemoryError", PyExc_MemoryError,
                 "An allocation past ug.memory.set_limit (or refused by the system): a MemoryError and a RuntimeError, "
                 "as torch.OutOfMemoryError is a RuntimeError.");
+  // torch.linalg.LinAlgError is a RuntimeError alone; unigrad.linalg exports it too.
+  static PyObject* linalg_error =
+      PyErr_NewExceptionWithDoc("unigrad.errors.LinAlgError",
+                                "A matrix a decomposition or solve cannot take (singular, not positive-definite, "
+                                "no convergence): a RuntimeError, as torch.linalg.LinAlgError.",
+                                PyExc_RuntimeError, nullptr);
+  errors.attr("LinAlgError") = nb::handle(linalg_error);
+  Py_DECREF(linalg_error);
   // Raised through Python code inside vmap, it brings vmap back to its per-example loop.
   ugpy::g_no_batching_rule = PyErr_NewExceptionWithDoc("unigrad.errors.NoBatchingRule",
                                                        "An op met a batched tensor inside vmap and has no rule for it.",
@@ -67,6 +76,8 @@ NB_MODULE(_C, m) {
       PyErr_SetString(index_error, e.what());
     } catch (const ug::OutOfMemoryError& e) {
       PyErr_SetString(oom_error, e.what());
+    } catch (const ug::linalg::LinAlgError& e) {
+      PyErr_SetString(linalg_error, e.what());
     } catch (const ug::RuntimeError& e) {
       // From Python a tensor is undefined only once a jitted call took it (donate_argnums).
       if (std::string_view(e.what()).starts_with("[tensor] use of an undefined tensor"))

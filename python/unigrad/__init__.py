@@ -106,6 +106,8 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):  # noqa: F811  
     return tensor(data, dtype=dtype, device=place, requires_grad=not stop_gradient)  # noqa: F405
 
 
+from collections import namedtuple as _namedtuple  # noqa: E402
+
 from . import linalg  # noqa: E402  (torch.linalg)
 from . import special  # noqa: E402,F401  (torch.special)
 from .utils import dlpack  # noqa: E402,F401  (jax.dlpack)
@@ -175,8 +177,24 @@ def _svd(input, some=True, compute_uv=True):
     return U, S, Vh.mT
 
 
+_LuUnpackResult = _namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) from linalg.lu_factor's result (torch.lu_unpack); what is not unpacked is empty."""
+    return _LuUnpackResult(*linalg._la.lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots))
+
+
+def _lu(A, pivot=True, get_infos=False):
+    """torch.lu: (LU, pivots), and the infos when get_infos (a singular A does not raise)."""
+    LU, pivots, infos = linalg.lu_factor_ex(A, pivot=pivot)
+    return (LU, pivots, infos) if get_infos else (LU, pivots)
+
+
 # torch's names for linalg functions outside torch.linalg, as functions and Tensor methods.
 for _name, _fn in {
+    "lu": _lu,
+    "lu_solve": lambda b, LU_data, LU_pivots: linalg.lu_solve(LU_data, LU_pivots, b),
     "inverse": linalg.inv,
     "det": linalg.det,
     "slogdet": linalg.slogdet,

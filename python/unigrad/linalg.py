@@ -1,24 +1,36 @@
 """ug.linalg: torch.linalg's functions, signatures and named results over ug::linalg (C++).
 
 Matrices are the last two dims, leading dims are a batch; float32 and float64. A singular
-input to inv or solve and a non-positive-definite one to cholesky raise RuntimeError naming the
-op (torch raises its LinAlgError, also a RuntimeError). The derivatives of eigh and svd assume
+input to inv, solve or lu_factor and a non-positive-definite one to cholesky raise LinAlgError
+(a RuntimeError, as torch's) naming the op; the *_ex forms return an info tensor instead. There
+is no complex dtype: eig and eigvals raise NotImplementedError. The derivatives of eigh and svd assume
 distinct eigenvalues and singular values, and losses that do not depend on the signs of the
 eigenvectors or singular vectors, as torch documents.
 """
 from collections import namedtuple
 
 from ._C import _linalg as _la
+from ._C.errors import LinAlgError
 
 __all__ = ["cross", "inv", "det", "slogdet", "solve", "solve_triangular", "cholesky", "qr", "eigh", "eigvalsh", "svd",
            "svdvals", "lstsq", "pinv", "matrix_rank", "matrix_power", "matrix_exp", "norm", "vector_norm", "matrix_norm",
-           "cholesky_solve", "multi_dot"]
+           "cholesky_solve", "multi_dot", "LinAlgError", "cholesky_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
+           "solve_ex", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "cond", "householder_product", "tensorinv", "tensorsolve", "vander", "vecdot",
+           "diagonal", "matmul", "eig", "eigvals"]
 
 SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 QrResult = namedtuple("linalg_qr", ["Q", "R"])
 EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 SvdResult = namedtuple("linalg_svd", ["U", "S", "Vh"])
 LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+CholeskyExResult = namedtuple("linalg_cholesky_ex", ["L", "info"])
+LUFactorResult = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+LUFactorExResult = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+LUResult = namedtuple("linalg_lu", ["P", "L", "U"])
+SolveExResult = namedtuple("linalg_solve_ex", ["result", "info"])
+InvExResult = namedtuple("linalg_inv_ex", ["inverse", "info"])
+LDLFactorResult = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
+LDLFactorExResult = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
 
 def inv(A):
@@ -46,6 +58,102 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
 
 def cholesky(A, *, upper=False):
     return _la.cholesky(A, upper)
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """cholesky without raising: info is 0, or the order of the leading minor that is not
+    positive-definite."""
+    return CholeskyExResult(*_la.cholesky_ex(A, upper, check_errors))
+
+
+def inv_ex(A, *, check_errors=False):
+    """inv without raising: info is 0, or the 1-based index of U's first zero diagonal element."""
+    return InvExResult(*_la.inv_ex(A, check_errors))
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """solve without raising: info as inv_ex's."""
+    return SolveExResult(*_la.solve_ex(A, B, left, check_errors))
+
+
+def lu_factor(A, *, pivot=True):
+    """(LU, pivots) with A = P L U: L below LU's unit diagonal, U on and above it, pivots (int32)
+    LAPACK's 1-based row swaps; a singular A raises LinAlgError."""
+    return LUFactorResult(*_la.lu_factor(A, pivot))
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False):
+    return LUFactorExResult(*_la.lu_factor_ex(A, pivot, check_errors))
+
+
+def lu(A, *, pivot=True):
+    """(P, L, U) with A = P L U, L [..., m, k] and U [..., k, n] (k = min(m, n))."""
+    return LUResult(*_la.lu(A, pivot))
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+    """X with A X = B (X A = B when left=False; A^T for A when adjoint) from lu_factor's result."""
+    return _la.lu_solve(LU, pivots, B, left, adjoint)
+
+
+def ldl_factor(A, *, hermitian=False):
+    """(LD, pivots): Bunch-Kaufman A = L D L^T of a symmetric A from its lower triangle (LAPACK's
+    sytrf); not differentiable, as torch's."""
+    return LDLFactorResult(*_la.ldl_factor(A, hermitian))
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    return LDLFactorExResult(*_la.ldl_factor_ex(A, hermitian, check_errors))
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False):
+    return _la.ldl_solve(LD, pivots, B, hermitian)
+
+
+def cond(A, p=None):
+    """The condition number in the p-norm: None or +-2 from the singular values, else
+    norm(A, p) * norm(inv(A), p) (inf for a singular A)."""
+    return _la.cond(A, _ord(p))
+
+
+def householder_product(A, tau):
+    """The first n columns of the product of Householder reflectors (LAPACK's orgqr)."""
+    return _la.householder_product(A, tau)
+
+
+def tensorinv(A, ind=2):
+    return _la.tensorinv(A, ind)
+
+
+def tensorsolve(A, B, dims=None):
+    return _la.tensorsolve(A, B, _dims(dims))
+
+
+def vander(x, *, N=None):
+    """[..., n, N] with the powers x^0, ..., x^(N-1) of x [..., n]."""
+    return _la.vander(x, N)
+
+
+def vecdot(x, y, *, dim=-1):
+    return _la.vecdot(x, y, dim)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    return _la.diagonal(A, offset, dim1, dim2)
+
+
+def matmul(input, other):
+    return _la.matmul(input, other)
+
+
+def eig(A):
+    raise NotImplementedError("[linalg.eig] eigenvalues of a general matrix are complex, and unigrad has no complex "
+                              "dtype: for a symmetric A use linalg.eigh")
+
+
+def eigvals(A):
+    raise NotImplementedError("[linalg.eigvals] eigenvalues of a general matrix are complex, and unigrad has no "
+                              "complex dtype: for a symmetric A use linalg.eigvalsh")
 
 
 def cholesky_solve(B, L, upper=False):

@@ -422,6 +422,9 @@ TRIANGULAR_OFF = unsupported("linalg_solve_triangular")
 EIGH_OFF = unsupported("linalg_eigh")
 SVD_OFF = unsupported("linalg_svd")
 QR_OFF = unsupported("linalg_qr")
+LU_OFF = unsupported("linalg_lu_factor")
+LDL_OFF = {**unsupported("linalg_ldl_factor"),
+           **{t: "not differentiable: torch defines no derivative (both raise)" for t in ("vjp", "fd", "jvp")}}
 QR_COMPLETE = {t: "not differentiable when mode='complete' and m > n (torch raises too)" for t in ("vjp", "fd", "jvp")}
 
 # torch.linalg on inputs conditioned by construction (dominant, spd, distinct singular values
@@ -479,6 +482,42 @@ DECOMPOSITIONS = [
        ops=("linalg_qr", "linalg_solve_triangular", "linalg_svd"), off=QR_OFF),
     Op("linalg_qr.lstsq_wide", lambda m, a, b: m.linalg.lstsq(a, b).solution, x(3, 5), x(3, seed=1),
        ops=("linalg_qr", "linalg_solve_triangular", "linalg_svd"), off=QR_OFF),
+    Op("linalg_lu_factor", lambda m, a: m.linalg.lu_factor(a).LU, x(2, 4, 4), off=LU_OFF),
+    Op("linalg_lu_factor.tall", lambda m, a: m.linalg.lu_factor(a).LU, x(5, 3), ops=("linalg_lu_factor",),
+       off=LU_OFF),
+    Op("linalg_lu_factor.wide", lambda m, a: m.linalg.lu_factor(a).LU, x(2, 3, 5), ops=("linalg_lu_factor",),
+       off=LU_OFF),
+    Op("linalg_lu_factor.lu", lambda m, a: tuple(m.linalg.lu(a)), x(4, 3), ops=("linalg_lu_factor",), off=LU_OFF),
+    Op("linalg_lu_factor.lu_solve", lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(dominant(m, a)), b),
+       unit(2, 3, 3), x(3, 2, seed=1), ops=("linalg_lu_factor", "linalg_solve_triangular"), off=LU_OFF),
+    Op("linalg_lu_factor.lu_solve_adjoint",
+       lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(dominant(m, a)), b, left=False, adjoint=True),
+       unit(3, 3), x(2, 3, seed=1), ops=("linalg_lu_factor", "linalg_solve_triangular"), off=LU_OFF),
+    Op("linalg_lu_factor.solve_ex", lambda m, a, b: m.linalg.solve_ex(dominant(m, a), b).result, unit(2, 3, 3),
+       x(3, seed=1), ops=("linalg_lu_factor", "linalg_solve_triangular"), off=LU_OFF),
+    Op("linalg_lu_factor.inv_ex", lambda m, a: m.linalg.inv_ex(dominant(m, a)).inverse, unit(3, 3),
+       ops=("linalg_lu_factor", "linalg_solve_triangular"), off=LU_OFF),
+    Op("linalg_lu_factor.cond", lambda m, a: m.linalg.cond(dominant(m, a), "fro"), unit(2, 3, 3),
+       ops=("linalg_lu_factor", "linalg_solve_triangular"),
+       off={**LU_OFF, "vjp": "torch, the reference, fails: its backward finds inv_ex's output modified in place"}),
+    Op("linalg_svd.cond", lambda m, a: m.linalg.cond(a), x(2, 4, 3), ops=("linalg_svd",), off=SVD_OFF),
+    Op("linalg_ldl_factor", lambda m, a: tuple(m.linalg.ldl_factor(a + a.mT)), x(2, 4, 4), off=LDL_OFF),
+    Op("linalg_ldl_solve", lambda m, a, b: m.linalg.ldl_solve(*m.linalg.ldl_factor(a + a.mT), b), x(2, 3, 3),
+       x(3, 2, seed=1), ops=("linalg_ldl_factor", "linalg_ldl_solve"), off=LDL_OFF),
+    Op("linalg_cholesky.cholesky_ex", lambda m, a: m.linalg.cholesky_ex(spd(m, a)).L, unit(2, 3, 3),
+       ops=("linalg_cholesky",), off=CHOLESKY_OFF),
+    Op("linalg_householder_product", lambda m, a, tau: m.linalg.householder_product(a, tau), x(2, 4, 3),
+       unit(2, 2, seed=1), ops=("matmul",)),
+    Op("linalg_tensorinv", lambda m, a: m.linalg.tensorinv(dominant(m, a).reshape(2, 2, 4)), unit(4, 4),
+       ops=("linalg_solve",), off=SOLVE_OFF),
+    Op("linalg_tensorsolve", lambda m, a, b: m.linalg.tensorsolve(dominant(m, a).reshape(2, 2, 4), b), unit(4, 4),
+       x(2, 2, seed=1), ops=("linalg_solve",), off=SOLVE_OFF),
+    Op("linalg_vander", lambda m, a: m.linalg.vander(a, N=4), x(2, 3), ops=("cumprod",),
+       off=unsupported("cumprod")),
+    Op("linalg_vecdot", lambda m, a, b: m.linalg.vecdot(a, b, dim=0), x(3, 4), x(3, 1, seed=1), ops=("mul",)),
+    Op("linalg_diagonal", lambda m, a: m.linalg.diagonal(a, offset=-1), x(2, 3, 4), ops=("diagonal",),
+       off=unsupported("diagonal")),
+    Op("linalg_matmul", lambda m, a, b: m.linalg.matmul(a, b), x(2, 3, 4), x(4, 2, seed=1), ops=("matmul",)),
     Op("linalg_matrix_power", lambda m, a: m.linalg.matrix_power(a, 3), x(2, 3, 3), ops=("matmul",)),
     Op("linalg_matrix_power.negative", lambda m, a: m.linalg.matrix_power(dominant(m, a), -2), unit(3, 3),
        ops=("linalg_solve",), off=SOLVE_OFF),

@@ -58,8 +58,21 @@ class Backend {
   /** The sign (-1, 0 or 1) and log|det| [B] of a [B, n, n]: 0 and -inf for a singular a. */
   virtual void slogdet(const Tensor& a, const Tensor& sign, const Tensor& logabsdet) = 0;
   /** Lower triangular l [B, n, n] with a = l l^T, from a's lower triangle; fails where a
-   *  leading minor is not positive-definite. */
-  virtual ops::LinalgStatus cholesky(const Tensor& a, const Tensor& l) = 0;
+   *  leading minor is not positive-definite. info [B] int32, when defined, gets each entry's
+   *  LAPACK info (0, or the order of the leading minor that is not). */
+  virtual ops::LinalgStatus cholesky(const Tensor& a, const Tensor& l, const Tensor& info) = 0;
+  /** LU with partial pivoting, a [B, m, n] = P L U: lu [B, m, n] holds L below its unit
+   *  diagonal and U on and above it, pivots [B, min(m, n)] int32 the 1-based row each row i
+   *  was swapped with (LAPACK's ipiv), info [B] int32 0 or the 1-based index of U's first zero
+   *  diagonal element (the first such entry is reported too). */
+  virtual ops::LinalgStatus lu_factor(const Tensor& a, const Tensor& lu, const Tensor& pivots, const Tensor& info) = 0;
+  /** Bunch-Kaufman A = L D L^T of symmetric a [B, n, n] from its lower triangle (LAPACK's
+   *  sytrf, uplo L): ld [B, n, n] holds L below its unit diagonal and D's blocks on and below
+   *  it (zeros above), pivots [B, n] int32 LAPACK's ipiv (negative for 2 x 2 blocks), info [B]
+   *  int32 0 or the 1-based index of D's first zero diagonal element. */
+  virtual ops::LinalgStatus ldl_factor(const Tensor& a, const Tensor& ld, const Tensor& pivots, const Tensor& info) = 0;
+  /** x [B, n, k] = A^-1 b for A given by ldl_factor's ld and pivots (LAPACK's sytrs). */
+  virtual void ldl_solve(const Tensor& ld, const Tensor& pivots, const Tensor& b, const Tensor& x) = 0;
   /** Ascending eigenvalues w [B, n] and orthonormal eigenvectors v [B, n, n] (columns) of the
    *  symmetric matrix whose lower triangle a [B, n, n] holds; fails where they do not converge. */
   virtual ops::LinalgStatus eigh(const Tensor& a, const Tensor& w, const Tensor& v) = 0;

@@ -37,6 +37,12 @@ Tensor cholesky_solve(const Tensor& b, const Tensor& l, bool upper = false);
  *  eigenvectors and singular vectors a loss that does not depend on their signs, as torch's. */
 namespace linalg {
 
+/** A matrix for which a decomposition or solve cannot proceed (singular, not positive-definite,
+ *  no convergence): Python ug.linalg.LinAlgError, a RuntimeError as torch.linalg.LinAlgError. */
+struct LinAlgError : RuntimeError {
+  using RuntimeError::RuntimeError;
+};
+
 struct SlogdetResult {
   Tensor sign, logabsdet;
 };
@@ -51,6 +57,30 @@ struct QrResult {
 };
 struct LstsqResult {
   Tensor solution, residuals, rank, singular_values;
+};
+struct CholeskyExResult {
+  Tensor L, info;
+};
+struct LuFactorResult {
+  Tensor LU, pivots;
+};
+struct LuFactorExResult {
+  Tensor LU, pivots, info;
+};
+struct LuResult {
+  Tensor P, L, U;
+};
+struct LdlFactorResult {
+  Tensor LD, pivots;
+};
+struct LdlFactorExResult {
+  Tensor LD, pivots, info;
+};
+struct InvExResult {
+  Tensor inverse, info;
+};
+struct SolveExResult {
+  Tensor result, info;
 };
 
 Tensor inv(const Tensor& a);
@@ -67,6 +97,9 @@ Tensor solve(const Tensor& a, const Tensor& b, bool left = true);
 Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left = true, bool unitriangular = false);
 /** Lower triangular L with A = L L^T, from A's lower triangle (upper: U = L^T from its upper one). */
 Tensor cholesky(const Tensor& a, bool upper = false);
+/** cholesky without raising: info [...] int32 is 0, or the order of the leading minor that is
+ *  not positive-definite (L is then partial); check_errors raises as cholesky does. */
+CholeskyExResult cholesky_ex(const Tensor& a, bool upper = false, bool check_errors = false);
 /** mode "reduced" (Q [m, k], R [k, n]), "complete" (Q [m, m], R [m, n]) or "r" (R alone, Q empty). */
 QrResult qr(const Tensor& a, std::string_view mode = "reduced");
 /** Ascending eigenvalues and eigenvectors (columns) of the symmetric matrix whose lower (uplo
@@ -96,6 +129,53 @@ Tensor matrix_exp(const Tensor& a);
  *  fewest multiply-adds (ops/multi_dot.cpp); the first may be a 1-d row vector and the last a
  *  1-d column vector, their dim dropped from the result. */
 Tensor multi_dot(const std::vector<Tensor>& tensors);
+// The LU family (ops/linalg_lu.cpp): A [..., m, n] = P L U with partial pivoting (LAPACK's
+// getrf), L [..., m, k] unit lower and U [..., k, n] upper triangular (k = min(m, n)); pivots
+// [..., k] int32 are LAPACK's 1-based row swaps, applied in order. pivot=false (no pivoting)
+// raises, as torch on the CPU.
+/** L and U packed in one [..., m, n] tensor (L's unit diagonal implied) and the pivots; a
+ *  singular matrix (a zero on U's diagonal) raises LinAlgError. */
+LuFactorResult lu_factor(const Tensor& a, bool pivot = true);
+/** lu_factor without raising: info [...] int32 is 0, or the 1-based index of U's first zero
+ *  diagonal element; check_errors raises as lu_factor does. */
+LuFactorExResult lu_factor_ex(const Tensor& a, bool pivot = true, bool check_errors = false);
+/** P, L, U; singular matrices are fine. */
+LuResult lu(const Tensor& a, bool pivot = true);
+/** X with A X = B (X A = B when !left; A^T in place of A when adjoint) for A given by
+ *  lu_factor's LU and pivots; B [..., n, k], batch dims broadcast. */
+Tensor lu_solve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool left = true, bool adjoint = false);
+/** solve without raising: info as lu_factor_ex's (the result is then inf or nan). */
+SolveExResult solve_ex(const Tensor& a, const Tensor& b, bool left = true, bool check_errors = false);
+/** inv without raising: info as lu_factor_ex's. */
+InvExResult inv_ex(const Tensor& a, bool check_errors = false);
+/** Bunch-Kaufman A = L D L^T of symmetric A [..., n, n] from its lower triangle (LAPACK's
+ *  sytrf): LD holds L below its unit diagonal and D's 1 x 1 and 2 x 2 blocks, pivots (int32)
+ *  are LAPACK's (negative for 2 x 2 blocks); a zero on D's diagonal raises LinAlgError. Not
+ *  differentiable, as torch's; hermitian is the same as symmetric for real matrices. */
+LdlFactorResult ldl_factor(const Tensor& a, bool hermitian = false);
+/** ldl_factor without raising: info [...] int32 is 0 or the 1-based index of D's zero. */
+LdlFactorExResult ldl_factor_ex(const Tensor& a, bool hermitian = false, bool check_errors = false);
+/** X with A X = B for A given by ldl_factor's LD and pivots; batch dims broadcast. */
+Tensor ldl_solve(const Tensor& ld, const Tensor& pivots, const Tensor& b, bool hermitian = false);
+/** The condition number: p absent or +-2 from the singular values (largest / smallest, or its
+ *  inverse for -2), else matrix_norm(A, p) * matrix_norm(inv(A), p) for square A ("fro",
+ *  "nuc", +-1, +-inf), inf for a singular one. */
+Tensor cond(const Tensor& a, std::optional<double> p = {});
+Tensor cond(const Tensor& a, std::string_view p);
+/** The product H_1 ... H_k of Householder reflectors H_i = I - tau_i v_i v_i^T, v_i column i
+ *  of A [..., m, n] below its diagonal with a 1 on it (LAPACK's orgqr): its first n columns. */
+Tensor householder_product(const Tensor& a, const Tensor& tau);
+/** The inverse of A as a map from its last dims to its first `ind` ones: result shape
+ *  A.shape[ind:] + A.shape[:ind]. */
+Tensor tensorinv(const Tensor& a, int64_t ind = 2);
+/** X with tensordot(A, X, X.dim()) = B; dims of A, if given, are moved last first. */
+Tensor tensorsolve(const Tensor& a, const Tensor& b, const std::optional<Dims>& dims = {});
+/** [..., n, N] powers x^0 ... x^(N-1) of x [..., n] (N defaults to n). */
+Tensor vander(const Tensor& x, std::optional<int64_t> n = {});
+/** The dot product of x and y along dim, broadcast. */
+Tensor vecdot(const Tensor& x, const Tensor& y, int64_t dim = -1);
+/** ug::diagonal with torch.linalg's defaults (the last two dims). */
+Tensor diagonal(const Tensor& a, int64_t offset = 0, int64_t dim1 = -2, int64_t dim2 = -1);
 /** The vector ord-norm over dims (all when absent): ord 0, inf, -inf or any number. */
 Tensor vector_norm(const Tensor& x, double ord = 2, const std::optional<Dims>& dims = {}, bool keepdim = false);
 /** The matrix norm over two dims: ord "fro" or "nuc". */
@@ -114,5 +194,9 @@ Tensor norm(const Tensor& x, std::string_view ord, const std::optional<Dims>& di
 Tensor cross(const Tensor& a, const Tensor& b, int64_t dim = -1);
 
 }  // namespace linalg
+
+/** torch.lu_unpack: P [..., m, m], L [..., m, k] and U [..., k, n] from lu_factor's LU and
+ *  pivots; without unpack_data L and U, without unpack_pivots P, are empty. */
+linalg::LuResult lu_unpack(const Tensor& lu, const Tensor& pivots, bool unpack_data = true, bool unpack_pivots = true);
 
 }  // namespace ug

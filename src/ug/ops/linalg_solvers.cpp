@@ -20,9 +20,12 @@
 #include "ug/ops/composite.h"
 #include "ug/ops/join.h"
 #include "ug/ops/linalg.h"
+#include "ug/ops/linalg_common.h"
 #include "ug/ops/reduce.h"
 
 namespace ug {
+
+using namespace linalg_detail;
 
 namespace {
 
@@ -34,61 +37,8 @@ const graph::OpDef kSvd("linalg_svd");
 const graph::OpDef kQr("linalg_qr");
 const graph::OpDef kSolveTriangular("linalg_solve_triangular");
 
-/** A float32/float64 tensor of at least 2 dims; `square` also asks for square matrices. */
-void check_matrix(const Tensor& a, const char* op, bool square = true) {
-  if (a.dtype() != DType::Float32 && a.dtype() != DType::Float64)
-    fail<TypeError>("[", op, "] expected a float32 or float64 tensor, got ", a.dtype(), " (shape ", a.shape(), ")");
-  if (a.dim() < 2)
-    fail("[", op, "] expected a matrix or a batch of matrices (at least 2 dims), got shape ", a.shape(), " (dtype ",
-         a.dtype(), ")");
-  if (square && a.size(-1) != a.size(-2))
-    fail("[", op, "] expected square matrices, got shape ", a.shape(), " (", a.size(-2), " by ", a.size(-1),
-         "), dtype ", a.dtype());
-}
-
-void check_pair(const Tensor& a, const Tensor& b, const char* op) {
-  if (a.dtype() != b.dtype())
-    fail<TypeError>("[", op, "] expected A and B of one dtype, got ", a.dtype(), " and ", b.dtype(), " (shapes ",
-                    a.shape(), " and ", b.shape(), ")");
-  if (a.device() != b.device())
-    fail<RuntimeError>("[", op, "] expected A and B on one device, got ", a.device(), " and ", b.device());
-}
-
-Shape with(Shape head, std::initializer_list<int64_t> tail) {
-  for (int64_t n : tail) head.push_back(n);
-  return head;
-}
-
-Shape prepend(int64_t n, const Shape& tail) {
-  Shape out{n};
-  for (int64_t d : tail) out.push_back(d);
-  return out;
-}
-
-/** The leading (batch) dims of a [..., rows, cols] tensor. */
-Shape batch_of(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 2); }
-
-Options like(const Tensor& t) { return {.dtype = t.dtype(), .device = t.device()}; }
-
 /** The [..., n, n] matrices with v [..., n] on their diagonals. */
 Tensor diag_embed(const Tensor& v) { return v.unsqueeze(-1) * eye(v.size(-1), {}, like(v)); }
-
-/** The operands of a vmap call at `lvl`: each batched one's physical tensor (vmap dim first),
- *  each other one broadcast along a new first dim of the batch's size. */
-std::vector<Tensor> physical_operands(std::initializer_list<const Tensor*> ts, int lvl) {
-  int64_t v = 1;
-  for (const Tensor* t : ts)
-    if (batching::level(*t) == lvl) v = batching::physical(*t, lvl).size(0);
-  std::vector<Tensor> out;
-  for (const Tensor* t : ts)
-    out.push_back(batching::level(*t) == lvl ? batching::physical(*t, lvl)
-                                             : t->unsqueeze(0).expand(prepend(v, t->shape())));
-  return out;
-}
-
-std::string batch_element(const Tensor& a, const ops::LinalgStatus& s) {
-  return a.dim() > 2 ? "(batch element " + std::to_string(s.batch) + ") " : "";
-}
 
 // ---- the ops with kernels --------------------------------------------------------------------
 
@@ -107,8 +57,8 @@ Tensor solve_op(const Tensor& a, const Tensor& b, const char* op) {
       ops::LinalgStatus s =
           backend_for(a.device()).solve(a.reshape({-1, n, n}), b.reshape({-1, n, k}), x.view({-1, n, k}));
       if (s.failed())
-        fail<RuntimeError>("[", op, "] ", batch_element(a, s), "the input matrix is singular: pivot ", s.info,
-                           " of its LU factorization is zero (A shape ", a.shape(), ", dtype ", a.dtype(), ")");
+        fail<linalg::LinAlgError>("[", op, "] ", batch_element(a, s), "the input matrix is singular: pivot ", s.info,
+                                  " of its LU factorization is zero (A shape ", a.shape(), ", dtype ", a.dtype(), ")");
     }
   }
   if (call.capturing())
@@ -205,27 +155,37 @@ std::pair<Tensor, Tensor> slogdet_op(const Tensor& a) {
 /** Phi(X): the lower triangle of X with its diagonal halved. */
 Tensor phi(const Tensor& x) { return tril(x, -1) + diag_embed(x.diagonal(0, -2, -1) * 0.5); }
 
-Tensor cholesky_op(const Tensor& a) {
+/** L and each matrix's LAPACK info (int32: 0, or the order of the leading minor that is not
+ *  positive-definite); `check`: such a matrix raises instead, naming `op`. */
+std::pair<Tensor, Tensor> cholesky_op(const Tensor& a, bool check, const char* op) {
   graph::OpCall call(kCholesky);
-  Tensor l;
+  Tensor l, info;
   if (int lvl = batching::level(a)) {
-    l = batching::wrap(cholesky_op(batching::physical(a, lvl)), lvl);
+    auto [pl, pinfo] = cholesky_op(batching::physical(a, lvl), check, op);
+    l = batching::wrap(pl, lvl);
+    info = batching::wrap(pinfo, lvl);
   } else {
     l = empty(a.shape(), like(a));
+    info = zeros(batch_of(a), {.dtype = DType::Int32, .device = a.device()});
     const int64_t n = a.size(-1);
     if (l.numel() > 0) {
-      ops::LinalgStatus s = backend_for(a.device()).cholesky(a.reshape({-1, n, n}), l.view({-1, n, n}));
-      if (s.failed())
-        fail<RuntimeError>("[linalg.cholesky] ", batch_element(a, s),
-                           "the input is not positive-definite: its leading minor of order ", s.info, " is not (shape ",
-                           a.shape(), ", dtype ", a.dtype(), ")");
+      ops::LinalgStatus s =
+          backend_for(a.device()).cholesky(a.reshape({-1, n, n}), l.view({-1, n, n}), info.view({-1}));
+      if (check && s.failed())
+        fail<linalg::LinAlgError>("[", op, "] ", batch_element(a, s),
+                                  "the input is not positive-definite: its leading minor of order ", s.info,
+                                  " is not (shape ", a.shape(), ", dtype ", a.dtype(), ")");
     }
   }
   if (call.capturing())
-    call.set_replay([](const graph::Tensors& in) { return graph::Tensors{cholesky_op(in[0])}; },
-                    graph::ReplaySizes::None);
+    call.set_replay(
+        [check, op](const graph::Tensors& in) {
+          auto [l, info] = cholesky_op(in[0], check, op);
+          return graph::Tensors{l, info};
+        },
+        graph::ReplaySizes::None);
   call.finish(
-      {&a}, {&l}, {graph::output(l)},
+      {&a}, {&l, &info}, {graph::output(l)},
       [](graph::Saved s, graph::Tensors&& g) {
         // gA = L^-T Phi'(L^T gL) L^-1 with the symmetric Phi' torch uses (Murray, arXiv 1602.07527).
         const Tensor& L = s[0];
@@ -241,7 +201,7 @@ Tensor cholesky_op(const Tensor& a) {
         Tensor both = solve_triangular_op(l, left.mT(), false, false).mT();
         return graph::Tensors{matmul(l, phi(both))};
       });
-  return l;
+  return {l, info};
 }
 
 /** E[i, j] = w[j] - w[i] off the diagonal, 1 on it (the divisor of eigh's and svd's rules). */
@@ -261,8 +221,8 @@ std::pair<Tensor, Tensor> eigh_op(const Tensor& a) {
     if (v.numel() > 0) {
       ops::LinalgStatus s = backend_for(a.device()).eigh(a.reshape({-1, n, n}), w.view({-1, n}), v.view({-1, n, n}));
       if (s.failed())
-        fail<RuntimeError>("[linalg.eigh] ", batch_element(a, s), "the algorithm failed to converge (", s.info,
-                           " off-diagonal elements did not), shape ", a.shape(), ", dtype ", a.dtype());
+        fail<linalg::LinAlgError>("[linalg.eigh] ", batch_element(a, s), "the algorithm failed to converge (", s.info,
+                                  " off-diagonal elements did not), shape ", a.shape(), ", dtype ", a.dtype());
     }
   }
   if (call.capturing())
@@ -310,8 +270,8 @@ std::tuple<Tensor, Tensor, Tensor> svd_op(const Tensor& a, bool full) {
           backend_for(a.device())
               .svd(a.reshape({-1, m, n}), u.view({-1, m, u.size(-1)}), s.view({-1, k}), vh.view({-1, vh.size(-2), n}));
       if (st.failed())
-        fail<RuntimeError>("[linalg.svd] ", batch_element(a, st), "the algorithm failed to converge (shape ", a.shape(),
-                           ", dtype ", a.dtype(), ")");
+        fail<linalg::LinAlgError>("[linalg.svd] ", batch_element(a, st), "the algorithm failed to converge (shape ",
+                                  a.shape(), ", dtype ", a.dtype(), ")");
     }
   }
   if (call.capturing())
@@ -436,10 +396,6 @@ std::pair<Tensor, Tensor> qr_op(const Tensor& a, std::string_view mode) {
   return {q, r};
 }
 
-Shape broadcast_batch(const Tensor& a, const Tensor& b, const char* op) {
-  return broadcast_shapes(batch_of(a), batch_of(b), op);
-}
-
 }  // namespace
 
 Tensor cholesky_solve(const Tensor& b, const Tensor& l, bool upper) {
@@ -501,7 +457,14 @@ Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left,
 
 Tensor cholesky(const Tensor& a, bool upper) {
   check_matrix(a, "linalg.cholesky");
-  return upper ? cholesky_op(a.mT()).mT() : cholesky_op(a);
+  return upper ? cholesky_op(a.mT(), true, "linalg.cholesky").first.mT()
+               : cholesky_op(a, true, "linalg.cholesky").first;
+}
+
+CholeskyExResult cholesky_ex(const Tensor& a, bool upper, bool check_errors) {
+  check_matrix(a, "linalg.cholesky_ex");
+  auto [l, info] = cholesky_op(upper ? a.mT() : a, check_errors, "linalg.cholesky_ex");
+  return {upper ? l.mT() : l, info};
 }
 
 QrResult qr(const Tensor& a, std::string_view mode) {

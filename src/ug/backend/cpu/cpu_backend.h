@@ -45,7 +45,10 @@ class CpuBackend final : public Backend {
 
   ops::LinalgStatus solve(const Tensor& a, const Tensor& b, const Tensor& x) override;
   void slogdet(const Tensor& a, const Tensor& sign, const Tensor& logabsdet) override;
-  ops::LinalgStatus cholesky(const Tensor& a, const Tensor& l) override;
+  ops::LinalgStatus cholesky(const Tensor& a, const Tensor& l, const Tensor& info) override;
+  ops::LinalgStatus lu_factor(const Tensor& a, const Tensor& lu, const Tensor& pivots, const Tensor& info) override;
+  ops::LinalgStatus ldl_factor(const Tensor& a, const Tensor& ld, const Tensor& pivots, const Tensor& info) override;
+  void ldl_solve(const Tensor& ld, const Tensor& pivots, const Tensor& b, const Tensor& x) override;
   ops::LinalgStatus eigh(const Tensor& a, const Tensor& w, const Tensor& v) override;
   ops::LinalgStatus svd(const Tensor& a, const Tensor& u, const Tensor& s, const Tensor& vh) override;
   void qr(const Tensor& a, const Tensor& q, const Tensor& r) override;

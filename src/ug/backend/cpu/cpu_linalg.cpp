@@ -40,6 +40,14 @@ void sgeqrf_(const int* m, const int* n, float* a, const int* lda, float* tau, f
              int* info);
 void dgeqrf_(const int* m, const int* n, double* a, const int* lda, double* tau, double* work, const int* lwork,
              int* info);
+void ssytrf_(const char* uplo, const int* n, float* a, const int* lda, int* ipiv, float* work, const int* lwork,
+             int* info, size_t);
+void dsytrf_(const char* uplo, const int* n, double* a, const int* lda, int* ipiv, double* work, const int* lwork,
+             int* info, size_t);
+void ssytrs_(const char* uplo, const int* n, const int* nrhs, const float* a, const int* lda, const int* ipiv, float* b,
+             const int* ldb, int* info, size_t);
+void dsytrs_(const char* uplo, const int* n, const int* nrhs, const double* a, const int* lda, const int* ipiv,
+             double* b, const int* ldb, int* info, size_t);
 void sorgqr_(const int* m, const int* n, const int* k, float* a, const int* lda, const float* tau, float* work,
              const int* lwork, int* info);
 void dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda, const double* tau, double* work,
@@ -53,8 +61,14 @@ namespace {
 // One overload per dtype, so that the kernels below are written once.
 void gesv(int n, int k, float* a, int* ipiv, float* b, int* info) { sgesv_(&n, &k, a, &n, ipiv, b, &n, info); }
 void gesv(int n, int k, double* a, int* ipiv, double* b, int* info) { dgesv_(&n, &k, a, &n, ipiv, b, &n, info); }
-void getrf(int n, float* a, int* ipiv, int* info) { sgetrf_(&n, &n, a, &n, ipiv, info); }
-void getrf(int n, double* a, int* ipiv, int* info) { dgetrf_(&n, &n, a, &n, ipiv, info); }
+void getrf(int m, int n, float* a, int* ipiv, int* info) {
+  const int lda = std::max(m, 1);
+  sgetrf_(&m, &n, a, &lda, ipiv, info);
+}
+void getrf(int m, int n, double* a, int* ipiv, int* info) {
+  const int lda = std::max(m, 1);
+  dgetrf_(&m, &n, a, &lda, ipiv, info);
+}
 void potrf(char uplo, int n, float* a, int* info) { spotrf_(&uplo, &n, a, &n, info, 1); }
 void potrf(char uplo, int n, double* a, int* info) { dpotrf_(&uplo, &n, a, &n, info, 1); }
 void syevd(char uplo, int n, float* a, float* w, float* work, int lwork, int* iwork, int liwork, int* info) {
@@ -84,6 +98,27 @@ void orgqr(int m, int n, int k, float* a, const float* tau, float* work, int lwo
 }
 void orgqr(int m, int n, int k, double* a, const double* tau, double* work, int lwork, int* info) {
   dorgqr_(&m, &n, &k, a, &m, tau, work, &lwork, info);
+}
+
+void sytrf(int n, float* a, int* ipiv, float* work, int lwork, int* info) {
+  const char uplo = 'L';
+  const int lda = std::max(n, 1);
+  ssytrf_(&uplo, &n, a, &lda, ipiv, work, &lwork, info, 1);
+}
+void sytrf(int n, double* a, int* ipiv, double* work, int lwork, int* info) {
+  const char uplo = 'L';
+  const int lda = std::max(n, 1);
+  dsytrf_(&uplo, &n, a, &lda, ipiv, work, &lwork, info, 1);
+}
+void sytrs(int n, int k, const float* a, const int* ipiv, float* b, int* info) {
+  const char uplo = 'L';
+  const int lda = std::max(n, 1);
+  ssytrs_(&uplo, &n, &k, a, &lda, ipiv, b, &lda, info, 1);
+}
+void sytrs(int n, int k, const double* a, const int* ipiv, double* b, int* info) {
+  const char uplo = 'L';
+  const int lda = std::max(n, 1);
+  dsytrs_(&uplo, &n, &k, a, &lda, ipiv, b, &lda, info, 1);
 }
 
 /** dst [cols, rows] = src [rows, cols] transposed: a row-major matrix to column-major or back. */
@@ -142,7 +177,7 @@ template <class T> void slogdet_impl(const Tensor& a0, const Tensor& sign, const
     std::vector<T> lu(pa + i * n * n, pa + (i + 1) * n * n);
     std::vector<int> ipiv(n);
     int info = 0;
-    getrf(static_cast<int>(n), lu.data(), ipiv.data(), &info);
+    getrf(static_cast<int>(n), static_cast<int>(n), lu.data(), ipiv.data(), &info);
     T s = 1, l = 0;
     for (int64_t j = 0; j < n; ++j) {
       T d = lu[j * n + j];
@@ -156,11 +191,12 @@ template <class T> void slogdet_impl(const Tensor& a0, const Tensor& sign, const
   });
 }
 
-template <class T> ops::LinalgStatus cholesky_impl(const Tensor& a0, const Tensor& l) {
+template <class T> ops::LinalgStatus cholesky_impl(const Tensor& a0, const Tensor& l, const Tensor& infos) {
   Tensor a = contiguous(a0);
   const int64_t B = a.size(0), n = a.size(1);
   const T* pa = a.data_ptr<T>();
   T* pl = l.data_ptr<T>();
+  int32_t* pinfo = infos.defined() ? infos.data_ptr<int32_t>() : nullptr;
   return for_each_entry(B, [&](int64_t i) {
     T* li = pl + i * n * n;
     std::copy(pa + i * n * n, pa + (i + 1) * n * n, li);
@@ -169,7 +205,72 @@ template <class T> ops::LinalgStatus cholesky_impl(const Tensor& a0, const Tenso
     int info = 0;
     potrf('U', static_cast<int>(n), li, &info);
     for (int64_t r = 0; r < n; ++r) std::fill(li + r * n + r + 1, li + (r + 1) * n, T(0));
+    if (pinfo) pinfo[i] = info;
     return info;
+  });
+}
+
+template <class T>
+ops::LinalgStatus lu_factor_impl(const Tensor& a0, const Tensor& lu, const Tensor& pivots, const Tensor& infos) {
+  Tensor a = contiguous(a0);
+  const int64_t B = a.size(0), m = a.size(1), n = a.size(2), k = std::min(m, n);
+  const T* pa = a.data_ptr<T>();
+  T* plu = lu.data_ptr<T>();
+  int32_t* ppiv = pivots.data_ptr<int32_t>();
+  int32_t* pinfo = infos.data_ptr<int32_t>();
+  return for_each_entry(B, [&](int64_t i) {
+    // getrf pivots rows: it needs A column-major, not the transpose a row-major buffer is.
+    std::vector<T> buf(m * n);
+    transpose(pa + i * m * n, m, n, buf.data());
+    int info = 0;
+    getrf(static_cast<int>(m), static_cast<int>(n), buf.data(), ppiv + i * k, &info);
+    transpose(buf.data(), n, m, plu + i * m * n);
+    pinfo[i] = info;
+    return info;
+  });
+}
+
+template <class T>
+ops::LinalgStatus ldl_factor_impl(const Tensor& a0, const Tensor& ld, const Tensor& pivots, const Tensor& infos) {
+  Tensor a = contiguous(a0);
+  const int64_t B = a.size(0), n = a.size(1);
+  const T* pa = a.data_ptr<T>();
+  T* pld = ld.data_ptr<T>();
+  int32_t* ppiv = pivots.data_ptr<int32_t>();
+  int32_t* pinfo = infos.data_ptr<int32_t>();
+  return for_each_entry(B, [&](int64_t i) {
+    // Column-major, so that uplo L reads A's lower triangle, as torch's call does.
+    std::vector<T> buf(n * n);
+    transpose(pa + i * n * n, n, n, buf.data());
+    const int ni = static_cast<int>(n);
+    T lwork_q = 0;
+    int info = 0;
+    sytrf(ni, buf.data(), ppiv + i * n, &lwork_q, -1, &info);
+    std::vector<T> work(work_size(lwork_q));
+    sytrf(ni, buf.data(), ppiv + i * n, work.data(), static_cast<int>(work.size()), &info);
+    T* ldi = pld + i * n * n;
+    transpose(buf.data(), n, n, ldi);
+    for (int64_t r = 0; r < n; ++r) std::fill(ldi + r * n + r + 1, ldi + (r + 1) * n, T(0));
+    pinfo[i] = info;
+    return info;
+  });
+}
+
+template <class T> void ldl_solve_impl(const Tensor& ld0, const Tensor& pivots0, const Tensor& b0, const Tensor& x) {
+  Tensor ld = contiguous(ld0), pivots = contiguous(pivots0), b = contiguous(b0);
+  const int64_t B = ld.size(0), n = ld.size(1), k = b.size(2);
+  const T* pld = ld.data_ptr<T>();
+  const int32_t* ppiv = pivots.data_ptr<int32_t>();
+  const T* pb = b.data_ptr<T>();
+  T* px = x.data_ptr<T>();
+  for_each_entry(B, [&](int64_t i) {
+    std::vector<T> factors(n * n), rhs(n * k);
+    transpose(pld + i * n * n, n, n, factors.data());
+    transpose(pb + i * n * k, n, k, rhs.data());
+    int info = 0;
+    sytrs(static_cast<int>(n), static_cast<int>(k), factors.data(), ppiv + i * n, rhs.data(), &info);
+    transpose(rhs.data(), k, n, px + i * n * k);
+    return 0;
   });
 }
 
@@ -288,10 +389,30 @@ void CpuBackend::slogdet(const Tensor& a, const Tensor& sign, const Tensor& loga
   dispatch_float_or_double(a.dtype(), "linalg.slogdet", [&](auto t) { slogdet_impl<decltype(t)>(a, sign, logabsdet); });
 }
 
-ops::LinalgStatus CpuBackend::cholesky(const Tensor& a, const Tensor& l) {
+ops::LinalgStatus CpuBackend::cholesky(const Tensor& a, const Tensor& l, const Tensor& info) {
   ops::LinalgStatus status;
-  dispatch_float_or_double(a.dtype(), "linalg.cholesky", [&](auto t) { status = cholesky_impl<decltype(t)>(a, l); });
+  dispatch_float_or_double(a.dtype(), "linalg.cholesky",
+                           [&](auto t) { status = cholesky_impl<decltype(t)>(a, l, info); });
   return status;
+}
+
+ops::LinalgStatus CpuBackend::lu_factor(const Tensor& a, const Tensor& lu, const Tensor& pivots, const Tensor& info) {
+  ops::LinalgStatus status;
+  dispatch_float_or_double(a.dtype(), "linalg.lu_factor",
+                           [&](auto t) { status = lu_factor_impl<decltype(t)>(a, lu, pivots, info); });
+  return status;
+}
+
+ops::LinalgStatus CpuBackend::ldl_factor(const Tensor& a, const Tensor& ld, const Tensor& pivots, const Tensor& info) {
+  ops::LinalgStatus status;
+  dispatch_float_or_double(a.dtype(), "linalg.ldl_factor",
+                           [&](auto t) { status = ldl_factor_impl<decltype(t)>(a, ld, pivots, info); });
+  return status;
+}
+
+void CpuBackend::ldl_solve(const Tensor& ld, const Tensor& pivots, const Tensor& b, const Tensor& x) {
+  dispatch_float_or_double(ld.dtype(), "linalg.ldl_solve",
+                           [&](auto t) { ldl_solve_impl<decltype(t)>(ld, pivots, b, x); });
 }
 
 ops::LinalgStatus CpuBackend::eigh(const Tensor& a, const Tensor& w, const Tensor& v) {
