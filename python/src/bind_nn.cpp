@@ -804,22 +804,15 @@ void bind_nn(nb::module_& nn) {
       .def(
           "__init__",
           [](DenseImpl* d, int64_t units, std::optional<std::string> activation, std::optional<int64_t> input_dim,
-             bool use_bias, std::optional<ug::DType> dtype, bool flatten) {
-            new (d) DenseImpl(units, activation.value_or(""), input_dim.value_or(-1), use_bias, dtype, flatten);
+             bool use_bias, std::optional<ug::DType> dtype, bool flatten, std::optional<std::string> name) {
+            new (d) DenseImpl(units, activation.value_or(""), input_dim.value_or(-1), use_bias, dtype, flatten,
+                              name.value_or(""));
           },
           "units"_a, "activation"_a = nb::none(), "input_dim"_a = nb::none(), "use_bias"_a = true,
-          "dtype"_a = nb::none(), "flatten"_a = false)
-      .def_prop_ro("flatten", &DenseImpl::flatten);
-  // The Keras layers written in Python (ug.keras.layers.Conv2D(8, 3, activation="relu")) take
-  // the same activation names as Dense; None for "linear".
-  nn.def(
-      "_keras_activation",
-      [](const std::string& name) -> std::optional<std::function<Tensor(const Tensor&)>> {
-        auto fn = ug::nn::activation(name);
-        if (!fn) return std::nullopt;
-        return fn;
-      },
-      "name"_a);
+          "dtype"_a = nb::none(), "flatten"_a = false, "name"_a = nb::none())
+      .def_prop_ro("flatten", &DenseImpl::flatten)
+      .def_prop_rw("name", &DenseImpl::name, &DenseImpl::set_name,
+                   "Keras's layer.name: the name= given, else 'dense', 'dense_1', ...");
   nb::class_<ug::nn::IdentityImpl, Module>(nn, "Identity")
       .def("__init__", [](ug::nn::IdentityImpl* i, nb::args, nb::kwargs) { new (i) ug::nn::IdentityImpl(); });
   nb::class_<ug::nn::FlattenImpl, Module>(nn, "Flatten")

@@ -44,6 +44,8 @@ void bind_nn_recurrent(nb::module_& nn);
 void bind_nn_conv(nb::module_& nn, nb::module_& functional);
 void bind_nn_functional(nb::module_& nn, nb::module_& functional);
 void bind_nn_spatial(nb::module_& nn, nb::module_& functional);
+/** ug.keras.layers' convolution, pooling and batch-normalization layers (after bind_nn). */
+void bind_keras_layers(nb::module_& m);
 void bind_optim(nb::module_& optim);
 /** ug.optimizers: Keras's optimizers (after bind_optim: they derive from ug.optim.Optimizer). */
 void bind_optimizers(nb::module_& m);

@@ -116,6 +116,8 @@ NB_MODULE(_C, m) {
   ugpy::bind_nn_functional(nn, functional);
   ugpy::bind_nn_spatial(nn, functional);
   ugpy::bind_nn_utils(nn);
+  nb::module_ keras = m.def_submodule("_keras", "Keras's layers (keras.layers) that ug.nn has in torch's form");
+  ugpy::bind_keras_layers(keras);
   functional.attr("pad") = m.attr("pad");  // torch.nn.functional.pad is torch's pad
   nb::module_ optim = m.def_submodule("optim", "optimizers and learning-rate schedules");
   ugpy::bind_optim(optim);

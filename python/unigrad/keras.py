@@ -5,7 +5,7 @@ persistence methods: get_weights/set_weights, save (ONNX) and save_weights/load_
 (safetensors)."""
 import numpy as np
 
-from . import _C, _keras_layers, nn
+from . import _C, nn
 from .autograd import no_grad
 from . import callbacks, mixed_precision, optimizers  # noqa: F401
 
@@ -34,20 +34,19 @@ class layers:
     """keras.layers: the Keras-style layers unigrad has. Dense is Keras's (units, activation,
     input_dim); Flatten, Dropout(rate) and Embedding(input_dim, output_dim) take Keras's
     positional arguments. Conv1D/2D, MaxPooling1D/2D, AveragePooling1D/2D, the global poolings
-    and BatchNormalization are Keras's, channels last (_keras_layers.py); ug.nn's are torch's,
-    channels first."""
+    and BatchNormalization are Keras's, channels last (ug::nn::Conv2D, ... in C++, bound as
+    unigrad._C._keras); ug.nn's are torch's, channels first. Each takes Keras's name=."""
 
     Dense = nn.Dense
     Flatten = nn.Flatten
     Dropout = nn.Dropout
     Embedding = nn.Embedding
-    Conv1D, Conv2D = _keras_layers.Conv1D, _keras_layers.Conv2D
-    MaxPooling1D, MaxPooling2D = _keras_layers.MaxPooling1D, _keras_layers.MaxPooling2D
-    AveragePooling1D, AveragePooling2D = _keras_layers.AveragePooling1D, _keras_layers.AveragePooling2D
-    GlobalAveragePooling1D = _keras_layers.GlobalAveragePooling1D
-    GlobalAveragePooling2D = _keras_layers.GlobalAveragePooling2D
-    GlobalMaxPooling1D, GlobalMaxPooling2D = _keras_layers.GlobalMaxPooling1D, _keras_layers.GlobalMaxPooling2D
-    BatchNormalization = _keras_layers.BatchNormalization
+    Conv1D, Conv2D = _C._keras.Conv1D, _C._keras.Conv2D
+    MaxPooling1D, MaxPooling2D = _C._keras.MaxPooling1D, _C._keras.MaxPooling2D
+    AveragePooling1D, AveragePooling2D = _C._keras.AveragePooling1D, _C._keras.AveragePooling2D
+    GlobalAveragePooling1D, GlobalAveragePooling2D = _C._keras.GlobalAveragePooling1D, _C._keras.GlobalAveragePooling2D
+    GlobalMaxPooling1D, GlobalMaxPooling2D = _C._keras.GlobalMaxPooling1D, _C._keras.GlobalMaxPooling2D
+    BatchNormalization = _C._keras.BatchNormalization
 
 
 def _weight_slots(model, where):

@@ -16,6 +16,7 @@
 #include "ug/nn/layers/dropout.h"
 #include "ug/nn/layers/embedding_bag.h"
 #include "ug/nn/layers/fold.h"
+#include "ug/nn/layers/keras_conv.h"
 #include "ug/nn/layers/linear.h"
 #include "ug/nn/layers/loss.h"
 #include "ug/nn/layers/margin_loss.h"

@@ -1,7 +1,10 @@
 #include "ug/nn/layers/linear.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <mutex>
+#include <unordered_map>
 
 #include "ug/graph/grad_mode.h"
 #include "ug/nn/init.h"
@@ -77,9 +80,10 @@ std::string LinearImpl::extra_repr() const {
 }
 
 DenseImpl::DenseImpl(int64_t units, const std::string& activation_name, int64_t input_dim, bool use_bias,
-                     std::optional<DType> dtype, bool flatten)
+                     std::optional<DType> dtype, bool flatten, const std::string& name)
     : LinearImpl("Dense", input_dim, units, use_bias, dtype.value_or(get_default_dtype())),
       activation_name_(activation_name),
+      name_(keras_layer_name("Dense", name)),
       flatten_(flatten),
       activation_(activation(activation_name)) {
   if (input_dim >= 0) reset_parameters();
@@ -113,6 +117,24 @@ std::string DenseImpl::extra_repr() const {
   return "units=" + std::to_string(out_features()) +
          (activation_name_.empty() ? "" : ", activation=\"" + activation_name_ + "\"") +
          (flatten_ ? ", flatten=True" : "");
+}
+
+std::string keras_layer_name(const std::string& type_name, const std::string& name) {
+  if (!name.empty()) return name;
+  // Keras's to_snake_case: an underscore before each capitalized word and each capital after a
+  // lower-case letter, so "MaxPooling2D" is "max_pooling2d".
+  std::string base;
+  for (size_t i = 0; i < type_name.size(); ++i) {
+    const char c = type_name[i];
+    const bool word = i > 0 && std::isupper(c) && i + 1 < type_name.size() && std::islower(type_name[i + 1]);
+    if (word || (i > 0 && std::isupper(c) && std::islower(type_name[i - 1]))) base += '_';
+    base += static_cast<char>(std::tolower(c));
+  }
+  static std::mutex mutex;
+  static std::unordered_map<std::string, int64_t> counts;
+  std::lock_guard lock(mutex);
+  const int64_t n = counts[base]++;
+  return n == 0 ? base : base + "_" + std::to_string(n);
 }
 
 std::string FlattenImpl::extra_repr() const {

@@ -44,6 +44,10 @@ class LinearImpl : public Module {
 };
 UG_MODULE(Linear);
 
+/** Keras's layer.name: `name` if given, else the class's snake-case name ("Conv2D": "conv2d",
+ *  "BatchNormalization": "batch_normalization") made unique as Keras does ("dense", "dense_1"). */
+std::string keras_layer_name(const std::string& type_name, const std::string& name);
+
 /** Keras's Dense: `Dense(128, "relu")`; the input size comes from the first call unless
  *  given. Keras's defaults: Glorot-uniform kernel, zero bias. Keras maps the last dim; with
  *  `flatten`, Gluon's Dense, every dim after the first is flattened into one first, so a
@@ -53,16 +57,19 @@ class DenseImpl : public LinearImpl {
   UG_CLONEABLE(DenseImpl)
  public:
   DenseImpl(int64_t units, const std::string& activation = "", int64_t input_dim = -1, bool use_bias = true,
-            std::optional<DType> dtype = std::nullopt, bool flatten = false);
+            std::optional<DType> dtype = std::nullopt, bool flatten = false, const std::string& name = "");
   Tensor forward(const Tensor& x) override;
   void reset_parameters() override;
   std::string extra_repr() const override;
   /** The activation's name, "" for none. */
   const std::string& activation_name() const { return activation_name_; }
   bool flatten() const { return flatten_; }
+  /** Keras's layer.name (keras_layer_name). */
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
 
  private:
-  std::string activation_name_;
+  std::string activation_name_, name_;
   bool flatten_;
   std::function<Tensor(const Tensor&)> activation_;
 };

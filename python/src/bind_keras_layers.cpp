@@ -1,0 +1,200 @@
+// ug.keras.layers' convolution, pooling and batch-normalization layers (ug::nn::Conv2D, ...; see
+// src/ug/nn/layers/keras_conv.h), with Keras 3's constructors: ints or tuples for sizes, None
+// for Keras's defaults, activation a name or a callable.
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include "bindings.h"
+#include "ug/nn/layers/keras_conv.h"
+
+namespace ugpy {
+
+using namespace nb::literals;
+
+namespace {
+
+using ug::Tensor;
+using namespace ug::nn;
+
+nb::tuple as_tuple(const ug::Dims& dims) {
+  nb::list out;
+  for (int64_t d : dims) out.append(d);
+  return nb::tuple(out);
+}
+
+/** activation=: None, a name (Dense's), or a callable applied to the output. */
+void set_activation(KerasConvImpl& layer, nb::handle activation) {
+  if (activation.is_none() || nb::isinstance<nb::str>(activation)) return;
+  if (!PyCallable_Check(activation.ptr()))
+    ug::fail<ug::TypeError>("[", layer.type_name(), "] activation must be a name such as 'relu' or a callable, got ",
+                            nb::cast<std::string>(nb::repr(activation)));
+  layer.set_activation([fn = nb::borrow<nb::object>(activation)](const Tensor& y) { return nb::cast<Tensor>(fn(y)); });
+}
+
+std::string activation_name(nb::handle activation) {
+  return nb::isinstance<nb::str>(activation) ? nb::cast<std::string>(activation) : "";
+}
+
+template <class Impl, class Base> void bind_conv(nb::module_& m, const char* name, const char* doc) {
+  nb::class_<Impl, Base>(m, name, doc)
+      .def(
+          "__init__",
+          [name](Impl* self, int64_t filters, nb::handle kernel_size, nb::handle strides, const std::string& padding,
+                 std::optional<std::string> data_format, nb::handle dilation_rate, int64_t groups,
+                 nb::handle activation, bool use_bias, const std::string& kernel_initializer,
+                 const std::string& bias_initializer, std::optional<std::string> layer_name) {
+            KerasConvOptions options{.strides = dims_from_sequence(strides, name),
+                                     .padding = padding,
+                                     .data_format = data_format.value_or("channels_last"),
+                                     .dilation_rate = dims_from_sequence(dilation_rate, name),
+                                     .groups = groups,
+                                     .activation = activation_name(activation),
+                                     .use_bias = use_bias,
+                                     .kernel_initializer = kernel_initializer,
+                                     .bias_initializer = bias_initializer,
+                                     .name = layer_name.value_or("")};
+            const ug::Dims kernel = dims_from_sequence(kernel_size, name);
+            if constexpr (std::is_same_v<Impl, Conv1DImpl>) {
+              if (kernel.size() != 1)
+                ug::fail("[Conv1D] kernel_size must be a positive int or a tuple of 1 positive ints, got ",
+                         ug::nn::tuple_repr(kernel));
+              new (self) Impl(filters, kernel[0], std::move(options));
+            } else {
+              new (self) Impl(filters, kernel, std::move(options));
+            }
+            set_activation(*self, activation);
+          },
+          "filters"_a, "kernel_size"_a, "strides"_a = 1, "padding"_a = "valid", "data_format"_a = nb::none(),
+          "dilation_rate"_a = 1, "groups"_a = 1, "activation"_a = nb::none(), "use_bias"_a = true,
+          "kernel_initializer"_a = "glorot_uniform", "bias_initializer"_a = "zeros", "name"_a = nb::none());
+}
+
+template <class Impl> void bind_pool(nb::module_& m, const char* name, bool pool_size_required, const char* doc) {
+  auto init = [name](Impl* self, nb::handle pool_size, nb::handle strides, const std::string& padding,
+                     std::optional<std::string> data_format, std::optional<std::string> layer_name) {
+    KerasPoolOptions options{.strides = strides.is_none() ? ug::Dims{} : dims_from_sequence(strides, name),
+                             .padding = padding,
+                             .data_format = data_format.value_or("channels_last"),
+                             .name = layer_name.value_or("")};
+    new (self) Impl(dims_from_sequence(pool_size, name), std::move(options));
+  };
+  nb::class_<Impl, KerasPoolImpl> cls(m, name, doc);
+  // Keras's average poolings have no default pool_size.
+  if (pool_size_required)
+    cls.def("__init__", init, "pool_size"_a, "strides"_a = nb::none(), "padding"_a = "valid",
+            "data_format"_a = nb::none(), "name"_a = nb::none());
+  else
+    cls.def("__init__", init, "pool_size"_a = 2, "strides"_a = nb::none(), "padding"_a = "valid",
+            "data_format"_a = nb::none(), "name"_a = nb::none());
+}
+
+template <class Impl> void bind_global_pool(nb::module_& m, const char* name, const char* doc) {
+  nb::class_<Impl, KerasGlobalPoolImpl>(m, name, doc)
+      .def(
+          "__init__",
+          [](Impl* self, std::optional<std::string> data_format, bool keepdims, std::optional<std::string> layer_name) {
+            new (self) Impl(data_format.value_or("channels_last"), keepdims, layer_name.value_or(""));
+          },
+          "data_format"_a = nb::none(), "keepdims"_a = false, "name"_a = nb::none());
+}
+
+}  // namespace
+
+void bind_keras_layers(nb::module_& m) {
+  nb::class_<KerasConvImpl, Module>(m, "_Conv")
+      .def_prop_ro("built", &KerasConvImpl::built)
+      .def_prop_ro("filters", &KerasConvImpl::filters)
+      .def_prop_ro("kernel_size", [](const KerasConvImpl& c) { return as_tuple(c.kernel_size()); })
+      .def_prop_ro("strides", [](const KerasConvImpl& c) { return as_tuple(c.options().strides); })
+      .def_prop_ro("dilation_rate", [](const KerasConvImpl& c) { return as_tuple(c.options().dilation_rate); })
+      .def_prop_ro("padding", [](const KerasConvImpl& c) { return c.options().padding; })
+      .def_prop_ro("data_format", [](const KerasConvImpl& c) { return c.options().data_format; })
+      .def_prop_ro("groups", [](const KerasConvImpl& c) { return c.options().groups; })
+      .def_prop_ro("use_bias", [](const KerasConvImpl& c) { return c.options().use_bias; })
+      .def_prop_ro("compute_dtype", &KerasConvImpl::compute_dtype,
+                   "The mixed-precision policy's 16-bit dtype the layer computes in, None for its weights' dtype.")
+      .def_prop_rw("name", &KerasConvImpl::name, &KerasConvImpl::set_name)
+      .def(
+          "build",
+          [](KerasConvImpl& c, nb::handle input_shape) {
+            c.build(nb::cast<int64_t>(input_shape[c.options().data_format == "channels_last" ? -1 : 1]));
+          },
+          "input_shape"_a, "Makes the kernel and bias for an input of input_shape (Keras's layer.build).");
+  bind_conv<Conv1DImpl, KerasConvImpl>(
+      m, "Conv1D", "keras.layers.Conv1D: a (batch, steps, channels) input; padding 'valid', 'same' or 'causal'.");
+  bind_conv<Conv2DImpl, KerasConvImpl>(
+      m, "Conv2D", "keras.layers.Conv2D: a (batch, height, width, channels) input (channels_last).");
+
+  nb::class_<KerasPoolImpl, Module>(m, "_Pooling")
+      .def_prop_ro("pool_size", [](const KerasPoolImpl& p) { return as_tuple(p.pool_size()); })
+      .def_prop_ro("strides", [](const KerasPoolImpl& p) { return as_tuple(p.options().strides); })
+      .def_prop_ro("padding", [](const KerasPoolImpl& p) { return p.options().padding; })
+      .def_prop_ro("data_format", [](const KerasPoolImpl& p) { return p.options().data_format; })
+      .def_prop_rw("name", &KerasPoolImpl::name, &KerasPoolImpl::set_name);
+  bind_pool<MaxPooling1DImpl>(m, "MaxPooling1D", false,
+                              "keras.layers.MaxPooling1D(pool_size=2, strides=None (pool_size), padding='valid').");
+  bind_pool<MaxPooling2DImpl>(
+      m, "MaxPooling2D", false,
+      "keras.layers.MaxPooling2D(pool_size=(2, 2), strides=None (pool_size), padding='valid').");
+  bind_pool<AveragePooling1DImpl>(
+      m, "AveragePooling1D", true,
+      "keras.layers.AveragePooling1D(pool_size, strides=None (pool_size), padding='valid').");
+  bind_pool<AveragePooling2DImpl>(
+      m, "AveragePooling2D", true,
+      "keras.layers.AveragePooling2D(pool_size, strides=None (pool_size), padding='valid').");
+
+  nb::class_<KerasGlobalPoolImpl, Module>(m, "_GlobalPooling")
+      .def_prop_ro("data_format", &KerasGlobalPoolImpl::data_format)
+      .def_prop_ro("keepdims", &KerasGlobalPoolImpl::keepdims)
+      .def_prop_rw("name", &KerasGlobalPoolImpl::name, &KerasGlobalPoolImpl::set_name);
+  bind_global_pool<GlobalAveragePooling1DImpl>(m, "GlobalAveragePooling1D",
+                                               "keras.layers.GlobalAveragePooling1D: the mean over the steps.");
+  bind_global_pool<GlobalAveragePooling2DImpl>(m, "GlobalAveragePooling2D",
+                                               "keras.layers.GlobalAveragePooling2D: the mean over height and width.");
+  bind_global_pool<GlobalMaxPooling1DImpl>(m, "GlobalMaxPooling1D",
+                                           "keras.layers.GlobalMaxPooling1D: the max over the steps.");
+  bind_global_pool<GlobalMaxPooling2DImpl>(m, "GlobalMaxPooling2D",
+                                           "keras.layers.GlobalMaxPooling2D: the max over height and width.");
+
+  nb::class_<BatchNormalizationImpl, Module>(
+      m, "BatchNormalization",
+      "keras.layers.BatchNormalization(axis=-1, momentum=0.99, epsilon=1e-3): normalizes each entry of axis over "
+      "the other dims; training uses the batch's statistics and moves moving_mean / moving_variance towards them by "
+      "1 - momentum, eval the moving ones. Weights in Keras's order: gamma, beta, moving_mean, moving_variance.")
+      .def(
+          "__init__",
+          [](BatchNormalizationImpl* self, int64_t axis, double momentum, double epsilon, bool center, bool scale,
+             const std::string& beta_initializer, const std::string& gamma_initializer,
+             const std::string& moving_mean_initializer, const std::string& moving_variance_initializer,
+             std::optional<std::string> layer_name) {
+            new (self) BatchNormalizationImpl({.axis = axis,
+                                               .momentum = momentum,
+                                               .epsilon = epsilon,
+                                               .center = center,
+                                               .scale = scale,
+                                               .beta_initializer = beta_initializer,
+                                               .gamma_initializer = gamma_initializer,
+                                               .moving_mean_initializer = moving_mean_initializer,
+                                               .moving_variance_initializer = moving_variance_initializer,
+                                               .name = layer_name.value_or("")});
+          },
+          "axis"_a = -1, "momentum"_a = 0.99, "epsilon"_a = 1e-3, "center"_a = true, "scale"_a = true,
+          "beta_initializer"_a = "zeros", "gamma_initializer"_a = "ones", "moving_mean_initializer"_a = "zeros",
+          "moving_variance_initializer"_a = "ones", "name"_a = nb::none())
+      .def(
+          "build",
+          [](BatchNormalizationImpl& b, nb::handle input_shape) {
+            b.build(dims_from_sequence(input_shape, "BatchNormalization"));
+          },
+          "input_shape"_a, "Makes gamma, beta and the moving statistics (Keras's layer.build).")
+      .def_prop_ro("built", &BatchNormalizationImpl::built)
+      .def_prop_ro("axis", [](const BatchNormalizationImpl& b) { return b.options().axis; })
+      .def_prop_ro("momentum", [](const BatchNormalizationImpl& b) { return b.options().momentum; })
+      .def_prop_ro("epsilon", [](const BatchNormalizationImpl& b) { return b.options().epsilon; })
+      .def_prop_ro("center", [](const BatchNormalizationImpl& b) { return b.options().center; })
+      .def_prop_ro("scale", [](const BatchNormalizationImpl& b) { return b.options().scale; })
+      .def_prop_rw("name", &BatchNormalizationImpl::name, &BatchNormalizationImpl::set_name);
+}
+
+}  // namespace ugpy
