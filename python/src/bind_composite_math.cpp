@@ -10,7 +10,7 @@
 #include "bindings.h"
 #include "ug/ops/composite_math.h"
 #include "ug/ops/indexing.h"
-#include "ug/ops/special.h"
+#include "ug/autograd/special.h"
 #include "ug/ops/view.h"
 
 namespace ugpy {
@@ -266,7 +266,7 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
 
   m.def("polygamma", &ug::polygamma, "n"_a, "input"_a, "The n-th derivative of digamma (torch.polygamma).");
 
-  nb::module_ sp = m.def_submodule("_special", "ug/ops/special.h, wrapped by unigrad/special.py");
+  nb::module_ sp = m.def_submodule("_special", "ug/autograd/special.h, wrapped by unigrad/special.py");
   sp.def("gammainc", &ug::igamma, "input"_a, "other"_a);
   sp.def("gammaincc", &ug::igammac, "input"_a, "other"_a);
   sp.def(

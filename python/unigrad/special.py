@@ -1,7 +1,7 @@
 """ug.special: torch.special's functions under torch.special's names. Most are the ops they
 stand for (ug.special.i0 is ug.i0, gammaln is ug.lgamma, ...); the incomplete gamma functions,
 zeta, the normal distribution's functions, erfcx, the Bessel functions and the orthogonal
-polynomials are ug/ops/special.h's. Like torch's, gammainc and gammaincc differentiate in `other`
+polynomials are ug/autograd/special.h's. Like torch's, gammainc and gammaincc differentiate in `other`
 only and zeta in `other` only: asking for the other derivative raises when it is computed."""
 from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, lgamma, log1p, logit, logsumexp, mvlgamma, polygamma,
                round, sigmoid, sinc, xlogy)

@@ -58,7 +58,7 @@
 #include "ug/ops/random.h"
 #include "ug/ops/random_distributions.h"
 #include "ug/ops/reduce.h"
-#include "ug/ops/special.h"
+#include "ug/autograd/special.h"
 #include "ug/ops/unary.h"
 #include "ug/ops/view.h"
 #include "ug/ops/windows.h"

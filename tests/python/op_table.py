@@ -920,7 +920,7 @@ COMPOSITES = [
     Op("logaddexp2", lambda m, a, b: m.logaddexp2(a, b), x(3, 4), x(4, seed=1), ops=("logaddexp",)),
     Op("ldexp", lambda m, a, b: m.ldexp(a, b), x(3, 4), x(4, seed=1), ops=("pow", "mul")),
     Op("mvlgamma", lambda m, a: m.mvlgamma(a, 3), x(3, 4, low=2.0, high=5.0), ops=("sum",)),
-    # ug/ops/special.h: custom functions whose rules are the closed forms; gammainc and zeta
+    # ug/autograd/special.h: custom functions whose rules are the closed forms; gammainc and zeta
     # differentiate in their second argument only, as torch's.
     Op("igamma", lambda m, a, t: m.igamma(a.detach(), t), x(3, 4, low=0.5, high=6.0), x(4, low=0.1, high=8.0, seed=1),
        ops=("custom_function",), off=NO_TORCH_JVP),

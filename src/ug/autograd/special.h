@@ -4,6 +4,7 @@
 // counts, computed in float64 and returned in the inputs' floating dtype (float32 for integers).
 // Their derivatives are written with ops (so higher ones follow), in the arguments torch
 // differentiates; asking for one torch does not have raises when the gradient is computed.
+// They live in the autograd layer because their derivatives are custom functions.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "ug/ops/special.h"
+#include "ug/autograd/special.h"
 
 #include <array>
 #include <cmath>
