@@ -93,13 +93,13 @@ void bind_core(nb::module_& m) {
   m.def("can_cast", &ug::can_cast, nb::arg("from_"), nb::arg("to"),
         "Whether type promotion may cast from_ to to: not floating to integer, not non-bool to bool.");
   // torch.result_type: the dtype an arithmetic op of the two gives (tensors, Python numbers).
-  m.def("result_type", nb::overload_cast<const ug::Tensor&, const ug::Tensor&>(&ug::result_type),
-        nb::arg("tensor1"), nb::arg("tensor2"));
-  m.def("result_type", nb::overload_cast<const ug::Tensor&, const ug::Scalar&>(&ug::result_type),
-        nb::arg("tensor1"), nb::arg("tensor2"));
+  m.def("result_type", nb::overload_cast<const ug::Tensor&, const ug::Tensor&>(&ug::result_type), nb::arg("tensor1"),
+        nb::arg("tensor2"));
+  m.def("result_type", nb::overload_cast<const ug::Tensor&, const ug::Scalar&>(&ug::result_type), nb::arg("tensor1"),
+        nb::arg("tensor2"));
   m.def(
-      "result_type", [](const ug::Scalar& a, const ug::Tensor& b) { return ug::result_type(b, a); },
-      nb::arg("tensor1"), nb::arg("tensor2"));
+      "result_type", [](const ug::Scalar& a, const ug::Tensor& b) { return ug::result_type(b, a); }, nb::arg("tensor1"),
+      nb::arg("tensor2"));
   m.def(
       "result_type",
       [](const ug::Scalar& a, const ug::Scalar& b) { return ug::promote_types(a.default_dtype(), b.default_dtype()); },
@@ -443,8 +443,8 @@ void bind_creation(nb::module_& m) {
       "kaiser_window",
       [](int64_t n, bool periodic, double beta, std::optional<ug::DType> dtype, std::optional<ug::Device> device,
          bool rg) { return with_grad(ug::kaiser_window(n, periodic, beta, opts(dtype, device)), rg); },
-      nb::arg("window_length"), nb::arg("periodic") = true, nb::arg("beta") = 12.0, nb::kw_only(), a_dtype,
-      a_device, a_grad, "The Kaiser window: I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta).");
+      nb::arg("window_length"), nb::arg("periodic") = true, nb::arg("beta") = 12.0, nb::kw_only(), a_dtype, a_device,
+      a_grad, "The Kaiser window: I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta).");
   m.def(
       "eye",
       [](int64_t n, std::optional<int64_t> cols, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {

@@ -146,10 +146,12 @@ def rsub(input, other, *, alpha=1):
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor of this size and stride (torch.empty_strided), over storage just large
     enough for the furthest element."""
-    if len(size) != len(stride) or any(s < 0 for s in size) or any(s < 0 for s in stride):
+    import builtins  # ug's any and sum are tensor ops
+
+    if len(size) != len(stride) or builtins.any(s < 0 for s in (*size, *stride)):
         raise ValueError(f"[empty_strided] size {list(size)} and stride {list(stride)} must be non-negative "
                          "and of the same length")
-    extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    extent = 0 if 0 in size else 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride))
     out = empty(extent, dtype=dtype, device=device).as_strided(tuple(size), tuple(stride))  # noqa: F405
     return out.requires_grad_(requires_grad) if requires_grad else out
 

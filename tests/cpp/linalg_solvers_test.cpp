@@ -69,6 +69,24 @@ TEST(LinalgSolvers, Decompositions) {
   expect_reconstructs(matmul(q.mT(), q), eye(3, {}, {.dtype = DType::Float64}).expand({2, 3, 3}));
 }
 
+TEST(LinalgSolvers, LuAndLdlFamilies) {
+  const Tensor a = dominant({2, 5, 5});
+  auto [p, l, u] = linalg::lu(a);
+  expect_reconstructs(matmul(p, matmul(l, u)), a);
+  EXPECT_EQ(max_abs(triu(l, 1)), 0.0);
+  EXPECT_EQ(max_abs(tril(u, -1)), 0.0);
+  auto [lu, pivots] = linalg::lu_factor(a);
+  EXPECT_EQ(pivots.dtype(), DType::Int32);
+  const Tensor b = rand({2, 5, 3}, {.dtype = DType::Float64});
+  expect_reconstructs(matmul(a, linalg::lu_solve(lu, pivots, b)), b);
+  const Tensor sym = a + a.mT();
+  auto [ld, ldl_pivots] = linalg::ldl_factor(sym);
+  expect_reconstructs(matmul(sym, linalg::ldl_solve(ld, ldl_pivots, b)), b);
+  EXPECT_THROW(linalg::lu_factor(zeros({3, 3}, {.dtype = DType::Float64})), linalg::LinAlgError);
+  auto [lu0, piv0, info] = linalg::lu_factor_ex(zeros({3, 3}, {.dtype = DType::Float64}));
+  EXPECT_EQ(info.item<int64_t>(), 1);
+}
+
 TEST(LinalgSolvers, DerivativesAreOps) {
   // d det(A) / dA = det(A) A^-T, and its own derivative exists (the rule is written with ops).
   const Tensor a = dominant({3, 3});
