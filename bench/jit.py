@@ -5,6 +5,8 @@ Transformer block training step, each as
 
 - unigrad's ug.jit step (bench/py/mlp_jit_epoch.py, bench/py/transformer_jit_step.py),
 - the same functional step run eagerly (--eager),
+- for the MLP, the PyTorch-style step (zero_grad, backward, opt.step()) under ug.compile and
+  eagerly (bench/py/mlp_train_epoch.py with and without --compile),
 - JAX's jax.jit peer (../shared/bench/peers/jax/),
 - torch eager, the peer in ../shared/bench/peers/, in its fastest thread configuration,
 - the ug.jit step without fusion of elementwise chains (UG_JIT_FUSE_BLOCK=0, "unfused"),
@@ -38,6 +40,7 @@ RUNS = {  # name -> command (each prints one JSON line last)
     "mlp ug.jit unfused": [ROOT / "bench/py/mlp_jit_epoch.py"],
     "mlp ug eager (functional)": [ROOT / "bench/py/mlp_jit_epoch.py", "--eager"],
     "mlp ug eager (torch-style)": [ROOT / "bench/py/mlp_train_epoch.py"],
+    "mlp ug.compile (torch-style)": [ROOT / "bench/py/mlp_train_epoch.py", "--compile"],
     "mlp jax.jit": [PEERS / "jax/mlp_train_epoch.py"],
     "mlp torch eager": [PEERS / "mlp_train_epoch.py", "--threads", "2", "--blas-threads", "1"],
     "transformer ug.jit": [ROOT / "bench/py/transformer_jit_step.py"],
@@ -80,6 +83,8 @@ for w in ("mlp", "transformer"):
     }
 peak = {name: median(f"transformer {name}", "peak_activation_mb")
         for name in ("ug.jit", "ug.jit unrematerialized", "ug eager (functional)")}
+result["mlp ratios"]["ug.compile (torch-style) / jax.jit"] = (
+    result["mlp ug.compile (torch-style)"]["seconds"] / result["mlp jax.jit"]["seconds"])
 result["transformer peak activation MB"] = peak
 result["transformer peak activation MB, ug.jit / eager"] = peak["ug.jit"] / peak["ug eager (functional)"]
 result["transformer ug.jit / ug.jit unrematerialized"] = {

@@ -11,7 +11,7 @@ import time
 IMPL = "unigrad-python"
 
 
-def parse_args(description, eager_flag=False, donate_flag=False):
+def parse_args(description, eager_flag=False, donate_flag=False, compile_flag=False):
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--threads", type=int, default=2,
                    help="threads for unigrad's kernels and OpenBLAS (ug.set_num_threads); default 2")
@@ -20,6 +20,8 @@ def parse_args(description, eager_flag=False, donate_flag=False):
         p.add_argument("--eager", action="store_true", help="run the step eagerly, without ug.jit")
     if donate_flag:  # jax.jit's donate_argnums on the parameters and the optimizer state
         p.add_argument("--donate", action="store_true", help="donate the params and the optimizer state to the step")
+    if compile_flag:  # the PyTorch-style step under ug.compile
+        p.add_argument("--compile", action="store_true", help="run the step as one ug.compile program")
     return p.parse_args()
 
 

@@ -3,7 +3,9 @@
 Adam lr 1e-3, cross-entropy, batch 64, one shuffled epoch over the 60k Fashion-MNIST training
 images (quick: the first 10k), batches taken with randperm + index_select, zero_grad and
 loss.item() every step. seconds = the training loop's wall time; then test accuracy on the
-10k test images and the process's peak RSS."""
+10k test images and the process's peak RSS. With --compile the same step (the batch's gather,
+zero_grad, forward, backward, opt.step()) is one @ug.compile program (issue 15's PyTorch-style
+compiled step): its parameters, gradients and Adam's state are read and written in place."""
 import os
 import sys
 import time
@@ -11,7 +13,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-args = common.parse_args(__doc__)
+args = common.parse_args(__doc__, compile_flag=True)
 ug = common.init_ug(args)
 nn = ug.nn
 BATCH = 64
@@ -30,17 +32,33 @@ loss_fn = nn.CrossEntropyLoss()
 n = xtr.shape[0]
 perm = ug.randperm(n)
 
-steps, loss_sum = 0, 0.0
-cpu0 = common.cpu_seconds()
-t0 = time.perf_counter()
-for i in range(0, n, BATCH):
-    idx = perm[i:i + BATCH]
-    xb, yb = xtr.index_select(0, idx), ytr.index_select(0, idx)
+
+
+def step(xs, ys, idx):
+    xb, yb = xs.index_select(0, idx), ys.index_select(0, idx)
     opt.zero_grad()
     loss = loss_fn(model(xb), yb)
     loss.backward()
     opt.step()
-    loss_sum += loss.item()
+    return loss
+
+
+compile_seconds = None
+if args.compile:
+    step = ug.compile(step)
+    t0 = time.perf_counter()
+    state = {k: v.clone() for k, v in model.state_dict().items()}, opt.state_dict()
+    for size in sorted({BATCH, n % BATCH} - {0}):  # both batch shapes, then the start state back
+        step(xtr, ytr, perm[:size])
+    model.load_state_dict(state[0])
+    opt.load_state_dict(state[1])
+    compile_seconds = time.perf_counter() - t0
+
+steps, loss_sum = 0, 0.0
+cpu0 = common.cpu_seconds()
+t0 = time.perf_counter()
+for i in range(0, n, BATCH):
+    loss_sum += step(xtr, ytr, perm[i:i + BATCH]).item()
     steps += 1
 seconds = time.perf_counter() - t0
 cpu_train = common.cpu_seconds() - cpu0
@@ -52,7 +70,8 @@ with ug.no_grad():
                   for i in range(0, xte.shape[0], 1000))
 eval_seconds = time.perf_counter() - t0
 
-common.emit(ug, "mlp_train_epoch", args.threads, seconds, {
+common.emit(ug, "mlp_compile_epoch" if args.compile else "mlp_train_epoch", args.threads, seconds, {
+    "compile_seconds": compile_seconds,
     "quick": args.quick, "train_images": n, "steps": steps, "steps_per_s": steps / seconds,
     "test_accuracy": correct / xte.shape[0], "mean_train_loss": loss_sum / steps,
     "eval_seconds": eval_seconds, "load_seconds": load_seconds, "cpu_seconds_train": cpu_train,
