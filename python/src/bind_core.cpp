@@ -5,6 +5,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <tuple>
+
 #include "bindings.h"
 #include "convert.h"
 #include "ug/backend/cpu/cpu_backend.h"
@@ -410,14 +412,20 @@ void bind_creation(nb::module_& m) {
          bool rg) { return with_grad(ug::linspace(start, end, steps, opts(dtype, device)), rg); },
       nb::arg("start"), nb::arg("end"), nb::arg("steps"), nb::kw_only(), a_dtype, a_device, a_grad,
       "steps values evenly spaced from start to end, both included.");
-  // The window functions (ug/ops/windows.h), torch's signatures.
-  m.def(
-      "hann_window",
-      [](int64_t n, bool periodic, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) {
-        return with_grad(ug::hann_window(n, periodic, opts(dtype, device)), rg);
-      },
-      nb::arg("window_length"), nb::arg("periodic") = true, nb::kw_only(), a_dtype, a_device, a_grad,
-      "The Hann window: 0.5 - 0.5 cos(2 pi n / (N - 1)), periodic by default.");
+  // The window functions (ug/ops/windows.h), torch's signatures. Hann, Blackman and Bartlett
+  // take (window_length, periodic) alone.
+  using PlainWindow = ug::Tensor (*)(int64_t, bool, ug::Options);
+  for (auto [name, fn, doc] :
+       {std::tuple<const char*, PlainWindow, const char*>{
+            "hann_window", ug::hann_window, "The Hann window: 0.5 - 0.5 cos(2 pi n / (N - 1)), periodic by default."},
+        {"blackman_window", ug::blackman_window, "The Blackman window."},
+        {"bartlett_window", ug::bartlett_window, "The Bartlett (triangular) window."}})
+    m.def(
+        name,
+        [fn](int64_t n, bool periodic, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) {
+          return with_grad(fn(n, periodic, opts(dtype, device)), rg);
+        },
+        nb::arg("window_length"), nb::arg("periodic") = true, nb::kw_only(), a_dtype, a_device, a_grad, doc);
   m.def(
       "hamming_window",
       [](int64_t n, bool periodic, double alpha, double beta, std::optional<ug::DType> dtype,
@@ -425,20 +433,6 @@ void bind_creation(nb::module_& m) {
          bool rg) { return with_grad(ug::hamming_window(n, periodic, alpha, beta, opts(dtype, device)), rg); },
       nb::arg("window_length"), nb::arg("periodic") = true, nb::arg("alpha") = 0.54, nb::arg("beta") = 0.46,
       nb::kw_only(), a_dtype, a_device, a_grad, "The Hamming window: alpha - beta cos(2 pi n / (N - 1)).");
-  m.def(
-      "blackman_window",
-      [](int64_t n, bool periodic, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) {
-        return with_grad(ug::blackman_window(n, periodic, opts(dtype, device)), rg);
-      },
-      nb::arg("window_length"), nb::arg("periodic") = true, nb::kw_only(), a_dtype, a_device, a_grad,
-      "The Blackman window.");
-  m.def(
-      "bartlett_window",
-      [](int64_t n, bool periodic, std::optional<ug::DType> dtype, std::optional<ug::Device> device, bool rg) {
-        return with_grad(ug::bartlett_window(n, periodic, opts(dtype, device)), rg);
-      },
-      nb::arg("window_length"), nb::arg("periodic") = true, nb::kw_only(), a_dtype, a_device, a_grad,
-      "The Bartlett (triangular) window.");
   m.def(
       "kaiser_window",
       [](int64_t n, bool periodic, double beta, std::optional<ug::DType> dtype, std::optional<ug::Device> device,

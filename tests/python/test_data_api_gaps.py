@@ -86,26 +86,22 @@ def test_subset_random_sampler_errors():
 
 # ChainDataset
 
-class Stream(D.IterableDataset):
-    def __init__(self, values):
-        self.values = values
+def _stream_class(base):
+    """An iterable data set over a list, on unigrad's or torch's IterableDataset."""
+    class Stream(base):
+        def __init__(self, values):
+            self.values = values
 
-    def __iter__(self):
-        return iter(self.values)
+        def __iter__(self):
+            return iter(self.values)
 
-    def __len__(self):
-        return len(self.values)
+        def __len__(self):
+            return len(self.values)
+
+    return Stream
 
 
-class TorchStream(tud.IterableDataset):
-    def __init__(self, values):
-        self.values = values
-
-    def __iter__(self):
-        return iter(self.values)
-
-    def __len__(self):
-        return len(self.values)
+Stream, TorchStream = _stream_class(D.IterableDataset), _stream_class(tud.IterableDataset)
 
 
 def test_chain_dataset_as_torch():

@@ -10,54 +10,28 @@ namespace {
 // DLPack 0.8 added the bool code; Debian's 0.6 header predates it, the value is the ABI's.
 constexpr uint8_t kDLBoolCode = 6;
 
+/** Each dtype's DLPack (code, bits), read both ways. */
+struct DTypeCode {
+  DType dtype;
+  uint8_t code, bits;
+};
+constexpr DTypeCode kCodes[] = {
+    {DType::Float16, kDLFloat, 16},   {DType::Float32, kDLFloat, 32}, {DType::Float64, kDLFloat, 64},
+    {DType::BFloat16, kDLBfloat, 16}, {DType::Int8, kDLInt, 8},       {DType::Int16, kDLInt, 16},
+    {DType::Int32, kDLInt, 32},       {DType::Int64, kDLInt, 64},     {DType::UInt8, kDLUInt, 8},
+    {DType::UInt16, kDLUInt, 16},     {DType::UInt32, kDLUInt, 32},   {DType::UInt64, kDLUInt, 64},
+    {DType::Bool, kDLBoolCode, 8},
+};
+
 DLDataType dl_dtype(DType d) {
-  const auto bits = static_cast<uint8_t>(8 * itemsize(d));
-  switch (d) {
-    case DType::Float16:
-    case DType::Float32:
-    case DType::Float64: return {kDLFloat, bits, 1};
-    case DType::BFloat16: return {kDLBfloat, bits, 1};
-    case DType::Int8:
-    case DType::Int16:
-    case DType::Int32:
-    case DType::Int64: return {kDLInt, bits, 1};
-    case DType::UInt8:
-    case DType::UInt16:
-    case DType::UInt32:
-    case DType::UInt64: return {kDLUInt, bits, 1};
-    case DType::Bool: return {kDLBoolCode, 8, 1};
-  }
-  fail("[to_dlpack] unknown dtype");
+  for (const DTypeCode& c : kCodes)
+    if (c.dtype == d) return {c.code, c.bits, 1};
+  fail("[to_dlpack] unknown dtype ", d);
 }
 
 std::optional<DType> ug_dtype(DLDataType t) {
-  if (t.lanes != 1) return std::nullopt;
-  switch (t.code) {
-    case kDLFloat:
-      if (t.bits == 16) return DType::Float16;
-      if (t.bits == 32) return DType::Float32;
-      if (t.bits == 64) return DType::Float64;
-      break;
-    case kDLBfloat:
-      if (t.bits == 16) return DType::BFloat16;
-      break;
-    case kDLInt:
-      if (t.bits == 8) return DType::Int8;
-      if (t.bits == 16) return DType::Int16;
-      if (t.bits == 32) return DType::Int32;
-      if (t.bits == 64) return DType::Int64;
-      break;
-    case kDLUInt:
-      if (t.bits == 8) return DType::UInt8;
-      if (t.bits == 16) return DType::UInt16;
-      if (t.bits == 32) return DType::UInt32;
-      if (t.bits == 64) return DType::UInt64;
-      break;
-    case kDLBoolCode:
-      if (t.bits == 8) return DType::Bool;
-      break;
-    default: break;
-  }
+  for (const DTypeCode& c : kCodes)
+    if (t.lanes == 1 && t.code == c.code && t.bits == c.bits) return c.dtype;
   return std::nullopt;
 }
 

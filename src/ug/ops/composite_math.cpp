@@ -334,6 +334,19 @@ Tensor vander(const Tensor& x, std::optional<int64_t> n, bool increasing) {
   return increasing ? powers : powers.flip({1});
 }
 
+namespace {
+
+/** The n - 1 spacings of the sample points x along dim d of y: x 1-d (shaped to broadcast
+ *  along d) or y's shape. */
+Tensor spacings(const Tensor& x, const Tensor& y, int64_t d, int64_t n) {
+  if (x.dim() != 1) return x.narrow(d, 1, n - 1) - x.narrow(d, 0, n - 1);
+  Dims line(static_cast<size_t>(y.dim()), 1);
+  line[static_cast<size_t>(d)] = n - 1;
+  return (x.narrow(0, 1, n - 1) - x.narrow(0, 0, n - 1)).reshape(line);
+}
+
+}  // namespace
+
 Tensor trapezoid(const Tensor& y, const Tensor& x, int64_t dim) {
   const Tensor fy = as_floating(y);
   const int64_t d = wrap_dim(dim, y.dim(), "trapezoid"), n = y.size(d);
@@ -341,13 +354,7 @@ Tensor trapezoid(const Tensor& y, const Tensor& x, int64_t dim) {
     fail<RuntimeError>("[trapezoid] x needs one value per sample point: 1-d of length ", n, " or y's shape ", y.shape(),
                        ", got ", x.shape());
   if (n == 0) return fy.sum(Dims{d});
-  Tensor dx =
-      x.dim() == 1 ? x.narrow(0, 1, n - 1) - x.narrow(0, 0, n - 1) : x.narrow(d, 1, n - 1) - x.narrow(d, 0, n - 1);
-  if (x.dim() == 1) {
-    Dims line(static_cast<size_t>(y.dim()), 1);
-    line[static_cast<size_t>(d)] = n - 1;
-    dx = dx.reshape(line);
-  }
+  const Tensor dx = spacings(x, y, d, n);
   return (dx * (fy.narrow(d, 1, n - 1) + fy.narrow(d, 0, n - 1))).sum(Dims{d}) / 2;
 }
 
@@ -375,13 +382,7 @@ Tensor cumulative_trapezoid(const Tensor& y, const Tensor& x, int64_t dim) {
     fail<RuntimeError>("[cumulative_trapezoid] x needs one value per sample point: 1-d of length ", n,
                        " or y's rank with ", n, " along dim ", d, ", got ", x.shape(), " (y ", y.shape(), ")");
   if (n <= 1) return fy.narrow(d, 0, 0);
-  Tensor dx =
-      x.dim() == 1 ? x.narrow(0, 1, n - 1) - x.narrow(0, 0, n - 1) : x.narrow(d, 1, n - 1) - x.narrow(d, 0, n - 1);
-  if (x.dim() == 1) {
-    Dims line(static_cast<size_t>(y.dim()), 1);
-    line[static_cast<size_t>(d)] = n - 1;
-    dx = dx.reshape(line);
-  }
+  const Tensor dx = spacings(x, y, d, n);
   return (dx * (fy.narrow(d, 1, n - 1) + fy.narrow(d, 0, n - 1)) / 2).cumsum(d);
 }
 
