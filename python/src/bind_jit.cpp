@@ -276,7 +276,10 @@ void bind_jit(nb::module_& m) {
           "fused elementwise groups "
           "and the groups, optimizer updates that add themselves to their parameter (apply_updates).")
       .def("onnx_bytes",
-           [](const compiler::Program& p) { return nb::bytes(p.onnx_bytes().data(), p.onnx_bytes().size()); })
+           [](const compiler::Program& p) {
+             const std::string bytes = p.onnx_bytes();
+             return nb::bytes(bytes.data(), bytes.size());
+           })
       .def("save", &compiler::Program::save, nb::arg("path"));
 
   nb::class_<compiler::Signature>(jit, "Signature",

@@ -9,6 +9,7 @@ kernel on which inputs, so they are equal bit for bit where eager runs the same 
 import os
 
 import numpy as np
+import pytest
 
 import unigrad as ug
 
@@ -401,3 +402,40 @@ def test_each_block_of_a_stack_computes_its_projection_again():
     # besides them at most a [128, 128] weight's gradient made before the peak.
     row = 16 * 64 * 128 * F32
     assert peaks[1] - peaks[0] <= 8 * row + 128 * 128 * F32, (peaks[1] - peaks[0]) / row
+
+
+def test_a_closed_over_data_set_is_held_not_copied():
+    """A step reading batches from a training set it closes over: the program holds the set
+    itself (no copy in the serialized model, none parsed back out of it), so compiling it
+    allocates no more than the batch it gathers; so for the parameters of a PyTorch-style step."""
+    data = ug.randn(20_000, 50)  # 4 MB
+    w = ug.randn(50, 3, requires_grad=True)
+
+    @ug.jit
+    def f(idx):
+        return (data[idx] @ w).sum()
+
+    idx = ug.arange(8)
+    before = ug.memory.allocated()
+    ug.memory.reset_peak()
+    out = f(idx)
+    assert ug.memory.max_allocated() - before < data.numel() * F32 // 4
+    same(out.detach(), (data[idx] @ w).sum().detach())
+    data[:8] = 0  # written in place: the next call computes with the new values, as eager code does
+    with pytest.warns(ug.compiled.RetraceWarning, match="was written in place since the trace"):
+        same(f(idx).detach(), (data[idx] @ w).sum().detach())
+
+
+def test_a_saved_program_writes_the_data_it_holds(tmp_path):
+    """ug.jit.save writes a held constant's data into the file: ONNX Runtime runs it."""
+    import onnxruntime as ort
+
+    table = ug.randn(100, 4)
+    f = ug.jit(lambda i: table[i] * 2)
+    idx = ug.tensor([3, 7, 99])
+    f(idx)
+    path = str(tmp_path / "f.onnx")
+    ug.jit.save(f, path, idx)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    (got,) = session.run(None, {session.get_inputs()[0].name: np.asarray(idx)})
+    same(got, np.asarray(table)[[3, 7, 99]] * 2)

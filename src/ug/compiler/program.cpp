@@ -205,7 +205,7 @@ Program Program::from_trace(onnx::ProgramTrace traced, const NamedTensors& state
   // The graph came from this process, not from a file: no size limits beyond memory's.
   constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
   onnx::LoadLimits limits{.max_elements = kUnlimited, .max_live_elements = kUnlimited};
-  auto graph = std::make_shared<onnx::Graph>(onnx::parse_model(traced.bytes, "", limits));
+  auto graph = std::make_shared<onnx::Graph>(onnx::parse_model(traced.bytes, "", limits, traced.held));
   graph->replays.assign(std::make_move_iterator(traced.replays.begin()), std::make_move_iterator(traced.replays.end()));
   share_replays(*graph, graph->replays);
   Program p;
@@ -257,6 +257,7 @@ Program Program::from_trace(onnx::ProgramTrace traced, const NamedTensors& state
   for (const auto& [target, index] : *p.writes_) p.holds_step_ = p.holds_step_ || target.requires_grad();
   p.graph_ = std::move(graph);
   p.bytes_ = std::make_shared<const std::string>(std::move(traced.bytes));
+  p.held_ = std::make_shared<const std::vector<std::pair<std::string, Tensor>>>(std::move(traced.held));
   return p;
 }
 
@@ -375,6 +376,8 @@ std::vector<Tensor> Program::written_constants() const {
   return written;
 }
 
+std::string Program::onnx_bytes() const { return onnx::with_held_data(*bytes_, *held_); }
+
 void Program::save(const std::string& path) const {
   // A program calls some ops back (an op without an ONNX form, an optimizer's update, a fused
   // backward kernel), which a file cannot hold: name them all.
@@ -393,7 +396,7 @@ void Program::save(const std::string& path) const {
          ", which a file cannot hold (ops without an ONNX form, whose reason ug.onnx.export gives, a training step's "
          "optimizer update, fused backward kernels): save a function without them, or write a gradient function "
          "with ug.onnx.export, which writes the backward kernels' formulas");
-  const std::string bytes = onnx::file_form(*bytes_);
+  const std::string bytes = onnx::file_form(*bytes_, *held_);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out || !out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())))
     fail<RuntimeError>("[jit.save] cannot write '", path, "'");

@@ -99,8 +99,8 @@ class Program {
   /** The graph as text (onnx::to_text): as traced and simplified, what save() writes, or with
    *  `as_run` as it runs, its elementwise chains fused and its updates applied. */
   std::string text(bool as_run = false) const;
-  /** The program as a serialized ONNX ModelProto. */
-  const std::string& onnx_bytes() const { return *bytes_; }
+  /** The program as a serialized ONNX ModelProto, holding its initializers' data. */
+  std::string onnx_bytes() const;
   /** Writes onnx_bytes() to a file that ug::onnx::load, `ug serve` and ONNX Runtime read. */
   void save(const std::string& path) const;
 
@@ -120,7 +120,9 @@ class Program {
   // graph_ with its elementwise chains fused and its updates applied (fuse.h), run when autograd
   // does not record (null: nothing changed); graph_ stays what save() writes and node_types() lists
   std::shared_ptr<const onnx::Graph> fused_graph_;
+  // the model without the data of the initializers it holds as tensors (onnx::ProgramTrace::held)
   std::shared_ptr<const std::string> bytes_;
+  std::shared_ptr<const std::vector<std::pair<std::string, Tensor>>> held_;
   // Shared, as a cache hands out copies of programs:
   // initializer value id -> its live tensor
   std::shared_ptr<const std::vector<std::pair<int64_t, Tensor>>> state_;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "ug/autograd/grad_trace.h"
 #include "ug/graph/grad_mode.h"
@@ -169,6 +170,7 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
         }
       p->live_leaves = g.live_leaves();
       p->constant_sources = g.constant_sources();
+      p->held = g.held();
       p->replays = g.replays();
       p->outputs = outputs;
       p->value_bytes = g.value_bytes();
@@ -207,9 +209,31 @@ void stop_gradients_to_identities(::onnx::GraphProto& graph) {
 }
 }  // namespace
 
-std::string file_form(const std::string& bytes) {
+namespace {
+::onnx::ModelProto held_data_written(const std::string& bytes,
+                                     const std::vector<std::pair<std::string, Tensor>>& held) {
   ::onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) fail("[jit] a program's model does not parse");
+  std::unordered_map<std::string, const Tensor*> by_name;
+  for (const auto& [name, tensor] : held) by_name.emplace(name, &tensor);
+  for (::onnx::TensorProto& init : *model.mutable_graph()->mutable_initializer()) {
+    auto it = by_name.find(init.name());
+    if (it == by_name.end() || init.data_location() != ::onnx::TensorProto::EXTERNAL) continue;
+    const Tensor c = it->second->contiguous();
+    init.clear_external_data();
+    init.set_data_location(::onnx::TensorProto::DEFAULT);
+    init.set_raw_data(c.raw_data(), c.nbytes());  // little-endian, as GraphBuilder::initializer writes
+  }
+  return model;
+}
+}  // namespace
+
+std::string with_held_data(const std::string& bytes, const std::vector<std::pair<std::string, Tensor>>& held) {
+  return held_data_written(bytes, held).SerializeAsString();
+}
+
+std::string file_form(const std::string& bytes, const std::vector<std::pair<std::string, Tensor>>& held) {
+  ::onnx::ModelProto model = held_data_written(bytes, held);
   stop_gradients_to_identities(*model.mutable_graph());
   return model.SerializeAsString();
 }

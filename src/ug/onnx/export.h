@@ -55,6 +55,8 @@ struct ProgramTrace {
   std::vector<std::pair<std::string, Tensor>> live_leaves;  // closed-over state, named by the trace
   /** Tensors no op of the trace made, read as constants (GraphBuilder::constant_sources). */
   std::vector<std::pair<std::string, Tensor>> constant_sources;
+  /** The tensors `bytes` names at kHeldLocation instead of holding their data (GraphBuilder::held). */
+  std::vector<std::pair<std::string, Tensor>> held;
   std::vector<graph::Replay> replays;  // by the UgReplay nodes' "index"
   /** What the traced run itself returned (it ran the function for real). */
   std::vector<Tensor> outputs;
@@ -81,9 +83,14 @@ struct ProgramTrace {
 ProgramTrace trace_program(const TracedFunction& fn, const std::vector<Tensor>& example_inputs,
                            const std::vector<std::pair<std::string, Tensor>>& named_tensors, bool free_sizes = false);
 
-/** A program's serialized model as a file holds it: its stop_gradient nodes (called back in
- *  the program, which autograd may record through) become Identity, the value itself. */
-std::string file_form(const std::string& bytes);
+/** A program's serialized model with the data of its held initializers written in (`held`: the
+ *  trace's ProgramTrace::held), as a file or another process needs it. */
+std::string with_held_data(const std::string& bytes, const std::vector<std::pair<std::string, Tensor>>& held);
+
+/** A program's serialized model as a file holds it: with_held_data's, and its stop_gradient
+ *  nodes (called back in the program, which autograd may record through) become Identity, the
+ *  value itself. */
+std::string file_form(const std::string& bytes, const std::vector<std::pair<std::string, Tensor>>& held);
 
 /** A program's serialized model with the dims marked in `inputs` / `outputs` (by graph input,
  *  then dim) made symbolic ("<name>_dim<d>"): a program reduce_retracing made for any size

@@ -93,9 +93,15 @@ struct Graph {
   std::vector<Replay> replays;
 };
 
+/** The external-data location of an initializer whose value a compiled program's trace holds
+ *  (GraphBuilder::held): no bytes are serialized for it, and parse_model is given the tensor. */
+inline constexpr std::string_view kHeldLocation = "ug:held";
+
 /** Parses and checks a serialized ModelProto; external data is read relative to base_dir
- *  (refused when base_dir is empty). Throws ValueError / TypeError naming what is wrong. */
-Graph parse_model(std::string_view bytes, const std::string& base_dir, const LoadLimits& limits);
+ *  (refused when base_dir is empty), and a root initializer located at kHeldLocation is that
+ *  tensor of `held`, by name, not a copy. Throws ValueError / TypeError naming what is wrong. */
+Graph parse_model(std::string_view bytes, const std::string& base_dir, const LoadLimits& limits,
+                  const std::vector<std::pair<std::string, Tensor>>& held = {});
 
 /** Sets `last_uses`, `read`, `plans` and `initializer_outputs` from the nodes, outputs and
  *  initializers (parse_model does; a pass that rewrites the graph does again). */

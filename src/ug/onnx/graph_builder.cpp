@@ -8,6 +8,7 @@
 
 #include "ug/core/batching.h"
 #include "ug/core/error.h"
+#include "ug/onnx/graph.h"
 
 namespace ug::onnx {
 
@@ -143,6 +144,20 @@ std::string GraphBuilder::initializer(const Tensor& t, const std::string& name) 
   return name;
 }
 
+std::string GraphBuilder::held_initializer(const Tensor& t, const std::string& name) {
+  if (!name_live_leaves_ || parent_ || !t.is_contiguous() || batching::level(t)) return initializer(t, name);
+  ::onnx::TensorProto& init = *graph_.add_initializer();
+  init.set_name(name);
+  init.set_data_type(onnx_dtype(t.dtype()));
+  for (int64_t s : t.shape()) init.add_dims(s);
+  init.set_data_location(::onnx::TensorProto::EXTERNAL);
+  auto* location = init.add_external_data();
+  location->set_key("location");
+  location->set_value(std::string(kHeldLocation));
+  held_.emplace_back(name, t.detach());
+  return name;
+}
+
 std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
   if (!t.defined()) fail<RuntimeError>("[onnx.export] an op used an undefined tensor");
   if (auto it = unexported_.find(key(t)); it != unexported_.end()) fail("[onnx.export] ", it->second.second);
@@ -174,18 +189,19 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
   std::string name;
   if (auto param = param_name(t)) {
     // Another handle of a parameter already in the graph is that initializer.
-    name = emitted_params_.insert(*param).second ? initializer(t, *param) : *param;
+    name = emitted_params_.insert(*param).second ? held_initializer(t, *param) : *param;
   } else if (name_live_leaves_ &&
              (t.requires_grad() || t.impl().is_parameter() || written_in_place_.contains(t.storage().get()))) {
     // A parameter is read live even while frozen (requires_grad_(False)): a step that
     // unfreezes it later updates it behind this program's back.
-    name = initializer(t, fresh("param"));
+    name = held_initializer(t, fresh("param"));
     emitted_params_.insert(name);
     live_leaves_.emplace_back(name, t);
     params_.emplace_back(name, t);
   } else {
     if (auto made = sized_constant(t, dtype.value_or(t.dtype()))) name = *made;
-    else name = initializer(dtype ? t.to(*dtype) : t, fresh("const"));
+    else if (dtype && *dtype != t.dtype()) name = initializer(t.to(*dtype), fresh("const"));
+    else name = held_initializer(t, fresh("const"));
     if (name_live_leaves_) constant_sources_.emplace_back(name, t);
     if (dtype && *dtype != t.dtype()) return name;  // a converted copy: not t's own value
   }

@@ -56,6 +56,10 @@ class GraphBuilder {
   /** After name_live_leaves(): the tensors no op of the trace made that became constants (a
    *  tensor the function closes over), by initializer name. */
   const std::vector<std::pair<std::string, Tensor>>& constant_sources() const { return constant_sources_; }
+  /** After name_live_leaves(): the initializers whose value the graph does not copy (parameters,
+   *  state and contiguous constants the function closes over; their data is located at
+   *  kHeldLocation), by name: a program holds these tensors, which may be a whole data set. */
+  const std::vector<std::pair<std::string, Tensor>>& held() const { return held_; }
 
   /** How a captured call becomes nodes (export.cpp's loop body), and whether it can: the
    *  builder emits a composite's parts with it (emit_parts, and a part the graph reads; see
@@ -238,6 +242,9 @@ class GraphBuilder {
   std::string stopped(const std::string& name);
   std::vector<std::pair<std::string, Tensor>> live_leaves_;
   std::vector<std::pair<std::string, Tensor>> constant_sources_;
+  std::vector<std::pair<std::string, Tensor>> held_;
+  /** initializer(t, name), except that a program's root graph holds t itself (see held()). */
+  std::string held_initializer(const Tensor& t, const std::string& name);
   Emitter emitter_;
   CanEmit can_emit_;
   std::string where_;  // see SourceScope

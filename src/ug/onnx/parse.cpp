@@ -276,9 +276,11 @@ void check_for_libonnx(const ::onnx::GraphProto& g, std::unordered_set<std::stri
 class GraphParser {
  public:
   /** `outer` parses the graph around this one, whose node `outer_node` has it as an attribute. */
-  GraphParser(Graph& graph, const std::string& base_dir, GraphParser* outer, Node* outer_node)
+  GraphParser(Graph& graph, const std::string& base_dir, GraphParser* outer, Node* outer_node,
+              const std::unordered_map<std::string, const Tensor*>& held)
       : graph_(graph),
         base_dir_(base_dir),
+        held_(held),
         outer_(outer),
         outer_node_(outer_node),
         depth_(outer ? outer->depth_ + 1 : 0) {
@@ -293,9 +295,13 @@ class GraphParser {
    *  (each graph in between then reads it as an implicit input of its node); -1 when none has it. */
   int64_t resolve(const std::string& name);
   Attribute read_attribute(const ::onnx::AttributeProto& a, Node& node, const std::string& what);
+  /** The tensor of held_ an initializer located at kHeldLocation names, checked against its
+   *  dtype and dims; nullopt for an initializer with data of its own. */
+  std::optional<Tensor> held_initializer(const ::onnx::TensorProto& t, const std::string& what) const;
 
   Graph& graph_;
   const std::string& base_dir_;
+  const std::unordered_map<std::string, const Tensor*>& held_;  // the root graph's (parse_model's `held`)
   GraphParser* outer_;
   Node* outer_node_;
   int depth_;
@@ -308,6 +314,20 @@ int64_t GraphParser::produce(const std::string& name, const std::string& by) {
     fail("[onnx] value '", name, "' is produced twice (again by ", by, ")");
   graph_.value_names.push_back(name);
   return ids_.at(name);
+}
+
+std::optional<Tensor> GraphParser::held_initializer(const ::onnx::TensorProto& t, const std::string& what) const {
+  if (t.data_location() != ::onnx::TensorProto::EXTERNAL || t.external_data_size() != 1 ||
+      t.external_data(0).value() != kHeldLocation)
+    return std::nullopt;
+  auto it = held_.find(t.name());
+  if (it == held_.end()) fail("[onnx] ", what, " names a tensor held by a compiled program, and none was given");
+  const Tensor& held = *it->second;
+  const Shape dims(t.dims().begin(), t.dims().end());
+  const DType dtype = dtype_from_onnx(t.data_type(), what);
+  if (held.dtype() != dtype || held.shape() != dims)
+    fail("[onnx] ", what, " is ", dtype, " ", dims, ", its held tensor ", held.dtype(), " ", held.shape());
+  return held;
 }
 
 int64_t GraphParser::resolve(const std::string& name) {
@@ -338,7 +358,7 @@ Attribute GraphParser::read_attribute(const ::onnx::AttributeProto& a, Node& nod
       auto sub = std::make_shared<Graph>();
       sub->opset = graph_.opset;
       sub->limits = graph_.limits;
-      GraphParser(*sub, base_dir_, this, &node).parse(a.g());
+      GraphParser(*sub, base_dir_, this, &node, held_).parse(a.g());
       return std::shared_ptr<const Graph>(std::move(sub));
     }
     case A::UNDEFINED: fail("[onnx] ", what, " has no type");
@@ -354,7 +374,8 @@ void GraphParser::parse(const ::onnx::GraphProto& g) {
   for (const auto& init : g.initializer()) {
     const std::string what = "initializer '" + init.name() + "'";
     graph.initializer_ids.push_back(produce(init.name(), what));
-    graph.initializers.emplace_back(init.name(), read_tensor(init, base_dir_, what));
+    std::optional<Tensor> held = held_initializer(init, what);
+    graph.initializers.emplace_back(init.name(), held ? *std::move(held) : read_tensor(init, base_dir_, what));
   }
   std::unordered_set<std::string> initializer_names;
   for (const auto& [name, value] : graph.initializers) initializer_names.insert(name);
@@ -442,7 +463,8 @@ DType dtype_from_onnx(int64_t t, std::string_view what) {
   }
 }
 
-Graph parse_model(std::string_view bytes, const std::string& base_dir, const LoadLimits& limits) {
+Graph parse_model(std::string_view bytes, const std::string& base_dir, const LoadLimits& limits,
+                  const std::vector<std::pair<std::string, Tensor>>& held) {
   if (bytes.size() > static_cast<size_t>(INT_MAX)) fail("[onnx] the model is over 2 GiB, protobuf's limit");
   ::onnx::ModelProto model;
   if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
@@ -455,7 +477,9 @@ Graph parse_model(std::string_view bytes, const std::string& base_dir, const Loa
     model = convert_to_min_opset(model, graph.opset);
     graph.opset = kMinOpset;
   }
-  GraphParser(graph, base_dir, nullptr, nullptr).parse(model.graph());
+  std::unordered_map<std::string, const Tensor*> held_by_name;
+  for (const auto& [name, tensor] : held) held_by_name.emplace(name, &tensor);
+  GraphParser(graph, base_dir, nullptr, nullptr, held_by_name).parse(model.graph());
   return graph;
 }
 
