@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "ug/ops/bitcast.h"
 #include "ug/ops/linalg.h"
 #include "ug/ops/view.h"
 
@@ -162,7 +163,21 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("fill_", [](Tensor& t, ug::Scalar v) { return t.fill_(v); })
       .def("zero_", [](Tensor& t) { return t.zero_(); })
       // views and shape
-      .def("view", [](const Tensor& t, nb::args a) { return t.view(dims_from_args(a, "view")); })
+      .def(
+          "view",
+          [](const Tensor& t, nb::args a, nb::kwargs kw) {
+            // torch's two views: view(*shape) and view(dtype), the bits read as another dtype.
+            if (kw.contains("dtype") && a.size() == 0 && kw.size() == 1)
+              return ug::view(t, dtype_from_python(kw["dtype"]));
+            if (kw.size() != 0) ug::fail<ug::TypeError>("[view] takes a shape or a dtype (dtype=...)");
+            // One argument that is neither a size nor a sequence of sizes: a dtype (ug's, torch's, NumPy's).
+            if (a.size() == 1 && (nb::isinstance<nb::type_object>(a[0]) ||
+                                  (!nb::hasattr(a[0], "__index__") && !nb::isinstance<nb::sequence>(a[0]))))
+              return ug::view(t, dtype_from_python(a[0]));
+            return t.view(dims_from_args(a, "view"));
+          },
+          "torch's Tensor.view: view(*shape) is the tensor in a new shape sharing its storage; view(dtype) "
+          "reads the same storage as dtype (no copy, not differentiable).")
       .def("reshape", [](const Tensor& t, nb::args a) { return t.reshape(dims_from_args(a, "reshape")); })
       .def("view_as", [](const Tensor& t, const Tensor& o) { return t.view(o.shape()); })
       .def("reshape_as", [](const Tensor& t, const Tensor& o) { return t.reshape(o.shape()); })
@@ -443,7 +458,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("dot", &Tensor::dot)
       .def("outer", &Tensor::outer);
   bind_elementwise_methods(cls);
-  (void)m;
+  m.def("bitcast_convert_type", &ug::bitcast_convert_type, nb::arg("operand"), nb::arg("new_dtype"),
+        "jax.lax.bitcast_convert_type (tf.bitcast): operand's bytes as a new tensor of new_dtype; a smaller "
+        "dtype adds a last dim, a larger one takes its last dim (of the size ratio) away.");
 }
 
 }  // namespace ugpy

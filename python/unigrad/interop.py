@@ -14,9 +14,11 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     """torch.frombuffer: a 1-D tensor over buffer's memory (no copy), count items of dtype from byte
     offset (count=-1: to the end). Writes through the tensor change the buffer."""
     name = str(dtype).split(".")[-1]
+    if name == "bfloat16":  # NumPy has no bfloat16: read the bits as uint16 and view them as bfloat16
+        return frombuffer(buffer, dtype="uint16", count=count, offset=offset).view(_C.bfloat16).requires_grad_(
+            requires_grad)
     if name not in _NUMPY_OF:
-        raise TypeError(f"[frombuffer] unsupported dtype {dtype} (bfloat16 has no NumPy dtype to read it through); "
-                        f"supported: {', '.join(_NUMPY_OF)}")
+        raise TypeError(f"[frombuffer] unsupported dtype {dtype}; supported: {', '.join(_NUMPY_OF)}, bfloat16")
     item = np.dtype(_NUMPY_OF[name]).itemsize
     size = memoryview(buffer).nbytes
     if offset < 0 or offset > size or (offset == size and count != 0):

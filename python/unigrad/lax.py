@@ -4,7 +4,7 @@ reduce over: inside ug.vmap(f, axis_name=...) the examples of that vmap (ops of
 ug/ops/axis_collectives.h, with derivatives as JAX's), inside ug.pmap the processes of its
 group (all_reduce or all_gather of ug.distributed, values without gradients: differentiate
 inside, then reduce, as data-parallel steps do). The structured control flow (cond, switch,
-while_loop, fori_loop, scan) is control_flow.py's."""
+while_loop, fori_loop, scan) is control_flow.py's; bitcast_convert_type reinterprets bytes."""
 from . import _C
 from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 from .parallel_map import pmap_group
@@ -18,6 +18,13 @@ def stop_gradient(x):
     """jax.lax.stop_gradient: x, a pytree, with each tensor leaf cut from differentiation (no
     gradient flows back through it, in any mode); other leaves as they are."""
     return tree_map(lambda v: _C.stop_gradient(v) if isinstance(v, _C.Tensor) else v, x)
+
+
+def bitcast_convert_type(operand, new_dtype):
+    """jax.lax.bitcast_convert_type: operand's bytes as a new tensor of new_dtype (a smaller dtype
+    adds a last dim, a larger one takes away a last dim of the size ratio); Tensor.view(dtype) is
+    torch's view of the same storage."""
+    return _C.bitcast_convert_type(operand, new_dtype)
 
 
 def _names(axis_name):
@@ -205,4 +212,4 @@ def top_k(operand, k):
 __all__ = ["stop_gradient", "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "axis_index",
            "cond", "switch", "while_loop", "fori_loop", "scan", "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim",
            "dynamic_index_in_dim", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim", "map", "select",
-           "top_k"]
+           "top_k", "bitcast_convert_type"]

@@ -45,6 +45,7 @@
 #include "ug/onnx/import.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/bitcast.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/composite_math.h"
 #include "ug/ops/control_flow.h"

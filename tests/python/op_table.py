@@ -568,6 +568,10 @@ SHAPES = [
     Op("select", lambda m, a: a.select(1, 2), x(3, 4), ops=("select", "embed")),
     Op("diagonal", lambda m, a: a.diagonal(1, 0, 1), x(3, 4), off=unsupported("diagonal")),
     Op("unfold", lambda m, a: a.unfold(1, 3, 2), x(3, 7), off=unsupported("unfold")),
+    Op("view_dtype", lambda m, a: a.view(m.int32), x(3, 4), off={**NO_GRAD, **unsupported("view_dtype")}),
+    Op("view_dtype.half", lambda m, a: a[:, 1:].view(m.float16), x(3, 5),
+       off={**{t: "torch's view(dtype) is not differentiable" for t in ("vjp", "fd", "jvp")},
+            **unsupported("view_dtype")}),
     Op("as_strided", lambda m, a: a.contiguous().as_strided((2, 2), (1, 2), 1), x(3, 4), ops=("as_strided",),
        off={**unsupported("as_strided"), **{t: "unigrad refuses to differentiate as_strided (its views may overlap)"
                                             for t in ("vjp", "fd")},

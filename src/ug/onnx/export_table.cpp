@@ -1615,6 +1615,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"diagonal", "a strided view with no ONNX counterpart"},
       {"as_strided", "arbitrary strides have no ONNX counterpart"},
       {"unfold", "overlapping windows (a strided view) have no ONNX counterpart"},
+      {"view_dtype", "reading the bytes as another dtype (a bitcast) has no ONNX counterpart"},
       {"fill_", "in-place fills are not exported; use full() or where()"},
       {"index_put_", "assignment into a tensor is not exported; build the value with where(), cat() or scatter()"},
       {"max", "internal: captured as amax"},
