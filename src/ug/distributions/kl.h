@@ -1,0 +1,12 @@
+// KL(p || q) in closed form for pairs of the same family (torch.distributions.kl_divergence).
+#pragma once
+
+#include "ug/distributions/distribution.h"
+
+namespace ug::distributions {
+
+/** KL(p || q) over the batch: Normal, Bernoulli, Categorical, Uniform, MultivariateNormal and
+ *  Independent pairs; NotImplementedError naming both types for any other pair. */
+Tensor kl_divergence(const Distribution& p, const Distribution& q);
+
+}  // namespace ug::distributions
