@@ -72,11 +72,11 @@ Categorical::Categorical(const std::optional<Tensor>& probs, const std::optional
   if (from_logits_) {
     logits_ = given - given.logsumexp({-1}, true);
     probs_ = logits_.softmax(-1);
-    check_param("logits", given, constraints::independent(constraints::real(), 1));
+    check_param("logits", logits_, constraints::independent(constraints::real(), 1));
   } else {
     probs_ = given / given.sum({-1}, true);
     logits_ = clamp_probs(probs_).log();
-    check_param("probs", given, constraints::simplex());
+    check_param("probs", probs_, constraints::simplex());
   }
   batch_shape_ = Dims(given.shape().begin(), given.shape().end() - 1);
 }

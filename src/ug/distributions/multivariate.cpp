@@ -36,12 +36,12 @@ MultivariateNormal::MultivariateNormal(const Tensor& loc, const std::optional<Te
   batch_shape_ = broadcast_shapes({drop_last(m, 2), drop_last(loc, 1)});
   event_shape_ = {loc.size(-1)};
   loc_ = loc.expand(with(batch_shape_, {loc.size(-1)}));
+  tril_ = m;  // repr() names it should the check below fail
   if (covariance_matrix) {
     check_param("covariance_matrix", m, constraints::positive_definite());
     tril_ = linalg::cholesky(m);
   } else {
     check_param("scale_tril", m, constraints::lower_cholesky());
-    tril_ = m;
   }
   check_param("loc", loc_, constraints::independent(constraints::real(), 1));
 }
