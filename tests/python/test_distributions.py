@@ -283,3 +283,20 @@ def test_error_names_the_distribution_and_constraint():
 def test_rsample_of_a_discrete_distribution_is_not_implemented():
     with pytest.raises(NotImplementedError, match="Bernoulli.*rsample"):
         ug.distributions.Bernoulli(probs=ug.tensor([0.5])).rsample()
+
+
+def test_log_prob_under_jit_and_vmap():
+    d = ug.distributions
+    x, loc = ug.randn(4, 3), ug.randn(3)
+
+    def f(loc, x):  # jit reads no value: the argument checks are off
+        return d.MultivariateNormal(loc, scale_tril=2 * ug.eye(3), validate_args=False).log_prob(x)
+
+    assert_close(ug.jit(f)(loc, x).numpy(), f(loc, x).numpy())
+    logits = ug.randn(4, 3)
+    values = ug.tensor([[0, 1, 2, 0], [2, 1, 0, 1]])
+    batched = ug.vmap(lambda v: d.Categorical(logits=logits).log_prob(v))(values)
+    looped = np.stack([d.Categorical(logits=logits).log_prob(v).numpy() for v in values])
+    assert_close(batched.numpy(), looped)
+    with pytest.raises(TypeError, match="traced tensor"):  # the checks read values: jit says so
+        ug.jit(lambda s: d.Normal(0.0, s).log_prob(x))(ug.ones(3))
