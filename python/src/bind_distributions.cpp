@@ -33,9 +33,7 @@ std::vector<std::optional<Tensor>> params(std::initializer_list<nb::handle> give
     else if (nb::isinstance<Tensor>(h)) out.push_back(nb::cast<Tensor>(h));
     else if (scalar_from_python(h, s))
       out.push_back(ug::scalar_tensor(s.to<double>(), {dtype.value_or(ug::get_default_dtype())}));
-    else
-      ug::fail<ug::TypeError>("[", dist, "] parameters must be tensors or numbers, not ",
-                              nb::inst_name(h).c_str());
+    else ug::fail<ug::TypeError>("[", dist, "] parameters must be tensors or numbers, not ", nb::inst_name(h).c_str());
   }
   return out;
 }
@@ -61,10 +59,12 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("event_shape", [](const d::Distribution& x) { return shape_tuple(x.event_shape()); })
       .def_prop_ro("has_rsample", &d::Distribution::has_rsample)
       .def_prop_ro("validate_args", &d::Distribution::validate_args)
-      .def("sample", [](const d::Distribution& x, nb::handle s) { return x.sample(sample_shape(s)); }, shape_arg,
-           "Draws of shape sample_shape + batch_shape + event_shape, without history.")
-      .def("rsample", [](const d::Distribution& x, nb::handle s) { return x.rsample(sample_shape(s)); }, shape_arg,
-           "Reparameterised draws: gradients flow to the parameters.")
+      .def(
+          "sample", [](const d::Distribution& x, nb::handle s) { return x.sample(sample_shape(s)); }, shape_arg,
+          "Draws of shape sample_shape + batch_shape + event_shape, without history.")
+      .def(
+          "rsample", [](const d::Distribution& x, nb::handle s) { return x.rsample(sample_shape(s)); }, shape_arg,
+          "Reparameterised draws: gradients flow to the parameters.")
       .def("log_prob", &d::Distribution::log_prob, nb::arg("value"))
       .def("cdf", &d::Distribution::cdf, nb::arg("value"))
       .def("icdf", &d::Distribution::icdf, nb::arg("value"))
@@ -75,57 +75,64 @@ void bind_distributions(nb::module_& m) {
       .def("__repr__", &d::Distribution::repr);
 
   nb::class_<d::Normal, d::Distribution>(m, "Normal", "Normal(loc, scale) (torch.distributions.Normal).")
-      .def("__init__",
-           [](d::Normal* self, nb::handle loc, nb::handle scale, std::optional<bool> validate_args) {
-             auto p = params({loc, scale}, "Normal");
-             new (self) d::Normal(*p[0], *p[1], validate_args.value_or(true));
-           },
-           nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def(
+          "__init__",
+          [](d::Normal* self, nb::handle loc, nb::handle scale, std::optional<bool> validate_args) {
+            auto p = params({loc, scale}, "Normal");
+            new (self) d::Normal(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("loc", &d::Normal::loc)
       .def_prop_ro("scale", &d::Normal::scale);
-  nb::class_<d::Uniform, d::Distribution>(m, "Uniform", "Uniform(low, high) on [low, high) (torch.distributions.Uniform).")
-      .def("__init__",
-           [](d::Uniform* self, nb::handle low, nb::handle high, std::optional<bool> validate_args) {
-             auto p = params({low, high}, "Uniform");
-             new (self) d::Uniform(*p[0], *p[1], validate_args.value_or(true));
-           },
-           nb::arg("low"), nb::arg("high"), nb::arg("validate_args") = nb::none())
+  nb::class_<d::Uniform, d::Distribution>(m, "Uniform",
+                                          "Uniform(low, high) on [low, high) (torch.distributions.Uniform).")
+      .def(
+          "__init__",
+          [](d::Uniform* self, nb::handle low, nb::handle high, std::optional<bool> validate_args) {
+            auto p = params({low, high}, "Uniform");
+            new (self) d::Uniform(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("low"), nb::arg("high"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("low", &d::Uniform::low)
       .def_prop_ro("high", &d::Uniform::high);
   nb::class_<d::Exponential, d::Distribution>(m, "Exponential", "Exponential(rate) (torch.distributions.Exponential).")
-      .def("__init__",
-           [](d::Exponential* self, nb::handle rate, std::optional<bool> validate_args) {
-             new (self) d::Exponential(*params({rate}, "Exponential")[0], validate_args.value_or(true));
-           },
-           nb::arg("rate"), nb::arg("validate_args") = nb::none())
+      .def(
+          "__init__",
+          [](d::Exponential* self, nb::handle rate, std::optional<bool> validate_args) {
+            new (self) d::Exponential(*params({rate}, "Exponential")[0], validate_args.value_or(true));
+          },
+          nb::arg("rate"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("rate", &d::Exponential::rate);
   nb::class_<d::Laplace, d::Distribution>(m, "Laplace", "Laplace(loc, scale) (torch.distributions.Laplace).")
-      .def("__init__",
-           [](d::Laplace* self, nb::handle loc, nb::handle scale, std::optional<bool> validate_args) {
-             auto p = params({loc, scale}, "Laplace");
-             new (self) d::Laplace(*p[0], *p[1], validate_args.value_or(true));
-           },
-           nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def(
+          "__init__",
+          [](d::Laplace* self, nb::handle loc, nb::handle scale, std::optional<bool> validate_args) {
+            auto p = params({loc, scale}, "Laplace");
+            new (self) d::Laplace(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("loc", &d::Laplace::loc)
       .def_prop_ro("scale", &d::Laplace::scale);
   nb::class_<d::Bernoulli, d::Distribution>(m, "Bernoulli",
                                             "Bernoulli(probs=None, logits=None) (torch.distributions.Bernoulli).")
-      .def("__init__",
-           [](d::Bernoulli* self, nb::handle probs, nb::handle logits, std::optional<bool> validate_args) {
-             auto p = params({probs, logits}, "Bernoulli");
-             new (self) d::Bernoulli(p[0], p[1], validate_args.value_or(true));
-           },
-           nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none())
+      .def(
+          "__init__",
+          [](d::Bernoulli* self, nb::handle probs, nb::handle logits, std::optional<bool> validate_args) {
+            auto p = params({probs, logits}, "Bernoulli");
+            new (self) d::Bernoulli(p[0], p[1], validate_args.value_or(true));
+          },
+          nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none())
       .def_prop_ro("probs", &d::Bernoulli::probs)
       .def_prop_ro("logits", &d::Bernoulli::logits);
   nb::class_<d::Categorical, d::Distribution>(
       m, "Categorical", "Categorical(probs=None, logits=None) over the last dim (torch.distributions.Categorical).")
-      .def("__init__",
-           [](d::Categorical* self, nb::handle probs, nb::handle logits, std::optional<bool> validate_args) {
-             auto p = params({probs, logits}, "Categorical");
-             new (self) d::Categorical(p[0], p[1], validate_args.value_or(true));
-           },
-           nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none())
+      .def(
+          "__init__",
+          [](d::Categorical* self, nb::handle probs, nb::handle logits, std::optional<bool> validate_args) {
+            auto p = params({probs, logits}, "Categorical");
+            new (self) d::Categorical(p[0], p[1], validate_args.value_or(true));
+          },
+          nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none())
       .def_prop_ro("probs", &d::Categorical::probs)
       .def_prop_ro("logits", &d::Categorical::logits)
       .def_prop_ro("param_shape", [](const d::Categorical& x) { return shape_tuple(x.probs().shape()); });
@@ -142,11 +149,13 @@ void bind_distributions(nb::module_& m) {
       m, "Independent",
       "Independent(base_distribution, reinterpreted_batch_ndims): batch dims read as event dims "
       "(torch.distributions.Independent).")
-      .def("__init__",
-           [](d::Independent* self, std::shared_ptr<d::Distribution> base, int64_t n,
-              std::optional<bool> validate_args) { new (self) d::Independent(base, n, validate_args.value_or(true)); },
-           nb::arg("base_distribution"), nb::arg("reinterpreted_batch_ndims"), nb::arg("validate_args") = nb::none())
-      .def_prop_ro("base_dist", [](const d::Independent& x) { return std::const_pointer_cast<d::Distribution>(x.base_dist()); })
+      .def(
+          "__init__",
+          [](d::Independent* self, std::shared_ptr<d::Distribution> base, int64_t n,
+             std::optional<bool> validate_args) { new (self) d::Independent(base, n, validate_args.value_or(true)); },
+          nb::arg("base_distribution"), nb::arg("reinterpreted_batch_ndims"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("base_dist",
+                   [](const d::Independent& x) { return std::const_pointer_cast<d::Distribution>(x.base_dist()); })
       .def_prop_ro("reinterpreted_batch_ndims", &d::Independent::reinterpreted_batch_ndims);
 
   m.def("kl_divergence", &d::kl_divergence, nb::arg("p"), nb::arg("q"),

@@ -23,8 +23,8 @@ Tensor bce_with_logits(const Tensor& logits, const Tensor& target) {
 }  // namespace
 
 Tensor clamp_probs(const Tensor& probs) {
-  double eps = probs.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon()
-                                               : std::numeric_limits<float>::epsilon();
+  double eps =
+      probs.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
   return probs.clamp(Scalar(eps), Scalar(1 - eps));
 }
 
@@ -96,8 +96,8 @@ Tensor Categorical::log_prob(const Tensor& value) const {
 }
 
 Tensor Categorical::entropy() const {
-  double min_real = probs_.dtype() == DType::Float64 ? std::numeric_limits<double>::lowest()
-                                                     : std::numeric_limits<float>::lowest();
+  double min_real =
+      probs_.dtype() == DType::Float64 ? std::numeric_limits<double>::lowest() : std::numeric_limits<float>::lowest();
   return -(logits_.clamp(Scalar(min_real), std::nullopt) * probs_).sum({-1});
 }
 

@@ -65,9 +65,7 @@ Constraint greater_than(const Tensor& bound) {
   return {"GreaterThan(lower_bound=low)", [=](const Tensor& x) { return x.gt(bound); }};
 }
 Constraint simplex() {
-  return {"Simplex()", [](const Tensor& x) {
-            return x.ge(0).all(-1).logical_and((x.sum({-1}) - 1).abs().lt(1e-6));
-          }};
+  return {"Simplex()", [](const Tensor& x) { return x.ge(0).all(-1).logical_and((x.sum({-1}) - 1).abs().lt(1e-6)); }};
 }
 Constraint independent(const Constraint& base, int64_t ndims) {
   return {"IndependentConstraint(" + base.repr + ", " + std::to_string(ndims) + ")", [=](const Tensor& x) {

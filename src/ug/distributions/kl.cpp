@@ -45,9 +45,10 @@ Tensor kl(const Uniform& p, const Uniform& q) {
 
 Tensor kl(const MultivariateNormal& p, const MultivariateNormal& q) {
   if (p.event_shape() != q.event_shape())
-    fail("[kl_divergence] KL-divergence between two Multivariate Normals with different event shapes cannot be "
-         "computed: ",
-         shape_str(p.event_shape()), " vs ", shape_str(q.event_shape()));
+    fail(
+        "[kl_divergence] KL-divergence between two Multivariate Normals with different event shapes cannot be "
+        "computed: ",
+        shape_str(p.event_shape()), " vs ", shape_str(q.event_shape()));
   Tensor lp = p.scale_tril(), lq = q.scale_tril();
   Tensor half_term1 = lq.diagonal(0, -2, -1).log().sum({-1}) - lp.diagonal(0, -2, -1).log().sum({-1});
   Dims batch = broadcast_shapes({lp.shape(), lq.shape()});
@@ -77,8 +78,8 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
   if (try_kl<Normal>(p, q, out) || try_kl<Bernoulli>(p, q, out) || try_kl<Categorical>(p, q, out) ||
       try_kl<Uniform>(p, q, out) || try_kl<MultivariateNormal>(p, q, out) || try_kl<Independent>(p, q, out))
     return out;
-  throw NotImplementedError(detail::cat("[kl_divergence] no KL(p || q) is implemented for p a ", p.name(),
-                                        " and q a ", q.name()));
+  throw NotImplementedError(
+      detail::cat("[kl_divergence] no KL(p || q) is implemented for p a ", p.name(), " and q a ", q.name()));
 }
 
 }  // namespace ug::distributions

@@ -50,7 +50,9 @@ std::vector<std::pair<std::string, Tensor>> MultivariateNormal::params() const {
   return {{"loc", loc_}, {covariance_ ? "covariance_matrix" : "scale_tril", covariance_ ? *covariance_ : tril_}};
 }
 
-Tensor MultivariateNormal::scale_tril() const { return tril_.expand(with(batch_shape_, {tril_.size(-2), tril_.size(-1)})); }
+Tensor MultivariateNormal::scale_tril() const {
+  return tril_.expand(with(batch_shape_, {tril_.size(-2), tril_.size(-1)}));
+}
 
 Tensor MultivariateNormal::covariance_matrix() const {
   return tril_.matmul(tril_.mT()).expand(with(batch_shape_, {tril_.size(-2), tril_.size(-1)}));
@@ -76,7 +78,9 @@ Tensor MultivariateNormal::entropy() const {
   return h.expand(batch_shape_);
 }
 
-Tensor MultivariateNormal::variance() const { return tril_.square().sum({-1}).expand(with(batch_shape_, {event_shape_[0]})); }
+Tensor MultivariateNormal::variance() const {
+  return tril_.square().sum({-1}).expand(with(batch_shape_, {event_shape_[0]}));
+}
 
 // ---- Independent -------------------------------------------------------------------------
 
@@ -85,8 +89,8 @@ Independent::Independent(std::shared_ptr<const Distribution> base, int64_t reint
     : Distribution({}, {}, validate_args), base_(std::move(base)), ndims_(reinterpreted_batch_ndims) {
   const Dims& bb = base_->batch_shape();
   if (ndims_ < 0 || ndims_ > static_cast<int64_t>(bb.size()))
-    fail("[Independent] expected 0 <= reinterpreted_batch_ndims <= len(base_distribution.batch_shape), actual ",
-         ndims_, " vs ", bb.size());
+    fail("[Independent] expected 0 <= reinterpreted_batch_ndims <= len(base_distribution.batch_shape), actual ", ndims_,
+         " vs ", bb.size());
   batch_shape_ = Dims(bb.begin(), bb.end() - ndims_);
   event_shape_ = concat(Dims(bb.end() - ndims_, bb.end()), base_->event_shape());
 }

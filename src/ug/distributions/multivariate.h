@@ -40,8 +40,7 @@ class MultivariateNormal : public Distribution {
 class Independent : public Distribution {
  public:
   /** The last `reinterpreted_batch_ndims` batch dims of `base` become event dims. */
-  Independent(std::shared_ptr<const Distribution> base, int64_t reinterpreted_batch_ndims,
-              bool validate_args = true);
+  Independent(std::shared_ptr<const Distribution> base, int64_t reinterpreted_batch_ndims, bool validate_args = true);
   std::string name() const override { return "Independent"; }
   bool has_rsample() const override { return base_->has_rsample(); }
   Tensor sample(const Dims& sample_shape = {}) const override { return base_->sample(sample_shape); }

@@ -19,8 +19,7 @@ double eps_of(const Tensor& t) {
 
 // ---- Normal ------------------------------------------------------------------------------
 
-Normal::Normal(const Tensor& loc, const Tensor& scale, bool validate_args)
-    : Distribution({}, {}, validate_args) {
+Normal::Normal(const Tensor& loc, const Tensor& scale, bool validate_args) : Distribution({}, {}, validate_args) {
   auto b = broadcast_all({loc, scale});
   loc_ = b[0], scale_ = b[1];
   batch_shape_ = loc_.shape();
