@@ -136,6 +136,48 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("probs", &d::Categorical::probs)
       .def_prop_ro("logits", &d::Categorical::logits)
       .def_prop_ro("param_shape", [](const d::Categorical& x) { return shape_tuple(x.probs().shape()); });
+  nb::class_<d::OneHotCategorical, d::Distribution>(
+      m, "OneHotCategorical",
+      "OneHotCategorical(probs=None, logits=None): one-hot draws (torch.distributions.OneHotCategorical).")
+      .def(
+          "__init__",
+          [](d::OneHotCategorical* self, nb::handle probs, nb::handle logits, std::optional<bool> validate_args) {
+            auto p = params({probs, logits}, "OneHotCategorical");
+            new (self) d::OneHotCategorical(p[0], p[1], validate_args.value_or(true));
+          },
+          nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("probs", &d::OneHotCategorical::probs)
+      .def_prop_ro("logits", &d::OneHotCategorical::logits);
+  nb::class_<d::Poisson, d::Distribution>(m, "Poisson", "Poisson(rate) counts (torch.distributions.Poisson).")
+      .def(
+          "__init__",
+          [](d::Poisson* self, nb::handle rate, std::optional<bool> validate_args) {
+            new (self) d::Poisson(*params({rate}, "Poisson")[0], validate_args.value_or(true));
+          },
+          nb::arg("rate"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("rate", &d::Poisson::rate);
+  nb::class_<d::Gamma, d::Distribution>(
+      m, "Gamma", "Gamma(concentration, rate) (torch.distributions.Gamma; sample only: no rsample).")
+      .def(
+          "__init__",
+          [](d::Gamma* self, nb::handle concentration, nb::handle rate, std::optional<bool> validate_args) {
+            auto p = params({concentration, rate}, "Gamma");
+            new (self) d::Gamma(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("concentration"), nb::arg("rate"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("concentration", &d::Gamma::concentration)
+      .def_prop_ro("rate", &d::Gamma::rate);
+  nb::class_<d::Beta, d::Distribution>(
+      m, "Beta", "Beta(concentration1, concentration0) (torch.distributions.Beta; sample only: no rsample).")
+      .def(
+          "__init__",
+          [](d::Beta* self, nb::handle c1, nb::handle c0, std::optional<bool> validate_args) {
+            auto p = params({c1, c0}, "Beta");
+            new (self) d::Beta(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("concentration1"), nb::arg("concentration0"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("concentration1", &d::Beta::concentration1)
+      .def_prop_ro("concentration0", &d::Beta::concentration0);
   nb::class_<d::MultivariateNormal, d::Distribution>(
       m, "MultivariateNormal",
       "MultivariateNormal(loc, covariance_matrix=None, scale_tril=None) (torch.distributions.MultivariateNormal).")

@@ -6,7 +6,9 @@
 #include "ug/graph/grad_mode.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite_math.h"
+#include "ug/ops/composite.h"
 #include "ug/ops/random.h"
+#include "ug/ops/random_distributions.h"
 #include "ug/ops/unary.h"
 
 namespace ug::distributions {
@@ -103,6 +105,47 @@ Tensor Categorical::entropy() const {
 
 Tensor Categorical::mean() const {
   return full(extended_shape({}), std::numeric_limits<double>::quiet_NaN(), {probs_.dtype(), probs_.device()});
+}
+
+// ---- OneHotCategorical -------------------------------------------------------------------
+
+OneHotCategorical::OneHotCategorical(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits,
+                                     bool validate_args)
+    : Distribution({}, {}, validate_args), categorical_(probs, logits, validate_args) {
+  batch_shape_ = categorical_.batch_shape();
+  event_shape_ = {categorical_.num_events()};
+}
+
+std::vector<std::pair<std::string, Tensor>> OneHotCategorical::categorical_params() const {
+  return categorical_.params();
+}
+
+Tensor OneHotCategorical::sample(const Dims& sample_shape) const {
+  Tensor index = categorical_.sample(sample_shape).unsqueeze(-1);
+  const Tensor& p = categorical_.probs();
+  return index.eq(arange(categorical_.num_events(), {DType::Int64, p.device()})).to(p.dtype());
+}
+
+Tensor OneHotCategorical::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  return categorical_.log_prob(value.argmax(-1));
+}
+
+// ---- Poisson -----------------------------------------------------------------------------
+
+Poisson::Poisson(const Tensor& rate, bool validate_args) : Distribution(rate.shape(), {}, validate_args), rate_(rate) {
+  check_param("rate", rate_, constraints::nonnegative());
+}
+
+Tensor Poisson::sample(const Dims& sample_shape) const {
+  NoGradGuard no_grad;
+  return poisson(rate_.expand(extended_shape(sample_shape)).contiguous());
+}
+
+Tensor Poisson::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  auto b = broadcast_all({rate_, value});
+  return xlogy(b[1], b[0]) - b[0] - lgamma(b[1] + 1);
 }
 
 }  // namespace ug::distributions

@@ -8,6 +8,7 @@
 #include "ug/ops/composite.h"
 #include "ug/ops/composite_math.h"
 #include "ug/ops/linalg.h"
+#include "ug/ops/random.h"
 
 namespace ug::distributions {
 
@@ -17,6 +18,8 @@ Dims concat(Dims a, const Dims& b) {
 }
 
 std::vector<Tensor> broadcast_all(const std::vector<Tensor>& tensors) { return broadcast_tensors(tensors); }
+
+Tensor global_key() { return randint(0, int64_t{1} << 32, {2}); }
 
 Tensor sum_rightmost(const Tensor& x, int64_t n) {
   if (n <= 0) return x;
@@ -49,6 +52,14 @@ Constraint unit_interval() {
 }
 Constraint boolean() {
   return {"Boolean()", [](const Tensor& x) { return x.eq(0).logical_or(x.eq(1)); }};
+}
+Constraint nonnegative_integer() {
+  return {"IntegerGreaterThan(lower_bound=0)",
+          [](const Tensor& x) { return x.remainder(1).eq(0).logical_and(x.ge(0)); }};
+}
+Constraint one_hot() {
+  return {"OneHot()",
+          [](const Tensor& x) { return x.eq(0).logical_or(x.eq(1)).all(-1).logical_and(x.sum({-1}).eq(1)); }};
 }
 Constraint integer_interval(int64_t low, int64_t high) {
   return {"IntegerInterval(lower_bound=" + std::to_string(low) + ", upper_bound=" + std::to_string(high) + ")",

@@ -24,6 +24,10 @@ Constraint positive();
 Constraint nonnegative();
 Constraint unit_interval();
 Constraint boolean();
+/** Integers >= 0. */
+Constraint nonnegative_integer();
+/** Vectors of 0s and a single 1 over the last dim. */
+Constraint one_hot();
 /** Integers in [low, high]. */
 Constraint integer_interval(int64_t low, int64_t high);
 /** low <= x <= high, elementwise (tensors broadcast with x). */
@@ -60,7 +64,7 @@ class Distribution {
   virtual Tensor icdf(const Tensor& value) const;
   virtual Constraint support() const = 0;
   /** torch's repr: "Normal(loc: [3], scale: [3])". */
-  std::string repr() const;
+  virtual std::string repr() const;
 
  protected:
   Distribution(Dims batch_shape, Dims event_shape, bool validate_args)
@@ -85,6 +89,8 @@ struct NotImplementedError : std::logic_error {
 
 /** Tensors broadcast to one shape (torch's broadcast_all). */
 std::vector<Tensor> broadcast_all(const std::vector<Tensor>& tensors);
+/** A JAX-style key drawn from the global generator (ug::manual_seed), for ug::random's samplers. */
+Tensor global_key();
 /** x summed over its last n dims. */
 Tensor sum_rightmost(const Tensor& x, int64_t n);
 /** a followed by b. */

@@ -52,6 +52,7 @@ class Independent : public Distribution {
   Constraint support() const override { return constraints::independent(base_->support(), ndims_); }
   const std::shared_ptr<const Distribution>& base_dist() const { return base_; }
   int64_t reinterpreted_batch_ndims() const { return ndims_; }
+  std::string repr() const override { return "Independent(" + base_->repr() + ", " + std::to_string(ndims_) + ")"; }
 
  protected:
   std::vector<std::pair<std::string, Tensor>> params() const override { return {}; }
