@@ -55,7 +55,7 @@ Tensor Bernoulli::sample(const Dims& sample_shape) const {
 
 Tensor Bernoulli::log_prob(const Tensor& value) const {
   validate_sample(value);
-  auto b = broadcast_all({logits_, value});
+  auto b = broadcast_tensors({logits_, value});
   return -bce_with_logits(b[0], b[1]);
 }
 
@@ -93,7 +93,7 @@ Tensor Categorical::sample(const Dims& sample_shape) const {
 
 Tensor Categorical::log_prob(const Tensor& value) const {
   validate_sample(value);
-  auto b = broadcast_all({value.to(DType::Int64).unsqueeze(-1), logits_});
+  auto b = broadcast_tensors({value.to(DType::Int64).unsqueeze(-1), logits_});
   return b[1].gather(-1, b[0].narrow(-1, 0, 1).contiguous()).squeeze({-1});
 }
 
@@ -144,7 +144,7 @@ Tensor Poisson::sample(const Dims& sample_shape) const {
 
 Tensor Poisson::log_prob(const Tensor& value) const {
   validate_sample(value);
-  auto b = broadcast_all({rate_, value});
+  auto b = broadcast_tensors({rate_, value});
   return xlogy(b[1], b[0]) - b[0] - lgamma(b[1] + 1);
 }
 

@@ -17,8 +17,6 @@ Dims concat(Dims a, const Dims& b) {
   return a;
 }
 
-std::vector<Tensor> broadcast_all(const std::vector<Tensor>& tensors) { return broadcast_tensors(tensors); }
-
 Tensor global_key() { return randint(0, int64_t{1} << 32, {2}); }
 
 Tensor sum_rightmost(const Tensor& x, int64_t n) {

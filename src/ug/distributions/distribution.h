@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,7 +13,8 @@
 namespace ug::distributions {
 
 /** The set a parameter or value must lie in (torch.distributions.constraints): `check` gives
- *  a bool tensor over the value's batch dimensions, the last `event_dim` reduced. */
+ *  a bool tensor, one element per element of the value (per vector or matrix for the
+ *  constraints over events). */
 struct Constraint {
   std::string repr;  // torch's repr, e.g. "GreaterThan(lower_bound=0.0)"
   std::function<Tensor(const Tensor&)> check;
@@ -42,6 +44,9 @@ Constraint positive_definite();
 Constraint lower_cholesky();
 }  // namespace constraints
 
+/** A batch of distributions (batch_shape) over events (event_shape). Parameters are checked
+ *  against their constraints at construction and values against the support in log_prob and
+ *  cdf, raising ValueError, unless validate_args is false. */
 class Distribution {
  public:
   virtual ~Distribution() = default;
@@ -87,8 +92,6 @@ struct NotImplementedError : std::logic_error {
   using std::logic_error::logic_error;
 };
 
-/** Tensors broadcast to one shape (torch's broadcast_all). */
-std::vector<Tensor> broadcast_all(const std::vector<Tensor>& tensors);
 /** A JAX-style key drawn from the global generator (ug::manual_seed), for ug::random's samplers. */
 Tensor global_key();
 /** x summed over its last n dims. */

@@ -4,6 +4,7 @@
 
 #include "ug/graph/grad_mode.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/composite_math.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/random_distributions.h"
 #include "ug/ops/unary.h"
@@ -21,7 +22,7 @@ Scalar tiny(const Tensor& t) {
 
 Gamma::Gamma(const Tensor& concentration, const Tensor& rate, bool validate_args)
     : Distribution({}, {}, validate_args) {
-  auto b = broadcast_all({concentration, rate});
+  auto b = broadcast_tensors({concentration, rate});
   concentration_ = b[0], rate_ = b[1];
   batch_shape_ = concentration_.shape();
   check_param("concentration", concentration_, constraints::positive());
@@ -51,7 +52,7 @@ Tensor Gamma::variance() const { return concentration_ / rate_.square(); }
 
 Beta::Beta(const Tensor& concentration1, const Tensor& concentration0, bool validate_args)
     : Distribution({}, {}, validate_args) {
-  auto b = broadcast_all({concentration1, concentration0});
+  auto b = broadcast_tensors({concentration1, concentration0});
   c1_ = b[0], c0_ = b[1];
   batch_shape_ = c1_.shape();
   check_param("concentration1", c1_, constraints::positive());

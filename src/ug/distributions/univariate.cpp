@@ -3,8 +3,8 @@
 #include <limits>
 #include <numbers>
 
-#include "ug/core/error.h"
 #include "ug/ops/composite.h"
+#include "ug/ops/composite_math.h"
 #include "ug/ops/random.h"
 #include "ug/ops/unary.h"
 
@@ -20,7 +20,7 @@ double eps_of(const Tensor& t) {
 // ---- Normal ------------------------------------------------------------------------------
 
 Normal::Normal(const Tensor& loc, const Tensor& scale, bool validate_args) : Distribution({}, {}, validate_args) {
-  auto b = broadcast_all({loc, scale});
+  auto b = broadcast_tensors({loc, scale});
   loc_ = b[0], scale_ = b[1];
   batch_shape_ = loc_.shape();
   check_param("loc", loc_, constraints::real());
@@ -48,7 +48,7 @@ Tensor Normal::icdf(const Tensor& value) const { return loc_ + scale_ * erfinv(2
 // ---- Uniform -----------------------------------------------------------------------------
 
 Uniform::Uniform(const Tensor& low, const Tensor& high, bool validate_args) : Distribution({}, {}, validate_args) {
-  auto b = broadcast_all({low, high});
+  auto b = broadcast_tensors({low, high});
   low_ = b[0], high_ = b[1];
   batch_shape_ = low_.shape();
   check_param("low", low_, constraints::less_than(high_));
@@ -100,7 +100,7 @@ Tensor Exponential::icdf(const Tensor& value) const { return -(-value).log1p() /
 // ---- Laplace -----------------------------------------------------------------------------
 
 Laplace::Laplace(const Tensor& loc, const Tensor& scale, bool validate_args) : Distribution({}, {}, validate_args) {
-  auto b = broadcast_all({loc, scale});
+  auto b = broadcast_tensors({loc, scale});
   loc_ = b[0], scale_ = b[1];
   batch_shape_ = loc_.shape();
   check_param("loc", loc_, constraints::real());
