@@ -108,6 +108,14 @@ def test_kl_divergence_against_torch(dtype):
           pos((5,), dtype, 1), arr((5,), dtype, -0.5, 1.5, 2), arr((5,), dtype, 0.5, 3, 3))
     check(kl(lambda d, a, s, c, e: (d.MultivariateNormal(a, scale_tril=s), d.MultivariateNormal(c, covariance_matrix=e))),
           arr((2, 3), dtype), tril((2,), 3, dtype, 1), arr((3,), dtype, seed=2), spd((), 3, dtype, 3))
+    check(kl(lambda d, p, q: (d.OneHotCategorical(probs=p), d.OneHotCategorical(logits=q))), probs((4, 6), dtype, 1),
+          arr((6,), dtype))
+    check(kl(lambda d, a, b: (d.Exponential(a), d.Exponential(b))), pos((4, 3), dtype, 1), pos((3,), dtype, 2))
+    check(kl(lambda d, a, b, c, e: (d.Laplace(a, b), d.Laplace(c, e))), arr((3,), dtype), pos((4, 1), dtype, 1),
+          arr((4, 3), dtype, seed=2), pos((3,), dtype, 3))
+    check(kl(lambda d, a, b, c, e: (d.Gamma(a, b), d.Gamma(c, e))), pos((3,), dtype, 1), pos((4, 1), dtype, 2),
+          pos((4, 3), dtype, 3), pos((3,), dtype, 4))
+    check(kl(lambda d, a, b: (d.Poisson(a), d.Poisson(b))), pos((4, 3), dtype, 1), pos((3,), dtype, 2))
     check(kl(lambda d, a, b, c, e: (d.Independent(d.Normal(a, b), 2), d.Independent(d.Normal(c, e), 2))),
           arr((2, 3), dtype), pos((2, 3), dtype, 1), arr((2, 3), dtype, seed=2), pos((2, 3), dtype, 3))
 

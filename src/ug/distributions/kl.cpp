@@ -4,9 +4,11 @@
 
 #include "ug/core/error.h"
 #include "ug/distributions/discrete.h"
+#include "ug/distributions/gamma.h"
 #include "ug/distributions/multivariate.h"
 #include "ug/distributions/univariate.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/composite.h"
 #include "ug/ops/composite_math.h"
 #include "ug/ops/linalg.h"
 #include "ug/ops/unary.h"
@@ -36,6 +38,33 @@ Tensor kl(const Categorical& p, const Categorical& q) {
   Tensor t = p.probs() * (p.logits() - q.logits());
   t = where(p.probs().eq(0), zeros_like(t), where(q.probs().eq(0), full_like(t, kInf), t));
   return t.sum({-1});
+}
+
+Tensor kl(const OneHotCategorical& p, const OneHotCategorical& q) {
+  Tensor t = p.probs() * (p.logits() - q.logits());
+  t = where(p.probs().eq(0), zeros_like(t), where(q.probs().eq(0), full_like(t, kInf), t));
+  return t.sum({-1});
+}
+
+Tensor kl(const Exponential& p, const Exponential& q) {
+  Tensor ratio = q.rate() / p.rate();
+  return ratio - ratio.log() - 1;
+}
+
+Tensor kl(const Laplace& p, const Laplace& q) {
+  Tensor scale_ratio = p.scale() / q.scale();
+  Tensor distance = (p.loc() - q.loc()).abs();
+  return -scale_ratio.log() + distance / q.scale() + scale_ratio * (-distance / p.scale()).exp() - 1;
+}
+
+Tensor kl(const Gamma& p, const Gamma& q) {
+  const Tensor &pc = p.concentration(), &qc = q.concentration();
+  return qc * (p.rate() / q.rate()).log() + lgamma(qc) - lgamma(pc) + (pc - qc) * digamma(pc) +
+         (q.rate() - p.rate()) * (pc / p.rate());
+}
+
+Tensor kl(const Poisson& p, const Poisson& q) {
+  return p.rate() * (p.rate().log() - q.rate().log()) - (p.rate() - q.rate());
 }
 
 Tensor kl(const Uniform& p, const Uniform& q) {
@@ -76,7 +105,9 @@ template <class D> bool try_kl(const Distribution& p, const Distribution& q, Ten
 Tensor kl_divergence(const Distribution& p, const Distribution& q) {
   Tensor out;
   if (try_kl<Normal>(p, q, out) || try_kl<Bernoulli>(p, q, out) || try_kl<Categorical>(p, q, out) ||
-      try_kl<Uniform>(p, q, out) || try_kl<MultivariateNormal>(p, q, out) || try_kl<Independent>(p, q, out))
+      try_kl<OneHotCategorical>(p, q, out) || try_kl<Uniform>(p, q, out) || try_kl<Exponential>(p, q, out) ||
+      try_kl<Laplace>(p, q, out) || try_kl<Gamma>(p, q, out) || try_kl<Poisson>(p, q, out) ||
+      try_kl<MultivariateNormal>(p, q, out) || try_kl<Independent>(p, q, out))
     return out;
   throw NotImplementedError(
       detail::cat("[kl_divergence] no KL(p || q) is implemented for p a ", p.name(), " and q a ", q.name()));

@@ -5,8 +5,9 @@
 
 namespace ug::distributions {
 
-/** KL(p || q) over the batch: Normal, Bernoulli, Categorical, Uniform, MultivariateNormal and
- *  Independent pairs; NotImplementedError naming both types for any other pair. */
+/** KL(p || q) over the batch for two of one family: Normal, Bernoulli, Categorical,
+ *  OneHotCategorical, Uniform, Exponential, Laplace, Gamma, Poisson, MultivariateNormal and
+ *  Independent; NotImplementedError naming both types for any other pair. */
 Tensor kl_divergence(const Distribution& p, const Distribution& q);
 
 }  // namespace ug::distributions
