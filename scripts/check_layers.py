@@ -22,6 +22,7 @@ LAYERS = [
     ("ops", [r"ug/ops/"]),
     ("autograd", [r"ug/autograd/"]),
     ("nn", [r"ug/nn/"]),
+    ("distributions", [r"ug/distributions/"]),
     ("optim", [r"ug/optim/"]),
     ("data", [r"ug/data/"]),
     ("io", [r"ug/io/"]),
@@ -34,7 +35,7 @@ LAYERS = [
     ("all", [r"ug/ug\.h$"]),
 ]
 # Layers side by side: neither may include the other.
-PEERS = [{"optim", "data", "io", "log", "distributed"}]
+PEERS = [{"distributions", "optim", "data", "io", "log", "distributed"}]
 
 
 def layer_of(path):

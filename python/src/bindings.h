@@ -46,6 +46,8 @@ void bind_nn_functional(nb::module_& nn, nb::module_& functional);
 void bind_nn_spatial(nb::module_& nn, nb::module_& functional);
 /** ug.keras.layers' convolution, pooling and batch-normalization layers (after bind_nn). */
 void bind_keras_layers(nb::module_& m);
+/** ug.distributions (torch.distributions): ug::distributions' classes and kl_divergence. */
+void bind_distributions(nb::module_& m);
 void bind_optim(nb::module_& optim);
 /** ug.optimizers: Keras's optimizers (after bind_optim: they derive from ug.optim.Optimizer). */
 void bind_optimizers(nb::module_& m);

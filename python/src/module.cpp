@@ -119,6 +119,8 @@ NB_MODULE(_C, m) {
   nb::module_ keras = m.def_submodule("_keras", "Keras's layers (keras.layers) that ug.nn has in torch's form");
   ugpy::bind_keras_layers(keras);
   functional.attr("pad") = m.attr("pad");  // torch.nn.functional.pad is torch's pad
+  nb::module_ distributions = m.def_submodule("_distributions", "probability distributions (torch.distributions)");
+  ugpy::bind_distributions(distributions);
   nb::module_ optim = m.def_submodule("optim", "optimizers and learning-rate schedules");
   ugpy::bind_optim(optim);
   ugpy::bind_amp(m);

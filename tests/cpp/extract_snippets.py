@@ -20,8 +20,9 @@ HEADER = """\
 #include <stdexcept>
 #include <thread>
 
-#include "ug/io/dlpack.h"     // DLPack's header: not in ug.h
-#include "ug/serve/server.h"  // the library ug_serve, beside ug.h's libunigrad
+#include "ug/distributions/distributions.h"  // the distributions layer: not in ug.h
+#include "ug/io/dlpack.h"                    // DLPack's header: not in ug.h
+#include "ug/serve/server.h"                 // the library ug_serve, beside ug.h's libunigrad
 #include "ug/ug.h"
 
 using namespace ug;

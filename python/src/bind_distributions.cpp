@@ -1,0 +1,207 @@
+// ug.distributions (torch.distributions): the C++ classes of ug::distributions. Parameters
+// are tensors or Python numbers; a number takes the dtype of the tensor parameters (torch's
+// broadcast_all), the default dtype when all are numbers.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+
+#include "bindings.h"
+#include "ug/distributions/distributions.h"
+
+namespace ugpy {
+namespace {
+
+namespace d = ug::distributions;
+using ug::Tensor;
+
+nb::tuple shape_tuple(const ug::Dims& s) {
+  nb::list l;
+  for (int64_t v : s) l.append(v);
+  return nb::tuple(l);
+}
+
+/** The parameters as tensors, None kept as nullopt. */
+std::vector<std::optional<Tensor>> params(std::initializer_list<nb::handle> given, const char* dist) {
+  std::optional<ug::DType> dtype;
+  for (nb::handle h : given)
+    if (nb::isinstance<Tensor>(h)) dtype = dtype.value_or(nb::cast<Tensor>(h).dtype());
+  std::vector<std::optional<Tensor>> out;
+  for (nb::handle h : given) {
+    ug::Scalar s;
+    if (h.is_none()) out.emplace_back();
+    else if (nb::isinstance<Tensor>(h)) out.push_back(nb::cast<Tensor>(h));
+    else if (scalar_from_python(h, s))
+      out.push_back(ug::scalar_tensor(s.to<double>(), {dtype.value_or(ug::get_default_dtype())}));
+    else ug::fail<ug::TypeError>("[", dist, "] parameters must be tensors or numbers, not ", nb::inst_name(h).c_str());
+  }
+  return out;
+}
+
+ug::Dims sample_shape(nb::handle h) { return dims_from_sequence(h, "sample"); }
+
+/** The Python-only NotImplementedError of ug::distributions. */
+void translate(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const d::NotImplementedError& e) {
+    PyErr_SetString(PyExc_NotImplementedError, e.what());
+  }
+}
+
+}  // namespace
+
+void bind_distributions(nb::module_& m) {
+  nb::register_exception_translator(translate);
+  auto shape_arg = nb::arg("sample_shape") = nb::tuple();
+  nb::class_<d::Distribution>(m, "Distribution", "The base of the distributions (torch.distributions.Distribution).")
+      .def_prop_ro("batch_shape", [](const d::Distribution& x) { return shape_tuple(x.batch_shape()); })
+      .def_prop_ro("event_shape", [](const d::Distribution& x) { return shape_tuple(x.event_shape()); })
+      .def_prop_ro("has_rsample", &d::Distribution::has_rsample)
+      .def_prop_ro("validate_args", &d::Distribution::validate_args)
+      .def(
+          "sample", [](const d::Distribution& x, nb::handle s) { return x.sample(sample_shape(s)); }, shape_arg,
+          "Draws of shape sample_shape + batch_shape + event_shape, without history.")
+      .def(
+          "rsample", [](const d::Distribution& x, nb::handle s) { return x.rsample(sample_shape(s)); }, shape_arg,
+          "Reparameterised draws: gradients flow to the parameters.")
+      .def("log_prob", &d::Distribution::log_prob, nb::arg("value"))
+      .def("cdf", &d::Distribution::cdf, nb::arg("value"))
+      .def("icdf", &d::Distribution::icdf, nb::arg("value"))
+      .def("entropy", &d::Distribution::entropy)
+      .def_prop_ro("mean", &d::Distribution::mean)
+      .def_prop_ro("variance", &d::Distribution::variance)
+      .def_prop_ro("stddev", &d::Distribution::stddev)
+      .def("__repr__", &d::Distribution::repr);
+
+  nb::class_<d::Normal, d::Distribution>(m, "Normal", "Normal(loc, scale) (torch.distributions.Normal).")
+      .def(
+          "__init__",
+          [](d::Normal* self, nb::handle loc, nb::handle scale, std::optional<bool> validate_args) {
+            auto p = params({loc, scale}, "Normal");
+            new (self) d::Normal(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("loc", &d::Normal::loc)
+      .def_prop_ro("scale", &d::Normal::scale);
+  nb::class_<d::Uniform, d::Distribution>(m, "Uniform",
+                                          "Uniform(low, high) on [low, high) (torch.distributions.Uniform).")
+      .def(
+          "__init__",
+          [](d::Uniform* self, nb::handle low, nb::handle high, std::optional<bool> validate_args) {
+            auto p = params({low, high}, "Uniform");
+            new (self) d::Uniform(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("low"), nb::arg("high"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("low", &d::Uniform::low)
+      .def_prop_ro("high", &d::Uniform::high);
+  nb::class_<d::Exponential, d::Distribution>(m, "Exponential", "Exponential(rate) (torch.distributions.Exponential).")
+      .def(
+          "__init__",
+          [](d::Exponential* self, nb::handle rate, std::optional<bool> validate_args) {
+            new (self) d::Exponential(*params({rate}, "Exponential")[0], validate_args.value_or(true));
+          },
+          nb::arg("rate"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("rate", &d::Exponential::rate);
+  nb::class_<d::Laplace, d::Distribution>(m, "Laplace", "Laplace(loc, scale) (torch.distributions.Laplace).")
+      .def(
+          "__init__",
+          [](d::Laplace* self, nb::handle loc, nb::handle scale, std::optional<bool> validate_args) {
+            auto p = params({loc, scale}, "Laplace");
+            new (self) d::Laplace(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("loc", &d::Laplace::loc)
+      .def_prop_ro("scale", &d::Laplace::scale);
+  nb::class_<d::Bernoulli, d::Distribution>(m, "Bernoulli",
+                                            "Bernoulli(probs=None, logits=None) (torch.distributions.Bernoulli).")
+      .def(
+          "__init__",
+          [](d::Bernoulli* self, nb::handle probs, nb::handle logits, std::optional<bool> validate_args) {
+            auto p = params({probs, logits}, "Bernoulli");
+            new (self) d::Bernoulli(p[0], p[1], validate_args.value_or(true));
+          },
+          nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("probs", &d::Bernoulli::probs)
+      .def_prop_ro("logits", &d::Bernoulli::logits);
+  nb::class_<d::Categorical, d::Distribution>(
+      m, "Categorical", "Categorical(probs=None, logits=None) over the last dim (torch.distributions.Categorical).")
+      .def(
+          "__init__",
+          [](d::Categorical* self, nb::handle probs, nb::handle logits, std::optional<bool> validate_args) {
+            auto p = params({probs, logits}, "Categorical");
+            new (self) d::Categorical(p[0], p[1], validate_args.value_or(true));
+          },
+          nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("probs", &d::Categorical::probs)
+      .def_prop_ro("logits", &d::Categorical::logits)
+      .def_prop_ro("param_shape", [](const d::Categorical& x) { return shape_tuple(x.probs().shape()); });
+  nb::class_<d::OneHotCategorical, d::Distribution>(
+      m, "OneHotCategorical",
+      "OneHotCategorical(probs=None, logits=None): one-hot draws (torch.distributions.OneHotCategorical).")
+      .def(
+          "__init__",
+          [](d::OneHotCategorical* self, nb::handle probs, nb::handle logits, std::optional<bool> validate_args) {
+            auto p = params({probs, logits}, "OneHotCategorical");
+            new (self) d::OneHotCategorical(p[0], p[1], validate_args.value_or(true));
+          },
+          nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("probs", &d::OneHotCategorical::probs)
+      .def_prop_ro("logits", &d::OneHotCategorical::logits);
+  nb::class_<d::Poisson, d::Distribution>(m, "Poisson", "Poisson(rate) counts (torch.distributions.Poisson).")
+      .def(
+          "__init__",
+          [](d::Poisson* self, nb::handle rate, std::optional<bool> validate_args) {
+            new (self) d::Poisson(*params({rate}, "Poisson")[0], validate_args.value_or(true));
+          },
+          nb::arg("rate"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("rate", &d::Poisson::rate);
+  nb::class_<d::Gamma, d::Distribution>(
+      m, "Gamma", "Gamma(concentration, rate) (torch.distributions.Gamma; sample only: no rsample).")
+      .def(
+          "__init__",
+          [](d::Gamma* self, nb::handle concentration, nb::handle rate, std::optional<bool> validate_args) {
+            auto p = params({concentration, rate}, "Gamma");
+            new (self) d::Gamma(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("concentration"), nb::arg("rate"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("concentration", &d::Gamma::concentration)
+      .def_prop_ro("rate", &d::Gamma::rate);
+  nb::class_<d::Beta, d::Distribution>(
+      m, "Beta", "Beta(concentration1, concentration0) (torch.distributions.Beta; sample only: no rsample).")
+      .def(
+          "__init__",
+          [](d::Beta* self, nb::handle c1, nb::handle c0, std::optional<bool> validate_args) {
+            auto p = params({c1, c0}, "Beta");
+            new (self) d::Beta(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("concentration1"), nb::arg("concentration0"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("concentration1", &d::Beta::concentration1)
+      .def_prop_ro("concentration0", &d::Beta::concentration0);
+  nb::class_<d::MultivariateNormal, d::Distribution>(
+      m, "MultivariateNormal",
+      "MultivariateNormal(loc, covariance_matrix=None, scale_tril=None) (torch.distributions.MultivariateNormal).")
+      .def(nb::init<const Tensor&, const std::optional<Tensor>&, const std::optional<Tensor>&, bool>(), nb::arg("loc"),
+           nb::arg("covariance_matrix") = nb::none(), nb::arg("scale_tril") = nb::none(),
+           nb::arg("validate_args") = true)
+      .def_prop_ro("loc", &d::MultivariateNormal::loc)
+      .def_prop_ro("scale_tril", &d::MultivariateNormal::scale_tril)
+      .def_prop_ro("covariance_matrix", &d::MultivariateNormal::covariance_matrix);
+  nb::class_<d::Independent, d::Distribution>(
+      m, "Independent",
+      "Independent(base_distribution, reinterpreted_batch_ndims): batch dims read as event dims "
+      "(torch.distributions.Independent).")
+      .def(
+          "__init__",
+          [](d::Independent* self, std::shared_ptr<d::Distribution> base, int64_t n,
+             std::optional<bool> validate_args) { new (self) d::Independent(base, n, validate_args.value_or(true)); },
+          nb::arg("base_distribution"), nb::arg("reinterpreted_batch_ndims"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("base_dist",
+                   [](const d::Independent& x) { return std::const_pointer_cast<d::Distribution>(x.base_dist()); })
+      .def_prop_ro("reinterpreted_batch_ndims", &d::Independent::reinterpreted_batch_ndims);
+
+  m.def("kl_divergence", &d::kl_divergence, nb::arg("p"), nb::arg("q"),
+        "KL(p || q) in closed form (torch.distributions.kl_divergence); NotImplementedError for other pairs.");
+}
+
+}  // namespace ugpy

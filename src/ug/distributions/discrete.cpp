@@ -1,0 +1,151 @@
+#include "ug/distributions/discrete.h"
+
+#include <limits>
+
+#include "ug/core/error.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/composite_math.h"
+#include "ug/ops/composite.h"
+#include "ug/ops/random.h"
+#include "ug/ops/random_distributions.h"
+#include "ug/ops/unary.h"
+
+namespace ug::distributions {
+
+namespace {
+void one_of(const char* dist, const std::optional<Tensor>& probs, const std::optional<Tensor>& logits) {
+  if (probs.has_value() == logits.has_value())
+    fail("[", dist, "] either `probs` or `logits` must be specified, but not both");
+}
+/** max(l, 0) - l v + log1p(exp(-|l|)): binary cross-entropy with logits, stable for any l. */
+Tensor bce_with_logits(const Tensor& logits, const Tensor& target) {
+  return logits.relu() - logits * target + (-logits.abs()).exp().log1p();
+}
+}  // namespace
+
+Tensor clamp_probs(const Tensor& probs) {
+  double eps =
+      probs.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
+  return probs.clamp(Scalar(eps), Scalar(1 - eps));
+}
+
+// ---- Bernoulli ---------------------------------------------------------------------------
+
+Bernoulli::Bernoulli(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits, bool validate_args)
+    : Distribution({}, {}, validate_args), from_logits_(logits.has_value()) {
+  one_of("Bernoulli", probs, logits);
+  if (from_logits_) {
+    logits_ = *logits;
+    probs_ = logits_.sigmoid();
+    check_param("logits", logits_, constraints::real());
+  } else {
+    probs_ = *probs;
+    Tensor p = clamp_probs(probs_);
+    logits_ = p.log() - (-p).log1p();
+    check_param("probs", probs_, constraints::unit_interval());
+  }
+  batch_shape_ = probs_.shape();
+}
+
+Tensor Bernoulli::sample(const Dims& sample_shape) const {
+  NoGradGuard no_grad;
+  return bernoulli(probs_.expand(extended_shape(sample_shape)).contiguous());
+}
+
+Tensor Bernoulli::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  auto b = broadcast_tensors({logits_, value});
+  return -bce_with_logits(b[0], b[1]);
+}
+
+Tensor Bernoulli::entropy() const { return bce_with_logits(logits_, probs_); }
+
+Tensor Bernoulli::variance() const { return probs_ * (1 - probs_); }
+
+// ---- Categorical -------------------------------------------------------------------------
+
+Categorical::Categorical(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits, bool validate_args)
+    : Distribution({}, {}, validate_args), from_logits_(logits.has_value()) {
+  one_of("Categorical", probs, logits);
+  const Tensor& given = from_logits_ ? *logits : *probs;
+  if (given.dim() < 1)
+    fail("[Categorical] `", from_logits_ ? "logits" : "probs", "` parameter must be at least one-dimensional");
+  if (from_logits_) {
+    logits_ = given - given.logsumexp({-1}, true);
+    probs_ = logits_.softmax(-1);
+    check_param("logits", logits_, constraints::independent(constraints::real(), 1));
+  } else {
+    probs_ = given / given.sum({-1}, true);
+    logits_ = clamp_probs(probs_).log();
+    check_param("probs", probs_, constraints::simplex());
+  }
+  batch_shape_ = Dims(given.shape().begin(), given.shape().end() - 1);
+}
+
+Tensor Categorical::sample(const Dims& sample_shape) const {
+  NoGradGuard no_grad;
+  int64_t n = 1;
+  for (int64_t s : sample_shape) n *= s;
+  Tensor rows = multinomial(probs_.reshape({-1, num_events()}), n, true);
+  return rows.t().reshape(extended_shape(sample_shape));
+}
+
+Tensor Categorical::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  auto b = broadcast_tensors({value.to(DType::Int64).unsqueeze(-1), logits_});
+  return b[1].gather(-1, b[0].narrow(-1, 0, 1).contiguous()).squeeze({-1});
+}
+
+Tensor Categorical::entropy() const {
+  double min_real =
+      probs_.dtype() == DType::Float64 ? std::numeric_limits<double>::lowest() : std::numeric_limits<float>::lowest();
+  return -(logits_.clamp(Scalar(min_real), std::nullopt) * probs_).sum({-1});
+}
+
+Tensor Categorical::mean() const {
+  return full(extended_shape({}), std::numeric_limits<double>::quiet_NaN(), {probs_.dtype(), probs_.device()});
+}
+
+// ---- OneHotCategorical -------------------------------------------------------------------
+
+OneHotCategorical::OneHotCategorical(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits,
+                                     bool validate_args)
+    : Distribution({}, {}, validate_args), categorical_(probs, logits, validate_args) {
+  batch_shape_ = categorical_.batch_shape();
+  event_shape_ = {categorical_.num_events()};
+}
+
+std::vector<std::pair<std::string, Tensor>> OneHotCategorical::categorical_params() const {
+  return categorical_.params();
+}
+
+Tensor OneHotCategorical::sample(const Dims& sample_shape) const {
+  Tensor index = categorical_.sample(sample_shape).unsqueeze(-1);
+  const Tensor& p = categorical_.probs();
+  return index.eq(arange(categorical_.num_events(), {DType::Int64, p.device()})).to(p.dtype());
+}
+
+Tensor OneHotCategorical::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  return categorical_.log_prob(value.argmax(-1));
+}
+
+// ---- Poisson -----------------------------------------------------------------------------
+
+Poisson::Poisson(const Tensor& rate, bool validate_args) : Distribution(rate.shape(), {}, validate_args), rate_(rate) {
+  check_param("rate", rate_, constraints::nonnegative());
+}
+
+Tensor Poisson::sample(const Dims& sample_shape) const {
+  NoGradGuard no_grad;
+  return poisson(rate_.expand(extended_shape(sample_shape)).contiguous());
+}
+
+Tensor Poisson::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  auto b = broadcast_tensors({rate_, value});
+  return xlogy(b[1], b[0]) - b[0] - lgamma(b[1] + 1);
+}
+
+}  // namespace ug::distributions

@@ -1,0 +1,116 @@
+#include "ug/distributions/kl.h"
+
+#include <limits>
+
+#include "ug/core/error.h"
+#include "ug/distributions/discrete.h"
+#include "ug/distributions/gamma.h"
+#include "ug/distributions/multivariate.h"
+#include "ug/distributions/univariate.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/composite.h"
+#include "ug/ops/composite_math.h"
+#include "ug/ops/linalg.h"
+#include "ug/ops/unary.h"
+
+namespace ug::distributions {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Tensor softplus(const Tensor& x) { return x.logaddexp(0); }
+
+Tensor kl(const Normal& p, const Normal& q) {
+  Tensor var_ratio = (p.scale() / q.scale()).square();
+  Tensor t1 = ((p.loc() - q.loc()) / q.scale()).square();
+  return 0.5 * (var_ratio + t1 - 1 - var_ratio.log());
+}
+
+Tensor kl(const Bernoulli& p, const Bernoulli& q) {
+  Tensor t1 = p.probs() * (softplus(-q.logits()) - softplus(-p.logits()));
+  t1 = where(p.probs().eq(0), zeros_like(t1), where(q.probs().eq(0), full_like(t1, kInf), t1));
+  Tensor t2 = (1 - p.probs()) * (softplus(q.logits()) - softplus(p.logits()));
+  t2 = where(p.probs().eq(1), zeros_like(t2), where(q.probs().eq(1), full_like(t2, kInf), t2));
+  return t1 + t2;
+}
+
+Tensor kl(const Categorical& p, const Categorical& q) {
+  Tensor t = p.probs() * (p.logits() - q.logits());
+  t = where(p.probs().eq(0), zeros_like(t), where(q.probs().eq(0), full_like(t, kInf), t));
+  return t.sum({-1});
+}
+
+Tensor kl(const OneHotCategorical& p, const OneHotCategorical& q) {
+  Tensor t = p.probs() * (p.logits() - q.logits());
+  t = where(p.probs().eq(0), zeros_like(t), where(q.probs().eq(0), full_like(t, kInf), t));
+  return t.sum({-1});
+}
+
+Tensor kl(const Exponential& p, const Exponential& q) {
+  Tensor ratio = q.rate() / p.rate();
+  return ratio - ratio.log() - 1;
+}
+
+Tensor kl(const Laplace& p, const Laplace& q) {
+  Tensor scale_ratio = p.scale() / q.scale();
+  Tensor distance = (p.loc() - q.loc()).abs();
+  return -scale_ratio.log() + distance / q.scale() + scale_ratio * (-distance / p.scale()).exp() - 1;
+}
+
+Tensor kl(const Gamma& p, const Gamma& q) {
+  const Tensor &pc = p.concentration(), &qc = q.concentration();
+  return qc * (p.rate() / q.rate()).log() + lgamma(qc) - lgamma(pc) + (pc - qc) * digamma(pc) +
+         (q.rate() - p.rate()) * (pc / p.rate());
+}
+
+Tensor kl(const Poisson& p, const Poisson& q) {
+  return p.rate() * (p.rate().log() - q.rate().log()) - (p.rate() - q.rate());
+}
+
+Tensor kl(const Uniform& p, const Uniform& q) {
+  Tensor r = ((q.high() - q.low()) / (p.high() - p.low())).log();
+  return where(q.low().gt(p.low()).logical_or(q.high().lt(p.high())), full_like(r, kInf), r);
+}
+
+Tensor kl(const MultivariateNormal& p, const MultivariateNormal& q) {
+  if (p.event_shape() != q.event_shape())
+    fail(
+        "[kl_divergence] KL-divergence between two Multivariate Normals with different event shapes cannot be "
+        "computed: ",
+        shape_str(p.event_shape()), " vs ", shape_str(q.event_shape()));
+  Tensor lp = p.scale_tril(), lq = q.scale_tril();
+  Tensor half_term1 = lq.diagonal(0, -2, -1).log().sum({-1}) - lp.diagonal(0, -2, -1).log().sum({-1});
+  Dims batch = broadcast_shapes({lp.shape(), lq.shape()});
+  Tensor term2 = linalg::solve_triangular(lq.expand(batch), lp.expand(batch), false).flatten(-2).square().sum({-1});
+  Tensor term3 = batch_mahalanobis(lq, q.loc() - p.loc());
+  return half_term1 + 0.5 * (term2 + term3 - static_cast<double>(p.event_shape()[0]));
+}
+
+Tensor kl(const Independent& p, const Independent& q) {
+  if (p.reinterpreted_batch_ndims() != q.reinterpreted_batch_ndims())
+    throw NotImplementedError("[kl_divergence] Independent distributions with different reinterpreted_batch_ndims");
+  return sum_rightmost(kl_divergence(*p.base_dist(), *q.base_dist()), p.reinterpreted_batch_ndims());
+}
+
+/** kl(p, q) when both are a D. */
+template <class D> bool try_kl(const Distribution& p, const Distribution& q, Tensor& out) {
+  auto* a = dynamic_cast<const D*>(&p);
+  auto* b = dynamic_cast<const D*>(&q);
+  if (!a || !b) return false;
+  out = kl(*a, *b);
+  return true;
+}
+}  // namespace
+
+Tensor kl_divergence(const Distribution& p, const Distribution& q) {
+  Tensor out;
+  if (try_kl<Normal>(p, q, out) || try_kl<Bernoulli>(p, q, out) || try_kl<Categorical>(p, q, out) ||
+      try_kl<OneHotCategorical>(p, q, out) || try_kl<Uniform>(p, q, out) || try_kl<Exponential>(p, q, out) ||
+      try_kl<Laplace>(p, q, out) || try_kl<Gamma>(p, q, out) || try_kl<Poisson>(p, q, out) ||
+      try_kl<MultivariateNormal>(p, q, out) || try_kl<Independent>(p, q, out))
+    return out;
+  throw NotImplementedError(
+      detail::cat("[kl_divergence] no KL(p || q) is implemented for p a ", p.name(), " and q a ", q.name()));
+}
+
+}  // namespace ug::distributions

@@ -1,0 +1,98 @@
+#include "ug/distributions/multivariate.h"
+
+#include <numbers>
+
+#include "ug/core/error.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/composite_math.h"
+#include "ug/ops/linalg.h"
+#include "ug/ops/random.h"
+#include "ug/ops/unary.h"
+
+namespace ug::distributions {
+
+namespace {
+Dims drop_last(const Tensor& t, size_t n) { return Dims(t.shape().begin(), t.shape().end() - n); }
+Dims with(const Dims& d, std::initializer_list<int64_t> tail) { return concat(d, Dims(tail)); }
+}  // namespace
+
+Tensor batch_mahalanobis(const Tensor& L, const Tensor& x) {
+  Tensor y = linalg::solve_triangular(L, x.unsqueeze(-1), /*upper=*/false);
+  return y.squeeze({-1}).square().sum({-1});
+}
+
+// ---- MultivariateNormal ------------------------------------------------------------------
+
+MultivariateNormal::MultivariateNormal(const Tensor& loc, const std::optional<Tensor>& covariance_matrix,
+                                       const std::optional<Tensor>& scale_tril, bool validate_args)
+    : Distribution({}, {}, validate_args), covariance_(covariance_matrix) {
+  if (loc.dim() < 1) fail("[MultivariateNormal] loc must be at least one-dimensional");
+  if (covariance_matrix.has_value() == scale_tril.has_value())
+    fail("[MultivariateNormal] exactly one of covariance_matrix or scale_tril may be specified");
+  const Tensor& m = covariance_matrix ? *covariance_matrix : *scale_tril;
+  if (m.dim() < 2)
+    fail("[MultivariateNormal] ", covariance_matrix ? "covariance_matrix" : "scale_tril",
+         " must be at least two-dimensional, with optional leading batch dimensions");
+  batch_shape_ = broadcast_shapes({drop_last(m, 2), drop_last(loc, 1)});
+  event_shape_ = {loc.size(-1)};
+  loc_ = loc.expand(with(batch_shape_, {loc.size(-1)}));
+  tril_ = m;  // repr() names it should the check below fail
+  if (covariance_matrix) {
+    check_param("covariance_matrix", m, constraints::positive_definite());
+    tril_ = linalg::cholesky(m);
+  } else {
+    check_param("scale_tril", m, constraints::lower_cholesky());
+  }
+  check_param("loc", loc_, constraints::independent(constraints::real(), 1));
+}
+
+std::vector<std::pair<std::string, Tensor>> MultivariateNormal::params() const {
+  return {{"loc", loc_}, {covariance_ ? "covariance_matrix" : "scale_tril", covariance_ ? *covariance_ : tril_}};
+}
+
+Tensor MultivariateNormal::scale_tril() const {
+  return tril_.expand(with(batch_shape_, {tril_.size(-2), tril_.size(-1)}));
+}
+
+Tensor MultivariateNormal::covariance_matrix() const {
+  return tril_.matmul(tril_.mT()).expand(with(batch_shape_, {tril_.size(-2), tril_.size(-1)}));
+}
+
+Tensor MultivariateNormal::half_log_det() const { return tril_.diagonal(0, -2, -1).log().sum({-1}); }
+
+Tensor MultivariateNormal::rsample(const Dims& sample_shape) const {
+  Tensor eps = randn(extended_shape(sample_shape), {loc_.dtype(), loc_.device()});
+  return loc_ + tril_.matmul(eps.unsqueeze(-1)).squeeze({-1});
+}
+
+Tensor MultivariateNormal::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  Tensor m = batch_mahalanobis(tril_, value - loc_);
+  double k = static_cast<double>(event_shape_[0]);
+  return -0.5 * (k * std::log(2 * std::numbers::pi) + m) - half_log_det();
+}
+
+Tensor MultivariateNormal::entropy() const {
+  double k = static_cast<double>(event_shape_[0]);
+  Tensor h = 0.5 * k * (1 + std::log(2 * std::numbers::pi)) + half_log_det();
+  return h.expand(batch_shape_);
+}
+
+Tensor MultivariateNormal::variance() const {
+  return tril_.square().sum({-1}).expand(with(batch_shape_, {event_shape_[0]}));
+}
+
+// ---- Independent -------------------------------------------------------------------------
+
+Independent::Independent(std::shared_ptr<const Distribution> base, int64_t reinterpreted_batch_ndims,
+                         bool validate_args)
+    : Distribution({}, {}, validate_args), base_(std::move(base)), ndims_(reinterpreted_batch_ndims) {
+  const Dims& bb = base_->batch_shape();
+  if (ndims_ < 0 || ndims_ > static_cast<int64_t>(bb.size()))
+    fail("[Independent] expected 0 <= reinterpreted_batch_ndims <= len(base_distribution.batch_shape), actual ", ndims_,
+         " vs ", bb.size());
+  batch_shape_ = Dims(bb.begin(), bb.end() - ndims_);
+  event_shape_ = concat(Dims(bb.end() - ndims_, bb.end()), base_->event_shape());
+}
+
+}  // namespace ug::distributions

@@ -1,0 +1,111 @@
+// Continuous distributions over the reals with elementwise parameters: Normal, Uniform,
+// Exponential and Laplace (torch.distributions' formulas).
+#pragma once
+
+#include <cmath>
+
+#include "ug/distributions/distribution.h"
+#include "ug/ops/binary.h"
+
+namespace ug::distributions {
+
+class Normal : public Distribution {
+ public:
+  Normal(const Tensor& loc, const Tensor& scale, bool validate_args = true);
+  std::string name() const override { return "Normal"; }
+  bool has_rsample() const override { return true; }
+  /** loc + scale * eps, eps = ug::randn of the extended shape (the global generator). */
+  Tensor rsample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return loc_; }
+  Tensor variance() const override { return scale_.square(); }
+  Tensor stddev() const override { return scale_; }
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Constraint support() const override { return constraints::real(); }
+  const Tensor& loc() const { return loc_; }
+  const Tensor& scale() const { return scale_; }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override { return {{"loc", loc_}, {"scale", scale_}}; }
+
+ private:
+  Tensor loc_, scale_;
+};
+
+class Uniform : public Distribution {
+ public:
+  Uniform(const Tensor& low, const Tensor& high, bool validate_args = true);
+  std::string name() const override { return "Uniform"; }
+  bool has_rsample() const override { return true; }
+  /** low + u * (high - low), u = ug::rand of the extended shape. */
+  Tensor rsample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override { return (high_ - low_).log(); }
+  Tensor mean() const override { return (high_ + low_) / 2; }
+  Tensor variance() const override { return (high_ - low_).square() / 12; }
+  Tensor stddev() const override { return (high_ - low_) / std::sqrt(12.0); }
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Constraint support() const override { return constraints::interval(low_, high_); }
+  const Tensor& low() const { return low_; }
+  const Tensor& high() const { return high_; }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override { return {{"low", low_}, {"high", high_}}; }
+
+ private:
+  Tensor low_, high_;
+};
+
+class Exponential : public Distribution {
+ public:
+  explicit Exponential(const Tensor& rate, bool validate_args = true);
+  std::string name() const override { return "Exponential"; }
+  bool has_rsample() const override { return true; }
+  /** e / rate, e drawn by ug::exponential_ (rate 1). */
+  Tensor rsample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override { return 1 - rate_.log(); }
+  Tensor mean() const override { return rate_.reciprocal(); }
+  Tensor variance() const override { return rate_.square().reciprocal(); }
+  Tensor stddev() const override { return rate_.reciprocal(); }
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Constraint support() const override { return constraints::nonnegative(); }
+  const Tensor& rate() const { return rate_; }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override { return {{"rate", rate_}}; }
+
+ private:
+  Tensor rate_;
+};
+
+class Laplace : public Distribution {
+ public:
+  Laplace(const Tensor& loc, const Tensor& scale, bool validate_args = true);
+  std::string name() const override { return "Laplace"; }
+  bool has_rsample() const override { return true; }
+  /** loc - scale * sign(u) * log1p(-|u|), u uniform in (eps - 1, 1). */
+  Tensor rsample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override { return 1 + (2 * scale_).log(); }
+  Tensor mean() const override { return loc_; }
+  Tensor variance() const override { return 2 * scale_.square(); }
+  Tensor stddev() const override { return std::sqrt(2.0) * scale_; }
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Constraint support() const override { return constraints::real(); }
+  const Tensor& loc() const { return loc_; }
+  const Tensor& scale() const { return scale_; }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override { return {{"loc", loc_}, {"scale", scale_}}; }
+
+ private:
+  Tensor loc_, scale_;
+};
+
+}  // namespace ug::distributions

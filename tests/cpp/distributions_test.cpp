@@ -1,0 +1,63 @@
+// ug::distributions in C++: Normal and Categorical against their closed forms, the
+// reparameterised draw redrawn from the same seed, and the argument checks.
+#include "ug/distributions/distributions.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "ug/ug.h"
+
+namespace d = ug::distributions;
+using ug::Tensor;
+
+namespace {
+const ug::Options f64{.dtype = ug::float64};
+}  // namespace
+
+TEST(Distributions, Normal) {
+  Tensor loc = ug::tensor({0.5, -1.0}, f64).requires_grad_(), scale = ug::tensor({2.0, 0.5}, f64).requires_grad_();
+  d::Normal n(loc, scale);
+  EXPECT_EQ(n.batch_shape(), (ug::Dims{2}));
+  EXPECT_TRUE(n.event_shape().empty());
+  // log N(x; m, s) = -(x - m)^2 / (2 s^2) - log s - log sqrt(2 pi)
+  Tensor lp = n.log_prob(ug::tensor({1.5, -1.0}, f64));
+  const double c = std::log(std::sqrt(2 * std::numbers::pi));
+  EXPECT_NEAR(lp[0].item<double>(), -1.0 / 8 - std::log(2.0) - c, 1e-12);
+  EXPECT_NEAR(lp[1].item<double>(), -std::log(0.5) - c, 1e-12);
+  EXPECT_NEAR(n.entropy()[0].item<double>(), 0.5 + c + std::log(2.0), 1e-12);
+  EXPECT_NEAR(n.cdf(ug::tensor({0.5, 0.0}, f64))[0].item<double>(), 0.5, 1e-12);
+  EXPECT_NEAR(n.icdf(ug::tensor({0.5, 0.5}, f64))[1].item<double>(), -1.0, 1e-12);
+  // rsample = loc + scale * eps, eps the global generator's randn.
+  ug::manual_seed(4);
+  Tensor x = n.rsample({3});
+  ug::manual_seed(4);
+  Tensor eps = ug::randn({3, 2}, f64);
+  EXPECT_TRUE(ug::allclose(x, loc + eps * scale, 0, 1e-14));
+  x.sum().backward();
+  EXPECT_TRUE(ug::allclose(scale.grad(), eps.sum({0}), 0, 1e-14));
+  EXPECT_FALSE(n.sample({3}).requires_grad());
+  EXPECT_THROW(d::Normal(ug::scalar_tensor(0.0), ug::scalar_tensor(-1.0)), ug::ValueError);
+  EXPECT_THROW(n.log_prob(ug::zeros({3}, f64)), ug::ValueError);  // not broadcastable with [2]
+}
+
+TEST(Distributions, Categorical) {
+  Tensor probs = ug::tensor({{1.0, 1.0, 2.0}, {0.0, 3.0, 1.0}}, f64);
+  d::Categorical c(probs);  // normalised over the last dim
+  EXPECT_EQ(c.batch_shape(), (ug::Dims{2}));
+  Tensor lp = c.log_prob(ug::tensor({2, 1}, {.dtype = ug::int64}));
+  EXPECT_NEAR(lp[0].item<double>(), std::log(0.5), 1e-12);
+  EXPECT_NEAR(lp[1].item<double>(), std::log(0.75), 1e-12);
+  EXPECT_NEAR(c.entropy()[1].item<double>(), -(0.75 * std::log(0.75) + 0.25 * std::log(0.25)), 1e-12);
+  d::Categorical same(std::nullopt, probs.log());  // the same from logits
+  EXPECT_TRUE(ug::allclose(same.probs(), c.probs(), 0, 1e-14));
+  EXPECT_NEAR(d::kl_divergence(c, same).abs().max().item<double>(), 0.0, 1e-12);
+  ug::manual_seed(1);
+  Tensor s = c.sample({1000});
+  EXPECT_EQ(s.shape(), (ug::Dims{1000, 2}));
+  EXPECT_EQ(s.select(1, 1).eq(0).sum().item<int64_t>(), 0);  // probability 0 never drawn
+  EXPECT_THROW(c.log_prob(ug::tensor({3, 0}, {.dtype = ug::int64})), ug::ValueError);
+  EXPECT_THROW(d::Categorical(probs, probs), ug::ValueError);
+  EXPECT_THROW(d::kl_divergence(c, d::Normal(ug::zeros({2}), ug::ones({2}))), d::NotImplementedError);
+}

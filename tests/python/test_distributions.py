@@ -1,0 +1,335 @@
+"""ug.distributions against torch.distributions: log_prob, cdf/icdf, entropy, moments and KL on
+random parameters in float32 and float64; gradients of log_prob against torch's; rsample as
+its reparameterisation (the noise redrawn from the same seed); sample moments, shapes and the
+argument checks."""
+import numpy as np
+import pytest
+import torch
+
+import unigrad as ug
+from reference import Arg, arr, assert_close, check, check_grad
+
+DTYPES = ["float32", "float64"]
+
+
+def pos(shape, dtype, seed):
+    """Positive parameters (scales, rates) in [0.5, 2]."""
+    return arr(shape, dtype, 0.5, 2.0, seed)
+
+
+def spd(batch, k, dtype, seed):
+    """Well-conditioned symmetric positive-definite matrices [*batch, k, k]."""
+    a = np.random.default_rng(seed).uniform(-1, 1, (*batch, k, k))
+    return Arg((a @ np.swapaxes(a, -1, -2) + k * np.eye(k)).astype(dtype))
+
+
+def tril(batch, k, dtype, seed):
+    """Lower-triangular factors with a positive diagonal in [0.5, 2]."""
+    rng = np.random.default_rng(seed)
+    a = np.tril(rng.uniform(-1, 1, (*batch, k, k)), -1) + np.eye(k) * rng.uniform(0.5, 2, (*batch, k, 1))
+    return Arg(a.astype(dtype))
+
+
+def probs(shape, dtype, seed):
+    return arr(shape, dtype, 0.05, 0.95, seed)
+
+
+# name: (constructor from the module and parameters, parameters, a value in the support, methods)
+def cases(dtype):
+    u = np.random.default_rng(9).uniform(0.05, 0.95, (4, 3)).astype(dtype)
+    return {
+        "Normal": (lambda m, a, b: m.distributions.Normal(a, b), [arr((3,), dtype), pos((4, 1), dtype, 1)],
+                   arr((2, 4, 3), dtype, seed=2), ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev"]),
+        "Uniform": (lambda m, a, b: m.distributions.Uniform(a, a + b), [arr((4, 3), dtype), pos((3,), dtype, 1)],
+                    None, ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev"]),
+        "Exponential": (lambda m, r: m.distributions.Exponential(r), [pos((4, 3), dtype, 1)], arr((4, 3), dtype, 0, 3, 2),
+                        ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev"]),
+        "Laplace": (lambda m, a, b: m.distributions.Laplace(a, b), [arr((4, 3), dtype), pos((3,), dtype, 1)],
+                    arr((4, 3), dtype, seed=2), ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev"]),
+        "Bernoulli(probs)": (lambda m, p: m.distributions.Bernoulli(probs=p), [probs((4, 3), dtype, 1)],
+                             Arg((np.arange(12).reshape(4, 3) % 2).astype(dtype)), ["log_prob", "entropy", "mean", "variance"]),
+        "Bernoulli(logits)": (lambda m, logit: m.distributions.Bernoulli(logits=logit), [arr((4, 3), dtype)],
+                              Arg((np.arange(12).reshape(4, 3) % 3 == 0).astype(dtype)),
+                              ["log_prob", "entropy", "mean", "variance"]),
+        "Categorical(probs)": (lambda m, p: m.distributions.Categorical(probs=p), [probs((4, 5), dtype, 1)],
+                               Arg(np.array([[0, 4, 2, 1]] * 2)), ["log_prob", "entropy", "mean", "variance"]),
+        "Categorical(logits)": (lambda m, logit: m.distributions.Categorical(logits=logit), [arr((4, 5), dtype)],
+                                Arg(np.array([3, 0, 4, 1])), ["log_prob", "entropy"]),
+        "MultivariateNormal(cov)": (lambda m, a, c: m.distributions.MultivariateNormal(a, covariance_matrix=c),
+                                    [arr((2, 3), dtype), spd((), 3, dtype, 1)], arr((5, 2, 3), dtype, seed=2),
+                                    ["log_prob", "entropy", "mean", "variance"]),
+        "MultivariateNormal(scale_tril)": (lambda m, a, s: m.distributions.MultivariateNormal(a, scale_tril=s),
+                                           [arr((3,), dtype), tril((2,), 3, dtype, 1)], arr((2, 3), dtype, seed=2),
+                                           ["log_prob", "entropy", "mean", "variance"]),
+        "Independent": (lambda m, a, b: m.distributions.Independent(m.distributions.Normal(a, b), 1),
+                        [arr((4, 3), dtype), pos((4, 3), dtype, 1)], arr((4, 3), dtype, seed=2),
+                        ["log_prob", "entropy", "mean", "variance"]),
+        "Gamma": (lambda m, c, r: m.distributions.Gamma(c, r), [pos((4, 3), dtype, 1), pos((3,), dtype, 3)],
+                  pos((4, 3), dtype, 2), ["log_prob", "entropy", "mean", "variance"]),
+        "Beta": (lambda m, a, b: m.distributions.Beta(a, b), [pos((3,), dtype, 1), pos((4, 3), dtype, 3)], Arg(u),
+                 ["log_prob", "entropy", "mean", "variance"]),
+        "Poisson": (lambda m, r: m.distributions.Poisson(r), [arr((4, 3), dtype, 0.5, 6, 1)],
+                    Arg(np.arange(12).reshape(4, 3).astype(dtype) % 7), ["log_prob", "mean", "variance"]),
+        "OneHotCategorical": (lambda m, logit: m.distributions.OneHotCategorical(logits=logit), [arr((4, 3), dtype)],
+                              Arg(np.eye(3, dtype=dtype)[[0, 2, 1, 1]]), ["log_prob", "entropy", "mean", "variance"]),
+        "_icdf_values": Arg(u),
+    }
+
+
+def call(dist, method, value):
+    f = getattr(dist, method)
+    return f(value) if method in ("log_prob", "cdf", "icdf") else (f() if callable(f) else f)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", [k for k in cases("float32") if not k.startswith("_")])
+def test_against_torch(name, dtype):
+    table = cases(dtype)
+    make, params, value, methods = table[name]
+    if value is None:  # inside [low, low + width): low + u * width
+        low, width = params[0].array, params[1].array
+        value = Arg((low + table["_icdf_values"].array * width).astype(dtype))
+    for method in methods:
+        v = table["_icdf_values"] if method == "icdf" else value
+        check(lambda m, *a: call(make(m, *a[:-1]), method, a[-1]), *params, v)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_kl_divergence_against_torch(dtype):
+    def kl(make):
+        return lambda m, *a: m.distributions.kl_divergence(*make(m.distributions, *a))
+
+    check(kl(lambda d, a, b, c, e: (d.Normal(a, b), d.Normal(c, e))), arr((3,), dtype), pos((4, 1), dtype, 1),
+          arr((4, 3), dtype, seed=2), pos((3,), dtype, 3))
+    check(kl(lambda d, p, q: (d.Bernoulli(probs=p), d.Bernoulli(logits=q))), probs((4, 3), dtype, 1), arr((4, 3), dtype))
+    check(kl(lambda d, p, q: (d.Categorical(probs=p), d.Categorical(logits=q))), probs((4, 6), dtype, 1),
+          arr((6,), dtype))
+    check(kl(lambda d, a, b, c, e: (d.Uniform(a, a + b), d.Uniform(c, c + e))), arr((5,), dtype, 0, 1),
+          pos((5,), dtype, 1), arr((5,), dtype, -0.5, 1.5, 2), arr((5,), dtype, 0.5, 3, 3))
+    check(kl(lambda d, a, s, c, e: (d.MultivariateNormal(a, scale_tril=s), d.MultivariateNormal(c, covariance_matrix=e))),
+          arr((2, 3), dtype), tril((2,), 3, dtype, 1), arr((3,), dtype, seed=2), spd((), 3, dtype, 3))
+    check(kl(lambda d, p, q: (d.OneHotCategorical(probs=p), d.OneHotCategorical(logits=q))), probs((4, 6), dtype, 1),
+          arr((6,), dtype))
+    check(kl(lambda d, a, b: (d.Exponential(a), d.Exponential(b))), pos((4, 3), dtype, 1), pos((3,), dtype, 2))
+    check(kl(lambda d, a, b, c, e: (d.Laplace(a, b), d.Laplace(c, e))), arr((3,), dtype), pos((4, 1), dtype, 1),
+          arr((4, 3), dtype, seed=2), pos((3,), dtype, 3))
+    check(kl(lambda d, a, b, c, e: (d.Gamma(a, b), d.Gamma(c, e))), pos((3,), dtype, 1), pos((4, 1), dtype, 2),
+          pos((4, 3), dtype, 3), pos((3,), dtype, 4))
+    check(kl(lambda d, a, b: (d.Poisson(a), d.Poisson(b))), pos((4, 3), dtype, 1), pos((3,), dtype, 2))
+    check(kl(lambda d, a, b, c, e: (d.Independent(d.Normal(a, b), 2), d.Independent(d.Normal(c, e), 2))),
+          arr((2, 3), dtype), pos((2, 3), dtype, 1), arr((2, 3), dtype, seed=2), pos((2, 3), dtype, 3))
+
+
+def test_kl_divergence_of_other_pairs_is_not_implemented():
+    d = ug.distributions
+    with pytest.raises(NotImplementedError, match="Normal.*Laplace"):
+        d.kl_divergence(d.Normal(0.0, 1.0), d.Laplace(0.0, 1.0))
+    with pytest.raises(NotImplementedError):
+        d.kl_divergence(d.Independent(d.Normal(ug.zeros(2, 3), 1.0), 1), d.Independent(d.Normal(ug.zeros(2, 3), 1.0), 2))
+    with pytest.raises(ValueError, match="event shapes"):
+        d.kl_divergence(d.MultivariateNormal(ug.zeros(2), ug.eye(2)), d.MultivariateNormal(ug.zeros(3), ug.eye(3)))
+
+
+GRAD_CASES = {
+    "Normal": (lambda d, a, b, v: d.Normal(a, b).log_prob(v), [arr((4, 3), "float64"), pos((3,), "float64", 1)]),
+    "Laplace": (lambda d, a, b, v: d.Laplace(a, b).log_prob(v), [arr((4, 3), "float64"), pos((3,), "float64", 1)]),
+    "Exponential": (lambda d, r, v: d.Exponential(r).log_prob(v.abs()), [pos((4, 3), "float64", 1)]),
+    "Uniform.cdf": (lambda d, a, b, v: d.Uniform(a - 4, b + 3).cdf(v), [arr((4, 3), "float64"), pos((3,), "float64", 1)]),
+    "Bernoulli": (lambda d, logit, v: d.Bernoulli(logits=logit).log_prob((v > 0).to(logit.dtype)),
+                  [arr((4, 3), "float64")]),
+    "Categorical": (lambda d, logit, v: d.Categorical(logits=logit).log_prob((v[:, 0].abs() * 1.3).long()),
+                    [arr((4, 4), "float64")]),
+    "Gamma": (lambda d, c, r, v: d.Gamma(c, r).log_prob(v.abs() + 0.1), [pos((4, 3), "float64", 1), pos((3,), "float64", 2)]),
+    "Beta": (lambda d, a, b, v: d.Beta(a, b).log_prob((v.abs() + 0.1) / 2.2), [pos((4, 3), "float64", 1),
+                                                                                 pos((3,), "float64", 2)]),
+    "MultivariateNormal": (lambda d, a, s, v: d.MultivariateNormal(a, scale_tril=s.tril(-1) + s.diagonal().abs().diag_embed()
+                                                                    + ug_or_torch_eye(s)).log_prob(v),
+                           [arr((3,), "float64"), arr((3, 3), "float64", seed=1)]),
+}
+
+
+def ug_or_torch_eye(s):
+    return (torch if isinstance(s, torch.Tensor) else ug).eye(3, dtype=s.dtype)
+
+
+@pytest.mark.parametrize("name", list(GRAD_CASES))
+def test_log_prob_gradients_against_torch(name):
+    fn, params = GRAD_CASES[name]
+    value = Arg(np.random.default_rng(5).uniform(-2, 2, (4, 4) if name == "Categorical" else (4, 3)))
+    # The value is an input of fixed data: close over it so that only the parameters are differentiated.
+    check_grad(lambda m, *p: fn(m.distributions, *p, value.make(m)), *params)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rsample_is_the_reparameterisation(dtype):
+    d = ug.distributions
+    dt = getattr(ug, dtype)
+    loc = ug.tensor([0.5, -1.0, 2.0], dtype=dt, requires_grad=True)
+    scale = ug.tensor([[1.5], [0.25]], dtype=dt, requires_grad=True)
+    ug.manual_seed(7)
+    x = d.Normal(loc, scale).rsample((5,))
+    ug.manual_seed(7)
+    eps = ug.randn(5, 2, 3, dtype=dt)
+    assert_close(x.detach().numpy(), (loc.detach() + eps * scale.detach()).numpy())
+    x.sum().backward()
+    assert_close(loc.grad.numpy(), np.full(3, 10.0))
+    assert_close(scale.grad.numpy(), eps.sum((0, 2)).numpy().reshape(2, 1), terms=np.full((2, 1), 15.0) * 4, n=15)
+
+    low, width = ug.tensor([-1.0, 0.0], dtype=dt), ug.tensor([2.0, 0.5], dtype=dt, requires_grad=True)
+    ug.manual_seed(3)
+    y = d.Uniform(low, low + width).rsample((4,))
+    ug.manual_seed(3)
+    u = ug.rand(4, 2, dtype=dt)
+    assert_close(y.detach().numpy(), (low + u * width.detach()).numpy())
+    y.sum().backward()
+    assert_close(width.grad.numpy(), u.sum(0).numpy())
+
+    L = ug.tensor([[1.0, 0.0], [0.5, 2.0]], dtype=dt)
+    mu = ug.tensor([1.0, -2.0], dtype=dt, requires_grad=True)
+    ug.manual_seed(11)
+    z = d.MultivariateNormal(mu, scale_tril=L).rsample((6,))
+    ug.manual_seed(11)
+    e = ug.randn(6, 2, dtype=dt)
+    assert_close(z.detach().numpy(), (mu.detach() + e @ L.T).numpy())
+    z.sum().backward()
+    assert_close(mu.grad.numpy(), np.full(2, 6.0))
+
+
+# name: (distribution, its analytic mean and variance come from the distribution itself)
+def moment_cases():
+    d = ug.distributions
+    return {
+        "Normal": d.Normal(ug.tensor([0.5, -2.0]), ug.tensor([1.0, 3.0])),
+        "Uniform": d.Uniform(ug.tensor([-1.0, 2.0]), ug.tensor([1.0, 2.5])),
+        "Exponential": d.Exponential(ug.tensor([0.5, 4.0])),
+        "Laplace": d.Laplace(ug.tensor([1.0, 0.0]), ug.tensor([0.5, 2.0])),
+        "Bernoulli": d.Bernoulli(logits=ug.tensor([-1.0, 2.0])),
+        "MultivariateNormal": d.MultivariateNormal(ug.tensor([1.0, -1.0]), ug.tensor([[2.0, 0.5], [0.5, 1.0]])),
+        "Gamma": d.Gamma(ug.tensor([0.5, 3.0]), ug.tensor([2.0, 0.5])),
+        "Beta": d.Beta(ug.tensor([0.5, 3.0]), ug.tensor([2.0, 0.5])),
+        "Poisson": d.Poisson(ug.tensor([0.5, 20.0])),
+        "OneHotCategorical": d.OneHotCategorical(probs=ug.tensor([0.2, 0.5, 0.3])),
+    }
+
+
+@pytest.mark.parametrize("name", list(moment_cases()))
+def test_sample_moments(name):
+    """Sample mean and variance within 6 standard errors of the analytic ones (fixed seed)."""
+    dist = moment_cases()[name]
+    n = 40000
+    ug.manual_seed(1)
+    x = dist.sample((n,)).double().numpy()
+    mean, var = dist.mean.double().numpy(), dist.variance.double().numpy()
+    assert np.all(np.abs(x.mean(0) - mean) <= 6 * np.sqrt(var / n)), (x.mean(0), mean)
+    # The squared deviations from the analytic mean average to var with standard error
+    # sqrt((E(x - mean)^4 - var^2) / n) (0 for a fair Bernoulli, whose squared deviations are constant).
+    sq = (x - mean) ** 2
+    assert np.all(np.abs(sq.mean(0) - var) <= 6 * np.sqrt(sq.var(0) / n) + 1e-6 * var), (sq.mean(0), var)
+
+
+def test_categorical_sample_frequencies():
+    p = np.array([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25]])
+    ug.manual_seed(2)
+    x = ug.distributions.Categorical(probs=ug.tensor(p)).sample((20000,)).numpy()
+    freq = np.stack([(x == k).mean(0) for k in range(3)], -1)
+    assert np.all(np.abs(freq - p) <= 6 * np.sqrt(p * (1 - p) / 20000))
+
+
+def test_sampling_follows_the_global_seed():
+    dist = ug.distributions.Normal(ug.zeros(3), 1.0)
+    ug.manual_seed(5)
+    a = dist.sample((4,))
+    ug.manual_seed(5)
+    b = dist.sample((4,))
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert not dist.sample((4,)).requires_grad
+
+
+@pytest.mark.parametrize("sample_shape", [(), (5,), (2, 3)])
+def test_sample_shapes_match_torch(sample_shape):
+    def both(m):
+        d = m.distributions
+        loc, scale = m.zeros(4, 1), m.ones(3)
+        dists = [d.Normal(loc, scale), d.Uniform(loc, loc + scale), d.Laplace(loc, scale), d.Exponential(scale),
+                 d.Bernoulli(probs=m.ones(4, 3) / 2), d.Categorical(logits=m.zeros(4, 3)),
+                 d.MultivariateNormal(m.zeros(4, 3), scale_tril=m.eye(3)), d.Independent(d.Normal(loc, scale), 2),
+                 d.Poisson(scale), d.OneHotCategorical(probs=m.ones(4, 3) / 3)]
+        out = []
+        for x in dists:
+            out += [tuple(x.sample(sample_shape).shape), tuple(x.batch_shape), tuple(x.event_shape), x.has_rsample]
+            if x.has_rsample:
+                out.append(tuple(x.rsample(sample_shape).shape))
+        for x in (d.Gamma(loc + 1, scale), d.Beta(scale, loc + 1)):  # torch's have rsample, ours not
+            out += [tuple(x.sample(sample_shape).shape), tuple(x.batch_shape), tuple(x.event_shape)]
+        return out
+
+    assert both(ug) == both(torch)
+
+
+BAD = {
+    "negative scale": lambda d, m: d.Normal(0.0, m.tensor([1.0, -1.0])),
+    "NaN loc": lambda d, m: d.Laplace(m.tensor([float("nan")]), 1.0),
+    "low >= high": lambda d, m: d.Uniform(m.tensor([0.0, 1.0]), m.tensor([1.0, 1.0])),
+    "rate 0": lambda d, m: d.Exponential(m.tensor([0.0])),
+    "value outside the support": lambda d, m: d.Exponential(m.tensor([1.0])).log_prob(m.tensor([-1.0])),
+    "outside the interval": lambda d, m: d.Uniform(0.0, 1.0).log_prob(m.tensor(2.0)),
+    "non-binary value": lambda d, m: d.Bernoulli(probs=m.tensor([0.5])).log_prob(m.tensor([0.5])),
+    "probs above 1": lambda d, m: d.Bernoulli(probs=m.tensor([1.5])),
+    "probs and logits": lambda d, m: d.Bernoulli(probs=m.tensor([0.5]), logits=m.tensor([0.0])),
+    "neither": lambda d, m: d.Categorical(),
+    "0-d probs": lambda d, m: d.Categorical(probs=m.tensor(1.0)),
+    "category out of range": lambda d, m: d.Categorical(logits=m.zeros(3)).log_prob(m.tensor(3)),
+    "batch mismatch": lambda d, m: d.Normal(m.zeros(3), 1.0).log_prob(m.zeros(4)),
+    "event mismatch": lambda d, m: d.MultivariateNormal(m.zeros(3), m.eye(3)).log_prob(m.zeros(2)),
+    "not positive-definite": lambda d, m: d.MultivariateNormal(m.zeros(2), m.tensor([[1.0, 2.0], [2.0, 1.0]])),
+    "scale_tril not lower": lambda d, m: d.MultivariateNormal(m.zeros(2), scale_tril=m.ones(2, 2)),
+    "cov and scale_tril": lambda d, m: d.MultivariateNormal(m.zeros(2), m.eye(2), scale_tril=m.eye(2)),
+    "0-d loc": lambda d, m: d.MultivariateNormal(m.tensor(0.0), m.eye(1)),
+    "negative Poisson rate": lambda d, m: d.Poisson(m.tensor([-1.0])),
+    "non-integer count": lambda d, m: d.Poisson(m.tensor([1.0])).log_prob(m.tensor([0.5])),
+    "negative Gamma value": lambda d, m: d.Gamma(1.0, 1.0).log_prob(m.tensor(-1.0)),
+    "Beta concentration 0": lambda d, m: d.Beta(m.tensor([0.0]), 1.0),
+    "not one-hot": lambda d, m: d.OneHotCategorical(probs=m.ones(3) / 3).log_prob(m.tensor([1.0, 1.0, 0.0])),
+    "too many reinterpreted dims": lambda d, m: d.Independent(d.Normal(m.zeros(3), 1.0), 2),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_invalid_arguments_raise_as_torch(name):
+    with pytest.raises(ValueError) as torch_err:
+        BAD[name](torch.distributions, torch)
+    with pytest.raises(ValueError) as ug_err:
+        BAD[name](ug.distributions, ug)
+    assert type(ug_err.value).__name__ == "ValueError", torch_err.value
+
+
+def test_error_names_the_distribution_and_constraint():
+    d = ug.distributions
+    with pytest.raises(ValueError, match=r"Exponential.*support \(GreaterThanEq\(lower_bound=0.0\)\)"):
+        d.Exponential(ug.tensor([1.0])).log_prob(ug.tensor([-1.0]))
+    with pytest.raises(ValueError, match=r"parameter scale .*Normal.*GreaterThan\(lower_bound=0.0\)"):
+        d.Normal(0.0, -1.0)
+    # validate_args=False skips the checks, as in torch.
+    assert np.isnan(d.Normal(0.0, -1.0, validate_args=False).log_prob(ug.tensor(0.0)).item())
+
+
+def test_rsample_of_a_discrete_distribution_is_not_implemented():
+    with pytest.raises(NotImplementedError, match="Bernoulli.*rsample"):
+        ug.distributions.Bernoulli(probs=ug.tensor([0.5])).rsample()
+
+
+def test_log_prob_under_jit_and_vmap():
+    d = ug.distributions
+    x, loc = ug.randn(4, 3), ug.randn(3)
+
+    def f(loc, x):  # jit reads no value: the argument checks are off
+        return d.MultivariateNormal(loc, scale_tril=2 * ug.eye(3), validate_args=False).log_prob(x)
+
+    assert_close(ug.jit(f)(loc, x).numpy(), f(loc, x).numpy())
+    logits = ug.randn(4, 3)
+    values = ug.tensor([[0, 1, 2, 0], [2, 1, 0, 1]])
+    batched = ug.vmap(lambda v: d.Categorical(logits=logits).log_prob(v))(values)
+    looped = np.stack([d.Categorical(logits=logits).log_prob(v).numpy() for v in values])
+    assert_close(batched.numpy(), looped)
+    with pytest.raises(TypeError, match="traced tensor"):  # the checks read values: jit says so
+        ug.jit(lambda s: d.Normal(0.0, s).log_prob(x))(ug.ones(3))
