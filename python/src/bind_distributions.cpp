@@ -40,19 +40,9 @@ std::vector<std::optional<Tensor>> params(std::initializer_list<nb::handle> give
 
 ug::Dims sample_shape(nb::handle h) { return dims_from_sequence(h, "sample"); }
 
-/** The Python-only NotImplementedError of ug::distributions. */
-void translate(const std::exception_ptr& p, void*) {
-  try {
-    std::rethrow_exception(p);
-  } catch (const d::NotImplementedError& e) {
-    PyErr_SetString(PyExc_NotImplementedError, e.what());
-  }
-}
-
 }  // namespace
 
 void bind_distributions(nb::module_& m) {
-  nb::register_exception_translator(translate);
   auto shape_arg = nb::arg("sample_shape") = nb::tuple();
   nb::class_<d::Distribution>(m, "Distribution", "The base of the distributions (torch.distributions.Distribution).")
       .def_prop_ro("batch_shape", [](const d::Distribution& x) { return shape_tuple(x.batch_shape()); })

@@ -88,6 +88,8 @@ NB_MODULE(_C, m) {
       else PyErr_SetString(PyExc_RuntimeError, e.what());
     } catch (const ug::FileNotFoundError& e) {
       PyErr_SetString(PyExc_FileNotFoundError, e.what());
+    } catch (const ug::NotImplementedError& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
     }
   });
   auto tensor = nb::class_<ug::Tensor>(

@@ -29,6 +29,11 @@ struct RuntimeError : std::runtime_error {
 struct OutOfMemoryError : RuntimeError {
   using RuntimeError::RuntimeError;
 };
+/** An operation the object does not define (a distribution's icdf, a KL divergence of an
+ *  unknown pair): Python NotImplementedError. */
+struct NotImplementedError : std::logic_error {
+  using std::logic_error::logic_error;
+};
 /** A file that is needed does not exist: Python FileNotFoundError. */
 struct FileNotFoundError : std::runtime_error {
   using std::runtime_error::runtime_error;

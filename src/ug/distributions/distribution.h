@@ -3,7 +3,6 @@
 #pragma once
 
 #include <functional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -85,11 +84,6 @@ class Distribution {
 
   Dims batch_shape_, event_shape_;
   bool validate_args_;
-};
-
-/** Raised for what a distribution does not define (Python NotImplementedError). */
-struct NotImplementedError : std::logic_error {
-  using std::logic_error::logic_error;
 };
 
 /** A JAX-style key drawn from the global generator (ug::manual_seed), for ug::random's samplers. */
