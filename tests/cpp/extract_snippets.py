@@ -20,8 +20,9 @@ HEADER = """\
 #include <stdexcept>
 #include <thread>
 
-#include "ug/io/dlpack.h"     // DLPack's header: not in ug.h
-#include "ug/serve/server.h"  // the library ug_serve, beside ug.h's libunigrad
+#include "ug/io/dlpack.h"            // DLPack's header: not in ug.h
+#include "ug/nn/functional_model.h"  // Keras's functional Model: not in ug.h yet
+#include "ug/serve/server.h"         // the library ug_serve, beside ug.h's libunigrad
 #include "ug/ug.h"
 
 using namespace ug;
