@@ -14,25 +14,17 @@ _EXAMPLE_BATCH = 2
 _order = itertools.count()  # creation order: a node is always made after the tensors it reads
 
 
-def _dtype_name(dtype):
-    return repr(dtype).rsplit(".", 1)[-1]
-
-
 class KerasTensor:
     """A symbolic tensor: Keras's shape (None for the batch), dtype (a name, "float32") and name.
     It is a graph input (keras.Input) or the output of a layer called on symbolic tensors."""
 
     def __init__(self, shape, dtype, name, layer=None, parents=()):
         self.shape = tuple(shape)
-        self._dtype = dtype
+        self.dtype = repr(dtype).rsplit(".", 1)[-1]  # Keras's name, "float32" (a copy can hold it)
         self.name = name
         self._layer = layer
         self._parents = tuple(parents)
         self._order = next(_order)
-
-    @property
-    def dtype(self):
-        return _dtype_name(self._dtype)
 
     @property
     def ndim(self):
@@ -40,7 +32,7 @@ class KerasTensor:
 
     def _example(self):
         """Zeros of this shape, a small batch in place of None."""
-        return _C.zeros([_EXAMPLE_BATCH if d is None else d for d in self.shape], dtype=self._dtype)
+        return _C.zeros([_EXAMPLE_BATCH if d is None else d for d in self.shape], dtype=getattr(_C, self.dtype))
 
     def __repr__(self):
         return f"<KerasTensor shape={self.shape}, dtype={self.dtype}, name={self.name}>"

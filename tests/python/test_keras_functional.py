@@ -196,3 +196,13 @@ def test_unreachable_output_raises():
         ug.keras.Model(inputs=a, outputs=out)
     with pytest.raises(TypeError, match="symbolic tensors"):
         ug.keras.Model(inputs=a, outputs=ug.ones(2, 4))
+
+
+def test_deepcopy_copies_the_layers_once():
+    import copy
+
+    model = shared(ug.keras)
+    other = copy.deepcopy(model)
+    xs = [ug.randn(2, 20), ug.randn(2, 20)]
+    np.testing.assert_array_equal(model(xs).detach().numpy(), other(xs).detach().numpy())
+    assert other.layers[0] is not model.layers[0] and other.outputs[0]._layer is other.get_layer("out")
