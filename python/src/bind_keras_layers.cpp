@@ -1,12 +1,21 @@
 // ug.keras.layers' convolution, pooling and batch-normalization layers (ug::nn::Conv2D, ...; see
 // src/ug/nn/layers/keras_conv.h), with Keras 3's constructors: ints or tuples for sizes, None
-// for Keras's defaults, activation a name or a callable.
+// for Keras's defaults, activation a name or a callable. Also the functional API's C++ half:
+// the merge layers, Activation, and Functional (src/ug/nn/functional_model.h), which
+// unigrad/keras_functional.py builds from keras.Input's symbolic tensors.
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <any>
 
 #include "bindings.h"
+#include "ug/nn/functional_model.h"
 #include "ug/nn/layers/keras_conv.h"
+#include "ug/nn/layers/linear.h"
 
 namespace ugpy {
 
@@ -195,6 +204,98 @@ void bind_keras_layers(nb::module_& m) {
       .def_prop_ro("center", [](const BatchNormalizationImpl& b) { return b.options().center; })
       .def_prop_ro("scale", [](const BatchNormalizationImpl& b) { return b.options().scale; })
       .def_prop_rw("name", &BatchNormalizationImpl::name, &BatchNormalizationImpl::set_name);
+
+  m.def("layer_name", &keras_layer_name, "type_name"_a, "name"_a = "",
+        "Keras's layer.name: name if given, else the class's snake-case name made unique (\"dense_1\").");
+  nb::class_<MergeImpl, Module>(m, "_Merge")
+      .def_prop_rw("name", &MergeImpl::name, &MergeImpl::set_name)
+      .def(
+          "forward", [](MergeImpl& layer, const std::vector<Tensor>& inputs) { return layer.merge(inputs); },
+          "inputs"_a, "The inputs merged into one tensor.");
+  nb::class_<AddImpl, MergeImpl>(m, "Add", "keras.layers.Add: Add()([a, b]) is a + b (broadcast).")
+      .def(nb::init<const std::string&>(), "name"_a = "");
+  nb::class_<MultiplyImpl, MergeImpl>(m, "Multiply", "keras.layers.Multiply: Multiply()([a, b]) is a * b.")
+      .def(nb::init<const std::string&>(), "name"_a = "");
+  nb::class_<ConcatenateImpl, MergeImpl>(m, "Concatenate",
+                                         "keras.layers.Concatenate(axis=-1): the inputs joined along axis.")
+      .def(nb::init<int64_t, const std::string&>(), "axis"_a = -1, "name"_a = "")
+      .def_prop_ro("axis", &ConcatenateImpl::axis);
+  nb::class_<KerasActivationImpl, Module>(m, "Activation",
+                                          "keras.layers.Activation('relu'): the activation of that name.")
+      .def(nb::init<const std::string&, const std::string&>(), "activation"_a, "name"_a = "")
+      .def_prop_ro("activation", &KerasActivationImpl::activation_name)
+      .def_prop_rw("name", &KerasActivationImpl::name, &KerasActivationImpl::set_name);
+
+  nb::class_<FunctionalImpl, Module>(
+      m, "Functional",
+      "Keras's functional Model: a graph of layers, built by keras.Model(inputs=..., outputs=...). Called on one "
+      "tensor per input (or one list of them), it returns its output, or a list of its outputs.")
+      .def(
+          "__init__",
+          [](FunctionalImpl* self, int64_t inputs, const std::string& name, const std::vector<nb::object>& shapes,
+             const std::vector<std::string>& input_names) {
+            std::vector<ug::Shape> dims;
+            for (const nb::object& shape : shapes) dims.push_back(dims_from_sequence(shape, "Functional"));
+            new (self) FunctionalImpl(inputs, name, std::move(dims), input_names);
+          },
+          "inputs"_a = 1, "name"_a = "functional", "input_shapes"_a = std::vector<nb::object>{},
+          "input_names"_a = std::vector<std::string>{})
+      .def("add_layer", &FunctionalImpl::add_layer, "name"_a, "layer"_a)
+      .def(
+          "add_node",
+          [](FunctionalImpl& f, int64_t layer, std::vector<int64_t> inputs, nb::handle shape) {
+            return f.add_node(layer, std::move(inputs), dims_from_sequence(shape, "Functional"));
+          },
+          "layer"_a, "inputs"_a, "shape"_a)
+      .def("set_outputs", &FunctionalImpl::set_outputs, "outputs"_a)
+      .def(
+          "forward",
+          [](FunctionalImpl& f, nb::args args) -> nb::object {
+            nb::handle items = args;
+            if (args.size() == 1 && (nb::isinstance<nb::list>(args[0]) || nb::isinstance<nb::tuple>(args[0])))
+              items = args[0];  // Keras's model([a, b])
+            std::vector<Tensor> inputs;
+            for (nb::handle x : items) {
+              if (!nb::isinstance<Tensor>(x))
+                ug::fail<ug::TypeError>("[", f.name(), "] expects tensors, got ",
+                                        nb::cast<std::string>(nb::str(x.type().attr("__name__"))));
+              inputs.push_back(nb::cast<Tensor>(x));
+            }
+            std::vector<Tensor> out = f.forward_all(inputs);
+            if (out.size() == 1) return nb::cast(out[0]);
+            return nb::cast(out);
+          },
+          "The outputs for these inputs (one tensor per input, or one list).")
+      .def("__call__",
+           [](nb::handle self, nb::args args, nb::kwargs kwargs) -> nb::object {
+             auto& f = nb::cast<FunctionalImpl&>(self);
+             if (f.num_inputs() == 1 && f.outputs().size() == 1)
+               return nb::type<Module>().attr("__call__")(self, *args, **kwargs);  // the one-tensor fast path
+             // Several inputs or outputs: Module's general call (its hooks) around forward.
+             std::any out = f.call(std::any(nb::object(args)), [&](const std::any& inputs) {
+               return std::any(self.attr("forward")(*std::any_cast<const nb::object&>(inputs), **kwargs));
+             });
+             return std::any_cast<nb::object>(out);
+           })
+      .def_prop_ro("name", &FunctionalImpl::name)
+      .def_prop_ro("layers", &FunctionalImpl::layers)
+      .def_prop_ro("layer_names", &FunctionalImpl::layer_names)
+      .def_prop_ro("input_names", &FunctionalImpl::input_names)
+      .def_prop_ro("num_inputs", &FunctionalImpl::num_inputs)
+      .def_prop_ro("output_ids", &FunctionalImpl::outputs)
+      .def(
+          "get_layer",
+          [](const FunctionalImpl& f, const std::string& name) {
+            const auto& names = f.layer_names();
+            auto it = std::find(names.begin(), names.end(), name);
+            if (it == names.end()) ug::fail<ug::ValueError>("[get_layer] no layer named '", name, "'");
+            return f.layers()[it - names.begin()];
+          },
+          "name"_a, "The layer of that (Keras) name.")
+      .def(
+          "summary", [](const FunctionalImpl& f) { nb::print(nb::str(f.summary().c_str()), nb::str("")); },
+          "Prints Keras's table: an InputLayer row per input, then each node's layer, output shape and "
+          "parameters.");
 }
 
 }  // namespace ugpy

@@ -164,6 +164,25 @@ std::any from_hook(nb::object r, const std::any& replaced) {
   return std::any(std::move(tensors));
 }
 
+/** Keras's functional API (unigrad/keras_functional.py): its symbolic tensor class, and the
+ *  function that records a module called on one instead of running it. */
+struct SymbolicCall {
+  nb::object tensor_type, record;
+};
+SymbolicCall& symbolic_call() {
+  static auto* call = new SymbolicCall();  // never freed: Python objects outlive no interpreter
+  return *call;
+}
+
+/** Whether an argument is a symbolic tensor, or a list or tuple holding one (Add()([a, b])). */
+bool is_symbolic(nb::handle arg, nb::handle type) {
+  if (nb::isinstance(arg, type)) return true;
+  if (nb::isinstance<nb::list>(arg) || nb::isinstance<nb::tuple>(arg))
+    for (nb::handle item : arg)
+      if (nb::isinstance(item, type)) return true;
+  return false;
+}
+
 nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
   Module& m = as_module(self);
   // A layer written in C++ called on one tensor: the C++ path (its hooks, then its forward).
@@ -171,6 +190,10 @@ nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
   // general path, as do several arguments or keywords; the same hooks see the arguments' tuple.
   if (args.size() == 1 && kwargs.size() == 0 && nb::isinstance<Tensor>(args[0]) && !dynamic_cast<PyModule*>(&m))
     return nb::cast(m(nb::cast<Tensor>(args[0])));
+  // Called on Keras's symbolic tensors (keras.Input): a node of a functional model is recorded.
+  if (const SymbolicCall& symbolic = symbolic_call(); symbolic.record.is_valid())
+    for (nb::handle arg : args)
+      if (is_symbolic(arg, symbolic.tensor_type)) return symbolic.record(self, *args, **kwargs);
   std::any out = m.call(std::any(nb::object(args)), [&](const std::any& inputs) {
     return std::any(self.attr("forward")(*held(inputs), **kwargs));
   });
@@ -286,6 +309,13 @@ void module_to(Module& m, nb::handle what) {
 }  // namespace
 
 void bind_nn(nb::module_& nn) {
+  nn.def(
+      "_set_symbolic_call",
+      [](nb::object tensor_type, nb::object record) {
+        symbolic_call() = {std::move(tensor_type), std::move(record)};
+      },
+      "tensor_type"_a, "record"_a,
+      "Makes a module called on an instance of tensor_type return record(module, *args, **kwargs) (keras.Input).");
   nb::class_<ModuleHookHandle>(nn, "RemovableHandle", "What register_forward_hook returns.")
       .def(
           "remove",

@@ -1,6 +1,7 @@
 """ug.keras: Keras's module paths over unigrad's pieces (keras.mixed_precision,
 keras.optimizers, keras.callbacks, keras.layers, keras.models, keras.config / keras.backend's
-floatx), so that `keras.X` code reads `ug.keras.X`. It also gives every Module Keras's
+floatx), so that `keras.X` code reads `ug.keras.X`, and Keras's functional API (keras.Input,
+keras.Model(inputs=, outputs=); unigrad/keras_functional.py). It also gives every Module Keras's
 persistence methods: get_weights/set_weights, save (ONNX) and save_weights/load_weights
 (safetensors)."""
 import numpy as np
@@ -8,6 +9,7 @@ import numpy as np
 from . import _C, nn
 from .autograd import no_grad
 from . import callbacks, mixed_precision, optimizers  # noqa: F401
+from .keras_functional import Functional, Input, Lambda, Model
 
 _FLOATX = ("float16", "bfloat16", "float32", "float64")
 
@@ -35,7 +37,8 @@ class layers:
     input_dim); Flatten, Dropout(rate) and Embedding(input_dim, output_dim) take Keras's
     positional arguments. Conv1D/2D, MaxPooling1D/2D, AveragePooling1D/2D, the global poolings
     and BatchNormalization are Keras's, channels last (ug::nn::Conv2D, ... in C++, bound as
-    unigrad._C._keras); ug.nn's are torch's, channels first. Each takes Keras's name=."""
+    unigrad._C._keras); ug.nn's are torch's, channels first. Each takes Keras's name=. Input,
+    the merge layers (Add, Multiply, Concatenate), Activation and Lambda serve functional models."""
 
     Dense = nn.Dense
     Flatten = nn.Flatten
@@ -47,6 +50,10 @@ class layers:
     GlobalAveragePooling1D, GlobalAveragePooling2D = _C._keras.GlobalAveragePooling1D, _C._keras.GlobalAveragePooling2D
     GlobalMaxPooling1D, GlobalMaxPooling2D = _C._keras.GlobalMaxPooling1D, _C._keras.GlobalMaxPooling2D
     BatchNormalization = _C._keras.BatchNormalization
+    Input = staticmethod(Input)
+    Add, Multiply, Concatenate = _C._keras.Add, _C._keras.Multiply, _C._keras.Concatenate
+    Activation = _C._keras.Activation
+    Lambda = Lambda
 
 
 def _weight_slots(model, where):
@@ -112,6 +119,8 @@ def _build(model, input_shape, where):
 def _input_shape(model, input_shape, where):
     if input_shape is not None:
         return [1 if d is None else int(d) for d in input_shape]
+    if isinstance(model, Functional) and len(model.inputs) == 1:
+        return [1, *model.inputs[0].shape[1:]]
     first = model
     while isinstance(first, nn.Sequential) and len(first) > 0:
         first = first[0]
@@ -156,10 +165,11 @@ for _f in (get_weights, set_weights, save, save_weights, load_weights):
 
 
 class models:
-    """keras.models: Sequential, Model (a Module: `call` is `forward`) and load_model."""
+    """keras.models: Sequential, Model (a Module: `call` is `forward`; or a functional model) and
+    load_model."""
 
     Sequential = nn.Sequential
-    Model = nn.Module
+    Model = Model
 
     @staticmethod
     def load_model(filepath):
@@ -168,4 +178,4 @@ class models:
         return _C.onnx.load(str(filepath))
 
 
-Sequential, Model = models.Sequential, models.Model
+Sequential = models.Sequential

@@ -1,4 +1,5 @@
 #include "ug/nn/module.h"
+#include "ug/nn/functional_model.h"
 
 #include <algorithm>
 #include <sstream>
@@ -427,11 +428,7 @@ std::string Module::to_string() const {
 }
 
 std::string Module::summary(const Shape& input_shape, std::optional<DType> dtype) {
-  struct Row {
-    std::string name, type;
-    Shape shape;
-    int64_t params;
-  };
+  using Row = detail::SummaryRow;
   std::vector<Row> rows;
   std::vector<std::pair<std::shared_ptr<Module>, size_t>> hooked;
   // Hook the layers: the direct children (Keras lists a model's layers, not their insides),
@@ -470,6 +467,12 @@ std::string Module::summary(const Shape& input_shape, std::optional<DType> dtype
   for (auto& [m, id] : hooked) m->remove_hook(id);
   if (layers.empty()) rows.push_back({"", type_name_, out.shape(), num_parameters()});
 
+  return detail::summary_table(type_name_, rows, num_parameters(), num_parameters(true));
+}
+
+std::string detail::summary_table(const std::string& model, const std::vector<detail::SummaryRow>& rows, int64_t total,
+                                  int64_t trainable) {
+  using Row = detail::SummaryRow;
   auto shape_text = [](const Shape& s) {
     std::string t = "(None";
     for (size_t i = 1; i < s.size(); ++i) t += ", " + std::to_string(s[i]);
@@ -488,13 +491,12 @@ std::string Module::summary(const Shape& input_shape, std::optional<DType> dtype
   auto pad = [](const std::string& s, size_t w) { return s + std::string(w - std::min(w, s.size()), ' '); };
   const size_t width = w0 + w1 + w2 + 6;
   std::ostringstream t;
-  t << "Model: \"" << type_name_ << "\"\n" << std::string(width, '=') << "\n";
+  t << "Model: \"" << model << "\"\n" << std::string(width, '=') << "\n";
   t << pad("Layer (type)", w0) << "   " << pad("Output Shape", w1) << "   "
     << "Param #\n";
   t << std::string(width, '=') << "\n";
   for (auto& c : cells) t << pad(c[0], w0) << "   " << pad(c[1], w1) << "   " << c[2] << "\n";
   t << std::string(width, '=') << "\n";
-  const int64_t total = num_parameters(), trainable = num_parameters(true);
   t << "Total params: " << total << "\nTrainable params: " << trainable
     << "\nNon-trainable params: " << total - trainable << "\n";
   return t.str();

@@ -5,6 +5,7 @@
 #include "ug/nn/init.h"
 #include "ug/nn/functional.h"
 #include "ug/nn/functional/feature_alpha_dropout.h"
+#include "ug/nn/functional_model.h"
 #include "ug/nn/fusion.h"
 #include "ug/nn/layers/activation.h"
 #include "ug/nn/layers/alpha_dropout.h"
