@@ -261,6 +261,7 @@ void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle 
         "[compile] loss is required: a name such as \"sparse_categorical_crossentropy\" or a "
         "function loss(output, target)");
   if (PyUnicode_Check(loss.ptr())) o.loss = nb::cast<std::string>(loss);
+  else if (nb::isinstance<train::KerasLoss>(loss)) o.loss = nb::cast<const train::KerasLoss&>(loss).as_loss_fn();
   else if (PyCallable_Check(loss.ptr())) o.loss = python_fn(loss, "loss");
   else
     ug::fail<ug::TypeError>("[compile] loss must be a name or a callable loss(output, target), got ",
@@ -440,6 +441,37 @@ nb::object optional_float(std::optional<double> v) { return v ? nb::object(nb::f
 
 void bind_train(nb::module_& m) {
   nb::class_<Trainer>(m, "_Trainer", "The state model.compile sets up and the loops of fit, evaluate and predict.");
+
+  // ---- ug.keras.losses (each class there is a Python subclass naming its kind) -------------
+  nb::class_<train::KerasLoss>(m, "KerasLoss",
+                               "A Keras loss object: loss(y_true, y_pred, sample_weight=None), reduced as "
+                               "`reduction` says; compile(loss=...) takes it.")
+      .def(
+          "__init__",
+          [](train::KerasLoss* self, const std::string& kind, bool from_logits, const std::string& reduction,
+             const std::string& name, double delta) {
+            new (self) train::KerasLoss(kind, {from_logits, reduction, name, delta});
+          },
+          "kind"_a, "from_logits"_a = false, "reduction"_a = "sum_over_batch_size", "name"_a = "", "delta"_a = 1.0)
+      .def(
+          "__call__",
+          [](const train::KerasLoss& loss, const Tensor& y_true, const Tensor& y_pred,
+             std::optional<Tensor> sample_weight) { return loss(y_true, y_pred, sample_weight.value_or(Tensor())); },
+          "y_true"_a, "y_pred"_a, "sample_weight"_a = nb::none())
+      .def_prop_ro("name", &train::KerasLoss::name)
+      .def_prop_ro("reduction", [](const train::KerasLoss& l) { return l.options().reduction; })
+      .def_prop_ro("from_logits", [](const train::KerasLoss& l) { return l.options().from_logits; })
+      .def("get_config", [](const train::KerasLoss& l) {
+        nb::dict c;
+        c["name"] = l.name();
+        c["reduction"] = l.options().reduction;
+        if (l.kind() == "huber") c["delta"] = l.options().delta;
+        else if (l.kind() != "mse" && l.kind() != "mae" && l.kind() != "kl_divergence")
+          c["from_logits"] = l.options().from_logits;
+        return c;
+      });
+  m.def("keras_loss", &train::keras_loss, "kind"_a, "y_true"_a, "y_pred"_a, "from_logits"_a = false, "delta"_a = 1.0,
+        "keras.losses.<kind>(y_true, y_pred): the unreduced loss of each sample.");
 
   // ---- ug.callbacks ----------------------------------------------------------------------
   nb::module_ cbm = m.def_submodule("callbacks", "Keras's training callbacks (keras.callbacks)");

@@ -179,3 +179,55 @@ class models:
 
 
 Sequential = models.Sequential
+
+
+def _loss_class(class_name, kind, name, takes_logits):
+    """A keras.losses class: a KerasLoss (C++) of one kind, with the class's Keras arguments."""
+    if takes_logits:
+        def __init__(self, from_logits=False, *, reduction="sum_over_batch_size", name=name):
+            _C.KerasLoss.__init__(self, kind, from_logits, reduction, name)
+    elif kind == "huber":
+        def __init__(self, delta=1.0, *, reduction="sum_over_batch_size", name=name):
+            _C.KerasLoss.__init__(self, kind, False, reduction, name, delta)
+    else:
+        def __init__(self, *, reduction="sum_over_batch_size", name=name):
+            _C.KerasLoss.__init__(self, kind, False, reduction, name)
+    doc = f"keras.losses.{class_name}: loss(y_true, y_pred, sample_weight=None), {kind} reduced by `reduction`."
+    return type(class_name, (_C.KerasLoss,), {"__init__": __init__, "__doc__": doc, "__module__": __name__})
+
+
+def _loss_function(kind, takes_logits):
+    """A keras.losses function: each sample's loss, unreduced."""
+    if takes_logits:
+        def loss(y_true, y_pred, from_logits=False):
+            return _C.keras_loss(kind, y_true, y_pred, from_logits)
+    elif kind == "huber":
+        def loss(y_true, y_pred, delta=1.0):
+            return _C.keras_loss(kind, y_true, y_pred, False, delta)
+    else:
+        def loss(y_true, y_pred):
+            return _C.keras_loss(kind, y_true, y_pred)
+    loss.__name__ = kind
+    return loss
+
+
+class losses:
+    """keras.losses: the loss classes, called as loss(y_true, y_pred, sample_weight=None) in
+    Keras's order and taken by compile(loss=...), and the per-sample loss functions."""
+
+    SparseCategoricalCrossentropy = _loss_class("SparseCategoricalCrossentropy", "sparse_categorical_crossentropy",
+                                                "sparse_categorical_crossentropy", True)
+    CategoricalCrossentropy = _loss_class("CategoricalCrossentropy", "categorical_crossentropy",
+                                          "categorical_crossentropy", True)
+    BinaryCrossentropy = _loss_class("BinaryCrossentropy", "binary_crossentropy", "binary_crossentropy", True)
+    MeanSquaredError = _loss_class("MeanSquaredError", "mse", "mean_squared_error", False)
+    MeanAbsoluteError = _loss_class("MeanAbsoluteError", "mae", "mean_absolute_error", False)
+    Huber = _loss_class("Huber", "huber", "huber_loss", False)
+    KLDivergence = _loss_class("KLDivergence", "kl_divergence", "kl_divergence", False)
+    sparse_categorical_crossentropy = staticmethod(_loss_function("sparse_categorical_crossentropy", True))
+    categorical_crossentropy = staticmethod(_loss_function("categorical_crossentropy", True))
+    binary_crossentropy = staticmethod(_loss_function("binary_crossentropy", True))
+    mean_squared_error = staticmethod(_loss_function("mse", False))
+    mean_absolute_error = staticmethod(_loss_function("mae", False))
+    huber = staticmethod(_loss_function("huber", False))
+    kl_divergence = staticmethod(_loss_function("kl_divergence", False))

@@ -186,6 +186,24 @@ TEST(Train, FromLogitsRuleFollowsTheLastLayer) {
   EXPECT_NEAR(t3.evaluate(one, 0).at("loss"), F::nll_loss(p.log(), y).item<double>(), 1e-6);
 }
 
+TEST(Train, KerasLossObjectsReduceInKerasOrder) {
+  ug::manual_seed(3);
+  Tensor logits = ug::randn({6, 4}), labels = ug::tensor({0.0, 3.0, 1.0, 1.0, 2.0, 0.0}).to(ug::DType::Int64);
+  Tensor per_sample = F::cross_entropy(logits, labels, {.reduction = "none"});
+  train::KerasLoss mean("sparse_categorical_crossentropy", {.from_logits = true});
+  EXPECT_EQ(mean.name(), "sparse_categorical_crossentropy");
+  EXPECT_NEAR(mean(labels, logits).item<double>(), per_sample.mean().item<double>(), 1e-6);
+  Tensor w = ug::tensor({1.0, 0.0, 2.0, 0.5, 0.0, 1.5}).to(ug::DType::Float32);
+  train::KerasLoss by_weight("sparse_categorical_crossentropy",
+                             {.from_logits = true, .reduction = "mean_with_sample_weight"});
+  EXPECT_NEAR(by_weight(labels, logits, w).item<double>(), (per_sample * w).sum().item<double>() / 5.0, 1e-6);
+  train::KerasLoss none("mse", {.reduction = "none"});
+  EXPECT_EQ(none(logits, logits * 2).shape(), ug::Shape{6});
+  // compile's order is torch's: loss(output, target).
+  EXPECT_NEAR(mean.as_loss_fn()(logits, labels).item<double>(), mean(labels, logits).item<double>(), 0);
+  EXPECT_THROW(train::KerasLoss("mse", {.reduction = "batch"}), ug::ValueError);
+}
+
 TEST(Train, NamedLossesMatchTheirDefinitions) {
   ug::manual_seed(2);
   Tensor out = ug::randn({5, 3}), y = ug::randn({5, 3});

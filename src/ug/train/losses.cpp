@@ -97,7 +97,7 @@ LossFn loss_by_name(const std::string& name, bool from_logits) {
   return [](const Tensor& out, const Tensor& y) { return F::huber_loss(out, like_output(out, y)); };
 }
 
-LossFn per_sample_loss_by_name(const std::string& name, bool from_logits) {
+LossFn per_sample_loss_by_name(const std::string& name, bool from_logits, double huber_delta) {
   const std::string loss = canonical_loss_name(name);
   if (loss == "sparse_categorical_crossentropy") {
     if (from_logits)
@@ -131,7 +131,10 @@ LossFn per_sample_loss_by_name(const std::string& name, bool from_logits) {
     };
   else if (loss == "mse") elementwise = [](const Tensor& out, const Tensor& y) { return F::mse_loss(out, y, "none"); };
   else if (loss == "mae") elementwise = [](const Tensor& out, const Tensor& y) { return F::l1_loss(out, y, "none"); };
-  else elementwise = [](const Tensor& out, const Tensor& y) { return F::huber_loss(out, y, "none"); };
+  else
+    elementwise = [huber_delta](const Tensor& out, const Tensor& y) {
+      return F::huber_loss(out, y, "none", huber_delta);
+    };
   return [elementwise](const Tensor& out, const Tensor& y) {
     Tensor l = elementwise(out, like_output(out, y));
     return l.dim() > 1 ? l.mean({-1}) : l;

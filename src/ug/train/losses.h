@@ -35,8 +35,8 @@ LossFn loss_by_name(const std::string& name, bool from_logits);
 
 /** The same loss per sample, unreduced (Keras's reduction="none"): the elementwise losses
  *  averaged over the last dim (summed, for categorical_crossentropy), the class losses one
- *  value per sample; a 1-D output's losses are elementwise. */
-LossFn per_sample_loss_by_name(const std::string& name, bool from_logits);
+ *  value per sample; a 1-D output's losses are elementwise. huber_delta: Huber's delta. */
+LossFn per_sample_loss_by_name(const std::string& name, bool from_logits, double huber_delta = 1.0);
 
 /** The canonical name ("mse" for "mean_squared_error"); throws for unknown names. */
 std::string canonical_loss_name(const std::string& name);

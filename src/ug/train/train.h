@@ -3,6 +3,7 @@
 
 #include "ug/train/callback.h"
 #include "ug/train/callbacks.h"
+#include "ug/train/keras_losses.h"
 #include "ug/train/losses.h"
 #include "ug/train/metrics.h"
 #include "ug/train/progress.h"
