@@ -17,15 +17,20 @@ double eps_of(const Tensor& t) {
 }
 }  // namespace
 
-// ---- Normal ------------------------------------------------------------------------------
+// ---- LocScale ----------------------------------------------------------------------------
 
-Normal::Normal(const Tensor& loc, const Tensor& scale, bool validate_args) : Distribution({}, {}, validate_args) {
+LocScale::LocScale(const Tensor& loc, const Tensor& scale, bool validate_args) : Distribution({}, {}, validate_args) {
   auto b = broadcast_tensors({loc, scale});
   loc_ = b[0], scale_ = b[1];
   batch_shape_ = loc_.shape();
+}
+
+void LocScale::check_loc_scale() const {
   check_param("loc", loc_, constraints::real());
   check_param("scale", scale_, constraints::positive());
 }
+
+// ---- Normal ------------------------------------------------------------------------------
 
 Tensor Normal::rsample(const Dims& sample_shape) const {
   return loc_ + randn(extended_shape(sample_shape), like(loc_)) * scale_;
@@ -98,14 +103,6 @@ Tensor Exponential::cdf(const Tensor& value) const {
 Tensor Exponential::icdf(const Tensor& value) const { return -(-value).log1p() / rate_; }
 
 // ---- Laplace -----------------------------------------------------------------------------
-
-Laplace::Laplace(const Tensor& loc, const Tensor& scale, bool validate_args) : Distribution({}, {}, validate_args) {
-  auto b = broadcast_tensors({loc, scale});
-  loc_ = b[0], scale_ = b[1];
-  batch_shape_ = loc_.shape();
-  check_param("loc", loc_, constraints::real());
-  check_param("scale", scale_, constraints::positive());
-}
 
 Tensor Laplace::rsample(const Dims& sample_shape) const {
   Tensor u = empty(extended_shape(sample_shape), like(loc_));

@@ -9,29 +9,39 @@
 
 namespace ug::distributions {
 
-class Normal : public Distribution {
+/** A location-scale family over the reals (Normal, Laplace): loc and scale broadcast to the
+ *  batch shape, scale positive. */
+class LocScale : public Distribution {
  public:
-  Normal(const Tensor& loc, const Tensor& scale, bool validate_args = true);
+  Constraint support() const override { return constraints::real(); }
+  Tensor mean() const override { return loc_; }
+  const Tensor& loc() const { return loc_; }
+  const Tensor& scale() const { return scale_; }
+
+ protected:
+  LocScale(const Tensor& loc, const Tensor& scale, bool validate_args);
+  /** The parameters' checks: called by the derived class's constructor, whose name() they print. */
+  void check_loc_scale() const;
+  std::vector<std::pair<std::string, Tensor>> params() const override { return {{"loc", loc_}, {"scale", scale_}}; }
+
+  Tensor loc_, scale_;
+};
+
+class Normal : public LocScale {
+ public:
+  Normal(const Tensor& loc, const Tensor& scale, bool validate_args = true) : LocScale(loc, scale, validate_args) {
+    check_loc_scale();
+  }
   std::string name() const override { return "Normal"; }
   bool has_rsample() const override { return true; }
   /** loc + scale * eps, eps = ug::randn of the extended shape (the global generator). */
   Tensor rsample(const Dims& sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
   Tensor entropy() const override;
-  Tensor mean() const override { return loc_; }
   Tensor variance() const override { return scale_.square(); }
   Tensor stddev() const override { return scale_; }
   Tensor cdf(const Tensor& value) const override;
   Tensor icdf(const Tensor& value) const override;
-  Constraint support() const override { return constraints::real(); }
-  const Tensor& loc() const { return loc_; }
-  const Tensor& scale() const { return scale_; }
-
- protected:
-  std::vector<std::pair<std::string, Tensor>> params() const override { return {{"loc", loc_}, {"scale", scale_}}; }
-
- private:
-  Tensor loc_, scale_;
 };
 
 class Uniform : public Distribution {
@@ -83,29 +93,21 @@ class Exponential : public Distribution {
   Tensor rate_;
 };
 
-class Laplace : public Distribution {
+class Laplace : public LocScale {
  public:
-  Laplace(const Tensor& loc, const Tensor& scale, bool validate_args = true);
+  Laplace(const Tensor& loc, const Tensor& scale, bool validate_args = true) : LocScale(loc, scale, validate_args) {
+    check_loc_scale();
+  }
   std::string name() const override { return "Laplace"; }
   bool has_rsample() const override { return true; }
   /** loc - scale * sign(u) * log1p(-|u|), u uniform in (eps - 1, 1). */
   Tensor rsample(const Dims& sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
   Tensor entropy() const override { return 1 + (2 * scale_).log(); }
-  Tensor mean() const override { return loc_; }
   Tensor variance() const override { return 2 * scale_.square(); }
   Tensor stddev() const override { return std::sqrt(2.0) * scale_; }
   Tensor cdf(const Tensor& value) const override;
   Tensor icdf(const Tensor& value) const override;
-  Constraint support() const override { return constraints::real(); }
-  const Tensor& loc() const { return loc_; }
-  const Tensor& scale() const { return scale_; }
-
- protected:
-  std::vector<std::pair<std::string, Tensor>> params() const override { return {{"loc", loc_}, {"scale", scale_}}; }
-
- private:
-  Tensor loc_, scale_;
 };
 
 }  // namespace ug::distributions
