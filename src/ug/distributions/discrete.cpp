@@ -14,10 +14,6 @@
 namespace ug::distributions {
 
 namespace {
-void one_of(const char* dist, const std::optional<Tensor>& probs, const std::optional<Tensor>& logits) {
-  if (probs.has_value() == logits.has_value())
-    fail("[", dist, "] either `probs` or `logits` must be specified, but not both");
-}
 /** max(l, 0) - l v + log1p(exp(-|l|)): binary cross-entropy with logits, stable for any l. */
 Tensor bce_with_logits(const Tensor& logits, const Tensor& target) {
   return logits.relu() - logits * target + (-logits.abs()).exp().log1p();
@@ -30,11 +26,17 @@ Tensor clamp_probs(const Tensor& probs) {
   return probs.clamp(Scalar(eps), Scalar(1 - eps));
 }
 
+ProbsOrLogits::ProbsOrLogits(const char* dist, const std::optional<Tensor>& probs, const std::optional<Tensor>& logits,
+                             bool validate_args)
+    : Distribution({}, {}, validate_args), from_logits_(logits.has_value()) {
+  if (probs.has_value() == logits.has_value())
+    fail("[", dist, "] either `probs` or `logits` must be specified, but not both");
+}
+
 // ---- Bernoulli ---------------------------------------------------------------------------
 
 Bernoulli::Bernoulli(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits, bool validate_args)
-    : Distribution({}, {}, validate_args), from_logits_(logits.has_value()) {
-  one_of("Bernoulli", probs, logits);
+    : ProbsOrLogits("Bernoulli", probs, logits, validate_args) {
   if (from_logits_) {
     logits_ = *logits;
     probs_ = logits_.sigmoid();
@@ -66,8 +68,7 @@ Tensor Bernoulli::variance() const { return probs_ * (1 - probs_); }
 // ---- Categorical -------------------------------------------------------------------------
 
 Categorical::Categorical(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits, bool validate_args)
-    : Distribution({}, {}, validate_args), from_logits_(logits.has_value()) {
-  one_of("Categorical", probs, logits);
+    : ProbsOrLogits("Categorical", probs, logits, validate_args) {
   const Tensor& given = from_logits_ ? *logits : *probs;
   if (given.dim() < 1)
     fail("[Categorical] `", from_logits_ ? "logits" : "probs", "` parameter must be at least one-dimensional");

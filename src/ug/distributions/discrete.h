@@ -10,7 +10,25 @@
 
 namespace ug::distributions {
 
-class Bernoulli : public Distribution {
+/** A distribution given by probs or logits (exactly one; the constructor derives the other):
+ *  both readable, the given one shown by repr. */
+class ProbsOrLogits : public Distribution {
+ public:
+  const Tensor& probs() const { return probs_; }
+  const Tensor& logits() const { return logits_; }
+
+ protected:
+  ProbsOrLogits(const char* dist, const std::optional<Tensor>& probs, const std::optional<Tensor>& logits,
+                bool validate_args);
+  std::vector<std::pair<std::string, Tensor>> params() const override {
+    return {{from_logits_ ? "logits" : "probs", from_logits_ ? logits_ : probs_}};
+  }
+
+  Tensor probs_, logits_;
+  bool from_logits_;
+};
+
+class Bernoulli : public ProbsOrLogits {
  public:
   Bernoulli(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits = std::nullopt,
             bool validate_args = true);
@@ -22,20 +40,9 @@ class Bernoulli : public Distribution {
   Tensor mean() const override { return probs_; }
   Tensor variance() const override;
   Constraint support() const override { return constraints::boolean(); }
-  const Tensor& probs() const { return probs_; }
-  const Tensor& logits() const { return logits_; }
-
- protected:
-  std::vector<std::pair<std::string, Tensor>> params() const override {
-    return {{from_logits_ ? "logits" : "probs", from_logits_ ? logits_ : probs_}};
-  }
-
- private:
-  Tensor probs_, logits_;
-  bool from_logits_;
 };
 
-class Categorical : public Distribution {
+class Categorical : public ProbsOrLogits {
   friend class OneHotCategorical;
 
  public:
@@ -51,19 +58,8 @@ class Categorical : public Distribution {
   Tensor mean() const override;
   Tensor variance() const override { return mean(); }
   Constraint support() const override { return constraints::integer_interval(0, num_events() - 1); }
-  const Tensor& probs() const { return probs_; }
-  /** Normalised: logsumexp over the last dim is 0. */
-  const Tensor& logits() const { return logits_; }
+  /** logits() are normalised: logsumexp over the last dim is 0. */
   int64_t num_events() const { return probs_.size(-1); }
-
- protected:
-  std::vector<std::pair<std::string, Tensor>> params() const override {
-    return {{from_logits_ ? "logits" : "probs", from_logits_ ? logits_ : probs_}};
-  }
-
- private:
-  Tensor probs_, logits_;
-  bool from_logits_;
 };
 
 /** Vectors with a single 1: a Categorical's draws one-hot encoded over the last dim. */
