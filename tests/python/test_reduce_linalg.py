@@ -177,3 +177,32 @@ def test_a_whole_reduction_with_keepdim_keeps_every_dim_as_torch(name):
 def test_std_mean_and_var_mean(name, dim, keepdim):
     check(lambda m, x: getattr(m, name)(x, dim, correction=0, keepdim=keepdim), arr((3, 4, 5)))
     check(lambda m, x: getattr(m, name)(x, dim, keepdim=keepdim), arr((3, 4, 5)))
+
+
+def _with_nans(a, seed):
+    """a with NaNs at a few random places of some rows (floats only)."""
+    rng = np.random.default_rng(seed)
+    flat = a.reshape(-1).copy()
+    flat[rng.choice(flat.size, size=max(1, flat.size // 500), replace=False)] = np.nan
+    return flat.reshape(a.shape)
+
+
+# Lengths around the kernels' blocks (64 values searched at a time, 256 columns, 4096-value
+# chunks) and both layouts: reduced dim last (rows) and in the middle (columns).
+@pytest.mark.parametrize("shape,dim", [((3, 1), 1), ((2, 63), 1), ((2, 64), 1), ((3, 65), 1), ((2, 4097), 1),
+                                       ((1, 10000), 1), ((70, 3), 0), ((5, 300), 0), ((4, 257, 2), 1),
+                                       ((2, 5000, 3), 1)])
+@pytest.mark.parametrize("dtype,nans", [(d, False) for d in FLOATS + ["int8", "int32", "int64", "uint8", "bool"]]
+                         + [(d, True) for d in FLOATS])
+def test_extremes_and_their_first_index(shape, dim, dtype, nans):
+    """max/min/argmax/argmin (first index of ties; a NaN is the extreme, its first index
+    taken) against torch, values drawn from a few levels so that ties are everywhere."""
+    x = arr(shape, dtype, low=0, high=4, seed=len(shape) + shape[dim])
+    if dtype in FLOATS:
+        x.array = np.floor(x.array)
+        if nans:
+            x.array = _with_nans(x.array, seed=shape[dim])
+    for fn in (lambda m, t: t.amax(dim), lambda m, t: t.amin(dim), lambda m, t: t.argmax(dim),
+               lambda m, t: t.argmin(dim), lambda m, t: tuple(t.max(dim)), lambda m, t: t.max(),
+               lambda m, t: t.min(), lambda m, t: t.argmax()):
+        check(fn, x)

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <type_traits>
 
 #include "ug/backend/cpu/kernels.h"
 #include "ug/core/error.h"
@@ -38,12 +39,43 @@ template <class A> struct MinOp {
   static A combine(A a, A b) { return (a != a) ? a : (b != b) ? b : (b < a ? b : a); }
 };
 
-/** Reduces n contiguous values: sums vectorise with the simd reduction. */
+template <class Op, class A> constexpr bool kIsExtreme = std::is_same_v<Op, MaxOp<A>> || std::is_same_v<Op, MinOp<A>>;
+
+/** The max (or min) of n contiguous values, or NaN if one is NaN. The NaN test is a flag
+ *  beside the comparison so that both vectorise: combine's NaN branches kept the loop scalar,
+ *  20-40x slower than a sum. */
+template <bool IsMax, class T, class A> A extreme_run(const T* x, int64_t n) {
+  A acc = IsMax ? MaxOp<A>::init() : MinOp<A>::init();
+  int nan = 0;
+  if constexpr (IsMax) {
+#pragma omp simd reduction(max : acc) reduction(| : nan)
+    for (int64_t i = 0; i < n; ++i) {
+      const A v = static_cast<A>(x[i]);
+      acc = v > acc ? v : acc;
+      nan |= v != v;
+    }
+  } else {
+#pragma omp simd reduction(min : acc) reduction(| : nan)
+    for (int64_t i = 0; i < n; ++i) {
+      const A v = static_cast<A>(x[i]);
+      acc = v < acc ? v : acc;
+      nan |= v != v;
+    }
+  }
+  if constexpr (std::numeric_limits<A>::has_quiet_NaN) {
+    if (nan) return std::numeric_limits<A>::quiet_NaN();
+  }
+  return acc;
+}
+
+/** Reduces n contiguous values: sums and extremes vectorise with simd reductions. */
 template <class Op, class T, class A> A reduce_run(const T* x, int64_t n) {
   A acc = Op::init();
   if constexpr (std::is_same_v<Op, SumOp<A>> && std::is_floating_point_v<A>) {
 #pragma omp simd reduction(+ : acc)
     for (int64_t i = 0; i < n; ++i) acc += static_cast<A>(x[i]);
+  } else if constexpr (kIsExtreme<Op, A> && !std::is_same_v<A, bool>) {
+    acc = extreme_run<std::is_same_v<Op, MaxOp<A>>, T, A>(x, n);
   } else {
     for (int64_t i = 0; i < n; ++i) acc = Op::combine(acc, static_cast<A>(x[i]));
   }
@@ -101,27 +133,66 @@ void reduce_typed(const Tensor& x, int64_t outer, int64_t R, int64_t inner, cons
     }
 }
 
+/** The first i < n with hit(x[i]) (0 if none), one block of 64 values at a time, each block
+ *  searched by a vectorised min over the indices that hit. */
+template <class A, class T, class Hit> int64_t first_index(const T* x, int64_t n, Hit hit) {
+  constexpr int64_t kBlock = 64;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    int64_t first = e;
+#pragma omp simd reduction(min : first)
+    for (int64_t i = b; i < e; ++i) first = hit(static_cast<A>(x[i])) && i < first ? i : first;
+    if (first < e) return first;
+  }
+  return 0;
+}
+
 /** ArgMax/ArgMin: first index of the extreme value; NaN counts as the extreme. */
 template <bool IsMax, class T>
 void arg_reduce_typed(const Tensor& x, int64_t outer, int64_t R, int64_t inner, const Tensor& out) {
   using A = acc_t<T>;
   const T* px = static_cast<const T*>(x.raw_data());
   int64_t* po = static_cast<int64_t*>(out.raw_data());
-  parallel_for(outer * inner, std::max<int64_t>(1, kParallelWork / std::max<int64_t>(R, 1)),
+  const int64_t grain = std::max<int64_t>(1, kParallelWork / std::max<int64_t>(R, 1));
+  if (inner == 1 && !std::is_same_v<A, bool>) {
+    // Rows: the extreme in one vectorised pass, then the first index holding it (or the
+    // first NaN), instead of one branchy scalar pass.
+    parallel_for(outer, grain, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        const T* row = px + o * R;
+        const A best = extreme_run<IsMax, T, A>(row, R);
+        po[o] = best == best ? first_index<A>(row, R, [best](A v) { return v == best; })
+                             : first_index<A>(row, R, [](A v) { return v != v; });
+      }
+    });
+    return;
+  }
+  // Columns: a block of columns at a time, every row updating the block's best values and
+  // their indices together (vectorises across columns; a NaN, once met, stays the best).
+  constexpr int64_t kCols = 256;
+  const int64_t blocks = (inner + kCols - 1) / kCols;
+  parallel_for(outer * blocks, std::max<int64_t>(1, kParallelWork / std::max<int64_t>(R * kCols, 1)),
                [&](int64_t t0, int64_t t1) {
+                 A best[kCols];
+                 int64_t best_i[kCols];
                  for (int64_t t = t0; t < t1; ++t) {
-                   int64_t o = t / inner, j = t % inner;
-                   const T* base = px + o * R * inner + j;
-                   A best = static_cast<A>(base[0]);
-                   int64_t best_i = 0;
-                   for (int64_t r = 1; r < R && best == best; ++r) {
-                     A v = static_cast<A>(base[r * inner]);
-                     if (v != v || (IsMax ? v > best : v < best)) {
-                       best = v;
-                       best_i = r;
+                   const int64_t o = t / blocks, j0 = (t % blocks) * kCols, n = std::min(kCols, inner - j0);
+                   const T* base = px + o * R * inner + j0;
+                   for (int64_t j = 0; j < n; ++j) {
+                     best[j] = static_cast<A>(base[j]);
+                     best_i[j] = 0;
+                   }
+                   for (int64_t r = 1; r < R; ++r) {
+                     const T* row = base + r * inner;
+#pragma omp simd
+                     for (int64_t j = 0; j < n; ++j) {
+                       const A v = static_cast<A>(row[j]), b = best[j];
+                       const bool take = b == b && (v != v || (IsMax ? v > b : v < b));
+                       best[j] = take ? v : b;
+                       best_i[j] = take ? r : best_i[j];
                      }
                    }
-                   po[t] = best_i;
+                   for (int64_t j = 0; j < n; ++j) po[o * inner + j0 + j] = best_i[j];
                  }
                });
 }
