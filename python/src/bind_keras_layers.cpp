@@ -247,7 +247,8 @@ void bind_keras_layers(nb::module_& m) {
             return f.add_node(layer, std::move(inputs), dims_from_sequence(shape, "Functional"));
           },
           "layer"_a, "inputs"_a, "shape"_a)
-      .def("set_outputs", &FunctionalImpl::set_outputs, "outputs"_a)
+      .def("set_outputs", &FunctionalImpl::set_outputs, "outputs"_a, "keys"_a = std::vector<std::string>{},
+           "The output values; keys (one per output) make the outputs a dict, as Keras's outputs={...}.")
       .def(
           "forward",
           [](FunctionalImpl& f, nb::args args) -> nb::object {
@@ -262,6 +263,11 @@ void bind_keras_layers(nb::module_& m) {
               inputs.push_back(nb::cast<Tensor>(x));
             }
             std::vector<Tensor> out = f.forward_all(inputs);
+            if (f.dict_outputs()) {
+              nb::dict d;
+              for (size_t i = 0; i < out.size(); ++i) d[f.output_names()[i].c_str()] = nb::cast(out[i]);
+              return d;
+            }
             if (out.size() == 1) return nb::cast(out[0]);
             return nb::cast(out);
           },
@@ -269,7 +275,7 @@ void bind_keras_layers(nb::module_& m) {
       .def("__call__",
            [](nb::handle self, nb::args args, nb::kwargs kwargs) -> nb::object {
              auto& f = nb::cast<FunctionalImpl&>(self);
-             if (f.num_inputs() == 1 && f.outputs().size() == 1)
+             if (f.num_inputs() == 1 && f.outputs().size() == 1 && !f.dict_outputs())
                return nb::type<Module>().attr("__call__")(self, *args, **kwargs);  // the one-tensor fast path
              // Several inputs or outputs: Module's general call (its hooks) around forward.
              std::any out = f.call(std::any(nb::object(args)), [&](const std::any& inputs) {
@@ -283,6 +289,8 @@ void bind_keras_layers(nb::module_& m) {
       .def_prop_ro("input_names", &FunctionalImpl::input_names)
       .def_prop_ro("num_inputs", &FunctionalImpl::num_inputs)
       .def_prop_ro("output_ids", &FunctionalImpl::outputs)
+      .def_prop_ro("output_names", &FunctionalImpl::output_names,
+                   "Keras's output names: the outputs dict's keys, else the output layers' names.")
       .def(
           "get_layer",
           [](const FunctionalImpl& f, const std::string& name) {

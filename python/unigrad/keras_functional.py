@@ -103,6 +103,7 @@ def _flatten(tensors, what):
 
 def functional(inputs, outputs, name=None):
     """keras.Model(inputs=..., outputs=...): the C++ Functional model of the layers between them."""
+    keys = [str(k) for k in outputs] if isinstance(outputs, dict) else []  # Keras's dict outputs
     inputs, outputs = _flatten(inputs, "inputs"), _flatten(outputs, "outputs")
     for t in inputs:
         if t._layer is not None:
@@ -126,7 +127,7 @@ def functional(inputs, outputs, name=None):
     for t in nodes:
         layer = model.add_layer(_layer_name(t._layer), t._layer)
         ids[id(t)] = model.add_node(layer, [ids[id(p)] for p in t._parents], [1, *t.shape[1:]])
-    model.set_outputs([ids[id(t)] for t in outputs])
+    model.set_outputs([ids[id(t)] for t in outputs], keys)
     model.inputs, model.outputs = inputs, outputs
     return model
 
