@@ -220,6 +220,25 @@ void bind_keras_layers(nb::module_& m) {
                                          "keras.layers.Concatenate(axis=-1): the inputs joined along axis.")
       .def(nb::init<int64_t, const std::string&>(), "axis"_a = -1, "name"_a = "")
       .def_prop_ro("axis", &ConcatenateImpl::axis);
+  nb::class_<OperationImpl, MergeImpl>(
+      m, "Operation",
+      "A Keras operation on symbolic tensors (x + y, x[:, 0]) as a layer: fn(list of input tensors), shown "
+      "under type_name (Keras's class name, \"Add\").")
+      .def(
+          "__init__",
+          [](OperationImpl* self, const std::string& type_name, nb::callable fn, const std::string& name) {
+            new (self) OperationImpl(
+                type_name,
+                [fn = nb::object(fn), type_name](const std::vector<Tensor>& inputs) {
+                  nb::gil_scoped_acquire gil;
+                  nb::object out = fn(inputs);
+                  if (!nb::isinstance<Tensor>(out))
+                    ug::fail<ug::TypeError>("[", type_name, "] must return a Tensor, got ", nb::inst_name(out).c_str());
+                  return nb::cast<Tensor>(out);
+                },
+                name);
+          },
+          "type_name"_a, "fn"_a, "name"_a = "");
   nb::class_<KerasActivationImpl, Module>(m, "Activation",
                                           "keras.layers.Activation('relu'): the activation of that name.")
       .def(nb::init<const std::string&, const std::string&>(), "activation"_a, "name"_a = "")

@@ -58,6 +58,22 @@ class ConcatenateImpl : public MergeImpl {
 };
 UG_MODULE(Concatenate);
 
+/** A Keras operation on symbolic tensors (x + y, -x, x * 2, x[:, 0]) as a node's layer: fn on
+ *  the node's inputs (one or several; constants live in fn), shown under Keras's class name
+ *  (type_name: "Add", "GetItem") and named from it ("add_1", "get_item"). */
+class OperationImpl : public MergeImpl {
+  UG_CLONEABLE(OperationImpl)
+ public:
+  using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+  OperationImpl(const std::string& type_name, Fn fn, const std::string& name = "")
+      : MergeImpl(type_name, name), fn_(std::move(fn)) {}
+  Tensor merge(const std::vector<Tensor>& inputs) override { return fn_(inputs); }
+
+ private:
+  Fn fn_;
+};
+UG_MODULE(Operation);
+
 /** keras.layers.Activation("relu"): the activation of that name (nn::activation's names). */
 class KerasActivationImpl : public Module {
   UG_CLONEABLE(KerasActivationImpl)
