@@ -343,8 +343,7 @@ void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle 
   const bool several = outputs.size() > 1;
   if (several && (PyList_Check(loss.ptr()) || PyTuple_Check(loss.ptr()) || PyDict_Check(loss.ptr())))
     o.losses = per_output(loss, outputs, "loss", std::variant<std::string, train::LossFn>(std::string()), one_loss);
-  else
-    o.loss = one_loss(loss);
+  else o.loss = one_loss(loss);
   if (!loss_weights.is_none())
     o.loss_weights =
         per_output(loss_weights, outputs, "loss_weights", 1.0, [](nb::handle w) { return nb::cast<double>(w); });
@@ -369,15 +368,14 @@ void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle 
     if (PyUnicode_Check(metrics.ptr()))
       ug::fail<ug::TypeError>("[compile] metrics must be a list, such as [\"accuracy\"]");
     // Several outputs: a dict by output name, or a list of lists (one per output).
-    const bool nested = PyDict_Check(metrics.ptr()) ||
-                        (several && nb::len(metrics) > 0 &&
-                         (PyList_Check(metrics[0].ptr()) || PyTuple_Check(metrics[0].ptr())));
+    const bool nested =
+        PyDict_Check(metrics.ptr()) ||
+        (several && nb::len(metrics) > 0 && (PyList_Check(metrics[0].ptr()) || PyTuple_Check(metrics[0].ptr())));
     if (nested && several)
       o.output_metrics = per_output(metrics, outputs, "metrics", std::vector<train::Metric>{}, metric_list);
     else if (nested)
       ug::fail<ug::TypeError>("[compile] the model has one output: metrics must be a list, such as [\"accuracy\"]");
-    else
-      o.metrics = metric_list(metrics);
+    else o.metrics = metric_list(metrics);
   }
   o.learning_rate = learning_rate;
   o.from_logits = from_logits;
@@ -439,19 +437,19 @@ nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_
     bool arrays_given = tuple;
     if (tuple && !graph)
       for (nb::handle a : validation_data) arrays_given = arrays_given && is_array(a);
-    const Tensor weight_val = tuple && nb::len(validation_data) == 3 ? as_input(validation_data[2], float_dtype) : Tensor();
+    const Tensor weight_val =
+        tuple && nb::len(validation_data) == 3 ? as_input(validation_data[2], float_dtype) : Tensor();
     if (graph && arrays_given)
       validation = trainer.evaluation_batches(
           structured(validation_data[0], graph->input_names(), graph->name(), "input", "fit", float_dtype),
           structured(validation_data[1], trainer.output_names(), graph->name(), "output", "fit", float_dtype),
           batch_size.value_or(32), weight_val);
     else
-      validation = arrays_given
-                     ? trainer.evaluation_batches(
-                           as_input(validation_data[0], float_dtype), as_input(validation_data[1], float_dtype),
-                           batch_size.value_or(32),
-                           weight_val)
-                     : batches_from_python(validation_data, nb::none(), std::nullopt, false, true, float_dtype, "fit");
+      validation = arrays_given ? trainer.evaluation_batches(as_input(validation_data[0], float_dtype),
+                                                             as_input(validation_data[1], float_dtype),
+                                                             batch_size.value_or(32), weight_val)
+                                : batches_from_python(validation_data, nb::none(), std::nullopt, false, true,
+                                                      float_dtype, "fit");
   }
   o.validation_data = validation.get();
   o.callbacks = callbacks_from_python(self, callbacks);
@@ -514,11 +512,11 @@ nb::object predict(nb::handle self, nb::handle x, std::optional<int64_t> batch_s
   // Keras's structure: a list of the outputs, or a dict for a model whose outputs are one.
   const bool structured_x = PyList_Check(x.ptr()) || PyTuple_Check(x.ptr()) || PyDict_Check(x.ptr()) || is_array(x);
   std::vector<Tensor> outs =
-      structured_x ? trainer->predict_all(structured(x, graph->input_names(), graph->name(), "input", "predict",
-                                                     float_dtype),
-                                          batch_size.value_or(32), v)
-                   : trainer->predict_all(
-                         *batches_from_python(x, nb::none(), batch_size, false, false, float_dtype, "predict"), v);
+      structured_x
+          ? trainer->predict_all(structured(x, graph->input_names(), graph->name(), "input", "predict", float_dtype),
+                                 batch_size.value_or(32), v)
+          : trainer->predict_all(*batches_from_python(x, nb::none(), batch_size, false, false, float_dtype, "predict"),
+                                 v);
   if (outs.size() == 1) return nb::cast(outs[0]);
   if (!graph->dict_outputs()) return nb::cast(outs);
   nb::dict d;

@@ -78,7 +78,6 @@ TEST(Functional, BadGraphsAreRefused) {
   EXPECT_THROW(nn::Add()->merge({ones({2})}), ValueError);
 }
 
-
 TEST(Functional, TrainerFitsTwoInputsAndTwoOutputs) {
   // One full batch of plain SGD: the step of the hand-written loss mse(out0) + 0.5 * mse(out1).
   Graph g, ref;
@@ -111,9 +110,9 @@ TEST(Functional, TrainerFitsTwoInputsAndTwoOutputs) {
   const std::vector<Tensor> predicted = trainer.predict_all({a, b}, 4);
   ASSERT_EQ(predicted.size(), 2u);
   test::expect_values(predicted[1], test::values(g.model->forward_all({a, b})[1].detach()), 1e-6);
-  EXPECT_NEAR(trainer.evaluate({a, b}, {y0, y1}, 6, 0).at("add_loss"),
-              F::mse_loss(predicted[0], y0).item<double>(), 1e-6);
-  EXPECT_THROW(trainer.fit({a}, {y0, y1}, {.verbose = 0}), ValueError);  // one input short
+  EXPECT_NEAR(trainer.evaluate({a, b}, {y0, y1}, 6, 0).at("add_loss"), F::mse_loss(predicted[0], y0).item<double>(),
+              1e-6);
+  EXPECT_THROW(trainer.fit({a}, {y0, y1}, {.verbose = 0}), ValueError);           // one input short
   EXPECT_THROW(trainer.compile({.loss = "mse", .losses = {"mse"}}), ValueError);  // a loss per output
 }
 

@@ -231,3 +231,15 @@ def test_operators_on_symbolic_tensors_match_keras(keras, capsys):
     assert [r[0].rstrip("_0123456789") for r in rows[1:]] == ["add", "subtract", "get_item", "negative"]
     with pytest.raises(TypeError, match="cannot iterate"):
         list(a)
+
+
+def test_sequential_summary_shows_keras_names(capsys):
+    """Keras's summary names a row by the layer's name ("hidden (Dense)"); a layer without a
+    Keras name (a torch-style ReLU) keeps its place in the Sequential."""
+    model = ug.nn.Sequential(ug.keras.layers.Dense(4, input_dim=3, name="hidden"), ug.nn.ReLU(),
+                             ug.keras.layers.Dense(2), ug.keras.layers.Activation("softmax", name="probs"))
+    model.summary()
+    rows = [line.split()[:2] for line in capsys.readouterr().out.splitlines() if "(None" in line]
+    dense = model[2].name
+    assert dense.startswith("dense") and rows == [["hidden", "(Dense)"], ["1", "(ReLU)"], [dense, "(Dense)"],
+                                                  ["probs", "(Activation)"]]

@@ -105,8 +105,7 @@ void FunctionalImpl::set_outputs(std::vector<int64_t> outputs, std::vector<std::
 std::vector<std::string> FunctionalImpl::output_names() const {
   if (!output_keys_.empty()) return output_keys_;
   std::vector<std::string> names;
-  for (int64_t v : outputs_)
-    names.push_back(v < num_inputs_ ? input_names_[v] : names_[nodes_[v - num_inputs_].layer]);
+  for (int64_t v : outputs_) names.push_back(v < num_inputs_ ? input_names_[v] : names_[nodes_[v - num_inputs_].layer]);
   return names;
 }
 

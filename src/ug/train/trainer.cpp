@@ -187,10 +187,10 @@ Trainer::Fields Trainer::split_batch(const data::Example& batch, const char* who
   const size_t n = static_cast<size_t>(num_inputs_) + output_names_.size();
   if (batch.size() != n && batch.size() != n + 1) {
     if (n == 2)
-      fail<ValueError>("[", who, "] each batch must be (x, y) or (x, y, sample_weight), got ", batch.size(),
-                       " tensor", batch.size() == 1 ? "" : "s");
-    fail<ValueError>("[", who, "] each batch must hold the model's ", num_inputs_, " inputs and ",
-                     output_names_.size(), " targets (and optionally sample weights), got ", batch.size(), " tensors");
+      fail<ValueError>("[", who, "] each batch must be (x, y) or (x, y, sample_weight), got ", batch.size(), " tensor",
+                       batch.size() == 1 ? "" : "s");
+    fail<ValueError>("[", who, "] each batch must hold the model's ", num_inputs_, " inputs and ", output_names_.size(),
+                     " targets (and optionally sample weights), got ", batch.size(), " tensors");
   }
   Fields f;
   f.x.assign(batch.begin(), batch.begin() + num_inputs_);
@@ -265,17 +265,14 @@ void Trainer::compile(CompileOptions options) {
   if (!options.losses.empty() && options.losses.size() != outputs)
     fail<ValueError>("[compile] the model has ", outputs, " outputs; losses gives ", options.losses.size());
   if (!options.loss_weights.empty() && options.loss_weights.size() != outputs)
-    fail<ValueError>("[compile] the model has ", outputs, " outputs; loss_weights gives ",
-                     options.loss_weights.size());
+    fail<ValueError>("[compile] the model has ", outputs, " outputs; loss_weights gives ", options.loss_weights.size());
   std::vector<std::string> loss_names(outputs);
   std::vector<LossFn> losses(outputs), sample_losses(outputs);
   for (size_t i = 0; i < outputs; ++i)
-    std::tie(losses[i], sample_losses[i]) =
-        make_loss(options.losses.empty() ? options.loss : options.losses[i], options.from_logits, *module_,
-                  loss_names[i]);
+    std::tie(losses[i], sample_losses[i]) = make_loss(options.losses.empty() ? options.loss : options.losses[i],
+                                                      options.from_logits, *module_, loss_names[i]);
   if (std::none_of(losses.begin(), losses.end(), [](const LossFn& l) { return static_cast<bool>(l); }))
-    fail<ValueError>(
-        "[compile] a loss is required: a name such as \"sparse_categorical_crossentropy\" or a function");
+    fail<ValueError>("[compile] a loss is required: a name such as \"sparse_categorical_crossentropy\" or a function");
   // Binary accuracy thresholds logits at 0 and probabilities at 0.5: the same rule as the losses.
   const bool from_logits = options.from_logits.value_or(loss_takes_logits("binary_crossentropy", *module_));
 
@@ -566,8 +563,8 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
       Logs batch_logs;
       for (const auto& cb : callbacks) cb->on_train_batch_begin(pass.steps, batch_logs);
       // The first step runs eagerly: it makes lazily sized layers' parameters and the optimizer.
-      std::vector<Tensor> step = jit_step_ && stepped_ ? jit_step_(batch_fields(xy.x, xy.y, xy.weight, "fit"))
-                                                       : batch_step(xy, step_inside());
+      std::vector<Tensor> step =
+          jit_step_ && stepped_ ? jit_step_(batch_fields(xy.x, xy.y, xy.weight, "fit")) : batch_step(xy, step_inside());
       const std::vector<Tensor> losses(step.begin() + static_cast<std::ptrdiff_t>(output_names_.size()), step.end());
       step.resize(output_names_.size());
       record(pass, step, losses, xy.y, batch_size_of(xy.x[0]), /*global=*/true);

@@ -165,8 +165,8 @@ class Trainer {
   // sample weights (weighing every output's loss). The logs hold "loss" (the weighted sum),
   // with several outputs "<output>_loss" for each, and the metrics as "<output>_<metric>".
   std::shared_ptr<History> fit(const std::vector<Tensor>& x, const std::vector<Tensor>& y, FitOptions options = {});
-  Logs evaluate(const std::vector<Tensor>& x, const std::vector<Tensor>& y, int64_t batch_size = 32,
-                int verbose = 1, const Tensor& sample_weight = {});
+  Logs evaluate(const std::vector<Tensor>& x, const std::vector<Tensor>& y, int64_t batch_size = 32, int verbose = 1,
+                const Tensor& sample_weight = {});
   std::unique_ptr<data::BatchSource> evaluation_batches(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
                                                         int64_t batch_size, const Tensor& sample_weight = {}) const;
   /** Each output for every batch's inputs (its first fields), concatenated along dim 0. */
@@ -256,7 +256,7 @@ class Trainer {
   // a loss function), its weight.
   std::vector<LossFn> losses_, sample_losses_;
   std::vector<double> loss_weights_;
-  std::vector<Metric> metrics_;  // named as logged
+  std::vector<Metric> metrics_;         // named as logged
   std::vector<size_t> metric_outputs_;  // the output each metric reads
   std::vector<std::string> log_names_;  // "loss", the outputs' losses, the metrics: what a pass logs
   int64_t num_inputs_ = 1;
