@@ -220,6 +220,25 @@ void bind_keras_layers(nb::module_& m) {
                                          "keras.layers.Concatenate(axis=-1): the inputs joined along axis.")
       .def(nb::init<int64_t, const std::string&>(), "axis"_a = -1, "name"_a = "")
       .def_prop_ro("axis", &ConcatenateImpl::axis);
+  nb::class_<OperationImpl, MergeImpl>(
+      m, "Operation",
+      "A Keras operation on symbolic tensors (x + y, x[:, 0]) as a layer: fn(list of input tensors), shown "
+      "under type_name (Keras's class name, \"Add\").")
+      .def(
+          "__init__",
+          [](OperationImpl* self, const std::string& type_name, nb::callable fn, const std::string& name) {
+            new (self) OperationImpl(
+                type_name,
+                [fn = nb::object(fn), type_name](const std::vector<Tensor>& inputs) {
+                  nb::gil_scoped_acquire gil;
+                  nb::object out = fn(inputs);
+                  if (!nb::isinstance<Tensor>(out))
+                    ug::fail<ug::TypeError>("[", type_name, "] must return a Tensor, got ", nb::inst_name(out).c_str());
+                  return nb::cast<Tensor>(out);
+                },
+                name);
+          },
+          "type_name"_a, "fn"_a, "name"_a = "");
   nb::class_<KerasActivationImpl, Module>(m, "Activation",
                                           "keras.layers.Activation('relu'): the activation of that name.")
       .def(nb::init<const std::string&, const std::string&>(), "activation"_a, "name"_a = "")
@@ -247,7 +266,8 @@ void bind_keras_layers(nb::module_& m) {
             return f.add_node(layer, std::move(inputs), dims_from_sequence(shape, "Functional"));
           },
           "layer"_a, "inputs"_a, "shape"_a)
-      .def("set_outputs", &FunctionalImpl::set_outputs, "outputs"_a)
+      .def("set_outputs", &FunctionalImpl::set_outputs, "outputs"_a, "keys"_a = std::vector<std::string>{},
+           "The output values; keys (one per output) make the outputs a dict, as Keras's outputs={...}.")
       .def(
           "forward",
           [](FunctionalImpl& f, nb::args args) -> nb::object {
@@ -262,6 +282,11 @@ void bind_keras_layers(nb::module_& m) {
               inputs.push_back(nb::cast<Tensor>(x));
             }
             std::vector<Tensor> out = f.forward_all(inputs);
+            if (f.dict_outputs()) {
+              nb::dict d;
+              for (size_t i = 0; i < out.size(); ++i) d[f.output_names()[i].c_str()] = nb::cast(out[i]);
+              return d;
+            }
             if (out.size() == 1) return nb::cast(out[0]);
             return nb::cast(out);
           },
@@ -269,7 +294,7 @@ void bind_keras_layers(nb::module_& m) {
       .def("__call__",
            [](nb::handle self, nb::args args, nb::kwargs kwargs) -> nb::object {
              auto& f = nb::cast<FunctionalImpl&>(self);
-             if (f.num_inputs() == 1 && f.outputs().size() == 1)
+             if (f.num_inputs() == 1 && f.outputs().size() == 1 && !f.dict_outputs())
                return nb::type<Module>().attr("__call__")(self, *args, **kwargs);  // the one-tensor fast path
              // Several inputs or outputs: Module's general call (its hooks) around forward.
              std::any out = f.call(std::any(nb::object(args)), [&](const std::any& inputs) {
@@ -283,6 +308,8 @@ void bind_keras_layers(nb::module_& m) {
       .def_prop_ro("input_names", &FunctionalImpl::input_names)
       .def_prop_ro("num_inputs", &FunctionalImpl::num_inputs)
       .def_prop_ro("output_ids", &FunctionalImpl::outputs)
+      .def_prop_ro("output_names", &FunctionalImpl::output_names,
+                   "Keras's output names: the outputs dict's keys, else the output layers' names.")
       .def(
           "get_layer",
           [](const FunctionalImpl& f, const std::string& name) {

@@ -20,6 +20,7 @@
 #include "ug/compiler/jit.h"
 #include "convert.h"
 #include "ug/distributed/process_group.h"
+#include "ug/nn/functional_model.h"
 #include "ug/ops/random.h"
 #include "ug/train/train.h"
 
@@ -243,10 +244,81 @@ std::unique_ptr<Trainer> trainer_for(nb::handle self) {
   return std::make_unique<Trainer>(std::shared_ptr<Module>(std::shared_ptr<Module>(), &m));
 }
 
+/** The model when it is Keras's functional Model of several inputs or outputs (its fit,
+ *  evaluate and predict take lists or dicts of arrays), else null. */
+const ug::nn::FunctionalImpl* multi_io(nb::handle self) {
+  const auto* f = dynamic_cast<const ug::nn::FunctionalImpl*>(&nb::cast<Module&>(self));
+  return f && (f->num_inputs() > 1 || f->outputs().size() > 1) ? f : nullptr;
+}
+
+std::string quoted(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
+  return out;
+}
+
+/** Keras's x (what = "input") or y ("output") for a model of several: a list or tuple in the
+ *  model's order, a dict by name, or one array where there is one. */
+std::vector<Tensor> structured(nb::handle data, const std::vector<std::string>& names, const std::string& model,
+                               const char* what, const char* who, ug::DType float_dtype) {
+  std::vector<Tensor> out;
+  if (PyDict_Check(data.ptr())) {
+    nb::dict d = nb::borrow<nb::dict>(data);
+    for (auto [key, value] : d)
+      if (!PyUnicode_Check(key.ptr()) ||
+          std::find(names.begin(), names.end(), nb::cast<std::string>(key)) == names.end())
+        ug::fail<ug::ValueError>("[", who, "] model '", model, "' has no ", what, " named ",
+                                 nb::cast<std::string>(nb::repr(key)), "; its ", what, "s are ", quoted(names));
+    for (const std::string& name : names) {
+      if (!d.contains(name.c_str()))
+        ug::fail<ug::ValueError>("[", who, "] model '", model, "' is missing data for its ", what, " '", name,
+                                 "': the dict's keys must be ", quoted(names));
+      out.push_back(as_input(d[name.c_str()], float_dtype));
+    }
+    return out;
+  }
+  if (PyList_Check(data.ptr()) || PyTuple_Check(data.ptr())) {
+    if (nb::len(data) != names.size())
+      ug::fail<ug::ValueError>("[", who, "] model '", model, "' has ", names.size(), " ", what, "s (", quoted(names),
+                               "), got a list of ", nb::len(data));
+    for (nb::handle a : data) out.push_back(as_input(a, float_dtype));
+    return out;
+  }
+  if (names.size() == 1 && is_array(data)) return {as_input(data, float_dtype)};
+  ug::fail<ug::ValueError>("[", who, "] model '", model, "' has ", names.size(), " ", what, "s (", quoted(names),
+                           "): give a list of as many arrays or a dict by name, got ", nb::inst_name(data).c_str());
+}
+
+/** compile's loss, loss_weights or metrics for a model of several outputs: a list in output
+ *  order or a dict by output name (an output it does not name gets `missing`). */
+template <class T, class Convert>
+std::vector<T> per_output(nb::handle given, const std::vector<std::string>& names, const char* what, T missing,
+                          Convert convert) {
+  std::vector<T> out;
+  if (PyDict_Check(given.ptr())) {
+    nb::dict d = nb::borrow<nb::dict>(given);
+    for (auto [key, value] : d)
+      if (!PyUnicode_Check(key.ptr()) ||
+          std::find(names.begin(), names.end(), nb::cast<std::string>(key)) == names.end())
+        ug::fail<ug::ValueError>("[compile] ", what, " names ", nb::cast<std::string>(nb::repr(key)),
+                                 ", which is not an output of the model; its outputs are ", quoted(names));
+    for (const std::string& name : names) out.push_back(d.contains(name.c_str()) ? convert(d[name.c_str()]) : missing);
+    return out;
+  }
+  for (nb::handle v : given) out.push_back(convert(v));
+  return out;
+}
+
 void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle metrics,
              std::optional<double> learning_rate, std::optional<bool> from_logits, std::optional<double> clipnorm,
              std::optional<double> clipvalue, std::optional<double> global_clipnorm,
-             int64_t gradient_accumulation_steps, bool jit_compile) {
+             int64_t gradient_accumulation_steps, bool jit_compile, nb::handle loss_weights) {
+  nb::object t = trainer_object(self);
+  if (!t.is_valid()) {
+    t = nb::cast(trainer_for(self).release(), nb::rv_policy::take_ownership);
+    nb::setattr(self, "_trainer", t);
+  }
+  const std::vector<std::string>& outputs = nb::cast<Trainer&>(t).output_names();
   train::CompileOptions o;
   if (PyUnicode_Check(optimizer.ptr())) o.optimizer = nb::cast<std::string>(optimizer);
   else if (nb::isinstance<ug::optim::Optimizer>(optimizer))
@@ -260,22 +332,50 @@ void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle 
     ug::fail<ug::ValueError>(
         "[compile] loss is required: a name such as \"sparse_categorical_crossentropy\" or a "
         "function loss(output, target)");
-  if (PyUnicode_Check(loss.ptr())) o.loss = nb::cast<std::string>(loss);
-  else if (nb::isinstance<train::KerasLoss>(loss)) o.loss = nb::cast<const train::KerasLoss&>(loss).as_loss_fn();
-  else if (PyCallable_Check(loss.ptr())) o.loss = python_fn(loss, "loss");
-  else
+  auto one_loss = [](nb::handle l) -> std::variant<std::string, train::LossFn> {
+    if (l.is_none()) return std::string();  // an output without a loss
+    if (PyUnicode_Check(l.ptr())) return nb::cast<std::string>(l);
+    if (nb::isinstance<train::KerasLoss>(l)) return nb::cast<const train::KerasLoss&>(l).as_loss_fn();
+    if (PyCallable_Check(l.ptr())) return python_fn(l, "loss");
     ug::fail<ug::TypeError>("[compile] loss must be a name or a callable loss(output, target), got ",
-                            nb::inst_name(loss).c_str());
-  if (!metrics.is_none()) {
-    if (PyUnicode_Check(metrics.ptr()))
-      ug::fail<ug::TypeError>("[compile] metrics must be a list, such as [\"accuracy\"]");
-    for (nb::handle m : metrics) {
-      if (PyUnicode_Check(m.ptr())) o.metrics.emplace_back(nb::cast<std::string>(m));
-      else if (PyCallable_Check(m.ptr())) o.metrics.emplace_back(metric_name(m), python_fn(m, "metric"));
+                            nb::inst_name(l).c_str());
+  };
+  const bool several = outputs.size() > 1;
+  if (several && (PyList_Check(loss.ptr()) || PyTuple_Check(loss.ptr()) || PyDict_Check(loss.ptr())))
+    o.losses = per_output(loss, outputs, "loss", std::variant<std::string, train::LossFn>(std::string()), one_loss);
+  else o.loss = one_loss(loss);
+  if (!loss_weights.is_none())
+    o.loss_weights =
+        per_output(loss_weights, outputs, "loss_weights", 1.0, [](nb::handle w) { return nb::cast<double>(w); });
+  auto metric_list = [](nb::handle ms) {
+    std::vector<train::Metric> out;
+    if (ms.is_none()) return out;
+    if (PyUnicode_Check(ms.ptr()) || !nb::hasattr(ms, "__iter__")) {
+      if (!PyUnicode_Check(ms.ptr()) && !PyCallable_Check(ms.ptr()))
+        ug::fail<ug::TypeError>("[compile] metrics must be a list, such as [\"accuracy\"]");
+      ms = nb::make_tuple(ms);  // one output's single metric
+    }
+    for (nb::handle m : ms) {
+      if (PyUnicode_Check(m.ptr())) out.emplace_back(nb::cast<std::string>(m));
+      else if (PyCallable_Check(m.ptr())) out.emplace_back(metric_name(m), python_fn(m, "metric"));
       else
         ug::fail<ug::TypeError>("[compile] a metric must be a name or a callable metric(output, target), got ",
                                 nb::inst_name(m).c_str());
     }
+    return out;
+  };
+  if (!metrics.is_none()) {
+    if (PyUnicode_Check(metrics.ptr()))
+      ug::fail<ug::TypeError>("[compile] metrics must be a list, such as [\"accuracy\"]");
+    // Several outputs: a dict by output name, or a list of lists (one per output).
+    const bool nested =
+        PyDict_Check(metrics.ptr()) ||
+        (several && nb::len(metrics) > 0 && (PyList_Check(metrics[0].ptr()) || PyTuple_Check(metrics[0].ptr())));
+    if (nested && several)
+      o.output_metrics = per_output(metrics, outputs, "metrics", std::vector<train::Metric>{}, metric_list);
+    else if (nested)
+      ug::fail<ug::TypeError>("[compile] the model has one output: metrics must be a list, such as [\"accuracy\"]");
+    else o.metrics = metric_list(metrics);
   }
   o.learning_rate = learning_rate;
   o.from_logits = from_logits;
@@ -284,11 +384,6 @@ void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle 
   o.global_clipnorm = global_clipnorm;
   o.gradient_accumulation_steps = gradient_accumulation_steps;
   if (jit_compile) o.jit_compile = ug::jit_step_compiler();
-  nb::object t = trainer_object(self);
-  if (!t.is_valid()) {
-    t = nb::cast(trainer_for(self).release(), nb::rv_policy::take_ownership);
-    nb::setattr(self, "_trainer", t);
-  }
   nb::cast<Trainer&>(t).compile(std::move(o));
 }
 
@@ -319,13 +414,17 @@ nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_
   if (class_weight) o.class_weight = std::move(*class_weight);
   const ug::DType float_dtype = model_float_dtype(self);
   // Arrays are batched (and split, and shuffled) by the C++ fit; other data comes batched.
-  const bool arrays = is_array(x) && !y.is_none();
-  std::optional<Tensor> tx, ty;
+  // A model of several inputs or outputs takes them as lists or dicts, as Keras.
+  const ug::nn::FunctionalImpl* graph = multi_io(self);
+  const bool arrays = (is_array(x) || graph) && !y.is_none();
+  std::vector<Tensor> tx, ty;
   std::unique_ptr<ug::data::BatchSource> data, validation;
   if (!sample_weight.is_none()) o.sample_weight = as_input(sample_weight, float_dtype);
   if (arrays) {
-    tx = as_input(x, float_dtype);
-    ty = as_input(y, float_dtype);
+    tx = graph ? structured(x, graph->input_names(), graph->name(), "input", "fit", float_dtype)
+               : std::vector<Tensor>{as_input(x, float_dtype)};
+    ty = graph ? structured(y, trainer.output_names(), graph->name(), "output", "fit", float_dtype)
+               : std::vector<Tensor>{as_input(y, float_dtype)};
     o.batch_size = batch_size;
     o.shuffle = shuffle;
   } else {
@@ -336,20 +435,27 @@ nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_
     const bool tuple = (PyTuple_Check(validation_data.ptr()) || PyList_Check(validation_data.ptr())) &&
                        (nb::len(validation_data) == 2 || nb::len(validation_data) == 3);
     bool arrays_given = tuple;
-    if (tuple)
+    if (tuple && !graph)
       for (nb::handle a : validation_data) arrays_given = arrays_given && is_array(a);
-    validation = arrays_given
-                     ? trainer.evaluation_batches(
-                           as_input(validation_data[0], float_dtype), as_input(validation_data[1], float_dtype),
-                           batch_size.value_or(32),
-                           nb::len(validation_data) == 3 ? as_input(validation_data[2], float_dtype) : Tensor())
-                     : batches_from_python(validation_data, nb::none(), std::nullopt, false, true, float_dtype, "fit");
+    const Tensor weight_val =
+        tuple && nb::len(validation_data) == 3 ? as_input(validation_data[2], float_dtype) : Tensor();
+    if (graph && arrays_given)
+      validation = trainer.evaluation_batches(
+          structured(validation_data[0], graph->input_names(), graph->name(), "input", "fit", float_dtype),
+          structured(validation_data[1], trainer.output_names(), graph->name(), "output", "fit", float_dtype),
+          batch_size.value_or(32), weight_val);
+    else
+      validation = arrays_given ? trainer.evaluation_batches(as_input(validation_data[0], float_dtype),
+                                                             as_input(validation_data[1], float_dtype),
+                                                             batch_size.value_or(32), weight_val)
+                                : batches_from_python(validation_data, nb::none(), std::nullopt, false, true,
+                                                      float_dtype, "fit");
   }
   o.validation_data = validation.get();
   o.callbacks = callbacks_from_python(self, callbacks);
   trainer.set_output(python_stdout());
   std::shared_ptr<train::History> history =
-      arrays ? trainer.fit(*tx, *ty, std::move(o)) : trainer.fit(*data, std::move(o));
+      arrays ? trainer.fit(tx, ty, std::move(o)) : trainer.fit(*data, std::move(o));
   nb::object h = nb::cast(history);
   h.attr("set_model")(self);
   return h;
@@ -362,9 +468,14 @@ nb::object evaluate(nb::handle self, nb::handle x, nb::handle y, std::optional<i
   const int v = verbose_from_python(verbose, "evaluate");
   const ug::DType float_dtype = model_float_dtype(self);
   Logs logs;
-  if (is_array(x) && !y.is_none()) {
-    logs = trainer.evaluate(as_input(x, float_dtype), as_input(y, float_dtype), batch_size.value_or(32), v,
-                            sample_weight.is_none() ? Tensor() : as_input(sample_weight, float_dtype));
+  const ug::nn::FunctionalImpl* graph = multi_io(self);
+  const Tensor weight = sample_weight.is_none() ? Tensor() : as_input(sample_weight, float_dtype);
+  if (graph && !y.is_none()) {
+    logs = trainer.evaluate(structured(x, graph->input_names(), graph->name(), "input", "evaluate", float_dtype),
+                            structured(y, trainer.output_names(), graph->name(), "output", "evaluate", float_dtype),
+                            batch_size.value_or(32), v, weight);
+  } else if (is_array(x) && !y.is_none()) {
+    logs = trainer.evaluate(as_input(x, float_dtype), as_input(y, float_dtype), batch_size.value_or(32), v, weight);
   } else {
     if (!sample_weight.is_none())
       ug::fail<ug::ValueError>(
@@ -375,17 +486,42 @@ nb::object evaluate(nb::handle self, nb::handle x, nb::handle y, std::optional<i
   if (return_dict) return logs_to_python(logs);
   if (logs.size() == 1) return nb::float_(logs.at("loss"));
   nb::list out;  // Keras: [loss, metric1, ...]
-  for (const auto& [k, v] : logs) out.append(v);
+  std::vector<std::pair<std::string, double>> metrics;
+  for (const auto& [k, v] : logs) {
+    // Several outputs: Keras lists the losses in output order, then the metrics sorted by name.
+    if (graph && trainer.num_outputs() > 1 && !k.ends_with("_loss") && k != "loss") metrics.emplace_back(k, v);
+    else out.append(v);
+  }
+  std::sort(metrics.begin(), metrics.end());
+  for (const auto& [k, v] : metrics) out.append(v);
   return out;
 }
 
-Tensor predict(nb::handle self, nb::handle x, std::optional<int64_t> batch_size, nb::handle verbose) {
+nb::object predict(nb::handle self, nb::handle x, std::optional<int64_t> batch_size, nb::handle verbose) {
   nb::object t = trainer_object(self);
   std::unique_ptr<Trainer> own;
   Trainer* trainer = t.is_valid() ? &nb::cast<Trainer&>(t) : (own = trainer_for(self)).get();
-  auto data = batches_from_python(x, nb::none(), batch_size, false, false, model_float_dtype(self), "predict");
   trainer->set_output(python_stdout());
-  return trainer->predict(*data, verbose_from_python(verbose, "predict"));
+  const int v = verbose_from_python(verbose, "predict");
+  const ug::DType float_dtype = model_float_dtype(self);
+  const ug::nn::FunctionalImpl* graph = multi_io(self);
+  if (!graph) {
+    auto data = batches_from_python(x, nb::none(), batch_size, false, false, float_dtype, "predict");
+    return nb::cast(trainer->predict(*data, v));
+  }
+  // Keras's structure: a list of the outputs, or a dict for a model whose outputs are one.
+  const bool structured_x = PyList_Check(x.ptr()) || PyTuple_Check(x.ptr()) || PyDict_Check(x.ptr()) || is_array(x);
+  std::vector<Tensor> outs =
+      structured_x
+          ? trainer->predict_all(structured(x, graph->input_names(), graph->name(), "input", "predict", float_dtype),
+                                 batch_size.value_or(32), v)
+          : trainer->predict_all(*batches_from_python(x, nb::none(), batch_size, false, false, float_dtype, "predict"),
+                                 v);
+  if (outs.size() == 1) return nb::cast(outs[0]);
+  if (!graph->dict_outputs()) return nb::cast(outs);
+  nb::dict d;
+  for (size_t i = 0; i < outs.size(); ++i) d[graph->output_names()[i].c_str()] = nb::cast(outs[i]);
+  return d;
 }
 
 /** Binds the hooks so Python can call them (super().on_epoch_end(...) or by hand): T's own
@@ -613,9 +749,11 @@ void bind_train(nb::module_& m) {
       "loss"_a = nb::none(), "metrics"_a = nb::none(), nb::kw_only(), "learning_rate"_a = nb::none(),
       "from_logits"_a = nb::none(), "clipnorm"_a = nb::none(), "clipvalue"_a = nb::none(),
       "global_clipnorm"_a = nb::none(), "gradient_accumulation_steps"_a = 1, "jit_compile"_a = false,
+      "loss_weights"_a = nb::none(),
       "Keras's compile: optimizer (a name such as \"adam\", Keras's optimizer of that name, or a "
       "ug.optimizers / ug.optim optimizer), loss (a name or loss(output, target)), metrics (names or "
-      "metric(output, target)). Named losses take logits unless the "
+      "metric(output, target)). A model of several outputs takes loss, loss_weights and metrics per output, as "
+      "a list or a dict by output name. Named losses take logits unless the "
       "model ends in a Softmax/Sigmoid; from_logits overrides that. jit_compile=True runs fit's training "
       "step as a compiled program (ug.jit) from the second step on.");
   nb::cpp_function_def(

@@ -37,6 +37,69 @@ class KerasTensor:
     def __repr__(self):
         return f"<KerasTensor shape={self.shape}, dtype={self.dtype}, name={self.name}>"
 
+    # Keras 3's operators on symbolic tensors, each a node of its operation (named as Keras's).
+    __array_ufunc__ = None  # numpy_array + x: numpy defers to __radd__
+
+    def __add__(self, other):
+        return _operation("Add", lambda a, b: a + b, self, other)
+
+    def __radd__(self, other):
+        return _operation("Add", lambda a, b: a + b, other, self)
+
+    def __sub__(self, other):
+        return _operation("Subtract", lambda a, b: a - b, self, other)
+
+    def __rsub__(self, other):
+        return _operation("Subtract", lambda a, b: a - b, other, self)
+
+    def __mul__(self, other):
+        return _operation("Multiply", lambda a, b: a * b, self, other)
+
+    def __rmul__(self, other):
+        return _operation("Multiply", lambda a, b: a * b, other, self)
+
+    def __truediv__(self, other):
+        return _operation("TrueDivide", lambda a, b: a / b, self, other)
+
+    def __rtruediv__(self, other):
+        return _operation("TrueDivide", lambda a, b: a / b, other, self)
+
+    def __pow__(self, other):
+        return _operation("Power", lambda a, b: a**b, self, other)
+
+    def __rpow__(self, other):
+        return _operation("Power", lambda a, b: a**b, other, self)
+
+    def __matmul__(self, other):
+        return _operation("Matmul", lambda a, b: a @ b, self, other)
+
+    def __rmatmul__(self, other):
+        return _operation("Matmul", lambda a, b: a @ b, other, self)
+
+    def __neg__(self):
+        return _operation("Negative", lambda a: -a, self)
+
+    def __abs__(self):
+        return _operation("Absolute", abs, self)
+
+    def __lt__(self, other):
+        return _operation("Less", lambda a, b: a < b, self, other)
+
+    def __le__(self, other):
+        return _operation("LessEqual", lambda a, b: a <= b, self, other)
+
+    def __gt__(self, other):
+        return _operation("Greater", lambda a, b: a > b, self, other)
+
+    def __ge__(self, other):
+        return _operation("GreaterEqual", lambda a, b: a >= b, self, other)
+
+    def __getitem__(self, key):
+        return _operation("GetItem", lambda a: a[key], self)
+
+    def __iter__(self):  # without it, Python would iterate by __getitem__ forever
+        raise TypeError(f"[KerasTensor] cannot iterate over the symbolic tensor '{self.name}'")
+
 
 def Input(shape=None, batch_size=None, dtype=None, name=None):
     """keras.Input: a symbolic graph input of shape (batch_size, *shape); batch_size None
@@ -89,6 +152,20 @@ def _record(layer, *args, **kwargs):
     return KerasTensor((batch, *out.shape[1:]), out.dtype, f"{name}_output", layer, parents)
 
 
+def _operation(type_name, fn, *operands):
+    """fn on symbolic tensors and constants (Python numbers, tensors, arrays): a node of a Keras
+    operation (ug.keras.Operation) that calls fn with its inputs' values in the constants' places."""
+    symbolic = [isinstance(x, KerasTensor) for x in operands]
+    operands = [x if s or isinstance(x, (int, float, bool, _C.Tensor)) else _C.tensor(x)
+                for x, s in zip(operands, symbolic)]
+
+    def apply(values):
+        values = iter(values)
+        return fn(*[next(values) if s else x for x, s in zip(operands, symbolic)])
+
+    return _record(_C._keras.Operation(type_name, apply), [x for x, s in zip(operands, symbolic) if s])
+
+
 def _flatten(tensors, what):
     """inputs / outputs as Keras takes them: one symbolic tensor, a list or tuple, or a dict (its values)."""
     if isinstance(tensors, dict):
@@ -103,6 +180,7 @@ def _flatten(tensors, what):
 
 def functional(inputs, outputs, name=None):
     """keras.Model(inputs=..., outputs=...): the C++ Functional model of the layers between them."""
+    keys = [str(k) for k in outputs] if isinstance(outputs, dict) else []  # Keras's dict outputs
     inputs, outputs = _flatten(inputs, "inputs"), _flatten(outputs, "outputs")
     for t in inputs:
         if t._layer is not None:
@@ -126,7 +204,7 @@ def functional(inputs, outputs, name=None):
     for t in nodes:
         layer = model.add_layer(_layer_name(t._layer), t._layer)
         ids[id(t)] = model.add_node(layer, [ids[id(p)] for p in t._parents], [1, *t.shape[1:]])
-    model.set_outputs([ids[id(t)] for t in outputs])
+    model.set_outputs([ids[id(t)] for t in outputs], keys)
     model.inputs, model.outputs = inputs, outputs
     return model
 

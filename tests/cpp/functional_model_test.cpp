@@ -2,9 +2,14 @@
 // and outputs, a layer shared by two nodes, merge layers, its summary, copy and errors.
 #include "test_util.h"
 #include "ug/nn/functional_model.h"
+#include "ug/nn/nn.h"
+#include "ug/optim/optim.h"
+#include "ug/train/trainer.h"
 
 namespace ug {
 namespace {
+
+namespace F = nn::functional;
 
 /** inputs a, b (4 features each) -> shared Dense(3) on both -> Add, Concatenate -> two outputs. */
 struct Graph {
@@ -71,6 +76,44 @@ TEST(Functional, BadGraphsAreRefused) {
   model->set_outputs({model->add_node(dense, {0})});
   EXPECT_THROW(model->forward_all({ones({2, 3}), ones({2, 3})}), ValueError);
   EXPECT_THROW(nn::Add()->merge({ones({2})}), ValueError);
+}
+
+TEST(Functional, TrainerFitsTwoInputsAndTwoOutputs) {
+  // One full batch of plain SGD: the step of the hand-written loss mse(out0) + 0.5 * mse(out1).
+  Graph g, ref;
+  {
+    NoGradGuard no_grad;
+    ref.shared->weight().copy_(g.shared->weight());
+    ref.shared->bias().copy_(g.shared->bias());
+  }
+  const Tensor a = randn({6, 4}), b = randn({6, 4}), y0 = randn({6, 3}), y1 = randn({6, 6});
+  train::Trainer trainer(g.model);
+  EXPECT_EQ(trainer.num_inputs(), 2);
+  EXPECT_EQ(trainer.output_names(), (std::vector<std::string>{"add", "concat"}));
+  trainer.compile({.optimizer = std::make_shared<optim::SGD>(g.model->parameters(), optim::SGDOptions(0.1)),
+                   .loss = "mse",
+                   .loss_weights = {1.0, 0.5},
+                   .output_metrics = {{}, {"mae"}}});
+  auto history = trainer.fit({a, b}, {y0, y1}, {.verbose = 0, .batch_size = 6, .shuffle = false});
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : history->history) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"loss", "add_loss", "concat_loss", "concat_mae"}));
+
+  std::vector<Tensor> out = ref.model->forward_all({a, b});
+  const Tensor l0 = F::mse_loss(out[0], y0), l1 = F::mse_loss(out[1], y1);
+  (l0 + l1 * 0.5).backward();
+  EXPECT_NEAR(history->history.at("loss")[0], (l0 + l1 * 0.5).item<double>(), 1e-6);
+  EXPECT_NEAR(history->history.at("concat_loss")[0], l1.item<double>(), 1e-6);
+  const Tensor w = ref.shared->weight().detach() - ref.shared->weight().grad() * 0.1;
+  test::expect_values(g.shared->weight().detach(), test::values(w), 1e-6);
+
+  const std::vector<Tensor> predicted = trainer.predict_all({a, b}, 4);
+  ASSERT_EQ(predicted.size(), 2u);
+  test::expect_values(predicted[1], test::values(g.model->forward_all({a, b})[1].detach()), 1e-6);
+  EXPECT_NEAR(trainer.evaluate({a, b}, {y0, y1}, 6, 0).at("add_loss"), F::mse_loss(predicted[0], y0).item<double>(),
+              1e-6);
+  EXPECT_THROW(trainer.fit({a}, {y0, y1}, {.verbose = 0}), ValueError);           // one input short
+  EXPECT_THROW(trainer.compile({.loss = "mse", .losses = {"mse"}}), ValueError);  // a loss per output
 }
 
 }  // namespace

@@ -206,3 +206,40 @@ def test_deepcopy_copies_the_layers_once():
     xs = [ug.randn(2, 20), ug.randn(2, 20)]
     np.testing.assert_array_equal(model(xs).detach().numpy(), other(xs).detach().numpy())
     assert other.layers[0] is not model.layers[0] and other.outputs[0]._layer is other.get_layer("out")
+
+
+def operators(k):
+    a, b = k.Input(shape=(4,), name="a"), k.Input(shape=(4,), name="b")
+    h = k.layers.Dense(4, name="proj")(a)
+    out = (h + b) * 2.0 - a / (abs(b) + 1.0) + (-a) ** 2 + 1.0 - 0.5 * h[:, :1]
+    return k.Model([a, b], [out, a[:, 0], h @ np.ones((4, 2), np.float32), (a > b) * 1.0], name="ops")
+
+
+def test_operators_on_symbolic_tensors_match_keras(keras, capsys):
+    ours, theirs = _twins(keras, operators)
+    xs = _inputs(theirs)
+    want = _listed(theirs(xs))
+    got = _listed(ours([ug.tensor(x) for x in xs]))
+    assert [g.shape for g in got] == [w.shape for w in want] == [(6, 4), (6,), (6, 2), (6, 4)]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    # Each operator is a node of Keras's operation, named as Keras names it.
+    a = ug.keras.Input(shape=(3,), name="x")
+    ug.keras.Model(a, [a + 1, 1 - a, a[:, 0], -a]).summary()
+    rows = [line.split()[:2] for line in capsys.readouterr().out.splitlines() if "(None" in line]
+    assert [r[1] for r in rows] == ["(InputLayer)", "(Add)", "(Subtract)", "(GetItem)", "(Negative)"]
+    assert [r[0].rstrip("_0123456789") for r in rows[1:]] == ["add", "subtract", "get_item", "negative"]
+    with pytest.raises(TypeError, match="cannot iterate"):
+        list(a)
+
+
+def test_sequential_summary_shows_keras_names(capsys):
+    """Keras's summary names a row by the layer's name ("hidden (Dense)"); a layer without a
+    Keras name (a torch-style ReLU) keeps its place in the Sequential."""
+    model = ug.nn.Sequential(ug.keras.layers.Dense(4, input_dim=3, name="hidden"), ug.nn.ReLU(),
+                             ug.keras.layers.Dense(2), ug.keras.layers.Activation("softmax", name="probs"))
+    model.summary()
+    rows = [line.split()[:2] for line in capsys.readouterr().out.splitlines() if "(None" in line]
+    dense = model[2].name
+    assert dense.startswith("dense") and rows == [["hidden", "(Dense)"], ["1", "(ReLU)"], [dense, "(Dense)"],
+                                                  ["probs", "(Activation)"]]

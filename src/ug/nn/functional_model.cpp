@@ -91,12 +91,22 @@ int64_t FunctionalImpl::add_node(int64_t layer, std::vector<int64_t> inputs, Sha
   return id;
 }
 
-void FunctionalImpl::set_outputs(std::vector<int64_t> outputs) {
+void FunctionalImpl::set_outputs(std::vector<int64_t> outputs, std::vector<std::string> keys) {
   if (outputs.empty()) fail<ValueError>("[Functional] needs at least one output");
+  if (!keys.empty() && keys.size() != outputs.size())
+    fail<ValueError>("[Functional] ", outputs.size(), " outputs need as many keys, got ", keys.size());
   for (int64_t v : outputs)
     if (v < 0 || v >= static_cast<int64_t>(last_use_.size()))
       fail<ValueError>("[Functional] output ", v, " is not a value of the graph");
   outputs_ = std::move(outputs);
+  output_keys_ = std::move(keys);
+}
+
+std::vector<std::string> FunctionalImpl::output_names() const {
+  if (!output_keys_.empty()) return output_keys_;
+  std::vector<std::string> names;
+  for (int64_t v : outputs_) names.push_back(v < num_inputs_ ? input_names_[v] : names_[nodes_[v - num_inputs_].layer]);
+  return names;
 }
 
 std::vector<Tensor> FunctionalImpl::forward_all(const std::vector<Tensor>& inputs) {

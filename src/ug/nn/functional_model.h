@@ -58,6 +58,22 @@ class ConcatenateImpl : public MergeImpl {
 };
 UG_MODULE(Concatenate);
 
+/** A Keras operation on symbolic tensors (x + y, -x, x * 2, x[:, 0]) as a node's layer: fn on
+ *  the node's inputs (one or several; constants live in fn), shown under Keras's class name
+ *  (type_name: "Add", "GetItem") and named from it ("add_1", "get_item"). */
+class OperationImpl : public MergeImpl {
+  UG_CLONEABLE(OperationImpl)
+ public:
+  using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+  OperationImpl(const std::string& type_name, Fn fn, const std::string& name = "")
+      : MergeImpl(type_name, name), fn_(std::move(fn)) {}
+  Tensor merge(const std::vector<Tensor>& inputs) override { return fn_(inputs); }
+
+ private:
+  Fn fn_;
+};
+UG_MODULE(Operation);
+
 /** keras.layers.Activation("relu"): the activation of that name (nn::activation's names). */
 class KerasActivationImpl : public Module {
   UG_CLONEABLE(KerasActivationImpl)
@@ -100,7 +116,8 @@ class FunctionalImpl : public Module {
   int64_t add_layer(const std::string& name, std::shared_ptr<Module> layer);
   /** A node running layer on the values `inputs` (ids of graph inputs or earlier nodes): its value id. */
   int64_t add_node(int64_t layer, std::vector<int64_t> inputs, Shape shape = {});
-  void set_outputs(std::vector<int64_t> outputs);
+  /** keys: Keras's dict outputs ({"a": t1, "b": t2}), one per output; empty for a list. */
+  void set_outputs(std::vector<int64_t> outputs, std::vector<std::string> keys = {});
 
   /** Evaluates the nodes in order on the graph's inputs, freeing each value after its last use. */
   std::vector<Tensor> forward_all(const std::vector<Tensor>& inputs);
@@ -110,6 +127,11 @@ class FunctionalImpl : public Module {
   int64_t num_inputs() const { return num_inputs_; }
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<int64_t>& outputs() const { return outputs_; }
+  /** Whether the outputs are a dict (keyed by output_names()). */
+  bool dict_outputs() const { return !output_keys_.empty(); }
+  /** Keras's output names: the dict's keys, else each output's layer name (an input's name
+   *  for an output that is an input). fit's logs and per-output losses go by these. */
+  std::vector<std::string> output_names() const;
   const std::vector<std::shared_ptr<Module>>& layers() const { return layers_; }
   const std::vector<std::string>& layer_names() const { return names_; }
   const std::string& name() const { return name_; }
@@ -132,6 +154,7 @@ class FunctionalImpl : public Module {
   std::vector<std::string> names_;
   std::vector<Node> nodes_;
   std::vector<int64_t> outputs_;
+  std::vector<std::string> output_keys_;
   std::vector<int64_t> last_use_;  // per value id: the last node reading it (outputs: never freed)
 };
 UG_MODULE(Functional);

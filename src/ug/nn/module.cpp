@@ -1,5 +1,7 @@
 #include "ug/nn/module.h"
 #include "ug/nn/functional_model.h"
+#include "ug/nn/layers/keras_conv.h"
+#include "ug/nn/layers/linear.h"
 
 #include <algorithm>
 #include <sstream>
@@ -427,6 +429,21 @@ std::string Module::to_string() const {
   return out;
 }
 
+namespace {
+/** Keras's layer.name for Keras's layer classes ("dense_1"), "" for the others. */
+std::string keras_name(const Module& m) {
+  if (const auto* l = dynamic_cast<const DenseImpl*>(&m)) return l->name();
+  if (const auto* l = dynamic_cast<const KerasConvImpl*>(&m)) return l->name();
+  if (const auto* l = dynamic_cast<const KerasPoolImpl*>(&m)) return l->name();
+  if (const auto* l = dynamic_cast<const KerasGlobalPoolImpl*>(&m)) return l->name();
+  if (const auto* l = dynamic_cast<const BatchNormalizationImpl*>(&m)) return l->name();
+  if (const auto* l = dynamic_cast<const MergeImpl*>(&m)) return l->name();
+  if (const auto* l = dynamic_cast<const KerasActivationImpl*>(&m)) return l->name();
+  if (const auto* l = dynamic_cast<const FunctionalImpl*>(&m)) return l->name();
+  return "";
+}
+}  // namespace
+
 std::string Module::summary(const Shape& input_shape, std::optional<DType> dtype) {
   using Row = detail::SummaryRow;
   std::vector<Row> rows;
@@ -443,11 +460,14 @@ std::string Module::summary(const Shape& input_shape, std::optional<DType> dtype
     }
   };
   collect("", *this);
-  for (auto& [name, m] : layers) {
-    size_t id = m->register_forward_hook([&rows, name = name](Module& mod, const Tensor&, const Tensor& out) {
-      rows.push_back({name, mod.type_name(), out.shape(), mod.num_parameters()});
-      return std::optional<Tensor>();
-    });
+  for (auto& [child, m] : layers) {
+    // A row shows the layer's Keras name where it has one (as Keras's summary), else its attribute name.
+    const std::string keras = keras_name(*m);
+    size_t id = m->register_forward_hook(
+        [&rows, name = keras.empty() ? child : keras](Module& mod, const Tensor&, const Tensor& out) {
+          rows.push_back({name, mod.type_name(), out.shape(), mod.num_parameters()});
+          return std::optional<Tensor>();
+        });
     hooked.emplace_back(m, id);
   }
   Tensor out;

@@ -13,6 +13,7 @@
 #include "ug/data/seeding.h"
 #include "ug/distributed/data_parallel.h"
 #include "ug/distributed/distributed.h"
+#include "ug/nn/functional_model.h"
 #include "ug/nn/mixed_precision.h"
 #include "ug/ops/join.h"
 #include "ug/optim/optim.h"
@@ -36,23 +37,29 @@ class ModeGuard {
 
 int64_t batch_size_of(const Tensor& x) { return x.dim() > 0 ? x.size(0) : 1; }
 
-const data::Example& checked_batch(const data::Example& batch, const char* who) {
-  if (batch.size() != 2 && batch.size() != 3)
-    fail<ValueError>("[", who, "] each batch must be (x, y) or (x, y, sample_weight), got ", batch.size(), " tensor",
-                     batch.size() == 1 ? "" : "s");
-  return batch;
-}
-
-/** The batch's sample weights (its third field), or an undefined tensor. */
-Tensor batch_weight(const data::Example& batch) { return batch.size() == 3 ? batch[2] : Tensor(); }
-
 /** x and y, and the sample weights when defined: the fields a batch of them carries. */
-std::vector<Tensor> batch_fields(const Tensor& x, const Tensor& y, const Tensor& weight, const char* who) {
-  if (!weight.defined()) return {x, y};
-  const int64_t n = x.dim() > 0 ? x.size(0) : 0;
+std::vector<Tensor> batch_fields(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Tensor& weight,
+                                 const char* who) {
+  std::vector<Tensor> fields = x;
+  fields.insert(fields.end(), y.begin(), y.end());
+  if (!weight.defined()) return fields;
+  const int64_t n = x[0].dim() > 0 ? x[0].size(0) : 0;
   if (weight.dim() == 0 || weight.size(0) != n)
     fail<ValueError>("[", who, "] sample_weight must have one weight per sample (", n, "), got shape ", weight.shape());
-  return {x, y, weight};
+  fields.push_back(weight);
+  return fields;
+}
+
+/** A loss given by name or function, with its per-sample form for sample weights (null for a function). */
+std::pair<LossFn, LossFn> make_loss(const std::variant<std::string, LossFn>& given, std::optional<bool> from_logits,
+                                    nn::Module& module, std::string& name) {
+  if (const auto* n = std::get_if<std::string>(&given)) {
+    if (n->empty()) return {};
+    name = canonical_loss_name(*n);
+    const bool logits = from_logits.value_or(loss_takes_logits(name, module));
+    return {loss_by_name(name, logits), per_sample_loss_by_name(name, logits)};
+  }
+  return {std::get<LossFn>(given), nullptr};
 }
 
 /** Keras's class_weight_to_sample_weights: class_weight[class] per sample, the class read
@@ -162,14 +169,39 @@ size_t optimizer_size(const optim::Optimizer& opt) {
 }  // namespace
 
 struct Trainer::Pass {
-  explicit Pass(size_t metrics) : metrics(metrics) {}
-  MeanTracker loss;
-  std::vector<MeanTracker> metrics;
+  explicit Pass(size_t values) : values(values) {}
+  std::vector<MeanTracker> values;  // log_names_'s: the loss first
   int64_t steps = 0, samples = 0;
 };
 
 Trainer::Trainer(std::shared_ptr<nn::Module> module) : module_(std::move(module)) {
   if (!module_) fail<ValueError>("[Trainer] expected a module, got none");
+  output_names_ = {"output"};
+  if (auto* f = dynamic_cast<nn::FunctionalImpl*>(module_.get())) {
+    num_inputs_ = f->num_inputs();
+    output_names_ = f->output_names();
+  }
+}
+
+Trainer::Fields Trainer::split_batch(const data::Example& batch, const char* who) const {
+  const size_t n = static_cast<size_t>(num_inputs_) + output_names_.size();
+  if (batch.size() != n && batch.size() != n + 1) {
+    if (n == 2)
+      fail<ValueError>("[", who, "] each batch must be (x, y) or (x, y, sample_weight), got ", batch.size(), " tensor",
+                       batch.size() == 1 ? "" : "s");
+    fail<ValueError>("[", who, "] each batch must hold the model's ", num_inputs_, " inputs and ", output_names_.size(),
+                     " targets (and optionally sample weights), got ", batch.size(), " tensors");
+  }
+  Fields f;
+  f.x.assign(batch.begin(), batch.begin() + num_inputs_);
+  f.y.assign(batch.begin() + num_inputs_, batch.begin() + static_cast<std::ptrdiff_t>(n));
+  if (batch.size() > n) f.weight = batch.back();
+  return f;
+}
+
+std::vector<Tensor> Trainer::run_model(nn::Module& m, const std::vector<Tensor>& x) {
+  if (num_inputs_ == 1 && output_names_.size() == 1) return {m(x[0])};
+  return static_cast<nn::FunctionalImpl&>(*module_).forward_all(x);  // the constructor found one
 }
 
 void Trainer::check_compiled(const char* who) const {
@@ -228,31 +260,46 @@ void Trainer::compile(CompileOptions options) {
     optimizer_ = std::move(opt);
   }
 
-  // Loss, and whether its input is logits.
-  std::string loss_name;
-  LossFn loss, sample_loss;
-  if (auto* name = std::get_if<std::string>(&options.loss)) {
-    if (name->empty())
-      fail<ValueError>(
-          "[compile] a loss is required: a name such as \"sparse_categorical_crossentropy\" or a function");
-    loss_name = canonical_loss_name(*name);
-    const bool logits = options.from_logits.value_or(loss_takes_logits(loss_name, *module_));
-    loss = loss_by_name(loss_name, logits);
-    sample_loss = per_sample_loss_by_name(loss_name, logits);
-  } else {
-    loss = std::get<LossFn>(options.loss);
-    if (!loss) fail<ValueError>("[compile] a loss is required: the loss function is empty");
-  }
+  // The loss of each output, and whether its input is logits.
+  const size_t outputs = output_names_.size();
+  if (!options.losses.empty() && options.losses.size() != outputs)
+    fail<ValueError>("[compile] the model has ", outputs, " outputs; losses gives ", options.losses.size());
+  if (!options.loss_weights.empty() && options.loss_weights.size() != outputs)
+    fail<ValueError>("[compile] the model has ", outputs, " outputs; loss_weights gives ", options.loss_weights.size());
+  std::vector<std::string> loss_names(outputs);
+  std::vector<LossFn> losses(outputs), sample_losses(outputs);
+  for (size_t i = 0; i < outputs; ++i)
+    std::tie(losses[i], sample_losses[i]) = make_loss(options.losses.empty() ? options.loss : options.losses[i],
+                                                      options.from_logits, *module_, loss_names[i]);
+  if (std::none_of(losses.begin(), losses.end(), [](const LossFn& l) { return static_cast<bool>(l); }))
+    fail<ValueError>("[compile] a loss is required: a name such as \"sparse_categorical_crossentropy\" or a function");
   // Binary accuracy thresholds logits at 0 and probabilities at 0.5: the same rule as the losses.
   const bool from_logits = options.from_logits.value_or(loss_takes_logits("binary_crossentropy", *module_));
 
+  // Logged: the loss, each output's loss (several outputs), the metrics (prefixed by their output's name).
+  log_names_ = {"loss"};
+  if (outputs > 1)
+    for (size_t i = 0; i < outputs; ++i)
+      if (losses[i]) log_names_.push_back(output_names_[i] + "_loss");
+  if (outputs > 1 && !options.metrics.empty())
+    fail<ValueError>("[compile] the model has ", outputs, " outputs: give metrics per output (a list or dict of them)");
+  if (!options.output_metrics.empty() && options.output_metrics.size() != outputs)
+    fail<ValueError>("[compile] the model has ", outputs, " outputs; metrics gives ", options.output_metrics.size());
   metrics_.clear();
-  for (const Metric& m : options.metrics) {
-    if (m.name.empty()) fail<ValueError>("[compile] a metric needs a name");
-    if (m.name == "loss" ||
-        std::any_of(metrics_.begin(), metrics_.end(), [&](const Metric& o) { return o.name == m.name; }))
-      fail<ValueError>("[compile] the metric name \"", m.name, "\" is used twice (\"loss\" is the loss's)");
-    metrics_.emplace_back(m.name, m.fn ? m.fn : metric_by_name(m.name, loss_name, from_logits));
+  metric_outputs_.clear();
+  for (size_t i = 0; i < outputs; ++i) {
+    const auto& given = outputs == 1 && options.output_metrics.empty() ? options.metrics
+                        : options.output_metrics.empty()               ? std::vector<Metric>{}
+                                                                       : options.output_metrics[i];
+    for (const Metric& m : given) {
+      if (m.name.empty()) fail<ValueError>("[compile] a metric needs a name");
+      const std::string name = outputs == 1 ? m.name : output_names_[i] + "_" + m.name;
+      if (std::find(log_names_.begin(), log_names_.end(), name) != log_names_.end())
+        fail<ValueError>("[compile] the metric name \"", name, "\" is used twice (\"loss\" is the loss's)");
+      metrics_.emplace_back(name, m.fn ? m.fn : metric_by_name(m.name, loss_names[i], from_logits));
+      metric_outputs_.push_back(i);
+      log_names_.push_back(name);
+    }
   }
 
   const int clips = options.clipnorm.has_value() + options.clipvalue.has_value() + options.global_clipnorm.has_value();
@@ -273,15 +320,19 @@ void Trainer::compile(CompileOptions options) {
     fail<ValueError>(
         "[compile] jit_compile is not supported under a distribution strategy yet: DistributedDataParallel "
         "averages gradients from autograd hooks, which a compiled step does not run");
+  if (strategy && (num_inputs_ > 1 || outputs > 1))
+    fail<ValueError>("[compile] a model of several inputs or outputs cannot train under a distribution strategy yet");
   strategy_ = std::move(strategy);
   replica_.reset();
   options_ = std::move(options);
   jit_step_ = options_.jit_compile ? options_.jit_compile([this](const std::vector<Tensor>& batch) {
-    return batch_step(batch.at(0), batch.at(1), batch_weight(batch), step_inside());
+    return batch_step(split_batch(batch, "fit"), step_inside());
   })
                                    : StepFunction();
-  sample_loss_ = std::move(sample_loss);
-  loss_ = std::move(loss);
+  loss_weights_ = options_.loss_weights.empty() ? std::vector<double>(outputs, 1.0) : options_.loss_weights;
+  sample_losses_ = std::move(sample_losses);
+  losses_ = std::move(losses);
+  loss_ = *std::find_if(losses_.begin(), losses_.end(), [](const LossFn& l) { return static_cast<bool>(l); });
 }
 
 void Trainer::enter_autocast(std::optional<AutocastGuard>& region, const Tensor& x) const {
@@ -309,14 +360,17 @@ distributed::ProcessGroupPtr Trainer::process_group() const { return strategy_ ?
 
 int Trainer::rank() const { return strategy_ ? strategy_->group()->rank() : 0; }
 
-void Trainer::record(Pass& pass, const Tensor& output, const Tensor& loss, const Tensor& target, int64_t batch_size,
-                     bool global) {
-  std::vector<double> means = {loss.item<double>()};
+void Trainer::record(Pass& pass, const std::vector<Tensor>& outputs, const std::vector<Tensor>& losses,
+                     const std::vector<Tensor>& targets, int64_t batch_size, bool global) {
+  std::vector<double> means;
+  for (const Tensor& loss : losses)
+    if (loss.defined()) means.push_back(loss.item<double>());
   {
     NoGradGuard no_grad;
-    const Tensor out = output.detach();
-    for (const Metric& m : metrics_) {
-      Tensor v = m.fn(out, target);
+    for (size_t i = 0; i < metrics_.size(); ++i) {
+      const Metric& m = metrics_[i];
+      const size_t o = metric_outputs_[i];
+      Tensor v = m.fn(outputs[o].detach(), targets[o]);
       if (!v.defined() || v.numel() != 1)
         fail<ValueError>("[", m.name, "] a metric must return one value, got shape ",
                          v.defined() ? v.shape() : Shape{});
@@ -333,8 +387,7 @@ void Trainer::record(Pass& pass, const Tensor& output, const Tensor& loss, const
     batch_size = static_cast<int64_t>(p[means.size()]);
     for (size_t i = 0; i < means.size(); ++i) means[i] = p[i] / p[means.size()];
   }
-  pass.loss.add(means[0], batch_size);
-  for (size_t i = 0; i < metrics_.size(); ++i) pass.metrics[i].add(means[i + 1], batch_size);
+  for (size_t i = 0; i < means.size(); ++i) pass.values[i].add(means[i], batch_size);
   pass.samples += batch_size;
   ++pass.steps;
 }
@@ -359,8 +412,7 @@ nn::Module& Trainer::step_module(const Tensor& x) {
 
 Logs Trainer::pass_logs(const Pass& pass) const {
   Logs logs;
-  logs.insert("loss", pass.loss.result());
-  for (size_t i = 0; i < metrics_.size(); ++i) logs.insert(metrics_[i].name, pass.metrics[i].result());
+  for (size_t i = 0; i < log_names_.size(); ++i) logs.insert(log_names_[i], pass.values[i].result());
   return logs;
 }
 
@@ -389,16 +441,34 @@ void Trainer::apply_gradients(int64_t accumulated) {
   module_->zero_grad();
 }
 
-Tensor Trainer::compute_loss(const Tensor& output, const Tensor& y, const Tensor& weight, const char* who) const {
+std::vector<Tensor> Trainer::compute_loss(const std::vector<Tensor>& outputs, const std::vector<Tensor>& y,
+                                          const Tensor& weight, const char* who) const {
+  if (outputs.size() == 1) {
+    Tensor loss = output_loss(0, outputs[0], y[0], weight, who);
+    return {loss_weights_[0] == 1.0 ? loss : loss.mul(Scalar(loss_weights_[0]))};
+  }
+  std::vector<Tensor> losses = {Tensor()};  // the total first: Keras's sum of weighted losses
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!losses_[i]) continue;
+    losses.push_back(output_loss(i, outputs[i], y[i], weight, who));
+    const Tensor part = loss_weights_[i] == 1.0 ? losses.back() : losses.back().mul(Scalar(loss_weights_[i]));
+    losses[0] = losses[0].defined() ? losses[0].add(part) : part;
+  }
+  return losses;
+}
+
+Tensor Trainer::output_loss(size_t i, const Tensor& output, const Tensor& y, const Tensor& weight,
+                            const char* who) const {
+  const LossFn& loss_fn = losses_[i];
   if (!weight.defined()) {
-    Tensor loss = loss_(output, y);
+    Tensor loss = loss_fn(output, y);
     if (!loss.defined() || loss.numel() != 1)
       fail<ValueError>("[", who, "] the loss must be a single value, got shape ",
                        loss.defined() ? loss.shape() : Shape{});
     return loss;
   }
   // Keras's "sum_over_batch_size": sum(weight * loss) / the number of per-sample losses.
-  Tensor values = sample_loss_ ? sample_loss_(output, y) : loss_(output, y);
+  Tensor values = sample_losses_[i] ? sample_losses_[i](output, y) : loss_fn(output, y);
   const int64_t n = weight.dim() > 0 ? weight.size(0) : 1;
   if (!values.defined() || values.dim() == 0 || values.size(0) != n)
     fail<ValueError>("[", who, "] sample weights need the loss per sample: a named loss, or a loss function that ",
@@ -410,20 +480,21 @@ Tensor Trainer::compute_loss(const Tensor& output, const Tensor& y, const Tensor
   return values.mul(w).sum().div(Scalar(static_cast<double>(values.numel())));
 }
 
-std::vector<Tensor> Trainer::batch_step(const Tensor& x, const Tensor& y, const Tensor& weight, bool step_inside) {
-  Tensor output, loss;
+std::vector<Tensor> Trainer::batch_step(const Fields& batch, bool step_inside) {
+  std::vector<Tensor> result;
   {
     std::optional<AutocastGuard> region;
-    enter_autocast(region, x);
-    output = step_module(x)(x);
-    loss = compute_loss(output, y, weight, "fit");
+    enter_autocast(region, batch.x[0]);
+    result = run_model(step_module(batch.x[0]), batch.x);
+    for (Tensor& loss : compute_loss(result, batch.y, batch.weight, "fit")) result.push_back(std::move(loss));
   }
   refresh_named_optimizer();
   const int64_t k = options_.gradient_accumulation_steps;
+  const Tensor& loss = result[output_names_.size()];
   const Tensor part = k == 1 ? loss : loss.div(Scalar(static_cast<double>(k)));
   (scaler_ ? scaler_->scale(part) : part).backward();
   if (step_inside) apply_gradients(1);
-  return {output, loss};
+  return result;
 }
 
 std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
@@ -477,24 +548,26 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
       output_.line("Epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs));
       bar.emplace(output_, steps, o.verbose);
     }
-    Pass pass(metrics_.size());
+    Pass pass(log_names_.size());
     int64_t accumulated = 0;
     train.start_epoch(epoch);
     while (o.steps_per_epoch < 0 || pass.steps < o.steps_per_epoch) {
       std::optional<data::Example> batch = train.next();
       if (!batch) break;
-      const data::Example& xy = checked_batch(*batch, "fit");
-      Tensor weight = batch_weight(xy);
+      Fields xy = split_batch(*batch, "fit");
       if (!o.class_weight.empty()) {
-        if (weight.defined()) fail<ValueError>("[fit] give class_weight or sample weights, not both");
-        weight = class_sample_weights(xy[1], o.class_weight);
+        if (xy.weight.defined()) fail<ValueError>("[fit] give class_weight or sample weights, not both");
+        if (xy.y.size() > 1) fail<ValueError>("[fit] class_weight is for a model of one output");
+        xy.weight = class_sample_weights(xy.y[0], o.class_weight);
       }
       Logs batch_logs;
       for (const auto& cb : callbacks) cb->on_train_batch_begin(pass.steps, batch_logs);
       // The first step runs eagerly: it makes lazily sized layers' parameters and the optimizer.
-      const std::vector<Tensor> step = jit_step_ && stepped_ ? jit_step_(batch_fields(xy[0], xy[1], weight, "fit"))
-                                                             : batch_step(xy[0], xy[1], weight, step_inside());
-      record(pass, step[0], step[1], xy[1], batch_size_of(xy[0]), /*global=*/true);
+      std::vector<Tensor> step =
+          jit_step_ && stepped_ ? jit_step_(batch_fields(xy.x, xy.y, xy.weight, "fit")) : batch_step(xy, step_inside());
+      const std::vector<Tensor> losses(step.begin() + static_cast<std::ptrdiff_t>(output_names_.size()), step.end());
+      step.resize(output_names_.size());
+      record(pass, step, losses, xy.y, batch_size_of(xy.x[0]), /*global=*/true);
       if (++accumulated == k) {
         if (!step_inside()) apply_gradients(accumulated);
         accumulated = 0;
@@ -520,7 +593,12 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
 }
 
 std::shared_ptr<History> Trainer::fit(const Tensor& x, const Tensor& y, FitOptions o) {
+  return fit(std::vector<Tensor>{x}, std::vector<Tensor>{y}, std::move(o));
+}
+
+std::shared_ptr<History> Trainer::fit(const std::vector<Tensor>& x, const std::vector<Tensor>& y, FitOptions o) {
   check_compiled("fit");
+  check_arrays(x, y, "fit");
   check_validation_split(o.validation_split);
   const int64_t batch_size = o.batch_size.value_or(32);
   o.batch_size.reset();  // used up here: the batch-source fit takes batches as they come
@@ -539,14 +617,24 @@ std::shared_ptr<History> Trainer::fit(const Tensor& x, const Tensor& y, FitOptio
   if (o.validation_split == 0) return fit(*batches(batch_fields(x, y, weight, "fit")), std::move(o));
   // Keras's rule: the samples from floor(n * (1 - validation_split)) on, taken before shuffling.
   if (o.validation_data) fail<ValueError>("[fit] give validation_split or validation_data, not both");
-  const int64_t n = x.dim() > 0 ? x.size(0) : 0;
+  const int64_t n = x[0].dim() > 0 ? x[0].size(0) : 0;
   const auto split = static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - o.validation_split)));
   if (split <= 0 || split >= n)
     fail<ValueError>("[fit] validation_split=", o.validation_split, " leaves no samples on one side of ", n);
   auto head = [&](const Tensor& t) { return t.defined() ? t.narrow(0, 0, split) : t; };
   auto tail = [&](const Tensor& t) { return t.defined() ? t.narrow(0, split, n - split) : t; };
-  auto train = batches(batch_fields(head(x), head(y), head(weight), "fit"));
-  auto validation = evaluation_batches(tail(x), tail(y), batch_size, tail(weight));
+  auto heads = [&](const std::vector<Tensor>& ts) {
+    std::vector<Tensor> out;
+    for (const Tensor& t : ts) out.push_back(head(t));
+    return out;
+  };
+  auto tails = [&](const std::vector<Tensor>& ts) {
+    std::vector<Tensor> out;
+    for (const Tensor& t : ts) out.push_back(tail(t));
+    return out;
+  };
+  auto train = batches(batch_fields(heads(x), heads(y), head(weight), "fit"));
+  auto validation = evaluation_batches(tails(x), tails(y), batch_size, tail(weight));
   o.validation_data = validation.get();
   o.validation_split = 0;
   return fit(*train, std::move(o));
@@ -558,14 +646,14 @@ Logs Trainer::run_evaluation(data::BatchSource& data, int verbose, const char* w
   OutputGuard quiet(output_, rank() == 0 ? output_ : Output{[](std::string_view) {}, false});
   std::optional<ProgressBar> bar;
   if (verbose > 0) bar.emplace(output_, data.num_batches(), verbose);
-  Pass pass(metrics_.size());
+  Pass pass(log_names_.size());
   data.start_epoch(0);
   while (std::optional<data::Example> batch = data.next()) {
-    const data::Example& xy = checked_batch(*batch, who);
+    const Fields xy = split_batch(*batch, who);
     std::optional<AutocastGuard> region;
-    enter_autocast(region, xy[0]);
-    const Tensor output = (*module_)(xy[0]);
-    record(pass, output, compute_loss(output, xy[1], batch_weight(xy), who), xy[1], batch_size_of(xy[0]));
+    enter_autocast(region, xy.x[0]);
+    const std::vector<Tensor> outputs = run_model(*module_, xy.x);
+    record(pass, outputs, compute_loss(outputs, xy.y, xy.weight, who), xy.y, batch_size_of(xy.x[0]));
     if (bar) bar->update(pass.steps, pass.samples, pass_logs(pass));
   }
   Logs logs = strategy_ ? global_pass_logs(pass) : pass.steps > 0 ? pass_logs(pass) : Logs{};
@@ -577,17 +665,15 @@ Logs Trainer::run_evaluation(data::BatchSource& data, int verbose, const char* w
 Logs Trainer::global_pass_logs(const Pass& pass) const {
   // Sums of (batch mean x batch size) and the sample count, added over the replicas: the
   // means of one pass over all their batches, whatever each rank's share was.
-  const size_t n = metrics_.size() + 1;
+  const size_t n = log_names_.size();
   Tensor sums = empty({static_cast<int64_t>(n) + 1}, {.dtype = DType::Float64});
   double* p = sums.data_ptr<double>();
-  p[0] = pass.loss.sum();
-  for (size_t i = 0; i < metrics_.size(); ++i) p[i + 1] = pass.metrics[i].sum();
-  p[n] = static_cast<double>(pass.loss.count());
+  for (size_t i = 0; i < n; ++i) p[i] = pass.values[i].sum();
+  p[n] = static_cast<double>(pass.values[0].count());
   distributed::all_reduce(sums, distributed::ReduceOp::Sum, strategy_->group());
   Logs logs;
   if (p[n] == 0) return logs;
-  logs.insert("loss", p[0] / p[n]);
-  for (size_t i = 0; i < metrics_.size(); ++i) logs.insert(metrics_[i].name, p[i + 1] / p[n]);
+  for (size_t i = 0; i < n; ++i) logs.insert(log_names_[i], p[i] / p[n]);
   return logs;
 }
 
@@ -598,18 +684,39 @@ Logs Trainer::evaluate(data::BatchSource& data, int verbose) {
 }
 
 Logs Trainer::evaluate(const Tensor& x, const Tensor& y, int64_t batch_size, int verbose, const Tensor& sample_weight) {
+  return evaluate(std::vector<Tensor>{x}, std::vector<Tensor>{y}, batch_size, verbose, sample_weight);
+}
+
+Logs Trainer::evaluate(const std::vector<Tensor>& x, const std::vector<Tensor>& y, int64_t batch_size, int verbose,
+                       const Tensor& sample_weight) {
   check_compiled("evaluate");
   return evaluate(*evaluation_batches(x, y, batch_size, sample_weight), verbose);
 }
 
 std::unique_ptr<data::BatchSource> Trainer::evaluation_batches(const Tensor& x, const Tensor& y, int64_t batch_size,
                                                                const Tensor& sample_weight) const {
+  return evaluation_batches(std::vector<Tensor>{x}, std::vector<Tensor>{y}, batch_size, sample_weight);
+}
+
+void Trainer::check_arrays(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const char* who) const {
+  if (static_cast<int64_t>(x.size()) != num_inputs_)
+    fail<ValueError>("[", who, "] the model takes ", num_inputs_, " input", num_inputs_ == 1 ? "" : "s", ", got ",
+                     x.size());
+  if (y.size() != output_names_.size())
+    fail<ValueError>("[", who, "] the model has ", output_names_.size(), " output",
+                     output_names_.size() == 1 ? "" : "s", ": give as many targets, got ", y.size());
+}
+
+std::unique_ptr<data::BatchSource> Trainer::evaluation_batches(const std::vector<Tensor>& x,
+                                                               const std::vector<Tensor>& y, int64_t batch_size,
+                                                               const Tensor& sample_weight) const {
+  check_arrays(x, y, "evaluate");
   if (batch_size <= 0) fail<ValueError>("[evaluate] batch_size must be positive, got ", batch_size);
   std::vector<Tensor> fields = batch_fields(x, y, sample_weight, "evaluate");
   if (!strategy_) return tensor_batches(std::move(fields), batch_size, false);
   // Contiguous shares, as even as they can be: no sample counted twice (a DistributedSampler
   // would pad the last share with repeats, which would bias the means).
-  const int64_t n = x.dim() > 0 ? x.size(0) : 0, replicas = strategy_->num_replicas_in_sync(), r = rank();
+  const int64_t n = x[0].dim() > 0 ? x[0].size(0) : 0, replicas = strategy_->num_replicas_in_sync(), r = rank();
   const int64_t begin = n * r / replicas, end = n * (r + 1) / replicas;
   const int64_t per_rank = std::max<int64_t>(1, batch_size / replicas);
   for (Tensor& f : fields) f = f.narrow(0, begin, end - begin);
@@ -617,29 +724,48 @@ std::unique_ptr<data::BatchSource> Trainer::evaluation_batches(const Tensor& x, 
 }
 
 Tensor Trainer::predict(data::BatchSource& data, int verbose) {
+  if (output_names_.size() != 1)
+    fail<ValueError>("[predict] the model has ", output_names_.size(), " outputs: predict_all returns them all");
+  return predict_all(data, verbose)[0];
+}
+
+std::vector<Tensor> Trainer::predict_all(data::BatchSource& data, int verbose) {
   check_verbose(verbose, "predict");
   NoGradGuard no_grad;
   ModeGuard mode(*module_, false);
   std::optional<ProgressBar> bar;
   if (verbose > 0) bar.emplace(output_, data.num_batches(), verbose);
-  std::vector<Tensor> outputs;
-  int64_t samples = 0;
+  std::vector<std::vector<Tensor>> outputs(output_names_.size());  // per output, per batch
+  int64_t samples = 0, steps = 0;
   data.start_epoch(0);
   while (std::optional<data::Example> batch = data.next()) {
-    if (batch->empty()) fail<ValueError>("[predict] a batch has no tensors");
+    if (static_cast<int64_t>(batch->size()) < num_inputs_)
+      fail<ValueError>("[predict] a batch must hold the model's ", num_inputs_, " input", num_inputs_ == 1 ? "" : "s",
+                       ", got ", batch->size(), " tensors");
     std::optional<AutocastGuard> region;
     enter_autocast(region, batch->front());
-    outputs.push_back((*module_)(batch->front()));
+    const std::vector<Tensor> out = run_model(*module_, {batch->begin(), batch->begin() + num_inputs_});
+    for (size_t i = 0; i < out.size(); ++i) outputs[i].push_back(out[i]);
     samples += batch_size_of(batch->front());
-    if (bar) bar->update(static_cast<int64_t>(outputs.size()), samples, {});
+    ++steps;
+    if (bar) bar->update(steps, samples, {});
   }
-  if (outputs.empty()) fail<ValueError>("[predict] the data gave no batches");
-  if (bar) bar->finish(static_cast<int64_t>(outputs.size()), samples, {});
-  return outputs.size() == 1 ? outputs.front() : cat(outputs, 0);
+  if (steps == 0) fail<ValueError>("[predict] the data gave no batches");
+  if (bar) bar->finish(steps, samples, {});
+  std::vector<Tensor> result;
+  for (const auto& parts : outputs) result.push_back(parts.size() == 1 ? parts.front() : cat(parts, 0));
+  return result;
 }
 
 Tensor Trainer::predict(const Tensor& x, int64_t batch_size, int verbose) {
   return predict(*tensor_batches({x}, batch_size, false), verbose);
+}
+
+std::vector<Tensor> Trainer::predict_all(const std::vector<Tensor>& x, int64_t batch_size, int verbose) {
+  if (static_cast<int64_t>(x.size()) != num_inputs_)
+    fail<ValueError>("[predict] the model takes ", num_inputs_, " input", num_inputs_ == 1 ? "" : "s", ", got ",
+                     x.size());
+  return predict_all(*tensor_batches(x, batch_size, false), verbose);
 }
 
 }  // namespace ug::train

@@ -55,10 +55,18 @@ struct CompileOptions {
   std::optional<double> learning_rate;
   /** A Keras loss name (losses.h) or loss(output, target). Required. */
   std::variant<std::string, LossFn> loss;
+  /** A model of several outputs (nn::Functional): a loss per output, in output order, instead
+   *  of `loss` for all of them (an empty name or function: that output trains no loss). */
+  std::vector<std::variant<std::string, LossFn>> losses;
+  /** Keras's loss_weights: the total loss is sum(weight * loss) over the outputs (1 each when empty). */
+  std::vector<double> loss_weights;
   /** Whether a named loss reads logits; when unset, the rule in losses.h decides. */
   std::optional<bool> from_logits;
   /** Reported in the logs under their names, validation ones with "val_" in front. */
   std::vector<Metric> metrics;
+  /** A model of several outputs: metrics per output (in output order), logged as
+   *  "<output name>_<metric>" (Keras's names), instead of `metrics`. */
+  std::vector<std::vector<Metric>> output_metrics;
   /** Keras's clipping, at most one of them: each gradient's norm, every element, or the
    *  joint norm of all gradients (torch's clip_grad_norm_) is clipped before the step. */
   std::optional<double> clipnorm, clipvalue, global_clipnorm;
@@ -152,6 +160,23 @@ class Trainer {
   Tensor predict(data::BatchSource& data, int verbose = 0);
   Tensor predict(const Tensor& x, int64_t batch_size = 32, int verbose = 0);
 
+  // A model of several inputs or outputs (nn::Functional, Keras's functional Model): batches
+  // hold the inputs, then the targets (one per output, in output order), then optionally the
+  // sample weights (weighing every output's loss). The logs hold "loss" (the weighted sum),
+  // with several outputs "<output>_loss" for each, and the metrics as "<output>_<metric>".
+  std::shared_ptr<History> fit(const std::vector<Tensor>& x, const std::vector<Tensor>& y, FitOptions options = {});
+  Logs evaluate(const std::vector<Tensor>& x, const std::vector<Tensor>& y, int64_t batch_size = 32, int verbose = 1,
+                const Tensor& sample_weight = {});
+  std::unique_ptr<data::BatchSource> evaluation_batches(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
+                                                        int64_t batch_size, const Tensor& sample_weight = {}) const;
+  /** Each output for every batch's inputs (its first fields), concatenated along dim 0. */
+  std::vector<Tensor> predict_all(data::BatchSource& data, int verbose = 0);
+  std::vector<Tensor> predict_all(const std::vector<Tensor>& x, int64_t batch_size = 32, int verbose = 0);
+  /** The model's inputs and outputs: nn::Functional's, 1 and 1 for any other module. */
+  int64_t num_inputs() const { return num_inputs_; }
+  int64_t num_outputs() const { return static_cast<int64_t>(output_names_.size()); }
+  const std::vector<std::string>& output_names() const { return output_names_; }
+
   nn::Module& module() const { return *module_; }
   /** The optimizer compile() set up (throws before compile). */
   optim::Optimizer& optimizer() const;
@@ -179,6 +204,16 @@ class Trainer {
 
  private:
   struct Pass;
+  /** A batch split into the model's inputs, its targets and the sample weights (or undefined). */
+  struct Fields {
+    std::vector<Tensor> x, y;
+    Tensor weight;
+  };
+  Fields split_batch(const data::Example& batch, const char* who) const;
+  /** Arrays for fit / evaluate: one per input, one target per output. */
+  void check_arrays(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const char* who) const;
+  /** The model's outputs: its forward on one input, nn::Functional's forward_all on several. */
+  std::vector<Tensor> run_model(nn::Module& m, const std::vector<Tensor>& x);
   void check_compiled(const char* who) const;
   /** Keras's optimizer named in compile, built on the parameters that require grad. */
   std::shared_ptr<optim::Optimizer> make_named_optimizer(double lr) const;
@@ -187,8 +222,8 @@ class Trainer {
   void refresh_named_optimizer();
   /** Adds one batch's loss (read once) and metrics to `pass`; with `global`, those of every
    *  replica's batch (one all_reduce), so every rank logs the same figures. */
-  void record(Pass& pass, const Tensor& output, const Tensor& loss, const Tensor& target, int64_t batch_size,
-              bool global = false);
+  void record(Pass& pass, const std::vector<Tensor>& outputs, const std::vector<Tensor>& losses,
+              const std::vector<Tensor>& targets, int64_t batch_size, bool global = false);
   /** The module a training step calls: the DistributedDataParallel wrapper under a strategy
    *  (made at the first batch, once lazily sized layers have their parameters), else the module. */
   nn::Module& step_module(const Tensor& x);
@@ -196,11 +231,14 @@ class Trainer {
   Logs pass_logs(const Pass& pass) const;
   /** Scales the accumulated gradients when fewer than k batches went into them, clips, steps. */
   void apply_gradients(int64_t accumulated);
-  /** The batch's loss; with weights (defined), sum(weight * per-sample loss) / batch size. */
-  Tensor compute_loss(const Tensor& output, const Tensor& y, const Tensor& weight, const char* who) const;
+  /** The batch's loss; with weights (defined), sum(weight * per-sample loss) / batch size.
+   *  With several outputs: {the weighted sum, each output's loss}. */
+  std::vector<Tensor> compute_loss(const std::vector<Tensor>& outputs, const std::vector<Tensor>& y,
+                                   const Tensor& weight, const char* who) const;
+  Tensor output_loss(size_t output, const Tensor& out, const Tensor& y, const Tensor& weight, const char* who) const;
   /** One batch: forward, loss, backward (of loss / k), and with step_inside the optimizer's
-   *  step: {output, loss}. */
-  std::vector<Tensor> batch_step(const Tensor& x, const Tensor& y, const Tensor& weight, bool step_inside);
+   *  step: {outputs..., losses...} (compute_loss's). */
+  std::vector<Tensor> batch_step(const Fields& batch, bool step_inside);
   /** Whether batch_step takes the optimizer's step itself (one batch per step, no loss scaling). */
   bool step_inside() const { return options_.gradient_accumulation_steps == 1 && !scaler_; }
   Logs run_evaluation(data::BatchSource& data, int verbose, const char* who);
@@ -214,8 +252,15 @@ class Trainer {
   std::string optimizer_name_;  // when made by name
   bool stepped_ = false;
   LossFn loss_;
-  LossFn sample_loss_;  // a named loss per sample, for sample weights; null for a loss function
-  std::vector<Metric> metrics_;
+  // Per output: the loss (null: none), the named loss per sample for sample weights (null for
+  // a loss function), its weight.
+  std::vector<LossFn> losses_, sample_losses_;
+  std::vector<double> loss_weights_;
+  std::vector<Metric> metrics_;         // named as logged
+  std::vector<size_t> metric_outputs_;  // the output each metric reads
+  std::vector<std::string> log_names_;  // "loss", the outputs' losses, the metrics: what a pass logs
+  int64_t num_inputs_ = 1;
+  std::vector<std::string> output_names_;
   CompileOptions options_;
   std::optional<DType> autocast_dtype_;  // the policy's compute dtype, as compile() found it
   std::shared_ptr<amp::GradScaler> scaler_;
