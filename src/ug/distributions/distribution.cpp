@@ -156,6 +156,7 @@ Tensor Distribution::rsample(const Dims&) const { not_implemented("rsample (it h
 Tensor Distribution::entropy() const { not_implemented("entropy"); }
 Tensor Distribution::mean() const { not_implemented("mean"); }
 Tensor Distribution::variance() const { not_implemented("variance"); }
+Tensor Distribution::mode() const { not_implemented("mode"); }
 Tensor Distribution::cdf(const Tensor&) const { not_implemented("cdf"); }
 Tensor Distribution::icdf(const Tensor&) const { not_implemented("icdf"); }
 

@@ -64,6 +64,8 @@ class Distribution {
   virtual Tensor mean() const;
   virtual Tensor variance() const;
   virtual Tensor stddev() const { return variance().sqrt(); }
+  /** The most likely value (torch's mode; NaN where there is none). */
+  virtual Tensor mode() const;
   virtual Tensor cdf(const Tensor& value) const;
   virtual Tensor icdf(const Tensor& value) const;
   virtual Constraint support() const = 0;
