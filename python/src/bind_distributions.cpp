@@ -70,6 +70,12 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("stddev", &d::Distribution::stddev)
       .def_prop_ro("mode", &d::Distribution::mode)
       .def_prop_ro("support", &d::Distribution::support)
+      .def(
+          "expand",
+          [](const d::Distribution& x, nb::handle batch_shape) {
+            return x.expand(dims_from_sequence(batch_shape, "expand"));
+          },
+          nb::arg("batch_shape"), "The same distribution with this batch shape (its parameters expanded).")
       .def("__repr__", &d::Distribution::repr);
 
   nb::class_<d::Normal, d::Distribution>(m, "Normal", "Normal(loc, scale) (torch.distributions.Normal).")

@@ -33,6 +33,10 @@ class ProbsOrLogits : public Distribution {
 
 class Bernoulli : public ProbsOrLogits {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return from_logits_ ? std::make_shared<Bernoulli>(std::nullopt, p[0], validate_args_)
+                        : std::make_shared<Bernoulli>(p[0], std::nullopt, validate_args_);
+  }
   Bernoulli(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits = std::nullopt,
             bool validate_args = true);
   std::string name() const override { return "Bernoulli"; }
@@ -52,6 +56,10 @@ class Categorical : public ProbsOrLogits {
   friend class Multinomial;
 
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return from_logits_ ? std::make_shared<Categorical>(std::nullopt, p[0], validate_args_)
+                        : std::make_shared<Categorical>(p[0], std::nullopt, validate_args_);
+  }
   /** probs (normalised over the last dim) or logits, [..., num_events]. */
   Categorical(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits = std::nullopt,
               bool validate_args = true);
@@ -72,6 +80,10 @@ class Categorical : public ProbsOrLogits {
 /** Vectors with a single 1: a Categorical's draws one-hot encoded over the last dim. */
 class OneHotCategorical : public Distribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return categorical_.from_logits_ ? std::make_shared<OneHotCategorical>(std::nullopt, p[0], validate_args_)
+                                     : std::make_shared<OneHotCategorical>(p[0], std::nullopt, validate_args_);
+  }
   OneHotCategorical(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits = std::nullopt,
                     bool validate_args = true);
   std::string name() const override { return "OneHotCategorical"; }
@@ -97,6 +109,10 @@ class OneHotCategorical : public Distribution {
 /** Successes in total_count Bernoulli(probs) trials; sampled by ug::binomial. */
 class Binomial : public ProbsOrLogits {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return from_logits_ ? std::make_shared<Binomial>(p[0], std::nullopt, p[1], validate_args_)
+                        : std::make_shared<Binomial>(p[0], p[1], std::nullopt, validate_args_);
+  }
   Binomial(const Tensor& total_count, const std::optional<Tensor>& probs,
            const std::optional<Tensor>& logits = std::nullopt, bool validate_args = true);
   std::string name() const override { return "Binomial"; }
@@ -119,6 +135,10 @@ class Binomial : public ProbsOrLogits {
 /** Counts of total_count draws of a Categorical over the last dim: vectors of counts. */
 class Multinomial : public Distribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return categorical_.from_logits_ ? std::make_shared<Multinomial>(total_count_, std::nullopt, p[0], validate_args_)
+                                     : std::make_shared<Multinomial>(total_count_, p[0], std::nullopt, validate_args_);
+  }
   Multinomial(int64_t total_count, const std::optional<Tensor>& probs,
               const std::optional<Tensor>& logits = std::nullopt, bool validate_args = true);
   std::string name() const override { return "Multinomial"; }
@@ -144,6 +164,9 @@ class Multinomial : public Distribution {
 /** Counts with mean rate; sampled by ug::poisson. */
 class Poisson : public Distribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Poisson>(p[0], validate_args_);
+  }
   explicit Poisson(const Tensor& rate, bool validate_args = true);
   std::string name() const override { return "Poisson"; }
   Tensor sample(const Dims& sample_shape = {}) const override;

@@ -11,6 +11,9 @@ namespace ug::distributions {
 
 class Gamma : public Distribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Gamma>(p[0], p[1], validate_args_);
+  }
   Gamma(const Tensor& concentration, const Tensor& rate, bool validate_args = true);
   std::string name() const override { return "Gamma"; }
   bool has_rsample() const override { return true; }
@@ -37,6 +40,9 @@ class Gamma : public Distribution {
 /** Chi2(df): Gamma(df / 2, 1 / 2). */
 class Chi2 : public Gamma {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Chi2>(p[0], validate_args_);
+  }
   explicit Chi2(const Tensor& df, bool validate_args = true);
   std::string name() const override { return "Chi2"; }
   Tensor df() const { return concentration() * 2; }
@@ -48,6 +54,9 @@ class Chi2 : public Gamma {
 /** Dirichlet(concentration) over the last dim of concentration: points of the simplex. */
 class Dirichlet : public Distribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Dirichlet>(p[0], validate_args_);
+  }
   explicit Dirichlet(const Tensor& concentration, bool validate_args = true);
   std::string name() const override { return "Dirichlet"; }
   bool has_rsample() const override { return true; }
@@ -72,6 +81,9 @@ class Dirichlet : public Distribution {
 /** Beta(c1, c0): the first coordinate of Dirichlet([c1, c0]), drawn as X / (X + Y). */
 class Beta : public Distribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Beta>(p[0], p[1], validate_args_);
+  }
   Beta(const Tensor& concentration1, const Tensor& concentration0, bool validate_args = true);
   std::string name() const override { return "Beta"; }
   bool has_rsample() const override { return true; }

@@ -28,6 +28,7 @@ class MultivariateNormal : public Distribution {
   /** L, broadcast to the batch shape. */
   Tensor scale_tril() const;
   Tensor covariance_matrix() const;
+  std::shared_ptr<Distribution> expand(const Dims& batch_shape) const override;
 
  protected:
   std::vector<std::pair<std::string, Tensor>> params() const override;
@@ -53,6 +54,7 @@ class Independent : public Distribution {
   Tensor mode() const override { return base_->mode(); }
   Constraint support() const override { return constraints::independent(base_->support(), ndims_); }
   const std::shared_ptr<const Distribution>& base_dist() const { return base_; }
+  std::shared_ptr<Distribution> expand(const Dims& batch_shape) const override;
   int64_t reinterpreted_batch_ndims() const { return ndims_; }
   std::string repr() const override { return "Independent(" + base_->repr() + ", " + std::to_string(ndims_) + ")"; }
 

@@ -47,6 +47,8 @@ TransformedDistribution::TransformedDistribution(std::shared_ptr<const Distribut
   Dims shape = concat(batch_shape_, event_shape_);
   for (const auto& t : transforms_) shape = t->forward_shape(shape);
   batch_shape_ = Dims(shape.begin(), shape.end() - static_cast<int64_t>(event_shape_.size()));
+  // Parameters of the transforms may widen the batch: the base then draws that many (torch's).
+  if (batch_shape_ != base_->batch_shape()) base_ = base_->expand(batch_shape_);
 }
 
 Tensor TransformedDistribution::sample(const Dims& sample_shape) const {

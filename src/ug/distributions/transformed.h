@@ -101,6 +101,9 @@ class TransformedDistribution : public Distribution {
   Constraint support() const override;
   const std::shared_ptr<const Distribution>& base_dist() const { return base_; }
   const Transforms& transforms() const { return transforms_; }
+  std::shared_ptr<Distribution> expand(const Dims& batch_shape) const override {
+    return std::make_shared<TransformedDistribution>(base_->expand(batch_shape), transforms_, validate_args_);
+  }
 
  protected:
   std::vector<std::pair<std::string, Tensor>> params() const override { return {}; }
@@ -115,6 +118,13 @@ class TransformedDistribution : public Distribution {
 /** exp(Normal(loc, scale)). */
 class LogNormal : public TransformedDistribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<LogNormal>(p[0], p[1], validate_args());
+  }
+  /** A LogNormal again, of the parameters expanded. */
+  std::shared_ptr<Distribution> expand(const Dims& batch_shape) const override {
+    return Distribution::expand(batch_shape);
+  }
   LogNormal(const Tensor& loc, const Tensor& scale, bool validate_args = true);
   std::string name() const override { return "LogNormal"; }
   Tensor entropy() const override { return normal().entropy() + loc(); }

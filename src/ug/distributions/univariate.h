@@ -31,6 +31,9 @@ class LocScale : public Distribution {
 
 class Normal : public LocScale {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Normal>(p[0], p[1], validate_args_);
+  }
   Normal(const Tensor& loc, const Tensor& scale, bool validate_args = true) : LocScale(loc, scale, validate_args) {
     check_loc_scale();
   }
@@ -48,6 +51,9 @@ class Normal : public LocScale {
 
 class Uniform : public Distribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Uniform>(p[0], p[1], validate_args_);
+  }
   Uniform(const Tensor& low, const Tensor& high, bool validate_args = true);
   std::string name() const override { return "Uniform"; }
   bool has_rsample() const override { return true; }
@@ -75,6 +81,9 @@ class Uniform : public Distribution {
 
 class Exponential : public Distribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Exponential>(p[0], validate_args_);
+  }
   explicit Exponential(const Tensor& rate, bool validate_args = true);
   std::string name() const override { return "Exponential"; }
   bool has_rsample() const override { return true; }
@@ -100,6 +109,9 @@ class Exponential : public Distribution {
 
 class Laplace : public LocScale {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Laplace>(p[0], p[1], validate_args_);
+  }
   Laplace(const Tensor& loc, const Tensor& scale, bool validate_args = true) : LocScale(loc, scale, validate_args) {
     check_loc_scale();
   }
@@ -118,6 +130,9 @@ class Laplace : public LocScale {
 /** Student's t with df degrees of freedom, shifted by loc and scaled by scale. */
 class StudentT : public LocScale {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<StudentT>(p[0], p[1], p[2], validate_args_);
+  }
   StudentT(const Tensor& df, const Tensor& loc, const Tensor& scale, bool validate_args = true);
   std::string name() const override { return "StudentT"; }
   bool has_rsample() const override { return true; }
