@@ -1640,6 +1640,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"random_split", "random keys are not exported"},
       {"random_fold_in", "random keys are not exported"},
       {"random_rejection", "random draws are not exported (a compiled program calls the sampler back)"},
+      {"random_gamma", "random draws are not exported (a compiled program calls the sampler back)"},
       {"debug_print", "a print (ug.debug.print) has no ONNX form; a compiled program prints it"},
       {"cond", "a cond on a traced predicate calls its branch back (ONNX's If is not emitted)"},
       {"optimizer_update", "an optimizer's update (a training step) has no ONNX form; a compiled step calls it back"},
