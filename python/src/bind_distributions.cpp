@@ -201,8 +201,7 @@ void bind_distributions(nb::module_& m) {
           },
           nb::arg("rate"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("rate", &d::Poisson::rate);
-  nb::class_<d::Gamma, d::Distribution>(
-      m, "Gamma", "Gamma(concentration, rate) (torch.distributions.Gamma).")
+  nb::class_<d::Gamma, d::Distribution>(m, "Gamma", "Gamma(concentration, rate) (torch.distributions.Gamma).")
       .def(
           "__init__",
           [](d::Gamma* self, nb::handle concentration, nb::handle rate, std::optional<bool> validate_args) {
@@ -224,8 +223,7 @@ void bind_distributions(nb::module_& m) {
       m, "Dirichlet", "Dirichlet(concentration) over its last dim (torch.distributions.Dirichlet).")
       .def(nb::init<const Tensor&, bool>(), nb::arg("concentration"), nb::arg("validate_args") = true)
       .def_prop_ro("concentration", &d::Dirichlet::concentration);
-  nb::class_<d::Beta, d::Distribution>(
-      m, "Beta", "Beta(concentration1, concentration0) (torch.distributions.Beta).")
+  nb::class_<d::Beta, d::Distribution>(m, "Beta", "Beta(concentration1, concentration0) (torch.distributions.Beta).")
       .def(
           "__init__",
           [](d::Beta* self, nb::handle c1, nb::handle c0, std::optional<bool> validate_args) {
@@ -290,16 +288,16 @@ void bind_distributions(nb::module_& m) {
           [](d::TransformedDistribution* self, std::shared_ptr<d::Distribution> base, nb::handle transforms,
              std::optional<bool> validate_args) {
             d::Transforms list;
-            if (nb::isinstance<d::Transform>(transforms)) list.push_back(nb::cast<std::shared_ptr<d::Transform>>(transforms));
+            if (nb::isinstance<d::Transform>(transforms))
+              list.push_back(nb::cast<std::shared_ptr<d::Transform>>(transforms));
             else
               for (nb::handle h : transforms) list.push_back(nb::cast<std::shared_ptr<d::Transform>>(h));
             new (self) d::TransformedDistribution(base, std::move(list), validate_args.value_or(true));
           },
           nb::arg("base_distribution"), nb::arg("transforms"), nb::arg("validate_args") = nb::none())
-      .def_prop_ro("base_dist",
-                   [](const d::TransformedDistribution& x) {
-                     return std::const_pointer_cast<d::Distribution>(x.base_dist());
-                   })
+      .def_prop_ro(
+          "base_dist",
+          [](const d::TransformedDistribution& x) { return std::const_pointer_cast<d::Distribution>(x.base_dist()); })
       .def_prop_ro("transforms", [](const d::TransformedDistribution& x) {
         nb::list l;
         for (const auto& tr : x.transforms()) l.append(std::const_pointer_cast<d::Transform>(tr));

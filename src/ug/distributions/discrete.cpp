@@ -213,7 +213,10 @@ Tensor OneHotCategorical::sample(const Dims& sample_shape) const {
 
 Tensor OneHotCategorical::mode() const {
   const Tensor& p = categorical_.probs();
-  return categorical_.mode().unsqueeze(-1).eq(arange(categorical_.num_events(), {DType::Int64, p.device()})).to(p.dtype());
+  return categorical_.mode()
+      .unsqueeze(-1)
+      .eq(arange(categorical_.num_events(), {DType::Int64, p.device()}))
+      .to(p.dtype());
 }
 
 Tensor OneHotCategorical::log_prob(const Tensor& value) const {

@@ -65,8 +65,8 @@ Dirichlet::Dirichlet(const Tensor& concentration, bool validate_args)
 }
 
 Tensor Dirichlet::rsample(const Dims& sample_shape) const {
-  const Tensor x = random::dirichlet(global_key(), concentration_, concat(sample_shape, batch_shape_),
-                                     concentration_.dtype());
+  const Tensor x =
+      random::dirichlet(global_key(), concentration_, concat(sample_shape, batch_shape_), concentration_.dtype());
   const double eps = concentration_.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon()
                                                               : std::numeric_limits<float>::epsilon();
   return x.clamp(tiny(x), 1 - eps);

@@ -103,8 +103,8 @@ Constraint TransformedDistribution::support() const {
 }
 
 LogNormal::LogNormal(const Tensor& loc, const Tensor& scale, bool validate_args)
-    : TransformedDistribution(std::make_shared<Normal>(loc, scale, validate_args),
-                              {std::make_shared<ExpTransform>()}, validate_args) {}
+    : TransformedDistribution(std::make_shared<Normal>(loc, scale, validate_args), {std::make_shared<ExpTransform>()},
+                              validate_args) {}
 
 Tensor LogNormal::variance() const {
   const Tensor s2 = scale().square();

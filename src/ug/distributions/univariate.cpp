@@ -144,8 +144,8 @@ Tensor StudentT::rsample(const Dims& sample_shape) const {
 Tensor StudentT::log_prob(const Tensor& value) const {
   validate_sample(value);
   const Tensor y = (value - loc_) / scale_;
-  const Tensor z = scale_.log() + 0.5 * df_.log() + 0.5 * std::log(std::numbers::pi) + lgamma(0.5 * df_) -
-                   lgamma(0.5 * (df_ + 1));
+  const Tensor z =
+      scale_.log() + 0.5 * df_.log() + 0.5 * std::log(std::numbers::pi) + lgamma(0.5 * df_) - lgamma(0.5 * (df_ + 1));
   return -0.5 * (df_ + 1) * (y.square() / df_).log1p() - z;
 }
 

@@ -291,7 +291,8 @@ Tensor gamma_grad(const Tensor& a, const Tensor& x) {
   // Past a = 2500 the sums above are cut short near x = a: there Wilson and Hilferty's
   // x = a (1 - 1/(9a) + z / (3 sqrt(a)))^3, differentiated at fixed z, is closer (~1e-6).
   const Tensor w = (sx / sa).pow(1.0 / 3.0), z = (w - 1.0 + (sa * 9.0).reciprocal()) * sa.sqrt() * 3.0;
-  const Tensor large = w.pow(3.0) + sa * w.square() * 3.0 * ((sa.square() * 9.0).reciprocal() - z / (sa.pow(1.5) * 6.0));
+  const Tensor large =
+      w.pow(3.0) + sa * w.square() * 3.0 * ((sa.square() * 9.0).reciprocal() - z / (sa.pow(1.5) * 6.0));
   return where(ok, where(sa > 2500.0, large, exact), 0.0).to(d);
 }
 
