@@ -44,6 +44,14 @@ def test_gamma_grad_against_jax(jax64):
                                atol=1e-300)
 
 
+def test_gamma_grad_for_large_alphas_against_jax(jax64):
+    """Past a = 2500 Wilson and Hilferty's cube-root approximation takes over (~1e-6)."""
+    a = np.broadcast_to(np.array([2000.0, 3000.0, 1e4, 1e5]), (200, 4))
+    x = ug.random.gamma(ug.random.key(5), ug.tensor(a[0]), a.shape, dtype=ug.float64).numpy()
+    expected = np.asarray(jax64.lax.random_gamma_grad(a, x))
+    np.testing.assert_allclose(ug._standard_gamma_grad(ug.tensor(a), ug.tensor(x)).numpy(), expected, rtol=1e-5)
+
+
 def test_gamma_grad_against_torch():
     a, x = draws(seed=2)
     expected = torch._standard_gamma_grad(torch.tensor(a).contiguous(), torch.tensor(x)).numpy()
