@@ -900,7 +900,7 @@ OTHERS = [
        off=PYTHON_VALUE),
     # the implicit gradient of Gamma draws in their concentration, against JAX's; the draws
     # are a rejection sampler's, whose output is no smooth function of it (fd off)
-    Op("random_gamma", gamma_draws, pos(3, 4), ops=("random_gamma", "digamma"), off={
+    Op("random_gamma", gamma_draws, pos(3, 4), ops=("random_gamma", "random_gamma_grad", "digamma"), off={
         "fd": "the derivative is the implicit one (the quantile held fixed), not the sampler's change",
         **rejects("random draws are not exported (a compiled program calls the sampler back)")}),
     Op("debug_print", printed, x(2, 3), ops=("debug_print", "mul"), off=rejects("a print (ug.debug.print)")),

@@ -51,9 +51,11 @@ Tensor gamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shap
              std::optional<DType> dtype = std::nullopt);
 /** dx/da for x a Gamma(a, 1) draw, its quantile held fixed (Figurnov et al.'s implicit
  *  reparameterisation): -(dP/da) / (dP/dx), P(a, x) the regularized lower incomplete gamma
- *  function, from igamma's series (x < a + 1) and continued fraction differentiated in a, 300
- *  terms each, computed in float64 (relative error ~1e-13 up to a = 1000, 1e-6 past 2500); 0
- *  where x is 0 or inf. Written with ops: differentiable in both. */
+ *  function, from igamma's series (x < a + 1) and continued fraction differentiated in a, each
+ *  stopped once converged (300 terms at most), computed in float64 (relative error ~1e-13 up to
+ *  a = 1000, 1e-6 past 2500); 0 where x is 0 or inf. One kernel (the op random_gamma_grad),
+ *  except where a or x is differentiated (requires grad, or has a tangent): there the same
+ *  formula written with ops, which differentiates in both. */
 Tensor gamma_grad(const Tensor& a, const Tensor& x);
 /** X / (X + Y) with X ~ Gamma(a), Y ~ Gamma(b). */
 Tensor beta(const Tensor& key, const Tensor& a, const Tensor& b, const std::optional<Dims>& shape = std::nullopt,
