@@ -1641,6 +1641,8 @@ const std::map<std::string, std::string>& unsupported() {
       {"random_fold_in", "random keys are not exported"},
       {"random_rejection", "random draws are not exported (a compiled program calls the sampler back)"},
       {"random_gamma", "random draws are not exported (a compiled program calls the sampler back)"},
+      {"random_gamma_grad",
+       "the implicit gradient of Gamma draws is a kernel without an ONNX form (a compiled program calls it back)"},
       {"debug_print", "a print (ug.debug.print) has no ONNX form; a compiled program prints it"},
       {"cond", "a cond on a traced predicate calls its branch back (ONNX's If is not emitted)"},
       {"optimizer_update", "an optimizer's update (a training step) has no ONNX form; a compiled step calls it back"},
