@@ -398,6 +398,17 @@ void bind_creation(nb::module_& m) {
       "A Binomial(count, prob) draw for each element of their broadcast (torch.binomial), from generator or the "
       "global one.");
   m.def(
+      "_standard_gamma",
+      [](const Tensor& alpha, nb::handle generator) {
+        return with_generator(generator, "_standard_gamma", [&] { return ug::standard_gamma(alpha); });
+      },
+      nb::arg("input"), nb::arg("generator").none() = nb::none(),
+      "A Gamma(alpha, 1) draw for each alpha (torch._standard_gamma), differentiable in alpha (the implicit "
+      "reparameterisation gradient), from generator or the global one.");
+  m.def("_standard_gamma_grad", &ug::standard_gamma_grad, nb::arg("input"), nb::arg("output"),
+        "The derivative of Gamma(input, 1) draws `output` in input, their quantiles held fixed "
+        "(torch._standard_gamma_grad).");
+  m.def(
       "arange",
       [](ug::Scalar start, std::optional<ug::Scalar> end, ug::Scalar step, std::optional<ug::DType> dtype,
          std::optional<ug::Device> device, bool rg) {

@@ -5,6 +5,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "ug/distributions/distributions.h"
@@ -44,6 +45,11 @@ ug::Dims sample_shape(nb::handle h) { return dims_from_sequence(h, "sample"); }
 
 void bind_distributions(nb::module_& m) {
   auto shape_arg = nb::arg("sample_shape") = nb::tuple();
+  nb::class_<d::Constraint>(m, "Constraint", "A set values must lie in (torch.distributions.constraints).")
+      .def(
+          "check", [](const d::Constraint& c, const Tensor& value) { return c.check(value); }, nb::arg("value"),
+          "A bool tensor: where value lies in the set.")
+      .def("__repr__", [](const d::Constraint& c) { return c.repr; });
   nb::class_<d::Distribution>(m, "Distribution", "The base of the distributions (torch.distributions.Distribution).")
       .def_prop_ro("batch_shape", [](const d::Distribution& x) { return shape_tuple(x.batch_shape()); })
       .def_prop_ro("event_shape", [](const d::Distribution& x) { return shape_tuple(x.event_shape()); })
@@ -62,6 +68,14 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("mean", &d::Distribution::mean)
       .def_prop_ro("variance", &d::Distribution::variance)
       .def_prop_ro("stddev", &d::Distribution::stddev)
+      .def_prop_ro("mode", &d::Distribution::mode)
+      .def_prop_ro("support", &d::Distribution::support)
+      .def(
+          "expand",
+          [](const d::Distribution& x, nb::handle batch_shape) {
+            return x.expand(dims_from_sequence(batch_shape, "expand"));
+          },
+          nb::arg("batch_shape"), "The same distribution with this batch shape (its parameters expanded).")
       .def("__repr__", &d::Distribution::repr);
 
   nb::class_<d::Normal, d::Distribution>(m, "Normal", "Normal(loc, scale) (torch.distributions.Normal).")
@@ -103,6 +117,18 @@ void bind_distributions(nb::module_& m) {
           nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("loc", &d::Laplace::loc)
       .def_prop_ro("scale", &d::Laplace::scale);
+  nb::class_<d::StudentT, d::Distribution>(m, "StudentT",
+                                           "StudentT(df, loc=0, scale=1) (torch.distributions.StudentT).")
+      .def(
+          "__init__",
+          [](d::StudentT* self, nb::handle df, nb::handle loc, nb::handle scale, std::optional<bool> validate_args) {
+            auto p = params({df, loc, scale}, "StudentT");
+            new (self) d::StudentT(*p[0], *p[1], *p[2], validate_args.value_or(true));
+          },
+          nb::arg("df"), nb::arg("loc") = 0.0, nb::arg("scale") = 1.0, nb::arg("validate_args") = nb::none())
+      .def_prop_ro("df", &d::StudentT::df)
+      .def_prop_ro("loc", &d::StudentT::loc)
+      .def_prop_ro("scale", &d::StudentT::scale);
   nb::class_<d::Bernoulli, d::Distribution>(m, "Bernoulli",
                                             "Bernoulli(probs=None, logits=None) (torch.distributions.Bernoulli).")
       .def(
@@ -114,6 +140,20 @@ void bind_distributions(nb::module_& m) {
           nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none())
       .def_prop_ro("probs", &d::Bernoulli::probs)
       .def_prop_ro("logits", &d::Bernoulli::logits);
+  nb::class_<d::Binomial, d::Distribution>(
+      m, "Binomial", "Binomial(total_count=1, probs=None, logits=None) (torch.distributions.Binomial).")
+      .def(
+          "__init__",
+          [](d::Binomial* self, nb::handle total_count, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({total_count, probs, logits}, "Binomial");
+            new (self) d::Binomial(*p[0], p[1], p[2], validate_args.value_or(true));
+          },
+          nb::arg("total_count") = 1, nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(),
+          nb::arg("validate_args") = nb::none())
+      .def_prop_ro("total_count", &d::Binomial::total_count)
+      .def_prop_ro("probs", &d::Binomial::probs)
+      .def_prop_ro("logits", &d::Binomial::logits);
   nb::class_<d::Categorical, d::Distribution>(
       m, "Categorical", "Categorical(probs=None, logits=None) over the last dim (torch.distributions.Categorical).")
       .def(
@@ -138,6 +178,21 @@ void bind_distributions(nb::module_& m) {
           nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none())
       .def_prop_ro("probs", &d::OneHotCategorical::probs)
       .def_prop_ro("logits", &d::OneHotCategorical::logits);
+  nb::class_<d::Multinomial, d::Distribution>(
+      m, "Multinomial",
+      "Multinomial(total_count=1, probs=None, logits=None): category counts (torch.distributions.Multinomial).")
+      .def(
+          "__init__",
+          [](d::Multinomial* self, int64_t total_count, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({probs, logits}, "Multinomial");
+            new (self) d::Multinomial(total_count, p[0], p[1], validate_args.value_or(true));
+          },
+          nb::arg("total_count") = 1, nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(),
+          nb::arg("validate_args") = nb::none())
+      .def_prop_ro("total_count", &d::Multinomial::total_count)
+      .def_prop_ro("probs", &d::Multinomial::probs)
+      .def_prop_ro("logits", &d::Multinomial::logits);
   nb::class_<d::Poisson, d::Distribution>(m, "Poisson", "Poisson(rate) counts (torch.distributions.Poisson).")
       .def(
           "__init__",
@@ -146,8 +201,7 @@ void bind_distributions(nb::module_& m) {
           },
           nb::arg("rate"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("rate", &d::Poisson::rate);
-  nb::class_<d::Gamma, d::Distribution>(
-      m, "Gamma", "Gamma(concentration, rate) (torch.distributions.Gamma; sample only: no rsample).")
+  nb::class_<d::Gamma, d::Distribution>(m, "Gamma", "Gamma(concentration, rate) (torch.distributions.Gamma).")
       .def(
           "__init__",
           [](d::Gamma* self, nb::handle concentration, nb::handle rate, std::optional<bool> validate_args) {
@@ -157,8 +211,19 @@ void bind_distributions(nb::module_& m) {
           nb::arg("concentration"), nb::arg("rate"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("concentration", &d::Gamma::concentration)
       .def_prop_ro("rate", &d::Gamma::rate);
-  nb::class_<d::Beta, d::Distribution>(
-      m, "Beta", "Beta(concentration1, concentration0) (torch.distributions.Beta; sample only: no rsample).")
+  nb::class_<d::Chi2, d::Gamma>(m, "Chi2", "Chi2(df): Gamma(df / 2, 1 / 2) (torch.distributions.Chi2).")
+      .def(
+          "__init__",
+          [](d::Chi2* self, nb::handle df, std::optional<bool> validate_args) {
+            new (self) d::Chi2(*params({df}, "Chi2")[0], validate_args.value_or(true));
+          },
+          nb::arg("df"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("df", &d::Chi2::df);
+  nb::class_<d::Dirichlet, d::Distribution>(
+      m, "Dirichlet", "Dirichlet(concentration) over its last dim (torch.distributions.Dirichlet).")
+      .def(nb::init<const Tensor&, bool>(), nb::arg("concentration"), nb::arg("validate_args") = true)
+      .def_prop_ro("concentration", &d::Dirichlet::concentration);
+  nb::class_<d::Beta, d::Distribution>(m, "Beta", "Beta(concentration1, concentration0) (torch.distributions.Beta).")
       .def(
           "__init__",
           [](d::Beta* self, nb::handle c1, nb::handle c0, std::optional<bool> validate_args) {
@@ -189,6 +254,67 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("base_dist",
                    [](const d::Independent& x) { return std::const_pointer_cast<d::Distribution>(x.base_dist()); })
       .def_prop_ro("reinterpreted_batch_ndims", &d::Independent::reinterpreted_batch_ndims);
+
+  nb::module_ t = m.def_submodule("transforms", "torch.distributions.transforms' elementwise bijections.");
+  nb::class_<d::Transform>(t, "Transform", "An invertible elementwise map (torch.distributions.transforms.Transform).")
+      .def("__call__", &d::Transform::forward, nb::arg("x"))
+      .def_prop_ro("inv",
+                   [](std::shared_ptr<d::Transform> self) -> std::shared_ptr<d::Transform> {
+                     return std::make_shared<d::InverseTransform>(self);
+                   })
+      .def("log_abs_det_jacobian", &d::Transform::log_abs_det_jacobian, nb::arg("x"), nb::arg("y"))
+      .def_prop_ro("sign", &d::Transform::sign)
+      .def("__repr__", &d::Transform::repr);
+  nb::class_<d::ExpTransform, d::Transform>(t, "ExpTransform", "y = exp(x).").def(nb::init<>());
+  nb::class_<d::SigmoidTransform, d::Transform>(t, "SigmoidTransform", "y = sigmoid(x).").def(nb::init<>());
+  nb::class_<d::AffineTransform, d::Transform>(t, "AffineTransform", "y = loc + scale * x.")
+      .def(
+          "__init__",
+          [](d::AffineTransform* self, nb::handle loc, nb::handle scale) {
+            auto p = params({loc, scale}, "AffineTransform");
+            new (self) d::AffineTransform(*p[0], *p[1]);
+          },
+          nb::arg("loc"), nb::arg("scale"))
+      .def_prop_ro("loc", &d::AffineTransform::loc)
+      .def_prop_ro("scale", &d::AffineTransform::scale);
+  nb::class_<d::InverseTransform, d::Transform>(t, "_InverseTransform", "The inverse of a transform (its .inv).");
+
+  nb::class_<d::TransformedDistribution, d::Distribution>(
+      m, "TransformedDistribution",
+      "TransformedDistribution(base_distribution, transforms): base draws through the transforms "
+      "(torch.distributions.TransformedDistribution).")
+      .def(
+          "__init__",
+          [](d::TransformedDistribution* self, std::shared_ptr<d::Distribution> base, nb::handle transforms,
+             std::optional<bool> validate_args) {
+            d::Transforms list;
+            if (nb::isinstance<d::Transform>(transforms))
+              list.push_back(nb::cast<std::shared_ptr<d::Transform>>(transforms));
+            else
+              for (nb::handle h : transforms) list.push_back(nb::cast<std::shared_ptr<d::Transform>>(h));
+            new (self) d::TransformedDistribution(base, std::move(list), validate_args.value_or(true));
+          },
+          nb::arg("base_distribution"), nb::arg("transforms"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro(
+          "base_dist",
+          [](const d::TransformedDistribution& x) { return std::const_pointer_cast<d::Distribution>(x.base_dist()); })
+      .def_prop_ro("transforms", [](const d::TransformedDistribution& x) {
+        nb::list l;
+        for (const auto& tr : x.transforms()) l.append(std::const_pointer_cast<d::Transform>(tr));
+        return l;
+      });
+  nb::class_<d::LogNormal, d::TransformedDistribution>(m, "LogNormal",
+                                                       "LogNormal(loc, scale): exp(Normal(loc, scale)) "
+                                                       "(torch.distributions.LogNormal).")
+      .def(
+          "__init__",
+          [](d::LogNormal* self, nb::handle loc, nb::handle scale, std::optional<bool> validate_args) {
+            auto p = params({loc, scale}, "LogNormal");
+            new (self) d::LogNormal(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("loc", &d::LogNormal::loc)
+      .def_prop_ro("scale", &d::LogNormal::scale);
 
   m.def("kl_divergence", &d::kl_divergence, nb::arg("p"), nb::arg("q"),
         "KL(p || q) in closed form (torch.distributions.kl_divergence); NotImplementedError for other pairs.");

@@ -9,6 +9,7 @@ with _pinned_openblas_core():  # before _C loads OpenBLAS, which picks its kerne
     from . import _C  # noqa: F401  (unigrad._C, the extension, as an attribute)
 from ._C import *  # noqa: F401,F403  (Tensor, dtypes, factories, elementwise functions)
 from ._C import Tensor, random  # noqa: F401
+from ._C import _standard_gamma, _standard_gamma_grad  # noqa: F401  (torch's underscored spellings)
 # The star import brought _C's callbacks, data, datasets, distributed, logging, models, nn, onnx, optim, optimizers and train
 # submodules; the packages of those names wrap them.
 del callbacks, data, datasets, distributed, logging, models, nn, onnx, optim, optimizers, train  # noqa: F821

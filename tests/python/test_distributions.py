@@ -39,20 +39,20 @@ def cases(dtype):
     u = np.random.default_rng(9).uniform(0.05, 0.95, (4, 3)).astype(dtype)
     return {
         "Normal": (lambda m, a, b: m.distributions.Normal(a, b), [arr((3,), dtype), pos((4, 1), dtype, 1)],
-                   arr((2, 4, 3), dtype, seed=2), ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev"]),
+                   arr((2, 4, 3), dtype, seed=2), ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev", "mode"]),
         "Uniform": (lambda m, a, b: m.distributions.Uniform(a, a + b), [arr((4, 3), dtype), pos((3,), dtype, 1)],
-                    None, ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev"]),
+                    None, ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev", "mode"]),
         "Exponential": (lambda m, r: m.distributions.Exponential(r), [pos((4, 3), dtype, 1)], arr((4, 3), dtype, 0, 3, 2),
-                        ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev"]),
+                        ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev", "mode"]),
         "Laplace": (lambda m, a, b: m.distributions.Laplace(a, b), [arr((4, 3), dtype), pos((3,), dtype, 1)],
-                    arr((4, 3), dtype, seed=2), ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev"]),
+                    arr((4, 3), dtype, seed=2), ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev", "mode"]),
         "Bernoulli(probs)": (lambda m, p: m.distributions.Bernoulli(probs=p), [probs((4, 3), dtype, 1)],
-                             Arg((np.arange(12).reshape(4, 3) % 2).astype(dtype)), ["log_prob", "entropy", "mean", "variance"]),
+                             Arg((np.arange(12).reshape(4, 3) % 2).astype(dtype)), ["log_prob", "entropy", "mean", "variance", "mode"]),
         "Bernoulli(logits)": (lambda m, logit: m.distributions.Bernoulli(logits=logit), [arr((4, 3), dtype)],
                               Arg((np.arange(12).reshape(4, 3) % 3 == 0).astype(dtype)),
                               ["log_prob", "entropy", "mean", "variance"]),
         "Categorical(probs)": (lambda m, p: m.distributions.Categorical(probs=p), [probs((4, 5), dtype, 1)],
-                               Arg(np.array([[0, 4, 2, 1]] * 2)), ["log_prob", "entropy", "mean", "variance"]),
+                               Arg(np.array([[0, 4, 2, 1]] * 2)), ["log_prob", "entropy", "mean", "variance", "mode"]),
         "Categorical(logits)": (lambda m, logit: m.distributions.Categorical(logits=logit), [arr((4, 5), dtype)],
                                 Arg(np.array([3, 0, 4, 1])), ["log_prob", "entropy"]),
         "MultivariateNormal(cov)": (lambda m, a, c: m.distributions.MultivariateNormal(a, covariance_matrix=c),
@@ -63,15 +63,37 @@ def cases(dtype):
                                            ["log_prob", "entropy", "mean", "variance"]),
         "Independent": (lambda m, a, b: m.distributions.Independent(m.distributions.Normal(a, b), 1),
                         [arr((4, 3), dtype), pos((4, 3), dtype, 1)], arr((4, 3), dtype, seed=2),
-                        ["log_prob", "entropy", "mean", "variance"]),
+                        ["log_prob", "entropy", "mean", "variance", "mode"]),
         "Gamma": (lambda m, c, r: m.distributions.Gamma(c, r), [pos((4, 3), dtype, 1), pos((3,), dtype, 3)],
-                  pos((4, 3), dtype, 2), ["log_prob", "entropy", "mean", "variance"]),
-        "Beta": (lambda m, a, b: m.distributions.Beta(a, b), [pos((3,), dtype, 1), pos((4, 3), dtype, 3)], Arg(u),
-                 ["log_prob", "entropy", "mean", "variance"]),
+                  pos((4, 3), dtype, 2), ["log_prob", "entropy", "mean", "variance", "mode"]),
+        "Chi2": (lambda m, df: m.distributions.Chi2(df), [arr((4, 3), dtype, 0.5, 6, 1)], pos((4, 3), dtype, 2),
+                 ["log_prob", "entropy", "mean", "variance", "mode"]),
+        "Beta": (lambda m, a, b: m.distributions.Beta(a, b), [arr((3,), dtype, 0.3, 3, 1), pos((4, 3), dtype, 3)],
+                 Arg(u), ["log_prob", "entropy", "mean", "variance", "mode"]),
+        "Dirichlet": (lambda m, c: m.distributions.Dirichlet(c), [arr((4, 3), dtype, 0.3, 3, 1)],
+                      Arg((u / u.sum(-1, keepdims=True)).astype(dtype)),
+                      ["log_prob", "entropy", "mean", "variance", "mode"]),
+        "StudentT": (lambda m, df, a, b: m.distributions.StudentT(df, a, b),
+                     [arr((4, 1), dtype, 0.5, 5, 1), arr((3,), dtype), pos((4, 3), dtype, 3)], arr((4, 3), dtype, seed=2),
+                     ["log_prob", "entropy", "mean", "variance", "mode"]),
+        "LogNormal": (lambda m, a, b: m.distributions.LogNormal(a, b), [arr((3,), dtype, -1, 1), pos((4, 1), dtype, 1)],
+                      pos((4, 3), dtype, 2), ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "mode"]),
+        "TransformedDistribution": (
+            lambda m, a, b, c: m.distributions.TransformedDistribution(
+                m.distributions.Normal(a, b), [m.distributions.transforms.AffineTransform(c, -2.0),
+                                               m.distributions.transforms.SigmoidTransform()]),
+            [arr((3,), dtype), pos((4, 1), dtype, 1), arr((3,), dtype, seed=3)], Arg(u), ["log_prob", "cdf", "icdf"]),
+        "Binomial(probs)": (lambda m, n, p: m.distributions.Binomial(n, probs=p),
+                            [Arg(np.array([[3.0], [10.0]], dtype)), probs((2, 3), dtype, 1)],
+                            Arg(np.array([[0, 1, 3], [10, 4, 7]], dtype)), ["log_prob", "mean", "variance", "mode"]),
+        "Binomial(logits)": (lambda m, p: m.distributions.Binomial(12, logits=p), [arr((2, 3), dtype, -8, 8, 1)],
+                             Arg(np.array([[0, 5, 12], [12, 4, 7]], dtype)), ["log_prob", "mean", "variance", "mode"]),
+        "Multinomial": (lambda m, p: m.distributions.Multinomial(6, probs=p), [probs((2, 4), dtype, 1)],
+                        Arg(np.array([[0, 1, 3, 2], [6, 0, 0, 0]], dtype)), ["log_prob", "mean", "variance"]),
         "Poisson": (lambda m, r: m.distributions.Poisson(r), [arr((4, 3), dtype, 0.5, 6, 1)],
-                    Arg(np.arange(12).reshape(4, 3).astype(dtype) % 7), ["log_prob", "mean", "variance"]),
+                    Arg(np.arange(12).reshape(4, 3).astype(dtype) % 7), ["log_prob", "mean", "variance", "mode"]),
         "OneHotCategorical": (lambda m, logit: m.distributions.OneHotCategorical(logits=logit), [arr((4, 3), dtype)],
-                              Arg(np.eye(3, dtype=dtype)[[0, 2, 1, 1]]), ["log_prob", "entropy", "mean", "variance"]),
+                              Arg(np.eye(3, dtype=dtype)[[0, 2, 1, 1]]), ["log_prob", "entropy", "mean", "variance", "mode"]),
         "_icdf_values": Arg(u),
     }
 
@@ -116,6 +138,10 @@ def test_kl_divergence_against_torch(dtype):
     check(kl(lambda d, a, b, c, e: (d.Gamma(a, b), d.Gamma(c, e))), pos((3,), dtype, 1), pos((4, 1), dtype, 2),
           pos((4, 3), dtype, 3), pos((3,), dtype, 4))
     check(kl(lambda d, a, b: (d.Poisson(a), d.Poisson(b))), pos((4, 3), dtype, 1), pos((3,), dtype, 2))
+    check(kl(lambda d, a, b, c, e: (d.Beta(a, b), d.Beta(c, e))), pos((3,), dtype, 1), pos((4, 1), dtype, 2),
+          pos((4, 3), dtype, 3), pos((3,), dtype, 4))
+    check(kl(lambda d, a, b: (d.Dirichlet(a), d.Dirichlet(b))), pos((4, 3), dtype, 1), pos((3,), dtype, 2))
+    check(kl(lambda d, a, b: (d.Chi2(a), d.Chi2(b))), pos((4, 3), dtype, 1), pos((3,), dtype, 2))
     check(kl(lambda d, a, b, c, e: (d.Independent(d.Normal(a, b), 2), d.Independent(d.Normal(c, e), 2))),
           arr((2, 3), dtype), pos((2, 3), dtype, 1), arr((2, 3), dtype, seed=2), pos((2, 3), dtype, 3))
 
@@ -208,6 +234,12 @@ def moment_cases():
         "Gamma": d.Gamma(ug.tensor([0.5, 3.0]), ug.tensor([2.0, 0.5])),
         "Beta": d.Beta(ug.tensor([0.5, 3.0]), ug.tensor([2.0, 0.5])),
         "Poisson": d.Poisson(ug.tensor([0.5, 20.0])),
+        "Chi2": d.Chi2(ug.tensor([0.5, 7.0])),
+        "Dirichlet": d.Dirichlet(ug.tensor([0.3, 2.0, 5.0])),
+        "StudentT": d.StudentT(ug.tensor([5.0, 30.0]), ug.tensor([1.0, -1.0]), ug.tensor([0.5, 2.0])),
+        "LogNormal": d.LogNormal(ug.tensor([0.0, 1.0]), ug.tensor([0.25, 0.5])),
+        "Binomial": d.Binomial(ug.tensor([5.0, 100.0]), probs=ug.tensor([0.3, 0.9])),
+        "Multinomial": d.Multinomial(7, probs=ug.tensor([0.2, 0.5, 0.3])),
         "OneHotCategorical": d.OneHotCategorical(probs=ug.tensor([0.2, 0.5, 0.3])),
     }
 
@@ -253,14 +285,16 @@ def test_sample_shapes_match_torch(sample_shape):
         dists = [d.Normal(loc, scale), d.Uniform(loc, loc + scale), d.Laplace(loc, scale), d.Exponential(scale),
                  d.Bernoulli(probs=m.ones(4, 3) / 2), d.Categorical(logits=m.zeros(4, 3)),
                  d.MultivariateNormal(m.zeros(4, 3), scale_tril=m.eye(3)), d.Independent(d.Normal(loc, scale), 2),
-                 d.Poisson(scale), d.OneHotCategorical(probs=m.ones(4, 3) / 3)]
+                 d.Poisson(scale), d.OneHotCategorical(probs=m.ones(4, 3) / 3), d.Gamma(loc + 1, scale),
+                 d.Beta(scale, loc + 1), d.Chi2(loc + 1), d.Dirichlet(m.ones(4, 3)), d.StudentT(scale, loc, scale),
+                 d.LogNormal(loc, scale), d.Binomial(m.full((4, 1), 5.0), probs=m.ones(3) / 2),
+                 d.Multinomial(5, probs=m.ones(4, 3) / 3),
+                 d.TransformedDistribution(d.Normal(loc, scale), [d.transforms.AffineTransform(m.zeros(2, 1, 1), 2.0)])]
         out = []
         for x in dists:
             out += [tuple(x.sample(sample_shape).shape), tuple(x.batch_shape), tuple(x.event_shape), x.has_rsample]
             if x.has_rsample:
                 out.append(tuple(x.rsample(sample_shape).shape))
-        for x in (d.Gamma(loc + 1, scale), d.Beta(scale, loc + 1)):  # torch's have rsample, ours not
-            out += [tuple(x.sample(sample_shape).shape), tuple(x.batch_shape), tuple(x.event_shape)]
         return out
 
     assert both(ug) == both(torch)
@@ -291,6 +325,14 @@ BAD = {
     "Beta concentration 0": lambda d, m: d.Beta(m.tensor([0.0]), 1.0),
     "not one-hot": lambda d, m: d.OneHotCategorical(probs=m.ones(3) / 3).log_prob(m.tensor([1.0, 1.0, 0.0])),
     "too many reinterpreted dims": lambda d, m: d.Independent(d.Normal(m.zeros(3), 1.0), 2),
+    "Dirichlet value off the simplex": lambda d, m: d.Dirichlet(m.ones(3)).log_prob(m.tensor([0.5, 0.5, 0.5])),
+    "Dirichlet concentration 0": lambda d, m: d.Dirichlet(m.tensor([1.0, 0.0])),
+    "StudentT df 0": lambda d, m: d.StudentT(m.tensor([0.0])),
+    "LogNormal value negative": lambda d, m: d.LogNormal(0.0, 1.0).log_prob(m.tensor([-1.0])),
+    "Binomial count above total": lambda d, m: d.Binomial(3, probs=m.tensor([0.5])).log_prob(m.tensor([4.0])),
+    "Binomial non-integer total": lambda d, m: d.Binomial(m.tensor([2.5]), probs=m.tensor([0.5])),
+    "Multinomial counts above total": lambda d, m: d.Multinomial(2, probs=m.ones(2) / 2).log_prob(m.tensor([2.0, 1.0])),
+    "Chi2 df negative": lambda d, m: d.Chi2(m.tensor([-1.0])),
 }
 
 
@@ -333,3 +375,29 @@ def test_log_prob_under_jit_and_vmap():
     assert_close(batched.numpy(), looped)
     with pytest.raises(TypeError, match="traced tensor"):  # the checks read values: jit says so
         ug.jit(lambda s: d.Normal(0.0, s).log_prob(x))(ug.ones(3))
+
+
+def test_expand_against_torch():
+    def expanded(m, loc, scale, p):
+        d = m.distributions
+        dists = [d.Normal(loc, scale), d.Gamma(scale, scale), d.Dirichlet(p), d.Categorical(logits=p.log()),
+                 d.Bernoulli(probs=scale / 3), d.StudentT(scale + 1, loc, scale), d.LogNormal(loc, scale),
+                 d.Binomial(4, probs=scale / 3), d.Multinomial(3, probs=p), d.Chi2(scale),
+                 d.MultivariateNormal(p, scale_tril=m.eye(3)), d.Independent(d.Normal(loc, scale), 1)]
+        out = []
+        for x in dists:
+            shape = (2, *x.batch_shape)
+            e = x.expand(shape)
+            out += [type(e).__name__, tuple(e.batch_shape), tuple(e.event_shape), e.mean]
+        return out
+
+    def check_all(m, loc, scale, p):
+        return tuple(v for v in expanded(m, loc, scale, p) if not isinstance(v, (str, tuple)))
+
+    loc, scale, p = arr((3,), "float64"), pos((3,), "float64", 1), probs((3,), "float64", 2)
+    ug_meta = [v for v in expanded(ug, loc.make(ug), scale.make(ug), p.make(ug)) if isinstance(v, (str, tuple))]
+    torch_meta = [v for v in expanded(torch, loc.make(torch), scale.make(torch), p.make(torch)) if isinstance(v, (str, tuple))]
+    assert ug_meta == torch_meta
+    check(check_all, loc, scale, p)
+    with pytest.raises(ValueError):
+        ug.distributions.Normal(ug.zeros(3), 1.0).expand((4,))

@@ -33,10 +33,7 @@ ProbsOrLogits::ProbsOrLogits(const char* dist, const std::optional<Tensor>& prob
     fail("[", dist, "] either `probs` or `logits` must be specified, but not both");
 }
 
-// ---- Bernoulli ---------------------------------------------------------------------------
-
-Bernoulli::Bernoulli(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits, bool validate_args)
-    : ProbsOrLogits("Bernoulli", probs, logits, validate_args) {
+void ProbsOrLogits::set_elementwise(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits) {
   if (from_logits_) {
     logits_ = *logits;
     probs_ = logits_.sigmoid();
@@ -47,6 +44,13 @@ Bernoulli::Bernoulli(const std::optional<Tensor>& probs, const std::optional<Ten
     logits_ = p.log() - (-p).log1p();
     check_param("probs", probs_, constraints::unit_interval());
   }
+}
+
+// ---- Bernoulli ---------------------------------------------------------------------------
+
+Bernoulli::Bernoulli(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits, bool validate_args)
+    : ProbsOrLogits("Bernoulli", probs, logits, validate_args) {
+  set_elementwise(probs, logits);
   batch_shape_ = probs_.shape();
 }
 
@@ -64,6 +68,86 @@ Tensor Bernoulli::log_prob(const Tensor& value) const {
 Tensor Bernoulli::entropy() const { return bce_with_logits(logits_, probs_); }
 
 Tensor Bernoulli::variance() const { return probs_ * (1 - probs_); }
+Tensor Bernoulli::mode() const {
+  return where(probs_.eq(0.5), std::numeric_limits<double>::quiet_NaN(), probs_.gt(0.5).to(probs_.dtype()));
+}
+
+// ---- Binomial ----------------------------------------------------------------------------
+
+Binomial::Binomial(const Tensor& total_count, const std::optional<Tensor>& probs, const std::optional<Tensor>& logits,
+                   bool validate_args)
+    : ProbsOrLogits("Binomial", probs, logits, validate_args) {
+  const Tensor& given = from_logits_ ? *logits : *probs;
+  auto b = broadcast_tensors({total_count.to(given.dtype()), given});
+  total_count_ = b[0];
+  set_elementwise(from_logits_ ? std::nullopt : std::optional<Tensor>(b[1]),
+                  from_logits_ ? std::optional<Tensor>(b[1]) : std::nullopt);
+  batch_shape_ = probs_.shape();
+  check_param("total_count", total_count_, constraints::nonnegative_integer());
+}
+
+std::vector<std::pair<std::string, Tensor>> Binomial::params() const {
+  auto p = ProbsOrLogits::params();
+  p.insert(p.begin(), {"total_count", total_count_});
+  return p;
+}
+
+Constraint Binomial::support() const {
+  const Tensor n = total_count_;
+  return {"IntegerInterval(lower_bound=0, upper_bound=total_count)",
+          [n](const Tensor& x) { return x.remainder(1).eq(0).logical_and(x.ge(0)).logical_and(x.le(n)); }};
+}
+
+Tensor Binomial::sample(const Dims& sample_shape) const {
+  NoGradGuard no_grad;
+  const Dims shape = extended_shape(sample_shape);
+  return binomial(total_count_.expand(shape).contiguous(), probs_.expand(shape).contiguous());
+}
+
+Tensor Binomial::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  const Tensor& n = total_count_;
+  // n log(1 + e^l) - log n!, stable for either sign of the logits l
+  const Tensor normalizer = n * logits_.clamp(0, std::nullopt) + n * (-logits_.abs()).exp().log1p() - lgamma(n + 1);
+  return value * logits_ - lgamma(value + 1) - lgamma(n - value + 1) - normalizer;
+}
+
+Tensor Binomial::mode() const {
+  const Tensor m = ((total_count_ + 1) * probs_).floor();
+  return where(m.gt(total_count_), total_count_, m);
+}
+
+// ---- Multinomial -------------------------------------------------------------------------
+
+Multinomial::Multinomial(int64_t total_count, const std::optional<Tensor>& probs, const std::optional<Tensor>& logits,
+                         bool validate_args)
+    : Distribution({}, {}, validate_args), categorical_(probs, logits, validate_args), total_count_(total_count) {
+  if (total_count < 0) fail("[Multinomial] total_count must be non-negative, got ", total_count);
+  batch_shape_ = categorical_.batch_shape();
+  event_shape_ = {categorical_.num_events()};
+}
+
+Constraint Multinomial::support() const {
+  const int64_t n = total_count_;
+  return {"Multinomial(upper_bound=" + std::to_string(n) + ")", [n](const Tensor& x) {
+            return x.remainder(1).eq(0).logical_and(x.ge(0)).all(-1).logical_and(x.sum({-1}).le(n));
+          }};
+}
+
+Tensor Multinomial::sample(const Dims& sample_shape) const {
+  NoGradGuard no_grad;
+  const Tensor index = categorical_.sample(concat({total_count_}, sample_shape)).unsqueeze(-1);
+  const Tensor& p = probs();
+  return index.eq(arange(categorical_.num_events(), {DType::Int64, p.device()})).to(p.dtype()).sum({0});
+}
+
+Tensor Multinomial::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  auto b = broadcast_tensors({logits(), value});
+  // 0 log 0 is 0, where a category has probability 0 and no count
+  const Tensor l = where(b[1].eq(0).logical_and(b[0].eq(-std::numeric_limits<double>::infinity())), 0.0, b[0]);
+  return lgamma(b[1].sum({-1}) + 1) - lgamma(b[1] + 1).sum({-1}) + (l * b[1]).sum({-1});
+}
 
 // ---- Categorical -------------------------------------------------------------------------
 
@@ -125,6 +209,14 @@ Tensor OneHotCategorical::sample(const Dims& sample_shape) const {
   Tensor index = categorical_.sample(sample_shape).unsqueeze(-1);
   const Tensor& p = categorical_.probs();
   return index.eq(arange(categorical_.num_events(), {DType::Int64, p.device()})).to(p.dtype());
+}
+
+Tensor OneHotCategorical::mode() const {
+  const Tensor& p = categorical_.probs();
+  return categorical_.mode()
+      .unsqueeze(-1)
+      .eq(arange(categorical_.num_events(), {DType::Int64, p.device()}))
+      .to(p.dtype());
 }
 
 Tensor OneHotCategorical::log_prob(const Tensor& value) const {

@@ -23,6 +23,9 @@ class ProbsOrLogits : public Distribution {
   std::vector<std::pair<std::string, Tensor>> params() const override {
     return {{from_logits_ ? "logits" : "probs", from_logits_ ? logits_ : probs_}};
   }
+  /** Elementwise probabilities (Bernoulli, Binomial): the one given, checked, and the other
+   *  (sigmoid of logits; log-odds of the clamped probs). */
+  void set_elementwise(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits);
 
   Tensor probs_, logits_;
   bool from_logits_;
@@ -30,6 +33,10 @@ class ProbsOrLogits : public Distribution {
 
 class Bernoulli : public ProbsOrLogits {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return from_logits_ ? std::make_shared<Bernoulli>(std::nullopt, p[0], validate_args_)
+                        : std::make_shared<Bernoulli>(p[0], std::nullopt, validate_args_);
+  }
   Bernoulli(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits = std::nullopt,
             bool validate_args = true);
   std::string name() const override { return "Bernoulli"; }
@@ -39,13 +46,20 @@ class Bernoulli : public ProbsOrLogits {
   Tensor entropy() const override;
   Tensor mean() const override { return probs_; }
   Tensor variance() const override;
+  /** 1 where probs > 1/2, 0 below, NaN at 1/2. */
+  Tensor mode() const override;
   Constraint support() const override { return constraints::boolean(); }
 };
 
 class Categorical : public ProbsOrLogits {
   friend class OneHotCategorical;
+  friend class Multinomial;
 
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return from_logits_ ? std::make_shared<Categorical>(std::nullopt, p[0], validate_args_)
+                        : std::make_shared<Categorical>(p[0], std::nullopt, validate_args_);
+  }
   /** probs (normalised over the last dim) or logits, [..., num_events]. */
   Categorical(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits = std::nullopt,
               bool validate_args = true);
@@ -57,6 +71,7 @@ class Categorical : public ProbsOrLogits {
   /** NaN, as in torch: categories have no order. */
   Tensor mean() const override;
   Tensor variance() const override { return mean(); }
+  Tensor mode() const override { return probs_.argmax(-1); }
   Constraint support() const override { return constraints::integer_interval(0, num_events() - 1); }
   /** logits() are normalised: logsumexp over the last dim is 0. */
   int64_t num_events() const { return probs_.size(-1); }
@@ -65,6 +80,10 @@ class Categorical : public ProbsOrLogits {
 /** Vectors with a single 1: a Categorical's draws one-hot encoded over the last dim. */
 class OneHotCategorical : public Distribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return categorical_.from_logits_ ? std::make_shared<OneHotCategorical>(std::nullopt, p[0], validate_args_)
+                                     : std::make_shared<OneHotCategorical>(p[0], std::nullopt, validate_args_);
+  }
   OneHotCategorical(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits = std::nullopt,
                     bool validate_args = true);
   std::string name() const override { return "OneHotCategorical"; }
@@ -74,6 +93,7 @@ class OneHotCategorical : public Distribution {
   Tensor entropy() const override { return categorical_.entropy(); }
   Tensor mean() const override { return categorical_.probs(); }
   Tensor variance() const override { return categorical_.probs() * (1 - categorical_.probs()); }
+  Tensor mode() const override;
   Constraint support() const override { return constraints::one_hot(); }
   const Tensor& probs() const { return categorical_.probs(); }
   const Tensor& logits() const { return categorical_.logits(); }
@@ -86,15 +106,74 @@ class OneHotCategorical : public Distribution {
   std::vector<std::pair<std::string, Tensor>> categorical_params() const;
 };
 
+/** Successes in total_count Bernoulli(probs) trials; sampled by ug::binomial. */
+class Binomial : public ProbsOrLogits {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return from_logits_ ? std::make_shared<Binomial>(p[0], std::nullopt, p[1], validate_args_)
+                        : std::make_shared<Binomial>(p[0], p[1], std::nullopt, validate_args_);
+  }
+  Binomial(const Tensor& total_count, const std::optional<Tensor>& probs,
+           const std::optional<Tensor>& logits = std::nullopt, bool validate_args = true);
+  std::string name() const override { return "Binomial"; }
+  Tensor sample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor mean() const override { return total_count_ * probs_; }
+  Tensor variance() const override { return total_count_ * probs_ * (1 - probs_); }
+  /** floor((n + 1) p), at most n. */
+  Tensor mode() const override;
+  Constraint support() const override;
+  const Tensor& total_count() const { return total_count_; }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override;
+
+ private:
+  Tensor total_count_;  // in the dtype of probs
+};
+
+/** Counts of total_count draws of a Categorical over the last dim: vectors of counts. */
+class Multinomial : public Distribution {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return categorical_.from_logits_ ? std::make_shared<Multinomial>(total_count_, std::nullopt, p[0], validate_args_)
+                                     : std::make_shared<Multinomial>(total_count_, p[0], std::nullopt, validate_args_);
+  }
+  Multinomial(int64_t total_count, const std::optional<Tensor>& probs,
+              const std::optional<Tensor>& logits = std::nullopt, bool validate_args = true);
+  std::string name() const override { return "Multinomial"; }
+  /** The Categorical's total_count draws counted per category, in the dtype of probs. */
+  Tensor sample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor mean() const override { return static_cast<double>(total_count_) * probs(); }
+  Tensor variance() const override { return static_cast<double>(total_count_) * probs() * (1 - probs()); }
+  /** Non-negative integers summing to at most total_count (torch's multinomial constraint). */
+  Constraint support() const override;
+  int64_t total_count() const { return total_count_; }
+  const Tensor& probs() const { return categorical_.probs(); }
+  const Tensor& logits() const { return categorical_.logits(); }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override { return categorical_.params(); }
+
+ private:
+  Categorical categorical_;
+  int64_t total_count_;
+};
+
 /** Counts with mean rate; sampled by ug::poisson. */
 class Poisson : public Distribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Poisson>(p[0], validate_args_);
+  }
   explicit Poisson(const Tensor& rate, bool validate_args = true);
   std::string name() const override { return "Poisson"; }
   Tensor sample(const Dims& sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
   Tensor mean() const override { return rate_; }
   Tensor variance() const override { return rate_; }
+  Tensor mode() const override { return rate_.floor(); }
   Constraint support() const override { return constraints::nonnegative_integer(); }
   const Tensor& rate() const { return rate_; }
 

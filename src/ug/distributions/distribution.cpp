@@ -156,6 +156,19 @@ Tensor Distribution::rsample(const Dims&) const { not_implemented("rsample (it h
 Tensor Distribution::entropy() const { not_implemented("entropy"); }
 Tensor Distribution::mean() const { not_implemented("mean"); }
 Tensor Distribution::variance() const { not_implemented("variance"); }
+Tensor Distribution::mode() const { not_implemented("mode"); }
+
+std::shared_ptr<Distribution> Distribution::expand(const Dims& batch_shape) const {
+  std::vector<Tensor> expanded;
+  for (const auto& [param, value] : params()) {
+    // The parameters span the batch shape, then their own event dims.
+    const Dims& s = value.shape();
+    expanded.push_back(value.expand(concat(batch_shape, Dims(s.begin() + batch_shape_.size(), s.end()))));
+  }
+  return rebuild(expanded);
+}
+
+std::shared_ptr<Distribution> Distribution::rebuild(const std::vector<Tensor>&) const { not_implemented("expand"); }
 Tensor Distribution::cdf(const Tensor&) const { not_implemented("cdf"); }
 Tensor Distribution::icdf(const Tensor&) const { not_implemented("icdf"); }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,17 +65,23 @@ class Distribution {
   virtual Tensor mean() const;
   virtual Tensor variance() const;
   virtual Tensor stddev() const { return variance().sqrt(); }
+  /** The most likely value (torch's mode; NaN where there is none). */
+  virtual Tensor mode() const;
   virtual Tensor cdf(const Tensor& value) const;
   virtual Tensor icdf(const Tensor& value) const;
   virtual Constraint support() const = 0;
   /** torch's repr: "Normal(loc: [3], scale: [3])". */
   virtual std::string repr() const;
+  /** The same distribution with this batch shape (its parameters expanded to it; torch's expand). */
+  virtual std::shared_ptr<Distribution> expand(const Dims& batch_shape) const;
 
  protected:
   Distribution(Dims batch_shape, Dims event_shape, bool validate_args)
       : batch_shape_(std::move(batch_shape)), event_shape_(std::move(event_shape)), validate_args_(validate_args) {}
   /** The named parameters, for repr and the argument checks. */
   virtual std::vector<std::pair<std::string, Tensor>> params() const = 0;
+  /** The same kind of distribution on other values of params() (in its order), for expand. */
+  virtual std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& params) const;
   /** Raises ValueError where a parameter breaks its constraint (when validate_args). */
   void check_param(const std::string& param, const Tensor& value, const Constraint& c) const;
   /** Raises ValueError where `value` does not fit the shapes or lies outside the support. */

@@ -1,6 +1,7 @@
 // ug::distributions: torch.distributions in C++ (Normal, Uniform, Exponential, Laplace,
-// Bernoulli, Categorical, OneHotCategorical, Poisson, Gamma, Beta, MultivariateNormal,
-// Independent and kl_divergence).
+// StudentT, LogNormal, Bernoulli, Binomial, Categorical, OneHotCategorical, Multinomial,
+// Poisson, Gamma, Chi2, Beta, Dirichlet, MultivariateNormal, Independent,
+// TransformedDistribution with its transforms, and kl_divergence).
 #pragma once
 
 #include "ug/distributions/discrete.h"
@@ -8,4 +9,5 @@
 #include "ug/distributions/gamma.h"
 #include "ug/distributions/kl.h"
 #include "ug/distributions/multivariate.h"
+#include "ug/distributions/transformed.h"
 #include "ug/distributions/univariate.h"

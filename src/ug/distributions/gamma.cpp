@@ -2,7 +2,8 @@
 
 #include <limits>
 
-#include "ug/graph/grad_mode.h"
+#include "ug/core/error.h"
+#include "ug/ops/join.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite_math.h"
 #include "ug/ops/composite.h"
@@ -29,8 +30,7 @@ Gamma::Gamma(const Tensor& concentration, const Tensor& rate, bool validate_args
   check_param("rate", rate_, constraints::positive());
 }
 
-Tensor Gamma::sample(const Dims& sample_shape) const {
-  NoGradGuard no_grad;
+Tensor Gamma::rsample(const Dims& sample_shape) const {
   Tensor g = random::gamma(global_key(), concentration_, extended_shape(sample_shape), concentration_.dtype());
   return (g / rate_).clamp(tiny(g), std::nullopt);
 }
@@ -47,11 +47,69 @@ Tensor Gamma::entropy() const {
 
 Tensor Gamma::mean() const { return concentration_ / rate_; }
 Tensor Gamma::variance() const { return concentration_ / rate_.square(); }
+Tensor Gamma::mode() const { return (concentration_ - 1).clamp(0, std::nullopt) / rate_; }
+
+Chi2::Chi2(const Tensor& df, bool validate_args) : Gamma(df * 0.5, full_like(df, 0.5), validate_args) {}
+
+// ---- Dirichlet ---------------------------------------------------------------------------
+
+Dirichlet::Dirichlet(const Tensor& concentration, bool validate_args)
+    : Distribution({}, {}, validate_args), concentration_(concentration) {
+  if (concentration.dim() < 1)
+    fail("[Dirichlet] concentration must have at least one dimension, got a tensor of shape ",
+         shape_str(concentration.shape()));
+  const Dims& s = concentration.shape();
+  batch_shape_ = Dims(s.begin(), s.end() - 1);
+  event_shape_ = {s.back()};
+  check_param("concentration", concentration_, constraints::independent(constraints::positive(), 1));
+}
+
+Tensor Dirichlet::rsample(const Dims& sample_shape) const {
+  const Tensor x =
+      random::dirichlet(global_key(), concentration_, concat(sample_shape, batch_shape_), concentration_.dtype());
+  const double eps = concentration_.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon()
+                                                              : std::numeric_limits<float>::epsilon();
+  return x.clamp(tiny(x), 1 - eps);
+}
+
+Tensor Dirichlet::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  const Tensor& c = concentration_;
+  return xlogy(c - 1, value).sum({-1}) + lgamma(c.sum({-1})) - lgamma(c).sum({-1});
+}
+
+Tensor Dirichlet::entropy() const {
+  const Tensor& c = concentration_;
+  const Tensor total = c.sum({-1});
+  const double k = static_cast<double>(c.size(-1));
+  return lgamma(c).sum({-1}) - lgamma(total) - (k - total) * digamma(total) - ((c - 1) * digamma(c)).sum({-1});
+}
+
+Tensor Dirichlet::mean() const { return concentration_ / concentration_.sum({-1}, true); }
+
+Tensor Dirichlet::variance() const {
+  const Tensor total = concentration_.sum({-1}, true);
+  return concentration_ * (total - concentration_) / (total.square() * (total + 1));
+}
+
+Tensor Dirichlet::mode() const {
+  const Tensor above = (concentration_ - 1).clamp(0, std::nullopt);
+  const Tensor all_below = concentration_.lt(1).all(-1, true);
+  const Tensor first = index_fill(zeros_like(above), -1, zeros({1}, {.dtype = DType::Int64}), 1.0);
+  return where(all_below, first, above / above.sum({-1}, true));
+}
 
 // ---- Beta --------------------------------------------------------------------------------
 
+namespace {
+Tensor stacked(const Tensor& c1, const Tensor& c0) {
+  const auto b = broadcast_tensors({c1, c0});
+  return stack({b[0], b[1]}, -1);
+}
+}  // namespace
+
 Beta::Beta(const Tensor& concentration1, const Tensor& concentration0, bool validate_args)
-    : Distribution({}, {}, validate_args) {
+    : Distribution({}, {}, validate_args), dirichlet_(stacked(concentration1, concentration0), false) {
   auto b = broadcast_tensors({concentration1, concentration0});
   c1_ = b[0], c0_ = b[1];
   batch_shape_ = c1_.shape();
@@ -59,8 +117,7 @@ Beta::Beta(const Tensor& concentration1, const Tensor& concentration0, bool vali
   check_param("concentration0", c0_, constraints::positive());
 }
 
-Tensor Beta::sample(const Dims& sample_shape) const {
-  NoGradGuard no_grad;
+Tensor Beta::rsample(const Dims& sample_shape) const {
   return random::beta(global_key(), c1_, c0_, extended_shape(sample_shape), c1_.dtype());
 }
 

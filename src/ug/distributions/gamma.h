@@ -1,20 +1,29 @@
-// Gamma and Beta, drawn by ug::random's rejection samplers from a key of the global generator.
-// Their draws carry no reparameterised gradient, so neither has rsample (torch's have).
+// The distributions drawn from Gamma variates: Gamma, Chi2, Beta and Dirichlet, by ug::random's
+// rejection sampler from a key of the global generator. That sampler's derivative in the
+// concentration is the implicit reparameterisation gradient (random::gamma_grad), so all of
+// them have rsample, as torch's do.
 #pragma once
 
 #include "ug/distributions/distribution.h"
+#include "ug/ops/binary.h"
 
 namespace ug::distributions {
 
 class Gamma : public Distribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Gamma>(p[0], p[1], validate_args_);
+  }
   Gamma(const Tensor& concentration, const Tensor& rate, bool validate_args = true);
   std::string name() const override { return "Gamma"; }
-  Tensor sample(const Dims& sample_shape = {}) const override;
+  bool has_rsample() const override { return true; }
+  /** random::gamma(concentration) / rate, kept above the dtype's smallest normal number. */
+  Tensor rsample(const Dims& sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
   Tensor entropy() const override;
   Tensor mean() const override;
   Tensor variance() const override;
+  Tensor mode() const override;
   Constraint support() const override { return constraints::nonnegative(); }
   const Tensor& concentration() const { return concentration_; }
   const Tensor& rate() const { return rate_; }
@@ -28,15 +37,63 @@ class Gamma : public Distribution {
   Tensor concentration_, rate_;
 };
 
-class Beta : public Distribution {
+/** Chi2(df): Gamma(df / 2, 1 / 2). */
+class Chi2 : public Gamma {
  public:
-  Beta(const Tensor& concentration1, const Tensor& concentration0, bool validate_args = true);
-  std::string name() const override { return "Beta"; }
-  Tensor sample(const Dims& sample_shape = {}) const override;
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Chi2>(p[0], validate_args_);
+  }
+  explicit Chi2(const Tensor& df, bool validate_args = true);
+  std::string name() const override { return "Chi2"; }
+  Tensor df() const { return concentration() * 2; }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override { return {{"df", df()}}; }
+};
+
+/** Dirichlet(concentration) over the last dim of concentration: points of the simplex. */
+class Dirichlet : public Distribution {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Dirichlet>(p[0], validate_args_);
+  }
+  explicit Dirichlet(const Tensor& concentration, bool validate_args = true);
+  std::string name() const override { return "Dirichlet"; }
+  bool has_rsample() const override { return true; }
+  /** random::dirichlet (Gamma draws normalised), kept inside (tiny, 1 - eps). */
+  Tensor rsample(const Dims& sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
   Tensor entropy() const override;
   Tensor mean() const override;
   Tensor variance() const override;
+  /** (c - 1)+ normalised; where every c < 1, the first vertex (torch's). */
+  Tensor mode() const override;
+  Constraint support() const override { return constraints::simplex(); }
+  const Tensor& concentration() const { return concentration_; }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override { return {{"concentration", concentration_}}; }
+
+ private:
+  Tensor concentration_;
+};
+
+/** Beta(c1, c0): the first coordinate of Dirichlet([c1, c0]), drawn as X / (X + Y). */
+class Beta : public Distribution {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Beta>(p[0], p[1], validate_args_);
+  }
+  Beta(const Tensor& concentration1, const Tensor& concentration0, bool validate_args = true);
+  std::string name() const override { return "Beta"; }
+  bool has_rsample() const override { return true; }
+  /** random::beta: X / (X + Y) with X ~ Gamma(c1), Y ~ Gamma(c0). */
+  Tensor rsample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor variance() const override;
+  Tensor mode() const override { return dirichlet_.mode().select(-1, 0); }
   Constraint support() const override { return constraints::unit_interval(); }
   const Tensor& concentration1() const { return c1_; }
   const Tensor& concentration0() const { return c0_; }
@@ -48,6 +105,7 @@ class Beta : public Distribution {
 
  private:
   Tensor c1_, c0_;
+  Dirichlet dirichlet_;  // over [c1, c0], for the mode
 };
 
 }  // namespace ug::distributions

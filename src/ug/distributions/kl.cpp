@@ -63,6 +63,21 @@ Tensor kl(const Gamma& p, const Gamma& q) {
          (q.rate() - p.rate()) * (pc / p.rate());
 }
 
+Tensor kl(const Beta& p, const Beta& q) {
+  const Tensor sum_p = p.concentration1() + p.concentration0(), sum_q = q.concentration1() + q.concentration0();
+  return lgamma(q.concentration1()) + lgamma(q.concentration0()) + lgamma(sum_p) - lgamma(p.concentration1()) -
+         lgamma(p.concentration0()) - lgamma(sum_q) +
+         (p.concentration1() - q.concentration1()) * digamma(p.concentration1()) +
+         (p.concentration0() - q.concentration0()) * digamma(p.concentration0()) + (sum_q - sum_p) * digamma(sum_p);
+}
+
+Tensor kl(const Dirichlet& p, const Dirichlet& q) {
+  const Tensor &pc = p.concentration(), &qc = q.concentration();
+  const Tensor sum_p = pc.sum({-1}), sum_q = qc.sum({-1});
+  const Tensor cross = ((pc - qc) * (digamma(pc) - digamma(sum_p).unsqueeze(-1))).sum({-1});
+  return lgamma(sum_p) - lgamma(sum_q) - (lgamma(pc) - lgamma(qc)).sum({-1}) + cross;
+}
+
 Tensor kl(const Poisson& p, const Poisson& q) {
   return p.rate() * (p.rate().log() - q.rate().log()) - (p.rate() - q.rate());
 }
@@ -106,8 +121,9 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
   Tensor out;
   if (try_kl<Normal>(p, q, out) || try_kl<Bernoulli>(p, q, out) || try_kl<Categorical>(p, q, out) ||
       try_kl<OneHotCategorical>(p, q, out) || try_kl<Uniform>(p, q, out) || try_kl<Exponential>(p, q, out) ||
-      try_kl<Laplace>(p, q, out) || try_kl<Gamma>(p, q, out) || try_kl<Poisson>(p, q, out) ||
-      try_kl<MultivariateNormal>(p, q, out) || try_kl<Independent>(p, q, out))
+      try_kl<Laplace>(p, q, out) || try_kl<Gamma>(p, q, out) || try_kl<Beta>(p, q, out) ||
+      try_kl<Dirichlet>(p, q, out) || try_kl<Poisson>(p, q, out) || try_kl<MultivariateNormal>(p, q, out) ||
+      try_kl<Independent>(p, q, out))
     return out;
   throw NotImplementedError(
       detail::cat("[kl_divergence] no KL(p || q) is implemented for p a ", p.name(), " and q a ", q.name()));

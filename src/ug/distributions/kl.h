@@ -6,7 +6,7 @@
 namespace ug::distributions {
 
 /** KL(p || q) over the batch for two of one family: Normal, Bernoulli, Categorical,
- *  OneHotCategorical, Uniform, Exponential, Laplace, Gamma, Poisson, MultivariateNormal and
+ *  OneHotCategorical, Uniform, Exponential, Laplace, Gamma (Chi2), Beta, Dirichlet, Poisson, MultivariateNormal and
  *  Independent; NotImplementedError naming both types for any other pair. */
 Tensor kl_divergence(const Distribution& p, const Distribution& q);
 

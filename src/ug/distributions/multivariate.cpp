@@ -50,6 +50,22 @@ std::vector<std::pair<std::string, Tensor>> MultivariateNormal::params() const {
   return {{"loc", loc_}, {covariance_ ? "covariance_matrix" : "scale_tril", covariance_ ? *covariance_ : tril_}};
 }
 
+std::shared_ptr<Distribution> MultivariateNormal::expand(const Dims& batch_shape) const {
+  const int64_t k = loc_.size(-1);
+  const Tensor loc = loc_.expand(concat(batch_shape, {k}));
+  if (covariance_)
+    return std::make_shared<MultivariateNormal>(loc, covariance_->expand(concat(batch_shape, {k, k})), std::nullopt,
+                                                validate_args_);
+  return std::make_shared<MultivariateNormal>(loc, std::nullopt, tril_.expand(concat(batch_shape, {k, k})),
+                                              validate_args_);
+}
+
+std::shared_ptr<Distribution> Independent::expand(const Dims& batch_shape) const {
+  const Dims& inner = base_->batch_shape();
+  const Dims reinterpreted(inner.end() - ndims_, inner.end());
+  return std::make_shared<Independent>(base_->expand(concat(batch_shape, reinterpreted)), ndims_, validate_args_);
+}
+
 Tensor MultivariateNormal::scale_tril() const {
   return tril_.expand(with(batch_shape_, {tril_.size(-2), tril_.size(-1)}));
 }

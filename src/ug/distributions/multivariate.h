@@ -21,12 +21,14 @@ class MultivariateNormal : public Distribution {
   Tensor log_prob(const Tensor& value) const override;
   Tensor entropy() const override;
   Tensor mean() const override { return loc_; }
+  Tensor mode() const override { return loc_; }
   Tensor variance() const override;
   Constraint support() const override { return constraints::independent(constraints::real(), 1); }
   const Tensor& loc() const { return loc_; }
   /** L, broadcast to the batch shape. */
   Tensor scale_tril() const;
   Tensor covariance_matrix() const;
+  std::shared_ptr<Distribution> expand(const Dims& batch_shape) const override;
 
  protected:
   std::vector<std::pair<std::string, Tensor>> params() const override;
@@ -49,8 +51,10 @@ class Independent : public Distribution {
   Tensor entropy() const override { return sum_rightmost(base_->entropy(), ndims_); }
   Tensor mean() const override { return base_->mean(); }
   Tensor variance() const override { return base_->variance(); }
+  Tensor mode() const override { return base_->mode(); }
   Constraint support() const override { return constraints::independent(base_->support(), ndims_); }
   const std::shared_ptr<const Distribution>& base_dist() const { return base_; }
+  std::shared_ptr<Distribution> expand(const Dims& batch_shape) const override;
   int64_t reinterpreted_batch_ndims() const { return ndims_; }
   std::string repr() const override { return "Independent(" + base_->repr() + ", " + std::to_string(ndims_) + ")"; }
 

@@ -6,6 +6,7 @@
 #include "ug/ops/composite.h"
 #include "ug/ops/composite_math.h"
 #include "ug/ops/random.h"
+#include "ug/ops/random_distributions.h"
 #include "ug/ops/unary.h"
 
 namespace ug::distributions {
@@ -123,6 +124,41 @@ Tensor Laplace::cdf(const Tensor& value) const {
 Tensor Laplace::icdf(const Tensor& value) const {
   Tensor term = value - 0.5;
   return loc_ - scale_ * term.sign() * (-2 * term.abs()).log1p();
+}
+
+// ---- StudentT ----------------------------------------------------------------------------
+
+StudentT::StudentT(const Tensor& df, const Tensor& loc, const Tensor& scale, bool validate_args)
+    : LocScale(loc, scale, validate_args) {
+  auto b = broadcast_tensors({df, loc_, scale_});
+  df_ = b[0], loc_ = b[1], scale_ = b[2];
+  batch_shape_ = df_.shape();
+  check_param("df", df_, constraints::positive());
+  check_loc_scale();
+}
+
+Tensor StudentT::rsample(const Dims& sample_shape) const {
+  return loc_ + scale_ * random::t(global_key(), df_, extended_shape(sample_shape), df_.dtype());
+}
+
+Tensor StudentT::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  const Tensor y = (value - loc_) / scale_;
+  const Tensor z =
+      scale_.log() + 0.5 * df_.log() + 0.5 * std::log(std::numbers::pi) + lgamma(0.5 * df_) - lgamma(0.5 * (df_ + 1));
+  return -0.5 * (df_ + 1) * (y.square() / df_).log1p() - z;
+}
+
+Tensor StudentT::entropy() const {
+  const Tensor lbeta = lgamma(0.5 * df_) + std::lgamma(0.5) - lgamma(0.5 * (df_ + 1));
+  return scale_.log() + 0.5 * (df_ + 1) * (digamma(0.5 * (df_ + 1)) - digamma(0.5 * df_)) + 0.5 * df_.log() + lbeta;
+}
+
+Tensor StudentT::mean() const { return where(df_.le(1), std::numeric_limits<double>::quiet_NaN(), loc_); }
+
+Tensor StudentT::variance() const {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  return where(df_.le(1), nan, where(df_.le(2), inf, scale_.square() * df_ / (df_ - 2)));
 }
 
 }  // namespace ug::distributions

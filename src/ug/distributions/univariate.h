@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <limits>
 
 #include "ug/distributions/distribution.h"
 #include "ug/ops/binary.h"
@@ -15,6 +16,7 @@ class LocScale : public Distribution {
  public:
   Constraint support() const override { return constraints::real(); }
   Tensor mean() const override { return loc_; }
+  Tensor mode() const override { return loc_; }
   const Tensor& loc() const { return loc_; }
   const Tensor& scale() const { return scale_; }
 
@@ -29,6 +31,9 @@ class LocScale : public Distribution {
 
 class Normal : public LocScale {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Normal>(p[0], p[1], validate_args_);
+  }
   Normal(const Tensor& loc, const Tensor& scale, bool validate_args = true) : LocScale(loc, scale, validate_args) {
     check_loc_scale();
   }
@@ -46,6 +51,9 @@ class Normal : public LocScale {
 
 class Uniform : public Distribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Uniform>(p[0], p[1], validate_args_);
+  }
   Uniform(const Tensor& low, const Tensor& high, bool validate_args = true);
   std::string name() const override { return "Uniform"; }
   bool has_rsample() const override { return true; }
@@ -56,6 +64,8 @@ class Uniform : public Distribution {
   Tensor mean() const override { return (high_ + low_) / 2; }
   Tensor variance() const override { return (high_ - low_).square() / 12; }
   Tensor stddev() const override { return (high_ - low_) / std::sqrt(12.0); }
+  /** NaN: every point is as likely (torch's). */
+  Tensor mode() const override { return high_ * std::numeric_limits<double>::quiet_NaN(); }
   Tensor cdf(const Tensor& value) const override;
   Tensor icdf(const Tensor& value) const override;
   Constraint support() const override { return constraints::interval(low_, high_); }
@@ -71,6 +81,9 @@ class Uniform : public Distribution {
 
 class Exponential : public Distribution {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Exponential>(p[0], validate_args_);
+  }
   explicit Exponential(const Tensor& rate, bool validate_args = true);
   std::string name() const override { return "Exponential"; }
   bool has_rsample() const override { return true; }
@@ -81,6 +94,7 @@ class Exponential : public Distribution {
   Tensor mean() const override { return rate_.reciprocal(); }
   Tensor variance() const override { return rate_.square().reciprocal(); }
   Tensor stddev() const override { return rate_.reciprocal(); }
+  Tensor mode() const override { return zeros_like(rate_); }
   Tensor cdf(const Tensor& value) const override;
   Tensor icdf(const Tensor& value) const override;
   Constraint support() const override { return constraints::nonnegative(); }
@@ -95,6 +109,9 @@ class Exponential : public Distribution {
 
 class Laplace : public LocScale {
  public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<Laplace>(p[0], p[1], validate_args_);
+  }
   Laplace(const Tensor& loc, const Tensor& scale, bool validate_args = true) : LocScale(loc, scale, validate_args) {
     check_loc_scale();
   }
@@ -108,6 +125,34 @@ class Laplace : public LocScale {
   Tensor stddev() const override { return std::sqrt(2.0) * scale_; }
   Tensor cdf(const Tensor& value) const override;
   Tensor icdf(const Tensor& value) const override;
+};
+
+/** Student's t with df degrees of freedom, shifted by loc and scaled by scale. */
+class StudentT : public LocScale {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<StudentT>(p[0], p[1], p[2], validate_args_);
+  }
+  StudentT(const Tensor& df, const Tensor& loc, const Tensor& scale, bool validate_args = true);
+  std::string name() const override { return "StudentT"; }
+  bool has_rsample() const override { return true; }
+  /** loc + scale * random::t(df): differentiable in df through its Gamma draw too. */
+  Tensor rsample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  /** loc, NaN where df <= 1. */
+  Tensor mean() const override;
+  /** scale^2 df / (df - 2), inf where 1 < df <= 2, NaN where df <= 1. */
+  Tensor variance() const override;
+  const Tensor& df() const { return df_; }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override {
+    return {{"df", df_}, {"loc", loc_}, {"scale", scale_}};
+  }
+
+ private:
+  Tensor df_;
 };
 
 }  // namespace ug::distributions

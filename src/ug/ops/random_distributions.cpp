@@ -8,7 +8,11 @@
 #include <numbers>
 #include <string>
 
+#include "ug/core/thread_pool.h"
 #include "ug/core/value_read.h"
+#include "ug/graph/forward.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/graph/gradient_graph.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
@@ -16,6 +20,7 @@
 #include "ug/ops/linalg.h"
 #include "ug/ops/random.h"
 #include "ug/ops/reduce.h"
+#include "ug/ops/rules.h"
 #include "ug/ops/unary.h"
 
 namespace ug::random {
@@ -229,12 +234,165 @@ BoostedGamma boosted_gamma(const Tensor& key, const Tensor& a, const std::option
 
 }  // namespace
 
+namespace {
+
+constexpr int kGammaGradTerms = 300;     // the most terms a series or continued fraction takes
+constexpr double kGammaGradTol = 1e-15;  // relative size of the term that ends one
+
+/** gamma_grad written with ops (about 4800 of them): what the kernel computes, but
+ *  differentiable, so that a derivative of the gradient (or its forward mode) can be taken. */
+Tensor gamma_grad_ops(const Tensor& a, const Tensor& x) {
+  const DType d = to_floating(promote_types(a.dtype(), x.dtype()));
+  const auto b = broadcast_tensors({a.to(DType::Float64), x.to(DType::Float64)});
+  const Tensor ok = (b[0] > 0.0).logical_and(b[1] > 0.0).logical_and(isfinite(b[1]));
+  const Tensor sa = where(ok, b[0], 1.0), sx = where(ok, b[1], 1.0);
+  const Tensor lead = sx.log() - digamma(sa);  // d/da log(x^a e^-x / Gamma(a))
+  // Below x = a + 1, P = x^a e^-x / Gamma(a) * sum_k x^k / (a (a + 1) ... (a + k)): the sum
+  // and its derivative in a term by term; dx/da = -x (sum * lead + dsum/da).
+  const Tensor by_series = sx < sa + 1.0;
+  const Tensor xs = where(by_series, sx, 0.0);
+  Tensor term = sa.reciprocal(), dterm = -term / sa, sum = term, dsum = dterm;
+  for (int k = 1; k <= kGammaGradTerms; ++k) {
+    const Tensor ak = sa + static_cast<double>(k), r = xs / ak;
+    term = term * r;
+    dterm = dterm * r - term / ak;
+    sum = sum + term;
+    dsum = dsum + dterm;
+  }
+  // Above, Q = x^a e^-x / Gamma(a) / t with igamma's continued fraction t, differentiated
+  // from the bottom up with it; dx/da = x (lead / t - dt/da / t^2).
+  const Tensor xf = where(by_series, sa + 1.0, sx);
+  Tensor t = xf + (2.0 * kGammaGradTerms + 1.0) - sa, dt = full_like(t, -1.0);
+  for (int i = kGammaGradTerms; i >= 1; --i) {
+    const double n = i;
+    const Tensor next = (xf + (2.0 * n - 1.0) - sa) - n * (n - sa) / t;
+    dt = n / t + n * (n - sa) * dt / t.square() - 1.0;
+    t = next;
+  }
+  const Tensor exact = where(by_series, -sx * (sum * lead + dsum), sx * (lead / t - dt / t.square()));
+  // Past a = 2500 the sums above are cut short near x = a: there Wilson and Hilferty's
+  // x = a (1 - 1/(9a) + z / (3 sqrt(a)))^3, differentiated at fixed z, is closer (~1e-6).
+  const Tensor w = (sx / sa).pow(1.0 / 3.0), z = (w - 1.0 + (sa * 9.0).reciprocal()) * sa.sqrt() * 3.0;
+  const Tensor large =
+      w.pow(3.0) + sa * w.square() * 3.0 * ((sa.square() * 9.0).reciprocal() - z / (sa.pow(1.5) * 6.0));
+  return where(ok, where(sa > 2500.0, large, exact), 0.0).to(d);
+}
+
+double digamma_of(double a) {
+  double shift = 0;
+  for (; a < 10; a += 1) shift -= 1 / a;
+  const double r = 1 / (a * a);  // the asymptotic series, Bernoulli numbers B_2k / (2k)
+  return shift + std::log(a) - 0.5 / a -
+         r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132 - r * 691.0 / 32760)))));
+}
+
+/** dx/da for one element: gamma_grad_ops's formula, each sum stopped once it has converged. */
+double gamma_grad_of(double a, double x) {
+  if (!(a > 0 && x > 0 && std::isfinite(x))) return 0;
+  if (a > 2500) {  // Wilson and Hilferty, as in gamma_grad_ops
+    const double w = std::cbrt(x / a), z = (w - 1 + 1 / (9 * a)) * std::sqrt(a) * 3;
+    return w * w * w + a * w * w * 3 * (1 / (9 * a * a) - z / (std::pow(a, 1.5) * 6));
+  }
+  const double lead = std::log(x) - digamma_of(a);
+  if (x < a + 1) {
+    double term = 1 / a, dterm = -term / a, sum = term, dsum = dterm;
+    for (int k = 1; k <= kGammaGradTerms; ++k) {
+      const double ak = a + k, r = x / ak;
+      term *= r;
+      dterm = dterm * r - term / ak;
+      sum += term;
+      dsum += dterm;
+      if (std::abs(term) <= kGammaGradTol * sum && std::abs(dterm) <= kGammaGradTol * std::abs(dsum)) break;
+    }
+    return -x * (sum * lead + dsum);
+  }
+  // The continued fraction t = b0 + a1 / (b1 + a2 / (b2 + ...)), b_n = x + 2n + 1 - a,
+  // a_n = -n (n - a), by its convergents A/B from the top down (so that it can stop), each
+  // with its derivative in a; every step divides by B, which keeps them finite.
+  double A0 = 1, B0 = 0, dA0 = 0, dB0 = 0;           // n - 2
+  double A1 = x + 1 - a, B1 = 1, dA1 = -1, dB1 = 0;  // n - 1
+  double t = A1, dt = -1;
+  for (int n = 1; n <= kGammaGradTerms; ++n) {
+    const double bn = x + 2.0 * n + 1 - a, an = -n * (n - a);
+    const double A = bn * A1 + an * A0, B = bn * B1 + an * B0;
+    const double dA = bn * dA1 - A1 + an * dA0 + n * A0, dB = bn * dB1 - B1 + an * dB0 + n * B0;
+    const double s = 1 / B;
+    A0 = A1 * s, B0 = B1 * s, dA0 = dA1 * s, dB0 = dB1 * s;
+    A1 = A * s, B1 = 1, dA1 = dA * s, dB1 = dB * s;
+    const double next = A1, dnext = dA1 - A1 * dB1;  // (dA B - A dB) / B^2 with B = 1
+    const bool done =
+        std::abs(next - t) <= kGammaGradTol * std::abs(next) && std::abs(dnext - dt) <= kGammaGradTol * std::abs(dnext);
+    t = next, dt = dnext;
+    if (done) break;
+  }
+  return x * (lead / t - dt / (t * t));
+}
+
+const graph::OpDef kGammaGrad("random_gamma_grad");
+
+/** gamma_grad as one kernel, a loop over the elements: an op without a derivative of its own
+ *  (gamma_grad takes gamma_grad_ops where one is wanted). */
+Tensor gamma_grad_kernel(const Tensor& a, const Tensor& x) {
+  graph::OpCall call(kGammaGrad);
+  const DType d = to_floating(promote_types(a.dtype(), x.dtype()));
+  const auto b = broadcast_tensors({a.to(DType::Float64), x.to(DType::Float64)});
+  Tensor out;
+  if (const int lvl = batching::max_level({&b[0], &b[1]})) {
+    // Both are broadcast to the logical shape: the physical tensors line up.
+    out = batching::wrap(gamma_grad_kernel(batching::physical(b[0], lvl), batching::physical(b[1], lvl)), lvl).to(d);
+  } else {
+    const Tensor ac = b[0].to(Device{}).contiguous(), xc = b[1].to(Device{}).contiguous();
+    Tensor values = empty(Dims(ac.shape().begin(), ac.shape().end()), {.dtype = DType::Float64});
+    const double *pa = static_cast<const double*>(ac.raw_data()), *px = static_cast<const double*>(xc.raw_data());
+    double* po = static_cast<double*>(values.raw_data());
+    parallel_for(values.numel(), 256, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) po[i] = gamma_grad_of(pa[i], px[i]);
+    });
+    out = values.to(d).to(a.device());
+  }
+  if (call.capturing())
+    call.set_replay([](const graph::Tensors& in) { return graph::Tensors{gamma_grad(in[0], in[1])}; },
+                    graph::ReplaySizes::None);
+  call.finish({&a, &x}, {&out});
+  return out;
+}
+
+}  // namespace
+
+Tensor gamma_grad(const Tensor& a, const Tensor& x) {
+  const bool differentiated =
+      autograd::needs_grad({&a, &x}) || (forward::active() && (forward::has_tangent(a) || forward::has_tangent(x)));
+  return differentiated ? gamma_grad_ops(a, x) : gamma_grad_kernel(a, x);
+}
+
+const graph::OpDef kGamma("random_gamma");
+
 Tensor gamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shape, std::optional<DType> dtype) {
   const DType d = floating(dtype, "gamma");
-  return one_draw("gamma", {key, a}, [shape, d](const graph::Tensors& in) {
-    const BoostedGamma g = boosted_gamma(in[0], in[1], shape, d, "gamma");
-    return where(g.boost, g.draw * g.u.pow(g.alpha.reciprocal()), g.draw);
-  });
+  graph::OpCall call(kGamma);
+  Tensor out;
+  {
+    // The draw's ops are the sampler's, not its derivative: they record nothing.
+    NoGradGuard no_grad;
+    const BoostedGamma g = boosted_gamma(key, a.detach(), shape, d, "gamma");
+    out = where(g.boost, g.draw * g.u.pow(g.alpha.reciprocal()), g.draw);
+  }
+  if (call.capturing()) {
+    // As one_draw: a program calls the sampler back, here with its derivative.
+    call.set_replay([shape, d](const graph::Tensors& in) { return graph::Tensors{gamma(in[0], in[1], shape, d)}; });
+  }
+  const Shape a_shape = a.shape();
+  call.finish(
+      {&key, &a}, {&out}, {graph::input(a), graph::output(out)},
+      [a_shape](Saved saved, graph::Tensors&& g) {
+        // Without a graph of the gradient asked for, the kernel (no derivative of its own) does.
+        const Tensor dx =
+            graph::gradient_graph_requested() ? gamma_grad(saved[0], saved[1]) : gamma_grad_kernel(saved[0], saved[1]);
+        const Tensor da = autograd::sum_to(g[0] * dx, a_shape);
+        return graph::Tensors{Tensor(), da.to(saved[0].dtype())};
+      },
+      [&](const graph::Tensors& t) { return graph::Tensors{t[1] * gamma_grad(a, out)}; });
+  return out;
 }
 
 Tensor loggamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shape, std::optional<DType> dtype) {
@@ -556,6 +714,13 @@ Tensor poisson(const Tensor& rates) {
       .to(rates.dtype())
       .to(rates.device());
 }
+
+Tensor standard_gamma(const Tensor& alpha) {
+  require_floating(alpha, "_standard_gamma");
+  return random::gamma(generator_key(), alpha, std::nullopt, alpha.dtype()).to(alpha.device());
+}
+
+Tensor standard_gamma_grad(const Tensor& alpha, const Tensor& x) { return random::gamma_grad(alpha, x); }
 
 Tensor binomial(const Tensor& count, const Tensor& prob) {
   require_floating(count, "binomial");

@@ -45,9 +45,18 @@ Tensor orthogonal(const Tensor& key, int64_t n, const Dims& shape = {}, std::opt
 
 /** Gamma(a, 1) draws, a > 0 broadcast to `shape` (a's shape by default): Marsaglia and
  *  Tsang's rejection method, drawing again for the rejected elements only; a < 1 through
- *  Gamma(a + 1) * U^(1/a). */
+ *  Gamma(a + 1) * U^(1/a). Differentiable in a, as jax.random.gamma: its derivative is the
+ *  implicit reparameterisation gradient gamma_grad (so are those of the samplers built on it). */
 Tensor gamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shape = std::nullopt,
              std::optional<DType> dtype = std::nullopt);
+/** dx/da for x a Gamma(a, 1) draw, its quantile held fixed (Figurnov et al.'s implicit
+ *  reparameterisation): -(dP/da) / (dP/dx), P(a, x) the regularized lower incomplete gamma
+ *  function, from igamma's series (x < a + 1) and continued fraction differentiated in a, each
+ *  stopped once converged (300 terms at most), computed in float64 (relative error ~1e-13 up to
+ *  a = 1000, 1e-6 past 2500); 0 where x is 0 or inf. One kernel (the op random_gamma_grad),
+ *  except where a or x is differentiated (requires grad, or has a tangent): there the same
+ *  formula written with ops, which differentiates in both. */
+Tensor gamma_grad(const Tensor& a, const Tensor& x);
 /** X / (X + Y) with X ~ Gamma(a), Y ~ Gamma(b). */
 Tensor beta(const Tensor& key, const Tensor& a, const Tensor& b, const std::optional<Dims>& shape = std::nullopt,
             std::optional<DType> dtype = std::nullopt);
@@ -112,6 +121,11 @@ namespace ug {
 
 /** torch.poisson: a Poisson(rate) count for each rate (floating, >= 0), in the rates' dtype. */
 Tensor poisson(const Tensor& rates);
+/** torch._standard_gamma: a Gamma(alpha, 1) draw for each alpha (floating, > 0), in its dtype,
+ *  differentiable in alpha (random::gamma). */
+Tensor standard_gamma(const Tensor& alpha);
+/** torch._standard_gamma_grad(alpha, x): random::gamma_grad. */
+Tensor standard_gamma_grad(const Tensor& alpha, const Tensor& x);
 /** torch.binomial: a Binomial(count, prob) draw for each element of their broadcast, in their
  *  (common floating) dtype. */
 Tensor binomial(const Tensor& count, const Tensor& prob);

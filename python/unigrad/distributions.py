@@ -1,5 +1,0 @@
-"""ug.distributions: probability distributions (torch.distributions; ug::distributions in C++)."""
-from . import _C
-from ._export import export
-
-__all__ = export(_C._distributions, globals())

@@ -1,0 +1,5 @@
+"""ug.distributions.transforms: elementwise bijections (torch.distributions.transforms)."""
+from .. import _C
+from .._export import export
+
+__all__ = export(_C._distributions.transforms, globals())
