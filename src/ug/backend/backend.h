@@ -48,6 +48,9 @@ class Backend {
 
   /** out[b] = a[b] @ b[b] for [B, M, K] x [B, K, N] (any strides) into contiguous [B, M, N]. */
   virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  /** out (int32 [M, N]) = a (uint8 [M, K]) @ b (int8 [N, K])^T with exact int32 sums: dynamic
+   *  quantization's product (ops/quantized.h); a and b contiguous. */
+  virtual void matmul_u8s8(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
 
   // Dense linear algebra over contiguous [B, ...] batches of row-major float32/float64
   // matrices into contiguous outputs. A kernel that can fail reports the first batch entry

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "ug/backend/cpu/cpu_bf16_gemm.h"
+#include "ug/backend/cpu/cpu_int8_gemm.h"
 #include "ug/backend/cpu/kernels.h"
 
 namespace ug::cpu {
@@ -16,7 +17,7 @@ CpuBackend::Isa pick_isa() {
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
   // UG_CPU_ISA=generic, avx2 or avx512 caps the kernel set (to test the others on a newer
-  // machine); avx512 leaves out the bfloat16 GEMM, avx512bf16 its AMX microkernel.
+  // machine); avx512 leaves out the bfloat16 GEMM and the VNNI int8 one, avx512bf16 the AMX microkernel.
   const std::string_view forced = forced_isa();
   if (forced == "generic") return CpuBackend::Isa::Generic;
   if (forced == "avx2") return avx2 ? CpuBackend::Isa::Avx2 : CpuBackend::Isa::Generic;
@@ -27,7 +28,8 @@ CpuBackend::Isa pick_isa() {
 CpuBackend::CpuBackend()
     : isa_(pick_isa()),
       bf16_gemm_(isa_ == Isa::Avx512 && forced_isa() != "avx512" && cpu_has_avx512_bf16()),
-      amx_bf16_(bf16_gemm_ && forced_isa() != "avx512bf16" && cpu_has_amx_bf16()) {}
+      amx_bf16_(bf16_gemm_ && forced_isa() != "avx512bf16" && cpu_has_amx_bf16()),
+      vnni_(isa_ == Isa::Avx512 && forced_isa() != "avx512" && cpu_has_avx512_vnni()) {}
 
 const char* CpuBackend::isa() const {
   switch (isa_) {
@@ -42,6 +44,10 @@ const char* CpuBackend::isa() const {
   (isa_ == Isa::Avx512 ? avx512::fn(__VA_ARGS__) : isa_ == Isa::Avx2 ? avx2::fn(__VA_ARGS__) : generic::fn(__VA_ARGS__))
 
 void CpuBackend::copy(const Tensor& src, const Tensor& dst) { UG_ISA_CALL(copy, src, dst); }
+void CpuBackend::matmul_u8s8(const Tensor& a, const Tensor& b, const Tensor& out) {
+  gemm_u8s8(static_cast<const uint8_t*>(a.raw_data()), static_cast<const int8_t*>(b.raw_data()),
+            static_cast<int32_t*>(out.raw_data()), a.size(0), b.size(0), a.size(1), vnni_);
+}
 Tensor contiguous(const Tensor& src, DType dtype) {
   if (src.dtype() == dtype && src.is_contiguous()) return src;
   Tensor out = empty(src.shape(), {.dtype = dtype, .device = src.device()});

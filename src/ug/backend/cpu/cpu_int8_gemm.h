@@ -1,0 +1,18 @@
+// The uint8 x int8 GEMM of dynamic quantization (ops/quantized.h): exact int32 sums, on
+// AVX512-VNNI's vpdpbusd where the CPU has it, in portable C++ otherwise.
+#pragma once
+
+#include <cstdint>
+
+namespace ug::cpu {
+
+/** Whether this CPU runs vpdpbusd on 512-bit vectors (AVX512-VNNI with AVX-512 F/BW). */
+bool cpu_has_avx512_vnni();
+
+/** out[i][j] = sum_k a[i][k] * b[j][k] for a uint8 a [M, K] and an int8 b [N, K] (both rows
+ *  contiguous, as a Linear's input and weight are) into an int32 out [M, N], every sum exact
+ *  (|sum| <= 255 * 128 * K fits int32 for K < 65793). `vnni` (only where cpu_has_avx512_vnni())
+ *  runs the vpdpbusd kernel; the portable loop gives the same integers. */
+void gemm_u8s8(const uint8_t* a, const int8_t* b, int32_t* out, int64_t M, int64_t N, int64_t K, bool vnni);
+
+}  // namespace ug::cpu
