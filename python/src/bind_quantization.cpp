@@ -35,7 +35,8 @@ void bind_quantization(nb::module_& m) {
   nb::module_ q = m.def_submodule("quantization", "dynamic quantization (torch.ao.quantization)");
   q.def("quantize_dynamic", &ug::quantization::quantize_dynamic, "model"_a, "qconfig_spec"_a, "dtype"_a, "inplace"_a,
         "per_channel"_a);
-  q.def("_matmul_u8s8", &ug::matmul_u8s8, "a"_a, "b"_a, "The int32 product a (uint8) @ b.T (int8), exact.");
+  q.def("_matmul_u8s8", &ug::matmul_u8s8, "a"_a, "b"_a, "a_zero_point"_a = 0,
+        "The int32 product (a - a_zero_point) (uint8) @ b.T (int8), exact.");
   q.def(
       "_int8_kernel", [] { return std::string(ug::cpu::cpu_backend().int8_kernel()); },
       "\"avx512vnni\" or \"portable\": what runs the int8 products.");

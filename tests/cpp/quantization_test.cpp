@@ -17,7 +17,7 @@ namespace {
 
 using ug::Tensor;
 
-void check_gemm(int64_t M, int64_t N, int64_t K, bool vnni) {
+void check_gemm(int64_t M, int64_t N, int64_t K, bool vnni, int32_t za = 0) {
   std::mt19937 rng(static_cast<unsigned>(M * 1000 + N * 10 + K));
   std::vector<uint8_t> a(static_cast<size_t>(M * K));
   std::vector<int8_t> b(static_cast<size_t>(N * K));
@@ -25,11 +25,12 @@ void check_gemm(int64_t M, int64_t N, int64_t K, bool vnni) {
   for (auto& v : a) v = static_cast<uint8_t>(rng() % 4 == 0 ? 255 : rng() % 256);
   for (auto& v : b) v = static_cast<int8_t>(rng() % 4 == 0 ? -128 : static_cast<int>(rng() % 256) - 128);
   std::vector<int32_t> out(static_cast<size_t>(M * N), -1);
-  ug::cpu::gemm_u8s8(a.data(), b.data(), out.data(), M, N, K, vnni);
+  ug::cpu::gemm_u8s8(a.data(), za, b.data(), out.data(), M, N, K, vnni);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double ref = 0;
-      for (int64_t k = 0; k < K; ++k) ref += static_cast<double>(a[i * K + k]) * static_cast<double>(b[j * K + k]);
+      for (int64_t k = 0; k < K; ++k)
+        ref += (static_cast<double>(a[i * K + k]) - za) * static_cast<double>(b[j * K + k]);
       ASSERT_EQ(static_cast<double>(out[i * N + j]), ref)
           << "M=" << M << " N=" << N << " K=" << K << " at " << i << "," << j << (vnni ? " (vnni)" : " (portable)");
     }
@@ -38,12 +39,15 @@ void check_gemm(int64_t M, int64_t N, int64_t K, bool vnni) {
 TEST(Int8Gemm, PortableSumsAreExact) {
   for (auto [M, N, K] : {std::tuple{1, 1, 1}, {5, 17, 3}, {64, 33, 130}, {7, 64, 784}, {3, 5, 0}})
     check_gemm(M, N, K, false);
+  check_gemm(9, 40, 77, false, 255);
 }
 
 TEST(Int8Gemm, VnniSumsAreExact) {
   if (!ug::cpu::cpu_has_avx512_vnni()) GTEST_SKIP() << "no AVX512-VNNI on this CPU";
   for (auto [M, N, K] : {std::tuple{1, 1, 1}, {5, 17, 3}, {64, 33, 130}, {7, 64, 784}, {3, 5, 0}, {130, 1024, 1025}})
     check_gemm(M, N, K, true);
+  check_gemm(9, 40, 77, true, 255);
+  check_gemm(17, 20, 33, true, 127);
 }
 
 TEST(QuantizeDynamic, SwapsLinearsInsideContainers) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "ug/core/random.h"
 #include "ug/core/tensor.h"
@@ -48,9 +49,12 @@ class Backend {
 
   /** out[b] = a[b] @ b[b] for [B, M, K] x [B, K, N] (any strides) into contiguous [B, M, N]. */
   virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
-  /** out (int32 [M, N]) = a (uint8 [M, K]) @ b (int8 [N, K])^T with exact int32 sums: dynamic
-   *  quantization's product (ops/quantized.h); a and b contiguous. */
-  virtual void matmul_u8s8(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  /** out (int32 [M, N]) = (a - a_zero_point) @ b^T for a uint8 [M, K] and an int8 b [N, K]
+   *  (contiguous), every sum exact: dynamic quantization's product (ops/quantized.h). */
+  virtual void matmul_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& out) = 0;
+  /** The least and greatest value of a contiguous float32 tensor, NaNs skipped (inf, -inf if
+   *  none): the range dynamic quantization maps onto uint8. */
+  virtual std::pair<double, double> float_range(const Tensor& x) = 0;
 
   // Dense linear algebra over contiguous [B, ...] batches of row-major float32/float64
   // matrices into contiguous outputs. A kernel that can fail reports the first batch entry

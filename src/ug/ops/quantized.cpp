@@ -110,12 +110,14 @@ Tensor dequantize(const Tensor& q, const Tensor& scales, const Tensor& zero_poin
          along(scales, q, a, op, "scales").to(DType::Float32);
 }
 
-Tensor matmul_u8s8(const Tensor& a, const Tensor& b) {
+Tensor matmul_u8s8(const Tensor& a, const Tensor& b, int64_t a_zero_point) {
   if (a.dtype() != DType::UInt8 || b.dtype() != DType::Int8 || a.dim() != 2 || b.dim() != 2 || a.size(1) != b.size(1))
     fail<TypeError>("[matmul_u8s8] expected uint8 [M, K] and int8 [N, K], got ", a.dtype(), " ", a.shape(), " and ",
                     b.dtype(), " ", b.shape());
   Tensor out = empty({a.size(0), b.size(0)}, {.dtype = DType::Int32, .device = a.device()});
-  backend_for(a.device()).matmul_u8s8(a.contiguous(), b.contiguous(), out);
+  if (a_zero_point < 0 || a_zero_point > 255)
+    fail("[matmul_u8s8] a_zero_point must be in [0, 255], got ", a_zero_point);
+  backend_for(a.device()).matmul_u8s8(a.contiguous(), a_zero_point, b.contiguous(), out);
   return out;
 }
 
@@ -141,15 +143,17 @@ Tensor quantized_linear_dynamic(const Tensor& x, const Tensor& weight, const Ten
   Tensor y;
   {
     NoGradGuard integers;  // no derivative: the op's steps record nothing
-    Tensor x2 = x.reshape({-1, in}).to(DType::Float32);
-    const bool any = x2.numel() > 0;
-    const QParams qp = choose_qparams(any ? x2.amin().item<double>() : 0, any ? x2.amax().item<double>() : 0, 0,
-                                      reduce_range ? 127 : 255);
+    Tensor x2 = x.reshape({-1, in}).to(DType::Float32).contiguous();
+    auto [lo, hi] = backend_for(x.device()).float_range(x2);
+    if (!(lo <= hi)) lo = hi = 0;  // no values, or only NaNs
+    const QParams qp = choose_qparams(lo, hi, 0, reduce_range ? 127 : 255);
     Tensor xq = quantize_per_tensor(x2, qp.scale, qp.zero_point, DType::UInt8);
-    // sum_k (xq - zx)(w - zw) = xq @ w^T - zx * sum_k w - zw * sum_k xq + K zx zw, in int32.
+    // sum_k (xq - zx)(w - zw) = sum_k (xq - zx) w - zw (sum_k xq - K zx), in int32; the
+    // weight's zero points are 0 unless a state dict brings others.
+    Tensor acc = matmul_u8s8(xq, weight, qp.zero_point);
     Tensor wzp = zero_point.reshape({-1}).to(DType::Int32);
-    Tensor acc = matmul_u8s8(xq, weight) - weight.sum(Dims{1}, false, DType::Int32) * Scalar(qp.zero_point);
-    acc = acc - xq.sum(Dims{1}, true, DType::Int32) * wzp + wzp * Scalar(in * qp.zero_point);
+    if (wzp.abs().amax().item<int64_t>() != 0)
+      acc = acc - (xq.sum(Dims{1}, true, DType::Int32) - Scalar(in * qp.zero_point)) * wzp;
     // fbgemm's epilogue: float(sum) * float(x_scale * w_scale) + bias.
     Tensor multiplier = (scale.reshape({-1}).to(DType::Float64) * qp.scale).to(DType::Float32);
     y = acc.to(DType::Float32) * multiplier;

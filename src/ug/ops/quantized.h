@@ -42,8 +42,8 @@ Tensor dequantize(const Tensor& q, const Tensor& scales, const Tensor& zero_poin
 Tensor quantized_linear_dynamic(const Tensor& x, const Tensor& weight, const Tensor& scale, const Tensor& zero_point,
                                 const Tensor& bias = {}, bool reduce_range = true);
 
-/** The int32 product a (uint8 [M, K]) @ b (int8 [N, K])^T, every sum exact: the GEMM behind
- *  quantized_linear_dynamic (AVX512-VNNI where the CPU has it). */
-Tensor matmul_u8s8(const Tensor& a, const Tensor& b);
+/** The int32 product (a - a_zero_point) @ b^T of a uint8 [M, K] and an int8 b [N, K], every
+ *  sum exact: the GEMM behind quantized_linear_dynamic (AVX512-VNNI where the CPU has it). */
+Tensor matmul_u8s8(const Tensor& a, const Tensor& b, int64_t a_zero_point = 0);
 
 }  // namespace ug

@@ -44,9 +44,13 @@ const char* CpuBackend::isa() const {
   (isa_ == Isa::Avx512 ? avx512::fn(__VA_ARGS__) : isa_ == Isa::Avx2 ? avx2::fn(__VA_ARGS__) : generic::fn(__VA_ARGS__))
 
 void CpuBackend::copy(const Tensor& src, const Tensor& dst) { UG_ISA_CALL(copy, src, dst); }
-void CpuBackend::matmul_u8s8(const Tensor& a, const Tensor& b, const Tensor& out) {
-  gemm_u8s8(static_cast<const uint8_t*>(a.raw_data()), static_cast<const int8_t*>(b.raw_data()),
-            static_cast<int32_t*>(out.raw_data()), a.size(0), b.size(0), a.size(1), vnni_);
+void CpuBackend::matmul_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& out) {
+  gemm_u8s8(static_cast<const uint8_t*>(a.raw_data()), static_cast<int32_t>(a_zero_point),
+            static_cast<const int8_t*>(b.raw_data()), static_cast<int32_t*>(out.raw_data()), a.size(0), b.size(0),
+            a.size(1), vnni_);
+}
+std::pair<double, double> CpuBackend::float_range(const Tensor& x) {
+  return ug::cpu::float_range(static_cast<const float*>(x.raw_data()), x.numel());
 }
 Tensor contiguous(const Tensor& src, DType dtype) {
   if (src.dtype() == dtype && src.is_contiguous()) return src;

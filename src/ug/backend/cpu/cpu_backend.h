@@ -45,7 +45,8 @@ class CpuBackend final : public Backend {
             const Tensor& indices) override;
 
   void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override;
-  void matmul_u8s8(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void matmul_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& out) override;
+  std::pair<double, double> float_range(const Tensor& x) override;
 
   ops::LinalgStatus solve(const Tensor& a, const Tensor& b, const Tensor& x) override;
   void slogdet(const Tensor& a, const Tensor& sign, const Tensor& logabsdet) override;

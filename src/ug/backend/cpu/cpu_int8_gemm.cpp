@@ -1,17 +1,22 @@
 // vpdpbusd multiplies 4 unsigned bytes of one operand by 4 signed bytes of the other and adds
 // the 4 products to an int32 lane (no saturation, unlike AVX2's vpmaddubsw, so torch's 7-bit
 // activations are not needed for exactness here). B is packed into 16-column panels: for each
-// k-quad a 64-byte vector holds the 4 bytes b[j][4q..4q+3] of each of the 16 columns; a row of
-// A is read 4 bytes at a time, broadcast to every lane. K is padded to a multiple of 4 with
-// zeros in both packs. Only the functions marked UG_VNNI contain AVX-512 instructions.
+// k-quad a 64-byte vector holds the 4 bytes b[j][4q..4q+3] of each of the 16 columns (one
+// gather from 16 weight rows); a row of A is read 4 bytes at a time, broadcast to every lane.
+// K is padded to a multiple of 4 with zeros in both packs; the packing sums each column too,
+// for A's zero point. The weight is packed at each call (dynamic quantization's weights come
+// as plain int8 tensors): one gather per 64 bytes, small beside the products for a batch of
+// 64. Only the functions marked UG_VNNI contain AVX-512 instructions.
 #include "ug/backend/cpu/cpu_int8_gemm.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
+#include "ug/backend/cpu/scratch.h"
 #include "ug/core/thread_pool.h"
 
 #define UG_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
@@ -20,13 +25,13 @@ namespace ug::cpu {
 
 namespace {
 
-constexpr int MR = 4;   // rows of A a microkernel keeps
-constexpr int NR = 32;  // two panels of 16 columns: 8 accumulators
+constexpr int MR = 8;   // rows of A a microkernel keeps: 16 accumulators, 2 B vectors, 1 broadcast
+constexpr int NR = 32;  // two panels of 16 columns
 
-/** out rows [i0, i0 + mr) x panels' columns [j0, j0 + nr) from the packed a (rows of kp bytes)
- *  and bp (panel j0 / 16 onwards, kq quads of 64 bytes each). */
-UG_VNNI void micro(const uint8_t* a, int64_t kp, const int8_t* bp, int64_t kq, int mr, int64_t nr, int32_t* out,
-                   int64_t ldo) {
+/** out rows [0, mr) x columns [0, nr) from the packed a (rows of kp bytes) and bp (two
+ *  panels of kq quads of 64 bytes), less za times each column's sum (colsum). */
+UG_VNNI void micro(const uint8_t* a, int64_t kp, const int8_t* bp, int64_t kq, int mr, int64_t nr, int32_t za,
+                   const int32_t* colsum, int32_t* out, int64_t ldo) {
   __m512i acc[MR][2];
   for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
   const bool two = nr > 16;
@@ -43,54 +48,79 @@ UG_VNNI void micro(const uint8_t* a, int64_t kp, const int8_t* bp, int64_t kq, i
       if (two) acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], w, v1);
     }
   }
+  const __mmask16 m0 = static_cast<__mmask16>(nr >= 16 ? 0xffff : (1u << nr) - 1);
+  const __mmask16 m1 = static_cast<__mmask16>(nr >= 32 ? 0xffff : nr > 16 ? (1u << (nr - 16)) - 1 : 0);
+  const __m512i vza = _mm512_set1_epi32(za);
+  const __m512i c0 = _mm512_mullo_epi32(vza, _mm512_maskz_loadu_epi32(m0, colsum));
+  const __m512i c1 = _mm512_mullo_epi32(vza, _mm512_maskz_loadu_epi32(m1, colsum + 16));
   for (int i = 0; i < mr; ++i) {
-    const __mmask16 m0 = static_cast<__mmask16>(nr >= 16 ? 0xffff : (1u << nr) - 1);
-    _mm512_mask_storeu_epi32(out + i * ldo, m0, acc[i][0]);
-    if (two) {
-      const int64_t r = nr - 16;
-      _mm512_mask_storeu_epi32(out + i * ldo + 16, static_cast<__mmask16>(r >= 16 ? 0xffff : (1u << r) - 1), acc[i][1]);
-    }
+    _mm512_mask_storeu_epi32(out + i * ldo, m0, _mm512_sub_epi32(acc[i][0], c0));
+    if (two) _mm512_mask_storeu_epi32(out + i * ldo + 16, m1, _mm512_sub_epi32(acc[i][1], c1));
   }
 }
 
-void gemm_vnni(const uint8_t* a, const int8_t* b, int32_t* out, int64_t M, int64_t N, int64_t K) {
-  const int64_t kp = (K + 3) / 4 * 4, kq = kp / 4, panels = (N + 15) / 16;
-  // Packed B: panel p, quad q, column c at word (p * kq + q) * 16 + c; each word is 4 bytes of
-  // a weight row, copied whole (the last one zero-padded).
-  std::vector<int32_t> bp(static_cast<size_t>(panels * kq * 16), 0);
-  parallel_for(panels, 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p)
-      for (int64_t c = 0; c < 16 && p * 16 + c < N; ++c) {
-        const int8_t* row = b + (p * 16 + c) * K;
-        int32_t* d = bp.data() + p * kq * 16 + c;
-        for (int64_t q = 0; q < K / 4; ++q) std::memcpy(d + q * 16, row + 4 * q, 4);
-        if (K % 4) std::memcpy(d + (K / 4) * 16, row + K / 4 * 4, static_cast<size_t>(K % 4));
-      }
-  });
-  std::vector<uint8_t> ap(static_cast<size_t>(M * kp), 0);
-  for (int64_t i = 0; i < M; ++i) std::memcpy(ap.data() + i * kp, a + i * K, static_cast<size_t>(K));
-  // Tasks: blocks of MR rows x NR columns.
-  const int64_t row_blocks = (M + MR - 1) / MR, col_blocks = (N + NR - 1) / NR;
-  parallel_for(row_blocks * col_blocks, std::max<int64_t>(1, (1 << 17) / (MR * NR * std::max<int64_t>(kp, 4))),
-               [&](int64_t t0, int64_t t1) {
-                 for (int64_t t = t0; t < t1; ++t) {
-                   const int64_t ib = t / col_blocks, jb = t % col_blocks;
-                   const int64_t i0 = ib * MR, j0 = jb * NR;
-                   micro(ap.data() + i0 * kp, kp, reinterpret_cast<const int8_t*>(bp.data() + (j0 / 16) * kq * 16), kq,
-                         static_cast<int>(std::min<int64_t>(MR, M - i0)), std::min<int64_t>(NR, N - j0),
-                         out + i0 * N + j0, N);
-                 }
-               });
+/** Rows [0, rows) of b (rows <= 16, K bytes each) as one panel: word (q, c) = bytes 4q..4q+3
+ *  of row c, gathered 16 rows at a time (the last quad zero-padded), and each row's sum. */
+UG_VNNI void pack_panel(const int8_t* b, int64_t K, int64_t rows, int64_t kq, int32_t* d, int32_t* colsum) {
+  const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         _mm512_set1_epi32(static_cast<int32_t>(K)));
+  const auto m = static_cast<__mmask16>(rows >= 16 ? 0xffff : (1u << rows) - 1);
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i sum = _mm512_setzero_si512();
+  const int64_t full = K / 4;
+  for (int64_t q = 0; q < full; ++q) {
+    const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, b + 4 * q, 1);
+    _mm512_storeu_si512(d + q * 16, v);
+    sum = _mm512_dpbusd_epi32(sum, ones, v);
+  }
+  if (kq > full) {
+    alignas(64) int32_t w[16] = {};
+    for (int64_t c = 0; c < rows; ++c) std::memcpy(&w[c], b + c * K + 4 * full, static_cast<size_t>(K % 4));
+    const __m512i v = _mm512_load_si512(w);
+    _mm512_storeu_si512(d + full * 16, v);
+    sum = _mm512_dpbusd_epi32(sum, ones, v);
+  }
+  _mm512_storeu_si512(colsum, sum);
 }
 
-void gemm_portable(const uint8_t* a, const int8_t* b, int32_t* out, int64_t M, int64_t N, int64_t K) {
+void gemm_vnni(const uint8_t* a, int32_t za, const int8_t* b, int32_t* out, int64_t M, int64_t N, int64_t K) {
+  const int64_t kp = (K + 3) / 4 * 4, kq = kp / 4, panels = (N + 15) / 16;
+  // Packed B (panel p's words from p * kq * 16) and its column sums, in reused scratch.
+  thread_local Scratch<float> packed_b, sums, packed_a;
+  auto* bp = reinterpret_cast<int32_t*>(packed_b.get(panels * kq * 16));
+  auto* colsum = reinterpret_cast<int32_t*>(sums.get(panels * 16));
+  parallel_for(panels, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p)
+      pack_panel(b + p * 16 * K, K, std::min<int64_t>(16, N - p * 16), kq, bp + p * kq * 16, colsum + p * 16);
+  });
+  // A's rows padded to whole quads (zeros, which add nothing).
+  auto* ap = reinterpret_cast<uint8_t*>(packed_a.get((M * kp + 3) / 4));
+  for (int64_t i = 0; i < M; ++i) {
+    std::memcpy(ap + i * kp, a + i * K, static_cast<size_t>(K));
+    std::memset(ap + i * kp + K, 0, static_cast<size_t>(kp - K));
+  }
+  // Tasks: MR x NR blocks, column block by column block, so that a B panel (2 x KC/4 x 64
+  // bytes) stays in L1 while every row block of A passes it.
+  const int64_t row_blocks = (M + MR - 1) / MR, col_blocks = (N + NR - 1) / NR;
+  const int64_t grain = std::max<int64_t>(1, (1 << 17) / (MR * NR * std::max<int64_t>(kp, 4)));
+  parallel_for(row_blocks * col_blocks, grain, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i0 = t % row_blocks * MR, j0 = t / row_blocks * NR;
+      micro(ap + i0 * kp, kp, reinterpret_cast<const int8_t*>(bp + j0 * kq), kq,
+            static_cast<int>(std::min<int64_t>(MR, M - i0)), std::min<int64_t>(NR, N - j0), za, colsum + j0,
+            out + i0 * N + j0, N);
+    }
+  });
+}
+
+void gemm_portable(const uint8_t* a, int32_t za, const int8_t* b, int32_t* out, int64_t M, int64_t N, int64_t K) {
   parallel_for(M, 1, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i)
       for (int64_t j = 0; j < N; ++j) {
         const uint8_t* x = a + i * K;
         const int8_t* w = b + j * K;
         int32_t s = 0;
-        for (int64_t k = 0; k < K; ++k) s += int32_t{x[k]} * int32_t{w[k]};
+        for (int64_t k = 0; k < K; ++k) s += (int32_t{x[k]} - za) * int32_t{w[k]};
         out[i * N + j] = s;
       }
   });
@@ -103,10 +133,31 @@ bool cpu_has_avx512_vnni() {
          __builtin_cpu_supports("avx512vnni");
 }
 
-void gemm_u8s8(const uint8_t* a, const int8_t* b, int32_t* out, int64_t M, int64_t N, int64_t K, bool vnni) {
+void gemm_u8s8(const uint8_t* a, int32_t a_zero_point, const int8_t* b, int32_t* out, int64_t M, int64_t N, int64_t K,
+               bool vnni) {
   if (M == 0 || N == 0) return;
-  if (vnni) gemm_vnni(a, b, out, M, N, K);
-  else gemm_portable(a, b, out, M, N, K);
+  if (vnni) gemm_vnni(a, a_zero_point, b, out, M, N, K);
+  else gemm_portable(a, a_zero_point, b, out, M, N, K);
+}
+
+std::pair<float, float> float_range(const float* x, int64_t n) {
+  // 16 independent lanes (x < lo ? x : lo is minps, NaN skipped), so the loop vectorises
+  // without a chain of dependent min's.
+  constexpr int L = 16;
+  float lo[L], hi[L];
+  std::fill(lo, lo + L, std::numeric_limits<float>::infinity());
+  std::fill(hi, hi + L, -std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) {
+      lo[l] = x[i + l] < lo[l] ? x[i + l] : lo[l];
+      hi[l] = x[i + l] > hi[l] ? x[i + l] : hi[l];
+    }
+  for (; i < n; ++i) {
+    lo[0] = x[i] < lo[0] ? x[i] : lo[0];
+    hi[0] = x[i] > hi[0] ? x[i] : hi[0];
+  }
+  return {*std::min_element(lo, lo + L), *std::max_element(hi, hi + L)};
 }
 
 }  // namespace ug::cpu

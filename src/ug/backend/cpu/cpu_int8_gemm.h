@@ -3,16 +3,22 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 namespace ug::cpu {
 
 /** Whether this CPU runs vpdpbusd on 512-bit vectors (AVX512-VNNI with AVX-512 F/BW). */
 bool cpu_has_avx512_vnni();
 
-/** out[i][j] = sum_k a[i][k] * b[j][k] for a uint8 a [M, K] and an int8 b [N, K] (both rows
- *  contiguous, as a Linear's input and weight are) into an int32 out [M, N], every sum exact
- *  (|sum| <= 255 * 128 * K fits int32 for K < 65793). `vnni` (only where cpu_has_avx512_vnni())
- *  runs the vpdpbusd kernel; the portable loop gives the same integers. */
-void gemm_u8s8(const uint8_t* a, const int8_t* b, int32_t* out, int64_t M, int64_t N, int64_t K, bool vnni);
+/** out[i][j] = sum_k (a[i][k] - a_zero_point) * b[j][k] for a uint8 a [M, K] and an int8 b
+ *  [N, K] (both rows contiguous, as a Linear's input and weight are) into an int32 out [M, N],
+ *  every sum exact (|sum| <= 255 * 128 * K fits int32 for K < 65793). `vnni` (only where
+ *  cpu_has_avx512_vnni()) runs the vpdpbusd kernel; the portable loop gives the same integers. */
+void gemm_u8s8(const uint8_t* a, int32_t a_zero_point, const int8_t* b, int32_t* out, int64_t M, int64_t N, int64_t K,
+               bool vnni);
+
+/** The least and greatest of n floats, NaNs skipped (+inf, -inf when there are none): the
+ *  range dynamic quantization maps onto uint8, in one vectorised pass. */
+std::pair<float, float> float_range(const float* x, int64_t n);
 
 }  // namespace ug::cpu
