@@ -1006,9 +1006,10 @@ void linear(GraphBuilder& g, const CapturedCall& c) {
 }
 
 /** A dynamically quantized Linear (ops/quantized.h) as onnxruntime.quantization.quantize_dynamic
- *  writes it: DynamicQuantizeLinear (uint8 over the full range: ONNX has no reduce_range, so x's
- *  step may be half the op's), MatMulInteger with the int8 weight transposed to [in, out], Cast,
- *  Mul by x's scale times the weight's, Add bias. A program (ug.jit) calls the op back instead. */
+ *  writes a float one: DynamicQuantizeLinear (uint8 over the full range: ONNX has no
+ *  reduce_range, so x's step may be half the op's), Mul of x's scale by the weight's,
+ *  MatMulInteger with the int8 weight transposed to [in, out], Cast, Mul, Add bias. A program
+ *  (ug.jit) calls the op back instead. */
 void quantized_linear_dynamic(GraphBuilder& g, const CapturedCall& c) {
   if (g.replays_allowed() && c.replay) {
     g.replay(c);
@@ -1019,11 +1020,12 @@ void quantized_linear_dynamic(GraphBuilder& g, const CapturedCall& c) {
     fail<TypeError>("[onnx.export] a dynamically quantized Linear exports float32 inputs only, got ", x.dtype());
   const std::string xq = g.fresh("x_quantized"), xs = g.fresh("x_scale"), xz = g.fresh("x_zero_point");
   g.node("DynamicQuantizeLinear", {g.value(x)}, {xq, xs, xz});
+  // The nodes in the quantizer's order: the scales' product first.
+  const std::string multiplier = node1(g, "Mul", {xs, g.value(scale.reshape({-1}).squeeze())}, "multiplier");
   const std::string wq = g.value(w.t().contiguous()), wz = g.value(zp.reshape({-1}).to(DType::Int8).squeeze());
   const std::string acc = node1(g, "MatMulInteger", {xq, wq, xz, wz}, "matmul_integer");
   const std::string accf = g.fresh("matmul_float");
   set_attr(g.node("Cast", {acc}, {accf}), "to", static_cast<int64_t>(onnx_dtype(DType::Float32)));
-  const std::string multiplier = node1(g, "Mul", {xs, g.value(scale.reshape({-1}).squeeze())}, "multiplier");
   if (!b.defined()) {
     g.node("Mul", {accf, multiplier}, {g.output(c)});
     return;
