@@ -40,9 +40,13 @@ void bind_quantization(nb::module_& m) {
   q.def(
       "_int8_kernel", [] { return std::string(ug::cpu::cpu_backend().int8_kernel()); },
       "\"avx512vnni\" or \"portable\": what runs the int8 products.");
-  q.def("quantized_linear_dynamic", &ug::quantized_linear_dynamic, "input"_a, "weight"_a, "scale"_a, "zero_point"_a,
-        "bias"_a = nb::none(), "reduce_range"_a = true,
-        "torch.ops.quantized.linear_dynamic with the weight's integers, scale and zero point apart.");
+  q.def(
+      "quantized_linear_dynamic",
+      [](const ug::Tensor& x, const ug::Tensor& w, const ug::Tensor& scale, const ug::Tensor& zp,
+         const ug::Tensor& bias,
+         bool reduce_range) { return ug::quantized_linear_dynamic(x, w, scale, zp, bias, reduce_range); },
+      "input"_a, "weight"_a, "scale"_a, "zero_point"_a, "bias"_a = nb::none(), "reduce_range"_a = true,
+      "torch.ops.quantized.linear_dynamic with the weight's integers, scale and zero point apart.");
 
   using QLinear = ug::nn::quantized::dynamic::LinearImpl;
   nb::class_<QLinear, ug::nn::Module>(q, "DynamicQuantizedLinear",

@@ -253,3 +253,22 @@ def test_onnx_export_in_onnxruntimes_form(tmp_path):
     exact = model[0](ug.tensor(x)).detach().numpy()
     assert (np.abs(y1 - exact) <= step_bound(x, one[0])).all()
     assert (np.abs(one(ug.tensor(x)).numpy() - exact) <= step_bound(x, one[0])).all()
+
+
+def test_packed_weight_follows_loads_and_in_place_changes():
+    # The layer packs its weight once for the GEMM; a loaded or changed weight must be
+    # packed again, so the layer agrees with the op on the weight it holds now.
+    q = ug.ao.quantization.quantize_dynamic(mlp([40, 24]))[0]
+    x = ug.randn(9, 40)
+    op = ug._C.quantization.quantized_linear_dynamic
+
+    def check():
+        want = op(x, q.int_weight(), q.weight_scale(), q.weight_zero_point(), q.bias())
+        np.testing.assert_array_equal(q(x).numpy(), want.numpy())
+
+    check()
+    q.load_state_dict(ug.ao.quantization.quantize_dynamic(mlp([40, 24], seed=3))[0].state_dict())
+    check()
+    with ug.no_grad():
+        q.int_weight().copy_(ug.tensor(np.random.default_rng(2).integers(-128, 128, (24, 40)), dtype=ug.int8))
+    check()

@@ -122,7 +122,7 @@ Tensor matmul_u8s8(const Tensor& a, const Tensor& b, int64_t a_zero_point) {
 }
 
 Tensor quantized_linear_dynamic(const Tensor& x, const Tensor& weight, const Tensor& scale, const Tensor& zero_point,
-                                const Tensor& bias, bool reduce_range) {
+                                const Tensor& bias, bool reduce_range, const Tensor& packed) {
   const char* op = "quantized_linear_dynamic";
   if (!is_floating(x.dtype())) fail<TypeError>("[", op, "] expected a floating point input, got ", x.dtype());
   if (weight.dtype() != DType::Int8 || weight.dim() != 2)
@@ -147,16 +147,21 @@ Tensor quantized_linear_dynamic(const Tensor& x, const Tensor& weight, const Ten
     auto [lo, hi] = backend_for(x.device()).float_range(x2);
     if (!(lo <= hi)) lo = hi = 0;  // no values, or only NaNs
     const QParams qp = choose_qparams(lo, hi, 0, reduce_range ? 127 : 255);
-    Tensor xq = quantize_per_tensor(x2, qp.scale, qp.zero_point, DType::UInt8);
+    // One pass to uint8 (quantize_per_tensor's rounding, without its chain of ops).
+    Tensor xq = empty(x2.shape(), {.dtype = DType::UInt8, .device = x2.device()});
+    backend_for(x.device()).quantize_u8(x2, 1.0f / static_cast<float>(qp.scale), qp.zero_point, xq);
     // sum_k (xq - zx)(w - zw) = sum_k (xq - zx) w - zw (sum_k xq - K zx), in int32; the
     // weight's zero points are 0 unless a state dict brings others.
-    Tensor acc = matmul_u8s8(xq, weight, qp.zero_point);
+    Tensor acc = empty({xq.size(0), out}, {.dtype = DType::Int32, .device = x.device()});
+    backend_for(x.device()).matmul_u8s8(xq, qp.zero_point, packed.defined() ? packed : weight.contiguous(), acc);
     Tensor wzp = zero_point.reshape({-1}).to(DType::Int32);
     if (wzp.abs().amax().item<int64_t>() != 0)
       acc = acc - (xq.sum(Dims{1}, true, DType::Int32) - Scalar(in * qp.zero_point)) * wzp;
-    // fbgemm's epilogue: float(sum) * float(x_scale * w_scale) + bias.
-    Tensor multiplier = (scale.reshape({-1}).to(DType::Float64) * qp.scale).to(DType::Float32);
-    y = acc.to(DType::Float32) * multiplier;
+    // fbgemm's epilogue: float(sum) * float(x_scale * w_scale) + bias (a scalar product per
+    // tensor, without the ops a one-element tensor would take).
+    y = acc.to(DType::Float32);
+    if (scale.numel() == 1) y = y * Scalar(static_cast<float>(scale.item<double>() * qp.scale));
+    else y = y * (scale.reshape({-1}).to(DType::Float64) * qp.scale).to(DType::Float32);
     if (bias.defined()) y = y + bias.to(DType::Float32);
     Dims shape(x.shape().begin(), x.shape().end());
     shape.back() = out;
@@ -172,6 +177,13 @@ Tensor quantized_linear_dynamic(const Tensor& x, const Tensor& weight, const Ten
   }
   call.finish({&x, &weight, &scale, &zero_point, &bias}, {&y});
   return y;
+}
+
+Tensor pack_quantized_weight(const Tensor& weight) {
+  if (weight.dtype() != DType::Int8 || weight.dim() != 2)
+    fail<TypeError>("[pack_quantized_weight] weight must be int8 [out_features, in_features], got ", weight.dtype(),
+                    " ", weight.shape());
+  return backend_for(weight.device()).pack_u8s8(weight.contiguous());
 }
 
 }  // namespace ug

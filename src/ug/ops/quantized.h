@@ -38,9 +38,14 @@ Tensor dequantize(const Tensor& q, const Tensor& scales, const Tensor& zero_poin
  *  AVX2 kernel's 16-bit sums, else [0, 255]); multiplied by the int8 weight [out, in] whose
  *  scale and zero point are scalars or one per output (per channel), in int32; the sums, less
  *  the zero points' terms, times x's scale times the weight's (in float32), plus bias (float,
- *  [out], optional). The result has x's dtype. No derivative: the weight is integers. */
+ *  [out], optional). The result has x's dtype. `packed`: pack_quantized_weight(weight), to
+ *  skip packing the weight at each call. No derivative: the weight is integers. */
 Tensor quantized_linear_dynamic(const Tensor& x, const Tensor& weight, const Tensor& scale, const Tensor& zero_point,
-                                const Tensor& bias = {}, bool reduce_range = true);
+                                const Tensor& bias = {}, bool reduce_range = true, const Tensor& packed = {});
+/** The int8 weight [out, in] in the form the GEMM reads fastest (fbgemm's PackedLinearWeight),
+ *  for quantized_linear_dynamic's `packed`, which then reads it in place of `weight` (the
+ *  graph and exports still see `weight`); undefined where the backend has no packed form. */
+Tensor pack_quantized_weight(const Tensor& weight);
 
 /** The int32 product (a - a_zero_point) @ b^T of a uint8 [M, K] and an int8 b [N, K], every
  *  sum exact: the GEMM behind quantized_linear_dynamic (AVX512-VNNI where the CPU has it). */

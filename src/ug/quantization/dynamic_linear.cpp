@@ -47,7 +47,17 @@ Tensor LinearImpl::forward(const Tensor& x) {
   if (x.dim() == 0 || x.size(-1) != in_features_)
     fail("[DynamicQuantizedLinear] expected input with last dim ", in_features_, ", got shape ", x.shape());
   return quantized_linear_dynamic(x, int_weight(), weight_scale(), weight_zero_point(),
-                                  has_buffer("bias") ? buffer("bias") : Tensor());
+                                  has_buffer("bias") ? buffer("bias") : Tensor(), true, packed_weight());
+}
+
+const Tensor& LinearImpl::packed_weight() {
+  const Tensor& w = int_weight();
+  if (!packed_from_.defined() || w.raw_data() != packed_from_.raw_data() || w.version() != packed_version_) {
+    packed_ = pack_quantized_weight(w);
+    packed_from_ = w;
+    packed_version_ = w.version();
+  }
+  return packed_;
 }
 
 Tensor LinearImpl::weight() {

@@ -39,8 +39,16 @@ class LinearImpl : public Module {
   bool per_channel() const { return per_channel_; }
 
  private:
+  /** The weight packed for the GEMM (pack_quantized_weight), made again only when the weight
+   *  buffer is replaced or changed in place (load_state_dict): not a buffer, so state dicts and
+   *  exports see the int8 weight alone. */
+  const Tensor& packed_weight();
+
   int64_t in_features_, out_features_;
   bool per_channel_;
+  Tensor packed_;
+  Tensor packed_from_;  // the weight packed_ was made from (held, so its address is not reused)
+  uint32_t packed_version_ = 0;
 };
 UG_MODULE(Linear);
 

@@ -45,12 +45,26 @@ const char* CpuBackend::isa() const {
 
 void CpuBackend::copy(const Tensor& src, const Tensor& dst) { UG_ISA_CALL(copy, src, dst); }
 void CpuBackend::matmul_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& out) {
-  gemm_u8s8(static_cast<const uint8_t*>(a.raw_data()), static_cast<int32_t>(a_zero_point),
-            static_cast<const int8_t*>(b.raw_data()), static_cast<int32_t*>(out.raw_data()), a.size(0), b.size(0),
-            a.size(1), vnni_);
+  const auto* pa = static_cast<const uint8_t*>(a.raw_data());
+  auto* po = static_cast<int32_t*>(out.raw_data());
+  const auto za = static_cast<int32_t>(a_zero_point);
+  if (b.dtype() == DType::Int32)  // pack_u8s8's form
+    return gemm_u8s8_packed(pa, za, static_cast<const int32_t*>(b.raw_data()), po, a.size(0), out.size(1), a.size(1));
+  gemm_u8s8(pa, za, static_cast<const int8_t*>(b.raw_data()), po, a.size(0), b.size(0), a.size(1), vnni_);
+}
+Tensor CpuBackend::pack_u8s8(const Tensor& b) {
+  if (!vnni_) return {};
+  const int64_t N = b.size(0), K = b.size(1);
+  Tensor packed = empty({ug::cpu::packed_u8s8_words(N, K)}, {.dtype = DType::Int32, .device = b.device()});
+  ug::cpu::pack_u8s8(static_cast<const int8_t*>(b.raw_data()), N, K, static_cast<int32_t*>(packed.raw_data()));
+  return packed;
+}
+void CpuBackend::quantize_u8(const Tensor& x, float inv_scale, int64_t zero_point, const Tensor& out) {
+  ug::cpu::quantize_u8(static_cast<const float*>(x.raw_data()), x.numel(), inv_scale, static_cast<int32_t>(zero_point),
+                       static_cast<uint8_t*>(out.raw_data()), vnni_);
 }
 std::pair<double, double> CpuBackend::float_range(const Tensor& x) {
-  return ug::cpu::float_range(static_cast<const float*>(x.raw_data()), x.numel());
+  return ug::cpu::float_range(static_cast<const float*>(x.raw_data()), x.numel(), vnni_);
 }
 Tensor contiguous(const Tensor& src, DType dtype) {
   if (src.dtype() == dtype && src.is_contiguous()) return src;

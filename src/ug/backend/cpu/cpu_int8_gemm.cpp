@@ -4,14 +4,15 @@
 // k-quad a 64-byte vector holds the 4 bytes b[j][4q..4q+3] of each of the 16 columns (one
 // gather from 16 weight rows); a row of A is read 4 bytes at a time, broadcast to every lane.
 // K is padded to a multiple of 4 with zeros in both packs; the packing sums each column too,
-// for A's zero point. The weight is packed at each call (dynamic quantization's weights come
-// as plain int8 tensors): one gather per 64 bytes, small beside the products for a batch of
-// 64. Only the functions marked UG_VNNI contain AVX-512 instructions.
+// for A's zero point. A quantized Linear packs its weight once (pack_u8s8, as fbgemm's
+// PackedLinearWeight); gemm_u8s8 packs a plain int8 b at each call. Only the functions marked UG_VNNI contain AVX-512
+// instructions.
 #include "ug/backend/cpu/cpu_int8_gemm.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -83,17 +84,21 @@ UG_VNNI void pack_panel(const int8_t* b, int64_t K, int64_t rows, int64_t kq, in
   _mm512_storeu_si512(colsum, sum);
 }
 
-void gemm_vnni(const uint8_t* a, int32_t za, const int8_t* b, int32_t* out, int64_t M, int64_t N, int64_t K) {
-  const int64_t kp = (K + 3) / 4 * 4, kq = kp / 4, panels = (N + 15) / 16;
-  // Packed B (panel p's words from p * kq * 16) and its column sums, in reused scratch.
-  thread_local Scratch<float> packed_b, sums, packed_a;
-  auto* bp = reinterpret_cast<int32_t*>(packed_b.get(panels * kq * 16));
-  auto* colsum = reinterpret_cast<int32_t*>(sums.get(panels * 16));
+/** The panels and column sums of b [N, K] (pack_u8s8's layout) into bp. */
+void pack_vnni(const int8_t* b, int64_t N, int64_t K, int32_t* bp) {
+  const int64_t kq = (K + 3) / 4, panels = (N + 15) / 16;
+  int32_t* colsum = bp + panels * kq * 16;
   parallel_for(panels, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p)
       pack_panel(b + p * 16 * K, K, std::min<int64_t>(16, N - p * 16), kq, bp + p * kq * 16, colsum + p * 16);
   });
+}
+
+void gemm_vnni(const uint8_t* a, int32_t za, const int32_t* bp, int32_t* out, int64_t M, int64_t N, int64_t K) {
+  const int64_t kp = (K + 3) / 4 * 4, kq = kp / 4, panels = (N + 15) / 16;
+  const int32_t* colsum = bp + panels * kq * 16;
   // A's rows padded to whole quads (zeros, which add nothing).
+  thread_local Scratch<float> packed_a;
   auto* ap = reinterpret_cast<uint8_t*>(packed_a.get((M * kp + 3) / 4));
   for (int64_t i = 0; i < M; ++i) {
     std::memcpy(ap + i * kp, a + i * K, static_cast<size_t>(K));
@@ -133,14 +138,46 @@ bool cpu_has_avx512_vnni() {
          __builtin_cpu_supports("avx512vnni");
 }
 
+int64_t packed_u8s8_words(int64_t N, int64_t K) { return (N + 15) / 16 * ((K + 3) / 4 + 1) * 16; }
+
+void pack_u8s8(const int8_t* b, int64_t N, int64_t K, int32_t* packed) {
+  if (N > 0) pack_vnni(b, N, K, packed);
+}
+
+void gemm_u8s8_packed(const uint8_t* a, int32_t a_zero_point, const int32_t* packed, int32_t* out, int64_t M, int64_t N,
+                      int64_t K) {
+  if (M > 0 && N > 0) gemm_vnni(a, a_zero_point, packed, out, M, N, K);
+}
+
 void gemm_u8s8(const uint8_t* a, int32_t a_zero_point, const int8_t* b, int32_t* out, int64_t M, int64_t N, int64_t K,
                bool vnni) {
   if (M == 0 || N == 0) return;
-  if (vnni) gemm_vnni(a, a_zero_point, b, out, M, N, K);
-  else gemm_portable(a, a_zero_point, b, out, M, N, K);
+  if (!vnni) return gemm_portable(a, a_zero_point, b, out, M, N, K);
+  thread_local Scratch<float> packed_b;
+  auto* bp = reinterpret_cast<int32_t*>(packed_b.get(packed_u8s8_words(N, K)));
+  pack_vnni(b, N, K, bp);
+  gemm_vnni(a, a_zero_point, bp, out, M, N, K);
 }
 
-std::pair<float, float> float_range(const float* x, int64_t n) {
+namespace {
+
+/** float_range on AVX-512: min_ps(x, lo) is lo where x is NaN, so NaNs are skipped. */
+UG_VNNI std::pair<float, float> float_range_vnni(const float* x, int64_t n) {
+  __m512 lo = _mm512_set1_ps(std::numeric_limits<float>::infinity()),
+         hi = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t i = 0; i < n; i += 16) {
+    const auto m = static_cast<__mmask16>(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    lo = _mm512_mask_min_ps(lo, m, v, lo);
+    hi = _mm512_mask_max_ps(hi, m, v, hi);
+  }
+  return {_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi)};
+}
+
+}  // namespace
+
+std::pair<float, float> float_range(const float* x, int64_t n, bool vnni) {
+  if (vnni) return float_range_vnni(x, n);
   // 16 independent lanes (x < lo ? x : lo is minps, NaN skipped), so the loop vectorises
   // without a chain of dependent min's.
   constexpr int L = 16;
@@ -158,6 +195,42 @@ std::pair<float, float> float_range(const float* x, int64_t n) {
     hi[0] = x[i] > hi[0] ? x[i] : hi[0];
   }
   return {*std::min_element(lo, lo + L), *std::max_element(hi, hi + L)};
+}
+
+}  // namespace ug::cpu
+
+namespace ug::cpu {
+
+namespace {
+
+/** quantize_u8 on 16 floats at a time: roundscale rounds half to even; max(q, 0) sends NaN
+ *  to 0; the conversion to uint8 saturates at 255. */
+UG_VNNI void quantize_vnni(const float* x, int64_t n, float inv_scale, float zp, uint8_t* out) {
+  const __m512 vs = _mm512_set1_ps(inv_scale), vz = _mm512_set1_ps(zp), zero = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const auto m = static_cast<__mmask16>(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+    const __m512 t = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vs);
+    const __m512 r = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 q = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(r, vz), zero), _mm512_set1_ps(255.0f));
+    _mm512_mask_cvtusepi32_storeu_epi8(out + i, m, _mm512_cvttps_epi32(q));
+  }
+}
+
+void quantize_portable(const float* x, int64_t n, float inv_scale, float zp, uint8_t* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float q = std::nearbyint(x[i] * inv_scale) + zp;  // half to even, as torch's
+    out[i] = static_cast<uint8_t>(q > 0.0f ? (q < 255.0f ? q : 255.0f) : 0.0f);
+  }
+}
+
+}  // namespace
+
+void quantize_u8(const float* x, int64_t n, float inv_scale, int32_t zero_point, uint8_t* out, bool vnni) {
+  const auto zp = static_cast<float>(zero_point);
+  parallel_for(n, 1 << 14, [&](int64_t i0, int64_t i1) {
+    if (vnni) quantize_vnni(x + i0, i1 - i0, inv_scale, zp, out + i0);
+    else quantize_portable(x + i0, i1 - i0, inv_scale, zp, out + i0);
+  });
 }
 
 }  // namespace ug::cpu
