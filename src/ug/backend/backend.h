@@ -53,6 +53,11 @@ class Backend {
    *  (contiguous), every sum exact: dynamic quantization's product (ops/quantized.h).
    *  b may instead be the packed form pack_u8s8 made of the int8 weight. */
   virtual void matmul_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& out) = 0;
+  /** out (float32 [M, N]) = float((a - a_zero_point) @ b^T) * scale + bias: matmul_u8s8
+   *  (b plain or packed) with fbgemm's float epilogue, scale float32 [N], bias float32 [N] or
+   *  undefined. */
+  virtual void linear_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& scale,
+                           const Tensor& bias, const Tensor& out) = 0;
   /** An int8 weight b [N, K] in the form matmul_u8s8 reads fastest (an opaque int32 tensor),
    *  for a layer to pack once; undefined where the backend has no such form. */
   virtual Tensor pack_u8s8(const Tensor& b) = 0;

@@ -150,19 +150,28 @@ Tensor quantized_linear_dynamic(const Tensor& x, const Tensor& weight, const Ten
     // One pass to uint8 (quantize_per_tensor's rounding, without its chain of ops).
     Tensor xq = empty(x2.shape(), {.dtype = DType::UInt8, .device = x2.device()});
     backend_for(x.device()).quantize_u8(x2, 1.0f / static_cast<float>(qp.scale), qp.zero_point, xq);
-    // sum_k (xq - zx)(w - zw) = sum_k (xq - zx) w - zw (sum_k xq - K zx), in int32; the
-    // weight's zero points are 0 unless a state dict brings others.
-    Tensor acc = empty({xq.size(0), out}, {.dtype = DType::Int32, .device = x.device()});
-    backend_for(x.device()).matmul_u8s8(xq, qp.zero_point, packed.defined() ? packed : weight.contiguous(), acc);
-    Tensor wzp = zero_point.reshape({-1}).to(DType::Int32);
-    if (wzp.abs().amax().item<int64_t>() != 0)
+    // fbgemm's epilogue: float(sum) * float(x_scale * w_scale) + bias (per tensor, the scalar
+    // product without the ops a one-element tensor would take).
+    const Tensor multiplier = scale.numel() == 1
+                                  ? full({out}, Scalar(static_cast<float>(scale.item<double>() * qp.scale)),
+                                         {.dtype = DType::Float32, .device = x.device()})
+                                  : (scale.reshape({-1}).to(DType::Float64) * qp.scale).to(DType::Float32).contiguous();
+    const Tensor wzp = zero_point.reshape({-1}).to(DType::Int32);
+    const Tensor& b = packed.defined() ? packed : weight.contiguous();
+    if (wzp.abs().amax().item<int64_t>() == 0) {
+      // The usual case (symmetric weights): the epilogue runs in the GEMM's kernel.
+      y = empty({xq.size(0), out}, {.dtype = DType::Float32, .device = x.device()});
+      backend_for(x.device())
+          .linear_u8s8(xq, qp.zero_point, b, multiplier,
+                       bias.defined() ? bias.to(DType::Float32).contiguous() : Tensor(), y);
+    } else {
+      // sum_k (xq - zx)(w - zw) = sum_k (xq - zx) w - zw (sum_k xq - K zx), in int32.
+      Tensor acc = empty({xq.size(0), out}, {.dtype = DType::Int32, .device = x.device()});
+      backend_for(x.device()).matmul_u8s8(xq, qp.zero_point, b, acc);
       acc = acc - (xq.sum(Dims{1}, true, DType::Int32) - Scalar(in * qp.zero_point)) * wzp;
-    // fbgemm's epilogue: float(sum) * float(x_scale * w_scale) + bias (a scalar product per
-    // tensor, without the ops a one-element tensor would take).
-    y = acc.to(DType::Float32);
-    if (scale.numel() == 1) y = y * Scalar(static_cast<float>(scale.item<double>() * qp.scale));
-    else y = y * (scale.reshape({-1}).to(DType::Float64) * qp.scale).to(DType::Float32);
-    if (bias.defined()) y = y + bias.to(DType::Float32);
+      y = acc.to(DType::Float32) * multiplier;
+      if (bias.defined()) y = y + bias.to(DType::Float32);
+    }
     Dims shape(x.shape().begin(), x.shape().end());
     shape.back() = out;
     y = y.reshape(shape).to(x.dtype());

@@ -52,6 +52,16 @@ void CpuBackend::matmul_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor
     return gemm_u8s8_packed(pa, za, static_cast<const int32_t*>(b.raw_data()), po, a.size(0), out.size(1), a.size(1));
   gemm_u8s8(pa, za, static_cast<const int8_t*>(b.raw_data()), po, a.size(0), b.size(0), a.size(1), vnni_);
 }
+void CpuBackend::linear_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& scale,
+                             const Tensor& bias, const Tensor& out) {
+  const bool packed = b.dtype() == DType::Int32;  // pack_u8s8's form
+  ug::cpu::linear_u8s8(static_cast<const uint8_t*>(a.raw_data()), static_cast<int32_t>(a_zero_point),
+                       packed ? nullptr : static_cast<const int8_t*>(b.raw_data()),
+                       packed ? static_cast<const int32_t*>(b.raw_data()) : nullptr,
+                       static_cast<const float*>(scale.raw_data()),
+                       bias.defined() ? static_cast<const float*>(bias.raw_data()) : nullptr,
+                       static_cast<float*>(out.raw_data()), a.size(0), out.size(1), a.size(1), vnni_);
+}
 Tensor CpuBackend::pack_u8s8(const Tensor& b) {
   if (!vnni_) return {};
   const int64_t N = b.size(0), K = b.size(1);

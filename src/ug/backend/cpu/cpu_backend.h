@@ -46,6 +46,8 @@ class CpuBackend final : public Backend {
 
   void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override;
   void matmul_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& out) override;
+  void linear_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& scale, const Tensor& bias,
+                   const Tensor& out) override;
   Tensor pack_u8s8(const Tensor& b) override;
   void quantize_u8(const Tensor& x, float inv_scale, int64_t zero_point, const Tensor& out) override;
   std::pair<double, double> float_range(const Tensor& x) override;

@@ -30,9 +30,10 @@ constexpr int MR = 8;   // rows of A a microkernel keeps: 16 accumulators, 2 B v
 constexpr int NR = 32;  // two panels of 16 columns
 
 /** out rows [0, mr) x columns [0, nr) from the packed a (rows of kp bytes) and bp (two
- *  panels of kq quads of 64 bytes), less za times each column's sum (colsum). */
+ *  panels of kq quads of 64 bytes), less za times each column's sum (colsum): int32 sums, or
+ *  with scale float(sum) * scale[j] + bias[j] (bias may be null) into a float out. */
 UG_VNNI void micro(const uint8_t* a, int64_t kp, const int8_t* bp, int64_t kq, int mr, int64_t nr, int32_t za,
-                   const int32_t* colsum, int32_t* out, int64_t ldo) {
+                   const int32_t* colsum, void* out, int64_t ldo, const float* scale, const float* bias) {
   __m512i acc[MR][2];
   for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
   const bool two = nr > 16;
@@ -54,9 +55,28 @@ UG_VNNI void micro(const uint8_t* a, int64_t kp, const int8_t* bp, int64_t kq, i
   const __m512i vza = _mm512_set1_epi32(za);
   const __m512i c0 = _mm512_mullo_epi32(vza, _mm512_maskz_loadu_epi32(m0, colsum));
   const __m512i c1 = _mm512_mullo_epi32(vza, _mm512_maskz_loadu_epi32(m1, colsum + 16));
+  if (!scale) {
+    auto* o = static_cast<int32_t*>(out);
+    for (int i = 0; i < mr; ++i) {
+      _mm512_mask_storeu_epi32(o + i * ldo, m0, _mm512_sub_epi32(acc[i][0], c0));
+      if (two) _mm512_mask_storeu_epi32(o + i * ldo + 16, m1, _mm512_sub_epi32(acc[i][1], c1));
+    }
+    return;
+  }
+  // fbgemm's float epilogue, a product then a sum, each rounded (mul_round_ps: no FMA
+  // contraction merges them), as the int32 path's ops give.
+  auto* o = static_cast<float*>(out);
+  const __m512 s0 = _mm512_maskz_loadu_ps(m0, scale), s1 = _mm512_maskz_loadu_ps(m1, scale + 16);
+  const __m512 bias0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
+  const __m512 bias1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
   for (int i = 0; i < mr; ++i) {
-    _mm512_mask_storeu_epi32(out + i * ldo, m0, _mm512_sub_epi32(acc[i][0], c0));
-    if (two) _mm512_mask_storeu_epi32(out + i * ldo + 16, m1, _mm512_sub_epi32(acc[i][1], c1));
+    const __m512 p0 = _mm512_mul_round_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][0], c0)), s0,
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm512_mask_storeu_ps(o + i * ldo, m0, _mm512_add_ps(p0, bias0));
+    if (!two) continue;
+    const __m512 p1 = _mm512_mul_round_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][1], c1)), s1,
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm512_mask_storeu_ps(o + i * ldo + 16, m1, _mm512_add_ps(p1, bias1));
   }
 }
 
@@ -94,7 +114,9 @@ void pack_vnni(const int8_t* b, int64_t N, int64_t K, int32_t* bp) {
   });
 }
 
-void gemm_vnni(const uint8_t* a, int32_t za, const int32_t* bp, int32_t* out, int64_t M, int64_t N, int64_t K) {
+/** out: int32 sums, or floats with scale (micro's epilogue). */
+void gemm_vnni(const uint8_t* a, int32_t za, const int32_t* bp, void* out, int64_t M, int64_t N, int64_t K,
+               const float* scale = nullptr, const float* bias = nullptr) {
   const int64_t kp = (K + 3) / 4 * 4, kq = kp / 4, panels = (N + 15) / 16;
   const int32_t* colsum = bp + panels * kq * 16;
   // A's rows padded to whole quads (zeros, which add nothing).
@@ -113,7 +135,7 @@ void gemm_vnni(const uint8_t* a, int32_t za, const int32_t* bp, int32_t* out, in
       const int64_t i0 = t % row_blocks * MR, j0 = t / row_blocks * NR;
       micro(ap + i0 * kp, kp, reinterpret_cast<const int8_t*>(bp + j0 * kq), kq,
             static_cast<int>(std::min<int64_t>(MR, M - i0)), std::min<int64_t>(NR, N - j0), za, colsum + j0,
-            out + i0 * N + j0, N);
+            static_cast<char*>(out) + (i0 * N + j0) * 4, N, scale ? scale + j0 : nullptr, bias ? bias + j0 : nullptr);
     }
   });
 }
@@ -175,6 +197,26 @@ UG_VNNI std::pair<float, float> float_range_vnni(const float* x, int64_t n) {
 }
 
 }  // namespace
+
+void linear_u8s8(const uint8_t* a, int32_t a_zero_point, const int8_t* b, const int32_t* packed, const float* scale,
+                 const float* bias, float* out, int64_t M, int64_t N, int64_t K, bool vnni) {
+  if (M == 0 || N == 0) return;
+  if (!vnni) {
+    std::vector<int32_t> sums(static_cast<size_t>(M * N));
+    gemm_portable(a, a_zero_point, b, sums.data(), M, N, K);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        out[i * N + j] = static_cast<float>(sums[static_cast<size_t>(i * N + j)]) * scale[j] + (bias ? bias[j] : 0.0f);
+    return;
+  }
+  if (!packed) {
+    thread_local Scratch<float> packed_b;
+    auto* bp = reinterpret_cast<int32_t*>(packed_b.get(packed_u8s8_words(N, K)));
+    pack_vnni(b, N, K, bp);
+    packed = bp;
+  }
+  gemm_vnni(a, a_zero_point, packed, out, M, N, K, scale, bias);
+}
 
 std::pair<float, float> float_range(const float* x, int64_t n, bool vnni) {
   if (vnni) return float_range_vnni(x, n);

@@ -26,6 +26,12 @@ void pack_u8s8(const int8_t* b, int64_t N, int64_t K, int32_t* packed);
 void gemm_u8s8_packed(const uint8_t* a, int32_t a_zero_point, const int32_t* packed, int32_t* out, int64_t M, int64_t N,
                       int64_t K);
 
+/** fbgemm's float epilogue on the product: out[i][j] = float(sum_ij) * scale[j] + bias[j]
+ *  (float32 [M, N]; bias may be null), the sums those of gemm_u8s8 on b, or on packed where
+ *  not null (vnni only). */
+void linear_u8s8(const uint8_t* a, int32_t a_zero_point, const int8_t* b, const int32_t* packed, const float* scale,
+                 const float* bias, float* out, int64_t M, int64_t N, int64_t K, bool vnni);
+
 /** out[i] = clamp(round_half_even(x[i] * inv_scale) + zero_point, 0, 255): the input of
  *  dynamic quantization to uint8 in one pass (torch.quantize_per_tensor's rounding); NaN
  *  gives 0. `vnni`: on AVX-512 (only where cpu_has_avx512_vnni()). */
