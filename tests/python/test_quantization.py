@@ -110,18 +110,23 @@ import numpy as np, unigrad as ug
 rng = np.random.default_rng(0)
 a = rng.integers(0, 256, (37, 300), dtype=np.uint8); b = rng.integers(-128, 128, (70, 300), dtype=np.int8)
 print(ug._C.quantization._int8_kernel())
-np.save(OUT, ug._C.quantization._matmul_u8s8(ug.tensor(a), ug.tensor(b)).numpy())
+ug.manual_seed(0)
+q = ug.ao.nn.quantized.dynamic.Linear.from_float(ug.nn.Linear(300, 70))
+x = ug.tensor(rng.standard_normal((37, 300)).astype(np.float32))
+np.savez(OUT, sums=ug._C.quantization._matmul_u8s8(ug.tensor(a), ug.tensor(b)).numpy(), y=q(x).numpy())
 """
     outs = {}
     for isa in ["", "avx2"]:
-        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"ug_int8_{isa or 'native'}_{os.getpid()}.npy")
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"ug_int8_{isa or 'native'}_{os.getpid()}.npz")
         env = dict(os.environ, UG_CPU_ISA=isa)
         r = subprocess.run([sys.executable, "-c", code.replace("OUT", repr(path))], env=env, capture_output=True,
                            text=True, check=True)
-        outs[isa] = (r.stdout.strip(), np.load(path))
+        with np.load(path) as f:
+            outs[isa] = (r.stdout.strip(), f["sums"], f["y"])
         os.remove(path)
     assert outs["avx2"][0] == "portable"
     np.testing.assert_array_equal(outs[""][1], outs["avx2"][1])
+    np.testing.assert_array_equal(outs[""][2], outs["avx2"][2])
 
 
 def test_quantized_mlp_accuracy_and_size():
