@@ -277,3 +277,17 @@ def test_packed_weight_follows_loads_and_in_place_changes():
     with ug.no_grad():
         q.int_weight().copy_(ug.tensor(np.random.default_rng(2).integers(-128, 128, (24, 40)), dtype=ug.int8))
     check()
+
+
+def test_weight_zero_points_are_subtracted():
+    # A state dict may bring a weight with a zero point: (w - zw) must be what multiplies,
+    # as with the shifted weight and zero point 0 (integers in range both ways).
+    rng = np.random.default_rng(4)
+    w = rng.integers(-100, 100, (24, 40)).astype(np.int8)
+    x, b = ug.tensor(rng.standard_normal((7, 40)).astype(np.float32)), ug.randn(24)
+    op = ug._C.quantization.quantized_linear_dynamic
+    for scale, zw in [(ug.tensor(0.03), ug.tensor(-3)),
+                      (ug.tensor(rng.uniform(0.01, 0.05, 24).astype(np.float32)), ug.tensor(rng.integers(-5, 5, 24)))]:
+        shifted = ug.tensor((w.astype(np.int64) - zw.numpy().reshape(-1, 1)).astype(np.int8))
+        want = op(x, shifted, scale, ug.zeros(zw.shape, dtype=ug.int64), b).numpy()
+        np.testing.assert_allclose(op(x, ug.tensor(w), scale, zw, b).numpy(), want, rtol=1e-6, atol=1e-6)
