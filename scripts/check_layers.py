@@ -24,6 +24,7 @@ LAYERS = [
     ("nn", [r"ug/nn/"]),
     ("distributions", [r"ug/distributions/"]),
     ("optim", [r"ug/optim/"]),
+    ("quantization", [r"ug/quantization/"]),
     ("data", [r"ug/data/"]),
     ("io", [r"ug/io/"]),
     ("log", [r"ug/log/"]),
@@ -35,7 +36,7 @@ LAYERS = [
     ("all", [r"ug/ug\.h$"]),
 ]
 # Layers side by side: neither may include the other.
-PEERS = [{"distributions", "optim", "data", "io", "log", "distributed"}]
+PEERS = [{"distributions", "optim", "quantization", "data", "io", "log", "distributed"}]
 
 
 def layer_of(path):

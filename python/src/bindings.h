@@ -77,6 +77,8 @@ void bind_profiler(nb::module_& m);
 void bind_checkpoint(nb::module_& m);
 /** ug.onnx.export (tracing a forward pass) and ug.onnx.load (a trainable Module). */
 void bind_onnx_export(nb::module_& onnx);
+/** ug.quantize_per_tensor / dequantize and _C.quantization (after bind_nn). */
+void bind_quantization(nb::module_& m);
 void bind_onnx_import(nb::module_& onnx);
 
 /** m.<name>, created on first use: several bind_* files add to one submodule (_C.train). */

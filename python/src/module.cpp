@@ -118,6 +118,7 @@ NB_MODULE(_C, m) {
   ugpy::bind_nn_functional(nn, functional);
   ugpy::bind_nn_spatial(nn, functional);
   ugpy::bind_nn_utils(nn);
+  ugpy::bind_quantization(m);
   nb::module_ keras = m.def_submodule("_keras", "Keras's layers (keras.layers) that ug.nn has in torch's form");
   ugpy::bind_keras_layers(keras);
   functional.attr("pad") = m.attr("pad");  // torch.nn.functional.pad is torch's pad

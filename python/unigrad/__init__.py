@@ -16,6 +16,9 @@ del callbacks, data, datasets, distributed, logging, models, nn, onnx, optim, op
 from . import (amp, autograd, callbacks, cuda, data, datasets, debugging, distributed, distributions, logging, memory,  # noqa: F401,E402
                mixed_precision, models, nn, onnx, optim, optimizers, profiler, train, utils)
 from . import debug, distribute, keras, lax  # noqa: F401,E402  (lax: JAX's collectives inside pmap)
+from . import ao  # noqa: F401,E402  (torch.ao)
+from .ao import quantization  # noqa: F401,E402,F811  (torch.quantization, over the _C submodule of that name)
+qint8, quint8 = int8, uint8  # noqa: F405  (torch's quantized dtypes: unigrad keeps the integers in plain tensors)
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled, set_autocast_dtype, set_autocast_enabled  # noqa: F401,E402
 from .parallel_map import pmap  # noqa: F401,E402
 from . import config  # noqa: F401,E402  (tf.config)

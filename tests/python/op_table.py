@@ -9,6 +9,7 @@ tolerances are exercised too (they state terms and n, see reference.py).
 """
 import functools
 import os
+import warnings
 
 import numpy as np
 import torch
@@ -55,6 +56,16 @@ class Op:
 
     def __repr__(self):
         return self.name
+
+
+def quantized_linear_dynamic(m, a, wq, b):
+    """torch.ops.quantized.linear_dynamic (x86, reduce_range) with an int8 weight of scale 0.02."""
+    if m is torch:
+        with warnings.catch_warnings():  # torch 2.13 deprecates its quantized tensors: they are the reference
+            warnings.simplefilter("ignore")
+            w = torch._make_per_tensor_quantized_tensor(wq, 0.02, 0)
+        return torch.ops.quantized.linear_dynamic(a, torch.ops.quantized.linear_prepack(w, b), True)
+    return ug._C.quantization.quantized_linear_dynamic(a, wq, ug.tensor(0.02), ug.tensor(0), b)
 
 
 INTEGER = "not differentiable: an integer or boolean output"
@@ -833,6 +844,12 @@ LOSSES = [
 OTHERS = [
     Op("linear", lambda m, a, w, b: F(m).linear(a, w, b), x(3, 20), x(4, 20, seed=1), x(4, seed=2), terms=ABS,
        n=21),
+    Op("quantized_linear_dynamic", quantized_linear_dynamic, x(3, 20),
+       Arg(np.random.default_rng(3).integers(-128, 128, (4, 20)).astype(np.int8)), x(4, seed=2),
+       off={**{t: "not differentiable: the weight is integers (torch's op has no derivative)" for t in ("vjp", "fd", "jvp")},
+            "vmap": "refused: the input's scale is chosen once per call, over the whole batch",
+            "onnx": "written as onnxruntime's quantizer writes it, x in 8 bits where the op (reduce_range) uses 7: "
+                    "within a step of x, checked in test_quantization.py"}),
     Op("layer_norm", lambda m, a, w, b: F(m).layer_norm(a, (6,), w, b), x(4, 6), x(6, seed=1), x(6, seed=2),
        ops=("layer_norm", "layer_norm_backward")),
     Op("rms_norm", lambda m, a, w: F(m).rms_norm(a, (6,), w), x(4, 6), x(6, seed=1)),

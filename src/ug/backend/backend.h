@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "ug/core/random.h"
 #include "ug/core/tensor.h"
@@ -48,6 +49,24 @@ class Backend {
 
   /** out[b] = a[b] @ b[b] for [B, M, K] x [B, K, N] (any strides) into contiguous [B, M, N]. */
   virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  /** out (int32 [M, N]) = (a - a_zero_point) @ b^T for a uint8 [M, K] and an int8 b [N, K]
+   *  (contiguous), every sum exact: dynamic quantization's product (ops/quantized.h).
+   *  b may instead be the packed form pack_u8s8 made of the int8 weight. */
+  virtual void matmul_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& out) = 0;
+  /** out (float32 [M, N]) = float((a - a_zero_point) @ b^T) * scale + bias: matmul_u8s8
+   *  (b plain or packed) with fbgemm's float epilogue, scale float32 [N], bias float32 [N] or
+   *  undefined. */
+  virtual void linear_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& scale,
+                           const Tensor& bias, const Tensor& out) = 0;
+  /** An int8 weight b [N, K] in the form matmul_u8s8 reads fastest (an opaque int32 tensor),
+   *  for a layer to pack once; undefined where the backend has no such form. */
+  virtual Tensor pack_u8s8(const Tensor& b) = 0;
+  /** out (uint8) = clamp(round_half_even(x * inv_scale) + zero_point, 0, 255) for a contiguous
+   *  float32 x, in one pass: dynamic quantization's input. */
+  virtual void quantize_u8(const Tensor& x, float inv_scale, int64_t zero_point, const Tensor& out) = 0;
+  /** The least and greatest value of a contiguous float32 tensor, NaNs skipped (inf, -inf if
+   *  none): the range dynamic quantization maps onto uint8. */
+  virtual std::pair<double, double> float_range(const Tensor& x) = 0;
 
   // Dense linear algebra over contiguous [B, ...] batches of row-major float32/float64
   // matrices into contiguous outputs. A kernel that can fail reports the first batch entry

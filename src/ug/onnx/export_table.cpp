@@ -1005,6 +1005,34 @@ void linear(GraphBuilder& g, const CapturedCall& c) {
   g.node("Add", {y, bv}, {g.output(c)});
 }
 
+/** A dynamically quantized Linear (ops/quantized.h) as onnxruntime.quantization.quantize_dynamic
+ *  writes a float one: DynamicQuantizeLinear (uint8 over the full range: ONNX has no
+ *  reduce_range, so x's step may be half the op's), Mul of x's scale by the weight's,
+ *  MatMulInteger with the int8 weight transposed to [in, out], Cast, Mul, Add bias. A program
+ *  (ug.jit) calls the op back instead. */
+void quantized_linear_dynamic(GraphBuilder& g, const CapturedCall& c) {
+  if (g.replays_allowed() && c.replay) {
+    g.replay(c);
+    return;
+  }
+  const Tensor &x = c.inputs[0], &w = c.inputs[1], &scale = c.inputs[2], &zp = c.inputs[3], &b = c.inputs[4];
+  if (x.dtype() != DType::Float32)
+    fail<TypeError>("[onnx.export] a dynamically quantized Linear exports float32 inputs only, got ", x.dtype());
+  const std::string xq = g.fresh("x_quantized"), xs = g.fresh("x_scale"), xz = g.fresh("x_zero_point");
+  g.node("DynamicQuantizeLinear", {g.value(x)}, {xq, xs, xz});
+  // The nodes in the quantizer's order: the scales' product first.
+  const std::string multiplier = node1(g, "Mul", {xs, g.value(scale.reshape({-1}).squeeze())}, "multiplier");
+  const std::string wq = g.value(w.t().contiguous()), wz = g.value(zp.reshape({-1}).to(DType::Int8).squeeze());
+  const std::string acc = node1(g, "MatMulInteger", {xq, wq, xz, wz}, "matmul_integer");
+  const std::string accf = g.fresh("matmul_float");
+  set_attr(g.node("Cast", {acc}, {accf}), "to", static_cast<int64_t>(onnx_dtype(DType::Float32)));
+  if (!b.defined()) {
+    g.node("Mul", {accf, multiplier}, {g.output(c)});
+    return;
+  }
+  g.node("Add", {node1(g, "Mul", {accf, multiplier}, "dequantized"), g.value(b)}, {g.output(c)});
+}
+
 /** The output's dynamic dims after a reduction over `axes`. */
 DynamicDims reduced_dynamic(const DynamicDims& d, const std::vector<int64_t>& axes, bool keepdim) {
   DynamicDims out;
@@ -1548,6 +1576,7 @@ const std::map<std::string, Emitter>& table() {
         // products and reductions
         {"matmul", matmul},
         {"linear", linear},
+        {"quantized_linear_dynamic", quantized_linear_dynamic},
         {"sum", reduce<kReduceSum>},
         {"mean", reduce<kReduceMean>},
         {"prod", reduce<kReduceProd>},

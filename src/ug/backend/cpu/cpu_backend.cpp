@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "ug/backend/cpu/cpu_bf16_gemm.h"
+#include "ug/backend/cpu/cpu_int8_gemm.h"
 #include "ug/backend/cpu/kernels.h"
 
 namespace ug::cpu {
@@ -16,7 +17,7 @@ CpuBackend::Isa pick_isa() {
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
   // UG_CPU_ISA=generic, avx2 or avx512 caps the kernel set (to test the others on a newer
-  // machine); avx512 leaves out the bfloat16 GEMM, avx512bf16 its AMX microkernel.
+  // machine); avx512 leaves out the bfloat16 GEMM and the VNNI int8 one, avx512bf16 the AMX microkernel.
   const std::string_view forced = forced_isa();
   if (forced == "generic") return CpuBackend::Isa::Generic;
   if (forced == "avx2") return avx2 ? CpuBackend::Isa::Avx2 : CpuBackend::Isa::Generic;
@@ -27,7 +28,8 @@ CpuBackend::Isa pick_isa() {
 CpuBackend::CpuBackend()
     : isa_(pick_isa()),
       bf16_gemm_(isa_ == Isa::Avx512 && forced_isa() != "avx512" && cpu_has_avx512_bf16()),
-      amx_bf16_(bf16_gemm_ && forced_isa() != "avx512bf16" && cpu_has_amx_bf16()) {}
+      amx_bf16_(bf16_gemm_ && forced_isa() != "avx512bf16" && cpu_has_amx_bf16()),
+      vnni_(isa_ == Isa::Avx512 && forced_isa() != "avx512" && cpu_has_avx512_vnni()) {}
 
 const char* CpuBackend::isa() const {
   switch (isa_) {
@@ -42,6 +44,38 @@ const char* CpuBackend::isa() const {
   (isa_ == Isa::Avx512 ? avx512::fn(__VA_ARGS__) : isa_ == Isa::Avx2 ? avx2::fn(__VA_ARGS__) : generic::fn(__VA_ARGS__))
 
 void CpuBackend::copy(const Tensor& src, const Tensor& dst) { UG_ISA_CALL(copy, src, dst); }
+void CpuBackend::matmul_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& out) {
+  const auto* pa = static_cast<const uint8_t*>(a.raw_data());
+  auto* po = static_cast<int32_t*>(out.raw_data());
+  const auto za = static_cast<int32_t>(a_zero_point);
+  if (b.dtype() == DType::Int32)  // pack_u8s8's form
+    return gemm_u8s8_packed(pa, za, static_cast<const int32_t*>(b.raw_data()), po, a.size(0), out.size(1), a.size(1));
+  gemm_u8s8(pa, za, static_cast<const int8_t*>(b.raw_data()), po, a.size(0), b.size(0), a.size(1), vnni_);
+}
+void CpuBackend::linear_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& scale,
+                             const Tensor& bias, const Tensor& out) {
+  const bool packed = b.dtype() == DType::Int32;  // pack_u8s8's form
+  ug::cpu::linear_u8s8(static_cast<const uint8_t*>(a.raw_data()), static_cast<int32_t>(a_zero_point),
+                       packed ? nullptr : static_cast<const int8_t*>(b.raw_data()),
+                       packed ? static_cast<const int32_t*>(b.raw_data()) : nullptr,
+                       static_cast<const float*>(scale.raw_data()),
+                       bias.defined() ? static_cast<const float*>(bias.raw_data()) : nullptr,
+                       static_cast<float*>(out.raw_data()), a.size(0), out.size(1), a.size(1), vnni_);
+}
+Tensor CpuBackend::pack_u8s8(const Tensor& b) {
+  if (!vnni_) return {};
+  const int64_t N = b.size(0), K = b.size(1);
+  Tensor packed = empty({ug::cpu::packed_u8s8_words(N, K)}, {.dtype = DType::Int32, .device = b.device()});
+  ug::cpu::pack_u8s8(static_cast<const int8_t*>(b.raw_data()), N, K, static_cast<int32_t*>(packed.raw_data()));
+  return packed;
+}
+void CpuBackend::quantize_u8(const Tensor& x, float inv_scale, int64_t zero_point, const Tensor& out) {
+  ug::cpu::quantize_u8(static_cast<const float*>(x.raw_data()), x.numel(), inv_scale, static_cast<int32_t>(zero_point),
+                       static_cast<uint8_t*>(out.raw_data()), vnni_);
+}
+std::pair<double, double> CpuBackend::float_range(const Tensor& x) {
+  return ug::cpu::float_range(static_cast<const float*>(x.raw_data()), x.numel(), vnni_);
+}
 Tensor contiguous(const Tensor& src, DType dtype) {
   if (src.dtype() == dtype && src.is_contiguous()) return src;
   Tensor out = empty(src.shape(), {.dtype = dtype, .device = src.device()});

@@ -24,6 +24,9 @@ class CpuBackend final : public Backend {
   bool amx_bf16() const { return amx_bf16_; }
   /** "amx", "avx512bf16" or "widened": what runs bfloat16 products. */
   const char* bf16_kernel() const { return amx_bf16_ ? "amx" : bf16_gemm_ ? "avx512bf16" : "widened"; }
+  /** "avx512vnni" or "portable": what runs uint8 x int8 products (UG_CPU_ISA=avx512, avx2 or
+   *  generic keeps them portable). */
+  const char* int8_kernel() const { return vnni_ ? "avx512vnni" : "portable"; }
 
   void copy(const Tensor& src, const Tensor& dst) override;
   void fill(const Tensor& dst, const Scalar& value) override;
@@ -42,6 +45,12 @@ class CpuBackend final : public Backend {
             const Tensor& indices) override;
 
   void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void matmul_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& out) override;
+  void linear_u8s8(const Tensor& a, int64_t a_zero_point, const Tensor& b, const Tensor& scale, const Tensor& bias,
+                   const Tensor& out) override;
+  Tensor pack_u8s8(const Tensor& b) override;
+  void quantize_u8(const Tensor& x, float inv_scale, int64_t zero_point, const Tensor& out) override;
+  std::pair<double, double> float_range(const Tensor& x) override;
 
   ops::LinalgStatus solve(const Tensor& a, const Tensor& b, const Tensor& x) override;
   void slogdet(const Tensor& a, const Tensor& sign, const Tensor& logabsdet) override;
@@ -93,7 +102,7 @@ class CpuBackend final : public Backend {
 
  private:
   Isa isa_;
-  bool bf16_gemm_, amx_bf16_;
+  bool bf16_gemm_, amx_bf16_, vnni_;
 };
 
 CpuBackend& cpu_backend();

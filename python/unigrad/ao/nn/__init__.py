@@ -1,0 +1,2 @@
+"""ug.ao.nn (torch.ao.nn): the quantized layers."""
+from . import quantized  # noqa: F401
