@@ -257,6 +257,14 @@ std::string quoted(const std::vector<std::string>& names) {
   return out;
 }
 
+/** The repr of the first key of d that is not one of names ("" when every key is). */
+std::string unknown_key(const nb::dict& d, const std::vector<std::string>& names) {
+  for (auto [key, value] : d)
+    if (!PyUnicode_Check(key.ptr()) || std::find(names.begin(), names.end(), nb::cast<std::string>(key)) == names.end())
+      return nb::cast<std::string>(nb::repr(key));
+  return "";
+}
+
 /** Keras's x (what = "input") or y ("output") for a model of several: a list or tuple in the
  *  model's order, a dict by name, or one array where there is one. */
 std::vector<Tensor> structured(nb::handle data, const std::vector<std::string>& names, const std::string& model,
@@ -264,11 +272,9 @@ std::vector<Tensor> structured(nb::handle data, const std::vector<std::string>& 
   std::vector<Tensor> out;
   if (PyDict_Check(data.ptr())) {
     nb::dict d = nb::borrow<nb::dict>(data);
-    for (auto [key, value] : d)
-      if (!PyUnicode_Check(key.ptr()) ||
-          std::find(names.begin(), names.end(), nb::cast<std::string>(key)) == names.end())
-        ug::fail<ug::ValueError>("[", who, "] model '", model, "' has no ", what, " named ",
-                                 nb::cast<std::string>(nb::repr(key)), "; its ", what, "s are ", quoted(names));
+    if (const std::string key = unknown_key(d, names); !key.empty())
+      ug::fail<ug::ValueError>("[", who, "] model '", model, "' has no ", what, " named ", key, "; its ", what,
+                               "s are ", quoted(names));
     for (const std::string& name : names) {
       if (!d.contains(name.c_str()))
         ug::fail<ug::ValueError>("[", who, "] model '", model, "' is missing data for its ", what, " '", name,
@@ -297,11 +303,9 @@ std::vector<T> per_output(nb::handle given, const std::vector<std::string>& name
   std::vector<T> out;
   if (PyDict_Check(given.ptr())) {
     nb::dict d = nb::borrow<nb::dict>(given);
-    for (auto [key, value] : d)
-      if (!PyUnicode_Check(key.ptr()) ||
-          std::find(names.begin(), names.end(), nb::cast<std::string>(key)) == names.end())
-        ug::fail<ug::ValueError>("[compile] ", what, " names ", nb::cast<std::string>(nb::repr(key)),
-                                 ", which is not an output of the model; its outputs are ", quoted(names));
+    if (const std::string key = unknown_key(d, names); !key.empty())
+      ug::fail<ug::ValueError>("[compile] ", what, " names ", key,
+                               ", which is not an output of the model; its outputs are ", quoted(names));
     for (const std::string& name : names) out.push_back(d.contains(name.c_str()) ? convert(d[name.c_str()]) : missing);
     return out;
   }
