@@ -67,7 +67,7 @@ Tensor LinearImpl::weight() {
 
 std::string LinearImpl::extra_repr() const {
   return "in_features=" + std::to_string(in_features_) + ", out_features=" + std::to_string(out_features_) +
-         ", dtype=torch.qint8, qscheme=torch." + (per_channel_ ? "per_channel_affine" : "per_tensor_affine");
+         ", dtype=unigrad.qint8, qscheme=" + (per_channel_ ? "per_channel_affine" : "per_tensor_affine");
 }
 
 }  // namespace ug::nn::quantized::dynamic
