@@ -351,6 +351,8 @@ def test_error_names_the_distribution_and_constraint():
         d.Exponential(ug.tensor([1.0])).log_prob(ug.tensor([-1.0]))
     with pytest.raises(ValueError, match=r"parameter scale .*Normal.*GreaterThan\(lower_bound=0.0\)"):
         d.Normal(0.0, -1.0)
+    with pytest.raises(ValueError, match=r"^\[Chi2\] expected parameter df .*Chi2\(df"):
+        d.Chi2(ug.tensor([-1.0]))
     # validate_args=False skips the checks, as in torch.
     assert np.isnan(d.Normal(0.0, -1.0, validate_args=False).log_prob(ug.tensor(0.0)).item())
 

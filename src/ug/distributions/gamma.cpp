@@ -49,7 +49,11 @@ Tensor Gamma::mean() const { return concentration_ / rate_; }
 Tensor Gamma::variance() const { return concentration_ / rate_.square(); }
 Tensor Gamma::mode() const { return (concentration_ - 1).clamp(0, std::nullopt) / rate_; }
 
-Chi2::Chi2(const Tensor& df, bool validate_args) : Gamma(df * 0.5, full_like(df, 0.5), validate_args) {}
+Chi2::Chi2(const Tensor& df, bool validate_args) : Gamma(df * 0.5, full_like(df, 0.5), false) {
+  // Checked here, not by Gamma's constructor, so that the error names Chi2 and df.
+  validate_args_ = validate_args;
+  check_param("df", df, constraints::positive());
+}
 
 // ---- Dirichlet ---------------------------------------------------------------------------
 
