@@ -122,7 +122,7 @@ void gemm_vnni(const uint8_t* a, int32_t za, const int32_t* bp, void* out, int64
   // A's rows padded to whole quads (zeros, which add nothing).
   thread_local Scratch<float> packed_a;
   auto* ap = reinterpret_cast<uint8_t*>(packed_a.get((M * kp + 3) / 4));
-  for (int64_t i = 0; i < M; ++i) {
+  for (int64_t i = 0; i < M && kp > 0; ++i) {  // K = 0: nothing to copy (and a may be null)
     std::memcpy(ap + i * kp, a + i * K, static_cast<size_t>(K));
     std::memset(ap + i * kp + K, 0, static_cast<size_t>(kp - K));
   }
