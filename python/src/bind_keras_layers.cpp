@@ -108,6 +108,15 @@ template <class Impl> void bind_global_pool(nb::module_& m, const char* name, co
           "data_format"_a = nb::none(), "keepdims"_a = false, "name"_a = nb::none());
 }
 
+/** The InputLayers keras.Model(inputs=, outputs=) gave a Functional (a copy of the list; empty
+ *  for one built otherwise). */
+nb::list input_layers(nb::handle model) {
+  nb::list out;
+  if (nb::hasattr(model, "_input_layers"))
+    for (nb::handle layer : model.attr("_input_layers")) out.append(layer);
+  return out;
+}
+
 }  // namespace
 
 void bind_keras_layers(nb::module_& m) {
@@ -303,7 +312,16 @@ void bind_keras_layers(nb::module_& m) {
              return std::any_cast<nb::object>(out);
            })
       .def_prop_ro("name", &FunctionalImpl::name)
-      .def_prop_ro("layers", &FunctionalImpl::layers)
+      .def_prop_ro(
+          "layers",
+          [](nb::handle self) {
+            nb::list out = input_layers(self);
+            for (const auto& layer : nb::cast<const FunctionalImpl&>(self).layers())
+              if (!std::dynamic_pointer_cast<OperationImpl>(layer)) out.append(nb::cast(layer));
+            return out;
+          },
+          "Keras's model.layers: an InputLayer per input, then the layers in node order (the operations "
+          "on symbolic tensors, x + y, left out).")
       .def_prop_ro("layer_names", &FunctionalImpl::layer_names)
       .def_prop_ro("input_names", &FunctionalImpl::input_names)
       .def_prop_ro("num_inputs", &FunctionalImpl::num_inputs)
@@ -312,13 +330,16 @@ void bind_keras_layers(nb::module_& m) {
                    "Keras's output names: the outputs dict's keys, else the output layers' names.")
       .def(
           "get_layer",
-          [](const FunctionalImpl& f, const std::string& name) {
+          [](nb::handle self, const std::string& name) -> nb::object {
+            for (nb::handle layer : input_layers(self))
+              if (nb::cast<std::string>(layer.attr("name")) == name) return nb::borrow(layer);
+            const auto& f = nb::cast<const FunctionalImpl&>(self);
             const auto& names = f.layer_names();
             auto it = std::find(names.begin(), names.end(), name);
             if (it == names.end()) ug::fail<ug::ValueError>("[get_layer] no layer named '", name, "'");
-            return f.layers()[it - names.begin()];
+            return nb::cast(f.layers()[it - names.begin()]);
           },
-          "name"_a, "The layer of that (Keras) name.")
+          "name"_a, "The layer of that (Keras) name, an InputLayer's included.")
       .def(
           "summary", [](const FunctionalImpl& f) { nb::print(nb::str(f.summary().c_str()), nb::str("")); },
           "Prints Keras's table: an InputLayer row per input, then each node's layer, output shape and "

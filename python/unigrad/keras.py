@@ -9,7 +9,7 @@ import numpy as np
 from . import _C, nn
 from .autograd import no_grad
 from . import callbacks, mixed_precision, optimizers  # noqa: F401
-from .keras_functional import Functional, Input, Lambda, Model
+from .keras_functional import Functional, Input, InputLayer, Lambda, Model
 
 _FLOATX = ("float16", "bfloat16", "float32", "float64")
 
@@ -38,7 +38,8 @@ class layers:
     positional arguments. Conv1D/2D, MaxPooling1D/2D, AveragePooling1D/2D, the global poolings
     and BatchNormalization are Keras's, channels last (ug::nn::Conv2D, ... in C++, bound as
     unigrad._C._keras); ug.nn's are torch's, channels first. Each takes Keras's name=. Input,
-    the merge layers (Add, Multiply, Concatenate), Activation and Lambda serve functional models."""
+    InputLayer, the merge layers (Add, Multiply, Concatenate), Activation and Lambda serve
+    functional models."""
 
     Dense = nn.Dense
     Flatten = nn.Flatten
@@ -53,6 +54,7 @@ class layers:
     Input = staticmethod(Input)
     Add, Multiply, Concatenate = _C._keras.Add, _C._keras.Multiply, _C._keras.Concatenate
     Activation = _C._keras.Activation
+    InputLayer = InputLayer
     Lambda = Lambda
 
 

@@ -206,6 +206,8 @@ def functional(inputs, outputs, name=None):
         ids[id(t)] = model.add_node(layer, [ids[id(p)] for p in t._parents], [1, *t.shape[1:]])
     model.set_outputs([ids[id(t)] for t in outputs], keys)
     model.inputs, model.outputs = inputs, outputs
+    model._input_layers = [InputLayer(batch_shape=t.shape, dtype=t.dtype, name=t.name, input_tensor=t)
+                           for t in inputs]  # the head of model.layers, as in Keras
     return model
 
 
@@ -217,6 +219,22 @@ class Model(nn.Module):
         if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
             return functional(*args, **kwargs)
         return super().__new__(cls)
+
+
+class InputLayer(nn.Module):
+    """keras.layers.InputLayer: where a functional model's input enters; model.layers starts
+    with one per input, as in Keras. It holds no weights and passes its input through."""
+
+    def __init__(self, shape=None, batch_size=None, dtype=None, batch_shape=None, input_tensor=None, name=None):
+        super().__init__()
+        if input_tensor is None:
+            input_tensor = Input(shape=shape, batch_size=batch_size, dtype=dtype, name=name) if batch_shape is None \
+                else Input(shape=batch_shape[1:], batch_size=batch_shape[0], dtype=dtype, name=name)
+        self.output = input_tensor
+        self.name, self.batch_shape, self.dtype = input_tensor.name, input_tensor.shape, input_tensor.dtype
+
+    def forward(self, x):
+        return x
 
 
 class Lambda(nn.Module):

@@ -81,6 +81,9 @@ def test_graph_matches_keras(keras, build):
     ours, theirs = _twins(keras, build)
     assert isinstance(ours, ug.nn.Module) and ours.name == theirs.name
     assert ours.layer_names == [layer.name for layer in theirs.layers if type(layer).__name__ != "InputLayer"]
+    # model.layers as Keras lists it: the InputLayers first, so that layers[1] is the first layer
+    assert [(type(layer).__name__, layer.name) for layer in ours.layers] == \
+        [(type(layer).__name__, layer.name) for layer in theirs.layers]
     assert ours.input_names == [t.name for t in theirs.inputs]
     assert [t.shape for t in ours.outputs] == [tuple(t.shape) for t in theirs.outputs]
     assert ours.count_params() == theirs.count_params()
@@ -112,7 +115,8 @@ def test_fit_matches_keras(keras, build):
 
 def test_shared_layer_is_one_set_of_weights():
     model = shared(ug.keras)
-    assert len(model.layers) == 3 and model.layers[0] is model.get_layer("shared")
+    assert len(model.layers) == 5 and model.layers[2] is model.get_layer("shared")
+    assert model.get_layer("left") is model.layers[0] and model.layers[0].batch_shape == (None, 20)
     a, b = ug.randn(2, 20), ug.randn(2, 20)
     model([a, b]).sum().backward()
     dense = model.get_layer("shared")
@@ -217,6 +221,7 @@ def operators(k):
 
 def test_operators_on_symbolic_tensors_match_keras(keras, capsys):
     ours, theirs = _twins(keras, operators)
+    assert [layer.name for layer in ours.layers] == [layer.name for layer in theirs.layers]  # operations left out
     xs = _inputs(theirs)
     want = _listed(theirs(xs))
     got = _listed(ours([ug.tensor(x) for x in xs]))
