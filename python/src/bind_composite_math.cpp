@@ -148,7 +148,7 @@ void bind_composite_math(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def("isposinf", &ug::isposinf)
       .def("isneginf", &ug::isneginf)
       .def("isreal", &ug::isreal)
-      .def("is_complex", [](const Tensor&) { return false; })
+      .def("is_complex", [](const Tensor& t) { return ug::is_complex(t.dtype()); })
       .def("is_nonzero", &ug::is_nonzero)
       .def("ldexp", &ug::ldexp, "other"_a)
       .def("mvlgamma", &ug::mvlgamma, "p"_a)

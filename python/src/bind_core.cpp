@@ -65,10 +65,10 @@ void bind_core(nb::module_& m) {
       .def_prop_ro("itemsize", [](const PyDType& d) { return ug::itemsize(d.value); })
       .def_prop_ro("is_signed",
                    [](const PyDType& d) {
-                     return ug::is_floating(d.value) || d.value == ug::DType::Int8 || d.value == ug::DType::Int16 ||
+                     return ug::is_inexact(d.value) || d.value == ug::DType::Int8 || d.value == ug::DType::Int16 ||
                             d.value == ug::DType::Int32 || d.value == ug::DType::Int64;
                    })
-      .def_prop_ro("is_complex", [](const PyDType&) { return false; })
+      .def_prop_ro("is_complex", [](const PyDType& d) { return ug::is_complex(d.value); })
       .def("__repr__", [](const PyDType& d) { return "unigrad." + std::string(ug::dtype_name(d.value)); })
       .def("__eq__",
            [](const PyDType& a, nb::handle b) {
@@ -91,6 +91,8 @@ void bind_core(nb::module_& m) {
   m.attr("int") = nb::cast(ug::DType::Int32);
   m.attr("long") = nb::cast(ug::DType::Int64);
   m.attr("short") = nb::cast(ug::DType::Int16);
+  m.attr("cfloat") = nb::cast(ug::DType::Complex64);
+  m.attr("cdouble") = nb::cast(ug::DType::Complex128);
   m.def("promote_types", &ug::promote_types);
   m.def("can_cast", &ug::can_cast, nb::arg("from_"), nb::arg("to"),
         "Whether type promotion may cast from_ to to: not floating to integer, not non-bool to bool.");

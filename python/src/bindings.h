@@ -18,6 +18,7 @@ void bind_composite(nb::module_& m, nb::class_<ug::Tensor>& tensor);
 void bind_composite_order(nb::module_& m, nb::class_<ug::Tensor>& tensor);
 /** tensordot, cov, diff, erfc, fmax, slice_scatter... (ops/composite_math.cpp). */
 void bind_composite_math(nb::module_& m, nb::class_<ug::Tensor>& tensor);
+void bind_complex(nb::module_& m, nb::class_<ug::Tensor>& tensor);  // bind_complex.cpp
 /** copy.deepcopy / copy.copy / pickle of tensors and the deepcopy memo (after bind_tensor). */
 void bind_copy(nb::module_& m, nb::class_<ug::Tensor>& tensor);
 /** The C++ memo that travels in copy.deepcopy's memo dict, made on first use. */

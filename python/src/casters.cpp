@@ -53,6 +53,10 @@ bool scalar_from_python(nb::handle h, ug::Scalar& out) {
     out = ug::Scalar(PyFloat_AS_DOUBLE(o));
     return true;
   }
+  if (PyComplex_Check(o)) {
+    out = ug::Scalar(std::complex<double>(PyComplex_RealAsDouble(o), PyComplex_ImagAsDouble(o)));
+    return true;
+  }
   // numpy scalars (np.float32(1.5), np.int64(3), np.bool_(True)) and 0-d numpy arrays.
   nb::handle type = h.type();
   if (!nb::hasattr(type, "__module__") || nb::cast<std::string>(type.attr("__module__")) != "numpy") return false;
@@ -62,6 +66,7 @@ bool scalar_from_python(nb::handle h, ug::Scalar& out) {
   if (kind == "b") out = ug::Scalar(nb::cast<bool>(item));
   else if (kind == "i" || kind == "u") out = ug::Scalar(nb::cast<int64_t>(item));
   else if (kind == "f") out = ug::Scalar(nb::cast<double>(item));
+  else if (kind == "c") out = ug::Scalar(std::complex<double>(nb::cast<double>(item.attr("real")), nb::cast<double>(item.attr("imag"))));
   else return false;
   return true;
 }

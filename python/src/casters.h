@@ -62,11 +62,12 @@ template <> struct type_caster<ug::Device> {
 };
 
 template <> struct type_caster<ug::Scalar> {
-  NB_TYPE_CASTER(ug::Scalar, const_name("bool | int | float"))
+  NB_TYPE_CASTER(ug::Scalar, const_name("bool | int | float | complex"))
   bool from_python(handle src, uint8_t, cleanup_list*) noexcept { return ugpy::scalar_from_python(src, value); }
   static handle from_cpp(const ug::Scalar& s, rv_policy, cleanup_list*) noexcept {
     if (s.is_bool()) return PyBool_FromLong(s.to_bool());
     if (s.is_floating()) return PyFloat_FromDouble(s.to_double());
+    if (s.is_complex()) return PyComplex_FromDoubles(s.to_complex().real(), s.to_complex().imag());
     return PyLong_FromLongLong(s.to_int());
   }
 };

@@ -74,6 +74,8 @@ std::optional<ug::DType> dtype_of_numpy(const std::string& s) {
   if (s == "uint32") return ug::DType::UInt32;
   if (s == "uint64") return ug::DType::UInt64;
   if (s == "bool") return ug::DType::Bool;
+  if (s == "complex64") return ug::DType::Complex64;
+  if (s == "complex128") return ug::DType::Complex128;
   return std::nullopt;
 }
 
@@ -94,7 +96,7 @@ ug::Tensor from_numpy(nb::handle array) {
     ug::fail<ug::TypeError>(
         "[from_numpy] can't convert numpy array of type ", name,
         "; supported: float64, float32, float16, bfloat16, int64, int32, int16, int8, uint64, uint32, uint16, "
-        "uint8, bool");
+        "uint8, bool, complex64, complex128");
   nb::dict iface = nb::cast<nb::dict>(array.attr("__array_interface__"));
   nb::tuple data = nb::cast<nb::tuple>(iface["data"]);
   void* ptr = reinterpret_cast<void*>(nb::cast<uintptr_t>(data[0]));
@@ -129,9 +131,7 @@ ug::Tensor tensor_from_data(nb::handle data, std::optional<ug::DType> dtype, std
   ug::DTypeCategory cat = ug::DTypeCategory::Bool;
   infer(data, 0, shape, leaf_depth, cat);
   if (ug::numel_of(shape) == 0) cat = ug::DTypeCategory::Floating;
-  ug::DType d = dtype.value_or(cat == ug::DTypeCategory::Bool      ? ug::DType::Bool
-                               : cat == ug::DTypeCategory::Integer ? ug::DType::Int64
-                                                                   : ug::get_default_dtype());
+  ug::DType d = dtype.value_or(ug::default_dtype_for(cat));
   ug::Tensor t = ug::empty(ug::Dims(shape.begin(), shape.end()), {.dtype = d});
   UG_DISPATCH_ALL_AND_SHELLS(d, "tensor", {
     scalar_t* p = static_cast<scalar_t*>(t.raw_data());
@@ -181,6 +181,8 @@ nb::object to_numpy(const ug::Tensor& t) {
     case ug::DType::Bool: dt = nb::dtype<bool>(); break;
     case ug::DType::Float16: dt = {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1}; break;
     case ug::DType::BFloat16: ug::fail<ug::TypeError>("[numpy] numpy has no bfloat16; convert with .float() first");
+    case ug::DType::Complex64: dt = {static_cast<uint8_t>(nb::dlpack::dtype_code::Complex), 64, 1}; break;
+    case ug::DType::Complex128: dt = {static_cast<uint8_t>(nb::dlpack::dtype_code::Complex), 128, 1}; break;
   }
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   std::vector<int64_t> strides(t.strides().begin(), t.strides().end());

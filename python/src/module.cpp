@@ -104,6 +104,7 @@ NB_MODULE(_C, m) {
   ugpy::bind_composite(m, tensor);
   ugpy::bind_composite_order(m, tensor);
   ugpy::bind_composite_math(m, tensor);
+  ugpy::bind_complex(m, tensor);
   ugpy::bind_elementwise_functions(m);
   ugpy::bind_functions(m);
   ugpy::bind_autograd(m, tensor);

@@ -7,7 +7,8 @@ from . import _C
 
 _NUMPY_OF = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int8": np.int8,
              "int16": np.int16, "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "uint16": np.uint16,
-             "uint32": np.uint32, "uint64": np.uint64, "bool": np.bool_}
+             "uint32": np.uint32, "uint64": np.uint64, "bool": np.bool_, "complex64": np.complex64,
+             "complex128": np.complex128}
 
 
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):

@@ -46,6 +46,7 @@
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/bitcast.h"
+#include "ug/ops/complex.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/composite_math.h"
 #include "ug/ops/control_flow.h"

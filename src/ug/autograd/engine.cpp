@@ -69,7 +69,7 @@ void accumulate(AccumulateGrad& acc, Tensor g, bool create_graph) {
 }
 
 void check_finite(const Tensor& g, Node* node) {
-  if (!g.defined() || !is_floating(g.dtype())) return;
+  if (!g.defined() || !is_inexact(g.dtype())) return;
   if (ValueReadScope check; g.isfinite().all().item<bool>()) return;
   std::string where = node->forward_trace().empty() ? "" : "\nThe op ran forward at:\n" + node->forward_trace();
   fail<RuntimeError>("[anomaly] the backward of ", node->name(), " returned NaN or Inf values (gradient shape ",

@@ -47,7 +47,7 @@ bool in_outer_graph(const Tensor& x) {
  *  is cut off from x's history, except from that of a batched x's physical tensor: that is
  *  an outer transform's, and the gradient found here must stay differentiable to it. */
 Tensor fresh_input(const Tensor& x) {
-  if (!is_floating(x.dtype())) return x;
+  if (!is_inexact(x.dtype())) return x;
   if (x.requires_grad()) return x.view(x.shape());
   const int lvl = batching::level(x);
   Tensor leaf = lvl > 0 && in_outer_graph(x) ? batching::wrap(batching::physical(x, lvl), lvl) : x.detach();
@@ -83,9 +83,9 @@ std::pair<Tensors, Tensors> value_and_grad(const TensorFn& f, const Tensors& arg
   for (int i : argnums) {
     if (i < 0 || i >= static_cast<int>(args.size()))
       fail<IndexError>("[grad] argnums entry ", i, " is out of range for ", args.size(), " arguments");
-    if (!is_floating(args[i].dtype()))
+    if (!is_inexact(args[i].dtype()))
       fail<TypeError>("[grad] argument ", i, " has dtype ", args[i].dtype(),
-                      "; only floating point inputs can be differentiated");
+                      "; only floating point and complex inputs can be differentiated");
     inputs[i] = fresh_input(args[i]);
   }
   Tensors out = run(f, inputs);
@@ -155,7 +155,7 @@ std::pair<Tensors, Tensors> jvp(const TensorFn& f, const Tensors& primals, const
   Tensors inputs;
   for (size_t i = 0; i < primals.size(); ++i) {
     Tensor x = primals[i];
-    if (is_floating(x.dtype())) {
+    if (is_inexact(x.dtype())) {
       x = x.view(x.shape());  // a fresh handle to hang the tangent on, still in any outer graph
       forward::set_tangent(x, level.id(), tangents[i].to(x.dtype()));
     }

@@ -39,8 +39,8 @@ void GradientTape::stop() {
 }
 
 void GradientTape::watch(const Tensor& t) {
-  if (!is_floating(t.dtype()))
-    fail<TypeError>("[GradientTape.watch] only floating point tensors can be watched, got ", t.dtype());
+  if (!is_inexact(t.dtype()))
+    fail<TypeError>("[GradientTape.watch] only floating point and complex tensors can be watched, got ", t.dtype());
   for (const Watch& w : watches_)
     if (w.tensor.impl_ref() == t.impl_ref()) return;
   const bool lent = !t.requires_grad();

@@ -2,8 +2,10 @@
 // elided middles for large tensors, and the dtype when it is not the default.
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -67,13 +69,26 @@ struct Formatter {
   }
 };
 
-double value_at(const Tensor& t, int64_t offset) {
-  double v = 0;
+std::complex<double> value_at(const Tensor& t, int64_t offset) {
+  std::complex<double> v = 0;
   UG_DISPATCH_ALL_AND_SHELLS(t.dtype(), "print", {
-    v = static_cast<double>(static_cast<acc_t<scalar_t>>(static_cast<const scalar_t*>(t.storage()->data())[offset]));
+    v = to_complex_double(static_cast<const scalar_t*>(t.storage()->data())[offset]);
   });
   return v;
 }
+
+/** torch's layout of complex elements: the real part padded to its column, then the imaginary
+ *  part with its sign and "j", each part formatted by its own formatter. */
+struct ElementFormat {
+  Formatter real;
+  std::optional<Formatter> imag;
+  int width() const { return imag ? real.width + imag->width + 1 : real.width; }
+  std::string operator()(std::complex<double> v) const {
+    if (!imag) return real.padded(v.real());
+    std::string im = imag->format(v.imag()) + "j";
+    return real.padded(v.real()) + (im[0] == '-' || im[0] == '+' ? "" : "+") + im;
+  }
+};
 
 /** Indices shown along a dim of size n, `edge` at each end when summarized. -1 marks the elision. */
 std::vector<int64_t> shown(int64_t n, bool summarize, int64_t edge) {
@@ -88,26 +103,30 @@ std::vector<int64_t> shown(int64_t n, bool summarize, int64_t edge) {
   return idx;
 }
 
-void collect(const Tensor& t, int64_t dim, int64_t offset, bool summarize, int64_t edge, std::vector<double>& out) {
+void collect(const Tensor& t, int64_t dim, int64_t offset, bool summarize, int64_t edge, std::vector<double>& real,
+             std::vector<double>& imag) {
   if (dim == t.dim()) {
-    out.push_back(value_at(t, offset));
+    const std::complex<double> v = value_at(t, offset);
+    real.push_back(v.real());
+    imag.push_back(v.imag());
     return;
   }
   for (int64_t i : shown(t.size(dim), summarize, edge))
-    if (i >= 0) collect(t, dim + 1, offset + i * t.stride(dim), summarize, edge, out);
+    if (i >= 0) collect(t, dim + 1, offset + i * t.stride(dim), summarize, edge, real, imag);
 }
 
-void render(std::ostream& os, const Tensor& t, const Formatter& f, int64_t dim, int64_t offset, bool summarize,
+void render(std::ostream& os, const Tensor& t, const ElementFormat& f, int64_t dim, int64_t offset, bool summarize,
             int indent) {
   if (dim == t.dim()) {
-    os << f.padded(value_at(t, offset));
+    os << f(value_at(t, offset));
     return;
   }
   os << '[';
-  std::vector<int64_t> idx = shown(t.size(dim), summarize, f.options.edgeitems);
+  const PrintOptions& options = f.real.options;
+  std::vector<int64_t> idx = shown(t.size(dim), summarize, options.edgeitems);
   const bool last_dim = dim == t.dim() - 1;
   // torch's wrapping: as many elements (each its width and ", ") as fit the line after the indent
-  const int64_t per_line = std::max<int64_t>(1, (f.options.linewidth - indent - dim) / (f.width + 2));
+  const int64_t per_line = std::max<int64_t>(1, (options.linewidth - indent - dim) / (f.width() + 2));
   for (size_t k = 0; k < idx.size(); ++k) {
     if (k > 0) {
       os << ',';
@@ -138,9 +157,11 @@ std::string Tensor::to_string() const {
   if (numel() == 0) {
     os << "[]";
   } else {
-    std::vector<double> values;
-    collect(*this, 0, storage_offset(), summarize, options.edgeitems, values);
-    Formatter f(values, dtype(), options);
+    std::vector<double> real, imag;
+    collect(*this, 0, storage_offset(), summarize, options.edgeitems, real, imag);
+    const DType part = to_real(dtype());
+    ElementFormat f{Formatter(real, part, options), std::nullopt};
+    if (is_complex(dtype())) f.imag.emplace(imag, part, options);
     render(os, *this, f, 0, storage_offset(), summarize, 7);
   }
   if (summarize || (numel() == 0 && dim() != 1)) {

@@ -2,6 +2,8 @@
 // Conversion and copying are ops (ops/copy.cpp).
 #include "ug/core/tensor.h"
 
+#include <cmath>
+
 #include "ug/core/value_read.h"
 
 namespace ug {
@@ -9,8 +11,21 @@ namespace ug {
 std::ostream& operator<<(std::ostream& os, const Scalar& s) {
   if (s.is_bool()) return os << (s.to_bool() ? "True" : "False");
   if (s.is_floating()) return os << s.to_double();
+  if (s.is_complex()) {
+    const std::complex<double> z = s.to_complex();
+    return os << '(' << z.real() << (z.imag() >= 0 || std::isnan(z.imag()) ? "+" : "") << z.imag() << "j)";
+  }
   return os << s.to_int();
 }
+
+namespace {
+template <class T> Scalar scalar_of(T v) {
+  if constexpr (std::is_same_v<T, bool>) return Scalar(v);
+  else if constexpr (std::is_integral_v<T>) return Scalar(static_cast<int64_t>(v));
+  else if constexpr (is_complex_v<T>) return Scalar(to_complex_double(v));
+  else return Scalar(to_complex_double(v).real());
+}
+}  // namespace
 
 int64_t Tensor::size(int64_t d) const { return shape()[wrap_dim(d, dim(), "size")]; }
 int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
@@ -22,10 +37,7 @@ Scalar Tensor::item() const {
     detail::value_read_hook(*this);
   Scalar result;
   UG_DISPATCH_ALL_AND_SHELLS(dtype(), "item", {
-    scalar_t v = *static_cast<const scalar_t*>(raw_data());
-    if constexpr (std::is_same_v<scalar_t, bool>) result = Scalar(static_cast<bool>(v));
-    else if constexpr (std::is_integral_v<scalar_t>) result = Scalar(static_cast<int64_t>(v));
-    else result = Scalar(static_cast<double>(static_cast<acc_t<scalar_t>>(v)));
+    result = scalar_of(*static_cast<const scalar_t*>(raw_data()));
   });
   return result;
 }

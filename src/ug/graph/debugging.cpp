@@ -40,7 +40,7 @@ bool any(const Tensor& x, ops::UnaryOp test) {
 }  // namespace
 
 const Tensor& check_numerics(const Tensor& x, std::string_view message) {
-  if (!is_floating(x.dtype()) || x.numel() == 0) return x;
+  if (!is_inexact(x.dtype()) || x.numel() == 0) return x;
   const bool nan = any(x, ops::UnaryOp::IsNan);
   const bool inf = any(x, ops::UnaryOp::IsInf);
   if (nan || inf)

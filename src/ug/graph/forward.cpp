@@ -56,7 +56,7 @@ void set_tangent(const Tensor& t, int64_t level, const Tensor& tan) {
 void propagate(const std::vector<const Tensor*>& inputs, const std::vector<const Tensor*>& outputs,
                const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& rule) {
   bool floating = false;
-  for (const Tensor* out : outputs) floating |= is_floating(out->dtype());
+  for (const Tensor* out : outputs) floating |= is_inexact(out->dtype());
   if (t_levels.empty() || !floating) return;
   const std::vector<int64_t> levels = t_levels;
   for (int64_t level : levels) {
@@ -79,7 +79,7 @@ void propagate(const std::vector<const Tensor*>& inputs, const std::vector<const
     } restore{level};
     std::vector<Tensor> result = rule(tangents);
     for (size_t i = 0; i < outputs.size() && i < result.size(); ++i)
-      if (result[i].defined() && is_floating(outputs[i]->dtype())) set_tangent(*outputs[i], level, result[i]);
+      if (result[i].defined() && is_inexact(outputs[i]->dtype())) set_tangent(*outputs[i], level, result[i]);
   }
 }
 

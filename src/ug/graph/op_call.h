@@ -139,7 +139,7 @@ class OpCall {
   }
   static bool any_floating(Outputs outputs) {
     for (const Tensor* out : outputs)
-      if (is_floating(out->dtype())) return true;
+      if (is_inexact(out->dtype())) return true;
     return false;
   }
   static bool needs_grad(Inputs inputs) {

@@ -20,7 +20,7 @@ void link_outputs(Node& node, std::span<const Tensor* const> outputs) {
   uint32_t nr = 0;
   for (const Tensor* out : outputs) {
     node.outputs().push_back({out->shape(), out->dtype(), out->device()});
-    if (is_floating(out->dtype())) {
+    if (is_inexact(out->dtype())) {
       AutogradMeta& m = meta(*out);
       m.grad_fn = Ref<Node>(&node);
       m.output_nr = nr;

@@ -12,8 +12,8 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
     fail<RuntimeError>(
         "[requires_grad_] you can only change requires_grad of leaf tensors; use detach() to get a "
         "tensor that does not require grad");
-  if (requires_grad && !is_floating(dtype()))
-    fail<RuntimeError>("[requires_grad_] only tensors of floating point dtype can require gradients, got ", dtype());
+  if (requires_grad && !is_inexact(dtype()))
+    fail<RuntimeError>("[requires_grad_] only tensors of floating point and complex dtype can require gradients, got ", dtype());
   m.requires_grad = requires_grad;
   return *this;
 }
@@ -50,8 +50,8 @@ Tensor Tensor::detach() const {
 void Tensor::set_data(const Tensor& src) const {
   if (!is_leaf()) fail<RuntimeError>("[set_data] only leaf tensors can take new data; this one was made by an op");
   if (impl().batch() || src.impl().batch()) throw_no_batching_rule();
-  if (requires_grad() && !is_floating(src.dtype()))
-    fail<TypeError>("[set_data] a tensor that requires grad needs floating data, got ", src.dtype());
+  if (requires_grad() && !is_inexact(src.dtype()))
+    fail<TypeError>("[set_data] a tensor that requires grad needs floating or complex data, got ", src.dtype());
   impl().set_data(src.impl());
 }
 

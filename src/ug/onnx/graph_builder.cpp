@@ -27,6 +27,8 @@ namespace ug::onnx {
     case DType::BFloat16: return ::onnx::TensorProto_DataType_BFLOAT16;
     case DType::Float32: return ::onnx::TensorProto_DataType_FLOAT;
     case DType::Float64: return ::onnx::TensorProto_DataType_DOUBLE;
+    case DType::Complex64: return ::onnx::TensorProto_DataType_COMPLEX64;
+    case DType::Complex128: return ::onnx::TensorProto_DataType_COMPLEX128;
   }
   fail("[onnx.export] unknown dtype");
 }

@@ -171,6 +171,8 @@ Tensor read_tensor(const ::onnx::TensorProto& t, const std::string& base_dir, st
     case DType::Bool: copy_field<bool>(t.int32_data(), numel, out, "int32_data", what); break;
     case DType::Float16: copy_field<Half>(t.int32_data(), numel, out, "int32_data", what); break;
     case DType::BFloat16: copy_field<BFloat16>(t.int32_data(), numel, out, "int32_data", what); break;
+    case DType::Complex64:
+    case DType::Complex128: fail<TypeError>("[onnx] ", what, ": complex tensors are read from raw_data only");
   }
   return out;
 }

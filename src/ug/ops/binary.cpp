@@ -7,6 +7,7 @@
 #include "ug/graph/forward.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/autocast.h"
+#include "ug/ops/complex.h"
 #include "ug/ops/rules.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
@@ -49,6 +50,9 @@ void set_attrs(graph::OpCall& call, DType compute) {
 DType combine(std::optional<DType> higher, std::optional<DType> lower) {
   if (!higher) return *lower;
   if (!lower) return *higher;
+  if (is_complex(*higher)) return *higher;
+  if (is_complex(*lower))  // a floating higher keeps its precision: float32 with complex128 is complex64
+    return is_floating(*higher) ? (*higher == DType::Float64 ? DType::Complex128 : DType::Complex64) : *lower;
   if (is_floating(*higher)) return *higher;
   if (*higher == DType::Bool || is_floating(*lower)) return promote_types(*higher, *lower);
   return *higher;
@@ -83,7 +87,10 @@ std::pair<DType, DType> compute_and_out(BinaryOp op, DType common, DType a, DTyp
             "[sub] subtraction with a bool tensor is not supported; to invert a mask "
             "use ~ or logical_not()");
       return {common, common};
-    case BinaryRule::TrueDivide: return {to_floating(common), to_floating(common)};
+    case BinaryRule::TrueDivide: {
+      const DType t = is_complex(common) ? common : to_floating(common);
+      return {t, t};
+    }
     case BinaryRule::Compare: return {common, DType::Bool};
     case BinaryRule::Bitwise:
       if (is_floating(common))
@@ -123,6 +130,8 @@ std::pair<Tensor, Tensor> vjp(BinaryOp op, const Tensor& g, const Tensor& a, con
 }
 
 Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
+  if (is_complex(common)) [[unlikely]]
+    return complex_math::binary(op, a.to(common), b.to(common));
   if (autocast::applies(def(op))) [[unlikely]]
     return autocast::call(
         def(op), [op](const Tensor& x, const Tensor& y) { return binary(op, x, y); }, a, b);
@@ -231,7 +240,7 @@ void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
     autograd::rebase_history(a, run(op, common, a.clone(), b).to(a.dtype()));
     return;
   }
-  if (compute == a.dtype() && out_dtype == a.dtype() && !a.shares_storage(b)) {
+  if (compute == a.dtype() && out_dtype == a.dtype() && !a.shares_storage(b) && !is_complex(compute)) {
     Tensor bc = b.to(compute).expand(shape);
     check_integer_division(op, bc);
     backend_for(a.device()).binary(op, a, bc, a);

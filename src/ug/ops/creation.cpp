@@ -98,9 +98,7 @@ Tensor tensor(const NestedList& values, Options opts) {
   size_t leaf_depth = SIZE_MAX;
   infer_nested(values, 0, shape, leaf_depth, cat);
   if (numel_of(shape) == 0) cat = DTypeCategory::Floating;  // tensor([]) is floating, as in PyTorch
-  DType dtype = opts.dtype.value_or(cat == DTypeCategory::Bool      ? DType::Bool
-                                    : cat == DTypeCategory::Integer ? DType::Int64
-                                                                    : get_default_dtype());
+  DType dtype = opts.dtype.value_or(default_dtype_for(cat));
   Tensor cpu = empty(Dims(shape.begin(), shape.end()), {.dtype = dtype});
   UG_DISPATCH_ALL_AND_SHELLS(dtype, "tensor", {
     scalar_t* p = static_cast<scalar_t*>(cpu.raw_data());

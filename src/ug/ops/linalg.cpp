@@ -10,6 +10,7 @@
 #include "ug/graph/op_call.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/complex.h"
 #include "ug/ops/reduce.h"
 
 namespace ug {
@@ -104,6 +105,8 @@ void require_dims(const Tensor& a, const Tensor& b, int64_t n, const char* op) {
 }  // namespace
 
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
+  if (is_complex(a0.dtype()) && a0.dtype() == b0.dtype()) [[unlikely]]
+    return ops::complex_math::matmul(a0, b0);
   if (autocast::applies(kMatmul)) [[unlikely]]
     return autocast::call(kMatmul, matmul, a0, b0);
   graph::OpCall call(kMatmul);

@@ -1,6 +1,7 @@
 #include "ug/ops/random.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "ug/core/value_read.h"
 #include "ug/graph/capture.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/complex.h"
 #include "ug/ops/binary.h"
 
 namespace ug {
@@ -269,10 +271,25 @@ Draw permutation_draw(int64_t n) {
 
 }  // namespace
 
+namespace {
+
+/** A complex dtype's draw: its parts drawn as a real [..., 2] tensor, viewed as complex. */
+Tensor complex_draw(Tensor (*f)(const Dims&, Options), const Dims& shape, Options opts) {
+  Dims parts = shape;
+  parts.push_back(2);
+  opts.dtype = to_real(*opts.dtype);
+  return view_as_complex(f(parts, opts));
+}
+
+}  // namespace
+
 Tensor rand(const Dims& shape, Options opts) {
+  if (opts.dtype && is_complex(*opts.dtype)) return complex_draw(rand, shape, opts);  // each part in [0, 1)
   return draw(uniform_draw(shape, 0, 1, float_dtype(opts, "rand"), opts.device), nullptr, "rand");
 }
 Tensor randn(const Dims& shape, Options opts) {
+  // torch's complex normal: E|z|^2 = 1, so each part has variance 1/2
+  if (opts.dtype && is_complex(*opts.dtype)) return complex_draw(randn, shape, opts) * std::sqrt(0.5);
   return draw(normal_draw(shape, 0, 1, float_dtype(opts, "randn"), opts.device), nullptr, "randn");
 }
 Tensor normal(double mean, double std, const Dims& shape, Options opts) {

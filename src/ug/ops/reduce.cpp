@@ -12,6 +12,7 @@
 #include "ug/graph/op_call.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/complex.h"
 #include "ug/ops/join.h"
 #include "ug/ops/unary.h"
 
@@ -518,15 +519,23 @@ Tensor softmax_untraced(const Tensor& x, int64_t dim, bool log, const char* op) 
 // ---- sums, products, means ----------------------------------------------------------------
 
 Tensor sum(const Tensor& x, std::optional<DType> dtype) {
+  if (is_complex(x.dtype())) [[unlikely]]
+    return ops::complex_math::sum(dtype ? x.to(*dtype) : x, {}, false);
   return sum_masked(x, reduce_mask(x, {}, "sum"), false, dtype);
 }
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, std::optional<DType> dtype) {
+  if (is_complex(x.dtype())) [[unlikely]]
+    return ops::complex_math::sum(dtype ? x.to(*dtype) : x, dims, keepdim);
   return sum_masked(x, reduce_mask(x, dims, "sum"), keepdim, dtype);
 }
 Tensor mean(const Tensor& x, std::optional<DType> dtype) {
+  if (is_complex(x.dtype())) [[unlikely]]
+    return ops::complex_math::mean(dtype ? x.to(*dtype) : x, {}, false);
   return mean_masked(x, reduce_mask(x, {}, "mean"), false, dtype);
 }
 Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, std::optional<DType> dtype) {
+  if (is_complex(x.dtype())) [[unlikely]]
+    return ops::complex_math::mean(dtype ? x.to(*dtype) : x, dims, keepdim);
   return mean_masked(x, reduce_mask(x, dims, "mean"), keepdim, dtype);
 }
 Tensor prod(const Tensor& x, std::optional<DType> dtype) {

@@ -8,6 +8,7 @@
 #include "ug/graph/op_call.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/complex.h"
 
 namespace ug::ops {
 
@@ -91,6 +92,8 @@ Tensor vjp(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y) {
 }  // namespace
 
 Tensor unary(UnaryOp op, const Tensor& x) {
+  if (is_complex(x.dtype())) [[unlikely]]
+    return complex_math::unary(op, x);
   if (autocast::applies(kDefs[static_cast<int>(op)])) [[unlikely]]
     return autocast::call(kDefs[static_cast<int>(op)], unary, op, x);
   graph::OpCall call(kDefs[static_cast<int>(op)]);
@@ -118,6 +121,10 @@ Tensor unary(UnaryOp op, const Tensor& x) {
 }
 
 void unary_out(UnaryOp op, const Tensor& x, const Tensor& out) {
+  if (is_complex(x.dtype()) || is_complex(out.dtype())) [[unlikely]] {
+    Tensor(out).copy_(unary(op, x));
+    return;
+  }
   graph::OpCall call(kDefs[static_cast<int>(op)]);
   if (autograd::inplace_needs_rebase(out, &x, info(op).name)) {
     autograd::rebase_history(out, unary(op, x.clone()));

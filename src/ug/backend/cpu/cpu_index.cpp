@@ -22,10 +22,14 @@ namespace {
 constexpr int64_t kIndexGrain = 16384;
 
 /** The unsigned integer type as wide as an element: gather and scatter copy through it. */
+struct Bits128 {
+  uint64_t lo, hi;
+};
 template <size_t Size>
-using Bits =
-    std::conditional_t<Size == 1, uint8_t,
-                       std::conditional_t<Size == 2, uint16_t, std::conditional_t<Size == 4, uint32_t, uint64_t>>>;
+using Bits = std::conditional_t<
+    Size == 1, uint8_t,
+    std::conditional_t<Size == 2, uint16_t,
+                       std::conditional_t<Size == 4, uint32_t, std::conditional_t<Size == 8, uint64_t, Bits128>>>>;
 
 /** The index tensor's shape, operand strides (in elements) along it, and `dim`, with the
  *  dimensions where the index has size 1 dropped (except `dim`): they only add offset 0. */
@@ -182,7 +186,8 @@ void CpuBackend::gather(const Tensor& x, int64_t dim, const Tensor& index, const
     case 1: return gather_typed<Bits<1>>(x, dim, index, out);
     case 2: return gather_typed<Bits<2>>(x, dim, index, out);
     case 4: return gather_typed<Bits<4>>(x, dim, index, out);
-    default: return gather_typed<Bits<8>>(x, dim, index, out);
+    case 8: return gather_typed<Bits<8>>(x, dim, index, out);
+    default: return gather_typed<Bits<16>>(x, dim, index, out);
   }
 }
 
@@ -192,7 +197,8 @@ void CpuBackend::scatter(const Tensor& out, int64_t dim, const Tensor& index, co
       case 1: return scatter_typed<Bits<1>, true>(out, dim, index, src, op);
       case 2: return scatter_typed<Bits<2>, true>(out, dim, index, src, op);
       case 4: return scatter_typed<Bits<4>, true>(out, dim, index, src, op);
-      default: return scatter_typed<Bits<8>, true>(out, dim, index, src, op);
+      case 8: return scatter_typed<Bits<8>, true>(out, dim, index, src, op);
+      default: return scatter_typed<Bits<16>, true>(out, dim, index, src, op);
     }
   }
   UG_DISPATCH_ALL(out.dtype(), "scatter", (scatter_typed<scalar_t, false>(out, dim, index, src, op)));

@@ -16,8 +16,12 @@
 namespace ug::cpu::UG_CPU_ISA {
 namespace {
 
+/** A cast as PyTorch's: complex to real keeps the real part, real to complex has no imaginary part. */
 template <class R, class T> inline R convert(T v) {
   if constexpr (std::is_same_v<R, bool>) return static_cast<acc_t<T>>(v) != acc_t<T>(0);
+  else if constexpr (is_complex_v<R> && is_complex_v<T>) return R(v);
+  else if constexpr (is_complex_v<R>) return R(static_cast<typename R::value_type>(static_cast<acc_t<T>>(v)));
+  else if constexpr (is_complex_v<T>) return convert<R>(v.real());
   else return static_cast<R>(static_cast<acc_t<R>>(static_cast<acc_t<T>>(v)));
 }
 
@@ -303,7 +307,8 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& o
     case 1: return where_typed<uint8_t>(cond, a, b, out);
     case 2: return where_typed<uint16_t>(cond, a, b, out);
     case 4: return where_typed<uint32_t>(cond, a, b, out);
-    default: return where_typed<uint64_t>(cond, a, b, out);
+    case 8: return where_typed<uint64_t>(cond, a, b, out);
+    default: return where_typed<std::complex<double>>(cond, a, b, out);
   }
 }
 

@@ -1,0 +1,293 @@
+// Complex tensors: the two views between a complex tensor and its parts, and every complex op
+// composed over them. An op on z = x + iy is written as real ops on x and y and viewed back,
+// so PyTorch's gradient convention (dL/dx + i dL/dy) follows from the real ops' derivatives
+// and the two views', and vmap, jvp and jit come with them.
+#include "ug/ops/complex.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "ug/core/batching.h"
+#include "ug/graph/op_call.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/composite.h"
+#include "ug/ops/composite_math.h"
+#include "ug/ops/join.h"
+#include "ug/ops/linalg.h"
+#include "ug/ops/reduce.h"
+
+namespace ug {
+
+namespace {
+
+const graph::OpDef kViewAsReal("view_as_real"), kViewAsComplex("view_as_complex");
+
+Tensor with_layout(const Tensor& x, Shape shape, Strides strides, int64_t offset, DType dtype) {
+  auto impl = make_ref<TensorImpl>(x.storage(), std::move(shape), std::move(strides), offset, dtype);
+  impl->set_is_view();
+  return Tensor(std::move(impl));
+}
+
+Tensor real_view(const Tensor& z) {
+  Shape shape = z.shape();
+  Strides strides = z.strides();
+  for (auto& s : strides) s *= 2;
+  shape.push_back(2);
+  strides.push_back(1);
+  return with_layout(z, std::move(shape), std::move(strides), z.storage_offset() * 2, to_real(z.dtype()));
+}
+
+Tensor complex_view(const Tensor& x) {
+  auto refuse = [&](const auto&... why) {
+    fail("[view_as_complex] ", why..., " (shape ", x.shape(), ", strides ", x.strides(), ", dtype ", x.dtype(), ")");
+  };
+  if (x.dtype() != DType::Float32 && x.dtype() != DType::Float64)
+    fail<TypeError>("[view_as_complex] is only supported for float32 and float64 tensors, got ", x.dtype());
+  if (x.dim() == 0 || x.size(-1) != 2) refuse("the last dim must have size 2");
+  if (x.stride(-1) != 1) refuse("the last dim must have stride 1");
+  if (x.storage_offset() % 2) refuse("the storage offset must be even");
+  Shape shape(x.shape().begin(), x.shape().end() - 1);
+  Strides strides(x.strides().begin(), x.strides().end() - 1);
+  for (auto& s : strides) {
+    if (s % 2) refuse("every stride but the last must be even");
+    s /= 2;
+  }
+  return with_layout(x, std::move(shape), std::move(strides), x.storage_offset() / 2, to_complex(x.dtype()));
+}
+
+/** The parts of a complex z, as real tensors of z's shape. */
+struct Parts {
+  Tensor re, im;
+  explicit Parts(const Tensor& z) {
+    const Tensor r = view_as_real(z);
+    re = r.select(-1, 0);
+    im = r.select(-1, 1);
+  }
+};
+
+Tensor not_for_complex(const char* op, DType dtype) {
+  fail<TypeError>("[", op, "] is not supported for complex tensors (dtype ", dtype, ")");
+}
+
+}  // namespace
+
+Tensor view_as_real(const Tensor& z) {
+  if (!is_complex(z.dtype()))
+    fail<TypeError>("[view_as_real] is only supported for complex tensors, got ", z.dtype());
+  graph::OpCall call(kViewAsReal);
+  if (call.capturing())
+    call.set_replay([](const graph::Tensors& in) { return graph::Tensors{view_as_real(in[0])}; },
+                    graph::ReplaySizes::None);
+  Tensor out;
+  if (const int lvl = batching::level(z)) out = batching::wrap(view_as_real(batching::physical(z, lvl)), lvl);
+  else out = real_view(z);
+  call.finish(
+      {&z}, {&out}, {}, [](graph::Saved, graph::Tensors&& g) { return graph::Tensors{view_as_complex(g[0])}; },
+      [](const graph::Tensors& t) { return graph::Tensors{view_as_real(t[0])}; });
+  return out;
+}
+
+Tensor view_as_complex(const Tensor& x) {
+  graph::OpCall call(kViewAsComplex);
+  if (call.capturing())
+    call.set_replay([](const graph::Tensors& in) { return graph::Tensors{view_as_complex(in[0].contiguous())}; },
+                    graph::ReplaySizes::None);
+  Tensor out;
+  if (const int lvl = batching::level(x)) {
+    if (x.dim() == 0 || x.size(-1) != 2)
+      fail("[view_as_complex] the last dim must have size 2 (shape ", x.shape(), ", dtype ", x.dtype(), ")");
+    out = batching::wrap(view_as_complex(batching::physical(x, lvl)), lvl);
+  } else {
+    out = complex_view(x);
+  }
+  // A gradient may arrive expanded or transposed: its contiguous copy always has the layout.
+  call.finish(
+      {&x}, {&out}, {}, [](graph::Saved, graph::Tensors&& g) { return graph::Tensors{view_as_real(g[0])}; },
+      [](const graph::Tensors& t) { return graph::Tensors{view_as_complex(t[0].contiguous())}; });
+  return out;
+}
+
+Tensor real(const Tensor& z) { return is_complex(z.dtype()) ? view_as_real(z).select(-1, 0) : z; }
+
+Tensor imag(const Tensor& z) {
+  if (!is_complex(z.dtype()))
+    fail<TypeError>("[imag] is not implemented for tensors with non-complex dtypes (got ", z.dtype(), ")");
+  return view_as_real(z).select(-1, 1);
+}
+
+Tensor conj(const Tensor& z) {
+  if (!is_complex(z.dtype())) return z;
+  const DType part = to_real(z.dtype());
+  return view_as_complex(view_as_real(z) * tensor(NestedList{1.0, -1.0}, {.dtype = part, .device = z.device()}));
+}
+
+Tensor complex(const Tensor& re, const Tensor& im) {
+  if (re.dtype() != im.dtype() || (re.dtype() != DType::Float32 && re.dtype() != DType::Float64))
+    fail<TypeError>("[complex] expected real and imag of one dtype, float32 or float64; got ", re.dtype(), " and ",
+                    im.dtype());
+  const Shape shape = broadcast_shapes(re.shape(), im.shape(), "complex");
+  const Dims dims(shape.begin(), shape.end());
+  return view_as_complex(stack({re.expand(dims), im.expand(dims)}, -1));
+}
+
+Tensor polar(const Tensor& abs, const Tensor& angle) { return complex(abs * angle.cos(), abs * angle.sin()); }
+
+Tensor angle(const Tensor& x) {
+  if (is_complex(x.dtype())) {
+    const Parts p(x);
+    return p.im.atan2(p.re);
+  }
+  const Tensor f = is_floating(x.dtype()) ? x : x.to(get_default_dtype());
+  // 0 for x >= 0, pi for x < 0, NaN kept; no gradient flows, as in torch
+  return where(f.isnan(), f, (f < 0).to(f.dtype()) * std::numbers::pi).detach();
+}
+
+namespace ops::complex_math {
+
+namespace {
+
+Tensor join(const Tensor& re, const Tensor& im) { return complex(re, im); }
+
+Tensor mul(const Parts& a, const Parts& b) { return join(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re); }
+
+/** a / b = a conj(b) / |b|^2. */
+Tensor div(const Parts& a, const Parts& b) {
+  const Tensor d = b.re * b.re + b.im * b.im;
+  return join((a.re * b.re + a.im * b.im) / d, (a.im * b.re - a.re * b.im) / d);
+}
+
+/** log z = log|z| + i arg z. */
+Tensor log(const Parts& z) { return join(hypot(z.re, z.im).log(), z.im.atan2(z.re)); }
+
+Tensor exp(const Parts& z) {
+  const Tensor m = z.re.exp();
+  return join(m * z.im.cos(), m * z.im.sin());
+}
+
+/** The principal root: t = sqrt((|x| + |z|) / 2); for x >= 0 the root is t + i y / 2t, else
+ *  |y| / 2t + i copysign(t, y), which keeps every part free of cancellation. */
+Tensor sqrt(const Parts& z) {
+  const Tensor r = hypot(z.re, z.im);
+  const Tensor t = ((z.re.abs() + r) * 0.5).sqrt();
+  const Tensor safe = where(t == 0.0, 1.0, t).to(t.dtype());
+  const Tensor other = where(t == 0.0, 0.0, z.im / (safe * 2.0)).to(t.dtype());
+  const Tensor nonneg = z.re >= 0.0;
+  return join(where(nonneg, t, other.abs()), where(nonneg, other, copysign(t, z.im)));
+}
+
+Tensor scaled(const Tensor& z, double s) { return view_as_complex(view_as_real(z) * s); }
+
+Tensor on_parts(const Tensor& z, const std::function<Tensor(const Tensor&)>& f) {
+  return view_as_complex(f(view_as_real(z)));
+}
+
+}  // namespace
+
+Tensor unary(UnaryOp op, const Tensor& z) {
+  const Parts p(z);
+  switch (op) {
+    case UnaryOp::Neg: return on_parts(z, [](const Tensor& r) { return -r; });
+    case UnaryOp::Abs: return hypot(p.re, p.im);
+    case UnaryOp::Square: return mul(p, p);
+    case UnaryOp::Exp: return exp(p);
+    case UnaryOp::Exp2: return exp(Parts(scaled(z, std::numbers::ln2)));
+    case UnaryOp::Expm1: return on_parts(exp(p), [](const Tensor& r) {
+        return r - tensor(NestedList{1.0, 0.0}, {.dtype = r.dtype(), .device = r.device()});
+      });
+    case UnaryOp::Log: return log(p);
+    case UnaryOp::Log2: return scaled(log(p), 1.0 / std::numbers::ln2);
+    case UnaryOp::Log10: return scaled(log(p), 1.0 / std::numbers::ln10);
+    case UnaryOp::Log1p: return log(Parts(join(p.re + 1.0, p.im)));
+    case UnaryOp::Sqrt: return sqrt(p);
+    case UnaryOp::Rsqrt: return div(Parts(ones_like(z)), Parts(sqrt(p)));
+    case UnaryOp::Reciprocal: return div(Parts(ones_like(z)), p);
+    case UnaryOp::Sin: return join(p.re.sin() * p.im.cosh(), p.re.cos() * p.im.sinh());
+    case UnaryOp::Cos: return join(p.re.cos() * p.im.cosh(), -(p.re.sin() * p.im.sinh()));
+    case UnaryOp::Sinh: return join(p.re.sinh() * p.im.cos(), p.re.cosh() * p.im.sin());
+    case UnaryOp::Cosh: return join(p.re.cosh() * p.im.cos(), p.re.sinh() * p.im.sin());
+    case UnaryOp::Tanh: {
+      // (sinh 2x + i sin 2y) / (cosh 2x + cos 2y)
+      const Tensor x2 = p.re * 2.0, y2 = p.im * 2.0, d = x2.cosh() + y2.cos();
+      return join(x2.sinh() / d, y2.sin() / d);
+    }
+    case UnaryOp::Tan: {
+      // (sin 2x + i sinh 2y) / (cos 2x + cosh 2y)
+      const Tensor x2 = p.re * 2.0, y2 = p.im * 2.0, d = x2.cos() + y2.cosh();
+      return join(x2.sin() / d, y2.sinh() / d);
+    }
+    case UnaryOp::Sigmoid: {
+      const Tensor e = exp(Parts(scaled(z, -1.0)));
+      return div(Parts(ones_like(z)), Parts(on_parts(e, [](const Tensor& r) {
+                   return r + tensor(NestedList{1.0, 0.0}, {.dtype = r.dtype(), .device = r.device()});
+                 })));
+    }
+    case UnaryOp::IsNan: return p.re.isnan().logical_or(p.im.isnan());
+    case UnaryOp::IsInf: return p.re.isinf().logical_or(p.im.isinf());
+    case UnaryOp::IsFinite: return p.re.isfinite().logical_and(p.im.isfinite());
+    default: break;
+  }
+  static const char* const names[] = {
+#define UG_NAME(Op, method) #method,
+      UG_UNARY_ALL(UG_NAME)
+#undef UG_NAME
+  };
+  return not_for_complex(names[static_cast<int>(op)], z.dtype());
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  switch (op) {
+    case BinaryOp::Add: return view_as_complex(view_as_real(a) + view_as_real(b));
+    case BinaryOp::Sub: return view_as_complex(view_as_real(a) - view_as_real(b));
+    case BinaryOp::Mul: return mul(Parts(a), Parts(b));
+    case BinaryOp::Div: return div(Parts(a), Parts(b));
+    case BinaryOp::Pow: {
+      // a^b = exp(b log a); 0^b is 1 for b = 0 and 0 otherwise (b's real part > 0), as torch
+      const Tensor zero_base = (view_as_real(a) == 0.0).all(-1);
+      const Tensor zero_exp = (view_as_real(b) == 0.0).all(-1);
+      const Tensor safe = where(zero_base, ones_like(a), a);
+      const Tensor power = exp(Parts(mul(Parts(b.expand(safe.shape())), Parts(log(Parts(safe))))));
+      return where(zero_base, where(zero_exp, ones_like(power), zeros_like(power)), power);
+    }
+    case BinaryOp::Eq: return (view_as_real(a) == view_as_real(b)).all(-1);
+    case BinaryOp::Ne: return (view_as_real(a) != view_as_real(b)).any(-1);
+    default: break;
+  }
+  static const char* const names[] = {
+#define UG_NAME(Op, method) #method,
+      UG_BINARY_ALL(UG_NAME)
+#undef UG_NAME
+  };
+  return not_for_complex(names[static_cast<int>(op)], a.dtype());
+}
+
+namespace {
+
+/** z's reduced dims as dims of its real view (whose last dim holds the parts); none: all of z's. */
+Dims part_dims(const Tensor& z, const Dims& dims) {
+  Dims out;
+  if (dims.empty())
+    for (int64_t d = 0; d < z.dim(); ++d) out.push_back(d);
+  for (int64_t d : dims) out.push_back(wrap_dim(d, z.dim(), "sum"));
+  return out;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& z, const Dims& dims, bool keepdim) {
+  if (z.dim() == 0) return z.clone();
+  return view_as_complex(view_as_real(z).sum(part_dims(z, dims), keepdim));
+}
+
+Tensor mean(const Tensor& z, const Dims& dims, bool keepdim) {
+  if (z.dim() == 0) return z.clone();
+  return view_as_complex(view_as_real(z).mean(part_dims(z, dims), keepdim));
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  const Parts x(a), y(b);
+  return join(ug::matmul(x.re, y.re) - ug::matmul(x.im, y.im), ug::matmul(x.re, y.im) + ug::matmul(x.im, y.re));
+}
+
+}  // namespace ops::complex_math
+
+}  // namespace ug

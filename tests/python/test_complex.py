@@ -1,0 +1,314 @@
+"""Complex tensors against torch 2.13: dtypes and promotion, creation, casts, printing, the
+part views, every complex elementwise op, sums and products, and gradients (torch's
+convention: dL/dx + i dL/dy for z = x + iy), checked against torch.autograd and against
+central differences in complex128.
+
+The complex ops are composed of real ops over view_as_real, not torch's std::complex
+kernels: each part of a result is a few roundings away from torch's, so values are compared
+within K·eps·(|torch| + 1) with K the handful of roundings in the composed formula."""
+import cmath
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import unigrad as ug
+
+DTYPES = [("complex64", np.complex64, 2.0**-23), ("complex128", np.complex128, 2.0**-52)]
+REAL_OF = {"complex64": "float32", "complex128": "float64"}
+ROUNDINGS = 64  # the composed formulas' roundings, with their conditioning near the test range
+
+
+def crandn(rng, shape, npdtype, scale=1.0):
+    return ((rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) * scale).astype(npdtype)
+
+
+def close(got, want, eps, k=ROUNDINGS):
+    got = np.asarray(got.numpy() if isinstance(got, ug.Tensor) else got)
+    want = np.asarray(want.detach().numpy() if isinstance(want, torch.Tensor) else want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    bound = k * eps * (np.abs(want) + 1)
+    err = np.abs(got - want)
+    assert np.all((err <= bound) | (np.isnan(got) & np.isnan(want))), float(np.nanmax(err / bound))
+
+
+# ---- dtypes -------------------------------------------------------------------------------
+
+def test_dtype_objects_and_names():
+    assert ug.complex64 == ug.cfloat and ug.complex128 == ug.cdouble
+    assert ug.complex64.is_complex and not ug.complex64.is_floating_point and ug.complex64.itemsize == 8
+    assert ug.complex128.itemsize == 16 and ug.complex128.is_signed
+    assert not ug.float32.is_complex
+    assert ug.tensor([1j]).is_complex() and not ug.tensor([1.0]).is_complex()
+
+
+NAMES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+         "complex64", "complex128"]
+
+
+@pytest.mark.parametrize("a", NAMES)
+def test_promote_types_with_complex_as_torch(a):
+    for b in ["complex64", "complex128"]:
+        want = str(torch.promote_types(getattr(torch, a), getattr(torch, b))).split(".")[-1]
+        assert str(ug.promote_types(getattr(ug, a), getattr(ug, b))).split(".")[-1] == want, (a, b)
+        assert ug.can_cast(getattr(ug, b), getattr(ug, a)) == torch.can_cast(getattr(torch, b), getattr(torch, a))
+        assert ug.can_cast(getattr(ug, a), getattr(ug, b)) == torch.can_cast(getattr(torch, a), getattr(torch, b))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool", "complex64"])
+def test_python_complex_scalar_promotes_as_torch(dtype):
+    t = torch.ones(2, dtype=getattr(torch, dtype))
+    u = ug.ones(2, dtype=getattr(ug, dtype))
+    for s in [1j, 2 + 0j]:
+        assert str((u * s).dtype).split(".")[-1] == str((t * s).dtype).split(".")[-1]
+        assert str((s + u).dtype).split(".")[-1] == str((s + t).dtype).split(".")[-1]
+    z = torch.ones((), dtype=torch.complex128)
+    assert str((u * ug.ones((), dtype=ug.complex128)).dtype).split(".")[-1] == str((t * z).dtype).split(".")[-1]
+
+
+# ---- creation, casts, conversion, printing ----------------------------------------------
+
+def test_creation_and_numpy_round_trip():
+    a = np.array([[1 + 2j, -3.5 - 0.25j], [0j, 1e-3j]], dtype=np.complex128)
+    t = ug.tensor(a)
+    assert t.dtype == ug.complex128 and t.shape == (2, 2)
+    np.testing.assert_array_equal(t.numpy(), a)
+    np.testing.assert_array_equal(ug.from_numpy(a.astype(np.complex64)).numpy(), a.astype(np.complex64))
+    assert ug.tensor([1, 2.5, 3j]).dtype == ug.complex64
+    assert ug.tensor([1, 2.5, 3j], dtype=ug.complex128).tolist() == [1, 2.5, 3j]
+    assert ug.tensor(1 - 2j).item() == 1 - 2j
+    assert ug.zeros(2, dtype=ug.cfloat).tolist() == [0j, 0j]
+    assert ug.full((2,), 1 + 1j, dtype=ug.complex64).tolist() == [1 + 1j, 1 + 1j]
+    assert ug.tensor(np.complex64(2 - 1j)).item() == 2 - 1j
+    assert ug.asarray(a).dtype == ug.complex128
+
+
+@pytest.mark.parametrize("target", ["float32", "float64", "int64", "bool", "complex64", "complex128"])
+def test_casts_as_torch(target):
+    a = np.array([1.5 + 2j, -3 - 0j, 0j, 0 + 1j], dtype=np.complex128)
+    want = torch.tensor(a).to(getattr(torch, target))
+    got = ug.tensor(a).to(getattr(ug, target))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    for src in ["float32", "int32", "bool"]:
+        x = torch.tensor([1.5, -2, 0]).to(getattr(torch, src))
+        if target.startswith("complex"):
+            np.testing.assert_array_equal(ug.tensor(x.numpy()).to(getattr(ug, target)).numpy(),
+                                          x.to(getattr(torch, target)).numpy())
+
+
+@pytest.mark.parametrize("values", [
+    [1 + 2j, 3 - 4j],
+    [0.5 + 1.25j, -0.3 - 0.1j, 2 + 0j],
+    [[1e-5 + 1j, 3.0], [1e5j, -2]],
+    [float("nan") + 1j, complex(float("inf"), -1)],
+    [1j] * 1200,
+])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_printing_as_torch(values, dtype):
+    assert str(ug.tensor(values, dtype=getattr(ug, dtype))).replace("unigrad", "torch").replace("ug.", "torch.") == \
+        str(torch.tensor(values, dtype=getattr(torch, dtype)))
+
+
+# ---- views ----------------------------------------------------------------------------------
+
+def test_view_as_real_and_complex_share_storage_as_torch():
+    a = crandn(np.random.default_rng(0), (3, 4), np.complex64)
+    z, tz = ug.tensor(a), torch.tensor(a)
+    r, tr = ug.view_as_real(z), torch.view_as_real(tz)
+    assert r.shape == tuple(tr.shape) and r.stride() == tr.stride() and r.dtype == ug.float32
+    np.testing.assert_array_equal(r.numpy(), tr.numpy())
+    t = z.transpose(0, 1)
+    assert ug.view_as_real(t).stride() == torch.view_as_real(tz.transpose(0, 1)).stride()
+    back = ug.view_as_complex(r)
+    assert back.stride() == z.stride()
+    r[0, 0, 1] = 7.0  # writes through every view
+    assert z[0, 0].item().imag == 7.0 and back[0, 0].item().imag == 7.0
+    z.real[1, 1] = -1.0
+    assert z[1, 1].item().real == -1.0
+    z.imag = ug.zeros(3, 4)
+    assert np.all(z.numpy().imag == 0)
+    np.testing.assert_array_equal(ug.real(ug.tensor([1.0, 2.0])).numpy(), [1.0, 2.0])
+
+
+def test_view_errors_name_the_op():
+    with pytest.raises(TypeError, match=r"view_as_real.*complex"):
+        ug.view_as_real(ug.ones(2))
+    with pytest.raises(ValueError, match=r"view_as_complex.*size 2"):
+        ug.view_as_complex(ug.ones(2, 3))
+    with pytest.raises(ValueError, match=r"view_as_complex.*stride 1"):
+        ug.view_as_complex(ug.ones(2, 2).t())
+    with pytest.raises(TypeError, match=r"view_as_complex.*float32 and float64"):
+        ug.view_as_complex(ug.ones(2, 2, dtype=ug.int64))
+    with pytest.raises(TypeError, match=r"imag.*non-complex"):
+        ug.imag(ug.ones(2))
+    with pytest.raises(TypeError, match=r"complex.*one dtype"):
+        ug.complex(ug.ones(2), ug.ones(2, dtype=ug.float64))
+
+
+def test_complex_polar_angle_conj_as_torch():
+    rng = np.random.default_rng(1)
+    re, im = rng.standard_normal((2, 3)), rng.standard_normal((3,))
+    np.testing.assert_array_equal(ug.complex(ug.tensor(re), ug.tensor(im)).numpy(),
+                                  torch.complex(torch.tensor(re), torch.tensor(im)).numpy())
+    r, th = np.abs(re), im
+    close(ug.polar(ug.tensor(r), ug.tensor(th)), torch.polar(torch.tensor(r), torch.tensor(th)), 2.0**-52)
+    a = crandn(rng, (5,), np.complex128)
+    np.testing.assert_array_equal(ug.conj(ug.tensor(a)).numpy(), np.conj(a))
+    np.testing.assert_array_equal(ug.tensor(a).conj_physical().numpy(), np.conj(a))
+    close(ug.angle(ug.tensor(a)), torch.angle(torch.tensor(a)), 2.0**-52)
+    x = np.array([-2.0, 0.0, 3.0, float("nan")])
+    np.testing.assert_array_equal(ug.angle(ug.tensor(x)).numpy(), torch.angle(torch.tensor(x)).numpy())
+    assert not ug.tensor(a).is_conj() and ug.resolve_conj(ug.tensor(a)).tolist() == ug.tensor(a).tolist()
+
+
+# ---- elementwise ops -----------------------------------------------------------------------
+
+UNARY = ["neg", "abs", "square", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+         "reciprocal", "sin", "cos", "tan", "sinh", "cosh", "tanh", "sigmoid"]
+EXPM1_LOG1P_NEAR_ZERO = {"expm1", "log1p"}  # composed as exp(z) - 1 and log(1 + z): absolute error eps
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype,npdtype,eps", DTYPES)
+def test_unary_as_torch(name, dtype, npdtype, eps):
+    a = crandn(np.random.default_rng(2), (4, 33), npdtype)
+    a[0, :4] = [0, 1, -1, 1j]  # the branch points' neighbours and exact values
+    a[1, :3] = [-2 + 0j, -2 - 1e-30j, 1e-3 + 1e-3j]
+    want = getattr(torch, name)(torch.tensor(a))
+    close(getattr(ug, name)(ug.tensor(a)), want, eps)
+
+
+def test_predicates_and_comparisons_as_torch():
+    a = np.array([1 + 1j, complex(float("nan"), 0), complex(0, float("inf")), 2j], dtype=np.complex64)
+    b = np.array([1 + 1j, 0j, complex(0, float("inf")), 2 + 2j], dtype=np.complex64)
+    for name in ["isnan", "isinf", "isfinite"]:
+        np.testing.assert_array_equal(getattr(ug, name)(ug.tensor(a)).numpy(),
+                                      getattr(torch, name)(torch.tensor(a)).numpy())
+    np.testing.assert_array_equal((ug.tensor(a) == ug.tensor(b)).numpy(), (torch.tensor(a) == torch.tensor(b)).numpy())
+    np.testing.assert_array_equal((ug.tensor(a) != ug.tensor(b)).numpy(), (torch.tensor(a) != torch.tensor(b)).numpy())
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "pow"])
+@pytest.mark.parametrize("dtype,npdtype,eps", DTYPES)
+def test_binary_as_torch(op, dtype, npdtype, eps):
+    rng = np.random.default_rng(3)
+    a, b = crandn(rng, (3, 1, 5), npdtype), crandn(rng, (4, 5), npdtype)
+    if op == "pow":
+        a[0, 0, :2] = 0
+        b[0, :2] = [0, 2]
+    f = getattr(torch, op)
+    g = getattr(ug, op)
+    close(g(ug.tensor(a), ug.tensor(b)), f(torch.tensor(a), torch.tensor(b)), eps)
+    real = rng.standard_normal(5).astype(REAL_OF[dtype])
+    close(g(ug.tensor(a), ug.tensor(real)), f(torch.tensor(a), torch.tensor(real)), eps)
+    close(g(ug.tensor(real), ug.tensor(b)), f(torch.tensor(real), torch.tensor(b)), eps)
+    close(g(ug.tensor(a), 0.5 - 2j), f(torch.tensor(a), 0.5 - 2j), eps)
+    close(g(ug.tensor(real), 3j), f(torch.tensor(real), 3j), eps)
+
+
+def test_inplace_and_unsupported_ops():
+    z = ug.tensor([1 + 1j, 2j])
+    z.mul_(1j)
+    assert z.tolist() == [-1 + 1j, -2 + 0j]
+    z += ug.tensor([1j, 1])
+    assert z.tolist() == [-1 + 2j, -1 + 0j]
+    for call in [lambda: ug.maximum(z, z), lambda: z < z, lambda: ug.floor(z), lambda: ug.relu(z)]:
+        with pytest.raises(TypeError, match="not supported for complex tensors"):
+            call()
+
+
+@pytest.mark.parametrize("dtype,npdtype,eps", DTYPES)
+def test_sum_mean_matmul_as_torch(dtype, npdtype, eps):
+    rng = np.random.default_rng(4)
+    a, b = crandn(rng, (2, 6, 7), npdtype), crandn(rng, (7, 3), npdtype)
+    ta, tb = torch.tensor(a), torch.tensor(b)
+    close(ug.tensor(a).sum(), ta.sum(), eps, k=4 * 84)
+    close(ug.tensor(a).sum((0, -1), keepdim=True), ta.sum((0, -1), keepdim=True), eps, k=4 * 84)
+    close(ug.tensor(a).mean(1), ta.mean(1), eps, k=4 * 84)
+    close(ug.tensor(a) @ ug.tensor(b), ta @ tb, eps, k=8 * 7 * 4)
+    close(ug.matmul(ug.tensor(a[0, 0]), ug.tensor(b)), ta[0, 0] @ tb, eps, k=8 * 7 * 4)
+
+
+# ---- gradients ------------------------------------------------------------------------------
+
+GRAD_CASES = {
+    "mul": lambda m, z, w: (z * w).abs().sum(),
+    "div": lambda m, z, w: (z / w).real.sum() + (z / w).imag.pow(2).sum(),
+    "exp_log": lambda m, z, w: (m.exp(z) * m.log(w)).abs().pow(2).sum(),
+    "sqrt_sin": lambda m, z, w: m.view_as_real(m.sqrt(z) + m.sin(w)).pow(3).sum(),
+    "tanh_reciprocal": lambda m, z, w: (m.tanh(z * 0.3) * w.reciprocal()).angle().sum(),
+    "conj_matmul": lambda m, z, w: (z.conj() @ w.transpose(0, 1)).abs().sum(),
+    "sum_mean_pow": lambda m, z, w: ((z.sum(0) + w.mean(0)) ** 2).imag.sum(),
+    "polar": lambda m, z, w: m.polar(z.abs(), w.angle()).real.sum(),
+}
+
+
+@pytest.mark.parametrize("case", GRAD_CASES)
+def test_gradients_as_torch_and_finite_differences(case):
+    f = GRAD_CASES[case]
+    rng = np.random.default_rng(5)
+    a, b = crandn(rng, (3, 4), np.complex128), crandn(rng, (3, 4), np.complex128)
+    tz, tw = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    f(torch, tz, tw).backward()
+    z, w = ug.tensor(a, requires_grad=True), ug.tensor(b, requires_grad=True)
+    loss = f(ug, z, w)
+    loss.backward()
+    assert abs(loss.item() - f(torch, torch.tensor(a), torch.tensor(b)).item()) <= 1e-12 * (1 + abs(loss.item()))
+    close(z.grad, tz.grad, 2.0**-52, k=1e3)
+    close(w.grad, tw.grad, 2.0**-52, k=1e3)
+    # central differences along the real and imaginary directions: dL/dx + i dL/dy
+    h = 1e-6
+    for i in [(0, 0), (1, 2), (2, 3)]:
+        numeric = 0j
+        for step, part in [(h, 1), (1j * h, 1j)]:
+            up, down = a.copy(), a.copy()
+            up[i] += step
+            down[i] -= step
+            numeric += part * (f(ug, ug.tensor(up), ug.tensor(b)).item() -
+                               f(ug, ug.tensor(down), ug.tensor(b)).item()) / (2 * h)
+        assert abs(z.grad[i].item() - numeric) <= 1e-6 * (1 + abs(numeric)), (i, z.grad[i].item(), numeric)
+
+
+def test_real_input_through_complex_gets_a_real_gradient():
+    x = ug.tensor([0.5, -1.0, 2.0], dtype=ug.float64, requires_grad=True)
+    tx = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    (x * (1 + 2j)).exp().abs().sum().backward()
+    (tx * (1 + 2j)).exp().abs().sum().backward()
+    assert x.grad.dtype == ug.float64
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    z = ug.tensor([1 + 1j], requires_grad=True)
+    z.real.sum().backward()
+    assert z.grad.tolist() == [1 + 0j]
+
+
+def test_grad_transforms_take_complex_inputs():
+    a = crandn(np.random.default_rng(6), (4,), np.complex128)
+
+    def f(z):
+        return (z * z.conj()).real.sum()  # |z|^2: gradient 2z in torch's convention
+
+    np.testing.assert_allclose(ug.grad(f)(ug.tensor(a)).numpy(), 2 * a, rtol=1e-14)
+    np.testing.assert_allclose(ug.jit(f)(ug.tensor(a)).item(), np.sum(np.abs(a) ** 2), rtol=1e-14)
+    batched = ug.vmap(lambda z: (z * 1j).exp().sum())(ug.tensor(np.stack([a, 2 * a])))
+    np.testing.assert_allclose(batched.numpy(), [np.exp(a * 1j).sum(), np.exp(2j * a).sum()], rtol=1e-14)
+
+
+def test_print_scalar_values():
+    assert repr(ug.tensor(1 + 2j).item()) == "(1+2j)"
+    assert cmath.isclose(ug.tensor([3 + 4j]).abs().item(), 5.0)
+    assert math.isclose(ug.angle(ug.tensor(1j)).item(), math.pi / 2, rel_tol=1e-7)
+
+
+def test_random_complex_draws_as_torch_defines_them():
+    ug.manual_seed(0)
+    n = 200_000
+    z = ug.randn(n, dtype=ug.complex64).numpy()
+    assert z.dtype == np.complex64
+    # torch's complex normal: each part N(0, 1/2), so E|z|^2 = 1; six standard errors
+    assert abs(np.mean(np.abs(z) ** 2) - 1) < 6 / math.sqrt(n)
+    assert abs(np.var(z.real) - 0.5) < 6 * math.sqrt(0.5 / n) and abs(np.mean(z.imag)) < 6 * math.sqrt(0.5 / n)
+    u = ug.rand(n, dtype=ug.complex128).numpy()
+    assert u.dtype == np.complex128 and u.real.min() >= 0 and u.imag.max() < 1
+    assert abs(u.imag.mean() - 0.5) < 6 * math.sqrt(1 / 12 / n)
