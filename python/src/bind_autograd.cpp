@@ -13,6 +13,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "ug/core/print_options.h"
 #include "state_epoch.h"
 #include "trace_provider.h"
 #include "ug/graph/debugging.h"
@@ -114,11 +115,10 @@ class PySavedTensorHooks {
  *  recorded, requires_grad=True for a leaf that takes gradients. A donated tensor says so. */
 std::string tensor_repr(const Tensor& t) {
   if (!t.defined()) return "tensor(<deleted>)";
-  std::string s = t.to_string();
-  std::string state;
-  if (ug::Ref<ug::Node> fn = t.grad_fn()) state = ", grad_fn=" + node_repr(*fn);
-  else if (t.requires_grad()) state = ", requires_grad=True";
-  return s.insert(s.size() - 1, state);
+  std::vector<std::string> state;
+  if (ug::Ref<ug::Node> fn = t.grad_fn()) state.push_back("grad_fn=" + node_repr(*fn));
+  else if (t.requires_grad()) state.push_back("requires_grad=True");
+  return ug::tensor_string(t, state);
 }
 
 }  // namespace

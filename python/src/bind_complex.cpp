@@ -35,8 +35,6 @@ void bind_complex(nb::module_& m, nb::class_<ug::Tensor>& tensor) {
       [](const Tensor& z, const Tensor& value) { ug::imag(z).copy_(value); });
   tensor.def("conj", &ug::conj)
       .def("conj_physical", &ug::conj)
-      .def("resolve_conj", self)
-      .def("resolve_neg", self)
       .def("is_conj", is_false)
       .def("is_neg", is_false)
       .def("angle", &ug::angle);

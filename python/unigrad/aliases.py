@@ -47,13 +47,16 @@ def _constant(value, doc):
     return method
 
 
-# unigrad's tensors are dense, real, unquantized and never lazily conjugated or negated.
+# unigrad's tensors are dense and unquantized (conj and its lazy bit: bind_complex.cpp).
 for _name in ("is_sparse", "is_quantized", "is_meta", "is_nested", "is_mkldnn"):
     setattr(Tensor, _name, property(_constant(False, f"False, as torch's Tensor.{_name} for a dense tensor.")))
-Tensor.is_conj = _constant(False, "False: unigrad's tensors are real (torch.Tensor.is_conj).")
-Tensor.is_neg = _constant(False, "False: unigrad has no lazy negation (torch.Tensor.is_neg).")
-Tensor.resolve_conj = Tensor.resolve_neg = Tensor.conj = lambda self: self
-Tensor.mH = property(lambda self: self.mT, doc="The conjugate transpose of the last two dims: mT for real tensors.")
+# unigrad never defers a conjugation or negation: resolving gives self, and a real tensor's
+# conjugate is self, the same object as in torch
+Tensor.resolve_conj = Tensor.resolve_neg = lambda self: self
+_conj = Tensor.conj
+Tensor.conj = lambda self: _conj(self) if self.is_complex() else self
+Tensor.mH = property(lambda self: self.conj().mT, doc="The conjugate transpose of the last two dims (torch's mH).")
+Tensor.adjoint = lambda self: self.mH
 
 
 def _is_signed(self):

@@ -59,14 +59,15 @@ def _check_floating(op, i, v):
     tensor) among the differentiated arguments: made a float, a Python int would be
     differentiated silently, where JAX and torch.func refuse it."""
     if isinstance(v, _C.Tensor):
-        what = None if v.is_floating_point() else f"a tensor of dtype {str(v.dtype).removeprefix('unigrad.')}"
+        what = None if v.is_floating_point() or v.is_complex() else \
+            f"a tensor of dtype {str(v.dtype).removeprefix('unigrad.')}"
     elif isinstance(v, (bool, int)):
         what = f"a Python {type(v).__name__} ({v!r})"
     else:
         what = f"a numpy value of dtype {v.dtype}" if getattr(getattr(v, "dtype", None), "kind", None) in ("b", "i", "u") else None
     if what:
-        raise TypeError(f"[{op}] argument {i} holds {what}; only floating point inputs can be differentiated "
-                        "(pass a float, or a floating point tensor)")
+        raise TypeError(f"[{op}] argument {i} holds {what}; only floating point and complex inputs can be "
+                        "differentiated (pass a float, or a floating point tensor)")
 
 
 def _per_argument(defs, flat):

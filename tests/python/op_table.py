@@ -841,7 +841,15 @@ LOSSES = [
        const([0, 3, 1, 1, 2]), pos(4, seed=2), off={"jvp": "torch, the reference, has no forward mode for it"}),
 ]
 
+COMPLEX_NOT_EXPORTED = rejects("complex tensors are not exported")
+
 OTHERS = [
+    # complex values inside, real ones at both ends: the two views and the composed complex ops
+    Op("view_as_complex", lambda m, a: m.view_as_real(m.view_as_complex(a) * (0.5 - 2j)), x(3, 4, 2),
+       ops=("view_as_complex", "view_as_real"), off=COMPLEX_NOT_EXPORTED),
+    Op("view_as_real.complex_math", lambda m, a, b: m.view_as_real((m.complex(a, b).exp() / m.complex(b, a + 4)).sqrt()),
+       x(3, 4), x(3, 4, seed=1), ops=("view_as_complex", "view_as_real"), off=COMPLEX_NOT_EXPORTED,
+       jit_exact=False),  # eager's exp of the strided real part is libm's, a program's the vector kernel's: 1 ulp
     Op("linear", lambda m, a, w, b: F(m).linear(a, w, b), x(3, 20), x(4, 20, seed=1), x(4, seed=2), terms=ABS,
        n=21),
     Op("quantized_linear_dynamic", quantized_linear_dynamic, x(3, 20),

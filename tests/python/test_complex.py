@@ -26,12 +26,14 @@ def crandn(rng, shape, npdtype, scale=1.0):
 
 def close(got, want, eps, k=ROUNDINGS):
     got = np.asarray(got.numpy() if isinstance(got, ug.Tensor) else got)
-    want = np.asarray(want.detach().numpy() if isinstance(want, torch.Tensor) else want)
+    want = np.asarray(want.detach().resolve_conj().numpy() if isinstance(want, torch.Tensor) else want)
     assert got.shape == want.shape, (got.shape, want.shape)
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     bound = k * eps * (np.abs(want) + 1)
-    err = np.abs(got - want)
-    assert np.all((err <= bound) | (np.isnan(got) & np.isnan(want))), float(np.nanmax(err / bound))
+    with np.errstate(invalid="ignore"):
+        err = np.abs(got - want)
+    ok = (err <= bound) | (got == want) | (np.isnan(got) & np.isnan(want))
+    assert np.all(ok), (got[~ok], want[~ok])
 
 
 # ---- dtypes -------------------------------------------------------------------------------
@@ -107,8 +109,9 @@ def test_casts_as_torch(target):
 ])
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 def test_printing_as_torch(values, dtype):
-    assert str(ug.tensor(values, dtype=getattr(ug, dtype))).replace("unigrad", "torch").replace("ug.", "torch.") == \
-        str(torch.tensor(values, dtype=getattr(torch, dtype)))
+    # unigrad also names the shape of an elided tensor, which torch leaves out
+    got = str(ug.tensor(values, dtype=getattr(ug, dtype))).replace(", shape=(1200,)", "")
+    assert got.replace("ug.", "torch.") == str(torch.tensor(values, dtype=getattr(torch, dtype)))
 
 
 # ---- views ----------------------------------------------------------------------------------
@@ -195,9 +198,9 @@ def test_predicates_and_comparisons_as_torch():
 def test_binary_as_torch(op, dtype, npdtype, eps):
     rng = np.random.default_rng(3)
     a, b = crandn(rng, (3, 1, 5), npdtype), crandn(rng, (4, 5), npdtype)
-    if op == "pow":
+    if op == "pow":  # 0^b: 0 for Re(b) > 0 (0^0 is below: torch's is nan)
         a[0, 0, :2] = 0
-        b[0, :2] = [0, 2]
+        b[0, :2] = [1, 2]
     f = getattr(torch, op)
     g = getattr(ug, op)
     close(g(ug.tensor(a), ug.tensor(b)), f(torch.tensor(a), torch.tensor(b)), eps)
@@ -206,6 +209,11 @@ def test_binary_as_torch(op, dtype, npdtype, eps):
     close(g(ug.tensor(real), ug.tensor(b)), f(torch.tensor(real), torch.tensor(b)), eps)
     close(g(ug.tensor(a), 0.5 - 2j), f(torch.tensor(a), 0.5 - 2j), eps)
     close(g(ug.tensor(real), 3j), f(torch.tensor(real), 3j), eps)
+
+
+def test_zero_to_the_zero_is_one_as_python_and_numpy():
+    # torch computes exp(0 * log 0) = nan; Python, NumPy and JAX give 1
+    assert ug.pow(ug.tensor([0j]), ug.tensor([0j])).tolist() == [0j ** 0j] == [complex(np.complex128(0) ** 0)]
 
 
 def test_inplace_and_unsupported_ops():

@@ -71,8 +71,9 @@ def test_frombuffer_shares_the_buffer():
     assert t.tolist() == torch.frombuffer(bytearray(buf), dtype=torch.int32, count=3, offset=8).tolist() == [2, 3, 4]
     t.fill_(9)
     assert np.frombuffer(buf, dtype=np.int32).tolist() == [0, 1, 9, 9, 9, 5]
-    with pytest.raises(TypeError, match=r"\[frombuffer\] unsupported dtype .*complex64"):
-        ug.frombuffer(bytearray(8), dtype=torch.complex64)
+    with pytest.raises(TypeError, match=r"\[frombuffer\] unsupported dtype .*bfloat16"):
+        ug.frombuffer(bytearray(8), dtype=torch.float8_e4m3fn)
+    assert ug.frombuffer(array.array("d", [1.0, 2.0]), dtype=ug.complex128).tolist() == [1 + 2j]
     assert ug.frombuffer(array.array("d", [1.0, 2.0]), dtype=ug.float64).tolist() == [1.0, 2.0]
     with pytest.raises(ValueError, match=r"\[frombuffer\] 4 items"):
         ug.frombuffer(buf, dtype=ug.int32, count=4, offset=12)

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace ug {
 
@@ -19,5 +21,10 @@ struct PrintOptions {
 /** The options every later print uses (process-wide, as torch's). */
 void set_print_options(const PrintOptions& options);
 PrintOptions print_options();
+
+class Tensor;
+/** Tensor::to_string() with more suffixes after the dtype and device ("grad_fn=<...>"): each
+ *  goes on a new line where it would pass the line width, as torch wraps them. */
+std::string tensor_string(const Tensor& t, const std::vector<std::string>& extra_suffixes);
 
 }  // namespace ug

@@ -147,34 +147,56 @@ void render(std::ostream& os, const Tensor& t, const ElementFormat& f, int64_t d
 
 }  // namespace
 
-std::string Tensor::to_string() const {
-  if (const BatchInfo* b = impl().batch())
+std::string tensor_string(const Tensor& t, const std::vector<std::string>& extra_suffixes) {
+  if (const BatchInfo* b = t.impl().batch())
     return "BatchedTensor(level=" + std::to_string(b->level) + ", " + Tensor(b->physical).to_string() + ")";
   std::ostringstream os;
   os << "tensor(";
   const PrintOptions options = print_options();
-  const bool summarize = numel() > options.threshold;
-  if (numel() == 0) {
+  const bool summarize = t.numel() > options.threshold;
+  if (t.numel() == 0) {
     os << "[]";
   } else {
     std::vector<double> real, imag;
-    collect(*this, 0, storage_offset(), summarize, options.edgeitems, real, imag);
-    const DType part = to_real(dtype());
+    collect(t, 0, t.storage_offset(), summarize, options.edgeitems, real, imag);
+    const DType part = to_real(t.dtype());
     ElementFormat f{Formatter(real, part, options), std::nullopt};
-    if (is_complex(dtype())) f.imag.emplace(imag, part, options);
-    render(os, *this, f, 0, storage_offset(), summarize, 7);
+    if (is_complex(t.dtype())) f.imag.emplace(imag, part, options);
+    render(os, t, f, 0, t.storage_offset(), summarize, 7);
   }
-  if (summarize || (numel() == 0 && dim() != 1)) {
-    os << ", shape=(";
-    for (int64_t d = 0; d < dim(); ++d) os << (d ? ", " : "") << size(d);
-    os << (dim() == 1 ? ",)" : ")");
+  std::vector<std::string> suffixes;
+  if (summarize || (t.numel() == 0 && t.dim() != 1)) {
+    std::string shape = "shape=(";
+    for (int64_t d = 0; d < t.dim(); ++d) shape += (d ? ", " : "") + std::to_string(t.size(d));
+    suffixes.push_back(shape + (t.dim() == 1 ? ",)" : ")"));
   }
-  if (dtype() != DType::Float32 && dtype() != DType::Int64 && dtype() != DType::Bool)
-    os << ", dtype=ug." << dtype_name(dtype());
-  if (device().type != DeviceType::CPU) os << ", device='" << device() << "'";
-  os << ')';
-  return os.str();
+  const DType dt = t.dtype();
+  if (dt != DType::Float32 && dt != DType::Int64 && dt != DType::Bool && dt != DType::Complex64)
+    suffixes.push_back("dtype=ug." + std::string(dtype_name(dt)));
+  if (t.device().type != DeviceType::CPU) {
+    std::ostringstream device;
+    device << "device='" << t.device() << "'";
+    suffixes.push_back(device.str());
+  }
+  suffixes.insert(suffixes.end(), extra_suffixes.begin(), extra_suffixes.end());
+  // torch's _add_suffixes: a suffix that would pass the line width starts a new line
+  std::string out = os.str();
+  const size_t newline = out.rfind('\n');
+  int64_t last_line = static_cast<int64_t>(newline == std::string::npos ? out.size() + 2 : out.size() - newline + 1);
+  for (const std::string& suffix : suffixes) {
+    const auto len = static_cast<int64_t>(suffix.size());
+    if (last_line + len + 2 > options.linewidth) {
+      out += ",\n       " + suffix;
+      last_line = 7 + len;
+    } else {
+      out += ", " + suffix;
+      last_line += len + 2;
+    }
+  }
+  return out + ")";
 }
+
+std::string Tensor::to_string() const { return tensor_string(*this, {}); }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
 

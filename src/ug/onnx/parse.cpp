@@ -458,10 +458,12 @@ DType dtype_from_onnx(int64_t t, std::string_view what) {
     case T::UINT32: return DType::UInt32;
     case T::UINT64: return DType::UInt64;
     case T::BOOL: return DType::Bool;
+    case T::COMPLEX64: return DType::Complex64;
+    case T::COMPLEX128: return DType::Complex128;
     default:
       fail<TypeError>("[onnx] ", what, " has element type ", type_name(t),
                       ", which ug does not have (bool, uint8, uint16, uint32, uint64, int8, int16, int32, int64, "
-                      "float16, bfloat16, float32, float64)");
+                      "float16, bfloat16, float32, float64, complex64, complex128)");
   }
 }
 

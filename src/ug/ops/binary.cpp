@@ -114,7 +114,7 @@ void check_integer_division(BinaryOp op, const Tensor& b) {
 /** A gradient of a promoted, broadcast operand, brought back to the operand as it was given
  *  (summed over the broadcast dims, cast to its dtype); integer operands get none. */
 Tensor as_operand(const Tensor& g, const Shape& shape, DType dtype) {
-  if (!g.defined() || !is_floating(dtype)) return Tensor();
+  if (!g.defined() || !is_inexact(dtype)) return Tensor();
   return autograd::sum_to(g, shape).to(dtype);
 }
 

@@ -242,10 +242,13 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
     case BinaryOp::Div: return div(Parts(a), Parts(b));
     case BinaryOp::Pow: {
       // a^b = exp(b log a); 0^b is 1 for b = 0 and 0 otherwise (b's real part > 0), as torch
-      const Tensor zero_base = (view_as_real(a) == 0.0).all(-1);
-      const Tensor zero_exp = (view_as_real(b) == 0.0).all(-1);
-      const Tensor safe = where(zero_base, ones_like(a), a);
-      const Tensor power = exp(Parts(mul(Parts(b.expand(safe.shape())), Parts(log(Parts(safe))))));
+      const Shape shape = broadcast_shapes(a.shape(), b.shape(), "pow");
+      const Dims dims(shape.begin(), shape.end());
+      const Tensor base = a.expand(dims), exponent = b.expand(dims);
+      const Tensor zero_base = (view_as_real(base) == 0.0).all(-1);
+      const Tensor zero_exp = (view_as_real(exponent) == 0.0).all(-1);
+      const Tensor safe = where(zero_base, ones_like(base), base);
+      const Tensor power = exp(Parts(mul(Parts(exponent), Parts(log(Parts(safe))))));
       return where(zero_base, where(zero_exp, ones_like(power), zeros_like(power)), power);
     }
     case BinaryOp::Eq: return (view_as_real(a) == view_as_real(b)).all(-1);
