@@ -17,7 +17,14 @@ TEST(DType, PromotionFollowsTorch) {
   EXPECT_EQ(promote_types(int64, float32), float32);
   EXPECT_EQ(promote_types(float32, float64), float64);
   EXPECT_EQ(dtype_from_name("long"), int64);
-  EXPECT_THROW(dtype_from_name("complex64"), TypeError);
+  EXPECT_THROW(dtype_from_name("complex32"), TypeError);
+  // complex parts take the wider real dtype (tests/python/test_complex.py checks every pair)
+  EXPECT_EQ(dtype_from_name("cfloat"), complex64);
+  EXPECT_EQ(promote_types(complex64, float64), complex128);
+  EXPECT_EQ(promote_types(int64, complex64), complex64);
+  EXPECT_EQ(promote_types(bfloat16, complex64), complex64);
+  EXPECT_FALSE(can_cast(complex64, float64));
+  EXPECT_THROW(promote_types(uint32, complex64), TypeError);
   // int8 and int16 (tests/python/test_dtypes_int.py checks every pair against torch)
   EXPECT_EQ(promote_types(uint8, int8), int16);
   EXPECT_EQ(promote_types(int8, int32), int32);

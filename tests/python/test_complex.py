@@ -320,3 +320,38 @@ def test_random_complex_draws_as_torch_defines_them():
     u = ug.rand(n, dtype=ug.complex128).numpy()
     assert u.dtype == np.complex128 and u.real.min() >= 0 and u.imag.max() < 1
     assert abs(u.imag.mean() - 0.5) < 6 * math.sqrt(1 / 12 / n)
+
+
+LAYOUT_OPS = {
+    "cat": lambda m, z: m.cat([z, z * 2], 1),
+    "stack": lambda m, z: m.stack([z, z.conj()], 0),
+    "index": lambda m, z: z[1, ::2],
+    "advanced_index": lambda m, z: z[m.tensor([2, 0, 2])],
+    "mask": lambda m, z: z[z.real > 0],
+    "flip_permute": lambda m, z: m.flip(z, [0]).permute(1, 0).contiguous(),
+    "reshape_repeat": lambda m, z: z.reshape(4, 3).repeat(2, 1),
+    "where": lambda m, z: m.where(z.real > 0, z, m.zeros_like(z)),
+    "einsum": lambda m, z: m.einsum("ij,kj->ik", z, z),
+    "gather": lambda m, z: m.gather(z, 1, m.tensor([[0, 3], [1, 1], [2, 0]])),
+    "roll_diag": lambda m, z: m.roll(z, 1, 1).diagonal(),
+    "clone_expand": lambda m, z: z[:1].expand(3, 4).clone(),
+}
+
+
+@pytest.mark.parametrize("name", LAYOUT_OPS)
+def test_layout_and_indexing_ops_move_complex_values_as_torch(name):
+    a = crandn(np.random.default_rng(7), (3, 4), np.complex128)
+    f = LAYOUT_OPS[name]
+    close(f(ug, ug.tensor(a)), f(torch, torch.tensor(a)), 2.0**-52, k=16)
+
+
+def test_allclose_and_save_load(tmp_path):
+    a = crandn(np.random.default_rng(8), (2, 3), np.complex64)
+    z = ug.tensor(a)
+    assert ug.allclose(z, z + 1e-9) and not ug.allclose(z, z + 1e-3j)
+    with pytest.raises(TypeError, match=r"no complex dtype \(complex64\); save ug.view_as_real"):
+        ug.save({"z": z}, tmp_path / "z.pt")
+    ug.save({"z": ug.view_as_real(z)}, tmp_path / "z.pt")
+    back = ug.view_as_complex(ug.load(tmp_path / "z.pt")["z"])
+    assert back.dtype == ug.complex64
+    np.testing.assert_array_equal(back.numpy(), a)

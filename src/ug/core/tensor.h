@@ -34,6 +34,8 @@ inline constexpr DType float16 = DType::Float16;
 inline constexpr DType bfloat16 = DType::BFloat16;
 inline constexpr DType float32 = DType::Float32;
 inline constexpr DType float64 = DType::Float64;
+inline constexpr DType complex64 = DType::Complex64;
+inline constexpr DType complex128 = DType::Complex128;
 
 class Tensor;
 class Node;

@@ -13,7 +13,6 @@
 #include "ug/ops/composite.h"
 #include "ug/ops/composite_math.h"
 #include "ug/ops/join.h"
-#include "ug/ops/linalg.h"
 #include "ug/ops/reduce.h"
 
 namespace ug {
@@ -284,11 +283,6 @@ Tensor sum(const Tensor& z, const Dims& dims, bool keepdim) {
 Tensor mean(const Tensor& z, const Dims& dims, bool keepdim) {
   if (z.dim() == 0) return z.clone();
   return view_as_complex(view_as_real(z).mean(part_dims(z, dims), keepdim));
-}
-
-Tensor matmul(const Tensor& a, const Tensor& b) {
-  const Parts x(a), y(b);
-  return join(ug::matmul(x.re, y.re) - ug::matmul(x.im, y.im), ug::matmul(x.re, y.im) + ug::matmul(x.im, y.re));
 }
 
 }  // namespace ops::complex_math

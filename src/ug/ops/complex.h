@@ -1,6 +1,6 @@
 // Complex tensors (complex64, complex128): their parts as views, and the complex forms of the
-// elementwise ops, sums and products. PyTorch's names and gradient convention: a real loss's
-// gradient for z = x + iy is dL/dx + i dL/dy.
+// elementwise ops and sums (matrix products run their own kernel, ops/linalg.cpp). PyTorch's
+// names and gradient convention: a real loss's gradient for z = x + iy is dL/dx + i dL/dy.
 #pragma once
 
 #include <optional>
@@ -38,8 +38,6 @@ Tensor unary(UnaryOp op, const Tensor& z);
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor sum(const Tensor& z, const Dims& dims, bool keepdim);
 Tensor mean(const Tensor& z, const Dims& dims, bool keepdim);
-/** a and b already have one complex dtype. */
-Tensor matmul(const Tensor& a, const Tensor& b);
 
 }  // namespace ops::complex_math
 

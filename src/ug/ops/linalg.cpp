@@ -35,8 +35,9 @@ DType common_dtype(const Tensor& a, const Tensor& b, const char* op) {
 const graph::OpDef kMatmul("matmul", graph::Autocast::Lower);
 
 /** out[b] = a[b] @ b[b] for [B, M, K] x [B, K, N] operands of one dtype. The gradients are
- *  products too: g @ b^T and a^T @ g (transposes are views the kernel reads in place).
- *  Inside matmul or bmm its call is nested, so the capture sees only theirs. */
+ *  products too: g @ b^H and a^H @ g (transposes are views the kernel reads in place; the
+ *  conjugates are the operands themselves unless complex). Inside matmul or bmm its call is
+ *  nested, so the capture sees only theirs. */
 Tensor batched_product(const Tensor& a, const Tensor& b) {
   graph::OpCall call(kMatmul);
   Tensor out;
@@ -55,8 +56,8 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
   call.finish(
       {&a, &b}, {&out}, {graph::input(a), graph::input(b)},
       [](graph::Saved s, graph::Tensors&& g) {
-        Tensor ga = batched_product(g[0], s[1].transpose(1, 2));
-        Tensor gb = batched_product(s[0].transpose(1, 2), g[0]);
+        Tensor ga = batched_product(g[0], conj(s[1]).transpose(1, 2));
+        Tensor gb = batched_product(conj(s[0]).transpose(1, 2), g[0]);
         return graph::Tensors{ga, gb};
       },
       [&](const graph::Tensors& t) {
@@ -105,8 +106,6 @@ void require_dims(const Tensor& a, const Tensor& b, int64_t n, const char* op) {
 }  // namespace
 
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
-  if (is_complex(a0.dtype()) && a0.dtype() == b0.dtype()) [[unlikely]]
-    return ops::complex_math::matmul(a0, b0);
   if (autocast::applies(kMatmul)) [[unlikely]]
     return autocast::call(kMatmul, matmul, a0, b0);
   graph::OpCall call(kMatmul);

@@ -64,9 +64,16 @@ template <class T> void gemm_blas(const Tensor& a, const Tensor& b, const Tensor
     const T* bj = pb + bi * Bm.stride(0) + (tb == CblasNoTrans ? j0 : j0 * ldb);
     T* oij = po + bi * M * N + i0 * N + j0;
     const int64_t ldo = std::max<int64_t>(N, 1);
-    if constexpr (std::is_same_v<T, float>)
+    if constexpr (std::is_same_v<T, float>) {
       cblas_sgemm(CblasRowMajor, ta, tb, i1 - i0, j1 - j0, K, 1.0f, ai, lda, bj, ldb, 0.0f, oij, ldo);
-    else cblas_dgemm(CblasRowMajor, ta, tb, i1 - i0, j1 - j0, K, 1.0, ai, lda, bj, ldb, 0.0, oij, ldo);
+    } else if constexpr (std::is_same_v<T, double>) {
+      cblas_dgemm(CblasRowMajor, ta, tb, i1 - i0, j1 - j0, K, 1.0, ai, lda, bj, ldb, 0.0, oij, ldo);
+    } else {
+      const T one(1), zero(0);
+      if constexpr (std::is_same_v<T, std::complex<float>>)
+        cblas_cgemm(CblasRowMajor, ta, tb, i1 - i0, j1 - j0, K, &one, ai, lda, bj, ldb, &zero, oij, ldo);
+      else cblas_zgemm(CblasRowMajor, ta, tb, i1 - i0, j1 - j0, K, &one, ai, lda, bj, ldb, &zero, oij, ldo);
+    }
   };
   parallel_for(splits, by_batch ? (B + tasks - 1) / tasks : 1, [&](int64_t s0, int64_t s1) {
     if (by_batch) {
@@ -147,6 +154,8 @@ void CpuBackend::matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   switch (out.dtype()) {
     case DType::Float32: return gemm_blas<float>(a, b, out);
     case DType::Float64: return gemm_blas<double>(a, b, out);
+    case DType::Complex64: return gemm_blas<std::complex<float>>(a, b, out);
+    case DType::Complex128: return gemm_blas<std::complex<double>>(a, b, out);
     case DType::BFloat16:
       if (bf16_gemm_) return gemm_bf16(a, b, out, amx_bf16_);
       return gemm_widened(*this, a, b, out);
