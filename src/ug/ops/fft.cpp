@@ -85,11 +85,15 @@ Tensor resized(Tensor x, const Signal& sig) {
 
 Dims all_but_last(const Dims& dims) { return Dims(dims.begin(), dims.end() - 1); }
 
-/** fftn (forward) and ifftn. */
+/** fftn (forward) and ifftn; a real input's by the real transform, two-sided (its ifft is
+ *  the conjugate of its fft). */
 Tensor c2c(const char* fname, const Tensor& x, const OptDims& s, const OptDims& dim, NormMode norm, bool forward) {
-  const Tensor in = promoted(x, true, fname);
+  const Tensor in = promoted(x, false, fname);
   const Signal sig = canonical(in, s, dim, fname);
-  return fft_c2c(resized(in, sig), sig.dims, norm_of(norm, forward, fname), forward);
+  const Norm nm = norm_of(norm, forward, fname);
+  if (is_complex(in.dtype())) return fft_c2c(resized(in, sig), sig.dims, nm, forward);
+  const Tensor y = fft_r2c(resized(in, sig), sig.dims, nm, false);
+  return forward ? y : conj(y);
 }
 
 /** rfftn (forward) and ihfftn, the conjugate of a real signal's half-spectrum. */

@@ -91,17 +91,10 @@ Tensor fft_r2c(const Tensor& x, const Dims& dims_in, Norm norm, bool onesided) {
   if (const int lvl = batching::level(x)) {
     y = batching::wrap(fft_r2c(batching::physical(x, lvl), shifted(dims), norm, onesided), lvl);
   } else {
-    const Options opts{.dtype = to_complex(x.dtype()), .device = x.device()};
-    const double scale = scale_of(norm, x, dims);
-    if (onesided) {
-      Shape shape = x.shape();
-      shape[last] = n / 2 + 1;
-      y = empty(shape, opts);
-      cpu::fft_r2c(x, y, dims, scale);
-    } else {
-      y = empty(x.shape(), opts);
-      cpu::fft_c2c(x.detach().to(opts.dtype.value()), y, dims, true, scale);
-    }
+    Shape shape = x.shape();
+    if (onesided) shape[last] = n / 2 + 1;
+    y = empty(shape, {.dtype = to_complex(x.dtype()), .device = x.device()});
+    cpu::fft_r2c(x, y, dims, onesided, scale_of(norm, x, dims));
   }
   if (call.capturing())
     call.set_replay(

@@ -6,6 +6,7 @@
 
 #include <fftw3.h>
 
+#include <complex>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -157,6 +158,32 @@ void run(Kind kind, int sign, const Tensor& in, const Tensor& out, const Dims& d
   rescale<typename Fftw<Double>::Real>(out, scale);
 }
 
+/** The upper half of a contiguous spectrum of shape `shape` along the last of `dims` from
+ *  Hermitian symmetry: X[k] = conj(X[-k mod n]), k mirrored in each of `dims`. */
+template <class C> void hermitian_fill(C* data, const Shape& shape, const Dims& dims) {
+  const auto rank = static_cast<int64_t>(shape.size());
+  const int64_t last = dims.back(), n = shape[last], half = n / 2 + 1;
+  if (half >= n) return;
+  const Strides strides = contiguous_strides(shape);
+  std::vector<bool> mirrored(rank, false);
+  for (int64_t d : dims) mirrored[d] = true;
+  std::vector<int64_t> index(rank, 0);  // over every dim but `last`
+  for (int64_t row = 0, rows = numel_of(shape) / n; row < rows; ++row) {
+    int64_t at = 0, from = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d == last) continue;
+      at += index[d] * strides[d];
+      from += (mirrored[d] ? (shape[d] - index[d]) % shape[d] : index[d]) * strides[d];
+    }
+    for (int64_t k = half; k < n; ++k) data[at + k * strides[last]] = std::conj(data[from + (n - k) * strides[last]]);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (d == last) continue;
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
 bool is_double(const Tensor& t) { return t.dtype() == DType::Complex128 || t.dtype() == DType::Float64; }
 
 }  // namespace
@@ -167,9 +194,19 @@ void fft_c2c(const Tensor& in, const Tensor& out, const Dims& dims, bool forward
   else run<false>(Kind::C2C, sign, in, out, dims, in, scale);
 }
 
-void fft_r2c(const Tensor& in, const Tensor& out, const Dims& dims, double scale) {
-  if (is_double(in)) run<true>(Kind::R2C, FFTW_FORWARD, in, out, dims, in, scale);
-  else run<false>(Kind::R2C, FFTW_FORWARD, in, out, dims, in, scale);
+void fft_r2c(const Tensor& in, const Tensor& out, const Dims& dims, bool onesided, double scale) {
+  if (out.numel() == 0) return;
+  // FFTW writes the first n/2 + 1 outputs along the last dim at out's strides; a two-sided
+  // out gets the rest from them.
+  if (is_double(in)) transform<true>(Kind::R2C, FFTW_FORWARD, in, out, dims, in);
+  else transform<false>(Kind::R2C, FFTW_FORWARD, in, out, dims, in);
+  if (is_double(in)) {
+    if (!onesided) hermitian_fill(static_cast<std::complex<double>*>(out.raw_data()), out.shape(), dims);
+    rescale<double>(out, scale);
+  } else {
+    if (!onesided) hermitian_fill(static_cast<std::complex<float>*>(out.raw_data()), out.shape(), dims);
+    rescale<float>(out, scale);
+  }
 }
 
 void fft_c2r(const Tensor& in, const Tensor& out, const Dims& dims, double scale) {
