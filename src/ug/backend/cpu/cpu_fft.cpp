@@ -6,6 +6,7 @@
 
 #include <fftw3.h>
 
+#include <algorithm>
 #include <complex>
 #include <map>
 #include <memory>
@@ -150,14 +151,6 @@ template <class Real> void rescale(const Tensor& out, double scale) {
   });
 }
 
-template <bool Double>
-void run(Kind kind, int sign, const Tensor& in, const Tensor& out, const Dims& dims, const Tensor& sized,
-         double scale) {
-  if (out.numel() == 0) return;
-  transform<Double>(kind, sign, in, out, dims, sized);
-  rescale<typename Fftw<Double>::Real>(out, scale);
-}
-
 /** The upper half of a contiguous spectrum of shape `shape` along the last of `dims` from
  *  Hermitian symmetry: X[k] = conj(X[-k mod n]), k mirrored in each of `dims`. */
 template <class C> void hermitian_fill(C* data, const Shape& shape, const Dims& dims) {
@@ -184,34 +177,94 @@ template <class C> void hermitian_fill(C* data, const Shape& shape, const Dims& 
   }
 }
 
+/** The in-place complex DFT along dim d of a contiguous array of this shape. Rows (d last) go
+ *  to one batched plan; other dims in blocks of columns copied into rows, transformed and
+ *  copied back, because FFTW_ESTIMATE's plans for strided transforms run several times slower
+ *  (256 x 256 complex64 columns: 360 us against 47 us for the rows). */
+template <bool Double> void c2c_pass(void* array, const Shape& shape, int64_t d, int sign) {
+  using C = std::complex<typename Fftw<Double>::Real>;
+  auto* data = static_cast<C*>(array);
+  const int64_t n = shape[d];
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i)
+    if (i != d) (i < d ? outer : inner) *= shape[i];
+  if (n == 1 || outer * inner == 0) return;  // a one-point DFT is the identity
+  auto rows = [&](C* p, int64_t count) {
+    const Iodims signal{{n, 1, 1}}, batch{{count, n, n}};
+    Fftw<Double>::execute(Kind::C2C, plan_for<Double>(Kind::C2C, sign, signal, batch, p, p).get(), p, p);
+  };
+  if (inner == 1) {
+    parallel_for(outer, std::max<int64_t>(1, 32768 / n), [&](int64_t b, int64_t e) { rows(data + b * n, e - b); });
+    return;
+  }
+  constexpr int64_t kBlock = 16;
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  parallel_for(outer * blocks, std::max<int64_t>(1, 32768 / (n * kBlock)), [&](int64_t b, int64_t e) {
+    std::vector<C> buffer(kBlock * n);
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t first = (task % blocks) * kBlock, width = std::min(kBlock, inner - first);
+      C* column = data + (task / blocks) * n * inner + first;
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t c = 0; c < width; ++c) buffer[c * n + k] = column[k * inner + c];
+      rows(buffer.data(), width);
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t c = 0; c < width; ++c) column[k * inner + c] = buffer[c * n + k];
+    }
+  });
+}
+
+template <bool Double> void c2c(const Tensor& in, const Tensor& out, const Dims& dims, int sign, double scale) {
+  // Rows straight from in; anything else copied into out (a rank-0 FFTW transform) and
+  // transformed there one dim at a time.
+  if (dims.size() == 1 && in.stride(dims[0]) == 1 && out.stride(dims[0]) == 1) {
+    transform<Double>(Kind::C2C, sign, in, out, dims, in);
+  } else {
+    transform<Double>(Kind::C2C, sign, in, out, {}, in);
+    for (int64_t d : dims) c2c_pass<Double>(out.raw_data(), out.shape(), d, sign);
+  }
+  rescale<typename Fftw<Double>::Real>(out, scale);
+}
+
+template <bool Double> void r2c(const Tensor& in, const Tensor& out, const Dims& dims, bool onesided, double scale) {
+  using C = std::complex<typename Fftw<Double>::Real>;
+  // The passes over the other dims read every column of a two-sided out: the half that the
+  // Hermitian fill writes afterwards starts as zeros, not as uninitialised memory.
+  if (!onesided && dims.size() > 1) std::fill_n(static_cast<C*>(out.raw_data()), out.numel(), C{});
+  // FFTW writes the first n/2 + 1 outputs along the last dim at out's strides.
+  transform<Double>(Kind::R2C, FFTW_FORWARD, in, out, {dims.back()}, in);
+  for (size_t i = 0; i + 1 < dims.size(); ++i) c2c_pass<Double>(out.raw_data(), out.shape(), dims[i], FFTW_FORWARD);
+  if (!onesided) hermitian_fill(static_cast<C*>(out.raw_data()), out.shape(), dims);
+  rescale<typename Fftw<Double>::Real>(out, scale);
+}
+
+template <bool Double> void c2r(const Tensor& in, const Tensor& out, const Dims& dims, double scale) {
+  // The inverse over the other dims first, in the scratch copy, then the real one over the last.
+  for (size_t i = 0; i + 1 < dims.size(); ++i) c2c_pass<Double>(in.raw_data(), in.shape(), dims[i], FFTW_BACKWARD);
+  transform<Double>(Kind::C2R, FFTW_BACKWARD, in, out, {dims.back()}, out);
+  rescale<typename Fftw<Double>::Real>(out, scale);
+}
+
 bool is_double(const Tensor& t) { return t.dtype() == DType::Complex128 || t.dtype() == DType::Float64; }
 
 }  // namespace
 
 void fft_c2c(const Tensor& in, const Tensor& out, const Dims& dims, bool forward, double scale) {
+  if (out.numel() == 0) return;
   const int sign = forward ? FFTW_FORWARD : FFTW_BACKWARD;
-  if (is_double(in)) run<true>(Kind::C2C, sign, in, out, dims, in, scale);
-  else run<false>(Kind::C2C, sign, in, out, dims, in, scale);
+  if (is_double(in)) c2c<true>(in, out, dims, sign, scale);
+  else c2c<false>(in, out, dims, sign, scale);
 }
 
 void fft_r2c(const Tensor& in, const Tensor& out, const Dims& dims, bool onesided, double scale) {
   if (out.numel() == 0) return;
-  // FFTW writes the first n/2 + 1 outputs along the last dim at out's strides; a two-sided
-  // out gets the rest from them.
-  if (is_double(in)) transform<true>(Kind::R2C, FFTW_FORWARD, in, out, dims, in);
-  else transform<false>(Kind::R2C, FFTW_FORWARD, in, out, dims, in);
-  if (is_double(in)) {
-    if (!onesided) hermitian_fill(static_cast<std::complex<double>*>(out.raw_data()), out.shape(), dims);
-    rescale<double>(out, scale);
-  } else {
-    if (!onesided) hermitian_fill(static_cast<std::complex<float>*>(out.raw_data()), out.shape(), dims);
-    rescale<float>(out, scale);
-  }
+  if (is_double(in)) r2c<true>(in, out, dims, onesided, scale);
+  else r2c<false>(in, out, dims, onesided, scale);
 }
 
 void fft_c2r(const Tensor& in, const Tensor& out, const Dims& dims, double scale) {
-  if (is_double(in)) run<true>(Kind::C2R, FFTW_BACKWARD, in, out, dims, out, scale);
-  else run<false>(Kind::C2R, FFTW_BACKWARD, in, out, dims, out, scale);
+  if (out.numel() == 0) return;
+  if (is_double(in)) c2r<true>(in, out, dims, scale);
+  else c2r<false>(in, out, dims, scale);
 }
 
 }  // namespace ug::cpu

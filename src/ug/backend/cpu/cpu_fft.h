@@ -16,8 +16,8 @@ void fft_c2c(const Tensor& in, const Tensor& out, const Dims& dims, bool forward
 void fft_r2c(const Tensor& in, const Tensor& out, const Dims& dims, bool onesided, double scale);
 /** out = scale * the real inverse DFT (e^+2pi i jk/n) over `dims` of the Hermitian signal whose first
  *  half (n/2 + 1 along the last of `dims`, n = out's size there) is in; the imaginary parts
- *  that a real result cannot have (index 0, and n/2 for even n) are ignored. FFTW's c2r
- *  overwrites its input (a multi-dim one cannot preserve it): in must be a scratch copy. */
+ *  that a real result cannot have (index 0, and n/2 for even n) are ignored. in must be a
+ *  contiguous scratch copy: the transform overwrites it. */
 void fft_c2r(const Tensor& in, const Tensor& out, const Dims& dims, double scale);
 
 }  // namespace ug::cpu
