@@ -59,7 +59,8 @@ void def_nd(nb::module_& m, const char* name, NDim f, const char* doc) {
       [f, fname](const Tensor& x, nb::handle s, nb::handle dim, NormArg norm) {
         return f(x, optional_sizes(s, fname.c_str()), optional_sizes(dim, fname.c_str()), norm);
       },
-      "input"_a, "s"_a = nb::none(), "dim"_a = nb::none(), "norm"_a = nb::none(), (std::string(doc) + kNormDoc).c_str());
+      "input"_a, "s"_a = nb::none(), "dim"_a = nb::none(), "norm"_a = nb::none(),
+      (std::string(doc) + kNormDoc).c_str());
 }
 
 }  // namespace
@@ -108,8 +109,9 @@ void bind_fft(nb::module_& m) {
       "fftshift", [](const Tensor& x, nb::handle dim) { return F::fftshift(x, optional_sizes(dim, "fft.fftshift")); },
       "input"_a, "dim"_a = nb::none(), "The zero frequency rolled to the middle of each dim (default: all).");
   f.def(
-      "ifftshift", [](const Tensor& x, nb::handle dim) { return F::ifftshift(x, optional_sizes(dim, "fft.ifftshift")); },
-      "input"_a, "dim"_a = nb::none(), "fftshift's inverse.");
+      "ifftshift",
+      [](const Tensor& x, nb::handle dim) { return F::ifftshift(x, optional_sizes(dim, "fft.ifftshift")); }, "input"_a,
+      "dim"_a = nb::none(), "fftshift's inverse.");
 
   m.def(
       "stft",

@@ -151,7 +151,9 @@ Tensor ihfft(const Tensor& x, std::optional<int64_t> n, int64_t dim, NormMode no
   return r2c("fft.ihfft", x, one_size(n, "fft.ihfft"), Dims{dim}, norm, false);
 }
 
-Tensor fft2(const Tensor& x, OptDims s, const Dims& dim, NormMode norm) { return c2c("fft.fft2", x, s, dim, norm, true); }
+Tensor fft2(const Tensor& x, OptDims s, const Dims& dim, NormMode norm) {
+  return c2c("fft.fft2", x, s, dim, norm, true);
+}
 Tensor ifft2(const Tensor& x, OptDims s, const Dims& dim, NormMode norm) {
   return c2c("fft.ifft2", x, s, dim, norm, false);
 }

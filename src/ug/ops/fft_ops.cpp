@@ -97,9 +97,9 @@ Tensor fft_r2c(const Tensor& x, const Dims& dims_in, Norm norm, bool onesided) {
     cpu::fft_r2c(x, y, dims, onesided, scale_of(norm, x, dims));
   }
   if (call.capturing())
-    call.set_replay(
-        [dims, norm, onesided](const graph::Tensors& in) { return graph::Tensors{fft_r2c(in[0], dims, norm, onesided)}; },
-        graph::ReplaySizes::None);
+    call.set_replay([dims, norm, onesided](
+                        const graph::Tensors& in) { return graph::Tensors{fft_r2c(in[0], dims, norm, onesided)}; },
+                    graph::ReplaySizes::None);
   // The adjoint: the inverse DFT of the gradient, the half that was dropped taken as zeros.
   call.finish(
       {&x}, {&y}, {},
@@ -114,8 +114,8 @@ Tensor fft_c2r(const Tensor& x, const Dims& dims_in, Norm norm, int64_t last_dim
   const Dims dims = wrapped(dims_in, x.dim(), "fft_c2r");
   const int64_t last = dims.back();
   if (last_dim_size < 1 || x.size(last) != last_dim_size / 2 + 1)
-    fail("[fft_c2r] a signal of ", last_dim_size, " points needs ", last_dim_size / 2 + 1,
-         " inputs along dim ", last, "; got shape ", x.shape());
+    fail("[fft_c2r] a signal of ", last_dim_size, " points needs ", last_dim_size / 2 + 1, " inputs along dim ", last,
+         "; got shape ", x.shape());
   graph::OpCall call(kC2R);
   Tensor y;
   if (const int lvl = batching::level(x)) {
@@ -127,11 +127,9 @@ Tensor fft_c2r(const Tensor& x, const Dims& dims_in, Norm norm, int64_t last_dim
     cpu::fft_c2r(x.detach().clone(), y, dims, scale_of(norm, y, dims));
   }
   if (call.capturing())
-    call.set_replay(
-        [dims, norm, last_dim_size](const graph::Tensors& in) {
-          return graph::Tensors{fft_c2r(in[0], dims, norm, last_dim_size)};
-        },
-        graph::ReplaySizes::Held);
+    call.set_replay([dims, norm, last_dim_size](
+                        const graph::Tensors& in) { return graph::Tensors{fft_c2r(in[0], dims, norm, last_dim_size)}; },
+                    graph::ReplaySizes::Held);
   // The adjoint: the forward DFT of the gradient, onesided; every input but the first (and
   // the middle one for an even n) stood for itself and its mirror image, so counts twice.
   call.finish(

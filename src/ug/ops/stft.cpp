@@ -26,8 +26,8 @@ Tensor frame_index(int64_t frames, int64_t n, int64_t hop, Device device) {
 }
 
 /** The window of n_fft samples: `window` (win_length of them, default ones) centred in zeros. */
-Tensor padded_window(const std::optional<Tensor>& window, int64_t n_fft, int64_t win_length, DType dtype,
-                     Device device, const char* fname) {
+Tensor padded_window(const std::optional<Tensor>& window, int64_t n_fft, int64_t win_length, DType dtype, Device device,
+                     const char* fname) {
   if (win_length <= 0 || win_length > n_fft)
     fail<ValueError>("[", fname, "] expected 0 < win_length <= n_fft, but got win_length=", win_length,
                      " and n_fft=", n_fft);
@@ -44,8 +44,7 @@ Tensor padded_window(const std::optional<Tensor>& window, int64_t n_fft, int64_t
 Tensor stft(const Tensor& x, int64_t n_fft, std::optional<int64_t> hop_length, std::optional<int64_t> win_length,
             const std::optional<Tensor>& window, bool center, std::string_view pad_mode, bool normalized,
             std::optional<bool> onesided, bool return_complex) {
-  if (x.dim() != 1 && x.dim() != 2)
-    fail<ValueError>("[stft] expected a 1D or 2D input, but got shape ", x.shape());
+  if (x.dim() != 1 && x.dim() != 2) fail<ValueError>("[stft] expected a 1D or 2D input, but got shape ", x.shape());
   Tensor in = x.dim() == 1 ? x.unsqueeze(0) : x;
   if (is_integral(in.dtype(), true)) in = in.to(get_default_dtype());
   if (center) {
@@ -66,7 +65,8 @@ Tensor stft(const Tensor& x, int64_t n_fft, std::optional<int64_t> hop_length, s
     fail<ValueError>("[stft] cannot have onesided output if the window or input is complex (input ", in.dtype(),
                      ", window ", w.dtype(), ")");
   const int64_t frames = 1 + (length - n_fft) / hop;
-  const Tensor framed = times(in.index_select(-1, frame_index(frames, n_fft, hop, in.device())).unflatten(-1, {frames, n_fft}), w);
+  const Tensor framed =
+      times(in.index_select(-1, frame_index(frames, n_fft, hop, in.device())).unflatten(-1, {frames, n_fft}), w);
   const fft::Norm norm = normalized ? fft::Norm::ByRootN : fft::Norm::None;
   Tensor y = is_complex(framed.dtype()) ? fft::fft_c2c(framed, {2}, norm, true) : fft::fft_r2c(framed, {2}, norm, half);
   y = y.transpose(1, 2);
@@ -86,12 +86,12 @@ Tensor istft(const Tensor& x, int64_t n_fft, std::optional<int64_t> hop_length, 
   if (hop <= 0) fail<ValueError>("[istft] expected hop_length > 0, but got hop_length=", hop);
   const bool half = onesided.value_or(freqs != n_fft);
   if (n_fft <= 0 || freqs != (half ? n_fft / 2 + 1 : n_fft))
-    fail<ValueError>("[istft] expected the frequency dim's size to be ", half ? "n_fft / 2 + 1 = " : "n_fft = ",
-                     half ? n_fft / 2 + 1 : n_fft, " (onesided=", half, "), but got shape ", x.shape());
+    fail<ValueError>("[istft] expected the frequency dim's size to be ",
+                     half ? "n_fft / 2 + 1 = " : "n_fft = ", half ? n_fft / 2 + 1 : n_fft, " (onesided=", half,
+                     "), but got shape ", x.shape());
   if (window && is_complex(window->dtype()))
     fail<TypeError>("[istft] complex windows are not supported (window dtype ", window->dtype(), ")");
-  const Tensor w =
-      padded_window(window, n_fft, win_length.value_or(n_fft), to_real(in.dtype()), in.device(), "istft");
+  const Tensor w = padded_window(window, n_fft, win_length.value_or(n_fft), to_real(in.dtype()), in.device(), "istft");
   const fft::Norm norm = normalized ? fft::Norm::ByRootN : fft::Norm::ByN;
   const Tensor spectra = in.transpose(1, 2);  // [batch, frames, freqs]
   Tensor y;
@@ -112,7 +112,8 @@ Tensor istft(const Tensor& x, int64_t n_fft, std::optional<int64_t> hop_length, 
   sum_shape[1] = total;
   const Tensor sum = zeros(sum_shape, {.dtype = parts.dtype(), .device = parts.device()}).scatter_add(1, at, parts);
   const Tensor squared = w.square().repeat({frames});
-  const Tensor envelope = zeros({total}, {.dtype = squared.dtype(), .device = w.device()}).scatter_add(0, index, squared);
+  const Tensor envelope =
+      zeros({total}, {.dtype = squared.dtype(), .device = w.device()}).scatter_add(0, index, squared);
   const int64_t start = center ? n_fft / 2 : 0;
   const int64_t end = length ? start + *length : (center ? total - n_fft / 2 : total);
   const int64_t stop = std::min(end, total);

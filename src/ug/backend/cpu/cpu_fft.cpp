@@ -123,7 +123,8 @@ void transform(Kind kind, int sign, const Tensor& in, const Tensor& out, const D
   }
   auto* in_data = static_cast<char*>(in.raw_data());
   auto* out_data = static_cast<char*>(out.raw_data());
-  const auto in_item = static_cast<int64_t>(itemsize(in.dtype())), out_item = static_cast<int64_t>(itemsize(out.dtype()));
+  const auto in_item = static_cast<int64_t>(itemsize(in.dtype())),
+             out_item = static_cast<int64_t>(itemsize(out.dtype()));
   if (split < 0) {
     Fftw<Double>::execute(kind, plan_for<Double>(kind, sign, signal, batch, in_data, out_data).get(), in_data,
                           out_data);
