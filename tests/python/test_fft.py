@@ -466,6 +466,7 @@ def test_stft_and_istft_errors():
     spec = ug.stft(x, 16, return_complex=True)
     cases = [
         (lambda: ug.stft(x, 64, center=False), ValueError, r"\[stft\] expected 0 < n_fft <= 40"),
+        (lambda: ug.stft(x, 0), ValueError, r"\[stft\] expected n_fft > 0, but got n_fft=0"),
         (lambda: ug.stft(x, 16, hop_length=0), ValueError, r"\[stft\] expected hop_length > 0"),
         (lambda: ug.stft(x, 16, win_length=20), ValueError, r"\[stft\] expected 0 < win_length <= n_fft"),
         (lambda: ug.stft(x, 16, window=ug.ones(8)), ValueError, r"\[stft\] expected a 1D window tensor of size"),

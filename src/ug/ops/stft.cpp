@@ -45,6 +45,7 @@ Tensor stft(const Tensor& x, int64_t n_fft, std::optional<int64_t> hop_length, s
             const std::optional<Tensor>& window, bool center, std::string_view pad_mode, bool normalized,
             std::optional<bool> onesided, bool return_complex) {
   if (x.dim() != 1 && x.dim() != 2) fail<ValueError>("[stft] expected a 1D or 2D input, but got shape ", x.shape());
+  if (n_fft <= 0) fail<ValueError>("[stft] expected n_fft > 0, but got n_fft=", n_fft);
   Tensor in = x.dim() == 1 ? x.unsqueeze(0) : x;
   if (is_integral(in.dtype(), true)) in = in.to(get_default_dtype());
   if (center) {
@@ -54,7 +55,7 @@ Tensor stft(const Tensor& x, int64_t n_fft, std::optional<int64_t> hop_length, s
                                 : pad(in, {p, p}, pad_mode);
   }
   const int64_t length = in.size(-1), hop = hop_length.value_or(n_fft / 4);
-  if (n_fft <= 0 || n_fft > length)
+  if (n_fft > length)
     fail<ValueError>("[stft] expected 0 < n_fft <= ", length, " (the padded input's length), but got n_fft=", n_fft);
   if (hop <= 0) fail<ValueError>("[stft] expected hop_length > 0, but got hop_length=", hop);
   const DType part = is_complex(in.dtype()) ? to_real(in.dtype()) : in.dtype();
