@@ -481,3 +481,14 @@ def test_stft_and_istft_errors():
     for fn, kind, pattern in cases:
         with pytest.raises(kind, match=pattern):
             fn()
+
+
+def test_stft_and_istft_under_vmap_and_jit():
+    x = ug.tensor(rand((3, 2, 80), "float64", seed=7))
+    w = ug.hann_window(16, dtype=ug.float64)
+    spec = lambda a: ug.view_as_real(ug.stft(a, 16, hop_length=4, window=w, return_complex=True))  # noqa: E731
+    np.testing.assert_array_equal(ug.vmap(spec)(x).numpy(), np.stack([spec(x[i]).numpy() for i in range(3)]))
+    np.testing.assert_array_equal(ug.jit(spec)(x[0]).numpy(), spec(x[0]).numpy())
+    back = lambda a: ug.istft(ug.view_as_complex(spec(a)), 16, hop_length=4, window=w, length=80)  # noqa: E731
+    np.testing.assert_allclose(ug.vmap(back)(x).numpy(), x.numpy(), atol=1e-12)
+    np.testing.assert_array_equal(ug.jit(back)(x[0]).numpy(), back(x[0]).numpy())
