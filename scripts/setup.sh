@@ -9,7 +9,7 @@ cd "$root"
 apt_packages=(
   build-essential ninja-build ccache pkg-config
   libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev
-  libprotobuf-dev protobuf-compiler libonnx-dev libzip-dev clang-14 libclang-rt-14-dev clang-format-14
+  libprotobuf-dev protobuf-compiler libonnx-dev libzip-dev libfftw3-dev clang-14 libclang-rt-14-dev clang-format-14
   libcpp-httplib-dev libdlpack-dev wrk valgrind libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
 )

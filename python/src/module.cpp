@@ -10,6 +10,7 @@
 
 namespace ugpy {
 void bind_distributed(nb::module_& m);  // bind_distributed.cpp
+void bind_fft(nb::module_& m);          // bind_fft.cpp
 void bind_jit(nb::module_& m);          // bind_jit.cpp
 void bind_nn_utils(nb::module_& nn);    // bind_nn_utils.cpp
 namespace {
@@ -110,6 +111,7 @@ NB_MODULE(_C, m) {
   ugpy::bind_autograd(m, tensor);
   ugpy::bind_transforms(m);
   ugpy::bind_linalg(m);
+  ugpy::bind_fft(m);
   nb::module_ nn = m.def_submodule("nn", "modules and layers");
   nb::module_ functional = nn.def_submodule("functional", "the layers as functions");
   ugpy::bind_nn(nn);

@@ -1661,6 +1661,9 @@ const std::map<std::string, std::string>& unsupported() {
       {"linalg_svd", "ONNX has no singular value decomposition"},
       {"linalg_qr", "ONNX has no QR decomposition"},
       {"linalg_matrix_exp", "ONNX has no matrix exponential"},
+      {"fft_c2c", "complex tensors are not exported (ONNX's DFT works on real [..., 2] pairs; not emitted yet)"},
+      {"fft_r2c", "complex tensors are not exported (ONNX's DFT works on real [..., 2] pairs; not emitted yet)"},
+      {"fft_c2r", "complex tensors are not exported (ONNX's DFT works on real [..., 2] pairs; not emitted yet)"},
       {"nonzero",
        "its output size depends on the data (nonzero, argwhere, masked_select, indexing with a boolean mask); a "
        "compiled program's shapes cannot either, as under jax.jit: keep the shape fixed with where(mask, x, 0), or "
