@@ -24,7 +24,8 @@ void bind_complex(nb::module_& m, nb::class_<ug::Tensor>& tensor) {
   m.def("resolve_neg", self, "input"_a, "input: unigrad never defers a negation.");
   m.def("is_conj", is_false, "input"_a);
   m.def("is_neg", is_false, "input"_a);
-  m.def("complex", &ug::complex, "real"_a, "imag"_a, "real + i imag, broadcast; float32 or float64 parts of one dtype.");
+  m.def("complex", &ug::complex, "real"_a, "imag"_a,
+        "real + i imag, broadcast; float32 or float64 parts of one dtype.");
   m.def("polar", &ug::polar, "abs"_a, "angle"_a, "abs * (cos(angle) + i sin(angle)).");
   m.def("angle", &ug::angle, "input"_a, "The argument of each element, in radians.");
   tensor.def_prop_rw(

@@ -66,7 +66,8 @@ bool scalar_from_python(nb::handle h, ug::Scalar& out) {
   if (kind == "b") out = ug::Scalar(nb::cast<bool>(item));
   else if (kind == "i" || kind == "u") out = ug::Scalar(nb::cast<int64_t>(item));
   else if (kind == "f") out = ug::Scalar(nb::cast<double>(item));
-  else if (kind == "c") out = ug::Scalar(std::complex<double>(nb::cast<double>(item.attr("real")), nb::cast<double>(item.attr("imag"))));
+  else if (kind == "c")
+    out = ug::Scalar(std::complex<double>(nb::cast<double>(item.attr("real")), nb::cast<double>(item.attr("imag"))));
   else return false;
   return true;
 }

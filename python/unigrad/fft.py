@@ -1,9 +1,8 @@
 """ug.fft: torch.fft's functions, signatures and norm modes over ug::fft (C++, FFTW).
 
 Every transform is differentiable (torch's convention for complex gradients), batches under
-ug.vmap and compiles under ug.jit (whose programs take and return real tensors only: pass
-complex values as ug.view_as_real views). Real inputs to the complex transforms become complex, integer
-inputs float; float16 and bfloat16 are refused.
+ug.vmap and compiles under ug.jit. Real inputs to the complex transforms become complex,
+integer inputs float; float16 and bfloat16 are refused.
 """
 from ._C._fft import (fft, fft2, fftfreq, fftn, fftshift, hfft, hfft2, hfftn, ifft, ifft2, ifftn, ifftshift, ihfft,
                       ihfft2, ihfftn, irfft, irfft2, irfftn, rfft, rfft2, rfftfreq, rfftn)

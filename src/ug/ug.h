@@ -52,6 +52,7 @@
 #include "ug/ops/control_flow.h"
 #include "ug/ops/conv.h"
 #include "ug/ops/conv3d.h"
+#include "ug/ops/fft.h"
 #include "ug/ops/dynamic_slice.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/join.h"

@@ -22,7 +22,6 @@ HEADER = """\
 
 #include "ug/distributions/distributions.h"  // the distributions layer: not in ug.h
 #include "ug/io/dlpack.h"                    // DLPack's header: not in ug.h
-#include "ug/ops/fft.h"                      // ug::fft, stft, istft: not in ug.h yet
 #include "ug/quantization/dynamic_linear.h"  // the quantization layer: not in ug.h
 #include "ug/serve/server.h"                 // the library ug_serve, beside ug.h's libunigrad
 #include "ug/ug.h"

@@ -1071,20 +1071,19 @@ COMPOSITES = [
 # The FFT primitives through torch.fft's functions, on real inputs and outputs: a complex
 # operand is the view_as_complex of a real [..., 2] input, a complex result its view_as_real.
 # test_fft.py checks every function, dtype and norm.
-NO_ONNX_RULE = rejects("op 'view_as_complex' has no ONNX export rule")
 FFT = [
     Op("fft_c2c", lambda m, a: m.view_as_real(m.fft.fft(m.view_as_complex(a), norm="ortho")), x(3, 5, 2),
-       ops=("fft_c2c", "view_as_complex", "view_as_real"), off=NO_ONNX_RULE),
+       ops=("fft_c2c", "view_as_complex", "view_as_real"), off=COMPLEX_NOT_EXPORTED),
     Op("fft_c2c.fft2", lambda m, a: m.view_as_real(m.fft.ifft2(m.view_as_complex(a))), x(4, 3, 2),
-       ops=("fft_c2c", "view_as_complex", "view_as_real"), off=NO_ONNX_RULE),
+       ops=("fft_c2c", "view_as_complex", "view_as_real"), off=COMPLEX_NOT_EXPORTED),
     Op("fft_r2c", lambda m, a: m.view_as_real(m.fft.rfft(a, dim=0)), x(7, 3), ops=("fft_r2c", "view_as_real"),
        off=unsupported("fft_r2c")),
     Op("fft_r2c.twosided", lambda m, a: m.view_as_real(m.fft.fftn(a, dim=(0, 1))), x(4, 3),
        ops=("fft_r2c", "view_as_real"), off=unsupported("fft_r2c")),
     Op("fft_c2r", lambda m, a: m.fft.irfft(m.view_as_complex(a), n=8), x(3, 5, 2), ops=("fft_c2r", "view_as_complex"),
-       off=NO_ONNX_RULE),
+       off=COMPLEX_NOT_EXPORTED),
     Op("fft_c2r.odd", lambda m, a: m.fft.irfftn(m.view_as_complex(a), s=(3, 7)), x(3, 4, 2),
-       ops=("fft_c2r", "view_as_complex"), off=NO_ONNX_RULE),
+       ops=("fft_c2r", "view_as_complex"), off=COMPLEX_NOT_EXPORTED),
 ]
 
 OPS = UNARY + BINARY + REDUCTIONS + LINALG + DECOMPOSITIONS + SHAPES + INDEXING + JOINS + CONV_POOL + ACTIVATIONS + LOSSES + OTHERS + COMPOSITES + FFT

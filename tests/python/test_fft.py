@@ -350,6 +350,12 @@ def test_jit_equals_eager(case):
     np.testing.assert_allclose(g(x).numpy(), ug.grad(lambda a: f(a).pow(2).sum())(x).numpy(), rtol=1e-6, atol=1e-5)
 
 
+def test_jit_takes_and_returns_complex_tensors():
+    z = ug.tensor(rand((4, 8), "complex64", seed=3))
+    for f in [ug.fft.fft, ug.fft.ifft2, lambda t: ug.fft.irfft(t, n=14), lambda t: ug.fft.fftshift(ug.fft.fftn(t))]:
+        np.testing.assert_array_equal(ug.jit(f)(z).numpy(), f(z).numpy())
+
+
 # ---- errors -----------------------------------------------------------------------------------
 
 def test_errors_name_the_function_and_what_was_wrong():

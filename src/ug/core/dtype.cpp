@@ -13,9 +13,9 @@ size_t itemsize(DType t) {
 }
 
 std::string_view dtype_name(DType t) {
-  static constexpr std::string_view names[] = {"bool",    "uint8", "int32", "int64",  "float16", "bfloat16", "float32",
-                                               "float64", "int8",  "int16", "uint16", "uint32",  "uint64",
-                                               "complex64", "complex128"};
+  static constexpr std::string_view names[] = {"bool",     "uint8",   "int32",   "int64",     "float16",
+                                               "bfloat16", "float32", "float64", "int8",      "int16",
+                                               "uint16",   "uint32",  "uint64",  "complex64", "complex128"};
   return names[static_cast<int>(t)];
 }
 
@@ -51,8 +51,9 @@ DType promote_types(DType a, DType b) {
   if (a == b) return a;
   if (is_complex(a) || is_complex(b)) {
     if (is_shell(a) || is_shell(b))
-      fail<TypeError>("[promote_types] promotion for uint16, uint32, uint64 types is not supported, attempted to promote ",
-                      a, " and ", b);
+      fail<TypeError>(
+          "[promote_types] promotion for uint16, uint32, uint64 types is not supported, attempted to promote ", a,
+          " and ", b);
     // the parts take the wider of the real dtypes: complex64 with float64 gives complex128
     const DType ra = is_inexact(a) ? to_real(a) : DType::Float32, rb = is_inexact(b) ? to_real(b) : DType::Float32;
     return ra == DType::Float64 || rb == DType::Float64 ? DType::Complex128 : DType::Complex64;
@@ -120,14 +121,18 @@ DType dtype_from_name(std::string_view name) {
     DType dtype;
   };
   static constexpr Alias aliases[] = {
-      {"bool", DType::Bool},       {"uint8", DType::UInt8},   {"int8", DType::Int8},
-      {"int16", DType::Int16},     {"short", DType::Int16},   {"uint16", DType::UInt16},
-      {"uint32", DType::UInt32},   {"uint64", DType::UInt64}, {"int32", DType::Int32},
-      {"int", DType::Int32},       {"int64", DType::Int64},   {"long", DType::Int64},
-      {"float16", DType::Float16}, {"half", DType::Float16},  {"bfloat16", DType::BFloat16},
-      {"float32", DType::Float32}, {"float", DType::Float32}, {"float64", DType::Float64},
-      {"double", DType::Float64},  {"complex64", DType::Complex64}, {"cfloat", DType::Complex64},
-      {"complex128", DType::Complex128}, {"cdouble", DType::Complex128},
+      {"bool", DType::Bool},          {"uint8", DType::UInt8},
+      {"int8", DType::Int8},          {"int16", DType::Int16},
+      {"short", DType::Int16},        {"uint16", DType::UInt16},
+      {"uint32", DType::UInt32},      {"uint64", DType::UInt64},
+      {"int32", DType::Int32},        {"int", DType::Int32},
+      {"int64", DType::Int64},        {"long", DType::Int64},
+      {"float16", DType::Float16},    {"half", DType::Float16},
+      {"bfloat16", DType::BFloat16},  {"float32", DType::Float32},
+      {"float", DType::Float32},      {"float64", DType::Float64},
+      {"double", DType::Float64},     {"complex64", DType::Complex64},
+      {"cfloat", DType::Complex64},   {"complex128", DType::Complex128},
+      {"cdouble", DType::Complex128},
   };
   for (const auto& a : aliases)
     if (a.name == name) return a.dtype;

@@ -135,7 +135,7 @@ template <class T> std::complex<double> to_complex_double(T v) {
   UG_DTYPE_CASE(UInt32, uint32_t, __VA_ARGS__) \
   UG_DTYPE_CASE(UInt64, uint64_t, __VA_ARGS__)
 
-#define UG_COMPLEX_CASES(...)                               \
+#define UG_COMPLEX_CASES(...)                                \
   UG_DTYPE_CASE(Complex64, std::complex<float>, __VA_ARGS__) \
   UG_DTYPE_CASE(Complex128, std::complex<double>, __VA_ARGS__)
 

@@ -71,9 +71,8 @@ struct Formatter {
 
 std::complex<double> value_at(const Tensor& t, int64_t offset) {
   std::complex<double> v = 0;
-  UG_DISPATCH_ALL_AND_SHELLS(t.dtype(), "print", {
-    v = to_complex_double(static_cast<const scalar_t*>(t.storage()->data())[offset]);
-  });
+  UG_DISPATCH_ALL_AND_SHELLS(t.dtype(), "print",
+                             { v = to_complex_double(static_cast<const scalar_t*>(t.storage()->data())[offset]); });
   return v;
 }
 

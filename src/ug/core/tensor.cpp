@@ -36,9 +36,7 @@ Scalar Tensor::item() const {
   if (detail::value_read_hook && !detail::value_reads_allowed) [[unlikely]]
     detail::value_read_hook(*this);
   Scalar result;
-  UG_DISPATCH_ALL_AND_SHELLS(dtype(), "item", {
-    result = scalar_of(*static_cast<const scalar_t*>(raw_data()));
-  });
+  UG_DISPATCH_ALL_AND_SHELLS(dtype(), "item", { result = scalar_of(*static_cast<const scalar_t*>(raw_data())); });
   return result;
 }
 

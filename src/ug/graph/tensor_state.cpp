@@ -13,7 +13,8 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
         "[requires_grad_] you can only change requires_grad of leaf tensors; use detach() to get a "
         "tensor that does not require grad");
   if (requires_grad && !is_inexact(dtype()))
-    fail<RuntimeError>("[requires_grad_] only tensors of floating point and complex dtype can require gradients, got ", dtype());
+    fail<RuntimeError>("[requires_grad_] only tensors of floating point and complex dtype can require gradients, got ",
+                       dtype());
   m.requires_grad = requires_grad;
   return *this;
 }

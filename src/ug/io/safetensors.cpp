@@ -55,7 +55,8 @@ size_t layout_rank(DType t) {
   for (size_t i = 0; i < kFormats.size(); ++i)
     if (kFormats[i].dtype == t) return i;
   if (is_complex(t))
-    fail<TypeError>("[safetensors] the format has no complex dtype (", t, "); save ug.view_as_real(z) and load with "
+    fail<TypeError>("[safetensors] the format has no complex dtype (", t,
+                    "); save ug.view_as_real(z) and load with "
                     "ug.view_as_complex");
   fail<TypeError>("[safetensors] no safetensors name for dtype ", t);
 }

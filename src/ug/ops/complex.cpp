@@ -71,8 +71,7 @@ Tensor not_for_complex(const char* op, DType dtype) {
 }  // namespace
 
 Tensor view_as_real(const Tensor& z) {
-  if (!is_complex(z.dtype()))
-    fail<TypeError>("[view_as_real] is only supported for complex tensors, got ", z.dtype());
+  if (!is_complex(z.dtype())) fail<TypeError>("[view_as_real] is only supported for complex tensors, got ", z.dtype());
   graph::OpCall call(kViewAsReal);
   if (call.capturing())
     call.set_replay([](const graph::Tensors& in) { return graph::Tensors{view_as_real(in[0])}; },
@@ -190,7 +189,8 @@ Tensor unary(UnaryOp op, const Tensor& z) {
     case UnaryOp::Square: return mul(p, p);
     case UnaryOp::Exp: return exp(p);
     case UnaryOp::Exp2: return exp(Parts(scaled(z, std::numbers::ln2)));
-    case UnaryOp::Expm1: return on_parts(exp(p), [](const Tensor& r) {
+    case UnaryOp::Expm1:
+      return on_parts(exp(p), [](const Tensor& r) {
         return r - tensor(NestedList{1.0, 0.0}, {.dtype = r.dtype(), .device = r.device()});
       });
     case UnaryOp::Log: return log(p);
