@@ -115,6 +115,18 @@ def median(xs):
     return statistics.median(xs)
 
 
+def median_us(fn, loops, calls):
+    """The median over `loops` loops of the µs one of `calls` calls of fn takes (after one warm-up call)."""
+    fn()
+    times = []
+    for _ in range(loops):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(times)
+
+
 def interleaved(steps, rounds, per_round, warmup):
     """Runs named steps (each returning (seconds, peak bytes or None)) in turns, `per_round` calls
     each per round, so that load on a shared machine falls on all of them alike: the median

@@ -7,9 +7,7 @@ case and framework: the median µs of 9 loops of 20 calls.
 """
 import json
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 import torch
@@ -25,14 +23,7 @@ N = 1 << 20
 
 
 def median_us(fn):
-    fn()
-    times = []
-    for _ in range(LOOPS):
-        start = time.perf_counter()
-        for _ in range(CALLS):
-            fn()
-        times.append((time.perf_counter() - start) / CALLS * 1e6)
-    return statistics.median(times)
+    return common.median_us(fn, LOOPS, CALLS)
 
 
 rng = np.random.default_rng(0)

@@ -8,9 +8,7 @@ of 9 loops of 200 calls.
 """
 import json
 import os
-import statistics
 import sys
-import time
 
 import torch
 
@@ -24,14 +22,7 @@ LOOPS, CALLS = (3, 50) if args.quick else (9, 200)
 
 
 def median_us(fn):
-    fn()
-    times = []
-    for _ in range(LOOPS):
-        start = time.perf_counter()
-        for _ in range(CALLS):
-            fn()
-        times.append((time.perf_counter() - start) / CALLS * 1e6)
-    return statistics.median(times)
+    return common.median_us(fn, LOOPS, CALLS)
 
 
 CASES = [("whole [50000]", (50000,), None), ("rows [1000, 64]", (1000, 64), 1), ("columns [64, 1000]", (64, 1000), 0)]
