@@ -16,11 +16,11 @@ struct DTypeCode {
   uint8_t code, bits;
 };
 constexpr DTypeCode kCodes[] = {
-    {DType::Float16, kDLFloat, 16},   {DType::Float32, kDLFloat, 32}, {DType::Float64, kDLFloat, 64},
-    {DType::BFloat16, kDLBfloat, 16}, {DType::Int8, kDLInt, 8},       {DType::Int16, kDLInt, 16},
-    {DType::Int32, kDLInt, 32},       {DType::Int64, kDLInt, 64},     {DType::UInt8, kDLUInt, 8},
-    {DType::UInt16, kDLUInt, 16},     {DType::UInt32, kDLUInt, 32},   {DType::UInt64, kDLUInt, 64},
-    {DType::Bool, kDLBoolCode, 8},
+    {DType::Float16, kDLFloat, 16},   {DType::Float32, kDLFloat, 32},     {DType::Float64, kDLFloat, 64},
+    {DType::BFloat16, kDLBfloat, 16}, {DType::Int8, kDLInt, 8},           {DType::Int16, kDLInt, 16},
+    {DType::Int32, kDLInt, 32},       {DType::Int64, kDLInt, 64},         {DType::UInt8, kDLUInt, 8},
+    {DType::UInt16, kDLUInt, 16},     {DType::UInt32, kDLUInt, 32},       {DType::UInt64, kDLUInt, 64},
+    {DType::Bool, kDLBoolCode, 8},    {DType::Complex64, kDLComplex, 64}, {DType::Complex128, kDLComplex, 128},
 };
 
 DLDataType dl_dtype(DType d) {
@@ -70,8 +70,8 @@ Tensor from_dlpack(DLManagedTensor* src) {
   const std::optional<DType> dtype = ug_dtype(t.dtype);
   if (!dtype)
     fail<TypeError>("[from_dlpack] unsupported DLPack dtype (code ", int(t.dtype.code), ", ", int(t.dtype.bits),
-                    " bits, ", t.dtype.lanes, " lanes); supported: float16/32/64, bfloat16, int8-64, uint8-64, bool",
-                    t.dtype.code == kDLComplex ? " (unigrad has no complex dtypes)" : "");
+                    " bits, ", t.dtype.lanes, " lanes); supported: float16/32/64, bfloat16, int8-64, uint8-64, bool, ",
+                    "complex64/128");
   if (t.ndim < 0) fail("[from_dlpack] negative ndim ", t.ndim);
   Dims shape(t.shape, t.shape + t.ndim), strides(t.ndim);
   int64_t compact = 1;
