@@ -90,9 +90,16 @@ def test_creation_and_numpy_round_trip():
 @pytest.mark.parametrize("target", ["float32", "float64", "int64", "bool", "complex64", "complex128"])
 def test_casts_as_torch(target):
     a = np.array([1.5 + 2j, -3 - 0j, 0j, 0 + 1j], dtype=np.complex128)
-    want = torch.tensor(a).to(getattr(torch, target))
-    got = ug.tensor(a).to(getattr(ug, target))
-    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    z = ug.tensor(a)
+    if target in ("float32", "float64", "int64"):
+        # torch warns and keeps the real part; unigrad asks for the real part explicitly, so that
+        # no op computes on the real part of a complex input without saying so
+        with pytest.raises(TypeError, match=rf"\[to\] casting complex128 to {target} would discard the imaginary"):
+            z.to(getattr(ug, target))
+        z = z.real
+    want = torch.tensor(a).real if target in ("float32", "float64", "int64") else torch.tensor(a)
+    want = want.to(getattr(torch, target))
+    np.testing.assert_array_equal(z.to(getattr(ug, target)).numpy(), want.numpy())
     for src in ["float32", "int32", "bool"]:
         x = torch.tensor([1.5, -2, 0]).to(getattr(torch, src))
         if target.startswith("complex"):

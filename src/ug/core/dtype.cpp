@@ -100,7 +100,7 @@ DType default_dtype_for(DTypeCategory c) {
   }
 }
 
-DType to_floating(DType t) { return is_floating(t) ? t : get_default_dtype(); }
+DType to_floating(DType t) { return is_inexact(t) ? t : get_default_dtype(); }
 
 DType to_real(DType t) {
   if (t == DType::Complex64) return DType::Float32;

@@ -57,7 +57,8 @@ DType promote_types(DType a, DType b);
 /** Whether type promotion may cast from to to (torch.can_cast): never floating to integer, nor
  *  anything but bool to bool; narrowing within a category is allowed. */
 bool can_cast(DType from, DType to);
-/** The dtype a float result takes for an input of dtype t: t if floating, else the default. */
+/** The dtype a float result takes for an input of dtype t: t if floating or complex (an op
+ *  without a complex form then refuses it), else the default. */
 DType to_floating(DType t);
 /** The floating dtype of new tensors that name none (factories, Python floats, parameters) and
  *  of float results from integers: float32 unless set_default_dtype changed it. Process-wide,

@@ -115,7 +115,7 @@ void check_integer_division(BinaryOp op, const Tensor& b) {
  *  (summed over the broadcast dims, cast to its dtype); integer operands get none. */
 Tensor as_operand(const Tensor& g, const Shape& shape, DType dtype) {
   if (!g.defined() || !is_inexact(dtype)) return Tensor();
-  return autograd::sum_to(g, shape).to(dtype);
+  return real_part_if(autograd::sum_to(g, shape), dtype).to(dtype);
 }
 
 /** Each op's derivative, from its entry in binary_kinds.h. */
@@ -376,7 +376,7 @@ Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return ug::
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
   if (rtol < 0 || atol < 0) fail("[isclose] rtol and atol must be non-negative, got ", rtol, " and ", atol);
   Tensor close = a.eq(b);
-  if (is_floating(ops::result_type(a, b))) {
+  if (is_inexact(ops::result_type(a, b))) {
     Tensor diff = (a - b).abs();
     Tensor within = diff.le((b.abs() * rtol) + atol).logical_and(isfinite(diff));
     close = close.logical_or(within);

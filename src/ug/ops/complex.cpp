@@ -113,6 +113,8 @@ Tensor imag(const Tensor& z) {
   return view_as_real(z).select(-1, 1);
 }
 
+Tensor real_part_if(const Tensor& g, DType of) { return is_complex(g.dtype()) && !is_complex(of) ? real(g) : g; }
+
 Tensor conj(const Tensor& z) {
   if (!is_complex(z.dtype())) return z;
   const DType part = to_real(z.dtype());

@@ -19,6 +19,9 @@ Tensor view_as_complex(const Tensor& x);
 Tensor real(const Tensor& z);
 /** The imaginary part (a view); a real x has none (TypeError, as in torch). */
 Tensor imag(const Tensor& z);
+/** g's real part where the tensor it is the gradient of has a real dtype: the gradient of a
+ *  real value promoted into a complex computation (torch's convention); else g itself. */
+Tensor real_part_if(const Tensor& g, DType of);
 /** The complex conjugate; a real x itself. */
 Tensor conj(const Tensor& z);
 /** real + i imag, broadcast (torch.complex): float32 or float64 parts of one dtype. */

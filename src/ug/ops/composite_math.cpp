@@ -327,7 +327,7 @@ Tensor vander(const Tensor& x, std::optional<int64_t> n, bool increasing) {
   if (x.dim() != 1) fail<RuntimeError>("[vander] needs a 1-d tensor, got shape ", x.shape());
   const int64_t cols = n.value_or(x.size(0));
   if (cols < 0) fail<RuntimeError>("[vander] N must be non-negative, got ", cols);
-  const DType dtype = x.is_floating_point() ? x.dtype() : DType::Int64;
+  const DType dtype = is_inexact(x.dtype()) ? x.dtype() : DType::Int64;
   const Tensor v = x.to(dtype);
   Tensor powers = ones({x.size(0), std::min<int64_t>(cols, 1)}, {.dtype = dtype, .device = x.device()});
   if (cols > 1) powers = cat({powers, v.unsqueeze(1).expand({x.size(0), cols - 1})}, 1).cumprod(1);
@@ -628,9 +628,23 @@ Tensor heaviside(const Tensor& x, const Tensor& values) {
   return where(x == 0, values, (x > 0).to(x.dtype()));
 }
 
-Tensor float_power(const Tensor& a, const Tensor& b) { return pow(a.to(DType::Float64), b.to(DType::Float64)); }
-Tensor float_power(const Tensor& a, Scalar b) { return pow(a.to(DType::Float64), Scalar(b.to_double())); }
-Tensor float_power(Scalar a, const Tensor& b) { return pow(Scalar(a.to_double()), b.to(DType::Float64)); }
+namespace {
+/** float_power computes in double precision: float64, or complex128 where a complex value takes part. */
+DType double_of(DType a, DType b) { return is_complex(a) || is_complex(b) ? DType::Complex128 : DType::Float64; }
+}  // namespace
+
+Tensor float_power(const Tensor& a, const Tensor& b) {
+  const DType d = double_of(a.dtype(), b.dtype());
+  return pow(a.to(d), b.to(d));
+}
+Tensor float_power(const Tensor& a, Scalar b) {
+  const DType d = double_of(a.dtype(), b.default_dtype());
+  return pow(a.to(d), b.is_complex() ? b : Scalar(b.to_double()));
+}
+Tensor float_power(Scalar a, const Tensor& b) {
+  const DType d = double_of(a.default_dtype(), b.dtype());
+  return pow(a.is_complex() ? a : Scalar(a.to_double()), b.to(d));
+}
 
 Tensor fmax(const Tensor& a, const Tensor& b) { return pick_nan_aware(a, b, true, "fmax"); }
 Tensor fmin(const Tensor& a, const Tensor& b) { return pick_nan_aware(a, b, false, "fmin"); }

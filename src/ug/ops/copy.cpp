@@ -1,6 +1,7 @@
 // Conversion and copying: Tensor::to (dtype, device), clone, contiguous, copy_ and fill_.
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/complex.h"
 
 namespace ug {
 
@@ -10,6 +11,12 @@ const graph::OpDef kTo("to"), kToDevice("to_device"), kClone("clone"), kCopy("co
 
 Tensor Tensor::to(DType target, bool copy) const {
   if (target == dtype() && !copy) return *this;
+  // torch warns and keeps the real part; an op that casts its complex input to a real dtype
+  // would silently answer for the real part alone, so unigrad asks for it explicitly (bool,
+  // z != 0, loses nothing)
+  if (is_complex(dtype()) && !is_complex(target) && target != DType::Bool)
+    fail<TypeError>("[to] casting ", dtype(), " to ", target,
+                    " would discard the imaginary part; take ug.real(z) (z.real) first, or z.abs()");
   graph::OpCall call(kTo);
   Tensor out;
   if (int lvl = batching::level(*this)) {
@@ -20,7 +27,9 @@ Tensor Tensor::to(DType target, bool copy) const {
   }
   call.finish(
       {this}, {&out}, {},
-      [source = dtype()](graph::Saved, graph::Tensors&& g) { return graph::Tensors{g[0].to(source)}; },
+      [source = dtype()](graph::Saved, graph::Tensors&& g) {
+        return graph::Tensors{real_part_if(g[0], source).to(source)};
+      },
       [target](const graph::Tensors& t) { return graph::Tensors{t[0].to(target)}; });
   return out;
 }

@@ -858,7 +858,7 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
   if (reduce == "sum") return total;
   const Tensor counts = (include_self ? ones_like(x) : zeros_like(x)).scatter_add(dim, index, ones_like(src));
   const Tensor n = where(counts == 0, ones_like(counts), counts);
-  return x.is_floating_point() ? total / n : floor_divide(total, n);
+  return is_inexact(x.dtype()) ? total / n : floor_divide(total, n);
 }
 
 }  // namespace ug

@@ -13,6 +13,7 @@
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/complex.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/composite_math.h"
 #include "ug/ops/join.h"
@@ -419,7 +420,7 @@ Tensor vander(const Tensor& x, std::optional<int64_t> n) {
 Tensor vecdot(const Tensor& x, const Tensor& y, int64_t dim) {
   if (x.dtype() != y.dtype())
     fail<TypeError>("[linalg.vecdot] expected x and y of one dtype, got ", x.dtype(), " and ", y.dtype());
-  return (x * y).sum(Dims{dim});
+  return (conj(x) * y).sum(Dims{dim});  // x^H y, as torch's
 }
 
 Tensor diagonal(const Tensor& a, int64_t offset, int64_t dim1, int64_t dim2) { return a.diagonal(offset, dim1, dim2); }

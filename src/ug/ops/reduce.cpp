@@ -242,7 +242,7 @@ Tensor run_reduce(ReduceOp op, const Tensor& x, const Mask& mask, bool keepdim, 
 }
 
 /** PyTorch's rule for sum, prod and the scans: bool and integers accumulate in int64. */
-DType widened(DType t) { return is_floating(t) ? t : DType::Int64; }
+DType widened(DType t) { return is_inexact(t) ? t : DType::Int64; }
 
 /** 16-bit floats are computed in float32 by the composed ops, then rounded once. */
 DType compute_dtype(DType t) { return t == DType::Float16 || t == DType::BFloat16 ? DType::Float32 : t; }
