@@ -228,7 +228,7 @@ Tensor unary(UnaryOp op, const Tensor& z) {
     default: break;
   }
   static const char* const names[] = {
-#define UG_NAME(Op, method) #method,
+#define UG_NAME(Op, method) Op::name,
       UG_UNARY_ALL(UG_NAME)
 #undef UG_NAME
   };
@@ -257,7 +257,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
     default: break;
   }
   static const char* const names[] = {
-#define UG_NAME(Op, method) #method,
+#define UG_NAME(Op, method) Op::name,
       UG_BINARY_ALL(UG_NAME)
 #undef UG_NAME
   };
