@@ -95,6 +95,11 @@ void bind_linalg(nb::module_& m) {
     return std::make_tuple(r.eigenvalues, r.eigenvectors);
   });
   l.def("eigvalsh", &la::eigvalsh, "A"_a, "UPLO"_a);
+  l.def("eig", [](const Tensor& a) {
+    auto r = la::eig(a);
+    return std::make_tuple(r.eigenvalues, r.eigenvectors);
+  });
+  l.def("eigvals", &la::eigvals, "A"_a);
   l.def("svd", [](const Tensor& a, bool full_matrices) {
     auto r = la::svd(a, full_matrices);
     return std::make_tuple(r.U, r.S, r.Vh);

@@ -1,11 +1,12 @@
 """ug.linalg: torch.linalg's functions, signatures and named results over ug::linalg (C++).
 
-Matrices are the last two dims, leading dims are a batch; float32 and float64. A singular
-input to inv, solve or lu_factor and a non-positive-definite one to cholesky raise LinAlgError
-(a RuntimeError, as torch's) naming the op; the *_ex forms return an info tensor instead. There
-is no complex dtype: eig and eigvals raise NotImplementedError. The derivatives of eigh and svd assume
-distinct eigenvalues and singular values, and losses that do not depend on the signs of the
-eigenvectors or singular vectors, as torch documents.
+Matrices are the last two dims, leading dims are a batch; float32 and float64, and complex64
+and complex128 for solve, inv, eig and eigvals (eig's results are complex for any input). A
+singular input to inv, solve or lu_factor and a non-positive-definite one to cholesky raise
+LinAlgError (a RuntimeError, as torch's) naming the op; the *_ex forms return an info tensor
+instead. The derivatives of eig, eigh and svd assume distinct eigenvalues and singular values,
+and losses that do not depend on the signs (phases) of the eigenvectors or singular vectors,
+as torch documents.
 """
 from collections import namedtuple
 
@@ -21,6 +22,7 @@ __all__ = ["cross", "inv", "det", "slogdet", "solve", "solve_triangular", "chole
 SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 QrResult = namedtuple("linalg_qr", ["Q", "R"])
 EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+EigResult = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
 SvdResult = namedtuple("linalg_svd", ["U", "S", "Vh"])
 LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 CholeskyExResult = namedtuple("linalg_cholesky_ex", ["L", "info"])
@@ -147,13 +149,13 @@ def matmul(input, other):
 
 
 def eig(A):
-    raise NotImplementedError("[linalg.eig] eigenvalues of a general matrix are complex, and unigrad has no complex "
-                              "dtype: for a symmetric A use linalg.eigh")
+    """The eigenvalues and right eigenvectors of each square matrix, complex whatever A is
+    (torch.linalg.eig): each eigenvector has unit norm and its largest component real."""
+    return EigResult(*_la.eig(A))
 
 
 def eigvals(A):
-    raise NotImplementedError("[linalg.eigvals] eigenvalues of a general matrix are complex, and unigrad has no "
-                              "complex dtype: for a symmetric A use linalg.eigvalsh")
+    return _la.eigvals(A)
 
 
 def cholesky_solve(B, L, upper=False):

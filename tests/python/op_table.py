@@ -460,6 +460,14 @@ def unit(*shape, seed=0, dtype="float32"):
     return x(*shape, low=-1.0, high=1.0, seed=seed, dtype=dtype)
 
 
+def eig_powers(m, a):
+    """A^2 rebuilt from eig as V diag(L^2) V^-1, and the sum of L^3: functions of both results
+    that depend on neither the eigenvalues' order nor the eigenvectors' phases (complex inside,
+    real at the ends)."""
+    L, V = m.linalg.eig(a)
+    return m.view_as_real(V @ ((L * L).unsqueeze(-1) * m.linalg.inv(V))), m.view_as_real((L * L * L).sum(-1))
+
+
 def squares(*ts):
     """Eigenvectors and singular vectors are defined up to sign: compare their squares."""
     return tuple(t * t for t in ts)
@@ -471,6 +479,7 @@ CHOLESKY_OFF = unsupported("linalg_cholesky")
 TRIANGULAR_OFF = unsupported("linalg_solve_triangular")
 EIGH_OFF = unsupported("linalg_eigh")
 SVD_OFF = unsupported("linalg_svd")
+EIG_OFF = unsupported("linalg_eig")
 QR_OFF = unsupported("linalg_qr")
 LU_OFF = unsupported("linalg_lu_factor")
 LDL_OFF = {**unsupported("linalg_ldl_factor"),
@@ -511,6 +520,8 @@ DECOMPOSITIONS = [
        ops=("linalg_eigh",), off=EIGH_OFF),
     Op("linalg_eigh.eigvalsh", lambda m, a: m.linalg.eigvalsh(spd(m, a)), unit(4, 4), ops=("linalg_eigh",),
        off=EIGH_OFF),
+    Op("linalg_eig", eig_powers, unit(2, 4, 4, dtype="float64"), ops=("linalg_eig", "linalg_solve", "view_as_real"),
+       off=EIG_OFF),
     Op("linalg_svd", lambda m, a: squares(*m.linalg.svd(a, full_matrices=False)), x(2, 5, 3, dtype="float64"),
        off=SVD_OFF),
     Op("linalg_svd.wide", lambda m, a: squares(*m.linalg.svd(a, full_matrices=False)), x(3, 5, dtype="float64"), ops=("linalg_svd",),

@@ -246,6 +246,33 @@ def test_sum_mean_matmul_as_torch(dtype, npdtype, eps):
     close(ug.matmul(ug.tensor(a[0, 0]), ug.tensor(b)), ta[0, 0] @ tb, eps, k=8 * 7 * 4)
 
 
+@pytest.mark.parametrize("dtype,npdtype,eps", DTYPES)
+def test_products_scans_and_statistics_as_torch(dtype, npdtype, eps):
+    rng = np.random.default_rng(6)
+    a = crandn(rng, (3, 5, 7), npdtype)
+    z, t = ug.tensor(a), torch.tensor(a)
+    # the products multiply up to 105 factors of |z| ~ 1 in another order: K·n·eps relative
+    close(z.prod(), t.prod(), eps, k=4 * 105)
+    for dim in (0, 1, -1):
+        close(z.prod(dim), t.prod(dim), eps, k=4 * 7 * 8)
+        close(z.prod(dim, keepdim=True), t.prod(dim, keepdim=True), eps, k=4 * 7 * 8)
+        close(z.cumsum(dim), t.cumsum(dim), eps, k=4 * 7)
+        close(ug.cumprod(z, dim), torch.cumprod(t, dim), eps, k=4 * 7 * 8)
+        close(z.var(dim), t.var(dim), eps, k=8 * 7)
+        close(z.std(dim, correction=0), t.std(dim, correction=0), eps, k=8 * 7)
+    close(z.var(), t.var(), eps, k=8 * 105)
+    close(ug.sgn(z), torch.sgn(t), eps, k=8)
+    assert ug.sgn(ug.tensor([0j, 3 + 4j], dtype=ug.complex128)).tolist() == [0j, 0.6 + 0.8j]
+    close(ug.linalg.vector_norm(z), torch.linalg.vector_norm(t), eps, k=8 * 105)
+    close(ug.linalg.vector_norm(z, float("inf"), dim=1), torch.linalg.vector_norm(t, float("inf"), dim=1), eps, k=8)
+    close(z.norm(1), t.norm(1), eps, k=8 * 105)
+    # empty products are one, a scan of one element is itself, 0-d values pass through
+    assert ug.tensor(np.zeros((2, 0), npdtype)).prod(1).tolist() == [1, 1]
+    assert ug.tensor(np.zeros((0,), npdtype)).prod().item() == 1
+    assert ug.cumprod(z[:, :1], 1).tolist() == z[:, :1].tolist()
+    assert ug.tensor(1 + 2j).cumsum(0).item() == 1 + 2j
+
+
 # ---- gradients ------------------------------------------------------------------------------
 
 GRAD_CASES = {
@@ -257,6 +284,9 @@ GRAD_CASES = {
     "conj_matmul": lambda m, z, w: (z.conj() @ w.transpose(0, 1)).abs().sum(),
     "sum_mean_pow": lambda m, z, w: ((z.sum(0) + w.mean(0)) ** 2).imag.sum(),
     "polar": lambda m, z, w: m.polar(z.abs(), w.angle()).real.sum(),
+    "prod_cumprod": lambda m, z, w: (z.prod(1) * w.cumprod(1)[:, -1]).abs().sum() + m.cumprod(z, 1).real.sum(),
+    "var_std_cumsum": lambda m, z, w: z.var(0).sum() + w.std(1, correction=0).sum() + z.cumsum(-1).imag.sum(),
+    "sgn_norm": lambda m, z, w: (m.sgn(z) * w).real.sum() + m.linalg.vector_norm(w, 3.0, dim=1).sum(),
 }
 
 

@@ -214,10 +214,6 @@ def test_bad_arguments_name_the_op():
         ug.linalg.tensorinv(ug.ones(2, 3, 4), ind=1)
     with pytest.raises(ValueError, match=r"\[linalg.tensorsolve\]"):
         ug.linalg.tensorsolve(ug.ones(2, 3, 4), ug.ones(3))
-    with pytest.raises(NotImplementedError, match=r"\[linalg.eig\].*complex"):
-        ug.linalg.eig(a)
-    with pytest.raises(NotImplementedError, match=r"\[linalg.eigvals\].*complex"):
-        ug.linalg.eigvals(a)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -69,8 +69,8 @@ class Backend {
   virtual std::pair<double, double> float_range(const Tensor& x) = 0;
 
   // Dense linear algebra over contiguous [B, ...] batches of row-major float32/float64
-  // matrices into contiguous outputs. A kernel that can fail reports the first batch entry
-  // that did (ops::LinalgStatus) and the op raises.
+  // matrices (complex ones too for solve and eig) into contiguous outputs. A kernel that can
+  // fail reports the first batch entry that did (ops::LinalgStatus) and the op raises.
   /** x [B, n, k] = a^-1 b for a [B, n, n] and b [B, n, k] (LU with partial pivoting); fails
    *  where a pivot is exactly zero (a singular). */
   virtual ops::LinalgStatus solve(const Tensor& a, const Tensor& b, const Tensor& x) = 0;
@@ -95,6 +95,10 @@ class Backend {
   /** Ascending eigenvalues w [B, n] and orthonormal eigenvectors v [B, n, n] (columns) of the
    *  symmetric matrix whose lower triangle a [B, n, n] holds; fails where they do not converge. */
   virtual ops::LinalgStatus eigh(const Tensor& a, const Tensor& w, const Tensor& v) = 0;
+  /** Eigenvalues w [B, n] and right eigenvectors v [B, n, n] (columns of unit norm, each with
+   *  its largest component real: LAPACK's geev) of a general a [B, n, n], real or complex; w
+   *  and v are complex. Fails where the QR iteration does not converge. */
+  virtual ops::LinalgStatus eig(const Tensor& a, const Tensor& w, const Tensor& v) = 0;
   /** a [B, m, n] = u diag(s) vh, s [B, k] descending (k = min(m, n)); u and vh are [B, m, k]
    *  and [B, k, n], or [B, m, m] and [B, n, n] (full), or both undefined (s alone). Fails
    *  where the iteration does not converge. */

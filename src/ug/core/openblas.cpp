@@ -22,10 +22,16 @@ std::string_view openblas_core_for_cpu() {
 std::string openblas_core() { return openblas_get_corename(); }
 
 bool openblas_core_outdated() {
-  if (openblas_core_for_cpu().empty()) return false;
-  // The AVX-512 kernels of OpenBLAS's x86-64 builds, newer ones included.
+  const std::string_view want = openblas_core_for_cpu();
+  if (want.empty()) return false;
+  // The AVX-512 kernels of OpenBLAS's x86-64 builds, oldest first, newer ones included: a
+  // core before the wanted one (or none of them: SSE3, AVX2) is outdated. Debian's 0.3.21
+  // gives an AMX-capable Xeon (family 6, model 167 as the hypervisor reports it) SkylakeX: the
+  // `ug` program then runs the kernels that Python's import names, Cooperlake.
   constexpr std::array<std::string_view, 3> kAvx512 = {"SkylakeX", "Cooperlake", "SapphireRapids"};
-  return std::find(kAvx512.begin(), kAvx512.end(), openblas_core()) == kAvx512.end();
+  const auto rank = [&](std::string_view core) { return std::find(kAvx512.begin(), kAvx512.end(), core); };
+  const auto have = rank(openblas_core());
+  return have == kAvx512.end() || have < rank(want);
 }
 
 void rerun_with_openblas_core(char** argv) {

@@ -1658,6 +1658,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"linalg_ldl_factor", "ONNX has no LDL decomposition"},
       {"linalg_ldl_solve", "ONNX has no LDL solver"},
       {"linalg_eigh", "ONNX has no eigendecomposition"},
+      {"linalg_eig", "ONNX has no eigendecomposition (and no complex arithmetic for its results)"},
       {"linalg_svd", "ONNX has no singular value decomposition"},
       {"linalg_qr", "ONNX has no QR decomposition"},
       {"linalg_matrix_exp", "ONNX has no matrix exponential"},

@@ -267,11 +267,11 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 namespace {
 
 /** z's reduced dims as dims of its real view (whose last dim holds the parts); none: all of z's. */
-Dims part_dims(const Tensor& z, const Dims& dims) {
+Dims part_dims(const Tensor& z, const Dims& dims, const char* op) {
   Dims out;
   if (dims.empty())
     for (int64_t d = 0; d < z.dim(); ++d) out.push_back(d);
-  for (int64_t d : dims) out.push_back(wrap_dim(d, z.dim(), "sum"));
+  for (int64_t d : dims) out.push_back(wrap_dim(d, z.dim(), op));
   return out;
 }
 
@@ -279,12 +279,62 @@ Dims part_dims(const Tensor& z, const Dims& dims) {
 
 Tensor sum(const Tensor& z, const Dims& dims, bool keepdim) {
   if (z.dim() == 0) return z.clone();
-  return view_as_complex(view_as_real(z).sum(part_dims(z, dims), keepdim));
+  return view_as_complex(view_as_real(z).sum(part_dims(z, dims, "sum"), keepdim));
 }
 
 Tensor mean(const Tensor& z, const Dims& dims, bool keepdim) {
   if (z.dim() == 0) return z.clone();
-  return view_as_complex(view_as_real(z).mean(part_dims(z, dims), keepdim));
+  return view_as_complex(view_as_real(z).mean(part_dims(z, dims, "mean"), keepdim));
+}
+
+Tensor prod(const Tensor& z, const Dims& dims, bool keepdim) {
+  // The reduced dims moved last and flattened into one of length n, then halved until one is
+  // left: slice [0, h) times slice [h, 2h), the odd one out carried along.
+  std::vector<bool> is_reduced(z.dim(), false);
+  for (int64_t d : part_dims(z, dims, "prod")) is_reduced[d] = true;
+  Dims order, flat, out_shape;
+  int64_t n = 1;
+  for (int64_t d = 0; d < z.dim(); ++d)
+    if (!is_reduced[d]) {
+      order.push_back(d);
+      flat.push_back(z.size(d));
+    } else {
+      n *= z.size(d);
+    }
+  for (int64_t d = 0; d < z.dim(); ++d) {
+    if (is_reduced[d]) order.push_back(d);
+    if (!is_reduced[d] || keepdim) out_shape.push_back(is_reduced[d] ? 1 : z.size(d));
+  }
+  flat.push_back(n);
+  Tensor p = z.permute(order).reshape(flat);
+  if (p.size(-1) == 0) return ones(out_shape, {.dtype = z.dtype(), .device = z.device()});
+  while (p.size(-1) > 1) {
+    const int64_t len = p.size(-1), h = len / 2;
+    Tensor halves = p.narrow(-1, 0, h) * p.narrow(-1, h, h);
+    p = len % 2 ? cat({halves, p.narrow(-1, len - 1, 1)}, -1) : halves;
+  }
+  return p.reshape(out_shape);
+}
+
+Tensor var(const Tensor& z, const std::optional<Dims>& dims, double correction, bool keepdim) {
+  const Parts p(z);
+  return ug::var(p.re, dims, correction, keepdim) + ug::var(p.im, dims, correction, keepdim);
+}
+
+Tensor cumsum(const Tensor& z, int64_t dim) {
+  const int64_t d = wrap_dim(dim, z.dim(), "cumsum");
+  return z.dim() == 0 ? z.clone() : view_as_complex(view_as_real(z).cumsum(d));
+}
+
+Tensor cumprod(const Tensor& z, int64_t dim) {
+  const int64_t d = wrap_dim(dim, z.dim(), "cumprod");
+  if (z.dim() == 0) return z.clone();
+  const int64_t n = z.size(d);
+  // Hillis-Steele: after the step of stride s, element i holds the product of the 2s elements
+  // ending at i (fewer near the start).
+  Tensor y = z;
+  for (int64_t s = 1; s < n; s *= 2) y = cat({y.narrow(d, 0, s), y.narrow(d, s, n - s) * y.narrow(d, 0, n - s)}, d);
+  return y;
 }
 
 }  // namespace ops::complex_math

@@ -41,6 +41,14 @@ Tensor unary(UnaryOp op, const Tensor& z);
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor sum(const Tensor& z, const Dims& dims, bool keepdim);
 Tensor mean(const Tensor& z, const Dims& dims, bool keepdim);
+/** The product over dims (none: all), by halves: log2(n) complex products of whole slices. */
+Tensor prod(const Tensor& z, const Dims& dims, bool keepdim);
+/** torch's variance of complex values: that of the real parts plus that of the imaginary ones,
+ *  a real result. */
+Tensor var(const Tensor& z, const std::optional<Dims>& dims, double correction, bool keepdim);
+Tensor cumsum(const Tensor& z, int64_t dim);
+/** The running product along dim as a doubling scan: log2(n) complex products. */
+Tensor cumprod(const Tensor& z, int64_t dim);
 
 }  // namespace ops::complex_math
 

@@ -173,10 +173,16 @@ Tensor xlogy(const Tensor& x, const Tensor& y) {
 }
 
 Tensor hypot(const Tensor& a, const Tensor& b) {
-  // Scaled by the larger magnitude, so that neither square overflows nor underflows.
-  const Tensor big = maximum(a.abs(), b.abs()), small = minimum(a.abs(), b.abs());
-  const Tensor ratio = where(big == 0.0, 0.0, small / where(big == 0.0, 1.0, big));
-  return big * (1.0 + ratio * ratio).sqrt();
+  // s sqrt((a/s)^2 + (b/s)^2) with s the larger magnitude, so that neither square overflows
+  // nor underflows. The value does not depend on s, so s is a constant to the derivatives:
+  // they are a / h and b / h, smooth where a or b is 0 (a composition through |a| and |b|
+  // lost the second derivative there, abs having none at 0). At (0, 0) the value is 0 and
+  // the gradient 0, as torch's for a complex abs; the square root never sees that 0.
+  const Tensor s = maximum(a.abs(), b.abs()).detach(), zero = s == 0.0;
+  const Tensor safe = where(zero, 1.0, s).to(s.dtype());
+  const Tensor ra = a / safe, rb = b / safe, sum = ra * ra + rb * rb;
+  const Tensor h = s * where(zero, 1.0, sum).to(sum.dtype()).sqrt();
+  return where(zero, 0.0, h).to(h.dtype());
 }
 
 namespace {

@@ -596,7 +596,12 @@ Tensor erfc(const Tensor& x) {
 Tensor deg2rad(const Tensor& x) { return as_floating(x) * (kPi / 180.0); }
 Tensor rad2deg(const Tensor& x) { return as_floating(x) * (180.0 / kPi); }
 
-Tensor sgn(const Tensor& x) { return sign(x); }
+Tensor sgn(const Tensor& x) {
+  if (!is_complex(x.dtype())) return sign(x);
+  // z / |z|, and 0 at 0 (torch.sgn)
+  const Tensor magnitude = x.abs(), zero = magnitude == 0.0;
+  return where(zero, zeros_like(x), x / where(zero, 1.0, magnitude).to(magnitude.dtype()));
+}
 
 Tensor signbit(const Tensor& x) {
   if (x.dtype() == DType::Bool || x.dtype() == DType::UInt8)

@@ -90,7 +90,7 @@ std::vector<Tensor> unravel_index(const Tensor& indices, const Dims& shape);
 Tensor erfc(const Tensor& x);
 Tensor deg2rad(const Tensor& x);
 Tensor rad2deg(const Tensor& x);
-/** sign (torch's sgn differs for complex dtypes only). */
+/** sign for real x; z / |z| (0 at 0) for complex z, as torch.sgn. */
 Tensor sgn(const Tensor& x);
 /** Whether the sign bit is set (-0.0 included). */
 Tensor signbit(const Tensor& x);

@@ -151,10 +151,15 @@ Tensor eye(int64_t n, std::optional<int64_t> m, Options opts) {
   int64_t cols = m.value_or(n);
   if (n < 0 || cols < 0) fail("[eye] sizes must be non-negative, got ", n, " and ", cols);
   Tensor out = zeros({n, cols}, {opts.dtype.value_or(get_default_dtype()), {}});
-  UG_DISPATCH_ALL(out.dtype(), "eye", {
-    scalar_t* p = static_cast<scalar_t*>(out.raw_data());
-    for (int64_t i = 0; i < std::min(n, cols); ++i) p[i * cols + i] = static_cast<scalar_t>(1);
-  });
+  auto ones_on_diagonal = [&]<class T>() {
+    T* p = static_cast<T*>(out.raw_data());
+    for (int64_t i = 0; i < std::min(n, cols); ++i) p[i * cols + i] = static_cast<T>(1);
+  };
+  if (is_complex(out.dtype())) {
+    UG_DISPATCH_COMPLEX(out.dtype(), "eye", ones_on_diagonal.operator()<scalar_t>());
+  } else {
+    UG_DISPATCH_ALL(out.dtype(), "eye", ones_on_diagonal.operator()<scalar_t>());
+  }
   return out.to(opts.device);
 }
 

@@ -49,6 +49,9 @@ struct SlogdetResult {
 struct EighResult {
   Tensor eigenvalues, eigenvectors;
 };
+struct EigResult {
+  Tensor eigenvalues, eigenvectors;
+};
 struct SvdResult {
   Tensor U, S, Vh;
 };
@@ -106,6 +109,11 @@ QrResult qr(const Tensor& a, std::string_view mode = "reduced");
  *  "L") or upper ("U") triangle A holds. */
 EighResult eigh(const Tensor& a, std::string_view uplo = "L");
 Tensor eigvalsh(const Tensor& a, std::string_view uplo = "L");
+/** The eigenvalues and right eigenvectors of a general square matrix (torch.linalg.eig):
+ *  complex64 for float32 or complex64 input, complex128 for float64 or complex128; each
+ *  eigenvector has unit norm and its largest component real, as LAPACK's geev gives them. */
+EigResult eig(const Tensor& a);
+Tensor eigvals(const Tensor& a);
 /** A = U diag(S) Vh, S descending; full_matrices: U [m, m] and Vh [n, n], else [m, k], [k, n]. */
 SvdResult svd(const Tensor& a, bool full_matrices = true);
 Tensor svdvals(const Tensor& a);

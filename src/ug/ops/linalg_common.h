@@ -8,14 +8,19 @@
 
 #include "ug/core/batching.h"
 #include "ug/core/tensor.h"
+#include "ug/ops/complex.h"
 #include "ug/ops/linalg_kinds.h"
 
 namespace ug::linalg_detail {
 
-/** A float32/float64 tensor of at least 2 dims; `square` also asks for square matrices. */
-inline void check_matrix(const Tensor& a, const char* op, bool square = true) {
-  if (a.dtype() != DType::Float32 && a.dtype() != DType::Float64)
-    fail<TypeError>("[", op, "] expected a float32 or float64 tensor, got ", a.dtype(), " (shape ", a.shape(), ")");
+/** A float32/float64 tensor (complex64/complex128 too where complex_ok) of at least 2 dims;
+ *  `square` also asks for square matrices. */
+inline void check_matrix(const Tensor& a, const char* op, bool square = true, bool complex_ok = false) {
+  const DType t = a.dtype();
+  const bool real_ok = t == DType::Float32 || t == DType::Float64;
+  if (!real_ok && !(complex_ok && (t == DType::Complex64 || t == DType::Complex128)))
+    fail<TypeError>("[", op, "] expected a float32 or float64", complex_ok ? " (or complex64, complex128)" : "",
+                    " tensor, got ", t, " (shape ", a.shape(), ")");
   if (a.dim() < 2)
     fail("[", op, "] expected a matrix or a batch of matrices (at least 2 dims), got shape ", a.shape(), " (dtype ",
          a.dtype(), ")");
@@ -47,6 +52,9 @@ inline Shape prepend(int64_t n, const Shape& tail) {
 inline Shape batch_of(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 2); }
 
 inline Options like(const Tensor& t) { return {.dtype = t.dtype(), .device = t.device()}; }
+
+/** The conjugate transpose of a batch of matrices (the transpose for real ones). */
+inline Tensor mH(const Tensor& x) { return conj(x).mT(); }
 
 /** The operands of a vmap call at `lvl`: each batched one's physical tensor (vmap dim first),
  *  each other one broadcast along a new first dim of the batch's size. */

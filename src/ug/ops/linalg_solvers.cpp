@@ -5,8 +5,8 @@
 // front (the public functions broadcast them), so the vmap rule of each is the op called again
 // on the physical tensors, whose vmap dim is one more batch dim. The rules are written with
 // these ops, so derivatives of derivatives work; they are torch's (FunctionsManual.cpp) for
-// real matrices. None has an ONNX form: a compiled program calls each back. The rest (pinv,
-// lstsq, norms, ...) are compositions.
+// real matrices, solve's for complex ones too. None has an ONNX form: a compiled program calls
+// each back. The rest (pinv, lstsq, norms, ...) are compositions; eig is in linalg_eig.cpp.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -67,8 +67,8 @@ Tensor solve_op(const Tensor& a, const Tensor& b, const char* op) {
   call.finish(
       {&a, &b}, {&x}, {graph::input(a), graph::output(x)},
       [op](graph::Saved s, graph::Tensors&& g) {
-        Tensor gb = solve_op(s[0].mT(), g[0], op);
-        return graph::Tensors{-matmul(gb, s[1].mT()), gb};
+        Tensor gb = solve_op(mH(s[0]), g[0], op);
+        return graph::Tensors{-matmul(gb, mH(s[1])), gb};
       },
       [&](const graph::Tensors& t) {
         Tensor rhs = t[1].defined() ? t[1] : zeros_like(x);
@@ -409,7 +409,7 @@ Tensor cholesky_solve(const Tensor& b, const Tensor& l, bool upper) {
 namespace linalg {
 
 Tensor inv(const Tensor& a) {
-  check_matrix(a, "linalg.inv");
+  check_matrix(a, "linalg.inv", true, /*complex_ok=*/true);
   return solve_op(a, eye(a.size(-1), {}, like(a)).expand(a.shape()), "linalg.inv");
 }
 
@@ -426,7 +426,7 @@ Tensor det(const Tensor& a) {
 }
 
 Tensor solve(const Tensor& a, const Tensor& b, bool left) {
-  check_matrix(a, "linalg.solve");
+  check_matrix(a, "linalg.solve", true, /*complex_ok=*/true);
   check_pair(a, b, "linalg.solve");
   const bool vector = b.dim() == 1 || (b.dim() == a.dim() - 1 && b.shape() == with(batch_of(a), {a.size(-1)}));
   if (b.dim() < 1 || (!vector && b.dim() < 2))

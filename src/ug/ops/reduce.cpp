@@ -325,6 +325,8 @@ Tensor arg_extreme(bool is_max, const Tensor& x, std::optional<int64_t> dim, boo
 }
 
 Tensor var_impl(const Tensor& x, const std::optional<Dims>& dims, double correction, bool keepdim, const char* op) {
+  if (is_complex(x.dtype())) [[unlikely]]
+    return ops::complex_math::var(x, dims, correction, keepdim);
   require_floating(x, op);
   Mask mask = reduce_mask(x, dims.value_or(Dims{}), op);
   Tensor xc = x.to(compute_dtype(x.dtype()));
@@ -361,6 +363,8 @@ Tensor cumprod_jvp(const Tensor& t, const Tensor& x, const Tensor& y, int64_t d)
 }
 
 Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
+  if (is_complex(x.dtype())) [[unlikely]]
+    return op == ScanOp::CumSum ? ops::complex_math::cumsum(x, dim) : ops::complex_math::cumprod(x, dim);
   const graph::OpDef& def = op == ScanOp::CumSum ? kCumsum : kCumprod;
   if (autocast::applies(def)) [[unlikely]]
     return autocast::call(def, scan, op, x, dim, name);
@@ -539,9 +543,13 @@ Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, std::optional<DType
   return mean_masked(x, reduce_mask(x, dims, "mean"), keepdim, dtype);
 }
 Tensor prod(const Tensor& x, std::optional<DType> dtype) {
+  if (is_complex(dtype.value_or(x.dtype()))) [[unlikely]]
+    return ops::complex_math::prod(dtype ? x.to(*dtype) : x, {}, false);
   return prod_masked(x, reduce_mask(x, {}, "prod"), false, dtype);
 }
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<DType> dtype) {
+  if (is_complex(dtype.value_or(x.dtype()))) [[unlikely]]
+    return ops::complex_math::prod(dtype ? x.to(*dtype) : x, {dim}, keepdim);
   return prod_masked(x, single_dim_mask(x, dim, "prod"), keepdim, dtype);
 }
 
@@ -580,6 +588,8 @@ Tensor std(const Tensor& x, const std::optional<Dims>& dims, double correction, 
 }
 
 Tensor norm(const Tensor& x, Scalar p, const std::optional<Dims>& dims, bool keepdim) {
+  if (is_complex(x.dtype())) [[unlikely]]
+    return norm(x.abs(), p, dims, keepdim);
   require_floating(x, "norm");
   Mask mask = reduce_mask(x, dims.value_or(Dims{}), "norm");
   Tensor a = x.to(compute_dtype(x.dtype())).abs();

@@ -59,6 +59,7 @@ class CpuBackend final : public Backend {
   ops::LinalgStatus ldl_factor(const Tensor& a, const Tensor& ld, const Tensor& pivots, const Tensor& info) override;
   void ldl_solve(const Tensor& ld, const Tensor& pivots, const Tensor& b, const Tensor& x) override;
   ops::LinalgStatus eigh(const Tensor& a, const Tensor& w, const Tensor& v) override;
+  ops::LinalgStatus eig(const Tensor& a, const Tensor& w, const Tensor& v) override;
   ops::LinalgStatus svd(const Tensor& a, const Tensor& u, const Tensor& s, const Tensor& vh) override;
   void qr(const Tensor& a, const Tensor& q, const Tensor& r) override;
   void solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool unit, const Tensor& x) override;
@@ -113,6 +114,15 @@ template <class F> void dispatch_float_or_double(DType dtype, const char* op, F&
     case DType::Float32: return f(float{});
     case DType::Float64: return f(double{});
     default: fail<TypeError>("[", op, "] the CPU kernel supports float32 and float64, got ", dtype);
+  }
+}
+
+/** The same with std::complex<float> and std::complex<double> too (LAPACK's c and z routines). */
+template <class F> void dispatch_inexact(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::Complex64: return f(std::complex<float>{});
+    case DType::Complex128: return f(std::complex<double>{});
+    default: return dispatch_float_or_double(dtype, op, std::forward<F>(f));
   }
 }
 

@@ -5,13 +5,14 @@
 // row-major buffer read column-major is the matrix's transpose, which most routines here can
 // use as it is: det(A^T) = det(A), the lower triangle of a symmetric A row-major is the upper
 // one column-major, and the SVD of A^T hands back A's factors swapped and transposed. Only
-// solve and qr copy their operands transposed. Batch entries run in parallel, one LAPACK call
+// solve, eig and qr copy their operands transposed. Batch entries run in parallel, one LAPACK call
 // each (OpenBLAS runs single-threaded inside the pool's tasks).
 #include <cblas.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <vector>
 
@@ -23,6 +24,22 @@
 extern "C" {
 void sgesv_(const int* n, const int* nrhs, float* a, const int* lda, int* ipiv, float* b, const int* ldb, int* info);
 void dgesv_(const int* n, const int* nrhs, double* a, const int* lda, int* ipiv, double* b, const int* ldb, int* info);
+void cgesv_(const int* n, const int* nrhs, std::complex<float>* a, const int* lda, int* ipiv, std::complex<float>* b,
+            const int* ldb, int* info);
+void zgesv_(const int* n, const int* nrhs, std::complex<double>* a, const int* lda, int* ipiv, std::complex<double>* b,
+            const int* ldb, int* info);
+void sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const int* lda, float* wr, float* wi,
+            float* vl, const int* ldvl, float* vr, const int* ldvr, float* work, const int* lwork, int* info, size_t,
+            size_t);
+void dgeev_(const char* jobvl, const char* jobvr, const int* n, double* a, const int* lda, double* wr, double* wi,
+            double* vl, const int* ldvl, double* vr, const int* ldvr, double* work, const int* lwork, int* info, size_t,
+            size_t);
+void cgeev_(const char* jobvl, const char* jobvr, const int* n, std::complex<float>* a, const int* lda,
+            std::complex<float>* w, std::complex<float>* vl, const int* ldvl, std::complex<float>* vr, const int* ldvr,
+            std::complex<float>* work, const int* lwork, float* rwork, int* info, size_t, size_t);
+void zgeev_(const char* jobvl, const char* jobvr, const int* n, std::complex<double>* a, const int* lda,
+            std::complex<double>* w, std::complex<double>* vl, const int* ldvl, std::complex<double>* vr,
+            const int* ldvr, std::complex<double>* work, const int* lwork, double* rwork, int* info, size_t, size_t);
 void sgetrf_(const int* m, const int* n, float* a, const int* lda, int* ipiv, int* info);
 void dgetrf_(const int* m, const int* n, double* a, const int* lda, int* ipiv, int* info);
 void spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info, size_t);
@@ -61,6 +78,12 @@ namespace {
 // One overload per dtype, so that the kernels below are written once.
 void gesv(int n, int k, float* a, int* ipiv, float* b, int* info) { sgesv_(&n, &k, a, &n, ipiv, b, &n, info); }
 void gesv(int n, int k, double* a, int* ipiv, double* b, int* info) { dgesv_(&n, &k, a, &n, ipiv, b, &n, info); }
+void gesv(int n, int k, std::complex<float>* a, int* ipiv, std::complex<float>* b, int* info) {
+  cgesv_(&n, &k, a, &n, ipiv, b, &n, info);
+}
+void gesv(int n, int k, std::complex<double>* a, int* ipiv, std::complex<double>* b, int* info) {
+  zgesv_(&n, &k, a, &n, ipiv, b, &n, info);
+}
 void getrf(int m, int n, float* a, int* ipiv, int* info) {
   const int lda = std::max(m, 1);
   sgetrf_(&m, &n, a, &lda, ipiv, info);
@@ -120,6 +143,36 @@ void sytrs(int n, int k, const double* a, const int* ipiv, double* b, int* info)
   const int lda = std::max(n, 1);
   dsytrs_(&uplo, &n, &k, a, &lda, ipiv, b, &lda, info, 1);
 }
+
+// geev with right eigenvectors only (jobvl 'N', jobvr 'V'), on a column-major n x n matrix;
+// a workspace query where lwork is -1. The real forms return the eigenvalues
+// as their real and imaginary parts and each complex pair's eigenvectors packed in two
+// real columns (eig_impl unpacks them); rwork is the complex forms' real workspace (2n).
+void geev(int n, float* a, float* wr, float* wi, float* vr, float* work, int lwork, float*, int* info) {
+  const char jobvl = 'N', jobvr = 'V';
+  const int one = 1;
+  sgeev_(&jobvl, &jobvr, &n, a, &n, wr, wi, nullptr, &one, vr, &n, work, &lwork, info, 1, 1);
+}
+void geev(int n, double* a, double* wr, double* wi, double* vr, double* work, int lwork, double*, int* info) {
+  const char jobvl = 'N', jobvr = 'V';
+  const int one = 1;
+  dgeev_(&jobvl, &jobvr, &n, a, &n, wr, wi, nullptr, &one, vr, &n, work, &lwork, info, 1, 1);
+}
+void geev(int n, std::complex<float>* a, std::complex<float>* w, std::complex<float>*, std::complex<float>* vr,
+          std::complex<float>* work, int lwork, float* rwork, int* info) {
+  const char jobvl = 'N', jobvr = 'V';
+  const int one = 1;
+  cgeev_(&jobvl, &jobvr, &n, a, &n, w, nullptr, &one, vr, &n, work, &lwork, rwork, info, 1, 1);
+}
+void geev(int n, std::complex<double>* a, std::complex<double>* w, std::complex<double>*, std::complex<double>* vr,
+          std::complex<double>* work, int lwork, double* rwork, int* info) {
+  const char jobvl = 'N', jobvr = 'V';
+  const int one = 1;
+  zgeev_(&jobvl, &jobvr, &n, a, &n, w, nullptr, &one, vr, &n, work, &lwork, rwork, info, 1, 1);
+}
+
+template <class T> struct RealOf { using type = T; };
+template <class T> struct RealOf<std::complex<T>> { using type = T; };
 
 /** dst [cols, rows] = src [rows, cols] transposed: a row-major matrix to column-major or back. */
 template <class T> void transpose(const T* src, int64_t rows, int64_t cols, T* dst) {
@@ -295,6 +348,51 @@ template <class T> ops::LinalgStatus eigh_impl(const Tensor& a0, const Tensor& w
   });
 }
 
+template <class T> ops::LinalgStatus eig_impl(const Tensor& a0, const Tensor& w, const Tensor& v) {
+  using R = typename RealOf<T>::type;
+  using C = std::complex<R>;
+  constexpr bool kReal = std::is_same_v<T, R>;
+  Tensor a = contiguous(a0);
+  const int64_t B = a.size(0), n = a.size(1);
+  const int ni = static_cast<int>(n);
+  const T* pa = a.data_ptr<T>();
+  C* pw = w.data_ptr<C>();
+  C* pv = v.data_ptr<C>();
+  return for_each_entry(B, [&](int64_t i) {
+    std::vector<T> buf(n * n), wr(n), wi(kReal ? n : 1), vr(n * n);
+    std::vector<R> rwork(kReal ? 1 : 2 * n);
+    transpose(pa + i * n * n, n, n, buf.data());  // geev reads A itself, column-major
+    T lwork_q = 0;
+    int info = 0;
+    geev(ni, buf.data(), wr.data(), wi.data(), vr.data(), &lwork_q, -1, rwork.data(), &info);
+    std::vector<T> work(work_size(std::real(lwork_q)));
+    geev(ni, buf.data(), wr.data(), wi.data(), vr.data(), work.data(), static_cast<int>(work.size()), rwork.data(),
+         &info);
+    if (info != 0) return info;
+    C* wo = pw + i * n;
+    C* vo = pv + i * n * n;  // row-major: eigenvector j is column j
+    for (int64_t j = 0; j < n; ++j) {
+      if constexpr (kReal) {
+        wo[j] = C(wr[j], wi[j]);
+        if (wi[j] == 0) {
+          for (int64_t r = 0; r < n; ++r) vo[r * n + j] = C(vr[j * n + r], 0);
+        } else {  // a conjugate pair, positive imaginary part first: columns j and j + 1 hold re, im
+          for (int64_t r = 0; r < n; ++r) {
+            vo[r * n + j] = C(vr[j * n + r], vr[(j + 1) * n + r]);
+            vo[r * n + j + 1] = std::conj(vo[r * n + j]);
+          }
+          wo[j + 1] = C(wr[j + 1], wi[j + 1]);
+          ++j;
+        }
+      } else {
+        wo[j] = wr[j];
+        for (int64_t r = 0; r < n; ++r) vo[r * n + j] = vr[j * n + r];
+      }
+    }
+    return 0;
+  });
+}
+
 template <class T> ops::LinalgStatus svd_impl(const Tensor& a0, const Tensor& u, const Tensor& s, const Tensor& vh) {
   Tensor a = contiguous(a0);
   const int64_t B = a.size(0), m = a.size(1), n = a.size(2), k = std::min(m, n);
@@ -381,7 +479,7 @@ void solve_triangular_impl(const Tensor& a0, const Tensor& b, bool upper, bool u
 
 ops::LinalgStatus CpuBackend::solve(const Tensor& a, const Tensor& b, const Tensor& x) {
   ops::LinalgStatus status;
-  dispatch_float_or_double(a.dtype(), "linalg.solve", [&](auto t) { status = solve_impl<decltype(t)>(a, b, x); });
+  dispatch_inexact(a.dtype(), "linalg.solve", [&](auto t) { status = solve_impl<decltype(t)>(a, b, x); });
   return status;
 }
 
@@ -418,6 +516,12 @@ void CpuBackend::ldl_solve(const Tensor& ld, const Tensor& pivots, const Tensor&
 ops::LinalgStatus CpuBackend::eigh(const Tensor& a, const Tensor& w, const Tensor& v) {
   ops::LinalgStatus status;
   dispatch_float_or_double(a.dtype(), "linalg.eigh", [&](auto t) { status = eigh_impl<decltype(t)>(a, w, v); });
+  return status;
+}
+
+ops::LinalgStatus CpuBackend::eig(const Tensor& a, const Tensor& w, const Tensor& v) {
+  ops::LinalgStatus status;
+  dispatch_inexact(a.dtype(), "linalg.eig", [&](auto t) { status = eig_impl<decltype(t)>(a, w, v); });
   return status;
 }
 

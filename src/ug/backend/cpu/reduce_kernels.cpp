@@ -82,6 +82,40 @@ template <class Op, class T, class A> A reduce_run(const T* x, int64_t n) {
   return acc;
 }
 
+/** acc[j] = the reduction of column j of n contiguous rows of `inner` values. */
+template <class Op, class T, class A> void wide_columns(const T* rows, int64_t n, int64_t inner, A* acc) {
+  for (int64_t j = 0; j < inner; ++j) acc[j] = Op::init();
+  for (int64_t r = 0; r < n; ++r) {
+    const T* row = rows + r * inner;
+#pragma omp simd
+    for (int64_t j = 0; j < inner; ++j) acc[j] = Op::combine(acc[j], static_cast<A>(row[j]));
+  }
+}
+
+/** The same for narrow rows (a complex tensor's [n, 2] real view, a [64, 10] bias gradient):
+ *  row by row the loop is `inner` lanes wide and scalar. Instead, read the rows as one flat
+ *  stream in groups of `group` values (a whole number of rows), accumulate each group into
+ *  `group` lanes, then fold the lanes of each column. */
+constexpr int64_t kNarrow = 32;
+template <class Op, class T, class A> void narrow_columns(const T* rows, int64_t n, int64_t inner, A* acc) {
+  constexpr int64_t kLanes = 64;
+  const int64_t per_group = kLanes / inner, group = per_group * inner, groups = n / per_group;
+  A lanes[kLanes];
+  for (int64_t l = 0; l < group; ++l) lanes[l] = Op::init();
+  for (int64_t g = 0; g < groups; ++g) {
+    const T* x = rows + g * group;
+#pragma omp simd
+    for (int64_t l = 0; l < group; ++l) lanes[l] = Op::combine(lanes[l], static_cast<A>(x[l]));
+  }
+  for (int64_t j = 0; j < inner; ++j) {
+    A a = lanes[j];
+    for (int64_t m = 1; m < per_group; ++m) a = Op::combine(a, lanes[m * inner + j]);
+    acc[j] = a;
+  }
+  for (int64_t r = groups * per_group; r < n; ++r)
+    for (int64_t j = 0; j < inner; ++j) acc[j] = Op::combine(acc[j], static_cast<A>(rows[r * inner + j]));
+}
+
 template <class Op, class T>
 void reduce_typed(const Tensor& x, int64_t outer, int64_t R, int64_t inner, const Tensor& out) {
   using A = acc_t<T>;
@@ -115,14 +149,11 @@ void reduce_typed(const Tensor& x, int64_t outer, int64_t R, int64_t inner, cons
   parallel_for(outer * chunks, grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       int64_t o = t / chunks, c = t % chunks;
-      A* acc = partial.get() + t * inner;
-      for (int64_t j = 0; j < inner; ++j) acc[j] = Op::init();
       int64_t begin = c * kChunk, end = std::min(R, begin + kChunk);
-      for (int64_t r = begin; r < end; ++r) {
-        const T* row = px + (o * R + r) * inner;
-#pragma omp simd
-        for (int64_t j = 0; j < inner; ++j) acc[j] = Op::combine(acc[j], static_cast<A>(row[j]));
-      }
+      const T* rows = px + (o * R + begin) * inner;
+      A* acc = partial.get() + t * inner;
+      if (inner < kNarrow) narrow_columns<Op, T, A>(rows, end - begin, inner, acc);
+      else wide_columns<Op, T, A>(rows, end - begin, inner, acc);
     }
   });
   for (int64_t o = 0; o < outer; ++o)
