@@ -80,6 +80,20 @@ PyRef hold(nb::object o) {
   });
 }
 
+/** torch.autograd.forward_ad's dual level: a forward-mode level (ug::forward::Level) open
+ *  between enter() and exit(), at which make_dual sets tangents and ops propagate them. */
+class PyDualLevel {
+ public:
+  int64_t enter() {
+    if (level_) ug::fail<ug::RuntimeError>("[forward_ad] this dual level is already entered");
+    return level_.emplace().id();
+  }
+  void exit() { level_.reset(); }
+
+ private:
+  std::optional<ug::forward::Level> level_;
+};
+
 /** torch.autograd.graph.saved_tensors_hooks: while entered on this thread, each tensor an op
  *  saves for backward goes through pack(t) and comes back from unpack(what pack returned). */
 class PySavedTensorHooks {
@@ -303,6 +317,24 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   ag.def(
       "has_tangent", [](const Tensor& t) { return ug::forward::active() && ug::forward::has_tangent(t); },
       "Whether t carries a forward-mode tangent (inside ug.jvp).");
+  nb::class_<PyDualLevel>(ag, "DualLevel")
+      .def(nb::init<>())
+      .def("enter", &PyDualLevel::enter, "Opens the level; returns its id.")
+      .def("exit", &PyDualLevel::exit);
+  ag.def(
+      "set_tangent",
+      [](const Tensor& t, int64_t level, std::optional<Tensor> tangent) {
+        ug::forward::set_tangent(t, level, tangent.value_or(Tensor()));
+      },
+      nb::arg("t"), nb::arg("level"), nb::arg("tangent").none(),
+      "Sets (None: clears) t's tangent at an open forward-mode level.");
+  ag.def(
+      "tangent",
+      [](const Tensor& t, int64_t level) -> std::optional<Tensor> {
+        Tensor g = ug::forward::tangent(t, level);
+        return g.defined() ? std::optional<Tensor>(g) : std::nullopt;
+      },
+      "t's tangent at a forward-mode level, or None.");
   nb::class_<PySavedTensorHooks>(ag, "SavedTensorHooks")
       .def(nb::init<nb::callable, nb::callable>(), nb::arg("pack_hook"), nb::arg("unpack_hook"))
       .def("enter", &PySavedTensorHooks::enter, "Installs the hooks on this thread until exit().")

@@ -7,6 +7,7 @@
 #include "ug/autograd/cond.h"
 #include "ug/autograd/custom_function.h"
 #include "ug/autograd/functional.h"
+#include "ug/graph/forward.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/inference_mode.h"
 #include "ug/autograd/gradcheck.h"

@@ -111,6 +111,28 @@ def test_sum_is_thread_count_independent_and_accurate():
     assert abs(sums[0][0] - exact) < 1e-3 * max(1.0, abs(exact))
 
 
+@pytest.mark.parametrize("cols", [2, 3, 5, 10, 31, 32])
+@pytest.mark.parametrize("rows", [1, 7, 64, 4097, 9000])
+def test_column_reductions_of_narrow_rows(rows, cols):
+    """Sums, products and extremes down the columns of [rows, cols]: narrow rows are read as
+    one stream in groups of whole rows (the rows past the last group, the chunks of 4096 rows
+    and the columns' lanes folded in order all count). Against float64 numpy: a sum of `rows`
+    terms errs by at most K·rows·eps·Σ|x| (K = 2, reference.py), a product of factors near 1 by
+    K·rows·eps relative; extremes are exact, a NaN in a column its result."""
+    rng = np.random.default_rng(rows * 100 + cols)
+    x = rng.uniform(-1, 1, (rows, cols)).astype(np.float32)
+    t = ug.tensor(x)
+    eps = np.finfo(np.float32).eps
+    assert np.all(np.abs(t.sum(0).numpy() - x.astype(np.float64).sum(0))
+                  <= 2 * rows * eps * np.abs(x.astype(np.float64)).sum(0) + 1e-30)
+    near_one = (1 + x / 64).astype(np.float32)
+    want = near_one.astype(np.float64).prod(0)
+    assert np.all(np.abs(ug.tensor(near_one).prod(0).numpy() - want) <= 2 * rows * eps * np.abs(want))
+    assert np.array_equal(t.amax(0).numpy(), x.max(0)) and np.array_equal(t.amin(0).numpy(), x.min(0))
+    x[rows // 2, cols - 1] = np.nan
+    assert np.isnan(ug.tensor(x).amax(0).numpy()[cols - 1]) and not np.isnan(ug.tensor(x).amax(0).numpy()[0])
+
+
 @pytest.mark.parametrize("descending", [False, True])
 @pytest.mark.parametrize("dim", [0, -1])
 def test_sort(descending, dim):

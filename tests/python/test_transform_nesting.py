@@ -26,11 +26,13 @@ def jax(jax64):
 @pytest.fixture(scope="module")
 def J(jax):
     return SimpleNamespace(grad=jax.grad, value_and_grad=jax.value_and_grad, vmap=jax.vmap, jacrev=jax.jacrev,
+                           jacfwd=jax.jacfwd,
                            jvp=jax.jvp, hessian=jax.hessian, custom_vjp=jax.custom_vjp, custom_jvp=jax.custom_jvp,
                            jit=jax.jit, arr=jax.numpy.asarray, np=jax.numpy)
 
 
-U = SimpleNamespace(grad=ug.grad, value_and_grad=ug.value_and_grad, vmap=ug.vmap, jacrev=ug.jacrev, jvp=ug.jvp,
+U = SimpleNamespace(grad=ug.grad, value_and_grad=ug.value_and_grad, vmap=ug.vmap, jacrev=ug.jacrev, jacfwd=ug.jacfwd,
+                    jvp=ug.jvp,
                     hessian=ug.hessian, custom_vjp=ug.custom_vjp, custom_jvp=ug.custom_jvp, jit=ug.jit, arr=ug.tensor,
                     np=ug)
 
@@ -115,6 +117,24 @@ def test_jvp_of_vmap_of_grad(J, fn):
 def test_hessian_of_a_function_using_vmap_of_grad(J, fn):
     same(lambda m, xs: m.hessian(lambda v: (m.vmap(m.grad(lambda x: fn(m, x)))(v) ** 2).sum())(xs),
          J, rand(3, 2, seed=7))
+
+
+def rational(m, x):
+    """Ops whose forward rules read their outputs (sqrt, log's 1/x, exp): reverse mode over
+    forward mode must see through those outputs (once the tangent was recorded before the
+    output's node, and grad(jvp(exp)) came back 0)."""
+    return (m.np.sqrt(x * x + 1.0) * m.np.log(x * x + 2.0) + m.np.exp(m.np.tanh(x))).sum()
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS + [rational])
+def test_grad_of_jvp(J, fn):
+    same(lambda m, xs, ts: m.grad(lambda x: m.jvp(lambda y: fn(m, y), (x,), (ts,))[1])(xs), J, rand(2, 3, seed=13),
+         rand(2, 3, seed=14))
+
+
+@pytest.mark.parametrize("fn", [smooth, rational])
+def test_jacrev_of_jacfwd_is_the_hessian(J, fn):
+    same(lambda m, xs: m.jacrev(m.jacfwd(lambda x: fn(m, x)))(xs), J, rand(4, seed=15))
 
 
 def test_jit_of_grad_of_vmap_of_grad(J):

@@ -161,3 +161,6 @@ def _check(func, inputs, eps, atol, rtol, raise_exception, second_order):
         out = func(*xs)
         return list(out) if isinstance(out, (tuple, list)) else [out]
     return _ag.gradcheck(flat, list(inputs), eps, atol, rtol, raise_exception, second_order)
+
+
+from . import forward_ad, functional  # noqa: E402,F401  (torch.autograd's submodules; they use grad above)

@@ -88,6 +88,10 @@ Tensor SavedTensor::reattach(const Tensor& data, Node* owner) const {
   return t;
 }
 
+void SavedTensor::take_tangents(const Tensor& output) {
+  if (is_output_ && data_.defined()) forward::copy_tangents(output, data_);
+}
+
 void SavedTensor::reset() {
   data_ = Tensor();
   hooks_.reset();

@@ -95,6 +95,9 @@ class SavedTensor {
    *  grad_fn (that would be a cycle) and given the node back when unpacked. */
   SavedTensor(const Tensor& t, bool is_output);
   Tensor unpack(Node* owner, const char* op) const;
+  /** A saved output takes `output`'s forward-mode tangents, set after the node saved it
+   *  (graph::OpCall records the node first): forward mode over the backward reads them. */
+  void take_tangents(const Tensor& output);
   void reset();
   bool defined() const { return data_.defined() || hooks_; }
 

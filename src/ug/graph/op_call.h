@@ -116,14 +116,21 @@ class OpCall {
     if (span_) [[unlikely]]
       profiling::set_inputs(span_, inputs.span());
     if (capture_) record_capture(inputs, outputs);
-    if constexpr (!std::is_same_v<std::decay_t<Jvp>, NoRule>) {
-      if (forward::active()) [[unlikely]]
-        propagate_tangents(inputs, outputs, jvp);
-    }
+    // The node before the tangents: a forward rule that reads an output (exp's t * out) then
+    // records its dependence on the inputs through that output's node, which reverse mode over
+    // forward mode (a gradient of a jvp) differentiates. The outputs the node saved take their
+    // tangents after, for forward mode over reverse mode (a Hessian as jacfwd of jacrev).
+    std::vector<SavedTensor>* kept = nullptr;
     if constexpr (!std::is_same_v<std::decay_t<Vjp>, NoRule>) {
       if (any_floating(outputs) && needs_grad(inputs)) {
-        if constexpr (std::is_invocable_v<Vjp&>) record_node(inputs, outputs, saved, vjp());
-        else record_node(inputs, outputs, saved, std::forward<Vjp>(vjp));
+        if constexpr (std::is_invocable_v<Vjp&>) kept = &record_node(inputs, outputs, saved, vjp());
+        else kept = &record_node(inputs, outputs, saved, std::forward<Vjp>(vjp));
+      }
+    }
+    if constexpr (!std::is_same_v<std::decay_t<Jvp>, NoRule>) {
+      if (forward::active()) [[unlikely]] {
+        propagate_tangents(inputs, outputs, jvp);
+        if (kept) give_saved_outputs_tangents(*kept, saved);
       }
     }
   }
@@ -154,8 +161,12 @@ class OpCall {
                        std::vector<const Tensor*>(outputs.begin(), outputs.end()), jvp);
   }
 
-  template <class Vjp> void record_node(Inputs inputs, Outputs outputs, Saves saved, Vjp&& vjp) {
-    autograd::record(def_.name(), inputs.span(), outputs.span(), saved.span(), std::forward<Vjp>(vjp));
+  template <class Vjp> std::vector<SavedTensor>& record_node(Inputs inputs, Outputs outputs, Saves saved, Vjp&& vjp) {
+    return autograd::record(def_.name(), inputs.span(), outputs.span(), saved.span(), std::forward<Vjp>(vjp));
+  }
+  static void give_saved_outputs_tangents(std::vector<SavedTensor>& kept, Saves saved) {
+    for (size_t i = 0; i < kept.size(); ++i)
+      if (saved.span()[i].is_output) kept[i].take_tangents(*saved.span()[i].tensor);
   }
 
   const OpDef& def_;

@@ -45,17 +45,20 @@ std::vector<Edge> input_edges(std::span<const Tensor* const> inputs);
  *  differentiable) and notes their shapes; in anomaly mode, where the op ran. */
 void link_outputs(Node& node, std::span<const Tensor* const> outputs);
 
-/** Links `outputs` to a new node running vjp (see RuleNode) over the tensors `saved` names.
- *  graph::OpCall calls it for every op; a custom derivative around recorded ops
- *  (nn/functional's with_derivative) calls it directly. */
+/** Links `outputs` to a new node running vjp (see RuleNode) over the tensors `saved` names,
+ *  and returns those saved tensors (the outputs' grad_fn keeps them). graph::OpCall calls it
+ *  for every op; a custom derivative around recorded ops (nn/functional's with_derivative)
+ *  calls it directly. */
 template <class Vjp>
-void record(const char* name, std::span<const Tensor* const> inputs, std::span<const Tensor* const> outputs,
-            std::span<const graph::Save> saved, Vjp&& vjp) {
+std::vector<SavedTensor>& record(const char* name, std::span<const Tensor* const> inputs,
+                                 std::span<const Tensor* const> outputs, std::span<const graph::Save> saved,
+                                 Vjp&& vjp) {
   auto node = make_ref<RuleNode<std::decay_t<Vjp>>>(name, input_edges(inputs), std::forward<Vjp>(vjp));
   link_outputs(*node, outputs);  // first, so that a saved output knows its output number
   std::vector<SavedTensor>& kept = node->saved();
   kept.reserve(saved.size());
   for (const graph::Save& s : saved) kept.push_back(s.tensor ? SavedTensor(*s.tensor, s.is_output) : SavedTensor());
+  return kept;
 }
 
 /** Before an in-place op on t under grad mode: raises for leaves that require grad and for
