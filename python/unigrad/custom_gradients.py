@@ -196,7 +196,8 @@ class Function:
             return [result[i] for i in tensor_pos]
 
         def jvp(tangents):
-            ctx._saved = tuple(getattr(ctx, "_forward_saved", ()))
+            # the inputs themselves, with their history: a gradient of the tangent flows into them
+            ctx._saved = tuple(links.keep(t) for t in getattr(ctx, "_forward_saved", ()))
             full = [None] * len(args)
             for i, t in zip(tensor_pos, tangents):
                 full[i] = t

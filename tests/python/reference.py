@@ -8,7 +8,8 @@ op's forward test is one line:
 
 check_op(fn, *args) checks every transform of the op on those inputs (see TRANSFORMS):
 the forward as check does, the vjp against torch.autograd.grad and against central finite
-differences, the jvp against torch.func.jvp, ug.vmap against a loop over the batch,
+differences, the jvp against torch.func.jvp, the gradient of the jvp (reverse mode over
+forward mode) against central differences, ug.vmap against a loop over the batch,
 ug.onnx.export run by onnxruntime against unigrad's forward, and ug.jit (the forward and the
 compiled vjp; optionally vmap of jit against vmap) against eager unigrad. A transform that cannot apply
 is switched off with its reason: check_op(..., off={"vjp": "integer output"}).
@@ -79,7 +80,7 @@ K = 2
 LONG_SUM = 16  # longer sums get a tolerance derived from their terms
 ABS = "abs"  # terms=ABS: fn itself on the magnitudes of the inputs
 
-TRANSFORMS = ("forward", "vjp", "fd", "jvp", "vmap", "onnx", "jit")
+TRANSFORMS = ("forward", "vjp", "fd", "jvp", "grad_of_jvp", "vmap", "onnx", "jit")
 GRADS = ("forward", "vjp", "fd")
 
 
@@ -431,6 +432,67 @@ def _check_jvp(fn, args, seed, rtol, atol):
             assert_same(e, a, rtol, atol, path=f"jvp tangent {i}")
 
 
+def _check_grad_of_jvp(fn, args, seed, n):
+    """Reverse mode over forward mode: ug.grad of <the tangent ug.jvp gives, w> against central
+    differences of that same scalar, in float64, for every differentiated input (at most
+    FD_POINTS elements each), with _check_fd's tolerance. Differences, not torch.func: its
+    grad of jvp is wrong for some ops (linalg.solve's, in torch 2.13), where the differences
+    agree with unigrad's."""
+    args = _as_float64(args)
+    ins, leaves = _inputs(ug, args)
+    primals = tuple(ins[p].detach() for p in leaves)
+    tangents = tuple(ug.tensor(np.random.default_rng([seed, 2, j]).uniform(-1, 1, size=tuple(x.shape)))
+                     for j, x in enumerate(primals))
+    weights = {}
+
+    def value(*xs):
+        def f(*ys):
+            new = list(ins)
+            for p, y in zip(leaves, ys):
+                new[p] = y
+            return fn(ug, *new)
+        _, tangent = ug.jvp(f, xs, tangents)
+        total = ug.zeros((), dtype=ug.float64)
+        for i, t in enumerate(_flat(tangent)):
+            if t is None or not t.is_floating_point():
+                continue
+            w = weights.setdefault(i, ug.tensor(np.random.default_rng([seed, 4, i]).uniform(-1, 1, tuple(t.shape))))
+            total = total + (t.to(ug.float64) * w).sum()
+        return total
+
+    grads = ug.grad(value, argnums=tuple(range(len(primals))))(*primals)
+    # Inputs the op does not differentiate (a loss's class weights, as in torch) are left out,
+    # as _check_fd leaves them: the tangent depends on them, its gradient does not.
+    leaf_ins = [x.detach().requires_grad_(True) for x in primals]
+    new = list(ins)
+    for p, x in zip(leaves, leaf_ins):
+        new[p] = x
+    outs = [o for o in _flat(fn(ug, *new)) if o is not None and o.requires_grad]
+    reached = ug.autograd.grad([o.sum() for o in outs], leaf_ins, allow_unused=True) if outs else [None] * len(leaf_ins)
+    with ug.no_grad():
+        scale = float(value(*primals).abs().item()) + sum(float(w.abs().sum().item()) for w in weights.values())
+    longest = max(v or 1 for v in n) if isinstance(n, (tuple, list)) else n or 1
+    atol = 1e-7 + K * longest * np.finfo(np.float64).eps * scale / FD_STEP
+    rng = np.random.default_rng([seed, 5])
+    for j, x in enumerate(primals):
+        if reached[j] is None:
+            continue
+        size = x.numel()
+        points = range(size) if size <= FD_POINTS else rng.choice(size, FD_POINTS, replace=False)
+        analytic = grads[j].numpy().reshape(-1)
+        for k in points:
+            step = np.zeros(size)
+            step[k] = FD_STEP
+            delta = ug.tensor(step.reshape(tuple(x.shape)))
+            plus, minus = list(primals), list(primals)
+            plus[j], minus[j] = x + delta, x - delta
+            with ug.no_grad():
+                numeric = (value(*plus).item() - value(*minus).item()) / (2 * FD_STEP)
+            assert abs(numeric - analytic[k]) <= atol + 1e-6 * abs(numeric), (
+                f"input {leaves[j]}, element {k}: grad of jvp {analytic[k]:.9g}, finite differences {numeric:.9g} "
+                f"(allowed {atol:.3g})")
+
+
 VMAP_BATCH = 3
 
 
@@ -631,6 +693,15 @@ def _check_vmap_of_jit(fn, args, rtol, atol, exact):
         assert_same(expected, actual, rtol, atol, path="vmap of jit")
 
 
+def switched_off(off, transform):
+    """Why `off` leaves the transform out (None: it runs). grad_of_jvp also inherits the
+    reasons of jvp, vjp and fd, the three it is made of and checked against."""
+    if transform == "grad_of_jvp" and transform not in off:
+        inherited = off.get("jvp") or off.get("vjp") or off.get("fd")
+        return inherited and f"it needs jvp, vjp and finite differences: {inherited}"
+    return off.get(transform)
+
+
 def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=None, n=None, cotangent=(-1.0, 1.0),
              seed=0, opset=17, jit_exact=False, jit_vmap=False):
     """Checks the transforms in `only` of fn(m, *args) (see TRANSFORMS and the docstring);
@@ -647,8 +718,8 @@ def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=N
     assert not unknown and all(off.values()), f"off needs a reason for each of {TRANSFORMS}, got {off}"
     report = {}
     for name in only:
-        if name in off:
-            report[name] = off[name]
+        if switched_off(off, name):
+            report[name] = switched_off(off, name)
             continue
         if name == "forward":
             check(fn, *args, rtol=rtol, atol=atol, terms=terms, n=n)
@@ -658,6 +729,8 @@ def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=N
             _check_fd(fn, args, cotangent, seed, n)
         elif name == "jvp":
             _check_jvp(fn, args, seed, rtol, atol)
+        elif name == "grad_of_jvp":
+            _check_grad_of_jvp(fn, args, seed, n)
         elif name == "vmap":
             _check_vmap(fn, args, rtol, atol)
         elif name == "onnx":

@@ -316,6 +316,18 @@ def test_gradients_as_torch_and_finite_differences(case):
         assert abs(z.grad[i].item() - numeric) <= 1e-6 * (1 + abs(numeric)), (i, z.grad[i].item(), numeric)
 
 
+def test_gradients_through_the_views_take_any_layout():
+    # a sum's gradient arrives expanded (strides 0), a transpose's transposed
+    z = ug.tensor([[1 + 2j, 3j], [-1 + 0j, 2 - 1j]], requires_grad=True)
+    ug.view_as_real(z).sum().backward()
+    assert z.grad.tolist() == [[1 + 1j, 1 + 1j], [1 + 1j, 1 + 1j]]
+    x = ug.tensor([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]], requires_grad=True)
+    (ug.view_as_complex(x).mT * ug.tensor([[1j, 2], [3, 4j]])).real.sum().backward()
+    tx = torch.tensor(x.detach().numpy(), requires_grad=True)
+    (torch.view_as_complex(tx).mT * torch.tensor([[1j, 2], [3, 4j]])).real.sum().backward()
+    assert x.grad.tolist() == tx.grad.tolist()
+
+
 def test_real_input_through_complex_gets_a_real_gradient():
     x = ug.tensor([0.5, -1.0, 2.0], dtype=ug.float64, requires_grad=True)
     tx = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)

@@ -80,7 +80,9 @@ Tensor view_as_real(const Tensor& z) {
   if (const int lvl = batching::level(z)) out = batching::wrap(view_as_real(batching::physical(z, lvl)), lvl);
   else out = real_view(z);
   call.finish(
-      {&z}, {&out}, {}, [](graph::Saved, graph::Tensors&& g) { return graph::Tensors{view_as_complex(g[0])}; },
+      {&z}, {&out}, {},
+      // A gradient may arrive expanded (a sum's) or transposed: its contiguous copy has the layout.
+      [](graph::Saved, graph::Tensors&& g) { return graph::Tensors{view_as_complex(g[0].contiguous())}; },
       [](const graph::Tensors& t) { return graph::Tensors{view_as_real(t[0])}; });
   return out;
 }

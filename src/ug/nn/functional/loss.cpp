@@ -215,15 +215,21 @@ Tensor binary_cross_entropy_elementwise(const Tensor& input, const Tensor& t) {
         [](const graph::Tensors& in) { return graph::Tensors{binary_cross_entropy_elementwise(in[0], in[1])}; },
         graph::ReplaySizes::None);
   // torch's derivatives: (x - t) / max(x (1 - x), 1e-12) for the input (the composed form
-  // would give inf at 0 and 1), the log-odds log(1 - x) - log(x) for the target.
+  // would give inf at 0 and 1), the log-odds log(1 - x) - log(x) for the target. The forward
+  // rule is the same pair, written with ops that record, so that it differentiates again.
+  auto d_input = [](const Tensor& x, const Tensor& t) { return (x - t) / (x * (1 - x)).clamp(1e-12, std::nullopt); };
+  auto d_target = [](const Tensor& x) { return (-x).log1p() - x.log(); };
   call.finish(
       {&input, &t}, {&loss}, {graph::input(input), graph::input(t)},
-      [gx = autograd::requires_grad(input), gt = autograd::requires_grad(t)](graph::Saved s, graph::Tensors&& g) {
+      [=, gx = autograd::requires_grad(input), gt = autograd::requires_grad(t)](graph::Saved s, graph::Tensors&& g) {
         const Tensor &x = s[0], &t = s[1];
-        return graph::Tensors{gx ? g[0] * (x - t) / (x * (1 - x)).clamp(1e-12, std::nullopt) : Tensor(),
-                              gt ? g[0] * ((-x).log1p() - x.log()) : Tensor()};
+        return graph::Tensors{gx ? g[0] * d_input(x, t) : Tensor(), gt ? g[0] * d_target(x) : Tensor()};
       },
-      graph::NoRule{});  // tangents come from the ops above
+      [&](const graph::Tensors& tn) {
+        Tensor dx = tn[0].defined() ? tn[0] * d_input(input, t) : Tensor();
+        Tensor dt = tn[1].defined() ? tn[1] * d_target(input) : Tensor();
+        return graph::Tensors{dx.defined() && dt.defined() ? dx + dt : dx.defined() ? dx : dt};
+      });
   return loss;
 }
 
