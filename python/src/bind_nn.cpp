@@ -646,6 +646,13 @@ void bind_nn(nb::module_& nn) {
       "tensor"_a, "a"_a = 0.0, "mode"_a = "fan_in", "nonlinearity"_a = "leaky_relu");
   in.def(
       "orthogonal_", [](Tensor t, double gain) { return init::orthogonal_(t, gain); }, "tensor"_a, "gain"_a = 1.0);
+  in.def(
+      "eye_", [](Tensor t) { return init::eye_(t); }, "tensor"_a);
+  in.def(
+      "dirac_", [](Tensor t, int64_t groups) { return init::dirac_(t, groups); }, "tensor"_a, "groups"_a = 1);
+  in.def(
+      "sparse_", [](Tensor t, double sparsity, double std) { return init::sparse_(t, sparsity, std); }, "tensor"_a,
+      "sparsity"_a, "std"_a = 0.01);
 
   // ---- containers ------------------------------------------------------------------------
   using ug::nn::SequentialImpl;

@@ -357,7 +357,48 @@ def test_orthogonal_init(shape):
     np.testing.assert_allclose(small, 4 * np.eye(small.shape[0]), atol=1e-5)
 
 
+@pytest.mark.parametrize("shape,groups", [((4, 2, 3), 1), ((6, 3, 3, 3), 2), ((4, 4, 3, 2, 5), 2), ((2, 5, 3), 1),
+                                          ((3, 3, 4, 4), 3), ((3, 3, 3, 3), 1)])
+def test_dirac_and_eye_as_torch(shape, groups):
+    w, tw = ug.full(shape, 7.0), torch.full(shape, 7.0)
+    ug.nn.init.dirac_(w, groups)
+    torch.nn.init.dirac_(tw, groups)
+    assert np.array_equal(w.numpy(), tw.numpy())
+    if shape == (3, 3, 3, 3):  # a conv with the dirac kernel passes its input through
+        x = ug.randn(2, 3, 5, 5)
+        assert ug.equal(ug.nn.functional.conv2d(x, w, padding=1), x)
+    for rows, cols in [(3, 5), (4, 4), (5, 2)]:
+        e, te = ug.full((rows, cols), 3.0, dtype=ug.float64), torch.full((rows, cols), 3.0, dtype=torch.float64)
+        ug.nn.init.eye_(e)
+        torch.nn.init.eye_(te)
+        assert np.array_equal(e.numpy(), te.numpy())
+
+
+def test_sparse_init_zeroes_a_share_of_each_column():
+    ug.manual_seed(3)
+    w = ug.empty(40, 30, dtype=ug.float64)
+    ug.nn.init.sparse_(w, 0.25, std=0.02)
+    zeros = (w == 0).sum(0).tolist()
+    assert zeros == [10] * 30  # ceil(0.25 * 40) in every column, as torch.nn.init.sparse_
+    kept = w.numpy()[w.numpy() != 0]
+    # 900 N(0, 0.02) draws: their std within 6 standard errors (0.02 / sqrt(2 * 900) each)
+    assert abs(kept.std() - 0.02) < 6 * 0.02 / np.sqrt(2 * kept.size)
+    ug.manual_seed(3)
+    again = ug.empty(40, 30, dtype=ug.float64)
+    ug.nn.init.sparse_(again, 0.25, std=0.02)
+    assert ug.equal(w, again)  # the global seed decides the draw
+
+
 def test_initialiser_errors():
+    with pytest.raises(ValueError, match=r"\[dirac_\] only tensors with 3, 4 or 5 dimensions are supported, got "
+                                         r"shape \[3, 3\]"):
+        ug.nn.init.dirac_(ug.empty(3, 3))
+    with pytest.raises(ValueError, match=r"\[dirac_\] dim 0 \(5\) must be divisible by groups \(2\)"):
+        ug.nn.init.dirac_(ug.empty(5, 2, 3), 2)
+    with pytest.raises(ValueError, match=r"\[eye_\] only tensors with 2 dimensions are supported"):
+        ug.nn.init.eye_(ug.empty(3))
+    with pytest.raises(ValueError, match=r"\[sparse_\] sparsity must be in \[0, 1\], got 1.5"):
+        ug.nn.init.sparse_(ug.empty(3, 3), 1.5)
     with pytest.raises(ValueError, match="at least 2 dims"):
         ug.nn.init.xavier_uniform_(ug.empty(3))
     with pytest.raises(ValueError, match="mode"):

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <vector>
 
 #include "ug/graph/grad_mode.h"
@@ -131,6 +132,55 @@ Tensor& orthogonal_(Tensor& t, double gain) {
   }
   Tensor result = (transpose ? a.t() : a) * gain;
   return t.copy_(result.reshape(Dims(t.shape().begin(), t.shape().end())));
+}
+
+namespace {
+
+void require_dims(const Tensor& t, std::initializer_list<int64_t> dims, const char* op, const char* which) {
+  if (std::find(dims.begin(), dims.end(), t.dim()) == dims.end())
+    fail("[", op, "] only tensors with ", which, " dimensions are supported, got shape ", t.shape());
+}
+
+}  // namespace
+
+Tensor& eye_(Tensor& t) {
+  require_dims(t, {2}, "eye_", "2");
+  NoGradGuard no_grad;
+  return t.copy_(eye(t.size(0), t.size(1), {.dtype = t.dtype(), .device = t.device()}));
+}
+
+Tensor& dirac_(Tensor& t, int64_t groups) {
+  require_dims(t, {3, 4, 5}, "dirac_", "3, 4 or 5");
+  if (groups < 1 || t.size(0) % groups != 0)
+    fail("[dirac_] dim 0 (", t.size(0), ") must be divisible by groups (", groups, "), shape ", t.shape());
+  NoGradGuard no_grad;
+  Tensor ones_at = zeros(t.shape(), {.dtype = DType::Float64});
+  double* p = ones_at.data_ptr<double>();
+  const int64_t per_group = t.size(0) / groups, channels = std::min(per_group, t.size(1));
+  int64_t centre = 0, stride = 1;  // the kernel's centre as an offset into one [in] slice
+  for (int64_t d = t.dim() - 1; d >= 2; --d) {
+    centre += (t.size(d) / 2) * stride;
+    stride *= t.size(d);
+  }
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t d = 0; d < channels; ++d) p[((g * per_group + d) * t.size(1) + d) * stride + centre] = 1;
+  return t.copy_(ones_at);
+}
+
+Tensor& sparse_(Tensor& t, double sparsity, double stddev) {
+  require_dims(t, {2}, "sparse_", "2");
+  if (!(sparsity >= 0 && sparsity <= 1)) fail("[sparse_] sparsity must be in [0, 1], got ", sparsity);
+  NoGradGuard no_grad;
+  const int64_t rows = t.size(0), cols = t.size(1);
+  const auto zeros_per_column = static_cast<int64_t>(std::ceil(sparsity * static_cast<double>(rows)));
+  Tensor values = ug::randn({rows, cols}, {.dtype = DType::Float64}) * stddev;
+  double* v = values.data_ptr<double>();
+  for (int64_t c = 0; c < cols; ++c) {
+    const Tensor order = randperm(rows);
+    const int64_t* r = order.data_ptr<int64_t>();
+    for (int64_t i = 0; i < zeros_per_column; ++i) v[r[i] * cols + c] = 0;
+  }
+  return t.copy_(values);
 }
 
 }  // namespace ug::nn::init

@@ -32,5 +32,13 @@ Tensor& kaiming_normal_(Tensor& t, double a = 0, const std::string& mode = "fan_
                         const std::string& nonlinearity = "leaky_relu");
 /** A (semi-)orthogonal matrix from the QR decomposition of a normal draw, times gain. */
 Tensor& orthogonal_(Tensor& t, double gain = 1);
+/** The identity matrix (ones on the diagonal of a 2-d t, zeros elsewhere). */
+Tensor& eye_(Tensor& t);
+/** The identity of a convolution (3-5 dims: [out, in, *kernel]): within each of `groups`
+ *  groups of output channels, output channel d takes input channel d at the kernel's centre. */
+Tensor& dirac_(Tensor& t, int64_t groups = 1);
+/** Normal(0, std) values with ceil(sparsity * rows) random ones in each column of a 2-d t set to
+ *  zero (Martens 2010). */
+Tensor& sparse_(Tensor& t, double sparsity, double std = 0.01);
 
 }  // namespace ug::nn::init
