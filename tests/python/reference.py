@@ -373,6 +373,26 @@ def check_central_differences(h, x, analytic, atol, every=1):
         assert abs(numeric - got) <= atol + 1e-6 * abs(numeric), f"element {k}: {got} vs fd {numeric}"
 
 
+def _central_differences(args, p, at, rng):
+    """(k, (at(args with x + h e_k at p) - at(args with x - h e_k at p)) / 2h) for every
+    element k of x = args[p] (FD_POINTS of them, drawn by rng, in a larger x)."""
+    x = args[p].detach()
+    size = x.numel()
+    for k in range(size) if size <= FD_POINTS else rng.choice(size, FD_POINTS, replace=False):
+        step = np.zeros(size)
+        step[k] = FD_STEP
+        delta = ug.tensor(step.reshape(tuple(x.shape)))
+        plus, minus = list(args), list(args)
+        plus[p], minus[p] = x + delta, x - delta
+        yield k, (at(plus) - at(minus)) / (2 * FD_STEP)
+
+
+def _fd_tolerance(n, scale):
+    """The differences' rounding error (K·n·eps·scale / step) and their truncation error (O(step²))."""
+    longest = max(v or 1 for v in n) if isinstance(n, (tuple, list)) else n or 1
+    return 1e-7 + K * longest * np.finfo(np.float64).eps * scale / FD_STEP
+
+
 def _check_fd(fn, args, cotangent, seed, n):
     """ug's float64 vjp against central differences of ug's own forward, element by element:
     the differences' rounding error (bounded by the cotangent-weighted outputs, K·n·eps/step)
@@ -386,24 +406,13 @@ def _check_fd(fn, args, cotangent, seed, n):
             o = _flat(fn(ug, *xs))
             return sum(float((o[i] * w).sum().item()) for i, w in weights.items())
 
-    scale = sum(float((outs[i].detach().abs() * w.abs()).sum().item()) for i, w in weights.items())
-    longest = max(v or 1 for v in n) if isinstance(n, (tuple, list)) else n or 1
-    atol = 1e-7 + K * longest * np.finfo(np.float64).eps * scale / FD_STEP
+    atol = _fd_tolerance(n, sum(float((outs[i].detach().abs() * w.abs()).sum().item()) for i, w in weights.items()))
     rng = np.random.default_rng([seed, 3])
     for j, p in enumerate(leaves):
         if grads[j] is None:  # fn detaches it (vjp checks that torch does too)
             continue
-        x = ins[p].detach()
-        size = x.numel()
-        points = range(size) if size <= FD_POINTS else rng.choice(size, FD_POINTS, replace=False)
         analytic = grads[j].numpy().reshape(-1)
-        for k in points:
-            step = np.zeros(size)
-            step[k] = FD_STEP
-            delta = ug.tensor(step.reshape(tuple(x.shape)))
-            plus, minus = list(ins), list(ins)
-            plus[p], minus[p] = x + delta, x - delta
-            numeric = (weighted(plus) - weighted(minus)) / (2 * FD_STEP)
+        for k, numeric in _central_differences(ins, p, weighted, rng):
             assert abs(numeric - analytic[k]) <= atol + 1e-6 * abs(numeric), (
                 f"input {p}, element {k}: vjp {analytic[k]:.9g}, finite differences {numeric:.9g} (allowed {atol:.3g})")
 
@@ -471,23 +480,18 @@ def _check_grad_of_jvp(fn, args, seed, n):
     reached = ug.autograd.grad([o.sum() for o in outs], leaf_ins, allow_unused=True) if outs else [None] * len(leaf_ins)
     with ug.no_grad():
         scale = float(value(*primals).abs().item()) + sum(float(w.abs().sum().item()) for w in weights.values())
-    longest = max(v or 1 for v in n) if isinstance(n, (tuple, list)) else n or 1
-    atol = 1e-7 + K * longest * np.finfo(np.float64).eps * scale / FD_STEP
+    atol = _fd_tolerance(n, scale)
+
+    def at(xs):
+        with ug.no_grad():
+            return value(*xs).item()
+
     rng = np.random.default_rng([seed, 5])
-    for j, x in enumerate(primals):
+    for j in range(len(primals)):
         if reached[j] is None:
             continue
-        size = x.numel()
-        points = range(size) if size <= FD_POINTS else rng.choice(size, FD_POINTS, replace=False)
         analytic = grads[j].numpy().reshape(-1)
-        for k in points:
-            step = np.zeros(size)
-            step[k] = FD_STEP
-            delta = ug.tensor(step.reshape(tuple(x.shape)))
-            plus, minus = list(primals), list(primals)
-            plus[j], minus[j] = x + delta, x - delta
-            with ug.no_grad():
-                numeric = (value(*plus).item() - value(*minus).item()) / (2 * FD_STEP)
+        for k, numeric in _central_differences(primals, j, at, rng):
             assert abs(numeric - analytic[k]) <= atol + 1e-6 * abs(numeric), (
                 f"input {leaves[j]}, element {k}: grad of jvp {analytic[k]:.9g}, finite differences {numeric:.9g} "
                 f"(allowed {atol:.3g})")
