@@ -9,9 +9,9 @@ tuple as the inputs and outputs are; create_graph=False gives detached results, 
 strict=True raises where an output does not depend on an input instead of giving zeros.
 """
 from .. import _C
+from . import enable_grad
 from . import grad as _grad
 
-_ag = _C._autograd
 
 
 def _as_tuple(x, what, op):
@@ -111,7 +111,7 @@ def _single_element_v(xs, what, op):
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T J): the vector-Jacobian product at inputs, one entry per input."""
-    with _EnableGrad():
+    with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
         inputs = _prepare(inputs, create_graph, True)
         is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs", "vjp")
@@ -131,7 +131,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v): the Jacobian-vector product, one entry per output, by the
     double-backward trick (the vjp is linear in its cotangent u, so d(u^T J)/du applied to v is
     J v)."""
-    with _EnableGrad():
+    with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _prepare(inputs, create_graph, True)
         if v is None:
@@ -186,7 +186,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
     if strategy == "forward-mode" and create_graph:
         raise NotImplementedError('[autograd.functional.jacobian] create_graph=True and strategy="forward-mode" '
                                   "are not supported together")
-    with _EnableGrad():
+    with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _prepare(inputs, create_graph, True)
         if vectorize:
@@ -265,7 +265,7 @@ def _scalar_output(func, inputs, create_graph, strict, v, op):
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T H) for a function with a single-element output."""
-    with _EnableGrad():
+    with enable_grad():
         is_inputs_tuple, inputs, v, outputs, jac = _scalar_output(func, inputs, create_graph, strict, v, "vhp")
         grads = _autograd_grad(jac, inputs, v, create_graph=create_graph)
         result = _zeros_for_none(grads, inputs, strict, _independent("vhp", "input"))
@@ -275,22 +275,10 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), H v) for a function with a single-element output, by the double-backward
     trick (equal to vhp wherever the second derivatives are symmetric)."""
-    with _EnableGrad():
+    with enable_grad():
         is_inputs_tuple, inputs, v, outputs, jac = _scalar_output(func, inputs, create_graph, strict, v, "hvp")
         us = tuple(_ug().zeros_like(x).requires_grad_(True) for x in inputs)
         double_back = _autograd_grad(jac, inputs, us, create_graph=True)
         grads = _autograd_grad(double_back, us, v, create_graph=create_graph)
         result = _zeros_for_none(grads, inputs, strict, _independent("hvp", "input"))
     return _finish(outputs, create_graph)[0], _untuple(_finish(result, create_graph), is_inputs_tuple)
-
-
-class _EnableGrad:
-    """Recording on for the block (the functions differentiate even inside no_grad)."""
-
-    def __enter__(self):
-        self._prev = _ag.grad_mode_state()
-        _ag.set_grad_enabled(True)
-
-    def __exit__(self, *exc):
-        _ag.restore_grad_mode(self._prev)
-        return False

@@ -8,6 +8,7 @@
 
 #include "ug/core/batching.h"
 #include "ug/core/tensor.h"
+#include "ug/ops/binary.h"
 #include "ug/ops/complex.h"
 #include "ug/ops/linalg_kinds.h"
 
@@ -55,6 +56,16 @@ inline Options like(const Tensor& t) { return {.dtype = t.dtype(), .device = t.d
 
 /** The conjugate transpose of a batch of matrices (the transpose for real ones). */
 inline Tensor mH(const Tensor& x) { return conj(x).mT(); }
+
+/** The [..., n, n] matrices with v [..., n] on their diagonals. */
+inline Tensor diag_embed(const Tensor& v) { return v.unsqueeze(-1) * eye(v.size(-1), {}, like(v)); }
+
+/** m with its diagonal zeroed. */
+inline Tensor off_diagonal(const Tensor& m) { return m * (1 - eye(m.size(-1), {}, like(m))); }
+
+/** E[i, j] = w[j] - w[i] off the diagonal, 1 on it: the divisor of the eigen- and singular
+ *  vectors' derivative rules (eig, eigh, svd). */
+inline Tensor gaps(const Tensor& w) { return w.unsqueeze(-2) - w.unsqueeze(-1) + eye(w.size(-1), {}, like(w)); }
 
 /** The operands of a vmap call at `lvl`: each batched one's physical tensor (vmap dim first),
  *  each other one broadcast along a new first dim of the batch's size. */

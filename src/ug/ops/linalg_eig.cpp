@@ -19,16 +19,6 @@ namespace {
 
 const graph::OpDef kEig("linalg_eig");
 
-/** The n x n identity in the real dtype of t's parts. */
-Tensor identity(int64_t n, const Tensor& t) { return eye(n, {}, {.dtype = to_real(t.dtype()), .device = t.device()}); }
-
-Tensor off_diagonal(const Tensor& m) { return m * (1 - identity(m.size(-1), m)); }
-
-Tensor diag_embed(const Tensor& v) { return v.unsqueeze(-1) * identity(v.size(-1), v); }
-
-/** E[i, j] = L[j] - L[i] off the diagonal and 1 on it: the divisor of both rules. */
-Tensor gaps(const Tensor& L) { return L.unsqueeze(-2) - L.unsqueeze(-1) + identity(L.size(-1), L); }
-
 /** The gradient of A from those of L and V (either undefined): V^-H (diag(gL) + P / conj(E)) V^H,
  *  where P is V^H gV less its component along each eigenvector's norm (the rule for the
  *  columns' unit norm), with P's diagonal (the phase's direction) dropped. */

@@ -37,9 +37,6 @@ const graph::OpDef kSvd("linalg_svd");
 const graph::OpDef kQr("linalg_qr");
 const graph::OpDef kSolveTriangular("linalg_solve_triangular");
 
-/** The [..., n, n] matrices with v [..., n] on their diagonals. */
-Tensor diag_embed(const Tensor& v) { return v.unsqueeze(-1) * eye(v.size(-1), {}, like(v)); }
-
 // ---- the ops with kernels --------------------------------------------------------------------
 
 /** X = A^-1 B for A [..., n, n] and B [..., n, k] with equal batch dims; `op` names the public
@@ -204,9 +201,6 @@ std::pair<Tensor, Tensor> cholesky_op(const Tensor& a, bool check, const char* o
   return {l, info};
 }
 
-/** E[i, j] = w[j] - w[i] off the diagonal, 1 on it (the divisor of eigh's and svd's rules). */
-Tensor gaps(const Tensor& w) { return w.unsqueeze(-2) - w.unsqueeze(-1) + eye(w.size(-1), {}, like(w)); }
-
 std::pair<Tensor, Tensor> eigh_op(const Tensor& a) {
   graph::OpCall call(kEigh);
   Tensor w, v;
@@ -243,7 +237,7 @@ std::pair<Tensor, Tensor> eigh_op(const Tensor& a) {
       [&](const graph::Tensors& t) {
         // dP = V^T dA V: dw = diag(dP), dV = V (dP / E) off the diagonal.
         Tensor dp = matmul(v.mT(), matmul(t[0], v));
-        Tensor off = dp / gaps(w) * (1 - eye(w.size(-1), {}, like(w)));
+        Tensor off = off_diagonal(dp / gaps(w));
         return graph::Tensors{dp.diagonal(0, -2, -1), matmul(v, off)};
       });
   return {w, v};
