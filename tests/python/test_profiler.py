@@ -69,6 +69,44 @@ def test_self_times_add_up_to_the_roots():
     assert step.count == 1 and step.cpu_time_total == pytest.approx(roots)
 
 
+def test_compiled_steps_time_their_optimizer():
+    """A compiled step's optimizer runs as an op of the program: the PyTorch-style step (opt.step()
+    under ug.compile) and the functional one (update under ug.jit), donated or not, each list it
+    once per parameter update with the parameters' shapes."""
+    model = ug.nn.Linear(8, 4)
+    opt = ug.optim.Adam(model.parameters(), lr=1e-3)
+    x = ug.randn(5, 8)
+
+    @ug.compile
+    def step(x):
+        opt.zero_grad()
+        model(x).square().mean().backward()
+        opt.step()
+
+    params = dict(model.named_parameters())
+    state = opt.init(params)
+
+    def functional(params, state, x):
+        grads = ug.grad(lambda p: ug.func.functional_call(model, p, (x,)).square().mean())(params)
+        updates, state = opt.update(grads, state, params)
+        return ug.optim.apply_updates(params, updates), state
+
+    plain, donating = ug.jit(functional), ug.jit(functional, donate_argnums=(0, 1))
+    copy = lambda tree: ug.tree_map(lambda t: t.clone(), tree)  # noqa: E731
+    for _ in range(2):  # the first call traces (and runs the first step eagerly)
+        step(x)
+        params, state = plain(params, state, x)
+        params, state = donating(copy(params), copy(state), x)
+    for run, name, count in ((lambda: step(x), "optimizer_step", 1),
+                             (lambda: plain(params, state, x), "optimizer_update", 2),
+                             (lambda: donating(copy(params), copy(state), x), "optimizer_update", 2)):
+        with ug.profiler.profile(record_shapes=True) as prof:
+            run()
+        assert sum(r.count for r in prof.key_averages() if r.key == name) == count, name
+        shapes = [e["input_shapes"][0] for e in prof.events() if e["name"] == name]
+        assert sorted(shapes) == [[4], [4, 8]] if count == 2 else shapes == [[4, 8]], shapes
+
+
 def test_shapes_dtypes_and_bytes():
     a, big = ug.randn(3, 4), ug.randn(256, 128)
     with ug.profiler.profile(record_shapes=True, profile_memory=True) as prof:

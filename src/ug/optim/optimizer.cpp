@@ -99,6 +99,12 @@ void Optimizer::apply_step(const std::vector<StepParam>& params, const std::vect
 
 namespace {
 const graph::OpDef kOptimizerStep("optimizer_step");
+
+std::vector<const Tensor*> pointers(const std::vector<Tensor>& tensors) {
+  std::vector<const Tensor*> out;
+  for (const Tensor& t : tensors) out.push_back(&t);
+  return out;
+}
 }  // namespace
 
 void Optimizer::step_unless(const Tensor& skip) {
@@ -135,6 +141,7 @@ void Optimizer::step_params(const std::vector<StepParam>& params, const std::vec
       [this, alive = std::weak_ptr<const bool>(alive_), params, skips = skip.defined()](const std::vector<Tensor>& in) {
         if (alive.expired())
           fail<RuntimeError>("[optimizer_step] the optimizer this compiled step calls was deleted: keep it alive");
+        graph::OpCall run(kOptimizerStep);  // a profiler times the step as an op of the program
         NoGradGuard no_grad;
         // A parameter the program wrote before the step (copy_) holds that value in the graph only.
         for (size_t i = 0; i < params.size(); ++i)
@@ -144,6 +151,7 @@ void Optimizer::step_params(const std::vector<StepParam>& params, const std::vec
         if (!(skips && holds(in.back()))) apply_step(params, run_grads);
         std::vector<Tensor> out;
         for (const auto& [group, p] : params) out.push_back(p);
+        run.finish(graph::Inputs(pointers(in)), graph::Outputs(pointers(out)));
         return out;
       },
       graph::ReplaySizes::None);
@@ -322,9 +330,11 @@ std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tens
         for (size_t k = 0; k < names.size(); ++k)
           st.insert(names[k], in_place && !owned(in[2 + k]) ? in[2 + k].clone() : in[2 + k]);
         if (in_place) {
+          graph::OpCall run(kOptimizerUpdate);  // a profiler times the update as an op of the program
           NoGradGuard no_grad;
           std::vector<Tensor> out{update_owned(defaults_, in[0].detach(), in[1].detach(), st, applied, grad_dies)};
           for (const auto& [name, t] : st) out.push_back(t);
+          run.finish(graph::Inputs(pointers(in)), graph::Outputs(pointers(out)));
           return out;
         }
         auto [v, next] = updated(in[0], in[1], st, applied, grad_dies);
