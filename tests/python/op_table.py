@@ -959,7 +959,8 @@ OTHERS = [
         "vmap": "an optimizer step: no batching rule", **unsupported("optimizer_step")}),
     Op("checkpoint", remat_region, x(3, 4), ops=("optimization_barrier",),
        off={"grad_of_jvp": "not supported: the region runs again in backward, outside the jvp's level, and "
-                           "checkpoint raises (torch.func refuses checkpoint's saved-tensor hooks too)"}),
+                           "checkpoint raises NotImplementedError (torch.func refuses checkpoint's saved-tensor hooks "
+                           "too; test_activation_checkpointing.py)"}),
     Op("custom_function", custom_rule, x(3, 4)),
     Op("lstm", recurrent("LSTM"), *recurrent_inputs(4)),
     Op("gru", recurrent("GRU"), *recurrent_inputs(3)),

@@ -163,6 +163,18 @@ def test_a_region_that_computes_differently_the_second_time_says_so():
         y.backward()
 
 
+def test_forward_mode_inside_a_region_runs_but_its_gradient_says_why_not():
+    """A jvp through a region is the region's jvp; reverse mode over it would run the region
+    again outside the jvp's level, which saves fewer tensors: a NotImplementedError says so (it
+    said "must compute the same way each time", which is not the cause)."""
+    x, v = ug.randn(3, dtype=ug.float64), ug.randn(3, dtype=ug.float64)
+    f = lambda y: checkpoint(lambda z: z.sin() * z, y).sum()  # noqa: E731
+    _, tangent = ug.jvp(f, (x,), (v,))
+    assert np.allclose(tangent.numpy(), ((x.cos() * x + x.sin()) * v).sum().numpy(), rtol=1e-14)
+    with pytest.raises(NotImplementedError, match="forward-mode"):
+        ug.grad(lambda x: ug.jvp(f, (x,), (v,))[1])(x)
+
+
 def test_under_jit_the_program_recomputes_the_region():
     ug.manual_seed(0)
     w1, w2 = ug.randn(16, 64) * 0.2, ug.randn(64, 16) * 0.2

@@ -6,6 +6,7 @@
 #include "ug/core/allocator.h"
 #include "ug/core/error.h"
 #include "ug/core/random.h"
+#include "ug/graph/forward.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/node.h"
 #include "ug/graph/op_call.h"
@@ -23,7 +24,8 @@ struct Region {
   std::array<uint64_t, 2> rng;
   bool autocast_enabled, autocast_active;  // the CPU region's, and whether an op is mid-cast
   DType autocast_dtype;
-  size_t saved = 0;  // tensors saved during the first run
+  bool forward_mode;  // the first run was inside a jvp's level: its tangents' ops saved tensors too
+  size_t saved = 0;   // tensors saved during the first run
   bool recomputed = false;
   Tensors again;
 };
@@ -93,6 +95,12 @@ void recompute(Region& r) {
     SavedTensorHooksGuard hooks(record);
     r.fn(barrier(r.inputs));
   }
+  if (r.again.size() != r.saved && r.forward_mode)
+    fail<NotImplementedError>(
+        "[checkpoint] a region first run under forward-mode differentiation (jvp, jacfwd, forward_ad) "
+        "cannot run again for reverse mode: its tangents' ops saved tensors that a run outside the jvp "
+        "does not make (torch.func refuses checkpoint under its transforms too); differentiate the "
+        "jvp without checkpoint, or checkpoint inside reverse mode only");
   if (r.again.size() != r.saved)
     fail<RuntimeError>("[checkpoint] the function saved ", r.again.size(), " tensors when run again, ", r.saved,
                        " the first time: it must compute the same way each time (no data-dependent branches on "
@@ -109,6 +117,7 @@ Tensors checkpoint(const TensorFn& fn, const Tensors& inputs, const CheckpointPo
                                                 autocast::is_enabled(DeviceType::CPU),
                                                 autocast::active(),
                                                 autocast::get_dtype(DeviceType::CPU),
+                                                forward::active(),
                                                 0,
                                                 false,
                                                 {}});
