@@ -141,14 +141,18 @@ def jax_gamma_grad(a, x):
 
 
 class SameGammaDraws(torch.autograd.Function):
-    """torch's side of random_gamma: unigrad's draws (the generators differ), differentiated in
-    the concentration as JAX differentiates jax.random.gamma. Returns the draws and dx/da."""
+    """torch's side of random_gamma (and with log, random_loggamma): unigrad's draws (the
+    generators differ), differentiated in the concentration as JAX differentiates
+    jax.random.gamma and loggamma (d log x = dx / x). Returns the draws and their derivative."""
 
     @staticmethod
-    def forward(a):
-        x = ug.random.gamma(ug.random.key(0), ug.tensor(a.numpy()), dtype=getattr(ug, str(a.dtype)[6:]))
-        x = torch.from_numpy(x.numpy())
-        return x, jax_gamma_grad(a, x)
+    def forward(a, log):
+        draw = ug.random.loggamma if log else ug.random.gamma
+        x = torch.from_numpy(draw(ug.random.key(0), ug.tensor(a.numpy()), dtype=getattr(ug, str(a.dtype)[6:])).numpy())
+        if not log:
+            return x, jax_gamma_grad(a, x)
+        e = x.double().exp()
+        return x, (jax_gamma_grad(a.double(), e) / e).to(a.dtype)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -158,15 +162,19 @@ class SameGammaDraws(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g, _):
-        return g * ctx.saved_tensors[0]
+        return g * ctx.saved_tensors[0], None
 
     @staticmethod
-    def jvp(ctx, t):
+    def jvp(ctx, t, _):
         return t * ctx.saved_tensors[0], None
 
 
 def gamma_draws(m, a):
-    return ug.random.gamma(ug.random.key(0), a, dtype=a.dtype) if m is ug else SameGammaDraws.apply(a)[0]
+    return ug.random.gamma(ug.random.key(0), a, dtype=a.dtype) if m is ug else SameGammaDraws.apply(a, False)[0]
+
+
+def loggamma_draws(m, a):
+    return ug.random.loggamma(ug.random.key(0), a, dtype=a.dtype) if m is ug else SameGammaDraws.apply(a, True)[0]
 
 
 def printed(m, a):
@@ -937,6 +945,11 @@ OTHERS = [
     # the implicit gradient of Gamma draws in their concentration, against JAX's; the draws
     # are a rejection sampler's, whose output is no smooth function of it (fd off)
     Op("random_gamma", gamma_draws, pos(3, 4), ops=("random_gamma", "random_gamma_grad", "digamma"), off={
+        "fd": "the derivative is the implicit one (the quantile held fixed), not the sampler's change",
+        **rejects("random draws are not exported (a compiled program calls the sampler back)")}),
+    # the same in log space, from a below 1 (the boosted draws) to above
+    Op("random_loggamma", loggamma_draws, arr((3, 4), low=0.05, high=3.0),
+       ops=("random_loggamma", "random_gamma_grad", "digamma"), off={
         "fd": "the derivative is the implicit one (the quantile held fixed), not the sampler's change",
         **rejects("random draws are not exported (a compiled program calls the sampler back)")}),
     Op("debug_print", printed, x(2, 3), ops=("debug_print", "mul"), off=rejects("a print (ug.debug.print)")),

@@ -1674,6 +1674,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"random_fold_in", "random keys are not exported"},
       {"random_rejection", "random draws are not exported (a compiled program calls the sampler back)"},
       {"random_gamma", "random draws are not exported (a compiled program calls the sampler back)"},
+      {"random_loggamma", "random draws are not exported (a compiled program calls the sampler back)"},
       {"random_gamma_grad",
        "the implicit gradient of Gamma draws is a kernel without an ONNX form (a compiled program calls it back)"},
       {"debug_print", "a print (ug.debug.print) has no ONNX form; a compiled program prints it"},

@@ -395,12 +395,40 @@ Tensor gamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shap
   return out;
 }
 
+namespace {
+const graph::OpDef kLogGamma("random_loggamma");
+
+/** d log(x) / da at the draw log_x: gamma_grad(a, x) / x, with x taken in float64 and, where
+ *  it still underflows (a below ~1e-3), the smallest normal number, as JAX's loggamma does. */
+Tensor loggamma_grad(const Tensor& a, const Tensor& log_x, bool differentiable) {
+  const Tensor e = log_x.to(DType::Float64).exp();
+  const Tensor x = where(e == 0.0, std::numeric_limits<double>::min(), e).to(DType::Float64);
+  return ((differentiable ? gamma_grad(a, x) : gamma_grad_kernel(a, x)) / x).to(log_x.dtype());
+}
+}  // namespace
+
 Tensor loggamma(const Tensor& key, const Tensor& a, const std::optional<Dims>& shape, std::optional<DType> dtype) {
   const DType d = floating(dtype, "loggamma");
-  return one_draw("loggamma", {key, a}, [shape, d](const graph::Tensors& in) {
-    const BoostedGamma g = boosted_gamma(in[0], in[1], shape, d, "loggamma");
-    return g.draw.log() + where(g.boost, g.u.log() / g.alpha, 0);
-  });
+  graph::OpCall call(kLogGamma);
+  Tensor out;
+  {
+    NoGradGuard no_grad;  // as gamma: the sampler's ops are not its derivative
+    const BoostedGamma g = boosted_gamma(key, a.detach(), shape, d, "loggamma");
+    out = g.draw.log() + where(g.boost, g.u.log() / g.alpha, 0);
+  }
+  if (call.capturing())
+    call.set_replay([shape, d](const graph::Tensors& in) { return graph::Tensors{loggamma(in[0], in[1], shape, d)}; });
+  // The implicit reparameterisation gradient, as gamma's: differentiating the sampler's own
+  // ops instead (through the boost and the accepted Marsaglia-Tsang transform) is biased.
+  const Shape a_shape = a.shape();
+  call.finish(
+      {&key, &a}, {&out}, {graph::input(a), graph::output(out)},
+      [a_shape](Saved saved, graph::Tensors&& g) {
+        const Tensor dx = loggamma_grad(saved[0], saved[1], graph::gradient_graph_requested());
+        return graph::Tensors{Tensor(), autograd::sum_to(g[0] * dx, a_shape).to(saved[0].dtype())};
+      },
+      [&](const graph::Tensors& t) { return graph::Tensors{t[1] * loggamma_grad(a, out, true)}; });
+  return out;
 }
 
 Tensor beta(const Tensor& key, const Tensor& a, const Tensor& b, const std::optional<Dims>& shape,
