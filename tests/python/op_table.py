@@ -866,6 +866,9 @@ OTHERS = [
     # complex values inside, real ones at both ends: the two views and the composed complex ops
     Op("view_as_complex", lambda m, a: m.view_as_real(m.view_as_complex(a) * (0.5 - 2j)), x(3, 4, 2),
        ops=("view_as_complex", "view_as_real"), off=COMPLEX_NOT_EXPORTED),
+    # the complex product, an op with its own kernel: broadcast, both operands differentiated
+    Op("complex_mul", lambda m, a, b: m.view_as_real(m.complex(a, b) * m.complex(b, a)[0] * m.complex(a, a + 1)),
+       x(3, 4), x(3, 4, seed=1), ops=("complex_mul", "view_as_real"), off=COMPLEX_NOT_EXPORTED),
     Op("view_as_real.complex_math", lambda m, a, b: m.view_as_real((m.complex(a, b).exp() / m.complex(b, a + 4)).sqrt()),
        x(3, 4), x(3, 4, seed=1), ops=("view_as_complex", "view_as_real"), off=COMPLEX_NOT_EXPORTED,
        jit_exact=False),  # eager's exp of the strided real part is libm's, a program's the vector kernel's: 1 ulp
@@ -1086,7 +1089,7 @@ COMPOSITES = [
        if m is ug else a.scatter_reduce(0, m.tensor([[0, 1], [0, 0], [2, 1]]), s, "sum"), x(3, 2), x(3, 2, seed=1),
        ops=("scatter_add",)),
     Op("scatter.reduce_multiply", lambda m, a: a.scatter(1, m.tensor([[0, 1, 0], [2, 2, 1]]), 1.5, reduce="multiply")
-       if m is ug else a.scatter_reduce(1, m.tensor([[0, 1, 0], [2, 2, 1]]), m.full((2, 3), 1.5), "prod"), x(2, 3),
+       if m is ug else a.scatter_reduce(1, m.tensor([[0, 1, 0], [2, 2, 1]]), m.full((2, 3), 1.5, dtype=a.dtype), "prod"), x(2, 3),
        ops=("scatter_reduce",), opset=18,
        off={"jvp": "torch.func.jvp of scatter_reduce's prod gives zeros (test_composite_math checks ours)"}),
     Op("scatter.value", lambda m, a: a.scatter(1, m.tensor([[0, 1], [2, 3], [0, 1]]), 2.5), x(3, 4)),

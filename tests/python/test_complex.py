@@ -4,8 +4,9 @@ convention: dL/dx + i dL/dy for z = x + iy), checked against torch.autograd and 
 central differences in complex128.
 
 The complex ops are composed of real ops over view_as_real, not torch's std::complex
-kernels: each part of a result is a few roundings away from torch's, so values are compared
-within K·eps·(|torch| + 1) with K the handful of roundings in the composed formula."""
+kernels (the product alone has a kernel): each part of a result is a few roundings away from
+torch's, so values are compared within K·eps·(|torch| + 1) with K the handful of roundings in
+the composed formula."""
 import cmath
 import math
 
@@ -216,6 +217,43 @@ def test_binary_as_torch(op, dtype, npdtype, eps):
     close(g(ug.tensor(real), ug.tensor(b)), f(torch.tensor(real), torch.tensor(b)), eps)
     close(g(ug.tensor(a), 0.5 - 2j), f(torch.tensor(a), 0.5 - 2j), eps)
     close(g(ug.tensor(real), 3j), f(torch.tensor(real), 3j), eps)
+
+
+@pytest.mark.parametrize("dtype,npdtype,eps", DTYPES)
+def test_product_kernel_on_every_layout_as_torch(dtype, npdtype, eps):
+    """The product's kernel: contiguous runs long enough to be split between threads, strided
+    and transposed views, broadcast rows and scalars, in place (mul_) and square. Each part is
+    ar br - ai bi or ar bi + ai br: two products and a sum, a few roundings (a fused
+    multiply-add rounds once less) of |ar br| + |ai bi| <= |a| |b|."""
+    rng = np.random.default_rng(11)
+    a, b = crandn(rng, (300, 257), npdtype), crandn(rng, (257, 300), npdtype)
+    cases = [(a, b.T.copy()), (a, b.T), (a[::2, 1::3], b.T[::2, 1::3]), (a, b[0, :257]), (a, np.asarray(b[0, 0]))]
+    for x, y in cases:
+        want = torch.tensor(x) * torch.tensor(y)
+        got = ug.tensor(x) * ug.tensor(y)
+        bound = 4 * eps * np.abs(x) * np.abs(y)
+        assert got.shape == tuple(want.shape) and got.dtype == getattr(ug, dtype)
+        assert np.all(np.abs(got.numpy() - want.numpy()) <= bound)
+    z = ug.tensor(a[:4, :5])
+    close(z.square(), torch.tensor(a[:4, :5]).square(), eps, k=4)
+    z.mul_(ug.tensor(b[:4, :5]))
+    close(z, torch.tensor(a[:4, :5]) * torch.tensor(b[:4, :5]), eps, k=4)
+
+
+def test_complex_scatter_sums_as_torch():
+    """scatter_add and index_add of complex values (the gradient of indexing a complex tensor
+    in a compiled program is one), and the orderless reductions refused."""
+    rng = np.random.default_rng(12)
+    src = crandn(rng, (6, 3), np.complex64)
+    index = np.array([[0, 1, 2], [2, 0, 1], [1, 1, 0], [0, 2, 2], [3, 3, 3], [1, 0, 3]])
+    want = torch.zeros(4, 3, dtype=torch.complex64).scatter_add_(0, torch.tensor(index), torch.tensor(src))
+    got = ug.zeros(4, 3, dtype=ug.complex64).scatter_add_(0, ug.tensor(index), ug.tensor(src))
+    close(got, want, 2.0**-23, k=4)
+    want = torch.ones(4, 3, dtype=torch.complex64).scatter_reduce_(0, torch.tensor(index), torch.tensor(src), "prod")
+    got = ug.ones(4, 3, dtype=ug.complex64).scatter_reduce_(0, ug.tensor(index), ug.tensor(src), "prod")
+    close(got, want, 2.0**-23, k=8)
+    with pytest.raises(RuntimeError, match=r"\[scatter\] reducing by max or min is not supported for complex"):
+        ug.zeros(4, 3, dtype=ug.complex64).scatter_reduce_(0, ug.tensor(index), ug.tensor(src), "amax")
 
 
 def test_zero_to_the_zero_is_one_as_python_and_numpy():

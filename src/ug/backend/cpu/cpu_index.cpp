@@ -118,6 +118,8 @@ template <class T> void gather_typed(const Tensor& x, int64_t dim, const Tensor&
 template <class T> T scatter_combine(ops::ScatterOp op, T dst, T v) {
   if constexpr (std::is_same_v<T, bool>) {
     return op == ops::ScatterOp::Sum || op == ops::ScatterOp::Amax ? (dst || v) : (dst && v);
+  } else if constexpr (is_complex_v<T>) {  // sums and products only (scatter checks)
+    return op == ops::ScatterOp::Prod ? dst * v : dst + v;
   } else {
     using A = acc_t<T>;
     const A a = static_cast<A>(dst), b = static_cast<A>(v);
@@ -200,6 +202,13 @@ void CpuBackend::scatter(const Tensor& out, int64_t dim, const Tensor& index, co
       case 8: return scatter_typed<Bits<8>, true>(out, dim, index, src, op);
       default: return scatter_typed<Bits<16>, true>(out, dim, index, src, op);
     }
+  }
+  if (is_complex(out.dtype())) {  // complex numbers have no order: no amax or amin (as torch)
+    if (op != ops::ScatterOp::Sum && op != ops::ScatterOp::Prod)
+      fail<RuntimeError>("[scatter] reducing by max or min is not supported for complex dtypes (got ", out.dtype(),
+                         ")");
+    UG_DISPATCH_COMPLEX(out.dtype(), "scatter", (scatter_typed<scalar_t, false>(out, dim, index, src, op)));
+    return;
   }
   UG_DISPATCH_ALL(out.dtype(), "scatter", (scatter_typed<scalar_t, false>(out, dim, index, src, op)));
 }

@@ -3,6 +3,7 @@
 // that the compiler vectorises.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__AVX2__) || defined(__F16C__)
 #include <immintrin.h>
@@ -248,7 +249,38 @@ template <class Op> void unary_dispatch(const Tensor& x, const Tensor& out) {
   }
 }
 
+/** The complex product (ar br - ai bi) + i (ar bi + ai br) over F = float or double parts, as
+ *  torch's kernel computes it (no recovery of infinities, unlike C's Annex G). */
+template <class F> void complex_mul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
+  StridedLoop<3> loop({&out, &a, &b});
+  loop.run_parallel([](char** p, const int64_t* s, int64_t n) {
+    F* o = reinterpret_cast<F*>(p[0]);
+    const F* x = reinterpret_cast<const F*>(p[1]);
+    const F* y = reinterpret_cast<const F*>(p[2]);
+    // Strides in parts (2 a complex number; 0 where an operand is broadcast).
+    const int64_t so = s[0] / int64_t{sizeof(F)}, sx = s[1] / int64_t{sizeof(F)}, sy = s[2] / int64_t{sizeof(F)};
+    if (so == 2 && sx == 2 && sy == 2) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) {
+        const F ar = x[2 * i], ai = x[2 * i + 1], br = y[2 * i], bi = y[2 * i + 1];
+        o[2 * i] = ar * br - ai * bi;
+        o[2 * i + 1] = ar * bi + ai * br;
+      }
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const F ar = x[i * sx], ai = x[i * sx + 1], br = y[i * sy], bi = y[i * sy + 1];
+      o[i * so] = ar * br - ai * bi;
+      o[i * so + 1] = ar * bi + ai * br;
+    }
+  });
+}
+
 template <class Op> void binary_dispatch(const Tensor& a, const Tensor& b, const Tensor& out) {
+  if constexpr (std::is_same_v<Op, ops::Mul>) {  // the one complex op with a kernel (ops/complex.cpp)
+    if (out.dtype() == DType::Complex64) return complex_mul_typed<float>(a, b, out);
+    if (out.dtype() == DType::Complex128) return complex_mul_typed<double>(a, b, out);
+  }
   if constexpr (Op::rule == ops::BinaryRule::TrueDivide) {
     UG_DISPATCH_FLOATING(a.dtype(), Op::name, (binary_typed<Op, scalar_t, scalar_t>(a, b, out)));
   } else if constexpr (Op::rule == ops::BinaryRule::Compare) {
