@@ -336,17 +336,17 @@ void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle 
     ug::fail<ug::ValueError>(
         "[compile] loss is required: a name such as \"sparse_categorical_crossentropy\" or a "
         "function loss(output, target)");
-  auto one_loss = [](nb::handle l) -> std::variant<std::string, train::LossFn> {
+  auto one_loss = [](nb::handle l) -> train::LossSpec {
     if (l.is_none()) return std::string();  // an output without a loss
     if (PyUnicode_Check(l.ptr())) return nb::cast<std::string>(l);
-    if (nb::isinstance<train::KerasLoss>(l)) return nb::cast<const train::KerasLoss&>(l).as_loss_fn();
+    if (nb::isinstance<train::KerasLoss>(l)) return nb::cast<const train::KerasLoss&>(l);
     if (PyCallable_Check(l.ptr())) return python_fn(l, "loss");
     ug::fail<ug::TypeError>("[compile] loss must be a name or a callable loss(output, target), got ",
                             nb::inst_name(l).c_str());
   };
   const bool several = outputs.size() > 1;
   if (several && (PyList_Check(loss.ptr()) || PyTuple_Check(loss.ptr()) || PyDict_Check(loss.ptr())))
-    o.losses = per_output(loss, outputs, "loss", std::variant<std::string, train::LossFn>(std::string()), one_loss);
+    o.losses = per_output(loss, outputs, "loss", train::LossSpec(std::string()), one_loss);
   else o.loss = one_loss(loss);
   if (!loss_weights.is_none())
     o.loss_weights =
@@ -403,6 +403,20 @@ std::vector<std::shared_ptr<Callback>> callbacks_from_python(nb::handle self, nb
   return out;
 }
 
+/** Keras's sample_weight: one array weighing every output's loss, or for a model of several
+ *  outputs a list (in output order) or dict (by output name) of one array per output. */
+std::vector<Tensor> sample_weights(nb::handle w, const ug::nn::FunctionalImpl* graph, const Trainer& trainer,
+                                   ug::DType float_dtype, const char* who) {
+  if (w.is_none()) return {};
+  bool per_output = graph && trainer.num_outputs() > 1 && PyDict_Check(w.ptr());
+  if (graph && trainer.num_outputs() > 1 && (PyList_Check(w.ptr()) || PyTuple_Check(w.ptr())) && nb::len(w) > 0) {
+    nb::handle first = w[0];  // a list of arrays, not one list of numbers
+    per_output = is_array(first) || PyList_Check(first.ptr()) || PyTuple_Check(first.ptr());
+  }
+  if (per_output) return structured(w, trainer.output_names(), graph->name(), "output", who, float_dtype);
+  return {as_input(w, float_dtype)};
+}
+
 nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_t> batch_size, int64_t epochs,
                nb::handle verbose, nb::handle callbacks, double validation_split, nb::handle validation_data,
                bool shuffle, std::optional<std::map<int64_t, double>> class_weight, nb::handle sample_weight,
@@ -423,7 +437,7 @@ nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_
   const bool arrays = (is_array(x) || graph) && !y.is_none();
   std::vector<Tensor> tx, ty;
   std::unique_ptr<ug::data::BatchSource> data, validation;
-  if (!sample_weight.is_none()) o.sample_weight = as_input(sample_weight, float_dtype);
+  o.sample_weight = sample_weights(sample_weight, graph, trainer, float_dtype, "fit");
   if (arrays) {
     tx = graph ? structured(x, graph->input_names(), graph->name(), "input", "fit", float_dtype)
                : std::vector<Tensor>{as_input(x, float_dtype)};
@@ -441,19 +455,21 @@ nb::object fit(nb::handle self, nb::handle x, nb::handle y, std::optional<int64_
     bool arrays_given = tuple;
     if (tuple && !graph)
       for (nb::handle a : validation_data) arrays_given = arrays_given && is_array(a);
-    const Tensor weight_val =
-        tuple && nb::len(validation_data) == 3 ? as_input(validation_data[2], float_dtype) : Tensor();
+    const std::vector<Tensor> weight_val = tuple && nb::len(validation_data) == 3
+                                               ? sample_weights(validation_data[2], graph, trainer, float_dtype, "fit")
+                                               : std::vector<Tensor>{};
     if (graph && arrays_given)
       validation = trainer.evaluation_batches(
           structured(validation_data[0], graph->input_names(), graph->name(), "input", "fit", float_dtype),
           structured(validation_data[1], trainer.output_names(), graph->name(), "output", "fit", float_dtype),
           batch_size.value_or(32), weight_val);
     else
-      validation = arrays_given ? trainer.evaluation_batches(as_input(validation_data[0], float_dtype),
-                                                             as_input(validation_data[1], float_dtype),
-                                                             batch_size.value_or(32), weight_val)
-                                : batches_from_python(validation_data, nb::none(), std::nullopt, false, true,
-                                                      float_dtype, "fit");
+      validation =
+          arrays_given
+              ? trainer.evaluation_batches(as_input(validation_data[0], float_dtype),
+                                           as_input(validation_data[1], float_dtype), batch_size.value_or(32),
+                                           weight_val.empty() ? Tensor() : weight_val[0])
+              : batches_from_python(validation_data, nb::none(), std::nullopt, false, true, float_dtype, "fit");
   }
   o.validation_data = validation.get();
   o.callbacks = callbacks_from_python(self, callbacks);
@@ -473,13 +489,14 @@ nb::object evaluate(nb::handle self, nb::handle x, nb::handle y, std::optional<i
   const ug::DType float_dtype = model_float_dtype(self);
   Logs logs;
   const ug::nn::FunctionalImpl* graph = multi_io(self);
-  const Tensor weight = sample_weight.is_none() ? Tensor() : as_input(sample_weight, float_dtype);
+  const std::vector<Tensor> weights = sample_weights(sample_weight, graph, trainer, float_dtype, "evaluate");
   if (graph && !y.is_none()) {
     logs = trainer.evaluate(structured(x, graph->input_names(), graph->name(), "input", "evaluate", float_dtype),
                             structured(y, trainer.output_names(), graph->name(), "output", "evaluate", float_dtype),
-                            batch_size.value_or(32), v, weight);
+                            batch_size.value_or(32), v, weights);
   } else if (is_array(x) && !y.is_none()) {
-    logs = trainer.evaluate(as_input(x, float_dtype), as_input(y, float_dtype), batch_size.value_or(32), v, weight);
+    logs = trainer.evaluate(as_input(x, float_dtype), as_input(y, float_dtype), batch_size.value_or(32), v,
+                            weights.empty() ? Tensor() : weights[0]);
   } else {
     if (!sample_weight.is_none())
       ug::fail<ug::ValueError>(
@@ -767,7 +784,8 @@ void bind_train(nb::module_& m) {
       "sample_weight"_a = nb::none(), "initial_epoch"_a = 0, "steps_per_epoch"_a = nb::none(), "validation_freq"_a = 1,
       "Keras's fit: x, y arrays (batched here, batch_size 32, reshuffled each epoch; floating "
       "ones cast to the model's float dtype) or x an iterable of (x, y) or (x, y, sample_weight) "
-      "batches such as a DataLoader. sample_weight (one per sample) and class_weight ({class: "
+      "batches such as a DataLoader. sample_weight (one per sample; for several outputs one array for all or a list or "
+      "dict of one per output) and class_weight ({class: "
       "weight}) weigh each sample's loss: sum(weight * loss) / batch size. validation_freq=n validates "
       "after every n-th epoch only. Returns a History.");
   nb::cpp_function_def(&evaluate, nb::scope(module_cls), nb::name("evaluate"), nb::is_method(), "x"_a = nb::none(),

@@ -94,6 +94,57 @@ def test_dict_outputs_match_keras(keras):
         np.testing.assert_allclose(got[key].numpy(), want[key], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("form", ["list", "one"])
+def test_sample_weight_per_output_matches_keras(keras, form):
+    """Keras's sample_weight for several outputs: a list (in output order) of one array per
+    output weighs each output's loss by its own. One array weighs them all (Keras 3.15 refuses
+    it, asking for one per output: it is compared with Keras given [w, w]). In fit, evaluate
+    and validation_data."""
+    xa, xb, y_reg, y_cls = _data()
+    w_reg, w_cls = RNG.uniform(0, 2, N).astype(np.float32), RNG.uniform(0, 2, N).astype(np.float32)
+    w_cls[:5] = 0  # samples that count for one output only
+    weights, val_weights = ([w_reg, w_cls], [w_cls, w_reg]) if form == "list" else (w_reg, w_cls)
+    keras_weights, keras_val_weights = ([w_reg, w_cls], [w_cls, w_reg]) if form == "list" else ([w_reg] * 2, [w_cls] * 2)
+    ours, theirs = _twins(keras)
+    _compile(ours, ug.keras, by_name=False)
+    _compile(theirs, keras, by_name=False)
+    x, y = [xa, xb], [y_reg, y_cls]
+    kwargs = dict(batch_size=8, epochs=2, shuffle=False, verbose=0)
+    got = ours.fit(x, y, sample_weight=weights, validation_data=(x, y, val_weights), **kwargs).history
+    want = theirs.fit(x, y, sample_weight=keras_weights, validation_data=(x, y, keras_val_weights), **kwargs).history
+    _close_logs(got, want)
+    for a, b in zip(ours.get_weights(), theirs.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    got = ours.evaluate(x, y, sample_weight=weights, verbose=0, return_dict=True)
+    _close_logs(got, theirs.evaluate(x, y, sample_weight=keras_weights, verbose=0, return_dict=True))
+    unweighted = ours.evaluate(x, y, verbose=0, return_dict=True)
+    assert got["cls_loss"] != pytest.approx(unweighted["cls_loss"], rel=1e-3)  # the weights were used
+
+
+def test_sample_weight_per_output_by_name_is_the_list():
+    """A dict of weights by output name (Keras takes one shaped as its outputs) equals the list."""
+    xa, xb, y_reg, y_cls = _data()
+    w_reg, w_cls = RNG.uniform(0, 2, N).astype(np.float32), RNG.uniform(0, 2, N).astype(np.float32)
+    model = two_by_two(ug.keras)
+    _compile(model, ug.keras, by_name=False)
+    logs = [model.evaluate([xa, xb], [y_reg, y_cls], sample_weight=weights, verbose=0, return_dict=True)
+            for weights in ([w_reg, w_cls], {"cls": w_cls, "reg": w_reg})]
+    _close_logs(logs[1], logs[0])
+
+
+def test_sample_weight_per_output_errors():
+    xa, xb, y_reg, y_cls = _data()
+    model = two_by_two(ug.keras)
+    model.compile(optimizer="sgd", loss="mse")
+    w = np.ones(N, np.float32)
+    with pytest.raises(ValueError, match=r"\[fit\] model 'two_by_two' has 2 outputs \('reg', 'cls'\), got a list of 3"):
+        model.fit([xa, xb], [y_reg, y_reg], sample_weight=[w, w, w], verbose=0)
+    with pytest.raises(ValueError, match=r"\[evaluate\] model 'two_by_two' has no output named 'score'"):
+        model.evaluate([xa, xb], [y_reg, y_reg], sample_weight={"score": w, "reg": w}, verbose=0)
+    with pytest.raises(ValueError, match=r"\[fit\] sample_weight must have one weight per sample \(24\), got shape \[5\]"):
+        model.fit([xa, xb], [y_reg, y_reg], sample_weight=[w, w[:5]], verbose=0)
+
+
 def test_fit_from_batches_of_every_field():
     """A DataLoader's batches hold the inputs, then the targets: the same steps as arrays."""
     xa, xb, y_reg, y_cls = _data()

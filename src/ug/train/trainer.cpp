@@ -37,27 +37,38 @@ class ModeGuard {
 
 int64_t batch_size_of(const Tensor& x) { return x.dim() > 0 ? x.size(0) : 1; }
 
-/** x and y, and the sample weights when defined: the fields a batch of them carries. */
-std::vector<Tensor> batch_fields(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Tensor& weight,
-                                 const char* who) {
+/** x and y, and the sample weights (none, one for every output or one per output): the fields
+ *  a batch of them carries. */
+std::vector<Tensor> batch_fields(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
+                                 const std::vector<Tensor>& weights, const char* who) {
   std::vector<Tensor> fields = x;
   fields.insert(fields.end(), y.begin(), y.end());
-  if (!weight.defined()) return fields;
+  if (weights.size() > 1 && weights.size() != y.size())
+    fail<ValueError>("[", who, "] sample_weight gives ", weights.size(), " weights for a model of ", y.size(),
+                     " outputs: give one array (for every output) or one per output");
   const int64_t n = x[0].dim() > 0 ? x[0].size(0) : 0;
-  if (weight.dim() == 0 || weight.size(0) != n)
-    fail<ValueError>("[", who, "] sample_weight must have one weight per sample (", n, "), got shape ", weight.shape());
-  fields.push_back(weight);
+  for (const Tensor& weight : weights) {
+    if (!weight.defined() || weight.dim() == 0 || weight.size(0) != n)
+      fail<ValueError>("[", who, "] sample_weight must have one weight per sample (", n, "), got ",
+                       weight.defined() ? "shape " : "none", weight.defined() ? weight.shape() : Shape{});
+    fields.push_back(weight);
+  }
   return fields;
 }
 
-/** A loss given by name or function, with its per-sample form for sample weights (null for a function). */
-std::pair<LossFn, LossFn> make_loss(const std::variant<std::string, LossFn>& given, std::optional<bool> from_logits,
-                                    nn::Module& module, std::string& name) {
+/** A loss given by name, function or Keras loss object, with its per-sample form for sample
+ *  weights (null for a function, and for a Keras loss object, which weighs them itself). */
+std::pair<LossFn, LossFn> make_loss(const LossSpec& given, std::optional<bool> from_logits, nn::Module& module,
+                                    std::string& name) {
   if (const auto* n = std::get_if<std::string>(&given)) {
     if (n->empty()) return {};
     name = canonical_loss_name(*n);
     const bool logits = from_logits.value_or(loss_takes_logits(name, module));
     return {loss_by_name(name, logits), per_sample_loss_by_name(name, logits)};
+  }
+  if (const auto* k = std::get_if<KerasLoss>(&given)) {
+    name = canonical_loss_name(k->kind());  // metrics named "accuracy" follow it, as Keras's
+    return {k->as_loss_fn(), nullptr};
   }
   return {std::get<LossFn>(given), nullptr};
 }
@@ -83,6 +94,11 @@ Tensor class_sample_weights(const Tensor& y, const std::map<int64_t, double>& cl
 
 void check_verbose(int verbose, const char* who) {
   if (verbose < 0 || verbose > 2) fail<ValueError>("[", who, "] verbose must be 0, 1 or 2, got ", verbose);
+}
+
+/** A single-output call's weights: none, or the one given. */
+std::vector<Tensor> one_weight(const Tensor& sample_weight) {
+  return sample_weight.defined() ? std::vector<Tensor>{sample_weight} : std::vector<Tensor>{};
 }
 
 void check_validation_split(double split) {
@@ -185,17 +201,19 @@ Trainer::Trainer(std::shared_ptr<nn::Module> module) : module_(std::move(module)
 
 Trainer::Fields Trainer::split_batch(const data::Example& batch, const char* who) const {
   const size_t n = static_cast<size_t>(num_inputs_) + output_names_.size();
-  if (batch.size() != n && batch.size() != n + 1) {
+  const size_t outputs = output_names_.size();
+  if (batch.size() != n && batch.size() != n + 1 && batch.size() != n + outputs) {
     if (n == 2)
       fail<ValueError>("[", who, "] each batch must be (x, y) or (x, y, sample_weight), got ", batch.size(), " tensor",
                        batch.size() == 1 ? "" : "s");
     fail<ValueError>("[", who, "] each batch must hold the model's ", num_inputs_, " inputs and ", output_names_.size(),
-                     " targets (and optionally sample weights), got ", batch.size(), " tensors");
+                     " targets (and optionally sample weights: one, or one per output), got ", batch.size(),
+                     " tensors");
   }
   Fields f;
   f.x.assign(batch.begin(), batch.begin() + num_inputs_);
   f.y.assign(batch.begin() + num_inputs_, batch.begin() + static_cast<std::ptrdiff_t>(n));
-  if (batch.size() > n) f.weight = batch.back();
+  f.weights.assign(batch.begin() + static_cast<std::ptrdiff_t>(n), batch.end());
   return f;
 }
 
@@ -268,9 +286,12 @@ void Trainer::compile(CompileOptions options) {
     fail<ValueError>("[compile] the model has ", outputs, " outputs; loss_weights gives ", options.loss_weights.size());
   std::vector<std::string> loss_names(outputs);
   std::vector<LossFn> losses(outputs), sample_losses(outputs);
-  for (size_t i = 0; i < outputs; ++i)
-    std::tie(losses[i], sample_losses[i]) = make_loss(options.losses.empty() ? options.loss : options.losses[i],
-                                                      options.from_logits, *module_, loss_names[i]);
+  std::vector<std::optional<KerasLoss>> keras_losses(outputs);
+  for (size_t i = 0; i < outputs; ++i) {
+    const LossSpec& given = options.losses.empty() ? options.loss : options.losses[i];
+    std::tie(losses[i], sample_losses[i]) = make_loss(given, options.from_logits, *module_, loss_names[i]);
+    if (const auto* k = std::get_if<KerasLoss>(&given)) keras_losses[i] = *k;
+  }
   if (std::none_of(losses.begin(), losses.end(), [](const LossFn& l) { return static_cast<bool>(l); }))
     fail<ValueError>("[compile] a loss is required: a name such as \"sparse_categorical_crossentropy\" or a function");
   // Binary accuracy thresholds logits at 0 and probabilities at 0.5: the same rule as the losses.
@@ -331,6 +352,7 @@ void Trainer::compile(CompileOptions options) {
                                    : StepFunction();
   loss_weights_ = options_.loss_weights.empty() ? std::vector<double>(outputs, 1.0) : options_.loss_weights;
   sample_losses_ = std::move(sample_losses);
+  keras_losses_ = std::move(keras_losses);
   losses_ = std::move(losses);
   loss_ = *std::find_if(losses_.begin(), losses_.end(), [](const LossFn& l) { return static_cast<bool>(l); });
 }
@@ -442,15 +464,16 @@ void Trainer::apply_gradients(int64_t accumulated) {
 }
 
 std::vector<Tensor> Trainer::compute_loss(const std::vector<Tensor>& outputs, const std::vector<Tensor>& y,
-                                          const Tensor& weight, const char* who) const {
+                                          const std::vector<Tensor>& weights, const char* who) const {
+  auto weight = [&](size_t i) { return weights.empty() ? Tensor() : weights[weights.size() == 1 ? 0 : i]; };
   if (outputs.size() == 1) {
-    Tensor loss = output_loss(0, outputs[0], y[0], weight, who);
+    Tensor loss = output_loss(0, outputs[0], y[0], weight(0), who);
     return {loss_weights_[0] == 1.0 ? loss : loss.mul(Scalar(loss_weights_[0]))};
   }
   std::vector<Tensor> losses = {Tensor()};  // the total first: Keras's sum of weighted losses
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!losses_[i]) continue;
-    losses.push_back(output_loss(i, outputs[i], y[i], weight, who));
+    losses.push_back(output_loss(i, outputs[i], y[i], weight(i), who));
     const Tensor part = loss_weights_[i] == 1.0 ? losses.back() : losses.back().mul(Scalar(loss_weights_[i]));
     losses[0] = losses[0].defined() ? losses[0].add(part) : part;
   }
@@ -465,6 +488,13 @@ Tensor Trainer::output_loss(size_t i, const Tensor& output, const Tensor& y, con
     if (!loss.defined() || loss.numel() != 1)
       fail<ValueError>("[", who, "] the loss must be a single value, got shape ",
                        loss.defined() ? loss.shape() : Shape{});
+    return loss;
+  }
+  if (keras_losses_[i]) {  // Keras's loss object: its own reduction of the weighted losses
+    Tensor loss = (*keras_losses_[i])(y, output, weight);
+    if (loss.numel() != 1)
+      fail<ValueError>("[", who, "] the loss must be a single value, got shape ", loss.shape(),
+                       " (a Keras loss with reduction=\"none\" cannot train)");
     return loss;
   }
   // Keras's "sum_over_batch_size": sum(weight * loss) / the number of per-sample losses.
@@ -486,7 +516,7 @@ std::vector<Tensor> Trainer::batch_step(const Fields& batch, bool step_inside) {
     std::optional<AutocastGuard> region;
     enter_autocast(region, batch.x[0]);
     result = run_model(step_module(batch.x[0]), batch.x);
-    for (Tensor& loss : compute_loss(result, batch.y, batch.weight, "fit")) result.push_back(std::move(loss));
+    for (Tensor& loss : compute_loss(result, batch.y, batch.weights, "fit")) result.push_back(std::move(loss));
   }
   refresh_named_optimizer();
   const int64_t k = options_.gradient_accumulation_steps;
@@ -502,7 +532,7 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
   check_verbose(o.verbose, "fit");
   check_validation_split(o.validation_split);
   if (o.validation_split > 0) fail<ValueError>("[fit] validation_split needs array x and y");
-  if (o.sample_weight.defined())
+  if (!o.sample_weight.empty())
     fail<ValueError>("[fit] sample_weight needs array x and y; batches carry their weights as (x, y, sample_weight)");
   if (o.batch_size)
     fail<ValueError>("[fit] batch_size must not be given when x yields batches (they are batched already)");
@@ -556,15 +586,15 @@ std::shared_ptr<History> Trainer::fit(data::BatchSource& train, FitOptions o) {
       if (!batch) break;
       Fields xy = split_batch(*batch, "fit");
       if (!o.class_weight.empty()) {
-        if (xy.weight.defined()) fail<ValueError>("[fit] give class_weight or sample weights, not both");
+        if (!xy.weights.empty()) fail<ValueError>("[fit] give class_weight or sample weights, not both");
         if (xy.y.size() > 1) fail<ValueError>("[fit] class_weight is for a model of one output");
-        xy.weight = class_sample_weights(xy.y[0], o.class_weight);
+        xy.weights = {class_sample_weights(xy.y[0], o.class_weight)};
       }
       Logs batch_logs;
       for (const auto& cb : callbacks) cb->on_train_batch_begin(pass.steps, batch_logs);
       // The first step runs eagerly: it makes lazily sized layers' parameters and the optimizer.
-      std::vector<Tensor> step =
-          jit_step_ && stepped_ ? jit_step_(batch_fields(xy.x, xy.y, xy.weight, "fit")) : batch_step(xy, step_inside());
+      std::vector<Tensor> step = jit_step_ && stepped_ ? jit_step_(batch_fields(xy.x, xy.y, xy.weights, "fit"))
+                                                       : batch_step(xy, step_inside());
       const std::vector<Tensor> losses(step.begin() + static_cast<std::ptrdiff_t>(output_names_.size()), step.end());
       step.resize(output_names_.size());
       record(pass, step, losses, xy.y, batch_size_of(xy.x[0]), /*global=*/true);
@@ -607,34 +637,32 @@ std::shared_ptr<History> Trainer::fit(const std::vector<Tensor>& x, const std::v
     fail<ValueError>("[fit] under a strategy batch_size is the global batch, split evenly over the ", replicas,
                      " replicas: ", batch_size, " is not a multiple of ", replicas);
   // This rank's batches of (x, y): all of them, or under a strategy its shard.
-  const Tensor weight = std::exchange(o.sample_weight, Tensor());
-  if (weight.defined() && !o.class_weight.empty())
+  const std::vector<Tensor> weights = std::exchange(o.sample_weight, {});
+  if (!weights.empty() && !o.class_weight.empty())
     fail<ValueError>("[fit] give sample_weight or class_weight, not both");
   auto batches = [&](std::vector<Tensor> fields) -> std::unique_ptr<data::BatchSource> {
     if (!strategy_) return tensor_batches(std::move(fields), batch_size, o.shuffle);
     return std::make_unique<ShardedBatches>(std::move(fields), batch_size / replicas, o.shuffle, strategy_->group());
   };
-  if (o.validation_split == 0) return fit(*batches(batch_fields(x, y, weight, "fit")), std::move(o));
+  if (o.validation_split == 0) return fit(*batches(batch_fields(x, y, weights, "fit")), std::move(o));
   // Keras's rule: the samples from floor(n * (1 - validation_split)) on, taken before shuffling.
   if (o.validation_data) fail<ValueError>("[fit] give validation_split or validation_data, not both");
   const int64_t n = x[0].dim() > 0 ? x[0].size(0) : 0;
   const auto split = static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - o.validation_split)));
   if (split <= 0 || split >= n)
     fail<ValueError>("[fit] validation_split=", o.validation_split, " leaves no samples on one side of ", n);
-  auto head = [&](const Tensor& t) { return t.defined() ? t.narrow(0, 0, split) : t; };
-  auto tail = [&](const Tensor& t) { return t.defined() ? t.narrow(0, split, n - split) : t; };
   auto heads = [&](const std::vector<Tensor>& ts) {
     std::vector<Tensor> out;
-    for (const Tensor& t : ts) out.push_back(head(t));
+    for (const Tensor& t : ts) out.push_back(t.narrow(0, 0, split));
     return out;
   };
   auto tails = [&](const std::vector<Tensor>& ts) {
     std::vector<Tensor> out;
-    for (const Tensor& t : ts) out.push_back(tail(t));
+    for (const Tensor& t : ts) out.push_back(t.narrow(0, split, n - split));
     return out;
   };
-  auto train = batches(batch_fields(heads(x), heads(y), head(weight), "fit"));
-  auto validation = evaluation_batches(tails(x), tails(y), batch_size, tail(weight));
+  auto train = batches(batch_fields(heads(x), heads(y), heads(weights), "fit"));
+  auto validation = evaluation_batches(tails(x), tails(y), batch_size, tails(weights));
   o.validation_data = validation.get();
   o.validation_split = 0;
   return fit(*train, std::move(o));
@@ -653,7 +681,7 @@ Logs Trainer::run_evaluation(data::BatchSource& data, int verbose, const char* w
     std::optional<AutocastGuard> region;
     enter_autocast(region, xy.x[0]);
     const std::vector<Tensor> outputs = run_model(*module_, xy.x);
-    record(pass, outputs, compute_loss(outputs, xy.y, xy.weight, who), xy.y, batch_size_of(xy.x[0]));
+    record(pass, outputs, compute_loss(outputs, xy.y, xy.weights, who), xy.y, batch_size_of(xy.x[0]));
     if (bar) bar->update(pass.steps, pass.samples, pass_logs(pass));
   }
   Logs logs = strategy_ ? global_pass_logs(pass) : pass.steps > 0 ? pass_logs(pass) : Logs{};
@@ -684,18 +712,18 @@ Logs Trainer::evaluate(data::BatchSource& data, int verbose) {
 }
 
 Logs Trainer::evaluate(const Tensor& x, const Tensor& y, int64_t batch_size, int verbose, const Tensor& sample_weight) {
-  return evaluate(std::vector<Tensor>{x}, std::vector<Tensor>{y}, batch_size, verbose, sample_weight);
+  return evaluate(std::vector<Tensor>{x}, std::vector<Tensor>{y}, batch_size, verbose, one_weight(sample_weight));
 }
 
 Logs Trainer::evaluate(const std::vector<Tensor>& x, const std::vector<Tensor>& y, int64_t batch_size, int verbose,
-                       const Tensor& sample_weight) {
+                       const std::vector<Tensor>& sample_weight) {
   check_compiled("evaluate");
   return evaluate(*evaluation_batches(x, y, batch_size, sample_weight), verbose);
 }
 
 std::unique_ptr<data::BatchSource> Trainer::evaluation_batches(const Tensor& x, const Tensor& y, int64_t batch_size,
                                                                const Tensor& sample_weight) const {
-  return evaluation_batches(std::vector<Tensor>{x}, std::vector<Tensor>{y}, batch_size, sample_weight);
+  return evaluation_batches(std::vector<Tensor>{x}, std::vector<Tensor>{y}, batch_size, one_weight(sample_weight));
 }
 
 void Trainer::check_arrays(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const char* who) const {
@@ -709,7 +737,7 @@ void Trainer::check_arrays(const std::vector<Tensor>& x, const std::vector<Tenso
 
 std::unique_ptr<data::BatchSource> Trainer::evaluation_batches(const std::vector<Tensor>& x,
                                                                const std::vector<Tensor>& y, int64_t batch_size,
-                                                               const Tensor& sample_weight) const {
+                                                               const std::vector<Tensor>& sample_weight) const {
   check_arrays(x, y, "evaluate");
   if (batch_size <= 0) fail<ValueError>("[evaluate] batch_size must be positive, got ", batch_size);
   std::vector<Tensor> fields = batch_fields(x, y, sample_weight, "evaluate");

@@ -24,6 +24,7 @@
 
 #include "ug/data/dataset.h"
 #include "ug/distributed/process_group.h"
+#include "ug/train/keras_losses.h"
 #include "ug/nn/module.h"
 #include "ug/ops/autocast.h"
 #include "ug/optim/grad_scaler.h"
@@ -44,6 +45,10 @@ namespace ug::train {
 using StepFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 using StepCompiler = std::function<StepFunction(StepFunction)>;
 
+/** A loss as compile() takes it: a Keras loss name (losses.h), loss(output, target), or a Keras
+ *  loss object. */
+using LossSpec = std::variant<std::string, LossFn, KerasLoss>;
+
 struct CompileOptions {
   /** "adam", "adamw", "sgd", "rmsprop" or "adagrad": Keras's optimizer of that name
    *  (optim::keras: Keras's defaults and update rules) over the parameters that require grad;
@@ -53,11 +58,12 @@ struct CompileOptions {
   /** The lr of an optimizer given by name; without it Keras's default for that optimizer
    *  (adam, adamw, rmsprop, adagrad 1e-3; sgd 0.01). */
   std::optional<double> learning_rate;
-  /** A Keras loss name (losses.h) or loss(output, target). Required. */
-  std::variant<std::string, LossFn> loss;
+  /** A Keras loss name (losses.h), loss(output, target), or a Keras loss object (which reduces
+   *  sample-weighted losses by its own reduction). Required. */
+  LossSpec loss;
   /** A model of several outputs (nn::Functional): a loss per output, in output order, instead
    *  of `loss` for all of them (an empty name or function: that output trains no loss). */
-  std::vector<std::variant<std::string, LossFn>> losses;
+  std::vector<LossSpec> losses;
   /** Keras's loss_weights: the total loss is sum(weight * loss) over the outputs (1 each when empty). */
   std::vector<double> loss_weights;
   /** Whether a named loss reads logits; when unset, the rule in losses.h decides. */
@@ -105,11 +111,12 @@ struct FitOptions {
   /** Holds out the samples from floor(n * (1 - validation_split)) on, in [0, 1), as validation data, taken before
    *  shuffling; not together with validation_data. */
   double validation_split = 0;
-  /** Keras's sample_weight: one weight per sample of x (dim 0), split with validation_split.
-   *  Each batch's loss is then sum(weight * per-sample loss) / batch size (Keras's
-   *  "sum_over_batch_size"); metrics stay unweighted, as Keras's compile(metrics=...). A batch
-   *  source gives weights as a third field of its batches, (x, y, sample_weight). */
-  Tensor sample_weight;
+  /** Keras's sample_weight: one weight per sample of x (dim 0), split with validation_split:
+   *  one tensor weighing every output's loss, or one per output (Keras's list for a model of
+   *  several outputs). Each batch's loss is then sum(weight * per-sample loss) / batch size
+   *  (Keras's "sum_over_batch_size"); metrics stay unweighted, as Keras's compile(metrics=...).
+   *  A batch source gives weights as the last fields of its batches, (x, y, sample_weight). */
+  std::vector<Tensor> sample_weight;
   /** Keras's class_weight: each training sample weighs class_weight[its class] (1 for a class
    *  not named), its class being y's value, or y's argmax for one-hot [N, C] targets. Not
    *  together with sample weights. */
@@ -162,13 +169,14 @@ class Trainer {
 
   // A model of several inputs or outputs (nn::Functional, Keras's functional Model): batches
   // hold the inputs, then the targets (one per output, in output order), then optionally the
-  // sample weights (weighing every output's loss). The logs hold "loss" (the weighted sum),
+  // sample weights: one weighing every output's loss, or one per output. The logs hold "loss" (the weighted sum),
   // with several outputs "<output>_loss" for each, and the metrics as "<output>_<metric>".
   std::shared_ptr<History> fit(const std::vector<Tensor>& x, const std::vector<Tensor>& y, FitOptions options = {});
   Logs evaluate(const std::vector<Tensor>& x, const std::vector<Tensor>& y, int64_t batch_size = 32, int verbose = 1,
-                const Tensor& sample_weight = {});
+                const std::vector<Tensor>& sample_weight = {});
   std::unique_ptr<data::BatchSource> evaluation_batches(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
-                                                        int64_t batch_size, const Tensor& sample_weight = {}) const;
+                                                        int64_t batch_size,
+                                                        const std::vector<Tensor>& sample_weight = {}) const;
   /** Each output for every batch's inputs (its first fields), concatenated along dim 0. */
   std::vector<Tensor> predict_all(data::BatchSource& data, int verbose = 0);
   std::vector<Tensor> predict_all(const std::vector<Tensor>& x, int64_t batch_size = 32, int verbose = 0);
@@ -204,10 +212,10 @@ class Trainer {
 
  private:
   struct Pass;
-  /** A batch split into the model's inputs, its targets and the sample weights (or undefined). */
+  /** A batch split into the model's inputs, its targets and the sample weights (none, one for
+   *  every output, or one per output). */
   struct Fields {
-    std::vector<Tensor> x, y;
-    Tensor weight;
+    std::vector<Tensor> x, y, weights;
   };
   Fields split_batch(const data::Example& batch, const char* who) const;
   /** Arrays for fit / evaluate: one per input, one target per output. */
@@ -231,10 +239,10 @@ class Trainer {
   Logs pass_logs(const Pass& pass) const;
   /** Scales the accumulated gradients when fewer than k batches went into them, clips, steps. */
   void apply_gradients(int64_t accumulated);
-  /** The batch's loss; with weights (defined), sum(weight * per-sample loss) / batch size.
-   *  With several outputs: {the weighted sum, each output's loss}. */
+  /** The batch's loss; with weights (Fields::weights'), sum(weight * per-sample loss) / batch
+   *  size. With several outputs: {the weighted sum, each output's loss}. */
   std::vector<Tensor> compute_loss(const std::vector<Tensor>& outputs, const std::vector<Tensor>& y,
-                                   const Tensor& weight, const char* who) const;
+                                   const std::vector<Tensor>& weights, const char* who) const;
   Tensor output_loss(size_t output, const Tensor& out, const Tensor& y, const Tensor& weight, const char* who) const;
   /** One batch: forward, loss, backward (of loss / k), and with step_inside the optimizer's
    *  step: {outputs..., losses...} (compute_loss's). */
@@ -253,8 +261,9 @@ class Trainer {
   bool stepped_ = false;
   LossFn loss_;
   // Per output: the loss (null: none), the named loss per sample for sample weights (null for
-  // a loss function), its weight.
+  // a loss function), the Keras loss object given (which weighs samples itself), its weight.
   std::vector<LossFn> losses_, sample_losses_;
+  std::vector<std::optional<KerasLoss>> keras_losses_;
   std::vector<double> loss_weights_;
   std::vector<Metric> metrics_;         // named as logged
   std::vector<size_t> metric_outputs_;  // the output each metric reads
