@@ -129,6 +129,88 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("df", &d::StudentT::df)
       .def_prop_ro("loc", &d::StudentT::loc)
       .def_prop_ro("scale", &d::StudentT::scale);
+  nb::class_<d::Cauchy, d::Distribution>(m, "Cauchy", "Cauchy(loc, scale) (torch.distributions.Cauchy).")
+      .def(
+          "__init__",
+          [](d::Cauchy* self, nb::handle loc, nb::handle scale, std::optional<bool> validate_args) {
+            auto p = params({loc, scale}, "Cauchy");
+            new (self) d::Cauchy(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("loc", &d::Cauchy::loc)
+      .def_prop_ro("scale", &d::Cauchy::scale);
+  nb::class_<d::HalfCauchy, d::Distribution>(m, "HalfCauchy",
+                                             "HalfCauchy(scale): |Cauchy(0, scale)| (torch.distributions.HalfCauchy).")
+      .def(
+          "__init__",
+          [](d::HalfCauchy* self, nb::handle scale, std::optional<bool> validate_args) {
+            new (self) d::HalfCauchy(*params({scale}, "HalfCauchy")[0], validate_args.value_or(true));
+          },
+          nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("scale", &d::HalfCauchy::scale);
+  nb::class_<d::HalfNormal, d::Distribution>(m, "HalfNormal",
+                                             "HalfNormal(scale): |Normal(0, scale)| (torch.distributions.HalfNormal).")
+      .def(
+          "__init__",
+          [](d::HalfNormal* self, nb::handle scale, std::optional<bool> validate_args) {
+            new (self) d::HalfNormal(*params({scale}, "HalfNormal")[0], validate_args.value_or(true));
+          },
+          nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("scale", &d::HalfNormal::scale);
+  nb::class_<d::Gumbel, d::Distribution>(m, "Gumbel", "Gumbel(loc, scale) (torch.distributions.Gumbel).")
+      .def(
+          "__init__",
+          [](d::Gumbel* self, nb::handle loc, nb::handle scale, std::optional<bool> validate_args) {
+            auto p = params({loc, scale}, "Gumbel");
+            new (self) d::Gumbel(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("loc", &d::Gumbel::loc)
+      .def_prop_ro("scale", &d::Gumbel::scale);
+  nb::class_<d::Weibull, d::Distribution>(m, "Weibull", "Weibull(scale, concentration) (torch.distributions.Weibull).")
+      .def(
+          "__init__",
+          [](d::Weibull* self, nb::handle scale, nb::handle concentration, std::optional<bool> validate_args) {
+            auto p = params({scale, concentration}, "Weibull");
+            new (self) d::Weibull(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("scale"), nb::arg("concentration"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("scale", &d::Weibull::scale)
+      .def_prop_ro("concentration", &d::Weibull::concentration);
+  nb::class_<d::Pareto, d::Distribution>(m, "Pareto",
+                                         "Pareto(scale, alpha) on [scale, inf) (torch.distributions.Pareto).")
+      .def(
+          "__init__",
+          [](d::Pareto* self, nb::handle scale, nb::handle alpha, std::optional<bool> validate_args) {
+            auto p = params({scale, alpha}, "Pareto");
+            new (self) d::Pareto(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("scale"), nb::arg("alpha"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("scale", &d::Pareto::scale)
+      .def_prop_ro("alpha", &d::Pareto::alpha);
+  nb::class_<d::Kumaraswamy, d::Distribution>(
+      m, "Kumaraswamy", "Kumaraswamy(concentration1, concentration0) on [0, 1] (torch.distributions.Kumaraswamy).")
+      .def(
+          "__init__",
+          [](d::Kumaraswamy* self, nb::handle concentration1, nb::handle concentration0,
+             std::optional<bool> validate_args) {
+            auto p = params({concentration1, concentration0}, "Kumaraswamy");
+            new (self) d::Kumaraswamy(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("concentration1"), nb::arg("concentration0"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("concentration1", &d::Kumaraswamy::concentration1)
+      .def_prop_ro("concentration0", &d::Kumaraswamy::concentration0);
+  nb::class_<d::VonMises, d::Distribution>(m, "VonMises",
+                                           "VonMises(loc, concentration): angles (torch.distributions.VonMises).")
+      .def(
+          "__init__",
+          [](d::VonMises* self, nb::handle loc, nb::handle concentration, std::optional<bool> validate_args) {
+            auto p = params({loc, concentration}, "VonMises");
+            new (self) d::VonMises(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("concentration"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("loc", &d::VonMises::loc)
+      .def_prop_ro("concentration", &d::VonMises::concentration);
   nb::class_<d::Bernoulli, d::Distribution>(m, "Bernoulli",
                                             "Bernoulli(probs=None, logits=None) (torch.distributions.Bernoulli).")
       .def(

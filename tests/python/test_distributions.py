@@ -36,6 +36,7 @@ def probs(shape, dtype, seed):
 
 # name: (constructor from the module and parameters, parameters, a value in the support, methods)
 def cases(dtype):
+    ALL = ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev", "mode"]
     u = np.random.default_rng(9).uniform(0.05, 0.95, (4, 3)).astype(dtype)
     return {
         "Normal": (lambda m, a, b: m.distributions.Normal(a, b), [arr((3,), dtype), pos((4, 1), dtype, 1)],
@@ -94,6 +95,26 @@ def cases(dtype):
                     Arg(np.arange(12).reshape(4, 3).astype(dtype) % 7), ["log_prob", "mean", "variance", "mode"]),
         "OneHotCategorical": (lambda m, logit: m.distributions.OneHotCategorical(logits=logit), [arr((4, 3), dtype)],
                               Arg(np.eye(3, dtype=dtype)[[0, 2, 1, 1]]), ["log_prob", "entropy", "mean", "variance", "mode"]),
+        "Cauchy": (lambda m, a, b: m.distributions.Cauchy(a, b), [arr((3,), dtype), pos((4, 1), dtype, 1)],
+                   arr((2, 4, 3), dtype, seed=2), ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "mode"]),
+        "HalfCauchy": (lambda m, s: m.distributions.HalfCauchy(s), [pos((4, 3), dtype, 1)], arr((4, 3), dtype, 0, 3, 2),
+                       ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "mode"]),
+        "HalfNormal": (lambda m, s: m.distributions.HalfNormal(s), [pos((3,), dtype, 1)], arr((4, 3), dtype, 0, 3, 2),
+                       ALL),
+        "Gumbel": (lambda m, a, b: m.distributions.Gumbel(a, b), [arr((4, 3), dtype), pos((3,), dtype, 1)],
+                   arr((4, 3), dtype, seed=2), ALL),
+        # concentrations on both sides of 1: the mode is NaN below
+        "Weibull": (lambda m, s, k: m.distributions.Weibull(s, k), [pos((3,), dtype, 1), arr((4, 3), dtype, 0.5, 3, 3)],
+                    pos((4, 3), dtype, 2), ALL),
+        # alphas on both sides of 1 and 2: the mean and variance are inf below
+        "Pareto": (lambda m, s, a: m.distributions.Pareto(s, a), [pos((3,), dtype, 1), arr((4, 1), dtype, 0.5, 4, 3)],
+                   arr((4, 3), dtype, 2, 5, 2), ALL),
+        "Kumaraswamy": (lambda m, a, b: m.distributions.Kumaraswamy(a, b), [arr((4, 3), dtype, 0.5, 3, 1),
+                                                                            arr((3,), dtype, 0.5, 3, 3)],
+                        Arg(u), ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev"]),
+        # concentrations on both sides of 3.75, where the Bessel approximation switches
+        "VonMises": (lambda m, a, k: m.distributions.VonMises(a, k), [arr((3,), dtype), arr((4, 1), dtype, 0.1, 8, 1)],
+                     arr((4, 3), dtype, seed=2), ["log_prob", "mean", "variance", "mode"]),
         "_icdf_values": Arg(u),
     }
 
@@ -144,6 +165,14 @@ def test_kl_divergence_against_torch(dtype):
     check(kl(lambda d, a, b: (d.Chi2(a), d.Chi2(b))), pos((4, 3), dtype, 1), pos((3,), dtype, 2))
     check(kl(lambda d, a, b, c, e: (d.Independent(d.Normal(a, b), 2), d.Independent(d.Normal(c, e), 2))),
           arr((2, 3), dtype), pos((2, 3), dtype, 1), arr((2, 3), dtype, seed=2), pos((2, 3), dtype, 3))
+    check(kl(lambda d, a, b, c, e: (d.Cauchy(a, b), d.Cauchy(c, e))), arr((3,), dtype), pos((4, 1), dtype, 1),
+          arr((4, 3), dtype, seed=2), pos((3,), dtype, 3))
+    check(kl(lambda d, a, b: (d.HalfNormal(a), d.HalfNormal(b))), pos((4, 3), dtype, 1), pos((3,), dtype, 2))
+    check(kl(lambda d, a, b, c, e: (d.Gumbel(a, b), d.Gumbel(c, e))), arr((3,), dtype), pos((4, 1), dtype, 1),
+          arr((4, 3), dtype, seed=2), pos((3,), dtype, 3))
+    # scales on both sides of each other: inf where p's support reaches below q's
+    check(kl(lambda d, a, b, c, e: (d.Pareto(a, b), d.Pareto(c, e))), pos((3,), dtype, 1), pos((4, 1), dtype, 2),
+          pos((4, 3), dtype, 3), pos((3,), dtype, 4))
 
 
 def test_kl_divergence_of_other_pairs_is_not_implemented():
@@ -168,6 +197,16 @@ GRAD_CASES = {
     "Gamma": (lambda d, c, r, v: d.Gamma(c, r).log_prob(v.abs() + 0.1), [pos((4, 3), "float64", 1), pos((3,), "float64", 2)]),
     "Beta": (lambda d, a, b, v: d.Beta(a, b).log_prob((v.abs() + 0.1) / 2.2), [pos((4, 3), "float64", 1),
                                                                                  pos((3,), "float64", 2)]),
+    "Cauchy": (lambda d, a, b, v: d.Cauchy(a, b).log_prob(v), [arr((4, 3), "float64"), pos((3,), "float64", 1)]),
+    "HalfNormal": (lambda d, s, v: d.HalfNormal(s).log_prob(v.abs()), [pos((4, 3), "float64", 1)]),
+    "Gumbel": (lambda d, a, b, v: d.Gumbel(a, b).log_prob(v), [arr((4, 3), "float64"), pos((3,), "float64", 1)]),
+    "Weibull": (lambda d, s, k, v: d.Weibull(s, k).log_prob(v.abs() + 0.1), [pos((4, 3), "float64", 1),
+                                                                             pos((3,), "float64", 2)]),
+    "Pareto": (lambda d, s, a, v: d.Pareto(s, a).log_prob(v.abs() + 2.1), [pos((4, 3), "float64", 1),
+                                                                          pos((3,), "float64", 2)]),
+    "Kumaraswamy": (lambda d, a, b, v: d.Kumaraswamy(a, b).log_prob((v.abs() + 0.1) / 2.2),
+                    [pos((4, 3), "float64", 1), pos((3,), "float64", 2)]),
+    "VonMises": (lambda d, a, k, v: d.VonMises(a, k).log_prob(v), [arr((4, 3), "float64"), arr((3,), "float64", 0.5, 6, 1)]),
     "MultivariateNormal": (lambda d, a, s, v: d.MultivariateNormal(a, scale_tril=s.tril(-1) + s.diagonal().abs().diag_embed()
                                                                     + ug_or_torch_eye(s)).log_prob(v),
                            [arr((3,), "float64"), arr((3, 3), "float64", seed=1)]),
@@ -241,6 +280,11 @@ def moment_cases():
         "Binomial": d.Binomial(ug.tensor([5.0, 100.0]), probs=ug.tensor([0.3, 0.9])),
         "Multinomial": d.Multinomial(7, probs=ug.tensor([0.2, 0.5, 0.3])),
         "OneHotCategorical": d.OneHotCategorical(probs=ug.tensor([0.2, 0.5, 0.3])),
+        "HalfNormal": d.HalfNormal(ug.tensor([0.5, 3.0])),
+        "Gumbel": d.Gumbel(ug.tensor([1.0, -2.0]), ug.tensor([0.5, 2.0])),
+        "Weibull": d.Weibull(ug.tensor([1.0, 3.0]), ug.tensor([0.7, 4.0])),
+        "Pareto": d.Pareto(ug.tensor([1.0, 0.5]), ug.tensor([5.0, 9.0])),  # alpha > 4: finite fourth moments
+        "Kumaraswamy": d.Kumaraswamy(ug.tensor([0.5, 3.0]), ug.tensor([2.0, 0.7])),
     }
 
 
@@ -288,7 +332,9 @@ def test_sample_shapes_match_torch(sample_shape):
                  d.Poisson(scale), d.OneHotCategorical(probs=m.ones(4, 3) / 3), d.Gamma(loc + 1, scale),
                  d.Beta(scale, loc + 1), d.Chi2(loc + 1), d.Dirichlet(m.ones(4, 3)), d.StudentT(scale, loc, scale),
                  d.LogNormal(loc, scale), d.Binomial(m.full((4, 1), 5.0), probs=m.ones(3) / 2),
-                 d.Multinomial(5, probs=m.ones(4, 3) / 3),
+                 d.Multinomial(5, probs=m.ones(4, 3) / 3), d.Cauchy(loc, scale), d.HalfCauchy(scale),
+                 d.HalfNormal(loc + 1), d.Gumbel(loc, scale), d.Weibull(scale, loc + 1), d.Pareto(scale, loc + 1),
+                 d.Kumaraswamy(scale, loc + 1), d.VonMises(loc, scale),
                  d.TransformedDistribution(d.Normal(loc, scale), [d.transforms.AffineTransform(m.zeros(2, 1, 1), 2.0)])]
         out = []
         for x in dists:
@@ -333,6 +379,15 @@ BAD = {
     "Binomial non-integer total": lambda d, m: d.Binomial(m.tensor([2.5]), probs=m.tensor([0.5])),
     "Multinomial counts above total": lambda d, m: d.Multinomial(2, probs=m.ones(2) / 2).log_prob(m.tensor([2.0, 1.0])),
     "Chi2 df negative": lambda d, m: d.Chi2(m.tensor([-1.0])),
+    "Cauchy scale 0": lambda d, m: d.Cauchy(0.0, m.tensor([0.0])),
+    "HalfCauchy value negative": lambda d, m: d.HalfCauchy(1.0).log_prob(m.tensor([-1.0])),
+    "HalfNormal scale negative": lambda d, m: d.HalfNormal(m.tensor([-1.0])),
+    "Gumbel scale NaN": lambda d, m: d.Gumbel(0.0, m.tensor([float("nan")])),
+    "Weibull value 0": lambda d, m: d.Weibull(1.0, 1.0).log_prob(m.tensor([0.0])),
+    "Pareto value below scale": lambda d, m: d.Pareto(m.tensor([2.0]), 1.0).log_prob(m.tensor([1.5])),
+    "Pareto alpha 0": lambda d, m: d.Pareto(1.0, m.tensor([0.0])),
+    "Kumaraswamy value above 1": lambda d, m: d.Kumaraswamy(1.0, 1.0).log_prob(m.tensor([1.5])),
+    "VonMises concentration 0": lambda d, m: d.VonMises(0.0, m.tensor([0.0])),
 }
 
 
@@ -385,7 +440,10 @@ def test_expand_against_torch():
         dists = [d.Normal(loc, scale), d.Gamma(scale, scale), d.Dirichlet(p), d.Categorical(logits=p.log()),
                  d.Bernoulli(probs=scale / 3), d.StudentT(scale + 1, loc, scale), d.LogNormal(loc, scale),
                  d.Binomial(4, probs=scale / 3), d.Multinomial(3, probs=p), d.Chi2(scale),
-                 d.MultivariateNormal(p, scale_tril=m.eye(3)), d.Independent(d.Normal(loc, scale), 1)]
+                 d.MultivariateNormal(p, scale_tril=m.eye(3)), d.Independent(d.Normal(loc, scale), 1),
+                 d.Cauchy(loc, scale), d.HalfCauchy(scale), d.HalfNormal(scale), d.Gumbel(loc, scale),
+                 d.Weibull(scale, scale + 1), d.Pareto(scale, scale + 2), d.Kumaraswamy(scale, scale),
+                 d.VonMises(loc, scale)]
         out = []
         for x in dists:
             shape = (2, *x.batch_shape)
@@ -403,3 +461,67 @@ def test_expand_against_torch():
     check(check_all, loc, scale, p)
     with pytest.raises(ValueError):
         ug.distributions.Normal(ug.zeros(3), 1.0).expand((4,))
+
+
+def test_rsample_is_the_implicit_reparameterisation():
+    """Each draw x moves with the parameters as its quantile F(x) held fixed: dx/dθ = -(dF/dθ) / p(x),
+    from the cdf and log_prob (float64)."""
+    d = ug.distributions
+    makers = {
+        "Cauchy": lambda a, b: d.Cauchy(a - 1, b), "HalfCauchy": lambda a, b: d.HalfCauchy(a * b),
+        "HalfNormal": lambda a, b: d.HalfNormal(a * b), "Gumbel": lambda a, b: d.Gumbel(a, b),
+        "Weibull": lambda a, b: d.Weibull(a, b), "Pareto": lambda a, b: d.Pareto(a, b + 1),
+        "Kumaraswamy": lambda a, b: d.Kumaraswamy(a, b),
+    }
+    for name, make in makers.items():
+        a = ug.tensor([0.7, 1.5, 3.0], dtype=ug.float64, requires_grad=True)
+        b = ug.tensor([0.5, 2.0, 1.2], dtype=ug.float64, requires_grad=True)
+        ug.manual_seed(3)
+        make(a, b).rsample((50,)).sum().backward()
+        got = [a.grad.numpy(), b.grad.numpy()]
+        a.grad, b.grad = None, None
+        ug.manual_seed(3)
+        x = make(a, b).sample((50,))
+        dist = make(a, b)
+        (-dist.cdf(x) / dist.log_prob(x).exp().detach()).sum().backward()
+        assert_close(got[0], a.grad.numpy(), "float64", terms=np.abs(got[0]) + 1, n=50, path=name)
+        assert_close(got[1], b.grad.numpy(), "float64", terms=np.abs(got[1]) + 1, n=50, path=name)
+
+
+@pytest.mark.parametrize("name", ["Cauchy", "HalfCauchy"])
+def test_sample_quantiles(name):
+    """Heavy tails have no moments: the fraction of draws below quantiles within 6 standard errors."""
+    d = ug.distributions
+    dist = d.Cauchy(ug.tensor([1.0, -2.0]), ug.tensor([0.5, 3.0])) if name == "Cauchy" else d.HalfCauchy(
+        ug.tensor([0.5, 3.0]))
+    n, q = 40000, np.array([0.1, 0.25, 0.5, 0.75, 0.9])
+    ug.manual_seed(2)
+    x = dist.sample((n,)).numpy()
+    cut = np.stack([dist.icdf(ug.full((2,), float(p))).numpy() for p in q])
+    frac = (x[None] <= cut[:, None]).mean(1)
+    assert np.all(np.abs(frac - q[:, None]) <= 6 * np.sqrt(q * (1 - q) / n)[:, None]), frac
+
+
+def test_von_mises_sample_circular_moments():
+    """E cos(x - loc) = 1 - variance and E sin(x - loc) = 0 within 6 standard errors; angles in [-pi, pi)."""
+    loc, k = ug.tensor([3.0, -1.0, 0.0, 2.0]), ug.tensor([1e-6, 0.5, 4.0, 50.0])
+    dist = ug.distributions.VonMises(loc, k)
+    n = 20000
+    ug.manual_seed(4)
+    x = dist.sample((n,)).double().numpy()
+    assert x.dtype == np.float64 and np.all((x >= -np.pi) & (x < np.pi))
+    c, s = np.cos(x - loc.double().numpy()), np.sin(x - loc.double().numpy())
+    assert np.all(np.abs(c.mean(0) - (1 - dist.variance.double().numpy())) <= 6 * np.sqrt(c.var(0) / n) + 1e-6)
+    assert np.all(np.abs(s.mean(0)) <= 6 * np.sqrt(s.var(0) / n))
+
+
+def test_kumaraswamy_mode_is_the_density_maximum():
+    """torch's mode formula takes log1p(-concentration0), NaN for every concentration0 > 1: this
+    checks the closed form ((a - 1) / (a b - 1))^(1 / a) as the maximum of log_prob instead."""
+    a, b = ug.tensor([1.5, 3.0, 2.0, 0.5], dtype=ug.float64), ug.tensor([2.0, 1.2, 0.8, 2.0], dtype=ug.float64)
+    dist = ug.distributions.Kumaraswamy(a, b)
+    mode = dist.mode.numpy()
+    assert np.isnan(mode[2:]).all()
+    grid = np.linspace(1e-4, 1 - 1e-4, 200001)[:, None].repeat(2, 1)
+    best = grid[ug.distributions.Kumaraswamy(a[:2], b[:2]).log_prob(ug.tensor(grid)).numpy().argmax(0), 0]
+    np.testing.assert_allclose(mode[:2], best, atol=1e-5)

@@ -1,5 +1,6 @@
 #include "ug/distributions/distribution.h"
 
+#include <limits>
 #include <sstream>
 
 #include "ug/core/error.h"
@@ -15,6 +16,14 @@ namespace ug::distributions {
 Dims concat(Dims a, const Dims& b) {
   for (int64_t v : b) a.push_back(v);
   return a;
+}
+
+Options like(const Tensor& t) { return {t.dtype(), t.device()}; }
+double eps_of(const Tensor& t) {
+  return t.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
+}
+double tiny_of(const Tensor& t) {
+  return t.dtype() == DType::Float64 ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
 }
 
 Tensor global_key() { return randint(0, int64_t{1} << 32, {2}); }
@@ -72,6 +81,13 @@ Constraint less_than(const Tensor& bound) {
 }
 Constraint greater_than(const Tensor& bound) {
   return {"GreaterThan(lower_bound=low)", [=](const Tensor& x) { return x.gt(bound); }};
+}
+Constraint greater_than_eq(const Tensor& bound) {
+  return {"GreaterThanEq(lower_bound=low)", [=](const Tensor& x) { return x.ge(bound); }};
+}
+Constraint half_open_unit_interval() {
+  return {"HalfOpenInterval(lower_bound=0.0, upper_bound=1.0)",
+          [](const Tensor& x) { return x.ge(0).logical_and(x.lt(1)); }};
 }
 Constraint simplex() {
   return {"Simplex()", [](const Tensor& x) { return x.ge(0).all(-1).logical_and((x.sum({-1}) - 1).abs().lt(1e-6)); }};

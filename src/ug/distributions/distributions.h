@@ -1,9 +1,10 @@
 // ug::distributions: torch.distributions in C++ (Normal, Uniform, Exponential, Laplace,
-// StudentT, LogNormal, Bernoulli, Binomial, Categorical, OneHotCategorical, Multinomial,
-// Poisson, Gamma, Chi2, Beta, Dirichlet, MultivariateNormal, Independent,
-// TransformedDistribution with its transforms, and kl_divergence).
+// StudentT, Cauchy, HalfCauchy, HalfNormal, Gumbel, Weibull, Pareto, Kumaraswamy, VonMises,
+// LogNormal, Bernoulli, Binomial, Categorical, OneHotCategorical, Multinomial, Poisson, Gamma, Chi2, Beta, Dirichlet,
+// MultivariateNormal, Independent, TransformedDistribution with its transforms, and kl_divergence).
 #pragma once
 
+#include "ug/distributions/continuous.h"
 #include "ug/distributions/discrete.h"
 #include "ug/distributions/distribution.h"
 #include "ug/distributions/gamma.h"

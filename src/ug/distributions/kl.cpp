@@ -1,8 +1,10 @@
 #include "ug/distributions/kl.h"
 
 #include <limits>
+#include <numbers>
 
 #include "ug/core/error.h"
+#include "ug/distributions/continuous.h"
 #include "ug/distributions/discrete.h"
 #include "ug/distributions/gamma.h"
 #include "ug/distributions/multivariate.h"
@@ -55,6 +57,28 @@ Tensor kl(const Laplace& p, const Laplace& q) {
   Tensor scale_ratio = p.scale() / q.scale();
   Tensor distance = (p.loc() - q.loc()).abs();
   return -scale_ratio.log() + distance / q.scale() + scale_ratio * (-distance / p.scale()).exp() - 1;
+}
+
+Tensor kl(const Cauchy& p, const Cauchy& q) {
+  return ((p.scale() + q.scale()).square() + (p.loc() - q.loc()).square()).log() - (4 * p.scale() * q.scale()).log();
+}
+
+Tensor kl(const HalfNormal& p, const HalfNormal& q) {
+  // The Normals' KL at equal locations.
+  Tensor var_ratio = (p.scale() / q.scale()).square();
+  return 0.5 * (var_ratio - 1 - var_ratio.log());
+}
+
+Tensor kl(const Gumbel& p, const Gumbel& q) {
+  const Tensor ct1 = p.scale() / q.scale(), ct2 = q.loc() / q.scale(), ct3 = p.loc() / q.scale();
+  return -ct1.log() - ct2 + ct3 + ct1 * std::numbers::egamma + (ct2 + lgamma(1 + ct1) - ct3).exp() -
+         (1 + std::numbers::egamma);
+}
+
+Tensor kl(const Pareto& p, const Pareto& q) {
+  const Tensor alpha_ratio = q.alpha() / p.alpha();
+  const Tensor r = q.alpha() * (p.scale() / q.scale()).log() - alpha_ratio.log() + alpha_ratio - 1;
+  return where(p.scale().lt(q.scale()), kInf, r);  // p puts mass below q's support
 }
 
 Tensor kl(const Gamma& p, const Gamma& q) {
@@ -123,7 +147,8 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
       try_kl<OneHotCategorical>(p, q, out) || try_kl<Uniform>(p, q, out) || try_kl<Exponential>(p, q, out) ||
       try_kl<Laplace>(p, q, out) || try_kl<Gamma>(p, q, out) || try_kl<Beta>(p, q, out) ||
       try_kl<Dirichlet>(p, q, out) || try_kl<Poisson>(p, q, out) || try_kl<MultivariateNormal>(p, q, out) ||
-      try_kl<Independent>(p, q, out))
+      try_kl<Independent>(p, q, out) || try_kl<Cauchy>(p, q, out) || try_kl<HalfNormal>(p, q, out) ||
+      try_kl<Gumbel>(p, q, out) || try_kl<Pareto>(p, q, out))
     return out;
   throw NotImplementedError(
       detail::cat("[kl_divergence] no KL(p || q) is implemented for p a ", p.name(), " and q a ", q.name()));
