@@ -283,6 +283,33 @@ void bind_distributions(nb::module_& m) {
           },
           nb::arg("rate"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("rate", &d::Poisson::rate);
+  nb::class_<d::Geometric, d::Distribution>(m, "Geometric",
+                                            "Geometric(probs=None, logits=None): failures before the first success "
+                                            "(torch.distributions.Geometric).")
+      .def(
+          "__init__",
+          [](d::Geometric* self, nb::handle probs, nb::handle logits, std::optional<bool> validate_args) {
+            auto p = params({probs, logits}, "Geometric");
+            new (self) d::Geometric(p[0], p[1], validate_args.value_or(true));
+          },
+          nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("probs", &d::Geometric::probs)
+      .def_prop_ro("logits", &d::Geometric::logits);
+  nb::class_<d::NegativeBinomial, d::Distribution>(
+      m, "NegativeBinomial",
+      "NegativeBinomial(total_count, probs=None, logits=None) (torch.distributions.NegativeBinomial).")
+      .def(
+          "__init__",
+          [](d::NegativeBinomial* self, nb::handle total_count, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({total_count, probs, logits}, "NegativeBinomial");
+            new (self) d::NegativeBinomial(*p[0], p[1], p[2], validate_args.value_or(true));
+          },
+          nb::arg("total_count"), nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(),
+          nb::arg("validate_args") = nb::none())
+      .def_prop_ro("total_count", &d::NegativeBinomial::total_count)
+      .def_prop_ro("probs", &d::NegativeBinomial::probs)
+      .def_prop_ro("logits", &d::NegativeBinomial::logits);
   nb::class_<d::Gamma, d::Distribution>(m, "Gamma", "Gamma(concentration, rate) (torch.distributions.Gamma).")
       .def(
           "__init__",

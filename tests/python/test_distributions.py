@@ -115,6 +115,20 @@ def cases(dtype):
         # concentrations on both sides of 3.75, where the Bessel approximation switches
         "VonMises": (lambda m, a, k: m.distributions.VonMises(a, k), [arr((3,), dtype), arr((4, 1), dtype, 0.1, 8, 1)],
                      arr((4, 3), dtype, seed=2), ["log_prob", "mean", "variance", "mode"]),
+        "Geometric(probs)": (lambda m, p: m.distributions.Geometric(probs=p), [probs((4, 3), dtype, 1)],
+                             Arg(np.arange(12).reshape(4, 3).astype(dtype) % 5),
+                             ["log_prob", "entropy", "mean", "variance", "stddev", "mode"]),
+        "Geometric(logits)": (lambda m, logit: m.distributions.Geometric(logits=logit), [arr((4, 3), dtype)],
+                              Arg(np.arange(12).reshape(4, 3).astype(dtype) % 4),
+                              ["log_prob", "entropy", "mean", "variance", "mode"]),
+        # total counts below and above 1 (the mode's floor at 0) and real-valued
+        "NegativeBinomial(probs)": (lambda m, n, p: m.distributions.NegativeBinomial(n, probs=p),
+                                    [Arg(np.array([[0.5], [3.0], [7.5]], dtype)), probs((3,), dtype, 1)],
+                                    Arg(np.array([[0, 1, 3], [10, 4, 7], [2, 0, 20]], dtype)),
+                                    ["log_prob", "mean", "variance", "stddev", "mode"]),
+        "NegativeBinomial(logits)": (lambda m, p: m.distributions.NegativeBinomial(4.0, logits=p),
+                                     [arr((2, 3), dtype, -4, 2, 1)], Arg(np.array([[0, 5, 12], [30, 4, 7]], dtype)),
+                                     ["log_prob", "mean", "variance", "mode"]),
         "_icdf_values": Arg(u),
     }
 
@@ -173,6 +187,7 @@ def test_kl_divergence_against_torch(dtype):
     # scales on both sides of each other: inf where p's support reaches below q's
     check(kl(lambda d, a, b, c, e: (d.Pareto(a, b), d.Pareto(c, e))), pos((3,), dtype, 1), pos((4, 1), dtype, 2),
           pos((4, 3), dtype, 3), pos((3,), dtype, 4))
+    check(kl(lambda d, p, q: (d.Geometric(probs=p), d.Geometric(logits=q))), probs((4, 3), dtype, 1), arr((3,), dtype))
 
 
 def test_kl_divergence_of_other_pairs_is_not_implemented():
@@ -207,6 +222,9 @@ GRAD_CASES = {
     "Kumaraswamy": (lambda d, a, b, v: d.Kumaraswamy(a, b).log_prob((v.abs() + 0.1) / 2.2),
                     [pos((4, 3), "float64", 1), pos((3,), "float64", 2)]),
     "VonMises": (lambda d, a, k, v: d.VonMises(a, k).log_prob(v), [arr((4, 3), "float64"), arr((3,), "float64", 0.5, 6, 1)]),
+    "Geometric": (lambda d, logit, v: d.Geometric(logits=logit).log_prob((v.abs() * 2).floor()), [arr((4, 3), "float64")]),
+    "NegativeBinomial": (lambda d, n, logit, v: d.NegativeBinomial(n, logits=logit).log_prob((v.abs() * 3).floor()),
+                         [pos((4, 3), "float64", 1), arr((3,), "float64", seed=2)]),
     "MultivariateNormal": (lambda d, a, s, v: d.MultivariateNormal(a, scale_tril=s.tril(-1) + s.diagonal().abs().diag_embed()
                                                                     + ug_or_torch_eye(s)).log_prob(v),
                            [arr((3,), "float64"), arr((3, 3), "float64", seed=1)]),
@@ -285,6 +303,8 @@ def moment_cases():
         "Weibull": d.Weibull(ug.tensor([1.0, 3.0]), ug.tensor([0.7, 4.0])),
         "Pareto": d.Pareto(ug.tensor([1.0, 0.5]), ug.tensor([5.0, 9.0])),  # alpha > 4: finite fourth moments
         "Kumaraswamy": d.Kumaraswamy(ug.tensor([0.5, 3.0]), ug.tensor([2.0, 0.7])),
+        "Geometric": d.Geometric(probs=ug.tensor([0.05, 0.5, 1.0])),
+        "NegativeBinomial": d.NegativeBinomial(ug.tensor([0.5, 4.0, 30.0]), logits=ug.tensor([1.0, -1.0, 0.0])),
     }
 
 
@@ -335,6 +355,7 @@ def test_sample_shapes_match_torch(sample_shape):
                  d.Multinomial(5, probs=m.ones(4, 3) / 3), d.Cauchy(loc, scale), d.HalfCauchy(scale),
                  d.HalfNormal(loc + 1), d.Gumbel(loc, scale), d.Weibull(scale, loc + 1), d.Pareto(scale, loc + 1),
                  d.Kumaraswamy(scale, loc + 1), d.VonMises(loc, scale),
+                 d.Geometric(probs=scale / 2), d.NegativeBinomial(loc + 2, logits=scale),
                  d.TransformedDistribution(d.Normal(loc, scale), [d.transforms.AffineTransform(m.zeros(2, 1, 1), 2.0)])]
         out = []
         for x in dists:
@@ -388,6 +409,11 @@ BAD = {
     "Pareto alpha 0": lambda d, m: d.Pareto(1.0, m.tensor([0.0])),
     "Kumaraswamy value above 1": lambda d, m: d.Kumaraswamy(1.0, 1.0).log_prob(m.tensor([1.5])),
     "VonMises concentration 0": lambda d, m: d.VonMises(0.0, m.tensor([0.0])),
+    "Geometric probs 0": lambda d, m: d.Geometric(probs=m.tensor([0.0, 0.5])),
+    "Geometric non-integer": lambda d, m: d.Geometric(probs=m.tensor([0.5])).log_prob(m.tensor([1.5])),
+    "NegativeBinomial probs 1": lambda d, m: d.NegativeBinomial(2.0, probs=m.tensor([1.0])),
+    "NegativeBinomial total_count negative": lambda d, m: d.NegativeBinomial(m.tensor([-1.0]), probs=m.tensor([0.5])),
+    "NegativeBinomial probs and logits": lambda d, m: d.NegativeBinomial(2.0, m.tensor([0.5]), m.tensor([0.0])),
 }
 
 
@@ -443,7 +469,7 @@ def test_expand_against_torch():
                  d.MultivariateNormal(p, scale_tril=m.eye(3)), d.Independent(d.Normal(loc, scale), 1),
                  d.Cauchy(loc, scale), d.HalfCauchy(scale), d.HalfNormal(scale), d.Gumbel(loc, scale),
                  d.Weibull(scale, scale + 1), d.Pareto(scale, scale + 2), d.Kumaraswamy(scale, scale),
-                 d.VonMises(loc, scale)]
+                 d.VonMises(loc, scale), d.Geometric(probs=scale / 3), d.NegativeBinomial(scale, logits=loc)]
         out = []
         for x in dists:
             shape = (2, *x.batch_shape)

@@ -48,6 +48,10 @@ Tensor kl(const OneHotCategorical& p, const OneHotCategorical& q) {
   return t.sum({-1});
 }
 
+Tensor kl(const Geometric& p, const Geometric& q) {
+  return -p.entropy() - (-q.probs()).log1p() / p.probs() - q.logits();
+}
+
 Tensor kl(const Exponential& p, const Exponential& q) {
   Tensor ratio = q.rate() / p.rate();
   return ratio - ratio.log() - 1;
@@ -148,7 +152,7 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
       try_kl<Laplace>(p, q, out) || try_kl<Gamma>(p, q, out) || try_kl<Beta>(p, q, out) ||
       try_kl<Dirichlet>(p, q, out) || try_kl<Poisson>(p, q, out) || try_kl<MultivariateNormal>(p, q, out) ||
       try_kl<Independent>(p, q, out) || try_kl<Cauchy>(p, q, out) || try_kl<HalfNormal>(p, q, out) ||
-      try_kl<Gumbel>(p, q, out) || try_kl<Pareto>(p, q, out))
+      try_kl<Gumbel>(p, q, out) || try_kl<Pareto>(p, q, out) || try_kl<Geometric>(p, q, out))
     return out;
   throw NotImplementedError(
       detail::cat("[kl_divergence] no KL(p || q) is implemented for p a ", p.name(), " and q a ", q.name()));
