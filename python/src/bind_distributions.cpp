@@ -425,6 +425,82 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("loc", &d::LogNormal::loc)
       .def_prop_ro("scale", &d::LogNormal::scale);
 
+  nb::class_<d::LogitRelaxedBernoulli, d::Distribution>(
+      m, "LogitRelaxedBernoulli",
+      "LogitRelaxedBernoulli(temperature, probs=None, logits=None): the logit of a RelaxedBernoulli draw "
+      "(torch.distributions.relaxed_bernoulli.LogitRelaxedBernoulli).")
+      .def(
+          "__init__",
+          [](d::LogitRelaxedBernoulli* self, nb::handle temperature, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({temperature, probs, logits}, "LogitRelaxedBernoulli");
+            new (self) d::LogitRelaxedBernoulli(*p[0], p[1], p[2], validate_args.value_or(true));
+          },
+          nb::arg("temperature"), nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(),
+          nb::arg("validate_args") = nb::none())
+      .def_prop_ro("temperature", &d::LogitRelaxedBernoulli::temperature)
+      .def_prop_ro("probs", &d::LogitRelaxedBernoulli::probs)
+      .def_prop_ro("logits", &d::LogitRelaxedBernoulli::logits);
+  nb::class_<d::RelaxedBernoulli, d::TransformedDistribution>(
+      m, "RelaxedBernoulli",
+      "RelaxedBernoulli(temperature, probs=None, logits=None) on (0, 1) (torch.distributions.RelaxedBernoulli).")
+      .def(
+          "__init__",
+          [](d::RelaxedBernoulli* self, nb::handle temperature, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({temperature, probs, logits}, "RelaxedBernoulli");
+            new (self) d::RelaxedBernoulli(*p[0], p[1], p[2], validate_args.value_or(true));
+          },
+          nb::arg("temperature"), nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(),
+          nb::arg("validate_args") = nb::none())
+      .def_prop_ro("temperature", &d::RelaxedBernoulli::temperature)
+      .def_prop_ro("probs", &d::RelaxedBernoulli::probs)
+      .def_prop_ro("logits", &d::RelaxedBernoulli::logits);
+  nb::class_<d::ExpRelaxedCategorical, d::Distribution>(
+      m, "ExpRelaxedCategorical",
+      "ExpRelaxedCategorical(temperature, probs=None, logits=None): the log of a RelaxedOneHotCategorical draw "
+      "(torch.distributions.relaxed_categorical.ExpRelaxedCategorical).")
+      .def(
+          "__init__",
+          [](d::ExpRelaxedCategorical* self, nb::handle temperature, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({temperature, probs, logits}, "ExpRelaxedCategorical");
+            new (self) d::ExpRelaxedCategorical(*p[0], p[1], p[2], validate_args.value_or(true));
+          },
+          nb::arg("temperature"), nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(),
+          nb::arg("validate_args") = nb::none())
+      .def_prop_ro("temperature", &d::ExpRelaxedCategorical::temperature)
+      .def_prop_ro("probs", &d::ExpRelaxedCategorical::probs)
+      .def_prop_ro("logits", &d::ExpRelaxedCategorical::logits);
+  nb::class_<d::RelaxedOneHotCategorical, d::TransformedDistribution>(
+      m, "RelaxedOneHotCategorical",
+      "RelaxedOneHotCategorical(temperature, probs=None, logits=None) on the simplex "
+      "(torch.distributions.RelaxedOneHotCategorical).")
+      .def(
+          "__init__",
+          [](d::RelaxedOneHotCategorical* self, nb::handle temperature, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({temperature, probs, logits}, "RelaxedOneHotCategorical");
+            new (self) d::RelaxedOneHotCategorical(*p[0], p[1], p[2], validate_args.value_or(true));
+          },
+          nb::arg("temperature"), nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(),
+          nb::arg("validate_args") = nb::none())
+      .def_prop_ro("temperature", &d::RelaxedOneHotCategorical::temperature)
+      .def_prop_ro("probs", &d::RelaxedOneHotCategorical::probs)
+      .def_prop_ro("logits", &d::RelaxedOneHotCategorical::logits);
+  nb::class_<d::OneHotCategoricalStraightThrough, d::OneHotCategorical>(
+      m, "OneHotCategoricalStraightThrough",
+      "OneHotCategoricalStraightThrough(probs=None, logits=None): rsample passes the gradient of probs through the "
+      "one-hot draw (torch.distributions.OneHotCategoricalStraightThrough).")
+      .def(
+          "__init__",
+          [](d::OneHotCategoricalStraightThrough* self, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({probs, logits}, "OneHotCategoricalStraightThrough");
+            new (self) d::OneHotCategoricalStraightThrough(p[0], p[1], validate_args.value_or(true));
+          },
+          nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none());
+
   m.def("kl_divergence", &d::kl_divergence, nb::arg("p"), nb::arg("q"),
         "KL(p || q) in closed form (torch.distributions.kl_divergence); NotImplementedError for other pairs.");
 }

@@ -129,6 +129,27 @@ def cases(dtype):
         "NegativeBinomial(logits)": (lambda m, p: m.distributions.NegativeBinomial(4.0, logits=p),
                                      [arr((2, 3), dtype, -4, 2, 1)], Arg(np.array([[0, 5, 12], [30, 4, 7]], dtype)),
                                      ["log_prob", "mean", "variance", "mode"]),
+        "RelaxedBernoulli(probs)": (lambda m, t, p: m.distributions.RelaxedBernoulli(t, probs=p),
+                                    [arr((), dtype, 0.3, 2, 5), probs((4, 3), dtype, 1)], Arg(u), ["log_prob"]),
+        "RelaxedBernoulli(logits)": (lambda m, t, logit: m.distributions.RelaxedBernoulli(t, logits=logit),
+                                     [arr((3,), dtype, 0.3, 2, 5), arr((4, 3), dtype)], Arg(u), ["log_prob"]),
+        "LogitRelaxedBernoulli": (lambda m, t, logit: m.distributions.LogitRelaxedBernoulli(t, logits=logit)
+                                  if m is ug else m.distributions.relaxed_bernoulli.LogitRelaxedBernoulli(t, logits=logit),
+                                  [arr((), dtype, 0.3, 2, 5), arr((4, 3), dtype)], arr((2, 4, 3), dtype, seed=2),
+                                  ["log_prob"]),
+        "RelaxedOneHotCategorical(probs)": (lambda m, t, p: m.distributions.RelaxedOneHotCategorical(t, probs=p),
+                                            [arr((), dtype, 0.3, 2, 5), probs((4, 3), dtype, 1)],
+                                            Arg((u / u.sum(-1, keepdims=True)).astype(dtype)), ["log_prob"]),
+        "RelaxedOneHotCategorical(logits)": (lambda m, t, logit: m.distributions.RelaxedOneHotCategorical(t, logits=logit),
+                                             [arr((4, 1), dtype, 0.3, 2, 5), arr((4, 3), dtype)],
+                                             Arg((u / u.sum(-1, keepdims=True)).astype(dtype)), ["log_prob"]),
+        "ExpRelaxedCategorical": (lambda m, t, logit: m.distributions.ExpRelaxedCategorical(t, logits=logit)
+                                  if m is ug else m.distributions.relaxed_categorical.ExpRelaxedCategorical(t, logits=logit),
+                                  [arr((), dtype, 0.3, 2, 5), arr((4, 3), dtype)],
+                                  Arg(np.log(u / u.sum(-1, keepdims=True)).astype(dtype)), ["log_prob"]),
+        "OneHotCategoricalStraightThrough": (lambda m, p: m.distributions.OneHotCategoricalStraightThrough(probs=p),
+                                             [probs((4, 3), dtype, 1)], Arg(np.eye(3, dtype=dtype)[[0, 2, 1, 1]]),
+                                             ["log_prob", "entropy", "mean", "variance", "mode"]),
         "_icdf_values": Arg(u),
     }
 
@@ -356,6 +377,9 @@ def test_sample_shapes_match_torch(sample_shape):
                  d.HalfNormal(loc + 1), d.Gumbel(loc, scale), d.Weibull(scale, loc + 1), d.Pareto(scale, loc + 1),
                  d.Kumaraswamy(scale, loc + 1), d.VonMises(loc, scale),
                  d.Geometric(probs=scale / 2), d.NegativeBinomial(loc + 2, logits=scale),
+                 d.RelaxedBernoulli(m.tensor(0.5), probs=m.ones(4, 3) / 2),
+                 d.RelaxedOneHotCategorical(m.tensor(2.0), logits=m.zeros(4, 3)),
+                 d.OneHotCategoricalStraightThrough(probs=m.ones(4, 3) / 3),
                  d.TransformedDistribution(d.Normal(loc, scale), [d.transforms.AffineTransform(m.zeros(2, 1, 1), 2.0)])]
         out = []
         for x in dists:
@@ -414,6 +438,11 @@ BAD = {
     "NegativeBinomial probs 1": lambda d, m: d.NegativeBinomial(2.0, probs=m.tensor([1.0])),
     "NegativeBinomial total_count negative": lambda d, m: d.NegativeBinomial(m.tensor([-1.0]), probs=m.tensor([0.5])),
     "NegativeBinomial probs and logits": lambda d, m: d.NegativeBinomial(2.0, m.tensor([0.5]), m.tensor([0.0])),
+    "RelaxedBernoulli value above 1": lambda d, m: d.RelaxedBernoulli(m.tensor(0.5), probs=m.tensor([0.5])).log_prob(
+        m.tensor([1.5])),
+    "RelaxedBernoulli probs above 1": lambda d, m: d.RelaxedBernoulli(m.tensor(0.5), probs=m.tensor([1.5])),
+    "RelaxedOneHotCategorical off the simplex": lambda d, m: d.RelaxedOneHotCategorical(
+        m.tensor(0.5), probs=m.ones(3) / 3).log_prob(m.tensor([0.5, 0.5, 0.5])),
 }
 
 
@@ -469,7 +498,8 @@ def test_expand_against_torch():
                  d.MultivariateNormal(p, scale_tril=m.eye(3)), d.Independent(d.Normal(loc, scale), 1),
                  d.Cauchy(loc, scale), d.HalfCauchy(scale), d.HalfNormal(scale), d.Gumbel(loc, scale),
                  d.Weibull(scale, scale + 1), d.Pareto(scale, scale + 2), d.Kumaraswamy(scale, scale),
-                 d.VonMises(loc, scale), d.Geometric(probs=scale / 3), d.NegativeBinomial(scale, logits=loc)]
+                 d.VonMises(loc, scale), d.Geometric(probs=scale / 3), d.NegativeBinomial(scale, logits=loc),
+                 d.OneHotCategoricalStraightThrough(probs=p)]
         out = []
         for x in dists:
             shape = (2, *x.batch_shape)
@@ -551,3 +581,72 @@ def test_kumaraswamy_mode_is_the_density_maximum():
     grid = np.linspace(1e-4, 1 - 1e-4, 200001)[:, None].repeat(2, 1)
     best = grid[ug.distributions.Kumaraswamy(a[:2], b[:2]).log_prob(ug.tensor(grid)).numpy().argmax(0), 0]
     np.testing.assert_allclose(mode[:2], best, atol=1e-5)
+
+
+def test_relaxed_rsample_against_torch_on_the_same_noise():
+    """The relaxed draws and their gradients in temperature and logits: torch's formula on unigrad's
+    uniform draws (the same seed), computed by torch's autograd (float64)."""
+    d = ug.distributions
+    logits = np.random.default_rng(1).uniform(-2, 2, (4, 3))
+    for name in ["RelaxedBernoulli", "RelaxedOneHotCategorical"]:
+        t, lg = ug.tensor(0.7, dtype=ug.float64, requires_grad=True), ug.tensor(logits, requires_grad=True)
+        ug.manual_seed(6)
+        x = getattr(d, name)(t, logits=lg).rsample((5,))
+        w = np.random.default_rng(2).uniform(-1, 1, x.shape)
+        (x * ug.tensor(w)).sum().backward()
+        ug.manual_seed(6)
+        u = np.clip(ug.rand(5, 4, 3, dtype=ug.float64).numpy(), np.finfo(np.float64).eps, 1 - np.finfo(np.float64).eps)
+        tt, tl = torch.tensor(0.7, dtype=torch.float64, requires_grad=True), torch.tensor(logits, requires_grad=True)
+        u = torch.tensor(u)
+        if name == "RelaxedBernoulli":
+            expected = ((u.log() - (-u).log1p() + tl) / tt).sigmoid()
+        else:
+            expected = ((torch.log_softmax(tl, -1) - (-u.log()).log()) / tt).softmax(-1)
+        (expected * torch.tensor(w)).sum().backward()
+        assert_close(x.detach().numpy(), expected.detach().numpy(), path=name)
+        assert_close(t.grad.numpy(), tt.grad.numpy(), terms=np.abs(tt.grad.numpy()) + 1, n=60, path=name)
+        assert_close(lg.grad.numpy(), tl.grad.numpy(), terms=np.abs(tl.grad.numpy()) + 1, n=5, path=name)
+
+
+def test_relaxed_draws_round_to_their_discrete_distribution():
+    """At any temperature, the argmax of a relaxed one-hot draw is Categorical(probs) (the Gumbel-max
+    trick) and a relaxed Bernoulli draw lies above 1/2 with probability probs: frequencies within
+    6 standard errors."""
+    d = ug.distributions
+    p = np.array([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25]])
+    n = 20000
+    ug.manual_seed(8)
+    x = d.RelaxedOneHotCategorical(ug.tensor(1.5), probs=ug.tensor(p)).sample((n,)).numpy()
+    freq = np.stack([(x.argmax(-1) == k).mean(0) for k in range(3)], -1)
+    assert np.all(np.abs(freq - p) <= 6 * np.sqrt(p * (1 - p) / n)), freq
+    y = d.RelaxedBernoulli(ug.tensor(0.3), probs=ug.tensor(p)).sample((n,)).numpy()
+    assert np.all(np.abs((y > 0.5).mean(0) - p) <= 6 * np.sqrt(p * (1 - p) / n))
+
+
+def test_straight_through_gradient_is_that_of_probs():
+    """rsample is a one-hot draw whose gradient is that of probs, as torch's."""
+    logits = np.random.default_rng(3).uniform(-2, 2, (2, 4))
+    w = np.random.default_rng(4).uniform(-1, 1, (6, 2, 4))
+    grads = []
+    for m in (ug, torch):
+        lg = m.tensor(logits, requires_grad=True)
+        x = m.distributions.OneHotCategoricalStraightThrough(logits=lg).rsample((6,))
+        assert np.all(x.detach().numpy().sum(-1) == 1) and set(np.unique(x.detach().numpy())) <= {0.0, 1.0}
+        (x * m.tensor(w)).sum().backward()
+        grads.append(lg.grad.numpy())
+    assert_close(grads[0], grads[1], "float64")
+
+
+def test_relaxed_expand_against_torch():
+    """The relaxed distributions have no moments: their expansions compared by log_prob."""
+    def expanded(m, t, logits, v, w):
+        d = m.distributions
+        rb = d.RelaxedBernoulli(t, logits=logits).expand((2, 3))
+        rc = d.RelaxedOneHotCategorical(t, probs=logits.exp()).expand((2,))
+        return [type(rb).__name__, tuple(rb.batch_shape), type(rc).__name__, tuple(rc.batch_shape),
+                tuple(rc.event_shape), rb.log_prob(v), rc.log_prob(w)]
+
+    t, logits = arr((), "float64", 0.3, 2, 1), arr((3,), "float64", seed=2)
+    v = Arg(np.random.default_rng(3).uniform(0.05, 0.95, (2, 3)))
+    w = Arg(np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]))
+    check(expanded, t, logits, v, w)

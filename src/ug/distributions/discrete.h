@@ -17,6 +17,8 @@ class ProbsOrLogits : public Distribution {
  public:
   const Tensor& probs() const { return probs_; }
   const Tensor& logits() const { return logits_; }
+  /** Whether logits were given (the parameter repr and expand show). */
+  bool from_logits() const { return from_logits_; }
 
  protected:
   ProbsOrLogits(const char* dist, const std::optional<Tensor>& probs, const std::optional<Tensor>& logits,
@@ -99,6 +101,7 @@ class OneHotCategorical : public Distribution {
   Constraint support() const override { return constraints::one_hot(); }
   const Tensor& probs() const { return categorical_.probs(); }
   const Tensor& logits() const { return categorical_.logits(); }
+  bool from_logits() const { return categorical_.from_logits(); }
 
  protected:
   std::vector<std::pair<std::string, Tensor>> params() const override { return categorical_params(); }

@@ -1,7 +1,9 @@
 // ug::distributions: torch.distributions in C++ (Normal, Uniform, Exponential, Laplace,
 // StudentT, Cauchy, HalfCauchy, HalfNormal, Gumbel, Weibull, Pareto, Kumaraswamy, VonMises,
-// LogNormal, Bernoulli, Binomial, Categorical, OneHotCategorical, Multinomial, Poisson, Gamma, Chi2, Beta, Dirichlet,
-// MultivariateNormal, Independent, TransformedDistribution with its transforms, and kl_divergence).
+// LogNormal, Bernoulli, Binomial, Geometric, NegativeBinomial, Categorical, OneHotCategorical,
+// Multinomial, Poisson, Gamma, Chi2, Beta, Dirichlet, MultivariateNormal, Independent,
+// RelaxedBernoulli, RelaxedOneHotCategorical, OneHotCategoricalStraightThrough,
+// TransformedDistribution with its transforms, and kl_divergence).
 #pragma once
 
 #include "ug/distributions/continuous.h"
@@ -10,5 +12,6 @@
 #include "ug/distributions/gamma.h"
 #include "ug/distributions/kl.h"
 #include "ug/distributions/multivariate.h"
+#include "ug/distributions/relaxed.h"
 #include "ug/distributions/transformed.h"
 #include "ug/distributions/univariate.h"
