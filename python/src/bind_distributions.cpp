@@ -49,6 +49,7 @@ void bind_distributions(nb::module_& m) {
       .def(
           "check", [](const d::Constraint& c, const Tensor& value) { return c.check(value); }, nb::arg("value"),
           "A bool tensor: where value lies in the set.")
+      .def_prop_ro("event_dim", [](const d::Constraint& c) { return c.event_dim; })
       .def("__repr__", [](const d::Constraint& c) { return c.repr; });
   nb::class_<d::Distribution>(m, "Distribution", "The base of the distributions (torch.distributions.Distribution).")
       .def_prop_ro("batch_shape", [](const d::Distribution& x) { return shape_tuple(x.batch_shape()); })
@@ -364,18 +365,46 @@ void bind_distributions(nb::module_& m) {
                    [](const d::Independent& x) { return std::const_pointer_cast<d::Distribution>(x.base_dist()); })
       .def_prop_ro("reinterpreted_batch_ndims", &d::Independent::reinterpreted_batch_ndims);
 
-  nb::module_ t = m.def_submodule("transforms", "torch.distributions.transforms' elementwise bijections.");
-  nb::class_<d::Transform>(t, "Transform", "An invertible elementwise map (torch.distributions.transforms.Transform).")
+  nb::module_ t =
+      m.def_submodule("transforms", "torch.distributions.transforms: invertible maps for TransformedDistribution.");
+  nb::class_<d::Transform>(t, "Transform", "An invertible map (torch.distributions.transforms.Transform).")
       .def("__call__", &d::Transform::forward, nb::arg("x"))
       .def_prop_ro("inv",
                    [](std::shared_ptr<d::Transform> self) -> std::shared_ptr<d::Transform> {
+                     // The inverse of an inverse is the transform itself, as torch's.
+                     if (auto inv = std::dynamic_pointer_cast<d::InverseTransform>(self))
+                       return std::const_pointer_cast<d::Transform>(inv->inverted());
                      return std::make_shared<d::InverseTransform>(self);
                    })
       .def("log_abs_det_jacobian", &d::Transform::log_abs_det_jacobian, nb::arg("x"), nb::arg("y"))
       .def_prop_ro("sign", &d::Transform::sign)
+      .def_prop_ro("domain", &d::Transform::domain)
+      .def_prop_ro("codomain", &d::Transform::codomain)
+      .def_prop_ro("bijective", &d::Transform::bijective)
+      .def(
+          "forward_shape",
+          [](const d::Transform& x, nb::handle shape) {
+            return shape_tuple(x.forward_shape(dims_from_sequence(shape, "forward_shape")));
+          },
+          nb::arg("shape"))
+      .def(
+          "inverse_shape",
+          [](const d::Transform& x, nb::handle shape) {
+            return shape_tuple(x.inverse_shape(dims_from_sequence(shape, "inverse_shape")));
+          },
+          nb::arg("shape"))
       .def("__repr__", &d::Transform::repr);
   nb::class_<d::ExpTransform, d::Transform>(t, "ExpTransform", "y = exp(x).").def(nb::init<>());
   nb::class_<d::SigmoidTransform, d::Transform>(t, "SigmoidTransform", "y = sigmoid(x).").def(nb::init<>());
+  nb::class_<d::TanhTransform, d::Transform>(t, "TanhTransform", "y = tanh(x).").def(nb::init<>());
+  nb::class_<d::SoftplusTransform, d::Transform>(t, "SoftplusTransform", "y = log(1 + exp(x)).").def(nb::init<>());
+  nb::class_<d::AbsTransform, d::Transform>(t, "AbsTransform", "y = |x| (not bijective).").def(nb::init<>());
+  nb::class_<d::SoftmaxTransform, d::Transform>(t, "SoftmaxTransform",
+                                                "y = softmax(x) over the last dim (not bijective).")
+      .def(nb::init<>());
+  nb::class_<d::StickBreakingTransform, d::Transform>(t, "StickBreakingTransform",
+                                                      "The reals^(K-1) onto the K-simplex by stick breaking.")
+      .def(nb::init<>());
   nb::class_<d::AffineTransform, d::Transform>(t, "AffineTransform", "y = loc + scale * x.")
       .def(
           "__init__",
@@ -386,7 +415,30 @@ void bind_distributions(nb::module_& m) {
           nb::arg("loc"), nb::arg("scale"))
       .def_prop_ro("loc", &d::AffineTransform::loc)
       .def_prop_ro("scale", &d::AffineTransform::scale);
+  nb::class_<d::PowerTransform, d::Transform>(t, "PowerTransform", "y = x ** exponent on the positive reals.")
+      .def(
+          "__init__",
+          [](d::PowerTransform* self, nb::handle exponent) {
+            new (self) d::PowerTransform(*params({exponent}, "PowerTransform")[0]);
+          },
+          nb::arg("exponent"))
+      .def_prop_ro("exponent", &d::PowerTransform::exponent);
+  nb::class_<d::ComposeTransform, d::Transform>(t, "ComposeTransform", "The parts applied in order.")
+      .def(
+          "__init__",
+          [](d::ComposeTransform* self, nb::handle parts) {
+            d::Transforms list;
+            for (nb::handle h : parts) list.push_back(nb::cast<std::shared_ptr<d::Transform>>(h));
+            new (self) d::ComposeTransform(std::move(list));
+          },
+          nb::arg("parts"))
+      .def_prop_ro("parts", [](const d::ComposeTransform& x) {
+        nb::list l;
+        for (const auto& tr : x.parts()) l.append(std::const_pointer_cast<d::Transform>(tr));
+        return l;
+      });
   nb::class_<d::InverseTransform, d::Transform>(t, "_InverseTransform", "The inverse of a transform (its .inv).");
+  t.attr("identity_transform") = std::make_shared<d::ComposeTransform>(d::Transforms{});
 
   nb::class_<d::TransformedDistribution, d::Distribution>(
       m, "TransformedDistribution",

@@ -18,6 +18,7 @@ namespace ug::distributions {
 struct Constraint {
   std::string repr;  // torch's repr, e.g. "GreaterThan(lower_bound=0.0)"
   std::function<Tensor(const Tensor&)> check;
+  int64_t event_dim = 0;  // the dims checked together: 1 for vectors (simplex), 2 for matrices
 };
 
 namespace constraints {
@@ -35,6 +36,8 @@ Constraint integer_interval(int64_t low, int64_t high);
 /** low <= x <= high, elementwise (tensors broadcast with x). */
 Constraint interval(const Tensor& low, const Tensor& high);
 Constraint less_than(const Tensor& bound);
+/** low <= x <= high for numbers. */
+Constraint interval(double low, double high);
 Constraint greater_than(const Tensor& bound);
 Constraint greater_than_eq(const Tensor& bound);
 /** 0 <= x < 1. */
