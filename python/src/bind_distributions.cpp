@@ -352,6 +352,18 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("loc", &d::MultivariateNormal::loc)
       .def_prop_ro("scale_tril", &d::MultivariateNormal::scale_tril)
       .def_prop_ro("covariance_matrix", &d::MultivariateNormal::covariance_matrix);
+  nb::class_<d::LowRankMultivariateNormal, d::Distribution>(
+      m, "LowRankMultivariateNormal",
+      "LowRankMultivariateNormal(loc, cov_factor, cov_diag): covariance cov_factor cov_factor^T + diag(cov_diag) "
+      "(torch.distributions.LowRankMultivariateNormal).")
+      .def(nb::init<const Tensor&, const Tensor&, const Tensor&, bool>(), nb::arg("loc"), nb::arg("cov_factor"),
+           nb::arg("cov_diag"), nb::arg("validate_args") = true)
+      .def_prop_ro("loc", &d::LowRankMultivariateNormal::loc)
+      .def_prop_ro("cov_factor", &d::LowRankMultivariateNormal::cov_factor)
+      .def_prop_ro("cov_diag", &d::LowRankMultivariateNormal::cov_diag)
+      .def_prop_ro("covariance_matrix", &d::LowRankMultivariateNormal::covariance_matrix)
+      .def_prop_ro("precision_matrix", &d::LowRankMultivariateNormal::precision_matrix)
+      .def_prop_ro("scale_tril", &d::LowRankMultivariateNormal::scale_tril);
   nb::class_<d::Independent, d::Distribution>(
       m, "Independent",
       "Independent(base_distribution, reinterpreted_batch_ndims): batch dims read as event dims "

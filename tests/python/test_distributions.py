@@ -62,6 +62,10 @@ def cases(dtype):
         "MultivariateNormal(scale_tril)": (lambda m, a, s: m.distributions.MultivariateNormal(a, scale_tril=s),
                                            [arr((3,), dtype), tril((2,), 3, dtype, 1)], arr((2, 3), dtype, seed=2),
                                            ["log_prob", "entropy", "mean", "variance"]),
+        # rank 2 over 4 dims, loc and cov_diag broadcast against a batch of factors
+        "LowRankMultivariateNormal": (lambda m, a, w, dg: m.distributions.LowRankMultivariateNormal(a, w, dg),
+                                      [arr((4,), dtype), arr((3, 4, 2), dtype, -1, 1, 1), pos((4,), dtype, 3)],
+                                      arr((5, 3, 4), dtype, seed=2), ["log_prob", "entropy", "mean", "variance", "mode"]),
         "Independent": (lambda m, a, b: m.distributions.Independent(m.distributions.Normal(a, b), 1),
                         [arr((4, 3), dtype), pos((4, 3), dtype, 1)], arr((4, 3), dtype, seed=2),
                         ["log_prob", "entropy", "mean", "variance", "mode"]),
@@ -209,6 +213,9 @@ def test_kl_divergence_against_torch(dtype):
     check(kl(lambda d, a, b, c, e: (d.Pareto(a, b), d.Pareto(c, e))), pos((3,), dtype, 1), pos((4, 1), dtype, 2),
           pos((4, 3), dtype, 3), pos((3,), dtype, 4))
     check(kl(lambda d, p, q: (d.Geometric(probs=p), d.Geometric(logits=q))), probs((4, 3), dtype, 1), arr((3,), dtype))
+    check(kl(lambda d, a, w, dg, b, v, e: (d.LowRankMultivariateNormal(a, w, dg), d.LowRankMultivariateNormal(b, v, e))),
+          arr((2, 4), dtype), arr((4, 2), dtype, -1, 1, 1), pos((4,), dtype, 2), arr((4,), dtype, seed=3),
+          arr((2, 4, 3), dtype, -1, 1, 4), pos((2, 4), dtype, 5))
 
 
 def test_kl_divergence_of_other_pairs_is_not_implemented():
@@ -246,6 +253,8 @@ GRAD_CASES = {
     "Geometric": (lambda d, logit, v: d.Geometric(logits=logit).log_prob((v.abs() * 2).floor()), [arr((4, 3), "float64")]),
     "NegativeBinomial": (lambda d, n, logit, v: d.NegativeBinomial(n, logits=logit).log_prob((v.abs() * 3).floor()),
                          [pos((4, 3), "float64", 1), arr((3,), "float64", seed=2)]),
+    "LowRankMultivariateNormal": (lambda d, a, w, dg, v: d.LowRankMultivariateNormal(a, w, dg.abs() + 0.5).log_prob(v),
+                                  [arr((3,), "float64"), arr((4, 3, 2), "float64", -1, 1, 1), arr((3,), "float64", seed=2)]),
     "MultivariateNormal": (lambda d, a, s, v: d.MultivariateNormal(a, scale_tril=s.tril(-1) + s.diagonal().abs().diag_embed()
                                                                     + ug_or_torch_eye(s)).log_prob(v),
                            [arr((3,), "float64"), arr((3, 3), "float64", seed=1)]),
@@ -319,6 +328,9 @@ def moment_cases():
         "Binomial": d.Binomial(ug.tensor([5.0, 100.0]), probs=ug.tensor([0.3, 0.9])),
         "Multinomial": d.Multinomial(7, probs=ug.tensor([0.2, 0.5, 0.3])),
         "OneHotCategorical": d.OneHotCategorical(probs=ug.tensor([0.2, 0.5, 0.3])),
+        "LowRankMultivariateNormal": d.LowRankMultivariateNormal(ug.tensor([1.0, -1.0, 0.0]),
+                                                                 ug.tensor([[1.0], [0.5], [-2.0]]),
+                                                                 ug.tensor([0.5, 1.0, 2.0])),
         "HalfNormal": d.HalfNormal(ug.tensor([0.5, 3.0])),
         "Gumbel": d.Gumbel(ug.tensor([1.0, -2.0]), ug.tensor([0.5, 2.0])),
         "Weibull": d.Weibull(ug.tensor([1.0, 3.0]), ug.tensor([0.7, 4.0])),
@@ -377,6 +389,7 @@ def test_sample_shapes_match_torch(sample_shape):
                  d.HalfNormal(loc + 1), d.Gumbel(loc, scale), d.Weibull(scale, loc + 1), d.Pareto(scale, loc + 1),
                  d.Kumaraswamy(scale, loc + 1), d.VonMises(loc, scale),
                  d.Geometric(probs=scale / 2), d.NegativeBinomial(loc + 2, logits=scale),
+                 d.LowRankMultivariateNormal(m.zeros(4, 3), m.ones(3, 2), scale),
                  d.RelaxedBernoulli(m.tensor(0.5), probs=m.ones(4, 3) / 2),
                  d.RelaxedOneHotCategorical(m.tensor(2.0), logits=m.zeros(4, 3)),
                  d.OneHotCategoricalStraightThrough(probs=m.ones(4, 3) / 3),
@@ -438,6 +451,9 @@ BAD = {
     "NegativeBinomial probs 1": lambda d, m: d.NegativeBinomial(2.0, probs=m.tensor([1.0])),
     "NegativeBinomial total_count negative": lambda d, m: d.NegativeBinomial(m.tensor([-1.0]), probs=m.tensor([0.5])),
     "NegativeBinomial probs and logits": lambda d, m: d.NegativeBinomial(2.0, m.tensor([0.5]), m.tensor([0.0])),
+    "LowRank cov_diag 0": lambda d, m: d.LowRankMultivariateNormal(m.zeros(2), m.ones(2, 1), m.tensor([1.0, 0.0])),
+    "LowRank cov_factor rows": lambda d, m: d.LowRankMultivariateNormal(m.zeros(2), m.ones(3, 1), m.ones(2)),
+    "LowRank cov_diag size": lambda d, m: d.LowRankMultivariateNormal(m.zeros(2), m.ones(2, 1), m.ones(3)),
     "RelaxedBernoulli value above 1": lambda d, m: d.RelaxedBernoulli(m.tensor(0.5), probs=m.tensor([0.5])).log_prob(
         m.tensor([1.5])),
     "RelaxedBernoulli probs above 1": lambda d, m: d.RelaxedBernoulli(m.tensor(0.5), probs=m.tensor([1.5])),
@@ -499,7 +515,7 @@ def test_expand_against_torch():
                  d.Cauchy(loc, scale), d.HalfCauchy(scale), d.HalfNormal(scale), d.Gumbel(loc, scale),
                  d.Weibull(scale, scale + 1), d.Pareto(scale, scale + 2), d.Kumaraswamy(scale, scale),
                  d.VonMises(loc, scale), d.Geometric(probs=scale / 3), d.NegativeBinomial(scale, logits=loc),
-                 d.OneHotCategoricalStraightThrough(probs=p)]
+                 d.OneHotCategoricalStraightThrough(probs=p), d.LowRankMultivariateNormal(p, m.ones(3, 2, dtype=p.dtype), scale)]
         out = []
         for x in dists:
             shape = (2, *x.batch_shape)
@@ -650,3 +666,11 @@ def test_relaxed_expand_against_torch():
     v = Arg(np.random.default_rng(3).uniform(0.05, 0.95, (2, 3)))
     w = Arg(np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]))
     check(expanded, t, logits, v, w)
+
+
+def test_low_rank_multivariate_normal_matrices_against_torch():
+    def matrices(m, a, w, dg):
+        dist = m.distributions.LowRankMultivariateNormal(a, w, dg)
+        return [dist.covariance_matrix, dist.precision_matrix, dist.scale_tril]
+
+    check(matrices, arr((4,), "float64"), arr((2, 4, 2), "float64", -1, 1, 1), pos((4,), "float64", 3))

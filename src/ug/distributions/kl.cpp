@@ -129,6 +129,21 @@ Tensor kl(const MultivariateNormal& p, const MultivariateNormal& q) {
   return half_term1 + 0.5 * (term2 + term3 - static_cast<double>(p.event_shape()[0]));
 }
 
+Tensor kl(const LowRankMultivariateNormal& p, const LowRankMultivariateNormal& q) {
+  if (p.event_shape() != q.event_shape())
+    fail(
+        "[kl_divergence] KL-divergence between two Low Rank Multivariate Normals with different event shapes cannot "
+        "be computed: ",
+        shape_str(p.event_shape()), " vs ", shape_str(q.event_shape()));
+  const Tensor &pw = p.cov_factor(), &pd = p.cov_diag(), &qd = q.cov_diag();
+  // tr(Sq^-1 Sp) by Woodbury, with A = Cq^-1 Wq^T Dq^-1
+  const Tensor a = linalg::solve_triangular(q.capacitance_tril(), q.cov_factor().mT() / qd.unsqueeze(-2), false);
+  const Tensor trace = (pd / qd).sum({-1}) + (pw * qd.rsqrt().unsqueeze(-1)).square().sum({-2, -1}) -
+                       (a * pd.sqrt().unsqueeze(-2)).square().sum({-2, -1}) - a.matmul(pw).square().sum({-2, -1});
+  return 0.5 * (q.log_det() - p.log_det() + trace + q.mahalanobis(q.loc() - p.loc()) -
+                static_cast<double>(p.event_shape()[0]));
+}
+
 Tensor kl(const Independent& p, const Independent& q) {
   if (p.reinterpreted_batch_ndims() != q.reinterpreted_batch_ndims())
     throw NotImplementedError("[kl_divergence] Independent distributions with different reinterpreted_batch_ndims");
@@ -152,7 +167,8 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
       try_kl<Laplace>(p, q, out) || try_kl<Gamma>(p, q, out) || try_kl<Beta>(p, q, out) ||
       try_kl<Dirichlet>(p, q, out) || try_kl<Poisson>(p, q, out) || try_kl<MultivariateNormal>(p, q, out) ||
       try_kl<Independent>(p, q, out) || try_kl<Cauchy>(p, q, out) || try_kl<HalfNormal>(p, q, out) ||
-      try_kl<Gumbel>(p, q, out) || try_kl<Pareto>(p, q, out) || try_kl<Geometric>(p, q, out))
+      try_kl<Gumbel>(p, q, out) || try_kl<Pareto>(p, q, out) || try_kl<Geometric>(p, q, out) ||
+      try_kl<LowRankMultivariateNormal>(p, q, out))
     return out;
   throw NotImplementedError(
       detail::cat("[kl_divergence] no KL(p || q) is implemented for p a ", p.name(), " and q a ", q.name()));
