@@ -565,6 +565,29 @@ void bind_distributions(nb::module_& m) {
           },
           nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none());
 
+  nb::class_<d::MixtureSameFamily, d::Distribution>(
+      m, "MixtureSameFamily",
+      "MixtureSameFamily(mixture_distribution, component_distribution): a Categorical's choice among the "
+      "components along the rightmost batch dim (torch.distributions.MixtureSameFamily).")
+      .def(
+          "__init__",
+          [](d::MixtureSameFamily* self, std::shared_ptr<d::Distribution> mixture,
+             std::shared_ptr<d::Distribution> component, std::optional<bool> validate_args) {
+            auto categorical = std::dynamic_pointer_cast<d::Categorical>(mixture);
+            if (!categorical)
+              ug::fail("[MixtureSameFamily] the Mixture distribution needs to be an instance of Categorical, not ",
+                       mixture->name());
+            new (self) d::MixtureSameFamily(categorical, component, validate_args.value_or(true));
+          },
+          nb::arg("mixture_distribution"), nb::arg("component_distribution"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("mixture_distribution",
+                   [](const d::MixtureSameFamily& x) {
+                     return std::const_pointer_cast<d::Categorical>(x.mixture_distribution());
+                   })
+      .def_prop_ro("component_distribution", [](const d::MixtureSameFamily& x) {
+        return std::const_pointer_cast<d::Distribution>(x.component_distribution());
+      });
+
   m.def("kl_divergence", &d::kl_divergence, nb::arg("p"), nb::arg("q"),
         "KL(p || q) in closed form (torch.distributions.kl_divergence); NotImplementedError for other pairs.");
 }

@@ -66,6 +66,14 @@ def cases(dtype):
         "LowRankMultivariateNormal": (lambda m, a, w, dg: m.distributions.LowRankMultivariateNormal(a, w, dg),
                                       [arr((4,), dtype), arr((3, 4, 2), dtype, -1, 1, 1), pos((4,), dtype, 3)],
                                       arr((5, 3, 4), dtype, seed=2), ["log_prob", "entropy", "mean", "variance", "mode"]),
+        "MixtureSameFamily": (lambda m, w, a, b: m.distributions.MixtureSameFamily(
+            m.distributions.Categorical(logits=w), m.distributions.Normal(a, b)),
+            [arr((3,), dtype), arr((4, 3), dtype), pos((4, 3), dtype, 1)], arr((2, 4), dtype, seed=2),
+            ["log_prob", "cdf", "mean", "variance"]),
+        "MixtureSameFamily(MultivariateNormal)": (lambda m, w, a, s: m.distributions.MixtureSameFamily(
+            m.distributions.Categorical(probs=w), m.distributions.MultivariateNormal(a, scale_tril=s)),
+            [probs((2, 3), dtype, 1), arr((2, 3, 4), dtype), tril((3,), 4, dtype, 3)], arr((5, 2, 4), dtype, seed=2),
+            ["log_prob", "mean", "variance"]),
         "Independent": (lambda m, a, b: m.distributions.Independent(m.distributions.Normal(a, b), 1),
                         [arr((4, 3), dtype), pos((4, 3), dtype, 1)], arr((4, 3), dtype, seed=2),
                         ["log_prob", "entropy", "mean", "variance", "mode"]),
@@ -253,6 +261,8 @@ GRAD_CASES = {
     "Geometric": (lambda d, logit, v: d.Geometric(logits=logit).log_prob((v.abs() * 2).floor()), [arr((4, 3), "float64")]),
     "NegativeBinomial": (lambda d, n, logit, v: d.NegativeBinomial(n, logits=logit).log_prob((v.abs() * 3).floor()),
                          [pos((4, 3), "float64", 1), arr((3,), "float64", seed=2)]),
+    "MixtureSameFamily": (lambda d, w, a, b, v: d.MixtureSameFamily(d.Categorical(logits=w), d.Normal(a, b)).log_prob(
+        v[:, :1]), [arr((3,), "float64"), arr((4, 3), "float64", seed=1), pos((3,), "float64", 2)]),
     "LowRankMultivariateNormal": (lambda d, a, w, dg, v: d.LowRankMultivariateNormal(a, w, dg.abs() + 0.5).log_prob(v),
                                   [arr((3,), "float64"), arr((4, 3, 2), "float64", -1, 1, 1), arr((3,), "float64", seed=2)]),
     "MultivariateNormal": (lambda d, a, s, v: d.MultivariateNormal(a, scale_tril=s.tril(-1) + s.diagonal().abs().diag_embed()
@@ -331,6 +341,9 @@ def moment_cases():
         "LowRankMultivariateNormal": d.LowRankMultivariateNormal(ug.tensor([1.0, -1.0, 0.0]),
                                                                  ug.tensor([[1.0], [0.5], [-2.0]]),
                                                                  ug.tensor([0.5, 1.0, 2.0])),
+        "MixtureSameFamily": d.MixtureSameFamily(d.Categorical(probs=ug.tensor([[0.2, 0.5, 0.3], [0.9, 0.05, 0.05]])),
+                                                 d.Normal(ug.tensor([[-2.0, 0.0, 3.0], [1.0, 0.0, -1.0]]),
+                                                          ug.tensor([0.5, 1.0, 2.0]))),
         "HalfNormal": d.HalfNormal(ug.tensor([0.5, 3.0])),
         "Gumbel": d.Gumbel(ug.tensor([1.0, -2.0]), ug.tensor([0.5, 2.0])),
         "Weibull": d.Weibull(ug.tensor([1.0, 3.0]), ug.tensor([0.7, 4.0])),
@@ -390,6 +403,9 @@ def test_sample_shapes_match_torch(sample_shape):
                  d.Kumaraswamy(scale, loc + 1), d.VonMises(loc, scale),
                  d.Geometric(probs=scale / 2), d.NegativeBinomial(loc + 2, logits=scale),
                  d.LowRankMultivariateNormal(m.zeros(4, 3), m.ones(3, 2), scale),
+                 d.MixtureSameFamily(d.Categorical(logits=m.zeros(4, 3)), d.Normal(loc + m.zeros(3), scale)),
+                 d.MixtureSameFamily(d.Categorical(logits=m.zeros(3)),
+                                     d.Independent(d.Normal(m.zeros(3, 2), m.ones(3, 2)), 1)),
                  d.RelaxedBernoulli(m.tensor(0.5), probs=m.ones(4, 3) / 2),
                  d.RelaxedOneHotCategorical(m.tensor(2.0), logits=m.zeros(4, 3)),
                  d.OneHotCategoricalStraightThrough(probs=m.ones(4, 3) / 3),
@@ -451,6 +467,9 @@ BAD = {
     "NegativeBinomial probs 1": lambda d, m: d.NegativeBinomial(2.0, probs=m.tensor([1.0])),
     "NegativeBinomial total_count negative": lambda d, m: d.NegativeBinomial(m.tensor([-1.0]), probs=m.tensor([0.5])),
     "NegativeBinomial probs and logits": lambda d, m: d.NegativeBinomial(2.0, m.tensor([0.5]), m.tensor([0.0])),
+    "Mixture not Categorical": lambda d, m: d.MixtureSameFamily(d.Normal(0.0, 1.0), d.Normal(m.zeros(3), 1.0)),
+    "Mixture components mismatch": lambda d, m: d.MixtureSameFamily(d.Categorical(logits=m.zeros(2)),
+                                                                   d.Normal(m.zeros(3), 1.0)),
     "LowRank cov_diag 0": lambda d, m: d.LowRankMultivariateNormal(m.zeros(2), m.ones(2, 1), m.tensor([1.0, 0.0])),
     "LowRank cov_factor rows": lambda d, m: d.LowRankMultivariateNormal(m.zeros(2), m.ones(3, 1), m.ones(2)),
     "LowRank cov_diag size": lambda d, m: d.LowRankMultivariateNormal(m.zeros(2), m.ones(2, 1), m.ones(3)),
@@ -515,7 +534,8 @@ def test_expand_against_torch():
                  d.Cauchy(loc, scale), d.HalfCauchy(scale), d.HalfNormal(scale), d.Gumbel(loc, scale),
                  d.Weibull(scale, scale + 1), d.Pareto(scale, scale + 2), d.Kumaraswamy(scale, scale),
                  d.VonMises(loc, scale), d.Geometric(probs=scale / 3), d.NegativeBinomial(scale, logits=loc),
-                 d.OneHotCategoricalStraightThrough(probs=p), d.LowRankMultivariateNormal(p, m.ones(3, 2, dtype=p.dtype), scale)]
+                 d.OneHotCategoricalStraightThrough(probs=p), d.LowRankMultivariateNormal(p, m.ones(3, 2, dtype=p.dtype), scale),
+                 d.MixtureSameFamily(d.Categorical(probs=p), d.Normal(loc, scale))]
         out = []
         for x in dists:
             shape = (2, *x.batch_shape)
