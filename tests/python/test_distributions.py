@@ -226,6 +226,31 @@ def test_kl_divergence_against_torch(dtype):
           arr((2, 4, 3), dtype, -1, 1, 4), pos((2, 4), dtype, 5))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_kl_divergence_of_two_families_against_torch(dtype):
+    def kl(make):
+        return lambda m, *a: m.distributions.kl_divergence(*make(m.distributions, *a))
+
+    loc, scale, loc2, scale2 = arr((3,), dtype), pos((4, 1), dtype, 1), arr((4, 3), dtype, seed=2), pos((3,), dtype, 3)
+    check(kl(lambda d, a, b: (d.Exponential(a), d.Gumbel(b, a + 1))), pos((4, 3), dtype, 1), arr((3,), dtype))
+    check(kl(lambda d, c, r, a, b: (d.Gamma(c, r), d.Gumbel(a, b))), pos((4, 3), dtype, 1), pos((3,), dtype, 2), loc, scale)
+    check(kl(lambda d, a, b, c, e: (d.Gumbel(a, b), d.Normal(c, e))), loc, scale, loc2, scale2)
+    check(kl(lambda d, a, b, c, e: (d.Normal(a, b), d.Gumbel(c, e))), loc, scale, loc2, scale2)
+    check(kl(lambda d, a, b, c, e: (d.Uniform(a, a + b), d.Gumbel(c, e))), loc, scale, loc2, scale2)
+    # alphas on both sides of 1 and 2: inf where p's mean or variance is
+    alpha = arr((4, 1), dtype, 0.5, 4, 4)
+    check(kl(lambda d, s, a, r: (d.Pareto(s, a), d.Exponential(r))), pos((3,), dtype, 1), alpha, pos((3,), dtype, 2))
+    check(kl(lambda d, s, a, c, r: (d.Pareto(s, a), d.Gamma(c, r))), pos((3,), dtype, 1), alpha, pos((3,), dtype, 2),
+          pos((4, 3), dtype, 3))
+    check(kl(lambda d, s, a, c, e: (d.Pareto(s, a), d.Normal(c, e))), pos((3,), dtype, 1), alpha, loc2, scale2)
+    # lows on both sides of the scale: inf where p reaches below it
+    check(kl(lambda d, a, b, s, e: (d.Uniform(a, a + b), d.Pareto(s, e))), arr((4, 3), dtype, 0.5, 2, 5), scale,
+          pos((3,), dtype, 1), pos((3,), dtype, 3))
+    check(kl(lambda d, a, b, s, e: (d.Normal(a, b), d.Pareto(s, e))), loc, scale, pos((3,), dtype, 1), scale2)
+    check(kl(lambda d, a, b, c, e: (d.Gumbel(a, b), d.Beta(c, e))), loc, scale, pos((3,), dtype, 1), scale2)
+    check(kl(lambda d, a, b, c, e: (d.Pareto(a, b), d.Uniform(c, c + e))), pos((3,), dtype, 1), scale, loc2, scale2)
+
+
 def test_kl_divergence_of_other_pairs_is_not_implemented():
     d = ug.distributions
     with pytest.raises(NotImplementedError, match="Normal.*Laplace"):
