@@ -356,8 +356,13 @@ void bind_distributions(nb::module_& m) {
       m, "LowRankMultivariateNormal",
       "LowRankMultivariateNormal(loc, cov_factor, cov_diag): covariance cov_factor cov_factor^T + diag(cov_diag) "
       "(torch.distributions.LowRankMultivariateNormal).")
-      .def(nb::init<const Tensor&, const Tensor&, const Tensor&, bool>(), nb::arg("loc"), nb::arg("cov_factor"),
-           nb::arg("cov_diag"), nb::arg("validate_args") = true)
+      .def(
+          "__init__",
+          [](d::LowRankMultivariateNormal* self, const Tensor& loc, const Tensor& cov_factor, const Tensor& cov_diag,
+             std::optional<bool> validate_args) {
+            new (self) d::LowRankMultivariateNormal(loc, cov_factor, cov_diag, validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("cov_factor"), nb::arg("cov_diag"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("loc", &d::LowRankMultivariateNormal::loc)
       .def_prop_ro("cov_factor", &d::LowRankMultivariateNormal::cov_factor)
       .def_prop_ro("cov_diag", &d::LowRankMultivariateNormal::cov_diag)

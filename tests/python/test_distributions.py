@@ -719,3 +719,27 @@ def test_low_rank_multivariate_normal_matrices_against_torch():
         return [dist.covariance_matrix, dist.precision_matrix, dist.scale_tril]
 
     check(matrices, arr((4,), "float64"), arr((2, 4, 2), "float64", -1, 1, 1), pos((4,), "float64", 3))
+
+
+@pytest.mark.parametrize("name", ["VonMises", "LowRankMultivariateNormal", "MixtureSameFamily", "StickBreaking"])
+def test_new_log_probs_under_vmap_and_jit(name):
+    d = ug.distributions
+    makers = {  # jit reads no value: the argument checks are off
+        "VonMises": lambda: d.VonMises(ug.zeros(3), ug.full((3,), 2.0), validate_args=False),
+        "LowRankMultivariateNormal": lambda: d.LowRankMultivariateNormal(ug.zeros(3), ug.ones(3, 1), ug.ones(3),
+                                                                         validate_args=False),
+        "MixtureSameFamily": lambda: d.MixtureSameFamily(d.Categorical(logits=ug.zeros(3), validate_args=False),
+                                                         d.Normal(ug.arange(3.0), 1.0, validate_args=False),
+                                                         validate_args=False),
+        "StickBreaking": lambda: d.TransformedDistribution(d.Normal(ug.zeros(2), 1.0, validate_args=False),
+                                                           [d.StickBreakingTransform()], validate_args=False),
+    }
+    values = {"MixtureSameFamily": lambda v: v[0], "StickBreaking": lambda v: v.softmax(-1)}
+
+    def f(v):
+        return makers[name]().log_prob(values.get(name, lambda v: v)(v))
+
+    x = ug.tensor(np.random.default_rng(4).uniform(-2, 2, (5, 3)).astype(np.float32))
+    looped = np.stack([f(v).numpy() for v in x])
+    assert_close(ug.vmap(f)(x).numpy(), looped)
+    assert_close(ug.jit(f)(x[0]).numpy(), looped[0])

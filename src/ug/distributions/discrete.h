@@ -1,6 +1,6 @@
-// Distributions over categories and counts: Bernoulli, Categorical, OneHotCategorical, Binomial,
-// Multinomial, Poisson, Geometric and NegativeBinomial, those with probabilities from probs or logits
-// (exactly one of them; the other is derived as torch does).
+// Distributions over categories and counts: Bernoulli, Categorical, OneHotCategorical,
+// Binomial, Multinomial, Poisson, Geometric and NegativeBinomial, those with probabilities from
+// probs or logits (exactly one of them; the other is derived as torch does).
 #pragma once
 
 #include <optional>
@@ -17,7 +17,7 @@ class ProbsOrLogits : public Distribution {
  public:
   const Tensor& probs() const { return probs_; }
   const Tensor& logits() const { return logits_; }
-  /** Whether logits were given (the parameter repr and expand show). */
+  /** Whether logits were given: repr shows them, expand rebuilds from them. */
   bool from_logits() const { return from_logits_; }
 
  protected:
