@@ -249,6 +249,11 @@ def test_kl_divergence_of_two_families_against_torch(dtype):
     check(kl(lambda d, a, b, s, e: (d.Normal(a, b), d.Pareto(s, e))), loc, scale, pos((3,), dtype, 1), scale2)
     check(kl(lambda d, a, b, c, e: (d.Gumbel(a, b), d.Beta(c, e))), loc, scale, pos((3,), dtype, 1), scale2)
     check(kl(lambda d, a, b, c, e: (d.Pareto(a, b), d.Uniform(c, c + e))), pos((3,), dtype, 1), scale, loc2, scale2)
+    check(kl(lambda d, a, s, b, w, e: (d.MultivariateNormal(a, scale_tril=s), d.LowRankMultivariateNormal(b, w, e))),
+          arr((2, 4), dtype), tril((2,), 4, dtype, 1), arr((4,), dtype, seed=3), arr((4, 2), dtype, -1, 1, 4),
+          pos((4,), dtype, 5))
+    check(kl(lambda d, b, w, e, a, c: (d.LowRankMultivariateNormal(b, w, e), d.MultivariateNormal(a, covariance_matrix=c))),
+          arr((4,), dtype, seed=3), arr((2, 4, 2), dtype, -1, 1, 4), pos((4,), dtype, 5), arr((4,), dtype), spd((), 4, dtype, 1))
 
 
 def test_kl_divergence_of_other_pairs_is_not_implemented():

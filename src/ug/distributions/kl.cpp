@@ -144,6 +144,42 @@ Tensor kl(const LowRankMultivariateNormal& p, const LowRankMultivariateNormal& q
                 static_cast<double>(p.event_shape()[0]));
 }
 
+/** trace(X X^T) over the last two dims. */
+Tensor trace_xxt(const Tensor& x) { return x.square().sum({-2, -1}); }
+
+Tensor kl(const MultivariateNormal& p, const LowRankMultivariateNormal& q) {
+  if (p.event_shape() != q.event_shape())
+    fail(
+        "[kl_divergence] KL-divergence between two (Low Rank) Multivariate Normals with different event shapes "
+        "cannot be computed: ",
+        shape_str(p.event_shape()), " vs ", shape_str(q.event_shape()));
+  const Tensor lp = p.scale_tril(), &qd = q.cov_diag();
+  const Tensor half_log_det_p = lp.diagonal(0, -2, -1).log().sum({-1});
+  // tr(Sq^-1 Sp) by Woodbury, with A = Cq^-1 Wq^T Dq^-1
+  const Tensor a = linalg::solve_triangular(q.capacitance_tril(), q.cov_factor().mT() / qd.unsqueeze(-2), false);
+  const Tensor trace = trace_xxt(lp * qd.rsqrt().unsqueeze(-1)) - trace_xxt(a.matmul(lp));
+  return 0.5 * (q.log_det() - 2 * half_log_det_p + trace + q.mahalanobis(q.loc() - p.loc()) -
+                static_cast<double>(p.event_shape()[0]));
+}
+
+Tensor kl(const LowRankMultivariateNormal& p, const MultivariateNormal& q) {
+  if (p.event_shape() != q.event_shape())
+    fail(
+        "[kl_divergence] KL-divergence between two (Low Rank) Multivariate Normals with different event shapes "
+        "cannot be computed: ",
+        shape_str(p.event_shape()), " vs ", shape_str(q.event_shape()));
+  const Tensor lq = q.scale_tril();
+  const int64_t n = p.event_shape()[0], r = p.cov_factor().size(-1);
+  const Dims batch = broadcast_shapes({q.batch_shape(), p.batch_shape()});
+  const Tensor lq_b = lq.expand(concat(batch, {n, n}));
+  // tr(Sq^-1 Sp) = |Lq^-1 Wp|^2 + |Lq^-1 Dp^1/2|^2
+  const Tensor trace =
+      trace_xxt(linalg::solve_triangular(lq_b, p.cov_factor().expand(concat(batch, {n, r})), false)) +
+      trace_xxt(linalg::solve_triangular(lq_b, diag_embed(p.cov_diag().sqrt()).expand(concat(batch, {n, n})), false));
+  return 0.5 * (2 * lq.diagonal(0, -2, -1).log().sum({-1}) - p.log_det() + trace +
+                batch_mahalanobis(lq, q.loc() - p.loc()) - static_cast<double>(n));
+}
+
 Tensor kl(const Independent& p, const Independent& q) {
   if (p.reinterpreted_batch_ndims() != q.reinterpreted_batch_ndims())
     throw NotImplementedError("[kl_divergence] Independent distributions with different reinterpreted_batch_ndims");
@@ -251,7 +287,8 @@ Tensor kl_divergence(const Distribution& p, const Distribution& q) {
   if (try_kl<Exponential, Gumbel>(p, q, out) || try_kl<Gamma, Gumbel>(p, q, out) || try_kl<Gumbel, Normal>(p, q, out) ||
       try_kl<Normal, Gumbel>(p, q, out) || try_kl<Uniform, Gumbel>(p, q, out) ||
       try_kl<Pareto, Exponential>(p, q, out) || try_kl<Pareto, Gamma>(p, q, out) || try_kl<Pareto, Normal>(p, q, out) ||
-      try_kl<Uniform, Pareto>(p, q, out))
+      try_kl<Uniform, Pareto>(p, q, out) || try_kl<MultivariateNormal, LowRankMultivariateNormal>(p, q, out) ||
+      try_kl<LowRankMultivariateNormal, MultivariateNormal>(p, q, out))
     return out;
   if (try_infinite<Beta, Pareto>(p, q, out) || try_infinite<Exponential, Pareto>(p, q, out) ||
       try_infinite<Gamma, Pareto>(p, q, out) || try_infinite<Laplace, Pareto>(p, q, out) ||
