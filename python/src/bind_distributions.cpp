@@ -49,6 +49,7 @@ void bind_distributions(nb::module_& m) {
       .def(
           "check", [](const d::Constraint& c, const Tensor& value) { return c.check(value); }, nb::arg("value"),
           "A bool tensor: where value lies in the set.")
+      .def_prop_ro("event_dim", [](const d::Constraint& c) { return c.event_dim; })
       .def("__repr__", [](const d::Constraint& c) { return c.repr; });
   nb::class_<d::Distribution>(m, "Distribution", "The base of the distributions (torch.distributions.Distribution).")
       .def_prop_ro("batch_shape", [](const d::Distribution& x) { return shape_tuple(x.batch_shape()); })
@@ -129,6 +130,88 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("df", &d::StudentT::df)
       .def_prop_ro("loc", &d::StudentT::loc)
       .def_prop_ro("scale", &d::StudentT::scale);
+  nb::class_<d::Cauchy, d::Distribution>(m, "Cauchy", "Cauchy(loc, scale) (torch.distributions.Cauchy).")
+      .def(
+          "__init__",
+          [](d::Cauchy* self, nb::handle loc, nb::handle scale, std::optional<bool> validate_args) {
+            auto p = params({loc, scale}, "Cauchy");
+            new (self) d::Cauchy(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("loc", &d::Cauchy::loc)
+      .def_prop_ro("scale", &d::Cauchy::scale);
+  nb::class_<d::HalfCauchy, d::Distribution>(m, "HalfCauchy",
+                                             "HalfCauchy(scale): |Cauchy(0, scale)| (torch.distributions.HalfCauchy).")
+      .def(
+          "__init__",
+          [](d::HalfCauchy* self, nb::handle scale, std::optional<bool> validate_args) {
+            new (self) d::HalfCauchy(*params({scale}, "HalfCauchy")[0], validate_args.value_or(true));
+          },
+          nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("scale", &d::HalfCauchy::scale);
+  nb::class_<d::HalfNormal, d::Distribution>(m, "HalfNormal",
+                                             "HalfNormal(scale): |Normal(0, scale)| (torch.distributions.HalfNormal).")
+      .def(
+          "__init__",
+          [](d::HalfNormal* self, nb::handle scale, std::optional<bool> validate_args) {
+            new (self) d::HalfNormal(*params({scale}, "HalfNormal")[0], validate_args.value_or(true));
+          },
+          nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("scale", &d::HalfNormal::scale);
+  nb::class_<d::Gumbel, d::Distribution>(m, "Gumbel", "Gumbel(loc, scale) (torch.distributions.Gumbel).")
+      .def(
+          "__init__",
+          [](d::Gumbel* self, nb::handle loc, nb::handle scale, std::optional<bool> validate_args) {
+            auto p = params({loc, scale}, "Gumbel");
+            new (self) d::Gumbel(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("loc", &d::Gumbel::loc)
+      .def_prop_ro("scale", &d::Gumbel::scale);
+  nb::class_<d::Weibull, d::Distribution>(m, "Weibull", "Weibull(scale, concentration) (torch.distributions.Weibull).")
+      .def(
+          "__init__",
+          [](d::Weibull* self, nb::handle scale, nb::handle concentration, std::optional<bool> validate_args) {
+            auto p = params({scale, concentration}, "Weibull");
+            new (self) d::Weibull(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("scale"), nb::arg("concentration"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("scale", &d::Weibull::scale)
+      .def_prop_ro("concentration", &d::Weibull::concentration);
+  nb::class_<d::Pareto, d::Distribution>(m, "Pareto",
+                                         "Pareto(scale, alpha) on [scale, inf) (torch.distributions.Pareto).")
+      .def(
+          "__init__",
+          [](d::Pareto* self, nb::handle scale, nb::handle alpha, std::optional<bool> validate_args) {
+            auto p = params({scale, alpha}, "Pareto");
+            new (self) d::Pareto(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("scale"), nb::arg("alpha"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("scale", &d::Pareto::scale)
+      .def_prop_ro("alpha", &d::Pareto::alpha);
+  nb::class_<d::Kumaraswamy, d::Distribution>(
+      m, "Kumaraswamy", "Kumaraswamy(concentration1, concentration0) on [0, 1] (torch.distributions.Kumaraswamy).")
+      .def(
+          "__init__",
+          [](d::Kumaraswamy* self, nb::handle concentration1, nb::handle concentration0,
+             std::optional<bool> validate_args) {
+            auto p = params({concentration1, concentration0}, "Kumaraswamy");
+            new (self) d::Kumaraswamy(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("concentration1"), nb::arg("concentration0"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("concentration1", &d::Kumaraswamy::concentration1)
+      .def_prop_ro("concentration0", &d::Kumaraswamy::concentration0);
+  nb::class_<d::VonMises, d::Distribution>(m, "VonMises",
+                                           "VonMises(loc, concentration): angles (torch.distributions.VonMises).")
+      .def(
+          "__init__",
+          [](d::VonMises* self, nb::handle loc, nb::handle concentration, std::optional<bool> validate_args) {
+            auto p = params({loc, concentration}, "VonMises");
+            new (self) d::VonMises(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("concentration"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("loc", &d::VonMises::loc)
+      .def_prop_ro("concentration", &d::VonMises::concentration);
   nb::class_<d::Bernoulli, d::Distribution>(m, "Bernoulli",
                                             "Bernoulli(probs=None, logits=None) (torch.distributions.Bernoulli).")
       .def(
@@ -201,6 +284,33 @@ void bind_distributions(nb::module_& m) {
           },
           nb::arg("rate"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("rate", &d::Poisson::rate);
+  nb::class_<d::Geometric, d::Distribution>(m, "Geometric",
+                                            "Geometric(probs=None, logits=None): failures before the first success "
+                                            "(torch.distributions.Geometric).")
+      .def(
+          "__init__",
+          [](d::Geometric* self, nb::handle probs, nb::handle logits, std::optional<bool> validate_args) {
+            auto p = params({probs, logits}, "Geometric");
+            new (self) d::Geometric(p[0], p[1], validate_args.value_or(true));
+          },
+          nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("probs", &d::Geometric::probs)
+      .def_prop_ro("logits", &d::Geometric::logits);
+  nb::class_<d::NegativeBinomial, d::Distribution>(
+      m, "NegativeBinomial",
+      "NegativeBinomial(total_count, probs=None, logits=None) (torch.distributions.NegativeBinomial).")
+      .def(
+          "__init__",
+          [](d::NegativeBinomial* self, nb::handle total_count, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({total_count, probs, logits}, "NegativeBinomial");
+            new (self) d::NegativeBinomial(*p[0], p[1], p[2], validate_args.value_or(true));
+          },
+          nb::arg("total_count"), nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(),
+          nb::arg("validate_args") = nb::none())
+      .def_prop_ro("total_count", &d::NegativeBinomial::total_count)
+      .def_prop_ro("probs", &d::NegativeBinomial::probs)
+      .def_prop_ro("logits", &d::NegativeBinomial::logits);
   nb::class_<d::Gamma, d::Distribution>(m, "Gamma", "Gamma(concentration, rate) (torch.distributions.Gamma).")
       .def(
           "__init__",
@@ -242,6 +352,23 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("loc", &d::MultivariateNormal::loc)
       .def_prop_ro("scale_tril", &d::MultivariateNormal::scale_tril)
       .def_prop_ro("covariance_matrix", &d::MultivariateNormal::covariance_matrix);
+  nb::class_<d::LowRankMultivariateNormal, d::Distribution>(
+      m, "LowRankMultivariateNormal",
+      "LowRankMultivariateNormal(loc, cov_factor, cov_diag): covariance cov_factor cov_factor^T + diag(cov_diag) "
+      "(torch.distributions.LowRankMultivariateNormal).")
+      .def(
+          "__init__",
+          [](d::LowRankMultivariateNormal* self, const Tensor& loc, const Tensor& cov_factor, const Tensor& cov_diag,
+             std::optional<bool> validate_args) {
+            new (self) d::LowRankMultivariateNormal(loc, cov_factor, cov_diag, validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("cov_factor"), nb::arg("cov_diag"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("loc", &d::LowRankMultivariateNormal::loc)
+      .def_prop_ro("cov_factor", &d::LowRankMultivariateNormal::cov_factor)
+      .def_prop_ro("cov_diag", &d::LowRankMultivariateNormal::cov_diag)
+      .def_prop_ro("covariance_matrix", &d::LowRankMultivariateNormal::covariance_matrix)
+      .def_prop_ro("precision_matrix", &d::LowRankMultivariateNormal::precision_matrix)
+      .def_prop_ro("scale_tril", &d::LowRankMultivariateNormal::scale_tril);
   nb::class_<d::Independent, d::Distribution>(
       m, "Independent",
       "Independent(base_distribution, reinterpreted_batch_ndims): batch dims read as event dims "
@@ -255,18 +382,46 @@ void bind_distributions(nb::module_& m) {
                    [](const d::Independent& x) { return std::const_pointer_cast<d::Distribution>(x.base_dist()); })
       .def_prop_ro("reinterpreted_batch_ndims", &d::Independent::reinterpreted_batch_ndims);
 
-  nb::module_ t = m.def_submodule("transforms", "torch.distributions.transforms' elementwise bijections.");
-  nb::class_<d::Transform>(t, "Transform", "An invertible elementwise map (torch.distributions.transforms.Transform).")
+  nb::module_ t =
+      m.def_submodule("transforms", "torch.distributions.transforms: invertible maps for TransformedDistribution.");
+  nb::class_<d::Transform>(t, "Transform", "An invertible map (torch.distributions.transforms.Transform).")
       .def("__call__", &d::Transform::forward, nb::arg("x"))
       .def_prop_ro("inv",
                    [](std::shared_ptr<d::Transform> self) -> std::shared_ptr<d::Transform> {
+                     // The inverse of an inverse is the transform itself, as torch's.
+                     if (auto inv = std::dynamic_pointer_cast<d::InverseTransform>(self))
+                       return std::const_pointer_cast<d::Transform>(inv->inverted());
                      return std::make_shared<d::InverseTransform>(self);
                    })
       .def("log_abs_det_jacobian", &d::Transform::log_abs_det_jacobian, nb::arg("x"), nb::arg("y"))
       .def_prop_ro("sign", &d::Transform::sign)
+      .def_prop_ro("domain", &d::Transform::domain)
+      .def_prop_ro("codomain", &d::Transform::codomain)
+      .def_prop_ro("bijective", &d::Transform::bijective)
+      .def(
+          "forward_shape",
+          [](const d::Transform& x, nb::handle shape) {
+            return shape_tuple(x.forward_shape(dims_from_sequence(shape, "forward_shape")));
+          },
+          nb::arg("shape"))
+      .def(
+          "inverse_shape",
+          [](const d::Transform& x, nb::handle shape) {
+            return shape_tuple(x.inverse_shape(dims_from_sequence(shape, "inverse_shape")));
+          },
+          nb::arg("shape"))
       .def("__repr__", &d::Transform::repr);
   nb::class_<d::ExpTransform, d::Transform>(t, "ExpTransform", "y = exp(x).").def(nb::init<>());
   nb::class_<d::SigmoidTransform, d::Transform>(t, "SigmoidTransform", "y = sigmoid(x).").def(nb::init<>());
+  nb::class_<d::TanhTransform, d::Transform>(t, "TanhTransform", "y = tanh(x).").def(nb::init<>());
+  nb::class_<d::SoftplusTransform, d::Transform>(t, "SoftplusTransform", "y = log(1 + exp(x)).").def(nb::init<>());
+  nb::class_<d::AbsTransform, d::Transform>(t, "AbsTransform", "y = |x| (not bijective).").def(nb::init<>());
+  nb::class_<d::SoftmaxTransform, d::Transform>(t, "SoftmaxTransform",
+                                                "y = softmax(x) over the last dim (not bijective).")
+      .def(nb::init<>());
+  nb::class_<d::StickBreakingTransform, d::Transform>(t, "StickBreakingTransform",
+                                                      "The reals^(K-1) onto the K-simplex by stick breaking.")
+      .def(nb::init<>());
   nb::class_<d::AffineTransform, d::Transform>(t, "AffineTransform", "y = loc + scale * x.")
       .def(
           "__init__",
@@ -277,7 +432,30 @@ void bind_distributions(nb::module_& m) {
           nb::arg("loc"), nb::arg("scale"))
       .def_prop_ro("loc", &d::AffineTransform::loc)
       .def_prop_ro("scale", &d::AffineTransform::scale);
+  nb::class_<d::PowerTransform, d::Transform>(t, "PowerTransform", "y = x ** exponent on the positive reals.")
+      .def(
+          "__init__",
+          [](d::PowerTransform* self, nb::handle exponent) {
+            new (self) d::PowerTransform(*params({exponent}, "PowerTransform")[0]);
+          },
+          nb::arg("exponent"))
+      .def_prop_ro("exponent", &d::PowerTransform::exponent);
+  nb::class_<d::ComposeTransform, d::Transform>(t, "ComposeTransform", "The parts applied in order.")
+      .def(
+          "__init__",
+          [](d::ComposeTransform* self, nb::handle parts) {
+            d::Transforms list;
+            for (nb::handle h : parts) list.push_back(nb::cast<std::shared_ptr<d::Transform>>(h));
+            new (self) d::ComposeTransform(std::move(list));
+          },
+          nb::arg("parts"))
+      .def_prop_ro("parts", [](const d::ComposeTransform& x) {
+        nb::list l;
+        for (const auto& tr : x.parts()) l.append(std::const_pointer_cast<d::Transform>(tr));
+        return l;
+      });
   nb::class_<d::InverseTransform, d::Transform>(t, "_InverseTransform", "The inverse of a transform (its .inv).");
+  t.attr("identity_transform") = std::make_shared<d::ComposeTransform>(d::Transforms{});
 
   nb::class_<d::TransformedDistribution, d::Distribution>(
       m, "TransformedDistribution",
@@ -315,6 +493,105 @@ void bind_distributions(nb::module_& m) {
           nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("loc", &d::LogNormal::loc)
       .def_prop_ro("scale", &d::LogNormal::scale);
+
+  nb::class_<d::LogitRelaxedBernoulli, d::Distribution>(
+      m, "LogitRelaxedBernoulli",
+      "LogitRelaxedBernoulli(temperature, probs=None, logits=None): the logit of a RelaxedBernoulli draw "
+      "(torch.distributions.relaxed_bernoulli.LogitRelaxedBernoulli).")
+      .def(
+          "__init__",
+          [](d::LogitRelaxedBernoulli* self, nb::handle temperature, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({temperature, probs, logits}, "LogitRelaxedBernoulli");
+            new (self) d::LogitRelaxedBernoulli(*p[0], p[1], p[2], validate_args.value_or(true));
+          },
+          nb::arg("temperature"), nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(),
+          nb::arg("validate_args") = nb::none())
+      .def_prop_ro("temperature", &d::LogitRelaxedBernoulli::temperature)
+      .def_prop_ro("probs", &d::LogitRelaxedBernoulli::probs)
+      .def_prop_ro("logits", &d::LogitRelaxedBernoulli::logits);
+  nb::class_<d::RelaxedBernoulli, d::TransformedDistribution>(
+      m, "RelaxedBernoulli",
+      "RelaxedBernoulli(temperature, probs=None, logits=None) on (0, 1) (torch.distributions.RelaxedBernoulli).")
+      .def(
+          "__init__",
+          [](d::RelaxedBernoulli* self, nb::handle temperature, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({temperature, probs, logits}, "RelaxedBernoulli");
+            new (self) d::RelaxedBernoulli(*p[0], p[1], p[2], validate_args.value_or(true));
+          },
+          nb::arg("temperature"), nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(),
+          nb::arg("validate_args") = nb::none())
+      .def_prop_ro("temperature", &d::RelaxedBernoulli::temperature)
+      .def_prop_ro("probs", &d::RelaxedBernoulli::probs)
+      .def_prop_ro("logits", &d::RelaxedBernoulli::logits);
+  nb::class_<d::ExpRelaxedCategorical, d::Distribution>(
+      m, "ExpRelaxedCategorical",
+      "ExpRelaxedCategorical(temperature, probs=None, logits=None): the log of a RelaxedOneHotCategorical draw "
+      "(torch.distributions.relaxed_categorical.ExpRelaxedCategorical).")
+      .def(
+          "__init__",
+          [](d::ExpRelaxedCategorical* self, nb::handle temperature, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({temperature, probs, logits}, "ExpRelaxedCategorical");
+            new (self) d::ExpRelaxedCategorical(*p[0], p[1], p[2], validate_args.value_or(true));
+          },
+          nb::arg("temperature"), nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(),
+          nb::arg("validate_args") = nb::none())
+      .def_prop_ro("temperature", &d::ExpRelaxedCategorical::temperature)
+      .def_prop_ro("probs", &d::ExpRelaxedCategorical::probs)
+      .def_prop_ro("logits", &d::ExpRelaxedCategorical::logits);
+  nb::class_<d::RelaxedOneHotCategorical, d::TransformedDistribution>(
+      m, "RelaxedOneHotCategorical",
+      "RelaxedOneHotCategorical(temperature, probs=None, logits=None) on the simplex "
+      "(torch.distributions.RelaxedOneHotCategorical).")
+      .def(
+          "__init__",
+          [](d::RelaxedOneHotCategorical* self, nb::handle temperature, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({temperature, probs, logits}, "RelaxedOneHotCategorical");
+            new (self) d::RelaxedOneHotCategorical(*p[0], p[1], p[2], validate_args.value_or(true));
+          },
+          nb::arg("temperature"), nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(),
+          nb::arg("validate_args") = nb::none())
+      .def_prop_ro("temperature", &d::RelaxedOneHotCategorical::temperature)
+      .def_prop_ro("probs", &d::RelaxedOneHotCategorical::probs)
+      .def_prop_ro("logits", &d::RelaxedOneHotCategorical::logits);
+  nb::class_<d::OneHotCategoricalStraightThrough, d::OneHotCategorical>(
+      m, "OneHotCategoricalStraightThrough",
+      "OneHotCategoricalStraightThrough(probs=None, logits=None): rsample passes the gradient of probs through the "
+      "one-hot draw (torch.distributions.OneHotCategoricalStraightThrough).")
+      .def(
+          "__init__",
+          [](d::OneHotCategoricalStraightThrough* self, nb::handle probs, nb::handle logits,
+             std::optional<bool> validate_args) {
+            auto p = params({probs, logits}, "OneHotCategoricalStraightThrough");
+            new (self) d::OneHotCategoricalStraightThrough(p[0], p[1], validate_args.value_or(true));
+          },
+          nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none());
+
+  nb::class_<d::MixtureSameFamily, d::Distribution>(
+      m, "MixtureSameFamily",
+      "MixtureSameFamily(mixture_distribution, component_distribution): a Categorical's choice among the "
+      "components along the rightmost batch dim (torch.distributions.MixtureSameFamily).")
+      .def(
+          "__init__",
+          [](d::MixtureSameFamily* self, std::shared_ptr<d::Distribution> mixture,
+             std::shared_ptr<d::Distribution> component, std::optional<bool> validate_args) {
+            auto categorical = std::dynamic_pointer_cast<d::Categorical>(mixture);
+            if (!categorical)
+              ug::fail("[MixtureSameFamily] the Mixture distribution needs to be an instance of Categorical, not ",
+                       mixture->name());
+            new (self) d::MixtureSameFamily(categorical, component, validate_args.value_or(true));
+          },
+          nb::arg("mixture_distribution"), nb::arg("component_distribution"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("mixture_distribution",
+                   [](const d::MixtureSameFamily& x) {
+                     return std::const_pointer_cast<d::Categorical>(x.mixture_distribution());
+                   })
+      .def_prop_ro("component_distribution", [](const d::MixtureSameFamily& x) {
+        return std::const_pointer_cast<d::Distribution>(x.component_distribution());
+      });
 
   m.def("kl_divergence", &d::kl_divergence, nb::arg("p"), nb::arg("q"),
         "KL(p || q) in closed form (torch.distributions.kl_divergence); NotImplementedError for other pairs.");

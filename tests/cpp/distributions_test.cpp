@@ -81,3 +81,30 @@ TEST(Distributions, GammaReparameterisedGradient) {
   Tensor draw = y.detach() * rate;
   EXPECT_TRUE(ug::allclose(c.grad(), (ug::random::gamma_grad(c.detach(), draw) / rate).sum({0}), 1e-12, 0));
 }
+
+TEST(Distributions, HeavyTailsCountsAndTransformsInClosedForm) {
+  const double pi = std::numbers::pi;
+  d::Cauchy cauchy(ug::zeros({1}, f64), ug::full({1}, 2.0, f64));
+  Tensor two = ug::full({1}, 2.0, f64);
+  // density 1 / (pi s (1 + (x / s)^2)) and cdf atan(x / s) / pi + 1/2 at x = s
+  EXPECT_NEAR(cauchy.log_prob(two).item<double>(), -std::log(pi * 2 * 2), 1e-12);
+  EXPECT_NEAR(cauchy.cdf(two).item<double>(), 0.75, 1e-12);
+  EXPECT_TRUE(std::isnan(cauchy.mean().item<double>()));
+  EXPECT_TRUE(std::isinf(cauchy.variance().item<double>()));
+  d::Pareto pareto(ug::ones({1}, f64), ug::full({1}, 3.0, f64));
+  EXPECT_NEAR(pareto.cdf(two).item<double>(), 1 - 1.0 / 8, 1e-12);
+  EXPECT_NEAR(pareto.mean().item<double>(), 1.5, 1e-12);
+  EXPECT_THROW(pareto.log_prob(ug::full({1}, 0.5, f64)), ug::ValueError);  // below the scale
+  d::Geometric geometric(ug::full({1}, 0.25, f64));
+  EXPECT_NEAR(geometric.log_prob(two).item<double>(), 2 * std::log(0.75) + std::log(0.25), 1e-12);
+  EXPECT_THROW(d::Geometric(ug::zeros({1}, f64)), ug::ValueError);
+  // Stick breaking sends 0 to the simplex's centre; a base's last batch dim becomes the event dim.
+  d::StickBreakingTransform stick;
+  EXPECT_TRUE(ug::allclose(stick.forward(ug::zeros({2}, f64)), ug::full({3}, 1.0 / 3, f64), 0, 1e-15));
+  d::TransformedDistribution simplex(std::make_shared<d::Normal>(ug::zeros({4, 2}, f64), ug::ones({2}, f64)),
+                                     {std::make_shared<d::StickBreakingTransform>()});
+  EXPECT_EQ(simplex.batch_shape(), (ug::Dims{4}));
+  EXPECT_EQ(simplex.event_shape(), (ug::Dims{3}));
+  EXPECT_EQ(simplex.log_prob(ug::full({4, 3}, 1.0 / 3, f64)).shape(), (ug::Dims{4}));
+  EXPECT_THROW(d::AbsTransform().sign(), ug::NotImplementedError);
+}

@@ -1,4 +1,4 @@
-"""ug.distributions.transforms: elementwise bijections (torch.distributions.transforms)."""
+"""ug.distributions.transforms: invertible maps for TransformedDistribution (torch.distributions.transforms)."""
 from .. import _C
 from .._export import export
 

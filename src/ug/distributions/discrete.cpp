@@ -18,6 +18,9 @@ namespace {
 Tensor bce_with_logits(const Tensor& logits, const Tensor& target) {
   return logits.relu() - logits * target + (-logits.abs()).exp().log1p();
 }
+
+/** log sigmoid(x) = -log(1 + e^-x), stable for either sign. */
+Tensor log_sigmoid(const Tensor& x) { return -(-x).logaddexp(0); }
 }  // namespace
 
 Tensor clamp_probs(const Tensor& probs) {
@@ -33,7 +36,8 @@ ProbsOrLogits::ProbsOrLogits(const char* dist, const std::optional<Tensor>& prob
     fail("[", dist, "] either `probs` or `logits` must be specified, but not both");
 }
 
-void ProbsOrLogits::set_elementwise(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits) {
+void ProbsOrLogits::set_elementwise(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits,
+                                    const Constraint& probs_in) {
   if (from_logits_) {
     logits_ = *logits;
     probs_ = logits_.sigmoid();
@@ -42,7 +46,7 @@ void ProbsOrLogits::set_elementwise(const std::optional<Tensor>& probs, const st
     probs_ = *probs;
     Tensor p = clamp_probs(probs_);
     logits_ = p.log() - (-p).log1p();
-    check_param("probs", probs_, constraints::unit_interval());
+    check_param("probs", probs_, probs_in);
   }
 }
 
@@ -239,6 +243,71 @@ Tensor Poisson::log_prob(const Tensor& value) const {
   validate_sample(value);
   auto b = broadcast_tensors({rate_, value});
   return xlogy(b[1], b[0]) - b[0] - lgamma(b[1] + 1);
+}
+
+// ---- Geometric ---------------------------------------------------------------------------
+
+Geometric::Geometric(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits, bool validate_args)
+    : ProbsOrLogits("Geometric", probs, logits, validate_args) {
+  set_elementwise(probs, logits);
+  batch_shape_ = probs_.shape();
+  if (!from_logits_) check_param("probs", probs_, constraints::positive());
+}
+
+Tensor Geometric::sample(const Dims& sample_shape) const {
+  NoGradGuard no_grad;
+  Tensor u = empty(extended_shape(sample_shape), like(probs_));
+  uniform_(u, tiny_of(probs_), 1);
+  return (u.log() / (-probs_).log1p()).floor();
+}
+
+Tensor Geometric::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  // 0 log 0 is 0: a certain success has no failures before it.
+  const Tensor p = where(probs_.eq(1).logical_and(value.eq(0)), 0.0, probs_);
+  return value * (-p).log1p() + probs_.log();
+}
+
+Tensor Geometric::entropy() const { return bce_with_logits(logits_, probs_) / probs_; }
+
+// ---- NegativeBinomial --------------------------------------------------------------------
+
+NegativeBinomial::NegativeBinomial(const Tensor& total_count, const std::optional<Tensor>& probs,
+                                   const std::optional<Tensor>& logits, bool validate_args)
+    : ProbsOrLogits("NegativeBinomial", probs, logits, validate_args) {
+  const Tensor& given = from_logits_ ? *logits : *probs;
+  auto b = broadcast_tensors({total_count.to(given.dtype()), given});
+  total_count_ = b[0];
+  set_elementwise(from_logits_ ? std::nullopt : std::optional<Tensor>(b[1]),
+                  from_logits_ ? std::optional<Tensor>(b[1]) : std::nullopt, constraints::half_open_unit_interval());
+  batch_shape_ = probs_.shape();
+  check_param("total_count", total_count_, constraints::nonnegative());
+}
+
+std::vector<std::pair<std::string, Tensor>> NegativeBinomial::params() const {
+  auto p = ProbsOrLogits::params();
+  p.insert(p.begin(), {"total_count", total_count_});
+  return p;
+}
+
+Tensor NegativeBinomial::sample(const Dims& sample_shape) const {
+  NoGradGuard no_grad;
+  const Dims shape = extended_shape(sample_shape);
+  // Gamma(0) is a point mass at 0: drawn as Gamma(tiny), which underflows to it.
+  const Tensor concentration = total_count_.clamp(Scalar(tiny_of(total_count_)), std::nullopt);
+  return poisson(standard_gamma(concentration.expand(shape).contiguous()) * logits_.exp());
+}
+
+Tensor NegativeBinomial::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  const Tensor& n = total_count_;
+  const Tensor unnormalized = n * log_sigmoid(-logits_) + value * log_sigmoid(logits_);
+  const Tensor normalization = -lgamma(n + value) + lgamma(1 + value) + lgamma(n);
+  return unnormalized - where((n + value).eq(0), 0.0, normalization);
+}
+
+Tensor NegativeBinomial::mode() const {
+  return ((total_count_ - 1) * logits_.exp()).floor().clamp(Scalar(0), std::nullopt);
 }
 
 }  // namespace ug::distributions

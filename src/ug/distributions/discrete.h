@@ -1,5 +1,6 @@
-// Distributions over categories: Bernoulli and Categorical, each from probs or logits
-// (exactly one of them; the other is derived as torch does).
+// Distributions over categories and counts: Bernoulli, Categorical, OneHotCategorical,
+// Binomial, Multinomial, Poisson, Geometric and NegativeBinomial, those with probabilities from
+// probs or logits (exactly one of them; the other is derived as torch does).
 #pragma once
 
 #include <optional>
@@ -16,6 +17,8 @@ class ProbsOrLogits : public Distribution {
  public:
   const Tensor& probs() const { return probs_; }
   const Tensor& logits() const { return logits_; }
+  /** Whether logits were given: repr shows them, expand rebuilds from them. */
+  bool from_logits() const { return from_logits_; }
 
  protected:
   ProbsOrLogits(const char* dist, const std::optional<Tensor>& probs, const std::optional<Tensor>& logits,
@@ -23,9 +26,10 @@ class ProbsOrLogits : public Distribution {
   std::vector<std::pair<std::string, Tensor>> params() const override {
     return {{from_logits_ ? "logits" : "probs", from_logits_ ? logits_ : probs_}};
   }
-  /** Elementwise probabilities (Bernoulli, Binomial): the one given, checked, and the other
-   *  (sigmoid of logits; log-odds of the clamped probs). */
-  void set_elementwise(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits);
+  /** Elementwise probabilities (Bernoulli, Binomial): the one given, checked (probs against
+   *  probs_in), and the other (sigmoid of logits; log-odds of the clamped probs). */
+  void set_elementwise(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits,
+                       const Constraint& probs_in = constraints::unit_interval());
 
   Tensor probs_, logits_;
   bool from_logits_;
@@ -97,6 +101,7 @@ class OneHotCategorical : public Distribution {
   Constraint support() const override { return constraints::one_hot(); }
   const Tensor& probs() const { return categorical_.probs(); }
   const Tensor& logits() const { return categorical_.logits(); }
+  bool from_logits() const { return categorical_.from_logits(); }
 
  protected:
   std::vector<std::pair<std::string, Tensor>> params() const override { return categorical_params(); }
@@ -182,6 +187,55 @@ class Poisson : public Distribution {
 
  private:
   Tensor rate_;
+};
+
+/** The number of failures before the first success in Bernoulli(probs) trials. */
+class Geometric : public ProbsOrLogits {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return from_logits_ ? std::make_shared<Geometric>(std::nullopt, p[0], validate_args_)
+                        : std::make_shared<Geometric>(p[0], std::nullopt, validate_args_);
+  }
+  /** probs in (0, 1] (torch checks them positive too), or logits. */
+  Geometric(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits = std::nullopt,
+            bool validate_args = true);
+  std::string name() const override { return "Geometric"; }
+  /** floor(log u / log1p(-probs)), u uniform in [tiny, 1) (torch's inversion). */
+  Tensor sample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return probs_.reciprocal() - 1; }
+  Tensor variance() const override { return (probs_.reciprocal() - 1) / probs_; }
+  Tensor mode() const override { return zeros_like(probs_); }
+  Constraint support() const override { return constraints::nonnegative_integer(); }
+};
+
+/** The number of successes before total_count failures, each trial a success with probability
+ *  probs: a Poisson whose rate is Gamma(total_count, exp(-logits)) (torch's sampler). */
+class NegativeBinomial : public ProbsOrLogits {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return from_logits_ ? std::make_shared<NegativeBinomial>(p[0], std::nullopt, p[1], validate_args_)
+                        : std::make_shared<NegativeBinomial>(p[0], p[1], std::nullopt, validate_args_);
+  }
+  /** total_count >= 0 (real), probs in [0, 1) or logits. */
+  NegativeBinomial(const Tensor& total_count, const std::optional<Tensor>& probs,
+                   const std::optional<Tensor>& logits = std::nullopt, bool validate_args = true);
+  std::string name() const override { return "NegativeBinomial"; }
+  Tensor sample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor mean() const override { return total_count_ * logits_.exp(); }
+  Tensor variance() const override { return mean() / (-logits_).sigmoid(); }
+  /** floor((total_count - 1) exp(logits)), at least 0. */
+  Tensor mode() const override;
+  Constraint support() const override { return constraints::nonnegative_integer(); }
+  const Tensor& total_count() const { return total_count_; }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override;
+
+ private:
+  Tensor total_count_;  // in the dtype of probs
 };
 
 /** Probabilities clamped to [eps, 1 - eps] of their dtype (torch's clamp_probs). */

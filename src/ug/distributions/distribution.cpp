@@ -1,5 +1,6 @@
 #include "ug/distributions/distribution.h"
 
+#include <limits>
 #include <sstream>
 
 #include "ug/core/error.h"
@@ -15,6 +16,14 @@ namespace ug::distributions {
 Dims concat(Dims a, const Dims& b) {
   for (int64_t v : b) a.push_back(v);
   return a;
+}
+
+Options like(const Tensor& t) { return {t.dtype(), t.device()}; }
+double eps_of(const Tensor& t) {
+  return t.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
+}
+double tiny_of(const Tensor& t) {
+  return t.dtype() == DType::Float64 ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
 }
 
 Tensor global_key() { return randint(0, int64_t{1} << 32, {2}); }
@@ -57,7 +66,7 @@ Constraint nonnegative_integer() {
 }
 Constraint one_hot() {
   return {"OneHot()",
-          [](const Tensor& x) { return x.eq(0).logical_or(x.eq(1)).all(-1).logical_and(x.sum({-1}).eq(1)); }};
+          [](const Tensor& x) { return x.eq(0).logical_or(x.eq(1)).all(-1).logical_and(x.sum({-1}).eq(1)); }, 1};
 }
 Constraint integer_interval(int64_t low, int64_t high) {
   return {"IntegerInterval(lower_bound=" + std::to_string(low) + ", upper_bound=" + std::to_string(high) + ")",
@@ -70,30 +79,48 @@ Constraint interval(const Tensor& low, const Tensor& high) {
 Constraint less_than(const Tensor& bound) {
   return {"LessThan(upper_bound=high)", [=](const Tensor& x) { return x.lt(bound); }};
 }
+Constraint interval(double low, double high) {
+  return {"Interval(lower_bound=" + bound_str(low) + ", upper_bound=" + bound_str(high) + ")",
+          [=](const Tensor& x) { return x.ge(low).logical_and(x.le(high)); }};
+}
 Constraint greater_than(const Tensor& bound) {
   return {"GreaterThan(lower_bound=low)", [=](const Tensor& x) { return x.gt(bound); }};
 }
+Constraint greater_than_eq(const Tensor& bound) {
+  return {"GreaterThanEq(lower_bound=low)", [=](const Tensor& x) { return x.ge(bound); }};
+}
+Constraint half_open_unit_interval() {
+  return {"HalfOpenInterval(lower_bound=0.0, upper_bound=1.0)",
+          [](const Tensor& x) { return x.ge(0).logical_and(x.lt(1)); }};
+}
 Constraint simplex() {
-  return {"Simplex()", [](const Tensor& x) { return x.ge(0).all(-1).logical_and((x.sum({-1}) - 1).abs().lt(1e-6)); }};
+  return {"Simplex()", [](const Tensor& x) { return x.ge(0).all(-1).logical_and((x.sum({-1}) - 1).abs().lt(1e-6)); },
+          1};
 }
 Constraint independent(const Constraint& base, int64_t ndims) {
-  return {"IndependentConstraint(" + base.repr + ", " + std::to_string(ndims) + ")", [=](const Tensor& x) {
+  return {"IndependentConstraint(" + base.repr + ", " + std::to_string(ndims) + ")",
+          [=](const Tensor& x) {
             Tensor ok = base.check(x);
             for (int64_t i = 0; i < ndims; ++i) ok = ok.all(-1);
             return ok;
-          }};
+          },
+          base.event_dim + ndims};
 }
 Constraint positive_definite() {
-  return {"PositiveDefinite()", [](const Tensor& x) {
+  return {"PositiveDefinite()",
+          [](const Tensor& x) {
             Tensor symmetric = x.eq(x.mT()).all(-1).all(-1);
             return symmetric.logical_and(linalg::cholesky_ex(x).info.eq(0));
-          }};
+          },
+          2};
 }
 Constraint lower_cholesky() {
-  return {"LowerCholesky()", [](const Tensor& x) {
+  return {"LowerCholesky()",
+          [](const Tensor& x) {
             Tensor lower = tril(x).eq(x).all(-1).all(-1);
             return lower.logical_and(x.diagonal(0, -2, -1).gt(0).all(-1));
-          }};
+          },
+          2};
 }
 }  // namespace constraints
 

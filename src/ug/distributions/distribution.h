@@ -18,6 +18,7 @@ namespace ug::distributions {
 struct Constraint {
   std::string repr;  // torch's repr, e.g. "GreaterThan(lower_bound=0.0)"
   std::function<Tensor(const Tensor&)> check;
+  int64_t event_dim = 0;  // the dims checked together: 1 for vectors (simplex), 2 for matrices
 };
 
 namespace constraints {
@@ -35,7 +36,12 @@ Constraint integer_interval(int64_t low, int64_t high);
 /** low <= x <= high, elementwise (tensors broadcast with x). */
 Constraint interval(const Tensor& low, const Tensor& high);
 Constraint less_than(const Tensor& bound);
+/** low <= x <= high for numbers. */
+Constraint interval(double low, double high);
 Constraint greater_than(const Tensor& bound);
+Constraint greater_than_eq(const Tensor& bound);
+/** 0 <= x < 1. */
+Constraint half_open_unit_interval();
 /** Non-negative and summing to 1 over the last dim. */
 Constraint simplex();
 /** `base` over the last `ndims` dims at once: all of them must satisfy it. */
@@ -99,5 +105,10 @@ Tensor global_key();
 Tensor sum_rightmost(const Tensor& x, int64_t n);
 /** a followed by b. */
 Dims concat(Dims a, const Dims& b);
+/** t's dtype and device, for tensors made beside it. */
+Options like(const Tensor& t);
+/** The machine epsilon and the smallest normal number of t's dtype (torch's finfo eps, tiny). */
+double eps_of(const Tensor& t);
+double tiny_of(const Tensor& t);
 
 }  // namespace ug::distributions

@@ -1,13 +1,19 @@
 // ug::distributions: torch.distributions in C++ (Normal, Uniform, Exponential, Laplace,
-// StudentT, LogNormal, Bernoulli, Binomial, Categorical, OneHotCategorical, Multinomial,
-// Poisson, Gamma, Chi2, Beta, Dirichlet, MultivariateNormal, Independent,
+// StudentT, Cauchy, HalfCauchy, HalfNormal, Gumbel, Weibull, Pareto, Kumaraswamy, VonMises,
+// LogNormal, Bernoulli, Binomial, Geometric, NegativeBinomial, Categorical, OneHotCategorical,
+// Multinomial, Poisson, Gamma, Chi2, Beta, Dirichlet, MultivariateNormal,
+// LowRankMultivariateNormal, Independent, MixtureSameFamily,
+// RelaxedBernoulli, RelaxedOneHotCategorical, OneHotCategoricalStraightThrough,
 // TransformedDistribution with its transforms, and kl_divergence).
 #pragma once
 
+#include "ug/distributions/continuous.h"
 #include "ug/distributions/discrete.h"
 #include "ug/distributions/distribution.h"
 #include "ug/distributions/gamma.h"
 #include "ug/distributions/kl.h"
+#include "ug/distributions/mixture.h"
 #include "ug/distributions/multivariate.h"
+#include "ug/distributions/relaxed.h"
 #include "ug/distributions/transformed.h"
 #include "ug/distributions/univariate.h"

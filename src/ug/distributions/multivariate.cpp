@@ -98,6 +98,85 @@ Tensor MultivariateNormal::variance() const {
   return tril_.square().sum({-1}).expand(with(batch_shape_, {event_shape_[0]}));
 }
 
+// ---- LowRankMultivariateNormal ------------------------------------------------------------
+
+LowRankMultivariateNormal::LowRankMultivariateNormal(const Tensor& loc, const Tensor& cov_factor,
+                                                     const Tensor& cov_diag, bool validate_args)
+    : Distribution({}, {}, validate_args) {
+  if (loc.dim() < 1) fail("[LowRankMultivariateNormal] loc must be at least one-dimensional");
+  const int64_t n = loc.size(-1);
+  if (cov_factor.dim() < 2)
+    fail(
+        "[LowRankMultivariateNormal] cov_factor must be at least two-dimensional, with optional leading batch "
+        "dimensions");
+  if (cov_factor.size(-2) != n)
+    fail("[LowRankMultivariateNormal] cov_factor must be a batch of matrices with shape ", n, " x m, got ",
+         shape_str(cov_factor.shape()));
+  if (cov_diag.dim() < 1 || cov_diag.size(-1) != n)
+    fail("[LowRankMultivariateNormal] cov_diag must be a batch of vectors with shape [", n, "], got ",
+         shape_str(cov_diag.shape()));
+  // Broadcast as columns beside cov_factor's, then the vectors taken back out (torch's).
+  auto b = broadcast_tensors({loc.unsqueeze(-1), cov_factor, cov_diag.unsqueeze(-1)});
+  loc_ = b[0].select(-1, 0), cov_factor_ = b[1], cov_diag_ = b[2].select(-1, 0);
+  batch_shape_ = drop_last(loc_, 1);
+  event_shape_ = {n};
+  check_param("loc", loc_, constraints::independent(constraints::real(), 1));
+  check_param("cov_factor", cov_factor_, constraints::independent(constraints::real(), 2));
+  check_param("cov_diag", cov_diag_, constraints::independent(constraints::positive(), 1));
+  const Tensor wt_dinv = cov_factor_.mT() / cov_diag_.unsqueeze(-2);
+  const int64_t r = cov_factor_.size(-1);
+  capacitance_tril_ = linalg::cholesky(wt_dinv.matmul(cov_factor_) + eye(r, {}, {loc_.dtype(), loc_.device()}));
+}
+
+Tensor LowRankMultivariateNormal::rsample(const Dims& sample_shape) const {
+  const Dims shape = extended_shape(sample_shape);
+  const Options opts{loc_.dtype(), loc_.device()};
+  const Tensor eps_w = randn(concat(Dims(shape.begin(), shape.end() - 1), {cov_factor_.size(-1)}), opts);
+  const Tensor eps_d = randn(shape, opts);
+  return loc_ + cov_factor_.matmul(eps_w.unsqueeze(-1)).squeeze({-1}) + cov_diag_.sqrt() * eps_d;
+}
+
+Tensor LowRankMultivariateNormal::log_det() const {
+  return 2 * capacitance_tril_.diagonal(0, -2, -1).log().sum({-1}) + cov_diag_.log().sum({-1});
+}
+
+Tensor LowRankMultivariateNormal::mahalanobis(const Tensor& x) const {
+  // x^T D^-1 x - |C^-1 W^T D^-1 x|^2, C C^T the capacitance
+  const Tensor wt_dinv_x = (cov_factor_.mT() / cov_diag_.unsqueeze(-2)).matmul(x.unsqueeze(-1)).squeeze({-1});
+  return (x.square() / cov_diag_).sum({-1}) - batch_mahalanobis(capacitance_tril_, wt_dinv_x);
+}
+
+Tensor LowRankMultivariateNormal::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  const double n = static_cast<double>(event_shape_[0]);
+  return -0.5 * (n * std::log(2 * std::numbers::pi) + log_det() + mahalanobis(value - loc_));
+}
+
+Tensor LowRankMultivariateNormal::entropy() const {
+  const double n = static_cast<double>(event_shape_[0]);
+  return (0.5 * (n * (1 + std::log(2 * std::numbers::pi)) + log_det())).expand(batch_shape_);
+}
+
+Tensor LowRankMultivariateNormal::variance() const { return cov_factor_.square().sum({-1}) + cov_diag_; }
+
+Tensor LowRankMultivariateNormal::covariance_matrix() const {
+  return cov_factor_.matmul(cov_factor_.mT()) + diag_embed(cov_diag_);
+}
+
+Tensor LowRankMultivariateNormal::precision_matrix() const {
+  // Woodbury: D^-1 - A^T A with A = C^-1 W^T D^-1
+  const Tensor a = linalg::solve_triangular(capacitance_tril_, cov_factor_.mT() / cov_diag_.unsqueeze(-2), false);
+  return diag_embed(cov_diag_.reciprocal()) - a.mT().matmul(a);
+}
+
+Tensor LowRankMultivariateNormal::scale_tril() const {
+  // sqrt(D) chol(I + (D^-1/2 W)(D^-1/2 W)^T), whose conditioning is better than the covariance's
+  const Tensor sqrt_d = cov_diag_.sqrt().unsqueeze(-1);
+  const Tensor w = cov_factor_ / sqrt_d;
+  const Tensor k = w.matmul(w.mT()) + eye(event_shape_[0], {}, {loc_.dtype(), loc_.device()});
+  return sqrt_d * linalg::cholesky(k);
+}
+
 // ---- Independent -------------------------------------------------------------------------
 
 Independent::Independent(std::shared_ptr<const Distribution> base, int64_t reinterpreted_batch_ndims,

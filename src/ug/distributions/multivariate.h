@@ -1,5 +1,6 @@
-// Distributions over vectors: MultivariateNormal (from a covariance or its Cholesky factor)
-// and Independent (batch dims of another distribution read as event dims).
+// Distributions over vectors: MultivariateNormal (from a covariance or its Cholesky factor),
+// LowRankMultivariateNormal (a low-rank plus diagonal covariance) and Independent (batch dims of
+// another distribution read as event dims).
 #pragma once
 
 #include <memory>
@@ -37,6 +38,49 @@ class MultivariateNormal : public Distribution {
   Tensor loc_, tril_;  // tril_: the Cholesky factor, not broadcast
   std::optional<Tensor> covariance_;
   Tensor half_log_det() const;
+};
+
+/** A normal over vectors with the covariance cov_factor cov_factor^T + diag(cov_diag): loc
+ *  [..., n], cov_factor [..., n, r], cov_diag [..., n] (positive), broadcast. Its log_prob and
+ *  entropy take the Woodbury identity and the determinant lemma through the r x r capacitance
+ *  I + W^T D^-1 W, never forming the n x n covariance. */
+class LowRankMultivariateNormal : public Distribution {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<LowRankMultivariateNormal>(p[0], p[1], p[2], validate_args_);
+  }
+  LowRankMultivariateNormal(const Tensor& loc, const Tensor& cov_factor, const Tensor& cov_diag,
+                            bool validate_args = true);
+  std::string name() const override { return "LowRankMultivariateNormal"; }
+  bool has_rsample() const override { return true; }
+  /** loc + W eps_r + sqrt(D) eps_n, both eps from ug::randn. */
+  Tensor rsample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return loc_; }
+  Tensor mode() const override { return loc_; }
+  Tensor variance() const override;
+  Constraint support() const override { return constraints::independent(constraints::real(), 1); }
+  const Tensor& loc() const { return loc_; }
+  const Tensor& cov_factor() const { return cov_factor_; }
+  const Tensor& cov_diag() const { return cov_diag_; }
+  Tensor covariance_matrix() const;
+  Tensor precision_matrix() const;
+  Tensor scale_tril() const;
+  /** log det(W W^T + D) = log det(capacitance) + sum log D. */
+  Tensor log_det() const;
+  /** x^T (W W^T + D)^-1 x over the last dim of x, by the Woodbury identity. */
+  Tensor mahalanobis(const Tensor& x) const;
+  /** The Cholesky factor of the capacitance I + W^T D^-1 W, [..., r, r]. */
+  const Tensor& capacitance_tril() const { return capacitance_tril_; }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override {
+    return {{"loc", loc_}, {"cov_factor", cov_factor_}, {"cov_diag", cov_diag_}};
+  }
+
+ private:
+  Tensor loc_, cov_factor_, cov_diag_, capacitance_tril_;
 };
 
 class Independent : public Distribution {

@@ -1,6 +1,7 @@
-// torch.distributions.transforms' elementwise bijections (Exp, Affine, Sigmoid and their
-// inverses) and TransformedDistribution: a base distribution's draws pushed through them, with
-// log_prob by the change of variables. LogNormal is one: Normal through exp.
+// torch.distributions.transforms: the elementwise maps (Exp, Affine, Sigmoid, Tanh, Power,
+// Softplus, Abs and the inverses), those over vectors (Softmax, StickBreaking), ComposeTransform,
+// and TransformedDistribution: a base distribution's draws pushed through them, with log_prob by
+// the change of variables. LogNormal is one: Normal through exp.
 #pragma once
 
 #include <memory>
@@ -11,21 +12,29 @@
 
 namespace ug::distributions {
 
-/** An invertible elementwise map y = f(x) (torch.distributions.transforms.Transform). */
+/** An invertible map y = f(x) (torch.distributions.transforms.Transform): elementwise, or over
+ *  the last dims of x and y where domain() and codomain() have an event_dim. */
 class Transform {
  public:
   virtual ~Transform() = default;
   virtual std::string repr() const = 0;
   virtual Tensor forward(const Tensor& x) const = 0;
+  /** f^-1 on f's image; for a map that is not bijective, one preimage (torch's). */
   virtual Tensor inverse(const Tensor& y) const = 0;
-  /** log |dy/dx| elementwise. */
+  /** log |det dy/dx|, elementwise (summed over the domain's event dims). */
   virtual Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const = 0;
   virtual Constraint domain() const { return constraints::real(); }
   virtual Constraint codomain() const { return constraints::real(); }
+  virtual bool bijective() const { return true; }
   /** +1 where f increases, -1 where it decreases (a tensor broadcasting with x). */
   virtual Tensor sign() const { return scalar_tensor(1.0); }
   /** The shape of f(x) for x of shape `shape` (parameters broadcast with it). */
   virtual Dims forward_shape(const Dims& shape) const { return shape; }
+  /** The shape of f^-1(y) for y of shape `shape`. */
+  virtual Dims inverse_shape(const Dims& shape) const { return shape; }
+
+ protected:
+  [[noreturn]] void not_implemented(const char* what) const;
 };
 
 /** y = exp(x). */
@@ -48,6 +57,7 @@ class AffineTransform : public Transform {
   Tensor log_abs_det_jacobian(const Tensor& x, const Tensor&) const override;
   Tensor sign() const override { return scale_.sign(); }
   Dims forward_shape(const Dims& shape) const override;
+  Dims inverse_shape(const Dims& shape) const override { return forward_shape(shape); }
   const Tensor& loc() const { return loc_; }
   const Tensor& scale() const { return scale_; }
 
@@ -77,15 +87,129 @@ class InverseTransform : public Transform {
   }
   Constraint domain() const override { return t_->codomain(); }
   Constraint codomain() const override { return t_->domain(); }
+  bool bijective() const override { return t_->bijective(); }
   Tensor sign() const override { return t_->sign(); }
+  Dims forward_shape(const Dims& shape) const override { return t_->inverse_shape(shape); }
+  Dims inverse_shape(const Dims& shape) const override { return t_->forward_shape(shape); }
+  /** The transform this inverts (its .inv, as torch's). */
+  const std::shared_ptr<const Transform>& inverted() const { return t_; }
 
  private:
   std::shared_ptr<const Transform> t_;
 };
 
+/** y = tanh(x); the inverse atanh is not clamped (torch's). */
+class TanhTransform : public Transform {
+ public:
+  std::string repr() const override { return "TanhTransform()"; }
+  Tensor forward(const Tensor& x) const override { return x.tanh(); }
+  Tensor inverse(const Tensor& y) const override { return y.atanh(); }
+  /** log(1 - tanh(x)^2) = 2 (log 2 - x - softplus(-2x)), stable for large |x|. */
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  Constraint codomain() const override { return constraints::interval(-1.0, 1.0); }
+};
+
+/** y = x^exponent on the positive reals. */
+class PowerTransform : public Transform {
+ public:
+  explicit PowerTransform(const Tensor& exponent) : exponent_(exponent) {}
+  std::string repr() const override { return "PowerTransform()"; }
+  Tensor forward(const Tensor& x) const override { return x.pow(exponent_); }
+  Tensor inverse(const Tensor& y) const override { return y.pow(exponent_.reciprocal()); }
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override {
+    return (exponent_ * y / x).abs().log();
+  }
+  Constraint domain() const override { return constraints::positive(); }
+  Constraint codomain() const override { return constraints::positive(); }
+  Tensor sign() const override { return exponent_.sign(); }
+  Dims forward_shape(const Dims& shape) const override;
+  Dims inverse_shape(const Dims& shape) const override { return forward_shape(shape); }
+  const Tensor& exponent() const { return exponent_; }
+
+ private:
+  Tensor exponent_;
+};
+
+/** y = softplus(x) = log(1 + e^x) (x itself past 20, as torch's). */
+class SoftplusTransform : public Transform {
+ public:
+  std::string repr() const override { return "SoftplusTransform()"; }
+  Tensor forward(const Tensor& x) const override;
+  /** log(-expm1(-y)) + y. */
+  Tensor inverse(const Tensor& y) const override;
+  /** -softplus(-x). */
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  Constraint codomain() const override { return constraints::positive(); }
+};
+
+/** y = |x|: not bijective; its inverse gives the non-negative preimage. */
+class AbsTransform : public Transform {
+ public:
+  std::string repr() const override { return "AbsTransform()"; }
+  Tensor forward(const Tensor& x) const override { return x.abs(); }
+  Tensor inverse(const Tensor& y) const override { return y; }
+  Tensor log_abs_det_jacobian(const Tensor&, const Tensor&) const override { not_implemented("log_abs_det_jacobian"); }
+  Constraint codomain() const override { return constraints::positive(); }
+  bool bijective() const override { return false; }
+  Tensor sign() const override { not_implemented("sign"); }
+};
+
+/** y = softmax(x) over the last dim; not bijective (x is determined up to a constant): the
+ *  inverse is log y. */
+class SoftmaxTransform : public Transform {
+ public:
+  std::string repr() const override { return "SoftmaxTransform()"; }
+  Tensor forward(const Tensor& x) const override;
+  Tensor inverse(const Tensor& y) const override { return y.log(); }
+  Tensor log_abs_det_jacobian(const Tensor&, const Tensor&) const override { not_implemented("log_abs_det_jacobian"); }
+  Constraint domain() const override { return constraints::independent(constraints::real(), 1); }
+  Constraint codomain() const override { return constraints::simplex(); }
+  bool bijective() const override { return false; }
+  Tensor sign() const override { not_implemented("sign"); }
+};
+
+/** The reals^(K-1) onto the K-simplex by stick breaking: z_i = sigmoid(x_i - log(K - 1 - i)),
+ *  y_i = z_i prod_{j<i} (1 - z_j), the last y the rest of the stick. */
+class StickBreakingTransform : public Transform {
+ public:
+  std::string repr() const override { return "StickBreakingTransform()"; }
+  Tensor forward(const Tensor& x) const override;
+  Tensor inverse(const Tensor& y) const override;
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  Constraint domain() const override { return constraints::independent(constraints::real(), 1); }
+  Constraint codomain() const override { return constraints::simplex(); }
+  Tensor sign() const override { not_implemented("sign"); }
+  Dims forward_shape(const Dims& shape) const override;
+  Dims inverse_shape(const Dims& shape) const override;
+};
+
 using Transforms = std::vector<std::shared_ptr<const Transform>>;
 
-/** base's draws through transforms, in order. */
+/** The parts applied in order; with none, the identity (torch's identity_transform). Its domain
+ *  and codomain span as many event dims as the parts need between them. */
+class ComposeTransform : public Transform {
+ public:
+  explicit ComposeTransform(Transforms parts) : parts_(std::move(parts)) {}
+  std::string repr() const override;
+  Tensor forward(const Tensor& x) const override;
+  Tensor inverse(const Tensor& y) const override;
+  /** The parts' terms, each summed over the event dims it does not cover itself. */
+  Tensor log_abs_det_jacobian(const Tensor& x, const Tensor& y) const override;
+  Constraint domain() const override;
+  Constraint codomain() const override;
+  bool bijective() const override;
+  /** The product of the parts' signs. */
+  Tensor sign() const override;
+  Dims forward_shape(const Dims& shape) const override;
+  Dims inverse_shape(const Dims& shape) const override;
+  const Transforms& parts() const { return parts_; }
+
+ private:
+  Transforms parts_;
+};
+
+/** base's draws through transforms, in order. Transforms over vectors (Softmax, StickBreaking)
+ *  read the base's rightmost batch dims as event dims, as torch's. */
 class TransformedDistribution : public Distribution {
  public:
   TransformedDistribution(std::shared_ptr<const Distribution> base, Transforms transforms, bool validate_args = true);
@@ -93,7 +217,7 @@ class TransformedDistribution : public Distribution {
   bool has_rsample() const override { return base_->has_rsample(); }
   Tensor sample(const Dims& sample_shape = {}) const override;
   Tensor rsample(const Dims& sample_shape = {}) const override;
-  /** base's log_prob at the pulled-back value less each log |det J|. */
+  /** base's log_prob at the pulled-back value less each log |det J| (summed over the event dims). */
   Tensor log_prob(const Tensor& value) const override;
   /** base's cdf at the pulled-back value (1 - it where the transforms decrease). */
   Tensor cdf(const Tensor& value) const override;

@@ -11,13 +11,6 @@
 
 namespace ug::distributions {
 
-namespace {
-Options like(const Tensor& t) { return {t.dtype(), t.device()}; }
-double eps_of(const Tensor& t) {
-  return t.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
-}
-}  // namespace
-
 // ---- LocScale ----------------------------------------------------------------------------
 
 LocScale::LocScale(const Tensor& loc, const Tensor& scale, bool validate_args) : Distribution({}, {}, validate_args) {
