@@ -132,6 +132,10 @@ for _name in ("adaptive_avg_pool1d", "avg_pool1d", "bilinear", "channel_shuffle"
               "max_pool3d", "celu", "selu", "rrelu", "threshold"):
     globals().setdefault(_name, getattr(nn.functional, _name))  # noqa: F405
 del _name
+from ._aten_forms import FUNCTIONS as _ATEN_FORMS  # noqa: E402  (torch.layer_norm, torch.dropout, ...)
+
+globals().update(_ATEN_FORMS)
+del _ATEN_FORMS
 
 
 def is_signed(input):
