@@ -165,6 +165,15 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     return out.requires_grad_(requires_grad) if requires_grad else out
 
 
+def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False):
+    """empty_strided with self's dtype and device unless given (torch's Tensor.new_empty_strided)."""
+    return empty_strided(size, stride, dtype=dtype or self.dtype, device=device or self.device,
+                         requires_grad=requires_grad)
+
+
+Tensor.new_empty_strided = _new_empty_strided
+
+
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     """A 0-d tensor holding s, of the default float dtype unless dtype is given (torch.scalar_tensor)."""
     return tensor(s, dtype=dtype or get_default_dtype(), device=device, requires_grad=requires_grad)  # noqa: F405
