@@ -113,6 +113,7 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):  # noqa: F811  
 from collections import namedtuple as _namedtuple  # noqa: E402
 
 from . import linalg  # noqa: E402  (torch.linalg)
+from ._lowrank import pca_lowrank, svd_lowrank  # noqa: E402,F401
 from . import fft  # noqa: E402,F401  (torch.fft)
 from . import special  # noqa: E402,F401  (torch.special)
 from .utils import dlpack  # noqa: E402,F401  (jax.dlpack)
