@@ -168,3 +168,26 @@ def test_fill_keeps_the_dtype_and_shape():
     assert y.dtype == ug.int32 and y.tolist() == [[7] * 3] * 2 and x.tolist() == [[0] * 3] * 2
     assert ug.fill(x, ug.tensor(2.9)).tolist() == torch.fill(torch.zeros(2, 3, dtype=torch.int32),
                                                              torch.tensor(2.9)).tolist()
+
+
+def test_keyword_names_are_torch_s():
+    x, t, w = arr(4, 3), np.abs(arr(4, 3)), arr(5, 3)
+    idx = np.array([1, 4])
+    calls = [
+        lambda m, X, T, W, I: m.batch_norm(input=X, weight=None, bias=None, running_mean=m.zeros(3, dtype=X.dtype),
+                                           running_var=m.ones(3, dtype=X.dtype), training=False, momentum=0.1,
+                                           eps=1e-5, cudnn_enabled=False),
+        lambda m, X, T, W, I: m.embedding(weight=W, indices=I, padding_idx=-1),
+        lambda m, X, T, W, I: m.dropout(input=X, p=0.3, train=False),
+        lambda m, X, T, W, I: m.kl_div(input=X, target=T, reduction=2, log_target=False),
+        lambda m, X, T, W, I: m.poisson_nll_loss(input=X, target=T, log_input=True, full=False, eps=1e-8, reduction=0),
+        lambda m, X, T, W, I: m.layer_norm(input=X, normalized_shape=[3], eps=1e-5, cudnn_enable=True),
+        lambda m, X, T, W, I: m.constant_pad_nd(input=X, pad=[1, 1], value=2.0),
+        lambda m, X, T, W, I: m.fill(input=X, value=3.0),
+        lambda m, X, T, W, I: m.ger(input=X[0], vec2=X[1]),
+        lambda m, X, T, W, I: m.conv_tbc(input=X.reshape(4, 1, 3), weight=W[:3].reshape(1, 3, 3), bias=W[3], pad=0),
+    ]
+    for call in calls:
+        want = call(torch, torch.tensor(x), torch.tensor(t), torch.tensor(w), torch.tensor(idx))
+        got = call(ug, ug.tensor(x), ug.tensor(t), ug.tensor(w), ug.tensor(idx))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
