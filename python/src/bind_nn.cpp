@@ -11,6 +11,7 @@
 #include <nanobind/trampoline.h>
 
 #include <any>
+#include <exception>
 
 #include "bindings.h"
 #include "state_epoch.h"
@@ -317,13 +318,21 @@ void module_to(Module& m, nb::handle what) {
     m.to(t.dtype());
     return;
   }
+  std::exception_ptr not_a_dtype;
   try {
     m.to(dtype_from_python(what));
-  } catch (const ug::TypeError&) {
-    throw;
+    return;
   } catch (const std::exception&) {
-    m.to(device_from_python(what));
+    not_a_dtype = std::current_exception();
   }
+  // a device ("cpu", "cuda:0", ug.device(...)); what is neither raises the dtype's error
+  std::optional<ug::Device> device;
+  try {
+    device = device_from_python(what);
+  } catch (const std::exception&) {
+    std::rethrow_exception(not_a_dtype);
+  }
+  m.to(*device);
 }
 
 }  // namespace

@@ -181,3 +181,17 @@ def test_the_functions_match_torch():
         uf(ua, [ug.tensor(c)], ug.tensor(n))
         # lerp's weight is a float32 tensor in torch's swa update: its rounding, on values ~1
         np.testing.assert_allclose(ua[0].numpy(), ta[0].numpy(), rtol=1e-7, atol=1e-7)
+
+
+def test_averaged_model_on_a_device_and_module_to():
+    t, u = models()
+    # Module.to takes a device as torch's does ("cpu", ug.device): it once read every string as a dtype
+    assert u.to("cpu") is u and u.to(ug.device("cpu")) is u and u.to("float32") is u
+    with pytest.raises(TypeError, match=r"\[dtype\] unknown dtype 'float33'"):
+        u.to("float33")
+    ta, ua = tsu.AveragedModel(t, device="cpu"), usu.AveragedModel(u, device="cpu")
+    for _ in range(2):
+        ta.update_parameters(t)
+        ua.update_parameters(u)
+    assert ua.n_averaged.device == ug.device("cpu") and ua.n_averaged.item() == 2
+    assert_same_state(ta, ua)
