@@ -1,11 +1,12 @@
 // The order statistics, uniqueness, counting, searching and running extremes of
 // ops/composite.h (composite_order.cpp) as Tensor methods under torch's names, and
-// searchsorted / bucketize, which torch has as functions only; python/unigrad/__init__.py
+// searchsorted / bucketize / histogramdd, which torch has as functions only; python/unigrad/__init__.py
 // makes the function forms of the methods.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "ug/ops/composite.h"
@@ -18,7 +19,7 @@ using ug::Tensor;
 using namespace nb::literals;
 
 // Borrowed: owned by the module attribute _histogram_type.
-nb::handle g_histogram;
+nb::handle g_histogram, g_histogramdd;
 
 nb::object values_indices(const std::pair<Tensor, Tensor>& p) { return values_indices_type()(p.first, p.second); }
 
@@ -119,6 +120,29 @@ void bind_composite_order(nb::module_& m, nb::class_<Tensor>& tensor) {
       "sorted_sequence"_a, "input"_a, nb::kw_only(), "out_int32"_a = false, "right"_a = false, "side"_a = nb::none(),
       "sorter"_a = nb::none(),
       "Where input's values would go into sorted_sequence's last dim to keep it sorted (torch.searchsorted).");
+  nb::object histogramdd_type =
+      nb::module_::import_("collections").attr("namedtuple")("histogramdd", nb::make_tuple("hist", "bin_edges"));
+  histogramdd_type.attr("__module__") = "unigrad.return_types";
+  m.attr("_histogramdd_type") = histogramdd_type;
+  g_histogramdd = m.attr("_histogramdd_type");
+  m.def(
+      "histogramdd",
+      [](const Tensor& input, nb::handle bins, std::optional<std::vector<double>> range, std::optional<Tensor> weight,
+         bool density) {
+        std::pair<Tensor, std::vector<Tensor>> r;
+        if (PyLong_Check(bins.ptr())) {  // one count for every dim
+          const size_t dims = input.dim() ? static_cast<size_t>(input.size(-1)) : 0;
+          r = ug::histogramdd(input, std::vector<int64_t>(dims, nb::cast<int64_t>(bins)), range, weight, density);
+        } else if (nb::len(bins) && nb::isinstance<Tensor>(bins[0])) {
+          r = ug::histogramdd(input, nb::cast<std::vector<Tensor>>(bins), weight, density);
+        } else {
+          r = ug::histogramdd(input, nb::cast<std::vector<int64_t>>(bins), range, weight, density);
+        }
+        return nb::borrow(g_histogramdd)(r.first, nb::tuple(nb::cast(r.second)));
+      },
+      "input"_a, "bins"_a, nb::kw_only(), "range"_a = nb::none(), "weight"_a = nb::none(), "density"_a = false,
+      "A d-dimensional histogram of input's points, the rows of its last dim: (hist, bin_edges), one tuple of edges "
+      "per dim (torch.histogramdd).");
   m.def("bucketize", &ug::bucketize, "input"_a, "boundaries"_a, nb::kw_only(), "out_int32"_a = false, "right"_a = false,
         "The bucket of each element among 1-d sorted boundaries (torch.bucketize).");
 }

@@ -11,6 +11,7 @@
 #include <nanobind/trampoline.h>
 
 #include <any>
+#include <exception>
 
 #include "bindings.h"
 #include "state_epoch.h"
@@ -200,6 +201,20 @@ nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
   return held(out);
 }
 
+/** ug.nn.Buffer's marks: tensors that register as buffers (persistent or not) when assigned to
+ *  a module attribute, as torch.nn.Buffer's. The list holds each marked tensor; a tensor only it
+ *  holds is gone from Python and modules, and is dropped when the next one is marked. */
+std::vector<std::pair<Tensor, bool>>& buffer_marks() {
+  static std::vector<std::pair<Tensor, bool>> marks;
+  return marks;
+}
+
+std::optional<bool> buffer_mark(const Tensor& t) {
+  for (const auto& [marked, persistent] : buffer_marks())
+    if (marked.impl_ref() == t.impl_ref()) return persistent;
+  return std::nullopt;
+}
+
 void set_attribute(nb::handle self, const std::string& name, nb::handle value) {
   Module& m = as_module(self);
   touch_state();
@@ -223,6 +238,12 @@ void set_attribute(nb::handle self, const std::string& name, nb::handle value) {
       drop_plain();
       if (!m.has_parameter(name)) m.unregister(name);
       m.register_parameter(name, t, t.requires_grad());
+      return;
+    }
+    if (std::optional<bool> persistent = buffer_mark(t); persistent && !m.has_parameter(name)) {
+      drop_plain();
+      m.unregister(name);
+      m.register_buffer(name, t, *persistent);
       return;
     }
     if (m.has_buffer(name)) {
@@ -297,13 +318,21 @@ void module_to(Module& m, nb::handle what) {
     m.to(t.dtype());
     return;
   }
+  std::exception_ptr not_a_dtype;
   try {
     m.to(dtype_from_python(what));
-  } catch (const ug::TypeError&) {
-    throw;
+    return;
   } catch (const std::exception&) {
-    m.to(device_from_python(what));
+    not_a_dtype = std::current_exception();
   }
+  // a device ("cpu", "cuda:0", ug.device(...)); what is neither raises the dtype's error
+  std::optional<ug::Device> device;
+  try {
+    device = device_from_python(what);
+  } catch (const std::exception&) {
+    std::rethrow_exception(not_a_dtype);
+  }
+  m.to(*device);
 }
 
 }  // namespace
@@ -586,6 +615,18 @@ void bind_nn(nb::module_& nn) {
       },
       "data"_a, "requires_grad"_a = true);
   nn.def("_is_parameter", [](const Tensor& t) { return t.impl().is_parameter(); });
+  nn.def(
+      "_make_buffer",
+      [](const Tensor& data, bool persistent) {
+        auto& marks = buffer_marks();
+        std::erase_if(marks, [](const auto& mark) { return mark.first.impl_ref()->use_count() == 1; });
+        Tensor b = data.detach();
+        b.requires_grad_(data.requires_grad());
+        marks.emplace_back(b, persistent);
+        return b;
+      },
+      "data"_a, "persistent"_a = true);
+  nn.def("_buffer_persistent", &buffer_mark, "Whether a ug.nn.Buffer is persistent; None for another tensor.");
 
   struct SwapScope {
     std::shared_ptr<Module> module;

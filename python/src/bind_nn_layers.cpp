@@ -262,7 +262,12 @@ void bind_nn_layers(nb::module_& nn) {
 #undef UG_BIND_ADAPTIVE_POOL
 
   // ---- normalization, dropout, embedding ------------------------------------------------------
-  nb::class_<n::BatchNormImpl, Module>(nn, "_BatchNorm");
+  nb::class_<n::BatchNormImpl, Module>(nn, "_BatchNorm")
+      .def_prop_rw(
+          "momentum", [](n::BatchNormImpl& m) { return m.momentum(); },
+          [](n::BatchNormImpl& m, std::optional<double> v) { m.momentum() = v; }, nb::arg("value").none(),
+          "The running statistics' update rate; None is a cumulative average.")
+      .def("reset_running_stats", &n::BatchNormImpl::reset_running_stats);
   nb::class_<n::BatchNorm1dImpl, n::BatchNormImpl>(
       nn, "BatchNorm1d", "Batch normalisation over [N, C] or [N, C, L] with running statistics (torch.nn.BatchNorm1d).")
       .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
@@ -278,7 +283,12 @@ void bind_nn_layers(nb::module_& nn) {
       .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
            "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true, nb::kw_only(),
            "bias"_a = true);
-  nb::class_<n::InstanceNormImpl, Module>(nn, "_InstanceNorm");
+  nb::class_<n::InstanceNormImpl, Module>(nn, "_InstanceNorm")
+      .def_prop_rw(
+          "momentum", [](n::InstanceNormImpl& m) { return m.momentum(); },
+          [](n::InstanceNormImpl& m, std::optional<double> v) { m.momentum() = v; }, nb::arg("value").none(),
+          "The running statistics' update rate; None is a cumulative average.")
+      .def("reset_running_stats", &n::InstanceNormImpl::reset_running_stats);
   nb::class_<n::InstanceNorm1dImpl, n::InstanceNormImpl>(
       nn, "InstanceNorm1d", "Normalises each channel of each sample of [N, C, L] or [C, L] (torch.nn.InstanceNorm1d).")
       .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,

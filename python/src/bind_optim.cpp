@@ -17,6 +17,7 @@
 namespace ugpy {
 
 void bind_lr_scheduler(nb::module_& lr_scheduler);
+void bind_swa_utils(nb::module_& swa_utils);
 
 namespace {
 
@@ -695,6 +696,10 @@ void bind_optim(nb::module_& optim) {
 
   nb::module_ lr_scheduler = optim.def_submodule("lr_scheduler", "learning-rate schedules");
   bind_lr_scheduler(lr_scheduler);
+  nb::module_ swa_utils = optim.def_submodule("swa_utils",
+                                              "stochastic weight averaging: SWALR (AveragedModel and "
+                                              "update_bn are Python, in unigrad.optim.swa_utils)");
+  bind_swa_utils(swa_utils);
 }
 
 }  // namespace ugpy

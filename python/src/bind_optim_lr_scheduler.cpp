@@ -249,4 +249,24 @@ void bind_lr_scheduler(nb::module_& m) {
       .def("load_state_dict", [](ReduceLROnPlateau& s, nb::handle d) { s.load_state_dict(state_from_python(d)); });
 }
 
+void bind_swa_utils(nb::module_& m) {
+  nb::class_<SWALR, LRScheduler>(m, "SWALR",
+                                 "Anneals each group's lr to swa_lr over anneal_epochs epochs ('cos' or 'linear'), "
+                                 "then holds it (torch.optim.swa_utils.SWALR).")
+      .def(
+          "__init__",
+          [](SWALR* self, Optimizer& opt, nb::handle swa_lr, nb::handle anneal_epochs,
+             const std::string& anneal_strategy, int64_t last_epoch) {
+            // torch refuses a float anneal_epochs, which a cast to int would let through
+            if (!PyLong_Check(anneal_epochs.ptr()) || PyBool_Check(anneal_epochs.ptr()))
+              throw ug::ValueError("[SWALR] anneal_epochs must be equal or greater than 0, got " +
+                                   nb::cast<std::string>(nb::repr(anneal_epochs)));
+            new (self) SWALR(opt, floats(swa_lr), nb::cast<int64_t>(anneal_epochs), anneal_strategy, last_epoch);
+          },
+          nb::arg("optimizer"), nb::arg("swa_lr"), nb::arg("anneal_epochs") = 10, nb::arg("anneal_strategy") = "cos",
+          nb::arg("last_epoch") = SchedulerDefaults::last_epoch, nb::keep_alive<1, 2>())
+      .def_prop_ro("anneal_epochs", &SWALR::anneal_epochs)
+      .def_prop_ro("anneal_strategy", &SWALR::anneal_strategy);
+}
+
 }  // namespace ugpy

@@ -9,6 +9,7 @@
 #include "bindings.h"
 #include "convert.h"
 #include "ug/ops/bitcast.h"
+#include "ug/ops/indexing.h"
 #include "ug/ops/linalg.h"
 #include "ug/ops/view.h"
 
@@ -297,6 +298,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
           nb::arg("mask"), nb::arg("value"))
       .def("masked_select", &Tensor::masked_select, nb::arg("mask"))
       .def("flip", [](const Tensor& t, nb::args a) { return t.flip(dims_from_args(a, "flip")); })
+      .def("fliplr", &ug::fliplr)
+      .def("flipud", &ug::flipud)
       .def(
           "roll",
           [](const Tensor& t, nb::handle shifts, nb::handle dims) {

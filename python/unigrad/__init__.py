@@ -113,6 +113,7 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):  # noqa: F811  
 from collections import namedtuple as _namedtuple  # noqa: E402
 
 from . import linalg  # noqa: E402  (torch.linalg)
+from ._lowrank import pca_lowrank, svd_lowrank  # noqa: E402,F401
 from . import fft  # noqa: E402,F401  (torch.fft)
 from . import special  # noqa: E402,F401  (torch.special)
 from .utils import dlpack  # noqa: E402,F401  (jax.dlpack)
@@ -132,6 +133,10 @@ for _name in ("adaptive_avg_pool1d", "avg_pool1d", "bilinear", "channel_shuffle"
               "max_pool3d", "celu", "selu", "rrelu", "threshold"):
     globals().setdefault(_name, getattr(nn.functional, _name))  # noqa: F405
 del _name
+from ._aten_forms import FUNCTIONS as _ATEN_FORMS  # noqa: E402  (torch.layer_norm, torch.dropout, ...)
+
+globals().update(_ATEN_FORMS)
+del _ATEN_FORMS
 
 
 def is_signed(input):
@@ -159,6 +164,15 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     extent = 0 if 0 in size else 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride))
     out = empty(extent, dtype=dtype, device=device).as_strided(tuple(size), tuple(stride))  # noqa: F405
     return out.requires_grad_(requires_grad) if requires_grad else out
+
+
+def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False):
+    """empty_strided with self's dtype and device unless given (torch's Tensor.new_empty_strided)."""
+    return empty_strided(size, stride, dtype=dtype or self.dtype, device=device or self.device,
+                         requires_grad=requires_grad)
+
+
+Tensor.new_empty_strided = _new_empty_strided
 
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):

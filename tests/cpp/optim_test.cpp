@@ -301,6 +301,23 @@ TEST(LrScheduler, StepLRAndPlateau) {
   EXPECT_NEAR(opt.param_groups()[0].lr(), 0.05, 1e-15);
 }
 
+TEST(LrScheduler, SwaLRAnnealsToSwaLrThenHolds) {
+  Tensor w = param({0.0});
+  optim::SGD opt({w}, optim::SGDOptions(1.0));
+  optim::lr_scheduler::SWALR s(opt, {0.2}, 2, "linear");
+  EXPECT_EQ(optim::hyper_get<double>(opt.param_groups()[0].options(), "swa_lr"), 0.2);
+  std::vector<double> lrs;
+  for (int i = 0; i < 4; ++i) {
+    lrs.push_back(s.get_last_lr()[0]);
+    s.step();
+  }
+  // linear: halfway after one of the two annealing epochs, then swa_lr
+  const std::vector<double> want = {1.0, 0.6, 0.2, 0.2};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(lrs[i], want[i], 1e-15) << i;
+  EXPECT_THROW(optim::lr_scheduler::SWALR(opt, {0.1}, 10, "exp"), ug::ValueError);
+  EXPECT_THROW(optim::lr_scheduler::SWALR(opt, {0.1}, -1), ug::ValueError);
+}
+
 TEST(ClipGrad, NormAndValue) {
   Tensor a = param({0.0, 0.0}), b = param({0.0});
   a.set_grad(ug::tensor({3.0, 0.0}, {.dtype = ug::float64}));

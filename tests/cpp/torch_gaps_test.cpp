@@ -1,5 +1,5 @@
 // The C++ forms of conv3d, conv_transpose3d, the 3-d pools (adaptive too), scatter_reduce's prod, amax and amin,
-// embedding_bag and ctc_loss (the Python tests compare them with torch): checked against
+// embedding_bag, ctc_loss and histogramdd (the Python tests compare them with torch): checked against
 // their definitions through other ops.
 #include "test_util.h"
 
@@ -78,6 +78,31 @@ TEST(TorchGaps, CtcLossOfOneStepIsTheLabelsLogProbability) {
   const Tensor lp = randn({1, 2, 4}).log_softmax(2);  // one step: the only alignment is the label itself
   const Tensor loss = nn::CTCLoss(0, "none")(lp, tensor({{3}, {1}}), tensor({1, 1}), tensor({1, 1}));
   expect_values(loss, {-values(lp[0][0])[3], -values(lp[0][1])[1]}, 1e-6);
+}
+
+TEST(TorchGaps, HistogramddOfOneDimIsHistogram) {
+  manual_seed(2);
+  const Tensor x = randn({30, 1}), w = rand({30});
+  const auto [hist, edges] = histogramdd(x, std::vector<int64_t>{5}, std::nullopt, w, true);
+  const auto [want, want_edges] = histogram(x.reshape({-1}), 5, std::nullopt, w, true);
+  ASSERT_EQ(edges.size(), 1u);
+  expect_values(edges[0], values(want_edges), 0);
+  expect_values(hist, values(want), 1e-6);
+  // two dims: the counts of the points' bin pairs; the last bin holds its right edge
+  const Tensor pts = tensor({0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 0.5, 2.0}).reshape({4, 2});
+  const auto [h2, e2] = histogramdd(pts, std::vector<Tensor>{tensor({0.0, 1.0, 2.0}), tensor({0.0, 1.0, 2.0})});
+  expect_values(h2, {1, 1, 0, 2}, 0);
+}
+
+TEST(TorchGaps, BatchNormResetRunningStats) {
+  nn::BatchNorm1d bn(3);
+  bn->momentum() = std::nullopt;  // a cumulative average, as torch's momentum=None
+  bn->train();
+  bn(randn({8, 3}));
+  EXPECT_EQ(bn->buffer("num_batches_tracked").item<int64_t>(), 1);
+  bn->reset_running_stats();
+  expect_values(bn->buffer("running_var"), {1, 1, 1}, 0);
+  EXPECT_EQ(bn->buffer("num_batches_tracked").item<int64_t>(), 0);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@ from .._export import export
 __all__ = export(_C.nn, globals())
 
 from . import functional, parallel, utils  # noqa: E402,F401
-from .parameter import Parameter, functional_call  # noqa: E402,F401
+from .parameter import Buffer, Parameter, functional_call  # noqa: E402,F401
 from .lazy import *  # noqa: E402,F401,F403
 from . import lazy as _lazy  # noqa: E402
 
@@ -25,4 +25,4 @@ init = _C.nn.init
 SyncBatchNorm = _C.distributed.SyncBatchNorm  # torch.nn.SyncBatchNorm; ug::distributed in C++
 DataParallel = parallel.DataParallel
 sys.modules[__name__ + ".init"] = init  # `import unigrad.nn.init` and `from unigrad.nn import init`
-__all__ += ["DataParallel", "Parameter", "SyncBatchNorm", "functional_call", "functional", "init", "parallel", "utils"] + _lazy.__all__
+__all__ += ["Buffer", "DataParallel", "Parameter", "SyncBatchNorm", "functional_call", "functional", "init", "parallel", "utils"] + _lazy.__all__

@@ -18,6 +18,24 @@ class Parameter(metaclass=_ParameterMeta):
         return _C.nn._make_parameter(data, requires_grad)
 
 
+class _BufferMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _C.Tensor) and _C.nn._buffer_persistent(obj) is not None
+
+
+class Buffer(metaclass=_BufferMeta):
+    """Buffer(data, persistent=True) returns data, detached (sharing its memory), marked so that
+    assigning it to a module attribute registers it as a buffer, in the state_dict unless
+    persistent=False, as torch.nn.Buffer does."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = _C.empty(0)
+        if not isinstance(data, _C.Tensor):
+            raise TypeError(f"[Buffer] data must be a Tensor, got {type(data).__name__}")
+        return _C.nn._make_buffer(data, persistent)
+
+
 def functional_call(module, parameters_and_buffers, args=(), kwargs=None):
     """Calls module(*args, **kwargs) with the given tensors standing in for its parameters
     and buffers of those names, leaving the module as it was (torch.func.functional_call)."""

@@ -5,7 +5,7 @@ from ..tree import keystr, tree_flatten_with_path, tree_unflatten
 
 __all__ = export(_C.optim, globals())
 
-from . import lr_scheduler  # noqa: E402,F401
+from . import lr_scheduler, swa_utils  # noqa: E402,F401
 
 # The functional form takes any pytree of tensors (nested dicts, lists, tuples, namedtuples,
 # registered nodes), as optax: C++ runs on its leaves, and the state and updates come back with

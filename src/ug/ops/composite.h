@@ -138,6 +138,15 @@ std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional
                                     const std::optional<Tensor>& weight = {}, bool density = false);
 std::pair<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bins, const std::optional<Tensor>& weight = {},
                                     bool density = false);
+/** (hist, bin_edges) of x's points, the rows of its last dim (d of them, so hist has d dims):
+ *  per dim, bins[k] equal bins over (range[2k], range[2k + 1]) or the points' own range, as
+ *  histogram's, or between the given edges. weight has x's shape less the last dim; density
+ *  divides by the total and the bins' volumes. Not differentiable, as torch's. */
+std::pair<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, const std::vector<int64_t>& bins,
+                                                   const std::optional<std::vector<double>>& range = {},
+                                                   const std::optional<Tensor>& weight = {}, bool density = false);
+std::pair<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, const std::vector<Tensor>& bins,
+                                                   const std::optional<Tensor>& weight = {}, bool density = false);
 /** Where values would go into each sorted row of sorted_sequence (1-d, or sharing values'
  *  leading dims) to keep it sorted: before equal elements, or after them (right, side =
  *  "right"); sorter sorts an unsorted sequence. bucketize is searchsorted into 1-d boundaries. */

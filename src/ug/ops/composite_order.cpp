@@ -352,12 +352,14 @@ std::pair<Tensor, Tensor> histogram_between(const Tensor& x, const Tensor& edges
 
 }  // namespace
 
-std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional<std::pair<double, double>> range,
-                                    const std::optional<Tensor>& weight, bool density) {
-  check_histogram_operands(x, weight);
-  if (bins <= 0) fail<RuntimeError>("[histogram] bins must be > 0, got ", bins);
+namespace {
+
+/** `bins` + 1 equal-width edges over range, or over x's own range when not given ([0, 1] for an
+ *  empty x; an empty range is widened by 0.5 each way), in x's dtype. */
+Tensor equal_edges(const char* op, const Tensor& x, int64_t bins, std::optional<std::pair<double, double>> range) {
+  if (bins <= 0) fail<RuntimeError>("[", op, "] bins must be > 0, got ", bins);
   if (range && range->first > range->second)
-    fail<RuntimeError>("[histogram] range's min (", range->first, ") must not exceed its max (", range->second, ")");
+    fail<RuntimeError>("[", op, "] range's min (", range->first, ") must not exceed its max (", range->second, ")");
   const Options like_x{.dtype = x.dtype(), .device = x.device()};
   const auto [lo, hi] = range.value_or(std::pair{0.0, 1.0});  // an empty x without a range: [0, 1]
   Tensor left = full({}, lo == hi ? lo - 0.5 : lo, like_x), right = full({}, lo == hi ? hi + 0.5 : hi, like_x);
@@ -367,13 +369,20 @@ std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional
     right = where(one_value, high + 0.5, high);
   }
   if (ValueReadScope check; !left.isfinite().logical_and(right.isfinite()).item<bool>())
-    fail<RuntimeError>("[histogram] range [", left.item<double>(), ", ", right.item<double>(), "] is not finite (",
+    fail<RuntimeError>("[", op, "] range [", left.item<double>(), ", ", right.item<double>(), "] is not finite (",
                        x.dtype(), " ", x.shape(), ")");
   // torch's linspace, in x's dtype: up from the left edge in the first half, down from the right
   // in the second.
   const Tensor i = arange(bins + 1, like_x), step = (right - left) / bins;
-  const Tensor edges = where(i < (bins + 1) / 2, left + step * i, right - step * (bins - i));
-  return histogram_between(x, edges, weight, density);
+  return where(i < (bins + 1) / 2, left + step * i, right - step * (bins - i));
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> histogram(const Tensor& x, int64_t bins, std::optional<std::pair<double, double>> range,
+                                    const std::optional<Tensor>& weight, bool density) {
+  check_histogram_operands(x, weight);
+  return histogram_between(x, equal_edges("histogram", x, bins, range), weight, density);
 }
 
 std::pair<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bins, const std::optional<Tensor>& weight,
@@ -383,6 +392,88 @@ std::pair<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bins, const s
     fail<RuntimeError>("[histogram] bins must be a 1-d tensor of at least 2 edges in the input's dtype ", x.dtype(),
                        ", got ", bins.dtype(), " ", bins.shape());
   return histogram_between(x, bins, weight, density);
+}
+
+namespace {
+
+/** x's points, rows of its last dim, after histogramdd's checks of x, the number of dims and weight. */
+Tensor histogramdd_points(const Tensor& x, size_t dims, const std::optional<Tensor>& weight) {
+  if (!x.is_floating_point())
+    fail<RuntimeError>("[histogramdd] needs a floating tensor, got ", x.dtype(), " ", x.shape());
+  if (x.dim() < 2)
+    fail<RuntimeError>("[histogramdd] input must have at least 2 dimensions (points in its last), got shape ",
+                       x.shape());
+  const int64_t d = x.size(-1);
+  if (static_cast<int64_t>(dims) != d)
+    fail<RuntimeError>("[histogramdd] bins must give one entry per dimension of the points, ", d, " (input ", x.shape(),
+                       "), got ", dims);
+  Shape lead(x.shape().begin(), x.shape().end() - 1);
+  if (weight && (weight->shape() != lead || weight->dtype() != x.dtype()))
+    fail<RuntimeError>("[histogramdd] weight must have the input's shape less its last dim, ", lead, ", and dtype ",
+                       x.dtype(), ", got ", weight->dtype(), " ", weight->shape());
+  return x.detach().reshape({-1, d});
+}
+
+/** The histogram of points (n, d) between checked edges, one set per dim. */
+std::pair<Tensor, std::vector<Tensor>> histogramdd_between(const Tensor& points, std::vector<Tensor> edges,
+                                                           const std::optional<Tensor>& weight, bool density) {
+  const int64_t n = points.size(0);
+  Tensor inside = ones({n}, {.dtype = DType::Bool, .device = points.device()});
+  Tensor flat = zeros({n}, {.dtype = DType::Int64, .device = points.device()});
+  Dims shape;
+  for (size_t k = 0; k < edges.size(); ++k) {
+    const Tensor v = points.select(1, static_cast<int64_t>(k)), e = edges[k].detach();
+    const int64_t bins = e.numel() - 1;
+    inside = inside.logical_and(v >= e.select(0, 0)).logical_and(v <= e.select(0, bins));
+    // as histogram: the last edge <= the value gives the bin; the top edge is in the last bin
+    flat = flat * bins + clamp(searchsorted(e, v, false, true) - 1, Scalar(0), Scalar(bins - 1));
+    shape.push_back(bins);
+  }
+  const Tensor w =
+      weight ? weight->detach().reshape({-1}) : ones({n}, {.dtype = points.dtype(), .device = points.device()});
+  int64_t total = 1;
+  for (int64_t b : shape) total *= b;
+  Tensor hist = zeros({total}, {.dtype = points.dtype(), .device = points.device()})
+                    .scatter_add(0, flat, where(inside, w, 0.0))
+                    .reshape(shape);
+  if (density) {
+    hist = hist / hist.sum();
+    for (size_t k = 0; k < edges.size(); ++k) {  // each dim's bin widths along its axis
+      const int64_t bins = shape[k];
+      Dims along(shape.size(), 1);
+      along[k] = bins;
+      hist = hist / (edges[k].narrow(0, 1, bins) - edges[k].narrow(0, 0, bins)).reshape(along);
+    }
+  }
+  return {hist, std::move(edges)};
+}
+
+}  // namespace
+
+std::pair<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, const std::vector<int64_t>& bins,
+                                                   const std::optional<std::vector<double>>& range,
+                                                   const std::optional<Tensor>& weight, bool density) {
+  const Tensor points = histogramdd_points(x, bins.size(), weight);
+  if (range && range->size() != 2 * bins.size())
+    fail<RuntimeError>("[histogramdd] for a ", bins.size(), "-dimensional histogram range should have ",
+                       2 * bins.size(), " elements, but got ", range->size());
+  std::vector<Tensor> edges;
+  for (size_t k = 0; k < bins.size(); ++k) {
+    std::optional<std::pair<double, double>> r;
+    if (range) r = std::pair{(*range)[2 * k], (*range)[2 * k + 1]};
+    edges.push_back(equal_edges("histogramdd", points.select(1, static_cast<int64_t>(k)), bins[k], r));
+  }
+  return histogramdd_between(points, std::move(edges), weight, density);
+}
+
+std::pair<Tensor, std::vector<Tensor>> histogramdd(const Tensor& x, const std::vector<Tensor>& bins,
+                                                   const std::optional<Tensor>& weight, bool density) {
+  const Tensor points = histogramdd_points(x, bins.size(), weight);
+  for (const Tensor& e : bins)
+    if (e.dim() != 1 || e.numel() < 2 || e.dtype() != x.dtype())
+      fail<RuntimeError>("[histogramdd] each dim's bins must be a 1-d tensor of at least 2 edges in the input's dtype ",
+                         x.dtype(), ", got ", e.dtype(), " ", e.shape());
+  return histogramdd_between(points, bins, weight, density);
 }
 
 Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool out_int32, bool right,

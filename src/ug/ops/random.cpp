@@ -149,6 +149,7 @@ struct Draw {
   double a = 0, b = 0;
   DType dtype = DType::Float32;
   Device device{};
+  int64_t low = 0, high = 0;  // Integers' bounds: a double rounds those past 2^53 (and 2^63 - 1 overflowed)
 };
 
 /** A permutation of [0, n): indices sorted by 64-bit random keys drawn from the stream. */
@@ -173,7 +174,7 @@ Tensor fill(const Draw& d, const RandomStream& s) {
   Backend& backend = backend_for(d.device);
   if (d.law == Law::Uniform) backend.uniform(out, s, d.a, d.b);
   else if (d.law == Law::Normal) backend.normal(out, s, d.a, d.b);
-  else backend.randint(out, s, static_cast<int64_t>(d.a), static_cast<int64_t>(d.b));
+  else backend.randint(out, s, d.low, d.high);
   return out;
 }
 
@@ -262,7 +263,7 @@ Draw normal_draw(const Dims& shape, double mean, double std, DType dtype, Device
 }
 Draw integers_draw(const Dims& shape, int64_t low, int64_t high, DType dtype, Device device) {
   if (low >= high) fail("[randint] expects low < high, got low=", low, " high=", high);
-  return {Law::Integers, shape, static_cast<double>(low), static_cast<double>(high), dtype, device};
+  return {Law::Integers, shape, static_cast<double>(low), static_cast<double>(high), dtype, device, low, high};
 }
 Draw permutation_draw(int64_t n) {
   if (n < 0) fail("[permutation] n must be non-negative, got ", n);

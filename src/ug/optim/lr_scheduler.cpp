@@ -747,4 +747,51 @@ void ReduceLROnPlateau::load_state_dict(const SchedulerState& state) {
   last_lr_ = std::move(last_lr);
 }
 
+// ---- SWALR ----------------------------------------------------------------------------------
+
+SWALR::SWALR(Optimizer& optimizer, const std::vector<double>& swa_lr, int64_t anneal_epochs,
+             const std::string& anneal_strategy, int64_t last_epoch)
+    : LRScheduler(optimizer), anneal_epochs_(anneal_epochs), anneal_strategy_(anneal_strategy) {
+  const std::vector<double> swa_lrs = per_group("swa_lr", *opt_, swa_lr);
+  auto& groups = opt_->param_groups();
+  for (size_t i = 0; i < groups.size(); ++i) groups[i].options().insert("swa_lr", swa_lrs[i]);
+  if (anneal_strategy != "cos" && anneal_strategy != "linear")
+    fail<ValueError>("[SWALR] anneal_strategy must be one of 'cos' or 'linear', instead got ", anneal_strategy);
+  if (anneal_epochs < 0) fail<ValueError>("[SWALR] anneal_epochs must be equal or greater than 0, got ", anneal_epochs);
+  initialize(last_epoch);
+}
+
+double SWALR::anneal(double t) const {
+  return anneal_strategy_ == "cos" ? (1 - std::cos(std::numbers::pi * t)) / 2 : t;
+}
+
+std::vector<double> SWALR::get_lr() {
+  // torch's: the lr before annealing is recovered from the current one at the previous step's
+  // alpha, so a change made to the group's lr between steps carries on.
+  int64_t step = step_count_ - 1;
+  if (anneal_epochs_ == 0) step = std::max<int64_t>(1, step);
+  const double span = static_cast<double>(std::max<int64_t>(1, anneal_epochs_));
+  const double prev_alpha = anneal(std::clamp(static_cast<double>(step - 1) / span, 0.0, 1.0));
+  const double alpha = anneal(std::clamp(static_cast<double>(step) / span, 0.0, 1.0));
+  std::vector<double> lrs = group_values("lr");
+  const std::vector<double> swa_lrs = group_values("swa_lr");
+  for (size_t i = 0; i < lrs.size(); ++i) {
+    const double prev = prev_alpha == 1 ? swa_lrs[i] : (lrs[i] - prev_alpha * swa_lrs[i]) / (1 - prev_alpha);
+    lrs[i] = swa_lrs[i] * alpha + prev * (1 - alpha);
+  }
+  return lrs;
+}
+
+SchedulerState SWALR::state_dict() const {
+  SchedulerState s = LRScheduler::state_dict();
+  s.insert("anneal_epochs", static_cast<double>(anneal_epochs_));
+  return s;
+}
+
+void SWALR::load_state_dict(const SchedulerState& state) {
+  const double anneal_epochs = as_double(state, "anneal_epochs");
+  LRScheduler::load_state_dict(state);
+  anneal_epochs_ = static_cast<int64_t>(anneal_epochs);
+}
+
 }  // namespace ug::optim::lr_scheduler

@@ -371,4 +371,25 @@ class ReduceLROnPlateau {
   int64_t last_epoch_ = 0, cooldown_counter_ = 0, num_bad_epochs_ = 0;
 };
 
+/** torch.optim.swa_utils.SWALR: anneals each group's lr to its swa_lr (one value, or one per
+ *  group, kept in the group as "swa_lr") over anneal_epochs epochs, by "cos" or "linear", then
+ *  holds it there. For stochastic weight averaging, with swa_utils' AveragedModel. */
+class SWALR : public LRScheduler {
+ public:
+  SWALR(Optimizer& optimizer, const std::vector<double>& swa_lr, int64_t anneal_epochs = 10,
+        const std::string& anneal_strategy = "cos", int64_t last_epoch = SchedulerDefaults::last_epoch);
+  int64_t anneal_epochs() const { return anneal_epochs_; }
+  const std::string& anneal_strategy() const { return anneal_strategy_; }
+  SchedulerState state_dict() const override;
+  void load_state_dict(const SchedulerState& state) override;
+
+ protected:
+  std::vector<double> get_lr() override;
+
+ private:
+  double anneal(double t) const;
+  int64_t anneal_epochs_;
+  std::string anneal_strategy_;
+};
+
 }  // namespace ug::optim::lr_scheduler

@@ -59,14 +59,17 @@ NormBaseImpl::NormBaseImpl(std::string type_name, int64_t num_features, double e
   reset_parameters();
 }
 
+void NormBaseImpl::reset_running_stats() {
+  if (num_features_ < 0 || !track_running_stats_) return;
+  init::zeros_(buffer("running_mean"));
+  init::ones_(buffer("running_var"));
+  NoGradGuard no_grad;
+  buffer("num_batches_tracked").zero_();
+}
+
 void NormBaseImpl::reset_parameters() {
   if (num_features_ < 0) return;
-  if (track_running_stats_) {
-    init::zeros_(buffer("running_mean"));
-    init::ones_(buffer("running_var"));
-    NoGradGuard no_grad;
-    buffer("num_batches_tracked").zero_();
-  }
+  reset_running_stats();
   if (affine_) init::ones_(parameter("weight"));
   if (bias_) init::zeros_(parameter("bias"));
 }

@@ -20,6 +20,10 @@ class NormBaseImpl : public Module {
   void load_lazy_shapes(const TensorDict& state, const std::string& prefix) override;
   std::string extra_repr() const override;
   double eps() const { return eps_; }
+  /** The running statistics' update rate, settable; unset is a cumulative average (torch's None). */
+  std::optional<double>& momentum() { return momentum_; }
+  /** running_mean to 0, running_var to 1 and num_batches_tracked to 0, when tracked (torch's). */
+  void reset_running_stats();
 
  protected:
   int64_t num_features_;
