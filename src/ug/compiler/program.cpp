@@ -233,10 +233,14 @@ Program Program::from_trace(onnx::ProgramTrace traced, const NamedTensors& state
   p.stats_ = simplify(*graph, refilled);
   auto recording = std::make_shared<const onnx::Graph>(*graph);
   std::vector<int64_t> bytes(graph->num_values, -1);  // -1: not a traced tensor's
-  for (size_t id = 0; id < graph->num_values; ++id)
+  std::vector<const void*> buffers(graph->num_values, nullptr);
+  for (size_t id = 0; id < graph->num_values; ++id) {
     if (auto it = traced.value_bytes.find(graph->value_names[id]); it != traced.value_bytes.end())
       bytes[id] = it->second;
-  p.stats_.recomputed = rematerialize(*graph, std::move(bytes));
+    if (auto it = traced.value_buffers.find(graph->value_names[id]); it != traced.value_buffers.end())
+      buffers[id] = it->second;
+  }
+  p.stats_.recomputed = rematerialize(*graph, std::move(bytes), buffers);
   if (p.stats_.recomputed) p.recording_graph_ = std::move(recording);
   auto fused = std::make_shared<onnx::Graph>(*graph);
   const FuseStats fusion = fuse(*fused);

@@ -24,7 +24,7 @@ bool cheap(const onnx::Node& n) {
   // clang-format off
   return one_of(n, {"Gelu", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Neg", "Abs", "Erf", "Sqrt", "Elu", "Selu",
                     "Softplus", "LeakyRelu", "HardSigmoid", "HardSwish", "Sin", "Cos", "LayerNormalization",
-                    "Softmax"}) &&
+                    "Softmax", "Cast"}) &&
          !n.inputs.empty() && n.inputs[0] >= 0 && n.outputs.size() == 1 && n.outputs[0] >= 0 &&
          n.implicit_inputs.empty();
   // clang-format on
@@ -43,6 +43,14 @@ bool rearranges(const onnx::Node& n) {
 constexpr size_t kMinGap = 8;
 constexpr size_t kMinProjectionGap = 32;
 constexpr size_t kNever = std::numeric_limits<size_t>::max();
+
+/** What the plan weighs each value by: its bytes, and for a rearrangement's result whether the
+ *  traced run made it a copy in a buffer of its own (a reshape of a transposed view), not a
+ *  view of its input's buffer. */
+struct Sizes {
+  std::vector<int64_t> bytes;
+  std::vector<bool> copied;
+};
 
 struct Copy {
   size_t before;                 // the node index it runs before
@@ -139,9 +147,12 @@ class Planner {
     readers_[v].resize(k);
   }
 
-  /** The bytes of each value, copies included: a copy's are its original's. */
-  std::vector<int64_t> bytes(std::vector<int64_t> original) const {
-    for (int64_t id : origin_) original.push_back(original[static_cast<size_t>(id)]);
+  /** The sizes of each value, copies included: a copy's are its original's. */
+  Sizes sizes(Sizes original) const {
+    for (int64_t id : origin_) {
+      original.bytes.push_back(original.bytes[static_cast<size_t>(id)]);
+      original.copied.push_back(original.copied[static_cast<size_t>(id)]);
+    }
     return original;
   }
 
@@ -215,9 +226,10 @@ void recompute_projections(Planner& plan, const onnx::Graph& g, Units& units) {
     int64_t r = kNone;
     if (n.op_type == "MatMul" && n.inputs.size() == 2 && root_of(n.inputs[0]) < 0 && root_of(n.inputs[1]) < 0) {
       r = static_cast<int64_t>(i);  // one product per chain: its operands no projection's
-    } else if (rearranges(n) || one_of(n, {"Add", "Sub", "Mul", "Div"})) {
+    } else if (rearranges(n) || one_of(n, {"Add", "Sub", "Mul", "Div", "Cast"})) {
       // Its first input a projection or a whole-run value, the others whole-run values (a
-      // bias, a scale, sizes); Add and Mul either way round.
+      // bias, a scale, sizes); Add and Mul either way round. A cast (autocast's low-precision
+      // copy of a weight, bias or result) is one pass, made again with the product.
       const bool commutes = one_of(n, {"Add", "Mul"}) && n.inputs.size() == 2;
       for (size_t first = 0; first < (commutes ? 2u : 1u) && r == kNone; ++first) {
         r = root_of(n.inputs[first]);
@@ -300,30 +312,41 @@ void recompute_projections(Planner& plan, const onnx::Graph& g, Units& units) {
 
 /** The copies of the candidates `units` admits, made in g; records those it copied there. Returns
  *  how many nodes it copied and the bytes of each value, the copies' included. */
-std::pair<size_t, std::vector<int64_t>> plan_copies(onnx::Graph& g, const std::vector<int64_t>& bytes, Units& units) {
+std::pair<size_t, Sizes> plan_copies(onnx::Graph& g, const Sizes& sizes, Units& units) {
   Planner plan(g);
   recompute_projections(plan, g, units);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const onnx::Node& n = g.nodes[i];
-    if (!cheap(n)) continue;
+    // A rearrangement the run made a copy of (an attention's heads merged back) is one pass too.
+    if (!cheap(n) && !(rearranges(n) && n.outputs.size() == 1 && n.outputs[0] >= 0 && sizes.copied[n.outputs[0]]))
+      continue;
     const int64_t v = n.outputs[0];
     if (plan.always(v) || plan.readers(v).size() < 2 || !units.admits(v)) continue;
-    // An attention's softmax reads scores that die there: the scores' product is computed
-    // again too, from its operands, when they are available (q and k, kept for the backward,
-    // or computed again themselves).
-    int64_t product = -1;
+    // Where the node's first input is not available, the node making it is copied too, from
+    // its own inputs: an attention's softmax reads scores that die there (their product is
+    // computed again from q and k, kept for the backward or computed again themselves); an
+    // autocast's cast reads a layer norm's output that died in the forward (the norm computed
+    // again from its input, kept for its backward); a reshape copies a transposed view of a
+    // value kept for the backward (an attention's output, its heads merged).
+    int64_t feeder = -1;
     const int64_t x = n.inputs[0];
     const int64_t p = plan.traced(x) ? plan.producer(x) : -1;  // a copy's input: one made here
-    if (n.op_type == "Softmax" && p >= 0 && !plan.always(x) && plan.readers(x).size() == 1 &&
-        g.nodes[p].op_type == "MatMul" && g.nodes[p].outputs.size() == 1)
-      product = p;
-    const onnx::Node& source = product >= 0 ? g.nodes[product] : n;
-    auto available = [&](size_t pos) {
-      return std::ranges::all_of(source.inputs, [&](int64_t in) { return plan.at(in, pos) >= 0 || in < 0; });
+    if (p >= 0 && !plan.always(x) && g.nodes[p].outputs.size() == 1 && g.nodes[p].implicit_inputs.empty()) {
+      const onnx::Node& made = g.nodes[p];
+      if (n.op_type == "Softmax" ? made.op_type == "MatMul" && plan.readers(x).size() == 1
+                                 : cheap(made) || made.op_type == "Transpose")
+        feeder = p;
+    }
+    auto available = [&](const onnx::Node& node, size_t pos, size_t from) {
+      return std::all_of(node.inputs.begin() + static_cast<std::ptrdiff_t>(from), node.inputs.end(),
+                         [&](int64_t in) { return in < 0 || plan.at(in, pos) >= 0; });
     };
-    const size_t first = product >= 0 ? static_cast<size_t>(product) : i;
-    const size_t k =
-        plan.late_readers(v, kMinGap, [&](size_t pos) { return available(pos) && plan.no_effect_between(first, pos); });
+    auto direct = [&](size_t pos) { return available(n, pos, 0); };
+    auto fed = [&](size_t pos) { return feeder >= 0 && available(g.nodes[feeder], pos, 0) && available(n, pos, 1); };
+    const size_t k = plan.late_readers(v, kMinGap, [&](size_t pos) {
+      const bool d = direct(pos);
+      return (d || fed(pos)) && plan.no_effect_between(d ? i : static_cast<size_t>(feeder), pos);
+    });
     if (k == 0) continue;
     const size_t pos = plan.readers(v)[k];
     auto inputs_at = [&](const onnx::Node& node) {
@@ -331,12 +354,13 @@ std::pair<size_t, std::vector<int64_t>> plan_copies(onnx::Graph& g, const std::v
       for (int64_t& id : in) id = plan.at(id, pos);
       return in;
     };
+    const bool via_feeder = !direct(pos);
     std::vector<int64_t> inputs = inputs_at(n);
-    if (product >= 0) inputs[0] = plan.copy(static_cast<size_t>(product), pos, inputs_at(g.nodes[product]))[0];
+    if (via_feeder) inputs[0] = plan.copy(static_cast<size_t>(feeder), pos, inputs_at(g.nodes[feeder]))[0];
     plan.redirect(v, k, plan.copy(i, pos, inputs)[0]);
-    units.copied.push_back({v, product >= 0, {v}});
+    units.copied.push_back({v, via_feeder && g.nodes[feeder].op_type == "MatMul", {v}});
   }
-  std::vector<int64_t> all = plan.bytes(bytes);
+  Sizes all = plan.sizes(sizes);
   return {plan.apply(), std::move(all)};
 }
 
@@ -355,7 +379,8 @@ struct Peak {
 /** The bytes alive at each node of g, as run_graph holds them: the buffers made before it and
  *  read at or after it (inputs, constants and state, alive throughout, left out); a view is its
  *  base's buffer, and so is an elementwise result written into its dying operand. */
-Peak peak_of(const onnx::Graph& g, const std::vector<int64_t>& bytes) {
+Peak peak_of(const onnx::Graph& g, const Sizes& sizes) {
+  const std::vector<int64_t>& bytes = sizes.bytes;
   const size_t n = g.nodes.size();
   std::vector<int64_t> base(g.num_values);
   for (size_t id = 0; id < g.num_values; ++id) base[id] = static_cast<int64_t>(id);
@@ -379,19 +404,30 @@ Peak peak_of(const onnx::Graph& g, const std::vector<int64_t>& bytes) {
     for (int64_t id : g.output_ids)
       if (p.from[find(id)] < n) p.to[find(id)] = n;
   };
+  // A reshape keeps its base's layout, so an elementwise result may take a dying base through
+  // it (a gradient's product reshaped for an activation's gradient); a transpose or split does
+  // not. A rearrangement the run made a copy of is a buffer of its own.
+  std::vector<bool> reshaped(g.num_values, false);
   for (const onnx::Node& node : g.nodes)
-    if (rearranges(node) && !node.inputs.empty() && node.inputs[0] >= 0)
+    if (rearranges(node) && !node.inputs.empty() && node.inputs[0] >= 0) {
+      const int64_t in = node.inputs[0];
+      const bool reshape = one_of(node, {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"});
       for (int64_t id : node.outputs)
-        if (id >= 0) base[id] = find(node.inputs[0]);
+        if (id >= 0 && !sizes.copied[id])
+          base[id] = find(in), reshaped[id] = reshape && (base[in] == in || reshaped[in]);
+    }
+  auto whole_view = [&](int64_t id) { return base[id] == id || reshaped[id]; };
   spans();
   for (size_t i = 0; i < n; ++i) {
     const onnx::Node& node = g.nodes[i];
     const int operands = onnx::in_place_operands(node);
     for (int k = 0; k < operands && node.outputs[0] >= 0; ++k) {
       const int64_t in = node.inputs[static_cast<size_t>(k)];
-      if (in < 0 || find(in) != in || p.from[in] >= n || p.to[in] != i || bytes[in] != bytes[node.outputs[0]]) continue;
-      base[node.outputs[0]] = in;
-      p.to[in] = std::max(p.to[in], p.to[node.outputs[0]]);
+      if (in < 0 || !whole_view(in)) continue;
+      const int64_t b = find(in);
+      if (p.from[b] >= n || p.to[b] != i || bytes[b] != bytes[node.outputs[0]]) continue;
+      base[node.outputs[0]] = b;
+      p.to[b] = std::max(p.to[b], p.to[node.outputs[0]]);
       break;
     }
   }
@@ -417,35 +453,49 @@ Peak peak_of(const onnx::Graph& g, const std::vector<int64_t>& bytes) {
 
 }  // namespace
 
-size_t rematerialize(onnx::Graph& g, std::vector<int64_t> bytes) {
+size_t rematerialize(onnx::Graph& g, std::vector<int64_t> bytes, const std::vector<const void*>& buffers) {
   if (const char* env = std::getenv("UG_JIT_REMAT"); env && std::strcmp(env, "0") == 0) return 0;
-  // A value the trace did not bind (an intermediate of one op's nodes) weighs its node's largest input.
+  // A value the trace did not bind (an intermediate of one op's nodes: a linear's product before
+  // its bias) weighs what an elementwise reader of it makes (broadcasting makes no less), else
+  // its node's largest input.
+  std::vector<int64_t> made_by_reader(bytes.size(), -1);
+  for (const onnx::Node& node : g.nodes)
+    if (one_of(node, {"Add", "Sub", "Mul", "Div"}) && node.outputs.size() == 1 && node.outputs[0] >= 0 &&
+        bytes[node.outputs[0]] >= 0)
+      for (int64_t in : node.inputs)
+        if (in >= 0 && bytes[in] < 0) made_by_reader[in] = bytes[node.outputs[0]];
   for (const onnx::Node& node : g.nodes)
     for (int64_t id : node.outputs)
       if (id >= 0 && bytes[id] < 0) {
-        bytes[id] = 0;
+        bytes[id] = made_by_reader[id];
         for (int64_t in : node.inputs)
-          if (in >= 0) bytes[id] = std::max(bytes[id], bytes[in]);
+          if (in >= 0 && made_by_reader[id] < 0) bytes[id] = std::max(bytes[id], bytes[in]);
       }
   for (int64_t& b : bytes) b = std::max<int64_t>(b, 0);
+  Sizes sizes{std::move(bytes), std::vector<bool>(g.num_values, false)};
+  for (const onnx::Node& node : g.nodes)
+    if (rearranges(node) && !node.inputs.empty() && node.inputs[0] >= 0)
+      for (int64_t id : node.outputs)
+        if (id >= 0 && buffers[id] && buffers[node.inputs[0]] && buffers[id] != buffers[node.inputs[0]])
+          sizes.copied[id] = true;
   Units every;
   {
     onnx::Graph all = g;
-    plan_copies(all, bytes, every);
+    plan_copies(all, sizes, every);
   }
   // As XLA's rematerialization: a candidate whose buffer is held across the program's peak is
   // computed again when that lowers the peak, then one held across the peak that leaves, until
   // none does. Those needing no product first, the largest first.
   auto weight = [&](const Units::Copied& c) {
-    return std::ranges::max(c.freed, {}, [&](int64_t v) { return bytes[static_cast<size_t>(v)]; });
+    return std::ranges::max(c.freed, {}, [&](int64_t v) { return sizes.bytes[static_cast<size_t>(v)]; });
   };
   std::ranges::stable_sort(every.copied, [&](const Units::Copied& a, const Units::Copied& b) {
-    return a.product != b.product ? !a.product : bytes[weight(a)] > bytes[weight(b)];
+    return a.product != b.product ? !a.product : sizes.bytes[weight(a)] > sizes.bytes[weight(b)];
   });
   std::vector<bool> allowed(g.num_values, false), tried(g.num_values, false);
   onnx::Graph best = g;
   size_t copies = 0;
-  Peak peak = peak_of(best, bytes);
+  Peak peak = peak_of(best, sizes);
   for (;;) {
     auto next = std::ranges::find_if(every.copied, [&](const Units::Copied& c) {
       return !tried[c.unit] && std::ranges::any_of(c.freed, [&](int64_t v) { return peak.across(v); });
@@ -454,8 +504,8 @@ size_t rematerialize(onnx::Graph& g, std::vector<int64_t> bytes) {
     tried[next->unit] = allowed[next->unit] = true;
     onnx::Graph trial = g;
     Units units{.allowed = &allowed};
-    auto [made, trial_bytes] = plan_copies(trial, bytes, units);
-    Peak lower = peak_of(trial, trial_bytes);
+    auto [made, trial_sizes] = plan_copies(trial, sizes, units);
+    Peak lower = peak_of(trial, trial_sizes);
     if (!lower.below(peak)) {
       allowed[next->unit] = false;
       continue;
@@ -463,25 +513,22 @@ size_t rematerialize(onnx::Graph& g, std::vector<int64_t> bytes) {
     best = std::move(trial), copies = made, peak = std::move(lower);
   }
   // A candidate taken early may lower the peak the later ones left by little: its copy, made
-  // before its late readers, may itself be alive at that peak. It is dropped when, beside all
-  // the others taken, it lowers the peak by less than half its buffer: it costs a pass over that
-  // buffer for what it saves.
-  std::vector<int64_t> dropped;
+  // before its late readers, may itself be alive at that peak. It is dropped when, beside the
+  // others kept, it lowers the peak by less than half its buffer: it costs a pass over that
+  // buffer for what it saves. One at a time, in the order taken, each judged against the plan
+  // the drops before it left (dropping one may make another's copy worth more).
   for (const Units::Copied& c : every.copied) {
     if (!allowed[c.unit]) continue;
     allowed[c.unit] = false;
     onnx::Graph trial = g;
     Units units{.allowed = &allowed};
-    auto [made, trial_bytes] = plan_copies(trial, bytes, units);
-    allowed[c.unit] = true;
-    const int64_t without = peak_of(trial, trial_bytes).bytes;
-    if (without - peak.bytes < bytes[weight(c)] / 2) dropped.push_back(c.unit);
-  }
-  if (!dropped.empty()) {
-    for (int64_t unit : dropped) allowed[unit] = false;
-    best = g;
-    Units units{.allowed = &allowed};
-    copies = plan_copies(best, bytes, units).first;
+    auto [made, trial_sizes] = plan_copies(trial, sizes, units);
+    Peak without = peak_of(trial, trial_sizes);
+    if (without.bytes - peak.bytes >= sizes.bytes[weight(c)] / 2) {
+      allowed[c.unit] = true;
+      continue;
+    }
+    best = std::move(trial), copies = made, peak = std::move(without);
   }
   g = std::move(best);
   return copies;

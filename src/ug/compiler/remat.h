@@ -20,27 +20,31 @@ namespace ug::compiler {
 
 /** Gives late readers copies of the nodes that made what they read, placed before the first of
  *  them, then plans the values' liveness again. `bytes`: each value's size by id (-1 where the
- *  trace did not bind a tensor to it: it weighs its node's largest input), what the peak is
- *  reckoned in, as run_graph holds buffers (a view is its base's, an elementwise result may take
- *  a dying operand's). A candidate is copied only when its buffer is held across the peak of the
- *  program planned so far and copying it lowers that peak (those needing no product tried
- *  first, the largest first), until none does; then one that, beside the others, lowers the
+ *  trace did not bind a tensor to it: it weighs what an elementwise reader makes, else its
+ *  node's largest input), what the peak is reckoned in, as run_graph holds buffers (a view is
+ *  its base's, an elementwise result may take a dying operand's); `buffers`: the storage each
+ *  traced value was in (null where unknown), which tells a rearrangement's view from its copy.
+ *  A candidate is copied only when its buffer is held across the peak of the program planned so
+ *  far and copying it lowers that peak (those needing no product tried first, the largest
+ *  first), until none does; then, one at a time, one that beside the others kept lowers the
  *  peak by less than half its buffer is dropped (its copy is alive at the peak too). The
  *  candidates, two kinds of copies:
  *  - a projection: a MatMul of values available there (program inputs, state, constants, views
- *    of them, or values of the program alive there anyway: a block's input inside a stack, held
- *    for its weight's gradient), neither itself a projection's, and the rearrangements
- *    (Transpose, Reshape, Split, ...), bias additions and scalings (Add/Sub/Mul/Div by
- *    whole-run values) of its result; each of those values the backward reads after a long
- *    gap, and that no cheap node reads, is computed again, all of one product before the first
- *    late reader among them, sharing one product;
+ *    of them or casts of them, or values of the program alive there anyway: a block's input
+ *    inside a stack, held for its weight's gradient), neither itself a projection's, and the
+ *    rearrangements (Transpose, Reshape, Split, ...), casts, bias additions and scalings
+ *    (Add/Sub/Mul/Div by whole-run values) of its result; each of those values the backward
+ *    reads after a long gap, and that no cheap node reads, is computed again, all of one
+ *    product before the first late reader among them, sharing one product;
  *  - a cheap node (an activation: Gelu, Relu, Sigmoid, Tanh, Exp, ...; LayerNormalization;
- *    Softmax) when its inputs are available there (program inputs or constants, values read at or
- *    after that point, or copies made before it); a softmax whose scores die at it gets a copy of
- *    the scores' MatMul too when that product's operands are available.
+ *    Softmax; Cast; a rearrangement the run made a copy of) when its inputs are available there
+ *    (program inputs or constants, values read at or after that point, or copies made before
+ *    it), or its first input's node is copied too from inputs available there: a softmax's
+ *    scores' MatMul (scores that die at the softmax), a cheap node or a Transpose (an autocast
+ *    cast of a layer norm's output gets the norm again).
  *  Never when an effect (an optimizer's step) runs between the node and the copy. A copy computes
  *  the same bits with the same kernel. UG_JIT_REMAT=0, read when a program is compiled, turns it
  *  off (for measuring it). Returns how many nodes it copied. */
-size_t rematerialize(onnx::Graph& graph, std::vector<int64_t> bytes);
+size_t rematerialize(onnx::Graph& graph, std::vector<int64_t> bytes, const std::vector<const void*>& buffers);
 
 }  // namespace ug::compiler

@@ -174,6 +174,7 @@ std::string trace(const TracedFunction& fn, const std::vector<Tensor>& example_i
       p->replays = g.replays();
       p->outputs = outputs;
       p->value_bytes = g.value_bytes();
+      p->value_buffers = g.value_buffers();
     }
     return model.SerializeAsString();
   };

@@ -73,6 +73,8 @@ struct ProgramTrace {
   std::vector<Tensor> outside_grads;
   /** The bytes of the traced tensors, by value name (GraphBuilder::value_bytes). */
   std::unordered_map<std::string, int64_t> value_bytes;
+  /** The buffer each traced tensor is in, by value name (GraphBuilder::value_buffers). */
+  std::unordered_map<std::string, const void*> value_buffers;
   /** When the trace made custom derivatives' calls (autograd/custom_function.h): the same
    *  trace with those calls called back, for runs that autograd records through. */
   std::shared_ptr<ProgramTrace> replaying_custom;

@@ -125,6 +125,12 @@ std::unordered_map<std::string, int64_t> GraphBuilder::value_bytes() const {
   return bytes;
 }
 
+std::unordered_map<std::string, const void*> GraphBuilder::value_buffers() const {
+  std::unordered_map<std::string, const void*> buffers;
+  for (const auto& [k, v] : values_) buffers[v.name] = physical(v.tensor).storage().get();
+  return buffers;
+}
+
 std::optional<std::string> GraphBuilder::param_name(const Tensor& t) const {
   for (const auto& [name, p] : params_) {
     if (!p.defined()) continue;

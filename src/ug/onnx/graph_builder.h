@@ -121,6 +121,9 @@ class GraphBuilder {
   /** The bytes of each value bound to a traced tensor, by value name (what a compiled
    *  program's memory plan weighs, compiler/remat.h). */
   std::unordered_map<std::string, int64_t> value_bytes() const;
+  /** The buffer (storage) each traced tensor is in, by value name: which values are views of
+   *  which, as the run made them. */
+  std::unordered_map<std::string, const void*> value_buffers() const;
   /** The UgReplay node of a call (replays_allowed() and call.replay set). In a Loop body's
    *  builder too: the replay goes into the enclosing graph's list, whose index the node holds,
    *  and the program gives its bodies that list (compiler::Program::trace). */
