@@ -1,10 +1,10 @@
 // ug::distributions: torch.distributions in C++ (Normal, Uniform, Exponential, Laplace,
-// StudentT, Cauchy, HalfCauchy, HalfNormal, Gumbel, Weibull, Pareto, Kumaraswamy, VonMises,
-// LogNormal, Bernoulli, Binomial, Geometric, NegativeBinomial, Categorical, OneHotCategorical,
-// Multinomial, Poisson, Gamma, Chi2, Beta, Dirichlet, MultivariateNormal,
+// StudentT, Cauchy, HalfCauchy, HalfNormal, Gumbel, Weibull, Pareto, GeneralizedPareto,
+// Kumaraswamy, VonMises, ContinuousBernoulli, LogNormal, LogisticNormal, Bernoulli, Binomial, Geometric, NegativeBinomial, Categorical, OneHotCategorical,
+// Multinomial, Poisson, Gamma, Chi2, Beta, Dirichlet, FisherSnedecor, InverseGamma, MultivariateNormal,
 // LowRankMultivariateNormal, Independent, MixtureSameFamily,
 // RelaxedBernoulli, RelaxedOneHotCategorical, OneHotCategoricalStraightThrough,
-// TransformedDistribution with its transforms, and kl_divergence).
+// TransformedDistribution with its transforms, biject_to, transform_to and kl_divergence).
 #pragma once
 
 #include "ug/distributions/continuous.h"
@@ -15,5 +15,6 @@
 #include "ug/distributions/mixture.h"
 #include "ug/distributions/multivariate.h"
 #include "ug/distributions/relaxed.h"
+#include "ug/distributions/structured_transforms.h"
 #include "ug/distributions/transformed.h"
 #include "ug/distributions/univariate.h"

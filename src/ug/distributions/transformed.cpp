@@ -278,4 +278,20 @@ Tensor LogNormal::variance() const {
   return s2.expm1() * (2 * loc() + s2).exp();
 }
 
+namespace {
+std::shared_ptr<const Distribution> logistic_base(const Tensor& loc, const Tensor& scale, bool validate_args) {
+  auto base = std::make_shared<Normal>(loc, scale, validate_args);
+  if (base->batch_shape().empty()) return base->expand({1});
+  return base;
+}
+}  // namespace
+
+LogisticNormal::LogisticNormal(const Tensor& loc, const Tensor& scale, bool validate_args)
+    : TransformedDistribution(logistic_base(loc, scale, validate_args), {std::make_shared<StickBreakingTransform>()},
+                              validate_args) {}
+
+const Normal& LogisticNormal::normal() const {
+  return static_cast<const Normal&>(*static_cast<const Independent&>(*base_dist()).base_dist());
+}
+
 }  // namespace ug::distributions

@@ -1,7 +1,8 @@
 // torch.distributions.transforms: the elementwise maps (Exp, Affine, Sigmoid, Tanh, Power,
 // Softplus, Abs and the inverses), those over vectors (Softmax, StickBreaking), ComposeTransform,
 // and TransformedDistribution: a base distribution's draws pushed through them, with log_prob by
-// the change of variables. LogNormal is one: Normal through exp.
+// the change of variables. LogNormal is one (Normal through exp), LogisticNormal another (Normal
+// vectors through stick breaking).
 #pragma once
 
 #include <memory>
@@ -263,6 +264,29 @@ class LogNormal : public TransformedDistribution {
 
  private:
   const Normal& normal() const { return static_cast<const Normal&>(*base_dist()); }
+};
+
+/** Normal(loc, scale) vectors of K - 1 through StickBreakingTransform: points of the K-simplex.
+ *  Scalar parameters give one vector of one (torch's). */
+class LogisticNormal : public TransformedDistribution {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<LogisticNormal>(p[0], p[1], validate_args());
+  }
+  /** A LogisticNormal again, of the parameters expanded. */
+  std::shared_ptr<Distribution> expand(const Dims& batch_shape) const override {
+    return Distribution::expand(batch_shape);
+  }
+  LogisticNormal(const Tensor& loc, const Tensor& scale, bool validate_args = true);
+  std::string name() const override { return "LogisticNormal"; }
+  const Tensor& loc() const { return normal().loc(); }
+  const Tensor& scale() const { return normal().scale(); }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override { return {{"loc", loc()}, {"scale", scale()}}; }
+
+ private:
+  const Normal& normal() const;
 };
 
 }  // namespace ug::distributions
