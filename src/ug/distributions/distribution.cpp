@@ -132,7 +132,7 @@ Constraint corr_cholesky() {
 Constraint cat(std::vector<Constraint> parts, int64_t dim, std::vector<int64_t> lengths) {
   int64_t event_dim = 0;
   for (const Constraint& c : parts) event_dim = std::max(event_dim, c.event_dim);
-  return {"_Cat()",
+  return {"Cat()",
           [=](const Tensor& x) {
             std::vector<Tensor> checks;
             int64_t start = 0;
@@ -152,7 +152,7 @@ Constraint cat(std::vector<Constraint> parts, int64_t dim, std::vector<int64_t> 
 Constraint stack(std::vector<Constraint> parts, int64_t dim) {
   int64_t event_dim = 0;
   for (const Constraint& c : parts) event_dim = std::max(event_dim, c.event_dim);
-  return {"_Stack()",
+  return {"Stack()",
           [=](const Tensor& x) {
             std::vector<Tensor> checks;
             for (size_t i = 0; i < parts.size(); ++i)

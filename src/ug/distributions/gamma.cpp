@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "ug/autograd/special.h"
 #include "ug/core/error.h"
 #include "ug/ops/join.h"
 #include "ug/ops/binary.h"
@@ -48,6 +49,11 @@ Tensor Gamma::entropy() const {
 Tensor Gamma::mean() const { return concentration_ / rate_; }
 Tensor Gamma::variance() const { return concentration_ / rate_.square(); }
 Tensor Gamma::mode() const { return (concentration_ - 1).clamp(0, std::nullopt) / rate_; }
+
+Tensor Gamma::cdf(const Tensor& value) const {
+  validate_sample(value);
+  return igamma(concentration_, rate_ * value);
+}
 
 Chi2::Chi2(const Tensor& df, bool validate_args) : Gamma(df * 0.5, full_like(df, 0.5), false) {
   // Checked here, not by Gamma's constructor, so that the error names Chi2 and df.

@@ -26,6 +26,8 @@ class Gamma : public Distribution {
   Tensor mean() const override;
   Tensor variance() const override;
   Tensor mode() const override;
+  /** The regularised lower incomplete gamma function at rate * value. */
+  Tensor cdf(const Tensor& value) const override;
   Constraint support() const override { return constraints::nonnegative(); }
   const Tensor& concentration() const { return concentration_; }
   const Tensor& rate() const { return rate_; }

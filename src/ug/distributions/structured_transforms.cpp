@@ -311,10 +311,10 @@ std::shared_ptr<const Transform> to_set(const Constraint& c, bool bijective) {
   if (kind == "CorrCholesky") return std::make_shared<CorrCholeskyTransform>();
   if (!bijective && kind == "LowerCholesky") return std::make_shared<LowerCholeskyTransform>();
   if (!bijective && kind == "PositiveDefinite") return std::make_shared<PositiveDefiniteTransform>();
-  if (kind == "_Cat" || kind == "_Stack") {
+  if (kind == "Cat" || kind == "Stack") {
     Transforms parts;
     for (const Constraint& p : c.parts) parts.push_back(recurse(p));
-    if (kind == "_Cat") return std::make_shared<CatTransform>(parts, c.dim, c.lengths);
+    if (kind == "Cat") return std::make_shared<CatTransform>(parts, c.dim, c.lengths);
     return std::make_shared<StackTransform>(parts, c.dim);
   }
   throw NotImplementedError(detail::cat("[", bijective ? "biject_to" : "transform_to", "] Cannot transform ",

@@ -106,6 +106,8 @@ class LowerCholeskyTransform : public Transform {
   Tensor log_abs_det_jacobian(const Tensor&, const Tensor&) const override { not_implemented("log_abs_det_jacobian"); }
   Constraint domain() const override { return constraints::independent(constraints::real(), 2); }
   Constraint codomain() const override { return constraints::lower_cholesky(); }
+  /** Not on all of its domain: the upper part is dropped (torch's). */
+  bool bijective() const override { return false; }
   Tensor sign() const override { not_implemented("sign"); }
 };
 
@@ -119,6 +121,8 @@ class PositiveDefiniteTransform : public Transform {
   Tensor log_abs_det_jacobian(const Tensor&, const Tensor&) const override { not_implemented("log_abs_det_jacobian"); }
   Constraint domain() const override { return constraints::independent(constraints::real(), 2); }
   Constraint codomain() const override { return constraints::positive_definite(); }
+  /** Not on all of its domain: the upper part is dropped (torch's). */
+  bool bijective() const override { return false; }
   Tensor sign() const override { not_implemented("sign"); }
 };
 
