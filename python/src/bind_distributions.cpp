@@ -418,6 +418,35 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("covariance_matrix", &d::LowRankMultivariateNormal::covariance_matrix)
       .def_prop_ro("precision_matrix", &d::LowRankMultivariateNormal::precision_matrix)
       .def_prop_ro("scale_tril", &d::LowRankMultivariateNormal::scale_tril);
+  nb::class_<d::LKJCholesky, d::Distribution>(
+      m, "LKJCholesky",
+      "LKJCholesky(dim, concentration=1.0): Cholesky factors of LKJ correlation matrices "
+      "(torch.distributions.LKJCholesky).")
+      .def(
+          "__init__",
+          [](d::LKJCholesky* self, int64_t dim, nb::handle concentration, std::optional<bool> validate_args) {
+            new (self) d::LKJCholesky(dim, *params({concentration}, "LKJCholesky")[0], validate_args.value_or(true));
+          },
+          nb::arg("dim"), nb::arg("concentration") = 1.0, nb::arg("validate_args") = nb::none())
+      .def_prop_ro("dim", &d::LKJCholesky::dim)
+      .def_prop_ro("concentration", &d::LKJCholesky::concentration);
+  nb::class_<d::Wishart, d::Distribution>(
+      m, "Wishart",
+      "Wishart(df, covariance_matrix=None, precision_matrix=None, scale_tril=None) (torch.distributions.Wishart).")
+      .def(
+          "__init__",
+          [](d::Wishart* self, nb::handle df, nb::handle covariance_matrix, nb::handle precision_matrix,
+             nb::handle scale_tril, std::optional<bool> validate_args) {
+            auto p = params({df, covariance_matrix, precision_matrix, scale_tril}, "Wishart");
+            if (!p[0]) ug::fail<ug::TypeError>("[Wishart] df must be a tensor or a number");
+            new (self) d::Wishart(*p[0], p[1], p[2], p[3], validate_args.value_or(true));
+          },
+          nb::arg("df"), nb::arg("covariance_matrix") = nb::none(), nb::arg("precision_matrix") = nb::none(),
+          nb::arg("scale_tril") = nb::none(), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("df", &d::Wishart::df)
+      .def_prop_ro("scale_tril", &d::Wishart::scale_tril)
+      .def_prop_ro("covariance_matrix", &d::Wishart::covariance_matrix)
+      .def_prop_ro("precision_matrix", &d::Wishart::precision_matrix);
   nb::class_<d::Independent, d::Distribution>(
       m, "Independent",
       "Independent(base_distribution, reinterpreted_batch_ndims): batch dims read as event dims "

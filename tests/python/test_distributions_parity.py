@@ -543,3 +543,142 @@ def test_checks_torch_misses():
     with pytest.raises(ValueError, match="support"):
         d.GeneralizedPareto(0.0, 1.0, ug.tensor(-0.5)).log_prob(ug.tensor(3.0))  # above loc - scale / c = 2
     assert np.isfinite(d.GeneralizedPareto(0.0, 1.0, ug.tensor(-0.5)).log_prob(ug.tensor(1.5)).item())
+
+
+# ---- distributions over matrices ---------------------------------------------------------------
+
+def spd(batch, k, dtype, seed):
+    a = np.random.default_rng(seed).uniform(-1, 1, (*batch, k, k))
+    return Arg((a @ np.swapaxes(a, -1, -2) + k * np.eye(k)).astype(dtype))
+
+
+def corr_cholesky(n, d, seed):
+    """Cholesky factors of random correlation matrices [n, d, d]."""
+    a = np.random.default_rng(seed).normal(size=(n, d, d + 2))
+    c = a @ np.swapaxes(a, -1, -2)
+    s = 1 / np.sqrt(np.diagonal(c, axis1=-2, axis2=-1))
+    return np.linalg.cholesky(c * s[..., None] * s[..., None, :])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lkj_cholesky_against_torch(dtype):
+    value = Arg(corr_cholesky(2, 4, 1)[:, None].astype(dtype))  # [2, 1, 4, 4] against a batch of 3
+    check(lambda m, c, v: m.distributions.LKJCholesky(4, c).log_prob(v), arr((3,), dtype, 0.3, 4, 2), value)
+    check(lambda m, v: m.distributions.LKJCholesky(2, m.tensor(1.5, dtype=v.dtype)).log_prob(v),
+          Arg(corr_cholesky(5, 2, 3).astype(dtype)))
+
+
+def test_lkj_cholesky_density_integrates_to_one():
+    """Over the free entries (L21, L31, L32) of a 3 x 3 factor, the density integrates to 1
+    (Monte Carlo over the box [-1, 1]^3, 6 standard errors)."""
+    rng = np.random.default_rng(0)
+    n = 400000
+    z = rng.uniform(-1, 1, (n, 3))
+    inside = (z[:, 1] ** 2 + z[:, 2] ** 2 < 1) & (np.abs(z[:, 0]) < 1)
+    z = z[inside]
+    L = np.zeros((len(z), 3, 3))
+    L[:, 0, 0] = 1
+    L[:, 1, 0], L[:, 1, 1] = z[:, 0], np.sqrt(1 - z[:, 0] ** 2)
+    L[:, 2, 0], L[:, 2, 1], L[:, 2, 2] = z[:, 1], z[:, 2], np.sqrt(1 - z[:, 1] ** 2 - z[:, 2] ** 2)
+    for eta in [0.7, 1.0, 2.5]:
+        p = ug.distributions.LKJCholesky(3, ug.tensor(eta, dtype=ug.float64)).log_prob(ug.tensor(L)).exp().numpy()
+        values = np.zeros(n)
+        values[inside] = p * 8
+        assert abs(values.mean() - 1) <= 6 * values.std() / np.sqrt(n), (eta, values.mean())
+
+
+def test_lkj_cholesky_sample_correlations():
+    """Off-diagonal correlations of LKJ(eta) in dimension d have mean 0 and variance
+    1 / (2 eta + d - 1); draws are Cholesky factors of correlation matrices. torch's draws
+    fail this past the first row (its Beta(i - 1/2, ...) for the onion's Beta(i / 2, ...))."""
+    d, eta, n = 4, ug.tensor([0.5, 1.0, 4.0]), 20000
+    ug.manual_seed(3)
+    L = ug.distributions.LKJCholesky(d, eta).sample((n,))
+    assert tuple(L.shape) == (n, 3, d, d) and ug.distributions.constraints.corr_cholesky.check(L).all()
+    c = (L @ L.mT).double().numpy()
+    r = c[..., np.tril_indices(d, -1)[0], np.tril_indices(d, -1)[1]]  # [n, 3, 6]
+    var = 1 / (2 * eta.numpy()[:, None] + d - 1)
+    assert np.all(np.abs(r.mean(0)) <= 6 * np.sqrt(var / n))
+    sq = r ** 2
+    assert np.all(np.abs(sq.mean(0) - var) <= 6 * np.sqrt(sq.var(0) / n))
+    torch.manual_seed(3)
+    Lt = torch.distributions.LKJCholesky(d, torch.tensor(1.0)).sample((n,))
+    rt = (Lt @ Lt.mT).double().numpy()[:, 3, 2]
+    assert abs((rt ** 2).mean() - 0.2) > 6 * np.sqrt((rt ** 2).var() / n)
+
+
+def wishart(m, df, matrix, which):
+    return m.distributions.Wishart(df, **{which: matrix})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("which", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_wishart_against_torch(which, dtype):
+    # df on both sides of dim + 1 (the mode is NaN below), matrices broadcast against df's batch
+    df = arr((2, 1), dtype, 2.5, 7, 1)
+    matrix = spd((3,), 3, dtype, 2)
+    if which == "scale_tril":
+        matrix = Arg(np.linalg.cholesky(matrix.array).astype(dtype))
+    value = spd((2, 3), 3, dtype, 3)
+    for method in ["log_prob", "entropy", "mean", "mode", "variance", "covariance_matrix", "precision_matrix",
+                   "scale_tril"]:
+        check(lambda m, a, s, v: call(wishart(m, a, s, which), method, v), df, matrix, value)
+
+
+def test_wishart_sample_moments_and_reparameterisation():
+    """Sample mean df V and variance df (V_ij^2 + V_ii V_jj) within 6 standard errors, every draw
+    positive-definite without a warning (torch's first check is inverted: it warns of, and
+    redraws, every draw); d/d df E[X] = V by rsample."""
+    V = spd((), 3, "float64", 5).array
+    df, n = np.array([2.5, 8.0]), 20000
+    dist = ug.distributions.Wishart(ug.tensor(df), covariance_matrix=ug.tensor(V))
+    ug.manual_seed(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = dist.sample((n,))
+    assert ug.distributions.constraints.positive_definite.check(x).all()
+    x = x.numpy()
+    mean, var = dist.mean.numpy(), dist.variance.numpy()
+    assert np.all(np.abs(x.mean(0) - mean) <= 6 * np.sqrt(var / n))
+    sq = (x - mean) ** 2
+    assert np.all(np.abs(sq.mean(0) - var) <= 6 * np.sqrt(sq.var(0) / n))
+    with pytest.warns(UserWarning, match="Singular sample"):
+        torch.distributions.Wishart(torch.tensor(8.0), torch.eye(3)).sample()
+
+    p = ug.tensor(np.tile(df, (n, 1)), requires_grad=True)
+    ug.manual_seed(5)
+    ug.distributions.Wishart(p, covariance_matrix=ug.tensor(V)).rsample()[..., 0, 1].sum().backward()
+    per_draw = p.grad.numpy()
+    estimate, se = per_draw.mean(0), per_draw.std(0, ddof=1) / np.sqrt(n)
+    assert np.all(np.abs(estimate - V[0, 1]) <= 6 * se), (estimate, V[0, 1], se)
+
+
+def test_matrix_distributions_shapes_expand_and_checks_as_torch():
+    def meta(m):
+        d = m.distributions
+        dists = [d.LKJCholesky(3, m.ones(2) * 2), d.LKJCholesky(2),
+                 d.Wishart(m.tensor([3.0, 4.0]), covariance_matrix=m.eye(3)), d.Wishart(5.0, scale_tril=2 * m.eye(2))]
+        out = []
+        for x in dists:
+            e = x.expand((4, *x.batch_shape))
+            out += [tuple(x.sample((5,)).shape), tuple(x.batch_shape), tuple(x.event_shape), x.has_rsample,
+                    type(e).__name__, tuple(e.batch_shape), tuple(e.sample().shape), repr(x.support)]
+        return out
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's Wishart warns of every draw
+        assert meta(ug) == meta(torch)
+    bad = {
+        "LKJ dim 1": lambda d, m: d.LKJCholesky(1),
+        "LKJ concentration 0": lambda d, m: d.LKJCholesky(3, m.tensor([0.0])),
+        "LKJ value not a corr factor": lambda d, m: d.LKJCholesky(2).log_prob(2 * m.eye(2)),
+        "Wishart df too small": lambda d, m: d.Wishart(m.tensor([1.5]), covariance_matrix=m.eye(3)),
+        "Wishart two matrices": lambda d, m: d.Wishart(4.0, covariance_matrix=m.eye(2), scale_tril=m.eye(2)),
+        "Wishart not positive-definite": lambda d, m: d.Wishart(4.0, precision_matrix=-m.eye(2)),
+        "Wishart value not positive-definite": lambda d, m: d.Wishart(4.0, m.eye(2)).log_prob(-m.eye(2)),
+    }
+    for name, fn in bad.items():
+        with pytest.raises((ValueError, AssertionError)):  # torch asserts the one-matrix rule
+            fn(torch.distributions, torch)
+        with pytest.raises(ValueError):
+            fn(ug.distributions, ug)
