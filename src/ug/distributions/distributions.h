@@ -1,7 +1,8 @@
 // ug::distributions: torch.distributions in C++ (Normal, Uniform, Exponential, Laplace,
 // StudentT, Cauchy, HalfCauchy, HalfNormal, Gumbel, Weibull, Pareto, GeneralizedPareto,
-// Kumaraswamy, VonMises, ContinuousBernoulli, LogNormal, LogisticNormal, Bernoulli, Binomial, Geometric, NegativeBinomial, Categorical, OneHotCategorical,
-// Multinomial, Poisson, Gamma, Chi2, Beta, Dirichlet, FisherSnedecor, InverseGamma, MultivariateNormal,
+// Kumaraswamy, VonMises, ContinuousBernoulli, LogNormal, LogisticNormal, Bernoulli, Binomial,
+// Geometric, NegativeBinomial, Categorical, OneHotCategorical, Multinomial, Poisson, Gamma,
+// Chi2, Beta, Dirichlet, FisherSnedecor, InverseGamma, MultivariateNormal,
 // LowRankMultivariateNormal, LKJCholesky, Wishart, Independent, MixtureSameFamily,
 // RelaxedBernoulli, RelaxedOneHotCategorical, OneHotCategoricalStraightThrough,
 // TransformedDistribution with its transforms, biject_to, transform_to and kl_divergence).
