@@ -225,8 +225,7 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("loc", &d::VonMises::loc)
       .def_prop_ro("concentration", &d::VonMises::concentration);
   nb::class_<d::GeneralizedPareto, d::Distribution>(
-      m, "GeneralizedPareto",
-      "GeneralizedPareto(loc, scale, concentration) (torch.distributions.GeneralizedPareto).")
+      m, "GeneralizedPareto", "GeneralizedPareto(loc, scale, concentration) (torch.distributions.GeneralizedPareto).")
       .def(
           "__init__",
           [](d::GeneralizedPareto* self, nb::handle loc, nb::handle scale, nb::handle concentration,
@@ -537,10 +536,9 @@ void bind_distributions(nb::module_& m) {
       t, "IndependentTransform", "base_transform with reinterpreted_batch_ndims more rightmost dims as one event.")
       .def(nb::init<std::shared_ptr<const d::Transform>, int64_t>(), nb::arg("base_transform"),
            nb::arg("reinterpreted_batch_ndims"))
-      .def_prop_ro("base_transform",
-                   [](const d::IndependentTransform& x) {
-                     return std::const_pointer_cast<d::Transform>(x.base_transform());
-                   })
+      .def_prop_ro(
+          "base_transform",
+          [](const d::IndependentTransform& x) { return std::const_pointer_cast<d::Transform>(x.base_transform()); })
       .def_prop_ro("reinterpreted_batch_ndims", &d::IndependentTransform::reinterpreted_batch_ndims);
   nb::class_<d::ReshapeTransform, d::Transform>(t, "ReshapeTransform",
                                                 "The rightmost in_shape dims reshaped to out_shape.")
@@ -628,8 +626,9 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("scale", &d::LogNormal::scale);
 
   nb::class_<d::InverseGamma, d::TransformedDistribution>(
-      m, "InverseGamma", "InverseGamma(concentration, rate): 1 / Gamma(concentration, rate) "
-                         "(torch.distributions.InverseGamma).")
+      m, "InverseGamma",
+      "InverseGamma(concentration, rate): 1 / Gamma(concentration, rate) "
+      "(torch.distributions.InverseGamma).")
       .def(
           "__init__",
           [](d::InverseGamma* self, nb::handle concentration, nb::handle rate, std::optional<bool> validate_args) {
@@ -755,12 +754,10 @@ void bind_distributions(nb::module_& m) {
   m.def("kl_divergence", &d::kl_divergence, nb::arg("p"), nb::arg("q"),
         "KL(p || q) in closed form (torch.distributions.kl_divergence); NotImplementedError for other pairs.");
   m.def(
-      "biject_to",
-      [](const d::Constraint& c) { return std::const_pointer_cast<d::Transform>(d::biject_to(c)); },
+      "biject_to", [](const d::Constraint& c) { return std::const_pointer_cast<d::Transform>(d::biject_to(c)); },
       nb::arg("constraint"), "A bijection from the reals onto the constraint's set (torch.distributions.biject_to).");
   m.def(
-      "transform_to",
-      [](const d::Constraint& c) { return std::const_pointer_cast<d::Transform>(d::transform_to(c)); },
+      "transform_to", [](const d::Constraint& c) { return std::const_pointer_cast<d::Transform>(d::transform_to(c)); },
       nb::arg("constraint"), "A map from the reals onto the constraint's set (torch.distributions.transform_to).");
 
   nb::module_ c = m.def_submodule("constraints", "torch.distributions.constraints: the sets values lie in.");

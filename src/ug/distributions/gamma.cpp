@@ -184,9 +184,7 @@ Tensor FisherSnedecor::variance() const {
   return where(df2_.le(4), kNaN, v);
 }
 
-Tensor FisherSnedecor::mode() const {
-  return where(df1_.le(2), kNaN, (df1_ - 2) / df1_ * df2_ / (df2_ + 2));
-}
+Tensor FisherSnedecor::mode() const { return where(df1_.le(2), kNaN, (df1_ - 2) / df1_ * df2_ / (df2_ + 2)); }
 
 // ---- InverseGamma ------------------------------------------------------------------------
 

@@ -263,8 +263,8 @@ Tensor kl(const Binomial& p, const Binomial& q) {
   if (p.total_count().lt(q.total_count()).any().item<bool>())
     throw NotImplementedError(
         "[kl_divergence] KL between Binomials where q.total_count > p.total_count is not implemented");
-  const Tensor r = p.total_count() * (p.probs() * (p.logits() - q.logits()) + (-p.probs()).log1p() -
-                                      (-q.probs()).log1p());
+  const Tensor r =
+      p.total_count() * (p.probs() * (p.logits() - q.logits()) + (-p.probs()).log1p() - (-q.probs()).log1p());
   return where(p.total_count().gt(q.total_count()), kInf, r);  // p has mass above q's count
 }
 

@@ -95,13 +95,16 @@ std::vector<std::pair<std::string, Tensor>> Wishart::params() const { return {{"
 std::shared_ptr<Distribution> Wishart::expand(const Dims& batch_shape) const {
   const Tensor m = given_value_.expand(concat(batch_shape, event_shape_));
   const Tensor df = df_.expand(batch_shape);
-  if (given_ == "covariance_matrix") return std::make_shared<Wishart>(df, m, std::nullopt, std::nullopt, validate_args_);
+  if (given_ == "covariance_matrix")
+    return std::make_shared<Wishart>(df, m, std::nullopt, std::nullopt, validate_args_);
   if (given_ == "precision_matrix") return std::make_shared<Wishart>(df, std::nullopt, m, std::nullopt, validate_args_);
   return std::make_shared<Wishart>(df, std::nullopt, std::nullopt, m, validate_args_);
 }
 
 Tensor Wishart::scale_tril() const { return tril_.expand(concat(batch_shape_, event_shape_)); }
-Tensor Wishart::covariance_matrix() const { return tril_.matmul(tril_.mT()).expand(concat(batch_shape_, event_shape_)); }
+Tensor Wishart::covariance_matrix() const {
+  return tril_.matmul(tril_.mT()).expand(concat(batch_shape_, event_shape_));
+}
 Tensor Wishart::precision_matrix() const {
   const Tensor eye_p = eye(event_shape_.back(), std::nullopt, like(tril_));
   return cholesky_solve(eye_p, tril_).expand(concat(batch_shape_, event_shape_));
@@ -148,16 +151,14 @@ Tensor Wishart::entropy() const {
   const Tensor half_log_det = tril_.diagonal(0, -2, -1).log().sum({-1});
   const Tensor half_df = df_ / 2;
   const Tensor mvdigamma = digamma(half_df.unsqueeze(-1) - arange(n, like(df_)) / 2).sum({-1});
-  return (p + 1) * (p * kLog2 / 2 + half_log_det) + mvlgamma(half_df, n) - (df_ - p - 1) / 2 * mvdigamma +
-         df_ * p / 2;
+  return (p + 1) * (p * kLog2 / 2 + half_log_det) + mvlgamma(half_df, n) - (df_ - p - 1) / 2 * mvdigamma + df_ * p / 2;
 }
 
 Tensor Wishart::mean() const { return df_matrix() * covariance_matrix(); }
 
 Tensor Wishart::mode() const {
   const Tensor factor = df_ - static_cast<double>(event_shape_.back()) - 1;
-  return trailing_matrix(where(factor.le(0), std::numeric_limits<double>::quiet_NaN(), factor)) *
-         covariance_matrix();
+  return trailing_matrix(where(factor.le(0), std::numeric_limits<double>::quiet_NaN(), factor)) * covariance_matrix();
 }
 
 Tensor Wishart::variance() const {

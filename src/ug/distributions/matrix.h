@@ -67,7 +67,7 @@ class Wishart : public Distribution {
   Tensor bartlett(const Dims& sample_shape) const;
   /** df viewed with two trailing unit dims, to scale matrices. */
   Tensor df_matrix() const;
-  Tensor df_, tril_;  // tril_: the Cholesky factor of the covariance, not broadcast
+  Tensor df_, tril_;   // tril_: the Cholesky factor of the covariance, not broadcast
   std::string given_;  // which matrix was given, for repr and expand
   Tensor given_value_;
 };

@@ -52,8 +52,10 @@ Dims batch_of(const Tensor& t, const Dims& event) {
 }
 }  // namespace
 
-ReshapeTransform::ReshapeTransform(Dims in_shape, Dims out_shape) : in_(std::move(in_shape)), out_(std::move(out_shape)) {
-  if (numel_of(in_) != numel_of(out_)) fail("[ReshapeTransform] in_shape, out_shape have different numbers of elements");
+ReshapeTransform::ReshapeTransform(Dims in_shape, Dims out_shape)
+    : in_(std::move(in_shape)), out_(std::move(out_shape)) {
+  if (numel_of(in_) != numel_of(out_))
+    fail("[ReshapeTransform] in_shape, out_shape have different numbers of elements");
 }
 
 Tensor ReshapeTransform::forward(const Tensor& x) const { return x.reshape(concat(batch_of(x, in_), out_)); }
@@ -120,8 +122,8 @@ Tensor CatTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) cons
   std::vector<Tensor> terms;
   int64_t start = 0;
   for (size_t i = 0; i < parts_.size(); start += lengths_[i], ++i) {
-    const Tensor term = parts_[i]->log_abs_det_jacobian(x.narrow(dim_, start, lengths_[i]),
-                                                        y.narrow(dim_, start, lengths_[i]));
+    const Tensor term =
+        parts_[i]->log_abs_det_jacobian(x.narrow(dim_, start, lengths_[i]), y.narrow(dim_, start, lengths_[i]));
     terms.push_back(sum_rightmost(term, e - parts_[i]->domain().event_dim));
   }
   // dim counted from the right, past the event dims: a batch dim the terms line up along, or
@@ -293,12 +295,12 @@ std::shared_ptr<const Transform> to_set(const Constraint& c, bool bijective) {
     return std::make_shared<IndependentTransform>(recurse(c.parts[0]), c.event_dim - c.parts[0].event_dim);
   if (kind == "GreaterThan" || kind == "GreaterThanEq") {
     if (!c.lower.defined()) return std::make_shared<ExpTransform>();  // positive, nonnegative
-    return std::make_shared<ComposeTransform>(Transforms{
-        std::make_shared<ExpTransform>(), std::make_shared<AffineTransform>(c.lower, ones_like(c.lower))});
+    return std::make_shared<ComposeTransform>(
+        Transforms{std::make_shared<ExpTransform>(), std::make_shared<AffineTransform>(c.lower, ones_like(c.lower))});
   }
   if (kind == "LessThan")
-    return std::make_shared<ComposeTransform>(Transforms{
-        std::make_shared<ExpTransform>(), std::make_shared<AffineTransform>(c.upper, -ones_like(c.upper))});
+    return std::make_shared<ComposeTransform>(
+        Transforms{std::make_shared<ExpTransform>(), std::make_shared<AffineTransform>(c.upper, -ones_like(c.upper))});
   if (kind == "Interval" || kind == "HalfOpenInterval") {
     if (!c.lower.defined() || c.repr == constraints::unit_interval().repr) return std::make_shared<SigmoidTransform>();
     return std::make_shared<ComposeTransform>(Transforms{
@@ -317,8 +319,8 @@ std::shared_ptr<const Transform> to_set(const Constraint& c, bool bijective) {
     if (kind == "Cat") return std::make_shared<CatTransform>(parts, c.dim, c.lengths);
     return std::make_shared<StackTransform>(parts, c.dim);
   }
-  throw NotImplementedError(detail::cat("[", bijective ? "biject_to" : "transform_to", "] Cannot transform ",
-                                        c.repr, " constraints"));
+  throw NotImplementedError(
+      detail::cat("[", bijective ? "biject_to" : "transform_to", "] Cannot transform ", c.repr, " constraints"));
 }
 }  // namespace
 
