@@ -1,5 +1,6 @@
 #include "ug/distributions/kl.h"
 
+#include <algorithm>
 #include <limits>
 #include <numbers>
 
@@ -7,7 +8,9 @@
 #include "ug/distributions/continuous.h"
 #include "ug/distributions/discrete.h"
 #include "ug/distributions/gamma.h"
+#include "ug/distributions/matrix.h"
 #include "ug/distributions/multivariate.h"
+#include "ug/distributions/transformed.h"
 #include "ug/distributions/univariate.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
@@ -275,6 +278,30 @@ Tensor kl(const ContinuousBernoulli& p, const ContinuousBernoulli& q) {
 
 Tensor kl(const Bernoulli& p, const Poisson& q) { return -p.entropy() - (p.probs() * q.rate().log() - q.rate()); }
 
+// The same transforms of two bases: KL is invariant under a bijection (torch's).
+Tensor kl(const TransformedDistribution& p, const TransformedDistribution& q) {
+  const Transforms &a = p.transforms(), &b = q.transforms();
+  const bool same = a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                                       [](const auto& x, const auto& y) { return x->equals(*y); });
+  if (!same || p.event_shape() != q.event_shape())
+    throw NotImplementedError("[kl_divergence] TransformedDistributions through different transforms");
+  return kl_divergence(*p.base_dist(), *q.base_dist());
+}
+
+// torch reaches this pair by its ExponentialFamily fallback (a Bregman divergence by autograd).
+Tensor kl(const Wishart& p, const Wishart& q) {
+  if (p.event_shape() != q.event_shape()) fail("[kl_divergence] Wishart distributions with different event shapes");
+  const int64_t n = p.event_shape().back();
+  const auto k = static_cast<double>(n);
+  const Tensor lp = p.scale_tril(), lq = q.scale_tril();
+  const Tensor log_det_p = 2 * lp.diagonal(0, -2, -1).log().sum({-1});
+  const Tensor log_det_q = 2 * lq.diagonal(0, -2, -1).log().sum({-1});
+  const Tensor trace = linalg::solve_triangular(lq, lp, /*upper=*/false).square().sum({-2, -1});  // tr(Vq^-1 Vp)
+  const Tensor &nu_p = p.df(), &nu_q = q.df();
+  return nu_q / 2 * (log_det_q - log_det_p) + nu_p / 2 * (trace - k) + mvlgamma(nu_q / 2, n) - mvlgamma(nu_p / 2, n) +
+         (nu_p - nu_q) / 2 * mvdigamma(nu_p / 2, n);
+}
+
 /** -E[log q] for q a ContinuousBernoulli and p of mean m on [0, 1]. */
 Tensor cross_entropy_cb(const Tensor& m, const ContinuousBernoulli& q) {
   return -m * q.logits() - (-q.probs()).log1p() - q.log_norm();
@@ -414,6 +441,8 @@ const Rule kRules[] = {
     {"LowRankMultivariateNormal", "LowRankMultivariateNormal", try_kl<LowRankMultivariateNormal>},
     {"Binomial", "Binomial", try_kl<Binomial>},
     {"ContinuousBernoulli", "ContinuousBernoulli", try_kl<ContinuousBernoulli>},
+    {"TransformedDistribution", "TransformedDistribution", try_kl<TransformedDistribution>},
+    {"Wishart", "Wishart", try_kl<Wishart>},
     {"Exponential", "Gumbel", try_kl<Exponential, Gumbel>},
     {"Gamma", "Gumbel", try_kl<Gamma, Gumbel>},
     {"Gumbel", "Normal", try_kl<Gumbel, Normal>},

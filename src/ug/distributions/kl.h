@@ -10,8 +10,9 @@
 
 namespace ug::distributions {
 
-/** KL(p || q) over the batch, for the pairs torch registers (kl_pairs(): two of one family, and
- *  torch's cross-family pairs), inf where p puts mass outside q's support.
+/** KL(p || q) over the batch, for the pairs torch registers (kl_pairs(): two of one family,
+ *  torch's cross-family pairs, TransformedDistributions through equal transforms) and Wishart
+ *  with Wishart; inf where p puts mass outside q's support.
  *  NotImplementedError naming both types for any other pair. */
 Tensor kl_divergence(const Distribution& p, const Distribution& q);
 

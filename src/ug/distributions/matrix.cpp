@@ -22,6 +22,8 @@ const double kLog2 = std::log(2.0);
 Tensor trailing_matrix(const Tensor& t) { return t.unsqueeze(-1).unsqueeze(-1); }
 }  // namespace
 
+Tensor mvdigamma(const Tensor& x, int64_t p) { return digamma(x.unsqueeze(-1) - arange(p, like(x)) / 2).sum({-1}); }
+
 // ---- LKJCholesky -------------------------------------------------------------------------
 
 LKJCholesky::LKJCholesky(int64_t dim, const Tensor& concentration, bool validate_args)
@@ -150,8 +152,8 @@ Tensor Wishart::entropy() const {
   const auto p = static_cast<double>(n);
   const Tensor half_log_det = tril_.diagonal(0, -2, -1).log().sum({-1});
   const Tensor half_df = df_ / 2;
-  const Tensor mvdigamma = digamma(half_df.unsqueeze(-1) - arange(n, like(df_)) / 2).sum({-1});
-  return (p + 1) * (p * kLog2 / 2 + half_log_det) + mvlgamma(half_df, n) - (df_ - p - 1) / 2 * mvdigamma + df_ * p / 2;
+  return (p + 1) * (p * kLog2 / 2 + half_log_det) + mvlgamma(half_df, n) - (df_ - p - 1) / 2 * mvdigamma(half_df, n) +
+         df_ * p / 2;
 }
 
 Tensor Wishart::mean() const { return df_matrix() * covariance_matrix(); }

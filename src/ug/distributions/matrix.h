@@ -72,4 +72,7 @@ class Wishart : public Distribution {
   Tensor given_value_;
 };
 
+/** The multivariate digamma function: sum_{i < p} digamma(x - i / 2). */
+Tensor mvdigamma(const Tensor& x, int64_t p);
+
 }  // namespace ug::distributions

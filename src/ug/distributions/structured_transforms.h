@@ -98,7 +98,7 @@ class StackTransform : public Transform {
 
 /** Square matrices onto lower-triangular ones with a positive diagonal: the strict lower part
  *  kept, the diagonal through exp (the upper part dropped: no log |det J|, as torch's). */
-class LowerCholeskyTransform : public Transform {
+class LowerCholeskyTransform : public ParameterlessTransform {
  public:
   std::string repr() const override { return "LowerCholeskyTransform()"; }
   Tensor forward(const Tensor& x) const override;
@@ -112,7 +112,7 @@ class LowerCholeskyTransform : public Transform {
 };
 
 /** Square matrices onto positive-definite ones: L L^T of LowerCholeskyTransform's L. */
-class PositiveDefiniteTransform : public Transform {
+class PositiveDefiniteTransform : public ParameterlessTransform {
  public:
   std::string repr() const override { return "PositiveDefiniteTransform()"; }
   Tensor forward(const Tensor& x) const override;

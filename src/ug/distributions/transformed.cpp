@@ -56,6 +56,21 @@ Tensor TanhTransform::log_abs_det_jacobian(const Tensor& x, const Tensor&) const
   return 2 * (std::log(2.0) - x - softplus(-2 * x));
 }
 
+namespace {
+/** a == b everywhere (broadcast), as torch's (a == b).all(). */
+bool all_equal(const Tensor& a, const Tensor& b) { return a.eq(b).all().item<bool>(); }
+}  // namespace
+
+bool AffineTransform::equals(const Transform& other) const {
+  auto* o = dynamic_cast<const AffineTransform*>(&other);
+  return o && all_equal(loc_, o->loc_) && all_equal(scale_, o->scale_);
+}
+
+bool PowerTransform::equals(const Transform& other) const {
+  auto* o = dynamic_cast<const PowerTransform*>(&other);
+  return o && all_equal(exponent_, o->exponent_);
+}
+
 Dims PowerTransform::forward_shape(const Dims& shape) const { return broadcast_shapes({shape, exponent_.shape()}); }
 
 Tensor SoftplusTransform::forward(const Tensor& x) const { return softplus(x); }
@@ -163,6 +178,13 @@ Tensor ComposeTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) 
     xi = yi;
   }
   return total;
+}
+
+bool ComposeTransform::equals(const Transform& other) const {
+  auto* o = dynamic_cast<const ComposeTransform*>(&other);
+  return o && o->parts_.size() == parts_.size() &&
+         std::equal(parts_.begin(), parts_.end(), o->parts_.begin(),
+                    [](const auto& a, const auto& b) { return a->equals(*b); });
 }
 
 bool ComposeTransform::bijective() const {
