@@ -220,11 +220,16 @@ Tensor PositiveDefiniteTransform::inverse(const Tensor& y) const {
 }
 
 namespace {
-/** Row-major flat indices of the entries of a d x d matrix at or below `diag` (torch's
- *  tril_matrix_to_vec order). */
+/** Row-major flat indices of the entries of a d x d matrix at or below `diag` < 0 (torch's
+ *  tril_matrix_to_vec order), from their count alone: no nonzero, so jit can trace it. Entry k
+ *  lies in the r-th row that has entries, r = floor((1 + sqrt(1 + 8k)) / 2) (exact: the roots
+ *  are of perfect squares where r changes). */
 Tensor tril_flat_indices(int64_t d, int64_t diag) {
-  const Tensor rc = tril_indices(d, d, diag, {.dtype = DType::Int64});
-  return rc[0] * d + rc[1];
+  const int64_t rows = d + diag;  // rows -diag .. d - 1, the r-th holding r entries
+  const Tensor k = arange(rows * (rows + 1) / 2, {.dtype = DType::Float64});
+  const Tensor r = ((1 + (1 + 8 * k).sqrt()) / 2).floor();
+  const Tensor j = k - r * (r - 1) / 2;
+  return ((r - 1 - diag) * static_cast<double>(d) + j).to(DType::Int64);
 }
 
 Tensor tril_to_vec(const Tensor& m, int64_t diag) {
