@@ -6,8 +6,10 @@ import warnings
 from .. import _C
 
 _D = _C._distributions
-_BUILTIN = {(getattr(_D, p), getattr(_D, q)) for p, q in _D._kl_pairs()}
-_USER = {}
+# (type_p, type_q) -> fn in registration order, the built-in pairs (the C++ kl_divergence) first:
+# torch's _KL_REGISTRY, whose order settles ties between pairs neither more specific.
+_BUILTIN = {(getattr(_D, p), getattr(_D, q)): _D.kl_divergence for p, q in _D._kl_pairs()}
+_REGISTRY = dict(_BUILTIN)
 
 
 def register_kl(type_p, type_q):
@@ -18,7 +20,7 @@ def register_kl(type_p, type_q):
             raise TypeError(f"Expected a Distribution subclass but got {t}")
 
     def decorator(fn):
-        _USER[type_p, type_q] = fn
+        _REGISTRY[type_p, type_q] = fn
         _lookup.cache_clear()  # a new pair may be more specific than a cached one
         return fn
 
@@ -43,21 +45,17 @@ def _most_specific(matches):
     return best
 
 
-def _fn(pair):
-    return _USER.get(pair, _D.kl_divergence)
-
-
 @functools.lru_cache(maxsize=None)
 def _lookup(type_p, type_q):
-    matches = [m for m in {*_BUILTIN, *_USER} if issubclass(type_p, m[0]) and issubclass(type_q, m[1])]
+    matches = [m for m in _REGISTRY if issubclass(type_p, m[0]) and issubclass(type_q, m[1])]
     if not matches:
         return None
     left = _most_specific(matches)
     right_q, right_p = _most_specific([(q, p) for p, q in matches])
-    if _fn(left) is not _fn((right_p, right_q)):
+    if _REGISTRY[left] is not _REGISTRY[right_p, right_q]:
         warnings.warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). "
                       f"Please register_kl({left[0].__name__}, {right_q.__name__})", RuntimeWarning, stacklevel=3)
-    return _fn(left)
+    return _REGISTRY[left]
 
 
 def kl_divergence(p, q):
