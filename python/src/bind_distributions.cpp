@@ -41,6 +41,18 @@ std::vector<std::optional<Tensor>> params(std::initializer_list<nb::handle> give
 
 ug::Dims sample_shape(nb::handle h) { return dims_from_sequence(h, "sample"); }
 
+d::Transforms transform_list(nb::handle seq) {
+  d::Transforms list;
+  for (nb::handle h : seq) list.push_back(nb::cast<std::shared_ptr<d::Transform>>(h));
+  return list;
+}
+
+nb::list transform_pylist(const d::Transforms& transforms) {
+  nb::list l;
+  for (const auto& tr : transforms) l.append(std::const_pointer_cast<d::Transform>(tr));
+  return l;
+}
+
 }  // namespace
 
 void bind_distributions(nb::module_& m) {
@@ -212,6 +224,42 @@ void bind_distributions(nb::module_& m) {
           nb::arg("loc"), nb::arg("concentration"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("loc", &d::VonMises::loc)
       .def_prop_ro("concentration", &d::VonMises::concentration);
+  nb::class_<d::GeneralizedPareto, d::Distribution>(
+      m, "GeneralizedPareto", "GeneralizedPareto(loc, scale, concentration) (torch.distributions.GeneralizedPareto).")
+      .def(
+          "__init__",
+          [](d::GeneralizedPareto* self, nb::handle loc, nb::handle scale, nb::handle concentration,
+             std::optional<bool> validate_args) {
+            auto p = params({loc, scale, concentration}, "GeneralizedPareto");
+            new (self) d::GeneralizedPareto(*p[0], *p[1], *p[2], validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("scale"), nb::arg("concentration"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("loc", &d::GeneralizedPareto::loc)
+      .def_prop_ro("scale", &d::GeneralizedPareto::scale)
+      .def_prop_ro("concentration", &d::GeneralizedPareto::concentration);
+  nb::class_<d::FisherSnedecor, d::Distribution>(m, "FisherSnedecor",
+                                                 "FisherSnedecor(df1, df2) (torch.distributions.FisherSnedecor).")
+      .def(
+          "__init__",
+          [](d::FisherSnedecor* self, nb::handle df1, nb::handle df2, std::optional<bool> validate_args) {
+            auto p = params({df1, df2}, "FisherSnedecor");
+            new (self) d::FisherSnedecor(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("df1"), nb::arg("df2"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("df1", &d::FisherSnedecor::df1)
+      .def_prop_ro("df2", &d::FisherSnedecor::df2);
+  nb::class_<d::ContinuousBernoulli, d::Distribution>(
+      m, "ContinuousBernoulli",
+      "ContinuousBernoulli(probs=None, logits=None) on [0, 1] (torch.distributions.ContinuousBernoulli).")
+      .def(
+          "__init__",
+          [](d::ContinuousBernoulli* self, nb::handle probs, nb::handle logits, std::optional<bool> validate_args) {
+            auto p = params({probs, logits}, "ContinuousBernoulli");
+            new (self) d::ContinuousBernoulli(p[0], p[1], validate_args.value_or(true));
+          },
+          nb::arg("probs") = nb::none(), nb::arg("logits") = nb::none(), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("probs", &d::ContinuousBernoulli::probs)
+      .def_prop_ro("logits", &d::ContinuousBernoulli::logits);
   nb::class_<d::Bernoulli, d::Distribution>(m, "Bernoulli",
                                             "Bernoulli(probs=None, logits=None) (torch.distributions.Bernoulli).")
       .def(
@@ -369,6 +417,35 @@ void bind_distributions(nb::module_& m) {
       .def_prop_ro("covariance_matrix", &d::LowRankMultivariateNormal::covariance_matrix)
       .def_prop_ro("precision_matrix", &d::LowRankMultivariateNormal::precision_matrix)
       .def_prop_ro("scale_tril", &d::LowRankMultivariateNormal::scale_tril);
+  nb::class_<d::LKJCholesky, d::Distribution>(
+      m, "LKJCholesky",
+      "LKJCholesky(dim, concentration=1.0): Cholesky factors of LKJ correlation matrices "
+      "(torch.distributions.LKJCholesky).")
+      .def(
+          "__init__",
+          [](d::LKJCholesky* self, int64_t dim, nb::handle concentration, std::optional<bool> validate_args) {
+            new (self) d::LKJCholesky(dim, *params({concentration}, "LKJCholesky")[0], validate_args.value_or(true));
+          },
+          nb::arg("dim"), nb::arg("concentration") = 1.0, nb::arg("validate_args") = nb::none())
+      .def_prop_ro("dim", &d::LKJCholesky::dim)
+      .def_prop_ro("concentration", &d::LKJCholesky::concentration);
+  nb::class_<d::Wishart, d::Distribution>(
+      m, "Wishart",
+      "Wishart(df, covariance_matrix=None, precision_matrix=None, scale_tril=None) (torch.distributions.Wishart).")
+      .def(
+          "__init__",
+          [](d::Wishart* self, nb::handle df, nb::handle covariance_matrix, nb::handle precision_matrix,
+             nb::handle scale_tril, std::optional<bool> validate_args) {
+            auto p = params({df, covariance_matrix, precision_matrix, scale_tril}, "Wishart");
+            if (!p[0]) ug::fail<ug::TypeError>("[Wishart] df must be a tensor or a number");
+            new (self) d::Wishart(*p[0], p[1], p[2], p[3], validate_args.value_or(true));
+          },
+          nb::arg("df"), nb::arg("covariance_matrix") = nb::none(), nb::arg("precision_matrix") = nb::none(),
+          nb::arg("scale_tril") = nb::none(), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("df", &d::Wishart::df)
+      .def_prop_ro("scale_tril", &d::Wishart::scale_tril)
+      .def_prop_ro("covariance_matrix", &d::Wishart::covariance_matrix)
+      .def_prop_ro("precision_matrix", &d::Wishart::precision_matrix);
   nb::class_<d::Independent, d::Distribution>(
       m, "Independent",
       "Independent(base_distribution, reinterpreted_batch_ndims): batch dims read as event dims "
@@ -455,6 +532,60 @@ void bind_distributions(nb::module_& m) {
         return l;
       });
   nb::class_<d::InverseTransform, d::Transform>(t, "_InverseTransform", "The inverse of a transform (its .inv).");
+  nb::class_<d::IndependentTransform, d::Transform>(
+      t, "IndependentTransform", "base_transform with reinterpreted_batch_ndims more rightmost dims as one event.")
+      .def(nb::init<std::shared_ptr<const d::Transform>, int64_t>(), nb::arg("base_transform"),
+           nb::arg("reinterpreted_batch_ndims"))
+      .def_prop_ro(
+          "base_transform",
+          [](const d::IndependentTransform& x) { return std::const_pointer_cast<d::Transform>(x.base_transform()); })
+      .def_prop_ro("reinterpreted_batch_ndims", &d::IndependentTransform::reinterpreted_batch_ndims);
+  nb::class_<d::ReshapeTransform, d::Transform>(t, "ReshapeTransform",
+                                                "The rightmost in_shape dims reshaped to out_shape.")
+      .def(
+          "__init__",
+          [](d::ReshapeTransform* self, nb::handle in_shape, nb::handle out_shape) {
+            new (self) d::ReshapeTransform(dims_from_sequence(in_shape, "ReshapeTransform"),
+                                           dims_from_sequence(out_shape, "ReshapeTransform"));
+          },
+          nb::arg("in_shape"), nb::arg("out_shape"))
+      .def_prop_ro("in_shape", [](const d::ReshapeTransform& x) { return shape_tuple(x.in_shape()); })
+      .def_prop_ro("out_shape", [](const d::ReshapeTransform& x) { return shape_tuple(x.out_shape()); });
+  nb::class_<d::CatTransform, d::Transform>(t, "CatTransform",
+                                            "tseq[i] on the slice of lengths[i] along dim, concatenated.")
+      .def(
+          "__init__",
+          [](d::CatTransform* self, nb::handle tseq, int64_t dim, std::optional<std::vector<int64_t>> lengths) {
+            new (self) d::CatTransform(transform_list(tseq), dim, lengths.value_or(std::vector<int64_t>{}));
+          },
+          nb::arg("tseq"), nb::arg("dim") = 0, nb::arg("lengths") = nb::none())
+      .def_prop_ro("transforms", [](const d::CatTransform& x) { return transform_pylist(x.transforms()); })
+      .def_prop_ro("dim", &d::CatTransform::dim)
+      .def_prop_ro("lengths", &d::CatTransform::lengths);
+  nb::class_<d::StackTransform, d::Transform>(t, "StackTransform", "tseq[i] on index i along dim, stacked.")
+      .def(
+          "__init__",
+          [](d::StackTransform* self, nb::handle tseq, int64_t dim) {
+            new (self) d::StackTransform(transform_list(tseq), dim);
+          },
+          nb::arg("tseq"), nb::arg("dim") = 0)
+      .def_prop_ro("transforms", [](const d::StackTransform& x) { return transform_pylist(x.transforms()); })
+      .def_prop_ro("dim", &d::StackTransform::dim);
+  nb::class_<d::LowerCholeskyTransform, d::Transform>(
+      t, "LowerCholeskyTransform", "Square matrices onto lower-triangular ones with a positive (exp) diagonal.")
+      .def(nb::init<>());
+  nb::class_<d::PositiveDefiniteTransform, d::Transform>(t, "PositiveDefiniteTransform",
+                                                         "Square matrices onto positive-definite ones: L L^T.")
+      .def(nb::init<>());
+  nb::class_<d::CorrCholeskyTransform, d::Transform>(
+      t, "CorrCholeskyTransform", "Vectors of D (D - 1) / 2 onto Cholesky factors of D x D correlation matrices.")
+      .def(nb::init<>());
+  nb::class_<d::CumulativeDistributionTransform, d::Transform>(t, "CumulativeDistributionTransform",
+                                                               "y = distribution.cdf(x), onto [0, 1].")
+      .def(nb::init<std::shared_ptr<const d::Distribution>>(), nb::arg("distribution"))
+      .def_prop_ro("distribution", [](const d::CumulativeDistributionTransform& x) {
+        return std::const_pointer_cast<d::Distribution>(x.distribution());
+      });
   t.attr("identity_transform") = std::make_shared<d::ComposeTransform>(d::Transforms{});
 
   nb::class_<d::TransformedDistribution, d::Distribution>(
@@ -493,6 +624,33 @@ void bind_distributions(nb::module_& m) {
           nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
       .def_prop_ro("loc", &d::LogNormal::loc)
       .def_prop_ro("scale", &d::LogNormal::scale);
+
+  nb::class_<d::InverseGamma, d::TransformedDistribution>(
+      m, "InverseGamma",
+      "InverseGamma(concentration, rate): 1 / Gamma(concentration, rate) "
+      "(torch.distributions.InverseGamma).")
+      .def(
+          "__init__",
+          [](d::InverseGamma* self, nb::handle concentration, nb::handle rate, std::optional<bool> validate_args) {
+            auto p = params({concentration, rate}, "InverseGamma");
+            new (self) d::InverseGamma(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("concentration"), nb::arg("rate"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("concentration", &d::InverseGamma::concentration)
+      .def_prop_ro("rate", &d::InverseGamma::rate);
+  nb::class_<d::LogisticNormal, d::TransformedDistribution>(
+      m, "LogisticNormal",
+      "LogisticNormal(loc, scale): Normal vectors through stick breaking, on the simplex "
+      "(torch.distributions.LogisticNormal).")
+      .def(
+          "__init__",
+          [](d::LogisticNormal* self, nb::handle loc, nb::handle scale, std::optional<bool> validate_args) {
+            auto p = params({loc, scale}, "LogisticNormal");
+            new (self) d::LogisticNormal(*p[0], *p[1], validate_args.value_or(true));
+          },
+          nb::arg("loc"), nb::arg("scale"), nb::arg("validate_args") = nb::none())
+      .def_prop_ro("loc", &d::LogisticNormal::loc)
+      .def_prop_ro("scale", &d::LogisticNormal::scale);
 
   nb::class_<d::LogitRelaxedBernoulli, d::Distribution>(
       m, "LogitRelaxedBernoulli",
@@ -595,6 +753,53 @@ void bind_distributions(nb::module_& m) {
 
   m.def("kl_divergence", &d::kl_divergence, nb::arg("p"), nb::arg("q"),
         "KL(p || q) in closed form (torch.distributions.kl_divergence); NotImplementedError for other pairs.");
+  m.def(
+      "biject_to", [](const d::Constraint& c) { return std::const_pointer_cast<d::Transform>(d::biject_to(c)); },
+      nb::arg("constraint"), "A bijection from the reals onto the constraint's set (torch.distributions.biject_to).");
+  m.def(
+      "transform_to", [](const d::Constraint& c) { return std::const_pointer_cast<d::Transform>(d::transform_to(c)); },
+      nb::arg("constraint"), "A map from the reals onto the constraint's set (torch.distributions.transform_to).");
+
+  nb::module_ c = m.def_submodule("constraints", "torch.distributions.constraints: the sets values lie in.");
+  c.attr("real") = d::constraints::real();
+  c.attr("real_vector") = d::constraints::independent(d::constraints::real(), 1);
+  c.attr("positive") = d::constraints::positive();
+  c.attr("nonnegative") = d::constraints::nonnegative();
+  c.attr("unit_interval") = d::constraints::unit_interval();
+  c.attr("boolean") = d::constraints::boolean();
+  c.attr("nonnegative_integer") = d::constraints::nonnegative_integer();
+  c.attr("one_hot") = d::constraints::one_hot();
+  c.attr("simplex") = d::constraints::simplex();
+  c.attr("lower_cholesky") = d::constraints::lower_cholesky();
+  c.attr("positive_definite") = d::constraints::positive_definite();
+  c.attr("corr_cholesky") = d::constraints::corr_cholesky();
+  auto bound = [](nb::handle h, const char* what) { return *params({h}, what)[0]; };
+  c.def(
+      "greater_than", [=](nb::handle lb) { return d::constraints::greater_than(bound(lb, "greater_than")); },
+      nb::arg("lower_bound"));
+  c.def(
+      "greater_than_eq", [=](nb::handle lb) { return d::constraints::greater_than_eq(bound(lb, "greater_than_eq")); },
+      nb::arg("lower_bound"));
+  c.def(
+      "less_than", [=](nb::handle ub) { return d::constraints::less_than(bound(ub, "less_than")); },
+      nb::arg("upper_bound"));
+  c.def(
+      "interval",
+      [](nb::handle lb, nb::handle ub) {
+        auto p = params({lb, ub}, "interval");
+        return d::constraints::interval(*p[0], *p[1]);
+      },
+      nb::arg("lower_bound"), nb::arg("upper_bound"));
+  c.def("independent", &d::constraints::independent, nb::arg("base_constraint"), nb::arg("reinterpreted_batch_ndims"));
+  c.def(
+      "cat",
+      [](std::vector<d::Constraint> cseq, int64_t dim, std::optional<std::vector<int64_t>> lengths) {
+        const size_t n = cseq.size();
+        return d::constraints::cat(std::move(cseq), dim, lengths.value_or(std::vector<int64_t>(n, 1)));
+      },
+      nb::arg("cseq"), nb::arg("dim") = 0, nb::arg("lengths") = nb::none());
+  c.def("stack", &d::constraints::stack, nb::arg("cseq"), nb::arg("dim") = 0);
+  m.def("_kl_pairs", &d::kl_pairs, "The (p, q) class names kl_divergence has built in, for register_kl's ranking.");
 }
 
 }  // namespace ugpy

@@ -108,3 +108,44 @@ TEST(Distributions, HeavyTailsCountsAndTransformsInClosedForm) {
   EXPECT_EQ(simplex.log_prob(ug::full({4, 3}, 1.0 / 3, f64)).shape(), (ug::Dims{4}));
   EXPECT_THROW(d::AbsTransform().sign(), ug::NotImplementedError);
 }
+
+TEST(Distributions, NewFamiliesInClosedForm) {
+  // InverseGamma(c, r) at x: c log r - lgamma(c) - (c + 1) log x - r / x; mean r / (c - 1)
+  d::InverseGamma ig(ug::scalar_tensor(3.0, f64), ug::scalar_tensor(2.0, f64));
+  EXPECT_NEAR(ig.log_prob(ug::scalar_tensor(0.5, f64)).item<double>(),
+              3 * std::log(2.0) - std::lgamma(3.0) - 4 * std::log(0.5) - 4, 1e-12);
+  EXPECT_NEAR(ig.mean().item<double>(), 1.0, 1e-12);
+  // GeneralizedPareto with concentration 0 is the shifted Exponential
+  d::GeneralizedPareto gp(ug::scalar_tensor(1.0, f64), ug::scalar_tensor(2.0, f64), ug::scalar_tensor(0.0, f64));
+  EXPECT_NEAR(gp.cdf(ug::scalar_tensor(3.0, f64)).item<double>(), 1 - std::exp(-1.0), 1e-12);
+  // ContinuousBernoulli(1/2) is Uniform(0, 1)
+  d::ContinuousBernoulli cb(ug::scalar_tensor(0.5, f64));
+  EXPECT_NEAR(cb.log_prob(ug::scalar_tensor(0.3, f64)).item<double>(), 0.0, 1e-12);
+  EXPECT_NEAR(cb.mean().item<double>(), 0.5, 1e-12);
+  // LKJCholesky(2, 1): r uniform on (-1, 1), density 1/2 in L21
+  d::LKJCholesky lkj(2, ug::scalar_tensor(1.0, f64));
+  Tensor L = ug::tensor({{1.0, 0.0}, {0.6, 0.8}}, f64);
+  EXPECT_NEAR(lkj.log_prob(L).item<double>(), std::log(0.5), 1e-12);
+  // Wishart(df, I) in one dim is Chi2(df)
+  d::Wishart w(ug::scalar_tensor(3.0, f64), ug::eye(1, std::nullopt, f64));
+  d::Chi2 chi2(ug::scalar_tensor(3.0, f64));
+  EXPECT_NEAR(w.log_prob(ug::full({1, 1}, 2.0, f64)).item<double>(),
+              chi2.log_prob(ug::scalar_tensor(2.0, f64)).item<double>(), 1e-12);
+  EXPECT_THROW(d::LKJCholesky(1, ug::scalar_tensor(1.0, f64)), ug::ValueError);
+}
+
+TEST(Distributions, BijectToAndCrossFamilyKl) {
+  // biject_to(interval(1, 3)) is sigmoid then 1 + 2 y; transform_to(simplex) is softmax
+  auto t = d::biject_to(d::constraints::interval(ug::scalar_tensor(1.0, f64), ug::scalar_tensor(3.0, f64)));
+  EXPECT_NEAR(t->forward(ug::scalar_tensor(0.0, f64)).item<double>(), 2.0, 1e-12);
+  EXPECT_EQ(d::transform_to(d::constraints::simplex())->repr(), "SoftmaxTransform()");
+  EXPECT_THROW(d::biject_to(d::constraints::lower_cholesky()), ug::NotImplementedError);
+  // KL(Exponential(1) || Normal(0, 1)) = -H + 0.5 log(2 pi) + E[x^2] / 2 = -1 + 0.5 log(2 pi) + 1
+  d::Exponential e(ug::scalar_tensor(1.0, f64));
+  d::Normal n(ug::scalar_tensor(0.0, f64), ug::scalar_tensor(1.0, f64));
+  EXPECT_NEAR(d::kl_divergence(e, n).item<double>(), 0.5 * std::log(2 * std::numbers::pi), 1e-12);
+  EXPECT_TRUE(std::isinf(d::kl_divergence(n, e).item<double>()));
+  d::CorrCholeskyTransform corr;
+  Tensor x = ug::tensor({0.3, -1.2, 0.5}, f64);
+  EXPECT_TRUE(ug::allclose(corr.inverse(corr.forward(x)), x, 0, 1e-12));
+}

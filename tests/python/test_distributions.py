@@ -258,8 +258,8 @@ def test_kl_divergence_of_two_families_against_torch(dtype):
 
 def test_kl_divergence_of_other_pairs_is_not_implemented():
     d = ug.distributions
-    with pytest.raises(NotImplementedError, match="Normal.*Laplace"):
-        d.kl_divergence(d.Normal(0.0, 1.0), d.Laplace(0.0, 1.0))
+    with pytest.raises(NotImplementedError, match="Normal.*Cauchy"):
+        d.kl_divergence(d.Normal(0.0, 1.0), d.Cauchy(0.0, 1.0))
     with pytest.raises(NotImplementedError):
         d.kl_divergence(d.Independent(d.Normal(ug.zeros(2, 3), 1.0), 1), d.Independent(d.Normal(ug.zeros(2, 3), 1.0), 2))
     with pytest.raises(ValueError, match="event shapes"):

@@ -308,4 +308,135 @@ Tensor VonMises::sample(const Dims& sample_shape) const {
   return ((x + kPi + loc).remainder(2 * kPi) - kPi).to(loc_.dtype());
 }
 
+// ---- GeneralizedPareto -------------------------------------------------------------------
+
+GeneralizedPareto::GeneralizedPareto(const Tensor& loc, const Tensor& scale, const Tensor& concentration,
+                                     bool validate_args)
+    : Distribution({}, {}, validate_args) {
+  auto b = broadcast_tensors({loc, scale, concentration});
+  loc_ = b[0], scale_ = b[1], concentration_ = b[2];
+  batch_shape_ = loc_.shape();
+  check_param("loc", loc_, constraints::real());
+  check_param("scale", scale_, constraints::positive());
+  check_param("concentration", concentration_, constraints::real());
+}
+
+Tensor GeneralizedPareto::rsample(const Dims& sample_shape) const {
+  return icdf(rand(extended_shape(sample_shape), like(loc_)));
+}
+
+Tensor GeneralizedPareto::log_survival(const Tensor& value) const {
+  const Tensor z = (value - loc_) / scale_;
+  const Tensor zero = concentration_.eq(0);
+  const Tensor c = where(zero, 1.0, concentration_);  // keeps the other branch finite
+  return where(zero, -z, -(c * z).log1p() / c);
+}
+
+Tensor GeneralizedPareto::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  const Tensor z = (value - loc_) / scale_;
+  const Tensor zero = concentration_.eq(0);
+  const Tensor c = where(zero, 1.0, concentration_);
+  return -scale_.log() - where(zero, z, (c.reciprocal() + 1) * (c * z).log1p());
+}
+
+Tensor GeneralizedPareto::mean() const {
+  const Tensor ok = concentration_.lt(1);
+  return where(ok, loc_ + scale_ / (1 - where(ok, concentration_, 0.5)), kNaN);
+}
+
+Tensor GeneralizedPareto::variance() const {
+  const Tensor ok = concentration_.lt(0.5);
+  const Tensor c = where(ok, concentration_, 0.25);
+  return where(ok, scale_.square() / ((1 - c).square() * (1 - 2 * c)), kNaN);
+}
+
+Tensor GeneralizedPareto::cdf(const Tensor& value) const {
+  validate_sample(value);
+  return -log_survival(value).expm1();
+}
+
+Tensor GeneralizedPareto::icdf(const Tensor& value) const {
+  const Tensor zero = concentration_.eq(0);
+  const Tensor c = where(zero, 1.0, concentration_);
+  const Tensor log_u = (-value).log1p();
+  return where(zero, loc_ - scale_ * log_u, loc_ + scale_ / c * (-c * log_u).expm1());
+}
+
+Constraint GeneralizedPareto::support() const {
+  const Tensor upper = where(concentration_.lt(0), loc_ - scale_ / concentration_, kInf);
+  return constraints::interval(loc_, upper);
+}
+
+// ---- ContinuousBernoulli -----------------------------------------------------------------
+
+namespace {
+constexpr double kLow = 0.499, kHigh = 0.501;  // torch's lims: the unstable region around 1/2
+}  // namespace
+
+ContinuousBernoulli::ContinuousBernoulli(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits,
+                                         bool validate_args)
+    : ProbsOrLogits("ContinuousBernoulli", probs, logits, validate_args) {
+  set_elementwise(probs, logits);
+  probs_ = clamp_probs(probs_);
+  batch_shape_ = probs_.shape();
+}
+
+Tensor ContinuousBernoulli::stable() const { return probs_.le(kLow).logical_or(probs_.gt(kHigh)); }
+
+Tensor ContinuousBernoulli::cut_probs() const { return where(stable(), probs_, kLow); }
+
+Tensor ContinuousBernoulli::log_norm() const {
+  const Tensor p = cut_probs();
+  const Tensor below = p.le(0.5);
+  const Tensor exact = ((-p).log1p() - p.log()).abs().log() -
+                       where(below, (-2 * where(below, p, 0.0)).log1p(), (2 * where(below, 1.0, p) - 1).log());
+  const Tensor x = (probs_ - 0.5).square();
+  const Tensor taylor = std::log(2.0) + (4.0 / 3.0 + 104.0 / 45.0 * x) * x;
+  return where(stable(), exact, taylor);
+}
+
+Tensor ContinuousBernoulli::rsample(const Dims& sample_shape) const {
+  return icdf(rand(extended_shape(sample_shape), like(probs_)));
+}
+
+Tensor ContinuousBernoulli::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  // -binary_cross_entropy_with_logits(logits, value) = x l - softplus(l)
+  return value * logits_ - logits_.logaddexp(0) + log_norm();
+}
+
+Tensor ContinuousBernoulli::entropy() const {
+  const Tensor log0 = (-probs_).log1p(), log1 = probs_.log();
+  return mean() * (log0 - log1) - log_norm() - log0;
+}
+
+Tensor ContinuousBernoulli::mean() const {
+  const Tensor p = cut_probs();
+  const Tensor exact = p / (2 * p - 1) + ((-p).log1p() - p.log()).reciprocal();
+  const Tensor x = probs_ - 0.5;
+  return where(stable(), exact, 0.5 + (1.0 / 3.0 + 16.0 / 45.0 * x.square()) * x);
+}
+
+Tensor ContinuousBernoulli::variance() const {
+  const Tensor p = cut_probs();
+  const Tensor exact = p * (p - 1) / (1 - 2 * p).square() + ((-p).log1p() - p.log()).square().reciprocal();
+  const Tensor x = (probs_ - 0.5).square();
+  return where(stable(), exact, 1.0 / 12.0 - (1.0 / 15.0 - 128.0 / 945.0 * x) * x);
+}
+
+Tensor ContinuousBernoulli::cdf(const Tensor& value) const {
+  validate_sample(value);
+  const Tensor p = cut_probs();
+  const Tensor exact = (p.pow(value) * (1 - p).pow(1 - value) + p - 1) / (2 * p - 1);
+  const Tensor inside = where(stable(), exact, value);
+  return where(value.le(0), 0.0, where(value.ge(1), 1.0, inside));
+}
+
+Tensor ContinuousBernoulli::icdf(const Tensor& value) const {
+  const Tensor p = cut_probs();
+  const Tensor exact = ((-p + value * (2 * p - 1)).log1p() - (-p).log1p()) / (p.log() - (-p).log1p());
+  return where(stable(), exact, value);
+}
+
 }  // namespace ug::distributions

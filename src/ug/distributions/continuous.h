@@ -1,5 +1,6 @@
 // More continuous distributions with elementwise parameters: Cauchy, HalfCauchy, HalfNormal,
-// Gumbel, Weibull, Pareto, Kumaraswamy and VonMises (torch.distributions' formulas). torch builds
+// Gumbel, Weibull, Pareto, GeneralizedPareto, Kumaraswamy, VonMises and ContinuousBernoulli
+// (torch.distributions' formulas). torch builds
 // several of them as TransformedDistributions; here each is written out, its log_prob, cdf and
 // icdf in closed form, with the same values and conventions (inf or NaN moments).
 #pragma once
@@ -7,6 +8,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "ug/distributions/discrete.h"
 #include "ug/distributions/distribution.h"
 #include "ug/distributions/univariate.h"
 
@@ -235,6 +237,76 @@ class VonMises : public Distribution {
 
  private:
   Tensor loc_, concentration_;
+};
+
+/** GeneralizedPareto(loc, scale, concentration): on [loc, inf) for concentration >= 0, on
+ *  [loc, loc - scale / concentration] below 0; concentration 0 is the shifted Exponential. */
+class GeneralizedPareto : public Distribution {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<GeneralizedPareto>(p[0], p[1], p[2], validate_args_);
+  }
+  GeneralizedPareto(const Tensor& loc, const Tensor& scale, const Tensor& concentration, bool validate_args = true);
+  std::string name() const override { return "GeneralizedPareto"; }
+  bool has_rsample() const override { return true; }
+  /** icdf of uniform draws. */
+  Tensor rsample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override { return (scale_.log() + concentration_ + 1).expand(batch_shape_); }
+  /** NaN where concentration >= 1 (torch's). */
+  Tensor mean() const override;
+  /** NaN where concentration >= 1/2 (torch's). */
+  Tensor variance() const override;
+  Tensor mode() const override { return loc_; }
+  /** 1 - (1 + c z)^(-1/c), by expm1 so that small values keep their relative precision. */
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Constraint support() const override;
+  const Tensor& loc() const { return loc_; }
+  const Tensor& scale() const { return scale_; }
+  const Tensor& concentration() const { return concentration_; }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override {
+    return {{"loc", loc_}, {"scale", scale_}, {"concentration", concentration_}};
+  }
+
+ private:
+  /** log(1 - cdf); at concentration 0 the exponential's, -z. */
+  Tensor log_survival(const Tensor& value) const;
+  Tensor loc_, scale_, concentration_;
+};
+
+/** ContinuousBernoulli(probs=None, logits=None) on [0, 1]: density C(p) p^x (1 - p)^(1 - x).
+ *  probs are clamped to [eps, 1 - eps]; within (lims) of 1/2 the normaliser, the moments
+ *  and the cdf use torch's Taylor expansions. */
+class ContinuousBernoulli : public ProbsOrLogits {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return from_logits_ ? std::make_shared<ContinuousBernoulli>(std::nullopt, p[0], validate_args_)
+                        : std::make_shared<ContinuousBernoulli>(p[0], std::nullopt, validate_args_);
+  }
+  ContinuousBernoulli(const std::optional<Tensor>& probs, const std::optional<Tensor>& logits = std::nullopt,
+                      bool validate_args = true);
+  std::string name() const override { return "ContinuousBernoulli"; }
+  bool has_rsample() const override { return true; }
+  /** icdf of uniform draws. */
+  Tensor rsample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;
+  Tensor variance() const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor icdf(const Tensor& value) const override;
+  Constraint support() const override { return constraints::unit_interval(); }
+  /** log C(p), the log normaliser (for the KL divergences). */
+  Tensor log_norm() const;
+
+ private:
+  /** Where probs lie outside [0.499, 0.501], the closed forms are stable. */
+  Tensor stable() const;
+  /** probs, 0.499 inside the unstable region (so the closed forms stay finite there). */
+  Tensor cut_probs() const;
 };
 
 }  // namespace ug::distributions

@@ -1,5 +1,6 @@
 #include "ug/distributions/distribution.h"
 
+#include <algorithm>
 #include <limits>
 #include <sstream>
 
@@ -8,6 +9,7 @@
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/composite_math.h"
+#include "ug/ops/join.h"
 #include "ug/ops/linalg.h"
 #include "ug/ops/random.h"
 
@@ -74,20 +76,21 @@ Constraint integer_interval(int64_t low, int64_t high) {
 }
 Constraint interval(const Tensor& low, const Tensor& high) {
   return {"Interval(lower_bound=low, upper_bound=high)",
-          [=](const Tensor& x) { return low.le(x).logical_and(x.le(high)); }};
+          [=](const Tensor& x) { return low.le(x).logical_and(x.le(high)); }, 0, low, high};
 }
 Constraint less_than(const Tensor& bound) {
-  return {"LessThan(upper_bound=high)", [=](const Tensor& x) { return x.lt(bound); }};
+  return {"LessThan(upper_bound=high)", [=](const Tensor& x) { return x.lt(bound); }, 0, {}, bound};
 }
 Constraint interval(double low, double high) {
   return {"Interval(lower_bound=" + bound_str(low) + ", upper_bound=" + bound_str(high) + ")",
-          [=](const Tensor& x) { return x.ge(low).logical_and(x.le(high)); }};
+          [=](const Tensor& x) { return x.ge(low).logical_and(x.le(high)); }, 0, scalar_tensor(low),
+          scalar_tensor(high)};
 }
 Constraint greater_than(const Tensor& bound) {
-  return {"GreaterThan(lower_bound=low)", [=](const Tensor& x) { return x.gt(bound); }};
+  return {"GreaterThan(lower_bound=low)", [=](const Tensor& x) { return x.gt(bound); }, 0, bound};
 }
 Constraint greater_than_eq(const Tensor& bound) {
-  return {"GreaterThanEq(lower_bound=low)", [=](const Tensor& x) { return x.ge(bound); }};
+  return {"GreaterThanEq(lower_bound=low)", [=](const Tensor& x) { return x.ge(bound); }, 0, bound};
 }
 Constraint half_open_unit_interval() {
   return {"HalfOpenInterval(lower_bound=0.0, upper_bound=1.0)",
@@ -104,7 +107,10 @@ Constraint independent(const Constraint& base, int64_t ndims) {
             for (int64_t i = 0; i < ndims; ++i) ok = ok.all(-1);
             return ok;
           },
-          base.event_dim + ndims};
+          base.event_dim + ndims,
+          {},
+          {},
+          {base}};
 }
 Constraint positive_definite() {
   return {"PositiveDefinite()",
@@ -113,6 +119,51 @@ Constraint positive_definite() {
             return symmetric.logical_and(linalg::cholesky_ex(x).info.eq(0));
           },
           2};
+}
+Constraint corr_cholesky() {
+  return {"CorrCholesky()",
+          [](const Tensor& x) {
+            const double tol = 10 * eps_of(x) * static_cast<double>(x.size(-1));
+            const Tensor unit_rows = (x.square().sum({-1}).sqrt() - 1).abs().le(tol).all(-1);
+            return lower_cholesky().check(x).logical_and(unit_rows);
+          },
+          2};
+}
+Constraint cat(std::vector<Constraint> parts, int64_t dim, std::vector<int64_t> lengths) {
+  int64_t event_dim = 0;
+  for (const Constraint& c : parts) event_dim = std::max(event_dim, c.event_dim);
+  return {"Cat()",
+          [=](const Tensor& x) {
+            std::vector<Tensor> checks;
+            int64_t start = 0;
+            for (size_t i = 0; i < parts.size(); ++i) {
+              checks.push_back(parts[i].check(x.narrow(dim, start, lengths[i])));
+              start += lengths[i];
+            }
+            return ug::cat(checks, dim);
+          },
+          event_dim,
+          {},
+          {},
+          parts,
+          dim,
+          lengths};
+}
+Constraint stack(std::vector<Constraint> parts, int64_t dim) {
+  int64_t event_dim = 0;
+  for (const Constraint& c : parts) event_dim = std::max(event_dim, c.event_dim);
+  return {"Stack()",
+          [=](const Tensor& x) {
+            std::vector<Tensor> checks;
+            for (size_t i = 0; i < parts.size(); ++i)
+              checks.push_back(parts[i].check(x.select(dim, static_cast<int64_t>(i))));
+            return ug::stack(checks, dim);
+          },
+          event_dim,
+          {},
+          {},
+          parts,
+          dim};
 }
 Constraint lower_cholesky() {
   return {"LowerCholesky()",

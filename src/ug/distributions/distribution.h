@@ -19,6 +19,15 @@ struct Constraint {
   std::string repr;  // torch's repr, e.g. "GreaterThan(lower_bound=0.0)"
   std::function<Tensor(const Tensor&)> check;
   int64_t event_dim = 0;  // the dims checked together: 1 for vectors (simplex), 2 for matrices
+  // What biject_to and transform_to read: the bounds of GreaterThan(Eq), LessThan and Interval
+  // (undefined for positive, nonnegative and the unit interval), the base of Independent as its
+  // one part, the parts of Cat and Stack along dim (Cat's of those lengths).
+  Tensor lower, upper;
+  std::vector<Constraint> parts;
+  int64_t dim = 0;
+  std::vector<int64_t> lengths;
+  /** The constraint's class: its repr up to the parenthesis ("GreaterThan", "Independent..."). */
+  std::string kind() const { return repr.substr(0, repr.find('(')); }
 };
 
 namespace constraints {
@@ -48,6 +57,13 @@ Constraint simplex();
 Constraint independent(const Constraint& base, int64_t ndims);
 Constraint positive_definite();
 Constraint lower_cholesky();
+/** Lower-triangular with a positive diagonal and rows of unit norm (Cholesky factors of
+ *  correlation matrices). */
+Constraint corr_cholesky();
+/** parts[i] on the slice of lengths[i] along dim, in order (torch's constraints.cat). */
+Constraint cat(std::vector<Constraint> parts, int64_t dim, std::vector<int64_t> lengths);
+/** parts[i] on index i along dim (torch's constraints.stack). */
+Constraint stack(std::vector<Constraint> parts, int64_t dim);
 }  // namespace constraints
 
 /** A batch of distributions (batch_shape) over events (event_shape). Parameters are checked

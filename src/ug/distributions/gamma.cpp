@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "ug/autograd/special.h"
 #include "ug/core/error.h"
 #include "ug/ops/join.h"
 #include "ug/ops/binary.h"
@@ -48,6 +49,11 @@ Tensor Gamma::entropy() const {
 Tensor Gamma::mean() const { return concentration_ / rate_; }
 Tensor Gamma::variance() const { return concentration_ / rate_.square(); }
 Tensor Gamma::mode() const { return (concentration_ - 1).clamp(0, std::nullopt) / rate_; }
+
+Tensor Gamma::cdf(const Tensor& value) const {
+  validate_sample(value);
+  return igamma(concentration_, rate_ * value);
+}
 
 Chi2::Chi2(const Tensor& df, bool validate_args) : Gamma(df * 0.5, full_like(df, 0.5), false) {
   // Checked here, not by Gamma's constructor, so that the error names Chi2 and df.
@@ -140,6 +146,64 @@ Tensor Beta::mean() const { return c1_ / (c1_ + c0_); }
 Tensor Beta::variance() const {
   Tensor total = c1_ + c0_;
   return c1_ * c0_ / (total.square() * (total + 1));
+}
+
+// ---- FisherSnedecor ----------------------------------------------------------------------
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}  // namespace
+
+FisherSnedecor::FisherSnedecor(const Tensor& df1, const Tensor& df2, bool validate_args)
+    : Distribution({}, {}, validate_args) {
+  auto b = broadcast_tensors({df1, df2});
+  df1_ = b[0], df2_ = b[1];
+  batch_shape_ = df1_.shape();
+  check_param("df1", df1_, constraints::positive());
+  check_param("df2", df2_, constraints::positive());
+}
+
+Tensor FisherSnedecor::rsample(const Dims& sample_shape) const {
+  const Dims shape = extended_shape(sample_shape);
+  const Tensor x1 = random::gamma(global_key(), df1_ * 0.5, shape, df1_.dtype()) / df1_;
+  const Tensor x2 = random::gamma(global_key(), df2_ * 0.5, shape, df2_.dtype()) / df2_;
+  return (x1 / x2.clamp(tiny(x2), std::nullopt)).clamp(tiny(x2), std::nullopt);
+}
+
+Tensor FisherSnedecor::log_prob(const Tensor& value) const {
+  validate_sample(value);
+  const Tensor c1 = df1_ * 0.5, c2 = df2_ * 0.5, ratio = df1_ / df2_;
+  return lgamma(c1 + c2) - lgamma(c1) - lgamma(c2) + c1 * ratio.log() + (c1 - 1) * value.log() -
+         (c1 + c2) * (ratio * value).log1p();
+}
+
+Tensor FisherSnedecor::mean() const { return where(df2_.le(2), kNaN, df2_ / (df2_ - 2)); }
+
+Tensor FisherSnedecor::variance() const {
+  const Tensor v = 2 * df2_.square() * (df1_ + df2_ - 2) / (df1_ * (df2_ - 2).square() * (df2_ - 4));
+  return where(df2_.le(4), kNaN, v);
+}
+
+Tensor FisherSnedecor::mode() const { return where(df1_.le(2), kNaN, (df1_ - 2) / df1_ * df2_ / (df2_ + 2)); }
+
+// ---- InverseGamma ------------------------------------------------------------------------
+
+InverseGamma::InverseGamma(const Tensor& concentration, const Tensor& rate, bool validate_args)
+    : TransformedDistribution(std::make_shared<Gamma>(concentration, rate, validate_args),
+                              {std::make_shared<PowerTransform>(-ones({}, like(rate)))}, validate_args) {}
+
+Tensor InverseGamma::entropy() const {
+  const Tensor& c = concentration();
+  return c + rate().log() + lgamma(c) - (1 + c) * digamma(c);
+}
+
+Tensor InverseGamma::mean() const {
+  return where(concentration().gt(1), rate() / (concentration() - 1), std::numeric_limits<double>::infinity());
+}
+
+Tensor InverseGamma::variance() const {
+  const Tensor& c = concentration();
+  return where(c.gt(2), rate().square() / ((c - 1).square() * (c - 2)), std::numeric_limits<double>::infinity());
 }
 
 }  // namespace ug::distributions

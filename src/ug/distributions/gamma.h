@@ -1,10 +1,12 @@
-// The distributions drawn from Gamma variates: Gamma, Chi2, Beta and Dirichlet, by ug::random's
+// The distributions drawn from Gamma variates: Gamma, Chi2, Beta, Dirichlet, FisherSnedecor and
+// InverseGamma, by ug::random's
 // rejection sampler from a key of the global generator. That sampler's derivative in the
 // concentration is the implicit reparameterisation gradient (random::gamma_grad), so all of
 // them have rsample, as torch's do.
 #pragma once
 
 #include "ug/distributions/distribution.h"
+#include "ug/distributions/transformed.h"
 #include "ug/ops/binary.h"
 
 namespace ug::distributions {
@@ -24,6 +26,8 @@ class Gamma : public Distribution {
   Tensor mean() const override;
   Tensor variance() const override;
   Tensor mode() const override;
+  /** The regularised lower incomplete gamma function at rate * value. */
+  Tensor cdf(const Tensor& value) const override;
   Constraint support() const override { return constraints::nonnegative(); }
   const Tensor& concentration() const { return concentration_; }
   const Tensor& rate() const { return rate_; }
@@ -106,6 +110,65 @@ class Beta : public Distribution {
  private:
   Tensor c1_, c0_;
   Dirichlet dirichlet_;  // over [c1, c0], for the mode
+};
+
+/** FisherSnedecor(df1, df2): (X1 / df1) / (X2 / df2) with X1 ~ Chi2(df1), X2 ~ Chi2(df2). */
+class FisherSnedecor : public Distribution {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<FisherSnedecor>(p[0], p[1], validate_args_);
+  }
+  FisherSnedecor(const Tensor& df1, const Tensor& df2, bool validate_args = true);
+  std::string name() const override { return "FisherSnedecor"; }
+  bool has_rsample() const override { return true; }
+  /** Gamma(df1 / 2, df1) over Gamma(df2 / 2, df2), kept above the dtype's smallest normal. */
+  Tensor rsample(const Dims& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  /** NaN where df2 <= 2 (torch's). */
+  Tensor mean() const override;
+  /** NaN where df2 <= 4 (torch's). */
+  Tensor variance() const override;
+  /** NaN where df1 <= 2 (torch's). */
+  Tensor mode() const override;
+  Constraint support() const override { return constraints::positive(); }
+  const Tensor& df1() const { return df1_; }
+  const Tensor& df2() const { return df2_; }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override { return {{"df1", df1_}, {"df2", df2_}}; }
+
+ private:
+  Tensor df1_, df2_;
+};
+
+/** InverseGamma(concentration, rate): 1 / Gamma(concentration, rate). */
+class InverseGamma : public TransformedDistribution {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<InverseGamma>(p[0], p[1], validate_args());
+  }
+  /** An InverseGamma again, of the parameters expanded. */
+  std::shared_ptr<Distribution> expand(const Dims& batch_shape) const override {
+    return Distribution::expand(batch_shape);
+  }
+  InverseGamma(const Tensor& concentration, const Tensor& rate, bool validate_args = true);
+  std::string name() const override { return "InverseGamma"; }
+  Tensor entropy() const override;
+  /** inf where concentration <= 1. */
+  Tensor mean() const override;
+  /** inf where concentration <= 2. */
+  Tensor variance() const override;
+  Tensor mode() const override { return rate() / (concentration() + 1); }
+  const Tensor& concentration() const { return gamma().concentration(); }
+  const Tensor& rate() const { return gamma().rate(); }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override {
+    return {{"concentration", concentration()}, {"rate", rate()}};
+  }
+
+ private:
+  const Gamma& gamma() const { return static_cast<const Gamma&>(*base_dist()); }
 };
 
 }  // namespace ug::distributions

@@ -1,5 +1,6 @@
 #include "ug/distributions/kl.h"
 
+#include <algorithm>
 #include <limits>
 #include <numbers>
 
@@ -7,7 +8,9 @@
 #include "ug/distributions/continuous.h"
 #include "ug/distributions/discrete.h"
 #include "ug/distributions/gamma.h"
+#include "ug/distributions/matrix.h"
 #include "ug/distributions/multivariate.h"
+#include "ug/distributions/transformed.h"
 #include "ug/distributions/univariate.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
@@ -256,6 +259,140 @@ Tensor kl(const Uniform& p, const Pareto& q) {
   return where(p.low().lt(q.scale()), kInf, t2 * (q.alpha() + 1) - t1);
 }
 
+// The rest of torch's cross-family pairs: -H(p) - E_p[log q] with q's log density's terms
+// taken in expectation under p.
+
+Tensor kl(const Binomial& p, const Binomial& q) {
+  if (p.total_count().lt(q.total_count()).any().item<bool>())
+    throw NotImplementedError(
+        "[kl_divergence] KL between Binomials where q.total_count > p.total_count is not implemented");
+  const Tensor r =
+      p.total_count() * (p.probs() * (p.logits() - q.logits()) + (-p.probs()).log1p() - (-q.probs()).log1p());
+  return where(p.total_count().gt(q.total_count()), kInf, r);  // p has mass above q's count
+}
+
+Tensor kl(const ContinuousBernoulli& p, const ContinuousBernoulli& q) {
+  return p.mean() * (p.logits() - q.logits()) + p.log_norm() + (-p.probs()).log1p() - q.log_norm() -
+         (-q.probs()).log1p();
+}
+
+Tensor kl(const Bernoulli& p, const Poisson& q) { return -p.entropy() - (p.probs() * q.rate().log() - q.rate()); }
+
+// The same transforms of two bases: KL is invariant under a bijection (torch's).
+Tensor kl(const TransformedDistribution& p, const TransformedDistribution& q) {
+  const Transforms &a = p.transforms(), &b = q.transforms();
+  const bool same = a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                                       [](const auto& x, const auto& y) { return x->equals(*y); });
+  if (!same || p.event_shape() != q.event_shape())
+    throw NotImplementedError("[kl_divergence] TransformedDistributions through different transforms");
+  return kl_divergence(*p.base_dist(), *q.base_dist());
+}
+
+// torch reaches this pair by its ExponentialFamily fallback (a Bregman divergence by autograd).
+Tensor kl(const Wishart& p, const Wishart& q) {
+  if (p.event_shape() != q.event_shape()) fail("[kl_divergence] Wishart distributions with different event shapes");
+  const int64_t n = p.event_shape().back();
+  const auto k = static_cast<double>(n);
+  const Tensor lp = p.scale_tril(), lq = q.scale_tril();
+  const Tensor log_det_p = 2 * lp.diagonal(0, -2, -1).log().sum({-1});
+  const Tensor log_det_q = 2 * lq.diagonal(0, -2, -1).log().sum({-1});
+  const Tensor trace = linalg::solve_triangular(lq, lp, /*upper=*/false).square().sum({-2, -1});  // tr(Vq^-1 Vp)
+  const Tensor &nu_p = p.df(), &nu_q = q.df();
+  return nu_q / 2 * (log_det_q - log_det_p) + nu_p / 2 * (trace - k) + mvlgamma(nu_q / 2, n) - mvlgamma(nu_p / 2, n) +
+         (nu_p - nu_q) / 2 * mvdigamma(nu_p / 2, n);
+}
+
+/** -E[log q] for q a ContinuousBernoulli and p of mean m on [0, 1]. */
+Tensor cross_entropy_cb(const Tensor& m, const ContinuousBernoulli& q) {
+  return -m * q.logits() - (-q.probs()).log1p() - q.log_norm();
+}
+
+/** -E[log q] for q a Normal and p of mean m and variance v. */
+Tensor cross_entropy_normal(const Tensor& m, const Tensor& v, const Normal& q) {
+  return 0.5 * (2 * std::numbers::pi * q.scale().square()).log() +
+         (v + (m - q.loc()).square()) / (2 * q.scale().square());
+}
+
+/** -E[log q] for q a Gamma and p of mean m and E[log x] = mean_log. */
+Tensor cross_entropy_gamma(const Tensor& m, const Tensor& mean_log, const Gamma& q) {
+  const Tensor& c = q.concentration();
+  return lgamma(c) - c * q.rate().log() - (c - 1) * mean_log + q.rate() * m;
+}
+
+Tensor kl(const Beta& p, const ContinuousBernoulli& q) { return -p.entropy() + cross_entropy_cb(p.mean(), q); }
+Tensor kl(const Beta& p, const Exponential& q) { return -p.entropy() - q.rate().log() + q.rate() * p.mean(); }
+Tensor kl(const Beta& p, const Gamma& q) {
+  const Tensor mean_log = digamma(p.concentration1()) - digamma(p.concentration1() + p.concentration0());
+  return -p.entropy() + cross_entropy_gamma(p.mean(), mean_log, q);
+}
+Tensor kl(const Beta& p, const Normal& q) { return -p.entropy() + cross_entropy_normal(p.mean(), p.variance(), q); }
+Tensor kl(const Beta& p, const Uniform& q) {
+  const Tensor r = -p.entropy() + (q.high() - q.low()).log();
+  return where(q.low().gt(0).logical_or(q.high().lt(1)), kInf, r);
+}
+
+Tensor kl(const ContinuousBernoulli& p, const Exponential& q) {
+  return -p.entropy() - q.rate().log() + q.rate() * p.mean();
+}
+Tensor kl(const ContinuousBernoulli& p, const Normal& q) {
+  return -p.entropy() + cross_entropy_normal(p.mean(), p.variance(), q);
+}
+// Finite where q covers [0, 1]: torch's inf at q.low == 0 or q.high == 1 is wrong there.
+Tensor kl(const ContinuousBernoulli& p, const Uniform& q) {
+  const Tensor r = -p.entropy() + (q.high() - q.low()).log();
+  return where(q.low().gt(0).logical_or(q.high().lt(1)), kInf, r);
+}
+
+Tensor kl(const Exponential& p, const Gamma& q) {
+  const Tensor mean_log = -kEuler - p.rate().log();  // E[log x] under Exponential(rate)
+  return -p.entropy() + cross_entropy_gamma(p.mean(), mean_log, q);
+}
+Tensor kl(const Exponential& p, const Normal& q) {
+  return -p.entropy() + cross_entropy_normal(p.mean(), p.variance(), q);
+}
+
+Tensor kl(const Gamma& p, const Exponential& q) { return -p.entropy() - q.rate().log() + q.rate() * p.mean(); }
+Tensor kl(const Gamma& p, const Normal& q) { return -p.entropy() + cross_entropy_normal(p.mean(), p.variance(), q); }
+
+Tensor kl(const Laplace& p, const Normal& q) {
+  return -p.entropy() + cross_entropy_normal(p.loc(), 2 * p.scale().square(), q);
+}
+
+Tensor kl(const Normal& p, const Laplace& q) {
+  // E|x - q.loc| for x ~ Normal: the folded normal's mean
+  const Tensor diff = p.loc() - q.loc();
+  const Tensor mean_abs = std::sqrt(2 / std::numbers::pi) * p.scale() * (-0.5 * (diff / p.scale()).square()).exp() +
+                          diff * (diff / p.scale() * std::sqrt(0.5)).erf();
+  return -p.entropy() + (2 * q.scale()).log() + mean_abs / q.scale();
+}
+
+/** E[log x] under Uniform(low, high), width = high - low. */
+Tensor uniform_mean_log(const Tensor& low, const Tensor& high) {
+  return (xlogy(high, high) - xlogy(low, low)) / (high - low) - 1;
+}
+
+Tensor kl(const Uniform& p, const Beta& q) {
+  const Tensor& a = q.concentration1();
+  const Tensor& b = q.concentration0();
+  const Tensor r = -p.entropy() - (a - 1) * uniform_mean_log(p.low(), p.high()) -
+                   (b - 1) * uniform_mean_log(1 - p.high(), 1 - p.low()) + lgamma(a) + lgamma(b) - lgamma(a + b);
+  return where(p.high().gt(1).logical_or(p.low().lt(0)), kInf, r);
+}
+// Finite where p lies inside [0, 1]: torch's inf at p.low == 0 or p.high == 1 is wrong there.
+Tensor kl(const Uniform& p, const ContinuousBernoulli& q) {
+  const Tensor r = -p.entropy() + cross_entropy_cb(p.mean(), q);
+  return where(p.high().gt(1).logical_or(p.low().lt(0)), kInf, r);
+}
+Tensor kl(const Uniform& p, const Exponential& q) {
+  const Tensor r = -p.entropy() - q.rate().log() + q.rate() * p.mean();
+  return where(p.low().lt(0), kInf, r);
+}
+Tensor kl(const Uniform& p, const Gamma& q) {
+  const Tensor r = -p.entropy() + cross_entropy_gamma(p.mean(), uniform_mean_log(p.low(), p.high()), q);
+  return where(p.low().lt(0), kInf, r);
+}
+Tensor kl(const Uniform& p, const Normal& q) { return -p.entropy() + cross_entropy_normal(p.mean(), p.variance(), q); }
+
 /** kl(p, q) when p is a P and q a Q (by default of one family). */
 template <class P, class Q = P> bool try_kl(const Distribution& p, const Distribution& q, Tensor& out) {
   auto* a = dynamic_cast<const P*>(&p);
@@ -272,33 +409,120 @@ template <class P, class Q> bool try_infinite(const Distribution& p, const Distr
   out = full(p.batch_shape(), kInf, {m.dtype(), m.device()});
   return true;
 }
+
+/** A pair of classes with its KL: the names let Python's register_kl rank it against the
+ *  pairs users register (torch's most specific match). */
+struct Rule {
+  const char* p;
+  const char* q;
+  bool (*apply)(const Distribution&, const Distribution&, Tensor&);
+};
+
+// The first that applies wins: no two rules here match one pair of distributions.
+const Rule kRules[] = {
+    {"Normal", "Normal", try_kl<Normal>},
+    {"Bernoulli", "Bernoulli", try_kl<Bernoulli>},
+    {"Categorical", "Categorical", try_kl<Categorical>},
+    {"OneHotCategorical", "OneHotCategorical", try_kl<OneHotCategorical>},
+    {"Uniform", "Uniform", try_kl<Uniform>},
+    {"Exponential", "Exponential", try_kl<Exponential>},
+    {"Laplace", "Laplace", try_kl<Laplace>},
+    {"Gamma", "Gamma", try_kl<Gamma>},
+    {"Beta", "Beta", try_kl<Beta>},
+    {"Dirichlet", "Dirichlet", try_kl<Dirichlet>},
+    {"Poisson", "Poisson", try_kl<Poisson>},
+    {"MultivariateNormal", "MultivariateNormal", try_kl<MultivariateNormal>},
+    {"Independent", "Independent", try_kl<Independent>},
+    {"Cauchy", "Cauchy", try_kl<Cauchy>},
+    {"HalfNormal", "HalfNormal", try_kl<HalfNormal>},
+    {"Gumbel", "Gumbel", try_kl<Gumbel>},
+    {"Pareto", "Pareto", try_kl<Pareto>},
+    {"Geometric", "Geometric", try_kl<Geometric>},
+    {"LowRankMultivariateNormal", "LowRankMultivariateNormal", try_kl<LowRankMultivariateNormal>},
+    {"Binomial", "Binomial", try_kl<Binomial>},
+    {"ContinuousBernoulli", "ContinuousBernoulli", try_kl<ContinuousBernoulli>},
+    {"TransformedDistribution", "TransformedDistribution", try_kl<TransformedDistribution>},
+    {"Wishart", "Wishart", try_kl<Wishart>},
+    {"Exponential", "Gumbel", try_kl<Exponential, Gumbel>},
+    {"Gamma", "Gumbel", try_kl<Gamma, Gumbel>},
+    {"Gumbel", "Normal", try_kl<Gumbel, Normal>},
+    {"Normal", "Gumbel", try_kl<Normal, Gumbel>},
+    {"Uniform", "Gumbel", try_kl<Uniform, Gumbel>},
+    {"Pareto", "Exponential", try_kl<Pareto, Exponential>},
+    {"Pareto", "Gamma", try_kl<Pareto, Gamma>},
+    {"Pareto", "Normal", try_kl<Pareto, Normal>},
+    {"Uniform", "Pareto", try_kl<Uniform, Pareto>},
+    {"MultivariateNormal", "LowRankMultivariateNormal", try_kl<MultivariateNormal, LowRankMultivariateNormal>},
+    {"LowRankMultivariateNormal", "MultivariateNormal", try_kl<LowRankMultivariateNormal, MultivariateNormal>},
+    {"Bernoulli", "Poisson", try_kl<Bernoulli, Poisson>},
+    {"Beta", "ContinuousBernoulli", try_kl<Beta, ContinuousBernoulli>},
+    {"Beta", "Exponential", try_kl<Beta, Exponential>},
+    {"Beta", "Gamma", try_kl<Beta, Gamma>},
+    {"Beta", "Normal", try_kl<Beta, Normal>},
+    {"Beta", "Uniform", try_kl<Beta, Uniform>},
+    {"ContinuousBernoulli", "Exponential", try_kl<ContinuousBernoulli, Exponential>},
+    {"ContinuousBernoulli", "Normal", try_kl<ContinuousBernoulli, Normal>},
+    {"ContinuousBernoulli", "Uniform", try_kl<ContinuousBernoulli, Uniform>},
+    {"Exponential", "Gamma", try_kl<Exponential, Gamma>},
+    {"Exponential", "Normal", try_kl<Exponential, Normal>},
+    {"Gamma", "Exponential", try_kl<Gamma, Exponential>},
+    {"Gamma", "Normal", try_kl<Gamma, Normal>},
+    {"Laplace", "Normal", try_kl<Laplace, Normal>},
+    {"Normal", "Laplace", try_kl<Normal, Laplace>},
+    {"Uniform", "Beta", try_kl<Uniform, Beta>},
+    {"Uniform", "ContinuousBernoulli", try_kl<Uniform, ContinuousBernoulli>},
+    {"Uniform", "Exponential", try_kl<Uniform, Exponential>},
+    {"Uniform", "Gamma", try_kl<Uniform, Gamma>},
+    {"Uniform", "Normal", try_kl<Uniform, Normal>},
+    // p has mass where q has none
+    {"Beta", "Pareto", try_infinite<Beta, Pareto>},
+    {"Exponential", "Pareto", try_infinite<Exponential, Pareto>},
+    {"Gamma", "Pareto", try_infinite<Gamma, Pareto>},
+    {"Laplace", "Pareto", try_infinite<Laplace, Pareto>},
+    {"Normal", "Pareto", try_infinite<Normal, Pareto>},
+    {"Gumbel", "Pareto", try_infinite<Gumbel, Pareto>},
+    {"Gumbel", "Beta", try_infinite<Gumbel, Beta>},
+    {"Gumbel", "Exponential", try_infinite<Gumbel, Exponential>},
+    {"Gumbel", "Gamma", try_infinite<Gumbel, Gamma>},
+    {"Gumbel", "Uniform", try_infinite<Gumbel, Uniform>},
+    {"Pareto", "Beta", try_infinite<Pareto, Beta>},
+    {"Pareto", "Uniform", try_infinite<Pareto, Uniform>},
+    {"ContinuousBernoulli", "Pareto", try_infinite<ContinuousBernoulli, Pareto>},
+    {"Pareto", "ContinuousBernoulli", try_infinite<Pareto, ContinuousBernoulli>},
+    {"Gumbel", "ContinuousBernoulli", try_infinite<Gumbel, ContinuousBernoulli>},
+    {"Poisson", "Binomial", try_infinite<Poisson, Binomial>},
+    {"Poisson", "Bernoulli", try_infinite<Poisson, Bernoulli>},
+    {"Exponential", "Uniform", try_infinite<Exponential, Uniform>},
+    {"Exponential", "ContinuousBernoulli", try_infinite<Exponential, ContinuousBernoulli>},
+    {"Exponential", "Beta", try_infinite<Exponential, Beta>},
+    {"Gamma", "Uniform", try_infinite<Gamma, Uniform>},
+    {"Gamma", "ContinuousBernoulli", try_infinite<Gamma, ContinuousBernoulli>},
+    {"Gamma", "Beta", try_infinite<Gamma, Beta>},
+    {"Laplace", "Uniform", try_infinite<Laplace, Uniform>},
+    {"Laplace", "Gamma", try_infinite<Laplace, Gamma>},
+    {"Laplace", "Exponential", try_infinite<Laplace, Exponential>},
+    {"Laplace", "ContinuousBernoulli", try_infinite<Laplace, ContinuousBernoulli>},
+    {"Laplace", "Beta", try_infinite<Laplace, Beta>},
+    {"Normal", "Uniform", try_infinite<Normal, Uniform>},
+    {"Normal", "Gamma", try_infinite<Normal, Gamma>},
+    {"Normal", "Exponential", try_infinite<Normal, Exponential>},
+    {"Normal", "ContinuousBernoulli", try_infinite<Normal, ContinuousBernoulli>},
+    {"Normal", "Beta", try_infinite<Normal, Beta>},
+};
 }  // namespace
 
 Tensor kl_divergence(const Distribution& p, const Distribution& q) {
   Tensor out;
-  if (try_kl<Normal>(p, q, out) || try_kl<Bernoulli>(p, q, out) || try_kl<Categorical>(p, q, out) ||
-      try_kl<OneHotCategorical>(p, q, out) || try_kl<Uniform>(p, q, out) || try_kl<Exponential>(p, q, out) ||
-      try_kl<Laplace>(p, q, out) || try_kl<Gamma>(p, q, out) || try_kl<Beta>(p, q, out) ||
-      try_kl<Dirichlet>(p, q, out) || try_kl<Poisson>(p, q, out) || try_kl<MultivariateNormal>(p, q, out) ||
-      try_kl<Independent>(p, q, out) || try_kl<Cauchy>(p, q, out) || try_kl<HalfNormal>(p, q, out) ||
-      try_kl<Gumbel>(p, q, out) || try_kl<Pareto>(p, q, out) || try_kl<Geometric>(p, q, out) ||
-      try_kl<LowRankMultivariateNormal>(p, q, out))
-    return out;
-  if (try_kl<Exponential, Gumbel>(p, q, out) || try_kl<Gamma, Gumbel>(p, q, out) || try_kl<Gumbel, Normal>(p, q, out) ||
-      try_kl<Normal, Gumbel>(p, q, out) || try_kl<Uniform, Gumbel>(p, q, out) ||
-      try_kl<Pareto, Exponential>(p, q, out) || try_kl<Pareto, Gamma>(p, q, out) || try_kl<Pareto, Normal>(p, q, out) ||
-      try_kl<Uniform, Pareto>(p, q, out) || try_kl<MultivariateNormal, LowRankMultivariateNormal>(p, q, out) ||
-      try_kl<LowRankMultivariateNormal, MultivariateNormal>(p, q, out))
-    return out;
-  if (try_infinite<Beta, Pareto>(p, q, out) || try_infinite<Exponential, Pareto>(p, q, out) ||
-      try_infinite<Gamma, Pareto>(p, q, out) || try_infinite<Laplace, Pareto>(p, q, out) ||
-      try_infinite<Normal, Pareto>(p, q, out) || try_infinite<Gumbel, Pareto>(p, q, out) ||
-      try_infinite<Gumbel, Beta>(p, q, out) || try_infinite<Gumbel, Exponential>(p, q, out) ||
-      try_infinite<Gumbel, Gamma>(p, q, out) || try_infinite<Gumbel, Uniform>(p, q, out) ||
-      try_infinite<Pareto, Beta>(p, q, out) || try_infinite<Pareto, Uniform>(p, q, out))
-    return out;
+  for (const Rule& r : kRules)
+    if (r.apply(p, q, out)) return out;
   throw NotImplementedError(
       detail::cat("[kl_divergence] no KL(p || q) is implemented for p a ", p.name(), " and q a ", q.name()));
+}
+
+std::vector<std::pair<std::string, std::string>> kl_pairs() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Rule& r : kRules) out.emplace_back(r.p, r.q);
+  return out;
 }
 
 }  // namespace ug::distributions

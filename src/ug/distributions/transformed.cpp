@@ -56,6 +56,21 @@ Tensor TanhTransform::log_abs_det_jacobian(const Tensor& x, const Tensor&) const
   return 2 * (std::log(2.0) - x - softplus(-2 * x));
 }
 
+namespace {
+/** a == b everywhere (broadcast), as torch's (a == b).all(). */
+bool all_equal(const Tensor& a, const Tensor& b) { return a.eq(b).all().item<bool>(); }
+}  // namespace
+
+bool AffineTransform::equals(const Transform& other) const {
+  auto* o = dynamic_cast<const AffineTransform*>(&other);
+  return o && all_equal(loc_, o->loc_) && all_equal(scale_, o->scale_);
+}
+
+bool PowerTransform::equals(const Transform& other) const {
+  auto* o = dynamic_cast<const PowerTransform*>(&other);
+  return o && all_equal(exponent_, o->exponent_);
+}
+
 Dims PowerTransform::forward_shape(const Dims& shape) const { return broadcast_shapes({shape, exponent_.shape()}); }
 
 Tensor SoftplusTransform::forward(const Tensor& x) const { return softplus(x); }
@@ -163,6 +178,13 @@ Tensor ComposeTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) 
     xi = yi;
   }
   return total;
+}
+
+bool ComposeTransform::equals(const Transform& other) const {
+  auto* o = dynamic_cast<const ComposeTransform*>(&other);
+  return o && o->parts_.size() == parts_.size() &&
+         std::equal(parts_.begin(), parts_.end(), o->parts_.begin(),
+                    [](const auto& a, const auto& b) { return a->equals(*b); });
 }
 
 bool ComposeTransform::bijective() const {
@@ -276,6 +298,22 @@ LogNormal::LogNormal(const Tensor& loc, const Tensor& scale, bool validate_args)
 Tensor LogNormal::variance() const {
   const Tensor s2 = scale().square();
   return s2.expm1() * (2 * loc() + s2).exp();
+}
+
+namespace {
+std::shared_ptr<const Distribution> logistic_base(const Tensor& loc, const Tensor& scale, bool validate_args) {
+  auto base = std::make_shared<Normal>(loc, scale, validate_args);
+  if (base->batch_shape().empty()) return base->expand({1});
+  return base;
+}
+}  // namespace
+
+LogisticNormal::LogisticNormal(const Tensor& loc, const Tensor& scale, bool validate_args)
+    : TransformedDistribution(logistic_base(loc, scale, validate_args), {std::make_shared<StickBreakingTransform>()},
+                              validate_args) {}
+
+const Normal& LogisticNormal::normal() const {
+  return static_cast<const Normal&>(*static_cast<const Independent&>(*base_dist()).base_dist());
 }
 
 }  // namespace ug::distributions

@@ -1,10 +1,12 @@
 // torch.distributions.transforms: the elementwise maps (Exp, Affine, Sigmoid, Tanh, Power,
 // Softplus, Abs and the inverses), those over vectors (Softmax, StickBreaking), ComposeTransform,
 // and TransformedDistribution: a base distribution's draws pushed through them, with log_prob by
-// the change of variables. LogNormal is one: Normal through exp.
+// the change of variables. LogNormal is one (Normal through exp), LogisticNormal another (Normal
+// vectors through stick breaking).
 #pragma once
 
 #include <memory>
+#include <typeinfo>
 #include <vector>
 
 #include "ug/distributions/distribution.h"
@@ -32,13 +34,22 @@ class Transform {
   virtual Dims forward_shape(const Dims& shape) const { return shape; }
   /** The shape of f^-1(y) for y of shape `shape`. */
   virtual Dims inverse_shape(const Dims& shape) const { return shape; }
+  /** torch's ==, which KL(TransformedDistribution || TransformedDistribution) needs: by default
+   *  the same object; transforms with parameters compare them. */
+  virtual bool equals(const Transform& other) const { return this == &other; }
 
  protected:
   [[noreturn]] void not_implemented(const char* what) const;
 };
 
+/** A transform without parameters: equal to any of its class (torch's isinstance ==). */
+class ParameterlessTransform : public Transform {
+ public:
+  bool equals(const Transform& other) const override { return typeid(*this) == typeid(other); }
+};
+
 /** y = exp(x). */
-class ExpTransform : public Transform {
+class ExpTransform : public ParameterlessTransform {
  public:
   std::string repr() const override { return "ExpTransform()"; }
   Tensor forward(const Tensor& x) const override { return x.exp(); }
@@ -58,6 +69,7 @@ class AffineTransform : public Transform {
   Tensor sign() const override { return scale_.sign(); }
   Dims forward_shape(const Dims& shape) const override;
   Dims inverse_shape(const Dims& shape) const override { return forward_shape(shape); }
+  bool equals(const Transform& other) const override;
   const Tensor& loc() const { return loc_; }
   const Tensor& scale() const { return scale_; }
 
@@ -66,7 +78,7 @@ class AffineTransform : public Transform {
 };
 
 /** y = sigmoid(x), kept inside [tiny, 1 - eps] both ways (torch's clipping). */
-class SigmoidTransform : public Transform {
+class SigmoidTransform : public ParameterlessTransform {
  public:
   std::string repr() const override { return "SigmoidTransform()"; }
   Tensor forward(const Tensor& x) const override;
@@ -91,6 +103,10 @@ class InverseTransform : public Transform {
   Tensor sign() const override { return t_->sign(); }
   Dims forward_shape(const Dims& shape) const override { return t_->inverse_shape(shape); }
   Dims inverse_shape(const Dims& shape) const override { return t_->forward_shape(shape); }
+  bool equals(const Transform& other) const override {
+    auto* inv = dynamic_cast<const InverseTransform*>(&other);
+    return inv && t_->equals(*inv->t_);
+  }
   /** The transform this inverts (its .inv, as torch's). */
   const std::shared_ptr<const Transform>& inverted() const { return t_; }
 
@@ -99,7 +115,7 @@ class InverseTransform : public Transform {
 };
 
 /** y = tanh(x); the inverse atanh is not clamped (torch's). */
-class TanhTransform : public Transform {
+class TanhTransform : public ParameterlessTransform {
  public:
   std::string repr() const override { return "TanhTransform()"; }
   Tensor forward(const Tensor& x) const override { return x.tanh(); }
@@ -124,6 +140,7 @@ class PowerTransform : public Transform {
   Tensor sign() const override { return exponent_.sign(); }
   Dims forward_shape(const Dims& shape) const override;
   Dims inverse_shape(const Dims& shape) const override { return forward_shape(shape); }
+  bool equals(const Transform& other) const override;
   const Tensor& exponent() const { return exponent_; }
 
  private:
@@ -131,7 +148,7 @@ class PowerTransform : public Transform {
 };
 
 /** y = softplus(x) = log(1 + e^x) (x itself past 20, as torch's). */
-class SoftplusTransform : public Transform {
+class SoftplusTransform : public ParameterlessTransform {
  public:
   std::string repr() const override { return "SoftplusTransform()"; }
   Tensor forward(const Tensor& x) const override;
@@ -143,7 +160,7 @@ class SoftplusTransform : public Transform {
 };
 
 /** y = |x|: not bijective; its inverse gives the non-negative preimage. */
-class AbsTransform : public Transform {
+class AbsTransform : public ParameterlessTransform {
  public:
   std::string repr() const override { return "AbsTransform()"; }
   Tensor forward(const Tensor& x) const override { return x.abs(); }
@@ -156,7 +173,7 @@ class AbsTransform : public Transform {
 
 /** y = softmax(x) over the last dim; not bijective (x is determined up to a constant): the
  *  inverse is log y. */
-class SoftmaxTransform : public Transform {
+class SoftmaxTransform : public ParameterlessTransform {
  public:
   std::string repr() const override { return "SoftmaxTransform()"; }
   Tensor forward(const Tensor& x) const override;
@@ -170,7 +187,7 @@ class SoftmaxTransform : public Transform {
 
 /** The reals^(K-1) onto the K-simplex by stick breaking: z_i = sigmoid(x_i - log(K - 1 - i)),
  *  y_i = z_i prod_{j<i} (1 - z_j), the last y the rest of the stick. */
-class StickBreakingTransform : public Transform {
+class StickBreakingTransform : public ParameterlessTransform {
  public:
   std::string repr() const override { return "StickBreakingTransform()"; }
   Tensor forward(const Tensor& x) const override;
@@ -202,6 +219,7 @@ class ComposeTransform : public Transform {
   Tensor sign() const override;
   Dims forward_shape(const Dims& shape) const override;
   Dims inverse_shape(const Dims& shape) const override;
+  bool equals(const Transform& other) const override;
   const Transforms& parts() const { return parts_; }
 
  private:
@@ -263,6 +281,29 @@ class LogNormal : public TransformedDistribution {
 
  private:
   const Normal& normal() const { return static_cast<const Normal&>(*base_dist()); }
+};
+
+/** Normal(loc, scale) vectors of K - 1 through StickBreakingTransform: points of the K-simplex.
+ *  Scalar parameters give one vector of one (torch's). */
+class LogisticNormal : public TransformedDistribution {
+ public:
+  std::shared_ptr<Distribution> rebuild(const std::vector<Tensor>& p) const override {
+    return std::make_shared<LogisticNormal>(p[0], p[1], validate_args());
+  }
+  /** A LogisticNormal again, of the parameters expanded. */
+  std::shared_ptr<Distribution> expand(const Dims& batch_shape) const override {
+    return Distribution::expand(batch_shape);
+  }
+  LogisticNormal(const Tensor& loc, const Tensor& scale, bool validate_args = true);
+  std::string name() const override { return "LogisticNormal"; }
+  const Tensor& loc() const { return normal().loc(); }
+  const Tensor& scale() const { return normal().scale(); }
+
+ protected:
+  std::vector<std::pair<std::string, Tensor>> params() const override { return {{"loc", loc()}, {"scale", scale()}}; }
+
+ private:
+  const Normal& normal() const;
 };
 
 }  // namespace ug::distributions
