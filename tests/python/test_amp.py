@@ -25,7 +25,7 @@ LOWER = {"matmul", "linear", "conv", "conv_transpose", "scaled_dot_product_atten
 # torch.amp's CUDA float32 list (its CPU list names none of these ops but the losses):
 # softmax, log_softmax, the norms, the losses, sum/prod/cumsum/cumprod, exp/log and friends,
 # pow. unigrad adds mean and batch_norm (documented in docs/performance.md).
-FLOAT32 = {"softmax", "log_softmax", "layer_norm", "group_norm", "instance_norm", "batch_norm", "nll_loss",
+FLOAT32 = {"softmax", "log_softmax", "layer_norm", "group_norm", "instance_norm", "batch_norm", "nll_loss", "mse_loss",
            "cross_entropy", "binary_cross_entropy", "sum", "prod", "mean", "cumsum", "cumprod", "exp", "expm1", "log",
            "log2", "log10", "log1p", "reciprocal", "rsqrt", "tan", "sinh", "cosh", "asin", "acos", "pow"}
 

@@ -220,6 +220,36 @@ def test_graph_memory_is_released():
     assert ug.memory.allocated() <= base + 256 * 256 * 4 + 1024  # only x.grad is left
 
 
+def test_a_linear_layer_frees_its_input_before_its_input_gradient_eagerly():
+    # Without retain_graph a node lets go of its saved tensors as its rule unpacks them, and
+    # linear's rule drops its input once the weight's gradient is made: the input (a wide
+    # activation, here 16x the output's width) is freed before the input's gradient exists.
+    n, narrow, wide, out = 256, 8, 1024, 64
+    h, a = ug.randn(n, narrow, requires_grad=True), ug.randn(narrow, wide)
+    x = h @ a  # a non-leaf that only the linear node holds after this line (matmul saves h, a)
+    w = ug.randn(out, wide, requires_grad=True)
+    y = ug.nn.functional.linear(x, w)
+    del x
+    loss = y.sum()
+    ug.memory.reset_peak()
+    before = ug.memory.allocated()  # x (act) included
+    loss.backward()
+    act, dw = n * wide * 4, out * wide * 4
+    # The weight's gradient is made beside x; then x goes and x's gradient (act) is made: the
+    # peak is one activation and the weight's gradient past what was live, not two.
+    assert ug.memory.max_allocated() - before < dw + act // 4
+    want = np.ones((n, out), np.float32) @ w.detach().numpy() @ a.numpy().T
+    np.testing.assert_allclose(h.grad.numpy(), want, rtol=1e-4, atol=1e-3)
+    # Retained, the node keeps its saved tensors and a second backward gives the same.
+    h.grad = None
+    y = ug.nn.functional.linear(h @ a, w)
+    y.sum().backward(retain_graph=True)
+    first = h.grad.clone()
+    h.grad = None
+    y.sum().backward()
+    np.testing.assert_array_equal(h.grad.numpy(), first.numpy())
+
+
 def test_inplace_modification_detected():
     x = ug.tensor([1.0, 2.0], requires_grad=True)
     y = x.exp()

@@ -174,6 +174,7 @@ std::vector<Tensor> execute(const std::vector<Edge>& roots, std::vector<Tensor> 
         if (!grads[i].defined()) grads[i] = zeros_for(node->outputs()[i]);
       auto* leaf = dynamic_cast<AccumulateGrad*>(node);
       if (leaf) accumulate(*leaf, std::move(grads[0]), create_graph);
+      if (!retain_graph) node->release_saved_on_apply();
       std::vector<Tensor> input_grads = leaf ? std::vector<Tensor>() : node->apply(std::move(grads));
       const auto& edges = node->next_edges();
       for (size_t i = 0; i < edges.size() && i < input_grads.size(); ++i) {

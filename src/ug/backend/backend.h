@@ -185,6 +185,10 @@ class Backend {
    *  ([N], or 0-d: one value for every sample), divided by the samples' total weight when mean. */
   virtual void cross_entropy_backward(const Tensor& g, const Tensor& x, const Tensor& target, const Tensor& weight,
                                       int64_t ignore_index, bool mean, const Tensor& dx) = 0;
+  /** out (0-d) = scale * sum of (a - b)^2 over contiguous a and b of one shape and dtype
+   *  (float32/float64), in one pass that makes neither the difference nor its square; summed
+   *  in the same order whatever the thread count. */
+  virtual void squared_error(const Tensor& a, const Tensor& b, double scale, const Tensor& out) = 0;
 
   // convolution and pooling. Every tensor is contiguous, float32 or float64.
   /** out [N, O, Ho, Wo] = conv(x [N, C, H, W], w [O, C / groups, kh, kw]) + bias [O] (bias

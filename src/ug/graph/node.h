@@ -39,6 +39,10 @@ class Node : public RefCounted {
   virtual std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) = 0;
   /** Frees saved tensors after a backward that does not retain the graph. */
   virtual void release_saved() {}
+  /** Said before apply() in a backward that does not retain the graph: the node lets go of its
+   *  saved tensors as it unpacks them, so its rule holds the only references and may drop each
+   *  after its last use (a linear's input once the weight's gradient is made). */
+  void release_saved_on_apply() { release_on_apply_ = true; }
 
   const std::vector<Edge>& next_edges() const { return next_edges_; }
   uint64_t sequence_nr() const { return sequence_nr_; }
@@ -56,6 +60,7 @@ class Node : public RefCounted {
 
  protected:
   std::vector<Edge> next_edges_;
+  bool release_on_apply_ = false;
 
  private:
   uint64_t sequence_nr_;
@@ -129,8 +134,9 @@ class AccumulateGrad final : public Node {
   Tensor leaf_;
 };
 
-/** The saved tensors a vjp rule reads, unpacked, in the order the op saved them. */
-using Saved = std::span<const Tensor>;
+/** The saved tensors a vjp rule reads, unpacked, in the order the op saved them. A rule may
+ *  reset one after its last use: where the graph is not retained, that frees it there. */
+using Saved = std::span<Tensor>;
 
 [[noreturn]] void throw_graph_freed(const char* op);
 
@@ -149,13 +155,14 @@ template <class Vjp> class RuleNode final : public Node {
     constexpr size_t kInline = 4;  // most ops save fewer: unpack them without allocating
     if (saved_.size() <= kInline) {
       std::array<Tensor, kInline> s;
-      for (size_t i = 0; i < saved_.size(); ++i) s[i] = saved_[i].unpack(this, name_);
-      return (*vjp_)(Saved(s.data(), saved_.size()), std::move(grads));
+      const size_t n = saved_.size();
+      for (size_t i = 0; i < n; ++i) s[i] = saved_[i].unpack(this, name_);
+      return run(Saved(s.data(), n), std::move(grads));
     }
     std::vector<Tensor> s;
     s.reserve(saved_.size());
     for (const SavedTensor& k : saved_) s.push_back(k.unpack(this, name_));
-    return (*vjp_)(Saved(s), std::move(grads));
+    return run(Saved(s), std::move(grads));
   }
   void release_saved() override {
     saved_.clear();
@@ -163,6 +170,15 @@ template <class Vjp> class RuleNode final : public Node {
   }
 
  private:
+  /** The rule on the unpacked tensors; released first when asked (a rule that throws leaves a
+   *  freed graph, which a second backward reports). */
+  std::vector<Tensor> run(Saved s, std::vector<Tensor>&& grads) {
+    if (!release_on_apply_) return (*vjp_)(s, std::move(grads));
+    Vjp vjp = std::move(*vjp_);
+    release_saved();
+    return vjp(s, std::move(grads));
+  }
+
   const char* name_;
   std::vector<SavedTensor> saved_;
   std::optional<Vjp> vjp_;

@@ -49,7 +49,9 @@ template <const char* Op> void unary(GraphBuilder& g, const CapturedCall& c) {
 
 /** A unary op that is one ONNX op, on the input in the output's dtype. */
 template <class Op> void unary_node(GraphBuilder& g, const CapturedCall& c) {
-  g.node(Op::onnx, {in(g, c, 0)}, {g.output(c)});
+  // The input's name first: an in-place op's output is its input's tensor, named anew by output().
+  std::string x = in(g, c, 0);
+  g.node(Op::onnx, {x}, {g.output(c)});
 }
 const std::map<std::string, std::string>& unsupported();
 template <class Op> void add_unary_row(std::map<std::string, Emitter>& t) {
@@ -454,6 +456,19 @@ void binary_cross_entropy(GraphBuilder& g, const CapturedCall& c) {
   g.node("Neg", {node1(g, "Add", {hit, miss}, "t")}, {g.output(c)});
 }
 
+/** mse_loss's mean or sum of (input - target)^2: Sub, Mul and a reduction over every axis,
+ *  which a program runs fused (one pass over blocks, compiler/fuse.h) and a file holds. */
+void mse_loss(GraphBuilder& g, const CapturedCall& c) {
+  std::string d = node1(g, "Sub", {in(g, c, 0), in(g, c, 1)}, "d");
+  std::string squares = node1(g, "Mul", {d, d}, "squares");
+  if (c.inputs[0].dim() == 0) {
+    g.node("Identity", {squares}, {g.output(c)});
+    return;
+  }
+  const char* op = attr_string(c, "reduction") == "mean" ? "ReduceMean" : "ReduceSum";
+  set_attr(g.node(op, {squares}, {g.output(c)}), "keepdims", int64_t{0});
+}
+
 /** sort along "dim": TopK of the dim's whole size (k read from the shape where it may change),
  *  largest for descending, which orders ties by index (a stable sort's order). */
 void sort(GraphBuilder& g, const CapturedCall& c) {
@@ -618,7 +633,8 @@ void bitwise_not(GraphBuilder& g, const CapturedCall& c) {
   const DType dt = out_dtype(c);
   if (dt != DType::Bool && g.opset() < 18)
     fail("[onnx.export] bitwise_not of ", dt, " tensors needs opset 18 or later (BitwiseNot), got ", g.opset());
-  g.node(dt == DType::Bool ? "Not" : "BitwiseNot", {in(g, c, 0)}, {g.output(c)});
+  std::string x = in(g, c, 0);  // before output(): bitwise_not_ writes its input
+  g.node(dt == DType::Bool ? "Not" : "BitwiseNot", {x}, {g.output(c)});
 }
 
 /** Shifts: BitShift, which ONNX defines for unsigned integers only; a count of the type's width
@@ -1600,6 +1616,7 @@ const std::map<std::string, Emitter>& table() {
         {"layer_norm_backward", called_back<layer_norm_backward>},
         {"cross_entropy", cross_entropy},
         {"binary_cross_entropy", called_back<binary_cross_entropy>},
+        {"mse_loss", mse_loss},
         {"cross_entropy_backward", called_back<cross_entropy_backward>},
         {"scaled_dot_product_attention", attention},
         {"attention_backward", called_back<attention_backward>},

@@ -238,6 +238,8 @@ void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
     fail("[", info(op).name, "_] output with shape ", a.shape(), " doesn't match the broadcast shape ", shape);
   if (autograd::inplace_needs_rebase(a, &b, info(op).name)) {
     autograd::rebase_history(a, run(op, common, a.clone(), b).to(a.dtype()));
+    set_attrs(call, compute);
+    call.finish({&a, &b}, {&a});  // for a capture: the in-place op, its history the ops' own
     return;
   }
   if (compute == a.dtype() && out_dtype == a.dtype() && !a.shares_storage(b) && !is_complex(compute)) {

@@ -74,9 +74,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
       [&] {  // the captures are built only when a node is recorded
         return [need_x, need_w, need_b, x_shape = x.shape(), in](graph::Saved s, graph::Tensors&& g) {
           Tensor g2 = g[0].reshape({-1, g[0].size(-1)});
-          // The weight's gradient first: it is x's last reader in a compiled program, which
-          // frees x (a GELU's output, 4x the width) before dx is allocated.
+          // The weight's gradient first: it is x's last reader, which frees x (a GELU's
+          // output, 4x the width) before dx is allocated, in a compiled program and eagerly
+          // where the graph is not retained.
           Tensor dw = need_w ? mm(g2.t(), s[0].reshape({-1, in})) : Tensor();
+          s[0] = Tensor();
           Tensor db = need_b ? g2.sum(Dims{0}) : Tensor();
           Tensor dx = need_x ? mm(g2, s[1]).view(x_shape) : Tensor();
           return graph::Tensors{dx, dw, db};

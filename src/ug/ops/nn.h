@@ -49,6 +49,12 @@ bool cross_entropy_fuses(const Tensor& input, const Tensor& target, const Tensor
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                      Reduction reduction);
 
+/** mse_loss's Mean or Sum of (input - target)^2: for input and target of one shape and one
+ *  float32/float64 dtype, one op whose kernel makes neither the difference nor its square and
+ *  whose gradient makes one buffer; otherwise (broadcasting, 16-bit, vmap, forward mode) the
+ *  same loss composed of ops. */
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction);
+
 /** The op whose call normalize_rows records: layer_norm, group_norm or instance_norm. */
 enum class RowNorm { Layer, Group, Instance };
 /** x (any shape) normalized over rows of `cols` consecutive elements, times weight plus bias

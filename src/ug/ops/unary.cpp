@@ -128,6 +128,8 @@ void unary_out(UnaryOp op, const Tensor& x, const Tensor& out) {
   graph::OpCall call(kDefs[static_cast<int>(op)]);
   if (autograd::inplace_needs_rebase(out, &x, info(op).name)) {
     autograd::rebase_history(out, unary(op, x.clone()));
+    set_attrs(call, op);
+    call.finish({&x}, {&out});  // for a capture: the in-place op, its history the ops' own
     return;
   }
   DType want = result_dtype(op, x.dtype());

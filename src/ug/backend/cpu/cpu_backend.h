@@ -93,6 +93,7 @@ class CpuBackend final : public Backend {
                          const Tensor& dx) override;
   void cross_entropy_backward(const Tensor& g, const Tensor& x, const Tensor& target, const Tensor& weight,
                               int64_t ignore_index, bool mean, const Tensor& dx) override;
+  void squared_error(const Tensor& a, const Tensor& b, double scale, const Tensor& out) override;
 
   void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& out) override;
   void conv2d_input_grad(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Tensor& gx) override;

@@ -1,9 +1,12 @@
 // nll_loss in one pass over the targets each way, and cross-entropy's gradient in one pass
-// after the softmax: classification's loss without a chain of gather, where and sum kernels.
-// Sums accumulate in double.
+// after the softmax: classification's loss without a chain of gather, where and sum kernels;
+// the squared error of a regression's loss in one pass over its two operands. Sums accumulate
+// in double.
 #include <algorithm>
+#include <vector>
 
 #include "ug/backend/cpu/cpu_backend.h"
+#include "ug/core/thread_pool.h"
 
 namespace ug::cpu {
 
@@ -84,7 +87,47 @@ void cross_entropy_backward_typed(const Tensor& g, const Tensor& target, const T
   }
 }
 
+// Blocks of the squared error, each summed in kLanes independent accumulators of the element
+// type (which vectorise), then in double; the blocks' sums added in order, so the result does
+// not depend on how many threads ran them.
+constexpr int64_t kSquaredErrorBlock = 1 << 14;
+constexpr int kLanes = 16;
+
+template <class T> void squared_error_typed(const Tensor& a, const Tensor& b, double scale, const Tensor& out) {
+  const int64_t n = a.numel(), blocks = (n + kSquaredErrorBlock - 1) / kSquaredErrorBlock;
+  const T* pa = static_cast<const T*>(a.raw_data());
+  const T* pb = static_cast<const T*>(b.raw_data());
+  std::vector<double> partial(static_cast<size_t>(blocks));
+  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t i0 = blk * kSquaredErrorBlock, i1 = std::min(n, i0 + kSquaredErrorBlock);
+      T lane[kLanes] = {};
+      int64_t i = i0;
+      for (; i + kLanes <= i1; i += kLanes)
+        for (int l = 0; l < kLanes; ++l) {
+          const T d = pa[i + l] - pb[i + l];
+          lane[l] += d * d;
+        }
+      for (int l = 0; i < i1; ++i, ++l) {
+        const T d = pa[i] - pb[i];
+        lane[l] += d * d;
+      }
+      double sum = 0;
+      for (T v : lane) sum += v;
+      partial[static_cast<size_t>(blk)] = sum;
+    }
+  });
+  double total = 0;
+  for (double p : partial) total += p;
+  *static_cast<T*>(out.raw_data()) = static_cast<T>(total * scale);
+}
+
 }  // namespace
+
+void CpuBackend::squared_error(const Tensor& a, const Tensor& b, double scale, const Tensor& out) {
+  if (a.dtype() == DType::Float64) return squared_error_typed<double>(a, b, scale, out);
+  squared_error_typed<float>(a, b, scale, out);
+}
 
 void CpuBackend::nll_loss(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                           const Tensor& loss, const Tensor& total_weight) {

@@ -167,6 +167,10 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
   if (autocast::active()) [[unlikely]]  // losses run in float32
     return autocast::call(graph::Autocast::Float32, mse_loss, input, target, reduction, weight);
   Reduction r = parse_reduction(reduction, "mse_loss");
+  if (r != Reduction::None && !weight.defined()) {
+    require_floating(input, "mse_loss", "input");
+    return ops::mse_loss(input, target, r);
+  }
   // square, not d * d: its gradient is one product of d's size, not two and their sum.
   return weighted(difference(input, target, "mse_loss").square(), weight, r, "mse_loss", true);
 }
