@@ -207,6 +207,31 @@ void bind_composite(nb::module_& m, nb::class_<Tensor>& tensor) {
       .def(
           "bernoulli_", [](Tensor& t, double p) -> Tensor& { return ug::bernoulli_(t, p); }, "p"_a = 0.5)
       .def(
+          "random_",
+          [](nb::object self, nb::args args, nb::handle generator, nb::kwargs kwargs) {
+            // torch's three forms: random_(), random_(to), random_(from, to) with to None for the largest
+            Tensor& t = nb::cast<Tensor&>(self);
+            if (args.size() == 1 && kwargs.size() == 0) {
+              with_generator(generator, "random_",
+                             [&]() -> Tensor& { return ug::random_(t, nb::cast<int64_t>(args[0])); });
+              return self;
+            }
+            if (args.size() + kwargs.size() != 0 && args.size() + kwargs.size() != 2)
+              ug::fail<ug::TypeError>("[random_] takes (), (to) or (from, to), as torch's Tensor.random_");
+            nb::dict named;
+            for (size_t i = 0; i < args.size(); ++i) named[i == 0 ? "from" : "to"] = args[i];
+            for (auto [key, value] : kwargs) {
+              const std::string name = nb::cast<std::string>(key);
+              if (name != "from" && name != "to") ug::fail<ug::TypeError>("[random_] unexpected argument '", name, "'");
+              named[key] = value;
+            }
+            const int64_t from = named.contains("from") ? nb::cast<int64_t>(named["from"]) : 0;
+            const auto to = named.contains("to") ? nb::cast<std::optional<int64_t>>(named["to"]) : std::nullopt;
+            with_generator(generator, "random_", [&]() -> Tensor& { return ug::random_(t, from, to); });
+            return self;  // the same Python object, as torch's
+          },
+          "args"_a, "generator"_a.none() = nb::none(), "kwargs"_a)
+      .def(
           "exponential_", [](Tensor& t, double lambd) -> Tensor& { return ug::exponential_(t, lambd); },
           "lambd"_a = 1.0)
       .def(

@@ -42,16 +42,6 @@ uint64_t seed_of(nb::handle seed, const char* op) {
   return v;
 }
 
-/** Runs f with its draws from `generator` (a ug.Generator, torch's generator=) when one is
- *  given, else from the global generator. */
-template <class F> auto with_generator(nb::handle generator, const char* op, F&& f) {
-  if (generator.is_none()) return f();
-  if (!nb::isinstance<ug::Generator>(generator))
-    ug::fail<ug::TypeError>("[", op, "] generator must be a ug.Generator, got ", nb::inst_name(generator).c_str());
-  ug::GeneratorScope scope(nb::cast<ug::Generator&>(generator));
-  return f();
-}
-
 // Borrowed: owned by the module attribute ug.return_types.
 nb::handle g_values_indices;
 

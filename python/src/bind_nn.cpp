@@ -201,20 +201,6 @@ nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
   return held(out);
 }
 
-/** ug.nn.Buffer's marks: tensors that register as buffers (persistent or not) when assigned to
- *  a module attribute, as torch.nn.Buffer's. The list holds each marked tensor; a tensor only it
- *  holds is gone from Python and modules, and is dropped when the next one is marked. */
-std::vector<std::pair<Tensor, bool>>& buffer_marks() {
-  static std::vector<std::pair<Tensor, bool>> marks;
-  return marks;
-}
-
-std::optional<bool> buffer_mark(const Tensor& t) {
-  for (const auto& [marked, persistent] : buffer_marks())
-    if (marked.impl_ref() == t.impl_ref()) return persistent;
-  return std::nullopt;
-}
-
 void set_attribute(nb::handle self, const std::string& name, nb::handle value) {
   Module& m = as_module(self);
   touch_state();
@@ -240,7 +226,7 @@ void set_attribute(nb::handle self, const std::string& name, nb::handle value) {
       m.register_parameter(name, t, t.requires_grad());
       return;
     }
-    if (std::optional<bool> persistent = buffer_mark(t); persistent && !m.has_parameter(name)) {
+    if (std::optional<bool> persistent = t.impl().buffer_mark(); persistent && !m.has_parameter(name)) {
       drop_plain();
       m.unregister(name);
       m.register_buffer(name, t, *persistent);
@@ -618,15 +604,15 @@ void bind_nn(nb::module_& nn) {
   nn.def(
       "_make_buffer",
       [](const Tensor& data, bool persistent) {
-        auto& marks = buffer_marks();
-        std::erase_if(marks, [](const auto& mark) { return mark.first.impl_ref()->use_count() == 1; });
         Tensor b = data.detach();
         b.requires_grad_(data.requires_grad());
-        marks.emplace_back(b, persistent);
+        b.impl().set_buffer_mark(persistent);
         return b;
       },
       "data"_a, "persistent"_a = true);
-  nn.def("_buffer_persistent", &buffer_mark, "Whether a ug.nn.Buffer is persistent; None for another tensor.");
+  nn.def(
+      "_buffer_persistent", [](const Tensor& t) { return t.impl().buffer_mark(); },
+      "Whether a ug.nn.Buffer is persistent; None for another tensor.");
 
   struct SwapScope {
     std::shared_ptr<Module> module;

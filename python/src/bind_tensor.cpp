@@ -98,6 +98,17 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def_prop_ro("nbytes", &Tensor::nbytes)
       .def("storage_offset", &Tensor::storage_offset)
       .def("is_contiguous", &Tensor::is_contiguous)
+      .def(
+          "dim_order",
+          [](const Tensor& t, nb::handle ambiguity_check) {
+            // torch also takes a list of memory formats, which unigrad does not have
+            if (!nb::isinstance<bool>(ambiguity_check))
+              ug::fail<ug::TypeError>("[dim_order] ambiguity_check must be a bool, got ",
+                                      nb::inst_name(ambiguity_check).c_str());
+            const ug::Dims order = t.dim_order(nb::cast<bool>(ambiguity_check));
+            return shape_tuple(ug::Shape(order.begin(), order.end()));
+          },
+          nb::kw_only(), nb::arg("ambiguity_check") = false)
       .def("is_floating_point", &Tensor::is_floating_point)
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()); })
       .def("item", &item_to_python)
@@ -275,6 +286,13 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
             else t.index_put_(indices_from_python(idx), tensor_from_data(value, t.dtype(), t.device()));
           },
           nb::arg("index").none(), nb::arg("value"))
+      .def(
+          "fill_diagonal_",
+          [](nb::object self, ug::Scalar value, bool wrap) {
+            nb::cast<Tensor&>(self).fill_diagonal_(value, wrap);
+            return self;
+          },
+          nb::arg("fill_value"), nb::arg("wrap") = false)
       .def("gather", &Tensor::gather, nb::arg("dim"), nb::arg("index"))
       .def(
           "scatter",

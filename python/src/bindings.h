@@ -11,6 +11,16 @@ class CloneMemo;
 
 namespace ugpy {
 
+/** Runs f with its draws from `generator` (a ug.Generator, torch's generator=) when one is
+ *  given, else from the global generator. */
+template <class F> decltype(auto) with_generator(nb::handle generator, const char* op, F&& f) {
+  if (generator.is_none()) return f();
+  if (!nb::isinstance<ug::Generator>(generator))
+    ug::fail<ug::TypeError>("[", op, "] generator must be a ug.Generator, got ", nb::inst_name(generator).c_str());
+  ug::GeneratorScope scope(nb::cast<ug::Generator&>(generator));
+  return f();
+}
+
 void bind_core(nb::module_& m);
 /** torch's conveniences (ops/composite.h), NumPy-name aliases, new_* factories, finfo/iinfo. */
 void bind_composite(nb::module_& m, nb::class_<ug::Tensor>& tensor);

@@ -106,14 +106,17 @@ def constant_pad_nd(input, pad, value=0):
 
 
 def fill(input, value):
-    """A tensor of input's shape and dtype holding value, a number or a 0-d tensor (torch.fill);
-    a tensor value receives the gradient."""
+    """A tensor of input's shape and dtype holding value, a number or a 0-d tensor (torch.fill). As
+    torch's, input's gradient is zero and a tensor value's the sum of the incoming gradient."""
     if not isinstance(value, _C.Tensor):
-        return _C.full_like(input, value)
-    if value.dim() != 0:
+        filled = _C.full_like(input, value)
+    elif value.dim() != 0:
         raise RuntimeError(f"[fill] only supports a 0-dimension value tensor, got one with {value.dim()} "
                            f"dimensions (shape {list(value.shape)})")
-    return value.to(input.dtype).expand(tuple(input.shape)).clone()
+    else:
+        filled = value.to(input.dtype).expand(tuple(input.shape))
+    # where keeps input in the graph, so it gets a zero gradient rather than none
+    return _C.where(_C.ones_like(input, dtype=_C.bool), filled, input)
 
 
 def ger(input, vec2):

@@ -75,68 +75,6 @@ Tensor.hardshrink = lambda self, lambd=0.5: _C.nn.functional.hardshrink(self, la
 Tensor.prelu = lambda self, weight: _C.nn.functional.prelu(self, weight)
 
 
-def _fill_diagonal_(self, fill_value, wrap=False):
-    """Writes fill_value on the main diagonal, where every index is the same (torch's
-    Tensor.fill_diagonal_); wrap=True restarts a tall matrix's diagonal every columns + 1 rows."""
-    if self.dim() < 2:
-        raise RuntimeError(f"[fill_diagonal_] dimensions must be larger than 1, got a {self.dim()}-D tensor")
-    n = self.shape[0]
-    if self.dim() > 2 and any(d != n for d in self.shape):
-        raise RuntimeError(f"[fill_diagonal_] all dimensions of input must be of equal length, got shape "
-                           f"{list(self.shape)}")
-    if self.dim() == 2:
-        rows, cols = self.shape
-        # the row-major offsets k * (cols + 1) that torch writes, stopping at the square's end unless wrap
-        end = rows * cols if wrap else min(rows, cols) * cols
-        flat = _C.arange(0, end, cols + 1)
-        index = (flat // cols, flat % cols)
-    else:
-        index = (_C.arange(n),) * self.dim()
-    self[index] = fill_value
-    return self
-
-
-# torch's largest integer each floating dtype holds with every integer below it: 2^digits
-_FLOAT_DIGITS = {_C.float16: 11, _C.bfloat16: 8, _C.float32: 24, _C.float64: 53}
-
-
-def _random_(self, *args, generator=None, **kwargs):
-    """Integers drawn uniformly into self, as torch's Tensor.random_: random_() over [0, the dtype's
-    largest] (for a floating dtype 2^digits, the largest that keeps every integer below it), random_(to)
-    over [0, to), random_(from, to) over [from, to) and random_(from, None) over [from, the largest]."""
-    if len(args) + len(kwargs) == 1 and args:
-        low, high = 0, args[0]
-    elif len(args) + len(kwargs) == 2 or not (args or kwargs):
-        named = dict(zip(("from", "to"), args), **kwargs)
-        if set(named) - {"from", "to"}:
-            raise TypeError(f"[random_] unexpected arguments {sorted(set(named) - {'from', 'to'})}")
-        low, high = named.get("from", 0), named.get("to")
-    else:
-        raise TypeError("[random_] takes (), (to) or (from, to), as torch's Tensor.random_")
-    dtype = self.dtype
-    if dtype in _FLOAT_DIGITS:
-        largest = 2 ** _FLOAT_DIGITS[dtype]
-    else:
-        info = _C.iinfo(dtype) if dtype != _C.bool else None
-        smallest, largest = (info.min, info.max) if info else (0, 1)
-        for name, v in (("from", low), ("to - 1", None if high is None else high - 1)):
-            if v is not None and not smallest <= v <= largest:
-                raise RuntimeError(f"[random_] {name} is out of bounds for {dtype}: {v} is outside "
-                                   f"[{smallest}, {largest}]")
-    if high is not None and low >= high:
-        raise RuntimeError(f"[random_] expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    top = largest + 1 if high is None else high
-    int64_max = 2 ** 63 - 1
-    if top <= int64_max:
-        draw = _C.randint(low, top, tuple(self.shape), generator=generator)
-    elif low > -int64_max - 1:  # [low, 2^63 - 1] is [low - 1, 2^63 - 1) shifted up
-        draw = _C.randint(low - 1, int64_max, tuple(self.shape), generator=generator) + 1
-    else:  # all 2^64 int64 values: randint's exclusive int64 high leaves out the largest
-        draw = _C.randint(low, int64_max, tuple(self.shape), generator=generator)
-    self.copy_(draw)
-    return self
-
-
 def _elementwise_(self, op, fn, others):
     if self.device.type != "cpu":
         raise TypeError(f"[{op}] is only implemented on CPU tensors, not on {self.device}")
@@ -159,53 +97,6 @@ def _map_(self, tensor, callable):
     return _elementwise_(self, "map_", callable, (tensor.expand(tuple(self.shape)),))
 
 
-def _dim_order(self, *, ambiguity_check=False):
-    """The dims from the outermost in memory to the innermost (torch's Tensor.dim_order, whose
-    algorithm this follows). ambiguity_check=True raises where several orders fit, as with a size-1
-    dim or two equal strides."""
-    if not isinstance(ambiguity_check, bool):
-        # torch also takes a list of memory formats, which unigrad does not have
-        raise TypeError(f"[dim_order] ambiguity_check must be a bool, got {type(ambiguity_check).__name__}")
-    shape, strides, ndim = tuple(self.shape), self.stride(), self.dim()
-    if ambiguity_check and (any(a == b for a, b in zip(strides, strides[1:])) or 1 in shape):
-        raise RuntimeError("[dim_order] The tensor does not have unique dim order, or cannot map to exact one "
-                           "of the given memory formats.")
-    if ndim < 2:
-        return tuple(range(ndim))
-    contiguous, channels_last, expected = self.is_contiguous(), ndim == 4, 1
-    for d in (1, 3, 2, 0) if channels_last else ():  # torch's channels-last test: C, W, H, N innermost first
-        if shape[d] != 1:  # size-1 dims' strides do not matter
-            channels_last = channels_last and strides[d] == expected
-            expected *= shape[d]
-    if contiguous != channels_last:
-        return tuple(range(ndim)) if contiguous else (0, *range(2, ndim), 1)
-
-    def ge(a, b):
-        return b == 0 or (a != 0 and (a >= b or a % b == 0))
-
-    def should_swap(a, b):
-        sa, sb = strides[a], strides[b]
-        if sa == 0 or sb == 0:
-            return 0
-        if sa == sb:
-            return 0 if ge(shape[b], shape[a]) else 1
-        return -1 if ge(sb, sa) else 1 if ge(sa, sb) else 0
-
-    perm = list(reversed(range(ndim)))  # sorted innermost first, an insertion sort that ties leave alone
-    for i in range(1, ndim):
-        j = i
-        for k in reversed(range(i)):
-            order = should_swap(perm[k], perm[j])
-            if order > 0:
-                perm[k], perm[j] = perm[j], perm[k]
-                j = k
-            elif order < 0:
-                break
-    if ambiguity_check and any(should_swap(a, b) != -1 for a, b in zip(perm, perm[1:])):
-        raise RuntimeError("[dim_order] The tensor does not have unique dim order.")
-    return tuple(reversed(perm))
-
-
 def _accelerator_available():
     from . import cuda  # imported here: the package imports this module first
 
@@ -220,8 +111,7 @@ def _pin_memory(self, device=None):
     return self.clone()
 
 
-Tensor.fill_diagonal_, Tensor.random_, Tensor.apply_, Tensor.map_ = _fill_diagonal_, _random_, _apply_, _map_
-Tensor.dim_order, Tensor.pin_memory = _dim_order, _pin_memory
+Tensor.apply_, Tensor.map_, Tensor.pin_memory = _apply_, _map_, _pin_memory
 Tensor.is_pinned = lambda self, device=None: False  # unigrad never page-locks host memory
 
 

@@ -869,6 +869,11 @@ OTHERS = [
     # the complex product, an op with its own kernel: broadcast, both operands differentiated
     Op("complex_mul", lambda m, a, b: m.view_as_real(m.complex(a, b) * m.complex(b, a)[0] * m.complex(a, a + 1)),
        x(3, 4), x(3, 4, seed=1), ops=("complex_mul", "view_as_real"), off=COMPLEX_NOT_EXPORTED),
+    # the quotient and abs, kernels too: broadcast, both operands differentiated, a real result
+    Op("complex_div", lambda m, a, b: m.view_as_real(m.complex(a, b) / m.complex(b, a + 4)[0] / m.complex(a + 3, a)),
+       x(3, 4), x(3, 4, seed=1), ops=("complex_div", "view_as_real"), off=COMPLEX_NOT_EXPORTED),
+    Op("complex_abs", lambda m, a, b: m.complex(a, b).abs() * m.complex(b, a - 1)[0].abs(), x(3, 4), x(3, 4, seed=1),
+       ops=("complex_abs",), off=COMPLEX_NOT_EXPORTED),
     Op("view_as_real.complex_math", lambda m, a, b: m.view_as_real((m.complex(a, b).exp() / m.complex(b, a + 4)).sqrt()),
        x(3, 4), x(3, 4, seed=1), ops=("view_as_complex", "view_as_real"), off=COMPLEX_NOT_EXPORTED,
        jit_exact=False),  # eager's exp of the strided real part is libm's, a program's the vector kernel's: 1 ulp

@@ -4,9 +4,9 @@ convention: dL/dx + i dL/dy for z = x + iy), checked against torch.autograd and 
 central differences in complex128.
 
 The complex ops are composed of real ops over view_as_real, not torch's std::complex
-kernels (the product alone has a kernel): each part of a result is a few roundings away from
-torch's, so values are compared within K·eps·(|torch| + 1) with K the handful of roundings in
-the composed formula."""
+kernels (the product, quotient and abs have kernels): each part of a result is a few roundings
+away from torch's, so values are compared within K·eps·(|torch| + 1) with K the handful of
+roundings in the composed formula."""
 import cmath
 import math
 
@@ -240,6 +240,100 @@ def test_product_kernel_on_every_layout_as_torch(dtype, npdtype, eps):
     close(z, torch.tensor(a[:4, :5]) * torch.tensor(b[:4, :5]), eps, k=4)
 
 
+def parts(re, im, npdtype):
+    """A complex array of these parts (re + 1j * im would turn an infinite part's partner NaN)."""
+    z = np.empty(np.broadcast(re, im).shape, npdtype)
+    z.real, z.imag = re, im
+    return z
+
+
+@pytest.mark.parametrize("dtype,npdtype,eps", DTYPES)
+def test_quotient_and_abs_keep_huge_and_tiny_magnitudes(dtype, npdtype, eps):
+    """Magnitudes over 10^+-30 (complex64) or 10^+-300 (complex128), where |b|^2 and |z|^2
+    overflow or underflow: Smith's quotient and the scaled abs stay within a few roundings of
+    torch's and NumPy's, normwise."""
+    rng = np.random.default_rng(13)
+    decades, n = (30 if dtype == "complex64" else 300), 4096
+    scale = 10.0 ** rng.uniform(-decades, decades, n)
+    b = (crandn(rng, n, np.complex128) * scale).astype(npdtype)
+    a = (crandn(rng, n, np.complex128) * scale * 10.0 ** rng.uniform(-4, 4, n)).astype(npdtype)
+    quotient, magnitude = (ug.tensor(a) / ug.tensor(b)).numpy(), ug.tensor(a).abs().numpy()
+    assert quotient.dtype == npdtype and magnitude.dtype == np.dtype(REAL_OF[dtype])
+    for want in (a / b, (torch.tensor(a) / torch.tensor(b)).numpy()):
+        assert np.all(np.abs(quotient - want) <= 8 * eps * np.abs(want))
+    for want in (np.abs(a), torch.tensor(a).abs().numpy()):
+        assert np.all(np.abs(magnitude - want) <= 3 * eps * want)
+
+
+SPECIALS = [0.0, -0.0, 1.5, -2.0, math.inf, -math.inf, math.nan]
+
+
+def same_values(got, want, eps):
+    """Equal classes (NaN, +-inf, finite) part by part, finite parts within a few roundings."""
+    for g, w in ((got.real, want.real), (got.imag, want.imag)) if np.iscomplexobj(want) else ((got, want),):
+        assert np.array_equal(np.isnan(g), np.isnan(w))
+        fin = np.isfinite(w)
+        assert np.array_equal(g[~fin & ~np.isnan(w)], w[~fin & ~np.isnan(w)])
+        assert np.all(np.abs(g[fin] - w[fin]) <= 4 * eps * (np.abs(w[fin]) + 1))
+
+
+@pytest.mark.parametrize("dtype,npdtype,eps", DTYPES)
+def test_quotient_and_abs_of_zeros_infinities_and_nans_as_numpy_and_torch(dtype, npdtype, eps):
+    """Every pair of parts from 0, -0, finite, +-inf and NaN: as NumPy's Smith division (a zero
+    divisor gives each part over |0|) and C's hypot (an infinite part beats a NaN), which torch
+    2.13 also gives."""
+    re, im = np.meshgrid(SPECIALS, SPECIALS)
+    z = parts(re.ravel(), im.ravel(), npdtype)
+    a, b = z[:, None], z[None, :]
+    with np.errstate(all="ignore"):
+        want = a / b
+    got = (ug.tensor(a) / ug.tensor(b)).numpy()
+    same_values(got, want, eps)
+    same_values(got, (torch.tensor(a) / torch.tensor(b)).numpy(), eps)
+    same_values(ug.tensor(z).abs().numpy(), np.abs(z), eps)
+    same_values(ug.tensor(z).abs().numpy(), torch.tensor(z).abs().numpy(), eps)
+
+
+@pytest.mark.parametrize("dtype,npdtype,eps", DTYPES)
+def test_quotient_and_abs_kernels_on_every_layout_as_torch(dtype, npdtype, eps):
+    """Contiguous runs long enough to be split between threads, strided and transposed views,
+    broadcast rows and scalars, in place (div_), and a real operand promoted."""
+    rng = np.random.default_rng(14)
+    a, b = crandn(rng, (300, 257), npdtype), crandn(rng, (257, 300), npdtype)
+    cases = [(a, b.T.copy()), (a, b.T), (a[::2, 1::3], b.T[::2, 1::3]), (a, b[0, :257]), (a, np.asarray(b[0, 0]))]
+    for x, y in cases:
+        got, want = ug.tensor(x) / ug.tensor(y), torch.tensor(x) / torch.tensor(y)
+        assert got.shape == tuple(want.shape) and got.dtype == getattr(ug, dtype)
+        assert np.all(np.abs(got.numpy() - want.numpy()) <= 8 * eps * np.abs(want.numpy()))
+        close(ug.tensor(y).abs(), torch.tensor(y).abs(), eps, k=3)
+    close(ug.tensor(b.T).abs(), torch.tensor(b.T).abs(), eps, k=3)
+    z = ug.tensor(a[:4, :5])
+    z.div_(ug.tensor(b[:4, :5]))
+    close(z, torch.tensor(a[:4, :5]) / torch.tensor(b[:4, :5]), eps, k=8)
+    real = a[:4, :5].real.copy()
+    close(ug.tensor(real) / ug.tensor(b[:4, :5]), torch.tensor(real) / torch.tensor(b[:4, :5]), eps, k=8)
+    close(ug.tensor(a[:4, :5]).reciprocal(), torch.tensor(a[:4, :5]).reciprocal(), eps, k=8)
+
+
+def test_quotient_and_abs_under_jit_vmap_and_jvp():
+    rng = np.random.default_rng(15)
+    a, b = crandn(rng, (3, 4), np.complex128), crandn(rng, (3, 4), np.complex128)
+
+    def f(z, w):
+        return (z / w[0]).abs() * (w / z).real
+
+    want = f(ug.tensor(a), ug.tensor(b)).numpy()
+    np.testing.assert_array_equal(ug.jit(f)(ug.tensor(a), ug.tensor(b)).numpy(), want)
+    batched = ug.vmap(f)(ug.tensor(np.stack([a, 2 * a])), ug.tensor(np.stack([b, b])))
+    np.testing.assert_allclose(batched.numpy(), np.stack([want, f(ug.tensor(2 * a), ug.tensor(b)).numpy()]),
+                               rtol=1e-15)
+    # forward mode against torch's
+    ta, tb = crandn(rng, (3, 4), np.complex128), crandn(rng, (3, 4), np.complex128)
+    _, got = ug.func.jvp(f, (ug.tensor(a), ug.tensor(b)), (ug.tensor(ta), ug.tensor(tb)))
+    _, expected = torch.func.jvp(f, (torch.tensor(a), torch.tensor(b)), (torch.tensor(ta), torch.tensor(tb)))
+    close(got, expected, 2.0**-52, k=1e3)
+
+
 def test_complex_scatter_sums_as_torch():
     """scatter_add and index_add of complex values (the gradient of indexing a complex tensor
     in a compiled program is one), and the orderless reductions refused."""
@@ -325,6 +419,7 @@ GRAD_CASES = {
     "prod_cumprod": lambda m, z, w: (z.prod(1) * w.cumprod(1)[:, -1]).abs().sum() + m.cumprod(z, 1).real.sum(),
     "var_std_cumsum": lambda m, z, w: z.var(0).sum() + w.std(1, correction=0).sum() + z.cumsum(-1).imag.sum(),
     "sgn_norm": lambda m, z, w: (m.sgn(z) * w).real.sum() + m.linalg.vector_norm(w, 3.0, dim=1).sum(),
+    "div_abs_broadcast": lambda m, z, w: (z / w[0]).abs().sum() + (w[:, :1] / z).imag.sum() + (z / 2.5).abs().sum(),
 }
 
 

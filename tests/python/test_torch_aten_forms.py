@@ -170,6 +170,31 @@ def test_fill_keeps_the_dtype_and_shape():
                                                              torch.tensor(2.9)).tolist()
 
 
+def test_fill_gradients_as_torch():
+    """torch.fill's input gets a zero gradient (not none) and a tensor value the sum of the
+    incoming gradient, in the value's own dtype."""
+    x, v, cot = arr(2, 3), np.array(1.5), arr(2, 3)
+    for value in ("tensor", 2.5):
+        (tx, ux), (tv, uv) = pair(x), pair(v)
+        want = torch.fill(tx, tv if value == "tensor" else value)
+        got = ug.fill(ux, uv if value == "tensor" else value)
+        assert got.requires_grad and want.requires_grad
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+        (want * torch.tensor(cot)).sum().backward()
+        (got * ug.tensor(cot)).sum().backward()
+        np.testing.assert_array_equal(ux.grad.numpy(), tx.grad.numpy())
+        if value == "tensor":
+            np.testing.assert_allclose(uv.grad.numpy(), tv.grad.numpy(), rtol=1e-15)
+    # a float64 value filling a float32 input: its gradient stays float64
+    tv, uv = pair(v)
+    torch.fill(torch.zeros(2, 3), tv).sum().backward()
+    ug.fill(ug.zeros(2, 3), uv).sum().backward()
+    assert uv.grad.dtype == ug.float64 and uv.grad.item() == tv.grad.item() == 6.0
+    # an input that needs no gradient: none flows to it, as torch's
+    tx, ux = pair(x, grad=False)
+    assert not ug.fill(ux, 1.0).requires_grad and not torch.fill(tx, 1.0).requires_grad
+
+
 def test_keyword_names_are_torch_s():
     x, t, w = arr(4, 3), np.abs(arr(4, 3)), arr(5, 3)
     idx = np.array([1, 4])

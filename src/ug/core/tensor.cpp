@@ -2,6 +2,7 @@
 // Conversion and copying are ops (ops/copy.cpp).
 #include "ug/core/tensor.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ug/core/value_read.h"
@@ -38,6 +39,69 @@ Scalar Tensor::item() const {
   Scalar result;
   UG_DISPATCH_ALL_AND_SHELLS(dtype(), "item", { result = scalar_of(*static_cast<const scalar_t*>(raw_data())); });
   return result;
+}
+
+namespace {
+
+/** torch's order test for two dims' strides in dim_order: a divides or reaches b. */
+bool stride_ge(int64_t a, int64_t b) { return b == 0 || (a != 0 && (a >= b || a % b == 0)); }
+
+}  // namespace
+
+Dims Tensor::dim_order(bool ambiguity_check) const {
+  const Shape& sizes = shape();
+  const Strides& st = strides();
+  const int64_t n = dim();
+  if (ambiguity_check) {
+    bool tie = std::find(sizes.begin(), sizes.end(), 1) != sizes.end();
+    for (int64_t d = 0; d + 1 < n; ++d) tie = tie || st[d] == st[d + 1];
+    if (tie)
+      fail<RuntimeError>(
+          "[dim_order] The tensor does not have unique dim order, or cannot map to exact one of the "
+          "given memory formats.");
+  }
+  Dims order;
+  for (int64_t d = 0; d < n; ++d) order.push_back(d);
+  if (n < 2) return order;
+  // torch's channels-last test: C, W, H, N innermost first; size-1 dims' strides do not matter
+  bool channels_last = n == 4;
+  int64_t expected = 1;
+  for (int64_t d : {1, 3, 2, 0}) {
+    if (!channels_last) break;
+    if (sizes[d] == 1) continue;
+    channels_last = st[d] == expected;
+    expected *= sizes[d];
+  }
+  if (is_contiguous() != channels_last) {
+    if (channels_last) order = {0, 2, 3, 1};
+    return order;
+  }
+  // -1 keeps a outside b, 1 swaps them, 0 leaves them (a zero stride or a tie)
+  auto should_swap = [&](int64_t a, int64_t b) {
+    const int64_t sa = st[a], sb = st[b];
+    if (sa == 0 || sb == 0) return 0;
+    if (sa == sb) return stride_ge(sizes[b], sizes[a]) ? 0 : 1;
+    return stride_ge(sb, sa) ? -1 : stride_ge(sa, sb) ? 1 : 0;
+  };
+  Dims perm;  // innermost first, by torch's insertion sort, which ties leave alone
+  for (int64_t d = n - 1; d >= 0; --d) perm.push_back(d);
+  for (int64_t i = 1; i < n; ++i) {
+    int64_t j = i;
+    for (int64_t k = i - 1; k >= 0; --k) {
+      const int swap = should_swap(perm[k], perm[j]);
+      if (swap < 0) break;
+      if (swap > 0) {
+        std::swap(perm[k], perm[j]);
+        j = k;
+      }
+    }
+  }
+  if (ambiguity_check)
+    for (int64_t i = 0; i + 1 < n; ++i)
+      if (should_swap(perm[i], perm[i + 1]) != -1)
+        fail<RuntimeError>("[dim_order] The tensor does not have unique dim order.");
+  for (int64_t d = 0; d < n; ++d) order[d] = perm[n - 1 - d];
+  return order;
 }
 
 namespace detail {

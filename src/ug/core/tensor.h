@@ -99,6 +99,9 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
   bool is_contiguous() const { return impl().contiguous(); }
   bool is_floating_point() const { return ug::is_floating(dtype()); }
+  /** The dims from the outermost in memory to the innermost (torch's dim_order, whose algorithm
+   *  this follows); ambiguity_check throws where several orders fit (a size-1 dim, equal strides). */
+  Dims dim_order(bool ambiguity_check = false) const;
   /** True when both tensors view the same storage. */
   bool shares_storage(const Tensor& other) const { return impl().storage() == other.impl().storage(); }
   void* raw_data() const { return impl().data(); }
@@ -165,6 +168,9 @@ class Tensor {
   Tensor index_select(int64_t dim, const Tensor& index) const;
   Tensor masked_fill(const Tensor& mask, Scalar value) const;
   Tensor& masked_fill_(const Tensor& mask, Scalar value);
+  /** Writes value where every index is the same (torch's fill_diagonal_); wrap restarts a tall
+   *  matrix's diagonal every columns + 1 rows. Every dim of a tensor of more than 2 must be equal. */
+  Tensor& fill_diagonal_(Scalar value, bool wrap = false);
   Tensor masked_select(const Tensor& mask) const;
   Tensor flip(const Dims& dims) const;
   Tensor roll(const Dims& shifts, const Dims& dims = {}) const;

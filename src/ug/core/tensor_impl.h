@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "ug/core/dtype.h"
 #include "ug/core/ref.h"
@@ -66,6 +67,10 @@ class TensorImpl final : public RefCounted {
   /** Registered with a module as a trainable parameter (nn.Parameter). */
   bool is_parameter() const { return is_parameter_; }
   void set_is_parameter(bool on) { is_parameter_ = on; }
+  /** Marked by nn.Buffer: whether it registers as a persistent buffer when assigned to a module
+   *  attribute; nullopt for a tensor not so marked. */
+  std::optional<bool> buffer_mark() const { return buffer_mark_; }
+  void set_buffer_mark(bool persistent) { buffer_mark_ = persistent; }
   /** Points this impl at other's data (shape, strides, dtype, storage), keeping its identity
    *  and autograd state: how Module::to and Tensor::set_data change a parameter in place. */
   void set_data(const TensorImpl& other) {
@@ -88,6 +93,7 @@ class TensorImpl final : public RefCounted {
   bool contiguous_;
   bool is_view_ = false;
   bool is_parameter_ = false;
+  std::optional<bool> buffer_mark_;
   std::unique_ptr<AutogradMetaBase> autograd_;
   std::unique_ptr<BatchInfo> batch_;
 };

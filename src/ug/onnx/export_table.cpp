@@ -1697,6 +1697,8 @@ const std::map<std::string, std::string>& unsupported() {
       {"debug_print", "a print (ug.debug.print) has no ONNX form; a compiled program prints it"},
       {"view_as_real", "complex tensors are not exported (onnxruntime has no complex arithmetic)"},
       {"complex_mul", "complex tensors are not exported (onnxruntime has no complex arithmetic)"},
+      {"complex_div", "complex tensors are not exported (onnxruntime has no complex arithmetic)"},
+      {"complex_abs", "complex tensors are not exported (onnxruntime has no complex arithmetic)"},
       {"view_as_complex", "complex tensors are not exported (onnxruntime has no complex arithmetic)"},
       {"cond", "a cond on a traced predicate calls its branch back (ONNX's If is not emitted)"},
       {"optimizer_update", "an optimizer's update (a training step) has no ONNX form; a compiled step calls it back"},

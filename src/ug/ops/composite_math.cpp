@@ -15,6 +15,7 @@
 #include "ug/core/value_read.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/complex.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/join.h"
@@ -598,9 +599,10 @@ Tensor rad2deg(const Tensor& x) { return as_floating(x) * (180.0 / kPi); }
 
 Tensor sgn(const Tensor& x) {
   if (!is_complex(x.dtype())) return sign(x);
-  // z / |z|, and 0 at 0 (torch.sgn)
+  // z / |z|, and 0 at 0 (torch.sgn): each part over the real |z|, as torch's kernel divides
   const Tensor magnitude = x.abs(), zero = magnitude == 0.0;
-  return where(zero, zeros_like(x), x / where(zero, 1.0, magnitude).to(magnitude.dtype()));
+  const Tensor divisor = where(zero, 1.0, magnitude).to(magnitude.dtype()).unsqueeze(-1);
+  return where(zero, zeros_like(x), view_as_complex(view_as_real(x) / divisor));
 }
 
 Tensor signbit(const Tensor& x) {

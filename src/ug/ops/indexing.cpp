@@ -546,6 +546,22 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, Scalar value
   return index_put_(indices, scalar_tensor(value, {.dtype = dtype(), .device = device()}));
 }
 
+Tensor& Tensor::fill_diagonal_(Scalar value, bool wrap) {
+  if (dim() < 2) fail<RuntimeError>("[fill_diagonal_] dimensions must be larger than 1, got a ", dim(), "-D tensor");
+  const int64_t n = size(0);
+  if (dim() > 2 && std::any_of(shape().begin(), shape().end(), [n](int64_t d) { return d != n; }))
+    fail<RuntimeError>("[fill_diagonal_] all dimensions of input must be of equal length, got shape ", shape());
+  if (dim() > 2) {
+    const Tensor diagonal = arange(n);
+    return index_put_(std::vector<TensorIndex>(static_cast<size_t>(dim()), diagonal), value);
+  }
+  const int64_t rows = size(0), cols = size(1);
+  // the row-major offsets k (cols + 1) that torch writes, stopping at the square's end unless wrap
+  const int64_t end = wrap ? rows * cols : std::min(rows, cols) * cols;
+  const Tensor flat = arange(0, end, cols + 1);
+  return index_put_({flat.floor_divide(cols), flat.remainder(cols)}, value);
+}
+
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
   graph::OpCall call(kGather);
   const int64_t d = wrap_dim(dim, this->dim(), "gather");

@@ -8,6 +8,7 @@
 
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
+#include "ug/core/type_info.h"
 #include "ug/core/value_read.h"
 #include "ug/graph/capture.h"
 #include "ug/graph/op_call.h"
@@ -341,6 +342,39 @@ Tensor& bernoulli_(Tensor& t, double p) {
   if (p < 0 || p > 1) fail("[bernoulli_] p must be in [0, 1], got ", p);
   return t.copy_(rand(Dims(t.shape().begin(), t.shape().end()), {.device = t.device()}) < p);
 }
+
+Tensor& random_(Tensor& t, int64_t from, std::optional<int64_t> to) {
+  const DType dtype = t.dtype();
+  if (is_complex(dtype)) fail<TypeError>("[random_] is not supported for complex tensors (dtype ", dtype, ")");
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  int64_t largest;  // the default top of the range, capped at int64's largest
+  if (is_floating(dtype)) {
+    largest = int64_t{1} << (1 - std::ilogb(finfo(dtype).eps));  // 2^digits, with every integer below it exact
+  } else {
+    const IntInfo info = dtype == DType::Bool ? IntInfo{1, 0, 1} : iinfo(dtype);
+    largest = info.max > uint64_t{kMax} ? kMax : static_cast<int64_t>(info.max);
+    auto check = [&](const char* name, int64_t v) {
+      if (v < info.min || v > largest)
+        fail<RuntimeError>("[random_] ", name, " is out of bounds for ", dtype, ": ", v, " is outside [", info.min,
+                           ", ", info.max, "]");
+    };
+    check("from", from);
+    if (to && *to != kMin) check("to - 1", *to - 1);
+  }
+  if (to && from >= *to)
+    fail<RuntimeError>("[random_] expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
+  const Dims shape(t.shape().begin(), t.shape().end());
+  const Options opts{.device = t.device()};
+  Tensor draw;
+  if (to || largest < kMax) draw = randint(from, to ? *to : largest + 1, shape, opts);
+  else if (from > kMin) draw = randint(from - 1, kMax, shape, opts) + 1;  // [from - 1, 2^63 - 1) shifted up
+  else draw = randint(from, kMax, shape, opts);  // every int64: randint's exclusive high leaves out the largest
+  return t.copy_(draw);
+}
+
+Tensor& random_(Tensor& t, int64_t to) { return random_(t, 0, to); }
+
+Tensor& random_(Tensor& t) { return random_(t, 0, std::nullopt); }
 
 Tensor multinomial(const Tensor& weights, int64_t num_samples, bool replacement) {
   if (!weights.is_floating_point() || weights.dim() < 1 || weights.dim() > 2)

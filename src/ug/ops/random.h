@@ -29,6 +29,13 @@ Tensor& normal_(Tensor& t, double mean = 0, double std = 1);
  *  of t, in place. */
 Tensor bernoulli(const Tensor& p);
 Tensor& bernoulli_(Tensor& t, double p = 0.5);
+/** Integers drawn uniformly into t in place (torch's Tensor::random_): over [from, to), or from
+ *  `from` to the dtype's largest when to is absent (2^digits for a floating dtype, the largest
+ *  with every integer below it exact); random_(t, to) draws over [0, to), random_(t) over
+ *  [0, the largest]. */
+Tensor& random_(Tensor& t, int64_t from, std::optional<int64_t> to);
+Tensor& random_(Tensor& t, int64_t to);
+Tensor& random_(Tensor& t);
 /** Exponentially distributed with rate lambd, in place. */
 Tensor& exponential_(Tensor& t, double lambd = 1);
 /** num_samples category indices (int64) for each row of non-negative weights (1-d or 2-d, not

@@ -2,7 +2,9 @@
 // (UG_CPU_ISA names the namespace); inner loops take unit-stride and broadcast fast paths
 // that the compiler vectorises.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #if defined(__AVX2__) || defined(__F16C__)
@@ -235,7 +237,82 @@ template <class T> void where_typed(const Tensor& cond, const Tensor& a, const T
   });
 }
 
+/** The complex product (ar br - ai bi) + i (ar bi + ai br), as torch's kernel computes it (no
+ *  recovery of infinities, unlike C's Annex G). */
+struct ComplexMul {
+  template <class F> static void f(F ar, F ai, F br, F bi, F& re, F& im) {
+    re = ar * br - ai * bi;
+    im = ar * bi + ai * br;
+  }
+};
+
+/** The complex quotient by Smith's algorithm, as torch's c10::complex and NumPy compute it: the
+ *  divisor's smaller part over its larger keeps every intermediate in range where |b|^2 would
+ *  overflow or underflow. A zero divisor gives each part over |0| (inf or nan), as theirs do. */
+struct ComplexDiv {
+  template <class F> static void f(F ar, F ai, F br, F bi, F& re, F& im) {
+    const F abr = std::abs(br), abi = std::abs(bi);
+    const bool real_big = abr >= abi;
+    const F big = real_big ? br : bi, small = real_big ? bi : br, u = real_big ? ar : ai, v = real_big ? ai : ar;
+    const F rat = small / big, scl = F(1) / (big + small * rat);
+    const F r = (u + v * rat) * scl, i = (real_big ? v - u * rat : u * rat - v) * scl;
+    const bool zero = abr == F(0) && abi == F(0);
+    re = zero ? ar / abr : r;
+    im = zero ? ai / abi : i;
+  }
+};
+
+/** A complex binary kernel over F = float or double parts: Op::f per element. */
+template <class Op, class F> void complex_binary_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
+  StridedLoop<3> loop({&out, &a, &b});
+  loop.run_parallel([](char** p, const int64_t* s, int64_t n) {
+    F* o = reinterpret_cast<F*>(p[0]);
+    const F* x = reinterpret_cast<const F*>(p[1]);
+    const F* y = reinterpret_cast<const F*>(p[2]);
+    // Strides in parts (2 a complex number; 0 where an operand is broadcast).
+    const int64_t so = s[0] / int64_t{sizeof(F)}, sx = s[1] / int64_t{sizeof(F)}, sy = s[2] / int64_t{sizeof(F)};
+    if (so == 2 && sx == 2 && sy == 2) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) Op::f(x[2 * i], x[2 * i + 1], y[2 * i], y[2 * i + 1], o[2 * i], o[2 * i + 1]);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) Op::f(x[i * sx], x[i * sx + 1], y[i * sy], y[i * sy + 1], o[i * so], o[i * so + 1]);
+  });
+}
+
+/** |x + iy| as hypot computes it, the larger part factored out: M sqrt(1 + (m/M)^2) squares
+ *  nothing that could overflow or underflow. An infinite part gives inf even beside a NaN. */
+template <class F> inline F complex_abs(F x, F y) {
+  const F ax = std::abs(x), ay = std::abs(y);
+  const bool x_big = ax >= ay;
+  const F big = x_big ? ax : ay, small = x_big ? ay : ax, r = small / big;
+  const F scaled = big * std::sqrt(F(1) + r * r);
+  const F inf = std::numeric_limits<F>::infinity();
+  // big = 0 makes r 0/0: |z| is then small, 0 or (beside a 0) a NaN
+  return ax == inf || ay == inf ? inf : big == F(0) ? small : scaled;
+}
+
+template <class F> void complex_abs_typed(const Tensor& z, const Tensor& out) {
+  StridedLoop<2> loop({&out, &z});
+  loop.run_parallel([](char** p, const int64_t* s, int64_t n) {
+    F* o = reinterpret_cast<F*>(p[0]);
+    const F* x = reinterpret_cast<const F*>(p[1]);
+    // Strides in parts (1 a real number, 2 a complex one).
+    const int64_t so = s[0] / int64_t{sizeof(F)}, sx = s[1] / int64_t{sizeof(F)};
+    if (so == 1 && sx == 2) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = complex_abs(x[2 * i], x[2 * i + 1]);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) o[i * so] = complex_abs(x[i * sx], x[i * sx + 1]);
+  });
+}
+
 template <class Op> void unary_dispatch(const Tensor& x, const Tensor& out) {
+  if constexpr (std::is_same_v<Op, ops::Abs>) {  // complex |z|, a real result (ops/complex.cpp)
+    if (x.dtype() == DType::Complex64) return complex_abs_typed<float>(x, out);
+    if (x.dtype() == DType::Complex128) return complex_abs_typed<double>(x, out);
+  }
   if constexpr (Op::rule == ops::UnaryRule::Floating) {
     UG_DISPATCH_FLOATING(x.dtype(), Op::name, (unary_typed<Op, scalar_t, scalar_t>(x, out)));
   } else if constexpr (Op::rule == ops::UnaryRule::Predicate) {
@@ -249,37 +326,12 @@ template <class Op> void unary_dispatch(const Tensor& x, const Tensor& out) {
   }
 }
 
-/** The complex product (ar br - ai bi) + i (ar bi + ai br) over F = float or double parts, as
- *  torch's kernel computes it (no recovery of infinities, unlike C's Annex G). */
-template <class F> void complex_mul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
-  StridedLoop<3> loop({&out, &a, &b});
-  loop.run_parallel([](char** p, const int64_t* s, int64_t n) {
-    F* o = reinterpret_cast<F*>(p[0]);
-    const F* x = reinterpret_cast<const F*>(p[1]);
-    const F* y = reinterpret_cast<const F*>(p[2]);
-    // Strides in parts (2 a complex number; 0 where an operand is broadcast).
-    const int64_t so = s[0] / int64_t{sizeof(F)}, sx = s[1] / int64_t{sizeof(F)}, sy = s[2] / int64_t{sizeof(F)};
-    if (so == 2 && sx == 2 && sy == 2) {
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) {
-        const F ar = x[2 * i], ai = x[2 * i + 1], br = y[2 * i], bi = y[2 * i + 1];
-        o[2 * i] = ar * br - ai * bi;
-        o[2 * i + 1] = ar * bi + ai * br;
-      }
-      return;
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      const F ar = x[i * sx], ai = x[i * sx + 1], br = y[i * sy], bi = y[i * sy + 1];
-      o[i * so] = ar * br - ai * bi;
-      o[i * so + 1] = ar * bi + ai * br;
-    }
-  });
-}
-
 template <class Op> void binary_dispatch(const Tensor& a, const Tensor& b, const Tensor& out) {
-  if constexpr (std::is_same_v<Op, ops::Mul>) {  // the one complex op with a kernel (ops/complex.cpp)
-    if (out.dtype() == DType::Complex64) return complex_mul_typed<float>(a, b, out);
-    if (out.dtype() == DType::Complex128) return complex_mul_typed<double>(a, b, out);
+  // the complex product and quotient (ops/complex.cpp)
+  if constexpr (std::is_same_v<Op, ops::Mul> || std::is_same_v<Op, ops::Div>) {
+    using Kernel = std::conditional_t<std::is_same_v<Op, ops::Mul>, ComplexMul, ComplexDiv>;
+    if (out.dtype() == DType::Complex64) return complex_binary_typed<Kernel, float>(a, b, out);
+    if (out.dtype() == DType::Complex128) return complex_binary_typed<Kernel, double>(a, b, out);
   }
   if constexpr (Op::rule == ops::BinaryRule::TrueDivide) {
     UG_DISPATCH_FLOATING(a.dtype(), Op::name, (binary_typed<Op, scalar_t, scalar_t>(a, b, out)));
