@@ -17,6 +17,15 @@ std::function<Tensor(const Tensor&)> checked_activation(const std::string& name,
   return activation(name);
 }
 
+/** x + branch, the branch first cast to x's dtype where that is the sum's (under autocast a
+ *  branch ends in bfloat16 and the stream is float32): its low-precision buffer is then freed
+ *  before the sum is made instead of held beside its float32 copy, the same sum bit for bit. */
+Tensor add_residual(const Tensor& x, Tensor branch) {
+  if (branch.dtype() != x.dtype() && promote_types(x.dtype(), branch.dtype()) == x.dtype())
+    branch = branch.to(x.dtype());
+  return x + branch;
+}
+
 /** attn(query, kv, kv)'s output through call(), so that hooks on the attention run as they do
  *  in torch (they see (query, kv, kv) and (output, None): the masks are keywords there). */
 Tensor attend(MultiheadAttentionImpl& attn, const Tensor& query, const Tensor& kv, const Tensor& mask,
@@ -93,13 +102,14 @@ Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src
   };
   auto activate = [&](const Tensor& x) { return activation_module_ ? (*activation_module_)(x) : activation_(x); };
   auto feed_forward = [&](const Tensor& x) { return dropout2(linear2(dropout(activate(linear1(x))))); };
-  Tensor x = src;
   if (norm_first_) {
-    x = x + self_attention(norm1(x));
-    return x + feed_forward(norm2(x));
+    Tensor x = add_residual(src, self_attention(norm1(src)));
+    return add_residual(x, feed_forward(norm2(x)));
   }
-  x = norm1(x + self_attention(x));
-  return norm2(x + feed_forward(x));
+  Tensor x = norm1(add_residual(src, self_attention(src)));
+  Tensor sum = add_residual(x, feed_forward(x));
+  x = Tensor();  // the stream before the feed-forward, read by nothing now: freed before norm2 runs
+  return norm2(sum);
 }
 
 void TransformerEncoderLayerImpl::rebind(const CloneMemo& memo) {
@@ -163,15 +173,18 @@ Tensor TransformerDecoderLayerImpl::forward(const Tensor& tgt, const Tensor& mem
   };
   auto activate = [&](const Tensor& x) { return activation_module_ ? (*activation_module_)(x) : activation_(x); };
   auto feed_forward = [&](const Tensor& x) { return dropout3(linear2(dropout(activate(linear1(x))))); };
-  Tensor x = tgt;
   if (norm_first_) {
-    x = x + self_attention(norm1(x));
-    x = x + cross_attention(norm2(x));
-    return x + feed_forward(norm3(x));
+    Tensor x = add_residual(tgt, self_attention(norm1(tgt)));
+    x = add_residual(x, cross_attention(norm2(x)));
+    return add_residual(x, feed_forward(norm3(x)));
   }
-  x = norm1(x + self_attention(x));
-  x = norm2(x + cross_attention(x));
-  return norm3(x + feed_forward(x));
+  // Each sum replaces the stream before the next norm runs, so the old stream is freed first.
+  Tensor x = norm1(add_residual(tgt, self_attention(tgt)));
+  Tensor sum = add_residual(x, cross_attention(x));
+  x = norm2(sum);
+  sum = add_residual(x, feed_forward(x));
+  x = Tensor();
+  return norm3(sum);
 }
 
 void TransformerDecoderLayerImpl::rebind(const CloneMemo& memo) {
