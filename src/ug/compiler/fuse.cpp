@@ -259,11 +259,11 @@ size_t fold_applied_updates(onnx::Graph& graph) {
   return count;
 }
 
-/** Removes the stop_gradient call-backs (detach, no_grad results) whose input a node makes,
- *  their readers reading that input instead: this graph runs only where autograd does not
- *  record and no forward tangent flows (Program::operator()), with no derivative to stop. Not in a program with
- * subgraphs (their captures name values too), nor where the input is an output already (two outputs would be one
- * tensor). */
+/** Removes the stop_gradient call-backs (detach, no_grad results) whose input a node makes, their
+ *  readers reading that input instead: this graph runs only where autograd does not record and no
+ *  forward tangent flows (Program::operator()), with no derivative to stop. Not in a program with
+ *  subgraphs (their captures name values too), nor where the input is an output already (two
+ *  outputs would be one tensor). */
 size_t drop_gradient_stops(onnx::Graph& graph) {
   for (const onnx::Node& node : graph.nodes)
     for (const auto& [name, value] : node.attributes)

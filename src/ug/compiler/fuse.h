@@ -22,12 +22,13 @@ struct FuseStats {
 /** First removes the stop_gradient call-backs (the graph runs where autograd does not record),
  *  then folds each Add of a parameter and its optimizer update (apply_updates after
  *  optimizer.update) into the update, which has an applied form (graph/update_replay.h) that
- *  makes the new parameter in its own pass. Then rewrites graph's nodes: each group becomes a UgReplay node (op
- * "fused") at the place of its last node, calling a replay appended to graph.replays; plans liveness again. A fused
- * node takes its inputs (onnx::Replay), so an input the graph reads there for the last time may hold its result. It
- * runs whole tensors, unblocked, when its output is small (under 8 blocks), when autograd records through it or an
- * input carries a forward tangent or a vmap batch: then it is the unfused program's computation, in-place writes
- * included. */
+ *  makes the new parameter in its own pass. Then rewrites graph's nodes: each group becomes a
+ *  UgReplay node (op "fused") at the place of its last node, calling a replay appended to
+ *  graph.replays; plans liveness again. A fused node takes its inputs (onnx::Replay), so an
+ *  input the graph reads there for the last time may hold its result. It runs whole tensors,
+ *  unblocked, when its output is small (under 8 blocks), when autograd records through it or an
+ *  input carries a forward tangent or a vmap batch: then it is the unfused program's
+ *  computation, in-place writes included. */
 FuseStats fuse(onnx::Graph& graph);
 
 }  // namespace ug::compiler

@@ -19,9 +19,9 @@ class Module;
  *  twice is copied once, as torch's deepcopy memo does. */
 class CloneMemo {
  public:
-  /** A copy of a leaf tensor: its storage copied once, the same view over it, its
-   *  requires_grad, parameter mark and (not for a parameter, as in torch) grad. Tensors that autograd made (non-leaves)
-   * are refused, as torch refuses them. */
+  /** A copy of a leaf tensor: its storage copied once, the same view over it, its requires_grad,
+   *  parameter mark and (not for a parameter, as in torch) grad. Tensors that autograd made
+   *  (non-leaves) are refused, as torch refuses them. */
   Tensor tensor(const Tensor& t);
   /** The module's copy (Module::clone_into), made once. */
   std::shared_ptr<Module> module(const Module& m);

@@ -44,11 +44,11 @@ class GraphBuilder {
    *  a buffer, a counter) becomes an initializer named param_N, listed in live_leaves(), which
    *  a program reads as it is at each run, rather than an anonymous constant. */
   void name_live_leaves() { name_live_leaves_ = true; }
-  /** From now on (a program's trace) the results of a call made in a no_grad block of the
-   *  traced function, when a call made outside one reads them or the program returns them, go
-   *  through stop_gradient first, as they are detached eagerly: autograd recording through a
-   *  run (grad of jit) does not follow them, whatever grad mode the trace ran in. reading_without_grad() says whether
-   *  the reader is such a call (state written back is read so). */
+  /** From now on (a program's trace) the results of a call made in a no_grad block of the traced
+   *  function, when a call made outside one reads them or the program returns them, go through
+   *  stop_gradient first, as they are detached eagerly: autograd recording through a run (grad of
+   *  jit) does not follow them, whatever grad mode the trace ran in. reading_without_grad() says
+   *  whether the reader is such a call (state written back is read so). */
   void stop_no_grad_results() { stop_no_grad_ = true; }
   void reading_without_grad(bool on) { reading_without_grad_ = on; }
   bool is_reading_without_grad() const { return reading_without_grad_; }

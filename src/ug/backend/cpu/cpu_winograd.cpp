@@ -97,9 +97,10 @@ inline void down_columns(const float* __restrict d, int64_t Wp, float* __restric
   }
 }
 
-/** V[k][c][t] = (B^T d B)[k] for the tile rows [row0, row0 + rows) of one image's padded
- *  planes (V's rows ld floats apart), B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]: first down the columns of each
- * tile row's four input rows, then along them (loops over whole rows, which the compiler vectorises). */
+/** V[k][c][t] = (B^T d B)[k] for the tile rows [row0, row0 + rows) of one image's padded planes
+ *  (V's rows ld floats apart), B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]: first down the
+ *  columns of each tile row's four input rows, then along them (loops over whole rows, which the
+ *  compiler vectorises). */
 UG_MULTIVERSION void transform_tiles(const float* planes, int64_t C, int64_t Hp, int64_t Wp, int64_t tiles_w,
                                      int64_t row0, int64_t rows, float* V, int64_t ld, float* r) {
   const int64_t k_stride = C * ld;
@@ -121,8 +122,8 @@ UG_MULTIVERSION void transform_tiles(const float* planes, int64_t C, int64_t Hp,
 }
 
 /** One image's outputs y [O, Ho, Wo] for its tile rows [row0, row0 + rows) from the products
- *  M[k][o][t] (rows ld floats apart): A^T m A plus the bias, then the epilogue, A^T = [1 1 1 0; 0 1 -1 -1]; tiles past
- *  the edge are cut. */
+ *  M[k][o][t] (rows ld floats apart): A^T m A plus the bias, then the epilogue, A^T = [1 1 1 0; 0 1
+ *  -1 -1]; tiles past the edge are cut. */
 UG_MULTIVERSION void untransform_tiles(const Winograd3x3& g, const float* M, int64_t ld, int64_t tiles_w, int64_t row0,
                                        int64_t rows, const float* bias, float* y, float* s, Epilogue e) {
   const int64_t Ho = g.out_h(), Wo = g.out_w(), k_stride = g.O * ld;
@@ -188,9 +189,9 @@ inline void along_grad_row(const float* __restrict top, const float* __restrict 
   }
 }
 
-/** Z[k][o][t] (rows ld floats apart) = (A e A^T)[k] for the output gradient's 2x2 tiles e of
- *  one image's tile rows [row0, row0 + rows), A = [1 0; 1 1; 1 -1; 0 -1]; values past the edge read as zero (each
- *  tile row's two output rows are copied into e, 4 * tiles_w floats, zero-padded). */
+/** Z[k][o][t] (rows ld floats apart) = (A e A^T)[k] for the output gradient's 2x2 tiles e of one
+ *  image's tile rows [row0, row0 + rows), A = [1 0; 1 1; 1 -1; 0 -1]; values past the edge read as
+ *  zero (each tile row's two output rows are copied into e, 4 * tiles_w floats, zero-padded). */
 UG_MULTIVERSION void transform_grad_tiles(const Winograd3x3& g, const float* gy, int64_t tiles_w, int64_t row0,
                                           int64_t rows, float* Z, int64_t ld, float* e) {
   const int64_t Ho = g.out_h(), Wo = g.out_w(), k_stride = g.O * ld;
