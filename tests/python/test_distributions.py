@@ -594,6 +594,10 @@ def test_rsample_is_the_implicit_reparameterisation():
         "HalfNormal": lambda a, b: d.HalfNormal(a * b), "Gumbel": lambda a, b: d.Gumbel(a, b),
         "Weibull": lambda a, b: d.Weibull(a, b), "Pareto": lambda a, b: d.Pareto(a, b + 1),
         "Kumaraswamy": lambda a, b: d.Kumaraswamy(a, b),
+        # gammainc has no derivative in its first argument (as torch's): the rate moves
+        "InverseGamma": lambda a, b: d.InverseGamma(2.5, a + b),
+        "GeneralizedPareto": lambda a, b: d.GeneralizedPareto(a, b, a - 1.0),
+        "ContinuousBernoulli": lambda a, b: d.ContinuousBernoulli(probs=a / (a + b)),
     }
     for name, make in makers.items():
         a = ug.tensor([0.7, 1.5, 3.0], dtype=ug.float64, requires_grad=True)
