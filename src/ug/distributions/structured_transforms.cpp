@@ -50,6 +50,31 @@ Dims swap_event(const Dims& shape, const Dims& from, const Dims& to) {
 Dims batch_of(const Tensor& t, const Dims& event) {
   return Dims(t.shape().begin(), t.shape().end() - static_cast<int64_t>(event.size()));
 }
+
+using Map = Tensor (Transform::*)(const Tensor&) const;  // forward or inverse
+
+/** Each part's map on its slice of t along dim (lengths[i] wide), the results joined again. */
+Tensor map_slices(const Transforms& parts, const std::vector<int64_t>& lengths, int64_t dim, const Tensor& t, Map map) {
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (size_t i = 0; i < parts.size(); start += lengths[i], ++i)
+    out.push_back((*parts[i].*map)(t.narrow(dim, start, lengths[i])));
+  return cat(out, dim);
+}
+
+/** Each part's map on its entry of t along dim, the results stacked again. */
+Tensor map_entries(const Transforms& parts, int64_t dim, const Tensor& t, Map map) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < parts.size(); ++i) out.push_back((*parts[i].*map)(t.select(dim, static_cast<int64_t>(i))));
+  return stack(out, dim);
+}
+
+/** Each part's domain or codomain. */
+std::vector<Constraint> each(const Transforms& parts, Constraint (Transform::*of)() const) {
+  std::vector<Constraint> c;
+  for (const auto& t : parts) c.push_back((*t.*of)());
+  return c;
+}
 }  // namespace
 
 ReshapeTransform::ReshapeTransform(Dims in_shape, Dims out_shape)
@@ -99,20 +124,12 @@ void CatTransform::check(const Tensor& t, const char* name) const {
 
 Tensor CatTransform::forward(const Tensor& x) const {
   check(x, "x");
-  std::vector<Tensor> out;
-  int64_t start = 0;
-  for (size_t i = 0; i < parts_.size(); start += lengths_[i], ++i)
-    out.push_back(parts_[i]->forward(x.narrow(dim_, start, lengths_[i])));
-  return cat(out, dim_);
+  return map_slices(parts_, lengths_, dim_, x, &Transform::forward);
 }
 
 Tensor CatTransform::inverse(const Tensor& y) const {
   check(y, "y");
-  std::vector<Tensor> out;
-  int64_t start = 0;
-  for (size_t i = 0; i < parts_.size(); start += lengths_[i], ++i)
-    out.push_back(parts_[i]->inverse(y.narrow(dim_, start, lengths_[i])));
-  return cat(out, dim_);
+  return map_slices(parts_, lengths_, dim_, y, &Transform::inverse);
 }
 
 Tensor CatTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) const {
@@ -135,16 +152,10 @@ Tensor CatTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) cons
   return total;
 }
 
-Constraint CatTransform::domain() const {
-  std::vector<Constraint> c;
-  for (const auto& t : parts_) c.push_back(t->domain());
-  return constraints::cat(c, dim_, lengths_);
-}
+Constraint CatTransform::domain() const { return constraints::cat(each(parts_, &Transform::domain), dim_, lengths_); }
 
 Constraint CatTransform::codomain() const {
-  std::vector<Constraint> c;
-  for (const auto& t : parts_) c.push_back(t->codomain());
-  return constraints::cat(c, dim_, lengths_);
+  return constraints::cat(each(parts_, &Transform::codomain), dim_, lengths_);
 }
 
 bool CatTransform::bijective() const {
@@ -161,16 +172,12 @@ void StackTransform::check(const Tensor& t, const char* name) const {
 
 Tensor StackTransform::forward(const Tensor& x) const {
   check(x, "x");
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < parts_.size(); ++i) out.push_back(parts_[i]->forward(x.select(dim_, static_cast<int64_t>(i))));
-  return stack(out, dim_);
+  return map_entries(parts_, dim_, x, &Transform::forward);
 }
 
 Tensor StackTransform::inverse(const Tensor& y) const {
   check(y, "y");
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < parts_.size(); ++i) out.push_back(parts_[i]->inverse(y.select(dim_, static_cast<int64_t>(i))));
-  return stack(out, dim_);
+  return map_entries(parts_, dim_, y, &Transform::inverse);
 }
 
 Tensor StackTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) const {
@@ -184,17 +191,9 @@ Tensor StackTransform::log_abs_det_jacobian(const Tensor& x, const Tensor& y) co
   return stack(out, dim_);
 }
 
-Constraint StackTransform::domain() const {
-  std::vector<Constraint> c;
-  for (const auto& t : parts_) c.push_back(t->domain());
-  return constraints::stack(c, dim_);
-}
+Constraint StackTransform::domain() const { return constraints::stack(each(parts_, &Transform::domain), dim_); }
 
-Constraint StackTransform::codomain() const {
-  std::vector<Constraint> c;
-  for (const auto& t : parts_) c.push_back(t->codomain());
-  return constraints::stack(c, dim_);
-}
+Constraint StackTransform::codomain() const { return constraints::stack(each(parts_, &Transform::codomain), dim_); }
 
 bool StackTransform::bijective() const {
   return std::all_of(parts_.begin(), parts_.end(), [](const auto& t) { return t->bijective(); });
