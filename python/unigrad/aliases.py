@@ -27,7 +27,9 @@ def _in_place(name):
 
     def method(self, *args, **kwargs):
         # What the op keeps for backward must not be self, which the copy changes.
-        self.copy_(op(self.clone() if self.requires_grad else self, *args, **kwargs))
+        recorded = _C._autograd.is_grad_enabled() and (self.requires_grad or any(
+            isinstance(a, Tensor) and a.requires_grad for a in (*args, *kwargs.values())))
+        self.copy_(op(self.clone() if recorded else self, *args, **kwargs))
         return self  # the same Python object, as torch's in-place methods return
 
     method.__name__ = name + "_"

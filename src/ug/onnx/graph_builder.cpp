@@ -399,7 +399,15 @@ std::optional<std::string> GraphBuilder::constant_name(const Tensor& t) const {
   return it->second.name;
 }
 
+const GraphBuilder::Value* GraphBuilder::earlier(const Tensor& t, uint32_t version) const {
+  auto found = earlier_.find(key(t));
+  if (found == earlier_.end() || !values_.contains(key(t))) return nullptr;
+  auto it = found->second.find(version);
+  return it == found->second.end() ? nullptr : &it->second;
+}
+
 void GraphBuilder::check_inputs(const CapturedCall& call) {
+  auto& frame = read_as_of_.emplace_back();
   for (size_t i = 0; i < call.inputs.size() && i < call.input_versions.size(); ++i) {
     if (!call.inputs[i].defined()) continue;
     // An in-place op records the tensor it wrote after writing it.
@@ -409,6 +417,10 @@ void GraphBuilder::check_inputs(const CapturedCall& call) {
     if (written) continue;
     const Tensor& in = call.inputs[i];
     if (const Value* v = same_value(in); v && v->traced) {
+      if (auto read = earlier(in, call.input_versions[i]); read && v->version != call.input_versions[i]) {
+        frame.emplace_back(key(in), std::exchange(values_.at(key(in)), *read));
+        continue;
+      }
       check_version(*v, call.input_versions[i], "input " + std::to_string(i) + " of op '" + call.op + "'");
     } else if (in.version() != call.input_versions[i]) {
       // Live state (a parameter a training step updates) read, then written by an op the
@@ -476,6 +488,13 @@ std::string GraphBuilder::written_into(const Value& base, const Tensor& t, const
 }
 
 void GraphBuilder::check_outputs(const CapturedCall& call) {
+  if (!read_as_of_.empty()) {
+    // Unless the call's own nodes bound the input anew.
+    for (auto& [k, latest] : read_as_of_.back())
+      if (Value& v = values_.at(k); v.version != latest.version && earlier_[k].contains(v.version))
+        v = std::move(latest);
+    read_as_of_.pop_back();
+  }
   for (const auto& [base, view, value] : pending_writes_) {
     Value& b = values_.at(base);
     b.name = written_into(b, view, value);
@@ -686,10 +705,13 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
   // An in-place write under no_grad leaves a tensor that requires grad as it was (a parameter).
   if (stop_no_grad_ && !in_place && has_attr(call, "no_grad") && out.is_floating_point()) no_grad_made_.insert(name);
   const uint32_t version = i < call.output_versions.size() ? call.output_versions[i] : out.version();
+  if (auto it = values_.find(key(out)); in_place && it != values_.end() && it->second.traced)
+    earlier_[key(out)].insert_or_assign(it->second.version, it->second);
   values_[key(out)] = {name, *dynamic, out, true, version, call.op};
   if (base) pending_writes_.emplace_back(base, out, name);
   for (const void* k : handles) {
     Value& v = values_.at(k);
+    if (v.traced) earlier_[k].insert_or_assign(v.version, v);
     v = {name, *dynamic, v.tensor, true, version, call.op};
   }
   return name;

@@ -146,7 +146,10 @@ class GraphBuilder {
   /** Fails when an input of the call was written in place, after the op that computed it, by
    *  code outside the op table: the graph would read the value from before the write. A
    *  parameter or state tensor (read live by a program) may be written by ops after it was read:
-   *  the calls of note_writes say which writes those were. */
+   *  the calls of note_writes say which writes those were. An input that an in-place op the
+   *  graph follows wrote after the call read it (a part emitted late, for a reader after the
+   *  write) is read as it was: that earlier value is still in the graph. check_outputs then
+   *  binds the input to its latest value again. */
   void check_inputs(const CapturedCall& call);
   /** Reads the trace before any node is built: the data versions every call's outputs were
    *  left at (the writes the graph follows), and which calls inside composites made which
@@ -196,6 +199,8 @@ class GraphBuilder {
   void check_version(const Value& v, uint32_t version, const std::string& reader) const;
   /** t's value: bound to t itself, or a traced value of exactly t's elements (another handle). */
   const Value* same_value(const Tensor& t) const;
+  /** t's value at `version`, which an in-place op the graph follows has since replaced. */
+  const Value* earlier(const Tensor& t, uint32_t version) const;
   /** The value name of t when it is a view of a traced value, made so by new nodes if need be. */
   std::optional<std::pair<std::string, uint32_t>> traced_view(const Tensor& t);
   /** t as nodes reading `base`'s elements, when base holds every element of t. */
@@ -231,6 +236,11 @@ class GraphBuilder {
   int64_t opset_;
   std::vector<std::pair<std::string, Tensor>> params_;
   std::unordered_map<const void*, Value> values_;
+  /** key -> the values an in-place op's write replaced in values_, by version. */
+  std::unordered_map<const void*, std::unordered_map<uint32_t, Value>> earlier_;
+  /** Per call being emitted (check_inputs to check_outputs): the latest values of the inputs it
+   *  reads as earlier ones, to bind again after it. */
+  std::vector<std::vector<std::pair<const void*, Value>>> read_as_of_;
   std::unordered_map<const void*, std::pair<Tensor, std::string>> unexported_;  // the tensor, and why
   std::unordered_map<std::string, int64_t> counters_;
   bool name_live_leaves_ = false, allow_replays_ = false, free_sizes_ = false;

@@ -496,6 +496,7 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
 Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) {
   if (value.device() != device())
     fail<RuntimeError>("[index_put_] value on ", value.device(), ", tensor on ", device());
+  graph::OpCall call(kIndexPut);
   if (autograd::inplace_needs_rebase(*this, &value, "index_put_")) {
     // Recorded as the differentiable scatter of value into the positions the index selects
     // (found by indexing the positions themselves), which this tensor's history then ends with.
@@ -506,10 +507,7 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
     autograd::rebase_history(
         *this,
         clone().reshape({-1}).scatter(0, written.reshape({-1}), src).reshape(Dims(shape().begin(), shape().end())));
-    return *this;
-  }
-  graph::OpCall call(kIndexPut);
-  if (put_by_mask(*this, indices, value)) {
+  } else if (put_by_mask(*this, indices, value)) {
     bump_version();
   } else if (IndexPlan plan = plan_index(*this, indices); plan.dims.empty()) {
     plan.view.copy_(broadcast_value(value, plan.view.shape(), dtype()));
@@ -617,14 +615,15 @@ Tensor Tensor::masked_fill(const Tensor& mask, Scalar value) const {
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
   check_bool_mask(mask, "masked_fill_");
-  if (autograd::inplace_needs_rebase(*this, nullptr, "masked_fill_")) {
-    autograd::rebase_history(*this, clone().masked_fill(mask, value));
-    return *this;
-  }
   if (!expandable(mask.shape(), shape()))
     fail("[masked_fill_] mask of shape ", mask.shape(), " cannot be broadcast to the tensor's shape ", shape());
   Tensor fill = scalar_tensor(value, {.dtype = dtype(), .device = device()});
   graph::OpCall call(kMaskedFill);
+  if (autograd::inplace_needs_rebase(*this, nullptr, "masked_fill_")) {
+    autograd::rebase_history(*this, clone().masked_fill(mask, value));
+    call.finish({&mask, &fill, this}, {this});  // for a capture: the in-place op, its history the ops' own
+    return *this;
+  }
   backend_for(device()).where(mask.expand(shape()), fill.expand(shape()), *this, *this);
   bump_version();
   call.finish({&mask, &fill, this}, {this});
