@@ -392,6 +392,20 @@ TEST(Autograd, InPlaceChangeOfASavedTensorThrowsAtBackward) {
   EXPECT_THROW((e * z).sum().backward(), ug::RuntimeError);
 }
 
+TEST(Autograd, InPlaceWritesIntoViewsReachTheBaseAndEveryViewOfIt) {
+  // y = 2x; y[0] *= x[1]; a view taken before a write through another view reads the new
+  // elements, and its gradient says so (torch: x.grad = [2 + 2 x1, 2 + 2 x0, 2], doubled by a).
+  Tensor x = f64({1.0, 2.0, 3.0}).requires_grad_();
+  Tensor y = x * 2;
+  Tensor a = y.slice(0, 0, 2);
+  y.select(0, 0).mul_(x.select(0, 1));  // y0 = 2 x0 x1 = 4
+  (a.sum() + y.sum()).backward();       // 2 (y0 + y1) + y2
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{8.0, 8.0, 2.0}));
+
+  Tensor w = f64({1.0, 2.0}).requires_grad_();
+  EXPECT_THROW(w.select(0, 0).mul_(2), ug::RuntimeError);  // a view of a leaf that requires grad
+}
+
 TEST(Autograd, GraphMemoryIsReleasedAfterBackward) {
   ug::Allocator& allocator = ug::allocator_for(ug::Device());
   Tensor x = ug::randn({256, 256}).requires_grad_();

@@ -142,9 +142,18 @@ AutogradMeta& meta(const Tensor& t) {
   return *static_cast<AutogradMeta*>(m);
 }
 
+void refresh_view(const Tensor& t, AutogradMeta& m) {
+  m.view_version = t.version();
+  if (m.requires_grad) return;  // a leaf: made to require grad itself
+  if (m.view_base.requires_grad() && is_inexact(t.dtype()) && m.view_history) m.view_history(t, m.view_base);
+  else m.grad_fn = Ref<Node>();
+}
+
 Edge gradient_edge(const Tensor& t) {
   AutogradMeta* m = meta_if(t);
   if (!m) return {};
+  if (view_is_stale(t, *m)) [[unlikely]]
+    refresh_view(t, *m);
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
   if (!m->requires_grad) return {};
   if (!m->grad_accumulator) m->grad_accumulator = new AccumulateGrad(t);

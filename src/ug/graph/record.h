@@ -28,7 +28,7 @@ namespace ug::autograd {
 
 inline bool requires_grad(const Tensor& t) {
   const AutogradMeta* m = static_cast<const AutogradMeta*>(t.impl().autograd_meta());
-  return m && (m->requires_grad || m->grad_fn);
+  return m && (m->requires_grad || m->grad_fn || (view_is_stale(t, *m) && requires_grad(m->view_base)));
 }
 
 /** True when an op on these inputs records: grad mode is on and an input requires grad. */
@@ -60,12 +60,5 @@ std::vector<SavedTensor>& record(const char* name, std::span<const Tensor* const
   for (const graph::Save& s : saved) kept.push_back(s.tensor ? SavedTensor(*s.tensor, s.is_output) : SavedTensor());
   return kept;
 }
-
-/** Before an in-place op on t under grad mode: raises for leaves that require grad and for
- *  views when gradients are involved. Returns true when t (or the other operand) requires
- *  grad, so the op must run out of place and rebase t's history (see rebase_history). */
-bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op);
-/** Writes `result`'s data into t and makes t's history that of `result`. */
-void rebase_history(const Tensor& t, const Tensor& result);
 
 }  // namespace ug::autograd

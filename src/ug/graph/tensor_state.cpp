@@ -34,6 +34,7 @@ void Tensor::set_grad(const Tensor& grad) const {
 
 Ref<Node> Tensor::grad_fn() const {
   AutogradMeta* m = autograd::meta_if(*this);
+  if (m && autograd::view_is_stale(*this, *m)) autograd::refresh_view(*this, *m);
   return m ? m->grad_fn : Ref<Node>();
 }
 

@@ -401,7 +401,7 @@ std::optional<std::string> GraphBuilder::constant_name(const Tensor& t) const {
 
 const GraphBuilder::Value* GraphBuilder::earlier(const Tensor& t, uint32_t version) const {
   auto found = earlier_.find(key(t));
-  if (found == earlier_.end() || !values_.contains(key(t))) return nullptr;
+  if (found == earlier_.end()) return nullptr;
   auto it = found->second.find(version);
   return it == found->second.end() ? nullptr : &it->second;
 }
@@ -416,11 +416,17 @@ void GraphBuilder::check_inputs(const CapturedCall& call) {
       written = written || (out.defined() && out.storage() == call.inputs[i].storage());
     if (written) continue;
     const Tensor& in = call.inputs[i];
-    if (const Value* v = same_value(in); v && v->traced) {
-      if (auto read = earlier(in, call.input_versions[i]); read && v->version != call.input_versions[i]) {
-        frame.emplace_back(key(in), std::exchange(values_.at(key(in)), *read));
+    if (const Value* read = earlier(in, call.input_versions[i])) {
+      auto it = values_.find(key(in));
+      if (it == values_.end() || it->second.version != call.input_versions[i]) {
+        // The latest value, or none where the write made this handle stale (read again from the
+        // value written).
+        frame.push_back({key(in), it == values_.end() ? Value{} : it->second, read->name});
+        values_[key(in)] = *read;
         continue;
       }
+    }
+    if (const Value* v = same_value(in); v && v->traced) {
       check_version(*v, call.input_versions[i], "input " + std::to_string(i) + " of op '" + call.op + "'");
     } else if (in.version() != call.input_versions[i]) {
       // Live state (a parameter a training step updates) read, then written by an op the
@@ -490,15 +496,19 @@ std::string GraphBuilder::written_into(const Value& base, const Tensor& t, const
 void GraphBuilder::check_outputs(const CapturedCall& call) {
   if (!read_as_of_.empty()) {
     // Unless the call's own nodes bound the input anew.
-    for (auto& [k, latest] : read_as_of_.back())
-      if (Value& v = values_.at(k); v.version != latest.version && earlier_[k].contains(v.version))
-        v = std::move(latest);
+    for (auto& [k, latest, read] : read_as_of_.back()) {
+      auto it = values_.find(k);
+      if (it == values_.end() || it->second.name != read) continue;
+      if (latest.name.empty()) values_.erase(it);
+      else it->second = std::move(latest);
+    }
     read_as_of_.pop_back();
   }
-  for (const auto& [base, view, value] : pending_writes_) {
+  for (const auto& [base, view, value, version] : pending_writes_) {
     Value& b = values_.at(base);
+    if (b.traced) earlier_[base].insert_or_assign(b.version, b);
     b.name = written_into(b, view, value);
-    b.version = view.version();
+    b.version = version;
     b.producer = call.op;
   }
   pending_writes_.clear();
@@ -673,13 +683,15 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
       else if (within(v.tensor, out)) stale.push_back(k);
       else rest.push_back(k);
     }
-    // A write into part of a value (x[0].mul_(2)): the value holding all of it (the latest,
-    // then the first name) takes the new elements, every other view is read again from it.
+    // A write into part of a value (x[0].mul_(2)): the value holding all of it (the largest,
+    // which the views of other parts are read from again; then the latest, then the first
+    // name) takes the new elements, every other view is read again from it.
+    auto order = [](const Value& v) { return std::tuple(v.tensor.numel(), v.version); };
     for (const void* k : rest) {
       const Value& v = values_.at(k);
       if (!v.traced || !v.tensor.is_contiguous() || !within(out, v.tensor)) continue;
       const Value* b = base ? &values_.at(base) : nullptr;
-      if (!b || v.version > b->version || (v.version == b->version && v.name < b->name)) base = k;
+      if (!b || order(v) > order(*b) || (order(v) == order(*b) && v.name < b->name)) base = k;
     }
     if (!rest.empty() && !base)
       fail("[onnx.export] in-place op '", call.op, "' writes a view (", dtype_name(out.dtype()), " ",
@@ -697,7 +709,10 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
            "size; write the whole tensor instead: index assignment (x[i] = v), x.index_put(...) or "
            "ug.where(mask, v, x)");
   }
-  for (const void* k : stale) values_.erase(k);
+  for (const void* k : stale) {
+    if (const Value& v = values_.at(k); v.traced) earlier_[k].insert_or_assign(v.version, v);
+    values_.erase(k);
+  }
   // Live state first written here, never read: a program writes its value back all the same.
   if (in_place && !values_.contains(key(out)) && !param_name(out) && name_live_leaves_)
     params_.emplace_back(fresh("written"), out);
@@ -708,7 +723,7 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
   if (auto it = values_.find(key(out)); in_place && it != values_.end() && it->second.traced)
     earlier_[key(out)].insert_or_assign(it->second.version, it->second);
   values_[key(out)] = {name, *dynamic, out, true, version, call.op};
-  if (base) pending_writes_.emplace_back(base, out, name);
+  if (base) pending_writes_.emplace_back(base, out, name, version);
   for (const void* k : handles) {
     Value& v = values_.at(k);
     if (v.traced) earlier_[k].insert_or_assign(v.version, v);

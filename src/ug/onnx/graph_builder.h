@@ -209,8 +209,8 @@ class GraphBuilder {
    *  into a view (x[0].mul_(2)) made functional, as torch.compile's functionalization does. */
   std::string written_into(const Value& base, const Tensor& t, const std::string& value);
   // in-place writes into part of a value, emitted after the writing node (check_outputs):
-  // (the base's key, the view written, the view's new value)
-  std::vector<std::tuple<const void*, Tensor, std::string>> pending_writes_;
+  // (the base's key, the view written, the view's new value, the data version the write left)
+  std::vector<std::tuple<const void*, Tensor, std::string, uint32_t>> pending_writes_;
   std::string initializer(const Tensor& t, const std::string& name);
   /** The state_dict name of t, when t is (a handle of) a parameter or buffer. */
   std::optional<std::string> param_name(const Tensor& t) const;
@@ -238,9 +238,14 @@ class GraphBuilder {
   std::unordered_map<const void*, Value> values_;
   /** key -> the values an in-place op's write replaced in values_, by version. */
   std::unordered_map<const void*, std::unordered_map<uint32_t, Value>> earlier_;
-  /** Per call being emitted (check_inputs to check_outputs): the latest values of the inputs it
-   *  reads as earlier ones, to bind again after it. */
-  std::vector<std::vector<std::pair<const void*, Value>>> read_as_of_;
+  /** Per call being emitted (check_inputs to check_outputs): the inputs it reads as earlier
+   *  values, to bind again after it to their latest (none: unbound) unless it bound them anew. */
+  struct ReadAsOf {
+    const void* key;
+    Value latest;
+    std::string read;  // the earlier value's name
+  };
+  std::vector<std::vector<ReadAsOf>> read_as_of_;
   std::unordered_map<const void*, std::pair<Tensor, std::string>> unexported_;  // the tensor, and why
   std::unordered_map<std::string, int64_t> counters_;
   bool name_live_leaves_ = false, allow_replays_ = false, free_sizes_ = false;

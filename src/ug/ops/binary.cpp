@@ -6,6 +6,7 @@
 #include "ug/core/value_read.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/inplace_history.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/complex.h"
 #include "ug/ops/rules.h"
@@ -236,8 +237,8 @@ void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
   Shape shape = broadcast_shapes(a.shape(), b.shape(), info(op).name);
   if (!(shape == a.shape()))
     fail("[", info(op).name, "_] output with shape ", a.shape(), " doesn't match the broadcast shape ", shape);
-  if (autograd::inplace_needs_rebase(a, &b, info(op).name)) {
-    autograd::rebase_history(a, run(op, common, a.clone(), b).to(a.dtype()));
+  if (ops::inplace_needs_rebase(a, &b, info(op).name)) {
+    ops::rebase_history(a, run(op, common, a.clone(), b).to(a.dtype()));
     set_attrs(call, compute);
     call.finish({&a, &b}, {&a});  // for a capture: the in-place op, its history the ops' own
     return;

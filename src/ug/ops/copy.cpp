@@ -1,6 +1,7 @@
 // Conversion and copying: Tensor::to (dtype, device), clone, contiguous, copy_ and fill_.
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/inplace_history.h"
 #include "ug/ops/complex.h"
 
 namespace ug {
@@ -69,9 +70,9 @@ Tensor Tensor::clone() const {
 Tensor& Tensor::copy_(const Tensor& src) {
   graph::OpCall call(kCopy);
   if (src.device() != device()) fail<RuntimeError>("[copy_] source on ", src.device(), ", destination on ", device());
-  if (autograd::inplace_needs_rebase(*this, &src, "copy_")) {
+  if (ops::inplace_needs_rebase(*this, &src, "copy_")) {
     // The copy's gradient flows to src (cast back to its dtype); this tensor's old value is gone.
-    autograd::rebase_history(*this, src.to(dtype()).expand(shape()).clone());
+    ops::rebase_history(*this, src.to(dtype()).expand(shape()).clone());
     call.finish({&src}, {this});  // for a capture: the history is the ops' own
     return *this;
   }
@@ -92,8 +93,8 @@ Tensor& Tensor::fill_(Scalar value) {
     call.set_replay([shape = shape(), value, dtype = dtype(), device = device()](const graph::Tensors&) {
       return graph::Tensors{full(Dims(shape.begin(), shape.end()), value, {.dtype = dtype, .device = device})};
     });
-  if (autograd::inplace_needs_rebase(*this, nullptr, "fill_")) {
-    autograd::rebase_history(*this, full_like(*this, value));
+  if (ops::inplace_needs_rebase(*this, nullptr, "fill_")) {
+    ops::rebase_history(*this, full_like(*this, value));
     call.finish({}, {this});
     return *this;
   }

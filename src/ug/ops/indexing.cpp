@@ -9,6 +9,7 @@
 #include "ug/backend/backend.h"
 #include "ug/core/value_read.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/inplace_history.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/composite_math.h"
@@ -497,14 +498,14 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
   if (value.device() != device())
     fail<RuntimeError>("[index_put_] value on ", value.device(), ", tensor on ", device());
   graph::OpCall call(kIndexPut);
-  if (autograd::inplace_needs_rebase(*this, &value, "index_put_")) {
+  if (ops::inplace_needs_rebase(*this, &value, "index_put_")) {
     // Recorded as the differentiable scatter of value into the positions the index selects
     // (found by indexing the positions themselves), which this tensor's history then ends with.
     const Tensor positions =
         arange(numel(), {.dtype = DType::Int64, .device = device()}).reshape(Dims(shape().begin(), shape().end()));
     const Tensor written = positions.index(indices);
     const Tensor src = broadcast_value(value, written.shape(), dtype()).reshape({-1});
-    autograd::rebase_history(
+    ops::rebase_history(
         *this,
         clone().reshape({-1}).scatter(0, written.reshape({-1}), src).reshape(Dims(shape().begin(), shape().end())));
   } else if (put_by_mask(*this, indices, value)) {
@@ -619,8 +620,8 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
     fail("[masked_fill_] mask of shape ", mask.shape(), " cannot be broadcast to the tensor's shape ", shape());
   Tensor fill = scalar_tensor(value, {.dtype = dtype(), .device = device()});
   graph::OpCall call(kMaskedFill);
-  if (autograd::inplace_needs_rebase(*this, nullptr, "masked_fill_")) {
-    autograd::rebase_history(*this, clone().masked_fill(mask, value));
+  if (ops::inplace_needs_rebase(*this, nullptr, "masked_fill_")) {
+    ops::rebase_history(*this, clone().masked_fill(mask, value));
     call.finish({&mask, &fill, this}, {this});  // for a capture: the in-place op, its history the ops' own
     return *this;
   }

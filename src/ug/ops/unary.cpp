@@ -6,6 +6,7 @@
 
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/inplace_history.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/complex.h"
@@ -126,8 +127,8 @@ void unary_out(UnaryOp op, const Tensor& x, const Tensor& out) {
     return;
   }
   graph::OpCall call(kDefs[static_cast<int>(op)]);
-  if (autograd::inplace_needs_rebase(out, &x, info(op).name)) {
-    autograd::rebase_history(out, unary(op, x.clone()));
+  if (ops::inplace_needs_rebase(out, &x, info(op).name)) {
+    ops::rebase_history(out, unary(op, x.clone()));
     set_attrs(call, op);
     call.finish({&x}, {&out});  // for a capture: the in-place op, its history the ops' own
     return;

@@ -6,6 +6,7 @@
 #include "ug/graph/op_call.h"
 #include "ug/ops/rules.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/inplace_history.h"
 #include "ug/ops/join.h"
 
 namespace ug {
@@ -17,7 +18,12 @@ using ViewFn = std::function<Tensor(const Tensor&)>;
 Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset) {
   auto impl = make_ref<TensorImpl>(t.storage(), std::move(shape), std::move(strides), offset, t.dtype());
   impl->set_is_view();
-  return Tensor(std::move(impl));
+  Tensor view(std::move(impl));
+  // An in-place write into the view or its base while gradients are recorded needs the base.
+  // Only a recording view holds it: a handle more on the base's memory would keep programs
+  // and kernels from writing into a buffer that dies.
+  if (autograd::needs_grad({&t}) && !batching::level(t)) ops::note_view(view, t);
+  return view;
 }
 
 /** Finishes a view's call: `backward` maps the view's gradient to the input's, `forward` the

@@ -1,0 +1,137 @@
+// In-place ops while gradients are recorded: see inplace_history.h.
+#include "ug/ops/inplace_history.h"
+
+#include "ug/backend/backend.h"
+#include "ug/graph/forward.h"
+#include "ug/graph/record.h"
+#include "ug/ops/composite.h"
+
+namespace ug::ops {
+
+using autograd::meta;
+using autograd::meta_if;
+using autograd::record;
+using autograd::requires_grad;
+
+namespace {
+
+/** For each element of view (a view of base's memory), its index among base's elements. */
+Tensor positions_in(const Tensor& base, const Tensor& view) {
+  NoGradGuard no_grad;
+  const Options int64{.dtype = DType::Int64, .device = base.device()};
+  const Dims shape(view.shape().begin(), view.shape().end()), strides(view.strides().begin(), view.strides().end());
+  if (base.is_contiguous())
+    return arange(base.numel(), int64)
+        .as_strided(shape, strides, view.storage_offset() - base.storage_offset())
+        .clone();
+  // Base's index at each position of the memory, -1 where base has no element.
+  Tensor at = full({static_cast<int64_t>(base.storage()->nbytes() / base.element_size())}, -1, int64);
+  at.as_strided(Dims(base.shape().begin(), base.shape().end()), Dims(base.strides().begin(), base.strides().end()),
+                base.storage_offset())
+      .copy_(arange(base.numel(), int64).reshape(Dims(base.shape().begin(), base.shape().end())));
+  return at.as_strided(shape, strides, view.storage_offset()).clone();
+}
+
+/** Makes view's history that of its elements of base (which requires grad). */
+void link_view(const Tensor& view, const Tensor& base, const Tensor& positions) {
+  const Tensor* in[] = {&base};
+  const Tensor* out[] = {&view};
+  const Shape shape = base.shape();
+  record("view", in, out, {}, [at = positions.reshape({-1}), shape, n = base.numel()](Saved, std::vector<Tensor>&& g) {
+    const Tensor flat = zeros({n}, {.dtype = g[0].dtype(), .device = g[0].device()});
+    return std::vector<Tensor>{index_add(flat, 0, at, g[0].reshape({-1})).reshape(Dims(shape.begin(), shape.end()))};
+  });
+}
+
+/** Whether two elements of t are one element of memory (an expanded dim). */
+bool overlaps_itself(const Tensor& t) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.stride(d) == 0 && t.size(d) > 1) return true;
+  return false;
+}
+
+}  // namespace
+
+void note_view(const Tensor& view, const Tensor& from) {
+  // A view of a view that knows no base (a complex number's real view) knows none either.
+  const AutogradMeta* f = meta_if(from);
+  if (from.impl().is_view() && !(f && f->view_base.defined())) return;
+  AutogradMeta& m = meta(view);
+  m.view_base = f && f->view_base.defined() ? f->view_base : from;
+  m.view_version = view.version();
+  m.view_history = [](const Tensor& v, const Tensor& base) { link_view(v, base, positions_in(base, v)); };
+}
+
+bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) {
+  // Tangents (forward mode) must follow an in-place change whatever the grad mode.
+  if (forward::has_tangent(t) || (other && forward::has_tangent(*other))) {
+    if (t.impl().is_view())
+      fail<RuntimeError>("[", op,
+                         "] in-place change of a view of a tensor with a forward-mode tangent is not "
+                         "supported; use out-of-place ops");
+    return true;
+  }
+  if (!GradMode::is_enabled()) return false;
+  AutogradMeta* m = meta_if(t);
+  if (m && m->requires_grad && !m->grad_fn)
+    fail<RuntimeError>("[", op,
+                       "] a leaf tensor that requires grad is being used in an in-place operation; "
+                       "wrap it in no_grad() or use the out-of-place form");
+  const Tensor* base = m && m->view_base.defined() ? &m->view_base : nullptr;
+  if (base) {
+    const AutogradMeta* b = meta_if(*base);
+    if (b && b->requires_grad && !b->grad_fn)
+      fail<RuntimeError>("[", op,
+                         "] a view of a leaf tensor that requires grad is being used in an in-place operation; "
+                         "wrap it in no_grad() or use the out-of-place form");
+  }
+  const bool needed =
+      requires_grad(t) || (base && requires_grad(*base)) || (other && other->defined() && requires_grad(*other));
+  if (needed && t.impl().is_view() && !base)
+    fail<RuntimeError>("[", op,
+                       "] in-place change, while recording gradients, of a view whose base was not noted: it was made "
+                       "of a tensor that did not require grad then (or under no_grad or vmap, or through "
+                       "view_as_real or view(dtype)); write through the tensor itself (x[i] = x[i] + v) or use "
+                       "out-of-place ops");
+  if (needed && base && overlaps_itself(t))
+    fail<RuntimeError>("[", op, "] in-place change of an expanded view (shape ", t.shape(), ", strides ", t.strides(),
+                       "): several of its elements are one element of memory; clone() it first");
+  return needed;
+}
+
+void rebase_history(const Tensor& t, const Tensor& result) {
+  AutogradMeta* tm = meta_if(t);
+  const Tensor base = tm && tm->view_base.defined() ? tm->view_base : Tensor();
+  Tensor positions;
+  if (base.defined() && GradMode::is_enabled()) {
+    // torch's CopySlices: base's history is its old one with t's elements replaced by result.
+    positions = positions_in(base, t).reshape({-1});
+    Tensor value = result.dtype() == base.dtype() ? result : result.to(base.dtype());
+    if (value.shape() != t.shape()) value = value.expand(Dims(t.shape().begin(), t.shape().end()));
+    const Tensor* in[] = {&base, &value};
+    const Tensor* out[] = {&base};
+    record("copy_slices", in, out, {},
+           [at = positions, shape = base.shape(), part = t.shape()](Saved, std::vector<Tensor>&& g) {
+             const Tensor flat = g[0].reshape({-1});
+             return std::vector<Tensor>{index_fill(flat, 0, at, 0).reshape(Dims(shape.begin(), shape.end())),
+                                        flat.index_select(0, at).reshape(Dims(part.begin(), part.end()))};
+           });
+  }
+  {
+    NoGradGuard no_grad;
+    backend_for(t.device()).copy(result, t);
+  }
+  t.bump_version();
+  if (positions.defined()) {
+    tm->view_version = t.version();
+    link_view(t, base, positions);
+  } else {
+    AutogradMeta* rm = meta_if(result);
+    AutogradMeta& m = meta(t);
+    m.grad_fn = rm ? rm->grad_fn : Ref<Node>();
+    m.output_nr = rm ? rm->output_nr : 0;
+  }
+  forward::copy_tangents(result, t);
+}
+
+}  // namespace ug::ops
