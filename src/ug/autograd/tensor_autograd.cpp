@@ -2,6 +2,7 @@
 #include "ug/autograd/engine.h"
 #include "ug/graph/record.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/inplace_history.h"
 
 namespace ug {
 
@@ -11,13 +12,7 @@ void Tensor::retain_grad() const {
     if (!m.requires_grad) fail<RuntimeError>("[retain_grad] can't retain_grad on a tensor that does not require grad");
     return;  // leaves keep their grad anyway
   }
-  if (m.retains_grad) return;
-  m.retains_grad = true;
-  m.retained_grad = std::make_shared<Tensor>();
-  m.grad_fn->output_hooks().push_back({m.output_nr, [cell = m.retained_grad](const Tensor& g) {
-                                         *cell = cell->defined() ? *cell + g.detach() : g.detach().clone();
-                                         return Tensor();
-                                       }});
+  if (!m.retains_grad) ops::retain_grad_at(m);
 }
 
 bool Tensor::retains_grad() const {

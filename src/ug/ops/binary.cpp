@@ -170,10 +170,12 @@ Tensor run(BinaryOp op, DType common, const Tensor& a, const Tensor& b) {
   // sub's second gradient, -g, is a tensor of the output's size: made only when b takes it (a
   // loss's target does not).
   const bool neg_b = op == BinaryOp::Sub && autograd::requires_grad(b);
+  // pow reads its output for the exponent's gradient only.
+  const bool keep_out = info(op).reads_output && (op != BinaryOp::Pow || autograd::requires_grad(b));
   call.finish(
       {&a, &b}, {&out},
       {keep_a ? graph::input(ap) : graph::nothing, keep_b ? graph::input(bp) : graph::nothing,
-       info(op).reads_output ? graph::output(out) : graph::nothing},
+       keep_out ? graph::output(out) : graph::nothing},
       [&] {  // the captures are built only when a node is recorded
         return [op, mul, neg_b, sa = a.shape(), sb = b.shape(), da = a.dtype(), db = b.dtype()](graph::Saved s,
                                                                                                 graph::Tensors&& g) {

@@ -150,8 +150,9 @@ struct Pow {
   }
   static constexpr bool reads_operands = true, reads_output = true;
   template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn& y) {
-    // d/db is 0 where a == 0 and b >= 0 (where log(a) would give -inf * 0).
-    Tn db = where(a.eq(0).logical_and(b.ge(0)), zeros_like(g), g * y * a.log());
+    // d/db is 0 where a == 0 and b >= 0 (where log(a) would give -inf * 0). The output is
+    // kept only for it: not where b takes no gradient (x ** 2), as in torch.
+    Tn db = y.defined() ? where(a.eq(0).logical_and(b.ge(0)), zeros_like(g), g * y * a.log()) : Tn();
     // d/da is 0 where b == 0 (torch's), also at a == 0 where b * a^(b - 1) would be 0 * inf.
     return {where(b.eq(0), zeros_like(g), g * b * a.pow(b - 1)), db};
   }

@@ -4,6 +4,7 @@
 #include "ug/backend/backend.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/record.h"
+#include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
 
 namespace ug::ops {
@@ -32,6 +33,11 @@ Tensor positions_in(const Tensor& base, const Tensor& view) {
   return at.as_strided(shape, strides, view.storage_offset()).clone();
 }
 
+/** After t was given new history: its retained gradient (retain_grad) is taken there. */
+void follow_retained_grad(const Tensor& t) {
+  if (AutogradMeta* m = meta_if(t); m && m->retains_grad && m->grad_fn) retain_grad_at(*m);
+}
+
 /** Makes view's history that of its elements of base (which requires grad). */
 void link_view(const Tensor& view, const Tensor& base, const Tensor& positions) {
   const Tensor* in[] = {&base};
@@ -41,6 +47,7 @@ void link_view(const Tensor& view, const Tensor& base, const Tensor& positions) 
     const Tensor flat = zeros({n}, {.dtype = g[0].dtype(), .device = g[0].device()});
     return std::vector<Tensor>{index_add(flat, 0, at, g[0].reshape({-1})).reshape(Dims(shape.begin(), shape.end()))};
   });
+  follow_retained_grad(view);
 }
 
 /** Whether two elements of t are one element of memory (an expanded dim). */
@@ -51,6 +58,15 @@ bool overlaps_itself(const Tensor& t) {
 }
 
 }  // namespace
+
+void retain_grad_at(AutogradMeta& m) {
+  m.retains_grad = true;
+  m.retained_grad = std::make_shared<Tensor>();
+  m.grad_fn->output_hooks().push_back({m.output_nr, [cell = m.retained_grad](const Tensor& g) {
+                                         *cell = cell->defined() ? *cell + g.detach() : g.detach().clone();
+                                         return Tensor();
+                                       }});
+}
 
 void note_view(const Tensor& view, const Tensor& from) {
   // A view of a view that knows no base (a complex number's real view) knows none either.
@@ -116,6 +132,7 @@ void rebase_history(const Tensor& t, const Tensor& result) {
              return std::vector<Tensor>{index_fill(flat, 0, at, 0).reshape(Dims(shape.begin(), shape.end())),
                                         flat.index_select(0, at).reshape(Dims(part.begin(), part.end()))};
            });
+    follow_retained_grad(base);
   }
   {
     NoGradGuard no_grad;
@@ -130,6 +147,7 @@ void rebase_history(const Tensor& t, const Tensor& result) {
     AutogradMeta& m = meta(t);
     m.grad_fn = rm ? rm->grad_fn : Ref<Node>();
     m.output_nr = rm ? rm->output_nr : 0;
+    follow_retained_grad(t);
   }
   forward::copy_tangents(result, t);
 }

@@ -5,7 +5,7 @@
 // used (graph/node.h, refresh_view).
 #pragma once
 
-#include "ug/core/tensor.h"
+#include "ug/graph/node.h"
 
 namespace ug::ops {
 
@@ -19,5 +19,8 @@ bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op);
 void rebase_history(const Tensor& t, const Tensor& result);
 /** Notes that `view` was made from `from` under grad mode: its base, for the two above. */
 void note_view(const Tensor& view, const Tensor& from);
+/** Keeps the gradient of m's tensor at its grad_fn's output in a fresh cell (retain_grad). A
+ *  write above that gives the tensor new history calls it again: torch moves the hook too. */
+void retain_grad_at(AutogradMeta& m);
 
 }  // namespace ug::ops
