@@ -22,6 +22,7 @@
 #include "ug/autograd/gradcheck.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/grad_mode.h"
+#include "ug/ops/inplace_history.h"
 #include "ug/graph/inference_mode.h"
 #include "ug/graph/node.h"
 #include "ug/ops/view.h"
@@ -340,6 +341,14 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("enter", &PySavedTensorHooks::enter, "Installs the hooks on this thread until exit().")
       .def("exit", &PySavedTensorHooks::exit);
   ag.def("is_grad_enabled", &ug::GradMode::is_enabled);
+  ag.def(
+      "rebase_history",
+      [](const Tensor& t, const Tensor& result, const std::string& op) {
+        if (ug::ops::inplace_needs_rebase(t, &result, op.c_str())) ug::ops::rebase_history(t, result);
+      },
+      nb::arg("t"), nb::arg("result"), nb::arg("op"),
+      "Gives t, written in place by op (a Function that marked it dirty), the history of result, "
+      "which holds t's new values: as an in-place op does, through t's base for a view.");
   ag.def("set_grad_enabled", &ug::GradMode::set_enabled);
   ag.def(
       "grad_mode_state",

@@ -124,8 +124,9 @@ class FunctionCtx:
         self.materialize_grads = value
 
     def mark_dirty(self, *tensors):
-        raise NotImplementedError("[autograd.Function] mark_dirty: an in-place Function is not supported; "
-                                  "return a new tensor from forward instead")
+        """The inputs forward wrote in place (and returns): after apply they are the same tensors,
+        their history the Function's, as after an in-place op."""
+        self._dirty = tensors
 
 
 def _overrides(cls, name):
@@ -164,7 +165,7 @@ class Function:
         tensor_pos, tensors = _split_tensors(list(args))
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, _Tensor) and _asked(a, tangents=False) for a in args)
-        ctx._to_save, ctx._saved, ctx._non_differentiable = (), (), ()
+        ctx._to_save, ctx._saved, ctx._non_differentiable, ctx._dirty = (), (), (), ()
         links = _Links(tensors)
         call_args = list(args)
         for i, d in zip(tensor_pos, links.detached):
@@ -176,7 +177,7 @@ class Function:
             else:
                 output = cls.forward(ctx, *call_args)
         if not _differentiates(tensors):
-            return output
+            return _dirty_returned(name, output, ctx._dirty, links, None)
 
         out_leaves = tree_flatten(output)[0]
         linked = _linked(out_leaves, ctx._non_differentiable)
@@ -214,8 +215,30 @@ class Function:
                 return rule([None if t is None else next(it) for t in saved], grads)
 
             saved = present
-        return _link(f"{name}Backward", tensors, output, vjp, jvp if _overrides(cls, "jvp") else None, saved,
-                     ctx._non_differentiable)
+        linked_output = _link(f"{name}Backward", tensors, output, vjp, jvp if _overrides(cls, "jvp") else None,
+                              saved, ctx._non_differentiable)
+        return _dirty_returned(name, output, ctx._dirty, links, linked_output)
+
+
+def _dirty_returned(name, output, dirty, links, linked_output):
+    """The output forward returned, with each input it marked dirty given back as the caller's tensor
+    itself; linked (the output with the node's results), that tensor takes the node's history."""
+    if not dirty:
+        return output if linked_output is None else linked_output
+    leaves, out_def = tree_flatten(output)
+    if not all(any(leaf is d for leaf in leaves) for d in dirty):
+        raise RuntimeError(f"[autograd.Function] {name}: every tensor marked dirty must be returned by forward")
+    new = leaves if linked_output is None else tree_flatten(linked_output)[0]
+    for i, leaf in enumerate(leaves):
+        if any(leaf is d for d in dirty):
+            original = links.keep(leaf)
+            if original is leaf:
+                raise RuntimeError(f"[autograd.Function] {name}: mark_dirty was given a tensor that is not "
+                                   "one of forward's inputs")
+            if linked_output is not None and new[i] is not leaf:
+                _ag.rebase_history(original, new[i], name)
+            new[i] = original
+    return tree_unflatten(out_def, new)
 
 
 def once_differentiable(backward):

@@ -466,3 +466,68 @@ def test_custom_gradient_log1pexp_matches_tensorflow(tf):
         close(yt.numpy()[:3], yu[:3], tol=1e-6)
         close(gt.numpy(), gu, tol=1e-6)
         assert float(gt.numpy()[3]) == float(gu[3]) == 1.0
+
+
+def scale_in_place(m):
+    """An in-place Function (torch's mark_dirty): forward doubles its input in place and returns it."""
+    class ScaleInPlace(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, factor):
+            ctx.factor = factor
+            x.mul_(factor)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.factor, None
+
+    return ScaleInPlace
+
+
+@pytest.mark.parametrize("where", ["whole", "a row", "a column"])
+def test_an_in_place_function_gives_its_input_its_history_as_torch_does(where):
+    def run(m):
+        x = m.tensor(X, requires_grad=True)
+        y = x * x
+        target = {"whole": y, "a row": y[1], "a column": y[:, 2]}[where]
+        out = scale_in_place(m).apply(target, 3.0)
+        assert out is target  # the same tensor comes back, as from an in-place op
+        (y * x).sum().backward()
+        return y, x.grad
+
+    for got, want in zip(run(ug), run(torch)):
+        close(got, want)
+
+
+def test_an_in_place_function_refuses_what_an_in_place_op_refuses():
+    with pytest.raises(RuntimeError, match="a leaf tensor that requires grad is being used in an in-place"):
+        scale_in_place(ug).apply(ug.tensor(X, requires_grad=True), 2.0)
+
+    class Forgets(ug.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.add_(1)
+            ctx.mark_dirty(x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    with pytest.raises(RuntimeError, match=r"Forgets: every tensor marked dirty must be returned by forward"):
+        Forgets.apply(ug.tensor(X, requires_grad=True) * 1)
+
+
+def test_an_in_place_function_compiles():
+    function = scale_in_place(ug)
+
+    def f(x):
+        y = x * x
+        function.apply(y[1], 3.0)
+        return (y * x).sum()
+
+    x = ug.tensor(X)
+    close(ug.jit(f)(x), f(x))
+    close(ug.jit(ug.grad(f))(x), ug.grad(f)(x))
+    close(ug.grad(ug.jit(f))(x), ug.grad(f)(x))

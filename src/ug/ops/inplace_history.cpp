@@ -134,11 +134,16 @@ void rebase_history(const Tensor& t, const Tensor& result) {
            });
     follow_retained_grad(base);
   }
-  {
-    NoGradGuard no_grad;
-    backend_for(t.device()).copy(result, t);
+  // result may be t's memory itself, written already (a Function that marked t dirty).
+  const bool written = result.storage() == t.storage() && result.storage_offset() == t.storage_offset() &&
+                       result.strides() == t.strides() && result.shape() == t.shape();
+  if (!written) {
+    {
+      NoGradGuard no_grad;
+      backend_for(t.device()).copy(result, t);
+    }
+    t.bump_version();
   }
-  t.bump_version();
   if (positions.defined()) {
     tm->view_version = t.version();
     link_view(t, base, positions);
