@@ -17,6 +17,7 @@ from . import (amp, autograd, callbacks, cuda, data, datasets, debugging, distri
                mixed_precision, models, nn, onnx, optim, optimizers, profiler, train, utils)
 from . import debug, distribute, keras, lax  # noqa: F401,E402  (lax: JAX's collectives inside pmap)
 from . import ao  # noqa: F401,E402  (torch.ao)
+from . import index_update  # noqa: F401,E402  (JAX's x.at[idx].set(v))
 from .ao import quantization  # noqa: F401,E402,F811  (torch.quantization, over the _C submodule of that name)
 qint8, quint8 = int8, uint8  # noqa: F405  (torch's quantized dtypes: unigrad keeps the integers in plain tensors)
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled, set_autocast_dtype, set_autocast_enabled  # noqa: F401,E402
