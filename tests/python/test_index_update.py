@@ -11,8 +11,14 @@ import unigrad as ug
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 jax = pytest.importorskip("jax")
-jax.config.update("jax_enable_x64", True)
 jnp = jax.numpy
+
+
+@pytest.fixture(autouse=True)
+def float64_in_jax():
+    """JAX in float64 for these tests alone (its global setting would change other tests')."""
+    with jax.enable_x64(True):
+        yield
 
 X = np.random.default_rng(0).uniform(0.5, 2.0, (4, 5))
 V = np.random.default_rng(1).uniform(0.5, 2.0, (4, 5))
