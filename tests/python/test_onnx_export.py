@@ -460,3 +460,45 @@ def test_cli_export_usage(tmp_path):
     assert r.returncode == 2 and "expected a model file and an output file" in r.stderr
     r = subprocess.run([UG, "export", "a", "b", "--opset", "9"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--opset expects an integer from 13 to 20" in r.stderr
+
+
+class IndexAssignments(ug.nn.Module):
+    """x[index] = value and x[index] op= value with constant indices: written out as scatters."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = ug.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.linear(x)
+        y[:, 0] += 1
+        y[1] = x[0] * 2
+        y[ug.tensor([2, 0]), 3] = ug.tensor([5.0, 6.0])
+        y.t()[2].tanh_()
+        return y
+
+
+def test_index_assignments_with_constant_indices(tmp_path):
+    ug.manual_seed(0)
+    proto = export_and_compare(tmp_path, IndexAssignments(), ug.randn(3, 4), dynamic=False)
+    # three assignments, and two writes into views: y[:, 0]'s += before Python assigns it back, tanh_
+    assert op_types(proto).count("ScatterElements") == 5
+    # Positions fixed at the traced sizes: refused along a dynamic axis, and for an index the
+    # function computes.
+    class Assignment(ug.nn.Module):
+        def forward(self, x):
+            y = x * 1
+            y[1] = x[0] * 2
+            return y
+
+    with pytest.raises(ValueError, match=r"'index_put_' .* with dynamic axes is not exported"):
+        export_and_compare(tmp_path, Assignment(), ug.randn(3, 4))
+
+    class ComputedIndex(ug.nn.Module):
+        def forward(self, x):
+            y = x * 1
+            y[x.argmax(1)] = 0.0
+            return y
+
+    with pytest.raises(ValueError, match=r"'index_put_' .* with an index the function computes"):
+        export_and_compare(tmp_path, ComputedIndex(), ug.randn(3, 4), dynamic=False)

@@ -3,6 +3,7 @@
 // two (tests/cpp/onnx_export_test.cpp checks it against graph::registered_ops()).
 #include "ug/onnx/export_table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -972,6 +973,47 @@ void masked_fill(GraphBuilder& g, const CapturedCall& c) {
   g.node("Where", {mask, fill, x}, {g.output(c, 0, g.dynamic(c.inputs[2]))});
 }
 
+/** x[index] = value, the index constant (slices, integers, index tensors the trace did not
+ *  compute): a ScatterElements into x of value's elements. Which element goes where is found
+ *  once by calling the assignment back on codes (x's elements 0, value's element k -1 - k). A
+ *  program calls the assignment back itself, as it does for a computed index; a file refuses
+ *  that one. */
+void index_put(GraphBuilder& g, const CapturedCall& c) {
+  if (g.replays_allowed()) return g.replay(c);
+  const std::string x = g.value(c.inputs[0]);
+  const DynamicDims dynamic = g.dynamic(c.inputs[0]);
+  if (std::ranges::any_of(dynamic, [](bool d) { return d; }))
+    fail(
+        "[onnx.export] op 'index_put_' (x[index] = value) into a value with dynamic axes is not exported: its "
+        "positions change with the size; export with fixed sizes, or write the value with where() or cat()");
+  for (size_t i = 2; i < c.inputs.size(); ++i) {
+    if (!c.inputs[i].defined()) continue;
+    g.value(c.inputs[i]);  // a constant becomes an initializer, which constant_name then names
+    if (!g.constant_name(c.inputs[i]))
+      fail(
+          "[onnx.export] op 'index_put_' (x[index] = value) with an index the function computes is not "
+          "exported; write the value with where() or scatter()");
+  }
+  const Tensor& target = c.outputs[0];
+  const Tensor& value = c.inputs[1];
+  const Options int64{.dtype = DType::Int64};
+  std::vector<Tensor> codes{
+      zeros(Dims(target.shape().begin(), target.shape().end()), int64),
+      arange(value.numel(), int64).neg().sub(1).reshape(Dims(value.shape().begin(), value.shape().end()))};
+  for (size_t i = 2; i < c.inputs.size(); ++i) codes.push_back(c.inputs[i]);
+  const Tensor written = c.replay(codes)[0].reshape({-1});
+  const Tensor positions = written.lt(0).nonzero().reshape({-1});
+  const Tensor taken = written.index_select(0, positions).neg().sub(1);
+  const std::string flat_x = g.fresh("flat"), flat_v = g.fresh("flat"), picked = g.fresh("index_put_values"),
+                    scattered = g.fresh("scattered");
+  g.node("Reshape", {x, g.shape_value(std::vector<int64_t>{-1})}, {flat_x});
+  g.node("Reshape", {g.value(value, target.dtype()), g.shape_value(std::vector<int64_t>{-1})}, {flat_v});
+  set_attr(g.node("Gather", {flat_v, g.value(taken)}, {picked}), "axis", int64_t{0});
+  set_attr(g.node("ScatterElements", {flat_x, g.value(positions), picked}, {scattered}), "axis", int64_t{0});
+  g.node("Reshape", {scattered, g.shape_value(std::vector<int64_t>(target.shape().begin(), target.shape().end()))},
+         {g.output(c)});
+}
+
 /** dst.copy_(src): the new value of dst is src, converted to dst's dtype and broadcast to its shape. */
 void copy(GraphBuilder& g, const CapturedCall& c) {
   const Tensor& dst = c.outputs[0];
@@ -1586,6 +1628,7 @@ const std::map<std::string, Emitter>& table() {
         {"scatter_add", scatter_add},
         {"scatter_reduce", scatter_reduce},
         {"masked_fill_", masked_fill},
+        {"index_put_", index_put},
         {"copy_", copy},
         {"cumsum", cumsum},
         {"sort", sort},
@@ -1663,7 +1706,6 @@ const std::map<std::string, std::string>& unsupported() {
       {"unfold", "overlapping windows (a strided view) have no ONNX counterpart"},
       {"view_dtype", "reading the bytes as another dtype (a bitcast) has no ONNX counterpart"},
       {"fill_", "in-place fills are not exported; use full() or where()"},
-      {"index_put_", "assignment into a tensor is not exported; build the value with where(), cat() or scatter()"},
       {"max", "internal: captured as amax"},
       {"min", "internal: captured as amin"},
       {"cumprod", "ONNX has no cumulative product"},
