@@ -677,8 +677,7 @@ INDEXING = [
     Op("getitem.index", lambda m, a, i: a[:, i], x(3, 4), const([2, 0, 2]), ops=("index_select",)),
     Op("getitem.mask", lambda m, a, k: a[k], x(3, 4), mask(3, 4, seed=1), ops=("nonzero",),
        off={"vmap": "the output's shape depends on the mask's values", **unsupported("nonzero"), **DATA_SHAPE}),
-    Op("setitem", setitem((slice(None), 1)), x(3, 4), x(3, seed=1), ops=("index_put_", "clone"),
-       off=unsupported("index_put_")),
+    Op("setitem", setitem((slice(None), 1)), x(3, 4), x(3, seed=1), ops=("index_put_", "clone")),
     Op("gather", lambda m, a, i: a.gather(1, i), x(3, 4), const([[0, 0], [1, 3], [2, 2]])),
     # no index twice in a row, rolled too (jit runs on the inputs rolled): which duplicate wins is undefined
     Op("scatter", lambda m, a, i, s: a.scatter(1, i, s), x(3, 4), const([[0, 1], [2, 3], [0, 1]]),
