@@ -196,15 +196,16 @@ struct Atan2 : ReadsOperands {
 struct LogAddExp : ReadsOperands {  // log(exp(a) + exp(b)) without overflow, like torch.logaddexp
   static constexpr const char* name = "logaddexp";
   static constexpr BinaryRule rule = BinaryRule::TrueDivide;
-  static constexpr bool reads_output = true;
   template <class T> static T f(T a, T b) {
     const T m = a > b ? a : b;
     if (a != a || b != b) return a + b;  // NaN
     if (std::isinf(m)) return m;         // both -inf, or one +inf
     return m + std::log1p(std::exp(-std::abs(a - b)));
   }
-  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn& y) {
-    return {g * (a - y).exp(), g * (b - y).exp()};
+  // Each operand's share of the sum, from the operands alone (torch's: the output may then be
+  // written in place before backward).
+  template <class Tn> static std::pair<Tn, Tn> vjp(const Tn& g, const Tn& a, const Tn& b, const Tn&) {
+    return {g * (a - b).sigmoid(), g * (b - a).sigmoid()};
   }
 };
 

@@ -391,9 +391,11 @@ Tensor scan(ScanOp op, const Tensor& x, int64_t dim, const char* name) {
       call.set_replay(
           [d, name](const graph::Tensors& in) { return graph::Tensors{scan(ScanOp::CumProd, in[0], d, name)}; });
   }
-  // A derivative exists only for floating x, and then src is x itself.
+  // A derivative exists only for floating x, and then src is x itself. A running sum's needs
+  // neither (so its output may be written in place before backward, as in torch).
+  const bool product = op == ScanOp::CumProd;
   call.finish(
-      {&x}, {&out}, {graph::input(src), graph::output(out)},
+      {&x}, {&out}, {product ? graph::input(src) : graph::nothing, product ? graph::output(out) : graph::nothing},
       [op, d](graph::Saved s, graph::Tensors&& g) {
         // The gradient of a running sum is the running sum of g taken from the end.
         if (op == ScanOp::CumSum) return graph::Tensors{g[0].flip({d}).cumsum(d).flip({d})};
