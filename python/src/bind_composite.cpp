@@ -32,7 +32,7 @@ std::optional<ug::Dims> optional_dims(nb::handle dim, const char* op) {
 /** A tensor method's in-place form (taking arguments of types A): the result written into the
  *  tensor. */
 template <class... A, class F> auto in_place(F f) {
-  return [f](Tensor& t, A... args) -> Tensor& { return t.copy_(f(t, args...)); };
+  return [f](Tensor& t, A... args) -> Tensor& { return t.copy_(f(ugpy::operand_of_in_place(t, args...), args...)); };
 }
 
 ug::Options like(const Tensor& t, std::optional<ug::DType> dtype, std::optional<ug::Device> device) {

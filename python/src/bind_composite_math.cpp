@@ -11,7 +11,6 @@
 #include "ug/ops/composite_math.h"
 #include "ug/ops/indexing.h"
 #include "ug/autograd/special.h"
-#include "ug/graph/grad_mode.h"
 #include "ug/ops/view.h"
 
 namespace ugpy {
@@ -50,17 +49,9 @@ ug::Options options(std::optional<ug::DType> dtype, std::optional<ug::Device> de
 
 /** A method's in-place form (taking arguments of types A): the result written into the tensor,
  *  which must hold its dtype without narrowing (no float into an integer, nothing into bool). */
-/** Whether a gradient is being recorded through a: then what an op saves for backward must not
- *  be the tensor the in-place copy then changes. */
-template <class A> bool records(const A& a) {
-  if constexpr (std::is_same_v<std::decay_t<A>, Tensor>) return a.defined() && a.requires_grad();
-  else return false;
-}
-
 template <class... A, class F> auto in_place(const char* name, F f) {
   return [name, f](Tensor& t, A... args) -> Tensor& {
-    const bool recorded = ug::GradMode::is_enabled() && (t.requires_grad() || (records(args) || ...));
-    const Tensor result = f(recorded ? t.clone() : t, args...);
+    const Tensor result = f(ugpy::operand_of_in_place(t, args...), args...);
     if ((result.is_floating_point() && !t.is_floating_point()) ||
         (t.dtype() == ug::DType::Bool && result.dtype() != ug::DType::Bool))
       ug::fail<ug::RuntimeError>("[", name, "] the result's dtype ", result.dtype(), " cannot be written into a ",

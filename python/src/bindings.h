@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 
 #include "casters.h"
+#include "ug/graph/grad_mode.h"
 
 namespace ug::nn {
 class CloneMemo;
@@ -19,6 +20,20 @@ template <class F> decltype(auto) with_generator(nb::handle generator, const cha
     ug::fail<ug::TypeError>("[", op, "] generator must be a ug.Generator, got ", nb::inst_name(generator).c_str());
   ug::GeneratorScope scope(nb::cast<ug::Generator&>(generator));
   return f();
+}
+
+/** Whether a gradient is recorded through a (a tensor that requires grad). */
+template <class A> bool records_grad(const A& a) {
+  if constexpr (std::is_same_v<std::decay_t<A>, ug::Tensor>) return a.defined() && a.requires_grad();
+  else return false;
+}
+
+/** What an in-place method made of an op and copy_ passes the op for t: t itself, or a copy of
+ *  it while a gradient is recorded, so that what the op saves for backward is not the tensor
+ *  the copy_ then overwrites (torch's in-place ops keep working there). */
+template <class... A> ug::Tensor operand_of_in_place(const ug::Tensor& t, const A&... args) {
+  const bool recorded = ug::GradMode::is_enabled() && (t.requires_grad() || (records_grad(args) || ...));
+  return recorded ? t.clone() : t;
 }
 
 void bind_core(nb::module_& m);

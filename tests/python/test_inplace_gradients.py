@@ -31,6 +31,9 @@ IN_PLACE = {
     "digamma_": lambda m, y, x: y.digamma_(),
     "lerp_": lambda m, y, x: y.lerp_(x * 0.5, 0.3),
     "hypot_": lambda m, y, x: y.hypot_(x),
+    "fmod_": lambda m, y, x: y.fmod_(x * 0.3 + 0.1),
+    "nan_to_num_": lambda m, y, x: y.nan_to_num_(0.0),
+    "addcmul_": lambda m, y, x: y.addcmul_(x, y.detach() + 1),
     # rebased through other ops (where, a scatter)
     "masked_fill_": lambda m, y, x: y.masked_fill_(x > 0.5, 0.5),
     "index_put_": lambda m, y, x: y.index_put_((m.tensor([2, 0]),), x[1] * 3),
