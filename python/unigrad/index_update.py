@@ -41,6 +41,13 @@ def _is_mask(c):
     return isinstance(c, _Tensor) and c.dtype == _C.bool
 
 
+def _may_repeat(c):
+    """Whether an index component can name one position twice: an integer tensor or sequence."""
+    if isinstance(c, _Tensor):
+        return not _is_mask(c)
+    return isinstance(c, (list, tuple)) or hasattr(c, "__array__")
+
+
 def _integers(c, device):
     """An integer index component as an int64 tensor (lists and arrays as torch indexes them)."""
     if isinstance(c, _Tensor):
@@ -180,9 +187,7 @@ class _IndexUpdateRef:
         flat, positions, extra = self._slots(self._update_mode(mode))
         positions = positions.reshape(-1)
         index = self.index if isinstance(self.index, tuple) else (self.index,)
-        may_repeat = not unique_indices and any(isinstance(c, _Tensor) and not _is_mask(c) or
-                                                isinstance(c, (list, tuple)) or hasattr(c, "__array__")
-                                                for c in index)
+        may_repeat = not unique_indices and any(_may_repeat(c) for c in index)
         repeats = 1
         if may_repeat:
             if _C._autograd.capturing():
