@@ -4,7 +4,7 @@
 # suite under pytest (ops checked against PyTorch 2.13; the elementwise and reduction tests
 # once more on the portable kernels), and the C++ suite again built with AddressSanitizer
 # (leak checks included) and UndefinedBehaviorSanitizer (build-asan/), where any report fails
-# the run, and the file loaders under libFuzzer (scripts/fuzz.sh, build-fuzz/).
+# the run, and the file loaders under libFuzzer (scripts/fuzz.sh, the same build).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -33,15 +33,8 @@ done
 # float32 convolutions take the direct AVX-512 kernel by default: the GEMM paths under generic.
 UG_CPU_ISA=generic .venv/bin/python -m pytest -q -n 2 tests/python/test_conv.py tests/python/test_conv_direct.py
 
-# The same ccache settings as setup.sh, so that the sanitizer build hits the cache too.
-export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
-export CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=true
-if [ ! -f build-asan/build.ninja ]; then
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUG_SANITIZE=ON \
-    -DUG_BUILD_PYTHON=OFF -DUG_BUILD_BENCH=OFF -DUG_BUILD_CLI=OFF \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
-fi
-cmake --build build-asan -j"$(nproc)" --target ug_tests
+# The C++ suite and the fuzz targets, built once with the sanitizers (scripts/sanitized_build.sh).
+scripts/sanitized_build.sh ug_tests $(basename -s .cpp fuzz/*_fuzz.cpp)
 # The tests that start MPI stay out of it: OpenMPI leaves its own allocations (libmpi, hwloc,
 # plugins it unloads) for the leak checker to report; they run in the ctest pass above.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

@@ -131,8 +131,7 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, int64_t num_replica
       num_replicas_(num_replicas),
       rank_(rank),
       shuffle_(shuffle),
-      seed_(seed),
-      drop_last_(drop_last) {
+      seed_(seed) {
   if (num_replicas < 1) fail("[DistributedSampler] num_replicas must be at least 1, got ", num_replicas);
   if (rank < 0 || rank >= num_replicas)
     fail("[DistributedSampler] invalid rank ", rank, ", rank should be in the interval [0, ", num_replicas - 1, "]");

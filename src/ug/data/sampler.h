@@ -123,7 +123,6 @@ class DistributedSampler : public Sampler {
   int64_t n_, num_replicas_, rank_;
   bool shuffle_;
   uint64_t seed_;
-  bool drop_last_;
   int64_t num_samples_;
 };
 

@@ -155,8 +155,6 @@ std::string KeyAverages::table(const TableOptions& options) const {
   if (shapes) cell("Input Shapes", shapes_width);
   os << "\n";
   rule();
-  int64_t total_ns = 0;
-  for (const EventAverage& e : *this) total_ns += e.cpu_time_total_ns;
   for (const EventAverage* e : rows) {
     cell(e->key.size() > name_width ? e->key.substr(0, name_width - 3) + "..." : e->key, name_width);
     cell(percent_text(e->self_cpu_time_total_ns, self_cpu_time_total_ns), 12);

@@ -324,7 +324,8 @@ std::shared_ptr<Module> Module::copy_self() const { return std::shared_ptr<Modul
 std::shared_ptr<Module> Module::clone_into(CloneMemo& memo) const {
   std::shared_ptr<Module> copy = copy_self();
   // A layer without UG_CLONEABLE inherits its base's copy_self, which would cut it down.
-  if (typeid(*copy) != typeid(*this))
+  const Module& made = *copy;
+  if (typeid(made) != typeid(*this))
     fail<TypeError>("[clone] ", type_name_, " cannot be copied: its class does not say how (UG_CLONEABLE)");
   copy->copy_entries(memo);
   copy->rebind(memo);

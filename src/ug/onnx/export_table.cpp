@@ -1548,7 +1548,6 @@ UG_ONNX_NAME(kSoftmax, "Softmax")
 UG_ONNX_NAME(kLogSoftmax, "LogSoftmax")
 UG_ONNX_NAME(kGlobalAveragePool, "GlobalAveragePool")
 UG_ONNX_NAME(kAveragePool, "AveragePool")
-UG_ONNX_NAME(kMaxPool, "MaxPool")
 #undef UG_ONNX_NAME
 
 /** The export table: traced op name -> emitter. */
