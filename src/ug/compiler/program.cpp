@@ -301,6 +301,10 @@ std::vector<Tensor> Program::operator()(std::vector<Tensor> inputs) const {
                                                       : *graph_;
   if (inputs.size() != g.inputs.size())
     fail("[jit] the program takes ", g.inputs.size(), " tensor(s), got ", inputs.size());
+  // Nothing a plain run computes requires grad: without grad mode, its views hold no base,
+  // so that the fused steps may write into the buffers that die.
+  std::optional<NoGradGuard> plain_run;
+  if (plain) plain_run.emplace();
   std::vector<Tensor> written_inputs;  // the caller's tensors the run writes back into
   for (const auto& [input, index] : *input_writes_)
     if (input < inputs.size()) written_inputs.push_back(inputs[input]);

@@ -508,6 +508,7 @@ void GraphBuilder::check_outputs(const CapturedCall& call) {
     Value& b = values_.at(base);
     if (b.traced) earlier_[base].insert_or_assign(b.version, b);
     b.name = written_into(b, view, value);
+    b.traced = true;
     b.version = version;
     b.producer = call.op;
   }
@@ -689,7 +690,7 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
     auto order = [](const Value& v) { return std::tuple(v.tensor.numel(), v.version); };
     for (const void* k : rest) {
       const Value& v = values_.at(k);
-      if (!v.traced || !v.tensor.is_contiguous() || !within(out, v.tensor)) continue;
+      if (!v.tensor.is_contiguous() || !within(out, v.tensor)) continue;
       const Value* b = base ? &values_.at(base) : nullptr;
       if (!b || order(v) > order(*b) || (order(v) == order(*b) && v.name < b->name)) base = k;
     }

@@ -106,9 +106,8 @@ bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) 
   if (needed && t.impl().is_view() && !base)
     fail<RuntimeError>("[", op,
                        "] in-place change, while recording gradients, of a view whose base was not noted: it was made "
-                       "of a tensor that did not require grad then (or under no_grad or vmap, or through "
-                       "view_as_real or view(dtype)); write through the tensor itself (x[i] = x[i] + v) or use "
-                       "out-of-place ops");
+                       "under no_grad or vmap, or through view_as_real or view(dtype); write through the tensor "
+                       "itself (x[i] = x[i] + v) or use out-of-place ops");
   if (needed && base && overlaps_itself(t))
     fail<RuntimeError>("[", op, "] in-place change of an expanded view (shape ", t.shape(), ", strides ", t.strides(),
                        "): several of its elements are one element of memory; clone() it first");

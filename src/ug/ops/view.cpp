@@ -19,10 +19,11 @@ Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset) 
   auto impl = make_ref<TensorImpl>(t.storage(), std::move(shape), std::move(strides), offset, t.dtype());
   impl->set_is_view();
   Tensor view(std::move(impl));
-  // An in-place write into the view or its base while gradients are recorded needs the base.
-  // Only a recording view holds it: a handle more on the base's memory would keep programs
-  // and kernels from writing into a buffer that dies.
-  if (autograd::needs_grad({&t}) && !batching::level(t)) ops::note_view(view, t);
+  // An in-place write into the view or its base while gradients are recorded needs the base,
+  // also where only the written value requires grad (`buf[:, 0] += w`, buf made by zeros). Not
+  // under no_grad (a compiled program's plain run is one): a handle more on the base's memory
+  // would keep programs from writing into a buffer that dies.
+  if (GradMode::is_enabled() && is_inexact(t.dtype()) && !batching::level(t)) ops::note_view(view, t);
   return view;
 }
 
