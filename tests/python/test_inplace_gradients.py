@@ -225,6 +225,24 @@ def test_a_tensor_without_grad_written_through_a_view_requires_grad_as_torchs_do
     assert not plain.requires_grad and plain.grad_fn is None
 
 
+@pytest.mark.parametrize("case", BUFFER_WRITES)
+def test_a_program_writes_into_part_of_a_tensor_from_outside_as_eager_code_does(case):
+    # The function writes into a view of a tensor it did not make: each run writes it again.
+    def step(m, buf, x):
+        BUFFER_WRITES[case](m, buf, x)
+        return (buf * x).sum()
+
+    x = x_values()
+    eager_buf, program_buf = ug.zeros(3, 3, dtype=ug.float64), ug.zeros(3, 3, dtype=ug.float64)
+    program = ug.jit(lambda v: step(ug, program_buf, v))
+    for _ in range(3):
+        want = step(ug, eager_buf, ug.tensor(x))
+        got = program(ug.tensor(x))
+        # the same float64 operations in the same order
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-15)
+        np.testing.assert_allclose(program_buf.numpy(), eager_buf.numpy(), rtol=1e-15)
+
+
 def test_a_write_into_a_view_of_a_base_laid_out_otherwise():
     # A base that is no view but not contiguous either (NumPy's transposed memory)
     def f(m, x):
