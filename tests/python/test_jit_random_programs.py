@@ -1,0 +1,175 @@
+"""Random programs under ug.jit against eager unigrad and torch 2.13: chains of elementwise ops
+with broadcasting, reductions, views, products, softmax and concatenation, drawn by a seeded
+generator. The compiler's passes (simplification, fusion in blocks, the memory plan) must
+give the eager values and gradients, on every call of the cached program.
+
+Fusion runs in blocks of 8 elements here (UG_JIT_FUSE_BLOCK), so that these small values are
+fused block by block as large ones are by default."""
+import random
+
+import numpy as np
+import pytest
+import torch
+
+import unigrad as ug
+
+SHAPES = {"a": (4, 6), "b": (6,), "c": (4, 1), "d": (6, 4)}
+
+UNARY = {
+    "tanh": lambda v: v.tanh(),
+    "sigmoid": lambda v: v.sigmoid(),
+    "sin": lambda v: v.sin(),
+    "abs": lambda v: v.abs(),
+    "relu": lambda v: v.relu(),
+    "neg": lambda v: -v,
+    "square": lambda v: v * v,
+    "exp": lambda v: v.clamp(-3, 3).exp(),
+    "log": lambda v: (v.abs() + 1).log(),
+    "sqrt": lambda v: (v.abs() + 0.1).sqrt(),
+    "scale": lambda v: v * 0.5 + 0.25,
+}
+BINARY = {
+    "add": lambda u, v: u + v,
+    "sub": lambda u, v: u - v,
+    "mul": lambda u, v: u * v,
+    "div": lambda u, v: u / (v.abs() + 0.5),
+    "maximum": lambda u, v: u.maximum(v),
+    "minimum": lambda u, v: u.minimum(v),
+    "where": lambda u, v: u.where(u > v, v * 0.5),
+}
+
+
+def broadcast(s, t):
+    try:
+        return tuple(np.broadcast_shapes(s, t))
+    except ValueError:
+        return None
+
+
+def random_program(seed):
+    """Steps (op, operand indices, parameters) over a pool that starts with the four inputs;
+    each step's value joins the pool. Only shapes are tracked here."""
+    r = random.Random(seed)
+    shapes = list(SHAPES.values())
+    steps = []
+    for _ in range(r.randint(3, 10)):
+        i = r.randrange(len(shapes))
+        s = shapes[i]
+        kind = r.choice(["unary", "unary", "binary", "binary", "binary", "reduce", "view", "matmul", "softmax", "cat"])
+        if kind == "unary":
+            steps.append(("unary", (i,), r.choice(sorted(UNARY))))
+        elif kind == "binary":
+            partners = [j for j, t in enumerate(shapes) if broadcast(s, t) is not None]
+            j = r.choice(partners)
+            steps.append(("binary", (i, j), r.choice(sorted(BINARY))))
+            s = broadcast(s, shapes[j])
+        elif kind == "reduce" and len(s) > 0:
+            axis, keep = r.randrange(len(s)), r.random() < 0.5
+            steps.append(("reduce", (i,), (r.choice(["sum", "mean", "amax", "logsumexp"]), axis, keep)))
+            s = tuple(1 if k == axis else n for k, n in enumerate(s)) if keep else s[:axis] + s[axis + 1:]
+        elif kind == "view" and len(s) > 0:
+            options = ["flatten", "unsqueeze"] + (["transpose"] if len(s) == 2 else []) + (["slice"] if s[0] > 1 else [])
+            how = r.choice(options)
+            steps.append(("view", (i,), how))
+            s = {"flatten": (int(np.prod(s)),), "unsqueeze": (1,) + s, "transpose": s[::-1], "slice": (s[0] - 1,) + s[1:]}[how]
+        elif kind == "matmul" and len(s) == 2:
+            partners = [j for j, t in enumerate(shapes) if len(t) == 2 and t[0] == s[1]]
+            if not partners:
+                continue
+            j = r.choice(partners)
+            steps.append(("matmul", (i, j), None))
+            s = (s[0], shapes[j][1])
+        elif kind == "softmax" and len(s) > 0:
+            axis = r.randrange(len(s))
+            steps.append(("softmax", (i,), axis))
+        elif kind == "cat" and len(s) > 0:
+            partners = [j for j, t in enumerate(shapes) if len(t) == len(s) and t[1:] == s[1:]]
+            j = r.choice(partners)
+            steps.append(("cat", (i, j), None))
+            s = (s[0] + shapes[j][0],) + s[1:]
+        else:
+            continue
+        shapes.append(s)
+    return steps
+
+
+def run(m, steps, inputs):
+    pool = list(inputs)
+    for kind, operands, p in steps:
+        v = [pool[k] for k in operands]
+        if kind == "unary":
+            out = UNARY[p](v[0])
+        elif kind == "binary":
+            out = BINARY[p](v[0], v[1])
+        elif kind == "reduce":
+            how, axis, keep = p
+            out = getattr(m, how)(v[0], axis, keepdim=keep) if how != "mean" else v[0].mean(axis, keepdim=keep)
+        elif kind == "view":
+            out = {"flatten": lambda t: t.reshape(-1), "unsqueeze": lambda t: t.unsqueeze(0),
+                   "transpose": lambda t: t.t(), "slice": lambda t: t[1:]}[p](v[0])
+        elif kind == "matmul":
+            out = v[0] @ v[1]
+        elif kind == "softmax":
+            out = m.softmax(v[0], p)
+        else:
+            out = m.cat([v[0], v[1]], 0)
+        pool.append(out)
+    # Every value made, each weighted differently, so that each one's gradient counts.
+    return sum(((t * t).sum() * (0.5 + 0.1 * k) for k, t in enumerate(pool[len(inputs):])), m.tensor(0.0, dtype=m.float64))
+
+
+def input_values(seed):
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-1.5, 1.5, s) for s in SHAPES.values()]
+
+
+@pytest.fixture(autouse=True)
+def small_blocks(monkeypatch):
+    monkeypatch.setenv("UG_JIT_FUSE_BLOCK", "8")
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_a_random_program_compiles_to_eagers_values_and_gradients(seed):
+    steps = random_program(seed)
+    values = input_values(seed)
+
+    def f(*xs):
+        return run(ug, steps, xs)
+
+    ts = [torch.tensor(v, requires_grad=True) for v in values]
+    want = run(torch, steps, ts)
+    want.backward()
+    want_grads = [np.zeros_like(v) if t.grad is None else t.grad.numpy() for t, v in zip(ts, values)]
+    # Each value's square summed, weighted, over up to 10 steps of float64 ops: reductions and
+    # products of up to 24 terms in other orders than torch's, a few hundred ulps at most of a
+    # loss under 1e4; the gradients likewise.
+    rtol, atol = 1e-11, 1e-11
+    compiled, compiled_grad = ug.jit(f), ug.jit(ug.grad(f, argnums=(0, 1, 2, 3)))
+    for _ in range(2):  # the second call runs the cached program and its memory plan again
+        xs = [ug.tensor(v) for v in values]
+        np.testing.assert_allclose(f(*xs).item(), want.item(), rtol=rtol, atol=atol)
+        np.testing.assert_allclose(compiled(*xs).item(), want.item(), rtol=rtol, atol=atol)
+        for got in (ug.grad(f, argnums=(0, 1, 2, 3))(*xs), compiled_grad(*xs)):
+            for g, w in zip(got, want_grads):
+                np.testing.assert_allclose(g.numpy(), w, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_random_program_batches_under_vmap_compiled_as_eagerly(seed):
+    steps = random_program(seed)
+    values = input_values(seed)
+
+    def f(*xs):
+        return run(ug, steps, xs)
+
+    rng = np.random.default_rng(seed + 7)
+    batch = np.stack([values[0] + rng.uniform(-0.3, 0.3, values[0].shape) for _ in range(3)])
+    rest = [ug.tensor(v) for v in values[1:]]
+    want = np.array([f(ug.tensor(b), *rest).item() for b in batch])
+    want_grad = np.stack([ug.grad(f)(ug.tensor(b), *rest).numpy() for b in batch])
+    axes = (0, None, None, None)
+    # the same float64 computations, reductions maybe in other orders (as above)
+    for fn in (ug.vmap(ug.jit(f), in_axes=axes), ug.jit(ug.vmap(f, in_axes=axes))):
+        np.testing.assert_allclose(fn(ug.tensor(batch), *rest).numpy(), want, rtol=1e-11, atol=1e-11)
+    for fn in (ug.vmap(ug.jit(ug.grad(f)), in_axes=axes), ug.jit(ug.vmap(ug.grad(f), in_axes=axes))):
+        np.testing.assert_allclose(fn(ug.tensor(batch), *rest).numpy(), want_grad, rtol=1e-11, atol=1e-11)
