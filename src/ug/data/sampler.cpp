@@ -127,11 +127,7 @@ std::vector<int64_t> WeightedRandomSampler::indices() {
 
 DistributedSampler::DistributedSampler(int64_t dataset_size, int64_t num_replicas, int64_t rank, bool shuffle,
                                        uint64_t seed, bool drop_last)
-    : n_(dataset_size),
-      num_replicas_(num_replicas),
-      rank_(rank),
-      shuffle_(shuffle),
-      seed_(seed) {
+    : n_(dataset_size), num_replicas_(num_replicas), rank_(rank), shuffle_(shuffle), seed_(seed) {
   if (num_replicas < 1) fail("[DistributedSampler] num_replicas must be at least 1, got ", num_replicas);
   if (rank < 0 || rank >= num_replicas)
     fail("[DistributedSampler] invalid rank ", rank, ", rank should be in the interval [0, ", num_replicas - 1, "]");
