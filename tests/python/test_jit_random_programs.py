@@ -118,9 +118,11 @@ def run(m, steps, inputs):
     return sum(((t * t).sum() * (0.5 + 0.1 * k) for k, t in enumerate(pool[len(inputs):])), m.tensor(0.0, dtype=m.float64))
 
 
-def input_values(seed):
+def program(seed):
+    """The program of seed as a function of the four inputs, and the inputs' values."""
+    steps = random_program(seed)
     rng = np.random.default_rng(seed)
-    return [rng.uniform(-1.5, 1.5, s) for s in SHAPES.values()]
+    return (lambda *xs: run(ug, steps, xs)), steps, [rng.uniform(-1.5, 1.5, s) for s in SHAPES.values()]
 
 
 @pytest.fixture(autouse=True)
@@ -130,12 +132,7 @@ def small_blocks(monkeypatch):
 
 @pytest.mark.parametrize("seed", range(80))
 def test_a_random_program_compiles_to_eagers_values_and_gradients(seed):
-    steps = random_program(seed)
-    values = input_values(seed)
-
-    def f(*xs):
-        return run(ug, steps, xs)
-
+    f, steps, values = program(seed)
     ts = [torch.tensor(v, requires_grad=True) for v in values]
     want = run(torch, steps, ts)
     want.backward()
@@ -156,12 +153,7 @@ def test_a_random_program_compiles_to_eagers_values_and_gradients(seed):
 
 @pytest.mark.parametrize("seed", range(30))
 def test_a_random_program_batches_under_vmap_compiled_as_eagerly(seed):
-    steps = random_program(seed)
-    values = input_values(seed)
-
-    def f(*xs):
-        return run(ug, steps, xs)
-
+    f, _, values = program(seed)
     rng = np.random.default_rng(seed + 7)
     batch = np.stack([values[0] + rng.uniform(-0.3, 0.3, values[0].shape) for _ in range(3)])
     rest = [ug.tensor(v) for v in values[1:]]
