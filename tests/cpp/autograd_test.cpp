@@ -406,6 +406,18 @@ TEST(Autograd, InPlaceWritesIntoViewsReachTheBaseAndEveryViewOfIt) {
   EXPECT_THROW(w.select(0, 0).mul_(2), ug::RuntimeError);  // a view of a leaf that requires grad
 }
 
+TEST(Autograd, AWriteIntoAViewOfATensorWithoutGradGivesItHistory) {
+  // buf = zeros(2, 2); buf[:, 0] += w; buf[1] *= w: buf = [[w0, 0], [w1 w0, 0]], as torch's
+  // CopySlices gives it
+  Tensor w = f64({3.0, 5.0}).requires_grad_();
+  Tensor buf = ug::zeros({2, 2}, {.dtype = ug::float64});
+  buf.select(1, 0).add_(w);
+  EXPECT_TRUE(buf.requires_grad());
+  buf.select(0, 1).mul_(w);
+  buf.sum().backward();  // w0 + w1 w0: (1 + w1, w0)
+  EXPECT_EQ(values(w.grad()), (std::vector<double>{6.0, 3.0}));
+}
+
 TEST(Autograd, GraphMemoryIsReleasedAfterBackward) {
   ug::Allocator& allocator = ug::allocator_for(ug::Device());
   Tensor x = ug::randn({256, 256}).requires_grad_();
