@@ -243,6 +243,22 @@ def test_a_program_writes_into_part_of_a_tensor_from_outside_as_eager_code_does(
         np.testing.assert_allclose(program_buf.numpy(), eager_buf.numpy(), rtol=1e-15)
 
 
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_over_any_dim_keeps_only_its_output_as_torchs(op):
+    # over a leading dim the row max is taken apart: it must not keep the input for a gradient
+    def f(m, x):
+        y = x * 2
+        s = getattr(m, op)(y, 0)
+        y.tanh_()  # torch allows it: its softmax saved only s
+        return (s * s).sum() + y.sum()
+
+    xt = torch.tensor(x_values(), requires_grad=True)
+    f(torch, xt).backward()
+    got = ug.grad(lambda x: f(ug, x))(ug.tensor(x_values()))
+    # a few float64 operations per element and sums of 3 terms
+    np.testing.assert_allclose(got.numpy(), xt.grad.numpy(), rtol=1e-13, atol=1e-14)
+
+
 def test_a_write_into_a_view_of_a_base_laid_out_otherwise():
     # A base that is no view but not contiguous either (NumPy's transposed memory)
     def f(m, x):

@@ -512,8 +512,15 @@ Tensor softmax_untraced(const Tensor& x, int64_t dim, bool log, const char* op) 
       !forward::active())
     return softmax_rows(x, x.size(-1), log);
   Tensor xc = x.to(compute_dtype(x.dtype()));
-  // Subtracting the row max keeps exp() finite; a row of -inf gives NaN, as in PyTorch.
-  Tensor shifted = xc - run_reduce(ReduceOp::Max, xc, mask, true, xc.dtype());
+  // Subtracting the row max keeps exp() finite; a row of -inf gives NaN, as in PyTorch. The
+  // shift records no gradient: softmax(x - c) is softmax(x) for any c, so the max's would
+  // cancel, and saving x for it would refuse a later in-place write into x that torch allows.
+  Tensor row_max;
+  {
+    NoGradGuard constant_shift;
+    row_max = run_reduce(ReduceOp::Max, xc, mask, true, xc.dtype());
+  }
+  Tensor shifted = xc - row_max;
   Tensor e = shifted.exp();
   Tensor total = sum_masked(e, mask, true, {});
   Tensor r = log ? shifted - total.log() : e / total;
