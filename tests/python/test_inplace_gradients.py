@@ -166,6 +166,8 @@ def test_writes_into_views_that_cannot_be_followed_are_clear_errors():
     y = w * 2
     with pytest.raises(RuntimeError, match=r"\[add\] in-place change of an expanded view .*clone\(\) it first"):
         y[0].expand(2, 3).add_(1)
+    with pytest.raises(RuntimeError, match=r"\[mul\] .*one of the views that split returned .*clone\(\) it first"):
+        y.chunk(3)[1].mul_(2)  # torch: "a function that returns multiple views"
     buffer = ug.zeros(3, 3)
     with ug.no_grad():
         column = buffer[:, 0]  # a view made under no_grad knows no base (torch refuses it too)

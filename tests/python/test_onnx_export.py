@@ -502,3 +502,28 @@ def test_index_assignments_with_constant_indices(tmp_path):
 
     with pytest.raises(ValueError, match=r"'index_put_' .* with an index the function computes"):
         export_and_compare(tmp_path, ComputedIndex(), ug.randn(3, 4), dynamic=False)
+
+
+def test_a_float_attribute_that_float32_rounds_keeps_its_exact_value_for_unigrad(tmp_path):
+    # LayerNormalization's epsilon is an ONNX FLOAT (32 bits): 1e-5 rounds. ORT reads the float;
+    # unigrad reads the exact double the exporter adds, so a float64 program and a reloaded file
+    # compute with eager's epsilon (rows of nearly equal values make the difference visible).
+    x = ug.tensor(np.array([[1.0, 1.0, 1.0, 1.0 + 1e-4], [0.3, -0.2, 0.5, 0.1]]))
+    weights = ug.arange(4.0, dtype=ug.float64)
+
+    def f(v):
+        return (ug.nn.functional.layer_norm(v, (4,), eps=1e-5) ** 2 * weights).sum()
+
+    np.testing.assert_array_equal(ug.grad(ug.jit(f))(x).numpy(), ug.grad(f)(x).numpy())
+    model = ug.nn.LayerNorm(4, eps=1e-5).double()
+    path = str(tmp_path / "ln.onnx")
+    ug.onnx.export(model, (x,), path)
+    node = next(n for n in onnx.load(path).graph.node if n.op_type == "LayerNormalization")
+    epsilon = next(a for a in node.attribute if a.name == "epsilon")
+    assert epsilon.f == np.float32(1e-5)
+    loaded = ug.onnx.load(path)
+    with ug.no_grad():
+        np.testing.assert_array_equal(loaded(x).numpy(), model(x).numpy())
+        # ORT computes with the float: within what 1e-5's rounding (2.5e-8 of it) moves
+        ort_out = ort.InferenceSession(path).run(None, {"input_0": x.numpy()})[0]
+        np.testing.assert_allclose(ort_out, model(x).numpy(), rtol=1e-9, atol=1e-9)

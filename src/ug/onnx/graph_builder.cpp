@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 #include <variant>
@@ -745,6 +746,15 @@ void set_attr(::onnx::NodeProto& node, const std::string& name, double value) {
   a->set_name(name);
   a->set_type(::onnx::AttributeProto_AttributeType_FLOAT);
   a->set_f(static_cast<float>(value));
+  // ONNX's FLOAT is 32 bits: a value it rounds (layer_norm's 1e-5) also goes, exactly, in the
+  // doc string, which the parser reads back, so that a float64 program computes with the eager
+  // value (a layer norm's gradient moved by 1e-6 with the rounded epsilon). Other runtimes
+  // read the float.
+  if (static_cast<double>(a->f()) != value) {
+    char exact[32];
+    std::snprintf(exact, sizeof exact, "%a", value);
+    a->set_doc_string(exact);
+  }
 }
 
 void set_attr(::onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& values) {

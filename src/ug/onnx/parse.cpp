@@ -10,6 +10,7 @@
 #include <array>
 #include <charconv>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -346,10 +347,22 @@ int64_t GraphParser::resolve(const std::string& name) {
   return id;
 }
 
+/** A FLOAT attribute's value: the float, or the double in its doc string (the exporter's, see
+ *  graph_builder.cpp set_attr) where that is exactly a value the float rounds. */
+double float_attribute(const ::onnx::AttributeProto& a) {
+  const std::string& text = a.doc_string();
+  if (!text.empty() && text.size() < 32) {
+    char* end = nullptr;
+    const double exact = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() + text.size() && static_cast<float>(exact) == a.f()) return exact;
+  }
+  return static_cast<double>(a.f());
+}
+
 Attribute GraphParser::read_attribute(const ::onnx::AttributeProto& a, Node& node, const std::string& what) {
   using A = ::onnx::AttributeProto;
   switch (a.type()) {
-    case A::FLOAT: return static_cast<double>(a.f());
+    case A::FLOAT: return float_attribute(a);
     case A::INT: return static_cast<int64_t>(a.i());
     case A::STRING: return a.s();
     case A::TENSOR: return read_tensor(a.t(), base_dir_, what);

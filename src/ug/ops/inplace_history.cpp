@@ -103,6 +103,11 @@ bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) 
   }
   const bool needed =
       requires_grad(t) || (base && requires_grad(*base)) || (other && other->defined() && requires_grad(*other));
+  if (needed && t.impl().is_view() && !base && m && m->grad_fn && m->grad_fn->outputs().size() > 1)
+    fail<RuntimeError>("[", op, "] in-place change, while recording gradients, of one of the views that ",
+                       m->grad_fn->name(),
+                       " returned (split, chunk or unbind: several views from one op, as torch refuses too); "
+                       "clone() it first or use out-of-place ops");
   if (needed && t.impl().is_view() && !base)
     fail<RuntimeError>("[", op,
                        "] in-place change, while recording gradients, of a view whose base was not noted: it was made "
