@@ -261,6 +261,23 @@ def test_softmax_over_any_dim_keeps_only_its_output_as_torchs(op):
     np.testing.assert_allclose(got.numpy(), xt.grad.numpy(), rtol=1e-13, atol=1e-14)
 
 
+@pytest.mark.parametrize("activation", ["softplus", "logsigmoid", "hardswish", "mish"])
+def test_a_write_into_what_a_custom_derivative_returned_compiles(activation):
+    # Their value is computed apart and linked to a rule of its own: a program binds the
+    # output as the call left it, not as the later write left it.
+    def f(m, x):
+        y = getattr(m.nn.functional, activation)(x)
+        y.tanh_()
+        return (y * y).sum()
+
+    xt = torch.tensor(x_values(), requires_grad=True)
+    f(torch, xt).backward()
+    x = ug.tensor(x_values())
+    for grad in (ug.grad(lambda v: f(ug, v)), ug.jit(ug.grad(lambda v: f(ug, v))), ug.grad(ug.jit(lambda v: f(ug, v)))):
+        # a few float64 operations per element
+        np.testing.assert_allclose(grad(x).numpy(), xt.grad.numpy(), rtol=1e-13, atol=1e-14)
+
+
 def test_a_write_into_a_view_of_a_base_laid_out_otherwise():
     # A base that is no view but not contiguous either (NumPy's transposed memory)
     def f(m, x):

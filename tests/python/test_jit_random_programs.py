@@ -79,6 +79,30 @@ MORE = {
         ((a, r.randrange(2)) for a in range(len(s)) if s[a] % 2 == 0), None) if s else None),
     "stack": (lambda m, v, p: m.stack([v, v * p]), lambda r, s: 0.5),
 }
+# layers' functions, on 2-D values: float attributes (slopes, thresholds), pooling, convolution
+F_ONLY = {
+    "elu": lambda m, v: m.nn.functional.elu(v, 0.7),
+    "softplus": lambda m, v: m.nn.functional.softplus(v, 1.3, 1.1),
+    "leaky_relu": lambda m, v: m.nn.functional.leaky_relu(v, 0.03),
+    "hardtanh": lambda m, v: m.nn.functional.hardtanh(v, -0.6, 0.7),
+    "gelu": lambda m, v: m.nn.functional.gelu(v, approximate="tanh"),
+    "silu": lambda m, v: m.nn.functional.silu(v),
+    "logsigmoid": lambda m, v: m.nn.functional.logsigmoid(v),
+    "normalize": lambda m, v: m.nn.functional.normalize(v, dim=-1),
+    "smooth_l1": lambda m, v: m.nn.functional.smooth_l1_loss(v, v.flip(0) * 0.3, reduction="none", beta=0.7),
+    "cosine": lambda m, v: m.nn.functional.cosine_similarity(v, v.flip(0) + 0.1, dim=-1),
+    "cross_entropy": lambda m, v: m.nn.functional.cross_entropy(v, m.tensor([0] * v.shape[0]), reduction="none"),
+    "linear": lambda m, v: m.nn.functional.linear(v, m.tensor(np.linspace(-1, 1, 3 * v.shape[1]).reshape(3, -1)),
+                                                m.tensor([0.1, -0.2, 0.3], dtype=v.dtype)),
+    "conv1d": lambda m, v: m.nn.functional.conv1d(
+        v.unsqueeze(1), m.tensor([[[0.5, -1.0, 0.25]], [[1.0, 0.3, -0.7]]], dtype=v.dtype), padding=1).flatten(1),
+    "max_pool1d": lambda m, v: m.nn.functional.max_pool1d(v.unsqueeze(1), 2).flatten(1),
+    "avg_pool1d": lambda m, v: m.nn.functional.avg_pool1d(v.unsqueeze(1), 2, ceil_mode=True).flatten(1),
+    "interpolate": lambda m, v: m.nn.functional.interpolate(v.unsqueeze(1), scale_factor=2, mode="linear").flatten(1),
+    "cdist": lambda m, v: m.cdist(v, v * 0.5 + 0.1),
+}
+for _name, _fn in F_ONLY.items():
+    MORE[_name] = (lambda fn: lambda m, v, p: fn(m, v))(_fn), lambda r, s: 0 if len(s) == 2 and s[1] > 1 else None
 
 
 def broadcast(s, t):

@@ -1190,8 +1190,8 @@ void custom_function(GraphBuilder& g, const CapturedCall& c) {
   if (g.replays_custom_calls() && c.replay) return g.replay(c);
   g.emit_parts(c);
   // The linked outputs are new handles on the data of the parts' results.
-  for (const Tensor& out : c.outputs)
-    if (out.defined()) g.bind(out, g.value(out), c.op);
+  for (size_t i = 0; i < c.outputs.size(); ++i)
+    if (c.outputs[i].defined()) g.bind_output(c, i, c.outputs[i], g.value(c.outputs[i]));
 }
 
 void batch_norm(GraphBuilder& g, const CapturedCall& c) {
@@ -1277,7 +1277,7 @@ void while_loop(GraphBuilder& g, const CapturedCall& c) {
   attr->set_type(::onnx::AttributeProto_AttributeType_GRAPH);
   *attr->mutable_g() = std::move(body);
   for (size_t i = 0; i < n; ++i) {
-    g.bind(g.physical(c.outputs[i]), outputs[i], c.op);
+    g.bind_output(c, i, g.physical(c.outputs[i]), outputs[i]);
     if (g.physical(c.outputs[i]).impl_ref() != c.outputs[i].impl_ref())
       g.value(c.outputs[i]);  // the first example, for calls on examples
   }

@@ -97,8 +97,17 @@ Tensor GraphBuilder::physical(const Tensor& t) const {
   return b && b->level > outer_level_ ? physical(Tensor(b->physical)) : t;
 }
 
-void GraphBuilder::bind(const Tensor& t, const std::string& name, const std::string& producer) {
-  values_[key(t)] = {name, DynamicDims(static_cast<size_t>(t.dim()), false), t, true, t.version(), producer};
+namespace {
+
+/** The data version of output i as its call left it: later in-place ops may have moved on. */
+uint32_t output_version(const CapturedCall& call, size_t i) {
+  return i < call.output_versions.size() ? call.output_versions[i] : call.outputs.at(i).version();
+}
+
+}  // namespace
+
+void GraphBuilder::bind_output(const CapturedCall& call, size_t i, const Tensor& t, const std::string& name) {
+  values_[key(t)] = {name, DynamicDims(static_cast<size_t>(t.dim()), false), t, true, output_version(call, i), call.op};
 }
 
 void GraphBuilder::add_input(const Tensor& t, const std::string& name, const std::vector<std::string>& dim_names,
@@ -721,7 +730,7 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
   std::string name = fresh(call.op);
   // An in-place write under no_grad leaves a tensor that requires grad as it was (a parameter).
   if (stop_no_grad_ && !in_place && has_attr(call, "no_grad") && out.is_floating_point()) no_grad_made_.insert(name);
-  const uint32_t version = i < call.output_versions.size() ? call.output_versions[i] : out.version();
+  const uint32_t version = output_version(call, i);
   if (auto it = values_.find(key(out)); in_place && it != values_.end() && it->second.traced)
     earlier_[key(out)].insert_or_assign(it->second.version, it->second);
   values_[key(out)] = {name, *dynamic, out, true, version, call.op};

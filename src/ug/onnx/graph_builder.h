@@ -140,9 +140,9 @@ class GraphBuilder {
   Tensor physical(const Tensor& t) const;
   /** The highest vmap level of the inputs: the vmaps around the trace, which it does not open. */
   int outer_level() const { return outer_level_; }
-  /** Binds t to the value `name` that op `producer` made (a rule with outputs that are not
-   *  its call's, such as the physical values of a batched loop's carry). */
-  void bind(const Tensor& t, const std::string& name, const std::string& producer);
+  /** Binds t, output i of call (or its physical value, as a batched loop's carry), to the value
+   *  `name`, as of the data version the call left it at. */
+  void bind_output(const CapturedCall& call, size_t i, const Tensor& t, const std::string& name);
   /** Fails when an input of the call was written in place, after the op that computed it, by
    *  code outside the op table: the graph would read the value from before the write. A
    *  parameter or state tensor (read live by a program) may be written by ops after it was read:
