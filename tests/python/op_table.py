@@ -447,8 +447,7 @@ LINALG = [
     Op("einsum", lambda m, a, b: m.einsum("bij,bjk->bik", a, b), x(2, 3, 4), x(2, 4, 5, seed=1), ops=("matmul",)),
     Op("einsum.contraction", lambda m, a, b: m.einsum("ikj,kl->il", a, b), x(3, 20, 2), x(20, 4, seed=1),
        ops=("matmul",), terms=ABS, n=40),
-    Op("einsum.trace", lambda m, a: m.einsum("ii->", a), x(4, 4), ops=("diagonal", "sum"),
-       off=unsupported("diagonal")),
+    Op("einsum.trace", lambda m, a: m.einsum("ii->", a), x(4, 4), ops=("diagonal", "sum")),
 ]
 
 
@@ -584,8 +583,7 @@ DECOMPOSITIONS = [
     Op("linalg_vander", lambda m, a: m.linalg.vander(a, N=4), x(2, 3), ops=("cumprod",),
        off=unsupported("cumprod")),
     Op("linalg_vecdot", lambda m, a, b: m.linalg.vecdot(a, b, dim=0), x(3, 4), x(3, 1, seed=1), ops=("mul",)),
-    Op("linalg_diagonal", lambda m, a: m.linalg.diagonal(a, offset=-1), x(2, 3, 4), ops=("diagonal",),
-       off=unsupported("diagonal")),
+    Op("linalg_diagonal", lambda m, a: m.linalg.diagonal(a, offset=-1), x(2, 3, 4), ops=("diagonal",)),
     Op("linalg_matmul", lambda m, a, b: m.linalg.matmul(a, b), x(2, 3, 4), x(4, 2, seed=1), ops=("matmul",)),
     Op("linalg_matrix_power", lambda m, a: m.linalg.matrix_power(a, 3), x(2, 3, 3), ops=("matmul",)),
     Op("linalg_matrix_power.negative", lambda m, a: m.linalg.matrix_power(dominant(m, a), -2), unit(3, 3),
@@ -635,8 +633,8 @@ SHAPES = [
     Op("broadcast_to", lambda m, a: m.broadcast_to(a, (2, 3, 4)), x(4), ops=("expand",)),
     Op("narrow", lambda m, a: a.narrow(1, 1, 2), x(3, 4), ops=("slice",)),
     Op("select", lambda m, a: a.select(1, 2), x(3, 4), ops=("select", "embed")),
-    Op("diagonal", lambda m, a: a.diagonal(1, 0, 1), x(3, 4), off=unsupported("diagonal")),
-    Op("unfold", lambda m, a: a.unfold(1, 3, 2), x(3, 7), off=unsupported("unfold")),
+    Op("diagonal", lambda m, a: a.diagonal(1, 0, 1), x(3, 4)),
+    Op("unfold", lambda m, a: a.unfold(1, 3, 2), x(3, 7)),
     Op("view_dtype", lambda m, a: a.view(m.int32), x(3, 4), off={**NO_GRAD, **unsupported("view_dtype")}),
     Op("view_dtype.half", lambda m, a: a[:, 1:].view(m.float16), x(3, 5),
        off={**{t: "torch's view(dtype) is not differentiable" for t in ("vjp", "fd", "jvp")},

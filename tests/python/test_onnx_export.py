@@ -374,9 +374,9 @@ class CumProd(ug.nn.Module):
         return x.cumprod(1)
 
 
-class Diagonal(ug.nn.Module):
+class AsStrided(ug.nn.Module):
     def forward(self, x):
-        return x.diagonal() * 2
+        return x.as_strided((2, 2), (1, 2)) * 2
 
 
 class Noisy(ug.nn.Module):
@@ -384,7 +384,7 @@ class Noisy(ug.nn.Module):
         return x + ug.randn(*x.shape)
 
 
-@pytest.mark.parametrize("model,op", [(CumProd(), "cumprod"), (Diagonal(), "diagonal"), (Noisy(), "random")])
+@pytest.mark.parametrize("model,op", [(CumProd(), "cumprod"), (AsStrided(), "as_strided"), (Noisy(), "random")])
 def test_unsupported_op_names_itself(tmp_path, model, op):
     with pytest.raises(ValueError, match=f"op '{op}' is not supported by the ONNX exporter"):
         ug.onnx.export(model, ug.randn(2, 3), str(tmp_path / "m.onnx"))
@@ -527,3 +527,19 @@ def test_a_float_attribute_that_float32_rounds_keeps_its_exact_value_for_unigrad
         # ORT computes with the float: within what 1e-5's rounding (2.5e-8 of it) moves
         ort_out = ort.InferenceSession(path).run(None, {"input_0": x.numpy()})[0]
         np.testing.assert_allclose(ort_out, model(x).numpy(), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("view", [lambda x: x.diagonal(1) * 2, lambda x: x.reshape(2, 2, 6).diagonal(0, 0, 2),
+                                  lambda x: x.unfold(1, 3, 2) + 1])
+def test_a_strided_view_is_a_gather_of_its_elements(tmp_path, view):
+    class View(ug.nn.Module):
+        def forward(self, x):
+            return view(x)
+
+    x = ug.randn(4, 6)
+    path = str(tmp_path / "view.onnx")
+    ug.onnx.export(View(), x, path)
+    got = ort.InferenceSession(path).run(None, {"input_0": x.numpy()})[0]
+    np.testing.assert_array_equal(got, view(x).numpy())
+    with pytest.raises(ValueError, match="dynamic ax"):  # the positions hold for one size only
+        ug.onnx.export(View(), x, path, dynamic_axes={"input_0": {0: "batch"}})

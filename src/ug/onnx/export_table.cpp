@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "ug/core/error.h"
+#include "ug/graph/grad_mode.h"
 #include "ug/onnx/export.h"
 #include "ug/ops/join.h"
 #include "ug/ops/unary_kinds.h"
@@ -861,6 +862,28 @@ void select(GraphBuilder& g, const CapturedCall& c) {
   set_attr(g.node("Gather", {x, index}, {g.output(c, 0, out)}), "axis", dim);
 }
 
+/** diagonal and unfold in a file: the view's elements gathered from the flattened input. Which
+ *  ones is found once by calling the view back on the input's flat indices; they hold for the
+ *  traced shape only. A program calls the view itself back (no copy, any size). */
+void strided_view(GraphBuilder& g, const CapturedCall& c) {
+  if (g.replays_allowed()) return g.replay(c);
+  const Tensor& x = c.inputs[0];
+  if (std::ranges::any_of(g.dynamic(x), [](bool d) { return d; }))
+    fail("[onnx.export] ", c.op,
+         " of an input with dynamic axes: its elements' positions change with the size; "
+         "export with static shapes");
+  Tensor positions;
+  {
+    NoGradGuard no_grad;
+    const Tensor codes = arange(x.numel(), {.dtype = DType::Int64}).reshape(Dims(x.shape().begin(), x.shape().end()));
+    positions = c.replay({codes})[0].contiguous();
+  }
+  const std::string flat = g.fresh("flat");
+  g.node("Reshape", {g.value(x), g.shape_value(std::vector<int64_t>{-1})}, {flat});
+  const DynamicDims fixed(static_cast<size_t>(c.outputs[0].dim()), false);
+  set_attr(g.node("Gather", {flat, g.value(positions)}, {g.output(c, 0, fixed)}), "axis", int64_t{0});
+}
+
 /** A slice to the end of a dim runs to INT64_MAX, so it keeps reaching the end at other sizes. */
 void slice(GraphBuilder& g, const CapturedCall& c) {
   const Tensor& x = c.inputs[0];
@@ -1609,6 +1632,8 @@ const std::map<std::string, Emitter>& table() {
         {"unsqueeze", unsqueeze},
         {"expand", expand},
         {"select", select},
+        {"diagonal", strided_view},
+        {"unfold", strided_view},
         {"slice", slice},
         {"to", cast},
         {"to_device", unary<kIdentity>},
@@ -1700,9 +1725,7 @@ const std::map<std::string, Emitter>& table() {
 const std::map<std::string, std::string>& unsupported() {
   static const std::map<std::string, std::string> u = {
       {"embed", "a gradient op; export traces the forward pass only"},
-      {"diagonal", "a strided view with no ONNX counterpart"},
-      {"as_strided", "arbitrary strides have no ONNX counterpart"},
-      {"unfold", "overlapping windows (a strided view) have no ONNX counterpart"},
+      {"as_strided", "arbitrary strides over the storage have no ONNX counterpart"},
       {"view_dtype", "reading the bytes as another dtype (a bitcast) has no ONNX counterpart"},
       {"fill_", "in-place fills are not exported; use full() or where()"},
       {"max", "internal: captured as amax"},
