@@ -237,9 +237,10 @@ def test_a_random_program_compiles_to_eagers_values_and_gradients(seed, more):
                 np.testing.assert_allclose(g.numpy(), w, rtol=rtol, atol=atol)
 
 
+@pytest.mark.parametrize("more", [False, True])
 @pytest.mark.parametrize("seed", range(30))
-def test_a_random_program_batches_under_vmap_compiled_as_eagerly(seed):
-    f, _, values = program(seed)
+def test_a_random_program_batches_under_vmap_compiled_as_eagerly(seed, more):
+    f, _, values = program(seed, more=more)
     rng = np.random.default_rng(seed + 7)
     batch = np.stack([values[0] + rng.uniform(-0.3, 0.3, values[0].shape) for _ in range(3)])
     rest = [ug.tensor(v) for v in values[1:]]

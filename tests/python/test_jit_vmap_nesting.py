@@ -146,3 +146,18 @@ def test_vmap_of_jit_of_vmap(name, jax):
         return jax.vmap(jax.jit(lambda w, x: jax.vmap(lambda r: example(op, jax.numpy)(w, r.reshape((1, 4)))[0])(x)), in_axes=(None, 0))
 
     check(name, make_ug, make_jax, jax)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_a_sort_along_any_dim_compiles_under_vmap(dim):
+    # The batched sort runs the physical sort, which sorts a transposed buffer of its kernel's:
+    # the program emits that sort whole, not the transpose it made its result with.
+    xs = ug.tensor(np.random.default_rng(0).uniform(-1, 1, (3, 4, 6)))
+    weights = ug.arange(24.0, dtype=ug.float64).reshape(4, 6)
+
+    def f(v):
+        return (v.sort(dim).values ** 2 * weights).sum()
+
+    for transform in (ug.vmap, lambda fn: ug.vmap(ug.grad(fn))):
+        # the same float64 operations in the same order
+        np.testing.assert_array_equal(ug.jit(transform(f))(xs).numpy(), transform(f)(xs).numpy())

@@ -345,19 +345,34 @@ void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls, bool parts
 // the forward started from. Any of them holds t's value, but only the one that finished first
 // is safe to emit: its inputs were made before it, so the parts emitted for them finished
 // earlier still, and the search cannot come back to a part whose emission is under way.
+namespace {
+
+/** Whether part is one of call's parts, at any depth. */
+bool holds_part(const CapturedCall& call, const CapturedCall* part) {
+  return std::ranges::any_of(call.inner, [&](const CapturedCall& c) { return &c == part || holds_part(c, part); });
+}
+
+}  // namespace
+
 bool GraphBuilder::emit_part_making(const Tensor& t) {
   if (!emitter_ || !t.defined()) return false;
   auto found = parts_.find(t.storage().get());
   if (found == parts_.end()) return false;
   // A batch of a vmap around the trace has no bytes of its own to hash: its version decides.
   const bool batched = batching::level(t) > 0;
-  const CapturedCall* unemittable = nullptr;
+  std::vector<const CapturedCall*> makers;
   for (const auto& [part, i] : found->second) {
     const Tensor& out = part->outputs[i];
     const uint64_t made = i < part->output_hashes.size() ? part->output_hashes[i] : 0;
-    if (!same_view(out, t) || t.version() != part->output_versions[i] ||
-        (!batched && (made == 0 || graph::content_hash(t) != made)))
-      continue;
+    if (same_view(out, t) && t.version() == part->output_versions[i] &&
+        (batched || (made != 0 && graph::content_hash(t) == made)))
+      makers.push_back(part);
+  }
+  const CapturedCall* unemittable = nullptr;
+  for (const CapturedCall* part : makers) {
+    // A part of another maker is how that one computed it (a batched sort's transpose of its
+    // kernel's buffer): the maker's own rule emits it whole, its kernel's buffer included.
+    if (std::ranges::any_of(makers, [&](const CapturedCall* m) { return holds_part(*m, part); })) continue;
     if (emitted_parts_.contains(part)) continue;
     if (!can_emit_(*this, *part)) {
       unemittable = unemittable ? unemittable : part;
