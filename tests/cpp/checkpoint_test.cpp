@@ -91,6 +91,16 @@ void expect_same_tree(const Tree& a, const Tree& b, const std::string& where = "
   }
 }
 
+TEST(Safetensors, ABoolByteOtherThanZeroOrOneReadsAsTrue) {
+  io::TensorDict d;
+  d.insert("b", ug::zeros({3}, {.dtype = DType::Bool}));
+  std::string bytes = io::save_bytes(d);
+  bytes[bytes.size() - 2] = '\x40';  // the middle element's byte
+  const Tensor counted = io::load_bytes(bytes).at("b").to(DType::Int64);
+  EXPECT_EQ(std::vector<int64_t>(counted.data_ptr<int64_t>(), counted.data_ptr<int64_t>() + 3),
+            (std::vector<int64_t>{0, 1, 0}));
+}
+
 TEST(Tree, EveryKindAndKeyRoundTrips) {
   Tree t = sample_tree();
   expect_same_tree(io::load_tree_bytes(io::save_tree_bytes(t)), t);

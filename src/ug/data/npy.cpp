@@ -8,6 +8,8 @@
 #include <functional>
 #include <optional>
 
+#include "ug/core/file_bytes.h"
+
 namespace ug::data {
 
 namespace {
@@ -181,6 +183,7 @@ Tensor make_tensor(const Header& h, const std::function<void(char*, uint64_t)>& 
   Tensor t = empty(stored, {.dtype = h.descr.dtype, .device = {}});
   char* p = static_cast<char*>(t.raw_data());
   read(p, h.nbytes);
+  canonicalize_read_bytes(t);
   if (h.descr.swap)
     for (uint64_t i = 0; i < h.nbytes; i += h.descr.width) std::reverse(p + i, p + i + h.descr.width);
   if (!h.fortran) return t;

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ug/core/file_bytes.h"
+
 namespace ug::io {
 namespace {
 
@@ -319,6 +321,7 @@ TensorDict load(const Source& src, Metadata* metadata) {
   for (const Entry& e : header.entries) {
     Tensor t = empty(e.shape, {.dtype = e.dtype});
     src.read(header.data_start + e.begin, t.raw_data(), e.end - e.begin);
+    canonicalize_read_bytes(t);
     out.insert(e.name, std::move(t));
   }
   return out;

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ug/core/file_bytes.h"
 #include "ug/onnx/graph.h"
 #include "ug/onnx/isolated.h"
 #include "ug/onnx/op_table.h"
@@ -143,6 +144,7 @@ Tensor read_tensor(const ::onnx::TensorProto& t, const std::string& base_dir, st
   if (t.data_location() == ::onnx::TensorProto::EXTERNAL) {
     Tensor out = empty(dims, {.dtype = dtype});
     read_external(t, base_dir, nbytes, out.raw_data(), what);
+    canonicalize_read_bytes(out);
     return out;
   }
   if (t.has_raw_data()) {
@@ -150,6 +152,7 @@ Tensor read_tensor(const ::onnx::TensorProto& t, const std::string& base_dir, st
       fail("[onnx] ", what, " has ", t.raw_data().size(), " bytes of raw data, its dims and dtype say ", nbytes);
     Tensor out = empty(dims, {.dtype = dtype});
     if (nbytes) std::memcpy(out.raw_data(), t.raw_data().data(), nbytes);
+    canonicalize_read_bytes(out);
     return out;
   }
   // The typed fields hold at most as many values as the file has bytes: checking the count
