@@ -87,8 +87,8 @@ TEST(Npy, ParsesBytesInMemory) {
 TEST(Npy, ABoolByteOtherThanZeroOrOneReadsAsTrue) {
   // NumPy and torch take any nonzero byte for True; a C++ bool may only hold 0 or 1 (the fuzzer's
   // finding: a copy of such a tensor loaded 64 as a bool).
-  Tensor b = data::parse_npy(npy_bytes("{'descr': '|b1', 'fortran_order': False, 'shape': (4,), }",
-                                       std::string("\x00\x40\x01\xff", 4)));
+  Tensor b = data::parse_npy(
+      npy_bytes("{'descr': '|b1', 'fortran_order': False, 'shape': (4,), }", std::string("\x00\x40\x01\xff", 4)));
   const Tensor counted = b.to(DType::Int64);
   EXPECT_EQ(std::vector<int64_t>(counted.data_ptr<int64_t>(), counted.data_ptr<int64_t>() + 4),
             (std::vector<int64_t>{0, 1, 1, 1}));
