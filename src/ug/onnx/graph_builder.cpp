@@ -334,6 +334,15 @@ void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls, bool parts
   }
 }
 
+namespace {
+
+/** Whether part is one of call's parts, at any depth. */
+bool holds_part(const CapturedCall& call, const CapturedCall* part) {
+  return std::ranges::any_of(call.inner, [&](const CapturedCall& c) { return &c == part || holds_part(c, part); });
+}
+
+}  // namespace
+
 // A composite's intermediate that its gradient saved (the centred x of batch_norm, the view
 // of a weight a composed product kept) is read by the backward's ops; as a constant it would
 // freeze the value of one trace. The call that made it is emitted instead, if t still holds
@@ -345,15 +354,6 @@ void GraphBuilder::note_calls(const std::vector<CapturedCall>& calls, bool parts
 // the forward started from. Any of them holds t's value, but only the one that finished first
 // is safe to emit: its inputs were made before it, so the parts emitted for them finished
 // earlier still, and the search cannot come back to a part whose emission is under way.
-namespace {
-
-/** Whether part is one of call's parts, at any depth. */
-bool holds_part(const CapturedCall& call, const CapturedCall* part) {
-  return std::ranges::any_of(call.inner, [&](const CapturedCall& c) { return &c == part || holds_part(c, part); });
-}
-
-}  // namespace
-
 bool GraphBuilder::emit_part_making(const Tensor& t) {
   if (!emitter_ || !t.defined()) return false;
   auto found = parts_.find(t.storage().get());
