@@ -101,6 +101,26 @@ F_ONLY = {
     "interpolate": lambda m, v: m.nn.functional.interpolate(v.unsqueeze(1), scale_factor=2, mode="linear").flatten(1),
     "cdist": lambda m, v: m.cdist(v, v * 0.5 + 0.1),
 }
+# indexing, products and normalizations on 2-D values
+F_ONLY.update({
+    "take": lambda m, v: v.reshape(-1)[m.tensor([0, 3, 3, 1])],
+    "index_add": lambda m, v: v.index_add(0, m.tensor([0, v.shape[0] - 1, 0]),
+                                          v[m.tensor([1 % v.shape[0], 0, 0])] * 0.5),
+    "scatter_add": lambda m, v: v.scatter_add(1, (m.arange(v.numel()).reshape(v.shape) * 7) % v.shape[1], v * 0.3),
+    "masked_fill": lambda m, v: v.masked_fill(v > 0.2, 0.1),
+    "where": lambda m, v: m.where(v > 0, v, v * 0.1),
+    "bmm": lambda m, v: m.bmm(m.stack([v, v * -0.5]), m.stack([v.t(), v.t() + 0.1])),
+    "einsum": lambda m, v: m.einsum("ij,kj->ik", v, v * 0.5),
+    "group_norm": lambda m, v: m.nn.functional.group_norm(v.unsqueeze(0), 1).squeeze(0),
+    "batch_norm": lambda m, v: m.nn.functional.batch_norm(v, None, None, training=True),
+    "batch_norm_eval": lambda m, v: m.nn.functional.batch_norm(
+        v, m.zeros(v.shape[1], dtype=v.dtype) + 0.1, m.ones(v.shape[1], dtype=v.dtype) * 2, training=False),
+    "embedding": lambda m, v: m.nn.functional.embedding(m.tensor([0, 2, 1, 0]) % v.shape[0], v),
+    "repeat": lambda m, v: v.repeat(2, 1),
+    "std": lambda m, v: v.std(1, keepdim=True),
+    "norm": lambda m, v: v.norm(dim=-1),
+    "prod": lambda m, v: v.prod(1),
+})
 for _name, _fn in F_ONLY.items():
     MORE[_name] = (lambda fn: lambda m, v, p: fn(m, v))(_fn), lambda r, s: 0 if len(s) == 2 and s[1] > 1 else None
 
@@ -120,7 +140,10 @@ def random_program(seed, writes=False, more=False):
     shapes = list(SHAPES.values())
     steps = []
     kinds = ["unary", "unary", "binary", "binary", "binary", "reduce", "view", "matmul", "softmax", "cat"]
-    for _ in range(r.randint(3, 10)):
+    length = r.randint(3, 10)
+    for _ in range(100):  # draws that do not apply to the drawn value are drawn again
+        if len(steps) == length:
+            break
         i = r.randrange(len(shapes))
         s = shapes[i]
         kind = r.choice(kinds + ["write", "write", "view"] * writes + ["more"] * (4 * more))
@@ -130,8 +153,11 @@ def random_program(seed, writes=False, more=False):
             p = draw(r, s)
             if p is None:
                 continue
+            try:  # torch says whether the op takes this shape, and what it gives
+                s = tuple(fn(torch, torch.zeros(s, dtype=torch.float64), p).shape)
+            except (ValueError, RuntimeError, IndexError):
+                continue
             steps.append(("more", (i,), (name, p)))
-            s = tuple(fn(torch, torch.zeros(s, dtype=torch.float64), p).shape)
         elif kind == "write" and i >= len(SHAPES) and len(s) > 0:
             partners = [j for j, t in enumerate(shapes) if broadcast(t, s) == s]
             steps.append(("write", (i, r.choice(partners)), r.choice(sorted(WRITES))))
