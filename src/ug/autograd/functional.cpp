@@ -273,6 +273,8 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
   if (batch == 0) fail("[vmap] cannot map over an empty batch dim");
   std::string per_example_reason = "UG_VMAP_LOOP is set";
   if (std::getenv("UG_VMAP_LOOP") == nullptr) {
+    std::vector<uint32_t> versions;
+    for (const Tensor& a : args) versions.push_back(a.defined() ? a.version() : 0);
     // The batched run: f sees one example per argument, ops apply their batching rules.
     batching::VmapScope scope(batch, randomness);
     const int lvl = scope.level();
@@ -302,7 +304,14 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
       }
       return result;
     } catch (const NoBatchingRule& e) {
-      // An op inside f has no batching rule: map example by example instead.
+      // An op inside f has no batching rule: map example by example instead, unless f wrote
+      // into an argument first (the calls per example would write it again).
+      for (size_t i = 0; i < args.size(); ++i)
+        if (args[i].defined() && args[i].version() != versions[i])
+          fail<RuntimeError>("[vmap] the function wrote into argument ", i,
+                             " in place, then ran an op with no batching ", "rule (", e.what(),
+                             "), so vmap would call it once per example and write again; ",
+                             "write into a copy (clone()), or run the write outside vmap");
       g_vmap_fallbacks.fetch_add(1);
       per_example_reason = e.what();
     }

@@ -431,6 +431,18 @@ const GraphBuilder::Value* GraphBuilder::earlier(const Tensor& t, uint32_t versi
   return it == found->second.end() ? nullptr : &it->second;
 }
 
+std::pair<const void*, const GraphBuilder::Value*> GraphBuilder::earlier_holding(const Tensor& t,
+                                                                                 uint32_t version) const {
+  // The first by name, not by the map's addresses: two traces of one function make one graph.
+  std::pair<const void*, const Value*> found{nullptr, nullptr};
+  for (const auto& [k, versions] : earlier_)
+    if (auto it = versions.find(version); it != versions.end() && it->second.tensor.storage() == t.storage() &&
+                                          !batching::level(it->second.tensor) && within(t, it->second.tensor) &&
+                                          (!found.second || it->second.name < found.second->name))
+      found = {k, &it->second};
+  return found;
+}
+
 void GraphBuilder::check_inputs(const CapturedCall& call) {
   auto& frame = read_as_of_.emplace_back();
   for (size_t i = 0; i < call.inputs.size() && i < call.input_versions.size(); ++i) {
@@ -448,6 +460,16 @@ void GraphBuilder::check_inputs(const CapturedCall& call) {
         // value written).
         frame.push_back({key(in), it == values_.end() ? Value{} : it->second, read->name});
         values_[key(in)] = *read;
+        continue;
+      }
+    }
+    if (in.version() != call.input_versions[i] && !same_value(in)) {
+      // A handle no op made (a batching rule's expand) of a value written since the call read
+      // it: its elements come from that value as it was, bound for this call.
+      if (auto [k, read] = earlier_holding(in, call.input_versions[i]); read) {
+        auto it = values_.find(k);
+        frame.push_back({k, it == values_.end() ? Value{} : it->second, read->name});
+        values_[k] = *read;
         continue;
       }
     }

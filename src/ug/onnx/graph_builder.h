@@ -201,6 +201,8 @@ class GraphBuilder {
   const Value* same_value(const Tensor& t) const;
   /** t's value at `version`, which an in-place op the graph follows has since replaced. */
   const Value* earlier(const Tensor& t, uint32_t version) const;
+  /** A replaced value at `version` that holds every element of t (a view of it), and its key. */
+  std::pair<const void*, const Value*> earlier_holding(const Tensor& t, uint32_t version) const;
   /** The value name of t when it is a view of a traced value, made so by new nodes if need be. */
   std::optional<std::pair<std::string, uint32_t>> traced_view(const Tensor& t);
   /** t as nodes reading `base`'s elements, when base holds every element of t. */
