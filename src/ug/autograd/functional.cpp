@@ -309,9 +309,9 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
       for (size_t i = 0; i < args.size(); ++i)
         if (args[i].defined() && args[i].version() != versions[i])
           fail<RuntimeError>("[vmap] the function wrote into argument ", i,
-                             " in place, then ran an op with no batching ", "rule (", e.what(),
-                             "), so vmap would call it once per example and write again; ",
-                             "write into a copy (clone()), or run the write outside vmap");
+                             " in place, then ran an op with no batching rule (", e.what(),
+                             "), so vmap would call it once per example and write again; write into a copy "
+                             "(clone()), or run the write outside vmap");
       g_vmap_fallbacks.fetch_add(1);
       per_example_reason = e.what();
     }
