@@ -535,6 +535,33 @@ TEST(Vmap, BatchedRunMatchesPerExampleCalls) {
   }
 }
 
+TEST(Vmap, InPlaceOpsOnBatchedValuesWriteThePhysicalTensor) {
+  ug::manual_seed(6);
+  Tensor xs = ug::randn({5, 3, 4}, {.dtype = ug::float64});
+  Tensor w = ug::randn({4}, {.dtype = ug::float64});
+  ug::TensorFn f = [&w](const Tensors& a) {
+    Tensor h = a[0] * 2;
+    h.add_(w).mul_(a[0]).tanh_();             // a batched value written with batched and unbatched ones
+    h.select(0, 1).copy_(a[0].select(0, 2));  // through a view
+    h.select(1, 0).fill_(0.5);
+    h.masked_fill_(a[0] > 1.0, -1.0);  // a batched mask
+    return Tensors{h.clamp_(-0.8, 0.9)};
+  };
+  const int64_t before = ug::vmap_fallbacks();
+  Tensor batched = ug::vmap(f, {xs}, {0}, {})[0];
+  EXPECT_EQ(ug::vmap_fallbacks(), before);  // each write has its batching rule
+  for (int64_t b = 0; b < 5; ++b) ug::test::expect_values(batched.select(0, b), values(f({xs.select(0, b)})[0]), 0);
+  // A mapped argument written in place is written in the caller's tensor, as torch.func.vmap does.
+  Tensor arg = xs.clone();
+  ug::vmap([](const Tensors& a) { return Tensors{Tensor(a[0]).mul_(3.0)}; }, {arg}, {1}, {});
+  ug::test::expect_values(arg, values(xs * 3.0), 0);
+  // One value per example cannot go into a tensor shared by all: refused, as torch does.
+  Tensor shared = ug::zeros({3, 4}, {.dtype = ug::float64});
+  EXPECT_THROW(ug::vmap([&shared](const Tensors& a) { return Tensors{shared.add_(a[0])}; }, {xs}, {0}, {}),
+               ug::RuntimeError);
+  ug::test::expect_values(shared, values(ug::zeros({3, 4}, {.dtype = ug::float64})), 0);
+}
+
 TEST(Vmap, UnbatchedOutputsAndAxisSize) {
   ug::manual_seed(5);
   Tensor xs = ug::randn({4, 3}, {.dtype = ug::float64});

@@ -107,24 +107,24 @@ def test_linearize_matches_jax():
 
 
 def test_vmap_never_writes_an_argument_twice_when_it_falls_back_to_one_call_per_example():
-    # An in-place op on a batched value has no batching rule yet: vmap calls the function once
-    # per example. A write it made into an argument before that would be made again, silently
-    # (b would end 4, not 2): a clear error instead.
+    # A value read as a Python number has no batching rule: vmap calls the function once per
+    # example. A write it made into an argument before that would be made again, silently (b
+    # would end 4, not 2): a clear error instead.
     xs = ug.randn(3, 4)
 
     def writes_then_falls_back(x, b):
         b.add_(1.0)
-        return (x * 1.0).mul_(0.5) + b
+        return x * x.max().item() + b
 
     b = ug.ones(4)
     with pytest.raises(RuntimeError, match=r"\[vmap\] the function wrote into argument 1 in place.*clone\(\)"):
         ug.vmap(writes_then_falls_back, in_axes=(0, None))(xs, b)
 
     def falls_back(x, b):
-        return (x * 1.0).mul_(0.5) + b
+        return x * x.max().item() + b
 
-    np.testing.assert_allclose(ug.vmap(falls_back, in_axes=(0, None))(xs, b).numpy(), (xs * 0.5 + b).numpy(),
-                               rtol=1e-6)
+    want = np.stack([(x * x.max().item() + b).numpy() for x in xs])
+    np.testing.assert_allclose(ug.vmap(falls_back, in_axes=(0, None))(xs, b).numpy(), want, rtol=1e-6)
     bt = torch.ones(4)
     tf.vmap(lambda x, b: (b.add_(1.0), x + b)[1], in_dims=(0, None))(torch.zeros(3, 4), bt)
     ub = ug.ones(4)

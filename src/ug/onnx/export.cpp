@@ -67,8 +67,14 @@ void emit_call(GraphBuilder& g, const CapturedCall& call) {
   const bool reader_without_grad = g.is_reading_without_grad();
   g.reading_without_grad(has_attr(call, "no_grad"));
   g.check_inputs(call);
-  if (!exports(call.op) && call.replay && g.replays_allowed()) g.replay(call);
-  else emit(g, call);
+  if (g.writes_batched(call)) {
+    g.emit_parts(call);
+    g.bind_batched_outputs(call);
+  } else if (!exports(call.op) && call.replay && g.replays_allowed()) {
+    g.replay(call);
+  } else {
+    emit(g, call);
+  }
   g.check_outputs(call);
   g.reading_without_grad(reader_without_grad);  // a part returns to the call that reads it
 }

@@ -189,14 +189,7 @@ std::string GraphBuilder::value(const Tensor& t, std::optional<DType> dtype) {
   }
   if (parent_ && !made_here(t)) return parent_->value(t, dtype);
   if (const BatchInfo* b = t.impl().batch(); b && b->level > outer_level_) {
-    // Inside vmap a batched tensor stands for one example of its physical tensor. The graph
-    // computes with physical tensors (the batching rules' calls, emitted as parts); a call on
-    // examples, recorded around them, reads the first example, a node nothing else uses.
-    const std::string physical = value(Tensor(b->physical));
-    std::string name = fresh("example");
-    const std::string first = initializer(full({}, 0, {.dtype = DType::Int64}), fresh("index"));
-    set_attr(node("Gather", {physical, first}, {name}), "axis", int64_t(0));
-    values_[key(t)] = {name, DynamicDims(static_cast<size_t>(t.dim()), false), t, true, t.version(), "an example"};
+    bind_example(t, t.version());
     return value(t, dtype);
   }
   if (const Value* v = same_value(t); !(v && v->traced) && emit_part_making(t)) return value(t, dtype);
@@ -276,19 +269,17 @@ template <class Fn> void for_each_position(const Tensor& t, Fn fn) {
   }
 }
 
-}  // namespace
-
-std::optional<std::string> GraphBuilder::view_of(const Value& base, const Tensor& t) {
-  const Tensor& b = base.tensor;
-  std::string name = fresh("view");
-  if (b.is_contiguous() && t.is_contiguous() && t.storage_offset() == b.storage_offset() && t.numel() == b.numel()) {
-    node("Reshape", {base.name, shape_value(std::vector<int64_t>(t.shape().begin(), t.shape().end()))}, {name});
-    return name;
-  }
+/** For each element of t (t's shape), its index among b's elements in order; nullopt where one
+ *  is none of b's, or, with `distinct`, where two of b's elements are one element of memory (a
+ *  write through b could not reach both). */
+std::optional<Tensor> flat_positions(const Tensor& b, const Tensor& t, bool distinct) {
   // b's flat index of a storage position: its distance from b's start when b is contiguous,
   // else looked up; -1 for a position outside b.
   std::unordered_map<int64_t, int64_t> index_of;
-  if (!b.is_contiguous()) for_each_position(b, [&](int64_t i, int64_t pos) { index_of.emplace(pos, i); });
+  bool overlaps = false;
+  if (!b.is_contiguous())
+    for_each_position(b, [&](int64_t i, int64_t pos) { overlaps = !index_of.emplace(pos, i).second || overlaps; });
+  if (distinct && overlaps) return std::nullopt;
   auto flat_index = [&](int64_t pos) -> int64_t {
     if (b.is_contiguous())
       return pos >= b.storage_offset() && pos < b.storage_offset() + b.numel() ? pos - b.storage_offset() : -1;
@@ -303,9 +294,28 @@ std::optional<std::string> GraphBuilder::view_of(const Value& base, const Tensor
     covered = covered && out[i] >= 0;
   });
   if (!covered) return std::nullopt;
+  return index;
+}
+
+/** Whether every element of t is one of whole's (each of whole's once, with `distinct`). */
+bool holds(const Tensor& whole, const Tensor& t, bool distinct) {
+  return whole.is_contiguous() ? within(t, whole) : flat_positions(whole, t, distinct).has_value();
+}
+
+}  // namespace
+
+std::optional<std::string> GraphBuilder::view_of(const Value& base, const Tensor& t) {
+  const Tensor& b = base.tensor;
+  std::string name = fresh("view");
+  if (b.is_contiguous() && t.is_contiguous() && t.storage_offset() == b.storage_offset() && t.numel() == b.numel()) {
+    node("Reshape", {base.name, shape_value(std::vector<int64_t>(t.shape().begin(), t.shape().end()))}, {name});
+    return name;
+  }
+  std::optional<Tensor> index = flat_positions(b, t, false);
+  if (!index) return std::nullopt;
   std::string flat = fresh("flat");
   node("Reshape", {base.name, ints({-1})}, {flat});
-  set_attr(node("Gather", {flat, initializer(index, fresh("view_index"))}, {name}), "axis", int64_t(0));
+  set_attr(node("Gather", {flat, initializer(*index, fresh("view_index"))}, {name}), "axis", int64_t(0));
   return name;
 }
 
@@ -354,18 +364,19 @@ bool holds_part(const CapturedCall& call, const CapturedCall* part) {
 // the forward started from. Any of them holds t's value, but only the one that finished first
 // is safe to emit: its inputs were made before it, so the parts emitted for them finished
 // earlier still, and the search cannot come back to a part whose emission is under way.
-bool GraphBuilder::emit_part_making(const Tensor& t) {
+bool GraphBuilder::emit_part_making(const Tensor& t, std::optional<uint32_t> version) {
   if (!emitter_ || !t.defined()) return false;
   auto found = parts_.find(t.storage().get());
   if (found == parts_.end()) return false;
-  // A batch of a vmap around the trace has no bytes of its own to hash: its version decides.
-  const bool batched = batching::level(t) > 0;
+  // A batch of a vmap around the trace has no bytes of its own to hash: its version decides,
+  // as it does for a value read as it was before a later write (its bytes are gone).
+  const bool by_version = batching::level(t) > 0 || (version && *version != t.version());
   std::vector<const CapturedCall*> makers;
   for (const auto& [part, i] : found->second) {
     const Tensor& out = part->outputs[i];
     const uint64_t made = i < part->output_hashes.size() ? part->output_hashes[i] : 0;
-    if (same_view(out, t) && t.version() == part->output_versions[i] &&
-        (batched || (made != 0 && graph::content_hash(t) == made)))
+    if (same_view(out, t) && version.value_or(t.version()) == part->output_versions[i] &&
+        (by_version || (made != 0 && graph::content_hash(t) == made)))
       makers.push_back(part);
   }
   const CapturedCall* unemittable = nullptr;
@@ -390,6 +401,41 @@ bool GraphBuilder::emit_part_making(const Tensor& t) {
                        "' computed inside another op, and that op has no graph form; it would be frozen as a "
                        "constant");
   return false;
+}
+
+void GraphBuilder::bind_example(const Tensor& t, uint32_t version) {
+  // Inside vmap a batched tensor stands for one example of its physical tensor. The graph
+  // computes with physical tensors (the batching rules' calls, emitted as parts); a call on
+  // examples, recorded around them, computes from zeros of an example's shape, nodes nothing
+  // else uses. (Not the physical tensor's first example: that tensor may have been written
+  // since, and it may be no value of the graph as it was then.)
+  std::string name = fresh("example");
+  node("Expand", {scalar(0.0, t.dtype()), shape_value(std::vector<int64_t>(t.shape().begin(), t.shape().end()))},
+       {name});
+  values_[key(t)] = {name, DynamicDims(static_cast<size_t>(t.dim()), false), t, true, version, "an example"};
+}
+
+bool GraphBuilder::writes_batched(const CapturedCall& call) const {
+  for (size_t i = 0; i < call.outputs.size(); ++i)
+    if (call.writes_in_place(i) && batching::level(call.outputs[i]) > outer_level_) return true;
+  return false;
+}
+
+void GraphBuilder::bind_batched_outputs(const CapturedCall& call) {
+  for (size_t i = 0; i < call.outputs.size(); ++i)
+    if (batching::level(call.outputs[i]) > outer_level_) bind_example(call.outputs[i], output_version(call, i));
+}
+
+void GraphBuilder::bind_before_write(const Tensor& t, uint32_t written) {
+  // The latest version a part left t at before the write (a batching rule's physical view,
+  // written by the rule's copy_ before anything read it).
+  auto found = parts_.find(t.storage().get());
+  if (found == parts_.end()) return;
+  std::optional<uint32_t> before;
+  for (const auto& [part, i] : found->second)
+    if (const uint32_t v = part->output_versions[i]; same_view(part->outputs[i], t) && v < written)
+      before = std::max(before.value_or(v), v);
+  if (before) emit_part_making(t, before);
 }
 
 void GraphBuilder::emit_parts(const CapturedCall& call) {
@@ -437,7 +483,7 @@ std::pair<const void*, const GraphBuilder::Value*> GraphBuilder::earlier_holding
   std::pair<const void*, const Value*> found{nullptr, nullptr};
   for (const auto& [k, versions] : earlier_)
     if (auto it = versions.find(version); it != versions.end() && it->second.tensor.storage() == t.storage() &&
-                                          !batching::level(it->second.tensor) && within(t, it->second.tensor) &&
+                                          !batching::level(it->second.tensor) && holds(it->second.tensor, t, false) &&
                                           (!found.second || it->second.name < found.second->name))
       found = {k, &it->second};
   return found;
@@ -447,12 +493,18 @@ void GraphBuilder::check_inputs(const CapturedCall& call) {
   auto& frame = read_as_of_.emplace_back();
   for (size_t i = 0; i < call.inputs.size() && i < call.input_versions.size(); ++i) {
     if (!call.inputs[i].defined()) continue;
-    // An in-place op records the tensor it wrote after writing it.
-    bool written = false;
-    for (const Tensor& out : call.outputs)
-      written = written || (out.defined() && out.storage() == call.inputs[i].storage());
-    if (written) continue;
     const Tensor& in = call.inputs[i];
+    if (batching::level(in) > outer_level_) continue;  // an example: read by no result (see value())
+    // A part's result first read here, after a write into its memory (a vmap's in-place write
+    // into a physical tensor): the part that made the value this call read is its node.
+    if (in.version() != call.input_versions[i] && !same_value(in)) emit_part_making(in, call.input_versions[i]);
+    // An in-place op records the tensor it wrote after writing it (a view shares its input's
+    // memory without writing it: its input is read as any other).
+    bool written = false;
+    for (size_t o = 0; o < call.outputs.size(); ++o)
+      written = written ||
+                (call.outputs[o].defined() && call.outputs[o].storage() == in.storage() && call.writes_in_place(o));
+    if (written) continue;
     if (const Value* read = earlier(in, call.input_versions[i])) {
       auto it = values_.find(key(in));
       if (it == values_.end() || it->second.version != call.input_versions[i]) {
@@ -463,9 +515,11 @@ void GraphBuilder::check_inputs(const CapturedCall& call) {
         continue;
       }
     }
-    if (in.version() != call.input_versions[i] && !same_value(in)) {
-      // A handle no op made (a batching rule's expand) of a value written since the call read
-      // it: its elements come from that value as it was, bound for this call.
+    if (const Value* v = same_value(in);
+        in.version() != call.input_versions[i] && !(v && v->version == call.input_versions[i])) {
+      // A handle no op made (a batching rule's expand), or another handle of a part's result,
+      // of a value written since the call read it: its elements come from that value as it was,
+      // bound for this call.
       if (auto [k, read] = earlier_holding(in, call.input_versions[i]); read) {
         auto it = values_.find(k);
         frame.push_back({k, it == values_.end() ? Value{} : it->second, read->name});
@@ -526,10 +580,8 @@ std::string GraphBuilder::stopped(const std::string& name) {
 }
 
 std::string GraphBuilder::written_into(const Value& base, const Tensor& t, const std::string& value) {
-  const Tensor& b = base.tensor;  // contiguous, holding every element of t
-  Tensor index = empty({t.numel()}, {.dtype = DType::Int64});
-  int64_t* at = index.data_ptr<int64_t>();
-  for_each_position(t, [&](int64_t i, int64_t pos) { at[i] = pos - b.storage_offset(); });
+  const Tensor& b = base.tensor;  // holding every element of t, each once (see output())
+  const Tensor index = flat_positions(b, t, true).value().reshape({-1});
   const std::string flat = fresh("flat"), updates = fresh("flat"), scattered = fresh("scattered"),
                     name = fresh("written");
   node("Reshape", {base.name, ints({-1})}, {flat});
@@ -725,19 +777,21 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
   std::vector<const void*> handles, stale, rest;
   const void* base = nullptr;
   if (in_place && !has_attr(call, "effect")) {
+    if (!same_value(out)) bind_before_write(out, output_version(call, i));
     for (const auto& [k, v] : values_) {
       if (k == key(out) || v.tensor.storage() != out.storage()) continue;
+      if (batching::level(v.tensor) > outer_level_) continue;  // an example: no layout of its own
       if (same_view(v.tensor, out)) handles.push_back(k);
       else if (within(v.tensor, out)) stale.push_back(k);
       else rest.push_back(k);
     }
-    // A write into part of a value (x[0].mul_(2)): the value holding all of it (the largest,
-    // which the views of other parts are read from again; then the latest, then the first
-    // name) takes the new elements, every other view is read again from it.
+    // A write into part of a value (x[0].mul_(2)): the value holding all of it, each element
+    // once (the largest, which the views of other parts are read from again; then the latest,
+    // then the first name), takes the new elements, every other view is read again from it.
     auto order = [](const Value& v) { return std::tuple(v.tensor.numel(), v.version); };
     for (const void* k : rest) {
       const Value& v = values_.at(k);
-      if (!v.tensor.is_contiguous() || !within(out, v.tensor)) continue;
+      if (!holds(v.tensor, out, true)) continue;
       const Value* b = base ? &values_.at(base) : nullptr;
       if (!b || order(v) > order(*b) || (order(v) == order(*b) && v.name < b->name)) base = k;
     }
@@ -762,7 +816,7 @@ std::string GraphBuilder::output(const CapturedCall& call, size_t i, std::option
     values_.erase(k);
   }
   // Live state first written here, never read: a program writes its value back all the same.
-  if (in_place && !values_.contains(key(out)) && !param_name(out) && name_live_leaves_)
+  if (in_place && !same_value(out) && !param_name(out) && name_live_leaves_)
     params_.emplace_back(fresh("written"), out);
   std::string name = fresh(call.op);
   // An in-place write under no_grad leaves a tensor that requires grad as it was (a parameter).

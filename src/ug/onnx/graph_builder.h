@@ -88,6 +88,12 @@ class GraphBuilder {
   /** Emits the calls a composite made inside its own, in order: a program's form of an op
    *  that has no graph form of its own (batch_norm with batch statistics). */
   void emit_parts(const CapturedCall& call);
+  /** Whether the call writes in place into a tensor batched by a vmap opened during the trace:
+   *  its parts (the batching rule's write into the physical tensor) are its graph form. */
+  bool writes_batched(const CapturedCall& call) const;
+  /** After such a call's parts: its batched outputs read the first example of their physical
+   *  tensors as written (see value()), as of the versions the call left them at. */
+  void bind_batched_outputs(const CapturedCall& call);
 
   /** reduce_retracing's traces (compiler::Program::generalize): from now on every dim of every
    *  input counts as dynamic, and a size a rule needs is read from an input's shape where an
@@ -223,14 +229,21 @@ class GraphBuilder {
    *  (ConstantOfShape, as the ones and zeros of a loss's backward), or a 0-d count equal to an
    *  input's size (a mean's divisor). nullopt when t is neither. */
   std::optional<std::string> sized_constant(const Tensor& t, DType dtype);
-  /** Binds t by emitting the call inside a composite that made it; false when none can. */
-  bool emit_part_making(const Tensor& t);
+  /** Binds t by emitting the call inside a composite that made it (the one that left it at
+   *  `version`, by default t's current one); false when none can. */
+  bool emit_part_making(const Tensor& t, std::optional<uint32_t> version = std::nullopt);
+  /** Before an in-place write leaves t at version `written`: binds t, if a part made it, to the
+   *  value it held just before (which a write into part of it then updates). */
+  void bind_before_write(const Tensor& t, uint32_t written);
   /** note_calls' walk; `parts`: the calls are inside another call. */
   void note_calls(const std::vector<CapturedCall>& calls, bool parts);
 
   /** In a subgraph's builder: whether t is a value of the subgraph (its memory is an input's
    *  or a value the subgraph computed), not one of the enclosing graph. */
   bool made_here(const Tensor& t) const;
+  /** Binds a tensor batched by a vmap of the trace to a stand-in for one example (see value()),
+   *  at `version`. */
+  void bind_example(const Tensor& t, uint32_t version);
 
   ::onnx::GraphProto& graph_;
   GraphBuilder* parent_ = nullptr;

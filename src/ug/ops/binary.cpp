@@ -245,13 +245,14 @@ void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
     call.finish({&a, &b}, {&a});  // for a capture: the in-place op, its history the ops' own
     return;
   }
-  if (compute == a.dtype() && out_dtype == a.dtype() && !a.shares_storage(b) && !is_complex(compute)) {
+  if (compute == a.dtype() && out_dtype == a.dtype() && !a.shares_storage(b) && !is_complex(compute) &&
+      !batching::max_level({&a, &b})) {
     Tensor bc = b.to(compute).expand(shape);
     check_integer_division(op, bc);
     backend_for(a.device()).binary(op, a, bc, a);
     a.bump_version();
   } else {
-    Tensor(a).copy_(run(op, common, a, b));
+    Tensor(a).copy_(run(op, common, ops::read_before_write(a), b));
   }
   set_attrs(call, compute);
   call.finish({&a, &b}, {&a});
@@ -370,7 +371,7 @@ Tensor Tensor::clamp(const std::optional<Tensor>& min, const std::optional<Tenso
 }
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
   // on a copy when gradients flow: the ops inside save their input, which copy_ overwrites
-  return copy_(ug::clamp(autograd::needs_grad({this}) ? clone() : *this, min, max));
+  return copy_(ug::clamp(ops::read_before_write(*this), min, max));
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) { return start + weight * (end - start); }

@@ -79,8 +79,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   // A source that overlaps the destination is copied first, so no element is read after
   // it was overwritten.
   Tensor s = (shares_storage(src) ? src.clone() : src).expand(shape());
-  backend_for(device()).copy(s, *this);
-  bump_version();
+  ops::write_into(*this, s);
   call.finish({&src}, {this});
   return *this;
 }
@@ -98,8 +97,12 @@ Tensor& Tensor::fill_(Scalar value) {
     call.finish({}, {this});
     return *this;
   }
-  backend_for(device()).fill(*this, value);
-  bump_version();
+  if (const int lvl = batching::level(*this)) {
+    batching::physical(*this, lvl).fill_(value);  // counts the write
+  } else {
+    backend_for(device()).fill(*this, value);
+    bump_version();
+  }
   call.finish({}, {this});
   return *this;
 }

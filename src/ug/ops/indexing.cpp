@@ -301,7 +301,8 @@ void put_advanced(const AdvancedIndex& a, const Tensor& value) {
 }
 
 /** x[mask] = one value, with the mask covering x's leading dims: an elementwise select does
- *  it without the nonzero and scatter of the general path. False when the case doesn't apply. */
+ *  it without the nonzero and scatter of the general path, and counts the write. False when
+ *  the case doesn't apply. */
 bool put_by_mask(const Tensor& x, const std::vector<TensorIndex>& indices, const Tensor& value) {
   if (indices.size() != 1 || value.numel() != 1) return false;
   const Tensor* mask = std::get_if<Tensor>(&indices[0].value);
@@ -312,7 +313,12 @@ bool put_by_mask(const Tensor& x, const std::vector<TensorIndex>& indices, const
   cond_shape.resize(x.shape().size(), 1);
   Tensor cond = mask->to(DType::Bool).reshape(cond_shape).expand(x.shape());
   Tensor fill = value.to(x.dtype()).reshape({}).expand(x.shape());
-  backend_for(x.device()).where(cond, fill, x, x);
+  if (batching::max_level({&x, &cond, &fill})) {
+    Tensor(x).copy_(where(cond, fill, x));
+  } else {
+    backend_for(x.device()).where(cond, fill, x, x);
+    x.bump_version();
+  }
   return true;
 }
 
@@ -498,24 +504,33 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
   if (value.device() != device())
     fail<RuntimeError>("[index_put_] value on ", value.device(), ", tensor on ", device());
   graph::OpCall call(kIndexPut);
-  if (ops::inplace_needs_rebase(*this, &value, "index_put_")) {
-    // Recorded as the differentiable scatter of value into the positions the index selects
-    // (found by indexing the positions themselves), which this tensor's history then ends with.
+  // The scatter of value into the positions the index selects (found by indexing the
+  // positions themselves): differentiable, and batched under vmap where an index is not.
+  const auto scattered = [&] {
     const Tensor positions =
         arange(numel(), {.dtype = DType::Int64, .device = device()}).reshape(Dims(shape().begin(), shape().end()));
     const Tensor written = positions.index(indices);
     const Tensor src = broadcast_value(value, written.shape(), dtype()).reshape({-1});
-    ops::rebase_history(
-        *this,
-        clone().reshape({-1}).scatter(0, written.reshape({-1}), src).reshape(Dims(shape().begin(), shape().end())));
-  } else if (put_by_mask(*this, indices, value)) {
-    bump_version();
-  } else if (IndexPlan plan = plan_index(*this, indices); plan.dims.empty()) {
-    plan.view.copy_(broadcast_value(value, plan.view.shape(), dtype()));
-  } else {
-    // The scatter reads value while writing here, so an overlapping value is copied first.
-    put_advanced(prepare_advanced(plan), value.shares_storage(*this) ? value.clone() : value);
-    bump_version();
+    return clone().reshape({-1}).scatter(0, written.reshape({-1}), src).reshape(Dims(shape().begin(), shape().end()));
+  };
+  bool batched = batching::max_level({this, &value}) > 0;
+  for (const TensorIndex& i : indices)
+    if (const Tensor* t = std::get_if<Tensor>(&i.value)) {
+      ops::check_batched_write(*this, {t}, "index_put_");
+      batched = batched || batching::level(*t);
+    }
+  if (ops::inplace_needs_rebase(*this, &value, "index_put_")) {
+    ops::rebase_history(*this, scattered());  // this tensor's history then ends with the scatter
+  } else if (!put_by_mask(*this, indices, value)) {
+    if (IndexPlan plan = plan_index(*this, indices); plan.dims.empty()) {
+      plan.view.copy_(broadcast_value(value, plan.view.shape(), dtype()));
+    } else if (batched) {
+      copy_(scattered());
+    } else {
+      // The scatter reads value while writing here, so an overlapping value is copied first.
+      put_advanced(prepare_advanced(plan), value.shares_storage(*this) ? value.clone() : value);
+      bump_version();
+    }
   }
   // No graph form: a program calls back its functional form, a copy of the old value with the
   // assignment (the graph gives the tensor that new value; a view of it elsewhere is refused
@@ -625,8 +640,13 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
     call.finish({&mask, &fill, this}, {this});  // for a capture: the in-place op, its history the ops' own
     return *this;
   }
-  backend_for(device()).where(mask.expand(shape()), fill.expand(shape()), *this, *this);
-  bump_version();
+  ops::check_batched_write(*this, {&mask}, "masked_fill_");
+  if (batching::max_level({this, &mask})) {
+    copy_(where(mask, fill, *this));
+  } else {
+    backend_for(device()).where(mask.expand(shape()), fill.expand(shape()), *this, *this);
+    bump_version();
+  }
   call.finish({&mask, &fill, this}, {this});
   return *this;
 }

@@ -2,6 +2,8 @@
 #include "ug/ops/inplace_history.h"
 
 #include "ug/backend/backend.h"
+#include "ug/core/batching.h"
+#include "ug/graph/capture.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/record.h"
 #include "ug/ops/binary.h"
@@ -78,9 +80,58 @@ void note_view(const Tensor& view, const Tensor& from) {
   m.view_history = [](const Tensor& v, const Tensor& base) { link_view(v, base, positions_in(base, v)); };
 }
 
+namespace {
+
+/** Whether t is batched by a vmap open around the capture running now (vmap of jit). */
+bool batched_around_capture(const Tensor& t) {
+  const graph::Capture* capture = graph::detail::current_capture;
+  if (!capture || !batching::level(t)) return false;
+  const std::vector<batching::VmapFrame>& frames = batching::open_vmaps();
+  for (size_t i = 0; i < capture->vmaps_outside() && i < frames.size(); ++i)
+    if (frames[i].level == batching::level(t)) return true;
+  return false;
+}
+
+}  // namespace
+
+void check_batched_write(const Tensor& t, std::initializer_list<const Tensor*> others, const char* op) {
+  // A program traced on batched inputs follows writes through the layouts of one example,
+  // which a batched tensor does not have: the calls per example trace plain tensors instead.
+  if (batched_around_capture(t)) throw_no_batching_rule();
+  const int lvl = batching::level(t);
+  for (const Tensor* o : others)
+    if (o && batching::level(*o) > lvl)
+      fail<RuntimeError>("[", op, "] inside vmap: the tensor written into (shape ", t.shape(),
+                         ") is the same for every example, but the value written into it differs per example (it "
+                         "depends on the mapped axis); use the out-of-place form, or map the tensor too");
+}
+
+void write_into(const Tensor& t, const Tensor& value) {
+  if (const int lvl = batching::max_level({&t, &value})) {
+    check_batched_write(t, {&value}, "copy_");
+    // The physical copy records its own history and tangents (a grad or jvp outside the vmap).
+    batching::physical(t, lvl).copy_(batching::physical(value, lvl));
+    return;
+  }
+  backend_for(t.device()).copy(value, t);
+  t.bump_version();
+}
+
+Tensor read_before_write(const Tensor& t) {
+  if (!GradMode::is_enabled()) return t;
+  for (Tensor level = t;; level = Tensor(level.impl().batch()->physical)) {
+    if (requires_grad(level)) return t.clone();
+    if (!batching::level(level)) return t;
+  }
+}
+
 bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) {
+  check_batched_write(t, {other}, op);
   // Tangents (forward mode) must follow an in-place change whatever the grad mode.
   if (forward::has_tangent(t) || (other && forward::has_tangent(*other))) {
+    // A batched tensor's tangent or history at its own level (jvp or grad inside the vmap)
+    // knows no views of it: the calls per example follow them instead.
+    if (batching::level(t)) throw_no_batching_rule();
     if (t.impl().is_view())
       fail<RuntimeError>("[", op,
                          "] in-place change of a view of a tensor with a forward-mode tangent is not "
@@ -113,6 +164,7 @@ bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) 
                        "] in-place change, while recording gradients, of a view whose base was not noted: it was made "
                        "under no_grad or vmap, or through view_as_real or view(dtype); write through the tensor "
                        "itself (x[i] = x[i] + v) or use out-of-place ops");
+  if (needed && batching::level(t)) throw_no_batching_rule();
   if (needed && base && overlaps_itself(t))
     fail<RuntimeError>("[", op, "] in-place change of an expanded view (shape ", t.shape(), ", strides ", t.strides(),
                        "): several of its elements are one element of memory; clone() it first");
@@ -142,11 +194,8 @@ void rebase_history(const Tensor& t, const Tensor& result) {
   const bool written = result.storage() == t.storage() && result.storage_offset() == t.storage_offset() &&
                        result.strides() == t.strides() && result.shape() == t.shape();
   if (!written) {
-    {
-      NoGradGuard no_grad;
-      backend_for(t.device()).copy(result, t);
-    }
-    t.bump_version();
+    NoGradGuard no_grad;
+    write_into(t, result);
   }
   if (positions.defined()) {
     tm->view_version = t.version();

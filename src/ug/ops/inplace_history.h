@@ -5,6 +5,8 @@
 // used (graph/node.h, refresh_view).
 #pragma once
 
+#include <initializer_list>
+
 #include "ug/graph/node.h"
 
 namespace ug::ops {
@@ -13,6 +15,18 @@ namespace ug::ops {
  *  of one). Returns true when t, its base (t a view) or the other operand requires grad, so
  *  the op must run out of place and rebase t's history (see rebase_history). */
 bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op);
+/** Inside vmap, before an in-place op writes `others` into t: raises when one of them is
+ *  batched at a level t is not (one value per example cannot go into one tensor; torch's vmap
+ *  refuses the same), naming the op. */
+void check_batched_write(const Tensor& t, std::initializer_list<const Tensor*> others, const char* op);
+/** Writes value (t's shape) into t's memory, no history, and counts the write (t's version).
+ *  A batched t (vmap) is written through its physical tensor, whose copy_ counts it, the batch
+ *  dim broadcast where value has none. */
+void write_into(const Tensor& t, const Tensor& value);
+/** t, or a copy of it where an op about to read t, then write its result into t, would save
+ *  t for a gradient that the write then spoils: t requires grad, or (inside vmap) t's physical
+ *  tensor does, for a grad outside the vmap. */
+Tensor read_before_write(const Tensor& t);
 /** Writes `result`'s data into t and makes t's history that of `result`. For a view, its base's
  *  history becomes the old one with the view's elements replaced by result's, and the view's
  *  that of its elements of the base. */

@@ -134,8 +134,8 @@ void unary_out(UnaryOp op, const Tensor& x, const Tensor& out) {
     return;
   }
   DType want = result_dtype(op, x.dtype());
-  if (want != out.dtype() || info(op).rule == UnaryRule::Predicate) {
-    Tensor result = unary(op, x);
+  if (want != out.dtype() || info(op).rule == UnaryRule::Predicate || batching::max_level({&x, &out})) {
+    Tensor result = unary(op, x.shares_storage(out) ? ops::read_before_write(x) : x);
     if (!is_floating(out.dtype()) && is_floating(result.dtype()))
       fail<TypeError>("[", info(op).name, "_] result type ", result.dtype(),
                       " can't be cast to the desired output type ", out.dtype());

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""vmap_in_place: a per-example function made of in-place writes (add_, clamp_, a column
+assignment, mul_ by a batched value; [32, 16] per example, batch 256, float32) under ug.vmap,
+against the same vmap made to call it once per example (UG_VMAP_LOOP: the path in-place ops
+took before they had batching rules) and torch.func.vmap, same threads. Prints one JSON line
+per case: the median µs of 7 loops of 10 calls.
+
+    .venv/bin/python bench/py/vmap_in_place.py [--threads 1]
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.func as tf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+args = common.parse_args(__doc__.splitlines()[0])
+ug = common.init_ug(args)
+torch.set_num_threads(args.threads)
+LOOPS, CALLS = (3, 3) if args.quick else (7, 10)
+
+rng = np.random.default_rng(0)
+xs, bias = rng.normal(size=(256, 32, 16)), rng.normal(size=(16,))
+
+
+def f(x, b):
+    y = x * 2.0
+    y.add_(b).clamp_(-1.0, 1.0)
+    y[:, 0] = 0.0
+    return y.mul_(x.tanh())
+
+
+X, B = ug.tensor(xs, dtype=ug.float32), ug.tensor(bias, dtype=ug.float32)
+XT, BT = torch.tensor(xs, dtype=torch.float32), torch.tensor(bias, dtype=torch.float32)
+batched = ug.vmap(f, in_axes=(0, None))
+
+
+def per_example():
+    os.environ["UG_VMAP_LOOP"] = "1"
+    try:
+        return batched(X, B)
+    finally:
+        del os.environ["UG_VMAP_LOOP"]
+
+
+np.testing.assert_allclose(batched(X, B).numpy(), per_example().numpy(), rtol=1e-6, atol=1e-6)
+cases = {
+    ("unigrad", "vmap"): lambda: batched(X, B),
+    ("unigrad", "per_example"): per_example,
+    ("torch", "vmap"): lambda: tf.vmap(f, in_dims=(0, None))(XT, BT),
+}
+for (impl, case), fn in cases.items():
+    print(json.dumps({"bench": "vmap_in_place", "impl": impl, "threads": args.threads, "case": case,
+                      "us": round(common.median_us(fn, LOOPS, CALLS), 1)}), flush=True)

@@ -1,0 +1,146 @@
+"""In-place ops on batched values under vmap, against torch.func.vmap: each write goes into the
+physical tensor (no call per example), eagerly, compiled around the vmap (jit(vmap)) and inside
+it (vmap(jit)), and under grad on either side."""
+import numpy as np
+import pytest
+import torch
+from torch.func import grad as tgrad
+from torch.func import vmap as tvmap
+
+import unigrad as ug
+
+XS = np.random.default_rng(0).uniform(-1.2, 1.2, (4, 3, 5))
+W = np.random.default_rng(1).uniform(0.5, 1.5, (5,))
+
+
+def fallbacks():
+    return ug._C._functional.vmap_fallbacks()
+
+
+# m is the module (torch or unigrad), x one example [3, 5], w a shared [5]
+CASES = {
+    "add_": lambda m, x, w: (x * 2).add_(w),
+    "sub_ with a batched value": lambda m, x, w: (x * w).sub_(x.tanh()),
+    "mul_ and div_": lambda m, x, w: (x + 1).mul_(x).div_(w),
+    "a chain of unary writes": lambda m, x, w: (x * w).neg_().add_(w).sin_().exp_(),
+    "clamp_": lambda m, x, w: (x * 2).clamp_(-0.5, 0.7),
+    "copy_ into a view": lambda m, x, w: (lambda y: (y[1:].copy_(x[:2] * w), y)[1])(x * 2),
+    "a write into a column": lambda m, x, w: (lambda y: (y[:, 0].mul_(3), y)[1])(x * w),
+    "setitem with a batched value": lambda m, x, w: (lambda y: (y.__setitem__(1, x[0] * 5), y)[1])(x * 2),
+    "setitem with a number": lambda m, x, w: (lambda y: (y.__setitem__((0, 2), 7.0), y)[1])(x * 2),
+    "index_put_ with a tensor index": lambda m, x, w: (
+        lambda y: (y.index_put_((m.tensor([0, 2]),), x[:2] * w), y)[1])(x * 2),
+    "setitem with a batched mask": lambda m, x, w: (lambda y: (y.__setitem__(y > 0.5, 0.25), y)[1])(x * 2),
+    "masked_fill_ with a batched mask": lambda m, x, w: (x * w).masked_fill_(x > 0.3, -1.0),
+    "fill_ and zero_ of views": lambda m, x, w: (lambda y: (y[0].fill_(2.0), y[2].zero_(), y)[2])(x * w),
+    "a write read by an op made before it": lambda m, x, w: (lambda y: (lambda z: (y.mul_(w), z + y)[1])(y * 3))(
+        x.sin()),
+}
+
+
+def torch_batch(fn, xs):
+    """fn on each example, stacked: torch.func.vmap's answer, also where it refuses to batch (a
+    boolean mask's setitem)."""
+    return torch.stack([fn(torch, x, torch.tensor(W)) for x in xs])
+
+
+def torch_values(fn):
+    return torch_batch(fn, torch.tensor(XS)).numpy()
+
+
+def torch_grads(fn):
+    return torch.func.grad(lambda xs: (torch_batch(fn, xs) ** 2).sum())(torch.tensor(XS)).numpy()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_write_into_a_batched_value_matches_torch_without_a_call_per_example(name):
+    fn = CASES[name]
+    want = torch_values(fn)
+    f = lambda x: fn(ug, x, ug.tensor(W))  # noqa: E731
+    before = fallbacks()
+    for how, run in [("vmap", ug.vmap(f)), ("jit(vmap)", ug.jit(ug.vmap(f)))]:
+        got = run(ug.tensor(XS)).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13, err_msg=how)
+    assert fallbacks() == before, "an in-place op fell back to one call per example"
+    # inside a compiled function traced on batched values the calls per example trace plain ones
+    np.testing.assert_allclose(ug.vmap(ug.jit(f))(ug.tensor(XS)).numpy(), want, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_gradient_through_a_batched_write_matches_torch(name):
+    fn = CASES[name]
+    f = lambda x: fn(ug, x, ug.tensor(W))  # noqa: E731
+    before = fallbacks()
+    got = ug.grad(lambda xs: (ug.vmap(f)(xs) ** 2).sum())(ug.tensor(XS)).numpy()
+    assert fallbacks() == before
+    np.testing.assert_allclose(got, torch_grads(fn), rtol=1e-12, atol=1e-12)
+
+
+def test_a_gradient_torch_refuses_matches_central_differences():
+    # exp_ saves its output, which neg_ then writes: torch refuses to differentiate. unigrad's
+    # batched write saves exp's result apart from the tensor written, so the gradient stands.
+    def loss(xs):
+        return (ug.vmap(lambda x: (x * ug.tensor(W)).tanh_().exp_().neg_())(xs) ** 2).sum()
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        torch.func.grad(lambda xs: (tvmap(lambda x: (x * torch.tensor(W)).tanh_().exp_().neg_())(xs) ** 2).sum())(
+            torch.tensor(XS))
+    got = ug.grad(loss)(ug.tensor(XS)).numpy()
+    eps, flat = 1e-6, XS.reshape(-1)
+    central = np.empty_like(flat)
+    for i in range(flat.size):
+        up, down = flat.copy(), flat.copy()
+        up[i] += eps
+        down[i] -= eps
+        central[i] = (loss(ug.tensor(up.reshape(XS.shape))).item() - loss(ug.tensor(down.reshape(XS.shape))).item()) / (
+            2 * eps)
+    # float64 central differences: truncation about eps^2 times the third derivative (order 10
+    # here), rounding about |loss| 1e-16 / eps
+    np.testing.assert_allclose(got.reshape(-1), central, rtol=1e-6, atol=1e-6)
+
+
+def test_per_example_gradients_through_a_write_follow_torch():
+    # grad inside vmap records the write at the example's level, where the views of the value
+    # are not known: vmap calls the function once per example, which gives torch's answer.
+    fn = CASES["a write into a column"]
+    want = tvmap(tgrad(lambda x: (fn(torch, x, torch.tensor(W)) ** 2).sum()))(torch.tensor(XS)).numpy()
+    got = ug.vmap(ug.grad(lambda x: (fn(ug, x, ug.tensor(W)) ** 2).sum()))(ug.tensor(XS)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_mapped_argument_written_in_place_is_written_in_the_callers_tensor():
+    tx, ux = torch.tensor(XS), ug.tensor(XS)
+    tvmap(lambda x: x.mul_(2).add_(1), in_dims=1)(tx)
+    out = ug.vmap(lambda x: x.mul_(2).add_(1), in_axes=1)(ux)
+    np.testing.assert_array_equal(ux.numpy(), tx.numpy())
+    np.testing.assert_array_equal(out.numpy(), np.moveaxis(tx.numpy(), 1, 0))
+    # compiled, each call writes the tensor it is given
+    f = ug.jit(ug.vmap(lambda x: x.mul_(2).add_(1), in_axes=1))
+    for _ in range(2):
+        ux = ug.tensor(XS)
+        out = f(ux)
+        np.testing.assert_array_equal(ux.numpy(), tx.numpy())
+        np.testing.assert_array_equal(out.numpy(), np.moveaxis(tx.numpy(), 1, 0))
+
+
+@pytest.mark.parametrize("write", [
+    lambda buf, x: buf.add_(x),
+    lambda buf, x: buf.copy_(x),
+    lambda buf, x: buf.__setitem__(0, x[0]),
+    lambda buf, x: buf.masked_fill_(x > 0, 1.0),
+])
+def test_a_batched_value_written_into_a_shared_tensor_is_refused_as_torch_does(write):
+    with pytest.raises(RuntimeError):
+        tvmap(lambda x: (write(torch.zeros(3, 5, dtype=torch.float64), x), x)[1])(torch.tensor(XS))
+    buf = ug.zeros(3, 5, dtype=ug.float64)
+    with pytest.raises(RuntimeError, match=r"inside vmap: the tensor written into \(shape \[3, 5\]\) is the same for "
+                                           r"every example"):
+        ug.vmap(lambda x: (write(buf, x), x)[1])(ug.tensor(XS))
+    assert not buf.numpy().any()  # refused before anything was written
+
+
+def test_a_shared_tensor_written_with_a_shared_value_is_written_once():
+    tb, ub = torch.zeros(5, dtype=torch.float64), ug.zeros(5, dtype=ug.float64)
+    tvmap(lambda x: (tb.add_(torch.tensor(W)), x * tb)[1])(torch.tensor(XS))
+    ug.vmap(lambda x: (ub.add_(ug.tensor(W)), x * ub)[1])(ug.tensor(XS))
+    np.testing.assert_array_equal(ub.numpy(), tb.numpy())
