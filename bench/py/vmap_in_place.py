@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """vmap_in_place: a per-example function made of in-place writes (add_, clamp_, a column
 assignment, mul_ by a batched value; [32, 16] per example, batch 256, float32) under ug.vmap,
-against the same vmap made to call it once per example (UG_VMAP_LOOP: the path in-place ops
-took before they had batching rules) and torch.func.vmap, same threads. Prints one JSON line
-per case: the median µs of 7 loops of 10 calls.
+and the per-example gradients of an MLP 16-32-4 with an in-place ReLU (batch 64) under
+ug.vmap(ug.grad), each against the same vmap made to call it once per example (UG_VMAP_LOOP:
+the path in-place ops took before they had batching rules) and torch.func.vmap, same threads.
+Prints one JSON line per case: the median µs of 7 loops of 10 calls.
 
     .venv/bin/python bench/py/vmap_in_place.py [--threads 1]
 """
@@ -34,24 +35,39 @@ def f(x, b):
     return y.mul_(x.tanh())
 
 
-X, B = ug.tensor(xs, dtype=ug.float32), ug.tensor(bias, dtype=ug.float32)
-XT, BT = torch.tensor(xs, dtype=torch.float32), torch.tensor(bias, dtype=torch.float32)
-batched = ug.vmap(f, in_axes=(0, None))
+def mlp_loss(w1, w2, x, y):
+    h = x @ w1
+    h.relu_()
+    return ((h @ w2 - y) ** 2).sum()
 
 
-def per_example():
+def per_example(fn, *args):
+    """fn(*args) with vmap calling its function once per example."""
     os.environ["UG_VMAP_LOOP"] = "1"
     try:
-        return batched(X, B)
+        return fn(*args)
     finally:
         del os.environ["UG_VMAP_LOOP"]
 
 
-np.testing.assert_allclose(batched(X, B).numpy(), per_example().numpy(), rtol=1e-6, atol=1e-6)
+X, B = ug.tensor(xs, dtype=ug.float32), ug.tensor(bias, dtype=ug.float32)
+XT, BT = torch.tensor(xs, dtype=torch.float32), torch.tensor(bias, dtype=torch.float32)
+batched = ug.vmap(f, in_axes=(0, None))
+mlp = [rng.normal(size=s) * 0.3 for s in [(16, 32), (32, 4), (64, 16), (64, 4)]]
+M = [ug.tensor(a, dtype=ug.float32) for a in mlp]
+MT = [torch.tensor(a, dtype=torch.float32) for a in mlp]
+grads = ug.vmap(ug.grad(mlp_loss, argnums=(0, 1)), in_axes=(None, None, 0, 0))
+
+np.testing.assert_allclose(batched(X, B).numpy(), per_example(batched, X, B).numpy(), rtol=1e-6, atol=1e-6)
+for a, b in zip(grads(*M), per_example(grads, *M)):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
 cases = {
     ("unigrad", "vmap"): lambda: batched(X, B),
-    ("unigrad", "per_example"): per_example,
+    ("unigrad", "per_example"): lambda: per_example(batched, X, B),
     ("torch", "vmap"): lambda: tf.vmap(f, in_dims=(0, None))(XT, BT),
+    ("unigrad", "vmap_grad_relu_"): lambda: grads(*M),
+    ("unigrad", "per_example_grad_relu_"): lambda: per_example(grads, *M),
+    ("torch", "vmap_grad_relu_"): lambda: tf.vmap(tf.grad(mlp_loss, argnums=(0, 1)), in_dims=(None, None, 0, 0))(*MT),
 }
 for (impl, case), fn in cases.items():
     print(json.dumps({"bench": "vmap_in_place", "impl": impl, "threads": args.threads, "case": case,

@@ -1,6 +1,8 @@
 // In-place ops while gradients are recorded: see inplace_history.h.
 #include "ug/ops/inplace_history.h"
 
+#include <optional>
+
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
 #include "ug/graph/capture.h"
@@ -92,6 +94,19 @@ bool batched_around_capture(const Tensor& t) {
   return false;
 }
 
+/** Whether nothing but t refers to its memory: the handles of its batch levels and the base a
+ *  physical view of them noted (graph/node.h), each holding the storage once. */
+bool holds_memory_alone(const Tensor& t) {
+  uint32_t own = 0;
+  for (Tensor level = t;; level = Tensor(level.impl().batch()->physical)) {
+    ++own;
+    if (const AutogradMeta* m = meta_if(level); m && m->view_base.defined() && m->view_base.storage() == t.storage())
+      ++own;
+    if (!batching::level(level)) break;
+  }
+  return t.storage()->use_count() == own;
+}
+
 }  // namespace
 
 void check_batched_write(const Tensor& t, std::initializer_list<const Tensor*> others, const char* op) {
@@ -129,8 +144,8 @@ bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) 
   check_batched_write(t, {other}, op);
   // Tangents (forward mode) must follow an in-place change whatever the grad mode.
   if (forward::has_tangent(t) || (other && forward::has_tangent(*other))) {
-    // A batched tensor's tangent or history at its own level (jvp or grad inside the vmap)
-    // knows no views of it: the calls per example follow them instead.
+    // A batched tensor's tangent at its own level (jvp inside the vmap): the calls per example
+    // follow it.
     if (batching::level(t)) throw_no_batching_rule();
     if (t.impl().is_view())
       fail<RuntimeError>("[", op,
@@ -164,7 +179,13 @@ bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) 
                        "] in-place change, while recording gradients, of a view whose base was not noted: it was made "
                        "under no_grad or vmap, or through view_as_real or view(dtype); write through the tensor "
                        "itself (x[i] = x[i] + v) or use out-of-place ops");
-  if (needed && batching::level(t)) throw_no_batching_rule();
+  if (batching::level(t)) {
+    // Recorded for a gradient taken inside the vmap (vmap of grad): views made of a batched
+    // tensor do not note their bases, so a write into memory another tensor may share (a view
+    // of it, its base) takes the calls per example, which follow views.
+    if (needed && !holds_memory_alone(t)) throw_no_batching_rule();
+    return needed;
+  }
   if (needed && base && overlaps_itself(t))
     fail<RuntimeError>("[", op, "] in-place change of an expanded view (shape ", t.shape(), ", strides ", t.strides(),
                        "): several of its elements are one element of memory; clone() it first");
@@ -194,7 +215,10 @@ void rebase_history(const Tensor& t, const Tensor& result) {
   const bool written = result.storage() == t.storage() && result.storage_offset() == t.storage_offset() &&
                        result.strides() == t.strides() && result.shape() == t.shape();
   if (!written) {
-    NoGradGuard no_grad;
+    // A batched t is written through its physical tensor, whose copy_ records its own history
+    // (a grad outside the vmap).
+    std::optional<NoGradGuard> no_grad;
+    if (!batching::level(t)) no_grad.emplace();
     write_into(t, result);
   }
   if (positions.defined()) {
