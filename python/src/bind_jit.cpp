@@ -280,6 +280,7 @@ void bind_jit(nb::module_& m) {
              const std::string bytes = p.onnx_bytes();
              return nb::bytes(bytes.data(), bytes.size());
            })
+      .def("called_back", &compiler::Program::called_back)
       .def("save", &compiler::Program::save, nb::arg("path"));
 
   nb::class_<compiler::Signature>(jit, "Signature",

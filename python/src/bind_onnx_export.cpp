@@ -53,16 +53,27 @@ std::map<std::string, std::map<int64_t, std::string>> dynamic_axes_of(nb::handle
 
 void export_model(nb::object model, nb::object args, nb::object f, std::optional<std::vector<std::string>> input_names,
                   std::optional<std::vector<std::string>> output_names, nb::object dynamic_axes, int opset_version) {
-  ug::nn::Module& module = nb::cast<ug::nn::Module&>(model);
+  const bool is_module = nb::isinstance<ug::nn::Module>(model);
+  if (!is_module && !PyCallable_Check(model.ptr()))
+    throw nb::type_error(("ug.onnx.export: model must be a ug.nn.Module or a function of tensors, got " +
+                          nb::cast<std::string>(nb::str(model.type())))
+                             .c_str());
   const std::vector<Tensor> inputs = as_tensors(args, "args");
   const std::string path = nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(f));
   onnx::ExportOptions options{.input_names = input_names.value_or(std::vector<std::string>{}),
                               .output_names = output_names.value_or(std::vector<std::string>{}),
                               .dynamic_axes = dynamic_axes_of(dynamic_axes),
                               .opset_version = opset_version};
-  std::vector<std::pair<std::string, Tensor>> named = module.named_parameters();
-  for (auto& b : module.named_buffers()) named.push_back(std::move(b));
-  onnx::EvalModeGuard eval_mode(module);
+  // A module's parameters and buffers keep their state_dict names; a function's constants are
+  // named by the exporter.
+  std::vector<std::pair<std::string, Tensor>> named;
+  std::optional<onnx::EvalModeGuard> eval_mode;
+  if (is_module) {
+    ug::nn::Module& module = nb::cast<ug::nn::Module&>(model);
+    named = module.named_parameters();
+    for (auto& b : module.named_buffers()) named.push_back(std::move(b));
+    eval_mode.emplace(module);
+  }
   // The inputs' values are the example's: Python control flow on them must not pick the
   // example's branch for every input the file will see.
   ug::compiler::TracedValuesScope traced(inputs, "onnx.export");
@@ -82,7 +93,8 @@ void bind_onnx_export(nb::module_& m) {
         nb::arg("output_names") = nb::none(), nb::arg("dynamic_axes") = nb::none(), nb::arg("opset_version") = 17,
         "Exports model, traced on args (a tensor or a tuple of tensors), to the ONNX file f, like "
         "torch.onnx.export: the model runs once in eval mode without grad; parameters and buffers become "
-        "initializers under their state_dict names. dynamic_axes={'x': {0: 'batch'}} makes those dims symbolic.");
+        "initializers under their state_dict names. dynamic_axes={'x': {0: 'batch'}} makes those dims symbolic. "
+        "model may also be a function of tensors.");
   m.def("exportable_ops", &onnx::exportable_ops, "The traced op names the exporter maps to ONNX.");
   m.def("unsupported_ops", &onnx::unsupported_ops, "The traced op names the exporter rejects.");
   m.def("traceable_ops", &ug::graph::registered_ops, "Every op name the library records while tracing.");

@@ -737,11 +737,23 @@ def explain(fun, *args, **kwargs):
 
 def save(fun, path, *example_args, **example_kwargs):
     """Writes the program fun runs on these example arguments as an ONNX file (the role of
-    TorchScript, SavedModel and paddle.jit.save): ug.onnx.load, `ug serve` and ONNX Runtime run it."""
+    TorchScript, SavedModel and paddle.jit.save): ug.onnx.load, `ug serve` and ONNX Runtime run it.
+    Where the program calls unigrad back only for ops that have an ONNX form in a file (a strided
+    view such as diagonal, which a program keeps a view), the function is written as
+    ug.onnx.export writes it, traced on the same arguments."""
     if isinstance(fun, CompiledModule):
         program = fun._forward.lower(fun._orig_mod.training, *example_args, **example_kwargs)
+        traced = None if fun._orig_mod.training else fun._orig_mod  # ug.onnx.export runs eval mode
     else:
-        program = (fun if isinstance(fun, JitFunction) else JitFunction(fun)).lower(*example_args, **example_kwargs)
+        jitted = fun if isinstance(fun, JitFunction) else JitFunction(fun)
+        program = jitted.lower(*example_args, **example_kwargs)
+        traced = None if jitted._static_nums or jitted._static_names else jitted._fun
+    called_back = program.called_back()
+    if (called_back and traced is not None and not example_kwargs and example_args
+            and all(isinstance(a, _C.Tensor) for a in example_args)
+            and set(called_back) <= set(_C.onnx.exportable_ops())):
+        _C.onnx.export(traced, tuple(example_args), str(path))
+        return
     program.save(str(path))
 
 

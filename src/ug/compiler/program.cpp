@@ -386,9 +386,7 @@ std::vector<Tensor> Program::written_constants() const {
 
 std::string Program::onnx_bytes() const { return onnx::with_held_data(*bytes_, *held_); }
 
-void Program::save(const std::string& path) const {
-  // A program calls some ops back (an op without an ONNX form, an optimizer's update, a fused
-  // backward kernel), which a file cannot hold: name them all.
+std::vector<std::string> Program::called_back() const {
   std::vector<std::string> ops;
   for (const onnx::Node& n : graph_->nodes) {
     if (n.op_type != "UgReplay") continue;
@@ -397,8 +395,12 @@ void Program::save(const std::string& path) const {
   }
   std::sort(ops.begin(), ops.end());
   ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+  return ops;
+}
+
+void Program::save(const std::string& path) const {
   std::string called_back;
-  for (const std::string& op : ops) called_back += (called_back.empty() ? "" : ", ") + op;
+  for (const std::string& op : this->called_back()) called_back += (called_back.empty() ? "" : ", ") + op;
   if (!called_back.empty())
     fail("[jit.save] the program calls unigrad back for ", called_back,
          ", which a file cannot hold (ops without an ONNX form, whose reason ug.onnx.export gives, a training step's "

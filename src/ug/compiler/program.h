@@ -101,7 +101,12 @@ class Program {
   std::string text(bool as_run = false) const;
   /** The program as a serialized ONNX ModelProto, holding its initializers' data. */
   std::string onnx_bytes() const;
-  /** Writes onnx_bytes() to a file that ug::onnx::load, `ug serve` and ONNX Runtime read. */
+  /** The ops the program calls back (UgReplay nodes: an op without an ONNX form, or one whose
+   *  program form is a call back, an optimizer's update, a fused backward kernel), sorted, each
+   *  once: what a file cannot hold. */
+  std::vector<std::string> called_back() const;
+  /** Writes onnx_bytes() to a file that ug::onnx::load, `ug serve` and ONNX Runtime read;
+   *  raises where called_back() names an op. */
   void save(const std::string& path) const;
 
  private:
