@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """vmap_in_place: a per-example function made of in-place writes (add_, clamp_, a column
 assignment, mul_ by a batched value; [32, 16] per example, batch 256, float32) under ug.vmap,
-and the per-example gradients of an MLP 16-32-4 with an in-place ReLU (batch 64) under
-ug.vmap(ug.grad), each against the same vmap made to call it once per example (UG_VMAP_LOOP:
+and the per-example gradients of an MLP 16-32-4 with an in-place ReLU and a cross-entropy loss
+(batch 64; torch.func's per-sample-gradient recipe) under ug.vmap(ug.grad), each against the same vmap made to call it once per example (UG_VMAP_LOOP:
 the path in-place ops took before they had batching rules) and torch.func.vmap, same threads.
 Prints one JSON line per case: the median µs of 7 loops of 10 calls.
 
@@ -35,10 +35,12 @@ def f(x, b):
     return y.mul_(x.tanh())
 
 
-def mlp_loss(w1, w2, x, y):
-    h = x @ w1
-    h.relu_()
-    return ((h @ w2 - y) ** 2).sum()
+def mlp_loss(m):
+    def loss(w1, w2, x, y):
+        h = x @ w1
+        h.relu_()
+        return m.nn.functional.cross_entropy((h @ w2)[None], y[None])
+    return loss
 
 
 def per_example(fn, *args):
@@ -53,10 +55,11 @@ def per_example(fn, *args):
 X, B = ug.tensor(xs, dtype=ug.float32), ug.tensor(bias, dtype=ug.float32)
 XT, BT = torch.tensor(xs, dtype=torch.float32), torch.tensor(bias, dtype=torch.float32)
 batched = ug.vmap(f, in_axes=(0, None))
-mlp = [rng.normal(size=s) * 0.3 for s in [(16, 32), (32, 4), (64, 16), (64, 4)]]
-M = [ug.tensor(a, dtype=ug.float32) for a in mlp]
-MT = [torch.tensor(a, dtype=torch.float32) for a in mlp]
-grads = ug.vmap(ug.grad(mlp_loss, argnums=(0, 1)), in_axes=(None, None, 0, 0))
+mlp = [rng.normal(size=s) * 0.3 for s in [(16, 32), (32, 4), (64, 16)]]
+classes = rng.integers(0, 4, 64)
+M = [ug.tensor(a, dtype=ug.float32) for a in mlp] + [ug.tensor(classes)]
+MT = [torch.tensor(a, dtype=torch.float32) for a in mlp] + [torch.tensor(classes)]
+grads = ug.vmap(ug.grad(mlp_loss(ug), argnums=(0, 1)), in_axes=(None, None, 0, 0))
 
 np.testing.assert_allclose(batched(X, B).numpy(), per_example(batched, X, B).numpy(), rtol=1e-6, atol=1e-6)
 for a, b in zip(grads(*M), per_example(grads, *M)):
@@ -67,7 +70,8 @@ cases = {
     ("torch", "vmap"): lambda: tf.vmap(f, in_dims=(0, None))(XT, BT),
     ("unigrad", "vmap_grad_relu_"): lambda: grads(*M),
     ("unigrad", "per_example_grad_relu_"): lambda: per_example(grads, *M),
-    ("torch", "vmap_grad_relu_"): lambda: tf.vmap(tf.grad(mlp_loss, argnums=(0, 1)), in_dims=(None, None, 0, 0))(*MT),
+    ("torch", "vmap_grad_relu_"): lambda: tf.vmap(tf.grad(mlp_loss(torch), argnums=(0, 1)),
+                                                  in_dims=(None, None, 0, 0))(*MT),
 }
 for (impl, case), fn in cases.items():
     print(json.dumps({"bench": "vmap_in_place", "impl": impl, "threads": args.threads, "case": case,

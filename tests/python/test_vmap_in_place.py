@@ -187,3 +187,32 @@ def test_a_shared_tensor_written_with_a_shared_value_is_written_once():
     tvmap(lambda x: (tb.add_(torch.tensor(W)), x * tb)[1])(torch.tensor(XS))
     ug.vmap(lambda x: (ub.add_(ug.tensor(W)), x * ub)[1])(ug.tensor(XS))
     np.testing.assert_array_equal(ub.numpy(), tb.numpy())
+
+
+def test_torch_funcs_per_sample_gradient_recipe_runs_batched():
+    # torch.func's tutorial: functional_call of a model with an in-place ReLU, cross_entropy of
+    # one example against its class (whose bounds check reads every example at once)
+    from torch.func import functional_call as tcall
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(16, 10)), rng.integers(0, 3, 16)
+
+    def model(m):
+        return m.nn.Sequential(m.nn.Linear(10, 32), m.nn.ReLU(inplace=True), m.nn.Linear(32, 3)).double()
+
+    um, tm = model(ug), model(torch)
+    params = {k: v.detach() for k, v in um.named_parameters()}
+    tparams = {k: torch.tensor(v.numpy()) for k, v in params.items()}
+
+    def loss(m, call, net):
+        return lambda p, x, y: m.nn.functional.cross_entropy(call(net, p, (x[None],)), y[None])
+
+    want = tvmap(tgrad(loss(torch, tcall, tm)), in_dims=(None, 0, 0))(tparams, torch.tensor(x), torch.tensor(y))
+    before = fallbacks()
+    got = ug.vmap(ug.grad(loss(ug, ug.func.functional_call, um)), in_axes=(None, 0, 0))(
+        params, ug.tensor(x), ug.tensor(y))
+    assert fallbacks() == before
+    for k in want:
+        np.testing.assert_allclose(got[k].numpy(), want[k].numpy(), rtol=1e-12, atol=1e-12)
+    with pytest.raises(IndexError, match=r"\[(cross_entropy|nll_loss)\] Target 7 is out of bounds"):
+        ug.vmap(lambda x, y: ug.nn.functional.cross_entropy(x[None, :3], y[None]))(
+            ug.tensor(x), ug.tensor(np.where(np.arange(16) == 5, 7, y)))

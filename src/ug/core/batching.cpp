@@ -1,8 +1,17 @@
 #include "ug/core/batching.h"
 
+#include <string>
+
+#include "ug/core/allocator.h"
+
 namespace ug {
 
-void throw_no_batching_rule() { throw NoBatchingRule("[vmap] an op has no batching rule for a batched tensor"); }
+void throw_no_batching_rule() {
+  // The op running now (graph::OpCall sets it): what the calls per example stand in for.
+  throw NoBatchingRule(detail::current_op ? std::string("[vmap] op '") + detail::current_op +
+                                                "' has no batching rule for a batched tensor"
+                                          : std::string("[vmap] an op has no batching rule for a batched tensor"));
+}
 
 namespace batching {
 

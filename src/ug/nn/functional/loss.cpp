@@ -9,7 +9,9 @@
 #include <cmath>
 #include <numbers>
 
+#include "ug/core/batching.h"
 #include "ug/core/value_read.h"
+#include "ug/graph/capture.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
 #include "ug/nn/functional/activation.h"
@@ -77,9 +79,15 @@ std::pair<Tensor, Tensor> class_targets(const Tensor& input, const Tensor& targe
   Tensor safe = where(ignored, Scalar(int64_t{0}), target).to(DType::Int64);
   if (safe.numel() > 0) {
     ValueReadScope check;
-    Tensor bad = (safe < 0).logical_or(safe >= classes);
+    // Inside vmap (per-example gradients) the bounds hold for every example at once: the
+    // physical tensor is checked, at every level. Not under a trace, whose graph cannot hold
+    // ops on a handle of the physical tensor that no op made: there the read has no batching
+    // rule, and vmap calls the function once per example.
+    Tensor all = safe;
+    while (batching::level(all) && !graph::detail::current_capture) all = Tensor(all.impl().batch()->physical);
+    Tensor bad = (all < 0).logical_or(all >= classes);
     if (bad.any().item<bool>()) {
-      int64_t value = safe.masked_select(bad).flatten()[0].item<int64_t>();
+      int64_t value = all.masked_select(bad).flatten()[0].item<int64_t>();
       fail<IndexError>("[", op, "] Target ", value, " is out of bounds: class indices must be in [0, ", classes,
                        ") or equal ignore_index (", ignore_index, ")");
     }
