@@ -93,6 +93,7 @@ void bind_transforms(nb::module_& m) {
       nb::arg("fn"), nb::arg("args"), nb::arg("in_axes"), nb::arg("out_axes_now"), nb::arg("axis_size").none(),
       nb::arg("axis_name").none() = nb::none(), nb::arg("randomness") = "error");
   f.def("vmap_fallbacks", &ug::vmap_fallbacks);
+  f.def("last_vmap_fallback", &ug::last_vmap_fallback);
   f.def(
       "checkpoint",
       [](const ug::TensorFn& fn, const Tensors& inputs, std::optional<std::function<bool(std::string)>> keep) {

@@ -3,6 +3,7 @@ and TensorFlow's GradientTape, over the C++ engine. This module only flattens py
 converts Python numbers; the differentiation happens in C++ (ug/autograd/functional.h)."""
 import contextlib
 import enum
+import warnings
 
 from . import _C
 from .tree import broadcast_prefix, tree_flatten, tree_unflatten
@@ -314,7 +315,11 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, *, randomne
             out_box[1] = broadcast_prefix(out_axes, out, "vmap", "out_axes")
             return [_as_tensor(v) for v in leaves]
 
+        fallbacks = _f.vmap_fallbacks()
         outs = _f.vmap(flat_fn, flat, flat_axes, lambda: out_box[1], axis_size, axis_name, randomness)
+        if _f.vmap_fallbacks() != fallbacks:  # as torch.func.vmap warns of its slow fallback
+            warnings.warn(f"{_f.last_vmap_fallback()}: the function ran once per example instead of once "
+                          "batched (the same results, more slowly)", UserWarning, stacklevel=2)
         return tree_unflatten(out_box[0], outs)
 
     return wrapped

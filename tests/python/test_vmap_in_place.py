@@ -216,3 +216,12 @@ def test_torch_funcs_per_sample_gradient_recipe_runs_batched():
     with pytest.raises(IndexError, match=r"\[(cross_entropy|nll_loss)\] Target 7 is out of bounds"):
         ug.vmap(lambda x, y: ug.nn.functional.cross_entropy(x[None, :3], y[None]))(
             ug.tensor(x), ug.tensor(np.where(np.arange(16) == 5, 7, y)))
+
+
+def test_a_call_per_example_warns_naming_why():
+    # as torch.func.vmap warns of its fallback: the results are the same, the time is not
+    with pytest.warns(UserWarning, match=r"\[vmap\] in-place op 'mul', under a gradient taken inside the vmap, on a "
+                                         r"batched value whose memory another tensor shares .*ran once per example"):
+        per_example_grads(ug, CASES["a write into a column"])
+    with pytest.warns(UserWarning, match=r"values were read outside an op \(item\(\), int\(\), a branch on a value\)"):
+        ug.vmap(lambda x: x * x.max().item())(ug.tensor(XS))

@@ -19,6 +19,7 @@ namespace {
 
 thread_local int t_transform_depth = 0;
 std::atomic<int64_t> g_vmap_fallbacks{0};
+thread_local std::string t_last_vmap_fallback;
 
 /** The r-th unit vector of length n in like's dtype and device, made with ops rather than
  *  written in place, so that a trace (ug.jit of jacrev) records it as a constant. */
@@ -313,7 +314,7 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
                              "), so vmap would call it once per example and write again; write into a copy "
                              "(clone()), or run the write outside vmap");
       g_vmap_fallbacks.fetch_add(1);
-      per_example_reason = e.what();
+      per_example_reason = t_last_vmap_fallback = e.what();
     }
   }
   // One call per example, then the results stacked along out_axes: every op and every
@@ -352,6 +353,8 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
 }
 
 int64_t vmap_fallbacks() { return g_vmap_fallbacks.load(); }
+
+std::string last_vmap_fallback() { return t_last_vmap_fallback; }
 
 Tensors hessian(const TensorFn& f, const Tensors& args, int argnum) {
   TensorFn jacobian = [&f, argnum](const Tensors& a) { return jacrev(f, a, argnum); };

@@ -56,6 +56,8 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
 
 /** How many vmap calls fell back to one call per example (an op without a batching rule). */
 int64_t vmap_fallbacks();
+/** Why this thread's last such call did ("[vmap] op 'X' has no batching rule ..."); "" if none. */
+std::string last_vmap_fallback();
 
 /** ug::grad(f)(x) for f: Tensor -> one-element Tensor, as in jax.grad. */
 inline std::function<Tensor(const Tensor&)> grad(std::function<Tensor(const Tensor&)> f) {

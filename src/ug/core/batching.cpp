@@ -10,7 +10,8 @@ void throw_no_batching_rule() {
   // The op running now (graph::OpCall sets it): what the calls per example stand in for.
   throw NoBatchingRule(detail::current_op ? std::string("[vmap] op '") + detail::current_op +
                                                 "' has no batching rule for a batched tensor"
-                                          : std::string("[vmap] an op has no batching rule for a batched tensor"));
+                                          : std::string("[vmap] a batched tensor's values were read outside an op "
+                                                        "(item(), int(), a branch on a value)"));
 }
 
 namespace batching {

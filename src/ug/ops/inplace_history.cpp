@@ -112,7 +112,9 @@ bool holds_memory_alone(const Tensor& t) {
 void check_batched_write(const Tensor& t, std::initializer_list<const Tensor*> others, const char* op) {
   // A program traced on batched inputs follows writes through the layouts of one example,
   // which a batched tensor does not have: the calls per example trace plain tensors instead.
-  if (batched_around_capture(t)) throw_no_batching_rule();
+  if (batched_around_capture(t))
+    throw NoBatchingRule(detail::cat("[vmap] in-place op '", op,
+                                     "' on a batched value inside a compiled function traced on batched arguments"));
   const int lvl = batching::level(t);
   for (const Tensor* o : others)
     if (o && batching::level(*o) > lvl)
@@ -146,7 +148,8 @@ bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) 
   if (forward::has_tangent(t) || (other && forward::has_tangent(*other))) {
     // A batched tensor's tangent at its own level (jvp inside the vmap): the calls per example
     // follow it.
-    if (batching::level(t)) throw_no_batching_rule();
+    if (batching::level(t))
+      throw NoBatchingRule(detail::cat("[vmap] in-place op '", op, "' on a batched value under a jvp inside the vmap"));
     if (t.impl().is_view())
       fail<RuntimeError>("[", op,
                          "] in-place change of a view of a tensor with a forward-mode tangent is not "
@@ -183,7 +186,10 @@ bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) 
     // Recorded for a gradient taken inside the vmap (vmap of grad): views made of a batched
     // tensor do not note their bases, so a write into memory another tensor may share (a view
     // of it, its base) takes the calls per example, which follow views.
-    if (needed && !holds_memory_alone(t)) throw_no_batching_rule();
+    if (needed && !holds_memory_alone(t))
+      throw NoBatchingRule(detail::cat("[vmap] in-place op '", op,
+                                       "', under a gradient taken inside the vmap, on a batched value whose memory "
+                                       "another tensor shares (a view of it, its base)"));
     return needed;
   }
   if (needed && base && overlaps_itself(t))
