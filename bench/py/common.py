@@ -127,6 +127,16 @@ def median_us(fn, loops, calls):
     return statistics.median(times)
 
 
+def per_example(fn, *args):
+    """fn(*args) with ug.vmap calling its function once per example (UG_VMAP_LOOP): the path an
+    op without a batching rule takes."""
+    os.environ["UG_VMAP_LOOP"] = "1"
+    try:
+        return fn(*args)
+    finally:
+        del os.environ["UG_VMAP_LOOP"]
+
+
 def interleaved(steps, rounds, per_round, warmup):
     """Runs named steps (each returning (seconds, peak bytes or None)) in turns, `per_round` calls
     each per round, so that load on a shared machine falls on all of them alike: the median

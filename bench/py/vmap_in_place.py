@@ -43,15 +43,6 @@ def mlp_loss(m):
     return loss
 
 
-def per_example(fn, *args):
-    """fn(*args) with vmap calling its function once per example."""
-    os.environ["UG_VMAP_LOOP"] = "1"
-    try:
-        return fn(*args)
-    finally:
-        del os.environ["UG_VMAP_LOOP"]
-
-
 X, B = ug.tensor(xs, dtype=ug.float32), ug.tensor(bias, dtype=ug.float32)
 XT, BT = torch.tensor(xs, dtype=torch.float32), torch.tensor(bias, dtype=torch.float32)
 batched = ug.vmap(f, in_axes=(0, None))
@@ -61,15 +52,15 @@ M = [ug.tensor(a, dtype=ug.float32) for a in mlp] + [ug.tensor(classes)]
 MT = [torch.tensor(a, dtype=torch.float32) for a in mlp] + [torch.tensor(classes)]
 grads = ug.vmap(ug.grad(mlp_loss(ug), argnums=(0, 1)), in_axes=(None, None, 0, 0))
 
-np.testing.assert_allclose(batched(X, B).numpy(), per_example(batched, X, B).numpy(), rtol=1e-6, atol=1e-6)
-for a, b in zip(grads(*M), per_example(grads, *M)):
+np.testing.assert_allclose(batched(X, B).numpy(), common.per_example(batched, X, B).numpy(), rtol=1e-6, atol=1e-6)
+for a, b in zip(grads(*M), common.per_example(grads, *M)):
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
 cases = {
     ("unigrad", "vmap"): lambda: batched(X, B),
-    ("unigrad", "per_example"): lambda: per_example(batched, X, B),
+    ("unigrad", "per_example"): lambda: common.per_example(batched, X, B),
     ("torch", "vmap"): lambda: tf.vmap(f, in_dims=(0, None))(XT, BT),
     ("unigrad", "vmap_grad_relu_"): lambda: grads(*M),
-    ("unigrad", "per_example_grad_relu_"): lambda: per_example(grads, *M),
+    ("unigrad", "per_example_grad_relu_"): lambda: common.per_example(grads, *M),
     ("torch", "vmap_grad_relu_"): lambda: tf.vmap(tf.grad(mlp_loss(torch), argnums=(0, 1)),
                                                   in_dims=(None, None, 0, 0))(*MT),
 }

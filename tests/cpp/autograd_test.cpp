@@ -562,6 +562,29 @@ TEST(Vmap, InPlaceOpsOnBatchedValuesWriteThePhysicalTensor) {
   ug::test::expect_values(shared, values(ug::zeros({3, 4}, {.dtype = ug::float64})), 0);
 }
 
+TEST(Vmap, ChecksOfInputValuesReadEveryExampleAtOnce) {
+  ug::manual_seed(8);
+  Tensor table = ug::randn({10, 3}, {.dtype = ug::float64});
+  Tensor ids = ug::randint(0, 10, {4, 5});
+  Tensor logits = ug::randn({4, 5, 3}, {.dtype = ug::float64});
+  Tensor classes = ug::randint(0, 3, {4, 5});
+  ug::TensorFn f = [&table](const Tensors& a) {
+    namespace F = ug::nn::functional;
+    return Tensors{ug::embedding(a[0], table), table.index_select(0, a[0]), F::cross_entropy(a[1], a[2])};
+  };
+  const int64_t before = ug::vmap_fallbacks();
+  Tensors batched = ug::vmap(f, {ids, logits, classes}, {0, 0, 0}, {});
+  EXPECT_EQ(ug::vmap_fallbacks(), before);  // the index and class checks batch
+  for (int64_t b = 0; b < 4; ++b) {
+    Tensors one = f({ids.select(0, b), logits.select(0, b), classes.select(0, b)});
+    for (size_t k = 0; k < one.size(); ++k) ug::test::expect_values(batched[k].select(0, b), values(one[k]), 1e-15);
+  }
+  // A bad index in the last example alone raises the op's error.
+  Tensor bad = ids.clone();
+  bad.select(0, 3).select(0, 2).fill_(10);
+  EXPECT_THROW(ug::vmap(f, {bad, logits, classes}, {0, 0, 0}, {}), ug::IndexError);
+}
+
 TEST(Vmap, UnbatchedOutputsAndAxisSize) {
   ug::manual_seed(5);
   Tensor xs = ug::randn({4, 3}, {.dtype = ug::float64});

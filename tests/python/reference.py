@@ -507,9 +507,26 @@ def _example(a, b):
     return Arg(np.roll(a.array.reshape(-1), b).reshape(a.array.shape), a.dtype, a.view)
 
 
-def _check_vmap(fn, args, rtol, atol):
+def _fallbacks():
+    return ug._C._functional.vmap_fallbacks()
+
+
+def _check_batched(before, loops, what):
+    """Whether `what` ran batched since the fallback count was `before`: it must, unless the
+    row's `loops` says why it calls the function once per example (then it must still do so)."""
+    fell_back = _fallbacks() != before
+    if loops is None:
+        assert not fell_back, f"{what} called the function once per example: {ug._C._functional.last_vmap_fallback()}"
+    else:
+        assert fell_back, f"{what} batched the op: drop the row's reason for calling it once per example ({loops})"
+
+
+def _check_vmap(fn, args, rtol, atol, loops=None, compiled=True):
     """ug.vmap against a Python loop over the examples, in float64: first every input mapped
-    over dim 0, then (for several inputs) each one alone mapped over its last dim."""
+    over dim 0, then (for several inputs) each one alone mapped over its last dim. Each runs
+    batched (no call per example) unless loops["vmap"] says why not. With `compiled`, the first
+    also as jit(vmap), whose program holds the batching rules' ops."""
+    loops = loops or {}
     args = _as_float64(args)
     mapped = [i for i, a in enumerate(args) if isinstance(a, Arg)]
     examples = [[_convert(ug, a) for a in (_example(a, b) for a in args)] for b in range(VMAP_BATCH)]
@@ -531,6 +548,7 @@ def _check_vmap(fn, args, rtol, atol):
                 ins[i] = x
             return fn(ug, *ins)
         in_axes = tuple(axes[i] for i in order)
+        before = _fallbacks()
         try:
             actual = _flat(ug.vmap(f, in_axes=in_axes)(*batched))
         except RuntimeError as e:
@@ -539,7 +557,12 @@ def _check_vmap(fn, args, rtol, atol):
             # a mapped value written in place into an unmapped tensor: torch refuses it too
             _expect_torch_vmap_refuses(fn, examples[0], order, in_axes, batched)
             continue
+        _check_batched(before, loops.get("vmap"), f"vmap with in_axes {axes}")
         assert_same(expected, actual, rtol, atol, path=f"vmap with in_axes {axes}")
+        if compiled and axes is variants[0]:
+            program = ug.jit(ug.vmap(f, in_axes=in_axes))
+            program(*batched)
+            assert_same(expected, _flat(program(*batched)), rtol, atol, path="jit(vmap)")
 
 
 def _expect_torch_vmap_refuses(fn, example, order, in_axes, batched):
@@ -694,9 +717,10 @@ def _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads, exact):
             assert_same(e, a, rtol, atol, f"grad of jit, gradient of input {leaves[j]}", mag, _n_at(n, 1 + j))
 
 
-def _check_vmap_of_jit(fn, args, rtol, atol, exact):
+def _check_vmap_of_jit(fn, args, rtol, atol, exact, loops=None):
     """ug.vmap of ug.jit against ug.vmap, in float64, every input mapped over dim 0: the
-    second call runs the program on the batched inputs (the first traces it)."""
+    second call runs the program on the batched inputs (the first traces it), batched unless
+    loops["vmap_of_jit"] says why not."""
     args = _as_float64(args)
     mapped = [i for i, a in enumerate(args) if isinstance(a, Arg)]
     examples = [[_convert(ug, a) for a in (_example(a, b) for a in args)] for b in range(VMAP_BATCH)]
@@ -709,7 +733,9 @@ def _check_vmap_of_jit(fn, args, rtol, atol, exact):
         return tuple(_flat(fn(ug, *ins)))
     compiled = ug.jit(f)
     ug.vmap(compiled)(*batched)
+    before = _fallbacks()
     actual = _flat(ug.vmap(compiled)(*batched))
+    _check_batched(before, (loops or {}).get("vmap_of_jit"), "vmap of jit")
     info = compiled.cache_info()  # vmap maps an op without a batching rule example by example
     assert info.traces == 1 and info.hits >= 1, f"vmap of jit: the second call retraced ({info})"
     expected = _flat(ug.vmap(f)(*batched))
@@ -729,14 +755,15 @@ def switched_off(off, transform):
 
 
 def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=None, n=None, cotangent=(-1.0, 1.0),
-             seed=0, opset=17, jit_exact=False, jit_vmap=False):
+             seed=0, opset=17, jit_exact=False, jit_vmap=False, loops=None):
     """Checks the transforms in `only` of fn(m, *args) (see TRANSFORMS and the docstring);
     off maps a transform to the reason it does not apply. Float32/float64 Args are the
     differentiated inputs; vjp compares at their dtypes, fd, jvp and vmap run in float64,
     onnx (exported at `opset`) at the inputs' dtypes. rtol/atol override the dtype's
     tolerance in every comparison. jit_vmap: jit also checks vmap of jit against vmap (where
     vmap is not off); jit_exact: jit's outputs (and vmap of jit's) must equal eager's bit for
-    bit. Returns {transform: None if checked, else why not}."""
+    bit; loops: {"vmap" or "vmap_of_jit": why vmap calls the function once per example there}
+    (elsewhere it must batch). Returns {transform: None if checked, else why not}."""
     if (terms is None) != (n is None):
         raise TypeError("check_op: terms and n go together")
     off = dict(off or {})
@@ -758,13 +785,13 @@ def check_op(fn, *args, only=TRANSFORMS, off=None, rtol=None, atol=None, terms=N
         elif name == "grad_of_jvp":
             _check_grad_of_jvp(fn, args, seed, n)
         elif name == "vmap":
-            _check_vmap(fn, args, rtol, atol)
+            _check_vmap(fn, args, rtol, atol, loops, compiled=not switched_off(off, "jit"))
         elif name == "onnx":
             _check_onnx(fn, args, rtol, atol, terms, n, opset)
         elif name == "jit":
             _check_jit(fn, args, rtol, atol, terms, n, cotangent, seed, grads="vjp" not in off, exact=jit_exact)
             if jit_vmap and "vmap" not in off:
-                _check_vmap_of_jit(fn, args, rtol, atol, jit_exact)
+                _check_vmap_of_jit(fn, args, rtol, atol, jit_exact, loops)
         else:
             raise ValueError(f"check_op: unknown transform {name!r}; known: {TRANSFORMS}")
         report[name] = None

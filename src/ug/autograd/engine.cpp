@@ -9,7 +9,6 @@
 #include <unordered_set>
 
 #include "ug/autograd/grad_trace.h"
-#include "ug/core/value_read.h"
 #include "ug/graph/capture.h"
 #include "ug/graph/gradient_graph.h"
 #include "ug/graph/grad_mode.h"
@@ -18,6 +17,7 @@
 #include "ug/ops/binary.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug::autograd {
 
@@ -70,7 +70,7 @@ void accumulate(AccumulateGrad& acc, Tensor g, bool create_graph) {
 
 void check_finite(const Tensor& g, Node* node) {
   if (!g.defined() || !is_inexact(g.dtype())) return;
-  if (ValueReadScope check; g.isfinite().all().item<bool>()) return;
+  if (ops::all_true(g.isfinite())) return;
   std::string where = node->forward_trace().empty() ? "" : "\nThe op ran forward at:\n" + node->forward_trace();
   fail<RuntimeError>("[anomaly] the backward of ", node->name(), " returned NaN or Inf values (gradient shape ",
                      g.shape(), ", dtype ", g.dtype(), ")", where);

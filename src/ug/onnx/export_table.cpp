@@ -1158,7 +1158,9 @@ template <const char* Op> void logical_reduce(GraphBuilder& g, const CapturedCal
   set_attr(g.node("Cast", {r}, {g.output(c, 0, out)}), "to", static_cast<int64_t>(onnx_dtype(DType::Bool)));
 }
 
-/** argmax/argmin over one dim, or over all of them (the input flattened first). */
+/** argmax/argmin over one dim, or over several: all of them (no dim given), or under vmap all of
+ *  an example's. Those are moved last, in order, and flattened: the index is the position in
+ *  them in row-major order. */
 template <const char* Op> void arg_reduce(GraphBuilder& g, const CapturedCall& c) {
   const Tensor& x = c.inputs[0];
   const std::vector<int64_t>& axes = attr_ints(c, "axes");
@@ -1171,10 +1173,22 @@ template <const char* Op> void arg_reduce(GraphBuilder& g, const CapturedCall& c
     set_attr(n, "keepdims", int64_t{keepdim});
     return;
   }
-  std::string flat = node1(g, "Reshape", {xv, g.ints({-1})}, "flat");
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (std::ranges::find(axes, d) == axes.end()) perm.push_back(d);
+  const auto kept = static_cast<int64_t>(perm.size());
+  perm.insert(perm.end(), axes.begin(), axes.end());
+  if (!std::ranges::is_sorted(perm)) {
+    std::string moved = g.fresh("moved");
+    set_attr(g.node("Transpose", {xv}, {moved}), "perm", perm);
+    xv = moved;
+  }
+  std::vector<int64_t> flat_shape(static_cast<size_t>(kept), 0);  // 0: the dim as it is
+  flat_shape.push_back(-1);
+  std::string flat = node1(g, "Reshape", {xv, g.ints(flat_shape)}, "flat");
   std::string r = g.fresh("arg");
   ::onnx::NodeProto& n = g.node(Op, {flat}, {r});
-  set_attr(n, "axis", int64_t{0});
+  set_attr(n, "axis", kept);
   set_attr(n, "keepdims", int64_t{0});
   const Shape& shape = c.outputs[0].shape();
   g.node("Reshape", {r, g.shape_value(std::vector<int64_t>(shape.begin(), shape.end()))}, {g.output(c, 0, out)});

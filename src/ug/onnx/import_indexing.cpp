@@ -1,16 +1,20 @@
 // The op table's indexing ops: ScatterElements and ScatterND (with their reductions), GatherND,
 // NonZero, Unique, ReverseSequence, CenterCropPad and MaxUnpool. Index tensors are read on the
-// host (they are data the file gives, bounds-checked here); the values move through ug ops, so
-// gradients reach them.
+// host (they are data the file gives, bounds-checked here), but for ScatterElements' indices
+// under vmap, which differ between examples; the values move through ug ops, so gradients
+// reach them.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <string>
 
 #include "ug/onnx/import_util.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/composite_math.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/join.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug::onnx {
 
@@ -28,13 +32,19 @@ int64_t checked_index(const OpContext& c, int64_t index, int64_t size, std::stri
   return index < 0 ? index + size : index;
 }
 
+/** The scatter ops' "reduction" attribute, checked. */
+std::string reduction_attr(const OpContext& c) {
+  std::string reduction = c.attr_string("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
+    c.fail("reduction must be none, add, mul, max or min, got '", reduction, "'");
+  return reduction;
+}
+
 /** Rows `targets` of data [M, R] combined with updates [K, R] as `reduction` says: "add" in one
  *  scatter_add, the others in order, the k-th update of a row in round k, so that each round's
  *  rows are distinct (a repeated row with reduction "none" keeps its last update). */
 Tensor scatter_rows(const OpContext& c, Tensor data, const std::vector<int64_t>& targets, const Tensor& updates,
                     std::string_view reduction) {
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
-    c.fail("reduction must be none, add, mul, max or min, got '", reduction, "'");
   const Tensor values = updates.to(data.dtype());
   if (reduction == "add") {
     const Tensor at = int_tensor(targets).unsqueeze(1).expand(values.shape()).contiguous();
@@ -68,13 +78,30 @@ Tensor scatter_rows(const OpContext& c, Tensor data, const std::vector<int64_t>&
   return data;
 }
 
+/** ScatterElements with each example's own indices (a compiled program's graph run under
+ *  vmap): the op table's scatter ops, which batch, as the program's ops ran eagerly. */
+Tensor scatter_elements_batched(const OpContext& c, const Tensor& x, int64_t axis, const Tensor& indices,
+                                const Tensor& updates, std::string_view reduction) {
+  if (!is_integral(indices.dtype())) c.fail<TypeError>("indices must be integers, got ", indices.dtype());
+  const int64_t size = x.size(axis);
+  const Tensor idx = indices.to(DType::Int64);
+  if (ops::any_true((idx < -size).logical_or(idx >= size)))
+    c.fail("an index is out of range for a dim of ", size, " (data ", x.shape(), ", axis ", axis, ")");
+  const Tensor at = where(idx < 0, idx + size, idx), values = updates.to(x.dtype());
+  if (reduction == "none") return x.scatter(axis, at, values);
+  if (reduction == "add") return x.scatter_add(axis, at, values);
+  return scatter_reduce(x, axis, at, values, reduction == "mul" ? "prod" : reduction == "max" ? "amax" : "amin");
+}
+
 Outputs scatter_elements_op(const OpContext& c) {
   const Tensor &x = c.input(0), &updates = c.input(2);
   const int64_t axis = norm_axis(c, c.attr_int("axis", 0), x.dim());
-  const std::vector<int64_t> indices = int_values(c, c.input(1), "indices");
   const Shape& shape = c.input(1).shape();
   if (updates.shape() != shape || static_cast<int64_t>(shape.size()) != x.dim())
     c.fail("indices ", shape, " and updates ", updates.shape(), " must have one shape, of the data's rank ", x.dim());
+  const std::string reduction = reduction_attr(c);
+  if (batching::level(c.input(1))) return one(scatter_elements_batched(c, x, axis, c.input(1), updates, reduction));
+  const std::vector<int64_t> indices = int_values(c, c.input(1), "indices");
   Dims strides(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * x.size(static_cast<int64_t>(d));
   std::vector<int64_t> targets(indices.size());
@@ -90,8 +117,7 @@ Outputs scatter_elements_op(const OpContext& c) {
     targets[k] = flat;
     for (size_t d = shape.size(); d-- > 0 && ++at[d] == shape[d];) at[d] = 0;
   }
-  const Tensor y =
-      scatter_rows(c, x.reshape({-1, 1}), targets, updates.reshape({-1, 1}), c.attr_string("reduction", "none"));
+  const Tensor y = scatter_rows(c, x.reshape({-1, 1}), targets, updates.reshape({-1, 1}), reduction);
   return one(y.reshape(x.shape()));
 }
 
@@ -120,9 +146,8 @@ Outputs scatter_nd_op(const OpContext& c) {
   if (updates.shape() != expected) c.fail("updates ", updates.shape(), " must be ", expected);
   const Dims rows_shape{-1, std::accumulate(x.shape().begin() + k, x.shape().end(), int64_t{1}, std::multiplies<>())};
   const std::vector<int64_t> rows = nd_rows(c, int_values(c, indices, "indices"), x, 0, k);
-  const Tensor y =
-      scatter_rows(c, x.reshape(rows_shape), rows, updates.reshape({static_cast<int64_t>(rows.size()), rows_shape[1]}),
-                   c.attr_string("reduction", "none"));
+  const Tensor y = scatter_rows(c, x.reshape(rows_shape), rows,
+                                updates.reshape({static_cast<int64_t>(rows.size()), rows_shape[1]}), reduction_attr(c));
   return one(y.reshape(x.shape()));
 }
 

@@ -3,7 +3,6 @@
 #include "ug/ops/binary.h"
 
 #include "ug/backend/backend.h"
-#include "ug/core/value_read.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/inplace_history.h"
@@ -12,6 +11,7 @@
 #include "ug/ops/rules.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug::ops {
 
@@ -104,11 +104,9 @@ std::pair<DType, DType> compute_and_out(BinaryOp op, DType common, DType a, DTyp
 }
 
 void check_integer_division(BinaryOp op, const Tensor& b) {
-  ValueReadScope check;
-  if ((op == BinaryOp::FloorDivide || op == BinaryOp::Remainder) && !is_floating(b.dtype()) &&
-      b.eq(0).any().item<bool>())
+  if ((op == BinaryOp::FloorDivide || op == BinaryOp::Remainder) && !is_floating(b.dtype()) && ops::any_true(b.eq(0)))
     fail<RuntimeError>("[", info(op).name, "] ZeroDivisionError: integer division by zero");
-  if (op == BinaryOp::Pow && !is_floating(b.dtype()) && b.dtype() != DType::Bool && b.lt(0).any().item<bool>())
+  if (op == BinaryOp::Pow && !is_floating(b.dtype()) && b.dtype() != DType::Bool && ops::any_true(b.lt(0)))
     fail<RuntimeError>("[pow] integers to negative integer powers are not allowed");
 }
 

@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "ug/core/type_info.h"
-#include "ug/core/value_read.h"
 #include "ug/graph/capture.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
@@ -14,6 +13,7 @@
 #include "ug/ops/linalg.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug {
 
@@ -151,8 +151,7 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
 Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
   auto [d, positions] = dim_and_index(x, dim, index, "index_fill");
   const int64_t extent = x.dim() == 0 ? 1 : x.size(d);
-  if (ValueReadScope check;
-      positions.numel() && ((positions < -extent).any().item<bool>() || (positions >= extent).any().item<bool>()))
+  if (positions.numel() && ops::any_true((positions < -extent).logical_or(positions >= extent)))
     fail<IndexError>("[index_fill] an index is out of range for ", extent, " entries along dim ", d);
   positions = where(positions < 0, positions + extent, positions);
   // Which positions along d are named: one row of a [extent, count] comparison each.
@@ -499,7 +498,8 @@ Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source)
            "), which a compiled program can take only "
            "with a mask that selects nothing; the mask is not known while the function is traced");
   } else {
-    const int64_t needed = x.numel() ? place.narrow(0, x.numel() - 1, 1).item<int64_t>() + 1 : 0;
+    // Under vmap, what the example selecting the most needs.
+    const int64_t needed = x.numel() ? ops::integer_range(place.narrow(0, x.numel() - 1, 1)).second + 1 : 0;
     if (needed > source.numel())
       fail<RuntimeError>("[masked_scatter] the mask selects ", needed, " elements, source of shape ", source.shape(),
                          " has ", source.numel());
@@ -532,7 +532,7 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
   for (int64_t j = 0; j < k; ++j) {
     const int64_t n = x.size(j);
     const Tensor& p = positions[static_cast<size_t>(j)];
-    if (ValueReadScope check; p.numel() && ((p < -n).any().item<bool>() || (p >= n).any().item<bool>()))
+    if (p.numel() && ops::any_true((p < -n).logical_or(p >= n)))
       fail<IndexError>("[index_put] an index is out of range for dim ", j, " of size ", n, " (shape ", x.shape(), ")");
     linear = linear * n + where(p < 0, p + n, p);
     rows *= n;

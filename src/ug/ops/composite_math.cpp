@@ -12,7 +12,6 @@
 #include <type_traits>
 
 #include "ug/core/type_info.h"
-#include "ug/core/value_read.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/complex.h"
@@ -23,6 +22,7 @@
 #include "ug/ops/random.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug {
 
@@ -280,8 +280,7 @@ Tensor cov(const Tensor& x, int64_t correction, const std::optional<Tensor>& fwe
                          w.shape());
     if (integral == w.is_floating_point() || w.dtype() == DType::Bool)
       fail<RuntimeError>("[cov] ", name, " must be ", integral ? "integers" : "floating", ", got ", w.dtype());
-    if (ValueReadScope check; n && (w < 0).any().item<bool>())
-      fail<RuntimeError>("[cov] ", name, " must be non-negative, got ", w);
+    if (n && ops::any_true(w < 0)) fail<RuntimeError>("[cov] ", name, " must be non-negative, got ", w);
   };
   std::optional<Tensor> w;
   if (fweights) {
@@ -705,9 +704,8 @@ template <class B> Tensor rounded_div(const Tensor& a, const B& b, std::optional
     fail<RuntimeError>("[div] rounding_mode must be None, 'trunc' or 'floor', got '", *mode, "'");
   if (a.dtype() == DType::Bool && *mode == "trunc") fail<RuntimeError>("[div] rounding_mode='trunc' on bool tensors");
   if (!is_floating(ops::result_type(a, b))) {
-    ValueReadScope check;
     bool by_zero;
-    if constexpr (std::is_same_v<B, Tensor>) by_zero = b.eq(0).any().template item<bool>();
+    if constexpr (std::is_same_v<B, Tensor>) by_zero = ops::any_true(b.eq(0));
     else by_zero = b.to_double() == 0;
     if (by_zero) fail<RuntimeError>("[div] ZeroDivisionError: integer division by zero (rounding_mode='", *mode, "')");
     // Less its C remainder, a is a multiple of b: the floor of that quotient is exact.
@@ -1024,8 +1022,7 @@ Tensor index_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Ten
     fail<RuntimeError>("[index_reduce] reduce must be one of prod, mean, amax or amin, got '", reduce, "'");
   const auto [v, s, d] = indexed_slices(x, dim, index, source, "index_reduce");
   const Tensor positions = index.reshape({-1}).to(DType::Int64);
-  if (ValueReadScope check;
-      positions.numel() && ((positions < 0).any().item<bool>() || (positions >= v.size(d)).any().item<bool>()))
+  if (positions.numel() && ops::any_true((positions < 0).logical_or(positions >= v.size(d))))
     fail<IndexError>("[index_reduce] an index is out of range [0, ", v.size(d), ") along dim ", d, " of shape ",
                      x.shape());
   // scatter_reduce's index holds, at every element of source, the position along d it goes to.

@@ -15,6 +15,7 @@
 #include "ug/ops/join.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug {
 
@@ -151,7 +152,7 @@ void check_quantile_q(const Tensor& x, const Tensor& q, const char* op) {
     fail<RuntimeError>("[", op, "] q must have the input's dtype ", x.dtype(), ", got ", q.dtype());
   if (q.dim() > 1) fail<RuntimeError>("[", op, "] q must be a scalar or a 1-d tensor, got shape ", q.shape());
   if (x.numel() == 0) fail<RuntimeError>("[", op, "] input is empty (shape ", x.shape(), ")");
-  if (ValueReadScope check; q.numel() && !((q >= 0.0).logical_and(q <= 1.0)).all().item<bool>())
+  if (q.numel() && !ops::all_true((q >= 0.0).logical_and(q <= 1.0)))
     fail<RuntimeError>("[", op, "] q must be in [0, 1], got ", q);
 }
 

@@ -5,6 +5,7 @@
 
 #include "ug/core/error.h"
 #include "ug/graph/forward.h"
+#include "ug/graph/no_capture.h"
 #include "ug/graph/op_call.h"
 
 namespace ug {
@@ -12,19 +13,6 @@ namespace ug {
 namespace {
 
 const graph::OpDef kWhileLoop("while_loop");
-
-/** Runs ops without recording them while alive: the trace-time run of the loop, whose
- *  iterations the program repeats from the recorded one. */
-class NoCapture {
- public:
-  NoCapture() : saved_(std::exchange(graph::detail::current_capture, nullptr)) {}
-  ~NoCapture() { graph::detail::current_capture = saved_; }
-  NoCapture(const NoCapture&) = delete;
-  NoCapture& operator=(const NoCapture&) = delete;
-
- private:
-  graph::Capture* saved_;
-};
 
 Tensor checked_cond(const LoopCond& cond, const std::vector<Tensor>& carry) {
   Tensor c = cond(carry);
@@ -95,7 +83,7 @@ std::vector<Tensor> while_loop(const LoopCond& cond, const LoopBody& body, const
   // from the values it closes over), recorded as this call's parts: the Loop node's body.
   std::vector<Tensor> stand_ins;
   {
-    NoCapture off;
+    graph::NoCapture off;
     NoGradGuard no_grad;
     for (const Tensor& x : init) stand_ins.push_back(x.detach().clone());
   }
@@ -103,7 +91,7 @@ std::vector<Tensor> while_loop(const LoopCond& cond, const LoopBody& body, const
   Tensor c1 = checked_cond(cond, next);
   std::vector<Tensor> result;
   {
-    NoCapture off;
+    graph::NoCapture off;
     NoGradGuard no_grad;
     result = run(cond, body, init, c0);
   }

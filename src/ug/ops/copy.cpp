@@ -41,8 +41,13 @@ Tensor Tensor::to(Device target, bool copy) const {
     fail<RuntimeError>("[to] cannot move a tensor to ", target,
                        ": that device is not available (ug.cuda.is_available() is False)");
   graph::OpCall call(kToDevice);
-  Tensor out = empty(shape(), {.dtype = dtype(), .device = target});
-  backend_for(device()).copy(*this, out);
+  Tensor out;
+  if (int lvl = batching::level(*this)) {
+    out = batching::wrap(batching::physical(*this, lvl).to(target, copy), lvl);
+  } else {
+    out = empty(shape(), {.dtype = dtype(), .device = target});
+    backend_for(device()).copy(*this, out);
+  }
   call.finish(
       {this}, {&out}, {},
       [source = device()](graph::Saved, graph::Tensors&& g) { return graph::Tensors{g[0].to(source)}; },

@@ -2,13 +2,13 @@
 // into the looked-up rows, with the padding row left out and optional per-row scaling.
 #include "ug/ops/nn.h"
 
-#include "ug/core/value_read.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/backend/backend.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/reduce.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug {
 
@@ -50,9 +50,11 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
   }
   Tensor flat = indices.reshape({-1}).to(DType::Int64);
   const int64_t n = flat.size(0);
-  if (ValueReadScope check; n > 0 && (flat < 0).logical_or(flat >= num).any().item<bool>())
-    fail<IndexError>("[embedding] index out of range in self: indices must be in [0, ", num, "), got min ",
-                     flat.min().item<int64_t>(), " and max ", flat.max().item<int64_t>());
+  if (n > 0 && ops::any_true((flat < 0).logical_or(flat >= num))) {
+    const auto [lo, hi] = ops::integer_range(flat);
+    fail<IndexError>("[embedding] index out of range in self: indices must be in [0, ", num, "), got min ", lo,
+                     " and max ", hi);
+  }
   if (max_norm) renorm_rows(weight, flat, *max_norm, norm_type);
   Dims out_shape(indices.shape().begin(), indices.shape().end());
   out_shape.push_back(dim);

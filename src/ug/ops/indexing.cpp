@@ -7,13 +7,13 @@
 #include <sstream>
 
 #include "ug/backend/backend.h"
-#include "ug/core/value_read.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/inplace_history.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/composite.h"
 #include "ug/ops/composite_math.h"
 #include "ug/ops/join.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug {
 
@@ -31,30 +31,12 @@ bool expandable(const Shape& from, const Shape& to) {
   return true;
 }
 
-/** The smallest and largest entries of an int64 index. On the CPU one pass over its words: two
- *  reductions and two reads back cost microseconds, which a compiled program's gathers of a
- *  small batch paid at every step. */
-std::pair<int64_t, int64_t> index_range(const Tensor& idx) {
-  ValueReadScope check;  // a range check; the wraps of negative indices are ops under a trace
-  if (idx.device().type != DeviceType::CPU || !idx.is_contiguous())
-    return {idx.min().item<int64_t>(), idx.max().item<int64_t>()};
-  const int64_t* p = idx.data_ptr<int64_t>();
-  int64_t lo = p[0], hi = p[0];
-  for (int64_t i = 1; i < idx.numel(); ++i) {
-    lo = std::min(lo, p[i]);
-    hi = std::max(hi, p[i]);
-  }
-  return {lo, hi};
-}
-
 /** index as int64 after checking that every entry lies in [-n, n) (or [0, n) when negatives
  *  are not allowed); negative entries are wrapped to count from the end. */
 Tensor checked_index(const Tensor& index, int64_t n, int64_t dim, bool allow_negative, const char* op) {
   Tensor idx = index.to(DType::Int64);
   if (idx.numel() == 0) return idx;
-  // Inside vmap the bounds hold for every example at once: check the physical tensor.
-  const Tensor all = batching::level(idx) ? Tensor(idx.impl().batch()->physical) : idx;
-  const auto [lo, hi] = index_range(all);
+  const auto [lo, hi] = ops::integer_range(idx);
   const int64_t lowest = allow_negative ? -n : 0;
   if (lo < lowest || hi >= n)
     fail<IndexError>("[", op, "] index ", lo < lowest ? lo : hi, " is out of bounds for dimension ", dim, " with size ",
@@ -80,9 +62,20 @@ Tensor select_rows(const Tensor& x, int64_t dim, const Tensor& index) {
   Shape shape = x.shape();
   shape[dim] = index.numel();
   Tensor out;
-  if (int lvl = batching::level(x)) {  // a shared index picks the same rows of every example
-    if (batching::level(index)) throw_no_batching_rule();
-    out = batching::wrap(select_rows(batching::physical(x, lvl), dim + 1, index), lvl);
+  if (const int lvl = batching::max_level({&x, &index})) {
+    const Tensor px = batching::physical(x, lvl), pi = batching::physical(index, lvl);
+    if (batching::level(index) != lvl) {  // a shared index picks the same rows of every example
+      out = select_rows(px, dim + 1, index);
+    } else {  // each example's own rows: one index into the rows of all examples laid end to end
+      const int64_t examples = pi.size(0), picked = pi.size(1);
+      Tensor rows = px, at = pi;
+      if (batching::level(x) == lvl) {
+        rows = px.movedim(0, dim).flatten(dim, dim + 1);
+        at = pi + arange(examples, {.dtype = DType::Int64, .device = pi.device()}).unsqueeze(1) * x.size(dim);
+      }
+      out = select_rows(rows, dim, at.reshape({-1})).unflatten(dim, {examples, picked}).movedim(dim, 0);
+    }
+    out = batching::wrap(out, lvl);
   } else {
     out = empty(shape, {.dtype = x.dtype(), .device = x.device()});
     if (out.numel() > 0) backend_for(x.device()).index_select(x, dim, index, out);
@@ -152,7 +145,8 @@ struct IndexPlan {
   void add_tensor(const Tensor& t) {
     // Under a capture a 0-d index stays a tensor, which a program reads at every run: a gather
     // for an integer, a mask (whose count of true elements, and so the shape, depends on the
-    // data: refused as nonzero is) for a bool, rather than the trace's value frozen in.
+    // data: refused as nonzero is) for a bool, rather than the trace's value frozen in. So does
+    // an integer one under vmap (x[v.argmax()]): each example's own.
     const bool capturing = graph::detail::current_capture != nullptr;
     if (is_mask_dtype(t.dtype())) {
       if (t.dim() == 0 && !capturing) add_bool(t.item<bool>());
@@ -161,7 +155,7 @@ struct IndexPlan {
         add_mask(t.reshape({1}));
       } else add_mask(t);
     } else if (is_index_dtype(t.dtype())) {
-      if (t.dim() == 0 && !capturing) add_int(t.item<int64_t>());  // torch treats a 0-d index as an int
+      if (t.dim() == 0 && !capturing && !batching::level(t)) add_int(t.item<int64_t>());  // torch: as an int
       else add_tensor_index(t);
     } else {
       fail<IndexError>("[index] tensors used as indices must be int64, int32, uint8 or bool, got ", t.dtype());
@@ -752,9 +746,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) { return 
 Tensor wrap_negative(const Tensor& index, int64_t n) {
   Tensor idx = index.to(DType::Int64);
   if (idx.numel() == 0) return idx;
-  const Tensor all = batching::level(idx) ? Tensor(idx.impl().batch()->physical) : idx;
   // Under a capture the wrap is an op of the graph: a program's later indices may be negative.
-  return index_range(all).first < 0 || graph::detail::current_capture ? where(idx.lt(0), idx.add(n), idx) : idx;
+  return graph::detail::current_capture || ops::integer_range(idx).first < 0 ? where(idx.lt(0), idx.add(n), idx) : idx;
 }
 
 Tensor take(const Tensor& x, const Tensor& index) {
@@ -820,13 +813,18 @@ Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<i
   if (counts.numel() != n)
     fail("[repeat_interleave] repeats must have the input's size along dim ", d, " (", n, "), got ", counts.numel(),
          " counts (input shape ", x.shape(), ")");
-  if (ValueReadScope check; n > 0 && counts.lt(0).any().item<bool>())
-    fail("[repeat_interleave] repeats must be non-negative");
+  if (n > 0 && ops::any_true(counts.lt(0))) fail("[repeat_interleave] repeats must be non-negative");
   int64_t total = 0;
   if (output_size) {
     total = *output_size;
-    if (ValueReadScope check; !graph::detail::current_capture && counts.sum().item<int64_t>() != total)
-      fail("[repeat_interleave] output_size ", total, " is not the sum of repeats, ", counts.sum().item<int64_t>());
+    if (!graph::detail::current_capture) {
+      // Under vmap every example's sum must be output_size.
+      const auto sum = ops::read_every_example(counts.sum(), [total](const Tensor& sums) {
+        const Tensor off = sums.ne(total);
+        return off.any().item<bool>() ? sums.masked_select(off)[0].item<int64_t>() : total;
+      });
+      if (sum != total) fail("[repeat_interleave] output_size ", total, " is not the sum of repeats, ", sum);
+    }
   } else if (graph::detail::current_capture) {
     fail(
         "[repeat_interleave] the output's length is the sum of repeats, which depends on the data; a compiled "
@@ -853,6 +851,7 @@ Tensor argwhere(const Tensor& x) { return x.nonzero(); }
 std::vector<Tensor> where(const Tensor& cond) { return atleast_1d(cond).nonzero().unbind(1); }
 
 Tensor count_nonzero(const Tensor& x) {
+  if (batching::level(x)) return x.ne(0).sum();  // each example's own count
   graph::OpCall call(kNonzero);
   Tensor out = scalar_tensor(backend_for(x.device()).count_nonzero(x), {.dtype = DType::Int64, .device = x.device()});
   // A count has a fixed shape, unlike nonzero's positions: a program calls it back.

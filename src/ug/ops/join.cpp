@@ -71,14 +71,15 @@ Tensor pad_constant(const Tensor& x, const std::vector<DimPad>& pads, Scalar val
   graph::OpCall call(kPad);  // nested in pad()'s call: it records the derivatives only
   Shape shape = x.shape();
   for (const DimPad& p : pads) shape[p.dim] += p.left + p.right;
-  Tensor out = full(shape, value, {.dtype = x.dtype(), .device = x.device()});
   // The part of x that survives cropping goes to its place in out: the gradient is that
   // same part of the output's gradient, embedded back into x's shape.
-  const bool grad = autograd::needs_grad({&x});
   std::vector<std::pair<int64_t, int64_t>> src_ranges, dst_ranges;  // (start, length) per pad
   for (const DimPad& p : pads) {
     const int64_t keep = x.size(p.dim) - std::max<int64_t>(-p.left, 0) - std::max<int64_t>(-p.right, 0);
-    if (keep <= 0) return grad ? out + x.sum() * 0 : out;  // nothing of x survives
+    if (keep <= 0) {  // nothing of x survives
+      const Tensor out = full(shape, value, {.dtype = x.dtype(), .device = x.device()});
+      return autograd::needs_grad({&x}) ? out + x.sum() * 0 : out;
+    }
     src_ranges.push_back({std::max<int64_t>(-p.left, 0), keep});
     dst_ranges.push_back({std::max<int64_t>(p.left, 0), keep});
   }
@@ -87,7 +88,18 @@ Tensor pad_constant(const Tensor& x, const std::vector<DimPad>& pads, Scalar val
     for (size_t i = 0; i < pads.size(); ++i) v = v.narrow(pads[i].dim, ranges[i].first, ranges[i].second);
     return v;
   };
-  {
+  Tensor out;
+  if (const int lvl = batching::level(x)) {
+    // Every example padded alike. Pads count dims from the last, so the physical tensor takes
+    // the same ones, through pad(), whose call a program's graph can emit (jit of vmap).
+    Dims flat;
+    for (const DimPad& p : pads) {
+      flat.push_back(p.left);
+      flat.push_back(p.right);
+    }
+    out = batching::wrap(pad(batching::physical(x, lvl), flat, "constant", value), lvl);
+  } else {
+    out = full(shape, value, {.dtype = x.dtype(), .device = x.device()});
     NoGradGuard no_grad;
     backend_for(x.device()).copy(part(x, src_ranges), part(out, dst_ranges));  // the op records itself below
   }

@@ -9,11 +9,11 @@
 #include "ug/backend/backend.h"
 #include "ug/core/batching.h"
 #include "ug/core/type_info.h"
-#include "ug/core/value_read.h"
 #include "ug/graph/capture.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/complex.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug {
 
@@ -384,12 +384,10 @@ Tensor multinomial(const Tensor& weights, int64_t num_samples, bool replacement)
   if (num_samples <= 0) fail<RuntimeError>("[multinomial] num_samples must be positive, got ", num_samples);
   if (n == 0) fail<RuntimeError>("[multinomial] needs at least one category");
   const Tensor w = weights.detach().to(DType::Float64);
-  ValueReadScope check;
-  if (!(w >= 0.0).all().item<bool>() || !w.isfinite().all().item<bool>())
+  if (!ops::all_true((w >= 0.0).logical_and(w.isfinite())))
     fail<RuntimeError>("[multinomial] weights must be finite and non-negative");
   const Tensor positive = (w > 0.0).sum(Dims{-1});
-  if (!(positive > 0).all().item<bool>())
-    fail<RuntimeError>("[multinomial] every row's weights must sum to more than 0");
+  if (!ops::all_true(positive > 0)) fail<RuntimeError>("[multinomial] every row's weights must sum to more than 0");
   if (!replacement && num_samples > n)
     fail<RuntimeError>("[multinomial] cannot draw ", num_samples, " samples without replacement from ", n,
                        " categories");

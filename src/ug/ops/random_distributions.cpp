@@ -9,7 +9,6 @@
 #include <string>
 
 #include "ug/core/thread_pool.h"
-#include "ug/core/value_read.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/gradient_graph.h"
@@ -22,6 +21,7 @@
 #include "ug/ops/reduce.h"
 #include "ug/ops/rules.h"
 #include "ug/ops/unary.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug::random {
 
@@ -185,15 +185,13 @@ Tensor spread(const Tensor& x, const Dims& shape, DType d, const std::string& op
 
 /** Fails unless every element of `ok` holds (NaN parameters make it false). */
 void require(const Tensor& ok, const char* op, const char* what, const Tensor& x) {
-  ValueReadScope check;
-  if (x.numel() > 0 && !ok.all().item<bool>())
+  if (x.numel() > 0 && !ops::all_true(ok))
     fail("[", op, "] ", what, ", got another value (in a tensor of shape ", x.shape(), ")");
 }
 
 /** A parameter of a distribution as a floating tensor of `shape`, checked positive. */
 Tensor positive(const Tensor& x, const Dims& shape, DType d, const char* op, const char* what) {
-  ValueReadScope check;
-  if (x.numel() > 0 && !x.gt(0).all().item<bool>())
+  if (x.numel() > 0 && !ops::all_true(x.gt(0)))
     fail("[random.", op, "] ", what, " must be positive, got a value <= 0 (or NaN) in ", x.shape());
   return spread(x, shape, d, std::string("random.") + op, what);
 }
@@ -227,7 +225,7 @@ BoostedGamma boosted_gamma(const Tensor& key, const Tensor& a, const std::option
     const Tensor take = accept.logical_and(done.logical_not());
     result = where(take, dd * v, result);
     done = done.logical_or(accept);
-    if (done.all().item<bool>()) break;
+    if (ops::all_true(done)) break;  // every example's draws, under vmap
   }
   return {result, alpha, boost, open_uniform(fold_in(key, ~uint64_t{0}), out_shape, d)};
 }

@@ -1,11 +1,14 @@
 // one_hot; embedding itself is an op (ops/nn.h).
 #include "ug/nn/functional/embedding.h"
 
+#include <utility>
+
 #include "ug/core/value_read.h"
 #include "ug/graph/capture.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
 #include "ug/ops/reduce.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug::nn::functional {
 
@@ -25,9 +28,17 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
     shape.push_back(num_classes);
     return zeros(shape, {.dtype = DType::Int64, .device = idx.device()});
   }
-  ValueReadScope check;  // num_classes is given under a trace (refused above otherwise)
-  if (idx.min().item<int64_t>() < 0) fail("[one_hot] Class values must be non-negative.");
-  const int64_t top = idx.max().item<int64_t>();
+  // Given num_classes, the classes of every example are checked at once (vmap). Without it,
+  // each example's largest class sets its shape: vmap calls the function once per example.
+  std::pair<int64_t, int64_t> range;
+  if (num_classes < 0) {
+    ValueReadScope read;  // refused above under a trace
+    range = {idx.min().item<int64_t>(), idx.max().item<int64_t>()};
+  } else {
+    range = ops::integer_range(idx);
+  }
+  const auto [lo, top] = range;
+  if (lo < 0) fail("[one_hot] Class values must be non-negative.");
   if (num_classes < 0) num_classes = top + 1;
   else if (top >= num_classes)
     fail("[one_hot] Class values must be smaller than num_classes (", num_classes, "), got ", top);

@@ -11,6 +11,7 @@
 #include "ug/ops/composite_math.h"
 #include "ug/ops/nn.h"
 #include "ug/ops/reduce.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug::nn::functional {
 
@@ -92,8 +93,7 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const std::optio
          input.shape(), ")");
   }
   if (idx.numel() > 0) {
-    ValueReadScope check;
-    const int64_t lo = idx.min().item<int64_t>(), hi = idx.max().item<int64_t>();
+    const auto [lo, hi] = ops::integer_range(idx);
     if (lo < 0 || hi >= rows)
       fail<RuntimeError>("[embedding_bag] index ", lo < 0 ? lo : hi, " is out of range for weight of shape ",
                          weight.shape());

@@ -8,9 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <optional>
 
-#include "ug/core/batching.h"
-#include "ug/core/value_read.h"
 #include "ug/graph/capture.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
@@ -22,6 +21,7 @@
 #include "ug/ops/nn.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug::nn::functional {
 
@@ -78,19 +78,15 @@ std::pair<Tensor, Tensor> class_targets(const Tensor& input, const Tensor& targe
   Tensor ignored = target == ignore_index;
   Tensor safe = where(ignored, Scalar(int64_t{0}), target).to(DType::Int64);
   if (safe.numel() > 0) {
-    ValueReadScope check;
-    // Inside vmap (per-example gradients) the bounds hold for every example at once: the
-    // physical tensor is checked, at every level. Not under a trace, whose graph cannot hold
-    // ops on a handle of the physical tensor that no op made: there the read has no batching
-    // rule, and vmap calls the function once per example.
-    Tensor all = safe;
-    while (batching::level(all) && !graph::detail::current_capture) all = Tensor(all.impl().batch()->physical);
-    Tensor bad = (all < 0).logical_or(all >= classes);
-    if (bad.any().item<bool>()) {
-      int64_t value = all.masked_select(bad).flatten()[0].item<int64_t>();
-      fail<IndexError>("[", op, "] Target ", value, " is out of bounds: class indices must be in [0, ", classes,
+    // The first target out of bounds in any example.
+    const auto bad = ops::read_every_example(safe, [classes](const Tensor& all) -> std::optional<int64_t> {
+      const Tensor out = (all < 0).logical_or(all >= classes);
+      if (!out.any().item<bool>()) return std::nullopt;
+      return all.masked_select(out)[0].item<int64_t>();
+    });
+    if (bad)
+      fail<IndexError>("[", op, "] Target ", *bad, " is out of bounds: class indices must be in [0, ", classes,
                        ") or equal ignore_index (", ignore_index, ")");
-    }
   }
   return {safe, ignored};
 }
@@ -257,7 +253,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
   if (target.shape() != input.shape())
     fail("[binary_cross_entropy] Using a target size (", target.shape(), ") that is different to the input size (",
          input.shape(), ") is deprecated. Please ensure they have the same size.");
-  if (ValueReadScope check; input.numel() > 0 && (input >= 0).logical_and(input <= 1).logical_not().any().item<bool>())
+  if (input.numel() > 0 && !ops::all_true((input >= 0).logical_and(input <= 1)))
     fail<RuntimeError>("[binary_cross_entropy] all elements of input should be between 0 and 1");
   Tensor loss = binary_cross_entropy_elementwise(input, target.to(input.dtype()));
   if (weight.defined()) loss = loss * weight;
@@ -334,7 +330,7 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor
            " (give input's shape, or it without its last dim, or with 1 there)");
     if (short_one) v = var.unsqueeze(-1);
   }
-  if (ValueReadScope check; (var < 0).any().item<bool>()) fail("[gaussian_nll_loss] var has negative entry/entries");
+  if (ops::any_true(var < 0)) fail("[gaussian_nll_loss] var has negative entry/entries");
   // The value clamped, the gradient passed through: var + (clamped - var) with the difference
   // held constant (exactly var where it is at least eps).
   Tensor clamped;

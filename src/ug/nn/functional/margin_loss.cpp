@@ -5,7 +5,6 @@
 #include <initializer_list>
 #include <string>
 
-#include "ug/core/value_read.h"
 #include "ug/nn/functional/activation.h"
 #include "ug/graph/record.h"
 #include "ug/nn/functional/loss_reduction.h"
@@ -13,6 +12,7 @@
 #include "ug/ops/binary.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug::nn::functional {
 
@@ -133,7 +133,7 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, d
     fail("[multi_margin_loss] weight must be one-dimensional with ", c, " entries (one per class), got shape ",
          weight.shape());
   Tensor y = target.reshape({n, 1}).to(DType::Int64);
-  if (ValueReadScope check; n > 0 && (y < 0).logical_or(y >= c).any().item<bool>())
+  if (n > 0 && ops::any_true((y < 0).logical_or(y >= c)))
     fail<IndexError>("[multi_margin_loss] target out of range: class indices must be in [0, ", c, ")");
   Tensor x = input.reshape({n, c});
   Tensor h = positive_part(x - x.gather(1, y) + margin);  // [N, C]: the margin each other class violates
