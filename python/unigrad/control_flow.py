@@ -13,7 +13,6 @@ import contextlib
 
 from . import _C
 from . import compiled as _compiled
-from ._C.errors import NoBatchingRule
 from . import debug as _debug
 from .autograd import no_grad
 from .tree import tree_flatten, tree_map, tree_unflatten
@@ -167,11 +166,11 @@ def while_loop(cond_fun, body_fun, init_val):
     examples whose condition holds. Forward mode differentiates it; reverse mode raises, as in
     JAX, once the trip count is only known at run time."""
     c = cond_fun(init_val)
-    if isinstance(c, _C.Tensor) and _C._functional.is_batched(c):
-        if _C._functional.batch_level(c) <= getattr(_compiled._tracing, "outer_level", 0):
-            # Batched by a vmap around a ug.jit trace (vmap of jit): the program cannot see the
-            # other examples, so vmap maps the jitted function example by example.
-            raise NoBatchingRule("[while_loop] a condition batched by a vmap outside ug.jit")
+    # A condition batched by a vmap around a ug.jit trace (vmap of jit) is one example's in the
+    # program: the loop is one op below, which the trace runs, and the program under that vmap
+    # runs, until no example goes on.
+    if (isinstance(c, _C.Tensor) and _C._functional.is_batched(c)
+            and _C._functional.batch_level(c) > getattr(_compiled._tracing, "outer_level", 0)):
         return _batched_while_loop(cond_fun, body_fun, init_val)
     # Under a trace or an export the loop is one op, the trip count the data's: a Python loop
     # would record the trace's own trip count.

@@ -454,6 +454,27 @@ TEST(Jit, AWhileLoopWithATracedBoundRunsAsOneLoop) {
   EXPECT_EQ(calls, 1);
 }
 
+TEST(Jit, AWhileLoopOnAPerExampleConditionBatchesUnderVmap) {
+  // JAX's batching rule: the loop goes on while some example's condition holds, and an example
+  // whose condition stopped holding keeps its carry. Eagerly, and compiled inside the vmap.
+  LoopCond below = [](const Tensors& c) { return c[0].sum() < 10.0; };
+  LoopBody doubled = [](const Tensors& c) { return Tensors{c[0] * 2, c[1] + 1}; };
+  TensorFn f = [&](const Tensors& xs) {
+    return while_loop(below, doubled, {xs[0], scalar_tensor(0, {.dtype = DType::Int64})});
+  };
+  JitFunction compiled = jit(f);
+  const Tensor xs = tensor({{0.5, 0.5}, {3.0, 4.0}, {20.0, 1.0}});
+  const int64_t before = vmap_fallbacks();
+  for (const TensorFn& run : {f, TensorFn([&](const Tensors& a) { return compiled(a); })}) {
+    for (int call = 0; call < 2; ++call) {
+      Tensors out = vmap(run, {xs}, {0}, {});
+      EXPECT_TRUE(equal(out[0], tensor({{8.0, 8.0}, {6.0, 8.0}, {20.0, 1.0}})));
+      EXPECT_TRUE(equal(out[1], tensor({4, 1, 0}).to(DType::Int64)));
+    }
+  }
+  EXPECT_EQ(vmap_fallbacks(), before);
+}
+
 TEST(Jit, DebugCallbacksRunAtEveryRunOfTheProgram) {
   std::vector<double> seen;
   JitFunction f = jit([&](const Tensors& xs) {

@@ -179,3 +179,29 @@ def test_a_program_of_vmap_reads_a_view_as_it_was_before_a_later_write():
     want = np.array([g(x, b).item() for x in xs])
     # sums of 24 and 6 float64 terms, maybe in other orders batched: far under 1e-13 of them
     np.testing.assert_allclose(ug.jit(ug.vmap(g, in_axes=(0, None)))(xs, b).numpy(), want, rtol=1e-13)
+
+
+def doubling_loop(m, lax):
+    """Doubles x (positive) until its sum reaches 10, counting the steps: each example its own trip count."""
+    return lambda x: lax.while_loop(lambda c: c[0].sum() < 10, lambda c: (c[0] * 2, c[1] + 1), (x, m.asarray(0)))
+
+
+def two_branches(m, lax):
+    return lambda x: lax.cond(x.sum() > 1, lambda v: m.sin(v) * 2, lambda v: v - 1, x)
+
+
+@pytest.mark.parametrize("make", [doubling_loop, two_branches], ids=["while_loop", "cond"])
+def test_control_flow_on_a_per_example_condition_batches_under_vmap_of_jit(make, jax):
+    # The condition is one example's inside the program; run under the vmap, the Loop node loops
+    # until no example goes on (each keeping its carry from when its condition stopped
+    # holding), and If runs both branches and picks per example: JAX's batching rules, with no
+    # call per example, from the first call (the trace) on.
+    f, want_f = ug.vmap(ug.jit(make(ug, ug.lax))), jax.vmap(jax.jit(make(jax.numpy, jax.lax)))
+    rng = np.random.default_rng(4)
+    before = ug._C._functional.vmap_fallbacks()
+    for call in range(3):
+        xs = rng.uniform(0.1, 4, (5, 2))  # positive: every loop ends
+        got, want = ug.tree_leaves(f(ug.tensor(xs))), jax.tree_util.tree_leaves(want_f(jax.numpy.asarray(xs)))
+        for g, w in zip(got, want):
+            assert_close(g.numpy(), np.asarray(w), path=f"call {call}")
+    assert ug._C._functional.vmap_fallbacks() == before

@@ -1,6 +1,6 @@
 """In-place ops on batched values under vmap, against torch.func.vmap: each write goes into the
 physical tensor (no call per example), eagerly, compiled around the vmap (jit(vmap)) and inside
-it (vmap(jit)), and under grad on either side."""
+it (vmap(jit)), under grad on either side and under jvp inside it."""
 import numpy as np
 import pytest
 import torch
@@ -99,24 +99,18 @@ def test_a_gradient_torch_refuses_matches_central_differences():
     np.testing.assert_allclose(got.reshape(-1), central, rtol=1e-6, atol=1e-6)
 
 
+# The cases whose writes go into memory no other tensor shares (no view of it, no base)
+WRITES_OF_MEMORY_NOTHING_ELSE_SHARES = [
+    "add_", "sub_ with a batched value", "mul_ and div_", "a chain of unary writes", "clamp_",
+    "masked_fill_ with a batched mask", "setitem with a batched value", "index_put_ with a tensor index",
+    "a write read by an op made before it"]
+
+
 def per_example_grads(m, fn):
     """vmap(grad) of the squared sum of fn, in torch or unigrad."""
     if m is torch:
         return tvmap(tgrad(lambda x: (fn(torch, x, torch.tensor(W)) ** 2).sum()))(torch.tensor(XS)).numpy()
     return ug.vmap(ug.grad(lambda x: (fn(ug, x, ug.tensor(W)) ** 2).sum()))(ug.tensor(XS)).numpy()
-
-
-@pytest.mark.parametrize("name", ["add_", "sub_ with a batched value", "mul_ and div_", "a chain of unary writes",
-                                  "clamp_", "masked_fill_ with a batched mask", "setitem with a batched value",
-                                  "index_put_ with a tensor index", "a write read by an op made before it"])
-def test_per_example_gradients_through_a_write_are_batched(name):
-    # grad inside vmap (per-example gradients of a model with in-place activations): the write
-    # is recorded at the example's level, batched, where no other tensor shares the memory
-    # written (index assignment writes the whole tensor: a scatter)
-    before = fallbacks()
-    got = per_example_grads(ug, CASES[name])
-    assert fallbacks() == before
-    np.testing.assert_allclose(got, per_example_grads(torch, CASES[name]), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["copy_ into a view", "a write into a column", "fill_ and zero_ of views"])
@@ -225,3 +219,30 @@ def test_a_call_per_example_warns_naming_why():
         per_example_grads(ug, CASES["a write into a column"])
     with pytest.warns(UserWarning, match=r"values were read outside an op \(item\(\), int\(\), a branch on a value\)"):
         ug.vmap(lambda x: x * x.max().item())(ug.tensor(XS))
+
+
+TANGENTS = np.random.default_rng(3).uniform(-1, 1, XS.shape)
+
+
+def per_example_tangents(m, fn):
+    """vmap(jvp) of fn along TANGENTS, in torch or unigrad."""
+    if m is torch:
+        w = torch.tensor(W)
+        return tvmap(lambda x, t: torch.func.jvp(lambda y: fn(torch, y, w), (x,), (t,))[1])(
+            torch.tensor(XS), torch.tensor(TANGENTS)).numpy()
+    w = ug.tensor(W)
+    return ug.vmap(lambda x, t: ug.jvp(lambda y: fn(ug, y, w), (x,), (t,))[1])(
+        ug.tensor(XS), ug.tensor(TANGENTS)).numpy()
+
+
+@pytest.mark.parametrize("per_example", [per_example_grads, per_example_tangents], ids=["vmap(grad)", "vmap(jvp)"])
+@pytest.mark.parametrize("name", WRITES_OF_MEMORY_NOTHING_ELSE_SHARES)
+def test_per_example_derivatives_through_a_write_are_batched(name, per_example):
+    # grad or jvp inside vmap (per-example gradients of a model with in-place activations): the
+    # write is recorded at the example's level, batched, where no other tensor shares the memory
+    # written (index assignment writes the whole tensor: a scatter); under jvp the written tensor
+    # takes the tangent of the value written
+    before = fallbacks()
+    got = per_example(ug, CASES[name])
+    assert fallbacks() == before
+    np.testing.assert_allclose(got, per_example(torch, CASES[name]), rtol=1e-12, atol=1e-12)

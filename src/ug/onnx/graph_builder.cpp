@@ -80,6 +80,7 @@ GraphBuilder::GraphBuilder(::onnx::GraphProto& graph, int64_t opset, std::vector
 GraphBuilder::GraphBuilder(::onnx::GraphProto& graph, GraphBuilder& parent)
     : graph_(graph),
       parent_(&parent),
+      outer_level_(parent.outer_level_),  // a subgraph's values are the enclosing graph's examples too
       opset_(parent.opset_),
       emitter_(parent.emitter_),
       can_emit_(parent.can_emit_),

@@ -1,9 +1,15 @@
 // The control-flow ops (If, Loop, Scan): their bodies are subgraphs run by the same interpreter
 // as the model's graph, one iteration at a time, so autograd records through every iteration.
+// Under vmap (a compiled program run on batched values) a condition may differ between
+// examples: If then runs both branches and picks per example, and Loop iterates until no
+// example goes on, each example keeping its values from when its condition stopped holding
+// (JAX's batching rules of cond and while_loop).
 #include <limits>
 
 #include "ug/onnx/op_table.h"
+#include "ug/ops/binary.h"
 #include "ug/ops/join.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug::onnx {
 namespace {
@@ -14,7 +20,7 @@ constexpr size_t kMany = std::numeric_limits<size_t>::max();
 
 bool truth(const OpContext& c, const Tensor& t, std::string_view what) {
   if (t.numel() != 1) c.fail(what, " must have one element, got shape ", t.shape());
-  return t.detach().item<double>() != 0;
+  return batching::level(t) ? ops::any_true(t.detach().ne(0)) : t.detach().item<double>() != 0;
 }
 
 /** Stacks each iteration's value of scan output k, refusing what a hostile body could pile up. */
@@ -28,8 +34,22 @@ void append_scan(const OpContext& c, std::vector<Outputs>& scans, size_t k, Tens
 }
 
 Outputs if_op(const OpContext& c) {
-  Outputs out = c.run_subgraph(truth(c, c.input(0), "the condition") ? "then_branch" : "else_branch", {});
-  if (out.size() < c.num_outputs()) c.fail("has ", c.num_outputs(), " outputs, its branch gives ", out.size());
+  const Tensor& cond = c.input(0);
+  if (!batching::level(cond)) {
+    Outputs out = c.run_subgraph(truth(c, cond, "the condition") ? "then_branch" : "else_branch", {});
+    if (out.size() < c.num_outputs()) c.fail("has ", c.num_outputs(), " outputs, its branch gives ", out.size());
+    return out;
+  }
+  if (cond.numel() != 1) c.fail("the condition must have one element, got shape ", cond.shape());
+  const Outputs yes = c.run_subgraph("then_branch", {}), no = c.run_subgraph("else_branch", {});
+  if (yes.size() < c.num_outputs() || no.size() < c.num_outputs())
+    c.fail("has ", c.num_outputs(), " outputs, its branches give ", yes.size(), " and ", no.size());
+  const Tensor pick = cond.ne(0).reshape({});
+  Outputs out;
+  for (size_t i = 0; i < c.num_outputs(); ++i) {
+    if (yes[i].shape() != no[i].shape()) throw_no_batching_rule();  // each example its own shape
+    out.push_back(where(pick, yes[i], no[i]));
+  }
   return out;
 }
 
@@ -48,17 +68,32 @@ Outputs loop_op(const OpContext& c) {
   if (c.num_outputs() > n + k) c.fail("has ", c.num_outputs(), " outputs; its body gives ", n + k);
   if (!c.has_input(0) && !c.has_input(1)) c.fail("has neither a trip count nor a condition: it would never end");
   const int64_t trips = c.has_input(0) ? static_cast<int64_t>(c.scalar_input(0)) : std::numeric_limits<int64_t>::max();
-  bool cond = !c.has_input(1) || truth(c, c.input(1), "the condition");
+  // The condition as a tensor: under vmap, each example's own.
+  Tensor cond = c.has_input(1) ? c.input(1).ne(0) : scalar_tensor(true, {.dtype = DType::Bool});
+  if (cond.numel() != 1) c.fail("the condition must have one element, got shape ", cond.shape());
+  cond = cond.reshape({});
   Outputs carried;
   for (size_t i = 0; i < n; ++i) carried.push_back(c.input(2 + i));
   std::vector<Outputs> scans(k);
   int64_t elements = 0;
   int64_t it = 0;
-  for (; it < trips && cond; ++it) {
-    Outputs args = {scalar_tensor(it, {.dtype = DType::Int64}), scalar_tensor(cond, {.dtype = DType::Bool})};
+  for (; it < trips && truth(c, cond, "the condition"); ++it) {
+    Outputs args = {scalar_tensor(it, {.dtype = DType::Int64}), cond};
     args.insert(args.end(), carried.begin(), carried.end());
     Outputs out = c.run_subgraph("body", args);
-    cond = truth(c, out[0], "the body's condition output");
+    if (out[0].numel() != 1) c.fail("the body's condition output must have one element, got shape ", out[0].shape());
+    const Tensor next = out[0].ne(0).reshape({});
+    if (batching::level(cond) || batching::level(next)) {
+      if (k) throw_no_batching_rule();  // scan outputs of each example's own length
+      // An example whose condition no longer holds keeps its values (of one shape throughout).
+      for (size_t i = 0; i < n; ++i) {
+        if (out[1 + i].shape() != carried[i].shape()) throw_no_batching_rule();
+        carried[i] = where(cond, out[1 + i], carried[i]);
+      }
+      cond = cond.logical_and(next);
+      continue;
+    }
+    cond = next;
     for (size_t i = 0; i < n; ++i) carried[i] = std::move(out[1 + i]);
     for (size_t j = 0; j < k; ++j) append_scan(c, scans, j, std::move(out[1 + n + j]), elements);
   }

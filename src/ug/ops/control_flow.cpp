@@ -7,6 +7,8 @@
 #include "ug/graph/forward.h"
 #include "ug/graph/no_capture.h"
 #include "ug/graph/op_call.h"
+#include "ug/ops/binary.h"
+#include "ug/ops/value_checks.h"
 
 namespace ug {
 
@@ -34,11 +36,17 @@ std::vector<Tensor> checked_body(const LoopBody& body, const std::vector<Tensor>
   return next;
 }
 
-bool holds(const Tensor& c) { return c.detach().item<bool>(); }
+/** Whether the loop goes on: under vmap, while the condition holds for some example. */
+bool holds(const Tensor& c) { return batching::level(c) ? ops::any_true(c) : c.detach().item<bool>(); }
 
+/** The loop, eagerly. Under vmap with a condition that differs between examples (JAX's batching
+ *  rule), an example whose condition no longer holds keeps its carry. */
 std::vector<Tensor> run(const LoopCond& cond, const LoopBody& body, std::vector<Tensor> carry, Tensor c) {
   while (holds(c)) {
-    carry = checked_body(body, carry);
+    std::vector<Tensor> next = checked_body(body, carry);
+    if (batching::level(c))
+      for (size_t i = 0; i < next.size(); ++i) next[i] = where(c, next[i], carry[i]);
+    carry = std::move(next);
     c = checked_cond(cond, carry);
   }
   return carry;

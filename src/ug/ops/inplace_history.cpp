@@ -146,10 +146,13 @@ bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) 
   check_batched_write(t, {other}, op);
   // Tangents (forward mode) must follow an in-place change whatever the grad mode.
   if (forward::has_tangent(t) || (other && forward::has_tangent(*other))) {
-    // A batched tensor's tangent at its own level (jvp inside the vmap): the calls per example
-    // follow it.
-    if (batching::level(t))
-      throw NoBatchingRule(detail::cat("[vmap] in-place op '", op, "' on a batched value under a jvp inside the vmap"));
+    // A batched tensor's tangent at its own level (jvp inside the vmap) follows the write, as
+    // an unbatched one does, where no view of another example level shares its memory: there
+    // the calls per example follow it.
+    if (batching::level(t) && !holds_memory_alone(t))
+      throw NoBatchingRule(detail::cat("[vmap] in-place op '", op,
+                                       "' under a jvp inside the vmap, on a batched value whose memory another tensor "
+                                       "shares (a view of it, its base)"));
     if (t.impl().is_view())
       fail<RuntimeError>("[", op,
                          "] in-place change of a view of a tensor with a forward-mode tangent is not "
