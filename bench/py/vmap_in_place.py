@@ -2,8 +2,10 @@
 """vmap_in_place: a per-example function made of in-place writes (add_, clamp_, a column
 assignment, mul_ by a batched value; [32, 16] per example, batch 256, float32) under ug.vmap,
 and the per-example gradients of an MLP 16-32-4 with an in-place ReLU and a cross-entropy loss
-(batch 64; torch.func's per-sample-gradient recipe) under ug.vmap(ug.grad), each against the same vmap made to call it once per example (UG_VMAP_LOOP:
-the path in-place ops took before they had batching rules) and torch.func.vmap, same threads.
+(batch 64; torch.func's per-sample-gradient recipe) under ug.vmap(ug.grad), also with a write
+into a slice of the activation; each against the same vmap made to call it once per example
+(UG_VMAP_LOOP: the path in-place ops took before they had batching rules, and writes into
+views under vmap(grad) before stop 54) and torch.func.vmap, same threads.
 Prints one JSON line per case: the median µs of 7 loops of 10 calls.
 
     .venv/bin/python bench/py/vmap_in_place.py [--threads 1]
@@ -35,9 +37,11 @@ def f(x, b):
     return y.mul_(x.tanh())
 
 
-def mlp_loss(m):
+def mlp_loss(m, write_slice=False):
     def loss(w1, w2, x, y):
         h = x @ w1
+        if write_slice:
+            h[:8].mul_(0.5)  # a write into a view of the batched pre-activation
         h.relu_()
         return m.nn.functional.cross_entropy((h @ w2)[None], y[None])
     return loss
@@ -51,10 +55,12 @@ classes = rng.integers(0, 4, 64)
 M = [ug.tensor(a, dtype=ug.float32) for a in mlp] + [ug.tensor(classes)]
 MT = [torch.tensor(a, dtype=torch.float32) for a in mlp] + [torch.tensor(classes)]
 grads = ug.vmap(ug.grad(mlp_loss(ug), argnums=(0, 1)), in_axes=(None, None, 0, 0))
+slice_grads = ug.vmap(ug.grad(mlp_loss(ug, True), argnums=(0, 1)), in_axes=(None, None, 0, 0))
 
 np.testing.assert_allclose(batched(X, B).numpy(), common.per_example(batched, X, B).numpy(), rtol=1e-6, atol=1e-6)
-for a, b in zip(grads(*M), common.per_example(grads, *M)):
-    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
+for g in (grads, slice_grads):
+    for a, b in zip(g(*M), common.per_example(g, *M)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
 cases = {
     ("unigrad", "vmap"): lambda: batched(X, B),
     ("unigrad", "per_example"): lambda: common.per_example(batched, X, B),
@@ -63,6 +69,10 @@ cases = {
     ("unigrad", "per_example_grad_relu_"): lambda: common.per_example(grads, *M),
     ("torch", "vmap_grad_relu_"): lambda: tf.vmap(tf.grad(mlp_loss(torch), argnums=(0, 1)),
                                                   in_dims=(None, None, 0, 0))(*MT),
+    ("unigrad", "vmap_grad_slice_write"): lambda: slice_grads(*M),
+    ("unigrad", "per_example_grad_slice_write"): lambda: common.per_example(slice_grads, *M),
+    ("torch", "vmap_grad_slice_write"): lambda: tf.vmap(tf.grad(mlp_loss(torch, True), argnums=(0, 1)),
+                                                        in_dims=(None, None, 0, 0))(*MT),
 }
 for (impl, case), fn in cases.items():
     print(json.dumps({"bench": "vmap_in_place", "impl": impl, "threads": args.threads, "case": case,

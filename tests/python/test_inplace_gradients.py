@@ -95,11 +95,15 @@ INTO_VIEWS = {
     "view of a view": lambda m, y, x: y[1:][:, 1].sigmoid_(),
     "copy_ from x": lambda m, y, x: y[2].copy_(x[0] * 3),
     "two writes": lambda m, y, x: (y[0].mul_(x[2]), y[:, 2].tanh_()),
+    # a view holding all of its base: the base's history becomes the written value's
+    "all of it through a reshape": lambda m, y, x: y.reshape(-1).mul_(x.reshape(-1)),
+    "all of it through an unsqueeze, then a row": lambda m, y, x: (y.unsqueeze(0).mul_(-2), y[2].mul_(x[0])),
 }
 STALE = {
     "base written": lambda y, x: y.mul_(x),
     "another view written": lambda y, x: y[:, 0].mul_(5),
     "a view of it written": lambda y, x: y[1:][0].exp_(),
+    "all of it written through a reshape": lambda y, x: y.reshape(-1).sin_(),
 }
 
 

@@ -20,9 +20,19 @@ using autograd::requires_grad;
 
 namespace {
 
-/** For each element of view (a view of base's memory), its index among base's elements. */
-Tensor positions_in(const Tensor& base, const Tensor& view) {
+/** t's layout in memory as one example sees it: its physical tensor's first example, below
+ *  every vmap level (t unbatched). Every example's views lie alike in its memory. */
+Tensor first_example(Tensor t) {
   NoGradGuard no_grad;
+  while (batching::level(t)) t = Tensor(t.impl().batch()->physical).select(0, 0);
+  return t;
+}
+
+/** For each element of view (a view of base's memory), its index among base's elements (each
+ *  example's, under vmap). */
+Tensor positions_in(const Tensor& batched_base, const Tensor& batched_view) {
+  NoGradGuard no_grad;
+  const Tensor base = first_example(batched_base), view = first_example(batched_view);
   const Options int64{.dtype = DType::Int64, .device = base.device()};
   const Dims shape(view.shape().begin(), view.shape().end()), strides(view.strides().begin(), view.strides().end());
   if (base.is_contiguous())
@@ -52,6 +62,18 @@ void link_view(const Tensor& view, const Tensor& base, const Tensor& positions) 
     return std::vector<Tensor>{index_add(flat, 0, at, g[0].reshape({-1})).reshape(Dims(shape.begin(), shape.end()))};
   });
   follow_retained_grad(view);
+}
+
+/** Whether view holds every element of base in base's order (a squeeze, an unsqueeze or a
+ *  reshape of a contiguous base), in every example under vmap. */
+bool covers_all_of(Tensor view, Tensor base) {
+  while (batching::level(view) && batching::level(view) == batching::level(base)) {
+    view = Tensor(view.impl().batch()->physical);
+    base = Tensor(base.impl().batch()->physical);
+  }
+  return !batching::level(view) && !batching::level(base) && view.numel() == base.numel() &&
+         view.storage_offset() == base.storage_offset() && view.dtype() == base.dtype() && view.is_contiguous() &&
+         base.is_contiguous();
 }
 
 /** Whether two elements of t are one element of memory (an expanded dim). */
@@ -185,17 +207,9 @@ bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) 
                        "] in-place change, while recording gradients, of a view whose base was not noted: it was made "
                        "under no_grad or vmap, or through view_as_real or view(dtype); write through the tensor "
                        "itself (x[i] = x[i] + v) or use out-of-place ops");
-  if (batching::level(t)) {
-    // Recorded for a gradient taken inside the vmap (vmap of grad): views made of a batched
-    // tensor do not note their bases, so a write into memory another tensor may share (a view
-    // of it, its base) takes the calls per example, which follow views.
-    if (needed && !holds_memory_alone(t))
-      throw NoBatchingRule(detail::cat("[vmap] in-place op '", op,
-                                       "', under a gradient taken inside the vmap, on a batched value whose memory "
-                                       "another tensor shares (a view of it, its base)"));
-    return needed;
-  }
-  if (needed && base && overlaps_itself(t))
+  // Recorded for a gradient taken inside the vmap (vmap of grad), a batched view noted its
+  // base at the example's level as any view does: the write goes as it would unbatched.
+  if (needed && base && overlaps_itself(first_example(t)))
     fail<RuntimeError>("[", op, "] in-place change of an expanded view (shape ", t.shape(), ", strides ", t.strides(),
                        "): several of its elements are one element of memory; clone() it first");
   return needed;
@@ -205,19 +219,27 @@ void rebase_history(const Tensor& t, const Tensor& result) {
   AutogradMeta* tm = meta_if(t);
   const Tensor base = tm && tm->view_base.defined() ? tm->view_base : Tensor();
   Tensor positions;
+  bool whole = false;  // t is all of base (a squeeze, unsqueeze or reshape of it)
   if (base.defined() && GradMode::is_enabled()) {
-    // torch's CopySlices: base's history is its old one with t's elements replaced by result.
-    positions = positions_in(base, t).reshape({-1});
     Tensor value = result.dtype() == base.dtype() ? result : result.to(base.dtype());
     if (value.shape() != t.shape()) value = value.expand(Dims(t.shape().begin(), t.shape().end()));
-    const Tensor* in[] = {&base, &value};
     const Tensor* out[] = {&base};
-    record("copy_slices", in, out, {},
-           [at = positions, shape = base.shape(), part = t.shape()](Saved, std::vector<Tensor>&& g) {
-             const Tensor flat = g[0].reshape({-1});
-             return std::vector<Tensor>{index_fill(flat, 0, at, 0).reshape(Dims(shape.begin(), shape.end())),
-                                        flat.index_select(0, at).reshape(Dims(part.begin(), part.end()))};
-           });
+    whole = covers_all_of(t, base);
+    if (whole) {  // the write replaces every element of base: its history is the value's
+      const Tensor* in[] = {&value};
+      record("copy_slices", in, out, {}, [part = t.shape()](Saved, std::vector<Tensor>&& g) {
+        return std::vector<Tensor>{g[0].reshape(Dims(part.begin(), part.end()))};
+      });
+    } else {  // torch's CopySlices: base's history is its old one with t's elements replaced by result
+      positions = positions_in(base, t).reshape({-1});
+      const Tensor* in[] = {&base, &value};
+      record("copy_slices", in, out, {},
+             [at = positions, shape = base.shape(), part = t.shape()](Saved, std::vector<Tensor>&& g) {
+               const Tensor flat = g[0].reshape({-1});
+               return std::vector<Tensor>{index_fill(flat, 0, at, 0).reshape(Dims(shape.begin(), shape.end())),
+                                          flat.index_select(0, at).reshape(Dims(part.begin(), part.end()))};
+             });
+    }
     follow_retained_grad(base);
   }
   // result may be t's memory itself, written already (a Function that marked t dirty).
@@ -238,6 +260,7 @@ void rebase_history(const Tensor& t, const Tensor& result) {
     AutogradMeta& m = meta(t);
     m.grad_fn = rm ? rm->grad_fn : Ref<Node>();
     m.output_nr = rm ? rm->output_nr : 0;
+    if (whole) m.view_version = t.version();  // its history is base's whole new one already
     follow_retained_grad(t);
   }
   forward::copy_tangents(result, t);

@@ -70,7 +70,14 @@ Dims with_batch(int64_t batch, const Shape& shape) {
 
 Tensor batched_view(const Tensor& t, const std::function<Tensor(const Tensor&)>& on_physical) {
   const int lvl = batching::level(t);
-  return batching::wrap(on_physical(batching::physical(t, lvl)), lvl);
+  Tensor view = batching::wrap(on_physical(batching::physical(t, lvl)), lvl);
+  // At the example's level too (a write recorded for vmap of grad), as make_view does; not
+  // where the physical op copied (a reshape that cannot view).
+  if (view.storage() == t.storage()) {
+    view.impl().set_is_view();
+    if (GradMode::is_enabled() && is_inexact(t.dtype())) ops::note_view(view, t);
+  }
+  return view;
 }
 
 ViewFn reshape_to(const Shape& shape) {
