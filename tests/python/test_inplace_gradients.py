@@ -358,6 +358,14 @@ def test_random_writes_through_views_give_torchs_gradient_eagerly_and_compiled(s
         want, rtol, atol = central_differences(lambda a: run_program(steps, seed, ug.tensor(a)).item()), 1e-7, 1e-7
     for got in (ug.grad(f)(x), ug.jit(ug.grad(f))(x), ug.grad(ug.jit(f))(x)):
         np.testing.assert_allclose(got.numpy(), want, rtol=rtol, atol=atol)
+    # Per-example gradients: the views of a batched value note their base at the example's level,
+    # so the writes batch (no call per example) and give each example's own gradient.
+    xs = ug.stack([x, x * 0.5 + 0.2])
+    before = ug._C._functional.vmap_fallbacks()
+    per_example = ug.vmap(ug.grad(f))(xs)
+    assert ug._C._functional.vmap_fallbacks() == before, ug._C._functional.last_vmap_fallback()
+    for b in range(2):
+        np.testing.assert_allclose(per_example[b].numpy(), ug.grad(f)(xs[b]).numpy(), rtol=1e-12, atol=1e-12)
 
 
 def central_differences(f, eps=1e-5):
