@@ -184,6 +184,11 @@ def printed(m, a):
     return a * 2
 
 
+def checked(m, a):
+    """ug.debug.check_numerics' op (torch has no counterpart: it only multiplies); a file drops it."""
+    return (ug.debug.check_numerics(a, "a") if m is ug else a) * 2
+
+
 ADAM = ug.optim.Adam([ug.zeros(1)], lr=0.1)  # alive as long as the programs that call it back
 
 
@@ -958,6 +963,7 @@ OTHERS = [
         "fd": "the derivative is the implicit one (the quantile held fixed), not the sampler's change",
         **rejects("random draws are not exported (a compiled program calls the sampler back)")}),
     Op("debug_print", printed, x(2, 3), ops=("debug_print", "mul"), off=rejects("a print (ug.debug.print)")),
+    Op("check_numerics", checked, x(2, 3), ops=("check_numerics", "mul")),
     Op("while_loop", doublings, x(3, 4, low=-0.5, high=0.5), off=NO_GRAD),
     Op("cond", guarded, x(3, 4), ops=("cond", "log", "mul"), off=NO_TORCH_JVP),
     Op("psum", over_axis(lambda e, lax: e * lax.psum(e, "i"), lambda a: a * a.sum(0)), x(3, 4)),

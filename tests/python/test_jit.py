@@ -698,6 +698,24 @@ def test_numerics_checks_in_a_program_name_the_op_and_the_line_that_traced_it():
     assert f'line {_line_of(f, "the NaN")}, in f' in message and __file__ in message
 
 
+def test_an_explicit_numerics_check_runs_at_every_call_of_a_program(tmp_path):
+    # tf.debugging.check_numerics inside a tf.function checks each run's values; so does
+    # ug.debug.check_numerics inside ug.jit (it was checked at the trace only). A saved file
+    # drops the check.
+    def f(x):
+        return ug.debug.check_numerics(x.log(), "log of x") * 2  # the check
+
+    jitted = ug.jit(f)
+    np.testing.assert_allclose(jitted(ug.tensor([1.0, 2.0])).numpy(), 2 * np.log([1.0, 2.0]), rtol=1e-6)
+    with pytest.raises(RuntimeError, match=r"\[check_numerics\] log of x: .* has NaN") as err:
+        jitted(ug.tensor([1.0, -1.0]))
+    assert f'line {_line_of(f, "the check")}, in f' in str(err.value)
+    assert jitted.cache_info().traces == 1
+    ug.jit.save(f, str(tmp_path / "m.onnx"), ug.tensor([1.0, 2.0]))
+    loaded = ug.onnx.load(str(tmp_path / "m.onnx"))
+    np.testing.assert_allclose(loaded(ug.tensor([1.0, 3.0])).numpy(), 2 * np.log([1.0, 3.0]), rtol=1e-6)
+
+
 def test_anomaly_mode_through_a_program_names_the_line_that_traced_the_op():
     def f(x):
         return x.sqrt().sum()  # infinite slope at 0

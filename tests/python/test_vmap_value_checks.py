@@ -132,3 +132,26 @@ def test_a_bad_value_in_any_example_raises_the_ops_error(fn, inputs, error, mess
     run = ug.jit(ug.vmap(fn)) if compiled else ug.vmap(fn)
     with pytest.raises(error, match=message):
         run(*inputs())
+
+
+@pytest.mark.parametrize("compiled", ["vmap", "jit(vmap)", "vmap(jit)"])
+def test_numerics_checks_read_every_example_at_once(compiled):
+    def f(v):
+        return ug.debug.check_numerics(v.log(), "log")
+
+    run = {"vmap": ug.vmap(f), "jit(vmap)": ug.jit(ug.vmap(f)), "vmap(jit)": ug.vmap(ug.jit(f))}[compiled]
+    before = fallbacks()
+    np.testing.assert_allclose(run(ug.tensor(P)).numpy(), np.log(P), rtol=4 * np.finfo(np.float64).eps)
+    assert fallbacks() == before
+    with pytest.raises(RuntimeError, match=r"\[check_numerics\] log: .* has NaN"):
+        run(bad_in_last_example(P, (2,), -1.0))
+
+
+def test_anomaly_detection_under_vmap_of_grad_names_the_op():
+    # the backward's finite check reads every example's gradient at once
+    before = fallbacks()
+    with ug.autograd.detect_anomaly():
+        ug.vmap(ug.grad(lambda v: v.sqrt().sum()))(ug.tensor(P))
+        assert fallbacks() == before
+        with pytest.raises(RuntimeError, match=r"\[anomaly\] the backward of sqrt returned NaN or Inf"):
+            ug.vmap(ug.grad(lambda v: v.sqrt().sum()))(bad_in_last_example(P, (0,), 0.0))

@@ -209,6 +209,10 @@ template <Emitter Formula> void called_back(GraphBuilder& g, const CapturedCall&
 
 // ---- activation gradients: g times the derivative at v (binary_kinds.h), as their formulas -----
 
+/** ug.debug.check_numerics: a program checks each run's values (its call-back); a file, which
+ *  has no call-backs, drops the check (its output, read by nothing, an empty tensor). */
+void unchecked(GraphBuilder& g, const CapturedCall& c) { g.node("ConstantOfShape", {g.ints({0})}, {g.output(c)}); }
+
 /** relu_backward(g, y): g where y > 0, else 0. */
 void relu_backward(GraphBuilder& g, const CapturedCall& c) {
   const DType dt = out_dtype(c);
@@ -1655,6 +1659,7 @@ const std::map<std::string, Emitter>& table() {
         // A file has no gradients: the value itself. A program, which autograd may record
         // through (grad of a jitted function), calls the op back to keep the cut.
         {"stop_gradient", called_back<unary<kIdentity>>},
+        {"check_numerics", called_back<unchecked>},
         {"custom_function", custom_function},
         {"full_like", full_like},
         {"cat", cat},
