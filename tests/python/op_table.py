@@ -430,7 +430,7 @@ REDUCTIONS = [
     Op("log_softmax", lambda m, a: a.log_softmax(1), x(3, 20), terms=lambda m, a: m.ones_like(a), n=20,
        ops=("log_softmax", "log_softmax_backward")),
     Op("cumsum", lambda m, a: a.cumsum(1), x(3, 20), terms=ABS, n=20),
-    Op("cumprod", lambda m, a: a.cumprod(1), x(3, 5, low=0.5, high=2), off=unsupported("cumprod")),
+    Op("cumprod", lambda m, a: a.cumprod(1), x(3, 5, low=0.5, high=2)),
     Op("all", lambda m, a: a.all(1), mask(3, 4), off=INT_INPUTS),
     Op("any", lambda m, a: a.any(), mask(3, 4), off=INT_INPUTS),
     Op("sort", lambda m, a: a.sort(1), x(3, 5)),
@@ -585,8 +585,7 @@ DECOMPOSITIONS = [
        ops=("linalg_solve",), off=SOLVE_OFF),
     Op("linalg_tensorsolve", lambda m, a, b: m.linalg.tensorsolve(dominant(m, a).reshape(2, 2, 4), b), unit(4, 4),
        x(2, 2, seed=1), ops=("linalg_solve",), off=SOLVE_OFF),
-    Op("linalg_vander", lambda m, a: m.linalg.vander(a, N=4), x(2, 3), ops=("cumprod",),
-       off=unsupported("cumprod")),
+    Op("linalg_vander", lambda m, a: m.linalg.vander(a, N=4), x(2, 3), ops=("cumprod",)),
     Op("linalg_vecdot", lambda m, a, b: m.linalg.vecdot(a, b, dim=0), x(3, 4), x(3, 1, seed=1), ops=("mul",)),
     Op("linalg_diagonal", lambda m, a: m.linalg.diagonal(a, offset=-1), x(2, 3, 4), ops=("diagonal",)),
     Op("linalg_matmul", lambda m, a, b: m.linalg.matmul(a, b), x(2, 3, 4), x(4, 2, seed=1), ops=("matmul",)),
@@ -1102,8 +1101,7 @@ COMPOSITES = [
        off={"jvp": "torch.func.jvp of scatter_reduce's prod gives zeros (test_composite_math checks ours)"}),
     Op("scatter.value", lambda m, a: a.scatter(1, m.tensor([[0, 1], [2, 3], [0, 1]]), 2.5), x(3, 4)),
     Op("cumsum.dtype", lambda m, a: a.cumsum(1, dtype=m.float64), x(3, 5)),
-    Op("cumprod.dtype", lambda m, a: m.cumprod(a, 1, dtype=m.float64), x(3, 5, low=0.5, high=2),
-       off=unsupported("cumprod")),
+    Op("cumprod.dtype", lambda m, a: m.cumprod(a, 1, dtype=m.float64), x(3, 5, low=0.5, high=2)),
 ]
 
 # The FFT primitives through torch.fft's functions, on real inputs and outputs: a complex

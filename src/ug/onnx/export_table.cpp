@@ -1054,6 +1054,63 @@ void cumsum(GraphBuilder& g, const CapturedCall& c) {
   g.node("CumSum", {x, g.scalar(static_cast<double>(attr_int(c, "dim")), DType::Int64)}, {g.output(c)});
 }
 
+/** ONNX has no CumProd: a Scan along the dim whose state, from ones of a slice's shape, is
+ *  multiplied by each slice in turn and given out, the products in cumprod's own order. */
+void cumprod(GraphBuilder& g, const CapturedCall& c) {
+  const Tensor& x = c.inputs[0];
+  std::string xv = in(g, c, 0);
+  if (x.dim() == 0 || x.numel() == 0) {
+    g.node("Identity", {xv}, {g.output(c)});
+    return;
+  }
+  const int64_t d = attr_int(c, "dim");
+  const auto elem = static_cast<int32_t>(onnx_dtype(out_dtype(c)));
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < x.dim(); ++i)
+    if (i != d) kept.push_back(i);
+  std::string shape = node1(g, "Shape", {xv}, "shape");
+  std::string slice_shape = node1(g, "Gather", {shape, g.ints(kept)}, "slice_shape");
+  ::onnx::NodeProto& ones = g.node("ConstantOfShape", {slice_shape}, {g.fresh("ones")});
+  auto* value = ones.add_attribute();
+  value->set_name("value");
+  value->set_type(::onnx::AttributeProto_AttributeType_TENSOR);
+  const Tensor one = full({1}, 1, {.dtype = out_dtype(c)});
+  value->mutable_t()->set_data_type(elem);
+  value->mutable_t()->add_dims(1);
+  value->mutable_t()->set_raw_data(one.raw_data(), one.nbytes());
+
+  ::onnx::GraphProto body;
+  body.set_name(g.fresh("cumprod_body"));
+  const std::string state = g.fresh("state"), piece = g.fresh("piece"), next = g.fresh("product"),
+                    out = g.fresh("scanned");
+  auto typed = [elem](::onnx::ValueInfoProto* info, const std::string& name) {
+    info->set_name(name);
+    info->mutable_type()->mutable_tensor_type()->set_elem_type(elem);
+  };
+  typed(body.add_input(), state);
+  typed(body.add_input(), piece);
+  typed(body.add_output(), next);
+  typed(body.add_output(), out);
+  ::onnx::NodeProto* mul = body.add_node();
+  mul->set_op_type("Mul");
+  mul->add_input(state);
+  mul->add_input(piece);
+  mul->add_output(next);
+  ::onnx::NodeProto* copy = body.add_node();
+  copy->set_op_type("Identity");
+  copy->add_input(next);
+  copy->add_output(out);
+
+  ::onnx::NodeProto& scan = g.node("Scan", {ones.output(0), xv}, {g.fresh("last"), g.output(c)});
+  auto* attr = scan.add_attribute();
+  attr->set_name("body");
+  attr->set_type(::onnx::AttributeProto_AttributeType_GRAPH);
+  *attr->mutable_g() = std::move(body);
+  set_attr(scan, "num_scan_inputs", int64_t{1});
+  set_attr(scan, "scan_input_axes", std::vector<int64_t>{d});
+  set_attr(scan, "scan_output_axes", std::vector<int64_t>{d});
+}
+
 void embedding(GraphBuilder& g, const CapturedCall& c) {
   std::string w = g.value(c.inputs[0]), idx = g.value(c.inputs[1], DType::Int64);
   DynamicDims out = g.dynamic(c.inputs[1]);
@@ -1674,6 +1731,7 @@ const std::map<std::string, Emitter>& table() {
         {"index_put_", index_put},
         {"copy_", copy},
         {"cumsum", cumsum},
+        {"cumprod", cumprod},
         {"sort", sort},
         // products and reductions
         {"matmul", matmul},
@@ -1749,7 +1807,6 @@ const std::map<std::string, std::string>& unsupported() {
       {"fill_", "in-place fills are not exported; use full() or where()"},
       {"max", "internal: captured as amax"},
       {"min", "internal: captured as amin"},
-      {"cumprod", "ONNX has no cumulative product"},
       {"linalg_solve", "ONNX has no linear solver (inv and solve are not exported)"},
       {"linalg_solve_triangular", "ONNX has no triangular solver"},
       {"linalg_slogdet", "ONNX's Det has no sign and log-magnitude form (det and slogdet are not exported)"},
