@@ -16,6 +16,7 @@
 #include "ug/compiler/debug.h"
 #include "ug/compiler/jit.h"
 #include "ug/core/value_read.h"
+#include "ug/graph/debugging.h"
 #include "ug/nn/nn.h"
 #include "ug/onnx/import.h"
 #include "ug/optim/adam.h"
@@ -473,6 +474,12 @@ TEST(Jit, AWhileLoopOnAPerExampleConditionBatchesUnderVmap) {
     }
   }
   EXPECT_EQ(vmap_fallbacks(), before);
+}
+
+TEST(Jit, AnExplicitNumericsCheckRunsAtEveryRunOfTheProgram) {
+  JitFunction f = jit([](const Tensors& xs) { return Tensors{debugging::check_numerics(xs[0].log(), "log") * 2}; });
+  EXPECT_TRUE(allclose(f({tensor({1.0, 2.0})})[0], tensor({1.0, 2.0}).log() * 2));  // traced on finite values
+  EXPECT_THROW(f({tensor({1.0, -2.0})}), RuntimeError);
 }
 
 TEST(Jit, DebugCallbacksRunAtEveryRunOfTheProgram) {
