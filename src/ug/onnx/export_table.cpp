@@ -909,15 +909,8 @@ void cast(GraphBuilder& g, const CapturedCall& c) {
 /** zeros_like, ones_like, full_like: a constant of the input's (run-time) shape. */
 void full_like(GraphBuilder& g, const CapturedCall& c) {
   std::string shape = node1(g, "Shape", {g.value(c.inputs[0])}, "shape");
-  ::onnx::NodeProto& n = g.node("ConstantOfShape", {shape}, {g.output(c, 0, g.dynamic(c.inputs[0]))});
-  auto* a = n.add_attribute();
-  a->set_name("value");
-  a->set_type(::onnx::AttributeProto_AttributeType_TENSOR);
-  Tensor one = full({1}, attr_float(c, "value"), {.dtype = out_dtype(c)});
-  ::onnx::TensorProto& value = *a->mutable_t();
-  value.set_data_type(onnx_dtype(one.dtype()));
-  value.add_dims(1);
-  value.set_raw_data(one.raw_data(), one.nbytes());
+  set_attr(g.node("ConstantOfShape", {shape}, {g.output(c, 0, g.dynamic(c.inputs[0]))}), "value",
+           full({1}, attr_float(c, "value"), {.dtype = out_dtype(c)}));
 }
 
 void cat(GraphBuilder& g, const CapturedCall& c) {
@@ -1071,13 +1064,7 @@ void cumprod(GraphBuilder& g, const CapturedCall& c) {
   std::string shape = node1(g, "Shape", {xv}, "shape");
   std::string slice_shape = node1(g, "Gather", {shape, g.ints(kept)}, "slice_shape");
   ::onnx::NodeProto& ones = g.node("ConstantOfShape", {slice_shape}, {g.fresh("ones")});
-  auto* value = ones.add_attribute();
-  value->set_name("value");
-  value->set_type(::onnx::AttributeProto_AttributeType_TENSOR);
-  const Tensor one = full({1}, 1, {.dtype = out_dtype(c)});
-  value->mutable_t()->set_data_type(elem);
-  value->mutable_t()->add_dims(1);
-  value->mutable_t()->set_raw_data(one.raw_data(), one.nbytes());
+  set_attr(ones, "value", full({1}, 1, {.dtype = out_dtype(c)}));
 
   ::onnx::GraphProto body;
   body.set_name(g.fresh("cumprod_body"));

@@ -690,15 +690,8 @@ std::optional<std::string> GraphBuilder::sized_constant(const Tensor& t, DType d
     if (std::memcmp(bytes, bytes + i * item, static_cast<size_t>(item)) != 0) return std::nullopt;
   const Tensor one = flat.slice(0, 0, 1).to(dtype).contiguous();
   std::string name = fresh("filled");
-  ::onnx::NodeProto& n =
-      node("ConstantOfShape", {shape_value(std::vector<int64_t>(t.shape().begin(), t.shape().end()))}, {name});
-  auto* a = n.add_attribute();
-  a->set_name("value");
-  a->set_type(::onnx::AttributeProto_AttributeType_TENSOR);
-  ::onnx::TensorProto& value = *a->mutable_t();
-  value.set_data_type(onnx_dtype(dtype));
-  value.add_dims(1);
-  value.set_raw_data(one.raw_data(), static_cast<size_t>(one.nbytes()));
+  set_attr(node("ConstantOfShape", {shape_value(std::vector<int64_t>(t.shape().begin(), t.shape().end()))}, {name}),
+           "value", one);
   return name;
 }
 
@@ -870,6 +863,17 @@ void set_attr(::onnx::NodeProto& node, const std::string& name, const std::strin
   a->set_name(name);
   a->set_type(::onnx::AttributeProto_AttributeType_STRING);
   a->set_s(value);
+}
+
+void set_attr(::onnx::NodeProto& node, const std::string& name, const Tensor& value) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto_AttributeType_TENSOR);
+  const Tensor flat = value.contiguous();
+  ::onnx::TensorProto& t = *a->mutable_t();
+  t.set_data_type(onnx_dtype(flat.dtype()));
+  for (int64_t s : flat.shape()) t.add_dims(s);
+  t.set_raw_data(flat.raw_data(), static_cast<size_t>(flat.nbytes()));
 }
 
 const AttrValue& attr(const CapturedCall& call, const std::string& name) {

@@ -295,6 +295,8 @@ void set_attr(::onnx::NodeProto& node, const std::string& name, int64_t value);
 void set_attr(::onnx::NodeProto& node, const std::string& name, double value);
 void set_attr(::onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& values);
 void set_attr(::onnx::NodeProto& node, const std::string& name, const std::string& value);
+/** A tensor attribute: ConstantOfShape's one-element `value`. */
+void set_attr(::onnx::NodeProto& node, const std::string& name, const Tensor& value);
 
 /** A traced call's attribute; raises when it is missing. */
 const AttrValue& attr(const CapturedCall& call, const std::string& name);
