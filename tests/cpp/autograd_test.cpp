@@ -376,6 +376,22 @@ TEST(Transforms, VjpAndJvp) {
   EXPECT_EQ(values(tangent_out[0]), (std::vector<double>{6.0, 4.0}));  // 2x * t
 }
 
+TEST(Transforms, JvpFollowsWritesIntoViews) {
+  // y = 2x; early = y[0]; y[1] *= x[0]; y.mul_(3): the tangents (t = 1) as the values'
+  // derivatives, torch.func.jvp's: y = [6 x0, 6 x0 x1], early = 6 x0.
+  ug::TensorFn f = [](const Tensors& a) {
+    Tensor y = a[0] * 2;
+    Tensor early = y.select(0, 0);
+    y.select(0, 1).mul_(a[0].select(0, 0));
+    y.mul_(3);
+    return Tensors{y, early};
+  };
+  auto [out, tangents] = ug::jvp(f, {f64({2.0, 5.0})}, {f64({1.0, 1.0})});
+  EXPECT_EQ(values(out[0]), (std::vector<double>{12.0, 60.0}));
+  EXPECT_EQ(values(tangents[0]), (std::vector<double>{6.0, 42.0}));  // d(6 x0 x1) = 6 x1 + 6 x0
+  EXPECT_EQ(values(tangents[1]), (std::vector<double>{6.0}));        // the early view's, read anew
+}
+
 // ---- in-place checks and memory -------------------------------------------------------
 
 TEST(Autograd, InPlaceChangeOfASavedTensorThrowsAtBackward) {

@@ -1,5 +1,6 @@
 """In-place ops on values that record gradients: eager gradients against torch 2.13's, and the
-same gradients from compiled programs (jit(grad), grad(jit), jit(vmap(grad))).
+same gradients from compiled programs (jit(grad), grad(jit), jit(vmap(grad))); forward mode
+through the same writes (jvp, jacfwd, hessian, dual tensors) against torch.func.
 
 An in-place op on such a value runs out of place and rebases the value's history; its saved
 tensors must not be the value it then writes, and a capture must see the write as the op's.
@@ -424,3 +425,128 @@ def test_an_output_its_gradient_does_not_read_may_be_written_before_backward(op)
 
     got = ug.grad(lambda x: f(ug, x))(ug.tensor(x_values()))
     np.testing.assert_allclose(got.numpy(), torch_grad(f), rtol=1e-12)
+
+
+# Forward mode (jvp, jacfwd, forward_ad): a view's tangent is its elements of its base's. A write
+# into a view gives the base's tangent the written tangent there (torch's forward CopySlices), and
+# a view taken before a write into its memory reads its tangent anew, as its history.
+def tangent_direction():
+    return np.random.default_rng(1).standard_normal((3, 3))
+
+
+def torch_jvp(fn):
+    _, tangent = torch.func.jvp(fn, (torch.tensor(x_values()),), (torch.tensor(tangent_direction()),))
+    return tangent.numpy()
+
+
+def ug_jvp(fn):
+    _, tangent = ug.jvp(fn, (ug.tensor(x_values()),), (ug.tensor(tangent_direction()),))
+    return tangent.numpy()
+
+
+def after_view_write(m, case, x):
+    y = x * 0.9 + 0.05
+    early = y[1]
+    INTO_VIEWS[case](m, y, x)
+    return m.cat([y.reshape(-1), early * x[0]])
+
+
+def after_stale_view(m, case, x):
+    y = x * 0.9 + 0.05
+    early = y[1:]
+    STALE[case](y, x)
+    return early * 1.0
+
+
+@pytest.mark.parametrize("case", INTO_VIEWS)
+def test_a_write_into_a_view_gives_torchs_tangent(case):
+    # Before, refused: "in-place change of a view of a tensor with a forward-mode tangent".
+    got = ug_jvp(lambda x: after_view_write(ug, case, x))
+    # a few float64 ops per element, on values and tangents near 1: a few ulps
+    np.testing.assert_allclose(got, torch_jvp(lambda x: after_view_write(torch, case, x)), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", STALE)
+def test_a_view_taken_before_a_write_reads_its_tangent_anew(case):
+    # Before, the early view kept the tangent it was made with: a silently wrong jvp.
+    got = ug_jvp(lambda x: after_stale_view(ug, case, x))
+    np.testing.assert_allclose(got, torch_jvp(lambda x: after_stale_view(torch, case, x)), rtol=1e-12, atol=1e-12)
+
+
+def test_dual_tensors_follow_writes_into_views():
+    def run(m, fw):
+        x, t = m.tensor(x_values()), m.tensor(tangent_direction())
+        with fw.dual_level():
+            y = fw.make_dual(x, t) * 2
+            row = y[0]
+            y[:, 1:].mul_(y[:, :1])  # both sides views of y
+            y.diagonal().exp_()
+            return fw.unpack_dual(y).tangent.numpy(), fw.unpack_dual(row).tangent.numpy()
+
+    for got, want in zip(run(ug, ug.autograd.forward_ad), run(torch, torch.autograd.forward_ad)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_hessians_and_nested_jvps_through_writes_into_views():
+    def f(m, x):
+        y = x * x
+        y[0].mul_(x[1])
+        y[:, 2:].sin_()
+        return (y ** 3).sum()
+
+    want = torch.func.hessian(lambda x: f(torch, x))(torch.tensor(x_values())).numpy()
+    # forward over reverse (ug.hessian, refused before), forward over forward (both levels
+    # follow the write), reverse over forward (the tangent's own history goes through it)
+    for transform in (ug.hessian, lambda g: ug.jacfwd(ug.jacfwd(g)), lambda g: ug.jacrev(ug.jacfwd(g))):
+        got = transform(lambda x: f(ug, x))(ug.tensor(x_values()))
+        # sums of 9 products of values near 1, in other orders than torch's: ~10 ulps
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_writes_through_views_give_torchs_tangent_eagerly_and_compiled(seed):
+    steps = random_program(seed)
+
+    def f(x):
+        return run_program(steps, seed, x)
+
+    try:
+        want, rtol, atol = torch_jvp(lambda x: run_program(steps, seed, x)), 1e-12, 1e-12
+    except RuntimeError:
+        # torch refused the program (as for its gradient): central differences along the tangent,
+        # O(eps^2) truncation and O(1e-16 / eps) rounding, eps = 1e-5
+        x, t = x_values(), tangent_direction()
+        want = (run_program(steps, seed, ug.tensor(x + 1e-5 * t)).item()
+                - run_program(steps, seed, ug.tensor(x - 1e-5 * t)).item()) / 2e-5
+        rtol, atol = 1e-7, 1e-7
+    x, t = ug.tensor(x_values()), ug.tensor(tangent_direction())
+    for jvp in (ug.jvp, ug.jit(ug.jvp, static_argnums=0), lambda g, p, q: ug.jvp(ug.jit(g), p, q)):
+        _, got = jvp(f, (x,), (t,))
+        np.testing.assert_allclose(got.numpy(), want, rtol=rtol, atol=atol)
+    # Per-example tangents, either way round: the views of a batched value note their base at the
+    # example's level, so the writes batch (no call per example).
+    xs, ts = ug.stack([x, x * 0.5 + 0.2]), ug.stack([t, t * 2])
+    each = ug.stack([ug.jvp(f, (xs[b],), (ts[b],))[1] for b in range(2)])
+    before = ug._C._functional.vmap_fallbacks()
+    for got in (ug.vmap(lambda p, q: ug.jvp(f, (p,), (q,))[1])(xs, ts), ug.jvp(ug.vmap(f), (xs,), (ts,))[1]):
+        np.testing.assert_allclose(got.numpy(), each.numpy(), rtol=1e-12, atol=1e-12)
+    assert ug._C._functional.vmap_fallbacks() == before, ug._C._functional.last_vmap_fallback()
+
+
+def test_writes_into_views_forward_mode_cannot_follow_are_clear_errors():
+    def expanded(x):
+        y = x * 2
+        y[0].expand(2, 3).add_(1)
+        return y
+
+    def through_view_as_real(x):
+        real = ug.view_as_real(x * 2)
+        real[0].mul_(2)
+        return real
+
+    x, t = ug.tensor(x_values()), ug.tensor(tangent_direction())
+    with pytest.raises(RuntimeError, match=r"\[add\] in-place change of an expanded view .*clone\(\) it first"):
+        ug.jvp(expanded, (x,), (t,))
+    z = ug.tensor(x_values()[0] + 1j * x_values()[1])
+    with pytest.raises(RuntimeError, match=r"\[mul\] .*forward mode \(jvp\), of a view whose base was not noted"):
+        ug.jvp(through_view_as_real, (z,), (z * 0.5,))

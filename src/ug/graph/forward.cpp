@@ -38,6 +38,9 @@ Tensor tangent(const Tensor& t, int64_t level) {
   if (!t.defined()) return Tensor();
   AutogradMeta* m = autograd::meta_if(t);
   if (!m) return Tensor();
+  // A view whose memory was written since takes its tangents from its base's, as its history.
+  if (autograd::view_is_stale(t, *m)) [[unlikely]]
+    autograd::refresh_view(t, *m);
   for (const auto& [l, tan] : m->tangents)
     if (l == level) return tan;
   return Tensor();

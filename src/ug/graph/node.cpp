@@ -144,9 +144,7 @@ AutogradMeta& meta(const Tensor& t) {
 
 void refresh_view(const Tensor& t, AutogradMeta& m) {
   m.view_version = t.version();
-  if (m.requires_grad) return;  // a leaf: made to require grad itself
-  if (m.view_base.requires_grad() && is_inexact(t.dtype()) && m.view_history) m.view_history(t, m.view_base);
-  else m.grad_fn = Ref<Node>();
+  if (m.view_history) m.view_history(t, m.view_base);
 }
 
 Edge gradient_edge(const Tensor& t) {

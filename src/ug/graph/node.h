@@ -200,12 +200,14 @@ struct AutogradMeta final : AutogradMetaBase {
   std::vector<GradHook> leaf_hooks;  // hooks of a leaf, run before accumulation
   /** torch's post-accumulate-grad hooks: called with the leaf once its .grad holds the sum. */
   std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;
-  /** For a view made under grad mode: the tensor whose memory it views, and the data version
-   *  its grad_fn was made at. An in-place write into that memory since (through the base or
-   *  another view) makes the view's history anew from the base's (refresh_view), as torch does. */
+  /** For a view made under grad mode or forward mode: the tensor whose memory it views, and
+   *  the data version its grad_fn and tangents were made at. An in-place write into that memory
+   *  since (through the base or another view) makes the view's history and tangents anew from
+   *  the base's (refresh_view), as torch does. */
   Tensor view_base;
   uint32_t view_version = 0;
-  /** Makes the view's history that of its elements of the base (set by the view ops). */
+  /** Makes the view's history and forward-mode tangents those of its elements of the base
+   *  (set by the view ops). */
   void (*view_history)(const Tensor& view, const Tensor& base) = nullptr;
 };
 
@@ -222,7 +224,8 @@ Edge gradient_edge(const Tensor& t);
 inline bool view_is_stale(const Tensor& t, const AutogradMeta& m) {
   return m.view_base.defined() && t.version() != m.view_version;
 }
-/** Gives a stale view (view_is_stale) the history of its elements of its base as it is now. */
+/** Gives a stale view (view_is_stale) the history and tangents of its elements of its base as
+ *  it is now. */
 void refresh_view(const Tensor& t, AutogradMeta& m);
 /** torch's Tensor.register_post_accumulate_grad_hook on a leaf that requires grad: fn(leaf)
  *  runs after each backward has added into leaf.grad (not inside a compiled step's trace).

@@ -1,6 +1,7 @@
 // In-place ops while gradients are recorded: see inplace_history.h.
 #include "ug/ops/inplace_history.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "ug/backend/backend.h"
@@ -83,6 +84,61 @@ bool overlaps_itself(const Tensor& t) {
   return false;
 }
 
+/** base's tangent (one level's) at view's elements. */
+Tensor elements_of(const Tensor& tangent, const Tensor& view, const Tensor& positions) {
+  const Dims shape(view.shape().begin(), view.shape().end());
+  if (!positions.defined()) return tangent.reshape(shape);  // view covers all of base
+  return tangent.reshape({-1}).index_select(0, positions).reshape(shape);
+}
+
+/** Where view's elements lie among base's (flat), or undefined where view covers all of base. */
+Tensor flat_positions(const Tensor& view, const Tensor& base) {
+  return covers_all_of(view, base) ? Tensor() : positions_in(base, view).reshape({-1});
+}
+
+/** refresh_view: a view written through its base or another view since its history and
+ *  tangents were made takes both from its elements of the base. */
+void view_from_base(const Tensor& view, const Tensor& base) {
+  AutogradMeta& m = meta(view);
+  const AutogradMeta* b = meta_if(base);
+  if (!m.tangents.empty() || (b && !b->tangents.empty())) {
+    const std::vector<std::pair<int64_t, Tensor>> base_tangents = b ? b->tangents : decltype(m.tangents){};
+    const Tensor positions = flat_positions(view, base);
+    m.tangents.clear();
+    for (const auto& [level, tangent] : base_tangents)
+      m.tangents.push_back({level, elements_of(tangent, view, positions)});
+  }
+  if (m.requires_grad) return;  // a leaf: made to require grad itself
+  if (base.requires_grad() && is_inexact(view.dtype())) link_view(view, base, positions_in(base, view));
+  else m.grad_fn = Ref<Node>();
+}
+
+/** Forward mode's CopySlices: after `result` is written into the view t, base's tangent at each
+ *  level is its old one (zero where it had none) with t's elements replaced by result's tangent
+ *  (zero where result has none). */
+void write_tangents_through(const Tensor& t, const Tensor& base, const Tensor& result) {
+  std::vector<int64_t> levels;
+  for (const Tensor* x : {&base, &result})
+    if (const AutogradMeta* m = meta_if(*x))
+      for (const auto& [level, tangent] : m->tangents)
+        if (std::find(levels.begin(), levels.end(), level) == levels.end()) levels.push_back(level);
+  if (levels.empty()) return;
+  const Tensor positions = flat_positions(t, base);
+  const Options options{.dtype = base.dtype(), .device = base.device()};
+  const Dims part(t.shape().begin(), t.shape().end()), whole(base.shape().begin(), base.shape().end());
+  for (int64_t level : levels) {
+    Tensor value = forward::tangent(result, level);
+    value = value.defined() ? value.to(base.dtype()).expand(part) : zeros(part, options);
+    if (!positions.defined()) {
+      forward::set_tangent(base, level, value.reshape(whole));
+      continue;
+    }
+    const Tensor old = forward::tangent(base, level);
+    const Tensor flat = old.defined() ? old.reshape({-1}) : zeros({base.numel()}, options);
+    forward::set_tangent(base, level, flat.scatter(0, positions, value.reshape({-1})).reshape(whole));
+  }
+}
+
 }  // namespace
 
 void retain_grad_at(AutogradMeta& m) {
@@ -101,7 +157,7 @@ void note_view(const Tensor& view, const Tensor& from) {
   AutogradMeta& m = meta(view);
   m.view_base = f && f->view_base.defined() ? f->view_base : from;
   m.view_version = view.version();
-  m.view_history = [](const Tensor& v, const Tensor& base) { link_view(v, base, positions_in(base, v)); };
+  m.view_history = view_from_base;
 }
 
 namespace {
@@ -114,19 +170,6 @@ bool batched_around_capture(const Tensor& t) {
   for (size_t i = 0; i < capture->vmaps_outside() && i < frames.size(); ++i)
     if (frames[i].level == batching::level(t)) return true;
   return false;
-}
-
-/** Whether nothing but t refers to its memory: the handles of its batch levels and the base a
- *  physical view of them noted (graph/node.h), each holding the storage once. */
-bool holds_memory_alone(const Tensor& t) {
-  uint32_t own = 0;
-  for (Tensor level = t;; level = Tensor(level.impl().batch()->physical)) {
-    ++own;
-    if (const AutogradMeta* m = meta_if(level); m && m->view_base.defined() && m->view_base.storage() == t.storage())
-      ++own;
-    if (!batching::level(level)) break;
-  }
-  return t.storage()->use_count() == own;
 }
 
 }  // namespace
@@ -168,17 +211,23 @@ bool inplace_needs_rebase(const Tensor& t, const Tensor* other, const char* op) 
   check_batched_write(t, {other}, op);
   // Tangents (forward mode) must follow an in-place change whatever the grad mode.
   if (forward::has_tangent(t) || (other && forward::has_tangent(*other))) {
-    // A batched tensor's tangent at its own level (jvp inside the vmap) follows the write, as
-    // an unbatched one does, where no view of another example level shares its memory: there
-    // the calls per example follow it.
-    if (batching::level(t) && !holds_memory_alone(t))
-      throw NoBatchingRule(detail::cat("[vmap] in-place op '", op,
-                                       "' under a jvp inside the vmap, on a batched value whose memory another tensor "
-                                       "shares (a view of it, its base)"));
-    if (t.impl().is_view())
-      fail<RuntimeError>("[", op,
-                         "] in-place change of a view of a tensor with a forward-mode tangent is not "
-                         "supported; use out-of-place ops");
+    // A write into a view changes its base's tangent too (rebase_history). A batched tensor's
+    // tangent at its own level (jvp inside the vmap) follows the write as an unbatched one does:
+    // its views note their base at the example's level.
+    if (t.impl().is_view()) {
+      const AutogradMeta* m = meta_if(t);
+      if ((!m || !m->view_base.defined()) && batching::level(t))
+        throw NoBatchingRule(detail::cat("[vmap] in-place op '", op,
+                                         "' under a jvp inside the vmap, on a view whose base was not noted"));
+      if (!m || !m->view_base.defined())
+        fail<RuntimeError>("[", op,
+                           "] in-place change, under forward mode (jvp), of a view whose base was not noted: it "
+                           "was made under vmap, or through view_as_real or view(dtype); write through the tensor "
+                           "itself (x[i] = x[i] + v) or use out-of-place ops");
+      if (overlaps_itself(first_example(t)))
+        fail<RuntimeError>("[", op, "] in-place change of an expanded view (shape ", t.shape(), ", strides ",
+                           t.strides(), "): several of its elements are one element of memory; clone() it first");
+    }
     return true;
   }
   if (!GradMode::is_enabled()) return false;
@@ -263,6 +312,7 @@ void rebase_history(const Tensor& t, const Tensor& result) {
     if (whole) m.view_version = t.version();  // its history is base's whole new one already
     follow_retained_grad(t);
   }
+  if (base.defined() && forward::active()) write_tangents_through(t, base, result);
   forward::copy_tangents(result, t);
 }
 

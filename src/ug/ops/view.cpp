@@ -3,6 +3,7 @@
 #include "ug/ops/view.h"
 
 #include "ug/core/tensor.h"
+#include "ug/graph/forward.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/rules.h"
 #include "ug/ops/binary.h"
@@ -19,11 +20,12 @@ Tensor make_view(const Tensor& t, Shape shape, Strides strides, int64_t offset) 
   auto impl = make_ref<TensorImpl>(t.storage(), std::move(shape), std::move(strides), offset, t.dtype());
   impl->set_is_view();
   Tensor view(std::move(impl));
-  // An in-place write into the view or its base while gradients are recorded needs the base,
-  // also where only the written value requires grad (`buf[:, 0] += w`, buf made by zeros). Not
-  // under no_grad (a compiled program's plain run is one): a handle more on the base's memory
-  // would keep programs from writing into a buffer that dies.
-  if (GradMode::is_enabled() && is_inexact(t.dtype()) && !batching::level(t)) ops::note_view(view, t);
+  // An in-place write into the view or its base while gradients or tangents are recorded needs
+  // the base, also where only the written value requires grad (`buf[:, 0] += w`, buf made by
+  // zeros). Not under no_grad outside forward mode (a compiled program's plain run is one): a
+  // handle more on the base's memory would keep programs from writing into a buffer that dies.
+  if ((GradMode::is_enabled() || forward::active()) && is_inexact(t.dtype()) && !batching::level(t))
+    ops::note_view(view, t);
   return view;
 }
 
@@ -75,7 +77,7 @@ Tensor batched_view(const Tensor& t, const std::function<Tensor(const Tensor&)>&
   // where the physical op copied (a reshape that cannot view).
   if (view.storage() == t.storage()) {
     view.impl().set_is_view();
-    if (GradMode::is_enabled() && is_inexact(t.dtype())) ops::note_view(view, t);
+    if ((GradMode::is_enabled() || forward::active()) && is_inexact(t.dtype())) ops::note_view(view, t);
   }
   return view;
 }
