@@ -335,7 +335,8 @@ void compile(nb::handle self, nb::handle optimizer, nb::handle loss, nb::handle 
   if (loss.is_none())
     ug::fail<ug::ValueError>(
         "[compile] loss is required: a name such as \"sparse_categorical_crossentropy\" or a "
-        "function loss(output, target)");
+        "function loss(output, target) (this is Keras's compile; for torch's Module.compile(), which "
+        "compiles the forward, write model = ug.compile(model))");
   auto one_loss = [](nb::handle l) -> train::LossSpec {
     if (l.is_none()) return std::string();  // an output without a loss
     if (PyUnicode_Check(l.ptr())) return nb::cast<std::string>(l);

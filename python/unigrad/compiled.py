@@ -655,14 +655,15 @@ class JitFunction:
         return lambda it: tree_map(_number_as_tensor, build(it))
 
     def lower(self, *args, **kwargs):
-        """The program a call with these arguments runs (traced now if it is not cached)."""
+        """The program a call with these arguments runs (traced now if it is not cached), as a
+        Lowered (jax.jit(f).lower(*args))."""
         self._check_guards()
         call = _Call(self, args, kwargs)
         key = tuple(call.parts) + self._grad_part()
         program = self._cache.find(list(key)) or (None if key in self._nothing else self._trace(call, key)[0])
         if program is None:
             raise ValueError("[jit] the function returns no tensors and writes no state: it has no program")
-        return program
+        return Lowered(self, program, call, key)
 
     def explain(self, *args, **kwargs):
         """'hit: ...' when a call with these arguments runs a cached program, else 'miss: ' and why."""
@@ -683,6 +684,61 @@ class JitFunction:
         self._outputs.clear()
         self._fast.clear()
         self._nothing.clear()
+
+
+class Lowered:
+    """jax.jit(f).lower(*args), JAX's ahead-of-time path: the program a call with these arguments
+    runs. The program's own methods answer through it (as_text, node_types, save, ...), and it
+    prints as its text; compile() gives the callable that runs it."""
+
+    def __init__(self, jitted, program, call, key):
+        self._jitted, self._program, self._call, self._key = jitted, program, call, key
+
+    def __getattr__(self, name):
+        return getattr(self._program, name)
+
+    def __str__(self):
+        return self._program.as_text()
+
+    def compile(self):
+        return Compiled(self._jitted, self._program, self._call, self._key)
+
+
+class Compiled(Lowered):
+    """Lowered.compile(): called as JAX's Compiled is, with the lowered call's arguments less its
+    static ones (those stay as lowered). Arguments of another signature (shapes, dtypes,
+    structure) raise TypeError naming the argument, where the jitted function would trace again."""
+
+    def compile(self):
+        return self
+
+    def __call__(self, *args, **kwargs):
+        jitted, lowered = self._jitted, self._call
+        given, full = list(args), []
+        for i, a in enumerate(lowered.args):
+            if i in jitted._static_nums:
+                full.append(a)
+            elif given:
+                full.append(given.pop(0))
+            else:
+                raise TypeError(f"[jit] the compiled program takes the lowered call's arguments less the static ones: "
+                                f"{jitted._arg_label(i)} is missing")
+        full += given
+        kwargs = {**{k: v for k, v in lowered.kwargs.items() if k in jitted._static_names}, **kwargs}
+        parts = tuple(_Call(jitted, full, kwargs).parts) + jitted._grad_part()
+        if parts != self._key:
+            was, now = dict(self._key), dict(parts)
+            label = next((k for k in {**was, **now} if was.get(k) != now.get(k)), "the arguments")
+            raise TypeError(f"[jit] the compiled program was lowered for {label}: {was.get(label, 'nothing')}, "
+                            f"called with {now.get(label, 'nothing')}; lower and compile it again for these")
+        return jitted(*full, **kwargs)
+
+
+def make_jaxpr(fun, static_argnums=()):
+    """jax.make_jaxpr: a function of fun's arguments giving the program fun compiles to on them (a
+    Lowered, printed as the program's text)."""
+    jitted = JitFunction(fun, static_argnums=static_argnums)
+    return functools.wraps(fun)(lambda *args, **kwargs: jitted.lower(*args, **kwargs))
 
 
 def _check_static_positions(fun, params, argnums, argnames):
@@ -862,6 +918,9 @@ def block_until_ready(tree):
     return tree
 
 
+_C.Tensor.block_until_ready = block_until_ready  # a JAX array's method
+
+
 class CompiledModule:
     """torch.compile(model): the module's forward, compiled per signature and per training mode,
     reading the module's parameters and buffers live. Attributes are the module's."""
@@ -892,4 +951,5 @@ def compile(model=None, *, fullgraph=True, dynamic=False, backend="unigrad", mod
 
 __all__ = ["jit", "function", "compile", "explain", "save", "JitFunction", "CompiledModule", "TensorSpec",
            "RetraceWarning", "CacheInfo", "disable_jit", "run_functions_eagerly", "functions_run_eagerly",
-           "ShapeDtypeStruct", "eval_shape", "block_until_ready", "clear_caches", "is_compiling"]
+           "ShapeDtypeStruct", "eval_shape", "block_until_ready", "clear_caches", "is_compiling", "Lowered",
+           "Compiled", "make_jaxpr"]

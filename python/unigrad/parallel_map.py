@@ -1,7 +1,9 @@
 """ug.pmap: JAX's pmap over one device per process. Each process of the job (ug launch -n N)
 is one position of the mapped axis: the arguments carry a leading axis of size 1 (this
 process's device), f runs once on their slices, and inside it ug.lax's collectives (psum,
-pmean, pmax, pmin, all_gather, axis_index) over axis_name reach every process of the group."""
+pmean, pmax, pmin, all_gather, axis_index) over axis_name reach every process of the group. A
+process that joined no group is one device on its own, as JAX on one device: the map is a vmap
+of size 1, whose axis the collectives reduce over."""
 import contextlib
 import functools
 
@@ -46,8 +48,6 @@ def pmap(fun, axis_name=None, in_axes=0, out_axes=0, group=None):
     with that axis (size 1) put back. in_axes/out_axes must be 0; group defaults to the world."""
     if in_axes != 0 or out_axes != 0:
         raise NotImplementedError("[pmap] only in_axes=0 and out_axes=0 are supported")
-    if not _C.distributed.is_initialized():
-        raise RuntimeError("[pmap] call ug.distributed.init_process_group() first (one process per device)")
 
     def take(x):
         if not isinstance(x, _C.Tensor):
@@ -59,6 +59,13 @@ def pmap(fun, axis_name=None, in_axes=0, out_axes=0, group=None):
 
     @functools.wraps(fun)
     def mapped(*args):
+        if not _C.distributed.is_initialized():
+            if group is not None:
+                raise RuntimeError("[pmap] a group needs ug.distributed.init_process_group() first")
+            from .transforms import vmap
+            tree_map(take, list(args))  # the leading axes' check
+            axes = tuple(tree_map(lambda a: 0 if isinstance(a, _C.Tensor) else None, a) for a in args)
+            return vmap(fun, in_axes=axes, axis_name=axis_name)(*args)
         with _bind(axis_name, group) if axis_name is not None else contextlib.nullcontext():
             out = fun(*tree_map(take, list(args)))
         return tree_map(lambda y: y.unsqueeze(0) if isinstance(y, _C.Tensor) else y, out)

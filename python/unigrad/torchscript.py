@@ -123,6 +123,14 @@ def script(obj, optimize=None, example_inputs=None):
     raise TypeError(f"[jit.script] expected a module or a function, got {type(obj).__name__}")
 
 
+def save(m, f, *example_args, **example_kwargs):
+    """torch.jit.save(m, f): a traced or scripted module or function as its save(f) writes it;
+    anything else as ug.jit.save(fun, path, *example_args) writes it."""
+    if isinstance(m, (ScriptModule, ScriptFunction)) and not example_args and not example_kwargs:
+        return m.save(f)
+    return _save_program(m, f, *example_args, **example_kwargs)
+
+
 def load(f, map_location=None):
     """torch.jit.load: the ONNX file a ScriptModule saved (or any ONNX model) as a module in eval
     mode, on the CPU (the only map_location)."""
@@ -131,7 +139,7 @@ def load(f, map_location=None):
     return onnx.load(str(f)).eval()
 
 
-jit.trace, jit.script, jit.load = trace, script, load
+jit.trace, jit.script, jit.save, jit.load = trace, script, save, load
 jit.ScriptModule, jit.ScriptFunction = ScriptModule, ScriptFunction
 
-__all__ = ["ScriptModule", "ScriptFunction", "trace", "script", "load"]
+__all__ = ["ScriptModule", "ScriptFunction", "trace", "script", "save", "load"]

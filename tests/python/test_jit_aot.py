@@ -1,0 +1,85 @@
+"""JAX's ahead-of-time path (jit(f).lower(*args).compile(), make_jaxpr), an array's
+block_until_ready, pmap on a process that joined no group (JAX on one device), and torch.jit.save
+of a traced module: against JAX 0.10.2 and torch 2.13 where they give values."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+
+import unigrad as ug
+
+
+def f(m):
+    return lambda n, x, y: m.sin(x * n) @ y + n
+
+
+def test_a_lowered_and_compiled_call_is_jaxs():
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((3, 2)).astype(np.float32)
+    want = jax.jit(f(jnp), static_argnums=0).lower(7, x, y).compile()(x, y)  # the static 7 stays lowered
+    compiled = ug.jit(f(ug), static_argnums=0).lower(7, ug.tensor(x), ug.tensor(y)).compile()
+    got = compiled(ug.tensor(x), ug.tensor(y))
+    # 3 products of float32 values below ~1: a few ulps of the sum, between any two orders
+    np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-5, atol=1e-5)
+    assert compiled.compile() is compiled
+    assert "sin" in compiled.as_text() and "matmul" in str(compiled)  # prints as the program
+
+
+def test_a_compiled_program_refuses_another_signature_as_jax_does():
+    compiled = ug.jit(f(ug), static_argnums=0).lower(7, ug.ones(4, 3), ug.ones(3, 2)).compile()
+    with pytest.raises(TypeError):
+        jax.jit(f(jnp), static_argnums=0).lower(7, jnp.ones((4, 3)), jnp.ones((3, 2))).compile()(jnp.ones((5, 3)),
+                                                                                              jnp.ones((3, 2)))
+    with pytest.raises(TypeError, match=r"lowered for x: float32\[4, 3\].*called with float32\[5, 3\]"):
+        compiled(ug.ones(5, 3), ug.ones(3, 2))
+    with pytest.raises(TypeError, match="y is missing"):
+        compiled(ug.ones(4, 3))
+
+
+def test_make_jaxpr_gives_the_program_of_the_call():
+    program = ug.make_jaxpr(lambda a: (a.exp() * 2).sum())(ug.ones(3))
+    text = str(program)
+    assert "exp" in text and "sum" in text and "float32[3]" in text
+    assert program.num_inputs == 1
+
+
+def test_an_array_is_ready_when_an_op_returns():
+    x = ug.ones(3) * 2
+    assert x.block_until_ready() is x
+    tree = {"a": x}
+    assert ug.block_until_ready(tree) is tree
+
+
+@pytest.mark.parametrize("axis_name", [None, "i"])
+def test_pmap_on_one_process_is_jaxs_on_one_device(axis_name):
+    assert jax.local_device_count() == 1  # the reference: jax on this CPU, one device
+    x = np.random.default_rng(1).standard_normal((1, 3)).astype(np.float32)
+
+    def step(m, lax):
+        def body(a, k):
+            if axis_name is None:
+                return a * k
+            return lax.psum(a, "i") * k + lax.pmean(a, "i") + lax.axis_index("i"), lax.all_gather(a, "i")
+        return body
+
+    want = jax.pmap(step(jnp, jax.lax), axis_name=axis_name, static_broadcasted_argnums=1)(x, 3)
+    got = ug.pmap(step(ug, ug.lax), axis_name=axis_name)(ug.tensor(x), 3)
+    for w, g in zip(jax.tree_util.tree_leaves(want), ug.tree_util.tree_leaves(got)):
+        assert tuple(g.shape) == w.shape
+        np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"\[pmap\] a mapped argument needs a leading axis of size 1"):
+        ug.pmap(lambda a: a)(ug.ones(2, 3))
+
+
+def test_torch_jit_save_of_a_traced_module(tmp_path):
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh())
+    model = ug.nn.Sequential(ug.nn.Linear(3, 2), ug.nn.Tanh())
+    model.load_state_dict({k: ug.tensor(v.detach().numpy()) for k, v in reference.state_dict().items()})
+    x = np.random.default_rng(2).standard_normal((5, 3)).astype(np.float32)
+    torch.jit.save(torch.jit.trace(reference, torch.tensor(x[:1])), tmp_path / "m.pt")
+    ug.jit.save(ug.jit.trace(model, ug.tensor(x[:1])), tmp_path / "m.onnx")  # torch's spelling, an ONNX file
+    want = torch.jit.load(tmp_path / "m.pt")(torch.tensor(x)).detach().numpy()
+    # a 3-term product and tanh in float32: a few ulps
+    np.testing.assert_allclose(ug.jit.load(tmp_path / "m.onnx")(ug.tensor(x)).numpy(), want, rtol=1e-5, atol=1e-6)
