@@ -247,6 +247,16 @@ void check_implementation(const char* name, std::optional<bool> foreach, std::op
 
 }  // namespace
 
+std::vector<std::pair<Tensor, Tensor>> grads_and_vars_from_python(nb::iterable grads_and_vars) {
+  std::vector<std::pair<Tensor, Tensor>> pairs;
+  for (nb::handle pair : grads_and_vars) {
+    nb::tuple gv = nb::tuple(nb::borrow(pair));
+    if (gv.size() != 2) ug::fail("[apply_gradients] expected (gradient, variable) pairs, got ", gv.size(), " items");
+    pairs.emplace_back(gv[0].is_none() ? Tensor() : nb::cast<Tensor>(gv[0]), nb::cast<Tensor>(gv[1]));
+  }
+  return pairs;
+}
+
 void bind_optim(nb::module_& optim) {
   nb::class_<GroupView>(optim, "_ParamGroup", "A live view of one parameter group (or the defaults) as a dict.")
       .def("__getitem__", [](const GroupView& v, const std::string& k) { return v.get(k); })
@@ -339,14 +349,7 @@ void bind_optim(nb::module_& optim) {
       .def(
           "apply_gradients",
           [](Optimizer& opt, nb::iterable grads_and_vars) {
-            std::vector<std::pair<Tensor, Tensor>> pairs;
-            for (nb::handle pair : grads_and_vars) {
-              nb::tuple gv = nb::tuple(nb::borrow(pair));
-              if (gv.size() != 2)
-                ug::fail("[apply_gradients] expected (gradient, variable) pairs, got ", gv.size(), " items");
-              pairs.emplace_back(gv[0].is_none() ? Tensor() : nb::cast<Tensor>(gv[0]), nb::cast<Tensor>(gv[1]));
-            }
-            opt.apply_gradients(pairs);
+            opt.apply_gradients(grads_and_vars_from_python(grads_and_vars));
           },
           nb::arg("grads_and_vars"),
           "TensorFlow/Keras's step: optimizer.apply_gradients(zip(grads, model.trainable_variables)).")

@@ -3,10 +3,12 @@
 // made without variables: build(var_list), the first apply_gradients or model.fit gives them.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "ug/optim/keras.h"
+#include "ug/optim/loss_scale_optimizer.h"
 
 namespace ugpy {
 
@@ -156,6 +158,62 @@ void bind_optimizers(nb::module_& m) {
           "initial_accumulator_value"_a = adagrad.initial_accumulator_value(), "epsilon"_a = adagrad.epsilon(),
           "weight_decay"_a = nb::none(), "clipnorm"_a = nb::none(), "clipvalue"_a = nb::none(),
           "global_clipnorm"_a = nb::none());
+
+  nb::class_<keras::LossScaleOptimizer>(
+      m, "LossScaleOptimizer",
+      "keras.optimizers.LossScaleOptimizer (Keras 3): scale_loss(loss) before the gradient, apply_gradients of the "
+      "scaled gradients: unscaled, or the step skipped and the scale halved where one holds inf or NaN; the scale "
+      "doubles after dynamic_growth_steps finite steps.")
+      .def(
+          "__init__",
+          [](keras::LossScaleOptimizer* self, std::shared_ptr<keras::Optimizer> inner, double initial_scale,
+             int64_t dynamic_growth_steps, nb::handle, bool dynamic) {
+            if (!dynamic)
+              ug::fail<ug::ValueError>(
+                  "[LossScaleOptimizer] dynamic=False is not supported (as in Keras 3): scale the loss by a "
+                  "constant yourself instead");
+            new (self) keras::LossScaleOptimizer(std::move(inner), initial_scale, dynamic_growth_steps);
+          },
+          "inner_optimizer"_a, "initial_scale"_a = 32768.0, "dynamic_growth_steps"_a = 2000, "name"_a = nb::none(),
+          "dynamic"_a = true)
+      .def("scale_loss", &keras::LossScaleOptimizer::scale_loss, "loss"_a)
+      .def(
+          "apply_gradients",
+          [](keras::LossScaleOptimizer& opt, nb::iterable grads_and_vars) {
+            opt.apply_gradients(grads_and_vars_from_python(grads_and_vars));
+          },
+          "grads_and_vars"_a)
+      .def(
+          "apply",
+          [](keras::LossScaleOptimizer& opt, std::vector<std::optional<Tensor>> grads, nb::handle variables) {
+            std::vector<Tensor> vars;
+            if (!variables.is_none()) {
+              vars = variables_from_python(variables);
+            } else {
+              if (!opt.inner_optimizer().built())
+                ug::fail<ug::ValueError>(
+                    "[LossScaleOptimizer.apply] pass trainable_variables: the optimizer is not "
+                    "built yet");
+              for (const auto& g : opt.inner_optimizer().param_groups())
+                vars.insert(vars.end(), g.params().begin(), g.params().end());
+            }
+            if (vars.size() != grads.size())
+              ug::fail<ug::ValueError>("[LossScaleOptimizer.apply] ", grads.size(), " gradients for ", vars.size(),
+                                       " variables");
+            std::vector<std::pair<Tensor, Tensor>> pairs;
+            for (size_t i = 0; i < vars.size(); ++i) pairs.emplace_back(grads[i].value_or(Tensor()), vars[i]);
+            opt.apply_gradients(pairs);
+          },
+          "grads"_a, "trainable_variables"_a = nb::none())
+      .def_prop_ro("dynamic_scale", &keras::LossScaleOptimizer::dynamic_scale, "The scale now (a 0-d float32 tensor).")
+      .def_prop_ro("step_counter", &keras::LossScaleOptimizer::step_counter)
+      .def_prop_ro("initial_scale", &keras::LossScaleOptimizer::initial_scale)
+      .def_prop_ro("dynamic_growth_steps", &keras::LossScaleOptimizer::dynamic_growth_steps)
+      .def_prop_ro("inner_optimizer", &keras::LossScaleOptimizer::inner_ptr)
+      .def_prop_ro("iterations", [](const keras::LossScaleOptimizer& o) { return o.inner_optimizer().iterations(); })
+      .def_prop_rw(
+          "learning_rate", [](const keras::LossScaleOptimizer& o) { return learning_rate(o.inner_optimizer()); },
+          [](keras::LossScaleOptimizer& o, double lr) { set_learning_rate(o.inner_optimizer(), lr); });
 }
 
 }  // namespace ugpy

@@ -75,6 +75,8 @@ void bind_keras_layers(nb::module_& m);
 /** ug.distributions (torch.distributions): ug::distributions' classes and kl_divergence. */
 void bind_distributions(nb::module_& m);
 void bind_optim(nb::module_& optim);
+/** Keras's apply_gradients argument: (gradient or None, variable) pairs (bind_optim.cpp). */
+std::vector<std::pair<ug::Tensor, ug::Tensor>> grads_and_vars_from_python(nb::iterable grads_and_vars);
 /** ug.optimizers: Keras's optimizers (after bind_optim: they derive from ug.optim.Optimizer). */
 void bind_optimizers(nb::module_& m);
 void bind_data(nb::module_& data);

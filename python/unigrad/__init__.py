@@ -13,7 +13,7 @@ from ._C import _standard_gamma, _standard_gamma_grad  # noqa: F401  (torch's un
 # The star import brought _C's callbacks, data, datasets, distributed, logging, models, nn, onnx, optim, optimizers and train
 # submodules; the packages of those names wrap them.
 del callbacks, data, datasets, distributed, logging, models, nn, onnx, optim, optimizers, train  # noqa: F821
-from . import (amp, autograd, callbacks, cuda, data, datasets, debugging, distributed, distributions, logging, memory,  # noqa: F401,E402
+from . import (amp, autograd, callbacks, cpu, cuda, data, datasets, debugging, distributed, distributions, logging, memory,  # noqa: F401,E402
                mixed_precision, models, nn, onnx, optim, optimizers, profiler, train, utils)
 from . import debug, distribute, keras, lax  # noqa: F401,E402  (lax: JAX's collectives inside pmap)
 from . import ao  # noqa: F401,E402  (torch.ao)

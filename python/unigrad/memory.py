@@ -54,10 +54,10 @@ def summary(device="cpu", abbreviated=False):
     return _mem.summary(_device(device))
 
 
-def set_limit(bytes, device="cpu"):  # noqa: A002  (the limit in bytes; 0 removes it)
+def set_limit(bytes, device="cpu"):  # noqa: A002  (the limit in bytes; 0 or None removes it)
     """Caps the bytes live tensors may hold: an allocation past it raises ug.OutOfMemoryError
     naming the op, the shape and the dtype, instead of the system killing the process."""
-    _mem.set_limit(int(bytes), _device(device))
+    _mem.set_limit(0 if bytes is None else int(bytes), _device(device))
 
 
 def get_limit(device="cpu"):

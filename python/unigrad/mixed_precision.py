@@ -35,3 +35,4 @@ def global_policy():
 
 # Keras 2's spellings.
 DTypePolicy = Policy
+LossScaleOptimizer = _C.optimizers.LossScaleOptimizer  # Keras 3 has it here too

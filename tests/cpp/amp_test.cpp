@@ -70,6 +70,23 @@ TEST(GradScaler, SkipsOverflowAndBacksOff) {
   EXPECT_EQ(scaler.get_scale(), 4.0);         // grew after growth_interval good steps
 }
 
+TEST(LossScaleOptimizer, UnscalesSkipsOverflowAndGrowsAsKeras) {
+  // Keras's SGD (var -= lr * g) behind the scale: w = 1, gradient of 3 w per element.
+  Tensor w = ones({2});
+  optim::keras::LossScaleOptimizer opt(std::make_shared<optim::keras::SGD>(optim::keras::SGDOptions(1.0)), 4.0, 2);
+  auto gradient = [&](double value) { return opt.scale_loss(full({2}, value)); };
+  opt.apply_gradients({{gradient(3.0), w}});
+  test::expect_tensor(w, {2}, {-2.0, -2.0});  // unscaled: 1 - 3
+  opt.apply_gradients({{gradient(std::numeric_limits<double>::infinity()), w}});
+  test::expect_tensor(w, {2}, {-2.0, -2.0});  // skipped
+  EXPECT_EQ(opt.dynamic_scale().item<double>(), 2.0);
+  EXPECT_EQ(opt.inner_optimizer().iterations(), 1);
+  opt.apply_gradients({{gradient(1.0), w}});
+  opt.apply_gradients({{gradient(1.0), w}});
+  test::expect_tensor(w, {2}, {-4.0, -4.0});
+  EXPECT_EQ(opt.dynamic_scale().item<double>(), 4.0);  // doubled after 2 finite steps
+}
+
 TEST(MemoryLimit, OverLimitRaisesNamingTheOp) {
   Allocator& a = allocator_for(Device{});
   Tensor x = randn({64, 64});

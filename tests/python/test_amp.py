@@ -326,6 +326,22 @@ def test_cuda_autocast_without_cuda_warns_and_is_disabled_like_torch():
             assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
 
 
+def test_torch_cpu_amp_names_are_torchs():
+    # torch.cpu.amp.autocast (deprecated in torch for torch.amp.autocast("cpu"), still written)
+    a = ug.randn(2, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        with torch.cpu.amp.autocast():
+            want = (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+        scaler = torch.cpu.amp.GradScaler(init_scale=8.0)
+    with ug.cpu.amp.autocast():
+        assert str((a @ a).dtype).split(".")[-1] == str(want).split(".")[-1] == "bfloat16"
+    with ug.cpu.amp.autocast(dtype=ug.float16):
+        assert (a @ a).dtype == ug.float16
+    assert ug.cpu.amp.GradScaler(init_scale=8.0).get_scale() == scaler.get_scale()
+    assert (ug.cpu.is_available(), ug.cpu.device_count()) == (torch.cpu.is_available(), torch.cpu.device_count())
+
+
 def test_bad_autocast_arguments():
     with pytest.raises(ValueError, match="device_type"):
         ug.autocast("tpu")

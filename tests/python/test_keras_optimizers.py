@@ -227,3 +227,57 @@ def test_compile_takes_a_keras_optimizer_object_and_builds_it_at_the_first_step(
     model.fit(np.ones((8, 3), np.float32), np.zeros((8, 2), np.float32), batch_size=4, verbose=0)
     assert opt.built and opt.iterations == 2
     assert len(opt.param_groups[0]["params"]) == 4
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam"])
+def test_loss_scale_optimizer_is_keras(keras, name):
+    # Scaled gradients, some steps with an inf or a NaN: the skipped steps, the scale halving and
+    # doubling (growth every 2 finite steps here) and the variables, step by step, as Keras 3's.
+    kwargs = dict(learning_rate=0.1, momentum=0.9) if name == "SGD" else dict(learning_rate=0.01)
+    kopt = keras.optimizers.LossScaleOptimizer(getattr(keras.optimizers, name)(**kwargs), initial_scale=8.0,
+                                               dynamic_growth_steps=2)
+    uopt = ug.optimizers.LossScaleOptimizer(getattr(ug.optimizers, name)(**kwargs), initial_scale=8.0,
+                                            dynamic_growth_steps=2)
+    assert ug.mixed_precision.LossScaleOptimizer is ug.optimizers.LossScaleOptimizer
+    start = arrays("float32", 0)
+    kvars = [keras.Variable(a) for a in start]
+    uvars = [ug.tensor(a) for a in start]
+    bad = {2: np.inf, 3: np.nan, 6: -np.inf}
+    for step in range(9):
+        grads = [g * float(uopt.dynamic_scale) for g in arrays("float32", step + 1)]
+        if step in bad:
+            grads[step % 2].flat[1] = bad[step]
+        kopt.apply_gradients(zip([keras.ops.convert_to_tensor(g) for g in grads], kvars))
+        uopt.apply_gradients(zip([ug.tensor(g) for g in grads], uvars))
+        assert float(uopt.dynamic_scale) == float(kopt.dynamic_scale.numpy()), step
+        assert uopt.iterations == int(kopt.iterations.numpy()), step
+        for k, u in zip(kvars, uvars):
+            # dividing by a power of two is exact, so the steps are the inner optimizers' (TOL above)
+            np.testing.assert_allclose(u.numpy(), k.numpy(), **TOL["float32"])
+    assert float(uopt.scale_loss(ug.tensor(3.0))) == 3.0 * float(uopt.dynamic_scale)
+    assert uopt.scale_loss(ug.tensor(3.0, dtype=ug.float16)).dtype == ug.float32  # as Keras's float32 scale
+
+
+def test_a_loss_scaled_custom_loop_trains_under_mixed_float16():
+    # TensorFlow's mixed-precision guide's custom loop: scale_loss, tape.gradient, apply_gradients.
+    ug.manual_seed(0)
+    ug.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = ug.keras.Sequential([ug.keras.layers.Dense(16, activation="relu"), ug.keras.layers.Dense(1)])
+        x = ug.randn(64, 4)
+        y = x.sum(1, keepdim=True)
+        opt = ug.optimizers.LossScaleOptimizer(ug.optimizers.Adam(0.01))
+        losses = []
+        for _ in range(60):
+            with ug.GradientTape() as tape:
+                loss = ((model(x).float() - y) ** 2).mean()
+                scaled = opt.scale_loss(loss)
+            grads = tape.gradient(scaled, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            losses.append(float(loss))
+    finally:
+        ug.mixed_precision.set_global_policy("float32")
+    assert all(v.dtype == ug.float32 for v in model.trainable_variables)
+    assert losses[-1] < 0.1 * losses[0], losses[::10]
+    with pytest.raises(ValueError, match="dynamic=False is not supported"):
+        ug.optimizers.LossScaleOptimizer(ug.optimizers.SGD(), dynamic=False)

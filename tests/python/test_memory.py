@@ -66,6 +66,9 @@ def test_limit_raises_out_of_memory_naming_op_shape_and_dtype():
     assert "Out-of-memory errors: " in ug.memory.summary()
     with pytest.raises(ValueError, match="limit must be >= 0"):
         ug.memory.set_limit(-1)
+    ug.memory.set_limit(1 << 40)
+    ug.memory.set_limit(None)  # as 0: no limit
+    assert ug.memory.get_limit() == 0
 
 
 def test_limit_is_not_a_crash_inside_a_model():

@@ -72,6 +72,19 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   state.stage = Stage::Unscaled;
 }
 
+void next_scale(Tensor& scale, Tensor& tracker, const Tensor& found_inf, double growth, double backoff,
+                int64_t interval) {
+  NoGradGuard no_grad;
+  const Tensor zero = zeros_like(tracker);
+  const Tensor count = where(found_inf, zero, tracker + 1);
+  const Tensor grow = count.eq(interval);
+  const Tensor grown = scale * static_cast<double>(static_cast<float>(growth));
+  const Tensor next = where(found_inf, scale * static_cast<double>(static_cast<float>(backoff)),
+                            where(grow.logical_and(grown.isfinite()), grown, scale));
+  tracker.copy_(where(grow, zero, count));
+  scale.copy_(next);
+}
+
 std::optional<Tensor> GradScaler::step(optim::Optimizer& optimizer) {
   if (!enabled_) return optimizer.step();
   PerOptimizer& state = per_optimizer_[&optimizer];
@@ -101,17 +114,7 @@ void GradScaler::update(std::optional<double> new_scale) {
       found_inf = found_inf.logical_or(state.found_inf);
     }
     if (!any_checked) fail<RuntimeError>("[GradScaler] update: no inf checks were recorded prior to update()");
-    // After an inf: backoff, the count from 0. Else the count + 1, and at growth_interval the
-    // scale grown (unless that overflows) and the count from 0 again.
-    NoGradGuard no_grad;
-    const Tensor zero = zeros_like(growth_tracker_);
-    const Tensor count = where(found_inf, zero, growth_tracker_ + 1);
-    const Tensor grow = count.eq(growth_interval_);
-    const Tensor grown = scale_ * static_cast<double>(static_cast<float>(growth_factor_));
-    const Tensor scale = where(found_inf, scale_ * static_cast<double>(static_cast<float>(backoff_factor_)),
-                               where(grow.logical_and(grown.isfinite()), grown, scale_));
-    growth_tracker_.copy_(where(grow, zero, count));
-    scale_.copy_(scale);
+    next_scale(scale_, growth_tracker_, found_inf, growth_factor_, backoff_factor_, growth_interval_);
   }
   per_optimizer_.clear();
 }

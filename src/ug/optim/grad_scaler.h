@@ -42,6 +42,13 @@ struct GradScalerState {
   int64_t growth_tracker = 0;
 };
 
+/** The dynamic scale after one step, the rule of torch's GradScaler.update and Keras's
+ *  LossScaleOptimizer: after inf or NaN gradients (found_inf) the scale times backoff and the
+ *  count (tracker) from 0; else the count + 1, and at `interval` the scale times growth (where
+ *  that stays finite) and the count from 0. Tensors, so that a compiled step follows it. */
+void next_scale(Tensor& scale, Tensor& tracker, const Tensor& found_inf, double growth, double backoff,
+                int64_t interval);
+
 class GradScaler {
  public:
   explicit GradScaler(GradScalerOptions options = {});

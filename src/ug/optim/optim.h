@@ -13,6 +13,7 @@
 #include "ug/optim/grad_scaler.h"
 #include "ug/optim/keras.h"
 #include "ug/optim/lbfgs.h"
+#include "ug/optim/loss_scale_optimizer.h"
 #include "ug/optim/lr_scheduler.h"
 #include "ug/optim/nadam.h"
 #include "ug/optim/optimizer.h"

@@ -159,6 +159,11 @@ void Optimizer::step_params(const std::vector<StepParam>& params, const std::vec
 }
 
 void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars) {
+  apply_gradients_unless(grads_and_vars, Tensor());
+}
+
+void Optimizer::apply_gradients_unless(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars,
+                                       const Tensor& skip) {
   // Every parameter's .grad is set aside, the given gradients put in their place for one
   // step, and the previous gradients restored, so the one update rule serves both styles.
   std::vector<std::pair<Tensor, Tensor>> saved;
@@ -176,7 +181,8 @@ void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& gr
   for (auto& [p, grad] : saved) p.set_grad(Tensor());
   for (const auto& [grad, var] : grads_and_vars) var.set_grad(grad.defined() ? grad.detach() : Tensor());
   try {
-    step();
+    if (skip.defined()) step_unless(skip);
+    else step();
   } catch (...) {
     for (auto& [p, grad] : saved) p.set_grad(grad);
     throw;

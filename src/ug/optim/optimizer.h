@@ -103,6 +103,8 @@ class Optimizer {
    *  them: updates exactly those variables (which must be this optimizer's parameters) with
    *  those gradients; the other parameters and every .grad are left as they were. */
   virtual void apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars);
+  /** apply_gradients skipped when `skip` (a 0-d bool tensor) holds, as step_unless. */
+  void apply_gradients_unless(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars, const Tensor& skip);
 
   std::vector<ParamGroup>& param_groups() { return groups_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
