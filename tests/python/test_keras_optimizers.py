@@ -281,3 +281,33 @@ def test_a_loss_scaled_custom_loop_trains_under_mixed_float16():
     assert losses[-1] < 0.1 * losses[0], losses[::10]
     with pytest.raises(ValueError, match="dynamic=False is not supported"):
         ug.optimizers.LossScaleOptimizer(ug.optimizers.SGD(), dynamic=False)
+
+
+def test_a_loss_scaled_step_compiles_and_skips_at_every_run():
+    # ug.function on the custom step: the program decides at each run whether a step is skipped
+    # (the scale and its count are tensors), so it follows the eager loop exactly.
+    def run(compiled):
+        ug.manual_seed(0)
+        model = ug.keras.Sequential([ug.keras.layers.Dense(8, activation="relu"), ug.keras.layers.Dense(1)])
+        model(ug.ones(2, 4))
+        opt = ug.optimizers.LossScaleOptimizer(ug.optimizers.Adam(0.01), initial_scale=4.0, dynamic_growth_steps=2)
+
+        def step(x, y, poison):
+            with ug.GradientTape() as tape:
+                scaled = opt.scale_loss(((model(x) - y) ** 2).mean() * poison)
+            grads = tape.gradient(scaled, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+
+        step = ug.function(step) if compiled else step
+        x = ug.randn(16, 4, generator=ug.Generator().manual_seed(1))
+        scales = []
+        for i in range(8):
+            step(x, x.sum(1, keepdim=True), ug.tensor(float("inf") if i in (2, 5) else 1.0))
+            scales.append(float(opt.dynamic_scale))
+        return scales, opt.iterations, [v.numpy() for v in model.trainable_variables]
+
+    (eager_scales, eager_steps, eager), (scales, steps, compiled) = run(False), run(True)
+    assert scales == eager_scales == [4.0, 8.0, 4.0, 4.0, 8.0, 4.0, 4.0, 8.0]
+    assert steps == eager_steps == 6
+    for a, b in zip(compiled, eager):
+        np.testing.assert_array_equal(a, b)  # the same ops in the same order
