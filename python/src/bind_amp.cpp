@@ -3,6 +3,7 @@
 // GradScaler.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 
 #include "bindings.h"
 #include "ug/nn/mixed_precision.h"
@@ -75,6 +76,20 @@ void bind_amp(nb::module_& m) {
       "set_autocast_dtype",
       [](const std::string& d, ug::DType dtype) { ug::autocast::set_dtype(device_type(d), dtype); },
       nb::arg("device_type"), nb::arg("dtype"));
+  // ug.autocast's __enter__ keeps what it found, its __exit__ puts it back exactly (RegionState).
+  amp.def(
+      "region_state",
+      [](const std::string& d) {
+        const ug::autocast::RegionState s = ug::autocast::region_state(device_type(d));
+        return std::make_tuple(s.enabled, s.dtype, s.active);
+      },
+      nb::arg("device_type"));
+  amp.def(
+      "restore_region",
+      [](const std::string& d, std::tuple<bool, ug::DType, bool> s) {
+        ug::autocast::restore(device_type(d), {std::get<0>(s), std::get<1>(s), std::get<2>(s)});
+      },
+      nb::arg("device_type"), nb::arg("state"));
   amp.def(
       "autocast_policy", [](const std::string& op) { return policy_name(ug::graph::autocast_policy(op)); },
       nb::arg("op"), "What an op of the op table does under autocast: 'lower_precision', 'float32' or 'none'.");

@@ -53,16 +53,15 @@ class autocast(contextlib.ContextDecorator):
         self._saved = []
 
     def __enter__(self):
-        self._saved.append((is_autocast_enabled(self.device), get_autocast_dtype(self.device)))
+        self._saved.append(_amp.region_state(self.device))
         if self._enabled:
             set_autocast_dtype(self.device, self.fast_dtype)
         set_autocast_enabled(self.device, self._enabled)
         return self
 
     def __exit__(self, *exc):
-        enabled, dtype = self._saved.pop()
-        set_autocast_dtype(self.device, dtype)
-        set_autocast_enabled(self.device, enabled)
+        # exactly as found: a region that ends inside backward leaves its ops uncast
+        _amp.restore_region(self.device, self._saved.pop())
         return False
 
     def __call__(self, func):
@@ -72,6 +71,52 @@ class autocast(contextlib.ContextDecorator):
                 return func(*args, **kwargs)
 
         return wrapper
+
+
+def _cast_inputs(value, device_type, dtype):
+    """value with its floating tensors on device_type (not float64) cast to dtype, through lists,
+    tuples and dicts (torch.amp's _cast)."""
+    if isinstance(value, _C.Tensor):
+        castable = value.is_floating_point() and value.dtype != _C.float64 and value.device.type == device_type
+        return value.to(dtype) if castable else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_inputs(v, device_type, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _cast_inputs(v, device_type, dtype) for k, v in value.items()}
+    return value
+
+
+def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
+    """torch.amp.custom_fwd, on an autograd.Function's forward: keeps autocast's state for
+    custom_bwd; with cast_inputs, inside an autocast region the forward runs with autocast off on
+    its floating inputs cast to that dtype."""
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(ctx, *args, **kwargs):
+        ctx._dtype = get_autocast_dtype(device_type)
+        in_region = is_autocast_enabled(device_type)
+        ctx._fwd_used_autocast = in_region and cast_inputs is None
+        if cast_inputs is None or not in_region:
+            return fwd(ctx, *args, **kwargs)
+        with autocast(device_type, enabled=False):
+            return fwd(ctx, *_cast_inputs(args, device_type, cast_inputs),
+                       **_cast_inputs(kwargs, device_type, cast_inputs))
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type):
+    """torch.amp.custom_bwd, on the backward of a forward under custom_fwd: runs it with the
+    autocast state that forward ran with (backward otherwise runs with autocast off)."""
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(ctx, *args, **kwargs):
+        with autocast(device_type, enabled=ctx._fwd_used_autocast, dtype=ctx._dtype):
+            return bwd(ctx, *args, **kwargs)
+    return decorate_bwd
 
 
 class GradScaler(_amp.GradScaler):

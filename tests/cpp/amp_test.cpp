@@ -47,6 +47,24 @@ TEST(Autocast, GradientsInTheParametersDtype) {
   test::expect_values(w.grad()[0], test::values(expected), 0.0);
 }
 
+TEST(Autocast, ARegionThatEndsInsideAnExclusionLeavesCastingOff) {
+  // Backward runs under an ExcludeGuard; a region opened there casts until it ends, then the
+  // exclusion holds again (before, its end recounted the enabled regions and cast again).
+  Tensor a = randn({4, 4});
+  AutocastGuard outer(DeviceType::CPU, DType::BFloat16);
+  {
+    autocast::ExcludeGuard backward;
+    { AutocastGuard off(DeviceType::CPU, DType::BFloat16, false); }
+    EXPECT_EQ(matmul(a, a).dtype(), DType::Float32);
+    {
+      AutocastGuard custom_bwd(DeviceType::CPU, DType::BFloat16);
+      EXPECT_EQ(matmul(a, a).dtype(), DType::BFloat16);
+    }
+    EXPECT_EQ(matmul(a, a).dtype(), DType::Float32);
+  }
+  EXPECT_EQ(matmul(a, a).dtype(), DType::BFloat16);
+}
+
 TEST(GradScaler, SkipsOverflowAndBacksOff) {
   Tensor w = ones({2}).requires_grad_(true);
   optim::SGD opt(std::vector<Tensor>{w}, optim::SGDOptions(1.0));

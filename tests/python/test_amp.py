@@ -342,6 +342,84 @@ def test_torch_cpu_amp_names_are_torchs():
     assert (ug.cpu.is_available(), ug.cpu.device_count()) == (torch.cpu.is_available(), torch.cpu.device_count())
 
 
+def _custom_functions(m):
+    class ProductKeepingAutocast(m.autograd.Function):
+        @staticmethod
+        @m.amp.custom_fwd(device_type="cpu")
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a.mm(b)
+
+        @staticmethod
+        @m.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return g.mm(b.t()), a.t().mm(g)
+
+    class SquaresInFloat32(m.autograd.Function):
+        @staticmethod
+        @m.amp.custom_fwd(device_type="cpu", cast_inputs=m.float32)
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            ctx.product_dtype = (a @ a.t()).dtype  # autocast is off inside
+            return (a * a).sum()
+
+        @staticmethod
+        @m.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return 2 * a * g
+
+    return ProductKeepingAutocast, SquaresInFloat32
+
+
+def test_custom_fwd_and_custom_bwd_are_torchs():
+    rng = np.random.default_rng(0)
+    a_np, b_np = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)
+    results = []
+    for m in (ug, torch):
+        product, squares = _custom_functions(m)
+        a, b = m.tensor(a_np, requires_grad=True), m.tensor(b_np, requires_grad=True)
+        with m.autocast("cpu"):
+            y = product.apply(a, b)  # the forward under autocast: a bfloat16 product
+            low = a.to(m.bfloat16)
+            s = squares.apply(low)  # cast back to float32, autocast off
+        (y.float().sum() + s).backward()  # custom_bwd: the product's backward under autocast again
+        results.append((str(y.dtype).split(".")[-1], str(s.dtype).split(".")[-1], a.grad.float().numpy(),
+                        b.grad.float().numpy()))
+    (ug_y, ug_s, ug_da, ug_db), (t_y, t_s, t_da, t_db) = results
+    assert (ug_y, ug_s) == (t_y, t_s) == ("bfloat16", "float32")
+    # bfloat16 products of 5 (or 4) terms: a few units of bfloat16's 2^-8 of the sum of |terms|
+    np.testing.assert_allclose(ug_da, t_da, rtol=0.05, atol=0.05)
+    np.testing.assert_allclose(ug_db, t_db, rtol=0.05, atol=0.05)
+
+
+def test_a_region_that_ends_inside_backward_leaves_backward_uncast():
+    # Backward runs in the forward's dtypes, also when called inside a region; a region opened
+    # and closed in backward (a hook's, custom_bwd's) casts until it ends and then leaves the
+    # rest of backward uncast (it turned casting back on, before).
+    x = ug.randn(8, 8, requires_grad=True)
+    h = x * 2
+    seen = []
+
+    def hook(g):
+        a = ug.randn(4, 4)
+        with ug.autocast("cpu", enabled=False):
+            pass
+        seen.append((a @ a).dtype)
+        with ug.autocast("cpu"):
+            seen.append((a @ a).dtype)
+        seen.append((a @ a).dtype)
+        return g
+
+    h.register_hook(hook)
+    with ug.autocast("cpu"):
+        h.sum().backward()
+        assert (ug.ones(2, 2) @ ug.ones(2, 2)).dtype == ug.bfloat16  # the region itself goes on
+    assert seen == [ug.float32, ug.bfloat16, ug.float32]
+    assert (ug.ones(2, 2) @ ug.ones(2, 2)).dtype == ug.float32
+
+
 def test_bad_autocast_arguments():
     with pytest.raises(ValueError, match="device_type"):
         ug.autocast("tpu")

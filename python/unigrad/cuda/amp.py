@@ -16,3 +16,13 @@ class GradScaler(_amp.GradScaler):
     def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
                  enabled=True):
         super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+
+
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    """torch.cuda.amp.custom_fwd: ug.amp.custom_fwd on the CUDA device."""
+    return _amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd=None):
+    """torch.cuda.amp.custom_bwd: ug.amp.custom_bwd on the CUDA device."""
+    return _amp.custom_bwd(bwd, device_type="cuda")

@@ -29,9 +29,10 @@ struct Region {
 thread_local std::array<Region, kNumDeviceTypes> regions = {Region{false, DType::BFloat16},
                                                             Region{false, DType::Float16}};
 
-void refresh() {
-  detail::active = false;
-  for (const Region& r : regions) detail::active |= r.enabled;
+bool any_enabled() {
+  for (const Region& r : regions)
+    if (r.enabled) return true;
+  return false;
 }
 
 }  // namespace
@@ -41,7 +42,17 @@ DType get_dtype(DeviceType device) { return regions[static_cast<int>(device)].dt
 
 void set_enabled(DeviceType device, bool enabled) {
   regions[static_cast<int>(device)].enabled = enabled;
-  refresh();
+  detail::active = enabled || (detail::active && any_enabled());
+}
+
+RegionState region_state(DeviceType device) {
+  const Region& r = regions[static_cast<int>(device)];
+  return {r.enabled, r.dtype, detail::active};
+}
+
+void restore(DeviceType device, const RegionState& state) {
+  regions[static_cast<int>(device)] = {state.enabled, state.dtype};
+  detail::active = state.active;
 }
 
 void set_dtype(DeviceType device, DType dtype) {
@@ -156,14 +167,11 @@ DType target(graph::Autocast policy, const std::vector<const Tensor*>& tensors) 
 }  // namespace autocast
 
 AutocastGuard::AutocastGuard(DeviceType device, DType dtype, bool enabled)
-    : device_(device), was_enabled_(autocast::is_enabled(device)), was_dtype_(autocast::get_dtype(device)) {
+    : device_(device), was_(autocast::region_state(device)) {
   autocast::set_dtype(device, dtype);
   autocast::set_enabled(device, enabled);
 }
 
-AutocastGuard::~AutocastGuard() {
-  autocast::set_dtype(device_, was_dtype_);
-  autocast::set_enabled(device_, was_enabled_);
-}
+AutocastGuard::~AutocastGuard() { autocast::restore(device_, was_); }
 
 }  // namespace ug

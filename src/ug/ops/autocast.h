@@ -37,9 +37,22 @@ inline bool applies(const graph::OpDef& def) { return detail::active && def.auto
 bool is_enabled(DeviceType device = DeviceType::CPU);
 /** The region's low dtype (bfloat16 on CPU, float16 on CUDA, unless set otherwise). */
 DType get_dtype(DeviceType device = DeviceType::CPU);
-/** torch.set_autocast_enabled / set_autocast_dtype: what AutocastGuard does and undoes. */
+/** torch.set_autocast_enabled / set_autocast_dtype. Enabling a region casts from then on, also
+ *  inside an ExcludeGuard (a region opened in backward: torch's custom_bwd); disabling one
+ *  never turns casting on. */
 void set_enabled(DeviceType device, bool enabled);
 void set_dtype(DeviceType device, DType dtype);
+
+/** A device's region and whether ops cast, as a region (AutocastGuard, ug.autocast) finds
+ *  them, to put back exactly when it ends: inside an ExcludeGuard, a region's end must leave
+ *  casting off. */
+struct RegionState {
+  bool enabled;
+  DType dtype;
+  bool active;
+};
+RegionState region_state(DeviceType device);
+void restore(DeviceType device, const RegionState& state);
 
 /** Turns autocast off for the thread while it lives: the inner call of an autocast op, and
  *  the engine during backward (backward ops run in the dtypes the forward chose). */
@@ -135,8 +148,7 @@ class AutocastGuard {
 
  private:
   DeviceType device_;
-  bool was_enabled_;
-  DType was_dtype_;
+  autocast::RegionState was_;
 };
 
 }  // namespace ug
