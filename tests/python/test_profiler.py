@@ -2,8 +2,11 @@
 roots, shapes and bytes are recorded, the Chrome trace is valid trace-event JSON with
 well-formed nesting, record_function ranges appear, with_stack names this file, the table has
 torch's columns, nothing is recorded when off, and profiles do not nest."""
+import gzip
 import json
+import os
 import re
+import warnings
 
 import pytest
 import torch
@@ -251,3 +254,58 @@ def test_ug_train_profile_writes_a_trace_of_five_steps(tmp_path):
     linear_inputs = [e["args"]["Input Dims"][0] for e in events if e["name"] == "linear"]
     assert len(linear_inputs) == 2 * 5
     assert linear_inputs[0] == [64, 784]
+
+
+def _cycles(m, prof_mod, steps, **kwargs):
+    """The step ranges each recorded cycle holds, as on_trace_ready receives the cycles."""
+    cycles = []
+
+    def ready(p):
+        names = {e.key for e in p.key_averages() if e.key.startswith("step")}
+        cycles.append(sorted(names, key=lambda n: int(n[4:])))
+
+    with prof_mod.profile(activities=[prof_mod.ProfilerActivity.CPU], schedule=prof_mod.schedule(**kwargs),
+                          on_trace_ready=ready) as p:
+        for i in range(steps):
+            with prof_mod.record_function(f"step{i}"):
+                m.ones(2) * 2
+            p.step()
+    return cycles
+
+
+@pytest.mark.parametrize("kwargs", [dict(wait=1, warmup=1, active=2, repeat=2, skip_first=1),
+                                    dict(wait=0, warmup=0, active=3), dict(wait=2, warmup=0, active=1)])
+def test_a_schedule_records_the_steps_torchs_records(kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = _cycles(torch, torch.profiler, 12, **kwargs)
+    assert _cycles(ug, ug.profiler, 12, **kwargs) == want
+
+
+@pytest.mark.parametrize("use_gzip", [False, True])
+def test_tensorboard_trace_handler_writes_each_cycle(tmp_path, use_gzip):
+    handler = ug.profiler.tensorboard_trace_handler(str(tmp_path), worker_name="w0", use_gzip=use_gzip)
+    with ug.profiler.profile(schedule=ug.profiler.schedule(wait=1, warmup=0, active=1, repeat=2),
+                             on_trace_ready=handler) as p:
+        for _ in range(5):
+            ug.ones(3).exp()
+            p.step()
+    files = sorted(os.listdir(tmp_path))
+    suffix = ".pt.trace.json.gz" if use_gzip else ".pt.trace.json"
+    assert len(files) == 2 and all(f.startswith("w0.") and f.endswith(suffix) for f in files), files
+    opener = gzip.open if use_gzip else open
+    with opener(tmp_path / files[0], "rt") as f:
+        assert any(e.get("name") == "exp" for e in json.load(f)["traceEvents"])
+
+
+def test_the_autograd_profiler_spelling():
+    with ug.autograd.profiler.profile(record_shapes=True) as prof:
+        with ug.autograd.profiler.record_function("block"):
+            ug.ones(4, 4).matmul(ug.ones(4, 4))
+    assert "matmul" in prof.table(sort_by="cpu_time_total") and "block" in prof.table()
+    with ug.autograd.profiler.profile(enabled=False) as off:
+        ug.ones(2).exp()
+    with pytest.raises(RuntimeError, match="has not run"):
+        off.key_averages()
+    with pytest.raises(ValueError, match="only the CPU"):
+        ug.autograd.profiler.profile(use_cuda=True)

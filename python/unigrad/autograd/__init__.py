@@ -8,7 +8,7 @@ saved_tensors_hooks decide how the tensors kept for backward are stored.
 import contextlib
 
 from .. import _C
-from . import graph  # noqa: F401
+from . import graph, profiler  # noqa: F401
 from .function import Function, FunctionCtx, PyLayer, once_differentiable  # noqa: F401
 
 _ag = _C._autograd
