@@ -16,6 +16,7 @@ del callbacks, data, datasets, distributed, logging, models, nn, onnx, optim, op
 from . import (amp, autograd, callbacks, cpu, cuda, data, datasets, debugging, distributed, distributions, logging, memory,  # noqa: F401,E402
                mixed_precision, models, nn, onnx, optim, optimizers, profiler, train, utils)
 from . import debug, distribute, keras, lax  # noqa: F401,E402  (lax: JAX's collectives inside pmap)
+from . import static  # noqa: F401,E402  (paddle.static.InputSpec)
 from . import ao  # noqa: F401,E402  (torch.ao)
 from . import index_update  # noqa: F401,E402  (JAX's x.at[idx].set(v))
 from .ao import quantization  # noqa: F401,E402,F811  (torch.quantization, over the _C submodule of that name)

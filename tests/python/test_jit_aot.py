@@ -1,9 +1,11 @@
 """JAX's ahead-of-time path (jit(f).lower(*args).compile(), make_jaxpr), an array's
-block_until_ready, pmap on a process that joined no group (JAX on one device), and torch.jit.save
-of a traced module: against JAX 0.10.2 and torch 2.13 where they give values."""
+block_until_ready, pmap on a process that joined no group (JAX on one device), torch.jit.save
+of a traced module and paddle.jit.to_static/save/load with InputSpecs: against JAX 0.10.2,
+torch 2.13 and ONNX Runtime where they give values."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import onnxruntime
 import pytest
 import torch
 
@@ -83,3 +85,33 @@ def test_torch_jit_save_of_a_traced_module(tmp_path):
     want = torch.jit.load(tmp_path / "m.pt")(torch.tensor(x)).detach().numpy()
     # a 3-term product and tanh in float32: a few ulps
     np.testing.assert_allclose(ug.jit.load(tmp_path / "m.onnx")(ug.tensor(x)).numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_paddle_to_static_and_save_with_input_specs(tmp_path):
+    # paddle.jit.save(paddle.jit.to_static(model), "mlp", input_spec=[InputSpec([None, 784])]) and
+    # paddle.jit.load("mlp"): the path is a prefix, the None dims any size in the file.
+    model = ug.nn.Sequential(ug.nn.Linear(784, 32), ug.nn.ReLU(), ug.nn.Linear(32, 10))
+    spec = [ug.static.InputSpec([None, 784], "float32")]
+    ug.jit.save(ug.jit.to_static(model), tmp_path / "mlp", input_spec=spec)
+    assert (tmp_path / "mlp.onnx").exists()
+    x = ug.randn(5, 784)
+    want = model(x).detach().numpy()
+    # the same ops in the same order: float32 products of 784 terms, a few ulps of their sums
+    np.testing.assert_allclose(ug.jit.load(tmp_path / "mlp")(x).numpy(), want, rtol=1e-5, atol=1e-5)
+    ug.jit.save(ug.jit.to_static(model, input_spec=spec), tmp_path / "same.onnx")  # the spec given to to_static
+    session = onnxruntime.InferenceSession(str(tmp_path / "same.onnx"))
+    assert session.get_inputs()[0].shape == ["batch", 784]
+    np.testing.assert_allclose(session.run(None, {session.get_inputs()[0].name: x.numpy()})[0], want,
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_input_spec_dims_of_any_size_follow_into_the_outputs(tmp_path):
+    # a sequence model: [None, None] token ids; the output's two first dims follow them
+    model = ug.nn.Sequential(ug.nn.Embedding(20, 8), ug.nn.Linear(8, 3))
+    ug.jit.save(model, tmp_path / "seq", input_spec=[ug.static.InputSpec([None, -1], "int64")])
+    session = onnxruntime.InferenceSession(str(tmp_path / "seq.onnx"))
+    assert session.get_inputs()[0].shape == ["batch", "input_0_dim1"]
+    assert session.get_outputs()[0].shape == ["batch", "output_0_dim1", 3]
+    ids = ug.randint(0, 20, (2, 7))
+    np.testing.assert_allclose(session.run(None, {session.get_inputs()[0].name: ids.numpy()})[0],
+                               model(ids).detach().numpy(), rtol=1e-6, atol=1e-6)
