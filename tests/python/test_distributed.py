@@ -260,8 +260,8 @@ def test_errors_name_the_op_and_the_cause():
             except (RuntimeError, ValueError, TypeError) as e:
                 return str(e)
         print(error(lambda: dist.all_reduce(ug.ones(2))))
-        print(error(lambda: dist.init_process_group("gloo")))
-        dist.init_process_group("mpi", timeout=5)
+        print(error(lambda: dist.init_process_group("nccl")))
+        dist.init_process_group("gloo", timeout=5)  # torch's CPU backend's name: MPI here
         print(dist.get_rank(), dist.get_world_size(), dist.get_backend(), dist.is_initialized())
         print(error(lambda: dist.init_process_group()))
         print(error(lambda: dist.all_reduce(ug.ones(2, dtype=ug.int64), op=dist.ReduceOp.AVG)))
@@ -274,7 +274,7 @@ def test_errors_name_the_op_and_the_cause():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "[all_reduce] the default process group is not initialised: call init_process_group first"
-    assert lines[1] == "[init_process_group] unknown backend 'gloo' (this build has: mpi)"
+    assert lines[1] == "[init_process_group] unknown backend 'nccl' (this build has: gloo, mpi)"
     assert lines[2] == "0 1 mpi True"
     assert lines[3] == "[init_process_group] the default process group is already initialised"
     assert lines[4] == "[all_reduce] ReduceOp.AVG needs a floating dtype, got int64"

@@ -23,7 +23,10 @@ def _seconds(timeout):
 def init_process_group(backend="mpi", init_method=None, timeout=datetime.timedelta(minutes=30), world_size=-1,
                        rank=-1, **kwargs):
     """torch.distributed.init_process_group. MPI knows the ranks: init_method, world_size and
-    rank, where given, must agree with it (RANK and WORLD_SIZE in the environment too)."""
+    rank, where given, must agree with it (RANK and WORLD_SIZE in the environment too). "gloo"
+    (torch's CPU backend) and None name the CPU's backend, MPI; so does torch's "cpu:gloo"."""
+    if backend is None or backend == "cpu:gloo":
+        backend = "mpi"
     _init(backend, _seconds(timeout))
     d = _C.distributed
     for name, given, actual in (("world_size", world_size, d.get_world_size()), ("rank", rank, d.get_rank())):

@@ -16,7 +16,9 @@ std::mutex g_mutex;
 ProcessGroupPtr g_default;
 
 std::map<std::string, BackendFactory>& backends() {
-  static std::map<std::string, BackendFactory> registry{{"mpi", mpi_world_group}};
+  // "gloo", torch's CPU backend, is a name of the CPU's one here, so that a torch script's
+  // init_process_group("gloo") runs as written (under ug launch: MPI starts the ranks).
+  static std::map<std::string, BackendFactory> registry{{"mpi", mpi_world_group}, {"gloo", mpi_world_group}};
   return registry;
 }
 

@@ -15,7 +15,8 @@ namespace ug::distributed {
 /** torch's default timeout: 30 minutes. */
 inline constexpr Timeout kDefaultTimeout{1800.0};
 
-/** A backend by name ("mpi" is built in; "nccl" will join it): makes the world group. */
+/** A backend by name ("mpi" is built in, also as "gloo", torch's CPU backend's name; "nccl"
+ *  will join them): makes the world group. */
 using BackendFactory = std::function<ProcessGroupPtr(Timeout)>;
 void register_backend(const std::string& name, BackendFactory factory);
 
