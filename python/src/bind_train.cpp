@@ -835,7 +835,21 @@ void bind_train(nb::module_& m) {
           "group"_a.none() = nb::none())
       .def_prop_ro("num_replicas_in_sync", &MirroredStrategy::num_replicas_in_sync)
       .def_prop_ro("group", &MirroredStrategy::group)
-      .def("scope", &MirroredStrategy::scope, "Opens the scope; it closes when the returned object is freed.");
+      .def("scope", &MirroredStrategy::scope, "Opens the scope; it closes when the returned object is freed.")
+      .def("replica_context", &MirroredStrategy::replica_context,
+           "strategy.run's context: apply_gradients sums over the replicas while the returned object lives.")
+      .def(
+          "reduce",
+          [](const MirroredStrategy& s, const std::string& op, const ug::Tensor& value, std::optional<int64_t> axis) {
+            nb::gil_scoped_release release;  // waits for the other replicas
+            return s.reduce(op, value, axis);
+          },
+          "op"_a, "value"_a, "axis"_a.none() = nb::none())
+      .def("local_part", &MirroredStrategy::local_part, "global_batch"_a);
+  nb::class_<MirroredStrategy::ReplicaContext>(tm, "_ReplicaContext", "An open replica context: closed when freed");
+  tm.def("compute_average_loss", &train::compute_average_loss, "per_example_loss"_a,
+         "global_batch_size"_a.none() = nb::none(), "sample_weight"_a.none() = nb::none(),
+         "tf.nn.compute_average_loss: the losses summed over the global batch size.");
 }
 
 }  // namespace ugpy

@@ -8,12 +8,25 @@ gradients, data sharded with a DistributedSampler, metrics averaged over the rep
 alone printing and writing). docs/distributed.md lists where this differs from TensorFlow.
 """
 import contextlib
+import enum
 import threading
 import types
 
 from . import _C
+from .tree import tree_map
 
-__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "get_strategy", "has_strategy", "experimental"]
+__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "ReduceOp", "get_strategy", "has_strategy",
+           "experimental"]
+
+
+class ReduceOp(enum.Enum):
+    """tf.distribute.ReduceOp: how strategy.reduce combines the replicas' values."""
+    SUM = "SUM"
+    MEAN = "MEAN"
+
+
+def _op_name(reduce_op):
+    return (reduce_op.value if isinstance(reduce_op, ReduceOp) else str(reduce_op)).upper()
 
 
 class _Scopes(threading.local):
@@ -62,6 +75,43 @@ class MirroredStrategy:
             _scopes.stack.pop()
             del opened
 
+    def run(self, fn, args=(), kwargs=None, options=None):
+        """tf's strategy.run: fn on this replica's inputs (this process's), in a replica context:
+        the strategy is the current one, and an optimizer's apply_gradients sums the gradients
+        over the replicas first (average the loss over the global batch with
+        ug.nn.compute_average_loss). Returns this replica's result."""
+        context = self._strategy.replica_context()
+        _scopes.stack.append(self)
+        try:
+            return fn(*args, **(kwargs or {}))
+        finally:
+            _scopes.stack.pop()
+            del context
+
+    def reduce(self, reduce_op, value, axis=None):
+        """tf's strategy.reduce: SUM or MEAN of every replica's value (a tensor, or a pytree of
+        them); with an axis, over that axis too (MEAN: over all the replicas' elements)."""
+        op = _op_name(reduce_op)
+        return tree_map(lambda v: self._strategy.reduce(op, v, axis) if isinstance(v, _C.Tensor) else v, value)
+
+    def experimental_distribute_dataset(self, dataset, options=None):
+        """Each global batch the dataset yields (a tensor, or a tuple/dict of them), split over the
+        replicas: this replica's rows of each, in order (local_part)."""
+        return _DistributedDataset(self._strategy, dataset)
+
+    def experimental_local_results(self, value):
+        """The values of this process's replicas: one, as one replica is one process here."""
+        return (value,)
+
+
+class _DistributedDataset:
+    def __init__(self, strategy, dataset):
+        self._strategy, self._dataset = strategy, dataset
+
+    def __iter__(self):
+        for element in self._dataset:
+            yield tree_map(lambda t: self._strategy.local_part(t) if isinstance(t, _C.Tensor) else t, element)
+
 
 class MultiWorkerMirroredStrategy(MirroredStrategy):
     """tf.distribute.MultiWorkerMirroredStrategy: the same as MirroredStrategy here (processes
@@ -78,12 +128,28 @@ def has_strategy():
 
 
 class _DefaultStrategy:
-    """What get_strategy() returns outside every scope: one replica, a scope that does nothing."""
+    """What get_strategy() returns outside every scope: one replica, a scope that does nothing,
+    run calling fn, reduce over the axis alone."""
     num_replicas_in_sync = 1
 
     @contextlib.contextmanager
     def scope(self):
         yield self
+
+    def run(self, fn, args=(), kwargs=None, options=None):
+        return fn(*args, **(kwargs or {}))
+
+    def reduce(self, reduce_op, value, axis=None):
+        mean = _op_name(reduce_op) == "MEAN"
+        if axis is None:
+            return value
+        return tree_map(lambda v: (v.mean(axis) if mean else v.sum(axis)) if isinstance(v, _C.Tensor) else v, value)
+
+    def experimental_distribute_dataset(self, dataset, options=None):
+        return dataset
+
+    def experimental_local_results(self, value):
+        return (value,)
 
 
 _default = _DefaultStrategy()

@@ -43,6 +43,30 @@ TEST(Distributed, CollectivesOnOneRankLeaveTheValues) {
   EXPECT_EQ(test::values(gathered[0]), test::values(x));
 }
 
+TEST(Distributed, AStrategysReplicaContextSumsTheGradientsOfApplyGradients) {
+  // One replica: the sum is the gradient itself, the loss averaged over the global batch, the
+  // local part the whole batch; reduce over an axis sums or averages its rows.
+  World world;
+  auto strategy = train::MirroredStrategy::make();
+  Tensor w = ones({2});
+  optim::keras::SGD opt(optim::keras::SGDOptions(1.0));
+  Tensor per_example = tensor({1.0, 2.0, 3.0, 6.0});
+  EXPECT_EQ(train::compute_average_loss(per_example).item<double>(), 3.0);
+  EXPECT_EQ(train::compute_average_loss(per_example, 8).item<double>(), 1.5);
+  {
+    auto replica = strategy->replica_context();
+    EXPECT_EQ(train::current_strategy(), strategy);
+    opt.apply_gradients({{full({2}, 0.5), w}});
+  }
+  EXPECT_EQ(train::current_strategy(), nullptr);
+  test::expect_tensor(w, {2}, {0.5, 0.5});
+  Tensor rows = tensor({{1.0, 2.0}, {3.0, 6.0}});
+  EXPECT_EQ(test::values(strategy->local_part(rows)), test::values(rows));
+  EXPECT_EQ(test::values(strategy->reduce("MEAN", rows, 0)), (std::vector<double>{2.0, 4.0}));
+  EXPECT_EQ(test::values(strategy->reduce("SUM", rows)), test::values(rows));
+  EXPECT_THROW(strategy->reduce("MAX", rows), ValueError);
+}
+
 TEST(Distributed, ErrorsNameTheOpAndTheCause) {
   try {
     dist::barrier();

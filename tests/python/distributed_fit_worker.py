@@ -66,6 +66,59 @@ def fit_equals_one_process(strategy_name, optimizer):
         np.testing.assert_allclose(history.history[key], values, rtol=1e-12, atol=0, err_msg=key)
 
 
+def custom_loop_equals_one_process(optimizer):
+    """TensorFlow's custom loop over a strategy (the tf.distribute tutorial's): each global batch
+    split over the replicas (experimental_distribute_dataset; 4N+1 rows, so the first replica
+    takes one more), strategy.run(step) with the loss averaged over the global batch
+    (compute_average_loss) and apply_gradients summing the gradients over the replicas,
+    strategy.reduce(SUM) of the replicas' losses: the parameters and losses of one process on
+    the global batches. A model made with each rank's own seed raises at its first step (its
+    gradients came from other weights), on every rank."""
+    strategy = ug.distribute.MirroredStrategy()
+    rank, n = dist.get_rank(), strategy.num_replicas_in_sync
+    x, y = data()
+    size = 4 * n + 1
+    batches = [(x[i:i + size], y[i:i + size]) for i in range(0, SAMPLES, size)]
+
+    def step(model, opt, xb, yb, global_size):
+        with ug.GradientTape() as tape:
+            per_example = ug.nn.functional.cross_entropy(model(xb), yb, reduction="none")
+            loss = ug.nn.compute_average_loss(per_example, global_batch_size=global_size)
+        params = list(model.parameters())
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
+        return loss
+
+    def optimizer_for():
+        return ug.optimizers.SGD(0.1, momentum=0.9) if optimizer == "sgd" else ug.optimizers.Adam(0.01)
+
+    with strategy.scope():
+        model, opt = mlp(seed=rank), optimizer_for()
+    try:
+        strategy.run(step, args=(model, opt, x[:4], y[:4], 4 * n))
+        raise AssertionError("no error for replicas that start from other weights")
+    except RuntimeError as e:
+        assert "the replicas' variables differ at their first step" in str(e), e
+    with strategy.scope():
+        model, opt = mlp(seed=0), optimizer_for()
+    losses = []
+    for (xb, _), (xl, yl) in zip(batches, strategy.experimental_distribute_dataset(batches)):
+        rows = xb.shape[0]  # the last batch is shorter
+        assert xl.shape[0] == rows // n + (1 if rank < rows % n else 0)
+        per_replica = strategy.run(step, args=(model, opt, xl, yl, xb.shape[0]))
+        losses.append(float(strategy.reduce(ug.distribute.ReduceOp.SUM, per_replica, axis=None)))
+    reference, ref_opt = mlp(seed=0), optimizer_for()
+    want = [float(step(reference, ref_opt, xb, yb, xb.shape[0])) for xb, yb in batches]
+    # float64: the replicas' summed gradients and the whole batch's differ by rounding only
+    for p, q in zip(model.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(losses, want, rtol=1e-12)
+    # reduce with an axis: MEAN over every replica's rows, SUM over them
+    local = next(iter(strategy.experimental_distribute_dataset([x[:size]])))
+    np.testing.assert_allclose(strategy.reduce("MEAN", local, axis=0).numpy(), x[:size].mean(0).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(strategy.reduce("SUM", local, axis=0).numpy(), x[:size].sum(0).numpy(), rtol=1e-12)
+    assert strategy.experimental_local_results(local) == (local,)
+
+
 def fit_shards(folder):
     """With shuffle, each epoch every rank trains on its own shard: together the whole data set
     once, in an order that changes per epoch; for arrays (fit shards them) and for a DataLoader
@@ -228,6 +281,8 @@ def main():
            "fit_experimental_sgd": lambda: fit_equals_one_process("experimental", "sgd"),
            "fit_shards": lambda: fit_shards(*args), "fit_errors": fit_errors,
            "evaluate_shards": evaluate_shards,
+           "custom_loop_sgd": lambda: custom_loop_equals_one_process("sgd"),
+           "custom_loop_adam": lambda: custom_loop_equals_one_process("adam"),
            "resume": lambda: resume(*args)}
     run[scenario]()
     dist.barrier()

@@ -251,6 +251,13 @@ def run_single(code):
                           env=environment(), timeout=60)
 
 
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_a_custom_loop_over_a_strategy_equals_one_process(n, optimizer):
+    # strategy.run / reduce / experimental_distribute_dataset and compute_average_loss
+    assert_ok(mpirun(n, f"custom_loop_{optimizer}", worker=FIT_WORKER), n)
+
+
 def test_errors_name_the_op_and_the_cause():
     proc = run_single("""
         import unigrad as ug, unigrad.distributed as dist

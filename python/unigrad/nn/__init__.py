@@ -24,5 +24,6 @@ Module.__init_subclass__ = classmethod(_forward_from_other_names)  # noqa: F405,
 init = _C.nn.init
 SyncBatchNorm = _C.distributed.SyncBatchNorm  # torch.nn.SyncBatchNorm; ug::distributed in C++
 DataParallel = parallel.DataParallel
+compute_average_loss = _C.train.compute_average_loss  # tf.nn's, for a loop over a distribute strategy
 sys.modules[__name__ + ".init"] = init  # `import unigrad.nn.init` and `from unigrad.nn import init`
-__all__ += ["Buffer", "DataParallel", "Parameter", "SyncBatchNorm", "functional_call", "functional", "init", "parallel", "utils"] + _lazy.__all__
+__all__ += ["Buffer", "DataParallel", "Parameter", "SyncBatchNorm", "compute_average_loss", "functional_call", "functional", "init", "parallel", "utils"] + _lazy.__all__

@@ -23,8 +23,10 @@ LossScaleOptimizer::LossScaleOptimizer(std::shared_ptr<Optimizer> inner, double 
 // A float16 loss is scaled in float32, as Keras's multiply by its float32 scale promotes it.
 Tensor LossScaleOptimizer::scale_loss(const Tensor& loss) const { return loss * scale_; }
 
-void LossScaleOptimizer::apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars) {
+void LossScaleOptimizer::apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& given) {
   NoGradGuard no_grad;
+  // Summed over the replicas first (inside strategy.run), so that every replica skips alike.
+  const std::vector<std::pair<Tensor, Tensor>> grads_and_vars = cross_replica(given);
   std::vector<Tensor> variables;
   std::vector<std::pair<Tensor, Tensor>> unscaled;
   Tensor found_inf = scalar_tensor(false, {.dtype = DType::Bool});

@@ -158,8 +158,22 @@ void Optimizer::step_params(const std::vector<StepParam>& params, const std::vec
   call.finish(inputs, outputs);
 }
 
+namespace {
+thread_local GradientReducer t_cross_replica;
+}  // namespace
+
+CrossReplicaGuard::CrossReplicaGuard(GradientReducer reducer) : previous_(std::move(t_cross_replica)) {
+  t_cross_replica = std::move(reducer);
+}
+
+CrossReplicaGuard::~CrossReplicaGuard() { t_cross_replica = std::move(previous_); }
+
+std::vector<std::pair<Tensor, Tensor>> cross_replica(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars) {
+  return t_cross_replica ? t_cross_replica(grads_and_vars) : grads_and_vars;
+}
+
 void Optimizer::apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars) {
-  apply_gradients_unless(grads_and_vars, Tensor());
+  apply_gradients_unless(cross_replica(grads_and_vars), Tensor());
 }
 
 void Optimizer::apply_gradients_unless(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars,

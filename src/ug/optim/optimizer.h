@@ -103,7 +103,8 @@ class Optimizer {
    *  them: updates exactly those variables (which must be this optimizer's parameters) with
    *  those gradients; the other parameters and every .grad are left as they were. */
   virtual void apply_gradients(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars);
-  /** apply_gradients skipped when `skip` (a 0-d bool tensor) holds, as step_unless. */
+  /** apply_gradients skipped when `skip` (a 0-d bool tensor) holds, as step_unless; the
+   *  gradients as given (not summed over replicas: cross_replica). */
   void apply_gradients_unless(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars, const Tensor& skip);
 
   std::vector<ParamGroup>& param_groups() { return groups_; }
@@ -189,6 +190,26 @@ class Optimizer {
   std::unordered_map<const TensorImpl*, TensorDict> state_;
   std::shared_ptr<const bool> alive_ = std::make_shared<const bool>(true);  // watched by compiled steps
 };
+
+/** How a layer above makes apply_gradients' (gradient, variable) pairs agree over replicas (one
+ *  process each): a distribute strategy's replica context (train/strategy.h) sums the gradients
+ *  and mirrors each variable from the first replica at its first step, as TensorFlow's
+ *  apply_gradients inside strategy.run. Set for the thread while a CrossReplicaGuard lives. */
+using GradientReducer =
+    std::function<std::vector<std::pair<Tensor, Tensor>>(const std::vector<std::pair<Tensor, Tensor>>&)>;
+class CrossReplicaGuard {
+ public:
+  explicit CrossReplicaGuard(GradientReducer reducer);
+  ~CrossReplicaGuard();
+  CrossReplicaGuard(const CrossReplicaGuard&) = delete;
+  CrossReplicaGuard& operator=(const CrossReplicaGuard&) = delete;
+
+ private:
+  GradientReducer previous_;
+};
+/** The pairs as the replicas agree on them where a CrossReplicaGuard is open on the thread
+ *  (the gradients summed), else as given; apply_gradients does this first. */
+std::vector<std::pair<Tensor, Tensor>> cross_replica(const std::vector<std::pair<Tensor, Tensor>>& grads_and_vars);
 
 namespace detail {
 /** Runs fn(begin, end) over [0, n), split across the thread pool when n is large. */
