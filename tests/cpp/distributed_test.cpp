@@ -67,6 +67,36 @@ TEST(Distributed, AStrategysReplicaContextSumsTheGradientsOfApplyGradients) {
   EXPECT_THROW(strategy->reduce("MAX", rows), ValueError);
 }
 
+TEST(Distributed, ACompiledProgramRunsItsAllReduceAtEveryCall) {
+  // all_reduce and broadcast are ops of the program (kept though nothing reads them: every
+  // rank takes part); a collective the program cannot replay raises inside the trace.
+  World world;
+  auto f = [](const Tensors& in) {
+    Tensor t = in[0] * 2;
+    dist::all_reduce(t, dist::ReduceOp::Avg);
+    Tensor unread = in[0].clone();
+    dist::broadcast(unread, 0);
+    return Tensors{t + 1};
+  };
+  const Tensor x = tensor({1.0, 2.0});
+  const compiler::Program program = compiler::Program::trace(f, {x});
+  const std::vector<std::string> called = program.called_back();  // ops the program calls back
+  EXPECT_EQ(std::count(called.begin(), called.end(), "all_reduce"), 1);
+  EXPECT_EQ(std::count(called.begin(), called.end(), "broadcast"), 1);
+  EXPECT_EQ(test::values(program({tensor({3.0, 4.0})})[0]), (std::vector<double>{7.0, 9.0}));
+  auto gather = [](const Tensors& in) {
+    std::vector<Tensor> out{zeros_like(in[0])};
+    dist::all_gather(out, in[0]);
+    return out;
+  };
+  try {
+    compiler::Program::trace(gather, {x});
+    FAIL() << "all_gather compiled";
+  } catch (const RuntimeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("[all_gather] inside a compiled function"));
+  }
+}
+
 TEST(Distributed, ErrorsNameTheOpAndTheCause) {
   try {
     dist::barrier();

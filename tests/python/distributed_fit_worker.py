@@ -119,6 +119,50 @@ def custom_loop_equals_one_process(optimizer):
     assert strategy.experimental_local_results(local) == (local,)
 
 
+def custom_loop_compiled():
+    """The tutorial's compiled form, @tf.function around strategy.run and strategy.reduce: the
+    program runs the collectives (the gradients' sum, the losses' reduce) at every call, as the
+    eager loop does. Batches of 4N+1 rows, then one of 4N: rank 0 (5 rows, then 4) traces again
+    where the other ranks (4 rows each time) run their program, so ranks trace at different
+    calls. Collectives a program cannot replay raise."""
+    strategy = ug.distribute.MirroredStrategy()
+    n = strategy.num_replicas_in_sync
+    x, y = data()
+    size = 4 * n + 1
+    bounds = [(0, size), (size, 2 * size), (2 * size, 2 * size + 4 * n)]
+    batches = [(x[a:b], y[a:b]) for a, b in bounds]
+
+    def run(compiled):
+        with strategy.scope():
+            model, opt = mlp(seed=0), ug.optimizers.Adam(0.01)
+
+        def step(xb, yb):
+            with ug.GradientTape() as tape:
+                per_example = ug.nn.functional.cross_entropy(model(xb), yb, reduction="none")
+                loss = ug.nn.compute_average_loss(per_example, global_batch_size=size)  # TF's constant
+            params = list(model.parameters())
+            opt.apply_gradients(zip(tape.gradient(loss, params), params))
+            return loss
+
+        def distributed_step(xb, yb):
+            return strategy.reduce("SUM", strategy.run(step, args=(xb, yb)), axis=None)
+
+        distributed_step = ug.function(distributed_step) if compiled else distributed_step
+        losses = [float(distributed_step(xl, yl)) for _ in range(2)
+                  for xl, yl in strategy.experimental_distribute_dataset(batches)]
+        return losses, [p.detach().numpy() for p in model.parameters()]
+
+    (eager_losses, eager), (losses, compiled) = run(False), run(True)
+    np.testing.assert_allclose(losses, eager_losses, rtol=1e-12)
+    for a, b in zip(compiled, eager):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    try:
+        ug.jit(lambda t: dist.all_gather([ug.zeros_like(t) for _ in range(n)], t) or t * 2)(ug.ones(2))
+        raise AssertionError("all_gather was compiled")
+    except RuntimeError as e:
+        assert "[all_gather] inside a compiled function" in str(e), e
+
+
 def fit_shards(folder):
     """With shuffle, each epoch every rank trains on its own shard: together the whole data set
     once, in an order that changes per epoch; for arrays (fit shards them) and for a DataLoader
@@ -283,6 +327,7 @@ def main():
            "evaluate_shards": evaluate_shards,
            "custom_loop_sgd": lambda: custom_loop_equals_one_process("sgd"),
            "custom_loop_adam": lambda: custom_loop_equals_one_process("adam"),
+           "custom_loop_compiled": custom_loop_compiled,
            "resume": lambda: resume(*args)}
     run[scenario]()
     dist.barrier()

@@ -172,6 +172,43 @@ def ddp(optimizer_name, view=False):
         assert pointers[2] == pointers[3] + params[3].numel() * 8
 
 
+def compiled_step():
+    """A compiled step through DDP raises on every rank (its hooks would not run: each rank's
+    own gradients, silently, before); the compiled step of the plain module that averages its
+    gradients with dist.all_reduce (which the program runs at every call) equals one process on
+    the whole batch, as DDP does."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    batch = 4
+    wrapped = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank))
+    try:
+        ug.compile(lambda x: wrapped(x).sum().backward())(ug.ones(batch, 6, dtype=ug.float64))
+        raise AssertionError("a DDP step compiled")
+    except RuntimeError as e:
+        assert "[DistributedDataParallel] a training step through the wrapped module cannot be compiled" in str(e), e
+    model, reference = mlp(seed=0), mlp(seed=0)
+    opt, ref_opt = ug.optim.Adam(model.parameters(), lr=0.01), ug.optim.Adam(reference.parameters(), lr=0.01)
+
+    @ug.compile
+    def step(x, y):
+        opt.zero_grad()
+        ug.nn.functional.mse_loss(model(x), y).backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad, op=dist.ReduceOp.AVG)
+        opt.step()
+
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        x_all, y_all = rng.standard_normal((n * batch, 6)), rng.standard_normal((n * batch, 3))
+        rows = slice(rank * batch, (rank + 1) * batch)
+        step(ug.tensor(x_all[rows]), ug.tensor(y_all[rows]))
+        ref_opt.zero_grad()
+        ug.nn.functional.mse_loss(reference(ug.tensor(x_all)), ug.tensor(y_all)).backward()
+        ref_opt.step()
+    assert step.cache_info().traces == 1
+    for p, q in zip(model.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=1e-10)
+
+
 def ddp_no_sync(view=False):
     """Two micro-batches under no_sync then one synced: the gradient of all three, averaged."""
     rank, n = dist.get_rank(), dist.get_world_size()
@@ -374,7 +411,7 @@ def main():
      "timeout_mpi": lambda: timeout(2**20), "killed": killed, "pmap": pmap,
      "sync_batch_norm": sync_batch_norm,
      "ddp_gradients_across_steps": lambda: ddp_gradients_across_steps(view),
-     "mismatch": mismatch}[scenario.removesuffix("_view")]()
+     "mismatch": mismatch, "compiled_step": compiled_step}[scenario.removesuffix("_view")]()
     if not scenario.startswith(("timeout", "killed")):
         dist.barrier()
         print(f"rank {dist.get_rank()} ok", flush=True)

@@ -65,6 +65,11 @@ def test_sync_batch_norm_equals_batch_norm_on_the_whole_batch(n):
     assert_ok(mpirun(n, "sync_batch_norm"), n)
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_compiled_step_averages_gradients_with_all_reduce_and_refuses_ddp(n):
+    assert_ok(mpirun(n, "compiled_step"), n)
+
+
 @VIEW
 def test_ddp_no_sync_accumulates_then_averages(view):
     assert_ok(mpirun(2, f"ddp_no_sync{view}"), 2)
@@ -256,6 +261,12 @@ def run_single(code):
 def test_a_custom_loop_over_a_strategy_equals_one_process(n, optimizer):
     # strategy.run / reduce / experimental_distribute_dataset and compute_average_loss
     assert_ok(mpirun(n, f"custom_loop_{optimizer}", worker=FIT_WORKER), n)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_compiled_custom_loop_runs_its_collectives_at_every_call(n):
+    # before: the program ran the trace's all_reduce once, then gave each rank its own sums
+    assert_ok(mpirun(n, "custom_loop_compiled", worker=FIT_WORKER), n)
 
 
 def test_errors_name_the_op_and_the_cause():

@@ -51,8 +51,15 @@ def test_op_names_are_unique():
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
 
 
+# Ops that need a process group of several ranks: test_distributed.py runs them under mpirun,
+# eagerly and compiled (a program calls them back at every call).
+ACROSS_PROCESSES = {"all_reduce", "broadcast"}
+
+
 def test_op_table_covers_registered_ops():
     # Every op's OpDef registers its name (ug._C.registered_ops()): each must be run by a row.
     names = set(ug._C.registered_ops())
     covered = {name for op in OPS for name in op.ops}
-    assert not names - covered, f"registered ops no row of op_table.py runs: {sorted(names - covered)}"
+    assert ACROSS_PROCESSES <= names
+    missing = names - covered - ACROSS_PROCESSES
+    assert not missing, f"registered ops no row of op_table.py runs: {sorted(missing)}"

@@ -7,6 +7,8 @@
 
 #include "ug/distributed/mpi_process_group.h"
 #include "ug/distributed/start_and_wait.h"
+#include "ug/graph/grad_mode.h"
+#include "ug/graph/op_call.h"
 
 namespace ug::distributed {
 
@@ -95,41 +97,87 @@ int get_local_rank() {
   return 0;
 }
 
+namespace {
+
+const graph::OpDef kAllReduce("all_reduce"), kBroadcast("broadcast");
+
+/** Inside a trace (ug.jit, ug.function), an in-place collective is an op of the program that
+ *  runs at every call, kept whether or not its result is read (every rank must take part):
+ *  `collective(t)` on a copy of the tensor's value, written back into it. */
+bool traced(const graph::OpDef& def, const Tensor& tensor, std::function<void(const Tensor&)> collective) {
+  if (!graph::detail::current_capture) return false;
+  Tensor result;
+  {
+    graph::OpCall call(def);  // ended before the write below, an op of its own
+    result = tensor.clone().contiguous();
+    collective(result);  // the trace's own value
+    call.set_attrs({{"effect", int64_t(1)}});
+    call.set_replay(
+        [collective](const std::vector<Tensor>& in) {
+          Tensor t = in[0].clone().contiguous();
+          collective(t);
+          return std::vector<Tensor>{t};
+        },
+        graph::ReplaySizes::None);
+    call.finish({&tensor}, {&result});
+  }
+  NoGradGuard no_grad;
+  Tensor(tensor).copy_(result);
+  return true;
+}
+
+/** The collectives a program cannot replay yet raise inside a trace, rather than run once. */
+void refuse_traced(std::string_view op) {
+  if (graph::detail::current_capture)
+    fail<RuntimeError>("[", op,
+                       "] inside a compiled function (ug.jit, ug.function) is not supported: a program "
+                       "replays all_reduce and broadcast only; call it outside the compiled function");
+}
+
+}  // namespace
+
 WorkPtr all_reduce(const Tensor& tensor, ReduceOp op, const ProcessGroupPtr& group, bool async_op) {
   const auto& g = resolve(group, "all_reduce");
+  if (traced(kAllReduce, tensor, [g, op](const Tensor& t) { g->all_reduce(t, op)->wait(); })) return nullptr;
   return run([&] { return g->all_reduce(tensor, op); }, async_op);
 }
 
 WorkPtr broadcast(const Tensor& tensor, int src, const ProcessGroupPtr& group, bool async_op) {
   const auto& g = resolve(group, "broadcast");
   const int root = group_rank(*g, src, "broadcast");
+  if (traced(kBroadcast, tensor, [g, root](const Tensor& t) { g->broadcast(t, root)->wait(); })) return nullptr;
   return run([&] { return g->broadcast(tensor, root); }, async_op);
 }
 
 WorkPtr all_gather(const std::vector<Tensor>& tensor_list, const Tensor& tensor, const ProcessGroupPtr& group,
                    bool async_op) {
   const auto& g = resolve(group, "all_gather");
+  refuse_traced("all_gather");
   return run([&] { return g->all_gather(tensor_list, tensor); }, async_op);
 }
 
 WorkPtr reduce_scatter(const Tensor& output, const std::vector<Tensor>& input_list, ReduceOp op,
                        const ProcessGroupPtr& group, bool async_op) {
   const auto& g = resolve(group, "reduce_scatter");
+  refuse_traced("reduce_scatter");
   return run([&] { return g->reduce_scatter(output, input_list, op); }, async_op);
 }
 
 WorkPtr barrier(const ProcessGroupPtr& group, bool async_op) {
   const auto& g = resolve(group, "barrier");
+  refuse_traced("barrier");
   return run([&] { return g->barrier(); }, async_op);
 }
 
 WorkPtr isend(const Tensor& tensor, int dst, const ProcessGroupPtr& group, int tag) {
   const auto& g = resolve(group, "send");
+  refuse_traced("send");
   return g->send(tensor, group_rank(*g, dst, "send"), tag);
 }
 
 WorkPtr irecv(const Tensor& tensor, int src, const ProcessGroupPtr& group, int tag) {
   const auto& g = resolve(group, "recv");
+  refuse_traced("recv");
   return g->recv(tensor, group_rank(*g, src, "recv"), tag);
 }
 

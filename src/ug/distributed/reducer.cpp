@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "ug/distributed/start_and_wait.h"
+#include "ug/graph/capture.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/node.h"
 #include "ug/ops/binary.h"
@@ -164,6 +165,16 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
     s.armed = false;
     return;
   }
+  // A compiled step's backward runs no accumulation hooks, so its program would keep each
+  // rank's own gradients: refused rather than silently wrong.
+  if (graph::detail::current_capture)
+    fail<RuntimeError>(
+        "[DistributedDataParallel] a training step through the wrapped module cannot be compiled (ug.compile, "
+        "ug.jit): its gradients' all-reduce runs from autograd hooks, which a program does not replay. Compile the "
+        "plain module's step and average the gradients there with ug.distributed.all_reduce(g, "
+        "op=ReduceOp.AVG) (a program runs it at every call), or run the DDP step eagerly; a compiled forward "
+        "alone runs under no_grad()");
+
   s.arm();
   if (!s.find_unused) return;
   std::unordered_set<const TensorImpl*> reached;

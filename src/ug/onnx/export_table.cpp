@@ -1830,6 +1830,8 @@ const std::map<std::string, std::string>& unsupported() {
       {"cond", "a cond on a traced predicate calls its branch back (ONNX's If is not emitted)"},
       {"optimizer_update", "an optimizer's update (a training step) has no ONNX form; a compiled step calls it back"},
       {"optimizer_step", "an optimizer's step (a training step) has no ONNX form; a compiled step calls it back"},
+      {"all_reduce", "a collective across processes has no ONNX form; a compiled step calls it back"},
+      {"broadcast", "a collective across processes has no ONNX form; a compiled step calls it back"},
       {"optimization_barrier",
        "a checkpointed region's recomputation (in backward) has no ONNX form; a compiled program hands its inputs "
        "through"},

@@ -5,6 +5,7 @@
 #include "ug/core/error.h"
 #include "ug/distributed/distributed.h"
 #include "ug/graph/grad_mode.h"
+#include "ug/graph/no_capture.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/ops/reduce.h"
@@ -58,6 +59,32 @@ std::vector<Tensor> summed_over(const distributed::ProcessGroupPtr& group, const
   return out;
 }
 
+/** At a variable's first step under the strategy, every replica must hold the first replica's
+ *  value already, or this step's gradients came from other weights: all raise, the variables
+ *  then holding the first replica's values. Run at the trace of a compiled step, not repeated by
+ *  the program (every rank traces its first call, so they all take part). */
+void check_mirrored(const std::vector<std::pair<Tensor, Tensor>>& pairs,
+                    std::unordered_map<const TensorImpl*, Tensor>& mirrored,
+                    const distributed::ProcessGroupPtr& group) {
+  graph::NoCapture once;
+  Tensor differs = scalar_tensor(int64_t{0}, {.dtype = DType::Int64});
+  bool first = false;
+  for (const auto& [grad, var] : pairs) {
+    if (!mirrored.emplace(var.impl_ref().get(), var).second) continue;
+    first = true;
+    const Tensor mine = var.clone();
+    distributed::broadcast(var, group->world_ranks().front(), group);
+    if (!equal(mine, var)) differs.fill_(1);
+  }
+  if (!first) return;
+  distributed::all_reduce(differs, distributed::ReduceOp::Max, group);
+  if (differs.item<int64_t>())
+    fail<RuntimeError>("[MirroredStrategy.run] the replicas' variables differ at their first step (", group->size(),
+                       " replicas): make the model with the same seed on every replica (ug.manual_seed before "
+                       "building it), as TensorFlow's mirrored variables start equal; they now hold the first "
+                       "replica's values");
+}
+
 }  // namespace
 
 MirroredStrategy::ReplicaContext::ReplicaContext(const std::shared_ptr<const MirroredStrategy>& strategy)
@@ -65,27 +92,10 @@ MirroredStrategy::ReplicaContext::ReplicaContext(const std::shared_ptr<const Mir
       sum_gradients_([group = strategy->group(),
                       mirrored = strategy->mirrored_](const std::vector<std::pair<Tensor, Tensor>>& pairs) {
         NoGradGuard no_grad;
+        check_mirrored(pairs, *mirrored, group);
         std::vector<Tensor> grads;
-        Tensor differs = scalar_tensor(int64_t{0}, {.dtype = DType::Int64});
-        bool first = false;
-        for (const auto& [grad, var] : pairs) {
+        for (const auto& [grad, var] : pairs)
           if (grad.defined()) grads.push_back(grad);
-          if (!mirrored->emplace(var.impl_ref().get(), var).second) continue;
-          // A variable's first step: every replica must hold the first replica's value already,
-          // or this step's gradients came from other weights.
-          first = true;
-          const Tensor mine = var.clone();
-          distributed::broadcast(var, group->world_ranks().front(), group);
-          if (!equal(mine, var)) differs.fill_(1);
-        }
-        if (first) {
-          distributed::all_reduce(differs, distributed::ReduceOp::Max, group);
-          if (differs.item<int64_t>())
-            fail<RuntimeError>(
-                "[MirroredStrategy.run] the replicas' variables differ at their first step (", group->size(),
-                " replicas): make the model with the same seed on every replica (ug.manual_seed before building "
-                "it), as TensorFlow's mirrored variables start equal; they now hold the first replica's values");
-        }
         const std::vector<Tensor> summed = summed_over(group, grads);
         std::vector<std::pair<Tensor, Tensor>> out;
         size_t next = 0;
@@ -101,10 +111,11 @@ Tensor MirroredStrategy::reduce(const std::string& op, const Tensor& value, std:
   if (op == "MEAN" && !is_inexact(total.dtype())) total = total.to(get_default_dtype());
   distributed::all_reduce(total, distributed::ReduceOp::Sum, group_);
   if (op == "SUM") return total;
-  // MEAN: over every replica's elements along the axis (TensorFlow's), or over the replicas.
+  // MEAN: over every replica's elements along the axis (TensorFlow's), or over the replicas;
+  // the count a tensor too, so that a compiled step reduces it at every run as the others do.
   Tensor count = scalar_tensor(static_cast<double>(axis ? value.size(*axis) : 1), {.dtype = DType::Float64});
   distributed::all_reduce(count, distributed::ReduceOp::Sum, group_);
-  return total / count.item<double>();
+  return total / count;
 }
 
 Tensor MirroredStrategy::local_part(const Tensor& global_batch) const {
