@@ -73,7 +73,9 @@ TEST(Distributed, ACompiledProgramRunsItsAllReduceAtEveryCall) {
   World world;
   auto f = [](const Tensors& in) {
     Tensor t = in[0] * 2;
-    dist::all_reduce(t, dist::ReduceOp::Avg);
+    dist::WorkPtr work = dist::all_reduce(t, dist::ReduceOp::Avg, nullptr, /*async_op=*/true);
+    work->wait();  // finished already: a program runs it in turn
+    if (!work->is_completed()) throw std::runtime_error("a traced all_reduce's handle is finished");
     Tensor unread = in[0].clone();
     dist::broadcast(unread, 0);
     return Tensors{t + 1};

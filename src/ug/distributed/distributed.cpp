@@ -103,19 +103,21 @@ const graph::OpDef kAllReduce("all_reduce"), kBroadcast("broadcast");
 
 /** Inside a trace (ug.jit, ug.function), an in-place collective is an op of the program that
  *  runs at every call, kept whether or not its result is read (every rank must take part):
- *  `collective(t)` on a copy of the tensor's value, written back into it. */
-bool traced(const graph::OpDef& def, const Tensor& tensor, std::function<void(const Tensor&)> collective) {
-  if (!graph::detail::current_capture) return false;
+ *  `collective(t)` on a copy of the tensor's value, written back into it. Returns the trace's
+ *  finished Work (async_op's handle), or null outside a trace. */
+WorkPtr traced(const graph::OpDef& def, const Tensor& tensor, std::function<WorkPtr(const Tensor&)> collective) {
+  if (!graph::detail::current_capture) return nullptr;
   Tensor result;
+  WorkPtr work;
   {
     graph::OpCall call(def);  // ended before the write below, an op of its own
     result = tensor.clone().contiguous();
-    collective(result);  // the trace's own value
+    work = start_and_wait([&] { return collective(result); });  // the trace's own value
     call.set_attrs({{"effect", int64_t(1)}});
     call.set_replay(
         [collective](const std::vector<Tensor>& in) {
           Tensor t = in[0].clone().contiguous();
-          collective(t);
+          start_and_wait([&] { return collective(t); });
           return std::vector<Tensor>{t};
         },
         graph::ReplaySizes::None);
@@ -123,7 +125,7 @@ bool traced(const graph::OpDef& def, const Tensor& tensor, std::function<void(co
   }
   NoGradGuard no_grad;
   Tensor(tensor).copy_(result);
-  return true;
+  return work;
 }
 
 /** The collectives a program cannot replay yet raise inside a trace, rather than run once. */
@@ -138,14 +140,16 @@ void refuse_traced(std::string_view op) {
 
 WorkPtr all_reduce(const Tensor& tensor, ReduceOp op, const ProcessGroupPtr& group, bool async_op) {
   const auto& g = resolve(group, "all_reduce");
-  if (traced(kAllReduce, tensor, [g, op](const Tensor& t) { g->all_reduce(t, op)->wait(); })) return nullptr;
+  if (WorkPtr done = traced(kAllReduce, tensor, [g, op](const Tensor& t) { return g->all_reduce(t, op); }))
+    return async_op ? done : nullptr;
   return run([&] { return g->all_reduce(tensor, op); }, async_op);
 }
 
 WorkPtr broadcast(const Tensor& tensor, int src, const ProcessGroupPtr& group, bool async_op) {
   const auto& g = resolve(group, "broadcast");
   const int root = group_rank(*g, src, "broadcast");
-  if (traced(kBroadcast, tensor, [g, root](const Tensor& t) { g->broadcast(t, root)->wait(); })) return nullptr;
+  if (WorkPtr done = traced(kBroadcast, tensor, [g, root](const Tensor& t) { return g->broadcast(t, root); }))
+    return async_op ? done : nullptr;
   return run([&] { return g->broadcast(tensor, root); }, async_op);
 }
 
