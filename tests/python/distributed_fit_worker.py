@@ -119,6 +119,39 @@ def custom_loop_equals_one_process(optimizer):
     assert strategy.experimental_local_results(local) == (local,)
 
 
+def custom_loop_loss_scaled():
+    """A loss-scaled custom loop over a strategy: an inf in one replica's gradients only (rank
+    1's loss poisoned at step 2) skips the step on every replica and halves every replica's
+    scale, since apply_gradients sums the gradients over the replicas before the check; the
+    replicas' weights stay equal."""
+    strategy = ug.distribute.MirroredStrategy()
+    rank = dist.get_rank()
+    x, y = data()
+    with strategy.scope():
+        model = mlp(seed=0)
+        opt = ug.optimizers.LossScaleOptimizer(ug.optimizers.SGD(0.1), initial_scale=8.0, dynamic_growth_steps=3)
+
+    def step(xb, yb, poison):
+        with ug.GradientTape() as tape:
+            per_example = ug.nn.functional.cross_entropy(model(xb), yb, reduction="none") * poison
+            scaled = opt.scale_loss(ug.nn.compute_average_loss(per_example))
+        params = list(model.parameters())
+        opt.apply_gradients(zip(tape.gradient(scaled, params), params))
+
+    scales = []
+    for i in range(5):
+        rows = slice(8 * i, 8 * i + 8)
+        xl, yl = next(iter(strategy.experimental_distribute_dataset([(x[rows], y[rows])])))
+        strategy.run(step, args=(xl, yl, float("inf") if (i == 2 and rank == 1) else 1.0))
+        scales.append(float(opt.dynamic_scale))
+    assert scales == [8.0, 8.0, 4.0, 4.0, 4.0], scales  # skipped at 2; 3 finite steps grow it after
+    assert opt.iterations == 4
+    weights = np.concatenate([p.detach().numpy().ravel() for p in model.parameters()])
+    gathered = [ug.zeros(weights.size, dtype=ug.float64) for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, ug.tensor(weights))
+    assert all(np.array_equal(g.numpy(), weights) for g in gathered)
+
+
 def custom_loop_compiled():
     """The tutorial's compiled form, @tf.function around strategy.run and strategy.reduce: the
     program runs the collectives (the gradients' sum, the losses' reduce) at every call, as the
@@ -327,7 +360,7 @@ def main():
            "evaluate_shards": evaluate_shards,
            "custom_loop_sgd": lambda: custom_loop_equals_one_process("sgd"),
            "custom_loop_adam": lambda: custom_loop_equals_one_process("adam"),
-           "custom_loop_compiled": custom_loop_compiled,
+           "custom_loop_compiled": custom_loop_compiled, "custom_loop_loss_scaled": custom_loop_loss_scaled,
            "resume": lambda: resume(*args)}
     run[scenario]()
     dist.barrier()

@@ -263,6 +263,10 @@ def test_a_custom_loop_over_a_strategy_equals_one_process(n, optimizer):
     assert_ok(mpirun(n, f"custom_loop_{optimizer}", worker=FIT_WORKER), n)
 
 
+def test_a_loss_scaled_custom_loop_skips_on_every_replica_alike():
+    assert_ok(mpirun(2, "custom_loop_loss_scaled", worker=FIT_WORKER), 2)
+
+
 @pytest.mark.parametrize("n", [2, 3])
 def test_a_compiled_custom_loop_runs_its_collectives_at_every_call(n):
     # before: the program ran the trace's all_reduce once, then gave each rank its own sums
