@@ -144,3 +144,24 @@ class GradScaler(_amp.GradScaler):
         if args or kwargs:
             raise RuntimeError("[GradScaler] closure use is not supported: call step(optimizer) without arguments")
         return super().step(optimizer)
+
+
+def on_device(device):
+    """torch.<device>.amp's autocast and GradScaler: ug.amp's, bound to one device type (their
+    first argument dropped), for ug.cpu.amp and ug.cuda.amp."""
+    class DeviceAutocast(autocast):
+        __doc__ = f"torch.{device}.amp.autocast(enabled=True, dtype=None, cache_enabled=True)."
+
+        def __init__(self, enabled=True, dtype=None, cache_enabled=True):
+            super().__init__(device, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    class DeviceGradScaler(GradScaler):
+        __doc__ = f"torch.{device}.amp.GradScaler: ug.amp.GradScaler on the {device} device."
+
+        def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+                     enabled=True):
+            super().__init__(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+
+    DeviceAutocast.__name__ = DeviceAutocast.__qualname__ = "autocast"
+    DeviceGradScaler.__name__ = DeviceGradScaler.__qualname__ = "GradScaler"
+    return DeviceAutocast, DeviceGradScaler

@@ -35,6 +35,9 @@ class ProfilerAction(enum.Enum):
     RECORD_AND_SAVE = 3
 
 
+_RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+
+
 def schedule(*, wait, warmup, active, repeat=0, skip_first=0):
     """torch.profiler.schedule: after skip_first steps, cycles of `wait` steps not profiled,
     `warmup` steps not recorded (torch warms its tracer up there) and `active` steps recorded, the
@@ -98,7 +101,7 @@ class profile:
 
     def start(self):
         self.step_num = 0
-        if self._action() in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
+        if self._action() in _RECORDING:
             self._record()
 
     def _record(self):
@@ -111,22 +114,22 @@ class profile:
         if self._on_trace_ready is not None:
             self._on_trace_ready(self)
 
+    def _recording(self):
+        return self._profile is not None and not self._stopped
+
     def step(self):
         """The end of a step of the loop: the schedule's next action starts or saves a cycle."""
         before = self._action()
         self.step_num += 1
         after = self._action()
-        recording = before in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
-        if recording and (before == ProfilerAction.RECORD_AND_SAVE or after not in (ProfilerAction.RECORD,
-                                                                                       ProfilerAction.RECORD_AND_SAVE)):
+        if self._recording() and (before is ProfilerAction.RECORD_AND_SAVE or after not in _RECORDING):
             self._save()
-            recording = False
-        if not recording and after in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
+        if after in _RECORDING and not self._recording():
             self._record()
 
     def stop(self):
         if self._schedule is not None:
-            if self._profile is not None and not self._stopped:
+            if self._recording():
                 self._save()
             return
         self._running()

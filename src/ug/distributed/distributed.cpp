@@ -110,13 +110,13 @@ WorkPtr traced(const graph::OpDef& def, const Tensor& tensor, std::function<Work
   Tensor result;
   WorkPtr work;
   {
-    graph::OpCall call(def);  // ended before the write below, an op of its own
-    result = tensor.clone().contiguous();
+    graph::OpCall call(def);                                    // ended before the write below, an op of its own
+    result = tensor.clone();                                    // a fresh contiguous buffer the collective writes
     work = start_and_wait([&] { return collective(result); });  // the trace's own value
     call.set_attrs({{"effect", int64_t(1)}});
     call.set_replay(
         [collective](const std::vector<Tensor>& in) {
-          Tensor t = in[0].clone().contiguous();
+          Tensor t = in[0].clone();
           start_and_wait([&] { return collective(t); });
           return std::vector<Tensor>{t};
         },

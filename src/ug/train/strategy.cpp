@@ -67,16 +67,15 @@ void check_mirrored(const std::vector<std::pair<Tensor, Tensor>>& pairs,
                     std::unordered_map<const TensorImpl*, Tensor>& mirrored,
                     const distributed::ProcessGroupPtr& group) {
   graph::NoCapture once;
-  Tensor differs = scalar_tensor(int64_t{0}, {.dtype = DType::Int64});
-  bool first = false;
+  Tensor differs;  // made at a first step only: later steps find every variable mirrored
   for (const auto& [grad, var] : pairs) {
     if (!mirrored.emplace(var.impl_ref().get(), var).second) continue;
-    first = true;
+    if (!differs.defined()) differs = scalar_tensor(int64_t{0}, {.dtype = DType::Int64});
     const Tensor mine = var.clone();
     distributed::broadcast(var, group->world_ranks().front(), group);
     if (!equal(mine, var)) differs.fill_(1);
   }
-  if (!first) return;
+  if (!differs.defined()) return;
   distributed::all_reduce(differs, distributed::ReduceOp::Max, group);
   if (differs.item<int64_t>())
     fail<RuntimeError>("[MirroredStrategy.run] the replicas' variables differ at their first step (", group->size(),
