@@ -125,7 +125,20 @@ void bind_core(nb::module_& m) {
                return false;
              }
            })
-      .def("__hash__", [](const PyDevice& d) { return static_cast<int>(d.value.type) * 1000 + d.value.index; });
+      .def("__hash__", [](const PyDevice& d) { return static_cast<int>(d.value.type) * 1000 + d.value.index; })
+      // `with ug.device("cpu"):` (torch) and `with ug.device("/CPU:0"):` (tf.device): new tensors go
+      // to the device inside. The CPU is where they go anyway; another device raises, as
+      // set_default_device does, until a backend for it exists.
+      .def("__enter__",
+           [](nb::handle self) {
+             const ug::Device d = nb::cast<const PyDevice&>(self).value;
+             if (d.type != ug::DeviceType::CPU)
+               ug::fail<ug::RuntimeError>("[device] cannot place new tensors on ", d,
+                                          ": unigrad computes on the CPU in this build (where TensorFlow would "
+                                          "place them on the CPU quietly, say so: '/CPU:0')");
+             return self;
+           })
+      .def("__exit__", [](const PyDevice&, nb::args) { return false; });
   m.def("device_available", [](ug::Device d) { return ug::device_available(d); });
   m.def("cuda_device_count", &ug::cuda::device_count);
   m.attr("__version__") = ug::version();

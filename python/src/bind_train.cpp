@@ -845,6 +845,13 @@ void bind_train(nb::module_& m) {
             return s.reduce(op, value, axis);
           },
           "op"_a, "value"_a, "axis"_a.none() = nb::none())
+      .def(
+          "gather",
+          [](const MirroredStrategy& s, const ug::Tensor& value, int64_t axis) {
+            nb::gil_scoped_release release;  // waits for the other replicas
+            return s.gather(value, axis);
+          },
+          "value"_a, "axis"_a)
       .def("local_part", &MirroredStrategy::local_part, "global_batch"_a);
   nb::class_<MirroredStrategy::ReplicaContext>(tm, "_ReplicaContext", "An open replica context: closed when freed");
   tm.def("compute_average_loss", &train::compute_average_loss, "per_example_loss"_a,

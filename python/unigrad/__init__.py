@@ -24,7 +24,7 @@ qint8, quint8 = int8, uint8  # noqa: F405  (torch's quantized dtypes: unigrad ke
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled, set_autocast_dtype, set_autocast_enabled  # noqa: F401,E402
 from .parallel_map import pmap  # noqa: F401,E402
 from . import config  # noqa: F401,E402  (tf.config)
-from .devices import default_backend, device_get, device_put, devices, local_devices  # noqa: F401,E402  (JAX's)
+from .devices import default_backend, default_device, device_get, device_put, devices, local_devices  # noqa: F401,E402,E501  (JAX's)
 from ._C.errors import OutOfMemoryError  # noqa: F401,E402
 from .autograd import (  # noqa: F401
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,

@@ -1,6 +1,8 @@
 """JAX's device functions over ug.device: jax.devices, local_devices, default_backend,
-device_put and device_get. New tensors go to the CPU unless a factory is given device=, so the default
+default_device, device_put and device_get. New tensors go to the CPU unless a factory is given device=, so the default
 backend is the CPU whatever else the build can reach."""
+import contextlib
+
 from . import _C
 from .tree import tree_map
 
@@ -30,6 +32,14 @@ def devices(backend=None):
 def local_devices(backend=None):
     """This process's devices: all of them (a ug.distributed rank is a process of its own)."""
     return devices(backend)
+
+
+def default_device(device):
+    """jax.default_device: a context in which new tensors go to `device` (None: as outside it);
+    ug.device's own context, so the CPU, or an error for a device this build cannot reach."""
+    if device is None:
+        return contextlib.nullcontext()
+    return device if isinstance(device, _C.device) else _C.device(device)
 
 
 def device_put(x, device=None):

@@ -15,8 +15,8 @@ import types
 from . import _C
 from .tree import tree_map
 
-__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "ReduceOp", "get_strategy", "has_strategy",
-           "experimental"]
+__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "ReduceOp", "InputContext", "get_strategy",
+           "has_strategy", "experimental"]
 
 
 class ReduceOp(enum.Enum):
@@ -94,14 +94,46 @@ class MirroredStrategy:
         op = _op_name(reduce_op)
         return tree_map(lambda v: self._strategy.reduce(op, v, axis) if isinstance(v, _C.Tensor) else v, value)
 
+    def gather(self, value, axis):
+        """tf's strategy.gather: every replica's value (a tensor, or a pytree of them) joined
+        along axis, in replica order; the sizes along axis may differ between replicas."""
+        return tree_map(lambda v: self._strategy.gather(v, axis) if isinstance(v, _C.Tensor) else v, value)
+
     def experimental_distribute_dataset(self, dataset, options=None):
         """Each global batch the dataset yields (a tensor, or a tuple/dict of them), split over the
         replicas: this replica's rows of each, in order (local_part)."""
         return _DistributedDataset(self._strategy, dataset)
 
+    def distribute_datasets_from_function(self, dataset_fn, options=None):
+        """tf's: dataset_fn(input_context) builds this replica's input pipeline (one per process
+        here), which yields its own batches as they are; input_context says which pipeline it is
+        and gives the per-replica batch size."""
+        n = self.num_replicas_in_sync
+        return dataset_fn(InputContext(n, self.group.rank(), n))
+
     def experimental_local_results(self, value):
         """The values of this process's replicas: one, as one replica is one process here."""
         return (value,)
+
+
+class InputContext:
+    """tf.distribute.InputContext: what distribute_datasets_from_function tells dataset_fn."""
+
+    def __init__(self, num_input_pipelines=1, input_pipeline_id=0, num_replicas_in_sync=1):
+        self.num_input_pipelines = num_input_pipelines
+        self.input_pipeline_id = input_pipeline_id
+        self.num_replicas_in_sync = num_replicas_in_sync
+
+    def get_per_replica_batch_size(self, global_batch_size):
+        """The global batch size split over the replicas; it must divide evenly."""
+        if global_batch_size % self.num_replicas_in_sync:
+            raise ValueError(f"[InputContext] the global batch size {global_batch_size} is not divisible by "
+                             f"num_replicas_in_sync {self.num_replicas_in_sync}")
+        return global_batch_size // self.num_replicas_in_sync
+
+    def __repr__(self):
+        return (f"InputContext(num_input_pipelines={self.num_input_pipelines}, input_pipeline_id="
+                f"{self.input_pipeline_id}, num_replicas_in_sync={self.num_replicas_in_sync})")
 
 
 class _DistributedDataset:
@@ -145,8 +177,14 @@ class _DefaultStrategy:
             return value
         return tree_map(lambda v: (v.mean(axis) if mean else v.sum(axis)) if isinstance(v, _C.Tensor) else v, value)
 
+    def gather(self, value, axis):
+        return value
+
     def experimental_distribute_dataset(self, dataset, options=None):
         return dataset
+
+    def distribute_datasets_from_function(self, dataset_fn, options=None):
+        return dataset_fn(InputContext())
 
     def experimental_local_results(self, value):
         return (value,)

@@ -38,10 +38,11 @@ def row_recorder():
     return seen, record
 
 
-def fit_equals_one_process(strategy_name, optimizer):
+def fit_equals_one_process(strategy_name, optimizer, jit_compile=False):
     """fit under the strategy with global batch N*B (B per rank) equals fit in one process on
     the same global batches: parameters, and the logged metrics on every rank (validation_split
-    leaves 36 training rows: equal shards on 2 and 3 ranks, 2 rows a rank in the last batch of 2)."""
+    leaves 36 training rows: equal shards on 2 and 3 ranks, 2 rows a rank in the last batch of 2).
+    With jit_compile=True each rank's step is one program, DDP's all-reduces in it."""
     strategy = {"mirrored": ug.distribute.MirroredStrategy,
                 "multi_worker": ug.distribute.MultiWorkerMirroredStrategy,
                 "experimental": ug.distribute.experimental.MultiWorkerMirroredStrategy}[strategy_name]()
@@ -52,7 +53,8 @@ def fit_equals_one_process(strategy_name, optimizer):
     with strategy.scope():
         assert ug.distribute.get_strategy() is strategy
         model = mlp(seed=rank)  # DDP broadcasts rank 0's weights
-        model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy", metrics=["accuracy"],
+                      jit_compile=jit_compile)
     assert not ug.distribute.has_strategy()
     history = model.fit(x, y, batch_size=4 * n, epochs=3, shuffle=False, verbose=0, validation_split=0.25)
     reference = mlp(seed=0)
@@ -239,16 +241,55 @@ def fit_shards(folder):
         assert not np.array_equal(orders[0], orders[1])  # reshuffled
 
 
+def gather_and_input_pipelines():
+    """strategy.gather joins the replicas' values along an axis in replica order, their sizes along
+    it differing (replica r gives r + 1 rows), against NumPy; a shape that differs elsewhere raises
+    on every replica. distribute_datasets_from_function gives dataset_fn this replica's pipeline
+    and per-replica batch size, and its dataset's batches go to the step as they are."""
+    strategy = ug.distribute.MirroredStrategy()
+    rank, n = dist.get_rank(), strategy.num_replicas_in_sync
+
+    def rows(r):
+        return np.arange(3 * (r + 1), dtype=np.float64).reshape(r + 1, 3) + 100 * r
+
+    got = strategy.gather({"x": ug.tensor(rows(rank)), "steps": 7}, axis=0)
+    np.testing.assert_array_equal(got["x"].numpy(), np.concatenate([rows(r) for r in range(n)], 0))
+    assert got["steps"] == 7
+    columns = strategy.gather(ug.tensor(rows(rank).T.copy()), axis=-1)
+    np.testing.assert_array_equal(columns.numpy(), np.concatenate([rows(r).T for r in range(n)], 1))
+    try:
+        strategy.gather(ug.zeros(2, rank + 1), axis=0)
+        raise AssertionError("replicas' shapes that differ off the axis were gathered")
+    except ValueError as e:
+        assert "only the sizes along axis 0 may differ" in str(e), e
+
+    contexts = []
+
+    def dataset_fn(context):
+        contexts.append(context)
+        per_replica = context.get_per_replica_batch_size(4 * n)
+        mine = np.arange(8 * n, dtype=np.float64)[context.input_pipeline_id::context.num_input_pipelines]
+        return [ug.tensor(mine[i:i + per_replica]) for i in range(0, len(mine), per_replica)]
+
+    batches = list(strategy.distribute_datasets_from_function(dataset_fn))
+    (context,) = contexts
+    assert (context.num_input_pipelines, context.input_pipeline_id, context.num_replicas_in_sync) == (n, rank, n)
+    assert [b.numpy().tolist() for b in batches] == [[rank + n * i for i in range(4)],
+                                                     [rank + n * i for i in range(4, 8)]]
+    total = strategy.reduce("SUM", strategy.run(lambda b: b.sum(), args=(batches[0],)), axis=None)
+    assert total.item() == sum(range(4 * n))
+    try:
+        context.get_per_replica_batch_size(4 * n + 1)
+        raise AssertionError("an uneven global batch was split")
+    except ValueError as e:
+        assert f"not divisible by num_replicas_in_sync {n}" in str(e), e
+
+
 def fit_errors():
     strategy = ug.distribute.MirroredStrategy()
     n = strategy.num_replicas_in_sync
     with strategy.scope():
         model = mlp(seed=0)
-        try:
-            model.compile(optimizer="sgd", loss="mse", jit_compile=True)
-            raise AssertionError("jit_compile under a strategy was accepted")
-        except ValueError as e:
-            assert str(e).startswith("[compile] jit_compile is not supported under a distribution strategy"), e
         model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
     x, y = data()
     try:
@@ -356,7 +397,9 @@ def main():
            "fit_mirrored_adam": lambda: fit_equals_one_process("mirrored", "adam"),
            "fit_multi_worker_sgd": lambda: fit_equals_one_process("multi_worker", "sgd"),
            "fit_experimental_sgd": lambda: fit_equals_one_process("experimental", "sgd"),
+           "fit_mirrored_adam_jit": lambda: fit_equals_one_process("mirrored", "adam", jit_compile=True),
            "fit_shards": lambda: fit_shards(*args), "fit_errors": fit_errors,
+           "gather_and_input_pipelines": gather_and_input_pipelines,
            "evaluate_shards": evaluate_shards,
            "custom_loop_sgd": lambda: custom_loop_equals_one_process("sgd"),
            "custom_loop_adam": lambda: custom_loop_equals_one_process("adam"),

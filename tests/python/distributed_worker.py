@@ -172,39 +172,82 @@ def ddp(optimizer_name, view=False):
         assert pointers[2] == pointers[3] + params[3].numel() * 8
 
 
-def compiled_step():
-    """A compiled step through DDP raises on every rank (its hooks would not run: each rank's
-    own gradients, silently, before); the compiled step of the plain module that averages its
-    gradients with dist.all_reduce (which the program runs at every call) equals one process on
-    the whole batch, as DDP does."""
+def compiled_step(view=False):
+    """A training step through DDP under ug.compile (zero_grad, backward, step: each full bucket's
+    all_reduce is an op of the program, run at every call) equals one process on the whole batch,
+    as the eager DDP step does: two buckets, SGD with momentum and Adam, 10 steps, one trace.
+    Inside no_sync (a guard: the program made outside it is not run there) backward accumulates
+    locally, and the next synced call averages what accumulated. So does the plain module's
+    compiled step that averages with dist.all_reduce itself."""
     rank, n = dist.get_rank(), dist.get_world_size()
     batch = 4
-    wrapped = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank))
-    try:
-        ug.compile(lambda x: wrapped(x).sum().backward())(ug.ones(batch, 6, dtype=ug.float64))
-        raise AssertionError("a DDP step compiled")
-    except RuntimeError as e:
-        assert "[DistributedDataParallel] a training step through the wrapped module cannot be compiled" in str(e), e
+    rng = np.random.default_rng(7)  # the same stream on every rank: each takes its rows
+
+    def batches(count):
+        for _ in range(count):
+            x_all, y_all = rng.standard_normal((n * batch, 6)), rng.standard_normal((n * batch, 3))
+            rows = slice(rank * batch, (rank + 1) * batch)
+            yield ug.tensor(x_all[rows]), ug.tensor(y_all[rows]), ug.tensor(x_all), ug.tensor(y_all)
+
+    def reference_step(reference, ref_opt, x_all, y_all):
+        ref_opt.zero_grad()
+        ug.nn.functional.mse_loss(reference(x_all), y_all).backward()
+        ref_opt.step()
+
+    make = {"sgd": lambda p: ug.optim.SGD(p, lr=0.1, momentum=0.9), "adam": lambda p: ug.optim.Adam(p, lr=0.01)}
+    for name, optimizer in make.items():
+        model = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank), bucket_cap_mb=0.0002,  # two buckets
+                                                       gradient_as_bucket_view=view)
+        reference = mlp(seed=0)
+        opt, ref_opt = optimizer(model.parameters()), optimizer(reference.parameters())
+
+        @ug.compile
+        def step(x, y):
+            opt.zero_grad()
+            ug.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+
+        for x, y, x_all, y_all in batches(10):
+            step(x, y)
+            reference_step(reference, ref_opt, x_all, y_all)
+        assert step.cache_info().traces == 1, step.cache_info()
+        for p, q in zip(model.module.parameters(), reference.parameters()):
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=1e-10, err_msg=name)
+
+    # Accumulation over calls: two local micro-batches under no_sync, then a synced one.
+    model = ug.nn.parallel.DistributedDataParallel(mlp(seed=rank), gradient_as_bucket_view=view)
+    reference = mlp(seed=0)
+
+    @ug.compile
+    def accumulate(x):
+        model(x).sum().backward()
+
+    for i, (x, _, x_all, _) in enumerate(batches(3)):
+        if i < 2:
+            with model.no_sync():
+                accumulate(x)
+        else:
+            accumulate(x)
+        reference(x_all).sum().backward()
+    assert accumulate.cache_info().traces == 2, accumulate.cache_info()
+    for p, q in zip(model.module.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy() / n, rtol=1e-12, atol=1e-12)
+
     model, reference = mlp(seed=0), mlp(seed=0)
     opt, ref_opt = ug.optim.Adam(model.parameters(), lr=0.01), ug.optim.Adam(reference.parameters(), lr=0.01)
 
     @ug.compile
-    def step(x, y):
+    def plain_step(x, y):
         opt.zero_grad()
         ug.nn.functional.mse_loss(model(x), y).backward()
         for p in model.parameters():
             dist.all_reduce(p.grad, op=dist.ReduceOp.AVG)
         opt.step()
 
-    rng = np.random.default_rng(7)
-    for _ in range(10):
-        x_all, y_all = rng.standard_normal((n * batch, 6)), rng.standard_normal((n * batch, 3))
-        rows = slice(rank * batch, (rank + 1) * batch)
-        step(ug.tensor(x_all[rows]), ug.tensor(y_all[rows]))
-        ref_opt.zero_grad()
-        ug.nn.functional.mse_loss(reference(ug.tensor(x_all)), ug.tensor(y_all)).backward()
-        ref_opt.step()
-    assert step.cache_info().traces == 1
+    for x, y, x_all, y_all in batches(10):
+        plain_step(x, y)
+        reference_step(reference, ref_opt, x_all, y_all)
+    assert plain_step.cache_info().traces == 1
     for p, q in zip(model.parameters(), reference.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=1e-10)
 
@@ -411,7 +454,7 @@ def main():
      "timeout_mpi": lambda: timeout(2**20), "killed": killed, "pmap": pmap,
      "sync_batch_norm": sync_batch_norm,
      "ddp_gradients_across_steps": lambda: ddp_gradients_across_steps(view),
-     "mismatch": mismatch, "compiled_step": compiled_step}[scenario.removesuffix("_view")]()
+     "mismatch": mismatch, "compiled_step": lambda: compiled_step(view)}[scenario.removesuffix("_view")]()
     if not scenario.startswith(("timeout", "killed")):
         dist.barrier()
         print(f"rank {dist.get_rank()} ok", flush=True)

@@ -90,3 +90,35 @@ def test_memory_growth_follows_tensorflow_on_a_cpu(tf):
     x = ug.empty(1 << 20)
     info = ug.config.experimental.get_memory_info("CPU:0")
     assert info["peak"] >= info["current"] >= x.numel() * 4
+
+
+def test_device_scopes_and_names_as_torch_tensorflow_and_jax(tf, jax):
+    """`with ug.device(...)` is torch's `with torch.device(...)`, TensorFlow's `with tf.device(...)`
+    (whose names ug.device reads) and, as ug.default_device, JAX's: new tensors made inside are on
+    the CPU, as in the three frameworks on this CPU-only machine; a device that is not there
+    raises when entered."""
+    import torch
+
+    for name in ("/CPU:0", "/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:0", "CPU:0", "cpu", "cpu:0"):
+        assert ug.device(name) == "cpu", name
+        assert tf.DeviceSpec.from_string(name).device_type in ("CPU", None) or name.startswith("cpu")
+    assert ug.device("/GPU:1") == ug.device("/device:gpu:1") == ug.device("cuda:1")
+    with ug.device("/CPU:0"):
+        ours = ug.ones(2)
+    with tf.device("/CPU:0"):
+        theirs = tf.ones(2)
+    assert ours.device == "cpu" and theirs.device.endswith("CPU:0")
+    with ug.device("cpu"):
+        ours = ug.zeros(3)
+    with torch.device("cpu"):
+        assert torch.zeros(3).device.type == "cpu"
+    assert ours.device == "cpu"
+    with ug.default_device(ug.devices("cpu")[0]), jax.default_device(jax.devices("cpu")[0]):
+        assert ug.ones(1).device == "cpu" and list(jax.numpy.ones(1).devices())[0].platform == "cpu"
+    with ug.default_device(None):
+        assert ug.ones(1).device == "cpu"
+    with pytest.raises(RuntimeError, match=r"\[device\] cannot place new tensors on cuda:0"):
+        with ug.device("/GPU:0"):
+            pass
+    with pytest.raises(ValueError, match=r"unknown device '/TPU:0'"):
+        ug.device("/TPU:0")

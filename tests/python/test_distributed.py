@@ -66,8 +66,9 @@ def test_sync_batch_norm_equals_batch_norm_on_the_whole_batch(n):
 
 
 @pytest.mark.parametrize("n", [2, 3])
-def test_a_compiled_step_averages_gradients_with_all_reduce_and_refuses_ddp(n):
-    assert_ok(mpirun(n, "compiled_step"), n)
+@VIEW
+def test_a_compiled_ddp_step_equals_one_process_with_the_whole_batch(n, view):
+    assert_ok(mpirun(n, f"compiled_step{view}"), n)
 
 
 @VIEW
@@ -119,10 +120,12 @@ def test_a_rank_killed_mid_training_ends_the_job():
 # here: one run each.
 @pytest.mark.parametrize("n, strategy, optimizer", [(2, "mirrored", "sgd"), (3, "mirrored", "sgd"),
                                                     (2, "mirrored", "adam"), (3, "mirrored", "adam"),
-                                                    (2, "multi_worker", "sgd"), (2, "experimental", "sgd")])
+                                                    (2, "multi_worker", "sgd"), (2, "experimental", "sgd"),
+                                                    (2, "mirrored", "adam_jit"), (3, "mirrored", "adam_jit")])
 def test_fit_under_a_strategy_equals_one_process_with_the_global_batch(n, strategy, optimizer):
     """model.compile inside strategy.scope(), fit with global batch N*B: the parameters of one
-    process fitting batches of N*B, and on every rank its logged loss and accuracy."""
+    process fitting batches of N*B, and on every rank its logged loss and accuracy; "_jit":
+    compiled with jit_compile=True."""
     assert_ok(mpirun(n, f"fit_{strategy}_{optimizer}", worker=FIT_WORKER), n)
 
 
@@ -140,6 +143,11 @@ def test_fit_shards_the_data_and_only_rank_0_prints_and_writes(n, tmp_path):
 @pytest.mark.parametrize("n", [2, 3])
 def test_evaluation_under_a_strategy_shards_the_samples_and_agrees_with_one_process(n):
     assert_ok(mpirun(n, "evaluate_shards", worker=FIT_WORKER), n)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_strategy_gather_and_input_pipelines_as_tensorflow(n):
+    assert_ok(mpirun(n, "gather_and_input_pipelines", worker=FIT_WORKER), n)
 
 
 def test_fit_under_a_strategy_refuses_what_it_cannot_do():

@@ -25,6 +25,8 @@ class DistributedDataParallel(Module):
         self.module = module
         self.broadcast_buffers = broadcast_buffers
         self.process_group = process_group
+        # torch's flag, which no_sync() clears: a plain attribute, so a compiled step guards on it
+        self.require_backward_grad_sync = True
         _C.distributed._broadcast_module_state(module, process_group, True)
         self.reducer = _C.distributed.Reducer(list(module.parameters()), process_group,
                                               int(bucket_cap_mb * 1024 * 1024), find_unused_parameters,
@@ -35,6 +37,7 @@ class DistributedDataParallel(Module):
         if self.broadcast_buffers and is_grad_enabled():
             _C.distributed._broadcast_module_state(self.module, self.process_group, False)
         out = self.module(*args, **kwargs)
+        self.reducer.require_sync = self.require_backward_grad_sync
         self.reducer.prepare_for_backward([t for t in tree_leaves(out) if isinstance(t, _C.Tensor)])
         return out
 
@@ -42,12 +45,12 @@ class DistributedDataParallel(Module):
     def no_sync(self):
         """Backward inside only accumulates gradients locally; the first backward after it
         averages the accumulated ones."""
-        previous = self.reducer.require_sync
-        self.reducer.require_sync = False
+        previous = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
         try:
             yield
         finally:
-            self.reducer.require_sync = previous
+            self.require_backward_grad_sync = previous
 
 
 class DataParallel(Module):

@@ -35,25 +35,15 @@ struct NodeOrder {
 
 Tensor zeros_for(const Node::OutputInfo& o) { return zeros(o.shape, {.dtype = o.dtype, .device = o.device}); }
 
-/** What a leaf's AccumulateGrad does: g, after the leaf's hooks, added into leaf.grad. The
- *  engine runs it (the node's own layer is below the ops that add). */
 [[noreturn]] void backward_in_trace() {
   fail<RuntimeError>(
       "[onnx.export] backward() inside an exported function writes the parameters' .grad, which a "
       "graph file cannot; export the model's forward, or compile the training step with ug.jit / ug.compile");
 }
 
-void accumulate(AccumulateGrad& acc, Tensor g, bool create_graph) {
-  g = acc.run_hooks(std::move(g));
-  if (graph::detail::current_capture) {
-    // A compiled step's trace: the program reads and writes .grad (autograd/grad_trace.h).
-    GradTrace* trace = GradTrace::current();
-    if (!trace) backward_in_trace();
-    if (create_graph) fail<RuntimeError>("[jit] backward(create_graph=True) inside a compiled step is not supported");
-    trace->accumulate(acc.leaf(), g);
-    return;
-  }
-  AutogradMeta& m = meta(acc.leaf());
+/** g added into leaf.grad, eagerly. */
+void add_into_grad(const Tensor& leaf, Tensor g) {
+  AutogradMeta& m = meta(leaf);
   if (!m.grad.defined()) {
     // Keep the incoming gradient when nobody else can see it; otherwise own a copy, so a
     // later in-place accumulation never writes into a broadcast view or another tensor.
@@ -65,7 +55,24 @@ void accumulate(AccumulateGrad& acc, Tensor g, bool create_graph) {
   } else {
     m.grad.add_(g.detach());
   }
-  for (const auto& hook : m.post_accumulate_hooks) hook(acc.leaf());
+}
+
+/** What a leaf's AccumulateGrad does: g, after the leaf's hooks, added into leaf.grad. The
+ *  engine runs it (the node's own layer is below the ops that add). */
+void accumulate(AccumulateGrad& acc, Tensor g, bool create_graph) {
+  g = acc.run_hooks(std::move(g));
+  if (graph::detail::current_capture) {
+    // A compiled step's trace: the program reads and writes .grad (autograd/grad_trace.h).
+    GradTrace* trace = GradTrace::current();
+    if (!trace) backward_in_trace();
+    if (create_graph) fail<RuntimeError>("[jit] backward(create_graph=True) inside a compiled step is not supported");
+    trace->accumulate(acc.leaf(), g);
+  } else {
+    add_into_grad(acc.leaf(), std::move(g));
+  }
+  // Traced too: what the hooks do (DistributedDataParallel's bucket all-reduce) is then part
+  // of the program, as in torch.compile's compiled autograd.
+  for (const auto& hook : meta(acc.leaf()).post_accumulate_hooks) hook(acc.leaf());
 }
 
 void check_finite(const Tensor& g, Node* node) {

@@ -34,8 +34,7 @@ void GradTrace::cleared(const Tensor& leaf) {
   if (!contains(cleared_, leaf)) cleared_.push_back(leaf);
 }
 
-void GradTrace::accumulate(const Tensor& leaf, const Tensor& g) {
-  NoGradGuard no_grad;
+Tensor GradTrace::grad(const Tensor& leaf) {
   // The first time, unless zero_grad cleared it in this trace, the gradient adds into the
   // .grad the leaf has when the program runs: a placeholder stands for it.
   if (touch(leaf) && !contains(cleared_, leaf)) {
@@ -44,7 +43,12 @@ void GradTrace::accumulate(const Tensor& leaf, const Tensor& g) {
     incoming_.emplace_back(incoming, leaf);
     leaf.set_grad(incoming);
   }
-  const Tensor current = leaf.grad();
+  return leaf.grad();
+}
+
+void GradTrace::accumulate(const Tensor& leaf, const Tensor& g) {
+  NoGradGuard no_grad;
+  const Tensor current = grad(leaf);
   leaf.set_grad(current.defined() ? current + g.detach() : g.detach());
 }
 

@@ -27,6 +27,9 @@ class GradTrace {
 
   /** Adds g into leaf.grad as AccumulateGrad does, with ops the trace records. */
   void accumulate(const Tensor& leaf, const Tensor& g);
+  /** leaf.grad as the trace sees it: the first time (unless cleared), the placeholder of its
+   *  incoming value. What a post-accumulate hook (DistributedDataParallel's) reads. */
+  Tensor grad(const Tensor& leaf);
   /** zero_grad cleared leaf.grad (to none or zeros) inside the trace: its incoming value is not read. */
   void cleared(const Tensor& leaf);
 

@@ -17,7 +17,8 @@ struct Device {
 
   Device() = default;
   Device(DeviceType t, int i = 0) : type(t), index(i) {}
-  /** Parses "cpu", "cuda", "cuda:1"; throws ValueError for anything else. */
+  /** Parses "cpu", "cuda", "cuda:1" ("gpu" for "cuda") and TensorFlow's "/CPU:0",
+   *  "/device:GPU:1"; throws ValueError for anything else. */
   Device(std::string_view spec);
   Device(const char* spec) : Device(std::string_view(spec)) {}
 

@@ -10,7 +10,10 @@ void broadcast_module_state(nn::Module& module, const ProcessGroupPtr& group, bo
   std::vector<Tensor> tensors = module.buffers();
   if (parameters)
     for (const Tensor& p : module.parameters()) tensors.push_back(p);
-  for (const Tensor& t : tensors) works.push_back(group->broadcast(t.detach(), 0));
+  // Through the public broadcast: inside a compiled step's trace it is an op of the program
+  // (every forward's buffers from rank 0, as eagerly).
+  const int root = group->world_ranks().front();
+  for (const Tensor& t : tensors) works.push_back(broadcast(t.detach(), root, group, /*async_op=*/true));
   for (const WorkPtr& w : works) w->wait();
 }
 

@@ -2,11 +2,14 @@
 
 #include <unordered_set>
 
+#include "ug/autograd/grad_trace.h"
+#include "ug/distributed/distributed.h"
 #include "ug/distributed/start_and_wait.h"
 #include "ug/graph/capture.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/node.h"
 #include "ug/ops/binary.h"
+#include "ug/ops/join.h"
 
 namespace ug::distributed {
 
@@ -28,6 +31,7 @@ struct Reducer::State {
   bool as_view = false;  // gradient_as_bucket_view: each .grad is its slice of the bucket
   bool require_sync = true;
   bool armed = false;
+  bool traced = false;  // this backward is a compiled step's trace (average_traced)
   size_t ready = 0;
   std::vector<bool> is_ready;
 
@@ -62,6 +66,11 @@ struct Reducer::State {
                          " got two gradients in one backward "
                          "(a reentrant backward, or a parameter shared in a way DDP cannot see)");
     is_ready[p] = true;
+    if (traced) {
+      if (Bucket& b = buckets[bucket_of[p]]; --b.pending == 0) average_traced(b);
+      ++ready;
+      return;
+    }
     if (!(as_view && grad_is_slice(p))) {
       const Tensor g = params[p].grad();
       Tensor s = slice(p);
@@ -81,9 +90,28 @@ struct Reducer::State {
     ++ready;
   }
 
+  /** In a compiled step's trace: the bucket is the concatenation of the traced gradients,
+   *  averaged by a traced all_reduce (which the program runs at every call, where it stands in
+   *  the backward), and each .grad becomes its slice of the average. */
+  void average_traced(const Bucket& b) {
+    autograd::GradTrace& trace = *autograd::GradTrace::current();
+    std::vector<Tensor> parts;
+    for (size_t p : b.params) {
+      const Tensor g = trace.grad(params[p]);
+      parts.push_back(g.defined() ? g.reshape({-1}) : zeros({params[p].numel()}, {.dtype = params[p].dtype()}));
+    }
+    Tensor average = cat(parts, 0);
+    all_reduce(average, ReduceOp::Avg, group);
+    for (size_t i = 0; i < b.params.size(); ++i) {
+      const Tensor& p = params[b.params[i]];
+      p.set_grad(average.narrow(0, b.offsets[i], p.numel()).view(p.shape()));
+    }
+  }
+
   /** Waits for every bucket and leaves the averages in .grad. */
   void finish() {
     armed = false;
+    if (traced) return;
     for (Bucket& b : buckets) b.work->wait();
     if (as_view) return;
     for (size_t p = 0; p < params.size(); ++p) {
@@ -165,16 +193,13 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
     s.armed = false;
     return;
   }
-  // A compiled step's backward runs no accumulation hooks, so its program would keep each
-  // rank's own gradients: refused rather than silently wrong.
-  if (graph::detail::current_capture)
-    fail<RuntimeError>(
-        "[DistributedDataParallel] a training step through the wrapped module cannot be compiled (ug.compile, "
-        "ug.jit): its gradients' all-reduce runs from autograd hooks, which a program does not replay. Compile the "
-        "plain module's step and average the gradients there with ug.distributed.all_reduce(g, "
-        "op=ReduceOp.AVG) (a program runs it at every call), or run the DDP step eagerly; a compiled forward "
-        "alone runs under no_grad()");
-
+  // A compiled step's trace records the buckets' averaging (average_traced); an ONNX export's
+  // trace has no backward to arm for.
+  s.traced = graph::detail::current_capture != nullptr;
+  if (s.traced && !autograd::GradTrace::current()) {
+    s.armed = false;
+    return;
+  }
   s.arm();
   if (!s.find_unused) return;
   std::unordered_set<const TensorImpl*> reached;

@@ -5,6 +5,8 @@
 // last gradient of the step waits for every bucket and writes the averages into .grad. With
 // gradient_as_bucket_view each .grad becomes its slice of the bucket at its first reduction:
 // backward then adds into the bucket in place and the average needs no copy in or out.
+// Inside a compiled step's trace the hooks run too: each full bucket becomes a concatenation,
+// a traced all_reduce and slices, which the program runs at every call.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,6 @@
 #include "ug/train/strategy.h"
 
+#include <algorithm>
 #include <map>
 
 #include "ug/core/error.h"
@@ -115,6 +116,44 @@ Tensor MirroredStrategy::reduce(const std::string& op, const Tensor& value, std:
   Tensor count = scalar_tensor(static_cast<double>(axis ? value.size(*axis) : 1), {.dtype = DType::Float64});
   distributed::all_reduce(count, distributed::ReduceOp::Sum, group_);
   return total / count;
+}
+
+Tensor MirroredStrategy::gather(const Tensor& value, int64_t axis) const {
+  if (value.dim() == 0)
+    fail<ValueError>("[MirroredStrategy.gather] needs a value with an axis to join along, got a 0-d tensor");
+  const int64_t dim = axis < 0 ? axis + value.dim() : axis;
+  if (dim < 0 || dim >= value.dim())
+    fail<ValueError>("[MirroredStrategy.gather] axis ", axis, " is out of range for a value of shape ", value.shape());
+  NoGradGuard no_grad;
+  const int n = num_replicas_in_sync();
+  // Each replica's shape first: all_gather moves equal shapes, so every value is padded to the
+  // longest along the axis and cut back after.
+  Shape shape = value.shape();
+  const Tensor mine = empty({value.dim()}, {.dtype = DType::Int64});
+  std::copy(shape.begin(), shape.end(), mine.data_ptr<int64_t>());
+  std::vector<Tensor> shapes;
+  for (int r = 0; r < n; ++r) shapes.push_back(zeros_like(mine));
+  distributed::all_gather(shapes, mine, group_);
+  int64_t longest = 0;
+  std::vector<int64_t> sizes;
+  for (int r = 0; r < n; ++r) {
+    const int64_t* theirs = shapes[static_cast<size_t>(r)].data_ptr<int64_t>();
+    for (int64_t d = 0; d < value.dim(); ++d)
+      if (d != dim && theirs[d] != shape[static_cast<size_t>(d)])
+        fail<ValueError>("[MirroredStrategy.gather] replica ", r, "'s value has shape ",
+                         Shape(theirs, theirs + value.dim()), " and this replica's ", shape,
+                         ": only the sizes along axis ", axis, " may differ");
+    sizes.push_back(theirs[dim]);
+    longest = std::max(longest, sizes.back());
+  }
+  shape[static_cast<size_t>(dim)] = longest;
+  Tensor padded = zeros(shape, {.dtype = value.dtype()});
+  padded.narrow(dim, 0, value.size(dim)).copy_(value);
+  std::vector<Tensor> parts;
+  for (int r = 0; r < n; ++r) parts.push_back(empty_like(padded));
+  distributed::all_gather(parts, padded, group_);
+  for (int r = 0; r < n; ++r) parts[static_cast<size_t>(r)] = parts[static_cast<size_t>(r)].narrow(dim, 0, sizes[r]);
+  return cat(parts, dim);
 }
 
 Tensor MirroredStrategy::local_part(const Tensor& global_batch) const {

@@ -79,6 +79,9 @@ class MirroredStrategy : public std::enable_shared_from_this<MirroredStrategy> {
   /** tf's strategy.reduce(op, value, axis): "SUM" or "MEAN" of every replica's value; with an
    *  axis, over that axis of each value too (MEAN: over all the replicas' elements along it). */
   Tensor reduce(const std::string& op, const Tensor& value, std::optional<int64_t> axis = std::nullopt) const;
+  /** tf's strategy.gather(value, axis): every replica's value joined along axis, in replica
+   *  order (their sizes along it may differ; the other dims must agree). */
+  Tensor gather(const Tensor& value, int64_t axis) const;
   /** This replica's rows of a global batch (dim 0), as experimental_distribute_dataset splits
    *  each batch: in order, as evenly as they go, the first replicas one row more. */
   Tensor local_part(const Tensor& global_batch) const;

@@ -337,10 +337,6 @@ void Trainer::compile(CompileOptions options) {
                 ? std::make_shared<amp::GradScaler>(amp::GradScalerOptions{.init_scale = 32768.0})
                 : nullptr;
   std::shared_ptr<const MirroredStrategy> strategy = options.strategy ? options.strategy : current_strategy();
-  if (strategy && options.jit_compile)
-    fail<ValueError>(
-        "[compile] jit_compile is not supported under a distribution strategy yet: DistributedDataParallel "
-        "averages gradients from autograd hooks, which a compiled step does not run");
   if (strategy && (num_inputs_ > 1 || outputs > 1))
     fail<ValueError>("[compile] a model of several inputs or outputs cannot train under a distribution strategy yet");
   strategy_ = std::move(strategy);
