@@ -125,7 +125,13 @@ def test_atan2_at_signed_zeros_infinities_and_nan(tmp_path):
     want = np.arctan2(y, x)
     for opset in (13, 20):
         expected, got, imported = export_run(tmp_path, Fn(ug.atan2), [ug.tensor(y), ug.tensor(x)], opset)
-        same_bits(expected[0], want)
+        # Eagerly: NaN where C's is, zeros and infinities' angles with their signs, and within
+        # an ulp of C's elsewhere (the vectorized kernel is not correctly rounded, as torch's
+        # Sleef one is not; AVX2 and AVX-512 round atan2(1, 1) differently).
+        numbers = ~np.isnan(want)
+        np.testing.assert_array_equal(np.isnan(expected[0]), ~numbers)
+        np.testing.assert_array_max_ulp(expected[0][numbers], want[numbers], maxulp=1)
+        np.testing.assert_array_equal(np.signbit(expected[0][numbers]), np.signbit(want[numbers]))
         for out in (got[0], imported[0]):
             # atan(y / x) plus pi: within an ulp of pi of C's atan2, with its zeros' signs.
             np.testing.assert_allclose(out, want, rtol=2 * EPS32, atol=0)
