@@ -1,5 +1,5 @@
 // Compiled with -fno-math-errno (src/CMakeLists.txt) so sqrt vectorises; each entry point is
-// cloned for AVX-512 and AVX2 and picked at load time. -ffp-contract=off keeps the AVX-512
+// cloned for AVX-512 and AVX2 (by GCC) and picked at load time. -ffp-contract=off keeps the AVX-512
 // clone from fusing a multiply and an add: every clone rounds each operation as the scalar
 // code does, so results match across machines bit for bit. Adam is bound by its square root
 // and division per element (100k floats on one core, AVX-512 clone: 40 us; 92 us scalar).
@@ -10,7 +10,14 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__clang__)
+// clang 14 makes no clones of these overloaded external functions: it compiles each once, for
+// AVX-512, which faults on an AVX2 CPU (the sanitized build on an AVX2 EPYC). It gets the
+// baseline loops.
+#define UG_OPTIM_CLONES
+#else
 #define UG_OPTIM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 #define UG_INLINE [[gnu::always_inline]] inline
 // A lambda's: inlined into each clone, so it is compiled for that clone's instruction set.
 #define UG_INLINE_LAMBDA __attribute__((always_inline))
