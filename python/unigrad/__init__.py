@@ -34,9 +34,10 @@ from .transforms import (GradientTape, UnconnectedGradients, grad, hessian, jacf
 from .tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten  # noqa: F401
 from . import tree, tree_util  # noqa: F401,E402  (jax.tree and jax.tree_util)
 from .custom_gradients import custom_gradient, custom_jvp, custom_vjp  # noqa: F401  (JAX's, TensorFlow's)
-from .compiled import TensorSpec, compile, function, jit  # noqa: F401  (compile: torch.compile's name)
+from .compiled import compile, jit  # noqa: F401  (compile: torch.compile's name)
 from .compiled import ShapeDtypeStruct, block_until_ready, clear_caches, disable_jit, eval_shape  # noqa: F401
 from .compiled import make_jaxpr  # noqa: F401
+from .tf_function import TensorSpec, function  # noqa: F401
 from . import torchscript  # noqa: F401,E402  (ug.jit.trace / script / load: torch.jit's names)
 from . import compiler  # noqa: F401,E402  (torch.compiler)
 from . import func  # noqa: F401,E402  (torch.func)

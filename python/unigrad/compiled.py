@@ -817,57 +817,6 @@ jit.save = save
 jit.explain = explain
 
 
-class TensorSpec:
-    """tf.TensorSpec: the dtype and shape an input_signature entry accepts (None: any size)."""
-
-    def __init__(self, shape, dtype=None, name=None):
-        self.shape = None if shape is None else tuple(shape)
-        self.dtype, self.name = dtype or _C.float32, name
-
-    def matches(self, t):
-        if not isinstance(t, _C.Tensor) or t.dtype != self.dtype:
-            return False
-        if self.shape is None:
-            return True
-        return len(t.shape) == len(self.shape) and all(s is None or s == d for s, d in zip(self.shape, t.shape))
-
-    def __repr__(self):
-        return f"TensorSpec(shape={self.shape}, dtype={self.dtype}, name={self.name!r})"
-
-
-def function(func=None, *, input_signature=None, jit_compile=None, reduce_retracing=False):
-    """tf.function: the same compiled mode as ug.jit. With input_signature, calls whose tensors do
-    not match it raise instead of tracing, and its None dims take any size: they are traced with
-    reduce_retracing, so the call at a second size makes the one program for every size (two
-    traces, where TensorFlow's symbolic trace takes one). With reduce_retracing, a trace at sizes
-    other than a cached program's makes one program for any size in the dims that differ, where
-    the two traces show that nothing depends on those sizes (the function must not read a traced
-    tensor's shape in Python: the retrace warning says where it did). NumPy arrays are converted
-    to tensors (see the module's docstring). (jit_compile is accepted: every ug.function
-    compiles.)"""
-    def wrap(f):
-        specs = None if input_signature is None else list(input_signature)
-        any_size = specs is not None and any(s.shape is None or None in s.shape for s in specs)
-        jitted = JitFunction(f, reduce_retracing=reduce_retracing or any_size)
-        if specs is None:
-            return jitted
-
-        @functools.wraps(f)
-        def checked(*args):
-            if len(args) != len(specs):
-                raise TypeError(f"[function] the input_signature takes {len(specs)} arguments, got {len(args)}")
-            args = [_from_numpy(a) if isinstance(a, _NUMPY_TYPES) else a for a in args]
-            for i, (a, s) in enumerate(zip(args, specs)):
-                if not s.matches(a):
-                    got = _jit.describe(a) if isinstance(a, _C.Tensor) else type(a).__name__
-                    raise TypeError(f"[function] argument {i} ({got}) does not match the input_signature's {s}")
-            return jitted(*args)
-        checked.cache_info, checked.explain = jitted.cache_info, jitted.explain
-        checked.experimental_get_tracing_count = jitted.experimental_get_tracing_count
-        return checked
-    return wrap if func is None else wrap(func)
-
-
 class ShapeDtypeStruct:
     """jax.ShapeDtypeStruct: the shape and dtype of an array that is not computed (eval_shape's
     arguments and results)."""
@@ -905,9 +854,14 @@ def eval_shape(fun, *args, **kwargs):
         return _C.zeros(*leaf.shape, dtype=leaf.dtype) if isinstance(leaf, ShapeDtypeStruct) else leaf
 
     args, kwargs = tree_map(concrete, (args, kwargs))
-    jitted = JitFunction(fun)
+    return _traced_structs(JitFunction(fun), args, kwargs)
+
+
+def _traced_structs(jitted, args, kwargs):
+    """Traces jitted on these arguments (a new program, or a more general one) and gives the
+    trace's results as a tree of ShapeDtypeStruct (its other leaves as they are)."""
     call = _Call(jitted, args, kwargs)
-    _, traced, key = jitted._trace(call, tuple(call.parts))
+    _, traced, key = jitted._trace(call, tuple(call.parts) + jitted._grad_part())
     treedef, leaves = jitted._outputs[key][:2]
     shapes = iter(ShapeDtypeStruct(t.shape, t.dtype) for t in traced)
     return tree_unflatten(treedef, [next(shapes) if v is None else v for v in leaves])
@@ -949,7 +903,7 @@ def compile(model=None, *, fullgraph=True, dynamic=False, backend="unigrad", mod
     return wrap if model is None else wrap(model)
 
 
-__all__ = ["jit", "function", "compile", "explain", "save", "JitFunction", "CompiledModule", "TensorSpec",
+__all__ = ["jit", "compile", "explain", "save", "JitFunction", "CompiledModule",
            "RetraceWarning", "CacheInfo", "disable_jit", "run_functions_eagerly", "functions_run_eagerly",
            "ShapeDtypeStruct", "eval_shape", "block_until_ready", "clear_caches", "is_compiling", "Lowered",
            "Compiled", "make_jaxpr"]
