@@ -646,3 +646,24 @@ def test_fit_under_mixed_float16_scales_the_loss(policy):
     assert losses[-1] < losses[0] and all(np.isfinite(losses))
     assert model.loss_scaler.get_scale() == 32768.0  # Keras's initial scale, no overflow yet
     assert model.predict(x).dtype == ug.float16
+
+
+def test_fit_under_mixed_float16_compiles_the_scaled_step_once(policy, capfd):
+    """jit_compile=True with the loss scaled: the scale's update is part of the one program (no
+    retrace when it changes), and the compiled fit holds what eager fit holds, overflowing steps
+    included (targets of 1e3 overflow float16's gradients at the initial scale 32768)."""
+    policy.set_global_policy("mixed_float16")
+    x = ug.randn(96, 8, generator=ug.Generator().manual_seed(1))
+    y = ug.randn(96, 2, generator=ug.Generator().manual_seed(2)) * 1e3
+    models = []
+    for jit in (False, True):
+        ug.manual_seed(0)
+        model = ug.nn.Sequential(ug.nn.Dense(16, "relu", input_dim=8), ug.nn.Dense(2))
+        model.compile(optimizer="adam", loss="mse", jit_compile=jit)
+        model.fit(x, y, epochs=3, batch_size=16, shuffle=False, verbose=0)
+        models.append(model)
+    eager, compiled = models
+    assert "[jit]" not in capfd.readouterr().err
+    assert compiled.loss_scaler.get_scale() == eager.loss_scaler.get_scale() < 32768.0
+    for a, b in zip(eager.parameters(), compiled.parameters()):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())

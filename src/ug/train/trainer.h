@@ -247,8 +247,9 @@ class Trainer {
   /** One batch: forward, loss, backward (of loss / k), and with step_inside the optimizer's
    *  step: {outputs..., losses...} (compute_loss's). */
   std::vector<Tensor> batch_step(const Fields& batch, bool step_inside);
-  /** Whether batch_step takes the optimizer's step itself (one batch per step, no loss scaling). */
-  bool step_inside() const { return options_.gradient_accumulation_steps == 1 && !scaler_; }
+  /** Whether batch_step takes the optimizer's step itself (one batch per step); a compiled step
+   *  then holds the loss scale's update too. */
+  bool step_inside() const { return options_.gradient_accumulation_steps == 1; }
   Logs run_evaluation(data::BatchSource& data, int verbose, const char* who);
   /** pass_logs over every replica's batches of an evaluation pass (one all_reduce). */
   Logs global_pass_logs(const Pass& pass) const;
