@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Data-parallel training on this machine, unigrad beside torch 2.13's DDP on gloo, in one run:
 throughput of bench/ddp_train.py on 1 and 2 ranks (one kernel thread per rank) for the MLP and
-the transformer block, and ug_allreduce_bench (ug::distributed's all_reduce against raw
+the transformer block, eager and (unigrad's) under ug.compile, and ug_allreduce_bench (ug::distributed's all_reduce against raw
 MPI_Allreduce on 4-64 MiB float32 buffers). Every configuration runs REPEAT times, interleaved,
 and each figure is the median; prints the Markdown rows of docs/benchmarks.md.
 
@@ -52,11 +52,12 @@ def main():
     allreduce = defaultdict(list)   # MiB -> (MPI, ug, ug / MPI)
     for _ in range(args.repeat):
         for model in ("mlp", "transformer"):
-            for framework in ("ug", "torch"):
+            for framework in ("ug", "ug compiled", "torch"):
                 for n in (1, 2):
-                    line, = launch(n, str(ROOT / "bench" / "ddp_train.py"), "--framework", framework, "--model",
-                                   model, "--steps", str(args.steps), "--batch", str(args.batch),
-                                   expect=f"{framework},{model},")
+                    name, *compiled = framework.split()
+                    line, = launch(n, str(ROOT / "bench" / "ddp_train.py"), "--framework", name,
+                                   *(["--compile"] if compiled else []), "--model", model, "--steps",
+                                   str(args.steps), "--batch", str(args.batch), expect=f"{framework},{model},")
                     throughput[framework, model, n].append(float(line.split(",")[3]))
         for row in launch(2, str(ALLREDUCE), expect=tuple("0123456789")):
             mib, mpi, ours, ratio = row.split(",")[:4]
@@ -70,6 +71,12 @@ def main():
         u1, u2, t1, t2 = (med[f, model, n] for f, n in (("ug", 1), ("ug", 2), ("torch", 1), ("torch", 2)))
         print(f"| {name} | {u1:,.0f} | {u2:,.0f} | {u2 / u1:.2f}x | {t1:,.0f} | {t2:,.0f} | {t2 / t1:.2f}x "
               f"| {u2 / t2:.2f}x |")
+    print()
+    print("| model, the step under ug.compile | 1 rank | 2 ranks | scaling | 2 ranks, compiled / eager |")
+    print("|---|---|---|---|---|")
+    for model, name in (("mlp", "MLP 784-128-10"), ("transformer", "TransformerEncoderLayer(128, 4, 512), seq 64")):
+        c1, c2 = med["ug compiled", model, 1], med["ug compiled", model, 2]
+        print(f"| {name} | {c1:,.0f} | {c2:,.0f} | {c2 / c1:.2f}x | {c2 / med['ug', model, 2]:.2f}x |")
     print()
     print("| float32 buffer | MPI_Allreduce | ug all_reduce | ug / MPI (target ≥ 0.9) |")
     print("|---|---|---|---|")

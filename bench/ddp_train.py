@@ -3,9 +3,11 @@ thread per rank. Run one rank count at a time, under mpirun (both frameworks rea
 
     ug launch -n 1 bench/ddp_train.py --framework ug --model mlp
     ug launch -n 2 bench/ddp_train.py --framework torch --model transformer
+    ug launch -n 2 bench/ddp_train.py --framework ug --model mlp --compile
 
 Rank 0 prints one line: framework, model, ranks, samples/s (all ranks together; each rank
-trains on its own batch of --batch, the median step time over --steps after warm-up)."""
+trains on its own batch of --batch, the median step time over --steps after warm-up). With
+--compile (unigrad only) the step is one ug.compile program, its buckets' all-reduces ops of it."""
 import argparse
 import os
 import statistics
@@ -16,7 +18,10 @@ p.add_argument("--framework", choices=["ug", "torch"], required=True)
 p.add_argument("--model", choices=["mlp", "transformer"], default="mlp")
 p.add_argument("--batch", type=int, default=64)
 p.add_argument("--steps", type=int, default=30)
+p.add_argument("--compile", action="store_true", help="the training step under ug.compile")
 args = p.parse_args()
+if args.compile and args.framework != "ug":
+    p.error("--compile times unigrad's compiled step only (torch.compile needs a C++ toolchain at run time)")
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", 0))
 world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", 1))
 
@@ -57,6 +62,8 @@ def step():
     opt.step()
 
 
+if args.compile:
+    step = fw.compile(step)
 for _ in range(5):
     step()
 times = []
@@ -66,5 +73,6 @@ for _ in range(args.steps):
     step()
     times.append(time.perf_counter() - t0)
 if rank == 0:
-    print(f"{args.framework},{args.model},{world},{world * args.batch / statistics.median(times):.0f}", flush=True)
+    name = args.framework + (" compiled" if args.compile else "")
+    print(f"{name},{args.model},{world},{world * args.batch / statistics.median(times):.0f}", flush=True)
 dist.destroy_process_group()

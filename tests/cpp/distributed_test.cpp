@@ -250,8 +250,8 @@ TEST(Distributed, DdpGradientAsBucketViewLeavesEachGradInItsBucketAndTheSameValu
 
 TEST(Distributed, ACompiledDdpStepAllReducesEveryBucketAndHoldsWhatEagerHolds) {
   // Backward inside a trace runs DDP's hooks: each full bucket's average is an all_reduce of
-  // the program, and so is each buffer's broadcast before the forward; 10 steps of the compiled
-  // step equal the eager DDP step's.
+  // the program, waited for at the end of backward, and each buffer's broadcast before the
+  // forward is an op too; 10 steps of the compiled step equal the eager DDP step's.
   World world;
   auto make = [] {
     manual_seed(0);
@@ -286,6 +286,13 @@ TEST(Distributed, ACompiledDdpStepAllReducesEveryBucketAndHoldsWhatEagerHolds) {
   };
   EXPECT_EQ(count("op=\"all_reduce\""), 5u);  // buckets {5, 4}, {3}, {2}, {1}, {0}
   EXPECT_EQ(traced->reducer().bucket_indices().size(), 5u);
+  // Overlapped as eager DDP's: each all_reduce starts where its bucket fills, the rest of
+  // backward runs on (the first layer's weight gradient after the first start), and the program
+  // waits for them at its end; the last bucket's, with nothing left to overlap, runs at once.
+  EXPECT_EQ(count("op=\"wait\""), 4u);
+  const size_t first_start = text.find("op=\"all_reduce\""), first_wait = text.find("op=\"wait\"");
+  EXPECT_LT(text.rfind("op=\"all_reduce\""), first_wait);
+  EXPECT_NE(text.substr(first_start, first_wait - first_start).find("MatMul"), std::string::npos);
   EXPECT_EQ(count("op=\"broadcast\""), 3u);  // BatchNorm's three buffers
 
   JitFunction compiled_step = jit(step(compiled, opt_c));

@@ -4,8 +4,10 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 #include "ug/distributed/mpi_process_group.h"
+#include "ug/distributed/overlap.h"
 #include "ug/distributed/start_and_wait.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/graph/op_call.h"
@@ -128,6 +130,40 @@ WorkPtr traced(const graph::OpDef& def, const Tensor& tensor, std::function<Work
   return work;
 }
 
+/** The collectives a program started to overlap with its next ops and has not waited for
+ *  yet, by the buffer each reduces into (the start op's result, which the wait op takes). */
+class InFlight {
+ public:
+  void add(const Tensor& buffer, WorkPtr work) {
+    std::lock_guard lock(mutex_);
+    works_[buffer.raw_data()] = std::move(work);
+  }
+  WorkPtr take(const Tensor& buffer) {
+    std::lock_guard lock(mutex_);
+    auto it = works_.find(buffer.raw_data());
+    if (it == works_.end()) return nullptr;
+    WorkPtr work = std::move(it->second);
+    works_.erase(it);
+    return work;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<const void*, WorkPtr> works_;
+};
+
+InFlight& in_flight() {
+  static InFlight works;
+  return works;
+}
+
+const graph::OpDef kWait("wait");
+
+void check_traced(std::string_view op) {
+  if (!graph::detail::current_capture)
+    fail<RuntimeError>("[", op, "] records an op of a compiled program: call it inside a trace");
+}
+
 /** The collectives a program cannot replay yet raise inside a trace, rather than run once. */
 void refuse_traced(std::string_view op) {
   if (graph::detail::current_capture)
@@ -143,6 +179,42 @@ WorkPtr all_reduce(const Tensor& tensor, ReduceOp op, const ProcessGroupPtr& gro
   if (WorkPtr done = traced(kAllReduce, tensor, [g, op](const Tensor& t) { return g->all_reduce(t, op); }))
     return async_op ? done : nullptr;
   return run([&] { return g->all_reduce(tensor, op); }, async_op);
+}
+
+Tensor start_overlapped_all_reduce(const Tensor& tensor, ReduceOp op, const ProcessGroupPtr& group) {
+  check_traced("start_overlapped_all_reduce");
+  const auto& g = resolve(group, "all_reduce");
+  graph::OpCall call(kAllReduce);
+  Tensor result = tensor.clone();
+  start_and_wait([&] { return g->all_reduce(result, op); });  // the trace's own value
+  call.set_attrs({{"effect", int64_t(1)}});
+  call.set_replay(
+      [g, op](const std::vector<Tensor>& in) {
+        // The buffer the program hands over for the last time is reduced where it is.
+        const Tensor& x = in[0];
+        const bool own = x.impl_ref()->use_count() == 1 && x.storage()->use_count() == 1 && x.is_contiguous();
+        Tensor buffer = own ? x : x.clone();
+        in_flight().add(buffer, g->all_reduce(buffer, op));
+        return std::vector<Tensor>{buffer};
+      },
+      graph::ReplaySizes::None);
+  call.finish({&tensor}, {&result});
+  return result;
+}
+
+Tensor wait_overlapped(const Tensor& started) {
+  check_traced("wait_overlapped");
+  graph::OpCall call(kWait);
+  Tensor done = started.clone();  // a value of its own in the trace; the program's is the buffer itself
+  call.set_attrs({{"effect", int64_t(1)}});
+  call.set_replay(
+      [](const std::vector<Tensor>& in) {
+        if (WorkPtr work = in_flight().take(in[0])) work->wait();
+        return std::vector<Tensor>{in[0]};
+      },
+      graph::ReplaySizes::None);
+  call.finish({&started}, {&done});
+  return done;
 }
 
 WorkPtr broadcast(const Tensor& tensor, int src, const ProcessGroupPtr& group, bool async_op) {

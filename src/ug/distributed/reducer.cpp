@@ -1,9 +1,11 @@
 #include "ug/distributed/reducer.h"
 
 #include <unordered_set>
+#include <utility>
 
 #include "ug/autograd/grad_trace.h"
 #include "ug/distributed/distributed.h"
+#include "ug/distributed/overlap.h"
 #include "ug/distributed/start_and_wait.h"
 #include "ug/graph/capture.h"
 #include "ug/graph/grad_mode.h"
@@ -20,6 +22,10 @@ struct Reducer::State {
     Tensor flat;
     size_t pending = 0;
     WorkPtr work;
+    // In a compiled step's trace: the bucket's average, or the buffer its all_reduce reduces
+    // into while in flight.
+    Tensor average;
+    bool in_flight = false;
   };
   std::vector<Tensor> params;
   std::vector<size_t> bucket_of;  // parameter index -> bucket
@@ -53,6 +59,8 @@ struct Reducer::State {
     for (Bucket& b : buckets) {
       b.pending = b.params.size();
       b.work.reset();
+      b.average = Tensor();
+      b.in_flight = false;
     }
     ready = 0;
     is_ready.assign(params.size(), false);
@@ -67,7 +75,7 @@ struct Reducer::State {
                          "(a reentrant backward, or a parameter shared in a way DDP cannot see)");
     is_ready[p] = true;
     if (traced) {
-      if (Bucket& b = buckets[bucket_of[p]]; --b.pending == 0) average_traced(b);
+      if (Bucket& b = buckets[bucket_of[p]]; --b.pending == 0) average_traced(b, ready + 1 == params.size());
       ++ready;
       return;
     }
@@ -90,28 +98,41 @@ struct Reducer::State {
     ++ready;
   }
 
-  /** In a compiled step's trace: the bucket is the concatenation of the traced gradients,
-   *  averaged by a traced all_reduce (which the program runs at every call, where it stands in
-   *  the backward), and each .grad becomes its slice of the average. */
-  void average_traced(const Bucket& b) {
+  /** In a compiled step's trace: the bucket is the concatenation of the traced gradients, and
+   *  the program starts its all_reduce(AVG) where the bucket fills, as eager DDP does, and
+   *  goes on with backward while the group's thread reduces it (finish waits). The bucket of
+   *  the last gradient has nothing left to overlap: its all_reduce runs at once, on the
+   *  calling thread (start_and_wait), as eager DDP's does. */
+  void average_traced(Bucket& b, bool last) {
     autograd::GradTrace& trace = *autograd::GradTrace::current();
     std::vector<Tensor> parts;
     for (size_t p : b.params) {
       const Tensor g = trace.grad(params[p]);
       parts.push_back(g.defined() ? g.reshape({-1}) : zeros({params[p].numel()}, {.dtype = params[p].dtype()}));
     }
-    Tensor average = cat(parts, 0);
-    all_reduce(average, ReduceOp::Avg, group);
-    for (size_t i = 0; i < b.params.size(); ++i) {
-      const Tensor& p = params[b.params[i]];
-      p.set_grad(average.narrow(0, b.offsets[i], p.numel()).view(p.shape()));
+    b.average = cat(parts, 0);
+    b.in_flight = !last;
+    if (last) all_reduce(b.average, ReduceOp::Avg, group);
+    else b.average = start_overlapped_all_reduce(b.average, ReduceOp::Avg, group);
+  }
+
+  /** In a compiled step's trace, at the end of backward: the program waits for each bucket's
+   *  all_reduce, and each .grad becomes its slice of the average. */
+  void finish_traced() {
+    for (Bucket& b : buckets) {
+      Tensor average = std::exchange(b.average, Tensor());
+      if (std::exchange(b.in_flight, false)) average = wait_overlapped(average);
+      for (size_t i = 0; i < b.params.size(); ++i) {
+        const Tensor& p = params[b.params[i]];
+        p.set_grad(average.narrow(0, b.offsets[i], p.numel()).view(p.shape()));
+      }
     }
   }
 
   /** Waits for every bucket and leaves the averages in .grad. */
   void finish() {
     armed = false;
-    if (traced) return;
+    if (traced) return finish_traced();
     for (Bucket& b : buckets) b.work->wait();
     if (as_view) return;
     for (size_t p = 0; p < params.size(); ++p) {
