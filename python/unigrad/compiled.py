@@ -796,7 +796,15 @@ def save(fun, path, *example_args, **example_kwargs):
     TorchScript, SavedModel and paddle.jit.save): ug.onnx.load, `ug serve` and ONNX Runtime run it.
     Where the program calls unigrad back only for ops that have an ONNX form in a file (a strided
     view such as diagonal, which a program keeps a view), the function is written as
-    ug.onnx.export writes it, traced on the same arguments."""
+    ug.onnx.export writes it, traced on the same arguments. A ConcreteFunction (ug.function's
+    get_concrete_function) takes no examples: its specs give them, and its sizes of None are
+    symbolic in the file (unless the program calls unigrad back, which writes the examples')."""
+    from .tf_function import ConcreteFunction  # tf_function builds on this module
+
+    if isinstance(fun, ConcreteFunction):
+        if example_args or example_kwargs:
+            raise TypeError("[jit.save] a ConcreteFunction's specs give its arguments: pass none")
+        fun, example_args, example_kwargs = fun.saved_call()
     if isinstance(fun, CompiledModule):
         program = fun._forward.lower(fun._orig_mod.training, *example_args, **example_kwargs)
         traced = None if fun._orig_mod.training else fun._orig_mod  # ug.onnx.export runs eval mode
@@ -860,6 +868,7 @@ def eval_shape(fun, *args, **kwargs):
 def _traced_structs(jitted, args, kwargs):
     """Traces jitted on these arguments (a new program, or a more general one) and gives the
     trace's results as a tree of ShapeDtypeStruct (its other leaves as they are)."""
+    jitted._check_guards()  # the modules' guards key the program, as at a call
     call = _Call(jitted, args, kwargs)
     _, traced, key = jitted._trace(call, tuple(call.parts) + jitted._grad_part())
     treedef, leaves = jitted._outputs[key][:2]

@@ -142,6 +142,19 @@ class ConcreteFunction:
                                         for i in range(len(first))])
 
     @property
+    def graph(self):
+        """The program the concrete function runs (TensorFlow's FuncGraph): a Lowered, printed as
+        its text; ug.jit.save(concrete, path) writes it, its None sizes symbolic in the file."""
+        jitted, args, kwargs = self.saved_call()
+        return jitted.lower(*args, **kwargs)
+
+    def saved_call(self):
+        """(the jitted function, arguments, keyword arguments) of a call that runs the program:
+        what ug.jit.save writes for a concrete function."""
+        example = self._example(2)
+        return self._jitted, example.args, example.kwargs
+
+    @property
     def structured_input_signature(self):
         """(the positional arguments' specs and values, the keyword ones'), as TensorFlow's."""
         return tuple(self._bound.args[self._skip:]), dict(self._bound.kwargs)

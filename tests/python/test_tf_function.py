@@ -132,3 +132,30 @@ def test_sizes_an_output_does_not_take_from_the_none_dims_stay_known():
     assert concrete.output_shapes == (5,)
     with pytest.raises(TypeError, match="has no rank"):
         ug.function(lambda x: x).get_concrete_function(ug.TensorSpec(None))
+
+
+def test_a_saved_concrete_function_runs_in_onnxruntime_at_any_size_of_its_none_dims(tmp_path):
+    """tf.saved_model.save(module, path, signatures=concrete)'s role: ug.jit.save(concrete, path)
+    writes the program for any size in the specs' None dims, symbolic in the file."""
+    ort = pytest.importorskip("onnxruntime")
+    ug.manual_seed(0)
+    layer = ug.nn.Linear(16, 8)
+
+    @ug.function
+    def features(x):
+        return ug.tanh(layer(x)).mean(1)
+
+    concrete = features.get_concrete_function(ug.TensorSpec([None, None, 16]))
+    assert concrete.output_shapes == (None, 8)
+    assert "Gemm" in str(concrete.graph) or "MatMul" in str(concrete.graph)
+    path = tmp_path / "features.onnx"
+    ug.jit.save(concrete, path)
+    session = ort.InferenceSession(str(path))
+    assert [isinstance(d, str) for d in session.get_inputs()[0].shape] == [True, True, False]
+    for n, t in ((1, 5), (7, 2)):
+        x = ug.randn(n, t, 16)
+        (out,) = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+        # 16 products a value, then tanh and a mean over t: a few float32 ulps.
+        np.testing.assert_allclose(out, concrete(x).numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="specs give its arguments"):
+        ug.jit.save(concrete, path, ug.randn(2, 2, 16))
