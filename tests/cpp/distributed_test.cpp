@@ -289,8 +289,8 @@ TEST(Distributed, ACompiledDdpStepAllReducesEveryBucketAndHoldsWhatEagerHolds) {
   // Overlapped as eager DDP's: each all_reduce starts where its bucket fills, the rest of
   // backward runs on (the first layer's weight gradient after the first start), and the program
   // waits for them at its end; the last bucket's, with nothing left to overlap, runs at once.
-  EXPECT_EQ(count("op=\"wait\""), 4u);
-  const size_t first_start = text.find("op=\"all_reduce\""), first_wait = text.find("op=\"wait\"");
+  EXPECT_EQ(count("op=\"wait_tensor\""), 4u);
+  const size_t first_start = text.find("op=\"all_reduce\""), first_wait = text.find("op=\"wait_tensor\"");
   EXPECT_LT(text.rfind("op=\"all_reduce\""), first_wait);
   EXPECT_NE(text.substr(first_start, first_wait - first_start).find("MatMul"), std::string::npos);
   EXPECT_EQ(count("op=\"broadcast\""), 3u);  // BatchNorm's three buffers

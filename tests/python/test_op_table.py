@@ -52,8 +52,9 @@ def test_op_names_are_unique():
 
 
 # Ops that need a process group of several ranks: test_distributed.py runs them under mpirun,
-# eagerly and compiled (a program calls them back at every call).
-ACROSS_PROCESSES = {"all_reduce", "broadcast"}
+# eagerly and compiled (a program calls them back at every call; wait_tensor is the compiled DDP
+# step's wait for a bucket's all_reduce).
+ACROSS_PROCESSES = {"all_reduce", "broadcast", "wait_tensor"}
 
 
 def test_op_table_covers_registered_ops():

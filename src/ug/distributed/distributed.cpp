@@ -157,7 +157,7 @@ InFlight& in_flight() {
   return works;
 }
 
-const graph::OpDef kWait("wait");
+const graph::OpDef kWait("wait_tensor");  // torch's name for the functional collectives' wait
 
 void check_traced(std::string_view op) {
   if (!graph::detail::current_capture)

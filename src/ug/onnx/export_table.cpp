@@ -1832,6 +1832,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"optimizer_step", "an optimizer's step (a training step) has no ONNX form; a compiled step calls it back"},
       {"all_reduce", "a collective across processes has no ONNX form; a compiled step calls it back"},
       {"broadcast", "a collective across processes has no ONNX form; a compiled step calls it back"},
+      {"wait_tensor", "waiting for a collective across processes has no ONNX form; a compiled step calls it back"},
       {"optimization_barrier",
        "a checkpointed region's recomputation (in backward) has no ONNX form; a compiled program hands its inputs "
        "through"},
