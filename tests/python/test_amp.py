@@ -648,10 +648,13 @@ def test_fit_under_mixed_float16_scales_the_loss(policy):
     assert model.predict(x).dtype == ug.float16
 
 
-def test_fit_under_mixed_float16_compiles_the_scaled_step_once(policy, capfd):
-    """jit_compile=True with the loss scaled: the scale's update is part of the one program (no
-    retrace when it changes), and the compiled fit holds what eager fit holds, overflowing steps
-    included (targets of 1e3 overflow float16's gradients at the initial scale 32768)."""
+@pytest.mark.parametrize("accumulate", [1, 2])
+def test_fit_under_mixed_float16_compiles_the_scaled_step_once(policy, capfd, accumulate):
+    """jit_compile=True with the loss scaled: the scale's update is part of the one program, or,
+    where gradients accumulate and the optimizer steps outside it, the program reads the scale
+    live; either way no retrace when it changes, and the compiled fit holds what eager fit holds,
+    overflowing steps included (targets of 1e3 overflow float16's gradients at the initial scale
+    32768)."""
     policy.set_global_policy("mixed_float16")
     x = ug.randn(96, 8, generator=ug.Generator().manual_seed(1))
     y = ug.randn(96, 2, generator=ug.Generator().manual_seed(2)) * 1e3
@@ -659,7 +662,7 @@ def test_fit_under_mixed_float16_compiles_the_scaled_step_once(policy, capfd):
     for jit in (False, True):
         ug.manual_seed(0)
         model = ug.nn.Sequential(ug.nn.Dense(16, "relu", input_dim=8), ug.nn.Dense(2))
-        model.compile(optimizer="adam", loss="mse", jit_compile=jit)
+        model.compile(optimizer="adam", loss="mse", jit_compile=jit, gradient_accumulation_steps=accumulate)
         model.fit(x, y, epochs=3, batch_size=16, shuffle=False, verbose=0)
         models.append(model)
     eager, compiled = models

@@ -70,7 +70,11 @@ compiler::CacheInfo JitFunction::cache_info() const { return state_->cache.info(
 JitFunction jit(compiler::Function fn, JitOptions options) { return JitFunction(std::move(fn), std::move(options)); }
 
 train::StepCompiler jit_step_compiler(JitOptions options) {
-  return [options](train::StepFunction step) { return train::StepFunction(jit(std::move(step), options)); };
+  return [options](train::StepFunction step, const compiler::NamedTensors& live) {
+    JitOptions with_live = options;
+    with_live.state.insert(with_live.state.end(), live.begin(), live.end());
+    return train::StepFunction(jit(std::move(step), std::move(with_live)));
+  };
 }
 
 }  // namespace ug

@@ -16,7 +16,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ug/core/tensor.h"
@@ -77,6 +79,11 @@ class GradScaler {
 
   GradScalerState state_dict() const;
   void load_state_dict(const GradScalerState& state);
+  /** The tensors its state lives in, by name (the scale, the growth tracker): what a compiled
+   *  step that only reads them must read live. */
+  std::vector<std::pair<std::string, Tensor>> state_tensors() const {
+    return {{"loss_scale", scale_}, {"loss_scale_growth_tracker", growth_tracker_}};
+  }
 
  private:
   enum class Stage { Ready, Unscaled, Stepped };

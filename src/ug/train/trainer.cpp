@@ -342,10 +342,13 @@ void Trainer::compile(CompileOptions options) {
   strategy_ = std::move(strategy);
   replica_.reset();
   options_ = std::move(options);
-  jit_step_ = options_.jit_compile ? options_.jit_compile([this](const std::vector<Tensor>& batch) {
-    return batch_step(split_batch(batch, "fit"), step_inside());
-  })
-                                   : StepFunction();
+  jit_step_ = options_.jit_compile
+                  ? options_.jit_compile(
+                        [this](const std::vector<Tensor>& batch) {
+                          return batch_step(split_batch(batch, "fit"), step_inside());
+                        },
+                        scaler_ ? scaler_->state_tensors() : std::vector<std::pair<std::string, Tensor>>{})
+                  : StepFunction();
   loss_weights_ = options_.loss_weights.empty() ? std::vector<double>(outputs, 1.0) : options_.loss_weights;
   sample_losses_ = std::move(sample_losses);
   keras_losses_ = std::move(keras_losses);

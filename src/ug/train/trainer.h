@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -41,9 +42,11 @@ class DistributedDataParallelImpl;
 
 namespace ug::train {
 
-/** A training step as a function of (x, y) -> (output, loss), and what compiles one. */
+/** A training step as a function of (x, y) -> (output, loss), and what compiles one: given the
+ *  step and the named tensors it reads that change between its calls without being written
+ *  by it (the loss scale, when the optimizer steps outside the step), read live at each call. */
 using StepFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
-using StepCompiler = std::function<StepFunction(StepFunction)>;
+using StepCompiler = std::function<StepFunction(StepFunction, const std::vector<std::pair<std::string, Tensor>>& live)>;
 
 /** A loss as compile() takes it: a Keras loss name (losses.h), loss(output, target), or a Keras
  *  loss object. */
@@ -80,7 +83,7 @@ struct CompileOptions {
    *  a mean loss and equal batches, the step of one batch this many times larger. */
   int64_t gradient_accumulation_steps = 1;
   /** Keras's jit_compile: fit's training step (forward, loss, backward and, without
-   *  accumulation or loss scaling, the optimizer's step) runs as the step this makes of it,
+   *  accumulation, the optimizer's step and the loss scale's update) runs as the step this makes of it,
    *  from the second step on. The compiler layer, above this one, gives it:
    *  ug::jit_step_compiler() (ug/compiler/jit.h); Python's jit_compile=True. */
   StepCompiler jit_compile;
