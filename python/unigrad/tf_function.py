@@ -5,10 +5,8 @@ import functools
 import inspect
 
 from . import _C
-from .compiled import _NUMPY_TYPES, JitFunction, _from_numpy, _traced_structs
+from .compiled import _NUMPY_TYPES, JitFunction, _describe, _from_numpy, _traced_structs
 from .tree import tree_flatten, tree_map, tree_unflatten
-
-_describe = _C._jit.describe
 
 
 class TensorSpec:
@@ -32,8 +30,6 @@ class TensorSpec:
             return len(value.shape) == len(self.shape) and all(
                 a is None or b is None or a == b for a, b in zip(self.shape, value.shape))
         return isinstance(value, _C.Tensor) and self.is_compatible_with(TensorSpec(value.shape, value.dtype))
-
-    matches = is_compatible_with
 
     def __eq__(self, other):
         return isinstance(other, TensorSpec) and (self.shape, self.dtype, self.name) == (

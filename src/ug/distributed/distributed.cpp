@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "ug/distributed/mpi_process_group.h"
 #include "ug/distributed/overlap.h"
@@ -103,28 +104,33 @@ namespace {
 
 const graph::OpDef kAllReduce("all_reduce"), kBroadcast("broadcast");
 
-/** Inside a trace (ug.jit, ug.function), an in-place collective is an op of the program that
- *  runs at every call, kept whether or not its result is read (every rank must take part):
- *  `collective(t)` on a copy of the tensor's value, written back into it. Returns the trace's
- *  finished Work (async_op's handle), or null outside a trace. */
-WorkPtr traced(const graph::OpDef& def, const Tensor& tensor, std::function<WorkPtr(const Tensor&)> collective) {
+using Collective = std::function<WorkPtr(const Tensor&)>;
+
+/** Inside a trace (ug.jit, ug.function), a collective is an op of the program that runs at every
+ *  call, kept whether or not its result is read (every rank must take part): over a copy of the
+ *  tensor's value, `collective` on the copy gives the trace's own value now, `replay` is what
+ *  the program runs. Returns the copy and the trace's finished Work. */
+std::pair<Tensor, WorkPtr> record_collective(const graph::OpDef& def, const Tensor& tensor,
+                                             const Collective& collective, graph::Replay replay) {
+  graph::OpCall call(def);
+  Tensor result = tensor.clone();  // a fresh contiguous buffer the collective writes
+  WorkPtr work = start_and_wait([&] { return collective(result); });
+  call.set_attrs({{"effect", int64_t(1)}});
+  call.set_replay(std::move(replay), graph::ReplaySizes::None);
+  call.finish({&tensor}, {&result});
+  return {result, work};
+}
+
+/** An in-place collective inside a trace (record_collective), written back into the tensor as
+ *  an op of its own. Returns the trace's finished Work (async_op's handle), or null outside a
+ *  trace. */
+WorkPtr traced(const graph::OpDef& def, const Tensor& tensor, const Collective& collective) {
   if (!graph::detail::current_capture) return nullptr;
-  Tensor result;
-  WorkPtr work;
-  {
-    graph::OpCall call(def);                                    // ended before the write below, an op of its own
-    result = tensor.clone();                                    // a fresh contiguous buffer the collective writes
-    work = start_and_wait([&] { return collective(result); });  // the trace's own value
-    call.set_attrs({{"effect", int64_t(1)}});
-    call.set_replay(
-        [collective](const std::vector<Tensor>& in) {
-          Tensor t = in[0].clone();
-          start_and_wait([&] { return collective(t); });
-          return std::vector<Tensor>{t};
-        },
-        graph::ReplaySizes::None);
-    call.finish({&tensor}, {&result});
-  }
+  auto [result, work] = record_collective(def, tensor, collective, [collective](const std::vector<Tensor>& in) {
+    Tensor t = in[0].clone();
+    start_and_wait([&] { return collective(t); });
+    return std::vector<Tensor>{t};
+  });
   NoGradGuard no_grad;
   Tensor(tensor).copy_(result);
   return work;
@@ -184,22 +190,17 @@ WorkPtr all_reduce(const Tensor& tensor, ReduceOp op, const ProcessGroupPtr& gro
 Tensor start_overlapped_all_reduce(const Tensor& tensor, ReduceOp op, const ProcessGroupPtr& group) {
   check_traced("start_overlapped_all_reduce");
   const auto& g = resolve(group, "all_reduce");
-  graph::OpCall call(kAllReduce);
-  Tensor result = tensor.clone();
-  start_and_wait([&] { return g->all_reduce(result, op); });  // the trace's own value
-  call.set_attrs({{"effect", int64_t(1)}});
-  call.set_replay(
-      [g, op](const std::vector<Tensor>& in) {
-        // The buffer the program hands over for the last time is reduced where it is.
-        const Tensor& x = in[0];
-        const bool own = x.impl_ref()->use_count() == 1 && x.storage()->use_count() == 1 && x.is_contiguous();
-        Tensor buffer = own ? x : x.clone();
-        in_flight().add(buffer, g->all_reduce(buffer, op));
-        return std::vector<Tensor>{buffer};
-      },
-      graph::ReplaySizes::None);
-  call.finish({&tensor}, {&result});
-  return result;
+  return record_collective(
+             kAllReduce, tensor, [g, op](const Tensor& t) { return g->all_reduce(t, op); },
+             [g, op](const std::vector<Tensor>& in) {
+               // The buffer the program hands over for the last time is reduced where it is.
+               const Tensor& x = in[0];
+               const bool own = x.impl_ref()->use_count() == 1 && x.storage()->use_count() == 1 && x.is_contiguous();
+               Tensor buffer = own ? x : x.clone();
+               in_flight().add(buffer, g->all_reduce(buffer, op));
+               return std::vector<Tensor>{buffer};
+             })
+      .first;
 }
 
 Tensor wait_overlapped(const Tensor& started) {
