@@ -145,6 +145,20 @@ class GradScaler(_amp.GradScaler):
             raise RuntimeError("[GradScaler] closure use is not supported: call step(optimizer) without arguments")
         return super().step(optimizer)
 
+    def __reduce__(self):
+        """pickle, copy and deepcopy, as torch's scaler allows: a scaler of the same class with
+        the same settings and state (not the per-optimizer record of the step in progress,
+        which torch's drops too)."""
+        return _restore_scaler, (type(self), self.is_enabled(), self.state_dict())
+
+
+def _restore_scaler(cls, enabled, state):
+    scaler = cls.__new__(cls)
+    GradScaler.__init__(scaler, enabled=enabled)
+    if state:
+        scaler.load_state_dict(state)
+    return scaler
+
 
 def on_device(device):
     """torch.<device>.amp's autocast and GradScaler: ug.amp's, bound to one device type (their

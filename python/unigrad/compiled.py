@@ -35,6 +35,7 @@ old values. The guards are read again only when Python changed some module or re
 import collections
 import functools
 import inspect
+import reprlib
 import threading
 import types
 import warnings
@@ -147,13 +148,37 @@ def _plain(value):
     return isinstance(value, (tuple, frozenset)) and all(isinstance(v, _STATIC_TYPES) for v in value)
 
 
-def _static_key(value):
-    """How a static argument enters a signature: its repr when it is a plain value, else its
-    identity (two different objects never share a program: the cached program keeps the object
-    alive, so that its id cannot pass to another one)."""
+def _static_key(value, tokens):
+    """How a static argument enters a signature: its repr when it is a plain value; else, as
+    jax.jit's static arguments, its equality class (hash and ==: equal objects share a program),
+    numbered in `tokens` (a _StaticTokens); an unhashable object by its identity (two different
+    objects never share a program: the cached program keeps the object alive, so that its id
+    cannot pass to another one)."""
     if _plain(value):
         return f"static {value!r}"
-    return f"static {type(value).__qualname__} object at {id(value):#x}"
+    try:
+        token = tokens.number(value)
+    except TypeError:
+        return f"static {type(value).__qualname__} object at {id(value):#x}"
+    return f"static {type(value).__qualname__} #{token}: {reprlib.repr(value)}"
+
+
+class _StaticTokens:
+    """Numbers for the equality classes of a function's object-valued static arguments. A
+    number is never given twice: forgetting the classes (past `limit` of them) only costs
+    traces, never hands a program to an unequal object."""
+
+    def __init__(self, limit=64):
+        self._numbers, self._next, self._limit = {}, 0, limit
+
+    def number(self, value):
+        number = self._numbers.get(value)
+        if number is None:
+            if len(self._numbers) >= self._limit:
+                self._numbers.clear()
+            number = self._numbers[value] = self._next
+            self._next += 1
+        return number
 
 
 def _module_guards(label, module):
@@ -170,7 +195,7 @@ def _module_guards(label, module):
             parts.append((f"{where} ({type(sub).__name__})", f"static {settings}"))
         for k, v in sorted(vars(sub).items()):
             if _plain(v) and not k.startswith("__"):
-                parts.append((f"{where}.{k}", _static_key(v)))
+                parts.append((f"{where}.{k}", f"static {v!r}"))
     for name, p in module.named_parameters():
         parts.append((f"{label}.{name} (requires_grad)", f"static {p.requires_grad!r}"))
     return parts
@@ -264,6 +289,14 @@ def _module_state(obj):
     return [(prefix + name, t) for name, t in named]
 
 
+def _autocast_part():
+    """The autocast regions open, as a signature part (none outside them): a program traced in
+    one holds its casts, and one traced outside holds none (torch.compile guards on them too)."""
+    regions = [f"{device} {_C._amp.get_autocast_dtype(device)!r}" for device in ("cpu", "cuda")
+               if _C._amp.is_autocast_enabled(device)]
+    return (("autocast", ", ".join(regions)),) if regions else ()
+
+
 class _NotFast(Exception):
     """A call the fast key cannot describe (an object as a static argument): _Call keys it."""
 
@@ -337,6 +370,7 @@ class _Call:
 
     def __init__(self, jitted, args, kwargs):
         self.args, self.kwargs = list(args), dict(kwargs)
+        self._tokens = jitted._static_tokens
         # the factories and Python floats in the body take the default dtype (torch.compile guards on it)
         self.parts = [("default dtype", f"{_C.get_default_dtype()!r}"), *jitted._guard]
         self.tensors, self.slots, self.state, self.objects = [], [], [], []
@@ -367,7 +401,7 @@ class _Call:
                 self._static(leaf_label, leaf)
 
     def _static(self, label, value):
-        self.parts.append((label, _static_key(value)))
+        self.parts.append((label, _static_key(value, self._tokens)))
         if not _plain(value):
             self.objects.append(value)
         if isinstance(value, _C.nn.Module):
@@ -402,6 +436,7 @@ class JitFunction:
             raise TypeError(f"[jit] expected a function, got {type(fun).__name__}")
         functools.update_wrapper(self, fun, updated=())
         self._fun = fun
+        self._static_tokens = _StaticTokens()
         self._state = state  # a function giving [(name, tensor)] read live (ug.compile's module)
         self._params = _signature_params(fun)
         _check_static_positions(fun, self._params, static_argnums, static_argnames)
@@ -434,9 +469,12 @@ class JitFunction:
         _jitted.add(self)
 
     def _grad_part(self):
+        """The signature parts of the call's context: the autocast regions open, and which
+        closure parameters have a .grad where a program's step reads them."""
+        context = _autocast_part()
         if self._grad_params is None:
-            return ()
-        return (("closure parameters with a .grad", _has_grads(self._grad_params)),)
+            return context
+        return (*context, ("closure parameters with a .grad", _has_grads(self._grad_params)))
 
     def _check_guards(self):
         """Reads the guards again when Python changed a module or a requires_grad since they were

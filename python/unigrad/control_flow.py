@@ -10,6 +10,7 @@ that a program runs as an ONNX Loop node. Eagerly too they check what their func
 as JAX does: cond's and switch's branches agree, a loop's carry keeps its structure, shapes
 and dtypes."""
 import contextlib
+import functools
 
 from . import _C
 from . import compiled as _compiled
@@ -117,7 +118,7 @@ def cond(pred, true_fun, false_fun, *operands):
     return tree_map(lambda x, y: _C.where(p, x, y), a, b)
 
 
-def _traced_cond(pred, true_fun, false_fun, operands):
+def _traced_cond(pred, true_fun, false_fun, operands, labels=_COND_LABELS):
     """cond on a predicate only the program's runs know: one op over the flat operands that runs
     the branch the predicate picks (C++ ug::lax::cond, which also runs the other once, here, to
     check that both give the same)."""
@@ -131,9 +132,16 @@ def _traced_cond(pred, true_fun, false_fun, operands):
             return [_as_tensor(v) for v in tree_flatten(out)[0]]
         return run
 
-    outs = _C._jit.cond(pred, flat(true_fun, "true_fun"), flat(false_fun, "false_fun"),
-                        [_as_tensor(v) for v in leaves])
-    _check_branches("cond", [results["true_fun"], results["false_fun"]], _COND_LABELS)
+    try:
+        outs = _C._jit.cond(pred, flat(true_fun, "true_fun"), flat(false_fun, "false_fun"),
+                            [_as_tensor(v) for v in leaves])
+    except TypeError as e:
+        if labels is _COND_LABELS:
+            raise
+        # switch's tree of conds: its message names the branches
+        message = str(e).replace("[cond]", "[switch]").replace("true_fn", labels[0]).replace("false_fn", labels[1])
+        raise type(e)(message) from None
+    _check_branches("cond", [results["true_fun"], results["false_fun"]], labels)
     return tree_unflatten(tree_flatten(results["true_fun"])[1], outs)
 
 
@@ -150,12 +158,33 @@ def switch(index, branches, *operands):
         i = min(max(int(index), 0), len(branches) - 1)
         return _run_checked("switch", branches, _switch_labels(branches), i, operands)
     index = index.reshape(()).clamp(0, len(branches) - 1)
+    if not _C._functional.is_batched(index) and getattr(_compiled._tracing, "depth", 0):
+        return _traced_switch(index, branches, operands)
+    # Batched, or traced for an ONNX file: every branch, and a where (as cond's).
     outs = [b(*operands) for b in branches]
     _check_branches("switch", outs, _switch_labels(branches))
     result = outs[-1]
     for i in range(len(outs) - 2, -1, -1):
         result = tree_map(lambda x, y, i=i: _C.where(index == i, x, y), outs[i], result)
     return result
+
+
+def _traced_switch(index, branches, operands):
+    """switch on an index only the program's runs know: a tree of traced conds that runs the one
+    branch the index picks, as JAX's switch does (every branch and a where would let an untaken
+    branch's inf or NaN into the gradient, and take its random draws)."""
+    def pick(lo, hi, i, *ops):
+        if hi - lo == 1:
+            return branches[lo](*ops)
+        mid = (lo + hi) // 2
+        pred, lower, upper = i < mid, functools.partial(pick, lo, mid), functools.partial(pick, mid, hi)
+        known = _known(pred)
+        if known is not None:  # a program's run calls the half taken back, the index known
+            return (lower if known else upper)(i, *ops)
+        if _C._functional.is_batched(pred):  # a vmap around the program's run
+            return cond(pred, lower, upper, i, *ops)
+        return _traced_cond(pred, lower, upper, (i, *ops), (f"branches[{lo}]", f"branches[{mid}]"))
+    return pick(0, len(branches), index, *operands)
 
 
 def while_loop(cond_fun, body_fun, init_val):

@@ -9,7 +9,7 @@ import numpy as np
 from . import _C, nn
 from .autograd import no_grad
 from . import callbacks, mixed_precision, optimizers  # noqa: F401
-from .keras_functional import Functional, Input, InputLayer, Lambda, Model
+from .keras_functional import Functional, Input, InputLayer, KerasTensor, Lambda, Model
 
 _FLOATX = ("float16", "bfloat16", "float32", "float64")
 
@@ -166,11 +166,56 @@ for _f in (get_weights, set_weights, save, save_weights, load_weights):
     setattr(nn.Module, _f.__name__, _f)
 
 
+def _as_layer(layer):
+    """A keras.Input among a Sequential's layers (Keras 3's habit) is its InputLayer."""
+    return InputLayer(input_tensor=layer) if isinstance(layer, KerasTensor) else layer
+
+
+class Sequential(nn.Sequential):
+    """keras.Sequential: ug.nn.Sequential taking Keras's arguments, a list of layers (or none, for
+    add) and a name, and a keras.Input as its first layer, which gives summary its input size."""
+
+    def __init__(self, layers=None, *more, name=None, trainable=True):
+        if isinstance(layers, (list, tuple)):
+            layers = [_as_layer(layer) for layer in layers]
+        super().__init__(*(() if layers is None else (layers, *more)))
+        if name is not None:
+            self.name = name
+        self._build()
+        if not trainable:
+            self.requires_grad_(False)
+
+    def add(self, layer):
+        out = super().add(_as_layer(layer))
+        self._build()
+        return out
+
+    def _build(self):
+        """Keras builds a Sequential that starts with an Input as its layers come: here one pass
+        of a zero example, in eval mode and without gradients, makes the lazy layers' weights."""
+        first = next(iter(self.children()), None)
+        if not isinstance(first, InputLayer) or None in first.batch_shape[1:]:
+            return
+        training = self.training
+        self.eval()
+        try:
+            with no_grad():
+                self(_C.zeros(1, *first.batch_shape[1:], dtype=first.dtype))
+        finally:
+            self.train(training)
+
+    def summary(self, input_size=None, dtype=None):
+        first = next(iter(self.children()), None)
+        if input_size is None and isinstance(first, InputLayer):
+            input_size = first.batch_shape
+        return super().summary(input_size, dtype)
+
+
 class models:
     """keras.models: Sequential, Model (a Module: `call` is `forward`; or a functional model) and
     load_model."""
 
-    Sequential = nn.Sequential
+    Sequential = Sequential
     Model = Model
 
     @staticmethod
@@ -179,8 +224,6 @@ class models:
         model did and trains further with compile/fit."""
         return _C.onnx.load(str(filepath))
 
-
-Sequential = models.Sequential
 
 
 def _loss_class(class_name, kind, name, takes_logits):

@@ -58,6 +58,10 @@ def _as_spec(value, name):
     return value
 
 
+# The sizes a None dim of a spec is traced at.
+_TRACE_SIZES = (11, 13)
+
+
 class ConcreteFunction:
     """f.get_concrete_function(*specs): f traced for one input signature, as TensorFlow's
     ConcreteFunction, and callable on the tensors that fit it. Its arguments are the function's
@@ -67,10 +71,11 @@ class ConcreteFunction:
     (TensorFlow's checks only the dtypes, at run time).
 
     Unlike TensorFlow's symbolic trace, the trace runs the function on zeros of the specs' shapes
-    (as ug.eval_shape does), twice where a spec has a size of None (at sizes 2 and 3), which
-    makes the one program for any size there and tells which of the outputs' sizes follow it
-    (None in structured_outputs); a function that fits only one size there (x + y, y of fixed
-    size 2) fails in the trace, with a note saying so. A function that writes state (a
+    (as ug.eval_shape does), twice where a spec has a size of None (at sizes 11 and 13, rarely a
+    literal of the body, which a trace would read as that size), which makes the one program for
+    any size there and tells which of the outputs' sizes follow it (None in structured_outputs); a
+    function that fits only one size there (x + y, y of fixed size 2) fails in the trace, with a
+    note saying so. A function that writes state (a
     PyTorch-style training step) takes those steps."""
 
     def __init__(self, fun, args, kwargs, name, method=False):
@@ -111,7 +116,7 @@ class ConcreteFunction:
 
     def _trace(self, any_size):
         outs = []
-        for size in (2, 3) if any_size else (2,):
+        for size in _TRACE_SIZES if any_size else _TRACE_SIZES[:1]:
             run = self._example(size)
             try:
                 outs.append(_traced_structs(self._jitted, run.args, run.kwargs))
@@ -147,7 +152,7 @@ class ConcreteFunction:
     def saved_call(self):
         """(the jitted function, arguments, keyword arguments) of a call that runs the program:
         what ug.jit.save writes for a concrete function."""
-        example = self._example(2)
+        example = self._example(_TRACE_SIZES[0])
         return self._jitted, example.args, example.kwargs
 
     @property

@@ -552,7 +552,14 @@ TEST(Jit, ArgumentsSharingMemoryTraceTheirOwnProgram) {
   EXPECT_TRUE(allclose(f({a, a})[0], full({3}, 3.0)));
   EXPECT_TRUE(allclose(f({a, zeros({3})})[0], full({3}, 2.0)));
   EXPECT_EQ(f.cache_info().traces, 2);
-  EXPECT_EQ(compiler::aliasing({a, zeros({3}), a.view({3}), a}), "2=0 3=0");
+  EXPECT_EQ(compiler::aliasing({a, zeros({3}), a.view({3}), a}), "2=0+0 [1]/[1] 3=0+0 [1]/[1]");
+  // Views of one memory that overlap otherwise are another program (before: "1=0" for both, and a
+  // program traced on (a, a) read the first view twice).
+  Tensor base = arange(4.0);
+  EXPECT_EQ(compiler::aliasing({base.narrow(0, 0, 2), base.narrow(0, 2, 2)}), "1=0+2 [1]/[1]");
+  EXPECT_EQ(compiler::aliasing({base.narrow(0, 2, 2), base.narrow(0, 0, 2)}), "1=0-2 [1]/[1]");
+  EXPECT_TRUE(allclose(f({base.narrow(0, 0, 2), base.narrow(0, 2, 2)})[0], tensor({2.0, 5.0})));
+  EXPECT_EQ(f.cache_info().traces, 3);
 }
 
 TEST(Jit, AReadOfATracedValueIsRefusedUnlessItOnlyChecks) {

@@ -585,6 +585,30 @@ def test_dense_under_a_mixed_policy_matches_keras(keras, policy):
     keras.mixed_precision.set_global_policy("float32")
 
 
+def test_dense_under_a_plain_16_or_64_bit_policy_matches_keras(keras, policy):
+    """Before: "float16", "bfloat16" and "float64" were reported by global_policy() but Dense
+    kept float32 weights and outputs. Keras builds the weights in the policy's dtype and casts a
+    floating input to it."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (4, 6)).astype(np.float32)
+    try:
+        for name, ulp in [("float16", 2.0 ** -10), ("bfloat16", 2.0 ** -7), ("float64", 2.0 ** -52)]:
+            policy.set_global_policy(name)
+            keras.mixed_precision.set_global_policy(name)
+            ours, theirs = ug.keras.layers.Dense(3, activation="relu"), keras.layers.Dense(3, activation="relu")
+            y = ours(ug.tensor(x))
+            theirs.build((None, 6))
+            theirs.set_weights([ours.weight.detach().double().numpy().T, ours.bias.detach().double().numpy()])
+            expected = theirs(x)
+            assert repr(ours.weight.dtype) == f"unigrad.{name}" == f"unigrad.{theirs.kernel.dtype}"
+            assert repr(y.dtype) == f"unigrad.{name}" and expected.dtype.name == name
+            e = np.asarray(expected, dtype=np.float64)
+            # 6 products and the bias in the policy's dtype, each rounding, in any order
+            assert_close(y.double().numpy(), e, "float64", rtol=8 * ulp, atol=8 * ulp * float(np.abs(e).max()))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
 def test_conv_under_a_mixed_policy_matches_keras(keras, policy):
     """Keras's rule for every layer with weights, conv layers as Dense: built under a mixed
     policy, float32 weights and the product in the 16-bit dtype (Keras's Conv2D on the same
@@ -670,3 +694,33 @@ def test_fit_under_mixed_float16_compiles_the_scaled_step_once(policy, capfd, ac
     assert compiled.loss_scaler.get_scale() == eager.loss_scaler.get_scale() < 32768.0
     for a, b in zip(eager.parameters(), compiled.parameters()):
         np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+def test_a_compiled_function_keeps_a_program_per_autocast_region():
+    """Before: a function first compiled inside a bfloat16 region ran its casts at every later
+    call outside it (and one first compiled outside ran uncast inside)."""
+    w, x = ug.randn(4, 4), ug.randn(2, 4)
+    for first_inside in (True, False):
+        f = ug.jit(lambda a: a @ w)
+        calls = [True, False, True] if first_inside else [False, True, False]
+        for inside in calls:
+            with ug.autocast("cpu", dtype=ug.bfloat16, enabled=inside):
+                got, expected = f(x), x @ w
+            assert got.dtype == expected.dtype == (ug.bfloat16 if inside else ug.float32)
+            np.testing.assert_array_equal(got.float().numpy(), expected.float().numpy())
+        assert f.cache_info().traces == 2
+    with ug.autocast("cpu", dtype=ug.float16):
+        assert ug.jit(lambda a: a @ w)(x).dtype == ug.float16
+
+
+def test_a_grad_scaler_copies_and_pickles_as_torchs():
+    import copy
+    import pickle
+
+    ours = ug.amp.GradScaler(init_scale=8.0, growth_interval=3, backoff_factor=0.25)
+    theirs = torch.amp.GradScaler("cpu", init_scale=8.0, growth_interval=3, backoff_factor=0.25)
+    for copied, twin in ((copy.copy(ours), copy.copy(theirs)), (copy.deepcopy(ours), copy.deepcopy(theirs)),
+                         (pickle.loads(pickle.dumps(ours)), pickle.loads(pickle.dumps(theirs)))):
+        assert copied.state_dict() == {k: (v.item() if hasattr(v, "item") else v) for k, v in twin.state_dict().items()}
+        assert copied.is_enabled() == twin.is_enabled()
+    assert not copy.deepcopy(ug.amp.GradScaler(enabled=False)).is_enabled()

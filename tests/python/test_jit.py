@@ -1477,3 +1477,23 @@ def test_cond_under_vmap_selects_per_example():
     xs = ug.tensor([[1.0, 2.0], [-3.0, -1.0]])
     out = ug.vmap(lambda v: ug.cond(v.sum() > 0, lambda u: u * 2, lambda u: u * 3, v))(xs)
     close(out, [[2, 4], [-9, -3]])
+
+
+@pytest.mark.parametrize("index", [-5, -1, 0, 4, -6, -7, -10, -11, 5])
+def test_a_programs_tensor_index_is_checked_as_eagerly(index):
+    """Before: the program wrapped a negative index once and its Gather wrapped it again, so
+    indices in [-2n, -n) read (and wrote) an element instead of raising."""
+    x = ug.arange(5.0)
+    read = ug.jit(lambda x, i: x[i])
+    write = ug.jit(lambda x, i: x.clone().index_put((i.reshape(1),), ug.tensor([9.0])))
+    taken = ug.jit(lambda x, i: ug.take(x, i))
+    read(x, ug.tensor(1)), write(x, ug.tensor(1)), taken(x, ug.tensor(1))
+    for f in (read, write, taken):
+        i = ug.tensor(index)
+        try:
+            expected = f._fun(x, i)
+        except IndexError:
+            with pytest.raises(Exception, match="out of (range|bounds)"):
+                f(x, i)
+        else:
+            assert f(x, i).tolist() == expected.tolist()

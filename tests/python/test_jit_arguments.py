@@ -209,3 +209,105 @@ def test_a_constant_result_is_a_fresh_tensor_at_each_call():
     z.fill_(7)
     _, c2, z2 = f(x)
     assert c2.item() == 3.0 and z2.tolist() == [0.0, 0.0]
+
+
+# ---- static objects key programs by equality, as jax.jit's ------------------------------------
+
+
+def test_equal_static_objects_share_a_program_as_in_jax():
+    """Before: keyed by identity, a config object rebuilt at each call traced at each call."""
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        scale: float
+
+    jax_traces, ug_traces = [], []
+
+    def jax_fun(x, c):
+        jax_traces.append(1)
+        return x * c.scale
+
+    jax_step = jax.jit(jax_fun, static_argnums=1)
+    step = ug.jit(lambda x, c: x * c.scale, static_argnums=1)
+    for scale in (2.0, 2.0, 2.0, 3.0, 3.0, 2.0):
+        expected = np.asarray(jax_step(np.ones(2, np.float32), Config(scale)))
+        assert step(ug.ones(2), Config(scale)).tolist() == expected.tolist()
+        ug_traces.append(step.cache_info().traces)
+    assert len(jax_traces) == 2 and ug_traces[-1] == 2
+    # objects equal by identity only stay apart, each its own program
+    class Plain:
+        scale = 4.0
+
+    assert step(ug.ones(2), Plain()).tolist() == [4.0, 4.0]
+    assert step(ug.ones(2), Plain()).tolist() == [4.0, 4.0]
+    assert step.cache_info().traces == 4
+
+
+# ---- arguments that share memory: one program per way they overlap ----------------------------
+
+
+def _views(kind, base):
+    return {"same": (base, base), "halves": (base[:2], base[2:]), "swapped": (base[2:], base[:2]),
+            "overlapping": (base[:2], base[1:3])}[kind]
+
+
+@pytest.mark.parametrize("first", ["same", "halves", "overlapping"])
+@pytest.mark.parametrize("then", ["same", "halves", "swapped", "overlapping"])
+def test_arguments_sharing_memory_run_a_program_traced_for_their_overlap(first, then, retraces):
+    """Before: every pair sharing memory keyed as "1=0", so a program traced on (t, t) read the
+    first argument twice for (base[:2], base[2:]), and wrote the wrong memory."""
+    def read(a, b):
+        return a * 10 + b
+
+    def write(a, b):
+        a.mul_(2)
+        return b + 0
+
+    for fun in (read, write):
+        if fun is write and first != "same":
+            continue  # writes into views of one memory that another input reads: refused at the trace
+        f = ug.jit(fun)
+        f(*_views(first, ug.arange(4.0)))
+        eager_base, jit_base = ug.arange(4.0), ug.arange(4.0)
+        if fun is write and then != "same":
+            with pytest.raises(ValueError, match="writes a view"):  # before: the (t, t) program wrote
+                f(*_views(then, jit_base))
+            continue
+        expected = fun(*_views(then, eager_base))
+        got = f(*_views(then, jit_base))
+        assert got.tolist() == expected.tolist(), (fun.__name__, first, then)
+        assert jit_base.tolist() == eager_base.tolist(), (fun.__name__, first, then)
+
+
+# ---- reduce_retracing refuses constants made from a size --------------------------------------
+
+
+@pytest.mark.parametrize("name, body", [
+    ("chunk", lambda x: x.chunk(2)[0]),
+    ("tensor_split", lambda x: ug.tensor_split(x, 2)[0]),
+    ("split", lambda x: x.split(2)[-1]),
+    ("topk", lambda x: x.topk(2).values),
+    ("interpolate", lambda x: ug.nn.functional.interpolate(x[None, None], scale_factor=0.5)[0, 0]),
+    ("unfold", lambda x: x.unfold(0, 2, 2).sum(1)),
+])
+def test_reduce_retracing_keeps_ops_whose_constants_follow_a_size_exact(name, body, retraces):
+    """chunk(2) of 3 and of 4 elements both slice 2: the two traces made the same graph, and the
+    program for any size then sliced 2 of 5 or of 9. Now an op that makes constants from a size
+    notes it, and the traces whose notes differ stay one program per size."""
+    f = ug.function(body, reduce_retracing=True)
+    g = ug.function(body, input_signature=[ug.TensorSpec([None])])
+    for n in (3, 4, 5, 9):
+        x = ug.arange(float(n))
+        for compiled in (f, g):
+            assert compiled(x).tolist() == body(x).tolist(), (name, n)
+    top2 = ug.function(lambda x: x.topk(2).values, reduce_retracing=True)
+    top2(ug.arange(3.0)), top2(ug.arange(5.0))
+    with pytest.raises(Exception, match=r"\[topk\] selected index k = 2 out of range"):
+        top2(ug.arange(1.0))  # before: the program for any size gave one element
+    # a size that does not differ between the traces (the width chunked here) still folds
+    h = ug.function(lambda x: x.chunk(2, dim=1)[0] * 2, reduce_retracing=True)
+    for n in (3, 4, 5):
+        x = ug.randn(n, 4)
+        np.testing.assert_array_equal(h(x).numpy(), x.chunk(2, dim=1)[0].numpy() * 2)
+    assert h.cache_info().size == 1 and h.cache_info().traces == 2

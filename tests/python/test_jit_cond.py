@@ -99,3 +99,39 @@ def test_errors_name_the_branches():
     w = ug.ones(3, requires_grad=True)
     with pytest.raises(TypeError, match="closes over that requires grad; pass that tensor to cond as an operand"):
         ug.jit(lambda x: ug.lax.cond(x.sum() > 0, lambda v: v * w, lambda v: v, x))(ug.ones(3))
+
+
+def _switch_of(lax, sqrt):
+    return lambda i, x: lax.switch(i, [sqrt, lambda v: v * 2.0, lambda v: v - 1.0], x)
+
+
+@pytest.mark.parametrize("i", [0, 1, 2, 5])
+def test_a_traced_switch_runs_one_branch_and_differentiates_as_jax(i):
+    """Before: a traced switch ran every branch and picked with a where, so sqrt's NaN at -1
+    reached the gradient of branch 1 (JAX's switch runs one branch)."""
+    f, jf = _switch_of(ug.lax, ug.sqrt), _switch_of(jax.lax, jnp.sqrt)
+    for x in (-1.0, 4.0):
+        expected = jax.jit(jax.value_and_grad(jf, argnums=1))(i, x)
+        for g in (ug.jit(ug.value_and_grad(f, argnums=1)), ug.value_and_grad(ug.jit(f), argnums=1)):
+            value, grad = g(ug.tensor(i), ug.tensor(x))
+            np.testing.assert_allclose([float(value), float(grad)], np.asarray(expected, np.float64), rtol=1e-6)
+
+
+def test_a_traced_switch_draws_random_numbers_only_in_the_branch_taken():
+    def f(i, x):
+        return ug.lax.switch(i, [lambda v: v + ug.randn(3), lambda v: v * 2.0, lambda v: v + ug.rand(3)], x)
+
+    for i in (0, 1, 2):
+        ug.manual_seed(7)
+        expected = f(i, ug.zeros(3))
+        after_eager = ug.randn(2)
+        ug.manual_seed(7)
+        got = ug.jit(f)(ug.tensor(i), ug.zeros(3))
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+        np.testing.assert_array_equal(ug.randn(2).numpy(), after_eager.numpy())
+
+
+def test_a_traced_switch_names_the_branches_that_disagree():
+    f = ug.jit(lambda i, x: ug.lax.switch(i, [lambda v: v, lambda v: v.sum(), lambda v: v], x))
+    with pytest.raises(Exception, match=r"branches\[0\].*branches\[1\]|branches\[1\].*branches\[0\]"):
+        f(ug.tensor(1), ug.ones(3))

@@ -248,3 +248,27 @@ def test_sequential_summary_shows_keras_names(capsys):
     dense = model[2].name
     assert dense.startswith("dense") and rows == [["hidden", "(Dense)"], ["1", "(ReLU)"], [dense, "(Dense)"],
                                                   ["probs", "(Activation)"]]
+
+
+def test_a_sequential_starting_with_keras_input_predicts_and_fits_as_keras(keras):
+    """Keras 3's habit, keras.Sequential([keras.Input(shape), ...]) and Sequential().add(Input):
+    before, a std::bad_cast and a binding TypeError."""
+    x = RNG.standard_normal((16, 10)).astype(np.float32)
+    y = RNG.standard_normal((16, 3)).astype(np.float32)
+    theirs = keras.Sequential([keras.Input((10,)), keras.layers.Dense(6, activation="relu"), keras.layers.Dense(3)])
+    ours = ug.keras.Sequential([ug.keras.Input((10,)), ug.keras.layers.Dense(6, activation="relu"),
+                                ug.keras.layers.Dense(3)], name="stack")
+    added = ug.keras.models.Sequential()
+    added.add(ug.keras.Input((10,)))
+    added.add(ug.keras.layers.Dense(6, activation="relu"))
+    added.add(ug.keras.layers.Dense(3))
+    for model in (ours, added):
+        model.set_weights(theirs.get_weights())
+        np.testing.assert_allclose(model.predict(x, verbose=0), theirs.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+        assert model.count_params() == theirs.count_params()
+    assert ours.name == "stack"
+    ours.compile(optimizer=ug.keras.optimizers.SGD(0.05), loss="mse")
+    theirs.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+    got = ours.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history["loss"]
+    want = theirs.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history["loss"]
+    np.testing.assert_allclose(got, want, rtol=1e-5)

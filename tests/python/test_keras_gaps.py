@@ -274,7 +274,7 @@ def test_save_and_load_weights(tmp_path):
 
 def test_keras_module_paths():
     assert ug.keras.layers.Dense is ug.nn.Dense and ug.keras.layers.Flatten is ug.nn.Flatten
-    assert ug.keras.models.Sequential is ug.nn.Sequential and issubclass(ug.keras.Model, ug.nn.Module)
+    assert issubclass(ug.keras.models.Sequential, ug.nn.Sequential) and issubclass(ug.keras.Model, ug.nn.Module)
     assert ug.keras.layers.Embedding(10, 4).weight.shape == (10, 4)  # Keras's (input_dim, output_dim)
 
 

@@ -21,11 +21,11 @@ namespace {
 struct Region {
   TensorFn fn;
   Tensors inputs;
+  std::vector<uint32_t> versions;  // the inputs' data versions when the region first ran
   std::array<uint64_t, 2> rng;
   bool autocast_enabled, autocast_active;  // the CPU region's, and whether an op is mid-cast
   DType autocast_dtype;
-  bool forward_mode;  // the first run was inside a jvp's level: its tangents' ops saved tensors too
-  size_t saved = 0;   // tensors saved during the first run
+  size_t saved = 0;  // tensors saved during the first run
   bool recomputed = false;
   Tensors again;
 };
@@ -81,13 +81,23 @@ void recompute(Region& r) {
       autocast::detail::active = active;
     }
   } restore{default_generator(), default_generator().get_state(), autocast::detail::active};
+  for (size_t i = 0; i < r.inputs.size(); ++i)
+    if (r.inputs[i].defined() && r.inputs[i].version() != r.versions[i])
+      fail<RuntimeError>(
+          "[checkpoint] one of the variables needed for gradient computation has been modified by an "
+          "inplace operation: input ",
+          i, " of a checkpointed region (", r.inputs[i].dtype(), " ", r.inputs[i].shape(), ") is at version ",
+          r.inputs[i].version(), ", expected version ", r.versions[i],
+          " (the region runs again on it in backward); write into a copy (x.clone()) instead");
   restore.gen.set_state(r.rng);
-  auto record = std::make_shared<SavedTensorHooks>(SavedTensorHooks{
-      [&r](const Tensor& t) -> std::any {
-        r.again.push_back(t);
-        return {};
-      },
-      [](const std::any&) -> Tensor { fail<RuntimeError>("[checkpoint] a recomputed tensor was unpacked"); }});
+  // The run again records a graph of its own, whose nodes keep what they save: a gradient
+  // computed with create_graph differentiates through it (a second derivative).
+  auto record = std::make_shared<SavedTensorHooks>(
+      SavedTensorHooks{[&r](const Tensor& t) -> std::any {
+                         r.again.push_back(t);
+                         return t;
+                       },
+                       [](const std::any& packed) -> Tensor { return std::any_cast<const Tensor&>(packed); }});
   {
     EnableGradGuard grad;  // the ops save their tensors only when they record a node
     AutocastGuard amp(DeviceType::CPU, r.autocast_dtype, r.autocast_enabled);
@@ -95,12 +105,6 @@ void recompute(Region& r) {
     SavedTensorHooksGuard hooks(record);
     r.fn(barrier(r.inputs));
   }
-  if (r.again.size() != r.saved && r.forward_mode)
-    fail<NotImplementedError>(
-        "[checkpoint] a region first run under forward-mode differentiation (jvp, jacfwd, forward_ad) "
-        "cannot run again for reverse mode: its tangents' ops saved tensors that a run outside the jvp "
-        "does not make (torch.func refuses checkpoint under its transforms too); differentiate the "
-        "jvp without checkpoint, or checkpoint inside reverse mode only");
   if (r.again.size() != r.saved)
     fail<RuntimeError>("[checkpoint] the function saved ", r.again.size(), " tensors when run again, ", r.saved,
                        " the first time: it must compute the same way each time (no data-dependent branches on "
@@ -111,13 +115,19 @@ void recompute(Region& r) {
 }  // namespace
 
 Tensors checkpoint(const TensorFn& fn, const Tensors& inputs, const CheckpointPolicy& keep) {
+  // Inside a jvp's level (jacfwd, hessian's forward over reverse) the region runs as it is: its
+  // run again would not carry the tangents its saved tensors had, and the derivative of the
+  // gradient through them would be lost (before: hessian(remat(f)) was silently wrong).
+  if (forward::active()) return fn(inputs);
+  std::vector<uint32_t> versions;
+  for (const Tensor& t : inputs) versions.push_back(t.defined() ? t.version() : 0);
   auto region = std::make_shared<Region>(Region{fn,
                                                 inputs,
+                                                std::move(versions),
                                                 default_generator().get_state(),
                                                 autocast::is_enabled(DeviceType::CPU),
                                                 autocast::active(),
                                                 autocast::get_dtype(DeviceType::CPU),
-                                                forward::active(),
                                                 0,
                                                 false,
                                                 {}});

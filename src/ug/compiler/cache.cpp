@@ -154,8 +154,14 @@ std::string aliasing(const std::vector<Tensor>& tensors) {
   std::vector<const void*> storages;
   for (const Tensor& t : tensors) storages.push_back(t.defined() ? t.storage().get() : nullptr);
   std::string out;
-  for (const auto& [i, j] : sharing(storages))
-    out += (out.empty() ? "" : " ") + std::to_string(i) + "=" + std::to_string(j);
+  for (const auto& [i, j] : sharing(storages)) {
+    const Tensor &a = tensors[i], &b = tensors[j];
+    std::ostringstream part;
+    part << (out.empty() ? "" : " ") << i << "=" << j << (a.storage_offset() >= b.storage_offset() ? "+" : "")
+         << a.storage_offset() - b.storage_offset() << " " << Shape(a.strides().begin(), a.strides().end()) << "/"
+         << Shape(b.strides().begin(), b.strides().end());
+    out += part.str();
+  }
   return out.empty() ? "none" : out;
 }
 

@@ -25,9 +25,11 @@ struct Signature {
 
 /** The description of a tensor argument in a signature. */
 std::string describe(const Tensor& t);
-/** Which of a call's tensor arguments share memory, by their order ("1=0": the second is the
- *  first's, or a view of it); "none" when none do. A trace follows the arguments' memory (a write
- *  into one is a write into the other), so a program holds only for calls that share alike. */
+/** Which of a call's tensor arguments share memory, and how, by their order: "1=0+2 [1]/[1]",
+ *  the second shares the first's memory, starting 2 elements past it, strides [1] and [1];
+ *  "none" when none do. A trace follows the arguments' memory (a write into one is a write into
+ *  the other, the same tensor passed twice is one input), so a program holds only for calls
+ *  whose arguments overlap alike. */
 std::string aliasing(const std::vector<Tensor>& tensors);
 /** aliasing's pairs from the tensors' storages (null: none): (i, j) for each i whose storage an
  *  earlier j has, the first such j. */

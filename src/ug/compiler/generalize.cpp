@@ -111,6 +111,15 @@ std::optional<Program> Program::generalize(const Program& a, const Program& b, s
       *why = "the function reads the shape of a traced tensor at " + p->shape_read_at_;
       return std::nullopt;
     }
+  if (a.size_reads_ != b.size_reads_) {
+    const auto [x, y] =
+        std::mismatch(a.size_reads_.begin(), a.size_reads_.end(), b.size_reads_.begin(), b.size_reads_.end());
+    const auto& named = x != a.size_reads_.end() ? *x : *y;
+    *why = "op '" + named.first + "' made constants of the program from a size that differs between the traces";
+    if (x != a.size_reads_.end() && y != b.size_reads_.end())
+      *why += " (" + std::to_string(x->second) + " and " + std::to_string(y->second) + ")";
+    return std::nullopt;
+  }
   const onnx::Graph &ga = *a.graph_, &gb = *b.graph_;
   if (ga.inputs.size() != gb.inputs.size() || a.num_results_ != b.num_results_ ||
       a.state_->size() != b.state_->size() || a.grad_sources_->size() != b.grad_sources_->size() ||

@@ -19,6 +19,7 @@
 #include "ug/core/error.h"
 #include "ug/core/random.h"
 #include "ug/graph/capture.h"
+#include "ug/graph/size_reads.h"
 #include "ug/onnx/export.h"
 #include "ug/onnx/graph.h"
 
@@ -161,6 +162,7 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   const auto generator = default_generator().get_state();
   std::string shape_read_at;
   std::vector<std::function<void()>> debug_callbacks;
+  graph::SizeReads size_reads;
   {
     TracedValuesScope scope(example_inputs, "jit");
     autograd::CustomRuleWatch custom_rules;
@@ -185,13 +187,14 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   }
   std::shared_ptr<onnx::ProgramTrace> replaying = std::move(traced.replaying_custom);
   std::vector<Tensor> outputs = traced.outputs;
-  Program p = from_trace(std::move(traced), state, shape_read_at);
+  Program p = from_trace(std::move(traced), state, shape_read_at, size_reads.reads());
   // A training step's runs record no autograd: its traced run's results (the first call's) are
   // as detached as every later call's.
   if (p.holds_step_)
     for (Tensor& t : outputs) t = t.detach();
   if (replaying) {
-    p.replaying_ = std::make_shared<const Program>(from_trace(std::move(*replaying), state, shape_read_at));
+    p.replaying_ =
+        std::make_shared<const Program>(from_trace(std::move(*replaying), state, shape_read_at, size_reads.reads()));
   }
   // A program that writes no state runs after its trace, as the call's result: the trace's
   // random draws must not have taken that run's numbers from the global generator.
@@ -201,7 +204,8 @@ std::pair<Program, std::vector<Tensor>> Program::trace_with_outputs(const Functi
   return {std::move(p), std::move(outputs)};
 }
 
-Program Program::from_trace(onnx::ProgramTrace traced, const NamedTensors& state, const std::string& shape_read_at) {
+Program Program::from_trace(onnx::ProgramTrace traced, const NamedTensors& state, const std::string& shape_read_at,
+                            const std::vector<std::pair<std::string, int64_t>>& size_reads) {
   // The graph came from this process, not from a file: no size limits beyond memory's.
   constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
   onnx::LoadLimits limits{.max_elements = kUnlimited, .max_live_elements = kUnlimited};
@@ -256,6 +260,7 @@ Program Program::from_trace(onnx::ProgramTrace traced, const NamedTensors& state
   for (const onnx::ValueInfo& in : graph->inputs) any_size.emplace_back(in.shape.size(), false);
   p.any_size_ = std::make_shared<const std::vector<std::vector<bool>>>(std::move(any_size));
   p.shape_read_at_ = shape_read_at;
+  p.size_reads_ = size_reads;
   p.num_results_ = traced.outputs.size();
   p.holds_step_ = !p.grad_writes_->empty();
   for (const auto& [target, index] : *p.writes_) p.holds_step_ = p.holds_step_ || target.requires_grad();

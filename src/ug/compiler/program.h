@@ -59,7 +59,8 @@ class Program {
   /** tf.function's reduce_retracing: a and b are one function traced at two shapes. When they
    *  are the same graph apart from their inputs' sizes, nothing in the program depends on the
    *  dims where those differ (no constant, attribute or called-back op made from a size, no
-   *  Python read of a traced tensor's shape), and the program runs on any size there: b, with
+   *  Python read of a traced tensor's shape, no op's constant made from a size that differs
+   *  between the traces: graph::note_size_read), and the program runs on any size there: b, with
    *  those dims (and a's) in any_size_dims. Otherwise nullopt, and *why says what depends on a
    *  size. (Sizes a Python function reads and uses in ways that happen to agree at both shapes
    *  are the one case this cannot see; it refuses any shape read to stay clear of them.) */
@@ -111,8 +112,10 @@ class Program {
 
  private:
   Program() = default;
-  /** The program of a trace (onnx::trace_program), which read shapes at `shape_read_at`. */
-  static Program from_trace(onnx::ProgramTrace traced, const NamedTensors& state, const std::string& shape_read_at);
+  /** The program of a trace (onnx::trace_program), which read shapes at `shape_read_at` and in
+   *  which ops made constants from the sizes `size_reads` (graph::SizeReads). */
+  static Program from_trace(onnx::ProgramTrace traced, const NamedTensors& state, const std::string& shape_read_at,
+                            const std::vector<std::pair<std::string, int64_t>>& size_reads);
   /** Whether autograd would record through a run on these inputs. */
   bool records(const std::vector<Tensor>& inputs) const;
   /** The program runs that autograd records through or that carry tangents take when the
@@ -142,8 +145,9 @@ class Program {
   std::shared_ptr<const std::vector<Tensor>> outside_grads_;        // see outside_grads()
   std::shared_ptr<const std::vector<std::vector<bool>>> any_size_;  // by input, by dim
   std::string shape_read_at_;
-  size_t num_results_ = 0;   // the function's own outputs, before the writes
-  bool holds_step_ = false;  // it writes parameters or .grad
+  std::vector<std::pair<std::string, int64_t>> size_reads_;  // (op, size) it made constants from
+  size_t num_results_ = 0;                                   // the function's own outputs, before the writes
+  bool holds_step_ = false;                                  // it writes parameters or .grad
   SimplifyStats stats_;
 };
 

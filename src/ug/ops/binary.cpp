@@ -8,6 +8,7 @@
 #include "ug/ops/inplace_history.h"
 #include "ug/ops/autocast.h"
 #include "ug/ops/complex.h"
+#include "ug/ops/opmath.h"
 #include "ug/ops/rules.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
@@ -372,8 +373,13 @@ Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
   return copy_(ug::clamp(ops::read_before_write(*this), min, max));
 }
 
-Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) { return start + weight * (end - start); }
-Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) { return start + weight * (end - start); }
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
+  return ops::in_opmath([](const Tensor& a, const Tensor& b, const Tensor& w) { return a + w * (b - a); }, start, end,
+                        weight);
+}
+Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) {
+  return ops::in_opmath([&weight](const Tensor& a, const Tensor& b) { return a + weight * (b - a); }, start, end);
+}
 Tensor Tensor::lerp(const Tensor& end, Scalar weight) const { return ug::lerp(*this, end, weight); }
 Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return ug::lerp(*this, end, weight); }
 

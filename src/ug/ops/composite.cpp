@@ -11,6 +11,7 @@
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 #include "ug/ops/linalg.h"
+#include "ug/ops/opmath.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
 #include "ug/ops/value_checks.h"
@@ -110,16 +111,24 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, 
 }
 
 Tensor addcmul(const Tensor& input, const Tensor& t1, const Tensor& t2, Scalar value) {
-  const Tensor product = t1 * t2;
-  return input + (is_one(value) ? product : product * value);
+  return ops::in_opmath(
+      [&value](const Tensor& in, const Tensor& a, const Tensor& b) {
+        const Tensor product = a * b;
+        return in + (is_one(value) ? product : product * value);
+      },
+      input, t1, t2);
 }
 
 Tensor addcdiv(const Tensor& input, const Tensor& t1, const Tensor& t2, Scalar value) {
   if (!t1.is_floating_point() && !t2.is_floating_point())
     fail<RuntimeError>("[addcdiv] integer division of ", t1.dtype(), " by ", t2.dtype(),
                        " is not supported: use floating tensors");
-  const Tensor quotient = t1 / t2;
-  return input + (is_one(value) ? quotient : quotient * value);
+  return ops::in_opmath(
+      [&value](const Tensor& in, const Tensor& a, const Tensor& b) {
+        const Tensor quotient = a / b;
+        return in + (is_one(value) ? quotient : quotient * value);
+      },
+      input, t1, t2);
 }
 
 namespace {
@@ -172,6 +181,9 @@ Tensor xlogy(const Tensor& x, const Tensor& y) {
 }
 
 Tensor hypot(const Tensor& a, const Tensor& b) {
+  // 16-bit operands: computed in float32 and rounded once (opmath.h).
+  if (ops::is_16_bit(promote_types(a.dtype(), b.dtype())))
+    return ops::in_opmath([](const Tensor& x, const Tensor& y) { return hypot(x, y); }, a, b);
   // s sqrt((a/s)^2 + (b/s)^2) with s the larger magnitude, so that neither square overflows
   // nor underflows. The value does not depend on s, so s is a constant to the derivatives:
   // they are a / h and b / h, smooth where a or b is 0 (a composition through |a| and |b|
@@ -181,7 +193,9 @@ Tensor hypot(const Tensor& a, const Tensor& b) {
   const Tensor safe = where(zero, 1.0, s).to(s.dtype());
   const Tensor ra = a / safe, rb = b / safe, sum = ra * ra + rb * rb;
   const Tensor h = s * where(zero, 1.0, sum).to(sum.dtype()).sqrt();
-  return where(zero, 0.0, h).to(h.dtype());
+  // IEEE's hypot is infinite where either operand is, even where the other is NaN.
+  const Tensor infinite = isinf(a).logical_or(isinf(b));
+  return where(infinite, std::numeric_limits<double>::infinity(), where(zero, 0.0, h).to(h.dtype())).to(h.dtype());
 }
 
 namespace {
@@ -528,15 +542,21 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
   for (const Tensor& p : positions) common = broadcast_shapes(common, p.shape(), "index_put");
   // The positions as one index into x's first k dims flattened, checked and wrapped.
   Tensor linear = zeros({}, {.dtype = DType::Int64, .device = x.device()});
+  Tensor outside;  // under a capture: which positions a program's run finds out of range
   int64_t rows = 1;
   for (int64_t j = 0; j < k; ++j) {
     const int64_t n = x.size(j);
     const Tensor& p = positions[static_cast<size_t>(j)];
-    if (p.numel() && ops::any_true((p < -n).logical_or(p >= n)))
+    const Tensor out_of_range = (p < -n).logical_or(p >= n);
+    if (p.numel() && ops::any_true(out_of_range))
       fail<IndexError>("[index_put] an index is out of range for dim ", j, " of size ", n, " (shape ", x.shape(), ")");
+    if (graph::detail::current_capture) outside = outside.defined() ? outside.logical_or(out_of_range) : out_of_range;
     linear = linear * n + where(p < 0, p + n, p);
     rows *= n;
   }
+  // A position out of range in one dim would land in another row of the flattened x: it gets a
+  // position the scatter below refuses instead.
+  if (outside.defined()) linear = where(outside, Scalar(-(rows + 1)), linear);
   Dims merged{rows}, spread(common.begin(), common.end());
   for (int64_t d = k; d < x.dim(); ++d) {
     merged.push_back(x.size(d));

@@ -19,6 +19,7 @@
 #include "ug/ops/indexing.h"
 #include "ug/ops/join.h"
 #include "ug/ops/linalg.h"
+#include "ug/ops/opmath.h"
 #include "ug/ops/random.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
@@ -613,10 +614,13 @@ Tensor signbit(const Tensor& x) {
 }
 
 Tensor sinc(const Tensor& x) {
-  const Tensor f = as_floating(x);
-  const Tensor zero = f == 0.0;
-  const Tensor px = where(zero, 1.0, f) * kPi;  // the branch not taken reads a safe value
-  return where(zero, 1.0, px.sin() / px).to(f.dtype());
+  return ops::in_opmath(
+      [](const Tensor& f) {
+        const Tensor zero = f == 0.0;
+        const Tensor px = where(zero, 1.0, f) * kPi;  // the branch not taken reads a safe value
+        return where(zero, 1.0, px.sin() / px).to(f.dtype());
+      },
+      as_floating(x));
 }
 
 Tensor copysign(const Tensor& a, const Tensor& b) {

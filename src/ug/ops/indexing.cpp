@@ -31,6 +31,15 @@ bool expandable(const Shape& from, const Shape& to) {
   return true;
 }
 
+/** idx with its negative entries counted from the end (n + i); `lowest` is its least entry.
+ *  Under a capture the wrap is an op of the graph, as a program's later indices may be
+ *  negative: there an entry below -n stays as it is, for the op reading it to refuse at the
+ *  run (wrapped once, it would be a valid negative index that the op wraps again). */
+Tensor wrap_from_end(const Tensor& idx, int64_t n, int64_t lowest) {
+  if (graph::detail::current_capture) return where(idx.lt(0).logical_and(idx.ge(-n)), idx.add(n), idx);
+  return lowest < 0 ? where(idx.lt(0), idx.add(n), idx) : idx;
+}
+
 /** index as int64 after checking that every entry lies in [-n, n) (or [0, n) when negatives
  *  are not allowed); negative entries are wrapped to count from the end. */
 Tensor checked_index(const Tensor& index, int64_t n, int64_t dim, bool allow_negative, const char* op) {
@@ -41,8 +50,7 @@ Tensor checked_index(const Tensor& index, int64_t n, int64_t dim, bool allow_neg
   if (lo < lowest || hi >= n)
     fail<IndexError>("[", op, "] index ", lo < lowest ? lo : hi, " is out of bounds for dimension ", dim, " with size ",
                      n);
-  // Under a capture the wrap is an op of the graph: a program's later indices may be negative.
-  return lo < 0 || graph::detail::current_capture ? where(idx.lt(0), idx.add(n), idx) : idx;
+  return wrap_from_end(idx, n, lo);
 }
 
 /** An index that picks along `dim` of a tensor shaped like `like`: [n] -> [1.., n, 1..] expanded. */
@@ -746,8 +754,10 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) { return 
 Tensor wrap_negative(const Tensor& index, int64_t n) {
   Tensor idx = index.to(DType::Int64);
   if (idx.numel() == 0) return idx;
-  // Under a capture the wrap is an op of the graph: a program's later indices may be negative.
-  return graph::detail::current_capture || ops::integer_range(idx).first < 0 ? where(idx.lt(0), idx.add(n), idx) : idx;
+  if (graph::detail::current_capture) return wrap_from_end(idx, n, 0);
+  const int64_t lowest = ops::integer_range(idx).first;
+  if (lowest < -n) fail<IndexError>("[index] index ", lowest, " is out of bounds for a dim of size ", n);
+  return wrap_from_end(idx, n, lowest);
 }
 
 Tensor take(const Tensor& x, const Tensor& index) {

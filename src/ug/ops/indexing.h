@@ -26,8 +26,9 @@ Tensor take(const Tensor& x, const Tensor& index);
  *  index gives into x flattened; negative positions count from the end. */
 Tensor put(const Tensor& x, const Tensor& index, const Tensor& source, bool accumulate = false);
 /** index as int64 with its negative entries counted from the end of a dim of size n (ONNX's
- *  Gather); not range-checked, which the op reading it does. Without a negative entry no op
- *  runs: a compiled program's gather of a batch would pay for three at every step. */
+ *  Gather); one below -n raises, the others are range-checked by the op reading it. Without a
+ *  negative entry no op runs: a compiled program's gather of a batch would pay for them at
+ *  every step. */
 Tensor wrap_negative(const Tensor& index, int64_t n);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
 Tensor masked_select(const Tensor& x, const Tensor& mask);

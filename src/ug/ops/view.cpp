@@ -5,6 +5,7 @@
 #include "ug/core/tensor.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/op_call.h"
+#include "ug/graph/size_reads.h"
 #include "ug/ops/rules.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/inplace_history.h"
@@ -428,6 +429,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   if (dim() == 0) fail("[narrow] cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "narrow");
   int64_t n = size(d);
+  graph::note_size_read("narrow", n);  // the slice's bounds hold for this size only
   if (start < 0) start += n;
   if (start < 0 || length < 0 || start + length > n)
     fail<IndexError>("[narrow] start (", start, ") + length (", length, ") exceeds dimension size (", n, ")");
@@ -537,6 +539,7 @@ Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step) {
                        ")");
   if (step <= 0) fail<RuntimeError>("[unfold] step must be positive, got ", step);
   const int64_t windows = (n - size) / step + 1;
+  graph::note_size_read("unfold", n);  // the window count holds for this size only
   // Backward: each window's gradient added back where its elements came from (windows overlap
   // when step < size), written with ops so that it is differentiable itself.
   ViewFn fold = [in_shape = x.shape(), d, size, step, windows](const Tensor& g) {

@@ -9,6 +9,7 @@
 #include "ug/ops/autocast.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/indexing.h"
+#include "ug/ops/opmath.h"
 #include "ug/ops/random.h"
 #include "ug/ops/reduce.h"
 #include "ug/ops/unary.h"
@@ -54,21 +55,29 @@ Tensor hardtanh(const Tensor& x, double min_val, double max_val, bool inplace) {
 Tensor relu6(const Tensor& x, bool inplace) { return hardtanh(x, 0.0, 6.0, inplace); }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope, bool inplace) {
-  return maybe_inplace(x, inplace, [=](const Tensor& x) { return where(x > 0, x, x * negative_slope); });
+  return maybe_inplace(x, inplace, [=](const Tensor& x) {
+    return ops::in_opmath([=](const Tensor& x) { return where(x > 0, x, x * negative_slope); }, x);
+  });
 }
 
 Tensor elu(const Tensor& x, double alpha, bool inplace) {
-  return maybe_inplace(x, inplace, [=](const Tensor& x) { return elu_like(x, alpha, 1.0); });
+  return maybe_inplace(x, inplace, [=](const Tensor& x) {
+    return ops::in_opmath([=](const Tensor& x) { return elu_like(x, alpha, 1.0); }, x);
+  });
 }
 
 Tensor selu(const Tensor& x, bool inplace) {
   constexpr double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
-  return maybe_inplace(x, inplace, [=](const Tensor& x) { return elu_like(x, alpha, 1.0) * scale; });
+  return maybe_inplace(x, inplace, [=](const Tensor& x) {
+    return ops::in_opmath([=](const Tensor& x) { return elu_like(x, alpha, 1.0) * scale; }, x);
+  });
 }
 
 Tensor celu(const Tensor& x, double alpha, bool inplace) {
   if (alpha == 0) fail("[celu] ZeroDivisionError: alpha cannot be 0");
-  return maybe_inplace(x, inplace, [=](const Tensor& x) { return elu_like(x, alpha, 1.0 / alpha); });
+  return maybe_inplace(x, inplace, [=](const Tensor& x) {
+    return ops::in_opmath([=](const Tensor& x) { return elu_like(x, alpha, 1.0 / alpha); }, x);
+  });
 }
 
 Tensor gelu(const Tensor& x, std::string_view approximate) { return ug::gelu(x, approximate); }
@@ -78,7 +87,9 @@ Tensor silu(const Tensor& x, bool inplace) {
 }
 
 Tensor mish(const Tensor& x, bool inplace) {
-  return maybe_inplace(x, inplace, [](const Tensor& x) { return x * softplus(x).tanh(); });
+  return maybe_inplace(x, inplace, [](const Tensor& x) {
+    return ops::in_opmath([](const Tensor& x) { return x * softplus(x).tanh(); }, x);
+  });
 }
 
 Tensor sigmoid(const Tensor& x) { return ug::sigmoid(x); }
@@ -87,12 +98,18 @@ Tensor tanh(const Tensor& x) { return ug::tanh(x); }
 
 Tensor logsigmoid(const Tensor& x) {
   // min(x, 0) - log1p(exp(-|x|)); the derivative is sigmoid(-x), also at x = 0.
-  return with_derivative(
-      "logsigmoid", x, [](const Tensor& x) { return where(x < 0, x, 0.0) - (-x.abs()).exp().log1p(); },
-      [](const Tensor& g, const Tensor& x) { return g * (-x).sigmoid(); });
+  return ops::in_opmath(
+      [](const Tensor& x) {
+        return with_derivative(
+            "logsigmoid", x, [](const Tensor& x) { return where(x < 0, x, 0.0) - (-x.abs()).exp().log1p(); },
+            [](const Tensor& g, const Tensor& x) { return g * (-x).sigmoid(); });
+      },
+      x);
 }
 
 Tensor softplus(const Tensor& x, double beta, double threshold) {
+  if (ops::is_16_bit(x.dtype()))
+    return ops::in_opmath([=](const Tensor& x) { return softplus(x, beta, threshold); }, x);
   return with_derivative(
       "softplus", x,
       [beta, threshold](const Tensor& x) {
@@ -108,14 +125,20 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
 Tensor softsign(const Tensor& x) { return x / (x.abs() + 1); }
 
 Tensor hardsigmoid(const Tensor& x, bool inplace) {
-  return maybe_inplace(x, inplace, [](const Tensor& x) { return hardtanh(x + 3, 0.0, 6.0) / 6; });
+  return maybe_inplace(x, inplace, [](const Tensor& x) {
+    return ops::in_opmath([](const Tensor& x) { return hardtanh(x + 3, 0.0, 6.0) / 6; }, x);
+  });
 }
 
 Tensor hardswish(const Tensor& x, bool inplace) {
   return maybe_inplace(x, inplace, [](const Tensor& x) {
-    return with_derivative(
-        "hardswish", x, [](const Tensor& x) { return x * hardtanh(x + 3, 0.0, 6.0) / 6; },
-        [](const Tensor& g, const Tensor& x) { return where(x <= -3, 0.0, where(x < 3, g * (x / 3 + 0.5), g)); });
+    return ops::in_opmath(
+        [](const Tensor& x) {
+          return with_derivative(
+              "hardswish", x, [](const Tensor& x) { return x * hardtanh(x + 3, 0.0, 6.0) / 6; },
+              [](const Tensor& g, const Tensor& x) { return where(x <= -3, 0.0, where(x < 3, g * (x / 3 + 0.5), g)); });
+        },
+        x);
   });
 }
 

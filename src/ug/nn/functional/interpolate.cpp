@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "ug/core/error.h"
+#include "ug/graph/size_reads.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/pool.h"
 
@@ -45,6 +46,8 @@ template <class Vec> Vec per_dim(const Vec& values, const Tensor& input, const c
 /** The output's spatial size, and the scales torch's kernels read (none where it recomputes them). */
 std::pair<Dims, std::vector<std::optional<double>>> output_size(const Tensor& input, const InterpolateOptions& o) {
   const size_t n = static_cast<size_t>(input.dim() - 2);
+  // The taps and indices made from the input's sizes are constants of a recorded graph.
+  for (int64_t d = 2; d < input.dim(); ++d) graph::note_size_read("interpolate", input.size(d));
   if (o.size && o.scale_factor) fail("[interpolate] only one of size or scale_factor should be defined");
   if (!o.size && !o.scale_factor) fail("[interpolate] either size or scale_factor should be defined");
   if (o.size) {

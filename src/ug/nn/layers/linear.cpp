@@ -79,9 +79,20 @@ std::string LinearImpl::extra_repr() const {
          ", out_features=" + std::to_string(out_features_) + ", bias=" + (has_bias_ ? "True" : "False");
 }
 
+namespace {
+
+/** Keras's variable dtype for a layer built now: the global policy's ("float16" makes float16
+ *  weights), or the default dtype under the default policy. */
+DType variable_dtype() {
+  const mixed_precision::Policy policy = mixed_precision::global_policy();
+  return policy.name == "float32" ? get_default_dtype() : policy.variable_dtype;
+}
+
+}  // namespace
+
 DenseImpl::DenseImpl(int64_t units, const std::string& activation_name, int64_t input_dim, bool use_bias,
                      std::optional<DType> dtype, bool flatten, const std::string& name)
-    : LinearImpl("Dense", input_dim, units, use_bias, dtype.value_or(get_default_dtype())),
+    : LinearImpl("Dense", input_dim, units, use_bias, dtype.value_or(variable_dtype())),
       activation_name_(activation_name),
       name_(keras_layer_name("Dense", name)),
       flatten_(flatten),
@@ -108,7 +119,13 @@ Tensor DenseImpl::forward(const Tensor& x) {
     in = x.reshape({x.size(0), features});
   }
   std::optional<AutocastGuard> mixed;
-  if (compute_dtype()) mixed.emplace(x.device().type, *compute_dtype());  // the activation too
+  if (compute_dtype()) {
+    mixed.emplace(x.device().type, *compute_dtype());  // the activation too
+  } else if (in.is_floating_point() && in.dim() > 0) {
+    // Keras casts a floating input to the layer's compute dtype (float16 under "float16").
+    if (in_features() < 0) build(in.size(-1));
+    if (in.dtype() != weight().dtype()) in = in.to(weight().dtype());
+  }
   Tensor y = LinearImpl::forward(in);
   return activation_ ? activation_(y) : y;
 }
