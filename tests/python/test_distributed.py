@@ -264,6 +264,31 @@ def run_single(code):
                           env=environment(), timeout=60)
 
 
+def test_a_strategy_lets_go_of_the_variables_of_a_dropped_model():
+    """Before: a strategy held every variable it had mirrored, so a model trained under it and
+    dropped kept its memory for the strategy's life."""
+    proc = run_single("""
+        import unigrad as ug
+        strategy = ug.distribute.MirroredStrategy()
+        def train(width):
+            with strategy.scope():
+                model, opt = ug.nn.Linear(width, width), ug.optimizers.SGD(0.1)
+            def step():
+                with ug.GradientTape() as tape:
+                    loss = model(ug.ones(1, width)).sum()
+                params = list(model.parameters())
+                opt.apply_gradients(zip(tape.gradient(loss, params), params))
+            strategy.run(step)
+        base = ug.memory.allocated()
+        train(1024)  # 4 MiB of weights
+        train(1)  # a step under the strategy after the first model was dropped
+        print("held", ug.memory.allocated() - base)
+    """)
+    assert proc.returncode == 0, proc.stderr
+    held = int(proc.stdout.split("held")[1])
+    assert held < 64 * 1024, proc.stdout  # before: 4 MiB and more
+
+
 @pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_a_custom_loop_over_a_strategy_equals_one_process(n, optimizer):

@@ -68,6 +68,9 @@ void check_mirrored(const std::vector<std::pair<Tensor, Tensor>>& pairs,
                     std::unordered_map<const TensorImpl*, Tensor>& mirrored,
                     const distributed::ProcessGroupPtr& group) {
   graph::NoCapture once;
+  // A variable only this map still holds was dropped by its model: forget it, so its memory goes
+  // and a new variable at its address counts as new.
+  std::erase_if(mirrored, [](const auto& entry) { return entry.second.impl_ref()->use_count() == 1; });
   Tensor differs;  // made at a first step only: later steps find every variable mirrored
   for (const auto& [grad, var] : pairs) {
     if (!mirrored.emplace(var.impl_ref().get(), var).second) continue;

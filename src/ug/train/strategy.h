@@ -89,7 +89,8 @@ class MirroredStrategy : public std::enable_shared_from_this<MirroredStrategy> {
  private:
   explicit MirroredStrategy(distributed::ProcessGroupPtr group) : group_(std::move(group)) {}
   distributed::ProcessGroupPtr group_;
-  // The variables mirrored from the first replica so far (held, so no address is reused).
+  // The variables mirrored from the first replica so far, held until only this map holds them
+  // (so no live variable's address is reused).
   std::shared_ptr<std::unordered_map<const TensorImpl*, Tensor>> mirrored_ =
       std::make_shared<std::unordered_map<const TensorImpl*, Tensor>>();
 };
