@@ -138,11 +138,21 @@ class GradScaler(_amp.GradScaler):
         """outputs times the scale: a tensor, or a list/tuple of them (nested)."""
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
+        self._scaled = True
         return super().scale(outputs)
 
     def step(self, optimizer, *args, **kwargs):
+        """optimizer.step() unless the unscaled gradients hold an inf or NaN. As torch's, it
+        refuses a step before any scale() and one whose optimizer has no gradient to check."""
         if args or kwargs:
             raise RuntimeError("[GradScaler] closure use is not supported: call step(optimizer) without arguments")
+        if self.is_enabled():
+            if not getattr(self, "_scaled", False):
+                raise AssertionError("[GradScaler] Attempted step but the scale was never used: call "
+                                     "scaler.scale(loss) (and backward) earlier in the iteration")
+            if all(p.grad is None for group in optimizer.param_groups for p in group["params"]):
+                raise AssertionError("[GradScaler] No inf checks were recorded for this optimizer: none of its "
+                                     "parameters has a gradient (was backward run on the scaled loss?)")
         return super().step(optimizer)
 
     def __reduce__(self):
@@ -157,6 +167,7 @@ def _restore_scaler(cls, enabled, state):
     GradScaler.__init__(scaler, enabled=enabled)
     if state:
         scaler.load_state_dict(state)
+        scaler._scaled = True  # torch's copy keeps its scale tensor
     return scaler
 
 

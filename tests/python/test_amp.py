@@ -724,3 +724,22 @@ def test_a_grad_scaler_copies_and_pickles_as_torchs():
         assert copied.state_dict() == {k: (v.item() if hasattr(v, "item") else v) for k, v in twin.state_dict().items()}
         assert copied.is_enabled() == twin.is_enabled()
     assert not copy.deepcopy(ug.amp.GradScaler(enabled=False)).is_enabled()
+
+
+def test_a_grad_scaler_refuses_steps_it_cannot_check_as_torchs():
+    """Before: a step before any scale(), or with no gradient to check, passed silently."""
+    for framework in (torch, ug):
+        model = framework.nn.Linear(2, 2)
+        opt = framework.optim.SGD(model.parameters(), 0.1)
+        scaler = torch.amp.GradScaler("cpu") if framework is torch else ug.amp.GradScaler()
+        with pytest.raises(AssertionError, match="scale"):
+            scaler.step(opt)
+        scaler.scale(model(framework.ones(1, 2)).sum())
+        with pytest.raises(AssertionError, match="No inf checks were recorded for this optimizer"):
+            scaler.step(opt)
+        scaler = torch.amp.GradScaler("cpu") if framework is torch else ug.amp.GradScaler()
+        scaler.scale(model(framework.ones(1, 2)).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+        assert scaler.get_scale() == 65536.0
+    assert ug.amp.GradScaler(enabled=False).step(ug.optim.SGD(ug.nn.Linear(2, 2).parameters(), 0.1)) is None
