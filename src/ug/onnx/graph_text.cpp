@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "ug/onnx/graph.h"
+#include "ug/onnx/op_table.h"
 
 namespace ug::onnx {
 
@@ -27,27 +28,6 @@ void values(std::ostream& os, const Tensor& t) {
   list(os, std::vector<double>(v, v + flat.numel()));
 }
 
-/** A node's doc (Python's traceback line, `  File "m.py", line 12, in f` then the code) on one
- *  line: `m.py:12 in f: the code`. */
-std::string where(const std::string& doc) {
-  std::istringstream lines(doc);
-  std::string line, out;
-  while (std::getline(lines, line)) {
-    const size_t begin = line.find_first_not_of(' ');
-    if (begin == std::string::npos) continue;
-    line = line.substr(begin);
-    const size_t file = line.rfind("File \"", 0), quote = line.find("\", line ");
-    if (file == 0 && quote != std::string::npos) {
-      const size_t in = line.find(", in ", quote);
-      line = line.substr(6, quote - 6) + ":" +
-             line.substr(quote + 8, in == std::string::npos ? line.npos : in - quote - 8) +
-             (in == std::string::npos ? "" : " in " + line.substr(in + 5));
-    }
-    out += (out.empty() ? "" : ": ") + line;
-  }
-  return out;
-}
-
 struct AttributeText {
   std::ostream& os;
   void operator()(double v) const { os << v; }
@@ -65,6 +45,25 @@ struct AttributeText {
 };
 
 }  // namespace
+
+std::string doc_line(const std::string& doc) {
+  std::istringstream lines(doc);
+  std::string line, out;
+  while (std::getline(lines, line)) {
+    const size_t begin = line.find_first_not_of(' ');
+    if (begin == std::string::npos) continue;
+    line = line.substr(begin);
+    const size_t file = line.rfind("File \"", 0), quote = line.find("\", line ");
+    if (file == 0 && quote != std::string::npos) {
+      const size_t in = line.find(", in ", quote);
+      line = line.substr(6, quote - 6) + ":" +
+             line.substr(quote + 8, in == std::string::npos ? line.npos : in - quote - 8) +
+             (in == std::string::npos ? "" : " in " + line.substr(in + 5));
+    }
+    out += (out.empty() ? "" : ": ") + line;
+  }
+  return out;
+}
 
 std::string to_text(const Graph& graph) {
   std::ostringstream os;
@@ -101,7 +100,7 @@ std::string to_text(const Graph& graph) {
     os << '(';
     for (size_t k = 0; k < node.inputs.size(); ++k) os << (k ? ", " : "") << value(node.inputs[k]);
     os << ')';
-    if (const std::string at = where(node.doc); !at.empty()) os << "  # " << at;
+    if (const std::string at = doc_line(node.doc); !at.empty()) os << "  # " << at;
     os << '\n';
   }
   os << "  return ";

@@ -13,6 +13,10 @@
 
 namespace ug::onnx {
 
+/** A node's doc (Python's traceback line, `  File "m.py", line 12, in f` then the code) on one
+ *  line: `m.py:12 in f: the code` (graph_text.cpp). */
+std::string doc_line(const std::string& doc);
+
 /** What an op implementation sees: its node, its inputs (undefined where an optional input is
  *  absent) and the model's opset; attribute readers that name the node in their errors. */
 class OpContext {
@@ -53,8 +57,12 @@ class OpContext {
    *  it reads from the enclosing graph; checks and returns its outputs. */
   std::vector<Tensor> run_subgraph(std::string_view name, const std::vector<Tensor>& inputs) const;
 
-  /** "[onnx] Conv node 'conv1' (opset 20): " + the pieces. */
+  /** "[onnx] Conv node 'conv1' (opset 20): " + the pieces, then the node's doc where it has one
+   *  (in a compiled program, the user code's line that traced the node). */
   template <class E = ValueError, class... Args> [[noreturn]] void fail(const Args&... args) const {
+    if (!node_.doc.empty())
+      ug::fail<E>("[onnx] ", node_.op_type, " node '", node_.name, "' (opset ", opset_, "): ", args..., " (at ",
+                  doc_line(node_.doc), ")");
     ug::fail<E>("[onnx] ", node_.op_type, " node '", node_.name, "' (opset ", opset_, "): ", args...);
   }
 

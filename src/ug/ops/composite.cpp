@@ -555,8 +555,9 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
     rows *= n;
   }
   // A position out of range in one dim would land in another row of the flattened x: it gets a
-  // position the scatter below refuses instead.
-  if (outside.defined()) linear = where(outside, Scalar(-(rows + 1)), linear);
+  // position the scatter below refuses instead (the user's own where there is one dim).
+  if (outside.defined())
+    linear = k == 1 ? where(outside, positions[0], linear) : where(outside, Scalar(-(rows + 1)), linear);
   Dims merged{rows}, spread(common.begin(), common.end());
   for (int64_t d = k; d < x.dim(); ++d) {
     merged.push_back(x.size(d));
