@@ -4,7 +4,9 @@
 
 Layers with weights built afterwards (Dense, Linear, the convolutions) keep float32 weights and
 compute in float16; compile() then fit() run the forward pass and the loss under autocast and
-scale the float16 loss, as Keras's LossScaleOptimizer does. The policy lives in C++ (ug::mixed_precision).
+scale the float16 loss, as Keras's LossScaleOptimizer does. As in Keras, the policy a model was
+built under decides, not the one at compile(). "float16", "bfloat16" and "float64" give Dense
+weights and outputs of that dtype. The policy lives in C++ (ug::mixed_precision).
 """
 from . import _C
 

@@ -743,3 +743,25 @@ def test_a_grad_scaler_refuses_steps_it_cannot_check_as_torchs():
         scaler.update()
         assert scaler.get_scale() == 65536.0
     assert ug.amp.GradScaler(enabled=False).step(ug.optim.SGD(ug.nn.Linear(2, 2).parameters(), 0.1)) is None
+
+
+@pytest.mark.parametrize("built, compiled", [("mixed_float16", "float32"), ("float32", "mixed_float16"),
+                                             ("mixed_float16", "mixed_float16")])
+def test_compile_follows_the_policy_the_model_was_built_under_as_keras(keras, policy, built, compiled):
+    """Keras's model.dtype_policy is the policy when the model was built: compile wraps the
+    optimizer in a LossScaleOptimizer for a model built under mixed_float16, whatever the policy
+    at compile time. Before: the policy at compile time decided."""
+    try:
+        for set_policy in (policy.set_global_policy, keras.mixed_precision.set_global_policy):
+            set_policy(built)
+        ours = ug.keras.Sequential([ug.keras.Input((3,)), ug.keras.layers.Dense(4)])
+        theirs = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4)])
+        for set_policy in (policy.set_global_policy, keras.mixed_precision.set_global_policy):
+            set_policy(compiled)
+        ours.compile(optimizer="sgd", loss="mse")
+        theirs.compile(optimizer="sgd", loss="mse")
+        assert (ours.loss_scaler is not None) == (type(theirs.optimizer).__name__ == "LossScaleOptimizer")
+        x = np.ones((2, 3), np.float32)
+        assert repr(ours.predict(x, verbose=0).dtype) == f"unigrad.{theirs.predict(x, verbose=0).dtype}"
+    finally:
+        keras.mixed_precision.set_global_policy("float32")

@@ -14,6 +14,9 @@
 #include "ug/distributed/data_parallel.h"
 #include "ug/distributed/distributed.h"
 #include "ug/nn/functional_model.h"
+#include "ug/nn/layers/conv.h"
+#include "ug/nn/layers/keras_conv.h"
+#include "ug/nn/layers/linear.h"
 #include "ug/nn/mixed_precision.h"
 #include "ug/ops/join.h"
 #include "ug/optim/optim.h"
@@ -182,6 +185,19 @@ size_t optimizer_size(const optim::Optimizer& opt) {
   return n;
 }
 
+/** Keras's model.dtype_policy, as the 16-bit dtype its steps autocast to: the policy its first
+ *  layer with weights was built under (a model built under "mixed_float16" and compiled after
+ *  the policy went back to "float32" still trains in float16, with loss scaling, as Keras's);
+ *  the global policy for a model with none of those layers. */
+std::optional<DType> policy_dtype(nn::Module& model) {
+  for (const std::shared_ptr<nn::Module>& m : model.modules()) {
+    if (const auto* linear = dynamic_cast<const nn::LinearImpl*>(m.get())) return linear->compute_dtype();
+    if (const auto* conv = dynamic_cast<const nn::ConvImpl*>(m.get())) return conv->compute_dtype();
+    if (const auto* conv = dynamic_cast<const nn::KerasConvImpl*>(m.get())) return conv->compute_dtype();
+  }
+  return mixed_precision::global_policy().autocast_dtype();
+}
+
 }  // namespace
 
 struct Trainer::Pass {
@@ -330,9 +346,8 @@ void Trainer::compile(CompileOptions options) {
   if (options.gradient_accumulation_steps < 1)
     fail<ValueError>("[compile] gradient_accumulation_steps must be at least 1, got ",
                      options.gradient_accumulation_steps);
-  // Keras's mixed precision: the policy when compiled decides; float16 scales the loss.
-  const mixed_precision::Policy policy = mixed_precision::global_policy();
-  autocast_dtype_ = policy.autocast_dtype();
+  // Keras's mixed precision: the model's policy decides (float16 scales the loss).
+  autocast_dtype_ = policy_dtype(*module_);
   scaler_ = autocast_dtype_ == DType::Float16
                 ? std::make_shared<amp::GradScaler>(amp::GradScalerOptions{.init_scale = 32768.0})
                 : nullptr;
