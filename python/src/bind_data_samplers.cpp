@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "data_samplers_python.h"
+#include "ug/distributed/distributed.h"
 
 namespace ugpy {
 
@@ -165,15 +166,21 @@ void bind_data_samplers(nb::module_& data) {
 
   nb::class_<ug::data::DistributedSampler, Sampler>(
       data, "DistributedSampler",
-      "Rank `rank`'s share of the data set split over num_replicas processes (torch's padding and interleaving).")
+      "Rank `rank`'s share of the data set split over num_replicas processes (torch's padding and interleaving). "
+      "num_replicas and rank default, as torch's, to the default process group's size and this process's rank "
+      "(1 and 0 where no group was joined).")
       .def(
           "__init__",
-          [](ug::data::DistributedSampler* self, nb::handle dataset, int64_t num_replicas, int64_t rank, bool shuffle,
-             int64_t seed, bool drop_last) {
-            new (self) ug::data::DistributedSampler(size_of(dataset), num_replicas, rank, shuffle,
+          [](ug::data::DistributedSampler* self, nb::handle dataset, std::optional<int64_t> num_replicas,
+             std::optional<int64_t> rank, bool shuffle, int64_t seed, bool drop_last) {
+            const bool joined = ug::distributed::is_initialized();
+            const int64_t replicas = num_replicas ? *num_replicas : joined ? ug::distributed::get_world_size() : 1;
+            const int64_t me = rank ? *rank : joined ? ug::distributed::get_rank() : 0;
+            new (self) ug::data::DistributedSampler(size_of(dataset), replicas, me, shuffle,
                                                     static_cast<uint64_t>(seed), drop_last);
           },
-          "dataset"_a, "num_replicas"_a = 1, "rank"_a = 0, "shuffle"_a = true, "seed"_a = 0, "drop_last"_a = false)
+          "dataset"_a, "num_replicas"_a.none() = nb::none(), "rank"_a.none() = nb::none(), "shuffle"_a = true,
+          "seed"_a = 0, "drop_last"_a = false)
       .def_prop_ro("num_samples", &ug::data::DistributedSampler::size)
       .def_prop_ro("total_size", &ug::data::DistributedSampler::total_size);
 

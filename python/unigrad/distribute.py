@@ -89,10 +89,16 @@ class MirroredStrategy:
             del context
 
     def reduce(self, reduce_op, value, axis=None):
-        """tf's strategy.reduce: SUM or MEAN of every replica's value (a tensor, or a pytree of
-        them); with an axis, over that axis too (MEAN: over all the replicas' elements)."""
+        """tf's strategy.reduce: SUM or MEAN of every replica's value (a tensor or a Python number,
+        or a pytree of them; a number's result is a tensor of the default dtype); with an axis, over that axis
+        too (MEAN: over all the replicas' elements)."""
         op = _op_name(reduce_op)
-        return tree_map(lambda v: self._strategy.reduce(op, v, axis) if isinstance(v, _C.Tensor) else v, value)
+
+        def reduced(v):
+            if isinstance(v, (int, float)) and not isinstance(v, bool):  # a step's loss.item(): a tensor, as TF's
+                v = _C.tensor(float(v))
+            return self._strategy.reduce(op, v, axis) if isinstance(v, _C.Tensor) else v
+        return tree_map(reduced, value)
 
     def gather(self, value, axis):
         """tf's strategy.gather: every replica's value (a tensor, or a pytree of them) joined

@@ -2,10 +2,11 @@
 ppermute, axis_index) over a named axis. The innermost binding of the name decides what they
 reduce over: inside ug.vmap(f, axis_name=...) the examples of that vmap (ops of
 ug/ops/axis_collectives.h, with derivatives as JAX's), inside ug.pmap the processes of its
-group (all_reduce or all_gather of ug.distributed, values without gradients: differentiate
-inside, then reduce, as data-parallel steps do). The structured control flow (cond, switch,
+group (all_reduce or all_gather of ug.distributed; psum and pmean differentiate as JAX's, the
+others give values without gradients). The structured control flow (cond, switch,
 while_loop, fori_loop, scan) is control_flow.py's; bitcast_convert_type reinterprets bytes."""
 from . import _C
+from .autograd import Function
 from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 from .parallel_map import pmap_group
 from .tree import tree_map
@@ -56,9 +57,30 @@ def _reduce(x, axis_name, op, name):
 def _all_reduce(v, op, group, name):
     if not isinstance(v, _C.Tensor):
         return v * _dist.get_world_size(group) if name == "psum" else v
+    if name in ("psum", "pmean") and v.requires_grad:
+        return _ProcessReduce.apply(v, op, group)
     out = v.detach().clone()
     _dist.all_reduce(out, op=op, group=group)
     return out
+
+
+class _ProcessReduce(Function):
+    """psum or pmean over pmap's processes, differentiable as JAX's: the transpose of a sum over
+    the processes is the sum of the cotangents over them (of a mean, their mean). Every process
+    runs the backward's all_reduce, in the order its backward reaches it, as it ran the forward's."""
+
+    @staticmethod
+    def forward(ctx, v, op, group):
+        ctx.op, ctx.group = op, group
+        out = v.detach().clone()
+        _dist.all_reduce(out, op=op, group=group)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        out = grad.detach().clone()
+        _dist.all_reduce(out, op=ctx.op, group=ctx.group)
+        return out, None, None
 
 
 def psum(x, axis_name):

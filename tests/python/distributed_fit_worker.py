@@ -118,6 +118,9 @@ def custom_loop_equals_one_process(optimizer):
     local = next(iter(strategy.experimental_distribute_dataset([x[:size]])))
     np.testing.assert_allclose(strategy.reduce("MEAN", local, axis=0).numpy(), x[:size].mean(0).numpy(), rtol=1e-12)
     np.testing.assert_allclose(strategy.reduce("SUM", local, axis=0).numpy(), x[:size].sum(0).numpy(), rtol=1e-12)
+    # a Python number (a step's loss.item()) reduces as a tensor does (before: each rank's own)
+    assert float(strategy.reduce("SUM", 1.5 * (rank + 1), axis=None)) == 1.5 * n * (n + 1) / 2
+    assert float(strategy.reduce("MEAN", rank, axis=None)) == (n - 1) / 2
     assert strategy.experimental_local_results(local) == (local,)
 
 

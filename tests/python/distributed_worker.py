@@ -391,6 +391,17 @@ def pmap():
     inner = ug.pmap(lambda x: ug.vmap(lambda r: ug.lax.psum(r, "i"), axis_name="i")(x), axis_name="i")
     np.testing.assert_allclose(inner(ug.tensor(every[rank:rank + 1]))[0].numpy(), np.full(5, every[rank].sum()),
                                rtol=1e-12)
+    # psum and pmean differentiate as JAX's: the vmap over every row is the reference (before:
+    # ug.grad through the pmap gave zeros).
+    def step(a):
+        return (ug.lax.psum(a, "i") * a + ug.lax.pmean(a * a, "i")).sum()
+
+    mine = ug.grad(lambda x: ug.pmap(step, axis_name="i")(x).sum())(ug.tensor(every[rank:rank + 1]))
+    whole = ug.grad(lambda x: ug.vmap(step, axis_name="i")(x).sum())(rows)
+    np.testing.assert_allclose(mine[0].numpy(), whole[rank].numpy(), rtol=1e-12)
+    # A DistributedSampler takes the default group's size and rank, as torch's (before: 1 and 0,
+    # every rank reading the whole set).
+    assert list(ug.data.DistributedSampler(list(range(2 * n)), shuffle=False)) == list(range(rank, 2 * n, n))
     try:
         ug.lax.psum(ug.ones(1), "i")
     except NameError as e:
