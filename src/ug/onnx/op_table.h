@@ -60,10 +60,8 @@ class OpContext {
   /** "[onnx] Conv node 'conv1' (opset 20): " + the pieces, then the node's doc where it has one
    *  (in a compiled program, the user code's line that traced the node). */
   template <class E = ValueError, class... Args> [[noreturn]] void fail(const Args&... args) const {
-    if (!node_.doc.empty())
-      ug::fail<E>("[onnx] ", node_.op_type, " node '", node_.name, "' (opset ", opset_, "): ", args..., " (at ",
-                  doc_line(node_.doc), ")");
-    ug::fail<E>("[onnx] ", node_.op_type, " node '", node_.name, "' (opset ", opset_, "): ", args...);
+    const std::string at = node_.doc.empty() ? "" : " (at " + doc_line(node_.doc) + ")";
+    ug::fail<E>("[onnx] ", node_.op_type, " node '", node_.name, "' (opset ", opset_, "): ", args..., at);
   }
 
  private:

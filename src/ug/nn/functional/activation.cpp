@@ -37,6 +37,12 @@ Tensor safe_norm(const Tensor& x, double p, int64_t dim, bool keepdim) {
   return where(nonzero, p == 2 ? r.sqrt() : r.pow(1.0 / p), 0.0);
 }
 
+/** An elementwise composite, in place or not (maybe_inplace), computed in float32 for a 16-bit
+ *  x and rounded once (ops/opmath.h). */
+Tensor composite(const Tensor& x, bool inplace, const std::function<Tensor(const Tensor&)>& fn) {
+  return maybe_inplace(x, inplace, [&fn](const Tensor& x) { return ops::in_opmath(fn, x); });
+}
+
 }  // namespace
 
 Tensor relu(const Tensor& x, bool inplace) {
@@ -55,29 +61,21 @@ Tensor hardtanh(const Tensor& x, double min_val, double max_val, bool inplace) {
 Tensor relu6(const Tensor& x, bool inplace) { return hardtanh(x, 0.0, 6.0, inplace); }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope, bool inplace) {
-  return maybe_inplace(x, inplace, [=](const Tensor& x) {
-    return ops::in_opmath([=](const Tensor& x) { return where(x > 0, x, x * negative_slope); }, x);
-  });
+  return composite(x, inplace, [=](const Tensor& x) { return where(x > 0, x, x * negative_slope); });
 }
 
 Tensor elu(const Tensor& x, double alpha, bool inplace) {
-  return maybe_inplace(x, inplace, [=](const Tensor& x) {
-    return ops::in_opmath([=](const Tensor& x) { return elu_like(x, alpha, 1.0); }, x);
-  });
+  return composite(x, inplace, [=](const Tensor& x) { return elu_like(x, alpha, 1.0); });
 }
 
 Tensor selu(const Tensor& x, bool inplace) {
   constexpr double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
-  return maybe_inplace(x, inplace, [=](const Tensor& x) {
-    return ops::in_opmath([=](const Tensor& x) { return elu_like(x, alpha, 1.0) * scale; }, x);
-  });
+  return composite(x, inplace, [=](const Tensor& x) { return elu_like(x, alpha, 1.0) * scale; });
 }
 
 Tensor celu(const Tensor& x, double alpha, bool inplace) {
   if (alpha == 0) fail("[celu] ZeroDivisionError: alpha cannot be 0");
-  return maybe_inplace(x, inplace, [=](const Tensor& x) {
-    return ops::in_opmath([=](const Tensor& x) { return elu_like(x, alpha, 1.0 / alpha); }, x);
-  });
+  return composite(x, inplace, [=](const Tensor& x) { return elu_like(x, alpha, 1.0 / alpha); });
 }
 
 Tensor gelu(const Tensor& x, std::string_view approximate) { return ug::gelu(x, approximate); }
@@ -87,9 +85,7 @@ Tensor silu(const Tensor& x, bool inplace) {
 }
 
 Tensor mish(const Tensor& x, bool inplace) {
-  return maybe_inplace(x, inplace, [](const Tensor& x) {
-    return ops::in_opmath([](const Tensor& x) { return x * softplus(x).tanh(); }, x);
-  });
+  return composite(x, inplace, [](const Tensor& x) { return x * softplus(x).tanh(); });
 }
 
 Tensor sigmoid(const Tensor& x) { return ug::sigmoid(x); }
@@ -125,20 +121,14 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
 Tensor softsign(const Tensor& x) { return x / (x.abs() + 1); }
 
 Tensor hardsigmoid(const Tensor& x, bool inplace) {
-  return maybe_inplace(x, inplace, [](const Tensor& x) {
-    return ops::in_opmath([](const Tensor& x) { return hardtanh(x + 3, 0.0, 6.0) / 6; }, x);
-  });
+  return composite(x, inplace, [](const Tensor& x) { return hardtanh(x + 3, 0.0, 6.0) / 6; });
 }
 
 Tensor hardswish(const Tensor& x, bool inplace) {
-  return maybe_inplace(x, inplace, [](const Tensor& x) {
-    return ops::in_opmath(
-        [](const Tensor& x) {
-          return with_derivative(
-              "hardswish", x, [](const Tensor& x) { return x * hardtanh(x + 3, 0.0, 6.0) / 6; },
-              [](const Tensor& g, const Tensor& x) { return where(x <= -3, 0.0, where(x < 3, g * (x / 3 + 0.5), g)); });
-        },
-        x);
+  return composite(x, inplace, [](const Tensor& x) {
+    return with_derivative(
+        "hardswish", x, [](const Tensor& x) { return x * hardtanh(x + 3, 0.0, 6.0) / 6; },
+        [](const Tensor& g, const Tensor& x) { return where(x <= -3, 0.0, where(x < 3, g * (x / 3 + 0.5), g)); });
   });
 }
 
