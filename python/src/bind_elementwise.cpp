@@ -17,14 +17,6 @@ namespace {
 using ug::Scalar;
 using ug::Tensor;
 
-/** torch's `alpha` of add and sub: `other` scaled by it, with torch's rule for integer tensors. */
-Tensor scaled(const Tensor& self, const Tensor& other, Scalar alpha, const char* op) {
-  if (alpha.is_floating() && !self.is_floating_point() && !other.is_floating_point())
-    ug::fail<ug::RuntimeError>("[", op, "] alpha must not be a floating-point number for ", self.dtype(), " and ",
-                               other.dtype(), " tensors");
-  return other.mul(alpha);
-}
-
 /** A NumPy array as the other operand of a Python operator: a tensor of its dtype on a's
  *  device (t + np.ones(2) is a float64 tensor, as in torch); nullopt for any other type. */
 std::optional<Tensor> array_operand(const Tensor& a, nb::handle b) {
@@ -98,13 +90,13 @@ void bind_elementwise_methods(nb::class_<Tensor>& cls) {
   cls.def(#name "_", [](Tensor& a, Scalar b) { return a.name##_(b); });
   UG_BINARY_PUBLIC(UG_METHOD)
 #undef UG_METHOD
-#define UG_ALPHA_METHOD(name)                                                                                    \
-  cls.def(                                                                                                       \
-      #name, [](const Tensor& a, const Tensor& b, Scalar alpha) { return a.name(scaled(a, b, alpha, #name)); },  \
-      nb::arg("other"), nb::kw_only(), nb::arg("alpha"));                                                        \
-  cls.def(                                                                                                       \
-      #name "_", [](Tensor& a, const Tensor& b, Scalar alpha) { return a.name##_(scaled(a, b, alpha, #name)); }, \
-      nb::arg("other"), nb::kw_only(), nb::arg("alpha"));
+#define UG_ALPHA_METHOD(name)                                                                                        \
+  cls.def(                                                                                                           \
+      #name, [](const Tensor& a, const Tensor& b, Scalar alpha) { return ug::name(a, b, alpha); }, nb::arg("other"), \
+      nb::kw_only(), nb::arg("alpha"));                                                                              \
+  cls.def(                                                                                                           \
+      #name "_", [](Tensor& a, const Tensor& b, Scalar alpha) -> Tensor& { return ug::name##_(a, b, alpha); },       \
+      nb::arg("other"), nb::kw_only(), nb::arg("alpha"), nb::rv_policy::reference_internal);
   UG_ALPHA_METHOD(add)
   UG_ALPHA_METHOD(sub)
 #undef UG_ALPHA_METHOD
@@ -167,8 +159,8 @@ void bind_elementwise_functions(nb::module_& m) {
 #undef UG_FUNCTION
 #define UG_ALPHA_FUNCTION(name)                                                                                      \
   m.def(                                                                                                             \
-      #name, [](const Tensor& a, const Tensor& b, Scalar alpha) { return ug::name(a, scaled(a, b, alpha, #name)); }, \
-      nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("alpha"));
+      #name, [](const Tensor& a, const Tensor& b, Scalar alpha) { return ug::name(a, b, alpha); }, nb::arg("input"), \
+      nb::arg("other"), nb::kw_only(), nb::arg("alpha"));
   UG_ALPHA_FUNCTION(add)
   UG_ALPHA_FUNCTION(sub)
 #undef UG_ALPHA_FUNCTION

@@ -52,7 +52,7 @@ template <class Impl, class Base> void bind_conv(nb::module_& m, const char* nam
           [name](Impl* self, int64_t filters, nb::handle kernel_size, nb::handle strides, const std::string& padding,
                  std::optional<std::string> data_format, nb::handle dilation_rate, int64_t groups,
                  nb::handle activation, bool use_bias, const std::string& kernel_initializer,
-                 const std::string& bias_initializer, std::optional<std::string> layer_name) {
+                 const std::string& bias_initializer, std::optional<std::string> layer_name, nb::handle dtype) {
             KerasConvOptions options{.strides = dims_from_sequence(strides, name),
                                      .padding = padding,
                                      .data_format = data_format.value_or("channels_last"),
@@ -62,7 +62,8 @@ template <class Impl, class Base> void bind_conv(nb::module_& m, const char* nam
                                      .use_bias = use_bias,
                                      .kernel_initializer = kernel_initializer,
                                      .bias_initializer = bias_initializer,
-                                     .name = layer_name.value_or("")};
+                                     .name = layer_name.value_or(""),
+                                     .dtype = policy_name_from_python(dtype)};
             const ug::Dims kernel = dims_from_sequence(kernel_size, name);
             if constexpr (std::is_same_v<Impl, Conv1DImpl>) {
               if (kernel.size() != 1)
@@ -76,7 +77,8 @@ template <class Impl, class Base> void bind_conv(nb::module_& m, const char* nam
           },
           "filters"_a, "kernel_size"_a, "strides"_a = 1, "padding"_a = "valid", "data_format"_a = nb::none(),
           "dilation_rate"_a = 1, "groups"_a = 1, "activation"_a = nb::none(), "use_bias"_a = true,
-          "kernel_initializer"_a = "glorot_uniform", "bias_initializer"_a = "zeros", "name"_a = nb::none());
+          "kernel_initializer"_a = "glorot_uniform", "bias_initializer"_a = "zeros", "name"_a = nb::none(),
+          "dtype"_a = nb::none());
 }
 
 template <class Impl> void bind_pool(nb::module_& m, const char* name, bool pool_size_required, const char* doc) {
@@ -120,8 +122,9 @@ nb::list input_layers(nb::handle model) {
 }  // namespace
 
 void bind_keras_layers(nb::module_& m) {
-  nb::class_<KerasConvImpl, Module>(m, "_Conv")
-      .def_prop_ro("built", &KerasConvImpl::built)
+  auto conv = nb::class_<KerasConvImpl, Module>(m, "_Conv");
+  def_keras_dtypes<KerasConvImpl>(conv);
+  conv.def_prop_ro("built", &KerasConvImpl::built)
       .def_prop_ro("filters", &KerasConvImpl::filters)
       .def_prop_ro("kernel_size", [](const KerasConvImpl& c) { return as_tuple(c.kernel_size()); })
       .def_prop_ro("strides", [](const KerasConvImpl& c) { return as_tuple(c.options().strides); })
@@ -130,8 +133,6 @@ void bind_keras_layers(nb::module_& m) {
       .def_prop_ro("data_format", [](const KerasConvImpl& c) { return c.options().data_format; })
       .def_prop_ro("groups", [](const KerasConvImpl& c) { return c.options().groups; })
       .def_prop_ro("use_bias", [](const KerasConvImpl& c) { return c.options().use_bias; })
-      .def_prop_ro("compute_dtype", &KerasConvImpl::compute_dtype,
-                   "The mixed-precision policy's 16-bit dtype the layer computes in, None for its weights' dtype.")
       .def_prop_rw("name", &KerasConvImpl::name, &KerasConvImpl::set_name)
       .def(
           "build",

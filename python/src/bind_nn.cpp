@@ -201,6 +201,20 @@ nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
   return held(out);
 }
 
+/** Keras's variables of a module: the trainable ones (parameters that require grad), then the
+ *  others (frozen parameters, floating buffers). */
+std::vector<Tensor> keras_weights(const Module& m, bool trainable, bool frozen) {
+  std::vector<Tensor> out;
+  for (const Tensor& p : m.parameters())
+    if (p.requires_grad() && trainable) out.push_back(p);
+  if (!frozen) return out;
+  for (const Tensor& p : m.parameters())
+    if (!p.requires_grad()) out.push_back(p);
+  for (const Tensor& b : m.buffers())
+    if (b.defined() && b.is_floating_point()) out.push_back(b);
+  return out;
+}
+
 void set_attribute(nb::handle self, const std::string& name, nb::handle value) {
   Module& m = as_module(self);
   touch_state();
@@ -214,7 +228,7 @@ void set_attribute(nb::handle self, const std::string& name, nb::handle value) {
   };
   if (nb::isinstance<Module>(value)) {
     drop_plain();
-    m.unregister(name);
+    if (!m.has_module(name)) m.unregister(name);  // a child is replaced where it stands, as torch's
     m.register_module(name, nb::cast<std::shared_ptr<Module>>(value));
     return;
   }
@@ -513,14 +527,21 @@ void bind_nn(nb::module_& nn) {
           "Fresh parameters drawn from a ug.random key, as a dict name -> Tensor (Flax's model.init); "
           "example inputs, if given, size lazy layers first.")
       .def_prop_ro(
-          "trainable_variables",
-          [](const Module& m) {
-            std::vector<Tensor> out;
-            for (const Tensor& p : m.parameters())
-              if (p.requires_grad()) out.push_back(p);
-            return out;
-          },
+          "trainable_variables", [](const Module& m) { return keras_weights(m, true, false); },
           "Keras's name for the parameters that require grad.")
+      .def_prop_ro(
+          "non_trainable_variables", [](const Module& m) { return keras_weights(m, false, true); },
+          "Keras's name for the frozen parameters and the floating buffers (BatchNorm's running statistics).")
+      .def_prop_ro(
+          "variables", [](const Module& m) { return keras_weights(m, true, true); },
+          "Keras's: trainable_variables, then non_trainable_variables.")
+      .def_prop_ro(
+          "trainable_weights", [](const Module& m) { return keras_weights(m, true, false); }, "trainable_variables")
+      .def_prop_ro(
+          "non_trainable_weights", [](const Module& m) { return keras_weights(m, false, true); },
+          "non_trainable_variables")
+      .def_prop_ro(
+          "weights", [](const Module& m) { return keras_weights(m, true, true); }, "variables")
       .def("num_parameters", &Module::num_parameters, "trainable_only"_a = false)
       .def("count_params", [](const Module& m) { return m.num_parameters(); })
       .def(
@@ -862,15 +883,18 @@ void bind_nn(nb::module_& nn) {
       .def_prop_ro("in_features", &LinearImpl::in_features)
       .def_prop_ro("out_features", &LinearImpl::out_features);
   using ug::nn::DenseImpl;
-  nb::class_<DenseImpl, LinearImpl>(nn, "Dense",
-                                    "Keras's Dense(units, activation): the input size comes from the first call. "
-                                    "flatten=True is Gluon's Dense: the dims after the first are flattened first.")
+  auto dense =
+      nb::class_<DenseImpl, LinearImpl>(nn, "Dense",
+                                        "Keras's Dense(units, activation): the input size comes from the first call. "
+                                        "flatten=True is Gluon's Dense: the dims after the first are flattened first.");
+  def_keras_dtypes<DenseImpl>(dense);
+  dense
       .def(
           "__init__",
           [](DenseImpl* d, int64_t units, std::optional<std::string> activation, std::optional<int64_t> input_dim,
-             bool use_bias, std::optional<ug::DType> dtype, bool flatten, std::optional<std::string> name) {
-            new (d) DenseImpl(units, activation.value_or(""), input_dim.value_or(-1), use_bias, dtype, flatten,
-                              name.value_or(""));
+             bool use_bias, nb::handle dtype, bool flatten, std::optional<std::string> name) {
+            new (d) DenseImpl(units, activation.value_or(""), input_dim.value_or(-1), use_bias,
+                              policy_name_from_python(dtype), flatten, name.value_or(""));
           },
           "units"_a, "activation"_a = nb::none(), "input_dim"_a = nb::none(), "use_bias"_a = true,
           "dtype"_a = nb::none(), "flatten"_a = false, "name"_a = nb::none())

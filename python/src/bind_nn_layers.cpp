@@ -262,7 +262,16 @@ void bind_nn_layers(nb::module_& nn) {
 #undef UG_BIND_ADAPTIVE_POOL
 
   // ---- normalization, dropout, embedding ------------------------------------------------------
-  nb::class_<n::BatchNormImpl, Module>(nn, "_BatchNorm")
+  auto norm_base = [](auto& cls) {  // torch's _NormBase attributes; they fix the tensors' shapes
+    using Norm = typename std::remove_reference_t<decltype(cls)>::Type;
+    cls.def_prop_ro("num_features", &Norm::num_features)
+        .def_prop_ro("eps", &Norm::eps)
+        .def_prop_ro("affine", &Norm::affine)
+        .def_prop_ro("track_running_stats", &Norm::track_running_stats);
+  };
+  auto batch_norm = nb::class_<n::BatchNormImpl, Module>(nn, "_BatchNorm");
+  norm_base(batch_norm);
+  batch_norm
       .def_prop_rw(
           "momentum", [](n::BatchNormImpl& m) { return m.momentum(); },
           [](n::BatchNormImpl& m, std::optional<double> v) { m.momentum() = v; }, nb::arg("value").none(),
@@ -283,7 +292,9 @@ void bind_nn_layers(nb::module_& nn) {
       .def(nb::init<int64_t, double, std::optional<double>, bool, bool, bool>(), "num_features"_a, "eps"_a = 1e-5,
            "momentum"_a.none() = 0.1, "affine"_a = true, "track_running_stats"_a = true, nb::kw_only(),
            "bias"_a = true);
-  nb::class_<n::InstanceNormImpl, Module>(nn, "_InstanceNorm")
+  auto instance_norm = nb::class_<n::InstanceNormImpl, Module>(nn, "_InstanceNorm");
+  norm_base(instance_norm);
+  instance_norm
       .def_prop_rw(
           "momentum", [](n::InstanceNormImpl& m) { return m.momentum(); },
           [](n::InstanceNormImpl& m, std::optional<double> v) { m.momentum() = v; }, nb::arg("value").none(),
@@ -329,7 +340,8 @@ void bind_nn_layers(nb::module_& nn) {
       nn, "Dropout",
       "Zeroes elements with probability p in training, scaling the others by 1 / (1 - p) (torch.nn.Dropout).")
       .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false)
-      .def_prop_ro("p", &n::DropoutImpl::p);
+      .def_prop_rw("p", &n::DropoutImpl::p, &n::DropoutImpl::set_p)
+      .def_prop_rw("inplace", &n::DropoutImpl::inplace, &n::DropoutImpl::set_inplace);
   nb::class_<n::Dropout1dImpl, n::DropoutImpl>(nn, "Dropout1d",
                                                "Zeroes whole channels of [N, C, L] or [C, L] (torch.nn.Dropout1d).")
       .def(nb::init<double, bool>(), "p"_a = 0.5, "inplace"_a = false);

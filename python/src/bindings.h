@@ -36,6 +36,27 @@ template <class... A> ug::Tensor operand_of_in_place(const ug::Tensor& t, const 
   return recorded ? t.clone() : t;
 }
 
+/** Keras's dtype attributes of a layer with dtype_policy(), compute_dtype() and weight_dtype():
+ *  dtype_policy (a ug.mixed_precision.Policy), and compute_dtype, variable_dtype and dtype (names). */
+template <class Layer, class Class> void def_keras_dtypes(Class& cls) {
+  cls.def_prop_ro(
+         "dtype_policy",
+         [](const Layer& l) {
+           return nb::module_::import_("unigrad.mixed_precision").attr("Policy")(l.dtype_policy().name);
+         },
+         "Keras's layer.dtype_policy: its dtype= policy, else the global one when it was made")
+      .def_prop_ro(
+          "compute_dtype",
+          [](const Layer& l) { return std::string(ug::dtype_name(l.compute_dtype().value_or(l.weight_dtype()))); },
+          "Keras's: the name of the dtype the layer computes in")
+      .def_prop_ro(
+          "variable_dtype", [](const Layer& l) { return std::string(ug::dtype_name(l.weight_dtype())); },
+          "Keras's: the name of its weights' dtype")
+      .def_prop_ro(
+          "dtype", [](const Layer& l) { return std::string(ug::dtype_name(l.weight_dtype())); },
+          "Keras's layer.dtype: variable_dtype");
+}
+
 void bind_core(nb::module_& m);
 /** torch's conveniences (ops/composite.h), NumPy-name aliases, new_* factories, finfo/iinfo. */
 void bind_composite(nb::module_& m, nb::class_<ug::Tensor>& tensor);

@@ -72,6 +72,13 @@ bool scalar_from_python(nb::handle h, ug::Scalar& out) {
   return true;
 }
 
+std::string policy_name_from_python(nb::handle h) {
+  if (h.is_none()) return "";
+  if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
+  if (nb::hasattr(h, "name") && !nb::isinstance<PyDType>(h)) return nb::cast<std::string>(h.attr("name"));
+  return std::string(ug::dtype_name(dtype_from_python(h)));
+}
+
 ug::Dims dims_from_sequence(nb::handle h, const char* op) {
   ug::Dims dims;
   if (PyLong_Check(h.ptr())) {

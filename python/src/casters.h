@@ -27,6 +27,8 @@ bool scalar_from_python(nb::handle h, ug::Scalar& out);
 /** torch-style size arguments: f(2, 3), f((2, 3)), f([2, 3]), f(ug.Size). */
 ug::Dims dims_from_args(const nb::args& args, const char* op);
 ug::Dims dims_from_sequence(nb::handle h, const char* op);
+/** Keras's dtype= of a layer as a policy name: None (""), a name, a ug dtype or a Policy. */
+std::string policy_name_from_python(nb::handle h);
 /** torch's size= and scale_factor= of interpolate and Upsample: None, one value or a sequence. */
 std::optional<ug::Dims> optional_sizes(nb::handle h, const char* op);
 std::optional<std::vector<double>> optional_factors(nb::handle h, const char* op);

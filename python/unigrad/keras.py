@@ -204,6 +204,12 @@ class Sequential(nn.Sequential):
         finally:
             self.train(training)
 
+    @property
+    def layers(self):
+        """Keras's model.layers: the layers in order, a first keras.Input left out (as Keras's
+        Sequential leaves its InputLayer out)."""
+        return [m for m in self.children() if not isinstance(m, InputLayer)]
+
     def summary(self, input_size=None, dtype=None):
         first = next(iter(self.children()), None)
         if input_size is None and isinstance(first, InputLayer):

@@ -10,12 +10,14 @@
 
 #include "test_util.h"
 #include "ug/distributed/shm_all_reduce.h"
+#include "ug/distributed/sync_batch_norm.h"
 
 namespace ug {
 namespace {
 
 namespace dist = distributed;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 /** The world group for one test, gone again at its end. */
 struct World {
@@ -41,6 +43,49 @@ TEST(Distributed, CollectivesOnOneRankLeaveTheValues) {
   work->wait();
   EXPECT_TRUE(work->is_completed());
   EXPECT_EQ(test::values(gathered[0]), test::values(x));
+}
+
+TEST(Distributed, RootedCollectivesAndAllToAllOnOneRank) {
+  World world;
+  Tensor x = randn({2, 3}, {.dtype = float64});
+  Tensor r = x.clone();
+  dist::reduce(r, 0, dist::ReduceOp::Avg);
+  EXPECT_EQ(test::values(r), test::values(x));
+  std::vector<Tensor> gathered = {zeros({2, 3}, {.dtype = float64})};
+  dist::gather(x, gathered, 0);
+  EXPECT_EQ(test::values(gathered[0]), test::values(x));
+  Tensor scattered = zeros({2, 3}, {.dtype = float64});
+  dist::scatter(scattered, {x}, 0);
+  EXPECT_EQ(test::values(scattered), test::values(x));
+  Tensor whole = zeros({2, 3}, {.dtype = float64});
+  dist::all_gather_into_tensor(whole, x);
+  EXPECT_EQ(test::values(whole), test::values(x));
+  std::vector<Tensor> received = {zeros({4}, {.dtype = int64})};
+  dist::all_to_all(received, {arange(4)});
+  EXPECT_EQ(test::values(received[0]), test::values(arange(4)));
+  Tensor single = zeros({4}, {.dtype = int64});
+  dist::all_to_all_single(single, arange(4), {4}, {4});
+  EXPECT_EQ(test::values(single), test::values(arange(4)));
+  EXPECT_THAT(
+      [&] {
+        dist::all_gather_into_tensor(zeros({5, 3}, {.dtype = float64}), x);
+      },
+      ThrowsMessage<ValueError>(HasSubstr("[all_gather_into_tensor] output of shape [5, 3]")));
+  EXPECT_THAT([&] { dist::gather(x, {}, 0); },
+              ThrowsMessage<ValueError>(HasSubstr("[gather] gather_list needs one tensor per rank (1), got 0")));
+  auto outside = dist::new_group({0});
+  EXPECT_EQ(dist::get_world_size(outside), 1);
+}
+
+TEST(Distributed, ConvertSyncBatchnormKeepsTheTensors) {
+  nn::Sequential net(nn::Linear(4, 3), nn::BatchNorm1d(3), nn::ReLU());
+  Tensor weight = (*net)[1]->parameter("weight");
+  auto converted = dist::convert_sync_batchnorm(net.ptr());
+  EXPECT_EQ(converted, net.ptr());
+  EXPECT_EQ((*net)[1]->type_name(), "SyncBatchNorm");
+  EXPECT_EQ(&(*net)[1]->parameter("weight").impl(), &weight.impl());
+  EXPECT_THAT([] { dist::convert_sync_batchnorm(nn::BatchNorm1d(3, 1e-5, 0.1, false).ptr()); },
+              ThrowsMessage<ValueError>(HasSubstr("BatchNorm1d(3) lacks one of them")));
 }
 
 TEST(Distributed, AStrategysReplicaContextSumsTheGradientsOfApplyGradients) {

@@ -1,5 +1,7 @@
 // ug::nn::Module in C++: registration, the tree walks, state dicts, holders, containers,
 // functional init/apply and the Keras-style summary.
+#include <gmock/gmock.h>
+
 #include <cmath>
 #include <limits>
 
@@ -8,6 +10,9 @@
 
 namespace ug {
 namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 struct MLPImpl : nn::Module {
   UG_CLONEABLE(MLPImpl)
@@ -83,6 +88,16 @@ TEST(NnModule, SequentialRunsInOrderAndPrintsLikeTorch) {
             "Sequential(\n  (0): Linear(in_features=4, out_features=8, bias=True)\n  (1): ReLU()\n"
             "  (2): Linear(in_features=8, out_features=2, bias=True)\n)");
   EXPECT_THROW((*seq)[3], IndexError);
+}
+
+TEST(NnModule, AReplacedChildIsTheOneForwardCalls) {
+  nn::Sequential seq(nn::Linear(2, 2), nn::ReLU());
+  seq->register_module("0", std::make_shared<nn::IdentityImpl>());
+  EXPECT_EQ(test::values(seq(-ones({1, 2}))), std::vector<double>({0, 0}));
+  EXPECT_EQ(seq->to_string(), "Sequential(\n  (0): Identity()\n  (1): ReLU()\n)");
+  nn::TransformerEncoderLayer layer(8, 2);
+  EXPECT_THAT([&] { layer->register_module("linear1", std::make_shared<nn::ReLUImpl>()); },
+              ThrowsMessage<TypeError>(HasSubstr("a ReLU cannot take the place of a Linear")));
 }
 
 TEST(NnModule, FunctionalInitAndApplyLeaveTheModuleUntouched) {
@@ -283,13 +298,13 @@ TEST(NnModule, InitialisersFollowTheirFormulas) {
 TEST(NnModule, DenseFlattenIsGluonsDense) {
   manual_seed(0);
   Tensor images = randn({2, 1, 28, 28});
-  nn::Dense keras(10), gluon(10, "", -1, true, float32, /*flatten=*/true);
+  nn::Dense keras(10), gluon(10, "", -1, true, "float32", /*flatten=*/true);
   EXPECT_EQ(keras(images).shape(), (Shape{2, 1, 28, 10}));  // Keras maps the last dim
   Tensor y = gluon(images);
   EXPECT_EQ(y.shape(), (Shape{2, 10}));
   EXPECT_EQ(gluon->weight().shape(), (Shape{10, 784}));
   EXPECT_TRUE(allclose(y, images.reshape({2, 784}).matmul(gluon->weight().t()) + gluon->bias()));
-  nn::Dense column(10, "", -1, true, float32, /*flatten=*/true);
+  nn::Dense column(10, "", -1, true, "float32", /*flatten=*/true);
   EXPECT_EQ(column(ones({3})).shape(), (Shape{3, 10}));  // a 1-D batch: 3 inputs of size 1, as Gluon
   EXPECT_THROW(column(ones({})), ValueError);
 }

@@ -107,5 +107,20 @@ TEST(TensorMethods, BufferMarkIsTheTensorsOwn) {
   EXPECT_EQ(same.impl().buffer_mark(), std::optional<bool>(true));
 }
 
+TEST(Elementwise, SixteenBitTensorsReadANumberAsTorchs) {
+  // mul and div read it in float32; add, and add's alpha, round it to the tensor's dtype first
+  Tensor x = full({2}, 3.0, {.dtype = bfloat16});
+  EXPECT_EQ(test::values(x * 1.0123), std::vector<double>({3.03125, 3.03125}));  // 3 * 1.015625 gives 3.046875
+  EXPECT_EQ(test::values(x.mul(1.0123)), test::values(x * 1.0123));
+  Tensor y = x.clone();
+  y.mul_(1.0123);
+  EXPECT_EQ(test::values(y), test::values(x * 1.0123));
+  EXPECT_EQ(test::values(add(x, x, 0.30001)), std::vector<double>({3.90625, 3.90625}));  // 3 + 3 * 0.30078125
+  Tensor z = x.clone();
+  add_(z, x, 0.30001);
+  EXPECT_EQ(test::values(z), test::values(add(x, x, 0.30001)));
+  EXPECT_EQ(test::values(lerp(x, full({2}, 7.0, {.dtype = bfloat16}), 1.0)), std::vector<double>({7, 7}));
+}
+
 }  // namespace
 }  // namespace ug

@@ -107,6 +107,113 @@ def collectives():
     dist.barrier(async_op=True).wait()
 
 
+def rooted_and_all_to_all():
+    """torch's other collectives against NumPy: reduce, gather and scatter to and from the
+    last rank, all_to_all with sizes differing pair by pair, the *_tensor and _single forms,
+    recv from any rank, the object collectives, Work.wait(timeout) and a non-member's size."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    root = n - 1
+    for dtype in DTYPES:
+        every = [rank_data(r, dtype) for r in range(n)]
+        mine = ug.tensor(every[rank])
+        for op in ("SUM", "MAX") if dtype == "bool" else ("SUM", "MIN", "PRODUCT"):
+            t = mine.clone()
+            assert dist.reduce(t, root, op=getattr(dist.ReduceOp, op)) is None
+            if rank == root:
+                stacked = np.stack(every)
+                check(t, stacked.any(0) if dtype == "bool" else NP_REDUCE[op](stacked, axis=0), dtype)
+            else:
+                check(t, every[rank], dtype)  # the others keep their values
+        out = [ug.zeros(3, 4, dtype=getattr(ug, dtype)) for _ in range(n)] if rank == root else None
+        dist.gather(mine, out, dst=root)
+        for r in range(n if rank == root else 0):
+            check(out[r], every[r], dtype)
+        parts = [ug.tensor(rank_data(r, dtype, seed=7)) for r in range(n)] if rank == root else None
+        got = ug.zeros(3, 4, dtype=getattr(ug, dtype))
+        dist.scatter(got, parts, src=root)
+        check(got, rank_data(rank, dtype, seed=7), dtype)
+        # all_to_all: rank r sends r + i + 1 rows to rank i
+        sent = [ug.tensor(rank_data(rank, dtype, shape=(rank + i + 1, 2), seed=10 + i)) for i in range(n)]
+        received = [ug.zeros(r + rank + 1, 2, dtype=getattr(ug, dtype)) for r in range(n)]
+        dist.all_to_all(received, sent)
+        for r in range(n):
+            check(received[r], rank_data(r, dtype, shape=(r + rank + 1, 2), seed=10 + rank), dtype)
+        whole = ug.zeros(n * 3, 4, dtype=getattr(ug, dtype))
+        dist.all_gather_into_tensor(whole, mine)
+        check(whole, np.concatenate(every), dtype)
+        stacked = ug.zeros(n, 3, 4, dtype=getattr(ug, dtype))
+        dist.all_gather_into_tensor(stacked, mine)
+        check(stacked, np.stack(every), dtype)
+        if dtype != "bool":
+            t = ug.zeros(3, 4, dtype=getattr(ug, dtype))
+            dist.reduce_scatter_tensor(t, ug.tensor(np.concatenate([rank_data(rank, dtype, seed=20 + i)
+                                                                    for i in range(n)])))
+            check(t, np.sum([rank_data(r, dtype, seed=20 + rank) for r in range(n)], axis=0), dtype)
+    # all_to_all_single, evenly and with split sizes
+    x = ug.arange(2 * n, dtype=ug.float64) + 100 * rank
+    y = ug.zeros(2 * n, dtype=ug.float64)
+    dist.all_to_all_single(y, x)
+    check(y, np.concatenate([np.arange(2 * rank, 2 * rank + 2) + 100 * r for r in range(n)]), "float64")
+    sizes_in = [rank + 1] * n  # rank r sends r + 1 elements to every rank
+    x = ug.full((sum(sizes_in),), float(rank), dtype=ug.float64)
+    y = ug.zeros(sum(r + 1 for r in range(n)), dtype=ug.float64)
+    dist.all_to_all_single(y, x, output_split_sizes=[r + 1 for r in range(n)], input_split_sizes=sizes_in)
+    check(y, np.concatenate([np.full(r + 1, float(r)) for r in range(n)]), "float64")
+    # recv from whichever rank sends: the root hears from every other rank, in any order
+    if rank == root:
+        heard = set()
+        for _ in range(n - 1):
+            t = ug.zeros(2)
+            sender = dist.recv(t)
+            check(t, np.full(2, float(sender)), "float32")
+            heard.add(sender)
+        assert heard == set(range(n - 1)), heard
+        work = dist.irecv(ug.zeros(2), tag=5)
+        assert work.wait() and work.source_rank() == 0
+    else:
+        dist.send(ug.full((2,), float(rank)), root)
+        if rank == 0:
+            dist.send(ug.zeros(2), root, tag=5)
+    # Python objects
+    objects = [{"rank": rank}, "x" * rank, None] if rank == root else [None, None, None]
+    dist.broadcast_object_list(objects, src=root)
+    assert objects == [{"rank": root}, "x" * root, None], objects
+    gathered = [None] * n
+    dist.all_gather_object(gathered, ("r", rank, list(range(rank))))
+    assert gathered == [("r", r, list(range(r))) for r in range(n)], gathered
+    at_root = [None] * n if rank == root else None
+    dist.gather_object({"r": rank}, at_root, dst=root)
+    assert rank != root or at_root == [{"r": r} for r in range(n)], at_root
+    out = [None]
+    dist.scatter_object_list(out, [f"to {r}" for r in range(n)] if rank == root else None, src=root)
+    assert out == [f"to {rank}"], out
+    # a bounded wait: a recv not yet sent times out at its own limit, not the group's; the
+    # message sent after it is received all the same
+    if rank == 0:
+        work, started = dist.irecv(ug.zeros(1), src=root, tag=99), time.monotonic()
+        try:
+            work.wait(timeout=0.2)
+            raise AssertionError("the wait did not time out")
+        except RuntimeError as e:
+            assert "[wait] the collective did not finish within 0.2 s" in str(e), e
+        assert time.monotonic() - started < 5
+    dist.barrier()
+    if rank == root:
+        dist.send(ug.ones(1), 0, tag=99)
+    if rank == 0:
+        assert work.wait() and work.source_rank() == root
+    # a process outside a group: rank and size -1, as torch's
+    group = dist.new_group([0])
+    assert (dist.get_rank(group), dist.get_world_size(group)) == ((0, 1) if rank == 0 else (-1, -1))
+    # torch's refusals: a list on the wrong rank
+    if rank != root:
+        try:
+            dist.gather(mine, [ug.zeros(3, 4)] * n, dst=root)
+            raise AssertionError("gather took a list on a rank that is not the destination")
+        except ValueError as e:
+            assert "gather_list must be given on the destination rank only" in str(e), e
+
+
 def all_reduce_sizes():
     """Sums and means of float buffers (reduced through shared memory when the ranks share a
     host) of every size: empty, under a cache line, over one rank's share, over the 1 MiB piece
@@ -459,7 +566,7 @@ def main():
     dist.init_process_group("mpi", timeout=1.5 if scenario.startswith(("timeout", "killed")) else 60)
     # A DDP scenario ending in _view runs with gradient_as_bucket_view=True.
     view = scenario.endswith("_view")
-    {"collectives": collectives, "all_reduce_sizes": all_reduce_sizes,
+    {"collectives": collectives, "all_reduce_sizes": all_reduce_sizes, "rooted_and_all_to_all": rooted_and_all_to_all,
      "ddp_sgd": lambda: ddp("sgd", view), "ddp_adam": lambda: ddp("adam", view),
      "ddp_no_sync": lambda: ddp_no_sync(view), "ddp_unused": lambda: ddp_unused(view), "timeout": lambda: timeout(3),
      "timeout_mpi": lambda: timeout(2**20), "killed": killed, "pmap": pmap,

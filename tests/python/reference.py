@@ -62,6 +62,7 @@ import tempfile
 import warnings
 
 import numpy as np
+import pytest
 import torch
 
 import unigrad as ug
@@ -559,10 +560,25 @@ def _check_vmap(fn, args, rtol, atol, loops=None, compiled=True):
             continue
         _check_batched(before, loops.get("vmap"), f"vmap with in_axes {axes}")
         assert_same(expected, actual, rtol, atol, path=f"vmap with in_axes {axes}")
+        if axes is variants[0]:
+            _check_empty_batch(f, in_axes, batched, expected, per_example=loops.get("vmap"))
         if compiled and axes is variants[0]:
             program = ug.jit(ug.vmap(f, in_axes=in_axes))
             program(*batched)
             assert_same(expected, _flat(program(*batched)), rtol, atol, path="jit(vmap)")
+
+
+def _check_empty_batch(f, in_axes, batched, expected, per_example):
+    """vmap over a batch of 0 examples gives outputs of 0 examples of each output's shape and
+    dtype, as JAX's; where vmap calls f once per example there is no example to call, and it
+    says so."""
+    empty = [x.narrow(axis, 0, 0) for x, axis in zip(batched, in_axes)]
+    if per_example:
+        with pytest.raises(ValueError, match="empty batch dim one example at a time"):
+            ug.vmap(f, in_axes=in_axes)(*empty)
+        return
+    actual = _flat(ug.vmap(f, in_axes=in_axes)(*empty))
+    assert [(tuple(a.shape), a.dtype) for a in actual] == [((0, *e.shape[1:]), e.dtype) for e in expected]
 
 
 def _expect_torch_vmap_refuses(fn, example, order, in_axes, batched):

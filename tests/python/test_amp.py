@@ -609,6 +609,60 @@ def test_dense_under_a_plain_16_or_64_bit_policy_matches_keras(keras, policy):
         keras.mixed_precision.set_global_policy("float32")
 
 
+def _check_keras_dtypes(ours, weight, y, theirs, expected, terms):
+    """Our layer's policy, dtype names, weight and output dtypes are Keras's layer's, and its
+    output theirs within `terms` roundings of the compute dtype."""
+    names = ("compute_dtype", "variable_dtype", "dtype")
+    assert ours.dtype_policy.name == theirs.dtype_policy.name
+    assert [getattr(ours, a) for a in names] == [getattr(theirs, a) for a in names]
+    assert repr(y.dtype) == f"unigrad.{expected.dtype.name}"
+    assert repr(weight.dtype) == f"unigrad.{theirs.kernel.dtype}"
+    u = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
+    u = u[expected.dtype.name]
+    e = np.asarray(expected, dtype=np.float64)
+    assert_close(y.double().numpy(), e, "float64", rtol=terms * u, atol=terms * u * float(np.abs(e).max()))
+
+
+@pytest.mark.parametrize("global_policy, dtype", [("mixed_float16", "float64"), ("float32", "mixed_bfloat16"),
+                                                  ("mixed_bfloat16", None), ("float32", "float16"),
+                                                  ("float64", ug.float32)])
+def test_dense_dtype_argument_is_its_own_policy_as_keras(keras, policy, global_policy, dtype):
+    """Keras's Dense(dtype=...) is the layer's policy, over the global one: Dense(dtype="float64")
+    under "mixed_float16" computed in float16 (the global policy's) before. dtype_policy,
+    compute_dtype, variable_dtype and dtype are Keras's; so are the outputs."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (4, 6)).astype(np.float32)
+    try:
+        policy.set_global_policy(global_policy)
+        keras.mixed_precision.set_global_policy(global_policy)
+        keras_dtype = "float32" if dtype is ug.float32 else dtype
+        ours, theirs = ug.keras.layers.Dense(3, dtype=dtype), keras.layers.Dense(3, dtype=keras_dtype)
+        y = ours(ug.tensor(x))
+        theirs.build((None, 6))
+        theirs.set_weights([ours.weight.detach().double().numpy().T, ours.bias.detach().double().numpy()])
+        # 6 products and the bias in the compute dtype, each rounding, in any order
+        _check_keras_dtypes(ours, ours.weight, y, theirs, theirs(x), terms=8)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def test_weights_and_variables_are_keras_lists(keras):
+    """layer.weights / variables: the trainable ones, then the others (BatchNormalization's
+    moving statistics), as Keras lists them; trainable_weights and non_trainable_weights too."""
+    ours, theirs = ug.keras.layers.BatchNormalization(), keras.layers.BatchNormalization()
+    ours(ug.ones(2, 3)), theirs(np.ones((2, 3), np.float32))
+    for a in ("weights", "variables", "trainable_weights", "non_trainable_weights", "trainable_variables",
+              "non_trainable_variables"):
+        assert [tuple(w.shape) for w in getattr(ours, a)] == [tuple(w.shape) for w in getattr(theirs, a)], a
+    model = ug.keras.Sequential([ug.keras.Input((4,)), ug.keras.layers.Dense(3), ug.keras.layers.BatchNormalization()])
+    reference = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.BatchNormalization()])
+    assert [type(m).__name__ for m in model.layers] == [type(m).__name__ for m in reference.layers]
+    frozen = model.layers[0].bias
+    frozen.requires_grad_(False)
+    assert [w.data_ptr() for w in model.non_trainable_weights][0] == frozen.data_ptr()
+    assert len(model.weights) == len(model.trainable_weights) + len(model.non_trainable_weights) == 6
+
+
 def test_conv_under_a_mixed_policy_matches_keras(keras, policy):
     """Keras's rule for every layer with weights, conv layers as Dense: built under a mixed
     policy, float32 weights and the product in the 16-bit dtype (Keras's Conv2D on the same
@@ -630,6 +684,28 @@ def test_conv_under_a_mixed_policy_matches_keras(keras, policy):
         ulp = 2.0 ** (-10 if dtype == "float16" else -7)
         assert_close(y.float().numpy(), e, "float32", rtol=4 * ulp, atol=4 * ulp * float(np.abs(e).max()))
     keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.mark.parametrize("global_policy, dtype", [("float32", "float64"), ("float16", None), ("bfloat16", None),
+                                                  ("mixed_float16", "float64"), ("float32", "mixed_bfloat16")])
+def test_keras_conv_takes_its_policy_as_keras(keras, policy, global_policy, dtype):
+    """Keras's Conv2D under a plain 16- or 64-bit policy, or with its own dtype=: weights and
+    outputs in that dtype, the input cast to it (they kept float32 weights before, and took no
+    dtype=). Against Keras's Conv2D on the same weights, channels last."""
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, (2, 7, 7, 3)).astype(np.float32)
+    try:
+        policy.set_global_policy(global_policy)
+        keras.mixed_precision.set_global_policy(global_policy)
+        ours = ug.keras.layers.Conv2D(4, 3, padding="same", dtype=dtype)
+        theirs = keras.layers.Conv2D(4, 3, padding="same", dtype=dtype)
+        y = ours(ug.tensor(x))
+        theirs.build((None, 7, 7, 3))
+        theirs.set_weights([ours.kernel.detach().double().numpy(), ours.bias.detach().double().numpy()])
+        # 27 products and the bias in the compute dtype (16-bit ones summed in float32), each rounding
+        _check_keras_dtypes(ours, ours.kernel, y, theirs, theirs(x), terms=16)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
 
 
 @pytest.mark.parametrize("make, shape", [

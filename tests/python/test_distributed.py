@@ -45,6 +45,11 @@ def test_collectives_match_numpy(n):
 
 
 @pytest.mark.parametrize("n", [2, 3])
+def test_rooted_collectives_all_to_all_and_objects_match_numpy(n):
+    assert_ok(mpirun(n, "rooted_and_all_to_all"), n)
+
+
+@pytest.mark.parametrize("n", [2, 3])
 def test_all_reduce_of_every_size_matches_numpy_bit_for_bit_on_every_rank(n):
     assert_ok(mpirun(n, "all_reduce_sizes"), n)
 
@@ -333,8 +338,8 @@ def test_errors_name_the_op_and_the_cause():
     assert lines[2] == "0 1 mpi True"
     assert lines[3] == "[init_process_group] the default process group is already initialised"
     assert lines[4] == "[all_reduce] ReduceOp.AVG needs a floating dtype, got int64"
-    assert lines[5] == ("[all_gather] output of shape [3] and dtype float32 for an input of shape [2] and dtype "
-                        "float32")
+    assert lines[5] == ("[all_gather] tensor_list holds a tensor of shape [3] and dtype float32 for one of shape [2] "
+                        "and dtype float32")
     assert lines[6] == "[broadcast] rank 1 is not in the group of 1 ranks"
     assert lines[7] == "[DistributedDataParallel] bucket_cap_mb must be positive, got 0"
     assert lines[8] == "False"

@@ -200,3 +200,106 @@ def test_alpha_scales_the_other_operand_as_in_torch(op):
     check(lambda m, a, b: getattr(a.clone(), op + "_")(b, alpha=0.25), arr((2, 3)), arr((3,), seed=1))
     # torch refuses a fractional alpha for integer tensors; so must we.
     check(lambda m, a, b: getattr(m, op)(a, b, alpha=0.5), arr((5,), "int64"), arr((5,), "int64", seed=1))
+
+
+def _16_bit_operands():
+    """Values of both signs over several binades, as 16-bit tensors of ug and torch."""
+    import torch
+
+    import unigrad as ug
+    rng = np.random.default_rng(0)
+    v = (rng.standard_normal(4096) * np.exp2(rng.integers(-6, 7, 4096))).astype(np.float32)
+    for dtype, tdtype, bits in ((ug.bfloat16, torch.bfloat16, 8), (ug.float16, torch.float16, 11)):
+        yield ug.tensor(v).to(dtype), torch.tensor(v).to(tdtype), bits
+
+
+def _ulp(x, bits):
+    return 2.0 ** (np.floor(np.log2(np.maximum(np.abs(x), 2.0 ** -14))) - (bits - 1))
+
+
+# (name, op): the number is not a 16-bit value, so reading it rounded gives other results.
+_READ_IN_FLOAT32 = [
+    ("mul", lambda x, s: x * s), ("rmul", lambda x, s: s * x), ("mul_", lambda x, s: x.clone().mul_(s)),
+    ("div", lambda x, s: x / s), ("div_", lambda x, s: x.clone().div_(s)),
+    ("floor_divide", lambda x, s: x // s),
+]
+_ROUNDED_FIRST = [("add", lambda x, s: x + s), ("sub", lambda x, s: x - s), ("rsub", lambda x, s: s - x),
+                  ("add_", lambda x, s: x.clone().add_(s)), ("gt", lambda x, s: x > s)]
+
+
+@pytest.mark.parametrize("name, op", _READ_IN_FLOAT32 + _ROUNDED_FIRST,
+                         ids=[c[0] for c in _READ_IN_FLOAT32 + _ROUNDED_FIRST])
+def test_16_bit_tensor_and_python_number_as_torch(name, op):
+    """torch's CPU kernels read a Python number in float32 for mul, div and floor_divide of a
+    16-bit tensor, and round it to the tensor's dtype first for add, sub and comparisons.
+    Before, unigrad rounded it for all: bfloat16 x * 1.0123 multiplied by 1.015625, half the
+    elements an ulp or more off."""
+    for x, t, _ in _16_bit_operands():
+        for s in (1.0123, 0.30001, 3.0007):
+            np.testing.assert_array_equal(op(x, s).double().numpy(), op(t, s).double().numpy(),
+                                          err_msg=f"{name} {x.dtype} {s}")
+
+
+def test_16_bit_power_of_a_number():
+    """x ** s of a 16-bit x: the exponent rounded to x's dtype (as torch and JAX read it), the
+    power computed in float32 and rounded once: within half an ulp and float32's error (torch
+    multiplies x * x * x in 16 bits for an exponent of 3, up to an ulp further off)."""
+    import unigrad as ug
+    for x, _, bits in _16_bit_operands():
+        a = np.abs(x.double().numpy())
+        for s in (1.0123, 0.30001, 3.0007):
+            e = ug.tensor(s).to(x.dtype).item()
+            exact = a ** e
+            got = (x.abs() ** s).double().numpy()
+            fits = exact <= ug.finfo(x.dtype).max  # the others overflow to inf
+            assert np.all(got[~fits] == np.inf)
+            assert np.all(np.abs(got - exact)[fits] <= (0.5 * _ulp(exact, bits) + 4 * 2.0 ** -24 * exact)[fits]), \
+                (x.dtype, s)
+
+
+def test_16_bit_division_by_a_number_rounds_once():
+    """x / s and s / x of a 16-bit x: float32's quotient rounded once, within half an ulp and
+    float32's error of the exact one (torch multiplies by float32's 1 / s instead: the same
+    bound holds for it). Rounding s first put elements up to 2 ulps off."""
+    for x, t, bits in _16_bit_operands():
+        a = x.double().numpy()
+        for s in (0.30001, 3.0007):
+            for ours, exact in ((x / s, a / s), (s / x, s / a)):
+                got = ours.double().numpy()
+                assert np.all(np.abs(got - exact) <= 0.5 * _ulp(exact, bits) + 2 * 2.0 ** -24 * np.abs(exact))
+        assert np.all(np.abs((t / 0.30001).double().numpy() - a / 0.30001)
+                      <= 0.5 * _ulp(a / 0.30001, bits) + 2 * 2.0 ** -24 * np.abs(a / 0.30001))
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_16_bit_alpha_rounds_once(op):
+    """a + alpha * b on 16-bit tensors as torch's: alpha rounded to their dtype, the result
+    computed in float32 and rounded once (bit for bit: torch's float32 fma and the product then
+    sum round alike here, the product of two 16-bit values being exact in float32); before, alpha
+    * b rounded to 16 bits first, 15% of the elements an ulp off."""
+    import torch
+    for x, t, _ in _16_bit_operands():
+        y, u = x.flip(0), t.flip(0)
+        theirs = getattr(torch, op)(t, u, alpha=0.30001).double().numpy()
+        for got in (getattr(x, op)(y, alpha=0.30001), getattr(x.clone(), op + "_")(y, alpha=0.30001)):
+            np.testing.assert_array_equal(got.double().numpy(), theirs, err_msg=f"{op} {x.dtype}")
+
+
+def test_lerp_at_weight_one_is_the_end():
+    """torch's lerp starts from the nearer end, so weight 1 gives `end` exactly (a + 1 * (b - a)
+    need not be b: it was not for a third of these). Against torch's, which fuses each step into an
+    fma: within the two roundings of the product and the sum."""
+    import torch
+
+    import unigrad as ug
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal(1000).astype(np.float32) * 1e3 for _ in range(2))
+    w = rng.uniform(-0.5, 1.5, 1000).astype(np.float32)
+    np.testing.assert_array_equal(ug.lerp(ug.tensor(a), ug.tensor(b), 1.0).numpy(), b)
+    np.testing.assert_array_equal(ug.lerp(ug.tensor(a), ug.tensor(b), ug.ones(1000)).numpy(), b)
+    bound = 2 * 2.0 ** -24 * (np.abs(a) + 2 * np.abs(b - a) * np.maximum(np.abs(w), np.abs(1 - w)))
+    for weight in (0.3, 0.7, w):
+        ours = ug.lerp(ug.tensor(a), ug.tensor(b), ug.tensor(weight) if isinstance(weight, np.ndarray) else weight)
+        theirs = torch.lerp(torch.tensor(a), torch.tensor(b),
+                            torch.tensor(weight) if isinstance(weight, np.ndarray) else weight)
+        assert np.all(np.abs(ours.numpy() - theirs.numpy()) <= bound)

@@ -130,3 +130,26 @@ def test_vmap_never_writes_an_argument_twice_when_it_falls_back_to_one_call_per_
     ub = ug.ones(4)
     ug.vmap(lambda x, b: (b.add_(1.0), x + b)[1], in_axes=(0, None))(ug.zeros(3, 4), ub)
     np.testing.assert_array_equal(ub.numpy(), bt.numpy())  # batched throughout: written once, as torch
+
+
+def test_vmap_over_an_empty_batch_matches_jax():
+    """No example in, none out, of each output's shape and dtype, as JAX's (vmap refused an
+    empty batch dim); the per-example gradients and vmap of jit too. Where vmap would call the
+    function once per example, no call can say the outputs' shapes: a clear error."""
+    import jax
+    import jax.numpy as jnp
+    w, wj = ug.ones(3, 4), jnp.ones((3, 4))
+    cases = [(lambda x: (x @ w).relu(), lambda x: jax.nn.relu(x @ wj)),
+             (lambda x: (x.softmax(-1), x.argmax()), lambda x: (jax.nn.softmax(x, -1), x.argmax())),
+             (ug.grad(lambda x: (x @ w).tanh().sum()), jax.grad(lambda x: jnp.tanh(x @ wj).sum())),
+             (ug.jit(lambda x: x.cumsum(0)[1:] * 2), jax.jit(lambda x: x.cumsum(0)[1:] * 2))]
+    for ours, theirs in cases:
+        got = ug.tree_util.tree_leaves(ug.vmap(ours)(ug.ones(0, 3)))
+        want = jax.tree_util.tree_leaves(jax.vmap(theirs)(jnp.ones((0, 3))))
+        assert [tuple(g.shape) for g in got] == [w.shape for w in want]
+        assert [str(g.dtype).split(".")[-1] for g in got] == [str(w.dtype).replace("int32", "int64") for w in want]
+
+    def falls_back(x):
+        return x * x.max().item()
+    with pytest.raises(ValueError, match=r"\[vmap\] cannot map over an empty batch dim one example at a time"):
+        ug.vmap(falls_back)(ug.ones(0, 3))

@@ -181,7 +181,8 @@ def test_bad_arguments():
     opt = ug.optimizers.Adam()
     with pytest.raises(ValueError, match=r"\[Adam.apply_gradients\] gradient of shape \[3\] for a variable of shape \[2\]"):
         opt.apply_gradients([(ug.ones(3), ug.ones(2).requires_grad_())])
-    with pytest.raises(TypeError, match=r"\[Adam\] parameters must be float32 or float64, got int64"):
+    with pytest.raises(TypeError, match=r"\[Adam\] parameters must be floating \(float16, bfloat16, float32 or "
+                                        r"float64\), got int64"):
         ug.optimizers.Adam().apply_gradients([(ug.ones(2, dtype=ug.int64), ug.ones(2, dtype=ug.int64))])
 
 

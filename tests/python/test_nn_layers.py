@@ -105,6 +105,22 @@ def test_dropout_is_inverted_in_training_and_identity_in_eval():
     assert repr(ug.nn.Dropout(0.5)) == repr(torch.nn.Dropout(0.5))
 
 
+@pytest.mark.parametrize("cls", ["Dropout", "Dropout1d", "Dropout2d", "AlphaDropout"])
+def test_dropout_attributes_are_settable_as_torchs(cls):
+    """p and inplace are plain attributes in torch (a schedule lowers p as training goes); they
+    were read-only. A p outside [0, 1] is refused when set, as when given."""
+    d, t = getattr(ug.nn, cls)(0.5), getattr(torch.nn, cls)(0.5)
+    d.p, t.p = 0.0, 0.0
+    d.inplace = t.inplace = True
+    assert (d.p, d.inplace, repr(d)) == (t.p, t.inplace, repr(t))
+    x = ug.randn(4, 3, 5)
+    np.testing.assert_array_equal(d(x.clone()).numpy(), x.numpy())  # p = 0 keeps everything
+    d.p = 1.0
+    assert float(d(ug.ones(4, 3, 5)).abs().sum()) == 0
+    with pytest.raises(ValueError, match=rf"\[{cls}\] p must be in \[0, 1\], got 1.5"):
+        d.p = 1.5
+
+
 def test_embedding_with_padding_idx():
     u, t = ug.nn.Embedding(10, 4, padding_idx=0), torch.nn.Embedding(10, 4, padding_idx=0)
     assert float(u.weight[0].abs().sum().item()) == 0

@@ -95,6 +95,58 @@ def test_registration_of_parameters_buffers_modules_and_plain_attributes():
         n.nothing
 
 
+def test_a_child_replaced_by_assignment_is_the_one_forward_calls_as_torchs():
+    """seq.0 = m and layer.linear1 = m replace the child where it stands, and forward calls
+    the new one (it called the old one, and seq moved the new one last); a replacement the
+    holding layer cannot call raises (before: a null module at the next forward)."""
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    ours = ug.nn.Sequential(ug.nn.Linear(4, 4), ug.nn.ReLU())
+    theirs = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    for m in (ours, theirs):
+        setattr(m, "0", type(m[1])())
+        m.extra = type(m[1])()
+    assert repr(ours) == repr(theirs)
+    np.testing.assert_array_equal(ours(ug.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy())
+    layer = ug.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+    replacement = ug.nn.Linear(8, 16)
+    layer.linear1 = replacement
+    with ug.no_grad():
+        replacement.weight.zero_(), replacement.bias.zero_()
+    y = ug.randn(3, 8)
+    # linear1's zeros leave the feed-forward block adding only linear2's bias
+    expected = layer.norm2(layer.norm1(y + layer.self_attn(y, y, y)[0]) + layer.linear2.bias)
+    np.testing.assert_allclose(layer(y).detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match=r"a ReLU cannot take the place of a Linear"):
+        layer.linear1 = ug.nn.ReLU()
+    assert layer.linear1 is replacement
+
+
+@pytest.mark.parametrize("cls", ["BatchNorm1d", "BatchNorm2d", "InstanceNorm2d"])
+def test_norm_layers_have_torchs_attributes(cls):
+    kwargs = dict(eps=1e-3, affine=False, track_running_stats=True)
+    ours, theirs = getattr(ug.nn, cls)(6, **kwargs), getattr(torch.nn, cls)(6, **kwargs)
+    names = ("num_features", "eps", "momentum", "affine", "track_running_stats")
+    assert [getattr(ours, a) for a in names] == [getattr(theirs, a) for a in names]
+
+
+def test_convert_sync_batchnorm_keeps_the_tensors_as_torchs():
+    """Every BatchNorm*d inside (and a bare one) becomes a SyncBatchNorm over the same tensors:
+    an optimizer made before still updates them. A BatchNorm without what SyncBatchNorm keeps
+    (affine=False) raises, naming it."""
+    ours = ug.nn.Sequential(ug.nn.Conv2d(3, 4, 3), ug.nn.BatchNorm2d(4, momentum=0.3), ug.nn.ReLU())
+    theirs = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4, momentum=0.3), torch.nn.ReLU())
+    ours.eval()
+    before = ours[1].weight.data_ptr(), ours[1].running_var.data_ptr()
+    converted = ug.nn.SyncBatchNorm.convert_sync_batchnorm(ours)
+    assert converted is ours and repr(ours) == repr(torch.nn.SyncBatchNorm.convert_sync_batchnorm(theirs))
+    assert (ours[1].weight.data_ptr(), ours[1].running_var.data_ptr()) == before
+    assert not ours[1].training and ours[1].momentum == 0.3
+    single = ug.nn.SyncBatchNorm.convert_sync_batchnorm(ug.nn.BatchNorm1d(5))
+    assert type(single).__name__ == "SyncBatchNorm"
+    with pytest.raises(ValueError, match=r"\[convert_sync_batchnorm\].*BatchNorm2d\(4\) lacks"):
+        ug.nn.SyncBatchNorm.convert_sync_batchnorm(ug.nn.BatchNorm2d(4, affine=False))
+
+
 def test_forgetting_super_init_is_a_clear_error():
     class Bad(ug.nn.Module):
         def __init__(self):

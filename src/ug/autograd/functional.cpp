@@ -271,7 +271,6 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
     batch = n;
   }
   if (batch < 0) fail("[vmap] at least one argument must be mapped (in_axes all None), or axis_size given");
-  if (batch == 0) fail("[vmap] cannot map over an empty batch dim");
   std::string per_example_reason = "UG_VMAP_LOOP is set";
   if (std::getenv("UG_VMAP_LOOP") == nullptr) {
     std::vector<uint32_t> versions;
@@ -320,6 +319,10 @@ Tensors vmap(const TensorFn& f, const Tensors& args, const std::vector<std::opti
   // One call per example, then the results stacked along out_axes: every op and every
   // transform inside f composes, since each call is an ordinary call. A collective over the
   // axis cannot (it needs every example): it raises, saying why vmap runs this way.
+  // No example, no call, so nothing says what shape the outputs have.
+  if (batch == 0)
+    fail("[vmap] cannot map over an empty batch dim one example at a time (", per_example_reason,
+         "): there is no example to call the function on for its outputs' shapes");
   std::optional<lax::AxisBinding> name;
   if (axis_name) name.emplace(*axis_name, 0, batch, per_example_reason);
   batching::VmapScope scope(batch, randomness, /*batched=*/false);

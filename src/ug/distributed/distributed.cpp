@@ -91,7 +91,10 @@ void destroy_process_group(const ProcessGroupPtr& group) {
 ProcessGroupPtr default_group(std::string_view op) { return resolve(nullptr, op); }
 
 int get_rank(const ProcessGroupPtr& group) { return resolve(group, "get_rank")->rank(); }
-int get_world_size(const ProcessGroupPtr& group) { return resolve(group, "get_world_size")->size(); }
+int get_world_size(const ProcessGroupPtr& group) {
+  const ProcessGroupPtr g = resolve(group, "get_world_size");
+  return g->rank() < 0 ? -1 : g->size();
+}
 std::string get_backend(const ProcessGroupPtr& group) { return resolve(group, "get_backend")->backend(); }
 
 int get_local_rank() {
@@ -240,6 +243,103 @@ WorkPtr reduce_scatter(const Tensor& output, const std::vector<Tensor>& input_li
   return run([&] { return g->reduce_scatter(output, input_list, op); }, async_op);
 }
 
+namespace {
+
+/** The n rank-major parts of a tensor, each of `part`'s shape: views of its memory, which a
+ *  collective writes or reads in place. */
+std::vector<Tensor> rank_parts(const Tensor& whole, const Tensor& part, int n, std::string_view op,
+                               std::string_view what) {
+  if (whole.numel() != n * part.numel() || whole.dtype() != part.dtype())
+    fail("[", op, "] ", what, " of shape ", whole.shape(), " and dtype ", whole.dtype(), " must hold ", n,
+         " tensors of shape ", part.shape(), " and dtype ", part.dtype(), " (one per rank)");
+  if (!whole.is_contiguous()) fail("[", op, "] ", what, " must be contiguous");
+  std::vector<Tensor> parts;
+  const Tensor rows = whole.view({n, part.numel()});
+  for (int i = 0; i < n; ++i) parts.push_back(rows.select(0, i).view(part.shape()));
+  return parts;
+}
+
+/** dim-0 pieces of t: sizes given, or n equal ones. */
+std::vector<Tensor> split_rows(const Tensor& t, const std::vector<int64_t>& sizes, int n, std::string_view what) {
+  if (t.dim() == 0) fail("[all_to_all_single] ", what, " must have a dim 0 to split");
+  std::vector<int64_t> s = sizes;
+  if (s.empty()) {
+    if (t.size(0) % n != 0)
+      fail("[all_to_all_single] ", what, " of shape ", t.shape(), " does not split evenly between ", n, " ranks");
+    s.assign(static_cast<size_t>(n), t.size(0) / n);
+  }
+  if (static_cast<int>(s.size()) != n)
+    fail("[all_to_all_single] ", what, "_split_sizes has ", s.size(), " sizes for ", n, " ranks");
+  std::vector<Tensor> parts;
+  int64_t at = 0;
+  for (int64_t k : s) {
+    if (k < 0 || at + k > t.size(0))
+      fail("[all_to_all_single] ", what, "_split_sizes do not fit dim 0 of ", what, " (shape ", t.shape(), ")");
+    parts.push_back(t.narrow(0, at, k));
+    at += k;
+  }
+  if (at != t.size(0))
+    fail("[all_to_all_single] ", what, "_split_sizes add up to ", at, ", not dim 0 of ", what, " (shape ", t.shape(),
+         ")");
+  return parts;
+}
+
+}  // namespace
+
+WorkPtr all_gather_into_tensor(const Tensor& output, const Tensor& input, const ProcessGroupPtr& group, bool async_op) {
+  const auto& g = resolve(group, "all_gather_into_tensor");
+  refuse_traced("all_gather_into_tensor");
+  std::vector<Tensor> parts = rank_parts(output, input, g->size(), "all_gather_into_tensor", "output");
+  return run([&] { return g->all_gather(parts, input); }, async_op);
+}
+
+WorkPtr reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp op, const ProcessGroupPtr& group,
+                              bool async_op) {
+  const auto& g = resolve(group, "reduce_scatter_tensor");
+  refuse_traced("reduce_scatter_tensor");
+  std::vector<Tensor> parts = rank_parts(input, output, g->size(), "reduce_scatter_tensor", "input");
+  return run([&] { return g->reduce_scatter(output, parts, op); }, async_op);
+}
+
+WorkPtr reduce(const Tensor& tensor, int dst, ReduceOp op, const ProcessGroupPtr& group, bool async_op) {
+  const auto& g = resolve(group, "reduce");
+  refuse_traced("reduce");
+  const int root = group_rank(*g, dst, "reduce");
+  return run([&] { return g->reduce(tensor, root, op); }, async_op);
+}
+
+WorkPtr gather(const Tensor& tensor, const std::vector<Tensor>& gather_list, int dst, const ProcessGroupPtr& group,
+               bool async_op) {
+  const auto& g = resolve(group, "gather");
+  refuse_traced("gather");
+  const int root = group_rank(*g, dst, "gather");
+  return run([&] { return g->gather(gather_list, tensor, root); }, async_op);
+}
+
+WorkPtr scatter(const Tensor& tensor, const std::vector<Tensor>& scatter_list, int src, const ProcessGroupPtr& group,
+                bool async_op) {
+  const auto& g = resolve(group, "scatter");
+  refuse_traced("scatter");
+  const int root = group_rank(*g, src, "scatter");
+  return run([&] { return g->scatter(tensor, scatter_list, root); }, async_op);
+}
+
+WorkPtr all_to_all(const std::vector<Tensor>& output_list, const std::vector<Tensor>& input_list,
+                   const ProcessGroupPtr& group, bool async_op) {
+  const auto& g = resolve(group, "all_to_all");
+  refuse_traced("all_to_all");
+  return run([&] { return g->all_to_all(output_list, input_list); }, async_op);
+}
+
+WorkPtr all_to_all_single(const Tensor& output, const Tensor& input, const std::vector<int64_t>& output_split_sizes,
+                          const std::vector<int64_t>& input_split_sizes, const ProcessGroupPtr& group, bool async_op) {
+  const auto& g = resolve(group, "all_to_all_single");
+  refuse_traced("all_to_all_single");
+  std::vector<Tensor> outputs = split_rows(output, output_split_sizes, g->size(), "output");
+  std::vector<Tensor> inputs = split_rows(input, input_split_sizes, g->size(), "input");
+  return run([&] { return g->all_to_all(outputs, inputs); }, async_op);
+}
+
 WorkPtr barrier(const ProcessGroupPtr& group, bool async_op) {
   const auto& g = resolve(group, "barrier");
   refuse_traced("barrier");
@@ -252,18 +352,20 @@ WorkPtr isend(const Tensor& tensor, int dst, const ProcessGroupPtr& group, int t
   return g->send(tensor, group_rank(*g, dst, "send"), tag);
 }
 
-WorkPtr irecv(const Tensor& tensor, int src, const ProcessGroupPtr& group, int tag) {
+WorkPtr irecv(const Tensor& tensor, std::optional<int> src, const ProcessGroupPtr& group, int tag) {
   const auto& g = resolve(group, "recv");
   refuse_traced("recv");
-  return g->recv(tensor, group_rank(*g, src, "recv"), tag);
+  return g->recv(tensor, src ? group_rank(*g, *src, "recv") : -1, tag);
 }
 
 void send(const Tensor& tensor, int dst, const ProcessGroupPtr& group, int tag) {
   isend(tensor, dst, group, tag)->wait();
 }
 
-void recv(const Tensor& tensor, int src, const ProcessGroupPtr& group, int tag) {
-  irecv(tensor, src, group, tag)->wait();
+int recv(const Tensor& tensor, std::optional<int> src, const ProcessGroupPtr& group, int tag) {
+  WorkPtr work = irecv(tensor, src, group, tag);
+  work->wait();
+  return work->source_rank();
 }
 
 ProcessGroupPtr new_group(const std::vector<int>& ranks, std::optional<Timeout> timeout) {

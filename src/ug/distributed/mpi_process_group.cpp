@@ -107,6 +107,25 @@ Tensor staged(const Tensor& t) {
   return t.is_contiguous() ? t : t.contiguous();
 }
 
+/** A collective's list of one tensor per rank, each of `like`'s shape and dtype. */
+void check_list(const std::vector<Tensor>& list, const Tensor& like, int ranks, std::string_view op,
+                std::string_view what) {
+  if (static_cast<int>(list.size()) != ranks)
+    fail("[", op, "] ", what, " needs one tensor per rank (", ranks, "), got ", list.size());
+  for (const Tensor& t : list)
+    if (!(t.shape() == like.shape()) || t.dtype() != like.dtype())
+      fail("[", op, "] ", what, " holds a tensor of shape ", t.shape(), " and dtype ", t.dtype(), " for one of shape ",
+           like.shape(), " and dtype ", like.dtype());
+}
+
+/** A rooted collective's list: given on the root, absent elsewhere (as torch requires). */
+void check_rooted_list(const std::vector<Tensor>& list, const Tensor& like, int ranks, bool root, std::string_view op,
+                       std::string_view what) {
+  if (root) return check_list(list, like, ranks, op, what);
+  if (!list.empty())
+    fail("[", op, "] ", what, " must be given on the ", op == "gather" ? "destination" : "source", " rank only");
+}
+
 int count_of(int64_t n, std::string_view op) {
   if (n > INT_MAX) fail("[", op, "] ", n, " elements is more than one MPI call carries (", INT_MAX, ")");
   return static_cast<int>(n);
@@ -215,12 +234,14 @@ class MpiWork final : public Work {
   std::vector<int> token_peers;
   std::vector<int> tokens;            // the buffers of the arrival messages
   std::vector<MPI_Request> requests;  // send/recv: the operation's request
+  bool records_source = false;        // recv: notes the sender (source_rank)
   std::vector<Tensor> keep_;          // buffers MPI reads or writes until completion
   std::function<void()> finish_;      // copies results out, on the waiting thread
   std::string peer_hint;              // send/recv: the peer, named in a timeout
 
   void expect_tokens(size_t n) { arrived_.assign(n, false); }
   int world_ranks_of(int group_rank) const { return world_ranks_[static_cast<size_t>(group_rank)]; }
+  int source_rank() const override { return source_; }
 
  private:
   enum class State { Pending, Done, Failed };
@@ -230,7 +251,9 @@ class MpiWork final : public Work {
     for (MPI_Request& r : requests) {
       if (r == MPI_REQUEST_NULL) continue;
       int flag = 0;
-      check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), op_);
+      MPI_Status status;
+      check(MPI_Test(&r, &flag, records_source ? &status : MPI_STATUS_IGNORE), op_);
+      if (flag && records_source) source_ = world_ranks_of(status.MPI_SOURCE);
       all &= flag != 0;
     }
     return all;
@@ -264,6 +287,7 @@ class MpiWork final : public Work {
   State state_ = State::Pending;
   std::string error_;
   std::vector<bool> arrived_;
+  std::atomic<int> source_ = -1;
 };
 
 /** Runs a group's collectives one after another, in the order they were started. MPI's
@@ -486,12 +510,7 @@ class MpiProcessGroup final : public ProcessGroup {
 
   WorkPtr all_gather(std::vector<Tensor> outputs, Tensor input) override {
     member("all_gather");
-    if (static_cast<int>(outputs.size()) != size())
-      fail("[all_gather] needs one output tensor per rank (", size(), "), got ", outputs.size());
-    for (const Tensor& o : outputs)
-      if (!(o.shape() == input.shape()) || o.dtype() != input.dtype())
-        fail("[all_gather] output of shape ", o.shape(), " and dtype ", o.dtype(), " for an input of shape ",
-             input.shape(), " and dtype ", input.dtype());
+    check_list(outputs, input, size(), "all_gather", "tensor_list");
     Tensor in = input.contiguous();
     Tensor buf = empty({size(), input.numel()}, {.dtype = input.dtype()});
     int count = count_of(static_cast<int64_t>(in.nbytes()), "all_gather");
@@ -510,12 +529,7 @@ class MpiProcessGroup final : public ProcessGroup {
 
   WorkPtr reduce_scatter(Tensor output, std::vector<Tensor> inputs, ReduceOp op) override {
     member("reduce_scatter");
-    if (static_cast<int>(inputs.size()) != size())
-      fail("[reduce_scatter] needs one input tensor per rank (", size(), "), got ", inputs.size());
-    for (const Tensor& t : inputs)
-      if (!(t.shape() == output.shape()) || t.dtype() != output.dtype())
-        fail("[reduce_scatter] input of shape ", t.shape(), " and dtype ", t.dtype(), " for an output of shape ",
-             output.shape(), " and dtype ", output.dtype());
+    check_list(inputs, output, size(), "reduce_scatter", "input_list");
     if (op == ReduceOp::Avg && !output.is_floating_point())
       fail<TypeError>("[reduce_scatter] ReduceOp.AVG needs a floating dtype, got ", output.dtype());
     DType wire = wire_dtype(output.dtype());
@@ -535,6 +549,114 @@ class MpiProcessGroup final : public ProcessGroup {
         });
   }
 
+  WorkPtr reduce(Tensor tensor, int dst, ReduceOp op) override {
+    member("reduce");
+    check_rank(dst, "reduce", "dst");
+    if (op == ReduceOp::Avg && !tensor.is_floating_point())
+      fail<TypeError>("[reduce] ReduceOp.AVG needs a floating dtype, got ", tensor.dtype());
+    Tensor buf = staged(tensor);
+    MPI_Datatype type = mpi_type(buf.dtype(), "reduce");
+    int count = count_of(buf.numel(), "reduce");
+    const bool root = rank_ == dst;
+    return start(
+        "reduce", describe(buf.dtype(), count, static_cast<int>(op)) + " to " + std::to_string(dst), {tensor, buf},
+        [data = buf.raw_data(), count, type, mop = mpi_op(op, buf.dtype()), dst, root, comm = comm_] {
+          return MPI_Reduce(root ? MPI_IN_PLACE : data, root ? data : nullptr, count, type, mop, dst, comm);
+        },
+        [tensor, buf, root, divide = op == ReduceOp::Avg && size() > 1, n = size()]() mutable {
+          if (!root) return;
+          if (divide) buf.div_(n);
+          if (!buf.shares_storage(tensor)) tensor.copy_(buf);
+        });
+  }
+
+  WorkPtr gather(std::vector<Tensor> outputs, Tensor input, int dst) override {
+    member("gather");
+    check_rank(dst, "gather", "dst");
+    const bool root = rank_ == dst;
+    check_rooted_list(outputs, input, size(), root, "gather", "gather_list");
+    Tensor in = input.contiguous();
+    Tensor buf = root ? empty({size(), input.numel()}, {.dtype = input.dtype()}) : Tensor();
+    int count = count_of(static_cast<int64_t>(in.nbytes()), "gather");
+    std::vector<Tensor> keep = outputs;
+    keep.push_back(in);
+    if (root) keep.push_back(buf);
+    return start(
+        "gather", describe(DType::UInt8, count, dst), keep,
+        [in = in.raw_data(), out = root ? buf.raw_data() : nullptr, count, dst, comm = comm_] {
+          return MPI_Gather(in, count, MPI_BYTE, out, count, MPI_BYTE, dst, comm);
+        },
+        [outputs, buf]() mutable {
+          for (size_t i = 0; i < outputs.size(); ++i) outputs[i].copy_(buf.select(0, i).view(outputs[i].shape()));
+        });
+  }
+
+  WorkPtr scatter(Tensor output, std::vector<Tensor> inputs, int src) override {
+    member("scatter");
+    check_rank(src, "scatter", "src");
+    const bool root = rank_ == src;
+    check_rooted_list(inputs, output, size(), root, "scatter", "scatter_list");
+    Tensor send_buf = root ? empty({size(), output.numel()}, {.dtype = output.dtype()}) : Tensor();
+    for (size_t i = 0; i < inputs.size(); ++i) send_buf.select(0, i).copy_(inputs[i].reshape({-1}));
+    Tensor buf = output.is_contiguous() ? output : output.contiguous();
+    int count = count_of(static_cast<int64_t>(buf.nbytes()), "scatter");
+    std::vector<Tensor> keep{output, buf};
+    if (root) keep.push_back(send_buf);
+    return start(
+        "scatter", describe(DType::UInt8, count, src), keep,
+        [in = root ? send_buf.raw_data() : nullptr, out = buf.raw_data(), count, src, comm = comm_] {
+          return MPI_Scatter(in, count, MPI_BYTE, out, count, MPI_BYTE, src, comm);
+        },
+        [output, buf]() mutable {
+          if (!buf.shares_storage(output)) output.copy_(buf);
+        });
+  }
+
+  WorkPtr all_to_all(std::vector<Tensor> outputs, std::vector<Tensor> inputs) override {
+    member("all_to_all");
+    const int n = size();
+    if (static_cast<int>(outputs.size()) != n || static_cast<int>(inputs.size()) != n)
+      fail("[all_to_all] needs one output and one input tensor per rank (", n, "), got ", outputs.size(), " and ",
+           inputs.size());
+    const DType dtype = inputs.front().dtype();
+    for (const auto* list : {&inputs, &outputs})
+      for (const Tensor& t : *list)
+        if (t.dtype() != dtype)
+          fail<TypeError>("[all_to_all] every tensor must have one dtype, got ", dtype, " and ", t.dtype());
+    // Each list packed end to end; MPI moves bytes, so counts and offsets are in bytes.
+    auto layout = [&](const std::vector<Tensor>& list, std::vector<int>& counts, std::vector<int>& offsets) {
+      int64_t total = 0;
+      for (const Tensor& t : list) {
+        offsets.push_back(count_of(total * itemsize(dtype), "all_to_all"));
+        counts.push_back(count_of(t.numel() * itemsize(dtype), "all_to_all"));
+        total += t.numel();
+      }
+      return total;
+    };
+    std::vector<int> send_counts, send_offsets, recv_counts, recv_offsets;
+    Tensor send_buf = empty({layout(inputs, send_counts, send_offsets)}, {.dtype = dtype});
+    Tensor recv_buf = empty({layout(outputs, recv_counts, recv_offsets)}, {.dtype = dtype});
+    for (int i = 0, at = 0; i < n; at += static_cast<int>(inputs[i].numel()), ++i)
+      send_buf.narrow(0, at, inputs[i].numel()).copy_(inputs[i].reshape({-1}));
+    std::vector<Tensor> keep = outputs;
+    keep.push_back(send_buf);
+    keep.push_back(recv_buf);
+    return start(
+        "all_to_all", describe(dtype, n, 0), keep,
+        [in = send_buf.raw_data(), out = recv_buf.raw_data(), send_counts, send_offsets, recv_counts, recv_offsets,
+         comm = comm_] {
+          return MPI_Alltoallv(in, send_counts.data(), send_offsets.data(), MPI_BYTE, out, recv_counts.data(),
+                               recv_offsets.data(), MPI_BYTE, comm);
+        },
+        [outputs, recv_buf]() mutable {
+          int64_t at = 0;
+          for (Tensor& o : outputs) {
+            o.copy_(recv_buf.narrow(0, at, o.numel()).view(o.shape()));
+            at += o.numel();
+          }
+        });
+  }
+
   WorkPtr send(Tensor tensor, int dst, int tag) override {
     member("send");
     check_rank(dst, "send", "dst");
@@ -550,17 +672,21 @@ class MpiProcessGroup final : public ProcessGroup {
 
   WorkPtr recv(Tensor tensor, int src, int tag) override {
     member("recv");
-    check_rank(src, "recv", "src");
+    if (src != -1) check_rank(src, "recv", "src");
     Tensor buf = tensor.is_contiguous() ? tensor : tensor.contiguous();
     int count = count_of(static_cast<int64_t>(buf.nbytes()), "recv");
     auto work = make_work("recv");
-    work->peer_hint = "rank " + std::to_string(world_ranks_[src]) + " (the sender)";
+    work->peer_hint =
+        src == -1 ? "no rank (recv from any)" : "rank " + std::to_string(world_ranks_[src]) + " (the sender)";
+    work->records_source = true;
     work->keep_ = {tensor, buf};
     work->finish_ = [tensor, buf]() mutable {
       if (!buf.shares_storage(tensor)) tensor.copy_(buf);
     };
     work->requests.resize(1);
-    check(MPI_Irecv(buf.raw_data(), count, MPI_BYTE, src, tag, comm_, work->requests.data()), "recv");
+    check(
+        MPI_Irecv(buf.raw_data(), count, MPI_BYTE, src == -1 ? MPI_ANY_SOURCE : src, tag, comm_, work->requests.data()),
+        "recv");
     return work;
   }
 

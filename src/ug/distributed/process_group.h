@@ -25,6 +25,8 @@ class Work {
   virtual void wait() = 0;
   /** True once done (polls; finishes the collective when it is). */
   virtual bool is_completed() = 0;
+  /** A finished recv's sender (a world rank); -1 for any other work, or before it finished. */
+  virtual int source_rank() const { return -1; }
 };
 
 using WorkPtr = std::shared_ptr<Work>;
@@ -49,7 +51,16 @@ class ProcessGroup {
   virtual WorkPtr all_gather(std::vector<Tensor> outputs, Tensor input) = 0;
   /** output receives the reduction over ranks of inputs[rank]. */
   virtual WorkPtr reduce_scatter(Tensor output, std::vector<Tensor> inputs, ReduceOp op) = 0;
+  /** dst's tensor receives the reduction over ranks; the others' are left as they were. */
+  virtual WorkPtr reduce(Tensor tensor, int dst, ReduceOp op) = 0;
+  /** dst's outputs[i] receives rank i's input; the other ranks pass no outputs. */
+  virtual WorkPtr gather(std::vector<Tensor> outputs, Tensor input, int dst) = 0;
+  /** output receives src's inputs[rank]; the other ranks pass no inputs. */
+  virtual WorkPtr scatter(Tensor output, std::vector<Tensor> inputs, int src) = 0;
+  /** outputs[i] receives rank i's inputs[rank]; the sizes may differ from pair to pair. */
+  virtual WorkPtr all_to_all(std::vector<Tensor> outputs, std::vector<Tensor> inputs) = 0;
   virtual WorkPtr send(Tensor tensor, int dst, int tag) = 0;
+  /** src -1: from whichever rank sends first (the Work's source_rank says which). */
   virtual WorkPtr recv(Tensor tensor, int src, int tag) = 0;
   virtual WorkPtr barrier() = 0;
   /** A group of some of this group's ranks (group ranks); every member of this group calls it. */

@@ -5,6 +5,7 @@
 #include "ug/distributed/distributed.h"
 #include "ug/graph/grad_mode.h"
 #include "ug/nn/functional/normalization.h"
+#include "ug/nn/layers/normalization.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/join.h"
 
@@ -75,9 +76,30 @@ Tensor SyncBatchNormImpl::forward(const Tensor& x) {
   return (x - mean.view(stat_shape)) * scale.view(stat_shape) + parameter("bias").view(stat_shape);
 }
 
+std::shared_ptr<nn::Module> convert_sync_batchnorm(std::shared_ptr<nn::Module> module, ProcessGroupPtr process_group) {
+  if (auto* bn = dynamic_cast<nn::BatchNormImpl*>(module.get())) {
+    if (!bn->affine() || !bn->track_running_stats() || !bn->has_parameter("bias") || !bn->momentum())
+      fail("[convert_sync_batchnorm] SyncBatchNorm has an affine weight and bias, running statistics and a momentum; ",
+           bn->type_name(), "(", bn->num_features(), ") lacks one of them");
+    auto sync = std::make_shared<SyncBatchNormImpl>(bn->num_features(), bn->eps(), *bn->momentum(), process_group);
+    // The same tensors, as torch's: an optimizer made before the conversion still updates them.
+    for (const char* name : {"weight", "bias"})
+      sync->register_parameter(name, bn->parameter(name), bn->parameter(name).requires_grad());
+    for (const char* name : {"running_mean", "running_var", "num_batches_tracked"})
+      sync->register_buffer(name, bn->buffer(name));
+    sync->train(bn->is_training());
+    return sync;
+  }
+  for (const auto& [name, child] : module->named_children())
+    if (auto converted = convert_sync_batchnorm(child, process_group); converted != child)
+      module->register_module(name, converted);
+  return module;
+}
+
 std::string SyncBatchNormImpl::extra_repr() const {
   std::ostringstream s;
-  s << num_features_ << ", eps=" << eps_ << ", momentum=" << momentum_;
+  s << num_features_ << ", eps=" << eps_ << ", momentum=" << momentum_
+    << ", affine=True, bias=True, track_running_stats=True";  // torch's printout; this layer has all three
   return s.str();
 }
 

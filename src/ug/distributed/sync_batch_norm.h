@@ -17,6 +17,9 @@ class SyncBatchNormImpl : public nn::Module {
   Tensor forward(const Tensor& x) override;
   void reset_parameters() override;
   std::string extra_repr() const override;
+  int64_t num_features() const { return num_features_; }
+  double eps() const { return eps_; }
+  double momentum() const { return momentum_; }
 
  private:
   int64_t num_features_;
@@ -25,5 +28,11 @@ class SyncBatchNormImpl : public nn::Module {
 };
 
 UG_MODULE(SyncBatchNorm);
+
+/** torch.nn.SyncBatchNorm.convert_sync_batchnorm: `module` with each BatchNorm1d/2d/3d in it
+ *  (itself too) replaced by a SyncBatchNorm over `process_group` that holds the same
+ *  parameters and running statistics; returns the module, or its replacement. */
+std::shared_ptr<nn::Module> convert_sync_batchnorm(std::shared_ptr<nn::Module> module,
+                                                   ProcessGroupPtr process_group = nullptr);
 
 }  // namespace ug::distributed

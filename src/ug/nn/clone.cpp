@@ -38,4 +38,9 @@ std::shared_ptr<Module> CloneMemo::module(const Module& m) {
   return copy;
 }
 
+void CloneMemo::refuse_substitute(const Module& old, const Module& with) {
+  fail<TypeError>("[register_module] a ", with.type_name(), " cannot take the place of a ", old.type_name(),
+                  ": the module holding it calls it as one");
+}
+
 }  // namespace ug::nn

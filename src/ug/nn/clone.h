@@ -31,12 +31,19 @@ class CloneMemo {
     auto it = modules_.find(as_module_ptr(h));
     if (it == modules_.end()) return;
     using Impl = std::remove_reference_t<decltype(*h)>;
-    h = Holder(std::dynamic_pointer_cast<Impl>(it->second));
+    auto replacement = std::dynamic_pointer_cast<Impl>(it->second);
+    if (!replacement) refuse_substitute(*as_module_ptr(h), *it->second);
+    h = Holder(std::move(replacement));
   }
+  /** Makes `with` stand for `old`: a child replaced in place (Module::register_module), so that
+   *  the members holding it (a Sequential's list, a layer's Linear) hold `with`. */
+  void substitute(const Module& old, std::shared_ptr<Module> with) { modules_[&old] = std::move(with); }
   /** The front end's own state for this copy (Python's deepcopy memo). */
   std::any context;
 
  private:
+  /** A replacement of another type than the member holding the old module can hold. */
+  [[noreturn]] static void refuse_substitute(const Module& old, const Module& with);
   template <class Holder> static const Module* as_module_ptr(const Holder& h) {
     if constexpr (requires { h.ptr(); }) return h.ptr().get();
     else return h.get();

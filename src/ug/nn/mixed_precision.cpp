@@ -35,4 +35,10 @@ Policy global_policy() {
   return global;
 }
 
+Policy layer_policy(const std::string& dtype) { return dtype.empty() ? global_policy() : policy(dtype); }
+
+DType weight_dtype(const Policy& p, bool given) {
+  return !given && p.name == "float32" ? get_default_dtype() : p.variable_dtype;
+}
+
 }  // namespace ug::mixed_precision

@@ -27,5 +27,11 @@ struct Policy {
 Policy policy(const std::string& name);
 void set_global_policy(const std::string& name);
 Policy global_policy();
+/** A layer's policy (Keras's dtype= argument): the one `dtype` names, else ("") the global one. */
+Policy layer_policy(const std::string& dtype);
+/** The dtype a layer under `p` makes its weights in: p's variable dtype, but the default dtype
+ *  (set_default_dtype(float64) makes float64 weights) under the default global policy, which
+ *  a policy the layer's dtype= names (`given`) is not. */
+DType weight_dtype(const Policy& p, bool given);
 
 }  // namespace ug::mixed_precision

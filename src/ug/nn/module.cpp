@@ -72,6 +72,11 @@ std::shared_ptr<Module> Module::register_module(const std::string& name, std::sh
   if (parameters_.contains(name) || buffers_.contains(name))
     fail("[register_module] \"", name, "\" is already a ", parameters_.contains(name) ? "parameter" : "buffer", " of ",
          type_name_);
+  if (const std::shared_ptr<Module>* held = children_.find(name); held && *held && m && *held != m) {
+    CloneMemo memo;
+    memo.substitute(**held, m);
+    rebind(memo);
+  }
   return children_.insert(name, std::move(m));
 }
 

@@ -2,6 +2,8 @@
 // NumPy broadcasting as stride-0 views, then the kernel. Also where, clamp and lerp.
 #include "ug/ops/binary.h"
 
+#include <cmath>
+
 #include "ug/backend/backend.h"
 #include "ug/graph/forward.h"
 #include "ug/graph/op_call.h"
@@ -102,6 +104,29 @@ std::pair<DType, DType> compute_and_out(BinaryOp op, DType common, DType a, DTyp
       return {common, common};
   }
   return {common, common};
+}
+
+}  // namespace
+
+double rounded_to(double v, DType t) {
+  const float f = static_cast<float>(v);
+  if (t == DType::BFloat16) return static_cast<float>(BFloat16(f));
+  if (t == DType::Float16) return static_cast<float>(Half(f));
+  return v;
+}
+
+namespace {
+
+/** Whether a Python number meets a 16-bit `compute` dtype in float32, unrounded, as torch's CPU
+ *  kernels read it for mul and div (either side) and floor_divide (number second): bfloat16
+ *  x * 1.0123 multiplies by 1.0123, not by 1.015625. add, sub, pow and the rest round the
+ *  number to the tensor's dtype first, as torch's do. A number the dtype holds exactly gives
+ *  the same result either way and keeps the 16-bit kernel. */
+bool scalar_in_opmath(BinaryOp op, DType compute, const Scalar& s, bool scalar_first) {
+  const bool reads_float = op == BinaryOp::Mul || op == BinaryOp::Div || (!scalar_first && op == BinaryOp::FloorDivide);
+  if (!reads_float || !is_16_bit(compute) || s.is_bool() || s.is_complex()) return false;
+  const double v = s.to_double();
+  return rounded_to(v, compute) != v && !std::isnan(v);
 }
 
 void check_integer_division(BinaryOp op, const Tensor& b) {
@@ -219,13 +244,24 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) { return run(op, re
 Tensor binary(BinaryOp op, const Tensor& a, Scalar b) {
   DType common = result_type(a, b);
   DType compute = compute_and_out(op, common, a.dtype(), b.is_bool() ? DType::Bool : common).first;
+  if (scalar_in_opmath(op, compute, b, false))
+    return in_opmath([op, &b](const Tensor& x) { return binary(op, x, b); }, a);
   return run(op, common, a, scalar_tensor(b, {.dtype = compute, .device = a.device()}));
 }
 
 Tensor binary(BinaryOp op, Scalar a, const Tensor& b) {
   DType common = result_type(b, a);
   DType compute = compute_and_out(op, common, a.is_bool() ? DType::Bool : common, b.dtype()).first;
+  if (scalar_in_opmath(op, compute, a, true))
+    return in_opmath([op, &a](const Tensor& y) { return binary(op, a, y); }, b);
   return run(op, common, scalar_tensor(a, {.dtype = compute, .device = b.device()}), b);
+}
+
+void binary_inplace(BinaryOp op, const Tensor& a, Scalar b) {
+  const DType common = result_type(a, b);
+  if (scalar_in_opmath(op, compute_and_out(op, common, a.dtype(), common).first, b, false))
+    Tensor(a).copy_(binary(op, read_before_write(a), b));
+  else binary_inplace(op, a, scalar_tensor(b, {.dtype = common, .device = a.device()}));
 }
 
 void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
@@ -261,20 +297,19 @@ void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b) {
 
 namespace ug {
 
-#define UG_DEFINE_BINARY(Op, name)                                                                            \
-  Tensor name(const Tensor& a, const Tensor& b) { return ops::binary(ops::BinaryOp::Op, a, b); }              \
-  Tensor name(const Tensor& a, Scalar b) { return ops::binary(ops::BinaryOp::Op, a, b); }                     \
-  Tensor name(Scalar a, const Tensor& b) { return ops::binary(ops::BinaryOp::Op, a, b); }                     \
-  Tensor Tensor::name(const Tensor& other) const { return ops::binary(ops::BinaryOp::Op, *this, other); }     \
-  Tensor Tensor::name(Scalar other) const { return ops::binary(ops::BinaryOp::Op, *this, other); }            \
-  Tensor& Tensor::name##_(const Tensor& other) {                                                              \
-    ops::binary_inplace(ops::BinaryOp::Op, *this, other);                                                     \
-    return *this;                                                                                             \
-  }                                                                                                           \
-  Tensor& Tensor::name##_(Scalar other) {                                                                     \
-    ops::binary_inplace(ops::BinaryOp::Op, *this,                                                             \
-                        scalar_tensor(other, {.dtype = ops::result_type(*this, other), .device = device()})); \
-    return *this;                                                                                             \
+#define UG_DEFINE_BINARY(Op, name)                                                                        \
+  Tensor name(const Tensor& a, const Tensor& b) { return ops::binary(ops::BinaryOp::Op, a, b); }          \
+  Tensor name(const Tensor& a, Scalar b) { return ops::binary(ops::BinaryOp::Op, a, b); }                 \
+  Tensor name(Scalar a, const Tensor& b) { return ops::binary(ops::BinaryOp::Op, a, b); }                 \
+  Tensor Tensor::name(const Tensor& other) const { return ops::binary(ops::BinaryOp::Op, *this, other); } \
+  Tensor Tensor::name(Scalar other) const { return ops::binary(ops::BinaryOp::Op, *this, other); }        \
+  Tensor& Tensor::name##_(const Tensor& other) {                                                          \
+    ops::binary_inplace(ops::BinaryOp::Op, *this, other);                                                 \
+    return *this;                                                                                         \
+  }                                                                                                       \
+  Tensor& Tensor::name##_(Scalar other) {                                                                 \
+    ops::binary_inplace(ops::BinaryOp::Op, *this, other);                                                 \
+    return *this;                                                                                         \
   }
 UG_BINARY_PUBLIC(UG_DEFINE_BINARY)
 #undef UG_DEFINE_BINARY
@@ -373,12 +408,58 @@ Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
   return copy_(ug::clamp(ops::read_before_write(*this), min, max));
 }
 
+// torch's lerp: from the nearer end, so that a weight of 1 gives `end` exactly (a + 1 * (b - a)
+// need not).
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
-  return ops::in_opmath([](const Tensor& a, const Tensor& b, const Tensor& w) { return a + w * (b - a); }, start, end,
-                        weight);
+  return ops::in_opmath(
+      [](const Tensor& a, const Tensor& b, const Tensor& w) {
+        const Tensor d = b - a;
+        return where(w.abs() < 0.5, a + w * d, b - d * (1 - w));
+      },
+      start, end, weight);
 }
 Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) {
-  return ops::in_opmath([&weight](const Tensor& a, const Tensor& b) { return a + weight * (b - a); }, start, end);
+  return ops::in_opmath(
+      [&weight](const Tensor& a, const Tensor& b) {
+        const double w = weight.to_double();
+        return std::abs(w) < 0.5 ? a + weight * (b - a) : b - (b - a) * (1 - w);
+      },
+      start, end);
+}
+
+namespace {
+/** b * alpha for add and sub, with torch's refusal of a fractional alpha for integer tensors. */
+Tensor scaled(const Tensor& a, const Tensor& b, const Scalar& alpha, const char* op) {
+  if (alpha.is_floating() && !is_inexact(a.dtype()) && !is_inexact(b.dtype()))
+    fail<RuntimeError>("[", op, "] alpha must not be a floating-point number for ", a.dtype(), " and ", b.dtype(),
+                       " tensors");
+  return b * alpha;
+}
+bool is_one(const Scalar& s) { return !s.is_complex() && s.to_double() == 1.0; }
+Scalar rounded_alpha(const Scalar& alpha, DType t) {
+  return alpha.is_floating() && ops::is_16_bit(t) ? Scalar(ops::rounded_to(alpha.to_double(), t)) : alpha;
+}
+}  // namespace
+
+// On 16-bit operands, as torch's: alpha rounded to their dtype, the sum computed in float32 and
+// rounded once.
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  if (is_one(alpha)) return add(a, b);
+  const Scalar k = rounded_alpha(alpha, ops::result_type(a, b));
+  return ops::in_opmath([&](const Tensor& x, const Tensor& y) { return x + scaled(x, y, k, "add"); }, a, b);
+}
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
+  if (is_one(alpha)) return sub(a, b);
+  const Scalar k = rounded_alpha(alpha, ops::result_type(a, b));
+  return ops::in_opmath([&](const Tensor& x, const Tensor& y) { return x - scaled(x, y, k, "sub"); }, a, b);
+}
+Tensor& add_(Tensor& a, const Tensor& b, Scalar alpha) {
+  if (is_one(alpha)) return a.add_(b);
+  return a.copy_(add(ops::read_before_write(a), b, alpha));
+}
+Tensor& sub_(Tensor& a, const Tensor& b, Scalar alpha) {
+  if (is_one(alpha)) return a.sub_(b);
+  return a.copy_(sub(ops::read_before_write(a), b, alpha));
 }
 Tensor Tensor::lerp(const Tensor& end, Scalar weight) const { return ug::lerp(*this, end, weight); }
 Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return ug::lerp(*this, end, weight); }

@@ -13,6 +13,7 @@ Tensor binary(BinaryOp op, const Tensor& a, Scalar b);
 Tensor binary(BinaryOp op, Scalar a, const Tensor& b);
 /** The in-place form: a op= b; the result must fit a's dtype and shape. */
 void binary_inplace(BinaryOp op, const Tensor& a, const Tensor& b);
+void binary_inplace(BinaryOp op, const Tensor& a, Scalar b);
 /** The dtype PyTorch gives `a op b` for a tensor and a Python number. */
 DType result_type(const Tensor& a, const Scalar& b);
 DType result_type(const Tensor& a, const Tensor& b);
@@ -65,6 +66,12 @@ Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight);
+/** torch's add and sub with alpha: a + alpha * b and a - alpha * b, rounded once on 16-bit
+ *  operands; add_ and sub_ write the result into a. */
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha);
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha);
+Tensor& add_(Tensor& a, const Tensor& b, Scalar alpha);
+Tensor& sub_(Tensor& a, const Tensor& b, Scalar alpha);
 /** |a - b| <= atol + rtol * |b| elementwise (torch.isclose). */
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);

@@ -513,7 +513,8 @@ Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source)
            "with a mask that selects nothing; the mask is not known while the function is traced");
   } else {
     // Under vmap, what the example selecting the most needs.
-    const int64_t needed = x.numel() ? ops::integer_range(place.narrow(0, x.numel() - 1, 1)).second + 1 : 0;
+    const int64_t needed =
+        x.numel() ? std::max<int64_t>(ops::integer_range(place.narrow(0, x.numel() - 1, 1)).second + 1, 0) : 0;
     if (needed > source.numel())
       fail<RuntimeError>("[masked_scatter] the mask selects ", needed, " elements, source of shape ", source.shape(),
                          " has ", source.numel());

@@ -74,9 +74,21 @@ int64_t vmap_size(std::initializer_list<const Tensor*> ts, int lvl) {
     if (batching::level(*t) == lvl) return batching::physical(*t, lvl).size(0);
   return 1;
 }
+/** A vmap over no example: an empty result of each example's shape (folding zero examples
+ *  into the groups would make zero groups). */
+Tensor no_example(const Shape& example, const Tensor& like, int lvl) {
+  Dims shape{0};
+  for (int64_t s : example) shape.push_back(s);
+  return batching::wrap(empty(shape, {.dtype = like.dtype(), .device = like.device()}), lvl);
+}
 
 Tensor conv_forward_batched(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p, int lvl) {
   const int64_t v = vmap_size({&x, &w}, lvl);
+  if (v == 0)
+    return no_example(
+        {x.size(0), w.size(0), conv_out_size(x.size(2), w.size(2), p.stride[0], p.padding[0], p.dilation[0]),
+         conv_out_size(x.size(3), w.size(3), p.stride[1], p.padding[1], p.dilation[1])},
+        x, lvl);
   if (batching::level(w) != lvl) {  // only the input is batched: fold the vmap dim into N
     Tensor px = batching::physical(x, lvl);
     Tensor out = conv_forward(px.reshape({-1, x.size(1), x.size(2), x.size(3)}), w, b, p);
@@ -127,6 +139,7 @@ Tensor conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Con
 
 Tensor conv_input_grad_batched(const Tensor& g, const Tensor& w, const Conv2dParams& p, const Shape& x_shape, int lvl) {
   const int64_t v = vmap_size({&g, &w}, lvl);
+  if (v == 0) return no_example(x_shape, g, lvl);
   if (batching::level(w) != lvl) {
     Tensor pg = batching::physical(g, lvl);
     Tensor gx = conv_input_grad(pg.reshape({-1, g.size(1), g.size(2), g.size(3)}), w, p,
@@ -176,9 +189,12 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Conv2dParams& p,
   Tensor out;
   if (int lvl = batching::max_level({&x, &g})) {
     const int64_t v = vmap_size({&x, &g}, lvl);
-    Tensor gw = conv_weight_grad(fold_channels(physical_of(x, lvl, v)), fold_channels(physical_of(g, lvl, v)),
-                                 grouped(p, v), {v * w_shape[0], w_shape[1], w_shape[2], w_shape[3]});
-    out = batching::wrap(gw.view({v, w_shape[0], w_shape[1], w_shape[2], w_shape[3]}), lvl);
+    out = v == 0 ? no_example(w_shape, x, lvl)
+                 : batching::wrap(
+                       conv_weight_grad(fold_channels(physical_of(x, lvl, v)), fold_channels(physical_of(g, lvl, v)),
+                                        grouped(p, v), {v * w_shape[0], w_shape[1], w_shape[2], w_shape[3]})
+                           .view({v, w_shape[0], w_shape[1], w_shape[2], w_shape[3]}),
+                       lvl);
   } else {
     out = empty(w_shape, {.dtype = x.dtype(), .device = x.device()});
     backend_for(x.device()).conv2d_weight_grad(x.contiguous(), g.contiguous(), p, out);

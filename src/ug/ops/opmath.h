@@ -9,6 +9,8 @@
 namespace ug::ops {
 
 inline bool is_16_bit(DType t) { return t == DType::BFloat16 || t == DType::Float16; }
+/** v rounded to a 16-bit dtype t (to nearest even); v itself for any other t. */
+double rounded_to(double v, DType t);
 
 /** fn(xs...), computed on float32 copies where the operands promote to a 16-bit dtype, the
  *  result rounded to it once. */

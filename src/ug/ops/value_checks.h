@@ -40,7 +40,9 @@ inline bool all_true(const Tensor& flags) {
   return read_every_example(flags, [](const Tensor& all) { return all.all().item<bool>(); });
 }
 
-/** The smallest and largest entries of an integer tensor (not empty), over every example. */
+/** The smallest and largest entries of an integer tensor, over every example; for a tensor
+ *  with no values there (a vmap over no example), the empty range {INT64_MAX, INT64_MIN},
+ *  which every bounds check passes. */
 std::pair<int64_t, int64_t> integer_range(const Tensor& t);
 
 }  // namespace ug::ops

@@ -42,6 +42,11 @@ void Optimizer::add_param_group(ParamGroup group) {
   groups_.push_back(std::move(group));
 }
 
+namespace {
+/** The dtype a parameter updates in, and its state is kept in: float32 for a 16-bit one. */
+DType update_dtype(DType param) { return param == DType::BFloat16 || param == DType::Float16 ? DType::Float32 : param; }
+}  // namespace
+
 const TensorDict* Optimizer::find_state(const Tensor& param) const {
   auto it = state_.find(param.impl_ref().get());
   return it == state_.end() ? nullptr : &it->second;
@@ -50,18 +55,24 @@ const TensorDict* Optimizer::find_state(const Tensor& param) const {
 void Optimizer::check_update(const Tensor& param, const Tensor& grad) const {
   if (grad.shape() != param.shape())
     fail<ValueError>("[", name_, "] gradient of shape ", grad.shape(), " for a parameter of shape ", param.shape());
-  if (!is_floating(param.dtype()) || (param.dtype() != DType::Float32 && param.dtype() != DType::Float64))
-    fail<TypeError>("[", name_, "] parameters must be float32 or float64, got ", param.dtype());
+  if (!is_floating(param.dtype()))
+    fail<TypeError>("[", name_, "] parameters must be floating (float16, bfloat16, float32 or float64), got ",
+                    param.dtype());
   if (grad.dtype() != param.dtype())
     fail<TypeError>("[", name_, "] gradient of dtype ", grad.dtype(), " for a parameter of dtype ", param.dtype());
 }
 
 void Optimizer::update_one(const Hyper& group, const Tensor& param, const Tensor& grad, TensorDict& state) const {
   check_update(param, grad);
-  if (state.empty()) state = init_state(param, group);
+  // A 16-bit parameter updates in float32, its state kept in float32, the result rounded once
+  // into it: 16-bit arithmetic at each step would lose the small moments and updates.
+  const DType compute = update_dtype(param.dtype());
   // The kernels run over plain contiguous arrays; a strided parameter is updated through a copy.
-  Tensor work = param.is_contiguous() ? param : param.contiguous();
-  update_param(group, work, grad.contiguous(), state);
+  Tensor work = param.dtype() != compute ? param.to(compute) : param.is_contiguous() ? param : param.contiguous();
+  if (state.empty()) state = init_state(work, group);
+  for (auto& [name, t] : state)  // made or loaded in the parameter's 16-bit dtype
+    if (name != "step" && t.dtype() == param.dtype() && t.dtype() != compute) t = t.to(compute);
+  update_param(group, work, grad.to(compute).contiguous(), state);
   if (work.impl_ref().get() != param.impl_ref().get()) Tensor(param).copy_(work);
   param.bump_version();
 }
@@ -253,7 +264,8 @@ void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
     const Tensor& p = by_index[index];
     TensorDict copy;
     // Like torch: the step counter keeps its float32 or float64 (others, e.g. an old integer
-    // count, become float32), the rest takes the parameter's dtype. The update loops walk
+    // count, become float32), the rest takes the parameter's dtype (float32 for a 16-bit one,
+    // which updates in float32: update_one). The update loops walk
     // state and parameter together, so their shapes must agree, but for per-parameter numbers.
     for (const auto& [key, t] : st) {
       if (key == "step") {
@@ -269,13 +281,13 @@ void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
         continue;
       }
       if (scalar_state(key) && t.numel() == 1) {
-        copy.insert(key, t.to(p.dtype(), /*copy=*/true).reshape({}));
+        copy.insert(key, t.to(update_dtype(p.dtype()), /*copy=*/true).reshape({}));
         continue;
       }
       if (!(t.shape() == p.shape()))
         fail<ValueError>("[", name_, "] loaded state '", key, "' of parameter ", index, " has shape ", t.shape(),
                          ", the parameter ", p.shape());
-      copy.insert(key, t.to(p.dtype(), /*copy=*/true).contiguous());
+      copy.insert(key, t.to(update_dtype(p.dtype()), /*copy=*/true).contiguous());
     }
     state[p.impl_ref().get()] = std::move(copy);
   }
@@ -372,7 +384,7 @@ std::pair<Tensor, TensorDict> Optimizer::updated(const Tensor& param, const Tens
 OptState Optimizer::init(const TensorDict& params) const {
   NoGradGuard no_grad;
   OptState out;
-  for (const auto& [key, p] : params) out.insert(key, init_state(p, defaults_));
+  for (const auto& [key, p] : params) out.insert(key, init_state(p.to(update_dtype(p.dtype())), defaults_));
   return out;
 }
 

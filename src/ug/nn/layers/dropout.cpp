@@ -10,8 +10,13 @@ namespace ug::nn {
 DropoutImpl::DropoutImpl(double p, bool inplace) : DropoutImpl("Dropout", functional::dropout, p, inplace) {}
 
 DropoutImpl::DropoutImpl(std::string type_name, Drop drop, double p, bool inplace)
-    : Module(std::move(type_name)), drop_(drop), p_(p), inplace_(inplace) {
-  if (p < 0 || p > 1) fail("[", this->type_name(), "] p must be in [0, 1], got ", p);
+    : Module(std::move(type_name)), drop_(drop), inplace_(inplace) {
+  set_p(p);
+}
+
+void DropoutImpl::set_p(double p) {
+  if (!(p >= 0 && p <= 1)) fail("[", type_name(), "] p must be in [0, 1], got ", p);
+  p_ = p;
 }
 
 Dropout1dImpl::Dropout1dImpl(double p, bool inplace) : DropoutImpl("Dropout1d", functional::dropout1d, p, inplace) {}

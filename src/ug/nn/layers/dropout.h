@@ -16,6 +16,10 @@ class DropoutImpl : public Module {
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   double p() const { return p_; }
+  /** torch's attributes are plain and settable (a schedule that lowers p during training). */
+  void set_p(double p);
+  bool inplace() const { return inplace_; }
+  void set_inplace(bool inplace) { inplace_ = inplace; }
 
  protected:
   /** Dropout1d and Dropout2d: `drop` is functional's dropout1d or dropout2d. */

@@ -133,7 +133,8 @@ KerasConvImpl::KerasConvImpl(std::string type_name, int rank, int64_t filters, D
       rank_(rank),
       filters_(filters),
       options_(std::move(options)),
-      compute_dtype_(mixed_precision::global_policy().autocast_dtype()) {
+      policy_(mixed_precision::layer_policy(options_.dtype)),
+      weight_dtype_(mixed_precision::weight_dtype(policy_, !options_.dtype.empty())) {
   const std::string& layer = this->type_name();
   if (filters <= 0) fail("[", layer, "] filters must be a positive int, got ", filters);
   if (options_.groups <= 0 || filters % options_.groups)
@@ -160,8 +161,8 @@ void KerasConvImpl::build(int64_t channels) {
   Dims shape = kernel_size_;
   shape.push_back(channels / options_.groups);
   shape.push_back(filters_);
-  register_parameter("kernel", empty(shape));
-  if (options_.use_bias) register_parameter("bias", empty({filters_}));
+  register_parameter("kernel", empty(shape, {.dtype = weight_dtype_, .device = {}}));
+  if (options_.use_bias) register_parameter("bias", empty({filters_}, {.dtype = weight_dtype_, .device = {}}));
   built_ = true;
   reset_parameters();
 }
@@ -200,7 +201,8 @@ Tensor KerasConvImpl::forward(const Tensor& x) {
   std::optional<Tensor> b;
   if (options_.use_bias) b = bias();
   std::optional<AutocastGuard> mixed;  // else an enclosing autocast region still applies
-  if (compute_dtype_) mixed.emplace(x.device().type, *compute_dtype_);
+  if (compute_dtype()) mixed.emplace(x.device().type, *compute_dtype());
+  else if (in.is_floating_point() && in.dtype() != weight_dtype_) in = in.to(weight_dtype_);  // as Keras casts
   Tensor y = rank_ == 1 ? conv1d(in, weight, b, strides, padding, dilation, options_.groups)
                         : conv2d(in, weight, b, strides, padding, dilation, options_.groups);
   if (last) y = channels_last(y);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "ug/nn/mixed_precision.h"
 #include "ug/nn/module.h"
 
 namespace ug::nn {
@@ -18,7 +19,8 @@ namespace ug::nn {
  *  outputs, an odd total padding puts the extra one after) or, for Conv1D, "causal".
  *  activation: a name ("relu", Dense's names), "" for none. Initializers: "glorot_uniform",
  *  "glorot_normal", "he_uniform", "he_normal", "zeros" or "ones", with Keras's fans. name: Keras's
- *  layer.name; "" gives a unique one from the class ("conv2d", "conv2d_1"). */
+ *  layer.name; "" gives a unique one from the class ("conv2d", "conv2d_1"). dtype: Keras's dtype
+ *  policy of the layer ("float64", "mixed_bfloat16", ...); "" the global one when made. */
 struct KerasConvOptions {
   Dims strides = {1};
   std::string padding = "valid";
@@ -30,11 +32,12 @@ struct KerasConvOptions {
   std::string kernel_initializer = "glorot_uniform";
   std::string bias_initializer = "zeros";
   std::string name = "";
+  std::string dtype = "";
 };
 
-/** Conv1D and Conv2D: kernel [*kernel_size, in / groups, filters], bias [filters]. Made under a
- *  mixed-precision policy (nn/mixed_precision.h), as Dense, it keeps float32 weights and computes
- *  in the policy's 16-bit dtype. */
+/** Conv1D and Conv2D: kernel [*kernel_size, in / groups, filters], bias [filters]. Its policy
+ *  (nn/mixed_precision.h) gives the weights' dtype and the one it computes in, as Dense's: a
+ *  mixed one keeps float32 weights and computes in its 16-bit dtype. */
 class KerasConvImpl : public Module {
   UG_CLONEABLE(KerasConvImpl)
  public:
@@ -55,7 +58,12 @@ class KerasConvImpl : public Module {
   const KerasConvOptions& options() const { return options_; }
   const std::string& name() const { return options_.name; }
   void set_name(std::string name) { options_.name = std::move(name); }
-  std::optional<DType> compute_dtype() const { return compute_dtype_; }
+  /** The mixed policy's 16-bit dtype the layer computes in; none where that is the weights'. */
+  std::optional<DType> compute_dtype() const { return policy_.autocast_dtype(); }
+  /** Keras's layer.dtype_policy. */
+  const mixed_precision::Policy& dtype_policy() const { return policy_; }
+  /** The weights' dtype (the policy's; the default dtype under the default global policy). */
+  DType weight_dtype() const { return weight_dtype_; }
 
  private:
   int rank_;
@@ -63,7 +71,8 @@ class KerasConvImpl : public Module {
   Dims kernel_size_;
   KerasConvOptions options_;
   std::function<Tensor(const Tensor&)> activation_;
-  std::optional<DType> compute_dtype_;
+  mixed_precision::Policy policy_;
+  DType weight_dtype_;
   bool built_ = false;
 };
 

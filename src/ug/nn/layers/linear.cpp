@@ -16,17 +16,19 @@
 namespace ug::nn {
 
 LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool bias, std::optional<DType> dtype)
-    : LinearImpl("Linear", in_features, out_features, bias, dtype.value_or(get_default_dtype())) {
+    : LinearImpl("Linear", in_features, out_features, bias, dtype.value_or(get_default_dtype()),
+                 mixed_precision::global_policy().autocast_dtype()) {
   if (in_features >= 0) reset_parameters();
 }
 
-LinearImpl::LinearImpl(std::string type_name, int64_t in_features, int64_t out_features, bool bias, DType dtype)
+LinearImpl::LinearImpl(std::string type_name, int64_t in_features, int64_t out_features, bool bias, DType dtype,
+                       std::optional<DType> compute_dtype)
     : Module(std::move(type_name)),
       in_features_(-1),
       out_features_(out_features),
       has_bias_(bias),
       dtype_(dtype),
-      compute_dtype_(mixed_precision::global_policy().autocast_dtype()) {
+      compute_dtype_(compute_dtype) {
   if (out_features <= 0) fail("[", this->type_name(), "] out_features must be positive, got ", out_features);
   if (!is_floating(dtype)) fail<TypeError>("[", this->type_name(), "] needs a floating dtype, got ", dtype);
   register_parameter("weight", Tensor());
@@ -79,20 +81,12 @@ std::string LinearImpl::extra_repr() const {
          ", out_features=" + std::to_string(out_features_) + ", bias=" + (has_bias_ ? "True" : "False");
 }
 
-namespace {
-
-/** Keras's variable dtype for a layer built now: the global policy's ("float16" makes float16
- *  weights), or the default dtype under the default policy. */
-DType variable_dtype() {
-  const mixed_precision::Policy policy = mixed_precision::global_policy();
-  return policy.name == "float32" ? get_default_dtype() : policy.variable_dtype;
-}
-
-}  // namespace
-
 DenseImpl::DenseImpl(int64_t units, const std::string& activation_name, int64_t input_dim, bool use_bias,
-                     std::optional<DType> dtype, bool flatten, const std::string& name)
-    : LinearImpl("Dense", input_dim, units, use_bias, dtype.value_or(variable_dtype())),
+                     const std::string& dtype, bool flatten, const std::string& name)
+    : LinearImpl("Dense", input_dim, units, use_bias,
+                 mixed_precision::weight_dtype(mixed_precision::layer_policy(dtype), !dtype.empty()),
+                 mixed_precision::layer_policy(dtype).autocast_dtype()),
+      policy_(mixed_precision::layer_policy(dtype)),
       activation_name_(activation_name),
       name_(keras_layer_name("Dense", name)),
       flatten_(flatten),

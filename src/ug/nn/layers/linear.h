@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "ug/nn/mixed_precision.h"
 #include "ug/nn/module.h"
 
 namespace ug::nn {
@@ -27,9 +28,12 @@ class LinearImpl : public Module {
   /** Keras's layer.compute_dtype: the 16-bit dtype of the mixed-precision policy the layer was
    *  built under (nn/mixed_precision.h), which its forward runs in (autocast); none otherwise. */
   std::optional<DType> compute_dtype() const { return compute_dtype_; }
+  /** The weight's dtype (known before a lazy layer has its weight). */
+  DType weight_dtype() const { return dtype_; }
 
  protected:
-  LinearImpl(std::string type_name, int64_t in_features, int64_t out_features, bool bias, DType dtype);
+  LinearImpl(std::string type_name, int64_t in_features, int64_t out_features, bool bias, DType dtype,
+             std::optional<DType> compute_dtype);
   /** Creates the weight once the input size is known. */
   void materialize(int64_t in_features);
   /** A lazy layer's first forward (or load): its tensors for in_features, drawn as a Linear's;
@@ -51,24 +55,29 @@ std::string keras_layer_name(const std::string& type_name, const std::string& na
 /** Keras's Dense: `Dense(128, "relu")`; the input size comes from the first call unless
  *  given. Keras's defaults: Glorot-uniform kernel, zero bias. Keras maps the last dim; with
  *  `flatten`, Gluon's Dense, every dim after the first is flattened into one first, so a
- *  (N, C, H, W) batch gives (N, units). Built under a mixed-precision policy, as Linear, it keeps
- *  float32 weights and computes in the policy's 16-bit dtype, its activation included. */
+ *  (N, C, H, W) batch gives (N, units). Its dtype policy (Keras's dtype=: "float64",
+ *  "mixed_bfloat16", ...; else the global policy when built) gives its weights' dtype and the
+ *  dtype it computes in: under a mixed policy, float32 weights and the 16-bit dtype, its
+ *  activation included. */
 class DenseImpl : public LinearImpl {
   UG_CLONEABLE(DenseImpl)
  public:
   DenseImpl(int64_t units, const std::string& activation = "", int64_t input_dim = -1, bool use_bias = true,
-            std::optional<DType> dtype = std::nullopt, bool flatten = false, const std::string& name = "");
+            const std::string& dtype = "", bool flatten = false, const std::string& name = "");
   Tensor forward(const Tensor& x) override;
   void reset_parameters() override;
   std::string extra_repr() const override;
   /** The activation's name, "" for none. */
   const std::string& activation_name() const { return activation_name_; }
   bool flatten() const { return flatten_; }
+  /** Keras's layer.dtype_policy. */
+  const mixed_precision::Policy& dtype_policy() const { return policy_; }
   /** Keras's layer.name (keras_layer_name). */
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
 
  private:
+  mixed_precision::Policy policy_;
   std::string activation_name_, name_;
   bool flatten_;
   std::function<Tensor(const Tensor&)> activation_;

@@ -19,7 +19,10 @@ class NormBaseImpl : public Module {
   void reset_parameters() override;
   void load_lazy_shapes(const TensorDict& state, const std::string& prefix) override;
   std::string extra_repr() const override;
+  int64_t num_features() const { return num_features_; }
   double eps() const { return eps_; }
+  bool affine() const { return affine_; }
+  bool track_running_stats() const { return track_running_stats_; }
   /** The running statistics' update rate, settable; unset is a cumulative average (torch's None). */
   std::optional<double>& momentum() { return momentum_; }
   /** running_mean to 0, running_var to 1 and num_batches_tracked to 0, when tracked (torch's). */
