@@ -431,11 +431,14 @@ class JitFunction:
     """A function compiled per call signature (see the module's docstring)."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), cache_size=8,
-                 state=None, name=None, reduce_retracing=False, donate_argnames=()):
+                 state=None, name=None, reduce_retracing=False, donate_argnames=(), numbers_as_tensors=False):
         if not callable(fun):
             raise TypeError(f"[jit] expected a function, got {type(fun).__name__}")
         functools.update_wrapper(self, fun, updated=())
         self._fun = fun
+        # jax.jit and tf.function return a number among the outputs as an array (a tensor);
+        # torch.compile returns it as it is
+        self._numbers_as_tensors = numbers_as_tensors
         self._static_tokens = _StaticTokens()
         self._state = state  # a function giving [(name, tensor)] read live (ug.compile's module)
         self._params = _signature_params(fun)
@@ -683,12 +686,13 @@ class JitFunction:
             warnings.warn(warning, RetraceWarning, stacklevel=3)
         return program, traced, key
 
-    @staticmethod
-    def _result_builder(out):
-        """The _builder of a trace's result; where the trace returned no tensor, one that gives its
-        numbers as new 0-d tensors at each call, as jax.jit(lambda x: 3.0) returns an array."""
+    def _result_builder(self, out):
+        """The _builder of a trace's result; where the trace returned no tensor, or returned
+        numbers and the front end is jax.jit's or tf.function's, one that gives the numbers as
+        new 0-d tensors at each call, as jax.jit(lambda x: (x, 3.0)) returns arrays."""
         build = _builder(*out)
-        if None in out[1]:  # the program's outputs fill these leaves
+        numbers = any(isinstance(v, (bool, int, float, *_NUMPY_TYPES)) for v in out[1])
+        if None in out[1] and not (numbers and self._numbers_as_tensors):  # the program's outputs fill these
             return build
         return lambda it: tree_map(_number_as_tensor, build(it))
 
@@ -818,7 +822,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), d
     (`x.is_deleted()`), as donated jax.Arrays are."""
     def wrap(f):
         return JitFunction(f, static_argnums, static_argnames, donate_argnums, cache_size,
-                           donate_argnames=donate_argnames)
+                           donate_argnames=donate_argnames, numbers_as_tensors=True)
     return wrap if fun is None else wrap(fun)
 
 

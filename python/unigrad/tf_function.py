@@ -99,7 +99,7 @@ class ConcreteFunction:
                             "function takes tensors")
         self._name = name
         any_size = any(None in (s.shape or (None,)) for p in self._tensor_params for s in _specs_in(bound, p))
-        self._jitted = JitFunction(fun, reduce_retracing=any_size, name=name)
+        self._jitted = JitFunction(fun, reduce_retracing=any_size, name=name, numbers_as_tensors=True)
         self.structured_outputs = self._trace(any_size)
 
     def _example(self, size):
@@ -246,7 +246,7 @@ class Function(JitFunction):
         if specs is not None and not all(map(_is_spec, specs)):
             raise TypeError(f"[function] the input_signature holds TensorSpecs, got {specs!r}")
         any_size = specs is not None and any(s.shape is None or None in s.shape for s in specs)
-        super().__init__(fun, reduce_retracing=reduce_retracing or any_size)
+        super().__init__(fun, reduce_retracing=reduce_retracing or any_size, numbers_as_tensors=True)
         self.input_signature = specs
 
     def __call__(self, *args, **kwargs):

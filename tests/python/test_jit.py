@@ -76,7 +76,8 @@ def test_a_call_that_hits_runs_the_program_its_signature_traced():
     for k in (2, 2.0, True):  # equal as Python values, different statics: three programs
         out = f({"a": a}, x, k)
         close(out["y"], a * k + x)
-        assert out["k"] is k
+        # returned as jax.jit returns a number, a 0-d array: of the number's own dtype
+        assert out["k"].dtype == {int: ug.int64, float: ug.float32, bool: ug.bool}[type(k)] and out["k"].item() == k
     assert f.cache_info().traces == 3
     close(f({"a": a}, x, 2)["y"], a * 2 + x)
     close(f({"a": a.double()}, x.double(), 2)["y"], a.double() * 2 + x.double())  # another dtype
@@ -1499,3 +1500,22 @@ def test_a_programs_tensor_index_is_checked_as_eagerly(index):
                 assert f"(at {__file__}:" in str(raised.value), raised.value
         else:
             assert f(x, i).tolist() == expected.tolist()
+
+
+def test_numbers_among_the_outputs_come_back_as_the_front_ends_do():
+    """jax.jit and tf.function return a number among the outputs as an array, torch.compile
+    as it is: jit returned the Python numbers (JAX: Array(2.0), Array(3))."""
+    import jax
+    import jax.numpy as jnp
+
+    def f(x):
+        return x.sum(), 2.0, {"n": 3, "flag": True, "name": "step"}
+
+    ours = ug.jit(f)(ug.ones(3))
+    theirs = jax.jit(lambda x: (x.sum(), 2.0, {"n": 3, "flag": True}))(jnp.ones(3))
+    assert all(isinstance(v, ug.Tensor) for v in (ours[1], ours[2]["n"], ours[2]["flag"]))
+    assert (float(ours[1]), int(ours[2]["n"]), bool(ours[2]["flag"])) == (2.0, 3, True)
+    assert float(theirs[1]) == 2.0 and ours[2]["name"] == "step"
+    assert ug.function(f)(ug.ones(3))[1].item() == 2.0
+    kept = ug.compile(f)(ug.ones(3))
+    assert kept[1] == 2.0 and type(kept[1]) is float and kept[2]["n"] == 3
