@@ -428,39 +428,42 @@ Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) {
 }
 
 namespace {
-/** b * alpha for add and sub, with torch's refusal of a fractional alpha for integer tensors. */
-Tensor scaled(const Tensor& a, const Tensor& b, const Scalar& alpha, const char* op) {
+/** torch's refusal of a fractional alpha for integer tensors (whatever its value). */
+void check_alpha(const Tensor& a, const Tensor& b, const Scalar& alpha, const char* op) {
   if (alpha.is_floating() && !is_inexact(a.dtype()) && !is_inexact(b.dtype()))
     fail<RuntimeError>("[", op, "] alpha must not be a floating-point number for ", a.dtype(), " and ", b.dtype(),
                        " tensors");
-  return b * alpha;
 }
 bool is_one(const Scalar& s) { return !s.is_complex() && s.to_double() == 1.0; }
-Scalar rounded_alpha(const Scalar& alpha, DType t) {
-  return alpha.is_floating() && ops::is_16_bit(t) ? Scalar(ops::rounded_to(alpha.to_double(), t)) : alpha;
+
+/** a op alpha * b (add, sub). On 16-bit operands, as torch's: alpha rounded to their dtype, the
+ *  result computed in float32 and rounded once. */
+Tensor with_alpha(ops::BinaryOp op, const char* name, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  check_alpha(a, b, alpha, name);
+  if (is_one(alpha)) return ops::binary(op, a, b);
+  const DType t = ops::result_type(a, b);
+  const Scalar k = alpha.is_floating() && ops::is_16_bit(t) ? Scalar(ops::rounded_to(alpha.to_double(), t)) : alpha;
+  return ops::in_opmath([&](const Tensor& x, const Tensor& y) { return ops::binary(op, x, y * k); }, a, b);
+}
+
+/** The in-place form: in place where nothing rounds in between, through a copy on 16-bit operands. */
+Tensor& with_alpha_(ops::BinaryOp op, const char* name, Tensor& a, const Tensor& b, const Scalar& alpha) {
+  check_alpha(a, b, alpha, name);
+  if (ops::is_16_bit(ops::result_type(a, b)) && !is_one(alpha))
+    return a.copy_(with_alpha(op, name, ops::read_before_write(a), b, alpha));
+  ops::binary_inplace(op, a, is_one(alpha) ? b : b * alpha);
+  return a;
 }
 }  // namespace
 
-// On 16-bit operands, as torch's: alpha rounded to their dtype, the sum computed in float32 and
-// rounded once.
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
-  if (is_one(alpha)) return add(a, b);
-  const Scalar k = rounded_alpha(alpha, ops::result_type(a, b));
-  return ops::in_opmath([&](const Tensor& x, const Tensor& y) { return x + scaled(x, y, k, "add"); }, a, b);
+  return with_alpha(ops::BinaryOp::Add, "add", a, b, alpha);
 }
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
-  if (is_one(alpha)) return sub(a, b);
-  const Scalar k = rounded_alpha(alpha, ops::result_type(a, b));
-  return ops::in_opmath([&](const Tensor& x, const Tensor& y) { return x - scaled(x, y, k, "sub"); }, a, b);
+  return with_alpha(ops::BinaryOp::Sub, "sub", a, b, alpha);
 }
-Tensor& add_(Tensor& a, const Tensor& b, Scalar alpha) {
-  if (is_one(alpha)) return a.add_(b);
-  return a.copy_(add(ops::read_before_write(a), b, alpha));
-}
-Tensor& sub_(Tensor& a, const Tensor& b, Scalar alpha) {
-  if (is_one(alpha)) return a.sub_(b);
-  return a.copy_(sub(ops::read_before_write(a), b, alpha));
-}
+Tensor& add_(Tensor& a, const Tensor& b, Scalar alpha) { return with_alpha_(ops::BinaryOp::Add, "add", a, b, alpha); }
+Tensor& sub_(Tensor& a, const Tensor& b, Scalar alpha) { return with_alpha_(ops::BinaryOp::Sub, "sub", a, b, alpha); }
 Tensor Tensor::lerp(const Tensor& end, Scalar weight) const { return ug::lerp(*this, end, weight); }
 Tensor Tensor::lerp(const Tensor& end, const Tensor& weight) const { return ug::lerp(*this, end, weight); }
 
