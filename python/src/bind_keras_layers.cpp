@@ -176,7 +176,7 @@ void bind_keras_layers(nb::module_& m) {
   bind_global_pool<GlobalMaxPooling2DImpl>(m, "GlobalMaxPooling2D",
                                            "keras.layers.GlobalMaxPooling2D: the max over height and width.");
 
-  nb::class_<BatchNormalizationImpl, Module>(
+  auto batch_norm = nb::class_<BatchNormalizationImpl, Module>(
       m, "BatchNormalization",
       "keras.layers.BatchNormalization(axis=-1, momentum=0.99, epsilon=1e-3): normalizes each entry of axis over "
       "the other dims; training uses the batch's statistics and moves moving_mean / moving_variance towards them by "
@@ -186,7 +186,7 @@ void bind_keras_layers(nb::module_& m) {
           [](BatchNormalizationImpl* self, int64_t axis, double momentum, double epsilon, bool center, bool scale,
              const std::string& beta_initializer, const std::string& gamma_initializer,
              const std::string& moving_mean_initializer, const std::string& moving_variance_initializer,
-             std::optional<std::string> layer_name) {
+             std::optional<std::string> layer_name, nb::handle dtype) {
             new (self) BatchNormalizationImpl({.axis = axis,
                                                .momentum = momentum,
                                                .epsilon = epsilon,
@@ -196,11 +196,12 @@ void bind_keras_layers(nb::module_& m) {
                                                .gamma_initializer = gamma_initializer,
                                                .moving_mean_initializer = moving_mean_initializer,
                                                .moving_variance_initializer = moving_variance_initializer,
-                                               .name = layer_name.value_or("")});
+                                               .name = layer_name.value_or(""),
+                                               .dtype = policy_name_from_python(dtype)});
           },
           "axis"_a = -1, "momentum"_a = 0.99, "epsilon"_a = 1e-3, "center"_a = true, "scale"_a = true,
           "beta_initializer"_a = "zeros", "gamma_initializer"_a = "ones", "moving_mean_initializer"_a = "zeros",
-          "moving_variance_initializer"_a = "ones", "name"_a = nb::none())
+          "moving_variance_initializer"_a = "ones", "name"_a = nb::none(), "dtype"_a = nb::none())
       .def(
           "build",
           [](BatchNormalizationImpl& b, nb::handle input_shape) {
@@ -214,6 +215,7 @@ void bind_keras_layers(nb::module_& m) {
       .def_prop_ro("center", [](const BatchNormalizationImpl& b) { return b.options().center; })
       .def_prop_ro("scale", [](const BatchNormalizationImpl& b) { return b.options().scale; })
       .def_prop_rw("name", &BatchNormalizationImpl::name, &BatchNormalizationImpl::set_name);
+  def_keras_dtypes<BatchNormalizationImpl>(batch_norm);
 
   m.def("layer_name", &keras_layer_name, "type_name"_a, "name"_a = "",
         "Keras's layer.name: name if given, else the class's snake-case name made unique (\"dense_1\").");
@@ -249,11 +251,18 @@ void bind_keras_layers(nb::module_& m) {
                 name);
           },
           "type_name"_a, "fn"_a, "name"_a = "");
-  nb::class_<KerasActivationImpl, Module>(m, "Activation",
-                                          "keras.layers.Activation('relu'): the activation of that name.")
-      .def(nb::init<const std::string&, const std::string&>(), "activation"_a, "name"_a = "")
-      .def_prop_ro("activation", &KerasActivationImpl::activation_name)
-      .def_prop_rw("name", &KerasActivationImpl::name, &KerasActivationImpl::set_name);
+  auto activation = nb::class_<KerasActivationImpl, Module>(
+                        m, "Activation", "keras.layers.Activation('relu'): the activation of that name.")
+                        .def(
+                            "__init__",
+                            [](KerasActivationImpl* self, const std::string& activation, const std::string& name,
+                               nb::handle dtype) {
+                              new (self) KerasActivationImpl(activation, name, policy_name_from_python(dtype));
+                            },
+                            "activation"_a, "name"_a = "", "dtype"_a = nb::none())
+                        .def_prop_ro("activation", &KerasActivationImpl::activation_name)
+                        .def_prop_rw("name", &KerasActivationImpl::name, &KerasActivationImpl::set_name);
+  def_keras_dtypes<KerasActivationImpl>(activation);
 
   nb::class_<FunctionalImpl, Module>(
       m, "Functional",

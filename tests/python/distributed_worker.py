@@ -373,7 +373,10 @@ def ddp_no_sync(view=False):
                 model(mine).sum().backward()
             # accumulated locally only: rank 0 and 1 differ
         else:
-            model(mine).sum().backward()
+            out = model(mine)
+            with ug.no_grad():  # an evaluation between forward and backward leaves the reduction armed
+                model(mine)
+            out.sum().backward()
         reference(ug.tensor(x)).sum().backward()
     for p, q in zip(model.module.parameters(), reference.parameters()):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy() / n, rtol=1e-12, atol=1e-12)
@@ -431,6 +434,21 @@ def ddp_unused(view=False):
         model(ug.randn(2, 4)).sum().backward()
     assert model.module.trunk.weight.grad is not None
     assert not model.module.unused.weight.grad.numpy().any()  # no rank's gradient: zeros
+    # Two forwards and one backward: the first forward under no_sync, as torch's docs have it.
+    model.zero_grad()
+    with model.no_sync():
+        first = model(ug.randn(2, 4))
+    (first.sum() + model(ug.randn(2, 4)).sum()).backward()
+    every = [ug.zeros(4, 4) for _ in range(dist.get_world_size())]
+    dist.all_gather(every, model.module.trunk.weight.grad)
+    assert all(g.equal(every[0]) for g in every), "the gradients were not averaged"
+    model(ug.randn(2, 4))
+    try:
+        model(ug.randn(2, 4))
+    except RuntimeError as e:
+        assert "forward ran again before a backward" in str(e), e
+    else:
+        raise AssertionError("no error for two forwards before a backward with find_unused_parameters")
     ug.manual_seed(rank)
     strict = ug.nn.parallel.DistributedDataParallel(TwoHeads())
     strict(ug.randn(2, 4)).sum().backward()
@@ -548,6 +566,16 @@ def sync_batch_norm():
     for name in ("running_mean", "running_var"):
         np.testing.assert_allclose(getattr(model.module[1], name).numpy(), getattr(reference[1], name).numpy(),
                                    rtol=0, atol=1e-9)
+    # float32 rows far from zero, against float64 statistics of the whole batch. The mean of 4B
+    # values near 1000 is off by a few ulps of 1000 (~1e-4) whatever the order, which bounds the
+    # outputs' error here; E[x^2] - E[x]^2 would miss var by ulps of 1e6 (0.06 each).
+    every = 1000 + rng.standard_normal((n * 4 * batch, 3))
+    rows = slice(rank * 4 * batch, (rank + 1) * 4 * batch)
+    norm = ug.nn.SyncBatchNorm(3)
+    out = norm(ug.tensor(every[rows], dtype=ug.float32))
+    mean, var = every.mean(0), every.var(0)
+    np.testing.assert_allclose(out.detach().numpy(), ((every - mean) / np.sqrt(var + 1e-5))[rows], rtol=0, atol=2e-3)
+    np.testing.assert_allclose(norm.running_var.numpy(), 0.9 + 0.1 * every.var(0, ddof=1), rtol=1e-4)
 
 
 def killed():

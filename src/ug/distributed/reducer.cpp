@@ -39,6 +39,7 @@ struct Reducer::State {
   bool armed = false;
   bool traced = false;  // this backward is a compiled step's trace (average_traced)
   size_t ready = 0;
+  size_t unused = 0;  // of them, marked ready by find_unused's search before backward
   std::vector<bool> is_ready;
 
   Tensor slice(size_t p) {
@@ -62,7 +63,7 @@ struct Reducer::State {
       b.average = Tensor();
       b.in_flight = false;
     }
-    ready = 0;
+    ready = unused = 0;
     is_ready.assign(params.size(), false);
     armed = true;
   }
@@ -197,7 +198,14 @@ Reducer::~Reducer() {
 
 void Reducer::prepare_for_forward() {
   State& s = *state_;
-  if (!s.armed || s.ready == 0) return;
+  if (!s.armed || s.ready == 0 || !s.require_sync || !GradMode::is_enabled()) return;
+  if (s.ready == s.unused) {
+    s.armed = false;
+    fail<RuntimeError>("[DistributedDataParallel] forward ran again before a backward through the previous forward's "
+                       "output: with find_unused_parameters=True the unused parameters' reduction starts in "
+                       "forward, so each forward needs its backward before the next one (run extra forwards "
+                       "under no_sync() or no_grad())");
+  }
   std::string missing;
   for (size_t p = 0; p < s.params.size(); ++p)
     if (!s.is_ready[p]) missing += (missing.empty() ? "" : ", ") + std::to_string(p);
@@ -210,10 +218,8 @@ void Reducer::prepare_for_forward() {
 
 void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
   State& s = *state_;
-  if (!s.require_sync || !GradMode::is_enabled()) {
-    s.armed = false;
-    return;
-  }
+  // A forward under no_grad or no_sync leaves a previous forward's reduction armed, as torch's.
+  if (!s.require_sync || !GradMode::is_enabled()) return;
   // A compiled step's trace records the buckets' averaging (average_traced); an ONNX export's
   // trace has no backward to arm for.
   s.traced = graph::detail::current_capture != nullptr;
@@ -239,7 +245,10 @@ void Reducer::prepare_for_backward(const std::vector<Tensor>& outputs) {
   }
   AutoGradMode no_grad(false);
   for (size_t p = 0; p < s.params.size(); ++p)
-    if (!reached.count(s.params[p].impl_ref().get())) s.mark_ready(p);
+    if (!reached.count(s.params[p].impl_ref().get())) {
+      s.mark_ready(p);
+      ++s.unused;
+    }
   if (s.ready == s.params.size()) s.finish();
 }
 

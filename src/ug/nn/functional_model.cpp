@@ -38,11 +38,18 @@ Tensor ConcatenateImpl::merge(const std::vector<Tensor>& inputs) {
   return cat(inputs, axis_);
 }
 
-KerasActivationImpl::KerasActivationImpl(const std::string& activation_name, const std::string& name)
+KerasActivationImpl::KerasActivationImpl(const std::string& activation_name, const std::string& name,
+                                         const std::string& dtype)
     : Module("Activation"),
       activation_(activation_name),
       name_(keras_layer_name("Activation", name)),
+      dtypes_(dtype),
       fn_(activation(activation_name)) {}
+
+Tensor KerasActivationImpl::forward(const Tensor& x) {
+  const Tensor in = dtypes_.cast_input(x);
+  return fn_ ? fn_(in) : in;
+}
 
 FunctionalImpl::FunctionalImpl(int64_t inputs, std::string name, std::vector<Shape> input_shapes,
                                std::vector<std::string> input_names)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ug/nn/layers/keras_dtype.h"
 #include "ug/nn/module.h"
 
 namespace ug::nn {
@@ -78,15 +79,22 @@ UG_MODULE(Operation);
 class KerasActivationImpl : public Module {
   UG_CLONEABLE(KerasActivationImpl)
  public:
-  explicit KerasActivationImpl(const std::string& activation, const std::string& name = "");
-  Tensor forward(const Tensor& x) override { return fn_ ? fn_(x) : x; }
+  /** dtype: Keras's dtype policy of the layer ("" the global one): the input is cast to its
+   *  compute dtype, as Keras's. */
+  explicit KerasActivationImpl(const std::string& activation, const std::string& name = "",
+                               const std::string& dtype = "");
+  Tensor forward(const Tensor& x) override;
   const std::string& activation_name() const { return activation_; }
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
   std::string extra_repr() const override { return "activation=\"" + activation_ + "\""; }
+  std::optional<DType> compute_dtype() const { return dtypes_.mixed(); }
+  const mixed_precision::Policy& dtype_policy() const { return dtypes_.policy(); }
+  DType weight_dtype() const { return dtypes_.weights(); }
 
  private:
   std::string activation_, name_;
+  KerasDtype dtypes_;
   std::function<Tensor(const Tensor&)> fn_;
 };
 UG_MODULE(KerasActivation);

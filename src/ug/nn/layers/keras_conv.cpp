@@ -75,9 +75,9 @@ void initialize(Tensor& t, const std::string& name) {
   }
 }
 
-Tensor initialized(const Dims& shape, const std::string& name) {
+Tensor initialized(const Dims& shape, const std::string& name, DType dtype) {
   NoGradGuard no_grad;
-  Tensor t = empty(shape);
+  Tensor t = empty(shape, {.dtype = dtype, .device = {}});
   initialize(t, name);
   return t;
 }
@@ -133,8 +133,7 @@ KerasConvImpl::KerasConvImpl(std::string type_name, int rank, int64_t filters, D
       rank_(rank),
       filters_(filters),
       options_(std::move(options)),
-      policy_(mixed_precision::layer_policy(options_.dtype)),
-      weight_dtype_(mixed_precision::weight_dtype(policy_, !options_.dtype.empty())) {
+      dtypes_(options_.dtype) {
   const std::string& layer = this->type_name();
   if (filters <= 0) fail("[", layer, "] filters must be a positive int, got ", filters);
   if (options_.groups <= 0 || filters % options_.groups)
@@ -161,8 +160,8 @@ void KerasConvImpl::build(int64_t channels) {
   Dims shape = kernel_size_;
   shape.push_back(channels / options_.groups);
   shape.push_back(filters_);
-  register_parameter("kernel", empty(shape, {.dtype = weight_dtype_, .device = {}}));
-  if (options_.use_bias) register_parameter("bias", empty({filters_}, {.dtype = weight_dtype_, .device = {}}));
+  register_parameter("kernel", empty(shape, {.dtype = weight_dtype(), .device = {}}));
+  if (options_.use_bias) register_parameter("bias", empty({filters_}, {.dtype = weight_dtype(), .device = {}}));
   built_ = true;
   reset_parameters();
 }
@@ -202,7 +201,7 @@ Tensor KerasConvImpl::forward(const Tensor& x) {
   if (options_.use_bias) b = bias();
   std::optional<AutocastGuard> mixed;  // else an enclosing autocast region still applies
   if (compute_dtype()) mixed.emplace(x.device().type, *compute_dtype());
-  else if (in.is_floating_point() && in.dtype() != weight_dtype_) in = in.to(weight_dtype_);  // as Keras casts
+  else in = dtypes_.cast_input(in);
   Tensor y = rank_ == 1 ? conv1d(in, weight, b, strides, padding, dilation, options_.groups)
                         : conv2d(in, weight, b, strides, padding, dilation, options_.groups);
   if (last) y = channels_last(y);
@@ -274,7 +273,7 @@ std::string KerasGlobalPoolImpl::extra_repr() const {
 }
 
 BatchNormalizationImpl::BatchNormalizationImpl(BatchNormalizationOptions options)
-    : Module("BatchNormalization"), options_(std::move(options)) {
+    : Module("BatchNormalization"), options_(std::move(options)), dtypes_(options_.dtype) {
   for (std::string* init : {&options_.beta_initializer, &options_.gamma_initializer, &options_.moving_mean_initializer,
                             &options_.moving_variance_initializer})
     *init = option(*init, kInitializers, "BatchNormalization", "an initializer");
@@ -289,10 +288,10 @@ void BatchNormalizationImpl::build(const Shape& input_shape) {
 }
 
 void BatchNormalizationImpl::make(int64_t size) {
-  if (options_.scale) register_parameter("gamma", initialized({size}, options_.gamma_initializer));
-  if (options_.center) register_parameter("beta", initialized({size}, options_.beta_initializer));
-  register_buffer("moving_mean", initialized({size}, options_.moving_mean_initializer));
-  register_buffer("moving_variance", initialized({size}, options_.moving_variance_initializer));
+  if (options_.scale) register_parameter("gamma", initialized({size}, options_.gamma_initializer, weight_dtype()));
+  if (options_.center) register_parameter("beta", initialized({size}, options_.beta_initializer, weight_dtype()));
+  register_buffer("moving_mean", initialized({size}, options_.moving_mean_initializer, weight_dtype()));
+  register_buffer("moving_variance", initialized({size}, options_.moving_variance_initializer, weight_dtype()));
   built_ = true;
 }
 
@@ -301,8 +300,12 @@ void BatchNormalizationImpl::load_lazy_shapes(const TensorDict& state, const std
   if (!built_ && mean && mean->dim() == 1) make(mean->size(0));
 }
 
-Tensor BatchNormalizationImpl::forward(const Tensor& x) {
-  if (!built_) build(x.shape());
+Tensor BatchNormalizationImpl::forward(const Tensor& input) {
+  if (!built_) build(input.shape());
+  const Tensor cast = dtypes_.cast_input(input);
+  // Keras normalizes a 16-bit input in float32: its sums of squares overflow float16.
+  const bool narrow = cast.dtype() == DType::Float16 || cast.dtype() == DType::BFloat16;
+  const Tensor x = narrow ? cast.to(DType::Float32) : cast;
   const int64_t axis = options_.axis < 0 ? options_.axis + x.dim() : options_.axis;
   if (axis < 0 || axis >= x.dim())
     fail("[BatchNormalization] axis ", options_.axis, " is out of range for an input of shape ", x.shape());
@@ -322,7 +325,8 @@ Tensor BatchNormalizationImpl::forward(const Tensor& x) {
   }
   Tensor y = (x - mean.reshape(shape)) * (variance.reshape(shape) + options_.epsilon).rsqrt();
   if (options_.scale) y = y * parameter("gamma").reshape(shape);
-  return options_.center ? y + parameter("beta").reshape(shape) : y;
+  if (options_.center) y = y + parameter("beta").reshape(shape);
+  return narrow ? y.to(cast.dtype()) : y;
 }
 
 std::string BatchNormalizationImpl::extra_repr() const {

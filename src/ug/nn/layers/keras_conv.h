@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "ug/nn/mixed_precision.h"
+#include "ug/nn/layers/keras_dtype.h"
 #include "ug/nn/module.h"
 
 namespace ug::nn {
@@ -59,11 +59,11 @@ class KerasConvImpl : public Module {
   const std::string& name() const { return options_.name; }
   void set_name(std::string name) { options_.name = std::move(name); }
   /** The mixed policy's 16-bit dtype the layer computes in; none where that is the weights'. */
-  std::optional<DType> compute_dtype() const { return policy_.autocast_dtype(); }
+  std::optional<DType> compute_dtype() const { return dtypes_.mixed(); }
   /** Keras's layer.dtype_policy. */
-  const mixed_precision::Policy& dtype_policy() const { return policy_; }
+  const mixed_precision::Policy& dtype_policy() const { return dtypes_.policy(); }
   /** The weights' dtype (the policy's; the default dtype under the default global policy). */
-  DType weight_dtype() const { return weight_dtype_; }
+  DType weight_dtype() const { return dtypes_.weights(); }
 
  private:
   int rank_;
@@ -71,8 +71,7 @@ class KerasConvImpl : public Module {
   Dims kernel_size_;
   KerasConvOptions options_;
   std::function<Tensor(const Tensor&)> activation_;
-  mixed_precision::Policy policy_;
-  DType weight_dtype_;
+  KerasDtype dtypes_;
   bool built_ = false;
 };
 
@@ -189,7 +188,8 @@ UG_KERAS_GLOBAL_POOL(GlobalMaxPooling1D, 1, true);
 UG_KERAS_GLOBAL_POOL(GlobalMaxPooling2D, 2, true);
 #undef UG_KERAS_GLOBAL_POOL
 
-/** keras.layers.BatchNormalization's keyword arguments (Keras's momentum is the share kept). */
+/** keras.layers.BatchNormalization's keyword arguments (Keras's momentum is the share kept).
+ *  dtype: the layer's dtype policy, as KerasConvOptions's. */
 struct BatchNormalizationOptions {
   int64_t axis = -1;
   double momentum = 0.99;
@@ -201,13 +201,15 @@ struct BatchNormalizationOptions {
   std::string moving_mean_initializer = "zeros";
   std::string moving_variance_initializer = "ones";
   std::string name = "";
+  std::string dtype = "";
 };
 
 /** keras.layers.BatchNormalization: normalizes each entry of `axis` (channels last by default)
  *  over the other dims. Training uses the batch's mean and biased variance and moves
  *  moving_mean / moving_variance towards them by 1 - momentum; eval uses the moving ones.
  *  Weights in Keras's order: gamma, beta (parameters), moving_mean, moving_variance (buffers),
- *  each [input_shape[axis]], made by the first call. */
+ *  each [input_shape[axis]], made by the first call in the policy's variable dtype. The input
+ *  is cast to the policy's compute dtype, and a 16-bit one normalized in float32, as Keras's. */
 class BatchNormalizationImpl : public Module {
   UG_CLONEABLE(BatchNormalizationImpl)
  public:
@@ -221,10 +223,14 @@ class BatchNormalizationImpl : public Module {
   const BatchNormalizationOptions& options() const { return options_; }
   const std::string& name() const { return options_.name; }
   void set_name(std::string name) { options_.name = std::move(name); }
+  std::optional<DType> compute_dtype() const { return dtypes_.mixed(); }
+  const mixed_precision::Policy& dtype_policy() const { return dtypes_.policy(); }
+  DType weight_dtype() const { return dtypes_.weights(); }
 
  private:
   void make(int64_t size);
   BatchNormalizationOptions options_;
+  KerasDtype dtypes_;
   bool built_ = false;
 };
 UG_KERAS_MODULE(BatchNormalization, (BatchNormalizationOptions options), (std::move(options)));
