@@ -60,14 +60,16 @@ void bind_core(nb::module_& m) {
                    })
       .def_prop_ro("is_complex", [](const PyDType& d) { return ug::is_complex(d.value); })
       .def("__repr__", [](const PyDType& d) { return "unigrad." + std::string(ug::dtype_name(d.value)); })
-      .def("__eq__",
-           [](const PyDType& a, nb::handle b) {
-             try {
-               return a.value == dtype_from_python(b);
-             } catch (...) {
-               return false;
-             }
-           })
+      .def(
+          "__eq__",
+          [](const PyDType& a, nb::handle b) {
+            try {
+              return a.value == dtype_from_python(b);
+            } catch (...) {
+              return false;
+            }
+          },
+          nb::arg("other").none())  // dtype == None is False, as torch's
       .def("__hash__", [](const PyDType& d) { return static_cast<int>(d.value); });
   for (int i = 0; i < ug::kNumDTypes; ++i) {
     auto d = static_cast<ug::DType>(i);
@@ -117,14 +119,16 @@ void bind_core(nb::module_& m) {
              return s + ")";
            })
       .def("__str__", [](const PyDevice& d) { return d.value.str(); })
-      .def("__eq__",
-           [](const PyDevice& a, nb::handle b) {
-             try {
-               return a.value == device_from_python(b);
-             } catch (...) {
-               return false;
-             }
-           })
+      .def(
+          "__eq__",
+          [](const PyDevice& a, nb::handle b) {
+            try {
+              return a.value == device_from_python(b);
+            } catch (...) {
+              return false;
+            }
+          },
+          nb::arg("other").none())  // device == None is False, as torch's
       .def("__hash__", [](const PyDevice& d) { return static_cast<int>(d.value.type) * 1000 + d.value.index; })
       // `with ug.device("cpu"):` (torch) and `with ug.device("/CPU:0"):` (tf.device): new tensors go
       // to the device inside. The CPU is where they go anyway; another device raises, as

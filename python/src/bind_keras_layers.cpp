@@ -176,45 +176,47 @@ void bind_keras_layers(nb::module_& m) {
   bind_global_pool<GlobalMaxPooling2DImpl>(m, "GlobalMaxPooling2D",
                                            "keras.layers.GlobalMaxPooling2D: the max over height and width.");
 
-  auto batch_norm = nb::class_<BatchNormalizationImpl, Module>(
-      m, "BatchNormalization",
-      "keras.layers.BatchNormalization(axis=-1, momentum=0.99, epsilon=1e-3): normalizes each entry of axis over "
-      "the other dims; training uses the batch's statistics and moves moving_mean / moving_variance towards them by "
-      "1 - momentum, eval the moving ones. Weights in Keras's order: gamma, beta, moving_mean, moving_variance.")
-      .def(
-          "__init__",
-          [](BatchNormalizationImpl* self, int64_t axis, double momentum, double epsilon, bool center, bool scale,
-             const std::string& beta_initializer, const std::string& gamma_initializer,
-             const std::string& moving_mean_initializer, const std::string& moving_variance_initializer,
-             std::optional<std::string> layer_name, nb::handle dtype) {
-            new (self) BatchNormalizationImpl({.axis = axis,
-                                               .momentum = momentum,
-                                               .epsilon = epsilon,
-                                               .center = center,
-                                               .scale = scale,
-                                               .beta_initializer = beta_initializer,
-                                               .gamma_initializer = gamma_initializer,
-                                               .moving_mean_initializer = moving_mean_initializer,
-                                               .moving_variance_initializer = moving_variance_initializer,
-                                               .name = layer_name.value_or(""),
-                                               .dtype = policy_name_from_python(dtype)});
-          },
-          "axis"_a = -1, "momentum"_a = 0.99, "epsilon"_a = 1e-3, "center"_a = true, "scale"_a = true,
-          "beta_initializer"_a = "zeros", "gamma_initializer"_a = "ones", "moving_mean_initializer"_a = "zeros",
-          "moving_variance_initializer"_a = "ones", "name"_a = nb::none(), "dtype"_a = nb::none())
-      .def(
-          "build",
-          [](BatchNormalizationImpl& b, nb::handle input_shape) {
-            b.build(dims_from_sequence(input_shape, "BatchNormalization"));
-          },
-          "input_shape"_a, "Makes gamma, beta and the moving statistics (Keras's layer.build).")
-      .def_prop_ro("built", &BatchNormalizationImpl::built)
-      .def_prop_ro("axis", [](const BatchNormalizationImpl& b) { return b.options().axis; })
-      .def_prop_ro("momentum", [](const BatchNormalizationImpl& b) { return b.options().momentum; })
-      .def_prop_ro("epsilon", [](const BatchNormalizationImpl& b) { return b.options().epsilon; })
-      .def_prop_ro("center", [](const BatchNormalizationImpl& b) { return b.options().center; })
-      .def_prop_ro("scale", [](const BatchNormalizationImpl& b) { return b.options().scale; })
-      .def_prop_rw("name", &BatchNormalizationImpl::name, &BatchNormalizationImpl::set_name);
+  auto batch_norm =
+      nb::class_<BatchNormalizationImpl, Module>(
+          m, "BatchNormalization",
+          "keras.layers.BatchNormalization(axis=-1, momentum=0.99, epsilon=1e-3): normalizes each entry of axis over "
+          "the other dims; training uses the batch's statistics and moves moving_mean / moving_variance towards them "
+          "by "
+          "1 - momentum, eval the moving ones. Weights in Keras's order: gamma, beta, moving_mean, moving_variance.")
+          .def(
+              "__init__",
+              [](BatchNormalizationImpl* self, int64_t axis, double momentum, double epsilon, bool center, bool scale,
+                 const std::string& beta_initializer, const std::string& gamma_initializer,
+                 const std::string& moving_mean_initializer, const std::string& moving_variance_initializer,
+                 std::optional<std::string> layer_name, nb::handle dtype) {
+                new (self) BatchNormalizationImpl({.axis = axis,
+                                                   .momentum = momentum,
+                                                   .epsilon = epsilon,
+                                                   .center = center,
+                                                   .scale = scale,
+                                                   .beta_initializer = beta_initializer,
+                                                   .gamma_initializer = gamma_initializer,
+                                                   .moving_mean_initializer = moving_mean_initializer,
+                                                   .moving_variance_initializer = moving_variance_initializer,
+                                                   .name = layer_name.value_or(""),
+                                                   .dtype = policy_name_from_python(dtype)});
+              },
+              "axis"_a = -1, "momentum"_a = 0.99, "epsilon"_a = 1e-3, "center"_a = true, "scale"_a = true,
+              "beta_initializer"_a = "zeros", "gamma_initializer"_a = "ones", "moving_mean_initializer"_a = "zeros",
+              "moving_variance_initializer"_a = "ones", "name"_a = nb::none(), "dtype"_a = nb::none())
+          .def(
+              "build",
+              [](BatchNormalizationImpl& b, nb::handle input_shape) {
+                b.build(dims_from_sequence(input_shape, "BatchNormalization"));
+              },
+              "input_shape"_a, "Makes gamma, beta and the moving statistics (Keras's layer.build).")
+          .def_prop_ro("built", &BatchNormalizationImpl::built)
+          .def_prop_ro("axis", [](const BatchNormalizationImpl& b) { return b.options().axis; })
+          .def_prop_ro("momentum", [](const BatchNormalizationImpl& b) { return b.options().momentum; })
+          .def_prop_ro("epsilon", [](const BatchNormalizationImpl& b) { return b.options().epsilon; })
+          .def_prop_ro("center", [](const BatchNormalizationImpl& b) { return b.options().center; })
+          .def_prop_ro("scale", [](const BatchNormalizationImpl& b) { return b.options().scale; })
+          .def_prop_rw("name", &BatchNormalizationImpl::name, &BatchNormalizationImpl::set_name);
   def_keras_dtypes<BatchNormalizationImpl>(batch_norm);
 
   m.def("layer_name", &keras_layer_name, "type_name"_a, "name"_a = "",
@@ -251,17 +253,17 @@ void bind_keras_layers(nb::module_& m) {
                 name);
           },
           "type_name"_a, "fn"_a, "name"_a = "");
-  auto activation = nb::class_<KerasActivationImpl, Module>(
-                        m, "Activation", "keras.layers.Activation('relu'): the activation of that name.")
-                        .def(
-                            "__init__",
-                            [](KerasActivationImpl* self, const std::string& activation, const std::string& name,
-                               nb::handle dtype) {
-                              new (self) KerasActivationImpl(activation, name, policy_name_from_python(dtype));
-                            },
-                            "activation"_a, "name"_a = "", "dtype"_a = nb::none())
-                        .def_prop_ro("activation", &KerasActivationImpl::activation_name)
-                        .def_prop_rw("name", &KerasActivationImpl::name, &KerasActivationImpl::set_name);
+  auto activation =
+      nb::class_<KerasActivationImpl, Module>(m, "Activation",
+                                              "keras.layers.Activation('relu'): the activation of that name.")
+          .def(
+              "__init__",
+              [](KerasActivationImpl* self, const std::string& activation, const std::string& name, nb::handle dtype) {
+                new (self) KerasActivationImpl(activation, name, policy_name_from_python(dtype));
+              },
+              "activation"_a, "name"_a = "", "dtype"_a = nb::none())
+          .def_prop_ro("activation", &KerasActivationImpl::activation_name)
+          .def_prop_rw("name", &KerasActivationImpl::name, &KerasActivationImpl::set_name);
   def_keras_dtypes<KerasActivationImpl>(activation);
 
   nb::class_<FunctionalImpl, Module>(

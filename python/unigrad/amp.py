@@ -5,6 +5,7 @@ sensitive ops (softmax, norms, losses, sums, exp/log) in float32, each op as the
 (`policy(name)`); `GradScaler` scales a float16 loss so that small gradients do not underflow.
 The state and the scaler live in C++ (ug::AutocastGuard, ug::amp::GradScaler).
 """
+import collections.abc
 import contextlib
 import functools
 import warnings
@@ -135,11 +136,15 @@ class GradScaler(_amp.GradScaler):
         super().__init__(init_scale, growth_factor, backoff_factor, growth_interval, enabled)
 
     def scale(self, outputs):
-        """outputs times the scale: a tensor, or a list/tuple of them (nested)."""
-        if isinstance(outputs, (list, tuple)):
-            return type(outputs)(self.scale(o) for o in outputs)
-        self._scaled = True
-        return super().scale(outputs)
+        """outputs times the scale: a tensor, or an iterable of them (nested; a list or tuple
+        stays one, another iterable gives a map, as torch's)."""
+        if isinstance(outputs, _C.Tensor):
+            self._scaled = True
+            return super().scale(outputs)
+        if isinstance(outputs, collections.abc.Iterable) and not isinstance(outputs, (str, bytes)):
+            scaled = map(self.scale, outputs)
+            return type(outputs)(scaled) if isinstance(outputs, (list, tuple)) else scaled
+        raise ValueError(f"[GradScaler] outputs must be a Tensor or an iterable of Tensors, got {type(outputs).__name__}")
 
     def step(self, optimizer, *args, **kwargs):
         """optimizer.step() unless the unscaled gradients hold an inf or NaN. As torch's, it

@@ -1,8 +1,8 @@
 """JAX's structured control flow (jax.lax.cond, while_loop, fori_loop, scan), also as ug.cond,
 ug.while_loop, ug.fori_loop and ug.scan. Eagerly they run as Python would. Under ug.jit a
 predicate computed from traced values cannot pick a branch while tracing: cond is then one op
-(ug/autograd/cond.h) that the program runs by calling back the branch its predicate picks at
-each run, as jax.lax.cond branches under jax.jit; under vmap with a batched predicate, both
+(ug/autograd/cond.h), an ONNX If whose program runs the branch its predicate picks at each run,
+as jax.lax.cond branches under jax.jit; under vmap with a batched predicate, both
 branches run and their results are selected elementwise (what jax.lax.cond does there). Loops
 with bounds known at trace time unroll into the program. Everything is built from ops, so
 gradients and vmap follow; a while_loop whose condition is traced is one op (ug/ops/control_flow.h)
@@ -25,10 +25,10 @@ def _known(pred):
     """pred as a Python bool when its value is known now, else None (traced or batched)."""
     if not isinstance(pred, _C.Tensor):
         return bool(pred)
+    if _is_traced(pred) or _C._functional.is_batched(pred):
+        return None  # the op checks its size (here a read of a traced size, tf.function's retracing)
     if pred.numel() != 1:
         raise TypeError(f"[cond] the predicate must be a scalar, got shape {tuple(pred.shape)}")
-    if _is_traced(pred) or _C._functional.is_batched(pred):
-        return None
     return bool(pred)
 
 
@@ -54,15 +54,18 @@ def _discarded():
         _C.set_rng_state(rng)
 
 
-def _check_branches(name, outs, labels):
-    """A TypeError unless every branch's result has the first's structure, shapes and dtypes."""
+def _check_branches(name, outs, labels, leaves=True):
+    """A TypeError unless every branch's result has the first's structure, shapes and dtypes
+    (without `leaves`: structure only, where the op compared the leaves)."""
     first, first_def = tree_flatten(outs[0])
     for out, label in zip(outs[1:], labels[1:]):
-        leaves, d = tree_flatten(out)
+        leaves_of, d = tree_flatten(out)
         if d != first_def:
             raise TypeError(f"[{name}] the branches must return the same structure: {labels[0]} gives {first_def}, "
                             f"{label} gives {d}")
-        for n, (x, y) in enumerate(zip(first, leaves)):
+        if not leaves:
+            continue
+        for n, (x, y) in enumerate(zip(first, leaves_of)):
             tx, ty = _spec(x), _spec(y)
             if tx != ty:
                 raise TypeError(f"[{name}] the branches must return the same shapes and dtypes: leaf {n} is {tx} "
@@ -141,7 +144,8 @@ def _traced_cond(pred, true_fun, false_fun, operands, labels=_COND_LABELS):
         # switch's tree of conds: its message names the branches
         message = str(e).replace("[cond]", "[switch]").replace("true_fn", labels[0]).replace("false_fn", labels[1])
         raise type(e)(message) from None
-    _check_branches("cond", [results["true_fun"], results["false_fun"]], labels)
+    # ug::lax::cond compared the leaves (reading their sizes here would tie the program to them)
+    _check_branches("cond", [results["true_fun"], results["false_fun"]], labels, leaves=False)
     return tree_unflatten(tree_flatten(results["true_fun"])[1], outs)
 
 
@@ -233,7 +237,9 @@ def _checked_predicate(c):
 
 def _scalar_predicate(c):
     c = _as_tensor(c)
-    if c.numel() != 1 or c.dtype != _C.bool:
+    # a traced condition's size is the op's to check (ug::while_loop): reading it here would tie
+    # the program to the trace's sizes
+    if c.dtype != _C.bool or (not _is_traced(c) and c.numel() != 1):
         raise TypeError(f"[while_loop] cond_fun must return a boolean scalar, got {_spec(c)}")
     return c.reshape(())
 

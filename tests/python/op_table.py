@@ -964,7 +964,7 @@ OTHERS = [
     Op("debug_print", printed, x(2, 3), ops=("debug_print", "mul"), off=rejects("a print (ug.debug.print)")),
     Op("check_numerics", checked, x(2, 3), ops=("check_numerics", "mul")),
     Op("while_loop", doublings, x(3, 4, low=-0.5, high=0.5), off=NO_GRAD),
-    Op("cond", guarded, x(3, 4), ops=("cond", "log", "mul"), off=NO_TORCH_JVP),
+    Op("cond", guarded, x(3, 4), ops=("cond", "cond_branch", "log", "mul"), off=NO_TORCH_JVP),
     Op("psum", over_axis(lambda e, lax: e * lax.psum(e, "i"), lambda a: a * a.sum(0)), x(3, 4)),
     Op("pmean", over_axis(lambda e, lax: e - lax.pmean(e, "i"), lambda a: a - a.mean(0)), x(3, 4)),
     Op("pmax", over_axis(lambda e, lax: e - lax.pmax(e, "i"), lambda a: a - a.amax(0)), x(3, 4)),

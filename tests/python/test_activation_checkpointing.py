@@ -129,6 +129,47 @@ def test_checkpoint_sequential_equals_the_sequential():
     close(gx, ug.autograd.grad(seq(x).sum(), [x])[0], 0)
 
 
+@pytest.mark.parametrize("n, segments", [(5, 3), (6, 3), (7, 2), (4, 4)])
+def test_checkpoint_sequential_splits_as_torchs(n, segments):
+    """Which modules run again in backward (a checkpointed module's forward starts twice; torch's
+    run again stops early, before its forward hooks): torch's
+    split, segments - 1 runs of n // segments modules and the rest run plainly (before, 5
+    modules in 3 segments checkpointed [0, 1] and [2, 3], torch [0] and [1])."""
+    def counts(nn, seq, x, run):
+        calls = [0] * n
+        for i, m in enumerate(seq):
+            m.register_forward_pre_hook(lambda *_, i=i: calls.__setitem__(i, calls[i] + 1))
+        run(seq, segments, x).sum().backward()
+        return calls
+
+    theirs = counts(torch.nn, torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(n)]),
+                    torch.randn(2, 4, requires_grad=True),
+                    lambda seq, k, x: torch.utils.checkpoint.checkpoint_sequential(seq, k, x, use_reentrant=False))
+    ours = counts(ug.nn, ug.nn.Sequential(*[ug.nn.Linear(4, 4) for _ in range(n)]), ug.randn(2, 4, requires_grad=True),
+                  checkpoint_sequential)
+    assert ours == theirs
+
+
+def test_under_jit_a_region_run_again_reads_its_first_draws():
+    """jit(grad(remat(f))) with dropout in f: the program's run again of the region drew new
+    masks (the generator had moved on), and the gradient was another function's."""
+    ug.manual_seed(0)
+    w, x = ug.randn(16, 16), ug.randn(8, 16)
+
+    def f(w):
+        return (ug.nn.functional.dropout(x @ w, 0.5, training=True).tanh() ** 2 + ug.randn(8, 16) * w[0]).sum()
+
+    ug.manual_seed(3)
+    expected = ug.grad(f)(w)
+    after = ug.randn(2)
+    for region in (ug.remat(f), lambda w: checkpoint(f, w, use_reentrant=False)):
+        compiled = ug.jit(ug.grad(region))
+        for _ in range(2):  # the trace's run, then the program's
+            ug.manual_seed(3)
+            close(compiled(w), expected, 1e-5)
+            close(ug.randn(2), after, 0)  # the generator advanced by the first run's draws only
+
+
 def test_memory_falls_to_the_regions_inputs():
     ug.manual_seed(0)
     # Activations (1024 rows of 256 per hidden layer) outweigh the parameters and their gradients.

@@ -847,6 +847,18 @@ def test_a_grad_scaler_refuses_steps_it_cannot_check_as_torchs():
     assert ug.amp.GradScaler(enabled=False).step(ug.optim.SGD(ug.nn.Linear(2, 2).parameters(), 0.1)) is None
 
 
+def test_grad_scaler_scales_what_torchs_scales():
+    """A generator of losses gives a map; a number raises torch's ValueError (before: a binding's
+    signature error)."""
+    for framework, scaler in ((torch, torch.amp.GradScaler("cpu")), (ug, ug.amp.GradScaler())):
+        losses = (framework.ones(()) * k for k in (1.0, 2.0))
+        scaled = scaler.scale(losses)
+        assert isinstance(scaled, map) and [float(t) for t in scaled] == [65536.0, 131072.0]
+        assert [float(t) for t in scaler.scale((framework.ones(()), [framework.ones(())]))[1]] == [65536.0]
+        with pytest.raises(ValueError, match="outputs must be a Tensor or an iterable of Tensors"):
+            scaler.scale(3.0)
+
+
 @pytest.mark.parametrize("built, compiled", [("mixed_float16", "float32"), ("float32", "mixed_float16"),
                                              ("mixed_float16", "mixed_float16")])
 def test_compile_follows_the_policy_the_model_was_built_under_as_keras(keras, policy, built, compiled):

@@ -122,3 +122,14 @@ def test_device_scopes_and_names_as_torch_tensorflow_and_jax(tf, jax):
             pass
     with pytest.raises(ValueError, match=r"unknown device '/TPU:0'"):
         ug.device("/TPU:0")
+
+
+def test_dtypes_and_devices_compare_with_anything_as_torchs():
+    """`dtype == None` raised TypeError (and so did jit returning a dtype beside a tensor)."""
+    import torch
+    for ours, theirs in [(ug.float32, torch.float32), (ug.device("cpu"), torch.device("cpu"))]:
+        for other in (None, 3, "x", object()):
+            assert (ours == other) == (theirs == other) and (ours != other) == (theirs != other)
+        assert ours in [None, ours] and ours not in [None]
+    dtype, y = ug.jit(lambda x: (x.dtype, x + 1))(ug.ones(2))
+    assert dtype == ug.float32 and y.tolist() == [2.0, 2.0]

@@ -32,24 +32,26 @@ def run(function, args, kwargs, keep=None):
 def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **kwargs):
     """torch.utils.checkpoint.checkpoint: function(*args) with its activations recomputed in
     backward. Only the non-reentrant form exists (torch's recommended one); use_reentrant=True
-    runs it too, with a warning, since the gradients are the same."""
+    runs it too, with a warning, since the gradients are the same. The random state is replayed
+    whatever preserve_rng_state says (torch's False skips that, for speed, and its dropout then
+    gets other masks in backward: gradients of another function)."""
     if use_reentrant:
         warnings.warn("[checkpoint] use_reentrant=True runs the non-reentrant form; the gradients are the same",
                       stacklevel=2)
-    if not preserve_rng_state:
-        raise ValueError("[checkpoint] preserve_rng_state=False is not supported: the random state is always "
-                         "replayed, so that dropout gives the same gradients")
+    del preserve_rng_state  # replaying costs two reads of the generator's state
     return run(function, args, kwargs)
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
     """torch.utils.checkpoint.checkpoint_sequential: the modules of a Sequential (or a list) in
-    `segments` checkpointed runs; the last segment runs normally, as in torch."""
+    `segments` runs, split as torch splits them: segments - 1 checkpointed runs of
+    len // segments modules each, then the rest run normally."""
     functions = list(functions.children()) if isinstance(functions, _C.nn.Module) else list(functions)
     if segments < 1:
         raise ValueError(f"[checkpoint_sequential] segments must be at least 1, got {segments}")
-    size = -(-len(functions) // segments)
-    chunks = [functions[i:i + size] for i in range(0, len(functions), size)]
+    size = len(functions) // segments
+    ends = [size * k for k in range(1, segments)] if size else []
+    chunks = [functions[a:b] for a, b in zip([0, *ends], [*ends, len(functions)])]
 
     def run_chunk(chunk):
         def forward(x):

@@ -2,6 +2,7 @@
 
 #include <any>
 #include <memory>
+#include <optional>
 
 #include "ug/core/allocator.h"
 #include "ug/core/error.h"
@@ -11,6 +12,7 @@
 #include "ug/graph/node.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/autocast.h"
+#include "ug/ops/draw_replay.h"
 
 namespace ug {
 
@@ -28,6 +30,8 @@ struct Region {
   size_t saved = 0;  // tensors saved during the first run
   bool recomputed = false;
   Tensors again;
+  bool captured = false;  // the first run was captured: its draws are in `draws`, which the run again reads
+  Tensors draws;
 };
 
 /** A saved tensor as a region keeps it: the tensor itself (the policy keeps it), or its index
@@ -103,6 +107,8 @@ void recompute(Region& r) {
     AutocastGuard amp(DeviceType::CPU, r.autocast_dtype, r.autocast_enabled);
     autocast::detail::active = r.autocast_active;
     SavedTensorHooksGuard hooks(record);
+    std::optional<ops::DrawReplay> draws;
+    if (r.captured) draws.emplace(r.draws, ops::DrawReplay::Mode::Replay);
     r.fn(barrier(r.inputs));
   }
   if (r.again.size() != r.saved)
@@ -147,6 +153,11 @@ Tensors checkpoint(const TensorFn& fn, const Tensors& inputs, const CheckpointPo
                                                             return p.region->again.at(p.index);
                                                           }});
   SavedTensorHooksGuard guard(hooks);
+  std::optional<ops::DrawReplay> draws;
+  if (graph::detail::current_capture) {
+    region->captured = true;
+    draws.emplace(region->draws, ops::DrawReplay::Mode::Record);
+  }
   return fn(inputs);
 }
 

@@ -1,10 +1,13 @@
 #include "ug/autograd/cond.h"
 
+#include <algorithm>
+#include <array>
 #include <memory>
 #include <string>
 
 #include "ug/autograd/functional.h"
 #include "ug/core/error.h"
+#include "ug/core/random.h"
 #include "ug/core/value_read.h"
 #include "ug/graph/capture.h"
 #include "ug/graph/forward.h"
@@ -16,6 +19,7 @@ namespace ug::lax {
 namespace {
 
 const graph::OpDef kCond("cond");
+const graph::OpDef kBranch("cond_branch");  // one branch's ops, among a captured cond's parts
 
 struct Signature {
   std::vector<Shape> shapes;
@@ -57,6 +61,31 @@ std::vector<Tensor> run_branch(bool take, const Branch& true_fn, const Branch& f
   return outs;
 }
 
+/** Under a capture: both branches run, each inside a cond_branch call whose parts are its ops
+ *  (the exporter's If node: then_branch and else_branch, which read what the branches close over
+ *  from the enclosing graph, so a program runs the branch on its own values). The branch not
+ *  taken runs with the random state put back, its results unused; the taken one's come back. */
+std::vector<Tensor> record_branches(bool take, const Branch& true_fn, const Branch& false_fn,
+                                    const std::vector<Tensor>& operands) {
+  std::vector<Tensor> outs[2];  // true_fn's, false_fn's
+  for (bool branch : {true, false}) {
+    graph::OpCall call(kBranch);
+    const std::array<uint64_t, 2> rng = default_generator().get_state();
+    std::vector<Tensor>& out = outs[branch ? 0 : 1];
+    out = (branch ? true_fn : false_fn)(operands);
+    if (branch != take) default_generator().set_state(rng);
+    std::vector<const Tensor*> inputs, outputs;
+    for (const Tensor& x : operands) inputs.push_back(&x);
+    for (const Tensor& y : out) outputs.push_back(&y);
+    call.finish(inputs, outputs);
+  }
+  const Signature yes = signature_of(outs[0]), no = signature_of(outs[1]);
+  if (yes.shapes != no.shapes || yes.dtypes != no.dtypes)
+    fail<TypeError>("[cond] the branches return different shapes or dtypes: true_fn gives ", describe(yes),
+                    ", false_fn ", describe(no));
+  return outs[take ? 0 : 1];
+}
+
 std::vector<Tensor> op(const Tensor& pred, const Branch& true_fn, const Branch& false_fn,
                        const std::vector<Tensor>& operands, const Signature& expected, bool derivative);
 
@@ -90,18 +119,18 @@ std::vector<Tensor> op(const Tensor& pred, const Branch& true_fn, const Branch& 
   graph::OpCall call(kCond);
   std::vector<Tensor> detached;
   for (const Tensor& x : operands) detached.push_back(x.detach());
-  std::vector<Tensor> outs = run_branch(holds(pred), true_fn, false_fn, detached, expected);
+  std::vector<Tensor> outs = call.capturing() ? record_branches(holds(pred), true_fn, false_fn, detached)
+                                              : run_branch(holds(pred), true_fn, false_fn, detached, expected);
   for (size_t i = 0; i < outs.size(); ++i) {
     if (outs[i].requires_grad() && !derivative)
       fail<TypeError>("[cond] under ug.jit with a traced predicate, output ", i,
                       " of the branch depends on a tensor it closes over that requires grad; pass that tensor to "
                       "cond as an operand, so that its gradient goes through the branch taken");
-    outs[i] = outs[i].detach();
+    // An output that is an operand (a branch `lambda v: v`) is a new value all the same: a
+    // graph telling values apart by their memory would read the operand for it.
+    const bool aliased = std::ranges::any_of(operands, [&](const Tensor& x) { return x.shares_storage(outs[i]); });
+    outs[i] = aliased ? outs[i].detach().clone() : outs[i].detach();
   }
-  if (call.capturing())
-    call.set_replay([true_fn, false_fn, expected](const graph::Tensors& in) {
-      return run_branch(holds(in[0]), true_fn, false_fn, graph::Tensors(in.begin() + 1, in.end()), expected);
-    });
   std::vector<const Tensor*> inputs{&pred}, outputs;
   std::vector<graph::Save> saved{graph::input(pred)};
   for (const Tensor& x : operands) {
@@ -141,22 +170,7 @@ std::vector<Tensor> op(const Tensor& pred, const Branch& true_fn, const Branch& 
 std::vector<Tensor> cond(const Tensor& pred, const Branch& true_fn, const Branch& false_fn,
                          const std::vector<Tensor>& operands) {
   if (!graph::detail::current_capture) return (holds(pred) ? true_fn : false_fn)(operands);
-  // Both branches must agree, as JAX checks when it traces both: the one not taken runs once
-  // here, outside the capture and autograd, for its outputs' shapes and dtypes.
-  const bool take = holds(pred);
-  Signature other;
-  {
-    graph::Capture* capture = std::exchange(graph::detail::current_capture, nullptr);
-    struct Restore {
-      graph::Capture* c;
-      ~Restore() { graph::detail::current_capture = c; }
-    } restore{capture};
-    NoGradGuard no_grad;
-    std::vector<Tensor> detached;
-    for (const Tensor& x : operands) detached.push_back(x.detach());
-    other = signature_of((take ? false_fn : true_fn)(detached));
-  }
-  return op(pred, true_fn, false_fn, operands, other, false);
+  return op(pred, true_fn, false_fn, operands, {}, false);
 }
 
 }  // namespace ug::lax

@@ -61,8 +61,11 @@ thread_local TraceState* t_trace = nullptr;
 }  // namespace
 
 namespace {
+bool traced(const Tensor& t, bool in_open_calls);
+
 void refuse_traced_read(const Tensor& t) {
-  if (!is_traced(t)) return;
+  // An op's own read inside its call (matrix_exp's norm) is replayed with the op at each run.
+  if (!traced(t, false)) return;
   const char* op = ug::detail::current_op;
   fail<TypeError>("[", t_trace->who, "] ", op ? "op '" : "", op ? op : "C++ code", op ? "'" : "",
                   " read the value of a traced tensor (", t.dtype(), " ", t.shape(),
@@ -92,25 +95,39 @@ void note_shape_read(const std::string& where) {
   if (t_trace && t_trace->shape_read_at.empty()) t_trace->shape_read_at = where;
 }
 
-bool is_traced(const Tensor& t) {
+bool is_traced(const Tensor& t) { return traced(t, true); }
+
+namespace {
+
+/** Whether t holds a value of the trace: made by the recorded calls, or (`in_open_calls`) by
+ *  the calls recorded so far inside a call in progress (a vmap's body). */
+bool traced(const Tensor& t, bool in_open_calls) {
   TraceState* s = t_trace;
   const graph::Capture* capture = graph::detail::current_capture;
   if (!s || !capture || !t.defined()) return false;
   if (s->loop_bodies > 0) return true;
-  const auto& calls = capture->calls();
-  for (; s->calls_seen < calls.size(); ++s->calls_seen) {
-    const graph::CapturedCall& call = calls[s->calls_seen];
-    // A draw, or an in-place write (of state the function closed over: a batch counter), is a
-    // value of this run too.
+  // A call that reads a traced value makes traced values: `made` collects them. A draw, or an
+  // in-place write (of state the function closed over: a batch counter), is a value of this run too.
+  auto note = [s](const graph::CapturedCall& call, std::unordered_set<const void*>& made) {
     bool reads_traced = call.op == "random";
     for (size_t i = 0; i < call.outputs.size(); ++i) reads_traced = reads_traced || call.writes_in_place(i);
-    for (const Tensor& in : call.inputs) reads_traced = reads_traced || s->storages.contains(storage_of(in));
+    for (const Tensor& in : call.inputs)
+      reads_traced = reads_traced || s->storages.contains(storage_of(in)) || made.contains(storage_of(in));
     if (reads_traced)
       for (const Tensor& out : call.outputs)
-        if (out.defined()) s->storages.insert(storage_of(out));
-  }
-  return s->storages.contains(storage_of(t));
+        if (out.defined()) made.insert(storage_of(out));
+  };
+  const auto& calls = capture->calls();
+  for (; s->calls_seen < calls.size(); ++s->calls_seen) note(calls[s->calls_seen], s->storages);
+  if (s->storages.contains(storage_of(t))) return true;
+  if (!in_open_calls) return false;
+  // Made inside a call still in progress, whose list grows until it ends.
+  std::unordered_set<const void*> made;
+  for (const graph::CapturedCall* call : capture->open_parts()) note(*call, made);
+  return made.contains(storage_of(t));
 }
+
+}  // namespace
 
 bool defer_debug_callback(std::function<void()> call) {
   if (!t_trace || std::string_view(t_trace->who) != "jit") return false;

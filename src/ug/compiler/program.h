@@ -172,7 +172,9 @@ class TracedValuesScope {
   TraceState* previous_;
 };
 
-/** True inside a TracedValuesScope when t holds a traced value. */
+/** True inside a TracedValuesScope when t holds a traced value: one the recorded calls made,
+ *  or the calls recorded so far inside a call in progress (a vmap's body, which a Python branch
+ *  must not read either). */
 bool is_traced(const Tensor& t);
 
 /** Python read the shape of a traced tensor at `where` (file:line): a program that depends on

@@ -80,8 +80,11 @@ void* CachingCpuAllocator::allocate(size_t nbytes) {
     std::lock_guard<std::mutex> lock(mu_);
     if (limit_ > 0 && stats_.allocated + static_cast<int64_t>(size) > limit_) {
       stats_.num_ooms++;
-      fail<OutOfMemoryError>("[allocator] out of memory: ", nbytes, " bytes asked for on cpu, ", stats_.allocated,
-                             " in use, would pass the limit of ", limit_, " bytes set by memory set_limit");
+      // The limit and the bytes in use count blocks, as memory_allocated does: a size class's
+      // block holds up to a quarter more than was asked for.
+      fail<OutOfMemoryError>("[allocator] out of memory: ", nbytes, " bytes asked for on cpu (a block of ", size, "), ",
+                             stats_.allocated, " in use in blocks, would pass the limit of ", limit_,
+                             " bytes set by memory set_limit");
     }
     stats_.num_allocs++;
     stats_.allocated += static_cast<int64_t>(size);

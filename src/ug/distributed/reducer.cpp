@@ -201,10 +201,11 @@ void Reducer::prepare_for_forward() {
   if (!s.armed || s.ready == 0 || !s.require_sync || !GradMode::is_enabled()) return;
   if (s.ready == s.unused) {
     s.armed = false;
-    fail<RuntimeError>("[DistributedDataParallel] forward ran again before a backward through the previous forward's "
-                       "output: with find_unused_parameters=True the unused parameters' reduction starts in "
-                       "forward, so each forward needs its backward before the next one (run extra forwards "
-                       "under no_sync() or no_grad())");
+    fail<RuntimeError>(
+        "[DistributedDataParallel] forward ran again before a backward through the previous forward's "
+        "output: with find_unused_parameters=True the unused parameters' reduction starts in "
+        "forward, so each forward needs its backward before the next one (run extra forwards "
+        "under no_sync() or no_grad())");
   }
   std::string missing;
   for (size_t p = 0; p < s.params.size(); ++p)

@@ -123,6 +123,13 @@ Capture::Capture(const char* who)
 
 Capture::~Capture() { detail::current_capture = previous_; }
 
+std::vector<const CapturedCall*> Capture::open_parts() const {
+  std::vector<const CapturedCall*> parts;
+  for (const Open& open : open_)
+    for (const CapturedCall& call : open.inner) parts.push_back(&call);
+  return parts;
+}
+
 void Capture::check() const {
   if (!error_.empty()) fail<RuntimeError>("[", who_, "] ", error_);
 }

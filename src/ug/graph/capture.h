@@ -65,6 +65,9 @@ class Capture {
   Capture& operator=(const Capture&) = delete;
 
   const std::vector<CapturedCall>& calls() const { return calls_; }
+  /** The calls recorded so far inside each op call in progress (a vmap's body, a branch),
+   *  outermost first: they come after calls() and before the calls in progress. */
+  std::vector<const CapturedCall*> open_parts() const;
   /** Raises when an op ran other ops inside its call but did not record itself. */
   void check() const;
   /** From now on each call records the user code's line that made it (a program's trace:

@@ -1368,6 +1368,41 @@ void while_loop(GraphBuilder& g, const CapturedCall& c) {
   }
 }
 
+/** ug::lax::cond (autograd/cond.h) on a predicate a trace cannot know: inputs [pred, operands...],
+ *  and among its parts one cond_branch call per branch, true_fn's first, whose parts are that
+ *  branch's ops. An If node whose then_branch and else_branch are those ops, built by builders
+ *  of the subgraphs that read the operands, and whatever the branches close over, from the
+ *  enclosing graph by name: each run computes the branch from its own values. */
+void cond(GraphBuilder& g, const CapturedCall& c) {
+  std::vector<const CapturedCall*> branches;
+  for (const CapturedCall& part : c.inner)
+    if (part.op == "cond_branch") branches.push_back(&part);
+  if (branches.size() != 2) fail("[onnx.export] a cond recorded ", branches.size(), " branches, not 2");
+  ::onnx::GraphProto graphs[2];
+  for (size_t k = 0; k < 2; ++k) {
+    graphs[k].set_name(g.fresh(k == 0 ? "then_branch" : "else_branch"));
+    GraphBuilder b(graphs[k], g);
+    b.note_calls(branches[k]->inner);
+    for (const CapturedCall& call : branches[k]->inner) b.emit_call(call);
+    for (const Tensor& out : branches[k]->outputs) b.add_output(b.physical(out), g.fresh("branch"), {});
+  }
+  std::vector<std::string> outputs;
+  for (size_t i = 0; i < c.outputs.size(); ++i) outputs.push_back(g.fresh("cond"));
+  ::onnx::NodeProto& node = g.node("If", {g.value(c.inputs[0], DType::Bool)}, outputs);
+  for (size_t k = 0; k < 2; ++k) {
+    auto* attr = node.add_attribute();
+    attr->set_name(k == 0 ? "then_branch" : "else_branch");
+    attr->set_type(::onnx::AttributeProto_AttributeType_GRAPH);
+    *attr->mutable_g() = std::move(graphs[k]);
+  }
+  // Under a vmap inside the trace the graph holds the physical values (as while_loop's): a
+  // reader of the output's memory must find the If, not the trace's branch that made it.
+  for (size_t i = 0; i < c.outputs.size(); ++i) {
+    g.bind_output(c, i, g.physical(c.outputs[i]), outputs[i]);
+    if (g.physical(c.outputs[i]).impl_ref() != c.outputs[i].impl_ref()) g.value(c.outputs[i]);
+  }
+}
+
 /** Runs `body` on x with a batch dim: an unbatched input gets one (Unsqueeze) and loses it after. */
 template <class Body> void batched(GraphBuilder& g, const CapturedCall& c, int64_t spatial, Body body) {
   const Tensor& x = c.inputs[0];
@@ -1767,6 +1802,7 @@ const std::map<std::string, Emitter>& table() {
         {"rnn_tanh", rnn_tanh},
         {"rnn_relu", rnn_relu},
         {"while_loop", while_loop},
+        {"cond", cond},
         // collectives over a named vmap axis
         {"psum", axis_collective},
         {"pmean", axis_collective},
@@ -1827,7 +1863,7 @@ const std::map<std::string, std::string>& unsupported() {
       {"complex_div", "complex tensors are not exported (onnxruntime has no complex arithmetic)"},
       {"complex_abs", "complex tensors are not exported (onnxruntime has no complex arithmetic)"},
       {"view_as_complex", "complex tensors are not exported (onnxruntime has no complex arithmetic)"},
-      {"cond", "a cond on a traced predicate calls its branch back (ONNX's If is not emitted)"},
+      {"cond_branch", "a cond's branch is no node of its own: its ops are a subgraph of the cond's If"},
       {"optimizer_update", "an optimizer's update (a training step) has no ONNX form; a compiled step calls it back"},
       {"optimizer_step", "an optimizer's step (a training step) has no ONNX form; a compiled step calls it back"},
       {"all_reduce", "a collective across processes has no ONNX form; a compiled step calls it back"},

@@ -87,10 +87,21 @@ GraphBuilder::GraphBuilder(::onnx::GraphProto& graph, GraphBuilder& parent)
       where_(parent.where_) {}
 
 bool GraphBuilder::made_here(const Tensor& t) const {
+  // A value of an enclosing graph is its, though a part here made a view of its memory (a
+  // broadcast of a value the subgraph closes over): the view is made here, from it.
+  for (const GraphBuilder* g = parent_; g; g = g->parent_)
+    if (g->has_value(t)) return false;
   if (parts_.contains(t.storage().get())) return true;
   for (const auto& [k, v] : values_)
     if (v.traced && v.tensor.storage() == t.storage()) return true;
   return false;
+}
+
+bool GraphBuilder::has_value(const Tensor& t) const {
+  if (values_.contains(key(t))) return true;
+  return std::ranges::any_of(values_, [&](const auto& kv) {
+    return kv.second.traced && kv.second.tensor.dtype() == t.dtype() && same_view(kv.second.tensor, t);
+  });
 }
 
 Tensor GraphBuilder::physical(const Tensor& t) const {

@@ -241,6 +241,8 @@ class GraphBuilder {
   /** In a subgraph's builder: whether t is a value of the subgraph (its memory is an input's
    *  or a value the subgraph computed), not one of the enclosing graph. */
   bool made_here(const Tensor& t) const;
+  /** Whether t, or a traced value of the same view, already has a value in this graph. */
+  bool has_value(const Tensor& t) const;
   /** Binds a tensor batched by a vmap of the trace to a stand-in for one example (see value()),
    *  at `version`. */
   void bind_example(const Tensor& t, uint32_t version);

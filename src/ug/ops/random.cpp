@@ -12,6 +12,7 @@
 #include "ug/graph/capture.h"
 #include "ug/graph/op_call.h"
 #include "ug/ops/complex.h"
+#include "ug/ops/draw_replay.h"
 #include "ug/ops/binary.h"
 #include "ug/ops/value_checks.h"
 
@@ -233,6 +234,8 @@ Tensor batched_at(Tensor physical, const std::vector<int>& levels) {
  *  capture, the vmaps opened inside the trace batch the draw now, in the physical values its
  *  graph holds; those around it batch each run of the program, which draws again. */
 Tensor draw(const Draw& d, const Tensor* key = nullptr, const char* op = "random") {
+  ops::DrawReplay* replay = key ? nullptr : ops::DrawReplay::current();
+  if (replay && replay->replaying()) return replay->next(Shape(d.shape.begin(), d.shape.end()), d.dtype);
   graph::OpCall call(kRandom);
   const auto* capture = graph::detail::current_capture;
   const bool vmapped = !key && !batching::open_vmaps().empty();
@@ -252,7 +255,9 @@ Tensor draw(const Draw& d, const Tensor* key = nullptr, const char* op = "random
   }
   if (key) call.finish({key}, {&out});
   else call.finish({}, {&out});
-  return batched_at(std::move(out), apart.levels);
+  Tensor drawn = batched_at(std::move(out), apart.levels);
+  if (replay) replay->record(drawn);
+  return drawn;
 }
 
 Draw uniform_draw(const Dims& shape, double low, double high, DType dtype, Device device) {
@@ -475,4 +480,30 @@ Tensor permutation(const Tensor& key, const Tensor& x) {
 }
 
 }  // namespace random
+namespace ops {
+
+namespace {
+thread_local DrawReplay* t_draw_replay = nullptr;
+}  // namespace
+
+DrawReplay::DrawReplay(std::vector<Tensor>& draws, Mode mode) : draws_(draws), mode_(mode), previous_(t_draw_replay) {
+  t_draw_replay = this;
+}
+
+DrawReplay::~DrawReplay() { t_draw_replay = previous_; }
+
+DrawReplay* DrawReplay::current() { return t_draw_replay; }
+
+void DrawReplay::record(const Tensor& out) { draws_.push_back(out); }
+
+Tensor DrawReplay::next(const Shape& shape, DType dtype) {
+  if (next_ >= draws_.size() || draws_[next_].shape() != shape || draws_[next_].dtype() != dtype)
+    fail<RuntimeError>("[checkpoint] the region drew ", dtype_name(dtype), " ", shape_str(shape),
+                       " when run again, which its first run did not draw there (", draws_.size(),
+                       " draws): it must compute the same way each time");
+  return draws_[next_++];
+}
+
+}  // namespace ops
+
 }  // namespace ug
