@@ -97,8 +97,9 @@ def test_errors_name_the_branches():
     with pytest.raises(TypeError, match=r"true_fn gives \(float32\[3\]\), false_fn \(float32\[2\]\)"):
         ug.jit(lambda x: ug.lax.cond(x.sum() > 0, lambda v: v, lambda v: v[:2], x))(ug.ones(3))
     w = ug.ones(3, requires_grad=True)
-    with pytest.raises(TypeError, match="closes over that requires grad; pass that tensor to cond as an operand"):
-        ug.jit(lambda x: ug.lax.cond(x.sum() > 0, lambda v: v * w, lambda v: v, x))(ug.ones(3))
+    for taken, other in ((lambda v: v * w, lambda v: v), (lambda v: v, lambda v: v * w)):  # the branch not taken too
+        with pytest.raises(TypeError, match="closes over that requires grad; pass that tensor to cond as an operand"):
+            ug.jit(lambda x: ug.lax.cond(x.sum() > 0, taken, other, x))(ug.ones(3))
 
 
 def _switch_of(lax, sqrt):

@@ -43,8 +43,12 @@ def test_torch_and_tensorflow_names():
     ug.memory.reset_memory_stats("CPU:0")
     assert ug.memory.get_memory_info("CPU:0")["peak"] == ug.memory.allocated()
     assert ug.memory.memory_summary().startswith("|")
+    # Without CUDA, torch's counters are 0 and its stats empty; a reset has nothing to reset.
+    import torch
+    for name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats"):
+        assert getattr(ug.cuda, name)() == getattr(torch.cuda, name)(), name
     with pytest.raises(RuntimeError, match="not available"):
-        ug.cuda.max_memory_allocated()
+        ug.cuda.reset_peak_memory_stats()
 
 
 def test_limit_raises_out_of_memory_naming_op_shape_and_dtype():

@@ -1,6 +1,7 @@
 """ug.cuda: what torch.cuda answers. This build has the CPU backend only: the memory functions
-answer for the CUDA device when one exists and raise a clear RuntimeError otherwise, as
-torch's CPU build does; ug.cuda.amp.autocast warns and is disabled."""
+answer for the CUDA device when one exists; without one the counters are 0 and memory_stats
+is empty, as torch's CPU build answers, and the others raise a clear RuntimeError;
+ug.cuda.amp.autocast warns and is disabled."""
 from .. import _C, memory as _memory
 
 
@@ -21,23 +22,23 @@ def _cuda(device):
 
 
 def memory_allocated(device=None):
-    return _memory.allocated(_cuda(device))
+    return _memory.allocated(_cuda(device)) if is_available() else 0
 
 
 def max_memory_allocated(device=None):
-    return _memory.max_allocated(_cuda(device))
+    return _memory.max_allocated(_cuda(device)) if is_available() else 0
 
 
 def memory_reserved(device=None):
-    return _memory.reserved(_cuda(device))
+    return _memory.reserved(_cuda(device)) if is_available() else 0
 
 
 def max_memory_reserved(device=None):
-    return _memory.max_reserved(_cuda(device))
+    return _memory.max_reserved(_cuda(device)) if is_available() else 0
 
 
 def memory_stats(device=None):
-    return _memory.stats(_cuda(device))
+    return _memory.stats(_cuda(device)) if is_available() else {}
 
 
 def reset_peak_memory_stats(device=None):

@@ -65,8 +65,20 @@ std::vector<Tensor> run_branch(bool take, const Branch& true_fn, const Branch& f
  *  (the exporter's If node: then_branch and else_branch, which read what the branches close over
  *  from the enclosing graph, so a program runs the branch on its own values). The branch not
  *  taken runs with the random state put back, its results unused; the taken one's come back. */
+/** Under ug.jit only the operands' gradients go through a cond: a branch's output that requires
+ *  grad (it closes over such a tensor) is refused, unless the branches are another cond's
+ *  derivatives, which link their results themselves. */
+void refuse_closed_over_grad(const std::vector<Tensor>& outs, bool derivative) {
+  if (derivative) return;
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (outs[i].requires_grad())
+      fail<TypeError>("[cond] under ug.jit with a traced predicate, output ", i,
+                      " of a branch depends on a tensor it closes over that requires grad; pass that tensor to "
+                      "cond as an operand, so that its gradient goes through the branch taken");
+}
+
 std::vector<Tensor> record_branches(bool take, const Branch& true_fn, const Branch& false_fn,
-                                    const std::vector<Tensor>& operands) {
+                                    const std::vector<Tensor>& operands, bool derivative) {
   std::vector<Tensor> outs[2];  // true_fn's, false_fn's
   for (bool branch : {true, false}) {
     graph::OpCall call(kBranch);
@@ -74,6 +86,7 @@ std::vector<Tensor> record_branches(bool take, const Branch& true_fn, const Bran
     std::vector<Tensor>& out = outs[branch ? 0 : 1];
     out = (branch ? true_fn : false_fn)(operands);
     if (branch != take) default_generator().set_state(rng);
+    refuse_closed_over_grad(out, derivative);
     std::vector<const Tensor*> inputs, outputs;
     for (const Tensor& x : operands) inputs.push_back(&x);
     for (const Tensor& y : out) outputs.push_back(&y);
@@ -119,13 +132,9 @@ std::vector<Tensor> op(const Tensor& pred, const Branch& true_fn, const Branch& 
   graph::OpCall call(kCond);
   std::vector<Tensor> detached;
   for (const Tensor& x : operands) detached.push_back(x.detach());
-  std::vector<Tensor> outs = call.capturing() ? record_branches(holds(pred), true_fn, false_fn, detached)
+  std::vector<Tensor> outs = call.capturing() ? record_branches(holds(pred), true_fn, false_fn, detached, derivative)
                                               : run_branch(holds(pred), true_fn, false_fn, detached, expected);
   for (size_t i = 0; i < outs.size(); ++i) {
-    if (outs[i].requires_grad() && !derivative)
-      fail<TypeError>("[cond] under ug.jit with a traced predicate, output ", i,
-                      " of the branch depends on a tensor it closes over that requires grad; pass that tensor to "
-                      "cond as an operand, so that its gradient goes through the branch taken");
     // An output that is an operand (a branch `lambda v: v`) is a new value all the same: a
     // graph telling values apart by their memory would read the operand for it.
     const bool aliased = std::ranges::any_of(operands, [&](const Tensor& x) { return x.shares_storage(outs[i]); });
